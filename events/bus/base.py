@@ -1,0 +1,157 @@
+"""The bus contract: one append-only log that every kueue-es service shares.
+
+Two implementations keep this contract: :mod:`events.bus.memory` (in-process, for
+unit tests and the core scenario engine) and :mod:`events.bus.nats` (NATS
+JetStream, the real thing). ``tests/bus/test_contract.py`` runs one suite against
+both, and against a 3-node nats-server cluster, so the fake never drifts from the
+real log. Design: ARCHITECTURE.md §2-§3, research/event-sourcing.md §2.3-§2.6, §5.6.
+
+Sequences are the stream's sequence numbers: 1-based, gap-free for a log that
+never deletes, identical for every reader.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Sequence
+
+import msgspec
+
+STREAM_NAME = "KQ_LOG"
+STREAM_SUBJECTS = ("kq.in.>", "kq.dec.>", "kq.disp.>")
+
+
+class OutgoingMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """A message to append: subject, payload bytes, and the dedup id.
+
+    ``msg_id`` becomes the ``Nats-Msg-Id`` header; a second publish with the same
+    id inside the duplicate window is acknowledged as a duplicate and not stored.
+    ``headers`` are extra headers (``Kq-Type`` etc.), all strings.
+    """
+
+    subject: str
+    data: bytes
+    msg_id: str
+    headers: dict[str, str] = {}
+
+
+class LogMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored message as a reader sees it.
+
+    ``seq`` is its stream sequence; ``pending`` is how many messages matching the
+    reader's filter followed it at delivery time (0 means the reader has caught up).
+    """
+
+    seq: int
+    subject: str
+    data: bytes
+    headers: dict[str, str] = {}
+    pending: int = 0
+
+
+class PublishAck(msgspec.Struct, frozen=True, kw_only=True):
+    """The result of a publish: the stored sequence, or the original one for a duplicate."""
+
+    seq: int
+    duplicate: bool = False
+
+
+class BusError(Exception):
+    """Base class of every error the bus raises."""
+
+
+class ConflictError(BusError):
+    """A batch's expected head sequence is stale: another decider committed first.
+
+    Nothing of the batch was stored. The decider must fold the log again and
+    decide afresh (never re-send a batch computed from an old basis).
+    """
+
+
+class DuplicateBatchError(BusError):
+    """A batch carried a ``msg_id`` already stored: the whole batch was rejected.
+
+    This happens when a commit whose acknowledgement was lost is retried; the
+    earlier copy is in the log and will reach the decider through its reader.
+    """
+
+
+class Delivery(msgspec.Struct, frozen=True, kw_only=True):
+    """One delivery from a durable consumer; ``attempt`` counts from 1."""
+
+    message: LogMessage
+    attempt: int = 1
+    token: object = None  # implementation's handle for ack/nak
+
+
+class DurableConsumer(abc.ABC):
+    """At-least-once delivery that survives restarts (the dispatcher's input).
+
+    Messages are delivered in sequence order; one that is neither acked nor
+    nak'ed within ``ack_wait`` seconds is delivered again, as is one nak'ed.
+    """
+
+    @abc.abstractmethod
+    async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[Delivery]:
+        """Return up to ``batch`` deliveries; an empty list when none came within ``timeout`` s."""
+
+    @abc.abstractmethod
+    async def ack(self, delivery: Delivery) -> None:
+        """Acknowledge: the message is never delivered to this consumer again."""
+
+    @abc.abstractmethod
+    async def nak(self, delivery: Delivery, *, delay: float = 0.0) -> None:
+        """Ask for redelivery after ``delay`` seconds."""
+
+
+class Bus(abc.ABC):
+    """The log: append, atomically commit decision batches, read in order."""
+
+    @abc.abstractmethod
+    async def publish(self, message: OutgoingMessage) -> PublishAck:
+        """Append one message (a fact or a dispatch result), deduplicated by ``msg_id``."""
+
+    @abc.abstractmethod
+    async def commit_batch(
+        self, *, head: OutgoingMessage, expected_head_seq: int, rest: Sequence[OutgoingMessage]
+    ) -> int:
+        """Append ``head`` then ``rest`` as one atomic batch, or nothing.
+
+        ``head`` goes on the partition's head subject and is stored only if the last
+        message on that subject has sequence ``expected_head_seq`` (0: none yet).
+        Returns the sequence of the last stored message.
+
+        Raises ConflictError on a stale ``expected_head_seq``, DuplicateBatchError
+        if any ``msg_id`` was already stored, BusError on other failures.
+        At most 999 messages in ``rest``.
+        """
+
+    @abc.abstractmethod
+    def read(self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1) -> AsyncIterator[LogMessage]:
+        """Yield every stored message matching any of ``subjects`` (NATS wildcards
+        ``*`` and ``>``) from ``start_seq`` on, in sequence order, then wait for new
+        ones forever (cancel the iteration to stop). ``pending`` tells when caught up.
+        """
+
+    @abc.abstractmethod
+    async def last_seq(self) -> int:
+        """The last stored sequence of the stream (0 when empty)."""
+
+    @abc.abstractmethod
+    async def last_subject_seq(self, subject: str) -> int:
+        """The sequence of the last message on exactly ``subject`` (0 when none)."""
+
+    @abc.abstractmethod
+    async def get(self, seq: int) -> LogMessage:
+        """The message stored at ``seq``; raises BusError (KeyError-like) if none."""
+
+    @abc.abstractmethod
+    async def durable(
+        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0
+    ) -> DurableConsumer:
+        """Create or bind the durable consumer ``name`` over ``subjects``, starting at
+        the first message; a consumer bound again resumes after its last ack."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release connections; the log itself stays."""

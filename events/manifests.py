@@ -1,0 +1,308 @@
+"""Manifests (YAML/JSON dicts as kubectl sends them) to the models of :mod:`events.models`.
+
+This is the one place where outside input becomes our vocabulary, so it is where
+bad input is caught: every error is a :class:`ManifestError` naming the object
+(``ClusterQueue cluster-queue``) and the field (``spec.resourceGroups[0]...``),
+and nothing is half-converted. Quantities become integer amounts
+(:mod:`events.quantities`), ``creationTimestamp`` becomes milliseconds, and pod
+templates become per-pod requests following SEMANTICS §2.3 (Kueue
+pkg/workload/resources.go, Kubernetes' pod request formula).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import msgspec
+import yaml
+
+from events import models
+from events.quantities import QuantityError, to_amount
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_KINDS: dict[str, type[models.APIObject]] = {
+    "ResourceFlavor": models.ResourceFlavor,
+    "ClusterQueue": models.ClusterQueue,
+    "Cohort": models.Cohort,
+    "LocalQueue": models.LocalQueue,
+    "WorkloadPriorityClass": models.WorkloadPriorityClass,
+    "Workload": models.Workload,
+}
+NAMESPACED_KINDS = frozenset({"LocalQueue", "Workload"})
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot become a kueue-es object.
+
+    ``kind``, ``name`` (``namespace/name`` for namespaced objects) and ``field`` (a
+    dotted path, empty when the whole object is wrong) say where; ``problem`` what.
+    """
+
+    def __init__(self, *, kind: str, name: str, field: str, problem: str) -> None:
+        self.kind, self.name, self.field, self.problem = kind, name, field, problem
+        where = f" field {field}:" if field else ""
+        super().__init__(f"{kind or 'object'} {name or '<unnamed>'}:{where} {problem}")
+
+
+def load_documents(text: str, *, source: str = "<input>") -> list[dict[str, Any]]:
+    """Split a YAML (or JSON) stream into its non-empty documents.
+
+    Raises ManifestError naming ``source`` when the YAML does not parse or a
+    document is not a mapping.
+    """
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        raise ManifestError(kind="file", name=source, field="", problem=f"is not valid YAML: {err}") from err
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise ManifestError(kind="file", name=source, field=f"document {index}", problem="is not a mapping")
+    return docs
+
+
+def describe(manifest: dict[str, Any]) -> tuple[str, str]:
+    """``(kind, name)`` of a manifest for messages; name is ``ns/name`` when namespaced."""
+    kind = str(manifest.get("kind") or "")
+    meta = manifest.get("metadata") or {}
+    name = str(meta.get("name") or meta.get("generateName") or "")
+    namespace = meta.get("namespace")
+    return kind, f"{namespace}/{name}" if namespace else name
+
+
+def parse_object(manifest: dict[str, Any]) -> models.APIObject:
+    """Convert one kueue.x-k8s.io/v1beta2 manifest into its model, validated.
+
+    Raises ManifestError for an unknown kind or API version, a missing or invalid
+    name, a bad quantity, a wrong type or enum value, or a rule Kueue's webhooks
+    enforce (SEMANTICS §1).
+    """
+    kind, name = describe(manifest)
+    model_type = KUEUE_KINDS.get(kind)
+    if model_type is None or manifest.get("apiVersion") != KUEUE_API:
+        raise ManifestError(kind=kind, name=name, field="apiVersion/kind",
+                            problem=f"{manifest.get('apiVersion')}/{kind or '?'} is not a kind kueue-es admits with")
+    raw = copy.deepcopy(manifest)
+    raw["metadata"] = _normalize_meta(raw.get("metadata"), kind=kind, name=name)
+    if kind in NAMESPACED_KINDS and not raw["metadata"].get("namespace"):
+        raw["metadata"]["namespace"] = "default"
+    spec = raw.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        raise ManifestError(kind=kind, name=name, field="spec", problem="must be a mapping")
+    if kind in ("ClusterQueue", "Cohort") and spec:
+        _convert_quotas(spec, kind=kind, name=name)
+        _weight_to_string(spec)
+    elif kind == "LocalQueue" and spec:
+        _weight_to_string(spec)
+    elif kind == "Workload" and spec:
+        spec["podSets"] = [_convert_pod_set(ps, index=i, kind=kind, name=name)
+                           for i, ps in enumerate(_as_list(spec.get("podSets"), "spec.podSets", kind, name))]
+    try:
+        obj = msgspec.convert(raw, model_type)
+    except msgspec.ValidationError as err:
+        field, problem = _split_validation_error(str(err))
+        raise ManifestError(kind=kind, name=name, field=field, problem=problem) from err
+    _validate(obj, kind=kind, name=name)
+    return obj
+
+
+def parse_objects(manifests: Iterable[dict[str, Any]]) -> Iterator[models.APIObject]:
+    """Parse many manifests; stops at the first error (ManifestError)."""
+    for manifest in manifests:
+        yield parse_object(manifest)
+
+
+def parse_time_ms(value: Any, *, kind: str = "", name: str = "", field: str = "") -> int:
+    """An RFC 3339 timestamp (or a datetime from YAML) as ms since the epoch; None/"" is 0."""
+    if value in (None, ""):
+        return 0
+    if isinstance(value, datetime.datetime):
+        moment = value
+    else:
+        try:
+            moment = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError as err:
+            raise ManifestError(kind=kind, name=name, field=field, problem=f"{value!r} is not an RFC 3339 time") from err
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def format_time_ms(ms: int) -> str:
+    """Milliseconds since the epoch as RFC 3339 UTC (``2026-01-01T00:00:00Z``), seconds precision."""
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_requests(pod_spec: dict[str, Any], *, where: str = "template.spec", kind: str = "", name: str = "") -> dict[str, int]:
+    """Effective per-pod requests of a pod spec, as integer amounts (SEMANTICS §2.3).
+
+    Sum over containers (limits stand in for missing requests), max with each init
+    container, restartable (sidecar) init containers added to both, plus
+    ``overhead``; pod-level ``resources`` win where set. Negative amounts floor to 0.
+    Raises ManifestError naming the container field of a bad quantity.
+    """
+    def container_requests(container: dict[str, Any], path: str) -> dict[str, int]:
+        resources = container.get("resources") or {}
+        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        return {res: _amount(res, q, field=f"{path}.resources.{res}", kind=kind, name=name) for res, q in merged.items()}
+
+    total: dict[str, int] = {}
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for i, container in enumerate(pod_spec.get("initContainers") or []):
+        req = container_requests(container, f"{where}.initContainers[{i}]")
+        if container.get("restartPolicy") == "Always":
+            _add_into(sidecars, req)
+            continue
+        _max_into(init_peak, {r: v + sidecars.get(r, 0) for r, v in req.items()})
+    for i, container in enumerate(pod_spec.get("containers") or []):
+        _add_into(total, container_requests(container, f"{where}.containers[{i}]"))
+    _add_into(total, sidecars)
+    _max_into(total, init_peak)
+    pod_level = pod_spec.get("resources")
+    if pod_level:
+        total.update(container_requests({"resources": pod_level}, f"{where}"))
+    for res, q in (pod_spec.get("overhead") or {}).items():
+        total[res] = total.get(res, 0) + _amount(res, q, field=f"{where}.overhead.{res}", kind=kind, name=name)
+    return {res: max(v, 0) for res, v in sorted(total.items())}
+
+
+def _add_into(target: dict[str, int], extra: dict[str, int]) -> None:
+    for res, value in extra.items():
+        target[res] = target.get(res, 0) + value
+
+
+def _max_into(target: dict[str, int], other: dict[str, int]) -> None:
+    for res, value in other.items():
+        target[res] = max(target.get(res, 0), value)
+
+
+def _amount(resource: str, value: Any, *, field: str, kind: str, name: str, allow_negative: bool = True) -> int:
+    try:
+        return to_amount(resource, value, allow_negative=allow_negative)
+    except QuantityError as err:
+        raise ManifestError(kind=kind, name=name, field=field, problem=str(err)) from err
+
+
+def _as_list(value: Any, field: str, kind: str, name: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ManifestError(kind=kind, name=name, field=field, problem="must be a list")
+    return value
+
+
+def _normalize_meta(meta: Any, *, kind: str, name: str) -> dict[str, Any]:
+    if not isinstance(meta, dict):
+        raise ManifestError(kind=kind, name=name, field="metadata", problem="is missing or not a mapping")
+    out = {k: meta[k] for k in ("name", "namespace", "uid", "labels", "annotations", "generation") if meta.get(k) is not None}
+    if meta.get("resourceVersion") is not None:
+        out["resourceVersion"] = str(meta["resourceVersion"])
+    out["creationTimestampMs"] = parse_time_ms(meta.get("creationTimestamp"), kind=kind, name=name,
+                                               field="metadata.creationTimestamp")
+    if not out.get("name"):
+        raise ManifestError(kind=kind, name=name, field="metadata.name", problem="is required")
+    if not isinstance(out["name"], str) or len(out["name"]) > 253 or not _DNS_SUBDOMAIN.match(out["name"]):
+        raise ManifestError(kind=kind, name=name, field="metadata.name",
+                            problem=f"{out['name']!r} is not a valid DNS-1123 subdomain")
+    return out
+
+
+def _convert_quotas(spec: dict[str, Any], *, kind: str, name: str) -> None:
+    for g, group in enumerate(_as_list(spec.get("resourceGroups"), "spec.resourceGroups", kind, name)):
+        for f, flavor in enumerate(_as_list((group or {}).get("flavors"), f"spec.resourceGroups[{g}].flavors", kind, name)):
+            path = f"spec.resourceGroups[{g}].flavors[{f}].resources"
+            for r, quota in enumerate(_as_list((flavor or {}).get("resources"), path, kind, name)):
+                if not isinstance(quota, dict):
+                    raise ManifestError(kind=kind, name=name, field=f"{path}[{r}]", problem="must be a mapping")
+                resource = str(quota.get("name", ""))
+                for key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+                    if quota.get(key) is not None:
+                        quota[key] = _amount(resource, quota[key], field=f"{path}[{r}].{key}", kind=kind, name=name,
+                                             allow_negative=False)
+
+
+def _weight_to_string(spec: dict[str, Any]) -> None:
+    fair = spec.get("fairSharing")
+    if isinstance(fair, dict) and fair.get("weight") is not None:
+        fair["weight"] = str(fair["weight"])
+
+
+def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str) -> dict[str, Any]:
+    where = f"spec.podSets[{index}]"
+    if not isinstance(pod_set, dict):
+        raise ManifestError(kind=kind, name=name, field=where, problem="must be a mapping")
+    template = pod_set.get("template") or {}
+    pod_spec = template.get("spec") or {}
+    out = {k: pod_set[k] for k in ("name", "count", "minCount") if pod_set.get(k) is not None}
+    out["requests"] = pod_requests(pod_spec, where=f"{where}.template.spec", kind=kind, name=name)
+    if pod_spec.get("nodeSelector"):
+        out["nodeSelector"] = pod_spec["nodeSelector"]
+    if pod_spec.get("tolerations"):
+        out["tolerations"] = pod_spec["tolerations"]
+    return out
+
+
+def _split_validation_error(message: str) -> tuple[str, str]:
+    """msgspec says ``Expected `int`, got `str` - at `$.spec.x[0]```: split into field and problem."""
+    problem, _, path = message.partition(" - at `")
+    field = path.rstrip("`").removeprefix("$").removeprefix(".")
+    return field, problem
+
+
+def _validate(obj: models.APIObject, *, kind: str, name: str) -> None:
+    """The webhook rules of SEMANTICS §1 that this version enforces."""
+    match obj:
+        case models.ClusterQueue() | models.Cohort():
+            _validate_groups(obj.spec.resource_groups, kind=kind, name=name)
+            has_parent = obj.spec.cohort_name if isinstance(obj, models.ClusterQueue) else obj.spec.parent_name
+            for g, group in enumerate(obj.spec.resource_groups):
+                for f, flavor in enumerate(group.flavors):
+                    for r, quota in enumerate(flavor.resources):
+                        path = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
+                        if not has_parent and (quota.borrowing_limit is not None or quota.lending_limit is not None):
+                            parent = "cohortName" if kind == "ClusterQueue" else "parentName"
+                            raise ManifestError(kind=kind, name=name, field=path,
+                                                problem=f"borrowingLimit and lendingLimit need spec.{parent}")
+                        if (kind == "ClusterQueue" and quota.lending_limit is not None
+                                and quota.lending_limit > quota.nominal_quota):
+                            raise ManifestError(kind=kind, name=name, field=f"{path}.lendingLimit",
+                                                problem="must be less than or equal to nominalQuota")
+        case models.Workload():
+            if not obj.spec.pod_sets:
+                raise ManifestError(kind=kind, name=name, field="spec.podSets", problem="needs at least one pod set")
+            for i, ps in enumerate(obj.spec.pod_sets):
+                if ps.count < 0:
+                    raise ManifestError(kind=kind, name=name, field=f"spec.podSets[{i}].count", problem="must be >= 0")
+                if ps.min_count is not None and not 1 <= ps.min_count <= ps.count:
+                    raise ManifestError(kind=kind, name=name, field=f"spec.podSets[{i}].minCount",
+                                        problem="must be between 1 and count")
+        case _:
+            pass
+
+
+def _validate_groups(groups: list[models.ResourceGroup], *, kind: str, name: str) -> None:
+    seen_resources: set[str] = set()
+    seen_flavors: set[str] = set()
+    for g, group in enumerate(groups):
+        for res in group.covered_resources:
+            if res in seen_resources:
+                raise ManifestError(kind=kind, name=name, field=f"spec.resourceGroups[{g}].coveredResources",
+                                    problem=f"resource {res} is covered by more than one resource group")
+            seen_resources.add(res)
+        for f, flavor in enumerate(group.flavors):
+            path = f"spec.resourceGroups[{g}].flavors[{f}]"
+            if flavor.name in seen_flavors:
+                raise ManifestError(kind=kind, name=name, field=f"{path}.name",
+                                    problem=f"flavor {flavor.name} appears in more than one resource group")
+            seen_flavors.add(flavor.name)
+            listed = [q.name for q in flavor.resources]
+            if listed != list(group.covered_resources):
+                raise ManifestError(kind=kind, name=name, field=f"{path}.resources",
+                                    problem=f"must list exactly the covered resources {group.covered_resources} "
+                                            f"in order, got {listed}")

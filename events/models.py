@@ -1,0 +1,286 @@
+"""The Kueue v1beta2 objects, as kueue-es carries them inside events.
+
+Each model keeps the Kubernetes shape (``metadata`` + ``spec``, camelCase on the
+wire) so a Kueue user reads an event like a manifest, with three differences that
+make folding exact: quantities are integer amounts (CPU in millicores, memory in
+bytes, SEMANTICS §0.1), times are integer milliseconds since the epoch
+(``creationTimestampMs``), and a Workload's pod set carries its per-pod requests
+instead of a pod template (events stay far below NATS's 1 MiB limit).
+
+Defaults are Kueue's (SEMANTICS §1; Kueue apis/kueue/v1beta2/*_types.go).
+:mod:`events.manifests` builds these models from YAML manifests and validates them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
+QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
+
+
+class _Model(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """Base of the API models: frozen, keyword-only, camelCase on the wire."""
+
+
+class ObjectMeta(_Model, kw_only=True):
+    """The metadata that changes outcomes; ``creationTimestampMs`` is ms since the epoch (0 = zero time)."""
+
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp_ms: int = 0
+
+
+class Taint(_Model, kw_only=True):
+    """A node taint (ResourceFlavor ``nodeTaints``)."""
+
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Toleration(_Model, kw_only=True):
+    """A pod or flavor toleration; an empty key with ``Exists`` tolerates everything."""
+
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class ResourceFlavorSpec(_Model, kw_only=True):
+    """ResourceFlavor spec: node labels injected on admission, taints, tolerations, TAS topology."""
+
+    node_labels: dict[str, str] = {}
+    node_taints: list[Taint] = []
+    tolerations: list[Toleration] = []
+    topology_name: str | None = None
+
+
+class ResourceFlavor(_Model, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 ResourceFlavor (cluster-scoped)."""
+
+    metadata: ObjectMeta
+    spec: ResourceFlavorSpec = ResourceFlavorSpec()
+
+
+class ResourceQuota(_Model, kw_only=True):
+    """Quota of one resource in one flavor; amounts are integers (cpu: millicores).
+
+    ``None`` limits mean unlimited borrowing / lend everything (Kueue's nil).
+    """
+
+    name: str
+    nominal_quota: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+class FlavorQuotas(_Model, kw_only=True):
+    """The quotas a ClusterQueue or Cohort holds in one flavor, in coveredResources order."""
+
+    name: str
+    resources: list[ResourceQuota]
+
+
+class ResourceGroup(_Model, kw_only=True):
+    """Resources that share one flavor choice, with the flavors tried in order."""
+
+    covered_resources: list[str]
+    flavors: list[FlavorQuotas]
+
+
+class LabelSelectorRequirement(_Model, kw_only=True):
+    """One ``matchExpressions`` entry of a Kubernetes LabelSelector."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = []
+
+
+class LabelSelector(_Model, kw_only=True):
+    """A Kubernetes LabelSelector; the empty selector matches everything."""
+
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class BorrowWithinCohort(_Model, kw_only=True):
+    """Preemption while borrowing (SEMANTICS §7.2)."""
+
+    policy: Literal["Never", "LowerPriority"] = "Never"
+    max_priority_threshold: int | None = None
+
+
+class ClusterQueuePreemption(_Model, kw_only=True):
+    """ClusterQueue preemption policies; Kueue's default is Never everywhere."""
+
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Never"
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "Never"
+    borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort()
+
+
+class FlavorFungibility(_Model, kw_only=True):
+    """When to try the next flavor (SEMANTICS §5.7); defaults as Kueue's defaulting."""
+
+    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor"] = "MayStopSearch"
+    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor"] = "TryNextFlavor"
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
+
+
+class AdmissionCheckStrategyRule(_Model, kw_only=True):
+    """An admission check a ClusterQueue requires, optionally only on some flavors."""
+
+    name: str
+    on_flavors: list[str] = []
+
+
+class AdmissionChecksStrategy(_Model, kw_only=True):
+    """``spec.admissionChecksStrategy`` of a ClusterQueue."""
+
+    admission_checks: list[AdmissionCheckStrategyRule] = []
+
+
+class FairSharing(_Model, kw_only=True):
+    """Fair-sharing weight, kept as the exact Quantity string (default ``1``)."""
+
+    weight: str = "1"
+
+
+class AdmissionScope(_Model, kw_only=True):
+    """Admission fair sharing mode of a ClusterQueue (SEMANTICS §8)."""
+
+    admission_mode: Literal["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"] = "NoAdmissionFairSharing"
+
+
+class ClusterQueueSpec(_Model, kw_only=True):
+    """ClusterQueue spec (SEMANTICS §1.3). ``namespaceSelector`` None matches no namespace."""
+
+    resource_groups: list[ResourceGroup] = []
+    cohort_name: str | None = None
+    queueing_strategy: QueueingStrategy = "BestEffortFIFO"
+    namespace_selector: LabelSelector | None = None
+    flavor_fungibility: FlavorFungibility = FlavorFungibility()
+    preemption: ClusterQueuePreemption = ClusterQueuePreemption()
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
+    stop_policy: StopPolicy = "None"
+    fair_sharing: FairSharing | None = None
+    admission_scope: AdmissionScope | None = None
+
+
+class ClusterQueue(_Model, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 ClusterQueue (cluster-scoped)."""
+
+    metadata: ObjectMeta
+    spec: ClusterQueueSpec = ClusterQueueSpec()
+
+
+class CohortSpec(_Model, kw_only=True):
+    """Cohort spec: an optional parent, extra shared quota, a fair-sharing weight (SEMANTICS §1.4)."""
+
+    parent_name: str | None = None
+    resource_groups: list[ResourceGroup] = []
+    fair_sharing: FairSharing | None = None
+
+
+class Cohort(_Model, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 Cohort (cluster-scoped)."""
+
+    metadata: ObjectMeta
+    spec: CohortSpec = CohortSpec()
+
+
+class LocalQueueSpec(_Model, kw_only=True):
+    """LocalQueue spec: the ClusterQueue it feeds and its stop policy."""
+
+    cluster_queue: str
+    stop_policy: StopPolicy = "None"
+    fair_sharing: FairSharing | None = None
+
+
+class LocalQueue(_Model, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 LocalQueue (namespaced)."""
+
+    metadata: ObjectMeta
+    spec: LocalQueueSpec
+
+
+class WorkloadPriorityClass(_Model, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 WorkloadPriorityClass: a named priority ``value``."""
+
+    metadata: ObjectMeta
+    value: int
+    description: str = ""
+
+
+class PriorityClassRef(_Model, kw_only=True):
+    """``spec.priorityClassRef`` of a Workload."""
+
+    group: str = "kueue.x-k8s.io"
+    kind: str = "WorkloadPriorityClass"
+    name: str
+
+
+class PodSet(_Model, kw_only=True):
+    """One pod set: ``count`` pods, each requesting ``requests`` (amounts per pod).
+
+    ``requests`` is the effective per-pod request (SEMANTICS §2.3: containers summed,
+    init containers maxed, overhead added, limits used where requests are missing).
+    ``minCount`` enables partial admission.
+    """
+
+    name: str = "main"
+    count: int = 1
+    min_count: int | None = None
+    requests: dict[str, int] = {}
+    node_selector: dict[str, str] = {}
+    tolerations: list[Toleration] = []
+
+
+class OwnerReference(_Model, kw_only=True):
+    """The job a Workload was made for (Kueue sets the Workload's owner reference to it)."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+
+
+class WorkloadSpec(_Model, kw_only=True):
+    """Workload spec (SEMANTICS §1.6); ``priority`` None means 0."""
+
+    pod_sets: list[PodSet]
+    queue_name: str = ""
+    priority_class_ref: PriorityClassRef | None = None
+    priority: int | None = None
+    active: bool = True
+    maximum_execution_time_seconds: int | None = None
+
+
+class Workload(_Model, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 Workload (namespaced), with the job it stands for in ``owner``."""
+
+    metadata: ObjectMeta
+    spec: WorkloadSpec
+    owner: OwnerReference | None = None
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, how Kueue and kubectl name a workload."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def effective_priority(self) -> int:
+        """The priority used for ordering and preemption (nil counts as 0, SEMANTICS §2.4)."""
+        return self.spec.priority or 0
+
+
+APIObject = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload

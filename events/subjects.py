@@ -1,0 +1,109 @@
+"""Subject names on the log, and the messages that carry events to them.
+
+Layout (ARCHITECTURE.md §2, research/event-sourcing.md §5.3):
+
+- ``kq.in.<kind>.<ns|_>.<name>``: facts from the cluster;
+- ``kq.dec.<partition>.head``: one DecisionRecord per committed batch (the OCC token);
+- ``kq.dec.<partition>.wl.<ns>.<name>``: per-workload decisions;
+- ``kq.disp.<cluster>.wl.<ns>.<name>``: dispatch results.
+
+Kubernetes names may contain dots, which NATS reads as token separators, so a
+dot in a name is written ``%2E``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from events import codec, types
+from events.bus.base import OutgoingMessage
+
+DEFAULT_PARTITION = "p0"
+DEFAULT_CLUSTER = "local"
+
+FACTS = "kq.in.>"
+DECISIONS = "kq.dec.>"
+DISPATCH = "kq.disp.>"
+
+_FACT_KIND_TOKENS = {
+    "ResourceFlavor": "rf",
+    "ClusterQueue": "cq",
+    "Cohort": "cohort",
+    "LocalQueue": "lq",
+    "WorkloadPriorityClass": "wpc",
+    "Workload": "wl",
+}
+
+
+def token(name: str) -> str:
+    """One subject token for a Kubernetes name: ``_`` when empty, dots escaped."""
+    return name.replace("%", "%25").replace(".", "%2E") if name else "_"
+
+
+def head_subject(partition: str = DEFAULT_PARTITION) -> str:
+    """The partition's head subject, where DecisionRecords go."""
+    return f"kq.dec.{partition}.head"
+
+
+def decisions_of(partition: str = DEFAULT_PARTITION) -> str:
+    """Filter for every decision of one partition."""
+    return f"kq.dec.{partition}.>"
+
+
+def workload_decision_subject(ref: types.WorkloadRef, partition: str = DEFAULT_PARTITION) -> str:
+    """Subject of a per-workload decision."""
+    return f"kq.dec.{partition}.wl.{token(ref.namespace)}.{token(ref.name)}"
+
+
+def dispatch_subject(ref: types.WorkloadRef, cluster: str = DEFAULT_CLUSTER) -> str:
+    """Subject of a dispatch result."""
+    return f"kq.disp.{cluster}.wl.{token(ref.namespace)}.{token(ref.name)}"
+
+
+def fact_subject(event: types.Fact) -> str:
+    """Subject of a fact, keyed by the object it is about."""
+    kind, namespace, name = fact_identity(event)
+    kind_token = _FACT_KIND_TOKENS.get(kind, kind.lower())
+    return f"kq.in.{kind_token}.{token(namespace)}.{token(name)}"
+
+
+def fact_identity(event: types.Fact) -> tuple[str, str, str]:
+    """``(kind, namespace, name)`` of the object a fact is about."""
+    match event:
+        case types.ResourceFlavorObserved(flavor=obj):
+            return "ResourceFlavor", "", obj.metadata.name
+        case types.ClusterQueueObserved(cluster_queue=obj):
+            return "ClusterQueue", "", obj.metadata.name
+        case types.CohortObserved(cohort=obj):
+            return "Cohort", "", obj.metadata.name
+        case types.LocalQueueObserved(local_queue=obj):
+            return "LocalQueue", obj.metadata.namespace, obj.metadata.name
+        case types.WorkloadPriorityClassObserved(priority_class=obj):
+            return "WorkloadPriorityClass", "", obj.metadata.name
+        case types.WorkloadObserved(workload=obj):
+            return "Workload", obj.metadata.namespace, obj.metadata.name
+        case types.WorkloadFinished(workload=ref):
+            return "Workload", ref.namespace, ref.name
+        case types.ObjectDeleted() | types.ObjectRejected():
+            return event.kind, event.namespace, event.name
+    raise TypeError(f"not a fact: {type(event).__name__}")
+
+
+def message(event: types.Event, *, subject: str, msg_id: str) -> OutgoingMessage:
+    """Wrap an encoded event for the bus, with ``Kq-Type`` and ``Kq-Schema`` headers."""
+    return OutgoingMessage(
+        subject=subject,
+        data=codec.encode(event),
+        msg_id=msg_id,
+        headers={"Kq-Type": codec.type_name(event), "Kq-Schema": str(types.SCHEMA_VERSION)},
+    )
+
+
+def fact_message(event: types.Fact, *, version: str = "") -> OutgoingMessage:
+    """A fact ready to publish. ``version`` (the object's resourceVersion) makes the
+    dedup id; without one the content digest does, so only an identical retry dedups.
+    """
+    data = codec.encode(event)
+    kind, namespace, name = fact_identity(event)
+    identity = version or hashlib.sha256(data).hexdigest()[:24]
+    return message(event, subject=fact_subject(event), msg_id=f"{codec.type_name(event)}:{kind}:{namespace}/{name}:{identity}")

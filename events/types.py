@@ -1,0 +1,222 @@
+"""Every event kueue-es puts on the log: facts, decisions and dispatch results.
+
+Facts (watcher, ``kueue-es apply``) are full-state snapshots of what the cluster
+holds, so folding one twice is harmless. Decisions (admitter, preemptor, TAS
+placer) are committed in atomic batches headed by a :class:`DecisionRecord`.
+Dispatch results (dispatcher) say what was written to Kubernetes.
+ARCHITECTURE.md §2-§3 and research/event-sourcing.md §5.4 are the catalogue.
+
+All events are frozen, keyword-only msgspec Structs tagged by an explicit ``type``
+string that never changes when a class is renamed. Integers only: amounts
+(millicores, bytes), times in milliseconds since the epoch. Evolution policy
+(docs/events.md): add fields only with defaults, never change a field's type.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from events import models
+
+SCHEMA_VERSION = 1
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", rename="camel"):
+    """Base of all events."""
+
+
+class WorkloadRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Which workload a decision is about: namespace, name and UID."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+# --- facts -----------------------------------------------------------------------------------
+
+
+class ResourceFlavorObserved(_Event, kw_only=True, tag="ResourceFlavorObserved"):
+    """A ResourceFlavor as it now is."""
+
+    flavor: models.ResourceFlavor
+
+
+class ClusterQueueObserved(_Event, kw_only=True, tag="ClusterQueueObserved"):
+    """A ClusterQueue as it now is."""
+
+    cluster_queue: models.ClusterQueue
+
+
+class CohortObserved(_Event, kw_only=True, tag="CohortObserved"):
+    """A Cohort object as it now is."""
+
+    cohort: models.Cohort
+
+
+class LocalQueueObserved(_Event, kw_only=True, tag="LocalQueueObserved"):
+    """A LocalQueue as it now is."""
+
+    local_queue: models.LocalQueue
+
+
+class WorkloadPriorityClassObserved(_Event, kw_only=True, tag="WorkloadPriorityClassObserved"):
+    """A WorkloadPriorityClass as it now is."""
+
+    priority_class: models.WorkloadPriorityClass
+
+
+class WorkloadObserved(_Event, kw_only=True, tag="WorkloadObserved"):
+    """A workload as it now is: submitted, or changed while pending."""
+
+    workload: models.Workload
+
+
+class ObjectDeleted(_Event, kw_only=True, tag="ObjectDeleted"):
+    """An object of ``kind`` is gone from the cluster (namespace "" for cluster-scoped)."""
+
+    kind: str
+    namespace: str = ""
+    name: str
+    uid: str = ""
+
+
+class WorkloadFinished(_Event, kw_only=True, tag="WorkloadFinished"):
+    """The workload's job finished (succeeded or failed): its quota may be released."""
+
+    workload: WorkloadRef
+    succeeded: bool = True
+    reason: str = "Succeeded"
+    message: str = ""
+    at_ms: int = 0
+
+
+class ObjectRejected(_Event, kw_only=True, tag="ObjectRejected"):
+    """Bad input seen in the cluster: kept on the log so a user can see why nothing happened.
+
+    The previously observed valid version of the object (if any) stays in force.
+    """
+
+    kind: str
+    namespace: str = ""
+    name: str
+    field: str = ""
+    problem: str
+    at_ms: int = 0
+
+
+# --- decisions -------------------------------------------------------------------------------
+
+
+class DecisionRecord(_Event, kw_only=True, tag="DecisionRecord"):
+    """Head of one committed decision batch: what the decider saw and what it output.
+
+    ``basis_seq`` is the last log sequence folded into the state it decided on;
+    ``now_ms`` the one clock reading of the cycle; ``output_count`` and
+    ``outputs_sha256`` (hex SHA-256 over the encoded outputs, in order) let replay
+    check the batch byte for byte.
+    """
+
+    decision_id: str
+    partition: str
+    role: str
+    basis_seq: int
+    expected_head_seq: int
+    now_ms: int
+    logic_version: int
+    schema_version: int = SCHEMA_VERSION
+    output_count: int
+    outputs_sha256: str
+
+
+class PodSetAssignment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Kueue's podSetAssignment: flavor per resource, total quota held, admitted pod count."""
+
+    name: str
+    flavors: dict[str, str]
+    resource_usage: dict[str, int]
+    count: int
+
+
+class QuotaReserved(_Event, kw_only=True, tag="QuotaReserved"):
+    """The workload holds quota in ``cluster_queue`` (Kueue's QuotaReserved=True)."""
+
+    workload: WorkloadRef
+    cluster_queue: str
+    pod_set_assignments: list[PodSetAssignment]
+    at_ms: int
+
+
+class WorkloadAdmitted(_Event, kw_only=True, tag="WorkloadAdmitted"):
+    """The workload is admitted (quota reserved and every admission check Ready): it may start."""
+
+    workload: WorkloadRef
+    cluster_queue: str
+    at_ms: int
+
+
+class WorkloadInadmissible(_Event, kw_only=True, tag="WorkloadInadmissible"):
+    """Why the workload still waits; recorded when the reason changes, not every cycle.
+
+    ``reason`` is Kueue's condition reason (``Pending``, ``Inadmissible``);
+    ``message`` the sentence Kueue would write on the QuotaReserved=False condition.
+    """
+
+    workload: WorkloadRef
+    reason: str
+    message: str
+    at_ms: int
+
+
+class QuotaReleased(_Event, kw_only=True, tag="QuotaReleased"):
+    """The workload no longer holds quota; ``cause_seq`` is the fact that justified it."""
+
+    workload: WorkloadRef
+    cluster_queue: str
+    reason: str
+    cause_seq: int
+    at_ms: int
+
+
+# --- dispatch results ------------------------------------------------------------------------
+
+
+class DispatchApplied(_Event, kw_only=True, tag="DispatchApplied"):
+    """The dispatcher wrote decision ``decision_seq`` to Kubernetes (``action`` says what)."""
+
+    workload: WorkloadRef
+    decision_seq: int
+    action: str
+    target: str = ""
+    node_selector: dict[str, str] = {}
+
+
+class DispatchFailed(_Event, kw_only=True, tag="DispatchFailed"):
+    """The dispatcher could not write decision ``decision_seq``; ``status`` is the HTTP status."""
+
+    workload: WorkloadRef
+    decision_seq: int
+    action: str
+    status: int
+    reason: str
+    message: str = ""
+    retryable: bool = False
+
+
+Fact = (
+    ResourceFlavorObserved | ClusterQueueObserved | CohortObserved | LocalQueueObserved
+    | WorkloadPriorityClassObserved | WorkloadObserved | ObjectDeleted | WorkloadFinished | ObjectRejected
+)
+Decision = DecisionRecord | QuotaReserved | WorkloadAdmitted | WorkloadInadmissible | QuotaReleased
+DispatchResult = DispatchApplied | DispatchFailed
+Event = Fact | Decision | DispatchResult
+
+FACT_TYPES: tuple[type, ...] = Fact.__args__  # type: ignore[attr-defined]
+DECISION_TYPES: tuple[type, ...] = Decision.__args__  # type: ignore[attr-defined]
+DISPATCH_TYPES: tuple[type, ...] = DispatchResult.__args__  # type: ignore[attr-defined]
+ALL_TYPES: tuple[type, ...] = FACT_TYPES + DECISION_TYPES + DISPATCH_TYPES

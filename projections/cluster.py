@@ -1,0 +1,191 @@
+"""The cluster as the log says it is: objects, workloads and the quota ledger.
+
+``state = fold(events)``: :func:`apply` folds one logged event into a
+:class:`ClusterState`. It is the single projection every decider and replay use,
+so a decision's basis (a log prefix) always gives the same state. No I/O, no
+clock: times come from the events.
+
+For speed the fold updates the state in place; a decider never mutates it
+otherwise (its own decisions come back through the log, ARCHITECTURE.md §3).
+
+The quota ledger is decision-only: a ClusterQueue's usage is the sum of
+QuotaReserved minus QuotaReleased, per flavor and resource (research §5.7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from events import models, types
+
+
+@dataclass
+class WorkloadState:
+    """One workload and what the log says happened to it.
+
+    ``reservation`` is the live QuotaReserved (None when the workload holds no
+    quota); the ``*_seq`` fields are the log sequences of the facts that matter
+    for release (``cause_seq`` of QuotaReleased).
+    """
+
+    workload: models.Workload
+    observed_seq: int
+    reservation: types.QuotaReserved | None = None
+    admitted: bool = False
+    finished: types.WorkloadFinished | None = None
+    finished_seq: int = 0
+    deleted_seq: int = 0
+    pending_message: str = ""
+
+    @property
+    def ref(self) -> types.WorkloadRef:
+        """The workload's reference for decisions."""
+        meta = self.workload.metadata
+        return types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+
+    @property
+    def gone(self) -> bool:
+        """Finished or deleted: must not be admitted, must give back any quota."""
+        return self.finished is not None or self.deleted_seq > 0
+
+
+@dataclass
+class ClusterState:
+    """Everything folded so far; ``last_seq`` is the last sequence applied.
+
+    ``usage[cluster_queue][flavor][resource]`` is reserved quota (cpu in
+    millicores, memory in bytes); ``heads[partition]`` the last DecisionRecord
+    sequence seen on that partition's head subject; ``rejections`` the latest
+    ObjectRejected per ``(kind, namespace, name)``.
+    """
+
+    last_seq: int = 0
+    heads: dict[str, int] = field(default_factory=dict)
+    flavors: dict[str, models.ResourceFlavor] = field(default_factory=dict)
+    cluster_queues: dict[str, models.ClusterQueue] = field(default_factory=dict)
+    cohorts: dict[str, models.Cohort] = field(default_factory=dict)
+    local_queues: dict[tuple[str, str], models.LocalQueue] = field(default_factory=dict)
+    priority_classes: dict[str, models.WorkloadPriorityClass] = field(default_factory=dict)
+    workloads: dict[str, WorkloadState] = field(default_factory=dict)
+    usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
+
+    def usage_of(self, cluster_queue: str, flavor: str, resource: str) -> int:
+        """Reserved amount of ``resource`` in ``flavor`` of ``cluster_queue`` (0 when none)."""
+        return self.usage.get(cluster_queue, {}).get(flavor, {}).get(resource, 0)
+
+
+def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
+    """Fold one event stored at log sequence ``seq`` into ``state`` and return it.
+
+    Idempotent for facts (full-state snapshots) and for a decision seen twice.
+    Raises nothing for events about unknown objects: they are ignored.
+    """
+    match event:
+        case types.DecisionRecord():
+            state.heads[event.partition] = seq
+        case types.QuotaReserved() | types.WorkloadAdmitted() | types.WorkloadInadmissible() | types.QuotaReleased():
+            _apply_workload_decision(state, event)
+        case types.WorkloadObserved() | types.WorkloadFinished():
+            _apply_workload_fact(state, event, seq=seq)
+        case types.ObjectDeleted():
+            _apply_deleted(state, event, seq=seq)
+        case types.ResourceFlavorObserved(flavor=obj):
+            state.flavors[obj.metadata.name] = obj
+        case types.ClusterQueueObserved(cluster_queue=obj):
+            state.cluster_queues[obj.metadata.name] = obj
+        case types.CohortObserved(cohort=obj):
+            state.cohorts[obj.metadata.name] = obj
+        case types.LocalQueueObserved(local_queue=obj):
+            state.local_queues[(obj.metadata.namespace, obj.metadata.name)] = obj
+        case types.WorkloadPriorityClassObserved(priority_class=obj):
+            state.priority_classes[obj.metadata.name] = obj
+        case types.ObjectRejected():
+            state.rejections[(event.kind, event.namespace, event.name)] = event
+        case types.DispatchApplied() | types.DispatchFailed():
+            pass  # the Kubernetes side's echo; quota follows the watcher's facts
+    state.last_seq = max(state.last_seq, seq)
+    return state
+
+
+def _apply_workload_fact(state: ClusterState, event: types.WorkloadObserved | types.WorkloadFinished, *, seq: int) -> None:
+    if isinstance(event, types.WorkloadObserved):
+        key = event.workload.key
+        current = state.workloads.get(key)
+        if current is None or (current.workload.metadata.uid != event.workload.metadata.uid and current.gone
+                               and current.reservation is None):
+            state.workloads[key] = WorkloadState(workload=event.workload, observed_seq=seq)
+        else:
+            current.workload = event.workload
+        return
+    current = state.workloads.get(event.workload.key)
+    if current is not None and current.finished is None and _same_uid(current, event.workload):
+        current.finished = event
+        current.finished_seq = seq
+
+
+def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int) -> None:
+    match event.kind:
+        case "Workload":
+            current = state.workloads.get(f"{event.namespace}/{event.name}")
+            if current is not None and current.deleted_seq == 0 and _same_uid(current, event):
+                current.deleted_seq = seq
+                if current.reservation is None:
+                    del state.workloads[f"{event.namespace}/{event.name}"]
+        case "ResourceFlavor":
+            state.flavors.pop(event.name, None)
+        case "ClusterQueue":
+            state.cluster_queues.pop(event.name, None)
+        case "Cohort":
+            state.cohorts.pop(event.name, None)
+        case "LocalQueue":
+            state.local_queues.pop((event.namespace, event.name), None)
+        case "WorkloadPriorityClass":
+            state.priority_classes.pop(event.name, None)
+
+
+def _same_uid(current: WorkloadState, ref: types.WorkloadRef | types.ObjectDeleted) -> bool:
+    uid = current.workload.metadata.uid
+    return not ref.uid or not uid or ref.uid == uid
+
+
+def _apply_workload_decision(
+    state: ClusterState,
+    event: types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible | types.QuotaReleased,
+) -> None:
+    current = state.workloads.get(event.workload.key)
+    if current is None:
+        return
+    match event:
+        case types.QuotaReserved():
+            if current.reservation is None:
+                current.reservation = event
+                _add_usage(state, event, sign=1)
+        case types.WorkloadAdmitted():
+            current.admitted = current.reservation is not None
+        case types.WorkloadInadmissible():
+            current.pending_message = event.message
+        case types.QuotaReleased():
+            if current.reservation is not None:
+                _add_usage(state, current.reservation, sign=-1)
+                current.reservation = None
+                current.admitted = False
+                current.pending_message = ""
+            if current.deleted_seq:
+                del state.workloads[event.workload.key]
+
+
+def _add_usage(state: ClusterState, reservation: types.QuotaReserved, *, sign: int) -> None:
+    shift_usage(state.usage.setdefault(reservation.cluster_queue, {}), reservation, sign=sign)
+
+
+def shift_usage(usage: dict[str, dict[str, int]], reservation: types.QuotaReserved, *, sign: int) -> None:
+    """Add (``sign=1``) or remove (``sign=-1``) a reservation's quota in one ClusterQueue's
+    ``usage[flavor][resource]`` map, in place."""
+    for assignment in reservation.pod_set_assignments:
+        for resource, amount in assignment.resource_usage.items():
+            flavor = assignment.flavors.get(resource)
+            if flavor is None:
+                continue
+            resources = usage.setdefault(flavor, {})
+            resources[resource] = resources.get(resource, 0) + sign * amount
