@@ -200,9 +200,9 @@ def _as_list(value: Any, field: str, kind: str, name: str) -> list[Any]:
 def _normalize_meta(meta: Any, *, kind: str, name: str) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise ManifestError(kind=kind, name=name, field="metadata", problem="is missing or not a mapping")
+    # resourceVersion is left out on purpose: it changes on every status write, and a
+    # fact must change only when something that decides admission does.
     out = {k: meta[k] for k in ("name", "namespace", "uid", "labels", "annotations", "generation") if meta.get(k) is not None}
-    if meta.get("resourceVersion") is not None:
-        out["resourceVersion"] = str(meta["resourceVersion"])
     out["creationTimestampMs"] = parse_time_ms(meta.get("creationTimestamp"), kind=kind, name=name,
                                                field="metadata.creationTimestamp")
     if not out.get("name"):
@@ -252,6 +252,9 @@ def _split_validation_error(message: str) -> tuple[str, str]:
     """msgspec says ``Expected `int`, got `str` - at `$.spec.x[0]```: split into field and problem."""
     problem, _, path = message.partition(" - at `")
     field = path.rstrip("`").removeprefix("$").removeprefix(".")
+    missing = re.search(r"missing required field `([^`]+)`", problem)
+    if missing:
+        field = f"{field}.{missing.group(1)}" if field else missing.group(1)
     return field, problem
 
 

@@ -33,7 +33,6 @@ class ObjectMeta(_Model, kw_only=True):
     uid: str = ""
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
-    resource_version: str = ""
     generation: int = 0
     creation_timestamp_ms: int = 0
 

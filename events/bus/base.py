@@ -76,6 +76,10 @@ class DuplicateBatchError(BusError):
     """
 
 
+class NotFoundError(BusError):
+    """No message is stored at the requested sequence."""
+
+
 class Delivery(msgspec.Struct, frozen=True, kw_only=True):
     """One delivery from a durable consumer; ``attempt`` counts from 1."""
 
@@ -143,7 +147,7 @@ class Bus(abc.ABC):
 
     @abc.abstractmethod
     async def get(self, seq: int) -> LogMessage:
-        """The message stored at ``seq``; raises BusError (KeyError-like) if none."""
+        """The message stored at ``seq``; raises NotFoundError (a BusError) if none."""
 
     @abc.abstractmethod
     async def durable(

@@ -70,10 +70,21 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
     return decisions
 
 
-def queue_order_key(wl: WorkloadState) -> tuple[int, int, str, str]:
+def queue_order_key(wl: WorkloadState, state: ClusterState) -> tuple[int, int, str, str]:
     """Kueue's ClusterQueue heap order: higher priority, earlier creation, then UID (then name)."""
     meta = wl.workload.metadata
-    return (-wl.workload.effective_priority, meta.creation_timestamp_ms, meta.uid, wl.workload.key)
+    return (-priority_of(wl.workload, state), meta.creation_timestamp_ms, meta.uid, wl.workload.key)
+
+
+def priority_of(workload: models.Workload, state: ClusterState) -> int:
+    """Effective priority (SEMANTICS §2.4): ``spec.priority``, else the value of the referenced
+    WorkloadPriorityClass, else 0."""
+    if workload.spec.priority is not None:
+        return workload.spec.priority
+    ref = workload.spec.priority_class_ref
+    if ref is not None and ref.kind == "WorkloadPriorityClass" and ref.name in state.priority_classes:
+        return state.priority_classes[ref.name].value
+    return 0
 
 
 def assign_flavors(
@@ -159,6 +170,11 @@ def _queue_pending(state: ClusterState) -> tuple[dict[str, list[WorkloadState]],
         if wl.reservation is not None or wl.gone or not wl.workload.spec.active:
             continue
         spec, namespace = wl.workload.spec, wl.workload.metadata.namespace
+        ref = spec.priority_class_ref
+        if (ref is not None and spec.priority is None and ref.kind == "WorkloadPriorityClass"
+                and ref.name not in state.priority_classes):
+            unqueued.append((wl, NoFit(reason="Inadmissible", message=f"WorkloadPriorityClass {ref.name} not found")))
+            continue
         lq = state.local_queues.get((namespace, spec.queue_name))
         if lq is None:
             unqueued.append((wl, NoFit(reason="Inadmissible", message=f"LocalQueue {spec.queue_name} doesn't exist")))
@@ -174,7 +190,7 @@ def _queue_pending(state: ClusterState) -> tuple[dict[str, list[WorkloadState]],
             continue
         queues.setdefault(cq.metadata.name, []).append(wl)
     for pending in queues.values():
-        pending.sort(key=queue_order_key)
+        pending.sort(key=lambda wl: queue_order_key(wl, state))
     return queues, unqueued
 
 

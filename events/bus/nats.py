@@ -1,0 +1,362 @@
+"""The bus on NATS JetStream: the real log every kueue-es service shares.
+
+Everything here is plain nats-py 2.16 except the atomic batch: nats-py has no
+helper for ADR-50 (its ``js.publish`` chokes on the empty ack of a non-final
+batch message, nats.py #811), so :meth:`NatsBus.commit_batch` speaks the protocol
+on the core connection. Measured behaviour this module relies on (nats-server
+2.15.1; research/event-sourcing.md §2.3-§2.6):
+
+- a batch is checked for duplicate ``Nats-Msg-Id`` (10201) before the head's
+  expected sequence (10071), standalone and clustered alike, so a retried batch
+  that already landed reports DuplicateBatchError on both (unlike a plain
+  publish with an expectation, which standalone answers with 10071);
+- an ordered consumer asked to start past the end counts the skipped messages
+  in ``num_pending``, so :meth:`NatsBus.read` starts at the stream's end and
+  drops the messages before ``start_seq`` itself;
+- ``fetch`` raises TimeoutError when nothing came, which becomes ``[]``;
+- a message over the server's max payload makes the server close the
+  connection, so sizes are checked before sending (:mod:`events.bus.rules`).
+
+Reads of single messages (``get``, ``last_subject_seq``) use the stream
+leader's API, not Direct Get, so they see every write acknowledged before them
+on an R3 stream too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import nats
+import nats.errors
+import nats.js.errors
+import structlog
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import api
+
+from events.bus import base, rules
+
+log = structlog.get_logger(__name__)
+
+PUBLIC_STREAM_NAME = "KQ_PUB"
+PUBLIC_SUBJECTS = ("kq.pub.>",)
+PUBLIC_TRANSFORM = api.SubjectTransform(src="kq.dec.*.wl.*.*", dest="kq.pub.wl.{{wildcard(2)}}.{{wildcard(3)}}")
+ERR_WRONG_LAST_SEQUENCE = 10071
+ERR_BATCH_DUPLICATE = 10201
+ERR_STREAM_NAME_IN_USE = 10058
+_TRANSIENT_ERR_CODES = {10008, 10023}
+
+
+@contextlib.contextmanager
+def _wrapped(what: str) -> Iterator[None]:
+    try:
+        yield
+    except nats.js.errors.NotFoundError as err:
+        raise base.NotFoundError(f"{what}: {err}") from err
+    except (nats.errors.Error, OSError) as err:
+        raise base.BusError(f"{what} failed: {type(err).__name__}: {err}") from err
+
+
+async def _log_error(err: Exception) -> None:
+    log.warning("nats connection error", error=repr(err))
+
+
+async def connect(servers: str | list[str], *, replicas: int = 1, timeout: float = 5.0) -> NatsBus:
+    """Connect to ``servers`` and create or update the ``KQ_LOG`` stream with ``replicas``.
+
+    ``timeout`` (seconds) bounds each request; stream creation is retried for up
+    to 4 x ``timeout`` while a fresh cluster settles. Raises BusError.
+    """
+    with _wrapped(f"Connecting to {servers}"):
+        nc = await nats.connect(
+            servers,
+            name="kueue-es",
+            connect_timeout=max(1, int(timeout)),
+            max_reconnect_attempts=-1,
+            error_cb=_log_error,
+        )
+    bus = NatsBus(nc=nc, replicas=replicas, timeout=timeout)
+    try:
+        await bus.ensure_stream(_log_config(replicas))
+    except BaseException:
+        await bus.close()
+        raise
+    return bus
+
+
+def _log_config(replicas: int) -> api.StreamConfig:
+    return api.StreamConfig(
+        name=base.STREAM_NAME,
+        subjects=list(base.STREAM_SUBJECTS),
+        storage=api.StorageType.FILE,
+        num_replicas=replicas,
+        retention=api.RetentionPolicy.LIMITS,
+        discard=api.DiscardPolicy.NEW,
+        duplicate_window=600,
+        allow_atomic=True,
+        allow_direct=True,
+        max_msg_size=rules.MAX_MESSAGE_BYTES,
+        deny_delete=True,
+    )
+
+
+def _log_message(msg: Msg, *, seq: int, pending: int = 0) -> base.LogMessage:
+    return base.LogMessage(
+        seq=seq, subject=msg.subject, data=msg.data or b"", headers=rules.stored_headers(msg.headers), pending=pending
+    )
+
+
+class NatsBus(base.Bus):
+    """The bus contract on one nats-py connection; build it with :func:`connect`."""
+
+    def __init__(self, *, nc: Client, replicas: int, timeout: float) -> None:
+        self.nc = nc
+        self.replicas = replicas
+        self.timeout = timeout
+        self._js = nc.jetstream(timeout=timeout)
+        self._jsm = nc.jsm(timeout=timeout)
+        self._subscriptions: set[Any] = set()
+
+    async def ensure_stream(self, config: api.StreamConfig) -> None:
+        """Create the stream ``config.name`` or bring an existing one to ``config``.
+
+        Retries while JetStream is not ready (fresh cluster, no meta leader).
+        """
+        deadline = time.monotonic() + 4 * self.timeout
+        while True:
+            try:
+                with _wrapped(f"Creating the stream {config.name}"):
+                    try:
+                        await self._jsm.add_stream(config)
+                    except nats.js.errors.BadRequestError as err:
+                        if err.err_code != ERR_STREAM_NAME_IN_USE:
+                            raise
+                        await self._jsm.update_stream(config)
+                return
+            except base.BusError as err:
+                cause = err.__cause__
+                transient = isinstance(
+                    cause, (nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError)
+                ) or getattr(cause, "err_code", None) in _TRANSIENT_ERR_CODES
+                if not transient or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
+
+    async def ensure_public_stream(self) -> None:
+        """Create ``KQ_PUB``: the per-workload decisions, renamed ``kq.pub.wl.<ns>.<name>``.
+
+        Sourced from ``KQ_LOG`` through a subject transform (research §2.9), so
+        outside subscribers get a contract that does not move with partitions.
+        """
+        source = api.StreamSource(name=base.STREAM_NAME, subject_transforms=[PUBLIC_TRANSFORM])
+        await self.ensure_stream(
+            api.StreamConfig(
+                name=PUBLIC_STREAM_NAME,
+                subjects=list(PUBLIC_SUBJECTS),
+                storage=api.StorageType.FILE,
+                num_replicas=self.replicas,
+                retention=api.RetentionPolicy.LIMITS,
+                sources=[source],
+                allow_direct=True,
+            )
+        )
+
+    async def publish(self, message: base.OutgoingMessage) -> base.PublishAck:
+        """Append ``message``; a duplicate ``msg_id`` within 600 s returns the original seq."""
+        rules.check_outgoing(message)
+        headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
+        with _wrapped(f"Publishing {message.msg_id!r} on {message.subject!r}"):
+            ack = await self._js.publish(message.subject, message.data, headers=headers, stream=base.STREAM_NAME)
+        return base.PublishAck(seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    async def commit_batch(
+        self, *, head: base.OutgoingMessage, expected_head_seq: int, rest: Sequence[base.OutgoingMessage]
+    ) -> int:
+        """Append ``head`` and ``rest`` as one ADR-50 atomic batch (see :class:`base.Bus`).
+
+        A timeout or a lost connection raises BusError: the batch may or may not
+        have landed; fold the log to find out (never re-send the same batch).
+        """
+        rules.check_batch(head=head, rest=rest)
+        batch_id = uuid.uuid4().hex
+        messages = [head, *rest]
+        what = f"Committing the batch headed by {head.msg_id!r}"
+        with _wrapped(what):
+            for index, message in enumerate(messages, 1):
+                headers = {
+                    **message.headers,
+                    "Nats-Msg-Id": message.msg_id,
+                    "Nats-Batch-Id": batch_id,
+                    "Nats-Batch-Sequence": str(index),
+                }
+                if index == 1:
+                    headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_head_seq)
+                if index == len(messages):
+                    headers["Nats-Batch-Commit"] = "1"
+                    reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
+                    return self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
+                if index == 1:
+                    reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
+                    if reply.data:
+                        self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
+                else:
+                    await self.nc.publish(message.subject, message.data, headers=headers)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _batch_outcome(data: bytes, *, head: base.OutgoingMessage, expected: int) -> int:
+        try:
+            answer = json.loads(data)
+        except ValueError as err:
+            raise base.BusError(f"The batch headed by {head.msg_id!r} got an unreadable reply: {data[:200]!r}") from err
+        error = answer.get("error")
+        if error is None:
+            return int(answer["seq"])
+        code, text = error.get("err_code"), error.get("description", "")
+        if code == ERR_WRONG_LAST_SEQUENCE:
+            raise base.ConflictError(
+                f"The head {head.subject!r} moved past sequence {expected} ({text}); nothing was stored."
+            )
+        if code == ERR_BATCH_DUPLICATE:
+            raise base.DuplicateBatchError(
+                f"The batch headed by {head.msg_id!r} repeats a stored msg_id ({text}); nothing was stored."
+            )
+        raise base.BusError(f"The batch headed by {head.msg_id!r} was refused: err_code {code}: {text}.")
+
+    async def read(
+        self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1
+    ) -> AsyncIterator[base.LogMessage]:
+        """Yield matching messages from ``start_seq`` on through an ordered consumer, then wait.
+
+        ``pending`` is the server's ``num_pending`` at delivery. Raises BusError
+        when the connection closes under the reader.
+        """
+        filters = rules.normalize_filters(subjects)
+        first = min(max(start_seq, 1), await self.last_seq() + 1)
+        config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=first)
+        if len(filters) > 1:
+            config.filter_subjects = list(filters)
+        with _wrapped(f"Reading {filters} from {start_seq}"):
+            sub = await self._js.subscribe(filters[0], stream=base.STREAM_NAME, ordered_consumer=True, config=config)
+        self._subscriptions.add(sub)
+        try:
+            while True:
+                with _wrapped(f"Reading {filters}"):
+                    msg = await sub.next_msg(timeout=None)
+                metadata = msg.metadata
+                seq = metadata.sequence.stream
+                if seq >= start_seq:
+                    yield _log_message(msg, seq=seq, pending=metadata.num_pending)
+        finally:
+            await self._unsubscribe(sub)
+
+    async def _unsubscribe(self, sub: Any) -> None:
+        if sub in self._subscriptions:
+            self._subscriptions.discard(sub)
+            if not self.nc.is_closed:
+                with contextlib.suppress(nats.errors.Error):
+                    await sub.unsubscribe()
+
+    async def last_seq(self) -> int:
+        """The stream's last sequence (0 when empty), from the stream leader."""
+        with _wrapped(f"Reading the state of {base.STREAM_NAME}"):
+            info = await self._jsm.stream_info(base.STREAM_NAME)
+        return int(info.state.last_seq)
+
+    async def last_subject_seq(self, subject: str) -> int:
+        """The sequence of the last message on the literal ``subject`` (0 when none)."""
+        rules.check_literal(subject)
+        try:
+            with _wrapped(f"Reading the last message on {subject!r}"):
+                raw = await self._jsm.get_msg(base.STREAM_NAME, subject=subject)
+        except base.NotFoundError:
+            return 0
+        return int(raw.seq or 0)
+
+    async def get(self, seq: int) -> base.LogMessage:
+        """The message at ``seq``; raises NotFoundError when there is none."""
+        if seq < 1:
+            raise base.NotFoundError(f"There is no message at sequence {seq}; sequences start at 1.")
+        with _wrapped(f"Reading the message at {seq}"):
+            raw = await self._jsm.get_msg(base.STREAM_NAME, seq=seq)
+        return base.LogMessage(
+            seq=int(raw.seq or seq),
+            subject=str(raw.subject),
+            data=raw.data or b"",
+            headers=rules.stored_headers(raw.headers),
+        )
+
+    async def durable(
+        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0
+    ) -> base.DurableConsumer:
+        """Create the durable pull consumer ``name`` (explicit ack) or bind to it.
+
+        An existing consumer keeps its own filter and ``ack_wait``.
+        """
+        filters = rules.normalize_filters(subjects)
+        config = api.ConsumerConfig(
+            durable_name=name,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            ack_wait=ack_wait,
+            deliver_policy=api.DeliverPolicy.ALL,
+            max_ack_pending=rules.MAX_ACK_PENDING,
+        )
+        if len(filters) > 1:
+            config.filter_subjects = list(filters)
+        with _wrapped(f"Binding the durable consumer {name!r}"):
+            sub = await self._js.pull_subscribe(filters[0], durable=name, stream=base.STREAM_NAME, config=config)
+        self._subscriptions.add(sub)
+        return NatsDurable(sub=sub, name=name)
+
+    async def close(self) -> None:
+        """Stop every reader and consumer of this bus, flush, and close the connection."""
+        for sub in list(self._subscriptions):
+            await self._unsubscribe(sub)
+        if not self.nc.is_closed:
+            with contextlib.suppress(nats.errors.Error):
+                await self.nc.flush(timeout=self.timeout)
+            await self.nc.close()
+
+
+class NatsDurable(base.DurableConsumer):
+    """A durable pull consumer; ``Delivery.token`` is the nats-py message."""
+
+    def __init__(self, *, sub: Any, name: str) -> None:
+        self._sub = sub
+        self.name = name
+
+    async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[base.Delivery]:
+        """Up to ``batch`` deliveries; [] when none came within ``timeout`` s."""
+        try:
+            with _wrapped(f"Fetching from {self.name!r}"):
+                msgs = await self._sub.fetch(batch=batch, timeout=timeout)
+        except base.BusError as err:
+            if isinstance(err.__cause__, nats.errors.TimeoutError):
+                return []
+            raise
+        deliveries = []
+        for msg in msgs:
+            metadata = msg.metadata
+            message = _log_message(msg, seq=metadata.sequence.stream, pending=metadata.num_pending)
+            deliveries.append(base.Delivery(message=message, attempt=metadata.num_delivered, token=msg))
+        return deliveries
+
+    async def ack(self, delivery: base.Delivery) -> None:
+        """Acknowledge (fire and forget: a lost ack means one more delivery, never a lost one)."""
+        msg = delivery.token
+        assert isinstance(msg, Msg)
+        with _wrapped(f"Acking {delivery.message.seq}"), contextlib.suppress(nats.errors.MsgAlreadyAckdError):
+            await msg.ack()
+
+    async def nak(self, delivery: base.Delivery, *, delay: float = 0.0) -> None:
+        """Ask for redelivery after ``delay`` seconds (no-op once acked)."""
+        msg = delivery.token
+        assert isinstance(msg, Msg)
+        with _wrapped(f"Nak'ing {delivery.message.seq}"), contextlib.suppress(nats.errors.MsgAlreadyAckdError):
+            await msg.nak(delay=delay or None)

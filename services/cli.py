@@ -1,0 +1,193 @@
+"""``kueue-es``: the command line.
+
+Commands (``kueue-es COMMAND --help`` for each):
+
+- ``demo``: the whole system on an emulated cluster with Kueue's quick start;
+- ``up``: nats-server and the five services, against a kubeconfig or an emulator;
+- ``service NAME``: one service in this process (what ``up`` starts);
+- ``apply -f FILE``: apply manifests to the cluster, as kubectl would;
+- ``replay``: re-check every recorded decision against the log;
+- ``events schema``: the JSON Schema of every event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_HOME = Path(".kueue-es")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; returns the process exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kueue-es", description="Kueue-compatible admission, event-sourced on NATS.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="run the quick start on an emulated cluster and replay it")
+    demo.add_argument("--keep", action="store_true", help="leave everything running and say how to connect")
+    demo.add_argument("--jobs", type=int, default=5, help="copies of Kueue's sample Job to submit (default 5)")
+    demo.add_argument("--duration", type=float, default=3.0, help="seconds each Job runs (default 3)")
+    demo.add_argument("--dir", type=Path, default=None, help="run directory (default: a new temp dir)")
+    demo.set_defaults(run=_run_demo)
+
+    up = sub.add_parser("up", help="start nats-server and the five services")
+    _kube_options(up)
+    up.add_argument("--emulator", action="store_true", help="start an emulated API server instead of a cluster")
+    up.add_argument("--nats", default=None, help="use this NATS server instead of starting one")
+    up.add_argument("--dir", type=Path, default=DEFAULT_HOME, help="store and logs (default ./.kueue-es)")
+    up.set_defaults(run=_run_up)
+
+    service = sub.add_parser("service", help="run one service in this process")
+    service.add_argument("name", choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher"])
+    service.add_argument("--nats", required=True, help="NATS URL, e.g. nats://127.0.0.1:4222")
+    _kube_options(service)
+    service.set_defaults(run=_run_service)
+
+    apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
+    apply.add_argument("-f", "--filename", action="append", required=True, type=Path, help="a YAML file (repeatable)")
+    _kube_options(apply)
+    apply.set_defaults(run=_run_apply)
+
+    replay = sub.add_parser("replay", help="re-run every recorded decision and compare bytes")
+    replay.add_argument("--nats", default=None, help="NATS URL of a running system")
+    replay.add_argument("--store", type=Path, default=None, help="a stopped system's nats store directory")
+    replay.set_defaults(run=_run_replay)
+
+    events = sub.add_parser("events", help="the event vocabulary")
+    events_sub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
+    schema = events_sub.add_parser("schema", help="print the JSON Schema of every event")
+    schema.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
+    schema.set_defaults(run=_run_schema)
+    return parser
+
+
+def _kube_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("Kubernetes API")
+    group.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG)")
+    group.add_argument("--kube-server", default=None, help="plain http URL of an API server (an emulator)")
+
+
+def _run_schema(args: argparse.Namespace) -> int:
+    from events import codec
+
+    text = json.dumps(codec.json_schema(), indent=2, sort_keys=True)
+    if args.output:
+        args.output.write_text(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+def _run_service(args: argparse.Namespace) -> int:
+    from services import runtime
+
+    runtime.configure_logging(service=args.name)
+    asyncio.run(runtime.run_until_signalled(lambda stop: _serve(args, stop)))
+    return 0
+
+
+async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
+    from services import deciders
+    from services.deciding import serve_decider
+
+    if args.name in ("admitter", "preemptor", "tas-placer"):
+        decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
+        await serve_decider(decider[args.name], nats_url=args.nats, stop=stop)
+        return
+    api = await _api_client(args)
+    try:
+        if args.name == "watcher":
+            from services.watcher.service import serve_watcher
+
+            await serve_watcher(nats_url=args.nats, api=api, stop=stop)
+        else:
+            from services.dispatcher.service import serve_dispatcher
+
+            await serve_dispatcher(nats_url=args.nats, api=api, stop=stop)
+    finally:
+        await api.close()
+
+
+async def _api_client(args: argparse.Namespace) -> Any:
+    from services.kube import client as kube
+
+    return await kube.make_api_client(server=args.kube_server, kubeconfig=args.kubeconfig)
+
+
+def _run_apply(args: argparse.Namespace) -> int:
+    from events.manifests import ManifestError
+
+    try:
+        return asyncio.run(_apply(args))
+    except ManifestError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+async def _apply(args: argparse.Namespace) -> int:
+    from events.manifests import describe, load_documents
+    from services.kube import client as kube
+    from services.kube import errors as kube_errors
+
+    docs = []
+    for path in args.filename:
+        try:
+            docs.extend(load_documents(path.read_text(), source=str(path)))
+        except OSError as err:
+            print(f"error: cannot read {path}: {err.strerror}", file=sys.stderr)
+            return 2
+    api = await _api_client(args)
+    failures = 0
+    try:
+        for doc in docs:
+            kind, name = describe(doc)
+            try:
+                stored = await kube.apply_manifest(api, doc)
+            except kube_errors.KubeError as err:
+                print(f"error: {kind} {name}: {err}", file=sys.stderr)
+                failures += 1
+                continue
+            meta = stored.get("metadata") or {}
+            shown = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
+            print(f"{kind.lower()}/{shown} applied")
+    finally:
+        await api.close()
+    return 1 if failures else 0
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    from services.demo import replay_and_print
+
+    if not args.nats and not args.store:
+        print("error: give --nats URL (a running system) or --store DIR (a stopped one)", file=sys.stderr)
+        return 2
+    return asyncio.run(replay_and_print(nats_url=args.nats, store=args.store))
+
+
+def _run_up(args: argparse.Namespace) -> int:
+    from services.demo import run_up
+
+    return asyncio.run(run_up(args))
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from services.demo import run_demo
+
+    return asyncio.run(run_demo(keep=args.keep, jobs=args.jobs, duration=args.duration, run_dir=args.dir))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

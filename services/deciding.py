@@ -1,0 +1,30 @@
+"""The runner shared by the three decider services (admitter, preemptor, TAS placer).
+
+Connects to the bus and runs a :class:`services.runtime.DeciderLoop` with the
+service's pure core until SIGTERM. The cores live in ``services/<name>/core.py``;
+this is the only async code they need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from events.bus import nats as nats_bus
+from services.runtime import Decider, DeciderLoop, run_until_stopped
+
+log = structlog.get_logger(__name__)
+
+
+async def serve_decider(decider: Decider, *, nats_url: str, stop: asyncio.Event, wakeup: float = 1.0) -> None:
+    """Run ``decider`` against the log at ``nats_url`` until ``stop`` is set."""
+    bus = await nats_bus.connect(nats_url)
+    loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup)
+    log.info("service_started", role=decider.role, logic_version=decider.logic_version)
+    try:
+        await run_until_stopped(stop, loop.run())
+    finally:
+        await bus.close()
+        log.info("service_stopped", role=decider.role, commits=loop.commits, conflicts=loop.conflicts,
+                 folded_seq=loop.state.last_seq)

@@ -1,0 +1,236 @@
+"""The shared service runtime: fold the log, decide, commit one atomic batch per cycle.
+
+Every decider (admitter, preemptor, TAS placer) is this loop around its own pure
+``decide(state, now_ms=...)`` (ARCHITECTURE.md §3, research/event-sourcing.md §5.6):
+
+1. catch up: fold every message into a :class:`ClusterState`, remembering the last
+   sequence folded (the basis) and the partition's last head sequence;
+2. decide once caught up, reading the clock once per cycle;
+3. commit the outputs as one batch headed by a DecisionRecord that expects the
+   head seen; a stale view is rejected whole (ConflictError) and the loop folds on;
+4. never apply its own decisions: wait until they come back through the log.
+
+Also here: structlog set-up (JSON lines) and graceful SIGTERM handling shared by
+all services.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+from dataclasses import dataclass
+
+import structlog
+
+from events import codec, subjects, types
+from events.bus.base import Bus, BusError, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage
+from projections.cluster import ClusterState, apply
+
+log = structlog.get_logger(__name__)
+
+DecideFn = Callable[[ClusterState], Sequence[types.Decision]]
+MAX_BATCH = 500
+
+
+def configure_logging(*, service: str, level: int = logging.INFO) -> None:
+    """JSON-lines logs on stderr, each line bound to ``service``."""
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+    structlog.contextvars.bind_contextvars(service=service)
+
+
+def wall_clock_ms() -> int:
+    """The real clock in ms since the epoch; only runners call it, once per cycle."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decider:
+    """What a decider service is: its role name, logic version and pure decide function.
+
+    ``decide(state, now_ms)`` returns per-workload decisions (no DecisionRecord).
+    """
+
+    role: str
+    logic_version: int
+    decide: Callable[..., Sequence[types.Decision]]
+
+
+def fold_message(state: ClusterState, message: LogMessage) -> ClusterState:
+    """Fold one log message; a message that does not decode is logged and skipped.
+
+    A broken event never stops a service (its sequence still counts as folded).
+    """
+    try:
+        event = codec.decode(message.data)
+    except codec.DecodeError as err:
+        log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
+        state.last_seq = max(state.last_seq, message.seq)
+        return state
+    return apply(state, event, seq=message.seq)
+
+
+def build_batch(
+    decider: Decider, *, outputs: Sequence[types.Decision], basis_seq: int, head_seq: int, now_ms: int,
+    partition: str = subjects.DEFAULT_PARTITION,
+) -> tuple[OutgoingMessage, list[OutgoingMessage]]:
+    """The head DecisionRecord and the output messages of one committed cycle.
+
+    Msg-Ids derive from the decision id (role, partition, basis), so a retried
+    commit of the same basis is a duplicate, never a second copy.
+    """
+    decision_id = f"{decider.role}:{partition}:{basis_seq}"
+    rest = [
+        subjects.message(out, subject=workload_subject(out, partition), msg_id=f"{decision_id}:{i}")
+        for i, out in enumerate(outputs, start=1)
+    ]
+    record = types.DecisionRecord(
+        decision_id=decision_id, partition=partition, role=decider.role, basis_seq=basis_seq,
+        expected_head_seq=head_seq, now_ms=now_ms, logic_version=decider.logic_version,
+        output_count=len(rest), outputs_sha256=codec.digest(m.data for m in rest),
+    )
+    head = subjects.message(record, subject=subjects.head_subject(partition), msg_id=f"{decision_id}:0")
+    return head, rest
+
+
+def workload_subject(decision: types.Decision, partition: str) -> str:
+    """Subject of a per-workload decision."""
+    ref = getattr(decision, "workload", None)
+    if ref is None:
+        raise TypeError(f"{type(decision).__name__} is not a per-workload decision")
+    return subjects.workload_decision_subject(ref, partition)
+
+
+class DeciderLoop:
+    """Runs one :class:`Decider` against a bus until stopped.
+
+    ``clock`` returns ms since the epoch (injectable for tests); ``wakeup`` is the
+    idle interval in seconds after which a cycle runs even without new messages.
+    """
+
+    def __init__(
+        self, *, bus: Bus, decider: Decider, partition: str = subjects.DEFAULT_PARTITION,
+        clock: Callable[[], int] = wall_clock_ms, wakeup: float = 1.0,
+    ) -> None:
+        self.bus, self.decider, self.partition = bus, decider, partition
+        self.clock, self.wakeup = clock, wakeup
+        self.state = ClusterState()
+        self.commits = 0
+        self.conflicts = 0
+        self._inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
+        self._caught_up = False
+
+    async def run(self) -> None:
+        """Fold and decide forever (cancel to stop)."""
+        reader = asyncio.create_task(self._read())
+        try:
+            await self._loop()
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+    async def _read(self) -> None:
+        filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
+        async for message in self.bus.read(subjects=filters, start_seq=self.state.last_seq + 1):
+            await self._inbox.put(message)
+
+    async def _loop(self) -> None:
+        waiting_for = 0  # the sequence our last commit reached: decide again only after folding it
+        while True:
+            await self._drain(timeout=self.wakeup)
+            if self.state.last_seq < waiting_for or not self._caught_up:
+                continue
+            waiting_for = await self._cycle()
+
+    async def _drain(self, *, timeout: float) -> bool:
+        """Fold everything available; True if at least one message came."""
+        try:
+            message = await asyncio.wait_for(self._inbox.get(), timeout=timeout)
+        except TimeoutError:
+            return False
+        while True:
+            fold_message(self.state, message)
+            self._caught_up = message.pending == 0
+            try:
+                message = self._inbox.get_nowait()
+            except asyncio.QueueEmpty:
+                return True
+
+    async def _cycle(self) -> int:
+        """Decide on the current state and commit; returns the sequence to wait for."""
+        now_ms = self.clock()
+        outputs = list(self.decider.decide(self.state, now_ms=now_ms))[:MAX_BATCH]
+        if not outputs:
+            return 0
+        head_seq = self.state.heads.get(self.partition, 0)
+        head, rest = build_batch(self.decider, outputs=outputs, basis_seq=self.state.last_seq,
+                                 head_seq=head_seq, now_ms=now_ms, partition=self.partition)
+        try:
+            last = await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+        except (ConflictError, DuplicateBatchError) as err:
+            self.conflicts += 1
+            log.info("commit_rejected", basis_seq=self.state.last_seq, error=type(err).__name__)
+            return self.state.last_seq + 1  # someone else moved the head: fold it first
+        except BusError as err:
+            log.warning("commit_failed", basis_seq=self.state.last_seq, error=str(err))
+            return self.state.last_seq + 1
+        self.commits += 1
+        log.info("committed", basis_seq=self.state.last_seq, head_seq=last - len(rest), outputs=len(rest),
+                 role=self.decider.role)
+        return last
+
+
+async def run_until_signalled(main: Callable[[asyncio.Event], object]) -> None:
+    """Run ``main(stop)`` and set ``stop`` on SIGTERM or SIGINT, for a graceful exit."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.ensure_future(main(stop))  # type: ignore[arg-type]
+    stopper = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    stopper.cancel()
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
+
+
+async def run_until_stopped(stop: asyncio.Event, *coroutines: Coroutine[Any, Any, Any]) -> None:
+    """Run ``coroutines`` as tasks until ``stop`` is set or one of them fails.
+
+    On the way out every task is cancelled and awaited; a task's exception is
+    re-raised so the service exits non-zero and its log says why.
+    """
+    tasks = [asyncio.create_task(c) for c in coroutines]
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait({*tasks, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is not stopper and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+    finally:
+        for task in (*tasks, stopper):
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

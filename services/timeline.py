@@ -1,0 +1,67 @@
+"""A readable timeline of the log, for people: what was submitted, admitted, why waiting.
+
+``kueue-es demo`` prints it live; it is also a small example of an outside tool
+that folds the same events every service folds (:func:`describe` is pure).
+"""
+
+from __future__ import annotations
+
+from events import models, types
+from events.quantities import format_amount
+from projections.cluster import ClusterState
+
+
+def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None:
+    """``(verb, text)`` for an event, given the state folded up to just before it; None to skip.
+
+    ``before`` tells a first submission from an update and lets a release name its queue.
+    """
+    match event:
+        case types.WorkloadObserved(workload=wl):
+            if wl.key in before.workloads:
+                return None
+            return "submitted", f"{wl.key} to queue {wl.spec.queue_name}: {_shape(wl)}"
+        case types.QuotaReserved():
+            flavors = sorted({f for a in event.pod_set_assignments for f in a.flavors.values()})
+            usage = ", ".join(f"{r} {format_amount(r, v)}" for a in event.pod_set_assignments
+                              for r, v in a.resource_usage.items())
+            return "admitted", (f"{event.workload.key} in ClusterQueue {event.cluster_queue}, "
+                                f"flavor {', '.join(flavors)} ({usage})")
+        case types.WorkloadInadmissible():
+            return "waiting", f"{event.workload.key}: {event.message}"
+        case types.DispatchApplied():
+            selector = f" with nodeSelector {event.node_selector}" if event.node_selector else ""
+            return "started", f"{event.target} unsuspended for {event.workload.key}{selector}"
+        case types.DispatchFailed():
+            return "failed", f"could not start {event.workload.key}: {event.status} {event.reason} {event.message}"
+        case types.WorkloadFinished():
+            if event.workload.key not in before.workloads:
+                return None
+            return "finished", f"{event.workload.key} ({event.reason})"
+        case types.QuotaReleased():
+            return "released", f"quota of {event.workload.key} back to ClusterQueue {event.cluster_queue}"
+        case types.ObjectRejected():
+            where = f" {event.field}:" if event.field else ""
+            name = f"{event.namespace}/{event.name}" if event.namespace else event.name
+            return "rejected", f"{event.kind} {name}:{where} {event.problem}"
+        case types.ResourceFlavorObserved() | types.ClusterQueueObserved() | types.LocalQueueObserved() \
+                | types.CohortObserved() | types.WorkloadPriorityClassObserved():
+            return "applied", _object_name(event)
+        case types.ObjectDeleted():
+            return "deleted", f"{event.kind} {event.namespace + '/' if event.namespace else ''}{event.name}"
+    return None
+
+
+def _shape(wl: models.Workload) -> str:
+    parts = []
+    for ps in wl.spec.pod_sets:
+        req = ", ".join(f"{r} {format_amount(r, v)}" for r, v in ps.requests.items())
+        parts.append(f"{ps.count} pods x ({req})")
+    return "; ".join(parts)
+
+
+def _object_name(event: types.Fact) -> str:
+    obj = getattr(event, next(f for f in event.__struct_fields__))
+    meta = obj.metadata
+    name = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+    return f"{type(obj).__name__} {name}"

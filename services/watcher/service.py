@@ -1,0 +1,134 @@
+"""The watcher service: list+watch the cluster and put facts on the log.
+
+One watch loop per kind (Kueue's v1beta2 objects and batch/v1 Jobs that carry
+the ``kueue.x-k8s.io/queue-name`` label), through kubernetes-asyncio. The
+conversion is the pure :mod:`services.watcher.convert`; this runner publishes
+its facts with ``Nats-Msg-Id`` = kind, object and resourceVersion, so a
+re-delivered watch event is deduplicated. After a relist (start-up, or 410 Gone)
+every object the log knows but the cluster no longer has gets an ObjectDeleted
+fact, so deletions during a gap are not lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import structlog
+
+from events import codec, subjects, types
+from events.bus import nats as nats_bus
+from events.bus.base import Bus
+from projections.cluster import ClusterState
+from services.kube import client as kube
+from services.runtime import fold_message, run_until_stopped
+from services.watcher import convert
+
+log = structlog.get_logger(__name__)
+
+KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
+
+
+class Watcher:
+    """Turns watch events into facts on ``bus``; knows which objects the log holds."""
+
+    def __init__(self, *, bus: Bus, api: Any) -> None:
+        self.bus, self.api = bus, api
+        self.known: dict[str, set[tuple[str, str]]] = {kind: set() for kind in (*KUEUE_KINDS, "Workload")}
+        self.last_published: dict[tuple[str, str, str], bytes] = {}
+        self.published = 0
+
+    async def learn_from_log(self) -> None:
+        """Fold the log once so deletions that happened while no watcher ran can be detected."""
+        last = await self.bus.last_seq()
+        state = ClusterState()
+        if last:
+            async for message in self.bus.read(subjects=(subjects.FACTS,), start_seq=1):
+                fold_message(state, message)
+                if message.seq >= last or message.pending == 0:
+                    break
+        self.known["ResourceFlavor"] = {("", n) for n in state.flavors}
+        self.known["Cohort"] = {("", n) for n in state.cohorts}
+        self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
+        self.known["LocalQueue"] = set(state.local_queues)
+        self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
+        self.known["Workload"] = {(w.workload.metadata.namespace, w.workload.metadata.name)
+                                  for w in state.workloads.values() if w.workload.owner and not w.deleted_seq}
+
+    async def watch(self, kind: str) -> None:
+        """Watch one kind forever (cancel to stop)."""
+        api_version = "batch/v1" if kind == "Job" else "kueue.x-k8s.io/v1beta2"
+        ref = kube.ref_for(api_version, kind)
+        selector = convert.QUEUE_LABEL if kind == "Job" else None
+        async for item in kube.watch_objects(self.api, ref, label_selector=selector):
+            try:
+                if isinstance(item, kube.Resynced):
+                    await self._resynced(kind, item.objects)
+                else:
+                    await self._changed(kind, item.type, item.object)
+            except Exception:  # a bad object never stops the watch
+                log.exception("watch_event_failed", kind=kind)
+
+    async def _resynced(self, kind: str, objects: list[dict[str, Any]]) -> None:
+        fact_kind = "Workload" if kind == "Job" else kind
+        live = {self._key(kind, obj) for obj in objects}
+        for namespace, name in sorted(self.known[fact_kind] - live):
+            await self._publish(types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name), version="resync")
+        for obj in objects:
+            await self._changed(kind, "ADDED", obj)
+
+    async def _changed(self, kind: str, change: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        namespace, name = self._key(kind, obj)
+        fact_kind = "Workload" if kind == "Job" else kind
+        version = str(meta.get("resourceVersion") or "")
+        if change == "DELETED":
+            await self._publish(types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name,
+                                                    uid=meta.get("uid", "")), version=version)
+            return
+        now_ms = time.time_ns() // 1_000_000
+        fact = convert.job_facts(obj, now_ms=now_ms) if kind == "Job" else convert.kueue_fact(obj, now_ms=now_ms)
+        if fact is None:
+            return
+        if isinstance(fact, types.ObjectRejected):
+            log.warning("object_rejected", kind=fact.kind, name=fact.name, namespace=fact.namespace,
+                        field=fact.field, problem=fact.problem)
+        await self._publish(fact, version=version)
+
+    def _key(self, kind: str, obj: dict[str, Any]) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        if kind == "Job":
+            return meta.get("namespace", "default"), convert.workload_name_for_job(meta.get("name", ""), meta.get("uid", ""))
+        return meta.get("namespace", "") if kind == "LocalQueue" else "", meta.get("name", "")
+
+    async def _publish(self, fact: types.Fact, *, version: str) -> None:
+        kind, namespace, name = subjects.fact_identity(fact)
+        data = codec.encode(fact)
+        identity = (kind, namespace, name)
+        if isinstance(fact, types.ObjectDeleted):
+            if (namespace, name) not in self.known.get(kind, set()):
+                return
+            self.known[kind].discard((namespace, name))
+            self.last_published.pop(identity, None)
+        elif self.last_published.get(identity) == data:
+            return  # nothing that matters changed (a status write, a resync)
+        else:
+            self.last_published[identity] = data
+            if isinstance(fact, types.WorkloadObserved) or kind in self.known and not isinstance(fact, types.ObjectRejected):
+                self.known.setdefault(kind, set()).add((namespace, name))
+        await self.bus.publish(subjects.fact_message(fact, version=version))
+        self.published += 1
+
+
+async def serve_watcher(*, nats_url: str, api: Any, stop: asyncio.Event) -> None:
+    """Run the watcher until ``stop`` is set."""
+    bus = await nats_bus.connect(nats_url)
+    watcher = Watcher(bus=bus, api=api)
+    await watcher.learn_from_log()
+    log.info("service_started", kinds=[*KUEUE_KINDS, "Job"])
+    try:
+        await run_until_stopped(stop, *(watcher.watch(kind) for kind in (*KUEUE_KINDS, "Job")))
+    finally:
+        await bus.close()
+        log.info("service_stopped", published=watcher.published)

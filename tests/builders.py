@@ -1,0 +1,73 @@
+"""Test-data vocabulary: small builders for manifests and folded states."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events import manifests, types
+from projections.cluster import ClusterState, apply
+from services.watcher.convert import kueue_fact
+
+
+def flavor(name: str, **labels: str) -> dict[str, Any]:
+    """A ResourceFlavor manifest with optional node labels."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": name}, "spec": {"nodeLabels": labels} if labels else {}}
+
+
+def cluster_queue(name: str, *, flavors: dict[str, dict[str, Any]], strategy: str = "BestEffortFIFO",
+                  selector: dict | None = None) -> dict[str, Any]:
+    """A ClusterQueue with one resource group; ``flavors`` maps flavor -> {resource: nominal}."""
+    covered = sorted({r for quotas in flavors.values() for r in quotas})
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"namespaceSelector": {} if selector is None else selector, "queueingStrategy": strategy,
+                     "resourceGroups": [{"coveredResources": covered, "flavors": [
+                         {"name": f, "resources": [{"name": r, "nominalQuota": quotas[r]} for r in covered]}
+                         for f, quotas in flavors.items()]}]}}
+
+
+def local_queue(name: str, cq: str, namespace: str = "default") -> dict[str, Any]:
+    """A LocalQueue manifest."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cq}}
+
+
+def workload(name: str, *, queue: str = "lq", count: int = 1, created: int = 0, priority: int | None = None,
+             namespace: str = "default", **requests: str) -> dict[str, Any]:
+    """A Workload manifest of one pod set ``main``; ``created`` is seconds after 2026-01-01."""
+    spec: dict[str, Any] = {"queueName": queue, "podSets": [{"name": "main", "count": count, "template": {"spec": {
+        "containers": [{"name": "c", "resources": {"requests": dict(requests)}}]}}}]}
+    if priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                         "creationTimestamp": f"2026-01-01T00:{created // 60:02d}:{created % 60:02d}Z"},
+            "spec": spec}
+
+
+class Log:
+    """An in-memory log folded as it grows: ``add`` facts or decisions, read ``state``."""
+
+    def __init__(self) -> None:
+        self.state = ClusterState()
+        self.events: list[types.Event] = []
+
+    def add(self, *events: types.Event) -> None:
+        for event in events:
+            self.events.append(event)
+            apply(self.state, event, seq=len(self.events))
+
+    def apply_manifests(self, *docs: dict[str, Any]) -> None:
+        for doc in docs:
+            fact = kueue_fact(doc)
+            assert not isinstance(fact, types.ObjectRejected), fact
+            self.add(fact)
+
+    def finish(self, key: str) -> None:
+        namespace, name = key.split("/")
+        self.add(types.WorkloadFinished(workload=types.WorkloadRef(namespace=namespace, name=name, uid=f"uid-{name}")))
+
+
+def parse(doc: dict[str, Any]) -> Any:
+    """Shorthand for manifests.parse_object."""
+    return manifests.parse_object(doc)

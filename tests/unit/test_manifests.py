@@ -1,0 +1,92 @@
+"""Manifests become validated models; bad ones give errors naming object and field."""
+
+from pathlib import Path
+
+import pytest
+
+from events import manifests, models
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+EXAMPLES = SHARED / "kueue-examples"
+
+
+def cq(spec: dict) -> dict:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec}
+
+
+def one_flavor(resources: list[dict], covered: list[str] | None = None) -> dict:
+    return {"resourceGroups": [{"coveredResources": covered or [r["name"] for r in resources],
+                                "flavors": [{"name": "f", "resources": resources}]}]}
+
+
+def test_kueue_single_clusterqueue_setup_parses() -> None:
+    """Kueue's own admin/single-clusterqueue-setup.yaml converts with exact amounts."""
+    docs = manifests.load_documents((EXAMPLES / "admin/single-clusterqueue-setup.yaml").read_text())
+    objs = [manifests.parse_object(d) for d in docs]
+    assert [type(o).__name__ for o in objs] == ["ResourceFlavor", "ClusterQueue", "LocalQueue"]
+    queue = objs[1]
+    assert isinstance(queue, models.ClusterQueue)
+    quotas = queue.spec.resource_groups[0].flavors[0].resources
+    assert [(q.name, q.nominal_quota) for q in quotas] == [("cpu", 9000), ("memory", 36 * 2**30)]
+    assert queue.spec.namespace_selector == models.LabelSelector()
+    assert queue.spec.queueing_strategy == "BestEffortFIFO"
+    assert objs[2].spec.cluster_queue == "cluster-queue"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("path", sorted(p.name for p in (EXAMPLES / "admin").glob("*.yaml")))
+def test_every_admin_example_parses(path: str) -> None:
+    """Every kueue.x-k8s.io object in Kueue's admin examples is accepted."""
+    for doc in manifests.load_documents((EXAMPLES / "admin" / path).read_text()):
+        if doc.get("apiVersion") == manifests.KUEUE_API and doc.get("kind") in manifests.KUEUE_KINDS:
+            assert manifests.parse_object(doc).metadata.name
+
+
+def test_workload_requests_from_template() -> None:
+    """A Workload's pod set carries per-pod requests: containers summed, init containers maxed."""
+    wl = manifests.parse_object({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "w", "creationTimestamp": "2026-01-01T00:00:01Z"},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 2, "template": {"spec": {
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3"}}}],
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+                           {"name": "b", "resources": {"limits": {"cpu": "500m"}}}]}}}]}})
+    assert isinstance(wl, models.Workload)
+    assert wl.metadata.namespace == "default"
+    assert wl.metadata.creation_timestamp_ms == 1767225601000
+    assert wl.spec.pod_sets[0].requests == {"cpu": 3000, "memory": 2**30}
+
+
+@pytest.mark.parametrize(
+    ("manifest", "field", "problem"),
+    [
+        (cq(one_flavor([{"name": "cpu", "nominalQuota": "-3"}])),
+         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "must not be negative"),
+        (cq(one_flavor([{"name": "cpu", "nominalQuota": "lots"}])),
+         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "not a quantity"),
+        (cq({"queueingStrategy": "Random"}), "spec.queueingStrategy", "Invalid enum value"),
+        (cq(one_flavor([{"name": "cpu", "nominalQuota": 1, "borrowingLimit": 1}])),
+         "spec.resourceGroups[0].flavors[0].resources[0]", "need spec.cohortName"),
+        (cq(one_flavor([{"name": "cpu", "nominalQuota": 1}], covered=["cpu", "memory"])),
+         "spec.resourceGroups[0].flavors[0].resources", "exactly the covered resources"),
+        ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "Bad_Name"}},
+         "metadata.name", "DNS-1123"),
+        ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Widget", "metadata": {"name": "w"}},
+         "apiVersion/kind", "not a kind"),
+        ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq"}, "spec": {}},
+         "spec.clusterQueue", "missing required field"),
+    ],
+)
+def test_bad_manifest_names_object_and_field(manifest: dict, field: str, problem: str) -> None:
+    """Each kind of bad input raises ManifestError with the object, the field and the problem."""
+    with pytest.raises(manifests.ManifestError) as caught:
+        manifests.parse_object(manifest)
+    assert caught.value.field == field
+    assert problem.lower() in caught.value.problem.lower()
+    assert caught.value.kind == manifest["kind"]
+    assert manifest["metadata"]["name"] in str(caught.value)
+
+
+def test_bad_yaml_names_the_file() -> None:
+    """Unparseable YAML is a ManifestError naming the source."""
+    with pytest.raises(manifests.ManifestError, match="jobs.yaml"):
+        manifests.load_documents("a: [1, 2", source="jobs.yaml")
