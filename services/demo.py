@@ -31,6 +31,7 @@ from services.kube import client as kube
 from services.kube.emulator import serve_emulator
 from services.kube.kubelet import SimulatedKubelet
 from services.replay import ReplayReport, replay_bus
+from services.runtime import configure_logging
 from services.supervisor import Supervisor
 
 DEMO_TIMEOUT = 50.0
@@ -88,15 +89,18 @@ class TimelinePrinter:
             if remaining <= 0:
                 return False
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), timeout=remaining)
+                async with asyncio.timeout(remaining):
+                    await self.changed.wait()
         return True
 
 
 async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | None) -> int:
     """Run the demo; returns 0 when every Job finished and replay matched every decision."""
-    console = Console()
+    console = Console(soft_wrap=True)
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
-    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    log_file = (run_dir / "logs" / "demo.log").open("a")
+    configure_logging(service="demo", file=log_file)
     console.print(f"[bold]kueue-es demo[/bold]: Kueue's quick start with {jobs} sample Jobs ({duration:g}s each); "
                   f"logs and store in {run_dir}")
     setup, job = demo_manifests()
@@ -108,7 +112,7 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
         bus = await nats_bus.connect(server.url)
         printer = TimelinePrinter(bus=bus, console=console)
         background = [asyncio.create_task(printer.follow()),
-                      asyncio.create_task(SimulatedKubelet(api=api, duration=duration).run())]
+                      asyncio.create_task(SimulatedKubelet(api, default_duration_seconds=duration).run())]
         try:
             for doc in setup:
                 await kube.apply_manifest(api, doc)
@@ -137,6 +141,7 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
         report = await replay_bus(bus, deciders.BY_ROLE)
         await bus.close()
     _print_report(console, report)
+    log_file.close()
     return 0 if done and report.ok and not crashed else 1
 
 
@@ -166,7 +171,7 @@ def _print_report(console: Console, report: ReplayReport) -> None:
 
 async def replay_and_print(*, nats_url: str | None, store: Path | None) -> int:
     """``kueue-es replay``: against a running system, or a stopped one's store directory."""
-    console = Console()
+    console = Console(soft_wrap=True)
     async with contextlib.AsyncExitStack() as stack:
         if nats_url is None:
             assert store is not None
@@ -183,7 +188,7 @@ async def replay_and_print(*, nats_url: str | None, store: Path | None) -> int:
 
 async def run_up(args: argparse.Namespace) -> int:
     """``kueue-es up``: nats-server (unless ``--nats``) and the five services until Ctrl-C."""
-    console = Console()
+    console = Console(soft_wrap=True)
     run_dir: Path = args.dir
     run_dir.mkdir(parents=True, exist_ok=True)
     async with contextlib.AsyncExitStack() as stack:

@@ -23,7 +23,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, TextIO
 from dataclasses import dataclass
 
 import structlog
@@ -38,8 +38,8 @@ DecideFn = Callable[[ClusterState], Sequence[types.Decision]]
 MAX_BATCH = 500
 
 
-def configure_logging(*, service: str, level: int = logging.INFO) -> None:
-    """JSON-lines logs on stderr, each line bound to ``service``."""
+def configure_logging(*, service: str, level: int = logging.INFO, file: TextIO | None = None) -> None:
+    """JSON-lines logs on ``file`` (default stderr), each line bound to ``service``."""
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -49,7 +49,7 @@ def configure_logging(*, service: str, level: int = logging.INFO) -> None:
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=file or sys.stderr),
         cache_logger_on_first_use=True,
     )
     structlog.contextvars.bind_contextvars(service=service)
@@ -142,9 +142,7 @@ class DeciderLoop:
         try:
             await self._loop()
         finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
+            await cancel_and_wait([reader])
 
     async def _read(self) -> None:
         filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
@@ -162,7 +160,10 @@ class DeciderLoop:
     async def _drain(self, *, timeout: float) -> bool:
         """Fold everything available; True if at least one message came."""
         try:
-            message = await asyncio.wait_for(self._inbox.get(), timeout=timeout)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow the
+            # cancellation that stops the service, and the loop would run on.
+            async with asyncio.timeout(timeout):
+                message = await self._inbox.get()
         except TimeoutError:
             return False
         while True:
@@ -197,8 +198,12 @@ class DeciderLoop:
         return last
 
 
-async def run_until_signalled(main: Callable[[asyncio.Event], object]) -> None:
-    """Run ``main(stop)`` and set ``stop`` on SIGTERM or SIGINT, for a graceful exit."""
+async def run_until_signalled(main: Callable[[asyncio.Event], object], *, slow_stop: float = 3.0) -> None:
+    """Run ``main(stop)`` and set ``stop`` on SIGTERM or SIGINT, for a graceful exit.
+
+    If shutting down takes longer than ``slow_stop`` seconds, the stacks of every
+    task still running are logged (``shutdown_slow``) so a hang can be diagnosed.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -206,13 +211,24 @@ async def run_until_signalled(main: Callable[[asyncio.Event], object]) -> None:
     task = asyncio.ensure_future(main(stop))  # type: ignore[arg-type]
     stopper = asyncio.ensure_future(stop.wait())
     await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    if not task.done():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-    stopper.cancel()
-    if task.done() and not task.cancelled() and task.exception() is not None:
+    watchdog = asyncio.ensure_future(_report_slow_stop(slow_stop))
+    try:
+        if not task.done():
+            await asyncio.wait({task}, timeout=None)
+    finally:
+        watchdog.cancel()
+        stopper.cancel()
+    if not task.cancelled() and task.exception() is not None:
         raise task.exception()  # type: ignore[misc]
+
+
+async def _report_slow_stop(after: float) -> None:
+    await asyncio.sleep(after)
+    for task in asyncio.all_tasks():
+        if task is asyncio.current_task():
+            continue
+        frames = [f"{f.f_code.co_filename}:{f.f_lineno} {f.f_code.co_name}" for f in task.get_stack(limit=8)]
+        log.warning("shutdown_slow", task=task.get_name(), stack=frames)
 
 
 async def run_until_stopped(stop: asyncio.Event, *coroutines: Coroutine[Any, Any, Any]) -> None:
@@ -229,8 +245,21 @@ async def run_until_stopped(stop: asyncio.Event, *coroutines: Coroutine[Any, Any
             if task is not stopper and not task.cancelled() and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
     finally:
-        for task in (*tasks, stopper):
+        stopper.cancel()
+        await cancel_and_wait(tasks)
+
+
+async def cancel_and_wait(tasks: Sequence[asyncio.Task[Any]], *, retry: float = 0.5) -> None:
+    """Cancel ``tasks`` and wait until all are done, cancelling again every ``retry`` s.
+
+    On Python 3.11 a cancellation that races with a completing ``asyncio.wait_for``
+    is swallowed (nats-py's fetch uses one), so a single cancel() may not stop a loop.
+    """
+    pending = {t for t in tasks if not t.done()}
+    while pending:
+        for task in pending:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        _, pending = await asyncio.wait(pending, timeout=retry)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("task_failed_on_stop", task=task.get_name(), error=repr(task.exception()))

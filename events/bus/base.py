@@ -13,7 +13,7 @@ never deletes, identical for every reader.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 import msgspec
 
@@ -131,10 +131,14 @@ class Bus(abc.ABC):
         """
 
     @abc.abstractmethod
-    def read(self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1) -> AsyncIterator[LogMessage]:
+    def read(
+        self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1
+    ) -> AsyncGenerator[LogMessage, None]:
         """Yield every stored message matching any of ``subjects`` (NATS wildcards
         ``*`` and ``>``) from ``start_seq`` on, in sequence order, then wait for new
         ones forever (cancel the iteration to stop). ``pending`` tells when caught up.
+        Leaving early: wrap in ``contextlib.aclosing`` so the reader (a server-side
+        consumer on NATS) is released at once, not when garbage-collected.
         """
 
     @abc.abstractmethod

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 import msgspec
 
@@ -63,7 +64,9 @@ class _Store:
     def append(self, message: base.OutgoingMessage) -> int:
         seq = len(self.log) + 1
         headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
-        self.log.append(base.LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers))
+        self.log.append(
+            base.LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers)
+        )
         self.msg_ids[message.msg_id] = seq
         self.last_by_subject[message.subject] = seq
         return seq
@@ -88,7 +91,9 @@ class MemoryBus(base.Bus):
 
     def _check_open(self) -> _Store:
         if self._closed:
-            raise base.BusError("This memory bus handle is closed; open another with share() before closing.")
+            raise base.BusError(
+                "This memory bus handle is closed; open another with share() before closing."
+            )
         return self._store
 
     async def publish(self, message: base.OutgoingMessage) -> base.PublishAck:
@@ -102,7 +107,11 @@ class MemoryBus(base.Bus):
         return base.PublishAck(seq=seq)
 
     async def commit_batch(
-        self, *, head: base.OutgoingMessage, expected_head_seq: int, rest: Sequence[base.OutgoingMessage]
+        self,
+        *,
+        head: base.OutgoingMessage,
+        expected_head_seq: int,
+        rest: Sequence[base.OutgoingMessage],
     ) -> int:
         """Append ``head`` and ``rest`` as one batch, or raise and store nothing (see :class:`base.Bus`)."""
         store = self._check_open()
@@ -116,7 +125,8 @@ class MemoryBus(base.Bus):
         actual = store.last_by_subject.get(head.subject, 0)
         if actual != expected_head_seq:
             raise base.ConflictError(
-                f"The head {head.subject!r} is at sequence {actual}, not {expected_head_seq}; nothing was stored."
+                f"The head {head.subject!r} is at sequence {actual}, not {expected_head_seq};"
+                " nothing was stored."
             )
         last = store.append(head)
         for message in rest:
@@ -126,7 +136,7 @@ class MemoryBus(base.Bus):
 
     async def read(
         self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1
-    ) -> AsyncIterator[base.LogMessage]:
+    ) -> AsyncGenerator[base.LogMessage, None]:
         """Yield the matching messages from ``start_seq`` on, then wait for more (see :class:`base.Bus`).
 
         ``pending`` counts the matching messages stored after the one yielded, at
@@ -165,7 +175,9 @@ class MemoryBus(base.Bus):
         """The message at ``seq``; raises NotFoundError when there is none."""
         store = self._check_open()
         if not 1 <= seq <= len(store.log):
-            raise base.NotFoundError(f"There is no message at sequence {seq} (last is {len(store.log)}).")
+            raise base.NotFoundError(
+                f"There is no message at sequence {seq} (last is {len(store.log)})."
+            )
         return store.log[seq - 1]
 
     async def durable(
@@ -210,10 +222,10 @@ class MemoryDurable(base.DurableConsumer):
                 return deliveries
             wake = min([deadline, *(entry.due for entry in self._state.outstanding.values())])
             changed = store.changed
-            try:
-                await asyncio.wait_for(changed.wait(), timeout=max(wake - now, 0.0))
-            except TimeoutError:
-                pass
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(wake - now, 0.0)):
+                    await changed.wait()
 
     def _collect(self, *, store: _Store, batch: int, now: float) -> list[base.Delivery]:
         state = self._state
@@ -224,9 +236,10 @@ class MemoryDurable(base.DurableConsumer):
                 state.ahead.append(state.scanned)
         due = sorted(seq for seq, entry in state.outstanding.items() if entry.due <= now)[:batch]
         chosen = [(seq, state.outstanding[seq].attempt + 1, len(state.ahead)) for seq in due]
-        while state.ahead and len(chosen) < batch and len(state.outstanding) < rules.MAX_ACK_PENDING:
+        room = rules.MAX_ACK_PENDING - len(state.outstanding)
+        while state.ahead and len(chosen) < batch and room > 0:
             seq = state.ahead.popleft()
-            state.outstanding[seq] = _Outstanding(attempt=0, due=now)
+            room -= 1
             chosen.append((seq, 1, len(state.ahead)))
         deliveries = []
         for seq, attempt, pending in chosen:
@@ -239,7 +252,10 @@ class MemoryDurable(base.DurableConsumer):
         """Forget the message; acking twice, or after a newer delivery, is harmless."""
         store = self._bus._check_open()
         outstanding = self._state.outstanding
-        if outstanding.pop(delivery.message.seq, None) is not None and len(outstanding) == rules.MAX_ACK_PENDING - 1:
+        if (
+            outstanding.pop(delivery.message.seq, None) is not None
+            and len(outstanding) == rules.MAX_ACK_PENDING - 1
+        ):
             store.notify()
 
     async def nak(self, delivery: base.Delivery, *, delay: float = 0.0) -> None:

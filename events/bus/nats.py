@@ -29,7 +29,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import Any
 
 import nats
@@ -46,7 +46,9 @@ log = structlog.get_logger(__name__)
 
 PUBLIC_STREAM_NAME = "KQ_PUB"
 PUBLIC_SUBJECTS = ("kq.pub.>",)
-PUBLIC_TRANSFORM = api.SubjectTransform(src="kq.dec.*.wl.*.*", dest="kq.pub.wl.{{wildcard(2)}}.{{wildcard(3)}}")
+PUBLIC_TRANSFORM = api.SubjectTransform(
+    src="kq.dec.*.wl.*.*", dest="kq.pub.wl.{{wildcard(2)}}.{{wildcard(3)}}"
+)
 ERR_WRONG_LAST_SEQUENCE = 10071
 ERR_BATCH_DUPLICATE = 10201
 ERR_STREAM_NAME_IN_USE = 10058
@@ -71,16 +73,21 @@ async def connect(servers: str | list[str], *, replicas: int = 1, timeout: float
     """Connect to ``servers`` and create or update the ``KQ_LOG`` stream with ``replicas``.
 
     ``timeout`` (seconds) bounds each request; stream creation is retried for up
-    to 4 x ``timeout`` while a fresh cluster settles. Raises BusError.
+    to 4 x ``timeout`` while a fresh cluster settles. The first connection gives
+    up after three tries (about a second per server); once connected, the client
+    reconnects forever. Raises BusError.
     """
     with _wrapped(f"Connecting to {servers}"):
         nc = await nats.connect(
             servers,
             name="kueue-es",
             connect_timeout=max(1, int(timeout)),
-            max_reconnect_attempts=-1,
+            max_reconnect_attempts=2,
+            reconnect_time_wait=0.5,
             error_cb=_log_error,
         )
+    nc.options["max_reconnect_attempts"] = -1
+    nc.options["reconnect_time_wait"] = 1
     bus = NatsBus(nc=nc, replicas=replicas, timeout=timeout)
     try:
         await bus.ensure_stream(_log_config(replicas))
@@ -108,7 +115,11 @@ def _log_config(replicas: int) -> api.StreamConfig:
 
 def _log_message(msg: Msg, *, seq: int, pending: int = 0) -> base.LogMessage:
     return base.LogMessage(
-        seq=seq, subject=msg.subject, data=msg.data or b"", headers=rules.stored_headers(msg.headers), pending=pending
+        seq=seq,
+        subject=msg.subject,
+        data=msg.data or b"",
+        headers=rules.stored_headers(msg.headers),
+        pending=pending,
     )
 
 
@@ -121,29 +132,45 @@ class NatsBus(base.Bus):
         self.timeout = timeout
         self._js = nc.jetstream(timeout=timeout)
         self._jsm = nc.jsm(timeout=timeout)
-        self._subscriptions: set[Any] = set()
 
     async def ensure_stream(self, config: api.StreamConfig) -> None:
         """Create the stream ``config.name`` or bring an existing one to ``config``.
 
-        Retries while JetStream is not ready (fresh cluster, no meta leader).
+        Retries while JetStream is not ready (fresh cluster, no meta leader), and
+        returns only once a replicated stream has elected its leader: before
+        that, a publish finds no responder.
         """
         deadline = time.monotonic() + 4 * self.timeout
         while True:
             try:
                 with _wrapped(f"Creating the stream {config.name}"):
                     try:
-                        await self._jsm.add_stream(config)
+                        info = await self._jsm.add_stream(config)
                     except nats.js.errors.BadRequestError as err:
                         if err.err_code != ERR_STREAM_NAME_IN_USE:
                             raise
-                        await self._jsm.update_stream(config)
+                        info = await self._jsm.update_stream(config)
+                    while (
+                        info.cluster is not None
+                        and info.cluster.leader is None
+                        and (config.num_replicas or 1) > 1
+                    ):
+                        await asyncio.sleep(0.02)
+                        info = await self._jsm.stream_info(str(config.name))
                 return
             except base.BusError as err:
                 cause = err.__cause__
-                transient = isinstance(
-                    cause, (nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError)
-                ) or getattr(cause, "err_code", None) in _TRANSIENT_ERR_CODES
+                transient = (
+                    isinstance(
+                        cause,
+                        (
+                            nats.errors.TimeoutError,
+                            nats.errors.NoRespondersError,
+                            nats.js.errors.ServiceUnavailableError,
+                        ),
+                    )
+                    or getattr(cause, "err_code", None) in _TRANSIENT_ERR_CODES
+                )
                 if not transient or time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.1)
@@ -172,11 +199,17 @@ class NatsBus(base.Bus):
         rules.check_outgoing(message)
         headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
         with _wrapped(f"Publishing {message.msg_id!r} on {message.subject!r}"):
-            ack = await self._js.publish(message.subject, message.data, headers=headers, stream=base.STREAM_NAME)
+            ack = await self._js.publish(
+                message.subject, message.data, headers=headers, stream=base.STREAM_NAME
+            )
         return base.PublishAck(seq=ack.seq, duplicate=bool(ack.duplicate))
 
     async def commit_batch(
-        self, *, head: base.OutgoingMessage, expected_head_seq: int, rest: Sequence[base.OutgoingMessage]
+        self,
+        *,
+        head: base.OutgoingMessage,
+        expected_head_seq: int,
+        rest: Sequence[base.OutgoingMessage],
     ) -> int:
         """Append ``head`` and ``rest`` as one ADR-50 atomic batch (see :class:`base.Bus`).
 
@@ -199,10 +232,14 @@ class NatsBus(base.Bus):
                     headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_head_seq)
                 if index == len(messages):
                     headers["Nats-Batch-Commit"] = "1"
-                    reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
+                    reply = await self.nc.request(
+                        message.subject, message.data, headers=headers, timeout=self.timeout
+                    )
                     return self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
                 if index == 1:
-                    reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
+                    reply = await self.nc.request(
+                        message.subject, message.data, headers=headers, timeout=self.timeout
+                    )
                     if reply.data:
                         self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
                 else:
@@ -214,10 +251,13 @@ class NatsBus(base.Bus):
         try:
             answer = json.loads(data)
         except ValueError as err:
-            raise base.BusError(f"The batch headed by {head.msg_id!r} got an unreadable reply: {data[:200]!r}") from err
-        error = answer.get("error")
-        if error is None:
+            raise base.BusError(
+                f"The batch headed by {head.msg_id!r} got an unreadable reply: {data[:200]!r}"
+            ) from err
+        error = answer.get("error") if isinstance(answer, dict) else {"description": repr(answer)}
+        if error is None and isinstance(answer.get("seq"), int):
             return int(answer["seq"])
+        error = error or {"description": f"no sequence in the ack {answer!r}"}
         code, text = error.get("err_code"), error.get("description", "")
         if code == ERR_WRONG_LAST_SEQUENCE:
             raise base.ConflictError(
@@ -227,11 +267,13 @@ class NatsBus(base.Bus):
             raise base.DuplicateBatchError(
                 f"The batch headed by {head.msg_id!r} repeats a stored msg_id ({text}); nothing was stored."
             )
-        raise base.BusError(f"The batch headed by {head.msg_id!r} was refused: err_code {code}: {text}.")
+        raise base.BusError(
+            f"The batch headed by {head.msg_id!r} was refused: err_code {code}: {text}."
+        )
 
     async def read(
         self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1
-    ) -> AsyncIterator[base.LogMessage]:
+    ) -> AsyncGenerator[base.LogMessage, None]:
         """Yield matching messages from ``start_seq`` on through an ordered consumer, then wait.
 
         ``pending`` is the server's ``num_pending`` at delivery. Raises BusError
@@ -239,12 +281,15 @@ class NatsBus(base.Bus):
         """
         filters = rules.normalize_filters(subjects)
         first = min(max(start_seq, 1), await self.last_seq() + 1)
-        config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=first)
+        config = api.ConsumerConfig(
+            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=first
+        )
         if len(filters) > 1:
             config.filter_subjects = list(filters)
         with _wrapped(f"Reading {filters} from {start_seq}"):
-            sub = await self._js.subscribe(filters[0], stream=base.STREAM_NAME, ordered_consumer=True, config=config)
-        self._subscriptions.add(sub)
+            sub = await self._js.subscribe(
+                filters[0], stream=base.STREAM_NAME, ordered_consumer=True, config=config
+            )
         try:
             while True:
                 with _wrapped(f"Reading {filters}"):
@@ -254,11 +299,6 @@ class NatsBus(base.Bus):
                 if seq >= start_seq:
                     yield _log_message(msg, seq=seq, pending=metadata.num_pending)
         finally:
-            await self._unsubscribe(sub)
-
-    async def _unsubscribe(self, sub: Any) -> None:
-        if sub in self._subscriptions:
-            self._subscriptions.discard(sub)
             if not self.nc.is_closed:
                 with contextlib.suppress(nats.errors.Error):
                     await sub.unsubscribe()
@@ -282,7 +322,9 @@ class NatsBus(base.Bus):
     async def get(self, seq: int) -> base.LogMessage:
         """The message at ``seq``; raises NotFoundError when there is none."""
         if seq < 1:
-            raise base.NotFoundError(f"There is no message at sequence {seq}; sequences start at 1.")
+            raise base.NotFoundError(
+                f"There is no message at sequence {seq}; sequences start at 1."
+            )
         with _wrapped(f"Reading the message at {seq}"):
             raw = await self._jsm.get_msg(base.STREAM_NAME, seq=seq)
         return base.LogMessage(
@@ -297,7 +339,9 @@ class NatsBus(base.Bus):
     ) -> base.DurableConsumer:
         """Create the durable pull consumer ``name`` (explicit ack) or bind to it.
 
-        An existing consumer keeps its own filter and ``ack_wait``.
+        An existing consumer keeps its own filter and ``ack_wait``. On a
+        replicated stream this returns once the consumer has a leader, so the
+        first fetch is not lost.
         """
         filters = rules.normalize_filters(subjects)
         config = api.ConsumerConfig(
@@ -310,53 +354,82 @@ class NatsBus(base.Bus):
         if len(filters) > 1:
             config.filter_subjects = list(filters)
         with _wrapped(f"Binding the durable consumer {name!r}"):
-            sub = await self._js.pull_subscribe(filters[0], durable=name, stream=base.STREAM_NAME, config=config)
-        self._subscriptions.add(sub)
+            sub = await self._js.pull_subscribe(
+                filters[0], durable=name, stream=base.STREAM_NAME, config=config
+            )
+            deadline = time.monotonic() + self.timeout
+            info = await self._jsm.consumer_info(base.STREAM_NAME, name)
+            while (
+                info.cluster is not None
+                and info.cluster.leader is None
+                and time.monotonic() < deadline
+            ):
+                await asyncio.sleep(0.02)
+                info = await self._jsm.consumer_info(base.STREAM_NAME, name)
         return NatsDurable(sub=sub, name=name)
 
     async def close(self) -> None:
-        """Stop every reader and consumer of this bus, flush, and close the connection."""
-        for sub in list(self._subscriptions):
-            await self._unsubscribe(sub)
+        """Flush (pending acks included) and close the connection; waiting readers raise BusError."""
         if not self.nc.is_closed:
             with contextlib.suppress(nats.errors.Error):
-                await self.nc.flush(timeout=self.timeout)
+                await self.nc.flush(timeout=max(1, int(self.timeout)))
             await self.nc.close()
 
 
 class NatsDurable(base.DurableConsumer):
-    """A durable pull consumer; ``Delivery.token`` is the nats-py message."""
+    """A durable pull consumer; ``Delivery.token`` is the nats-py message.
+
+    nats-py's ``fetch(batch=n)`` holds on until ``n`` messages came or its
+    timeout passed, so one message trickling in would wait the whole timeout.
+    Here a fetch waits for the first message alone, then takes whatever else is
+    ready within :data:`TOP_UP_WAIT` seconds, like the memory bus.
+    """
+
+    TOP_UP_WAIT = 0.02
 
     def __init__(self, *, sub: Any, name: str) -> None:
         self._sub = sub
         self.name = name
 
     async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[base.Delivery]:
-        """Up to ``batch`` deliveries; [] when none came within ``timeout`` s."""
-        try:
-            with _wrapped(f"Fetching from {self.name!r}"):
-                msgs = await self._sub.fetch(batch=batch, timeout=timeout)
-        except base.BusError as err:
-            if isinstance(err.__cause__, nats.errors.TimeoutError):
-                return []
-            raise
+        """Up to ``batch`` deliveries, as soon as one is there; [] when none came within ``timeout`` s."""
+        msgs = await self._pull(batch=1, timeout=timeout)
+        if msgs and batch > 1:
+            msgs += await self._pull(batch=batch - 1, timeout=self.TOP_UP_WAIT)
         deliveries = []
         for msg in msgs:
             metadata = msg.metadata
             message = _log_message(msg, seq=metadata.sequence.stream, pending=metadata.num_pending)
-            deliveries.append(base.Delivery(message=message, attempt=metadata.num_delivered, token=msg))
+            deliveries.append(
+                base.Delivery(message=message, attempt=metadata.num_delivered, token=msg)
+            )
         return deliveries
+
+    async def _pull(self, *, batch: int, timeout: float) -> list[Msg]:
+        try:
+            with _wrapped(f"Fetching from {self.name!r}"):
+                return list(await self._sub.fetch(batch=batch, timeout=timeout))
+        except base.BusError as err:
+            if isinstance(err.__cause__, TimeoutError):
+                return []
+            raise
 
     async def ack(self, delivery: base.Delivery) -> None:
         """Acknowledge (fire and forget: a lost ack means one more delivery, never a lost one)."""
         msg = delivery.token
         assert isinstance(msg, Msg)
-        with _wrapped(f"Acking {delivery.message.seq}"), contextlib.suppress(nats.errors.MsgAlreadyAckdError):
+        with (
+            _wrapped(f"Acking {delivery.message.seq}"),
+            contextlib.suppress(nats.errors.MsgAlreadyAckdError),
+        ):
             await msg.ack()
 
     async def nak(self, delivery: base.Delivery, *, delay: float = 0.0) -> None:
         """Ask for redelivery after ``delay`` seconds (no-op once acked)."""
         msg = delivery.token
         assert isinstance(msg, Msg)
-        with _wrapped(f"Nak'ing {delivery.message.seq}"), contextlib.suppress(nats.errors.MsgAlreadyAckdError):
+        with (
+            _wrapped(f"Nak'ing {delivery.message.seq}"),
+            contextlib.suppress(nats.errors.MsgAlreadyAckdError),
+        ):
             await msg.nak(delay=delay or None)

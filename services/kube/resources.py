@@ -1,0 +1,138 @@
+"""The kinds kueue-es reads and writes, and how each is addressed over HTTP.
+
+Why this module exists: both sides of the Kubernetes edge need the same facts
+about a kind -- its plural (the URL segment), whether it is namespaced, and
+whether it has a ``status`` subresource.  The client uses them to build URLs
+(``ResourceRef.path``); the emulator registers exactly these kinds so that its
+discovery documents and 404s are right.  Keeping one table avoids the two
+drifting apart.  A kind that is not in ``RESOURCES`` is refused with
+``errors.UnknownKindError`` rather than guessed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import urllib.parse
+
+from services.kube import errors
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ResourceRef:
+    """How to address one kind in the Kubernetes API.
+
+    ``group`` is ``""`` for the core API (``/api/v1``); ``plural`` is the
+    lowercase URL segment; ``status_subresource`` says whether writes to the
+    main resource leave ``.status`` alone (and ``.../NAME/status`` exists).
+    """
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    status_subresource: bool = False
+
+    @property
+    def api_version(self) -> str:
+        """The ``apiVersion`` string of objects of this kind, e.g. ``batch/v1``."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        """The singular resource name used in discovery, e.g. ``job``."""
+        return self.kind.lower()
+
+    @property
+    def qualified_plural(self) -> str:
+        """``plural.group`` as Kubernetes names a resource in messages, e.g. ``jobs.batch``."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def path(
+        self,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> str:
+        """Return the URL path for a collection, an object or a subresource.
+
+        ``namespace`` is ignored for cluster-scoped kinds; without it a
+        namespaced kind gives the all-namespaces collection path.
+        """
+        parts = ["/api", self.version] if not self.group else ["/apis", self.group, self.version]
+        if self.namespaced and namespace:
+            parts += ["namespaces", urllib.parse.quote(namespace, safe="")]
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(urllib.parse.quote(name, safe=""))
+            if subresource:
+                parts.append(subresource)
+        return "/".join(parts)
+
+
+def _ref(api_version: str, kind: str, plural: str, *, namespaced: bool, status: bool) -> ResourceRef:
+    group, _, version = api_version.rpartition("/")
+    return ResourceRef(
+        group=group,
+        version=version,
+        plural=plural,
+        kind=kind,
+        namespaced=namespaced,
+        status_subresource=status,
+    )
+
+
+KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"
+
+#: Every kind kueue-es knows, keyed by (apiVersion, kind).
+RESOURCES: dict[tuple[str, str], ResourceRef] = {
+    (ref.api_version, ref.kind): ref
+    for ref in (
+        _ref("v1", "Namespace", "namespaces", namespaced=False, status=True),
+        _ref("v1", "Node", "nodes", namespaced=False, status=True),
+        _ref("v1", "Pod", "pods", namespaced=True, status=True),
+        _ref("v1", "Event", "events", namespaced=True, status=False),
+        _ref("batch/v1", "Job", "jobs", namespaced=True, status=True),
+        _ref("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", namespaced=True, status=True),
+        _ref(KUEUE_V1BETA2, "ResourceFlavor", "resourceflavors", namespaced=False, status=False),
+        _ref(KUEUE_V1BETA2, "ClusterQueue", "clusterqueues", namespaced=False, status=True),
+        _ref(KUEUE_V1BETA2, "LocalQueue", "localqueues", namespaced=True, status=True),
+        _ref(KUEUE_V1BETA2, "Cohort", "cohorts", namespaced=False, status=True),
+        _ref(KUEUE_V1BETA2, "WorkloadPriorityClass", "workloadpriorityclasses", namespaced=False, status=False),
+        _ref(KUEUE_V1BETA2, "Workload", "workloads", namespaced=True, status=True),
+        _ref(KUEUE_V1BETA2, "AdmissionCheck", "admissionchecks", namespaced=False, status=True),
+        _ref(KUEUE_V1BETA2, "Topology", "topologies", namespaced=False, status=False),
+    )
+}
+
+NAMESPACES = RESOURCES["v1", "Namespace"]
+NODES = RESOURCES["v1", "Node"]
+PODS = RESOURCES["v1", "Pod"]
+EVENTS = RESOURCES["v1", "Event"]
+JOBS = RESOURCES["batch/v1", "Job"]
+JOBSETS = RESOURCES["jobset.x-k8s.io/v1alpha2", "JobSet"]
+RESOURCE_FLAVORS = RESOURCES[KUEUE_V1BETA2, "ResourceFlavor"]
+CLUSTER_QUEUES = RESOURCES[KUEUE_V1BETA2, "ClusterQueue"]
+LOCAL_QUEUES = RESOURCES[KUEUE_V1BETA2, "LocalQueue"]
+COHORTS = RESOURCES[KUEUE_V1BETA2, "Cohort"]
+WORKLOAD_PRIORITY_CLASSES = RESOURCES[KUEUE_V1BETA2, "WorkloadPriorityClass"]
+WORKLOADS = RESOURCES[KUEUE_V1BETA2, "Workload"]
+ADMISSION_CHECKS = RESOURCES[KUEUE_V1BETA2, "AdmissionCheck"]
+TOPOLOGIES = RESOURCES[KUEUE_V1BETA2, "Topology"]
+
+
+def ref_for(api_version: str, kind: str) -> ResourceRef:
+    """Return the ResourceRef of a kind.
+
+    Raises ``errors.UnknownKindError`` (naming the kind) for kinds outside
+    ``RESOURCES``, e.g. ``kubeflow.org/v1 PyTorchJob``.
+    """
+    try:
+        return RESOURCES[api_version, kind]
+    except KeyError:
+        known = ", ".join(sorted(f"{av} {k}" for av, k in RESOURCES))
+        raise errors.UnknownKindError(
+            f"kind {kind!r} of apiVersion {api_version!r} is not one kueue-es handles;"
+            f" the object is not applied. Known kinds: {known}."
+        ) from None

@@ -1,0 +1,1 @@
+"""Bus tests: one contract suite over every bus kind, plus server and NATS specifics."""

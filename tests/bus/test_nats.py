@@ -1,0 +1,89 @@
+"""What only the JetStream bus has: the stream's configuration, the public stream, connecting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nats
+import pytest
+
+from events.bus import base, server
+from events.bus import nats as nats_bus
+from tests.bus.conftest import Harness
+
+NATS_KINDS = ["nats", pytest.param("cluster", marks=pytest.mark.cluster)]
+
+
+def msg(subject: str, msg_id: str, data: bytes = b"{}") -> base.OutgoingMessage:
+    """An outgoing message without extra headers."""
+    return base.OutgoingMessage(subject=subject, data=data, msg_id=msg_id)
+
+
+@pytest.mark.parametrize("harness", NATS_KINDS, indirect=True)
+async def test_log_stream_is_configured_as_designed(harness: Harness) -> None:
+    """KQ_LOG is a file-backed limits log with discard=new, atomic batches and the requested replicas."""
+    bus = await harness.open()
+    again = await harness.open()
+    assert isinstance(again, nats_bus.NatsBus)
+    nc = await nats.connect(harness.urls)
+    try:
+        config = (await nc.jsm().stream_info(base.STREAM_NAME)).config
+    finally:
+        await nc.close()
+    assert isinstance(bus, nats_bus.NatsBus)
+    assert config.subjects == list(base.STREAM_SUBJECTS)
+    assert (config.num_replicas, config.duplicate_window) == (harness.replicas, 600)
+    assert config.discard == nats.js.api.DiscardPolicy.NEW
+    assert config.retention == nats.js.api.RetentionPolicy.LIMITS
+    assert config.storage == nats.js.api.StorageType.FILE
+    assert config.allow_atomic and config.allow_direct and config.deny_delete
+    assert config.max_msg_size == 1 << 20
+
+
+@pytest.mark.parametrize("harness", NATS_KINDS, indirect=True)
+async def test_public_stream_carries_workload_decisions(harness: Harness) -> None:
+    """A decision committed in a batch reaches an outside subscriber of KQ_PUB as kq.pub.wl.<ns>.<name>."""
+    bus = await harness.open()
+    assert isinstance(bus, nats_bus.NatsBus)
+    await bus.ensure_public_stream()
+    await bus.ensure_public_stream()
+    await bus.publish(msg("kq.in.wl.ns1.job-a", "fact:1"))
+    await bus.commit_batch(
+        head=msg("kq.dec.p0.head", "d1:0"),
+        expected_head_seq=0,
+        rest=[msg("kq.dec.p0.wl.ns1.job-a", "d1:1", data=b'{"type":"QuotaReserved"}')],
+    )
+    outside = await nats.connect(harness.urls)
+    try:
+        sub = await outside.jetstream().subscribe("kq.pub.wl.>", ordered_consumer=True)
+        got = await sub.next_msg(timeout=10)
+        await sub.unsubscribe()
+    finally:
+        await outside.close()
+    assert got.subject == "kq.pub.wl.ns1.job-a"
+    assert got.data == b'{"type":"QuotaReserved"}'
+    assert got.headers is not None and got.headers["Nats-Msg-Id"] == "d1:1"
+
+
+async def test_connect_to_nowhere_raises_bus_error() -> None:
+    """Connecting to a port with no server gives up within seconds with BusError."""
+    (port,) = server.free_ports(1)
+    with pytest.raises(base.BusError, match="Connecting"):
+        await nats_bus.connect(f"nats://127.0.0.1:{port}", timeout=1)
+
+
+async def test_log_survives_a_server_restart_on_the_same_store(tmp_path: Path) -> None:
+    """A server restarted on the same store dir still holds the log and the dedup ids."""
+    async with server.NatsServer(tmp_path) as first:
+        bus = await nats_bus.connect(first.url)
+        await bus.publish(msg("kq.in.wl.ns.a", "fact:a"))
+        await bus.close()
+    async with server.NatsServer(tmp_path) as second:
+        bus = await nats_bus.connect(second.url)
+        try:
+            assert await bus.last_seq() == 1
+            assert await bus.publish(msg("kq.in.wl.ns.a", "fact:a")) == base.PublishAck(
+                seq=1, duplicate=True
+            )
+        finally:
+            await bus.close()

@@ -1,0 +1,129 @@
+"""The simulated kubelet runs unsuspended Jobs for their declared time and completes them like the Job controller."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client as k8s_client
+
+from services.kube import client, emulator, kubelet, resources
+
+pytestmark = pytest.mark.timeout(20)
+
+
+def job(name: str, *, suspend: bool, duration: float | None = None, **spec: Any) -> dict[str, Any]:
+    """A Job manifest; ``duration`` sets the simulated run time annotation (seconds)."""
+    annotations = {kubelet.SIM_DURATION_ANNOTATION: str(duration)} if duration is not None else {}
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "annotations": annotations},
+            "spec": {"suspend": suspend, "template": template, **spec}}
+
+
+@pytest.fixture
+async def sim_kubelet(api: k8s_client.ApiClient) -> AsyncIterator[kubelet.SimulatedKubelet]:
+    """A running SimulatedKubelet with a 0.2 s default duration, stopped after the test."""
+    simulated = kubelet.SimulatedKubelet(api, default_duration_seconds=0.2,
+                                         watch_options={"timeout_seconds": 30, "backoff_seconds": 0.05})
+    simulated.start()
+    try:
+        yield simulated
+    finally:
+        await simulated.stop()
+
+
+async def job_status(api: k8s_client.ApiClient, name: str) -> dict[str, Any]:
+    """The current .status of a Job in the default namespace."""
+    return (await client.get_object(api, resources.JOBS, namespace="default", name=name)).get("status", {})
+
+
+async def wait_for_status(api: k8s_client.ApiClient, name: str, check: Any, *, timeout: float = 5.0) -> dict[str, Any]:
+    """Poll the Job's status every 50 ms until ``check(status)`` holds; fail after ``timeout`` seconds."""
+    async with asyncio.timeout(timeout):
+        while not check(status := await job_status(api, name)):
+            await asyncio.sleep(0.05)
+    return status
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The condition of a type, if present."""
+    return next((c for c in status.get("conditions") or [] if c["type"] == kind), None)
+
+
+def is_complete(status: dict[str, Any]) -> bool:
+    """Whether the Complete condition is True."""
+    return (condition(status, "Complete") or {}).get("status") == "True"
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_unsuspended_job_runs_and_completes(api: k8s_client.ApiClient) -> None:
+    """An unsuspended Job starts (startTime, active) and after its duration succeeds with Job-controller status."""
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("run", suspend=False, parallelism=3, completions=3))
+    running = await wait_for_status(api, "run", lambda s: s.get("active") == 3)
+    assert running["startTime"] and not is_complete(running)
+    done = await wait_for_status(api, "run", is_complete)
+    assert done["succeeded"] == 3 and done["active"] == 0
+    assert done["completionTime"] >= done["startTime"]
+    assert [c["type"] for c in done["conditions"]] == ["SuccessCriteriaMet", "Complete"]
+    assert all(c["status"] == "True" and c["reason"] == "CompletionsReached" and c["lastTransitionTime"] for c in done["conditions"])
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_suspended_job_does_not_run(api: k8s_client.ApiClient) -> None:
+    """A suspended Job gets Suspended=True and never completes while suspended."""
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("held", suspend=True))
+    status = await wait_for_status(api, "held", lambda s: condition(s, "Suspended") is not None)
+    assert condition(status, "Suspended")["status"] == "True"
+    await asyncio.sleep(0.5)  # well past the 0.2 s duration
+    status = await job_status(api, "held")
+    assert not is_complete(status) and not status.get("startTime") and not status.get("active")
+
+
+async def test_suspending_a_running_job_cancels_it_and_unsuspending_reruns_it(
+    api: k8s_client.ApiClient, sim_kubelet: kubelet.SimulatedKubelet
+) -> None:
+    """Suspending mid-run sets active 0 and drops startTime; after unsuspending the Job runs its full time again."""
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("flip", suspend=False, duration=0.6))
+    await wait_for_status(api, "flip", lambda s: s.get("active") == 1)
+    await client.patch_object(api, resources.JOBS, namespace="default", name="flip", patch={"spec": {"suspend": True}})
+    suspended = await wait_for_status(api, "flip", lambda s: (condition(s, "Suspended") or {}).get("status") == "True")
+    assert suspended["active"] == 0 and "startTime" not in suspended
+    assert not sim_kubelet.running
+    await asyncio.sleep(0.7)
+    assert not is_complete(await job_status(api, "flip"))
+    await client.patch_object(api, resources.JOBS, namespace="default", name="flip", patch={"spec": {"suspend": False}})
+    resumed = await wait_for_status(api, "flip", lambda s: s.get("active") == 1)
+    assert condition(resumed, "Suspended")["reason"] == "JobResumed"
+    done = await wait_for_status(api, "flip", is_complete)
+    assert done["succeeded"] == 1
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_duration_annotation_overrides_the_default(api: k8s_client.ApiClient) -> None:
+    """A Job annotated with 1.0 s is still running when the default (0.2 s) Job is done."""
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("short", suspend=False))
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("long", suspend=False, duration=1.0))
+    await wait_for_status(api, "short", is_complete)
+    assert not is_complete(await job_status(api, "long"))
+    await wait_for_status(api, "long", is_complete)
+
+
+async def test_queued_jobs_are_created_suspended_by_default(api: k8s_client.ApiClient) -> None:
+    """By default (suspend_queued_jobs) a Job naming a queue is stored suspended, as Kueue's webhook does; others are not."""
+    queued = {**job("queued", suspend=False), "metadata": {"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "q"}}}
+    assert (await client.create_object(api, resources.JOBS, namespace="default", body=queued))["spec"]["suspend"] is True
+    plain = await client.create_object(api, resources.JOBS, namespace="default", body=job("plain", suspend=False))
+    assert plain["spec"]["suspend"] is False
+
+
+async def test_without_hooks_queued_jobs_keep_their_suspend_field() -> None:
+    """create_hooks=() gives a bare cluster: a queue-labelled Job is stored as sent."""
+    async with emulator.serve_emulator(create_hooks=()) as cluster:
+        api = await client.make_api_client(server=cluster.url)
+        try:
+            queued = {**job("queued", suspend=False), "metadata": {"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "q"}}}
+            assert (await client.create_object(api, resources.JOBS, namespace="default", body=queued))["spec"]["suspend"] is False
+        finally:
+            await api.close()

@@ -1,0 +1,68 @@
+"""The emulator's object store, without HTTP: versions, history, immutability."""
+
+from __future__ import annotations
+
+import datetime
+
+import kmock
+import pytest
+
+from services.kube import resources, store
+
+FIXED = datetime.datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=datetime.UTC)
+
+
+def make_store(**options: object) -> store.ObjectStore:
+    """A store with a fixed clock and the usual kinds."""
+    return store.ObjectStore(objects=kmock.ObjectsArray(), clock=lambda: FIXED, **options)  # type: ignore[arg-type]
+
+
+def test_store_starts_with_default_namespaces_and_stamps_creation() -> None:
+    """The default namespaces exist; a create gets whole-second UTC creationTimestamp and the next resourceVersion."""
+    objects = make_store()
+    assert {ns["metadata"]["name"] for ns in objects.select(resources.NAMESPACES)} == set(store.INITIAL_NAMESPACES)
+    before = objects.resource_version
+    created = objects.create(resources.CLUSTER_QUEUES, namespace=None, body={"metadata": {"name": "cq", "namespace": "x"}})
+    assert created["metadata"]["creationTimestamp"] == "2025-01-02T03:04:05Z"
+    assert created["metadata"]["resourceVersion"] == str(before + 1)
+    assert "namespace" not in created["metadata"]
+
+
+def test_history_is_bounded_and_expires_old_versions() -> None:
+    """With history_limit=2, reading from before the two newest events is expired (None)."""
+    objects = make_store(history_limit=2)
+    versions = [int(objects.create(resources.JOBS, namespace="default", body={"metadata": {"name": f"j{i}"}})["metadata"]["resourceVersion"])
+                for i in range(4)]
+    log = objects.log(resources.JOBS)
+    assert log.since(versions[0]) is None
+    assert [event.object["metadata"]["name"] for event in log.since(versions[1]) or []] == ["j2", "j3"]
+    objects.reset_history()
+    assert log.since(versions[3]) is None
+    assert log.since(objects.resource_version) == []
+
+
+def test_immutable_metadata_and_noop_updates() -> None:
+    """Changing metadata.name is 422; an update that changes nothing keeps the resourceVersion and logs nothing."""
+    objects = make_store()
+    created = objects.create(resources.JOBS, namespace="default", body={"metadata": {"name": "j"}, "spec": {}})
+    with pytest.raises(store.StoreError) as invalid:
+        objects.update(resources.JOBS, namespace="default", name="j", subresource=None,
+                       change=lambda current: {**current, "metadata": {**current["metadata"], "name": "other"}})
+    assert invalid.value.status == 422
+    events_before = len(objects.log(resources.JOBS).events)
+    same = objects.update(resources.JOBS, namespace="default", name="j", subresource=None, change=lambda current: current)
+    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert len(objects.log(resources.JOBS).events) == events_before
+
+
+def test_create_hooks_and_missing_name() -> None:
+    """Create hooks mutate new objects; no name and no generateName is 422 Invalid."""
+    def label_everything(ref: resources.ResourceRef, obj: dict[str, object]) -> None:
+        obj["metadata"]["labels"] = {"hooked": ref.kind}  # type: ignore[index]
+
+    objects = make_store(create_hooks=(label_everything,))
+    created = objects.create(resources.WORKLOADS, namespace="default", body={"metadata": {"generateName": "wl-"}})
+    assert created["metadata"]["labels"] == {"hooked": "Workload"}
+    with pytest.raises(store.StoreError) as missing:
+        objects.create(resources.WORKLOADS, namespace="default", body={"metadata": {}})
+    assert missing.value.status == 422
