@@ -84,8 +84,12 @@ def parse_object(manifest: dict[str, Any]) -> models.APIObject:
     kind, name = describe(manifest)
     model_type = KUEUE_KINDS.get(kind)
     if model_type is None or manifest.get("apiVersion") != KUEUE_API:
-        raise ManifestError(kind=kind, name=name, field="apiVersion/kind",
-                            problem=f"{manifest.get('apiVersion')}/{kind or '?'} is not a kind kueue-es admits with")
+        raise ManifestError(
+            kind=kind,
+            name=name,
+            field="apiVersion/kind",
+            problem=f"{manifest.get('apiVersion')}/{kind or '?'} is not a kind kueue-es admits with",
+        )
     raw = copy.deepcopy(manifest)
     raw["metadata"] = _normalize_meta(raw.get("metadata"), kind=kind, name=name)
     if kind in NAMESPACED_KINDS and not raw["metadata"].get("namespace"):
@@ -99,8 +103,10 @@ def parse_object(manifest: dict[str, Any]) -> models.APIObject:
     elif kind == "LocalQueue" and spec:
         _weight_to_string(spec)
     elif kind == "Workload" and spec:
-        spec["podSets"] = [_convert_pod_set(ps, index=i, kind=kind, name=name)
-                           for i, ps in enumerate(_as_list(spec.get("podSets"), "spec.podSets", kind, name))]
+        spec["podSets"] = [
+            _convert_pod_set(ps, index=i, kind=kind, name=name)
+            for i, ps in enumerate(_as_list(spec.get("podSets"), "spec.podSets", kind, name))
+        ]
     try:
         obj = msgspec.convert(raw, model_type)
     except msgspec.ValidationError as err:
@@ -126,7 +132,9 @@ def parse_time_ms(value: Any, *, kind: str = "", name: str = "", field: str = ""
         try:
             moment = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
         except ValueError as err:
-            raise ManifestError(kind=kind, name=name, field=field, problem=f"{value!r} is not an RFC 3339 time") from err
+            raise ManifestError(
+                kind=kind, name=name, field=field, problem=f"{value!r} is not an RFC 3339 time"
+            ) from err
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
     return int(moment.timestamp() * 1000)
@@ -138,7 +146,9 @@ def format_time_ms(ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def pod_requests(pod_spec: dict[str, Any], *, where: str = "template.spec", kind: str = "", name: str = "") -> dict[str, int]:
+def pod_requests(
+    pod_spec: dict[str, Any], *, where: str = "template.spec", kind: str = "", name: str = ""
+) -> dict[str, int]:
     """Effective per-pod requests of a pod spec, as integer amounts (SEMANTICS §2.3).
 
     Sum over containers (limits stand in for missing requests), max with each init
@@ -146,10 +156,13 @@ def pod_requests(pod_spec: dict[str, Any], *, where: str = "template.spec", kind
     ``overhead``; pod-level ``resources`` win where set. Negative amounts floor to 0.
     Raises ManifestError naming the container field of a bad quantity.
     """
+
     def container_requests(container: dict[str, Any], path: str) -> dict[str, int]:
         resources = container.get("resources") or {}
         merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-        return {res: _amount(res, q, field=f"{path}.resources.{res}", kind=kind, name=name) for res, q in merged.items()}
+        return {
+            res: _amount(res, q, field=f"{path}.resources.{res}", kind=kind, name=name) for res, q in merged.items()
+        }
 
     total: dict[str, int] = {}
     sidecars: dict[str, int] = {}
@@ -202,20 +215,28 @@ def _normalize_meta(meta: Any, *, kind: str, name: str) -> dict[str, Any]:
         raise ManifestError(kind=kind, name=name, field="metadata", problem="is missing or not a mapping")
     # resourceVersion is left out on purpose: it changes on every status write, and a
     # fact must change only when something that decides admission does.
-    out = {k: meta[k] for k in ("name", "namespace", "uid", "labels", "annotations", "generation") if meta.get(k) is not None}
-    out["creationTimestampMs"] = parse_time_ms(meta.get("creationTimestamp"), kind=kind, name=name,
-                                               field="metadata.creationTimestamp")
+    out = {
+        k: meta[k]
+        for k in ("name", "namespace", "uid", "labels", "annotations", "generation")
+        if meta.get(k) is not None
+    }
+    out["creationTimestampMs"] = parse_time_ms(
+        meta.get("creationTimestamp"), kind=kind, name=name, field="metadata.creationTimestamp"
+    )
     if not out.get("name"):
         raise ManifestError(kind=kind, name=name, field="metadata.name", problem="is required")
     if not isinstance(out["name"], str) or len(out["name"]) > 253 or not _DNS_SUBDOMAIN.match(out["name"]):
-        raise ManifestError(kind=kind, name=name, field="metadata.name",
-                            problem=f"{out['name']!r} is not a valid DNS-1123 subdomain")
+        raise ManifestError(
+            kind=kind, name=name, field="metadata.name", problem=f"{out['name']!r} is not a valid DNS-1123 subdomain"
+        )
     return out
 
 
 def _convert_quotas(spec: dict[str, Any], *, kind: str, name: str) -> None:
     for g, group in enumerate(_as_list(spec.get("resourceGroups"), "spec.resourceGroups", kind, name)):
-        for f, flavor in enumerate(_as_list((group or {}).get("flavors"), f"spec.resourceGroups[{g}].flavors", kind, name)):
+        for f, flavor in enumerate(
+            _as_list((group or {}).get("flavors"), f"spec.resourceGroups[{g}].flavors", kind, name)
+        ):
             path = f"spec.resourceGroups[{g}].flavors[{f}].resources"
             for r, quota in enumerate(_as_list((flavor or {}).get("resources"), path, kind, name)):
                 if not isinstance(quota, dict):
@@ -223,8 +244,9 @@ def _convert_quotas(spec: dict[str, Any], *, kind: str, name: str) -> None:
                 resource = str(quota.get("name", ""))
                 for key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
                     if quota.get(key) is not None:
-                        quota[key] = _amount(resource, quota[key], field=f"{path}[{r}].{key}", kind=kind, name=name,
-                                             allow_negative=False)
+                        quota[key] = _amount(
+                            resource, quota[key], field=f"{path}[{r}].{key}", kind=kind, name=name, allow_negative=False
+                        )
 
 
 def _weight_to_string(spec: dict[str, Any]) -> None:
@@ -270,12 +292,23 @@ def _validate(obj: models.APIObject, *, kind: str, name: str) -> None:
                         path = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
                         if not has_parent and (quota.borrowing_limit is not None or quota.lending_limit is not None):
                             parent = "cohortName" if kind == "ClusterQueue" else "parentName"
-                            raise ManifestError(kind=kind, name=name, field=path,
-                                                problem=f"borrowingLimit and lendingLimit need spec.{parent}")
-                        if (kind == "ClusterQueue" and quota.lending_limit is not None
-                                and quota.lending_limit > quota.nominal_quota):
-                            raise ManifestError(kind=kind, name=name, field=f"{path}.lendingLimit",
-                                                problem="must be less than or equal to nominalQuota")
+                            raise ManifestError(
+                                kind=kind,
+                                name=name,
+                                field=path,
+                                problem=f"borrowingLimit and lendingLimit need spec.{parent}",
+                            )
+                        if (
+                            kind == "ClusterQueue"
+                            and quota.lending_limit is not None
+                            and quota.lending_limit > quota.nominal_quota
+                        ):
+                            raise ManifestError(
+                                kind=kind,
+                                name=name,
+                                field=f"{path}.lendingLimit",
+                                problem="must be less than or equal to nominalQuota",
+                            )
         case models.Workload():
             if not obj.spec.pod_sets:
                 raise ManifestError(kind=kind, name=name, field="spec.podSets", problem="needs at least one pod set")
@@ -283,8 +316,9 @@ def _validate(obj: models.APIObject, *, kind: str, name: str) -> None:
                 if ps.count < 0:
                     raise ManifestError(kind=kind, name=name, field=f"spec.podSets[{i}].count", problem="must be >= 0")
                 if ps.min_count is not None and not 1 <= ps.min_count <= ps.count:
-                    raise ManifestError(kind=kind, name=name, field=f"spec.podSets[{i}].minCount",
-                                        problem="must be between 1 and count")
+                    raise ManifestError(
+                        kind=kind, name=name, field=f"spec.podSets[{i}].minCount", problem="must be between 1 and count"
+                    )
         case _:
             pass
 
@@ -295,17 +329,28 @@ def _validate_groups(groups: list[models.ResourceGroup], *, kind: str, name: str
     for g, group in enumerate(groups):
         for res in group.covered_resources:
             if res in seen_resources:
-                raise ManifestError(kind=kind, name=name, field=f"spec.resourceGroups[{g}].coveredResources",
-                                    problem=f"resource {res} is covered by more than one resource group")
+                raise ManifestError(
+                    kind=kind,
+                    name=name,
+                    field=f"spec.resourceGroups[{g}].coveredResources",
+                    problem=f"resource {res} is covered by more than one resource group",
+                )
             seen_resources.add(res)
         for f, flavor in enumerate(group.flavors):
             path = f"spec.resourceGroups[{g}].flavors[{f}]"
             if flavor.name in seen_flavors:
-                raise ManifestError(kind=kind, name=name, field=f"{path}.name",
-                                    problem=f"flavor {flavor.name} appears in more than one resource group")
+                raise ManifestError(
+                    kind=kind,
+                    name=name,
+                    field=f"{path}.name",
+                    problem=f"flavor {flavor.name} appears in more than one resource group",
+                )
             seen_flavors.add(flavor.name)
             listed = [q.name for q in flavor.resources]
             if listed != list(group.covered_resources):
-                raise ManifestError(kind=kind, name=name, field=f"{path}.resources",
-                                    problem=f"must list exactly the covered resources {group.covered_resources} "
-                                            f"in order, got {listed}")
+                raise ManifestError(
+                    kind=kind,
+                    name=name,
+                    field=f"{path}.resources",
+                    problem=f"must list exactly the covered resources {group.covered_resources} in order, got {listed}",
+                )

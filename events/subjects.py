@@ -106,4 +106,6 @@ def fact_message(event: types.Fact, *, version: str = "") -> OutgoingMessage:
     data = codec.encode(event)
     kind, namespace, name = fact_identity(event)
     identity = version or hashlib.sha256(data).hexdigest()[:24]
-    return message(event, subject=fact_subject(event), msg_id=f"{codec.type_name(event)}:{kind}:{namespace}/{name}:{identity}")
+    return message(
+        event, subject=fact_subject(event), msg_id=f"{codec.type_name(event)}:{kind}:{namespace}/{name}:{identity}"
+    )

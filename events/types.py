@@ -209,8 +209,15 @@ class DispatchFailed(_Event, kw_only=True, tag="DispatchFailed"):
 
 
 Fact = (
-    ResourceFlavorObserved | ClusterQueueObserved | CohortObserved | LocalQueueObserved
-    | WorkloadPriorityClassObserved | WorkloadObserved | ObjectDeleted | WorkloadFinished | ObjectRejected
+    ResourceFlavorObserved
+    | ClusterQueueObserved
+    | CohortObserved
+    | LocalQueueObserved
+    | WorkloadPriorityClassObserved
+    | WorkloadObserved
+    | ObjectDeleted
+    | WorkloadFinished
+    | ObjectRejected
 )
 Decision = DecisionRecord | QuotaReserved | WorkloadAdmitted | WorkloadInadmissible | QuotaReleased
 DispatchResult = DispatchApplied | DispatchFailed

@@ -108,12 +108,17 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
     return state
 
 
-def _apply_workload_fact(state: ClusterState, event: types.WorkloadObserved | types.WorkloadFinished, *, seq: int) -> None:
+def _apply_workload_fact(
+    state: ClusterState, event: types.WorkloadObserved | types.WorkloadFinished, *, seq: int
+) -> None:
     if isinstance(event, types.WorkloadObserved):
         key = event.workload.key
         current = state.workloads.get(key)
-        if current is None or (current.workload.metadata.uid != event.workload.metadata.uid and current.gone
-                               and current.reservation is None):
+        if current is None or (
+            current.workload.metadata.uid != event.workload.metadata.uid
+            and current.gone
+            and current.reservation is None
+        ):
             state.workloads[key] = WorkloadState(workload=event.workload, observed_seq=seq)
         else:
             current.workload = event.workload

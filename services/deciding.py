@@ -26,5 +26,10 @@ async def serve_decider(decider: Decider, *, nats_url: str, stop: asyncio.Event,
         await run_until_stopped(stop, loop.run())
     finally:
         await bus.close()
-        log.info("service_stopped", role=decider.role, commits=loop.commits, conflicts=loop.conflicts,
-                 folded_seq=loop.state.last_seq)
+        log.info(
+            "service_stopped",
+            role=decider.role,
+            commits=loop.commits,
+            conflicts=loop.conflicts,
+            folded_seq=loop.state.last_seq,
+        )

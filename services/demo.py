@@ -35,9 +35,18 @@ from services.runtime import configure_logging
 from services.supervisor import Supervisor
 
 DEMO_TIMEOUT = 50.0
-_STYLES = {"submitted": "cyan", "admitted": "bold green", "waiting": "yellow", "started": "green",
-           "finished": "blue", "released": "dim", "rejected": "bold red", "failed": "bold red",
-           "applied": "magenta", "deleted": "magenta"}
+_STYLES = {
+    "submitted": "cyan",
+    "admitted": "bold green",
+    "waiting": "yellow",
+    "started": "green",
+    "finished": "blue",
+    "released": "dim",
+    "rejected": "bold red",
+    "failed": "bold red",
+    "applied": "magenta",
+    "deleted": "magenta",
+}
 
 
 def demo_manifests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -76,8 +85,11 @@ class TimelinePrinter:
             if line is not None:
                 verb, text = line
                 style = _STYLES.get(verb, "")
-                self.console.print(f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] "
-                                   f"[{style}]{verb:<9}[/{style}] {text}", highlight=False)
+                self.console.print(
+                    f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] "
+                    f"[{style}]{verb:<9}[/{style}] {text}",
+                    highlight=False,
+                )
             self.changed.set()
 
     async def wait_released(self, count: int, *, timeout: float) -> bool:
@@ -101,18 +113,24 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     log_file = (run_dir / "logs" / "demo.log").open("a")
     configure_logging(service="demo", file=log_file)
-    console.print(f"[bold]kueue-es demo[/bold]: Kueue's quick start with {jobs} sample Jobs ({duration:g}s each); "
-                  f"logs and store in {run_dir}")
+    console.print(
+        f"[bold]kueue-es demo[/bold]: Kueue's quick start with {jobs} sample Jobs ({duration:g}s each); "
+        f"logs and store in {run_dir}"
+    )
     setup, job = demo_manifests()
     async with NatsServer(store_dir=run_dir / "nats") as server, serve_emulator() as emulator:
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
-        supervisor = Supervisor(nats_url=server.url, log_dir=run_dir / "logs", kube_args=["--kube-server", emulator.url])
+        supervisor = Supervisor(
+            nats_url=server.url, log_dir=run_dir / "logs", kube_args=["--kube-server", emulator.url]
+        )
         await supervisor.start()
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url)
         printer = TimelinePrinter(bus=bus, console=console)
-        background = [asyncio.create_task(printer.follow()),
-                      asyncio.create_task(SimulatedKubelet(api, default_duration_seconds=duration).run())]
+        background = [
+            asyncio.create_task(printer.follow()),
+            asyncio.create_task(SimulatedKubelet(api, default_duration_seconds=duration).run()),
+        ]
         try:
             for doc in setup:
                 await kube.apply_manifest(api, doc)
@@ -132,12 +150,16 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
             await api.close()
         crashed = {name: code for name, code in codes.items() if code not in (0, None)}
         if not done:
-            console.print(f"[bold red]not every Job finished within {DEMO_TIMEOUT:g}s[/bold red]: "
-                          f"{len(printer.released)}/{jobs}; see the logs in {run_dir / 'logs'}")
+            console.print(
+                f"[bold red]not every Job finished within {DEMO_TIMEOUT:g}s[/bold red]: "
+                f"{len(printer.released)}/{jobs}; see the logs in {run_dir / 'logs'}"
+            )
         if crashed:
             console.print(f"[bold red]services exited with errors: {crashed}[/bold red] (logs in {run_dir / 'logs'})")
-        console.print(f"all services stopped; {len(printer.admitted)} workloads admitted, "
-                      f"{len(printer.released)} finished. Replaying the log ...")
+        console.print(
+            f"all services stopped; {len(printer.admitted)} workloads admitted, "
+            f"{len(printer.released)} finished. Replaying the log ..."
+        )
         report = await replay_bus(bus, deciders.BY_ROLE)
         await bus.close()
     _print_report(console, report)
@@ -148,25 +170,29 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
 def _print_keep(console: Console, *, run_dir: Path, nats_url: str, api_url: str) -> None:
     console.print(f"""
 [bold]Still running[/bold] (Ctrl-C stops everything):
-  API server (emulated)  {api_url}   kubeconfig: {run_dir / 'kubeconfig'}
+  API server (emulated)  {api_url}   kubeconfig: {run_dir / "kubeconfig"}
   NATS                   {nats_url}
-  service logs           {run_dir / 'logs'}
+  service logs           {run_dir / "logs"}
 Try:
-  kueue-es apply -f MANIFEST.yaml --kubeconfig {run_dir / 'kubeconfig'}
+  kueue-es apply -f MANIFEST.yaml --kubeconfig {run_dir / "kubeconfig"}
   kueue-es replay --nats {nats_url}
 """)
 
 
 def _print_report(console: Console, report: ReplayReport) -> None:
-    console.print(f"replay: {report.messages} events folded, {report.decisions} decisions re-checked, "
-                  f"{report.matched} matched, {len(report.mismatches)} differed, {report.skipped} skipped")
+    console.print(
+        f"replay: {report.messages} events folded, {report.decisions} decisions re-checked, "
+        f"{report.matched} matched, {len(report.mismatches)} differed, {report.skipped} skipped"
+    )
     if report.ok:
         console.print("[bold green]every decision matched[/bold green]")
         return
     first = report.mismatches[0]
-    console.print(f"[bold red]first difference[/bold red]: decision {first.decision_id} (head #{first.head_seq}, "
-                  f"basis #{first.basis_seq}), event {first.index}\n  stored:   {first.stored}\n"
-                  f"  replayed: {first.replayed}")
+    console.print(
+        f"[bold red]first difference[/bold red]: decision {first.decision_id} (head #{first.head_seq}, "
+        f"basis #{first.basis_seq}), event {first.index}\n  stored:   {first.stored}\n"
+        f"  replayed: {first.replayed}"
+    )
 
 
 async def replay_and_print(*, nats_url: str | None, store: Path | None) -> int:

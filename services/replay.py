@@ -97,16 +97,27 @@ def _records(messages: Sequence[LogMessage]) -> list[tuple[int, types.DecisionRe
 
 
 def _check(
-    state: ClusterState, head_seq: int, record: types.DecisionRecord, *,
-    by_seq: Mapping[int, LogMessage], deciders: Mapping[str, Decider], report: ReplayReport,
+    state: ClusterState,
+    head_seq: int,
+    record: types.DecisionRecord,
+    *,
+    by_seq: Mapping[int, LogMessage],
+    deciders: Mapping[str, Decider],
+    report: ReplayReport,
 ) -> None:
     decider = deciders.get(record.role)
     if decider is None or decider.logic_version != record.logic_version:
         report.skipped += 1
         return
     outputs = list(decider.decide(state, now_ms=record.now_ms))
-    head, rest = build_batch(decider, outputs=outputs, basis_seq=record.basis_seq,
-                             head_seq=record.expected_head_seq, now_ms=record.now_ms, partition=record.partition)
+    head, rest = build_batch(
+        decider,
+        outputs=outputs,
+        basis_seq=record.basis_seq,
+        head_seq=record.expected_head_seq,
+        now_ms=record.now_ms,
+        partition=record.partition,
+    )
     stored_head = by_seq.get(head_seq)
     candidates = [(0, head.data, stored_head.data if stored_head else b"")]
     for index in range(1, max(len(rest), record.output_count) + 1):
@@ -115,8 +126,15 @@ def _check(
         candidates.append((index, replayed, stored.data if stored else b""))
     for index, replayed, stored in candidates:
         if replayed != stored:
-            report.mismatches.append(Mismatch(
-                decision_id=record.decision_id, head_seq=head_seq, basis_seq=record.basis_seq, index=index,
-                stored=stored.decode(errors="replace"), replayed=replayed.decode(errors="replace")))
+            report.mismatches.append(
+                Mismatch(
+                    decision_id=record.decision_id,
+                    head_seq=head_seq,
+                    basis_seq=record.basis_seq,
+                    index=index,
+                    stored=stored.decode(errors="replace"),
+                    replayed=replayed.decode(errors="replace"),
+                )
+            )
             return
     report.matched += 1

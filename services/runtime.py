@@ -17,14 +17,13 @@ all services.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TextIO
 from dataclasses import dataclass
+from typing import Any, TextIO
 
 import structlog
 
@@ -87,7 +86,12 @@ def fold_message(state: ClusterState, message: LogMessage) -> ClusterState:
 
 
 def build_batch(
-    decider: Decider, *, outputs: Sequence[types.Decision], basis_seq: int, head_seq: int, now_ms: int,
+    decider: Decider,
+    *,
+    outputs: Sequence[types.Decision],
+    basis_seq: int,
+    head_seq: int,
+    now_ms: int,
     partition: str = subjects.DEFAULT_PARTITION,
 ) -> tuple[OutgoingMessage, list[OutgoingMessage]]:
     """The head DecisionRecord and the output messages of one committed cycle.
@@ -101,9 +105,15 @@ def build_batch(
         for i, out in enumerate(outputs, start=1)
     ]
     record = types.DecisionRecord(
-        decision_id=decision_id, partition=partition, role=decider.role, basis_seq=basis_seq,
-        expected_head_seq=head_seq, now_ms=now_ms, logic_version=decider.logic_version,
-        output_count=len(rest), outputs_sha256=codec.digest(m.data for m in rest),
+        decision_id=decision_id,
+        partition=partition,
+        role=decider.role,
+        basis_seq=basis_seq,
+        expected_head_seq=head_seq,
+        now_ms=now_ms,
+        logic_version=decider.logic_version,
+        output_count=len(rest),
+        outputs_sha256=codec.digest(m.data for m in rest),
     )
     head = subjects.message(record, subject=subjects.head_subject(partition), msg_id=f"{decision_id}:0")
     return head, rest
@@ -125,8 +135,13 @@ class DeciderLoop:
     """
 
     def __init__(
-        self, *, bus: Bus, decider: Decider, partition: str = subjects.DEFAULT_PARTITION,
-        clock: Callable[[], int] = wall_clock_ms, wakeup: float = 1.0,
+        self,
+        *,
+        bus: Bus,
+        decider: Decider,
+        partition: str = subjects.DEFAULT_PARTITION,
+        clock: Callable[[], int] = wall_clock_ms,
+        wakeup: float = 1.0,
     ) -> None:
         self.bus, self.decider, self.partition = bus, decider, partition
         self.clock, self.wakeup = clock, wakeup
@@ -181,8 +196,14 @@ class DeciderLoop:
         if not outputs:
             return 0
         head_seq = self.state.heads.get(self.partition, 0)
-        head, rest = build_batch(self.decider, outputs=outputs, basis_seq=self.state.last_seq,
-                                 head_seq=head_seq, now_ms=now_ms, partition=self.partition)
+        head, rest = build_batch(
+            self.decider,
+            outputs=outputs,
+            basis_seq=self.state.last_seq,
+            head_seq=head_seq,
+            now_ms=now_ms,
+            partition=self.partition,
+        )
         try:
             last = await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
         except (ConflictError, DuplicateBatchError) as err:
@@ -193,8 +214,13 @@ class DeciderLoop:
             log.warning("commit_failed", basis_seq=self.state.last_seq, error=str(err))
             return self.state.last_seq + 1
         self.commits += 1
-        log.info("committed", basis_seq=self.state.last_seq, head_seq=last - len(rest), outputs=len(rest),
-                 role=self.decider.role)
+        log.info(
+            "committed",
+            basis_seq=self.state.last_seq,
+            head_seq=last - len(rest),
+            outputs=len(rest),
+            role=self.decider.role,
+        )
         return last
 
 

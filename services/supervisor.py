@@ -55,8 +55,15 @@ class Supervisor:
             log_path = self.log_dir / f"{name}.log"
             with log_path.open("ab") as sink:
                 process = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "services.cli", *args, stdout=sink, stderr=sink,
-                    stdin=asyncio.subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                    sys.executable,
+                    "-m",
+                    "services.cli",
+                    *args,
+                    stdout=sink,
+                    stderr=sink,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                )
             self.running.append(ServiceProcess(name=name, process=process, log_path=log_path))
             log.info("service_spawned", service=name, pid=process.pid)
 

@@ -23,10 +23,12 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
             return "submitted", f"{wl.key} to queue {wl.spec.queue_name}: {_shape(wl)}"
         case types.QuotaReserved():
             flavors = sorted({f for a in event.pod_set_assignments for f in a.flavors.values()})
-            usage = ", ".join(f"{r} {format_amount(r, v)}" for a in event.pod_set_assignments
-                              for r, v in a.resource_usage.items())
-            return "admitted", (f"{event.workload.key} in ClusterQueue {event.cluster_queue}, "
-                                f"flavor {', '.join(flavors)} ({usage})")
+            usage = ", ".join(
+                f"{r} {format_amount(r, v)}" for a in event.pod_set_assignments for r, v in a.resource_usage.items()
+            )
+            return "admitted", (
+                f"{event.workload.key} in ClusterQueue {event.cluster_queue}, flavor {', '.join(flavors)} ({usage})"
+            )
         case types.WorkloadInadmissible():
             return "waiting", f"{event.workload.key}: {event.message}"
         case types.DispatchApplied():
@@ -44,8 +46,13 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
             where = f" {event.field}:" if event.field else ""
             name = f"{event.namespace}/{event.name}" if event.namespace else event.name
             return "rejected", f"{event.kind} {name}:{where} {event.problem}"
-        case types.ResourceFlavorObserved() | types.ClusterQueueObserved() | types.LocalQueueObserved() \
-                | types.CohortObserved() | types.WorkloadPriorityClassObserved():
+        case (
+            types.ResourceFlavorObserved()
+            | types.ClusterQueueObserved()
+            | types.LocalQueueObserved()
+            | types.CohortObserved()
+            | types.WorkloadPriorityClassObserved()
+        ):
             return "applied", _object_name(event)
         case types.ObjectDeleted():
             return "deleted", f"{event.kind} {event.namespace + '/' if event.namespace else ''}{event.name}"

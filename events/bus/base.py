@@ -131,9 +131,7 @@ class Bus(abc.ABC):
         """
 
     @abc.abstractmethod
-    def read(
-        self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1
-    ) -> AsyncGenerator[LogMessage, None]:
+    def read(self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1) -> AsyncGenerator[LogMessage, None]:
         """Yield every stored message matching any of ``subjects`` (NATS wildcards
         ``*`` and ``>``) from ``start_seq`` on, in sequence order, then wait for new
         ones forever (cancel the iteration to stop). ``pending`` tells when caught up.
@@ -154,9 +152,7 @@ class Bus(abc.ABC):
         """The message stored at ``seq``; raises NotFoundError (a BusError) if none."""
 
     @abc.abstractmethod
-    async def durable(
-        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0
-    ) -> DurableConsumer:
+    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> DurableConsumer:
         """Create or bind the durable consumer ``name`` over ``subjects``, starting at
         the first message; a consumer bound again resumes after its last ack."""
 

@@ -64,9 +64,7 @@ class _Store:
     def append(self, message: base.OutgoingMessage) -> int:
         seq = len(self.log) + 1
         headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
-        self.log.append(
-            base.LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers)
-        )
+        self.log.append(base.LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers))
         self.msg_ids[message.msg_id] = seq
         self.last_by_subject[message.subject] = seq
         return seq
@@ -91,9 +89,7 @@ class MemoryBus(base.Bus):
 
     def _check_open(self) -> _Store:
         if self._closed:
-            raise base.BusError(
-                "This memory bus handle is closed; open another with share() before closing."
-            )
+            raise base.BusError("This memory bus handle is closed; open another with share() before closing.")
         return self._store
 
     async def publish(self, message: base.OutgoingMessage) -> base.PublishAck:
@@ -125,8 +121,7 @@ class MemoryBus(base.Bus):
         actual = store.last_by_subject.get(head.subject, 0)
         if actual != expected_head_seq:
             raise base.ConflictError(
-                f"The head {head.subject!r} is at sequence {actual}, not {expected_head_seq};"
-                " nothing was stored."
+                f"The head {head.subject!r} is at sequence {actual}, not {expected_head_seq}; nothing was stored."
             )
         last = store.append(head)
         for message in rest:
@@ -175,14 +170,10 @@ class MemoryBus(base.Bus):
         """The message at ``seq``; raises NotFoundError when there is none."""
         store = self._check_open()
         if not 1 <= seq <= len(store.log):
-            raise base.NotFoundError(
-                f"There is no message at sequence {seq} (last is {len(store.log)})."
-            )
+            raise base.NotFoundError(f"There is no message at sequence {seq} (last is {len(store.log)}).")
         return store.log[seq - 1]
 
-    async def durable(
-        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0
-    ) -> base.DurableConsumer:
+    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> base.DurableConsumer:
         """Create the durable ``name`` or bind to the existing one (whose filter and ack_wait win)."""
         store = self._check_open()
         state = store.durables.get(name)
@@ -252,10 +243,7 @@ class MemoryDurable(base.DurableConsumer):
         """Forget the message; acking twice, or after a newer delivery, is harmless."""
         store = self._bus._check_open()
         outstanding = self._state.outstanding
-        if (
-            outstanding.pop(delivery.message.seq, None) is not None
-            and len(outstanding) == rules.MAX_ACK_PENDING - 1
-        ):
+        if outstanding.pop(delivery.message.seq, None) is not None and len(outstanding) == rules.MAX_ACK_PENDING - 1:
             store.notify()
 
     async def nak(self, delivery: base.Delivery, *, delay: float = 0.0) -> None:

@@ -46,9 +46,7 @@ log = structlog.get_logger(__name__)
 
 PUBLIC_STREAM_NAME = "KQ_PUB"
 PUBLIC_SUBJECTS = ("kq.pub.>",)
-PUBLIC_TRANSFORM = api.SubjectTransform(
-    src="kq.dec.*.wl.*.*", dest="kq.pub.wl.{{wildcard(2)}}.{{wildcard(3)}}"
-)
+PUBLIC_TRANSFORM = api.SubjectTransform(src="kq.dec.*.wl.*.*", dest="kq.pub.wl.{{wildcard(2)}}.{{wildcard(3)}}")
 ERR_WRONG_LAST_SEQUENCE = 10071
 ERR_BATCH_DUPLICATE = 10201
 ERR_STREAM_NAME_IN_USE = 10058
@@ -150,11 +148,7 @@ class NatsBus(base.Bus):
                         if err.err_code != ERR_STREAM_NAME_IN_USE:
                             raise
                         info = await self._jsm.update_stream(config)
-                    while (
-                        info.cluster is not None
-                        and info.cluster.leader is None
-                        and (config.num_replicas or 1) > 1
-                    ):
+                    while info.cluster is not None and info.cluster.leader is None and (config.num_replicas or 1) > 1:
                         await asyncio.sleep(0.02)
                         info = await self._jsm.stream_info(str(config.name))
                 return
@@ -199,9 +193,7 @@ class NatsBus(base.Bus):
         rules.check_outgoing(message)
         headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
         with _wrapped(f"Publishing {message.msg_id!r} on {message.subject!r}"):
-            ack = await self._js.publish(
-                message.subject, message.data, headers=headers, stream=base.STREAM_NAME
-            )
+            ack = await self._js.publish(message.subject, message.data, headers=headers, stream=base.STREAM_NAME)
         return base.PublishAck(seq=ack.seq, duplicate=bool(ack.duplicate))
 
     async def commit_batch(
@@ -232,14 +224,10 @@ class NatsBus(base.Bus):
                     headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_head_seq)
                 if index == len(messages):
                     headers["Nats-Batch-Commit"] = "1"
-                    reply = await self.nc.request(
-                        message.subject, message.data, headers=headers, timeout=self.timeout
-                    )
+                    reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
                     return self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
                 if index == 1:
-                    reply = await self.nc.request(
-                        message.subject, message.data, headers=headers, timeout=self.timeout
-                    )
+                    reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
                     if reply.data:
                         self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
                 else:
@@ -251,9 +239,7 @@ class NatsBus(base.Bus):
         try:
             answer = json.loads(data)
         except ValueError as err:
-            raise base.BusError(
-                f"The batch headed by {head.msg_id!r} got an unreadable reply: {data[:200]!r}"
-            ) from err
+            raise base.BusError(f"The batch headed by {head.msg_id!r} got an unreadable reply: {data[:200]!r}") from err
         error = answer.get("error") if isinstance(answer, dict) else {"description": repr(answer)}
         if error is None and isinstance(answer.get("seq"), int):
             return int(answer["seq"])
@@ -267,9 +253,7 @@ class NatsBus(base.Bus):
             raise base.DuplicateBatchError(
                 f"The batch headed by {head.msg_id!r} repeats a stored msg_id ({text}); nothing was stored."
             )
-        raise base.BusError(
-            f"The batch headed by {head.msg_id!r} was refused: err_code {code}: {text}."
-        )
+        raise base.BusError(f"The batch headed by {head.msg_id!r} was refused: err_code {code}: {text}.")
 
     async def read(
         self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1
@@ -281,15 +265,11 @@ class NatsBus(base.Bus):
         """
         filters = rules.normalize_filters(subjects)
         first = min(max(start_seq, 1), await self.last_seq() + 1)
-        config = api.ConsumerConfig(
-            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=first
-        )
+        config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=first)
         if len(filters) > 1:
             config.filter_subjects = list(filters)
         with _wrapped(f"Reading {filters} from {start_seq}"):
-            sub = await self._js.subscribe(
-                filters[0], stream=base.STREAM_NAME, ordered_consumer=True, config=config
-            )
+            sub = await self._js.subscribe(filters[0], stream=base.STREAM_NAME, ordered_consumer=True, config=config)
         try:
             while True:
                 with _wrapped(f"Reading {filters}"):
@@ -322,9 +302,7 @@ class NatsBus(base.Bus):
     async def get(self, seq: int) -> base.LogMessage:
         """The message at ``seq``; raises NotFoundError when there is none."""
         if seq < 1:
-            raise base.NotFoundError(
-                f"There is no message at sequence {seq}; sequences start at 1."
-            )
+            raise base.NotFoundError(f"There is no message at sequence {seq}; sequences start at 1.")
         with _wrapped(f"Reading the message at {seq}"):
             raw = await self._jsm.get_msg(base.STREAM_NAME, seq=seq)
         return base.LogMessage(
@@ -334,9 +312,7 @@ class NatsBus(base.Bus):
             headers=rules.stored_headers(raw.headers),
         )
 
-    async def durable(
-        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0
-    ) -> base.DurableConsumer:
+    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> base.DurableConsumer:
         """Create the durable pull consumer ``name`` (explicit ack) or bind to it.
 
         An existing consumer keeps its own filter and ``ack_wait``. On a
@@ -354,16 +330,10 @@ class NatsBus(base.Bus):
         if len(filters) > 1:
             config.filter_subjects = list(filters)
         with _wrapped(f"Binding the durable consumer {name!r}"):
-            sub = await self._js.pull_subscribe(
-                filters[0], durable=name, stream=base.STREAM_NAME, config=config
-            )
+            sub = await self._js.pull_subscribe(filters[0], durable=name, stream=base.STREAM_NAME, config=config)
             deadline = time.monotonic() + self.timeout
             info = await self._jsm.consumer_info(base.STREAM_NAME, name)
-            while (
-                info.cluster is not None
-                and info.cluster.leader is None
-                and time.monotonic() < deadline
-            ):
+            while info.cluster is not None and info.cluster.leader is None and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
                 info = await self._jsm.consumer_info(base.STREAM_NAME, name)
         return NatsDurable(sub=sub, name=name)
@@ -400,9 +370,7 @@ class NatsDurable(base.DurableConsumer):
         for msg in msgs:
             metadata = msg.metadata
             message = _log_message(msg, seq=metadata.sequence.stream, pending=metadata.num_pending)
-            deliveries.append(
-                base.Delivery(message=message, attempt=metadata.num_delivered, token=msg)
-            )
+            deliveries.append(base.Delivery(message=message, attempt=metadata.num_delivered, token=msg))
         return deliveries
 
     async def _pull(self, *, batch: int, timeout: float) -> list[Msg]:

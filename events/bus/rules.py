@@ -28,9 +28,7 @@ def tokens(subject: str) -> list[str]:
     """Split ``subject`` into tokens; raises BusError if it is empty or malformed."""
     parts = subject.split(".")
     if not subject or any(not part or any(c.isspace() for c in part) for part in parts):
-        raise base.BusError(
-            f"The subject {subject!r} is not a valid NATS subject (empty token or whitespace)."
-        )
+        raise base.BusError(f"The subject {subject!r} is not a valid NATS subject (empty token or whitespace).")
     for i, part in enumerate(parts):
         if ">" in part and (part != ">" or i != len(parts) - 1):
             raise base.BusError(f"The subject {subject!r} uses '>' other than as its last token.")
@@ -102,8 +100,7 @@ class SubjectFilter:
     def __init__(self, subjects: Iterable[str]) -> None:
         self.subjects = normalize_filters(tuple(subjects))
         self.everything = all(
-            any(covers(pattern, stream_subject) for pattern in self.subjects)
-            for stream_subject in base.STREAM_SUBJECTS
+            any(covers(pattern, stream_subject) for pattern in self.subjects) for stream_subject in base.STREAM_SUBJECTS
         )
         self._cache: dict[str, bool] = {}
 
@@ -124,13 +121,10 @@ def headers_size(headers: dict[str, str]) -> int:
 def check_literal(subject: str) -> None:
     """Raise BusError unless ``subject`` is a literal subject of the log stream."""
     if not is_literal(subject):
-        raise base.BusError(
-            f"The subject {subject!r} has wildcards; a message needs a literal subject."
-        )
+        raise base.BusError(f"The subject {subject!r} has wildcards; a message needs a literal subject.")
     if not any(matches(subject, pattern) for pattern in base.STREAM_SUBJECTS):
         raise base.BusError(
-            f"The subject {subject!r} belongs to no stream:"
-            f" {base.STREAM_NAME} holds only {base.STREAM_SUBJECTS}."
+            f"The subject {subject!r} belongs to no stream: {base.STREAM_NAME} holds only {base.STREAM_SUBJECTS}."
         )
 
 
@@ -143,19 +137,11 @@ def check_outgoing(message: base.OutgoingMessage) -> None:
     """
     check_literal(message.subject)
     if not message.msg_id:
-        raise base.BusError(
-            f"The message for {message.subject!r} has an empty msg_id; every message needs one."
-        )
+        raise base.BusError(f"The message for {message.subject!r} has an empty msg_id; every message needs one.")
     for key in message.headers:
         if key.lower().startswith("nats-"):
-            raise base.BusError(
-                f"The header {key!r} on {message.subject!r} is reserved for the bus itself."
-            )
-    size = (
-        len(message.data)
-        + headers_size({**message.headers, "Nats-Msg-Id": message.msg_id})
-        + HEADER_ALLOWANCE
-    )
+            raise base.BusError(f"The header {key!r} on {message.subject!r} is reserved for the bus itself.")
+    size = len(message.data) + headers_size({**message.headers, "Nats-Msg-Id": message.msg_id}) + HEADER_ALLOWANCE
     if size > MAX_MESSAGE_BYTES:
         raise base.BusError(
             f"The message {message.msg_id!r} on {message.subject!r} takes {size} bytes with headers;"

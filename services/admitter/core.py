@@ -62,8 +62,9 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
                 if cq.spec.queueing_strategy == "StrictFIFO":
                     break
                 continue
-            reserved = types.QuotaReserved(workload=wl.ref, cluster_queue=cq_name,
-                                           pod_set_assignments=assignments, at_ms=now_ms)
+            reserved = types.QuotaReserved(
+                workload=wl.ref, cluster_queue=cq_name, pod_set_assignments=assignments, at_ms=now_ms
+            )
             shift_usage(cq_usage, reserved, sign=1)
             decisions.append(reserved)
             decisions.append(types.WorkloadAdmitted(workload=wl.ref, cluster_queue=cq_name, at_ms=now_ms))
@@ -108,20 +109,35 @@ def assign_flavors(
                 continue
             group = _group_covering(cq, resource)
             if group is None:
-                raise NoFit(reason="Pending", message=f"couldn't assign flavors to pod set {pod_set.name}: "
-                                                      f"resource {resource} unavailable in ClusterQueue")
+                raise NoFit(
+                    reason="Pending",
+                    message=f"couldn't assign flavors to pod set {pod_set.name}: "
+                    f"resource {resource} unavailable in ClusterQueue",
+                )
             chosen = _first_fitting_flavor(group, totals, state=state, usage=usage, taken=taken, pod_set=pod_set.name)
             flavors.update({res: chosen for res in group.covered_resources if res in totals})
         for resource, amount in totals.items():
             per_flavor = taken.setdefault(flavors[resource], {})
             per_flavor[resource] = per_flavor.get(resource, 0) + amount
-        assignments.append(types.PodSetAssignment(name=pod_set.name, flavors=dict(sorted(flavors.items())),
-                                                  resource_usage=dict(sorted(totals.items())), count=pod_set.count))
+        assignments.append(
+            types.PodSetAssignment(
+                name=pod_set.name,
+                flavors=dict(sorted(flavors.items())),
+                resource_usage=dict(sorted(totals.items())),
+                count=pod_set.count,
+            )
+        )
     return assignments
 
 
 def _first_fitting_flavor(
-    group: models.ResourceGroup, totals: dict[str, int], *, state: ClusterState, usage: Usage, taken: Usage, pod_set: str
+    group: models.ResourceGroup,
+    totals: dict[str, int],
+    *,
+    state: ClusterState,
+    usage: Usage,
+    taken: Usage,
+    pod_set: str,
 ) -> str:
     problems = []
     for flavor in group.flavors:
@@ -143,15 +159,19 @@ def _flavor_problem(flavor: models.FlavorQuotas, totals: dict[str, int], *, usag
         earlier = taken.get(flavor.name, {}).get(quota.name, 0)
         want = earlier + totals[quota.name]
         if want > quota.nominal_quota:
-            return (f"insufficient quota for {quota.name} in flavor {flavor.name}, previously considered podsets "
-                    f"requests ({format_amount(quota.name, earlier)}) + current podset request "
-                    f"({format_amount(quota.name, totals[quota.name])}) > maximum capacity "
-                    f"({format_amount(quota.name, quota.nominal_quota)})")
+            return (
+                f"insufficient quota for {quota.name} in flavor {flavor.name}, previously considered podsets "
+                f"requests ({format_amount(quota.name, earlier)}) + current podset request "
+                f"({format_amount(quota.name, totals[quota.name])}) > maximum capacity "
+                f"({format_amount(quota.name, quota.nominal_quota)})"
+            )
         used = usage.get(flavor.name, {}).get(quota.name, 0)
         missing = used + want - quota.nominal_quota
         if missing > 0:
-            return (f"insufficient unused quota for {quota.name} in flavor {flavor.name}, "
-                    f"{format_amount(quota.name, missing)} more needed")
+            return (
+                f"insufficient unused quota for {quota.name} in flavor {flavor.name}, "
+                f"{format_amount(quota.name, missing)} more needed"
+            )
     return None
 
 
@@ -171,8 +191,12 @@ def _queue_pending(state: ClusterState) -> tuple[dict[str, list[WorkloadState]],
             continue
         spec, namespace = wl.workload.spec, wl.workload.metadata.namespace
         ref = spec.priority_class_ref
-        if (ref is not None and spec.priority is None and ref.kind == "WorkloadPriorityClass"
-                and ref.name not in state.priority_classes):
+        if (
+            ref is not None
+            and spec.priority is None
+            and ref.kind == "WorkloadPriorityClass"
+            and ref.name not in state.priority_classes
+        ):
             unqueued.append((wl, NoFit(reason="Inadmissible", message=f"WorkloadPriorityClass {ref.name} not found")))
             continue
         lq = state.local_queues.get((namespace, spec.queue_name))
@@ -181,12 +205,14 @@ def _queue_pending(state: ClusterState) -> tuple[dict[str, list[WorkloadState]],
             continue
         cq = state.cluster_queues.get(lq.spec.cluster_queue)
         if cq is None:
-            unqueued.append((wl, NoFit(reason="Inadmissible",
-                                       message=f"ClusterQueue {lq.spec.cluster_queue} doesn't exist")))
+            unqueued.append(
+                (wl, NoFit(reason="Inadmissible", message=f"ClusterQueue {lq.spec.cluster_queue} doesn't exist"))
+            )
             continue
         if cq.spec.namespace_selector is None:
-            unqueued.append((wl, NoFit(reason="Inadmissible",
-                                       message="Workload namespace doesn't match ClusterQueue selector")))
+            unqueued.append(
+                (wl, NoFit(reason="Inadmissible", message="Workload namespace doesn't match ClusterQueue selector"))
+            )
             continue
         queues.setdefault(cq.metadata.name, []).append(wl)
     for pending in queues.values():
@@ -206,8 +232,9 @@ def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased:
         reason, cause = "Finished", wl.finished_seq
     else:
         reason, cause = "Deleted", wl.deleted_seq
-    return types.QuotaReleased(workload=wl.ref, cluster_queue=wl.reservation.cluster_queue,
-                               reason=reason, cause_seq=cause, at_ms=now_ms)
+    return types.QuotaReleased(
+        workload=wl.ref, cluster_queue=wl.reservation.cluster_queue, reason=reason, cause_seq=cause, at_ms=now_ms
+    )
 
 
 def _sorted(workloads: Iterable[WorkloadState]) -> list[WorkloadState]:

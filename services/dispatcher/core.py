@@ -61,8 +61,13 @@ def plan(state: ClusterState, event: types.Event) -> Action | None:
             continue
         node_selector.update(flavor.spec.node_labels)
         tolerations.extend(_toleration_dict(t) for t in flavor.spec.tolerations)
-    return StartJob(workload=event.workload, namespace=current.workload.metadata.namespace, name=owner.name,
-                    node_selector=dict(sorted(node_selector.items())), tolerations=tolerations)
+    return StartJob(
+        workload=event.workload,
+        namespace=current.workload.metadata.namespace,
+        name=owner.name,
+        node_selector=dict(sorted(node_selector.items())),
+        tolerations=tolerations,
+    )
 
 
 def _assigned_flavors(reservation: types.QuotaReserved) -> list[str]:

@@ -75,10 +75,21 @@ class Dispatcher:
             if err.status >= 500 or err.status == 429:
                 await consumer.nak(delivery, delay=min(2.0**delivery.attempt, 30.0))
                 return
-            result = types.DispatchFailed(workload=action.workload, decision_seq=message.seq, action="StartJob",
-                                          status=err.status, reason=err.reason, message=str(err))
-        await self.bus.publish(subjects.message(result, subject=subjects.dispatch_subject(action.workload, self.cluster),
-                                                msg_id=f"disp:{self.cluster}:{message.seq}"))
+            result = types.DispatchFailed(
+                workload=action.workload,
+                decision_seq=message.seq,
+                action="StartJob",
+                status=err.status,
+                reason=err.reason,
+                message=str(err),
+            )
+        await self.bus.publish(
+            subjects.message(
+                result,
+                subject=subjects.dispatch_subject(action.workload, self.cluster),
+                msg_id=f"disp:{self.cluster}:{message.seq}",
+            )
+        )
         if isinstance(result, types.DispatchApplied):
             self.applied += 1
         else:
@@ -89,11 +100,17 @@ class Dispatcher:
         ref = kube.ref_for("batch/v1", "Job")
         job = await kube.get_object(self.api, ref, namespace=action.namespace, name=action.name)
         current = ((job.get("spec") or {}).get("template") or {}).get("spec", {}).get("tolerations") or []
-        await kube.patch_object(self.api, ref, namespace=action.namespace, name=action.name,
-                                patch=action.patch(current_tolerations=current))
+        await kube.patch_object(
+            self.api, ref, namespace=action.namespace, name=action.name, patch=action.patch(current_tolerations=current)
+        )
         log.info("job_started", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
-        return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="StartJob",
-                                     target=f"Job {action.namespace}/{action.name}", node_selector=action.node_selector)
+        return types.DispatchApplied(
+            workload=action.workload,
+            decision_seq=seq,
+            action="StartJob",
+            target=f"Job {action.namespace}/{action.name}",
+            node_selector=action.node_selector,
+        )
 
 
 async def serve_dispatcher(*, nats_url: str, api: Any, stop: asyncio.Event) -> None:

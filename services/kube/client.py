@@ -126,7 +126,8 @@ async def _call(
     """One JSON request; returns the decoded body, raises errors.ApiError/ConnectionFailedError."""
     try:
         result = await api.call_api(
-            path, method,
+            path,
+            method,
             query_params=query or [],
             header_params={"Accept": "application/json", "Content-Type": content_type},
             body=body,
@@ -156,7 +157,9 @@ def _api_error(*, status: int, text: Any, fallback_reason: str | None) -> errors
     )
 
 
-async def get_object(api: k8s_client.ApiClient, ref: ResourceRef, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+async def get_object(
+    api: k8s_client.ApiClient, ref: ResourceRef, *, namespace: str | None = None, name: str
+) -> dict[str, Any]:
     """GET one object; raises errors.NotFoundError if it does not exist."""
     return await _call(api, "GET", ref.path(namespace=namespace, name=name))
 
@@ -173,13 +176,17 @@ async def list_objects(
 
     Items get ``apiVersion``/``kind`` filled in (core lists omit them).
     """
-    query = [(key, value) for key, value in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if value]
+    query = [
+        (key, value) for key, value in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if value
+    ]
     body = await _call(api, "GET", ref.path(namespace=namespace), query=query)
     items = [{"apiVersion": ref.api_version, "kind": ref.kind, **item} for item in body.get("items") or []]
     return items, str(body.get("metadata", {}).get("resourceVersion", ""))
 
 
-async def create_object(api: k8s_client.ApiClient, ref: ResourceRef, *, namespace: str | None = None, body: dict[str, Any]) -> dict[str, Any]:
+async def create_object(
+    api: k8s_client.ApiClient, ref: ResourceRef, *, namespace: str | None = None, body: dict[str, Any]
+) -> dict[str, Any]:
     """POST a new object (``metadata.generateName`` honoured); raises errors.ConflictError if it exists."""
     return await _call(api, "POST", ref.path(namespace=namespace), body=body)
 
@@ -216,7 +223,9 @@ async def patch_object(
     return await _call(api, "PATCH", path, body=patch, content_type=content_type)
 
 
-async def delete_object(api: k8s_client.ApiClient, ref: ResourceRef, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+async def delete_object(
+    api: k8s_client.ApiClient, ref: ResourceRef, *, namespace: str | None = None, name: str
+) -> dict[str, Any]:
     """DELETE an object; returns the server's answer (the object, possibly still terminating)."""
     return await _call(api, "DELETE", ref.path(namespace=namespace, name=name))
 
@@ -247,7 +256,9 @@ async def apply_manifest(api: k8s_client.ApiClient, manifest: dict[str, Any]) ->
     body = {**manifest, "metadata": metadata}
     name = metadata.get("name")
     if not name and not metadata.get("generateName"):
-        raise errors.InvalidManifestError(f"a {ref.kind} manifest has neither metadata.name nor metadata.generateName; it is not applied")
+        raise errors.InvalidManifestError(
+            f"a {ref.kind} manifest has neither metadata.name nor metadata.generateName; it is not applied"
+        )
     try:
         created = await create_object(api, ref, namespace=namespace, body=body)
     except errors.ConflictError as exc:
@@ -307,7 +318,9 @@ class _WatchStream:
                 try:
                     event = json.loads(line)
                 except ValueError as exc:
-                    raise errors.ConnectionFailedError(f"the watch stream sent a line that is not JSON: {line[:200]!r}") from exc
+                    raise errors.ConnectionFailedError(
+                        f"the watch stream sent a line that is not JSON: {line[:200]!r}"
+                    ) from exc
                 return event if isinstance(event, dict) else {}
 
     def close(self) -> None:
@@ -330,13 +343,18 @@ async def _start_watch(
     Raises errors.ExpiredError (relist), other errors.ApiError,
     errors.ConnectionFailedError, or _ShortWatchError.
     """
-    query = [("watch", "true"), ("resourceVersion", resource_version), ("timeoutSeconds", str(max(1, int(timeout_seconds))))]
+    query = [
+        ("watch", "true"),
+        ("resourceVersion", resource_version),
+        ("timeoutSeconds", str(max(1, int(timeout_seconds)))),
+    ]
     query += [("allowWatchBookmarks", "true")] if bookmarks else []
     query += [("labelSelector", label_selector)] if label_selector else []
     started = time.monotonic()
     try:
         response = await api.call_api(
-            ref.path(namespace=namespace), "GET",
+            ref.path(namespace=namespace),
+            "GET",
             query_params=query,
             header_params={"Accept": "application/json"},
             auth_settings=["BearerToken"],
@@ -379,14 +397,19 @@ async def _retrying(
     **kwargs: Any,
 ) -> _T:
     """Call ``fn`` until it succeeds, sleeping with exponential backoff and jitter between failures."""
+
     def before_sleep(state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         delay = state.next_action.sleep if state.next_action else 0.0
-        log.warning("kube_request_failed", attempt=state.attempt_number, retry_in_seconds=round(delay, 2), error=repr(exc))
+        log.warning(
+            "kube_request_failed", attempt=state.attempt_number, retry_in_seconds=round(delay, 2), error=repr(exc)
+        )
 
     retrying = tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception(_is_retryable),
-        wait=tenacity.wait_exponential_jitter(multiplier=backoff_seconds, max=max_backoff_seconds, jitter=backoff_seconds),
+        wait=tenacity.wait_exponential_jitter(
+            multiplier=backoff_seconds, max=max_backoff_seconds, jitter=backoff_seconds
+        ),
         stop=tenacity.stop_never,
         before_sleep=before_sleep,
         reraise=True,
@@ -414,20 +437,32 @@ async def watch_objects(
     (with jitter) and are logged as warnings; only cancellation stops it.
     """
     log = logger.bind(kind=ref.kind, namespace=namespace, label_selector=label_selector)
-    retry_options: dict[str, Any] = {"backoff_seconds": backoff_seconds, "max_backoff_seconds": max_backoff_seconds, "log": log}
+    retry_options: dict[str, Any] = {
+        "backoff_seconds": backoff_seconds,
+        "max_backoff_seconds": max_backoff_seconds,
+        "log": log,
+    }
     resource_version: str | None = None
     while True:
         if resource_version is None:
             items, listed_version = await _retrying(
-                list_objects, api, ref, namespace=namespace, label_selector=label_selector, **retry_options)
+                list_objects, api, ref, namespace=namespace, label_selector=label_selector, **retry_options
+            )
             log.info("kube_listed", objects=len(items), resource_version=listed_version)
             resource_version = listed_version
             yield Resynced(objects=tuple(items), resource_version=listed_version)
         try:
             stream, event = await _retrying(
-                _start_watch, api, ref, namespace=namespace, resource_version=resource_version,
-                label_selector=label_selector, bookmarks=bookmarks,
-                timeout_seconds=timeout_seconds or random.uniform(300, 600), **retry_options)
+                _start_watch,
+                api,
+                ref,
+                namespace=namespace,
+                resource_version=resource_version,
+                label_selector=label_selector,
+                bookmarks=bookmarks,
+                timeout_seconds=timeout_seconds or random.uniform(300, 600),
+                **retry_options,
+            )
         except errors.ExpiredError:
             log.info("kube_watch_expired", resource_version=resource_version)
             resource_version = None

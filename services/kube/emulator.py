@@ -199,8 +199,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             body=request.body,
         )
         if call is None:
-            raise kmock.KubernetesError(status=404, reason="NotFound", message="the server could not find the requested resource",
-                                        details={"path": request.url.path})
+            raise kmock.KubernetesError(
+                status=404,
+                reason="NotFound",
+                message="the server could not find the requested resource",
+                details={"path": request.url.path},
+            )
         result = self._execute(call)
         if isinstance(result, _Reply):
             return _KmockResponse(status=result.status, payload=result.payload)
@@ -214,7 +218,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
     # -- routing and execution -----------------------------------------------------------
 
-    def _route(self, *, method: str, path: str, params: Mapping[str, str], content_type: str, body: bytes) -> _ApiCall | None:
+    def _route(
+        self, *, method: str, path: str, params: Mapping[str, str], content_type: str, body: bytes
+    ) -> _ApiCall | None:
         """Map an HTTP request to an _ApiCall, or None if it is not for a registered kind."""
         segments = path.strip("/").split("/")
         if len(segments) >= 3 and segments[0] == "api":
@@ -232,9 +238,19 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             return None
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
-        verb = _verb_for(method=method.upper(), has_name=name is not None, watch=str(params.get("watch", "")).lower() in _TRUE)
-        return _ApiCall(verb=verb, ref=ref, namespace=namespace, name=name, subresource=subresource,
-                        params=params, content_type=content_type, body=body)
+        verb = _verb_for(
+            method=method.upper(), has_name=name is not None, watch=str(params.get("watch", "")).lower() in _TRUE
+        )
+        return _ApiCall(
+            verb=verb,
+            ref=ref,
+            namespace=namespace,
+            name=name,
+            subresource=subresource,
+            params=params,
+            content_type=content_type,
+            body=body,
+        )
 
     def _execute(self, call: _ApiCall) -> _Reply | AsyncIterator[dict[str, Any]]:
         """Run a routed call against the store; raises kmock.KubernetesError with a real-looking Status."""
@@ -247,7 +263,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     return self._watch(call)
                 case "get":
                     assert call.name is not None
-                    return _Reply(status=200, payload=self._store.get(call.ref, namespace=call.namespace, name=call.name))
+                    return _Reply(
+                        status=200, payload=self._store.get(call.ref, namespace=call.namespace, name=call.name)
+                    )
                 case "create":
                     created = self._store.create(call.ref, namespace=call.namespace, body=_json_body(call))
                     return _Reply(status=201, payload=created)
@@ -257,7 +275,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     assert call.name is not None
                     options = _json_body(call) if call.body.strip() else {}
                     preconditions = options.get("preconditions") if isinstance(options, dict) else None
-                    deleted = self._store.delete(call.ref, namespace=call.namespace, name=call.name, preconditions=preconditions)
+                    deleted = self._store.delete(
+                        call.ref, namespace=call.namespace, name=call.name, preconditions=preconditions
+                    )
                     return _Reply(status=200, payload=deleted)
         raise AssertionError(f"unrouted verb {call.verb!r}")  # pragma: no cover
 
@@ -279,24 +299,37 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         assert call.name is not None
         body = _json_body(call)
         if call.verb == "replace":
+
             def change(current: dict[str, Any]) -> Any:
                 return body
         else:
+
             def change(current: dict[str, Any]) -> Any:
                 return patches.apply_patch(current, body, content_type=call.content_type)
-        return self._store.update(call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change)
+
+        return self._store.update(
+            call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change
+        )
 
     def _watch(self, call: _ApiCall) -> AsyncIterator[dict[str, Any]]:
         """Validate the watch parameters now (errors become HTTP statuses) and return the event stream."""
         params = call.params
         since_text = params.get("resourceVersion") or "0"
         if not re.fullmatch(r"\d+", since_text):
-            raise store.StoreError(status=400, reason="BadRequest", message=f"invalid resourceVersion {since_text!r}",
-                                   details={"kind": call.ref.plural})
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message=f"invalid resourceVersion {since_text!r}",
+                details={"kind": call.ref.plural},
+            )
         timeout_text = params.get("timeoutSeconds")
         if timeout_text is not None and not re.fullmatch(r"\d+(\.\d+)?", timeout_text):
-            raise store.StoreError(status=400, reason="BadRequest", message=f"invalid timeoutSeconds {timeout_text!r}",
-                                   details={"kind": call.ref.plural})
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message=f"invalid timeoutSeconds {timeout_text!r}",
+                details={"kind": call.ref.plural},
+            )
         return self._watch_events(
             call.ref,
             since=int(since_text) or None,
@@ -335,9 +368,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
         def visible(obj: dict[str, Any]) -> bool:
             metadata = obj.get("metadata", {})
-            return ((name is None or metadata.get("name") == name)
-                    and (namespace is None or not ref.namespaced or metadata.get("namespace") == namespace)
-                    and labels.matches(metadata.get("labels")) and fields.matches(obj))
+            return (
+                (name is None or metadata.get("name") == name)
+                and (namespace is None or not ref.namespaced or metadata.get("namespace") == namespace)
+                and labels.matches(metadata.get("labels"))
+                and fields.matches(obj)
+            )
 
         while not self._closing and self._watch_epoch == epoch:
             wakeup = log.wakeup
@@ -400,12 +436,19 @@ async def serve_emulator(*, host: str = "127.0.0.1", port: int = 0, **options: A
 def _check_allowed(call: _ApiCall) -> None:
     """405 for methods a path does not take, 404 for subresources other than a kind's ``status``."""
     if call.verb == "not-allowed" or (call.subresource is not None and call.verb in ("watch", "delete")):
-        raise store.StoreError(status=405, reason="MethodNotAllowed",
-                               message="the server does not allow this method on the requested resource",
-                               details={"kind": call.ref.plural, "group": call.ref.group})
+        raise store.StoreError(
+            status=405,
+            reason="MethodNotAllowed",
+            message="the server does not allow this method on the requested resource",
+            details={"kind": call.ref.plural, "group": call.ref.group},
+        )
     if call.subresource is not None and (call.subresource != "status" or not call.ref.status_subresource):
-        raise store.StoreError(status=404, reason="NotFound", message="the server could not find the requested resource",
-                               details={"kind": call.ref.plural, "group": call.ref.group})
+        raise store.StoreError(
+            status=404,
+            reason="NotFound",
+            message="the server could not find the requested resource",
+            details={"kind": call.ref.plural, "group": call.ref.group},
+        )
 
 
 def _verb_for(*, method: str, has_name: bool, watch: bool) -> str:
@@ -422,8 +465,12 @@ def _json_body(call: _ApiCall) -> Any:
     try:
         return json.loads(call.body or b"null")
     except ValueError as exc:
-        raise store.StoreError(status=400, reason="BadRequest", message=f"the request body is not valid JSON: {exc}",
-                               details={"kind": call.ref.plural}) from exc
+        raise store.StoreError(
+            status=400,
+            reason="BadRequest",
+            message=f"the request body is not valid JSON: {exc}",
+            details={"kind": call.ref.plural},
+        ) from exc
 
 
 @contextlib.contextmanager
@@ -433,11 +480,15 @@ def _kubernetes_errors(call: _ApiCall) -> Iterator[None]:
     try:
         yield
     except store.StoreError as exc:
-        raise kmock.KubernetesError(status=exc.status, reason=exc.reason, message=exc.message, details=exc.details or details) from exc
+        raise kmock.KubernetesError(
+            status=exc.status, reason=exc.reason, message=exc.message, details=exc.details or details
+        ) from exc
     except selectors.SelectorError as exc:
         raise kmock.KubernetesError(status=400, reason="BadRequest", message=str(exc), details=details) from exc
     except patches.UnsupportedPatchType as exc:
-        raise kmock.KubernetesError(status=415, reason="UnsupportedMediaType", message=str(exc), details=details) from exc
+        raise kmock.KubernetesError(
+            status=415, reason="UnsupportedMediaType", message=str(exc), details=details
+        ) from exc
     except patches.PatchError as exc:
         raise kmock.KubernetesError(status=422, reason="Invalid", message=str(exc), details=details) from exc
 
@@ -455,15 +506,29 @@ def _as_seen_by(event: store.LoggedEvent, *, visible: Callable[[dict[str, Any]],
 
 
 def _bookmark_event(ref: resources.ResourceRef, *, resource_version: int) -> dict[str, Any]:
-    return {"type": "BOOKMARK", "object": {"apiVersion": ref.api_version, "kind": ref.kind,
-                                           "metadata": {"resourceVersion": str(resource_version)}}}
+    return {
+        "type": "BOOKMARK",
+        "object": {
+            "apiVersion": ref.api_version,
+            "kind": ref.kind,
+            "metadata": {"resourceVersion": str(resource_version)},
+        },
+    }
 
 
 def _expired_event(*, since: int, oldest: int) -> dict[str, Any]:
-    return {"type": "ERROR", "object": {
-        "apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",
-        "message": f"too old resource version: {since} ({oldest})", "reason": "Expired", "code": 410,
-    }}
+    return {
+        "type": "ERROR",
+        "object": {
+            "apiVersion": "v1",
+            "kind": "Status",
+            "metadata": {},
+            "status": "Failure",
+            "message": f"too old resource version: {since} ({oldest})",
+            "reason": "Expired",
+            "code": 410,
+        },
+    }
 
 
 async def _with_headers_first(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[Any]:
@@ -473,7 +538,9 @@ async def _with_headers_first(events: AsyncIterator[dict[str, Any]]) -> AsyncIte
         yield event
 
 
-async def _stream_events(raw_request: aiohttp.web.BaseRequest, events: AsyncIterator[dict[str, Any]]) -> aiohttp.web.StreamResponse:
+async def _stream_events(
+    raw_request: aiohttp.web.BaseRequest, events: AsyncIterator[dict[str, Any]]
+) -> aiohttp.web.StreamResponse:
     """Write a watch stream as JSON lines, one event per line, flushing each."""
     response = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
     await response.prepare(raw_request)

@@ -87,7 +87,9 @@ class SimulatedKubelet:
     async def run(self) -> None:
         """Watch Jobs and keep runs in step with them until cancelled."""
         try:
-            async for item in client.watch_objects(self._api, resources.JOBS, namespace=self._namespace, **self._watch_options):
+            async for item in client.watch_objects(
+                self._api, resources.JOBS, namespace=self._namespace, **self._watch_options
+            ):
                 if isinstance(item, client.Resynced):
                     await self._resync(item.objects)
                 elif item.type == "DELETED":
@@ -151,8 +153,9 @@ class SimulatedKubelet:
         remaining = duration - (self._clock() - started_at).total_seconds()
         await self._sleep(max(0.0, remaining))
         try:
-            current = await _until_reachable(client.get_object, self._api, resources.JOBS,
-                                             namespace=metadata.get("namespace"), name=metadata["name"])
+            current = await _until_reachable(
+                client.get_object, self._api, resources.JOBS, namespace=metadata.get("namespace"), name=metadata["name"]
+            )
         except errors.NotFoundError:
             return
         except errors.KubeError as exc:
@@ -167,8 +170,15 @@ class SimulatedKubelet:
         """Merge-patch ``.status`` through the subresource, waiting out connection failures."""
         metadata = job["metadata"]
         try:
-            await _until_reachable(client.patch_object, self._api, resources.JOBS, namespace=metadata.get("namespace"),
-                                   name=metadata["name"], patch={"status": status}, subresource="status")
+            await _until_reachable(
+                client.patch_object,
+                self._api,
+                resources.JOBS,
+                namespace=metadata.get("namespace"),
+                name=metadata["name"],
+                patch={"status": status},
+                subresource="status",
+            )
         except errors.NotFoundError:
             self._log.info("sim_job_gone", job=metadata["name"])
         except errors.KubeError as exc:
@@ -191,14 +201,18 @@ def _uid(job: dict[str, Any]) -> str:
 
 
 def _is_finished(job: dict[str, Any]) -> bool:
-    return any(condition.get("type") in _FINISHED_TYPES and condition.get("status") == "True"
-               for condition in job.get("status", {}).get("conditions") or [])
+    return any(
+        condition.get("type") in _FINISHED_TYPES and condition.get("status") == "True"
+        for condition in job.get("status", {}).get("conditions") or []
+    )
 
 
 def _needs_suspended_status(job: dict[str, Any]) -> bool:
     status = job.get("status", {})
-    suspended = any(condition.get("type") == "Suspended" and condition.get("status") == "True"
-                    for condition in status.get("conditions") or [])
+    suspended = any(
+        condition.get("type") == "Suspended" and condition.get("status") == "True"
+        for condition in status.get("conditions") or []
+    )
     return not suspended or bool(status.get("active")) or bool(status.get("startTime"))
 
 
@@ -236,8 +250,14 @@ def _with_condition(conditions: list[dict[str, Any]], condition: dict[str, Any])
 
 def _condition(kind: str, *, status: str, reason: str, message: str, now: datetime.datetime) -> dict[str, Any]:
     stamp = store.format_timestamp(now)
-    return {"type": kind, "status": status, "reason": reason, "message": message,
-            "lastProbeTime": stamp, "lastTransitionTime": stamp}
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastProbeTime": stamp,
+        "lastTransitionTime": stamp,
+    }
 
 
 def _pod_count(job: dict[str, Any]) -> int:
@@ -246,17 +266,29 @@ def _pod_count(job: dict[str, Any]) -> int:
 
 
 def _started_status(job: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
-    status: dict[str, Any] = {"startTime": store.format_timestamp(now), "active": _pod_count(job), "ready": _pod_count(job)}
+    status: dict[str, Any] = {
+        "startTime": store.format_timestamp(now),
+        "active": _pod_count(job),
+        "ready": _pod_count(job),
+    }
     if any(condition.get("type") == "Suspended" for condition in _conditions_of(job)):
-        status["conditions"] = _with_condition(_conditions_of(job), _condition("Suspended", status="False", reason="JobResumed",
-                                                                message="Job resumed", now=now))
+        status["conditions"] = _with_condition(
+            _conditions_of(job),
+            _condition("Suspended", status="False", reason="JobResumed", message="Job resumed", now=now),
+        )
     return status
 
 
 def _suspended_status(job: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
-    return {"active": 0, "ready": 0, "startTime": None,
-            "conditions": _with_condition(_conditions_of(job), _condition("Suspended", status="True", reason="JobSuspended",
-                                                          message="Job suspended", now=now))}
+    return {
+        "active": 0,
+        "ready": 0,
+        "startTime": None,
+        "conditions": _with_condition(
+            _conditions_of(job),
+            _condition("Suspended", status="True", reason="JobSuspended", message="Job suspended", now=now),
+        ),
+    }
 
 
 def _succeeded_status(job: dict[str, Any], *, started_at: datetime.datetime, now: datetime.datetime) -> dict[str, Any]:
@@ -264,8 +296,16 @@ def _succeeded_status(job: dict[str, Any], *, started_at: datetime.datetime, now
     succeeded = spec.get("completions") if spec.get("completions") is not None else _pod_count(job)
     conditions = _conditions_of(job)
     for kind in ("SuccessCriteriaMet", "Complete"):
-        conditions = _with_condition(conditions, _condition(kind, status="True", reason="CompletionsReached",
-                                                            message="Reached expected number of succeeded pods", now=now))
+        conditions = _with_condition(
+            conditions,
+            _condition(
+                kind,
+                status="True",
+                reason="CompletionsReached",
+                message="Reached expected number of succeeded pods",
+                now=now,
+            ),
+        )
     return {
         "startTime": store.format_timestamp(started_at),
         "completionTime": store.format_timestamp(now),

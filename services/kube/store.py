@@ -51,8 +51,16 @@ CreateHook = Callable[[resources.ResourceRef, dict[str, Any]], None]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's: no vowels, no look-alikes
-_IMMUTABLE_METADATA = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                       "deletionGracePeriodSeconds", "generation", "generateName")
+_IMMUTABLE_METADATA = (
+    "name",
+    "namespace",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "generateName",
+)
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -234,14 +242,20 @@ class ObjectStore:
         _check_name(ref, name)
         key = self._key(ref, namespace=namespace, name=name)
         if key in self._objects:
-            raise StoreError(status=409, reason="AlreadyExists", message=f'{ref.qualified_plural} "{name}" already exists',
-                             details=_details(ref, name))
+            raise StoreError(
+                status=409,
+                reason="AlreadyExists",
+                message=f'{ref.qualified_plural} "{name}" already exists',
+                details=_details(ref, name),
+            )
         if ref.status_subresource:
             obj.pop("status", None)
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "managedFields"):
             metadata.pop(field, None)
         obj["apiVersion"], obj["kind"] = ref.api_version, ref.kind
-        metadata.update(name=name, uid=str(uuid.uuid4()), creationTimestamp=format_timestamp(self._clock()), generation=1)
+        metadata.update(
+            name=name, uid=str(uuid.uuid4()), creationTimestamp=format_timestamp(self._clock()), generation=1
+        )
         if namespace is not None:
             metadata["namespace"] = namespace
         _apply_defaults(ref, obj)
@@ -269,8 +283,12 @@ class ObjectStore:
         if key not in self._objects:
             raise _not_found(ref, name)
         if subresource not in (None, "status") or (subresource == "status" and not ref.status_subresource):
-            raise StoreError(status=404, reason="NotFound", message="the server could not find the requested resource",
-                             details=_details(ref, name))
+            raise StoreError(
+                status=404,
+                reason="NotFound",
+                message="the server could not find the requested resource",
+                details=_details(ref, name),
+            )
         current = self._objects[key].raw
         desired = _as_object(change(copy.deepcopy(current)))
         _check_preconditions(ref, name, current=current, desired=desired)
@@ -319,16 +337,26 @@ class ObjectStore:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _key(self, ref: resources.ResourceRef, *, namespace: str | None, name: str) -> tuple[kmock.resource, str | None, str]:
+    def _key(
+        self, ref: resources.ResourceRef, *, namespace: str | None, name: str
+    ) -> tuple[kmock.resource, str | None, str]:
         return self._keys[ref], (namespace if ref.namespaced else None), name
 
-    def _write(self, ref: resources.ResourceRef, key: Any, obj: dict[str, Any], *, event_type: str,
-               previous: dict[str, Any] | None = None) -> None:
+    def _write(
+        self,
+        ref: resources.ResourceRef,
+        key: Any,
+        obj: dict[str, Any],
+        *,
+        event_type: str,
+        previous: dict[str, Any] | None = None,
+    ) -> None:
         self._resource_version += 1
         obj["metadata"]["resourceVersion"] = str(self._resource_version)
         self._objects[key] = obj
-        self._logs[ref].append(LoggedEvent(resource_version=self._resource_version, type=event_type,
-                                           object=obj, previous=previous))
+        self._logs[ref].append(
+            LoggedEvent(resource_version=self._resource_version, type=event_type, object=obj, previous=previous)
+        )
 
     def _remove(self, ref: resources.ResourceRef, key: Any, obj: dict[str, Any]) -> dict[str, Any]:
         self._resource_version += 1
@@ -338,31 +366,48 @@ class ObjectStore:
         self._logs[ref].append(LoggedEvent(resource_version=self._resource_version, type="DELETED", object=gone))
         return gone
 
-    def _namespace_for_create(self, ref: resources.ResourceRef, *, url_namespace: str | None,
-                              metadata: dict[str, Any]) -> str | None:
+    def _namespace_for_create(
+        self, ref: resources.ResourceRef, *, url_namespace: str | None, metadata: dict[str, Any]
+    ) -> str | None:
         if not ref.namespaced:
             metadata.pop("namespace", None)
             return None
         body_namespace = metadata.get("namespace")
         if not url_namespace:
-            raise StoreError(status=405, reason="MethodNotAllowed",
-                             message="the server does not allow this method on the requested resource",
-                             details=_details(ref, metadata.get("name")))
+            raise StoreError(
+                status=405,
+                reason="MethodNotAllowed",
+                message="the server does not allow this method on the requested resource",
+                details=_details(ref, metadata.get("name")),
+            )
         if body_namespace and body_namespace != url_namespace:
-            raise StoreError(status=400, reason="BadRequest",
-                             message="the namespace of the provided object does not match the namespace sent on the request",
-                             details=_details(ref, metadata.get("name")))
-        if self._enforce_namespaces and self._key(resources.NAMESPACES, namespace=None, name=url_namespace) not in self._objects:
-            raise StoreError(status=404, reason="NotFound", message=f'namespaces "{url_namespace}" not found',
-                             details={"name": url_namespace, "kind": "namespaces"})
+            raise StoreError(
+                status=400,
+                reason="BadRequest",
+                message="the namespace of the provided object does not match the namespace sent on the request",
+                details=_details(ref, metadata.get("name")),
+            )
+        if (
+            self._enforce_namespaces
+            and self._key(resources.NAMESPACES, namespace=None, name=url_namespace) not in self._objects
+        ):
+            raise StoreError(
+                status=404,
+                reason="NotFound",
+                message=f'namespaces "{url_namespace}" not found',
+                details={"name": url_namespace, "kind": "namespaces"},
+            )
         return url_namespace
 
     def _generated_name(self, ref: resources.ResourceRef, *, namespace: str | None, metadata: dict[str, Any]) -> str:
         prefix = metadata.get("generateName")
         if not prefix:
-            raise StoreError(status=422, reason="Invalid",
-                             message=f"{ref.kind}.{ref.group or 'core'} is invalid: metadata.name: Required value: name or generateName is required",
-                             details=_details(ref, None))
+            raise StoreError(
+                status=422,
+                reason="Invalid",
+                message=f"{ref.kind}.{ref.group or 'core'} is invalid: metadata.name: Required value: name or generateName is required",
+                details=_details(ref, None),
+            )
         while True:
             name: str = prefix + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
             if self._key(ref, namespace=namespace, name=name) not in self._objects:
@@ -371,7 +416,11 @@ class ObjectStore:
 
 def _as_object(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
-        raise StoreError(status=400, reason="BadRequest", message="the request body is not a Kubernetes object (a JSON object with an object metadata)")
+        raise StoreError(
+            status=400,
+            reason="BadRequest",
+            message="the request body is not a Kubernetes object (a JSON object with an object metadata)",
+        )
     obj = copy.deepcopy(body)
     obj.setdefault("metadata", {})
     return obj
@@ -379,21 +428,31 @@ def _as_object(body: Any) -> dict[str, Any]:
 
 def _check_name(ref: resources.ResourceRef, name: Any) -> None:
     if not isinstance(name, str) or len(name) > 253 or not _NAME.match(name):
-        raise StoreError(status=422, reason="Invalid",
-                         message=f'{ref.kind} "{name}" is invalid: metadata.name: Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \'-\' or \'.\'',
-                         details=_details(ref, str(name)))
+        raise StoreError(
+            status=422,
+            reason="Invalid",
+            message=f"{ref.kind} \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
+            details=_details(ref, str(name)),
+        )
 
 
-def _check_preconditions(ref: resources.ResourceRef, name: str, *, current: dict[str, Any], desired: dict[str, Any]) -> None:
+def _check_preconditions(
+    ref: resources.ResourceRef, name: str, *, current: dict[str, Any], desired: dict[str, Any]
+) -> None:
     wanted_version = desired["metadata"].get("resourceVersion")
     if wanted_version and wanted_version != current["metadata"].get("resourceVersion"):
-        raise _conflict(ref, name, "the object has been modified; please apply your changes to the latest version and try again")
+        raise _conflict(
+            ref, name, "the object has been modified; please apply your changes to the latest version and try again"
+        )
     for field in ("name", "namespace", "uid"):
         wanted = desired["metadata"].get(field)
         if wanted and wanted != current["metadata"].get(field):
-            raise StoreError(status=422, reason="Invalid",
-                             message=f'{ref.kind} "{name}" is invalid: metadata.{field}: Invalid value: "{wanted}": field is immutable',
-                             details=_details(ref, name))
+            raise StoreError(
+                status=422,
+                reason="Invalid",
+                message=f'{ref.kind} "{name}" is invalid: metadata.{field}: Invalid value: "{wanted}": field is immutable',
+                details=_details(ref, name),
+            )
 
 
 def _with_status_of(current: dict[str, Any], *, source: dict[str, Any]) -> dict[str, Any]:
@@ -421,6 +480,7 @@ def _merged_main(ref: resources.ResourceRef, *, current: dict[str, Any], desired
 def _same_content(left: dict[str, Any], right: dict[str, Any]) -> bool:
     def strip(obj: dict[str, Any]) -> dict[str, Any]:
         return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}}
+
     return strip(left) == strip(right)
 
 
@@ -452,11 +512,15 @@ def _details(ref: resources.ResourceRef, name: str | None) -> dict[str, Any]:
 
 
 def _not_found(ref: resources.ResourceRef, name: str) -> StoreError:
-    return StoreError(status=404, reason="NotFound", message=f'{ref.qualified_plural} "{name}" not found',
-                      details=_details(ref, name))
+    return StoreError(
+        status=404, reason="NotFound", message=f'{ref.qualified_plural} "{name}" not found', details=_details(ref, name)
+    )
 
 
 def _conflict(ref: resources.ResourceRef, name: str, why: str) -> StoreError:
-    return StoreError(status=409, reason="Conflict",
-                      message=f'Operation cannot be fulfilled on {ref.qualified_plural} "{name}": {why}',
-                      details=_details(ref, name))
+    return StoreError(
+        status=409,
+        reason="Conflict",
+        message=f'Operation cannot be fulfilled on {ref.qualified_plural} "{name}": {why}',
+        details=_details(ref, name),
+    )

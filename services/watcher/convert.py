@@ -43,9 +43,14 @@ def kueue_fact(manifest: dict[str, Any], *, now_ms: int = 0) -> types.Fact:
 def rejected(manifest: dict[str, Any], err: manifests.ManifestError, *, now_ms: int = 0) -> types.ObjectRejected:
     """An ObjectRejected fact for a manifest that failed conversion."""
     meta = manifest.get("metadata") or {}
-    return types.ObjectRejected(kind=str(manifest.get("kind") or err.kind), namespace=str(meta.get("namespace") or ""),
-                                name=str(meta.get("name") or err.name), field=err.field, problem=err.problem,
-                                at_ms=now_ms)
+    return types.ObjectRejected(
+        kind=str(manifest.get("kind") or err.kind),
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or err.name),
+        field=err.field,
+        problem=err.problem,
+        at_ms=now_ms,
+    )
 
 
 def workload_name_for_job(job_name: str, job_uid: str) -> str:
@@ -75,9 +80,12 @@ def job_facts(job: dict[str, Any], *, now_ms: int = 0) -> types.Fact | None:
         ref = types.WorkloadRef(namespace=meta.get("namespace", "default"), name=name, uid=meta.get("uid", ""))
         succeeded = finished.get("type") == "Complete"
         return types.WorkloadFinished(
-            workload=ref, succeeded=succeeded, reason="Succeeded" if succeeded else "Failed",
+            workload=ref,
+            succeeded=succeeded,
+            reason="Succeeded" if succeeded else "Failed",
             message=finished.get("message") or ("Job finished successfully" if succeeded else "Job failed"),
-            at_ms=manifests.parse_time_ms(finished.get("lastTransitionTime")) or now_ms)
+            at_ms=manifests.parse_time_ms(finished.get("lastTransitionTime")) or now_ms,
+        )
     try:
         return types.WorkloadObserved(workload=job_to_workload(job))
     except manifests.ManifestError as err:
@@ -105,11 +113,16 @@ def job_to_workload(job: dict[str, Any]) -> models.Workload:
     annotations = meta.get("annotations") or {}
     min_count = None
     if annotations.get(MIN_PARALLELISM_ANNOTATION) is not None:
-        min_count = _non_negative_int(annotations[MIN_PARALLELISM_ANNOTATION],
-                                      field=f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]", job=job_name)
+        min_count = _non_negative_int(
+            annotations[MIN_PARALLELISM_ANNOTATION],
+            field=f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]",
+            job=job_name,
+        )
     pod_spec = (spec.get("template") or {}).get("spec") or {}
     pod_set = models.PodSet(
-        name="main", count=count, min_count=min_count if min_count and min_count < count else None,
+        name="main",
+        count=count,
+        min_count=min_count if min_count and min_count < count else None,
         requests=manifests.pod_requests(pod_spec, where="spec.template.spec", kind="Job", name=job_name),
         node_selector=dict(pod_spec.get("nodeSelector") or {}),
         tolerations=[_toleration(t) for t in pod_spec.get("tolerations") or []],
@@ -119,16 +132,21 @@ def job_to_workload(job: dict[str, Any]) -> models.Workload:
     return models.Workload(
         metadata=models.ObjectMeta(
             name=workload_name_for_job(meta.get("name", ""), meta.get("uid", "")),
-            namespace=meta.get("namespace", "default"), uid=meta.get("uid", ""),
+            namespace=meta.get("namespace", "default"),
+            uid=meta.get("uid", ""),
             labels={k: v for k, v in labels.items() if k.startswith("kueue.x-k8s.io/")},
-            creation_timestamp_ms=manifests.parse_time_ms(meta.get("creationTimestamp"), kind="Job", name=job_name,
-                                                          field="metadata.creationTimestamp"),
+            creation_timestamp_ms=manifests.parse_time_ms(
+                meta.get("creationTimestamp"), kind="Job", name=job_name, field="metadata.creationTimestamp"
+            ),
         ),
         spec=models.WorkloadSpec(
-            pod_sets=[pod_set], queue_name=labels.get(QUEUE_LABEL, ""),
+            pod_sets=[pod_set],
+            queue_name=labels.get(QUEUE_LABEL, ""),
             priority_class_ref=models.PriorityClassRef(name=priority_class) if priority_class else None,
         ),
-        owner=models.OwnerReference(api_version=JOB_API, kind="Job", name=meta.get("name", ""), uid=meta.get("uid", "")),
+        owner=models.OwnerReference(
+            api_version=JOB_API, kind="Job", name=meta.get("name", ""), uid=meta.get("uid", "")
+        ),
     )
 
 
@@ -138,10 +156,17 @@ def _non_negative_int(value: Any, *, field: str, job: str) -> int:
     except (TypeError, ValueError):
         number = -1
     if number < 0 or isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise manifests.ManifestError(kind="Job", name=job, field=field, problem=f"{value!r} is not a non-negative integer")
+        raise manifests.ManifestError(
+            kind="Job", name=job, field=field, problem=f"{value!r} is not a non-negative integer"
+        )
     return number
 
 
 def _toleration(raw: dict[str, Any]) -> models.Toleration:
-    return models.Toleration(key=raw.get("key", ""), operator=raw.get("operator", "Equal"), value=raw.get("value", ""),
-                             effect=raw.get("effect", ""), toleration_seconds=raw.get("tolerationSeconds"))
+    return models.Toleration(
+        key=raw.get("key", ""),
+        operator=raw.get("operator", "Equal"),
+        value=raw.get("value", ""),
+        effect=raw.get("effect", ""),
+        toleration_seconds=raw.get("tolerationSeconds"),
+    )

@@ -53,8 +53,11 @@ class Watcher:
         self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
         self.known["LocalQueue"] = set(state.local_queues)
         self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
-        self.known["Workload"] = {(w.workload.metadata.namespace, w.workload.metadata.name)
-                                  for w in state.workloads.values() if w.workload.owner and not w.deleted_seq}
+        self.known["Workload"] = {
+            (w.workload.metadata.namespace, w.workload.metadata.name)
+            for w in state.workloads.values()
+            if w.workload.owner and not w.deleted_seq
+        }
 
     async def watch(self, kind: str) -> None:
         """Watch one kind forever (cancel to stop)."""
@@ -84,22 +87,32 @@ class Watcher:
         fact_kind = "Workload" if kind == "Job" else kind
         version = str(meta.get("resourceVersion") or "")
         if change == "DELETED":
-            await self._publish(types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name,
-                                                    uid=meta.get("uid", "")), version=version)
+            await self._publish(
+                types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name, uid=meta.get("uid", "")),
+                version=version,
+            )
             return
         now_ms = time.time_ns() // 1_000_000
         fact = convert.job_facts(obj, now_ms=now_ms) if kind == "Job" else convert.kueue_fact(obj, now_ms=now_ms)
         if fact is None:
             return
         if isinstance(fact, types.ObjectRejected):
-            log.warning("object_rejected", kind=fact.kind, name=fact.name, namespace=fact.namespace,
-                        field=fact.field, problem=fact.problem)
+            log.warning(
+                "object_rejected",
+                kind=fact.kind,
+                name=fact.name,
+                namespace=fact.namespace,
+                field=fact.field,
+                problem=fact.problem,
+            )
         await self._publish(fact, version=version)
 
     def _key(self, kind: str, obj: dict[str, Any]) -> tuple[str, str]:
         meta = obj.get("metadata") or {}
         if kind == "Job":
-            return meta.get("namespace", "default"), convert.workload_name_for_job(meta.get("name", ""), meta.get("uid", ""))
+            return meta.get("namespace", "default"), convert.workload_name_for_job(
+                meta.get("name", ""), meta.get("uid", "")
+            )
         return meta.get("namespace", "") if kind == "LocalQueue" else "", meta.get("name", "")
 
     async def _publish(self, fact: types.Fact, *, version: str) -> None:
@@ -115,7 +128,7 @@ class Watcher:
             return  # nothing that matters changed (a status write, a resync)
         else:
             self.last_published[identity] = data
-            if isinstance(fact, types.WorkloadObserved) or kind in self.known and not isinstance(fact, types.ObjectRejected):
+            if not isinstance(fact, types.ObjectRejected):
                 self.known.setdefault(kind, set()).add((namespace, name))
         await self.bus.publish(subjects.fact_message(fact, version=version))
         self.published += 1
