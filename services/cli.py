@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the command; returns the process exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command != "service":
+        from services.runtime import configure_logging
+
+        configure_logging(service=f"kueue-es {args.command}", level=logging.WARNING)
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
@@ -148,6 +153,9 @@ async def _apply(args: argparse.Namespace) -> int:
             docs.extend(load_documents(path.read_text(), source=str(path)))
         except OSError as err:
             print(f"error: cannot read {path}: {err.strerror}", file=sys.stderr)
+            return 2
+        except UnicodeDecodeError as err:
+            print(f"error: cannot read {path}: not UTF-8 text ({err.reason} at byte {err.start})", file=sys.stderr)
             return 2
     api = await _api_client(args)
     failures = 0

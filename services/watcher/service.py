@@ -67,17 +67,19 @@ class Watcher:
         async for item in kube.watch_objects(self.api, ref, label_selector=selector):
             try:
                 if isinstance(item, kube.Resynced):
-                    await self._resynced(kind, item.objects)
+                    await self._resynced(kind, item.objects, resource_version=item.resource_version)
                 else:
                     await self._changed(kind, item.type, item.object)
             except Exception:  # a bad object never stops the watch
                 log.exception("watch_event_failed", kind=kind)
 
-    async def _resynced(self, kind: str, objects: list[dict[str, Any]]) -> None:
+    async def _resynced(self, kind: str, objects: list[dict[str, Any]], *, resource_version: str = "") -> None:
         fact_kind = "Workload" if kind == "Job" else kind
         live = {self._key(kind, obj) for obj in objects}
+        # The dedup id names the relist: a constant one would swallow the deletion of a re-created namesake.
+        version = f"resync@{resource_version}" if resource_version else f"resync@{time.time_ns()}"
         for namespace, name in sorted(self.known[fact_kind] - live):
-            await self._publish(types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name), version="resync")
+            await self._publish(types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name), version=version)
         for obj in objects:
             await self._changed(kind, "ADDED", obj)
 
@@ -96,6 +98,8 @@ class Watcher:
         fact = convert.job_facts(obj, now_ms=now_ms) if kind == "Job" else convert.kueue_fact(obj, now_ms=now_ms)
         if fact is None:
             return
+        if isinstance(fact, types.WorkloadObserved) and self._running_and_known(obj, fact):
+            return  # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
         if isinstance(fact, types.ObjectRejected):
             log.warning(
                 "object_rejected",
@@ -106,6 +110,13 @@ class Watcher:
                 problem=fact.problem,
             )
         await self._publish(fact, version=version)
+
+    def _running_and_known(self, job: dict[str, Any], fact: types.WorkloadObserved) -> bool:
+        """True for a started Job whose workload the log already has (its template now
+        carries the flavor's node selector and tolerations, which the dispatcher put there)."""
+        suspended = (job.get("spec") or {}).get("suspend", False)
+        meta = fact.workload.metadata
+        return not suspended and ("Workload", meta.namespace, meta.name) in self.last_published
 
     def _key(self, kind: str, obj: dict[str, Any]) -> tuple[str, str]:
         meta = obj.get("metadata") or {}

@@ -1,0 +1,166 @@
+"""Helpers for the in-process edge tests: run services as tasks, read and wait on the log, manifests."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, TypeVar
+
+from events import codec, types
+from events.bus.base import Bus, Delivery, DurableConsumer, LogMessage
+from projections.cluster import ClusterState
+from services.runtime import cancel_and_wait, fold_message
+from services.watcher.service import KUEUE_KINDS, Watcher
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+E = TypeVar("E", bound=types.Event)
+
+
+@contextlib.asynccontextmanager
+async def running(*coroutines: Coroutine[Any, Any, Any]) -> AsyncIterator[list[asyncio.Task[Any]]]:
+    """Run ``coroutines`` as tasks for the block; cancel them after, and fail if one crashed meanwhile."""
+    tasks = [asyncio.create_task(c) for c in coroutines]
+    try:
+        yield tasks
+    finally:
+        crashed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
+        await cancel_and_wait(tasks)
+    assert not crashed, f"a service task crashed: {[t.exception() for t in crashed]!r}"
+
+
+def watch_all(watcher: Watcher) -> list[Coroutine[Any, Any, None]]:
+    """One watch loop per kind, as serve_watcher runs them."""
+    return [watcher.watch(kind) for kind in (*KUEUE_KINDS, "Job")]
+
+
+async def log_entries(bus: Bus) -> list[tuple[LogMessage, types.Event | None]]:
+    """Every message on the log with its decoded event (None when it does not decode)."""
+    entries = []
+    for seq in range(1, await bus.last_seq() + 1):
+        message = await bus.get(seq)
+        try:
+            event: types.Event | None = codec.decode(message.data)
+        except codec.DecodeError:
+            event = None
+        entries.append((message, event))
+    return entries
+
+
+async def events_of(bus: Bus, cls: type[E], **fields: Any) -> list[E]:
+    """The events of type ``cls`` on the log whose attributes equal ``fields`` (``a__b`` reaches ``a.b``)."""
+    return [event for _, event in await log_entries(bus) if isinstance(event, cls) and _matches(event, fields)]
+
+
+def _matches(event: types.Event, fields: dict[str, Any]) -> bool:
+    for dotted, want in fields.items():
+        value: Any = event
+        for part in dotted.split("__"):
+            value = getattr(value, part)
+        if value != want:
+            return False
+    return True
+
+
+async def wait_for(bus: Bus, cls: type[E], *, count: int = 1, timeout: float = 5.0, **fields: Any) -> list[E]:
+    """Wait until the log holds at least ``count`` matching events of type ``cls``; return them all."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        found = await events_of(bus, cls, **fields)
+        if len(found) >= count:
+            return found
+        if loop.time() > deadline:
+            summary = collections.Counter(type(e).__name__ for _, e in await log_entries(bus))
+            raise AssertionError(f"wanted {count} {cls.__name__} with {fields} within {timeout}s; log holds {dict(summary)}")
+        await asyncio.sleep(0.02)
+
+
+async def wait_until(condition: Callable[[], bool], *, timeout: float = 5.0, what: str = "condition") -> None:
+    """Poll ``condition()`` every 20 ms until it holds; fail naming ``what`` after ``timeout`` s."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout}s")
+        await asyncio.sleep(0.02)
+
+
+async def folded(bus: Bus) -> ClusterState:
+    """The whole log folded into a ClusterState, as every service folds it."""
+    state = ClusterState()
+    for message, _ in await log_entries(bus):
+        fold_message(state, message)
+    return state
+
+
+class RecordingConsumer(DurableConsumer):
+    """A durable consumer that records acks and naks, delegating to ``inner`` when given."""
+
+    def __init__(self, inner: DurableConsumer | None = None) -> None:
+        self.inner = inner
+        self.acked: list[int] = []
+        self.naked: list[int] = []
+
+    async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[Delivery]:
+        """Deliveries of the inner consumer (none without one)."""
+        if self.inner is None:
+            await asyncio.sleep(timeout)
+            return []
+        return await self.inner.fetch(batch=batch, timeout=timeout)
+
+    async def ack(self, delivery: Delivery) -> None:
+        """Record the acked sequence, then ack for real."""
+        self.acked.append(delivery.message.seq)
+        if self.inner is not None:
+            await self.inner.ack(delivery)
+
+    async def nak(self, delivery: Delivery, *, delay: float = 0.0) -> None:
+        """Record the nak'ed sequence, then nak for real."""
+        self.naked.append(delivery.message.seq)
+        if self.inner is not None:
+            await self.inner.nak(delivery, delay=delay)
+
+
+# -- manifests ----------------------------------------------------------------------------------
+
+
+def flavor(name: str, *, node_labels: dict[str, str] | None = None,
+           tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A ResourceFlavor manifest."""
+    spec: dict[str, Any] = {}
+    if node_labels:
+        spec["nodeLabels"] = node_labels
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+
+
+def cluster_queue(name: str, *, flavor_name: str = "default-flavor", cpu: Any = 9, memory: Any = "36Gi") -> dict[str, Any]:
+    """A ClusterQueue with one resource group (cpu, memory) and one flavor."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+                {"name": flavor_name, "resources": [{"name": "cpu", "nominalQuota": cpu},
+                                                    {"name": "memory", "nominalQuota": memory}]}]}]}}
+
+
+def local_queue(name: str, cq: str, namespace: str = "default") -> dict[str, Any]:
+    """A LocalQueue manifest."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cq}}
+
+
+def job(name: str, *, queue: str | None = "user-queue", parallelism: int = 1, completions: int | None = None,
+        cpu: str = "1", memory: str = "200Mi", tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A batch/v1 Job in namespace default, labelled for ``queue`` (no label when None)."""
+    pod_spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [
+        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    if tolerations:
+        pod_spec["tolerations"] = tolerations
+    spec: dict[str, Any] = {"parallelism": parallelism, "template": {"spec": pod_spec}}
+    if completions is not None:
+        spec["completions"] = completions
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default", "labels": {QUEUE_LABEL: queue} if queue else {}},
+            "spec": spec}

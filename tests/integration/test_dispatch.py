@@ -1,0 +1,183 @@
+"""Watcher, admitter and dispatcher in one process on one MemoryBus and one emulated API server.
+
+A Job flows from the cluster to a fact, to an admission decision, and back to the
+cluster as an unsuspended Job with its flavor's node labels and tolerations. The
+edge cases: a missing LocalQueue, a redelivered decision, a Job deleted before its
+decision is executed, and an undecodable message among the decisions.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from events import codec, subjects, types
+from events.bus.base import Delivery, OutgoingMessage
+from events.bus.memory import MemoryBus
+from services import deciders
+from services.dispatcher.service import DECISION_FILTER, Dispatcher
+from services.kube import client as kube
+from services.runtime import DeciderLoop
+from services.watcher.service import Watcher
+from tests.integration.harness import (
+    RecordingConsumer,
+    cluster_queue,
+    events_of,
+    flavor,
+    job,
+    local_queue,
+    log_entries,
+    running,
+    wait_for,
+    wait_until,
+    watch_all,
+)
+
+pytestmark = pytest.mark.timeout(20)
+
+JOBS = kube.ref_for("batch/v1", "Job")
+SPOT_TOLERATION = {"key": "spot-taint", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def admitter(bus: MemoryBus) -> DeciderLoop:
+    """The admitter decider loop, waking up often."""
+    return DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05)
+
+
+async def dispatcher_with_consumer(bus: MemoryBus, api, *, ack_wait: float = 30.0) -> tuple[Dispatcher, RecordingConsumer]:
+    """A Dispatcher and its durable consumer (as serve_dispatcher binds it), wrapped to record acks."""
+    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=ack_wait)
+    return Dispatcher(bus=bus, api=api), RecordingConsumer(consumer)
+
+
+async def message_of(bus: MemoryBus, cls: type[types.Event], **fields) -> tuple:
+    """The one log message holding an event of type ``cls`` with ``fields``, and the event."""
+    found = [(m, e) for m, e in await log_entries(bus)
+             if isinstance(e, cls) and all(getattr(e, k) == v for k, v in fields.items())]
+    assert len(found) == 1, found
+    return found[0]
+
+
+# -- 4. a Job whose LocalQueue does not exist --------------------------------------------------
+
+
+async def test_missing_local_queue_is_inadmissible_until_it_is_created(api, bus: MemoryBus) -> None:
+    """A Job naming a LocalQueue that does not exist waits with Kueue's message, and is admitted once it does."""
+    async with running(*watch_all(Watcher(bus=bus, api=api)), admitter(bus).run()):
+        await kube.apply_manifest(api, flavor("default-flavor"))
+        await kube.apply_manifest(api, cluster_queue("cluster-queue"))
+        await kube.apply_manifest(api, job("early", queue="late-queue"))
+        [observed] = await wait_for(bus, types.WorkloadObserved)
+        ref = types.WorkloadRef(namespace="default", name=observed.workload.metadata.name, uid=observed.workload.metadata.uid)
+
+        [waiting] = await wait_for(bus, types.WorkloadInadmissible)
+        assert waiting.workload == ref
+        assert waiting.message == "LocalQueue late-queue doesn't exist"
+        assert await events_of(bus, types.QuotaReserved) == []
+
+        await kube.apply_manifest(api, local_queue("late-queue", "cluster-queue"))
+        [reserved] = await wait_for(bus, types.QuotaReserved)
+        await wait_for(bus, types.WorkloadAdmitted)
+
+    assert reserved.workload == ref and reserved.cluster_queue == "cluster-queue"
+    [assignment] = reserved.pod_set_assignments
+    assert assignment.flavors == {"cpu": "default-flavor", "memory": "default-flavor"}
+    assert assignment.resource_usage == {"cpu": 1000, "memory": 200 * 2**20}
+    assert len(await events_of(bus, types.WorkloadInadmissible)) == 1  # recorded once, not every cycle
+
+
+# -- 5. the dispatcher starts admitted Jobs, once ------------------------------------------------
+
+
+async def test_admitted_job_is_started_on_its_flavor_and_a_redelivery_changes_nothing(api, bus: MemoryBus) -> None:
+    """The admitted Job is unsuspended with the flavor's nodeSelector and toleration added to its own; handling the
+    same decision again writes no second DispatchApplied, does not duplicate the toleration, and acks."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    own_toleration = {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}
+    async with running(*watch_all(Watcher(bus=bus, api=api)), admitter(bus).run(),
+                       dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        await kube.apply_manifest(api, flavor("spot", node_labels={"instance-type": "spot"}, tolerations=[SPOT_TOLERATION]))
+        await kube.apply_manifest(api, cluster_queue("cluster-queue", flavor_name="spot"))
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        await kube.apply_manifest(api, job("sample", parallelism=3, completions=3, tolerations=[own_toleration]))
+
+        [applied] = await wait_for(bus, types.DispatchApplied)
+        admitted_message, admitted = await message_of(bus, types.WorkloadAdmitted)
+        started = await kube.get_object(api, JOBS, namespace="default", name="sample")
+        await wait_until(lambda: admitted_message.seq in consumer.acked, what="the ack of the admission")
+
+        # At-least-once delivery: the same decision handled again.
+        fresh = RecordingConsumer()
+        await dispatcher.handle(fresh, Delivery(message=admitted_message, attempt=2))
+        again = await kube.get_object(api, JOBS, namespace="default", name="sample")
+
+    assert applied.workload == admitted.workload and applied.decision_seq == admitted_message.seq
+    assert applied.action == "StartJob" and applied.target == "Job default/sample"
+    assert applied.node_selector == {"instance-type": "spot"}
+    dispatch_messages = [m for m, e in await log_entries(bus) if isinstance(e, types.DispatchApplied)]
+    assert [m.subject for m in dispatch_messages] == [subjects.dispatch_subject(admitted.workload)]
+    assert dispatch_messages[0].headers["Nats-Msg-Id"] == f"disp:local:{admitted_message.seq}"
+
+    assert started["spec"]["suspend"] is False
+    pod_spec = started["spec"]["template"]["spec"]
+    assert pod_spec["nodeSelector"] == {"instance-type": "spot"}
+    assert pod_spec["tolerations"] == [own_toleration, SPOT_TOLERATION]
+    assert pod_spec["containers"][0]["resources"]["requests"] == {"cpu": "1", "memory": "200Mi"}
+
+    assert fresh.acked == [admitted_message.seq] and fresh.naked == []
+    assert len(await events_of(bus, types.DispatchApplied)) == 1
+    assert again["spec"]["template"]["spec"]["tolerations"] == [own_toleration, SPOT_TOLERATION]
+    assert again["spec"]["suspend"] is False
+
+
+# -- 6. the Job is gone before its decision is executed ----------------------------------------
+
+
+async def test_job_deleted_before_dispatch_gives_dispatch_failed_404_and_ack(api, bus: MemoryBus) -> None:
+    """A WorkloadAdmitted whose Job was deleted meanwhile (the watcher lagging) is recorded as DispatchFailed 404, acked."""
+    async with running(*watch_all(Watcher(bus=bus, api=api)), admitter(bus).run()):
+        await kube.apply_manifest(api, flavor("default-flavor"))
+        await kube.apply_manifest(api, cluster_queue("cluster-queue"))
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        await kube.apply_manifest(api, job("fleeting"))
+        await wait_for(bus, types.WorkloadAdmitted)
+    # The watcher is down, so the deletion does not reach the log before the dispatcher acts.
+    await kube.delete_object(api, JOBS, namespace="default", name="fleeting")
+
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        [failed] = await wait_for(bus, types.DispatchFailed)
+        admitted_message, admitted = await message_of(bus, types.WorkloadAdmitted)
+        await wait_until(lambda: admitted_message.seq in consumer.acked, what="the ack of the failed decision")
+
+    assert failed.workload == admitted.workload and failed.decision_seq == admitted_message.seq
+    assert (failed.action, failed.status, failed.reason) == ("StartJob", 404, "NotFound")
+    assert not failed.retryable
+    assert admitted_message.seq in consumer.acked and consumer.naked == []
+    assert await events_of(bus, types.DispatchApplied) == []
+    assert (dispatcher.applied, dispatcher.failed) == (0, 1)
+
+
+# -- 7. an undecodable decision ----------------------------------------------------------------
+
+
+async def test_undecodable_decision_is_acked_and_later_decisions_still_run(api, bus: MemoryBus) -> None:
+    """Garbage on a per-workload decision subject is acked and skipped; the next admitted Job is still started."""
+    broken = await bus.publish(OutgoingMessage(subject="kq.dec.p0.wl.default.broken", data=b"{broken", msg_id="broken-1"))
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*watch_all(Watcher(bus=bus, api=api)), admitter(bus).run(),
+                       dispatcher.fold_forever(), dispatcher.consume(consumer)) as tasks:
+        await kube.apply_manifest(api, flavor("default-flavor", node_labels={"pool": "a"}))
+        await kube.apply_manifest(api, cluster_queue("cluster-queue"))
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        await kube.apply_manifest(api, job("after-garbage"))
+        [applied] = await wait_for(bus, types.DispatchApplied)
+        started = await kube.get_object(api, JOBS, namespace="default", name="after-garbage")
+        assert not any(t.done() for t in tasks)
+
+    assert consumer.acked[0] == broken.seq
+    with pytest.raises(codec.DecodeError):
+        codec.decode((await bus.get(broken.seq)).data)
+    assert started["spec"]["suspend"] is False
+    assert started["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "a"}
+    assert applied.node_selector == {"pool": "a"}
+    assert dispatcher.state.last_seq >= applied.decision_seq > broken.seq
