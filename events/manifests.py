@@ -24,6 +24,7 @@ from events import models
 from events.quantities import QuantityError, to_amount
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
+CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 KUEUE_KINDS: dict[str, type[models.APIObject]] = {
     "ResourceFlavor": models.ResourceFlavor,
     "ClusterQueue": models.ClusterQueue,
@@ -74,7 +75,7 @@ def describe(manifest: dict[str, Any]) -> tuple[str, str]:
     return kind, f"{namespace}/{name}" if namespace else name
 
 
-def parse_object(manifest: dict[str, Any]) -> models.APIObject:
+def parse_object(manifest: dict[str, Any]) -> models.APIObject | models.Namespace | models.Configuration:
     """Convert one kueue.x-k8s.io/v1beta2 manifest into its model, validated.
 
     Raises ManifestError for an unknown kind or API version, a missing or invalid
@@ -82,6 +83,8 @@ def parse_object(manifest: dict[str, Any]) -> models.APIObject:
     enforce (SEMANTICS §1).
     """
     kind, name = describe(manifest)
+    if (manifest.get("apiVersion"), kind) in _OTHER_KINDS:
+        return _parse_other(manifest, kind=kind, name=name)
     model_type = KUEUE_KINDS.get(kind)
     if model_type is None or manifest.get("apiVersion") != KUEUE_API:
         raise ManifestError(
@@ -114,6 +117,25 @@ def parse_object(manifest: dict[str, Any]) -> models.APIObject:
         raise ManifestError(kind=kind, name=name, field=field, problem=problem) from err
     _validate(obj, kind=kind, name=name)
     return obj
+
+
+_OTHER_KINDS = {("v1", "Namespace"), (CONFIG_API, "Configuration")}
+
+
+def _parse_other(manifest: dict[str, Any], *, kind: str, name: str) -> models.Namespace | models.Configuration:
+    """A v1 Namespace or a manager Configuration (which has no metadata in Kueue's files)."""
+    raw = {k: v for k, v in copy.deepcopy(manifest).items() if k not in ("apiVersion", "kind")}
+    if kind == "Configuration":
+        raw["metadata"] = {"name": (manifest.get("metadata") or {}).get("name") or "config"}
+        target: type[models.Namespace | models.Configuration] = models.Configuration
+    else:
+        raw = {"metadata": _normalize_meta(raw.get("metadata"), kind=kind, name=name)}
+        target = models.Namespace
+    try:
+        return msgspec.convert(raw, target)
+    except msgspec.ValidationError as err:
+        field, problem = _split_validation_error(str(err))
+        raise ManifestError(kind=kind, name=name, field=field, problem=problem) from err
 
 
 def parse_objects(manifests: Iterable[dict[str, Any]]) -> Iterator[models.APIObject]:

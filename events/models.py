@@ -282,4 +282,65 @@ class Workload(_Model, kw_only=True):
         return self.spec.priority or 0
 
 
+class Namespace(_Model, kw_only=True):
+    """A v1 Namespace: only its labels matter (ClusterQueue ``namespaceSelector``)."""
+
+    metadata: ObjectMeta
+
+
+class FairSharingConfig(_Model, kw_only=True):
+    """Configuration ``fairSharing``: present means fair sharing is on (SEMANTICS §0.2)."""
+
+    preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] = msgspec.field(
+        default_factory=lambda: ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    )
+
+
+class AdmissionFairSharingConfig(_Model, kw_only=True):
+    """Configuration ``admissionFairSharing`` (SEMANTICS §8); durations as Go duration strings."""
+
+    usage_half_life_time: str = "168h"
+    usage_sampling_interval: str = "5m"
+    resource_weights: dict[str, str] = {}
+
+
+class WaitForPodsReadyConfig(_Model, kw_only=True):
+    """Configuration ``waitForPodsReady`` (SEMANTICS §9.4)."""
+
+    enable: bool = True
+    timeout: str = "30m"
+    block_admission: bool = False
+
+
+class ResourceTransformation(_Model, kw_only=True):
+    """One ``resources.transformations`` entry (SEMANTICS §10.4); factors as Quantity strings."""
+
+    input: str
+    strategy: Literal["Retain", "Replace"] = "Retain"
+    outputs: dict[str, str] = {}
+    multiply_by: str | None = None
+
+
+class ResourcesConfig(_Model, kw_only=True):
+    """Configuration ``resources``: excluded prefixes, transformations, undeclared-resource policy."""
+
+    exclude_resource_prefixes: list[str] = []
+    transformations: list[ResourceTransformation] = []
+    quota_check_strategy: Literal["BlockUndeclared", "IgnoreUndeclared"] = "BlockUndeclared"
+
+
+class Configuration(_Model, kw_only=True):
+    """config.kueue.x-k8s.io/v1beta2 Configuration: the manager settings that change admission.
+
+    Absent sections keep Kueue's defaults (fair sharing off, admission fair sharing off).
+    """
+
+    metadata: ObjectMeta = ObjectMeta(name="config")
+    fair_sharing: FairSharingConfig | None = None
+    admission_fair_sharing: AdmissionFairSharingConfig | None = None
+    wait_for_pods_ready: WaitForPodsReadyConfig | None = None
+    resources: ResourcesConfig | None = None
+    feature_gates: dict[str, bool] = {}
+
+
 APIObject = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload

@@ -32,6 +32,8 @@ _FACT_KIND_TOKENS = {
     "LocalQueue": "lq",
     "WorkloadPriorityClass": "wpc",
     "Workload": "wl",
+    "Namespace": "ns",
+    "Configuration": "config",
 }
 
 
@@ -82,6 +84,10 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             return "WorkloadPriorityClass", "", obj.metadata.name
         case types.WorkloadObserved(workload=obj):
             return "Workload", obj.metadata.namespace, obj.metadata.name
+        case types.NamespaceObserved(namespace=obj):
+            return "Namespace", "", obj.metadata.name
+        case types.ConfigurationObserved(configuration=obj):
+            return "Configuration", "", obj.metadata.name
         case types.WorkloadFinished(workload=ref):
             return "Workload", ref.namespace, ref.name
         case types.ObjectDeleted() | types.ObjectRejected():

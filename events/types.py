@@ -77,6 +77,18 @@ class WorkloadObserved(_Event, kw_only=True, tag="WorkloadObserved"):
     workload: models.Workload
 
 
+class NamespaceObserved(_Event, kw_only=True, tag="NamespaceObserved"):
+    """A Namespace as it now is (its labels feed namespaceSelector)."""
+
+    namespace: models.Namespace
+
+
+class ConfigurationObserved(_Event, kw_only=True, tag="ConfigurationObserved"):
+    """The manager Configuration now in force (fair sharing, resources, feature gates)."""
+
+    configuration: models.Configuration
+
+
 class ObjectDeleted(_Event, kw_only=True, tag="ObjectDeleted"):
     """An object of ``kind`` is gone from the cluster (namespace "" for cluster-scoped)."""
 
@@ -215,6 +227,8 @@ Fact = (
     | LocalQueueObserved
     | WorkloadPriorityClassObserved
     | WorkloadObserved
+    | NamespaceObserved
+    | ConfigurationObserved
     | ObjectDeleted
     | WorkloadFinished
     | ObjectRejected

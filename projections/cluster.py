@@ -69,6 +69,8 @@ class ClusterState:
     workloads: dict[str, WorkloadState] = field(default_factory=dict)
     usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
+    namespaces: dict[str, models.Namespace] = field(default_factory=dict)
+    configuration: models.Configuration = field(default_factory=models.Configuration)
 
     def usage_of(self, cluster_queue: str, flavor: str, resource: str) -> int:
         """Reserved amount of ``resource`` in ``flavor`` of ``cluster_queue`` (0 when none)."""
@@ -100,6 +102,10 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             state.local_queues[(obj.metadata.namespace, obj.metadata.name)] = obj
         case types.WorkloadPriorityClassObserved(priority_class=obj):
             state.priority_classes[obj.metadata.name] = obj
+        case types.NamespaceObserved(namespace=obj):
+            state.namespaces[obj.metadata.name] = obj
+        case types.ConfigurationObserved(configuration=obj):
+            state.configuration = obj
         case types.ObjectRejected():
             state.rejections[(event.kind, event.namespace, event.name)] = event
         case types.DispatchApplied() | types.DispatchFailed():
@@ -147,6 +153,10 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             state.local_queues.pop((event.namespace, event.name), None)
         case "WorkloadPriorityClass":
             state.priority_classes.pop(event.name, None)
+        case "Namespace":
+            state.namespaces.pop(event.name, None)
+        case "Configuration":
+            state.configuration = models.Configuration()
 
 
 def _same_uid(current: WorkloadState, ref: types.WorkloadRef | types.ObjectDeleted) -> bool:

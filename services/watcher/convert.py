@@ -28,6 +28,8 @@ _OBSERVED = {
     "LocalQueue": lambda obj: types.LocalQueueObserved(local_queue=obj),
     "WorkloadPriorityClass": lambda obj: types.WorkloadPriorityClassObserved(priority_class=obj),
     "Workload": lambda obj: types.WorkloadObserved(workload=obj),
+    "Namespace": lambda obj: types.NamespaceObserved(namespace=obj),
+    "Configuration": lambda obj: types.ConfigurationObserved(configuration=obj),
 }
 
 

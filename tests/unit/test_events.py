@@ -20,6 +20,8 @@ SAMPLES: list[types.Event] = [
         metadata=models.ObjectMeta(name="lq", namespace="ns"), spec=models.LocalQueueSpec(cluster_queue="cq"))),
     types.WorkloadPriorityClassObserved(priority_class=models.WorkloadPriorityClass(
         metadata=models.ObjectMeta(name="high"), value=1000)),
+    types.NamespaceObserved(namespace=models.Namespace(metadata=models.ObjectMeta(name="ns", labels={"team": "a"}))),
+    types.ConfigurationObserved(configuration=models.Configuration(fair_sharing=models.FairSharingConfig())),
     types.ObjectDeleted(kind="ClusterQueue", name="cq"),
     types.WorkloadFinished(workload=REF, at_ms=7),
     types.ObjectRejected(kind="Job", namespace="ns", name="j", field="spec.parallelism", problem="bad"),
