@@ -177,12 +177,15 @@ class WorkloadInadmissible(_Event, kw_only=True, tag="WorkloadInadmissible"):
 
     ``reason`` is Kueue's condition reason (``Pending``, ``Inadmissible``);
     ``message`` the sentence Kueue would write on the QuotaReserved=False condition.
+    ``parked`` says the workload moved to its ClusterQueue's inadmissible list: it is
+    not tried again until something that could let it fit happens (SEMANTICS §3.6).
     """
 
     workload: WorkloadRef
     reason: str
     message: str
     at_ms: int
+    parked: bool = False
 
 
 class QuotaReleased(_Event, kw_only=True, tag="QuotaReleased"):

@@ -24,8 +24,9 @@ class WorkloadState:
     """One workload and what the log says happened to it.
 
     ``reservation`` is the live QuotaReserved (None when the workload holds no
-    quota); the ``*_seq`` fields are the log sequences of the facts that matter
-    for release (``cause_seq`` of QuotaReleased).
+    quota); the ``*_seq`` fields are log sequences: the latest observation, the
+    facts that matter for release (``cause_seq`` of QuotaReleased), and the
+    decision that parked it as inadmissible (0: not parked).
     """
 
     workload: models.Workload
@@ -36,6 +37,7 @@ class WorkloadState:
     finished_seq: int = 0
     deleted_seq: int = 0
     pending_message: str = ""
+    parked_seq: int = 0
 
     @property
     def ref(self) -> types.WorkloadRef:
@@ -71,6 +73,14 @@ class ClusterState:
     rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
     namespaces: dict[str, models.Namespace] = field(default_factory=dict)
     configuration: models.Configuration = field(default_factory=models.Configuration)
+    requeue_triggers: dict[str, int] = field(default_factory=dict)
+
+    def trigger(self, key: str, seq: int) -> None:
+        """Record an event that moves parked workloads back (SEMANTICS §3.6).
+
+        ``key`` is ``cq:<name>``, ``cohort:<name>`` or ``*`` (everything).
+        """
+        self.requeue_triggers[key] = max(self.requeue_triggers.get(key, 0), seq)
 
     def usage_of(self, cluster_queue: str, flavor: str, resource: str) -> int:
         """Reserved amount of ``resource`` in ``flavor`` of ``cluster_queue`` (0 when none)."""
@@ -87,25 +97,34 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
         case types.DecisionRecord():
             state.heads[event.partition] = seq
         case types.QuotaReserved() | types.WorkloadAdmitted() | types.WorkloadInadmissible() | types.QuotaReleased():
-            _apply_workload_decision(state, event)
+            _apply_workload_decision(state, event, seq=seq)
         case types.WorkloadObserved() | types.WorkloadFinished():
             _apply_workload_fact(state, event, seq=seq)
         case types.ObjectDeleted():
             _apply_deleted(state, event, seq=seq)
+            if event.kind != "Workload":
+                state.trigger("*", seq)
         case types.ResourceFlavorObserved(flavor=obj):
             state.flavors[obj.metadata.name] = obj
+            state.trigger("*", seq)
         case types.ClusterQueueObserved(cluster_queue=obj):
             state.cluster_queues[obj.metadata.name] = obj
+            state.trigger(f"cq:{obj.metadata.name}", seq)
         case types.CohortObserved(cohort=obj):
             state.cohorts[obj.metadata.name] = obj
+            state.trigger(f"cohort:{obj.metadata.name}", seq)
         case types.LocalQueueObserved(local_queue=obj):
             state.local_queues[(obj.metadata.namespace, obj.metadata.name)] = obj
+            state.trigger(f"cq:{obj.spec.cluster_queue}", seq)
         case types.WorkloadPriorityClassObserved(priority_class=obj):
             state.priority_classes[obj.metadata.name] = obj
+            state.trigger("*", seq)
         case types.NamespaceObserved(namespace=obj):
             state.namespaces[obj.metadata.name] = obj
+            state.trigger("*", seq)
         case types.ConfigurationObserved(configuration=obj):
             state.configuration = obj
+            state.trigger("*", seq)
         case types.ObjectRejected():
             state.rejections[(event.kind, event.namespace, event.name)] = event
         case types.DispatchApplied() | types.DispatchFailed():
@@ -127,7 +146,10 @@ def _apply_workload_fact(
         ):
             state.workloads[key] = WorkloadState(workload=event.workload, observed_seq=seq)
         else:
+            if current.workload.spec != event.workload.spec:
+                current.parked_seq = 0  # a changed workload leaves the inadmissible list
             current.workload = event.workload
+            current.observed_seq = seq
         return
     current = state.workloads.get(event.workload.key)
     if current is not None and current.finished is None and _same_uid(current, event.workload):
@@ -167,6 +189,8 @@ def _same_uid(current: WorkloadState, ref: types.WorkloadRef | types.ObjectDelet
 def _apply_workload_decision(
     state: ClusterState,
     event: types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible | types.QuotaReleased,
+    *,
+    seq: int,
 ) -> None:
     current = state.workloads.get(event.workload.key)
     if current is None:
@@ -175,14 +199,17 @@ def _apply_workload_decision(
         case types.QuotaReserved():
             if current.reservation is None:
                 current.reservation = event
+                current.parked_seq = 0
                 _add_usage(state, event, sign=1)
         case types.WorkloadAdmitted():
             current.admitted = current.reservation is not None
         case types.WorkloadInadmissible():
             current.pending_message = event.message
+            current.parked_seq = seq if event.parked else 0
         case types.QuotaReleased():
             if current.reservation is not None:
                 _add_usage(state, current.reservation, sign=-1)
+                state.trigger(f"cq:{current.reservation.cluster_queue}", seq)
                 current.reservation = None
                 current.admitted = False
                 current.pending_message = ""

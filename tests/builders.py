@@ -11,38 +11,83 @@ from services.watcher.convert import kueue_fact
 
 def flavor(name: str, **labels: str) -> dict[str, Any]:
     """A ResourceFlavor manifest with optional node labels."""
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-            "metadata": {"name": name}, "spec": {"nodeLabels": labels} if labels else {}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": {"nodeLabels": labels} if labels else {},
+    }
 
 
-def cluster_queue(name: str, *, flavors: dict[str, dict[str, Any]], strategy: str = "BestEffortFIFO",
-                  selector: dict | None = None) -> dict[str, Any]:
+def cluster_queue(
+    name: str, *, flavors: dict[str, dict[str, Any]], strategy: str = "BestEffortFIFO", selector: dict | None = None
+) -> dict[str, Any]:
     """A ClusterQueue with one resource group; ``flavors`` maps flavor -> {resource: nominal}."""
     covered = sorted({r for quotas in flavors.values() for r in quotas})
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
-            "spec": {"namespaceSelector": {} if selector is None else selector, "queueingStrategy": strategy,
-                     "resourceGroups": [{"coveredResources": covered, "flavors": [
-                         {"name": f, "resources": [{"name": r, "nominalQuota": quotas[r]} for r in covered]}
-                         for f, quotas in flavors.items()]}]}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {} if selector is None else selector,
+            "queueingStrategy": strategy,
+            "resourceGroups": [
+                {
+                    "coveredResources": covered,
+                    "flavors": [
+                        {"name": f, "resources": [{"name": r, "nominalQuota": quotas[r]} for r in covered]}
+                        for f, quotas in flavors.items()
+                    ],
+                }
+            ],
+        },
+    }
 
 
 def local_queue(name: str, cq: str, namespace: str = "default") -> dict[str, Any]:
     """A LocalQueue manifest."""
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-            "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cq}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cq},
+    }
 
 
-def workload(name: str, *, queue: str = "lq", count: int = 1, created: int = 0, priority: int | None = None,
-             namespace: str = "default", **requests: str) -> dict[str, Any]:
+def workload(
+    name: str,
+    *,
+    queue: str = "lq",
+    count: int = 1,
+    created: int = 0,
+    priority: int | None = None,
+    namespace: str = "default",
+    **requests: str,
+) -> dict[str, Any]:
     """A Workload manifest of one pod set ``main``; ``created`` is seconds after 2026-01-01."""
-    spec: dict[str, Any] = {"queueName": queue, "podSets": [{"name": "main", "count": count, "template": {"spec": {
-        "containers": [{"name": "c", "resources": {"requests": dict(requests)}}]}}}]}
+    spec: dict[str, Any] = {
+        "queueName": queue,
+        "podSets": [
+            {
+                "name": "main",
+                "count": count,
+                "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": dict(requests)}}]}},
+            }
+        ],
+    }
     if priority is not None:
         spec["priority"] = priority
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
-                         "creationTimestamp": f"2026-01-01T00:{created // 60:02d}:{created % 60:02d}Z"},
-            "spec": spec}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "creationTimestamp": f"2026-01-01T00:{created // 60:02d}:{created % 60:02d}Z",
+        },
+        "spec": spec,
+    }
 
 
 class Log:
@@ -62,6 +107,24 @@ class Log:
             fact = kueue_fact(doc)
             assert not isinstance(fact, types.ObjectRejected), fact
             self.add(fact)
+
+    def cycle(self, now_ms: int) -> list[types.Decision]:
+        """One admitter cycle; its decisions are folded into the log."""
+        from services.admitter.core import decide
+
+        out = decide(self.state, now_ms=now_ms)
+        self.add(*out)
+        return out
+
+    def settle(self, now_ms: int, *, limit: int = 200) -> list[types.Decision]:
+        """Admitter cycles until one decides nothing; all decisions, folded."""
+        decided: list[types.Decision] = []
+        for i in range(limit):
+            out = self.cycle(now_ms + i)
+            if not out:
+                return decided
+            decided.extend(out)
+        raise AssertionError(f"no settle after {limit} cycles")
 
     def finish(self, key: str) -> None:
         namespace, name = key.split("/")

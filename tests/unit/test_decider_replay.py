@@ -35,13 +35,19 @@ async def run_quick_start(bus: MemoryBus) -> DeciderLoop:
     loop = DeciderLoop(bus=bus, decider=deciders.ADMITTER, clock=lambda: 1_000, wakeup=0.05)
     task = asyncio.create_task(loop.run())
     try:
-        await publish(bus, flavor("default-flavor"),
-                      cluster_queue("cq", flavors={"default-flavor": {"cpu": 9, "memory": "36Gi"}}),
-                      local_queue("lq", "cq"))
+        await publish(
+            bus,
+            flavor("default-flavor"),
+            cluster_queue("cq", flavors={"default-flavor": {"cpu": 9, "memory": "36Gi"}}),
+            local_queue("lq", "cq"),
+        )
         await publish(bus, *(workload(f"job-{i}", count=3, created=i, cpu="1", memory="200Mi") for i in range(1, 5)))
         await settle(bus, loop)
-        await bus.publish(subjects.fact_message(types.WorkloadFinished(
-            workload=types.WorkloadRef(namespace="default", name="job-1", uid="uid-job-1"))))
+        await bus.publish(
+            subjects.fact_message(
+                types.WorkloadFinished(workload=types.WorkloadRef(namespace="default", name="job-1", uid="uid-job-1"))
+            )
+        )
         await settle(bus, loop)
     finally:
         task.cancel()
@@ -66,7 +72,10 @@ async def test_loop_admits_and_replay_matches() -> None:
     loop = await run_quick_start(bus)
     state = loop.state
     assert sorted(k for k, w in state.workloads.items() if w.reservation) == [
-        "default/job-2", "default/job-3", "default/job-4"]
+        "default/job-2",
+        "default/job-3",
+        "default/job-4",
+    ]
     assert state.usage["cq"]["default-flavor"]["cpu"] == 9000
     report = await replay_bus(bus, deciders.BY_ROLE)
     assert report.ok, report.mismatches
@@ -131,8 +140,13 @@ async def test_undecodable_event_does_not_stop_the_loop() -> None:
         from events.bus.base import OutgoingMessage
 
         await bus.publish(OutgoingMessage(subject="kq.in.wl.default.broken", data=b"{not json", msg_id="broken"))
-        await publish(bus, flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": 1}}), local_queue("lq", "cq"),
-                      workload("ok", cpu="1"))
+        await publish(
+            bus,
+            flavor("f"),
+            cluster_queue("cq", flavors={"f": {"cpu": 1}}),
+            local_queue("lq", "cq"),
+            workload("ok", cpu="1"),
+        )
         await settle(bus, loop)
     finally:
         task.cancel()

@@ -11,24 +11,46 @@ from events import codec, models, subjects, types
 REF = types.WorkloadRef(namespace="default", name="job-a", uid="u1")
 SAMPLES: list[types.Event] = [
     types.ResourceFlavorObserved(flavor=models.ResourceFlavor(metadata=models.ObjectMeta(name="f"))),
-    types.WorkloadObserved(workload=models.Workload(
-        metadata=models.ObjectMeta(name="w", namespace="ns", creation_timestamp_ms=5),
-        spec=models.WorkloadSpec(pod_sets=[models.PodSet(count=3, requests={"memory": 2**30, "cpu": 500})]))),
+    types.WorkloadObserved(
+        workload=models.Workload(
+            metadata=models.ObjectMeta(name="w", namespace="ns", creation_timestamp_ms=5),
+            spec=models.WorkloadSpec(pod_sets=[models.PodSet(count=3, requests={"memory": 2**30, "cpu": 500})]),
+        )
+    ),
     types.ClusterQueueObserved(cluster_queue=models.ClusterQueue(metadata=models.ObjectMeta(name="cq"))),
     types.CohortObserved(cohort=models.Cohort(metadata=models.ObjectMeta(name="c"))),
-    types.LocalQueueObserved(local_queue=models.LocalQueue(
-        metadata=models.ObjectMeta(name="lq", namespace="ns"), spec=models.LocalQueueSpec(cluster_queue="cq"))),
-    types.WorkloadPriorityClassObserved(priority_class=models.WorkloadPriorityClass(
-        metadata=models.ObjectMeta(name="high"), value=1000)),
+    types.LocalQueueObserved(
+        local_queue=models.LocalQueue(
+            metadata=models.ObjectMeta(name="lq", namespace="ns"), spec=models.LocalQueueSpec(cluster_queue="cq")
+        )
+    ),
+    types.WorkloadPriorityClassObserved(
+        priority_class=models.WorkloadPriorityClass(metadata=models.ObjectMeta(name="high"), value=1000)
+    ),
     types.NamespaceObserved(namespace=models.Namespace(metadata=models.ObjectMeta(name="ns", labels={"team": "a"}))),
     types.ConfigurationObserved(configuration=models.Configuration(fair_sharing=models.FairSharingConfig())),
     types.ObjectDeleted(kind="ClusterQueue", name="cq"),
     types.WorkloadFinished(workload=REF, at_ms=7),
     types.ObjectRejected(kind="Job", namespace="ns", name="j", field="spec.parallelism", problem="bad"),
-    types.DecisionRecord(decision_id="admit:p0:3", partition="p0", role="admit", basis_seq=3, expected_head_seq=0,
-                         now_ms=9, logic_version=1, output_count=1, outputs_sha256="00"),
-    types.QuotaReserved(workload=REF, cluster_queue="cq", at_ms=1, pod_set_assignments=[
-        types.PodSetAssignment(name="main", flavors={"cpu": "f"}, resource_usage={"cpu": 3000}, count=3)]),
+    types.DecisionRecord(
+        decision_id="admit:p0:3",
+        partition="p0",
+        role="admit",
+        basis_seq=3,
+        expected_head_seq=0,
+        now_ms=9,
+        logic_version=1,
+        output_count=1,
+        outputs_sha256="00",
+    ),
+    types.QuotaReserved(
+        workload=REF,
+        cluster_queue="cq",
+        at_ms=1,
+        pod_set_assignments=[
+            types.PodSetAssignment(name="main", flavors={"cpu": "f"}, resource_usage={"cpu": 3000}, count=3)
+        ],
+    ),
     types.WorkloadAdmitted(workload=REF, cluster_queue="cq", at_ms=1),
     types.WorkloadInadmissible(workload=REF, reason="Pending", message="m", at_ms=1),
     types.QuotaReleased(workload=REF, cluster_queue="cq", reason="Finished", cause_seq=4, at_ms=2),

@@ -15,8 +15,14 @@ def cq(spec: dict) -> dict:
 
 
 def one_flavor(resources: list[dict], covered: list[str] | None = None) -> dict:
-    return {"resourceGroups": [{"coveredResources": covered or [r["name"] for r in resources],
-                                "flavors": [{"name": "f", "resources": resources}]}]}
+    return {
+        "resourceGroups": [
+            {
+                "coveredResources": covered or [r["name"] for r in resources],
+                "flavors": [{"name": "f", "resources": resources}],
+            }
+        ]
+    }
 
 
 def test_kueue_single_clusterqueue_setup_parses() -> None:
@@ -43,13 +49,31 @@ def test_every_admin_example_parses(path: str) -> None:
 
 def test_workload_requests_from_template() -> None:
     """A Workload's pod set carries per-pod requests: containers summed, init containers maxed."""
-    wl = manifests.parse_object({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-        "metadata": {"name": "w", "creationTimestamp": "2026-01-01T00:00:01Z"},
-        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 2, "template": {"spec": {
-            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3"}}}],
-            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
-                           {"name": "b", "resources": {"limits": {"cpu": "500m"}}}]}}}]}})
+    wl = manifests.parse_object(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": "w", "creationTimestamp": "2026-01-01T00:00:01Z"},
+            "spec": {
+                "queueName": "q",
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 2,
+                        "template": {
+                            "spec": {
+                                "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3"}}}],
+                                "containers": [
+                                    {"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+                                    {"name": "b", "resources": {"limits": {"cpu": "500m"}}},
+                                ],
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+    )
     assert isinstance(wl, models.Workload)
     assert wl.metadata.namespace == "default"
     assert wl.metadata.creation_timestamp_ms == 1767225601000
@@ -59,21 +83,42 @@ def test_workload_requests_from_template() -> None:
 @pytest.mark.parametrize(
     ("manifest", "field", "problem"),
     [
-        (cq(one_flavor([{"name": "cpu", "nominalQuota": "-3"}])),
-         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "must not be negative"),
-        (cq(one_flavor([{"name": "cpu", "nominalQuota": "lots"}])),
-         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "not a quantity"),
+        (
+            cq(one_flavor([{"name": "cpu", "nominalQuota": "-3"}])),
+            "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
+            "must not be negative",
+        ),
+        (
+            cq(one_flavor([{"name": "cpu", "nominalQuota": "lots"}])),
+            "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
+            "not a quantity",
+        ),
         (cq({"queueingStrategy": "Random"}), "spec.queueingStrategy", "Invalid enum value"),
-        (cq(one_flavor([{"name": "cpu", "nominalQuota": 1, "borrowingLimit": 1}])),
-         "spec.resourceGroups[0].flavors[0].resources[0]", "need spec.cohortName"),
-        (cq(one_flavor([{"name": "cpu", "nominalQuota": 1}], covered=["cpu", "memory"])),
-         "spec.resourceGroups[0].flavors[0].resources", "exactly the covered resources"),
-        ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "Bad_Name"}},
-         "metadata.name", "DNS-1123"),
-        ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Widget", "metadata": {"name": "w"}},
-         "apiVersion/kind", "not a kind"),
-        ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq"}, "spec": {}},
-         "spec.clusterQueue", "missing required field"),
+        (
+            cq(one_flavor([{"name": "cpu", "nominalQuota": 1, "borrowingLimit": 1}])),
+            "spec.resourceGroups[0].flavors[0].resources[0]",
+            "need spec.cohortName",
+        ),
+        (
+            cq(one_flavor([{"name": "cpu", "nominalQuota": 1}], covered=["cpu", "memory"])),
+            "spec.resourceGroups[0].flavors[0].resources",
+            "exactly the covered resources",
+        ),
+        (
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "Bad_Name"}},
+            "metadata.name",
+            "DNS-1123",
+        ),
+        (
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Widget", "metadata": {"name": "w"}},
+            "apiVersion/kind",
+            "not a kind",
+        ),
+        (
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq"}, "spec": {}},
+            "spec.clusterQueue",
+            "missing required field",
+        ),
     ],
 )
 def test_bad_manifest_names_object_and_field(manifest: dict, field: str, problem: str) -> None:

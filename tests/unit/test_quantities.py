@@ -47,8 +47,15 @@ def test_negative_only_when_allowed() -> None:
 
 @pytest.mark.parametrize(
     ("resource", "amount", "want"),
-    [("cpu", 500, "500m"), ("cpu", 3000, "3"), ("memory", 200 * 2**20, "200Mi"), ("memory", 10**9, "1G"),
-     ("memory", 7, "7"), ("pods", 0, "0"), ("cpu", UNLIMITED, "unlimited")],
+    [
+        ("cpu", 500, "500m"),
+        ("cpu", 3000, "3"),
+        ("memory", 200 * 2**20, "200Mi"),
+        ("memory", 10**9, "1G"),
+        ("memory", 7, "7"),
+        ("pods", 0, "0"),
+        ("cpu", UNLIMITED, "unlimited"),
+    ],
 )
 def test_format_amount(resource: str, amount: int, want: str) -> None:
     """Amounts print back as the short Quantity a person would write."""

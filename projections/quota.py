@@ -1,0 +1,260 @@
+"""Quota math: ClusterQueues and cohorts as a tree of resource nodes (SEMANTICS §6).
+
+Built from a :class:`projections.cluster.ClusterState` for one scheduling cycle,
+then updated in place as the cycle admits workloads. Every ClusterQueue and
+Cohort is a node holding, per flavor-resource (``FR = (flavor, resource)``):
+
+- ``subtree_quota``: a ClusterQueue's nominal quota; a cohort's own nominal plus
+  what each child lends up (``child.subtree_quota - child.local_quota``);
+- ``local_quota``: what a node keeps for its own subtree when it has a
+  ``lendingLimit`` (``max(0, subtree_quota - lendingLimit)``), else 0;
+- ``usage``: a ClusterQueue's reserved quota; a cohort's is what its children use
+  beyond their local quota.
+
+``available`` and ``potential_available`` follow Kueue's resource_node.go and
+clusterqueue_snapshot.go; amounts are integers (cpu in millicores). Pure: no I/O.
+Cohorts named by ``cohortName``/``parentName`` without an object are implicit
+(no quota). A ClusterQueue whose cohort chain has a cycle is marked ``in_cycle``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from events import models
+from projections.cluster import ClusterState
+
+FR = tuple[str, str]  # (flavor, resource)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """Nominal quota and optional limits of one FR on one node (None: no limit)."""
+
+    nominal: int = 0
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(eq=False)
+class Node:
+    """A ClusterQueue (``is_cohort`` False) or a Cohort in the quota tree."""
+
+    name: str
+    is_cohort: bool
+    quotas: dict[FR, Quota] = field(default_factory=dict)
+    parent: Node | None = None
+    children: list[Node] = field(default_factory=list)
+    usage: dict[FR, int] = field(default_factory=dict)
+    subtree: dict[FR, int] = field(default_factory=dict)
+    in_cycle: bool = False
+
+    def local_quota(self, fr: FR) -> int:
+        """The part of the subtree quota kept from lending (0 without a lendingLimit)."""
+        quota = self.quotas.get(fr)
+        if quota is None or quota.lending_limit is None:
+            return 0
+        return max(0, self.subtree.get(fr, 0) - quota.lending_limit)
+
+    def local_available(self, fr: FR) -> int:
+        """Unused local quota."""
+        return max(0, self.local_quota(fr) - self.usage.get(fr, 0))
+
+    def root(self) -> Node:
+        """The root of this node's tree (itself without a parent)."""
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def height(self) -> int:
+        """Distance to the deepest leaf (a ClusterQueue has 0, a cohort of ClusterQueues 1)."""
+        return 1 + max((c.height() for c in self.children), default=0) if self.is_cohort else 0
+
+
+class QuotaTree:
+    """The quota nodes of every ClusterQueue and cohort, with usage; mutable per cycle."""
+
+    def __init__(self, *, cluster_queues: dict[str, Node], cohorts: dict[str, Node]) -> None:
+        self.cluster_queues = cluster_queues
+        self.cohorts = cohorts
+
+    # --- queries (SEMANTICS §6.2) --------------------------------------------------------
+
+    def available(self, cq: str, fr: FR) -> int:
+        """What ``cq`` may still take of ``fr`` now, borrowing included (never negative)."""
+        return max(0, _available(self.cluster_queues[cq], fr))
+
+    def potential_available(self, cq: str, fr: FR) -> int:
+        """The most ``cq`` could ever hold of ``fr`` if nothing else used anything."""
+        return _potential(self.cluster_queues[cq], fr)
+
+    def nominal(self, cq: str, fr: FR) -> int:
+        """The ClusterQueue's own nominal quota of ``fr`` (0 when not declared)."""
+        quota = self.cluster_queues[cq].quotas.get(fr)
+        return quota.nominal if quota else 0
+
+    def declares(self, cq: str, fr: FR) -> bool:
+        """Whether the ClusterQueue lists ``fr`` (a CQ can only use FRs it declares)."""
+        return fr in self.cluster_queues[cq].quotas
+
+    def usage(self, cq: str, fr: FR) -> int:
+        """Reserved amount of ``fr`` in ``cq``."""
+        return self.cluster_queues[cq].usage.get(fr, 0)
+
+    def fits(self, cq: str, usage: dict[FR, int]) -> bool:
+        """Whether ``usage`` fits in what ``cq`` has available for every FR."""
+        return all(amount <= self.available(cq, fr) for fr, amount in usage.items())
+
+    def borrowing_level(self, cq: str, fr: FR, amount: int) -> int:
+        """Kueue's FindHeightOfLowestSubtreeThatFits: 0 when no borrowing is needed,
+        else the height of the lowest ancestor whose subtree quota covers the request."""
+        node = self.cluster_queues[cq]
+        if node.parent is None or node.quotas.get(fr, Quota()).nominal >= node.usage.get(fr, 0) + amount:
+            return 0
+        remaining = amount - node.local_available(fr)
+        ancestor = node.parent
+        while ancestor is not None:
+            if ancestor.subtree.get(fr, 0) >= ancestor.usage.get(fr, 0) + remaining:
+                return ancestor.height()
+            remaining -= ancestor.local_available(fr)
+            ancestor = ancestor.parent
+        return node.root().height()
+
+    def borrowing(self, cq: str, fr: FR, amount: int) -> bool:
+        """Whether holding ``amount`` more of ``fr`` would take ``cq`` above its nominal quota."""
+        node = self.cluster_queues[cq]
+        return node.parent is not None and self.nominal(cq, fr) < node.usage.get(fr, 0) + amount
+
+    # --- updates ---------------------------------------------------------------------------
+
+    def add_usage(self, cq: str, usage: dict[FR, int]) -> None:
+        """Reserve ``usage`` in ``cq``; what exceeds local quota is pushed up the tree."""
+        for fr, amount in usage.items():
+            _add(self.cluster_queues[cq], fr, amount)
+
+    def remove_usage(self, cq: str, usage: dict[FR, int]) -> None:
+        """Give back ``usage`` reserved in ``cq``."""
+        for fr, amount in usage.items():
+            _remove(self.cluster_queues[cq], fr, amount)
+
+
+def build(state: ClusterState, *, usage: dict[str, dict[str, dict[str, int]]] | None = None) -> QuotaTree:
+    """The quota tree of ``state`` with ``usage`` (default: the ledger, ``state.usage``).
+
+    ``usage[cq][flavor][resource]`` amounts; CQs listed there but deleted are ignored.
+    """
+    cohorts: dict[str, Node] = {}
+
+    def cohort(name: str) -> Node:
+        if name not in cohorts:
+            obj = state.cohorts.get(name)
+            cohorts[name] = Node(name=name, is_cohort=True, quotas=_quotas(obj.spec.resource_groups) if obj else {})
+        return cohorts[name]
+
+    for name in sorted(state.cohorts):
+        node = cohort(name)
+        parent = state.cohorts[name].spec.parent_name
+        if parent:
+            node.parent = cohort(parent)
+    queues: dict[str, Node] = {}
+    for name in sorted(state.cluster_queues):
+        spec = state.cluster_queues[name].spec
+        node = Node(name=name, is_cohort=False, quotas=_quotas(spec.resource_groups))
+        if spec.cohort_name:
+            node.parent = cohort(spec.cohort_name)
+        queues[name] = node
+    _mark_cycles(cohorts)
+    for node in [*cohorts.values(), *queues.values()]:
+        if node.parent is not None and not node.in_cycle:
+            node.parent.children.append(node)
+    for node in cohorts.values():
+        if node.parent is None and not node.in_cycle:
+            _compute_subtree(node)
+    for node in queues.values():
+        if node.parent is None:
+            _compute_subtree(node)
+        elif node.parent.in_cycle:
+            node.in_cycle = True
+    tree = QuotaTree(cluster_queues=queues, cohorts=cohorts)
+    ledger = state.usage if usage is None else usage
+    for cq_name in sorted(ledger):
+        if cq_name in queues and not queues[cq_name].in_cycle:
+            flat = {(f, r): v for f, res in ledger[cq_name].items() for r, v in res.items() if v}
+            tree.add_usage(cq_name, dict(sorted(flat.items())))
+    return tree
+
+
+def _quotas(groups: list[models.ResourceGroup]) -> dict[FR, Quota]:
+    return {
+        (flavor.name, q.name): Quota(
+            nominal=q.nominal_quota, borrowing_limit=q.borrowing_limit, lending_limit=q.lending_limit
+        )
+        for group in groups
+        for flavor in group.flavors
+        for q in flavor.resources
+    }
+
+
+def _mark_cycles(cohorts: dict[str, Node]) -> None:
+    """Cohorts on or under a parent cycle are unusable (SEMANTICS §1.4): mark them."""
+    for start in cohorts.values():
+        seen: list[Node] = []
+        node: Node | None = start
+        while node is not None and node not in seen:
+            seen.append(node)
+            node = node.parent
+        if node is not None:  # a cycle: the whole chain from start is affected
+            for member in seen:
+                member.in_cycle = True
+
+
+def _compute_subtree(node: Node) -> None:
+    for child in node.children:
+        _compute_subtree(child)
+    frs = set(node.quotas)
+    for child in node.children:
+        frs.update(child.subtree)
+    for fr in sorted(frs):
+        own = node.quotas.get(fr, Quota()).nominal
+        lent = sum(child.subtree.get(fr, 0) - child.local_quota(fr) for child in node.children) if node.is_cohort else 0
+        node.subtree[fr] = own + lent
+
+
+def _available(node: Node, fr: FR) -> int:
+    if node.parent is None:
+        return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
+    from_parent = _available(node.parent, fr)
+    quota = node.quotas.get(fr)
+    if quota is not None and quota.borrowing_limit is not None:
+        local = node.local_quota(fr)
+        lendable = node.subtree.get(fr, 0) - local
+        borrowed_room = lendable - max(0, node.usage.get(fr, 0) - local) + quota.borrowing_limit
+        from_parent = min(from_parent, borrowed_room)
+    return node.local_available(fr) + from_parent
+
+
+def _potential(node: Node, fr: FR) -> int:
+    if node.parent is None:
+        return node.subtree.get(fr, 0)
+    value = node.local_quota(fr) + _potential(node.parent, fr)
+    quota = node.quotas.get(fr)
+    if quota is not None and quota.borrowing_limit is not None:
+        value = min(value, node.subtree.get(fr, 0) + quota.borrowing_limit)
+    return value
+
+
+def _add(node: Node, fr: FR, amount: int) -> None:
+    room = node.local_available(fr)
+    node.usage[fr] = node.usage.get(fr, 0) + amount
+    if node.parent is not None and amount > room:
+        _add(node.parent, fr, amount - room)
+
+
+def _remove(node: Node, fr: FR, amount: int) -> None:
+    local = node.local_quota(fr)
+    before = max(0, node.usage.get(fr, 0) - local)
+    node.usage[fr] = node.usage.get(fr, 0) - amount
+    after = max(0, node.usage[fr] - local)
+    if node.parent is not None and before > after:
+        _remove(node.parent, fr, before - after)

@@ -1,0 +1,224 @@
+"""Queues: which pending workloads a cycle looks at, and in what order (SEMANTICS §3).
+
+Kueue keeps, per ClusterQueue, a heap of pending workloads and an inadmissible
+list. Here both are derived from the folded log: a workload is *queued* when its
+LocalQueue and ClusterQueue exist and are usable; it is *parked* (inadmissible)
+from the WorkloadInadmissible decision that parked it until a requeue trigger in
+its cohort tree comes later on the log (quota released, a queue, cohort, flavor,
+namespace or configuration changed; SEMANTICS §3.6). Heads are one workload per
+active ClusterQueue per cycle (§4.1), in Kueue's heap order (§3.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from events import models
+from events.quantities import to_amount
+from projections import quota
+from projections.cluster import ClusterState, WorkloadState
+from services.admitter.flavors import PodSetRequest
+
+METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass(frozen=True)
+class Why:
+    """A condition reason and message for a workload that is not admitted; ``parked``
+    when it goes to the inadmissible list rather than staying queued."""
+
+    reason: str
+    message: str
+    parked: bool = False
+
+
+@dataclass(kw_only=True)
+class Plan:
+    """A cycle's heads (ClusterQueue name, workload) and the workloads that cannot queue, with why."""
+
+    heads: list[tuple[str, WorkloadState]] = field(default_factory=list)
+    unqueued: list[tuple[WorkloadState, Why]] = field(default_factory=list)
+
+
+def sorted_by_key(workloads: Iterable[WorkloadState]) -> list[WorkloadState]:
+    """Workloads by ``namespace/name``: the deterministic order for whole-state scans."""
+    return sorted(workloads, key=lambda wl: wl.workload.key)
+
+
+def priority_of(workload: models.Workload, state: ClusterState) -> int:
+    """Effective priority (SEMANTICS §2.4): ``spec.priority``, else the value of the referenced
+    WorkloadPriorityClass, else 0."""
+    if workload.spec.priority is not None:
+        return workload.spec.priority
+    ref = workload.spec.priority_class_ref
+    if ref is not None and ref.kind == "WorkloadPriorityClass" and ref.name in state.priority_classes:
+        return state.priority_classes[ref.name].value
+    return 0
+
+
+def queue_order_key(wl: WorkloadState, state: ClusterState) -> tuple[int, int, str, str]:
+    """Kueue's ClusterQueue heap order: higher priority, earlier creation, then UID (then name)."""
+    meta = wl.workload.metadata
+    return (-priority_of(wl.workload, state), meta.creation_timestamp_ms, meta.uid, wl.workload.key)
+
+
+def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
+    """The heads of this cycle and the workloads that cannot be queued at all."""
+    result = Plan()
+    queued: dict[str, list[WorkloadState]] = {}
+    for wl in sorted_by_key(state.workloads.values()):
+        if wl.reservation is not None or wl.gone or not wl.workload.spec.active:
+            continue
+        cq_name, why = _queue_of(wl, state)
+        if why is not None:
+            result.unqueued.append((wl, why))
+        else:
+            queued.setdefault(cq_name, []).append(wl)
+    triggers = _trigger_seq_by_cq(state, tree)
+    for cq_name in sorted(queued):
+        pending = sorted(queued[cq_name], key=lambda wl: queue_order_key(wl, state))
+        inactive = inactive_reason(state.cluster_queues[cq_name], state=state, tree=tree)
+        if inactive is not None:
+            result.unqueued.extend((wl, inactive) for wl in pending)
+            continue
+        head = next((wl for wl in pending if not wl.parked_seq or wl.parked_seq < triggers[cq_name]), None)
+        if head is None:
+            continue
+        mismatch = _namespace_mismatch(head, state.cluster_queues[cq_name], state)
+        if mismatch is not None:
+            result.unqueued.append((head, mismatch))  # parked below, even under StrictFIFO (SEMANTICS §10.3)
+            continue
+        result.heads.append((cq_name, head))
+    return result
+
+
+def inactive_reason(cq: models.ClusterQueue, *, state: ClusterState, tree: quota.QuotaTree) -> Why | None:
+    """Why a ClusterQueue admits nothing now (SEMANTICS §10.1-§10.2), or None when it is active."""
+    name = cq.metadata.name
+    if cq.spec.stop_policy != "None" or tree.cluster_queues[name].in_cycle:
+        return Why("Inadmissible", f"ClusterQueue {name} is inactive")
+    for group in cq.spec.resource_groups:
+        for flavor in group.flavors:
+            if flavor.name not in state.flavors:
+                return Why("Inadmissible", f"ClusterQueue {name} is inactive")
+    return None
+
+
+def pod_set_requests(
+    workload: models.Workload, *, cq: models.ClusterQueue, config: models.Configuration
+) -> list[PodSetRequest]:
+    """Per-pod requests the quota check uses (SEMANTICS §2.3, §10.4): excluded prefixes
+    dropped, transformations applied, undeclared resources ignored when configured,
+    and ``pods`` = 1 per pod when the ClusterQueue covers it."""
+    resources = config.resources or models.ResourcesConfig()
+    covered = {r for group in cq.spec.resource_groups for r in group.covered_resources}
+    out = []
+    for ps in workload.spec.pod_sets:
+        requests = {
+            r: v
+            for r, v in ps.requests.items()
+            if not any(r.startswith(prefix) for prefix in resources.exclude_resource_prefixes)
+        }
+        requests = _transform(requests, resources.transformations)
+        if resources.quota_check_strategy == "IgnoreUndeclared":
+            requests = {r: v for r, v in requests.items() if r in covered}
+        if "pods" in covered:
+            requests["pods"] = 1
+        out.append(
+            PodSetRequest(
+                name=ps.name,
+                count=ps.count,
+                requests=dict(sorted(requests.items())),
+                node_selector=ps.node_selector,
+                tolerations=tuple(ps.tolerations),
+            )
+        )
+    return out
+
+
+def _transform(requests: dict[str, int], transformations: list[models.ResourceTransformation]) -> dict[str, int]:
+    """Kueue's resource transformations: outputs += input x factor; Replace drops the input."""
+    out = dict(requests)
+    for rule in transformations:
+        if rule.input not in requests:
+            continue
+        amount = requests[rule.input]
+        if rule.multiply_by and rule.multiply_by in requests:
+            amount *= requests[rule.multiply_by]
+        for resource, factor in rule.outputs.items():
+            # factors are quantities of the output resource per input unit
+            out[resource] = out.get(resource, 0) + _scaled(rule.input, amount, resource, factor)
+        if rule.strategy == "Replace":
+            out.pop(rule.input, None)
+    return {r: max(v, 0) for r, v in out.items()}
+
+
+def _scaled(input_resource: str, amount: int, output_resource: str, factor: str) -> int:
+    per_unit = to_amount(output_resource, factor, allow_negative=True)
+    if input_resource == "cpu":  # cpu amounts are millicores: scale back to cores
+        return (amount * per_unit) // 1000
+    return amount * per_unit
+
+
+def _queue_of(wl: WorkloadState, state: ClusterState) -> tuple[str, Why | None]:
+    spec, namespace = wl.workload.spec, wl.workload.metadata.namespace
+    ref = spec.priority_class_ref
+    if (
+        ref is not None
+        and spec.priority is None
+        and ref.kind == "WorkloadPriorityClass"
+        and ref.name not in state.priority_classes
+    ):
+        return "", Why("Inadmissible", f"WorkloadPriorityClass {ref.name} not found")
+    lq = state.local_queues.get((namespace, spec.queue_name))
+    if lq is None:
+        return "", Why("Inadmissible", f"LocalQueue {spec.queue_name} doesn't exist")
+    if lq.spec.stop_policy != "None":
+        return "", Why("Inadmissible", f"LocalQueue {spec.queue_name} is inactive")
+    if lq.spec.cluster_queue not in state.cluster_queues:
+        return "", Why("Inadmissible", f"ClusterQueue {lq.spec.cluster_queue} doesn't exist")
+    return lq.spec.cluster_queue, None
+
+
+def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: ClusterState) -> Why | None:
+    selector = cq.spec.namespace_selector
+    namespace = wl.workload.metadata.namespace
+    obj = state.namespaces.get(namespace)
+    labels = {**(obj.metadata.labels if obj else {}), METADATA_NAME_LABEL: namespace}
+    if selector is None or not matches(selector, labels):
+        return Why("Inadmissible", "Workload namespace doesn't match ClusterQueue selector", parked=True)
+    return None
+
+
+def matches(selector: models.LabelSelector, labels: dict[str, str]) -> bool:
+    """Kubernetes LabelSelector semantics (matchLabels AND matchExpressions)."""
+    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
+        return False
+    for expr in selector.match_expressions:
+        present = expr.key in labels
+        if expr.operator == "In" and labels.get(expr.key) not in expr.values:
+            return False
+        if expr.operator == "NotIn" and present and labels[expr.key] in expr.values:
+            return False
+        if expr.operator == "Exists" and not present:
+            return False
+        if expr.operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _trigger_seq_by_cq(state: ClusterState, tree: quota.QuotaTree) -> dict[str, int]:
+    """Per ClusterQueue, the latest requeue trigger anywhere in its cohort tree (SEMANTICS §3.6)."""
+    triggers = state.requeue_triggers
+    everything = triggers.get("*", 0)
+    by_root: dict[int, int] = {}
+    for name, node in tree.cluster_queues.items():
+        root = node.root()
+        latest = max(triggers.get(f"cq:{name}", 0), by_root.get(id(root), 0))
+        ancestor = node.parent
+        while ancestor is not None:
+            latest = max(latest, triggers.get(f"cohort:{ancestor.name}", 0))
+            ancestor = ancestor.parent
+        by_root[id(root)] = latest
+    return {name: max(everything, by_root[id(node.root())]) for name, node in tree.cluster_queues.items()}

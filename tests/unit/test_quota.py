@@ -1,0 +1,86 @@
+"""Quota math on the cohort tree: Kueue's worked examples (SEMANTICS §6.5, cluster_queue.md)."""
+
+from projections import quota
+from tests.builders import Log, cluster_queue
+
+FR = ("f", "cpu")
+
+
+def tree_of(
+    *queues: tuple[str, int, dict], cohorts: tuple[dict, ...] = (), usage: dict | None = None
+) -> quota.QuotaTree:
+    log = Log()
+    for doc in cohorts:
+        log.apply_manifests(doc)
+    for name, nominal, extra in queues:
+        cq = cluster_queue(name, flavors={"f": {"cpu": nominal}})
+        cq["spec"]["cohortName"] = extra.pop("cohort", "co")
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0].update(extra)
+        log.apply_manifests(cq)
+    return quota.build(log.state, usage=usage or {})
+
+
+def test_no_limits_a_queue_can_use_the_whole_cohort() -> None:
+    """A (9) and B (12) in one cohort: A may take all 21 while B is idle."""
+    tree = tree_of(("a", 9, {}), ("b", 12, {}))
+    assert tree.available("a", FR) == 21_000
+    assert tree.potential_available("a", FR) == 21_000
+
+
+def test_borrowing_limit_caps_what_a_queue_borrows() -> None:
+    """A.borrowingLimit=1: A can reach 10 at most."""
+    tree = tree_of(("a", 9, {"borrowingLimit": 1}), ("b", 12, {}))
+    assert tree.available("a", FR) == 10_000
+    assert tree.potential_available("a", FR) == 10_000
+
+
+def test_lending_limit_keeps_quota_for_the_lender() -> None:
+    """B.lendingLimit=1: B keeps 11 for itself; A reaches 10; B reaches 21."""
+    tree = tree_of(("a", 9, {}), ("b", 12, {"lendingLimit": 1}))
+    assert tree.available("a", FR) == 10_000
+    assert tree.available("b", FR) == 21_000
+
+
+def test_lending_limit_with_usage_one_more_needed() -> None:
+    """lend-a (3, lends 2) and lend-b (2, lends 2), lend-b using 2: the cohort holds 2 + 2 = 4, so a
+    3-CPU request in lend-b (5 in all) is 1 short (Kueue scheduler_test 'workload exceeds lending limit')."""
+    usage = {"lend-b": {"f": {"cpu": 2000}}}
+    tree = tree_of(("lend-a", 3, {"lendingLimit": 2}), ("lend-b", 2, {"lendingLimit": 2}), usage=usage)
+    assert tree.available("lend-b", FR) == 2_000  # 3 wanted: 1 more needed
+    assert tree.available("lend-a", FR) == 3_000  # 1 kept locally + 2 left in the cohort
+    assert tree.potential_available("lend-b", FR) == 4_000
+
+
+def test_usage_pushes_up_and_comes_back() -> None:
+    """Adding then removing usage restores every node's numbers."""
+    tree = tree_of(("a", 9, {"lendingLimit": 4}), ("b", 12, {}))
+    before = tree.available("b", FR)
+    tree.add_usage("a", {FR: 7_000})
+    assert tree.available("b", FR) == before - 2_000  # a's first 5 are local, only 2 came from the cohort
+    tree.remove_usage("a", {FR: 7_000})
+    assert tree.available("b", FR) == before
+
+
+def test_cohort_objects_add_quota_and_cycles_disable() -> None:
+    """A Cohort's own nominal quota adds to the subtree; a parent cycle makes its queues unusable."""
+    parent = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Cohort",
+        "metadata": {"name": "co"},
+        "spec": {
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 5}]}],
+                }
+            ]
+        },
+    }
+    tree = tree_of(("a", 1, {}), cohorts=(parent,))
+    assert tree.available("a", FR) == 6_000
+    loop = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": n}, "spec": {"parentName": p}}
+        for n, p in (("x", "y"), ("y", "x"))
+    ]
+    tree = tree_of(("a", 1, {"cohort": "x"}), cohorts=tuple(loop))
+    assert tree.cluster_queues["a"].in_cycle
