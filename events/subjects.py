@@ -34,6 +34,7 @@ _FACT_KIND_TOKENS = {
     "Workload": "wl",
     "Namespace": "ns",
     "Configuration": "config",
+    "SchedulingRequest": "cmd",
 }
 
 
@@ -88,6 +89,8 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             return "Namespace", "", obj.metadata.name
         case types.ConfigurationObserved(configuration=obj):
             return "Configuration", "", obj.metadata.name
+        case types.SchedulingRequested():
+            return "SchedulingRequest", "", event.request_id
         case types.WorkloadFinished(workload=ref):
             return "Workload", ref.namespace, ref.name
         case types.ObjectDeleted() | types.ObjectRejected():

@@ -14,6 +14,8 @@ string that never changes when a class is renamed. Integers only: amounts
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from events import models
@@ -89,6 +91,19 @@ class ConfigurationObserved(_Event, kw_only=True, tag="ConfigurationObserved"):
     configuration: models.Configuration
 
 
+class SchedulingRequested(_Event, kw_only=True, tag="SchedulingRequested"):
+    """An operator (or the scenario runner) asks a decider for one cycle or to settle.
+
+    ``mode`` ``cycle``: the decider's next cycle, committed even when empty, answers
+    it; ``settle``: the first cycle that decides nothing answers it. Either way the
+    answer is a DecisionRecord whose ``answers`` is ``request_id``.
+    """
+
+    request_id: str
+    mode: Literal["cycle", "settle"]
+    role: str = "admit"
+
+
 class ObjectDeleted(_Event, kw_only=True, tag="ObjectDeleted"):
     """An object of ``kind`` is gone from the cluster (namespace "" for cluster-scoped)."""
 
@@ -131,7 +146,8 @@ class DecisionRecord(_Event, kw_only=True, tag="DecisionRecord"):
     ``basis_seq`` is the last log sequence folded into the state it decided on;
     ``now_ms`` the one clock reading of the cycle; ``output_count`` and
     ``outputs_sha256`` (hex SHA-256 over the encoded outputs, in order) let replay
-    check the batch byte for byte.
+    check the batch byte for byte. ``answers`` names the SchedulingRequested this
+    batch completes ("" for none).
     """
 
     decision_id: str
@@ -144,6 +160,7 @@ class DecisionRecord(_Event, kw_only=True, tag="DecisionRecord"):
     schema_version: int = SCHEMA_VERSION
     output_count: int
     outputs_sha256: str
+    answers: str = ""
 
 
 class PodSetAssignment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -232,6 +249,7 @@ Fact = (
     | WorkloadObserved
     | NamespaceObserved
     | ConfigurationObserved
+    | SchedulingRequested
     | ObjectDeleted
     | WorkloadFinished
     | ObjectRejected

@@ -74,6 +74,12 @@ class ClusterState:
     namespaces: dict[str, models.Namespace] = field(default_factory=dict)
     configuration: models.Configuration = field(default_factory=models.Configuration)
     requeue_triggers: dict[str, int] = field(default_factory=dict)
+    requests: dict[str, tuple[int, types.SchedulingRequested]] = field(default_factory=dict)
+
+    def open_request(self, role: str) -> types.SchedulingRequested | None:
+        """The oldest unanswered SchedulingRequested for ``role``, if any."""
+        waiting = sorted((seq, r) for seq, r in self.requests.values() if r.role == role)
+        return waiting[0][1] if waiting else None
 
     def trigger(self, key: str, seq: int) -> None:
         """Record an event that moves parked workloads back (SEMANTICS §3.6).
@@ -96,6 +102,10 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
     match event:
         case types.DecisionRecord():
             state.heads[event.partition] = seq
+            if event.answers:
+                state.requests.pop(event.answers, None)
+        case types.SchedulingRequested():
+            state.requests.setdefault(event.request_id, (seq, event))
         case types.QuotaReserved() | types.WorkloadAdmitted() | types.WorkloadInadmissible() | types.QuotaReleased():
             _apply_workload_decision(state, event, seq=seq)
         case types.WorkloadObserved() | types.WorkloadFinished():

@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     service = sub.add_parser("service", help="run one service in this process")
     service.add_argument("name", choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher"])
     service.add_argument("--nats", required=True, help="NATS URL, e.g. nats://127.0.0.1:4222")
+    service.add_argument(
+        "--stepped", action="store_true", help="deciders: run cycles only when a SchedulingRequested fact asks"
+    )
     _kube_options(service)
     service.set_defaults(run=_run_service)
 
@@ -110,7 +113,7 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
     if args.name in ("admitter", "preemptor", "tas-placer"):
         decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
-        await serve_decider(decider[args.name], nats_url=args.nats, stop=stop)
+        await serve_decider(decider[args.name], nats_url=args.nats, stop=stop, stepped=args.stepped)
         return
     api = await _api_client(args)
     try:

@@ -17,10 +17,12 @@ from services.runtime import Decider, DeciderLoop, run_until_stopped
 log = structlog.get_logger(__name__)
 
 
-async def serve_decider(decider: Decider, *, nats_url: str, stop: asyncio.Event, wakeup: float = 1.0) -> None:
-    """Run ``decider`` against the log at ``nats_url`` until ``stop`` is set."""
+async def serve_decider(
+    decider: Decider, *, nats_url: str, stop: asyncio.Event, wakeup: float = 1.0, stepped: bool = False
+) -> None:
+    """Run ``decider`` against the log at ``nats_url`` until ``stop`` is set (``stepped``: see DeciderLoop)."""
     bus = await nats_bus.connect(nats_url)
-    loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup)
+    loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup, stepped=stepped)
     log.info("service_started", role=decider.role, logic_version=decider.logic_version)
     try:
         await run_until_stopped(stop, loop.run())

@@ -117,6 +117,7 @@ def _check(
         head_seq=record.expected_head_seq,
         now_ms=record.now_ms,
         partition=record.partition,
+        answers=record.answers,
     )
     stored_head = by_seq.get(head_seq)
     candidates = [(0, head.data, stored_head.data if stored_head else b"")]

@@ -93,6 +93,7 @@ def build_batch(
     head_seq: int,
     now_ms: int,
     partition: str = subjects.DEFAULT_PARTITION,
+    answers: str = "",
 ) -> tuple[OutgoingMessage, list[OutgoingMessage]]:
     """The head DecisionRecord and the output messages of one committed cycle.
 
@@ -114,6 +115,7 @@ def build_batch(
         logic_version=decider.logic_version,
         output_count=len(rest),
         outputs_sha256=codec.digest(m.data for m in rest),
+        answers=answers,
     )
     head = subjects.message(record, subject=subjects.head_subject(partition), msg_id=f"{decision_id}:0")
     return head, rest
@@ -132,6 +134,9 @@ class DeciderLoop:
 
     ``clock`` returns ms since the epoch (injectable for tests); ``wakeup`` is the
     idle interval in seconds after which a cycle runs even without new messages.
+    ``stepped``: run cycles only to answer SchedulingRequested facts (the scenario
+    runner's ``run: {cycles: N}``); otherwise cycles run whenever caught up, and a
+    request is answered by the cycle that completes it.
     """
 
     def __init__(
@@ -142,9 +147,10 @@ class DeciderLoop:
         partition: str = subjects.DEFAULT_PARTITION,
         clock: Callable[[], int] = wall_clock_ms,
         wakeup: float = 1.0,
+        stepped: bool = False,
     ) -> None:
         self.bus, self.decider, self.partition = bus, decider, partition
-        self.clock, self.wakeup = clock, wakeup
+        self.clock, self.wakeup, self.stepped = clock, wakeup, stepped
         self.state = ClusterState()
         self.commits = 0
         self.conflicts = 0
@@ -191,9 +197,15 @@ class DeciderLoop:
 
     async def _cycle(self) -> int:
         """Decide on the current state and commit; returns the sequence to wait for."""
+        request = self.state.open_request(self.decider.role)
+        if self.stepped and request is None:
+            return 0
         now_ms = self.clock()
         outputs = list(self.decider.decide(self.state, now_ms=now_ms))[:MAX_BATCH]
-        if not outputs:
+        answers = ""
+        if request is not None and (request.mode == "cycle" or not outputs):
+            answers = request.request_id
+        if not outputs and not answers:
             return 0
         head_seq = self.state.heads.get(self.partition, 0)
         head, rest = build_batch(
@@ -203,6 +215,7 @@ class DeciderLoop:
             head_seq=head_seq,
             now_ms=now_ms,
             partition=self.partition,
+            answers=answers,
         )
         try:
             last = await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)

@@ -43,6 +43,7 @@ class Supervisor:
     nats_url: str
     log_dir: Path
     kube_args: list[str] = field(default_factory=list)
+    decider_args: list[str] = field(default_factory=list)
     running: list[ServiceProcess] = field(default_factory=list)
 
     async def start(self, names: tuple[str, ...] = SERVICES) -> None:
@@ -52,6 +53,8 @@ class Supervisor:
             args = ["service", name, "--nats", self.nats_url]
             if name in ("watcher", "dispatcher"):
                 args += self.kube_args
+            else:
+                args += self.decider_args
             log_path = self.log_dir / f"{name}.log"
             with log_path.open("ab") as sink:
                 process = await asyncio.create_subprocess_exec(

@@ -154,3 +154,33 @@ async def test_undecodable_event_does_not_stop_the_loop() -> None:
             await task
     assert loop.state.workloads["default/ok"].reservation is not None
     assert (await replay_bus(bus, deciders.BY_ROLE)).ok
+
+
+async def test_stepped_loop_answers_cycle_and_settle_requests() -> None:
+    """Stepped: one cycle per `cycle` request (committed even when empty); `settle` answered when idle."""
+    bus = MemoryBus()
+    loop = DeciderLoop(bus=bus, decider=deciders.ADMITTER, clock=lambda: 7, wakeup=0.02, stepped=True)
+    task = asyncio.create_task(loop.run())
+    try:
+        await publish(bus, flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": 4}}), local_queue("lq", "cq"))
+        await publish(bus, *(workload(f"w{i}", created=i, cpu="1") for i in range(3)))
+        await asyncio.sleep(0.2)
+        assert loop.commits == 0  # stepped: nothing without a request
+        await bus.publish(subjects.fact_message(types.SchedulingRequested(request_id="c1", mode="cycle")))
+        await settle(bus, loop)
+        assert sorted(k for k, w in loop.state.workloads.items() if w.reservation) == ["default/w0"]
+        await bus.publish(subjects.fact_message(types.SchedulingRequested(request_id="s1", mode="settle")))
+        await settle(bus, loop)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert sorted(k for k, w in loop.state.workloads.items() if w.reservation) == [
+        "default/w0",
+        "default/w1",
+        "default/w2",
+    ]
+    records = [codec.decode(m.data) for m in await all_messages(bus) if m.headers.get("Kq-Type") == "DecisionRecord"]
+    assert [r.answers for r in records if r.answers] == ["c1", "s1"]
+    assert records[-1].output_count == 0 and not loop.state.requests
+    assert (await replay_bus(bus, deciders.BY_ROLE)).ok
