@@ -289,7 +289,17 @@ def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str) -> dict[
         out["nodeSelector"] = pod_spec["nodeSelector"]
     if pod_spec.get("tolerations"):
         out["tolerations"] = pod_spec["tolerations"]
+    terms = required_node_affinity(pod_spec)
+    if terms:
+        out["requiredNodeAffinity"] = terms
     return out
+
+
+def required_node_affinity(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod spec's requiredDuringSchedulingIgnoredDuringExecution node selector terms (raw)."""
+    affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    return [{"matchExpressions": t.get("matchExpressions") or []} for t in required.get("nodeSelectorTerms") or []]
 
 
 def _split_validation_error(message: str) -> tuple[str, str]:

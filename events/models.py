@@ -228,6 +228,20 @@ class PriorityClassRef(_Model, kw_only=True):
     name: str
 
 
+class NodeSelectorRequirement(_Model, kw_only=True):
+    """One expression of a required node affinity term."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = []
+
+
+class NodeSelectorTerm(_Model, kw_only=True):
+    """A required node affinity term: its expressions are ANDed; terms are ORed."""
+
+    match_expressions: list[NodeSelectorRequirement] = []
+
+
 class PodSet(_Model, kw_only=True):
     """One pod set: ``count`` pods, each requesting ``requests`` (amounts per pod).
 
@@ -242,6 +256,7 @@ class PodSet(_Model, kw_only=True):
     requests: dict[str, int] = {}
     node_selector: dict[str, str] = {}
     tolerations: list[Toleration] = []
+    required_node_affinity: list[NodeSelectorTerm] = []
 
 
 class OwnerReference(_Model, kw_only=True):

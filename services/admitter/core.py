@@ -19,6 +19,7 @@ Outputs: QuotaReleased, QuotaReserved + WorkloadAdmitted, WorkloadInadmissible
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from events import models, types
@@ -112,14 +113,7 @@ def _assign_with_partial(
 
     def reduced(k: int) -> list[flavors.PodSetRequest]:
         return [
-            flavors.PodSetRequest(
-                name=ps.name,
-                count=ps.count - (d * k) // total,
-                requests=ps.requests,
-                node_selector=ps.node_selector,
-                tolerations=ps.tolerations,
-            )
-            for ps, d in zip(requests, deltas, strict=True)
+            dataclasses.replace(ps, count=ps.count - (d * k) // total) for ps, d in zip(requests, deltas, strict=True)
         ]
 
     low, high, best = 1, total, None

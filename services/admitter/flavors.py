@@ -30,6 +30,7 @@ class PodSetRequest:
     requests: dict[str, int]
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[models.Toleration, ...] = ()
+    affinity: tuple[models.NodeSelectorTerm, ...] = ()
 
     def totals(self) -> dict[str, int]:
         """Per-resource totals for all ``count`` pods."""
@@ -201,10 +202,35 @@ def _eligibility_problem(ps: PodSetRequest, flavor: models.ResourceFlavor) -> st
         if taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
             return f"untolerated taint {{{taint.key}: {taint.value}}} in flavor {flavor.metadata.name}"
     labels = flavor.spec.node_labels
+    mismatch = f"flavor {flavor.metadata.name} doesn't match node affinity"
     for key, value in ps.node_selector.items():
         if key in labels and labels[key] != value:
-            return f"flavor {flavor.metadata.name} doesn't match node affinity"
+            return mismatch
+    # Only keys the flavor labels count; a term left empty drops the whole required affinity.
+    terms = [[e for e in term.match_expressions if e.key in labels] for term in ps.affinity]
+    if terms and all(terms) and not any(all(_expression_holds(e, labels) for e in term) for term in terms):
+        return mismatch
     return ""
+
+
+def _expression_holds(expr: models.NodeSelectorRequirement, labels: dict[str, str]) -> bool:
+    value = labels.get(expr.key)
+    match expr.operator:
+        case "In":
+            return value in expr.values
+        case "NotIn":
+            return value not in expr.values
+        case "Exists":
+            return value is not None
+        case "DoesNotExist":
+            return value is None
+        case "Gt" | "Lt":
+            try:
+                number, bound = int(value or ""), int(expr.values[0])
+            except (ValueError, IndexError):
+                return False
+            return number > bound if expr.operator == "Gt" else number < bound
+    return False
 
 
 def _tolerates(toleration: models.Toleration, taint: models.Taint) -> bool:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import msgspec
+
 from events import manifests, models, types
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -128,6 +130,9 @@ def job_to_workload(job: dict[str, Any]) -> models.Workload:
         requests=manifests.pod_requests(pod_spec, where="spec.template.spec", kind="Job", name=job_name),
         node_selector=dict(pod_spec.get("nodeSelector") or {}),
         tolerations=[_toleration(t) for t in pod_spec.get("tolerations") or []],
+        required_node_affinity=msgspec.convert(
+            manifests.required_node_affinity(pod_spec), list[models.NodeSelectorTerm]
+        ),
     )
     labels = meta.get("labels") or {}
     priority_class = labels.get(PRIORITY_CLASS_LABEL)
