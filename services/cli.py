@@ -7,6 +7,7 @@ Commands (``kueue-es COMMAND --help`` for each):
 - ``service NAME``: one service in this process (what ``up`` starts);
 - ``apply -f FILE``: apply manifests to the cluster, as kubectl would;
 - ``replay``: re-check every recorded decision against the log;
+- ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
 - ``events schema``: the JSON Schema of every event.
 """
 
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging(service=f"kueue-es {args.command}", level=logging.WARNING)
     try:
         return int(args.run(args) or 0)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM for demo and up
         return 130
 
 
@@ -74,12 +75,32 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--store", type=Path, default=None, help="a stopped system's nats store directory")
     replay.set_defaults(run=_run_replay)
 
+    _scenario_commands(sub)
+
     events = sub.add_parser("events", help="the event vocabulary")
     events_sub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
     schema = events_sub.add_parser("schema", help="print the JSON Schema of every event")
     schema.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     schema.set_defaults(run=_run_schema)
     return parser
+
+
+def _scenario_commands(sub: Any) -> None:
+    from services.scenarios.specs import ENGINE_NAMES
+
+    scenario = sub.add_parser("scenario", help="run admission scenarios and check their outcome")
+    scenario_sub = scenario.add_subparsers(dest="scenario_command", required=True, metavar="SUBCOMMAND")
+    check = scenario_sub.add_parser(
+        "check", help="run scenarios and compare with their expect; exit 1 on a mismatch, 2 on a bad file"
+    )
+    check.add_argument("paths", nargs="+", type=Path, metavar="FILE_OR_DIR", help="scenario files or directories")
+    check.add_argument("--engine", choices=ENGINE_NAMES, default="core", help="engine to run on (default core)")
+    check.set_defaults(run=_run_scenario_check)
+    run = scenario_sub.add_parser("run", help="run one scenario and print its outcome")
+    run.add_argument("path", type=Path, metavar="FILE", help="a scenario file")
+    run.add_argument("--engine", choices=ENGINE_NAMES, default="core", help="engine to run on (default core)")
+    run.add_argument("--output", choices=("json", "yaml"), default="yaml", help="output format (default yaml)")
+    run.set_defaults(run=_run_scenario_run)
 
 
 def _kube_options(parser: argparse.ArgumentParser) -> None:
@@ -146,7 +167,7 @@ def _run_apply(args: argparse.Namespace) -> int:
 
 
 async def _apply(args: argparse.Namespace) -> int:
-    from events.manifests import describe, load_documents
+    from events.manifests import KUEUE_API, ManifestError, describe, load_documents, parse_object
     from services.kube import client as kube
     from services.kube import errors as kube_errors
 
@@ -165,6 +186,13 @@ async def _apply(args: argparse.Namespace) -> int:
     try:
         for doc in docs:
             kind, name = describe(doc)
+            if doc.get("apiVersion") == KUEUE_API:
+                try:  # what Kueue's CRD validation and webhooks refuse is refused here too
+                    parse_object(doc)
+                except ManifestError as err:
+                    print(f"error: {err} (not applied)", file=sys.stderr)
+                    failures += 1
+                    continue
             try:
                 stored = await kube.apply_manifest(api, doc)
             except kube_errors.KubeError as err:
@@ -177,6 +205,83 @@ async def _apply(args: argparse.Namespace) -> int:
     finally:
         await api.close()
     return 1 if failures else 0
+
+
+def _run_scenario_check(args: argparse.Namespace) -> int:
+    from services.scenarios import engines, loading
+
+    try:
+        engine = engines.open_engine(args.engine)
+        files = loading.find_scenario_files(args.paths)
+    except (engines.EngineUnavailable, loading.ScenarioError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    counts: dict[str, int] = {}
+    try:
+        for path in files:
+            status = _check_scenario_file(path, engine=engine)
+            counts[status] = counts.get(status, 0) + 1
+    finally:
+        engine.close()
+    summary = f"{counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed"
+    summary += "".join(f", {counts[k]} {k}" for k in ("errors", "skipped", "xfailed", "xpassed") if counts.get(k))
+    print(summary, flush=True)
+    if counts.get("errors"):
+        return 2
+    return 1 if counts.get("failed") or counts.get("xpassed") else 0
+
+
+def _check_scenario_file(path: Path, *, engine: Any) -> str:
+    """Check one file and print its lines; returns passed, failed, errors, skipped, xfailed or xpassed."""
+    from services.scenarios import checking, engines, loading
+
+    try:
+        scenario = loading.load_scenario(path)
+    except loading.ScenarioError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return "errors"
+    title = f"{scenario.name} ({path})"
+    if not scenario.runs_on(engine.name):
+        print(f"SKIP {title}: runs only on {', '.join(scenario.engines)}", flush=True)
+        return "skipped"
+    try:
+        mismatches = checking.check(expect=scenario.expect, outcome=engine.run(scenario))
+    except engines.RunError as err:
+        mismatches = [f"error: {err.problem}"]
+    if scenario.xfail:
+        label, status = ("XFAIL", "xfailed") if mismatches else ("XPASS", "xpassed")
+        title += f": expected to fail: {scenario.xfail}"
+    else:
+        label, status = ("FAIL", "failed") if mismatches else ("PASS", "passed")
+    print(f"{label} {title}", flush=True)
+    for line in mismatches:
+        print(f"  {line}", flush=True)
+    return status
+
+
+def _run_scenario_run(args: argparse.Namespace) -> int:
+    import yaml
+
+    from services.scenarios import engines, loading
+
+    try:
+        engine = engines.open_engine(args.engine)
+        scenario = loading.load_scenario(args.path)
+    except (engines.EngineUnavailable, loading.ScenarioError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        outcome = engine.run(scenario).to_dict()
+    except engines.RunError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    finally:
+        engine.close()
+    if args.output == "json":
+        print(json.dumps(outcome, indent=2))
+    else:
+        print(yaml.safe_dump(outcome, sort_keys=False), end="")
+    return 0
 
 
 def _run_replay(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 import tempfile
 import time
 from importlib import resources
@@ -47,6 +48,13 @@ _STYLES = {
     "applied": "magenta",
     "deleted": "magenta",
 }
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM stop the current task like Ctrl-C does, so every ``finally`` stops the services."""
+    task = asyncio.current_task()
+    if task is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
 
 def demo_manifests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -109,6 +117,7 @@ class TimelinePrinter:
 async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | None) -> int:
     """Run the demo; returns 0 when every Job finished and replay matched every decision."""
     console = Console(soft_wrap=True)
+    stop_on_sigterm()
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     log_file = (run_dir / "logs" / "demo.log").open("a")
@@ -213,8 +222,9 @@ async def replay_and_print(*, nats_url: str | None, store: Path | None) -> int:
 
 
 async def run_up(args: argparse.Namespace) -> int:
-    """``kueue-es up``: nats-server (unless ``--nats``) and the five services until Ctrl-C."""
+    """``kueue-es up``: nats-server (unless ``--nats``) and the five services until Ctrl-C or SIGTERM."""
     console = Console(soft_wrap=True)
+    stop_on_sigterm()
     run_dir: Path = args.dir
     run_dir.mkdir(parents=True, exist_ok=True)
     async with contextlib.AsyncExitStack() as stack:

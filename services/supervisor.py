@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
+
+from events.bus.server import die_with_parent
 
 log = structlog.get_logger(__name__)
 
@@ -66,6 +69,8 @@ class Supervisor:
                     stderr=sink,
                     stdin=asyncio.subprocess.DEVNULL,
                     env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                    # a service must not outlive whoever started it, even one killed abruptly
+                    preexec_fn=functools.partial(die_with_parent, os.getpid(), signal.SIGTERM),
                 )
             self.running.append(ServiceProcess(name=name, process=process, log_path=log_path))
             log.info("service_spawned", service=name, pid=process.pid)

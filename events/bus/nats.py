@@ -36,6 +36,7 @@ import nats
 import nats.errors
 import nats.js.errors
 import structlog
+import tenacity
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import api
@@ -61,6 +62,37 @@ def _wrapped(what: str) -> Iterator[None]:
         raise base.NotFoundError(f"{what}: {err}") from err
     except (nats.errors.Error, OSError) as err:
         raise base.BusError(f"{what} failed: {type(err).__name__}: {err}") from err
+
+
+def _transient(err: BaseException) -> bool:
+    """Errors a JetStream cluster gives while a new stream or consumer settles on its leader."""
+    return isinstance(
+        err,
+        nats.errors.NoRespondersError | nats.js.errors.ServiceUnavailableError | nats.js.errors.NoStreamResponseError,
+    )
+
+
+def _retrying(what: str) -> tenacity.AsyncRetrying:
+    """Retry a transient failure for up to TRANSIENT_RETRY_SECONDS; Msg-Id dedup makes a publish safe to repeat."""
+
+    def note(state: tenacity.RetryCallState) -> None:
+        log.info(
+            "nats_transient_retry",
+            what=what,
+            attempt=state.attempt_number,
+            error=repr(state.outcome.exception() if state.outcome else None),
+        )
+
+    return tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception(_transient),
+        wait=tenacity.wait_exponential(multiplier=0.05, max=0.5),
+        stop=tenacity.stop_after_delay(TRANSIENT_RETRY_SECONDS),
+        before_sleep=note,
+        reraise=True,
+    )
+
+
+TRANSIENT_RETRY_SECONDS = 5.0
 
 
 async def _log_error(err: Exception) -> None:
@@ -192,8 +224,13 @@ class NatsBus(base.Bus):
         """Append ``message``; a duplicate ``msg_id`` within 600 s returns the original seq."""
         rules.check_outgoing(message)
         headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
-        with _wrapped(f"Publishing {message.msg_id!r} on {message.subject!r}"):
-            ack = await self._js.publish(message.subject, message.data, headers=headers, stream=base.STREAM_NAME)
+        what = f"Publishing {message.msg_id!r} on {message.subject!r}"
+        with _wrapped(what):
+            async for attempt in _retrying(what):
+                with attempt:
+                    ack = await self._js.publish(
+                        message.subject, message.data, headers=headers, stream=base.STREAM_NAME
+                    )
         return base.PublishAck(seq=ack.seq, duplicate=bool(ack.duplicate))
 
     async def commit_batch(
@@ -375,8 +412,12 @@ class NatsDurable(base.DurableConsumer):
 
     async def _pull(self, *, batch: int, timeout: float) -> list[Msg]:
         try:
-            with _wrapped(f"Fetching from {self.name!r}"):
-                return list(await self._sub.fetch(batch=batch, timeout=timeout))
+            what = f"Fetching from {self.name!r}"
+            with _wrapped(what):
+                async for attempt in _retrying(what):
+                    with attempt:
+                        return list(await self._sub.fetch(batch=batch, timeout=timeout))
+                raise AssertionError("unreachable")
         except base.BusError as err:
             if isinstance(err.__cause__, TimeoutError):
                 return []

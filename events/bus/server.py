@@ -93,10 +93,10 @@ def _load_prctl() -> Callable[..., int] | None:
 _PRCTL = _load_prctl()
 
 
-def _die_with_parent(parent: int) -> None:
-    """In the forked child, before exec: SIGKILL when the parent thread dies."""
+def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
+    """In the forked child, before exec: get ``sig`` when the parent thread dies (Linux; else a no-op)."""
     if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _PRCTL(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
 
@@ -192,7 +192,7 @@ class NatsServer:
         config = self.store_dir / CONFIG_NAME
         config.write_text(json.dumps(self._config(), indent=2))
         command = [str(find_binary()), "-c", str(config)]
-        preexec = functools.partial(_die_with_parent, os.getpid()) if _PRCTL is not None else None
+        preexec = functools.partial(die_with_parent, os.getpid()) if _PRCTL is not None else None
         with self.log_path.open("ab") as log_file:
             self._process = subprocess.Popen(
                 command,

@@ -178,9 +178,7 @@ async def test_commit_batch_stores_head_then_rest_contiguously(bus: base.Bus) ->
         "kq.dec.p0.wl.ns.f1",
     ]
     assert await bus.last_subject_seq("kq.dec.p0.head") == 3
-    second = await bus.commit_batch(
-        head=msg("kq.dec.p0.head", "d2:0"), expected_head_seq=3, rest=[]
-    )
+    second = await bus.commit_batch(head=msg("kq.dec.p0.head", "d2:0"), expected_head_seq=3, rest=[])
     assert second == 6
 
 
@@ -202,9 +200,7 @@ async def test_stale_batch_is_rejected_and_stores_nothing(bus: base.Bus) -> None
 async def test_heads_of_other_partitions_do_not_conflict(bus: base.Bus) -> None:
     """The head check looks only at the batch's own head subject."""
     await bus.commit_batch(head=msg("kq.dec.p0.head", "a:0"), expected_head_seq=0, rest=[])
-    assert (
-        await bus.commit_batch(head=msg("kq.dec.p1.head", "b:0"), expected_head_seq=0, rest=[]) == 2
-    )
+    assert await bus.commit_batch(head=msg("kq.dec.p1.head", "b:0"), expected_head_seq=0, rest=[]) == 2
 
 
 async def test_duplicate_batch_is_rejected_whole(bus: base.Bus) -> None:

@@ -82,8 +82,6 @@ async def test_log_survives_a_server_restart_on_the_same_store(tmp_path: Path) -
         bus = await nats_bus.connect(second.url)
         try:
             assert await bus.last_seq() == 1
-            assert await bus.publish(msg("kq.in.wl.ns.a", "fact:a")) == base.PublishAck(
-                seq=1, duplicate=True
-            )
+            assert await bus.publish(msg("kq.in.wl.ns.a", "fact:a")) == base.PublishAck(seq=1, duplicate=True)
         finally:
             await bus.close()

@@ -36,9 +36,7 @@ def test_matches_follows_nats_wildcards(subject: str, pattern: str, want: bool) 
         ("kq.in.>", "kq.in", False),
     ],
 )
-def test_covers_means_every_match_of_the_narrow_filter_matches_the_wide_one(
-    wide: str, narrow: str, want: bool
-) -> None:
+def test_covers_means_every_match_of_the_narrow_filter_matches_the_wide_one(wide: str, narrow: str, want: bool) -> None:
     """A filter covers another when it accepts a superset of its subjects."""
     assert rules.covers(wide, narrow) is want
 

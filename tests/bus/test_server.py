@@ -79,15 +79,11 @@ def test_server_dies_with_its_parent(tmp_path: Path) -> None:
         time.sleep(60)
         """
     )
-    parent = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.DEVNULL, cwd=Path(__file__).parents[2]
-    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, cwd=Path(__file__).parents[2])
     try:
         deadline = time.monotonic() + 10
         while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline and parent.poll() is None, (
-                "the parent never started its server"
-            )
+            assert time.monotonic() < deadline and parent.poll() is None, "the parent never started its server"
             time.sleep(0.05)
         pid = int(pid_file.read_text())
         assert alive(pid)

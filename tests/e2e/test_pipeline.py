@@ -30,7 +30,8 @@ EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-exampl
 
 async def kueue_es(*args: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "services.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable, "-m", "services.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
     out, _ = await process.communicate()
     return process.returncode or 0, out.decode()
 
@@ -61,26 +62,39 @@ async def test_kueue_examples_admitted_and_finished(tmp_path: Path) -> None:
     """single-clusterqueue-setup.yaml + sample-job.yaml, applied with kueue-es apply: admitted, run, released."""
     async with NatsServer(store_dir=tmp_path / "nats") as server, serve_emulator() as emulator:
         kube.write_kubeconfig(tmp_path / "kubeconfig", server=emulator.url)
-        supervisor = Supervisor(nats_url=server.url, log_dir=tmp_path / "logs",
-                                kube_args=["--kube-server", emulator.url])
+        supervisor = Supervisor(
+            nats_url=server.url, log_dir=tmp_path / "logs", kube_args=["--kube-server", emulator.url]
+        )
         await supervisor.start()
         api = await kube.make_api_client(server=emulator.url)
         kubelet = asyncio.create_task(SimulatedKubelet(api, default_duration_seconds=1.5).run())
         bus = await nats_bus.connect(server.url)
         try:
             kubeconfig = str(tmp_path / "kubeconfig")
-            code, out = await kueue_es("apply", "-f", str(EXAMPLES / "admin/single-clusterqueue-setup.yaml"),
-                                       "--kubeconfig", kubeconfig)
+            code, out = await kueue_es(
+                "apply", "-f", str(EXAMPLES / "admin/single-clusterqueue-setup.yaml"), "--kubeconfig", kubeconfig
+            )
             assert code == 0, out
             assert "clusterqueue/cluster-queue applied" in out
             job = str(EXAMPLES / "jobs/sample-job.yaml")  # generateName: each -f creates a new Job
             code, out = await kueue_es("apply", "-f", job, "-f", job, "-f", job, "-f", job, "--kubeconfig", kubeconfig)
             assert code == 0, out  # 4 x 3 CPU on 9 CPU: one must wait
-            seen = await wait_for_events(bus, {"QuotaReserved": 4, "DispatchApplied": 4, "WorkloadFinished": 4,
-                                               "QuotaReleased": 4, "WorkloadInadmissible": 1}, timeout=60)
+            seen = await wait_for_events(
+                bus,
+                {
+                    "QuotaReserved": 4,
+                    "DispatchApplied": 4,
+                    "WorkloadFinished": 4,
+                    "QuotaReleased": 4,
+                    "WorkloadInadmissible": 1,
+                },
+                timeout=60,
+            )
             assert all(r.cluster_queue == "cluster-queue" for r in seen["QuotaReserved"])
-            assert "insufficient unused quota for cpu in flavor default-flavor, 3 more needed" in \
-                seen["WorkloadInadmissible"][0].message
+            assert (
+                "insufficient unused quota for cpu in flavor default-flavor, 3 more needed"
+                in seen["WorkloadInadmissible"][0].message
+            )
             jobs, _ = await kube.list_objects(api, kube.ref_for("batch/v1", "Job"), namespace="default")
             assert len(jobs) == 4 and all(j["spec"].get("suspend") is False for j in jobs)
             assert all(any(c["type"] == "Complete" for c in j["status"]["conditions"]) for j in jobs)
@@ -100,6 +114,13 @@ async def test_demo_command_runs_and_replays() -> None:
     """`kueue-es demo` finishes every Job, prints the timeline, and replay matches every decision."""
     code, out = await kueue_es("demo", "--jobs", "4", "--duration", "1")
     assert code == 0, out
-    for needle in ("submitted", "admitted", "waiting", "finished", "every decision matched",
-                   "3 more needed", "flavor default-flavor"):
+    for needle in (
+        "submitted",
+        "admitted",
+        "waiting",
+        "finished",
+        "every decision matched",
+        "3 more needed",
+        "flavor default-flavor",
+    ):
         assert needle in out, (needle, out)

@@ -73,7 +73,9 @@ async def wait_for(bus: Bus, cls: type[E], *, count: int = 1, timeout: float = 5
             return found
         if loop.time() > deadline:
             summary = collections.Counter(type(e).__name__ for _, e in await log_entries(bus))
-            raise AssertionError(f"wanted {count} {cls.__name__} with {fields} within {timeout}s; log holds {dict(summary)}")
+            raise AssertionError(
+                f"wanted {count} {cls.__name__} with {fields} within {timeout}s; log holds {dict(summary)}"
+            )
         await asyncio.sleep(0.02)
 
 
@@ -126,8 +128,9 @@ class RecordingConsumer(DurableConsumer):
 # -- manifests ----------------------------------------------------------------------------------
 
 
-def flavor(name: str, *, node_labels: dict[str, str] | None = None,
-           tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def flavor(
+    name: str, *, node_labels: dict[str, str] | None = None, tolerations: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """A ResourceFlavor manifest."""
     spec: dict[str, Any] = {}
     if node_labels:
@@ -137,30 +140,67 @@ def flavor(name: str, *, node_labels: dict[str, str] | None = None,
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
 
 
-def cluster_queue(name: str, *, flavor_name: str = "default-flavor", cpu: Any = 9, memory: Any = "36Gi") -> dict[str, Any]:
+def cluster_queue(
+    name: str, *, flavor_name: str = "default-flavor", cpu: Any = 9, memory: Any = "36Gi"
+) -> dict[str, Any]:
     """A ClusterQueue with one resource group (cpu, memory) and one flavor."""
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
-            "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
-                {"name": flavor_name, "resources": [{"name": "cpu", "nominalQuota": cpu},
-                                                    {"name": "memory", "nominalQuota": memory}]}]}]}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [
+                        {
+                            "name": flavor_name,
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": cpu},
+                                {"name": "memory", "nominalQuota": memory},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    }
 
 
 def local_queue(name: str, cq: str, namespace: str = "default") -> dict[str, Any]:
     """A LocalQueue manifest."""
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-            "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cq}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cq},
+    }
 
 
-def job(name: str, *, queue: str | None = "user-queue", parallelism: int = 1, completions: int | None = None,
-        cpu: str = "1", memory: str = "200Mi", tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def job(
+    name: str,
+    *,
+    queue: str | None = "user-queue",
+    parallelism: int = 1,
+    completions: int | None = None,
+    cpu: str = "1",
+    memory: str = "200Mi",
+    tolerations: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A batch/v1 Job in namespace default, labelled for ``queue`` (no label when None)."""
-    pod_spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [
-        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+    }
     if tolerations:
         pod_spec["tolerations"] = tolerations
     spec: dict[str, Any] = {"parallelism": parallelism, "template": {"spec": pod_spec}}
     if completions is not None:
         spec["completions"] = completions
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": "default", "labels": {QUEUE_LABEL: queue} if queue else {}},
-            "spec": spec}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default", "labels": {QUEUE_LABEL: queue} if queue else {}},
+        "spec": spec,
+    }

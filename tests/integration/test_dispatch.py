@@ -43,7 +43,9 @@ def admitter(bus: MemoryBus) -> DeciderLoop:
     return DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05)
 
 
-async def dispatcher_with_consumer(bus: MemoryBus, api, *, ack_wait: float = 30.0) -> tuple[Dispatcher, RecordingConsumer]:
+async def dispatcher_with_consumer(
+    bus: MemoryBus, api, *, ack_wait: float = 30.0
+) -> tuple[Dispatcher, RecordingConsumer]:
     """A Dispatcher and its durable consumer (as serve_dispatcher binds it), wrapped to record acks."""
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=ack_wait)
     return Dispatcher(bus=bus, api=api), RecordingConsumer(consumer)
@@ -51,8 +53,11 @@ async def dispatcher_with_consumer(bus: MemoryBus, api, *, ack_wait: float = 30.
 
 async def message_of(bus: MemoryBus, cls: type[types.Event], **fields) -> tuple:
     """The one log message holding an event of type ``cls`` with ``fields``, and the event."""
-    found = [(m, e) for m, e in await log_entries(bus)
-             if isinstance(e, cls) and all(getattr(e, k) == v for k, v in fields.items())]
+    found = [
+        (m, e)
+        for m, e in await log_entries(bus)
+        if isinstance(e, cls) and all(getattr(e, k) == v for k, v in fields.items())
+    ]
     assert len(found) == 1, found
     return found[0]
 
@@ -67,7 +72,9 @@ async def test_missing_local_queue_is_inadmissible_until_it_is_created(api, bus:
         await kube.apply_manifest(api, cluster_queue("cluster-queue"))
         await kube.apply_manifest(api, job("early", queue="late-queue"))
         [observed] = await wait_for(bus, types.WorkloadObserved)
-        ref = types.WorkloadRef(namespace="default", name=observed.workload.metadata.name, uid=observed.workload.metadata.uid)
+        ref = types.WorkloadRef(
+            namespace="default", name=observed.workload.metadata.name, uid=observed.workload.metadata.uid
+        )
 
         [waiting] = await wait_for(bus, types.WorkloadInadmissible)
         assert waiting.workload == ref
@@ -93,9 +100,15 @@ async def test_admitted_job_is_started_on_its_flavor_and_a_redelivery_changes_no
     same decision again writes no second DispatchApplied, does not duplicate the toleration, and acks."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     own_toleration = {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}
-    async with running(*watch_all(Watcher(bus=bus, api=api)), admitter(bus).run(),
-                       dispatcher.fold_forever(), dispatcher.consume(consumer)):
-        await kube.apply_manifest(api, flavor("spot", node_labels={"instance-type": "spot"}, tolerations=[SPOT_TOLERATION]))
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await kube.apply_manifest(
+            api, flavor("spot", node_labels={"instance-type": "spot"}, tolerations=[SPOT_TOLERATION])
+        )
         await kube.apply_manifest(api, cluster_queue("cluster-queue", flavor_name="spot"))
         await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
         await kube.apply_manifest(api, job("sample", parallelism=3, completions=3, tolerations=[own_toleration]))
@@ -162,10 +175,16 @@ async def test_job_deleted_before_dispatch_gives_dispatch_failed_404_and_ack(api
 
 async def test_undecodable_decision_is_acked_and_later_decisions_still_run(api, bus: MemoryBus) -> None:
     """Garbage on a per-workload decision subject is acked and skipped; the next admitted Job is still started."""
-    broken = await bus.publish(OutgoingMessage(subject="kq.dec.p0.wl.default.broken", data=b"{broken", msg_id="broken-1"))
+    broken = await bus.publish(
+        OutgoingMessage(subject="kq.dec.p0.wl.default.broken", data=b"{broken", msg_id="broken-1")
+    )
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    async with running(*watch_all(Watcher(bus=bus, api=api)), admitter(bus).run(),
-                       dispatcher.fold_forever(), dispatcher.consume(consumer)) as tasks:
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ) as tasks:
         await kube.apply_manifest(api, flavor("default-flavor", node_labels={"pool": "a"}))
         await kube.apply_manifest(api, cluster_queue("cluster-queue"))
         await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))

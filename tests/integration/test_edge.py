@@ -17,6 +17,7 @@ import pytest
 from events import types
 from events.bus.memory import MemoryBus
 from services.kube import client as kube
+from services.kube import errors as kube_errors
 from services.kube.emulator import ClusterEmulator
 from services.watcher.convert import workload_name_for_job
 from services.watcher.service import Watcher
@@ -89,8 +90,12 @@ async def test_kueue_objects_and_a_queued_job_become_facts(api, bus: MemoryBus) 
     assert (pod_set.name, pod_set.count) == ("main", 2)  # min(parallelism 4, completions 2)
     assert pod_set.requests == {"cpu": 500, "memory": 256 * 2**20}
     assert workload.owner is not None
-    assert (workload.owner.api_version, workload.owner.kind, workload.owner.name, workload.owner.uid) == \
-        ("batch/v1", "Job", "sample", meta["uid"])
+    assert (workload.owner.api_version, workload.owner.kind, workload.owner.name, workload.owner.uid) == (
+        "batch/v1",
+        "Job",
+        "sample",
+        meta["uid"],
+    )
     assert stored["spec"]["suspend"] is True  # the emulated Kueue webhook suspended it
 
 
@@ -105,11 +110,26 @@ async def test_unmanaged_jobs_and_status_writes_give_no_fact(api, bus: MemoryBus
         before = await bus.last_seq()
 
         await kube.apply_manifest(api, job("plain", queue=None))
-        await kube.patch_object(api, CLUSTER_QUEUES, name="cq-a", subresource="status",
-                                patch={"status": {"pendingWorkloads": 3, "conditions": [
-                                    {"type": "Active", "status": "True", "reason": "Ready", "message": "ok"}]}})
-        await kube.patch_object(api, JOBS, namespace="default", name="queued", subresource="status",
-                                patch={"status": {"active": 1, "ready": 1}})
+        await kube.patch_object(
+            api,
+            CLUSTER_QUEUES,
+            name="cq-a",
+            subresource="status",
+            patch={
+                "status": {
+                    "pendingWorkloads": 3,
+                    "conditions": [{"type": "Active", "status": "True", "reason": "Ready", "message": "ok"}],
+                }
+            },
+        )
+        await kube.patch_object(
+            api,
+            JOBS,
+            namespace="default",
+            name="queued",
+            subresource="status",
+            patch={"status": {"active": 1, "ready": 1}},
+        )
         # Sentinels on the same watch streams: once they are on the log, the writes above were seen too.
         await kube.apply_manifest(api, cluster_queue("cq-b"))
         await kube.apply_manifest(api, job("queued-2"))
@@ -150,14 +170,31 @@ async def test_completed_job_gives_workload_finished(api, bus: MemoryBus) -> Non
     async with running(*watch_all(watcher)):
         stored = await kube.apply_manifest(api, job("runs-once"))
         [observed] = await wait_for(bus, types.WorkloadObserved)
-        await kube.patch_object(api, JOBS, namespace="default", name="runs-once", subresource="status", patch={
-            "status": {"succeeded": 1, "conditions": [
-                {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z",
-                 "message": "Reached expected number of succeeded pods"}]}})
+        await kube.patch_object(
+            api,
+            JOBS,
+            namespace="default",
+            name="runs-once",
+            subresource="status",
+            patch={
+                "status": {
+                    "succeeded": 1,
+                    "conditions": [
+                        {
+                            "type": "Complete",
+                            "status": "True",
+                            "lastTransitionTime": "2026-01-01T00:00:05Z",
+                            "message": "Reached expected number of succeeded pods",
+                        }
+                    ],
+                }
+            },
+        )
         [finished] = await wait_for(bus, types.WorkloadFinished)
 
-    assert finished.workload == types.WorkloadRef(namespace="default", name=observed.workload.metadata.name,
-                                                  uid=stored["metadata"]["uid"])
+    assert finished.workload == types.WorkloadRef(
+        namespace="default", name=observed.workload.metadata.name, uid=stored["metadata"]["uid"]
+    )
     assert finished.succeeded and finished.reason == "Succeeded"
     assert finished.message == "Reached expected number of succeeded pods"
     assert finished.at_ms == 1_767_225_605_000
@@ -235,8 +272,12 @@ async def test_invalid_cluster_queue_is_rejected_and_the_valid_version_stays(api
         await wait_for(bus, types.ClusterQueueObserved, cluster_queue__metadata__name="later-queue")
         assert not any(t.done() for t in tasks)
 
-    assert (rejected.kind, rejected.namespace, rejected.name, rejected.field) == \
-        ("ClusterQueue", "", "cluster-queue", CQ_QUOTA_FIELD)
+    assert (rejected.kind, rejected.namespace, rejected.name, rejected.field) == (
+        "ClusterQueue",
+        "",
+        "cluster-queue",
+        CQ_QUOTA_FIELD,
+    )
     assert str(bad_quota) in rejected.problem
     state = await folded(bus)
     kept = state.cluster_queues["cluster-queue"].spec.resource_groups[0].flavors[0].resources[0]
@@ -270,8 +311,14 @@ async def test_job_with_a_bad_cpu_request_is_rejected_and_the_watcher_goes_on(ap
 async def kueue_es(*args: str) -> tuple[int, str, str]:
     """Run the CLI as a subprocess (without blocking the emulator's event loop): exit code, stdout, stderr."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "services.cli", *args, cwd=Path(__file__).resolve().parents[2],
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "services.cli",
+        *args,
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await process.communicate()
     return process.returncode, out.decode(), err.decode()
 
@@ -299,20 +346,41 @@ async def test_cli_apply_reports_bad_files_and_applies_good_ones(emu: ClusterEmu
     assert code != 0 and "Widget" in err and "Traceback" not in err, (code, out, err)
 
     good = tmp_path / "setup.yaml"
-    good.write_text("\n---\n".join([
-        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: default-flavor",
-        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: cluster-queue\n"
-        "spec:\n  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"
-        "    - name: default-flavor\n      resources:\n      - name: cpu\n        nominalQuota: 9",
-        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  namespace: default\n  name: user-queue\n"
-        "spec:\n  clusterQueue: cluster-queue",
-    ]))
+    good.write_text(
+        "\n---\n".join(
+            [
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: default-flavor",
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: cluster-queue\n"
+                "spec:\n  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"
+                "    - name: default-flavor\n      resources:\n      - name: cpu\n        nominalQuota: 9",
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  namespace: default\n  name: user-queue\n"
+                "spec:\n  clusterQueue: cluster-queue",
+            ]
+        )
+    )
     code, out, err = await kueue_es("apply", "-f", str(good), "--kube-server", emu.url)
     assert code == 0, (code, out, err)
-    assert out.splitlines() == ["resourceflavor/default-flavor applied", "clusterqueue/cluster-queue applied",
-                                "localqueue/default/user-queue applied"]
-    assert (await kube.get_object(api, CLUSTER_QUEUES, name="cluster-queue"))["spec"]["resourceGroups"][0][
-        "flavors"][0]["resources"][0]["nominalQuota"] == 9
+    assert out.splitlines() == [
+        "resourceflavor/default-flavor applied",
+        "clusterqueue/cluster-queue applied",
+        "localqueue/default/user-queue applied",
+    ]
+    assert (await kube.get_object(api, CLUSTER_QUEUES, name="cluster-queue"))["spec"]["resourceGroups"][0]["flavors"][
+        0
+    ]["resources"][0]["nominalQuota"] == 9
+    invalid = tmp_path / "invalid.yaml"  # Kueue's validation refuses it; the valid Job beside it is applied
+    invalid.write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: broken\nspec:\n"
+        "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n    - name: default-flavor\n"
+        "      resources:\n      - name: cpu\n        nominalQuota: lots\n---\n"
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: fine\n  namespace: default\nspec:\n  template:\n"
+        "    spec:\n      containers: [{name: c, image: x}]\n      restartPolicy: Never\n"
+    )
+    code, out, err = await kueue_es("apply", "-f", str(invalid), "--kube-server", emu.url)
+    assert code == 1 and out.splitlines() == ["job/default/fine applied"], (code, out, err)
+    assert "ClusterQueue broken" in err and "nominalQuota" in err and "not a quantity" in err, err
+    with pytest.raises(kube_errors.NotFoundError):
+        await kube.get_object(api, CLUSTER_QUEUES, name="broken")
     # nothing from the files that failed reached the cluster
     listed, _ = await kube.list_objects(api, kube.ref_for("v1", "Namespace"))
     assert "w" not in {o["metadata"]["name"] for o in listed}

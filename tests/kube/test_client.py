@@ -15,17 +15,23 @@ from services.kube import client, emulator, errors, resources
 
 pytestmark = pytest.mark.timeout(20)
 
-EXAMPLES = pathlib.Path("/work/shared/kueue-examples")
+EXAMPLES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "kueue-examples"  # ../shared beside the repo
 FAST_WATCH = {"timeout_seconds": 30, "backoff_seconds": 0.05, "max_backoff_seconds": 0.2}
 
 
 def job(name: str, **labels: str) -> dict[str, Any]:
     """A minimal Job manifest in the default namespace."""
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels},
-            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}},
+    }
 
 
-async def next_item(stream: AsyncGenerator[client.WatchEvent | client.Resynced, None]) -> client.WatchEvent | client.Resynced:
+async def next_item(
+    stream: AsyncGenerator[client.WatchEvent | client.Resynced, None],
+) -> client.WatchEvent | client.Resynced:
     """The next item of a watch_objects stream, failing the test if none comes within 5 s."""
     return await asyncio.wait_for(anext(stream), timeout=5)
 
@@ -38,14 +44,18 @@ def names(objects: tuple[dict[str, Any], ...]) -> set[str]:
 def test_ref_for_names_unknown_kinds() -> None:
     """Known kinds resolve to their plural and scope; unknown kinds raise UnknownKindError naming them."""
     assert client.ref_for("kueue.x-k8s.io/v1beta2", "LocalQueue") == resources.LOCAL_QUEUES
-    assert resources.LOCAL_QUEUES.path(namespace="ns", name="q", subresource="status") == \
-        "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues/q/status"
+    assert (
+        resources.LOCAL_QUEUES.path(namespace="ns", name="q", subresource="status")
+        == "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues/q/status"
+    )
     assert resources.NODES.path(namespace="ignored", name="n1") == "/api/v1/nodes/n1"
     with pytest.raises(errors.UnknownKindError, match="PyTorchJob"):
         client.ref_for("kubeflow.org/v1", "PyTorchJob")
 
 
-async def test_kubeconfig_written_for_the_emulator_loads_in_the_client(cluster: emulator.ClusterEmulator, tmp_path: pathlib.Path) -> None:
+async def test_kubeconfig_written_for_the_emulator_loads_in_the_client(
+    cluster: emulator.ClusterEmulator, tmp_path: pathlib.Path
+) -> None:
     """write_kubeconfig produces a file that kubernetes-asyncio's loader accepts and that reaches the server."""
     path = tmp_path / "kubeconfig"
     client.write_kubeconfig(path, server=str(cluster.url))
@@ -99,7 +109,9 @@ async def test_apply_the_kueue_examples(api: k8s_client.ApiClient) -> None:
     assert len(jobs) == 1 and jobs[0]["metadata"]["name"].startswith("sample-job-")
     assert jobs[0]["spec"]["suspend"] is True  # the emulator's default hook plays Kueue's Job webhook
     again = [await client.apply_manifest(api, doc) for doc in wanted[:3]]
-    assert [doc["metadata"]["resourceVersion"] for doc in again] == [doc["metadata"]["resourceVersion"] for doc in applied[:3]]
+    assert [doc["metadata"]["resourceVersion"] for doc in again] == [
+        doc["metadata"]["resourceVersion"] for doc in applied[:3]
+    ]
 
 
 async def test_watch_objects_lists_then_streams_changes(api: k8s_client.ApiClient) -> None:
@@ -110,16 +122,21 @@ async def test_watch_objects_lists_then_streams_changes(api: k8s_client.ApiClien
         first = await next_item(stream)
         assert isinstance(first, client.Resynced) and names(first.objects) == {"old"}
         await client.create_object(api, resources.JOBS, namespace="default", body=job("new"))
-        await client.patch_object(api, resources.JOBS, namespace="default", name="old", patch={"metadata": {"labels": {"x": "1"}}})
+        await client.patch_object(
+            api, resources.JOBS, namespace="default", name="old", patch={"metadata": {"labels": {"x": "1"}}}
+        )
         await client.delete_object(api, resources.JOBS, namespace="default", name="new")
         seen = [await next_item(stream) for _ in range(3)]
-        assert [(item.type, item.object["metadata"]["name"]) for item in seen if isinstance(item, client.WatchEvent)] == [
-            ("ADDED", "new"), ("MODIFIED", "old"), ("DELETED", "new")]
+        assert [
+            (item.type, item.object["metadata"]["name"]) for item in seen if isinstance(item, client.WatchEvent)
+        ] == [("ADDED", "new"), ("MODIFIED", "old"), ("DELETED", "new")]
     finally:
         await stream.aclose()
 
 
-async def test_watch_objects_resumes_after_a_dropped_stream_without_relisting(cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient) -> None:
+async def test_watch_objects_resumes_after_a_dropped_stream_without_relisting(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
+) -> None:
     """When the server ends the stream, the loop re-watches from the last resourceVersion: no Resynced, no loss."""
     stream = client.watch_objects(api, resources.JOBS, **FAST_WATCH)
     try:
@@ -129,12 +146,17 @@ async def test_watch_objects_resumes_after_a_dropped_stream_without_relisting(cl
         cluster.drop_watches()
         await client.create_object(api, resources.JOBS, namespace="default", body=job("while-down"))
         item = await pending
-        assert isinstance(item, client.WatchEvent) and (item.type, item.object["metadata"]["name"]) == ("ADDED", "while-down")
+        assert isinstance(item, client.WatchEvent) and (item.type, item.object["metadata"]["name"]) == (
+            "ADDED",
+            "while-down",
+        )
     finally:
         await stream.aclose()
 
 
-async def test_watch_objects_relists_after_410_and_shows_deletions(cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient) -> None:
+async def test_watch_objects_relists_after_410_and_shows_deletions(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
+) -> None:
     """A deletion while the watch is down and the history is gone surfaces as a Resynced without the object."""
     await client.create_object(api, resources.JOBS, namespace="default", body=job("stays"))
     await client.create_object(api, resources.JOBS, namespace="default", body=job("goes"))
@@ -155,7 +177,9 @@ async def test_watch_objects_relists_after_410_and_shows_deletions(cluster: emul
         await stream.aclose()
 
 
-async def test_watch_objects_resumes_from_bookmarks(cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient) -> None:
+async def test_watch_objects_resumes_from_bookmarks(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
+) -> None:
     """Bookmarks move the loop's resourceVersion on: the next watch request resumes from the bookmark.
 
     Any kmock reaction (here an unrelated /healthz) makes every request go

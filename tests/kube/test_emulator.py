@@ -57,11 +57,18 @@ async def test_create_sets_generated_name_uid_resource_version_and_timestamp(api
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", raw["metadata"]["creationTimestamp"])
 
 
-async def test_create_defaults_job_spec_and_rejects_duplicates_and_missing_namespaces(api: k8s_client.ApiClient) -> None:
+async def test_create_defaults_job_spec_and_rejects_duplicates_and_missing_namespaces(
+    api: k8s_client.ApiClient,
+) -> None:
     """Jobs get server defaults; a second create is 409 AlreadyExists; an unknown namespace is 404."""
     batch = k8s_client.BatchV1Api(api)
     created = await batch.create_namespaced_job("default", job("j1"))
-    assert (created.spec.parallelism, created.spec.completions, created.spec.suspend, created.spec.backoff_limit) == (1, 1, False, 6)
+    assert (created.spec.parallelism, created.spec.completions, created.spec.suspend, created.spec.backoff_limit) == (
+        1,
+        1,
+        False,
+        6,
+    )
     with pytest.raises(k8s_client.ApiException) as conflict:
         await batch.create_namespaced_job("default", job("j1"))
     assert conflict.value.status == 409 and json.loads(conflict.value.body)["reason"] == "AlreadyExists"
@@ -128,10 +135,14 @@ async def test_watch_from_resource_version_sends_only_later_events(api: k8s_clie
     await batch.create_namespaced_job("default", job("after"))
     await batch.patch_namespaced_job("before", "default", {"metadata": {"labels": {"x": "1"}}})
     await batch.delete_namespaced_job("after", "default")
-    events = await collect_watch(batch.list_namespaced_job, "default",
-                                 resource_version=listed.metadata.resource_version, timeout_seconds=1)
+    events = await collect_watch(
+        batch.list_namespaced_job, "default", resource_version=listed.metadata.resource_version, timeout_seconds=1
+    )
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("ADDED", "after"), ("MODIFIED", "before"), ("DELETED", "after")]
+        ("ADDED", "after"),
+        ("MODIFIED", "before"),
+        ("DELETED", "after"),
+    ]
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert versions == sorted(versions) and versions[0] > int(listed.metadata.resource_version)
 
@@ -155,25 +166,33 @@ async def test_watch_with_expired_resource_version_gets_410() -> None:
             for index in range(1, 4):
                 await batch.create_namespaced_job("default", job(f"j{index}"))
             with pytest.raises(k8s_client.ApiException) as expired:
-                await collect_watch(batch.list_namespaced_job, "default",
-                                    resource_version=first.metadata.resource_version, timeout_seconds=1)
+                await collect_watch(
+                    batch.list_namespaced_job,
+                    "default",
+                    resource_version=first.metadata.resource_version,
+                    timeout_seconds=1,
+                )
             assert expired.value.status == 410
             assert "Expired" in expired.value.reason
         finally:
             await api.close()
 
 
-async def test_reset_history_expires_every_older_resource_version(cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient) -> None:
+async def test_reset_history_expires_every_older_resource_version(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
+) -> None:
     """After reset_history() a watch from an earlier resourceVersion is 410; from the current one it works."""
     batch = k8s_client.BatchV1Api(api)
     created = await batch.create_namespaced_job("default", job("j"))
     cluster.reset_history()
     with pytest.raises(k8s_client.ApiException) as expired:
-        await collect_watch(batch.list_namespaced_job, "default",
-                            resource_version=created.metadata.resource_version, timeout_seconds=1)
+        await collect_watch(
+            batch.list_namespaced_job, "default", resource_version=created.metadata.resource_version, timeout_seconds=1
+        )
     assert expired.value.status == 410
-    events = await collect_watch(batch.list_namespaced_job, "default",
-                                 resource_version=str(cluster.resource_version), timeout_seconds=1)
+    events = await collect_watch(
+        batch.list_namespaced_job, "default", resource_version=str(cluster.resource_version), timeout_seconds=1
+    )
     assert events == []
 
 
@@ -181,13 +200,19 @@ async def test_bookmarks_carry_the_current_resource_version(api: k8s_client.ApiC
     """allowWatchBookmarks=true yields BOOKMARK events (every 0.2 s here) with the latest resourceVersion."""
     batch = k8s_client.BatchV1Api(api)
     created = await batch.create_namespaced_job("default", job("j"))
-    events = await collect_watch(batch.list_namespaced_job, "default", allow_watch_bookmarks=True,
-                                 resource_version=created.metadata.resource_version, timeout_seconds=1)
+    events = await collect_watch(
+        batch.list_namespaced_job,
+        "default",
+        allow_watch_bookmarks=True,
+        resource_version=created.metadata.resource_version,
+        timeout_seconds=1,
+    )
     bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
     assert len(bookmarks) >= 3
     assert bookmarks[-1]["object"]["metadata"]["resourceVersion"] == created.metadata.resource_version
-    no_bookmarks = await collect_watch(batch.list_namespaced_job, "default",
-                                       resource_version=created.metadata.resource_version, timeout_seconds=1)
+    no_bookmarks = await collect_watch(
+        batch.list_namespaced_job, "default", resource_version=created.metadata.resource_version, timeout_seconds=1
+    )
     assert no_bookmarks == []
 
 
@@ -197,8 +222,13 @@ async def test_label_filtered_watch_sees_objects_enter_and_leave(api: k8s_client
     created = await batch.create_namespaced_job("default", job("j", labels={"team": "a"}))
     await batch.patch_namespaced_job("j", "default", {"metadata": {"labels": {"team": "b"}}})
     await batch.patch_namespaced_job("j", "default", {"metadata": {"labels": {"team": "a"}}})
-    events = await collect_watch(batch.list_namespaced_job, "default", label_selector="team=a",
-                                 resource_version=created.metadata.resource_version, timeout_seconds=1)
+    events = await collect_watch(
+        batch.list_namespaced_job,
+        "default",
+        label_selector="team=a",
+        resource_version=created.metadata.resource_version,
+        timeout_seconds=1,
+    )
     assert [e["type"] for e in events] == ["DELETED", "ADDED"]
 
 
@@ -208,13 +238,20 @@ async def test_status_subresource_isolates_status_from_spec(api: k8s_client.ApiC
     await batch.create_namespaced_job("default", {**job("j"), "status": {"active": 7}})
     stored = await client.get_object(api, resources.JOBS, namespace="default", name="j")
     assert "status" not in stored
-    after_status = await client.patch_object(api, resources.JOBS, namespace="default", name="j", subresource="status",
-                                             patch={"status": {"active": 1}, "spec": {"suspend": True}})
+    after_status = await client.patch_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        name="j",
+        subresource="status",
+        patch={"status": {"active": 1}, "spec": {"suspend": True}},
+    )
     assert after_status["status"] == {"active": 1}
     assert after_status["spec"]["suspend"] is False
     assert after_status["metadata"]["generation"] == 1
-    after_main = await client.patch_object(api, resources.JOBS, namespace="default", name="j",
-                                           patch={"status": {"active": 99}, "spec": {"suspend": True}})
+    after_main = await client.patch_object(
+        api, resources.JOBS, namespace="default", name="j", patch={"status": {"active": 99}, "spec": {"suspend": True}}
+    )
     assert after_main["status"] == {"active": 1}
     assert after_main["spec"]["suspend"] is True
     assert after_main["metadata"]["generation"] == 2
@@ -224,13 +261,16 @@ async def test_status_subresource_isolates_status_from_spec(api: k8s_client.ApiC
 
 async def test_merge_patch_null_deletes_and_noop_patch_keeps_resource_version(api: k8s_client.ApiClient) -> None:
     """A merge patch with null removes the key; a patch that changes nothing bumps nothing."""
-    created = await client.create_object(api, resources.JOBS, namespace="default",
-                                         body=job("j", labels={"a": "1", "b": "2"}))
-    patched = await client.patch_object(api, resources.JOBS, namespace="default", name="j",
-                                        patch={"metadata": {"labels": {"a": None}}})
+    created = await client.create_object(
+        api, resources.JOBS, namespace="default", body=job("j", labels={"a": "1", "b": "2"})
+    )
+    patched = await client.patch_object(
+        api, resources.JOBS, namespace="default", name="j", patch={"metadata": {"labels": {"a": None}}}
+    )
     assert patched["metadata"]["labels"] == {"b": "2"}
-    again = await client.patch_object(api, resources.JOBS, namespace="default", name="j",
-                                      patch={"metadata": {"labels": {"b": "2"}}})
+    again = await client.patch_object(
+        api, resources.JOBS, namespace="default", name="j", patch={"metadata": {"labels": {"b": "2"}}}
+    )
     assert again["metadata"]["resourceVersion"] == patched["metadata"]["resourceVersion"]
     assert int(patched["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
 
@@ -238,24 +278,43 @@ async def test_merge_patch_null_deletes_and_noop_patch_keeps_resource_version(ap
 async def test_json_patch_and_put_with_stale_resource_version(api: k8s_client.ApiClient) -> None:
     """JSON patch applies; PUT with an outdated metadata.resourceVersion is 409 Conflict."""
     created = await client.create_object(api, resources.JOBS, namespace="default", body=job("j"))
-    patched = await client.patch_object(api, resources.JOBS, namespace="default", name="j", content_type=client.JSON_PATCH,
-                                        patch=[{"op": "replace", "path": "/spec/suspend", "value": True}])
+    patched = await client.patch_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        name="j",
+        content_type=client.JSON_PATCH,
+        patch=[{"op": "replace", "path": "/spec/suspend", "value": True}],
+    )
     assert patched["spec"]["suspend"] is True
     with pytest.raises(client.errors.ConflictError):
         await client.replace_object(api, resources.JOBS, namespace="default", name="j", body=created)
-    fresh = await client.replace_object(api, resources.JOBS, namespace="default", name="j",
-                                        body={**patched, "metadata": {**patched["metadata"], "labels": {"put": "yes"}}})
+    fresh = await client.replace_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        name="j",
+        body={**patched, "metadata": {**patched["metadata"], "labels": {"put": "yes"}}},
+    )
     assert fresh["metadata"]["labels"] == {"put": "yes"} and fresh["metadata"]["uid"] == created["metadata"]["uid"]
 
 
 async def test_delete_honours_finalizers(api: k8s_client.ApiClient) -> None:
     """With finalizers, delete only marks deletionTimestamp; removing them deletes the object."""
-    await client.create_object(api, resources.JOBS, namespace="default",
-                               body={**job("j"), "metadata": {"name": "j", "finalizers": ["kueue-es.dev/test"]}})
+    await client.create_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        body={**job("j"), "metadata": {"name": "j", "finalizers": ["kueue-es.dev/test"]}},
+    )
     deleting = await client.delete_object(api, resources.JOBS, namespace="default", name="j")
     assert deleting["metadata"]["deletionTimestamp"]
-    assert (await client.get_object(api, resources.JOBS, namespace="default", name="j"))["metadata"]["deletionTimestamp"]
-    await client.patch_object(api, resources.JOBS, namespace="default", name="j", patch={"metadata": {"finalizers": None}})
+    assert (await client.get_object(api, resources.JOBS, namespace="default", name="j"))["metadata"][
+        "deletionTimestamp"
+    ]
+    await client.patch_object(
+        api, resources.JOBS, namespace="default", name="j", patch={"metadata": {"finalizers": None}}
+    )
     with pytest.raises(client.errors.NotFoundError):
         await client.get_object(api, resources.JOBS, namespace="default", name="j")
 
@@ -263,16 +322,29 @@ async def test_delete_honours_finalizers(api: k8s_client.ApiClient) -> None:
 async def test_custom_resources_and_discovery(api: k8s_client.ApiClient) -> None:
     """Kueue kinds are served with the right scope; discovery lists them; unknown kinds are 404."""
     custom = k8s_client.CustomObjectsApi(api)
-    await custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues",
-                                              {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-                                               "metadata": {"name": "cq"}, "spec": {}})
-    await custom.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "default", "localqueues",
-                                                 {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                                                  "metadata": {"name": "lq"}, "spec": {"clusterQueue": "cq"}})
+    await custom.create_cluster_custom_object(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "clusterqueues",
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {}},
+    )
+    await custom.create_namespaced_custom_object(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "default",
+        "localqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    )
     listed = await custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "localqueues")
     assert [item["metadata"]["namespace"] for item in listed["items"]] == ["default"]
-    discovery = await api.call_api("/apis/kueue.x-k8s.io/v1beta2", "GET", response_types_map={200: "object"},
-                                   _return_http_data_only=True)
+    discovery = await api.call_api(
+        "/apis/kueue.x-k8s.io/v1beta2", "GET", response_types_map={200: "object"}, _return_http_data_only=True
+    )
     scopes = {entry["name"]: (entry["kind"], entry["namespaced"]) for entry in discovery["resources"]}
     assert scopes["workloads"] == ("Workload", True)
     assert scopes["clusterqueues"] == ("ClusterQueue", False)

@@ -18,15 +18,20 @@ def job(name: str, *, suspend: bool, duration: float | None = None, **spec: Any)
     """A Job manifest; ``duration`` sets the simulated run time annotation (seconds)."""
     annotations = {kubelet.SIM_DURATION_ANNOTATION: str(duration)} if duration is not None else {}
     template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "annotations": annotations},
-            "spec": {"suspend": suspend, "template": template, **spec}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"suspend": suspend, "template": template, **spec},
+    }
 
 
 @pytest.fixture
 async def sim_kubelet(api: k8s_client.ApiClient) -> AsyncIterator[kubelet.SimulatedKubelet]:
     """A running SimulatedKubelet with a 0.2 s default duration, stopped after the test."""
-    simulated = kubelet.SimulatedKubelet(api, default_duration_seconds=0.2,
-                                         watch_options={"timeout_seconds": 30, "backoff_seconds": 0.05})
+    simulated = kubelet.SimulatedKubelet(
+        api, default_duration_seconds=0.2, watch_options={"timeout_seconds": 30, "backoff_seconds": 0.05}
+    )
     simulated.start()
     try:
         yield simulated
@@ -60,14 +65,19 @@ def is_complete(status: dict[str, Any]) -> bool:
 @pytest.mark.usefixtures("sim_kubelet")
 async def test_unsuspended_job_runs_and_completes(api: k8s_client.ApiClient) -> None:
     """An unsuspended Job starts (startTime, active) and after its duration succeeds with Job-controller status."""
-    await client.create_object(api, resources.JOBS, namespace="default", body=job("run", suspend=False, parallelism=3, completions=3))
+    await client.create_object(
+        api, resources.JOBS, namespace="default", body=job("run", suspend=False, parallelism=3, completions=3)
+    )
     running = await wait_for_status(api, "run", lambda s: s.get("active") == 3)
     assert running["startTime"] and not is_complete(running)
     done = await wait_for_status(api, "run", is_complete)
     assert done["succeeded"] == 3 and done["active"] == 0
     assert done["completionTime"] >= done["startTime"]
     assert [c["type"] for c in done["conditions"]] == ["SuccessCriteriaMet", "Complete"]
-    assert all(c["status"] == "True" and c["reason"] == "CompletionsReached" and c["lastTransitionTime"] for c in done["conditions"])
+    assert all(
+        c["status"] == "True" and c["reason"] == "CompletionsReached" and c["lastTransitionTime"]
+        for c in done["conditions"]
+    )
 
 
 @pytest.mark.usefixtures("sim_kubelet")
@@ -112,8 +122,13 @@ async def test_duration_annotation_overrides_the_default(api: k8s_client.ApiClie
 
 async def test_queued_jobs_are_created_suspended_by_default(api: k8s_client.ApiClient) -> None:
     """By default (suspend_queued_jobs) a Job naming a queue is stored suspended, as Kueue's webhook does; others are not."""
-    queued = {**job("queued", suspend=False), "metadata": {"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "q"}}}
-    assert (await client.create_object(api, resources.JOBS, namespace="default", body=queued))["spec"]["suspend"] is True
+    queued = {
+        **job("queued", suspend=False),
+        "metadata": {"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+    }
+    assert (await client.create_object(api, resources.JOBS, namespace="default", body=queued))["spec"][
+        "suspend"
+    ] is True
     plain = await client.create_object(api, resources.JOBS, namespace="default", body=job("plain", suspend=False))
     assert plain["spec"]["suspend"] is False
 
@@ -123,7 +138,12 @@ async def test_without_hooks_queued_jobs_keep_their_suspend_field() -> None:
     async with emulator.serve_emulator(create_hooks=()) as cluster:
         api = await client.make_api_client(server=cluster.url)
         try:
-            queued = {**job("queued", suspend=False), "metadata": {"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "q"}}}
-            assert (await client.create_object(api, resources.JOBS, namespace="default", body=queued))["spec"]["suspend"] is False
+            queued = {
+                **job("queued", suspend=False),
+                "metadata": {"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+            }
+            assert (await client.create_object(api, resources.JOBS, namespace="default", body=queued))["spec"][
+                "suspend"
+            ] is False
         finally:
             await api.close()

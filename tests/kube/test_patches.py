@@ -25,10 +25,15 @@ def test_json_patch_operations_apply_and_failures_raise() -> None:
     """RFC 6902 operations apply; a failing `test` op raises PatchError."""
     target = {"metadata": {"labels": {"a": "1"}}}
     ops = [{"op": "add", "path": "/metadata/labels/b", "value": "2"}, {"op": "remove", "path": "/metadata/labels/a"}]
-    assert patches.apply_patch(target, ops, content_type="application/json-patch+json") == {"metadata": {"labels": {"b": "2"}}}
+    assert patches.apply_patch(target, ops, content_type="application/json-patch+json") == {
+        "metadata": {"labels": {"b": "2"}}
+    }
     with pytest.raises(patches.PatchError):
-        patches.apply_patch(target, [{"op": "test", "path": "/metadata/labels/a", "value": "x"}],
-                            content_type="application/json-patch+json")
+        patches.apply_patch(
+            target,
+            [{"op": "test", "path": "/metadata/labels/a", "value": "x"}],
+            content_type="application/json-patch+json",
+        )
 
 
 def test_unknown_patch_type_is_refused() -> None:

@@ -22,7 +22,9 @@ def test_store_starts_with_default_namespaces_and_stamps_creation() -> None:
     objects = make_store()
     assert {ns["metadata"]["name"] for ns in objects.select(resources.NAMESPACES)} == set(store.INITIAL_NAMESPACES)
     before = objects.resource_version
-    created = objects.create(resources.CLUSTER_QUEUES, namespace=None, body={"metadata": {"name": "cq", "namespace": "x"}})
+    created = objects.create(
+        resources.CLUSTER_QUEUES, namespace=None, body={"metadata": {"name": "cq", "namespace": "x"}}
+    )
     assert created["metadata"]["creationTimestamp"] == "2025-01-02T03:04:05Z"
     assert created["metadata"]["resourceVersion"] == str(before + 1)
     assert "namespace" not in created["metadata"]
@@ -31,8 +33,14 @@ def test_store_starts_with_default_namespaces_and_stamps_creation() -> None:
 def test_history_is_bounded_and_expires_old_versions() -> None:
     """With history_limit=2, reading from before the two newest events is expired (None)."""
     objects = make_store(history_limit=2)
-    versions = [int(objects.create(resources.JOBS, namespace="default", body={"metadata": {"name": f"j{i}"}})["metadata"]["resourceVersion"])
-                for i in range(4)]
+    versions = [
+        int(
+            objects.create(resources.JOBS, namespace="default", body={"metadata": {"name": f"j{i}"}})["metadata"][
+                "resourceVersion"
+            ]
+        )
+        for i in range(4)
+    ]
     log = objects.log(resources.JOBS)
     assert log.since(versions[0]) is None
     assert [event.object["metadata"]["name"] for event in log.since(versions[1]) or []] == ["j2", "j3"]
@@ -46,17 +54,25 @@ def test_immutable_metadata_and_noop_updates() -> None:
     objects = make_store()
     created = objects.create(resources.JOBS, namespace="default", body={"metadata": {"name": "j"}, "spec": {}})
     with pytest.raises(store.StoreError) as invalid:
-        objects.update(resources.JOBS, namespace="default", name="j", subresource=None,
-                       change=lambda current: {**current, "metadata": {**current["metadata"], "name": "other"}})
+        objects.update(
+            resources.JOBS,
+            namespace="default",
+            name="j",
+            subresource=None,
+            change=lambda current: {**current, "metadata": {**current["metadata"], "name": "other"}},
+        )
     assert invalid.value.status == 422
     events_before = len(objects.log(resources.JOBS).events)
-    same = objects.update(resources.JOBS, namespace="default", name="j", subresource=None, change=lambda current: current)
+    same = objects.update(
+        resources.JOBS, namespace="default", name="j", subresource=None, change=lambda current: current
+    )
     assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert len(objects.log(resources.JOBS).events) == events_before
 
 
 def test_create_hooks_and_missing_name() -> None:
     """Create hooks mutate new objects; no name and no generateName is 422 Invalid."""
+
     def label_everything(ref: resources.ResourceRef, obj: dict[str, object]) -> None:
         obj["metadata"]["labels"] = {"hooked": ref.kind}  # type: ignore[index]
 

@@ -1,0 +1,180 @@
+"""The bus engine: a scenario run through a real nats-server and every service as a process.
+
+Per scenario: a fresh nats-server (from the wheel) on a free port with a temp
+store, an emulated API server, and the five services started by the same
+:class:`services.supervisor.Supervisor` as ``kueue-es up``, the deciders in
+stepped mode. The runner publishes the scenario's facts on the log as the watcher
+would, commits pre-admitted workloads' seed decisions under the partition head,
+and drives the run with SchedulingRequested facts: one ``cycle`` request per
+``run.cycles`` cycle, or one ``settle`` request, each answered by the admitter's
+DecisionRecord. The outcome is then folded from the log exactly as the core
+engine folds it, so the two engines are compared on the same terms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import tempfile
+from pathlib import Path
+
+from events import codec, subjects, types
+from events.bus import nats as nats_bus
+from events.bus.base import Bus
+from events.bus.server import NatsServer
+from projections.cluster import ClusterState, apply
+from services.kube.emulator import serve_emulator
+from services.runtime import build_batch
+from services.scenarios.core_engine import SEED
+from services.scenarios.engines import RunError
+from services.scenarios.outcome import Outcome, build_outcome
+from services.scenarios.specs import AdmittedWorkload, ApplyEvent, DeleteEvent, FinishEvent, Scenario, ScenarioEvent
+from services.supervisor import Supervisor
+
+ANSWER_TIMEOUT = 60.0
+
+
+class BusEngine:
+    """The ``bus`` :class:`~services.scenarios.engines.Engine`; each run starts and stops its own system."""
+
+    name = "bus"
+
+    def run(self, scenario: Scenario) -> Outcome:
+        """Run ``scenario`` through nats-server and the services; raises RunError on a timeout."""
+        return asyncio.run(_BusRun(scenario).execute())
+
+    def close(self) -> None:
+        """Nothing is kept between runs."""
+
+
+class _BusRun:
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.requests = itertools.count(1)
+        self.bus: Bus | None = None
+
+    async def execute(self) -> Outcome:
+        with tempfile.TemporaryDirectory(prefix="kueue-es-scenario-") as tmp:
+            run_dir = Path(tmp)
+            async with NatsServer(store_dir=run_dir / "nats") as server, serve_emulator() as emulator:
+                supervisor = Supervisor(
+                    nats_url=server.url,
+                    log_dir=run_dir / "logs",
+                    kube_args=["--kube-server", emulator.url],
+                    decider_args=["--stepped"],
+                )
+                self.bus = await nats_bus.connect(server.url)
+                await supervisor.start()
+                try:
+                    await self._drive()
+                    state, log = await self._fold_all()
+                except RunError:
+                    raise
+                except Exception as err:  # a failed run names the scenario and what broke
+                    raise RunError(self.scenario.path, f"the bus run failed: {err!r}") from err
+                finally:
+                    codes = await supervisor.stop()
+                    await self.bus.close()
+                crashed = {name: code for name, code in codes.items() if code not in (0, None)}
+                if crashed:
+                    raise RunError(self.scenario.path, f"services exited with errors: {crashed}")
+        return build_outcome(submitted=self.scenario.submitted, log=log, state=state)
+
+    async def _drive(self) -> None:
+        scenario = self.scenario
+        for obj in scenario.objects:
+            if obj.fact is not None:
+                await self._publish(obj.fact)
+        for admitted in scenario.admitted:
+            assert isinstance(admitted.workload.fact, types.WorkloadObserved)
+            await self._publish(admitted.workload.fact)
+            await self._seed(admitted)
+        for pending in scenario.pending:
+            assert pending.fact is not None
+            await self._publish(pending.fact)
+        await self._phase()
+        for event in scenario.events:
+            await self._apply_event(event)
+            await self._phase()
+
+    async def _publish(self, fact: types.Fact) -> None:
+        assert self.bus is not None
+        await self.bus.publish(subjects.fact_message(fact))
+
+    async def _seed(self, admitted: AdmittedWorkload) -> None:
+        """Commit a pre-admitted workload's QuotaReserved + WorkloadAdmitted under the head, as role seed."""
+        assert self.bus is not None and isinstance(admitted.workload.fact, types.WorkloadObserved)
+        meta = admitted.workload.fact.workload.metadata
+        ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+        at_ms, cq = admitted.reserved_at_ms, admitted.cluster_queue
+        outputs: list[types.Decision] = [
+            types.QuotaReserved(
+                workload=ref, cluster_queue=cq, at_ms=at_ms, pod_set_assignments=list(admitted.pod_set_assignments)
+            ),
+            types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at_ms),
+        ]
+        head_seq = await self.bus.last_subject_seq(subjects.head_subject())
+        basis = await self.bus.last_seq()
+        head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)
+        await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+
+    async def _apply_event(self, event: ScenarioEvent) -> None:
+        match event:
+            case FinishEvent(workload=key):
+                await self._publish(types.WorkloadFinished(workload=await self._ref(key)))
+            case DeleteEvent(modelled=True):
+                uid = (await self._ref(event.key)).uid if event.kind == "Workload" else ""
+                await self._publish(
+                    types.ObjectDeleted(kind=event.kind, namespace=event.namespace, name=event.name, uid=uid)
+                )
+            case ApplyEvent(object=obj) if obj.fact is not None:
+                await self._publish(obj.fact)
+            case _:
+                pass
+
+    async def _ref(self, key: str) -> types.WorkloadRef:
+        namespace, name = key.split("/")
+        state, _ = await self._fold_all()
+        known = state.workloads.get(key)
+        return types.WorkloadRef(namespace=namespace, name=name, uid=known.workload.metadata.uid if known else "")
+
+    async def _phase(self) -> None:
+        """``run.cycles`` cycle requests one after the other, or one settle request."""
+        cycles = self.scenario.run.cycles
+        if cycles is None:
+            await self._request("settle")
+            return
+        for _ in range(cycles):
+            await self._request("cycle")
+
+    async def _request(self, mode: str) -> None:
+        assert self.bus is not None
+        request_id = f"{mode}-{next(self.requests)}"
+        start = await self.bus.last_seq() + 1
+        await self._publish(types.SchedulingRequested(request_id=request_id, mode=mode))  # type: ignore[arg-type]
+        reader = self.bus.read(subjects=(subjects.head_subject(),), start_seq=start)
+        try:
+            async with asyncio.timeout(ANSWER_TIMEOUT), contextlib.aclosing(reader):
+                async for message in reader:
+                    record = codec.decode(message.data)
+                    if isinstance(record, types.DecisionRecord) and record.answers == request_id:
+                        return
+        except TimeoutError:
+            raise RunError(self.scenario.path, f"no answer to the {mode} request within {ANSWER_TIMEOUT:g}s") from None
+
+    async def _fold_all(self) -> tuple[ClusterState, list[tuple[int, types.Event]]]:
+        assert self.bus is not None
+        state, log = ClusterState(), []
+        last = await self.bus.last_seq()
+        if not last:
+            return state, log
+        reader = self.bus.read(subjects=("kq.>",), start_seq=1)
+        async with contextlib.aclosing(reader):
+            async for message in reader:
+                event = codec.decode(message.data)
+                apply(state, event, seq=message.seq)
+                log.append((message.seq, event))
+                if message.seq >= last:
+                    break
+        return state, log

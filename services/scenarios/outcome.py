@@ -1,0 +1,154 @@
+"""The outcome of a scenario run: who is admitted where, who waits, who was preempted.
+
+Every engine reduces its run to an :class:`Outcome` with :func:`build_outcome`
+(the final :class:`~projections.cluster.ClusterState` and the event log), so two
+engines are compared on the same terms. Only the result is in it, nothing about
+how it was reached (no cycle counts, no sequences).
+
+Preemption has no event type yet. :func:`preempted_keys` counts a workload as
+preempted when the log holds a decision whose type (class name or wire tag) is
+``PreemptionIssued`` or ``EvictionRequested`` about it (read with ``getattr``:
+its ``workload``, ``victim`` or ``target`` reference), or a ``QuotaReleased``
+whose reason is ``Preempted`` (Kueue's eviction reason). It starts working the
+moment the preemption issue adds those events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from events import types
+from projections.cluster import ClusterState, WorkloadState, apply
+
+PREEMPTION_TYPES = frozenset({"PreemptionIssued", "EvictionRequested"})
+PREEMPTED_RELEASE_REASONS = frozenset({"Preempted"})
+_VICTIM_ATTRIBUTES = ("workload", "victim", "target")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodSetOutcome:
+    """An admitted pod set: flavor per resource, admitted pod count, and (TAS) pods per node."""
+
+    flavors: Mapping[str, str]
+    count: int
+    topology: Mapping[str, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict, README shape: ``{flavors: {cpu: default}, count: 3}`` (+ ``topology``)."""
+        out: dict[str, Any] = {"flavors": dict(self.flavors), "count": self.count}
+        if self.topology is not None:
+            out["topology"] = dict(self.topology)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdmittedOutcome:
+    """Where an admitted workload holds quota, per pod set."""
+
+    cluster_queue: str
+    pod_sets: Mapping[str, PodSetOutcome]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict: ``{clusterQueue: cq, podSets: {main: {...}}}``."""
+        return {"clusterQueue": self.cluster_queue, "podSets": {n: p.to_dict() for n, p in self.pod_sets.items()}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """The end of a run; every key is ``namespace/name``, every list sorted.
+
+    ``admitted``: workloads holding quota at the end (finished ones excluded);
+    ``pending``: submitted, not admitted, not finished, not deleted;
+    ``preempted``: evicted by preemption at some point of the run (may also be
+    pending or admitted again); ``finished`` and ``deleted``: gone by the end.
+    """
+
+    admitted: Mapping[str, AdmittedOutcome] = field(default_factory=dict)
+    pending: tuple[str, ...] = ()
+    preempted: tuple[str, ...] = ()
+    finished: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+    def status(self, key: str) -> str:
+        """One word or phrase for ``key``: ``admitted to <cq>``, ``pending``, ``finished``,
+        ``deleted`` or ``not submitted``."""
+        if key in self.admitted:
+            return f"admitted to {self.admitted[key].cluster_queue}"
+        for word, keys in (("pending", self.pending), ("finished", self.finished), ("deleted", self.deleted)):
+            if key in keys:
+                return word
+        return "not submitted"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON or YAML output (the ``scenario run`` output)."""
+        return {
+            "admitted": {k: self.admitted[k].to_dict() for k in sorted(self.admitted)},
+            "preempted": list(self.preempted),
+            "pending": list(self.pending),
+            "finished": list(self.finished),
+            "deleted": list(self.deleted),
+        }
+
+
+def build_outcome(
+    *, submitted: Iterable[str], log: Sequence[tuple[int, types.Event]], state: ClusterState | None = None
+) -> Outcome:
+    """The outcome of a run from its event ``log`` (``(seq, event)`` in order).
+
+    ``submitted`` are the ``ns/name`` of every workload the scenario submitted;
+    ``state`` is the fold of ``log`` (folded here when not given).
+    """
+    if state is None:
+        state = ClusterState()
+        for seq, event in log:
+            apply(state, event, seq=seq)
+    admitted = {key: _admitted(wl) for key, wl in state.workloads.items() if wl.reservation is not None and not wl.gone}
+    pending, finished, deleted = [], [], []
+    for key in dict.fromkeys(submitted):
+        wl = state.workloads.get(key)
+        if wl is None or wl.deleted_seq:
+            deleted.append(key)
+        elif wl.finished is not None:
+            finished.append(key)
+        elif key not in admitted:
+            pending.append(key)
+    return Outcome(
+        admitted=dict(sorted(admitted.items())),
+        pending=tuple(sorted(pending)),
+        preempted=tuple(sorted(preempted_keys(event for _, event in log))),
+        finished=tuple(sorted(finished)),
+        deleted=tuple(sorted(deleted)),
+    )
+
+
+def preempted_keys(events: Iterable[object]) -> set[str]:
+    """``ns/name`` of every workload a preemption decision in ``events`` evicted (see module doc)."""
+    found: set[str] = set()
+    for event in events:
+        names = {type(event).__name__, getattr(getattr(type(event), "__struct_config__", None), "tag", None)}
+        if names & PREEMPTION_TYPES:
+            ref = next((getattr(event, a) for a in _VICTIM_ATTRIBUTES if hasattr(event, a)), None)
+            if ref is not None:
+                found.add(f"{ref.namespace}/{ref.name}")
+        elif isinstance(event, types.QuotaReleased) and event.reason in PREEMPTED_RELEASE_REASONS:
+            found.add(event.workload.key)
+    return found
+
+
+def _admitted(wl: WorkloadState) -> AdmittedOutcome:
+    assert wl.reservation is not None
+    return AdmittedOutcome(
+        cluster_queue=wl.reservation.cluster_queue,
+        pod_sets={
+            psa.name: PodSetOutcome(flavors=dict(sorted(psa.flavors.items())), count=psa.count, topology=_topology(psa))
+            for psa in wl.reservation.pod_set_assignments
+        },
+    )
+
+
+def _topology(assignment: types.PodSetAssignment) -> Mapping[str, int] | None:
+    """Pods per node of a TAS assignment, once the event carries one (``topology``: node -> pods)."""
+    topology = getattr(assignment, "topology", None)
+    return dict(sorted(topology.items())) if isinstance(topology, Mapping) else None

@@ -1,0 +1,58 @@
+"""The bus engine: scenarios through real nats-server and all five services as processes.
+
+Each scenario here runs on both engines; the outcomes must be equal and match the
+expectation. A run costs a few seconds (a nats-server, an emulated API server and
+five Python processes), so this covers the shared examples without preemption and
+a spread of ``tests/scenarios`` (every third file, at least one per section) rather
+than all of them; the core engine runs them all (``test_runner.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.scenarios import ScenarioError, core_engine, load_scenario
+from services.scenarios.bus_engine import BusEngine
+from services.scenarios.checking import check
+
+pytestmark = pytest.mark.slow
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parents[1].parent / "shared" / "scenarios" / "examples"
+PREEMPTION_EXAMPLES = ("priority-preemption", "reclaim-in-cohort")
+
+
+def _selection() -> list[Any]:
+    params = [
+        pytest.param(p, id=f"examples/{p.stem}")
+        for p in sorted(EXAMPLES.glob("*.yaml"))
+        if p.stem not in PREEMPTION_EXAMPLES
+    ]
+    files = sorted(HERE.rglob("*.yaml"))
+    chosen: dict[Path, None] = {}
+    for section in sorted({p.parent for p in files}):
+        chosen.setdefault(next(p for p in files if p.parent == section))
+    for path in files[::3]:
+        chosen.setdefault(path)
+    for path in sorted(chosen):
+        try:
+            scenario = load_scenario(path)
+        except ScenarioError as err:  # reported by test_runner's own loading test
+            params.append(pytest.param(path, id=path.relative_to(HERE).as_posix(), marks=pytest.mark.skip(str(err))))
+            continue
+        if not scenario.runs_on("bus"):
+            continue
+        marks = [pytest.mark.xfail(strict=True, reason=scenario.xfail)] if scenario.xfail else []
+        params.append(pytest.param(path, id=path.relative_to(HERE).as_posix(), marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("path", _selection())
+def test_bus_engine_matches_core_and_expectation(path: Path) -> None:
+    """Same outcome on the bus as in-process, and the outcome Kueue gives."""
+    scenario = load_scenario(path)
+    on_bus = BusEngine().run(scenario)
+    assert on_bus == core_engine.CoreEngine().run(scenario)
+    assert check(expect=scenario.expect, outcome=on_bus) == []
