@@ -32,6 +32,7 @@ KUEUE_KINDS: dict[str, type[models.APIObject]] = {
     "LocalQueue": models.LocalQueue,
     "WorkloadPriorityClass": models.WorkloadPriorityClass,
     "Workload": models.Workload,
+    "AdmissionCheck": models.AdmissionCheck,
 }
 NAMESPACED_KINDS = frozenset({"LocalQueue", "Workload"})
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -105,6 +106,9 @@ def parse_object(manifest: dict[str, Any]) -> models.APIObject | models.Namespac
         _weight_to_string(spec)
     elif kind == "LocalQueue" and spec:
         _weight_to_string(spec)
+    elif kind == "AdmissionCheck":
+        conditions = (raw.pop("status", None) or {}).get("conditions") or []
+        raw["active"] = not any(c.get("type") == "Active" and c.get("status") == "False" for c in conditions)
     elif kind == "Workload" and spec:
         spec["podSets"] = [
             _convert_pod_set(ps, index=i, kind=kind, name=name)

@@ -297,6 +297,21 @@ class Workload(_Model, kw_only=True):
         return self.spec.priority or 0
 
 
+class AdmissionCheckSpec(_Model, kw_only=True):
+    """AdmissionCheck spec: the controller that decides it."""
+
+    controller_name: str = ""
+
+
+class AdmissionCheck(_Model, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 AdmissionCheck (cluster-scoped); ``active`` mirrors its Active
+    condition (True unless the status says False; SEMANTICS §1.8)."""
+
+    metadata: ObjectMeta
+    spec: AdmissionCheckSpec = AdmissionCheckSpec()
+    active: bool = True
+
+
 class Namespace(_Model, kw_only=True):
     """A v1 Namespace: only its labels matter (ClusterQueue ``namespaceSelector``)."""
 
@@ -358,4 +373,4 @@ class Configuration(_Model, kw_only=True):
     feature_gates: dict[str, bool] = {}
 
 
-APIObject = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload
+APIObject = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload | AdmissionCheck

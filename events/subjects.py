@@ -33,6 +33,7 @@ _FACT_KIND_TOKENS = {
     "WorkloadPriorityClass": "wpc",
     "Workload": "wl",
     "Namespace": "ns",
+    "AdmissionCheck": "ac",
     "Configuration": "config",
     "SchedulingRequest": "cmd",
 }
@@ -85,6 +86,8 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             return "WorkloadPriorityClass", "", obj.metadata.name
         case types.WorkloadObserved(workload=obj):
             return "Workload", obj.metadata.namespace, obj.metadata.name
+        case types.AdmissionCheckObserved(admission_check=obj):
+            return "AdmissionCheck", "", obj.metadata.name
         case types.NamespaceObserved(namespace=obj):
             return "Namespace", "", obj.metadata.name
         case types.ConfigurationObserved(configuration=obj):

@@ -79,6 +79,12 @@ class WorkloadObserved(_Event, kw_only=True, tag="WorkloadObserved"):
     workload: models.Workload
 
 
+class AdmissionCheckObserved(_Event, kw_only=True, tag="AdmissionCheckObserved"):
+    """An AdmissionCheck as it now is."""
+
+    admission_check: models.AdmissionCheck
+
+
 class NamespaceObserved(_Event, kw_only=True, tag="NamespaceObserved"):
     """A Namespace as it now is (its labels feed namespaceSelector)."""
 
@@ -247,6 +253,7 @@ Fact = (
     | LocalQueueObserved
     | WorkloadPriorityClassObserved
     | WorkloadObserved
+    | AdmissionCheckObserved
     | NamespaceObserved
     | ConfigurationObserved
     | SchedulingRequested

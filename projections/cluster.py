@@ -72,6 +72,7 @@ class ClusterState:
     usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
     namespaces: dict[str, models.Namespace] = field(default_factory=dict)
+    admission_checks: dict[str, models.AdmissionCheck] = field(default_factory=dict)
     configuration: models.Configuration = field(default_factory=models.Configuration)
     requeue_triggers: dict[str, int] = field(default_factory=dict)
     requests: dict[str, tuple[int, types.SchedulingRequested]] = field(default_factory=dict)
@@ -128,6 +129,9 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             state.trigger(f"cq:{obj.spec.cluster_queue}", seq)
         case types.WorkloadPriorityClassObserved(priority_class=obj):
             state.priority_classes[obj.metadata.name] = obj
+            state.trigger("*", seq)
+        case types.AdmissionCheckObserved(admission_check=obj):
+            state.admission_checks[obj.metadata.name] = obj
             state.trigger("*", seq)
         case types.NamespaceObserved(namespace=obj):
             state.namespaces[obj.metadata.name] = obj
@@ -187,6 +191,8 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             state.priority_classes.pop(event.name, None)
         case "Namespace":
             state.namespaces.pop(event.name, None)
+        case "AdmissionCheck":
+            state.admission_checks.pop(event.name, None)
         case "Configuration":
             state.configuration = models.Configuration()
 

@@ -207,6 +207,9 @@ def _mark_cycles(cohorts: dict[str, Node]) -> None:
         if node is not None:  # a cycle: the whole chain from start is affected
             for member in seen:
                 member.in_cycle = True
+    for cohort in cohorts.values():
+        if cohort.in_cycle:
+            cohort.parent = None  # cut the loop so walks up the tree end; the subtree stays unusable
 
 
 def _compute_subtree(node: Node) -> None:

@@ -133,10 +133,12 @@ def _admit(entry: Entry, *, now_ms: int) -> list[types.Decision]:
         types.PodSetAssignment(name=ps.name, flavors=ps.flavors, resource_usage=ps.usage, count=ps.count)
         for ps in entry.assignment.pod_sets
     ]
-    return [
-        types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms),
-        types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=now_ms),
+    reserved: list[types.Decision] = [
+        types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms)
     ]
+    if queues.required_checks(entry.cq):
+        return reserved  # admitted only once every admission check is Ready (SEMANTICS §9.5)
+    return [*reserved, types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=now_ms)]
 
 
 def _inadmissible(wl: WorkloadState, why: queues.Why, *, parked: bool, now_ms: int) -> list[types.Decision]:

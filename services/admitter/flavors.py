@@ -93,7 +93,9 @@ def assign(
     results: list[PodSetResult] = []
     borrowing = 0
     for ps in pod_sets:
-        totals = {r: v for r, v in ps.totals().items() if v > 0}
+        # A zero request of a covered resource still gets a flavor (with zero usage); of an
+        # uncovered one it is ignored (SEMANTICS §10.4).
+        totals = {r: v for r, v in ps.totals().items() if v > 0 or _group_covering(cq, r) is not None}
         chosen: dict[str, str] = {}
         for resource in sorted(totals):
             if resource in chosen:

@@ -47,14 +47,13 @@ def sorted_by_key(workloads: Iterable[WorkloadState]) -> list[WorkloadState]:
 
 
 def priority_of(workload: models.Workload, state: ClusterState) -> int:
-    """Effective priority (SEMANTICS §2.4): ``spec.priority``, else the value of the referenced
-    WorkloadPriorityClass, else 0."""
-    if workload.spec.priority is not None:
-        return workload.spec.priority
+    """Effective priority (SEMANTICS §1.7, §2.4): the current value of the referenced
+    WorkloadPriorityClass, else ``spec.priority``, else 0."""
     ref = workload.spec.priority_class_ref
     if ref is not None and ref.kind == "WorkloadPriorityClass" and ref.name in state.priority_classes:
+        # Kueue's WorkloadPriorityClass controller rewrites spec.priority when the class's value changes.
         return state.priority_classes[ref.name].value
-    return 0
+    return workload.spec.priority or 0
 
 
 def queue_order_key(wl: WorkloadState, state: ClusterState) -> tuple[int, int, str, str]:
@@ -102,7 +101,16 @@ def inactive_reason(cq: models.ClusterQueue, *, state: ClusterState, tree: quota
         for flavor in group.flavors:
             if flavor.name not in state.flavors:
                 return Why("Inadmissible", f"ClusterQueue {name} is inactive")
+    for check in required_checks(cq):
+        if check not in state.admission_checks or not state.admission_checks[check].active:
+            return Why("Inadmissible", f"ClusterQueue {name} is inactive")
     return None
+
+
+def required_checks(cq: models.ClusterQueue) -> list[str]:
+    """Names of the admission checks a ClusterQueue requires (any flavor)."""
+    strategy = cq.spec.admission_checks_strategy
+    return [rule.name for rule in strategy.admission_checks] if strategy else []
 
 
 def pod_set_requests(
@@ -132,6 +140,7 @@ def pod_set_requests(
                 requests=dict(sorted(requests.items())),
                 node_selector=ps.node_selector,
                 tolerations=tuple(ps.tolerations),
+                affinity=tuple(ps.required_node_affinity),
             )
         )
     return out

@@ -31,6 +31,7 @@ _OBSERVED = {
     "WorkloadPriorityClass": lambda obj: types.WorkloadPriorityClassObserved(priority_class=obj),
     "Workload": lambda obj: types.WorkloadObserved(workload=obj),
     "Namespace": lambda obj: types.NamespaceObserved(namespace=obj),
+    "AdmissionCheck": lambda obj: types.AdmissionCheckObserved(admission_check=obj),
     "Configuration": lambda obj: types.ConfigurationObserved(configuration=obj),
 }
 

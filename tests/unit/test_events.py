@@ -30,6 +30,7 @@ SAMPLES: list[types.Event] = [
     types.NamespaceObserved(namespace=models.Namespace(metadata=models.ObjectMeta(name="ns", labels={"team": "a"}))),
     types.ConfigurationObserved(configuration=models.Configuration(fair_sharing=models.FairSharingConfig())),
     types.SchedulingRequested(request_id="r1", mode="settle"),
+    types.AdmissionCheckObserved(admission_check=models.AdmissionCheck(metadata=models.ObjectMeta(name="prov"))),
     types.ObjectDeleted(kind="ClusterQueue", name="cq"),
     types.WorkloadFinished(workload=REF, at_ms=7),
     types.ObjectRejected(kind="Job", namespace="ns", name="j", field="spec.parallelism", problem="bad"),
