@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,14 @@ def _parser() -> argparse.ArgumentParser:
 
     _scenario_commands(sub)
 
+    bench = sub.add_parser("bench", help="benchmarks")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="SUBCOMMAND")
+    core = bench_sub.add_parser("core", help="the pure admission core on Kueue's large-scale shape")
+    core.add_argument("--cohorts", type=int, default=10, help="cohorts (default 10)")
+    core.add_argument("--queues", type=int, default=100, help="ClusterQueues per cohort (default 100)")
+    core.add_argument("--scale", type=float, default=1.0, help="fraction of the 50 workloads per queue (default 1)")
+    core.set_defaults(run=_run_bench_core)
+
     events = sub.add_parser("events", help="the event vocabulary")
     events_sub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
     schema = events_sub.add_parser("schema", help="print the JSON Schema of every event")
@@ -107,6 +116,28 @@ def _kube_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Kubernetes API")
     group.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG)")
     group.add_argument("--kube-server", default=None, help="plain http URL of an API server (an emulator)")
+
+
+def _run_bench_core(args: argparse.Namespace) -> int:
+    import platform
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from services.bench import run_core_bench
+
+    result = run_core_bench(cohorts=args.cohorts, queues_per_cohort=args.queues, scale=args.scale)
+    table = Table(title="kueue-es bench core (admitter decide + fold, in-process)")
+    for column in ("ClusterQueues", "workloads", "cycles", "decisions", "decide s", "fold s", "decisions/s", "peak RSS MiB"):
+        table.add_column(column, justify="right")
+    table.add_row(str(result.cluster_queues), str(result.workloads), str(result.cycles), str(result.decisions),
+                  f"{result.decide_seconds:.2f}", f"{result.fold_seconds:.2f}", f"{result.decisions_per_second:,.0f}",
+                  f"{result.peak_rss_mib:.0f}")
+    console = Console(soft_wrap=True, width=max(Console().width, 110))
+    console.print(table)
+    console.print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
+                  f"{os.cpu_count()} CPUs")
+    return 0
 
 
 def _run_schema(args: argparse.Namespace) -> int:
