@@ -260,11 +260,10 @@ async def test_durable_ack_nak_and_redelivery(bus: base.Bus) -> None:
     await publish_facts(bus, 3)
     await bus.publish(msg("kq.in.cq._.x", "cq"))
     first = await consumer.fetch(batch=10, timeout=2)
-    assert [(d.message.seq, d.attempt, d.message.pending) for d in first] == [
-        (1, 1, 2),
-        (2, 1, 1),
-        (3, 1, 0),
-    ]
+    # pending is the server's count when it sent each message: on a cluster it may already
+    # be 0 for all of them, so only the last one's value is part of the contract
+    assert [(d.message.seq, d.attempt) for d in first] == [(1, 1), (2, 1), (3, 1)]
+    assert first[-1].message.pending == 0
     await consumer.ack(first[0])
     await consumer.nak(first[1])
     again = await consumer.fetch(batch=10, timeout=2)
