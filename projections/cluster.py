@@ -56,7 +56,11 @@ class ClusterState:
     """Everything folded so far; ``last_seq`` is the last sequence applied.
 
     ``usage[cluster_queue][flavor][resource]`` is reserved quota (cpu in
-    millicores, memory in bytes); ``heads[partition]`` the last DecisionRecord
+    millicores, memory in bytes); ``pending`` and ``releasable`` are ordered sets
+    of workload keys (insertion order, so iteration is deterministic) kept by the
+    fold so a cycle need not scan every workload: those without quota and not
+    gone, and those holding quota that must give it back (finished, deleted,
+    deactivated); ``heads[partition]`` the last DecisionRecord
     sequence seen on that partition's head subject; ``rejections`` the latest
     ObjectRejected per ``(kind, namespace, name)``.
     """
@@ -69,6 +73,8 @@ class ClusterState:
     local_queues: dict[tuple[str, str], models.LocalQueue] = field(default_factory=dict)
     priority_classes: dict[str, models.WorkloadPriorityClass] = field(default_factory=dict)
     workloads: dict[str, WorkloadState] = field(default_factory=dict)
+    pending: dict[str, None] = field(default_factory=dict)
+    releasable: dict[str, None] = field(default_factory=dict)
     usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
     namespaces: dict[str, models.Namespace] = field(default_factory=dict)
@@ -164,11 +170,25 @@ def _apply_workload_fact(
                 current.parked_seq = 0  # a changed workload leaves the inadmissible list
             current.workload = event.workload
             current.observed_seq = seq
+        _reindex(state, key)
         return
     current = state.workloads.get(event.workload.key)
     if current is not None and current.finished is None and _same_uid(current, event.workload):
         current.finished = event
         current.finished_seq = seq
+        _reindex(state, event.workload.key)
+
+
+def _reindex(state: ClusterState, key: str) -> None:
+    """Keep ``pending`` and ``releasable`` in step with the workload at ``key``."""
+    wl = state.workloads.get(key)
+    waiting = wl is not None and wl.reservation is None and not wl.gone
+    releasing = wl is not None and wl.reservation is not None and (wl.gone or not wl.workload.spec.active)
+    for index, member in ((state.pending, waiting), (state.releasable, releasing)):
+        if member:
+            index.setdefault(key)
+        else:
+            index.pop(key, None)
 
 
 def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int) -> None:
@@ -179,6 +199,7 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
                 current.deleted_seq = seq
                 if current.reservation is None:
                     del state.workloads[f"{event.namespace}/{event.name}"]
+                _reindex(state, f"{event.namespace}/{event.name}")
         case "ResourceFlavor":
             state.flavors.pop(event.name, None)
         case "ClusterQueue":
@@ -231,6 +252,7 @@ def _apply_workload_decision(
                 current.pending_message = ""
             if current.deleted_seq:
                 del state.workloads[event.workload.key]
+    _reindex(state, event.workload.key)
 
 
 def _add_usage(state: ClusterState, reservation: types.QuotaReserved, *, sign: int) -> None:

@@ -48,28 +48,56 @@ class CoreBenchResult:
 def large_scale_facts(*, cohorts: int = 10, queues_per_cohort: int = 100, scale: float = 1.0) -> list[types.Fact]:
     """The objects and pending workloads of the large-scale shape, as facts (``scale`` shrinks
     the per-queue workload counts, for quick runs)."""
-    facts: list[types.Fact] = [types.ResourceFlavorObserved(flavor=models.ResourceFlavor(metadata=models.ObjectMeta(name="rf")))]
+    facts: list[types.Fact] = [
+        types.ResourceFlavorObserved(flavor=models.ResourceFlavor(metadata=models.ObjectMeta(name="rf")))
+    ]
     created = 0
     for c in range(cohorts):
         for q in range(queues_per_cohort):
             name = f"cq-{q}-cohort-{c}"
             quota = models.ResourceQuota(name="cpu", nominal_quota=20_000, borrowing_limit=100_000)
             spec = models.ClusterQueueSpec(
-                cohort_name=f"cohort-{c}", namespace_selector=models.LabelSelector(),
-                resource_groups=[models.ResourceGroup(covered_resources=["cpu"], flavors=[
-                    models.FlavorQuotas(name="rf", resources=[quota])])],
+                cohort_name=f"cohort-{c}",
+                namespace_selector=models.LabelSelector(),
+                resource_groups=[
+                    models.ResourceGroup(
+                        covered_resources=["cpu"], flavors=[models.FlavorQuotas(name="rf", resources=[quota])]
+                    )
+                ],
             )
-            facts.append(types.ClusterQueueObserved(cluster_queue=models.ClusterQueue(metadata=models.ObjectMeta(name=name), spec=spec)))
-            facts.append(types.LocalQueueObserved(local_queue=models.LocalQueue(
-                metadata=models.ObjectMeta(name=name, namespace=name), spec=models.LocalQueueSpec(cluster_queue=name))))
+            facts.append(
+                types.ClusterQueueObserved(
+                    cluster_queue=models.ClusterQueue(metadata=models.ObjectMeta(name=name), spec=spec)
+                )
+            )
+            facts.append(
+                types.LocalQueueObserved(
+                    local_queue=models.LocalQueue(
+                        metadata=models.ObjectMeta(name=name, namespace=name),
+                        spec=models.LocalQueueSpec(cluster_queue=name),
+                    )
+                )
+            )
             for class_name, count, cpu, priority in CLASSES:
                 for i in range(max(1, round(count * scale))):
                     created += 1
-                    facts.append(types.WorkloadObserved(workload=models.Workload(
-                        metadata=models.ObjectMeta(name=f"{class_name}-{i}", namespace=name, uid=f"uid-{created:06d}",
-                                                   creation_timestamp_ms=BASE_MS + created),
-                        spec=models.WorkloadSpec(queue_name=name, priority=priority, pod_sets=[
-                            models.PodSet(name="main", count=1, requests={"cpu": cpu * 1000})]))))
+                    facts.append(
+                        types.WorkloadObserved(
+                            workload=models.Workload(
+                                metadata=models.ObjectMeta(
+                                    name=f"{class_name}-{i}",
+                                    namespace=name,
+                                    uid=f"uid-{created:06d}",
+                                    creation_timestamp_ms=BASE_MS + created,
+                                ),
+                                spec=models.WorkloadSpec(
+                                    queue_name=name,
+                                    priority=priority,
+                                    pod_sets=[models.PodSet(name="main", count=1, requests={"cpu": cpu * 1000})],
+                                ),
+                            )
+                        )
+                    )
     return facts
 
 
@@ -106,5 +134,12 @@ def run_core_bench(*, cohorts: int = 10, queues_per_cohort: int = 100, scale: fl
             seq += 1
             apply(state, types.WorkloadFinished(workload=ref, at_ms=now), seq=seq)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return CoreBenchResult(cluster_queues=cohorts * queues_per_cohort, workloads=workloads, decisions=decisions,
-                           cycles=cycles, decide_seconds=decide_s, fold_seconds=fold_s, peak_rss_mib=peak)
+    return CoreBenchResult(
+        cluster_queues=cohorts * queues_per_cohort,
+        workloads=workloads,
+        decisions=decisions,
+        cycles=cycles,
+        decide_seconds=decide_s,
+        fold_seconds=fold_s,
+        peak_rss_mib=peak,
+    )

@@ -128,15 +128,33 @@ def _run_bench_core(args: argparse.Namespace) -> int:
 
     result = run_core_bench(cohorts=args.cohorts, queues_per_cohort=args.queues, scale=args.scale)
     table = Table(title="kueue-es bench core (admitter decide + fold, in-process)")
-    for column in ("ClusterQueues", "workloads", "cycles", "decisions", "decide s", "fold s", "decisions/s", "peak RSS MiB"):
+    for column in (
+        "ClusterQueues",
+        "workloads",
+        "cycles",
+        "decisions",
+        "decide s",
+        "fold s",
+        "decisions/s",
+        "peak RSS MiB",
+    ):
         table.add_column(column, justify="right")
-    table.add_row(str(result.cluster_queues), str(result.workloads), str(result.cycles), str(result.decisions),
-                  f"{result.decide_seconds:.2f}", f"{result.fold_seconds:.2f}", f"{result.decisions_per_second:,.0f}",
-                  f"{result.peak_rss_mib:.0f}")
+    table.add_row(
+        str(result.cluster_queues),
+        str(result.workloads),
+        str(result.cycles),
+        str(result.decisions),
+        f"{result.decide_seconds:.2f}",
+        f"{result.fold_seconds:.2f}",
+        f"{result.decisions_per_second:,.0f}",
+        f"{result.peak_rss_mib:.0f}",
+    )
     console = Console(soft_wrap=True, width=max(Console().width, 110))
     console.print(table)
-    console.print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
-                  f"{os.cpu_count()} CPUs")
+    console.print(
+        f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs"
+    )
     return 0
 
 

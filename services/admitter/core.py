@@ -48,10 +48,11 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
     """
     decisions: list[types.Decision] = []
     ledger = {cq: {f: dict(r) for f, r in per_flavor.items()} for cq, per_flavor in state.usage.items()}
-    for wl in queues.sorted_by_key(state.workloads.values()):
-        if wl.reservation is not None and (wl.gone or not wl.workload.spec.active):
-            decisions.append(_release(wl, now_ms=now_ms))
-            shift_usage(ledger.setdefault(wl.reservation.cluster_queue, {}), wl.reservation, sign=-1)
+    for key in sorted(state.releasable):
+        wl = state.workloads[key]
+        assert wl.reservation is not None
+        decisions.append(_release(wl, now_ms=now_ms))
+        shift_usage(ledger.setdefault(wl.reservation.cluster_queue, {}), wl.reservation, sign=-1)
     tree = quota.build(state, usage=ledger)
     plan = queues.plan(state, tree=tree)
     for wl, why in plan.unqueued:

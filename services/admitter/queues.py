@@ -63,32 +63,43 @@ def queue_order_key(wl: WorkloadState, state: ClusterState) -> tuple[int, int, s
 
 
 def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
-    """The heads of this cycle and the workloads that cannot be queued at all."""
+    """The heads of this cycle and the workloads that cannot be queued at all.
+
+    Works from the fold's ``pending`` index, resolving each LocalQueue once; only
+    workloads that are not parked are compared for the head (SEMANTICS §3.2, §3.6).
+    """
     result = Plan()
+    by_local_queue: dict[tuple[str, str], list[WorkloadState]] = {}
+    for key in state.pending:
+        wl = state.workloads[key]
+        if wl.workload.spec.active:
+            by_local_queue.setdefault((wl.workload.metadata.namespace, wl.workload.spec.queue_name), []).append(wl)
     queued: dict[str, list[WorkloadState]] = {}
-    for wl in sorted_by_key(state.workloads.values()):
-        if wl.reservation is not None or wl.gone or not wl.workload.spec.active:
-            continue
-        cq_name, why = _queue_of(wl, state)
-        if why is not None:
-            result.unqueued.append((wl, why))
-        else:
-            queued.setdefault(cq_name, []).append(wl)
+    for (namespace, queue_name), members in by_local_queue.items():
+        cq_name, why = _resolve_local_queue(state, namespace=namespace, queue_name=queue_name)
+        for wl in members:
+            missing_class = _missing_priority_class(wl.workload, state)
+            if why is not None or missing_class is not None:
+                result.unqueued.append((wl, missing_class or why))  # type: ignore[arg-type]
+            else:
+                queued.setdefault(cq_name, []).append(wl)
     triggers = _trigger_seq_by_cq(state, tree)
     for cq_name in sorted(queued):
-        pending = sorted(queued[cq_name], key=lambda wl: queue_order_key(wl, state))
         inactive = inactive_reason(state.cluster_queues[cq_name], state=state, tree=tree)
         if inactive is not None:
-            result.unqueued.extend((wl, inactive) for wl in pending)
+            result.unqueued.extend((wl, inactive) for wl in queued[cq_name])
             continue
-        head = next((wl for wl in pending if not wl.parked_seq or wl.parked_seq < triggers[cq_name]), None)
-        if head is None:
+        trigger = triggers[cq_name]
+        eligible = [wl for wl in queued[cq_name] if not wl.parked_seq or wl.parked_seq < trigger]
+        if not eligible:
             continue
+        head = min(eligible, key=lambda wl: queue_order_key(wl, state))
         mismatch = _namespace_mismatch(head, state.cluster_queues[cq_name], state)
         if mismatch is not None:
-            result.unqueued.append((head, mismatch))  # parked below, even under StrictFIFO (SEMANTICS §10.3)
+            result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
             continue
         result.heads.append((cq_name, head))
+    result.unqueued.sort(key=lambda pair: pair[0].workload.key)
     return result
 
 
@@ -170,21 +181,24 @@ def _scaled(input_resource: str, amount: int, output_resource: str, factor: str)
     return amount * per_unit
 
 
-def _queue_of(wl: WorkloadState, state: ClusterState) -> tuple[str, Why | None]:
-    spec, namespace = wl.workload.spec, wl.workload.metadata.namespace
-    ref = spec.priority_class_ref
-    if (
-        ref is not None
-        and spec.priority is None
-        and ref.kind == "WorkloadPriorityClass"
-        and ref.name not in state.priority_classes
-    ):
-        return "", Why("Inadmissible", f"WorkloadPriorityClass {ref.name} not found")
-    lq = state.local_queues.get((namespace, spec.queue_name))
+def _missing_priority_class(workload: models.Workload, state: ClusterState) -> Why | None:
+    ref = workload.spec.priority_class_ref
+    if ref is None or workload.spec.priority is not None or ref.kind != "WorkloadPriorityClass":
+        return None
+    return (
+        None
+        if ref.name in state.priority_classes
+        else Why("Inadmissible", f"WorkloadPriorityClass {ref.name} not found")
+    )
+
+
+def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str) -> tuple[str, Why | None]:
+    """The ClusterQueue a LocalQueue feeds, or why its workloads cannot queue."""
+    lq = state.local_queues.get((namespace, queue_name))
     if lq is None:
-        return "", Why("Inadmissible", f"LocalQueue {spec.queue_name} doesn't exist")
+        return "", Why("Inadmissible", f"LocalQueue {queue_name} doesn't exist")
     if lq.spec.stop_policy != "None":
-        return "", Why("Inadmissible", f"LocalQueue {spec.queue_name} is inactive")
+        return "", Why("Inadmissible", f"LocalQueue {queue_name} is inactive")
     if lq.spec.cluster_queue not in state.cluster_queues:
         return "", Why("Inadmissible", f"ClusterQueue {lq.spec.cluster_queue} doesn't exist")
     return lq.spec.cluster_queue, None
