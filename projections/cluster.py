@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sortedcontainers import SortedList
+
 from events import models, types
 
 
@@ -38,6 +40,7 @@ class WorkloadState:
     deleted_seq: int = 0
     pending_message: str = ""
     parked_seq: int = 0
+    queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
 
     @property
     def ref(self) -> types.WorkloadRef:
@@ -60,7 +63,9 @@ class ClusterState:
     of workload keys (insertion order, so iteration is deterministic) kept by the
     fold so a cycle need not scan every workload: those without quota and not
     gone, and those holding quota that must give it back (finished, deleted,
-    deactivated); ``heads[partition]`` the last DecisionRecord
+    deactivated); ``queued[(namespace, localQueue)]`` holds the active pending
+    workloads of each LocalQueue as ``(queue order key, workload key)`` in Kueue's
+    heap order (:func:`queue_order_key`); ``heads[partition]`` the last DecisionRecord
     sequence seen on that partition's head subject; ``rejections`` the latest
     ObjectRejected per ``(kind, namespace, name)``.
     """
@@ -75,6 +80,7 @@ class ClusterState:
     workloads: dict[str, WorkloadState] = field(default_factory=dict)
     pending: dict[str, None] = field(default_factory=dict)
     releasable: dict[str, None] = field(default_factory=dict)
+    queued: dict[tuple[str, str], SortedList] = field(default_factory=dict)
     usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
     namespaces: dict[str, models.Namespace] = field(default_factory=dict)
@@ -135,6 +141,7 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             state.trigger(f"cq:{obj.spec.cluster_queue}", seq)
         case types.WorkloadPriorityClassObserved(priority_class=obj):
             state.priority_classes[obj.metadata.name] = obj
+            _reorder_priority_class(state, obj.metadata.name)
             state.trigger("*", seq)
         case types.AdmissionCheckObserved(admission_check=obj):
             state.admission_checks[obj.metadata.name] = obj
@@ -179,8 +186,9 @@ def _apply_workload_fact(
         _reindex(state, event.workload.key)
 
 
-def _reindex(state: ClusterState, key: str) -> None:
-    """Keep ``pending`` and ``releasable`` in step with the workload at ``key``."""
+def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None) -> None:
+    """Keep ``pending``, ``releasable`` and ``queued`` in step with the workload at ``key``
+    (``gone``: the state of a workload just removed from ``workloads``)."""
     wl = state.workloads.get(key)
     waiting = wl is not None and wl.reservation is None and not wl.gone
     releasing = wl is not None and wl.reservation is not None and (wl.gone or not wl.workload.spec.active)
@@ -189,6 +197,46 @@ def _reindex(state: ClusterState, key: str) -> None:
             index.setdefault(key)
         else:
             index.pop(key, None)
+    current = wl or gone
+    if current is None:
+        return
+    wanted = None
+    if wl is not None and waiting and wl.workload.spec.active:
+        meta = wl.workload.metadata
+        wanted = ((meta.namespace, wl.workload.spec.queue_name), queue_order_key(wl.workload, state))
+    if current.queued_as != wanted:
+        if current.queued_as is not None:
+            queue, order = current.queued_as
+            state.queued[queue].discard(order)
+            if not state.queued[queue]:
+                del state.queued[queue]
+        if wanted is not None:
+            state.queued.setdefault(wanted[0], SortedList()).add(wanted[1])
+        current.queued_as = wanted
+
+
+def priority_of(workload: models.Workload, state: ClusterState) -> int:
+    """Effective priority (SEMANTICS §1.7, §2.4): the current value of the referenced
+    WorkloadPriorityClass, else ``spec.priority``, else 0."""
+    ref = workload.spec.priority_class_ref
+    if ref is not None and ref.kind == "WorkloadPriorityClass" and ref.name in state.priority_classes:
+        # Kueue's WorkloadPriorityClass controller rewrites spec.priority when the class's value changes.
+        return state.priority_classes[ref.name].value
+    return workload.spec.priority or 0
+
+
+def queue_order_key(workload: models.Workload, state: ClusterState) -> tuple[int, int, str, str]:
+    """Kueue's ClusterQueue heap order (SEMANTICS §3.2): higher priority, earlier creation, UID, then name."""
+    meta = workload.metadata
+    return (-priority_of(workload, state), meta.creation_timestamp_ms, meta.uid, workload.key)
+
+
+def _reorder_priority_class(state: ClusterState, name: str) -> None:
+    """A WorkloadPriorityClass changed: re-place the workloads that name it in their queues."""
+    for key, wl in state.workloads.items():
+        ref = wl.workload.spec.priority_class_ref
+        if ref is not None and ref.name == name:
+            _reindex(state, key)
 
 
 def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int) -> None:
@@ -199,7 +247,7 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
                 current.deleted_seq = seq
                 if current.reservation is None:
                     del state.workloads[f"{event.namespace}/{event.name}"]
-                _reindex(state, f"{event.namespace}/{event.name}")
+                _reindex(state, f"{event.namespace}/{event.name}", gone=current)
         case "ResourceFlavor":
             state.flavors.pop(event.name, None)
         case "ClusterQueue":
@@ -210,6 +258,7 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             state.local_queues.pop((event.namespace, event.name), None)
         case "WorkloadPriorityClass":
             state.priority_classes.pop(event.name, None)
+            _reorder_priority_class(state, event.name)
         case "Namespace":
             state.namespaces.pop(event.name, None)
         case "AdmissionCheck":
@@ -252,7 +301,7 @@ def _apply_workload_decision(
                 current.pending_message = ""
             if current.deleted_seq:
                 del state.workloads[event.workload.key]
-    _reindex(state, event.workload.key)
+    _reindex(state, event.workload.key, gone=current)
 
 
 def _add_usage(state: ClusterState, reservation: types.QuotaReserved, *, sign: int) -> None:

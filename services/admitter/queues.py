@@ -11,12 +11,11 @@ active ClusterQueue per cycle (§4.1), in Kueue's heap order (§3.2).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from events import models
 from events.quantities import to_amount
-from projections import quota
+from projections import cluster, quota
 from projections.cluster import ClusterState, WorkloadState
 from services.admitter.flavors import PodSetRequest
 
@@ -41,59 +40,37 @@ class Plan:
     unqueued: list[tuple[WorkloadState, Why]] = field(default_factory=list)
 
 
-def sorted_by_key(workloads: Iterable[WorkloadState]) -> list[WorkloadState]:
-    """Workloads by ``namespace/name``: the deterministic order for whole-state scans."""
-    return sorted(workloads, key=lambda wl: wl.workload.key)
-
-
-def priority_of(workload: models.Workload, state: ClusterState) -> int:
-    """Effective priority (SEMANTICS §1.7, §2.4): the current value of the referenced
-    WorkloadPriorityClass, else ``spec.priority``, else 0."""
-    ref = workload.spec.priority_class_ref
-    if ref is not None and ref.kind == "WorkloadPriorityClass" and ref.name in state.priority_classes:
-        # Kueue's WorkloadPriorityClass controller rewrites spec.priority when the class's value changes.
-        return state.priority_classes[ref.name].value
-    return workload.spec.priority or 0
-
-
-def queue_order_key(wl: WorkloadState, state: ClusterState) -> tuple[int, int, str, str]:
-    """Kueue's ClusterQueue heap order: higher priority, earlier creation, then UID (then name)."""
-    meta = wl.workload.metadata
-    return (-priority_of(wl.workload, state), meta.creation_timestamp_ms, meta.uid, wl.workload.key)
+priority_of = cluster.priority_of
+queue_order_key = cluster.queue_order_key
 
 
 def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
-    Works from the fold's ``pending`` index, resolving each LocalQueue once; only
-    workloads that are not parked are compared for the head (SEMANTICS §3.2, §3.6).
+    Reads the fold's per-LocalQueue queues (already in Kueue's heap order), resolving
+    each LocalQueue once; a queue is scanned from its front only past parked
+    workloads, so a cycle costs about one step per ClusterQueue (SEMANTICS §3.2, §3.6).
     """
     result = Plan()
-    by_local_queue: dict[tuple[str, str], list[WorkloadState]] = {}
-    for key in state.pending:
-        wl = state.workloads[key]
-        if wl.workload.spec.active:
-            by_local_queue.setdefault((wl.workload.metadata.namespace, wl.workload.spec.queue_name), []).append(wl)
-    queued: dict[str, list[WorkloadState]] = {}
-    for (namespace, queue_name), members in by_local_queue.items():
-        cq_name, why = _resolve_local_queue(state, namespace=namespace, queue_name=queue_name)
-        for wl in members:
-            missing_class = _missing_priority_class(wl.workload, state)
-            if why is not None or missing_class is not None:
-                result.unqueued.append((wl, missing_class or why))  # type: ignore[arg-type]
-            else:
-                queued.setdefault(cq_name, []).append(wl)
+    by_cq: dict[str, list[tuple[str, str]]] = {}
+    for queue in state.queued:
+        cq_name, why = _resolve_local_queue(state, namespace=queue[0], queue_name=queue[1])
+        if why is not None:
+            result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
+        else:
+            by_cq.setdefault(cq_name, []).append(queue)
     triggers = _trigger_seq_by_cq(state, tree)
-    for cq_name in sorted(queued):
+    for cq_name in sorted(by_cq):
         inactive = inactive_reason(state.cluster_queues[cq_name], state=state, tree=tree)
         if inactive is not None:
-            result.unqueued.extend((wl, inactive) for wl in queued[cq_name])
+            result.unqueued.extend(
+                (state.workloads[order[-1]], inactive) for queue in by_cq[cq_name] for order in state.queued[queue]
+            )
             continue
-        trigger = triggers[cq_name]
-        eligible = [wl for wl in queued[cq_name] if not wl.parked_seq or wl.parked_seq < trigger]
-        if not eligible:
+        candidates = [c for q in by_cq[cq_name] if (c := _front(state, q, trigger=triggers[cq_name], plan=result))]
+        if not candidates:
             continue
-        head = min(eligible, key=lambda wl: queue_order_key(wl, state))
+        head = state.workloads[min(candidates)[-1]]
         mismatch = _namespace_mismatch(head, state.cluster_queues[cq_name], state)
         if mismatch is not None:
             result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
@@ -101,6 +78,23 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
         result.heads.append((cq_name, head))
     result.unqueued.sort(key=lambda pair: pair[0].workload.key)
     return result
+
+
+def _front(
+    state: ClusterState, queue: tuple[str, str], *, trigger: int, plan: Plan
+) -> tuple[int, int, str, str] | None:
+    """The first workload of a LocalQueue that may be tried now (not parked since the
+    last requeue trigger), noting on the way those whose priority class is missing."""
+    for order in state.queued[queue]:
+        wl = state.workloads[order[-1]]
+        if wl.parked_seq and wl.parked_seq >= trigger:
+            continue
+        missing = _missing_priority_class(wl.workload, state)
+        if missing is not None:
+            plan.unqueued.append((wl, missing))
+            continue
+        return order
+    return None
 
 
 def inactive_reason(cq: models.ClusterQueue, *, state: ClusterState, tree: quota.QuotaTree) -> Why | None:
