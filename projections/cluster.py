@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from sortedcontainers import SortedList
 
 from events import models, types
+from projections import quota
 
 
 @dataclass
@@ -87,6 +88,7 @@ class ClusterState:
     admission_checks: dict[str, models.AdmissionCheck] = field(default_factory=dict)
     configuration: models.Configuration = field(default_factory=models.Configuration)
     requeue_triggers: dict[str, int] = field(default_factory=dict)
+    quota_tree: quota.QuotaTree | None = None
     requests: dict[str, tuple[int, types.SchedulingRequested]] = field(default_factory=dict)
 
     def open_request(self, role: str) -> types.SchedulingRequested | None:
@@ -132,9 +134,11 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             state.trigger("*", seq)
         case types.ClusterQueueObserved(cluster_queue=obj):
             state.cluster_queues[obj.metadata.name] = obj
+            state.quota_tree = None
             state.trigger(f"cq:{obj.metadata.name}", seq)
         case types.CohortObserved(cohort=obj):
             state.cohorts[obj.metadata.name] = obj
+            state.quota_tree = None
             state.trigger(f"cohort:{obj.metadata.name}", seq)
         case types.LocalQueueObserved(local_queue=obj):
             state.local_queues[(obj.metadata.namespace, obj.metadata.name)] = obj
@@ -252,8 +256,10 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             state.flavors.pop(event.name, None)
         case "ClusterQueue":
             state.cluster_queues.pop(event.name, None)
+            state.quota_tree = None
         case "Cohort":
             state.cohorts.pop(event.name, None)
+            state.quota_tree = None
         case "LocalQueue":
             state.local_queues.pop((event.namespace, event.name), None)
         case "WorkloadPriorityClass":
@@ -306,6 +312,8 @@ def _apply_workload_decision(
 
 def _add_usage(state: ClusterState, reservation: types.QuotaReserved, *, sign: int) -> None:
     shift_usage(state.usage.setdefault(reservation.cluster_queue, {}), reservation, sign=sign)
+    if state.quota_tree is not None:
+        state.quota_tree.shift_reservation(reservation.cluster_queue, quota.reservation_usage(reservation), sign=sign)
 
 
 def shift_usage(usage: dict[str, dict[str, int]], reservation: types.QuotaReserved, *, sign: int) -> None:

@@ -20,9 +20,12 @@ Cohorts named by ``cohortName``/``parentName`` without an object are implicit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from events import models
-from projections.cluster import ClusterState
+
+if TYPE_CHECKING:  # cluster.py keeps a cached tree up to date, so it imports this module
+    from projections.cluster import ClusterState
 
 FR = tuple[str, str]  # (flavor, resource)
 
@@ -78,6 +81,22 @@ class QuotaTree:
     def __init__(self, *, cluster_queues: dict[str, Node], cohorts: dict[str, Node]) -> None:
         self.cluster_queues = cluster_queues
         self.cohorts = cohorts
+        self._journal: list[tuple[Node, FR, int]] | None = None
+
+    def begin(self) -> None:
+        """Start recording usage changes, so :meth:`rollback` can undo a cycle's what-ifs."""
+        self._journal = []
+
+    def rollback(self) -> None:
+        """Undo every usage change since :meth:`begin` (newest first) and stop recording."""
+        for node, fr, before in reversed(self._journal or []):
+            node.usage[fr] = before
+        self._journal = None
+
+    def _set(self, node: Node, fr: FR, value: int) -> None:
+        if self._journal is not None:
+            self._journal.append((node, fr, node.usage.get(fr, 0)))
+        node.usage[fr] = value
 
     # --- queries (SEMANTICS §6.2) --------------------------------------------------------
 
@@ -131,12 +150,59 @@ class QuotaTree:
     def add_usage(self, cq: str, usage: dict[FR, int]) -> None:
         """Reserve ``usage`` in ``cq``; what exceeds local quota is pushed up the tree."""
         for fr, amount in usage.items():
-            _add(self.cluster_queues[cq], fr, amount)
+            self._add(self.cluster_queues[cq], fr, amount)
 
     def remove_usage(self, cq: str, usage: dict[FR, int]) -> None:
         """Give back ``usage`` reserved in ``cq``."""
         for fr, amount in usage.items():
-            _remove(self.cluster_queues[cq], fr, amount)
+            self._remove(self.cluster_queues[cq], fr, amount)
+
+    def shift_reservation(self, cq: str, usage: dict[FR, int], *, sign: int) -> None:
+        """Add (``sign`` 1) or remove (-1) a reservation's usage, as :func:`build` counts it:
+        ClusterQueues that are deleted or under a cohort cycle are left out."""
+        node = self.cluster_queues.get(cq)
+        if node is None or node.in_cycle:
+            return
+        if sign > 0:
+            self.add_usage(cq, usage)
+        else:
+            self.remove_usage(cq, usage)
+
+    def _add(self, node: Node, fr: FR, amount: int) -> None:
+        room = node.local_available(fr)
+        self._set(node, fr, node.usage.get(fr, 0) + amount)
+        if node.parent is not None and amount > room:
+            self._add(node.parent, fr, amount - room)
+
+    def _remove(self, node: Node, fr: FR, amount: int) -> None:
+        local = node.local_quota(fr)
+        before = max(0, node.usage.get(fr, 0) - local)
+        self._set(node, fr, node.usage.get(fr, 0) - amount)
+        after = max(0, node.usage[fr] - local)
+        if node.parent is not None and before > after:
+            self._remove(node.parent, fr, before - after)
+
+
+def cached(state: ClusterState) -> QuotaTree:
+    """The tree of ``state`` with the ledger's usage, built once and then kept in step by
+    the fold (:mod:`projections.cluster` rebuilds it when a ClusterQueue or Cohort changes).
+
+    Callers that try usage out must bracket it with ``begin()``/``rollback()``.
+    """
+    if state.quota_tree is None:
+        state.quota_tree = build(state)
+    return state.quota_tree
+
+
+def reservation_usage(reservation: object) -> dict[FR, int]:
+    """Usage per (flavor, resource) of a QuotaReserved."""
+    out: dict[FR, int] = {}
+    for assignment in reservation.pod_set_assignments:  # type: ignore[attr-defined]
+        for resource, amount in assignment.resource_usage.items():
+            flavor = assignment.flavors.get(resource)
+            if flavor is not None and amount:
+                out[(flavor, resource)] = out.get((flavor, resource), 0) + amount
+    return out
 
 
 def build(state: ClusterState, *, usage: dict[str, dict[str, dict[str, int]]] | None = None) -> QuotaTree:
@@ -245,19 +311,3 @@ def _potential(node: Node, fr: FR) -> int:
     if quota is not None and quota.borrowing_limit is not None:
         value = min(value, node.subtree.get(fr, 0) + quota.borrowing_limit)
     return value
-
-
-def _add(node: Node, fr: FR, amount: int) -> None:
-    room = node.local_available(fr)
-    node.usage[fr] = node.usage.get(fr, 0) + amount
-    if node.parent is not None and amount > room:
-        _add(node.parent, fr, amount - room)
-
-
-def _remove(node: Node, fr: FR, amount: int) -> None:
-    local = node.local_quota(fr)
-    before = max(0, node.usage.get(fr, 0) - local)
-    node.usage[fr] = node.usage.get(fr, 0) - amount
-    after = max(0, node.usage[fr] - local)
-    if node.parent is not None and before > after:
-        _remove(node.parent, fr, before - after)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from events import models, types
 from projections import quota
-from projections.cluster import ClusterState, WorkloadState, shift_usage
+from projections.cluster import ClusterState, WorkloadState
 from services.admitter import flavors, queues
 
 LOGIC_VERSION = 2
@@ -46,14 +46,21 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
 
     Returns decisions in a deterministic order; empty when nothing changes.
     """
+    tree = quota.cached(state)
+    tree.begin()  # the cycle's releases and admissions are what-ifs until they come back through the log
+    try:
+        return _cycle(state, tree=tree, now_ms=now_ms)
+    finally:
+        tree.rollback()
+
+
+def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[types.Decision]:
     decisions: list[types.Decision] = []
-    ledger = {cq: {f: dict(r) for f, r in per_flavor.items()} for cq, per_flavor in state.usage.items()}
     for key in sorted(state.releasable):
         wl = state.workloads[key]
         assert wl.reservation is not None
         decisions.append(_release(wl, now_ms=now_ms))
-        shift_usage(ledger.setdefault(wl.reservation.cluster_queue, {}), wl.reservation, sign=-1)
-    tree = quota.build(state, usage=ledger)
+        tree.shift_reservation(wl.reservation.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
     plan = queues.plan(state, tree=tree)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why, parked=why.parked, now_ms=now_ms))

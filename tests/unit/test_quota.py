@@ -1,5 +1,7 @@
 """Quota math on the cohort tree: Kueue's worked examples (SEMANTICS §6.5, cluster_queue.md)."""
 
+from pathlib import Path
+
 from projections import quota
 from tests.builders import Log, cluster_queue
 
@@ -84,3 +86,20 @@ def test_cohort_objects_add_quota_and_cycles_disable() -> None:
     ]
     tree = tree_of(("a", 1, {"cohort": "x"}), cohorts=tuple(loop))
     assert tree.cluster_queues["a"].in_cycle
+
+
+def test_tree_kept_by_the_fold_equals_a_fresh_build() -> None:
+    """The cached tree, updated by every QuotaReserved/QuotaReleased, matches one built from scratch."""
+    from services.scenarios import core_engine, load_scenario
+
+    examples = Path(__file__).resolve().parents[2] / "tests" / "scenarios" / "quota"
+    checked = 0
+    for path in sorted(examples.glob("*.yaml")):
+        run = core_engine.run_scenario(load_scenario(path))
+        cached, fresh = quota.cached(run.state), quota.build(run.state)
+        for name, node in [*fresh.cluster_queues.items(), *fresh.cohorts.items()]:
+            kept = cached.cluster_queues.get(name) or cached.cohorts[name]
+            for fr in set(node.usage) | set(kept.usage):
+                assert kept.usage.get(fr, 0) == node.usage.get(fr, 0), (path.name, name, fr)
+        checked += 1
+    assert checked >= 5
