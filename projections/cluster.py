@@ -15,6 +15,7 @@ QuotaReserved minus QuotaReleased, per flavor and resource (research §5.7).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from sortedcontainers import SortedList
 
@@ -42,6 +43,7 @@ class WorkloadState:
     pending_message: str = ""
     parked_seq: int = 0
     queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
+    requests_memo: tuple[object, object, object, list[Any]] | None = None  # the admitter's cache, not state
 
     @property
     def ref(self) -> types.WorkloadRef:

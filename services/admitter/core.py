@@ -67,7 +67,7 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
     entries: list[Entry] = []
     for cq_name, head in plan.heads:
         cq = state.cluster_queues[cq_name]
-        requests = queues.pod_set_requests(head.workload, cq=cq, config=state.configuration)
+        requests = queues.cached_pod_set_requests(head, cq=cq, config=state.configuration)
         assignment = _assign_with_partial(head.workload, requests, cq=cq, tree=tree, state=state)
         if not assignment.fits:
             parked = cq.spec.queueing_strategy == "BestEffortFIFO"

@@ -151,6 +151,20 @@ def pod_set_requests(
     return out
 
 
+def cached_pod_set_requests(
+    wl: WorkloadState, *, cq: models.ClusterQueue, config: models.Configuration
+) -> list[PodSetRequest]:
+    """:func:`pod_set_requests`, remembered on the workload's state for as long as the same
+    workload, ClusterQueue and Configuration objects are in force (compared by identity:
+    the fold replaces an object when it changes, so a stale entry can never match)."""
+    memo = wl.requests_memo
+    if memo is not None and memo[0] is wl.workload and memo[1] is cq and memo[2] is config:
+        return memo[3]
+    requests = pod_set_requests(wl.workload, cq=cq, config=config)
+    wl.requests_memo = (wl.workload, cq, config, requests)
+    return requests
+
+
 def _transform(requests: dict[str, int], transformations: list[models.ResourceTransformation]) -> dict[str, int]:
     """Kueue's resource transformations: outputs += input x factor; Replace drops the input."""
     out = dict(requests)
