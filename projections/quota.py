@@ -82,6 +82,7 @@ class QuotaTree:
         self.cluster_queues = cluster_queues
         self.cohorts = cohorts
         self._journal: list[tuple[Node, FR, int]] | None = None
+        self._potential: dict[tuple[str, FR], int] = {}  # depends on quotas only, never on usage
 
     def begin(self) -> None:
         """Start recording usage changes, so :meth:`rollback` can undo a cycle's what-ifs."""
@@ -106,7 +107,10 @@ class QuotaTree:
 
     def potential_available(self, cq: str, fr: FR) -> int:
         """The most ``cq`` could ever hold of ``fr`` if nothing else used anything."""
-        return _potential(self.cluster_queues[cq], fr)
+        key = (cq, fr)
+        if key not in self._potential:
+            self._potential[key] = _potential(self.cluster_queues[cq], fr)
+        return self._potential[key]
 
     def nominal(self, cq: str, fr: FR) -> int:
         """The ClusterQueue's own nominal quota of ``fr`` (0 when not declared)."""
