@@ -1,0 +1,1 @@
+"""Property-based tests (Hypothesis) of admission: quota safety, determinism, folding, replay."""
