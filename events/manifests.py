@@ -281,6 +281,27 @@ def _weight_to_string(spec: dict[str, Any]) -> None:
         fair["weight"] = str(fair["weight"])
 
 
+def requests_over_limits(pod_spec: dict[str, Any], *, where: str = "template.spec") -> str:
+    """Kueue's admissibility check (SEMANTICS §4.3 step 5): the first container whose request
+    of a resource exceeds its limit, as a sentence; "" when none does. Bad quantities are
+    left to :func:`pod_requests`, which reports them."""
+    groups = (("initContainers", pod_spec.get("initContainers")), ("containers", pod_spec.get("containers")))
+    for group, containers in groups:
+        for i, container in enumerate(containers or []):
+            resources = container.get("resources") or {}
+            limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+            for res in sorted(set(limits) & set(requests)):
+                try:
+                    over = to_amount(res, requests[res], allow_negative=True) > to_amount(
+                        res, limits[res], allow_negative=True
+                    )
+                except QuantityError:
+                    continue
+                if over:
+                    return f"{where}.{group}[{i}].resources.requests[{res}] exceeds its limit"
+    return ""
+
+
 def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str) -> dict[str, Any]:
     where = f"spec.podSets[{index}]"
     if not isinstance(pod_set, dict):
@@ -296,6 +317,9 @@ def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str) -> dict[
     terms = required_node_affinity(pod_spec)
     if terms:
         out["requiredNodeAffinity"] = terms
+    problem = requests_over_limits(pod_spec, where=f"{where}.template.spec")
+    if problem:
+        out["misconfigured"] = problem
     return out
 
 

@@ -257,6 +257,7 @@ class PodSet(_Model, kw_only=True):
     node_selector: dict[str, str] = {}
     tolerations: list[Toleration] = []
     required_node_affinity: list[NodeSelectorTerm] = []
+    misconfigured: str = ""  # why the pod set fails Kueue's admissibility checks, e.g. requests over limits
 
 
 class OwnerReference(_Model, kw_only=True):

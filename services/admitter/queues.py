@@ -71,7 +71,7 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
         if not candidates:
             continue
         head = state.workloads[min(candidates)[-1]]
-        mismatch = _namespace_mismatch(head, state.cluster_queues[cq_name], state)
+        mismatch = _namespace_mismatch(head, state.cluster_queues[cq_name], state) or _misconfigured(head)
         if mismatch is not None:
             result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
             continue
@@ -210,6 +210,14 @@ def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str
     if lq.spec.cluster_queue not in state.cluster_queues:
         return "", Why("Inadmissible", f"ClusterQueue {lq.spec.cluster_queue} doesn't exist")
     return lq.spec.cluster_queue, None
+
+
+def _misconfigured(wl: WorkloadState) -> Why | None:
+    """A workload that fails Kueue's admissibility validation is parked as Misconfigured (SEMANTICS §4.3)."""
+    for ps in wl.workload.spec.pod_sets:
+        if ps.misconfigured:
+            return Why("Misconfigured", f"pod set {ps.name}: {ps.misconfigured}", parked=True)
+    return None
 
 
 def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: ClusterState) -> Why | None:

@@ -134,6 +134,7 @@ def job_to_workload(job: dict[str, Any]) -> models.Workload:
         required_node_affinity=msgspec.convert(
             manifests.required_node_affinity(pod_spec), list[models.NodeSelectorTerm]
         ),
+        misconfigured=manifests.requests_over_limits(pod_spec, where="spec.template.spec"),
     )
     labels = meta.get("labels") or {}
     priority_class = labels.get(PRIORITY_CLASS_LABEL)
