@@ -13,6 +13,7 @@ from events.bus.base import Bus, Delivery, DurableConsumer, LogMessage
 from projections.cluster import ClusterState
 from services.runtime import cancel_and_wait, fold_message
 from services.watcher.service import KUEUE_KINDS, Watcher
+from tests.builders import local_queue  # noqa: F401  (re-exported for the edge tests)
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 E = TypeVar("E", bound=types.Event)
@@ -165,16 +166,6 @@ def cluster_queue(
                 }
             ],
         },
-    }
-
-
-def local_queue(name: str, cq: str, namespace: str = "default") -> dict[str, Any]:
-    """A LocalQueue manifest."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": cq},
     }
 
 
