@@ -110,9 +110,9 @@ async def test_kueue_examples_admitted_and_finished(tmp_path: Path) -> None:
         assert report.ok and report.decisions >= 2 and report.matched == report.decisions
 
 
-async def test_demo_command_runs_and_replays() -> None:
+async def test_demo_command_runs_and_replays(tmp_path: Path) -> None:
     """`kueue-es demo` finishes every Job, prints the timeline, and replay matches every decision."""
-    code, out = await kueue_es("demo", "--jobs", "4", "--duration", "1")
+    code, out = await kueue_es("demo", "--jobs", "4", "--duration", "1", "--dir", str(tmp_path / "demo"))
     assert code == 0, out
     for needle in (
         "submitted",
