@@ -42,6 +42,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import structlog
 
@@ -110,7 +111,37 @@ class ClusterSpec:
     peer_ports: tuple[int, ...]
 
 
-class NatsServer:
+class _Managed:
+    """Sync and async context management over ``start``/``start_async``/``stop``."""
+
+    def start(self, *, timeout: float = 10.0) -> Self:
+        raise NotImplementedError
+
+    async def start_async(self, *, timeout: float = 10.0) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        return await self.start_async()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+
+class NatsServer(_Managed):
     """One nats-server process with JetStream, bound to 127.0.0.1.
 
     ``store_dir`` is kept after stop; without one, a temporary directory is made
@@ -274,25 +305,8 @@ class NatsServer:
         if self._own_dir:
             shutil.rmtree(self.store_dir, ignore_errors=True)
 
-    def __enter__(self) -> NatsServer:
-        return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> NatsServer:
-        return await self.start_async()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.stop)
-
-
-class NatsCluster:
+class NatsCluster(_Managed):
     """``size`` nats-server nodes with JetStream, routed on 127.0.0.1, one store each.
 
     Ready (every node has a meta leader) when :meth:`start` returns; ``urls``
@@ -374,23 +388,6 @@ class NatsCluster:
         self._stop_nodes()
         if self._own_dir:
             shutil.rmtree(self.base_dir, ignore_errors=True)
-
-    def __enter__(self) -> NatsCluster:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> NatsCluster:
-        return await self.start_async()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.stop)
 
 
 @atexit.register
