@@ -62,7 +62,9 @@ class Outcome:
     ``admitted``: workloads holding quota at the end (finished ones excluded);
     ``pending``: submitted, not admitted, not finished, not deleted;
     ``preempted``: evicted by preemption at some point of the run (may also be
-    pending or admitted again); ``finished`` and ``deleted``: gone by the end.
+    pending or admitted again); ``finished`` and ``deleted``: gone by the end;
+    ``why``: for pending workloads, the last reason the admitter recorded (Kueue's
+    QuotaReserved=False message), so a person can see why.
     """
 
     admitted: Mapping[str, AdmittedOutcome] = field(default_factory=dict)
@@ -70,6 +72,7 @@ class Outcome:
     preempted: tuple[str, ...] = ()
     finished: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
+    why: Mapping[str, str] = field(default_factory=dict)
 
     def status(self, key: str) -> str:
         """One word or phrase for ``key``: ``admitted to <cq>``, ``pending``, ``finished``,
@@ -89,6 +92,7 @@ class Outcome:
             "pending": list(self.pending),
             "finished": list(self.finished),
             "deleted": list(self.deleted),
+            "why": dict(self.why),
         }
 
 
@@ -106,6 +110,7 @@ def build_outcome(
             apply(state, event, seq=seq)
     admitted = {key: _admitted(wl) for key, wl in state.workloads.items() if wl.reservation is not None and not wl.gone}
     pending, finished, deleted = [], [], []
+    why: dict[str, str] = {}
     for key in dict.fromkeys(submitted):
         wl = state.workloads.get(key)
         if wl is None or wl.deleted_seq:
@@ -114,12 +119,15 @@ def build_outcome(
             finished.append(key)
         elif key not in admitted:
             pending.append(key)
+            if wl.pending_message:
+                why[key] = wl.pending_message
     return Outcome(
         admitted=dict(sorted(admitted.items())),
         pending=tuple(sorted(pending)),
         preempted=tuple(sorted(preempted_keys(event for _, event in log))),
         finished=tuple(sorted(finished)),
         deleted=tuple(sorted(deleted)),
+        why=dict(sorted(why.items())),
     )
 
 

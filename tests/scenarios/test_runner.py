@@ -127,6 +127,10 @@ def test_outcome_of_a_small_scenario(tmp_path: Path) -> None:
         "pending": ["default/w3"],
         "finished": [],
         "deleted": [],
+        "why": {
+            "default/w3": "couldn't assign flavors to pod set main: "
+            "insufficient unused quota for cpu in flavor default, 1 more needed"
+        },
     }
 
 
