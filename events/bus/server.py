@@ -190,14 +190,7 @@ class NatsServer(_Managed):
         while not self.check_ready():
             self._check_deadline(deadline)
             time.sleep(0.02)
-        log.info(
-            "nats-server ready",
-            name=self.name,
-            pid=self.pid,
-            url=self._url,
-            store_dir=str(self.store_dir),
-        )
-        return self
+        return self._ready()
 
     async def start_async(self, *, timeout: float = 10.0) -> NatsServer:
         """Like :meth:`start`, but waits without blocking the event loop."""
@@ -206,13 +199,10 @@ class NatsServer(_Managed):
         while not await asyncio.to_thread(self.check_ready):
             self._check_deadline(deadline)
             await asyncio.sleep(0.02)
-        log.info(
-            "nats-server ready",
-            name=self.name,
-            pid=self.pid,
-            url=self._url,
-            store_dir=str(self.store_dir),
-        )
+        return self._ready()
+
+    def _ready(self) -> NatsServer:
+        log.info("nats-server ready", name=self.name, pid=self.pid, url=self._url, store_dir=str(self.store_dir))
         return self
 
     def spawn(self) -> None:
