@@ -129,6 +129,20 @@ class WorkloadFinished(_Event, kw_only=True, tag="WorkloadFinished"):
     at_ms: int = 0
 
 
+class WorkloadStopped(_Event, kw_only=True, tag="WorkloadStopped"):
+    """After an eviction, the workload's job no longer runs (Kueue's ``!job.IsActive()``).
+
+    Reported by the watcher once the evicted job is suspended and has no active
+    pods (or by whatever stands in for the job, such as the scenario runner); the
+    admitter then releases the quota and the workload goes back to its queue
+    (jobframework/reconciler.go, SEMANTICS §7.8). ``reason`` is the eviction's.
+    """
+
+    workload: WorkloadRef
+    reason: str = "Preempted"
+    at_ms: int = 0
+
+
 class ObjectRejected(_Event, kw_only=True, tag="ObjectRejected"):
     """Bad input seen in the cluster: kept on the log so a user can see why nothing happened.
 
@@ -221,6 +235,68 @@ class QuotaReleased(_Event, kw_only=True, tag="QuotaReleased"):
     at_ms: int
 
 
+class PreemptionTarget(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One victim of a preemption: where it holds quota and Kueue's preemption reason.
+
+    ``reason`` is one of ``InClusterQueue``, ``InCohortReclamation``,
+    ``InCohortFairSharing``, ``InCohortReclaimWhileBorrowing`` (SEMANTICS §7.3, §7.11).
+    """
+
+    workload: WorkloadRef
+    cluster_queue: str
+    reason: str
+
+
+class PreemptionRequired(_Event, kw_only=True, tag="PreemptionRequired"):
+    """The admitter's nomination: the workload fits only if ``targets`` are evicted.
+
+    ``pod_set_assignments`` is the flavor assignment it would then take; ``targets``
+    the victims Kueue's scheduler would choose in this cycle (SEMANTICS §4.3.1, §7).
+    The preemptor answers it with a PreemptionIssued; the admitter honours the
+    nomination (the freed capacity is kept for this workload). ``message`` is the
+    workload's pending message meanwhile.
+    """
+
+    workload: WorkloadRef
+    cluster_queue: str
+    pod_set_assignments: list[PodSetAssignment]
+    targets: list[PreemptionTarget]
+    message: str
+    at_ms: int
+
+
+class PreemptionIssued(_Event, kw_only=True, tag="PreemptionIssued"):
+    """The preemptor's answer to the nomination logged at ``nomination_seq``.
+
+    ``targets`` are the victims evicted for ``workload`` (the preemptor); each one not
+    already evicted gets an EvictionRequested in the same batch. Empty ``targets``
+    means the nomination was no longer current (``message`` says why) and the
+    admitter decides again.
+    """
+
+    workload: WorkloadRef
+    cluster_queue: str
+    nomination_seq: int
+    targets: list[PreemptionTarget]
+    message: str = ""
+    at_ms: int
+
+
+class EvictionRequested(_Event, kw_only=True, tag="EvictionRequested"):
+    """Evict ``workload`` (the victim): Kueue's Evicted=True (reason ``Preempted``) and
+    Preempted=True (reason ``preemption_reason``). It keeps its quota until its job stops
+    (a WorkloadStopped fact); the dispatcher suspends the job (SEMANTICS §7.8).
+    """
+
+    workload: WorkloadRef
+    cluster_queue: str
+    preemptor: WorkloadRef
+    reason: str = "Preempted"
+    preemption_reason: str
+    message: str
+    at_ms: int
+
+
 # --- dispatch results ------------------------------------------------------------------------
 
 
@@ -259,9 +335,19 @@ Fact = (
     | SchedulingRequested
     | ObjectDeleted
     | WorkloadFinished
+    | WorkloadStopped
     | ObjectRejected
 )
-Decision = DecisionRecord | QuotaReserved | WorkloadAdmitted | WorkloadInadmissible | QuotaReleased
+Decision = (
+    DecisionRecord
+    | QuotaReserved
+    | WorkloadAdmitted
+    | WorkloadInadmissible
+    | QuotaReleased
+    | PreemptionRequired
+    | PreemptionIssued
+    | EvictionRequested
+)
 DispatchResult = DispatchApplied | DispatchFailed
 Event = Fact | Decision | DispatchResult
 

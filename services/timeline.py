@@ -40,6 +40,16 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
             if event.workload.key not in before.workloads:
                 return None
             return "finished", f"{event.workload.key} ({event.reason})"
+        case types.PreemptionRequired():
+            victims = ", ".join(t.workload.key for t in event.targets)
+            return "nominated", f"{event.workload.key} needs the preemption of {victims or 'nothing'}"
+        case types.EvictionRequested():
+            return "evicted", (
+                f"{event.workload.key} preempted ({event.preemption_reason}) for {event.preemptor.key} "
+                f"in ClusterQueue {event.cluster_queue}"
+            )
+        case types.WorkloadStopped():
+            return "stopped", f"{event.workload.key} no longer runs ({event.reason})"
         case types.QuotaReleased():
             return "released", f"quota of {event.workload.key} back to ClusterQueue {event.cluster_queue}"
         case types.ObjectRejected():
