@@ -42,6 +42,8 @@ class WorkloadState:
     deleted_seq: int = 0
     pending_message: str = ""
     parked_seq: int = 0
+    eviction: types.EvictionRequested | None = None
+    stopped_seq: int = 0
     queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
     requests_memo: tuple[object, object, object, list[Any]] | None = None  # the admitter's cache, not state
 
@@ -71,6 +73,12 @@ class ClusterState:
     heap order (:func:`queue_order_key`); ``heads[partition]`` the last DecisionRecord
     sequence seen on that partition's head subject; ``rejections`` the latest
     ObjectRejected per ``(kind, namespace, name)``.
+
+    Preemption (SEMANTICS §7.8): ``reserved[cluster_queue]`` holds the keys of the
+    workloads holding quota there (the preemption candidates); ``nominations`` the
+    admitter's PreemptionRequired not yet answered by the preemptor, per preemptor
+    key, with its sequence; ``preemptors`` the last PreemptionIssued with targets of
+    each still-pending preemptor, per preemptor key (its nomination the admitter honours).
     """
 
     last_seq: int = 0
@@ -92,6 +100,9 @@ class ClusterState:
     requeue_triggers: dict[str, int] = field(default_factory=dict)
     quota_tree: quota.QuotaTree | None = None
     requests: dict[str, tuple[int, types.SchedulingRequested]] = field(default_factory=dict)
+    reserved: dict[str, dict[str, None]] = field(default_factory=dict)
+    nominations: dict[str, tuple[int, types.PreemptionRequired]] = field(default_factory=dict)
+    preemptors: dict[str, types.PreemptionIssued] = field(default_factory=dict)
 
     def open_request(self, role: str) -> types.SchedulingRequested | None:
         """The oldest unanswered SchedulingRequested for ``role``, if any."""
@@ -125,8 +136,15 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             state.requests.setdefault(event.request_id, (seq, event))
         case types.QuotaReserved() | types.WorkloadAdmitted() | types.WorkloadInadmissible() | types.QuotaReleased():
             _apply_workload_decision(state, event, seq=seq)
+        case types.PreemptionRequired() | types.PreemptionIssued() | types.EvictionRequested():
+            _apply_preemption(state, event, seq=seq)
         case types.WorkloadObserved() | types.WorkloadFinished():
             _apply_workload_fact(state, event, seq=seq)
+        case types.WorkloadStopped():
+            current = state.workloads.get(event.workload.key)
+            if current is not None and current.eviction is not None and _same_uid(current, event.workload):
+                current.stopped_seq = current.stopped_seq or seq
+                _reindex(state, event.workload.key)
         case types.ObjectDeleted():
             _apply_deleted(state, event, seq=seq)
             if event.kind != "Workload":
@@ -197,7 +215,12 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
     (``gone``: the state of a workload just removed from ``workloads``)."""
     wl = state.workloads.get(key)
     waiting = wl is not None and wl.reservation is None and not wl.gone
-    releasing = wl is not None and wl.reservation is not None and (wl.gone or not wl.workload.spec.active)
+    releasing = (
+        wl is not None and wl.reservation is not None and (wl.gone or not wl.workload.spec.active or wl.stopped_seq > 0)
+    )
+    if wl is None or not waiting or not wl.workload.spec.active:
+        state.nominations.pop(key, None)  # a preemptor that got quota or left needs nothing more
+        state.preemptors.pop(key, None)
     for index, member in ((state.pending, waiting), (state.releasable, releasing)):
         if member:
             index.setdefault(key)
@@ -294,6 +317,7 @@ def _apply_workload_decision(
             if current.reservation is None:
                 current.reservation = event
                 current.parked_seq = 0
+                state.reserved.setdefault(event.cluster_queue, {})[event.workload.key] = None
                 _add_usage(state, event, sign=1)
         case types.WorkloadAdmitted():
             current.admitted = current.reservation is not None
@@ -303,13 +327,48 @@ def _apply_workload_decision(
         case types.QuotaReleased():
             if current.reservation is not None:
                 _add_usage(state, current.reservation, sign=-1)
-                state.trigger(f"cq:{current.reservation.cluster_queue}", seq)
+                cq = current.reservation.cluster_queue
+                state.trigger(f"cq:{cq}", seq)
+                held = state.reserved.get(cq, {})
+                held.pop(event.workload.key, None)
+                if not held:
+                    state.reserved.pop(cq, None)
                 current.reservation = None
                 current.admitted = False
                 current.pending_message = ""
+                current.eviction = None
+                current.stopped_seq = 0
             if current.deleted_seq:
                 del state.workloads[event.workload.key]
     _reindex(state, event.workload.key, gone=current)
+
+
+def _apply_preemption(
+    state: ClusterState,
+    event: types.PreemptionRequired | types.PreemptionIssued | types.EvictionRequested,
+    *,
+    seq: int,
+) -> None:
+    current = state.workloads.get(event.workload.key)
+    if current is None or not _same_uid(current, event.workload):
+        return
+    match event:
+        case types.PreemptionRequired():
+            if current.reservation is None and not current.gone:
+                state.nominations[event.workload.key] = (seq, event)
+                current.pending_message = event.message
+                current.parked_seq = 0
+        case types.PreemptionIssued():
+            open_nomination = state.nominations.get(event.workload.key)
+            if open_nomination is not None and open_nomination[0] == event.nomination_seq:
+                del state.nominations[event.workload.key]
+            if event.targets and current.reservation is None and not current.gone:
+                state.preemptors[event.workload.key] = event
+            else:
+                state.preemptors.pop(event.workload.key, None)
+        case types.EvictionRequested():
+            if current.reservation is not None and current.eviction is None:
+                current.eviction = event
 
 
 def _add_usage(state: ClusterState, reservation: types.QuotaReserved, *, sign: int) -> None:

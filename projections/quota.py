@@ -130,19 +130,27 @@ class QuotaTree:
         return all(amount <= self.available(cq, fr) for fr, amount in usage.items())
 
     def borrowing_level(self, cq: str, fr: FR, amount: int) -> int:
-        """Kueue's FindHeightOfLowestSubtreeThatFits: 0 when no borrowing is needed,
-        else the height of the lowest ancestor whose subtree quota covers the request."""
+        """The borrowing level of :meth:`lowest_subtree_that_fits`."""
+        return self.lowest_subtree_that_fits(cq, fr, amount)[0]
+
+    def lowest_subtree_that_fits(self, cq: str, fr: FR, amount: int) -> tuple[int, bool]:
+        """Kueue's FindHeightOfLowestSubtreeThatFits (SEMANTICS §6.3): ``(level, may_reclaim)``.
+
+        ``level`` is 0 when no borrowing is needed, else the height of the lowest
+        ancestor whose subtree quota covers the request; ``may_reclaim`` says that
+        ancestor has a parent (reclaiming higher up in the hierarchy could help).
+        """
         node = self.cluster_queues[cq]
         if node.parent is None or node.quotas.get(fr, Quota()).nominal >= node.usage.get(fr, 0) + amount:
-            return 0
+            return 0, node.parent is not None
         remaining = amount - node.local_available(fr)
         ancestor = node.parent
         while ancestor is not None:
             if ancestor.subtree.get(fr, 0) >= ancestor.usage.get(fr, 0) + remaining:
-                return ancestor.height()
+                return ancestor.height(), ancestor.parent is not None
             remaining -= ancestor.local_available(fr)
             ancestor = ancestor.parent
-        return node.root().height()
+        return node.root().height(), False
 
     def borrowing(self, cq: str, fr: FR, amount: int) -> bool:
         """Whether holding ``amount`` more of ``fr`` would take ``cq`` above its nominal quota."""

@@ -20,25 +20,30 @@ Outputs: QuotaReleased, QuotaReserved + WorkloadAdmitted, WorkloadInadmissible
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from events import models, types
 from projections import quota
 from projections.cluster import ClusterState, WorkloadState
 from services.admitter import flavors, queues
+from services.preemptor import fair, targets
 
-LOGIC_VERSION = 2
+LOGIC_VERSION = 3
 ROLE = "admit"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Entry:
-    """A nominated head: the workload, its ClusterQueue and its flavor assignment."""
+    """A nominated head: the workload, its ClusterQueue, its flavor assignment and, when
+    the assignment needs preemption, the victims Kueue would choose (SEMANTICS §4.3.1)."""
 
     workload: WorkloadState
     cq: models.ClusterQueue
     assignment: flavors.Assignment
     priority: int
+    targets: tuple[targets.Target, ...] = ()
+    nominated: bool = False
 
 
 def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
@@ -64,36 +69,233 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
     plan = queues.plan(state, tree=tree)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why, parked=why.parked, now_ms=now_ms))
+    search = Search(state, tree)
     entries: list[Entry] = []
     for cq_name, head in plan.heads:
         cq = state.cluster_queues[cq_name]
         requests = queues.cached_pod_set_requests(head, cq=cq, config=state.configuration)
-        assignment = _assign_with_partial(head.workload, requests, cq=cq, tree=tree, state=state)
-        if not assignment.fits:
+        assignment, victims = search.assignments(head, requests, cq=cq)
+        if assignment.mode == "NoFit":
             parked = cq.spec.queueing_strategy == "BestEffortFIFO"
             decisions.extend(
                 _inadmissible(head, queues.Why("Pending", assignment.message), parked=parked, now_ms=now_ms)
             )
             continue
+        key = head.workload.key
         entries.append(
-            Entry(workload=head, cq=cq, assignment=assignment, priority=queues.priority_of(head.workload, state))
+            Entry(
+                workload=head,
+                cq=cq,
+                assignment=assignment,
+                priority=queues.priority_of(head.workload, state),
+                targets=tuple(victims),
+                nominated=key in state.preemptors or key in state.nominations,
+            )
         )
-    entries.sort(key=_entry_order)
-    for entry in entries:
-        usage = entry.assignment.usage()
-        name = entry.cq.metadata.name
-        if not tree.fits(name, usage):
-            message = "Workload no longer fits after processing another workload"
-            decisions.extend(_inadmissible(entry.workload, queues.Why("Pending", message), parked=False, now_ms=now_ms))
-            continue
-        tree.add_usage(name, usage)
-        decisions.extend(_admit(entry, now_ms=now_ms))
+    chosen: set[str] = set()
+    for entry in _ordered(entries, state=state, tree=tree):
+        decisions.extend(_process(entry, state=state, tree=tree, chosen=chosen, now_ms=now_ms))
     return decisions
 
 
-def _entry_order(entry: Entry) -> tuple[int, int, int, str, str]:
+def _ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree) -> Iterator[Entry]:
+    """Classical order (SEMANTICS §4.4.1), or the fair-sharing tournament (§4.4.2) when
+    the Configuration turns fair sharing on."""
+    if state.configuration.fair_sharing is not None:
+        yield from fair.entry_order(entries, tree=tree)
+        return
+    yield from sorted(entries, key=_entry_order)
+
+
+def _process(
+    entry: Entry, *, state: ClusterState, tree: quota.QuotaTree, chosen: set[str], now_ms: int
+) -> list[types.Decision]:
+    """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
+
+    Unlike Kueue, victims chosen earlier in the cycle still count for later entries'
+    fit checks until their quota is released, so quota is never booked twice.
+    """
+    name = entry.cq.metadata.name
+    usage = entry.assignment.usage()
+    if entry.assignment.mode == "Preempt" and not entry.targets:
+        if entry.cq.spec.preemption.reclaim_within_cohort != "Any":
+            tree.add_usage(name, _capacity_to_reserve(entry, tree))  # SEMANTICS §7.12
+        parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO"
+        return _inadmissible(
+            entry.workload, queues.Why("Pending", entry.assignment.message), parked=parked, now_ms=now_ms
+        )
+    if any(t.key in chosen for t in entry.targets):
+        message = "Workload has overlapping preemption targets with another workload"
+        return _inadmissible(entry.workload, queues.Why("Pending", message), parked=False, now_ms=now_ms)
+    for target in entry.targets:
+        targets.remove(tree, target.candidate)
+    fits = tree.fits(name, usage)
+    for target in entry.targets:
+        targets.restore(tree, target.candidate)
+    if not fits:
+        message = "Workload no longer fits after processing another workload"
+        return _inadmissible(entry.workload, queues.Why("Pending", message), parked=False, now_ms=now_ms)
+    chosen.update(t.key for t in entry.targets)
+    tree.add_usage(name, usage)
+    if entry.assignment.mode == "Preempt":
+        return _nominate(entry, state=state, now_ms=now_ms)
+    return _admit(entry, now_ms=now_ms)
+
+
+def _capacity_to_reserve(entry: Entry, tree: quota.QuotaTree) -> dict[quota.FR, int]:
+    """scheduler.go quotaResourcesToReserve: what a Preempt entry without candidates keeps
+    from lower entries for the rest of the cycle (never negative here)."""
+    name = entry.cq.metadata.name
+    node = tree.cluster_queues[name]
+    out: dict[quota.FR, int] = {}
+    for fr, amount in entry.assignment.usage().items():
+        limits = node.quotas.get(fr, quota.Quota())
+        used = tree.usage(name, fr)
+        if entry.assignment.borrowing > 0:
+            room = amount if limits.borrowing_limit is None else limits.nominal + limits.borrowing_limit - used
+        else:
+            room = limits.nominal - used
+        out[fr] = max(0, min(amount, room))
+    return out
+
+
+def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.Decision]:
+    """A PreemptionRequired for the preemptor, unless one is already waiting for the
+    preemptor or every target is already being evicted (recorded when it changes)."""
+    wl = entry.workload
+    key = wl.workload.key
+    fresh = [t for t in entry.targets if t.candidate.workload.eviction is None]
+    if key in state.nominations or (not fresh and key in state.preemptors):
+        return []
+    message = f"{entry.assignment.message}. Pending the preemption of {len(entry.targets)} workload(s)"
+    return [
+        types.PreemptionRequired(
+            workload=wl.ref,
+            cluster_queue=entry.cq.metadata.name,
+            pod_set_assignments=_assignments(entry),
+            targets=[
+                types.PreemptionTarget(
+                    workload=t.candidate.workload.ref, cluster_queue=t.candidate.cluster_queue, reason=t.reason
+                )
+                for t in entry.targets
+            ],
+            message=message,
+            at_ms=now_ms,
+        )
+    ]
+
+
+class Search:
+    """Flavor assignment with preemption for one cycle: the oracle and target search of
+    :mod:`services.preemptor.targets` (classical) or :mod:`services.preemptor.fair`."""
+
+    def __init__(self, state: ClusterState, tree: quota.QuotaTree) -> None:
+        self.state, self.tree = state, tree
+        self.pool = targets.CandidatePool(state)
+        self.fair = state.configuration.fair_sharing is not None
+
+    def preemptor(
+        self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]
+    ) -> targets.Preemptor:
+        """The :class:`~services.preemptor.targets.Preemptor` for ``wl`` asking ``usage``."""
+        return targets.Preemptor(
+            key=wl.workload.key,
+            cq=cq,
+            priority=queues.priority_of(wl.workload, self.state),
+            queue_ts_ms=wl.workload.metadata.creation_timestamp_ms,
+            usage=usage,
+            frs_need=need,
+        )
+
+    def targets(self, preemptor: targets.Preemptor) -> list[targets.Target]:
+        """Victims that make ``preemptor`` fit ([] when none do)."""
+        if not can_preempt(preemptor.cq, self.tree):
+            return []
+        if self.fair:
+            return fair.fair_targets(self.tree, self.pool, preemptor, self.state.configuration.fair_sharing)
+        return targets.classical_targets(self.tree, self.pool, preemptor)
+
+    def assignments(
+        self, wl: WorkloadState, requests: list[flavors.PodSetRequest], *, cq: models.ClusterQueue
+    ) -> tuple[flavors.Assignment, list[targets.Target]]:
+        """Kueue's getAssignments (SEMANTICS §4.3.1, §5.9): full counts first; then, with
+        minCount, the largest counts that Fit or Preempt with targets."""
+        full, victims = self._try(wl, requests, cq)
+        if full.fits or victims:
+            return full, victims
+        deltas = [
+            ps.count - (spec.min_count or ps.count)
+            for ps, spec in zip(requests, wl.workload.spec.pod_sets, strict=True)
+        ]
+        total = sum(deltas)
+        if total <= 0:
+            return full, []
+
+        def reduced(k: int) -> list[flavors.PodSetRequest]:
+            return [
+                dataclasses.replace(ps, count=ps.count - (d * k) // total)
+                for ps, d in zip(requests, deltas, strict=True)
+            ]
+
+        low, high, best = 1, total, None
+        while low <= high:  # the smallest reduction k that works gives the largest counts
+            k = (low + high) // 2
+            attempt, attempt_victims = self._try(wl, reduced(k), cq)
+            if attempt.fits or attempt_victims:
+                best, high = (attempt, attempt_victims), k - 1
+            else:
+                low = k + 1
+        return best if best is not None else (full, [])
+
+    def _try(
+        self, wl: WorkloadState, requests: list[flavors.PodSetRequest], cq: models.ClusterQueue
+    ) -> tuple[flavors.Assignment, list[targets.Target]]:
+        assignment = flavors.assign(
+            requests,
+            cq=cq,
+            tree=self.tree,
+            flavors=self.state.flavors,
+            oracle=self._oracle(wl, cq),
+            fair_sharing=self.fair,
+        )
+        if assignment.mode != "Preempt":
+            return assignment, []
+        usage = assignment.usage()
+        return assignment, self.targets(self.preemptor(wl, cq, usage, assignment.frs_need_preemption))
+
+    def _oracle(self, wl: WorkloadState, cq: models.ClusterQueue) -> flavors.Oracle:
+        name = cq.metadata.name
+        if not can_preempt(cq, self.tree):
+            return lambda fr, amount: (flavors.NO_CANDIDATES, self.tree.borrowing_level(name, fr, amount))
+
+        def oracle(fr: quota.FR, amount: int) -> tuple[int, int]:
+            """preemption_oracle.go SimulatePreemption for one FR (SEMANTICS §7.7)."""
+            found = self.targets(self.preemptor(wl, cq, {fr: amount}, frozenset({fr})))
+            if not found:
+                return flavors.NO_CANDIDATES, self.tree.borrowing_level(name, fr, amount)
+            for target in found:
+                targets.remove(self.tree, target.candidate)
+            level = self.tree.borrowing_level(name, fr, amount)
+            for target in found:
+                targets.restore(self.tree, target.candidate)
+            own = any(t.candidate.cluster_queue == name for t in found)
+            return (flavors.PREEMPT if own else flavors.RECLAIM), level
+
+        return oracle
+
+
+def can_preempt(cq: models.ClusterQueue, tree: quota.QuotaTree) -> bool:
+    """Whether any policy of ``cq`` allows a candidate at all (else there are none)."""
+    policy = cq.spec.preemption
+    if policy.within_cluster_queue != "Never":
+        return True
+    return policy.reclaim_within_cohort != "Never" and tree.cluster_queues[cq.metadata.name].parent is not None
+
+
+def _entry_order(entry: Entry) -> tuple[bool, int, int, int, str, str]:
     meta = entry.workload.workload.metadata
     return (
+        not entry.nominated,  # ours: a nominated preemptor keeps the capacity it preempted for
         entry.assignment.borrowing,
         -entry.priority,
         meta.creation_timestamp_ms,
@@ -102,45 +304,16 @@ def _entry_order(entry: Entry) -> tuple[int, int, int, str, str]:
     )
 
 
-def _assign_with_partial(
-    workload: models.Workload,
-    requests: list[flavors.PodSetRequest],
-    *,
-    cq: models.ClusterQueue,
-    tree: quota.QuotaTree,
-    state: ClusterState,
-) -> flavors.Assignment:
-    """Full counts first; then, with minCount, the largest counts that fit (SEMANTICS §5.9)."""
-    full = flavors.assign(requests, cq=cq, tree=tree, flavors=state.flavors)
-    deltas = [
-        ps.count - (spec.min_count or ps.count) for ps, spec in zip(requests, workload.spec.pod_sets, strict=True)
+def _assignments(entry: Entry) -> list[types.PodSetAssignment]:
+    return [
+        types.PodSetAssignment(name=ps.name, flavors=ps.flavors, resource_usage=ps.usage, count=ps.count)
+        for ps in entry.assignment.pod_sets
     ]
-    total = sum(deltas)
-    if full.fits or total <= 0:
-        return full
-
-    def reduced(k: int) -> list[flavors.PodSetRequest]:
-        return [
-            dataclasses.replace(ps, count=ps.count - (d * k) // total) for ps, d in zip(requests, deltas, strict=True)
-        ]
-
-    low, high, best = 1, total, None
-    while low <= high:  # the smallest reduction k that fits gives the largest counts
-        k = (low + high) // 2
-        attempt = flavors.assign(reduced(k), cq=cq, tree=tree, flavors=state.flavors)
-        if attempt.fits:
-            best, high = attempt, k - 1
-        else:
-            low = k + 1
-    return best if best is not None else full
 
 
 def _admit(entry: Entry, *, now_ms: int) -> list[types.Decision]:
     ref, cq = entry.workload.ref, entry.cq.metadata.name
-    assignments = [
-        types.PodSetAssignment(name=ps.name, flavors=ps.flavors, resource_usage=ps.usage, count=ps.count)
-        for ps in entry.assignment.pod_sets
-    ]
+    assignments = _assignments(entry)
     reserved: list[types.Decision] = [
         types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms)
     ]
@@ -164,6 +337,8 @@ def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased:
         reason, cause = "Finished", wl.finished_seq
     elif wl.deleted_seq:
         reason, cause = "Deleted", wl.deleted_seq
+    elif wl.stopped_seq and wl.eviction is not None and wl.workload.spec.active:
+        reason, cause = wl.eviction.reason, wl.stopped_seq  # the evicted job stopped (SEMANTICS §7.8)
     else:
         reason, cause = "Deactivated", wl.observed_seq
     return types.QuotaReleased(

@@ -7,13 +7,16 @@ same flavor); flavors in the listed order; a flavor must exist, have its taints
 tolerated and match the pod set's node selector / required node affinity on the
 keys it labels; then each resource is classified against the quota tree
 (:mod:`projections.quota`): beyond potential capacity (never fits), beyond what
-is available now (waits), or fits, possibly by borrowing. flavorFungibility
-decides whether a borrowing fit stops the search. Preemption modes arrive with
-the preemption issue: here a flavor that does not fit is NoFit.
+is available now (waits, unless preemption could help: the oracle says whether
+there are candidates, SEMANTICS §7.7), or fits, possibly by borrowing. Each
+flavor gets Kueue's granular mode (preemption mode, borrowing level) and
+flavorFungibility (whenCanBorrow, whenCanPreempt, preference) decides whether it
+stops the search.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from events import models
@@ -47,17 +50,42 @@ class PodSetResult:
     usage: dict[str, int]
 
 
+# Kueue's preemption modes, worst to best (flavorassigner.go preemptionMode)
+NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
+GranularMode = tuple[int, int]  # (preemption mode, borrowing level)
+WORST: GranularMode = (NO_FIT, 1 << 30)
+BEST: GranularMode = (FIT, 0)
+
+Oracle = Callable[[FR, int], tuple[int, int]]
+"""``oracle(fr, amount)``: (NO_CANDIDATES | PREEMPT | RECLAIM, borrowing level after the
+preemptions) for a request of ``amount`` of ``fr`` that does not fit now (SEMANTICS §7.7)."""
+
+
+def no_preemption(fr: FR, amount: int) -> tuple[int, int]:
+    """An oracle for ClusterQueues that can never preempt: no candidates."""
+    del fr, amount
+    return NO_CANDIDATES, 0
+
+
 @dataclass(frozen=True, kw_only=True)
 class Assignment:
-    """The outcome for a workload: Fit with pod sets, or NoFit with Kueue's message.
+    """The outcome for a workload: ``mode`` Fit, Preempt or NoFit (Kueue's
+    RepresentativeMode), the pod sets' flavors, and Kueue's message when not Fit.
 
-    ``borrowing`` is the highest borrowing level of the chosen flavors (0: none).
+    ``borrowing`` is the highest borrowing level of the chosen flavors (0: none);
+    ``frs_need_preemption`` the FRs whose chosen flavor needs preemption (§7.1).
     """
 
-    fits: bool
+    mode: str
     pod_sets: tuple[PodSetResult, ...] = ()
     borrowing: int = 0
     message: str = ""
+    frs_need_preemption: frozenset[FR] = frozenset()
+
+    @property
+    def fits(self) -> bool:
+        """Mode Fit: admissible now without preempting anybody."""
+        return self.mode == "Fit"
 
     def usage(self) -> dict[FR, int]:
         """Total usage per (flavor, resource)."""
@@ -70,10 +98,10 @@ class Assignment:
 
 
 @dataclass(frozen=True)
-class _FlavorOutcome:
-    fits: bool
-    borrowing: int
-    problem: str
+class _Choice:
+    flavor: str | None
+    mode: GranularMode
+    need_preemption: tuple[str, ...]
 
 
 def assign(
@@ -82,16 +110,22 @@ def assign(
     cq: models.ClusterQueue,
     tree: QuotaTree,
     flavors: dict[str, models.ResourceFlavor],
+    oracle: Oracle = no_preemption,
+    fair_sharing: bool = False,
 ) -> Assignment:
     """Assign flavors to every pod set of a workload for ClusterQueue ``cq``.
 
     ``pod_sets`` carry already-filtered requests (excluded resources removed, the
-    ``pods`` resource added when the ClusterQueue covers it). Returns an Assignment;
-    never raises for a workload that does not fit.
+    ``pods`` resource added when the ClusterQueue covers it); ``oracle`` says what
+    preemption could do where quota is short (default: nothing). Returns an
+    Assignment; never raises for a workload that does not fit.
     """
     taken: dict[FR, int] = {}
     results: list[PodSetResult] = []
     borrowing = 0
+    worst: GranularMode = BEST
+    need: set[FR] = set()
+    problems_all: list[str] = []
     for ps in pod_sets:
         # A zero request of a covered resource still gets a flavor (with zero usage); of an
         # uncovered one it is ignored (SEMANTICS §10.4).
@@ -103,18 +137,24 @@ def assign(
             group = _group_covering(cq, resource)
             if group is None:
                 return Assignment(
-                    fits=False,
+                    mode="NoFit",
                     message=f"couldn't assign flavors to pod set {ps.name}: "
                     f"resource {resource} unavailable in ClusterQueue",
                 )
             wanted = {r: totals[r] for r in group.covered_resources if r in totals}
-            flavor, level, problems = _pick_flavor(ps, group, wanted, cq=cq, tree=tree, flavors=flavors, taken=taken)
-            if flavor is None:
+            choice, problems = _pick_flavor(
+                ps, group, wanted, cq=cq, tree=tree, flavors=flavors, taken=taken, oracle=oracle, fair=fair_sharing
+            )
+            if choice.flavor is None or choice.mode[0] == NO_FIT:
                 return Assignment(
-                    fits=False, message=f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
+                    mode="NoFit", message=f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
                 )
-            borrowing = max(borrowing, level)
-            chosen.update({r: flavor for r in wanted})
+            if choice.mode[0] != FIT:
+                problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
+            worst = min(worst, choice.mode, key=lambda m: (m[0], -m[1]))
+            borrowing = max(borrowing, choice.mode[1])
+            chosen.update({r: choice.flavor for r in wanted})
+            need.update((choice.flavor, r) for r in choice.need_preemption)
         for resource, amount in totals.items():
             fr = (chosen[resource], resource)
             taken[fr] = taken.get(fr, 0) + amount
@@ -123,7 +163,40 @@ def assign(
                 name=ps.name, count=ps.count, flavors=dict(sorted(chosen.items())), usage=dict(sorted(totals.items()))
             )
         )
-    return Assignment(fits=True, pod_sets=tuple(results), borrowing=borrowing)
+    mode = "Fit" if worst[0] == FIT else "Preempt"
+    return Assignment(
+        mode=mode,
+        pod_sets=tuple(results),
+        borrowing=borrowing,
+        message="; ".join(problems_all),
+        frs_need_preemption=frozenset(need),
+    )
+
+
+def is_preferred(a: GranularMode, b: GranularMode, preference: str | None) -> bool:
+    """flavorassigner.go isPreferred: is mode ``a`` better than ``b`` (SEMANTICS §5.6)."""
+    if a[0] == NO_FIT:
+        return False
+    if b[0] == NO_FIT:
+        return True
+    if (a[0] == NO_CANDIDATES) != (b[0] == NO_CANDIDATES):
+        return a[0] != NO_CANDIDATES
+    if preference == "PreemptionOverBorrowing":
+        if a[1] != b[1]:
+            return a[1] < b[1]
+        return a[0] > b[0]
+    if a[0] != b[0]:
+        return a[0] > b[0]
+    return a[1] < b[1]
+
+
+def _try_next(mode: GranularMode, fungibility: models.FlavorFungibility) -> bool:
+    """flavorassigner.go shouldTryNextFlavor (SEMANTICS §5.7)."""
+    if mode[0] in (NO_FIT, NO_CANDIDATES):
+        return True
+    if mode[0] in (PREEMPT, RECLAIM) and fungibility.when_can_preempt == "TryNextFlavor":
+        return True
+    return mode[1] > 0 and fungibility.when_can_borrow == "TryNextFlavor"
 
 
 def _pick_flavor(
@@ -135,11 +208,13 @@ def _pick_flavor(
     tree: QuotaTree,
     flavors: dict[str, models.ResourceFlavor],
     taken: dict[FR, int],
-) -> tuple[str | None, int, list[str]]:
-    """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7): (flavor, borrowing level, problems)."""
+    oracle: Oracle,
+    fair: bool,
+) -> tuple[_Choice, list[str]]:
+    """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7) and the problems seen."""
     problems: list[str] = []
-    best: tuple[str, int] | None = None
-    try_next_when_borrowing = cq.spec.flavor_fungibility.when_can_borrow == "TryNextFlavor"
+    best = _Choice(None, WORST, ())
+    fungibility = cq.spec.flavor_fungibility
     for flavor_quotas in group.flavors:
         flavor = flavors.get(flavor_quotas.name)
         if flavor is None:
@@ -149,52 +224,68 @@ def _pick_flavor(
         if mismatch:
             problems.append(mismatch)
             continue
-        outcome = _classify(cq.metadata.name, flavor.metadata.name, wanted, tree=tree, taken=taken)
-        if not outcome.fits:
-            problems.append(outcome.problem)
-            continue
-        if outcome.borrowing > 0 and try_next_when_borrowing:
-            if best is None or outcome.borrowing < best[1]:
-                best = (flavor.metadata.name, outcome.borrowing)
-            continue
-        return flavor.metadata.name, outcome.borrowing, problems
-    if best is not None:
-        return best[0], best[1], problems
-    return None, 0, problems
+        representative: GranularMode = BEST
+        need: list[str] = []
+        for resource in sorted(wanted):
+            mode, problem = _classify(
+                cq, flavor.metadata.name, resource, wanted[resource], tree=tree, taken=taken, oracle=oracle, fair=fair
+            )
+            if problem:
+                problems.append(problem)
+            if is_preferred(representative, mode, fungibility.preference):
+                representative = mode
+            if representative[0] == NO_FIT:
+                break
+            if mode[0] != FIT:
+                need.append(resource)
+        choice = _Choice(flavor.metadata.name, representative, tuple(need))
+        if not _try_next(representative, fungibility):
+            return choice, problems
+        if is_preferred(representative, best.mode, fungibility.preference):
+            best = choice
+    return best, problems
 
 
-def _classify(cq: str, flavor: str, wanted: dict[str, int], *, tree: QuotaTree, taken: dict[FR, int]) -> _FlavorOutcome:
-    """Fit of ``wanted`` in ``flavor`` of ``cq``; the worst resource decides (SEMANTICS §5.5)."""
-    borrowing = 0
-    for resource, amount in wanted.items():
-        fr = (flavor, resource)
-        earlier = taken.get(fr, 0)
-        value = earlier + amount
-        if not tree.declares(cq, fr):
-            return _FlavorOutcome(False, 0, f"flavor {flavor} has no quota for {resource}")
-        potential = tree.potential_available(cq, fr)
-        if value > potential:
-            return _FlavorOutcome(
-                False,
-                0,
-                (
-                    f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
-                    f"({format_amount(resource, earlier)}) + current podset request ({format_amount(resource, amount)}) "
-                    f"> maximum capacity ({format_amount(resource, potential)})"
-                ),
-            )
-        available = tree.available(cq, fr)
-        if value > available:
-            return _FlavorOutcome(
-                False,
-                0,
-                (
-                    f"insufficient unused quota for {resource} in flavor {flavor}, "
-                    f"{format_amount(resource, value - available)} more needed"
-                ),
-            )
-        borrowing = max(borrowing, tree.borrowing_level(cq, fr, value))
-    return _FlavorOutcome(True, borrowing, "")
+def _classify(
+    cq: models.ClusterQueue,
+    flavor: str,
+    resource: str,
+    amount: int,
+    *,
+    tree: QuotaTree,
+    taken: dict[FR, int],
+    oracle: Oracle,
+    fair: bool,
+) -> tuple[GranularMode, str]:
+    """flavorassigner.go fitsResourceQuota: the mode of one FR and the problem, if any (SEMANTICS §5.5)."""
+    name = cq.metadata.name
+    fr = (flavor, resource)
+    earlier = taken.get(fr, 0)
+    value = earlier + amount
+    if not tree.declares(name, fr):
+        return WORST, f"flavor {flavor} has no quota for {resource}"
+    potential = tree.potential_available(name, fr)
+    if value > potential:
+        return WORST, (
+            f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
+            f"({format_amount(resource, earlier)}) + current podset request ({format_amount(resource, amount)}) "
+            f"> maximum capacity ({format_amount(resource, potential)})"
+        )
+    borrow, may_reclaim = tree.lowest_subtree_that_fits(name, fr, value)
+    available = tree.available(name, fr)
+    if value <= available:
+        return (FIT, borrow), ""
+    problem = (
+        f"insufficient unused quota for {resource} in flavor {flavor}, "
+        f"{format_amount(resource, value - available)} more needed"
+    )
+    preemption = cq.spec.preemption
+    can_preempt_while_borrowing = preemption.borrow_within_cohort.policy != "Never" or (
+        fair and preemption.reclaim_within_cohort != "Never"
+    )
+    if tree.nominal(name, fr) >= value or may_reclaim or can_preempt_while_borrowing:
+        return oracle(fr, value), problem
+    return (NO_FIT, borrow), problem
 
 
 def _eligibility_problem(ps: PodSetRequest, flavor: models.ResourceFlavor) -> str:

@@ -60,6 +60,7 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
         else:
             by_cq.setdefault(cq_name, []).append(queue)
     triggers = _trigger_seq_by_cq(state, tree)
+    sticky = _sticky_preemptors(state)
     for cq_name in sorted(by_cq):
         inactive = inactive_reason(state.cluster_queues[cq_name], state=state, tree=tree)
         if inactive is not None:
@@ -67,7 +68,11 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
                 (state.workloads[order[-1]], inactive) for queue in by_cq[cq_name] for order in state.queued[queue]
             )
             continue
-        candidates = [c for q in by_cq[cq_name] if (c := _front(state, q, trigger=triggers[cq_name], plan=result))]
+        preemptor = sticky.get(cq_name)
+        if preemptor is not None and state.cluster_queues[cq_name].spec.queueing_strategy == "BestEffortFIFO":
+            candidates = [preemptor]  # SEMANTICS §3.9: the nominated preemptor is tried first
+        else:
+            candidates = [c for q in by_cq[cq_name] if (c := _front(state, q, trigger=triggers[cq_name], plan=result))]
         if not candidates:
             continue
         head = state.workloads[min(candidates)[-1]]
@@ -78,6 +83,26 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
         result.heads.append((cq_name, head))
     result.unqueued.sort(key=lambda pair: pair[0].workload.key)
     return result
+
+
+def _sticky_preemptors(state: ClusterState) -> dict[str, tuple[int, int, str, str]]:
+    """Per ClusterQueue, the queue order of its nominated preemptor still queued there
+    (Kueue's preemptorWorkload, SEMANTICS §3.9); the earliest in queue order if several."""
+    out: dict[str, tuple[int, int, str, str]] = {}
+    keys = {*state.preemptors, *state.nominations}
+    for key in sorted(keys):
+        wl = state.workloads.get(key)
+        if wl is None or wl.queued_as is None:
+            continue
+        issued = state.preemptors.get(key)
+        cq = issued.cluster_queue if issued is not None else state.nominations[key][1].cluster_queue
+        lq = state.local_queues.get(wl.queued_as[0])
+        if lq is None or lq.spec.cluster_queue != cq:
+            continue
+        order = wl.queued_as[1]
+        if cq not in out or order < out[cq]:
+            out[cq] = order
+    return out
 
 
 def _front(

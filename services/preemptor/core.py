@@ -1,21 +1,151 @@
-"""The preemptor's pure core.
+"""The preemptor's pure core: answer the admitter's nominations with evictions.
 
-In this version the preemptor folds the log like every decider and decides
-nothing: Kueue's preemption (SEMANTICS §7) arrives with the preemption issue.
-Keeping it a running service now fixes the protocol: it commits under the same
-partition head as the admitter, so no two deciders can double-book quota.
+The admitter's cycle finds that a head fits only if some workloads are evicted and
+logs a PreemptionRequired with those targets (it runs the same target search as
+Kueue's scheduler does inline, :mod:`services.preemptor.targets`). The preemptor,
+folding the same log, owns the evictions: for each open nomination it checks that
+the preemptor still waits and that every target still holds quota, recomputing the
+targets on the current state when they do not (the log moved since the
+nomination), and commits a PreemptionIssued plus one EvictionRequested per victim
+not already being evicted, with Kueue's Preempted reason and message (SEMANTICS
+§7.8; pkg/scheduler/preemption/preemption.go IssuePreemptions). Its batch is
+committed under the same partition head as the admitter's, so the two can never
+decide on different views of the quota.
 """
 
 from __future__ import annotations
 
 from events import types
+from projections import quota
 from projections.cluster import ClusterState
+from services.admitter import core as admitter
+from services.preemptor import targets
 
-LOGIC_VERSION = 1
+LOGIC_VERSION = 2
 ROLE = "preempt"
 
 
 def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
-    """No preemptions yet: always an empty list (``state`` and ``now_ms`` unused)."""
-    del state, now_ms
-    return []
+    """Answer every open nomination of ``state`` (oldest first) at ``now_ms`` (ms since the epoch).
+
+    Returns PreemptionIssued and EvictionRequested decisions; empty when no
+    nomination waits.
+    """
+    if not state.nominations:
+        return []
+    tree = quota.cached(state)
+    tree.begin()
+    try:
+        out: list[types.Decision] = []
+        search = admitter.Search(state, tree)
+        evicting: set[str] = set()
+        for _key, (seq, nomination) in sorted(state.nominations.items(), key=lambda item: item[1][0]):
+            out.extend(_answer(state, tree, search, nomination, seq=seq, evicting=evicting, now_ms=now_ms))
+        return out
+    finally:
+        tree.rollback()
+
+
+def _answer(
+    state: ClusterState,
+    tree: quota.QuotaTree,
+    search: admitter.Search,
+    nomination: types.PreemptionRequired,
+    *,
+    seq: int,
+    evicting: set[str],
+    now_ms: int,
+) -> list[types.Decision]:
+    wl = state.workloads[nomination.workload.key]
+    cq = state.cluster_queues.get(nomination.cluster_queue)
+    issued = types.PreemptionIssued(
+        workload=nomination.workload,
+        cluster_queue=nomination.cluster_queue,
+        nomination_seq=seq,
+        targets=[],
+        at_ms=now_ms,
+    )
+    if cq is None:
+        return [_with(issued, message=f"ClusterQueue {nomination.cluster_queue} doesn't exist")]
+    usage: dict[quota.FR, int] = {}
+    for psa in nomination.pod_set_assignments:
+        for resource, amount in psa.resource_usage.items():
+            fr = (psa.flavors[resource], resource)
+            usage[fr] = usage.get(fr, 0) + amount
+    chosen = _still_valid(state, tree, search, nomination, usage=usage, cq=cq)
+    if chosen is None:
+        need = frozenset(fr for fr, amount in usage.items() if amount > tree.available(cq.metadata.name, fr))
+        preemptor = search.preemptor(wl, cq, usage, need or frozenset(usage))
+        chosen = [
+            types.PreemptionTarget(
+                workload=t.candidate.workload.ref, cluster_queue=t.candidate.cluster_queue, reason=t.reason
+            )
+            for t in search.targets(preemptor)
+        ]
+        if not chosen:
+            return [_with(issued, message="the nomination is no longer current: no targets make the workload fit")]
+    if any(t.workload.key in evicting for t in chosen):
+        return [_with(issued, message="the targets overlap another preemption decided in this cycle")]
+    evictions: list[types.Decision] = []
+    preemptor_path = targets.cq_path(tree, cq.metadata.name)
+    for target in chosen:
+        evicting.add(target.workload.key)
+        victim = state.workloads[target.workload.key]
+        if victim.eviction is not None:
+            continue  # already being evicted: counts as done (SEMANTICS §7.8)
+        evictions.append(
+            types.EvictionRequested(
+                workload=victim.ref,
+                cluster_queue=target.cluster_queue,
+                preemptor=nomination.workload,
+                preemption_reason=target.reason,
+                message=targets.preemption_message(
+                    wl, target.reason, preemptor_path, targets.cq_path(tree, target.cluster_queue)
+                ),
+                at_ms=now_ms,
+            )
+        )
+    return [_with(issued, targets=chosen), *evictions]
+
+
+def _still_valid(
+    state: ClusterState,
+    tree: quota.QuotaTree,
+    search: admitter.Search,
+    nomination: types.PreemptionRequired,
+    *,
+    usage: dict[quota.FR, int],
+    cq: object,
+) -> list[types.PreemptionTarget] | None:
+    """The nominated targets when they still hold quota where the admitter saw them and
+    evicting them still makes the preemptor fit; else None (recompute)."""
+    del search
+    victims = []
+    for target in nomination.targets:
+        victim = state.workloads.get(target.workload.key)
+        if (
+            victim is None
+            or victim.gone
+            or victim.reservation is None
+            or victim.reservation.cluster_queue != target.cluster_queue
+            or (target.workload.uid and victim.workload.metadata.uid != target.workload.uid)
+        ):
+            return None
+        victims.append(victim)
+    if not victims:
+        return None
+    name = nomination.cluster_queue
+    for victim in victims:
+        assert victim.reservation is not None
+        tree.remove_usage(victim.reservation.cluster_queue, quota.reservation_usage(victim.reservation))
+    fits = tree.fits(name, usage)
+    for victim in victims:
+        assert victim.reservation is not None
+        tree.add_usage(victim.reservation.cluster_queue, quota.reservation_usage(victim.reservation))
+    return list(nomination.targets) if fits else None
+
+
+def _with(issued: types.PreemptionIssued, **changes: object) -> types.PreemptionIssued:
+    import msgspec
+
+    return msgspec.structs.replace(issued, **changes)

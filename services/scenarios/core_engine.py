@@ -25,7 +25,8 @@ batches were folded into, as the services do under one partition head.
 The clock is deterministic: cycle ``i`` (counted over the whole run) reads
 ``base + 60 s + i s``, ``base`` being the latest workload creationTimestamp, or
 2026-01-01T00:00:00Z when none has one. A finish event is stamped with the time of
-the cycle that follows it.
+the cycle that follows it. Evictions complete at the end of the cycle that requested
+them (:meth:`_Runner.cycle`).
 """
 
 from __future__ import annotations
@@ -199,14 +200,23 @@ class _Runner:
         return types.WorkloadRef(namespace=namespace, name=name, uid=uid)
 
     def cycle(self) -> bool:
-        """One scheduling cycle; True when some decider committed something."""
+        """One scheduling cycle; True when some decider committed something.
+
+        After the deciders, every eviction requested in the cycle completes: the
+        runner stands in for the dispatcher, the job and the watcher and logs a
+        WorkloadStopped, so the victim's quota is released from the next cycle on.
+        """
         now_ms, changed = self.now_ms(), False
+        evictions: list[types.EvictionRequested] = []
         for decider in _cycle_deciders():
             outputs = list(decider.decide(self.run.state, now_ms=now_ms))
             if outputs:
                 self.commit(decider, outputs, now_ms=now_ms)
                 changed = True
+                evictions.extend(o for o in outputs if isinstance(o, types.EvictionRequested))
             log.debug("decided", cycle=self.run.cycles, role=decider.role, outputs=len(outputs))
+        for eviction in evictions:
+            self.publish_fact(types.WorkloadStopped(workload=eviction.workload, reason=eviction.reason, at_ms=now_ms))
         self.run.cycles += 1
         return changed
 

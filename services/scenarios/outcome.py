@@ -5,12 +5,10 @@ Every engine reduces its run to an :class:`Outcome` with :func:`build_outcome`
 engines are compared on the same terms. Only the result is in it, nothing about
 how it was reached (no cycle counts, no sequences).
 
-Preemption has no event type yet. :func:`preempted_keys` counts a workload as
-preempted when the log holds a decision whose type (class name or wire tag) is
-``PreemptionIssued`` or ``EvictionRequested`` about it (read with ``getattr``:
-its ``workload``, ``victim`` or ``target`` reference), or a ``QuotaReleased``
-whose reason is ``Preempted`` (Kueue's eviction reason). It starts working the
-moment the preemption issue adds those events.
+:func:`preempted_keys` counts a workload as preempted when the log holds an
+EvictionRequested about it, or a QuotaReleased whose reason is ``Preempted``
+(Kueue's eviction reason). A workload being evicted (EvictionRequested, quota not
+yet released) is not admitted.
 """
 
 from __future__ import annotations
@@ -22,9 +20,7 @@ from typing import Any
 from events import types
 from projections.cluster import ClusterState, WorkloadState, apply
 
-PREEMPTION_TYPES = frozenset({"PreemptionIssued", "EvictionRequested"})
 PREEMPTED_RELEASE_REASONS = frozenset({"Preempted"})
-_VICTIM_ATTRIBUTES = ("workload", "victim", "target")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +104,11 @@ def build_outcome(
         state = ClusterState()
         for seq, event in log:
             apply(state, event, seq=seq)
-    admitted = {key: _admitted(wl) for key, wl in state.workloads.items() if wl.reservation is not None and not wl.gone}
+    admitted = {
+        key: _admitted(wl)
+        for key, wl in state.workloads.items()
+        if wl.reservation is not None and not wl.gone and wl.eviction is None
+    }
     pending, finished, deleted = [], [], []
     why: dict[str, str] = {}
     for key in dict.fromkeys(submitted):
@@ -135,11 +135,8 @@ def preempted_keys(events: Iterable[object]) -> set[str]:
     """``ns/name`` of every workload a preemption decision in ``events`` evicted (see module doc)."""
     found: set[str] = set()
     for event in events:
-        names = {type(event).__name__, getattr(getattr(type(event), "__struct_config__", None), "tag", None)}
-        if names & PREEMPTION_TYPES:
-            ref = next((getattr(event, a) for a in _VICTIM_ATTRIBUTES if hasattr(event, a)), None)
-            if ref is not None:
-                found.add(f"{ref.namespace}/{ref.name}")
+        if isinstance(event, types.EvictionRequested) and event.reason in PREEMPTED_RELEASE_REASONS:
+            found.add(event.workload.key)
         elif isinstance(event, types.QuotaReleased) and event.reason in PREEMPTED_RELEASE_REASONS:
             found.add(event.workload.key)
     return found

@@ -219,29 +219,28 @@ def test_a_run_that_never_settles_is_an_error(tmp_path: Path, monkeypatch: pytes
         _run(tmp_path, scenario_doc(pending=[cpu_workload("w1", cpus=1)]))
 
 
-def test_preemption_events_are_found_by_type_name() -> None:
-    """Until preemption has its event types, the outcome recognises them by name, and Preempted releases."""
-
-    class PreemptionIssued:
-        def __init__(self, victim: types.WorkloadRef) -> None:
-            self.victim = victim
-
-    ref = types.WorkloadRef(namespace="default", name="low")
-    released = types.QuotaReleased(
-        workload=types.WorkloadRef(namespace="ns", name="b"),
+def test_preempted_are_the_evicted_not_the_preemptor() -> None:
+    """An EvictionRequested or a Preempted release marks its workload preempted; the
+    preemptor named by PreemptionIssued is not, and a Finished release is not."""
+    low = types.WorkloadRef(namespace="default", name="low")
+    high = types.WorkloadRef(namespace="default", name="high")
+    issued = types.PreemptionIssued(
+        workload=high,
         cluster_queue="cq",
-        reason="Preempted",
-        cause_seq=1,
+        nomination_seq=1,
+        targets=[types.PreemptionTarget(workload=low, cluster_queue="cq", reason="InClusterQueue")],
         at_ms=0,
+    )
+    evicted = types.EvictionRequested(
+        workload=low, cluster_queue="cq", preemptor=high, preemption_reason="InClusterQueue", message="m", at_ms=0
+    )
+    released = types.QuotaReleased(
+        workload=types.WorkloadRef(namespace="ns", name="b"), cluster_queue="cq", reason="Preempted", cause_seq=1, at_ms=0
     )
     finished = types.QuotaReleased(
-        workload=types.WorkloadRef(namespace="ns", name="c"),
-        cluster_queue="cq",
-        reason="Finished",
-        cause_seq=1,
-        at_ms=0,
+        workload=types.WorkloadRef(namespace="ns", name="c"), cluster_queue="cq", reason="Finished", cause_seq=1, at_ms=0
     )
-    assert preempted_keys([PreemptionIssued(ref), released, finished]) == {"default/low", "ns/b"}
+    assert preempted_keys([issued, evicted, released, finished]) == {"default/low", "ns/b"}
 
 
 MISMATCH_CASES = [

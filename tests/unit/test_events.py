@@ -56,6 +56,32 @@ SAMPLES: list[types.Event] = [
     types.WorkloadAdmitted(workload=REF, cluster_queue="cq", at_ms=1),
     types.WorkloadInadmissible(workload=REF, reason="Pending", message="m", at_ms=1),
     types.QuotaReleased(workload=REF, cluster_queue="cq", reason="Finished", cause_seq=4, at_ms=2),
+    types.WorkloadStopped(workload=REF, reason="Preempted", at_ms=9),
+    types.PreemptionRequired(
+        workload=REF,
+        cluster_queue="cq",
+        pod_set_assignments=[
+            types.PodSetAssignment(name="main", flavors={"cpu": "f"}, resource_usage={"cpu": 2000}, count=2)
+        ],
+        targets=[types.PreemptionTarget(workload=REF, cluster_queue="cq", reason="InClusterQueue")],
+        message="Pending the preemption of 1 workload(s)",
+        at_ms=3,
+    ),
+    types.PreemptionIssued(
+        workload=REF,
+        cluster_queue="cq",
+        nomination_seq=12,
+        targets=[types.PreemptionTarget(workload=REF, cluster_queue="other", reason="InCohortReclamation")],
+        at_ms=3,
+    ),
+    types.EvictionRequested(
+        workload=REF,
+        cluster_queue="cq",
+        preemptor=REF,
+        preemption_reason="InClusterQueue",
+        message="Preempted to accommodate a workload",
+        at_ms=3,
+    ),
     types.DispatchApplied(workload=REF, decision_seq=8, action="StartJob"),
     types.DispatchFailed(workload=REF, decision_seq=8, action="StartJob", status=404, reason="NotFound"),
 ]

@@ -1,0 +1,370 @@
+"""Which workloads to preempt so a pending workload fits: Kueue's target search, pure.
+
+The admitter calls it while it assigns flavors (the preemption oracle, SEMANTICS
+§7.7) and for each head whose assignment needs preemption (§4.3.1); the preemptor
+service calls it again to check a nomination against the log before it evicts
+anybody (ARCHITECTURE.md §3). Same inputs, same answer: no clock, no I/O, and
+every unordered choice in Kueue is given a documented tie-break here.
+
+Classical preemption follows pkg/scheduler/preemption/preemption.go
+(classicalPreemptions, fillBackWorkloads, workloadFits) and classical/
+(hierarchical_preemption.go, candidate_generator.go); the candidate order is
+common/ordering.go CandidatesOrdering. Fair-sharing preemption (§7.9-§7.11) is in
+:mod:`services.preemptor.fair`.
+
+Amounts are integers per ``(flavor, resource)`` (cpu in millicores, memory in bytes).
+The quota tree is changed while searching (victims taken out and put back) and
+always left as it was found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from events import models
+from projections import quota
+from projections.cluster import ClusterState, WorkloadState, priority_of
+from projections.quota import FR, Node, QuotaTree
+
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+
+HUMAN_REASONS = {
+    IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+# Kueue's classical variants (hierarchical_preemption.go preemptionVariant)
+_WITHIN_CQ, _HIERARCHICAL_RECLAIM, _RECLAIM_WITHOUT_BORROWING, _RECLAIM_WHILE_BORROWING = range(1, 5)
+_VARIANT_REASON = {
+    _WITHIN_CQ: IN_CLUSTER_QUEUE,
+    _HIERARCHICAL_RECLAIM: IN_COHORT_RECLAMATION,
+    _RECLAIM_WITHOUT_BORROWING: IN_COHORT_RECLAMATION,
+    _RECLAIM_WHILE_BORROWING: IN_COHORT_RECLAIM_WHILE_BORROWING,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    """A workload holding quota that preemption could evict.
+
+    ``usage`` per FR is the quota it holds; ``flavored`` the FRs its admission
+    names (zero amounts included); ``reserved_at_ms`` when its quota was reserved.
+    """
+
+    key: str
+    workload: WorkloadState
+    cluster_queue: str
+    usage: dict[FR, int]
+    flavored: frozenset[FR]
+    priority: int
+    queue_ts_ms: int
+    reserved_at_ms: int
+    evicted: bool
+    uid: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """A chosen victim and Kueue's preemption reason (``InClusterQueue``...)."""
+
+    candidate: Candidate
+    reason: str
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` of the victim."""
+        return self.candidate.key
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preemptor:
+    """The workload that needs room: its ClusterQueue, priority, queue-order time and
+    the usage it would take (``usage``) with the FRs whose flavor needs preemption."""
+
+    key: str
+    cq: models.ClusterQueue
+    priority: int
+    queue_ts_ms: int
+    usage: dict[FR, int]
+    frs_need: frozenset[FR]
+
+
+@dataclass
+class CandidatePool:
+    """The quota-holding workloads of ``state`` as candidates, built once per cycle and
+    per ClusterQueue on first use."""
+
+    state: ClusterState
+    _by_cq: dict[str, list[Candidate]] = field(default_factory=dict)
+
+    def of(self, cluster_queue: str) -> list[Candidate]:
+        """Candidates holding quota in ``cluster_queue`` (finished or deleted ones excluded)."""
+        found = self._by_cq.get(cluster_queue)
+        if found is None:
+            found = []
+            for key in self.state.reserved.get(cluster_queue, {}):
+                wl = self.state.workloads[key]
+                if wl.reservation is None or wl.gone or not wl.workload.spec.active:
+                    continue
+                flavored = frozenset(
+                    (flavor, resource)
+                    for psa in wl.reservation.pod_set_assignments
+                    for resource, flavor in psa.flavors.items()
+                )
+                found.append(
+                    Candidate(
+                        key=key,
+                        workload=wl,
+                        cluster_queue=cluster_queue,
+                        usage=quota.reservation_usage(wl.reservation),
+                        flavored=flavored,
+                        priority=priority_of(wl.workload, self.state),
+                        queue_ts_ms=wl.workload.metadata.creation_timestamp_ms,
+                        reserved_at_ms=wl.reservation.at_ms,
+                        evicted=wl.eviction is not None,
+                        uid=wl.workload.metadata.uid,
+                    )
+                )
+            self._by_cq[cluster_queue] = found
+        return found
+
+
+def satisfies(policy: str, preemptor: Preemptor, candidate: Candidate) -> bool:
+    """Kueue's preemption policy predicate (common/preemption_policy.go, SEMANTICS §7.2)."""
+    match policy:
+        case "LowerPriority":
+            return preemptor.priority > candidate.priority
+        case "LowerOrNewerEqualPriority":
+            if preemptor.priority != candidate.priority:
+                return preemptor.priority > candidate.priority
+            return preemptor.queue_ts_ms < candidate.queue_ts_ms
+        case "Any":
+            return True
+    return False
+
+
+def candidate_order(candidate: Candidate, preemptor_cq: str) -> tuple[bool, bool, int, int, str, str]:
+    """Kueue's CandidatesOrdering as a sort key (SEMANTICS §7.4): evicted first, other
+    ClusterQueues first, lower priority, most recently reserved, then UID (our
+    final tie-break: the key, for workloads without UID)."""
+    return (
+        not candidate.evicted,
+        candidate.cluster_queue == preemptor_cq,
+        candidate.priority,
+        -candidate.reserved_at_ms,
+        candidate.uid,
+        candidate.key,
+    )
+
+
+def fits(tree: QuotaTree, preemptor: Preemptor, *, allow_borrowing: bool) -> bool:
+    """preemption.go workloadFits: every FR of the request is available, and without
+    borrowing the ClusterQueue stays within its nominal quota."""
+    cq = preemptor.cq.metadata.name
+    for fr, amount in preemptor.usage.items():
+        if not allow_borrowing and tree.nominal(cq, fr) < tree.usage(cq, fr) + amount:
+            return False
+        if amount > tree.available(cq, fr):
+            return False
+    return True
+
+
+def within_nominal(node: Node, frs: Iterable[FR]) -> bool:
+    """Kueue's IsWithinNominalInResources: usage does not exceed the subtree quota."""
+    return all(node.subtree.get(fr, 0) >= node.usage.get(fr, 0) for fr in frs)
+
+
+def remove(tree: QuotaTree, candidate: Candidate) -> None:
+    """Take ``candidate``'s usage out of the tree (a what-if)."""
+    tree.remove_usage(candidate.cluster_queue, candidate.usage)
+
+
+def restore(tree: QuotaTree, candidate: Candidate) -> None:
+    """Put ``candidate``'s usage back."""
+    tree.add_usage(candidate.cluster_queue, candidate.usage)
+
+
+def classical_targets(tree: QuotaTree, pool: CandidatePool, preemptor: Preemptor) -> list[Target]:
+    """Kueue's classical target search (SEMANTICS §7.3-§7.6); [] when nothing makes it fit."""
+    search = _ClassicalSearch(tree, pool, preemptor)
+    return search.run()
+
+
+@dataclass
+class _Elem:
+    candidate: Candidate
+    variant: int
+    lca: Node | None  # for other-CQ candidates: the cohort whose subtree they were found in
+
+
+class _ClassicalSearch:
+    def __init__(self, tree: QuotaTree, pool: CandidatePool, preemptor: Preemptor) -> None:
+        self.tree, self.pool, self.p = tree, pool, preemptor
+        self.cq_name = preemptor.cq.metadata.name
+        self.node = tree.cluster_queues[self.cq_name]
+        policy = preemptor.cq.spec.preemption
+        self.within = policy.within_cluster_queue
+        self.reclaim = policy.reclaim_within_cohort
+        borrow = policy.borrow_within_cohort
+        self.borrow_forbidden = borrow.policy == "Never"
+        self.threshold = borrow.max_priority_threshold
+
+    def run(self) -> list[Target]:
+        same = self._same_queue()
+        hierarchy, by_priority = self._hierarchical()
+        key = self._order
+        lists = [sorted(hierarchy, key=key), sorted(by_priority, key=key), sorted(same, key=key)]
+        ordered = [e for group in lists for e in group if e.candidate.evicted]
+        ordered += [e for group in lists for e in group if not e.candidate.evicted]
+        no_other = not hierarchy and not by_priority
+        if no_other or (self.borrow_forbidden and not self._under_nominal()):
+            attempts = [True]
+        elif self.borrow_forbidden and not hierarchy:
+            attempts = [False, True]
+        else:
+            attempts = [True, False]
+        for allow_borrowing in attempts:
+            targets: list[_Elem] = []
+            for elem in ordered:
+                if not self._valid(elem, allow_borrowing):
+                    continue
+                remove(self.tree, elem.candidate)
+                targets.append(elem)
+                if fits(self.tree, self.p, allow_borrowing=allow_borrowing):
+                    kept = self._fill_back(targets, allow_borrowing)
+                    for elem_kept in kept:
+                        restore(self.tree, elem_kept.candidate)
+                    return [Target(candidate=e.candidate, reason=_VARIANT_REASON[e.variant]) for e in kept]
+            for elem_taken in targets:
+                restore(self.tree, elem_taken.candidate)
+        return []
+
+    def _order(self, elem: _Elem) -> tuple[bool, bool, int, int, str, str]:
+        return candidate_order(elem.candidate, self.cq_name)
+
+    def _fill_back(self, targets: list[_Elem], allow_borrowing: bool) -> list[_Elem]:
+        """Give back, from the second-to-last down, every victim not needed to fit."""
+        kept = list(targets)
+        for i in range(len(kept) - 2, -1, -1):
+            restore(self.tree, kept[i].candidate)
+            if fits(self.tree, self.p, allow_borrowing=allow_borrowing):
+                del kept[i]
+            else:
+                remove(self.tree, kept[i].candidate)
+        return kept
+
+    def _under_nominal(self) -> bool:
+        """preemption.go queueUnderNominalInResourcesNeedingPreemption."""
+        return all(self.tree.nominal(self.cq_name, fr) > self.tree.usage(self.cq_name, fr) for fr in self.p.frs_need)
+
+    def _variant(self, candidate: Candidate, advantage: bool) -> int:
+        """hierarchical_preemption.go classifyPreemptionVariant (0: never)."""
+        if not (candidate.flavored & self.p.frs_need):
+            return 0
+        own = candidate.cluster_queue == self.cq_name
+        if not satisfies(self.within if own else self.reclaim, self.p, candidate):
+            return 0
+        if own:
+            return _WITHIN_CQ
+        if advantage:
+            return _HIERARCHICAL_RECLAIM
+        if self.borrow_forbidden:
+            return _RECLAIM_WITHOUT_BORROWING
+        above = candidate.priority >= self.p.priority or (
+            self.threshold is not None and candidate.priority > self.threshold
+        )
+        return _RECLAIM_WITHOUT_BORROWING if above else _RECLAIM_WHILE_BORROWING
+
+    def _from_cq(self, cq_name: str, lca: Node | None, advantage: bool) -> list[_Elem]:
+        out = []
+        for candidate in self.pool.of(cq_name):
+            variant = self._variant(candidate, advantage)
+            if variant:
+                out.append(_Elem(candidate=candidate, variant=variant, lca=lca))
+        return out
+
+    def _same_queue(self) -> list[_Elem]:
+        if self.within == "Never":
+            return []
+        return self._from_cq(self.cq_name, None, False)
+
+    def _hierarchical(self) -> tuple[list[_Elem], list[_Elem]]:
+        """Walk from the ClusterQueue up to the root, collecting other ClusterQueues'
+        workloads (SEMANTICS §7.3): found while the request fits below ⇒ hierarchy."""
+        hierarchy: list[_Elem] = []
+        by_priority: list[_Elem] = []
+        if self.node.parent is None or self.reclaim == "Never":
+            return hierarchy, by_priority
+        advantage, remaining = self._fit_in_quota(self.node, self.p.usage)
+        previous: Node | None = None
+        ancestor: Node | None = self.node.parent
+        while ancestor is not None:
+            into = hierarchy if advantage else by_priority
+            self._collect(ancestor, subtree_root=ancestor, skip=previous, advantage=advantage, into=into)
+            fits_here, remaining = self._fit_in_quota(ancestor, remaining)
+            advantage = advantage or fits_here
+            previous, ancestor = ancestor, ancestor.parent
+        return hierarchy, by_priority
+
+    def _fit_in_quota(self, node: Node, requests: dict[FR, int]) -> tuple[bool, dict[FR, int]]:
+        """resource_node.go QuantitiesFitInQuota."""
+        fits_all = True
+        remaining: dict[FR, int] = {}
+        for fr, amount in requests.items():
+            if node.subtree.get(fr, 0) < node.usage.get(fr, 0) + amount:
+                fits_all = False
+            remaining[fr] = max(0, amount - node.local_available(fr))
+        return fits_all, remaining
+
+    def _collect(self, cohort: Node, *, subtree_root: Node, skip: Node | None, advantage: bool, into: list) -> None:
+        # Children are visited in name order (Kueue iterates maps; the final sort decides anyway).
+        for child in sorted(cohort.children, key=lambda n: (not n.is_cohort, n.name)):
+            if child.is_cohort:
+                if child is skip or within_nominal(child, self.p.frs_need):
+                    continue
+                self._collect(child, subtree_root=subtree_root, skip=skip, advantage=advantage, into=into)
+            elif child is not self.node and not within_nominal(child, self.p.frs_need):
+                into.extend(self._from_cq(child.name, subtree_root, advantage))
+
+    def _valid(self, elem: _Elem, allow_borrowing: bool) -> bool:
+        """candidate_generator.go candidateIsValid, re-evaluated as victims are taken."""
+        if elem.candidate.cluster_queue == self.cq_name:
+            return True
+        if allow_borrowing and elem.variant == _RECLAIM_WITHOUT_BORROWING:
+            return False
+        node = self.tree.cluster_queues[elem.candidate.cluster_queue]
+        if within_nominal(node, self.p.frs_need):
+            return False
+        ancestor = node.parent
+        while ancestor is not None and ancestor is not elem.lca:
+            if within_nominal(ancestor, self.p.frs_need):
+                return False
+            ancestor = ancestor.parent
+        return True
+
+
+def preemption_message(preemptor: WorkloadState, reason: str, preemptor_path: str, victim_path: str) -> str:
+    """The Evicted/Preempted condition message Kueue writes on a victim (preemption.go
+    preemptionMessage)."""
+    uid = preemptor.workload.metadata.uid or "UNKNOWN"
+    job_uid = preemptor.workload.metadata.labels.get("kueue.x-k8s.io/job-uid", "") or "UNKNOWN"
+    return (
+        f"Preempted to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to "
+        f"{HUMAN_REASONS.get(reason, 'UNKNOWN')}; preemptor path: {preemptor_path}; preemptee path: {victim_path}"
+    )
+
+
+def cq_path(tree: QuotaTree, cluster_queue: str) -> str:
+    """``/root-cohort/.../cq`` as Kueue's buildCQPath writes it."""
+    node = tree.cluster_queues.get(cluster_queue)
+    parts: list[str] = []
+    while node is not None:
+        parts.append(node.name)
+        node = node.parent
+    return "/" + "/".join(reversed(parts)) if parts else f"/{cluster_queue}"
