@@ -315,6 +315,11 @@ def _available(node: Node, fr: FR) -> int:
     return node.local_available(fr) + from_parent
 
 
+def potential_of(node: Node, fr: FR) -> int:
+    """potentialAvailable of any node, ClusterQueue or cohort (SEMANTICS §6.2)."""
+    return _potential(node, fr)
+
+
 def _potential(node: Node, fr: FR) -> int:
     if node.parent is None:
         return node.subtree.get(fr, 0)

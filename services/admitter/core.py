@@ -102,7 +102,7 @@ def _ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree
     """Classical order (SEMANTICS §4.4.1), or the fair-sharing tournament (§4.4.2) when
     the Configuration turns fair sharing on."""
     if state.configuration.fair_sharing is not None:
-        yield from fair.entry_order(entries, tree=tree)
+        yield from fair.entry_order(entries, tree=tree, weights=fair.Weights(state))
         return
     yield from sorted(entries, key=_entry_order)
 
@@ -193,6 +193,7 @@ class Search:
         self.state, self.tree = state, tree
         self.pool = targets.CandidatePool(state)
         self.fair = state.configuration.fair_sharing is not None
+        self.weights = fair.Weights(state)
 
     def preemptor(
         self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]
@@ -212,7 +213,9 @@ class Search:
         if not can_preempt(preemptor.cq, self.tree):
             return []
         if self.fair:
-            return fair.fair_targets(self.tree, self.pool, preemptor, self.state.configuration.fair_sharing)
+            config = self.state.configuration.fair_sharing
+            assert config is not None
+            return fair.fair_targets(self.tree, self.pool, preemptor, config, self.weights)
         return targets.classical_targets(self.tree, self.pool, preemptor)
 
     def assignments(

@@ -1,25 +1,476 @@
 """Fair sharing: dominant resource shares, the admission tournament and fair preemption.
 
-(Being written: for now the classical order and targets.)
+Pure, like the rest of the preemptor's search (:mod:`services.preemptor.targets`):
+
+- :func:`share` is Kueue's DominantResourceShare of a ClusterQueue or cohort
+  (pkg/cache/scheduler/fair_sharing.go, SEMANTICS §7.9): per resource name, what
+  the node borrows beyond its subtree quota, over what its parent could lend,
+  times 1000; the largest ratio, divided by the node's fair-sharing weight. Floats
+  as in Kueue (IEEE doubles give the same values in Go and Python).
+- :func:`entry_order` orders a cycle's entries by Kueue's tournament
+  (pkg/scheduler/fair_sharing_iterator.go, §4.4.2).
+- :func:`fair_targets` is Kueue's fair preemption (preemption.go fairPreemptions
+  and fairsharing/*, §7.10-§7.11), with both strategies.
+
+Kueue visits a cohort's children in map order where it breaks no tie; here they
+are visited by name, and a full tie is broken by UID, then ``namespace/name``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from kubernetes.utils.quantity import parse_quantity
 
 from events import models
-from projections.quota import QuotaTree
+from projections.cluster import ClusterState
+from projections.quota import FR, Node, QuotaTree, potential_of
 from services.preemptor import targets
 
+if TYPE_CHECKING:
+    from services.admitter.core import Entry
 
-def entry_order(entries: Iterable[Any], *, tree: QuotaTree) -> Iterator[Any]:
-    from services.admitter.core import _entry_order
+DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
-    yield from sorted(entries, key=_entry_order)
+
+@dataclass(frozen=True)
+class Share:
+    """A node's dominant resource share (Kueue's DRS).
+
+    ``ratio`` is the unweighted share (borrowed x 1000 / lendable) of the
+    ``dominant`` resource; ``borrowed`` the FRs the node borrows.
+    """
+
+    weight: float
+    ratio: float = 0.0
+    dominant: str = ""
+    borrowed: tuple[FR, ...] = ()
+
+    @property
+    def borrowing(self) -> bool:
+        """Whether the node uses more than its subtree quota of some FR."""
+        return bool(self.borrowed)
+
+    def borrowing_on(self, requested: dict[FR, int]) -> bool:
+        """Borrowing on an FR that ``requested`` asks for (DRS.IsBorrowingOn)."""
+        return any(requested.get(fr, 0) > 0 for fr in self.borrowed)
+
+    @property
+    def weighted(self) -> float:
+        """The weighted share: 0 when not borrowing, +inf for a zero weight."""
+        if self.ratio == 0:
+            return 0.0
+        if self.weight == 0:
+            return math.inf
+        return self.ratio / self.weight
+
+    @property
+    def zero_weight_borrows(self) -> bool:
+        """A zero-weight node with a non-zero share: above everything else."""
+        return self.weight == 0 and self.ratio != 0
+
+
+NEGATIVE = Share(weight=1.0, ratio=-1.0)
+
+
+def compare(a: Share, b: Share) -> int:
+    """Kueue's CompareDRS: -1, 0 or 1."""
+    if a.zero_weight_borrows and b.zero_weight_borrows:
+        return _cmp(a.ratio, b.ratio)
+    if a.zero_weight_borrows:
+        return 1
+    if b.zero_weight_borrows:
+        return -1
+    return _cmp(a.weighted, b.weighted)
+
+
+def _cmp(a: float, b: float) -> int:
+    return (a > b) - (a < b)
+
+
+@dataclass
+class Weights:
+    """Fair-sharing weights of ClusterQueues and cohorts (``spec.fairSharing.weight``, default 1)."""
+
+    state: ClusterState
+    _cache: dict[tuple[bool, str], float] = field(default_factory=dict)
+
+    def of(self, node: Node) -> float:
+        """The weight of ``node`` as a float (Kueue's AsFloat64Slow)."""
+        key = (node.is_cohort, node.name)
+        if key not in self._cache:
+            obj: Any = (self.state.cohorts if node.is_cohort else self.state.cluster_queues).get(node.name)
+            spec = getattr(obj, "spec", None)
+            fs = getattr(spec, "fair_sharing", None) if spec is not None else None
+            self._cache[key] = float(parse_quantity(fs.weight)) if fs is not None else 1.0
+        return self._cache[key]
+
+
+def share(node: Node, weights: Weights, extra: dict[FR, int] | None = None) -> Share:
+    """DominantResourceShare of ``node`` with ``extra`` usage added (SEMANTICS §7.9)."""
+    weight = weights.of(node)
+    if node.parent is None:
+        return Share(weight=weight)
+    extra = extra or {}
+    by_resource: dict[str, int] = {}
+    borrowed: list[FR] = []
+    for fr, subtree_quota in node.subtree.items():
+        amount = extra.get(fr, 0) + node.usage.get(fr, 0) - subtree_quota
+        if amount > 0:
+            by_resource[fr[1]] = by_resource.get(fr[1], 0) + amount
+            borrowed.append(fr)
+    if not by_resource:
+        return Share(weight=weight)
+    lendable = _lendable(node.parent)
+    ratio, dominant = 0.0, ""
+    for resource in sorted(by_resource):
+        available = lendable.get(resource, 0)
+        if available > 0:
+            value = float(by_resource[resource]) * 1000.0 / float(available)
+            if value > ratio or (value == ratio and resource < dominant):
+                ratio, dominant = value, resource
+    return Share(weight=weight, ratio=ratio, dominant=dominant, borrowed=tuple(sorted(borrowed)))
+
+
+def _lendable(node: Node) -> dict[str, int]:
+    """fair_sharing.go calculateLendable: per resource name, what ``node`` could lend."""
+    out: dict[str, int] = {}
+    for fr in node.root().subtree:
+        out[fr[1]] = out.get(fr[1], 0) + potential_of(node, fr)
+    return out
+
+
+# --- the admission tournament (SEMANTICS §4.4.2) -------------------------------------------------
+
+
+def entry_order(entries: Iterable[Entry], *, tree: QuotaTree, weights: Weights) -> Iterator[Entry]:
+    """Yield ``entries`` in Kueue's fair-sharing order; shares are recomputed before every
+    pick, so usage the caller adds between picks counts (the caller consumes lazily)."""
+    remaining = {e.cq.metadata.name: e for e in entries}
+    while remaining:
+        name = min(remaining)  # trees are independent: the order across them changes nothing
+        node = tree.cluster_queues[name]
+        if node.parent is None:
+            yield remaining.pop(name)
+            continue
+        root = node.root()
+        tournament = _Tournament(tree, weights, remaining)
+        tournament.compute(root)
+        winner = tournament.run(root)
+        assert winner is not None
+        yield remaining.pop(winner.cq.metadata.name)
+
+
+class _Tournament:
+    def __init__(self, tree: QuotaTree, weights: Weights, entries: dict[str, Entry]) -> None:
+        self.tree, self.weights, self.entries = tree, weights, entries
+        self.shares: dict[tuple[str, str], Share] = {}
+        self.requested: dict[str, dict[FR, int]] = {}
+
+    def compute(self, root: Node) -> None:
+        """DRS "after admission" of every entry at every cohort on its path (computeDRS)."""
+        for cq_node in _subtree_queues(root):
+            entry = self.entries.get(cq_node.name)
+            if entry is None:
+                continue
+            usage = entry.assignment.usage()
+            key = entry.workload.workload.key
+            self.requested[key] = usage
+            self.tree.add_usage(cq_node.name, usage)
+            current = share(cq_node, self.weights)
+            ancestor = cq_node.parent
+            while ancestor is not None:
+                self.shares[(ancestor.name, key)] = current
+                current = share(ancestor, self.weights)
+                ancestor = ancestor.parent
+            self.tree.remove_usage(cq_node.name, usage)
+
+    def run(self, cohort: Node) -> Entry | None:
+        candidates: list[Entry] = []
+        for child in _children(cohort):
+            if child.is_cohort:
+                winner = self.run(child)
+                if winner is not None:
+                    candidates.append(winner)
+            elif child.name in self.entries:
+                candidates.append(self.entries[child.name])
+        if not candidates:
+            return None
+        best = candidates[0]
+        for current in candidates[1:]:
+            if self._less(current, best, cohort.name):
+                best = current
+        return best
+
+    def _less(self, a: Entry, b: Entry, cohort: str) -> bool:
+        key_a, key_b = a.workload.workload.key, b.workload.workload.key
+        share_a, share_b = self.shares[(cohort, key_a)], self.shares[(cohort, key_b)]
+        borrowing_a = share_a.borrowing_on(self.requested[key_a])
+        borrowing_b = share_b.borrowing_on(self.requested[key_b])
+        if borrowing_a != borrowing_b:
+            return not borrowing_a  # FairSharingPrioritizeNonBorrowing
+        order = compare(share_a, share_b)
+        if order != 0:
+            return order < 0
+        if a.priority != b.priority:
+            return a.priority > b.priority
+        meta_a, meta_b = a.workload.workload.metadata, b.workload.workload.metadata
+        if meta_a.creation_timestamp_ms != meta_b.creation_timestamp_ms:
+            return meta_a.creation_timestamp_ms < meta_b.creation_timestamp_ms
+        return (meta_a.uid, key_a) < (meta_b.uid, key_b)  # ours: Kueue keeps the first visited
+
+
+def _children(cohort: Node) -> list[Node]:
+    """Child cohorts, then child ClusterQueues, each by name (Kueue: map order)."""
+    return sorted(cohort.children, key=lambda n: (not n.is_cohort, n.name))
+
+
+def _subtree_queues(node: Node) -> Iterator[Node]:
+    for child in _children(node):
+        if child.is_cohort:
+            yield from _subtree_queues(child)
+        else:
+            yield child
+
+
+# --- fair preemption (SEMANTICS §7.10-§7.11) -----------------------------------------------------
 
 
 def fair_targets(
-    tree: QuotaTree, pool: targets.CandidatePool, preemptor: targets.Preemptor, config: models.FairSharingConfig
+    tree: QuotaTree,
+    pool: targets.CandidatePool,
+    preemptor: targets.Preemptor,
+    config: models.FairSharingConfig,
+    weights: Weights,
 ) -> list[targets.Target]:
-    return targets.classical_targets(tree, pool, preemptor)
+    """Kueue's fairPreemptions: victims chosen by dominant resource share; [] when none work."""
+    search = _FairSearch(tree, pool, preemptor, weights)
+    candidates = search.candidates()
+    if not candidates:
+        return []
+    strategies = list(config.preemption_strategies) or list(DEFAULT_STRATEGIES)
+    cq = preemptor.cq.metadata.name
+    tree.add_usage(cq, preemptor.usage)  # shares below include the preemptor's request
+    fits, chosen, retry = search.first_strategy(candidates, strategies[0])
+    if not fits and len(strategies) > 1:
+        fits, chosen = search.second_strategy(retry, chosen)
+    tree.remove_usage(cq, preemptor.usage)
+    if not fits:
+        for target in chosen:
+            targets.restore(tree, target.candidate)
+        return []
+    kept = list(chosen)
+    for i in range(len(kept) - 2, -1, -1):  # fillBackWorkloads, borrowing allowed
+        targets.restore(tree, kept[i].candidate)
+        if targets.fits(tree, preemptor, allow_borrowing=True):
+            del kept[i]
+        else:
+            targets.remove(tree, kept[i].candidate)
+    for target in kept:
+        targets.restore(tree, target.candidate)
+    return kept
+
+
+class _FairSearch:
+    def __init__(
+        self, tree: QuotaTree, pool: targets.CandidatePool, preemptor: targets.Preemptor, weights: Weights
+    ) -> None:
+        self.tree, self.pool, self.p, self.weights = tree, pool, preemptor, weights
+        self.cq_name = preemptor.cq.metadata.name
+        self.node = tree.cluster_queues[self.cq_name]
+
+    @cached_property
+    def ancestors(self) -> list[Node]:
+        out, node = [], self.node.parent
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return out
+
+    def candidates(self) -> list[targets.Candidate]:
+        """preemption.go findCandidates (SEMANTICS §7.10), in CandidatesOrdering."""
+        policy = self.p.cq.spec.preemption
+        found: list[targets.Candidate] = []
+        if policy.within_cluster_queue != "Never":
+            found += [
+                c
+                for c in self.pool.of(self.cq_name)
+                if targets.satisfies(policy.within_cluster_queue, self.p, c) and c.flavored & self.p.frs_need
+            ]
+        if self.node.parent is not None and policy.reclaim_within_cohort != "Never":
+            for other in _subtree_queues(self.node.root()):
+                if other is self.node or not self._borrowing_on_needed(other):
+                    continue
+                found += [
+                    c
+                    for c in self.pool.of(other.name)
+                    if targets.satisfies(policy.reclaim_within_cohort, self.p, c) and c.flavored & self.p.frs_need
+                ]
+        return sorted(found, key=lambda c: targets.candidate_order(c, self.cq_name))
+
+    def _borrowing_on_needed(self, node: Node) -> bool:
+        return node.parent is not None and any(
+            node.usage.get(fr, 0) > node.subtree.get(fr, 0) for fr in self.p.frs_need
+        )
+
+    def _fits(self) -> bool:
+        """workloadFitsForFairSharing: the preemptor's own simulated usage taken out first."""
+        self.tree.remove_usage(self.cq_name, self.p.usage)
+        try:
+            return targets.fits(self.tree, self.p, allow_borrowing=True)
+        finally:
+            self.tree.add_usage(self.cq_name, self.p.usage)
+
+    def _take(self, candidate: targets.Candidate, reason: str, chosen: list[targets.Target]) -> bool:
+        targets.remove(self.tree, candidate)
+        chosen.append(targets.Target(candidate=candidate, reason=reason))
+        return self._fits()
+
+    def first_strategy(
+        self, candidates: list[targets.Candidate], strategy: str
+    ) -> tuple[bool, list[targets.Target], list[targets.Candidate]]:
+        """runFirstFsStrategy: (fits, targets, candidates to retry with the second strategy)."""
+        ordering = _TargetOrdering(self, candidates)
+        chosen: list[targets.Target] = []
+        retry: list[targets.Candidate] = []
+        within_nominal = all(
+            self.node.usage.get(fr, 0) <= self.node.subtree.get(fr, 0) for fr in self.p.frs_need
+        )  # FairSharingPreemptWithinNominal (on by default)
+        for target_cq in ordering:
+            if target_cq is self.node:
+                if self._take(ordering.pop(target_cq), targets.IN_CLUSTER_QUEUE, chosen):
+                    return True, chosen, []
+                continue
+            if within_nominal:
+                if self._take(ordering.pop(target_cq), targets.IN_COHORT_RECLAMATION, chosen):
+                    return True, chosen, []
+                continue
+            preemptor_new, target_old = self._shares(target_cq)
+            if math.isinf(preemptor_new.weighted) and not math.isinf(target_old.weighted):
+                while ordering.has(target_cq):
+                    retry.append(ordering.pop(target_cq))
+                continue
+            while ordering.has(target_cq):
+                candidate = ordering.pop(target_cq)
+                if strategy == "LessThanInitialShare":
+                    passed = compare(preemptor_new, target_old) < 0
+                else:
+                    passed = compare(preemptor_new, self._target_share_without(target_cq, candidate)) <= 0
+                if passed:
+                    if self._take(candidate, targets.IN_COHORT_FAIR_SHARING, chosen):
+                        return True, chosen, []
+                    break
+                retry.append(candidate)
+        return False, chosen, retry
+
+    def second_strategy(
+        self, retry: list[targets.Candidate], chosen: list[targets.Target]
+    ) -> tuple[bool, list[targets.Target]]:
+        """runSecondFsStrategy: LessThanInitialShare, at most one candidate per ClusterQueue."""
+        ordering = _TargetOrdering(self, retry)
+        for target_cq in ordering:
+            preemptor_new, target_old = self._shares(target_cq)
+            passed = compare(preemptor_new, target_old) < 0
+            candidate = ordering.pop(target_cq)
+            if passed and self._take(candidate, targets.IN_COHORT_FAIR_SHARING, chosen):
+                return True, chosen
+            ordering.drop(target_cq)
+        return False, chosen
+
+    def _almost_lcas(self, target_cq: Node) -> tuple[Node, Node]:
+        on_path = set(map(id, self.ancestors))
+        lca = target_cq.parent
+        while lca is not None and id(lca) not in on_path:
+            lca = lca.parent
+        assert lca is not None, "a target ClusterQueue outside the preemptor's tree"
+        return _below(self.node, lca), _below(target_cq, lca)
+
+    def _shares(self, target_cq: Node) -> tuple[Share, Share]:
+        mine, theirs = self._almost_lcas(target_cq)
+        return share(mine, self.weights), share(theirs, self.weights)
+
+    def _target_share_without(self, target_cq: Node, candidate: targets.Candidate) -> Share:
+        targets.remove(self.tree, candidate)
+        try:
+            return share(self._almost_lcas(target_cq)[1], self.weights)
+        finally:
+            targets.restore(self.tree, candidate)
+
+
+def _below(node: Node, lca: Node) -> Node:
+    """The ancestor of ``node`` (or itself) whose parent is ``lca``."""
+    while node.parent is not lca:
+        assert node.parent is not None
+        node = node.parent
+    return node
+
+
+class _TargetOrdering:
+    """fairsharing/ordering.go TargetClusterQueueOrdering: which ClusterQueue to take
+    the next victim from, by highest share, descending from the root."""
+
+    def __init__(self, search: _FairSearch, candidates: list[targets.Candidate]) -> None:
+        self.search = search
+        self.queues: dict[str, list[targets.Candidate]] = {}
+        for candidate in candidates:
+            self.queues.setdefault(candidate.cluster_queue, []).append(candidate)
+        self.pruned: set[int] = set()
+        self.on_path = {id(n) for n in search.ancestors}
+
+    def has(self, node: Node) -> bool:
+        return bool(self.queues.get(node.name))
+
+    def pop(self, node: Node) -> targets.Candidate:
+        return self.queues[node.name].pop(0)
+
+    def drop(self, node: Node) -> None:
+        self.pruned.add(id(node))
+
+    def __iter__(self) -> Iterator[Node]:
+        own = self.search.node
+        if own.parent is None:
+            while id(own) not in self.pruned and self.has(own):
+                yield own
+            return
+        root = own.root()
+        while id(root) not in self.pruned:
+            target = self._next(root)
+            if target is not None:
+                yield target
+
+    def _next(self, cohort: Node) -> Node | None:
+        weights, own = self.search.weights, self.search.node
+        best_cq: Node | None = None
+        best_cq_share = NEGATIVE
+        best_cohort: Node | None = None
+        best_cohort_share = NEGATIVE
+        for child in _children(cohort):
+            if id(child) in self.pruned:
+                continue
+            child_share = share(child, weights)
+            if not child.is_cohort:
+                if (not child_share.borrowing and child is not own) or not self.has(child):
+                    self.pruned.add(id(child))
+                    continue
+                order = compare(child_share, best_cq_share)
+                if order == 0 and best_cq is not None:
+                    mine = targets.candidate_order(self.queues[child.name][0], own.name)
+                    theirs = targets.candidate_order(self.queues[best_cq.name][0], own.name)
+                    if mine < theirs:
+                        best_cq = child
+                elif order > 0:
+                    best_cq, best_cq_share = child, child_share
+            elif not child_share.borrowing and id(child) not in self.on_path:
+                self.pruned.add(id(child))
+            elif compare(child_share, best_cohort_share) >= 0:
+                best_cohort, best_cohort_share = child, child_share
+        if best_cohort is None and best_cq is None:
+            self.pruned.add(id(cohort))
+            return None
+        if best_cohort is not None and compare(best_cohort_share, best_cq_share) >= 0:
+            return self._next(best_cohort)
+        return best_cq
