@@ -5,9 +5,12 @@ store, an emulated API server, and the five services started by the same
 :class:`services.supervisor.Supervisor` as ``kueue-es up``, the deciders in
 stepped mode. The runner publishes the scenario's facts on the log as the watcher
 would, commits pre-admitted workloads' seed decisions under the partition head,
-and drives the run with SchedulingRequested facts: one ``cycle`` request per
-``run.cycles`` cycle, or one ``settle`` request, each answered by the admitter's
-DecisionRecord. The outcome is then folded from the log exactly as the core
+and drives the run with SchedulingRequested facts: each cycle is one ``cycle``
+request to every decider role in turn (admitter, preemptor, TAS placer), each
+answered by that decider's DecisionRecord, then the evictions the cycle requested
+complete (the runner logs WorkloadStopped, standing in for the job and the
+watcher); ``run.cycles`` cycles, or cycles until one decides nothing (settle),
+as the core engine runs them. The outcome is then folded from the log exactly as the core
 engine folds it, so the two engines are compared on the same terms.
 """
 
@@ -26,7 +29,7 @@ from events.bus.server import NatsServer
 from projections.cluster import ClusterState, apply
 from services.kube.emulator import serve_emulator
 from services.runtime import build_batch
-from services.scenarios.core_engine import SEED
+from services.scenarios.core_engine import MAX_SETTLE_CYCLES, SEED, cycle_deciders
 from services.scenarios.engines import RunError
 from services.scenarios.outcome import Outcome, build_outcome
 from services.scenarios.specs import AdmittedWorkload, ApplyEvent, DeleteEvent, FinishEvent, Scenario, ScenarioEvent
@@ -140,28 +143,61 @@ class _BusRun:
         return types.WorkloadRef(namespace=namespace, name=name, uid=known.workload.metadata.uid if known else "")
 
     async def _phase(self) -> None:
-        """``run.cycles`` cycle requests one after the other, or one settle request."""
+        """``run.cycles`` cycles, or settle: cycles until one in which no decider decides anything."""
         cycles = self.scenario.run.cycles
-        if cycles is None:
-            await self._request("settle")
+        if cycles is not None:
+            for _ in range(cycles):
+                await self._cycle()
             return
-        for _ in range(cycles):
-            await self._request("cycle")
+        for _ in range(MAX_SETTLE_CYCLES):
+            if not await self._cycle():
+                return
+        raise RunError(
+            self.scenario.path, f"the run does not settle: decisions still change after {MAX_SETTLE_CYCLES} cycles"
+        )
 
-    async def _request(self, mode: str) -> None:
+    async def _cycle(self) -> bool:
+        """One cycle as the core engine runs it: a ``cycle`` request to each decider role in
+        turn (each answered by that decider's DecisionRecord), then every eviction the
+        cycle requested completes (a WorkloadStopped, as the watcher would report the
+        stopped job). True when some decider decided something."""
+        changed = False
+        evictions: list[types.EvictionRequested] = []
+        for decider in cycle_deciders():
+            record, outputs = await self._request("cycle", role=decider.role)
+            changed = changed or record.output_count > 0
+            evictions.extend(o for o in outputs if isinstance(o, types.EvictionRequested))
+        for eviction in evictions:
+            await self._publish(types.WorkloadStopped(workload=eviction.workload, reason=eviction.reason))
+        return changed
+
+    async def _request(self, mode: str, *, role: str) -> tuple[types.DecisionRecord, list[types.Event]]:
+        """Ask ``role`` for one ``mode`` step; returns its answering record and that batch's outputs."""
         assert self.bus is not None
-        request_id = f"{mode}-{next(self.requests)}"
+        request_id = f"{role}-{mode}-{next(self.requests)}"
         start = await self.bus.last_seq() + 1
-        await self._publish(types.SchedulingRequested(request_id=request_id, mode=mode))  # type: ignore[arg-type]
-        reader = self.bus.read(subjects=(subjects.head_subject(),), start_seq=start)
+        await self._publish(types.SchedulingRequested(request_id=request_id, mode=mode, role=role))  # type: ignore[arg-type]
+        reader = self.bus.read(subjects=("kq.>",), start_seq=start)
+        record: types.DecisionRecord | None = None
+        outputs: list[types.Event] = []
         try:
             async with asyncio.timeout(ANSWER_TIMEOUT), contextlib.aclosing(reader):
                 async for message in reader:
-                    record = codec.decode(message.data)
-                    if isinstance(record, types.DecisionRecord) and record.answers == request_id:
-                        return
+                    event = codec.decode(message.data)
+                    if record is None:
+                        if isinstance(event, types.DecisionRecord) and event.answers == request_id:
+                            record = event
+                            if record.output_count == 0:
+                                return record, outputs
+                    elif message.subject.startswith("kq.dec."):
+                        outputs.append(event)  # the batch is contiguous on the log
+                        if len(outputs) == record.output_count:
+                            return record, outputs
         except TimeoutError:
-            raise RunError(self.scenario.path, f"no answer to the {mode} request within {ANSWER_TIMEOUT:g}s") from None
+            raise RunError(
+                self.scenario.path, f"no answer from {role} to the {mode} request within {ANSWER_TIMEOUT:g}s"
+            ) from None
+        raise RunError(self.scenario.path, f"the log ended before {role} answered")
 
     async def _fold_all(self) -> tuple[ClusterState, list[tuple[int, types.Event]]]:
         assert self.bus is not None

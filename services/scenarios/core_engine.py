@@ -208,7 +208,7 @@ class _Runner:
         """
         now_ms, changed = self.now_ms(), False
         evictions: list[types.EvictionRequested] = []
-        for decider in _cycle_deciders():
+        for decider in cycle_deciders():
             outputs = list(decider.decide(self.run.state, now_ms=now_ms))
             if outputs:
                 self.commit(decider, outputs, now_ms=now_ms)
@@ -237,7 +237,7 @@ class _Runner:
         )
 
 
-def _cycle_deciders() -> list[Decider]:
+def cycle_deciders() -> list[Decider]:
     """The deciders of a cycle: admitter, preemptor, placer, then any other role (sorted), never ``seed``."""
     first = [deciders.ADMITTER.role, deciders.PREEMPTOR.role, deciders.PLACER.role]
     roles = [r for r in first if r in deciders.BY_ROLE] + sorted(r for r in deciders.BY_ROLE if r not in first)
