@@ -70,6 +70,7 @@ class _BusRun:
                 self.bus = await nats_bus.connect(server.url)
                 await supervisor.start()
                 try:
+                    await self._watcher_started(run_dir / "logs" / "watcher.log")
                     await self._drive()
                     state, log = await self._fold_all()
                 except RunError:
@@ -83,6 +84,14 @@ class _BusRun:
                 if crashed:
                     raise RunError(self.scenario.path, f"services exited with errors: {crashed}")
         return build_outcome(submitted=self.scenario.submitted, log=log, state=state)
+
+    async def _watcher_started(self, log_path: Path) -> None:
+        """Wait for the watcher's ``service_started`` line: it has read the log by then, so it
+        knows none of the facts this runner publishes and its relists (start-up, 410 Gone)
+        cannot report them deleted from the (empty) emulated cluster."""
+        async with asyncio.timeout(ANSWER_TIMEOUT):
+            while not (log_path.exists() and '"service_started"' in log_path.read_text(errors="replace")):
+                await asyncio.sleep(0.05)
 
     async def _drive(self) -> None:
         scenario = self.scenario
