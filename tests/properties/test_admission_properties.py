@@ -52,6 +52,7 @@ from services.scenarios import core_engine
 from services.scenarios.loading import parse_scenario
 
 API = "kueue.x-k8s.io/v1beta2"
+CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 FLAVORS = ("f0", "f1", "f2")
 COHORTS = ("co-a", "co-b")
 ROOT_COHORT = "co-root"
@@ -100,6 +101,19 @@ def resource_groups(draw: st.DrawFn, flavors: tuple[str, ...], *, limits: bool, 
             resource["lendingLimit"] = draw(st.integers(0, 10 if cohort else nominal))
         entries.append({"name": name, "resources": [resource]})
     return [{"coveredResources": ["cpu"], "flavors": entries}]
+
+
+@st.composite
+def preemption_policies(draw: st.DrawFn) -> dict:
+    """A ClusterQueue ``preemption`` stanza with any policy values (SEMANTICS §7.2-§7.3)."""
+    borrow: dict[str, Any] = {"policy": draw(st.sampled_from(["Never", "LowerPriority"]))}
+    if borrow["policy"] != "Never" and draw(st.booleans()):
+        borrow["maxPriorityThreshold"] = draw(st.integers(-2, 2))
+    return {
+        "withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])),
+        "reclaimWithinCohort": draw(st.sampled_from(["Never", "LowerPriority", "Any"])),
+        "borrowWithinCohort": borrow,
+    }
 
 
 @st.composite
@@ -156,6 +170,11 @@ def scenario_docs(draw: st.DrawFn) -> dict:
             "queueingStrategy": draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO"])),
             "resourceGroups": draw(resource_groups(flavors, limits=cohort is not None, cohort=False)),
         }
+        if draw(st.booleans()):
+            spec["preemption"] = draw(preemption_policies())
+            spec["flavorFungibility"] = {"whenCanPreempt": draw(st.sampled_from(["TryNextFlavor", "MayStopSearch"]))}
+        if draw(st.booleans()):
+            spec["fairSharing"] = {"weight": draw(st.sampled_from(["0", "1", "2", "500m"]))}
         if cohort is not None:
             spec["cohortName"] = cohort
         objects.append({"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec})
@@ -167,6 +186,19 @@ def scenario_docs(draw: st.DrawFn) -> dict:
                 "metadata": {"name": f"lq-{name}", "namespace": NAMESPACE},
                 "spec": {"clusterQueue": name},
             }
+        )
+    if draw(st.booleans()):
+        strategies = draw(
+            st.sampled_from(
+                [
+                    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+                    ["LessThanOrEqualToFinalShare"],
+                    ["LessThanInitialShare"],
+                ]
+            )
+        )
+        objects.insert(
+            0, {"apiVersion": CONFIG_API, "kind": "Configuration", "fairSharing": {"preemptionStrategies": strategies}}
         )
     count = draw(st.integers(1, 15))
     uids = draw(st.lists(st.integers(0, 99), min_size=count, max_size=count, unique=True))
@@ -215,6 +247,8 @@ class Tree:
         """Parents, quotas (cpu, millicores) and LocalQueue targets of ``doc``'s objects."""
         tree = cls()
         for obj in doc["objects"]:
+            if obj["kind"] == "Configuration":
+                continue
             kind, name, spec = obj["kind"], obj["metadata"]["name"], obj.get("spec") or {}
             if kind == "LocalQueue":
                 tree.local_queue_cq[name] = spec["clusterQueue"]
@@ -541,6 +575,24 @@ def test_every_decision_replays(doc: dict) -> None:
     assert report.ok, report.mismatches[0]
     assert report.skipped == 0
     assert report.matched == report.decisions
+
+
+@SETTINGS
+@given(doc=scenario_docs())
+def test_preemption_never_loops(doc: dict) -> None:
+    """No preemption loop (issue 4): every phase settles, no workload is evicted more often
+    than there are workloads that could want its quota, and once settled, more cycles
+    change nothing (no eviction keeps going once arrivals stop)."""
+    run = run_doc(doc)
+    evictions: dict[str, int] = defaultdict(int)
+    for _, event in run.log:
+        if isinstance(event, types.EvictionRequested):
+            evictions[event.workload.key] += 1
+    submitted = len(run.scenario.submitted)
+    assert all(n <= submitted for n in evictions.values()), dict(evictions)
+    now_ms = core_engine.clock_base_ms(run.scenario) + 10**9
+    for decider in deciders.BY_ROLE.values():
+        assert decider.decide(run.state, now_ms=now_ms) == [], decider.role
 
 
 @SETTINGS
