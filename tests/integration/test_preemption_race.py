@@ -1,0 +1,237 @@
+"""Admitter and preemptor racing on one partition through a real nats-server (issue 4).
+
+Two admitter replicas and a preemptor run free (not stepped) against the same log,
+in one event loop, so they decide on the same basis and commit against the same
+partition head: the head check must reject the stale batches (ARCHITECTURE.md §3),
+the losers must fold and decide again, and the end must be what the core engine
+decides for the same scenario. A small "job side" task stands in for the
+dispatcher, the job and the watcher: every EvictionRequested gets a WorkloadStopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from events import codec, subjects, types
+from events.bus import nats as nats_bus
+from events.bus.base import Bus
+from events.bus.server import NatsServer
+from projections import quota
+from projections.cluster import ClusterState, apply
+from services import deciders
+from services.replay import check_log
+from services.runtime import DeciderLoop, build_batch, cancel_and_wait
+from services.scenarios import core_engine
+from services.scenarios.loading import parse_scenario
+from services.scenarios.outcome import build_outcome
+from services.scenarios.specs import Scenario
+
+API = "kueue.x-k8s.io/v1beta2"
+
+
+def _cq(name: str, nominal: int) -> dict:
+    return {
+        "apiVersion": API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "cohortName": "research",
+            "namespaceSelector": {},
+            "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": nominal}]}],
+                }
+            ],
+        },
+    }
+
+
+def _workload(name: str, cq: str, *, cpus: int, priority: int, second: int) -> dict:
+    return {
+        "apiVersion": API,
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "creationTimestamp": f"2026-01-01T00:00:{second:02d}Z",
+        },
+        "spec": {
+            "queueName": f"lq-{cq}",
+            "priority": priority,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": cpus,
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+                }
+            ],
+        },
+    }
+
+
+def race_scenario() -> Scenario:
+    """team-a borrows all of team-b's quota with four low-priority workloads; then team-b
+    reclaims (b1, b2) and team-a's own high-priority workloads preempt within the queue."""
+    objects = [
+        {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+        _cq("team-a", 4),
+        _cq("team-b", 4),
+        *(
+            {
+                "apiVersion": API,
+                "kind": "LocalQueue",
+                "metadata": {"name": f"lq-{cq}", "namespace": "default"},
+                "spec": {"clusterQueue": cq},
+            }
+            for cq in ("team-a", "team-b")
+        ),
+    ]
+    admitted = [
+        {
+            "workload": _workload(f"a-low{i}", "team-a", cpus=2, priority=0, second=i),
+            "admission": {
+                "clusterQueue": "team-a",
+                "podSetAssignments": [{"name": "main", "flavors": {"cpu": "default"}, "count": 2}],
+            },
+        }
+        for i in range(1, 5)
+    ]
+    pending = [
+        _workload("b1", "team-b", cpus=2, priority=1, second=10),
+        _workload("b2", "team-b", cpus=2, priority=1, second=11),
+        _workload("a-high1", "team-a", cpus=2, priority=5, second=12),
+        _workload("a-high2", "team-a", cpus=2, priority=5, second=13),
+    ]
+    doc = {"name": "race", "source": "issue 4", "objects": objects, "admitted": admitted, "pending": pending}
+    return parse_scenario(yaml.safe_dump(doc, sort_keys=False), path="<race>")
+
+
+async def _seed(bus: Bus, scenario: Scenario) -> None:
+    for obj in scenario.objects:
+        if obj.fact is not None:
+            await bus.publish(subjects.fact_message(obj.fact))
+    for admitted in scenario.admitted:
+        assert isinstance(admitted.workload.fact, types.WorkloadObserved)
+        await bus.publish(subjects.fact_message(admitted.workload.fact))
+        meta = admitted.workload.fact.workload.metadata
+        ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+        outputs: list[types.Decision] = [
+            types.QuotaReserved(
+                workload=ref,
+                cluster_queue=admitted.cluster_queue,
+                pod_set_assignments=list(admitted.pod_set_assignments),
+                at_ms=admitted.reserved_at_ms,
+            ),
+            types.WorkloadAdmitted(workload=ref, cluster_queue=admitted.cluster_queue, at_ms=admitted.reserved_at_ms),
+        ]
+        head_seq = await bus.last_subject_seq(subjects.head_subject())
+        head, rest = build_batch(
+            core_engine.SEED, outputs=outputs, basis_seq=await bus.last_seq(), head_seq=head_seq, now_ms=0
+        )
+        await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+    for workload in scenario.pending:
+        assert workload.fact is not None
+        await bus.publish(subjects.fact_message(workload.fact))
+
+
+async def _job_side(bus: Bus) -> None:
+    """Every eviction completes: the job stops and the watcher says so."""
+    async for message in bus.read(subjects=(subjects.decisions_of(subjects.DEFAULT_PARTITION),), start_seq=1):
+        event = codec.decode(message.data)
+        if isinstance(event, types.EvictionRequested):
+            await bus.publish(
+                subjects.fact_message(types.WorkloadStopped(workload=event.workload, reason=event.reason))
+            )
+
+
+async def _fold(bus: Bus) -> tuple[ClusterState, list[tuple[int, types.Event]], list]:
+    state, log, messages = ClusterState(), [], []
+    last = await bus.last_seq()
+    for seq in range(1, last + 1):
+        message = await bus.get(seq)
+        event = codec.decode(message.data)
+        apply(state, event, seq=seq)
+        log.append((seq, event))
+        messages.append(message)
+    return state, log, messages
+
+
+async def _until_quiet(bus: Bus, *, quiet: float = 1.5, timeout: float = 60.0) -> None:
+    """Wait until the log stops growing for ``quiet`` seconds."""
+    async with asyncio.timeout(timeout):
+        last, since = await bus.last_seq(), asyncio.get_running_loop().time()
+        while True:
+            await asyncio.sleep(0.1)
+            now_last = await bus.last_seq()
+            if now_last != last:
+                last, since = now_last, asyncio.get_running_loop().time()
+            elif asyncio.get_running_loop().time() - since >= quiet:
+                return
+
+
+def _overuse(log: list[tuple[int, types.Event]]) -> list[str]:
+    """At the end of every committed batch: any ClusterQueue or cohort using more than it may."""
+    problems: list[str] = []
+    state = ClusterState()
+    batch_end = -1
+    for seq, event in log:
+        apply(state, event, seq=seq)
+        if isinstance(event, types.DecisionRecord):
+            batch_end = seq + event.output_count
+        if seq == batch_end:
+            tree = quota.build(state)
+            for name, node in tree.cluster_queues.items():
+                for fr in node.quotas:
+                    if quota._available(node, fr) < 0:
+                        problems.append(f"seq {seq}: {name} overuses {fr}")
+    return problems
+
+
+@pytest.mark.slow
+async def test_admitter_and_preemptor_race_without_double_booking(tmp_path: Path) -> None:
+    scenario = race_scenario()
+    expected = core_engine.run_scenario(scenario).outcome()
+    assert expected.preempted, "the scenario must preempt"
+    async with NatsServer(tmp_path / "nats") as server:
+        bus = await nats_bus.connect(server.url)
+        loops = [
+            DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05),
+            DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05),
+            DeciderLoop(bus=bus, decider=deciders.PREEMPTOR, wakeup=0.05),
+        ]
+        try:
+            await _seed(bus, scenario)
+            tasks = [asyncio.create_task(loop.run()) for loop in loops]
+            tasks.append(asyncio.create_task(_job_side(bus)))
+            try:
+                await _until_quiet(bus)
+            finally:
+                await cancel_and_wait(tasks)
+            state, log, messages = await _fold(bus)
+        finally:
+            with contextlib.suppress(Exception):
+                await bus.close()
+    outcome = build_outcome(submitted=scenario.submitted, log=log, state=state)
+    assert {k: v.cluster_queue for k, v in outcome.admitted.items()} == {
+        k: v.cluster_queue for k, v in expected.admitted.items()
+    }
+    assert outcome.pending == expected.pending
+    assert outcome.preempted == expected.preempted
+    assert not _overuse(log)
+    conflicts = sum(loop.conflicts for loop in loops)
+    assert conflicts > 0, "two admitters and a preemptor on one head never collided: the race was not exercised"
+    nominations = {seq for seq, e in log if isinstance(e, types.PreemptionRequired)}
+    answered = {e.nomination_seq for _, e in log if isinstance(e, types.PreemptionIssued)}
+    assert nominations and nominations <= answered, "a rejected preemptor batch was never retried"
+    assert not state.nominations and not state.preemptors
+    report = check_log(messages, deciders.BY_ROLE)
+    assert report.ok, report.mismatches[:1]
+    assert report.matched == report.decisions - report.skipped
