@@ -12,9 +12,14 @@ real Job controller would write:
   or the constructor default -- it succeeds: ``completionTime``,
   ``succeeded`` = completions (or parallelism), ``active`` 0, conditions
   ``SuccessCriteriaMet`` and ``Complete`` True (reason CompletionsReached);
-* a suspended Job (at creation, or suspended while running) has its run
-  cancelled and gets ``active`` 0, no ``startTime``, ``Suspended`` True --
-  so it runs its full duration again when unsuspended.
+* a suspended Job (at creation, or suspended while running, as the
+  dispatcher does to evict it) has its run cancelled and gets ``active`` 0,
+  ``ready`` 0, no ``startTime``, ``Suspended`` True and no completion -- the
+  Job controller's status for a suspended Job (its pods are deleted), which
+  the watcher reads as "no longer active" (Kueue jobs/job/job_controller.go
+  IsActive) -- so it runs its full duration again when unsuspended.  A Job
+  this kubelet never ran (a restart) but whose status still counts active
+  pods gets the same status when seen suspended.
 
 No pods are created.  A restarted kubelet resumes running Jobs from their
 ``startTime``, so a Job never runs much longer than declared.

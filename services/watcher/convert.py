@@ -4,9 +4,10 @@ Kueue objects become ``*Observed`` facts; a batch/v1 Job with the
 ``kueue.x-k8s.io/queue-name`` label becomes the Workload Kueue would create for it
 (SEMANTICS §2.1-§2.2, Kueue pkg/controller/jobs/job/job_controller.go): one pod
 set ``main`` with ``count = min(parallelism, completions)`` pods and the pod
-template's requests; a finished Job becomes WorkloadFinished. Anything that cannot
-be converted becomes an ObjectRejected fact naming the object and the field, so a
-user can see it on the log while the last valid version stays in force.
+template's requests; a finished Job becomes WorkloadFinished; a Job the dispatcher
+stopped for an eviction becomes WorkloadStopped once no pod of it is active. Anything
+that cannot be converted becomes an ObjectRejected fact naming the object and the
+field, so a user can see it on the log while the last valid version stays in force.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import msgspec
 
 from events import manifests, models, types
+from services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
@@ -95,6 +97,44 @@ def job_facts(job: dict[str, Any], *, now_ms: int = 0) -> types.Fact | None:
         return types.WorkloadObserved(workload=job_to_workload(job))
     except manifests.ManifestError as err:
         return rejected(job, err, now_ms=now_ms)
+
+
+def stopped_fact(job: dict[str, Any], *, now_ms: int = 0) -> types.WorkloadStopped | None:
+    """WorkloadStopped when an evicted Job no longer runs, else None.
+
+    Kueue's job reconciler, on an Evicted workload, stops the job and, once
+    ``!job.IsActive()`` (for a batch/v1 Job: ``status.active`` is 0), clears the
+    quota reservation (jobframework/reconciler.go step 6 "handle eviction";
+    jobs/job/job_controller.go IsActive). Here the eviction is the dispatcher's
+    :data:`EVICTED_ANNOTATION` (its value is the reason) on a Job with
+    ``spec.suspend: true``; a finished Job gives WorkloadFinished instead.
+    ``at_ms`` is ``now_ms``, when the stop was seen (ms since the epoch).
+    """
+    meta, spec = job.get("metadata") or {}, job.get("spec") or {}
+    reason = (meta.get("annotations") or {}).get(EVICTED_ANNOTATION)
+    if not (meta.get("labels") or {}).get(QUEUE_LABEL) or not reason or spec.get("suspend") is not True:
+        return None
+    if (job.get("status") or {}).get("active") or finished_condition(job) is not None:
+        return None
+    ref = types.WorkloadRef(
+        namespace=meta.get("namespace", "default"),
+        name=workload_name_for_job(meta.get("name", ""), meta.get("uid", "")),
+        uid=meta.get("uid", ""),
+    )
+    return types.WorkloadStopped(workload=ref, reason=str(reason), at_ms=now_ms)
+
+
+def stop_version(job: dict[str, Any]) -> str:
+    """The dedup version of a Job's WorkloadStopped: one per eviction, not per observation.
+
+    ``evict-<seq>`` from the dispatcher's :data:`EVICTION_SEQ_ANNOTATION`, so every
+    sight of one stopped Job (status writes, relists, a restarted watcher) gives the
+    same Msg-Id, the one the dispatcher uses when the Job is gone; the
+    resourceVersion stands in on a Job marked without it.
+    """
+    meta = job.get("metadata") or {}
+    seq = (meta.get("annotations") or {}).get(EVICTION_SEQ_ANNOTATION)
+    return f"evict-{seq}" if seq else str(meta.get("resourceVersion") or "")
 
 
 def finished_condition(job: dict[str, Any]) -> dict[str, Any] | None:

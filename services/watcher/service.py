@@ -6,7 +6,9 @@ conversion is the pure :mod:`services.watcher.convert`; this runner publishes
 its facts with ``Nats-Msg-Id`` = kind, object and resourceVersion, so a
 re-delivered watch event is deduplicated. After a relist (start-up, or 410 Gone)
 every object the log knows but the cluster no longer has gets an ObjectDeleted
-fact, so deletions during a gap are not lost.
+fact, so deletions during a gap are not lost. A Job the dispatcher stopped for an
+eviction gives one WorkloadStopped per eviction once its pods are gone, however
+often it is seen (Msg-Id and memory keyed by the eviction, also across restarts).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import structlog
 
 from events import codec, subjects, types
 from events.bus import nats as nats_bus
-from events.bus.base import Bus
+from events.bus.base import Bus, LogMessage
 from projections.cluster import ClusterState
 from services.kube import client as kube
 from services.runtime import fold_message, run_until_stopped
@@ -37,6 +39,7 @@ class Watcher:
         self.bus, self.api = bus, api
         self.known: dict[str, set[tuple[str, str]]] = {kind: set() for kind in (*KUEUE_KINDS, "Workload")}
         self.last_published: dict[tuple[str, str, str], bytes] = {}
+        self.stopped: dict[tuple[str, str], str] = {}  # workload (namespace, name) -> last stop version reported
         self.published = 0
 
     async def learn_from_log(self) -> None:
@@ -46,6 +49,7 @@ class Watcher:
         if last:
             async for message in self.bus.read(subjects=(subjects.FACTS,), start_seq=1):
                 fold_message(state, message)
+                self._learn_stop(message)
                 if message.seq >= last or message.pending == 0:
                     break
         self.known["ResourceFlavor"] = {("", n) for n in state.flavors}
@@ -58,6 +62,18 @@ class Watcher:
             for w in state.workloads.values()
             if w.workload.owner and not w.deleted_seq
         }
+
+    def _learn_stop(self, message: LogMessage) -> None:
+        """Remember the version of a WorkloadStopped on the log (the last part of its Msg-Id)."""
+        if message.headers.get("Kq-Type") != "WorkloadStopped":
+            return
+        try:
+            event = codec.decode(message.data)
+        except codec.DecodeError:
+            return
+        if isinstance(event, types.WorkloadStopped):
+            version = message.headers.get("Nats-Msg-Id", "").rsplit(":", 1)[-1]
+            self.stopped[(event.workload.namespace, event.workload.name)] = version
 
     async def watch(self, kind: str) -> None:
         """Watch one kind forever (cancel to stop)."""
@@ -110,13 +126,33 @@ class Watcher:
                 problem=fact.problem,
             )
         await self._publish(fact, version=version)
+        if kind == "Job":
+            await self._report_stopped(obj, now_ms=now_ms)
+
+    async def _report_stopped(self, job: dict[str, Any], *, now_ms: int) -> None:
+        """WorkloadStopped for an evicted Job that no longer runs, once per eviction (convert.stop_version)."""
+        stopped = convert.stopped_fact(job, now_ms=now_ms)
+        if stopped is None:
+            return
+        key, version = (stopped.workload.namespace, stopped.workload.name), convert.stop_version(job)
+        if self.stopped.get(key) == version:
+            return
+        await self.bus.publish(subjects.fact_message(stopped, version=version))
+        self.stopped[key] = version
+        self.published += 1
+        log.info("workload_stopped", workload=stopped.workload.key, reason=stopped.reason, version=version)
 
     def _running_and_known(self, job: dict[str, Any], fact: types.WorkloadObserved) -> bool:
         """True for a started Job whose workload the log already has (its template now
-        carries the flavor's node selector and tolerations, which the dispatcher put there)."""
+        carries the flavor's node selector and tolerations, which the dispatcher put there).
+
+        Known from this watcher's own facts or, after a restart, from the log
+        (``learn_from_log``): a restarted watcher must not report the injected
+        template as the workload's, or an eviction could not restore the original.
+        """
         suspended = (job.get("spec") or {}).get("suspend", False)
         meta = fact.workload.metadata
-        return not suspended and ("Workload", meta.namespace, meta.name) in self.last_published
+        return not suspended and (meta.namespace, meta.name) in self.known["Workload"]
 
     def _key(self, kind: str, obj: dict[str, Any]) -> tuple[str, str]:
         meta = obj.get("metadata") or {}

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
+from services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 from services.kube import client, emulator, kubelet, resources
 
 pytestmark = pytest.mark.timeout(20)
@@ -147,3 +148,52 @@ async def test_without_hooks_queued_jobs_keep_their_suspend_field() -> None:
             ] is False
         finally:
             await api.close()
+
+
+async def test_evicted_running_job_stops_its_pods_and_never_completes(
+    api: k8s_client.ApiClient, sim_kubelet: kubelet.SimulatedKubelet
+) -> None:
+    """The dispatcher's eviction patch (suspend, eviction annotations, template restored, in one merge patch) on a
+    running Job: its run is cancelled and status says active 0 without a startTime, as the Job controller writes
+    for a suspended Job, so the watcher can report it stopped; it does not complete while suspended."""
+    body = job("victim", suspend=False, duration=0.6, parallelism=2)
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"instance-type": "spot"}
+    await client.create_object(api, resources.JOBS, namespace="default", body=body)
+    await wait_for_status(api, "victim", lambda s: s.get("active") == 2)
+    evict = {
+        "metadata": {"annotations": {EVICTED_ANNOTATION: "Preempted", EVICTION_SEQ_ANNOTATION: "7"}},
+        "spec": {"suspend": True, "template": {"spec": {"nodeSelector": None}}},
+    }
+    await client.patch_object(api, resources.JOBS, namespace="default", name="victim", patch=evict)
+    stopped = await wait_for_status(api, "victim", lambda s: s.get("active") == 0)
+    assert stopped["ready"] == 0 and "startTime" not in stopped
+    assert (condition(stopped, "Suspended") or {}).get("status") == "True"
+    assert not sim_kubelet.running
+    await asyncio.sleep(0.8)  # past the 0.6 s the Job had to run
+    final = await job_status(api, "victim")
+    assert not is_complete(final) and final["active"] == 0 and not final.get("succeeded")
+
+
+async def test_job_suspended_while_no_kubelet_ran_is_stopped_by_the_next_one(api: k8s_client.ApiClient) -> None:
+    """A Job left running (active 2) by a kubelet that went away, then suspended: the next kubelet, which never ran
+    it, still writes active 0 when it lists it."""
+    first = kubelet.SimulatedKubelet(api, default_duration_seconds=30, watch_options={"backoff_seconds": 0.05})
+    first.start()
+    try:
+        await client.create_object(
+            api, resources.JOBS, namespace="default", body=job("orphan", suspend=False, parallelism=2)
+        )
+        await wait_for_status(api, "orphan", lambda s: s.get("active") == 2)
+    finally:
+        await first.stop()
+    await client.patch_object(
+        api, resources.JOBS, namespace="default", name="orphan", patch={"spec": {"suspend": True}}
+    )
+    assert (await job_status(api, "orphan"))["active"] == 2
+    second = kubelet.SimulatedKubelet(api, default_duration_seconds=30, watch_options={"backoff_seconds": 0.05})
+    second.start()
+    try:
+        stopped = await wait_for_status(api, "orphan", lambda s: s.get("active") == 0)
+    finally:
+        await second.stop()
+    assert not is_complete(stopped) and "startTime" not in stopped
