@@ -30,7 +30,9 @@ class WorkloadState:
     ``reservation`` is the live QuotaReserved (None when the workload holds no
     quota); the ``*_seq`` fields are log sequences: the latest observation, the
     facts that matter for release (``cause_seq`` of QuotaReleased), and the
-    decision that parked it as inadmissible (0: not parked).
+    decision that parked it as inadmissible (0: not parked). ``eviction`` is the
+    EvictionRequested in force (quota still held until ``stopped_seq``, the
+    WorkloadStopped); ``preempted_count`` how often it was evicted by preemption.
     """
 
     workload: models.Workload
@@ -44,6 +46,7 @@ class WorkloadState:
     parked_seq: int = 0
     eviction: types.EvictionRequested | None = None
     stopped_seq: int = 0
+    preempted_count: int = 0
     queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
     requests_memo: tuple[object, object, object, list[Any]] | None = None  # the admitter's cache, not state
 
@@ -324,6 +327,8 @@ def _apply_workload_decision(
         case types.WorkloadInadmissible():
             current.pending_message = event.message
             current.parked_seq = seq if event.parked else 0
+            if event.parked:
+                state.preemptors.pop(event.workload.key, None)  # parked: no longer the sticky head (§3.9)
         case types.QuotaReleased():
             if current.reservation is not None:
                 _add_usage(state, current.reservation, sign=-1)
@@ -369,6 +374,7 @@ def _apply_preemption(
         case types.EvictionRequested():
             if current.reservation is not None and current.eviction is None:
                 current.eviction = event
+                current.preempted_count += 1
 
 
 def _add_usage(state: ClusterState, reservation: types.QuotaReserved, *, sign: int) -> None:

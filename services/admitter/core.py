@@ -102,7 +102,10 @@ def _ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree
     """Classical order (SEMANTICS §4.4.1), or the fair-sharing tournament (§4.4.2) when
     the Configuration turns fair sharing on."""
     if state.configuration.fair_sharing is not None:
-        yield from fair.entry_order(entries, tree=tree, weights=fair.Weights(state))
+        # Nominated preemptors first here too: the capacity they preempted for is theirs.
+        yield from sorted((e for e in entries if e.nominated), key=_entry_order)
+        rest = [e for e in entries if not e.nominated]
+        yield from fair.entry_order(rest, tree=tree, weights=fair.Weights(state))
         return
     yield from sorted(entries, key=_entry_order)
 

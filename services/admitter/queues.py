@@ -92,7 +92,7 @@ def _sticky_preemptors(state: ClusterState) -> dict[str, tuple[int, int, str, st
     keys = {*state.preemptors, *state.nominations}
     for key in sorted(keys):
         wl = state.workloads.get(key)
-        if wl is None or wl.queued_as is None:
+        if wl is None or wl.queued_as is None or wl.parked_seq:
             continue
         issued = state.preemptors.get(key)
         cq = issued.cluster_queue if issued is not None else state.nominations[key][1].cluster_queue

@@ -27,6 +27,15 @@ from projections import quota
 from projections.cluster import ClusterState, WorkloadState, priority_of
 from projections.quota import FR, Node, QuotaTree
 
+PREEMPTION_BUDGET = 3
+"""Ours, against preemption loops (issue 4): a workload already evicted by preemption this
+many times is no longer a preemption candidate; it keeps its quota until it finishes.
+Kueue has no such bound, and some policy mixes make it evict in circles (Kueue issues
+#3779, #7101, #14543: reclaimWithinCohort Any with borrowWithinCohort, priority preemption
+that borrows, fair sharing). With the bound, evictions stop once arrivals stop: at most
+this many per workload. A single scheduling decision is never affected before a workload
+has been evicted that often."""
+
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
 IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
@@ -112,6 +121,8 @@ class CandidatePool:
                 wl = self.state.workloads[key]
                 if wl.reservation is None or wl.gone or not wl.workload.spec.active:
                     continue
+                if wl.preempted_count >= PREEMPTION_BUDGET and wl.eviction is None:
+                    continue  # evicted often enough: it keeps its quota now
                 flavored = frozenset(
                     (flavor, resource)
                     for psa in wl.reservation.pod_set_assignments

@@ -235,10 +235,18 @@ def test_preempted_are_the_evicted_not_the_preemptor() -> None:
         workload=low, cluster_queue="cq", preemptor=high, preemption_reason="InClusterQueue", message="m", at_ms=0
     )
     released = types.QuotaReleased(
-        workload=types.WorkloadRef(namespace="ns", name="b"), cluster_queue="cq", reason="Preempted", cause_seq=1, at_ms=0
+        workload=types.WorkloadRef(namespace="ns", name="b"),
+        cluster_queue="cq",
+        reason="Preempted",
+        cause_seq=1,
+        at_ms=0,
     )
     finished = types.QuotaReleased(
-        workload=types.WorkloadRef(namespace="ns", name="c"), cluster_queue="cq", reason="Finished", cause_seq=1, at_ms=0
+        workload=types.WorkloadRef(namespace="ns", name="c"),
+        cluster_queue="cq",
+        reason="Finished",
+        cause_seq=1,
+        at_ms=0,
     )
     assert preempted_keys([issued, evicted, released, finished]) == {"default/low", "ns/b"}
 
