@@ -2,8 +2,7 @@
 
 Each scenario here runs on both engines; the outcomes must be equal and match the
 expectation. A run costs a few seconds (a nats-server, an emulated API server and
-five Python processes), so this covers the shared examples without preemption and
-a spread of ``tests/scenarios`` (every tenth file, at least one per section) rather
+five Python processes), so this covers the shared examples and a spread of ``tests/scenarios`` (every tenth file, at least one per section) rather
 than all of them; the core engine runs them all (``test_runner.py``).
 """
 
@@ -21,15 +20,10 @@ from services.scenarios.checking import check
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[1].parent / "shared" / "scenarios" / "examples"
-PREEMPTION_EXAMPLES = ("priority-preemption", "reclaim-in-cohort")
 
 
 def _selection() -> list[Any]:
-    params = [
-        pytest.param(p, id=f"examples/{p.stem}")
-        for p in sorted(EXAMPLES.glob("*.yaml"))
-        if p.stem not in PREEMPTION_EXAMPLES
-    ]
+    params = [pytest.param(p, id=f"examples/{p.stem}") for p in sorted(EXAMPLES.glob("*.yaml"))]
     files = sorted(HERE.rglob("*.yaml"))
     chosen: dict[Path, None] = {}
     for section in sorted({p.parent for p in files}):

@@ -2,8 +2,8 @@
 
 Two collections of YAML scenarios run here on the core engine:
 
-- the shared worked examples (``../shared/scenarios/examples``) that need no
-  preemption; ``EXAMPLE_GAPS`` marks those the deciders cannot pass yet as
+- the shared worked examples (``../shared/scenarios/examples``), preemption
+  included; ``EXAMPLE_GAPS`` marks those the deciders cannot pass yet as
   ``xfail(strict=True)``, so the suite says the moment one starts passing;
 - every ``tests/scenarios/**/*.yaml`` (``test_scenarios_dir``).
 
@@ -41,14 +41,12 @@ from tests.scenarios.scenario_builders import cpu_workload, scenario_doc, write
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 EXAMPLES = ROOT.parent / "shared" / "scenarios" / "examples"
-PREEMPTION_EXAMPLES = ("priority-preemption", "reclaim-in-cohort")
 EXAMPLE_GAPS: dict[str, str] = {}
-"""Example name -> why the core engine cannot pass it yet (none today: the rewritten admitter
-borrows in cohorts and admits partially)."""
+"""Example name -> why the core engine cannot pass it yet (none today)."""
 
 
 def _example_params() -> list[Any]:
-    names = sorted(p.stem for p in EXAMPLES.glob("*.yaml") if p.stem not in PREEMPTION_EXAMPLES)
+    names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
     return [
         pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=EXAMPLE_GAPS[n])) if n in EXAMPLE_GAPS else n
         for n in names
@@ -78,7 +76,7 @@ def _check_on_core(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("name", _example_params())
 def test_shared_example(name: str) -> None:
-    """A worked example without preemption gives Kueue's documented outcome."""
+    """A worked example gives Kueue's documented outcome."""
     assert _check_on_core(EXAMPLES / f"{name}.yaml") == []
 
 
