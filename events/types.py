@@ -283,16 +283,18 @@ class PreemptionIssued(_Event, kw_only=True, tag="PreemptionIssued"):
 
 
 class EvictionRequested(_Event, kw_only=True, tag="EvictionRequested"):
-    """Evict ``workload`` (the victim): Kueue's Evicted=True (reason ``Preempted``) and
-    Preempted=True (reason ``preemption_reason``). It keeps its quota until its job stops
-    (a WorkloadStopped fact); the dispatcher suspends the job (SEMANTICS §7.8).
+    """Evict ``workload``: Kueue's Evicted=True with ``reason`` (``Preempted``, or
+    ``ClusterQueueStopped`` / ``LocalQueueStopped`` for HoldAndDrain) and, for a
+    preemption, Preempted=True with ``preemption_reason`` for ``preemptor``. It keeps its
+    quota until its job stops (a WorkloadStopped fact); the dispatcher suspends the job
+    (SEMANTICS §7.8, §10.1).
     """
 
     workload: WorkloadRef
     cluster_queue: str
-    preemptor: WorkloadRef
+    preemptor: WorkloadRef | None = None
     reason: str = "Preempted"
-    preemption_reason: str
+    preemption_reason: str = ""
     message: str
     at_ms: int
 

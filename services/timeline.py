@@ -43,11 +43,13 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
         case types.PreemptionRequired():
             victims = ", ".join(t.workload.key for t in event.targets)
             return "nominated", f"{event.workload.key} needs the preemption of {victims or 'nothing'}"
-        case types.EvictionRequested():
+        case types.EvictionRequested(preemptor=types.WorkloadRef() as preemptor):
             return "evicted", (
-                f"{event.workload.key} preempted ({event.preemption_reason}) for {event.preemptor.key} "
+                f"{event.workload.key} preempted ({event.preemption_reason}) for {preemptor.key} "
                 f"in ClusterQueue {event.cluster_queue}"
             )
+        case types.EvictionRequested():
+            return "evicted", f"{event.workload.key} evicted ({event.reason}): {event.message}"
         case types.WorkloadStopped():
             return "stopped", f"{event.workload.key} no longer runs ({event.reason})"
         case types.QuotaReleased():

@@ -4,7 +4,8 @@
 can re-run it at any recorded basis and get the same bytes. The cycle follows
 Kueue's scheduler (pkg/scheduler/scheduler.go, SEMANTICS §4), in phases:
 
-1. release the quota of workloads that finished, were deleted or deactivated;
+1. release the quota of workloads that finished, were deleted or deactivated, or
+   whose eviction completed; apply stop policies to workloads holding quota (§10.1);
 2. build the quota tree (cohorts, borrowing and lending limits, SEMANTICS §6);
 3. heads: per active ClusterQueue, the first queued workload in Kueue's order
    (priority, creation time, UID; SEMANTICS §3.2); parked workloads wait until
@@ -66,6 +67,12 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
         assert wl.reservation is not None
         decisions.append(_release(wl, now_ms=now_ms))
         tree.shift_reservation(wl.reservation.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
+    for decision in _drain_stopped_queues(state, now_ms=now_ms):
+        decisions.append(decision)
+        if isinstance(decision, types.QuotaReleased):
+            wl = state.workloads[decision.workload.key]
+            assert wl.reservation is not None
+            tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
     plan = queues.plan(state, tree=tree)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why, parked=why.parked, now_ms=now_ms))
@@ -96,6 +103,50 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
     for entry in _ordered(entries, state=state, tree=tree):
         decisions.extend(_process(entry, state=state, tree=tree, chosen=chosen, now_ms=now_ms))
     return decisions
+
+
+def _drain_stopped_queues(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
+    """Stop policies on workloads that hold quota (SEMANTICS §10.1): under Hold or
+    HoldAndDrain a reservation not yet admitted is given back; under HoldAndDrain an
+    admitted workload is evicted (reason ClusterQueueStopped or LocalQueueStopped, not a
+    preemption), keeping its quota until its job stops."""
+    out: list[types.Decision] = []
+    for cq_name in sorted(state.reserved):
+        cq = state.cluster_queues.get(cq_name)
+        for key in state.reserved[cq_name]:
+            wl = state.workloads[key]
+            if wl.reservation is None or wl.gone or wl.eviction is not None or key in state.releasable:
+                continue
+            lq = state.local_queues.get((wl.workload.metadata.namespace, wl.workload.spec.queue_name))
+            if cq is not None and cq.spec.stop_policy != "None":
+                policy, reason, what, cause = (
+                    cq.spec.stop_policy,
+                    "ClusterQueueStopped",
+                    "ClusterQueue",
+                    f"cq:{cq_name}",
+                )
+            elif lq is not None and lq.spec.stop_policy != "None":
+                policy, reason, what, cause = lq.spec.stop_policy, "LocalQueueStopped", "LocalQueue", f"cq:{cq_name}"
+            else:
+                continue
+            if not wl.admitted:
+                cause_seq = state.requeue_triggers.get(cause, 0)
+                out.append(
+                    types.QuotaReleased(
+                        workload=wl.ref, cluster_queue=cq_name, reason=reason, cause_seq=cause_seq, at_ms=now_ms
+                    )
+                )
+            elif policy == "HoldAndDrain":
+                out.append(
+                    types.EvictionRequested(
+                        workload=wl.ref,
+                        cluster_queue=cq_name,
+                        reason=reason,
+                        message=f"The {what} is stopped",
+                        at_ms=now_ms,
+                    )
+                )
+    return out
 
 
 def _ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree) -> Iterator[Entry]:

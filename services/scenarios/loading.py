@@ -12,8 +12,7 @@ Two top-level keys beyond the README, for test suites:
   marks it ``xfail(strict=True)``; ``scenario check`` reports XFAIL/XPASS);
 - ``engines: [core]``: run only on these engines (default: every engine).
 
-Objects of kinds kueue-es does not model yet (v1 Node, v1 Pod, Topology,
-AdmissionCheck) are accepted and kept out of the fact stream
+Objects of kinds kueue-es does not model yet (v1 Node, v1 Pod, Topology) are accepted and kept out of the fact stream
 (``Scenario.ignored_objects``); an ``expect`` that relies on them (a pod set's
 ``topology``) is a mismatch at check time, not a loading error, since the file is
 valid.
@@ -54,7 +53,6 @@ IGNORED_KINDS = frozenset(
         ("v1", "Pod"),
         (manifests.KUEUE_API, "Topology"),
         ("kueue.x-k8s.io/v1alpha1", "Topology"),
-        (manifests.KUEUE_API, "AdmissionCheck"),
     }
 )
 """(apiVersion, kind) accepted but not modelled yet: kept out of the fact stream."""

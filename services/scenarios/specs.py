@@ -23,7 +23,7 @@ class ScenarioObject(msgspec.Struct, frozen=True, kw_only=True):
     """One manifest of the scenario and the fact it becomes.
 
     ``fact`` is None for a kind kueue-es does not model yet (v1 Node and Pod,
-    Topology, AdmissionCheck): such an object stays out of the fact stream and is
+    Topology): such an object stays out of the fact stream and is
     listed in :attr:`Scenario.ignored_objects` for the engines that will use it.
     """
 

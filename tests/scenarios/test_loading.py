@@ -202,7 +202,7 @@ def test_directories_give_their_yaml_files_recursively_sorted(tmp_path: Path) ->
 
 
 def test_objects_not_modelled_yet_are_kept_out_of_the_facts(tmp_path: Path) -> None:
-    """Nodes, Pods, Topologies and AdmissionChecks load as ignored objects, without facts."""
+    """Nodes, Pods and Topologies load as ignored objects, without facts; an AdmissionCheck is modelled."""
     extra = [
         {
             "apiVersion": "v1",
@@ -222,13 +222,18 @@ def test_objects_not_modelled_yet_are_kept_out_of_the_facts(tmp_path: Path) -> N
             "metadata": {"name": "t"},
             "spec": {"levels": [{"nodeLabel": "zone"}]},
         },
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "ac"}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": "ac"},
+            "spec": {"controllerName": "x"},
+        },
     ]
     doc = scenario_doc(pending=[cpu_workload("w1", cpus=1)])
     doc["objects"] += extra
     doc["events"] = [{"delete": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}]
     scenario = load_scenario(write(tmp_path / "s.yaml", doc))
-    assert [o.name for o in scenario.ignored_objects] == ["n1", "default/p", "t", "ac"]
+    assert [o.name for o in scenario.ignored_objects] == ["n1", "default/p", "t"]
     assert [type(o.fact).__name__ for o in scenario.objects] == [
         "ResourceFlavorObserved",
         "ClusterQueueObserved",
@@ -236,7 +241,7 @@ def test_objects_not_modelled_yet_are_kept_out_of_the_facts(tmp_path: Path) -> N
         "NoneType",
         "NoneType",
         "NoneType",
-        "NoneType",
+        "AdmissionCheckObserved",
     ]
     assert scenario.events == (DeleteEvent(kind="Node", name="n1", modelled=False),)
 
