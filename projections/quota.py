@@ -51,6 +51,7 @@ class Node:
     usage: dict[FR, int] = field(default_factory=dict)
     subtree: dict[FR, int] = field(default_factory=dict)
     in_cycle: bool = False
+    _height: int | None = field(default=None, repr=False)
 
     def local_quota(self, fr: FR) -> int:
         """The part of the subtree quota kept from lending (0 without a lendingLimit)."""
@@ -71,8 +72,13 @@ class Node:
         return node
 
     def height(self) -> int:
-        """Distance to the deepest leaf (a ClusterQueue has 0, a cohort of ClusterQueues 1)."""
-        return 1 + max((c.height() for c in self.children), default=0) if self.is_cohort else 0
+        """Distance to the deepest leaf (a ClusterQueue has 0, a cohort of ClusterQueues 1).
+
+        Remembered: a tree's shape never changes (the fold builds a new tree when it would).
+        """
+        if self._height is None:
+            self._height = 1 + max((c.height() for c in self.children), default=0) if self.is_cohort else 0
+        return self._height
 
 
 class QuotaTree:

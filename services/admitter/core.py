@@ -21,6 +21,7 @@ Outputs: QuotaReleased, QuotaReserved + WorkloadAdmitted, WorkloadInadmissible
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -111,7 +112,17 @@ def _drain_stopped_queues(state: ClusterState, *, now_ms: int) -> list[types.Dec
     admitted workload is evicted (reason ClusterQueueStopped or LocalQueueStopped, not a
     preemption), keeping its quota until its job stops."""
     out: list[types.Decision] = []
+    stopped_cqs = {name for name, cq in state.cluster_queues.items() if cq.spec.stop_policy != "None"}
+    stopped_lqs = {
+        (lq.metadata.namespace, lq.spec.cluster_queue)
+        for lq in state.local_queues.values()
+        if lq.spec.stop_policy != "None"
+    }
+    if not stopped_cqs and not stopped_lqs:
+        return out
     for cq_name in sorted(state.reserved):
+        if cq_name not in stopped_cqs and not any(cq == cq_name for _, cq in stopped_lqs):
+            continue
         cq = state.cluster_queues.get(cq_name)
         for key in state.reserved[cq_name]:
             wl = state.workloads[key]
@@ -248,6 +259,7 @@ class Search:
         self.pool = targets.CandidatePool(state)
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fair.Weights(state)
+        self._no_candidates: dict[str, flavors.Oracle] = {}
 
     def preemptor(
         self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]
@@ -315,7 +327,7 @@ class Search:
             oracle=self._oracle(wl, cq),
             fair_sharing=self.fair,
         )
-        if assignment.mode != "Preempt":
+        if assignment.mode != "Preempt" or not can_preempt(cq, self.tree):
             return assignment, []
         usage = assignment.usage()
         return assignment, self.targets(self.preemptor(wl, cq, usage, assignment.frs_need_preemption))
@@ -323,7 +335,10 @@ class Search:
     def _oracle(self, wl: WorkloadState, cq: models.ClusterQueue) -> flavors.Oracle:
         name = cq.metadata.name
         if not can_preempt(cq, self.tree):
-            return lambda fr, amount: (flavors.NO_CANDIDATES, self.tree.borrowing_level(name, fr, amount))
+            no_candidates = self._no_candidates.get(name)
+            if no_candidates is None:
+                no_candidates = self._no_candidates[name] = functools.partial(_no_candidates, self.tree, name)
+            return no_candidates
 
         def oracle(fr: quota.FR, amount: int) -> tuple[int, int]:
             """preemption_oracle.go SimulatePreemption for one FR (SEMANTICS §7.7)."""
@@ -339,6 +354,11 @@ class Search:
             return (flavors.PREEMPT if own else flavors.RECLAIM), level
 
         return oracle
+
+
+def _no_candidates(tree: quota.QuotaTree, cluster_queue: str, fr: quota.FR, amount: int) -> tuple[int, int]:
+    """The oracle of a ClusterQueue whose policies allow no candidate at all."""
+    return flavors.NO_CANDIDATES, tree.borrowing_level(cluster_queue, fr, amount)
 
 
 def can_preempt(cq: models.ClusterQueue, tree: quota.QuotaTree) -> bool:

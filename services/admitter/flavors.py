@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from events import models
 from events.quantities import format_amount
@@ -97,8 +98,7 @@ class Assignment:
         return out
 
 
-@dataclass(frozen=True)
-class _Choice:
+class _Choice(NamedTuple):
     flavor: str | None
     mode: GranularMode
     need_preemption: tuple[str, ...]
@@ -151,7 +151,8 @@ def assign(
                 )
             if choice.mode[0] != FIT:
                 problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
-            worst = min(worst, choice.mode, key=lambda m: (m[0], -m[1]))
+            if (choice.mode[0], -choice.mode[1]) < (worst[0], -worst[1]):
+                worst = choice.mode
             borrowing = max(borrowing, choice.mode[1])
             chosen.update({r: choice.flavor for r in wanted})
             need.update((choice.flavor, r) for r in choice.need_preemption)
@@ -271,10 +272,9 @@ def _classify(
             f"({format_amount(resource, earlier)}) + current podset request ({format_amount(resource, amount)}) "
             f"> maximum capacity ({format_amount(resource, potential)})"
         )
-    borrow, may_reclaim = tree.lowest_subtree_that_fits(name, fr, value)
     available = tree.available(name, fr)
     if value <= available:
-        return (FIT, borrow), ""
+        return (FIT, tree.borrowing_level(name, fr, value)), ""
     problem = (
         f"insufficient unused quota for {resource} in flavor {flavor}, "
         f"{format_amount(resource, value - available)} more needed"
@@ -283,7 +283,10 @@ def _classify(
     can_preempt_while_borrowing = preemption.borrow_within_cohort.policy != "Never" or (
         fair and preemption.reclaim_within_cohort != "Never"
     )
-    if tree.nominal(name, fr) >= value or may_reclaim or can_preempt_while_borrowing:
+    if tree.nominal(name, fr) >= value or can_preempt_while_borrowing:
+        return oracle(fr, value), problem
+    borrow, may_reclaim = tree.lowest_subtree_that_fits(name, fr, value)
+    if may_reclaim:
         return oracle(fr, value), problem
     return (NO_FIT, borrow), problem
 
