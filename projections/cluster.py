@@ -20,7 +20,7 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from events import models, types
-from projections import quota
+from projections import afs, quota
 
 
 @dataclass
@@ -47,6 +47,7 @@ class WorkloadState:
     eviction: types.EvictionRequested | None = None
     stopped_seq: int = 0
     preempted_count: int = 0
+    afs_usage: tuple[tuple[str, str], dict[str, int]] | None = None  # (LocalQueue, usage) counted in its ledger
     queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
     requests_memo: tuple[object, object, object, list[Any]] | None = None  # the admitter's cache, not state
 
@@ -106,6 +107,7 @@ class ClusterState:
     reserved: dict[str, dict[str, None]] = field(default_factory=dict)
     nominations: dict[str, tuple[int, types.PreemptionRequired]] = field(default_factory=dict)
     preemptors: dict[str, types.PreemptionIssued] = field(default_factory=dict)
+    afs_ledgers: dict[tuple[str, str], afs.Ledger] = field(default_factory=dict)
 
     def open_request(self, role: str) -> types.SchedulingRequested | None:
         """The oldest unanswered SchedulingRequested for ``role``, if any."""
@@ -323,6 +325,8 @@ def _apply_workload_decision(
                 state.reserved.setdefault(event.cluster_queue, {})[event.workload.key] = None
                 _add_usage(state, event, sign=1)
         case types.WorkloadAdmitted():
+            if current.reservation is not None and not current.admitted:
+                _afs_admitted(state, current, at_ms=event.at_ms)
             current.admitted = current.reservation is not None
         case types.WorkloadInadmissible():
             current.pending_message = event.message
@@ -331,6 +335,7 @@ def _apply_workload_decision(
                 state.preemptors.pop(event.workload.key, None)  # parked: no longer the sticky head (§3.9)
         case types.QuotaReleased():
             if current.reservation is not None:
+                _afs_released(state, current, at_ms=event.at_ms)
                 _add_usage(state, current.reservation, sign=-1)
                 cq = current.reservation.cluster_queue
                 state.trigger(f"cq:{cq}", seq)
@@ -375,6 +380,38 @@ def _apply_preemption(
             if current.reservation is not None and current.eviction is None:
                 current.eviction = event
                 current.preempted_count += 1
+
+
+def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None:
+    """Admission fair sharing: the LocalQueue's ledger takes the entry penalty and the usage (SEMANTICS §8)."""
+    assert wl.reservation is not None
+    config = state.configuration
+    if not afs.active(state.cluster_queues.get(wl.reservation.cluster_queue), config):
+        return
+    usage: dict[str, int] = {}
+    for (_, resource), amount in quota.reservation_usage(wl.reservation).items():
+        usage[resource] = usage.get(resource, 0) + amount
+    lq = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
+    ledger = state.afs_ledgers.setdefault(lq, afs.Ledger(last_ms=at_ms))
+    ledger.advance(at_ms, afs.half_life_s(config))
+    for resource, penalty in afs.entry_penalty(usage, config).items():
+        ledger.consumed[resource] = ledger.consumed.get(resource, 0.0) + penalty
+    for resource, amount in usage.items():
+        ledger.admitted[resource] = ledger.admitted.get(resource, 0) + amount
+    wl.afs_usage = (lq, usage)
+
+
+def _afs_released(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None:
+    if wl.afs_usage is None:
+        return
+    lq, usage = wl.afs_usage
+    wl.afs_usage = None
+    ledger = state.afs_ledgers.get(lq)
+    if ledger is None or state.configuration.admission_fair_sharing is None:
+        return
+    ledger.advance(at_ms, afs.half_life_s(state.configuration))
+    for resource, amount in usage.items():
+        ledger.admitted[resource] = ledger.admitted.get(resource, 0) - amount
 
 
 def _add_usage(state: ClusterState, reservation: types.QuotaReserved, *, sign: int) -> None:

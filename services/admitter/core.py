@@ -74,10 +74,10 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
             wl = state.workloads[decision.workload.key]
             assert wl.reservation is not None
             tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
-    plan = queues.plan(state, tree=tree)
+    plan = queues.plan(state, tree=tree, now_ms=now_ms)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why, parked=why.parked, now_ms=now_ms))
-    search = Search(state, tree)
+    search = Search(state, tree, now_ms=now_ms)
     entries: list[Entry] = []
     for cq_name, head in plan.heads:
         cq = state.cluster_queues[cq_name]
@@ -254,9 +254,9 @@ class Search:
     """Flavor assignment with preemption for one cycle: the oracle and target search of
     :mod:`services.preemptor.targets` (classical) or :mod:`services.preemptor.fair`."""
 
-    def __init__(self, state: ClusterState, tree: quota.QuotaTree) -> None:
+    def __init__(self, state: ClusterState, tree: quota.QuotaTree, *, now_ms: int) -> None:
         self.state, self.tree = state, tree
-        self.pool = targets.CandidatePool(state)
+        self.pool = targets.CandidatePool(state, now_ms=now_ms)
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fair.Weights(state)
         self._no_candidates: dict[str, flavors.Oracle] = {}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from events import models
 from events.quantities import to_amount
-from projections import cluster, quota
+from projections import afs, cluster, quota
 from projections.cluster import ClusterState, WorkloadState
 from services.admitter.flavors import PodSetRequest
 
@@ -44,7 +44,7 @@ priority_of = cluster.priority_of
 queue_order_key = cluster.queue_order_key
 
 
-def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
+def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
     Reads the fold's per-LocalQueue queues (already in Kueue's heap order), resolving
@@ -68,14 +68,20 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
                 (state.workloads[order[-1]], inactive) for queue in by_cq[cq_name] for order in state.queued[queue]
             )
             continue
+        cq = state.cluster_queues[cq_name]
         preemptor = sticky.get(cq_name)
-        if preemptor is not None and state.cluster_queues[cq_name].spec.queueing_strategy == "BestEffortFIFO":
-            candidates = [preemptor]  # SEMANTICS §3.9: the nominated preemptor is tried first
+        if preemptor is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
+            head_order = preemptor  # SEMANTICS §3.9: the nominated preemptor is tried first
         else:
-            candidates = [c for q in by_cq[cq_name] if (c := _front(state, q, trigger=triggers[cq_name], plan=result))]
-        if not candidates:
-            continue
-        head = state.workloads[min(candidates)[-1]]
+            fronts = [(q, c) for q in by_cq[cq_name] if (c := _front(state, q, trigger=triggers[cq_name], plan=result))]
+            if not fronts:
+                continue
+            if afs.active(cq, state.configuration) and len(fronts) > 1:
+                # SEMANTICS §8: the LocalQueue that consumed least comes first, before priority
+                head_order = min(fronts, key=lambda f: (lq_usage(state, f[0], now_ms=now_ms), f[1]))[1]
+            else:
+                head_order = min(c for _, c in fronts)
+        head = state.workloads[head_order[-1]]
         mismatch = _namespace_mismatch(head, state.cluster_queues[cq_name], state) or _misconfigured(head)
         if mismatch is not None:
             result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
@@ -83,6 +89,13 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree) -> Plan:
         result.heads.append((cq_name, head))
     result.unqueued.sort(key=lambda pair: pair[0].workload.key)
     return result
+
+
+def lq_usage(state: ClusterState, queue: tuple[str, str], *, now_ms: int) -> float:
+    """A LocalQueue's admission-fair-sharing usage at ``now_ms`` (SEMANTICS §8)."""
+    return afs.usage_value(
+        state.afs_ledgers.get(queue), now_ms=now_ms, config=state.configuration, lq=state.local_queues.get(queue)
+    )
 
 
 def _sticky_preemptors(state: ClusterState) -> dict[str, tuple[int, int, str, str]]:

@@ -37,7 +37,7 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
     tree.begin()
     try:
         out: list[types.Decision] = []
-        search = admitter.Search(state, tree)
+        search = admitter.Search(state, tree, now_ms=now_ms)
         evicting: set[str] = set()
         for _key, (seq, nomination) in sorted(state.nominations.items(), key=lambda item: item[1][0]):
             out.extend(_answer(state, tree, search, nomination, seq=seq, evicting=evicting, now_ms=now_ms))

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from events import models
-from projections import quota
+from projections import afs, quota
 from projections.cluster import ClusterState, WorkloadState, priority_of
 from projections.quota import FR, Node, QuotaTree
 
@@ -76,6 +76,7 @@ class Candidate:
     reserved_at_ms: int
     evicted: bool
     uid: str
+    lq_usage: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +111,7 @@ class CandidatePool:
     per ClusterQueue on first use."""
 
     state: ClusterState
+    now_ms: int = 0
     _by_cq: dict[str, list[Candidate]] = field(default_factory=dict)
 
     def of(self, cluster_queue: str) -> list[Candidate]:
@@ -117,6 +119,7 @@ class CandidatePool:
         found = self._by_cq.get(cluster_queue)
         if found is None:
             found = []
+            fair_admission = afs.active(self.state.cluster_queues.get(cluster_queue), self.state.configuration)
             for key in self.state.reserved.get(cluster_queue, {}):
                 wl = self.state.workloads[key]
                 if wl.reservation is None or wl.gone or not wl.workload.spec.active:
@@ -140,10 +143,20 @@ class CandidatePool:
                         reserved_at_ms=wl.reservation.at_ms,
                         evicted=wl.eviction is not None,
                         uid=wl.workload.metadata.uid,
+                        lq_usage=self._lq_usage(wl) if fair_admission else 0.0,
                     )
                 )
             self._by_cq[cluster_queue] = found
         return found
+
+    def _lq_usage(self, wl: WorkloadState) -> float:
+        queue = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
+        return afs.usage_value(
+            self.state.afs_ledgers.get(queue),
+            now_ms=self.now_ms,
+            config=self.state.configuration,
+            lq=self.state.local_queues.get(queue),
+        )
 
 
 def satisfies(policy: str, preemptor: Preemptor, candidate: Candidate) -> bool:
@@ -160,13 +173,16 @@ def satisfies(policy: str, preemptor: Preemptor, candidate: Candidate) -> bool:
     return False
 
 
-def candidate_order(candidate: Candidate, preemptor_cq: str) -> tuple[bool, bool, int, int, str, str]:
+def candidate_order(candidate: Candidate, preemptor_cq: str) -> tuple[bool, bool, float, int, int, str, str]:
     """Kueue's CandidatesOrdering as a sort key (SEMANTICS §7.4): evicted first, other
-    ClusterQueues first, lower priority, most recently reserved, then UID (our
-    final tie-break: the key, for workloads without UID)."""
+    ClusterQueues first, (admission fair sharing, in the preemptor's ClusterQueue) higher
+    LocalQueue usage first, lower priority, most recently reserved, then UID (our final
+    tie-break: the key, for workloads without UID)."""
+    own = candidate.cluster_queue == preemptor_cq
     return (
         not candidate.evicted,
-        candidate.cluster_queue == preemptor_cq,
+        own,
+        -candidate.lq_usage if own else 0.0,
         candidate.priority,
         -candidate.reserved_at_ms,
         candidate.uid,
@@ -256,7 +272,7 @@ class _ClassicalSearch:
                 restore(self.tree, elem_taken.candidate)
         return []
 
-    def _order(self, elem: _Elem) -> tuple[bool, bool, int, int, str, str]:
+    def _order(self, elem: _Elem) -> tuple[bool, bool, float, int, int, str, str]:
         return candidate_order(elem.candidate, self.cq_name)
 
     def _fill_back(self, targets: list[_Elem], allow_borrowing: bool) -> list[_Elem]:
