@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--jobs", type=int, default=5, help="copies of Kueue's sample Job to submit (default 5)")
     demo.add_argument("--duration", type=float, default=3.0, help="seconds each Job runs (default 3)")
     demo.add_argument("--dir", type=Path, default=None, help="run directory (default: a new temp dir)")
+    demo.add_argument(
+        "--preempt",
+        action="store_true",
+        help="let the ClusterQueue preempt lower priorities and submit a high-priority Job once the samples run",
+    )
     demo.set_defaults(run=_run_demo)
 
     up = sub.add_parser("up", help="start nats-server and the five services")
@@ -351,7 +356,9 @@ def _run_up(args: argparse.Namespace) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     from services.demo import run_demo
 
-    return asyncio.run(run_demo(keep=args.keep, jobs=args.jobs, duration=args.duration, run_dir=args.dir))
+    return asyncio.run(
+        run_demo(keep=args.keep, jobs=args.jobs, duration=args.duration, run_dir=args.dir, preempt=args.preempt)
+    )
 
 
 if __name__ == "__main__":

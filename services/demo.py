@@ -15,6 +15,7 @@ import contextlib
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,10 @@ _STYLES = {
     "started": "green",
     "finished": "blue",
     "released": "dim",
+    "nominated": "bold yellow",
+    "evicted": "bold red",
+    "stopped": "red",
+    "suspended": "red",
     "rejected": "bold red",
     "failed": "bold red",
     "applied": "magenta",
@@ -65,6 +70,20 @@ def demo_manifests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return setup, job
 
 
+def preemption_manifests(setup: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """For ``--preempt``: the quick-start objects with the ClusterQueue allowed to preempt
+    lower priorities (``preemption.withinClusterQueue: LowerPriority``), and the
+    high-priority class and Job to submit once the sample Jobs run."""
+    folder = resources.files("services") / "demo_manifests"
+    extra = load_documents((folder / "high-priority.yaml").read_text(), source="high-priority.yaml")
+    changed = []
+    for doc in setup:
+        if doc.get("kind") == "ClusterQueue":
+            doc = {**doc, "spec": {**doc["spec"], "preemption": {"withinClusterQueue": "LowerPriority"}}}
+        changed.append(doc)
+    return changed, extra
+
+
 class TimelinePrinter:
     """Follows the log, prints each event a person cares about, and counts finished workloads."""
 
@@ -74,6 +93,8 @@ class TimelinePrinter:
         self.started = time.monotonic()
         self.released: set[str] = set()
         self.admitted: set[str] = set()
+        self.finished: set[str] = set()
+        self.evicted: set[str] = set()
         self.changed = asyncio.Event()
 
     async def follow(self) -> None:
@@ -90,6 +111,10 @@ class TimelinePrinter:
                 self.admitted.add(event.workload.key)
             if isinstance(event, types.QuotaReleased):
                 self.released.add(event.workload.key)
+            if isinstance(event, types.WorkloadFinished):
+                self.finished.add(event.workload.key)
+            if isinstance(event, types.EvictionRequested):
+                self.evicted.add(event.workload.key)
             if line is not None:
                 verb, text = line
                 style = _STYLES.get(verb, "")
@@ -102,8 +127,12 @@ class TimelinePrinter:
 
     async def wait_released(self, count: int, *, timeout: float) -> bool:
         """Wait until ``count`` workloads have finished and released their quota."""
+        return await self.wait_until(lambda: len(self.finished & self.released) >= count, timeout=timeout)
+
+    async def wait_until(self, done: Callable[[], bool], *, timeout: float) -> bool:
+        """Wait until ``done()`` holds (checked after each event); False after ``timeout`` s."""
         deadline = time.monotonic() + timeout
-        while len(self.released) < count:
+        while not done():
             self.changed.clear()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -114,8 +143,12 @@ class TimelinePrinter:
         return True
 
 
-async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | None) -> int:
-    """Run the demo; returns 0 when every Job finished and replay matched every decision."""
+async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | None, preempt: bool = False) -> int:
+    """Run the demo; returns 0 when every Job finished and replay matched every decision.
+
+    ``preempt``: the ClusterQueue may preempt lower priorities, and once the sample
+    Jobs run a high-priority Job arrives and evicts some of them (they run again later).
+    """
     console = Console(soft_wrap=True)
     stop_on_sigterm()
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
@@ -127,6 +160,9 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
         f"logs and store in {run_dir}"
     )
     setup, job = demo_manifests()
+    urgent: list[dict[str, Any]] = []
+    if preempt:
+        setup, urgent = preemption_manifests(setup)
     async with NatsServer(store_dir=run_dir / "nats") as server, serve_emulator() as emulator:
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
         supervisor = Supervisor(
@@ -145,7 +181,14 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
                 await kube.apply_manifest(api, doc)
             for _ in range(jobs):
                 await kube.apply_manifest(api, job)
-            done = await printer.wait_released(jobs, timeout=DEMO_TIMEOUT)
+            total = jobs
+            if urgent:
+                # once the sample Jobs run, the urgent one arrives and preempts some of them
+                await printer.wait_until(lambda: len(printer.admitted) >= min(jobs, 3), timeout=DEMO_TIMEOUT)
+                for doc in urgent:
+                    await kube.apply_manifest(api, doc)
+                total += sum(1 for doc in urgent if doc.get("kind") == "Job")
+            done = await printer.wait_released(total, timeout=DEMO_TIMEOUT)
             if keep:
                 _print_keep(console, run_dir=run_dir, nats_url=server.url, api_url=emulator.url)
                 await asyncio.Event().wait()
@@ -161,13 +204,14 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
         if not done:
             console.print(
                 f"[bold red]not every Job finished within {DEMO_TIMEOUT:g}s[/bold red]: "
-                f"{len(printer.released)}/{jobs}; see the logs in {run_dir / 'logs'}"
+                f"{len(printer.finished & printer.released)}/{total}; see the logs in {run_dir / 'logs'}"
             )
         if crashed:
             console.print(f"[bold red]services exited with errors: {crashed}[/bold red] (logs in {run_dir / 'logs'})")
         console.print(
             f"all services stopped; {len(printer.admitted)} workloads admitted, "
-            f"{len(printer.released)} finished. Replaying the log ..."
+            f"{len(printer.evicted)} evicted by preemption, "
+            f"{len(printer.finished & printer.released)} finished. Replaying the log ..."
         )
         report = await replay_bus(bus, deciders.BY_ROLE)
         await bus.close()

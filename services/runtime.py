@@ -156,6 +156,7 @@ class DeciderLoop:
         self.conflicts = 0
         self._inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
         self._caught_up = False
+        self._batch_end = 0  # the last sequence of the latest committed batch seen
 
     async def run(self) -> None:
         """Fold and decide forever (cancel to stop)."""
@@ -174,8 +175,8 @@ class DeciderLoop:
         waiting_for = 0  # the sequence our last commit reached: decide again only after folding it
         while True:
             await self._drain(timeout=self.wakeup)
-            if self.state.last_seq < waiting_for or not self._caught_up:
-                continue
+            if self.state.last_seq < max(waiting_for, self._batch_end) or not self._caught_up:
+                continue  # never decide on half a batch: its outputs are part of the basis
             waiting_for = await self._cycle()
 
     async def _drain(self, *, timeout: float) -> bool:
@@ -189,11 +190,25 @@ class DeciderLoop:
             return False
         while True:
             fold_message(self.state, message)
+            self._note_batch(message)
             self._caught_up = message.pending == 0
             try:
                 message = self._inbox.get_nowait()
             except asyncio.QueueEmpty:
                 return True
+
+    def _note_batch(self, message: LogMessage) -> None:
+        """Remember where the batch a DecisionRecord heads ends: the batch's messages are
+        stored atomically and contiguously, but a reader may see the record before the
+        rest arrive, and deciding then would miss the batch's own decisions."""
+        if message.headers.get("Kq-Type") != "DecisionRecord":
+            return
+        try:
+            record = codec.decode(message.data)
+        except codec.DecodeError:
+            return
+        if isinstance(record, types.DecisionRecord):
+            self._batch_end = max(self._batch_end, message.seq + record.output_count)
 
     async def _cycle(self) -> int:
         """Decide on the current state and commit; returns the sequence to wait for."""

@@ -31,6 +31,8 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
             )
         case types.WorkloadInadmissible():
             return "waiting", f"{event.workload.key}: {event.message}"
+        case types.DispatchApplied(action="Evict"):
+            return "suspended", f"{event.target} suspended for {event.workload.key} (template restored)"
         case types.DispatchApplied():
             selector = f" with nodeSelector {event.node_selector}" if event.node_selector else ""
             return "started", f"{event.target} unsuspended for {event.workload.key}{selector}"

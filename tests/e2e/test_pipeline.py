@@ -124,3 +124,15 @@ async def test_demo_command_runs_and_replays(tmp_path: Path) -> None:
         "flavor default-flavor",
     ):
         assert needle in out, (needle, out)
+
+
+async def test_demo_with_preemption_evicts_and_recovers(tmp_path: Path) -> None:
+    """`kueue-es demo --preempt`: the urgent Job preempts two sample Jobs through the whole
+    path (nomination, eviction, suspended Job, WorkloadStopped, release), every Job still
+    finishes, and replay matches every decision."""
+    code, out = await kueue_es("demo", "--preempt", "--jobs", "4", "--duration", "1", "--dir", str(tmp_path / "demo"))
+    assert code == 0, out
+    for needle in ("nominated", "InClusterQueue", "suspended", "no longer runs (Preempted)", "every decision matched"):
+        assert needle in out, (needle, out)
+    assert "2 evicted by preemption, 5 finished" in out, out
+    assert out.count("nominated") == 1, out  # decided once, not again on half of the preemptor's batch

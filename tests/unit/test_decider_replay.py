@@ -10,7 +10,7 @@ from events.bus.base import LogMessage
 from events.bus.memory import MemoryBus
 from services import deciders
 from services.replay import check_log, replay_bus
-from services.runtime import DeciderLoop
+from services.runtime import Decider, DeciderLoop
 from services.watcher.convert import kueue_fact
 from tests.builders import cluster_queue, flavor, local_queue, workload
 
@@ -184,3 +184,47 @@ async def test_stepped_loop_answers_cycle_and_settle_requests() -> None:
     assert [r.answers for r in records if r.answers] == ["c1", "s1"]
     assert records[-1].output_count == 0 and not loop.state.requests
     assert (await replay_bus(bus, deciders.BY_ROLE)).ok
+
+
+async def test_loop_never_decides_on_half_a_batch() -> None:
+    """A reader may see a batch's DecisionRecord before the batch's other messages (seen in
+    the demo: an admitter nominated again because it had folded a PreemptionIssued but not
+    its evictions). The loop waits until the whole batch is folded before deciding."""
+    seen: list[int] = []
+
+    def decide(state, *, now_ms: int) -> list[types.Decision]:  # noqa: ANN001
+        seen.append(state.last_seq)
+        return []
+
+    loop = DeciderLoop(
+        bus=MemoryBus(),
+        decider=Decider(role="probe", logic_version=1, decide=decide),
+        clock=lambda: 1_000,
+        wakeup=0.02,
+        stepped=False,
+    )
+    ref = types.WorkloadRef(namespace="default", name="w", uid="u")
+    outputs = [
+        types.WorkloadInadmissible(workload=ref, reason="Pending", message="m", at_ms=1),
+        types.WorkloadInadmissible(workload=ref, reason="Pending", message="n", at_ms=1),
+    ]
+    from services.runtime import build_batch
+
+    head, rest = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=0, head_seq=0, now_ms=1)
+    messages = [
+        LogMessage(seq=i, subject=m.subject, data=m.data, headers=dict(m.headers), pending=0)
+        for i, m in enumerate([head, *rest], start=1)
+    ]
+    task = asyncio.create_task(loop._loop())
+    try:
+        await loop._inbox.put(messages[0])  # the record alone, looking caught up
+        await asyncio.sleep(0.15)
+        assert seen == []
+        for message in messages[1:]:
+            await loop._inbox.put(message)
+        await asyncio.sleep(0.15)
+        assert seen and min(seen) == 3
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
