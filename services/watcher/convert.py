@@ -1,27 +1,28 @@
 """The watcher's pure core: Kubernetes objects in, facts out.
 
-Kueue objects become ``*Observed`` facts; a batch/v1 Job with the
-``kueue.x-k8s.io/queue-name`` label becomes the Workload Kueue would create for it
-(SEMANTICS §2.1-§2.2, Kueue pkg/controller/jobs/job/job_controller.go): one pod
-set ``main`` with ``count = min(parallelism, completions)`` pods and the pod
-template's requests; a finished Job becomes WorkloadFinished; a Job the dispatcher
-stopped for an eviction becomes WorkloadStopped once no pod of it is active. Anything
-that cannot be converted becomes an ObjectRejected fact naming the object and the
-field, so a user can see it on the log while the last valid version stays in force.
+Kueue objects become ``*Observed`` facts. Jobs become the Workload Kueue would
+create for them (SEMANTICS §2): a batch/v1 Job here (Kueue
+pkg/controller/jobs/job/job_controller.go: one pod set ``main`` with
+``count = min(parallelism, completions)`` pods), a JobSet in
+:mod:`services.watcher.jobset`, plain Pods and pod groups in
+:mod:`services.watcher.pods`; what they share (managed or not, queue, priority,
+names, pod sets) is :mod:`services.watcher.jobframework`. A finished job becomes
+WorkloadFinished; a Job the dispatcher stopped for an eviction becomes
+WorkloadStopped once no pod of it is active. Anything that cannot be converted
+becomes an ObjectRejected fact naming the object and the field, so a user can see
+it on the log while the last valid version stays in force.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
-
-import msgspec
 
 from events import manifests, models, types
 from services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
+from services.watcher import jobframework
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+QUEUE_LABEL = jobframework.QUEUE_LABEL
+PRIORITY_CLASS_LABEL = jobframework.PRIORITY_CLASS_LABEL
 MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 JOB_API = "batch/v1"
 
@@ -49,7 +50,8 @@ def kueue_fact(manifest: dict[str, Any], *, now_ms: int = 0) -> types.Fact:
 
 def rejected(manifest: dict[str, Any], err: manifests.ManifestError, *, now_ms: int = 0) -> types.ObjectRejected:
     """An ObjectRejected fact for a manifest that failed conversion."""
-    meta = manifest.get("metadata") or {}
+    meta = manifest.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     return types.ObjectRejected(
         kind=str(manifest.get("kind") or err.kind),
         namespace=str(meta.get("namespace") or ""),
@@ -61,42 +63,58 @@ def rejected(manifest: dict[str, Any], err: manifests.ManifestError, *, now_ms: 
 
 
 def workload_name_for_job(job_name: str, job_uid: str) -> str:
-    """The Workload name Kueue gives a Job: ``job-<name>-<5 hex chars>``, within 253 characters.
+    """The Workload name Kueue gives a batch/v1 Job: ``job-<name>-<5 hex chars>``, within 253 characters.
 
-    Same shape as Kueue's GetWorkloadNameForOwnerWithGVK (pkg/controller/jobframework);
-    the hash covers kind, group, name and UID so a re-created Job gets a new name.
+    Kueue job_controller.go GetWorkloadNameForJob (jobframework.workload_name).
     """
-    digest = hashlib.sha1(f"Job\nbatch\n{job_name}\n{job_uid}".encode()).hexdigest()[:5]
-    return f"job-{job_name}"[:247] + f"-{digest}"
+    return jobframework.workload_name(owner_name=job_name, owner_uid=job_uid, kind="Job", group="batch")
 
 
-def job_facts(job: dict[str, Any], *, now_ms: int = 0) -> types.Fact | None:
+def job_facts(
+    job: dict[str, Any], *, now_ms: int = 0, context: jobframework.Context | None = None
+) -> types.Fact | None:
     """The fact a batch/v1 Job stands for, or None when Kueue does not manage it.
 
-    A Job without the queue-name label is not managed (manageJobsWithoutQueueName
-    defaults to false). A finished Job (condition Complete or Failed) gives
-    WorkloadFinished; any other gives WorkloadObserved; a Job that cannot be
-    converted gives ObjectRejected.
+    Not managed: a Job without the queue-name label while ``manageJobsWithoutQueueName``
+    is off (its default), and a Job controlled by a job Kueue manages (a JobSet's
+    Job: jobframework FindAncestorJobManagedByKueue). A Job created by a CronJob is
+    managed like any other (its label comes from the CronJob's ``jobTemplate``). A
+    finished Job (condition Complete or Failed) gives WorkloadFinished; any other
+    WorkloadObserved; a Job that cannot be converted ObjectRejected.
     """
-    meta = job.get("metadata") or {}
-    if not (meta.get("labels") or {}).get(QUEUE_LABEL):
-        return None
+    context = context or jobframework.Context()
+    ref = jobframework.job_ref(job, kind="Job", api_version=JOB_API)
+    try:
+        if jobframework.owned_by_managed_job(ref, context) or jobframework.queue_name(ref, context) is None:
+            return None
+    except manifests.ManifestError as err:
+        return rejected(job, err, now_ms=now_ms)
     finished = finished_condition(job)
-    name = workload_name_for_job(meta.get("name", ""), meta.get("uid", ""))
     if finished is not None:
-        ref = types.WorkloadRef(namespace=meta.get("namespace", "default"), name=name, uid=meta.get("uid", ""))
         succeeded = finished.get("type") == "Complete"
-        return types.WorkloadFinished(
-            workload=ref,
+        return finished_fact(
+            ref,
+            name=workload_name_for_job(ref.name, ref.uid),
             succeeded=succeeded,
-            reason="Succeeded" if succeeded else "Failed",
             message=finished.get("message") or ("Job finished successfully" if succeeded else "Job failed"),
             at_ms=manifests.parse_time_ms(finished.get("lastTransitionTime")) or now_ms,
         )
     try:
-        return types.WorkloadObserved(workload=job_to_workload(job))
+        return types.WorkloadObserved(workload=job_to_workload(job, context=context))
     except manifests.ManifestError as err:
         return rejected(job, err, now_ms=now_ms)
+
+
+def finished_fact(
+    ref: jobframework.JobRef, *, name: str, succeeded: bool, message: str, at_ms: int, uid: str | None = None
+) -> types.WorkloadFinished:
+    """WorkloadFinished for the workload ``name`` of a job that succeeded or failed.
+
+    ``reason`` Succeeded or Failed, as Kueue's Finished condition (jobframework reconciler.go).
+    """
+    workload = types.WorkloadRef(namespace=ref.namespace, name=name, uid=ref.uid if uid is None else uid)
+    reason = "Succeeded" if succeeded else "Failed"
+    return types.WorkloadFinished(workload=workload, succeeded=succeeded, reason=reason, message=message, at_ms=at_ms)
 
 
 def stopped_fact(job: dict[str, Any], *, now_ms: int = 0) -> types.WorkloadStopped | None:
@@ -137,85 +155,59 @@ def stop_version(job: dict[str, Any]) -> str:
     return f"evict-{seq}" if seq else str(meta.get("resourceVersion") or "")
 
 
-def finished_condition(job: dict[str, Any]) -> dict[str, Any] | None:
-    """The Job's Complete or Failed condition when it is True, else None."""
-    for condition in (job.get("status") or {}).get("conditions") or []:
-        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
-            return condition
-    return None
+def finished_condition(job: dict[str, Any]) -> Any:
+    """The Job's Complete or Failed condition when it is True, else None (job_controller.go Finished)."""
+    return jobframework.true_condition(job, ("Complete", "Failed"))
 
 
-def job_to_workload(job: dict[str, Any]) -> models.Workload:
-    """The Workload Kueue creates for a batch/v1 Job (SEMANTICS §2.1-§2.2).
+def job_to_workload(job: dict[str, Any], *, context: jobframework.Context | None = None) -> models.Workload:
+    """The Workload Kueue creates for a batch/v1 Job (SEMANTICS §2.1-§2.2, Kueue jobs/job/job_controller.go).
 
-    Raises ManifestError (kind Job) for a bad quantity, parallelism or annotation.
+    One pod set ``main`` of ``min(parallelism, completions)`` pods (parallelism 1
+    and completions unbounded when absent: podsCount); ``minCount`` from the
+    ``kueue.x-k8s.io/job-min-parallelism`` annotation (minPodsCount), which Kueue's
+    webhook accepts only as an integer in 1..count-1 (validatePartialAdmissionCreate).
+    Raises ManifestError (kind Job) for a bad quantity, count, annotation or label.
     """
-    meta, spec = job.get("metadata") or {}, job.get("spec") or {}
-    job_name = f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
-    count = _non_negative_int(spec.get("parallelism", 1), field="spec.parallelism", job=job_name)
+    context = context or jobframework.Context()
+    ref = jobframework.job_ref(job, kind="Job", api_version=JOB_API)
+    spec = job.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        raise ref.error(field="spec", problem="must be a mapping")
+    spec = spec or {}
+    count = jobframework.count_field(ref, spec.get("parallelism"), field="spec.parallelism", default=1)
     if spec.get("completions") is not None:
-        count = min(count, _non_negative_int(spec["completions"], field="spec.completions", job=job_name))
-    annotations = meta.get("annotations") or {}
-    min_count = None
-    if annotations.get(MIN_PARALLELISM_ANNOTATION) is not None:
-        min_count = _non_negative_int(
-            annotations[MIN_PARALLELISM_ANNOTATION],
-            field=f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]",
-            job=job_name,
-        )
-    pod_spec = (spec.get("template") or {}).get("spec") or {}
-    pod_set = models.PodSet(
+        count = min(count, jobframework.count_field(ref, spec["completions"], field="spec.completions", default=count))
+    pod_spec = jobframework.pod_spec_at(ref, spec.get("template"), where="spec.template")
+    pod_set = jobframework.pod_set(
+        ref,
         name="main",
         count=count,
-        min_count=min_count if min_count and min_count < count else None,
-        requests=manifests.pod_requests(pod_spec, where="spec.template.spec", kind="Job", name=job_name),
-        node_selector=dict(pod_spec.get("nodeSelector") or {}),
-        tolerations=[_toleration(t) for t in pod_spec.get("tolerations") or []],
-        required_node_affinity=msgspec.convert(
-            manifests.required_node_affinity(pod_spec), list[models.NodeSelectorTerm]
-        ),
-        misconfigured=manifests.requests_over_limits(pod_spec, where="spec.template.spec"),
+        pod_spec=pod_spec,
+        where="spec.template.spec",
+        min_count=_min_count(ref, count=count),
+        context=context,
     )
-    labels = meta.get("labels") or {}
-    priority_class = labels.get(PRIORITY_CLASS_LABEL)
-    return models.Workload(
-        metadata=models.ObjectMeta(
-            name=workload_name_for_job(meta.get("name", ""), meta.get("uid", "")),
-            namespace=meta.get("namespace", "default"),
-            uid=meta.get("uid", ""),
-            labels={k: v for k, v in labels.items() if k.startswith("kueue.x-k8s.io/")},
-            creation_timestamp_ms=manifests.parse_time_ms(
-                meta.get("creationTimestamp"), kind="Job", name=job_name, field="metadata.creationTimestamp"
-            ),
-        ),
-        spec=models.WorkloadSpec(
-            pod_sets=[pod_set],
-            queue_name=labels.get(QUEUE_LABEL, ""),
-            priority_class_ref=models.PriorityClassRef(name=priority_class) if priority_class else None,
-        ),
-        owner=models.OwnerReference(
-            api_version=JOB_API, kind="Job", name=meta.get("name", ""), uid=meta.get("uid", "")
-        ),
+    queue = jobframework.queue_name(ref, context)
+    return jobframework.new_workload(
+        ref,
+        name=workload_name_for_job(ref.name, ref.uid),
+        pod_sets=[pod_set],
+        queue=queue or "",
+        pod_specs=[("spec.template.spec", pod_spec)],
+        context=context,
+        owner=jobframework.owner_of(ref),
     )
 
 
-def _non_negative_int(value: Any, *, field: str, job: str) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = -1
-    if number < 0 or isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise manifests.ManifestError(
-            kind="Job", name=job, field=field, problem=f"{value!r} is not a non-negative integer"
+def _min_count(ref: jobframework.JobRef, *, count: int) -> int | None:
+    raw = ref.annotations.get(MIN_PARALLELISM_ANNOTATION)
+    if raw is None:
+        return None
+    value = jobframework.parse_int(raw)
+    if value is None or not 0 < value < count:
+        raise ref.error(
+            field=f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]",
+            problem=f"{raw!r} should be an integer between 0 and {count - 1} (exclusive of 0)",
         )
-    return number
-
-
-def _toleration(raw: dict[str, Any]) -> models.Toleration:
-    return models.Toleration(
-        key=raw.get("key", ""),
-        operator=raw.get("operator", "Equal"),
-        value=raw.get("value", ""),
-        effect=raw.get("effect", ""),
-        toleration_seconds=raw.get("tolerationSeconds"),
-    )
+    return value

@@ -1,46 +1,113 @@
 """The watcher service: list+watch the cluster and put facts on the log.
 
-One watch loop per kind (Kueue's v1beta2 objects and batch/v1 Jobs that carry
-the ``kueue.x-k8s.io/queue-name`` label), through kubernetes-asyncio. The
-conversion is the pure :mod:`services.watcher.convert`; this runner publishes
-its facts with ``Nats-Msg-Id`` = kind, object and resourceVersion, so a
-re-delivered watch event is deduplicated. After a relist (start-up, or 410 Gone)
-every object the log knows but the cluster no longer has gets an ObjectDeleted
-fact, so deletions during a gap are not lost. A Job the dispatcher stopped for an
-eviction gives one WorkloadStopped per eviction once its pods are gone, however
-often it is seen (Msg-Id and memory keyed by the eviction, also across restarts).
+One watch loop per kind, through kubernetes-asyncio: Kueue's v1beta2 objects, the
+PriorityClasses a job's priority may name, and the jobs Kueue queues -- batch/v1
+Jobs (with the ``kueue.x-k8s.io/queue-name`` label, or all of them with
+``manage_jobs_without_queue_name``), JobSets, and Pods (single or in groups). The
+conversion is pure (:mod:`services.watcher.convert`, ``jobset``, ``pods``, with
+what they share in ``jobframework``); this runner keeps what a conversion needs to
+know about the rest of the cluster (LocalQueues, priority classes, the jobs that
+own other jobs, the workload it published before) and publishes the facts with a
+``Nats-Msg-Id`` made of kind, object and resourceVersion, so a re-delivered watch
+event is deduplicated.
+
+:meth:`Watcher.run` starts a kind only after the kinds its conversion reads have
+been listed once (as Kueue's controllers wait for their caches), and a change to
+one of those (a ``default`` LocalQueue, a PriorityClass) converts the jobs again. A
+kind the cluster does not serve (no JobSet CRD) is probed again every
+``probe_seconds``; the others go on. After a relist (start-up, or 410 Gone) every
+object the log knows but the cluster no longer has gets an ObjectDeleted fact, so
+deletions during a gap are not lost. A Job the dispatcher stopped for an eviction
+gives one WorkloadStopped per eviction once its pods are gone, however often it is
+seen (Msg-Id and memory keyed by the eviction, also across restarts).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
+from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import structlog
 
-from events import codec, subjects, types
+from events import codec, manifests, models, subjects, types
 from events.bus import nats as nats_bus
 from events.bus.base import Bus, LogMessage
 from projections.cluster import ClusterState
 from services.kube import client as kube
+from services.kube import errors as kube_errors
 from services.runtime import fold_message, run_until_stopped
-from services.watcher import convert
+from services.watcher import convert, jobframework, jobset, pods
 
 log = structlog.get_logger(__name__)
 
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
+JOB_KINDS = ("JobSet", "Job", "Pod")
+#: Cluster objects a job's conversion reads, kept in memory and never put on the log.
+INPUT_KINDS = ("PriorityClass", "RuntimeClass", "LimitRange")
+WATCHED_KINDS = (*KUEUE_KINDS, *INPUT_KINDS, *JOB_KINDS)
+
+#: scheduling.k8s.io/v1 PriorityClass: read for the priority of jobs naming one (SEMANTICS §2.4).
+PRIORITY_CLASSES = kube.ResourceRef(
+    group="scheduling.k8s.io", version="v1", plural="priorityclasses", kind="PriorityClass", namespaced=False
+)
+#: node.k8s.io/v1 RuntimeClass: its fixed pod overhead counts for pods naming it (SEMANTICS §2.3 step 1).
+RUNTIME_CLASSES = kube.ResourceRef(
+    group="node.k8s.io", version="v1", plural="runtimeclasses", kind="RuntimeClass", namespaced=False
+)
+#: v1 LimitRange: container defaults and bounds in a namespace (SEMANTICS §2.3 step 2).
+LIMIT_RANGES = kube.ResourceRef(group="", version="v1", plural="limitranges", kind="LimitRange", namespaced=True)
+_INPUT_REFS = {"PriorityClass": PRIORITY_CLASSES, "RuntimeClass": RUNTIME_CLASSES, "LimitRange": LIMIT_RANGES}
+_API_VERSIONS = {"Job": convert.JOB_API, "JobSet": jobset.JOBSET_API, "Pod": pods.POD_API}
+_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", *INPUT_KINDS)
+#: What each kind's conversion reads; run() lists these first.
+_READS: dict[str, tuple[str, ...]] = {
+    "JobSet": _SHARED_READS,
+    "Job": (*_SHARED_READS, "JobSet"),
+    "Pod": (*_SHARED_READS, "JobSet", "Job"),
+}
+_CONVERTERS: dict[str, Callable[..., types.Fact | None]] = {
+    "Job": convert.job_facts,
+    "JobSet": jobset.jobset_facts,
+    "Pod": pods.pod_facts,
+}
+
+Key = tuple[str, str]
 
 
 class Watcher:
-    """Turns watch events into facts on ``bus``; knows which objects the log holds."""
+    """Turns watch events into facts on ``bus``; knows which objects the log holds.
 
-    def __init__(self, *, bus: Bus, api: Any) -> None:
+    ``manage_jobs_without_queue_name``: Kueue's option (default false): Jobs and
+    JobSets without the queue-name label are managed too, and go to their
+    namespace's ``default`` LocalQueue when it exists. ``probe_seconds``: how often
+    a kind the cluster does not serve is looked for again.
+    """
+
+    def __init__(
+        self, *, bus: Bus, api: Any, manage_jobs_without_queue_name: bool = False, probe_seconds: float = 30.0
+    ) -> None:
         self.bus, self.api = bus, api
-        self.known: dict[str, set[tuple[str, str]]] = {kind: set() for kind in (*KUEUE_KINDS, "Workload")}
+        self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
+        self.probe_seconds = probe_seconds
+        self.known: dict[str, set[Key]] = {kind: set() for kind in (*KUEUE_KINDS, "Workload")}
         self.last_published: dict[tuple[str, str, str], bytes] = {}
-        self.stopped: dict[tuple[str, str], str] = {}  # workload (namespace, name) -> last stop version reported
+        self.stopped: dict[Key, str] = {}  # workload (namespace, name) -> last stop version reported
         self.published = 0
+        self.synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in WATCHED_KINDS}
+        # what conversions read
+        self.objects: dict[str, dict[Key, dict[str, Any]]] = {kind: {} for kind in (*JOB_KINDS, *INPUT_KINDS)}
+        self.groups: dict[Key, set[str]] = {}  # (namespace, pod group) -> names of its pods
+        self.local_queues: set[Key] = set()
+        self.workload_priority_classes: set[str] = set()
+        self.owners: dict[str, Key] = {}  # UID of a Job or JobSet seen -> its (namespace, name)
+        self.workloads: dict[Key, models.Workload] = {}  # the last workload published for each job
+        self.sources: dict[Key, str] = {}  # workload -> the job kind it came from
+
+    # -- start-up ---------------------------------------------------------------------------------
 
     async def learn_from_log(self) -> None:
         """Fold the log once so deletions that happened while no watcher ran can be detected."""
@@ -57,11 +124,12 @@ class Watcher:
         self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
         self.known["LocalQueue"] = set(state.local_queues)
         self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
-        self.known["Workload"] = {
-            (w.workload.metadata.namespace, w.workload.metadata.name)
-            for w in state.workloads.values()
-            if w.workload.owner and not w.deleted_seq
-        }
+        for wl in state.workloads.values():
+            if wl.workload.owner and not wl.deleted_seq:
+                key = (wl.workload.metadata.namespace, wl.workload.metadata.name)
+                self.known["Workload"].add(key)
+                self.workloads[key] = wl.workload
+                self.sources[key] = wl.workload.owner.kind
 
     def _learn_stop(self, message: LogMessage) -> None:
         """Remember the version of a WorkloadStopped on the log (the last part of its Msg-Id)."""
@@ -75,59 +143,349 @@ class Watcher:
             version = message.headers.get("Nats-Msg-Id", "").rsplit(":", 1)[-1]
             self.stopped[(event.workload.namespace, event.workload.name)] = version
 
+    async def run(self, kinds: tuple[str, ...] = WATCHED_KINDS) -> None:
+        """Watch ``kinds`` forever, each once the kinds its conversion reads were listed (cancel to stop)."""
+
+        async def after_reads(kind: str) -> None:
+            for needed in _READS.get(kind, ()):
+                if needed in kinds:
+                    await self.synced[needed].wait()
+            await self.watch(kind)
+
+        await asyncio.gather(*(after_reads(kind) for kind in kinds))
+
+    # -- watching ---------------------------------------------------------------------------------
+
     async def watch(self, kind: str) -> None:
-        """Watch one kind forever (cancel to stop)."""
-        api_version = "batch/v1" if kind == "Job" else "kueue.x-k8s.io/v1beta2"
-        ref = kube.ref_for(api_version, kind)
-        selector = convert.QUEUE_LABEL if kind == "Job" else None
+        """Watch one kind forever (cancel to stop); a kind the cluster does not serve is probed for."""
+        ref = self._ref(kind)
+        selector = self._selector(kind)
+        await self._until_served(kind, ref, selector)
         async for item in kube.watch_objects(self.api, ref, label_selector=selector):
             try:
                 if isinstance(item, kube.Resynced):
-                    await self._resynced(kind, item.objects, resource_version=item.resource_version)
+                    await self._resynced(kind, list(item.objects), resource_version=item.resource_version)
+                    self.synced[kind].set()
                 else:
                     await self._changed(kind, item.type, item.object)
             except Exception:  # a bad object never stops the watch
                 log.exception("watch_event_failed", kind=kind)
 
+    def _ref(self, kind: str) -> kube.ResourceRef:
+        if kind in _INPUT_REFS:
+            return _INPUT_REFS[kind]
+        return kube.ref_for(_API_VERSIONS.get(kind, "kueue.x-k8s.io/v1beta2"), kind)
+
+    def _selector(self, kind: str) -> str | None:
+        """Jobs are listed by the queue-name label unless jobs without it are managed too."""
+        if kind in JOB_KINDS and not self.manage_jobs_without_queue_name:
+            return jobframework.QUEUE_LABEL
+        return None
+
+    async def _until_served(self, kind: str, ref: kube.ResourceRef, selector: str | None) -> None:
+        """Return once the cluster serves ``kind``; until then it counts as listed and empty.
+
+        Kueue sets an integration up only once its CRD exists (jobframework setup.go).
+        Any other error (403 without RBAC for the kind, the server unreachable) is left
+        to watch_objects, which retries with backoff; the kind counts as listed meanwhile,
+        so the kinds that read it are not held back.
+        """
+        warned = False
+        while True:
+            try:
+                await kube.list_objects(self.api, ref, label_selector=selector)
+                return
+            except kube_errors.NotFoundError:
+                if not warned:
+                    log.warning("kind_not_served", kind=kind, api_version=ref.api_version, retry_in=self.probe_seconds)
+                    warned = True
+                self.synced[kind].set()
+                await asyncio.sleep(self.probe_seconds)
+            except kube_errors.KubeError as err:
+                log.warning("kind_not_listed", kind=kind, api_version=ref.api_version, error=str(err))
+                self.synced[kind].set()
+                return
+
+    # -- changes --------------------------------------------------------------------------------------
+
     async def _resynced(self, kind: str, objects: list[dict[str, Any]], *, resource_version: str = "") -> None:
-        fact_kind = "Workload" if kind == "Job" else kind
-        live = {self._key(kind, obj) for obj in objects}
         # The dedup id names the relist: a constant one would swallow the deletion of a re-created namesake.
         version = f"resync@{resource_version}" if resource_version else f"resync@{time.time_ns()}"
-        for namespace, name in sorted(self.known[fact_kind] - live):
-            await self._publish(types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name), version=version)
+        if kind in JOB_KINDS:
+            await self._resynced_jobs(kind, objects, version=version)
+            return
+        if kind in INPUT_KINDS:
+            self.objects[kind] = {(_meta(o).get("namespace", ""), _meta(o).get("name", "")): o for o in objects}
+            await self._reconvert(trigger=version)
+            return
+        live = {self._key(kind, obj) for obj in objects}
+        for namespace, name in sorted(self.known[kind] - live):
+            await self._publish(types.ObjectDeleted(kind=kind, namespace=namespace, name=name), version=version)
+        if kind == "LocalQueue":
+            self.local_queues = set(live)
+        if kind == "WorkloadPriorityClass":
+            self.workload_priority_classes = {name for _, name in live}
         for obj in objects:
-            await self._changed(kind, "ADDED", obj)
+            await self._changed(kind, "ADDED", obj, reconvert=False)
+        if kind == "WorkloadPriorityClass" or (kind == "LocalQueue" and self.manage_jobs_without_queue_name):
+            await self._reconvert(trigger=version)
 
-    async def _changed(self, kind: str, change: str, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
+    async def _changed(self, kind: str, change: str, obj: dict[str, Any], *, reconvert: bool = True) -> None:
+        if kind in JOB_KINDS:
+            await self._job_changed(kind, change, obj)
+            return
+        if kind in INPUT_KINDS:
+            await self._input_changed(kind, change, obj)
+            return
+        meta = _meta(obj)
         namespace, name = self._key(kind, obj)
-        fact_kind = "Workload" if kind == "Job" else kind
         version = str(meta.get("resourceVersion") or "")
         if change == "DELETED":
             await self._publish(
-                types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name, uid=meta.get("uid", "")),
+                types.ObjectDeleted(kind=kind, namespace=namespace, name=name, uid=meta.get("uid", "")),
                 version=version,
             )
-            return
-        now_ms = time.time_ns() // 1_000_000
-        fact = convert.job_facts(obj, now_ms=now_ms) if kind == "Job" else convert.kueue_fact(obj, now_ms=now_ms)
-        if fact is None:
-            return
-        if isinstance(fact, types.WorkloadObserved) and self._running_and_known(obj, fact):
-            return  # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
-        if isinstance(fact, types.ObjectRejected):
-            log.warning(
-                "object_rejected",
-                kind=fact.kind,
-                name=fact.name,
-                namespace=fact.namespace,
-                field=fact.field,
-                problem=fact.problem,
+        else:
+            fact = convert.kueue_fact(obj, now_ms=_now_ms())
+            self._log_rejection(fact)
+            await self._publish(fact, version=version)
+        if reconvert:
+            await self._defaults_changed(kind, change, (namespace, name), version=version)
+
+    async def _defaults_changed(self, kind: str, change: str, key: Key, *, version: str) -> None:
+        """Keep the LocalQueues and WorkloadPriorityClasses conversions read; a ``default`` one
+        appearing changes what jobs without a queue or a priority class get."""
+        if kind == "LocalQueue":
+            (self.local_queues.discard if change == "DELETED" else self.local_queues.add)(key)
+        elif kind == "WorkloadPriorityClass":
+            (self.workload_priority_classes.discard if change == "DELETED" else self.workload_priority_classes.add)(
+                key[1]
             )
-        await self._publish(fact, version=version)
+        else:
+            return
+        if kind == "LocalQueue" and not self.manage_jobs_without_queue_name:
+            return  # only jobs without a queue label go to the default LocalQueue
+        if key[1] == jobframework.DEFAULT_LOCAL_QUEUE and change != "DELETED":
+            await self._reconvert(trigger=f"{kind}@{version}")
+
+    async def _input_changed(self, kind: str, change: str, obj: dict[str, Any]) -> None:
+        """A PriorityClass, RuntimeClass or LimitRange changed: keep it, convert the jobs again.
+
+        Workloads already published keep their PriorityClass value (``previous``), and
+        started ones are not converted again (``_sync_job``): only pending ones change.
+        """
+        key = (str(_meta(obj).get("namespace") or ""), str(_meta(obj).get("name") or ""))
+        if change == "DELETED":
+            self.objects[kind].pop(key, None)
+        else:
+            self.objects[kind][key] = obj
+        await self._reconvert(trigger=f"{kind}@{_meta(obj).get('resourceVersion', '')}")
+
+    async def _job_changed(self, kind: str, change: str, obj: dict[str, Any]) -> None:
+        key = (_namespace(obj), str(_meta(obj).get("name") or ""))
+        version = str(_meta(obj).get("resourceVersion") or "")
+        before = self.objects[kind].get(key)
+        if kind == "Pod" and before is not None and (old_group := pods.group_name(before)) != pods.group_name(obj):
+            self._index_group(key, old_group, present=False)  # Kueue forbids this; keep the old group right anyway
+            await self._sync_group((key[0], old_group), version=version)
+        if change == "DELETED":
+            self.objects[kind].pop(key, None)
+            self._forget_owner(obj)
+        else:
+            self.objects[kind][key] = obj
+            self._remember_owner(kind, obj)
+        if kind == "Pod" and (group := pods.group_name(obj)):
+            self._index_group(key, group, present=change != "DELETED")
+            await self._sync_group((key[0], group), version=version)
+        elif change == "DELETED":
+            wl_key = self._workload_key(kind, obj)
+            if wl_key is not None:
+                await self._delete_workload(wl_key, version=version, uid=str(_meta(obj).get("uid") or ""))
+        else:
+            await self._sync_job(kind, obj, version=version)
+
+    async def _resynced_jobs(self, kind: str, objects: list[dict[str, Any]], *, version: str) -> None:
+        """A fresh list of one job kind: replace what is kept, delete the workloads gone, convert the rest."""
+        for obj in self.objects[kind].values():
+            self._forget_owner(obj)
+        self.objects[kind] = {(_namespace(o), str(_meta(o).get("name") or "")): o for o in objects}
+        for obj in objects:
+            self._remember_owner(kind, obj)
+        if kind == "Pod":
+            self.groups = {}
+            for key, pod in self.objects["Pod"].items():
+                if group := pods.group_name(pod):
+                    self._index_group(key, group, present=True)
+        live = {k for obj in objects if self._managed(kind, obj) and (k := self._workload_key(kind, obj))}
+        gone = {k for k in self.known["Workload"] if self.sources.get(k, "Job") == kind} - live
+        for key in sorted(gone):
+            await self._delete_workload(key, version=version)
+        await self._convert_all(kinds=(kind,), trigger="")
+
+    async def _reconvert(self, *, trigger: str) -> None:
+        """Convert every job kept again: what conversions read has changed."""
+        await self._convert_all(kinds=JOB_KINDS, trigger=trigger)
+
+    async def _convert_all(self, *, kinds: tuple[str, ...], trigger: str) -> None:
+        for kind in kinds:
+            for key in sorted(self.objects[kind]):
+                obj = self.objects[kind].get(key)
+                if obj is None or (kind == "Pod" and pods.group_name(obj)):
+                    continue
+                version = str(_meta(obj).get("resourceVersion") or "")
+                await self._sync_job(kind, obj, version=f"{version}~{trigger}" if trigger else version)
+            if kind == "Pod":
+                for group_key in sorted(self.groups):
+                    await self._sync_group(group_key, version=trigger or self._group_version(group_key))
+
+    # -- one job --------------------------------------------------------------------------------------
+
+    async def _sync_job(self, kind: str, obj: dict[str, Any], *, version: str) -> None:
+        """Publish what a Job, a JobSet or a single Pod stands for now."""
+        wl_key = self._workload_key(kind, obj)
+        if wl_key is None:
+            return
+        now_ms = _now_ms()
+        fact = _CONVERTERS[kind](obj, now_ms=now_ms, context=self._context(wl_key))
+        if fact is None:
+            if self.sources.get(wl_key) == kind:  # it was managed and no longer is
+                await self._delete_workload(wl_key, version=version)
+            return
+        if isinstance(fact, types.WorkloadObserved) and wl_key in self.known["Workload"] and self._running(kind, [obj]):
+            return  # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
+        self._log_rejection(fact)
+        await self._publish(fact, version=version, source=kind)
+        if not isinstance(fact, types.ObjectRejected):  # a later rejection of this job is news again
+            self.last_published.pop((kind, _namespace(obj), str(_meta(obj).get("name") or "")), None)
         if kind == "Job":
             await self._report_stopped(obj, now_ms=now_ms)
+
+    async def _sync_group(self, group_key: Key, *, version: str) -> None:
+        """Publish what the managed pods of one pod group stand for now (nothing while it is incomplete)."""
+        namespace, group = group_key
+        members = [self.objects["Pod"][(namespace, name)] for name in sorted(self.groups.get(group_key, ()))]
+        context = self._context(group_key)
+        managed = [pod for pod in members if pods.is_managed(pod, context)]
+        if not managed:
+            if self.sources.get(group_key) == "Pod":
+                await self._delete_workload(group_key, version=version)
+            return
+        fact = pods.group_facts(managed, now_ms=_now_ms(), context=context)
+        if fact is None:
+            return
+        if (
+            isinstance(fact, types.WorkloadObserved)
+            and group_key in self.known["Workload"]
+            and pods.is_running(managed)
+        ):
+            return
+        self._log_rejection(fact)
+        await self._publish(fact, version=version, source="Pod")
+        if not isinstance(fact, types.ObjectRejected):  # a later rejection of a member is news again
+            for pod in managed:
+                self.last_published.pop(("Pod", namespace, str(_meta(pod).get("name") or "")), None)
+
+    async def _delete_workload(self, key: Key, *, version: str, uid: str = "") -> None:
+        known = self.workloads.get(key)
+        uid = uid or (known.metadata.uid if known is not None else "")
+        await self._publish(
+            types.ObjectDeleted(kind="Workload", namespace=key[0], name=key[1], uid=uid), version=version
+        )
+
+    def _running(self, kind: str, objs: list[dict[str, Any]]) -> bool:
+        """A started job: its workload's template now carries the flavor's node selector and
+        tolerations, which the dispatcher put there, and must not be reported as the workload's
+        (also after a restart: ``known`` comes from the log, ``learn_from_log``)."""
+        if kind == "Pod":
+            return pods.is_running(objs)
+        return not any((obj.get("spec") or {}).get("suspend", False) for obj in objs)
+
+    def _managed(self, kind: str, obj: dict[str, Any]) -> bool:
+        """Whether a job is one Kueue manages (an invalid one counts: its last valid workload stays)."""
+        context = self._context(None)
+        if kind == "Pod":
+            return pods.is_managed(obj, context)
+        ref = jobframework.job_ref(obj, kind=kind, api_version=_API_VERSIONS[kind])
+        try:
+            return (
+                not jobframework.owned_by_managed_job(ref, context)
+                and jobframework.queue_name(ref, context) is not None
+            )
+        except manifests.ManifestError:
+            return True
+
+    def _workload_key(self, kind: str, obj: dict[str, Any]) -> Key | None:
+        meta = _meta(obj)
+        name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+        if kind == "Pod":
+            return pods.workload_key(obj)
+        if kind == "JobSet":
+            return _namespace(obj), jobset.workload_name_for_jobset(name, uid)
+        if kind == "Job":
+            return _namespace(obj), convert.workload_name_for_job(name, uid)
+        return None
+
+    def _context(self, wl_key: Key | None) -> jobframework.Context:
+        """What converting the job of workload ``wl_key`` reads (None: only whether it is managed)."""
+        if wl_key is None:
+            return jobframework.Context(
+                manage_jobs_without_queue_name=self.manage_jobs_without_queue_name, managed_owners=self.owners.keys()
+            )
+        return jobframework.Context(
+            manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
+            local_queues=self.local_queues,
+            workload_priority_classes=self.workload_priority_classes,
+            priority_classes=self._priority_classes(),
+            managed_owners=self.owners.keys(),
+            runtime_classes={
+                name: fixed
+                for (_, name), obj in self.objects["RuntimeClass"].items()
+                if isinstance(fixed := _field(obj, "overhead", "podFixed"), dict)
+            },
+            limit_ranges=[
+                item
+                for (namespace, _), obj in sorted(self.objects["LimitRange"].items())
+                if namespace == wl_key[0] and isinstance(limits := _field(obj, "spec", "limits"), list)
+                for item in limits
+            ],
+            previous=self.workloads.get(wl_key),
+        )
+
+    def _priority_classes(self) -> dict[str, jobframework.PriorityClass]:
+        found = {}
+        for (_, name), obj in self.objects["PriorityClass"].items():
+            value = jobframework.parse_int(obj.get("value"))
+            if value is not None:
+                found[name] = jobframework.PriorityClass(
+                    name=name, value=value, global_default=obj.get("globalDefault") is True
+                )
+        return found
+
+    def _remember_owner(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind in ("Job", "JobSet") and (uid := str(_meta(obj).get("uid") or "")):
+            self.owners[uid] = (_namespace(obj), str(_meta(obj).get("name") or ""))
+
+    def _forget_owner(self, obj: dict[str, Any]) -> None:
+        self.owners.pop(str(_meta(obj).get("uid") or ""), None)
+
+    def _index_group(self, pod_key: Key, group: str, *, present: bool) -> None:
+        members = self.groups.setdefault((pod_key[0], group), set())
+        if present:
+            members.add(pod_key[1])
+        else:
+            members.discard(pod_key[1])
+            if not members:
+                del self.groups[(pod_key[0], group)]
+
+    def _group_version(self, group_key: Key) -> str:
+        """The newest resourceVersion among a group's pods (decimal strings compare by length first)."""
+        versions = [
+            str(_meta(self.objects["Pod"][(group_key[0], name)]).get("resourceVersion") or "")
+            for name in self.groups.get(group_key, ())
+        ]
+        return max(versions, key=lambda v: (len(v), v), default="")
+
+    # -- evictions ------------------------------------------------------------------------------------
 
     async def _report_stopped(self, job: dict[str, Any], *, now_ms: int) -> None:
         """WorkloadStopped for an evicted Job that no longer runs, once per eviction (convert.stop_version)."""
@@ -142,53 +500,95 @@ class Watcher:
         self.published += 1
         log.info("workload_stopped", workload=stopped.workload.key, reason=stopped.reason, version=version)
 
-    def _running_and_known(self, job: dict[str, Any], fact: types.WorkloadObserved) -> bool:
-        """True for a started Job whose workload the log already has (its template now
-        carries the flavor's node selector and tolerations, which the dispatcher put there).
+    # -- publishing -----------------------------------------------------------------------------------
 
-        Known from this watcher's own facts or, after a restart, from the log
-        (``learn_from_log``): a restarted watcher must not report the injected
-        template as the workload's, or an eviction could not restore the original.
-        """
-        suspended = (job.get("spec") or {}).get("suspend", False)
-        meta = fact.workload.metadata
-        return not suspended and (meta.namespace, meta.name) in self.known["Workload"]
-
-    def _key(self, kind: str, obj: dict[str, Any]) -> tuple[str, str]:
-        meta = obj.get("metadata") or {}
-        if kind == "Job":
-            return meta.get("namespace", "default"), convert.workload_name_for_job(
-                meta.get("name", ""), meta.get("uid", "")
-            )
+    def _key(self, kind: str, obj: dict[str, Any]) -> Key:
+        """``(namespace, name)`` of a Kueue object (namespace "" for cluster-scoped kinds)."""
+        meta = _meta(obj)
         return meta.get("namespace", "") if kind == "LocalQueue" else "", meta.get("name", "")
 
-    async def _publish(self, fact: types.Fact, *, version: str) -> None:
+    def _log_rejection(self, fact: types.Fact) -> None:
+        if isinstance(fact, types.ObjectRejected):
+            log.warning(
+                "object_rejected",
+                kind=fact.kind,
+                name=fact.name,
+                namespace=fact.namespace,
+                field=fact.field,
+                problem=fact.problem,
+            )
+
+    async def _publish(self, fact: types.Fact, *, version: str, source: str = "") -> None:
+        """Publish ``fact`` unless it changes nothing; ``source`` names the job kind of a workload's fact.
+
+        A job's facts are keyed by resourceVersion and content: the same object version
+        converted again after a change to what conversions read must not be dropped as a
+        duplicate.
+        """
         kind, namespace, name = subjects.fact_identity(fact)
         data = codec.encode(fact)
         identity = (kind, namespace, name)
+        # A rejection seen again (a status write, a conversion redone) is the same rejection, whenever seen.
+        same_as = (
+            codec.encode(msgspec.structs.replace(fact, at_ms=0)) if isinstance(fact, types.ObjectRejected) else data
+        )
         if isinstance(fact, types.ObjectDeleted):
             if (namespace, name) not in self.known.get(kind, set()):
                 return
             self.known[kind].discard((namespace, name))
             self.last_published.pop(identity, None)
-        elif self.last_published.get(identity) == data:
+            if kind == "Workload":
+                self.workloads.pop((namespace, name), None)
+                self.sources.pop((namespace, name), None)
+        elif self.last_published.get(identity) == same_as:
             return  # nothing that matters changed (a status write, a resync)
         else:
-            self.last_published[identity] = data
+            self.last_published[identity] = same_as
             if not isinstance(fact, types.ObjectRejected):
                 self.known.setdefault(kind, set()).add((namespace, name))
+            if isinstance(fact, types.WorkloadObserved):
+                self.workloads[(namespace, name)] = fact.workload
+            if kind == "Workload" and not isinstance(fact, types.ObjectRejected):
+                owner = fact.workload.owner if isinstance(fact, types.WorkloadObserved) else None
+                self.sources[(namespace, name)] = source or (owner.kind if owner else "")
+            if source:
+                version = f"{version}.{hashlib.sha256(data).hexdigest()[:8]}"
         await self.bus.publish(subjects.fact_message(fact, version=version))
         self.published += 1
 
 
-async def serve_watcher(*, nats_url: str, api: Any, stop: asyncio.Event) -> None:
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _field(obj: Any, *path: str) -> Any:
+    """``obj[path[0]][path[1]]...``, or None where a step is missing or not a mapping."""
+    for step in path:
+        obj = obj.get(step) if isinstance(obj, dict) else None
+    return obj
+
+
+def _namespace(obj: dict[str, Any]) -> str:
+    return str(_meta(obj).get("namespace") or "default")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def serve_watcher(
+    *, nats_url: str, api: Any, stop: asyncio.Event, manage_jobs_without_queue_name: bool = False
+) -> None:
     """Run the watcher until ``stop`` is set."""
     bus = await nats_bus.connect(nats_url)
-    watcher = Watcher(bus=bus, api=api)
+    watcher = Watcher(bus=bus, api=api, manage_jobs_without_queue_name=manage_jobs_without_queue_name)
     await watcher.learn_from_log()
-    log.info("service_started", kinds=[*KUEUE_KINDS, "Job"])
+    log.info(
+        "service_started", kinds=list(WATCHED_KINDS), manage_jobs_without_queue_name=manage_jobs_without_queue_name
+    )
     try:
-        await run_until_stopped(stop, *(watcher.watch(kind) for kind in (*KUEUE_KINDS, "Job")))
+        await run_until_stopped(stop, watcher.run())
     finally:
         await bus.close()
         log.info("service_stopped", published=watcher.published)

@@ -1,0 +1,150 @@
+"""A pod spec as Kueue sees it before it counts requests: RuntimeClass overhead and LimitRange defaults.
+
+Why this module exists: Kueue does not count a pod template's requests as written.
+Before it queues a workload it adjusts a copy (SEMANTICS §2.3 steps 1-3, Kueue
+pkg/workload/resources.go AdjustResources): a pod that names a RuntimeClass and
+declares no overhead gets the RuntimeClass's fixed overhead; containers get the
+namespace's LimitRange defaults (``default`` as missing limits, ``defaultRequest``
+as missing requests); then limits stand in for missing requests
+(:func:`events.manifests.pod_requests` does that step). At nomination a pod set whose
+requests break the LimitRange ``min``/``max`` is inadmissible
+(ValidateLimitRange), which :func:`limit_range_violation` says in a sentence.
+
+Pure: the RuntimeClasses (name -> ``overhead.podFixed``) and the namespace's
+LimitRange items come in from the watcher's caches.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from events.quantities import QuantityError, to_amount
+
+CONTAINER, POD = "Container", "Pod"
+
+
+def adjusted_pod_spec(
+    pod_spec: Mapping[str, Any],
+    *,
+    runtime_classes: Mapping[str, Mapping[str, Any]],
+    limit_ranges: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """A copy of ``pod_spec`` with the RuntimeClass overhead and the LimitRange defaults applied.
+
+    handlePodOverhead: only when ``runtimeClassName`` is set and ``overhead`` is empty;
+    an unknown RuntimeClass adds nothing (Kueue logs it and goes on).
+    handlePodLimitRange: per resource, a container's own limit or request wins
+    (MergeResourceListKeepFirst); pod-level resources get the ``Pod`` type's defaults.
+    """
+    spec = copy.deepcopy(dict(pod_spec))
+    runtime_class = spec.get("runtimeClassName")
+    if runtime_class and not spec.get("overhead"):
+        fixed = runtime_classes.get(str(runtime_class))
+        if fixed:
+            spec["overhead"] = dict(fixed)
+    summary = summarize(limit_ranges)
+    container_range = summary.get(CONTAINER)
+    if container_range:
+        for group in ("initContainers", "containers"):
+            for container in spec.get(group) or []:
+                if isinstance(container, dict):
+                    container["resources"] = _with_defaults(container.get("resources"), container_range)
+    pod_range = summary.get(POD)
+    if pod_range and isinstance(spec.get("resources"), dict):
+        spec["resources"] = _with_defaults(spec["resources"], pod_range)
+    return spec
+
+
+def summarize(limit_ranges: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """LimitRange items merged per type (pkg/util/limitrange Summarize): the first ``default`` and
+    ``defaultRequest`` of each resource, the lowest ``max``, the highest ``min``."""
+    summary: dict[str, dict[str, dict[str, Any]]] = {}
+    for item in limit_ranges:
+        if not isinstance(item, dict) or item.get("type") not in (CONTAINER, POD):
+            continue
+        merged = summary.setdefault(str(item["type"]), {"default": {}, "defaultRequest": {}, "max": {}, "min": {}})
+        for key in ("default", "defaultRequest"):
+            for resource, value in (item.get(key) or {}).items():
+                merged[key].setdefault(resource, value)
+        for key, keep in (("max", min), ("min", max)):
+            for resource, value in (item.get(key) or {}).items():
+                current = merged[key].get(resource)
+                merged[key][resource] = value if current is None else keep(current, value, key=_amount_of(resource))
+    return summary
+
+
+def limit_range_violation(
+    pod_spec: Mapping[str, Any],
+    *,
+    limit_ranges: Sequence[Mapping[str, Any]],
+    pod_requests: Mapping[str, int],
+    where: str,
+) -> str:
+    """Why the (adjusted) pod spec breaks the namespace's LimitRanges, as a sentence; "" when it does not.
+
+    Kueue ValidatePodSpec: each container's larger of request and limit must not be
+    above the Container ``max``, its smaller not below the ``min`` (a missing one counts
+    as 0); the pod's total requests (``pod_requests``, amounts) not above or below the
+    Pod ``max``/``min``.
+    """
+    summary = summarize(limit_ranges)
+    container_range = summary.get(CONTAINER)
+    if container_range:
+        for group in ("initContainers", "containers"):
+            for i, container in enumerate(pod_spec.get(group) or []):
+                resources = container.get("resources") if isinstance(container, dict) else None
+                resources = resources if isinstance(resources, dict) else {}
+                amounts = [_amounts(resources.get("requests")), _amounts(resources.get("limits"))]
+                high = {r: max(a.get(r, 0) for a in amounts if r in a) for r in set().union(*amounts)}
+                low = {r: min(a[r] for a in amounts if r in a) for r in set().union(*amounts)}
+                problem = _outside(high=high, low=low, bounds=container_range)
+                if problem:
+                    return f"{where}.{group}[{i}]: {problem}"
+    pod_range = summary.get(POD)
+    if pod_range:
+        problem = _outside(high=dict(pod_requests), low=dict(pod_requests), bounds=pod_range)
+        if problem:
+            return f"{where}: {problem}"
+    return ""
+
+
+def _outside(*, high: Mapping[str, int], low: Mapping[str, int], bounds: Mapping[str, Mapping[str, Any]]) -> str:
+    over = sorted(r for r, q in _amounts(bounds.get("max")).items() if r in high and high[r] > q)
+    if over:
+        return f"requests of {', '.join(over)} must not be above the limitRange max"
+    under = sorted(r for r, q in _amounts(bounds.get("min")).items() if q > low.get(r, 0))
+    if under:
+        return f"requests of {', '.join(under)} must not be below the limitRange min"
+    return ""
+
+
+def _with_defaults(resources: Any, bounds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    resources = dict(resources) if isinstance(resources, dict) else {}
+    for key, defaults in (("limits", bounds.get("default")), ("requests", bounds.get("defaultRequest"))):
+        if defaults:
+            own = resources.get(key) if isinstance(resources.get(key), dict) else {}
+            resources[key] = {**defaults, **own}
+    return resources
+
+
+def _amounts(values: Any) -> dict[str, int]:
+    """Quantities as amounts; ones that do not parse are left out (the pod set reports them)."""
+    out = {}
+    for resource, value in (values or {}).items() if isinstance(values, dict) else ():
+        try:
+            out[str(resource)] = to_amount(str(resource), value, allow_negative=True)
+        except QuantityError:
+            continue
+    return out
+
+
+def _amount_of(resource: str) -> Any:
+    def amount(value: Any) -> int:
+        try:
+            return to_amount(resource, value, allow_negative=True)
+        except QuantityError:
+            return 0
+
+    return amount

@@ -1,0 +1,456 @@
+"""What every job integration shares when a job becomes a Workload (Kueue pkg/controller/jobframework).
+
+Why this module exists: a batch/v1 Job (:mod:`services.watcher.convert`), a JobSet
+(:mod:`services.watcher.jobset`) and plain Pods or pod groups
+(:mod:`services.watcher.pods`) differ only in how they describe their pod sets and
+when they are finished. Everything else Kueue does the same way for all of them,
+and lives here: which jobs are managed at all (the queue-name label,
+``manageJobsWithoutQueueName``, jobs owned by a managed job), the Workload's name,
+its queue, its priority (SEMANTICS §2.4), its maximum execution time, and one pod
+set from a pod template (SEMANTICS §2.3).
+
+Everything is pure: what the conversion needs to know about the rest of the
+cluster (LocalQueues, priority classes, managed owners, the workload published
+before) comes in a :class:`Context` the watcher builds. Bad input raises
+:class:`events.manifests.ManifestError` naming the object and the field; the
+callers turn it into an ObjectRejected fact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from events import manifests, models
+from services.watcher import adjust
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+#: Kueue's webhooks put it on the pods (and only the pods) they manage (pkg/constants).
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+#: The LocalQueue a job without the queue-name label goes to (jobframework/defaults.go).
+DEFAULT_LOCAL_QUEUE = "default"
+#: The WorkloadPriorityClass a job without the priority-class label gets (WorkloadPriorityClassDefaulting).
+DEFAULT_WORKLOAD_PRIORITY_CLASS = "default"
+#: At most this many pod sets in one Workload (jobframework/constants.go MaxPodSets, the Workload CRD).
+MAX_POD_SETS = 18
+POD_PRIORITY_GROUP = "scheduling.k8s.io"
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NAME_HASH_LENGTH = 5
+_MAX_WORKLOAD_NAME = 253  # ShortWorkloadNames is off by default (alpha): names may use all 253 characters
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PriorityClass:
+    """A scheduling.k8s.io/v1 PriorityClass: its ``value`` and whether it is the ``globalDefault``."""
+
+    name: str
+    value: int
+    global_default: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Context:
+    """What converting one job needs to know besides the job itself.
+
+    ``manage_jobs_without_queue_name``: Kueue's option of that name (default false:
+    a job without the queue-name label is not managed). ``local_queues``:
+    ``(namespace, name)`` of the LocalQueues that exist. ``workload_priority_classes``:
+    names of the WorkloadPriorityClasses that exist. ``priority_classes``: the
+    PriorityClasses by name. ``managed_owners``: UIDs of the jobs Kueue manages (a
+    job or pod they control is part of them, not a workload of its own).
+    ``runtime_classes``: each RuntimeClass's ``overhead.podFixed`` by name.
+    ``limit_ranges``: the ``spec.limits`` items of the job's namespace's LimitRanges,
+    in name order (:mod:`services.watcher.adjust`).
+    ``previous``: the Workload last published for this job, which keeps what Kueue's
+    webhook or workload creation fixed once (the defaulted queue and priority class,
+    a PriorityClass value), or None.
+    """
+
+    manage_jobs_without_queue_name: bool = False
+    local_queues: Collection[tuple[str, str]] = frozenset()
+    workload_priority_classes: Collection[str] = frozenset()
+    priority_classes: Mapping[str, PriorityClass] = dataclasses.field(default_factory=dict)
+    managed_owners: Collection[str] = frozenset()
+    runtime_classes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    limit_ranges: Sequence[Mapping[str, Any]] = ()
+    previous: models.Workload | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JobRef:
+    """Which object a conversion is about: its kind, ``namespace/name`` for messages, and metadata."""
+
+    kind: str
+    api_version: str
+    group: str
+    meta: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return str(self.meta.get("name") or "")
+
+    @property
+    def namespace(self) -> str:
+        """``metadata.namespace`` (``default`` when missing)."""
+        return str(self.meta.get("namespace") or "default")
+
+    @property
+    def uid(self) -> str:
+        """``metadata.uid``."""
+        return str(self.meta.get("uid") or "")
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """``metadata.labels`` (empty when missing)."""
+        labels = self.meta.get("labels")
+        return labels if isinstance(labels, dict) else {}
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        """``metadata.annotations`` (empty when missing)."""
+        annotations = self.meta.get("annotations")
+        return annotations if isinstance(annotations, dict) else {}
+
+    @property
+    def display(self) -> str:
+        """``namespace/name``, how ManifestError names a namespaced object."""
+        return f"{self.namespace}/{self.name}"
+
+    def error(self, *, field: str, problem: str) -> manifests.ManifestError:
+        """A ManifestError about ``field`` of this object."""
+        return manifests.ManifestError(kind=self.kind, name=self.display, field=field, problem=problem)
+
+
+def job_ref(obj: Mapping[str, Any], *, kind: str, api_version: str) -> JobRef:
+    """The JobRef of a manifest (its metadata, or an empty one when that is not a mapping)."""
+    meta = obj.get("metadata")
+    group = api_version.rpartition("/")[0]
+    return JobRef(kind=kind, api_version=api_version, group=group, meta=meta if isinstance(meta, dict) else {})
+
+
+# -- names ----------------------------------------------------------------------------------------
+
+
+def workload_name(*, owner_name: str, owner_uid: str, kind: str, group: str) -> str:
+    """The Workload name Kueue gives a job: ``<kind>-<name>-<5 hex>``, within 253 characters.
+
+    Kueue jobframework/workload_names.go GetWorkloadNameForOwnerWithGVK: the prefix is
+    the lower-case kind and the owner's name, cut to 247 characters; the suffix the
+    first 5 hex digits of SHA-1 over kind, group, name and UID, one per line (so a
+    re-created job of the same name gets a new workload). Kueue's own test:
+    ``job-name-ef3a1`` for Job ``name`` with UID ``uid``.
+    """
+    digest = hashlib.sha1(f"{kind}\n{group}\n{owner_name}\n{owner_uid}".encode()).hexdigest()
+    prefix = f"{kind.lower()}-{owner_name}"[: _MAX_WORKLOAD_NAME - 1 - _NAME_HASH_LENGTH]
+    return f"{prefix}-{digest[:_NAME_HASH_LENGTH]}"
+
+
+# -- managed or not -------------------------------------------------------------------------------
+
+
+def controller_owner(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The owner reference with ``controller: true`` (metav1.GetControllerOf), or None."""
+    for owner in meta.get("ownerReferences") or []:
+        if isinstance(owner, dict) and owner.get("controller") is True:
+            return owner
+    return None
+
+
+def owned_by_managed_job(ref: JobRef, context: Context) -> bool:
+    """Whether the object's controller is a job Kueue manages (jobframework FindAncestorJobManagedByKueue).
+
+    Such a job (a JobSet's Job, a Job's Pod) is part of its owner's workload and is
+    not one of its own; its owner's workload is what is admitted.
+    """
+    owner = controller_owner(ref.meta)
+    return owner is not None and str(owner.get("uid") or "") in context.managed_owners
+
+
+def queue_name(ref: JobRef, context: Context, *, managed_without_queue: bool | None = None) -> str | None:
+    """The LocalQueue a job's workload goes to, or None when Kueue does not manage the job.
+
+    The ``kueue.x-k8s.io/queue-name`` label (validated as a DNS subdomain, as
+    Kueue's webhook does: jobframework/validation.go ValidateQueueName). Without it
+    the job is managed only with ``manageJobsWithoutQueueName`` (jobframework
+    reconciler.go ReconcileGenericJob), and then goes to the namespace's ``default``
+    LocalQueue if it exists (defaults.go ApplyDefaultLocalQueue; kept once given,
+    as the webhook's label is), else to no queue, where it waits until one is set.
+    ``managed_without_queue`` overrides the option (pods carry their own mark).
+    """
+    name = ref.labels.get(QUEUE_LABEL) or ""
+    if name:
+        if not isinstance(name, str) or len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+            raise ref.error(field=f"metadata.labels[{QUEUE_LABEL}]", problem=f"{name!r} is not a valid LocalQueue name")
+        return name
+    manage = context.manage_jobs_without_queue_name if managed_without_queue is None else managed_without_queue
+    if not manage:
+        return None
+    previous = context.previous
+    if (ref.namespace, DEFAULT_LOCAL_QUEUE) in context.local_queues or (
+        previous is not None and previous.spec.queue_name == DEFAULT_LOCAL_QUEUE
+    ):
+        return DEFAULT_LOCAL_QUEUE
+    return ""
+
+
+def max_execution_time(ref: JobRef) -> int | None:
+    """``kueue.x-k8s.io/max-exec-time-seconds``: a positive integer, or None when absent.
+
+    Kueue's webhook refuses anything else (jobframework/validation.go validateCreateForMaxExecTime).
+    """
+    raw = ref.labels.get(MAX_EXEC_TIME_LABEL)
+    if raw is None:
+        return None
+    value = parse_int(raw)
+    if value is None or value <= 0:
+        raise ref.error(field=f"metadata.labels[{MAX_EXEC_TIME_LABEL}]", problem=f"{raw!r} is not a positive integer")
+    return value
+
+
+# -- priority -------------------------------------------------------------------------------------
+
+
+def priority(
+    ref: JobRef, *, pod_specs: list[tuple[str, Mapping[str, Any]]], context: Context
+) -> tuple[models.PriorityClassRef | None, int | None]:
+    """The workload's ``priorityClassRef`` and ``priority`` (SEMANTICS §2.4).
+
+    Kueue jobframework/reconciler.go ExtractPriority, util/priority/priority.go:
+    1. the ``kueue.x-k8s.io/priority-class`` label names a WorkloadPriorityClass
+       (without the label, ``default`` when a WorkloadPriorityClass of that name
+       exists: WorkloadPriorityClassDefaulting). The priority is left None: the fold
+       reads the class's current value, and the admitter reports a missing class.
+    2. else the first pod template (``pod_specs``: field path and pod spec, in pod set
+       order) with a ``priorityClassName`` names a PriorityClass, which must exist
+       (Kueue creates no workload until it does: ManifestError here);
+    3. else the global-default PriorityClass (the lowest value if several);
+    4. else no class and priority None (0).
+    A PriorityClass value is fixed when the workload is created (Kueue never updates
+    it), so the one in ``context.previous`` wins while the class name is unchanged.
+    """
+    previous = context.previous.spec.priority_class_ref if context.previous is not None else None
+    wpc = ref.labels.get(PRIORITY_CLASS_LABEL) or ""
+    if not wpc and _defaulted_wpc(previous, context):
+        wpc = DEFAULT_WORKLOAD_PRIORITY_CLASS
+    if wpc:
+        return models.PriorityClassRef(name=str(wpc)), None
+    pinned = previous if previous is not None and previous.kind == "PriorityClass" else None
+    for where, pod_spec in pod_specs:
+        name = pod_spec.get("priorityClassName") or ""
+        if not name:
+            continue
+        if pinned is not None and pinned.name == name and context.previous is not None:
+            return pinned, context.previous.spec.priority
+        found = context.priority_classes.get(str(name))
+        if found is None:
+            raise ref.error(field=f"{where}.priorityClassName", problem=f'PriorityClass "{name}" not found')
+        return _pod_priority_ref(found.name), found.value
+    if pinned is not None and context.previous is not None:
+        return pinned, context.previous.spec.priority
+    defaults = [pc for pc in context.priority_classes.values() if pc.global_default]
+    if defaults:
+        chosen = min(defaults, key=lambda pc: (pc.value, pc.name))  # Kueue: the lowest value; ties by name
+        return _pod_priority_ref(chosen.name), chosen.value
+    return None, None
+
+
+def _defaulted_wpc(previous: models.PriorityClassRef | None, context: Context) -> bool:
+    if DEFAULT_WORKLOAD_PRIORITY_CLASS in context.workload_priority_classes:
+        return True
+    return (
+        previous is not None
+        and previous.kind == "WorkloadPriorityClass"
+        and previous.name == DEFAULT_WORKLOAD_PRIORITY_CLASS
+    )
+
+
+def _pod_priority_ref(name: str) -> models.PriorityClassRef:
+    return models.PriorityClassRef(group=POD_PRIORITY_GROUP, kind="PriorityClass", name=name)
+
+
+# -- pod sets -------------------------------------------------------------------------------------
+
+
+def pod_spec_at(ref: JobRef, template: Any, *, where: str) -> Mapping[str, Any]:
+    """``template.spec`` of a pod template at field ``where``; ManifestError when either is not a mapping."""
+    if template is None:
+        template = {}
+    if not isinstance(template, dict):
+        raise ref.error(field=where, problem="must be a mapping (a pod template)")
+    spec = template.get("spec")
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise ref.error(field=f"{where}.spec", problem="must be a mapping (a pod spec)")
+    return spec
+
+
+def pod_set(
+    ref: JobRef,
+    *,
+    name: str,
+    count: int,
+    pod_spec: Mapping[str, Any],
+    where: str,
+    min_count: int | None = None,
+    context: Context | None = None,
+) -> models.PodSet:
+    """One pod set: ``count`` pods of ``pod_spec`` (found at field ``where``).
+
+    Per-pod requests follow SEMANTICS §2.3 (Kueue pkg/workload/resources.go and the
+    Kubernetes pod request formula): the RuntimeClass overhead and LimitRange
+    defaults of ``context`` first (:mod:`services.watcher.adjust`), then containers
+    summed, each init container maxed with them, sidecars (restartable init
+    containers) added, pod overhead added, limits standing in for missing requests,
+    pod-level resources winning. Amounts are integers (cpu in millicores, memory in
+    bytes). Requests above limits or outside the LimitRanges make the pod set
+    ``misconfigured``. The nodeSelector, tolerations and required node affinity are
+    kept for flavor assignment.
+    """
+    context = context or Context()
+    for group in ("containers", "initContainers"):
+        containers = pod_spec.get(group)
+        if containers is not None and not isinstance(containers, list):
+            raise ref.error(field=f"{where}.{group}", problem="must be a list")
+        for i, container in enumerate(containers or []):
+            if not isinstance(container, dict):
+                raise ref.error(field=f"{where}.{group}[{i}]", problem="must be a mapping")
+    node_selector = pod_spec.get("nodeSelector") or {}
+    if not isinstance(node_selector, dict) or not all(isinstance(v, str) for v in node_selector.values()):
+        raise ref.error(field=f"{where}.nodeSelector", problem="must map label keys to strings")
+    limit_ranges = context.limit_ranges
+    spec = adjust.adjusted_pod_spec(pod_spec, runtime_classes=context.runtime_classes, limit_ranges=limit_ranges)
+    requests = manifests.pod_requests(spec, where=where, kind=ref.kind, name=ref.display)
+    misconfigured = manifests.requests_over_limits(spec, where=where) or adjust.limit_range_violation(
+        spec, limit_ranges=limit_ranges, pod_requests=requests, where=where
+    )
+    return models.PodSet(
+        name=name,
+        count=count,
+        min_count=min_count,
+        requests=requests,
+        node_selector=dict(node_selector),
+        tolerations=_converted(ref, pod_spec.get("tolerations") or [], list[models.Toleration], f"{where}.tolerations"),
+        required_node_affinity=_converted(
+            ref, manifests.required_node_affinity(spec), list[models.NodeSelectorTerm], f"{where}.affinity.nodeAffinity"
+        ),
+        misconfigured=misconfigured,
+    )
+
+
+def _converted(ref: JobRef, raw: Any, into: Any, field: str) -> Any:
+    try:
+        return msgspec.convert(raw, into, str_keys=True)
+    except (msgspec.ValidationError, AttributeError, TypeError) as err:
+        raise ref.error(field=field, problem=str(err)) from err
+
+
+def count_field(ref: JobRef, value: Any, *, field: str, default: int) -> int:
+    """A non-negative integer field (parallelism, completions, replicas), ``default`` when absent."""
+    if value is None:
+        return default
+    number = parse_int(value)
+    if number is None or number < 0:
+        raise ref.error(field=field, problem=f"{value!r} is not a non-negative integer")
+    return number
+
+
+def check_pod_sets(ref: JobRef, pod_sets: list[models.PodSet], *, field: str) -> None:
+    """A Workload holds 1 to 18 pod sets with distinct names (the Workload CRD, MaxPodSets)."""
+    if not pod_sets:
+        raise ref.error(field=field, problem="has no pod sets: a Workload needs at least one")
+    if len(pod_sets) > MAX_POD_SETS:
+        raise ref.error(field=field, problem=f"has {len(pod_sets)} pod sets; a Workload holds at most {MAX_POD_SETS}")
+    names = [ps.name for ps in pod_sets]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ref.error(field=field, problem=f"pod set names must be unique; repeated: {', '.join(duplicates)}")
+
+
+# -- the workload ---------------------------------------------------------------------------------
+
+
+def new_workload(
+    ref: JobRef,
+    *,
+    name: str,
+    pod_sets: list[models.PodSet],
+    queue: str,
+    pod_specs: list[tuple[str, Mapping[str, Any]]],
+    context: Context,
+    owner: models.OwnerReference,
+    uid: str | None = None,
+    creation_timestamp_ms: int | None = None,
+    annotations: Mapping[str, str] | None = None,
+    job_uid_label: bool = True,
+) -> models.Workload:
+    """The Workload Kueue creates for a job (jobframework ConstructWorkload, utils.go NewWorkload).
+
+    Labels: the job's ``kueue.x-k8s.io/`` labels, plus ``kueue.x-k8s.io/job-uid``
+    (``job_uid_label``; pod groups have none). ``uid`` and creation time are the
+    job's unless given (a pod group has neither of its own). Raises ManifestError.
+    """
+    priority_class_ref, priority_value = priority(ref, pod_specs=pod_specs, context=context)
+    labels = {k: str(v) for k, v in ref.labels.items() if str(k).startswith("kueue.x-k8s.io/")}
+    if job_uid_label and ref.uid:
+        labels[JOB_UID_LABEL] = ref.uid
+    if creation_timestamp_ms is None:
+        creation_timestamp_ms = manifests.parse_time_ms(
+            ref.meta.get("creationTimestamp"), kind=ref.kind, name=ref.display, field="metadata.creationTimestamp"
+        )
+    return models.Workload(
+        metadata=models.ObjectMeta(
+            name=name,
+            namespace=ref.namespace,
+            uid=ref.uid if uid is None else uid,
+            labels=labels,
+            annotations=dict(annotations or {}),
+            creation_timestamp_ms=creation_timestamp_ms,
+        ),
+        spec=models.WorkloadSpec(
+            pod_sets=pod_sets,
+            queue_name=queue,
+            priority_class_ref=priority_class_ref,
+            priority=priority_value,
+            maximum_execution_time_seconds=max_execution_time(ref),
+        ),
+        owner=owner,
+    )
+
+
+def owner_of(ref: JobRef) -> models.OwnerReference:
+    """The owner reference a workload carries to its job."""
+    return models.OwnerReference(api_version=ref.api_version, kind=ref.kind, name=ref.name, uid=ref.uid)
+
+
+def true_condition(obj: Mapping[str, Any], types: tuple[str, ...]) -> Mapping[str, Any] | None:
+    """The first ``status.conditions`` entry whose type is one of ``types`` and whose status is True."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions or []:
+        if isinstance(condition, dict) and condition.get("type") in types and condition.get("status") == "True":
+            return condition
+    return None
+
+
+def parse_int(value: Any) -> int | None:
+    """An integer from an int or a decimal string (as Go's strconv.Atoi reads it), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value):
+        return int(value)
+    return None

@@ -1,0 +1,570 @@
+"""Plain Pods and pod groups to the Workloads Kueue creates for them (Kueue pkg/controller/jobs/pod).
+
+Why this module exists: Kueue also queues bare Pods. A Pod with the queue-name label
+is one workload of one pod (pod set ``main``). Pods that share a
+``kueue.x-k8s.io/pod-group-name`` (annotation or label) and declare the group's size
+in the ``kueue.x-k8s.io/pod-group-total-count`` annotation are one workload named
+after the group, created once the group is complete, with one pod set per pod
+*role*: pods whose admission-relevant spec is the same share a role, named by the
+first 8 hex digits of a SHA-256 over that spec's shape (Kueue pkg/util/pod/pod.go
+GenerateRoleHash), so the pod sets here carry the names Kueue gives them.
+
+The role hash is computed over the JSON Go would write for the shape, and
+Kubernetes quantities in it are written in their canonical form (``1024Mi`` is
+``1Gi``, ``0.5`` is ``500m``): :func:`canonical_quantity`. Nested API structs
+(affinity, topology spread constraints, resource claims) are written with their keys
+in the order the API server sends them, which is Go's field order; a hand-written
+manifest in another order gets another (still consistent) role name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from decimal import ROUND_CEILING, Decimal
+from typing import Any
+
+from events import manifests, models, types
+from events.quantities import QuantityError
+from services.watcher import convert, jobframework
+
+POD_API = "v1"
+GROUP_NAME_KEY = "kueue.x-k8s.io/pod-group-name"  # annotation (read first: WorkloadIdentifierAnnotations) or label
+GROUP_TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
+SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
+RETRIABLE_IN_GROUP_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
+ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
+IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+SCHEDULING_GATE = "kueue.x-k8s.io/admission"
+POD_FINALIZER = "kueue.x-k8s.io/managed"
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+# -- which pods, which workload -------------------------------------------------------------------
+
+
+def group_name(pod: Mapping[str, Any]) -> str:
+    """The pod's group: the annotation, else the label (pkg/util/pod GetPodGroupName); "" for a single pod."""
+    ref = _ref(pod)
+    return str(ref.annotations.get(GROUP_NAME_KEY) or ref.labels.get(GROUP_NAME_KEY) or "")
+
+
+def is_managed(pod: Mapping[str, Any], context: jobframework.Context) -> bool:
+    """Whether Kueue manages the pod: its webhook marks pods with the queue-name label, or every pod
+    when ``manageJobsWithoutQueueName`` (the ``kueue.x-k8s.io/managed: "true"`` label,
+    pod_webhook.go Default, pod_controller.go Skip), unless a job Kueue manages owns it.
+
+    The watcher cannot mark pods, so here a pod is managed when it carries the queue
+    label or that mark: pods nobody gated are not taken over.
+    """
+    ref = _ref(pod)
+    marked = ref.labels.get(jobframework.QUEUE_LABEL) or ref.labels.get(jobframework.MANAGED_LABEL) == "true"
+    return bool(marked) and not jobframework.owned_by_managed_job(ref, context)
+
+
+def workload_name_for_pod(name: str, uid: str) -> str:
+    """``pod-<name>-<5 hex>`` (pod_controller.go GetWorkloadNameForPod)."""
+    return jobframework.workload_name(owner_name=name, owner_uid=uid, kind="Pod", group="")
+
+
+def workload_key(pod: Mapping[str, Any]) -> tuple[str, str]:
+    """``(namespace, workload name)`` of the workload a pod belongs to: its group's, or its own."""
+    ref = _ref(pod)
+    return ref.namespace, group_name(pod) or workload_name_for_pod(ref.name, ref.uid)
+
+
+def is_gated(pod: Mapping[str, Any]) -> bool:
+    """Whether Kueue's scheduling gate still holds the pod (it is suspended until admitted)."""
+    spec = pod.get("spec")
+    gates = spec.get("schedulingGates") if isinstance(spec, dict) else None
+    return any(isinstance(g, dict) and g.get("name") == SCHEDULING_GATE for g in gates or [])
+
+
+def is_terminated(pod: Mapping[str, Any]) -> bool:
+    """Phase Succeeded or Failed (pkg/util/pod IsTerminated)."""
+    return _phase(pod) in ("Succeeded", "Failed")
+
+
+def is_running(pods: list[Mapping[str, Any]]) -> bool:
+    """Whether any pod of a workload runs: not gated and not terminated (the inverse of Kueue's IsSuspended)."""
+    return any(not is_gated(p) and not is_terminated(p) for p in pods)
+
+
+# -- a single pod ---------------------------------------------------------------------------------
+
+
+def pod_facts(
+    pod: dict[str, Any], *, now_ms: int = 0, context: jobframework.Context | None = None
+) -> types.Fact | None:
+    """The fact a single managed Pod (no group) stands for, or None when Kueue does not manage it.
+
+    A terminated pod gives WorkloadFinished (succeeded when its phase is Succeeded,
+    the pod's ``status.message``: pod_controller.go Finished); any other a
+    WorkloadObserved with one pod set ``main`` of one pod (constructPodSet); a pod
+    that cannot be converted ObjectRejected.
+    """
+    context = context or jobframework.Context()
+    if not is_managed(pod, context) or group_name(pod):
+        return None
+    ref = _ref(pod)
+    if GROUP_TOTAL_COUNT_ANNOTATION in ref.annotations:
+        err = ref.error(
+            field=f"metadata.labels[{GROUP_NAME_KEY}]",
+            problem=f"both the '{GROUP_TOTAL_COUNT_ANNOTATION}' annotation and the '{GROUP_NAME_KEY}' label"
+            " should be set",
+        )
+        return convert.rejected(pod, err, now_ms=now_ms)
+    name = workload_name_for_pod(ref.name, ref.uid)
+    if is_terminated(pod):
+        status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
+        succeeded = _phase(pod) == "Succeeded"
+        message = str(status.get("message") or ("Pod succeeded" if succeeded else "Pod failed"))
+        at_ms = finished_at_ms([pod]) or now_ms
+        return convert.finished_fact(ref, name=name, succeeded=succeeded, message=message, at_ms=at_ms)
+    try:
+        queue = jobframework.queue_name(ref, context, managed_without_queue=True)
+        pod_spec = _spec(ref, pod)
+        pod_set = jobframework.pod_set(ref, name="main", count=1, pod_spec=pod_spec, where="spec", context=context)
+        workload = jobframework.new_workload(
+            ref,
+            name=name,
+            pod_sets=[pod_set],
+            queue=queue or "",
+            pod_specs=[("spec", pod_spec)],
+            context=context,
+            owner=jobframework.owner_of(ref),
+        )
+    except manifests.ManifestError as err:
+        return convert.rejected(pod, err, now_ms=now_ms)
+    return types.WorkloadObserved(workload=workload)
+
+
+# -- a pod group ----------------------------------------------------------------------------------
+
+
+def group_facts(
+    pods: list[dict[str, Any]], *, now_ms: int = 0, context: jobframework.Context | None = None
+) -> types.Fact | None:
+    """The fact the managed pods of one group (one namespace, one group name) stand for.
+
+    Kueue pod_controller.go, in its order:
+    1. the group's size: the total-count annotation, a positive integer (groupTotalCount);
+    2. finished (WorkloadFinished) when as many pods succeeded as the group counts, or
+       when none still runs and a pod is marked ``retriable-in-group: "false"``; Kueue
+       reports both as a success with the message ``Pods succeeded: n/total.``
+       (Finished); a serving group never finishes;
+    3. None (no workload yet) while fewer pods can run than the group counts, unless
+       fast admission is asked for (validatePodGroupMetadata);
+    4. every pod not Failed names the same queue and total count, else ObjectRejected
+       naming the odd pod;
+    5. extra pods beyond the count are left out as Kueue deletes them: the gated and
+       the youngest first (sortActivePods);
+    6. one pod set per role, named by the role hash, counting its pods, sorted by
+       name (constructGroupPodSets); with fast admission one pod set of the first
+       runnable pod's role counting the whole group (constructGroupPodSetsFast);
+       at most 18 roles.
+    The workload is named after the group; the first pod (oldest, then by name: Kueue
+    takes whichever its cache lists first) gives the queue, the priority-class label
+    and the owner reference; UID and creation time are kept from the workload already
+    published (``context.previous``), else the first pod's UID and the time the last
+    pod needed arrived.
+    """
+    context = context or jobframework.Context()
+    ordered = sorted(pods, key=_age_key)
+    if not ordered:
+        return None
+    first = ordered[0]
+    ref = _ref(first)
+    try:
+        total = _total_count(ref)
+        _check_group_name(ref, group_name(first))
+    except manifests.ManifestError as err:
+        return convert.rejected(first, err, now_ms=now_ms)
+    finished = _finished(ref, ordered, total=total, now_ms=now_ms, context=context)
+    if finished is not None:
+        return finished
+    active = [p for p in ordered if _runnable_or_succeeded(p)]
+    fast = ref.annotations.get(FAST_ADMISSION_ANNOTATION) == "true"
+    if not active or (not fast and len(active) < total):
+        return None
+    try:
+        _check_members(ref, ordered, total=total)
+        workload = _group_workload(ref, _kept(active, total), total=total, fast=fast, context=context)
+    except _MemberError as err:
+        return convert.rejected(err.pod, err.error, now_ms=now_ms)
+    except manifests.ManifestError as err:
+        return convert.rejected(first, err, now_ms=now_ms)
+    return types.WorkloadObserved(workload=workload)
+
+
+class _MemberError(Exception):
+    """A group member that breaks the group's rules: the pod to name and the error."""
+
+    def __init__(self, pod: dict[str, Any], error: manifests.ManifestError) -> None:
+        super().__init__(str(error))
+        self.pod, self.error = pod, error
+
+
+def _finished(
+    ref: jobframework.JobRef, pods: list[dict[str, Any]], *, total: int, now_ms: int, context: jobframework.Context
+) -> types.WorkloadFinished | None:
+    if ref.annotations.get(SERVING_ANNOTATION) == "true":
+        return None
+    succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
+    still_active = any(not is_terminated(p) for p in pods)
+    unretriable = any(_ref(p).annotations.get(RETRIABLE_IN_GROUP_ANNOTATION) == "false" for p in pods)
+    if succeeded != total and (still_active or not unretriable):
+        return None
+    uid = context.previous.metadata.uid if context.previous is not None else ref.uid
+    message = f"Pods succeeded: {succeeded}/{total}."
+    at_ms = finished_at_ms(pods) or now_ms
+    return convert.finished_fact(ref, name=group_name(pods[0]), succeeded=True, message=message, at_ms=at_ms, uid=uid)
+
+
+def _check_members(ref: jobframework.JobRef, pods: list[dict[str, Any]], *, total: int) -> None:
+    queue = ref.labels.get(jobframework.QUEUE_LABEL) or ""
+    for pod in pods:
+        if _phase(pod) == "Failed":
+            continue
+        member = _ref(pod)
+        other_queue = member.labels.get(jobframework.QUEUE_LABEL) or ""
+        if other_queue != queue:
+            problem = f"pods '{ref.name}' and '{member.name}' has different queue names: {queue}!={other_queue}"
+            raise _MemberError(pod, member.error(field=f"metadata.labels[{jobframework.QUEUE_LABEL}]", problem=problem))
+        raw = member.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
+        if jobframework.parse_int(raw) != total:
+            problem = (
+                f"pods '{ref.name}' and '{member.name}' has different '{GROUP_TOTAL_COUNT_ANNOTATION}' values:"
+                f" {total}!={raw}"
+            )
+            raise _MemberError(
+                pod, member.error(field=f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]", problem=problem)
+            )
+
+
+def _kept(active: list[dict[str, Any]], total: int) -> list[dict[str, Any]]:
+    """The pods Kueue keeps when more can run than the group counts (sortActivePods: with the
+    finalizer, ungated, older first; the rest are deleted)."""
+    if len(active) <= total:
+        return active
+
+    def keep_first(pod: dict[str, Any]) -> tuple[bool, bool, int, str]:
+        meta = pod.get("metadata") or {}
+        return (POD_FINALIZER not in (meta.get("finalizers") or []), is_gated(pod), *_age_key(pod))
+
+    return sorted(active, key=keep_first)[:total]
+
+
+def _group_workload(
+    ref: jobframework.JobRef,
+    pods: list[dict[str, Any]],
+    *,
+    total: int,
+    fast: bool,
+    context: jobframework.Context,
+) -> models.Workload:
+    roles: dict[str, tuple[dict[str, Any], int]] = {}
+    for pod in pods[:1] if fast else pods:
+        hash_ = _role_of(pod)
+        template, count = roles.get(hash_, (pod, 0))
+        roles[hash_] = (template, count + 1)
+    if len(roles) > jobframework.MAX_POD_SETS:
+        raise ref.error(field="", problem=f"pod group can't include more than {jobframework.MAX_POD_SETS} roles")
+    pod_sets, pod_specs = [], []
+    for hash_ in sorted(roles):
+        template, count = roles[hash_]
+        member = _ref(template)
+        pod_spec = _spec(member, template)
+        try:
+            pod_sets.append(
+                jobframework.pod_set(
+                    member,
+                    name=hash_,
+                    count=total if fast else count,
+                    pod_spec=pod_spec,
+                    where="spec",
+                    context=context,
+                )
+            )
+        except manifests.ManifestError as err:
+            raise _MemberError(template, err) from err
+        pod_specs.append(("spec", pod_spec))
+    previous = context.previous
+    return jobframework.new_workload(
+        ref,
+        name=group_name(pods[0]),
+        pod_sets=pod_sets,
+        queue=jobframework.queue_name(ref, context, managed_without_queue=True) or "",
+        pod_specs=pod_specs,
+        context=context,
+        owner=jobframework.owner_of(ref),
+        uid=previous.metadata.uid if previous is not None else ref.uid,
+        creation_timestamp_ms=(
+            previous.metadata.creation_timestamp_ms if previous is not None else max(_age_key(p)[0] for p in pods)
+        ),
+        annotations={IS_GROUP_WORKLOAD_ANNOTATION: "true"},
+        job_uid_label=False,
+    )
+
+
+def _role_of(pod: dict[str, Any]) -> str:
+    """The role hash, or _MemberError naming the pod when a quantity in its shape is bad."""
+    try:
+        return role_hash(pod)
+    except QuantityError as err:
+        member = _ref(pod)
+        try:  # the pod set names the exact field of the bad quantity
+            jobframework.pod_set(member, name="main", count=1, pod_spec=_spec(member, pod), where="spec")
+        except manifests.ManifestError as exact:
+            raise _MemberError(pod, exact) from err
+        raise _MemberError(pod, member.error(field="spec", problem=str(err))) from err
+
+
+def _total_count(ref: jobframework.JobRef) -> int:
+    raw = ref.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
+    field = f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]"
+    if raw is None:
+        problem = f"both the '{GROUP_TOTAL_COUNT_ANNOTATION}' annotation and the '{GROUP_NAME_KEY}' label should be set"
+        raise ref.error(field=field, problem=problem)
+    value = jobframework.parse_int(raw)
+    if value is None or value < 1:
+        raise ref.error(field=field, problem=f"{raw!r}: group total count should be an integer greater than zero")
+    return value
+
+
+def _check_group_name(ref: jobframework.JobRef, name: str) -> None:
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        where = "annotations" if ref.annotations.get(GROUP_NAME_KEY) else "labels"
+        raise ref.error(field=f"metadata.{where}[{GROUP_NAME_KEY}]", problem=f"{name!r} is not a valid workload name")
+
+
+def finished_at_ms(pods: list[dict[str, Any]]) -> int:
+    """When the last of ``pods`` finished (ms since the epoch): the latest container ``finishedAt`` or
+    condition transition in their status; 0 when the status has neither.
+
+    A stable time, so a finished pod seen again gives the same WorkloadFinished.
+    """
+    times: list[Any] = []
+    for pod in pods:
+        status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
+        for container in status.get("containerStatuses") or []:
+            state = container.get("state") if isinstance(container, dict) else None
+            terminated = state.get("terminated") if isinstance(state, dict) else None
+            times.append(terminated.get("finishedAt") if isinstance(terminated, dict) else None)
+        times.extend(c.get("lastTransitionTime") for c in status.get("conditions") or [] if isinstance(c, dict))
+    parsed = []
+    for value in times:
+        if value is None:
+            continue
+        try:
+            parsed.append(manifests.parse_time_ms(value))
+        except manifests.ManifestError:
+            continue
+    return max(parsed, default=0)
+
+
+def _runnable_or_succeeded(pod: Mapping[str, Any]) -> bool:
+    """Not Failed, and not being deleted before it got a node (isPodRunnableOrSucceeded)."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    if meta.get("deletionTimestamp") and not spec.get("nodeName"):
+        return False
+    return _phase(pod) != "Failed"
+
+
+def _phase(pod: Mapping[str, Any]) -> str:
+    status = pod.get("status")
+    return str(status.get("phase") or "") if isinstance(status, dict) else ""
+
+
+def _age_key(pod: Mapping[str, Any]) -> tuple[int, str]:
+    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+    try:
+        created = manifests.parse_time_ms(meta.get("creationTimestamp"))
+    except manifests.ManifestError:
+        created = 0
+    return created, str(meta.get("name") or "")
+
+
+def _ref(pod: Mapping[str, Any]) -> jobframework.JobRef:
+    return jobframework.job_ref(pod, kind="Pod", api_version=POD_API)
+
+
+def _spec(ref: jobframework.JobRef, pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        raise ref.error(field="spec", problem="must be a mapping (a pod spec)")
+    return spec
+
+
+# -- the role hash --------------------------------------------------------------------------------
+
+
+def role_hash(pod: Mapping[str, Any]) -> str:
+    """The pod's role: its ``kueue.x-k8s.io/role-hash`` annotation (Kueue's webhook writes it),
+    else the first 8 hex digits of SHA-256 over the JSON of its spec's shape (GenerateRoleHash).
+
+    The shape: containers and init containers (their requests and ports only),
+    nodeSelector, affinity, tolerations, runtimeClassName, priority, topology spread
+    constraints, overhead, resource claims, and pod-level requests when set. Kueue's
+    own tests give ``dc85db45`` for one container requesting ``cpu: 1``.
+    """
+    annotation = _ref(pod).annotations.get(ROLE_HASH_ANNOTATION)
+    if annotation:
+        return str(annotation)
+    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    text = _go_json({"spec": spec_shape(spec)})
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def spec_shape(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The admission-relevant part of a pod spec, keyed as Go sorts a map (pkg/util/pod SpecShape)."""
+    shape: dict[str, Any] = {
+        "affinity": _struct(spec.get("affinity")),
+        "containers": _containers_shape(spec.get("containers")),
+        "initContainers": _containers_shape(spec.get("initContainers")),
+        "nodeSelector": _sorted_map(spec.get("nodeSelector")),
+        "overhead": _resource_list(spec.get("overhead")),
+        "priority": spec.get("priority"),
+        "resourceClaims": _struct(spec.get("resourceClaims")),
+        "runtimeClassName": spec.get("runtimeClassName"),
+        "tolerations": _tolerations(spec.get("tolerations")),
+        "topologySpreadConstraints": _struct(spec.get("topologySpreadConstraints")),
+    }
+    if spec.get("resources") is not None:
+        resources = spec["resources"] if isinstance(spec["resources"], dict) else {}
+        shape["resources"] = _resource_list(resources.get("requests"))
+    return dict(sorted(shape.items()))
+
+
+def _containers_shape(containers: Any) -> list[dict[str, Any]] | None:
+    if not isinstance(containers, list) or not containers:
+        return None
+    out = []
+    for container in containers:
+        container = container if isinstance(container, dict) else {}
+        resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+        out.append(
+            {
+                "ports": _ports(container.get("ports")),
+                "resources": {"requests": _resource_list(resources.get("requests"))},
+            }
+        )
+    return out
+
+
+def _ports(ports: Any) -> list[dict[str, Any]] | None:
+    """ContainerPorts in Go's field order, empty fields left out (omitempty), as the API server writes them."""
+    if not isinstance(ports, list) or not ports:
+        return None
+    keys = ("name", "hostPort", "containerPort", "protocol", "hostIP")
+    out = []
+    for port in ports:
+        port = port if isinstance(port, dict) else {}
+        out.append({k: port[k] for k in keys if k in port and (port[k] or k == "containerPort")})
+    return out
+
+
+def _tolerations(tolerations: Any) -> list[dict[str, Any]] | None:
+    if not isinstance(tolerations, list) or not tolerations:
+        return None
+    keys = ("key", "operator", "value", "effect", "tolerationSeconds")
+    return [{k: t[k] for k in keys if isinstance(t, dict) and t.get(k) not in (None, "")} for t in tolerations]
+
+
+def _sorted_map(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, dict) or not value:
+        return None
+    return {str(k): value[k] for k in sorted(value, key=str)}
+
+
+def _resource_list(value: Any) -> dict[str, str] | None:
+    """A ResourceList as Go writes it: sorted names, canonical quantities; empty is null (omitempty)."""
+    if not isinstance(value, dict) or not value:
+        return None
+    return {str(k): canonical_quantity(value[k]) for k in sorted(value, key=str)}
+
+
+def _struct(value: Any, *, key: str = "") -> Any:
+    """An API struct as the API server sent it: key order kept (Go's field order), empty fields
+    left out (omitempty); ``matchLabels`` maps sorted, as Go sorts every map."""
+    if isinstance(value, dict):
+        kept = {k: v for k, v in ((k, _struct(v, key=str(k))) for k, v in value.items()) if v not in (None, "", [], {})}
+        return {k: kept[k] for k in sorted(kept)} if key == "matchLabels" else kept
+    if isinstance(value, list):
+        return [_struct(v) for v in value] or None
+    return value
+
+
+def _go_json(value: Any) -> str:
+    """JSON as Go's encoding/json writes it: no spaces, keys in the order given, <, > and & escaped."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escaped)
+    return text
+
+
+# -- canonical quantities -------------------------------------------------------------------------
+
+_QUANTITY = re.compile(
+    r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?\d+)|(?P<si>[numkMGTPE]?))$"
+)
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_SI_SUFFIX = {exponent: suffix for suffix, exponent in _SI.items()}
+_BINARY_SUFFIX = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def canonical_quantity(value: Any) -> str:
+    """A Kubernetes Quantity in its canonical form, as Go's ``Quantity.String()`` writes it.
+
+    The format of the input is kept (binary ``Ki``..``Ei``, decimal SI ``n``..``E``, or
+    an ``e`` exponent); the number is written as an integer with the largest suffix
+    that keeps it exact (``1024Mi`` -> ``1Gi``, ``1000`` -> ``1k``, ``0.5`` -> ``500m``);
+    binary values below 1024 or not whole are written in decimal SI; precision below
+    ``1n`` is rounded up (k8s.io/apimachinery resource.Quantity CanonicalizeBytes).
+    Raises QuantityError for what is not a quantity.
+    """
+    text = value if isinstance(value, str) else repr(value) if not isinstance(value, bool) else ""
+    match = _QUANTITY.match(text)
+    if match is None:
+        raise QuantityError(f"{value!r} is not a quantity")
+    number = Decimal(match["number"])
+    if match["binary"]:
+        number *= 2 ** _BINARY[match["binary"]]
+        fmt = "binary"
+    elif match["exp"] is not None:
+        number = number.scaleb(int(match["exp"]))
+        fmt = "exponent"
+    else:
+        number = number.scaleb(_SI[match["si"]])
+        fmt = "si"
+    number = number.quantize(Decimal("1e-9"), rounding=ROUND_CEILING) if number.as_tuple().exponent < -9 else number
+    if number == 0:
+        return "0"
+    if fmt == "binary":
+        if abs(number) < 1024 or number != number.to_integral_value():
+            fmt = "si"
+        else:
+            amount, power = int(number), 0
+            while amount % 1024 == 0 and power < len(_BINARY_SUFFIX) - 1:
+                amount, power = amount // 1024, power + 1
+            return f"{amount}{_BINARY_SUFFIX[power]}"
+    sign, digits, exponent = number.normalize().as_tuple()
+    mantissa = int("".join(map(str, digits))) * (-1 if sign else 1)
+    exponent = int(exponent)
+    base = exponent - exponent % 3
+    mantissa *= 10 ** (exponent - base)
+    if fmt == "si" and base in _SI_SUFFIX:
+        return f"{mantissa}{_SI_SUFFIX[base]}"
+    return f"{mantissa}e{base}" if base else str(mantissa)
