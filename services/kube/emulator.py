@@ -87,8 +87,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     that allow them.  ``enforce_namespaces``: namespaced objects need an
     existing Namespace (default, kube-system, kube-public, kube-node-lease
     exist).  ``create_hooks``: callables ``(ref, obj)`` run on every created
-    object, like mutating webhooks; the default, ``(suspend_queued_jobs,)``,
-    plays Kueue's Job webhook (pass ``()`` for a bare cluster).  ``clock``:
+    object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
+    plays Kueue's Job, JobSet and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
     ``resources.RESOURCES``.
     """
@@ -96,7 +96,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     history_limit: int = 1000
     bookmark_interval: float = 5.0
     enforce_namespaces: bool = True
-    create_hooks: tuple[store.CreateHook, ...] = attrs.field(factory=lambda: (suspend_queued_jobs,))
+    create_hooks: tuple[store.CreateHook, ...] = attrs.field(factory=lambda: KUEUE_WEBHOOKS)
     clock: Callable[[], datetime.datetime] = store.utc_now
     extra_resources: tuple[resources.ResourceRef, ...] = ()
 
@@ -412,6 +412,36 @@ def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None
     """
     if ref == resources.JOBS and obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
         obj.setdefault("spec", {})["suspend"] = True
+
+
+def suspend_queued_jobsets(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """A create hook doing what Kueue's JobSet webhook does: a JobSet that names a queue is created suspended."""
+    if ref == resources.JOBSETS and obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
+        obj.setdefault("spec", {})["suspend"] = True
+
+
+def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """A create hook doing what Kueue's Pod webhook does for a Pod that names a queue.
+
+    It gets the ``kueue.x-k8s.io/managed: "true"`` label and the
+    ``kueue.x-k8s.io/admission`` scheduling gate, which holds it until admitted
+    (Kueue pkg/controller/jobs/pod/pod_webhook.go Default). Pods a Job or JobSet
+    controls are left alone: they belong to their owner's workload.
+    """
+    metadata = obj.get("metadata", {})
+    if ref != resources.PODS or not metadata.get("labels", {}).get("kueue.x-k8s.io/queue-name"):
+        return
+    owners = metadata.get("ownerReferences") or []
+    if any(o.get("controller") and o.get("kind") in ("Job", "JobSet") for o in owners if isinstance(o, dict)):
+        return
+    metadata["labels"]["kueue.x-k8s.io/managed"] = "true"
+    gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
+    if not any(isinstance(g, dict) and g.get("name") == "kueue.x-k8s.io/admission" for g in gates):
+        gates.append({"name": "kueue.x-k8s.io/admission"})
+
+
+#: The create hooks ClusterEmulator uses by default: Kueue's Job, JobSet and Pod webhooks.
+KUEUE_WEBHOOKS: tuple[store.CreateHook, ...] = (suspend_queued_jobs, suspend_queued_jobsets, gate_queued_pods)
 
 
 @contextlib.asynccontextmanager
