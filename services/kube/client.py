@@ -42,6 +42,7 @@ __all__ = [
     "Resynced",
     "WatchEvent",
     "apply_manifest",
+    "apply_object",
     "create_object",
     "delete_object",
     "get_object",
@@ -64,6 +65,7 @@ logger = structlog.get_logger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
 _OBJECT_RESPONSES = {200: "object", 201: "object", 202: "object"}
 _NETWORK_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 _T = TypeVar("_T")
@@ -221,6 +223,30 @@ async def patch_object(
     """
     path = ref.path(namespace=namespace, name=name, subresource=subresource)
     return await _call(api, "PATCH", path, body=patch, content_type=content_type)
+
+
+async def apply_object(
+    api: k8s_client.ApiClient,
+    ref: ResourceRef,
+    *,
+    namespace: str | None = None,
+    name: str,
+    body: dict[str, Any],
+    field_manager: str,
+    subresource: str | None = None,
+    force: bool = True,
+) -> dict[str, Any]:
+    """Server-side apply ``body`` (a full applied configuration: apiVersion, kind, metadata.name) as ``field_manager``.
+
+    Creates the object if it is absent (not through ``subresource="status"``);
+    fields this manager applied before and leaves out now are removed. ``force``
+    takes fields over from other managers instead of failing with 409 Conflict.
+    An apply that changes nothing is not a write on the server (same
+    resourceVersion). Returns the stored object.
+    """
+    path = ref.path(namespace=namespace, name=name, subresource=subresource)
+    query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
+    return await _call(api, "PATCH", path, query=query, body=body, content_type=APPLY_PATCH)
 
 
 async def delete_object(

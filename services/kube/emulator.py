@@ -12,13 +12,14 @@ every request for a registered kind itself, from ``store.ObjectStore``.
 
 What is served, per registered kind (``resources.RESOURCES``):
 GET (get/list), GET ?watch=true|True|1 (watch), POST (create, 201), PUT
-(replace), PATCH (merge, strategic-as-merge, JSON patch), DELETE; the
-``status`` subresource; ``labelSelector``, ``fieldSelector``; watch with
+(replace), PATCH (merge, strategic-as-merge, JSON patch, and a minimal
+server-side apply: see ``_server_side_apply``), DELETE; the ``status``
+subresource; ``labelSelector``, ``fieldSelector``; watch with
 ``resourceVersion`` (410 Expired as an ERROR event when too old),
 ``allowWatchBookmarks`` (BOOKMARK every ``bookmark_interval`` seconds) and
 ``timeoutSeconds``.  Not served: deletecollection, list pagination
-(``limit``/``continue`` are ignored: every list is one page), server-side apply,
-garbage collection of dependents.
+(``limit``/``continue`` are ignored: every list is one page), apply conflicts
+between field managers and ``managedFields``, garbage collection of dependents.
 
 kmock DSL reactions (``emulator['get /apis/...'] << 500``) still work for fault
 injection: while any reaction is registered, requests go through kmock's
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import datetime
 import json
@@ -46,6 +48,7 @@ import aiohttp.web
 import attrs
 import kmock
 import structlog
+import yaml
 
 from services.kube import patches, resources, selectors, store
 
@@ -55,6 +58,7 @@ logger = structlog.get_logger(__name__)
 _KmockResponse = kmock.Response  # type: ignore[attr-defined]
 
 _TRUE = ("true", "1")
+APPLY_PATCH = "application/apply-patch+yaml"
 _VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
 
 
@@ -104,6 +108,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
     _builtin_payload_ids: set[int] = attrs.field(factory=set, init=False)
     _watch_epoch: int = attrs.field(default=0, init=False)
+    _applied: dict[tuple[str, ...], frozenset[tuple[str, ...]]] = attrs.field(factory=dict, init=False)
     _closing: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -269,6 +274,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 case "create":
                     created = self._store.create(call.ref, namespace=call.namespace, body=_json_body(call))
                     return _Reply(status=201, payload=created)
+                case "patch" if call.content_type.split(";", 1)[0].strip().lower() == APPLY_PATCH:
+                    return self._server_side_apply(call)
                 case "replace" | "patch":
                     return _Reply(status=200, payload=self._update(call))
                 case "delete":
@@ -310,6 +317,52 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         return self._store.update(
             call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change
         )
+
+    def _server_side_apply(self, call: _ApiCall) -> _Reply:
+        """PATCH ``application/apply-patch+yaml``: create-or-merge, and fields a manager stops applying go.
+
+        Enough of server-side apply for one manager per field: the applied
+        configuration (YAML or JSON) creates the object when it is absent (201; not
+        for ``status``: 404) and is otherwise merged into it -- maps key by key,
+        lists and scalars replaced whole (a real server merges ``listType=map``
+        lists such as conditions by key; a manager that applies the whole list gets
+        the same result). Fields this manager applied last time (per object UID and
+        subresource) but not now are removed, as a real server removes fields that
+        lose their only manager. Not done: conflicts between managers (every apply
+        acts as ``force=true``) and ``metadata.managedFields``. An apply that
+        changes nothing writes nothing (same resourceVersion, no watch event).
+        """
+        assert call.name is not None
+        manager = call.params.get("fieldManager") or ""
+        if not manager:
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message="PATCH requests with content type application/apply-patch+yaml require fieldManager",
+                details={"kind": call.ref.plural},
+            )
+        config = _apply_config(call)
+        part = "status" if call.subresource == "status" else ("main" if call.ref.status_subresource else "all")
+        owned = frozenset(_field_paths(_applied_part(config, part=part)))
+        try:
+            current = self._store.get(call.ref, namespace=call.namespace, name=call.name)
+        except store.StoreError:
+            if call.subresource is not None:
+                raise
+            created = self._store.create(call.ref, namespace=call.namespace, body=config)
+            self._applied[_applied_key(call, created, manager=manager, part=part)] = owned
+            return _Reply(status=201, payload=created)
+        key = _applied_key(call, current, manager=manager, part=part)
+        stale = self._applied.get(key, frozenset()) - owned
+
+        def change(obj: dict[str, Any]) -> dict[str, Any]:
+            return _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
+
+        updated = self._store.update(
+            call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change
+        )
+        self._applied[key] = owned
+        return _Reply(status=200, payload=updated)
 
     def _watch(self, call: _ApiCall) -> AsyncIterator[dict[str, Any]]:
         """Validate the watch parameters now (errors become HTTP statuses) and return the event stream."""
@@ -501,6 +554,84 @@ def _json_body(call: _ApiCall) -> Any:
             message=f"the request body is not valid JSON: {exc}",
             details={"kind": call.ref.plural},
         ) from exc
+
+
+def _apply_config(call: _ApiCall) -> dict[str, Any]:
+    """The applied configuration of an apply PATCH: a YAML (or JSON) object for the URL's object."""
+    try:
+        config = yaml.safe_load(call.body or b"") or {}
+    except yaml.YAMLError as exc:
+        raise store.StoreError(
+            status=400, reason="BadRequest", message=f"the apply body is not valid YAML: {exc}"
+        ) from exc
+    if not isinstance(config, dict) or not isinstance(config.get("metadata", {}), dict):
+        raise store.StoreError(status=400, reason="BadRequest", message="the apply body is not a Kubernetes object")
+    if config.get("apiVersion") != call.ref.api_version or config.get("kind") != call.ref.kind:
+        raise store.StoreError(
+            status=400,
+            reason="BadRequest",
+            message=f"an apply body for {call.ref.qualified_plural} needs apiVersion {call.ref.api_version!r} "
+            f"and kind {call.ref.kind!r}",
+        )
+    metadata = config.setdefault("metadata", {})
+    if metadata.get("name", call.name) != call.name:
+        raise store.StoreError(
+            status=400, reason="BadRequest", message="the name in the apply body does not match the URL"
+        )
+    metadata["name"] = call.name
+    return config
+
+
+def _applied_part(config: dict[str, Any], *, part: str) -> dict[str, Any]:
+    """What an apply sets: ``status`` only through the status subresource (``part`` "status"),
+    everything else through the main resource ("main"), all of it for kinds without the subresource ("all")."""
+    if part == "status":
+        return {"status": config.get("status") or {}}
+    if part == "main":
+        return {key: value for key, value in config.items() if key != "status"}
+    return config
+
+
+def _applied_key(call: _ApiCall, obj: dict[str, Any], *, manager: str, part: str) -> tuple[str, ...]:
+    uid = str(obj.get("metadata", {}).get("uid", ""))
+    return (call.ref.group, call.ref.plural, call.namespace or "", call.name or "", uid, manager, part)
+
+
+def _field_paths(value: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every field an applied configuration sets: map paths (a map and its keys), lists and scalars as leaves."""
+    paths = []
+    for key, item in value.items():
+        path = (*prefix, str(key))
+        paths.append(path)
+        if isinstance(item, dict):
+            paths.extend(_field_paths(item, path))
+    return paths
+
+
+def _drop_fields(obj: dict[str, Any], paths: frozenset[tuple[str, ...]]) -> dict[str, Any]:
+    """Remove fields a manager no longer applies, deepest first; a map keeps what others still set in it."""
+    for path in sorted(paths, key=len, reverse=True):
+        parent: Any = obj
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict) or path[-1] not in parent:
+            continue
+        if isinstance(parent[path[-1]], dict) and parent[path[-1]]:
+            continue
+        del parent[path[-1]]
+    return obj
+
+
+def _merge_applied(obj: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """Merge an applied configuration into an object: maps by key, anything else replaced; null removes."""
+    for key, value in config.items():
+        if value is None:
+            obj.pop(key, None)
+        elif isinstance(value, dict) and isinstance(obj.get(key), dict):
+            _merge_applied(obj[key], value)
+        else:
+            obj[key] = copy.deepcopy(value)
+    return obj
 
 
 @contextlib.contextmanager
