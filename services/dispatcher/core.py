@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from events import models, types
-from projections.cluster import ClusterState, apply
+from projections.cluster import ClusterState, WorkloadState, apply
+from services.dispatcher import status
 
 EVICTED_ANNOTATION = "kueue-es.dev/evicted"
 """Set on a Job the dispatcher stopped for an eviction; the value is the eviction's reason.
@@ -45,6 +46,7 @@ class StartJob:
     workload: types.WorkloadRef
     namespace: str
     name: str
+    uid: str = ""
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, Any]] = field(default_factory=list)
 
@@ -132,15 +134,34 @@ Action = StartJob | StopJob
 @dataclass
 class DispatchState:
     """What the dispatcher folds: the cluster, as every service folds it, plus the log
-    sequence at which each workload's live reservation was recorded.
+    sequence at which each workload's live reservation was recorded, the Kueue status
+    of each workload, and what changed since the runner last wrote.
 
     ``reserved_seq[workload key]`` lets :func:`plan` tell a redelivered eviction from
     a current one: an EvictionRequested logged before the workload's live
     reservation was about an earlier admission, long since stopped.
+    ``records[workload key]`` is the workload's Kueue status (:mod:`.status`).
+    ``dirty_workloads`` (workload key -> the last sequence that changed it) and
+    ``dirty_queues`` (``("ClusterQueue", "", name)`` or ``("LocalQueue", namespace,
+    name)``) are the objects whose Kubernetes state may have to change; the runner
+    takes them (:meth:`take_dirty_workloads`, :meth:`take_dirty_queues`) when it writes.
     """
 
     cluster: ClusterState = field(default_factory=ClusterState)
     reserved_seq: dict[str, int] = field(default_factory=dict)
+    records: dict[str, status.WorkloadRecord] = field(default_factory=dict)
+    dirty_workloads: dict[str, int] = field(default_factory=dict)
+    dirty_queues: dict[tuple[str, str, str], None] = field(default_factory=dict)
+
+    def take_dirty_workloads(self) -> dict[str, int]:
+        """The dirty workloads (key -> sequence), in the order they changed; the set is emptied."""
+        taken, self.dirty_workloads = self.dirty_workloads, {}
+        return taken
+
+    def take_dirty_queues(self) -> list[tuple[str, str, str]]:
+        """The dirty queues, in the order they changed; the set is emptied."""
+        taken, self.dirty_queues = list(self.dirty_queues), {}
+        return taken
 
     @property
     def last_seq(self) -> int:
@@ -150,17 +171,89 @@ class DispatchState:
 
 def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     """Fold one event stored at ``seq`` into ``view`` (in place) and return it."""
-    if not isinstance(event, types.QuotaReserved):
-        apply(view.cluster, event, seq=seq)
+    state = view.cluster
+    key = status.workload_key(event)
+    if key is None:
+        queues = _queues_of_object_event(state, event)
+        apply(state, event, seq=seq)
+        queues += _queues_of_object_event(state, event)
+        view.dirty_queues.update(dict.fromkeys(queues))
+        for name in _priority_class_of(event):  # the Workloads' spec.priority follows the class's value
+            for wl_key, wl in state.workloads.items():
+                ref = wl.workload.spec.priority_class_ref
+                if ref is not None and ref.kind == "WorkloadPriorityClass" and ref.name == name:
+                    view.dirty_workloads[wl_key] = seq
         return view
-    key = event.workload.key
-    before = view.cluster.workloads.get(key)
-    held = before is not None and before.reservation is not None
-    apply(view.cluster, event, seq=seq)
-    after = view.cluster.workloads.get(key)
-    if not held and after is not None and after.reservation is not None:
-        view.reserved_seq[key] = seq  # a new reservation (a second copy of a live one changes nothing)
+    current = state.workloads.get(key)
+    before = status.Before.of(current)
+    queues_before, counted_before = _queues_of_workload(state, current), _queue_view(current)
+    apply(state, event, seq=seq)
+    after = state.workloads.get(key)
+    if isinstance(event, types.QuotaReserved) and before.reservation is None:
+        if after is not None and after.reservation is not None:
+            view.reserved_seq[key] = seq  # a new reservation (a second copy of a live one changes nothing)
+    changed = status.fold_record(view.records, event, key=key, before=before, state=state)
+    if changed or isinstance(event, types.WorkloadObserved | types.ObjectDeleted):
+        view.dirty_workloads.pop(key, None)
+        view.dirty_workloads[key] = seq
+    if counted_before != _queue_view(after):
+        view.dirty_queues.update(dict.fromkeys(queues_before + _queues_of_workload(state, after)))
     return view
+
+
+def _priority_class_of(event: types.Event) -> list[str]:
+    match event:
+        case types.WorkloadPriorityClassObserved(priority_class=obj):
+            return [obj.metadata.name]
+        case types.ObjectDeleted(kind="WorkloadPriorityClass"):
+            return [event.name]
+    return []
+
+
+def _queues_of_workload(state: ClusterState, wl: WorkloadState | None) -> list[tuple[str, str, str]]:
+    """The LocalQueue a workload names, the ClusterQueue behind it and the one it holds quota in."""
+    if wl is None:
+        return []
+    namespace, queue = wl.workload.metadata.namespace, wl.workload.spec.queue_name
+    out = [("LocalQueue", namespace, queue)]
+    lq = state.local_queues.get((namespace, queue))
+    if lq is not None:
+        out.append(("ClusterQueue", "", lq.spec.cluster_queue))
+    if wl.reservation is not None:
+        out.append(("ClusterQueue", "", wl.reservation.cluster_queue))
+    return out
+
+
+def _queue_view(wl: WorkloadState | None) -> tuple[Any, ...]:
+    """What of a workload the queues' status counts: where it queues, whether it waits, its quota, admitted."""
+    if wl is None:
+        return ()
+    meta, spec = wl.workload.metadata, wl.workload.spec
+    waiting = wl.reservation is None and not wl.gone and spec.active
+    return (meta.uid, meta.namespace, spec.queue_name, waiting, wl.reservation, wl.admitted)
+
+
+def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tuple[str, str, str]]:
+    """The queues whose status a ClusterQueue or LocalQueue event can change (also their LocalQueues / ClusterQueue)."""
+    match event:
+        case types.ClusterQueueObserved(cluster_queue=obj):
+            name = obj.metadata.name
+        case types.ObjectDeleted(kind="ClusterQueue"):
+            name = event.name
+        case types.LocalQueueObserved(local_queue=obj):
+            lq = state.local_queues.get((obj.metadata.namespace, obj.metadata.name))
+            out = [
+                ("LocalQueue", obj.metadata.namespace, obj.metadata.name),
+                ("ClusterQueue", "", obj.spec.cluster_queue),
+            ]
+            return out + ([("ClusterQueue", "", lq.spec.cluster_queue)] if lq is not None else [])
+        case types.ObjectDeleted(kind="LocalQueue"):
+            lq = state.local_queues.get((event.namespace, event.name))
+            return [("ClusterQueue", "", lq.spec.cluster_queue)] if lq is not None else []
+        case _:
+            return []
+    lqs = [("LocalQueue", ns, n) for (ns, n), lq in state.local_queues.items() if lq.spec.cluster_queue == name]
+    return [("ClusterQueue", "", name), *lqs]
 
 
 def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | None:
@@ -186,6 +279,7 @@ def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | N
         workload=event.workload,
         namespace=current.workload.metadata.namespace,
         name=owner.name,
+        uid=owner.uid,
         node_selector=node_selector,
         tolerations=tolerations,
     )

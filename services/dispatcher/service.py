@@ -2,44 +2,165 @@
 
 A durable consumer (explicit ack) over the per-workload decisions delivers each
 at least once, in order. For each, the pure :func:`services.dispatcher.core.plan`
-says what to write (start an admitted Job, stop an evicted one); this runner
-writes it with kubernetes-asyncio, records a DispatchApplied or DispatchFailed
-result on the log (its Msg-Id is the decision's sequence, so a redelivery records
-nothing new) and only then acks. An evicted workload whose Job is gone runs
-nothing: the runner reports WorkloadStopped itself, so its quota is released
+says what to write to the Job (start an admitted Job, stop an evicted one); this
+runner writes it with kubernetes-asyncio, records a DispatchApplied or
+DispatchFailed result on the log (its Msg-Id is the decision's sequence, so a
+redelivery records nothing new) and only then acks. A Job that is gone (404, or a
+namesake with another UID) runs nothing: the runner logs the workload deleted
+(ObjectDeleted, which releases its quota) and, for an eviction, WorkloadStopped
 (Kueue: jobframework/reconciler.go, a missing job is not active).
+
+It also keeps the Kubernetes objects Kueue's controllers keep, from the folded log
+(:mod:`services.dispatcher.status`): for every workload made from a Job, the
+``kueue.x-k8s.io/v1beta2`` Workload object (owner reference to the Job) and its
+status (admission, conditions with Kueue's reasons and messages); and the status
+of every ClusterQueue and LocalQueue (pending, reserving and admitted workloads,
+flavorsReservation, flavorsUsage). All are server-side applied with the field
+manager ``kueue-es``; the Workload objects before a batch's Job writes, the queue
+status once after it. Writes are compared with the last state the server
+returned (listed at start-up), so a redelivered decision, a restart or an
+unchanged queue writes nothing. A write that fails with 5xx, 429, a conflict or
+a broken connection is tried again at the next batch; another failure of a
+Workload write is recorded as DispatchFailed (action ``SyncWorkload``). Every
+write waits for the rate limiter (:class:`WriteLimiter`, QPS and burst as client-go's).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from aiolimiter import AsyncLimiter
 
 from events import codec, subjects, types
 from events.bus import nats as nats_bus
 from events.bus.base import Bus, Delivery, DurableConsumer
-from projections.cluster import ClusterState
-from services.dispatcher import core
+from projections.cluster import ClusterState, WorkloadState
+from services.dispatcher import core, status
 from services.kube import client as kube
 from services.kube import errors as kube_errors
+from services.kube import resources
 from services.runtime import run_until_stopped, wall_clock_ms
 
 log = structlog.get_logger(__name__)
 
 DECISION_FILTER = "kq.dec.*.wl.>"
+FIELD_MANAGER = "kueue-es"
+SYNC_WORKLOAD = "SyncWorkload"
+
+ObjectKey = tuple[str, str, str]  # (kind, namespace or "", name)
+
+
+def _retryable(err: Exception) -> bool:
+    """A failure worth trying again as it is: the server is busy or down, or the object moved under us."""
+    if isinstance(err, kube_errors.ConnectionFailedError):
+        return True
+    return isinstance(err, kube_errors.ApiError) and (err.status >= 500 or err.status in (409, 429))
+
+
+# -- the write rate limit ---------------------------------------------------------------------
+#
+# Kueue's manager talks to the API server through client-go, whose client-side limiter
+# is a token bucket: ``burst`` requests may go at once, then ``qps`` a second (Kueue's
+# Configuration ``clientConnection`` defaults: QPS 50, burst 100). Every Kubernetes write
+# of the dispatcher (Job patches, Workload objects and their status, ClusterQueue and
+# LocalQueue status) first takes a token from one WriteLimiter: aiolimiter's leaky bucket
+# with capacity ``burst`` draining at ``qps`` a second, which admits exactly what a token
+# bucket of that size refilled at that rate admits, so N writes take at least
+# ``(N - burst) / qps`` seconds. serve_dispatcher(qps=..., burst=...) sets it; without
+# those, the environment variables KUEUE_ES_DISPATCHER_QPS and KUEUE_ES_DISPATCHER_BURST.
+
+DEFAULT_QPS = 50.0
+DEFAULT_BURST = 100
+QPS_ENV = "KUEUE_ES_DISPATCHER_QPS"
+BURST_ENV = "KUEUE_ES_DISPATCHER_BURST"
+
+
+@dataclass
+class WriteLimiter:
+    """At most ``burst`` writes at once, then ``qps`` writes a second; ``await limiter.acquire()`` before each write.
+
+    Raises ValueError for a ``qps`` or ``burst`` that is not positive.
+    """
+
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
+    writes: int = 0
+    _bucket: AsyncLimiter = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.qps > 0 or self.burst < 1:
+            raise ValueError(
+                f"the write rate limit needs qps > 0 and burst >= 1, not qps={self.qps} burst={self.burst}"
+            )
+        self._bucket = AsyncLimiter(max_rate=self.burst, time_period=self.burst / self.qps)
+
+    async def acquire(self) -> None:
+        """Wait for a token; counts the write."""
+        await self._bucket.acquire()
+        self.writes += 1
+
+
+def limiter_from_env(
+    environ: Mapping[str, str] = os.environ, *, qps: float | None = None, burst: int | None = None
+) -> WriteLimiter:
+    """The limiter for ``qps``/``burst``, each defaulting to its environment variable, then to Kueue's default.
+
+    Raises ValueError naming the variable when one is not a number.
+    """
+    if qps is None:
+        qps = _number(environ, QPS_ENV, float, DEFAULT_QPS)
+    if burst is None:
+        burst = int(_number(environ, BURST_ENV, int, DEFAULT_BURST))
+    return WriteLimiter(qps=qps, burst=burst)
+
+
+def _number(environ: Mapping[str, str], name: str, kind: type[float] | type[int], default: float) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
 
 
 class Dispatcher:
-    """Folds the log (to know flavors and jobs) and executes decisions from a durable consumer."""
+    """Folds the log (to know flavors, jobs and queues) and executes decisions from a durable consumer.
 
-    def __init__(self, *, bus: Bus, api: Any, cluster: str = subjects.DEFAULT_CLUSTER) -> None:
+    ``limiter`` rate-limits every write (default: Kueue's QPS 50, burst 100);
+    ``write_objects`` False leaves Workload objects and queue status alone (only
+    Jobs are written).
+    """
+
+    def __init__(
+        self,
+        *,
+        bus: Bus,
+        api: Any,
+        cluster: str = subjects.DEFAULT_CLUSTER,
+        limiter: WriteLimiter | None = None,
+        field_manager: str = FIELD_MANAGER,
+        write_objects: bool = True,
+    ) -> None:
         self.bus, self.api, self.cluster = bus, api, cluster
         self.view = core.DispatchState()
         self._folded = asyncio.Condition()
+        self.limiter = limiter if limiter is not None else WriteLimiter()
+        self.field_manager = field_manager
+        self.write_objects = write_objects
+        self.objects: dict[ObjectKey, dict[str, Any]] = {}  # the server's last answer for each object we keep
+        self.absent: set[ObjectKey] = set()  # queues the API server does not have (until observed again)
+        self._gated = False  # consume() writes objects only once the fold has caught up with the log
+        self._caught_up = False
         self.applied = 0
         self.failed = 0
+        self.object_writes = 0
+        self.object_failures = 0
 
     @property
     def state(self) -> ClusterState:
@@ -50,33 +171,61 @@ class Dispatcher:
         """Keep the state folded up to the end of the log."""
         async for message in self.bus.read(subjects=(subjects.FACTS, subjects.DECISIONS), start_seq=1):
             try:
-                core.fold(self.view, codec.decode(message.data), seq=message.seq)
+                event = codec.decode(message.data)
             except codec.DecodeError as err:  # skipped, as every service skips it; its sequence still counts
                 log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
                 self.view.cluster.last_seq = max(self.view.cluster.last_seq, message.seq)
+            else:
+                core.fold(self.view, event, seq=message.seq)
+                self._observed(event)
+            self._caught_up = self._caught_up or message.pending == 0
             async with self._folded:
                 self._folded.notify_all()
+
+    def _observed(self, event: types.Event) -> None:
+        """A queue seen (again) in the cluster may now take its status."""
+        match event:
+            case types.ClusterQueueObserved(cluster_queue=obj):
+                self.absent.discard(("ClusterQueue", "", obj.metadata.name))
+            case types.LocalQueueObserved(local_queue=obj):
+                self.absent.discard(("LocalQueue", obj.metadata.namespace, obj.metadata.name))
 
     async def _wait_folded(self, seq: int) -> None:
         async with self._folded:
             await self._folded.wait_for(lambda: self.state.last_seq >= seq)
 
     async def consume(self, consumer: DurableConsumer) -> None:
-        """Fetch, execute and ack decisions forever."""
+        """Fetch, execute and ack decisions forever; objects are brought up to date after every fetch."""
+        self._gated = True  # not before the fold reaches the end: it would write the past on the way
+        await self.prime()
         while True:
-            for delivery in await consumer.fetch(batch=50, timeout=1.0):
-                await self.handle(consumer, delivery)
+            await self.handle_batch(consumer, await consumer.fetch(batch=50, timeout=1.0))
 
     async def handle(self, consumer: DurableConsumer, delivery: Delivery) -> None:
         """Execute one delivered decision; ack when its result is on the log."""
+        await self.handle_batch(consumer, [delivery])
+
+    async def handle_batch(self, consumer: DurableConsumer, deliveries: list[Delivery]) -> None:
+        """Execute a batch of delivered decisions (possibly none): Workload objects first, then each decision's
+        Job write, result and ack, then the queues' status, once."""
+        decoded: list[tuple[Delivery, types.Event]] = []
+        for delivery in deliveries:
+            try:
+                decoded.append((delivery, codec.decode(delivery.message.data)))
+            except codec.DecodeError as err:
+                log.warning("decision_undecodable", seq=delivery.message.seq, error=str(err))
+                await consumer.ack(delivery)
+        if decoded:
+            await self._wait_folded(max(d.message.seq for d, _ in decoded))
+        await self.sync_workloads()
+        for delivery, event in decoded:
+            await self._execute(consumer, delivery, event)
+        await self.sync_queues()
+
+    # -- the Job writes of decisions -----------------------------------------------------------
+
+    async def _execute(self, consumer: DurableConsumer, delivery: Delivery, event: types.Event) -> None:
         message = delivery.message
-        try:
-            event = codec.decode(message.data)
-        except codec.DecodeError as err:
-            log.warning("decision_undecodable", seq=message.seq, error=str(err))
-            await consumer.ack(delivery)
-            return
-        await self._wait_folded(message.seq)
         action = core.plan(self.view, event, seq=message.seq)
         if action is None:
             await consumer.ack(delivery)
@@ -87,8 +236,9 @@ class Dispatcher:
                 result = await self._start_job(action, seq=message.seq)
             else:
                 result = await self._stop_job(action, seq=message.seq)
-        except kube_errors.ApiError as err:
-            if err.status >= 500 or err.status == 429:
+        except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+            if not isinstance(err, kube_errors.ApiError) or err.status >= 500 or err.status == 429:
+                log.warning("dispatch_retry", seq=message.seq, action=name, error=str(err))
                 await consumer.nak(delivery, delay=min(2.0**delivery.attempt, 30.0))
                 return
             result = types.DispatchFailed(
@@ -106,7 +256,7 @@ class Dispatcher:
                 msg_id=f"disp:{self.cluster}:{message.seq}",
             )
         )
-        if isinstance(action, core.StopJob) and isinstance(result, types.DispatchFailed) and result.status == 404:
+        if isinstance(result, types.DispatchFailed) and result.status == 404:
             await self._report_gone(action, seq=message.seq)
         if isinstance(result, types.DispatchApplied):
             self.applied += 1
@@ -114,19 +264,32 @@ class Dispatcher:
             self.failed += 1
         await consumer.ack(delivery)
 
-    async def _start_job(self, action: core.StartJob, *, seq: int) -> types.DispatchApplied:
+    async def _start_job(self, action: core.StartJob, *, seq: int) -> types.DispatchApplied | types.DispatchFailed:
+        """Unsuspend the admitted workload's Job with the flavors' node labels and tolerations.
+
+        A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
+        """
         ref = kube.ref_for("batch/v1", "Job")
-        job = await kube.get_object(self.api, ref, namespace=action.namespace, name=action.name)
+        target = f"Job {action.namespace}/{action.name}"
+        try:
+            job = await kube.get_object(self.api, ref, namespace=action.namespace, name=action.name)
+        except kube_errors.NotFoundError as err:
+            return self._gone(action, seq=seq, message=str(err))
+        uid = (job.get("metadata") or {}).get("uid", "")
+        if action.uid and uid and uid != action.uid:
+            return self._gone(action, seq=seq, message=f"{target} has UID {uid}, not {action.uid}: it was re-created")
         current = ((job.get("spec") or {}).get("template") or {}).get("spec", {}).get("tolerations") or []
-        await kube.patch_object(
-            self.api, ref, namespace=action.namespace, name=action.name, patch=action.patch(current_tolerations=current)
-        )
+        patch = action.patch(current_tolerations=current)
+        if action.uid:
+            patch["metadata"]["uid"] = action.uid  # a precondition: a namesake created meanwhile is refused
+        await self.limiter.acquire()
+        await kube.patch_object(self.api, ref, namespace=action.namespace, name=action.name, patch=patch)
         log.info("job_started", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
         return types.DispatchApplied(
             workload=action.workload,
             decision_seq=seq,
             action="StartJob",
-            target=f"Job {action.namespace}/{action.name}",
+            target=target,
             node_selector=action.node_selector,
         )
 
@@ -145,33 +308,224 @@ class Dispatcher:
         if action.uid and uid and uid != action.uid:
             return self._gone(action, seq=seq, message=f"{target} has UID {uid}, not {action.uid}: it was re-created")
         pod_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+        await self.limiter.acquire()
         await kube.patch_object(
             self.api, ref, namespace=action.namespace, name=action.name, patch=action.patch(current_pod_spec=pod_spec)
         )
         log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
         return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
 
-    def _gone(self, action: core.StopJob, *, seq: int, message: str) -> types.DispatchFailed:
-        log.info("evicted_job_gone", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
+    def _gone(self, action: core.Action, *, seq: int, message: str) -> types.DispatchFailed:
+        name = "StartJob" if isinstance(action, core.StartJob) else "Evict"
+        log.info("job_gone", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
         return types.DispatchFailed(
-            workload=action.workload, decision_seq=seq, action="Evict", status=404, reason="NotFound", message=message
+            workload=action.workload, decision_seq=seq, action=name, status=404, reason="NotFound", message=message
         )
 
-    async def _report_gone(self, action: core.StopJob, *, seq: int) -> None:
-        """The evicted workload's Job is gone, so nothing runs: WorkloadStopped, with the Msg-Id the
-        watcher would give this eviction's stop (``convert.stop_version``), so it is reported once."""
-        stopped = types.WorkloadStopped(workload=action.workload, reason=action.reason, at_ms=wall_clock_ms())
-        await self.bus.publish(subjects.fact_message(stopped, version=f"evict-{seq}"))
+    async def _report_gone(self, action: core.Action, *, seq: int) -> None:
+        """The workload's Job is gone, so nothing runs and the workload is gone with it.
+
+        For an eviction, WorkloadStopped with the Msg-Id the watcher would give this
+        eviction's stop (``convert.stop_version``), so it is reported once; for every
+        action, ObjectDeleted of the workload (its UID, so a re-created namesake is not
+        touched), which releases its quota. Msg-Ids carry the decision's sequence, so a
+        redelivery publishes nothing new.
+        """
+        if isinstance(action, core.StopJob):
+            stopped = types.WorkloadStopped(workload=action.workload, reason=action.reason, at_ms=wall_clock_ms())
+            await self.bus.publish(subjects.fact_message(stopped, version=f"evict-{seq}"))
+        ref = action.workload
+        deleted = types.ObjectDeleted(kind="Workload", namespace=ref.namespace, name=ref.name, uid=ref.uid)
+        await self.bus.publish(subjects.fact_message(deleted, version=f"disp-{seq}"))
+
+    # -- Workload objects and queue status -----------------------------------------------------
+
+    async def prime(self) -> None:
+        """Learn what the server holds of the objects we keep, so unchanged ones are not written again."""
+        if not self.write_objects:
+            return
+        kinds = (
+            (resources.WORKLOADS, status.JOB_UID_LABEL),
+            (resources.CLUSTER_QUEUES, None),
+            (resources.LOCAL_QUEUES, None),
+        )
+        for ref, selector in kinds:
+            try:
+                items, _ = await kube.list_objects(self.api, ref, label_selector=selector)
+            except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                log.warning("prime_failed", kind=ref.kind, error=str(err))
+                continue
+            for item in items:
+                meta = item.get("metadata") or {}
+                namespace = meta.get("namespace", "") if ref.namespaced else ""
+                self.objects[(ref.kind, namespace, meta.get("name", ""))] = item
+
+    def _ready(self) -> bool:
+        return self.write_objects and (self._caught_up or not self._gated)
+
+    async def sync_workloads(self) -> None:
+        """Bring the Workload object and status of every changed workload made from a Job up to date."""
+        if not self._ready():
+            return
+        for key, seq in self.view.take_dirty_workloads().items():
+            wl = self.state.workloads.get(key)
+            namespace, _, name = key.partition("/")
+            try:
+                if wl is None or wl.deleted_seq:
+                    await self._delete_workload(namespace, name)
+                    continue
+                if not status.is_job_workload(wl):
+                    continue
+                await self._sync_workload(key, wl)
+            except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                if _retryable(err):
+                    log.warning("workload_sync_retry", workload=key, error=str(err))
+                    self.view.dirty_workloads.setdefault(key, seq)
+                    continue
+                assert isinstance(err, kube_errors.ApiError)
+                if wl is None or wl.deleted_seq:
+                    self.objects.pop(("Workload", namespace, name), None)  # not ours to delete, it seems
+                    log.warning("workload_delete_failed", workload=key, status=err.status, error=str(err))
+                else:
+                    await self._sync_failed(wl, seq=seq, err=err)
+
+    async def _sync_workload(self, key: str, wl: WorkloadState) -> None:
+        meta = wl.workload.metadata
+        ident: ObjectKey = ("Workload", meta.namespace, meta.name)
+        desired = status.workload_object(wl, self.state)
+        stored = self.objects.get(ident)
+        if stored is None or not _contains(stored, desired) or _uid_owner(stored) != _uid_owner(desired):
+            stored = self.objects[ident] = await self._apply(resources.WORKLOADS, desired)
+        generation = int((stored.get("metadata") or {}).get("generation") or 0)
+        wanted = status.workload_status(self.view.records.get(key), generation=generation)
+        if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
+            body = {**_identity(desired), "status": wanted}
+            self.objects[ident] = await self._apply(resources.WORKLOADS, body, subresource="status")
+
+    async def _delete_workload(self, namespace: str, name: str) -> None:
+        """The Job is gone: so is its Workload object. A real cluster's garbage collector deletes it (owner
+        reference); the emulator has none. Only an object we wrote or listed is deleted, once."""
+        ident: ObjectKey = ("Workload", namespace, name)
+        if ident not in self.objects:
+            return
+        await self.limiter.acquire()
+        try:
+            await kube.delete_object(self.api, resources.WORKLOADS, namespace=namespace, name=name)
+        except kube_errors.NotFoundError:
+            pass
+        else:
+            self.object_writes += 1
+        self.objects.pop(ident, None)
+
+    async def _sync_failed(self, wl: WorkloadState, *, seq: int, err: kube_errors.ApiError) -> None:
+        self.object_failures += 1
+        log.warning("workload_sync_failed", workload=wl.workload.key, status=err.status, error=str(err))
+        failed = types.DispatchFailed(
+            workload=wl.ref,
+            decision_seq=seq,
+            action=SYNC_WORKLOAD,
+            status=err.status,
+            reason=err.reason,
+            message=str(err),
+        )
+        await self.bus.publish(
+            subjects.message(
+                failed,
+                subject=subjects.dispatch_subject(wl.ref, self.cluster),
+                msg_id=f"disp:{self.cluster}:{seq}:{SYNC_WORKLOAD}",
+            )
+        )
+
+    async def sync_queues(self) -> None:
+        """Write the status of every ClusterQueue and LocalQueue whose counts or usage changed (once each)."""
+        if not self._ready():
+            return
+        dirty = self.view.take_dirty_queues()
+        feeding = status.local_queues_by_cluster_queue(self.state) if dirty else {}
+        for ident in dirty:
+            kind, namespace, name = ident
+            if kind == "ClusterQueue" and name in self.state.cluster_queues:
+                ref, wanted = resources.CLUSTER_QUEUES, status.cluster_queue_status(self.state, name, feeding=feeding)
+            elif kind == "LocalQueue" and (namespace, name) in self.state.local_queues:
+                ref, wanted = resources.LOCAL_QUEUES, status.local_queue_status(self.state, namespace, name)
+            else:
+                self.objects.pop(ident, None)  # deleted, or a queue no object names
+                continue
+            stored = self.objects.get(ident)
+            if ident in self.absent or (stored is not None and _managed(stored, status.QUEUE_STATUS_FIELDS) == wanted):
+                continue
+            metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+            body = {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": metadata, "status": wanted}
+            try:
+                self.objects[ident] = await self._apply(ref, body, subresource="status")
+            except kube_errors.NotFoundError:
+                log.info("queue_not_in_cluster", kind=kind, namespace=namespace, name=name)
+                self.absent.add(ident)
+            except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                if _retryable(err):
+                    self.view.dirty_queues.setdefault(ident)
+                self.object_failures += 1
+                log.warning("queue_status_failed", kind=kind, namespace=namespace, name=name, error=str(err))
+
+    async def _apply(self, ref: resources.ResourceRef, body: dict[str, Any], *, subresource: str | None = None) -> Any:
+        meta = body["metadata"]
+        await self.limiter.acquire()
+        stored = await kube.apply_object(
+            self.api,
+            ref,
+            namespace=meta.get("namespace"),
+            name=meta["name"],
+            body=body,
+            field_manager=self.field_manager,
+            subresource=subresource,
+        )
+        self.object_writes += 1
+        return stored
 
 
-async def serve_dispatcher(*, nats_url: str, api: Any, stop: asyncio.Event) -> None:
-    """Run the dispatcher until ``stop`` is set."""
+def _identity(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+    }
+
+
+def _managed(obj: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """The part of ``obj``'s status the dispatcher writes."""
+    current = obj.get("status") or {}
+    return {key: current[key] for key in fields if key in current}
+
+
+def _contains(stored: Any, wanted: Any) -> bool:
+    """Whether every field of ``wanted`` has that value in ``stored`` (maps compared by key, the rest whole)."""
+    if isinstance(wanted, dict):
+        return isinstance(stored, dict) and all(k in stored and _contains(stored[k], v) for k, v in wanted.items())
+    return bool(stored == wanted)
+
+
+def _uid_owner(obj: dict[str, Any]) -> list[Any]:
+    return [ref.get("uid") for ref in (obj.get("metadata") or {}).get("ownerReferences") or []]
+
+
+async def serve_dispatcher(
+    *, nats_url: str, api: Any, stop: asyncio.Event, qps: float | None = None, burst: int | None = None
+) -> None:
+    """Run the dispatcher until ``stop`` is set; ``qps``/``burst`` default to the environment (limiter.py)."""
     bus = await nats_bus.connect(nats_url)
-    dispatcher = Dispatcher(bus=bus, api=api)
+    limiter = limiter_from_env(qps=qps, burst=burst)
+    dispatcher = Dispatcher(bus=bus, api=api, limiter=limiter)
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
-    log.info("service_started")
+    log.info("service_started", qps=limiter.qps, burst=limiter.burst)
     try:
         await run_until_stopped(stop, dispatcher.fold_forever(), dispatcher.consume(consumer))
     finally:
         await bus.close()
-        log.info("service_stopped", applied=dispatcher.applied, failed=dispatcher.failed)
+        log.info(
+            "service_stopped",
+            applied=dispatcher.applied,
+            failed=dispatcher.failed,
+            object_writes=dispatcher.object_writes,
+            object_failures=dispatcher.object_failures,
+        )

@@ -1,0 +1,591 @@
+"""What Kueue writes on Workload, ClusterQueue and LocalQueue objects, derived from the log.
+
+Pure: the dispatcher folds every event into a :class:`WorkloadRecord` per
+workload with :func:`fold_record`, applying the condition transitions Kueue's
+controllers apply (SEMANTICS §9; Kueue pkg/workload/workload.go
+SetQuotaReservation, UnsetQuotaReservationWithCondition, SetRequeuedCondition,
+admissionchecks.go SyncAdmittedCondition, evict/evict.go, finish/finish.go,
+scheduler/scheduler.go requeueAndUpdate, preemption/preemption.go
+IssuePreemptions, jobframework/reconciler.go step 6 "handle eviction",
+core/workload_controller.go stop policies), with each event's own time as the
+transition time. The runner renders the objects with :func:`workload_object`,
+:func:`workload_status`, :func:`cluster_queue_status` and
+:func:`local_queue_status` and server-side applies them, so the same log always
+gives the same bytes and a redelivered decision writes nothing new.
+
+Where this differs from Kueue, on purpose:
+
+* The Workload's pod template is rebuilt from the folded workload, not copied
+  from the Job: one container per pod set, named after it, carrying the
+  effective per-pod requests (SEMANTICS §2.3), with the template's own
+  nodeSelector, tolerations and required node affinity. The log keeps requests,
+  not containers.
+* Every condition carries the Workload's current ``metadata.generation`` as
+  ``observedGeneration`` (Kueue stamps the generation of the moment it set each
+  one), except Preempted, which Kueue writes without it.
+* No finalizer (quota is accounted on the log, not held by the object), no
+  ``status.admissionChecks``, ``requeueState``, ``resourceRequests`` or
+  ``PodsReady`` yet.
+* QuotaReserved=False on a pending workload has the reason the admitter gave
+  (``Pending``, ``Inadmissible``, ``Misconfigured``), with Kueue's message.
+  The reasons the dispatcher chooses itself follow the feature gate
+  UnadmittedWorkloadsObservability (on by default, as in Kueue; a Configuration's
+  ``featureGates`` may turn it off): after an eviction the requeued workload gets
+  ``PendingEvaluation`` (``Pending`` with the gate off).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from events import manifests, models, types
+from projections.cluster import ClusterState, WorkloadState, priority_of
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+GRANULAR_REASONS_GATE = "UnadmittedWorkloadsObservability"
+MAX_CONDITION_MESSAGE = 32 * 1024  # Kueue's api.TruncateConditionMessage
+
+# Kueue's admissionManagedConditions order (pkg/workload/patching), the order the status lists them in.
+CONDITION_ORDER = ("QuotaReserved", "Evicted", "Admitted", "Preempted", "Requeued", "Finished")
+WORKLOAD_STATUS_FIELDS = ("conditions", "admission", "schedulingStats", "accumulatedPastExecutionTimeSeconds")
+QUEUE_STATUS_FIELDS = (
+    "pendingWorkloads",
+    "reservingWorkloads",
+    "admittedWorkloads",
+    "flavorsReservation",
+    "flavorsUsage",
+)
+
+ADMITTED_MESSAGE = "The workload is admitted"
+NO_RESERVATION_MESSAGE = "The workload has no reservation"
+
+
+@dataclass
+class Condition:
+    """A metav1.Condition; ``generation`` False leaves observedGeneration out (Kueue's Preempted)."""
+
+    type: str
+    status: bool
+    reason: str
+    message: str
+    since_ms: int
+    generation: bool = True
+
+
+@dataclass
+class WorkloadRecord:
+    """The Kueue status of one workload as the log has it so far.
+
+    ``admission`` is the QuotaReserved whose assignment the status shows (Kueue keeps
+    it after the workload finishes); ``evictions`` counts evictions per (reason,
+    underlying cause), Kueue's ``schedulingStats.evictions``.
+    """
+
+    uid: str
+    conditions: dict[str, Condition] = field(default_factory=dict)
+    admission: types.QuotaReserved | None = None
+    evictions: dict[tuple[str, str], int] = field(default_factory=dict)
+    accumulated_seconds: int | None = None
+
+    def set(self, kind: str, status: bool, reason: str, message: str, *, at_ms: int, generation: bool = True) -> None:
+        """apimeta.SetStatusCondition: the transition time moves only when the status changes."""
+        previous = self.conditions.get(kind)
+        since = previous.since_ms if previous is not None and previous.status == status else at_ms
+        self.conditions[kind] = Condition(
+            type=kind,
+            status=status,
+            reason=reason,
+            message=message[:MAX_CONDITION_MESSAGE],
+            since_ms=since,
+            generation=generation,
+        )
+
+    def is_true(self, kind: str) -> bool:
+        """Whether condition ``kind`` is there and True."""
+        condition = self.conditions.get(kind)
+        return condition is not None and condition.status
+
+
+@dataclass(frozen=True)
+class Before:
+    """What the cluster fold held for a workload just before an event (it folds in place)."""
+
+    exists: bool = False
+    uid: str = ""
+    reservation: types.QuotaReserved | None = None
+    admitted: bool = False
+    eviction: types.EvictionRequested | None = None
+    finished: bool = False
+
+    @classmethod
+    def of(cls, wl: WorkloadState | None) -> Before:
+        """Snapshot ``wl`` (None: unknown workload)."""
+        if wl is None:
+            return cls()
+        return cls(
+            exists=True,
+            uid=wl.workload.metadata.uid,
+            reservation=wl.reservation,
+            admitted=wl.admitted,
+            eviction=wl.eviction,
+            finished=wl.finished is not None,
+        )
+
+
+def workload_key(event: types.Event) -> str | None:
+    """The ``namespace/name`` of the workload an event is about, if it is about one."""
+    match event:
+        case types.WorkloadObserved(workload=wl):
+            return wl.key
+        case types.ObjectDeleted(kind="Workload"):
+            return f"{event.namespace}/{event.name}"
+        case (
+            types.WorkloadFinished()
+            | types.WorkloadStopped()
+            | types.QuotaReserved()
+            | types.WorkloadAdmitted()
+            | types.WorkloadInadmissible()
+            | types.QuotaReleased()
+            | types.PreemptionRequired()
+            | types.EvictionRequested()
+        ):
+            return event.workload.key
+    return None
+
+
+def granular_reasons(state: ClusterState) -> bool:
+    """Kueue's UnadmittedWorkloadsObservability gate (default on) in the Configuration in force."""
+    return state.configuration.feature_gates.get(GRANULAR_REASONS_GATE, True)
+
+
+def fold_record(
+    records: dict[str, WorkloadRecord], event: types.Event, *, key: str, before: Before, state: ClusterState
+) -> bool:
+    """Fold ``event`` about workload ``key`` into ``records``, given the cluster ``state`` already folded past it
+    and ``before``, the workload as it was just before. Returns whether the record changed."""
+    wl = state.workloads.get(key)
+    if wl is None:
+        return records.pop(key, None) is not None
+    uid = wl.workload.metadata.uid
+    record = records.get(key)
+    if record is None or (record.uid and uid and record.uid != uid):
+        record = records[key] = WorkloadRecord(uid=uid)
+    old = _fingerprint(record)
+    granular = granular_reasons(state)
+    match event:
+        case types.QuotaReserved() if before.reservation is None and wl.reservation is event:
+            _reserve(record, event, state=state, granular=granular)
+        case types.WorkloadAdmitted() if wl.admitted and not before.admitted:
+            record.set("Admitted", True, "Admitted", ADMITTED_MESSAGE, at_ms=event.at_ms)
+        case types.WorkloadInadmissible() if wl.reservation is None and not wl.gone:
+            _unreserve(record, event.reason, event.message, at_ms=event.at_ms, granular=granular)
+        case types.PreemptionRequired() if wl.reservation is None and not wl.gone:
+            reason = "WaitingForPreemptedWorkloads" if granular else "Pending"
+            _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+        case types.EvictionRequested() if before.eviction is None and wl.eviction is event:
+            _evict(record, event.reason, event.message, at_ms=event.at_ms)
+            if event.preemption_reason:
+                record.set(
+                    "Preempted", True, event.preemption_reason, event.message, at_ms=event.at_ms, generation=False
+                )
+        case types.QuotaReleased() if before.reservation is not None and wl.reservation is None:
+            _release(record, event, before=before, wl=wl, granular=granular)
+        case types.WorkloadFinished() if not before.finished and wl.finished is event:
+            record.set("Finished", True, event.reason, event.message, at_ms=event.at_ms)
+    return _fingerprint(record) != old
+
+
+def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: ClusterState, granular: bool) -> None:
+    """SetQuotaReservation, then SyncAdmittedCondition as the scheduler's admit does (scheduler.go prepareWorkload)."""
+    record.admission = event
+    record.set(
+        "QuotaReserved",
+        True,
+        "QuotaReserved",
+        f"Quota reserved in ClusterQueue {event.cluster_queue}",
+        at_ms=event.at_ms,
+    )
+    for kind in ("Evicted", "Preempted"):  # resetActiveCondition
+        previous = record.conditions.get(kind)
+        if previous is not None and previous.status:
+            record.set(kind, False, "QuotaReserved", f"Previously: {previous.message}", at_ms=event.at_ms)
+    checks_ready = not _required_checks(state, event)
+    _sync_admitted(record, reserved=True, checks_ready=checks_ready, at_ms=event.at_ms, granular=granular)
+
+
+def _unreserve(record: WorkloadRecord, reason: str, message: str, *, at_ms: int, granular: bool) -> None:
+    """UnsetQuotaReservationWithCondition: QuotaReserved=False, no admission, Admitted synced."""
+    record.set("QuotaReserved", False, reason, message, at_ms=at_ms)
+    record.admission = None
+    _sync_admitted(record, reserved=False, checks_ready=True, at_ms=at_ms, granular=granular)
+
+
+def _sync_admitted(record: WorkloadRecord, *, reserved: bool, checks_ready: bool, at_ms: int, granular: bool) -> None:
+    """Kueue's SyncAdmittedCondition (admission checks count as Ready when none is required)."""
+    admitted = record.is_true("Admitted")
+    if granular:
+        if "QuotaReserved" not in record.conditions and "Admitted" not in record.conditions:
+            return  # UnadmittedWorkloadsExplicitStatus is off
+    elif admitted == (reserved and checks_ready):
+        return
+    if not reserved and not checks_ready:
+        status, reason = False, "NoReservation" if granular else "NoReservationUnsatisfiedChecks"
+        message = NO_RESERVATION_MESSAGE if granular else "The workload has no reservation and not all checks ready"
+    elif not reserved:
+        status, reason, message = False, "NoReservation", NO_RESERVATION_MESSAGE
+    elif not checks_ready:
+        status, reason = False, "UnsatisfiedAdmissionChecks" if granular else "UnsatisfiedChecks"
+        message = "The workload has not all checks ready"
+    else:
+        status, reason, message = True, "Admitted", ADMITTED_MESSAGE
+    previous = record.conditions.get("Admitted")
+    if admitted and not status and previous is not None:
+        ran = max(0, (at_ms - previous.since_ms) // 1000)
+        record.accumulated_seconds = (record.accumulated_seconds or 0) + ran
+    record.set("Admitted", status, reason, message, at_ms=at_ms)
+
+
+def _evict(record: WorkloadRecord, reason: str, message: str, *, at_ms: int) -> None:
+    """evict.Evict: Evicted=True and one more eviction of that reason in schedulingStats."""
+    record.set("Evicted", True, reason, message, at_ms=at_ms)
+    record.evictions[(reason, "")] = record.evictions.get((reason, ""), 0) + 1
+
+
+def _release(
+    record: WorkloadRecord, event: types.QuotaReleased, *, before: Before, wl: WorkloadState, granular: bool
+) -> None:
+    """The quota is given back: what Kueue writes depends on why."""
+    if event.reason in ("Finished", "Deleted"):
+        return  # a finished Workload keeps its admission; a deleted one is gone with its Job
+    pending = "PendingEvaluation" if granular else "Pending"
+    if event.reason == "Deactivated" and before.eviction is None:
+        message = "The workload is deactivated"
+        _evict(record, "Deactivated", message, at_ms=event.at_ms)
+        record.set("Requeued", False, "Deactivated", message, at_ms=event.at_ms)
+        _unreserve(record, pending, message, at_ms=event.at_ms, granular=granular)
+        return
+    if before.eviction is None and event.reason in ("ClusterQueueStopped", "LocalQueueStopped"):
+        # A reservation not admitted yet, cancelled by a stop policy (workload_controller.go, SEMANTICS §9.3).
+        what = "ClusterQueue" if event.reason == "ClusterQueueStopped" else "LocalQueue"
+        name = event.cluster_queue if what == "ClusterQueue" else wl.workload.spec.queue_name
+        reason = "Suspended" if granular else "Inadmissible"
+        _unreserve(record, reason, f"{what} {name} is stopped", at_ms=event.at_ms, granular=granular)
+        return
+    evicted = record.conditions.get("Evicted")
+    if evicted is not None and evicted.status:
+        reason, message = evicted.reason, evicted.message
+    elif before.eviction is not None:
+        reason, message = before.eviction.reason, before.eviction.message
+    else:
+        reason, message = event.reason, f"The workload released its quota ({event.reason})"
+    # jobframework/reconciler.go, the evicted job stopped: Requeued, then the reservation cleared.
+    record.set("Requeued", reason in ("Preempted", "NodeFailures"), reason, message, at_ms=event.at_ms)
+    _unreserve(record, pending, message, at_ms=event.at_ms, granular=granular)
+
+
+def _required_checks(state: ClusterState, reservation: types.QuotaReserved) -> list[str]:
+    """The admission checks the reservation's ClusterQueue requires on its assigned flavors (SEMANTICS §9.5)."""
+    cq = state.cluster_queues.get(reservation.cluster_queue)
+    if cq is None or cq.spec.admission_checks_strategy is None:
+        return []
+    flavors = {f for a in reservation.pod_set_assignments for f in a.flavors.values()}
+    return [
+        rule.name
+        for rule in cq.spec.admission_checks_strategy.admission_checks
+        if not rule.on_flavors or flavors & set(rule.on_flavors)
+    ]
+
+
+def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
+    return (
+        tuple((c.type, c.status, c.reason, c.message, c.since_ms, c.generation) for c in record.conditions.values()),
+        record.admission,
+        tuple(sorted(record.evictions.items())),
+        record.accumulated_seconds,
+    )
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+
+def is_job_workload(wl: WorkloadState) -> bool:
+    """A workload the watcher made from a batch/v1 Job: the dispatcher owns its Workload object."""
+    owner = wl.workload.owner
+    return owner is not None and owner.kind == "Job" and owner.api_version == "batch/v1"
+
+
+def workload_object(wl: WorkloadState, state: ClusterState) -> dict[str, Any]:
+    """The Workload object Kueue's job reconciler creates for the Job (metadata and spec; no status).
+
+    Owner reference to the Job (controller), label ``kueue.x-k8s.io/job-uid``, spec
+    from the folded workload (SEMANTICS §2.1; reconciler.go ConstructWorkload).
+    """
+    workload, owner = wl.workload, wl.workload.owner
+    assert owner is not None
+    meta = workload.metadata
+    metadata: dict[str, Any] = {"name": meta.name, "namespace": meta.namespace}
+    if owner.uid:
+        metadata["labels"] = {JOB_UID_LABEL: owner.uid}
+    metadata["ownerReferences"] = [
+        {
+            "apiVersion": owner.api_version,
+            "kind": owner.kind,
+            "name": owner.name,
+            "uid": owner.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    spec: dict[str, Any] = {"podSets": [_pod_set(ps) for ps in workload.spec.pod_sets]}
+    if workload.spec.queue_name:
+        spec["queueName"] = workload.spec.queue_name
+    ref = workload.spec.priority_class_ref
+    if ref is not None:
+        spec["priorityClassRef"] = {"group": ref.group, "kind": ref.kind, "name": ref.name}
+    spec["priority"] = priority_of(workload, state)
+    spec["active"] = workload.spec.active
+    return {"apiVersion": KUEUE_API, "kind": "Workload", "metadata": metadata, "spec": spec}
+
+
+def _pod_set(pod_set: models.PodSet) -> dict[str, Any]:
+    container = {"name": pod_set.name, "resources": {"requests": _quantities(pod_set.requests)}}
+    pod_spec: dict[str, Any] = {"containers": [container]}
+    if pod_set.node_selector:
+        pod_spec["nodeSelector"] = dict(pod_set.node_selector)
+    if pod_set.tolerations:
+        pod_spec["tolerations"] = [_toleration(t) for t in pod_set.tolerations]
+    if pod_set.required_node_affinity:
+        terms = [
+            {
+                "matchExpressions": [
+                    {"key": e.key, "operator": e.operator, "values": list(e.values)} for e in term.match_expressions
+                ]
+            }
+            for term in pod_set.required_node_affinity
+        ]
+        pod_spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
+    out: dict[str, Any] = {"name": pod_set.name, "count": pod_set.count, "template": {"spec": pod_spec}}
+    if pod_set.min_count is not None:
+        out["minCount"] = pod_set.min_count
+    return out
+
+
+def _toleration(toleration: models.Toleration) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": toleration.key, "operator": toleration.operator}
+    if toleration.value:
+        out["value"] = toleration.value
+    if toleration.effect:
+        out["effect"] = toleration.effect
+    if toleration.toleration_seconds is not None:
+        out["tolerationSeconds"] = toleration.toleration_seconds
+    return out
+
+
+def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[str, Any]:
+    """The Workload's ``status`` as Kueue writes it; ``generation`` is the object's ``metadata.generation``."""
+    if record is None:
+        return {}
+    status: dict[str, Any] = {}
+    conditions = [record.conditions[kind] for kind in CONDITION_ORDER if kind in record.conditions]
+    if conditions:
+        status["conditions"] = [_condition(c, generation=generation) for c in conditions]
+    if record.admission is not None:
+        status["admission"] = {
+            "clusterQueue": record.admission.cluster_queue,
+            "podSetAssignments": [
+                {
+                    "name": a.name,
+                    "flavors": dict(sorted(a.flavors.items())),
+                    "resourceUsage": _quantities({r: v for r, v in a.resource_usage.items() if r in a.flavors}),
+                    "count": a.count,
+                }
+                for a in record.admission.pod_set_assignments
+            ],
+        }
+    if record.evictions:
+        status["schedulingStats"] = {
+            "evictions": [
+                {"reason": reason, "underlyingCause": cause, "count": count}
+                for (reason, cause), count in sorted(record.evictions.items())
+            ]
+        }
+    if record.accumulated_seconds is not None:
+        status["accumulatedPastExecutionTimeSeconds"] = record.accumulated_seconds
+    return status
+
+
+def _condition(condition: Condition, *, generation: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": condition.type,
+        "status": "True" if condition.status else "False",
+        "reason": condition.reason,
+        "message": condition.message,
+        "lastTransitionTime": manifests.format_time_ms(condition.since_ms),
+    }
+    if condition.generation and generation:
+        out["observedGeneration"] = generation
+    return out
+
+
+def local_queues_by_cluster_queue(state: ClusterState) -> dict[str, list[tuple[str, str]]]:
+    """The LocalQueues (namespace, name) that feed each ClusterQueue, for :func:`cluster_queue_status`."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for key, lq in state.local_queues.items():
+        out.setdefault(lq.spec.cluster_queue, []).append(key)
+    return out
+
+
+def cluster_queue_status(
+    state: ClusterState, name: str, *, feeding: dict[str, list[tuple[str, str]]] | None = None
+) -> dict[str, Any]:
+    """ClusterQueue ``status`` counts and usage (clusterqueue_controller.go updateCqStatusIfChanged, cache.Usage).
+
+    ``pendingWorkloads``: active workloads without quota in the LocalQueues that feed
+    it; ``reservingWorkloads`` / ``admittedWorkloads``: those holding quota in it / also
+    admitted; ``flavorsReservation`` / ``flavorsUsage``: their quota per flavor and
+    covered resource, with the part above nominal quota as ``borrowed`` when the
+    ClusterQueue is in a cohort. ``feeding`` (:func:`local_queues_by_cluster_queue`) saves
+    a scan of every LocalQueue when many ClusterQueues are written at once.
+    """
+    cq = state.cluster_queues[name]
+    feeding = local_queues_by_cluster_queue(state) if feeding is None else feeding
+    pending = sum(len(state.queued.get(key, ())) for key in feeding.get(name, ()))
+    reserved, admitted, count, admitted_count = _usage(state, name)
+    nominal = {
+        (fq.name, rq.name): rq.nominal_quota
+        for group in cq.spec.resource_groups
+        for fq in group.flavors
+        for rq in fq.resources
+    }
+    in_cohort = bool(cq.spec.cohort_name)
+
+    def usage_list(usage: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+        out = []
+        for group in cq.spec.resource_groups:
+            for fq in group.flavors:
+                resources = []
+                for resource in sorted(group.covered_resources):
+                    used = usage.get((fq.name, resource), 0)
+                    borrowed = max(0, used - nominal.get((fq.name, resource), 0)) if in_cohort else 0
+                    resources.append(
+                        {"name": resource, "total": quantity(resource, used), "borrowed": quantity(resource, borrowed)}
+                    )
+                out.append({"name": fq.name, "resources": resources})
+        return out
+
+    status: dict[str, Any] = {
+        "pendingWorkloads": pending,
+        "reservingWorkloads": count,
+        "admittedWorkloads": admitted_count,
+    }
+    if cq.spec.resource_groups:
+        status["flavorsReservation"] = usage_list(reserved)
+        status["flavorsUsage"] = usage_list(admitted)
+    return status
+
+
+def local_queue_status(state: ClusterState, namespace: str, name: str) -> dict[str, Any]:
+    """LocalQueue ``status`` (localqueue_controller.go updateStatusIfChanged, cache.LocalQueueUsage): the same
+    counts and usage for its own workloads, no ``borrowed``; no pending count while it is stopped."""
+    lq = state.local_queues[(namespace, name)]
+    pending = len(state.queued.get((namespace, name), ())) if lq.spec.stop_policy == "None" else 0
+    cq = state.cluster_queues.get(lq.spec.cluster_queue)
+    if cq is None:
+        return {"pendingWorkloads": pending, "reservingWorkloads": 0, "admittedWorkloads": 0}
+    reserved, admitted, count, admitted_count = _usage(state, cq.metadata.name, local_queue=(namespace, name))
+
+    def usage_list(usage: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": fq.name,
+                "resources": [
+                    {"name": r, "total": quantity(r, usage.get((fq.name, r), 0))}
+                    for r in sorted(group.covered_resources)
+                ],
+            }
+            for group in cq.spec.resource_groups
+            for fq in group.flavors
+        ]
+
+    status: dict[str, Any] = {
+        "pendingWorkloads": pending,
+        "reservingWorkloads": count,
+        "admittedWorkloads": admitted_count,
+    }
+    if cq.spec.resource_groups:
+        status["flavorsReservation"] = usage_list(reserved)
+        status["flavorsUsage"] = usage_list(admitted)
+    return status
+
+
+def _usage(
+    state: ClusterState, cq_name: str, *, local_queue: tuple[str, str] | None = None
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int], int, int]:
+    """(reserved usage, admitted usage, reserving count, admitted count) of the workloads holding quota in
+    ``cq_name`` (only those of ``local_queue`` when given)."""
+    reserved: dict[tuple[str, str], int] = {}
+    admitted: dict[tuple[str, str], int] = {}
+    count = admitted_count = 0
+    for key in state.reserved.get(cq_name, {}):
+        wl = state.workloads.get(key)
+        if wl is None or wl.reservation is None:
+            continue
+        if local_queue is not None and (wl.workload.metadata.namespace, wl.workload.spec.queue_name) != local_queue:
+            continue
+        count += 1
+        admitted_count += wl.admitted
+        for assignment in wl.reservation.pod_set_assignments:
+            for resource, amount in assignment.resource_usage.items():
+                flavor = assignment.flavors.get(resource)
+                if flavor is None:
+                    continue
+                reserved[(flavor, resource)] = reserved.get((flavor, resource), 0) + amount
+                if wl.admitted:
+                    admitted[(flavor, resource)] = admitted.get((flavor, resource), 0) + amount
+    return reserved, admitted, count, admitted_count
+
+
+# -- quantities ----------------------------------------------------------------------------------
+
+_DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""))
+_BINARY_SUFFIXES = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
+
+
+def quantity(resource: str, amount: int) -> str:
+    """An amount as the canonical Kubernetes Quantity Kueue writes (pkg/resources ResourceFormatter).
+
+    CPU amounts are millicores (``NewMilliQuantity``, DecimalSI: ``500m``, ``3``,
+    ``1500m``); memory, ephemeral-storage and hugepages-* are BinarySI (``200Mi``;
+    below 1024 or not a multiple of 1024: plain); anything else DecimalSI (``2``, ``1k``).
+    """
+    if resource == "cpu":
+        return _decimal(amount, milli=True)
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        if -1024 < amount < 1024:
+            return _decimal(amount, milli=False)
+        for shift, suffix in _BINARY_SUFFIXES:
+            if amount % (1 << shift) == 0:
+                return f"{amount >> shift}{suffix}"
+        return str(amount)
+    return _decimal(amount, milli=False)
+
+
+def _decimal(amount: int, *, milli: bool) -> str:
+    """DecimalSI canonical form: an integer mantissa with the largest exponent that is a multiple of 3."""
+    if amount == 0:
+        return "0"
+    if milli and amount % 1000:
+        return f"{amount}m"
+    value = amount // 1000 if milli else amount
+    for exponent, suffix in _DECIMAL_SUFFIXES:
+        if value % 10**exponent == 0:
+            return f"{value // 10**exponent}{suffix}"
+    return str(value)  # pragma: no cover (exponent 0 always divides)
+
+
+def _quantities(amounts: dict[str, int]) -> dict[str, str]:
+    return {resource: quantity(resource, amount) for resource, amount in sorted(amounts.items())}

@@ -1,0 +1,377 @@
+"""The status Kueue writes, folded from the log by the dispatcher's pure core (services/dispatcher/status.py).
+
+Each test folds a log into a DispatchState and compares the rendered Workload,
+ClusterQueue or LocalQueue status with what Kueue writes at that point, condition
+by condition (type, status, reason, message, lastTransitionTime): pending, admitted,
+preempted, requeued after the job stopped, admitted again, finished; the
+UnadmittedWorkloadsObservability gate off; stop policies; usage with borrowing; and
+Kubernetes' canonical quantities.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from events import manifests, models, types
+from services.dispatcher import core, status
+from services.watcher import convert
+from tests.integration.harness import cluster_queue, flavor, job, local_queue
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+PREEMPT_MESSAGE = "Preempted to accommodate a workload (UID: uid-urgent, JobUID: uid-urgent) due to prioritization in the ClusterQueue"
+PENDING_MESSAGE = (
+    "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 1 more needed"
+)
+
+
+def at(seconds: int) -> int:
+    """T0 plus ``seconds``, in ms."""
+    return T0 + seconds * 1000
+
+
+def ts(seconds: int) -> str:
+    """T0 plus ``seconds`` as Kubernetes writes a time."""
+    return manifests.format_time_ms(at(seconds))
+
+
+def cond(kind: str, ok: bool, reason: str, message: str, seconds: int, *, generation: bool = True) -> dict[str, Any]:
+    """A condition as the Workload status shows it, at generation 1."""
+    out: dict[str, Any] = {
+        "type": kind,
+        "status": "True" if ok else "False",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": ts(seconds),
+    }
+    if generation:
+        out["observedGeneration"] = 1
+    return out
+
+
+ADMISSION = {
+    "clusterQueue": "cluster-queue",
+    "podSetAssignments": [
+        {
+            "name": "main",
+            "flavors": {"cpu": "default-flavor", "memory": "default-flavor"},
+            "resourceUsage": {"cpu": "2", "memory": "400Mi"},
+            "count": 2,
+        }
+    ],
+}
+
+
+class Log:
+    """A pure log folded into a DispatchState at increasing sequences."""
+
+    def __init__(self, *events: types.Event) -> None:
+        self.view = core.DispatchState()
+        self.seq = 0
+        self.add(*events)
+
+    def add(self, *events: types.Event) -> int:
+        for event in events:
+            self.seq += 1
+            core.fold(self.view, event, seq=self.seq)
+        return self.seq
+
+    def status(self, ref: types.WorkloadRef) -> dict[str, Any]:
+        return status.workload_status(self.view.records.get(ref.key), generation=1)
+
+
+def queues_log(*extra: types.Event, cpu: int = 9) -> tuple[Log, types.WorkloadRef]:
+    """Flavor, ClusterQueue cluster-queue (``cpu`` CPUs), LocalQueue user-queue, and Job sample's workload (2 x 1 CPU)."""
+    manifest = job("sample", parallelism=2)
+    manifest["metadata"] |= {"uid": "uid-sample", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    observed = convert.job_facts(manifest)
+    assert isinstance(observed, types.WorkloadObserved)
+    log = Log(
+        *extra,
+        convert.kueue_fact(flavor("default-flavor")),
+        convert.kueue_fact(cluster_queue("cluster-queue", cpu=cpu)),
+        convert.kueue_fact(local_queue("user-queue", "cluster-queue")),
+        observed,
+    )
+    meta = observed.workload.metadata
+    return log, types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+
+
+def reserved(ref: types.WorkloadRef, seconds: int) -> types.QuotaReserved:
+    assignment = types.PodSetAssignment(
+        name="main",
+        flavors={"cpu": "default-flavor", "memory": "default-flavor"},
+        resource_usage={"cpu": 2000, "memory": 400 * 2**20},
+        count=2,
+    )
+    return types.QuotaReserved(
+        workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=at(seconds)
+    )
+
+
+def admitted(ref: types.WorkloadRef, seconds: int) -> list[types.Event]:
+    return [
+        reserved(ref, seconds),
+        types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=at(seconds)),
+    ]
+
+
+def preempted(ref: types.WorkloadRef, seconds: int) -> types.EvictionRequested:
+    return types.EvictionRequested(
+        workload=ref,
+        cluster_queue="cluster-queue",
+        preemptor=types.WorkloadRef(namespace="default", name="job-urgent-00000", uid="uid-urgent"),
+        preemption_reason="InClusterQueue",
+        message=PREEMPT_MESSAGE,
+        at_ms=at(seconds),
+    )
+
+
+def released(ref: types.WorkloadRef, reason: str, seconds: int) -> types.QuotaReleased:
+    return types.QuotaReleased(
+        workload=ref, cluster_queue="cluster-queue", reason=reason, cause_seq=0, at_ms=at(seconds)
+    )
+
+
+def test_workload_lifecycle_conditions_as_kueue_writes_them() -> None:
+    """Pending, admitted, preempted, requeued, admitted again, finished: Kueue's conditions, reasons, messages and
+    transition times at every step (UnadmittedWorkloadsObservability on, Kueue's default)."""
+    log, ref = queues_log()
+    assert log.status(ref) == {}  # observed, nothing decided: Kueue writes no condition yet
+
+    log.add(types.WorkloadInadmissible(workload=ref, reason="Pending", message=PENDING_MESSAGE, at_ms=at(1)))
+    pending_conditions = [
+        cond("QuotaReserved", False, "Pending", PENDING_MESSAGE, 1),
+        cond("Admitted", False, "NoReservation", "The workload has no reservation", 1),
+    ]
+    assert log.status(ref) == {"conditions": pending_conditions}
+
+    log.add(*admitted(ref, 10))
+    reserved_condition = cond(
+        "QuotaReserved", True, "QuotaReserved", "Quota reserved in ClusterQueue cluster-queue", 10
+    )
+    admitted_condition = cond("Admitted", True, "Admitted", "The workload is admitted", 10)
+    assert log.status(ref) == {"conditions": [reserved_condition, admitted_condition], "admission": ADMISSION}
+
+    log.add(preempted(ref, 70))
+    evicted_condition = cond("Evicted", True, "Preempted", PREEMPT_MESSAGE, 70)
+    preempted_condition = cond("Preempted", True, "InClusterQueue", PREEMPT_MESSAGE, 70, generation=False)
+    stats = {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]}
+    assert log.status(ref) == {
+        "conditions": [reserved_condition, evicted_condition, admitted_condition, preempted_condition],
+        "admission": ADMISSION,
+        "schedulingStats": stats,
+    }
+
+    log.add(types.WorkloadStopped(workload=ref, at_ms=at(75)))  # the job stopped: nothing changes yet
+    log.add(released(ref, "Preempted", 80))
+    requeued = {
+        "conditions": [
+            cond("QuotaReserved", False, "PendingEvaluation", PREEMPT_MESSAGE, 80),
+            evicted_condition,
+            cond("Admitted", False, "NoReservation", "The workload has no reservation", 80),
+            preempted_condition,
+            cond("Requeued", True, "Preempted", PREEMPT_MESSAGE, 80),
+        ],
+        "schedulingStats": stats,
+        "accumulatedPastExecutionTimeSeconds": 70,
+    }
+    assert log.status(ref) == requeued
+
+    log.add(*admitted(ref, 100))
+    assert log.status(ref) == {
+        "conditions": [
+            cond("QuotaReserved", True, "QuotaReserved", "Quota reserved in ClusterQueue cluster-queue", 100),
+            cond("Evicted", False, "QuotaReserved", f"Previously: {PREEMPT_MESSAGE}", 100),
+            cond("Admitted", True, "Admitted", "The workload is admitted", 100),
+            cond("Preempted", False, "QuotaReserved", f"Previously: {PREEMPT_MESSAGE}", 100),
+            cond("Requeued", True, "Preempted", PREEMPT_MESSAGE, 80),
+        ],
+        "admission": ADMISSION,
+        "schedulingStats": stats,
+        "accumulatedPastExecutionTimeSeconds": 70,
+    }
+
+    finished = types.WorkloadFinished(workload=ref, message="Job finished successfully", at_ms=at(160))
+    log.add(finished, released(ref, "Finished", 161))
+    final = log.status(ref)
+    assert final["conditions"][-1] == cond("Finished", True, "Succeeded", "Job finished successfully", 160)
+    assert final["admission"] == ADMISSION  # Kueue keeps the admission of a finished workload
+    assert [c["type"] for c in final["conditions"]] == [
+        "QuotaReserved",
+        "Evicted",
+        "Admitted",
+        "Preempted",
+        "Requeued",
+        "Finished",
+    ]
+
+
+def test_a_decision_seen_twice_changes_nothing() -> None:
+    """Folding the same decisions again (a redelivery, or a second copy on the log) leaves the status as it was,
+    and marks nothing for writing."""
+    log, ref = queues_log()
+    log.add(*admitted(ref, 10), preempted(ref, 70))
+    before = log.status(ref)
+    log.view.take_dirty_workloads()
+    log.view.take_dirty_queues()
+
+    log.add(*admitted(ref, 20), preempted(ref, 90))
+    assert log.status(ref) == before
+    assert log.view.take_dirty_workloads() == {}
+    assert log.view.take_dirty_queues() == []
+
+
+def test_legacy_reasons_with_the_gate_off() -> None:
+    """With UnadmittedWorkloadsObservability off, a pending workload has no Admitted condition, and the requeued one
+    is QuotaReserved=False reason Pending."""
+    config = types.ConfigurationObserved(
+        configuration=models.Configuration(feature_gates={"UnadmittedWorkloadsObservability": False})
+    )
+    log, ref = queues_log(config)
+    log.add(types.WorkloadInadmissible(workload=ref, reason="Pending", message=PENDING_MESSAGE, at_ms=at(1)))
+    assert log.status(ref) == {"conditions": [cond("QuotaReserved", False, "Pending", PENDING_MESSAGE, 1)]}
+
+    log.add(*admitted(ref, 10), preempted(ref, 70), released(ref, "Preempted", 80))
+    conditions = {c["type"]: c for c in log.status(ref)["conditions"]}
+    assert conditions["QuotaReserved"] == cond("QuotaReserved", False, "Pending", PREEMPT_MESSAGE, 80)
+    assert conditions["Admitted"] == cond("Admitted", False, "NoReservation", "The workload has no reservation", 80)
+    assert conditions["Requeued"] == cond("Requeued", True, "Preempted", PREEMPT_MESSAGE, 80)
+
+
+def test_stop_policies() -> None:
+    """HoldAndDrain evicts with ClusterQueueStopped and is not requeued (Requeued=False); Hold gives back a
+    reservation not admitted yet as QuotaReserved=False reason Suspended, "ClusterQueue ... is stopped"."""
+    log, ref = queues_log()
+    drained = types.EvictionRequested(
+        workload=ref,
+        cluster_queue="cluster-queue",
+        reason="ClusterQueueStopped",
+        message="The ClusterQueue is stopped",
+        at_ms=at(20),
+    )
+    log.add(*admitted(ref, 10), drained, released(ref, "ClusterQueueStopped", 30))
+    conditions = {c["type"]: c for c in log.status(ref)["conditions"]}
+    assert conditions["Evicted"] == cond("Evicted", True, "ClusterQueueStopped", "The ClusterQueue is stopped", 20)
+    assert conditions["Requeued"] == cond("Requeued", False, "ClusterQueueStopped", "The ClusterQueue is stopped", 30)
+    assert conditions["QuotaReserved"] == cond(
+        "QuotaReserved", False, "PendingEvaluation", "The ClusterQueue is stopped", 30
+    )
+    assert "Preempted" not in conditions
+
+    held, held_ref = queues_log()
+    held.add(reserved(held_ref, 10), released(held_ref, "ClusterQueueStopped", 30))
+    assert held.status(held_ref)["conditions"][0] == cond(
+        "QuotaReserved", False, "Suspended", "ClusterQueue cluster-queue is stopped", 30
+    )
+
+
+def test_admission_checks_leave_a_reserved_workload_not_admitted() -> None:
+    """In a ClusterQueue that requires an admission check, a reservation is QuotaReserved=True and Admitted=False
+    reason UnsatisfiedAdmissionChecks."""
+    checked = cluster_queue("cluster-queue")
+    checked["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}
+    log, ref = queues_log()
+    log.add(convert.kueue_fact(checked), reserved(ref, 10))
+    assert log.status(ref)["conditions"][1] == cond(
+        "Admitted", False, "UnsatisfiedAdmissionChecks", "The workload has not all checks ready", 10
+    )
+
+
+def test_queue_status_counts_and_usage_with_borrowing() -> None:
+    """ClusterQueue in a cohort with 1 CPU nominal holding 2 CPUs (admitted) and one pending workload: borrowed 1;
+    the LocalQueue shows the same counts and totals, without borrowed."""
+    cq = cluster_queue("cluster-queue", cpu=1)
+    cq["spec"]["cohortName"] = "team"
+    log, ref = queues_log()
+    log.add(convert.kueue_fact(cq), *admitted(ref, 10))
+    other = job("other")
+    other["metadata"] |= {"uid": "uid-other", "creationTimestamp": "2026-01-01T00:00:05Z"}
+    log.add(convert.job_facts(other))
+
+    usage = [
+        {
+            "name": "default-flavor",
+            "resources": [
+                {"name": "cpu", "total": "2", "borrowed": "1"},
+                {"name": "memory", "total": "400Mi", "borrowed": "0"},
+            ],
+        }
+    ]
+    assert status.cluster_queue_status(log.view.cluster, "cluster-queue") == {
+        "pendingWorkloads": 1,
+        "reservingWorkloads": 1,
+        "admittedWorkloads": 1,
+        "flavorsReservation": usage,
+        "flavorsUsage": usage,
+    }
+    lq_usage = [
+        {"name": "default-flavor", "resources": [{"name": "cpu", "total": "2"}, {"name": "memory", "total": "400Mi"}]}
+    ]
+    assert status.local_queue_status(log.view.cluster, "default", "user-queue") == {
+        "pendingWorkloads": 1,
+        "reservingWorkloads": 1,
+        "admittedWorkloads": 1,
+        "flavorsReservation": lq_usage,
+        "flavorsUsage": lq_usage,
+    }
+    dirty = log.view.take_dirty_queues()
+    assert ("ClusterQueue", "", "cluster-queue") in dirty and ("LocalQueue", "default", "user-queue") in dirty
+
+
+def test_reserved_but_not_admitted_counts_in_reservation_only() -> None:
+    """A reservation without admission is in flavorsReservation and reservingWorkloads, not in flavorsUsage."""
+    log, ref = queues_log()
+    log.add(reserved(ref, 10))
+    cq_status = status.cluster_queue_status(log.view.cluster, "cluster-queue")
+    assert (cq_status["reservingWorkloads"], cq_status["admittedWorkloads"], cq_status["pendingWorkloads"]) == (1, 0, 0)
+    assert cq_status["flavorsReservation"][0]["resources"][0]["total"] == "2"
+    assert cq_status["flavorsUsage"][0]["resources"][0]["total"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("resource", "amount", "text"),
+    [
+        ("cpu", 0, "0"),
+        ("cpu", 500, "500m"),
+        ("cpu", 3000, "3"),
+        ("cpu", 1500, "1500m"),
+        ("cpu", 1_500_000, "1500"),
+        ("cpu", 2_000_000, "2k"),
+        ("memory", 200 * 2**20, "200Mi"),
+        ("memory", 36 * 2**30, "36Gi"),
+        ("memory", 1536 * 2**20, "1536Mi"),
+        ("memory", 1000, "1k"),
+        ("memory", 3000, "3000"),
+        ("memory", 10**9, "1000000000"),
+        ("memory", 2**10, "1Ki"),
+        ("pods", 1024, "1024"),
+        ("pods", 3000, "3k"),
+        ("nvidia.com/gpu", 2, "2"),
+        ("hugepages-2Mi", 4 * 2**20, "4Mi"),
+    ],
+)
+def test_quantities_are_kubernetes_canonical(resource: str, amount: int, text: str) -> None:
+    """Amounts are written as Kubernetes writes the Quantity Kueue builds (milli CPU; binary memory)."""
+    assert status.quantity(resource, amount) == text
+
+
+def test_a_priority_class_change_marks_its_workloads_for_writing() -> None:
+    """A WorkloadPriorityClass whose value changes makes the Workloads naming it dirty: their spec.priority follows."""
+    wpc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}}
+    manifest = job("sample")
+    manifest["metadata"] |= {"uid": "uid-sample", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
+    observed = convert.job_facts(manifest)
+    assert isinstance(observed, types.WorkloadObserved)
+    log = Log(convert.kueue_fact({**wpc, "value": 100}), observed)
+    wl = log.view.cluster.workloads[observed.workload.key]
+    assert status.workload_object(wl, log.view.cluster)["spec"]["priority"] == 100
+    log.view.take_dirty_workloads()
+
+    log.add(convert.kueue_fact({**wpc, "value": 7}))
+    assert list(log.view.take_dirty_workloads()) == [observed.workload.key]
+    spec = status.workload_object(wl, log.view.cluster)["spec"]
+    assert spec["priority"] == 7
+    assert spec["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}

@@ -1,0 +1,504 @@
+"""The dispatcher keeps Kueue's objects in the emulated API server: Workloads and queue status.
+
+Watcher, admitter (or decisions committed by hand) and dispatcher in one process on
+one MemoryBus and one emulated API server: the Workload object of each Job (owner
+reference, spec, status written with server-side apply as Kueue writes it), the
+ClusterQueue and LocalQueue status, idempotency (a redelivered decision and a
+restarted dispatcher write nothing), a Job gone before its admission is carried
+out (DispatchFailed 404, ObjectDeleted, quota released), and every write going
+through the rate limiter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from events import manifests, types
+from events.bus.base import Delivery
+from events.bus.memory import MemoryBus
+from services import deciders
+from services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER, Dispatcher, WriteLimiter
+from services.kube import client as kube
+from services.kube import resources
+from services.kube.emulator import ClusterEmulator
+from services.runtime import DeciderLoop
+from services.watcher.service import Watcher
+from tests.integration.harness import (
+    RecordingConsumer,
+    cluster_queue,
+    events_of,
+    flavor,
+    job,
+    local_queue,
+    log_entries,
+    running,
+    wait_for,
+    wait_until,
+    watch_all,
+)
+from tests.integration.test_eviction import commit, eviction
+
+pytestmark = pytest.mark.timeout(30)
+
+JOBS = kube.ref_for("batch/v1", "Job")
+PENDING_MESSAGE = (
+    "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 2 more needed"
+)
+
+
+async def set_up(api, *, cpu: int = 3) -> None:
+    """Flavor default-flavor, ClusterQueue cluster-queue (``cpu`` CPUs), LocalQueue user-queue."""
+    await kube.apply_manifest(api, flavor("default-flavor"))
+    await kube.apply_manifest(api, cluster_queue("cluster-queue", cpu=cpu))
+    await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+
+
+async def dispatcher_and_consumer(bus: MemoryBus, api, **options: Any) -> tuple[Dispatcher, RecordingConsumer]:
+    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    return Dispatcher(bus=bus, api=api, **options), RecordingConsumer(consumer)
+
+
+async def eventually(api, ref, *, name: str, namespace: str | None = None, check: Callable[[dict], bool]) -> dict:
+    """Poll an object every 20 ms until ``check(obj)`` holds (an absent object does not)."""
+    async with asyncio.timeout(10):
+        while True:
+            try:
+                obj = await kube.get_object(api, ref, namespace=namespace, name=name)
+            except kube.errors.NotFoundError:
+                obj = None
+            if obj is not None and check(obj):
+                return obj
+            await asyncio.sleep(0.02)
+
+
+async def gone(api, ref, *, name: str, namespace: str | None = None) -> None:
+    """Poll until the object no longer exists."""
+    async with asyncio.timeout(10):
+        while True:
+            try:
+                await kube.get_object(api, ref, namespace=namespace, name=name)
+            except kube.errors.NotFoundError:
+                return
+            await asyncio.sleep(0.02)
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The Workload's conditions by type, without lastTransitionTime."""
+    return {
+        c["type"]: {k: v for k, v in c.items() if k != "lastTransitionTime"}
+        for c in (obj.get("status") or {}).get("conditions") or []
+    }
+
+
+def condition(kind: str, ok: bool, reason: str, message: str, *, generation: int | None = 1) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": kind, "status": "True" if ok else "False", "reason": reason, "message": message}
+    if generation is not None:
+        out["observedGeneration"] = generation
+    return out
+
+
+async def workload_of(bus: MemoryBus, job_name: str) -> types.WorkloadRef:
+    """The reference of the workload the watcher made for Job ``job_name``."""
+    for event in await events_of(bus, types.WorkloadObserved):
+        if event.workload.owner is not None and event.workload.owner.name == job_name:
+            meta = event.workload.metadata
+            return types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+    raise AssertionError(f"no workload for Job {job_name}")
+
+
+USAGE_3_CPU = [
+    {
+        "name": "default-flavor",
+        "resources": [
+            {"name": "cpu", "total": "3", "borrowed": "0"},
+            {"name": "memory", "total": "600Mi", "borrowed": "0"},
+        ],
+    }
+]
+
+
+async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_them(
+    api, bus: MemoryBus, emu: ClusterEmulator
+) -> None:
+    """Job a (3 x 1 CPU) is admitted on a 3-CPU ClusterQueue, Job b (2 x 1 CPU) waits. Each gets its Workload
+    object (owner reference to the Job, job-uid label, spec from the workload) with Kueue's status; the queues'
+    status counts them. Status writes bring no new facts on the log (the watcher sees nothing that matters)."""
+    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api)
+        job_a = await kube.apply_manifest(api, job("a", parallelism=3))
+        await wait_for(bus, types.WorkloadAdmitted)
+        await kube.apply_manifest(api, job("b", parallelism=2))
+        [waiting] = await wait_for(bus, types.WorkloadInadmissible)
+        a, b = await workload_of(bus, "a"), await workload_of(bus, "b")
+        workload_a = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=a.name, check=lambda o: "Admitted" in conditions(o)
+        )
+        workload_b = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=b.name, check=lambda o: "QuotaReserved" in conditions(o)
+        )
+        cq = await eventually(
+            api,
+            resources.CLUSTER_QUEUES,
+            name="cluster-queue",
+            check=lambda o: o.get("status", {}).get("pendingWorkloads") == 1,
+        )
+        lq = await eventually(
+            api,
+            resources.LOCAL_QUEUES,
+            namespace="default",
+            name="user-queue",
+            check=lambda o: o.get("status", {}).get("pendingWorkloads") == 1,
+        )
+    [reserved] = await events_of(bus, types.QuotaReserved)
+
+    assert workload_a["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": job_a["metadata"]["uid"]}
+    assert workload_a["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "a",
+            "uid": job_a["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert workload_a["spec"] == {
+        "podSets": [
+            {
+                "name": "main",
+                "count": 3,
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "200Mi"}}}]
+                    }
+                },
+            }
+        ],
+        "queueName": "user-queue",
+        "priority": 0,
+        "active": True,
+    }
+    assert conditions(workload_a) == {
+        "QuotaReserved": condition(
+            "QuotaReserved", True, "QuotaReserved", "Quota reserved in ClusterQueue cluster-queue"
+        ),
+        "Admitted": condition("Admitted", True, "Admitted", "The workload is admitted"),
+    }
+    assert {c["lastTransitionTime"] for c in workload_a["status"]["conditions"]} == {
+        manifests.format_time_ms(reserved.at_ms)
+    }
+    assert workload_a["status"]["admission"] == {
+        "clusterQueue": "cluster-queue",
+        "podSetAssignments": [
+            {
+                "name": "main",
+                "flavors": {"cpu": "default-flavor", "memory": "default-flavor"},
+                "resourceUsage": {"cpu": "3", "memory": "600Mi"},
+                "count": 3,
+            }
+        ],
+    }
+
+    assert waiting.workload == b and waiting.message == PENDING_MESSAGE
+    assert conditions(workload_b) == {
+        "QuotaReserved": condition("QuotaReserved", False, "Pending", PENDING_MESSAGE),
+        "Admitted": condition("Admitted", False, "NoReservation", "The workload has no reservation"),
+    }
+    assert "admission" not in workload_b["status"]
+
+    assert cq["status"] == {
+        "pendingWorkloads": 1,
+        "reservingWorkloads": 1,
+        "admittedWorkloads": 1,
+        "flavorsReservation": USAGE_3_CPU,
+        "flavorsUsage": USAGE_3_CPU,
+    }
+    lq_usage = [
+        {"name": "default-flavor", "resources": [{"name": "cpu", "total": "3"}, {"name": "memory", "total": "600Mi"}]}
+    ]
+    assert lq["status"] == {
+        "pendingWorkloads": 1,
+        "reservingWorkloads": 1,
+        "admittedWorkloads": 1,
+        "flavorsReservation": lq_usage,
+        "flavorsUsage": lq_usage,
+    }
+    assert len(await events_of(bus, types.ClusterQueueObserved)) == 1
+    assert len(await events_of(bus, types.LocalQueueObserved)) == 1
+    assert dispatcher.object_failures == 0
+
+
+async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(api, bus: MemoryBus) -> None:
+    """Decisions committed by hand on a running watcher and dispatcher: the evicted workload's object shows
+    Evicted and Preempted; once its Job stopped and the quota is released, QuotaReserved=False PendingEvaluation,
+    Requeued=True Preempted, no admission; admitted again, Evicted and Preempted turn False "Previously: ...";
+    the Job completes: Finished=True Succeeded, and the admission stays."""
+    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    async with running(*watch_all(Watcher(bus=bus, api=api)), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        await set_up(api)
+        await kube.apply_manifest(api, job("victim"))
+        async with running(DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run()):
+            [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        ref = admitted.workload
+        [reservation] = await events_of(bus, types.QuotaReserved)
+        name = ref.name
+
+        def workload_where(check: Callable[[dict], bool]) -> Any:
+            return eventually(api, resources.WORKLOADS, namespace="default", name=name, check=check)
+
+        await workload_where(lambda o: "Admitted" in conditions(o))
+        await commit(bus, eviction(ref))
+        evicted = await workload_where(lambda o: "Evicted" in conditions(o))
+        await wait_for(bus, types.WorkloadStopped)  # the Job is suspended and runs no pod
+        await commit(
+            bus,
+            types.QuotaReleased(
+                workload=ref,
+                cluster_queue="cluster-queue",
+                reason="Preempted",
+                cause_seq=0,
+                at_ms=admitted.at_ms + 9000,
+            ),
+        )
+        requeued = await workload_where(lambda o: "Requeued" in conditions(o))
+        await commit(bus, reservation, types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=0))
+        readmitted = await workload_where(lambda o: conditions(o)["QuotaReserved"]["status"] == "True")
+        complete = [{"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:10:00Z"}]
+        await kube.patch_object(
+            api,
+            JOBS,
+            namespace="default",
+            name="victim",
+            patch={"status": {"conditions": complete}},
+            subresource="status",
+        )
+        await wait_for(bus, types.WorkloadFinished)
+        finished = await workload_where(lambda o: "Finished" in conditions(o))
+
+    message = eviction(ref).message
+    assert conditions(evicted)["Evicted"] == condition("Evicted", True, "Preempted", message)
+    assert conditions(evicted)["Preempted"] == condition("Preempted", True, "InClusterQueue", message, generation=None)
+    assert evicted["status"]["schedulingStats"] == {
+        "evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]
+    }
+    assert evicted["status"]["admission"]["clusterQueue"] == "cluster-queue"
+
+    assert conditions(requeued) == {
+        "QuotaReserved": condition("QuotaReserved", False, "PendingEvaluation", message),
+        "Evicted": condition("Evicted", True, "Preempted", message),
+        "Admitted": condition("Admitted", False, "NoReservation", "The workload has no reservation"),
+        "Preempted": condition("Preempted", True, "InClusterQueue", message, generation=None),
+        "Requeued": condition("Requeued", True, "Preempted", message),
+    }
+    assert "admission" not in requeued["status"]
+    assert requeued["status"]["accumulatedPastExecutionTimeSeconds"] == 9
+
+    assert conditions(readmitted)["Evicted"] == condition("Evicted", False, "QuotaReserved", f"Previously: {message}")
+    assert conditions(readmitted)["Preempted"] == condition(
+        "Preempted", False, "QuotaReserved", f"Previously: {message}"
+    )
+    assert conditions(readmitted)["Requeued"] == condition("Requeued", True, "Preempted", message)
+    assert readmitted["status"]["admission"]["clusterQueue"] == "cluster-queue"
+
+    assert conditions(finished)["Finished"] == condition("Finished", True, "Succeeded", "Job finished successfully")
+    finished_at = [c for c in finished["status"]["conditions"] if c["type"] == "Finished"][0]["lastTransitionTime"]
+    assert finished_at == "2026-01-01T00:10:00Z"
+    assert finished["status"]["admission"]["clusterQueue"] == "cluster-queue"
+
+
+async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(
+    api, bus: MemoryBus, emu: ClusterEmulator
+) -> None:
+    """Once everything is written, the same decisions handled again leave every object's resourceVersion (and the
+    server's) as it was and add nothing to the log; a new dispatcher, which lists what the server holds when it
+    starts, catches up with the whole log and writes nothing either."""
+    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api)
+        await kube.apply_manifest(api, job("a", parallelism=3))
+        await kube.apply_manifest(api, job("b", parallelism=2))
+        await wait_for(bus, types.WorkloadAdmitted)
+        await wait_for(bus, types.WorkloadInadmissible)
+        await wait_for(bus, types.DispatchApplied)
+        await eventually(
+            api,
+            resources.CLUSTER_QUEUES,
+            name="cluster-queue",
+            check=lambda o: o.get("status", {}).get("pendingWorkloads") == 1,
+        )
+        await asyncio.sleep(0.3)  # let the admitter and the dispatcher go quiet
+        decisions = [
+            m
+            for m, e in await log_entries(bus)
+            if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible)
+        ]
+        await wait_until(lambda: all(m.seq in consumer.acked for m in decisions), what="the acks")
+        version, last, writes = emu.resource_version, await bus.last_seq(), dispatcher.object_writes
+        objects = {
+            o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+            for ref in (resources.WORKLOADS, resources.CLUSTER_QUEUES, resources.LOCAL_QUEUES)
+            for o in (await kube.list_objects(api, ref))[0]
+        }
+
+        fresh = RecordingConsumer()
+        for message in decisions:
+            await dispatcher.handle(fresh, Delivery(message=message, attempt=2))
+        assert fresh.acked == [m.seq for m in decisions] and fresh.naked == []
+        assert (emu.resource_version, await bus.last_seq(), dispatcher.object_writes) == (version, last, writes)
+
+    restarted = Dispatcher(bus=bus, api=api)
+    restarted_consumer = RecordingConsumer(await bus.durable(name="dispatcher-2", subjects=(DECISION_FILTER,)))
+    async with running(restarted.fold_forever(), restarted.consume(restarted_consumer)):
+        await wait_until(
+            lambda: (
+                restarted.state.last_seq >= decisions[-1].seq
+                and {m.seq for m in decisions} <= set(restarted_consumer.acked)
+            ),
+            what="the restarted dispatcher catching up",
+        )
+        await asyncio.sleep(0.2)
+    assert restarted.object_writes == 0  # (its redelivered StartJob patch changes nothing on the server)
+    assert emu.resource_version == version
+    after = {
+        o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+        for ref in (resources.WORKLOADS, resources.CLUSTER_QUEUES, resources.LOCAL_QUEUES)
+        for o in (await kube.list_objects(api, ref))[0]
+    }
+    assert after == objects and len(objects) == 4  # two Workloads, the ClusterQueue, the LocalQueue
+
+
+async def test_job_gone_before_it_is_started_releases_its_quota(api, bus: MemoryBus) -> None:
+    """The admitted workload's Job was deleted while the watcher was down: the dispatcher records DispatchFailed
+    404 and the workload deleted (ObjectDeleted with its UID, once even if redelivered), so the admitter releases
+    the quota (QuotaReleased reason Deleted), the ClusterQueue's status shows nothing reserved, and the Workload
+    object goes too (the garbage collector's job in a real cluster)."""
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)), DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run()
+    ):
+        await set_up(api)
+        await kube.apply_manifest(api, job("fleeting"))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+    await kube.delete_object(api, JOBS, namespace="default", name="fleeting")
+
+    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    async with running(
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+    ):
+        [failed] = await wait_for(bus, types.DispatchFailed)
+        [deleted] = await wait_for(bus, types.ObjectDeleted)
+        [released] = await wait_for(bus, types.QuotaReleased)
+        cq = await eventually(
+            api,
+            resources.CLUSTER_QUEUES,
+            name="cluster-queue",
+            check=lambda o: o.get("status", {}).get("reservingWorkloads") == 0,
+        )
+        await gone(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name)
+        admitted_seq = next(m.seq for m, e in await log_entries(bus) if isinstance(e, types.WorkloadAdmitted))
+        await wait_until(lambda: admitted_seq in consumer.acked, what="the ack")
+        await dispatcher.handle(RecordingConsumer(), Delivery(message=await bus.get(admitted_seq), attempt=2))
+
+    assert (failed.action, failed.status, failed.reason, failed.workload) == (
+        "StartJob",
+        404,
+        "NotFound",
+        admitted.workload,
+    )
+    ref = admitted.workload
+    assert (deleted.kind, deleted.namespace, deleted.name, deleted.uid) == (
+        "Workload",
+        ref.namespace,
+        ref.name,
+        ref.uid,
+    )
+    assert released.workload == ref and released.reason == "Deleted"
+    assert cq["status"]["pendingWorkloads"] == 0 and cq["status"]["admittedWorkloads"] == 0
+    assert len(await events_of(bus, types.ObjectDeleted)) == 1
+
+
+async def test_a_workload_write_refused_by_the_server_is_a_dispatch_failed(
+    api, bus: MemoryBus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Workload apply the server refuses (403 Forbidden, injected) becomes DispatchFailed action SyncWorkload with
+    the status and reason, once; the Job is still started."""
+    real_apply = kube.apply_object
+
+    async def forbidden(api_client, ref, **options):
+        if ref == resources.WORKLOADS:
+            raise kube.errors.error_for_status(status=403, reason="Forbidden", message="workloads are forbidden")
+        return await real_apply(api_client, ref, **options)
+
+    monkeypatch.setattr(kube, "apply_object", forbidden)
+    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api)
+        await kube.apply_manifest(api, job("sample"))
+        [failed] = await wait_for(bus, types.DispatchFailed)
+        [applied] = await wait_for(bus, types.DispatchApplied)
+        await asyncio.sleep(0.2)
+    assert (failed.action, failed.status, failed.reason) == ("SyncWorkload", 403, "Forbidden")
+    assert applied.action == "StartJob" and failed.workload == applied.workload
+    assert len(await events_of(bus, types.DispatchFailed)) == 1
+
+
+async def test_every_write_waits_for_the_rate_limiter(api, bus: MemoryBus, emu: ClusterEmulator) -> None:
+    """With QPS 20 and burst 2, the dispatcher's writes for three admitted Jobs (Job patches, Workload objects and
+    status, queue status) each take a token: the server saw no more writes than tokens were taken, and token k
+    (from 0) came no earlier than (k - burst + 1) / QPS seconds after the first."""
+    limiter = WriteLimiter(qps=20, burst=2)
+    times: list[float] = []
+    acquire = limiter.acquire
+
+    async def timed_acquire() -> None:
+        await acquire()
+        times.append(asyncio.get_running_loop().time())
+
+    limiter.acquire = timed_acquire  # type: ignore[method-assign]
+    dispatcher, consumer = await dispatcher_and_consumer(bus, api, limiter=limiter)
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api, cpu=9)
+        version = emu.resource_version
+        for name in ("a", "b", "c"):
+            await kube.apply_manifest(api, job(name))
+        await wait_for(bus, types.DispatchApplied, count=3, timeout=10)
+        await eventually(
+            api,
+            resources.CLUSTER_QUEUES,
+            name="cluster-queue",
+            check=lambda o: o.get("status", {}).get("admittedWorkloads") == 3,
+        )
+        await asyncio.sleep(0.2)
+        manifests_writes = 3
+        server_writes = emu.resource_version - version - manifests_writes
+
+    assert len(times) == limiter.writes >= server_writes >= 3 + 3 * 2 + 2  # Jobs, Workloads + status, queues
+    for k, moment in enumerate(times):
+        assert moment - times[0] >= (k - limiter.burst + 1) / limiter.qps - 0.005, (k, moment - times[0])
+    assert FIELD_MANAGER == "kueue-es"
