@@ -27,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import re
 import time
 import uuid
 from collections.abc import AsyncGenerator, Iterator, Sequence
@@ -99,15 +101,21 @@ async def _log_error(err: Exception) -> None:
     log.warning("nats connection error", error=repr(err))
 
 
-async def connect(servers: str | list[str], *, replicas: int = 1, timeout: float = 5.0) -> NatsBus:
+async def connect(servers: str | list[str], *, replicas: int | None = None, timeout: float = 5.0) -> NatsBus:
     """Connect to ``servers`` and create or update the ``KQ_LOG`` stream with ``replicas``.
 
+    ``replicas`` defaults to ``$KUEUE_ES_STREAM_REPLICAS`` (1 when unset): every
+    service connects with the same value, so one set in a deployment (3 on a
+    3-node NATS cluster) is never undone by a service that starts later.
     ``timeout`` (seconds) bounds each request; stream creation is retried for up
     to 4 x ``timeout`` while a fresh cluster settles. The first connection gives
     up after three tries (about a second per server); once connected, the client
-    reconnects forever. Raises BusError.
+    reconnects forever. Raises BusError; its message never shows a password
+    given in a URL (``nats://user:password@host``).
     """
-    with _wrapped(f"Connecting to {servers}"):
+    if replicas is None:
+        replicas = stream_replicas_from_env()
+    with _wrapped(f"Connecting to {_without_password(servers)}"):
         nc = await nats.connect(
             servers,
             name="kueue-es",
@@ -125,6 +133,25 @@ async def connect(servers: str | list[str], *, replicas: int = 1, timeout: float
         await bus.close()
         raise
     return bus
+
+
+REPLICAS_ENV = "KUEUE_ES_STREAM_REPLICAS"
+
+
+def stream_replicas_from_env() -> int:
+    """``$KUEUE_ES_STREAM_REPLICAS`` as a positive integer, 1 when unset; BusError when malformed."""
+    raw = os.environ.get(REPLICAS_ENV, "").strip()
+    if not raw:
+        return 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise base.BusError(f"${REPLICAS_ENV} must be a positive integer (the KQ_LOG stream's replicas), got {raw!r}.")
+    return int(raw)
+
+
+def _without_password(servers: str | list[str]) -> str:
+    """The server URLs for messages, with any password replaced by ``***``."""
+    urls = [servers] if isinstance(servers, str) else list(servers)
+    return ", ".join(re.sub(r"(//[^:/@]*):[^@/]*@", r"\1:***@", url) for url in urls)
 
 
 def _log_config(replicas: int) -> api.StreamConfig:
