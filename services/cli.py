@@ -8,7 +8,8 @@ Commands (``kueue-es COMMAND --help`` for each):
 - ``apply -f FILE``: apply manifests to the cluster, as kubectl would;
 - ``replay``: re-check every recorded decision against the log;
 - ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
-- ``events schema``: the JSON Schema of every event.
+- ``events schema``: the JSON Schema of every event;
+- ``deploy crds``: the CRDs of the kueue.x-k8s.io kinds kueue-es serves, from its models.
 """
 
 from __future__ import annotations
@@ -96,6 +97,13 @@ def _parser() -> argparse.ArgumentParser:
     schema = events_sub.add_parser("schema", help="print the JSON Schema of every event")
     schema.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     schema.set_defaults(run=_run_schema)
+
+    deploy = sub.add_parser("deploy", help="Kubernetes manifests")
+    deploy_sub = deploy.add_subparsers(dest="deploy_command", required=True, metavar="SUBCOMMAND")
+    crds = deploy_sub.add_parser("crds", help="the kueue.x-k8s.io/v1beta2 CRDs, generated from the models")
+    crds.add_argument("-o", "--output-dir", type=Path, default=None, help="write one file per CRD here (deploy/crds)")
+    crds.add_argument("--check", action="store_true", help="with -o: exit 1 if the files there are not up to date")
+    crds.set_defaults(run=_run_deploy_crds)
     return parser
 
 
@@ -171,6 +179,25 @@ def _run_schema(args: argparse.Namespace) -> int:
         args.output.write_text(text + "\n")
     else:
         print(text)
+    return 0
+
+
+def _run_deploy_crds(args: argparse.Namespace) -> int:
+    from services import crds
+
+    if args.output_dir is None:
+        print(crds.render_stream(), end="")
+        return 0
+    if args.check:
+        stale = crds.stale(args.output_dir)
+        for name in stale:
+            print(
+                f"{args.output_dir / name} is not up to date: run kueue-es deploy crds -o {args.output_dir}",
+                file=sys.stderr,
+            )
+        return 1 if stale else 0
+    for path in crds.write(args.output_dir):
+        print(f"wrote {path}")
     return 0
 
 

@@ -1,0 +1,245 @@
+"""The CRDs in deploy/crds/: generated from events/models.py, structural, and accepting Kueue's own objects.
+
+- the committed files are exactly what ``kueue-es deploy crds`` writes;
+- every schema is a valid Kubernetes structural schema (kubernetes-validate checks
+  the CRD objects themselves in test_manifests.py);
+- every kueue.x-k8s.io object in ../shared/kueue-examples/ (all YAML files, all
+  documents) of a kind we serve validates against our schema, loses no field to
+  pruning, and is read by kueue-es's own parser; objects of kinds we do not serve
+  are only those listed in NOT_SERVED, each with the reason;
+- where the Kueue mirror is on this machine, every field of Kueue's published
+  v1beta2 CRDs for our kinds exists in ours with a compatible type.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from events import manifests
+from services import cli, crds
+from tests.deploy import schemas
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD_DIR = ROOT / "deploy" / "crds"
+EXAMPLES = ROOT.parent / "shared" / "kueue-examples"
+KUEUE_MIRROR = Path("/work/.mirror/kubernetes-sigs+kueue/repo")
+
+#: kueue.x-k8s.io kinds in Kueue's examples that kueue-es does not serve (no CRD), and why.
+NOT_SERVED = {
+    "Topology": "topology-aware scheduling is not modelled yet (the TAS placer decides nothing)",
+    "MultiKueueCluster": "MultiKueue (dispatching to worker clusters) is not part of kueue-es",
+    "MultiKueueConfig": "MultiKueue (dispatching to worker clusters) is not part of kueue-es",
+    "ProvisioningRequestConfig": "the ProvisioningRequest admission check controller is not part of kueue-es",
+}
+SCHEMAS = {kind.kind: crds.object_schema(kind) for kind in crds.KINDS}
+
+
+def example_objects() -> list[tuple[str, dict[str, Any]]]:
+    """Every kueue.x-k8s.io object in the examples, as ``(file:index kind/name, object)``."""
+    found = []
+    for path in sorted([*EXAMPLES.rglob("*.yaml"), *EXAMPLES.rglob("*.yml")]):
+        for index, doc in enumerate(yaml.safe_load_all(path.read_text())):
+            docs = doc.get("items", []) if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+            for obj in docs:
+                if isinstance(obj, dict) and str(obj.get("apiVersion", "")).startswith(f"{crds.GROUP}/"):
+                    name = (obj.get("metadata") or {}).get("name")
+                    found.append((f"{path.relative_to(EXAMPLES)}:{index} {obj.get('kind')}/{name}", obj))
+    return found
+
+
+EXAMPLE_OBJECTS = example_objects() if EXAMPLES.is_dir() else []
+SERVED_EXAMPLES = [(label, obj) for label, obj in EXAMPLE_OBJECTS if obj.get("kind") in SCHEMAS]
+
+
+def test_committed_crds_are_the_generated_ones() -> None:
+    """deploy/crds/ holds exactly the generator's output (regenerate: kueue-es deploy crds -o deploy/crds)."""
+    assert crds.stale(CRD_DIR) == []
+    expected = set(crds.render_files())
+    assert {p.name for p in CRD_DIR.iterdir()} == expected
+
+
+@pytest.mark.parametrize("kind", crds.KINDS, ids=lambda k: k.kind)
+def test_schema_is_structural(kind: crds.Kind) -> None:
+    assert schemas.structural_problems(crds.object_schema(kind)) == []
+
+
+def test_every_kueue_kind_is_served() -> None:
+    """The CRDs cover the kinds kueue-es parses (events.manifests.KUEUE_KINDS), and no other."""
+    assert set(SCHEMAS) == set(manifests.KUEUE_KINDS)
+    for kind in crds.KINDS:
+        assert kind.namespaced == (kind.kind in manifests.NAMESPACED_KINDS)
+
+
+@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="../shared/kueue-examples is not beside the repo")
+def test_examples_cover_the_kinds_and_only_known_kinds_are_not_served() -> None:
+    kinds = {obj["kind"] for _, obj in EXAMPLE_OBJECTS}
+    assert kinds - set(SCHEMAS) <= set(NOT_SERVED), f"kinds neither served nor listed: {kinds - set(SCHEMAS)}"
+    assert {"ResourceFlavor", "ClusterQueue", "LocalQueue", "AdmissionCheck"} <= kinds
+    assert len(SERVED_EXAMPLES) >= 50
+
+
+@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="../shared/kueue-examples is not beside the repo")
+@pytest.mark.parametrize(("label", "obj"), SERVED_EXAMPLES, ids=[label for label, _ in SERVED_EXAMPLES])
+def test_kueue_example_validates_against_our_crd(label: str, obj: dict[str, Any]) -> None:
+    schema = SCHEMAS[obj["kind"]]
+    assert schemas.validation_errors(schema, obj) == []
+    assert schemas.pruned(schema, obj) == [], "fields the API server would drop"
+    manifests.parse_object(obj)  # and kueue-es reads it
+
+
+@pytest.mark.parametrize(
+    ("kind", "obj", "problem"),
+    [
+        ("ClusterQueue", {"spec": {"queueingStrategy": "LIFO"}}, "'LIFO' is not one of"),
+        ("ClusterQueue", {"spec": {"cohortName": 3}}, "is not of type 'string'"),
+        (
+            "ClusterQueue",
+            {
+                "spec": {
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "9 cpus"}]}],
+                        }
+                    ]
+                }
+            },
+            "does not match",
+        ),
+        ("LocalQueue", {"spec": {}}, "'clusterQueue' is a required property"),
+        ("Workload", {"spec": {"podSets": [{"name": "main", "count": 1}]}}, "'template' is a required property"),
+        ("WorkloadPriorityClass", {}, "'value' is a required property"),
+    ],
+)
+def test_invalid_objects_are_refused(kind: str, obj: dict[str, Any], problem: str) -> None:
+    full = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "metadata": {"name": "x"}, **obj}
+    errors = schemas.validation_errors(SCHEMAS[kind], full)
+    assert any(problem in e for e in errors), errors
+
+
+def test_misspelt_field_is_pruned_not_kept() -> None:
+    """No preserve-unknown-fields on a spec: a typo is dropped (or refused under kubectl's strict validation)."""
+    obj = {"spec": {"clusterQueue": "cq", "clusterQeue": "typo"}}
+    assert schemas.pruned(SCHEMAS["LocalQueue"], obj) == [".spec.clusterQeue"]
+
+
+def test_quantities_defaults_and_columns() -> None:
+    cq = SCHEMAS["ClusterQueue"]["properties"]["spec"]["properties"]
+    quota = cq["resourceGroups"]["items"]["properties"]["flavors"]["items"]["properties"]["resources"]["items"]
+    assert quota["properties"]["nominalQuota"]["x-kubernetes-int-or-string"] is True
+    assert cq["queueingStrategy"]["default"] == "BestEffortFIFO"
+    assert (
+        cq["preemption"]["default"] == {} and cq["preemption"]["properties"]["withinClusterQueue"]["default"] == "Never"
+    )
+    by_kind = {doc["spec"]["names"]["kind"]: doc for doc in crds.all_crds()}
+    workload = by_kind["Workload"]["spec"]["versions"][0]
+    assert [c["name"] for c in workload["additionalPrinterColumns"]] == [
+        "Queue",
+        "Reserved in",
+        "Admitted",
+        "Finished",
+        "Age",
+    ]
+    assert "subresources" not in by_kind["ResourceFlavor"]["spec"]["versions"][0]
+    assert by_kind["LocalQueue"]["spec"]["scope"] == "Namespaced"
+
+
+def run_cli(*argv: str) -> int:
+    """One CLI command in this process, without main()'s logging set-up (it would outlive the test)."""
+    args = cli._parser().parse_args(list(argv))
+    return int(args.run(args) or 0)
+
+
+def test_cli_prints_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("deploy", "crds") == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [d["metadata"]["name"] for d in docs if d] == [k.name for k in crds.KINDS]
+    out = tmp_path / "crds"
+    assert run_cli("deploy", "crds", "--output-dir", str(out), "--check") == 1
+    assert run_cli("deploy", "crds", "--output-dir", str(out)) == 0
+    assert run_cli("deploy", "crds", "--output-dir", str(out), "--check") == 0
+    (out / "kueue.x-k8s.io_cohorts.yaml").write_text("changed\n")
+    assert run_cli("deploy", "crds", "--output-dir", str(out), "--check") == 1
+    assert "kueue.x-k8s.io_cohorts.yaml" in capsys.readouterr().err
+
+
+def test_console_script_checks_the_committed_crds() -> None:
+    """``kueue-es deploy crds -o deploy/crds --check``, as a developer runs it after changing a model."""
+    result = subprocess.run(
+        [sys.executable, "-m", "services.cli", "deploy", "crds", "-o", str(CRD_DIR), "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+# -- against Kueue's published CRDs (only where the mirror is on this machine) ------------------------
+
+
+def kueue_schema(plural: str) -> dict[str, Any]:
+    text = subprocess.run(
+        ["git", "-C", str(KUEUE_MIRROR), "show", f"HEAD:config/components/crd/bases/kueue.x-k8s.io_{plural}.yaml"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    crd = yaml.safe_load(text)
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == crds.VERSION]
+    return {"crd": crd, "version": version}
+
+
+def field_types(schema: dict[str, Any]) -> dict[str, str]:
+    """``{path: type}`` of every node, stopping below nodes that keep unknown fields."""
+    out = {}
+    for path, node in schemas.nodes(schema):
+        if "<anyOf" in path or any(f"{p}." in path or f"{p}[" in path for p in out if out[p] == "preserved"):
+            continue
+        if path.startswith((".metadata.", ".status")):
+            continue
+        if node.get("x-kubernetes-preserve-unknown-fields"):
+            out[path] = "preserved"
+        elif node.get("x-kubernetes-int-or-string"):
+            out[path] = "int-or-string"
+        else:
+            out[path] = node.get("type", "?")
+    return out
+
+
+@pytest.mark.skipif(
+    not (KUEUE_MIRROR / "HEAD").exists() and not (KUEUE_MIRROR / ".git").exists(), reason="no Kueue mirror here"
+)
+@pytest.mark.parametrize("kind", crds.KINDS, ids=lambda k: k.kind)
+def test_compatible_with_kueues_published_crd(kind: crds.Kind) -> None:
+    """Names, scope, subresources and every v1beta2 field of Kueue's CRD are in ours (ours may keep
+    a field as preserved where Kueue spells it out, e.g. a Workload's pod template)."""
+    theirs = kueue_schema(kind.plural)
+    ours = crds.crd(kind)
+    assert ours["spec"]["names"] == {k: v for k, v in theirs["crd"]["spec"]["names"].items() if k != "categories"}
+    assert ours["spec"]["scope"] == theirs["crd"]["spec"]["scope"]
+    assert bool(theirs["version"].get("subresources", {}).get("status") is not None) == kind.status
+    their_columns = [(c["name"], c["jsonPath"]) for c in theirs["version"].get("additionalPrinterColumns", [])]
+    our_columns = [(c["name"], c["jsonPath"]) for c in ours["spec"]["versions"][0].get("additionalPrinterColumns", [])]
+    assert our_columns == their_columns
+    our_types = field_types(crds.object_schema(kind))
+    missing, different = [], []
+    for path, kind_of in field_types(theirs["version"]["schema"]["openAPIV3Schema"]).items():
+        covering = [
+            p
+            for p, t in our_types.items()
+            if t == "preserved" and (path.startswith(p + ".") or path.startswith(p + "["))
+        ]
+        if covering:
+            continue
+        if path not in our_types:
+            missing.append(path)
+        elif our_types[path] not in (kind_of, "preserved"):
+            different.append(f"{path}: Kueue {kind_of}, ours {our_types[path]}")
+    assert missing == [] and different == []
