@@ -1,0 +1,58 @@
+"""The manifests under deploy/: every YAML document with the file and lines it came from."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+KUSTOMIZATIONS = ("kustomization.yaml",)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One YAML document of a manifest file: parsed, its text, and its lines (1-based, inclusive)."""
+
+    path: Path
+    first_line: int
+    last_line: int
+    text: str
+    obj: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        meta = self.obj.get("metadata") or {}
+        return f"{self.path.relative_to(DEPLOY)}:{self.first_line} {self.obj.get('kind')}/{meta.get('name')}"
+
+
+def manifest_files() -> list[Path]:
+    """Every Kubernetes manifest file under deploy/ (kustomizations excluded)."""
+    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name not in KUSTOMIZATIONS)
+
+
+def documents(path: Path) -> list[Document]:
+    """The non-empty documents of ``path`` with their line ranges."""
+    lines = path.read_text().splitlines(keepends=True)
+    starts = [0] + [i + 1 for i, line in enumerate(lines) if re.match(r"^---\s*$", line)]
+    out = []
+    for index, start in enumerate(starts):
+        end = (starts[index + 1] - 1) if index + 1 < len(starts) else len(lines)
+        text = "".join(lines[start:end])
+        obj = yaml.safe_load(text)
+        if obj:
+            out.append(Document(path=path, first_line=start + 1, last_line=end, text=text, obj=obj))
+    return out
+
+
+def all_documents() -> list[Document]:
+    return [doc for path in manifest_files() for doc in documents(path)]
+
+
+def find(kind: str, name: str) -> dict[str, Any]:
+    """The one object of ``kind`` named ``name`` under deploy/."""
+    (found,) = [d.obj for d in all_documents() if d.obj.get("kind") == kind and d.obj["metadata"]["name"] == name]
+    return found

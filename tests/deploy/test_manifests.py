@@ -1,0 +1,348 @@
+"""deploy/: every manifest is valid Kubernetes, and says what the design says.
+
+kubernetes-validate checks each document (strict: unknown fields are errors)
+against Kubernetes 1.36, the first release serving the MutatingAdmissionPolicy
+API at v1, and the latest it knows; ``kubectl kustomize`` (where kubectl is
+installed) builds the base and its output is checked the same way. The rest reads
+the manifests: least-privilege RBAC per service (the watcher's kinds are the ones
+services/watcher watches), two replicas and a locked-down pod for each service,
+a 3-node NATS with one user per service, default-deny NetworkPolicies, and the
+MutatingAdmissionPolicy that creates queue-labelled Jobs suspended.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from services.kube import resources
+from tests.deploy.manifests import DEPLOY, Document, all_documents, find
+
+DOCUMENTS = all_documents()
+VERSIONS = ("1.36", kubernetes_validate.latest_version())
+SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
+DECIDERS = ("admitter", "preemptor", "tas-placer")
+NATS_USERS = ("admin", *SERVICES, "reader")
+
+
+def kinds(kind: str) -> list[dict[str, Any]]:
+    return [d.obj for d in DOCUMENTS if d.obj.get("kind") == kind]
+
+
+def pod_spec(workload: dict[str, Any]) -> dict[str, Any]:
+    return workload["spec"]["template"]["spec"]
+
+
+# -- validity ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda d: d.label)
+def test_manifest_is_valid_kubernetes(doc: Document, version: str) -> None:
+    kubernetes_validate.validate(doc.obj, version, strict=True)
+
+
+def test_every_manifest_is_in_the_base() -> None:
+    """Every manifest file is reached from deploy/base/kustomization.yaml, and everything it names exists."""
+    reached: set[Path] = set()
+
+    def walk(directory: Path) -> None:
+        kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+        for entry in kustomization.get("resources", []):
+            target = (directory / entry).resolve()
+            assert target.exists(), f"{directory}/kustomization.yaml names {entry}, which does not exist"
+            if target.is_dir():
+                walk(target)
+            else:
+                reached.add(target)
+        for generator in kustomization.get("configMapGenerator", []):
+            for name in generator.get("files", []):
+                assert (directory / name).is_file()
+
+    walk(DEPLOY / "base")
+    assert {p.resolve() for p in {d.path for d in DOCUMENTS}} == reached
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kustomize_build_is_valid() -> None:
+    built = subprocess.run(
+        ["kubectl", "kustomize", str(DEPLOY / "base")], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    docs = [d for d in yaml.safe_load_all(built) if d]
+    for doc in docs:
+        kubernetes_validate.validate(doc, VERSIONS[0], strict=True)
+    config_maps = [
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("kueue-es-nats-config")
+    ]
+    assert len(config_maps) == 1 and set(config_maps[0]["data"]) == {"nats.conf", "nats-accounts.conf"}
+    (nats,) = [d for d in docs if d["kind"] == "StatefulSet"]
+    assert pod_spec(nats)["volumes"][0]["configMap"]["name"] == config_maps[0]["metadata"]["name"]
+    namespaced = [d for d in docs if d["kind"] not in CLUSTER_SCOPED]
+    assert all(d["metadata"].get("namespace") == "kueue-es" for d in namespaced)
+    assert all("namespace" not in d["metadata"] for d in docs if d["kind"] in CLUSTER_SCOPED)
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_without_crds_is_the_base_less_its_crds() -> None:
+    def build(directory: str) -> list[tuple[str, str]]:
+        text = subprocess.run(
+            ["kubectl", "kustomize", str(DEPLOY / directory)], capture_output=True, text=True, check=True, timeout=120
+        ).stdout
+        return sorted((d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(text) if d)
+
+    base = build("base")
+    assert build("without-crds") == [item for item in base if item[0] != "CustomResourceDefinition"]
+    assert len(base) - len(build("without-crds")) == 7
+
+
+CLUSTER_SCOPED = {
+    "Namespace",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+}
+
+
+def test_namespaced_objects_name_their_namespace() -> None:
+    for doc in DOCUMENTS:
+        if doc.obj["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in doc.obj["metadata"], doc.label
+        else:
+            assert doc.obj["metadata"].get("namespace") == "kueue-es", doc.label
+
+
+# -- RBAC ---------------------------------------------------------------------------------------------
+
+
+def rules_of(service: str) -> list[dict[str, Any]]:
+    return find("ClusterRole", f"kueue-es-{service}")["rules"]
+
+
+def grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+def test_watcher_is_read_only_and_covers_what_it_watches() -> None:
+    from services.watcher import service as watcher
+
+    granted = grants(rules_of("watcher"))
+    assert {verb for _, _, verb in granted} == {"list", "watch"}
+    for kind in watcher.WATCHED_KINDS:
+        refs = [ref for (_, k), ref in resources.RESOURCES.items() if k == kind]
+        refs += [v for v in vars(watcher).values() if isinstance(v, resources.ResourceRef) and v.kind == kind]
+        assert refs, f"no resource known for {kind}"
+        assert any({(ref.group, ref.plural, "list"), (ref.group, ref.plural, "watch")} <= granted for ref in refs), kind
+
+
+def test_dispatcher_has_only_the_verbs_it_uses() -> None:
+    assert grants(rules_of("dispatcher")) == {
+        ("batch", "jobs", "get"),
+        ("batch", "jobs", "patch"),
+        ("kueue.x-k8s.io", "workloads", "list"),
+        ("kueue.x-k8s.io", "workloads", "create"),  # server-side apply of a new Workload is checked as create
+        ("kueue.x-k8s.io", "workloads", "patch"),
+        ("kueue.x-k8s.io", "workloads", "delete"),  # the Workload of a Job that is gone
+        ("kueue.x-k8s.io", "workloads/status", "patch"),
+        ("kueue.x-k8s.io", "clusterqueues", "list"),
+        ("kueue.x-k8s.io", "localqueues", "list"),
+        ("kueue.x-k8s.io", "clusterqueues/status", "patch"),
+        ("kueue.x-k8s.io", "localqueues/status", "patch"),
+    }
+
+
+#: The verbs each client call of services/kube/client.py needs.
+CALL_VERBS = {
+    "get_object": {"get"},
+    "list_objects": {"list"},
+    "watch_objects": {"list", "watch"},
+    "patch_object": {"patch"},
+    "apply_object": {"patch", "create"},
+    "create_object": {"create"},
+    "replace_object": {"update"},
+    "delete_object": {"delete"},
+}
+
+
+@pytest.mark.parametrize("service", ["watcher", "dispatcher"])
+def test_roles_grant_the_verbs_the_code_uses(service: str) -> None:
+    """The verbs of each service's ClusterRole are those of the Kubernetes calls in its code, no more, no less."""
+    package = DEPLOY.parent / "services" / service.replace("-", "_")
+    calls = {name for path in package.glob("*.py") for name in re.findall(r"kube\.(\w+_objects?)\(", path.read_text())}
+    used = set().union(*(CALL_VERBS[call] for call in calls))
+    assert {verb for _, _, verb in grants(rules_of(service))} == used
+
+
+def test_no_wildcards_secrets_or_escalation() -> None:
+    for role in [*kinds("ClusterRole"), *kinds("Role")]:
+        for group, resource, verb in grants(role["rules"]):
+            assert "*" not in (group, resource, verb), role["metadata"]["name"]
+            assert resource not in ("secrets", "serviceaccounts/token", "roles", "clusterroles"), role["metadata"][
+                "name"
+            ]
+            assert verb not in ("escalate", "bind", "impersonate", "deletecollection", "update")
+            assert verb != "delete" or resource == "workloads", role["metadata"]["name"]
+
+
+def test_only_watcher_and_dispatcher_are_bound_and_deciders_have_no_token() -> None:
+    bound = {s["name"] for b in [*kinds("ClusterRoleBinding"), *kinds("RoleBinding")] for s in b["subjects"]}
+    assert bound == {"kueue-es-watcher", "kueue-es-dispatcher"}
+    for binding in kinds("ClusterRoleBinding"):
+        assert binding["roleRef"]["name"] == binding["subjects"][0]["name"]
+    for account in kinds("ServiceAccount"):
+        assert account["automountServiceAccountToken"] is False
+    for service in SERVICES:
+        spec = pod_spec(find("Deployment", f"kueue-es-{service}"))
+        assert spec["serviceAccountName"] == f"kueue-es-{service}"
+        assert spec["automountServiceAccountToken"] is (service in ("watcher", "dispatcher"))
+    assert pod_spec(find("StatefulSet", "kueue-es-nats"))["automountServiceAccountToken"] is False
+
+
+# -- workloads ----------------------------------------------------------------------------------------
+
+
+def containers() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    out = []
+    for workload in [*kinds("Deployment"), *kinds("StatefulSet")]:
+        spec = pod_spec(workload)
+        out += [(workload["metadata"]["name"], spec, c) for c in spec["containers"]]
+    return out
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_service_deployment(service: str) -> None:
+    deployment = find("Deployment", f"kueue-es-{service}")
+    assert deployment["spec"]["replicas"] == 2
+    (container,) = pod_spec(deployment)["containers"]
+    args = container["args"]
+    assert args[:2] == ["service", service]
+    nats_url = args[args.index("--nats") + 1]
+    assert nats_url == f"nats://{service}:$(NATS_PASSWORD)@kueue-es-nats.kueue-es.svc:4222"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "kueue-es-nats-users", "key": service}
+    assert env["KUEUE_ES_STREAM_REPLICAS"]["value"] == str(find("StatefulSet", "kueue-es-nats")["spec"]["replicas"])
+    assert ("--kubeconfig" in args) is (service in ("watcher", "dispatcher"))
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert labels["kueue-es.dev/nats-client"] == "true"
+    assert (labels.get("kueue-es.dev/kube-api-client") == "true") is (service in ("watcher", "dispatcher"))
+    assert find("PodDisruptionBudget", f"kueue-es-{service}")["spec"]["maxUnavailable"] == 1
+
+
+@pytest.mark.parametrize(("owner", "spec", "container"), containers(), ids=lambda x: x if isinstance(x, str) else "")
+def test_pods_are_locked_down(owner: str, spec: dict[str, Any], container: dict[str, Any]) -> None:
+    pod = spec["securityContext"]
+    assert pod["runAsNonRoot"] is True and pod["runAsUser"] >= 10000
+    assert pod["seccompProfile"]["type"] == "RuntimeDefault"
+    own = container["securityContext"]
+    assert own["allowPrivilegeEscalation"] is False
+    assert own["readOnlyRootFilesystem"] is True
+    assert own["privileged"] is False
+    assert own["capabilities"]["drop"] == ["ALL"]
+    for kind in ("requests", "limits"):
+        assert set(container["resources"][kind]) == {"cpu", "memory"}, owner
+    assert "livenessProbe" in container and "readinessProbe" in container
+    assert not re.search(r":latest$|^[^:]+$", container["image"])
+    assert not any(key in spec for key in ("hostNetwork", "hostPID", "hostIPC"))
+
+
+def test_nats_cluster() -> None:
+    nats = find("StatefulSet", "kueue-es-nats")
+    assert nats["spec"]["replicas"] == 3
+    assert nats["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"]
+    (container,) = pod_spec(nats)["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    for user in NATS_USERS:
+        variable = f"KQ_{user.upper().replace('-', '_')}_PASSWORD"
+        assert env[variable]["valueFrom"]["secretKeyRef"] == {"name": "kueue-es-nats-users", "key": user}
+    conf = (DEPLOY / "base" / "nats.conf").read_text()
+    assert "jetstream" in conf and "store_dir: /data" in conf
+    routes = re.findall(r"nats://(kueue-es-nats-\d)\.kueue-es-nats-headless\.kueue-es\.svc:6222", conf)
+    assert routes == [f"kueue-es-nats-{i}" for i in range(3)]
+    accounts = (DEPLOY / "base" / "nats-accounts.conf").read_text()
+    assert re.findall(r"user: ([\w-]+)", accounts) == list(NATS_USERS)
+    assert set(re.findall(r"\$(KQ_\w+_PASSWORD)", accounts)) == {v for v in env if v.startswith("KQ_")}
+
+
+def test_nats_config_is_accepted_by_nats_server(tmp_path: Path) -> None:
+    from events.bus import server
+
+    for name in ("nats.conf", "nats-accounts.conf"):
+        text = (DEPLOY / "base" / name).read_text()
+        (tmp_path / name).write_text(text.replace("store_dir: /data", f"store_dir: {tmp_path / 'data'}"))
+    env = {**os.environ, "POD_NAME": "kueue-es-nats-0"}
+    env.update({f"KQ_{u.upper().replace('-', '_')}_PASSWORD": f"pw-{u}" for u in NATS_USERS})
+    result = subprocess.run(
+        [str(server.find_binary()), "-c", str(tmp_path / "nats.conf"), "-t"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- network policies ---------------------------------------------------------------------------------
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None:
+    policies = {p["metadata"]["name"]: p["spec"] for p in kinds("NetworkPolicy")}
+    assert policies["kueue-es-default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    ingress_ports = {}
+    for workload in [*kinds("Deployment"), *kinds("StatefulSet")]:
+        labels = workload["spec"]["template"]["metadata"]["labels"]
+        name = workload["metadata"]["name"]
+        ingress_ports[name] = sorted(
+            port["port"]
+            for spec in policies.values()
+            if selects(spec["podSelector"], labels)
+            for rule in spec.get("ingress", [])
+            for port in rule.get("ports", [])
+        )
+    assert ingress_ports == {**{f"kueue-es-{s}": [] for s in SERVICES}, "kueue-es-nats": [4222, 6222]}
+    kube_api = policies["kueue-es-kube-api"]
+    assert kube_api["podSelector"]["matchLabels"] == {"kueue-es.dev/kube-api-client": "true"}
+
+
+# -- enforcing management: the MutatingAdmissionPolicy --------------------------------------------------
+
+
+def test_policy_suspends_queue_labelled_jobs_on_create() -> None:
+    policy = find("MutatingAdmissionPolicy", "kueue-es-suspend-queued-jobs")
+    spec = policy["spec"]
+    (rule,) = spec["matchConstraints"]["resourceRules"]
+    assert rule == {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["jobs"]}
+    selector = spec["matchConstraints"]["objectSelector"]["matchExpressions"]
+    assert selector == [{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}]
+    (mutation,) = spec["mutations"]
+    assert mutation["patchType"] == "ApplyConfiguration"
+    assert mutation["applyConfiguration"]["expression"] == "Object{spec: Object.spec{suspend: true}}"
+    assert spec["failurePolicy"] == "Fail"
+    binding = find("MutatingAdmissionPolicyBinding", "kueue-es-suspend-queued-jobs")
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+
+
+def test_policy_and_emulator_agree_on_which_jobs_are_suspended() -> None:
+    """The demo's emulated webhook (services/kube/emulator.py suspend_queued_jobs) suspends what the policy
+    suspends: a Job with the queue-name label; one without it is left alone."""
+    from services.kube import emulator
+
+    jobs = resources.RESOURCES["batch/v1", "Job"]
+    labelled = {"metadata": {"name": "a", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}}, "spec": {}}
+    plain = {"metadata": {"name": "b"}, "spec": {}}
+    emulator.suspend_queued_jobs(jobs, labelled)
+    emulator.suspend_queued_jobs(jobs, plain)
+    assert labelled["spec"].get("suspend") is True
+    assert plain["spec"].get("suspend") is None
