@@ -14,16 +14,16 @@ QuotaReserved minus QuotaReleased, per flavor and resource (research §5.7).
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-from sortedcontainers import SortedList
 
 from events import models, types
 from projections import afs, quota
 
 
-@dataclass
+@dataclass(slots=True)
 class WorkloadState:
     """One workload and what the log says happened to it.
 
@@ -49,18 +49,158 @@ class WorkloadState:
     preempted_count: int = 0
     afs_usage: tuple[tuple[str, str], dict[str, int]] | None = None  # (LocalQueue, usage) counted in its ledger
     queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
+    queued_parked: int = 0  # the parked_seq its place in ``ClusterState.queued`` was chosen by
+    queued_for: models.Workload | None = None  # the object ``queued_as`` was computed from
     requests_memo: tuple[object, object, object, list[Any]] | None = None  # the admitter's cache, not state
+    key: str = field(init=False)  # ``workload.key``, which never changes for a state
+    _ref: types.WorkloadRef | None = field(default=None, init=False, repr=False)
+    _ref_of: models.Workload | None = field(default=None, init=False, repr=False)  # what _ref was made from
+
+    def __post_init__(self) -> None:
+        self.key = self.workload.key
 
     @property
     def ref(self) -> types.WorkloadRef:
-        """The workload's reference for decisions."""
+        """The workload's reference for decisions (made once per workload object)."""
+        if self._ref_of is self.workload and self._ref is not None:
+            return self._ref
         meta = self.workload.metadata
-        return types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+        self._ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+        self._ref_of = self.workload
+        return self._ref
 
     @property
     def gone(self) -> bool:
         """Finished or deleted: must not be admitted, must give back any quota."""
         return self.finished is not None or self.deleted_seq > 0
+
+
+Order = tuple[int, int, str, str]  # a queue order key (queue_order_key), the workload key last
+
+
+class Ready:
+    """Queue order keys in a binary heap with lazy removal: the first one comes cheaply
+    however many were parked or admitted before it. ``live`` maps each workload key to
+    its order key; heap entries that are not (any longer) live are dropped when they
+    reach the top, and the heap is rebuilt from ``live`` when it holds mostly those."""
+
+    __slots__ = ("heap", "live")
+
+    def __init__(self) -> None:
+        self.heap: list[Order] = []
+        self.live: dict[str, Order] = {}
+
+    def __len__(self) -> int:
+        return len(self.live)
+
+    def __iter__(self) -> Iterator[Order]:
+        """The order keys in queue order; past the first, from a copy of the heap popped
+        only as far as the caller reads (a workload may be in the heap twice)."""
+        heap, live = self.heap, self.live
+        while heap and live.get(heap[0][-1]) is not heap[0]:
+            heapq.heappop(heap)
+        if not heap:
+            return
+        yield heap[0]  # the smallest live one: every live order key is in the heap
+        seen = {heap[0][-1]}
+        rest = heap[:]
+        while rest:
+            order = heapq.heappop(rest)
+            if live.get(order[-1]) is order and order[-1] not in seen:
+                seen.add(order[-1])
+                yield order
+
+    def add(self, order: Order) -> None:
+        self.live[order[-1]] = order
+        heapq.heappush(self.heap, order)
+
+    def remove(self, order: Order) -> None:
+        del self.live[order[-1]]
+        if len(self.heap) > 2 * len(self.live) + 32:
+            self.heap = list(self.live.values())
+            heapq.heapify(self.heap)
+
+
+class Queued:
+    """One LocalQueue's active pending workloads, in Kueue's heap order (SEMANTICS §3.2),
+    with the parked ones (§3.6) kept apart so a cycle finds the first workload it may try
+    without walking past every workload parked before it.
+
+    ``ready`` (:class:`Ready`) holds the queue order keys of the workloads not parked,
+    or parked before ``trigger``: the latest requeue trigger of the LocalQueue's cohort
+    tree the split was made for (:meth:`requeue`). ``parked`` holds the others, as ``workload key ->
+    (parked_seq, order)`` in the order they were parked; ``requeued`` those in ``ready``
+    although parked (before ``trigger``), should the trigger go back down (a tree change).
+    Which workload comes first for a trigger never depends on how the split got there.
+    """
+
+    __slots__ = ("ready", "parked", "requeued", "trigger", "_last_parked")
+
+    def __init__(self) -> None:
+        self.ready = Ready()
+        self.parked: dict[str, tuple[int, Order]] = {}
+        self.requeued: dict[str, tuple[int, Order]] = {}
+        self.trigger = 0
+        self._last_parked = 0  # highest parked_seq in ``parked``; -1: not in parking order
+
+    def __len__(self) -> int:
+        return len(self.ready) + len(self.parked)
+
+    def __iter__(self) -> Iterator[Order]:
+        """Every queued workload's order key, ready ones first (not in queue order)."""
+        yield from self.ready.live.values()
+        for _, order in self.parked.values():
+            yield order
+
+    def add(self, order: Order, parked_seq: int) -> None:
+        """Queue the workload of ``order``, parked at ``parked_seq`` (0: not parked)."""
+        if parked_seq == 0:
+            self.ready.add(order)
+        elif parked_seq < self.trigger:
+            self.ready.add(order)
+            self.requeued[order[-1]] = (parked_seq, order)
+        else:
+            if 0 <= self._last_parked <= parked_seq:
+                self._last_parked = parked_seq
+            else:
+                self._last_parked = -1
+            self.parked[order[-1]] = (parked_seq, order)
+
+    def discard(self, order: Order) -> None:
+        """Take the workload of ``order`` out of the queue."""
+        key = order[-1]
+        if self.parked.pop(key, None) is None:
+            self.requeued.pop(key, None)
+            self.ready.remove(order)
+        elif not self.parked:
+            self._last_parked = 0
+
+    def requeue(self, trigger: int) -> Ready:
+        """``ready`` for the requeue trigger ``trigger`` (a log sequence): workloads parked
+        before it are back in the queue, those parked since wait (SEMANTICS §3.6)."""
+        if trigger > self.trigger and self.parked:
+            if self._last_parked < 0:  # parked out of order (a re-placed workload): sort once
+                self.parked = dict(sorted(self.parked.items(), key=lambda item: item[1][0]))
+                self._last_parked = next(reversed(self.parked.values()))[0]
+            back = []
+            for key, (seq, _) in self.parked.items():
+                if seq >= trigger:
+                    break
+                back.append(key)
+            for key in back:
+                entry = self.requeued[key] = self.parked.pop(key)
+                self.ready.add(entry[1])
+            if not self.parked:
+                self._last_parked = 0
+        elif trigger < self.trigger:  # the cohort tree changed: some requeued workloads wait again
+            again = [key for key, (seq, _) in self.requeued.items() if seq >= trigger]
+            for key in again:
+                entry = self.parked[key] = self.requeued.pop(key)
+                self.ready.remove(entry[1])
+            if again:
+                self._last_parked = -1
+        self.trigger = trigger
+        return self.ready
 
 
 @dataclass
@@ -73,8 +213,9 @@ class ClusterState:
     fold so a cycle need not scan every workload: those without quota and not
     gone, and those holding quota that must give it back (finished, deleted,
     deactivated); ``queued[(namespace, localQueue)]`` holds the active pending
-    workloads of each LocalQueue as ``(queue order key, workload key)`` in Kueue's
-    heap order (:func:`queue_order_key`); ``heads[partition]`` the last DecisionRecord
+    workloads of each LocalQueue by their queue order keys (:func:`queue_order_key`,
+    whose last item is the workload key), parked ones apart (:class:`Queued`);
+    ``heads[partition]`` the last DecisionRecord
     sequence seen on that partition's head subject; ``rejections`` the latest
     ObjectRejected per ``(kind, namespace, name)``.
 
@@ -95,7 +236,7 @@ class ClusterState:
     workloads: dict[str, WorkloadState] = field(default_factory=dict)
     pending: dict[str, None] = field(default_factory=dict)
     releasable: dict[str, None] = field(default_factory=dict)
-    queued: dict[tuple[str, str], SortedList] = field(default_factory=dict)
+    queued: dict[tuple[str, str], Queued] = field(default_factory=dict)
     usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
     namespaces: dict[str, models.Namespace] = field(default_factory=dict)
@@ -108,6 +249,8 @@ class ClusterState:
     nominations: dict[str, tuple[int, types.PreemptionRequired]] = field(default_factory=dict)
     preemptors: dict[str, types.PreemptionIssued] = field(default_factory=dict)
     afs_ledgers: dict[tuple[str, str], afs.Ledger] = field(default_factory=dict)
+    triggers_version: int = 0  # counts trigger() calls: no object changed while it stays the same
+    caches: dict[str, Any] = field(default_factory=dict)  # deciders' caches, derived, never state
 
     def open_request(self, role: str) -> types.SchedulingRequested | None:
         """The oldest unanswered SchedulingRequested for ``role``, if any."""
@@ -120,6 +263,7 @@ class ClusterState:
         ``key`` is ``cq:<name>``, ``cohort:<name>`` or ``*`` (everything).
         """
         self.requeue_triggers[key] = max(self.requeue_triggers.get(key, 0), seq)
+        self.triggers_version += 1
 
     def usage_of(self, cluster_queue: str, flavor: str, resource: str) -> int:
         """Reserved amount of ``resource`` in ``flavor`` of ``cluster_queue`` (0 when none)."""
@@ -219,34 +363,66 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
     """Keep ``pending``, ``releasable`` and ``queued`` in step with the workload at ``key``
     (``gone``: the state of a workload just removed from ``workloads``)."""
     wl = state.workloads.get(key)
-    waiting = wl is not None and wl.reservation is None and not wl.gone
-    releasing = (
-        wl is not None and wl.reservation is not None and (wl.gone or not wl.workload.spec.active or wl.stopped_seq > 0)
-    )
-    if wl is None or not waiting or not wl.workload.spec.active:
+    if wl is None:
+        waiting = releasing = active = False
+    else:
+        ended = wl.finished is not None or wl.deleted_seq > 0
+        active = wl.workload.spec.active
+        waiting = wl.reservation is None and not ended
+        releasing = wl.reservation is not None and (ended or not active or wl.stopped_seq > 0)
+    if not (waiting and active):
         state.nominations.pop(key, None)  # a preemptor that got quota or left needs nothing more
         state.preemptors.pop(key, None)
-    for index, member in ((state.pending, waiting), (state.releasable, releasing)):
-        if member:
-            index.setdefault(key)
-        else:
-            index.pop(key, None)
+    if waiting:
+        state.pending.setdefault(key)
+    else:
+        state.pending.pop(key, None)
+        if wl is not None:
+            wl.requests_memo = None  # not tried again unless it waits again
+    if releasing:
+        state.releasable.setdefault(key)
+    else:
+        state.releasable.pop(key, None)
     current = wl or gone
-    if current is None:
+    if current is not None:
+        _place(state, current, queued=waiting and active)
+
+
+def _place(state: ClusterState, wl: WorkloadState, *, queued: bool) -> None:
+    """Keep the workload's place in ``state.queued`` in step with its queue, order and parking."""
+    placed = wl.queued_as
+    if queued:
+        workload = wl.workload
+        priority = priority_of(workload, state)
+        if placed is not None and wl.queued_for is workload and placed[1][0] == -priority:
+            wanted = placed  # same object, same priority: same queue and order
+        else:
+            meta = workload.metadata
+            order = (-priority, meta.creation_timestamp_ms, meta.uid, wl.key)  # queue_order_key
+            wanted = ((meta.namespace, workload.spec.queue_name), order)
+        parked = wl.parked_seq
+    else:
+        wanted, parked = None, 0
+    if wanted is placed and parked == wl.queued_parked:
         return
-    wanted = None
-    if wl is not None and waiting and wl.workload.spec.active:
-        meta = wl.workload.metadata
-        wanted = ((meta.namespace, wl.workload.spec.queue_name), queue_order_key(wl.workload, state))
-    if current.queued_as != wanted:
-        if current.queued_as is not None:
-            queue, order = current.queued_as
-            state.queued[queue].discard(order)
-            if not state.queued[queue]:
-                del state.queued[queue]
+    if placed is not None and wanted is not None and placed[0] == wanted[0]:
+        queue = state.queued[placed[0]]
+        queue.discard(placed[1])
+        queue.add(wanted[1], parked)
+    elif placed != wanted or wl.queued_parked != parked:
+        if placed is not None:
+            queue = state.queued[placed[0]]
+            queue.discard(placed[1])
+            if not queue:
+                del state.queued[placed[0]]
         if wanted is not None:
-            state.queued.setdefault(wanted[0], SortedList()).add(wanted[1])
-        current.queued_as = wanted
+            queue = state.queued.get(wanted[0])
+            if queue is None:
+                queue = state.queued[wanted[0]] = Queued()
+            queue.add(wanted[1], parked)
+    wl.queued_as = wanted
+    wl.queued_for = wl.workload if wanted is not None else None
+    wl.queued_parked = parked
 
 
 def priority_of(workload: models.Workload, state: ClusterState) -> int:
@@ -314,7 +490,8 @@ def _apply_workload_decision(
     *,
     seq: int,
 ) -> None:
-    current = state.workloads.get(event.workload.key)
+    key = event.workload.key
+    current = state.workloads.get(key)
     if current is None:
         return
     match event:
@@ -322,7 +499,7 @@ def _apply_workload_decision(
             if current.reservation is None:
                 current.reservation = event
                 current.parked_seq = 0
-                state.reserved.setdefault(event.cluster_queue, {})[event.workload.key] = None
+                state.reserved.setdefault(event.cluster_queue, {})[key] = None
                 _add_usage(state, event, sign=1)
         case types.WorkloadAdmitted():
             if current.reservation is not None and not current.admitted:
@@ -332,7 +509,11 @@ def _apply_workload_decision(
             current.pending_message = event.message
             current.parked_seq = seq if event.parked else 0
             if event.parked:
-                state.preemptors.pop(event.workload.key, None)  # parked: no longer the sticky head (§3.9)
+                state.preemptors.pop(key, None)  # parked: no longer the sticky head (§3.9)
+            if current.reservation is None and not current.gone and current.workload.spec.active:
+                # Still waiting, so every index but its place in the queue is as it was.
+                _place(state, current, queued=True)
+                return
         case types.QuotaReleased():
             if current.reservation is not None:
                 _afs_released(state, current, at_ms=event.at_ms)
@@ -340,7 +521,7 @@ def _apply_workload_decision(
                 cq = current.reservation.cluster_queue
                 state.trigger(f"cq:{cq}", seq)
                 held = state.reserved.get(cq, {})
-                held.pop(event.workload.key, None)
+                held.pop(key, None)
                 if not held:
                     state.reserved.pop(cq, None)
                 current.reservation = None
@@ -349,8 +530,8 @@ def _apply_workload_decision(
                 current.eviction = None
                 current.stopped_seq = 0
             if current.deleted_seq:
-                del state.workloads[event.workload.key]
-    _reindex(state, event.workload.key, gone=current)
+                del state.workloads[key]
+    _reindex(state, key, gone=current)
 
 
 def _apply_preemption(
@@ -368,6 +549,7 @@ def _apply_preemption(
                 state.nominations[event.workload.key] = (seq, event)
                 current.pending_message = event.message
                 current.parked_seq = 0
+                _place(state, current, queued=current.workload.spec.active)
         case types.PreemptionIssued():
             open_nomination = state.nominations.get(event.workload.key)
             if open_nomination is not None and open_nomination[0] == event.nomination_seq:

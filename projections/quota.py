@@ -51,6 +51,8 @@ class Node:
     usage: dict[FR, int] = field(default_factory=dict)
     subtree: dict[FR, int] = field(default_factory=dict)
     in_cycle: bool = False
+    kept: dict[FR, int] = field(default_factory=dict, repr=False)  # local_quota where not 0 (set by build)
+    potential: dict[FR, int] = field(default_factory=dict, repr=False)  # potential_of, remembered (quotas only)
     _height: int | None = field(default=None, repr=False)
 
     def local_quota(self, fr: FR) -> int:
@@ -62,7 +64,9 @@ class Node:
 
     def local_available(self, fr: FR) -> int:
         """Unused local quota."""
-        return max(0, self.local_quota(fr) - self.usage.get(fr, 0))
+        local = self.kept.get(fr, 0)
+        used = self.usage.get(fr, 0)
+        return local - used if local > used else 0
 
     def root(self) -> Node:
         """The root of this node's tree (itself without a parent)."""
@@ -87,36 +91,43 @@ class QuotaTree:
     def __init__(self, *, cluster_queues: dict[str, Node], cohorts: dict[str, Node]) -> None:
         self.cluster_queues = cluster_queues
         self.cohorts = cohorts
-        self._journal: list[tuple[Node, FR, int]] | None = None
-        self._potential: dict[tuple[str, FR], int] = {}  # depends on quotas only, never on usage
+        # Usage changes since begin(), as parallel lists of node, FR and the value before: no
+        # tuple per change, so a cycle's what-ifs leave the garbage collector less to walk.
+        self._journal: tuple[list[Node], list[FR], list[int]] | None = None
+        # One tuple per FR the tree knows: usage maps keyed by these long-lived (and so
+        # untracked) tuples stay out of the garbage collector's way (see :meth:`fr`).
+        self._frs: dict[str, dict[str, FR]] = {}
+        for node in [*cohorts.values(), *cluster_queues.values()]:
+            for fr in [*node.quotas, *node.subtree]:
+                self._frs.setdefault(fr[0], {}).setdefault(fr[1], fr)
+
+    def fr(self, flavor: str, resource: str) -> FR:
+        """The FR ``(flavor, resource)``, as the tree's own tuple when it knows it."""
+        found = self._frs.get(flavor)
+        return (found.get(resource) if found is not None else None) or (flavor, resource)
 
     def begin(self) -> None:
         """Start recording usage changes, so :meth:`rollback` can undo a cycle's what-ifs."""
-        self._journal = []
+        self._journal = ([], [], [])
 
     def rollback(self) -> None:
         """Undo every usage change since :meth:`begin` (newest first) and stop recording."""
-        for node, fr, before in reversed(self._journal or []):
-            node.usage[fr] = before
-        self._journal = None
-
-    def _set(self, node: Node, fr: FR, value: int) -> None:
         if self._journal is not None:
-            self._journal.append((node, fr, node.usage.get(fr, 0)))
-        node.usage[fr] = value
+            nodes, frs, values = self._journal
+            for node, fr, before in zip(reversed(nodes), reversed(frs), reversed(values), strict=True):
+                node.usage[fr] = before
+        self._journal = None
 
     # --- queries (SEMANTICS §6.2) --------------------------------------------------------
 
     def available(self, cq: str, fr: FR) -> int:
         """What ``cq`` may still take of ``fr`` now, borrowing included (never negative)."""
-        return max(0, _available(self.cluster_queues[cq], fr))
+        value = _available(self.cluster_queues[cq], fr)
+        return value if value > 0 else 0
 
     def potential_available(self, cq: str, fr: FR) -> int:
         """The most ``cq`` could ever hold of ``fr`` if nothing else used anything."""
-        key = (cq, fr)
-        if key not in self._potential:
-            self._potential[key] = _potential(self.cluster_queues[cq], fr)
-        return self._potential[key]
+        return potential_at(self.cluster_queues[cq], fr)
 
     def nominal(self, cq: str, fr: FR) -> int:
         """The ClusterQueue's own nominal quota of ``fr`` (0 when not declared)."""
@@ -133,11 +144,15 @@ class QuotaTree:
 
     def fits(self, cq: str, usage: dict[FR, int]) -> bool:
         """Whether ``usage`` fits in what ``cq`` has available for every FR."""
-        return all(amount <= self.available(cq, fr) for fr, amount in usage.items())
+        node = self.cluster_queues[cq]
+        for fr, amount in usage.items():
+            if amount > 0 and amount > _available(node, fr):  # available is never below 0
+                return False
+        return True
 
     def borrowing_level(self, cq: str, fr: FR, amount: int) -> int:
         """The borrowing level of :meth:`lowest_subtree_that_fits`."""
-        return self.lowest_subtree_that_fits(cq, fr, amount)[0]
+        return lowest_subtree_that_fits(self.cluster_queues[cq], fr, amount)[0]
 
     def lowest_subtree_that_fits(self, cq: str, fr: FR, amount: int) -> tuple[int, bool]:
         """Kueue's FindHeightOfLowestSubtreeThatFits (SEMANTICS §6.3): ``(level, may_reclaim)``.
@@ -146,17 +161,7 @@ class QuotaTree:
         ancestor whose subtree quota covers the request; ``may_reclaim`` says that
         ancestor has a parent (reclaiming higher up in the hierarchy could help).
         """
-        node = self.cluster_queues[cq]
-        if node.parent is None or node.quotas.get(fr, Quota()).nominal >= node.usage.get(fr, 0) + amount:
-            return 0, node.parent is not None
-        remaining = amount - node.local_available(fr)
-        ancestor = node.parent
-        while ancestor is not None:
-            if ancestor.subtree.get(fr, 0) >= ancestor.usage.get(fr, 0) + remaining:
-                return ancestor.height(), ancestor.parent is not None
-            remaining -= ancestor.local_available(fr)
-            ancestor = ancestor.parent
-        return node.root().height(), False
+        return lowest_subtree_that_fits(self.cluster_queues[cq], fr, amount)
 
     def borrowing(self, cq: str, fr: FR, amount: int) -> bool:
         """Whether holding ``amount`` more of ``fr`` would take ``cq`` above its nominal quota."""
@@ -167,13 +172,15 @@ class QuotaTree:
 
     def add_usage(self, cq: str, usage: dict[FR, int]) -> None:
         """Reserve ``usage`` in ``cq``; what exceeds local quota is pushed up the tree."""
+        node = self.cluster_queues[cq]
         for fr, amount in usage.items():
-            self._add(self.cluster_queues[cq], fr, amount)
+            self._add(node, fr, amount)
 
     def remove_usage(self, cq: str, usage: dict[FR, int]) -> None:
         """Give back ``usage`` reserved in ``cq``."""
+        node = self.cluster_queues[cq]
         for fr, amount in usage.items():
-            self._remove(self.cluster_queues[cq], fr, amount)
+            self._remove(node, fr, amount)
 
     def shift_reservation(self, cq: str, usage: dict[FR, int], *, sign: int) -> None:
         """Add (``sign`` 1) or remove (-1) a reservation's usage, as :func:`build` counts it:
@@ -181,24 +188,49 @@ class QuotaTree:
         node = self.cluster_queues.get(cq)
         if node is None or node.in_cycle:
             return
-        if sign > 0:
-            self.add_usage(cq, usage)
-        else:
-            self.remove_usage(cq, usage)
+        for fr, amount in usage.items():
+            fr = self.fr(*fr)  # the tree's own tuple: the usage map is left untracked by the collector
+            if sign > 0:
+                self._add(node, fr, amount)
+            else:
+                self._remove(node, fr, amount)
 
-    def _add(self, node: Node, fr: FR, amount: int) -> None:
-        room = node.local_available(fr)
-        self._set(node, fr, node.usage.get(fr, 0) + amount)
-        if node.parent is not None and amount > room:
-            self._add(node.parent, fr, amount - room)
+    def _add(self, node: Node | None, fr: FR, amount: int) -> None:
+        journal = self._journal
+        while node is not None:
+            usage = node.usage
+            used = usage.get(fr, 0)
+            local = node.kept.get(fr, 0)
+            if journal is not None:
+                journal[0].append(node)
+                journal[1].append(fr)
+                journal[2].append(used)
+            usage[fr] = used + amount
+            room = local - used if local > used else 0
+            if amount <= room:
+                return
+            amount -= room
+            node = node.parent
 
-    def _remove(self, node: Node, fr: FR, amount: int) -> None:
-        local = node.local_quota(fr)
-        before = max(0, node.usage.get(fr, 0) - local)
-        self._set(node, fr, node.usage.get(fr, 0) - amount)
-        after = max(0, node.usage[fr] - local)
-        if node.parent is not None and before > after:
-            self._remove(node.parent, fr, before - after)
+    def _remove(self, node: Node | None, fr: FR, amount: int) -> None:
+        journal = self._journal
+        while node is not None:
+            usage = node.usage
+            used = usage.get(fr, 0)
+            local = node.kept.get(fr, 0)
+            if journal is not None:
+                journal[0].append(node)
+                journal[1].append(fr)
+                journal[2].append(used)
+            usage[fr] = used - amount
+            before = used - local if used > local else 0
+            after = used - amount - local
+            if after < 0:
+                after = 0
+            if before <= after:
+                return
+            amount = before - after
+            node = node.parent
 
 
 def cached(state: ClusterState) -> QuotaTree:
@@ -260,6 +292,8 @@ def build(state: ClusterState, *, usage: dict[str, dict[str, dict[str, int]]] | 
             _compute_subtree(node)
         elif node.parent.in_cycle:
             node.in_cycle = True
+    for node in [*cohorts.values(), *queues.values()]:
+        node.kept = {fr: kept for fr in node.quotas if (kept := node.local_quota(fr)) > 0}
     tree = QuotaTree(cluster_queues=queues, cohorts=cohorts)
     ledger = state.usage if usage is None else usage
     for cq_name in sorted(ledger):
@@ -308,17 +342,55 @@ def _compute_subtree(node: Node) -> None:
         node.subtree[fr] = own + lent
 
 
+def lowest_subtree_that_fits(node: Node, fr: FR, amount: int) -> tuple[int, bool]:
+    """:meth:`QuotaTree.lowest_subtree_that_fits` of the ClusterQueue ``node``."""
+    ancestor = node.parent
+    if ancestor is None:
+        return 0, False
+    quota = node.quotas.get(fr)
+    used = node.usage.get(fr, 0)
+    if (quota.nominal if quota is not None else 0) >= used + amount:
+        return 0, True
+    local = node.kept.get(fr, 0)
+    remaining = amount - (local - used if local > used else 0)
+    while ancestor is not None:
+        used = ancestor.usage.get(fr, 0)
+        if ancestor.subtree.get(fr, 0) >= used + remaining:
+            return ancestor.height(), ancestor.parent is not None
+        local = ancestor.kept.get(fr, 0)
+        remaining -= local - used if local > used else 0
+        ancestor = ancestor.parent
+    return node.root().height(), False
+
+
+def available_at(node: Node, fr: FR) -> int:
+    """:meth:`QuotaTree.available` of the ClusterQueue ``node``."""
+    value = _available(node, fr)
+    return value if value > 0 else 0
+
+
+def potential_at(node: Node, fr: FR) -> int:
+    """:meth:`QuotaTree.potential_available` of the ClusterQueue ``node`` (remembered on it)."""
+    value = node.potential.get(fr)
+    if value is None:
+        value = node.potential[fr] = _potential(node, fr)
+    return value
+
+
 def _available(node: Node, fr: FR) -> int:
-    if node.parent is None:
-        return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
-    from_parent = _available(node.parent, fr)
+    parent = node.parent
+    used = node.usage.get(fr, 0)
+    if parent is None:
+        return node.subtree.get(fr, 0) - used
+    from_parent = _available(parent, fr)
+    local = node.kept.get(fr, 0)
     quota = node.quotas.get(fr)
     if quota is not None and quota.borrowing_limit is not None:
-        local = node.local_quota(fr)
         lendable = node.subtree.get(fr, 0) - local
-        borrowed_room = lendable - max(0, node.usage.get(fr, 0) - local) + quota.borrowing_limit
-        from_parent = min(from_parent, borrowed_room)
-    return node.local_available(fr) + from_parent
+        borrowed_room = lendable - (used - local if used > local else 0) + quota.borrowing_limit
+        if borrowed_room < from_parent:
+            from_parent = borrowed_room
+    return (local - used if local > used else 0) + from_parent
 
 
 def potential_of(node: Node, fr: FR) -> int:

@@ -21,9 +21,8 @@ Outputs: QuotaReleased, QuotaReserved + WorkloadAdmitted, WorkloadInadmissible
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from events import models, types
 from projections import quota
@@ -35,10 +34,11 @@ LOGIC_VERSION = 3
 ROLE = "admit"
 
 
-@dataclass(frozen=True, kw_only=True)
-class Entry:
+class Entry(NamedTuple):
     """A nominated head: the workload, its ClusterQueue, its flavor assignment and, when
-    the assignment needs preemption, the victims Kueue would choose (SEMANTICS §4.3.1)."""
+    the assignment needs preemption, the victims Kueue would choose (SEMANTICS §4.3.1).
+
+    A NamedTuple, immutable and quicker to make than a frozen dataclass (one per head a cycle)."""
 
     workload: WorkloadState
     cq: models.ClusterQueue
@@ -76,20 +76,17 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
             tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
     plan = queues.plan(state, tree=tree, now_ms=now_ms)
     for wl, why in plan.unqueued:
-        decisions.extend(_inadmissible(wl, why, parked=why.parked, now_ms=now_ms))
+        decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
     search = Search(state, tree, now_ms=now_ms)
     entries: list[Entry] = []
-    for cq_name, head in plan.heads:
+    for cq_name, head in plan.heads.items():
         cq = state.cluster_queues[cq_name]
         requests = queues.cached_pod_set_requests(head, cq=cq, config=state.configuration)
         assignment, victims = search.assignments(head, requests, cq=cq)
         if assignment.mode == "NoFit":
             parked = cq.spec.queueing_strategy == "BestEffortFIFO"
-            decisions.extend(
-                _inadmissible(head, queues.Why("Pending", assignment.message), parked=parked, now_ms=now_ms)
-            )
+            decisions.extend(_inadmissible(head, "Pending", assignment.message, parked=parked, now_ms=now_ms))
             continue
-        key = head.workload.key
         entries.append(
             Entry(
                 workload=head,
@@ -97,7 +94,7 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
                 assignment=assignment,
                 priority=queues.priority_of(head.workload, state),
                 targets=tuple(victims),
-                nominated=key in state.preemptors or key in state.nominations,
+                nominated=head.key in state.preemptors or head.key in state.nominations,
             )
         )
     chosen: set[str] = set()
@@ -182,46 +179,49 @@ def _process(
     """
     name = entry.cq.metadata.name
     usage = entry.assignment.usage()
-    if entry.assignment.mode == "Preempt" and not entry.targets:
+    victims = entry.targets
+    if entry.assignment.mode == "Preempt" and not victims:
         if entry.cq.spec.preemption.reclaim_within_cohort != "Any":
-            tree.add_usage(name, _capacity_to_reserve(entry, tree))  # SEMANTICS §7.12
+            tree.add_usage(name, _capacity_to_reserve(entry, tree, usage))  # SEMANTICS §7.12
         parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO"
-        return _inadmissible(
-            entry.workload, queues.Why("Pending", entry.assignment.message), parked=parked, now_ms=now_ms
-        )
-    if any(t.key in chosen for t in entry.targets):
+        return _inadmissible(entry.workload, "Pending", entry.assignment.message, parked=parked, now_ms=now_ms)
+    if victims and any(t.key in chosen for t in victims):
         message = "Workload has overlapping preemption targets with another workload"
-        return _inadmissible(entry.workload, queues.Why("Pending", message), parked=False, now_ms=now_ms)
-    for target in entry.targets:
+        return _inadmissible(entry.workload, "Pending", message, parked=False, now_ms=now_ms)
+    for target in victims:
         targets.remove(tree, target.candidate)
     fits = tree.fits(name, usage)
-    for target in entry.targets:
+    for target in victims:
         targets.restore(tree, target.candidate)
     if not fits:
         message = "Workload no longer fits after processing another workload"
-        return _inadmissible(entry.workload, queues.Why("Pending", message), parked=False, now_ms=now_ms)
-    chosen.update(t.key for t in entry.targets)
+        return _inadmissible(entry.workload, "Pending", message, parked=False, now_ms=now_ms)
+    if victims:
+        chosen.update(t.key for t in victims)
     tree.add_usage(name, usage)
     if entry.assignment.mode == "Preempt":
         return _nominate(entry, state=state, now_ms=now_ms)
     return _admit(entry, now_ms=now_ms)
 
 
-def _capacity_to_reserve(entry: Entry, tree: quota.QuotaTree) -> dict[quota.FR, int]:
+def _capacity_to_reserve(entry: Entry, tree: quota.QuotaTree, usage: dict[quota.FR, int]) -> dict[quota.FR, int]:
     """scheduler.go quotaResourcesToReserve: what a Preempt entry without candidates keeps
-    from lower entries for the rest of the cycle (never negative here)."""
-    name = entry.cq.metadata.name
-    node = tree.cluster_queues[name]
+    from lower entries of the cycle out of ``usage``, its assignment's (never negative here)."""
+    node = tree.cluster_queues[entry.cq.metadata.name]
+    borrowing = entry.assignment.borrowing > 0
     out: dict[quota.FR, int] = {}
-    for fr, amount in entry.assignment.usage().items():
-        limits = node.quotas.get(fr, quota.Quota())
-        used = tree.usage(name, fr)
-        if entry.assignment.borrowing > 0:
+    for fr, amount in usage.items():
+        limits = node.quotas.get(fr) or _NO_QUOTA
+        used = node.usage.get(fr, 0)
+        if borrowing:
             room = amount if limits.borrowing_limit is None else limits.nominal + limits.borrowing_limit - used
         else:
             room = limits.nominal - used
         out[fr] = max(0, min(amount, room))
     return out
+
+
+_NO_QUOTA = quota.Quota()
 
 
 def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.Decision]:
@@ -259,7 +259,6 @@ class Search:
         self.pool = targets.CandidatePool(state, now_ms=now_ms)
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fair.Weights(state)
-        self._no_candidates: dict[str, flavors.Oracle] = {}
 
     def preemptor(
         self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]
@@ -290,7 +289,7 @@ class Search:
         """Kueue's getAssignments (SEMANTICS §4.3.1, §5.9): full counts first; then, with
         minCount, the largest counts that Fit or Preempt with targets."""
         full, victims = self._try(wl, requests, cq)
-        if full.fits or victims:
+        if full.fits or victims or not any(spec.min_count for spec in wl.workload.spec.pod_sets):
             return full, victims
         deltas = [
             ps.count - (spec.min_count or ps.count)
@@ -319,26 +318,22 @@ class Search:
     def _try(
         self, wl: WorkloadState, requests: list[flavors.PodSetRequest], cq: models.ClusterQueue
     ) -> tuple[flavors.Assignment, list[targets.Target]]:
+        preempting = can_preempt(cq, self.tree)
         assignment = flavors.assign(
             requests,
             cq=cq,
             tree=self.tree,
             flavors=self.state.flavors,
-            oracle=self._oracle(wl, cq),
+            oracle=self._oracle(wl, cq) if preempting else None,  # None: no candidates at all
             fair_sharing=self.fair,
         )
-        if assignment.mode != "Preempt" or not can_preempt(cq, self.tree):
+        if assignment.mode != "Preempt" or not preempting:
             return assignment, []
         usage = assignment.usage()
         return assignment, self.targets(self.preemptor(wl, cq, usage, assignment.frs_need_preemption))
 
     def _oracle(self, wl: WorkloadState, cq: models.ClusterQueue) -> flavors.Oracle:
         name = cq.metadata.name
-        if not can_preempt(cq, self.tree):
-            no_candidates = self._no_candidates.get(name)
-            if no_candidates is None:
-                no_candidates = self._no_candidates[name] = functools.partial(_no_candidates, self.tree, name)
-            return no_candidates
 
         def oracle(fr: quota.FR, amount: int) -> tuple[int, int]:
             """preemption_oracle.go SimulatePreemption for one FR (SEMANTICS §7.7)."""
@@ -354,11 +349,6 @@ class Search:
             return (flavors.PREEMPT if own else flavors.RECLAIM), level
 
         return oracle
-
-
-def _no_candidates(tree: quota.QuotaTree, cluster_queue: str, fr: quota.FR, amount: int) -> tuple[int, int]:
-    """The oracle of a ClusterQueue whose policies allow no candidate at all."""
-    return flavors.NO_CANDIDATES, tree.borrowing_level(cluster_queue, fr, amount)
 
 
 def can_preempt(cq: models.ClusterQueue, tree: quota.QuotaTree) -> bool:
@@ -377,7 +367,7 @@ def _entry_order(entry: Entry) -> tuple[bool, int, int, int, str, str]:
         -entry.priority,
         meta.creation_timestamp_ms,
         meta.uid,
-        entry.workload.workload.key,
+        entry.workload.key,
     )
 
 
@@ -399,13 +389,10 @@ def _admit(entry: Entry, *, now_ms: int) -> list[types.Decision]:
     return [*reserved, types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=now_ms)]
 
 
-def _inadmissible(wl: WorkloadState, why: queues.Why, *, parked: bool, now_ms: int) -> list[types.Decision]:
-    if why.message == wl.pending_message and not parked:
+def _inadmissible(wl: WorkloadState, reason: str, message: str, *, parked: bool, now_ms: int) -> list[types.Decision]:
+    if message == wl.pending_message and not parked:
         return []  # recorded when it changes, not every cycle
-    event = types.WorkloadInadmissible(
-        workload=wl.ref, reason=why.reason, message=why.message, at_ms=now_ms, parked=parked
-    )
-    return [event]
+    return [types.WorkloadInadmissible(workload=wl.ref, reason=reason, message=message, at_ms=now_ms, parked=parked)]
 
 
 def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased:

@@ -22,10 +22,11 @@ from typing import NamedTuple
 
 from events import models
 from events.quantities import format_amount
+from projections import quota as quota_math
 from projections.quota import FR, QuotaTree
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PodSetRequest:
     """What one pod set asks for: ``requests`` are per-pod amounts, ``count`` pods."""
 
@@ -41,14 +42,26 @@ class PodSetRequest:
         return {res: amount * self.count for res, amount in self.requests.items()}
 
 
-@dataclass(frozen=True, kw_only=True)
-class PodSetResult:
+class PodSetResult(NamedTuple):
     """A pod set's chosen flavors (resource -> flavor) and total usage per resource."""
 
     name: str
     count: int
     flavors: dict[str, str]
     usage: dict[str, int]
+
+
+RawPodSet = tuple[str | int, ...]
+"""A :class:`PodSetResult` as one flat tuple: name, count, then resource, flavor, usage for
+each resource in name order (see :func:`_raw`)."""
+
+
+def _raw(name: str, count: int, flavors: dict[str, str], usage: dict[str, int]) -> RawPodSet:
+    """A pod set's result flattened; ``flavors`` and ``usage`` have the same resources."""
+    out: list[str | int] = [name, count]
+    for resource in sorted(usage) if len(usage) > 1 else usage:
+        out += (resource, flavors[resource], usage[resource])
+    return tuple(out)
 
 
 # Kueue's preemption modes, worst to best (flavorassigner.go preemptionMode)
@@ -59,7 +72,9 @@ BEST: GranularMode = (FIT, 0)
 
 Oracle = Callable[[FR, int], tuple[int, int]]
 """``oracle(fr, amount)``: (NO_CANDIDATES | PREEMPT | RECLAIM, borrowing level after the
-preemptions) for a request of ``amount`` of ``fr`` that does not fit now (SEMANTICS §7.7)."""
+preemptions) for a request of ``amount`` of ``fr`` that does not fit now (SEMANTICS §7.7).
+``None`` stands for a ClusterQueue without any candidate: NO_CANDIDATES at the borrowing
+level of the request as it is."""
 
 
 def no_preemption(fr: FR, amount: int) -> tuple[int, int]:
@@ -68,33 +83,57 @@ def no_preemption(fr: FR, amount: int) -> tuple[int, int]:
     return NO_CANDIDATES, 0
 
 
-@dataclass(frozen=True, kw_only=True)
-class Assignment:
+class Assignment(NamedTuple):
     """The outcome for a workload: ``mode`` Fit, Preempt or NoFit (Kueue's
     RepresentativeMode), the pod sets' flavors, and Kueue's message when not Fit.
 
     ``borrowing`` is the highest borrowing level of the chosen flavors (0: none);
-    ``frs_need_preemption`` the FRs whose chosen flavor needs preemption (§7.1).
+    ``need_preemption`` the FRs whose chosen flavor needs preemption (§7.1); ``by_fr``
+    the total usage per FR, as :func:`assign` adds it up (None: from the pod sets).
+
+    The pod sets are kept as flat tuples of strings and ints (``raw_pod_sets``), which
+    the garbage collector stops tracking at its first pass: a cycle holds a thousand
+    assignments until its end, and most are never read as :attr:`pod_sets`. A NamedTuple:
+    immutable, and quicker to make than a frozen dataclass.
     """
 
     mode: str
-    pod_sets: tuple[PodSetResult, ...] = ()
+    raw_pod_sets: tuple[RawPodSet, ...] = ()
     borrowing: int = 0
     message: str = ""
-    frs_need_preemption: frozenset[FR] = frozenset()
+    need_preemption: tuple[FR, ...] = ()
+    by_fr: dict[FR, int] | None = None
 
     @property
     def fits(self) -> bool:
         """Mode Fit: admissible now without preempting anybody."""
         return self.mode == "Fit"
 
+    @property
+    def pod_sets(self) -> tuple[PodSetResult, ...]:
+        """The pod sets' flavors and usage, in spec order."""
+        out = []
+        for raw in self.raw_pod_sets:
+            resources = raw[2::3]
+            flavors = dict(zip(resources, raw[3::3], strict=True))
+            usage = dict(zip(resources, raw[4::3], strict=True))
+            out.append(PodSetResult(name=raw[0], count=raw[1], flavors=flavors, usage=usage))  # type: ignore[arg-type]
+        return tuple(out)
+
+    @property
+    def frs_need_preemption(self) -> frozenset[FR]:
+        """``need_preemption`` as a set (kept a tuple: nothing for the garbage collector)."""
+        return frozenset(self.need_preemption)
+
     def usage(self) -> dict[FR, int]:
-        """Total usage per (flavor, resource)."""
+        """Total usage per (flavor, resource); callers only read it."""
+        if self.by_fr is not None:
+            return self.by_fr
         out: dict[FR, int] = {}
-        for ps in self.pod_sets:
-            for resource, amount in ps.usage.items():
-                fr = (ps.flavors[resource], resource)
-                out[fr] = out.get(fr, 0) + amount
+        for raw in self.raw_pod_sets:
+            for i in range(2, len(raw), 3):
+                fr = (raw[i + 1], raw[i])
+                out[fr] = out.get(fr, 0) + raw[i + 2]  # type: ignore[assignment, operator]
         return out
 
 
@@ -110,7 +149,7 @@ def assign(
     cq: models.ClusterQueue,
     tree: QuotaTree,
     flavors: dict[str, models.ResourceFlavor],
-    oracle: Oracle = no_preemption,
+    oracle: Oracle | None = no_preemption,
     fair_sharing: bool = False,
 ) -> Assignment:
     """Assign flavors to every pod set of a workload for ClusterQueue ``cq``.
@@ -120,57 +159,66 @@ def assign(
     preemption could do where quota is short (default: nothing). Returns an
     Assignment; never raises for a workload that does not fit.
     """
-    taken: dict[FR, int] = {}
-    results: list[PodSetResult] = []
+    picker = _Picker(cq, tree, flavors, oracle, fair_sharing)
+    groups = cq.spec.resource_groups
+    taken = picker.taken
+    results: list[RawPodSet] = []
     borrowing = 0
     worst: GranularMode = BEST
-    need: set[FR] = set()
+    need: dict[FR, None] = {}
     problems_all: list[str] = []
     for ps in pod_sets:
         # A zero request of a covered resource still gets a flavor (with zero usage); of an
         # uncovered one it is ignored (SEMANTICS §10.4).
-        totals = {r: v for r, v in ps.totals().items() if v > 0 or _group_covering(cq, r) is not None}
+        count = ps.count
+        totals: dict[str, int] = {}
+        for resource, amount in ps.requests.items():
+            total = amount * count
+            if total > 0 or _group_covering(groups, resource) is not None:
+                totals[resource] = total
         chosen: dict[str, str] = {}
-        for resource in sorted(totals):
+        for resource in sorted(totals) if len(totals) > 1 else totals:
             if resource in chosen:
                 continue
-            group = _group_covering(cq, resource)
+            group = _group_covering(groups, resource)
             if group is None:
                 return Assignment(
                     mode="NoFit",
                     message=f"couldn't assign flavors to pod set {ps.name}: "
                     f"resource {resource} unavailable in ClusterQueue",
                 )
-            wanted = {r: totals[r] for r in group.covered_resources if r in totals}
-            choice, problems = _pick_flavor(
-                ps, group, wanted, cq=cq, tree=tree, flavors=flavors, taken=taken, oracle=oracle, fair=fair_sharing
-            )
-            if choice.flavor is None or choice.mode[0] == NO_FIT:
+            covered = group.covered_resources
+            if len(covered) == 1:
+                wanted = {resource: totals[resource]}
+            else:
+                wanted = {r: totals[r] for r in covered if r in totals}
+            choice, problems = picker.pick(ps, group, wanted)
+            mode = choice.mode
+            if choice.flavor is None or mode[0] == NO_FIT:
                 return Assignment(
                     mode="NoFit", message=f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
                 )
-            if choice.mode[0] != FIT:
+            if mode[0] != FIT:
                 problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
-            if (choice.mode[0], -choice.mode[1]) < (worst[0], -worst[1]):
-                worst = choice.mode
-            borrowing = max(borrowing, choice.mode[1])
-            chosen.update({r: choice.flavor for r in wanted})
-            need.update((choice.flavor, r) for r in choice.need_preemption)
-        for resource, amount in totals.items():
-            fr = (chosen[resource], resource)
-            taken[fr] = taken.get(fr, 0) + amount
-        results.append(
-            PodSetResult(
-                name=ps.name, count=ps.count, flavors=dict(sorted(chosen.items())), usage=dict(sorted(totals.items()))
-            )
-        )
-    mode = "Fit" if worst[0] == FIT else "Preempt"
+            if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):
+                worst = mode
+            if mode[1] > borrowing:
+                borrowing = mode[1]
+            for r in wanted:
+                chosen[r] = choice.flavor
+            for r in choice.need_preemption:
+                need[tree.fr(choice.flavor, r)] = None
+        for resource in sorted(totals) if len(totals) > 1 else totals:  # in the order of Assignment.usage
+            fr = tree.fr(chosen[resource], resource)
+            taken[fr] = taken.get(fr, 0) + totals[resource]
+        results.append(_raw(ps.name, count, chosen, totals))
     return Assignment(
-        mode=mode,
-        pod_sets=tuple(results),
+        mode="Fit" if worst[0] == FIT else "Preempt",
+        raw_pod_sets=tuple(results),
         borrowing=borrowing,
         message="; ".join(problems_all),
-        frs_need_preemption=frozenset(need),
+        need_preemption=tuple(need),
+        by_fr=taken,  # the pod sets' usage per FR, added up in the order usage() would
     )
 
 
@@ -200,99 +248,108 @@ def _try_next(mode: GranularMode, fungibility: models.FlavorFungibility) -> bool
     return mode[1] > 0 and fungibility.when_can_borrow == "TryNextFlavor"
 
 
-def _pick_flavor(
-    ps: PodSetRequest,
-    group: models.ResourceGroup,
-    wanted: dict[str, int],
-    *,
-    cq: models.ClusterQueue,
-    tree: QuotaTree,
-    flavors: dict[str, models.ResourceFlavor],
-    taken: dict[FR, int],
-    oracle: Oracle,
-    fair: bool,
-) -> tuple[_Choice, list[str]]:
-    """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7) and the problems seen."""
-    problems: list[str] = []
-    best = _Choice(None, WORST, ())
-    fungibility = cq.spec.flavor_fungibility
-    for flavor_quotas in group.flavors:
-        flavor = flavors.get(flavor_quotas.name)
-        if flavor is None:
-            problems.append(f"flavor {flavor_quotas.name} not found")
-            continue
-        mismatch = _eligibility_problem(ps, flavor)
-        if mismatch:
-            problems.append(mismatch)
-            continue
-        representative: GranularMode = BEST
-        need: list[str] = []
-        for resource in sorted(wanted):
-            mode, problem = _classify(
-                cq, flavor.metadata.name, resource, wanted[resource], tree=tree, taken=taken, oracle=oracle, fair=fair
-            )
-            if problem:
-                problems.append(problem)
-            if is_preferred(representative, mode, fungibility.preference):
-                representative = mode
-            if representative[0] == NO_FIT:
-                break
-            if mode[0] != FIT:
-                need.append(resource)
-        choice = _Choice(flavor.metadata.name, representative, tuple(need))
-        if not _try_next(representative, fungibility):
-            return choice, problems
-        if is_preferred(representative, best.mode, fungibility.preference):
-            best = choice
-    return best, problems
+class _Picker:
+    """Flavor choice for one workload in one ClusterQueue: what :func:`assign` needs at
+    hand for each resource group, looked up once per workload rather than per flavor."""
 
+    __slots__ = ("cq", "name", "node", "tree", "flavors", "oracle", "taken", "fungibility", "may_preempt_borrowing")
 
-def _classify(
-    cq: models.ClusterQueue,
-    flavor: str,
-    resource: str,
-    amount: int,
-    *,
-    tree: QuotaTree,
-    taken: dict[FR, int],
-    oracle: Oracle,
-    fair: bool,
-) -> tuple[GranularMode, str]:
-    """flavorassigner.go fitsResourceQuota: the mode of one FR and the problem, if any (SEMANTICS §5.5)."""
-    name = cq.metadata.name
-    fr = (flavor, resource)
-    earlier = taken.get(fr, 0)
-    value = earlier + amount
-    if not tree.declares(name, fr):
-        return WORST, f"flavor {flavor} has no quota for {resource}"
-    potential = tree.potential_available(name, fr)
-    if value > potential:
-        return WORST, (
-            f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
-            f"({format_amount(resource, earlier)}) + current podset request ({format_amount(resource, amount)}) "
-            f"> maximum capacity ({format_amount(resource, potential)})"
+    def __init__(
+        self,
+        cq: models.ClusterQueue,
+        tree: QuotaTree,
+        flavors: dict[str, models.ResourceFlavor],
+        oracle: Oracle | None,
+        fair: bool,
+    ) -> None:
+        self.cq, self.tree, self.flavors, self.oracle = cq, tree, flavors, oracle
+        self.name = cq.metadata.name
+        self.node = tree.cluster_queues[self.name]
+        self.taken: dict[FR, int] = {}  # what earlier pod sets took, per FR
+        self.fungibility = cq.spec.flavor_fungibility
+        preemption = cq.spec.preemption
+        self.may_preempt_borrowing = preemption.borrow_within_cohort.policy != "Never" or (
+            fair and preemption.reclaim_within_cohort != "Never"
         )
-    available = tree.available(name, fr)
-    if value <= available:
-        return (FIT, tree.borrowing_level(name, fr, value)), ""
-    problem = (
-        f"insufficient unused quota for {resource} in flavor {flavor}, "
-        f"{format_amount(resource, value - available)} more needed"
-    )
-    preemption = cq.spec.preemption
-    can_preempt_while_borrowing = preemption.borrow_within_cohort.policy != "Never" or (
-        fair and preemption.reclaim_within_cohort != "Never"
-    )
-    if tree.nominal(name, fr) >= value or can_preempt_while_borrowing:
-        return oracle(fr, value), problem
-    borrow, may_reclaim = tree.lowest_subtree_that_fits(name, fr, value)
-    if may_reclaim:
-        return oracle(fr, value), problem
-    return (NO_FIT, borrow), problem
+
+    def pick(self, ps: PodSetRequest, group: models.ResourceGroup, wanted: dict[str, int]) -> tuple[_Choice, list[str]]:
+        """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7) and the problems seen."""
+        problems: list[str] = []
+        best = _Choice(None, WORST, ())
+        fungibility = self.fungibility
+        preference = fungibility.preference
+        resources = sorted(wanted) if len(wanted) > 1 else wanted
+        for flavor_quotas in group.flavors:
+            flavor = self.flavors.get(flavor_quotas.name)
+            if flavor is None:
+                problems.append(f"flavor {flavor_quotas.name} not found")
+                continue
+            mismatch = _eligibility_problem(ps, flavor)
+            if mismatch:
+                problems.append(mismatch)
+                continue
+            flavor_name = flavor.metadata.name
+            representative: GranularMode = BEST
+            need: list[str] = []
+            for resource in resources:
+                mode, problem = self.classify(flavor_name, resource, wanted[resource])
+                if problem:
+                    problems.append(problem)
+                if is_preferred(representative, mode, preference):
+                    representative = mode
+                if representative[0] == NO_FIT:
+                    break
+                if mode[0] != FIT:
+                    need.append(resource)
+            choice = _Choice(flavor_name, representative, tuple(need))
+            if not _try_next(representative, fungibility):
+                return choice, problems
+            if is_preferred(representative, best.mode, preference):
+                best = choice
+        return best, problems
+
+    def classify(self, flavor: str, resource: str, amount: int) -> tuple[GranularMode, str]:
+        """flavorassigner.go fitsResourceQuota: the mode of one FR and the problem, if any (SEMANTICS §5.5)."""
+        tree = self.tree
+        fr = tree.fr(flavor, resource)
+        earlier = self.taken.get(fr, 0)
+        value = earlier + amount
+        node = self.node
+        quota = node.quotas.get(fr)
+        if quota is None:
+            return WORST, f"flavor {flavor} has no quota for {resource}"
+        potential = quota_math.potential_at(node, fr)
+        if value > potential:
+            return WORST, (
+                f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
+                f"({format_amount(resource, earlier)}) + current podset request ({format_amount(resource, amount)}) "
+                f"> maximum capacity ({format_amount(resource, potential)})"
+            )
+        available = quota_math.available_at(node, fr)
+        if value <= available:
+            return (FIT, quota_math.lowest_subtree_that_fits(node, fr, value)[0]), ""
+        problem = (
+            f"insufficient unused quota for {resource} in flavor {flavor}, "
+            f"{format_amount(resource, value - available)} more needed"
+        )
+        if quota.nominal >= value or self.may_preempt_borrowing:
+            return self.preemption(fr, value), problem
+        borrow, may_reclaim = quota_math.lowest_subtree_that_fits(node, fr, value)
+        if may_reclaim:
+            return self.preemption(fr, value), problem
+        return (NO_FIT, borrow), problem
+
+    def preemption(self, fr: FR, value: int) -> GranularMode:
+        """What preemption could do for ``value`` of ``fr`` (the oracle's answer)."""
+        if self.oracle is None:
+            return NO_CANDIDATES, quota_math.lowest_subtree_that_fits(self.node, fr, value)[0]
+        return self.oracle(fr, value)
 
 
 def _eligibility_problem(ps: PodSetRequest, flavor: models.ResourceFlavor) -> str:
     """Why ``flavor`` cannot host the pod set (taints, node labels), or "" (SEMANTICS §5.4)."""
+    if not flavor.spec.node_taints and not flavor.spec.node_labels:
+        return ""  # nothing to tolerate and no label to match: fits every pod set
     tolerations = [*ps.tolerations, *flavor.spec.tolerations]
     for taint in flavor.spec.node_taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
@@ -339,8 +396,8 @@ def _tolerates(toleration: models.Toleration, taint: models.Taint) -> bool:
     return toleration.operator == "Exists" or toleration.value == taint.value
 
 
-def _group_covering(cq: models.ClusterQueue, resource: str) -> models.ResourceGroup | None:
-    for group in cq.spec.resource_groups:
+def _group_covering(groups: list[models.ResourceGroup], resource: str) -> models.ResourceGroup | None:
+    for group in groups:
         if resource in group.covered_resources:
             return group
     return None

@@ -34,9 +34,10 @@ class Why:
 
 @dataclass(kw_only=True)
 class Plan:
-    """A cycle's heads (ClusterQueue name, workload) and the workloads that cannot queue, with why."""
+    """A cycle's heads (per ClusterQueue name, in name order, its workload) and the workloads
+    that cannot queue, with why."""
 
-    heads: list[tuple[str, WorkloadState]] = field(default_factory=list)
+    heads: dict[str, WorkloadState] = field(default_factory=dict)
     unqueued: list[tuple[WorkloadState, Why]] = field(default_factory=list)
 
 
@@ -47,22 +48,30 @@ queue_order_key = cluster.queue_order_key
 def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
-    Reads the fold's per-LocalQueue queues (already in Kueue's heap order), resolving
-    each LocalQueue once; a queue is scanned from its front only past parked
-    workloads, so a cycle costs about one step per ClusterQueue (SEMANTICS §3.2, §3.6).
+    Reads the fold's per-LocalQueue queues (already in Kueue's heap order, parked
+    workloads kept apart until a requeue trigger), with what depends on the objects
+    alone remembered until one changes (:class:`_Layout`), so a cycle costs about one
+    step per ClusterQueue (SEMANTICS §3.2, §3.6).
     """
     result = Plan()
+    layout = _layout(state, tree)
     by_cq: dict[str, list[tuple[str, str]]] = {}
     for queue in state.queued:
-        cq_name, why = _resolve_local_queue(state, namespace=queue[0], queue_name=queue[1])
+        resolved = layout.local_queues.get(queue)
+        if resolved is None:
+            resolved = layout.local_queues[queue] = _resolve_local_queue(state, namespace=queue[0], queue_name=queue[1])
+        cq_name, why = resolved
         if why is not None:
             result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
         else:
             by_cq.setdefault(cq_name, []).append(queue)
-    triggers = _trigger_seq_by_cq(state, tree)
-    sticky = _sticky_preemptors(state)
+    triggers = layout.triggers
+    sticky = _sticky_preemptors(state) if state.preemptors or state.nominations else {}
     for cq_name in sorted(by_cq):
-        inactive = inactive_reason(state.cluster_queues[cq_name], state=state, tree=tree)
+        if cq_name in layout.inactive:
+            inactive = layout.inactive[cq_name]
+        else:
+            inactive = layout.inactive[cq_name] = inactive_reason(state.cluster_queues[cq_name], state=state, tree=tree)
         if inactive is not None:
             result.unqueued.extend(
                 (state.workloads[order[-1]], inactive) for queue in by_cq[cq_name] for order in state.queued[queue]
@@ -82,13 +91,42 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
             else:
                 head_order = min(c for _, c in fronts)
         head = state.workloads[head_order[-1]]
-        mismatch = _namespace_mismatch(head, state.cluster_queues[cq_name], state) or _misconfigured(head)
+        selected = (cq_name, head.workload.metadata.namespace)
+        if selected in layout.mismatches:
+            mismatch = layout.mismatches[selected]
+        else:
+            mismatch = layout.mismatches[selected] = _namespace_mismatch(head, state.cluster_queues[cq_name], state)
+        mismatch = mismatch or _misconfigured(head)
         if mismatch is not None:
             result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
             continue
-        result.heads.append((cq_name, head))
+        result.heads[cq_name] = head
     result.unqueued.sort(key=lambda pair: pair[0].workload.key)
     return result
+
+
+@dataclass(kw_only=True)
+class _Layout:
+    """What :func:`plan` derives from the objects and the requeue triggers alone: each
+    ClusterQueue's latest trigger, which ClusterQueue each LocalQueue feeds (or why it
+    cannot), inactive ClusterQueues, namespace selector mismatches. Kept in
+    ``state.caches`` for as long as ``state.triggers_version`` and the quota tree stay the
+    same: every change of those objects is a requeue trigger (``cluster.apply``)."""
+
+    version: int
+    tree: quota.QuotaTree
+    triggers: dict[str, int]
+    local_queues: dict[tuple[str, str], tuple[str, Why | None]] = field(default_factory=dict)
+    inactive: dict[str, Why | None] = field(default_factory=dict)
+    mismatches: dict[tuple[str, str], Why | None] = field(default_factory=dict)
+
+
+def _layout(state: ClusterState, tree: quota.QuotaTree) -> _Layout:
+    layout = state.caches.get("admitter.layout")
+    if not isinstance(layout, _Layout) or layout.version != state.triggers_version or layout.tree is not tree:
+        layout = _Layout(version=state.triggers_version, tree=tree, triggers=_trigger_seq_by_cq(state, tree))
+        state.caches["admitter.layout"] = layout
+    return layout
 
 
 def lq_usage(state: ClusterState, queue: tuple[str, str], *, now_ms: int) -> float:
@@ -122,11 +160,12 @@ def _front(
     state: ClusterState, queue: tuple[str, str], *, trigger: int, plan: Plan
 ) -> tuple[int, int, str, str] | None:
     """The first workload of a LocalQueue that may be tried now (not parked since the
-    last requeue trigger), noting on the way those whose priority class is missing."""
-    for order in state.queued[queue]:
+    last requeue trigger), noting on the way those whose priority class is missing.
+
+    The fold keeps parked workloads apart; bringing back those parked before ``trigger``
+    only re-arranges that index, the queue it stands for stays the same."""
+    for order in state.queued[queue].requeue(trigger):
         wl = state.workloads[order[-1]]
-        if wl.parked_seq and wl.parked_seq >= trigger:
-            continue
         missing = _missing_priority_class(wl.workload, state)
         if missing is not None:
             plan.unqueued.append((wl, missing))
