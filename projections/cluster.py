@@ -51,7 +51,12 @@ class WorkloadState:
     queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
     queued_parked: int = 0  # the parked_seq its place in ``ClusterState.queued`` was chosen by
     queued_for: models.Workload | None = None  # the object ``queued_as`` was computed from
-    requests_memo: tuple[object, object, object, list[Any]] | None = None  # the admitter's cache, not state
+    # The admitter's cache, not state: its per-pod requests and the workload, ClusterQueue and
+    # Configuration objects they were made from (fields, not a tuple: one object less to collect).
+    requests_memo: list[Any] | None = None
+    requests_memo_workload: object | None = None
+    requests_memo_cq: object | None = None
+    requests_memo_config: object | None = None
     key: str = field(init=False)  # ``workload.key``, which never changes for a state
     _ref: types.WorkloadRef | None = field(default=None, init=False, repr=False)
     _ref_of: models.Workload | None = field(default=None, init=False, repr=False)  # what _ref was made from
@@ -93,16 +98,22 @@ class Ready:
     def __len__(self) -> int:
         return len(self.live)
 
-    def __iter__(self) -> Iterator[Order]:
-        """The order keys in queue order; past the first, from a copy of the heap popped
-        only as far as the caller reads (a workload may be in the heap twice)."""
+    def first(self) -> Order | None:
+        """The first order key in queue order (None when there is none)."""
         heap, live = self.heap, self.live
         while heap and live.get(heap[0][-1]) is not heap[0]:
             heapq.heappop(heap)
-        if not heap:
+        return heap[0] if heap else None  # the smallest live one: every live order key is in the heap
+
+    def __iter__(self) -> Iterator[Order]:
+        """The order keys in queue order; past the first, from a copy of the heap popped
+        only as far as the caller reads (a workload may be in the heap twice)."""
+        first = self.first()
+        if first is None:
             return
-        yield heap[0]  # the smallest live one: every live order key is in the heap
-        seen = {heap[0][-1]}
+        yield first
+        heap, live = self.heap, self.live
+        seen = {first[-1]}
         rest = heap[:]
         while rest:
             order = heapq.heappop(rest)
@@ -277,14 +288,14 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
     Raises nothing for events about unknown objects: they are ignored.
     """
     match event:
+        case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
+            _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
         case types.DecisionRecord():
             state.heads[event.partition] = seq
             if event.answers:
                 state.requests.pop(event.answers, None)
         case types.SchedulingRequested():
             state.requests.setdefault(event.request_id, (seq, event))
-        case types.QuotaReserved() | types.WorkloadAdmitted() | types.WorkloadInadmissible() | types.QuotaReleased():
-            _apply_workload_decision(state, event, seq=seq)
         case types.PreemptionRequired() | types.PreemptionIssued() | types.EvictionRequested():
             _apply_preemption(state, event, seq=seq)
         case types.WorkloadObserved() | types.WorkloadFinished():
@@ -378,7 +389,9 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
     else:
         state.pending.pop(key, None)
         if wl is not None:
-            wl.requests_memo = None  # not tried again unless it waits again
+            wl.requests_memo = wl.requests_memo_cq = wl.requests_memo_config = (
+                None  # tried again only if it waits again
+            )
     if releasing:
         state.releasable.setdefault(key)
     else:
@@ -495,6 +508,15 @@ def _apply_workload_decision(
     if current is None:
         return
     match event:
+        case types.WorkloadInadmissible():
+            current.pending_message = event.message
+            current.parked_seq = seq if event.parked else 0
+            if event.parked:
+                state.preemptors.pop(key, None)  # parked: no longer the sticky head (§3.9)
+            if current.reservation is None and not current.gone and current.workload.spec.active:
+                # Still waiting, so every index but its place in the queue is as it was.
+                _place(state, current, queued=True)
+                return
         case types.QuotaReserved():
             if current.reservation is None:
                 current.reservation = event
@@ -505,15 +527,6 @@ def _apply_workload_decision(
             if current.reservation is not None and not current.admitted:
                 _afs_admitted(state, current, at_ms=event.at_ms)
             current.admitted = current.reservation is not None
-        case types.WorkloadInadmissible():
-            current.pending_message = event.message
-            current.parked_seq = seq if event.parked else 0
-            if event.parked:
-                state.preemptors.pop(key, None)  # parked: no longer the sticky head (§3.9)
-            if current.reservation is None and not current.gone and current.workload.spec.active:
-                # Still waiting, so every index but its place in the queue is as it was.
-                _place(state, current, queued=True)
-                return
         case types.QuotaReleased():
             if current.reservation is not None:
                 _afs_released(state, current, at_ms=event.at_ms)

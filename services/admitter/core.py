@@ -259,6 +259,12 @@ class Search:
         self.pool = targets.CandidatePool(state, now_ms=now_ms)
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fair.Weights(state)
+        # A flavor picker per ClusterQueue, kept across cycles until a requeue trigger (every
+        # change of a ClusterQueue, flavor or the Configuration is one) or a new quota tree.
+        kept = state.caches.get("admitter.pickers")
+        if not isinstance(kept, tuple) or kept[:3] != (state.triggers_version, tree, self.fair):
+            kept = state.caches["admitter.pickers"] = (state.triggers_version, tree, self.fair, {})
+        self._pickers: dict[str, flavors.Picker] = kept[3]
 
     def preemptor(
         self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]
@@ -319,14 +325,13 @@ class Search:
         self, wl: WorkloadState, requests: list[flavors.PodSetRequest], cq: models.ClusterQueue
     ) -> tuple[flavors.Assignment, list[targets.Target]]:
         preempting = can_preempt(cq, self.tree)
-        assignment = flavors.assign(
-            requests,
-            cq=cq,
-            tree=self.tree,
-            flavors=self.state.flavors,
-            oracle=self._oracle(wl, cq) if preempting else None,  # None: no candidates at all
-            fair_sharing=self.fair,
-        )
+        picker = self._pickers.get(cq.metadata.name)
+        if picker is None:
+            picker = self._pickers[cq.metadata.name] = flavors.Picker(
+                cq, self.tree, self.state.flavors, fair_sharing=self.fair
+            )
+        # oracle None: no candidates at all
+        assignment = picker.assign(requests, oracle=self._oracle(wl, cq) if preempting else None)
         if assignment.mode != "Preempt" or not preempting:
             return assignment, []
         usage = assignment.usage()

@@ -159,67 +159,7 @@ def assign(
     preemption could do where quota is short (default: nothing). Returns an
     Assignment; never raises for a workload that does not fit.
     """
-    picker = _Picker(cq, tree, flavors, oracle, fair_sharing)
-    groups = cq.spec.resource_groups
-    taken = picker.taken
-    results: list[RawPodSet] = []
-    borrowing = 0
-    worst: GranularMode = BEST
-    need: dict[FR, None] = {}
-    problems_all: list[str] = []
-    for ps in pod_sets:
-        # A zero request of a covered resource still gets a flavor (with zero usage); of an
-        # uncovered one it is ignored (SEMANTICS §10.4).
-        count = ps.count
-        totals: dict[str, int] = {}
-        for resource, amount in ps.requests.items():
-            total = amount * count
-            if total > 0 or _group_covering(groups, resource) is not None:
-                totals[resource] = total
-        chosen: dict[str, str] = {}
-        for resource in sorted(totals) if len(totals) > 1 else totals:
-            if resource in chosen:
-                continue
-            group = _group_covering(groups, resource)
-            if group is None:
-                return Assignment(
-                    mode="NoFit",
-                    message=f"couldn't assign flavors to pod set {ps.name}: "
-                    f"resource {resource} unavailable in ClusterQueue",
-                )
-            covered = group.covered_resources
-            if len(covered) == 1:
-                wanted = {resource: totals[resource]}
-            else:
-                wanted = {r: totals[r] for r in covered if r in totals}
-            choice, problems = picker.pick(ps, group, wanted)
-            mode = choice.mode
-            if choice.flavor is None or mode[0] == NO_FIT:
-                return Assignment(
-                    mode="NoFit", message=f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
-                )
-            if mode[0] != FIT:
-                problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
-            if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):
-                worst = mode
-            if mode[1] > borrowing:
-                borrowing = mode[1]
-            for r in wanted:
-                chosen[r] = choice.flavor
-            for r in choice.need_preemption:
-                need[tree.fr(choice.flavor, r)] = None
-        for resource in sorted(totals) if len(totals) > 1 else totals:  # in the order of Assignment.usage
-            fr = tree.fr(chosen[resource], resource)
-            taken[fr] = taken.get(fr, 0) + totals[resource]
-        results.append(_raw(ps.name, count, chosen, totals))
-    return Assignment(
-        mode="Fit" if worst[0] == FIT else "Preempt",
-        raw_pod_sets=tuple(results),
-        borrowing=borrowing,
-        message="; ".join(problems_all),
-        need_preemption=tuple(need),
-        by_fr=taken,  # the pod sets' usage per FR, added up in the order usage() would
-    )
+    return Picker(cq, tree, flavors, fair_sharing=fair_sharing).assign(pod_sets, oracle=oracle)
 
 
 def is_preferred(a: GranularMode, b: GranularMode, preference: str | None) -> bool:
@@ -248,51 +188,134 @@ def _try_next(mode: GranularMode, fungibility: models.FlavorFungibility) -> bool
     return mode[1] > 0 and fungibility.when_can_borrow == "TryNextFlavor"
 
 
-class _Picker:
-    """Flavor choice for one workload in one ClusterQueue: what :func:`assign` needs at
-    hand for each resource group, looked up once per workload rather than per flavor."""
+class _Group(NamedTuple):
+    """A resource group as the picker reads it: covered resources and, per listed flavor,
+    its name and object (None when it does not exist)."""
 
-    __slots__ = ("cq", "name", "node", "tree", "flavors", "oracle", "taken", "fungibility", "may_preempt_borrowing")
+    covered: tuple[str, ...]
+    flavors: tuple[tuple[str, models.ResourceFlavor | None], ...]
+
+
+class Picker:
+    """Flavor assignment in one ClusterQueue against one quota tree (:func:`assign`).
+
+    Holds what does not depend on the workload (resource groups, flavors, quota node,
+    policies), so a caller may keep it for as long as none of those changes: the
+    admitter keeps one per ClusterQueue until the next requeue trigger.
+    """
+
+    __slots__ = ("name", "node", "covering", "frs", "fungibility", "may_preempt_borrowing")
 
     def __init__(
-        self,
-        cq: models.ClusterQueue,
-        tree: QuotaTree,
-        flavors: dict[str, models.ResourceFlavor],
-        oracle: Oracle | None,
-        fair: bool,
+        self, cq: models.ClusterQueue, tree: QuotaTree, flavors: dict[str, models.ResourceFlavor], *, fair_sharing: bool
     ) -> None:
-        self.cq, self.tree, self.flavors, self.oracle = cq, tree, flavors, oracle
         self.name = cq.metadata.name
         self.node = tree.cluster_queues[self.name]
-        self.taken: dict[FR, int] = {}  # what earlier pod sets took, per FR
+        self.covering: dict[str, _Group] = {}  # resource -> the first group that covers it
+        self.frs: dict[str, dict[str, FR]] = {}  # flavor -> resource -> the tree's FR tuple
+        for group in cq.spec.resource_groups:
+            entry = _Group(
+                covered=tuple(group.covered_resources),
+                flavors=tuple((fq.name, flavors.get(fq.name)) for fq in group.flavors),
+            )
+            for resource in group.covered_resources:
+                self.covering.setdefault(resource, entry)
+                for fq in group.flavors:
+                    self.frs.setdefault(fq.name, {})[resource] = tree.fr(fq.name, resource)
         self.fungibility = cq.spec.flavor_fungibility
         preemption = cq.spec.preemption
         self.may_preempt_borrowing = preemption.borrow_within_cohort.policy != "Never" or (
-            fair and preemption.reclaim_within_cohort != "Never"
+            fair_sharing and preemption.reclaim_within_cohort != "Never"
         )
 
-    def pick(self, ps: PodSetRequest, group: models.ResourceGroup, wanted: dict[str, int]) -> tuple[_Choice, list[str]]:
+    def assign(self, pod_sets: list[PodSetRequest], *, oracle: Oracle | None) -> Assignment:
+        """:func:`assign` in this ClusterQueue."""
+        covering, frs = self.covering, self.frs
+        taken: dict[FR, int] = {}  # what earlier pod sets took, per FR
+        results: list[RawPodSet] = []
+        borrowing = 0
+        worst: GranularMode = BEST
+        need: dict[FR, None] = {}
+        problems_all: list[str] = []
+        for ps in pod_sets:
+            # A zero request of a covered resource still gets a flavor (with zero usage); of an
+            # uncovered one it is ignored (SEMANTICS §10.4).
+            count = ps.count
+            totals: dict[str, int] = {}
+            for resource, amount in ps.requests.items():
+                total = amount * count
+                if total > 0 or resource in covering:
+                    totals[resource] = total
+            chosen: dict[str, str] = {}
+            for resource in sorted(totals) if len(totals) > 1 else totals:
+                if resource in chosen:
+                    continue
+                group = covering.get(resource)
+                if group is None:
+                    return Assignment(
+                        mode="NoFit",
+                        message=f"couldn't assign flavors to pod set {ps.name}: "
+                        f"resource {resource} unavailable in ClusterQueue",
+                    )
+                if len(group.covered) == 1:
+                    wanted = {resource: totals[resource]}
+                else:
+                    wanted = {r: totals[r] for r in group.covered if r in totals}
+                choice, problems = self._pick(ps, group, wanted, taken, oracle)
+                mode = choice.mode
+                if choice.flavor is None or mode[0] == NO_FIT:
+                    return Assignment(
+                        mode="NoFit", message=f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
+                    )
+                if mode[0] != FIT:
+                    problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
+                if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):
+                    worst = mode
+                if mode[1] > borrowing:
+                    borrowing = mode[1]
+                for r in wanted:
+                    chosen[r] = choice.flavor
+                for r in choice.need_preemption:
+                    need[frs[choice.flavor][r]] = None
+            for resource in sorted(totals) if len(totals) > 1 else totals:  # in the order of Assignment.usage
+                fr = frs[chosen[resource]][resource]
+                taken[fr] = taken.get(fr, 0) + totals[resource]
+            results.append(_raw(ps.name, count, chosen, totals))
+        return Assignment(
+            mode="Fit" if worst[0] == FIT else "Preempt",
+            raw_pod_sets=tuple(results),
+            borrowing=borrowing,
+            message="; ".join(problems_all),
+            need_preemption=tuple(need),
+            by_fr=taken,  # the pod sets' usage per FR, added up in the order usage() would
+        )
+
+    def _pick(
+        self,
+        ps: PodSetRequest,
+        group: _Group,
+        wanted: dict[str, int],
+        taken: dict[FR, int],
+        oracle: Oracle | None,
+    ) -> tuple[_Choice, list[str]]:
         """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7) and the problems seen."""
         problems: list[str] = []
         best = _Choice(None, WORST, ())
         fungibility = self.fungibility
         preference = fungibility.preference
         resources = sorted(wanted) if len(wanted) > 1 else wanted
-        for flavor_quotas in group.flavors:
-            flavor = self.flavors.get(flavor_quotas.name)
+        for flavor_name, flavor in group.flavors:
             if flavor is None:
-                problems.append(f"flavor {flavor_quotas.name} not found")
+                problems.append(f"flavor {flavor_name} not found")
                 continue
             mismatch = _eligibility_problem(ps, flavor)
             if mismatch:
                 problems.append(mismatch)
                 continue
-            flavor_name = flavor.metadata.name
             representative: GranularMode = BEST
             need: list[str] = []
             for resource in resources:
-                mode, problem = self.classify(flavor_name, resource, wanted[resource])
+                mode, problem = self._classify(flavor_name, resource, wanted[resource], taken, oracle)
                 if problem:
                     problems.append(problem)
                 if is_preferred(representative, mode, preference):
@@ -308,11 +331,12 @@ class _Picker:
                 best = choice
         return best, problems
 
-    def classify(self, flavor: str, resource: str, amount: int) -> tuple[GranularMode, str]:
+    def _classify(
+        self, flavor: str, resource: str, amount: int, taken: dict[FR, int], oracle: Oracle | None
+    ) -> tuple[GranularMode, str]:
         """flavorassigner.go fitsResourceQuota: the mode of one FR and the problem, if any (SEMANTICS §5.5)."""
-        tree = self.tree
-        fr = tree.fr(flavor, resource)
-        earlier = self.taken.get(fr, 0)
+        fr = self.frs[flavor][resource]
+        earlier = taken.get(fr, 0)
         value = earlier + amount
         node = self.node
         quota = node.quotas.get(fr)
@@ -333,17 +357,17 @@ class _Picker:
             f"{format_amount(resource, value - available)} more needed"
         )
         if quota.nominal >= value or self.may_preempt_borrowing:
-            return self.preemption(fr, value), problem
+            return self._preemption(fr, value, oracle), problem
         borrow, may_reclaim = quota_math.lowest_subtree_that_fits(node, fr, value)
         if may_reclaim:
-            return self.preemption(fr, value), problem
+            return self._preemption(fr, value, oracle), problem
         return (NO_FIT, borrow), problem
 
-    def preemption(self, fr: FR, value: int) -> GranularMode:
+    def _preemption(self, fr: FR, value: int, oracle: Oracle | None) -> GranularMode:
         """What preemption could do for ``value`` of ``fr`` (the oracle's answer)."""
-        if self.oracle is None:
+        if oracle is None:
             return NO_CANDIDATES, quota_math.lowest_subtree_that_fits(self.node, fr, value)[0]
-        return self.oracle(fr, value)
+        return oracle(fr, value)
 
 
 def _eligibility_problem(ps: PodSetRequest, flavor: models.ResourceFlavor) -> str:
@@ -394,10 +418,3 @@ def _tolerates(toleration: models.Toleration, taint: models.Taint) -> bool:
     if toleration.key != taint.key:
         return False
     return toleration.operator == "Exists" or toleration.value == taint.value
-
-
-def _group_covering(groups: list[models.ResourceGroup], resource: str) -> models.ResourceGroup | None:
-    for group in groups:
-        if resource in group.covered_resources:
-            return group
-    return None

@@ -79,10 +79,15 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
             continue
         cq = state.cluster_queues[cq_name]
         preemptor = sticky.get(cq_name)
+        local_queues = by_cq[cq_name]
         if preemptor is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
             head_order = preemptor  # SEMANTICS §3.9: the nominated preemptor is tried first
+        elif len(local_queues) == 1:
+            head_order = _front(state, local_queues[0], trigger=triggers[cq_name], plan=result)
+            if head_order is None:
+                continue
         else:
-            fronts = [(q, c) for q in by_cq[cq_name] if (c := _front(state, q, trigger=triggers[cq_name], plan=result))]
+            fronts = [(q, c) for q in local_queues if (c := _front(state, q, trigger=triggers[cq_name], plan=result))]
             if not fronts:
                 continue
             if afs.active(cq, state.configuration) and len(fronts) > 1:
@@ -95,7 +100,7 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
         if selected in layout.mismatches:
             mismatch = layout.mismatches[selected]
         else:
-            mismatch = layout.mismatches[selected] = _namespace_mismatch(head, state.cluster_queues[cq_name], state)
+            mismatch = layout.mismatches[selected] = _namespace_mismatch(head, cq, state)
         mismatch = mismatch or _misconfigured(head)
         if mismatch is not None:
             result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
@@ -164,7 +169,12 @@ def _front(
 
     The fold keeps parked workloads apart; bringing back those parked before ``trigger``
     only re-arranges that index, the queue it stands for stays the same."""
-    for order in state.queued[queue].requeue(trigger):
+    queued = state.queued[queue]
+    ready = queued.requeue(trigger) if trigger != queued.trigger else queued.ready
+    first = ready.first()
+    if first is None or _missing_priority_class(state.workloads[first[-1]].workload, state) is None:
+        return first
+    for order in ready:  # rarely: past those whose priority class is missing
         wl = state.workloads[order[-1]]
         missing = _missing_priority_class(wl.workload, state)
         if missing is not None:
@@ -235,10 +245,16 @@ def cached_pod_set_requests(
     workload, ClusterQueue and Configuration objects are in force (compared by identity:
     the fold replaces an object when it changes, so a stale entry can never match)."""
     memo = wl.requests_memo
-    if memo is not None and memo[0] is wl.workload and memo[1] is cq and memo[2] is config:
-        return memo[3]
+    if (
+        memo is not None
+        and wl.requests_memo_workload is wl.workload
+        and wl.requests_memo_cq is cq
+        and wl.requests_memo_config is config
+    ):
+        return memo
     requests = pod_set_requests(wl.workload, cq=cq, config=config)
-    wl.requests_memo = (wl.workload, cq, config, requests)
+    wl.requests_memo = requests
+    wl.requests_memo_workload, wl.requests_memo_cq, wl.requests_memo_config = wl.workload, cq, config
     return requests
 
 
