@@ -260,7 +260,11 @@ class ClusterState:
     nominations: dict[str, tuple[int, types.PreemptionRequired]] = field(default_factory=dict)
     preemptors: dict[str, types.PreemptionIssued] = field(default_factory=dict)
     afs_ledgers: dict[tuple[str, str], afs.Ledger] = field(default_factory=dict)
-    triggers_version: int = 0  # counts trigger() calls: no object changed while it stays the same
+    # Counters of trigger() calls, all of them and those for an object change (not a quota
+    # release): what deciders derive from the triggers, or from the objects alone, stays valid
+    # while the counter it depends on stays the same.
+    triggers_version: int = 0
+    objects_version: int = 0
     caches: dict[str, Any] = field(default_factory=dict)  # deciders' caches, derived, never state
 
     def open_request(self, role: str) -> types.SchedulingRequested | None:
@@ -268,13 +272,16 @@ class ClusterState:
         waiting = sorted((seq, r) for seq, r in self.requests.values() if r.role == role)
         return waiting[0][1] if waiting else None
 
-    def trigger(self, key: str, seq: int) -> None:
-        """Record an event that moves parked workloads back (SEMANTICS §3.6).
+    def trigger(self, key: str, seq: int, *, released: bool = False) -> None:
+        """Record an event that moves parked workloads back (SEMANTICS §3.6): an object
+        changed, or quota was ``released``.
 
         ``key`` is ``cq:<name>``, ``cohort:<name>`` or ``*`` (everything).
         """
         self.requeue_triggers[key] = max(self.requeue_triggers.get(key, 0), seq)
         self.triggers_version += 1
+        if not released:
+            self.objects_version += 1
 
     def usage_of(self, cluster_queue: str, flavor: str, resource: str) -> int:
         """Reserved amount of ``resource`` in ``flavor`` of ``cluster_queue`` (0 when none)."""
@@ -532,7 +539,7 @@ def _apply_workload_decision(
                 _afs_released(state, current, at_ms=event.at_ms)
                 _add_usage(state, current.reservation, sign=-1)
                 cq = current.reservation.cluster_queue
-                state.trigger(f"cq:{cq}", seq)
+                state.trigger(f"cq:{cq}", seq, released=True)
                 held = state.reserved.get(cq, {})
                 held.pop(key, None)
                 if not held:

@@ -87,16 +87,10 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
             parked = cq.spec.queueing_strategy == "BestEffortFIFO"
             decisions.extend(_inadmissible(head, "Pending", assignment.message, parked=parked, now_ms=now_ms))
             continue
-        entries.append(
-            Entry(
-                workload=head,
-                cq=cq,
-                assignment=assignment,
-                priority=queues.priority_of(head.workload, state),
-                targets=tuple(victims),
-                nominated=head.key in state.preemptors or head.key in state.nominations,
-            )
-        )
+        nominated = head.key in state.preemptors or head.key in state.nominations
+        priority = queues.priority_of(head.workload, state)
+        # Positional (workload, cq, assignment, priority, targets, nominated): one per head.
+        entries.append(Entry(head, cq, assignment, priority, tuple(victims), nominated))
     chosen: set[str] = set()
     for entry in _ordered(entries, state=state, tree=tree):
         decisions.extend(_process(entry, state=state, tree=tree, chosen=chosen, now_ms=now_ms))
@@ -259,11 +253,11 @@ class Search:
         self.pool = targets.CandidatePool(state, now_ms=now_ms)
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fair.Weights(state)
-        # A flavor picker per ClusterQueue, kept across cycles until a requeue trigger (every
-        # change of a ClusterQueue, flavor or the Configuration is one) or a new quota tree.
+        # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
+        # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
         kept = state.caches.get("admitter.pickers")
-        if not isinstance(kept, tuple) or kept[:3] != (state.triggers_version, tree, self.fair):
-            kept = state.caches["admitter.pickers"] = (state.triggers_version, tree, self.fair, {})
+        if not isinstance(kept, tuple) or kept[:3] != (state.objects_version, tree, self.fair):
+            kept = state.caches["admitter.pickers"] = (state.objects_version, tree, self.fair, {})
         self._pickers: dict[str, flavors.Picker] = kept[3]
 
     def preemptor(
@@ -295,7 +289,7 @@ class Search:
         """Kueue's getAssignments (SEMANTICS §4.3.1, §5.9): full counts first; then, with
         minCount, the largest counts that Fit or Preempt with targets."""
         full, victims = self._try(wl, requests, cq)
-        if full.fits or victims or not any(spec.min_count for spec in wl.workload.spec.pod_sets):
+        if full.fits or victims or not _partial_admission(wl):
             return full, victims
         deltas = [
             ps.count - (spec.min_count or ps.count)
@@ -354,6 +348,14 @@ class Search:
             return (flavors.PREEMPT if own else flavors.RECLAIM), level
 
         return oracle
+
+
+def _partial_admission(wl: WorkloadState) -> bool:
+    """Whether any pod set of the workload has a minCount (SEMANTICS §5.9)."""
+    for pod_set in wl.workload.spec.pod_sets:
+        if pod_set.min_count:
+            return True
+    return False
 
 
 def can_preempt(cq: models.ClusterQueue, tree: quota.QuotaTree) -> bool:

@@ -16,7 +16,7 @@ stops the search.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -51,17 +51,31 @@ class PodSetResult(NamedTuple):
     usage: dict[str, int]
 
 
-RawPodSet = tuple[str | int, ...]
-"""A :class:`PodSetResult` as one flat tuple: name, count, then resource, flavor, usage for
-each resource in name order (see :func:`_raw`)."""
+Flat = tuple[object, ...]
+"""The pod sets of an :class:`Assignment` as one flat tuple: for each pod set its name,
+count and number of resources, then for each resource in name order the resource, its
+FR, the pod set's usage of it and whether that FR needs preemption (see :func:`_flatten`)."""
 
 
-def _raw(name: str, count: int, flavors: dict[str, str], usage: dict[str, int]) -> RawPodSet:
-    """A pod set's result flattened; ``flavors`` and ``usage`` have the same resources."""
-    out: list[str | int] = [name, count]
-    for resource in sorted(usage) if len(usage) > 1 else usage:
-        out += (resource, flavors[resource], usage[resource])
-    return tuple(out)
+def _flatten(
+    out: list[object], name: str, count: int, totals: dict[str, int], frs: dict[str, FR], need: dict[FR, None]
+) -> None:
+    """Append one pod set's result to ``out`` (``frs``: the chosen FR of each resource)."""
+    out += (name, count, len(totals))
+    for resource in sorted(totals) if len(totals) > 1 else totals:
+        fr = frs[resource]
+        out += (resource, fr, totals[resource], fr in need)
+
+
+def _unflatten(flat: Flat) -> Iterator[tuple[str, int, list[tuple[str, FR, int, bool]]]]:
+    """The pod sets of ``flat``: name, count and (resource, FR, usage, needs preemption)."""
+    i = 0
+    while i < len(flat):
+        name, count, n = flat[i], flat[i + 1], flat[i + 2]
+        i += 3
+        resources = [flat[j : j + 4] for j in range(i, i + 4 * n, 4)]  # type: ignore[operator]
+        i += 4 * n  # type: ignore[operator]
+        yield name, count, resources  # type: ignore[misc]
 
 
 # Kueue's preemption modes, worst to best (flavorassigner.go preemptionMode)
@@ -87,22 +101,19 @@ class Assignment(NamedTuple):
     """The outcome for a workload: ``mode`` Fit, Preempt or NoFit (Kueue's
     RepresentativeMode), the pod sets' flavors, and Kueue's message when not Fit.
 
-    ``borrowing`` is the highest borrowing level of the chosen flavors (0: none);
-    ``need_preemption`` the FRs whose chosen flavor needs preemption (§7.1); ``by_fr``
-    the total usage per FR, as :func:`assign` adds it up (None: from the pod sets).
+    ``borrowing`` is the highest borrowing level of the chosen flavors (0: none).
 
-    The pod sets are kept as flat tuples of strings and ints (``raw_pod_sets``), which
-    the garbage collector stops tracking at its first pass: a cycle holds a thousand
-    assignments until its end, and most are never read as :attr:`pod_sets`. A NamedTuple:
-    immutable, and quicker to make than a frozen dataclass.
+    The pod sets' flavors, usage and FRs needing preemption (§7.1) are kept in one flat
+    tuple of strings, ints and FR tuples (``flat``, see :data:`Flat`), which the garbage
+    collector stops tracking at its first pass: a cycle holds a thousand assignments
+    until its end, and most are never read as :attr:`pod_sets`. A NamedTuple: immutable,
+    and quicker to make than a frozen dataclass.
     """
 
     mode: str
-    raw_pod_sets: tuple[RawPodSet, ...] = ()
+    flat: Flat = ()
     borrowing: int = 0
     message: str = ""
-    need_preemption: tuple[FR, ...] = ()
-    by_fr: dict[FR, int] | None = None
 
     @property
     def fits(self) -> bool:
@@ -112,28 +123,30 @@ class Assignment(NamedTuple):
     @property
     def pod_sets(self) -> tuple[PodSetResult, ...]:
         """The pod sets' flavors and usage, in spec order."""
-        out = []
-        for raw in self.raw_pod_sets:
-            resources = raw[2::3]
-            flavors = dict(zip(resources, raw[3::3], strict=True))
-            usage = dict(zip(resources, raw[4::3], strict=True))
-            out.append(PodSetResult(name=raw[0], count=raw[1], flavors=flavors, usage=usage))  # type: ignore[arg-type]
-        return tuple(out)
+        return tuple(
+            PodSetResult(
+                name=name,
+                count=count,
+                flavors={resource: fr[0] for resource, fr, _, _ in resources},
+                usage={resource: amount for resource, _, amount, _ in resources},
+            )
+            for name, count, resources in _unflatten(self.flat)
+        )
 
     @property
     def frs_need_preemption(self) -> frozenset[FR]:
-        """``need_preemption`` as a set (kept a tuple: nothing for the garbage collector)."""
-        return frozenset(self.need_preemption)
+        """The FRs whose chosen flavor needs preemption (§7.1)."""
+        return frozenset(fr for _, _, resources in _unflatten(self.flat) for _, fr, _, need in resources if need)
 
     def usage(self) -> dict[FR, int]:
-        """Total usage per (flavor, resource); callers only read it."""
-        if self.by_fr is not None:
-            return self.by_fr
+        """Total usage per (flavor, resource), a new map each time."""
+        flat = self.flat
+        if len(flat) == 7:  # one pod set of one resource: nothing to add up
+            return {flat[4]: flat[5]}  # type: ignore[dict-item]
         out: dict[FR, int] = {}
-        for raw in self.raw_pod_sets:
-            for i in range(2, len(raw), 3):
-                fr = (raw[i + 1], raw[i])
-                out[fr] = out.get(fr, 0) + raw[i + 2]  # type: ignore[assignment, operator]
+        for _, _, resources in _unflatten(flat):
+            for _, fr, amount, _ in resources:
+                out[fr] = out.get(fr, 0) + amount
         return out
 
 
@@ -232,7 +245,7 @@ class Picker:
         """:func:`assign` in this ClusterQueue."""
         covering, frs = self.covering, self.frs
         taken: dict[FR, int] = {}  # what earlier pod sets took, per FR
-        results: list[RawPodSet] = []
+        flat: list[object] = []
         borrowing = 0
         worst: GranularMode = BEST
         need: dict[FR, None] = {}
@@ -277,18 +290,13 @@ class Picker:
                     chosen[r] = choice.flavor
                 for r in choice.need_preemption:
                     need[frs[choice.flavor][r]] = None
-            for resource in sorted(totals) if len(totals) > 1 else totals:  # in the order of Assignment.usage
-                fr = frs[chosen[resource]][resource]
-                taken[fr] = taken.get(fr, 0) + totals[resource]
-            results.append(_raw(ps.name, count, chosen, totals))
-        return Assignment(
-            mode="Fit" if worst[0] == FIT else "Preempt",
-            raw_pod_sets=tuple(results),
-            borrowing=borrowing,
-            message="; ".join(problems_all),
-            need_preemption=tuple(need),
-            by_fr=taken,  # the pod sets' usage per FR, added up in the order usage() would
-        )
+            chosen_frs = {resource: frs[flavor][resource] for resource, flavor in chosen.items()}
+            for resource, amount in totals.items():
+                fr = chosen_frs[resource]
+                taken[fr] = taken.get(fr, 0) + amount
+            _flatten(flat, ps.name, count, totals, chosen_frs, need)
+        # Positional (mode, flat, borrowing, message): one for every head of a cycle.
+        return Assignment("Fit" if worst[0] == FIT else "Preempt", tuple(flat), borrowing, "; ".join(problems_all))
 
     def _pick(
         self,
@@ -300,7 +308,8 @@ class Picker:
     ) -> tuple[_Choice, list[str]]:
         """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7) and the problems seen."""
         problems: list[str] = []
-        best = _Choice(None, WORST, ())
+        best_flavor: str | None = None
+        best_mode, best_need = WORST, ()
         fungibility = self.fungibility
         preference = fungibility.preference
         resources = sorted(wanted) if len(wanted) > 1 else wanted
@@ -324,12 +333,11 @@ class Picker:
                     break
                 if mode[0] != FIT:
                     need.append(resource)
-            choice = _Choice(flavor_name, representative, tuple(need))
             if not _try_next(representative, fungibility):
-                return choice, problems
-            if is_preferred(representative, best.mode, preference):
-                best = choice
-        return best, problems
+                return _Choice(flavor_name, representative, tuple(need)), problems
+            if is_preferred(representative, best_mode, preference):
+                best_flavor, best_mode, best_need = flavor_name, representative, tuple(need)
+        return _Choice(best_flavor, best_mode, best_need), problems
 
     def _classify(
         self, flavor: str, resource: str, amount: int, taken: dict[FR, int], oracle: Oracle | None

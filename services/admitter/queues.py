@@ -63,8 +63,10 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
         cq_name, why = resolved
         if why is not None:
             result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
+        elif cq_name in by_cq:
+            by_cq[cq_name].append(queue)
         else:
-            by_cq.setdefault(cq_name, []).append(queue)
+            by_cq[cq_name] = [queue]
     triggers = layout.triggers
     sticky = _sticky_preemptors(state) if state.preemptors or state.nominations else {}
     for cq_name in sorted(by_cq):
@@ -112,15 +114,17 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
 
 @dataclass(kw_only=True)
 class _Layout:
-    """What :func:`plan` derives from the objects and the requeue triggers alone: each
-    ClusterQueue's latest trigger, which ClusterQueue each LocalQueue feeds (or why it
-    cannot), inactive ClusterQueues, namespace selector mismatches. Kept in
-    ``state.caches`` for as long as ``state.triggers_version`` and the quota tree stay the
-    same: every change of those objects is a requeue trigger (``cluster.apply``)."""
+    """What :func:`plan` derives from the objects alone: which ClusterQueue each
+    LocalQueue feeds (or why it cannot), inactive ClusterQueues, namespace selector
+    mismatches; and from the requeue triggers, each ClusterQueue's latest. Kept in
+    ``state.caches`` for as long as the quota tree and ``state.objects_version`` stay
+    the same (every change of those objects is a requeue trigger, ``cluster.apply``),
+    ``triggers`` as long as ``state.triggers_version`` does."""
 
-    version: int
+    objects_version: int
     tree: quota.QuotaTree
-    triggers: dict[str, int]
+    triggers_version: int = -1
+    triggers: dict[str, int] = field(default_factory=dict)
     local_queues: dict[tuple[str, str], tuple[str, Why | None]] = field(default_factory=dict)
     inactive: dict[str, Why | None] = field(default_factory=dict)
     mismatches: dict[tuple[str, str], Why | None] = field(default_factory=dict)
@@ -128,9 +132,11 @@ class _Layout:
 
 def _layout(state: ClusterState, tree: quota.QuotaTree) -> _Layout:
     layout = state.caches.get("admitter.layout")
-    if not isinstance(layout, _Layout) or layout.version != state.triggers_version or layout.tree is not tree:
-        layout = _Layout(version=state.triggers_version, tree=tree, triggers=_trigger_seq_by_cq(state, tree))
-        state.caches["admitter.layout"] = layout
+    if not isinstance(layout, _Layout) or layout.objects_version != state.objects_version or layout.tree is not tree:
+        layout = state.caches["admitter.layout"] = _Layout(objects_version=state.objects_version, tree=tree)
+    if layout.triggers_version != state.triggers_version:
+        layout.triggers = _trigger_seq_by_cq(state, tree)
+        layout.triggers_version = state.triggers_version
     return layout
 
 
