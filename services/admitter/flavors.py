@@ -203,10 +203,11 @@ def _try_next(mode: GranularMode, fungibility: models.FlavorFungibility) -> bool
 
 class _Group(NamedTuple):
     """A resource group as the picker reads it: covered resources and, per listed flavor,
-    its name and object (None when it does not exist)."""
+    its name, its object (None when it does not exist) and whether it has neither taints
+    nor node labels (then every pod set is eligible, SEMANTICS §5.4)."""
 
     covered: tuple[str, ...]
-    flavors: tuple[tuple[str, models.ResourceFlavor | None], ...]
+    flavors: tuple[tuple[str, models.ResourceFlavor | None, bool], ...]
 
 
 class Picker:
@@ -229,7 +230,9 @@ class Picker:
         for group in cq.spec.resource_groups:
             entry = _Group(
                 covered=tuple(group.covered_resources),
-                flavors=tuple((fq.name, flavors.get(fq.name)) for fq in group.flavors),
+                flavors=tuple(
+                    (fq.name, flavors.get(fq.name), _open_to_all(flavors.get(fq.name))) for fq in group.flavors
+                ),
             )
             for resource in group.covered_resources:
                 self.covering.setdefault(resource, entry)
@@ -313,11 +316,11 @@ class Picker:
         fungibility = self.fungibility
         preference = fungibility.preference
         resources = sorted(wanted) if len(wanted) > 1 else wanted
-        for flavor_name, flavor in group.flavors:
+        for flavor_name, flavor, open_to_all in group.flavors:
             if flavor is None:
                 problems.append(f"flavor {flavor_name} not found")
                 continue
-            mismatch = _eligibility_problem(ps, flavor)
+            mismatch = "" if open_to_all else _eligibility_problem(ps, flavor)
             if mismatch:
                 problems.append(mismatch)
                 continue
@@ -378,10 +381,15 @@ class Picker:
         return oracle(fr, value)
 
 
+def _open_to_all(flavor: models.ResourceFlavor | None) -> bool:
+    """A flavor with nothing to tolerate and no label to match: every pod set is eligible."""
+    return flavor is not None and not flavor.spec.node_taints and not flavor.spec.node_labels
+
+
 def _eligibility_problem(ps: PodSetRequest, flavor: models.ResourceFlavor) -> str:
     """Why ``flavor`` cannot host the pod set (taints, node labels), or "" (SEMANTICS §5.4)."""
-    if not flavor.spec.node_taints and not flavor.spec.node_labels:
-        return ""  # nothing to tolerate and no label to match: fits every pod set
+    if _open_to_all(flavor):
+        return ""
     tolerations = [*ps.tolerations, *flavor.spec.tolerations]
     for taint in flavor.spec.node_taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
