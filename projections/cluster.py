@@ -395,10 +395,8 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
         state.pending.setdefault(key)
     else:
         state.pending.pop(key, None)
-        if wl is not None:
-            wl.requests_memo = wl.requests_memo_cq = wl.requests_memo_config = (
-                None  # tried again only if it waits again
-            )
+        if wl is not None:  # tried again only if it waits again: the admitter's memo can go
+            wl.requests_memo = wl.requests_memo_cq = wl.requests_memo_config = None
     if releasing:
         state.releasable.setdefault(key)
     else:

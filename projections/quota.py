@@ -144,6 +144,8 @@ class QuotaTree:
 
     def fits(self, cq: str, usage: dict[FR, int]) -> bool:
         """Whether ``usage`` fits in what ``cq`` has available for every FR."""
+        if not usage:
+            return True
         node = self.cluster_queues[cq]
         for fr, amount in usage.items():
             if amount > 0 and amount > _available(node, fr):  # available is never below 0
@@ -172,15 +174,17 @@ class QuotaTree:
 
     def add_usage(self, cq: str, usage: dict[FR, int]) -> None:
         """Reserve ``usage`` in ``cq``; what exceeds local quota is pushed up the tree."""
-        node = self.cluster_queues[cq]
-        for fr, amount in usage.items():
-            self._add(node, fr, amount)
+        if usage:
+            node = self.cluster_queues[cq]
+            for fr, amount in usage.items():
+                self._add(node, fr, amount)
 
     def remove_usage(self, cq: str, usage: dict[FR, int]) -> None:
         """Give back ``usage`` reserved in ``cq``."""
-        node = self.cluster_queues[cq]
-        for fr, amount in usage.items():
-            self._remove(node, fr, amount)
+        if usage:
+            node = self.cluster_queues[cq]
+            for fr, amount in usage.items():
+                self._remove(node, fr, amount)
 
     def shift_reservation(self, cq: str, usage: dict[FR, int], *, sign: int) -> None:
         """Add (``sign`` 1) or remove (-1) a reservation's usage, as :func:`build` counts it:
