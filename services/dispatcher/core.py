@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import models, types
+from events import types
 from projections.cluster import ClusterState, WorkloadState, apply
 from services.dispatcher import status
 
@@ -310,7 +310,7 @@ def _plan_stop(
     own_tolerations: list[dict[str, Any]] = []
     for pod_set in current.workload.spec.pod_sets:
         own_selector.update(pod_set.node_selector)
-        own_tolerations.extend(_toleration_dict(t) for t in pod_set.tolerations)
+        own_tolerations.extend(status.toleration_dict(t) for t in pod_set.tolerations)
     return StopJob(
         workload=event.workload,
         namespace=current.workload.metadata.namespace,
@@ -335,7 +335,7 @@ def _flavor_injections(
         if flavor is None:
             continue
         node_selector.update(flavor.spec.node_labels)
-        tolerations.extend(_toleration_dict(t) for t in flavor.spec.tolerations)
+        tolerations.extend(status.toleration_dict(t) for t in flavor.spec.tolerations)
     return dict(sorted(node_selector.items())), tolerations
 
 
@@ -357,14 +357,3 @@ def _toleration_key(raw: dict[str, Any]) -> tuple[str, str, str, str, int | None
         str(raw.get("effect") or ""),
         raw.get("tolerationSeconds"),
     )
-
-
-def _toleration_dict(toleration: models.Toleration) -> dict[str, Any]:
-    out: dict[str, Any] = {"key": toleration.key, "operator": toleration.operator}
-    if toleration.value:
-        out["value"] = toleration.value
-    if toleration.effect:
-        out["effect"] = toleration.effect
-    if toleration.toleration_seconds is not None:
-        out["tolerationSeconds"] = toleration.toleration_seconds
-    return out

@@ -355,7 +355,7 @@ def _pod_set(pod_set: models.PodSet) -> dict[str, Any]:
     if pod_set.node_selector:
         pod_spec["nodeSelector"] = dict(pod_set.node_selector)
     if pod_set.tolerations:
-        pod_spec["tolerations"] = [_toleration(t) for t in pod_set.tolerations]
+        pod_spec["tolerations"] = [toleration_dict(t) for t in pod_set.tolerations]
     if pod_set.required_node_affinity:
         terms = [
             {
@@ -374,7 +374,8 @@ def _pod_set(pod_set: models.PodSet) -> dict[str, Any]:
     return out
 
 
-def _toleration(toleration: models.Toleration) -> dict[str, Any]:
+def toleration_dict(toleration: models.Toleration) -> dict[str, Any]:
+    """A Toleration as the Kubernetes API writes it (empty fields left out)."""
     out: dict[str, Any] = {"key": toleration.key, "operator": toleration.operator}
     if toleration.value:
         out["value"] = toleration.value
