@@ -51,6 +51,7 @@ log = structlog.get_logger(__name__)
 DECISION_FILTER = "kq.dec.*.wl.>"
 FIELD_MANAGER = "kueue-es"
 SYNC_WORKLOAD = "SyncWorkload"
+JOB_REF = kube.ref_for("batch/v1", "Job")
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace or "", name)
 
@@ -264,20 +265,30 @@ class Dispatcher:
             self.failed += 1
         await consumer.ack(delivery)
 
-    async def _start_job(self, action: core.StartJob, *, seq: int) -> types.DispatchApplied | types.DispatchFailed:
-        """Unsuspend the admitted workload's Job with the flavors' node labels and tolerations.
-
-        A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
-        """
-        ref = kube.ref_for("batch/v1", "Job")
+    async def _same_job(
+        self, action: core.StartJob | core.StopJob, *, seq: int
+    ) -> dict[str, Any] | types.DispatchFailed:
+        """The action's Job as the API server has it, or DispatchFailed 404 when it is gone
+        or a namesake with another UID took its place."""
         target = f"Job {action.namespace}/{action.name}"
         try:
-            job = await kube.get_object(self.api, ref, namespace=action.namespace, name=action.name)
+            job = await kube.get_object(self.api, JOB_REF, namespace=action.namespace, name=action.name)
         except kube_errors.NotFoundError as err:
             return self._gone(action, seq=seq, message=str(err))
         uid = (job.get("metadata") or {}).get("uid", "")
         if action.uid and uid and uid != action.uid:
             return self._gone(action, seq=seq, message=f"{target} has UID {uid}, not {action.uid}: it was re-created")
+        return job
+
+    async def _start_job(self, action: core.StartJob, *, seq: int) -> types.DispatchApplied | types.DispatchFailed:
+        """Unsuspend the admitted workload's Job with the flavors' node labels and tolerations.
+
+        A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
+        """
+        ref, target = JOB_REF, f"Job {action.namespace}/{action.name}"
+        job = await self._same_job(action, seq=seq)
+        if isinstance(job, types.DispatchFailed):
+            return job
         current = ((job.get("spec") or {}).get("template") or {}).get("spec", {}).get("tolerations") or []
         patch = action.patch(current_tolerations=current)
         if action.uid:
@@ -298,15 +309,10 @@ class Dispatcher:
 
         A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
         """
-        ref = kube.ref_for("batch/v1", "Job")
-        target = f"Job {action.namespace}/{action.name}"
-        try:
-            job = await kube.get_object(self.api, ref, namespace=action.namespace, name=action.name)
-        except kube_errors.NotFoundError as err:
-            return self._gone(action, seq=seq, message=str(err))
-        uid = (job.get("metadata") or {}).get("uid", "")
-        if action.uid and uid and uid != action.uid:
-            return self._gone(action, seq=seq, message=f"{target} has UID {uid}, not {action.uid}: it was re-created")
+        ref, target = JOB_REF, f"Job {action.namespace}/{action.name}"
+        job = await self._same_job(action, seq=seq)
+        if isinstance(job, types.DispatchFailed):
+            return job
         pod_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
         await self.limiter.acquire()
         await kube.patch_object(
