@@ -260,6 +260,16 @@ class PodSet(_Model, kw_only=True):
     misconfigured: str = ""  # why the pod set fails Kueue's admissibility checks, e.g. requests over limits
 
 
+class PodSetUpdate(_Model, kw_only=True):
+    """What a Ready admission check adds to one pod set's template at start (SEMANTICS-ADVANCED B.3)."""
+
+    name: str
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    node_selector: dict[str, str] = {}
+    tolerations: list[Toleration] = []
+
+
 class OwnerReference(_Model, kw_only=True):
     """The job a Workload was made for (Kueue sets the Workload's owner reference to it)."""
 
@@ -335,12 +345,28 @@ class AdmissionFairSharingConfig(_Model, kw_only=True):
     resource_weights: dict[str, str] = {}
 
 
+class RequeuingStrategy(_Model, kw_only=True):
+    """``waitForPodsReady.requeuingStrategy`` (SEMANTICS-ADVANCED C.1): where a workload evicted for
+    PodsReadyTimeout goes back in its queue (``Eviction``: by eviction time, ``Creation``: its old
+    place) and the backoff before it may be admitted again: base·2^(n−1) seconds, at most max;
+    after ``backoff_limit_count`` timeouts it is deactivated (None: never)."""
+
+    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+
 class WaitForPodsReadyConfig(_Model, kw_only=True):
-    """Configuration ``waitForPodsReady`` (SEMANTICS §9.4)."""
+    """Configuration ``waitForPodsReady`` (SEMANTICS §9.4, SEMANTICS-ADVANCED C.1); durations as Go
+    duration strings (``30m``, ``90s``); ``recovery_timeout`` None means the same as ``timeout``
+    and ``0s`` turns recovery checking off."""
 
     enable: bool = True
     timeout: str = "30m"
+    recovery_timeout: str | None = None
     block_admission: bool = False
+    requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
 
 
 class ResourceTransformation(_Model, kw_only=True):

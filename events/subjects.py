@@ -94,7 +94,12 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             return "Configuration", "", obj.metadata.name
         case types.SchedulingRequested():
             return "SchedulingRequest", "", event.request_id
-        case types.WorkloadFinished(workload=ref) | types.WorkloadStopped(workload=ref):
+        case (
+            types.WorkloadFinished(workload=ref)
+            | types.WorkloadStopped(workload=ref)
+            | types.AdmissionCheckStateChanged(workload=ref)
+            | types.WorkloadPodsReady(workload=ref)
+        ):
             return "Workload", ref.namespace, ref.name
         case types.ObjectDeleted() | types.ObjectRejected():
             return event.kind, event.namespace, event.name

@@ -143,6 +143,42 @@ class WorkloadStopped(_Event, kw_only=True, tag="WorkloadStopped"):
     at_ms: int = 0
 
 
+CheckState = Literal["Pending", "Ready", "Retry", "Rejected"]
+
+
+class AdmissionCheckStateChanged(_Event, kw_only=True, tag="AdmissionCheckStateChanged"):
+    """An admission check controller set ``check`` of ``workload`` to ``state``
+    (Workload ``status.admissionChecks[]``, SEMANTICS §9.5, SEMANTICS-ADVANCED B.2, B.5).
+
+    ``requeue_after_seconds`` (Retry only) is the backoff the controller asks for before
+    the workload may be admitted again; ``pod_set_updates`` (Ready only) what it adds to the
+    pod templates at start. Reported by the watcher from the Workload object, or published
+    by an outside check controller; ``at_ms`` is the state's lastTransitionTime.
+    """
+
+    workload: WorkloadRef
+    check: str
+    state: CheckState
+    message: str = ""
+    requeue_after_seconds: int | None = None
+    pod_set_updates: list[models.PodSetUpdate] = []
+    at_ms: int = 0
+
+
+class WorkloadPodsReady(_Event, kw_only=True, tag="WorkloadPodsReady"):
+    """The workload's PodsReady condition as its job reports it (SEMANTICS-ADVANCED C.2).
+
+    ``ready`` True: every pod the job needs is running or done (reason ``Started`` or
+    ``Recovered``); False: not yet (``WaitForStart``) or no longer (``WaitForRecovery``).
+    Reported by the watcher from the job's status; ``at_ms`` is the transition time.
+    """
+
+    workload: WorkloadRef
+    ready: bool
+    reason: str = ""
+    at_ms: int = 0
+
+
 class ObjectRejected(_Event, kw_only=True, tag="ObjectRejected"):
     """Bad input seen in the cluster: kept on the log so a user can see why nothing happened.
 
@@ -287,7 +323,11 @@ class EvictionRequested(_Event, kw_only=True, tag="EvictionRequested"):
     ``ClusterQueueStopped`` / ``LocalQueueStopped`` for HoldAndDrain) and, for a
     preemption, Preempted=True with ``preemption_reason`` for ``preemptor``. It keeps its
     quota until its job stops (a WorkloadStopped fact); the dispatcher suspends the job
-    (SEMANTICS §7.8, §10.1).
+    (SEMANTICS §7.8, §10.1). Other reasons: ``AdmissionCheck`` (a check in Retry),
+    ``PodsReadyTimeout``, ``DeactivatedDueTo<cause>`` (with a WorkloadDeactivated).
+    ``requeue_at_ms`` (0: none) is when the workload may be admitted again (Kueue's
+    ``requeueState.requeueAt``, SEMANTICS §3.7); ``requeue_count`` its
+    ``requeueState.count`` after a PodsReady timeout.
     """
 
     workload: WorkloadRef
@@ -295,6 +335,24 @@ class EvictionRequested(_Event, kw_only=True, tag="EvictionRequested"):
     preemptor: WorkloadRef | None = None
     reason: str = "Preempted"
     preemption_reason: str = ""
+    message: str
+    at_ms: int
+    requeue_at_ms: int = 0
+    requeue_count: int = 0
+
+
+class WorkloadDeactivated(_Event, kw_only=True, tag="WorkloadDeactivated"):
+    """Kueue sets the workload's ``spec.active`` to false (its DeactivationTarget condition):
+    ``reason`` ``AdmissionCheck`` (a check was Rejected), ``RequeuingLimitExceeded`` (too many
+    PodsReady timeouts) or ``MaximumExecutionTimeExceeded`` (SEMANTICS §9.2, §9.4-§9.6).
+
+    A deactivated workload is not queued again until it is reactivated (``spec.active``
+    set back to true, seen by the watcher). If it holds quota, an EvictionRequested with
+    reason ``DeactivatedDueTo<reason>`` is in the same batch.
+    """
+
+    workload: WorkloadRef
+    reason: str
     message: str
     at_ms: int
 
@@ -338,6 +396,8 @@ Fact = (
     | ObjectDeleted
     | WorkloadFinished
     | WorkloadStopped
+    | AdmissionCheckStateChanged
+    | WorkloadPodsReady
     | ObjectRejected
 )
 Decision = (
@@ -349,6 +409,7 @@ Decision = (
     | PreemptionRequired
     | PreemptionIssued
     | EvictionRequested
+    | WorkloadDeactivated
 )
 DispatchResult = DispatchApplied | DispatchFailed
 Event = Fact | Decision | DispatchResult
