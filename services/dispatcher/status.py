@@ -180,7 +180,9 @@ def fold_record(
         case types.WorkloadAdmitted() if wl.admitted and not before.admitted:
             record.set("Admitted", True, "Admitted", ADMITTED_MESSAGE, at_ms=event.at_ms)
         case types.WorkloadInadmissible() if wl.reservation is None and not wl.gone:
-            _unreserve(record, event.reason, event.message, at_ms=event.at_ms, granular=granular)
+            # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
+            reason = event.reason if granular else "Pending"
+            _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
         case types.PreemptionRequired() if wl.reservation is None and not wl.gone:
             reason = "WaitingForPreemptedWorkloads" if granular else "Pending"
             _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)

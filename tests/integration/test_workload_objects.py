@@ -211,7 +211,7 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
 
     assert waiting.workload == b and waiting.message == PENDING_MESSAGE
     assert conditions(workload_b) == {
-        "QuotaReserved": condition("QuotaReserved", False, "Pending", PENDING_MESSAGE),
+        "QuotaReserved": condition("QuotaReserved", False, "WaitingForQuota", PENDING_MESSAGE),
         "Admitted": condition("Admitted", False, "NoReservation", "The workload has no reservation"),
     }
     assert "admission" not in workload_b["status"]
