@@ -396,7 +396,7 @@ def _expect(value: Any) -> Expect:
     if value is None:
         return Expect()
     if not isinstance(value, dict):
-        raise _Problem("expect: must be a mapping with admitted, preempted and/or pending")
+        raise _Problem("expect: must be a mapping with admitted, reserved, preempted and/or pending")
     raw = dict(value)
     if isinstance(raw.get("admitted"), dict):  # ``default/w1:`` with nothing checks only that it is admitted
         raw["admitted"] = {k: {} if v is None else v for k, v in raw["admitted"].items()}
@@ -408,7 +408,12 @@ def _expect(value: Any) -> Expect:
         problem, _, at = str(err).partition(" - at `")
         where = at.rstrip("`").removeprefix("$")
         raise _Problem(f"expect{where}: {problem}") from err
-    for where, keys in (("admitted", expect.admitted), ("preempted", expect.preempted), ("pending", expect.pending)):
+    for where, keys in (
+        ("admitted", expect.admitted),
+        ("reserved", expect.reserved),
+        ("preempted", expect.preempted),
+        ("pending", expect.pending),
+    ):
         for key in keys or ():
             if not _KEY.match(key):
                 raise _Problem(f"expect.{where}: {key!r} is not a workload as namespace/name")

@@ -142,6 +142,7 @@ class Expect(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """The scenario's ``expect``: None lists are absent (not checked); keys are ``ns/name``."""
 
     admitted: dict[str, AdmittedExpectation] = {}
+    reserved: list[str] | None = None  # ours: holding quota, waiting for admission checks
     preempted: list[str] | None = None
     pending: list[str] | None = None
 
