@@ -666,11 +666,7 @@ class Watcher:
         if self.check_states.get(key) == view:
             return
         self.check_states[key] = view
-        if (
-            fact.state == "Pending"
-            and fact.message.startswith(_OWN_CHECK_MESSAGES[1])
-            or (fact.state == "Pending" and fact.message == "")
-        ):
+        if fact.state == "Pending" and (not fact.message or fact.message.startswith(_OWN_CHECK_MESSAGE)):
             return
         await self.bus.publish(subjects.fact_message(fact, version=f"{version}.{fact.check}"))
         self.published += 1
