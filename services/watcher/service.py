@@ -393,11 +393,17 @@ class Watcher:
                 await self._delete_workload(wl_key, version=version)
             return
         if isinstance(fact, types.WorkloadObserved) and wl_key in self.known["Workload"] and self._running(kind, [obj]):
-            return  # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
+            # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
+            await self._job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+            return
         self._log_rejection(fact)
         await self._publish(self._keep_active(wl_key, fact), version=version, source=kind)
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of this job is news again
             self.last_published.pop((kind, _namespace(obj), str(_meta(obj).get("name") or "")), None)
+        await self._job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+
+    async def _job_progress(self, kind: str, obj: dict[str, Any], wl_key: Key, *, version: str, now_ms: int) -> None:
+        """WorkloadStopped of an evicted Job or JobSet that no longer runs, and its PodsReady."""
         if kind == "Job":
             await self._report_stopped(obj, now_ms=now_ms)
         if kind == "JobSet":
