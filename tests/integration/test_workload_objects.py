@@ -289,7 +289,13 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
     }
     assert evicted["status"]["admission"]["clusterQueue"] == "cluster-queue"
 
-    assert conditions(requeued) == {
+    requeued_conditions = conditions(requeued)
+    pods_ready = requeued_conditions.pop("PodsReady", None)  # the watcher's report of the started Job, if in time
+    assert pods_ready in (
+        None,
+        condition("PodsReady", False, "WaitForStart", "Not all pods are ready or succeeded"),
+    )
+    assert requeued_conditions == {
         "QuotaReserved": condition("QuotaReserved", False, "PendingEvaluation", message),
         "Evicted": condition("Evicted", True, "Preempted", message),
         "Admitted": condition("Admitted", False, "NoReservation", "The workload has no reservation"),
