@@ -61,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--emulator", action="store_true", help="start an emulated API server instead of a cluster")
     up.add_argument("--nats", default=None, help="use this NATS server instead of starting one")
     up.add_argument("--dir", type=Path, default=DEFAULT_HOME, help="store and logs (default ./.kueue-es)")
+    _manage_option(up)
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
@@ -70,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         "--stepped", action="store_true", help="deciders: run cycles only when a SchedulingRequested fact asks"
     )
     _kube_options(service)
+    _manage_option(service)
     service.set_defaults(run=_run_service)
 
     apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
@@ -201,6 +203,21 @@ def _run_deploy_crds(args: argparse.Namespace) -> int:
     return 0
 
 
+MANAGE_ENV = "KUEUE_ES_MANAGE_JOBS_WITHOUT_QUEUE_NAME"
+
+
+def _manage_option(parser: argparse.ArgumentParser) -> None:
+    """``--manage-jobs-without-queue-name``: Kueue's manageJobsWithoutQueueName for the watcher (default from
+    $KUEUE_ES_MANAGE_JOBS_WITHOUT_QUEUE_NAME=true; ``kueue-es up`` hands it to the watcher it starts that way)."""
+    parser.add_argument(
+        "--manage-jobs-without-queue-name",
+        action="store_true",
+        default=os.environ.get(MANAGE_ENV, "").strip().lower() == "true",
+        help="watcher: manage Jobs, JobSets and Pods without the queue-name label too (they go to the namespace's"
+        " 'default' LocalQueue; kube-system and kueue-system are left out, as Kueue's managedJobsNamespaceSelector)",
+    )
+
+
 def _run_service(args: argparse.Namespace) -> int:
     from services import runtime
 
@@ -222,7 +239,12 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         if args.name == "watcher":
             from services.watcher.service import serve_watcher
 
-            await serve_watcher(nats_url=args.nats, api=api, stop=stop)
+            await serve_watcher(
+                nats_url=args.nats,
+                api=api,
+                stop=stop,
+                manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
+            )
         else:
             from services.dispatcher.service import serve_dispatcher
 
@@ -376,6 +398,9 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 def _run_up(args: argparse.Namespace) -> int:
     from services.demo import run_up
+
+    if args.manage_jobs_without_queue_name:
+        os.environ[MANAGE_ENV] = "true"  # the services it starts inherit it; only the watcher reads it
 
     return asyncio.run(run_up(args))
 
