@@ -168,7 +168,7 @@ def _ops_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--leader-elect-lease-duration",
-        type=float,
+        type=int,
         default=defaults.lease_duration,
         help=f"seconds a standby waits for an unrenewed lease (default {defaults.lease_duration:g})",
     )

@@ -85,7 +85,8 @@ def default_identity() -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class LeaseSettings:
-    """The Lease a service holds and the election's timings (seconds).
+    """The Lease a service holds and the election's timings (seconds; ``lease_duration`` whole
+    seconds, as the Lease's ``leaseDurationSeconds``).
 
     Raises ValueError (from the library's checks) unless ``lease_duration >
     renew_deadline > 1.2 * retry_period`` and each is at least 1.
@@ -94,7 +95,7 @@ class LeaseSettings:
     name: str
     namespace: str = "default"
     identity: str = field(default_factory=default_identity)
-    lease_duration: float = 15.0
+    lease_duration: int = 15
     renew_deadline: float = 10.0
     retry_period: float = 2.0
 
