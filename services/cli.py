@@ -145,10 +145,12 @@ def _kube_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--kube-server", default=None, help="plain http URL of an API server (an emulator)")
 
 
-def _ops_options(parser: argparse.ArgumentParser) -> None:
-    from services.leader import LeaseSettings
+#: Leader election timings (seconds): controller-runtime's, as services.leader.LeaseSettings has them (not
+#: imported here: kubernetes-asyncio would slow down every command's start).
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15, 10.0, 2.0
 
-    defaults = LeaseSettings(name="", identity="")
+
+def _ops_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("operations")
     group.add_argument(
         "--health-port", type=int, default=None, help="serve /healthz, /readyz and /metrics on this port (default off)"
@@ -169,20 +171,20 @@ def _ops_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--leader-elect-lease-duration",
         type=int,
-        default=defaults.lease_duration,
-        help=f"seconds a standby waits for an unrenewed lease (default {defaults.lease_duration:g})",
+        default=LEASE_DURATION,
+        help=f"seconds a standby waits for an unrenewed lease (default {LEASE_DURATION})",
     )
     group.add_argument(
         "--leader-elect-renew-deadline",
         type=float,
-        default=defaults.renew_deadline,
-        help=f"seconds the holder tries to renew before giving up (default {defaults.renew_deadline:g})",
+        default=RENEW_DEADLINE,
+        help=f"seconds the holder tries to renew before giving up (default {RENEW_DEADLINE:g})",
     )
     group.add_argument(
         "--leader-elect-retry-period",
         type=float,
-        default=defaults.retry_period,
-        help=f"seconds between attempts (default {defaults.retry_period:g})",
+        default=RETRY_PERIOD,
+        help=f"seconds between attempts (default {RETRY_PERIOD:g})",
     )
 
 

@@ -188,3 +188,14 @@ async def test_two_dispatcher_processes_one_acts_and_the_other_takes_over(tmp_pa
                     process.send_signal(signal.SIGTERM)
             for process in processes:
                 await asyncio.wait_for(process.wait(), timeout=15)
+
+
+def test_cli_lease_defaults_are_the_settings_defaults() -> None:
+    from services import cli
+
+    defaults = leader.LeaseSettings(name="x")
+    assert (cli.LEASE_DURATION, cli.RENEW_DEADLINE, cli.RETRY_PERIOD) == (
+        defaults.lease_duration,
+        defaults.renew_deadline,
+        defaults.retry_period,
+    )
