@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -666,10 +666,17 @@ def _uid_owner(obj: dict[str, Any]) -> list[Any]:
 
 
 async def serve_dispatcher(
-    *, nats_url: str, api: Any, stop: asyncio.Event, qps: float | None = None, burst: int | None = None
+    *,
+    nats_url: str,
+    api: Any,
+    stop: asyncio.Event,
+    qps: float | None = None,
+    burst: int | None = None,
+    connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
 ) -> None:
-    """Run the dispatcher until ``stop`` is set; ``qps``/``burst`` default to the environment (limiter.py)."""
-    bus = await nats_bus.connect(nats_url)
+    """Run the dispatcher until ``stop`` is set; ``qps``/``burst`` default to the environment (limiter.py);
+    ``connect``: how to get the bus."""
+    bus = await connect(nats_url)
     limiter = limiter_from_env(qps=qps, burst=burst)
     dispatcher = Dispatcher(bus=bus, api=api, limiter=limiter)
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))

@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -761,10 +761,15 @@ def _now_ms() -> int:
 
 
 async def serve_watcher(
-    *, nats_url: str, api: Any, stop: asyncio.Event, manage_jobs_without_queue_name: bool = False
+    *,
+    nats_url: str,
+    api: Any,
+    stop: asyncio.Event,
+    manage_jobs_without_queue_name: bool = False,
+    connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
 ) -> None:
-    """Run the watcher until ``stop`` is set."""
-    bus = await nats_bus.connect(nats_url)
+    """Run the watcher until ``stop`` is set (``connect``: how to get the bus)."""
+    bus = await connect(nats_url)
     watcher = Watcher(bus=bus, api=api, manage_jobs_without_queue_name=manage_jobs_without_queue_name)
     await watcher.learn_from_log()
     log.info(
