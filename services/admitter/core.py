@@ -90,7 +90,7 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
         if head.key in touched:
             continue  # deactivated or requeued just now: decided again next cycle
         cq = state.cluster_queues[cq_name]
-        if head.checks and lifecycle.failed_checks(head):
+        if head.checks and lifecycle.failed_checks(head, cq):
             # SEMANTICS §4.3 step 2: not nominated while a check is in Retry or Rejected.
             message = lifecycle.FAILED_CHECKS_MESSAGE
             decisions.extend(_inadmissible(head, "PendingEvaluation", message, parked=True, now_ms=now_ms))

@@ -71,10 +71,25 @@ def checks_ready(wl: WorkloadState, required: list[str]) -> bool:
     return True
 
 
-def failed_checks(wl: WorkloadState) -> bool:
-    """Whether a check of ``wl`` is in Retry or Rejected: a pending workload is then not
-    nominated (SEMANTICS §4.3 step 2)."""
-    return any(c.state in ("Retry", "Rejected") for c in wl.checks.values())
+def failed_checks(wl: WorkloadState, cq: models.ClusterQueue | None) -> bool:
+    """Whether a check of ``wl`` that ``cq`` names is in Retry or Rejected: a pending
+    workload is then not nominated (SEMANTICS §4.3 step 2)."""
+    named = _named_checks(cq)
+    return any(c.state in ("Retry", "Rejected") and n in named for n, c in wl.checks.items())
+
+
+def _named_checks(cq: models.ClusterQueue | None) -> set[str]:
+    """Every check ``cq`` names: the only ones a workload's status lists (Kueue's workload
+    controller drops the others), so states of other checks are ignored."""
+    strategy = cq.spec.admission_checks_strategy if cq is not None else None
+    return {rule.name for rule in strategy.admission_checks} if strategy else set()
+
+
+def _cluster_queue_of(state: ClusterState, wl: WorkloadState) -> models.ClusterQueue | None:
+    if wl.reservation is not None:
+        return state.cluster_queues.get(wl.reservation.cluster_queue)
+    lq = state.local_queues.get((wl.workload.metadata.namespace, wl.workload.spec.queue_name))
+    return state.cluster_queues.get(lq.spec.cluster_queue) if lq is not None else None
 
 
 def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
@@ -97,7 +112,9 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
 
 
 def _check_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> list[types.Decision]:
-    rejected = sorted(n for n, c in wl.checks.items() if c.state == "Rejected")
+    cq = _cluster_queue_of(state, wl)
+    named = _named_checks(cq)
+    rejected = sorted(n for n, c in wl.checks.items() if c.state == "Rejected" and n in named)
     held = wl.reservation is not None and wl.eviction is None
     if rejected and wl.active:
         message = _checks_message(wl, rejected, "Rejected")
@@ -114,7 +131,7 @@ def _check_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> 
     if not held:
         return []
     assert wl.reservation is not None
-    retry = sorted(n for n, c in wl.checks.items() if c.state == "Retry")
+    retry = sorted(n for n, c in wl.checks.items() if c.state == "Retry" and n in named)
     if retry:
         requeue_at = 0
         for name in retry:  # pkg/workload/admissionchecks.go GetMaxRetryTime
@@ -125,7 +142,6 @@ def _check_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> 
         return [_eviction(wl, "AdmissionCheck", message, now_ms=now_ms, requeue_at_ms=requeue_at)]
     if wl.admitted:
         return []
-    cq = state.cluster_queues.get(wl.reservation.cluster_queue)
     required = required_checks(cq, assigned_flavors(wl.reservation)) if cq is not None else []
     if checks_ready(wl, required):
         return [types.WorkloadAdmitted(workload=wl.ref, cluster_queue=wl.reservation.cluster_queue, at_ms=now_ms)]

@@ -36,7 +36,7 @@ from tests.integration.harness import (
     watch_all,
 )
 
-pytestmark = pytest.mark.timeout(20)
+pytestmark = pytest.mark.timeout(60)  # a guard against hangs; CLI subprocesses are slow on a loaded 2-core machine
 
 CQ_QUOTA_FIELD = "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
 CLUSTER_QUEUES = kube.ref_for("kueue.x-k8s.io/v1beta2", "ClusterQueue")
