@@ -433,3 +433,26 @@ def topology_request_from_annotations(
     if not requests_tas(request):
         return None
     return request
+
+
+def tas_fact(manifest: Mapping[str, object]) -> object:
+    """The fact for a Topology, v1 Node or v1 Pod manifest (TopologyObserved, NodeObserved,
+    PodObserved), or None for a TAS pod (not non-TAS usage). Raises
+    :class:`events.manifests.ManifestError` for an invalid object or another kind.
+
+    For the watcher and the scenario loader; returns ``events.types.Fact | None`` (typed
+    loosely here because events.types imports this module's neighbours).
+    """
+    from events import manifests, types  # here: events.manifests imports this module
+
+    raw = dict(manifest)
+    match raw.get("kind"):
+        case "Topology":
+            return types.TopologyObserved(topology=manifests.parse_topology(raw))
+        case "Node":
+            return types.NodeObserved(node=manifests.parse_node(raw))
+        case "Pod":
+            usage = manifests.parse_pod_usage(raw)
+            return types.PodObserved(pod=usage) if usage is not None else None
+    kind, name = manifests.describe(raw)
+    raise manifests.ManifestError(kind=kind, name=name, field="kind", problem="is not a Topology, Node or Pod")

@@ -234,31 +234,28 @@ class TopologyState:
             case types.TopologyObserved(topology=obj) | types.ObjectDeleted(kind="Topology", name=obj):
                 name = obj.metadata.name if isinstance(obj, models.Topology) else obj
                 return frozenset(f for f in self.tas_flavors() if self.flavors[f].spec.topology_name == name)
-            case types.PodObserved() | types.ObjectDeleted(kind="Pod"):
-                key = (
-                    (event.pod.namespace, event.pod.name)
-                    if isinstance(event, types.PodObserved)
-                    else (
-                        event.namespace,
-                        event.name,
-                    )
-                )
-                old = (before.pods.get(key) if before is not None else None) if before is not None else None
-                new = self.pods.get(key)
-                if old is None or not old.takes_capacity:
-                    return frozenset()
-                freed = (
-                    new is None
-                    or not new.takes_capacity
-                    or new.node_name != old.node_name
-                    or any(new.requests.get(r, 0) < v for r, v in old.requests.items())
-                )
-                if not freed:
-                    return frozenset()
-                source = before or self
-                return frozenset(
-                    f
-                    for f in source.tas_flavors()
-                    if (tree := source.flavor_topology(f)) is not None and old.node_name in tree.node_to_leaf
-                )
+            case types.PodObserved(pod=obj):
+                return self._freed_by_pod((obj.namespace, obj.name), before)
+            case types.ObjectDeleted(kind="Pod"):
+                return self._freed_by_pod((event.namespace, event.name), before)
         return frozenset()
+
+    def _freed_by_pod(self, key: tuple[str, str], before: TopologyState | None) -> frozenset[str]:
+        """Flavors whose tree holds the node a non-TAS pod freed capacity on (A.2.3)."""
+        old = before.pods.get(key) if before is not None else None
+        if before is None or old is None or not old.takes_capacity:
+            return frozenset()
+        new = self.pods.get(key)
+        freed = (
+            new is None
+            or not new.takes_capacity
+            or new.node_name != old.node_name
+            or any(new.requests.get(r, 0) < v for r, v in old.requests.items())
+        )
+        if not freed:
+            return frozenset()
+        return frozenset(
+            f
+            for f in before.tas_flavors()
+            if (tree := before.flavor_topology(f)) is not None and old.node_name in tree.node_to_leaf
+        )
