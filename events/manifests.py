@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import models
+from events import models, tas
 from events.quantities import QuantityError, to_amount
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -317,6 +317,8 @@ def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str) -> dict[
     terms = required_node_affinity(pod_spec)
     if terms:
         out["requiredNodeAffinity"] = terms
+    if pod_set.get("topologyRequest") is not None:
+        out["topologyRequest"] = pod_set["topologyRequest"]
     problem = requests_over_limits(pod_spec, where=f"{where}.template.spec")
     if problem:
         out["misconfigured"] = problem
@@ -379,6 +381,17 @@ def _validate(obj: models.APIObject, *, kind: str, name: str) -> None:
                     raise ManifestError(
                         kind=kind, name=name, field=f"spec.podSets[{i}].minCount", problem="must be between 1 and count"
                     )
+                if ps.topology_request is not None:
+                    try:
+                        tas.validate_topology_request(
+                            ps.topology_request, count=ps.count, field=f"spec.podSets[{i}].topologyRequest"
+                        )
+                    except tas.TopologyRequestError as err:
+                        raise ManifestError(kind=kind, name=name, field=err.field, problem=err.problem) from err
+            try:
+                tas.validate_pod_set_groups(obj.spec.pod_sets)
+            except tas.TopologyRequestError as err:
+                raise ManifestError(kind=kind, name=name, field=err.field, problem=err.problem) from err
         case _:
             pass
 
@@ -414,3 +427,100 @@ def _validate_groups(groups: list[models.ResourceGroup], *, kind: str, name: str
                     field=f"{path}.resources",
                     problem=f"must list exactly the covered resources {group.covered_resources} in order, got {listed}",
                 )
+
+
+# --- TAS inputs: Topology, v1 Node, v1 Pod (SEMANTICS-ADVANCED A.1, A.2) --------------------
+
+TOPOLOGY_APIS = frozenset({KUEUE_API, "kueue.x-k8s.io/v1alpha1"})
+
+
+def parse_topology(manifest: dict[str, Any]) -> models.Topology:
+    """A kueue.x-k8s.io Topology (v1beta2 or v1alpha1) with Kueue's validation (A.1): 1..16
+    levels of valid, unique label keys, ``kubernetes.io/hostname`` only as the last level.
+    Raises ManifestError naming the field."""
+    kind, name = describe(manifest)
+    if manifest.get("apiVersion") not in TOPOLOGY_APIS or kind != "Topology":
+        raise ManifestError(kind=kind, name=name, field="apiVersion/kind", problem="is not a kueue.x-k8s.io Topology")
+    raw = {"metadata": _normalize_meta(manifest.get("metadata"), kind=kind, name=name), "spec": manifest.get("spec")}
+    try:
+        topology = msgspec.convert(raw, models.Topology)
+    except msgspec.ValidationError as err:
+        field, problem = _split_validation_error(str(err))
+        raise ManifestError(kind=kind, name=name, field=field, problem=problem) from err
+    keys = topology.level_keys
+    if not 1 <= len(keys) <= 16:
+        raise ManifestError(kind=kind, name=name, field="spec.levels", problem="must have 1 to 16 levels")
+    for i, key in enumerate(keys):
+        where = f"spec.levels[{i}].nodeLabel"
+        if not tas._valid_label_key(key) or len(key) > 316:
+            raise ManifestError(kind=kind, name=name, field=where, problem=f"{key!r} is not a valid label key")
+        if key in keys[:i]:
+            raise ManifestError(kind=kind, name=name, field=where, problem=f"{key!r} appears twice")
+        if key == tas.HOSTNAME_LABEL and i != len(keys) - 1:
+            raise ManifestError(
+                kind=kind, name=name, field=where, problem="kubernetes.io/hostname must be the last level"
+            )
+    return topology
+
+
+def parse_node(manifest: dict[str, Any]) -> models.Node:
+    """A v1 Node as TAS reads it (A.2.1): labels, ``spec.taints``, ``spec.unschedulable``,
+    ``status.allocatable`` as integer amounts and the status of the Ready condition.
+    Raises ManifestError naming the field of a bad quantity or a wrong type."""
+    kind, name = describe(manifest)
+    if manifest.get("apiVersion") != "v1" or kind != "Node":
+        raise ManifestError(kind=kind, name=name, field="apiVersion/kind", problem="is not a v1 Node")
+    spec = manifest.get("spec") or {}
+    status = manifest.get("status") or {}
+    if not isinstance(spec, dict) or not isinstance(status, dict):
+        raise ManifestError(kind=kind, name=name, field="spec/status", problem="must be mappings")
+    allocatable = {
+        str(res): _amount(str(res), q, field=f"status.allocatable.{res}", kind=kind, name=name, allow_negative=False)
+        for res, q in sorted((status.get("allocatable") or {}).items())
+    }
+    ready = ""
+    for cond in _as_list(status.get("conditions"), "status.conditions", kind, name):
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            ready = str(cond.get("status") or "")
+            break
+    raw = {
+        "metadata": _normalize_meta(manifest.get("metadata"), kind=kind, name=name),
+        "spec": {
+            "taints": [
+                {k: t[k] for k in ("key", "value", "effect") if k in t}
+                for t in _as_list(spec.get("taints"), "spec.taints", kind, name)
+                if isinstance(t, dict)
+            ],
+            "unschedulable": bool(spec.get("unschedulable")),
+        },
+        "status": {"allocatable": allocatable, "ready": ready},
+    }
+    try:
+        return msgspec.convert(raw, models.Node)
+    except msgspec.ValidationError as err:
+        field, problem = _split_validation_error(str(err))
+        raise ManifestError(kind=kind, name=name, field=field, problem=problem) from err
+
+
+def parse_pod_usage(manifest: dict[str, Any]) -> models.PodUsage | None:
+    """What a v1 Pod takes from its node for TAS (A.2.2), or None for a TAS pod (one carrying
+    any topology annotation, Kueue utiltas.IsTAS): those are counted through their workload's
+    assignment instead. ``requests`` = the pod request formula (:func:`pod_requests`) plus
+    ``pods: 1``. The caller decides which pods to report (kueue-es-managed pods are not
+    non-TAS usage when their workload has a topology assignment). Raises ManifestError."""
+    kind, name = describe(manifest)
+    if manifest.get("apiVersion") != "v1" or kind != "Pod":
+        raise ManifestError(kind=kind, name=name, field="apiVersion/kind", problem="is not a v1 Pod")
+    meta = _normalize_meta(manifest.get("metadata"), kind=kind, name=name)
+    if any(a in (meta.get("annotations") or {}) for a in tas.TAS_POD_ANNOTATIONS):
+        return None
+    spec = manifest.get("spec") or {}
+    requests = pod_requests(spec, where="spec", kind=kind, name=name)
+    requests["pods"] = requests.get("pods", 0) + 1
+    return models.PodUsage(
+        namespace=str(meta.get("namespace") or "default"),
+        name=meta["name"],
+        node_name=str(spec.get("nodeName") or ""),
+        phase=str((manifest.get("status") or {}).get("phase") or ""),
+        requests=dict(sorted(requests.items())),
+    )

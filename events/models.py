@@ -242,6 +242,37 @@ class NodeSelectorTerm(_Model, kw_only=True):
     match_expressions: list[NodeSelectorRequirement] = []
 
 
+class PodsetSliceRequiredTopologyConstraint(_Model, kw_only=True):
+    """One slice layer of a multi-layer slice request: groups of ``size`` pods in one domain of
+    level ``topology`` (SEMANTICS-ADVANCED A.4.1, A.6.7; Kueue apis/kueue/v1beta2/workload_types.go)."""
+
+    topology: str
+    size: int
+
+
+class PodSetTopologyRequest(_Model, kw_only=True):
+    """``spec.podSets[].topologyRequest`` of a Workload (Kueue v1beta2 PodSetTopologyRequest).
+
+    At most one of ``required`` / ``preferred`` (a level's node label) / ``unconstrained``;
+    slices: ``podSetSliceRequiredTopology`` + ``podSetSliceSize`` (single layer) or
+    ``podsetSliceRequiredTopologyConstraints`` (1..3 layers, outermost first); a leader+workers
+    group shares ``podSetGroupName``. ``podIndexLabel`` / ``subGroupIndexLabel`` /
+    ``subGroupCount`` are rank hints for ungating (SEMANTICS-ADVANCED A.4, A.12).
+    Validated by :func:`events.tas.validate_topology_request`.
+    """
+
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool | None = None
+    pod_index_label: str | None = None
+    sub_group_index_label: str | None = None
+    sub_group_count: int | None = None
+    pod_set_group_name: str | None = None
+    pod_set_slice_required_topology: str | None = None
+    pod_set_slice_size: int | None = None
+    podset_slice_required_topology_constraints: list[PodsetSliceRequiredTopologyConstraint] = []
+
+
 class PodSet(_Model, kw_only=True):
     """One pod set: ``count`` pods, each requesting ``requests`` (amounts per pod).
 
@@ -257,6 +288,7 @@ class PodSet(_Model, kw_only=True):
     node_selector: dict[str, str] = {}
     tolerations: list[Toleration] = []
     required_node_affinity: list[NodeSelectorTerm] = []
+    topology_request: PodSetTopologyRequest | None = None
     misconfigured: str = ""  # why the pod set fails Kueue's admissibility checks, e.g. requests over limits
 
 
@@ -398,6 +430,125 @@ class Configuration(_Model, kw_only=True):
     wait_for_pods_ready: WaitForPodsReadyConfig | None = None
     resources: ResourcesConfig | None = None
     feature_gates: dict[str, bool] = {}
+
+
+class TopologyLevel(_Model, kw_only=True):
+    """One level of a Topology: the node label whose value names the level's domains."""
+
+    node_label: str
+
+
+class TopologySpec(_Model, kw_only=True):
+    """Topology spec: 1..16 levels, widest first (SEMANTICS-ADVANCED A.1)."""
+
+    levels: list[TopologyLevel]
+
+
+class Topology(_Model, kw_only=True):
+    """kueue.x-k8s.io Topology (v1beta2 or v1alpha1, same shape; cluster-scoped)."""
+
+    metadata: ObjectMeta
+    spec: TopologySpec
+
+    @property
+    def level_keys(self) -> list[str]:
+        """The levels' node labels, widest first."""
+        return [level.node_label for level in self.spec.levels]
+
+
+class NodeSpec(_Model, kw_only=True):
+    """The part of a v1 Node's spec TAS reads: taints and ``unschedulable``."""
+
+    taints: list[Taint] = []
+    unschedulable: bool = False
+
+
+class NodeStatus(_Model, kw_only=True):
+    """The part of a v1 Node's status TAS reads.
+
+    ``allocatable``: integer amounts per resource (cpu in millicores, memory in bytes, ``pods``
+    a count; events.quantities). ``ready``: the status of the ``Ready`` condition (``True``,
+    ``False``, ``Unknown``), ``""`` when the node has no Ready condition. Condition timestamps
+    are left out on purpose: kubelet heartbeats must not make new facts (A.2.3).
+    """
+
+    allocatable: dict[str, int] = {}
+    ready: str = ""
+
+
+class Node(_Model, kw_only=True):
+    """A v1 Node as TAS sees it (SEMANTICS-ADVANCED A.2.1): labels, taints, allocatable, Ready."""
+
+    metadata: ObjectMeta
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+    @property
+    def schedulable_and_ready(self) -> bool:
+        """Kueue's nodes cache test: Ready=True and not ``spec.unschedulable`` (tas_nodes_cache.go)."""
+        return self.status.ready == "True" and not self.spec.unschedulable
+
+
+class PodUsage(_Model, kw_only=True):
+    """A v1 Pod that kueue-es does not manage and that is not a TAS pod, as Kueue's non-TAS pod
+    cache counts it (SEMANTICS-ADVANCED A.2.2; pkg/cache/scheduler/tas_non_tas_pod_cache.go).
+
+    ``requests`` is the standard pod request formula of its spec plus ``pods: 1`` (integer
+    amounts). The pod takes capacity on ``node_name`` while that is set and ``phase`` is not
+    terminal (``Succeeded`` / ``Failed``).
+    """
+
+    namespace: str
+    name: str
+    node_name: str = ""
+    phase: str = ""
+    requests: dict[str, int] = {}
+
+    @property
+    def takes_capacity(self) -> bool:
+        """Scheduled to a node and not terminated (pod_usage_controller.go belongsToNonTASCache)."""
+        return bool(self.node_name) and self.phase not in ("Succeeded", "Failed")
+
+
+class TopologyAssignmentIndividualValues(_Model, kw_only=True):
+    """Per-domain values of one level in one slice: value i = prefix + roots[i] + suffix."""
+
+    prefix: str | None = None
+    suffix: str | None = None
+    roots: list[str] = []
+
+
+class TopologyAssignmentLevelValues(_Model, kw_only=True):
+    """The values of one level in one slice: exactly one of ``universal`` or ``individual``."""
+
+    universal: str | None = None
+    individual: TopologyAssignmentIndividualValues | None = None
+
+
+class TopologyAssignmentPodCounts(_Model, kw_only=True):
+    """Pod counts of one slice: exactly one of ``universal`` (every domain) or ``individual``."""
+
+    universal: int | None = None
+    individual: list[int] = []
+
+
+class TopologyAssignmentSlice(_Model, kw_only=True):
+    """``domainCount`` consecutive domains of a TopologyAssignment, compactly encoded (A.8.1)."""
+
+    domain_count: int
+    values_per_level: list[TopologyAssignmentLevelValues]
+    pod_counts: TopologyAssignmentPodCounts
+
+
+class TopologyAssignment(_Model, kw_only=True):
+    """Kueue v1beta2 ``podSetAssignments[].topologyAssignment`` (SEMANTICS-ADVANCED A.8).
+
+    The domains are the concatenation of the slices' domains; :mod:`events.tas` encodes
+    (byte-identical to Kueue) and decodes (any valid encoding).
+    """
+
+    levels: list[str]
+    slices: list[TopologyAssignmentSlice] = []
 
 
 APIObject = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload | AdmissionCheck

@@ -36,6 +36,9 @@ _FACT_KIND_TOKENS = {
     "AdmissionCheck": "ac",
     "Configuration": "config",
     "SchedulingRequest": "cmd",
+    "Topology": "topo",
+    "Node": "node",
+    "Pod": "pod",
 }
 
 
@@ -92,6 +95,12 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             return "Namespace", "", obj.metadata.name
         case types.ConfigurationObserved(configuration=obj):
             return "Configuration", "", obj.metadata.name
+        case types.TopologyObserved(topology=obj):
+            return "Topology", "", obj.metadata.name
+        case types.NodeObserved(node=obj):
+            return "Node", "", obj.metadata.name
+        case types.PodObserved(pod=obj):
+            return "Pod", obj.namespace, obj.name
         case types.SchedulingRequested():
             return "SchedulingRequest", "", event.request_id
         case (

@@ -97,6 +97,24 @@ class ConfigurationObserved(_Event, kw_only=True, tag="ConfigurationObserved"):
     configuration: models.Configuration
 
 
+class TopologyObserved(_Event, kw_only=True, tag="TopologyObserved"):
+    """A kueue.x-k8s.io Topology as it now is (SEMANTICS-ADVANCED A.1)."""
+
+    topology: models.Topology
+
+
+class NodeObserved(_Event, kw_only=True, tag="NodeObserved"):
+    """A v1 Node as TAS sees it now: labels, taints, allocatable, Ready, unschedulable (A.2.1)."""
+
+    node: models.Node
+
+
+class PodObserved(_Event, kw_only=True, tag="PodObserved"):
+    """A pod kueue-es does not manage (and not a TAS pod), taking node capacity (A.2.2)."""
+
+    pod: models.PodUsage
+
+
 class SchedulingRequested(_Event, kw_only=True, tag="SchedulingRequested"):
     """An operator (or the scenario runner) asks a decider for one cycle or to settle.
 
@@ -368,6 +386,17 @@ class WorkloadRequeued(_Event, kw_only=True, tag="WorkloadRequeued"):
     at_ms: int
 
 
+class TopologyAssigned(_Event, kw_only=True, tag="TopologyAssigned"):
+    """The TAS placement of a workload holding (or taking) quota in ``cluster_queue``: per pod
+    set name, its topology assignment in Kueue's v1beta2 encoding (SEMANTICS-ADVANCED A.6, A.8;
+    decode with :func:`events.tas.decode`). Pod sets without TAS are absent."""
+
+    workload: WorkloadRef
+    cluster_queue: str
+    assignments: dict[str, models.TopologyAssignment]
+    at_ms: int
+
+
 # --- dispatch results ------------------------------------------------------------------------
 
 
@@ -410,6 +439,9 @@ Fact = (
     | AdmissionCheckStateChanged
     | WorkloadPodsReady
     | ObjectRejected
+    | TopologyObserved
+    | NodeObserved
+    | PodObserved
 )
 Decision = (
     DecisionRecord
@@ -422,6 +454,7 @@ Decision = (
     | EvictionRequested
     | WorkloadDeactivated
     | WorkloadRequeued
+    | TopologyAssigned
 )
 DispatchResult = DispatchApplied | DispatchFailed
 Event = Fact | Decision | DispatchResult

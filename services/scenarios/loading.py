@@ -12,10 +12,10 @@ Two top-level keys beyond the README, for test suites:
   marks it ``xfail(strict=True)``; ``scenario check`` reports XFAIL/XPASS);
 - ``engines: [core]``: run only on these engines (default: every engine).
 
-Objects of kinds kueue-es does not model yet (v1 Node, v1 Pod, Topology) are accepted and kept out of the fact stream
-(``Scenario.ignored_objects``); an ``expect`` that relies on them (a pod set's
-``topology``) is a mismatch at check time, not a loading error, since the file is
-valid.
+Topology, v1 Node and v1 Pod objects become TopologyObserved / NodeObserved / PodObserved
+facts (:func:`events.tas.tas_fact`; a TAS pod, one with a topology annotation, gives no fact and
+is kept in ``Scenario.ignored_objects``); an ``expect`` that relies on a topology assignment (a
+pod set's ``topology``) is checked at check time.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import manifests, types
+from events import manifests, tas, types
 from events.quantities import QuantityError, to_amount
 from projections import afs
 from services.scenarios.specs import (
@@ -54,7 +54,7 @@ TOP_LEVEL_KEYS = (
 )  # fmt: skip
 EVENT_KINDS = ("finish", "delete", "apply", "check", "podsReady", "wait")
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
-IGNORED_KINDS = frozenset(
+TAS_KINDS = frozenset(
     {
         ("v1", "Node"),
         ("v1", "Pod"),
@@ -62,8 +62,10 @@ IGNORED_KINDS = frozenset(
         ("kueue.x-k8s.io/v1alpha1", "Topology"),
     }
 )
+"""(apiVersion, kind) of the TAS inputs, turned into facts by :func:`events.tas.tas_fact`."""
+IGNORED_KINDS: frozenset[tuple[str, str]] = frozenset()
 """(apiVersion, kind) accepted but not modelled yet: kept out of the fact stream."""
-MODELLED_KINDS = frozenset({*manifests.KUEUE_KINDS, "Namespace", "Configuration"})
+MODELLED_KINDS = frozenset({*manifests.KUEUE_KINDS, "Namespace", "Configuration", *(k for _, k in TAS_KINDS)})
 _KEY = re.compile(r"^[^/\s]+/[^/\s]+$")
 
 
@@ -204,6 +206,11 @@ def _object(raw: Any, *, where: str) -> ScenarioObject:
         if not name:
             raise _Problem(f"{where}: {kind} <unnamed>: field metadata.name: is required")
         return ScenarioObject(manifest=raw, fact=None)
+    if (raw.get("apiVersion"), kind) in TAS_KINDS:
+        try:
+            return ScenarioObject(manifest=raw, fact=tas.tas_fact(raw))  # type: ignore[arg-type]
+        except manifests.ManifestError as err:
+            raise _Problem(f"{where}: {err}") from err
     try:
         manifests.parse_object(raw)
     except manifests.ManifestError as err:
@@ -377,7 +384,7 @@ def _delete(value: Any, *, where: str) -> DeleteEvent:
     ignored = kind in {k for _, k in IGNORED_KINDS}
     if not ignored and kind not in MODELLED_KINDS:
         raise _Problem(f"{where}: kind {kind!r} is not an object a scenario can hold")
-    if kind in manifests.NAMESPACED_KINDS and not namespace:
+    if (kind in manifests.NAMESPACED_KINDS or kind == "Pod") and not namespace:
         namespace = "default"
     return DeleteEvent(kind=kind, namespace=namespace, name=name, modelled=not ignored)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from events import types
+from events.tas import decode, domain_id
 from projections.cluster import ClusterState, WorkloadState, apply
 
 PREEMPTED_RELEASE_REASONS = frozenset({"Preempted"})
@@ -110,12 +111,13 @@ def build_outcome(
         state = ClusterState()
         for seq, event in log:
             apply(state, event, seq=seq)
+    placed = topology_by_workload(event for _, event in log)
     holding = {
         key: wl
         for key, wl in state.workloads.items()
         if wl.reservation is not None and not wl.gone and wl.eviction is None
     }
-    admitted = {key: _admitted(wl) for key, wl in holding.items() if wl.admitted}
+    admitted = {key: _admitted(wl, placed.get(key, {})) for key, wl in holding.items() if wl.admitted}
     reserved = [key for key, wl in holding.items() if not wl.admitted]
     pending, finished, deleted = [], [], []
     why: dict[str, str] = {}
@@ -151,12 +153,29 @@ def preempted_keys(events: Iterable[object]) -> set[str]:
     return found
 
 
-def _admitted(wl: WorkloadState) -> AdmittedOutcome:
+def topology_by_workload(events: Iterable[object]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per workload ``ns/name``, per pod set, pods per node (or per joined domain values when the
+    topology's lowest level is not hostname), from the last TopologyAssigned of each workload."""
+    found: dict[str, dict[str, dict[str, int]]] = {}
+    for event in events:
+        if isinstance(event, types.TopologyAssigned):
+            found[event.workload.key] = {
+                name: {domain_id(d.values): d.count for d in decode(ta).domains}
+                for name, ta in event.assignments.items()
+            }
+    return found
+
+
+def _admitted(wl: WorkloadState, placed: Mapping[str, Mapping[str, int]]) -> AdmittedOutcome:
     assert wl.reservation is not None
     return AdmittedOutcome(
         cluster_queue=wl.reservation.cluster_queue,
         pod_sets={
-            psa.name: PodSetOutcome(flavors=dict(sorted(psa.flavors.items())), count=psa.count, topology=_topology(psa))
+            psa.name: PodSetOutcome(
+                flavors=dict(sorted(psa.flavors.items())),
+                count=psa.count,
+                topology=dict(sorted(placed[psa.name].items())) if psa.name in placed else _topology(psa),
+            )
             for psa in wl.reservation.pod_set_assignments
         },
     )

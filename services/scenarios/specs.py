@@ -22,9 +22,9 @@ ENGINE_NAMES: tuple[str, ...] = ("core", "bus")
 class ScenarioObject(msgspec.Struct, frozen=True, kw_only=True):
     """One manifest of the scenario and the fact it becomes.
 
-    ``fact`` is None for a kind kueue-es does not model yet (v1 Node and Pod,
-    Topology): such an object stays out of the fact stream and is
-    listed in :attr:`Scenario.ignored_objects` for the engines that will use it.
+    ``fact`` is None for an object that gives no fact (a TAS pod: its usage comes from its
+    workload's topology assignment): such an object stays out of the fact stream and is
+    listed in :attr:`Scenario.ignored_objects`.
     """
 
     manifest: dict[str, Any]

@@ -202,7 +202,7 @@ def test_directories_give_their_yaml_files_recursively_sorted(tmp_path: Path) ->
 
 
 def test_objects_not_modelled_yet_are_kept_out_of_the_facts(tmp_path: Path) -> None:
-    """Nodes, Pods and Topologies load as ignored objects, without facts; an AdmissionCheck is modelled."""
+    """Nodes, Pods and Topologies load as TAS facts (a TAS pod as an ignored object); an AdmissionCheck is modelled."""
     extra = [
         {
             "apiVersion": "v1",
@@ -223,6 +223,11 @@ def test_objects_not_modelled_yet_are_kept_out_of_the_facts(tmp_path: Path) -> N
             "spec": {"levels": [{"nodeLabel": "zone"}]},
         },
         {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "tas-pod", "annotations": {"kueue.x-k8s.io/podset-required-topology": "zone"}},
+        },
+        {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "AdmissionCheck",
             "metadata": {"name": "ac"},
@@ -233,17 +238,19 @@ def test_objects_not_modelled_yet_are_kept_out_of_the_facts(tmp_path: Path) -> N
     doc["objects"] += extra
     doc["events"] = [{"delete": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}]
     scenario = load_scenario(write(tmp_path / "s.yaml", doc))
-    assert [o.name for o in scenario.ignored_objects] == ["n1", "default/p", "t"]
+    assert [o.name for o in scenario.ignored_objects] == ["tas-pod"]
     assert [type(o.fact).__name__ for o in scenario.objects] == [
         "ResourceFlavorObserved",
         "ClusterQueueObserved",
         "LocalQueueObserved",
-        "NoneType",
-        "NoneType",
+        "NodeObserved",
+        "PodObserved",
+        "TopologyObserved",
         "NoneType",
         "AdmissionCheckObserved",
     ]
-    assert scenario.events == (DeleteEvent(kind="Node", name="n1", modelled=False),)
+    assert scenario.objects[3].fact.node.status.allocatable == {"cpu": 8000}  # type: ignore[union-attr]
+    assert scenario.events == (DeleteEvent(kind="Node", name="n1", modelled=True),)
 
 
 def test_a_full_scenario_loads_into_frozen_structs(tmp_path: Path) -> None:

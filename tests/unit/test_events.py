@@ -101,6 +101,48 @@ SAMPLES: list[types.Event] = [
     ),
     types.WorkloadPodsReady(workload=REF, ready=True, reason="Started", at_ms=7),
     types.WorkloadRequeued(workload=REF, at_ms=8),
+    types.TopologyObserved(
+        topology=models.Topology(
+            metadata=models.ObjectMeta(name="default"),
+            spec=models.TopologySpec(
+                levels=[
+                    models.TopologyLevel(node_label="rack"),
+                    models.TopologyLevel(node_label="kubernetes.io/hostname"),
+                ]
+            ),
+        )
+    ),
+    types.NodeObserved(
+        node=models.Node(
+            metadata=models.ObjectMeta(name="n1", labels={"rack": "r1", "kubernetes.io/hostname": "n1"}),
+            spec=models.NodeSpec(taints=[models.Taint(key="k", value="v", effect="NoSchedule")]),
+            status=models.NodeStatus(allocatable={"cpu": 8000, "pods": 110}, ready="True"),
+        )
+    ),
+    types.PodObserved(
+        pod=models.PodUsage(namespace="kube-system", name="ds-1", node_name="n1", phase="Running", requests={"pods": 1})
+    ),
+    types.TopologyAssigned(
+        workload=REF,
+        cluster_queue="cq",
+        assignments={
+            "main": models.TopologyAssignment(
+                levels=["kubernetes.io/hostname"],
+                slices=[
+                    models.TopologyAssignmentSlice(
+                        domain_count=2,
+                        values_per_level=[
+                            models.TopologyAssignmentLevelValues(
+                                individual=models.TopologyAssignmentIndividualValues(prefix="n", roots=["1", "2"])
+                            )
+                        ],
+                        pod_counts=models.TopologyAssignmentPodCounts(universal=3),
+                    )
+                ],
+            )
+        },
+        at_ms=9,
+    ),
     types.DispatchApplied(workload=REF, decision_seq=8, action="StartJob"),
     types.DispatchFailed(workload=REF, decision_seq=8, action="StartJob", status=404, reason="NotFound"),
 ]

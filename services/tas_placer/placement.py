@@ -1,0 +1,708 @@
+"""Topology-Aware placement: the pure core deciding which domains a workload's pods go to.
+
+One call places the TAS pod sets of one workload on one TAS flavor (SEMANTICS-ADVANCED A.6, A.7;
+Kueue pkg/cache/scheduler/tas_flavor_snapshot.go FindTopologyAssignmentsForFlavor,
+findTopologyAssignment, fillInCounts*, findLevelWithFitDomains, updateCountsToMinimumGeneric,
+consumeWithLeadersGeneric, prioritizeLeaderDomain, sortedDomains*, buildAssignment, notFitMessage;
+per-node filters from scheduling_simulator_default.go). Deterministic: every sort ends on the
+domain's level values, so equal inputs give equal outputs, byte for byte.
+
+Entry points:
+
+- :func:`find_assignments` (``topology``, ``pod_sets``, TAS usage, ...) → :class:`Placement` or
+  :class:`PlacementFailure` (Kueue's message, and whether it would fit on an empty tree, A.5).
+- :func:`assignment_usage`: the TAS usage an assignment takes per leaf (A.2.2, A.5.8).
+
+Not done: balanced placement (A.6.9, alpha gate off by default), preferred node affinity
+scoring (A.3.4, alpha off), node replacement (A.13), elastic slices (A.14).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from events import models
+from events.tas import Assignment, DomainAssignment, domain_id, slice_layers
+from projections.topology import FlavorTopology
+
+Requests = dict[str, int]
+_MAX_INT32 = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class TASGates:
+    """The feature gates that change placement (A.0), with Kueue's defaults."""
+
+    profile_mixed: bool = True  # TASProfileMixed: unconstrained uses LeastFreeCapacity
+
+
+@dataclass(frozen=True)
+class PodSetPlacementRequest:
+    """One pod set to place: ``count`` pods each requesting ``requests`` (raw pod-template
+    requests, integer amounts, without ``pods``; A.2.2), its topology request (None with
+    ``implied`` for a pod set of a TAS-only ClusterQueue without a request, A.4.3), its template's
+    node selector / tolerations / required node affinity, and the podSetUpdates of Ready
+    admission checks (A.3)."""
+
+    name: str
+    count: int
+    requests: Mapping[str, int]
+    topology_request: models.PodSetTopologyRequest | None = None
+    implied: bool = False
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[models.Toleration, ...] = ()
+    required_node_affinity: tuple[models.NodeSelectorTerm, ...] = ()
+    pod_set_updates: tuple[models.PodSetUpdate, ...] = ()
+
+    @classmethod
+    def from_pod_set(
+        cls,
+        pod_set: models.PodSet,
+        *,
+        count: int | None = None,
+        implied: bool = False,
+        pod_set_updates: Sequence[models.PodSetUpdate] = (),
+    ) -> PodSetPlacementRequest:
+        """The request for a Workload pod set, with ``count`` (default the pod set's; partial
+        admission passes a smaller one) and the Ready checks' updates for this pod set."""
+        return cls(
+            name=pod_set.name,
+            count=pod_set.count if count is None else count,
+            requests=dict(pod_set.requests),
+            topology_request=pod_set.topology_request,
+            implied=implied,
+            node_selector=dict(pod_set.node_selector),
+            tolerations=tuple(pod_set.tolerations),
+            required_node_affinity=tuple(pod_set.required_node_affinity),
+            pod_set_updates=tuple(u for u in pod_set_updates if u.name == pod_set.name),
+        )
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A successful placement: per pod set name its assignment, and the TAS usage it adds per
+    leaf ID (sum of :func:`assignment_usage` over the pod sets)."""
+
+    assignments: dict[str, Assignment]
+    usage: dict[str, Requests]
+
+
+@dataclass(frozen=True)
+class PlacementFailure:
+    """Placement failed for ``pod_set`` (the first pod set of the failing group) with Kueue's
+    ``message`` (e.g. ``topology "default" allows to fit only 3 out of 4 pod(s)``).
+    ``fits_when_empty``: whether the same request fits with all TAS usage removed (A.5.6: True ⇒
+    Preempt, False ⇒ NoFit / TopologyPlacementFailed); None when the run was already on an empty
+    tree or the empty check was not asked for."""
+
+    pod_set: str
+    message: str
+    fits_when_empty: bool | None = None
+
+
+def assignment_usage(assignment: Assignment, requests: Mapping[str, int]) -> dict[str, Requests]:
+    """TAS usage of ``assignment`` per leaf ID: per-pod ``requests`` × count plus ``pods: count``
+    (Kueue utiltas.ComputeUsagePerDomain). Zero requests are left out."""
+    usage: dict[str, Requests] = {}
+    for domain in assignment.domains:
+        bucket = usage.setdefault(domain_id(domain.values), {})
+        for res, amount in requests.items():
+            if amount and res != "pods":
+                bucket[res] = bucket.get(res, 0) + amount * domain.count
+        bucket["pods"] = bucket.get("pods", 0) + domain.count
+    return usage
+
+
+def add_usage(into: dict[str, Requests], extra: Mapping[str, Mapping[str, int]]) -> None:
+    """Add per-leaf usage ``extra`` into ``into`` in place."""
+    for leaf, requests in extra.items():
+        bucket = into.setdefault(leaf, {})
+        for res, amount in requests.items():
+            bucket[res] = bucket.get(res, 0) + amount
+
+
+def find_assignments(
+    topology: FlavorTopology,
+    pod_sets: Sequence[PodSetPlacementRequest],
+    *,
+    tas_usage: Mapping[str, Mapping[str, int]] | None = None,
+    assumed_usage: Mapping[str, Mapping[str, int]] | None = None,
+    simulate_empty: bool = False,
+    check_empty: bool = True,
+    gates: TASGates = TASGates(),
+) -> Placement | PlacementFailure:
+    """Place ``pod_sets`` (all assigned to this TAS flavor, in pod-set order) on ``topology``.
+
+    ``tas_usage``: per leaf ID, the TAS usage of workloads holding quota with an assignment on
+    this flavor (for overlapping flavors, A.2.4, the sum over the flavors sharing the hostnames).
+    ``assumed_usage``: usage already taken earlier in this placement run (other flavors' pod sets
+    of the same workload on shared hostnames). ``simulate_empty`` ignores ``tas_usage`` (A.5.6).
+    Groups (same ``podSetGroupName``, else each pod set alone) are placed in order, each seeing
+    the previous groups' usage (A.7); the first failing group fails the call. On failure with
+    ``check_empty`` the same request is retried on an empty tree to fill ``fits_when_empty``.
+    Pod sets with count 0 get no assignment (A.5.3).
+    """
+    result = _find(topology, pod_sets, tas_usage, assumed_usage, simulate_empty, gates)
+    if isinstance(result, PlacementFailure) and check_empty and not simulate_empty:
+        empty = _find(topology, pod_sets, tas_usage, assumed_usage, True, gates)
+        return PlacementFailure(
+            pod_set=result.pod_set, message=result.message, fits_when_empty=isinstance(empty, Placement)
+        )
+    return result
+
+
+def _find(
+    topology: FlavorTopology,
+    pod_sets: Sequence[PodSetPlacementRequest],
+    tas_usage: Mapping[str, Mapping[str, int]] | None,
+    assumed_usage: Mapping[str, Mapping[str, int]] | None,
+    simulate_empty: bool,
+    gates: TASGates,
+) -> Placement | PlacementFailure:
+    assumed: dict[str, Requests] = {}
+    add_usage(assumed, assumed_usage or {})
+    added: dict[str, Requests] = {}
+    groups: dict[str, list[PodSetPlacementRequest]] = {}
+    for index, ps in enumerate(p for p in pod_sets if p.count > 0):
+        group = ps.topology_request.pod_set_group_name if ps.topology_request else None
+        groups.setdefault(group if group is not None else f"#{index}", []).append(ps)
+    assignments: dict[str, Assignment] = {}
+    for members in groups.values():
+        workers, leader = members[0], None
+        if len(members) > 1:
+            leader = members[1]
+            if leader.count > workers.count:
+                workers, leader = members[1], members[0]
+        run = _Run(topology, tas_usage or {}, assumed, simulate_empty, gates)
+        found = run.place(workers, leader)
+        if isinstance(found, str):
+            return PlacementFailure(pod_set=members[0].name, message=found)
+        for ps in members:
+            usage = assignment_usage(found[ps.name], ps.requests)
+            add_usage(assumed, usage)
+            add_usage(added, usage)
+        assignments.update(found)
+    return Placement(assignments=assignments, usage=added)
+
+
+# --- the domain tree and one run's state -------------------------------------------------------
+
+
+class _Domain:
+    """A domain of the working tree with this run's counts (Kueue domain + domainState)."""
+
+    __slots__ = (
+        "id", "values", "level", "parent", "children", "leaf",
+        "pod_count", "slice_count", "pcwl", "scwl", "leader_count",
+    )  # fmt: skip
+
+    def __init__(self, id: str, values: tuple[str, ...], level: int) -> None:
+        self.id, self.values, self.level = id, values, level
+        self.parent: _Domain | None = None
+        self.children: list[_Domain] = []
+        self.leaf = None
+        self.pod_count = self.slice_count = self.pcwl = self.scwl = self.leader_count = 0
+
+
+def _count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
+    """How many times ``requests`` fit in ``capacity`` and the limiting resource (ties: the
+    alphabetically first), clamped at 0 (Kueue resources.CountInWithLimitingResource)."""
+    best, limiting = None, ""
+    for res in sorted(requests):
+        value = requests[res]
+        count = _MAX_INT32 if value == 0 else max(0, min(capacity.get(res, 0) // value, _MAX_INT32))
+        if best is None or count < best:
+            best, limiting = count, res
+    return (_MAX_INT32 if best is None else best), limiting
+
+
+def _tolerates(toleration: models.Toleration, taint: models.Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    return toleration.value == taint.value
+
+
+def _taint_string(taint: models.Taint) -> str:
+    head = f"{taint.key}={taint.value}" if taint.value else taint.key
+    return f"{head}:{taint.effect}"
+
+
+def _matches_term(term: models.NodeSelectorTerm, labels: Mapping[str, str]) -> bool:
+    if not term.match_expressions:
+        return False
+    for expr in term.match_expressions:
+        value = labels.get(expr.key)
+        match expr.operator:
+            case "In":
+                ok = value is not None and value in expr.values
+            case "NotIn":
+                ok = value is None or value not in expr.values
+            case "Exists":
+                ok = value is not None
+            case "DoesNotExist":
+                ok = value is None
+            case "Gt" | "Lt":
+                try:
+                    left, right = int(value or ""), int(expr.values[0])
+                except (ValueError, IndexError):
+                    ok = False
+                else:
+                    ok = left > right if expr.operator == "Gt" else left < right
+        if not ok:
+            return False
+    return True
+
+
+class _Stats:
+    """Why leaves were excluded, for the failure message (Kueue tasExclusionStats)."""
+
+    def __init__(self) -> None:
+        self.total = self.node_selector = self.affinity = 0
+        self.taints: dict[str, int] = {}
+        self.resources: dict[str, int] = {}
+
+    def suffix(self) -> str:
+        reasons = []
+        if self.node_selector:
+            reasons.append(f"nodeSelector: {self.node_selector}")
+        if self.affinity:
+            reasons.append(f"affinity: {self.affinity}")
+        reasons += [f'taint "{t}": {n}' for t, n in self.taints.items()]
+        reasons += [f'resource "{r}": {n}' for r, n in self.resources.items()]
+        if not reasons:
+            return ""
+        return f". Total nodes: {self.total}; excluded: {', '.join(sorted(reasons))}"
+
+
+class _Run:
+    """One findTopologyAssignment run over a fresh working tree."""
+
+    def __init__(
+        self,
+        topology: FlavorTopology,
+        tas_usage: Mapping[str, Mapping[str, int]],
+        assumed: Mapping[str, Mapping[str, int]],
+        simulate_empty: bool,
+        gates: TASGates,
+    ) -> None:
+        self.topology = topology
+        self.tas_usage, self.assumed, self.simulate_empty, self.gates = tas_usage, assumed, simulate_empty, gates
+        self.levels = topology.levels
+        self.per_level: list[dict[str, _Domain]] = [{} for _ in self.levels]
+        self.leaves: list[_Domain] = []
+        last = len(self.levels) - 1
+        for leaf in topology.leaves:
+            dom = _Domain(leaf.id, leaf.values, last)
+            dom.leaf = leaf
+            self.per_level[last][leaf.id] = dom
+            self.leaves.append(dom)
+            child = dom
+            for level in range(last - 1, -1, -1):
+                values = leaf.values[: level + 1]
+                pid = domain_id(values)
+                parent = self.per_level[level].get(pid)
+                created = parent is None
+                if parent is None:
+                    parent = self.per_level[level][pid] = _Domain(pid, values, level)
+                child.parent = parent
+                parent.children.append(child)
+                if not created:
+                    break
+                child = parent
+        self.roots = list(self.per_level[0].values()) if self.levels else []
+        self.stats = _Stats()
+
+    # -- parameters and counts --
+
+    def place(
+        self, workers: PodSetPlacementRequest, leader: PodSetPlacementRequest | None
+    ) -> dict[str, Assignment] | str:
+        """Kueue findTopologyAssignment: the assignments of workers (and leader), or a reason."""
+        tr = workers.topology_request
+        requests: Requests = {**workers.requests, "pods": workers.requests.get("pods", 0) + 1}
+        leader_requests = (
+            {**leader.requests, "pods": leader.requests.get("pods", 0) + 1} if leader is not None else None
+        )
+        self.count = workers.count
+        self.leader_total = 1 if leader is not None else 0
+        node_selector = dict(workers.node_selector)
+        tolerations = list(workers.tolerations)
+        for update in workers.pod_set_updates:
+            for key, value in update.node_selector.items():
+                if node_selector.get(key, value) != value:
+                    return (
+                        f"invalid podSetUpdate for PodSet {workers.name}, error: conflict for nodeSelector "
+                        f"{key}: {node_selector[key]} != {value}"
+                    )
+                node_selector[key] = value
+            tolerations += update.tolerations
+        layers = slice_layers(tr)
+        self.slice_size = 1
+        if layers:
+            if layers[0].size <= 0:
+                return "slice topology requested, but slice size not provided"
+            self.slice_size = layers[0].size
+        slice_only = tr is not None and tr.required is None and tr.preferred is None and bool(layers)
+        self.required = tr is not None and tr.required is not None
+        self.unconstrained = bool(tr is not None and tr.unconstrained) or workers.implied or slice_only
+        self.lfc = self.unconstrained and self.gates.profile_mixed
+        key: str | None = None
+        if tr is not None and tr.required is not None:
+            key = tr.required
+        elif tr is not None and tr.preferred is not None:
+            key = tr.preferred
+        elif slice_only:
+            key = self.levels[0]
+        elif (tr is not None and tr.unconstrained) or workers.implied:
+            key = self.levels[-1]
+        if key is None:
+            return "topology level not specified"
+        if key not in self.levels:
+            return f"no requested topology level: {key}"
+        requested_level = self.levels.index(key)
+        slice_key = layers[0].topology if layers else self.levels[-1]
+        if slice_key not in self.levels:
+            return f"no requested topology level for slices: {slice_key}"
+        self.slice_level = self.levels.index(slice_key)
+        if requested_level > self.slice_level:
+            return f"podset slice topology {slice_key} is above the podset topology {key}"
+        self.size_at_level: dict[int, int] = {}
+        prev_size, prev_level = self.slice_size, self.slice_level
+        for layer in layers[1:]:
+            if layer.topology not in self.levels:
+                return f"no requested topology level for additional slice layer: {layer.topology}"
+            inner = self.levels.index(layer.topology)
+            if inner <= prev_level:
+                return (
+                    f"additional slice layer topology {layer.topology} must be at a lower level than "
+                    f"{self.levels[prev_level]}"
+                )
+            if prev_size % layer.size:
+                return f"additional slice layer size {layer.size} must evenly divide parent layer size {prev_size}"
+            for level in range(prev_level + 1, inner + 1):
+                self.size_at_level[level] = layer.size
+            prev_size, prev_level = layer.size, inner
+        self.layers = layers if self.size_at_level else []
+
+        self._fill_leaves(requests, leader_requests, node_selector, tolerations, workers.required_node_affinity)
+        for root in self.roots:
+            self._fill_inner(root, 0)
+
+        fit = self._level_with_fit_domains(requested_level)
+        if isinstance(fit, str):
+            return fit
+        fit_level, chosen = fit
+        chosen = self._update_counts(chosen, self.count, self.leader_total, self.slice_size, True)
+        level = fit_level
+        while level < min(len(self.levels) - 1, self.slice_level):
+            lower = self._sorted([c for d in chosen for c in d.children])
+            chosen = self._update_counts(lower, self.count, self.leader_total, self.slice_size, True)
+            level += 1
+        while level < len(self.levels) - 1:
+            size = self.size_at_level.get(level + 1, 1)
+            next_chosen: list[_Domain] = []
+            for dom in chosen:
+                lower = self._sorted(dom.children)
+                if size > 1:
+                    for child in lower:
+                        child.slice_count = child.pod_count // size
+                        child.scwl = child.pcwl // size
+                next_chosen += self._update_counts(lower, dom.pod_count, dom.leader_count, size, size > 1)
+            chosen = next_chosen
+            level += 1
+
+        out: dict[str, Assignment] = {}
+        if leader is not None:
+            out[leader.name] = self._build([(d, d.leader_count) for d in chosen if d.leader_count > 0])
+            chosen = [d for d in chosen if d.pod_count > 0]
+        out[workers.name] = self._build([(d, d.pod_count) for d in chosen])
+        return out
+
+    def _remaining(self, leaf_id: str, free: Mapping[str, int]) -> Requests:
+        remaining = dict(free)
+        sources = [self.assumed.get(leaf_id, {})]
+        if not self.simulate_empty:
+            sources.append(self.tas_usage.get(leaf_id, {}))
+        for usage in sources:
+            for res, amount in usage.items():
+                remaining[res] = remaining.get(res, 0) - amount
+        return remaining
+
+    def _fill_leaves(
+        self,
+        requests: Requests,
+        leader_requests: Requests | None,
+        node_selector: Mapping[str, str],
+        tolerations: Sequence[models.Toleration],
+        affinity: Sequence[models.NodeSelectorTerm],
+    ) -> None:
+        """Phase 1 at the leaves (A.3 filters, A.6.2 counts); Kueue fillInCounts/fillLeafCounts."""
+        all_tolerations = [*tolerations, *self.topology.tolerations]
+        for dom in self.leaves:
+            self.stats.total += 1
+            leaf = dom.leaf
+            node = leaf.node
+            if node is not None:
+                untolerated = next(
+                    (
+                        t
+                        for t in node.spec.taints
+                        if t.effect in ("NoSchedule", "NoExecute")
+                        and not any(_tolerates(x, t) for x in all_tolerations)
+                    ),
+                    None,
+                )
+                if untolerated is not None:
+                    name = _taint_string(untolerated)
+                    self.stats.taints[name] = self.stats.taints.get(name, 0) + 1
+                    continue
+                labels = node.metadata.labels
+                if any(labels.get(k) != v for k, v in node_selector.items()):
+                    self.stats.node_selector += 1
+                    continue
+                if affinity and not any(_matches_term(term, labels) for term in affinity):
+                    self.stats.affinity += 1
+                    continue
+            remaining = self._remaining(leaf.id, leaf.free)
+            dom.pod_count, limiting = _count_in(requests, remaining)
+            if dom.pod_count == 0 and limiting:
+                self.stats.resources[limiting] = self.stats.resources.get(limiting, 0) + 1
+            dom.leader_count = 0
+            if leader_requests is not None and _count_in(leader_requests, remaining)[0] > 0:
+                dom.leader_count = 1
+                for res, amount in leader_requests.items():
+                    remaining[res] = remaining.get(res, 0) - amount
+            dom.pcwl = _count_in(requests, remaining)[0]
+
+    def _fill_inner(self, dom: _Domain, level: int) -> None:
+        """Phase 1 bottom-up (A.6.2); Kueue fillInCountsHelper."""
+        if not dom.children:
+            if level == self.slice_level:
+                dom.slice_count = dom.pod_count // self.slice_size
+                dom.scwl = dom.pcwl // self.slice_size
+            return
+        pods = slices = leader = 0
+        contributor = False
+        min_pod_diff = min_slice_diff = _MAX_INT32
+        inner = self.size_at_level.get(level + 1)
+        for child in dom.children:
+            self._fill_inner(child, level + 1)
+            child_pods, child_pcwl = child.pod_count, child.pcwl
+            if inner is not None:
+                child_pods, child_pcwl = (child_pods // inner) * inner, (child_pcwl // inner) * inner
+            pods += child_pods
+            slices += child.slice_count
+            if not self.leader_total or child.leader_count > 0:
+                contributor = True
+                min_pod_diff = min(child_pods - child_pcwl, min_pod_diff)
+                min_slice_diff = min(child.slice_count - child.scwl, min_slice_diff)
+            leader = max(leader, child.leader_count)
+        dom.pod_count = pods
+        scwl = 0
+        if contributor:
+            dom.pcwl = pods - min_pod_diff
+            scwl = slices - min_slice_diff
+        else:
+            dom.pcwl = 0
+        dom.leader_count = leader
+        if level == self.slice_level:
+            slices = dom.pod_count // self.slice_size
+            scwl = dom.pcwl // self.slice_size
+        dom.slice_count, dom.scwl = slices, scwl
+
+    # -- sort orders and best fit (A.6.3) --
+
+    def _sorted(self, domains: Sequence[_Domain]) -> list[_Domain]:
+        sign = 1 if self.lfc else -1
+        return sorted(domains, key=lambda d: (sign * d.slice_count, d.pod_count, d.values))
+
+    def _sorted_with_leader(self, domains: Sequence[_Domain]) -> list[_Domain]:
+        sign = 1 if self.lfc else -1
+        return sorted(domains, key=lambda d: (-d.leader_count, sign * d.scwl, d.pcwl, d.values))
+
+    @staticmethod
+    def _best_fit(domains: Sequence[_Domain], needed: int, leaders: int, attr: str) -> _Domain:
+        best, best_count = None, _MAX_INT32
+        for dom in domains:
+            if dom.leader_count < leaders:
+                continue
+            value = getattr(dom, attr)
+            if needed <= value < best_count:
+                best, best_count = dom, value
+        return best if best is not None else domains[0]
+
+    def _best_fit_slices(self, domains: Sequence[_Domain], needed: int, leaders: int) -> _Domain:
+        return self._best_fit(domains, needed, leaders, "scwl" if leaders > 0 else "slice_count")
+
+    def _best_fit_pods(self, domains: Sequence[_Domain], needed: int, leaders: int) -> _Domain:
+        return self._best_fit(domains, needed, leaders, "pcwl" if leaders > 0 else "pod_count")
+
+    def _not_fit(self, fit: int, total: int, level: int) -> str:
+        name = self.topology.topology_name
+        if self.layers:
+            text = f'topology "{name}" doesn\'t allow to fit'
+            candidates = list(self.per_level[level].values())
+            if candidates:
+                best = min(candidates, key=lambda d: (-d.slice_count, d.id))
+                for layer in self.layers:
+                    target = self.levels.index(layer.topology)
+                    fits = self._slices_in_subtree(best, level, target, layer.size)
+                    text += f"; {fits}/{self.count // layer.size} slice(s) fit on level {layer.topology}"
+            return text + self.stats.suffix()
+        unit = "pod" if self.slice_size == 1 else "slice"
+        if fit == 0:
+            text = f'topology "{name}" doesn\'t allow to fit any of {total} {unit}(s)'
+        else:
+            text = f'topology "{name}" allows to fit only {fit} out of {total} {unit}(s)'
+        return text + self.stats.suffix()
+
+    def _slices_in_subtree(self, dom: _Domain, level: int, target: int, size: int) -> int:
+        if level == target:
+            return dom.pod_count // size
+        return sum(self._slices_in_subtree(c, level + 1, target, size) for c in dom.children)
+
+    # -- phase 2a: the level and the top domains (A.6.4) --
+
+    def _level_with_fit_domains(self, level: int) -> tuple[int, list[_Domain]] | str:
+        domains = list(self.per_level[level].values())
+        if not domains:
+            return f"no topology domains at level: {self.levels[level]}"
+        ordered = self._sorted_with_leader(domains)
+        top = ordered[0]
+        slices = self.count // self.slice_size
+        leaders = self.leader_total
+        if not self.lfc and top.scwl >= slices and top.leader_count >= leaders:
+            top = self._best_fit_slices(ordered, slices, leaders)
+        if self.lfc:
+            for cand in ordered:
+                capacity = cand.slice_count
+                if leaders > 0:
+                    if cand.leader_count < leaders:
+                        continue
+                    capacity = cand.scwl
+                if capacity >= slices:
+                    return level, [cand]
+            if self.required:
+                return self._not_fit(ordered[-1].pod_count, slices, level)
+        if top.scwl >= slices and top.leader_count >= leaders:
+            return level, [top]
+        if self.required:
+            return self._not_fit(top.slice_count, slices, level)
+        if level > 0 and not self.unconstrained:
+            return self._level_with_fit_domains(level - 1)
+        results: list[_Domain] = []
+        remaining, remaining_leaders = slices, leaders
+        ordered = self._prioritize_leader(ordered, self.count, leaders, self.slice_size, True)
+        idx = 0
+        while remaining_leaders > 0 and idx < len(ordered) and ordered[idx].leader_count > 0:
+            dom = ordered[idx]
+            if not self.lfc and dom.scwl >= remaining:
+                dom = self._best_fit_slices(ordered[idx:], remaining, remaining_leaders)
+            results.append(dom)
+            remaining_leaders -= dom.leader_count
+            remaining -= dom.scwl
+            idx += 1
+        if remaining_leaders > 0:
+            return self._not_fit(leaders - remaining_leaders, slices, level)
+        rest = self._sorted(ordered[idx:])
+        for i, dom in enumerate(rest):
+            if remaining <= 0:
+                break
+            if not self.lfc and dom.slice_count >= remaining:
+                dom = self._best_fit_slices(rest[i:], remaining, 0)
+            results.append(dom)
+            remaining -= dom.slice_count
+        if remaining > 0:
+            return self._not_fit(slices - remaining, slices, level)
+        return level, results
+
+    def _prioritize_leader(
+        self, domains: list[_Domain], count: int, leaders: int, size: int, slices: bool
+    ) -> list[_Domain]:
+        """Move to the front the first leader-capable domain whose leader penalty still leaves
+        enough capacity (Kueue prioritizeLeaderDomain)."""
+        if leaders == 0 or len(domains) < 2:
+            return domains
+        required = count // size if slices else count
+        available = sum(d.slice_count if slices else d.pod_count for d in domains)
+        for i, dom in enumerate(domains):
+            if dom.leader_count < leaders:
+                continue
+            penalty = dom.slice_count - dom.scwl if slices else dom.pod_count - dom.pcwl
+            if available - penalty < required:
+                continue
+            if i == 0:
+                return domains
+            return [dom, *domains[:i], *domains[i + 1 :]]
+        return domains
+
+    # -- phase 2b: trim and descend (A.6.5) --
+
+    def _update_counts(
+        self, domains: list[_Domain], count: int, leaders: int, size: int, slices: bool
+    ) -> list[_Domain]:
+        """Assign ``count`` pods (in units of ``size`` when ``slices``) over ``domains`` greedily:
+        whole domains in order, best fit for the last (Kueue updateCountsToMinimumGeneric)."""
+        domains = self._prioritize_leader(domains, count, leaders, size, slices)
+        result: list[_Domain] = []
+        remaining = count // size if slices else count
+        remaining_leaders = leaders
+        primary, with_leader = ("slice_count", "scwl") if slices else ("pod_count", "pcwl")
+        unit = size if slices else 1
+        for i, dom in enumerate(domains):
+            if remaining_leaders > 0:
+                if not self.lfc and getattr(dom, with_leader) >= remaining and dom.leader_count >= remaining_leaders:
+                    if slices:
+                        dom = self._best_fit_slices(domains[i:], remaining, remaining_leaders)
+                    else:
+                        dom = self._best_fit_pods(domains[i:], remaining, remaining_leaders)
+                result.append(dom)
+                available = getattr(dom, with_leader)
+                if available >= remaining and dom.leader_count >= remaining_leaders:
+                    setattr(dom, primary, remaining)
+                    dom.leader_count = remaining_leaders
+                    dom.pod_count = remaining * unit
+                    return result
+                if available > remaining:
+                    available = remaining
+                    setattr(dom, with_leader, remaining)
+                if dom.leader_count > remaining_leaders:
+                    dom.leader_count = remaining_leaders
+                setattr(dom, primary, available)
+                dom.pod_count = available * unit
+                remaining_leaders -= dom.leader_count
+                remaining -= available
+                continue
+            if not self.lfc and getattr(dom, primary) >= remaining:
+                dom = (
+                    self._best_fit_slices(domains[i:], remaining, 0)
+                    if slices
+                    else self._best_fit_pods(domains[i:], remaining, 0)
+                )
+            dom.leader_count = 0
+            result.append(dom)
+            if getattr(dom, primary) >= remaining:
+                dom.pod_count = remaining * unit
+                if slices:
+                    dom.slice_count = remaining
+                return result
+            if slices:
+                dom.pod_count = dom.slice_count * unit
+            remaining -= getattr(dom, primary)
+        return []  # Kueue logs "unexpected remainingCount" and places nothing
+
+    def _build(self, placed: list[tuple[_Domain, int]]) -> Assignment:
+        """Leaves with pods, sorted by level values; hostname only when it is the lowest level
+        (A.6.10, Kueue buildAssignment)."""
+        first = len(self.levels) - 1 if self.topology.lowest_is_hostname else 0
+        domains = tuple(
+            DomainAssignment(values=d.values[first:], count=n)
+            for d, n in sorted(placed, key=lambda p: p[0].values)
+            if n > 0
+        )
+        return Assignment(levels=tuple(self.levels[first:]), domains=domains)
