@@ -51,6 +51,12 @@ _STYLES = {
     "failed": "bold red",
     "applied": "magenta",
     "deleted": "magenta",
+    "reserved": "green",
+    "check": "cyan",
+    "ready": "green",
+    "not ready": "yellow",
+    "requeued": "yellow",
+    "deactivated": "bold red",
 }
 
 
@@ -116,7 +122,7 @@ class TimelinePrinter:
                 self.evicted.add(event.workload.key)
             if line is not None:
                 verb, text = line
-                style = _STYLES.get(verb, "")
+                style = _STYLES.get(verb, "default")
                 self.console.print(
                     f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] "
                     f"[{style}]{verb:<9}[/{style}] {text}",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from events import models, types
 from events.quantities import format_amount
 from projections.cluster import ClusterState
+from services.admitter import lifecycle
 
 
 def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None:
@@ -26,9 +27,31 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
             usage = ", ".join(
                 f"{r} {format_amount(r, v)}" for a in event.pod_set_assignments for r, v in a.resource_usage.items()
             )
-            return "admitted", (
+            cq = before.cluster_queues.get(event.cluster_queue)
+            checks = lifecycle.required_checks(cq, flavors) if cq is not None else []
+            verb = "reserved" if checks else "admitted"  # with checks, admitted once they are all Ready
+            waits = f", waiting for admission checks {', '.join(checks)}" if checks else ""
+            return verb, (
                 f"{event.workload.key} in ClusterQueue {event.cluster_queue}, flavor {', '.join(flavors)} ({usage})"
+                f"{waits}"
             )
+        case types.WorkloadAdmitted():
+            known = before.workloads.get(event.workload.key)
+            cq = before.cluster_queues.get(event.cluster_queue)
+            if known is None or known.reservation is None or cq is None:
+                return None
+            if not lifecycle.required_checks(cq, lifecycle.assigned_flavors(known.reservation)):
+                return None  # admitted with its reservation, said there
+            return "admitted", f"{event.workload.key}: every admission check is Ready"
+        case types.AdmissionCheckStateChanged():
+            detail = f": {event.message}" if event.message else ""
+            return "check", f"{event.workload.key}: {event.check} is {event.state}{detail}"
+        case types.WorkloadPodsReady():
+            return ("ready" if event.ready else "not ready"), f"{event.workload.key} pods ({event.reason})"
+        case types.WorkloadRequeued():
+            return "requeued", f"{event.workload.key}: {event.message}"
+        case types.WorkloadDeactivated():
+            return "deactivated", f"{event.workload.key} ({event.reason}): {event.message}"
         case types.WorkloadInadmissible():
             return "waiting", f"{event.workload.key}: {event.message}"
         case types.DispatchApplied(action="Evict"):
