@@ -63,6 +63,7 @@ class WorkloadState:
     backoff: bool = False
     order_ms: int = 0  # queue-order timestamp after an eviction that moves it back (§3.3); 0: creation
     deactivated: str = ""  # why Kueue set spec.active=false (WorkloadDeactivated), "" when it did not
+    timer_basis: tuple[int, int, int] | None = None  # its entries in ClusterState.timer_heaps (-1: none)
     queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
     queued_parked: int = 0  # the parked_seq its place in ``ClusterState.queued`` was chosen by
     queued_for: models.Workload | None = None  # the object ``queued_as`` was computed from
@@ -295,6 +296,11 @@ class ClusterState:
     backoffs: dict[str, None] = field(default_factory=dict)
     not_ready: dict[str, None] = field(default_factory=dict)
     timers_version: int = 0
+    # The ``timed`` workloads' deadlines, as min-heaps of (basis ms, key) per TIMER_KINDS: when
+    # admitted (+ waitForPodsReady.timeout), when PodsReady turned false (+ recoveryTimeout),
+    # and the maximum execution time's end. Entries whose basis is no longer the workload's are
+    # dropped when met (``WorkloadState.timer_basis`` is the current one).
+    timer_heaps: tuple[list[tuple[int, str]], ...] = field(default_factory=lambda: ([], [], []))
     # Counters of trigger() calls, all of them and those for an object change (not a quota
     # release): what deciders derive from the triggers, or from the objects alone, stays valid
     # while the counter it depends on stays the same.
@@ -538,6 +544,28 @@ def _index_status(state: ClusterState, key: str, wl: WorkloadState | None) -> No
             changed = True
     if changed:
         state.timers_version += 1
+    if wl is None:
+        return
+    basis = _timer_basis(wl, ready=ready) if timed else None
+    if basis != wl.timer_basis:
+        wl.timer_basis = basis
+        if basis is not None:
+            for heap, base in zip(state.timer_heaps, basis, strict=True):
+                if base >= 0:
+                    heapq.heappush(heap, (base, key))
+
+
+TIMER_KINDS = ("start", "recovery", "execution")
+
+
+def _timer_basis(wl: WorkloadState, *, ready: bool) -> tuple[int, int, int]:
+    """The bases of an admitted workload's deadlines, per TIMER_KINDS (-1 where it has none)."""
+    recovering = wl.pods_ready is not None and wl.pods_ready.reason == "WaitForRecovery"
+    start = wl.admitted_at_ms if not ready and not recovering else -1
+    recovery = wl.pods_ready.at_ms if not ready and recovering and wl.pods_ready is not None else -1
+    limit = wl.workload.spec.maximum_execution_time_seconds
+    execution = wl.admitted_at_ms + limit * 1000 - wl.accumulated_ms if limit else -1
+    return start, recovery, execution
 
 
 def _place(state: ClusterState, wl: WorkloadState, *, queued: bool) -> None:

@@ -27,6 +27,8 @@ runner's settle jumps its clock there).
 
 from __future__ import annotations
 
+import functools
+import heapq
 from collections.abc import Iterable
 
 from events import models, types
@@ -229,10 +231,10 @@ def _pods_ready_deadline(wl: WorkloadState, config: models.Configuration) -> int
     wait = config.wait_for_pods_ready or models.WaitForPodsReadyConfig()
     if wl.pods_ready is not None and wl.pods_ready.reason == "WaitForRecovery":
         text = wait.recovery_timeout if wait.recovery_timeout is not None else wait.timeout
-        seconds = afs.go_duration_seconds(text)
-        return None if seconds <= 0 else wl.pods_ready.at_ms + int(seconds * 1000)
-    seconds = afs.go_duration_seconds(wait.timeout)
-    return None if seconds <= 0 else wl.admitted_at_ms + int(seconds * 1000)
+        ms = _duration_ms(text)
+        return None if ms is None else wl.pods_ready.at_ms + ms
+    ms = _duration_ms(wait.timeout)
+    return None if ms is None else wl.admitted_at_ms + ms
 
 
 def _execution_deadline(wl: WorkloadState) -> int | None:
@@ -243,41 +245,56 @@ def _execution_deadline(wl: WorkloadState) -> int | None:
 
 
 def _timed_due(state: ClusterState, now_ms: int) -> list[str]:
-    """The ``timed`` workloads whose deadline has come; the earliest deadline is remembered
-    until the index or the Configuration changes, so most cycles look at none."""
-    if not state.timed:
-        return []
-    cached = state.caches.get("lifecycle.deadline")
-    if not isinstance(cached, tuple) or cached[:2] != (state.timers_version, state.configuration):
-        cached = (state.timers_version, state.configuration, _earliest(state))
-        state.caches["lifecycle.deadline"] = cached
-    earliest = cached[2]
-    if earliest is None or now_ms < earliest:
-        return []
-    return [key for key in state.timed if _deadline(state.workloads[key], state.configuration) <= now_ms]
+    """The ``timed`` workloads with a deadline at or before ``now_ms``, from the fold's
+    deadline heaps (so a cycle looks only at the ones due, however many run)."""
+    due: set[str] = set()
+    for kind, (heap, offset) in enumerate(zip(state.timer_heaps, _offsets(state.configuration), strict=True)):
+        if offset is None:
+            continue
+        valid: list[tuple[int, str]] = []
+        while heap and heap[0][0] + offset <= now_ms:
+            entry = heapq.heappop(heap)
+            if _current(state, entry, kind):
+                due.add(entry[1])
+                valid.append(entry)
+        for entry in valid:  # still theirs until a decision about them is folded
+            heapq.heappush(heap, entry)
+    return sorted(due)
 
 
-_NEVER = 1 << 62
+def _current(state: ClusterState, entry: tuple[int, str], kind: int) -> bool:
+    wl = state.workloads.get(entry[1])
+    return wl is not None and wl.timer_basis is not None and wl.timer_basis[kind] == entry[0]
 
 
-def _deadline(wl: WorkloadState, config: models.Configuration) -> int:
-    times = [t for t in (_pods_ready_deadline(wl, config), _execution_deadline(wl)) if t is not None]
-    return min(times, default=_NEVER)
+def _offsets(config: models.Configuration) -> tuple[int | None, int | None, int | None]:
+    """Per TIMER_KINDS, what is added to a heap's basis to get its deadline (ms); None: off."""
+    if not pods_ready_enabled(config):
+        return None, None, 0
+    wait = config.wait_for_pods_ready or models.WaitForPodsReadyConfig()
+    timeout = _duration_ms(wait.timeout)
+    recovery = _duration_ms(wait.recovery_timeout) if wait.recovery_timeout is not None else timeout
+    return timeout, recovery, 0
 
 
-def _earliest(state: ClusterState) -> int | None:
-    config = state.configuration
-    earliest = min((_deadline(state.workloads[k], config) for k in state.timed), default=_NEVER)
-    return None if earliest == _NEVER else earliest
+@functools.lru_cache(maxsize=64)
+def _duration_ms(text: str) -> int | None:
+    """A Go duration in ms; None for ``0s`` (turned off)."""
+    seconds = afs.go_duration_seconds(text)
+    return int(seconds * 1000) if seconds > 0 else None
 
 
 def wakeup_ms(state: ClusterState) -> int | None:
     """When the next lifecycle decision falls due with nothing else happening (ms), or None:
     a backoff ends, a PodsReady timeout or a maximum execution time is reached."""
     times = [state.workloads[k].requeue_at_ms for k in state.backoffs if k in state.workloads]
-    earliest = _earliest(state) if state.timed else None
-    if earliest is not None:
-        times.append(earliest)
+    for kind, (heap, offset) in enumerate(zip(state.timer_heaps, _offsets(state.configuration), strict=True)):
+        if offset is None:
+            continue
+        while heap and not _current(state, heap[0], kind):
+            heapq.heappop(heap)  # stale: dropping it changes no answer
+        if heap:
+            times.append(heap[0][0] + offset)
     return min(times, default=None)
 
 
