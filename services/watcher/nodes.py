@@ -33,6 +33,8 @@ TAS_KINDS = ("Topology", "Node", "PodUsage")
 FACT_KIND = {"Topology": "Topology", "Node": "Node", "PodUsage": "Pod"}
 #: Field selector of the pods that may take node capacity: those bound to a node.
 BOUND_PODS = "spec.nodeName!="
+#: The pods, listed and watched as the ``PodUsage`` kind (only the kind name differs from v1 Pod).
+BOUND_PODS_REF = resources.ResourceRef(group="", version="v1", plural="pods", kind="PodUsage", namespaced=True)
 #: kueue.x-k8s.io/v1alpha1 Topology: read when the cluster's Kueue serves no v1beta2 Topology (older Kueue).
 TOPOLOGIES_V1ALPHA1 = resources.ResourceRef(
     group="kueue.x-k8s.io", version="v1alpha1", plural="topologies", kind="Topology", namespaced=False
@@ -56,13 +58,13 @@ def tas_fact(kind: str, obj: dict[str, Any], *, now_ms: int = 0) -> types.Fact |
     the field (an invalid Topology level, a bad quantity), and its last valid fact stays in force.
     """
     manifest = dict(obj)
-    manifest.setdefault("kind", FACT_KIND[kind])
+    manifest["kind"] = FACT_KIND[kind]
     if kind == "PodUsage":
-        manifest.setdefault("apiVersion", "v1")
+        manifest["apiVersion"] = "v1"
         if not ((manifest.get("spec") or {}).get("nodeName")):
             return None
     if kind == "Node":
-        manifest.setdefault("apiVersion", "v1")
+        manifest["apiVersion"] = "v1"
     try:
         fact = tas.tas_fact(manifest)
     except manifests.ManifestError as err:

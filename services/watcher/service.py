@@ -63,6 +63,7 @@ WORKLOAD_KIND = "Workload"
 INPUT_KINDS = ("PriorityClass", "RuntimeClass", "LimitRange")
 #: What Topology-Aware Scheduling reads: Topologies, Nodes and the pods bound to nodes (:mod:`.nodes`).
 TAS_KINDS = nodes.TAS_KINDS
+BOUND_PODS_REF = nodes.BOUND_PODS_REF
 WATCHED_KINDS = (*KUEUE_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND, *TAS_KINDS)
 
 #: scheduling.k8s.io/v1 PriorityClass: read for the priority of jobs naming one (SEMANTICS §2.4).
@@ -236,7 +237,7 @@ class Watcher:
         if kind == "Node":
             return (resources.NODES,)
         if kind == "PodUsage":
-            return (resources.PODS,)
+            return (BOUND_PODS_REF,)
         return (kube.ref_for(_API_VERSIONS.get(kind, "kueue.x-k8s.io/v1beta2"), kind),)
 
     def _field_selector(self, kind: str) -> str | None:
