@@ -23,6 +23,15 @@ unchanged queue writes nothing. A write that fails with 5xx, 429, a conflict or
 a broken connection is tried again at the next batch; another failure of a
 Workload write is recorded as DispatchFailed (action ``SyncWorkload``). Every
 write waits for the rate limiter (:class:`WriteLimiter`, QPS and burst as client-go's).
+
+Topology-Aware Scheduling (SEMANTICS-ADVANCED A.12): a TopologyAssigned decision is
+written into the Workload's ``status.admission.podSetAssignments[].topologyAssignment``;
+a started job's TAS pod sets get the ``kueue.x-k8s.io/topology`` scheduling gate, the
+``kueue.x-k8s.io/podset`` label and the ``kueue.x-k8s.io/workload`` annotation; and the
+ungater (:meth:`Dispatcher.watch_pods`, :meth:`Dispatcher.ungate_forever`, pure core in
+:mod:`services.dispatcher.ungater`) gives each gated pod of an Admitted workload its
+domain's nodeSelector and removes the gate (a patch with the pod's resourceVersion as
+precondition, retried on conflict).
 """
 
 from __future__ import annotations

@@ -29,6 +29,12 @@ say (:mod:`services.watcher.progress`): WorkloadPodsReady when a job's PodsReady
 (watched too), AdmissionCheckStateChanged when an entry of
 ``status.admissionChecks`` changes (B.5) and a WorkloadObserved when ``spec.active``
 is flipped (deactivation by hand, reactivation).
+
+For Topology-Aware Scheduling it watches Topologies (v1beta2, else v1alpha1), Nodes
+and the pods bound to nodes (:mod:`services.watcher.nodes`): TopologyObserved,
+NodeObserved, PodObserved and their ObjectDeleted, each published only when its
+content changes (a kubelet heartbeat publishes nothing), relisted on 410 like the
+other kinds, and known from the log after a restart.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ from events import tas, types
 from events.bus.memory import MemoryBus
 from services.kube import client as kube
 from services.kube import resources
-from services.kube.emulator import ClusterEmulator
+from services.kube.emulator import ClusterEmulator, serve_emulator
+from services.watcher import nodes
 from services.watcher.service import TAS_KINDS, Watcher
 from tests.integration.harness import events_of, folded, job, running, wait_for, wait_until
 
@@ -213,3 +214,20 @@ async def test_job_tas_annotations_become_the_topology_request(api, bus: MemoryB
     state = await folded(bus)
     assert len(state.workloads) == 2
     await wait_until(lambda: True)
+
+
+async def test_v1alpha1_topologies_are_read_when_v1beta2_is_not_served(bus: MemoryBus) -> None:
+    """An older Kueue serves Topology only as v1alpha1: the watcher falls back to it."""
+    async with serve_emulator(bookmark_interval=0.2, extra_resources=(nodes.TOPOLOGIES_V1ALPHA1,)) as emu:
+        emu["get /apis/kueue.x-k8s.io/v1beta2/topologies"] << 404
+        api = await kube.make_api_client(server=emu.url)
+        try:
+            old = {**topology("old", HOST), "apiVersion": "kueue.x-k8s.io/v1alpha1"}
+            await kube.create_object(api, nodes.TOPOLOGIES_V1ALPHA1, body=old)
+            watcher = Watcher(bus=bus, api=api)
+            async with running(watcher.watch("Topology")):
+                [observed] = await wait_for(bus, types.TopologyObserved)
+            assert watcher.topology_ref == nodes.TOPOLOGIES_V1ALPHA1
+            assert observed.topology.level_keys == [HOST]
+        finally:
+            await api.close()
