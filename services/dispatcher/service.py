@@ -529,6 +529,8 @@ class Dispatcher:
 
     async def ungate_forever(self, *, retry_seconds: float = 1.0) -> None:
         """Ungate the gated pods of Admitted TAS workloads whenever a pod or the workload changes (cancel to stop)."""
+        async with self._folded:  # not on a half-folded past: a workload admitted then may be evicted since
+            await self._folded.wait_for(lambda: self._caught_up)
         while True:
             await self._ungate_wakeup.wait()
             self._ungate_wakeup.clear()

@@ -108,3 +108,41 @@ def test_bad_offset_annotation_is_an_error_naming_it() -> None:
     ps = pod_set(("a", 1))
     with pytest.raises(ValueError, match="pod-index-offset"):
         ungater.plan_pod_set(ps, [pod("x", annotations={ungater.POD_INDEX_OFFSET_ANNOTATION: "one"})])
+
+
+def test_start_gates_tas_templates_of_jobsets_and_keeps_the_topology_gate_only_on_tas_pods() -> None:
+    from services.dispatcher import core
+
+    ref = core.types.WorkloadRef(namespace="default", name="wl", uid="u")
+    tas_info = core.PodSetInfo(
+        name="workers", scheduling_gates=[core.TOPOLOGY_GATE], labels={core.PODSET_LABEL: "workers"}
+    )
+    plain_info = core.PodSetInfo(name="driver")
+    jobset = {"spec": {"replicatedJobs": [
+        {"name": "driver", "template": {"spec": {"template": {"spec": {"containers": []}}}}},
+        {"name": "workers", "template": {"spec": {"template": {"spec": {"containers": []}}}}},
+    ]}}  # fmt: skip
+    start = core.StartJobSet(workload=ref, namespace="default", name="js", pod_sets=[plain_info, tas_info])
+    rjobs = start.patch(jobset)["spec"]["replicatedJobs"]
+    templates = {r["name"]: r["template"]["spec"]["template"] for r in rjobs}
+    assert templates["workers"]["spec"]["schedulingGates"] == [{"name": core.TOPOLOGY_GATE}]
+    assert templates["workers"]["metadata"]["labels"] == {core.PODSET_LABEL: "workers"}
+    assert "schedulingGates" not in templates["driver"]["spec"]
+    stopped = core.StopJobSet(
+        workload=ref,
+        namespace="default",
+        name="js",
+        reason="Preempted",
+        decision_seq=3,
+        pod_sets=[plain_info, tas_info],
+    ).patch({"spec": {"replicatedJobs": rjobs}})
+    assert all(
+        "schedulingGates" not in r["template"]["spec"]["template"]["spec"] for r in stopped["spec"]["replicatedJobs"]
+    )
+
+    both = {"spec": {"schedulingGates": [{"name": core.SCHEDULING_GATE}, {"name": core.TOPOLOGY_GATE}]}, "metadata": {}}
+    pods = core.StartPods(workload=ref, namespace="default", pod_name="p", pod_sets=[
+        core.PodSetInfo(name="main", scheduling_gates=[core.TOPOLOGY_GATE])])  # fmt: skip
+    assert pods.patch(both, pod_set="main")["spec"]["schedulingGates"] == [{"name": core.TOPOLOGY_GATE}]
+    plain = core.StartPods(workload=ref, namespace="default", pod_name="p", pod_sets=[core.PodSetInfo(name="main")])
+    assert plain.patch(both, pod_set="main")["spec"]["schedulingGates"] is None
