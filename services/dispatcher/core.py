@@ -27,9 +27,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import types
+from events import tas, types
 from projections.cluster import ClusterState, WorkloadState, apply
-from services.dispatcher import status
+from services.dispatcher import status, ungater
 
 EVICTED_ANNOTATION = "kueue-es.dev/evicted"
 """Set on a Job the dispatcher stopped for an eviction; the value is the eviction's reason.
@@ -61,15 +61,23 @@ class StartJob:
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    scheduling_gates: list[str] = field(default_factory=list)
 
-    def patch(self, *, current_tolerations: list[dict[str, Any]]) -> dict[str, Any]:
+    def patch(
+        self, *, current_tolerations: list[dict[str, Any]], current_gates: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """The JSON merge patch for the Job: keeps the template's own tolerations, adds ours once,
-        adds the admission checks' labels and annotations to the template, and removes the
-        eviction marks of an earlier stop so a later eviction is seen afresh."""
+        adds the admission checks' labels and annotations to the template (and, for a TAS pod set,
+        the pod set label, workload annotation and the topology scheduling gate, kept once next to
+        the template's ``current_gates``), and removes the eviction marks of an earlier stop so a
+        later eviction is seen afresh."""
         template_spec: dict[str, Any] = {"nodeSelector": self.node_selector}
         merged = merged_tolerations(current_tolerations, self.tolerations)
         if merged != list(current_tolerations):
             template_spec["tolerations"] = merged
+        gates = with_gates(list(current_gates or []), self.scheduling_gates)
+        if gates != list(current_gates or []):
+            template_spec["schedulingGates"] = gates
         template: dict[str, Any] = {"spec": template_spec}
         template_meta = {k: v for k, v in (("labels", self.labels), ("annotations", self.annotations)) if v}
         if template_meta:
@@ -78,6 +86,17 @@ class StartJob:
             "metadata": {"annotations": {EVICTED_ANNOTATION: None, EVICTION_SEQ_ANNOTATION: None}},
             "spec": {"suspend": False, "template": template},
         }
+
+
+def with_gates(current: list[dict[str, Any]], added: list[str]) -> list[dict[str, Any]]:
+    """``current`` scheduling gates with each gate named in ``added`` appended unless there (podset.go Merge)."""
+    names = {g.get("name") for g in current if isinstance(g, dict)}
+    return [*current, *({"name": name} for name in added if name not in names)]
+
+
+def without_gates(current: list[dict[str, Any]], removed: list[str]) -> list[dict[str, Any]]:
+    """``current`` scheduling gates without those named in ``removed``."""
+    return [g for g in current if not (isinstance(g, dict) and g.get("name") in removed)]
 
 
 def merged_tolerations(current: list[dict[str, Any]], added: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -146,6 +165,7 @@ class StopJob:
     own_tolerations: list[dict[str, Any]] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
     annotations: list[str] = field(default_factory=list)
+    scheduling_gates: list[str] = field(default_factory=list)
 
     def patch(self, *, current_pod_spec: dict[str, Any]) -> dict[str, Any]:
         """The JSON merge patch for the Job, given its pod template's current ``spec``.
@@ -166,6 +186,10 @@ class StopJob:
             template_spec["nodeSelector"] = dict(self.node_selector) if selector else None
         if kept != current:
             template_spec["tolerations"] = kept or None
+        gates = list(current_pod_spec.get("schedulingGates") or [])
+        remaining = without_gates(gates, self.scheduling_gates)
+        if remaining != gates:
+            template_spec["schedulingGates"] = remaining or None
         annotations = {EVICTED_ANNOTATION: self.reason, EVICTION_SEQ_ANNOTATION: str(self.decision_seq)}
         metadata: dict[str, Any] = {"annotations": annotations}
         if self.uid:
@@ -202,6 +226,7 @@ class PodSetInfo:
     annotations: dict[str, str] = field(default_factory=dict)
     own_node_selector: dict[str, str] = field(default_factory=dict)
     own_tolerations: list[dict[str, Any]] = field(default_factory=list)
+    scheduling_gates: list[str] = field(default_factory=list)
 
     def started(self, template: dict[str, Any]) -> dict[str, Any]:
         """A copy of pod ``template`` (``metadata`` and ``spec``) with this pod set's additions merged in."""
@@ -215,6 +240,9 @@ class PodSetInfo:
         tolerations = merged_tolerations(list(spec.get("tolerations") or []), self.tolerations)
         if tolerations:
             spec["tolerations"] = tolerations
+        gates = with_gates(list(spec.get("schedulingGates") or []), self.scheduling_gates)
+        if gates:
+            spec["schedulingGates"] = gates
         return out
 
     def stopped(self, template: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +261,8 @@ class PodSetInfo:
             tolerations=self.tolerations,
             own_tolerations=self.own_tolerations,
         )
-        for key, value in (("nodeSelector", selector), ("tolerations", tolerations)):
+        gates = without_gates(list(spec.get("schedulingGates") or []), self.scheduling_gates)
+        for key, value in (("nodeSelector", selector), ("tolerations", tolerations), ("schedulingGates", gates)):
             if value:
                 spec[key] = value
             else:
@@ -330,7 +359,9 @@ class StartPods:
             metadata["labels"] = dict(info.labels)
         if uid := (pod.get("metadata") or {}).get("uid"):
             metadata["uid"] = uid
-        remaining = [g for g in gates if g.get("name") != SCHEDULING_GATE]
+        # The pod webhook gave every managed pod the topology gate too: it stays only for a pod set with a TA (A.12).
+        dropped = [SCHEDULING_GATE] + ([] if TOPOLOGY_GATE in info.scheduling_gates else [TOPOLOGY_GATE])
+        remaining = without_gates(gates, dropped)
         patch_spec: dict[str, Any] = {"schedulingGates": remaining or None}
         for key in ("nodeSelector", "tolerations"):
             if new_spec.get(key) != spec.get(key):
@@ -370,6 +401,12 @@ class FailStart:
 
 
 SCHEDULING_GATE = "kueue.x-k8s.io/admission"
+TOPOLOGY_GATE = ungater.TOPOLOGY_GATE
+"""The scheduling gate that holds a TAS pod until the ungater gives it its domain (SEMANTICS-ADVANCED A.12)."""
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+"""The pod label naming a started pod's pod set (Kueue constants.PodSetLabel; the ungater lists pods by it)."""
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+"""The pod annotation naming a started pod's Workload (Kueue WorkloadAnnotation)."""
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 STARTABLE = (("batch/v1", "Job"), (JOBSET_API, "JobSet"), ("v1", "Pod"))
 GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
@@ -558,6 +595,7 @@ def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | N
         tolerations=info.tolerations,
         labels=info.labels,
         annotations=info.annotations,
+        scheduling_gates=info.scheduling_gates,
     )
 
 
@@ -600,6 +638,14 @@ def pod_set_infos(
         annotations: dict[str, str] = {}
         pod_set = own.get(assignment.name)
         own_selector = dict(pod_set.node_selector) if pod_set is not None else {}
+        gates: list[str] = []
+        if record is not None and assignment.name in record.topology:
+            gates.append(TOPOLOGY_GATE)
+            labels[PODSET_LABEL] = assignment.name
+            annotations[WORKLOAD_ANNOTATION] = wl.workload.metadata.name
+            request = pod_set.topology_request if pod_set is not None else None
+            if request is None or (request.required, request.preferred, request.unconstrained) == (None, None, None):
+                annotations[tas.UNCONSTRAINED_ANNOTATION] = "true"  # implied TAS: its pods are TAS pods (A.4.3)
         for check, update in updates:
             if update.name != assignment.name:
                 continue
@@ -627,6 +673,7 @@ def pod_set_infos(
                 annotations=annotations,
                 own_node_selector=own_selector,
                 own_tolerations=[status.toleration_dict(t) for t in pod_set.tolerations] if pod_set else [],
+                scheduling_gates=gates,
             )
         )
     return out
@@ -704,6 +751,7 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
         own_tolerations=own_tolerations,
         labels=sorted(info.labels),
         annotations=sorted(info.annotations),
+        scheduling_gates=info.scheduling_gates,
     )
 
 

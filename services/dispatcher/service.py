@@ -23,6 +23,15 @@ unchanged queue writes nothing. A write that fails with 5xx, 429, a conflict or
 a broken connection is tried again at the next batch; another failure of a
 Workload write is recorded as DispatchFailed (action ``SyncWorkload``). Every
 write waits for the rate limiter (:class:`WriteLimiter`, QPS and burst as client-go's).
+
+Topology-Aware Scheduling (SEMANTICS-ADVANCED A.12): a TopologyAssigned decision is
+written into the Workload's ``status.admission.podSetAssignments[].topologyAssignment``;
+a started job's TAS pod sets get the ``kueue.x-k8s.io/topology`` scheduling gate, the
+``kueue.x-k8s.io/podset`` label and the ``kueue.x-k8s.io/workload`` annotation; and the
+ungater (:meth:`Dispatcher.watch_pods`, :meth:`Dispatcher.ungate_forever`, pure core in
+:mod:`services.dispatcher.ungater`) gives each gated pod of an Admitted workload its
+domain's nodeSelector and removes the gate (a patch with the pod's resourceVersion as
+precondition, retried on conflict).
 """
 
 from __future__ import annotations
@@ -36,11 +45,11 @@ from typing import Any
 import structlog
 from aiolimiter import AsyncLimiter
 
-from events import codec, subjects, types
+from events import codec, subjects, tas, types
 from events.bus import nats as nats_bus
 from events.bus.base import Bus, Delivery, DurableConsumer
 from projections.cluster import ClusterState, WorkloadState
-from services.dispatcher import core, status
+from services.dispatcher import core, status, ungater
 from services.kube import client as kube
 from services.kube import errors as kube_errors
 from services.kube import resources
@@ -165,6 +174,11 @@ class Dispatcher:
         self.failed = 0
         self.object_writes = 0
         self.object_failures = 0
+        # the TAS ungater: the pods carrying the pod set label, and the workloads whose pods may need ungating
+        self.pods: dict[tuple[str, str], dict[str, Any]] = {}
+        self._ungate_dirty: dict[str, None] = {}
+        self._ungate_wakeup = asyncio.Event()
+        self.ungated = 0
 
     @property
     def state(self) -> ClusterState:
@@ -182,6 +196,8 @@ class Dispatcher:
             else:
                 core.fold(self.view, event, seq=message.seq)
                 self._observed(event)
+                if isinstance(event, types.WorkloadAdmitted | types.TopologyAssigned):
+                    self._mark_ungate(event.workload.key)
             self._caught_up = self._caught_up or message.pending == 0
             async with self._folded:
                 self._folded.notify_all()
@@ -319,8 +335,10 @@ class Dispatcher:
         job = await self._same_job(action, seq=seq)
         if isinstance(job, types.DispatchFailed):
             return job
-        current = ((job.get("spec") or {}).get("template") or {}).get("spec", {}).get("tolerations") or []
-        patch = action.patch(current_tolerations=current)
+        pod_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+        patch = action.patch(
+            current_tolerations=pod_spec.get("tolerations") or [], current_gates=pod_spec.get("schedulingGates") or []
+        )
         if action.uid:
             patch["metadata"]["uid"] = action.uid  # a precondition: a namesake created meanwhile is refused
         await self.limiter.acquire()
@@ -484,6 +502,126 @@ class Dispatcher:
         deleted = types.ObjectDeleted(kind="Workload", namespace=ref.namespace, name=ref.name, uid=ref.uid)
         await self.bus.publish(subjects.fact_message(deleted, version=f"disp-{seq}"))
 
+    # -- the TAS ungater ---------------------------------------------------------------------------
+
+    def _mark_ungate(self, key: str) -> None:
+        self._ungate_dirty[key] = None
+        self._ungate_wakeup.set()
+
+    async def watch_pods(self) -> None:
+        """Keep the pods that carry the pod set label (started pods of a workload) and wake the ungater for
+        their workloads (cancel to stop)."""
+        async for item in kube.watch_objects(self.api, POD_REF, label_selector=core.PODSET_LABEL):
+            if isinstance(item, kube.Resynced):
+                self.pods = {_pod_key(pod): pod for pod in item.objects}
+                for pod in item.objects:
+                    self._pod_changed(pod)
+            elif item.type == "DELETED":
+                self.pods.pop(_pod_key(item.object), None)
+            else:
+                self.pods[_pod_key(item.object)] = item.object
+                self._pod_changed(item.object)
+
+    def _pod_changed(self, pod: dict[str, Any]) -> None:
+        workload = ((pod.get("metadata") or {}).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION)
+        if workload and ungater.is_gated(pod):
+            self._mark_ungate(f"{_pod_key(pod)[0]}/{workload}")
+
+    async def ungate_forever(self, *, retry_seconds: float = 1.0) -> None:
+        """Ungate the gated pods of Admitted TAS workloads whenever a pod or the workload changes (cancel to stop)."""
+        async with self._folded:  # not on a half-folded past: a workload admitted then may be evicted since
+            await self._folded.wait_for(lambda: self._caught_up)
+        while True:
+            await self._ungate_wakeup.wait()
+            self._ungate_wakeup.clear()
+            if not await self.ungate_dirty():
+                await asyncio.sleep(retry_seconds)  # a write failed: the workload stays dirty
+
+    async def ungate_dirty(self) -> bool:
+        """Ungate what the dirty workloads need now; False when a write must be tried again."""
+        done = True
+        taken, self._ungate_dirty = list(self._ungate_dirty), {}
+        for key in taken:
+            try:
+                await self._ungate(key)
+            except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                log.warning("ungate_retry", workload=key, error=str(err))
+                self._mark_ungate(key)
+                done = False
+        return done
+
+    def _topology_pod_sets(self, key: str) -> list[ungater.PodSetTopology]:
+        """The pod sets of an Admitted workload with a topology assignment (Kueue IsAdmittedByTAS), else []."""
+        wl = self.state.workloads.get(key)
+        record = self.view.records.get(key)
+        if wl is None or wl.gone or not wl.admitted or wl.reservation is None or record is None:
+            return []
+        own = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+        out = []
+        for psa in wl.reservation.pod_set_assignments:
+            ta = record.topology.get(psa.name)
+            if ta is None:
+                continue
+            request = own[psa.name].topology_request if psa.name in own else None
+            out.append(
+                ungater.PodSetTopology(name=psa.name, count=psa.count, assignment=tas.decode(ta), request=request)
+            )
+        return out
+
+    async def _ungate(self, key: str) -> None:
+        """Give the gated pods of workload ``key`` their domains (topology_ungater.go Reconcile)."""
+        pod_sets = self._topology_pod_sets(key)
+        if not pod_sets:
+            return
+        namespace, _, name = key.partition("/")
+        bounds = ungater.rank_bounds(pod_sets)
+        for pod_set in pod_sets:
+            pods = sorted(
+                (
+                    pod
+                    for (ns, _), pod in self.pods.items()
+                    if ns == namespace
+                    and ((pod.get("metadata") or {}).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION) == name
+                    and ((pod.get("metadata") or {}).get("labels") or {}).get(core.PODSET_LABEL) == pod_set.name
+                    and not pod_integration.is_terminated(pod)
+                ),
+                key=lambda pod: str((pod.get("metadata") or {}).get("name") or ""),
+            )
+            offset, max_rank = bounds[pod_set.name]
+            try:
+                plan = ungater.plan_pod_set(pod_set, pods, offset=offset, max_rank=max_rank)
+            except ValueError as err:
+                log.warning("ungate_failed", workload=key, pod_set=pod_set.name, error=str(err))
+                continue
+            by_name = {str((p.get("metadata") or {}).get("name") or ""): p for p in pods}
+            for step in plan:
+                await self._ungate_pod(by_name[step.name], step, workload=key)
+
+    async def _ungate_pod(self, pod: dict[str, Any], step: ungater.Ungate, *, workload: str) -> None:
+        """Remove the topology gate and add the domain's nodeSelector, if the pod is still as listed."""
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        gates = core.without_gates(list(spec.get("schedulingGates") or []), [core.TOPOLOGY_GATE])
+        patch = {
+            "metadata": {"resourceVersion": meta.get("resourceVersion")},  # a precondition: 409 if it changed
+            "spec": {"schedulingGates": gates or None, "nodeSelector": step.node_selector},
+        }
+        await self.limiter.acquire()
+        try:
+            stored = await kube.patch_object(
+                self.api, POD_REF, namespace=meta.get("namespace"), name=step.name, patch=patch
+            )
+        except kube_errors.NotFoundError:
+            self.pods.pop(_pod_key(pod), None)
+            return
+        self.pods[_pod_key(stored)] = stored
+        self.ungated += 1
+        log.info(
+            "pod_ungated",
+            pod=f"{meta.get('namespace')}/{step.name}",
+            workload=workload,
+            node_selector=step.node_selector,
+        )
+
     # -- Workload objects and queue status -----------------------------------------------------
 
     async def prime(self) -> None:
@@ -629,6 +767,11 @@ class Dispatcher:
         return stored
 
 
+def _pod_key(pod: dict[str, Any]) -> tuple[str, str]:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
 def _action_name(action: core.Action) -> str:
     """``StartJob`` or ``Evict``, whatever the job kind (the DispatchApplied/Failed action)."""
     return "Evict" if isinstance(action, core.StopJob | core.StopJobSet | core.StopPods) else "StartJob"
@@ -682,7 +825,13 @@ async def serve_dispatcher(
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
     log.info("service_started", qps=limiter.qps, burst=limiter.burst)
     try:
-        await run_until_stopped(stop, dispatcher.fold_forever(), dispatcher.consume(consumer))
+        await run_until_stopped(
+            stop,
+            dispatcher.fold_forever(),
+            dispatcher.consume(consumer),
+            dispatcher.watch_pods(),
+            dispatcher.ungate_forever(),
+        )
     finally:
         await bus.close()
         log.info(

@@ -47,6 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from events import manifests, models, types
 from projections.cluster import ClusterState, WorkloadState, priority_of
 
@@ -120,13 +122,16 @@ class WorkloadRecord:
     """The Kueue status of one workload as the log has it so far.
 
     ``admission`` is the QuotaReserved whose assignment the status shows (Kueue keeps
-    it after the workload finishes); ``evictions`` counts evictions per (reason,
+    it after the workload finishes); ``topology`` the TopologyAssigned of that admission
+    (pod set name -> v1beta2 TopologyAssignment, SEMANTICS-ADVANCED A.8), empty without TAS;
+    ``evictions`` counts evictions per (reason,
     underlying cause), Kueue's ``schedulingStats.evictions``.
     """
 
     uid: str
     conditions: dict[str, Condition] = field(default_factory=dict)
     admission: types.QuotaReserved | None = None
+    topology: dict[str, models.TopologyAssignment] = field(default_factory=dict)
     evictions: dict[tuple[str, str], int] = field(default_factory=dict)
     accumulated_seconds: int | None = None
     checks: dict[str, CheckEntry] = field(default_factory=dict)
@@ -199,6 +204,7 @@ def workload_key(event: types.Event) -> str | None:
             | types.AdmissionCheckStateChanged()
             | types.WorkloadPodsReady()
             | types.WorkloadDeactivated()
+            | types.TopologyAssigned()
         ):
             return event.workload.key
     return None
@@ -269,6 +275,9 @@ def fold_record(
             )
         case types.WorkloadDeactivated():
             _deactivate(record, event, holds_quota=wl.reservation is not None and before.eviction is None)
+        case types.TopologyAssigned():
+            # It comes in the batch of the QuotaReserved (before or after it), before WorkloadAdmitted (A.12).
+            record.topology = dict(event.assignments)
     return _fingerprint(record) != old
 
 
@@ -302,6 +311,7 @@ def _unreserve(record: WorkloadRecord, reason: str, message: str, *, at_ms: int,
     """UnsetQuotaReservationWithCondition: QuotaReserved=False, no admission, Admitted synced."""
     record.set("QuotaReserved", False, reason, message, at_ms=at_ms)
     record.admission = None
+    record.topology = {}
     _sync_admitted(record, reserved=False, checks_ready=True, at_ms=at_ms, granular=granular)
 
 
@@ -499,6 +509,7 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
     return (
         tuple((c.type, c.status, c.reason, c.message, c.since_ms, c.generation) for c in record.conditions.values()),
         record.admission,
+        tuple(sorted(record.topology.items())),
         tuple(sorted(record.evictions.items())),
         record.accumulated_seconds,
         tuple(
@@ -581,6 +592,8 @@ def _pod_set(pod_set: models.PodSet) -> dict[str, Any]:
     out: dict[str, Any] = {"name": pod_set.name, "count": pod_set.count, "template": {"spec": pod_spec}}
     if pod_set.min_count is not None:
         out["minCount"] = pod_set.min_count
+    if pod_set.topology_request is not None:
+        out["topologyRequest"] = msgspec.to_builtins(pod_set.topology_request)
     return out
 
 
@@ -605,18 +618,18 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
     if conditions:
         status["conditions"] = [_condition(c, generation=generation) for c in conditions]
     if record.admission is not None:
-        status["admission"] = {
-            "clusterQueue": record.admission.cluster_queue,
-            "podSetAssignments": [
-                {
-                    "name": a.name,
-                    "flavors": dict(sorted(a.flavors.items())),
-                    "resourceUsage": _quantities({r: v for r, v in a.resource_usage.items() if r in a.flavors}),
-                    "count": a.count,
-                }
-                for a in record.admission.pod_set_assignments
-            ],
-        }
+        assignments = []
+        for a in record.admission.pod_set_assignments:
+            entry: dict[str, Any] = {
+                "name": a.name,
+                "flavors": dict(sorted(a.flavors.items())),
+                "resourceUsage": _quantities({r: v for r, v in a.resource_usage.items() if r in a.flavors}),
+                "count": a.count,
+            }
+            if a.name in record.topology:
+                entry["topologyAssignment"] = topology_assignment_dict(record.topology[a.name])
+            assignments.append(entry)
+        status["admission"] = {"clusterQueue": record.admission.cluster_queue, "podSetAssignments": assignments}
     if record.checks:
         status["admissionChecks"] = [_check_status(entry) for entry in record.checks.values()]
     if record.requeue_count is not None or record.requeue_at_ms:
@@ -636,6 +649,14 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
     if record.accumulated_seconds is not None:
         status["accumulatedPastExecutionTimeSeconds"] = record.accumulated_seconds
     return status
+
+
+def topology_assignment_dict(ta: models.TopologyAssignment) -> dict[str, Any]:
+    """A TopologyAssignment as Kueue writes it in ``podSetAssignments[]`` (v1beta2, A.8.1; ``slices`` always
+    present, ``[]`` when empty)."""
+    out = msgspec.to_builtins(ta)
+    out.setdefault("slices", [])
+    return out
 
 
 def _check_status(entry: CheckEntry) -> dict[str, Any]:

@@ -362,6 +362,7 @@ async def _start_watch(
     resource_version: str,
     label_selector: str | None,
     bookmarks: bool,
+    field_selector: str | None = None,
     timeout_seconds: float,
 ) -> tuple[_WatchStream, dict[str, Any] | None]:
     """Open a watch and read its first event; a watch only counts as started once it delivers.
@@ -376,6 +377,7 @@ async def _start_watch(
     ]
     query += [("allowWatchBookmarks", "true")] if bookmarks else []
     query += [("labelSelector", label_selector)] if label_selector else []
+    query += [("fieldSelector", field_selector)] if field_selector else []
     started = time.monotonic()
     try:
         response = await api.call_api(
@@ -449,6 +451,7 @@ async def watch_objects(
     *,
     namespace: str | None = None,
     label_selector: str | None = None,
+    field_selector: str | None = None,
     bookmarks: bool = True,
     timeout_seconds: float | None = None,
     backoff_seconds: float = 0.5,
@@ -461,8 +464,9 @@ async def watch_objects(
     the last resourceVersion seen, so no change is lost between requests.
     Failures back off from ``backoff_seconds`` up to ``max_backoff_seconds``
     (with jitter) and are logged as warnings; only cancellation stops it.
+    ``label_selector`` / ``field_selector`` narrow both the lists and the watches.
     """
-    log = logger.bind(kind=ref.kind, namespace=namespace, label_selector=label_selector)
+    log = logger.bind(kind=ref.kind, namespace=namespace, label_selector=label_selector, field_selector=field_selector)
     retry_options: dict[str, Any] = {
         "backoff_seconds": backoff_seconds,
         "max_backoff_seconds": max_backoff_seconds,
@@ -472,7 +476,13 @@ async def watch_objects(
     while True:
         if resource_version is None:
             items, listed_version = await _retrying(
-                list_objects, api, ref, namespace=namespace, label_selector=label_selector, **retry_options
+                list_objects,
+                api,
+                ref,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                **retry_options,
             )
             log.info("kube_listed", objects=len(items), resource_version=listed_version)
             resource_version = listed_version
@@ -485,6 +495,7 @@ async def watch_objects(
                 namespace=namespace,
                 resource_version=resource_version,
                 label_selector=label_selector,
+                field_selector=field_selector,
                 bookmarks=bookmarks,
                 timeout_seconds=timeout_seconds or random.uniform(300, 600),
                 **retry_options,

@@ -477,7 +477,9 @@ def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     """A create hook doing what Kueue's Pod webhook does for a Pod that names a queue.
 
     It gets the ``kueue.x-k8s.io/managed: "true"`` label and the
-    ``kueue.x-k8s.io/admission`` scheduling gate, which holds it until admitted
+    ``kueue.x-k8s.io/admission`` scheduling gate, which holds it until admitted,
+    and (TopologyAwareScheduling is on by default) the ``kueue.x-k8s.io/topology``
+    gate, which the start removes unless the pod's pod set got a topology assignment
     (Kueue pkg/controller/jobs/pod/pod_webhook.go Default). Pods a Job or JobSet
     controls are left alone: they belong to their owner's workload.
     """
@@ -489,8 +491,9 @@ def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
         return
     metadata["labels"]["kueue.x-k8s.io/managed"] = "true"
     gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
-    if not any(isinstance(g, dict) and g.get("name") == "kueue.x-k8s.io/admission" for g in gates):
-        gates.append({"name": "kueue.x-k8s.io/admission"})
+    for gate in ("kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"):
+        if not any(isinstance(g, dict) and g.get("name") == gate for g in gates):
+            gates.append({"name": gate})
 
 
 #: The create hooks ClusterEmulator uses by default: Kueue's Job, JobSet and Pod webhooks.

@@ -167,7 +167,8 @@ def job_to_workload(job: dict[str, Any], *, context: jobframework.Context | None
     and completions unbounded when absent: podsCount); ``minCount`` from the
     ``kueue.x-k8s.io/job-min-parallelism`` annotation (minPodsCount), which Kueue's
     webhook accepts only as an integer in 1..count-1 (validatePartialAdmissionCreate).
-    Raises ManifestError (kind Job) for a bad quantity, count, annotation or label.
+    The template's TAS annotations give the pod set's ``topologyRequest`` (SEMANTICS-ADVANCED A.4.1, with
+    the completion index label as rank hint). Raises ManifestError (kind Job) for a bad quantity, count, annotation or label.
     """
     context = context or jobframework.Context()
     ref = jobframework.job_ref(job, kind="Job", api_version=JOB_API)
@@ -179,6 +180,7 @@ def job_to_workload(job: dict[str, Any], *, context: jobframework.Context | None
     if spec.get("completions") is not None:
         count = min(count, jobframework.count_field(ref, spec["completions"], field="spec.completions", default=count))
     pod_spec = jobframework.pod_spec_at(ref, spec.get("template"), where="spec.template")
+    annotations_where = "spec.template.metadata.annotations"
     pod_set = jobframework.pod_set(
         ref,
         name="main",
@@ -187,6 +189,13 @@ def job_to_workload(job: dict[str, Any], *, context: jobframework.Context | None
         where="spec.template.spec",
         min_count=_min_count(ref, count=count),
         context=context,
+        topology_request=jobframework.topology_request(
+            ref,
+            jobframework.template_annotations(ref, spec.get("template"), where="spec.template"),
+            where=annotations_where,
+            count=count,
+            pod_index_label=jobframework.JOB_COMPLETION_INDEX_LABEL,
+        ),
     )
     queue = jobframework.queue_name(ref, context)
     return jobframework.new_workload(

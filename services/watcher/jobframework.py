@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from events import manifests, models
+from events import manifests, models, tas
 from services.watcher import adjust
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -312,8 +312,10 @@ def pod_set(
     where: str,
     min_count: int | None = None,
     context: Context | None = None,
+    topology_request: models.PodSetTopologyRequest | None = None,
 ) -> models.PodSet:
-    """One pod set: ``count`` pods of ``pod_spec`` (found at field ``where``).
+    """One pod set: ``count`` pods of ``pod_spec`` (found at field ``where``), with the TAS
+    ``topology_request`` its template's annotations ask for (:func:`topology_request`).
 
     Per-pod requests follow SEMANTICS §2.3 (Kueue pkg/workload/resources.go and the
     Kubernetes pod request formula): the RuntimeClass overhead and LimitRange
@@ -352,8 +354,83 @@ def pod_set(
         required_node_affinity=_converted(
             ref, manifests.required_node_affinity(spec), list[models.NodeSelectorTerm], f"{where}.affinity.nodeAffinity"
         ),
+        topology_request=topology_request,
         misconfigured=misconfigured,
     )
+
+
+#: The validation fields of a topology request and the pod-template annotation each comes from (A.4.1).
+_REQUEST_FIELD_ANNOTATIONS = {
+    "required": tas.REQUIRED_ANNOTATION,
+    "preferred": tas.PREFERRED_ANNOTATION,
+    "unconstrained": tas.UNCONSTRAINED_ANNOTATION,
+    "podSetSliceRequiredTopology": tas.SLICE_REQUIRED_ANNOTATION,
+    "podSetSliceSize": tas.SLICE_SIZE_ANNOTATION,
+    "podSetGroupName": tas.GROUP_NAME_ANNOTATION,
+    "podsetSliceRequiredTopologyConstraints": tas.SLICE_CONSTRAINTS_ANNOTATION,
+}
+#: The pod label Kubernetes' Job controller puts on each pod of an Indexed Job (batchv1.JobCompletionIndexAnnotation).
+JOB_COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+
+
+def template_annotations(ref: JobRef, template: Any, *, where: str) -> Mapping[str, str]:
+    """``metadata.annotations`` of the pod template at field ``where`` (empty when absent)."""
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if annotations is None:
+        return {}
+    if not isinstance(annotations, dict):
+        raise ref.error(field=f"{where}.metadata.annotations", problem="must map keys to strings")
+    return {str(k): str(v) for k, v in annotations.items()}
+
+
+def topology_request(
+    ref: JobRef,
+    annotations: Mapping[str, str],
+    *,
+    where: str,
+    count: int,
+    pod_index_label: str | None = None,
+    sub_group_index_label: str | None = None,
+    sub_group_count: int | None = None,
+) -> models.PodSetTopologyRequest | None:
+    """The TAS request of one pod set from its pod template's annotations (SEMANTICS-ADVANCED A.4.1; Kueue
+    jobframework/tas.go NewPodSetTopologyRequest), or None when it asks for none.
+
+    ``where`` is the field path of the annotations (``spec.template.metadata.annotations``); the rank hints
+    (``pod_index_label``, ``sub_group_*``) are the integration's (Job: the completion index label; JobSet: plus
+    the job index label and the replica count) and are added only to an explicit request. Raises ManifestError
+    naming the annotation for what Kueue's job webhooks reject (A.4.2; jobframework/tas_validation.go).
+    """
+    try:
+        request = tas.topology_request_from_annotations(annotations)
+        if request is None:
+            return None
+        tas.validate_topology_request(request, count=count, field="topologyRequest")
+    except tas.TopologyRequestError as err:
+        raise ref.error(field=f"{where}[{_annotation_of(err.field)}]", problem=err.problem) from err
+    hints = {
+        "pod_index_label": pod_index_label,
+        "sub_group_index_label": sub_group_index_label,
+        "sub_group_count": sub_group_count if sub_group_index_label else None,
+    }
+    return msgspec.structs.replace(request, **{k: v for k, v in hints.items() if v is not None})
+
+
+def _annotation_of(field: str) -> str:
+    """The annotation behind a TopologyRequestError's field (the annotation itself, or ``topologyRequest.<f>``)."""
+    name = field.removeprefix("topologyRequest.").split("[", 1)[0]
+    return _REQUEST_FIELD_ANNOTATIONS.get(name, field)
+
+
+def check_topology_groups(ref: JobRef, pod_sets: list[models.PodSet], *, where: Sequence[str]) -> None:
+    """Leader+workers groups (``podset-group-name``, A.4.2): exactly 2 pod sets with the same level, one of
+    count 1. ``where[i]`` is the annotations' field path of pod set i. Raises ManifestError."""
+    try:
+        tas.validate_pod_set_groups(pod_sets)
+    except tas.TopologyRequestError as err:
+        index = int(err.field.split("[", 1)[1].split("]", 1)[0])
+        raise ref.error(field=f"{where[index]}[{tas.GROUP_NAME_ANNOTATION}]", problem=err.problem) from err
 
 
 def _converted(ref: JobRef, raw: Any, into: Any, field: str) -> Any:

@@ -17,6 +17,8 @@ from services.watcher import convert, jobframework
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 JOBSET_GROUP = "jobset.x-k8s.io"
+#: The label JobSet puts on the pods of each child Job: its index among the replicas (jobsetapi.JobIndexKey).
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 
 
 def workload_name_for_jobset(name: str, uid: str) -> str:
@@ -82,6 +84,9 @@ def jobset_to_workload(jobset: dict[str, Any], *, context: jobframework.Context 
         pod_sets.append(pod_set)
         pod_specs.append((where, pod_spec))
     jobframework.check_pod_sets(ref, pod_sets, field="spec.replicatedJobs")
+    jobframework.check_topology_groups(
+        ref, pod_sets, where=[w.removesuffix(".spec") + ".metadata.annotations" for w, _ in pod_specs]
+    )
     queue = jobframework.queue_name(ref, context)
     return jobframework.new_workload(
         ref,
@@ -119,5 +124,17 @@ def _pod_set(
     pod_spec = jobframework.pod_spec_at(ref, job_spec.get("template"), where=f"{job_where}.template")
     pod_where = f"{job_where}.template.spec"
     count = replicas * min(per_job, completions)
-    pod_set = jobframework.pod_set(ref, name=name, count=count, pod_spec=pod_spec, where=pod_where, context=context)
+    template = job_spec.get("template")
+    request = jobframework.topology_request(
+        ref,
+        jobframework.template_annotations(ref, template, where=f"{job_where}.template"),
+        where=f"{job_where}.template.metadata.annotations",
+        count=count,
+        pod_index_label=jobframework.JOB_COMPLETION_INDEX_LABEL,
+        sub_group_index_label=JOB_INDEX_LABEL,
+        sub_group_count=replicas,
+    )
+    pod_set = jobframework.pod_set(
+        ref, name=name, count=count, pod_spec=pod_spec, where=pod_where, context=context, topology_request=request
+    )
     return pod_set, pod_where, pod_spec

@@ -132,7 +132,15 @@ def pod_facts(
     try:
         queue = jobframework.queue_name(ref, context, managed_without_queue=True)
         pod_spec = _spec(ref, pod)
-        pod_set = jobframework.pod_set(ref, name="main", count=1, pod_spec=pod_spec, where="spec", context=context)
+        pod_set = jobframework.pod_set(
+            ref,
+            name="main",
+            count=1,
+            pod_spec=pod_spec,
+            where="spec",
+            context=context,
+            topology_request=_topology_request(ref, count=1),
+        )
         workload = jobframework.new_workload(
             ref,
             name=name,
@@ -292,6 +300,7 @@ def _group_workload(
                     pod_spec=pod_spec,
                     where="spec",
                     context=context,
+                    topology_request=_topology_request(member, count=total if fast else count),
                 )
             )
         except manifests.ManifestError as err:
@@ -396,6 +405,11 @@ def _age_key(pod: Mapping[str, Any]) -> tuple[int, str]:
 
 def _ref(pod: Mapping[str, Any]) -> jobframework.JobRef:
     return jobframework.job_ref(pod, kind="Pod", api_version=POD_API)
+
+
+def _topology_request(ref: jobframework.JobRef, *, count: int) -> models.PodSetTopologyRequest | None:
+    """The TAS request of a pod's own annotations (Kueue pod_controller.go PodSets; no rank hints)."""
+    return jobframework.topology_request(ref, ref.annotations, where="metadata.annotations", count=count)
 
 
 def _spec(ref: jobframework.JobRef, pod: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -29,6 +29,12 @@ say (:mod:`services.watcher.progress`): WorkloadPodsReady when a job's PodsReady
 (watched too), AdmissionCheckStateChanged when an entry of
 ``status.admissionChecks`` changes (B.5) and a WorkloadObserved when ``spec.active``
 is flipped (deactivation by hand, reactivation).
+
+For Topology-Aware Scheduling it watches Topologies (v1beta2, else v1alpha1), Nodes
+and the pods bound to nodes (:mod:`services.watcher.nodes`): TopologyObserved,
+NodeObserved, PodObserved and their ObjectDeleted, each published only when its
+content changes (a kubelet heartbeat publishes nothing), relisted on 410 like the
+other kinds, and known from the log after a restart.
 """
 
 from __future__ import annotations
@@ -46,10 +52,12 @@ from events import codec, manifests, models, subjects, types
 from events.bus import nats as nats_bus
 from events.bus.base import Bus, LogMessage
 from projections.cluster import ClusterState
+from projections.topology import TopologyState
 from services.kube import client as kube
 from services.kube import errors as kube_errors
+from services.kube import resources
 from services.runtime import fold_message, run_until_stopped
-from services.watcher import convert, jobframework, jobset, pods, progress
+from services.watcher import convert, jobframework, jobset, nodes, pods, progress
 
 log = structlog.get_logger(__name__)
 
@@ -59,7 +67,10 @@ JOB_KINDS = ("JobSet", "Job", "Pod")
 WORKLOAD_KIND = "Workload"
 #: Cluster objects a job's conversion reads, kept in memory and never put on the log.
 INPUT_KINDS = ("PriorityClass", "RuntimeClass", "LimitRange")
-WATCHED_KINDS = (*KUEUE_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND)
+#: What Topology-Aware Scheduling reads: Topologies, Nodes and the pods bound to nodes (:mod:`.nodes`).
+TAS_KINDS = nodes.TAS_KINDS
+BOUND_PODS_REF = nodes.BOUND_PODS_REF
+WATCHED_KINDS = (*KUEUE_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND, *TAS_KINDS)
 
 #: scheduling.k8s.io/v1 PriorityClass: read for the priority of jobs naming one (SEMANTICS §2.4).
 PRIORITY_CLASSES = kube.ResourceRef(
@@ -83,6 +94,7 @@ _READS: dict[str, tuple[str, ...]] = {
 }
 #: Admission check entries the dispatcher writes itself, not news from a check controller.
 _OWN_CHECK_MESSAGE = "Reset to Pending after eviction."
+_TAS_FACT_TYPES = ("TopologyObserved", "NodeObserved", "PodObserved", "ObjectDeleted")
 _CONVERTERS: dict[str, Callable[..., types.Fact | None]] = {
     "Job": convert.job_facts,
     "JobSet": jobset.jobset_facts,
@@ -107,7 +119,10 @@ class Watcher:
         self.bus, self.api = bus, api
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
         self.probe_seconds = probe_seconds
-        self.known: dict[str, set[Key]] = {kind: set() for kind in (*KUEUE_KINDS, "Workload")}
+        self.known: dict[str, set[Key]] = {
+            kind: set() for kind in (*KUEUE_KINDS, "Workload", "Topology", "Node", "Pod")
+        }
+        self.topology_ref = nodes.TOPOLOGY_REFS[0]  # the Topology version the cluster serves
         self.last_published: dict[tuple[str, str, str], bytes] = {}
         self.stopped: dict[Key, str] = {}  # workload (namespace, name) -> last stop version reported
         self.published = 0
@@ -129,9 +144,15 @@ class Watcher:
         """Fold the log once so deletions that happened while no watcher ran can be detected."""
         last = await self.bus.last_seq()
         state = ClusterState()
+        topology = TopologyState()
         if last:
             async for message in self.bus.read(subjects=(subjects.FACTS,), start_seq=1):
                 fold_message(state, message)
+                if message.headers.get("Kq-Type") in _TAS_FACT_TYPES:
+                    try:
+                        topology.apply(codec.decode(message.data))
+                    except codec.DecodeError:
+                        pass
                 self._learn_stop(message)
                 self._learn_progress(message)
                 if message.seq >= last or message.pending == 0:
@@ -141,12 +162,24 @@ class Watcher:
         self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
         self.known["LocalQueue"] = set(state.local_queues)
         self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
+        self._learn_tas(topology)
         for wl in state.workloads.values():
             if wl.workload.owner and not wl.deleted_seq:
                 key = (wl.workload.metadata.namespace, wl.workload.metadata.name)
                 self.known["Workload"].add(key)
                 self.workloads[key] = wl.workload
                 self.sources[key] = wl.workload.owner.kind
+
+    def _learn_tas(self, topology: TopologyState) -> None:
+        """Know the Topologies, Nodes and pods the log holds, and their content, so an unchanged one is not
+        published again after a restart and one deleted meanwhile gets its ObjectDeleted."""
+        facts: list[types.Fact] = [types.TopologyObserved(topology=t) for t in topology.topologies.values()]
+        facts += [types.NodeObserved(node=n) for n in topology.nodes.values()]
+        facts += [types.PodObserved(pod=p) for p in topology.pods.values()]
+        for fact in facts:
+            kind, namespace, name = subjects.fact_identity(fact)
+            self.known[kind].add((namespace, name))
+            self.last_published[(kind, namespace, name)] = codec.encode(fact)
 
     def _learn_stop(self, message: LogMessage) -> None:
         """Remember the version of a WorkloadStopped on the log (the last part of its Msg-Id)."""
@@ -189,10 +222,9 @@ class Watcher:
 
     async def watch(self, kind: str) -> None:
         """Watch one kind forever (cancel to stop); a kind the cluster does not serve is probed for."""
-        ref = self._ref(kind)
-        selector = self._selector(kind)
-        await self._until_served(kind, ref, selector)
-        async for item in kube.watch_objects(self.api, ref, label_selector=selector):
+        selector, fields = self._selector(kind), self._field_selector(kind)
+        ref = await self._until_served(kind, self._refs(kind), selector, fields)
+        async for item in kube.watch_objects(self.api, ref, label_selector=selector, field_selector=fields):
             try:
                 if isinstance(item, kube.Resynced):
                     await self._resynced(kind, list(item.objects), resource_version=item.resource_version)
@@ -202,10 +234,21 @@ class Watcher:
             except Exception:  # a bad object never stops the watch
                 log.exception("watch_event_failed", kind=kind)
 
-    def _ref(self, kind: str) -> kube.ResourceRef:
+    def _refs(self, kind: str) -> tuple[kube.ResourceRef, ...]:
+        """Where ``kind`` may be served, the preferred version first."""
         if kind in _INPUT_REFS:
-            return _INPUT_REFS[kind]
-        return kube.ref_for(_API_VERSIONS.get(kind, "kueue.x-k8s.io/v1beta2"), kind)
+            return (_INPUT_REFS[kind],)
+        if kind == "Topology":
+            return nodes.TOPOLOGY_REFS
+        if kind == "Node":
+            return (resources.NODES,)
+        if kind == "PodUsage":
+            return (BOUND_PODS_REF,)
+        return (kube.ref_for(_API_VERSIONS.get(kind, "kueue.x-k8s.io/v1beta2"), kind),)
+
+    def _field_selector(self, kind: str) -> str | None:
+        """Only pods bound to a node can take node capacity (A.2.2)."""
+        return nodes.BOUND_PODS if kind == "PodUsage" else None
 
     def _selector(self, kind: str) -> str | None:
         """Jobs are listed by the queue-name label unless jobs without it are managed too."""
@@ -213,8 +256,11 @@ class Watcher:
             return jobframework.QUEUE_LABEL
         return None
 
-    async def _until_served(self, kind: str, ref: kube.ResourceRef, selector: str | None) -> None:
-        """Return once the cluster serves ``kind``; until then it counts as listed and empty.
+    async def _until_served(
+        self, kind: str, refs: tuple[kube.ResourceRef, ...], selector: str | None, fields: str | None = None
+    ) -> kube.ResourceRef:
+        """Return the first of ``refs`` the cluster serves, once it serves one; until then ``kind`` counts as
+        listed and empty (a Topology: v1beta2, else v1alpha1 of an older Kueue).
 
         Kueue sets an integration up only once its CRD exists (jobframework setup.go).
         Any other error (403 without RBAC for the kind, the server unreachable) is left
@@ -223,19 +269,27 @@ class Watcher:
         """
         warned = False
         while True:
-            try:
-                await kube.list_objects(self.api, ref, label_selector=selector)
-                return
-            except kube_errors.NotFoundError:
-                if not warned:
-                    log.warning("kind_not_served", kind=kind, api_version=ref.api_version, retry_in=self.probe_seconds)
-                    warned = True
-                self.synced[kind].set()
-                await asyncio.sleep(self.probe_seconds)
-            except kube_errors.KubeError as err:
-                log.warning("kind_not_listed", kind=kind, api_version=ref.api_version, error=str(err))
-                self.synced[kind].set()
-                return
+            for ref in refs:
+                try:
+                    await kube.list_objects(self.api, ref, label_selector=selector, field_selector=fields)
+                except kube_errors.NotFoundError:
+                    continue
+                except kube_errors.KubeError as err:
+                    log.warning("kind_not_listed", kind=kind, api_version=ref.api_version, error=str(err))
+                    self.synced[kind].set()
+                    return self._served(kind, refs[0])
+                return self._served(kind, ref)
+            if not warned:
+                versions = [ref.api_version for ref in refs]
+                log.warning("kind_not_served", kind=kind, api_versions=versions, retry_in=self.probe_seconds)
+                warned = True
+            self.synced[kind].set()
+            await asyncio.sleep(self.probe_seconds)
+
+    def _served(self, kind: str, ref: kube.ResourceRef) -> kube.ResourceRef:
+        if kind == "Topology":
+            self.topology_ref = ref
+        return ref
 
     # -- changes --------------------------------------------------------------------------------------
 
@@ -252,6 +306,9 @@ class Watcher:
         if kind == WORKLOAD_KIND:
             for obj in objects:
                 await self._workload_object_changed(obj)
+            return
+        if kind in TAS_KINDS:
+            await self._resynced_tas(kind, objects, version=version)
             return
         live = {self._key(kind, obj) for obj in objects}
         for namespace, name in sorted(self.known[kind] - live):
@@ -275,6 +332,9 @@ class Watcher:
             return
         if kind in INPUT_KINDS:
             await self._input_changed(kind, change, obj)
+            return
+        if kind in TAS_KINDS:
+            await self._tas_changed(kind, change, obj)
             return
         meta = _meta(obj)
         namespace, name = self._key(kind, obj)
@@ -306,6 +366,33 @@ class Watcher:
             return  # only jobs without a queue label go to the default LocalQueue
         if key[1] == jobframework.DEFAULT_LOCAL_QUEUE and change != "DELETED":
             await self._reconvert(trigger=f"{kind}@{version}")
+
+    async def _resynced_tas(self, kind: str, objects: list[dict[str, Any]], *, version: str) -> None:
+        """A fresh list of Topologies, Nodes or bound pods: the ones gone are deleted, the rest published if changed."""
+        fact_kind = nodes.FACT_KIND[kind]
+        live = {nodes.key_of(kind, obj) for obj in objects}
+        for namespace, name in sorted(self.known[fact_kind] - live):
+            await self._publish(types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name), version=version)
+        for obj in objects:
+            await self._tas_changed(kind, "ADDED", obj)
+
+    async def _tas_changed(self, kind: str, change: str, obj: dict[str, Any]) -> None:
+        """A Topology, Node or bound pod changed: its fact, published only if it differs from the last one
+        (``_publish``), so heartbeats and status writes that TAS does not read publish nothing."""
+        fact_kind = nodes.FACT_KIND[kind]
+        namespace, name = nodes.key_of(kind, obj)
+        version = str(_meta(obj).get("resourceVersion") or "")
+        if change == "DELETED":
+            uid = str(_meta(obj).get("uid") or "")
+            await self._publish(
+                types.ObjectDeleted(kind=fact_kind, namespace=namespace, name=name, uid=uid), version=version
+            )
+            return
+        fact = nodes.tas_fact(kind, obj, now_ms=_now_ms())
+        if fact is None:
+            return  # a TAS pod: counted through its workload's assignment
+        self._log_rejection(fact)
+        await self._publish(fact, version=version)
 
     async def _input_changed(self, kind: str, change: str, obj: dict[str, Any]) -> None:
         """A PriorityClass, RuntimeClass or LimitRange changed: keep it, convert the jobs again.

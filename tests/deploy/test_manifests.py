@@ -148,6 +148,12 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
     assert grants(rules_of("dispatcher")) == {
         ("batch", "jobs", "get"),
         ("batch", "jobs", "patch"),
+        ("jobset.x-k8s.io", "jobsets", "get"),
+        ("jobset.x-k8s.io", "jobsets", "patch"),
+        ("", "pods", "get"),  # plain Pods to start
+        ("", "pods", "list"),
+        ("", "pods", "watch"),  # the TAS ungater
+        ("", "pods", "patch"),
         ("kueue.x-k8s.io", "workloads", "list"),
         ("kueue.x-k8s.io", "workloads", "create"),  # server-side apply of a new Workload is checked as create
         ("kueue.x-k8s.io", "workloads", "patch"),

@@ -1,0 +1,233 @@
+"""The watcher's TAS facts against the emulated API server (SEMANTICS-ADVANCED A.1, A.2, A.4).
+
+Topologies, Nodes and the pods bound to nodes become TopologyObserved / NodeObserved /
+PodObserved, published only when something TAS reads changed (a kubelet heartbeat
+publishes nothing), deletions seen live, after a 410 relist and across a restart; a
+Job's TAS annotations become its pod set's topologyRequest, and bad ones are rejected
+naming the annotation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from events import tas, types
+from events.bus.memory import MemoryBus
+from services.kube import client as kube
+from services.kube import resources
+from services.kube.emulator import ClusterEmulator, serve_emulator
+from services.watcher import nodes
+from services.watcher.service import TAS_KINDS, Watcher
+from tests.integration.harness import events_of, folded, job, running, wait_for, wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+HOST = tas.HOSTNAME_LABEL
+RACK = "cloud.example.com/rack"
+
+
+def topology(name: str, *levels: str) -> dict[str, Any]:
+    """A kueue.x-k8s.io/v1beta2 Topology manifest."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": level} for level in levels]},
+    }
+
+
+def node(name: str, *, rack: str = "r1", cpu: str = "4", heartbeat: str = "2026-01-01T00:00:00Z") -> dict[str, Any]:
+    """A Ready v1 Node with rack and hostname labels."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {RACK: rack, HOST: name}},
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+            "conditions": [
+                {"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat, "reason": "KubeletReady"}
+            ],
+        },
+    }
+
+
+def pod(name: str, *, node_name: str = "", cpu: str = "500m", annotations: dict[str, str] | None = None):
+    """A v1 Pod in namespace default (bound to ``node_name`` when given)."""
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations or {}},
+        "spec": spec,
+    }
+
+
+async def add_node(api: Any, manifest: dict[str, Any]) -> None:
+    """Create a Node, then write its status (the API server ignores status on create)."""
+    await kube.create_object(api, resources.NODES, body=manifest)
+    name = manifest["metadata"]["name"]
+    await kube.patch_object(api, resources.NODES, name=name, patch={"status": manifest["status"]}, subresource="status")
+
+
+def tas_watches(watcher: Watcher) -> list[Any]:
+    return [watcher.watch(kind) for kind in (*TAS_KINDS, "Job")]
+
+
+async def test_nodes_topologies_and_bound_pods_become_facts_heartbeats_do_not(api, bus: MemoryBus) -> None:
+    watcher = Watcher(bus=bus, api=api)
+    async with running(*tas_watches(watcher)):
+        await kube.apply_manifest(api, topology("default", RACK, HOST))
+        await add_node(api, node("n1"))
+        await add_node(api, node("n2", rack="r2", cpu="8"))
+        await kube.create_object(api, resources.PODS, namespace="default", body=pod("daemon", node_name="n1"))
+        await kube.create_object(api, resources.PODS, namespace="default", body=pod("pending"))
+        tas_pod = pod("tas", node_name="n2", annotations={tas.REQUIRED_ANNOTATION: RACK})
+        await kube.create_object(api, resources.PODS, namespace="default", body=tas_pod)
+
+        [topo] = await wait_for(bus, types.TopologyObserved)
+        nodes = await wait_for(bus, types.NodeObserved, count=4)  # created, then their status written
+        [usage] = await wait_for(bus, types.PodObserved)
+        assert topo.topology.level_keys == [RACK, HOST]
+        by_name = {n.node.metadata.name: n.node for n in nodes}
+        assert by_name["n2"].status.allocatable["cpu"] == 8000
+        assert by_name["n2"].metadata.labels[RACK] == "r2"
+        assert by_name["n1"].schedulable_and_ready
+        assert (usage.pod.name, usage.pod.node_name, usage.pod.requests) == ("daemon", "n1", {"cpu": 500, "pods": 1})
+
+        # kubelet heartbeats: new resourceVersions, nothing TAS reads -> nothing on the log
+        before = await bus.last_seq()
+        for beat in ("2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z"):
+            status = node("n1", heartbeat=beat)["status"]
+            await kube.patch_object(api, resources.NODES, name="n1", patch={"status": status}, subresource="status")
+        # a taint and a pod finishing do matter
+        taint = {"key": "maintenance", "value": "yes", "effect": "NoSchedule"}
+        await kube.patch_object(api, resources.NODES, name="n1", patch={"spec": {"taints": [taint]}})
+        await kube.patch_object(
+            api,
+            resources.PODS,
+            namespace="default",
+            name="daemon",
+            patch={"status": {"phase": "Succeeded"}},
+            subresource="status",
+        )
+        tainted = (await wait_for(bus, types.NodeObserved, node__metadata__name="n1", count=3))[-1]
+        await wait_for(bus, types.PodObserved, count=2)
+        await kube.delete_object(api, resources.PODS, namespace="default", name="daemon")
+        await kube.delete_object(api, resources.NODES, name="n2")
+        await wait_for(bus, types.ObjectDeleted, kind="Pod", name="daemon")
+        await wait_for(bus, types.ObjectDeleted, kind="Node", name="n2")
+
+    new = [(await bus.get(s)).headers["Kq-Type"] for s in range(before + 1, await bus.last_seq() + 1)]
+    assert sorted(new) == ["NodeObserved", "ObjectDeleted", "ObjectDeleted", "PodObserved"], (
+        new
+    )  # taint, pod Succeeded, two deletions: no heartbeat fact
+    assert tainted.node.spec.taints[0].key == "maintenance"
+    finished = (await events_of(bus, types.PodObserved))[-1].pod
+    assert finished.phase == "Succeeded" and not finished.takes_capacity
+    assert not await events_of(bus, types.PodObserved, pod__name="tas")
+    assert not await events_of(bus, types.PodObserved, pod__name="pending")
+
+
+async def test_relist_and_restart_find_deletions_and_republish_nothing(
+    emu: ClusterEmulator, api, bus: MemoryBus
+) -> None:
+    first = Watcher(bus=bus, api=api)
+    async with running(*tas_watches(first)):
+        await kube.apply_manifest(api, topology("default", HOST))
+        for name in ("a", "b", "c"):
+            await add_node(api, node(name))
+        await wait_for(bus, types.NodeObserved, count=6)
+        emu.reset_history()  # 410 for every open watch: relist
+        await kube.delete_object(api, resources.NODES, name="a")
+        await wait_for(bus, types.ObjectDeleted, kind="Node", name="a")
+
+    await kube.delete_object(api, resources.NODES, name="b")
+    before = await bus.last_seq()
+    second = Watcher(bus=bus, api=api)
+    await second.learn_from_log()
+    assert second.known["Node"] == {("", "b"), ("", "c")}
+    async with running(*tas_watches(second)):
+        await wait_for(bus, types.ObjectDeleted, kind="Node", name="b")
+        await asyncio.sleep(0.3)
+    after = [await bus.get(s) for s in range(before + 1, await bus.last_seq() + 1)]
+    assert [m.headers["Kq-Type"] for m in after] == ["ObjectDeleted"]  # c and the Topology are not published again
+    assert len(await events_of(bus, types.NodeObserved)) == 6
+
+
+async def test_invalid_topology_is_rejected_naming_the_level(api, bus: MemoryBus) -> None:
+    watcher = Watcher(bus=bus, api=api)
+    async with running(*tas_watches(watcher)):
+        await kube.apply_manifest(api, topology("bad", HOST, RACK))
+        [rejected] = await wait_for(bus, types.ObjectRejected, kind="Topology")
+    assert rejected.name == "bad" and rejected.field == "spec.levels[0].nodeLabel"
+    assert "last level" in rejected.problem
+    assert not await events_of(bus, types.TopologyObserved)
+
+
+def tas_job(name: str, annotations: dict[str, str], *, parallelism: int = 4) -> dict[str, Any]:
+    manifest = job(name, parallelism=parallelism, cpu="500m")
+    manifest["spec"]["template"]["metadata"] = {"annotations": annotations}
+    return manifest
+
+
+async def test_job_tas_annotations_become_the_topology_request(api, bus: MemoryBus) -> None:
+    watcher = Watcher(bus=bus, api=api)
+    async with running(*tas_watches(watcher)):
+        await kube.apply_manifest(
+            api,
+            tas_job(
+                "slices",
+                {tas.PREFERRED_ANNOTATION: RACK, tas.SLICE_REQUIRED_ANNOTATION: HOST, tas.SLICE_SIZE_ANNOTATION: "2"},
+            ),
+        )
+        await kube.apply_manifest(api, tas_job("plain", {}))
+        await kube.apply_manifest(
+            api, tas_job("two-modes", {tas.REQUIRED_ANNOTATION: RACK, tas.UNCONSTRAINED_ANNOTATION: "true"})
+        )
+        await kube.apply_manifest(
+            api,
+            tas_job(
+                "too-big-slice",
+                {tas.REQUIRED_ANNOTATION: RACK, tas.SLICE_REQUIRED_ANNOTATION: HOST, tas.SLICE_SIZE_ANNOTATION: "5"},
+            ),
+        )
+        observed = await wait_for(bus, types.WorkloadObserved, count=2)
+        rejected = await wait_for(bus, types.ObjectRejected, count=2)
+
+    requests = {wl.workload.owner.name: wl.workload.spec.pod_sets[0].topology_request for wl in observed}
+    assert requests["plain"] is None
+    slices = requests["slices"]
+    assert slices is not None and slices.preferred == RACK
+    assert (slices.pod_set_slice_required_topology, slices.pod_set_slice_size) == (HOST, 2)
+    assert slices.pod_index_label == "batch.kubernetes.io/job-completion-index"
+    fields = {r.name: (r.field, r.problem) for r in rejected}
+    where = "spec.template.metadata.annotations"
+    assert fields["two-modes"][0] == f"{where}[{tas.UNCONSTRAINED_ANNOTATION}]"
+    assert fields["too-big-slice"][0] == f"{where}[{tas.SLICE_SIZE_ANNOTATION}]"
+    assert "4" in fields["too-big-slice"][1]
+    state = await folded(bus)
+    assert len(state.workloads) == 2
+    await wait_until(lambda: True)
+
+
+async def test_v1alpha1_topologies_are_read_when_v1beta2_is_not_served(bus: MemoryBus) -> None:
+    """An older Kueue serves Topology only as v1alpha1: the watcher falls back to it."""
+    async with serve_emulator(bookmark_interval=0.2, extra_resources=(nodes.TOPOLOGIES_V1ALPHA1,)) as emu:
+        emu["get /apis/kueue.x-k8s.io/v1beta2/topologies"] << 404
+        api = await kube.make_api_client(server=emu.url)
+        try:
+            old = {**topology("old", HOST), "apiVersion": "kueue.x-k8s.io/v1alpha1"}
+            await kube.create_object(api, nodes.TOPOLOGIES_V1ALPHA1, body=old)
+            watcher = Watcher(bus=bus, api=api)
+            async with running(watcher.watch("Topology")):
+                [observed] = await wait_for(bus, types.TopologyObserved)
+            assert watcher.topology_ref == nodes.TOPOLOGIES_V1ALPHA1
+            assert observed.topology.level_keys == [HOST]
+        finally:
+            await api.close()

@@ -1,0 +1,148 @@
+"""The TAS ungater's pure core (services.dispatcher.ungater; Kueue topology_ungater.go, SEMANTICS-ADVANCED A.12)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from events import models, tas
+from services.dispatcher import ungater
+
+HOST = tas.HOSTNAME_LABEL
+INDEX = "batch.kubernetes.io/job-completion-index"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+
+
+def pod(name: str, *, labels: dict[str, str] | None = None, host: str = "", annotations=None) -> dict[str, Any]:
+    """A pod: gated unless ``host`` (then ungated with that hostname selector)."""
+    spec: dict[str, Any] = (
+        {"nodeSelector": {HOST: host}} if host else {"schedulingGates": [{"name": ungater.TOPOLOGY_GATE}]}
+    )
+    return {"metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}}, "spec": spec}
+
+
+def pod_set(*domains: tuple[str, int], request: models.PodSetTopologyRequest | None = None, name: str = "main"):
+    assignment = tas.Assignment(
+        levels=(HOST,), domains=tuple(tas.DomainAssignment(values=(h,), count=n) for h, n in domains)
+    )
+    count = sum(n for _, n in domains)
+    return ungater.PodSetTopology(name=name, count=count, assignment=assignment, request=request)
+
+
+def placed(plan: list[ungater.Ungate]) -> dict[str, str]:
+    return {step.name: step.node_selector[HOST] for step in plan}
+
+
+RANKED = models.PodSetTopologyRequest(required="rack", pod_index_label=INDEX)
+
+
+def test_ranks_pick_the_domain_of_each_index_whatever_the_list_order() -> None:
+    ps = pod_set(("a", 1), ("b", 2), request=RANKED)
+    pods = [pod("x", labels={INDEX: "2"}), pod("y", labels={INDEX: "0"}), pod("z", labels={INDEX: "1"})]
+    assert placed(ungater.plan_pod_set(ps, pods)) == {"y": "a", "z": "b", "x": "b"}
+    # without rank hints the same pods fill the domains in list order
+    greedy = pod_set(("a", 1), ("b", 2))
+    assert placed(ungater.plan_pod_set(greedy, pods)) == {"x": "a", "y": "b", "z": "b"}
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        [pod("x", labels={INDEX: "0"}), pod("y", labels={INDEX: "0"}), pod("z", labels={INDEX: "1"})],  # duplicate
+        [pod("x", labels={INDEX: "0"}), pod("y"), pod("z", labels={INDEX: "1"})],  # a label missing
+        [pod("x", labels={INDEX: "0"}), pod("y", labels={INDEX: "7"}), pod("z", labels={INDEX: "1"})],  # too big
+        # an ungated pod (rank 0 -> "a") runs on "b": ranks cannot be trusted
+        [pod("x", labels={INDEX: "0"}, host="b"), pod("y", labels={INDEX: "2"}), pod("z", labels={INDEX: "1"})],
+    ],
+)
+def test_bad_ranks_fall_back_to_greedy(pods) -> None:
+    ps = pod_set(("a", 1), ("b", 2), request=RANKED)
+    plan = placed(ungater.plan_pod_set(ps, pods))
+    gated = [p["metadata"]["name"] for p in pods if ungater.is_gated(p)]
+    expected_hosts = ["a", "b", "b"]
+    if len(gated) < 3:  # the ungated one already fills a "b" slot
+        expected_hosts = ["a", "b"]
+    assert plan == dict(zip(gated, expected_hosts, strict=True))
+
+
+def test_greedy_respects_pods_already_placed_and_never_overfills() -> None:
+    ps = pod_set(("a", 2), ("b", 2))
+    pods = [pod("p1", host="a"), pod("p2", host="a"), pod("p3", host="b"), pod("p4"), pod("p5")]
+    assert placed(ungater.plan_pod_set(ps, pods)) == {"p4": "b"}  # p5 stays gated: the assignment is full
+
+
+def test_group_leader_and_workers_rank_with_offsets() -> None:
+    group = dict(required="rack", pod_index_label=INDEX, pod_set_group_name="g")
+    leader = pod_set(("a", 1), name="leader", request=models.PodSetTopologyRequest(**group))
+    workers = pod_set(("a", 1), ("b", 2), name="workers", request=models.PodSetTopologyRequest(**group))
+    bounds = ungater.rank_bounds([leader, workers])
+    assert bounds == {"leader": (0, 1), "workers": (1, 4)}
+    pods = [pod("w3", labels={INDEX: "3"}), pod("w1", labels={INDEX: "1"}), pod("w2", labels={INDEX: "2"})]
+    offset, max_rank = bounds["workers"]
+    assert placed(ungater.plan_pod_set(workers, pods, offset=offset, max_rank=max_rank)) == {
+        "w1": "a",
+        "w2": "b",
+        "w3": "b",
+    }
+    # the pod-index-offset annotation shifts the ranks further (LWS workers)
+    shifted = [pod(p["metadata"]["name"], labels={INDEX: str(int(p["metadata"]["labels"][INDEX]) + 1)},
+                   annotations={ungater.POD_INDEX_OFFSET_ANNOTATION: "1"}) for p in pods]  # fmt: skip
+    assert placed(ungater.plan_pod_set(workers, shifted, offset=offset, max_rank=max_rank)) == {
+        "w1": "a",
+        "w2": "b",
+        "w3": "b",
+    }
+
+
+def test_jobset_ranks_combine_job_index_and_pod_index() -> None:
+    request = models.PodSetTopologyRequest(
+        required="rack", pod_index_label=INDEX, sub_group_index_label=JOB_INDEX, sub_group_count=2
+    )
+    ps = pod_set(("a", 2), ("b", 2), request=request)
+    pods = [pod(f"j{j}-p{i}", labels={INDEX: str(i), JOB_INDEX: str(j)}) for j in (1, 0) for i in (1, 0)]
+    assert placed(ungater.plan_pod_set(ps, pods)) == {"j0-p0": "a", "j0-p1": "a", "j1-p0": "b", "j1-p1": "b"}
+
+
+def test_bad_offset_annotation_is_an_error_naming_it() -> None:
+    ps = pod_set(("a", 1))
+    with pytest.raises(ValueError, match="pod-index-offset"):
+        ungater.plan_pod_set(ps, [pod("x", annotations={ungater.POD_INDEX_OFFSET_ANNOTATION: "one"})])
+
+
+def test_start_gates_tas_templates_of_jobsets_and_keeps_the_topology_gate_only_on_tas_pods() -> None:
+    from services.dispatcher import core
+
+    ref = core.types.WorkloadRef(namespace="default", name="wl", uid="u")
+    tas_info = core.PodSetInfo(
+        name="workers", scheduling_gates=[core.TOPOLOGY_GATE], labels={core.PODSET_LABEL: "workers"}
+    )
+    plain_info = core.PodSetInfo(name="driver")
+    jobset = {"spec": {"replicatedJobs": [
+        {"name": "driver", "template": {"spec": {"template": {"spec": {"containers": []}}}}},
+        {"name": "workers", "template": {"spec": {"template": {"spec": {"containers": []}}}}},
+    ]}}  # fmt: skip
+    start = core.StartJobSet(workload=ref, namespace="default", name="js", pod_sets=[plain_info, tas_info])
+    rjobs = start.patch(jobset)["spec"]["replicatedJobs"]
+    templates = {r["name"]: r["template"]["spec"]["template"] for r in rjobs}
+    assert templates["workers"]["spec"]["schedulingGates"] == [{"name": core.TOPOLOGY_GATE}]
+    assert templates["workers"]["metadata"]["labels"] == {core.PODSET_LABEL: "workers"}
+    assert "schedulingGates" not in templates["driver"]["spec"]
+    stopped = core.StopJobSet(
+        workload=ref,
+        namespace="default",
+        name="js",
+        reason="Preempted",
+        decision_seq=3,
+        pod_sets=[plain_info, tas_info],
+    ).patch({"spec": {"replicatedJobs": rjobs}})
+    assert all(
+        "schedulingGates" not in r["template"]["spec"]["template"]["spec"] for r in stopped["spec"]["replicatedJobs"]
+    )
+
+    both = {"spec": {"schedulingGates": [{"name": core.SCHEDULING_GATE}, {"name": core.TOPOLOGY_GATE}]}, "metadata": {}}
+    pods = core.StartPods(workload=ref, namespace="default", pod_name="p", pod_sets=[
+        core.PodSetInfo(name="main", scheduling_gates=[core.TOPOLOGY_GATE])])  # fmt: skip
+    assert pods.patch(both, pod_set="main")["spec"]["schedulingGates"] == [{"name": core.TOPOLOGY_GATE}]
+    plain = core.StartPods(workload=ref, namespace="default", pod_name="p", pod_sets=[core.PodSetInfo(name="main")])
+    assert plain.patch(both, pod_set="main")["spec"]["schedulingGates"] is None
