@@ -76,7 +76,9 @@ def describe(manifest: dict[str, Any]) -> tuple[str, str]:
     return kind, f"{namespace}/{name}" if namespace else name
 
 
-def parse_object(manifest: dict[str, Any]) -> models.APIObject | models.Namespace | models.Configuration:
+def parse_object(
+    manifest: dict[str, Any],
+) -> models.APIObject | models.Namespace | models.Configuration | models.Topology:
     """Convert one kueue.x-k8s.io/v1beta2 manifest into its model, validated.
 
     Raises ManifestError for an unknown kind or API version, a missing or invalid
@@ -86,6 +88,8 @@ def parse_object(manifest: dict[str, Any]) -> models.APIObject | models.Namespac
     kind, name = describe(manifest)
     if (manifest.get("apiVersion"), kind) in _OTHER_KINDS:
         return _parse_other(manifest, kind=kind, name=name)
+    if kind == "Topology" and manifest.get("apiVersion") in TOPOLOGY_APIS:
+        return parse_topology(manifest)
     model_type = KUEUE_KINDS.get(kind)
     if model_type is None or manifest.get("apiVersion") != KUEUE_API:
         raise ManifestError(

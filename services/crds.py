@@ -97,7 +97,6 @@ UNMODELLED: dict[str, dict[str, dict[str, Any]]] = {
     "AdmissionCheckSpec": {
         "parameters": preserved("A reference to the parameters of the admission check's controller."),
     },
-    "PodSet": {"topologyRequest": preserved("Topology-aware scheduling request; not used by kueue-es yet.")},
     "WorkloadSpec": {
         "preemptionGates": {
             "description": "Gates that hold preemption by this workload; not used by kueue-es.",
@@ -221,6 +220,14 @@ KINDS: tuple[Kind, ...] = (
             Column("Finished", ".status.conditions[?(@.type=='Finished')].status", description="Finished or not"),
             Column("Age", ".metadata.creationTimestamp", "date", "Time since the workload was created"),
         ),
+    ),
+    Kind(
+        models.Topology,
+        plural="topologies",
+        short_names=("topo",),
+        namespaced=False,
+        status=False,
+        description="The levels of the node topology (node labels, from the widest domain to the node) for TAS.",
     ),
     Kind(
         models.AdmissionCheck,

@@ -70,8 +70,9 @@ def test_schema_is_structural(kind: crds.Kind) -> None:
 
 
 def test_every_kueue_kind_is_served() -> None:
-    """The CRDs cover the kinds kueue-es parses (events.manifests.KUEUE_KINDS), and no other."""
-    assert set(SCHEMAS) == set(manifests.KUEUE_KINDS)
+    """The CRDs cover the kinds kueue-es parses (events.manifests.KUEUE_KINDS, and Topology for
+    TAS), and no other."""
+    assert set(SCHEMAS) == {*manifests.KUEUE_KINDS, "Topology"}
     for kind in crds.KINDS:
         assert kind.namespaced == (kind.kind in manifests.NAMESPACED_KINDS)
 
