@@ -119,17 +119,7 @@ def _check_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> 
     rejected = sorted(n for n, c in wl.checks.items() if c.state == "Rejected" and n in named)
     held = wl.reservation is not None and wl.eviction is None
     if rejected and wl.active:
-        message = _checks_message(wl, rejected, "Rejected")
-        out: list[types.Decision] = [
-            types.WorkloadDeactivated(workload=wl.ref, reason="AdmissionCheck", message=message, at_ms=now_ms)
-        ]
-        if held:
-            out.append(
-                _eviction(
-                    wl, "DeactivatedDueToAdmissionCheck", f"The workload is deactivated due to {message}", now_ms=now_ms
-                )
-            )
-        return out
+        return _deactivate(wl, "AdmissionCheck", _checks_message(wl, rejected, "Rejected"), now_ms=now_ms)
     if not held:
         return []
     assert wl.reservation is not None
@@ -181,18 +171,9 @@ def _timeout_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -
         strategy = wait.requeuing_strategy
         count = wl.requeue_count + 1
         if strategy.backoff_limit_count is not None and count > strategy.backoff_limit_count:
-            message = "exceeding the maximum number of re-queuing retries"
-            return [
-                types.WorkloadDeactivated(
-                    workload=wl.ref, reason="RequeuingLimitExceeded", message=message, at_ms=now_ms
-                ),
-                _eviction(
-                    wl,
-                    "DeactivatedDueToRequeuingLimitExceeded",
-                    f"The workload is deactivated due to {message}",
-                    now_ms=now_ms,
-                ),
-            ]
+            return _deactivate(
+                wl, "RequeuingLimitExceeded", "exceeding the maximum number of re-queuing retries", now_ms=now_ms
+            )
         # requeueAt = now + min(base * 2^(count-1), max) seconds; Kueue adds a tiny random
         # jitter, left out here so that replay is exact.
         backoff_s = min(strategy.backoff_base_seconds * 2 ** (count - 1), strategy.backoff_max_seconds)
@@ -209,19 +190,21 @@ def _timeout_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -
         ]
     limit = _execution_deadline(wl)
     if limit is not None and now_ms >= limit:
-        message = "exceeding the maximum execution time"
-        return [
-            types.WorkloadDeactivated(
-                workload=wl.ref, reason="MaximumExecutionTimeExceeded", message=message, at_ms=now_ms
-            ),
-            _eviction(
-                wl,
-                "DeactivatedDueToMaximumExecutionTimeExceeded",
-                f"The workload is deactivated due to {message}",
-                now_ms=now_ms,
-            ),
-        ]
+        return _deactivate(wl, "MaximumExecutionTimeExceeded", "exceeding the maximum execution time", now_ms=now_ms)
     return []
+
+
+def _deactivate(wl: WorkloadState, cause: str, message: str, *, now_ms: int) -> list[types.Decision]:
+    """Kueue's DeactivationTarget: spec.active=false and, while the workload holds quota (and is
+    not being evicted already), an eviction ``DeactivatedDueTo<cause>`` (evict/evict.go)."""
+    out: list[types.Decision] = [
+        types.WorkloadDeactivated(workload=wl.ref, reason=cause, message=message, at_ms=now_ms)
+    ]
+    if wl.reservation is not None and wl.eviction is None:
+        out.append(
+            _eviction(wl, f"DeactivatedDueTo{cause}", f"The workload is deactivated due to {message}", now_ms=now_ms)
+        )
+    return out
 
 
 def _pods_ready_deadline(wl: WorkloadState, config: models.Configuration) -> int | None:
