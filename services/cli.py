@@ -71,7 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _kube_options(service)
     service.add_argument(
-        "--simulate-api", action="store_true", help="dispatcher: no Kubernetes; each write takes a limiter slot and lands"
+        "--simulate-api",
+        action="store_true",
+        help="dispatcher: no Kubernetes; each write takes a limiter slot and lands",
     )
     service.add_argument("--api-qps", type=float, default=None, help="with --simulate-api: writes/s (default uncapped)")
     service.add_argument("--api-burst", type=int, default=None, help="with --simulate-api: burst (default 100)")
@@ -89,9 +91,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _scenario_commands(sub)
 
-    bench = sub.add_parser(
-        "bench", help="benchmarks: --config GENERATOR.yaml (Kueue's scalability test), or core"
-    )
+    bench = sub.add_parser("bench", help="benchmarks: --config GENERATOR.yaml (Kueue's scalability test), or core")
     from services.perfbench.cli import add_options
 
     add_options(bench)

@@ -14,13 +14,18 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--config", type=Path, default=None, help="a Kueue scheduler-performance generator.yaml (shared/perf/*/)"
     )
     parser.add_argument(
-        "--api-qps", type=float, default=None, help="cap the dispatcher's simulated API writes a second (default uncapped)"
+        "--api-qps",
+        type=float,
+        default=None,
+        help="cap the dispatcher's simulated API writes a second (default uncapped)",
     )
     parser.add_argument("--api-burst", type=int, default=None, help="with --api-qps: the burst (default 100)")
     parser.add_argument(
         "--check", type=Path, default=None, help="a rangespec.yaml in Kueue's format: exit 1 when out of range"
     )
-    parser.add_argument("--output", type=Path, default=None, help="where to write the YAML (default RUN_DIR/bench.yaml)")
+    parser.add_argument(
+        "--output", type=Path, default=None, help="where to write the YAML (default RUN_DIR/bench.yaml)"
+    )
     parser.add_argument("--dir", type=Path, default=None, help="run directory: nats store, service logs (default temp)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="give up after this many seconds (default 1800)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

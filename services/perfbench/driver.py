@@ -45,7 +45,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from events import codec, subjects, types
+from events import codec, subjects
 from events.bus import nats as nats_bus
 from events.bus.base import OutgoingMessage
 from events.bus.server import NatsServer
@@ -209,7 +209,15 @@ async def run_bench(
             asyncio.create_task(_flush_outbox(bus, executor)),
         ]
         complete = await _watch(
-            done, tasks, supervisor, sampler, recorder, total=len(planned), timeout=timeout, console=console, progress=progress
+            done,
+            tasks,
+            supervisor,
+            sampler,
+            recorder,
+            total=len(planned),
+            timeout=timeout,
+            console=console,
+            progress=progress,
         )
         end_ms = recorder.last_release_ms or wall_ms()
         sampler.sample()
@@ -261,7 +269,9 @@ async def _wait_started(supervisor: Supervisor, *, timeout: float) -> None:
                 if b'"service_started"' in path.read_bytes():
                     del waiting[name]
         if dead := supervisor.dead():
-            raise RuntimeError(f"services exited at start: {[s.name for s in dead]} (logs in {dead[0].log_path.parent})")
+            raise RuntimeError(
+                f"services exited at start: {[s.name for s in dead]} (logs in {dead[0].log_path.parent})"
+            )
         if time.monotonic() > deadline:
             raise TimeoutError(f"services not started after {timeout:g}s: {sorted(waiting)}")
         await asyncio.sleep(0.05)

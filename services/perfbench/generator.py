@@ -236,7 +236,11 @@ def parse_config(raw: Any, *, source: str = "<config>") -> GeneratorConfig:
                 _cpu(queue_set.borrowing_limit, f"{qwhere}.borrowingLimit")
             for field, value, allowed in (
                 ("reclaimWithinCohort", queue_set.reclaim_within_cohort, ("Never", "LowerPriority", "Any")),
-                ("withinClusterQueue", queue_set.within_cluster_queue, ("Never", "LowerPriority", "LowerOrNewerEqualPriority")),
+                (
+                    "withinClusterQueue",
+                    queue_set.within_cluster_queue,
+                    ("Never", "LowerPriority", "LowerOrNewerEqualPriority"),
+                ),
             ):
                 if value not in allowed:
                     raise ConfigError(f"{qwhere}.{field}: {value!r} is not one of {', '.join(allowed)}")
@@ -360,7 +364,9 @@ def queue_facts(queue: QueueSpec, *, flavor: str, now_ms: int) -> list[types.Fac
         namespace_selector=models.LabelSelector(),
         queueing_strategy="BestEffortFIFO",
         resource_groups=[
-            models.ResourceGroup(covered_resources=["cpu"], flavors=[models.FlavorQuotas(name=flavor, resources=[quota])])
+            models.ResourceGroup(
+                covered_resources=["cpu"], flavors=[models.FlavorQuotas(name=flavor, resources=[quota])]
+            )
         ],
         preemption=models.ClusterQueuePreemption(
             reclaim_within_cohort=qs.reclaim_within_cohort,  # type: ignore[arg-type]
@@ -376,7 +382,9 @@ def queue_facts(queue: QueueSpec, *, flavor: str, now_ms: int) -> list[types.Fac
         ),
         types.NamespaceObserved(
             namespace=models.Namespace(
-                metadata=models.ObjectMeta(name=queue.name, labels={CLEANUP_LABEL: "true"}, creation_timestamp_ms=now_ms)
+                metadata=models.ObjectMeta(
+                    name=queue.name, labels={CLEANUP_LABEL: "true"}, creation_timestamp_ms=now_ms
+                )
             )
         ),
         types.LocalQueueObserved(

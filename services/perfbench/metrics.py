@@ -90,7 +90,7 @@ class Recorder:
     def note_message(self, observed_ms: int) -> None:
         """Count one log message observed at ``observed_ms``; keeps the peak rate over 5 s windows."""
         self.messages += 1
-        if not self.first_message_ms:
+        if self.messages == 1:
             self.first_message_ms = observed_ms
         self.last_message_ms = observed_ms
         recent = self._recent
@@ -207,7 +207,9 @@ class Recorder:
             first = _parse_rfc3339(group["firstEventTime"])
             last = _parse_rfc3339(group["lastEventTime"])
             elapsed = last - first
-            out[name] = group["cpuUsed"] * 100 / (group["nominalQuota"] * elapsed) if group["nominalQuota"] and elapsed else 0.0
+            out[name] = (
+                group["cpuUsed"] * 100 / (group["nominalQuota"] * elapsed) if group["nominalQuota"] and elapsed else 0.0
+            )
         return out
 
     def admission_rates(self) -> tuple[float, float]:
@@ -243,7 +245,9 @@ def _parse_rfc3339(text: str) -> int:
 # -- rangespec --------------------------------------------------------------------------------
 
 
-def check_rangespec(spec: dict[str, Any], *, wall_ms: int, usage: dict[str, float], summary: dict[str, Any]) -> list[str]:
+def check_rangespec(
+    spec: dict[str, Any], *, wall_ms: int, usage: dict[str, float], summary: dict[str, Any]
+) -> list[str]:
     """Kueue's checker (checker_test.go) on our figures: the list of violations (empty: in range).
 
     ``spec`` is a parsed rangespec: ``cmd.maxWallMs``, ``clusterQueueClassesMinUsage``
@@ -252,7 +256,9 @@ def check_rangespec(spec: dict[str, Any], *, wall_ms: int, usage: dict[str, floa
     Raises ValueError for a spec that is not a mapping of those keys.
     """
     if not isinstance(spec, dict):
-        raise ValueError("the rangespec must be a mapping with cmd, clusterQueueClassesMinUsage, wlClassesMaxAvgTimeToAdmissionMs")
+        raise ValueError(
+            "the rangespec must be a mapping with cmd, clusterQueueClassesMinUsage, wlClassesMaxAvgTimeToAdmissionMs"
+        )
     unknown = set(spec) - {"cmd", "clusterQueueClassesMinUsage", "wlClassesMaxAvgTimeToAdmissionMs"}
     if unknown:
         raise ValueError(f"the rangespec has unknown keys: {', '.join(sorted(unknown))}")
@@ -265,7 +271,9 @@ def check_rangespec(spec: dict[str, Any], *, wall_ms: int, usage: dict[str, floa
         if name not in min_usage:
             problems.append(f"ClusterQueue class {name!r}: unexpected class")
         elif actual < float(min_usage[name]):
-            problems.append(f"ClusterQueue class {name!r}: usage {actual:.2f}% is less than expected {float(min_usage[name]):.2f}%")
+            problems.append(
+                f"ClusterQueue class {name!r}: usage {actual:.2f}% is less than expected {float(min_usage[name]):.2f}%"
+            )
     max_admit = spec.get("wlClassesMaxAvgTimeToAdmissionMs") or {}
     for name, group in sorted(summary["workloadClasses"].items()):
         if name not in max_admit:

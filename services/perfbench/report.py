@@ -16,7 +16,6 @@ from rich.table import Table
 
 from services.perfbench.driver import RunResult, machine
 
-
 # Kueue's published means (rangespec comments): wall ms, ClusterQueue usage %, time to admission ms per class.
 KUEUE_MEANS: dict[str, dict[str, Any]] = {
     "baseline": {
@@ -142,7 +141,7 @@ def write_yaml(doc: dict[str, Any], path: Path) -> None:
 def table(doc: dict[str, Any]) -> Table:
     """Our figures beside Kueue's published means and the ideal bound, with ratios."""
     qps = doc["mode"]["apiQps"]
-    title = f"kueue-es bench {doc['config']} ({'--api-qps %g' % qps if qps else 'uncapped'})"
+    title = f"kueue-es bench {doc['config']} ({f'--api-qps {qps:g}' if qps else 'uncapped'})"
     if not doc["complete"]:
         title += " [INCOMPLETE]"
     out = Table(title=title)
@@ -162,7 +161,13 @@ def table(doc: dict[str, Any]) -> Table:
         )
 
     timing = doc["timing"]
-    row("wall s (system start to last release)", doc["cmdStats"]["wallMs"] / 1000, _s(kueue.get("wallMs")), ideal["makespanMs"] / 1000, "s")
+    row(
+        "wall s (system start to last release)",
+        doc["cmdStats"]["wallMs"] / 1000,
+        _s(kueue.get("wallMs")),
+        ideal["makespanMs"] / 1000,
+        "s",
+    )
     row("  of which start-up s", timing["startupMs"] / 1000, None, None, "s")
     row("  streams start to last release s", timing["workloadWallMs"] / 1000, None, ideal["makespanMs"] / 1000, "s")
     for name, value in doc["usagePercent"].items():
@@ -176,7 +181,13 @@ def table(doc: dict[str, Any]) -> Table:
             _s(best.get("averageTimeToAdmissionMs")),
             "s",
         )
-        row(f"{name}: avg time to finish s", group["averageTimeToFinishMs"] / 1000, None, _s(best.get("averageTimeToFinishMs")), "s")
+        row(
+            f"{name}: avg time to finish s",
+            group["averageTimeToFinishMs"] / 1000,
+            None,
+            _s(best.get("averageTimeToFinishMs")),
+            "s",
+        )
         row(f"{name}: evictions", group["totalEvictions"], None, 0, "n")
     thr = doc["throughput"]
     kueue_rate = doc["timing"]["workloads"] * 1000 / kueue["wallMs"] if kueue.get("wallMs") else None
@@ -187,7 +198,9 @@ def table(doc: dict[str, Any]) -> Table:
     mem = doc["memory"]
     row("peak RSS, all processes together MiB", mem["peakTotalRssMiB"], None, None, "n")
     for name, proc in mem["processes"].items():
-        out.add_row(f"  {name}: peak RSS MiB / CPU s", f"{proc['peakRssMiB']:.0f} / {proc['cpuSeconds']:.1f}", "", "", "", "")
+        out.add_row(
+            f"  {name}: peak RSS MiB / CPU s", f"{proc['peakRssMiB']:.0f} / {proc['cpuSeconds']:.1f}", "", "", "", ""
+        )
     return out
 
 
