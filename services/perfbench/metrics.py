@@ -67,8 +67,8 @@ class QueueRecord:
 class Recorder:
     """Folds the events of a run (each with the time it is about) into Kueue's figures.
 
-    Feed :meth:`record` every decoded event of interest; :meth:`note_message` once
-    per log message (for events per second).
+    Feed :meth:`record` every decoded event of interest; :meth:`note_log` the log's
+    last sequence now and then (for events per second).
     """
 
     workloads: dict[str, WorkloadRecord] = field(default_factory=dict)
@@ -83,22 +83,26 @@ class Recorder:
     finished: int = 0
     admitted: int = 0
     last_release_ms: int = 0
-    _recent: deque[int] = field(default_factory=deque)
+    first_seq: int = 0
+    _recent: deque[tuple[int, int]] = field(default_factory=deque)
 
     # -- input ---------------------------------------------------------------------------------
 
-    def note_message(self, observed_ms: int) -> None:
-        """Count one log message observed at ``observed_ms``; keeps the peak rate over 5 s windows."""
-        self.messages += 1
-        if self.messages == 1:
+    def note_log(self, last_seq: int, observed_ms: int) -> None:
+        """Note the log's last sequence at ``observed_ms`` (sampled); keeps the peak rate over 5 s windows."""
+        if not self._recent:
             self.first_message_ms = observed_ms
+            self.first_seq = last_seq
+        self.messages = last_seq
         self.last_message_ms = observed_ms
         recent = self._recent
-        recent.append(observed_ms)
-        while recent[0] <= observed_ms - RATE_WINDOW_MS:
+        recent.append((observed_ms, last_seq))
+        while recent[0][0] < observed_ms - RATE_WINDOW_MS:
             recent.popleft()
-        if observed_ms - self.first_message_ms >= RATE_WINDOW_MS:
-            self.peak_events_per_second = max(self.peak_events_per_second, len(recent) * 1000 / RATE_WINDOW_MS)
+        start_ms, start_seq = recent[0]
+        if observed_ms - start_ms >= RATE_WINDOW_MS * 0.9:
+            rate = (last_seq - start_seq) * 1000 / (observed_ms - start_ms)
+            self.peak_events_per_second = max(self.peak_events_per_second, rate)
 
     def record(self, event: types.Event) -> None:
         """Fold one event; events of other types are ignored."""
@@ -228,9 +232,9 @@ class Recorder:
         return mean, peak * 1000 / window
 
     def events_per_second(self) -> float:
-        """Mean log messages per second over the span they were observed in."""
+        """Mean log messages per second over the span the log was sampled in."""
         span = self.last_message_ms - self.first_message_ms
-        return self.messages * 1000 / span if span > 0 else 0.0
+        return (self.messages - self.first_seq) * 1000 / span if span > 0 else 0.0
 
 
 def _rfc3339(ms: int) -> str:

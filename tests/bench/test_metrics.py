@@ -109,13 +109,15 @@ def test_admission_rates() -> None:
 
 def test_events_per_second_and_its_peak() -> None:
     recorder = metrics.Recorder()
-    for i in range(20_000):  # 1,000 a second for 10 s, then 3,000 a second for 2 s
-        recorder.note_message(i)
-    for i in range(6_000):
-        recorder.note_message(20_000 + i // 3)
-    assert recorder.messages == 26_000
-    assert recorder.events_per_second() == pytest.approx(26_000 * 1000 / 21_999)
-    assert recorder.peak_events_per_second == pytest.approx((3 * 2_000 + 3_000) / 5)
+    seq = 100  # the log had 100 messages when sampling began
+    for ms in range(0, 10_001, 250):  # 1,000 a second for 10 s, then 3,000 a second for 5 s
+        recorder.note_log(seq + ms, ms)
+    seq += 10_000
+    for ms in range(10_250, 15_001, 250):
+        recorder.note_log(seq + 3 * (ms - 10_000), ms)
+    assert recorder.messages == 100 + 10_000 + 15_000
+    assert recorder.events_per_second() == pytest.approx(25_000 * 1000 / 15_000)
+    assert recorder.peak_events_per_second == pytest.approx(3_000)
 
 
 def test_rangespec_in_and_out_of_range() -> None:
