@@ -357,6 +357,17 @@ class WorkloadDeactivated(_Event, kw_only=True, tag="WorkloadDeactivated"):
     at_ms: int
 
 
+class WorkloadRequeued(_Event, kw_only=True, tag="WorkloadRequeued"):
+    """The workload's backoff after an eviction is over: it goes back to its queue
+    (Kueue's Requeued=True, reason ``BackoffFinished``; SEMANTICS §3.7). Until then it
+    waits out of the queue from the QuotaReleased that ended its eviction."""
+
+    workload: WorkloadRef
+    reason: str = "BackoffFinished"
+    message: str = "The workload backoff was finished"
+    at_ms: int
+
+
 # --- dispatch results ------------------------------------------------------------------------
 
 
@@ -410,6 +421,7 @@ Decision = (
     | PreemptionIssued
     | EvictionRequested
     | WorkloadDeactivated
+    | WorkloadRequeued
 )
 DispatchResult = DispatchApplied | DispatchFailed
 Event = Fact | Decision | DispatchResult

@@ -48,6 +48,21 @@ class WorkloadState:
     stopped_seq: int = 0
     preempted_count: int = 0
     afs_usage: tuple[tuple[str, str], dict[str, int]] | None = None  # (LocalQueue, usage) counted in its ledger
+    # Admission checks (SEMANTICS §9.5): the latest state each check controller reported, and
+    # how often each was reset from Retry (Kueue's retryCount).
+    checks: dict[str, types.AdmissionCheckStateChanged] = field(default_factory=dict)
+    check_retries: dict[str, int] = field(default_factory=dict)
+    # PodsReady (SEMANTICS §9.4): the job's latest report while holding quota; when admitted.
+    pods_ready: types.WorkloadPodsReady | None = None
+    admitted_at_ms: int = 0
+    accumulated_ms: int = 0  # admitted time of earlier admissions (accumulatedPastExecutionTimeSeconds)
+    # Kueue's requeueState: the PodsReady-timeout count and the end of the backoff after an
+    # eviction; ``backoff`` while the workload waits that out, out of its queue (§3.7).
+    requeue_count: int = 0
+    requeue_at_ms: int = 0
+    backoff: bool = False
+    order_ms: int = 0  # queue-order timestamp after an eviction that moves it back (§3.3); 0: creation
+    deactivated: str = ""  # why Kueue set spec.active=false (WorkloadDeactivated), "" when it did not
     queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
     queued_parked: int = 0  # the parked_seq its place in ``ClusterState.queued`` was chosen by
     queued_for: models.Workload | None = None  # the object ``queued_as`` was computed from
@@ -73,6 +88,17 @@ class WorkloadState:
         self._ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
         self._ref_of = self.workload
         return self._ref
+
+    @property
+    def queue_ts_ms(self) -> int:
+        """Kueue's queue-order timestamp (SEMANTICS §3.3): the eviction time after a
+        PodsReadyTimeout or AdmissionCheck eviction, else the creation time (ms)."""
+        return self.order_ms or self.workload.metadata.creation_timestamp_ms
+
+    @property
+    def active(self) -> bool:
+        """``spec.active`` as Kueue holds it: false once Kueue deactivated the workload."""
+        return self.workload.spec.active and not self.deactivated
 
     @property
     def gone(self) -> bool:
@@ -260,6 +286,15 @@ class ClusterState:
     nominations: dict[str, tuple[int, types.PreemptionRequired]] = field(default_factory=dict)
     preemptors: dict[str, types.PreemptionIssued] = field(default_factory=dict)
     afs_ledgers: dict[tuple[str, str], afs.Ledger] = field(default_factory=dict)
+    # Workloads the admitter must look at whatever the queues say (SEMANTICS §9): holding quota
+    # and waiting for admission checks or with a check in Retry/Rejected (``checks_due``);
+    # admitted and not PodsReady, or with a maximum execution time (``timed``); waiting out a
+    # backoff (``backoffs``); holding quota without PodsReady=True (``not_ready``, blockAdmission).
+    checks_due: dict[str, None] = field(default_factory=dict)
+    timed: dict[str, None] = field(default_factory=dict)
+    backoffs: dict[str, None] = field(default_factory=dict)
+    not_ready: dict[str, None] = field(default_factory=dict)
+    timers_version: int = 0
     # Counters of trigger() calls, all of them and those for an object change (not a quota
     # release): what deciders derive from the triggers, or from the objects alone, stays valid
     # while the counter it depends on stays the same.
@@ -307,6 +342,10 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             _apply_preemption(state, event, seq=seq)
         case types.WorkloadObserved() | types.WorkloadFinished():
             _apply_workload_fact(state, event, seq=seq)
+        case types.AdmissionCheckStateChanged() | types.WorkloadPodsReady():
+            _apply_workload_status_fact(state, event)
+        case types.WorkloadDeactivated() | types.WorkloadRequeued():
+            _apply_requeue_decision(state, event)
         case types.WorkloadStopped():
             current = state.workloads.get(event.workload.key)
             if current is not None and current.eviction is not None and _same_uid(current, event.workload):
@@ -366,6 +405,11 @@ def _apply_workload_fact(
         else:
             if current.workload.spec != event.workload.spec:
                 current.parked_seq = 0  # a changed workload leaves the inadmissible list
+            if current.deactivated and not current.workload.spec.active and event.workload.spec.active:
+                # Reactivated by its owner (spec.active false -> true): Kueue starts counting anew (§9.2).
+                current.deactivated = ""
+                current.requeue_count = current.requeue_at_ms = 0
+                current.backoff = False
             current.workload = event.workload
             current.observed_seq = seq
         _reindex(state, key)
@@ -377,17 +421,79 @@ def _apply_workload_fact(
         _reindex(state, event.workload.key)
 
 
+def _apply_workload_status_fact(
+    state: ClusterState, event: types.AdmissionCheckStateChanged | types.WorkloadPodsReady
+) -> None:
+    current = state.workloads.get(event.workload.key)
+    if current is None or current.gone or not _same_uid(current, event.workload):
+        return
+    if isinstance(event, types.AdmissionCheckStateChanged):
+        current.checks[event.check] = event
+        current.parked_seq = 0  # a workload update: it leaves the inadmissible list (§3.4)
+    elif current.reservation is not None:
+        current.pods_ready = event  # reported for this admission; forgotten when the quota goes
+    _reindex(state, event.workload.key)
+
+
+def _apply_requeue_decision(state: ClusterState, event: types.WorkloadDeactivated | types.WorkloadRequeued) -> None:
+    current = state.workloads.get(event.workload.key)
+    if current is None or not _same_uid(current, event.workload):
+        return
+    if isinstance(event, types.WorkloadDeactivated):
+        current.deactivated = event.reason
+        current.requeue_count = current.requeue_at_ms = 0  # deactivation clears requeueState (§9.2)
+        current.backoff = False
+        current.accumulated_ms = 0
+    else:
+        current.backoff = False
+    _reindex(state, event.workload.key)
+
+
+def _evicted(state: ClusterState, wl: WorkloadState, event: types.EvictionRequested) -> None:
+    """What an eviction changes at once (SEMANTICS §9.5, §3.3, §3.7): every admission check that is
+    not Pending goes back to Pending (a Retry one counts a retry), the requeue state is the
+    eviction's, and after a PodsReady timeout or a check's Retry the queue order is by eviction time."""
+    for name, check in list(wl.checks.items()):
+        if check.state != "Pending":
+            if check.state == "Retry":
+                wl.check_retries[name] = wl.check_retries.get(name, 0) + 1
+            message = f"Reset to Pending after eviction. Previously: {check.state}"
+            wl.checks[name] = types.AdmissionCheckStateChanged(
+                workload=check.workload,
+                check=name,
+                state="Pending",
+                message=message,
+                requeue_after_seconds=check.requeue_after_seconds,
+                at_ms=event.at_ms,
+            )
+    if event.requeue_count:
+        wl.requeue_count = event.requeue_count
+    if event.requeue_at_ms:
+        wl.requeue_at_ms = max(wl.requeue_at_ms, event.requeue_at_ms)
+    wait = state.configuration.wait_for_pods_ready or models.WaitForPodsReadyConfig()
+    by_eviction = event.reason == "PodsReadyTimeout" and wait.requeuing_strategy.timestamp == "Eviction"
+    if by_eviction or event.reason == "AdmissionCheck":
+        wl.order_ms = event.at_ms
+
+
+def pods_ready_enabled(config: models.Configuration) -> bool:
+    """Whether waitForPodsReady is on: Kueue defaults it on (v1beta2, SEMANTICS §0.2)."""
+    wait = config.wait_for_pods_ready
+    return wait is None or wait.enable
+
+
 def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None) -> None:
-    """Keep ``pending``, ``releasable`` and ``queued`` in step with the workload at ``key``
-    (``gone``: the state of a workload just removed from ``workloads``)."""
+    """Keep ``pending``, ``releasable``, ``queued`` and the §9 indexes in step with the
+    workload at ``key`` (``gone``: the state of a workload just removed from ``workloads``)."""
     wl = state.workloads.get(key)
     if wl is None:
         waiting = releasing = active = False
     else:
         ended = wl.finished is not None or wl.deleted_seq > 0
-        active = wl.workload.spec.active
+        active = wl.active and not wl.backoff
         waiting = wl.reservation is None and not ended
-        releasing = wl.reservation is not None and (ended or not active or wl.stopped_seq > 0)
+        releasing = wl.reservation is not None and (ended or not wl.workload.spec.active or wl.stopped_seq > 0)
+    _index_status(state, key, wl if wl is not None and not (wl.finished is not None or wl.deleted_seq > 0) else None)
     if not (waiting and active):
         state.nominations.pop(key, None)  # a preemptor that got quota or left needs nothing more
         state.preemptors.pop(key, None)
@@ -406,17 +512,45 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
         _place(state, current, queued=waiting and active)
 
 
+def _index_status(state: ClusterState, key: str, wl: WorkloadState | None) -> None:
+    """Keep ``checks_due``, ``timed``, ``backoffs`` and ``not_ready`` in step (``wl`` None: gone)."""
+    held = wl is not None and wl.reservation is not None and wl.eviction is None
+    failed = wl is not None and any(c.state in ("Retry", "Rejected") for c in wl.checks.values())
+    due = wl is not None and ((held and not wl.admitted) or (failed and wl.active))
+    ready = wl is not None and wl.pods_ready is not None and wl.pods_ready.ready
+    timed = (
+        held and wl is not None and wl.admitted and (not ready or bool(wl.workload.spec.maximum_execution_time_seconds))
+    )
+    backoff = wl is not None and wl.backoff and wl.reservation is None
+    not_ready = wl is not None and wl.reservation is not None and not ready
+    changed = False
+    for index, member in (
+        (state.checks_due, due),
+        (state.timed, timed),
+        (state.backoffs, backoff),
+        (state.not_ready, not_ready),
+    ):
+        if member and key not in index:
+            index[key] = None
+            changed = True
+        elif not member and key in index:
+            del index[key]
+            changed = True
+    if changed:
+        state.timers_version += 1
+
+
 def _place(state: ClusterState, wl: WorkloadState, *, queued: bool) -> None:
     """Keep the workload's place in ``state.queued`` in step with its queue, order and parking."""
     placed = wl.queued_as
     if queued:
         workload = wl.workload
         priority = priority_of(workload, state)
-        if placed is not None and wl.queued_for is workload and placed[1][0] == -priority:
+        if placed is not None and wl.queued_for is workload and placed[1][:2] == (-priority, wl.queue_ts_ms):
             wanted = placed  # same object, same priority: same queue and order
         else:
             meta = workload.metadata
-            order = (-priority, meta.creation_timestamp_ms, meta.uid, wl.key)  # queue_order_key
+            order = (-priority, wl.queue_ts_ms, meta.uid, wl.key)  # queue_order_key
             wanted = ((meta.namespace, workload.spec.queue_name), order)
         parked = wl.parked_seq
     else:
@@ -518,7 +652,7 @@ def _apply_workload_decision(
             current.parked_seq = seq if event.parked else 0
             if event.parked:
                 state.preemptors.pop(key, None)  # parked: no longer the sticky head (§3.9)
-            if current.reservation is None and not current.gone and current.workload.spec.active:
+            if current.reservation is None and not current.gone and current.active and not current.backoff:
                 # Still waiting, so every index but its place in the queue is as it was.
                 _place(state, current, queued=True)
                 return
@@ -526,11 +660,14 @@ def _apply_workload_decision(
             if current.reservation is None:
                 current.reservation = event
                 current.parked_seq = 0
+                current.order_ms = 0  # Evicted is reset on the next reservation (§9.1)
+                current.pods_ready = None
                 state.reserved.setdefault(event.cluster_queue, {})[key] = None
                 _add_usage(state, event, sign=1)
         case types.WorkloadAdmitted():
             if current.reservation is not None and not current.admitted:
                 _afs_admitted(state, current, at_ms=event.at_ms)
+                current.admitted_at_ms = event.at_ms
             current.admitted = current.reservation is not None
         case types.QuotaReleased():
             if current.reservation is not None:
@@ -542,8 +679,14 @@ def _apply_workload_decision(
                 held.pop(key, None)
                 if not held:
                     state.reserved.pop(cq, None)
+                if current.admitted and current.admitted_at_ms:
+                    current.accumulated_ms += max(0, event.at_ms - current.admitted_at_ms)
+                if current.eviction is not None and current.requeue_at_ms > event.at_ms:
+                    current.backoff = not current.deactivated  # Requeued=False until requeueAt (§3.7)
                 current.reservation = None
                 current.admitted = False
+                current.admitted_at_ms = 0
+                current.pods_ready = None
                 current.pending_message = ""
                 current.eviction = None
                 current.stopped_seq = 0
@@ -567,7 +710,7 @@ def _apply_preemption(
                 state.nominations[event.workload.key] = (seq, event)
                 current.pending_message = event.message
                 current.parked_seq = 0
-                _place(state, current, queued=current.workload.spec.active)
+                _place(state, current, queued=current.active and not current.backoff)
         case types.PreemptionIssued():
             open_nomination = state.nominations.get(event.workload.key)
             if open_nomination is not None and open_nomination[0] == event.nomination_seq:
@@ -579,7 +722,10 @@ def _apply_preemption(
         case types.EvictionRequested():
             if current.reservation is not None and current.eviction is None:
                 current.eviction = event
-                current.preempted_count += 1
+                if event.reason == "Preempted":
+                    current.preempted_count += 1
+                _evicted(state, current, event)
+                _reindex(state, event.workload.key)
 
 
 def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None:

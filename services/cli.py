@@ -56,11 +56,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(run=_run_demo)
 
-    up = sub.add_parser("up", help="start nats-server and the five services")
+    up = sub.add_parser("up", help="start nats-server and the five services against a cluster")
     _kube_options(up)
     up.add_argument("--emulator", action="store_true", help="start an emulated API server instead of a cluster")
     up.add_argument("--nats", default=None, help="use this NATS server instead of starting one")
-    up.add_argument("--dir", type=Path, default=DEFAULT_HOME, help="store and logs (default ./.kueue-es)")
+    up.add_argument("--dir", type=Path, default=DEFAULT_HOME, help="NATS store and logs (default ./.kueue-es)")
+    _manage_option(up)
+    up.add_argument(
+        "--health-port",
+        type=int,
+        default=None,
+        help="serve /healthz, /readyz, /metrics: the watcher on this port, the others on the next four (default off)",
+    )
+    up.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="watcher and dispatcher take a Lease before working (default off: one copy of each runs)",
+    )
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
@@ -70,6 +83,8 @@ def _parser() -> argparse.ArgumentParser:
         "--stepped", action="store_true", help="deciders: run cycles only when a SchedulingRequested fact asks"
     )
     _kube_options(service)
+    _manage_option(service)
+    _ops_options(service)
     service.add_argument(
         "--simulate-api",
         action="store_true",
@@ -139,6 +154,7 @@ def _scenario_commands(sub: Any) -> None:
 def _kube_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Kubernetes API")
     group.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG)")
+    group.add_argument("--context", default=None, help="kubeconfig context (default: its current context)")
     group.add_argument("--kube-server", default=None, help="plain http URL of an API server (an emulator)")
 
 
@@ -146,6 +162,49 @@ def _run_bench(args: argparse.Namespace) -> int:
     from services.perfbench.cli import run
 
     return run(args)
+
+
+#: Leader election timings (seconds): controller-runtime's, as services.leader.LeaseSettings has them (not
+#: imported here: kubernetes-asyncio would slow down every command's start).
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15, 10.0, 2.0
+
+
+def _ops_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("operations")
+    group.add_argument(
+        "--health-port", type=int, default=None, help="serve /healthz, /readyz and /metrics on this port (default off)"
+    )
+    group.add_argument("--health-host", default="0.0.0.0", help="address of the health server (default all)")  # noqa: S104
+    group.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="watcher, dispatcher: work only while holding a coordination.k8s.io Lease (default off)",
+    )
+    group.add_argument("--leader-elect-lease-name", default=None, help="the Lease (default kueue-es-NAME)")
+    group.add_argument(
+        "--leader-elect-namespace",
+        default=None,
+        help="namespace of the Lease (default $POD_NAMESPACE, the pod's namespace, or default)",
+    )
+    group.add_argument(
+        "--leader-elect-lease-duration",
+        type=int,
+        default=LEASE_DURATION,
+        help=f"seconds a standby waits for an unrenewed lease (default {LEASE_DURATION})",
+    )
+    group.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=RENEW_DEADLINE,
+        help=f"seconds the holder tries to renew before giving up (default {RENEW_DEADLINE:g})",
+    )
+    group.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=RETRY_PERIOD,
+        help=f"seconds between attempts (default {RETRY_PERIOD:g})",
+    )
 
 
 def _run_bench_core(args: argparse.Namespace) -> int:
@@ -218,45 +277,114 @@ def _run_deploy_crds(args: argparse.Namespace) -> int:
     return 0
 
 
+MANAGE_ENV = "KUEUE_ES_MANAGE_JOBS_WITHOUT_QUEUE_NAME"
+
+
+def _manage_option(parser: argparse.ArgumentParser) -> None:
+    """``--manage-jobs-without-queue-name``: Kueue's manageJobsWithoutQueueName for the watcher (default from
+    $KUEUE_ES_MANAGE_JOBS_WITHOUT_QUEUE_NAME=true; ``kueue-es up`` hands it to the watcher it starts that way)."""
+    parser.add_argument(
+        "--manage-jobs-without-queue-name",
+        action="store_true",
+        default=os.environ.get(MANAGE_ENV, "").strip().lower() == "true",
+        help="watcher: manage Jobs, JobSets and Pods without the queue-name label too (they go to the namespace's"
+        " 'default' LocalQueue; kube-system and kueue-system are left out, as Kueue's managedJobsNamespaceSelector)",
+    )
+
+
 def _run_service(args: argparse.Namespace) -> int:
     from services import runtime
+    from services.leader import LeadershipLost
 
     runtime.configure_logging(service=args.name)
-    asyncio.run(runtime.run_until_signalled(lambda stop: _serve(args, stop)))
+    if args.leader_elect and args.name not in ("watcher", "dispatcher"):
+        print(
+            f"error: {args.name} takes no lease: two deciders are safe (a stale commit is rejected whole);"
+            " --leader-elect is for the watcher and the dispatcher",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        asyncio.run(runtime.run_until_signalled(lambda stop: _serve(args, stop)))
+    except LeadershipLost as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     return 0
 
 
 async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
-    from services import deciders
+    import contextlib
+
+    from services import deciders, health, leader
     from services.deciding import serve_decider
 
-    if args.name in ("admitter", "preemptor", "tas-placer"):
-        decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
-        await serve_decider(decider[args.name], nats_url=args.nats, stop=stop, stepped=args.stepped)
-        return
-    if args.name == "dispatcher" and args.simulate_api:
-        from services.dispatcher.simulated import serve_simulated_dispatcher
+    settings = None
+    if args.leader_elect:
+        settings = leader.LeaseSettings(
+            name=args.leader_elect_lease_name or f"kueue-es-{args.name}",
+            namespace=args.leader_elect_namespace or leader.default_namespace(),
+            lease_duration=args.leader_elect_lease_duration,
+            renew_deadline=args.leader_elect_renew_deadline,
+            retry_period=args.leader_elect_retry_period,
+        )
+    probe = health.Health(service=args.name, lease_duration=settings.lease_duration if settings else 15.0)
+    async with contextlib.AsyncExitStack() as stack:
+        if args.health_port is not None:
+            await stack.enter_async_context(health.serve_health(probe, port=args.health_port, host=args.health_host))
+        if args.name in ("admitter", "preemptor", "tas-placer"):
+            decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
+            await serve_decider(
+                decider[args.name], nats_url=args.nats, stop=stop, stepped=args.stepped, connect=probe.connect
+            )
+            return
+        if args.name == "dispatcher" and args.simulate_api:
+            from services.dispatcher.simulated import serve_simulated_dispatcher
 
-        await serve_simulated_dispatcher(nats_url=args.nats, stop=stop, qps=args.api_qps, burst=args.api_burst)
-        return
-    api = await _api_client(args)
-    try:
-        if args.name == "watcher":
-            from services.watcher.service import serve_watcher
+            await serve_simulated_dispatcher(
+                nats_url=args.nats, stop=stop, qps=args.api_qps, burst=args.api_burst, connect=probe.connect
+            )
+            return
+        api = await _api_client(args)
+        stack.push_async_callback(api.close)
 
-            await serve_watcher(nats_url=args.nats, api=api, stop=stop)
+        async def work(service_stop: asyncio.Event) -> None:
+            if args.name == "watcher":
+                from services.watcher.service import serve_watcher
+
+                await serve_watcher(
+                    nats_url=args.nats,
+                    api=api,
+                    stop=service_stop,
+                    connect=probe.connect,
+                    manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
+                )
+            else:
+                from services.dispatcher.service import serve_dispatcher
+
+                await serve_dispatcher(nats_url=args.nats, api=api, stop=service_stop, connect=probe.connect)
+
+        if settings is None:
+            await work(stop)
         else:
-            from services.dispatcher.service import serve_dispatcher
-
-            await serve_dispatcher(nats_url=args.nats, api=api, stop=stop)
-    finally:
-        await api.close()
+            await leader.run_with_lease(work, api=api, settings=settings, stop=stop, health=probe)
 
 
 async def _api_client(args: argparse.Namespace) -> Any:
+    """The API client: ``--kube-server``, ``--kubeconfig``/``--context``, ``$KUBECONFIG``, else, in a pod
+    without a kubeconfig, the in-cluster service account."""
+    from kubernetes_asyncio import client as k8s_client
+    from kubernetes_asyncio import config as k8s_config
+
     from services.kube import client as kube
 
-    return await kube.make_api_client(server=args.kube_server, kubeconfig=args.kubeconfig)
+    context = getattr(args, "context", None)
+    in_pod = os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG")
+    default_config = Path(os.path.expanduser("~/.kube/config"))
+    if args.kube_server is None and args.kubeconfig is None and in_pod and not default_config.exists():
+        configuration = k8s_client.Configuration()
+        k8s_config.load_incluster_config(client_configuration=configuration)
+        return k8s_client.ApiClient(configuration)
+    return await kube.make_api_client(server=args.kube_server, kubeconfig=args.kubeconfig, context=context)
 
 
 def _run_apply(args: argparse.Namespace) -> int:
@@ -397,7 +525,10 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 
 def _run_up(args: argparse.Namespace) -> int:
-    from services.demo import run_up
+    from services.supervisor import run_up
+
+    if args.manage_jobs_without_queue_name:
+        os.environ[MANAGE_ENV] = "true"  # the services it starts inherit it; only the watcher reads it
 
     return asyncio.run(run_up(args))
 

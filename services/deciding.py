@@ -8,20 +8,29 @@ this is the only async code they need.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import structlog
 
 from events.bus import nats as nats_bus
+from events.bus.base import Bus
 from services.runtime import Decider, DeciderLoop, run_until_stopped
 
 log = structlog.get_logger(__name__)
 
 
 async def serve_decider(
-    decider: Decider, *, nats_url: str, stop: asyncio.Event, wakeup: float = 1.0, stepped: bool = False
+    decider: Decider,
+    *,
+    nats_url: str,
+    stop: asyncio.Event,
+    wakeup: float = 1.0,
+    stepped: bool = False,
+    connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
 ) -> None:
-    """Run ``decider`` against the log at ``nats_url`` until ``stop`` is set (``stepped``: see DeciderLoop)."""
-    bus = await nats_bus.connect(nats_url)
+    """Run ``decider`` against the log at ``nats_url`` until ``stop`` is set (``stepped``: see DeciderLoop;
+    ``connect``: how to get the bus, e.g. ``services.health.Health.connect`` to observe it)."""
+    bus = await connect(nats_url)
     loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup, stepped=stepped)
     log.info("service_started", role=decider.role, logic_version=decider.logic_version)
     try:

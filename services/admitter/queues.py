@@ -194,19 +194,20 @@ def inactive_reason(cq: models.ClusterQueue, *, state: ClusterState, tree: quota
     """Why a ClusterQueue admits nothing now (SEMANTICS §10.1-§10.2), or None when it is active."""
     name = cq.metadata.name
     if cq.spec.stop_policy != "None" or tree.cluster_queues[name].in_cycle:
-        return Why("Inadmissible", f"ClusterQueue {name} is inactive")
+        return Why("Suspended", f"ClusterQueue {name} is inactive")
     for group in cq.spec.resource_groups:
         for flavor in group.flavors:
             if flavor.name not in state.flavors:
-                return Why("Inadmissible", f"ClusterQueue {name} is inactive")
+                return Why("Suspended", f"ClusterQueue {name} is inactive")
     for check in required_checks(cq):
         if check not in state.admission_checks or not state.admission_checks[check].active:
-            return Why("Inadmissible", f"ClusterQueue {name} is inactive")
+            return Why("Suspended", f"ClusterQueue {name} is inactive")
     return None
 
 
 def required_checks(cq: models.ClusterQueue) -> list[str]:
-    """Names of the admission checks a ClusterQueue requires (any flavor)."""
+    """Names of every admission check a ClusterQueue names, on any flavor (a missing or
+    inactive one makes the ClusterQueue inactive, SEMANTICS §10.2)."""
     strategy = cq.spec.admission_checks_strategy
     return [rule.name for rule in strategy.admission_checks] if strategy else []
 
@@ -295,7 +296,7 @@ def _missing_priority_class(workload: models.Workload, state: ClusterState) -> W
     return (
         None
         if ref.name in state.priority_classes
-        else Why("Inadmissible", f"WorkloadPriorityClass {ref.name} not found")
+        else Why("Misconfigured", f"WorkloadPriorityClass {ref.name} not found")
     )
 
 
@@ -303,11 +304,11 @@ def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str
     """The ClusterQueue a LocalQueue feeds, or why its workloads cannot queue."""
     lq = state.local_queues.get((namespace, queue_name))
     if lq is None:
-        return "", Why("Inadmissible", f"LocalQueue {queue_name} doesn't exist")
+        return "", Why("Misconfigured", f"LocalQueue {queue_name} doesn't exist")
     if lq.spec.stop_policy != "None":
-        return "", Why("Inadmissible", f"LocalQueue {queue_name} is inactive")
+        return "", Why("Suspended", f"LocalQueue {queue_name} is inactive")
     if lq.spec.cluster_queue not in state.cluster_queues:
-        return "", Why("Inadmissible", f"ClusterQueue {lq.spec.cluster_queue} doesn't exist")
+        return "", Why("Misconfigured", f"ClusterQueue {lq.spec.cluster_queue} doesn't exist")
     return lq.spec.cluster_queue, None
 
 
@@ -325,7 +326,7 @@ def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: Clust
     obj = state.namespaces.get(namespace)
     labels = {**(obj.metadata.labels if obj else {}), METADATA_NAME_LABEL: namespace}
     if selector is None or not matches(selector, labels):
-        return Why("Inadmissible", "Workload namespace doesn't match ClusterQueue selector", parked=True)
+        return Why("Misconfigured", "Workload namespace doesn't match ClusterQueue selector", parked=True)
     return None
 
 

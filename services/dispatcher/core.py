@@ -9,10 +9,20 @@ evicted one by suspending it and restoring the pod template it had before
 pkg/controller/jobs/job/job_controller.go Stop, RestorePodSetsInfo). This module
 decides those writes from the folded state; the runner (``services.dispatcher.service``)
 performs them and records the result on the log.
+
+The same for a JobSet (Kueue pkg/controller/jobs/jobset: ``spec.suspend``, one pod
+template per replicated job) and for plain Pods and pod groups (pkg/controller/jobs/pod:
+start = remove the ``kueue.x-k8s.io/admission`` scheduling gate and merge the pod set's
+node selector and tolerations into each pod; stop = delete the pods that run). What a
+start adds to a pod template is Kueue's PodSetInfo (:class:`PodSetInfo`): the assigned
+flavors' node labels and tolerations, merged with the podSetUpdates of the Ready
+admission checks; a conflicting key means the job cannot start (:class:`FailStart`,
+SEMANTICS-ADVANCED B.3; reconciler.go getPodSetsInfoFromStatus, podset.go Merge).
 """
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,19 +59,64 @@ class StartJob:
     uid: str = ""
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
 
     def patch(self, *, current_tolerations: list[dict[str, Any]]) -> dict[str, Any]:
         """The JSON merge patch for the Job: keeps the template's own tolerations, adds ours once,
-        and removes the eviction marks of an earlier stop so a later eviction is seen afresh."""
-        present = {_toleration_key(t) for t in current_tolerations}
-        merged = list(current_tolerations) + [t for t in self.tolerations if _toleration_key(t) not in present]
+        adds the admission checks' labels and annotations to the template, and removes the
+        eviction marks of an earlier stop so a later eviction is seen afresh."""
         template_spec: dict[str, Any] = {"nodeSelector": self.node_selector}
+        merged = merged_tolerations(current_tolerations, self.tolerations)
         if merged != list(current_tolerations):
             template_spec["tolerations"] = merged
+        template: dict[str, Any] = {"spec": template_spec}
+        template_meta = {k: v for k, v in (("labels", self.labels), ("annotations", self.annotations)) if v}
+        if template_meta:
+            template["metadata"] = template_meta
         return {
             "metadata": {"annotations": {EVICTED_ANNOTATION: None, EVICTION_SEQ_ANNOTATION: None}},
-            "spec": {"suspend": False, "template": {"spec": template_spec}},
+            "spec": {"suspend": False, "template": template},
         }
+
+
+def merged_tolerations(current: list[dict[str, Any]], added: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``current`` with each toleration of ``added`` not already there appended (podset.go Merge)."""
+    present = {_toleration_key(t) for t in current}
+    out = list(current)
+    for toleration in added:
+        if _toleration_key(toleration) not in present:
+            present.add(_toleration_key(toleration))
+            out.append(toleration)
+    return out
+
+
+def restored_pod_spec(
+    pod_spec: dict[str, Any],
+    *,
+    node_selector: dict[str, str | None],
+    tolerations: list[dict[str, Any]],
+    own_tolerations: list[dict[str, Any]],
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """(nodeSelector, tolerations) of a started pod spec given back: each key in ``node_selector`` set to the
+    template's own value (None: removed), each of ``tolerations`` removed unless the template had it itself
+    (``own_tolerations``, counted)."""
+    selector = dict(pod_spec.get("nodeSelector") or {})
+    for key, own in node_selector.items():
+        if own is None:
+            selector.pop(key, None)
+        else:
+            selector[key] = own
+    added = {_toleration_key(t) for t in tolerations}
+    budget = Counter(_toleration_key(t) for t in own_tolerations)
+    kept: list[dict[str, Any]] = []
+    for toleration in pod_spec.get("tolerations") or []:
+        key = _toleration_key(toleration)
+        if key in added and budget[key] <= 0:
+            continue  # a copy the start added
+        budget[key] -= 1
+        kept.append(toleration)
+    return selector, kept
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +144,8 @@ class StopJob:
     node_selector: dict[str, str | None] = field(default_factory=dict)
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     own_tolerations: list[dict[str, Any]] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)
 
     def patch(self, *, current_pod_spec: dict[str, Any]) -> dict[str, Any]:
         """The JSON merge patch for the Job, given its pod template's current ``spec``.
@@ -97,22 +154,13 @@ class StopJob:
         same patch applied twice changes nothing the second time. With ``uid`` the
         patch carries it as a precondition: a re-created namesake Job is refused.
         """
-        selector = dict(current_pod_spec.get("nodeSelector") or {})
-        for key, own in self.node_selector.items():
-            if own is None:
-                selector.pop(key, None)
-            else:
-                selector[key] = own
         current = list(current_pod_spec.get("tolerations") or [])
-        added = {_toleration_key(t) for t in self.tolerations}
-        budget = Counter(_toleration_key(t) for t in self.own_tolerations)
-        kept: list[dict[str, Any]] = []
-        for toleration in current:
-            key = _toleration_key(toleration)
-            if key in added and budget[key] <= 0:
-                continue  # a copy StartJob added
-            budget[key] -= 1
-            kept.append(toleration)
+        selector, kept = restored_pod_spec(
+            current_pod_spec,
+            node_selector=self.node_selector,
+            tolerations=self.tolerations,
+            own_tolerations=self.own_tolerations,
+        )
         template_spec: dict[str, Any] = {}
         if self.node_selector:
             template_spec["nodeSelector"] = dict(self.node_selector) if selector else None
@@ -123,12 +171,210 @@ class StopJob:
         if self.uid:
             metadata["uid"] = self.uid
         spec: dict[str, Any] = {"suspend": True}
-        if template_spec:
-            spec["template"] = {"spec": template_spec}
+        template: dict[str, Any] = {"spec": template_spec} if template_spec else {}
+        template_meta = {
+            kind: dict.fromkeys(keys)
+            for kind, keys in (("labels", self.labels), ("annotations", self.annotations))
+            if keys
+        }
+        if template_meta:
+            template["metadata"] = template_meta
+        if template:
+            spec["template"] = template
         return {"metadata": metadata, "spec": spec}
 
 
-Action = StartJob | StopJob
+@dataclass(frozen=True, kw_only=True)
+class PodSetInfo:
+    """What starting a job puts into the pod template of pod set ``name`` (Kueue podset.PodSetInfo), and what
+    stopping it takes out again.
+
+    ``node_selector`` / ``tolerations``: the assigned flavors' node labels and tolerations
+    with the Ready checks' podSetUpdates merged in; ``labels`` / ``annotations``: the
+    checks'. ``own_node_selector`` / ``own_tolerations``: the template's own (from the
+    workload's pod set), which a stop gives back.
+    """
+
+    name: str
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    own_node_selector: dict[str, str] = field(default_factory=dict)
+    own_tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+    def started(self, template: dict[str, Any]) -> dict[str, Any]:
+        """A copy of pod ``template`` (``metadata`` and ``spec``) with this pod set's additions merged in."""
+        out = copy.deepcopy(template)
+        meta, spec = out.setdefault("metadata", {}), out.setdefault("spec", {})
+        for kind, added in (("labels", self.labels), ("annotations", self.annotations)):
+            if added:
+                meta[kind] = {**(meta.get(kind) or {}), **added}
+        if self.node_selector:
+            spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **self.node_selector}
+        tolerations = merged_tolerations(list(spec.get("tolerations") or []), self.tolerations)
+        if tolerations:
+            spec["tolerations"] = tolerations
+        return out
+
+    def stopped(self, template: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a started pod ``template`` with what :meth:`started` added taken out again."""
+        out = copy.deepcopy(template)
+        meta, spec = out.setdefault("metadata", {}), out.setdefault("spec", {})
+        for kind, added in (("labels", self.labels), ("annotations", self.annotations)):
+            kept = {k: v for k, v in (meta.get(kind) or {}).items() if k not in added}
+            if kept:
+                meta[kind] = kept
+            else:
+                meta.pop(kind, None)
+        selector, tolerations = restored_pod_spec(
+            spec,
+            node_selector={key: self.own_node_selector.get(key) for key in self.node_selector},
+            tolerations=self.tolerations,
+            own_tolerations=self.own_tolerations,
+        )
+        for key, value in (("nodeSelector", selector), ("tolerations", tolerations)):
+            if value:
+                spec[key] = value
+            else:
+                spec.pop(key, None)
+        if not meta:
+            out.pop("metadata")
+        return out
+
+
+def _eviction_marks(reason: str | None, seq: int) -> dict[str, str | None]:
+    if reason is None:
+        return {EVICTED_ANNOTATION: None, EVICTION_SEQ_ANNOTATION: None}
+    return {EVICTED_ANNOTATION: reason, EVICTION_SEQ_ANNOTATION: str(seq)}
+
+
+def _replicated_jobs(current: dict[str, Any], change: Any) -> list[dict[str, Any]]:
+    """The JobSet's ``spec.replicatedJobs`` with ``change(info, pod template)`` applied to each one's template."""
+    rjobs = copy.deepcopy((current.get("spec") or {}).get("replicatedJobs") or [])
+    for rjob in rjobs:
+        info = change.get(rjob.get("name"))
+        if info is None:
+            continue
+        job_spec = rjob.setdefault("template", {}).setdefault("spec", {})
+        job_spec["template"] = info(job_spec.get("template") or {})
+    return rjobs
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartJobSet:
+    """Unsuspend JobSet ``namespace/name`` with each replicated job's pod template started (Kueue's
+    jobset integration, RunWithPodSetsInfo: one PodSetInfo per replicated job, matched by name)."""
+
+    workload: types.WorkloadRef
+    namespace: str
+    name: str
+    uid: str = ""
+    pod_sets: list[PodSetInfo] = field(default_factory=list)
+
+    def patch(self, current: dict[str, Any]) -> dict[str, Any]:
+        """The merge patch for the JobSet as it is now (``replicatedJobs`` is a list: sent whole)."""
+        change = {info.name: info.started for info in self.pod_sets}
+        metadata: dict[str, Any] = {"annotations": _eviction_marks(None, 0)}
+        if self.uid:
+            metadata["uid"] = self.uid
+        return {"metadata": metadata, "spec": {"suspend": False, "replicatedJobs": _replicated_jobs(current, change)}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopJobSet:
+    """Suspend JobSet ``namespace/name`` for an eviction and give each replicated job's template back
+    (jobset_controller.go RestorePodSetsInfo); marked as a stopped Job is (:data:`EVICTED_ANNOTATION`)."""
+
+    workload: types.WorkloadRef
+    namespace: str
+    name: str
+    uid: str = ""
+    reason: str
+    decision_seq: int
+    pod_sets: list[PodSetInfo] = field(default_factory=list)
+
+    def patch(self, current: dict[str, Any]) -> dict[str, Any]:
+        """The merge patch for the JobSet as it is now; applied twice it changes nothing the second time."""
+        change = {info.name: info.stopped for info in self.pod_sets}
+        metadata: dict[str, Any] = {"annotations": _eviction_marks(self.reason, self.decision_seq)}
+        if self.uid:
+            metadata["uid"] = self.uid
+        return {"metadata": metadata, "spec": {"suspend": True, "replicatedJobs": _replicated_jobs(current, change)}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartPods:
+    """Start the pods of a plain-Pod workload (``pod_name``) or of pod group ``group``: each gated pod loses
+    Kueue's scheduling gate and gets its pod set's additions (pod_controller.go Run, prepare). A group's pod
+    belongs to the pod set named by its role hash; the runner finds the pods and their roles."""
+
+    workload: types.WorkloadRef
+    namespace: str
+    pod_name: str = ""
+    group: str = ""
+    uid: str = ""
+    pod_sets: list[PodSetInfo] = field(default_factory=list)
+
+    def patch(self, pod: dict[str, Any], *, pod_set: str) -> dict[str, Any] | None:
+        """The merge patch that starts ``pod`` as a member of ``pod_set``; None for a pod no longer gated
+        (already started) or a pod set this workload does not have."""
+        info = next((i for i in self.pod_sets if i.name == pod_set), None)
+        spec = pod.get("spec") or {}
+        gates = [g for g in spec.get("schedulingGates") or [] if isinstance(g, dict)]
+        if info is None or not any(g.get("name") == SCHEDULING_GATE for g in gates):
+            return None
+        new_spec = info.started({"spec": spec})["spec"]
+        metadata: dict[str, Any] = {"annotations": {**_eviction_marks(None, 0), **info.annotations}}
+        if info.labels:
+            metadata["labels"] = dict(info.labels)
+        if uid := (pod.get("metadata") or {}).get("uid"):
+            metadata["uid"] = uid
+        remaining = [g for g in gates if g.get("name") != SCHEDULING_GATE]
+        patch_spec: dict[str, Any] = {"schedulingGates": remaining or None}
+        for key in ("nodeSelector", "tolerations"):
+            if new_spec.get(key) != spec.get(key):
+                patch_spec[key] = new_spec.get(key)
+        return {"metadata": metadata, "spec": patch_spec}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopPods:
+    """Stop the pods of a plain-Pod workload or pod group for an eviction: every pod is marked as a stopped
+    Job is, and each one that runs (not gated, not terminated) is deleted (pod_controller.go Stop: Kueue
+    stops pods by deleting them; gated pods never ran and stay)."""
+
+    workload: types.WorkloadRef
+    namespace: str
+    pod_name: str = ""
+    group: str = ""
+    reason: str
+    decision_seq: int
+
+    def mark(self) -> dict[str, Any]:
+        """The merge patch marking one pod with the eviction (reason and sequence)."""
+        return {"metadata": {"annotations": _eviction_marks(self.reason, self.decision_seq)}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailStart:
+    """An admitted workload whose job cannot start: its pod set information conflicts (a podSetUpdate of a
+    Ready admission check against a flavor, another check or the template). Kueue finishes it with reason
+    ``FailedToStart`` and the conflict as message (reconciler.go, podset.IsPermanent)."""
+
+    workload: types.WorkloadRef
+    namespace: str
+    name: str
+    kind: str
+    message: str
+
+
+SCHEDULING_GATE = "kueue.x-k8s.io/admission"
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+STARTABLE = (("batch/v1", "Job"), (JOBSET_API, "JobSet"), ("v1", "Pod"))
+GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+
+Action = StartJob | StopJob | StartJobSet | StopJobSet | StartPods | StopPods | FailStart
 
 
 @dataclass
@@ -141,6 +387,10 @@ class DispatchState:
     a current one: an EvictionRequested logged before the workload's live
     reservation was about an earlier admission, long since stopped.
     ``records[workload key]`` is the workload's Kueue status (:mod:`.status`).
+    ``started[workload key]``: what its admission puts into the pod templates (one
+    :class:`PodSetInfo` per pod set, fixed when WorkloadAdmitted is folded, so a stop
+    takes out exactly that even after the checks were reset), or the conflict that
+    keeps it from starting.
     ``dirty_workloads`` (workload key -> the last sequence that changed it) and
     ``dirty_queues`` (``("ClusterQueue", "", name)`` or ``("LocalQueue", namespace,
     name)``) are the objects whose Kubernetes state may have to change; the runner
@@ -150,6 +400,7 @@ class DispatchState:
     cluster: ClusterState = field(default_factory=ClusterState)
     reserved_seq: dict[str, int] = field(default_factory=dict)
     records: dict[str, status.WorkloadRecord] = field(default_factory=dict)
+    started: dict[str, list[PodSetInfo] | str] = field(default_factory=dict)
     dirty_workloads: dict[str, int] = field(default_factory=dict)
     dirty_queues: dict[tuple[str, str, str], None] = field(default_factory=dict)
 
@@ -193,6 +444,11 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
         if after is not None and after.reservation is not None:
             view.reserved_seq[key] = seq  # a new reservation (a second copy of a live one changes nothing)
     changed = status.fold_record(view.records, event, key=key, before=before, state=state)
+    if isinstance(event, types.WorkloadAdmitted) and after is not None and after.admitted and not before.admitted:
+        if after.reservation is not None:
+            view.started[key] = pod_set_infos(state, after, view.records.get(key))
+    elif after is None:
+        view.started.pop(key, None)
     if changed or isinstance(event, types.WorkloadObserved | types.ObjectDeleted):
         view.dirty_workloads.pop(key, None)
         view.dirty_workloads[key] = seq
@@ -259,53 +515,178 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
 def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | None:
     """The write ``event`` (logged at ``seq``) calls for, given ``view`` folded at least up to it; None if none.
 
-    WorkloadAdmitted of a workload made for a batch/v1 Job starts the Job;
-    EvictionRequested of one that still holds quota stops it. Every other event
-    is ignored by the dispatcher.
+    WorkloadAdmitted of a workload made for a batch/v1 Job, a JobSet or Pods starts
+    it (FailStart when its pod set information conflicts); EvictionRequested of one
+    that still holds quota stops it. Every other event is ignored by the dispatcher.
     """
     state = view.cluster
     if isinstance(event, types.EvictionRequested):
-        return _plan_stop(state, event, seq=seq, reserved_seq=view.reserved_seq)
+        return _plan_stop(view, event, seq=seq)
     if not isinstance(event, types.WorkloadAdmitted):
         return None
     current = state.workloads.get(event.workload.key)
     if current is None or current.reservation is None or current.gone:
         return None
     owner = current.workload.owner
-    if owner is None or owner.kind != "Job":
+    if owner is None or (owner.api_version, owner.kind) not in STARTABLE:
         return None
-    node_selector, tolerations = _flavor_injections(state, current.reservation)
+    infos = view.started.get(event.workload.key)
+    if infos is None:
+        infos = pod_set_infos(state, current, view.records.get(event.workload.key))
+    namespace = current.workload.metadata.namespace
+    if isinstance(infos, str):
+        return FailStart(workload=event.workload, namespace=namespace, name=owner.name, kind=owner.kind, message=infos)
+    if owner.kind == "JobSet":
+        return StartJobSet(workload=event.workload, namespace=namespace, name=owner.name, uid=owner.uid, pod_sets=infos)
+    if owner.kind == "Pod":
+        group = _group_of(current)
+        return StartPods(
+            workload=event.workload,
+            namespace=namespace,
+            pod_name="" if group else owner.name,
+            group=group,
+            uid="" if group else owner.uid,
+            pod_sets=infos,
+        )
+    info = infos[0] if infos else PodSetInfo(name="main")
     return StartJob(
         workload=event.workload,
-        namespace=current.workload.metadata.namespace,
+        namespace=namespace,
         name=owner.name,
         uid=owner.uid,
-        node_selector=node_selector,
-        tolerations=tolerations,
+        node_selector=info.node_selector,
+        tolerations=info.tolerations,
+        labels=info.labels,
+        annotations=info.annotations,
     )
 
 
-def _plan_stop(
-    state: ClusterState, event: types.EvictionRequested, *, seq: int, reserved_seq: dict[str, int]
-) -> StopJob | None:
-    """StopJob for an eviction of a Job's workload that still holds the quota it was evicted from.
+def _group_of(wl: WorkloadState) -> str:
+    """The pod group of a Pod workload (its name), or "" for a single pod."""
+    meta = wl.workload.metadata
+    return meta.name if meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true" else ""
+
+
+def pod_set_infos(
+    state: ClusterState, wl: WorkloadState, record: status.WorkloadRecord | None
+) -> list[PodSetInfo] | str:
+    """One PodSetInfo per pod set of ``wl``'s reservation, or the conflict message (a string) when a Ready
+    check's podSetUpdate sets a label, annotation or nodeSelector key another source sets to another value.
+
+    Kueue reconciler.go getPodSetsInfoFromStatus: the flavors of the pod set's assignment
+    (podset.FromAssignment), then each Ready check's update for that pod set, checks in
+    name order (podset.Merge; a conflict is ``in admission check "<check>": invalid
+    admission check PodSetUpdate: conflict for <field>: conflict for key=<k>,
+    value1=<v1>, value2=<v2>``); a nodeSelector key the template itself sets to another
+    value conflicts too (podset.Merge into the template). Maps are compared key by key in
+    sorted order, so the conflict named is always the same one.
+    """
+    assert wl.reservation is not None
+    own = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+    updates = status.ready_pod_set_updates(record)
+    out: list[PodSetInfo] = []
+    for assignment in wl.reservation.pod_set_assignments:
+        node_selector: dict[str, str] = {}
+        tolerations: list[dict[str, Any]] = []
+        seen: list[str] = []
+        for flavor_name in assignment.flavors.values():
+            flavor = state.flavors.get(flavor_name)
+            if flavor_name in seen or flavor is None:
+                continue
+            seen.append(flavor_name)
+            node_selector.update(flavor.spec.node_labels)
+            tolerations.extend(status.toleration_dict(t) for t in flavor.spec.tolerations)
+        labels: dict[str, str] = {}
+        annotations: dict[str, str] = {}
+        pod_set = own.get(assignment.name)
+        own_selector = dict(pod_set.node_selector) if pod_set is not None else {}
+        for check, update in updates:
+            if update.name != assignment.name:
+                continue
+            for what, mine, theirs in (
+                ("annotations", annotations, update.annotations),
+                ("labels", labels, update.labels),
+                ("nodeSelector", node_selector, update.node_selector),
+            ):
+                conflict = _conflict(mine, theirs)
+                if conflict is None and what == "nodeSelector":
+                    conflict = _conflict(own_selector, theirs)
+                if conflict is not None:
+                    return (
+                        f'in admission check "{check}": invalid admission check PodSetUpdate: '
+                        f"conflict for {what}: {conflict}"
+                    )
+                mine.update(theirs)
+            tolerations = merged_tolerations(tolerations, [status.toleration_dict(t) for t in update.tolerations])
+        out.append(
+            PodSetInfo(
+                name=assignment.name,
+                node_selector=dict(sorted(node_selector.items())),
+                tolerations=tolerations,
+                labels=labels,
+                annotations=annotations,
+                own_node_selector=own_selector,
+                own_tolerations=[status.toleration_dict(t) for t in pod_set.tolerations] if pod_set else [],
+            )
+        )
+    return out
+
+
+def _conflict(a: dict[str, str], b: dict[str, str]) -> str | None:
+    """utilmaps.HaveConflict: the first key (sorted) both maps set to different values, as Kueue words it."""
+    for key in sorted(a):
+        if key in b and a[key] != b[key]:
+            return f"conflict for key={key}, value1={a[key]}, value2={b[key]}"
+    return None
+
+
+def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int) -> Action | None:
+    """The stop for an eviction of a job's workload that still holds the quota it was evicted from.
 
     Nothing when the workload is unknown, finished or deleted (nothing runs), holds
     no quota (already stopped and released), is a namesake with another UID, holds a
     reservation recorded after the eviction (a redelivery of an old eviction), or is
-    not a batch/v1 Job's.
+    not a batch/v1 Job's, a JobSet's or Pods'. What is taken out of the templates is
+    what the admission put in (``view.started``), or, for a workload never started,
+    what its flavors would have put in.
     """
+    state = view.cluster
     current = state.workloads.get(event.workload.key)
     if current is None or current.reservation is None or current.gone:
         return None
     if event.workload.uid and current.workload.metadata.uid and event.workload.uid != current.workload.metadata.uid:
         return None
-    if seq and reserved_seq.get(event.workload.key, 0) > seq:
+    if seq and view.reserved_seq.get(event.workload.key, 0) > seq:
         return None
     owner = current.workload.owner
-    if owner is None or owner.kind != "Job" or owner.api_version != "batch/v1":
+    if owner is None or (owner.api_version, owner.kind) not in STARTABLE:
         return None
-    injected_selector, injected_tolerations = _flavor_injections(state, current.reservation)
+    namespace = current.workload.metadata.namespace
+    if owner.kind == "Pod":
+        group = _group_of(current)
+        return StopPods(
+            workload=event.workload,
+            namespace=namespace,
+            pod_name="" if group else owner.name,
+            group=group,
+            reason=event.reason,
+            decision_seq=seq,
+        )
+    infos = view.started.get(event.workload.key)
+    if not isinstance(infos, list):
+        computed = pod_set_infos(state, current, None)
+        infos = computed if isinstance(computed, list) else []
+    if owner.kind == "JobSet":
+        return StopJobSet(
+            workload=event.workload,
+            namespace=namespace,
+            name=owner.name,
+            uid=owner.uid,
+            reason=event.reason,
+            decision_seq=seq,
+            pod_sets=infos,
+        )
+    info = infos[0] if infos else PodSetInfo(name="main")
     own_selector: dict[str, str] = {}
     own_tolerations: list[dict[str, Any]] = []
     for pod_set in current.workload.spec.pod_sets:
@@ -313,39 +694,17 @@ def _plan_stop(
         own_tolerations.extend(status.toleration_dict(t) for t in pod_set.tolerations)
     return StopJob(
         workload=event.workload,
-        namespace=current.workload.metadata.namespace,
+        namespace=namespace,
         name=owner.name,
         uid=owner.uid,
         reason=event.reason,
         decision_seq=seq,
-        node_selector={key: own_selector.get(key) for key in injected_selector},
-        tolerations=injected_tolerations,
+        node_selector={key: own_selector.get(key) for key in info.node_selector},
+        tolerations=info.tolerations,
         own_tolerations=own_tolerations,
+        labels=sorted(info.labels),
+        annotations=sorted(info.annotations),
     )
-
-
-def _flavor_injections(
-    state: ClusterState, reservation: types.QuotaReserved
-) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The nodeSelector entries (sorted by key) and tolerations StartJob adds for ``reservation``'s flavors."""
-    node_selector: dict[str, str] = {}
-    tolerations: list[dict[str, Any]] = []
-    for flavor_name in _assigned_flavors(reservation):
-        flavor = state.flavors.get(flavor_name)
-        if flavor is None:
-            continue
-        node_selector.update(flavor.spec.node_labels)
-        tolerations.extend(status.toleration_dict(t) for t in flavor.spec.tolerations)
-    return dict(sorted(node_selector.items())), tolerations
-
-
-def _assigned_flavors(reservation: types.QuotaReserved) -> list[str]:
-    names: list[str] = []
-    for assignment in reservation.pod_set_assignments:
-        for flavor in assignment.flavors.values():
-            if flavor not in names:
-                names.append(flavor)
-    return names
 
 
 def _toleration_key(raw: dict[str, Any]) -> tuple[str, str, str, str, int | None]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,7 @@ from services.kube import client as kube
 from services.kube import errors as kube_errors
 from services.kube import resources
 from services.runtime import run_until_stopped, wall_clock_ms
+from services.watcher import pods as pod_integration
 
 log = structlog.get_logger(__name__)
 
@@ -52,6 +53,8 @@ DECISION_FILTER = "kq.dec.*.wl.>"
 FIELD_MANAGER = "kueue-es"
 SYNC_WORKLOAD = "SyncWorkload"
 JOB_REF = kube.ref_for("batch/v1", "Job")
+JOBSET_REF = kube.ref_for(core.JOBSET_API, "JobSet")
+POD_REF = kube.ref_for("v1", "Pod")
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace or "", name)
 
@@ -231,12 +234,9 @@ class Dispatcher:
         if action is None:
             await consumer.ack(delivery)
             return
-        name = "StartJob" if isinstance(action, core.StartJob) else "Evict"
+        name = _action_name(action)
         try:
-            if isinstance(action, core.StartJob):
-                result = await self._start_job(action, seq=message.seq)
-            else:
-                result = await self._stop_job(action, seq=message.seq)
+            result = await self._carry_out(action, seq=message.seq)
         except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
             if not isinstance(err, kube_errors.ApiError) or err.status >= 500 or err.status == 429:
                 log.warning("dispatch_retry", seq=message.seq, action=name, error=str(err))
@@ -259,20 +259,50 @@ class Dispatcher:
         )
         if isinstance(result, types.DispatchFailed) and result.status == 404:
             await self._report_gone(action, seq=message.seq)
+        if isinstance(action, core.FailStart):
+            await self._report_failed_start(action, seq=message.seq)
         if isinstance(result, types.DispatchApplied):
             self.applied += 1
         else:
             self.failed += 1
         await consumer.ack(delivery)
 
+    async def _carry_out(self, action: core.Action, *, seq: int) -> types.DispatchApplied | types.DispatchFailed:
+        match action:
+            case core.StartJob():
+                return await self._start_job(action, seq=seq)
+            case core.StopJob():
+                return await self._stop_job(action, seq=seq)
+            case core.StartJobSet() | core.StopJobSet():
+                return await self._write_jobset(action, seq=seq)
+            case core.StartPods():
+                return await self._start_pods(action, seq=seq)
+            case core.StopPods():
+                return await self._stop_pods(action, seq=seq)
+            case core.FailStart():
+                log.warning("job_not_started", workload=action.workload.key, reason=action.message, seq=seq)
+                return types.DispatchFailed(
+                    workload=action.workload,
+                    decision_seq=seq,
+                    action="StartJob",
+                    status=422,
+                    reason="FailedToStart",
+                    message=action.message,
+                )
+        raise AssertionError(f"unknown action {action!r}")  # pragma: no cover
+
     async def _same_job(
-        self, action: core.StartJob | core.StopJob, *, seq: int
+        self,
+        action: core.StartJob | core.StopJob | core.StartJobSet | core.StopJobSet,
+        *,
+        seq: int,
+        ref: resources.ResourceRef = JOB_REF,
     ) -> dict[str, Any] | types.DispatchFailed:
-        """The action's Job as the API server has it, or DispatchFailed 404 when it is gone
+        """The action's Job (or JobSet) as the API server has it, or DispatchFailed 404 when it is gone
         or a namesake with another UID took its place."""
-        target = f"Job {action.namespace}/{action.name}"
+        target = f"{ref.kind} {action.namespace}/{action.name}"
         try:
-            job = await kube.get_object(self.api, JOB_REF, namespace=action.namespace, name=action.name)
+            job = await kube.get_object(self.api, ref, namespace=action.namespace, name=action.name)
         except kube_errors.NotFoundError as err:
             return self._gone(action, seq=seq, message=str(err))
         uid = (job.get("metadata") or {}).get("uid", "")
@@ -321,9 +351,119 @@ class Dispatcher:
         log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
         return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
 
+    async def _write_jobset(
+        self, action: core.StartJobSet | core.StopJobSet, *, seq: int
+    ) -> types.DispatchApplied | types.DispatchFailed:
+        """Unsuspend a JobSet with its templates started, or suspend it with them given back (Kueue's jobset
+        integration); a JobSet that is gone, or a namesake, is a DispatchFailed 404."""
+        target = f"JobSet {action.namespace}/{action.name}"
+        jobset = await self._same_job(action, seq=seq, ref=JOBSET_REF)
+        if isinstance(jobset, types.DispatchFailed):
+            return jobset
+        await self.limiter.acquire()
+        await kube.patch_object(
+            self.api, JOBSET_REF, namespace=action.namespace, name=action.name, patch=action.patch(jobset)
+        )
+        starting = isinstance(action, core.StartJobSet)
+        log.info("jobset_started" if starting else "jobset_stopped", jobset=target, workload=action.workload.key)
+        selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()} if starting else {}
+        return types.DispatchApplied(
+            workload=action.workload,
+            decision_seq=seq,
+            action=_action_name(action),
+            target=target,
+            node_selector=dict(sorted(selector.items())),
+        )
+
+    async def _pods_of(self, action: core.StartPods | core.StopPods) -> list[dict[str, Any]]:
+        """The pods of a Pod workload: the one pod, or every pod of the group in the namespace."""
+        if not action.group:
+            try:
+                return [await kube.get_object(self.api, POD_REF, namespace=action.namespace, name=action.pod_name)]
+            except kube_errors.NotFoundError:
+                return []
+        items, _ = await kube.list_objects(self.api, POD_REF, namespace=action.namespace)
+        return sorted(
+            (pod for pod in items if pod_integration.group_name(pod) == action.group),
+            key=lambda pod: str((pod.get("metadata") or {}).get("name") or ""),
+        )
+
+    def _pods_target(self, action: core.StartPods | core.StopPods) -> str:
+        return (
+            f"Pod group {action.namespace}/{action.group}"
+            if action.group
+            else f"Pod {action.namespace}/{action.pod_name}"
+        )
+
+    async def _start_pods(self, action: core.StartPods, *, seq: int) -> types.DispatchApplied | types.DispatchFailed:
+        """Ungate the workload's pods with their pod set's node selector and tolerations (pod_controller.go Run).
+
+        No pod left (or the single pod replaced by a namesake) is a DispatchFailed 404.
+        """
+        target = self._pods_target(action)
+        members = await self._pods_of(action)
+        uid = (members[0].get("metadata") or {}).get("uid", "") if members and not action.group else ""
+        if not members or (action.uid and uid and uid != action.uid):
+            return self._gone(action, seq=seq, message=f"{target} is gone")
+        for pod in members:
+            pod_set = pod_integration.role_hash(pod) if action.group else "main"
+            patch = action.patch(pod, pod_set=pod_set)
+            if patch is None:
+                continue
+            meta = pod.get("metadata") or {}
+            await self.limiter.acquire()
+            try:
+                await kube.patch_object(
+                    self.api, POD_REF, namespace=action.namespace, name=meta.get("name", ""), patch=patch
+                )
+            except kube_errors.NotFoundError:
+                continue  # deleted meanwhile: the watcher sees the group change
+        log.info("pods_started", pods=target, workload=action.workload.key, seq=seq)
+        selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()}
+        return types.DispatchApplied(
+            workload=action.workload,
+            decision_seq=seq,
+            action="StartJob",
+            target=target,
+            node_selector=dict(sorted(selector.items())),
+        )
+
+    async def _stop_pods(self, action: core.StopPods, *, seq: int) -> types.DispatchApplied | types.DispatchFailed:
+        """Mark every pod of the workload with the eviction and delete those that run (pod_controller.go Stop).
+
+        The watcher reports WorkloadStopped once no marked pod runs. No pod left is a DispatchFailed 404.
+        """
+        target = self._pods_target(action)
+        members = await self._pods_of(action)
+        if not members:
+            return self._gone(action, seq=seq, message=f"{target} is gone")
+        for pod in members:
+            name = (pod.get("metadata") or {}).get("name", "")
+            try:
+                await self.limiter.acquire()
+                await kube.patch_object(self.api, POD_REF, namespace=action.namespace, name=name, patch=action.mark())
+                if not pod_integration.is_gated(pod) and not pod_integration.is_terminated(pod):
+                    await self.limiter.acquire()
+                    await kube.delete_object(self.api, POD_REF, namespace=action.namespace, name=name)
+            except kube_errors.NotFoundError:
+                continue
+        log.info("pods_stopped", pods=target, workload=action.workload.key, seq=seq)
+        return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
+
+    async def _report_failed_start(self, action: core.FailStart, *, seq: int) -> None:
+        """The job cannot start: Kueue finishes its workload with reason FailedToStart (reconciler.go)."""
+        finished = types.WorkloadFinished(
+            workload=action.workload,
+            succeeded=False,
+            reason="FailedToStart",
+            message=action.message,
+            at_ms=wall_clock_ms(),
+        )
+        await self.bus.publish(subjects.fact_message(finished, version=f"disp-{seq}"))
+
     def _gone(self, action: core.Action, *, seq: int, message: str) -> types.DispatchFailed:
-        name = "StartJob" if isinstance(action, core.StartJob) else "Evict"
-        log.info("job_gone", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
+        name = _action_name(action)
+        log.info("job_gone", target=_target_name(action), workload=action.workload.key, seq=seq)
         return types.DispatchFailed(
             workload=action.workload, decision_seq=seq, action=name, status=404, reason="NotFound", message=message
         )
@@ -337,7 +477,7 @@ class Dispatcher:
         touched), which releases its quota. Msg-Ids carry the decision's sequence, so a
         redelivery publishes nothing new.
         """
-        if isinstance(action, core.StopJob):
+        if isinstance(action, core.StopJob | core.StopJobSet | core.StopPods):
             stopped = types.WorkloadStopped(workload=action.workload, reason=action.reason, at_ms=wall_clock_ms())
             await self.bus.publish(subjects.fact_message(stopped, version=f"evict-{seq}"))
         ref = action.workload
@@ -351,7 +491,7 @@ class Dispatcher:
         if not self.write_objects:
             return
         kinds = (
-            (resources.WORKLOADS, status.JOB_UID_LABEL),
+            (resources.WORKLOADS, None),  # pod groups' Workloads have no job-uid label
             (resources.CLUSTER_QUEUES, None),
             (resources.LOCAL_QUEUES, None),
         )
@@ -398,7 +538,7 @@ class Dispatcher:
     async def _sync_workload(self, key: str, wl: WorkloadState) -> None:
         meta = wl.workload.metadata
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
-        desired = status.workload_object(wl, self.state)
+        desired = status.workload_object(wl, self.state, self.view.records.get(key))
         stored = self.objects.get(ident)
         if stored is None or not _contains(stored, desired) or _uid_owner(stored) != _uid_owner(desired):
             stored = self.objects[ident] = await self._apply(resources.WORKLOADS, desired)
@@ -489,6 +629,16 @@ class Dispatcher:
         return stored
 
 
+def _action_name(action: core.Action) -> str:
+    """``StartJob`` or ``Evict``, whatever the job kind (the DispatchApplied/Failed action)."""
+    return "Evict" if isinstance(action, core.StopJob | core.StopJobSet | core.StopPods) else "StartJob"
+
+
+def _target_name(action: core.Action) -> str:
+    name = getattr(action, "name", "") or getattr(action, "group", "") or getattr(action, "pod_name", "")
+    return f"{action.namespace}/{name}"
+
+
 def _identity(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj["metadata"]
     return {
@@ -516,10 +666,17 @@ def _uid_owner(obj: dict[str, Any]) -> list[Any]:
 
 
 async def serve_dispatcher(
-    *, nats_url: str, api: Any, stop: asyncio.Event, qps: float | None = None, burst: int | None = None
+    *,
+    nats_url: str,
+    api: Any,
+    stop: asyncio.Event,
+    qps: float | None = None,
+    burst: int | None = None,
+    connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
 ) -> None:
-    """Run the dispatcher until ``stop`` is set; ``qps``/``burst`` default to the environment (limiter.py)."""
-    bus = await nats_bus.connect(nats_url)
+    """Run the dispatcher until ``stop`` is set; ``qps``/``burst`` default to the environment (limiter.py);
+    ``connect``: how to get the bus."""
+    bus = await connect(nats_url)
     limiter = limiter_from_env(qps=qps, burst=burst)
     dispatcher = Dispatcher(bus=bus, api=api, limiter=limiter)
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))

@@ -19,6 +19,7 @@ resource kind), so neither takes from the Workload write budget the cap models.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -81,10 +82,16 @@ class SimulatedDispatcher(Dispatcher):
 
 
 async def serve_simulated_dispatcher(
-    *, nats_url: str, stop: asyncio.Event, qps: float | None = None, burst: int | None = None
+    *,
+    nats_url: str,
+    stop: asyncio.Event,
+    qps: float | None = None,
+    burst: int | None = None,
+    connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
 ) -> None:
-    """Run the dispatcher against a simulated API until ``stop`` is set (``qps`` None: uncapped)."""
-    bus = await nats_bus.connect(nats_url)
+    """Run the dispatcher against a simulated API until ``stop`` is set (``qps`` None: uncapped;
+    ``connect``: how to get the bus)."""
+    bus = await connect(nats_url)
     limiter = simulated_limiter(qps, burst)
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))

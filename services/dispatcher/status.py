@@ -24,8 +24,16 @@ Where this differs from Kueue, on purpose:
   ``observedGeneration`` (Kueue stamps the generation of the moment it set each
   one), except Preempted, which Kueue writes without it.
 * No finalizer (quota is accounted on the log, not held by the object), no
-  ``status.admissionChecks``, ``requeueState``, ``resourceRequests`` or
-  ``PodsReady`` yet.
+  ``resourceRequests``. ``status.admissionChecks`` follows the checks the
+  ClusterQueue requires when the workload reserves quota (and the check states
+  reported on the log); a ClusterQueue edit alone does not rewrite it.
+* DeactivationTarget is not shown: Kueue sets it and removes it again once the
+  workload is evicted for it; the log carries the end state (WorkloadDeactivated
+  and the eviction), so the status goes straight to ``spec.active: false`` and
+  Evicted ``DeactivatedDueTo<cause>``.
+* Requeued goes back to True (``BackoffFinished``) when the workload reserves quota
+  again after its backoff, not at ``requeueAt`` itself: the dispatcher has no
+  clock of its own, it renders the log.
 * QuotaReserved=False on a pending workload has the reason the admitter gave
   (``Pending``, ``Inadmissible``, ``Misconfigured``), with Kueue's message.
   The reasons the dispatcher chooses itself follow the feature gate
@@ -44,12 +52,31 @@ from projections.cluster import ClusterState, WorkloadState, priority_of
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 GRANULAR_REASONS_GATE = "UnadmittedWorkloadsObservability"
 MAX_CONDITION_MESSAGE = 32 * 1024  # Kueue's api.TruncateConditionMessage
 
 # Kueue's admissionManagedConditions order (pkg/workload/patching), the order the status lists them in.
-CONDITION_ORDER = ("QuotaReserved", "Evicted", "Admitted", "Preempted", "Requeued", "Finished")
-WORKLOAD_STATUS_FIELDS = ("conditions", "admission", "schedulingStats", "accumulatedPastExecutionTimeSeconds")
+CONDITION_ORDER = ("QuotaReserved", "Evicted", "Admitted", "PodsReady", "Preempted", "Requeued", "Finished")
+WORKLOAD_STATUS_FIELDS = (
+    "conditions",
+    "admission",
+    "admissionChecks",
+    "requeueState",
+    "schedulingStats",
+    "accumulatedPastExecutionTimeSeconds",
+)
+#: The job kinds whose Workload objects the dispatcher keeps: (apiVersion, kind) of the owner.
+MANAGED_OWNERS = (("batch/v1", "Job"), ("jobset.x-k8s.io/v1alpha2", "JobSet"), ("v1", "Pod"))
+RESET_MESSAGE = "Reset to Pending after eviction. Previously: {state}"
+DEACTIVATED_PREFIX = "DeactivatedDueTo"
+# generatePodsReadyCondition's messages (jobframework/reconciler.go)
+PODS_READY_MESSAGES = {
+    "Started": "All pods reached readiness and the workload is running",
+    "Recovered": "All pods reached readiness and the workload is running",
+    "WaitForStart": "Not all pods are ready or succeeded",
+    "WaitForRecovery": "At least one pod has failed, waiting for recovery",
+}
 QUEUE_STATUS_FIELDS = (
     "pendingWorkloads",
     "reservingWorkloads",
@@ -75,6 +102,20 @@ class Condition:
 
 
 @dataclass
+class CheckEntry:
+    """One ``status.admissionChecks[]`` entry (SEMANTICS-ADVANCED B.1): state, message, when it last changed
+    (ms), the controller's ``requeueAfterSeconds``, Kueue's ``retryCount`` and the Ready check's podSetUpdates."""
+
+    name: str
+    state: str
+    message: str
+    since_ms: int
+    requeue_after_seconds: int | None = None
+    retry_count: int | None = None
+    pod_set_updates: list[models.PodSetUpdate] = field(default_factory=list)
+
+
+@dataclass
 class WorkloadRecord:
     """The Kueue status of one workload as the log has it so far.
 
@@ -88,6 +129,11 @@ class WorkloadRecord:
     admission: types.QuotaReserved | None = None
     evictions: dict[tuple[str, str], int] = field(default_factory=dict)
     accumulated_seconds: int | None = None
+    checks: dict[str, CheckEntry] = field(default_factory=dict)
+    requeue_count: int | None = None
+    requeue_at_ms: int | None = None
+    deactivated: bool = False
+    inactive_seen: bool = False
 
     def set(self, kind: str, status: bool, reason: str, message: str, *, at_ms: int, generation: bool = True) -> None:
         """apimeta.SetStatusCondition: the transition time moves only when the status changes."""
@@ -150,6 +196,9 @@ def workload_key(event: types.Event) -> str | None:
             | types.QuotaReleased()
             | types.PreemptionRequired()
             | types.EvictionRequested()
+            | types.AdmissionCheckStateChanged()
+            | types.WorkloadPodsReady()
+            | types.WorkloadDeactivated()
         ):
             return event.workload.key
     return None
@@ -175,12 +224,18 @@ def fold_record(
     old = _fingerprint(record)
     granular = granular_reasons(state)
     match event:
+        case types.WorkloadObserved(workload=observed):
+            _observed(record, observed, at_ms=observed.metadata.creation_timestamp_ms)
+            if wl.reservation is None:
+                _sync_checks(record, _pending_checks(state, wl), at_ms=observed.metadata.creation_timestamp_ms)
         case types.QuotaReserved() if before.reservation is None and wl.reservation is event:
             _reserve(record, event, state=state, granular=granular)
         case types.WorkloadAdmitted() if wl.admitted and not before.admitted:
             record.set("Admitted", True, "Admitted", ADMITTED_MESSAGE, at_ms=event.at_ms)
         case types.WorkloadInadmissible() if wl.reservation is None and not wl.gone:
-            _unreserve(record, event.reason, event.message, at_ms=event.at_ms, granular=granular)
+            # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
+            reason = event.reason if granular else "Pending"
+            _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
         case types.PreemptionRequired() if wl.reservation is None and not wl.gone:
             reason = "WaitingForPreemptedWorkloads" if granular else "Pending"
             _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
@@ -190,10 +245,30 @@ def fold_record(
                 record.set(
                     "Preempted", True, event.preemption_reason, event.message, at_ms=event.at_ms, generation=False
                 )
+            _reset_checks(record, at_ms=event.at_ms)
+            if event.requeue_at_ms or event.requeue_count:
+                record.requeue_at_ms = event.requeue_at_ms or None
+                if event.requeue_count:
+                    record.requeue_count = event.requeue_count
+                elif record.requeue_count is None:
+                    record.requeue_count = 0
         case types.QuotaReleased() if before.reservation is not None and wl.reservation is None:
             _release(record, event, before=before, wl=wl, granular=granular)
         case types.WorkloadFinished() if not before.finished and wl.finished is event:
             record.set("Finished", True, event.reason, event.message, at_ms=event.at_ms)
+        case types.AdmissionCheckStateChanged():
+            _check_changed(record, event)
+        case types.WorkloadPodsReady():
+            message = PODS_READY_MESSAGES.get(event.reason, "")
+            record.set(
+                "PodsReady",
+                event.ready,
+                event.reason or ("Started" if event.ready else "WaitForStart"),
+                message,
+                at_ms=event.at_ms,
+            )
+        case types.WorkloadDeactivated():
+            _deactivate(record, event, holds_quota=wl.reservation is not None and before.eviction is None)
     return _fingerprint(record) != old
 
 
@@ -211,7 +286,15 @@ def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: Clust
         previous = record.conditions.get(kind)
         if previous is not None and previous.status:
             record.set(kind, False, "QuotaReserved", f"Previously: {previous.message}", at_ms=event.at_ms)
-    checks_ready = not _required_checks(state, event)
+    previous = record.conditions.get("Requeued")
+    if previous is not None and not previous.status and previous.reason in ("PodsReadyTimeout", "AdmissionCheck"):
+        # the backoff is over, or the workload could not have reserved quota (workload_controller.go)
+        finished_at = min(record.requeue_at_ms or event.at_ms, event.at_ms)
+        record.set("Requeued", True, "BackoffFinished", "The workload backoff was finished", at_ms=finished_at)
+    record.requeue_at_ms = None
+    required = _required_checks(state, event)
+    _sync_checks(record, required, at_ms=event.at_ms)
+    checks_ready = all(record.checks[name].state == "Ready" for name in required)
     _sync_admitted(record, reserved=True, checks_ready=checks_ready, at_ms=event.at_ms, granular=granular)
 
 
@@ -248,9 +331,88 @@ def _sync_admitted(record: WorkloadRecord, *, reserved: bool, checks_ready: bool
 
 
 def _evict(record: WorkloadRecord, reason: str, message: str, *, at_ms: int) -> None:
-    """evict.Evict: Evicted=True and one more eviction of that reason in schedulingStats."""
+    """evict.Evict: Evicted=True and one more eviction of that reason in schedulingStats.
+
+    ``DeactivatedDueTo<cause>`` counts as reason ``Deactivated`` with underlying cause
+    ``<cause>``; ``PodsReadyTimeout`` has the cause ``WaitForStart`` or ``WaitForRecovery``
+    (the PodsReady condition's reason then) (evict.go workloadEvictionStateInc).
+    """
     record.set("Evicted", True, reason, message, at_ms=at_ms)
-    record.evictions[(reason, "")] = record.evictions.get((reason, ""), 0) + 1
+    stat, cause = reason, ""
+    if reason.startswith(DEACTIVATED_PREFIX):
+        stat, cause = "Deactivated", reason[len(DEACTIVATED_PREFIX) :]
+    elif reason == "PodsReadyTimeout":
+        ready = record.conditions.get("PodsReady")
+        cause = "WaitForRecovery" if ready is not None and ready.reason == "WaitForRecovery" else "WaitForStart"
+    record.evictions[(stat, cause)] = record.evictions.get((stat, cause), 0) + 1
+
+
+def _observed(record: WorkloadRecord, workload: models.Workload, *, at_ms: int) -> None:
+    """``spec.active`` as the log has it: a workload seen inactive and then active again is reactivated
+    (workload_controller.go: Requeued=True ``Reactivated`` when it was False ``Deactivated``)."""
+    if not workload.spec.active:
+        record.inactive_seen = True
+        return
+    if record.deactivated and record.inactive_seen:
+        record.deactivated = record.inactive_seen = False
+        requeued = record.conditions.get("Requeued")
+        if requeued is not None and not requeued.status and requeued.reason == "Deactivated":
+            record.set("Requeued", True, "Reactivated", "The workload was reactivated", at_ms=at_ms)
+
+
+def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, holds_quota: bool) -> None:
+    """WorkloadDeactivated: ``spec.active`` false; requeueState cleared (a reactivation counts from 0).
+
+    A workload holding quota is evicted by the EvictionRequested of the same batch; one that
+    holds none is marked evicted here, as Kueue's workload controller evicts every
+    deactivated workload (Evicted ``DeactivatedDueTo<reason>``, Requeued=False ``Deactivated``).
+    """
+    record.deactivated = True
+    record.inactive_seen = False
+    record.requeue_count = record.requeue_at_ms = None
+    if holds_quota:
+        return
+    message = f"The workload is deactivated due to {event.message}" if event.message else "The workload is deactivated"
+    evicted = record.conditions.get("Evicted")
+    if evicted is None or not evicted.status:
+        _evict(record, f"{DEACTIVATED_PREFIX}{event.reason}", message, at_ms=event.at_ms)
+    record.set("Requeued", False, "Deactivated", message, at_ms=event.at_ms)
+
+
+def _sync_checks(record: WorkloadRecord, required: list[str], *, at_ms: int) -> None:
+    """syncAdmissionCheckConditions: the entries are exactly the required checks, missing ones added Pending."""
+    kept = {name: record.checks[name] for name in required if name in record.checks}
+    for name in required:
+        kept.setdefault(name, CheckEntry(name=name, state="Pending", message="", since_ms=at_ms))
+    record.checks = dict(sorted(kept.items()))
+
+
+def _reset_checks(record: WorkloadRecord, *, at_ms: int) -> None:
+    """On any eviction every check not Pending goes back to Pending; a Retry one counts a retry (B.2)."""
+    for entry in record.checks.values():
+        if entry.state == "Pending":
+            continue
+        if entry.state == "Retry":
+            entry.retry_count = (entry.retry_count or 0) + 1
+        entry.message = RESET_MESSAGE.format(state=entry.state)
+        entry.state = "Pending"
+        entry.since_ms = at_ms
+        entry.pod_set_updates = []
+
+
+def _check_changed(record: WorkloadRecord, event: types.AdmissionCheckStateChanged) -> None:
+    """A check controller's report: the entry takes the state, message, requeueAfterSeconds and
+    podSetUpdates; its lastTransitionTime moves only when the state changes (SetAdmissionCheckState)."""
+    entry = record.checks.get(event.check)
+    if entry is None:
+        entry = CheckEntry(name=event.check, state=event.state, message="", since_ms=event.at_ms)
+        record.checks = dict(sorted({**record.checks, event.check: entry}.items()))
+    elif entry.state != event.state:
+        entry.since_ms = event.at_ms
+    entry.state = event.state
+    entry.message = event.message[:MAX_CONDITION_MESSAGE]
+    entry.requeue_after_seconds = event.requeue_after_seconds
+    entry.pod_set_updates = list(event.pod_set_updates)
 
 
 def _release(
@@ -281,8 +443,43 @@ def _release(
     else:
         reason, message = event.reason, f"The workload released its quota ({event.reason})"
     # jobframework/reconciler.go, the evicted job stopped: Requeued, then the reservation cleared.
-    record.set("Requeued", reason in ("Preempted", "NodeFailures"), reason, message, at_ms=event.at_ms)
+    if reason.startswith(DEACTIVATED_PREFIX) or record.deactivated:
+        record.set("Requeued", False, "Deactivated", message, at_ms=event.at_ms)
+    elif reason in ("PodsReadyTimeout", "AdmissionCheck"):
+        if record.requeue_at_ms and record.requeue_at_ms > event.at_ms:  # backoff (SEMANTICS §3.7)
+            record.set("Requeued", False, reason, message, at_ms=event.at_ms)
+        else:
+            record.set("Requeued", True, "BackoffFinished", "The workload backoff was finished", at_ms=event.at_ms)
+    else:
+        record.set("Requeued", reason in ("Preempted", "NodeFailures"), reason, message, at_ms=event.at_ms)
     _unreserve(record, pending, message, at_ms=event.at_ms, granular=granular)
+
+
+def _pending_checks(state: ClusterState, wl: WorkloadState) -> list[str]:
+    """The checks a workload without admission must pass: those of its ClusterQueue (through its
+    LocalQueue) that apply to every flavor of the ClusterQueue (AdmissionChecksForWorkload)."""
+    lq = state.local_queues.get((wl.workload.metadata.namespace, wl.workload.spec.queue_name))
+    cq = state.cluster_queues.get(lq.spec.cluster_queue) if lq is not None else None
+    if cq is None or cq.spec.admission_checks_strategy is None:
+        return []
+    flavors = {fq.name for group in cq.spec.resource_groups for fq in group.flavors}
+    return sorted(
+        rule.name
+        for rule in cq.spec.admission_checks_strategy.admission_checks
+        if not rule.on_flavors or set(rule.on_flavors) >= flavors
+    )
+
+
+def ready_pod_set_updates(record: WorkloadRecord | None) -> list[tuple[str, models.PodSetUpdate]]:
+    """(check name, update) of every Ready check's podSetUpdates, checks in name order (status order)."""
+    if record is None:
+        return []
+    return [
+        (entry.name, update)
+        for entry in record.checks.values()
+        if entry.state == "Ready"
+        for update in entry.pod_set_updates
+    ]
 
 
 def _required_checks(state: ClusterState, reservation: types.QuotaReserved) -> list[str]:
@@ -304,6 +501,14 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         record.admission,
         tuple(sorted(record.evictions.items())),
         record.accumulated_seconds,
+        tuple(
+            (c.name, c.state, c.message, c.since_ms, c.requeue_after_seconds, c.retry_count, tuple(c.pod_set_updates))
+            for c in record.checks.values()
+        ),
+        record.requeue_count,
+        record.requeue_at_ms,
+        record.deactivated,
+        record.inactive_seen,
     )
 
 
@@ -311,23 +516,28 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
 
 
 def is_job_workload(wl: WorkloadState) -> bool:
-    """A workload the watcher made from a batch/v1 Job: the dispatcher owns its Workload object."""
+    """A workload the watcher made from a batch/v1 Job, a JobSet or Pods: the dispatcher owns its Workload object."""
     owner = wl.workload.owner
-    return owner is not None and owner.kind == "Job" and owner.api_version == "batch/v1"
+    return owner is not None and (owner.api_version, owner.kind) in MANAGED_OWNERS
 
 
-def workload_object(wl: WorkloadState, state: ClusterState) -> dict[str, Any]:
-    """The Workload object Kueue's job reconciler creates for the Job (metadata and spec; no status).
+def workload_object(wl: WorkloadState, state: ClusterState, record: WorkloadRecord | None = None) -> dict[str, Any]:
+    """The Workload object Kueue's job reconciler creates for the job (metadata and spec; no status).
 
-    Owner reference to the Job (controller), label ``kueue.x-k8s.io/job-uid``, spec
-    from the folded workload (SEMANTICS §2.1; reconciler.go ConstructWorkload).
+    Owner reference to the job (controller), label ``kueue.x-k8s.io/job-uid`` (not for a
+    pod group, which Kueue does not label), annotations the watcher gave the workload
+    (``kueue.x-k8s.io/is-group-workload``), spec from the folded workload (SEMANTICS
+    §2.1; reconciler.go ConstructWorkload); ``spec.active`` false once the log
+    deactivated it (``record``), until it is reactivated.
     """
     workload, owner = wl.workload, wl.workload.owner
     assert owner is not None
     meta = workload.metadata
     metadata: dict[str, Any] = {"name": meta.name, "namespace": meta.namespace}
-    if owner.uid:
+    if owner.uid and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) != "true":
         metadata["labels"] = {JOB_UID_LABEL: owner.uid}
+    if meta.annotations:
+        metadata["annotations"] = dict(sorted(meta.annotations.items()))
     metadata["ownerReferences"] = [
         {
             "apiVersion": owner.api_version,
@@ -345,7 +555,7 @@ def workload_object(wl: WorkloadState, state: ClusterState) -> dict[str, Any]:
     if ref is not None:
         spec["priorityClassRef"] = {"group": ref.group, "kind": ref.kind, "name": ref.name}
     spec["priority"] = priority_of(workload, state)
-    spec["active"] = workload.spec.active
+    spec["active"] = workload.spec.active and not (record is not None and record.deactivated)
     return {"apiVersion": KUEUE_API, "kind": "Workload", "metadata": metadata, "spec": spec}
 
 
@@ -407,6 +617,15 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
                 for a in record.admission.pod_set_assignments
             ],
         }
+    if record.checks:
+        status["admissionChecks"] = [_check_status(entry) for entry in record.checks.values()]
+    if record.requeue_count is not None or record.requeue_at_ms:
+        requeue: dict[str, Any] = {}
+        if record.requeue_count is not None:
+            requeue["count"] = record.requeue_count
+        if record.requeue_at_ms:
+            requeue["requeueAt"] = manifests.format_time_ms(record.requeue_at_ms)
+        status["requeueState"] = requeue
     if record.evictions:
         status["schedulingStats"] = {
             "evictions": [
@@ -417,6 +636,37 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
     if record.accumulated_seconds is not None:
         status["accumulatedPastExecutionTimeSeconds"] = record.accumulated_seconds
     return status
+
+
+def _check_status(entry: CheckEntry) -> dict[str, Any]:
+    """One ``status.admissionChecks[]`` entry as the API writes it (empty fields left out)."""
+    out: dict[str, Any] = {
+        "name": entry.name,
+        "state": entry.state,
+        "lastTransitionTime": manifests.format_time_ms(entry.since_ms),
+        "message": entry.message,
+    }
+    if entry.requeue_after_seconds is not None:
+        out["requeueAfterSeconds"] = entry.requeue_after_seconds
+    if entry.retry_count is not None:
+        out["retryCount"] = entry.retry_count
+    if entry.pod_set_updates:
+        out["podSetUpdates"] = [pod_set_update_dict(u) for u in entry.pod_set_updates]
+    return out
+
+
+def pod_set_update_dict(update: models.PodSetUpdate) -> dict[str, Any]:
+    """A PodSetUpdate as the API writes it (empty maps and lists left out)."""
+    out: dict[str, Any] = {"name": update.name}
+    if update.labels:
+        out["labels"] = dict(sorted(update.labels.items()))
+    if update.annotations:
+        out["annotations"] = dict(sorted(update.annotations.items()))
+    if update.node_selector:
+        out["nodeSelector"] = dict(sorted(update.node_selector.items()))
+    if update.tolerations:
+        out["tolerations"] = [toleration_dict(t) for t in update.tolerations]
+    return out
 
 
 def _condition(condition: Condition, *, generation: int) -> dict[str, Any]:

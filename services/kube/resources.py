@@ -94,6 +94,7 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref("v1", "Pod", "pods", namespaced=True, status=True),
         _ref("v1", "Event", "events", namespaced=True, status=False),
         _ref("batch/v1", "Job", "jobs", namespaced=True, status=True),
+        _ref("coordination.k8s.io/v1", "Lease", "leases", namespaced=True, status=False),
         _ref("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", namespaced=True, status=True),
         _ref(KUEUE_V1BETA2, "ResourceFlavor", "resourceflavors", namespaced=False, status=False),
         _ref(KUEUE_V1BETA2, "ClusterQueue", "clusterqueues", namespaced=False, status=True),
@@ -111,6 +112,7 @@ NODES = RESOURCES["v1", "Node"]
 PODS = RESOURCES["v1", "Pod"]
 EVENTS = RESOURCES["v1", "Event"]
 JOBS = RESOURCES["batch/v1", "Job"]
+LEASES = RESOURCES["coordination.k8s.io/v1", "Lease"]
 JOBSETS = RESOURCES["jobset.x-k8s.io/v1alpha2", "JobSet"]
 RESOURCE_FLAVORS = RESOURCES[KUEUE_V1BETA2, "ResourceFlavor"]
 CLUSTER_QUEUES = RESOURCES[KUEUE_V1BETA2, "ClusterQueue"]

@@ -219,8 +219,8 @@ class _Tournament:
         if a.priority != b.priority:
             return a.priority > b.priority
         meta_a, meta_b = a.workload.workload.metadata, b.workload.workload.metadata
-        if meta_a.creation_timestamp_ms != meta_b.creation_timestamp_ms:
-            return meta_a.creation_timestamp_ms < meta_b.creation_timestamp_ms
+        if a.workload.queue_ts_ms != b.workload.queue_ts_ms:
+            return a.workload.queue_ts_ms < b.workload.queue_ts_ms
         return (meta_a.uid, key_a) < (meta_b.uid, key_b)  # ours: Kueue keeps the first visited
 
 

@@ -27,15 +27,27 @@ from events.bus import nats as nats_bus
 from events.bus.base import Bus
 from events.bus.server import NatsServer
 from projections.cluster import ClusterState, apply
+from services.admitter import lifecycle
 from services.kube.emulator import serve_emulator
-from services.runtime import build_batch
-from services.scenarios.core_engine import MAX_SETTLE_CYCLES, SEED, cycle_deciders
+from services.runtime import build_batch, wall_clock_ms
+from services.scenarios.core_engine import MAX_SETTLE_CYCLES, SEED, cycle_deciders, job_reports, status_fact
 from services.scenarios.engines import RunError
 from services.scenarios.outcome import Outcome, build_outcome
-from services.scenarios.specs import AdmittedWorkload, ApplyEvent, DeleteEvent, FinishEvent, Scenario, ScenarioEvent
+from services.scenarios.specs import (
+    AdmittedWorkload,
+    ApplyEvent,
+    CheckEvent,
+    DeleteEvent,
+    FinishEvent,
+    PodsReadyEvent,
+    Scenario,
+    ScenarioEvent,
+    WaitEvent,
+)
 from services.supervisor import Supervisor
 
 ANSWER_TIMEOUT = 60.0
+MAX_WAIT_MS = 20_000  # the longest real wait (a wait event, a backoff) a bus run sits out
 
 
 class BusEngine:
@@ -130,6 +142,8 @@ class _BusRun:
         basis = await self.bus.last_seq()
         head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)
         await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+        for fact in job_reports(outputs, pods_ready=self.scenario.pods_ready, now_ms=at_ms):
+            await self._publish(fact)
 
     async def _apply_event(self, event: ScenarioEvent) -> None:
         match event:
@@ -142,8 +156,24 @@ class _BusRun:
                 )
             case ApplyEvent(object=obj) if obj.fact is not None:
                 await self._publish(obj.fact)
+            case CheckEvent() | PodsReadyEvent():
+                ref = await self._ref(event.workload)
+                state, _ = await self._fold_all()
+                await self._publish(status_fact(event, ref, state, at_ms=wall_clock_ms()))
+            case WaitEvent(ms=ms):
+                await self._sit_out(ms)
             case _:
                 pass
+
+    async def _sit_out(self, ms: int) -> None:
+        """Let ``ms`` of real time pass (the services read the wall clock)."""
+        if ms > MAX_WAIT_MS:
+            raise RunError(
+                self.scenario.path,
+                f"a wait of {ms / 1000:g}s is longer than the bus engine sits out ({MAX_WAIT_MS / 1000:g}s); "
+                "run the scenario on the core engine only (engines: [core])",
+            )
+        await asyncio.sleep(ms / 1000)
 
     async def _ref(self, key: str) -> types.WorkloadRef:
         namespace, name = key.split("/")
@@ -159,8 +189,13 @@ class _BusRun:
                 await self._cycle()
             return
         for _ in range(MAX_SETTLE_CYCLES):
-            if not await self._cycle():
+            if await self._cycle():
+                continue
+            state, _ = await self._fold_all()
+            backoff_end = lifecycle.backoff_wakeup_ms(state)
+            if backoff_end is None:
                 return
+            await self._sit_out(max(0, backoff_end - wall_clock_ms()) + 50)  # settle sits out backoffs
         raise RunError(
             self.scenario.path, f"the run does not settle: decisions still change after {MAX_SETTLE_CYCLES} cycles"
         )
@@ -171,13 +206,13 @@ class _BusRun:
         cycle requested completes (a WorkloadStopped, as the watcher would report the
         stopped job). True when some decider decided something."""
         changed = False
-        evictions: list[types.EvictionRequested] = []
+        decided: list[types.Decision] = []
         for decider in cycle_deciders():
             record, outputs = await self._request("cycle", role=decider.role)
             changed = changed or record.output_count > 0
-            evictions.extend(o for o in outputs if isinstance(o, types.EvictionRequested))
-        for eviction in evictions:
-            await self._publish(types.WorkloadStopped(workload=eviction.workload, reason=eviction.reason))
+            decided.extend(o for o in outputs if isinstance(o, types.DECISION_TYPES))
+        for fact in job_reports(decided, pods_ready=self.scenario.pods_ready, now_ms=wall_clock_ms()):
+            await self._publish(fact)
         return changed
 
     async def _request(self, mode: str, *, role: str) -> tuple[types.DecisionRecord, list[types.Event]]:

@@ -31,6 +31,9 @@ def check(*, expect: Expect, outcome: Outcome) -> list[str]:
     lines: list[str] = []
     for key, want in expect.admitted.items():
         lines.extend(_check_admitted(key, want=want, outcome=outcome))
+    for key in expect.reserved or ():
+        if key not in outcome.reserved:
+            lines.append(f"{key}: expected quota reserved waiting for admission checks, got {outcome.status(key)}")
     for key in expect.pending or ():
         if key not in outcome.pending:
             lines.append(f"{key}: expected pending, got {outcome.status(key)}")

@@ -25,8 +25,10 @@ batches were folded into, as the services do under one partition head.
 The clock is deterministic: cycle ``i`` (counted over the whole run) reads
 ``base + 60 s + i s``, ``base`` being the latest workload creationTimestamp, or
 2026-01-01T00:00:00Z when none has one. A finish event is stamped with the time of
-the cycle that follows it. Evictions complete at the end of the cycle that requested
-them (:meth:`_Runner.cycle`).
+the cycle that follows it; a ``wait`` event moves the clock on, and a settle sits out
+backoffs by moving the clock to when the next one ends. Evictions complete at the end of
+the cycle that requested them, and (``podsReady: auto``, the default) workloads admitted
+in a cycle report PodsReady at its end (:func:`job_reports`).
 """
 
 from __future__ import annotations
@@ -40,10 +42,20 @@ from events import codec, manifests, subjects, types
 from events.bus.base import LogMessage, OutgoingMessage
 from projections.cluster import ClusterState, apply
 from services import deciders
+from services.admitter import lifecycle
 from services.runtime import Decider, build_batch
 from services.scenarios.engines import RunError
 from services.scenarios.outcome import Outcome, build_outcome
-from services.scenarios.specs import ApplyEvent, DeleteEvent, FinishEvent, Scenario, ScenarioEvent
+from services.scenarios.specs import (
+    ApplyEvent,
+    CheckEvent,
+    DeleteEvent,
+    FinishEvent,
+    PodsReadyEvent,
+    Scenario,
+    ScenarioEvent,
+    WaitEvent,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -122,10 +134,11 @@ class _Runner:
     def __init__(self, scenario: Scenario) -> None:
         self.run = CoreRun(scenario=scenario)
         self.base_ms = clock_base_ms(scenario)
+        self.waited_ms = 0  # time passed by wait events and sat-out backoffs
 
     def now_ms(self) -> int:
         """The clock of the next cycle."""
-        return self.base_ms + START_OFFSET_MS + self.run.cycles * CYCLE_MS
+        return self.base_ms + START_OFFSET_MS + self.run.cycles * CYCLE_MS + self.waited_ms
 
     def append(self, message: OutgoingMessage) -> None:
         """Store ``message`` at the next sequence and fold what a reader would decode from it."""
@@ -174,6 +187,8 @@ class _Runner:
                 workload=ref, cluster_queue=admitted.cluster_queue, at_ms=admitted.reserved_at_ms
             )
             self.commit(SEED, [reserved, accepted], now_ms=self.now_ms())
+            for fact in job_reports([accepted], pods_ready=scenario.pods_ready, now_ms=admitted.reserved_at_ms):
+                self.publish_fact(fact)
         for pending in scenario.pending:
             assert pending.fact is not None
             self.publish_fact(pending.fact)
@@ -190,6 +205,10 @@ class _Runner:
                 )
             case ApplyEvent(object=obj) if obj.fact is not None:
                 self.publish_fact(obj.fact)
+            case CheckEvent() | PodsReadyEvent():
+                self.publish_fact(status_fact(event, self._ref(event.workload), self.run.state, at_ms=self.now_ms()))
+            case WaitEvent(ms=ms):
+                self.waited_ms += ms
             case _:
                 log.debug("scenario_event_not_modelled", scenario=self.run.scenario.name, scenario_event=repr(event))
 
@@ -207,16 +226,16 @@ class _Runner:
         WorkloadStopped, so the victim's quota is released from the next cycle on.
         """
         now_ms, changed = self.now_ms(), False
-        evictions: list[types.EvictionRequested] = []
+        outputs_of_cycle: list[types.Decision] = []
         for decider in cycle_deciders():
             outputs = list(decider.decide(self.run.state, now_ms=now_ms))
             if outputs:
                 self.commit(decider, outputs, now_ms=now_ms)
                 changed = True
-                evictions.extend(o for o in outputs if isinstance(o, types.EvictionRequested))
+                outputs_of_cycle.extend(outputs)
             log.debug("decided", cycle=self.run.cycles, role=decider.role, outputs=len(outputs))
-        for eviction in evictions:
-            self.publish_fact(types.WorkloadStopped(workload=eviction.workload, reason=eviction.reason, at_ms=now_ms))
+        for fact in job_reports(outputs_of_cycle, pods_ready=self.run.scenario.pods_ready, now_ms=now_ms):
+            self.publish_fact(fact)
         self.run.cycles += 1
         return changed
 
@@ -228,13 +247,54 @@ class _Runner:
                 self.cycle()
             return
         for _ in range(MAX_SETTLE_CYCLES):
-            if not self.cycle():
+            if self.cycle():
+                continue
+            backoff_end = lifecycle.backoff_wakeup_ms(self.run.state)
+            if backoff_end is None:
                 return
+            # Settle sits out backoffs: the clock jumps to when the next one ends.
+            self.waited_ms += max(0, backoff_end - self.now_ms())
         raise RunError(
             scenario.path,
             f"the run does not settle: decisions still change after {MAX_SETTLE_CYCLES} cycles "
             f"(last decision: {type(self.run.events[-1]).__name__})",
         )
+
+
+def job_reports(outputs: Sequence[types.Decision], *, pods_ready: str, now_ms: int) -> list[types.Fact]:
+    """What the jobs report after a cycle's decisions, the runner standing in for the
+    dispatcher, the jobs and the watcher: every eviction completes (WorkloadStopped) and,
+    with ``pods_ready`` "auto", every workload admitted gets its pods ready (WorkloadPodsReady)."""
+    facts: list[types.Fact] = []
+    for output in outputs:
+        if isinstance(output, types.EvictionRequested):
+            facts.append(types.WorkloadStopped(workload=output.workload, reason=output.reason, at_ms=now_ms))
+        elif isinstance(output, types.WorkloadAdmitted) and pods_ready == "auto":
+            facts.append(types.WorkloadPodsReady(workload=output.workload, ready=True, reason="Started", at_ms=now_ms))
+    return facts
+
+
+def status_fact(
+    event: CheckEvent | PodsReadyEvent, ref: types.WorkloadRef, state: ClusterState, *, at_ms: int
+) -> types.Fact:
+    """The fact of a scenario's ``check`` or ``podsReady`` event."""
+    if isinstance(event, CheckEvent):
+        return types.AdmissionCheckStateChanged(
+            workload=ref,
+            check=event.check,
+            state=event.state,  # type: ignore[arg-type]  # validated by the loader
+            message=event.message,
+            requeue_after_seconds=event.requeue_after_seconds,
+            at_ms=at_ms,
+        )
+    known = state.workloads.get(ref.key)
+    was_ready = known is not None and known.pods_ready is not None and known.pods_ready.ready
+    if event.ready:
+        before = known.pods_ready.reason if known is not None and known.pods_ready is not None else ""
+        reason = "Recovered" if before in ("WaitForRecovery", "Recovered") else "Started"
+    else:
+        reason = "WaitForRecovery" if was_ready else "WaitForStart"
+    return types.WorkloadPodsReady(workload=ref, ready=event.ready, reason=reason, at_ms=at_ms)
 
 
 def cycle_deciders() -> list[Decider]:

@@ -30,23 +30,30 @@ import yaml
 
 from events import manifests, types
 from events.quantities import QuantityError, to_amount
+from projections import afs
 from services.scenarios.specs import (
     ENGINE_NAMES,
     AdmittedWorkload,
     ApplyEvent,
+    CheckEvent,
     DeleteEvent,
     Expect,
     FinishEvent,
+    PodsReadyEvent,
     RunSpec,
     Scenario,
     ScenarioEvent,
     ScenarioObject,
+    WaitEvent,
 )
 from services.watcher.convert import kueue_fact
 
 TOP_LEVEL_KEYS = (
     "name", "source", "description", "objects", "admitted", "pending", "events", "run", "expect", "xfail", "engines",
+    "podsReady",
 )  # fmt: skip
+EVENT_KINDS = ("finish", "delete", "apply", "check", "podsReady", "wait")
+CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
 IGNORED_KINDS = frozenset(
     {
         ("v1", "Node"),
@@ -145,7 +152,16 @@ def _scenario(doc: Any, *, path: str) -> Scenario:
         expect=_expect(doc.get("expect")),
         xfail=_text(doc, "xfail") or None,
         engines=_engines(doc.get("engines")),
+        pods_ready=_pods_ready_mode(doc.get("podsReady")),
     )
+
+
+def _pods_ready_mode(value: Any) -> str:
+    if value is None:
+        return "auto"
+    if value not in ("auto", "manual"):
+        raise _Problem(f"podsReady: must be auto (reported when admitted) or manual (podsReady events), got {value!r}")
+    return str(value)
 
 
 def _text(doc: dict[str, Any], key: str, *, required: bool = False) -> str:
@@ -279,7 +295,7 @@ def _assignment(psa: dict[str, Any], *, pod_set: Any, where: str) -> types.PodSe
 def _event(raw: Any, *, where: str, known: set[str]) -> ScenarioEvent:
     """One ``events:`` entry; ``known`` (workload keys submitted so far) grows with applies."""
     if not isinstance(raw, dict) or len(raw) != 1:
-        raise _Problem(f"{where}: must be a mapping with one key: finish, delete or apply")
+        raise _Problem(f"{where}: must be a mapping with one key: {', '.join(EVENT_KINDS)}")
     ((kind, value),) = raw.items()
     match kind:
         case "finish":
@@ -295,7 +311,53 @@ def _event(raw: Any, *, where: str, known: set[str]) -> ScenarioEvent:
             if obj.workload is not None:
                 known.add(obj.workload.key)
             return ApplyEvent(object=obj)
-    raise _Problem(f"{where}: unknown event kind {kind!r} (use finish, delete or apply)")
+        case "check":
+            return _check_event(value, where=f"{where}.check", known=known)
+        case "podsReady" if isinstance(value, str):
+            return PodsReadyEvent(workload=_workload_key(value, where=f"{where}.podsReady", known=known))
+        case "podsReady":
+            spec = _mapping(value, where=f"{where}.podsReady", allowed=("workload", "ready"), required=("workload",))
+            ready = spec.get("ready", True)
+            if not isinstance(ready, bool):
+                raise _Problem(f"{where}.podsReady.ready: must be true or false")
+            key = _workload_key(spec["workload"], where=f"{where}.podsReady.workload", known=known)
+            return PodsReadyEvent(workload=key, ready=ready)
+        case "wait":
+            return WaitEvent(ms=_duration_ms(value, where=f"{where}.wait"))
+    raise _Problem(f"{where}: unknown event kind {kind!r} (use {', '.join(EVENT_KINDS)})")
+
+
+def _check_event(value: Any, *, where: str, known: set[str]) -> CheckEvent:
+    allowed = ("workload", "name", "state", "message", "requeueAfterSeconds")
+    spec = _mapping(value, where=where, allowed=allowed, required=("workload", "name", "state"))
+    if spec["state"] not in CHECK_STATES:
+        raise _Problem(f"{where}.state: must be one of {', '.join(CHECK_STATES)}, got {spec['state']!r}")
+    if not isinstance(spec["name"], str) or not spec["name"]:
+        raise _Problem(f"{where}.name: must be the AdmissionCheck's name")
+    after = spec.get("requeueAfterSeconds")
+    if after is not None and (not isinstance(after, int) or isinstance(after, bool) or after < 0):
+        raise _Problem(f"{where}.requeueAfterSeconds: must be a non-negative integer")
+    message = spec.get("message", "")
+    if not isinstance(message, str):
+        raise _Problem(f"{where}.message: must be a string")
+    return CheckEvent(
+        workload=_workload_key(spec["workload"], where=f"{where}.workload", known=known),
+        check=spec["name"],
+        state=spec["state"],
+        message=message,
+        requeue_after_seconds=after,
+    )
+
+
+def _duration_ms(value: Any, *, where: str) -> int:
+    """A Go duration (``90s``, ``31m``, ``1h30m``) as ms."""
+    try:
+        seconds = afs.go_duration_seconds(str(value))
+    except ValueError:
+        raise _Problem(f"{where}: must be a duration such as 90s, 31m or 1h30m, got {value!r}") from None
+    if seconds <= 0:
+        raise _Problem(f"{where}: must be a positive duration, got {value!r}")
+    return int(seconds * 1000)
 
 
 def _workload_key(value: Any, *, where: str, known: set[str]) -> str:
@@ -334,7 +396,7 @@ def _expect(value: Any) -> Expect:
     if value is None:
         return Expect()
     if not isinstance(value, dict):
-        raise _Problem("expect: must be a mapping with admitted, preempted and/or pending")
+        raise _Problem("expect: must be a mapping with admitted, reserved, preempted and/or pending")
     raw = dict(value)
     if isinstance(raw.get("admitted"), dict):  # ``default/w1:`` with nothing checks only that it is admitted
         raw["admitted"] = {k: {} if v is None else v for k, v in raw["admitted"].items()}
@@ -346,7 +408,12 @@ def _expect(value: Any) -> Expect:
         problem, _, at = str(err).partition(" - at `")
         where = at.rstrip("`").removeprefix("$")
         raise _Problem(f"expect{where}: {problem}") from err
-    for where, keys in (("admitted", expect.admitted), ("preempted", expect.preempted), ("pending", expect.pending)):
+    for where, keys in (
+        ("admitted", expect.admitted),
+        ("reserved", expect.reserved),
+        ("preempted", expect.preempted),
+        ("pending", expect.pending),
+    ):
         for key in keys or ():
             if not _KEY.match(key):
                 raise _Problem(f"expect.{where}: {key!r} is not a workload as namespace/name")

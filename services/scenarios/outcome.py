@@ -55,8 +55,10 @@ class AdmittedOutcome:
 class Outcome:
     """The end of a run; every key is ``namespace/name``, every list sorted.
 
-    ``admitted``: workloads holding quota at the end (finished ones excluded);
-    ``pending``: submitted, not admitted, not finished, not deleted;
+    ``admitted``: workloads admitted at the end (holding quota, every admission check
+    Ready; finished ones excluded); ``reserved``: holding quota but still waiting for
+    admission checks (Kueue's QuotaReserved=True, Admitted=False);
+    ``pending``: submitted, holding no quota, not finished, not deleted;
     ``preempted``: evicted by preemption at some point of the run (may also be
     pending or admitted again); ``finished`` and ``deleted``: gone by the end;
     ``why``: for pending workloads, the last reason the admitter recorded (Kueue's
@@ -64,6 +66,7 @@ class Outcome:
     """
 
     admitted: Mapping[str, AdmittedOutcome] = field(default_factory=dict)
+    reserved: tuple[str, ...] = ()
     pending: tuple[str, ...] = ()
     preempted: tuple[str, ...] = ()
     finished: tuple[str, ...] = ()
@@ -75,6 +78,8 @@ class Outcome:
         ``deleted`` or ``not submitted``."""
         if key in self.admitted:
             return f"admitted to {self.admitted[key].cluster_queue}"
+        if key in self.reserved:
+            return "quota reserved, waiting for admission checks"
         for word, keys in (("pending", self.pending), ("finished", self.finished), ("deleted", self.deleted)):
             if key in keys:
                 return word
@@ -84,6 +89,7 @@ class Outcome:
         """Plain dict for JSON or YAML output (the ``scenario run`` output)."""
         return {
             "admitted": {k: self.admitted[k].to_dict() for k in sorted(self.admitted)},
+            "reserved": list(self.reserved),
             "preempted": list(self.preempted),
             "pending": list(self.pending),
             "finished": list(self.finished),
@@ -104,11 +110,13 @@ def build_outcome(
         state = ClusterState()
         for seq, event in log:
             apply(state, event, seq=seq)
-    admitted = {
-        key: _admitted(wl)
+    holding = {
+        key: wl
         for key, wl in state.workloads.items()
         if wl.reservation is not None and not wl.gone and wl.eviction is None
     }
+    admitted = {key: _admitted(wl) for key, wl in holding.items() if wl.admitted}
+    reserved = [key for key, wl in holding.items() if not wl.admitted]
     pending, finished, deleted = [], [], []
     why: dict[str, str] = {}
     for key in dict.fromkeys(submitted):
@@ -117,12 +125,13 @@ def build_outcome(
             deleted.append(key)
         elif wl.finished is not None:
             finished.append(key)
-        elif key not in admitted:
+        elif key not in holding:
             pending.append(key)
             if wl.pending_message:
                 why[key] = wl.pending_message
     return Outcome(
         admitted=dict(sorted(admitted.items())),
+        reserved=tuple(sorted(reserved)),
         pending=tuple(sorted(pending)),
         preempted=tuple(sorted(preempted_keys(event for _, event in log))),
         finished=tuple(sorted(finished)),

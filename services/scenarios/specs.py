@@ -89,7 +89,32 @@ class ApplyEvent(msgspec.Struct, frozen=True, kw_only=True):
     object: ScenarioObject
 
 
-ScenarioEvent = FinishEvent | DeleteEvent | ApplyEvent
+class CheckEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """``{check: {workload: ns/name, name: CHECK, state: Ready|Retry|Rejected|Pending, message?,
+    requeueAfterSeconds?}}``: an admission check controller sets the check's state (ours)."""
+
+    workload: str
+    check: str
+    state: str
+    message: str = ""
+    requeue_after_seconds: int | None = None
+
+
+class PodsReadyEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """``{podsReady: ns/name}`` or ``{podsReady: {workload: ns/name, ready: false}}``: the
+    workload's job reports its pods ready (or no longer ready) (ours)."""
+
+    workload: str
+    ready: bool = True
+
+
+class WaitEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """``{wait: 31m}``: time passes (a Go duration) with nothing else happening (ours)."""
+
+    ms: int
+
+
+ScenarioEvent = FinishEvent | DeleteEvent | ApplyEvent | CheckEvent | PodsReadyEvent | WaitEvent
 
 
 class RunSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -117,6 +142,7 @@ class Expect(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """The scenario's ``expect``: None lists are absent (not checked); keys are ``ns/name``."""
 
     admitted: dict[str, AdmittedExpectation] = {}
+    reserved: list[str] | None = None  # ours: holding quota, waiting for admission checks
     preempted: list[str] | None = None
     pending: list[str] | None = None
 
@@ -140,6 +166,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     expect: Expect = Expect()
     xfail: str | None = None
     engines: tuple[str, ...] = ENGINE_NAMES
+    pods_ready: str = "auto"  # "auto": the runner reports PodsReady when a workload is admitted
 
     def runs_on(self, engine: str) -> bool:
         """Whether the scenario may run on ``engine``."""

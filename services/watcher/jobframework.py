@@ -39,6 +39,10 @@ MANAGED_LABEL = "kueue.x-k8s.io/managed"
 DEFAULT_LOCAL_QUEUE = "default"
 #: The WorkloadPriorityClass a job without the priority-class label gets (WorkloadPriorityClassDefaulting).
 DEFAULT_WORKLOAD_PRIORITY_CLASS = "default"
+#: Kueue's default managedJobsNamespaceSelector: ``kubernetes.io/metadata.name NotIn [kube-system, kueue-system]``
+#: (apis/config/v1beta2/defaults.go). Every namespace carries its name as that label, so the default selector is a
+#: list of names; other selectors are not supported (docs/kueue-job-integration.md).
+UNMANAGED_NAMESPACES = ("kube-system", "kueue-system")
 #: At most this many pod sets in one Workload (jobframework/constants.go MaxPodSets, the Workload CRD).
 MAX_POD_SETS = 18
 POD_PRIORITY_GROUP = "scheduling.k8s.io"
@@ -73,9 +77,13 @@ class Context:
     ``previous``: the Workload last published for this job, which keeps what Kueue's
     webhook or workload creation fixed once (the defaulted queue and priority class,
     a PriorityClass value), or None.
+    ``unmanaged_namespaces``: the namespaces Kueue's ``managedJobsNamespaceSelector``
+    leaves out (its default: kube-system and kueue-system): jobs there without the
+    queue-name label are not managed even with ``manage_jobs_without_queue_name``.
     """
 
     manage_jobs_without_queue_name: bool = False
+    unmanaged_namespaces: Collection[str] = UNMANAGED_NAMESPACES
     local_queues: Collection[tuple[str, str]] = frozenset()
     workload_priority_classes: Collection[str] = frozenset()
     priority_classes: Mapping[str, PriorityClass] = dataclasses.field(default_factory=dict)
@@ -193,7 +201,7 @@ def queue_name(ref: JobRef, context: Context, *, managed_without_queue: bool | N
             raise ref.error(field=f"metadata.labels[{QUEUE_LABEL}]", problem=f"{name!r} is not a valid LocalQueue name")
         return name
     manage = context.manage_jobs_without_queue_name if managed_without_queue is None else managed_without_queue
-    if not manage:
+    if not manage or (managed_without_queue is None and ref.namespace in context.unmanaged_namespaces):
         return None
     previous = context.previous
     if (ref.namespace, DEFAULT_LOCAL_QUEUE) in context.local_queues or (

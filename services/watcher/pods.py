@@ -56,12 +56,16 @@ def group_name(pod: Mapping[str, Any]) -> str:
 def is_managed(pod: Mapping[str, Any], context: jobframework.Context) -> bool:
     """Whether Kueue manages the pod: its webhook marks pods with the queue-name label, or every pod
     when ``manageJobsWithoutQueueName`` (the ``kueue.x-k8s.io/managed: "true"`` label,
-    pod_webhook.go Default, pod_controller.go Skip), unless a job Kueue manages owns it.
+    pod_webhook.go Default, pod_controller.go Skip), unless a job Kueue manages owns it
+    or it is in a namespace ``managedJobsNamespaceSelector`` leaves out (kube-system,
+    kueue-system by default: ``context.unmanaged_namespaces``).
 
     The watcher cannot mark pods, so here a pod is managed when it carries the queue
     label or that mark: pods nobody gated are not taken over.
     """
     ref = _ref(pod)
+    if ref.namespace in context.unmanaged_namespaces:
+        return False  # managedJobsNamespaceSelector: the pod webhook leaves these namespaces alone
     marked = ref.labels.get(jobframework.QUEUE_LABEL) or ref.labels.get(jobframework.MANAGED_LABEL) == "true"
     return bool(marked) and not jobframework.owned_by_managed_job(ref, context)
 

@@ -19,7 +19,16 @@ kind the cluster does not serve (no JobSet CRD) is probed again every
 object the log knows but the cluster no longer has gets an ObjectDeleted fact, so
 deletions during a gap are not lost. A Job the dispatcher stopped for an eviction
 gives one WorkloadStopped per eviction once its pods are gone, however often it is
-seen (Msg-Id and memory keyed by the eviction, also across restarts).
+seen (Msg-Id and memory keyed by the eviction, also across restarts); so does a
+stopped JobSet once no Job of it is active, and a Pod workload once none of its
+marked pods runs (the dispatcher deletes them).
+
+It also reports how far started jobs got and what admission check controllers
+say (:mod:`services.watcher.progress`): WorkloadPodsReady when a job's PodsReady
+(status, reason) changes (SEMANTICS-ADVANCED C.2), and, from the Workload objects
+(watched too), AdmissionCheckStateChanged when an entry of
+``status.admissionChecks`` changes (B.5) and a WorkloadObserved when ``spec.active``
+is flipped (deactivation by hand, reactivation).
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -40,15 +49,17 @@ from projections.cluster import ClusterState
 from services.kube import client as kube
 from services.kube import errors as kube_errors
 from services.runtime import fold_message, run_until_stopped
-from services.watcher import convert, jobframework, jobset, pods
+from services.watcher import convert, jobframework, jobset, pods, progress
 
 log = structlog.get_logger(__name__)
 
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
 JOB_KINDS = ("JobSet", "Job", "Pod")
+#: The Workload objects the dispatcher writes: read back for admission check states and spec.active.
+WORKLOAD_KIND = "Workload"
 #: Cluster objects a job's conversion reads, kept in memory and never put on the log.
 INPUT_KINDS = ("PriorityClass", "RuntimeClass", "LimitRange")
-WATCHED_KINDS = (*KUEUE_KINDS, *INPUT_KINDS, *JOB_KINDS)
+WATCHED_KINDS = (*KUEUE_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND)
 
 #: scheduling.k8s.io/v1 PriorityClass: read for the priority of jobs naming one (SEMANTICS §2.4).
 PRIORITY_CLASSES = kube.ResourceRef(
@@ -68,7 +79,10 @@ _READS: dict[str, tuple[str, ...]] = {
     "JobSet": _SHARED_READS,
     "Job": (*_SHARED_READS, "JobSet"),
     "Pod": (*_SHARED_READS, "JobSet", "Job"),
+    WORKLOAD_KIND: JOB_KINDS,
 }
+#: Admission check entries the dispatcher writes itself, not news from a check controller.
+_OWN_CHECK_MESSAGE = "Reset to Pending after eviction."
 _CONVERTERS: dict[str, Callable[..., types.Fact | None]] = {
     "Job": convert.job_facts,
     "JobSet": jobset.jobset_facts,
@@ -106,6 +120,8 @@ class Watcher:
         self.owners: dict[str, Key] = {}  # UID of a Job or JobSet seen -> its (namespace, name)
         self.workloads: dict[Key, models.Workload] = {}  # the last workload published for each job
         self.sources: dict[Key, str] = {}  # workload -> the job kind it came from
+        self.pods_ready: dict[Key, progress.ReadyState] = {}  # workload -> PodsReady last reported
+        self.check_states: dict[tuple[str, str, str], tuple[Any, ...]] = {}  # (ns, workload, check) -> last seen
 
     # -- start-up ---------------------------------------------------------------------------------
 
@@ -117,6 +133,7 @@ class Watcher:
             async for message in self.bus.read(subjects=(subjects.FACTS,), start_seq=1):
                 fold_message(state, message)
                 self._learn_stop(message)
+                self._learn_progress(message)
                 if message.seq >= last or message.pending == 0:
                     break
         self.known["ResourceFlavor"] = {("", n) for n in state.flavors}
@@ -142,6 +159,20 @@ class Watcher:
         if isinstance(event, types.WorkloadStopped):
             version = message.headers.get("Nats-Msg-Id", "").rsplit(":", 1)[-1]
             self.stopped[(event.workload.namespace, event.workload.name)] = version
+
+    def _learn_progress(self, message: LogMessage) -> None:
+        """Remember the PodsReady and admission check states already on the log."""
+        if message.headers.get("Kq-Type") not in ("WorkloadPodsReady", "AdmissionCheckStateChanged"):
+            return
+        try:
+            event = codec.decode(message.data)
+        except codec.DecodeError:
+            return
+        if isinstance(event, types.WorkloadPodsReady):
+            self.pods_ready[(event.workload.namespace, event.workload.name)] = (event.ready, event.reason)
+        elif isinstance(event, types.AdmissionCheckStateChanged):
+            key = (event.workload.namespace, event.workload.name, event.check)
+            self.check_states[key] = _check_view(event)
 
     async def run(self, kinds: tuple[str, ...] = WATCHED_KINDS) -> None:
         """Watch ``kinds`` forever, each once the kinds its conversion reads were listed (cancel to stop)."""
@@ -218,6 +249,10 @@ class Watcher:
             self.objects[kind] = {(_meta(o).get("namespace", ""), _meta(o).get("name", "")): o for o in objects}
             await self._reconvert(trigger=version)
             return
+        if kind == WORKLOAD_KIND:
+            for obj in objects:
+                await self._workload_object_changed(obj)
+            return
         live = {self._key(kind, obj) for obj in objects}
         for namespace, name in sorted(self.known[kind] - live):
             await self._publish(types.ObjectDeleted(kind=kind, namespace=namespace, name=name), version=version)
@@ -231,6 +266,10 @@ class Watcher:
             await self._reconvert(trigger=version)
 
     async def _changed(self, kind: str, change: str, obj: dict[str, Any], *, reconvert: bool = True) -> None:
+        if kind == WORKLOAD_KIND:
+            if change != "DELETED":
+                await self._workload_object_changed(obj)
+            return
         if kind in JOB_KINDS:
             await self._job_changed(kind, change, obj)
             return
@@ -294,6 +333,8 @@ class Watcher:
         else:
             self.objects[kind][key] = obj
             self._remember_owner(kind, obj)
+        if kind == "Pod":
+            await self._pods_progress(obj, version=version)
         if kind == "Pod" and (group := pods.group_name(obj)):
             self._index_group(key, group, present=change != "DELETED")
             await self._sync_group((key[0], group), version=version)
@@ -352,13 +393,25 @@ class Watcher:
                 await self._delete_workload(wl_key, version=version)
             return
         if isinstance(fact, types.WorkloadObserved) and wl_key in self.known["Workload"] and self._running(kind, [obj]):
-            return  # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
+            # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
+            await self._job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+            return
         self._log_rejection(fact)
-        await self._publish(fact, version=version, source=kind)
+        await self._publish(self._keep_active(wl_key, fact), version=version, source=kind)
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of this job is news again
             self.last_published.pop((kind, _namespace(obj), str(_meta(obj).get("name") or "")), None)
+        await self._job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+
+    async def _job_progress(self, kind: str, obj: dict[str, Any], wl_key: Key, *, version: str, now_ms: int) -> None:
+        """WorkloadStopped of an evicted Job or JobSet that no longer runs, and its PodsReady."""
         if kind == "Job":
             await self._report_stopped(obj, now_ms=now_ms)
+        if kind == "JobSet":
+            running = progress.jobset_active(obj) or (obj.get("spec") or {}).get("suspend") is not True
+            await self._report_mark_stopped(wl_key, [obj], running=running, now_ms=now_ms)
+        if kind in ("Job", "JobSet") and wl_key in self.known["Workload"]:
+            ready = progress.job_ready(obj) if kind == "Job" else progress.jobset_ready(obj)
+            await self._report_pods_ready(wl_key, started=progress.started(kind, [obj]), ready=ready, version=version)
 
     async def _sync_group(self, group_key: Key, *, version: str) -> None:
         """Publish what the managed pods of one pod group stand for now (nothing while it is incomplete)."""
@@ -380,10 +433,18 @@ class Watcher:
         ):
             return
         self._log_rejection(fact)
-        await self._publish(fact, version=version, source="Pod")
+        await self._publish(self._keep_active(group_key, fact), version=version, source="Pod")
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of a member is news again
             for pod in managed:
                 self.last_published.pop(("Pod", namespace, str(_meta(pod).get("name") or "")), None)
+
+    def _keep_active(self, wl_key: Key, fact: types.Fact) -> types.Fact:
+        """A job's workload keeps the ``spec.active`` last published for it (set on its Workload object)."""
+        known = self.workloads.get(wl_key)
+        if isinstance(fact, types.WorkloadObserved) and known is not None and not known.spec.active:
+            spec = msgspec.structs.replace(fact.workload.spec, active=False)
+            return types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, spec=spec))
+        return fact
 
     async def _delete_workload(self, key: Key, *, version: str, uid: str = "") -> None:
         known = self.workloads.get(key)
@@ -500,6 +561,123 @@ class Watcher:
         self.published += 1
         log.info("workload_stopped", workload=stopped.workload.key, reason=stopped.reason, version=version)
 
+    async def _report_mark_stopped(
+        self, wl_key: Key, objs: list[dict[str, Any]], *, running: bool, now_ms: int
+    ) -> None:
+        """WorkloadStopped for a JobSet or Pod workload the dispatcher marked evicted, once nothing of it
+        runs; once per eviction (the mark's sequence is the Msg-Id version, as for a Job)."""
+        mark = progress.eviction_mark(objs)
+        if mark is None or running:
+            return
+        reason, seq = mark
+        version = f"evict-{seq}"
+        if self.stopped.get(wl_key) == version:
+            return
+        known = self.workloads.get(wl_key)
+        ref = types.WorkloadRef(namespace=wl_key[0], name=wl_key[1], uid=known.metadata.uid if known else "")
+        stopped = types.WorkloadStopped(workload=ref, reason=reason, at_ms=now_ms)
+        await self.bus.publish(subjects.fact_message(stopped, version=version))
+        self.stopped[wl_key] = version
+        self.published += 1
+        log.info("workload_stopped", workload=ref.key, reason=reason, version=version)
+
+    async def _pods_progress(self, pod: dict[str, Any], *, version: str) -> None:
+        """After a change to a managed pod: WorkloadStopped once no marked pod of its workload runs, and its
+        workload's PodsReady (a single pod: PodReady; a group: every pod of the counted total ready)."""
+        if not pods.is_managed(pod, self._context(None)):
+            return
+        wl_key = pods.workload_key(pod)
+        group = pods.group_name(pod)
+        if group:
+            members = [
+                self.objects["Pod"][(wl_key[0], name)]
+                for name in sorted(self.groups.get((wl_key[0], group), ()))
+                if (wl_key[0], name) in self.objects["Pod"]
+            ]
+        else:
+            live = self.objects["Pod"].get((wl_key[0], str(_meta(pod).get("name") or "")))
+            members = [live] if live is not None else []
+        now_ms = _now_ms()
+        await self._report_mark_stopped(wl_key, [pod, *members], running=pods.is_running(members), now_ms=now_ms)
+        if wl_key not in self.known["Workload"] or not members:
+            return
+        if group:
+            total = jobframework.parse_int(
+                jobframework.job_ref(pod, kind="Pod", api_version=pods.POD_API).annotations.get(
+                    pods.GROUP_TOTAL_COUNT_ANNOTATION
+                )
+            ) or len(members)
+            ready = progress.group_ready([m for m in members if not pods.is_terminated(m)] or members, total=total)
+        else:
+            ready = progress.pod_ready(members[0])
+        await self._report_pods_ready(wl_key, started=progress.started("Pod", members), ready=ready, version=version)
+
+    async def _report_pods_ready(self, wl_key: Key, *, started: bool, ready: bool, version: str) -> None:
+        """WorkloadPodsReady when the workload's PodsReady (status, reason) changes; nothing before it started once."""
+        previous = self.pods_ready.get(wl_key)
+        if previous is None and not started:
+            return  # not admitted yet: Kueue's WaitForStart, nothing to report
+        current = progress.next_pods_ready(previous, started=started, ready=ready)
+        if current == previous:
+            return
+        known = self.workloads.get(wl_key)
+        ref = types.WorkloadRef(namespace=wl_key[0], name=wl_key[1], uid=known.metadata.uid if known else "")
+        fact = types.WorkloadPodsReady(workload=ref, ready=current[0], reason=current[1], at_ms=_now_ms())
+        await self.bus.publish(subjects.fact_message(fact, version=f"{version}.{current[1]}"))
+        self.pods_ready[wl_key] = current
+        self.published += 1
+
+    async def _workload_object_changed(self, obj: dict[str, Any]) -> None:
+        """A Workload object of a job's workload: report its admission check entries that a check controller
+        changed, and a flip of ``spec.active`` (a WorkloadObserved of the job's workload with that value)."""
+        meta = _meta(obj)
+        key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+        known = self.workloads.get(key)
+        if known is None or known.owner is None:
+            return  # not a job's workload the log knows (standalone Workloads are not watched here)
+        version = str(meta.get("resourceVersion") or "")
+        ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=known.metadata.uid)
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        for entry in status.get("admissionChecks") or []:
+            if isinstance(entry, dict):
+                await self._check_entry(ref, entry, version=version)
+        active = (obj.get("spec") or {}).get("active", True) is not False
+        if active != known.spec.active:
+            changed = msgspec.structs.replace(known, spec=msgspec.structs.replace(known.spec, active=active))
+            await self._publish(
+                types.WorkloadObserved(workload=changed), version=version, source=self.sources.get(key, "")
+            )
+
+    async def _check_entry(self, ref: types.WorkloadRef, entry: dict[str, Any], *, version: str) -> None:
+        """AdmissionCheckStateChanged for one ``status.admissionChecks[]`` entry that differs from what was
+        last seen, unless it is a Pending entry the dispatcher wrote itself (added, or reset after eviction)."""
+        try:
+            fact = types.AdmissionCheckStateChanged(
+                workload=ref,
+                check=str(entry.get("name") or ""),
+                state=entry.get("state") or "Pending",
+                message=str(entry.get("message") or ""),
+                requeue_after_seconds=jobframework.parse_int(entry.get("requeueAfterSeconds")),
+                pod_set_updates=msgspec.convert(
+                    entry.get("podSetUpdates") or [], list[models.PodSetUpdate], str_keys=True
+                ),
+                at_ms=manifests.parse_time_ms(entry.get("lastTransitionTime")) or _now_ms(),
+            )
+            msgspec.convert(msgspec.to_builtins(fact), types.AdmissionCheckStateChanged)  # the state is one of four
+        except (msgspec.ValidationError, manifests.ManifestError, TypeError) as err:
+            log.warning("admission_check_entry_invalid", workload=ref.key, entry=entry, error=str(err))
+            return
+        key = (ref.namespace, ref.name, fact.check)
+        view = _check_view(fact)
+        if self.check_states.get(key) == view:
+            return
+        self.check_states[key] = view
+        if fact.state == "Pending" and (not fact.message or fact.message.startswith(_OWN_CHECK_MESSAGE)):
+            return
+        await self.bus.publish(subjects.fact_message(fact, version=f"{version}.{fact.check}"))
+        self.published += 1
+        log.info("admission_check_state", workload=ref.key, check=fact.check, state=fact.state)
+
     # -- publishing -----------------------------------------------------------------------------------
 
     def _key(self, kind: str, obj: dict[str, Any]) -> Key:
@@ -557,6 +735,11 @@ class Watcher:
         self.published += 1
 
 
+def _check_view(fact: types.AdmissionCheckStateChanged) -> tuple[Any, ...]:
+    """What of a check entry counts as a change: state, message, requeueAfterSeconds, podSetUpdates."""
+    return (fact.state, fact.message, fact.requeue_after_seconds, tuple(fact.pod_set_updates))
+
+
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, dict) else {}
@@ -578,10 +761,15 @@ def _now_ms() -> int:
 
 
 async def serve_watcher(
-    *, nats_url: str, api: Any, stop: asyncio.Event, manage_jobs_without_queue_name: bool = False
+    *,
+    nats_url: str,
+    api: Any,
+    stop: asyncio.Event,
+    manage_jobs_without_queue_name: bool = False,
+    connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
 ) -> None:
-    """Run the watcher until ``stop`` is set."""
-    bus = await nats_bus.connect(nats_url)
+    """Run the watcher until ``stop`` is set (``connect``: how to get the bus)."""
+    bus = await connect(nats_url)
     watcher = Watcher(bus=bus, api=api, manage_jobs_without_queue_name=manage_jobs_without_queue_name)
     await watcher.learn_from_log()
     log.info(

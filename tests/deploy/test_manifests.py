@@ -189,7 +189,8 @@ def test_no_wildcards_secrets_or_escalation() -> None:
             assert resource not in ("secrets", "serviceaccounts/token", "roles", "clusterroles"), role["metadata"][
                 "name"
             ]
-            assert verb not in ("escalate", "bind", "impersonate", "deletecollection", "update")
+            assert verb not in ("escalate", "bind", "impersonate", "deletecollection")
+            assert verb != "update" or resource == "leases", role["metadata"]["name"]  # renewing a Lease
             assert verb != "delete" or resource == "workloads", role["metadata"]["name"]
 
 
@@ -235,6 +236,45 @@ def test_service_deployment(service: str) -> None:
     assert labels["kueue-es.dev/nats-client"] == "true"
     assert (labels.get("kueue-es.dev/kube-api-client") == "true") is (service in ("watcher", "dispatcher"))
     assert find("PodDisruptionBudget", f"kueue-es-{service}")["spec"]["maxUnavailable"] == 1
+
+
+def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() -> None:
+    """get/update on the two Leases by name, create on leases (not restrictable by name), in the namespace
+    of the services, for the watcher and the dispatcher only (services/leader.py)."""
+    (role,) = kinds("Role")
+    assert role["metadata"]["namespace"] == "kueue-es"
+    named = {(g, r, v) for rule in role["rules"] if rule.get("resourceNames") for g in rule["apiGroups"]
+             for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
+    assert named == {("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "update")}
+    assert grants(role["rules"]) - named == {("coordination.k8s.io", "leases", "create")}
+    names = {n for rule in role["rules"] for n in rule.get("resourceNames", [])}
+    assert names == {"kueue-es-watcher", "kueue-es-dispatcher"}
+    (binding,) = kinds("RoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert {(s["name"], s["namespace"]) for s in binding["subjects"]} == {
+        ("kueue-es-watcher", "kueue-es"),
+        ("kueue-es-dispatcher", "kueue-es"),
+    }
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_health_port_probes_and_leader_election(service: str) -> None:
+    """Every service serves its health port, probed over HTTP; the watcher and the dispatcher elect a leader
+    (the default Lease name kueue-es-NAME, in the pod's namespace), the deciders do not."""
+    from services.cli import _parser
+
+    (container,) = pod_spec(find("Deployment", f"kueue-es-{service}"))["containers"]
+    args = _parser().parse_args([a.replace("$(NATS_PASSWORD)", "x") for a in container["args"]])
+    assert args.health_port == 8080
+    assert container["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    leads = service in ("watcher", "dispatcher")
+    assert args.leader_elect is leads
+    env = {e["name"]: e for e in container["env"]}
+    if leads:
+        assert args.leader_elect_lease_name is None and args.leader_elect_namespace is None
+        assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
 
 
 @pytest.mark.parametrize(("owner", "spec", "container"), containers(), ids=lambda x: x if isinstance(x, str) else "")
@@ -311,7 +351,9 @@ def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None
             for rule in spec.get("ingress", [])
             for port in rule.get("ports", [])
         )
-    assert ingress_ports == {**{f"kueue-es-{s}": [] for s in SERVICES}, "kueue-es-nats": [4222, 6222]}
+    assert ingress_ports == {**{f"kueue-es-{s}": [8080] for s in SERVICES}, "kueue-es-nats": [4222, 6222]}
+    (metrics,) = policies["kueue-es-metrics"]["ingress"]
+    assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kueue-es.dev/metrics": "allowed"}}}]
     kube_api = policies["kueue-es-kube-api"]
     assert kube_api["podSelector"]["matchLabels"] == {"kueue-es.dev/kube-api-client": "true"}
 

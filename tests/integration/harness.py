@@ -8,15 +8,25 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
-from events import codec, types
-from events.bus.base import Bus, Delivery, DurableConsumer, LogMessage
+import msgspec
+
+from events import codec, subjects, types
+from events.bus.base import Bus, ConflictError, Delivery, DurableConsumer, LogMessage
 from projections.cluster import ClusterState
-from services.runtime import cancel_and_wait, fold_message
+from services import deciders
+from services.dispatcher.service import DECISION_FILTER, Dispatcher
+from services.kube import client as kube
+from services.runtime import Decider, DeciderLoop, build_batch, cancel_and_wait, fold_message
 from services.watcher.service import KUEUE_KINDS, Watcher
 from tests.builders import local_queue  # noqa: F401  (re-exported for the edge tests)
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 E = TypeVar("E", bound=types.Event)
+JOBS = kube.ref_for("batch/v1", "Job")
+SPOT_TOLERATION = {"key": "spot-taint", "operator": "Exists", "effect": "NoSchedule"}
+OWN_TOLERATION = {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}
+TEST_DECIDER = Decider(role="test", logic_version=1, decide=lambda state, now_ms: [])
+NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
 @contextlib.asynccontextmanager
@@ -124,6 +134,59 @@ class RecordingConsumer(DurableConsumer):
         self.naked.append(delivery.message.seq)
         if self.inner is not None:
             await self.inner.nak(delivery, delay=delay)
+
+
+# -- services and decisions ------------------------------------------------------------------
+
+
+def admitter(bus: Bus) -> DeciderLoop:
+    """The admitter decider loop, waking up often."""
+    return DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05)
+
+
+async def dispatcher_with_consumer(bus: Bus, api: Any, **options: Any) -> tuple[Dispatcher, RecordingConsumer]:
+    """A Dispatcher (``options`` go to it, ``ack_wait`` to the consumer) and its durable consumer, as
+    serve_dispatcher binds it, wrapped to record acks."""
+    ack_wait = options.pop("ack_wait", 30.0)
+    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=ack_wait)
+    return Dispatcher(bus=bus, api=api, **options), RecordingConsumer(consumer)
+
+
+async def commit(bus: Bus, *outputs: types.Decision) -> list[int]:
+    """Commit ``outputs`` as one batch of role ``test`` at the current head; their log sequences."""
+    for _ in range(20):
+        state = await folded(bus)
+        head_seq = state.heads.get(subjects.DEFAULT_PARTITION, 0)
+        head, rest = build_batch(
+            TEST_DECIDER, outputs=outputs, basis_seq=state.last_seq, head_seq=head_seq, now_ms=NOW_MS
+        )
+        try:
+            last = await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+        except ConflictError:
+            continue
+        return list(range(last - len(rest) + 1, last + 1))
+    raise AssertionError("the test batch kept conflicting")
+
+
+def eviction(ref: types.WorkloadRef, **fields: Any) -> types.EvictionRequested:
+    """The preemptor's eviction of ``ref`` in ClusterQueue cluster-queue, with Kueue's message (``fields`` replace)."""
+    event = types.EvictionRequested(
+        workload=ref,
+        cluster_queue="cluster-queue",
+        preemptor=types.WorkloadRef(namespace="default", name="job-urgent-00000", uid="uid-urgent"),
+        preemption_reason="InClusterQueue",
+        message="Preempted to accommodate a workload (UID: uid-urgent, JobUID: uid-urgent) due to prioritization "
+        "in the ClusterQueue",
+        at_ms=NOW_MS + 5_000,
+    )
+    return msgspec.structs.replace(event, **fields) if fields else event
+
+
+async def set_up_queues(api: Any, *, cpu: Any = 9) -> None:
+    """Flavor spot (node label and taint toleration), ClusterQueue cluster-queue on it, LocalQueue user-queue."""
+    await kube.apply_manifest(api, flavor("spot", node_labels={"instance-type": "spot"}, tolerations=[SPOT_TOLERATION]))
+    await kube.apply_manifest(api, cluster_queue("cluster-queue", flavor_name="spot", cpu=cpu))
+    await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
 
 
 # -- manifests ----------------------------------------------------------------------------------

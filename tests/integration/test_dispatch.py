@@ -13,14 +13,15 @@ import pytest
 from events import codec, subjects, types
 from events.bus.base import Delivery, OutgoingMessage
 from events.bus.memory import MemoryBus
-from services import deciders
-from services.dispatcher.service import DECISION_FILTER, Dispatcher
 from services.kube import client as kube
-from services.runtime import DeciderLoop
 from services.watcher.service import Watcher
 from tests.integration.harness import (
+    JOBS,
+    SPOT_TOLERATION,
     RecordingConsumer,
+    admitter,
     cluster_queue,
+    dispatcher_with_consumer,
     events_of,
     flavor,
     job,
@@ -33,22 +34,6 @@ from tests.integration.harness import (
 )
 
 pytestmark = pytest.mark.timeout(20)
-
-JOBS = kube.ref_for("batch/v1", "Job")
-SPOT_TOLERATION = {"key": "spot-taint", "operator": "Exists", "effect": "NoSchedule"}
-
-
-def admitter(bus: MemoryBus) -> DeciderLoop:
-    """The admitter decider loop, waking up often."""
-    return DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05)
-
-
-async def dispatcher_with_consumer(
-    bus: MemoryBus, api, *, ack_wait: float = 30.0
-) -> tuple[Dispatcher, RecordingConsumer]:
-    """A Dispatcher and its durable consumer (as serve_dispatcher binds it), wrapped to record acks."""
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=ack_wait)
-    return Dispatcher(bus=bus, api=api), RecordingConsumer(consumer)
 
 
 async def message_of(bus: MemoryBus, cls: type[types.Event], **fields) -> tuple:

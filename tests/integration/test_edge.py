@@ -22,6 +22,7 @@ from services.kube.emulator import ClusterEmulator
 from services.watcher.convert import workload_name_for_job
 from services.watcher.service import Watcher
 from tests.integration.harness import (
+    JOBS,
     cluster_queue,
     events_of,
     flavor,
@@ -35,10 +36,9 @@ from tests.integration.harness import (
     watch_all,
 )
 
-pytestmark = pytest.mark.timeout(20)
+pytestmark = pytest.mark.timeout(60)  # a guard against hangs; CLI subprocesses are slow on a loaded 2-core machine
 
 CQ_QUOTA_FIELD = "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
-JOBS = kube.ref_for("batch/v1", "Job")
 CLUSTER_QUEUES = kube.ref_for("kueue.x-k8s.io/v1beta2", "ClusterQueue")
 
 

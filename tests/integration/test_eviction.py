@@ -21,44 +21,42 @@ from typing import Any
 import msgspec
 import pytest
 
-from events import models, subjects, types
+from events import models, types
 from events.bus import nats as nats_bus
-from events.bus.base import Bus, ConflictError, Delivery
+from events.bus.base import Bus, Delivery
 from events.bus.memory import MemoryBus
 from events.bus.server import NatsServer
-from services import deciders
 from services.dispatcher import core
 from services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 from services.dispatcher.service import DECISION_FILTER, Dispatcher
 from services.kube import client as kube
 from services.kube.kubelet import SimulatedKubelet
 from services.kube.patches import merge_patch
-from services.runtime import Decider, DeciderLoop, build_batch
 from services.watcher import convert
 from services.watcher.service import Watcher
 from tests.builders import workload as workload_manifest
 from tests.integration.harness import (
+    JOBS,
+    NOW_MS,
+    OWN_TOLERATION,
+    SPOT_TOLERATION,
     RecordingConsumer,
-    cluster_queue,
+    admitter,
+    commit,
     events_of,
+    eviction,
     flavor,
     folded,
     job,
-    local_queue,
     log_entries,
     running,
+    set_up_queues,
     wait_for,
     wait_until,
     watch_all,
 )
 
 pytestmark = pytest.mark.timeout(30)
-
-JOBS = kube.ref_for("batch/v1", "Job")
-SPOT_TOLERATION = {"key": "spot-taint", "operator": "Exists", "effect": "NoSchedule"}
-OWN_TOLERATION = {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}
-TEST_DECIDER = Decider(role="test", logic_version=1, decide=lambda state, now_ms: [])
-NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
 # -- the pure plan ------------------------------------------------------------------------------
@@ -82,19 +80,6 @@ def reservation(ref: types.WorkloadRef, flavor_name: str = "spot") -> types.Quot
     )
     return types.QuotaReserved(
         workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=NOW_MS
-    )
-
-
-def eviction(ref: types.WorkloadRef) -> types.EvictionRequested:
-    """The preemptor's eviction of ``ref`` in ClusterQueue cluster-queue, with Kueue's message."""
-    return types.EvictionRequested(
-        workload=ref,
-        cluster_queue="cluster-queue",
-        preemptor=types.WorkloadRef(namespace="default", name="job-urgent-00000", uid="uid-urgent"),
-        preemption_reason="InClusterQueue",
-        message="Preempted to accommodate a workload (UID: uid-urgent, JobUID: uid-urgent) due to prioritization "
-        "in the ClusterQueue",
-        at_ms=NOW_MS + 5_000,
     )
 
 
@@ -357,29 +342,6 @@ async def test_restarted_watcher_does_not_report_the_started_template(api, bus: 
 # -- the dispatcher -----------------------------------------------------------------------------
 
 
-async def commit(bus: Bus, *outputs: types.Decision) -> list[int]:
-    """Commit ``outputs`` as one batch of role ``test`` at the current head; their log sequences."""
-    for _ in range(20):
-        state = await folded(bus)
-        head_seq = state.heads.get(subjects.DEFAULT_PARTITION, 0)
-        head, rest = build_batch(
-            TEST_DECIDER, outputs=outputs, basis_seq=state.last_seq, head_seq=head_seq, now_ms=NOW_MS
-        )
-        try:
-            last = await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
-        except ConflictError:
-            continue
-        return list(range(last - len(rest) + 1, last + 1))
-    raise AssertionError("the test batch kept conflicting")
-
-
-async def set_up_queues(api) -> None:
-    """Flavor spot (node label and taint toleration), ClusterQueue cluster-queue on it, LocalQueue user-queue."""
-    await kube.apply_manifest(api, flavor("spot", node_labels={"instance-type": "spot"}, tolerations=[SPOT_TOLERATION]))
-    await kube.apply_manifest(api, cluster_queue("cluster-queue", flavor_name="spot"))
-    await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
-
-
 async def admitted_ref(bus: Bus) -> types.WorkloadRef:
     """The workload of the one WorkloadAdmitted on the log, once it is there."""
     [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10.0)
@@ -394,7 +356,7 @@ async def test_redelivered_eviction_writes_nothing_new(api, bus: MemoryBus) -> N
     async with running(*watch_all(Watcher(bus=bus, api=api)), dispatcher.fold_forever(), dispatcher.consume(consumer)):
         await set_up_queues(api)
         await kube.apply_manifest(api, job("victim", tolerations=[OWN_TOLERATION]))
-        async with running(DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run()):
+        async with running(admitter(bus).run()):
             ref = await admitted_ref(bus)
             await wait_for(bus, types.DispatchApplied, action="StartJob")
         [seq] = await commit(bus, eviction(ref))
@@ -423,8 +385,8 @@ async def test_redelivered_eviction_writes_nothing_new(api, bus: MemoryBus) -> N
 async def test_eviction_of_a_deleted_job_records_404_and_reports_it_stopped(api, bus: MemoryBus) -> None:
     """The evicted workload's Job was deleted before the dispatcher got to it (the watcher down): DispatchFailed
     (Evict, 404) and, since nothing runs, WorkloadStopped with the eviction's Msg-Id; a redelivery adds nothing."""
-    admitter = DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05)
-    async with running(*watch_all(Watcher(bus=bus, api=api)), admitter.run()):
+    admitting = admitter(bus)
+    async with running(*watch_all(Watcher(bus=bus, api=api)), admitting.run()):
         await set_up_queues(api)
         await kube.apply_manifest(api, job("fleeting"))
         ref = await admitted_ref(bus)
@@ -483,7 +445,7 @@ async def test_evicted_job_is_stopped_and_reported_through_nats_server(api, nats
     ):
         await set_up_queues(api)
         original = await kube.apply_manifest(api, job("victim", parallelism=2, tolerations=[OWN_TOLERATION]))
-        async with running(DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run()):
+        async with running(admitter(bus).run()):
             ref = await admitted_ref(bus)
             running_job = await job_where(api, "victim", lambda j: (j.get("status") or {}).get("active") == 2)
         assert running_job["spec"]["template"]["spec"]["nodeSelector"] == {"instance-type": "spot"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from events import manifests, models, types
@@ -375,3 +376,123 @@ def test_a_priority_class_change_marks_its_workloads_for_writing() -> None:
     spec = status.workload_object(wl, log.view.cluster)["spec"]
     assert spec["priority"] == 7
     assert spec["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+
+
+def checked_log() -> tuple[Log, types.WorkloadRef]:
+    """queues_log with a ClusterQueue that requires admission check ``prov`` on every flavor."""
+    checked = cluster_queue("cluster-queue")
+    checked["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}
+    log, ref = queues_log()
+    log.add(convert.kueue_fact(checked))
+    return log, ref
+
+
+def check(ref: types.WorkloadRef, state: str, seconds: int, **fields: Any) -> types.AdmissionCheckStateChanged:
+    return types.AdmissionCheckStateChanged(workload=ref, check="prov", state=state, at_ms=at(seconds), **fields)  # type: ignore[arg-type]
+
+
+def test_admission_check_entries_follow_the_checks_and_reset_on_eviction() -> None:
+    """status.admissionChecks: added Pending at reservation; the controller's Retry with requeueAfterSeconds kept;
+    the AdmissionCheck eviction resets it to Pending with Kueue's message and retryCount 1; requeueState holds
+    requeueAt, Requeued=False (AdmissionCheck) until the next reservation, then True BackoffFinished."""
+    log, ref = checked_log()
+    log.add(reserved(ref, 10))
+    assert log.status(ref)["admissionChecks"] == [
+        {"name": "prov", "state": "Pending", "lastTransitionTime": ts(10), "message": ""}
+    ]
+    log.add(check(ref, "Retry", 12, message="try later", requeue_after_seconds=30))
+    evicted = types.EvictionRequested(
+        workload=ref,
+        cluster_queue="cluster-queue",
+        reason="AdmissionCheck",
+        message="Evicted due to AdmissionCheck(s) in Retry state: prov",
+        at_ms=at(13),
+        requeue_at_ms=at(42),
+    )
+    log.add(evicted, released(ref, "AdmissionCheck", 14))
+    out = log.status(ref)
+    assert out["admissionChecks"] == [
+        {
+            "name": "prov",
+            "state": "Pending",
+            "lastTransitionTime": ts(13),
+            "message": "Reset to Pending after eviction. Previously: Retry",
+            "requeueAfterSeconds": 30,
+            "retryCount": 1,
+        }
+    ]
+    assert out["requeueState"] == {"count": 0, "requeueAt": ts(42)}
+    conditions = {c["type"]: c for c in out["conditions"]}
+    assert (conditions["Requeued"]["status"], conditions["Requeued"]["reason"]) == ("False", "AdmissionCheck")
+    assert out["schedulingStats"] == {"evictions": [{"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}]}
+    log.add(reserved(ref, 50))
+    out = log.status(ref)
+    assert {c["type"]: c for c in out["conditions"]}["Requeued"] == cond(
+        "Requeued", True, "BackoffFinished", "The workload backoff was finished", 42
+    )
+    assert out["requeueState"] == {"count": 0}
+
+
+def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
+    """WorkloadDeactivated with the eviction of the same batch: spec.active false on the Workload object, Evicted
+    DeactivatedDueToAdmissionCheck counted as (Deactivated, AdmissionCheck), Requeued=False Deactivated; the
+    workload seen inactive and then active again is Requeued=True Reactivated and spec.active true."""
+    log, ref = checked_log()
+    log.add(reserved(ref, 10), check(ref, "Rejected", 11, message="no capacity"))
+    log.add(
+        types.WorkloadDeactivated(workload=ref, reason="AdmissionCheck", message="no capacity", at_ms=at(12)),
+        types.EvictionRequested(
+            workload=ref,
+            cluster_queue="cluster-queue",
+            reason="DeactivatedDueToAdmissionCheck",
+            message="The workload is deactivated due to no capacity",
+            at_ms=at(12),
+        ),
+        released(ref, "DeactivatedDueToAdmissionCheck", 13),
+    )
+    wl = log.view.cluster.workloads[ref.key]
+    record = log.view.records[ref.key]
+    assert status.workload_object(wl, log.view.cluster, record)["spec"]["active"] is False
+    out = log.status(ref)
+    conditions = {c["type"]: c for c in out["conditions"]}
+    assert conditions["Evicted"]["reason"] == "DeactivatedDueToAdmissionCheck"
+    assert (conditions["Requeued"]["status"], conditions["Requeued"]["reason"]) == ("False", "Deactivated")
+    assert out["schedulingStats"]["evictions"] == [
+        {"reason": "Deactivated", "underlyingCause": "AdmissionCheck", "count": 1}
+    ]
+    inactive = msgspec.structs.replace(wl.workload, spec=msgspec.structs.replace(wl.workload.spec, active=False))
+    log.add(types.WorkloadObserved(workload=inactive), types.WorkloadObserved(workload=wl.workload))
+    assert status.workload_object(wl, log.view.cluster, log.view.records[ref.key])["spec"]["active"] is True
+    requeued = {c["type"]: c for c in log.status(ref)["conditions"]}["Requeued"]
+    assert (requeued["status"], requeued["reason"]) == ("True", "Reactivated")
+
+
+def test_pod_set_updates_are_merged_and_a_conflict_fails_the_start() -> None:
+    """A Ready check's podSetUpdates reach StartJob with the flavor's node labels; the stop takes its labels and
+    annotations out; a nodeSelector key the flavor sets otherwise plans FailStart naming the conflict as Kueue."""
+    zoned = flavor("default-flavor", node_labels={"zone": "a"})
+    for conflicting, expected in ((False, None), (True, "zone")):
+        log, ref = checked_log()
+        log.add(convert.kueue_fact(zoned), reserved(ref, 10))
+        update = models.PodSetUpdate(
+            name="main", labels={"team": "x"}, node_selector={"zone": "b" if conflicting else "a", "pool": "p"}
+        )
+        log.add(check(ref, "Ready", 11, pod_set_updates=[update]))
+        admit = types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=at(12))
+        log.add(admit)
+        action = core.plan(log.view, admit, seq=log.seq)
+        if expected is None:
+            assert isinstance(action, core.StartJob)
+            assert action.node_selector == {"pool": "p", "zone": "a"} and action.labels == {"team": "x"}
+            stop = core.plan(log.view, preempted(ref, 20), seq=log.add(preempted(ref, 20)))
+            assert isinstance(stop, core.StopJob) and stop.labels == ["team"]
+            assert stop.node_selector == {"pool": None, "zone": None}
+        else:
+            assert action == core.FailStart(
+                workload=ref,
+                namespace="default",
+                name="sample",
+                kind="Job",
+                message='in admission check "prov": invalid admission check PodSetUpdate: conflict for nodeSelector: '
+                "conflict for key=zone, value1=a, value2=b",
+            )

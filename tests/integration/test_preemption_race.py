@@ -137,19 +137,21 @@ async def _seed(bus: Bus, scenario: Scenario) -> None:
             core_engine.SEED, outputs=outputs, basis_seq=await bus.last_seq(), head_seq=head_seq, now_ms=0
         )
         await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+        for fact in core_engine.job_reports(outputs, pods_ready=scenario.pods_ready, now_ms=admitted.reserved_at_ms):
+            await bus.publish(subjects.fact_message(fact))
     for workload in scenario.pending:
         assert workload.fact is not None
         await bus.publish(subjects.fact_message(workload.fact))
 
 
 async def _job_side(bus: Bus) -> None:
-    """Every eviction completes: the job stops and the watcher says so."""
+    """Every eviction completes (the job stops) and every admitted job gets its pods ready,
+    and the watcher says so."""
     async for message in bus.read(subjects=(subjects.decisions_of(subjects.DEFAULT_PARTITION),), start_seq=1):
         event = codec.decode(message.data)
-        if isinstance(event, types.EvictionRequested):
-            await bus.publish(
-                subjects.fact_message(types.WorkloadStopped(workload=event.workload, reason=event.reason))
-            )
+        if isinstance(event, types.DECISION_TYPES):
+            for fact in core_engine.job_reports([event], pods_ready="auto", now_ms=0):
+                await bus.publish(subjects.fact_message(fact))
 
 
 async def _fold(bus: Bus) -> tuple[ClusterState, list[tuple[int, types.Event]], list]:

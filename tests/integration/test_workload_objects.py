@@ -20,17 +20,20 @@ import pytest
 from events import manifests, types
 from events.bus.base import Delivery
 from events.bus.memory import MemoryBus
-from services import deciders
 from services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER, Dispatcher, WriteLimiter
 from services.kube import client as kube
 from services.kube import resources
 from services.kube.emulator import ClusterEmulator
-from services.runtime import DeciderLoop
 from services.watcher.service import Watcher
 from tests.integration.harness import (
+    JOBS,
     RecordingConsumer,
+    admitter,
     cluster_queue,
+    commit,
+    dispatcher_with_consumer,
     events_of,
+    eviction,
     flavor,
     job,
     local_queue,
@@ -40,11 +43,9 @@ from tests.integration.harness import (
     wait_until,
     watch_all,
 )
-from tests.integration.test_eviction import commit, eviction
 
 pytestmark = pytest.mark.timeout(30)
 
-JOBS = kube.ref_for("batch/v1", "Job")
 PENDING_MESSAGE = (
     "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 2 more needed"
 )
@@ -55,11 +56,6 @@ async def set_up(api, *, cpu: int = 3) -> None:
     await kube.apply_manifest(api, flavor("default-flavor"))
     await kube.apply_manifest(api, cluster_queue("cluster-queue", cpu=cpu))
     await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
-
-
-async def dispatcher_and_consumer(bus: MemoryBus, api, **options: Any) -> tuple[Dispatcher, RecordingConsumer]:
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
-    return Dispatcher(bus=bus, api=api, **options), RecordingConsumer(consumer)
 
 
 async def eventually(api, ref, *, name: str, namespace: str | None = None, check: Callable[[dict], bool]) -> dict:
@@ -127,10 +123,10 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
     """Job a (3 x 1 CPU) is admitted on a 3-CPU ClusterQueue, Job b (2 x 1 CPU) waits. Each gets its Workload
     object (owner reference to the Job, job-uid label, spec from the workload) with Kueue's status; the queues'
     status counts them. Status writes bring no new facts on the log (the watcher sees nothing that matters)."""
-    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
         *watch_all(Watcher(bus=bus, api=api)),
-        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+        admitter(bus).run(),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
     ):
@@ -188,13 +184,16 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
         "priority": 0,
         "active": True,
     }
-    assert conditions(workload_a) == {
+    admitted_conditions = conditions(workload_a)
+    pods_ready = admitted_conditions.pop("PodsReady", None)  # the watcher's report of the started Job, if in time
+    assert pods_ready in (None, condition("PodsReady", False, "WaitForStart", "Not all pods are ready or succeeded"))
+    assert admitted_conditions == {
         "QuotaReserved": condition(
             "QuotaReserved", True, "QuotaReserved", "Quota reserved in ClusterQueue cluster-queue"
         ),
         "Admitted": condition("Admitted", True, "Admitted", "The workload is admitted"),
     }
-    assert {c["lastTransitionTime"] for c in workload_a["status"]["conditions"]} == {
+    assert {c["lastTransitionTime"] for c in workload_a["status"]["conditions"] if c["type"] != "PodsReady"} == {
         manifests.format_time_ms(reserved.at_ms)
     }
     assert workload_a["status"]["admission"] == {
@@ -211,7 +210,7 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
 
     assert waiting.workload == b and waiting.message == PENDING_MESSAGE
     assert conditions(workload_b) == {
-        "QuotaReserved": condition("QuotaReserved", False, "Pending", PENDING_MESSAGE),
+        "QuotaReserved": condition("QuotaReserved", False, "WaitingForQuota", PENDING_MESSAGE),
         "Admitted": condition("Admitted", False, "NoReservation", "The workload has no reservation"),
     }
     assert "admission" not in workload_b["status"]
@@ -243,11 +242,11 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
     Evicted and Preempted; once its Job stopped and the quota is released, QuotaReserved=False PendingEvaluation,
     Requeued=True Preempted, no admission; admitted again, Evicted and Preempted turn False "Previously: ...";
     the Job completes: Finished=True Succeeded, and the admission stays."""
-    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(*watch_all(Watcher(bus=bus, api=api)), dispatcher.fold_forever(), dispatcher.consume(consumer)):
         await set_up(api)
         await kube.apply_manifest(api, job("victim"))
-        async with running(DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run()):
+        async with running(admitter(bus).run()):
             [admitted] = await wait_for(bus, types.WorkloadAdmitted)
         ref = admitted.workload
         [reservation] = await events_of(bus, types.QuotaReserved)
@@ -293,7 +292,13 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
     }
     assert evicted["status"]["admission"]["clusterQueue"] == "cluster-queue"
 
-    assert conditions(requeued) == {
+    requeued_conditions = conditions(requeued)
+    pods_ready = requeued_conditions.pop("PodsReady", None)  # the watcher's report of the started Job, if in time
+    assert pods_ready in (
+        None,
+        condition("PodsReady", False, "WaitForStart", "Not all pods are ready or succeeded"),
+    )
+    assert requeued_conditions == {
         "QuotaReserved": condition("QuotaReserved", False, "PendingEvaluation", message),
         "Evicted": condition("Evicted", True, "Preempted", message),
         "Admitted": condition("Admitted", False, "NoReservation", "The workload has no reservation"),
@@ -322,10 +327,10 @@ async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(
     """Once everything is written, the same decisions handled again leave every object's resourceVersion (and the
     server's) as it was and add nothing to the log; a new dispatcher, which lists what the server holds when it
     starts, catches up with the whole log and writes nothing either."""
-    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
         *watch_all(Watcher(bus=bus, api=api)),
-        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+        admitter(bus).run(),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
     ):
@@ -387,19 +392,17 @@ async def test_job_gone_before_it_is_started_releases_its_quota(api, bus: Memory
     404 and the workload deleted (ObjectDeleted with its UID, once even if redelivered), so the admitter releases
     the quota (QuotaReleased reason Deleted), the ClusterQueue's status shows nothing reserved, and the Workload
     object goes too (the garbage collector's job in a real cluster)."""
-    async with running(
-        *watch_all(Watcher(bus=bus, api=api)), DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run()
-    ):
+    async with running(*watch_all(Watcher(bus=bus, api=api)), admitter(bus).run()):
         await set_up(api)
         await kube.apply_manifest(api, job("fleeting"))
         [admitted] = await wait_for(bus, types.WorkloadAdmitted)
     await kube.delete_object(api, JOBS, namespace="default", name="fleeting")
 
-    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
-        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+        admitter(bus).run(),
     ):
         [failed] = await wait_for(bus, types.DispatchFailed)
         [deleted] = await wait_for(bus, types.ObjectDeleted)
@@ -446,10 +449,10 @@ async def test_a_workload_write_refused_by_the_server_is_a_dispatch_failed(
         return await real_apply(api_client, ref, **options)
 
     monkeypatch.setattr(kube, "apply_object", forbidden)
-    dispatcher, consumer = await dispatcher_and_consumer(bus, api)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
         *watch_all(Watcher(bus=bus, api=api)),
-        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+        admitter(bus).run(),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
     ):
@@ -476,10 +479,10 @@ async def test_every_write_waits_for_the_rate_limiter(api, bus: MemoryBus, emu: 
         times.append(asyncio.get_running_loop().time())
 
     limiter.acquire = timed_acquire  # type: ignore[method-assign]
-    dispatcher, consumer = await dispatcher_and_consumer(bus, api, limiter=limiter)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api, limiter=limiter)
     async with running(
         *watch_all(Watcher(bus=bus, api=api)),
-        DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05).run(),
+        admitter(bus).run(),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
     ):

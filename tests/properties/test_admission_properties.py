@@ -6,7 +6,10 @@ shape): 1-3 ResourceFlavors; 1-4 ClusterQueues, some in cohorts ``co-a`` /
 (``co-a`` may hang under ``co-b``, either under ``co-root``) with their own quota
 and limits; one LocalQueue per ClusterQueue; 1-15 Workloads of 1-2 pod sets with
 optional minCount, priorities and creation times that may tie (UIDs break ties);
-then finish / delete events. Each scenario goes through the loader
+some ClusterQueues require an admission check (on all flavors or some); then
+events: finish / delete, a check going Ready / Retry (with or without a backoff) /
+Rejected, 31 minutes passing (with ``podsReady: manual`` jobs never get ready, so
+PodsReady timeouts evict and back off). Each scenario goes through the loader
 (``parse_scenario``) and the core engine (``run_scenario``: the production
 deciders, encoders and fold), and the resulting log is checked:
 
@@ -17,7 +20,7 @@ deciders, encoders and fold), and the resulting log is checked:
 4. every decision replays byte for byte (``services.replay.check_log``);
 5. every scenario settles and no workload is both admitted and pending.
 
-Cluster shape never changes during a run (events are finish / delete only), so
+Cluster shape never changes during a run (no event applies an object), so
 the quota tree read from the manifests holds for the whole log. Failures print
 the falsifying scenario document (``note``) and are kept in Hypothesis's example
 database like any other property test.
@@ -56,6 +59,7 @@ API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 FLAVORS = ("f0", "f1", "f2")
 COHORTS = ("co-a", "co-b")
+CHECK = "check"
 ROOT_COHORT = "co-root"
 NAMESPACE = "default"
 MILLI = 1000
@@ -178,6 +182,9 @@ def scenario_docs(draw: st.DrawFn) -> dict:
             spec["fairSharing"] = {"weight": draw(st.sampled_from(["0", "1", "2", "500m"]))}
         if cohort is not None:
             spec["cohortName"] = cohort
+        if draw(st.integers(0, 3)) == 0:  # an admission check, on every flavor or on some
+            on_flavors = draw(st.lists(st.sampled_from(flavors), max_size=2, unique=True))
+            spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": CHECK, "onFlavors": on_flavors}]}
         objects.append({"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec})
     for name in cluster_queues:
         objects.append(
@@ -201,17 +208,42 @@ def scenario_docs(draw: st.DrawFn) -> dict:
         objects.insert(
             0, {"apiVersion": CONFIG_API, "kind": "Configuration", "fairSharing": {"preemptionStrategies": strategies}}
         )
+    if any("admissionChecksStrategy" in o.get("spec", {}) for o in objects):
+        objects.append(
+            {
+                "apiVersion": API,
+                "kind": "AdmissionCheck",
+                "metadata": {"name": CHECK},
+                "spec": {"controllerName": "x/y"},
+            }
+        )
     count = draw(st.integers(1, 15))
     uids = draw(st.lists(st.integers(0, 99), min_size=count, max_size=count, unique=True))
     pending = [draw(workload_docs(i, uids[i], cluster_queues)) for i in range(count)]
-    events = draw(st.lists(st.tuples(st.sampled_from(["finish", "delete"]), st.integers(0, count - 1)), max_size=4))
+    kinds = st.sampled_from(["finish", "delete", "Ready", "Retry", "Rejected", "wait"])
+    events = draw(st.lists(st.tuples(kinds, st.integers(0, count - 1), st.integers(0, 3)), max_size=5))
+    pods_ready = draw(st.sampled_from(["auto", "manual"]))
     return {
         "name": "generated",
         "source": "tests/properties (Hypothesis)",
+        "podsReady": pods_ready,
         "objects": objects,
         "pending": pending,
-        "events": [{kind: f"{NAMESPACE}/w{i:02d}"} for kind, i in events],
+        "events": [_event(kind, f"{NAMESPACE}/w{i:02d}", n) for kind, i, n in events],
     }
+
+
+def _event(kind: str, key: str, n: int) -> dict:
+    """One scenario event: a job finishing or deleted, an admission check's new state (Retry
+    with a backoff of ``n`` seconds, or none), or 31 minutes passing (PodsReady timeouts)."""
+    if kind in ("finish", "delete"):
+        return {kind: key}
+    if kind == "wait":
+        return {"wait": "31m"}
+    check: dict[str, Any] = {"workload": key, "name": CHECK, "state": kind}
+    if kind == "Retry" and n:
+        check["requeueAfterSeconds"] = n
+    return {"check": check}
 
 
 def run_doc(doc: dict) -> core_engine.CoreRun:
@@ -587,10 +619,11 @@ def test_preemption_never_loops(doc: dict) -> None:
     run = run_doc(doc)
     evictions: dict[str, int] = defaultdict(int)
     for _, event in run.log:
-        if isinstance(event, types.EvictionRequested):
+        if isinstance(event, types.EvictionRequested) and event.reason == "Preempted":
             evictions[event.workload.key] += 1
     assert all(n <= targets.PREEMPTION_BUDGET for n in evictions.values()), dict(evictions)
-    now_ms = core_engine.clock_base_ms(run.scenario) + 10**9
+    # The next cycle's time: later, PodsReady timeouts of jobs that never get ready may fire.
+    now_ms = max(e.now_ms for _, e in run.log if isinstance(e, types.DecisionRecord)) + 1000
     for decider in deciders.BY_ROLE.values():
         assert decider.decide(run.state, now_ms=now_ms) == [], decider.role
 
@@ -599,12 +632,13 @@ def test_preemption_never_loops(doc: dict) -> None:
 @given(doc=scenario_docs())
 def test_runs_settle_with_a_consistent_outcome(doc: dict) -> None:
     """Every generated scenario settles (no RunError) and its outcome puts each submitted
-    workload in exactly one of admitted / pending / finished / deleted."""
+    workload in exactly one of admitted / reserved / pending / finished / deleted."""
     run = run_doc(doc)
     outcome = run.outcome()
-    admitted, pending = set(outcome.admitted), set(outcome.pending)
+    admitted, reserved, pending = set(outcome.admitted), set(outcome.reserved), set(outcome.pending)
     finished, deleted = set(outcome.finished), set(outcome.deleted)
     assert not admitted & pending, f"both admitted and pending: {sorted(admitted & pending)}"
-    assert not (admitted | pending) & (finished | deleted)
+    assert not reserved & (admitted | pending)
+    assert not (admitted | reserved | pending) & (finished | deleted)
     assert not finished & deleted
-    assert admitted | pending | finished | deleted == set(run.scenario.submitted)
+    assert admitted | reserved | pending | finished | deleted == set(run.scenario.submitted)

@@ -22,12 +22,21 @@ HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[1].parent / "shared" / "scenarios" / "examples"
 
 
+ALSO_ON_BUS = (
+    "checks/check-retry-backoff-then-readmitted.yaml",  # a real backoff sat out by the services' clock
+    "podsready/block-admission-waits-for-ready.yaml",
+)
+
+
 def _selection() -> list[Any]:
     params = [pytest.param(p, id=f"examples/{p.stem}") for p in sorted(EXAMPLES.glob("*.yaml"))]
     files = sorted(HERE.rglob("*.yaml"))
     chosen: dict[Path, None] = {}
     for section in sorted({p.parent for p in files}):
-        chosen.setdefault(next(p for p in files if p.parent == section))
+        on_bus = [p for p in files if p.parent == section and "engines:" not in p.read_text()]
+        chosen.setdefault(next(iter(on_bus), next(p for p in files if p.parent == section)))
+    for path in ALSO_ON_BUS:
+        chosen.setdefault(HERE / path)
     for path in files[::10]:
         chosen.setdefault(path)
     for path in sorted(chosen):

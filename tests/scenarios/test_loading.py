@@ -76,7 +76,7 @@ MALFORMED = [
     Case(
         name="an unknown event kind",
         doc=_with(events=[{"suspend": "default/w1"}]),
-        want_problem="events[0]: unknown event kind 'suspend' (use finish, delete or apply)",
+        want_problem="events[0]: unknown event kind 'suspend' (use finish, delete, apply, check, podsReady, wait)",
     ),
     Case(
         name="an event with two kinds",

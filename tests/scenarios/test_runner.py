@@ -121,6 +121,7 @@ def test_outcome_of_a_small_scenario(tmp_path: Path) -> None:
             "default/w1": {"clusterQueue": "cq", "podSets": {"main": {"flavors": {"cpu": "default"}, "count": 2}}},
             "default/w2": {"clusterQueue": "cq", "podSets": {"main": {"flavors": {"cpu": "default"}, "count": 2}}},
         },
+        "reserved": [],
         "preempted": [],
         "pending": ["default/w3"],
         "finished": [],

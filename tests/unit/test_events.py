@@ -100,6 +100,7 @@ SAMPLES: list[types.Event] = [
         at_ms=6,
     ),
     types.WorkloadPodsReady(workload=REF, ready=True, reason="Started", at_ms=7),
+    types.WorkloadRequeued(workload=REF, at_ms=8),
     types.DispatchApplied(workload=REF, decision_seq=8, action="StartJob"),
     types.DispatchFailed(workload=REF, decision_seq=8, action="StartJob", status=404, reason="NotFound"),
 ]

@@ -1,0 +1,287 @@
+"""The workload lifecycle after quota reservation: admission checks, PodsReady timeouts,
+maximum execution time and the backoff after an eviction (SEMANTICS §3.7, §9.2-§9.6,
+SEMANTICS-ADVANCED B.2, C.3).
+
+In Kueue this is the workload controller's work (pkg/controller/core/workload_controller.go,
+pkg/workload/admissionchecks.go); here the admitter decides it in its cycle, from the folded
+log and the cycle's ``now_ms``, so it replays like every other decision. Pure: no I/O, no clock.
+
+Decisions, per workload:
+
+- holding quota, not admitted, every admission check required for its flavors Ready:
+  WorkloadAdmitted;
+- a check Rejected: WorkloadDeactivated (reason AdmissionCheck) and, when it holds quota, an
+  EvictionRequested ``DeactivatedDueToAdmissionCheck`` (Rejected is looked at before Retry);
+- a check in Retry while holding quota: EvictionRequested ``AdmissionCheck`` with requeueAt
+  from the checks' requeueAfterSeconds;
+- admitted and not PodsReady past waitForPodsReady's timeout: EvictionRequested
+  ``PodsReadyTimeout`` with the requeue backoff, or, past backoffLimitCount, deactivation
+  (``RequeuingLimitExceeded``);
+- admitted past spec.maximumExecutionTimeSeconds: deactivation (``MaximumExecutionTimeExceeded``);
+- evicted and waiting out its backoff, once requeueAt has passed: WorkloadRequeued.
+
+:func:`wakeup_ms` says when the next of these falls due with nothing else happening, so a
+runner knows when to run a cycle (the services run one every second anyway; the scenario
+runner's settle jumps its clock there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from events import models, types
+from projections import afs
+from projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
+
+FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
+
+
+def required_checks(cq: models.ClusterQueue, flavors: Iterable[str] | None = None) -> list[str]:
+    """Names of the admission checks ``cq`` requires, sorted (SEMANTICS-ADVANCED B.1).
+
+    ``flavors`` None: before admission, the checks that apply to every flavor of the
+    ClusterQueue; otherwise the checks whose ``onFlavors`` meet the assigned flavors (an
+    empty ``onFlavors`` means all). Source: pkg/workload/workload.go AdmissionChecksForWorkload.
+    """
+    strategy = cq.spec.admission_checks_strategy
+    if strategy is None:
+        return []
+    cq_flavors = {f.name for group in cq.spec.resource_groups for f in group.flavors}
+    assigned = set(flavors) if flavors is not None else None
+    out = set()
+    for rule in strategy.admission_checks:
+        on = set(rule.on_flavors) or cq_flavors
+        if (assigned is None and on >= cq_flavors) or (assigned is not None and on & assigned):
+            out.add(rule.name)
+    return sorted(out)
+
+
+def assigned_flavors(reservation: types.QuotaReserved | types.PreemptionRequired) -> set[str]:
+    """The flavors a reservation's pod set assignments use."""
+    return {f for ps in reservation.pod_set_assignments for f in ps.flavors.values()}
+
+
+def checks_ready(wl: WorkloadState, required: list[str]) -> bool:
+    """Whether every required check is Ready for ``wl`` (vacuously true without checks)."""
+    checks = wl.checks
+    for name in required:
+        check = checks.get(name)
+        if check is None or check.state != "Ready":
+            return False
+    return True
+
+
+def failed_checks(wl: WorkloadState, cq: models.ClusterQueue | None) -> bool:
+    """Whether a check of ``wl`` that ``cq`` names is in Retry or Rejected: a pending
+    workload is then not nominated (SEMANTICS §4.3 step 2)."""
+    named = _named_checks(cq)
+    return any(c.state in ("Retry", "Rejected") and n in named for n, c in wl.checks.items())
+
+
+def _named_checks(cq: models.ClusterQueue | None) -> set[str]:
+    """Every check ``cq`` names: the only ones a workload's status lists (Kueue's workload
+    controller drops the others), so states of other checks are ignored."""
+    strategy = cq.spec.admission_checks_strategy if cq is not None else None
+    return {rule.name for rule in strategy.admission_checks} if strategy else set()
+
+
+def _cluster_queue_of(state: ClusterState, wl: WorkloadState) -> models.ClusterQueue | None:
+    if wl.reservation is not None:
+        return state.cluster_queues.get(wl.reservation.cluster_queue)
+    lq = state.local_queues.get((wl.workload.metadata.namespace, wl.workload.spec.queue_name))
+    return state.cluster_queues.get(lq.spec.cluster_queue) if lq is not None else None
+
+
+def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
+    """The lifecycle decisions due at ``now_ms`` (ms), in workload key order."""
+    out: list[types.Decision] = []
+    keys = sorted({*state.checks_due, *state.backoffs, *_timed_due(state, now_ms)})
+    for key in keys:
+        wl = state.workloads.get(key)
+        if wl is None or wl.gone or key in state.releasable:
+            continue
+        if wl.backoff:
+            if wl.reservation is None and wl.requeue_at_ms <= now_ms:
+                out.append(types.WorkloadRequeued(workload=wl.ref, at_ms=now_ms))
+            continue
+        decided = _check_decisions(state, wl, now_ms=now_ms)
+        if not decided and wl.admitted and wl.eviction is None and wl.active:
+            decided = _timeout_decisions(state, wl, now_ms=now_ms)
+        out.extend(decided)
+    return out
+
+
+def _check_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> list[types.Decision]:
+    cq = _cluster_queue_of(state, wl)
+    named = _named_checks(cq)
+    rejected = sorted(n for n, c in wl.checks.items() if c.state == "Rejected" and n in named)
+    held = wl.reservation is not None and wl.eviction is None
+    if rejected and wl.active:
+        message = _checks_message(wl, rejected, "Rejected")
+        out: list[types.Decision] = [
+            types.WorkloadDeactivated(workload=wl.ref, reason="AdmissionCheck", message=message, at_ms=now_ms)
+        ]
+        if held:
+            out.append(
+                _eviction(
+                    wl, "DeactivatedDueToAdmissionCheck", f"The workload is deactivated due to {message}", now_ms=now_ms
+                )
+            )
+        return out
+    if not held:
+        return []
+    assert wl.reservation is not None
+    retry = sorted(n for n, c in wl.checks.items() if c.state == "Retry" and n in named)
+    if retry:
+        requeue_at = 0
+        for name in retry:  # pkg/workload/admissionchecks.go GetMaxRetryTime
+            check = wl.checks[name]
+            if check.requeue_after_seconds is not None:
+                requeue_at = max(requeue_at, check.at_ms + check.requeue_after_seconds * 1000)
+        message = f"Evicted due to {_checks_message(wl, retry, 'Retry')}"
+        return [_eviction(wl, "AdmissionCheck", message, now_ms=now_ms, requeue_at_ms=requeue_at)]
+    if wl.admitted:
+        return []
+    required = required_checks(cq, assigned_flavors(wl.reservation)) if cq is not None else []
+    if checks_ready(wl, required):
+        return [types.WorkloadAdmitted(workload=wl.ref, cluster_queue=wl.reservation.cluster_queue, at_ms=now_ms)]
+    return []
+
+
+def _checks_message(wl: WorkloadState, names: list[str], state: str) -> str:
+    """Kueue's buildAdmissionChecksMessage: ``AdmissionCheck(s) in <state> state: "a" (msg); "b"``."""
+    parts = [f'"{n}" ({wl.checks[n].message})' if wl.checks[n].message else f'"{n}"' for n in names]
+    noun = "AdmissionChecks" if len(names) > 1 else "AdmissionCheck"
+    return f"{noun} in {state} state: {'; '.join(parts)}"
+
+
+def _eviction(
+    wl: WorkloadState, reason: str, message: str, *, now_ms: int, requeue_at_ms: int = 0, requeue_count: int = 0
+) -> types.EvictionRequested:
+    assert wl.reservation is not None
+    return types.EvictionRequested(
+        workload=wl.ref,
+        cluster_queue=wl.reservation.cluster_queue,
+        reason=reason,
+        message=message,
+        at_ms=now_ms,
+        requeue_at_ms=requeue_at_ms,
+        requeue_count=requeue_count,
+    )
+
+
+def _timeout_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> list[types.Decision]:
+    """PodsReady timeout (SEMANTICS-ADVANCED C.3), then maximum execution time (SEMANTICS §9.6)."""
+    config = state.configuration
+    deadline = _pods_ready_deadline(wl, config)
+    if deadline is not None and now_ms >= deadline:
+        wait = config.wait_for_pods_ready or models.WaitForPodsReadyConfig()
+        strategy = wait.requeuing_strategy
+        count = wl.requeue_count + 1
+        if strategy.backoff_limit_count is not None and count > strategy.backoff_limit_count:
+            message = "exceeding the maximum number of re-queuing retries"
+            return [
+                types.WorkloadDeactivated(
+                    workload=wl.ref, reason="RequeuingLimitExceeded", message=message, at_ms=now_ms
+                ),
+                _eviction(
+                    wl,
+                    "DeactivatedDueToRequeuingLimitExceeded",
+                    f"The workload is deactivated due to {message}",
+                    now_ms=now_ms,
+                ),
+            ]
+        # requeueAt = now + min(base * 2^(count-1), max) seconds; Kueue adds a tiny random
+        # jitter, left out here so that replay is exact.
+        backoff_s = min(strategy.backoff_base_seconds * 2 ** (count - 1), strategy.backoff_max_seconds)
+        message = f"Exceeded the PodsReady timeout {wl.key}"
+        return [
+            _eviction(
+                wl,
+                "PodsReadyTimeout",
+                message,
+                now_ms=now_ms,
+                requeue_at_ms=now_ms + backoff_s * 1000,
+                requeue_count=count,
+            )
+        ]
+    limit = _execution_deadline(wl)
+    if limit is not None and now_ms >= limit:
+        message = "exceeding the maximum execution time"
+        return [
+            types.WorkloadDeactivated(
+                workload=wl.ref, reason="MaximumExecutionTimeExceeded", message=message, at_ms=now_ms
+            ),
+            _eviction(
+                wl,
+                "DeactivatedDueToMaximumExecutionTimeExceeded",
+                f"The workload is deactivated due to {message}",
+                now_ms=now_ms,
+            ),
+        ]
+    return []
+
+
+def _pods_ready_deadline(wl: WorkloadState, config: models.Configuration) -> int | None:
+    """When an admitted workload that is not PodsReady times out (ms), or None."""
+    if not pods_ready_enabled(config) or (wl.pods_ready is not None and wl.pods_ready.ready):
+        return None
+    wait = config.wait_for_pods_ready or models.WaitForPodsReadyConfig()
+    if wl.pods_ready is not None and wl.pods_ready.reason == "WaitForRecovery":
+        text = wait.recovery_timeout if wait.recovery_timeout is not None else wait.timeout
+        seconds = afs.go_duration_seconds(text)
+        return None if seconds <= 0 else wl.pods_ready.at_ms + int(seconds * 1000)
+    seconds = afs.go_duration_seconds(wait.timeout)
+    return None if seconds <= 0 else wl.admitted_at_ms + int(seconds * 1000)
+
+
+def _execution_deadline(wl: WorkloadState) -> int | None:
+    limit = wl.workload.spec.maximum_execution_time_seconds
+    if not limit:
+        return None
+    return wl.admitted_at_ms + limit * 1000 - wl.accumulated_ms
+
+
+def _timed_due(state: ClusterState, now_ms: int) -> list[str]:
+    """The ``timed`` workloads whose deadline has come; the earliest deadline is remembered
+    until the index or the Configuration changes, so most cycles look at none."""
+    if not state.timed:
+        return []
+    cached = state.caches.get("lifecycle.deadline")
+    if not isinstance(cached, tuple) or cached[:2] != (state.timers_version, state.configuration):
+        cached = (state.timers_version, state.configuration, _earliest(state))
+        state.caches["lifecycle.deadline"] = cached
+    earliest = cached[2]
+    if earliest is None or now_ms < earliest:
+        return []
+    return [key for key in state.timed if _deadline(state.workloads[key], state.configuration) <= now_ms]
+
+
+_NEVER = 1 << 62
+
+
+def _deadline(wl: WorkloadState, config: models.Configuration) -> int:
+    times = [t for t in (_pods_ready_deadline(wl, config), _execution_deadline(wl)) if t is not None]
+    return min(times, default=_NEVER)
+
+
+def _earliest(state: ClusterState) -> int | None:
+    config = state.configuration
+    earliest = min((_deadline(state.workloads[k], config) for k in state.timed), default=_NEVER)
+    return None if earliest == _NEVER else earliest
+
+
+def wakeup_ms(state: ClusterState) -> int | None:
+    """When the next lifecycle decision falls due with nothing else happening (ms), or None:
+    a backoff ends, a PodsReady timeout or a maximum execution time is reached."""
+    times = [state.workloads[k].requeue_at_ms for k in state.backoffs if k in state.workloads]
+    earliest = _earliest(state) if state.timed else None
+    if earliest is not None:
+        times.append(earliest)
+    return min(times, default=None)
+
+
+def backoff_wakeup_ms(state: ClusterState) -> int | None:
+    """When the next backoff ends (ms), or None: the only waits a scenario's settle sits out
+    by itself (timeouts need the scenario's explicit ``wait`` event)."""
+    return min((state.workloads[k].requeue_at_ms for k in state.backoffs if k in state.workloads), default=None)

@@ -1,0 +1,261 @@
+"""Health and metrics of one service: ``/healthz``, ``/readyz`` and ``/metrics`` over HTTP.
+
+Every service (``kueue-es service NAME --health-port PORT``) can serve:
+
+- ``/healthz``: 200 while the process and its event loop run (the answer comes from
+  the loop that runs the service, so a blocked loop fails the probe);
+- ``/readyz``: 200 when the service does its job, else 503; the JSON body says why.
+  A service that holds its lease, or runs without leader election, is ready once it
+  is connected to NATS and has read the log up to where it ended when it connected
+  (its fold has caught up). A standby (another replica holds the lease) is ready
+  while it reaches the API server to follow the lease: it is healthy and waiting;
+- ``/metrics``: Prometheus text format (prometheus-client), see :class:`Health`.
+
+Nothing in the services' logic knows about this: :meth:`Health.connect` hands the
+service an :class:`ObservedBus`, a transparent wrapper of its bus that counts what
+goes through it (messages read by the fold, batches committed, conflicts, facts and
+dispatch results published). The serve functions take it as their ``connect``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from typing import Any
+
+import aiohttp.web
+import structlog
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+
+from events.bus import nats as nats_bus
+from events.bus.base import Bus, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage, PublishAck
+
+log = structlog.get_logger(__name__)
+
+#: Roles a replica can have; "" means no leader election (the service always works).
+ROLES = ("", "candidate", "leader", "standby")
+
+
+class Health:
+    """The health and metrics state of one service process.
+
+    ``service`` names the service (a ``service`` label on every metric).
+    ``lease_duration`` (seconds) is how recent the last contact with the lease must
+    be for a standby to count as ready. Metrics (all prefixed ``kueue_es_``):
+
+    - ``events_folded_total``: log messages read by the service's folds;
+    - ``fold_lag_messages``: messages on the log after the last one read (what the
+      fold has still to read, as JetStream counts it);
+    - ``decisions_committed_total`` / ``commit_conflicts_total``: decision batches
+      committed, and rejected because the head moved (another replica, or a stale view);
+    - ``published_total{type}``: events published, by event type (not counting
+      duplicates the log dropped);
+    - ``dispatch_writes_total`` / ``dispatch_failures_total``: dispatch results
+      recorded (DispatchApplied, DispatchFailed);
+    - ``leader``: 1 while this replica holds its lease (or runs without election);
+    - ``nats_connected``: 1 while connected to NATS;
+    - ``ready``: 1 while /readyz answers 200;
+    plus the process_ and python_ collectors of prometheus-client.
+    """
+
+    def __init__(self, *, service: str, lease_duration: float = 15.0) -> None:
+        self.service = service
+        self.lease_duration = lease_duration
+        self.role = ""
+        self.bus: ObservedBus | None = None
+        self.caught_up = False
+        self.lease_contact_at: float | None = None  # time.monotonic() of the last answer about the lease
+        self.registry = CollectorRegistry()
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):
+            collector(registry=self.registry)
+        labels = ["service"]
+        self.events_folded = Counter(
+            "kueue_es_events_folded", "Log messages read by the service's folds.", labels, registry=self.registry
+        ).labels(service)
+        self.fold_lag = Gauge(
+            "kueue_es_fold_lag_messages",
+            "Messages on the log after the last one the fold read.",
+            labels,
+            registry=self.registry,
+        ).labels(service)
+        self.committed = Counter(
+            "kueue_es_decisions_committed", "Decision batches committed to the log.", labels, registry=self.registry
+        ).labels(service)
+        self.conflicts = Counter(
+            "kueue_es_commit_conflicts",
+            "Decision batches the log rejected because its head had moved.",
+            labels,
+            registry=self.registry,
+        ).labels(service)
+        self._published = Counter(
+            "kueue_es_published", "Events published to the log, by type.", [*labels, "type"], registry=self.registry
+        )
+        self.dispatch_writes = Counter(
+            "kueue_es_dispatch_writes", "Dispatch results recorded as applied.", labels, registry=self.registry
+        ).labels(service)
+        self.dispatch_failures = Counter(
+            "kueue_es_dispatch_failures", "Dispatch results recorded as failed.", labels, registry=self.registry
+        ).labels(service)
+        gauge = Gauge("kueue_es_leader", "1 while this replica does the work.", labels, registry=self.registry)
+        gauge.labels(service).set_function(lambda: float(self.role in ("", "leader")))
+        gauge = Gauge("kueue_es_nats_connected", "1 while connected to NATS.", labels, registry=self.registry)
+        gauge.labels(service).set_function(lambda: float(self.nats_connected()))
+        gauge = Gauge("kueue_es_ready", "1 while /readyz answers 200.", labels, registry=self.registry)
+        gauge.labels(service).set_function(lambda: float(self.readiness()[0]))
+
+    # -- what the services call ------------------------------------------------------------------
+
+    async def connect(self, url: str) -> ObservedBus:
+        """Connect to NATS as ``events.bus.nats.connect`` does, and observe the bus."""
+        bus = await nats_bus.connect(url)
+        return await self.observe(bus)
+
+    async def observe(self, bus: Bus) -> ObservedBus:
+        """Wrap ``bus``; the fold counts as caught up once it has read up to today's last message."""
+        observed = ObservedBus(bus, health=self, caught_up_at=await bus.last_seq())
+        self.bus = observed
+        self.caught_up = observed.caught_up_at == 0
+        return observed
+
+    def published(self, event_type: str) -> None:
+        """Count one event published (not a duplicate)."""
+        self._published.labels(self.service, event_type).inc()
+        if event_type == "DispatchApplied":
+            self.dispatch_writes.inc()
+        elif event_type == "DispatchFailed":
+            self.dispatch_failures.inc()
+
+    def lease_contact(self) -> None:
+        """The API server answered about the lease (it exists or not, we hold it or not)."""
+        self.lease_contact_at = time.monotonic()
+
+    # -- what the probes read --------------------------------------------------------------------
+
+    def nats_connected(self) -> bool:
+        """Whether the service's bus is connected (False before it connects and after it closes)."""
+        if self.bus is None:
+            return False
+        nc = getattr(self.bus.inner, "nc", None)
+        return bool(nc.is_connected) if nc is not None else True
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Whether the service is ready, and the facts that say so (the /readyz body)."""
+        facts: dict[str, Any] = {"service": self.service, "role": self.role or "sole"}
+        if self.role in ("candidate", "standby"):
+            seen = self.lease_contact_at
+            recent = seen is not None and time.monotonic() - seen <= self.lease_duration
+            facts["lease_reachable"] = recent
+            return recent, facts
+        facts["nats_connected"] = self.nats_connected()
+        facts["caught_up"] = self.caught_up
+        return bool(facts["nats_connected"] and self.caught_up), facts
+
+    def metrics(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)
+
+
+class ObservedBus(Bus):
+    """A bus that behaves as ``inner`` and tells ``health`` what went through it.
+
+    ``caught_up_at``: the log's last sequence when the service connected; the first
+    message read at or past it (or with nothing pending after it) marks the fold
+    as caught up.
+    """
+
+    def __init__(self, inner: Bus, *, health: Health, caught_up_at: int) -> None:
+        self.inner, self.health, self.caught_up_at = inner, health, caught_up_at
+
+    def __getattr__(self, name: str) -> Any:  # anything else the implementation offers (nc, timeout, ...)
+        return getattr(self.inner, name)
+
+    async def publish(self, message: OutgoingMessage) -> PublishAck:
+        ack = await self.inner.publish(message)
+        if not ack.duplicate:
+            self.health.published(message.headers.get("Kq-Type", "unknown"))
+        return ack
+
+    async def commit_batch(
+        self, *, head: OutgoingMessage, expected_head_seq: int, rest: Sequence[OutgoingMessage] = ()
+    ) -> int:
+        try:
+            last = await self.inner.commit_batch(head=head, expected_head_seq=expected_head_seq, rest=rest)
+        except (ConflictError, DuplicateBatchError):
+            self.health.conflicts.inc()
+            raise
+        self.health.committed.inc()
+        for message in (head, *rest):
+            self.health.published(message.headers.get("Kq-Type", "unknown"))
+        return last
+
+    async def read(
+        self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1
+    ) -> AsyncGenerator[LogMessage, None]:
+        health = self.health
+        async with contextlib.aclosing(self.inner.read(subjects=subjects, start_seq=start_seq)) as messages:
+            async for message in messages:
+                health.events_folded.inc()
+                health.fold_lag.set(message.pending)
+                if message.seq >= self.caught_up_at or message.pending == 0:
+                    health.caught_up = True
+                yield message
+
+    async def last_seq(self) -> int:
+        return await self.inner.last_seq()
+
+    async def last_subject_seq(self, subject: str) -> int:
+        return await self.inner.last_subject_seq(subject)
+
+    async def get(self, seq: int) -> LogMessage:
+        return await self.inner.get(seq)
+
+    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> Any:
+        return await self.inner.durable(name=name, subjects=subjects, ack_wait=ack_wait)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+@contextlib.asynccontextmanager
+async def serve_health(health: Health, *, port: int, host: str = "0.0.0.0") -> AsyncIterator[str]:  # noqa: S104
+    """Serve /healthz, /readyz and /metrics on ``host:port`` until the block exits; yields the base URL.
+
+    ``port=0`` picks a free port. Raises OSError if the port is taken.
+    """
+
+    async def healthz(_: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.json_response({"service": health.service, "alive": True})
+
+    async def readyz(_: aiohttp.web.Request) -> aiohttp.web.Response:
+        ready, facts = health.readiness()
+        return aiohttp.web.json_response({"ready": ready, **facts}, status=200 if ready else 503)
+
+    async def metrics(_: aiohttp.web.Request) -> aiohttp.web.Response:
+        body = health.metrics()
+        return aiohttp.web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = aiohttp.web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    runner = aiohttp.web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = aiohttp.web.TCPSite(runner, host=host, port=port)
+    try:
+        await site.start()
+        bound = runner.addresses[0][1] if runner.addresses else port
+        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{bound}"  # noqa: S104
+        log.info("health_serving", url=url)
+        yield url
+    finally:
+        await runner.cleanup()

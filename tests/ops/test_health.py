@@ -1,0 +1,118 @@
+"""services/health.py: the probes and the metrics of a service, on a memory bus and over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from events import subjects, types
+from events.bus.memory import MemoryBus
+from services import deciders
+from services.health import Health, serve_health
+from services.runtime import DeciderLoop
+from services.watcher.convert import kueue_fact
+from tests.builders import cluster_queue, flavor, local_queue, workload
+
+
+def samples(text: str | bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of a Prometheus text exposition, keyed by name and sorted labels."""
+    if isinstance(text, bytes):
+        text = text.decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+async def get(session: aiohttp.ClientSession, url: str) -> tuple[int, str]:
+    async with session.get(url) as response:
+        return response.status, await response.text()
+
+
+async def publish(bus: MemoryBus, *docs: dict) -> None:
+    for doc in docs:
+        await bus.publish(subjects.fact_message(kueue_fact(doc)))
+
+
+async def test_probes_and_metrics_of_two_admitters_on_one_log() -> None:
+    """Not ready before connecting; ready once caught up; commits, conflicts and events folded are counted."""
+    bus = MemoryBus()
+    await publish(bus, flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": 4}}), local_queue("lq", "cq"))
+    first, second = Health(service="admitter"), Health(service="admitter")
+    async with serve_health(first, port=0, host="127.0.0.1") as url, aiohttp.ClientSession() as session:
+        status, body = await get(session, f"{url}/healthz")
+        assert status == 200 and '"alive": true' in body
+        status, body = await get(session, f"{url}/readyz")
+        assert status == 503 and '"nats_connected": false' in body
+
+        loops = [
+            DeciderLoop(bus=await health.observe(bus), decider=deciders.ADMITTER, clock=lambda: 1, wakeup=0.02)
+            for health in (first, second)
+        ]
+        tasks = [asyncio.create_task(loop.run()) for loop in loops]
+        try:
+            await publish(bus, *(workload(f"w{i}", created=i, cpu="1") for i in range(8)))
+            async with asyncio.timeout(20):
+                while (await bus.last_seq()) != loops[0].state.last_seq or sum(lp.commits for lp in loops) < 1:
+                    await asyncio.sleep(0.1)
+                await asyncio.sleep(0.3)
+            status, body = await get(session, f"{url}/readyz")
+            assert status == 200, body
+            status, text = await get(session, f"{url}/metrics")
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+    assert status == 200
+    found = samples(text)
+    label = (("service", "admitter"),)
+    assert found["kueue_es_decisions_committed_total", label] == loops[0].commits
+    assert found["kueue_es_commit_conflicts_total", label] == loops[0].conflicts
+    assert found["kueue_es_events_folded_total", label] >= loops[0].state.last_seq - 1
+    assert found["kueue_es_fold_lag_messages", label] == 0
+    assert found["kueue_es_ready", label] == 1
+    assert found["kueue_es_leader", label] == 1
+    both = samples(second.metrics())
+    reserved = (("service", "admitter"), ("type", "QuotaReserved"))
+    # each reservation was committed by exactly one of the two; a rejected batch publishes nothing
+    assert (
+        found.get(("kueue_es_published_total", reserved), 0) + both.get(("kueue_es_published_total", reserved), 0) == 4
+    )
+    assert sum(1 for w in loops[0].state.workloads.values() if w.reservation is not None) == 4
+    assert both["kueue_es_decisions_committed_total", label] == loops[1].commits
+    assert both["kueue_es_commit_conflicts_total", label] == loops[1].conflicts
+
+
+async def test_dispatch_results_are_counted_once() -> None:
+    """DispatchApplied and DispatchFailed count as writes and failures; a duplicate Msg-Id counts nothing."""
+    health = Health(service="dispatcher")
+    bus = await health.observe(MemoryBus())
+    ref = types.WorkloadRef(namespace="default", name="w", uid="u")
+    applied = types.DispatchApplied(workload=ref, decision_seq=1, action="StartJob", target="Job default/w")
+    failed = types.DispatchFailed(workload=ref, decision_seq=2, action="Evict", status=403, reason="Forbidden")
+    for event, msg_id in ((applied, "disp:a"), (applied, "disp:a"), (failed, "disp:b")):
+        await bus.publish(subjects.message(event, subject=subjects.dispatch_subject(ref, "c"), msg_id=msg_id))
+    found = samples(health.metrics())
+    label = (("service", "dispatcher"),)
+    assert found["kueue_es_dispatch_writes_total", label] == 1
+    assert found["kueue_es_dispatch_failures_total", label] == 1
+    assert health.readiness() == (
+        True,
+        {"service": "dispatcher", "role": "sole", "nats_connected": True, "caught_up": True},
+    )
+
+
+def test_a_standby_is_ready_while_it_reaches_the_lease() -> None:
+    health = Health(service="watcher", lease_duration=0.2)
+    health.role = "candidate"
+    assert health.readiness()[0] is False  # never heard from the API server
+    health.lease_contact()
+    health.role = "standby"
+    assert health.readiness() == (True, {"service": "watcher", "role": "standby", "lease_reachable": True})
+    assert samples(health.metrics())["kueue_es_leader", (("service", "watcher"),)] == 0

@@ -1,0 +1,179 @@
+"""``kueue-es up --kubeconfig PATH --context NAME`` against a cluster served over HTTP (the emulator).
+
+The cluster is reached only through a written kubeconfig file, as a real one would
+be; Kueue's quick-start objects and sample Job are applied to it and the Job must be
+unsuspended and its Workload admitted. A cluster without the CRDs is refused with
+a message that says how to install them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import kmock
+import pytest
+import yaml
+
+from services.kube import client as kube
+from services.kube import resources
+from services.kube.emulator import serve_emulator
+from services.supervisor import SERVICES
+
+EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples"
+
+
+def write_kubeconfig(path: Path, *, server: str) -> None:
+    """Two contexts: the current one names a server nobody listens on, ``emulated`` the emulator."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "nowhere", "cluster": {"server": "http://127.0.0.1:9"}},
+            {"name": "emulated", "cluster": {"server": server}},
+        ],
+        "users": [{"name": "someone", "user": {}}],
+        "contexts": [
+            {"name": "nowhere", "context": {"cluster": "nowhere", "user": "someone"}},
+            {"name": "emulated", "context": {"cluster": "emulated", "user": "someone", "namespace": "default"}},
+        ],
+        "current-context": "nowhere",
+    }
+    path.write_text(yaml.safe_dump(config))
+
+
+def free_ports(count: int) -> int:
+    """The first of ``count`` consecutive free ports."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + count >= 65535:
+            continue
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no free port range")
+
+
+async def start_up(*args: str, log: Path) -> asyncio.subprocess.Process:
+    with log.open("wb") as sink:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "services.cli", "up", *args, stdout=sink, stderr=sink
+        )
+
+
+async def until(check: Any, *, timeout: float, what: str, log: Path | None = None) -> Any:
+    try:
+        async with asyncio.timeout(timeout):
+            while not (found := await check()):
+                await asyncio.sleep(0.2)
+            return found
+    except TimeoutError:
+        raise AssertionError(f"{what}: not within {timeout}s\n{log.read_text() if log else ''}") from None
+
+
+@pytest.mark.slow
+async def test_up_runs_kueue_quick_start_on_a_cluster_through_a_kubeconfig(tmp_path: Path) -> None:
+    async with serve_emulator() as emulator:
+        kubeconfig = tmp_path / "kubeconfig"
+        write_kubeconfig(kubeconfig, server=emulator.url)
+        port = free_ports(len(SERVICES))
+        out = tmp_path / "up.out"
+        up = await start_up(
+            "--kubeconfig", str(kubeconfig), "--context", "emulated", "--dir", str(tmp_path / "home"),
+            "--health-port", str(port), "--leader-elect", log=out,
+        )  # fmt: skip
+        api = await kube.make_api_client(kubeconfig=kubeconfig, context="emulated")
+        try:
+
+            async def is_up() -> bool:
+                assert up.returncode is None, out.read_text()
+                return "kueue-es is up" in out.read_text()
+
+            await until(is_up, timeout=60, what="kueue-es up", log=out)
+            for doc in kube.read_manifests(EXAMPLES / "admin/single-clusterqueue-setup.yaml"):
+                await kube.apply_manifest(api, doc)
+            [sample] = kube.read_manifests(EXAMPLES / "jobs/sample-job.yaml")
+            job = await kube.apply_manifest(api, sample)
+            name = job["metadata"]["name"]
+            assert job["spec"]["suspend"] is True  # the webhook's part, played by the emulator
+
+            async def unsuspended() -> bool:
+                stored = await kube.get_object(api, resources.JOBS, namespace="default", name=name)
+                return stored["spec"].get("suspend") is False
+
+            await until(unsuspended, timeout=60, what=f"Job {name} unsuspended", log=out)
+
+            async def admitted() -> dict[str, Any] | None:
+                workloads, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+                for wl in workloads:
+                    conditions = {c["type"]: c["status"] for c in (wl.get("status") or {}).get("conditions") or []}
+                    if conditions.get("Admitted") == "True":
+                        return wl
+                return None
+
+            workload = await until(admitted, timeout=30, what="Workload admitted", log=out)
+            assert workload["metadata"]["ownerReferences"][0]["name"] == name
+            assert workload["status"]["admission"]["clusterQueue"] == "cluster-queue"
+
+            async with aiohttp.ClientSession() as session:
+                for offset, service in enumerate(SERVICES):
+                    async with session.get(f"http://127.0.0.1:{port + offset}/readyz") as response:
+                        body = json.loads(await response.text())
+                    assert response.status == 200 and body["service"] == service, body
+                    assert body["role"] == ("leader" if service in ("watcher", "dispatcher") else "sole")
+                async with session.get(f"http://127.0.0.1:{port + SERVICES.index('dispatcher')}/metrics") as response:
+                    metrics = await response.text()
+            assert 'kueue_es_dispatch_writes_total{service="dispatcher"} 1.0' in metrics
+            for service in ("watcher", "dispatcher"):
+                lease = await kube.get_object(api, resources.LEASES, namespace="default", name=f"kueue-es-{service}")
+                assert lease["spec"]["holderIdentity"]
+        finally:
+            await api.close()
+            if up.returncode is None:
+                up.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(up.wait(), timeout=30)
+    text = out.read_text()
+    assert code == 130, text
+    assert "stopped: " + ", ".join(f"{service} 0" for service in SERVICES) in text
+    assert (tmp_path / "home" / "nats").is_dir() and (tmp_path / "home" / "logs" / "dispatcher.log").is_file()
+
+
+async def test_up_refuses_a_cluster_without_the_crds(tmp_path: Path) -> None:
+    async with serve_emulator() as emulator:
+        for plural in ("workloads", "cohorts"):
+            del emulator.resources[kmock.resource("kueue.x-k8s.io", "v1beta2", plural)]
+        kubeconfig = tmp_path / "kubeconfig"
+        write_kubeconfig(kubeconfig, server=emulator.url)
+        out = tmp_path / "up.out"
+        up = await start_up(
+            "--kubeconfig", str(kubeconfig), "--context", "emulated", "--dir", str(tmp_path / "home"), log=out
+        )
+        code = await asyncio.wait_for(up.wait(), timeout=60)
+    text = " ".join(out.read_text().split())
+    assert code == 2, text
+    assert "does not serve the CRDs cohorts.kueue.x-k8s.io, workloads.kueue.x-k8s.io" in text
+    assert "kueue-es deploy crds | kubectl apply -f -" in text
+    assert not (tmp_path / "home").exists()  # nothing was started
+
+
+async def test_up_says_when_the_cluster_cannot_be_reached(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    write_kubeconfig(kubeconfig, server="http://127.0.0.1:9")
+    out = tmp_path / "up.out"
+    up = await start_up("--kubeconfig", str(kubeconfig), "--dir", str(tmp_path / "home"), log=out)
+    code = await asyncio.wait_for(up.wait(), timeout=60)
+    text = " ".join(out.read_text().split())
+    assert code == 2, text
+    assert f"cannot ask the cluster of {kubeconfig}" in text
