@@ -10,9 +10,9 @@ import yaml
 from services.cli import main
 from tests.bench.configs import TINY
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-
+@pytest.mark.slow
+@pytest.mark.timeout(180)
 def test_tiny_run_reports_kueues_figures_and_exits_1_out_of_range(tmp_path: Path) -> None:
     config = tmp_path / "generator.yaml"
     config.write_text(TINY)
@@ -69,3 +69,13 @@ def test_a_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     config.write_text(TINY.replace("nominalQuota: 2", "nominalQuota: two"))
     assert main(["bench", "--config", str(config), "--no-progress"]) == 2
     assert "nominalQuota" in capsys.readouterr().err
+
+
+def test_bench_core_is_still_a_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "core", "--cohorts", "1", "--queues", "2", "--scale", "0.1"]) == 0
+    assert "decisions/s" in capsys.readouterr().out
+
+
+def test_bench_without_config_or_subcommand_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench"]) == 2
+    assert "--config" in capsys.readouterr().err
