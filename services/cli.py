@@ -85,6 +85,13 @@ def _parser() -> argparse.ArgumentParser:
     _kube_options(service)
     _manage_option(service)
     _ops_options(service)
+    service.add_argument(
+        "--simulate-api",
+        action="store_true",
+        help="dispatcher: no Kubernetes; each write takes a limiter slot and lands",
+    )
+    service.add_argument("--api-qps", type=float, default=None, help="with --simulate-api: writes/s (default uncapped)")
+    service.add_argument("--api-burst", type=int, default=None, help="with --simulate-api: burst (default 100)")
     service.set_defaults(run=_run_service)
 
     apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
@@ -99,8 +106,12 @@ def _parser() -> argparse.ArgumentParser:
 
     _scenario_commands(sub)
 
-    bench = sub.add_parser("bench", help="benchmarks")
-    bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="SUBCOMMAND")
+    bench = sub.add_parser("bench", help="benchmarks: --config GENERATOR.yaml (Kueue's scalability test), or core")
+    from services.perfbench.cli import add_options
+
+    add_options(bench)
+    bench.set_defaults(run=_run_bench)
+    bench_sub = bench.add_subparsers(dest="bench_command", required=False, metavar="SUBCOMMAND")
     core = bench_sub.add_parser("core", help="the pure admission core on Kueue's large-scale shape")
     core.add_argument("--cohorts", type=int, default=10, help="cohorts (default 10)")
     core.add_argument("--queues", type=int, default=100, help="ClusterQueues per cohort (default 100)")
@@ -145,6 +156,12 @@ def _kube_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG)")
     group.add_argument("--context", default=None, help="kubeconfig context (default: its current context)")
     group.add_argument("--kube-server", default=None, help="plain http URL of an API server (an emulator)")
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from services.perfbench.cli import run
+
+    return run(args)
 
 
 #: Leader election timings (seconds): controller-runtime's, as services.leader.LeaseSettings has them (not
@@ -318,6 +335,13 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
             await serve_decider(
                 decider[args.name], nats_url=args.nats, stop=stop, stepped=args.stepped, connect=probe.connect
+            )
+            return
+        if args.name == "dispatcher" and args.simulate_api:
+            from services.dispatcher.simulated import serve_simulated_dispatcher
+
+            await serve_simulated_dispatcher(
+                nats_url=args.nats, stop=stop, qps=args.api_qps, burst=args.api_burst, connect=probe.connect
             )
             return
         api = await _api_client(args)

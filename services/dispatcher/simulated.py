@@ -1,0 +1,103 @@
+"""The dispatcher against a simulated Kubernetes API, for ``kueue-es bench --config``.
+
+The real dispatcher (:mod:`.service`) reads a Job, patches it and records the
+result. Here there is no API server: each Job write (start an admitted workload,
+stop an evicted one) takes a slot from the same client-go-like write limiter and
+then "lands" at once, and the dispatcher records its DispatchApplied as usual, so a
+workload starts when its dispatch write lands. The limiter is the only cost of the
+API: ``qps`` None means no cap (the uncapped bench), ``--api-qps 50`` is Kueue's
+test client (minimalkueue: QPS 50, burst 100).
+
+What is written: one write per admission (StartJob) and one per eviction (Evict),
+standing in for Kueue's admission and eviction status patches of the Workload.
+Workload objects and ClusterQueue/LocalQueue status are not written
+(``write_objects`` False): in Kueue's test the Workloads are the runner's, and the
+queue status goes through a token bucket of its own (client-go keeps one per
+resource kind), so neither takes from the Workload write budget the cap models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import structlog
+
+from events import subjects, types
+from events.bus import nats as nats_bus
+from events.bus.base import Bus
+from services.dispatcher import core
+from services.dispatcher.service import DECISION_FILTER, DEFAULT_BURST, Dispatcher, WriteLimiter
+from services.runtime import run_until_stopped
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class UnlimitedWrites(WriteLimiter):
+    """A limiter that never waits (counts the writes): the uncapped bench."""
+
+    qps: float = float("inf")
+
+    def __post_init__(self) -> None:
+        pass
+
+    async def acquire(self) -> None:
+        """Count the write; no wait."""
+        self.writes += 1
+
+
+def simulated_limiter(qps: float | None, burst: int | None = None) -> WriteLimiter:
+    """The write limiter of a simulated API: none for ``qps`` None or 0, else QPS/burst as client-go's.
+
+    Raises ValueError for a negative ``qps`` or a burst under 1.
+    """
+    if not qps:
+        return UnlimitedWrites()
+    return WriteLimiter(qps=qps, burst=DEFAULT_BURST if burst is None else burst)
+
+
+class SimulatedDispatcher(Dispatcher):
+    """The dispatcher whose Job writes land in a simulated API: a limiter slot each, never failing."""
+
+    def __init__(self, *, bus: Bus, limiter: WriteLimiter, cluster: str = subjects.DEFAULT_CLUSTER) -> None:
+        super().__init__(bus=bus, api=None, cluster=cluster, limiter=limiter, write_objects=False)
+
+    async def _start_job(self, action: core.StartJob, *, seq: int) -> types.DispatchApplied:
+        await self.limiter.acquire()
+        return types.DispatchApplied(
+            workload=action.workload,
+            decision_seq=seq,
+            action="StartJob",
+            target=f"Job {action.namespace}/{action.name}",
+            node_selector=action.node_selector,
+        )
+
+    async def _stop_job(self, action: core.StopJob, *, seq: int) -> types.DispatchApplied:
+        await self.limiter.acquire()
+        return types.DispatchApplied(
+            workload=action.workload, decision_seq=seq, action="Evict", target=f"Job {action.namespace}/{action.name}"
+        )
+
+
+async def serve_simulated_dispatcher(
+    *,
+    nats_url: str,
+    stop: asyncio.Event,
+    qps: float | None = None,
+    burst: int | None = None,
+    connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
+) -> None:
+    """Run the dispatcher against a simulated API until ``stop`` is set (``qps`` None: uncapped;
+    ``connect``: how to get the bus)."""
+    bus = await connect(nats_url)
+    limiter = simulated_limiter(qps, burst)
+    dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
+    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    log.info("service_started", simulated_api=True, qps=limiter.qps, burst=limiter.burst)
+    try:
+        await run_until_stopped(stop, dispatcher.fold_forever(), dispatcher.consume(consumer))
+    finally:
+        await bus.close()
+        log.info("service_stopped", applied=dispatcher.applied, failed=dispatcher.failed, writes=limiter.writes)

@@ -1,0 +1,405 @@
+"""One run of Kueue's scheduler scalability test on kueue-es: the system under test and its harness.
+
+The system under test is the real thing: a nats-server and the admitter,
+preemptor, TAS placer and dispatcher as their own processes
+(:class:`services.supervisor.Supervisor`); the dispatcher writes to a simulated
+Kubernetes API (``service dispatcher --simulate-api``, :mod:`services.dispatcher.simulated`),
+optionally capped at ``api_qps`` writes a second. The watcher is left out: there
+is no cluster to watch (its relist of an empty API server would even report the
+bench's objects deleted); the harness publishes what it would have seen.
+
+The harness (this process) plays Kueue's test runner:
+
+1. publishes the configuration's objects (flavor, then each ClusterQueue, its
+   Namespace and LocalQueue) as facts, and waits until every service has started;
+2. runs every creation stream at once (as Kueue's generator does, one stream per
+   ClusterQueue and workload set): the k-th workload of a stream is published as a
+   ``WorkloadObserved`` fact (creationTimestamp = when it is published)
+   ``(k+1) x creationIntervalMs`` after the streams start; the streams are merged
+   into one timed schedule, since a publish does not wait (Kueue's creates drift by
+   their API latency, ours by the harness's own delays, which the creation
+   timestamps record);
+3. runs the simulated executor (:mod:`.executor`) on the dispatch results;
+4. reads the decisions and dispatch results, feeding the recorder (:mod:`.metrics`),
+   and samples the log's length (events per second);
+5. samples the memory of every process, and draws a progress bar;
+6. stops when every workload finished and released its quota (or at the timeout).
+
+Facts from the harness are published without waiting for each JetStream ack
+(core NATS publish with a ``Nats-Msg-Id``; the stream still stores and dedups
+them), so the harness keeps up with 15,000 creations a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import platform
+import resource
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from events import codec, subjects
+from events.bus import nats as nats_bus
+from events.bus.base import OutgoingMessage
+from events.bus.server import NatsServer
+from services.perfbench import generator, ideal, metrics
+from services.perfbench.executor import Executor
+from services.supervisor import Supervisor
+
+SERVICES = ("admitter", "preemptor", "tas-placer", "dispatcher")
+DECODED = frozenset({"QuotaReserved", "WorkloadAdmitted", "QuotaReleased", "EvictionRequested", "DispatchApplied"})
+SAMPLE_SECONDS = 0.25
+OUTBOX_GATHER = 0.005
+
+
+def wall_ms() -> int:
+    """The real clock, ms since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(kw_only=True)
+class ProcessStats:
+    """One process: peak resident memory (MiB, the kernel's VmHWM) and CPU seconds (user + system)."""
+
+    pid: int
+    peak_rss_mib: float = 0.0
+    cpu_seconds: float = 0.0
+
+
+@dataclass(kw_only=True)
+class RunResult:
+    """Everything one run measured; times in ms."""
+
+    config_path: str
+    api_qps: float | None
+    api_burst: int | None
+    workloads: int
+    complete: bool
+    started_ms: int  # the system under test starts (nats-server spawned)
+    streams_ms: int  # the creation streams start
+    end_ms: int  # the last quota release
+    recorder: metrics.Recorder
+    ideal: ideal.IdealResult
+    processes: dict[str, ProcessStats] = field(default_factory=dict)
+    peak_total_rss_mib: float = 0.0
+    log_messages: int = 0
+    run_dir: str = ""
+
+    @property
+    def wall_ms(self) -> int:
+        """Kueue's wall time: from the start of the system under test to the last release."""
+        return self.end_ms - self.started_ms
+
+    @property
+    def startup_ms(self) -> int:
+        """From the start of the system under test to the start of the creation streams."""
+        return self.streams_ms - self.started_ms
+
+    @property
+    def workload_wall_ms(self) -> int:
+        """From the start of the creation streams to the last release: what the ideal bound bounds."""
+        return self.end_ms - self.streams_ms
+
+
+class _Sampler:
+    """Reads /proc for the peak memory and CPU time of a set of processes."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.stats = {name: ProcessStats(pid=pid) for name, pid in pids.items()}
+        self.peak_total_mib = 0.0
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def sample(self) -> None:
+        total = 0.0
+        for stats in self.stats.values():
+            rss, hwm = _status_mib(stats.pid)
+            total += rss
+            stats.peak_rss_mib = max(stats.peak_rss_mib, hwm)
+            cpu = _cpu_seconds(stats.pid, self._tick)
+            if cpu is not None:
+                stats.cpu_seconds = cpu
+        self.peak_total_mib = max(self.peak_total_mib, total)
+
+
+def _status_mib(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of ``pid`` in MiB; zeros when it is gone."""
+    rss = hwm = 0.0
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) / 1024
+                elif line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return rss, hwm
+
+
+def _cpu_seconds(pid: int, tick: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / tick
+
+
+async def run_bench(
+    *,
+    config_path: Path,
+    api_qps: float | None = None,
+    api_burst: int | None = None,
+    run_dir: Path | None = None,
+    timeout: float = 1800.0,
+    console: Console | None = None,
+    progress: bool = True,
+) -> RunResult:
+    """Run the configuration at ``config_path`` through nats-server and the services; returns what was measured.
+
+    Raises generator.ConfigError for a bad configuration.
+    """
+    console = console or Console(stderr=True)
+    generated = generator.generate(generator.load_config(config_path))
+    planned = generated.planned()
+    bound = ideal.ideal_bound(generated)
+    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-bench-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    kube_args = ["--simulate-api"]
+    if api_qps:
+        kube_args += ["--api-qps", str(api_qps)]
+        if api_burst:
+            kube_args += ["--api-burst", str(api_burst)]
+    recorder = metrics.Recorder()
+    started_ms = wall_ms()
+    server = NatsServer(store_dir=run_dir / "nats")
+    await server.start_async()
+    supervisor = Supervisor(nats_url=server.url, log_dir=run_dir / "logs", kube_args=kube_args)
+    bus = None
+    tasks: list[asyncio.Task[Any]] = []
+    executor: Executor | None = None
+    try:
+        await supervisor.start(SERVICES)
+        pids = {"nats-server": server.pid or 0, "bench harness": os.getpid()}
+        pids.update({s.name: s.process.pid for s in supervisor.running})
+        sampler = _Sampler(pids)
+        bus = await nats_bus.connect(server.url)
+        now = wall_ms()
+        for fact in generator.object_facts(generated, now_ms=now):
+            recorder.record(fact)
+            await _publish_fast(bus, subjects.fact_message(fact, version="bench"))
+        await bus.nc.flush()
+        await _wait_started(supervisor, timeout=60.0)
+        executor = Executor(
+            runtime_ms={f"{wl.namespace}/{wl.name}": wl.runtime_ms for wl in planned},
+            clock=wall_ms,
+            on_fact=recorder.record,
+        )
+        streams_ms = wall_ms()
+        done = asyncio.Event()
+        tasks = [
+            asyncio.create_task(_create(bus, planned, start_ms=streams_ms, recorder=recorder)),
+            asyncio.create_task(_read(bus, recorder, executor, total=len(planned), done=done)),
+            asyncio.create_task(_flush_outbox(bus, executor)),
+            asyncio.create_task(_count_log(bus, recorder)),
+        ]
+        complete = await _watch(
+            done,
+            tasks,
+            supervisor,
+            sampler,
+            recorder,
+            total=len(planned),
+            timeout=timeout,
+            console=console,
+            progress=progress,
+        )
+        end_ms = recorder.last_release_ms or wall_ms()
+        sampler.sample()
+        log_messages = await bus.last_seq()
+    finally:
+        if executor is not None:
+            executor.cancel_all()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await supervisor.stop()
+        if bus is not None:
+            await bus.close()
+        await asyncio.to_thread(server.stop)
+    harness = sampler.stats["bench harness"]
+    harness.peak_rss_mib = max(harness.peak_rss_mib, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return RunResult(
+        config_path=str(config_path),
+        api_qps=api_qps or None,
+        api_burst=(api_burst or 100) if api_qps else None,
+        workloads=len(planned),
+        complete=complete,
+        started_ms=started_ms,
+        streams_ms=streams_ms,
+        end_ms=end_ms,
+        recorder=recorder,
+        ideal=bound,
+        processes=sampler.stats,
+        peak_total_rss_mib=sampler.peak_total_mib,
+        log_messages=log_messages,
+        run_dir=str(run_dir),
+    )
+
+
+async def _publish_fast(bus: nats_bus.NatsBus, message: OutgoingMessage) -> None:
+    """Publish without waiting for the JetStream ack (the stream stores and dedups it all the same)."""
+    await bus.nc.publish(message.subject, message.data, headers={**message.headers, "Nats-Msg-Id": message.msg_id})
+
+
+async def _wait_started(supervisor: Supervisor, *, timeout: float) -> None:
+    """Wait until every service logged ``service_started`` (connected to the bus, consumer bound)."""
+    deadline = time.monotonic() + timeout
+    waiting = {s.name: s.log_path for s in supervisor.running}
+    while waiting:
+        for name, path in list(waiting.items()):
+            with contextlib.suppress(OSError):
+                if b'"service_started"' in path.read_bytes():
+                    del waiting[name]
+        if dead := supervisor.dead():
+            raise RuntimeError(
+                f"services exited at start: {[s.name for s in dead]} (logs in {dead[0].log_path.parent})"
+            )
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"services not started after {timeout:g}s: {sorted(waiting)}")
+        await asyncio.sleep(0.05)
+
+
+async def _create(
+    bus: nats_bus.NatsBus, planned: list[generator.PlannedWorkload], *, start_ms: int, recorder: metrics.Recorder
+) -> None:
+    """Publish every planned workload at its stream's time (the merged schedule of all streams)."""
+    order = sorted(range(len(planned)), key=lambda i: planned[i].offset_ms)  # stable: stream order within a tick
+    pos = 0
+    while pos < len(order):
+        due = start_ms + planned[order[pos]].offset_ms
+        delay = due - wall_ms()
+        if delay > 0:
+            await asyncio.sleep(delay / 1000)
+        now = wall_ms()
+        while pos < len(order) and start_ms + planned[order[pos]].offset_ms <= now:
+            index = order[pos]
+            fact = generator.workload_fact(planned[index], uid=f"wl-{index:07d}", now_ms=now)
+            recorder.record(fact)
+            await _publish_fast(bus, subjects.fact_message(fact, version="1"))
+            pos += 1
+
+
+async def _read(
+    bus: nats_bus.NatsBus, recorder: metrics.Recorder, executor: Executor, *, total: int, done: asyncio.Event
+) -> None:
+    """Follow the decisions and dispatch results; decode the ones the recorder and executor need."""
+    async for message in bus.read(subjects=(subjects.decisions_of(), subjects.DISPATCH), start_seq=1):
+        kind = message.headers.get("Kq-Type", "")
+        if kind not in DECODED:
+            continue
+        try:
+            event = codec.decode(message.data)
+        except codec.DecodeError:
+            continue
+        recorder.record(event)
+        executor.observe(event)
+        if recorder.finished >= total and not recorder.held:
+            done.set()
+
+
+async def _count_log(bus: nats_bus.NatsBus, recorder: metrics.Recorder) -> None:
+    """Sample the log's length for the events per second through the bus."""
+    while True:
+        recorder.note_log(await bus.last_seq(), wall_ms())
+        await asyncio.sleep(SAMPLE_SECONDS)
+
+
+async def _flush_outbox(bus: nats_bus.NatsBus, executor: Executor) -> None:
+    """Publish the executor's facts as they come, gathered for up to OUTBOX_GATHER seconds: one socket
+    write carries all of them (a write per fact cost the harness a quarter of its time)."""
+    while True:
+        await executor.wake.wait()
+        await asyncio.sleep(OUTBOX_GATHER)
+        executor.wake.clear()
+        batch, executor.outbox = executor.outbox, []
+        for message in batch:
+            await _publish_fast(bus, message)
+
+
+async def _watch(
+    done: asyncio.Event,
+    tasks: list[asyncio.Task[Any]],
+    supervisor: Supervisor,
+    sampler: _Sampler,
+    recorder: metrics.Recorder,
+    *,
+    total: int,
+    timeout: float,
+    console: Console,
+    progress: bool,
+) -> bool:
+    """Sample memory and draw the progress bar until done; False on timeout or a crashed service."""
+    deadline = time.monotonic() + timeout
+    bar = Progress(
+        TextColumn("{task.description:<9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not progress,
+    )
+    with bar:
+        created = bar.add_task("created", total=total)
+        admitted = bar.add_task("admitted", total=total)
+        finished = bar.add_task("finished", total=total)
+        while not done.is_set():
+            sampler.sample()
+            bar.update(created, completed=len(recorder.workloads))
+            bar.update(admitted, completed=recorder.admitted)
+            bar.update(finished, completed=recorder.finished)
+            for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+            if supervisor.dead():
+                console.print(f"[bold red]services exited[/bold red]: {[s.name for s in supervisor.dead()]}")
+                return False
+            if time.monotonic() > deadline:
+                console.print(f"[bold red]timeout[/bold red] after {timeout:g}s: {recorder.finished}/{total} finished")
+                return False
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(SAMPLE_SECONDS):
+                    await done.wait()
+    return True
+
+
+def machine() -> dict[str, Any]:
+    """The machine a run was on."""
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (0.0, 0.0, 0.0)
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpus": os.cpu_count(),
+        "cpuModel": model,
+        "arch": platform.machine(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "loadAverage1m": round(load[0], 2),
+    }

@@ -1,0 +1,290 @@
+"""Kueue's scheduler-performance figures, computed from what the log recorded.
+
+Definitions (Kueue test/performance/scheduler/runner/recorder/recorder.go,
+checker/checker_test.go; shared/research/kueue-perf.md §4), with the kueue-es event
+that stands for each Kubernetes observation:
+
+- per workload: time to admission = the last admission's time - creationTimestamp
+  (Kueue: ``Admitted.lastTransitionTime - metadata.creationTimestamp``, stamped when
+  the scheduler decides; here ``WorkloadAdmitted.at_ms``, the admitter's clock
+  reading of the cycle, in ms where Kueue's timestamps have 1 s resolution); time
+  to finish = ``WorkloadFinished.at_ms`` - creation; evictions = the number of
+  ``EvictionRequested`` (Kueue: rising edges of ``Evicted``);
+- per workload class: ``count``, ``totalEvictions``, ``averageTimeToAdmissionMs``
+  and ``averageTimeToFinishMs`` (integer means over the class);
+- per ClusterQueue class: ``cpuUsed`` = the time integral of the CPU its
+  ClusterQueues hold (mCPU x ms; Kueue samples ``status.flavorsUsage``, which
+  counts a workload from the scheduler's assume to the processing of its finish:
+  here from ``QuotaReserved.at_ms`` to ``QuotaReleased.at_ms``); ``nominalQuota``
+  = the sum of their nominal CPU (mCPU); ``firstEventTime`` = the earliest
+  creation of one of them, ``lastEventTime`` = the last change of their usage;
+  usage % = cpuUsed x 100 / (nominalQuota x (last - first));
+- wall time = from the start of the system under test to the last quota release
+  (Kueue: minimalkueue's process lifetime, which also holds up to 5 s of
+  end detection and its shutdown).
+
+The recorder is pure: events and their times in, figures out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from events import types
+from services.perfbench.generator import CLASS_LABEL
+
+RATE_WINDOW_MS = 5_000
+
+
+@dataclass(kw_only=True)
+class WorkloadRecord:
+    """What the recorder knows of one workload; times in ms since the epoch (0: not yet)."""
+
+    class_name: str
+    created_ms: int
+    admitted_ms: int = 0
+    finished_ms: int = 0
+    evictions: int = 0
+
+
+@dataclass(kw_only=True)
+class QueueRecord:
+    """One ClusterQueue: its class, nominal CPU, creation, held CPU now and the integral so far."""
+
+    class_name: str
+    nominal_m: int
+    created_ms: int
+    held_m: int = 0
+    since_ms: int = 0
+    cpu_used: int = 0  # mCPU x ms
+    last_event_ms: int = 0
+
+
+@dataclass(kw_only=True)
+class Recorder:
+    """Folds the events of a run (each with the time it is about) into Kueue's figures.
+
+    Feed :meth:`record` every decoded event of interest; :meth:`note_log` the log's
+    last sequence now and then (for events per second).
+    """
+
+    workloads: dict[str, WorkloadRecord] = field(default_factory=dict)
+    queues: dict[str, QueueRecord] = field(default_factory=dict)
+    held: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # workload -> (cq, mCPU, since ms)
+    admission_times: list[int] = field(default_factory=list)
+    messages: int = 0
+    first_message_ms: int = 0
+    last_message_ms: int = 0
+    peak_events_per_second: float = 0.0
+    released: int = 0
+    finished: int = 0
+    admitted: int = 0
+    last_release_ms: int = 0
+    first_seq: int = 0
+    _recent: deque[tuple[int, int]] = field(default_factory=deque)
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def note_log(self, last_seq: int, observed_ms: int) -> None:
+        """Note the log's last sequence at ``observed_ms`` (sampled); keeps the peak rate over 5 s windows."""
+        if not self._recent:
+            self.first_message_ms = observed_ms
+            self.first_seq = last_seq
+        self.messages = last_seq
+        self.last_message_ms = observed_ms
+        recent = self._recent
+        recent.append((observed_ms, last_seq))
+        while recent[0][0] < observed_ms - RATE_WINDOW_MS:
+            recent.popleft()
+        start_ms, start_seq = recent[0]
+        if observed_ms - start_ms >= RATE_WINDOW_MS * 0.9:
+            rate = (last_seq - start_seq) * 1000 / (observed_ms - start_ms)
+            self.peak_events_per_second = max(self.peak_events_per_second, rate)
+
+    def record(self, event: types.Event) -> None:
+        """Fold one event; events of other types are ignored."""
+        match event:
+            case types.ClusterQueueObserved(cluster_queue=cq):
+                nominal = sum(
+                    r.nominal_quota
+                    for group in cq.spec.resource_groups
+                    for flavor in group.flavors
+                    for r in flavor.resources
+                    if r.name == "cpu"
+                )
+                meta = cq.metadata
+                if meta.name not in self.queues:
+                    self.queues[meta.name] = QueueRecord(
+                        class_name=meta.labels.get(CLASS_LABEL, ""),
+                        nominal_m=nominal,
+                        created_ms=meta.creation_timestamp_ms,
+                        last_event_ms=meta.creation_timestamp_ms,
+                    )
+            case types.WorkloadObserved(workload=wl):
+                key = f"{wl.metadata.namespace}/{wl.metadata.name}"
+                if key not in self.workloads:
+                    self.workloads[key] = WorkloadRecord(
+                        class_name=wl.metadata.labels.get(CLASS_LABEL, ""), created_ms=wl.metadata.creation_timestamp_ms
+                    )
+            case types.QuotaReserved(workload=ref, cluster_queue=cq_name, at_ms=at):
+                cpu = sum(a.resource_usage.get("cpu", 0) for a in event.pod_set_assignments)
+                if ref.key not in self.held:
+                    self.held[ref.key] = (cq_name, cpu, at)
+                    self._shift(cq_name, cpu, at)
+            case types.QuotaReleased(workload=ref, at_ms=at):
+                held = self.held.pop(ref.key, None)
+                if held is not None:
+                    self._shift(held[0], -held[1], at)
+                    self.released += 1
+                    self.last_release_ms = max(self.last_release_ms, at)
+            case types.WorkloadAdmitted(workload=ref, at_ms=at):
+                record = self.workloads.get(ref.key)
+                if record is not None:
+                    self.admitted += not record.admitted_ms
+                    record.admitted_ms = at
+                self.admission_times.append(at)
+            case types.EvictionRequested(workload=ref):
+                record = self.workloads.get(ref.key)
+                if record is not None:
+                    record.evictions += 1
+            case types.WorkloadFinished(workload=ref, at_ms=at):
+                record = self.workloads.get(ref.key)
+                if record is not None and not record.finished_ms:
+                    record.finished_ms = at
+                    self.finished += 1
+
+    def _shift(self, cq_name: str, delta: int, at_ms: int) -> None:
+        queue = self.queues.get(cq_name)
+        if queue is None:
+            return
+        if queue.held_m:
+            queue.cpu_used += queue.held_m * max(0, at_ms - queue.since_ms)
+        queue.held_m += delta
+        queue.since_ms = at_ms
+        queue.last_event_ms = max(queue.last_event_ms, at_ms)
+
+    # -- output --------------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """Kueue's ``summary.yaml`` (recorder.Summary): clusterQueueClasses, workloadClasses, droppedWorkloadEvents."""
+        cq_classes: dict[str, dict[str, Any]] = {}
+        for queue in self.queues.values():
+            group = cq_classes.setdefault(
+                queue.class_name,
+                {"cpuUsed": 0, "cpuAverageUsage": 0, "nominalQuota": 0, "first": queue.created_ms, "last": 0},
+            )
+            group["cpuUsed"] += queue.cpu_used
+            group["nominalQuota"] += queue.nominal_m
+            group["first"] = min(group["first"], queue.created_ms)
+            group["last"] = max(group["last"], queue.last_event_ms)
+        for group in cq_classes.values():
+            first, last = group.pop("first"), group.pop("last")
+            monitoring = last - first
+            group["cpuAverageUsage"] = group["cpuUsed"] // monitoring if monitoring > 0 else 0
+            group["firstEventTime"] = _rfc3339(first)
+            group["lastEventTime"] = _rfc3339(last)
+        wl_classes: dict[str, dict[str, int]] = {}
+        totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for record in self.workloads.values():
+            group = wl_classes.setdefault(
+                record.class_name,
+                {"count": 0, "totalEvictions": 0, "averageTimeToAdmissionMs": 0, "averageTimeToFinishMs": 0},
+            )
+            group["count"] += 1
+            group["totalEvictions"] += record.evictions
+            if record.admitted_ms:
+                totals[record.class_name][0] += record.admitted_ms - record.created_ms
+            if record.finished_ms:
+                totals[record.class_name][1] += record.finished_ms - record.created_ms
+        for name, group in wl_classes.items():
+            group["averageTimeToAdmissionMs"] = totals[name][0] // group["count"]
+            group["averageTimeToFinishMs"] = totals[name][1] // group["count"]
+        return {"clusterQueueClasses": cq_classes, "workloadClasses": wl_classes, "droppedWorkloadEvents": 0}
+
+    def usage_percent(self) -> dict[str, float]:
+        """Per ClusterQueue class, the checker's usage %: cpuUsed x 100 / (nominalQuota x monitoring ms)."""
+        out: dict[str, float] = {}
+        for name, group in self.summary()["clusterQueueClasses"].items():
+            first = _parse_rfc3339(group["firstEventTime"])
+            last = _parse_rfc3339(group["lastEventTime"])
+            elapsed = last - first
+            out[name] = (
+                group["cpuUsed"] * 100 / (group["nominalQuota"] * elapsed) if group["nominalQuota"] and elapsed else 0.0
+            )
+        return out
+
+    def admission_rates(self) -> tuple[float, float]:
+        """(mean admissions/s from the first admission to the last, peak over any 5 s window)."""
+        times = sorted(self.admission_times)
+        if len(times) < 2:
+            return 0.0, 0.0
+        span = times[-1] - times[0]
+        mean = (len(times) - 1) * 1000 / span if span else 0.0
+        peak, start = 0, 0
+        for end, t in enumerate(times):
+            while times[start] <= t - RATE_WINDOW_MS:
+                start += 1
+            peak = max(peak, end - start + 1)
+        window = min(RATE_WINDOW_MS, span) or RATE_WINDOW_MS
+        return mean, peak * 1000 / window
+
+    def events_per_second(self) -> float:
+        """Mean log messages per second over the span the log was sampled in."""
+        span = self.last_message_ms - self.first_message_ms
+        return (self.messages - self.first_seq) * 1000 / span if span > 0 else 0.0
+
+
+def _rfc3339(ms: int) -> str:
+    """ms since the epoch as RFC 3339 with milliseconds, UTC."""
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _parse_rfc3339(text: str) -> int:
+    return round(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+# -- rangespec --------------------------------------------------------------------------------
+
+
+def check_rangespec(
+    spec: dict[str, Any], *, wall_ms: int, usage: dict[str, float], summary: dict[str, Any]
+) -> list[str]:
+    """Kueue's checker (checker_test.go) on our figures: the list of violations (empty: in range).
+
+    ``spec`` is a parsed rangespec: ``cmd.maxWallMs``, ``clusterQueueClassesMinUsage``
+    (class -> min %), ``wlClassesMaxAvgTimeToAdmissionMs`` (class -> max ms). A class
+    of ours the spec does not name is a violation ("Unexpected class"), as in Kueue.
+    Raises ValueError for a spec that is not a mapping of those keys.
+    """
+    if not isinstance(spec, dict):
+        raise ValueError(
+            "the rangespec must be a mapping with cmd, clusterQueueClassesMinUsage, wlClassesMaxAvgTimeToAdmissionMs"
+        )
+    unknown = set(spec) - {"cmd", "clusterQueueClassesMinUsage", "wlClassesMaxAvgTimeToAdmissionMs"}
+    if unknown:
+        raise ValueError(f"the rangespec has unknown keys: {', '.join(sorted(unknown))}")
+    problems: list[str] = []
+    max_wall = (spec.get("cmd") or {}).get("maxWallMs")
+    if max_wall is not None and wall_ms > int(max_wall):
+        problems.append(f"wall time {wall_ms}ms is greater than maximum expected {int(max_wall)}ms")
+    min_usage = spec.get("clusterQueueClassesMinUsage") or {}
+    for name, actual in sorted(usage.items()):
+        if name not in min_usage:
+            problems.append(f"ClusterQueue class {name!r}: unexpected class")
+        elif actual < float(min_usage[name]):
+            problems.append(
+                f"ClusterQueue class {name!r}: usage {actual:.2f}% is less than expected {float(min_usage[name]):.2f}%"
+            )
+    max_admit = spec.get("wlClassesMaxAvgTimeToAdmissionMs") or {}
+    for name, group in sorted(summary["workloadClasses"].items()):
+        if name not in max_admit:
+            problems.append(f"workload class {name!r}: unexpected class")
+        elif group["averageTimeToAdmissionMs"] > int(max_admit[name]):
+            problems.append(
+                f"workload class {name!r}: average wait for admission {group['averageTimeToAdmissionMs']}ms "
+                f"is more than expected {int(max_admit[name])}ms"
+            )
+    return problems

@@ -1,0 +1,81 @@
+"""``kueue-es bench --config``, end to end on a tiny configuration: nats-server and the services as processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from services.cli import main
+from tests.bench.configs import TINY
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_tiny_run_reports_kueues_figures_and_exits_1_out_of_range(tmp_path: Path) -> None:
+    config = tmp_path / "generator.yaml"
+    config.write_text(TINY)
+    spec = tmp_path / "rangespec.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "cmd": {"maxWallMs": 1},  # out of range: exit 1, figures written all the same
+                "clusterQueueClassesMinUsage": {"q": 0},
+                "wlClassesMaxAvgTimeToAdmissionMs": {"small": 60_000, "big": 60_000},
+            }
+        )
+    )
+    out = tmp_path / "bench.yaml"
+    code = main(
+        [
+            "bench",
+            "--config",
+            str(config),
+            "--dir",
+            str(tmp_path / "run"),
+            "--output",
+            str(out),
+            "--no-progress",
+            "--check",
+            str(spec),
+        ]
+    )
+    assert code == 1
+    doc = yaml.safe_load(out.read_text())
+    assert doc["complete"] is True
+    classes = doc["summary"]["workloadClasses"]
+    assert {k: v["count"] for k, v in classes.items()} == {"small": 3, "big": 1}
+    assert doc["timing"]["finished"] == 4
+    # the big one (2 CPU, priority 9) cannot start before two smalls finished: at least 1 s after the second small
+    assert classes["big"]["averageTimeToAdmissionMs"] >= 1_000 - 250 + 200
+    assert 0 < doc["usagePercent"]["q"] <= 100
+    assert doc["cmdStats"]["wallMs"] >= doc["timing"]["workloadWallMs"] >= doc["ideal"]["makespanMs"] - 100
+    assert doc["ideal"]["makespanMs"] == 2_600
+    assert set(doc["memory"]["processes"]) == {
+        "nats-server",
+        "bench harness",
+        "admitter",
+        "preemptor",
+        "tas-placer",
+        "dispatcher",
+    }
+    assert all(p["peakRssMiB"] > 0 for p in doc["memory"]["processes"].values())
+    assert yaml.safe_load((tmp_path / "summary.yaml").read_text()) == doc["summary"]  # Kueue's checker input
+
+
+def test_a_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "generator.yaml"
+    config.write_text(TINY.replace("nominalQuota: 2", "nominalQuota: two"))
+    assert main(["bench", "--config", str(config), "--no-progress"]) == 2
+    assert "nominalQuota" in capsys.readouterr().err
+
+
+def test_bench_core_is_still_a_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "core", "--cohorts", "1", "--queues", "2", "--scale", "0.1"]) == 0
+    assert "decisions/s" in capsys.readouterr().out
+
+
+def test_bench_without_config_or_subcommand_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench"]) == 2
+    assert "--config" in capsys.readouterr().err

@@ -1,0 +1,123 @@
+"""The simulated cluster side of the bench: the executor, and the dispatcher's simulated API writes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from events import codec, models, subjects, types
+from events.bus.memory import MemoryBus
+from services.dispatcher.service import DECISION_FILTER, WriteLimiter
+from services.dispatcher.simulated import SimulatedDispatcher, UnlimitedWrites, simulated_limiter
+from services.perfbench.executor import Executor
+
+pytestmark = pytest.mark.timeout(20)
+
+REF = types.WorkloadRef(namespace="ns", name="w", uid="u1")
+
+
+def applied(action: str, seq: int) -> types.DispatchApplied:
+    return types.DispatchApplied(workload=REF, decision_seq=seq, action=action)
+
+
+def kinds(executor: Executor) -> list[str]:
+    return [m.headers["Kq-Type"] for m in executor.outbox]
+
+
+async def test_a_started_workload_is_ready_at_once_and_finishes_after_its_runtime() -> None:
+    loop = asyncio.get_running_loop()
+    executor = Executor(runtime_ms={"ns/w": 50}, clock=lambda: int(loop.time() * 1000))
+    executor.observe(applied("StartJob", 7))
+    executor.observe(applied("StartJob", 7))  # a second copy starts nothing
+    assert kinds(executor) == ["WorkloadPodsReady"]
+    ready = codec.decode(executor.outbox[0].data)
+    assert isinstance(ready, types.WorkloadPodsReady) and ready.ready and ready.workload == REF
+    await asyncio.sleep(0.02)
+    assert kinds(executor) == ["WorkloadPodsReady"]  # not before its runtime
+    await asyncio.sleep(0.06)
+    assert kinds(executor) == ["WorkloadPodsReady", "WorkloadFinished"]
+    assert executor.running == {}
+
+
+async def test_an_evicted_workload_loses_its_run_and_runs_its_full_runtime_again() -> None:
+    loop = asyncio.get_running_loop()
+    seen: list[types.Fact] = []
+    executor = Executor(runtime_ms={"ns/w": 60}, clock=lambda: int(loop.time() * 1000), on_fact=seen.append)
+    executor.observe(applied("StartJob", 7))
+    await asyncio.sleep(0.04)
+    executor.observe(types.EvictionRequested(workload=REF, cluster_queue="cq", reason="Preempted", message="", at_ms=0))
+    executor.observe(applied("Evict", 9))
+    stopped = seen[-1]
+    assert isinstance(stopped, types.WorkloadStopped) and stopped.reason == "Preempted"
+    executor.observe(applied("StartJob", 12))  # readmitted: the full 60 ms again
+    restarted = loop.time()
+    while not any(isinstance(f, types.WorkloadFinished) for f in seen):
+        await asyncio.sleep(0.005)
+    assert loop.time() - restarted >= 0.055
+    assert [type(f).__name__ for f in seen] == [
+        "WorkloadPodsReady",
+        "WorkloadStopped",
+        "WorkloadPodsReady",
+        "WorkloadFinished",
+    ]
+
+
+def test_the_simulated_limiter_is_none_or_client_gos() -> None:
+    assert isinstance(simulated_limiter(None), UnlimitedWrites)
+    assert isinstance(simulated_limiter(0), UnlimitedWrites)
+    capped = simulated_limiter(50)
+    assert (capped.qps, capped.burst) == (50, 100)
+    with pytest.raises(ValueError, match="qps"):
+        simulated_limiter(-1)
+
+
+async def test_each_admission_is_one_limited_write_then_dispatch_applied() -> None:
+    bus = MemoryBus()
+    workloads = []
+    for i in range(3):
+        ref = types.WorkloadRef(namespace="ns", name=f"w{i}", uid=f"u{i}")
+        workloads.append(ref)
+        wl = models.Workload(
+            metadata=models.ObjectMeta(name=ref.name, namespace="ns", uid=ref.uid),
+            spec=models.WorkloadSpec(queue_name="lq", pod_sets=[models.PodSet(requests={"cpu": 1000})]),
+            owner=models.OwnerReference(api_version="batch/v1", kind="Job", name=ref.name, uid=f"job-{i}"),
+        )
+        await bus.publish(subjects.fact_message(types.WorkloadObserved(workload=wl)))
+    for ref in workloads:
+        assignment = types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 1000}, count=1)
+        for decision in (
+            types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[assignment], at_ms=1),
+            types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=1),
+        ):
+            subject = subjects.workload_decision_subject(ref)
+            await bus.publish(
+                subjects.message(decision, subject=subject, msg_id=f"{ref.name}:{type(decision).__name__}")
+            )
+    limiter = WriteLimiter(qps=20, burst=1)  # 3 writes: the 2nd and 3rd wait 50 ms each
+    dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
+    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    folding = asyncio.create_task(dispatcher.fold_forever())
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        await dispatcher.handle_batch(consumer, await consumer.fetch(batch=50, timeout=1.0))
+    finally:
+        folding.cancel()
+    assert loop.time() - started >= 0.09
+    assert limiter.writes == 3
+    results = [codec.decode(m.data) async for m in _log(bus) if m.subject.startswith("kq.disp.")]
+    assert [(r.workload.name, r.action) for r in results] == [
+        ("w0", "StartJob"),
+        ("w1", "StartJob"),
+        ("w2", "StartJob"),
+    ]
+    assert await consumer.fetch(batch=50, timeout=0.05) == []  # every decision acked
+
+
+async def _log(bus: MemoryBus):  # type: ignore[no-untyped-def]
+    last = await bus.last_seq()
+    async for message in bus.read(subjects=("kq.>",), start_seq=1):
+        yield message
+        if message.seq >= last:
+            return
