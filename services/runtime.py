@@ -129,6 +129,24 @@ def workload_subject(decision: types.Decision, partition: str) -> str:
     return subjects.workload_decision_subject(ref, partition)
 
 
+def cut_batch(outputs: list[types.Decision], limit: int) -> list[types.Decision]:
+    """The first at most ``limit`` outputs, cut between two workloads' decisions (a
+    QuotaReserved and its WorkloadAdmitted, a nomination and its evictions stay in one
+    batch); the rest is decided again in the next cycle. A single workload with more
+    than ``limit`` decisions is cut at ``limit``."""
+    if len(outputs) <= limit:
+        return outputs
+    cut = limit
+    while cut > 0 and _workload_of(outputs[cut]) == _workload_of(outputs[cut - 1]):
+        cut -= 1
+    return outputs[: cut or limit]
+
+
+def _workload_of(decision: types.Decision) -> str:
+    ref = getattr(decision, "workload", None)
+    return ref.key if isinstance(ref, types.WorkloadRef) else ""
+
+
 class DeciderLoop:
     """Runs one :class:`Decider` against a bus until stopped.
 
@@ -216,7 +234,7 @@ class DeciderLoop:
         if self.stepped and request is None:
             return 0
         now_ms = self.clock()
-        outputs = list(self.decider.decide(self.state, now_ms=now_ms))[:MAX_BATCH]
+        outputs = cut_batch(list(self.decider.decide(self.state, now_ms=now_ms)), MAX_BATCH)
         answers = ""
         if request is not None and (request.mode == "cycle" or not outputs):
             answers = request.request_id

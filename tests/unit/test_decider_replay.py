@@ -228,3 +228,22 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def test_a_batch_is_cut_between_workloads() -> None:
+    """A cycle's outputs over the batch limit are cut where one workload's decisions end, so a
+    QuotaReserved never goes without its WorkloadAdmitted."""
+    from services.runtime import cut_batch
+
+    def pair(name: str) -> list[types.Decision]:
+        ref = types.WorkloadRef(namespace="ns", name=name)
+        return [
+            types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[], at_ms=1),
+            types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=1),
+        ]
+
+    outputs = pair("a") + pair("b") + pair("c")
+    assert cut_batch(outputs, 3) == outputs[:2]
+    assert cut_batch(outputs, 4) == outputs[:4]
+    assert cut_batch(outputs, 10) == outputs
+    assert cut_batch(pair("a") * 3, 4) == (pair("a") * 3)[:4]  # one workload only: cut at the limit
