@@ -111,8 +111,10 @@ def parse_object(
     elif kind == "LocalQueue" and spec:
         _weight_to_string(spec)
     elif kind == "AdmissionCheck":
+        # Active only once its controller says so: a missing Active condition makes every
+        # ClusterQueue that needs the check inactive (SEMANTICS §10.2, SEMANTICS-ADVANCED B.1).
         conditions = (raw.pop("status", None) or {}).get("conditions") or []
-        raw["active"] = not any(c.get("type") == "Active" and c.get("status") == "False" for c in conditions)
+        raw["active"] = any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions)
     elif kind == "Workload" and spec:
         spec["podSets"] = [
             _convert_pod_set(ps, index=i, kind=kind, name=name)

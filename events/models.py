@@ -348,7 +348,7 @@ class AdmissionCheckSpec(_Model, kw_only=True):
 
 class AdmissionCheck(_Model, kw_only=True):
     """kueue.x-k8s.io/v1beta2 AdmissionCheck (cluster-scoped); ``active`` mirrors its Active
-    condition (True unless the status says False; SEMANTICS §1.8)."""
+    condition: True only once its controller set Active=True (SEMANTICS §1.8, §10.2)."""
 
     metadata: ObjectMeta
     spec: AdmissionCheckSpec = AdmissionCheckSpec()

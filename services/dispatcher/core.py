@@ -562,8 +562,8 @@ def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | N
     if not isinstance(event, types.WorkloadAdmitted):
         return None
     current = state.workloads.get(event.workload.key)
-    if current is None or current.reservation is None or current.gone:
-        return None
+    if current is None or current.reservation is None or current.gone or current.eviction is not None:
+        return None  # an eviction already on the log: Kueue's reconciler does not start it either
     owner = current.workload.owner
     if owner is None or (owner.api_version, owner.kind) not in STARTABLE:
         return None

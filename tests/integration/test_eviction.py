@@ -111,6 +111,15 @@ def admitted_job_log(manifest: dict[str, Any], *, spot: dict[str, Any] | None = 
     return log, ref
 
 
+def test_no_start_once_an_eviction_is_on_the_log() -> None:
+    """A WorkloadAdmitted whose workload is already being evicted (the dispatcher was behind)
+    starts nothing: the job stays suspended, as Kueue's reconciler leaves an evicted job."""
+    manifest = stored_job(tolerations=[OWN_TOLERATION])
+    log, ref = admitted_job_log(manifest)
+    log.add(eviction(ref))
+    assert core.plan(log.view, types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=0)) is None
+
+
 def started(manifest: dict[str, Any], log: Log, ref: types.WorkloadRef) -> dict[str, Any]:
     """The Job after the dispatcher's StartJob merge patch."""
     start = core.plan(log.view, types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=0))
@@ -162,6 +171,13 @@ def test_plan_stops_an_evicted_job_and_gives_its_template_back() -> None:
     assert stopped["metadata"]["annotations"] == {EVICTED_ANNOTATION: "Preempted", EVICTION_SEQ_ANNOTATION: str(seq)}
     assert merge_patch(stopped, stop_patch(stop, stopped)) == stopped
 
+    # The eviction completes and the workload is admitted again: the next StartJob.
+    log.add(
+        types.WorkloadStopped(workload=ref, reason="Preempted"),
+        types.QuotaReleased(workload=ref, cluster_queue="cluster-queue", reason="Preempted", cause_seq=0, at_ms=0),
+        reservation(ref),
+        types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=0),
+    )
     restarted = started(stopped, log, ref)
     assert restarted["metadata"]["annotations"] == {}
     assert restarted["spec"]["suspend"] is False

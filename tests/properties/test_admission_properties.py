@@ -215,6 +215,7 @@ def scenario_docs(draw: st.DrawFn) -> dict:
                 "kind": "AdmissionCheck",
                 "metadata": {"name": CHECK},
                 "spec": {"controllerName": "x/y"},
+                "status": {"conditions": [{"type": "Active", "status": "True"}]},
             }
         )
     count = draw(st.integers(1, 15))

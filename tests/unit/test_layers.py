@@ -13,6 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ("events", "projections", "services")
+RUNNERS = ("service.py", "simulated.py")  # a service's runners: the dispatcher's real and simulated API writers
 SERVICE_PACKAGES = ("watcher", "admitter", "preemptor", "tas_placer", "dispatcher")
 KUBE_ALLOWED = (  # the Kubernetes edge: API clients, the watcher and dispatcher runners, `up` and leases
     "services/kube/",
@@ -69,7 +70,7 @@ def test_services_do_not_import_each_others_runners(path: Path) -> None:
 def test_cores_are_pure(path: Path) -> None:
     """The pure modules of a service (all but its runner, ``service.py``) import no I/O,
     clock or randomness."""
-    if path.name == "service.py" or path.parent.name not in SERVICE_PACKAGES:
+    if path.name in RUNNERS or path.parent.name not in SERVICE_PACKAGES:
         return
     banned = ("asyncio", "time", "datetime", "random", "uuid", "nats", "kubernetes_asyncio", "aiohttp", "os")
     bad = {m for m in imports_of(path) if m.split(".")[0] in banned}
