@@ -135,9 +135,16 @@ class CycleTopology:
 
     def add(self, usage: Usage) -> None:
         """Count ``usage`` (an admitted or reserving entry's, A.10) for the rest of the cycle."""
+        topo = self.state.topology
         for flavor, leaves in usage.items():
             add_usage(self.added.setdefault(flavor, {}), leaves)
-        self._usage.clear()
+            tree = topo.flavor_topology(flavor)
+            hostname = tree is not None and tree.lowest_is_hostname
+            for (cached, _), merged in self._usage.items():  # kept in step rather than rebuilt
+                if cached == flavor or (
+                    hostname and (other := topo.flavor_topology(cached)) is not None and other.lowest_is_hostname
+                ):
+                    add_usage(merged, leaves)
 
     # --- placement ------------------------------------------------------------------------------
 
