@@ -180,8 +180,8 @@ def tas_facts(
     *, racks: int = 10, nodes_per_rack: int = 64, workloads: int = 15_000, cluster_queues: int = 40
 ) -> list[types.Fact]:
     """A TAS cluster as facts: a rack/hostname Topology, ``racks`` × ``nodes_per_rack`` nodes of
-    8 CPU, one TAS flavor, ``cluster_queues`` ClusterQueues in one cohort whose nominal quotas add
-    up to the nodes' CPU, and ``workloads`` pending workloads spread over them (rack-required,
+    8 CPU, one TAS flavor, ``cluster_queues`` ClusterQueues (no cohort) whose nominal quotas add
+    up to 3/4 of the nodes' CPU, and ``workloads`` pending workloads spread over them (rack-required,
     rack-preferred and unconstrained, :data:`TAS_CLASSES`)."""
     hostname = "kubernetes.io/hostname"
     facts: list[types.Fact] = [
@@ -213,12 +213,13 @@ def tas_facts(
                     )
                 )
             )
-    nominal = racks * nodes_per_rack * 8_000 // cluster_queues
+    # Quota is the binding limit (3/4 of the nodes' CPU, no borrowing), as in a cluster sized
+    # for its queues: most heads that pass quota find room, and placement rarely fails.
+    nominal = racks * nodes_per_rack * 8_000 * 3 // 4 // cluster_queues
     for q in range(cluster_queues):
         name = f"tas-cq-{q}"
         quota = models.ResourceQuota(name="cpu", nominal_quota=nominal)
         spec = models.ClusterQueueSpec(
-            cohort_name="tas-cohort",
             namespace_selector=models.LabelSelector(),
             resource_groups=[
                 models.ResourceGroup(

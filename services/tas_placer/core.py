@@ -31,7 +31,7 @@ import msgspec
 from events import models, tas, types
 from projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from projections.topology import FlavorTopology
-from services.tas_placer.placement import Placement, PodSetPlacementRequest, find_assignments
+from services.tas_placer.placement import Placement, PodSetPlacementRequest, add_usage, find_assignments
 
 LOGIC_VERSION = 2
 ROLE = "place"
@@ -48,15 +48,23 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
     if not gates.get("TASFailedNodeReplacement", True):
         return []
     out: list[types.Decision] = []
+    usage: dict[str, dict[str, dict[str, int]]] = {}  # per flavor: the TAS usage with this cycle's replacements
     for key in sorted(k for k, wl in state.workloads.items() if wl.topology):
         wl = state.workloads[key]
         if not wl.admitted or wl.gone or wl.eviction is not None or wl.reservation is None:
             continue
-        out.extend(_check(state, wl, fail_fast=fail_fast, now_ms=now_ms))
+        out.extend(_check(state, wl, usage, fail_fast=fail_fast, now_ms=now_ms))
     return out
 
 
-def _check(state: ClusterState, wl: WorkloadState, *, fail_fast: bool, now_ms: int) -> list[types.Decision]:
+def _check(
+    state: ClusterState,
+    wl: WorkloadState,
+    usage: dict[str, dict[str, dict[str, int]]],
+    *,
+    fail_fast: bool,
+    now_ms: int,
+) -> list[types.Decision]:
     assert wl.reservation is not None and wl.topology is not None
     specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
     updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
@@ -85,7 +93,7 @@ def _check(state: ClusterState, wl: WorkloadState, *, fail_fast: bool, now_ms: i
         message = f"Workload eviction triggered due to multiple TAS assigned node failures, including: {names}"
         return [_evict(wl, cq, message, now_ms=now_ms)]
     node, ps_name = next(iter(failed.items()))
-    replaced = _replace(state, wl, ps_name, node)
+    replaced = _replace(state, wl, ps_name, node, usage)
     if isinstance(replaced, models.TopologyAssignment):
         assignments = {**wl.topology, ps_name: replaced}
         return [types.TopologyAssigned(workload=wl.ref, cluster_queue=cq, assignments=assignments, at_ms=now_ms)]
@@ -113,7 +121,13 @@ def _tolerates(toleration: models.Toleration, taint: models.Taint) -> bool:
     return toleration.operator == "Exists" or toleration.value == taint.value
 
 
-def _replace(state: ClusterState, wl: WorkloadState, ps_name: str, failed_node: str) -> models.TopologyAssignment | str:
+def _replace(
+    state: ClusterState,
+    wl: WorkloadState,
+    ps_name: str,
+    failed_node: str,
+    cycle_usage: dict[str, dict[str, dict[str, int]]],
+) -> models.TopologyAssignment | str:
     """findReplacementAssignment (A.13.4): the pod set's new assignment, or why there is none."""
     assert wl.reservation is not None and wl.topology is not None
     psa = next(p for p in wl.reservation.pod_set_assignments if p.name == ps_name)
@@ -138,10 +152,15 @@ def _replace(state: ClusterState, wl: WorkloadState, ps_name: str, failed_node: 
     if spec.topology_request is not None and tas.slice_layers(spec.topology_request):
         # Slices are not re-formed by a replacement: single pods (A.13.4 step 4, simplified).
         request = dataclasses.replace(request, topology_request=_without_slices(spec.topology_request))
-    usage = state.tas_usage.get(flavor or "", {})
+    assert flavor is not None
+    usage = cycle_usage.get(flavor)
+    if usage is None:  # the workloads holding quota, then this cycle's replacements (counted once placed)
+        usage = cycle_usage[flavor] = {}
+        add_usage(usage, state.tas_usage.get(flavor, {}))
     result = find_assignments(restricted, [request], tas_usage=usage, check_empty=False)
     if not isinstance(result, Placement) or ps_name not in result.assignments:
         return f"cannot find replacement assignment for unhealthy node: {failed_node}"
+    add_usage(usage, result.usage)
     counts: dict[tuple[str, ...], int] = {}
     for domain in [*kept, *result.assignments[ps_name].domains]:
         counts[domain.values] = counts.get(domain.values, 0) + domain.count
