@@ -171,14 +171,23 @@ class CycleTopology:
                 return PlacementFailure(
                     pod_set=requests[0].name, message=f'flavor "{flavor}" information missing in TAS cache'
                 )
-            result = find_assignments(
-                tree,
-                requests,
-                tas_usage=self.usage(flavor, removed),
-                assumed_usage=assumed if tree.lowest_is_hostname else None,
-                simulate_empty=simulate_empty,
-                check_empty=False,
-            )
+            if simulate_empty and len(by_flavor) == 1:
+                # On an empty tree the result depends on the tree and the requests only: kept
+                # with the tree (a new tree object comes with every topology fact).
+                memo = tree.__dict__.setdefault("_empty_placements", {})
+                key = repr(requests)
+                result = memo.get(key)
+                if result is None:
+                    result = memo[key] = find_assignments(tree, requests, simulate_empty=True, check_empty=False)
+            else:
+                result = find_assignments(
+                    tree,
+                    requests,
+                    tas_usage=self.usage(flavor, removed),
+                    assumed_usage=assumed if tree.lowest_is_hostname else None,
+                    simulate_empty=simulate_empty,
+                    check_empty=False,
+                )
             if isinstance(result, PlacementFailure):
                 return result
             for request in requests:
