@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import models, types
+from events import models, tas, types
 from projections import afs, quota
+from projections.topology import TopologyState
 
 
 @dataclass(slots=True)
@@ -73,6 +74,10 @@ class WorkloadState:
     requests_memo_workload: object | None = None
     requests_memo_cq: object | None = None
     requests_memo_config: object | None = None
+    # TAS (SEMANTICS-ADVANCED A.2.2): the topology assignments of the reservation, per pod set
+    # (from TopologyAssigned; gone with the quota), and the TAS usage they take, per flavor and leaf.
+    topology: dict[str, models.TopologyAssignment] | None = None
+    tas_usage: dict[str, dict[str, dict[str, int]]] | None = None
     key: str = field(init=False)  # ``workload.key``, which never changes for a state
     _ref: types.WorkloadRef | None = field(default=None, init=False, repr=False)
     _ref_of: models.Workload | None = field(default=None, init=False, repr=False)  # what _ref was made from
@@ -307,6 +312,12 @@ class ClusterState:
     triggers_version: int = 0
     objects_version: int = 0
     caches: dict[str, Any] = field(default_factory=dict)  # deciders' caches, derived, never state
+    # TAS (SEMANTICS-ADVANCED A.2): Topology, Node, non-TAS Pod and ResourceFlavor facts; the TAS
+    # usage of the workloads holding quota with a topology assignment, per flavor, leaf ID and
+    # resource; ``tas_version`` counts changes of either (a cache key for the admitter).
+    topology: TopologyState = field(default_factory=TopologyState)
+    tas_usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    tas_version: int = 0
 
     def open_request(self, role: str) -> types.SchedulingRequested | None:
         """The oldest unanswered SchedulingRequested for ``role``, if any."""
@@ -357,12 +368,19 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             if current is not None and current.eviction is not None and _same_uid(current, event.workload):
                 current.stopped_seq = current.stopped_seq or seq
                 _reindex(state, event.workload.key)
+        case types.ObjectDeleted(kind="Node" | "Pod" | "Topology"):
+            _apply_topology_fact(state, event, seq=seq)
         case types.ObjectDeleted():
             _apply_deleted(state, event, seq=seq)
             if event.kind != "Workload":
                 state.trigger("*", seq)
+            if event.kind == "ResourceFlavor":
+                state.topology.apply(event)
+                state.tas_version += 1
         case types.ResourceFlavorObserved(flavor=obj):
             state.flavors[obj.metadata.name] = obj
+            state.topology.apply(event)
+            state.tas_version += 1
             state.trigger("*", seq)
         case types.ClusterQueueObserved(cluster_queue=obj):
             state.cluster_queues[obj.metadata.name] = obj
@@ -392,6 +410,10 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             state.rejections[(event.kind, event.namespace, event.name)] = event
         case types.DispatchApplied() | types.DispatchFailed():
             pass  # the Kubernetes side's echo; quota follows the watcher's facts
+        case types.TopologyAssigned():
+            _apply_topology_assigned(state, event)
+        case types.NodeObserved() | types.PodObserved() | types.TopologyObserved():
+            _apply_topology_fact(state, event, seq=seq)
     state.last_seq = max(state.last_seq, seq)
     return state
 
@@ -701,6 +723,8 @@ def _apply_workload_decision(
             if current.reservation is not None:
                 _afs_released(state, current, at_ms=event.at_ms)
                 _add_usage(state, current.reservation, sign=-1)
+                if current.topology is not None:
+                    _release_topology(state, current)
                 cq = current.reservation.cluster_queue
                 state.trigger(f"cq:{cq}", seq, released=True)
                 held = state.reserved.get(cq, {})
@@ -804,3 +828,189 @@ def shift_usage(usage: dict[str, dict[str, int]], reservation: types.QuotaReserv
                 continue
             resources = usage.setdefault(flavor, {})
             resources[resource] = resources.get(resource, 0) + sign * amount
+
+
+# --- TAS (SEMANTICS-ADVANCED A.2) ---------------------------------------------------------------
+
+
+def _apply_topology_fact(
+    state: ClusterState,
+    event: types.NodeObserved | types.PodObserved | types.TopologyObserved | types.ObjectDeleted,
+    *,
+    seq: int,
+) -> None:
+    """Fold a Node, Pod or Topology fact (or deletion) into ``state.topology`` and record the
+    requeue trigger A.2.3 asks for: a node matching some TAS flavor ⇒ every ClusterQueue; a
+    Topology ⇒ every ClusterQueue (rare: its flavors' queues); a non-TAS pod freeing capacity
+    ⇒ the ClusterQueues using a flavor whose tree holds its node. A fact equal to what is
+    known changes nothing."""
+    topo = state.topology
+    match event:
+        case types.NodeObserved(node=node):
+            old_node = topo.nodes.get(node.metadata.name)
+            if old_node == node:
+                return
+            touches = _node_in_tas(topo, old_node) or _node_in_tas(topo, node)
+            topo.apply(event)
+            state.tas_version += 1
+            if touches:
+                state.trigger("*", seq, released=True)
+        case types.ObjectDeleted(kind="Node"):
+            old_node = topo.nodes.get(event.name)
+            if old_node is None:
+                return
+            topo.apply(event)
+            state.tas_version += 1
+            if _node_in_tas(topo, old_node):
+                state.trigger("*", seq, released=True)
+        case types.PodObserved(pod=pod):
+            key = (pod.namespace, pod.name)
+            old_pod = topo.pods.get(key)
+            if old_pod == pod:
+                return
+            flavors = _freed_flavors(topo, old_pod, pod)
+            topo.apply(event)
+            state.tas_version += 1
+            _trigger_flavors(state, flavors, seq)
+        case types.ObjectDeleted(kind="Pod"):
+            old_pod = topo.pods.get((event.namespace, event.name))
+            if old_pod is None:
+                return
+            flavors = _freed_flavors(topo, old_pod, None)
+            topo.apply(event)
+            state.tas_version += 1
+            _trigger_flavors(state, flavors, seq)
+        case types.TopologyObserved(topology=obj):
+            if topo.topologies.get(obj.metadata.name) == obj:
+                return
+            topo.apply(event)
+            state.tas_version += 1
+            state.trigger("*", seq)
+        case types.ObjectDeleted(kind="Topology"):
+            if event.name not in topo.topologies:
+                return
+            topo.apply(event)
+            state.tas_version += 1
+            state.trigger("*", seq)
+
+
+def _node_in_tas(topo: TopologyState, node: models.Node | None) -> bool:
+    """Whether ``node`` carries the labels of some TAS flavor and every level of its topology."""
+    if node is None:
+        return False
+    labels = node.metadata.labels
+    for flavor in topo.flavors.values():
+        name = flavor.spec.topology_name
+        topology = topo.topologies.get(name) if name else None
+        if (
+            topology is not None
+            and all(labels.get(k) == v for k, v in flavor.spec.node_labels.items())
+            and all(level in labels for level in topology.level_keys)
+        ):
+            return True
+    return False
+
+
+def _freed_flavors(topo: TopologyState, old: models.PodUsage | None, new: models.PodUsage | None) -> list[str]:
+    """The TAS flavors whose tree holds the node on which a non-TAS pod freed capacity (A.2.3)."""
+    if old is None or not old.takes_capacity:
+        return []
+    freed = (
+        new is None
+        or not new.takes_capacity
+        or new.node_name != old.node_name
+        or any(new.requests.get(r, 0) < v for r, v in old.requests.items())
+    )
+    if not freed:
+        return []
+    return [
+        f
+        for f in topo.tas_flavors()
+        if (tree := topo.flavor_topology(f)) is not None and old.node_name in tree.node_to_leaf
+    ]
+
+
+def _trigger_flavors(state: ClusterState, flavors: list[str], seq: int) -> None:
+    """A requeue trigger for every ClusterQueue naming one of ``flavors``."""
+    if not flavors:
+        return
+    wanted = set(flavors)
+    for name, cq in state.cluster_queues.items():
+        if any(fq.name in wanted for group in cq.spec.resource_groups for fq in group.flavors):
+            state.trigger(f"cq:{name}", seq, released=True)
+
+
+def _apply_topology_assigned(state: ClusterState, event: types.TopologyAssigned) -> None:
+    """A TopologyAssigned for a workload holding quota: its assignments (merged per pod set
+    over earlier ones of the same reservation) and their TAS usage (A.2.2)."""
+    current = state.workloads.get(event.workload.key)
+    if current is None or current.reservation is None or not _same_uid(current, event.workload):
+        return
+    assignments = {**(current.topology or {}), **event.assignments}
+    if current.topology is not None:
+        _release_topology(state, current)
+    current.topology = assignments
+    current.tas_usage = tas_usage_of(state, current.workload, current.reservation, assignments)
+    _shift_tas_usage(state.tas_usage, current.tas_usage, sign=1)
+    state.tas_version += 1
+
+
+def _release_topology(state: ClusterState, wl: WorkloadState) -> None:
+    if wl.tas_usage:
+        _shift_tas_usage(state.tas_usage, wl.tas_usage, sign=-1)
+    wl.topology = wl.tas_usage = None
+    state.tas_version += 1
+
+
+def tas_flavor_of(state: ClusterState, assignment: types.PodSetAssignment) -> str | None:
+    """The TAS flavor among a pod set assignment's flavors (None when it has none)."""
+    for flavor in assignment.flavors.values():
+        obj = state.flavors.get(flavor)
+        if obj is not None and obj.spec.topology_name:
+            return flavor
+    return None
+
+
+def tas_usage_of(
+    state: ClusterState,
+    workload: models.Workload,
+    reservation: types.QuotaReserved,
+    assignments: dict[str, models.TopologyAssignment],
+) -> dict[str, dict[str, dict[str, int]]]:
+    """The TAS usage of ``assignments`` per TAS flavor and leaf ID: the raw per-pod requests
+    of the pod set × pods, plus ``pods`` (A.2.2; Kueue utiltas.ComputeUsagePerDomain)."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    pod_sets = {ps.name: ps for ps in workload.spec.pod_sets}
+    for psa in reservation.pod_set_assignments:
+        ta = assignments.get(psa.name)
+        pod_set = pod_sets.get(psa.name)
+        flavor = tas_flavor_of(state, psa) if ta is not None else None
+        if ta is None or pod_set is None or flavor is None:
+            continue
+        per_leaf = out.setdefault(flavor, {})
+        for domain in tas.decode(ta).domains:
+            bucket = per_leaf.setdefault(tas.domain_id(domain.values), {})
+            for res, amount in pod_set.requests.items():
+                if amount and res != "pods":
+                    bucket[res] = bucket.get(res, 0) + amount * domain.count
+            bucket["pods"] = bucket.get("pods", 0) + domain.count
+    return out
+
+
+def _shift_tas_usage(
+    into: dict[str, dict[str, dict[str, int]]], usage: dict[str, dict[str, dict[str, int]]], *, sign: int
+) -> None:
+    for flavor, leaves in usage.items():
+        per_leaf = into.setdefault(flavor, {})
+        for leaf, requests in leaves.items():
+            bucket = per_leaf.setdefault(leaf, {})
+            for res, amount in requests.items():
+                left = bucket.get(res, 0) + sign * amount
+                if left:
+                    bucket[res] = left
+                else:
+                    bucket.pop(res, None)
+            if not bucket:
+                del per_leaf[leaf]
+        if not per_leaf:
+            del into[flavor]

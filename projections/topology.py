@@ -83,6 +83,18 @@ class FlavorTopology:
         """Leaves by ID."""
         return {leaf.id: leaf for leaf in self.leaves}
 
+    @cached_property
+    def ancestors(self) -> dict[str, list[tuple[int, str, tuple[str, ...]]]]:
+        """Per leaf ID, its inner domains from the parent up: (level index, domain ID, values)."""
+        last = len(self.levels) - 1
+        return {
+            leaf.id: [
+                (level, domain_id(leaf.values[: level + 1]), leaf.values[: level + 1])
+                for level in range(last - 1, -1, -1)
+            ]
+            for leaf in self.leaves
+        }
+
     def free_capacity(self, tas_usage: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, Requests]:
         """Per leaf ID, what remains after non-TAS pods and ``tas_usage`` (per leaf ID, the TAS usage
         of workloads holding quota here, e.g. summed :func:`services.tas_placer.placement.assignment_usage`).

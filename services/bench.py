@@ -144,3 +144,182 @@ def run_core_bench(*, cohorts: int = 10, queues_per_cohort: int = 100, scale: fl
         fold_seconds=fold_s,
         peak_rss_mib=peak,
     )
+
+
+# --- kueue-es bench core --tas ------------------------------------------------------------------
+
+RACK_LABEL = "cloud.com/topology-rack"
+TAS_CLASSES = (  # name, share of the workloads, pods, CPU per pod (cores), topology request
+    ("rack-required", 0.4, 8, 1, "required"),
+    ("rack-preferred", 0.3, 4, 2, "preferred"),
+    ("unconstrained", 0.3, 2, 1, "unconstrained"),
+)
+
+
+@dataclass(kw_only=True)
+class TASBenchResult:
+    """What one TAS bench run measured; times in seconds, memory in MiB."""
+
+    nodes: int
+    cluster_queues: int
+    workloads: int
+    placements: int
+    decisions: int
+    cycles: int
+    decide_seconds: float
+    fold_seconds: float
+    peak_rss_mib: float
+
+    @property
+    def placements_per_second(self) -> float:
+        """Committed placements (TopologyAssigned) over the time spent deciding and folding."""
+        return self.placements / max(self.decide_seconds + self.fold_seconds, 1e-9)
+
+
+def tas_facts(
+    *, racks: int = 10, nodes_per_rack: int = 64, workloads: int = 15_000, cluster_queues: int = 40
+) -> list[types.Fact]:
+    """A TAS cluster as facts: a rack/hostname Topology, ``racks`` × ``nodes_per_rack`` nodes of
+    8 CPU, one TAS flavor, ``cluster_queues`` ClusterQueues (no cohort) whose nominal quotas add
+    up to 3/4 of the nodes' CPU, and ``workloads`` pending workloads spread over them (rack-required,
+    rack-preferred and unconstrained, :data:`TAS_CLASSES`)."""
+    hostname = "kubernetes.io/hostname"
+    facts: list[types.Fact] = [
+        types.TopologyObserved(
+            topology=models.Topology(
+                metadata=models.ObjectMeta(name="default"),
+                spec=models.TopologySpec(
+                    levels=[models.TopologyLevel(node_label=RACK_LABEL), models.TopologyLevel(node_label=hostname)]
+                ),
+            )
+        ),
+        types.ResourceFlavorObserved(
+            flavor=models.ResourceFlavor(
+                metadata=models.ObjectMeta(name="tas"),
+                spec=models.ResourceFlavorSpec(node_labels={"tas": "true"}, topology_name="default"),
+            )
+        ),
+    ]
+    for r in range(racks):
+        for n in range(nodes_per_rack):
+            name = f"r{r:02d}-n{n:03d}"
+            facts.append(
+                types.NodeObserved(
+                    node=models.Node(
+                        metadata=models.ObjectMeta(
+                            name=name, labels={"tas": "true", RACK_LABEL: f"r{r:02d}", hostname: name}
+                        ),
+                        status=models.NodeStatus(allocatable={"cpu": 8_000, "pods": 110}, ready="True"),
+                    )
+                )
+            )
+    # Quota is the binding limit (3/4 of the nodes' CPU, no borrowing), as in a cluster sized
+    # for its queues: most heads that pass quota find room, and placement rarely fails.
+    nominal = racks * nodes_per_rack * 8_000 * 3 // 4 // cluster_queues
+    for q in range(cluster_queues):
+        name = f"tas-cq-{q}"
+        quota = models.ResourceQuota(name="cpu", nominal_quota=nominal)
+        spec = models.ClusterQueueSpec(
+            namespace_selector=models.LabelSelector(),
+            resource_groups=[
+                models.ResourceGroup(
+                    covered_resources=["cpu"], flavors=[models.FlavorQuotas(name="tas", resources=[quota])]
+                )
+            ],
+        )
+        facts.append(
+            types.ClusterQueueObserved(
+                cluster_queue=models.ClusterQueue(metadata=models.ObjectMeta(name=name), spec=spec)
+            )
+        )
+        facts.append(
+            types.LocalQueueObserved(
+                local_queue=models.LocalQueue(
+                    metadata=models.ObjectMeta(name=name, namespace=name),
+                    spec=models.LocalQueueSpec(cluster_queue=name),
+                )
+            )
+        )
+    created = 0
+    for class_name, share, pods, cpu, kind in TAS_CLASSES:
+        for i in range(round(workloads * share)):
+            created += 1
+            q = created % cluster_queues
+            if kind == "required":
+                request = models.PodSetTopologyRequest(required=RACK_LABEL)
+            elif kind == "preferred":
+                request = models.PodSetTopologyRequest(preferred=RACK_LABEL)
+            else:
+                request = models.PodSetTopologyRequest(unconstrained=True)
+            facts.append(
+                types.WorkloadObserved(
+                    workload=models.Workload(
+                        metadata=models.ObjectMeta(
+                            name=f"{class_name}-{i}",
+                            namespace=f"tas-cq-{q}",
+                            uid=f"uid-{created:06d}",
+                            creation_timestamp_ms=BASE_MS + created,
+                        ),
+                        spec=models.WorkloadSpec(
+                            queue_name=f"tas-cq-{q}",
+                            pod_sets=[
+                                models.PodSet(
+                                    name="main", count=pods, requests={"cpu": cpu * 1000}, topology_request=request
+                                )
+                            ],
+                        ),
+                    )
+                )
+            )
+    return facts
+
+
+def run_tas_bench(
+    *, racks: int = 10, nodes_per_rack: int = 64, workloads: int = 15_000, cluster_queues: int = 40
+) -> TASBenchResult:
+    """Run the admitter core with TAS to completion on :func:`tas_facts` and measure it. When a
+    cycle decides nothing, every admitted workload finishes (its runtime has passed)."""
+    state = ClusterState()
+    facts = tas_facts(racks=racks, nodes_per_rack=nodes_per_rack, workloads=workloads, cluster_queues=cluster_queues)
+    seq = 0
+    for fact in facts:
+        seq += 1
+        apply(state, fact, seq=seq)
+    total = sum(isinstance(f, types.WorkloadObserved) for f in facts)
+    del facts, fact
+    decide_s = fold_s = 0.0
+    decisions = cycles = placements = 0
+    now = BASE_MS + 60_000
+    while True:
+        started = time.perf_counter()
+        out = deciders.ADMITTER.decide(state, now_ms=now)
+        decide_s += time.perf_counter() - started
+        cycles += 1
+        now += 1_000
+        started = time.perf_counter()
+        for event in out:
+            seq += 1
+            apply(state, event, seq=seq)
+        fold_s += time.perf_counter() - started
+        decisions += len(out)
+        placements += sum(isinstance(e, types.TopologyAssigned) for e in out)
+        if out:
+            continue
+        running = [wl.ref for wl in state.workloads.values() if wl.reservation is not None and not wl.gone]
+        if not running:
+            break
+        for ref in running:
+            seq += 1
+            apply(state, types.WorkloadFinished(workload=ref, at_ms=now), seq=seq)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return TASBenchResult(
+        nodes=racks * nodes_per_rack,
+        cluster_queues=cluster_queues,
+        workloads=total,
+        placements=placements,
+        decisions=decisions,
+        cycles=cycles,
+        decide_seconds=decide_s,
+        fold_seconds=fold_s,
+        peak_rss_mib=peak,
+    )

@@ -116,6 +116,11 @@ def _parser() -> argparse.ArgumentParser:
     core.add_argument("--cohorts", type=int, default=10, help="cohorts (default 10)")
     core.add_argument("--queues", type=int, default=100, help="ClusterQueues per cohort (default 100)")
     core.add_argument("--scale", type=float, default=1.0, help="fraction of the 50 workloads per queue (default 1)")
+    core.add_argument(
+        "--tas",
+        action="store_true",
+        help="topology-aware placement instead: 640 nodes (10 racks x 64), 15,000 workloads (--scale shrinks them)",
+    )
     core.set_defaults(run=_run_bench_core)
 
     events = sub.add_parser("events", help="the event vocabulary")
@@ -207,6 +212,34 @@ def _ops_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _run_bench_tas(args: argparse.Namespace) -> int:
+    import platform
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from services.bench import run_tas_bench
+
+    result = run_tas_bench(workloads=round(15_000 * args.scale))
+    table = Table(title="kueue-es bench core --tas (admitter decide + fold with TAS placement, in-process)")
+    for column in ("nodes", "ClusterQueues", "workloads", "cycles", "placements", "decide s", "fold s", "placements/s"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(result.nodes),
+        str(result.cluster_queues),
+        str(result.workloads),
+        str(result.cycles),
+        str(result.placements),
+        f"{result.decide_seconds:.2f}",
+        f"{result.fold_seconds:.2f}",
+        f"{result.placements_per_second:,.0f}",
+    )
+    console = Console(soft_wrap=True, width=max(Console().width, 110))
+    console.print(table)
+    console.print(f"peak RSS {result.peak_rss_mib:.0f} MiB; Python {platform.python_version()} on {platform.machine()}")
+    return 0
+
+
 def _run_bench_core(args: argparse.Namespace) -> int:
     import platform
 
@@ -215,6 +248,8 @@ def _run_bench_core(args: argparse.Namespace) -> int:
 
     from services.bench import run_core_bench
 
+    if args.tas:
+        return _run_bench_tas(args)
     result = run_core_bench(cohorts=args.cohorts, queues_per_cohort=args.queues, scale=args.scale)
     table = Table(title="kueue-es bench core (admitter decide + fold, in-process)")
     for column in (

@@ -28,9 +28,10 @@ from events import models, types
 from projections import quota
 from projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
 from services.admitter import flavors, lifecycle, queues
+from services.admitter import topology as tas_cycle
 from services.preemptor import fair, targets
 
-LOGIC_VERSION = 4
+LOGIC_VERSION = 5
 ROLE = "admit"
 
 
@@ -109,7 +110,9 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
     chosen: set[str] = set()
     gate = _PodsReadyGate(state)
     for entry in _ordered(entries, state=state, tree=tree):
-        decisions.extend(_process(entry, state=state, tree=tree, chosen=chosen, gate=gate, now_ms=now_ms))
+        decisions.extend(
+            _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms)
+        )
     return decisions
 
 
@@ -206,19 +209,30 @@ def _process(
     tree: quota.QuotaTree,
     chosen: set[str],
     gate: _PodsReadyGate,
+    cycle: tas_cycle.CycleTopology,
     now_ms: int,
 ) -> list[types.Decision]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
 
     Unlike Kueue, victims chosen earlier in the cycle still count for later entries'
     fit checks until their quota is released, so quota is never booked twice.
+
+    TAS (SEMANTICS-ADVANCED A.10): a Fit entry's placement must still fit after the cycle's
+    earlier admissions, else it is placed again on the same flavors (no fit: skipped); a
+    Preempt entry reserves the domains it would take (with its targets removed, or on an
+    empty tree when it has none) against later entries of the cycle.
     """
     name = entry.cq.metadata.name
     usage = entry.assignment.usage()
     victims = entry.targets
+    part: tas_cycle.TASPart | None = entry.assignment.tas
     if entry.assignment.mode == "Preempt" and not victims:
         if entry.cq.spec.preemption.reclaim_within_cohort != "Any":
             tree.add_usage(name, _capacity_to_reserve(entry, tree, usage))  # SEMANTICS §7.12
+            if part is not None:
+                reserved = cycle.place(part.wanted, simulate_empty=True)
+                if isinstance(reserved, tas_cycle.Placed):
+                    cycle.add(reserved.usage)
         parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO"
         return _inadmissible(entry.workload, "WaitingForQuota", entry.assignment.message, parked=parked, now_ms=now_ms)
     if victims and any(t.key in chosen for t in victims):
@@ -229,6 +243,13 @@ def _process(
     fits = tree.fits(name, usage)
     for target in victims:
         targets.restore(tree, target.candidate)
+    placed: tas_cycle.Placed | None = None
+    if fits and part is not None and entry.assignment.mode == "Fit":
+        placed = part.placed
+        if placed is None or not cycle.still_fits(placed):
+            again = cycle.place(part.wanted)
+            placed = again if isinstance(again, tas_cycle.Placed) else None
+            fits = placed is not None
     if not fits:
         message = "Workload no longer fits after processing another workload"
         return _inadmissible(entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms)
@@ -238,9 +259,15 @@ def _process(
         chosen.update(t.key for t in victims)
     tree.add_usage(name, usage)
     if entry.assignment.mode == "Preempt":
+        if part is not None:
+            reserved = cycle.place(part.wanted, removed=frozenset(t.key for t in victims))
+            if isinstance(reserved, tas_cycle.Placed):
+                cycle.add(reserved.usage)
         return _nominate(entry, state=state, now_ms=now_ms)
     gate.admitted()
-    return _admit(entry, now_ms=now_ms)
+    if placed is not None:
+        cycle.add(placed.usage)
+    return _admit(entry, placed=placed, now_ms=now_ms)
 
 
 def _capacity_to_reserve(entry: Entry, tree: quota.QuotaTree, usage: dict[quota.FR, int]) -> dict[quota.FR, int]:
@@ -298,6 +325,7 @@ class Search:
         self.pool = targets.CandidatePool(state, now_ms=now_ms)
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fair.Weights(state)
+        self.tas = tas_cycle.CycleTopology(state)
         # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
         # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
         kept = state.caches.get("admitter.pickers")
@@ -367,14 +395,54 @@ class Search:
         picker = self._pickers.get(cq.metadata.name)
         if picker is None:
             picker = self._pickers[cq.metadata.name] = flavors.Picker(
-                cq, self.tree, self.state.flavors, fair_sharing=self.fair
+                cq, self.tree, self.state.flavors, fair_sharing=self.fair, topologies=self.state.topology.topologies
             )
         # oracle None: no candidates at all
         assignment = picker.assign(requests, oracle=self._oracle(wl, cq) if preempting else None)
+        if picker.tas_levels and assignment.mode != "NoFit" and self.tas.active:
+            assignment = self._topology(wl, assignment, picker)
         if assignment.mode != "Preempt" or not preempting:
             return assignment, []
         usage = assignment.usage()
-        return assignment, self.targets(self.preemptor(wl, cq, usage, assignment.frs_need_preemption))
+        preemptor = self.preemptor(wl, cq, usage, assignment.frs_need_preemption)
+        part: tas_cycle.TASPart | None = assignment.tas
+        if part is not None:
+            wanted, cycle = part.wanted, self.tas
+
+            def topology_fits(removed: frozenset[str]) -> bool:
+                return isinstance(cycle.place(wanted, removed=removed), tas_cycle.Placed)
+
+            preemptor = dataclasses.replace(preemptor, topology_fits=topology_fits)
+        return assignment, self.targets(preemptor)
+
+    def _topology(
+        self, wl: WorkloadState, assignment: flavors.Assignment, picker: flavors.Picker
+    ) -> flavors.Assignment:
+        """TAS after quota (SEMANTICS-ADVANCED A.5.3-A.5.6; flavorassigner.go assignFlavors): a
+        Fit whose placement fails turns Preempt; a Preempt that cannot be placed even on an
+        empty tree turns NoFit (TopologyPlacementFailed). The flavors never change."""
+        wanted = self.tas.wanted(wl, assignment, picker)
+        if isinstance(wanted, str):
+            return flavors.Assignment(mode="NoFit", message=wanted, reason="NoMatchingFlavor")
+        if not wanted:
+            return assignment
+        part = tas_cycle.TASPart(tuple(wanted))
+        message = assignment.message
+        if assignment.mode == "Fit":
+            result = self.tas.place(wanted)
+            if isinstance(result, tas_cycle.Placed):
+                return assignment._replace(tas=part._replace(placed=result))
+            message = _join(message, f"couldn't assign flavors to pod set {result.pod_set}: {result.message}")
+        empty = self.tas.place(wanted, simulate_empty=True)
+        if not isinstance(empty, tas_cycle.Placed):
+            failure = f"couldn't assign flavors to pod set {empty.pod_set}: {empty.message}"
+            return flavors.Assignment(
+                mode="NoFit",
+                message=message if assignment.mode == "Fit" else _join(message, failure),
+                reason=tas_cycle.TOPOLOGY_PLACEMENT_FAILED,
+            )
+        flat = tas_cycle.with_preempt(assignment, [w.request.name for w in wanted])
+        return assignment._replace(mode="Preempt", flat=flat, message=message, tas=part)
 
     def _oracle(self, wl: WorkloadState, cq: models.ClusterQueue) -> flavors.Oracle:
         name = cq.metadata.name
@@ -430,12 +498,18 @@ def _assignments(entry: Entry) -> list[types.PodSetAssignment]:
     ]
 
 
-def _admit(entry: Entry, *, now_ms: int) -> list[types.Decision]:
+def _join(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second
+
+
+def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int) -> list[types.Decision]:
     ref, cq = entry.workload.ref, entry.cq.metadata.name
     assignments = _assignments(entry)
     reserved: list[types.Decision] = [
         types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms)
     ]
+    if placed is not None:  # the placement is committed with the reservation (A.5)
+        reserved.append(tas_cycle.topology_assigned(entry.workload, cq, placed, now_ms=now_ms))
     required = lifecycle.required_checks(entry.cq, {f for a in assignments for f in a.flavors.values()})
     if not lifecycle.checks_ready(entry.workload, required):
         return reserved  # admitted once every check required for its flavors is Ready (SEMANTICS §9.5)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from events import models
+from events import models, tas
 from events.quantities import format_amount
 from projections import quota as quota_math
 from projections.quota import FR, QuotaTree
@@ -36,6 +36,10 @@ class PodSetRequest:
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[models.Toleration, ...] = ()
     affinity: tuple[models.NodeSelectorTerm, ...] = ()
+    # TAS (SEMANTICS-ADVANCED A.5.1): the pod set's topology request and the resources its pod
+    # template requests (before transformations).
+    topology_request: models.PodSetTopologyRequest | None = None
+    raw_resources: frozenset[str] = frozenset()
 
     def totals(self) -> dict[str, int]:
         """Per-resource totals for all ``count`` pods."""
@@ -115,6 +119,9 @@ class Assignment(NamedTuple):
     borrowing: int = 0
     message: str = ""
     reason: str = ""  # NoFit: Kueue's granular QuotaReserved=False reason (no_fit_reason)
+    # TAS (SEMANTICS-ADVANCED A.5): set by the admitter for workloads with TAS pod sets, a
+    # services.admitter.topology.TASPart (what to place, and the placement when mode is Fit).
+    tas: Any = None
 
     @property
     def fits(self) -> bool:
@@ -219,10 +226,16 @@ class Picker:
     admitter keeps one per ClusterQueue until the next requeue trigger.
     """
 
-    __slots__ = ("name", "node", "covering", "frs", "fungibility", "may_preempt_borrowing")
+    __slots__ = ("name", "node", "covering", "frs", "fungibility", "may_preempt_borrowing", "tas_levels", "tas_only")
 
     def __init__(
-        self, cq: models.ClusterQueue, tree: QuotaTree, flavors: dict[str, models.ResourceFlavor], *, fair_sharing: bool
+        self,
+        cq: models.ClusterQueue,
+        tree: QuotaTree,
+        flavors: dict[str, models.ResourceFlavor],
+        *,
+        fair_sharing: bool,
+        topologies: dict[str, models.Topology] | None = None,
     ) -> None:
         self.name = cq.metadata.name
         self.node = tree.cluster_queues[self.name]
@@ -239,6 +252,16 @@ class Picker:
                 self.covering.setdefault(resource, entry)
                 for fq in group.flavors:
                     self.frs.setdefault(fq.name, {})[resource] = tree.fr(fq.name, resource)
+        # TAS flavors of the ClusterQueue -> their topology's levels (None: Topology unknown), and
+        # whether every flavor is a TAS flavor (a TAS-only ClusterQueue, A.1).
+        self.tas_levels: dict[str, tuple[str, ...] | None] = {}
+        listed = [fq.name for group in cq.spec.resource_groups for fq in group.flavors]
+        for name in listed:
+            obj = flavors.get(name)
+            if obj is not None and obj.spec.topology_name:
+                topology = (topologies or {}).get(obj.spec.topology_name)
+                self.tas_levels[name] = tuple(topology.level_keys) if topology is not None else None
+        self.tas_only = bool(listed) and all(name in self.tas_levels for name in listed)
         self.fungibility = cq.spec.flavor_fungibility
         preemption = cq.spec.preemption
         self.may_preempt_borrowing = preemption.borrow_within_cohort.policy != "Never" or (
@@ -325,6 +348,8 @@ class Picker:
                 problems.append(f"flavor {flavor_name} not found")
                 continue
             mismatch = "" if open_to_all else _eligibility_problem(ps, flavor)
+            if not mismatch and (self.tas_levels or ps.topology_request is not None):
+                mismatch = self._tas_problem(ps, flavor_name, flavor, group)
             if mismatch:
                 problems.append(mismatch)
                 continue
@@ -345,6 +370,27 @@ class Picker:
             if is_preferred(representative, best_mode, preference):
                 best_flavor, best_mode, best_need = flavor_name, representative, tuple(need)
         return _Choice(best_flavor, best_mode, best_need), problems
+
+    def _tas_problem(self, ps: PodSetRequest, name: str, flavor: models.ResourceFlavor, group: _Group) -> str:
+        """tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS (SEMANTICS-ADVANCED A.5.1): why a
+        pod set's TAS request (or its lack of one) rules ``flavor`` out, or ""."""
+        explicit = tas.requests_tas(ps.topology_request)
+        if not explicit:
+            if self.tas_only:
+                return ""  # implied TAS: every flavor of the ClusterQueue is a TAS flavor
+            if flavor.spec.topology_name:
+                return f'Flavor "{name}" supports only TopologyAwareScheduling'
+            return ""
+        if not flavor.spec.topology_name:
+            if not any(r in ps.raw_resources for r in group.covered):
+                return ""  # provides only quota-only resources
+            return f'Flavor "{name}" does not support TopologyAwareScheduling'
+        levels = self.tas_levels.get(name)
+        if levels is None:
+            return f'Flavor "{name}" information missing in TAS cache'
+        if not has_level(levels, ps.topology_request):
+            return f'Flavor "{name}" does not contain the requested level'
+        return ""
 
     def _classify(
         self, flavor: str, resource: str, amount: int, taken: dict[FR, int], oracle: Oracle | None
@@ -383,6 +429,25 @@ class Picker:
         if oracle is None:
             return NO_CANDIDATES, quota_math.lowest_subtree_that_fits(self.node, fr, value)[0]
         return oracle(fr, value)
+
+
+def has_level(levels: tuple[str, ...], request: models.PodSetTopologyRequest | None) -> bool:
+    """tas_flavor_snapshot.go HasLevel: the topology ``levels`` hold the requested level, the
+    slice level and every multi-layer slice level (SEMANTICS-ADVANCED A.5.1)."""
+    if request is None:
+        return False
+    layers = tas.slice_layers(request)
+    if request.required is not None:
+        main = request.required
+    elif request.preferred is not None:
+        main = request.preferred
+    elif layers and not request.unconstrained:
+        main = levels[0]
+    elif request.unconstrained:
+        main = levels[-1]
+    else:
+        return False
+    return main in levels and all(layer.topology in levels for layer in layers)
 
 
 _SEVERITY = {"WaitingForQuota": 1, "ExceedsMaxQuota": 2, "NoMatchingFlavor": 3}

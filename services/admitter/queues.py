@@ -240,6 +240,8 @@ def pod_set_requests(
                 node_selector=ps.node_selector,
                 tolerations=tuple(ps.tolerations),
                 affinity=tuple(ps.required_node_affinity),
+                topology_request=ps.topology_request,
+                raw_resources=frozenset(ps.requests),
             )
         )
     return out

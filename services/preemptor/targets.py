@@ -19,7 +19,7 @@ always left as it was found.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from events import models
@@ -103,6 +103,9 @@ class Preemptor:
     queue_ts_ms: int
     usage: dict[FR, int]
     frs_need: frozenset[FR]
+    # TAS (SEMANTICS-ADVANCED A.11): whether the preemptor's TAS pod sets can be placed with the
+    # given candidates' (keys) TAS usage removed; None: no TAS pod set needs preemption.
+    topology_fits: Callable[[frozenset[str]], bool] | None = None
 
 
 @dataclass
@@ -263,7 +266,7 @@ class _ClassicalSearch:
                     continue
                 remove(self.tree, elem.candidate)
                 targets.append(elem)
-                if fits(self.tree, self.p, allow_borrowing=allow_borrowing):
+                if self._fits(targets, allow_borrowing):
                     kept = self._fill_back(targets, allow_borrowing)
                     for elem_kept in kept:
                         restore(self.tree, elem_kept.candidate)
@@ -280,11 +283,18 @@ class _ClassicalSearch:
         kept = list(targets)
         for i in range(len(kept) - 2, -1, -1):
             restore(self.tree, kept[i].candidate)
-            if fits(self.tree, self.p, allow_borrowing=allow_borrowing):
+            if self._fits(kept[:i] + kept[i + 1 :], allow_borrowing):
                 del kept[i]
             else:
                 remove(self.tree, kept[i].candidate)
         return kept
+
+    def _fits(self, removed: list[_Elem], allow_borrowing: bool) -> bool:
+        """workloadFits with ``removed`` out: quota, then (TAS) the placement (A.11)."""
+        if not fits(self.tree, self.p, allow_borrowing=allow_borrowing):
+            return False
+        check = self.p.topology_fits
+        return check is None or check(frozenset(e.candidate.key for e in removed))
 
     def _under_nominal(self) -> bool:
         """preemption.go queueUnderNominalInResourcesNeedingPreemption."""

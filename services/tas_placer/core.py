@@ -1,19 +1,198 @@
-"""The TAS placer's pure core.
+"""The TAS placer's pure core: node failures after admission (SEMANTICS-ADVANCED A.13).
 
-In this version the placer folds the log and decides nothing: topology-aware
-placement (SEMANTICS-ADVANCED §A) arrives with the TAS issue.
+The first placement of a workload is part of the admission decision (the admitter calls the
+placement core, :mod:`services.admitter.topology`). This decider watches the workloads already
+admitted with a topology assignment whose lowest level is the hostname, and acts when a node
+of their assignment fails (Kueue pkg/controller/tas/node_controller.go, tas_flavor_snapshot.go
+findReplacementAssignment, scheduler.go handleFailedTASReplacement):
+
+- a node counts as failed when it is deleted, not Ready, or carries a NoSchedule / NoExecute
+  taint the pod set does not tolerate (its template's, its flavor's and its admission checks'
+  tolerations). kueue-es sees no pods of admitted workloads, so under
+  TASReplaceNodeOnPodTermination (on) a NotReady or tainted node counts at once;
+- two different failed nodes ⇒ the workload is evicted (reason NodeFailures);
+- one ⇒ its pods are placed again (same count), inside the required domain of a ``required``
+  request (the ancestor of the first remaining domain at the required level), on the current
+  free capacity, and merged with the rest of the assignment: a new TopologyAssigned;
+- no replacement ⇒ evicted (TASFailedNodeReplacementFailFast, on) or tried again every cycle
+  (gate off) until capacity frees.
+
+Pure: state in, decisions out. Not done: slice-aware replacement domains (A.13.4 step 3 for
+slices), single-Pod-owned workloads keeping their assignment, ``status.unhealthyNodes`` and the
+second-pass backoff, delayed topology requests (A.9).
 """
 
 from __future__ import annotations
 
-from events import types
-from projections.cluster import ClusterState
+import dataclasses
 
-LOGIC_VERSION = 1
+import msgspec
+
+from events import models, tas, types
+from projections.cluster import ClusterState, WorkloadState, tas_flavor_of
+from projections.topology import FlavorTopology
+from services.tas_placer.placement import Placement, PodSetPlacementRequest, add_usage, find_assignments
+
+LOGIC_VERSION = 2
 ROLE = "place"
+NODE_FAILURES = "NodeFailures"
 
 
 def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
-    """No placements yet: always an empty list (``state`` and ``now_ms`` unused)."""
-    del state, now_ms
-    return []
+    """Replace or evict for every admitted workload with a failed node in its topology
+    assignment (in workload key order). Empty when no assignment names a failed node."""
+    if not state.tas_usage:
+        return []
+    gates = state.configuration.feature_gates
+    fail_fast = gates.get("TASFailedNodeReplacementFailFast", True)
+    if not gates.get("TASFailedNodeReplacement", True):
+        return []
+    out: list[types.Decision] = []
+    usage: dict[str, dict[str, dict[str, int]]] = {}  # per flavor: the TAS usage with this cycle's replacements
+    for key in sorted(k for k, wl in state.workloads.items() if wl.topology):
+        wl = state.workloads[key]
+        if not wl.admitted or wl.gone or wl.eviction is not None or wl.reservation is None:
+            continue
+        out.extend(_check(state, wl, usage, fail_fast=fail_fast, now_ms=now_ms))
+    return out
+
+
+def _check(
+    state: ClusterState,
+    wl: WorkloadState,
+    usage: dict[str, dict[str, dict[str, int]]],
+    *,
+    fail_fast: bool,
+    now_ms: int,
+) -> list[types.Decision]:
+    assert wl.reservation is not None and wl.topology is not None
+    specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+    updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
+    failed: dict[str, str] = {}  # node -> pod set
+    for psa in wl.reservation.pod_set_assignments:
+        ta = wl.topology.get(psa.name)
+        flavor_name = tas_flavor_of(state, psa)
+        if ta is None or flavor_name is None or ta.levels[-1:] != [tas.HOSTNAME_LABEL]:
+            continue  # A.13.1: only hostname assignments get failure handling
+        flavor = state.flavors[flavor_name]
+        spec = specs.get(psa.name)
+        tolerations = [
+            *(spec.tolerations if spec else []),
+            *flavor.spec.tolerations,
+            *(t for u in updates if u.name == psa.name for t in u.tolerations),
+        ]
+        for domain in tas.decode(ta).domains:
+            node = domain.values[-1]
+            if node not in failed and _failed(state.topology.nodes.get(node), tolerations):
+                failed[node] = psa.name
+    if not failed:
+        return []
+    cq = wl.reservation.cluster_queue
+    if len(failed) > 1:
+        names = ", ".join(sorted(failed))
+        message = f"Workload eviction triggered due to multiple TAS assigned node failures, including: {names}"
+        return [_evict(wl, cq, message, now_ms=now_ms)]
+    node, ps_name = next(iter(failed.items()))
+    replaced = _replace(state, wl, ps_name, node, usage)
+    if isinstance(replaced, models.TopologyAssignment):
+        assignments = {**wl.topology, ps_name: replaced}
+        return [types.TopologyAssigned(workload=wl.ref, cluster_queue=cq, assignments=assignments, at_ms=now_ms)]
+    if not fail_fast:
+        return []  # tried again next cycle (Kueue: the second-pass queue)
+    message = f"Workload was evicted as there was no replacement for unhealthy node(s): {node}"
+    return [_evict(wl, cq, message, now_ms=now_ms)]
+
+
+def _failed(node: models.Node | None, tolerations: list[models.Toleration]) -> bool:
+    """A.13.2: deleted, not Ready, or an untolerated NoSchedule/NoExecute taint."""
+    if node is None or node.status.ready != "True":
+        return True
+    for taint in node.spec.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
+            return True
+    return False
+
+
+def _tolerates(toleration: models.Toleration, taint: models.Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    return toleration.operator == "Exists" or toleration.value == taint.value
+
+
+def _replace(
+    state: ClusterState,
+    wl: WorkloadState,
+    ps_name: str,
+    failed_node: str,
+    cycle_usage: dict[str, dict[str, dict[str, int]]],
+) -> models.TopologyAssignment | str:
+    """findReplacementAssignment (A.13.4): the pod set's new assignment, or why there is none."""
+    assert wl.reservation is not None and wl.topology is not None
+    psa = next(p for p in wl.reservation.pod_set_assignments if p.name == ps_name)
+    flavor = tas_flavor_of(state, psa)
+    tree = state.topology.flavor_topology(flavor) if flavor else None
+    spec = next((p for p in wl.workload.spec.pod_sets if p.name == ps_name), None)
+    if tree is None or spec is None:
+        return "no topology"
+    current = tas.decode(wl.topology[ps_name])
+    kept = [d for d in current.domains if d.values[-1] != failed_node]
+    count = sum(d.count for d in current.domains) - sum(d.count for d in kept)
+    for domain in kept:
+        if domain.values[-1] not in tree.leaf_by_id:
+            return (
+                "Cannot replace the node, because the existing topologyAssignment is invalid, "
+                f"as it contains the stale domain {domain.values[-1]}"
+            )
+    restricted = _required_domain_tree(tree, spec.topology_request, kept)
+    updates = tuple(u for c in wl.checks.values() if c.state == "Ready" for u in c.pod_set_updates)
+    implied = not tas.requests_tas(spec.topology_request)
+    request = PodSetPlacementRequest.from_pod_set(spec, count=count, implied=implied, pod_set_updates=updates)
+    if spec.topology_request is not None and tas.slice_layers(spec.topology_request):
+        # Slices are not re-formed by a replacement: single pods (A.13.4 step 4, simplified).
+        request = dataclasses.replace(request, topology_request=_without_slices(spec.topology_request))
+    assert flavor is not None
+    usage = cycle_usage.get(flavor)
+    if usage is None:  # the workloads holding quota, then this cycle's replacements (counted once placed)
+        usage = cycle_usage[flavor] = {}
+        add_usage(usage, state.tas_usage.get(flavor, {}))
+    result = find_assignments(restricted, [request], tas_usage=usage, check_empty=False)
+    if not isinstance(result, Placement) or ps_name not in result.assignments:
+        return f"cannot find replacement assignment for unhealthy node: {failed_node}"
+    add_usage(usage, result.usage)
+    counts: dict[tuple[str, ...], int] = {}
+    for domain in [*kept, *result.assignments[ps_name].domains]:
+        counts[domain.values] = counts.get(domain.values, 0) + domain.count
+    order = {leaf.values[-1]: leaf.values for leaf in tree.leaves}
+    merged = sorted(counts.items(), key=lambda item: order.get(item[0][-1], item[0]))
+    return tas.encode(
+        tas.Assignment(levels=current.levels, domains=tuple(tas.DomainAssignment(v, c) for v, c in merged))
+    )
+
+
+def _without_slices(request: models.PodSetTopologyRequest) -> models.PodSetTopologyRequest:
+    return msgspec.structs.replace(
+        request, podset_slice_required_topology_constraints=[], pod_set_slice_required_topology=None
+    )
+
+
+def _required_domain_tree(
+    tree: FlavorTopology, request: models.PodSetTopologyRequest | None, kept: list[tas.DomainAssignment]
+) -> FlavorTopology:
+    """The tree limited to the required domain of a ``required`` request (A.13.4 step 3): the
+    ancestor, at the required level, of the first remaining domain; the whole tree otherwise."""
+    if request is None or request.required is None or not kept or request.required not in tree.levels:
+        return tree
+    level = tree.levels.index(request.required)
+    first = tree.leaf_by_id.get(kept[0].values[-1])
+    if first is None:
+        return tree
+    prefix = first.values[: level + 1]
+    return dataclasses.replace(tree, leaves=tuple(leaf for leaf in tree.leaves if leaf.values[: level + 1] == prefix))
+
+
+def _evict(wl: WorkloadState, cluster_queue: str, message: str, *, now_ms: int) -> types.EvictionRequested:
+    return types.EvictionRequested(
+        workload=wl.ref, cluster_queue=cluster_queue, reason=NODE_FAILURES, message=message, at_ms=now_ms
+    )

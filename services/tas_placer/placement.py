@@ -279,8 +279,33 @@ class _Stats:
         return f". Total nodes: {self.total}; excluded: {', '.join(sorted(reasons))}"
 
 
+def _tree(topology: FlavorTopology) -> tuple[list[dict[str, _Domain]], list[_Domain], list[_Domain]]:
+    """The domain tree of ``topology``: domains per level (by ID), the leaves, the roots."""
+    levels = topology.levels
+    per_level: list[dict[str, _Domain]] = [{} for _ in levels]
+    leaves: list[_Domain] = []
+    last = len(levels) - 1
+    for leaf in topology.leaves:
+        dom = _Domain(leaf.id, leaf.values, last)
+        dom.leaf = leaf
+        per_level[last][leaf.id] = dom
+        leaves.append(dom)
+        child = dom
+        for level, pid, values in topology.ancestors[leaf.id]:
+            parent = per_level[level].get(pid)
+            created = parent is None
+            if parent is None:
+                parent = per_level[level][pid] = _Domain(pid, values, level)
+            child.parent = parent
+            parent.children.append(child)
+            if not created:
+                break
+            child = parent
+    return per_level, leaves, (list(per_level[0].values()) if levels else [])
+
+
 class _Run:
-    """One findTopologyAssignment run over a fresh working tree."""
+    """One findTopologyAssignment run over the flavor's domain tree (its counts reset)."""
 
     def __init__(
         self,
@@ -293,28 +318,16 @@ class _Run:
         self.topology = topology
         self.tas_usage, self.assumed, self.simulate_empty, self.gates = tas_usage, assumed, simulate_empty, gates
         self.levels = topology.levels
-        self.per_level: list[dict[str, _Domain]] = [{} for _ in self.levels]
-        self.leaves: list[_Domain] = []
-        last = len(self.levels) - 1
-        for leaf in topology.leaves:
-            dom = _Domain(leaf.id, leaf.values, last)
-            dom.leaf = leaf
-            self.per_level[last][leaf.id] = dom
-            self.leaves.append(dom)
-            child = dom
-            for level in range(last - 1, -1, -1):
-                values = leaf.values[: level + 1]
-                pid = domain_id(values)
-                parent = self.per_level[level].get(pid)
-                created = parent is None
-                if parent is None:
-                    parent = self.per_level[level][pid] = _Domain(pid, values, level)
-                child.parent = parent
-                parent.children.append(child)
-                if not created:
-                    break
-                child = parent
-        self.roots = list(self.per_level[0].values()) if self.levels else []
+        # The domain tree depends on the topology only: built once per FlavorTopology (kept in its
+        # instance dict; the object is immutable) and its counts reset for every run.
+        skeleton = topology.__dict__.get("_placement_tree")
+        if skeleton is None:
+            skeleton = topology.__dict__["_placement_tree"] = _tree(topology)
+        else:
+            for level_domains in skeleton[0]:
+                for dom in level_domains.values():
+                    dom.pod_count = dom.slice_count = dom.pcwl = dom.scwl = dom.leader_count = 0
+        self.per_level, self.leaves, self.roots = skeleton
         self.stats = _Stats()
 
     # -- parameters and counts --
@@ -441,13 +454,20 @@ class _Run:
         tolerations: Sequence[models.Toleration],
         affinity: Sequence[models.NodeSelectorTerm],
     ) -> None:
-        """Phase 1 at the leaves (A.3 filters, A.6.2 counts); Kueue fillInCounts/fillLeafCounts."""
+        """Phase 1 at the leaves (A.3 filters, A.6.2 counts); Kueue fillInCounts/fillLeafCounts.
+
+        The hot loop of a placement (every leaf, every run): only the requested resources are
+        looked at, and without a leader the count with the leader is the count itself."""
         all_tolerations = [*tolerations, *self.topology.tolerations]
+        items = sorted(requests.items())
+        assumed = self.assumed
+        usage: Mapping[str, Mapping[str, int]] = {} if self.simulate_empty else self.tas_usage
+        stats = self.stats
+        stats.total += len(self.leaves)
         for dom in self.leaves:
-            self.stats.total += 1
             leaf = dom.leaf
             node = leaf.node
-            if node is not None:
+            if node is not None and (node.spec.taints or node_selector or affinity):
                 untolerated = next(
                     (
                         t
@@ -459,25 +479,49 @@ class _Run:
                 )
                 if untolerated is not None:
                     name = _taint_string(untolerated)
-                    self.stats.taints[name] = self.stats.taints.get(name, 0) + 1
+                    stats.taints[name] = stats.taints.get(name, 0) + 1
                     continue
                 labels = node.metadata.labels
                 if any(labels.get(k) != v for k, v in node_selector.items()):
-                    self.stats.node_selector += 1
+                    stats.node_selector += 1
                     continue
                 if affinity and not any(_matches_term(term, labels) for term in affinity):
-                    self.stats.affinity += 1
+                    stats.affinity += 1
                     continue
-            remaining = self._remaining(leaf.id, leaf.free)
-            dom.pod_count, limiting = _count_in(requests, remaining)
-            if dom.pod_count == 0 and limiting:
-                self.stats.resources[limiting] = self.stats.resources.get(limiting, 0) + 1
+            if leader_requests is not None:
+                remaining = self._remaining(leaf.id, leaf.free)
+                dom.pod_count, limiting = _count_in(requests, remaining)
+                if dom.pod_count == 0 and limiting:
+                    stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
+                dom.leader_count = 0
+                if _count_in(leader_requests, remaining)[0] > 0:
+                    dom.leader_count = 1
+                    for res, amount in leader_requests.items():
+                        remaining[res] = remaining.get(res, 0) - amount
+                dom.pcwl = _count_in(requests, remaining)[0]
+                continue
+            free = leaf.free
+            taken_a = assumed.get(leaf.id)
+            taken_u = usage.get(leaf.id)
+            best, limiting = -1, ""
+            for res, value in items:
+                if value == 0:
+                    count = _MAX_INT32
+                else:
+                    cap = free.get(res, 0)
+                    if taken_a:
+                        cap -= taken_a.get(res, 0)
+                    if taken_u:
+                        cap -= taken_u.get(res, 0)
+                    count = min(cap // value, _MAX_INT32) if cap > 0 else 0
+                if best < 0 or count < best:
+                    best, limiting = count, res
+            if best < 0:
+                best = _MAX_INT32
+            dom.pod_count = dom.pcwl = best
             dom.leader_count = 0
-            if leader_requests is not None and _count_in(leader_requests, remaining)[0] > 0:
-                dom.leader_count = 1
-                for res, amount in leader_requests.items():
-                    remaining[res] = remaining.get(res, 0) - amount
-            dom.pcwl = _count_in(requests, remaining)[0]
+            if best == 0 and limiting:
+                stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
 
     def _fill_inner(self, dom: _Domain, level: int) -> None:
         """Phase 1 bottom-up (A.6.2); Kueue fillInCountsHelper."""

@@ -1,0 +1,270 @@
+"""Topology-Aware Scheduling inside the admission cycle (SEMANTICS-ADVANCED A.5, A.7, A.10, A.11).
+
+Quota picks each pod set's flavor first (:mod:`services.admitter.flavors`); then the pod sets
+that request TAS (explicitly, or implied in a TAS-only ClusterQueue, A.4.3) are placed on their
+TAS flavor's tree by the placer's pure core (:func:`services.tas_placer.placement.find_assignments`)
+with the free capacity the log knows: nodes and non-TAS pods (``ClusterState.topology``), minus the
+TAS usage of the workloads holding quota (``ClusterState.tas_usage``), minus what earlier entries of
+this cycle took (:class:`CycleTopology`). Kueue's rules (flavorassigner.go assignFlavors):
+
+- mode Fit and the placement fails ⇒ that pod set (all its flavors) becomes Preempt, with the
+  placement's message; it never moves to another flavor (A.5.2, A.5.5);
+- mode Preempt ⇒ placement on an empty tree (TAS usage removed, non-TAS pods kept): failure ⇒
+  NoFit with reason TopologyPlacementFailed; success ⇒ every TAS pod set is Preempt (A.5.6).
+
+Pure: no I/O, no clock. One :class:`CycleTopology` per cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from events import models, tas, types
+from projections.cluster import ClusterState, WorkloadState
+from services.admitter import flavors
+from services.tas_placer.placement import (
+    Placement,
+    PlacementFailure,
+    PodSetPlacementRequest,
+    add_usage,
+    find_assignments,
+)
+
+Requests = dict[str, int]
+Usage = dict[str, dict[str, Requests]]  # flavor -> leaf ID -> resource -> amount
+
+TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+
+
+class Placed(NamedTuple):
+    """The TAS outcome of an assignment: per pod set name its flavor and assignment (plain
+    form), and the usage they take per flavor and leaf (A.5.8)."""
+
+    assignments: tuple[tuple[str, str, tas.Assignment], ...]
+    usage: Usage
+
+    def encoded(self) -> dict[str, models.TopologyAssignment]:
+        """Per pod set name, Kueue's v1beta2 encoding (A.8.3)."""
+        return {name: tas.encode(assignment) for name, _, assignment in self.assignments}
+
+
+class _Wanted(NamedTuple):
+    flavor: str
+    request: PodSetPlacementRequest
+
+
+class TASPart(NamedTuple):
+    """What an assignment's TAS pod sets need (``wanted``: flavor and request per pod set, in
+    pod-set order) and, in mode Fit, where they go (``placed``)."""
+
+    wanted: tuple[_Wanted, ...]
+    placed: Placed | None = None
+
+
+class CycleTopology:
+    """The TAS view of one cycle: the trees of the TAS flavors, the TAS usage of the workloads
+    holding quota, and what this cycle's admissions and reservations added (A.10)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.active = bool(state.topology.topologies) and any(f.spec.topology_name for f in state.flavors.values())
+        self.added: Usage = {}
+        self._usage: dict[tuple[str, frozenset[str]], dict[str, Requests]] = {}
+
+    # --- who requests TAS ---------------------------------------------------------------------
+
+    def wanted(self, wl: WorkloadState, assignment: flavors.Assignment, picker: flavors.Picker) -> list[_Wanted] | str:
+        """The pod sets of ``assignment`` to place, with their TAS flavor, in pod-set order; a
+        message when a TAS pod set has no (or more than one) TAS flavor."""
+        if not picker.tas_levels:
+            return []
+        specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+        out: list[_Wanted] = []
+        ready_updates = _ready_updates(wl)
+        for result in assignment.pod_sets:
+            spec = specs.get(result.name)
+            if spec is None or result.count == 0:
+                continue
+            explicit = tas.requests_tas(spec.topology_request)
+            if not explicit and not picker.tas_only:
+                continue
+            chosen = sorted({f for f in result.flavors.values() if f in picker.tas_levels})
+            if len(chosen) != 1:
+                if not chosen:
+                    return f"pod set {result.name}: no TAS flavor assigned"
+                return f"pod set {result.name}: multiple TAS flavors assigned: {', '.join(chosen)}"
+            request = PodSetPlacementRequest.from_pod_set(
+                spec, count=result.count, implied=not explicit, pod_set_updates=ready_updates
+            )
+            out.append(_Wanted(chosen[0], request))
+        return out
+
+    # --- usage ----------------------------------------------------------------------------------
+
+    def usage(self, flavor: str, removed: frozenset[str] = frozenset()) -> dict[str, Requests]:
+        """TAS usage per leaf on ``flavor``: the workloads holding quota (for hostname trees, over
+        every hostname TAS flavor, A.2.4), plus this cycle's additions, minus the workloads
+        ``removed`` (preemption candidates, A.11)."""
+        key = (flavor, removed)
+        found = self._usage.get(key) if not removed else None
+        if found is not None:
+            return found
+        state = self.state
+        tree = state.topology.flavor_topology(flavor)
+        shared = [flavor]
+        if tree is not None and tree.lowest_is_hostname:
+            shared = [
+                f
+                for f in state.tas_usage.keys() | self.added.keys()
+                if (t := state.topology.flavor_topology(f)) is not None and t.lowest_is_hostname
+            ]
+        out: dict[str, Requests] = {}
+        for name in shared:
+            add_usage(out, state.tas_usage.get(name, {}))
+            add_usage(out, self.added.get(name, {}))
+        for key_removed in removed:
+            victim = state.workloads.get(key_removed)
+            if victim is None or not victim.tas_usage:
+                continue
+            for name in shared:
+                _subtract(out, victim.tas_usage.get(name, {}))
+        if not removed:
+            self._usage[key] = out
+        return out
+
+    def add(self, usage: Usage) -> None:
+        """Count ``usage`` (an admitted or reserving entry's, A.10) for the rest of the cycle."""
+        topo = self.state.topology
+        for flavor, leaves in usage.items():
+            add_usage(self.added.setdefault(flavor, {}), leaves)
+            tree = topo.flavor_topology(flavor)
+            hostname = tree is not None and tree.lowest_is_hostname
+            for (cached, _), merged in self._usage.items():  # kept in step rather than rebuilt
+                if cached == flavor or (
+                    hostname and (other := topo.flavor_topology(cached)) is not None and other.lowest_is_hostname
+                ):
+                    add_usage(merged, leaves)
+
+    # --- placement ------------------------------------------------------------------------------
+
+    def place(
+        self,
+        wanted: Iterable[_Wanted],
+        *,
+        simulate_empty: bool = False,
+        removed: frozenset[str] = frozenset(),
+    ) -> Placed | PlacementFailure:
+        """Place ``wanted`` flavor by flavor in name order (A.7), later flavors seeing the earlier
+        ones' usage on shared hostnames (A.2.4). The first failure is returned (no empty check)."""
+        wanted = list(wanted)
+        by_flavor: dict[str, list[PodSetPlacementRequest]] = {}
+        for item in wanted:
+            by_flavor.setdefault(item.flavor, []).append(item.request)
+        assumed: dict[str, Requests] = {}
+        placed: list[tuple[str, str, tas.Assignment]] = []
+        usage: Usage = {}
+        for flavor in sorted(by_flavor):
+            tree = self.state.topology.flavor_topology(flavor)
+            requests = by_flavor[flavor]
+            if tree is None:
+                return PlacementFailure(
+                    pod_set=requests[0].name, message=f'flavor "{flavor}" information missing in TAS cache'
+                )
+            if simulate_empty and len(by_flavor) == 1:
+                # On an empty tree the result depends on the tree and the requests only: kept
+                # with the tree (a new tree object comes with every topology fact).
+                memo = tree.__dict__.setdefault("_empty_placements", {})
+                key = repr(requests)
+                result = memo.get(key)
+                if result is None:
+                    result = memo[key] = find_assignments(tree, requests, simulate_empty=True, check_empty=False)
+            else:
+                result = find_assignments(
+                    tree,
+                    requests,
+                    tas_usage=self.usage(flavor, removed),
+                    assumed_usage=assumed if tree.lowest_is_hostname else None,
+                    simulate_empty=simulate_empty,
+                    check_empty=False,
+                )
+            if isinstance(result, PlacementFailure):
+                return result
+            for request in requests:
+                if request.name in result.assignments:
+                    placed.append((request.name, flavor, result.assignments[request.name]))
+            usage[flavor] = result.usage
+            if tree.lowest_is_hostname:
+                add_usage(assumed, result.usage)
+        order = {item.request.name: i for i, item in enumerate(wanted)}
+        placed.sort(key=lambda item: order[item[0]])
+        return Placed(tuple(placed), usage)
+
+    def still_fits(self, placed: Placed) -> bool:
+        """Kueue's Fits for the TAS part (A.10): every leaf of ``placed`` still has room for its
+        pods given this cycle's earlier admissions."""
+        for flavor, leaves in placed.usage.items():
+            tree = self.state.topology.flavor_topology(flavor)
+            if tree is None:
+                return False
+            used = self.usage(flavor)
+            for leaf_id, requests in leaves.items():
+                leaf = tree.leaf_by_id.get(leaf_id)
+                if leaf is None:
+                    return False
+                taken = used.get(leaf_id, {})
+                for res, amount in requests.items():
+                    if amount and leaf.free.get(res, 0) - taken.get(res, 0) < amount:
+                        return False
+        return True
+
+
+def _subtract(into: dict[str, Requests], usage: Mapping[str, Mapping[str, int]]) -> None:
+    for leaf, requests in usage.items():
+        bucket = into.setdefault(leaf, {})
+        for res, amount in requests.items():
+            bucket[res] = bucket.get(res, 0) - amount
+
+
+def _ready_updates(wl: WorkloadState) -> tuple[models.PodSetUpdate, ...]:
+    """The podSetUpdates of the workload's Ready admission checks (A.3)."""
+    out: list[models.PodSetUpdate] = []
+    for check in wl.checks.values():
+        if check.state == "Ready":
+            out.extend(check.pod_set_updates)
+    return tuple(out)
+
+
+def with_preempt(assignment: flavors.Assignment, pod_sets: Iterable[str]) -> flavors.Flat:
+    """``assignment.flat`` with every FR of ``pod_sets`` marked as needing preemption (a
+    topology-driven Preempt marks all FRs of the pod set, A.11)."""
+    names = set(pod_sets)
+    flat = list(assignment.flat)
+    i = 0
+    while i < len(flat):
+        name, n = flat[i], flat[i + 2]
+        i += 3
+        for _ in range(n):  # type: ignore[call-overload]
+            if name in names:
+                flat[i + 3] = True
+            i += 4
+    return tuple(flat)
+
+
+def topology_assigned(wl: WorkloadState, cluster_queue: str, placed: Placed, *, now_ms: int) -> types.TopologyAssigned:
+    """The decision recording ``placed`` (committed with the QuotaReserved, A.5)."""
+    return types.TopologyAssigned(
+        workload=wl.ref, cluster_queue=cluster_queue, assignments=placed.encoded(), at_ms=now_ms
+    )
+
+
+__all__ = [
+    "TOPOLOGY_PLACEMENT_FAILED",
+    "CycleTopology",
+    "Placed",
+    "TASPart",
+    "Placement",
+    "PlacementFailure",
+    "topology_assigned",
+    "with_preempt",
+]
