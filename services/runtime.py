@@ -37,6 +37,17 @@ DecideFn = Callable[[ClusterState], Sequence[types.Decision]]
 MAX_BATCH = 500
 
 
+class _CurrentStderr:
+    """``sys.stderr`` as it is when a line is written, not when logging was configured (a
+    caller such as a test runner may swap it and close the old one)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(*, service: str, level: int = logging.INFO, file: TextIO | None = None) -> None:
     """JSON-lines logs on ``file`` (default stderr), each line bound to ``service``."""
     structlog.configure(
@@ -48,7 +59,7 @@ def configure_logging(*, service: str, level: int = logging.INFO, file: TextIO |
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=file or sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=file or _CurrentStderr()),
         cache_logger_on_first_use=True,
     )
     structlog.contextvars.bind_contextvars(service=service)
