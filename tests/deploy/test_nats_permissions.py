@@ -137,7 +137,8 @@ async def test_each_service_does_its_part_and_only_that(
     finally:
         for bus in (watcher, admitter, dispatcher, reader):
             await bus.close()
-    reported = capfd.readouterr().out  # the bus logs each violation the server reports to the client
+    captured = capfd.readouterr()  # the bus logs each violation the server reports to the client
+    reported = captured.out + captured.err  # stdout by default, stderr once a CLI configured logging
     for subject in ("kq.dec.p0.wl.ns.a", "kq.in.wl.ns.b", "kq.in.cq._.q", "kq.in.wl.ns.c"):
         assert f'permissions violation for publish to "{subject}"' in reported, reported
     assert "consumer.info.kq_log.dispatcher" in reported
