@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from events import models, tas, types
-from projections import afs, quota
+from projections import afs, quota, topology
 from projections.topology import TopologyState
 
 
@@ -913,15 +913,7 @@ def _node_in_tas(topo: TopologyState, node: models.Node | None) -> bool:
 
 def _freed_flavors(topo: TopologyState, old: models.PodUsage | None, new: models.PodUsage | None) -> list[str]:
     """The TAS flavors whose tree holds the node on which a non-TAS pod freed capacity (A.2.3)."""
-    if old is None or not old.takes_capacity:
-        return []
-    freed = (
-        new is None
-        or not new.takes_capacity
-        or new.node_name != old.node_name
-        or any(new.requests.get(r, 0) < v for r, v in old.requests.items())
-    )
-    if not freed:
+    if not topology.frees_capacity(old, new):
         return []
     return [
         f

@@ -257,17 +257,23 @@ class TopologyState:
         old = before.pods.get(key) if before is not None else None
         if before is None or old is None or not old.takes_capacity:
             return frozenset()
-        new = self.pods.get(key)
-        freed = (
-            new is None
-            or not new.takes_capacity
-            or new.node_name != old.node_name
-            or any(new.requests.get(r, 0) < v for r, v in old.requests.items())
-        )
-        if not freed:
+        if not frees_capacity(old, self.pods.get(key)):
             return frozenset()
         return frozenset(
             f
             for f in before.tas_flavors()
             if (tree := before.flavor_topology(f)) is not None and old.node_name in tree.node_to_leaf
         )
+
+
+def frees_capacity(old: models.PodUsage | None, new: models.PodUsage | None) -> bool:
+    """Whether a non-TAS pod going from ``old`` to ``new`` (None: gone) gives node capacity
+    back: it stopped taking capacity, moved, or asks for less (A.2.3)."""
+    if old is None or not old.takes_capacity:
+        return False
+    return (
+        new is None
+        or not new.takes_capacity
+        or new.node_name != old.node_name
+        or any(new.requests.get(r, 0) < v for r, v in old.requests.items())
+    )

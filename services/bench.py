@@ -45,6 +45,28 @@ class CoreBenchResult:
         return self.decisions / max(self.decide_seconds + self.fold_seconds, 1e-9)
 
 
+def queue_facts(name: str, *, flavor: str, quota: models.ResourceQuota, cohort: str | None = None) -> list[types.Fact]:
+    """A ClusterQueue ``name`` with ``quota`` of cpu in ``flavor`` (in ``cohort``, if any) and
+    a LocalQueue of the same name in the namespace of the same name that feeds it."""
+    spec = models.ClusterQueueSpec(
+        cohort_name=cohort,
+        namespace_selector=models.LabelSelector(),
+        resource_groups=[
+            models.ResourceGroup(
+                covered_resources=["cpu"], flavors=[models.FlavorQuotas(name=flavor, resources=[quota])]
+            )
+        ],
+    )
+    return [
+        types.ClusterQueueObserved(cluster_queue=models.ClusterQueue(metadata=models.ObjectMeta(name=name), spec=spec)),
+        types.LocalQueueObserved(
+            local_queue=models.LocalQueue(
+                metadata=models.ObjectMeta(name=name, namespace=name), spec=models.LocalQueueSpec(cluster_queue=name)
+            )
+        ),
+    ]
+
+
 def large_scale_facts(*, cohorts: int = 10, queues_per_cohort: int = 100, scale: float = 1.0) -> list[types.Fact]:
     """The objects and pending workloads of the large-scale shape, as facts (``scale`` shrinks
     the per-queue workload counts, for quick runs)."""
@@ -56,28 +78,7 @@ def large_scale_facts(*, cohorts: int = 10, queues_per_cohort: int = 100, scale:
         for q in range(queues_per_cohort):
             name = f"cq-{q}-cohort-{c}"
             quota = models.ResourceQuota(name="cpu", nominal_quota=20_000, borrowing_limit=100_000)
-            spec = models.ClusterQueueSpec(
-                cohort_name=f"cohort-{c}",
-                namespace_selector=models.LabelSelector(),
-                resource_groups=[
-                    models.ResourceGroup(
-                        covered_resources=["cpu"], flavors=[models.FlavorQuotas(name="rf", resources=[quota])]
-                    )
-                ],
-            )
-            facts.append(
-                types.ClusterQueueObserved(
-                    cluster_queue=models.ClusterQueue(metadata=models.ObjectMeta(name=name), spec=spec)
-                )
-            )
-            facts.append(
-                types.LocalQueueObserved(
-                    local_queue=models.LocalQueue(
-                        metadata=models.ObjectMeta(name=name, namespace=name),
-                        spec=models.LocalQueueSpec(cluster_queue=name),
-                    )
-                )
-            )
+            facts.extend(queue_facts(name, flavor="rf", quota=quota, cohort=f"cohort-{c}"))
             for class_name, count, cpu, priority in CLASSES:
                 for i in range(max(1, round(count * scale))):
                     created += 1
@@ -219,27 +220,7 @@ def tas_facts(
     for q in range(cluster_queues):
         name = f"tas-cq-{q}"
         quota = models.ResourceQuota(name="cpu", nominal_quota=nominal)
-        spec = models.ClusterQueueSpec(
-            namespace_selector=models.LabelSelector(),
-            resource_groups=[
-                models.ResourceGroup(
-                    covered_resources=["cpu"], flavors=[models.FlavorQuotas(name="tas", resources=[quota])]
-                )
-            ],
-        )
-        facts.append(
-            types.ClusterQueueObserved(
-                cluster_queue=models.ClusterQueue(metadata=models.ObjectMeta(name=name), spec=spec)
-            )
-        )
-        facts.append(
-            types.LocalQueueObserved(
-                local_queue=models.LocalQueue(
-                    metadata=models.ObjectMeta(name=name, namespace=name),
-                    spec=models.LocalQueueSpec(cluster_queue=name),
-                )
-            )
-        )
+        facts.extend(queue_facts(name, flavor="tas", quota=quota))
     created = 0
     for class_name, share, pods, cpu, kind in TAS_CLASSES:
         for i in range(round(workloads * share)):
