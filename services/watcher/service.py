@@ -201,11 +201,13 @@ class Watcher:
             event = codec.decode(message.data)
         except codec.DecodeError:
             return
+        # What this watcher publishes comes back here later: a state it already holds is newer
+        # than the log's echo of an earlier one, so the log only fills in what it does not know.
         if isinstance(event, types.WorkloadPodsReady):
-            self.pods_ready[(event.workload.namespace, event.workload.name)] = (event.ready, event.reason)
+            self.pods_ready.setdefault((event.workload.namespace, event.workload.name), (event.ready, event.reason))
         elif isinstance(event, types.AdmissionCheckStateChanged):
             key = (event.workload.namespace, event.workload.name, event.check)
-            self.check_states[key] = _check_view(event)
+            self.check_states.setdefault(key, _check_view(event))
 
     async def run(self, kinds: tuple[str, ...] = WATCHED_KINDS) -> None:
         """Watch ``kinds`` forever, each once the kinds its conversion reads were listed (cancel to stop)."""
