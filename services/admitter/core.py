@@ -14,7 +14,11 @@ Kueue's scheduler (pkg/scheduler/scheduler.go, SEMANTICS §4), in phases:
 5. order the entries (non-borrowing first, then priority, then time; §4.4.1) and
    admit each that still fits, counting earlier admissions of the cycle (§4.5).
 
-Outputs: QuotaReleased, QuotaReserved + WorkloadAdmitted, WorkloadInadmissible
+TAS (SEMANTICS-ADVANCED A.5, A.9, A.10): the placement is committed as a TopologyAssigned with
+the QuotaReserved; a pod set whose topology is delayed by a ProvisioningRequest check gets it in
+the second pass, decided in the lifecycle phase before the first-pass entries.
+
+Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted, WorkloadInadmissible
 (always when a BestEffortFIFO head is parked; otherwise only when the message changes).
 """
 
