@@ -237,13 +237,20 @@ class DecisionRecord(_Event, kw_only=True, tag="DecisionRecord"):
     answers: str = ""
 
 
-class PodSetAssignment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Kueue's podSetAssignment: flavor per resource, total quota held, admitted pod count."""
+class PodSetAssignment(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """Kueue's podSetAssignment: flavor per resource, total quota held, admitted pod count.
+
+    ``delayed_topology_request`` is Kueue's ``delayedTopologyRequest``: ``"Pending"`` when the
+    pod set's topology assignment waits for the second pass (its TAS flavor is covered by a
+    ProvisioningRequest admission check, SEMANTICS-ADVANCED A.9); ``""`` (omitted from the
+    encoding) otherwise. It turns Ready once a TopologyAssigned names the pod set.
+    """
 
     name: str
     flavors: dict[str, str]
     resource_usage: dict[str, int]
     count: int
+    delayed_topology_request: str = ""
 
 
 class QuotaReserved(_Event, kw_only=True, tag="QuotaReserved"):

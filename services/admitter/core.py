@@ -14,7 +14,11 @@ Kueue's scheduler (pkg/scheduler/scheduler.go, SEMANTICS §4), in phases:
 5. order the entries (non-borrowing first, then priority, then time; §4.4.1) and
    admit each that still fits, counting earlier admissions of the cycle (§4.5).
 
-Outputs: QuotaReleased, QuotaReserved + WorkloadAdmitted, WorkloadInadmissible
+TAS (SEMANTICS-ADVANCED A.5, A.9, A.10): the placement is committed as a TopologyAssigned with
+the QuotaReserved; a pod set whose topology is delayed by a ProvisioningRequest check gets it in
+the second pass, decided in the lifecycle phase before the first-pass entries.
+
+Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted, WorkloadInadmissible
 (always when a BestEffortFIFO head is parked; otherwise only when the message changes).
 """
 
@@ -31,7 +35,7 @@ from services.admitter import flavors, lifecycle, queues
 from services.admitter import topology as tas_cycle
 from services.preemptor import fair, targets
 
-LOGIC_VERSION = 5
+LOGIC_VERSION = 6
 ROLE = "admit"
 
 
@@ -77,15 +81,23 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
             wl = state.workloads[decision.workload.key]
             assert wl.reservation is not None
             tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
+    cycle = tas_cycle.CycleTopology(state)
     if state.checks_due or state.timed or state.backoffs:
-        for decision in lifecycle.decide(state, now_ms=now_ms):
+
+        def second_pass(wl: WorkloadState) -> types.TopologyAssigned | None:
+            """SEMANTICS-ADVANCED A.9: placed before the cycle's first-pass entries (Kueue
+            processes second-pass entries first), so later entries see its usage."""
+            result = tas_cycle.second_pass(cycle, wl, now_ms=now_ms)
+            return result if isinstance(result, types.TopologyAssigned) else None
+
+        for decision in lifecycle.decide(state, now_ms=now_ms, second_pass=second_pass):
             if decision.workload.key not in touched:
                 decisions.append(decision)
         touched.update(d.workload.key for d in decisions)
     plan = queues.plan(state, tree=tree, now_ms=now_ms)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
-    search = Search(state, tree, now_ms=now_ms)
+    search = Search(state, tree, now_ms=now_ms, tas=cycle)
     entries: list[Entry] = []
     for cq_name, head in plan.heads.items():
         if head.key in touched:
@@ -320,12 +332,19 @@ class Search:
     """Flavor assignment with preemption for one cycle: the oracle and target search of
     :mod:`services.preemptor.targets` (classical) or :mod:`services.preemptor.fair`."""
 
-    def __init__(self, state: ClusterState, tree: quota.QuotaTree, *, now_ms: int) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        tree: quota.QuotaTree,
+        *,
+        now_ms: int,
+        tas: tas_cycle.CycleTopology | None = None,
+    ) -> None:
         self.state, self.tree = state, tree
         self.pool = targets.CandidatePool(state, now_ms=now_ms)
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fair.Weights(state)
-        self.tas = tas_cycle.CycleTopology(state)
+        self.tas = tas if tas is not None else tas_cycle.CycleTopology(state)
         # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
         # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
         kept = state.caches.get("admitter.pickers")
@@ -400,7 +419,7 @@ class Search:
         # oracle None: no candidates at all
         assignment = picker.assign(requests, oracle=self._oracle(wl, cq) if preempting else None)
         if picker.tas_levels and assignment.mode != "NoFit" and self.tas.active:
-            assignment = self._topology(wl, assignment, picker)
+            assignment = self._topology(wl, assignment, picker, cq)
         if assignment.mode != "Preempt" or not preempting:
             return assignment, []
         usage = assignment.usage()
@@ -416,17 +435,26 @@ class Search:
         return assignment, self.targets(preemptor)
 
     def _topology(
-        self, wl: WorkloadState, assignment: flavors.Assignment, picker: flavors.Picker
+        self, wl: WorkloadState, assignment: flavors.Assignment, picker: flavors.Picker, cq: models.ClusterQueue
     ) -> flavors.Assignment:
         """TAS after quota (SEMANTICS-ADVANCED A.5.3-A.5.6; flavorassigner.go assignFlavors): a
         Fit whose placement fails turns Preempt; a Preempt that cannot be placed even on an
-        empty tree turns NoFit (TopologyPlacementFailed). The flavors never change."""
+        empty tree turns NoFit (TopologyPlacementFailed). The flavors never change. Pod sets
+        on a flavor covered by a ProvisioningRequest check are not placed: their topology
+        request is delayed to the second pass (A.5.4, A.9)."""
         wanted = self.tas.wanted(wl, assignment, picker)
         if isinstance(wanted, str):
             return flavors.Assignment(mode="NoFit", message=wanted, reason="NoMatchingFlavor")
         if not wanted:
             return assignment
-        part = tas_cycle.TASPart(tuple(wanted))
+        delayed: tuple[str, ...] = ()
+        covered = tas_cycle.delayed_flavors(self.state, cq) if wl.reservation is None else frozenset()
+        if covered:  # first pass under a ProvisioningRequest check: topology later (A.5.4, A.9)
+            delayed = tuple(w.request.name for w in wanted if w.flavor in covered)
+            wanted = [w for w in wanted if w.flavor not in covered]
+            if not wanted:
+                return assignment._replace(tas=tas_cycle.TASPart((), tas_cycle.Placed((), {}), delayed))
+        part = tas_cycle.TASPart(tuple(wanted), delayed=delayed)
         message = assignment.message
         if assignment.mode == "Fit":
             result = self.tas.place(wanted)
@@ -492,8 +520,16 @@ def _entry_order(entry: Entry) -> tuple[bool, int, int, int, str, str]:
 
 
 def _assignments(entry: Entry) -> list[types.PodSetAssignment]:
+    part: tas_cycle.TASPart | None = entry.assignment.tas
+    delayed = part.delayed if part is not None else ()
     return [
-        types.PodSetAssignment(name=ps.name, flavors=ps.flavors, resource_usage=ps.usage, count=ps.count)
+        types.PodSetAssignment(
+            name=ps.name,
+            flavors=ps.flavors,
+            resource_usage=ps.usage,
+            count=ps.count,
+            delayed_topology_request=tas_cycle.PENDING if ps.name in delayed else "",
+        )
         for ps in entry.assignment.pod_sets
     ]
 
@@ -508,8 +544,10 @@ def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int)
     reserved: list[types.Decision] = [
         types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms)
     ]
-    if placed is not None:  # the placement is committed with the reservation (A.5)
+    if placed is not None and placed.assignments:  # the placement is committed with the reservation (A.5)
         reserved.append(tas_cycle.topology_assigned(entry.workload, cq, placed, now_ms=now_ms))
+    if any(a.delayed_topology_request for a in assignments):
+        return reserved  # admitted by the second pass, once the checks are Ready (A.9)
     required = lifecycle.required_checks(entry.cq, {f for a in assignments for f in a.flavors.values()})
     if not lifecycle.checks_ready(entry.workload, required):
         return reserved  # admitted once every check required for its flavors is Ready (SEMANTICS §9.5)

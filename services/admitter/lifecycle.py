@@ -9,7 +9,9 @@ log and the cycle's ``now_ms``, so it replays like every other decision. Pure: n
 Decisions, per workload:
 
 - holding quota, not admitted, every admission check required for its flavors Ready:
-  WorkloadAdmitted;
+  WorkloadAdmitted; while a pod set's delayed topology request is Pending (SEMANTICS-ADVANCED
+  A.9, Kueue's Admitted=False reason PendingDelayedTopologyRequests) only after the second pass
+  placed it: TopologyAssigned + WorkloadAdmitted, or nothing (tried again next cycle);
 - a check Rejected: WorkloadDeactivated (reason AdmissionCheck) and, when it holds quota, an
   EvictionRequested ``DeactivatedDueToAdmissionCheck`` (Rejected is looked at before Retry);
 - a check in Retry while holding quota: EvictionRequested ``AdmissionCheck`` with requeueAt
@@ -29,13 +31,17 @@ from __future__ import annotations
 
 import functools
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from events import models, types
 from projections import afs
 from projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
+from services.admitter import topology
 
 FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
+PENDING_DELAYED_TOPOLOGY = "PendingDelayedTopologyRequests"  # Kueue's Admitted=False reason (A.9)
+
+SecondPass = Callable[[WorkloadState], "types.TopologyAssigned | None"]
 
 
 def required_checks(cq: models.ClusterQueue, flavors: Iterable[str] | None = None) -> list[str]:
@@ -94,8 +100,12 @@ def _cluster_queue_of(state: ClusterState, wl: WorkloadState) -> models.ClusterQ
     return state.cluster_queues.get(lq.spec.cluster_queue) if lq is not None else None
 
 
-def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
-    """The lifecycle decisions due at ``now_ms`` (ms), in workload key order."""
+def decide(state: ClusterState, *, now_ms: int, second_pass: SecondPass | None = None) -> list[types.Decision]:
+    """The lifecycle decisions due at ``now_ms`` (ms), in workload key order.
+
+    ``second_pass(wl)`` places a workload's delayed topology requests once its checks are Ready
+    (SEMANTICS-ADVANCED A.9): the TopologyAssigned, or None when it does not fit (the admitter
+    passes one bound to its cycle's TAS view). Without it such a workload is not admitted."""
     out: list[types.Decision] = []
     keys = sorted({*state.checks_due, *state.backoffs, *_timed_due(state, now_ms)})
     for key in keys:
@@ -106,14 +116,16 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
             if wl.reservation is None and wl.requeue_at_ms <= now_ms:
                 out.append(types.WorkloadRequeued(workload=wl.ref, at_ms=now_ms))
             continue
-        decided = _check_decisions(state, wl, now_ms=now_ms)
+        decided = _check_decisions(state, wl, now_ms=now_ms, second_pass=second_pass)
         if not decided and wl.admitted and wl.eviction is None and wl.active:
             decided = _timeout_decisions(state, wl, now_ms=now_ms)
         out.extend(decided)
     return out
 
 
-def _check_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> list[types.Decision]:
+def _check_decisions(
+    state: ClusterState, wl: WorkloadState, *, now_ms: int, second_pass: SecondPass | None = None
+) -> list[types.Decision]:
     cq = _cluster_queue_of(state, wl)
     named = _named_checks(cq)
     rejected = sorted(n for n, c in wl.checks.items() if c.state == "Rejected" and n in named)
@@ -135,9 +147,13 @@ def _check_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> 
     if wl.admitted:
         return []
     required = required_checks(cq, assigned_flavors(wl.reservation)) if cq is not None else []
-    if checks_ready(wl, required):
-        return [types.WorkloadAdmitted(workload=wl.ref, cluster_queue=wl.reservation.cluster_queue, at_ms=now_ms)]
-    return []
+    if not checks_ready(wl, required):
+        return []
+    admitted = types.WorkloadAdmitted(workload=wl.ref, cluster_queue=wl.reservation.cluster_queue, at_ms=now_ms)
+    if not topology.pending_delayed(wl):
+        return [admitted]
+    placed = second_pass(wl) if second_pass is not None else None
+    return [placed, admitted] if placed is not None else []
 
 
 def _checks_message(wl: WorkloadState, names: list[str], state: str) -> str:

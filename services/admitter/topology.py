@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from events import models, tas, types
-from projections.cluster import ClusterState, WorkloadState
+from projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from services.admitter import flavors
 from services.tas_placer.placement import (
     Placement,
@@ -56,10 +56,12 @@ class _Wanted(NamedTuple):
 
 class TASPart(NamedTuple):
     """What an assignment's TAS pod sets need (``wanted``: flavor and request per pod set, in
-    pod-set order) and, in mode Fit, where they go (``placed``)."""
+    pod-set order) and, in mode Fit, where they go (``placed``). ``delayed``: the TAS pod sets
+    whose topology waits for the second pass (A.9), by name, placed neither now nor in ``wanted``."""
 
     wanted: tuple[_Wanted, ...]
     placed: Placed | None = None
+    delayed: tuple[str, ...] = ()
 
 
 class CycleTopology:
@@ -219,6 +221,74 @@ class CycleTopology:
         return True
 
 
+PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+PENDING = "Pending"
+
+
+def delayed_flavors(state: ClusterState, cq: models.ClusterQueue) -> frozenset[str]:
+    """The flavors of ``cq`` covered by an admission check whose AdmissionCheck's controllerName is
+    ``kueue.x-k8s.io/provisioning-request`` (an empty ``onFlavors`` covers every flavor of the
+    ClusterQueue): a TAS pod set assigned one of them gets its topology in the second pass, once
+    the checks are Ready (A.5.4, A.9; Kueue clusterqueue.go flavorsWithProvReqAdmissionCheck).
+    MultiKueue's always-delay is not done."""
+    strategy = cq.spec.admission_checks_strategy
+    if strategy is None:
+        return frozenset()
+    out: set[str] = set()
+    for rule in strategy.admission_checks:
+        check = state.admission_checks.get(rule.name)
+        if check is None or check.spec.controller_name != PROVISIONING_REQUEST_CONTROLLER:
+            continue
+        out.update(rule.on_flavors or (f.name for group in cq.spec.resource_groups for f in group.flavors))
+    return frozenset(out)
+
+
+def pending_delayed(wl: WorkloadState) -> list[types.PodSetAssignment]:
+    """The pod set assignments of ``wl``'s reservation whose delayed topology request is still
+    Pending: marked Pending and not yet named by a TopologyAssigned (A.9)."""
+    if wl.reservation is None:
+        return []
+    assigned = wl.topology or {}
+    return [
+        psa
+        for psa in wl.reservation.pod_set_assignments
+        if psa.delayed_topology_request == PENDING and psa.name not in assigned
+    ]
+
+
+def second_pass(
+    cycle: CycleTopology, wl: WorkloadState, *, now_ms: int
+) -> types.TopologyAssigned | PlacementFailure | None:
+    """The second pass for ``wl`` (A.9; Kueue scheduler.go, second-pass entries): place the pod
+    sets whose delayed topology request is Pending, on the flavors of the reservation (no quota
+    check, no new quota), with the Ready admission checks' podSetUpdates (their nodeSelector and
+    tolerations) as node filters, on the free capacity the cycle knows. Success: the
+    TopologyAssigned, whose usage counts for the rest of the cycle; a placement failure is
+    returned (nothing is written, the next cycle tries again); None when nothing is pending."""
+    pending = pending_delayed(wl)
+    if not pending:
+        return None
+    assert wl.reservation is not None
+    specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+    ready_updates = _ready_updates(wl)
+    wanted: list[_Wanted] = []
+    for psa in pending:
+        spec = specs.get(psa.name)
+        flavor = tas_flavor_of(cycle.state, psa)
+        if spec is None or flavor is None:
+            return PlacementFailure(pod_set=psa.name, message=f"pod set {psa.name}: no TAS flavor assigned")
+        implied = not tas.requests_tas(spec.topology_request)
+        request = PodSetPlacementRequest.from_pod_set(
+            spec, count=psa.count, implied=implied, pod_set_updates=ready_updates
+        )
+        wanted.append(_Wanted(flavor, request))
+    result = cycle.place(wanted)
+    if isinstance(result, PlacementFailure):
+        return result
+    cycle.add(result.usage)
+    return topology_assigned(wl, wl.reservation.cluster_queue, result, now_ms=now_ms)
+
+
 def _subtract(into: dict[str, Requests], usage: Mapping[str, Mapping[str, int]]) -> None:
     for leaf, requests in usage.items():
         bucket = into.setdefault(leaf, {})
@@ -259,10 +329,15 @@ def topology_assigned(wl: WorkloadState, cluster_queue: str, placed: Placed, *, 
 
 
 __all__ = [
+    "PENDING",
+    "PROVISIONING_REQUEST_CONTROLLER",
     "TOPOLOGY_PLACEMENT_FAILED",
     "CycleTopology",
     "Placed",
     "TASPart",
+    "delayed_flavors",
+    "pending_delayed",
+    "second_pass",
     "Placement",
     "PlacementFailure",
     "topology_assigned",

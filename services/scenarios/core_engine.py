@@ -285,6 +285,7 @@ def status_fact(
             state=event.state,  # type: ignore[arg-type]  # validated by the loader
             message=event.message,
             requeue_after_seconds=event.requeue_after_seconds,
+            pod_set_updates=list(event.pod_set_updates),
             at_ms=at_ms,
         )
     known = state.workloads.get(ref.key)

@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import manifests, tas, types
+from events import manifests, models, tas, types
 from events.quantities import QuantityError, to_amount
 from projections import afs
 from services.scenarios.specs import (
@@ -335,7 +335,7 @@ def _event(raw: Any, *, where: str, known: set[str]) -> ScenarioEvent:
 
 
 def _check_event(value: Any, *, where: str, known: set[str]) -> CheckEvent:
-    allowed = ("workload", "name", "state", "message", "requeueAfterSeconds")
+    allowed = ("workload", "name", "state", "message", "requeueAfterSeconds", "podSetUpdates")
     spec = _mapping(value, where=where, allowed=allowed, required=("workload", "name", "state"))
     if spec["state"] not in CHECK_STATES:
         raise _Problem(f"{where}.state: must be one of {', '.join(CHECK_STATES)}, got {spec['state']!r}")
@@ -347,12 +347,17 @@ def _check_event(value: Any, *, where: str, known: set[str]) -> CheckEvent:
     message = spec.get("message", "")
     if not isinstance(message, str):
         raise _Problem(f"{where}.message: must be a string")
+    try:
+        updates = msgspec.convert(spec.get("podSetUpdates") or [], tuple[models.PodSetUpdate, ...], str_keys=True)
+    except msgspec.ValidationError as err:
+        raise _Problem(f"{where}.podSetUpdates: {err}") from None
     return CheckEvent(
         workload=_workload_key(spec["workload"], where=f"{where}.workload", known=known),
         check=spec["name"],
         state=spec["state"],
         message=message,
         requeue_after_seconds=after,
+        pod_set_updates=updates,
     )
 
 

@@ -91,13 +91,15 @@ class ApplyEvent(msgspec.Struct, frozen=True, kw_only=True):
 
 class CheckEvent(msgspec.Struct, frozen=True, kw_only=True):
     """``{check: {workload: ns/name, name: CHECK, state: Ready|Retry|Rejected|Pending, message?,
-    requeueAfterSeconds?}}``: an admission check controller sets the check's state (ours)."""
+    requeueAfterSeconds?, podSetUpdates?}}``: an admission check controller sets the check's state
+    (ours); ``podSetUpdates`` as in the Workload status (SEMANTICS-ADVANCED B.3)."""
 
     workload: str
     check: str
     state: str
     message: str = ""
     requeue_after_seconds: int | None = None
+    pod_set_updates: tuple[models.PodSetUpdate, ...] = ()
 
 
 class PodsReadyEvent(msgspec.Struct, frozen=True, kw_only=True):

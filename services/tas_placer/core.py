@@ -19,7 +19,8 @@ findReplacementAssignment, scheduler.go handleFailedTASReplacement):
 
 Pure: state in, decisions out. Not done: slice-aware replacement domains (A.13.4 step 3 for
 slices), single-Pod-owned workloads keeping their assignment, ``status.unhealthyNodes`` and the
-second-pass backoff, delayed topology requests (A.9).
+second-pass backoff. Delayed topology requests (A.9) are the admitter's second pass
+(:func:`services.admitter.topology.second_pass`).
 """
 
 from __future__ import annotations
