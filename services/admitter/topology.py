@@ -27,6 +27,7 @@ from services.tas_placer.placement import (
     Placement,
     PlacementFailure,
     PodSetPlacementRequest,
+    TASGates,
     add_usage,
     find_assignments,
 )
@@ -166,6 +167,7 @@ class CycleTopology:
         assumed: dict[str, Requests] = {}
         placed: list[tuple[str, str, tas.Assignment]] = []
         usage: Usage = {}
+        gates = TASGates.from_feature_gates(self.state.configuration.feature_gates)
         for flavor in sorted(by_flavor):
             tree = self.state.topology.flavor_topology(flavor)
             requests = by_flavor[flavor]
@@ -177,10 +179,12 @@ class CycleTopology:
                 # On an empty tree the result depends on the tree and the requests only: kept
                 # with the tree (a new tree object comes with every topology fact).
                 memo = tree.__dict__.setdefault("_empty_placements", {})
-                key = repr(requests)
+                key = repr((requests, gates))
                 result = memo.get(key)
                 if result is None:
-                    result = memo[key] = find_assignments(tree, requests, simulate_empty=True, check_empty=False)
+                    result = memo[key] = find_assignments(
+                        tree, requests, simulate_empty=True, check_empty=False, gates=gates
+                    )
             else:
                 result = find_assignments(
                     tree,
@@ -189,6 +193,7 @@ class CycleTopology:
                     assumed_usage=assumed if tree.lowest_is_hostname else None,
                     simulate_empty=simulate_empty,
                     check_empty=False,
+                    gates=gates,
                 )
             if isinstance(result, PlacementFailure):
                 return result

@@ -13,12 +13,14 @@ Entry points:
   :class:`PlacementFailure` (Kueue's message, and whether it would fit on an empty tree, A.5).
 - :func:`assignment_usage`: the TAS usage an assignment takes per leaf (A.2.2, A.5.8).
 
-Not done: balanced placement (A.6.9, alpha gate off by default), preferred node affinity
-scoring (A.3.4, alpha off), node replacement (A.13), elastic slices (A.14).
+Balanced placement (A.6.9, alpha gate TASBalancedPlacement, off by default) spreads a preferred
+request evenly over the fewest domains (Kueue tas_balanced_placement.go). Not done: preferred node
+affinity scoring (A.3.4, alpha off), node replacement (A.13), elastic slices (A.14).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +37,15 @@ class TASGates:
     """The feature gates that change placement (A.0), with Kueue's defaults."""
 
     profile_mixed: bool = True  # TASProfileMixed: unconstrained uses LeastFreeCapacity
+    balanced_placement: bool = False  # TASBalancedPlacement (alpha): balanced preferred (A.6.9)
+
+    @classmethod
+    def from_feature_gates(cls, gates: Mapping[str, bool]) -> TASGates:
+        """The placement gates from a Configuration's ``featureGates`` (missing ⇒ Kueue default)."""
+        return cls(
+            profile_mixed=gates.get("TASProfileMixed", True),
+            balanced_placement=gates.get("TASBalancedPlacement", False),
+        )
 
 
 @dataclass(frozen=True)
@@ -258,6 +269,41 @@ def _matches_term(term: models.NodeSelectorTerm, labels: Mapping[str, str]) -> b
     return True
 
 
+def _clone(dom: _Domain, parent: _Domain | None) -> _Domain:
+    """A deep copy of ``dom``'s subtree with its counts, for speculative pruning (Kueue cloneDomains)."""
+    copy = _Domain(dom.id, dom.values, dom.level)
+    copy.parent, copy.leaf = parent, dom.leaf
+    copy.pod_count, copy.slice_count, copy.pcwl, copy.scwl = dom.pod_count, dom.slice_count, dom.pcwl, dom.scwl
+    copy.leader_count = dom.leader_count
+    copy.children = [_clone(c, copy) for c in dom.children]
+    return copy
+
+
+def _clear(dom: _Domain, *, leader_only: bool) -> None:
+    if leader_only:
+        dom.pcwl = dom.scwl = dom.leader_count = 0
+    else:
+        dom.pod_count = dom.slice_count = dom.pcwl = dom.scwl = dom.leader_count = 0
+    for child in dom.children:
+        _clear(child, leader_only=leader_only)
+
+
+def _prune_node(dom: _Domain, threshold: int, leader: bool) -> None:
+    """Kueue pruneDomainNodeBelowThreshold."""
+    if dom.slice_count < threshold:
+        _clear(dom, leader_only=False)
+    elif leader and dom.leader_count > 0 and dom.scwl < threshold:
+        _clear(dom, leader_only=True)
+
+
+def _entropy(domains: Sequence[_Domain]) -> float:
+    """Shannon entropy (bits) of the pod counts of ``domains`` (Kueue calculateDomainsEntropy)."""
+    total = sum(d.pod_count for d in domains)
+    if total <= 0:
+        return 0.0
+    return -sum(d.pod_count / total * math.log2(d.pod_count / total) for d in domains if d.pod_count > 0)
+
+
 class _Stats:
     """Why leaves were excluded, for the failure message (Kueue tasExclusionStats)."""
 
@@ -406,18 +452,25 @@ class _Run:
         for root in self.roots:
             self._fill_inner(root, 0)
 
-        fit = self._level_with_fit_domains(requested_level)
-        if isinstance(fit, str):
-            return fit
-        fit_level, chosen = fit
+        balanced = None
+        if self.gates.balanced_placement and not self.required and not self.unconstrained:
+            balanced = self._balanced(requested_level)
+        if balanced is not None:
+            fit_level, chosen = balanced
+        else:
+            fit = self._level_with_fit_domains(requested_level)
+            if isinstance(fit, str):
+                return fit
+            fit_level, chosen = fit
         chosen = self._update_counts(chosen, self.count, self.leader_total, self.slice_size, True)
         level = fit_level
-        while level < min(len(self.levels) - 1, self.slice_level):
+        while balanced is None and level < min(len(self.levels) - 1, self.slice_level):
             lower = self._sorted([c for d in chosen for c in d.children])
             chosen = self._update_counts(lower, self.count, self.leader_total, self.slice_size, True)
             level += 1
         while level < len(self.levels) - 1:
-            size = self.size_at_level.get(level + 1, 1)
+            # above the slice level only after a balanced placement (its chosen level may be there)
+            size = self.slice_size if level < self.slice_level else self.size_at_level.get(level + 1, 1)
             next_chosen: list[_Domain] = []
             for dom in chosen:
                 lower = self._sorted(dom.children)
@@ -684,6 +737,175 @@ class _Run:
                 return domains
             return [dom, *domains[:i], *domains[i + 1 :]]
         return domains
+
+    # -- balanced placement (A.6.9; Kueue tas_balanced_placement.go) --
+
+    def _balanced(self, requested_level: int) -> tuple[int, list[_Domain]] | None:
+        """Balanced placement for a preferred request: the level and the domains (working copies
+        carrying their share), or None to fall back to A.6.4. Kueue
+        findBestDomainsForBalancedPlacement + applyBalancedPlacementAlgorithm."""
+        slices = self.count // self.slice_size
+        leaders = self.leader_total
+        if requested_level == 0:
+            groups = [list(self.per_level[0].values())]
+        else:
+            parents = sorted(self.per_level[requested_level - 1].values(), key=lambda d: d.values)
+            groups = [p.children for p in parents]
+        best_threshold, best_count, best = 0, 0, None
+        for group in groups:
+            candidates = [_clone(d, None) for d in group]
+            lower = self._lower(candidates, requested_level)
+            greedy = self._evaluate_greedy(lower, slices, leaders)
+            if greedy is None or greedy[0] == 0:
+                continue
+            used, last_leader, last = greedy
+            threshold = slices // used
+            if last_leader is not None:
+                threshold = min(threshold, last_leader.scwl)
+            if last is not None:
+                threshold = min(threshold, last.slice_count)
+            reserved = threshold
+            if leaders > 0 and last is not None:
+                reserved = min(threshold, last.scwl)
+            if threshold < best_threshold:
+                continue
+            self._prune(candidates, threshold)
+            after = self._evaluate_greedy(candidates, slices, leaders)
+            if after is None and reserved < threshold:
+                # retry with a lower threshold that keeps room for the leader
+                if reserved <= 0 or reserved < best_threshold:
+                    continue
+                threshold = reserved
+                candidates = [_clone(d, None) for d in group]
+                self._prune(candidates, threshold)
+                after = self._evaluate_greedy(candidates, slices, leaders)
+            if after is None:
+                continue
+            if threshold > best_threshold or (threshold == best_threshold and after[0] < best_count):
+                best_threshold, best_count, best = threshold, after[0], candidates
+        if best_threshold <= 0 or best is None:
+            return None
+        fit_level = requested_level
+        if requested_level < self.slice_level:
+            chosen = self._optimal_set(best, slices, leaders, 1, by_entropy=True)
+            if chosen is None:
+                return None
+            best = [c for d in chosen for c in d.children]
+            fit_level = requested_level + 1
+        placed = self._place_balanced(best, slices, leaders, best_threshold)
+        return None if placed is None else (fit_level, placed)
+
+    def _lower(self, domains: list[_Domain], level: int) -> list[_Domain]:
+        if level < self.slice_level:
+            return [c for d in domains for c in d.children]
+        return domains
+
+    def _evaluate_greedy(
+        self, domains: Sequence[_Domain], slices: int, leaders: int
+    ) -> tuple[int, _Domain | None, _Domain | None] | None:
+        """Simulate the greedy take-whole walk: (domains used, last leader domain, last domain),
+        or None when the request does not fit (Kueue evaluateGreedyAssignment)."""
+        used = 0
+        last_leader = last = None
+        remaining, remaining_leaders = slices, leaders
+        if leaders > 0:
+            ordered = self._sorted_with_leader(domains)
+            idx = 0
+            while remaining_leaders > 0 and idx < len(ordered) and ordered[idx].leader_count > 0:
+                dom = ordered[idx]
+                used += 1
+                last_leader = dom
+                remaining_leaders -= dom.leader_count
+                remaining -= dom.scwl
+                idx += 1
+            rest = self._sorted(ordered[idx:])
+        else:
+            rest = self._sorted(domains)
+        if remaining_leaders > 0:
+            return None
+        for dom in rest:
+            if remaining <= 0 or dom.slice_count <= 0:
+                break
+            used += 1
+            last = dom
+            remaining -= dom.slice_count
+        if remaining > 0:
+            return None
+        return used, last_leader, last
+
+    def _prune(self, domains: list[_Domain], threshold: int) -> None:
+        """Drop children (then domains) holding fewer than ``threshold`` slices; a domain that
+        can no longer hold the leader at the threshold loses its leader capacity (Kueue
+        pruneDomainsBelowThreshold)."""
+        leader = self.leader_total > 0
+        for dom in domains:
+            for child in dom.children:
+                _prune_node(child, threshold, leader)
+        for dom in domains:
+            self._fill_inner(dom, dom.level)
+            _prune_node(dom, threshold, leader)
+
+    def _optimal_set(
+        self, domains: Sequence[_Domain], slices: int, leaders: int, size: int, *, by_entropy: bool
+    ) -> list[_Domain] | None:
+        """The domains, as few as greedy would use, holding the leaders and ``slices`` slices
+        with the least excess capacity, found by dynamic programming over (leaders left, pods
+        left); None when greedy does not fit (Kueue selectOptimalDomainSetToFit)."""
+        greedy = self._evaluate_greedy(domains, slices, leaders)
+        if greedy is None:
+            return None
+        k = greedy[0]
+        if by_entropy:
+            ordered = sorted(domains, key=lambda d: (-d.leader_count, -d.scwl, -_entropy(d.children), d.values))
+        else:
+            ordered = sorted(domains, key=lambda d: d.values)
+        states: list[dict[tuple[int, int], list[_Domain]]] = [{} for _ in range(k + 1)]
+        states[0][(leaders, slices * size)] = []
+        for dom in ordered:
+            for i in range(k, 0, -1):
+                target = states[i]
+                for before in sorted(states[i - 1]):
+                    b_leaders, b_pods = before
+                    if b_leaders <= 0 and b_pods <= 0:
+                        continue
+                    taken = [*states[i - 1][before], dom]
+                    if b_leaders > 0 and dom.leader_count > 0:
+                        target.setdefault((b_leaders - dom.leader_count, b_pods - dom.pcwl), taken)
+                    if dom.slice_count > 0:
+                        target.setdefault((b_leaders, b_pods - dom.pod_count), taken)
+        done = [key for key in states[k] if key[0] == 0 and key[1] <= 0]
+        if not done:
+            return None
+        return states[k][max(done)]
+
+    def _place_balanced(
+        self, domains: list[_Domain], slices: int, leaders: int, threshold: int
+    ) -> list[_Domain] | None:
+        """Give each domain of the optimal set ``threshold`` slices, then the extras in sorted
+        order (leader domains first); None on failure (Kueue placeSlicesOnDomainsBalanced)."""
+        chosen = self._optimal_set(domains, slices, leaders, self.slice_size, by_entropy=False)
+        if chosen is None or slices < len(chosen) * threshold:
+            return None
+        chosen = self._sorted_with_leader(chosen)
+        extra = slices - len(chosen) * threshold
+        leaders_left = leaders
+        for dom in chosen:
+            if leaders_left > 0:
+                take = min(dom.scwl - threshold, extra)
+                dom.leader_count = 1
+                leaders_left -= 1
+            elif extra > 0:
+                take = min(dom.slice_count - threshold, extra)
+                dom.leader_count = 0
+            else:
+                take = dom.leader_count = 0
+            dom.slice_count = dom.scwl = threshold + take
+            dom.pod_count = dom.slice_count * self.slice_size
+            dom.pcwl = dom.pod_count - dom.leader_count
+            extra -= take
+        if extra > 0 or leaders_left > 0:
+            return None
+        return chosen
 
     # -- phase 2b: trim and descend (A.6.5) --
 
