@@ -102,18 +102,13 @@ def large_scale_facts(*, cohorts: int = 10, queues_per_cohort: int = 100, scale:
     return facts
 
 
-def run_core_bench(*, cohorts: int = 10, queues_per_cohort: int = 100, scale: float = 1.0) -> CoreBenchResult:
-    """Run the admitter core to completion on the large-scale shape and measure it."""
-    state = ClusterState()
-    facts = large_scale_facts(cohorts=cohorts, queues_per_cohort=queues_per_cohort, scale=scale)
-    seq = 0
-    for fact in facts:
-        seq += 1
-        apply(state, fact, seq=seq)
-    workloads = sum(isinstance(f, types.WorkloadObserved) for f in facts)
-    del facts, fact  # folded: a service would not keep them either (and the collector need not walk them)
+def _run_to_completion(state: ClusterState, *, seq: int) -> tuple[float, float, int, int, int]:
+    """Admitter cycles (1 s apart) folded into ``state`` (last log sequence ``seq``) until
+    nothing is left: when a cycle decides nothing, every admitted workload finishes (its
+    runtime has passed). Returns decide seconds, fold seconds, decisions, cycles and
+    TopologyAssigned decisions."""
     decide_s = fold_s = 0.0
-    decisions = cycles = 0
+    decisions = cycles = placements = 0
     now = BASE_MS + 60_000
     while True:
         started = time.perf_counter()
@@ -127,14 +122,28 @@ def run_core_bench(*, cohorts: int = 10, queues_per_cohort: int = 100, scale: fl
             apply(state, event, seq=seq)
         fold_s += time.perf_counter() - started
         decisions += len(out)
+        placements += sum(isinstance(e, types.TopologyAssigned) for e in out)
         if out:
             continue
         running = [wl.ref for wl in state.workloads.values() if wl.reservation is not None and not wl.gone]
         if not running:
-            break
+            return decide_s, fold_s, decisions, cycles, placements
         for ref in running:  # their runtime has passed
             seq += 1
             apply(state, types.WorkloadFinished(workload=ref, at_ms=now), seq=seq)
+
+
+def run_core_bench(*, cohorts: int = 10, queues_per_cohort: int = 100, scale: float = 1.0) -> CoreBenchResult:
+    """Run the admitter core to completion on the large-scale shape and measure it."""
+    state = ClusterState()
+    facts = large_scale_facts(cohorts=cohorts, queues_per_cohort=queues_per_cohort, scale=scale)
+    seq = 0
+    for fact in facts:
+        seq += 1
+        apply(state, fact, seq=seq)
+    workloads = sum(isinstance(f, types.WorkloadObserved) for f in facts)
+    del facts, fact  # folded: a service would not keep them either (and the collector need not walk them)
+    decide_s, fold_s, decisions, cycles, _ = _run_to_completion(state, seq=seq)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return CoreBenchResult(
         cluster_queues=cohorts * queues_per_cohort,
@@ -268,30 +277,7 @@ def run_tas_bench(
         apply(state, fact, seq=seq)
     total = sum(isinstance(f, types.WorkloadObserved) for f in facts)
     del facts, fact
-    decide_s = fold_s = 0.0
-    decisions = cycles = placements = 0
-    now = BASE_MS + 60_000
-    while True:
-        started = time.perf_counter()
-        out = deciders.ADMITTER.decide(state, now_ms=now)
-        decide_s += time.perf_counter() - started
-        cycles += 1
-        now += 1_000
-        started = time.perf_counter()
-        for event in out:
-            seq += 1
-            apply(state, event, seq=seq)
-        fold_s += time.perf_counter() - started
-        decisions += len(out)
-        placements += sum(isinstance(e, types.TopologyAssigned) for e in out)
-        if out:
-            continue
-        running = [wl.ref for wl in state.workloads.values() if wl.reservation is not None and not wl.gone]
-        if not running:
-            break
-        for ref in running:
-            seq += 1
-            apply(state, types.WorkloadFinished(workload=ref, at_ms=now), seq=seq)
+    decide_s, fold_s, decisions, cycles, placements = _run_to_completion(state, seq=seq)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return TASBenchResult(
         nodes=racks * nodes_per_rack,
