@@ -129,7 +129,9 @@ async def test_sample_jobset_starts_on_its_flavor_reports_pods_ready_and_stops(a
         assert stopped["metadata"]["annotations"][EVICTED_ANNOTATION] == "Preempted"
         await asyncio.sleep(0.2)
         assert await events_of(bus, types.WorkloadStopped) == []  # its Jobs are still active
-        await write_status(api, JOBSETS, name, {"replicatedJobsStatus": [{**r, "active": 0} for r in ready_status]})
+        await write_status(
+            api, JOBSETS, name, {"replicatedJobsStatus": [{**r, "active": 0, "ready": 0} for r in ready_status]}
+        )
         [stop] = await wait_for(bus, types.WorkloadStopped)
         assert (stop.workload.name, stop.reason) == (ref.name, "Preempted")
         history = await wait_for(bus, types.WorkloadPodsReady, count=3)
@@ -138,7 +140,10 @@ async def test_sample_jobset_starts_on_its_flavor_reports_pods_ready_and_stops(a
             (ref.name, True, "Started"),
             (ref.name, False, "WaitForStart"),  # stopped: waiting for the next start
         ]
-    assert [e.action for e in await events_of(bus, types.DispatchApplied)] == ["StartJob", "Evict"]
+        # stopped after a preemption it goes back to its queue and, the quota being free, is started again
+        applied_all = await wait_for(bus, types.DispatchApplied, count=3, timeout=10)
+        assert [e.action for e in applied_all] == ["StartJob", "Evict", "StartJob"]
+        assert all(e.workload == ref for e in applied_all)
     assert seq > 0
 
 
