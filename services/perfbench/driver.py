@@ -10,8 +10,10 @@ bench's objects deleted); the harness publishes what it would have seen.
 
 The harness (this process) plays Kueue's test runner:
 
-1. publishes the configuration's objects (flavor, then each ClusterQueue, its
-   Namespace and LocalQueue) as facts, and waits until every service has started;
+1. publishes the configuration's objects (in TAS mode first the nodes and the
+   Topology, as the watcher's NodeObserved / TopologyObserved facts; then the
+   flavor, then each ClusterQueue, its Namespace and LocalQueue) as facts, and waits
+   until every service has started;
 2. runs every creation stream at once (as Kueue's generator does, one stream per
    ClusterQueue and workload set): the k-th workload of a stream is published as a
    ``WorkloadObserved`` fact (creationTimestamp = when it is published)
@@ -55,7 +57,9 @@ from services.perfbench.executor import Executor
 from services.supervisor import Supervisor
 
 SERVICES = ("admitter", "preemptor", "tas-placer", "dispatcher")
-DECODED = frozenset({"QuotaReserved", "WorkloadAdmitted", "QuotaReleased", "EvictionRequested", "DispatchApplied"})
+DECODED = frozenset(
+    {"QuotaReserved", "TopologyAssigned", "WorkloadAdmitted", "QuotaReleased", "EvictionRequested", "DispatchApplied"}
+)
 SAMPLE_SECONDS = 0.25
 OUTBOX_GATHER = 0.005
 
@@ -193,7 +197,9 @@ async def run_bench(
         sampler = _Sampler(pids)
         bus = await nats_bus.connect(server.url)
         now = wall_ms()
-        for fact in generator.object_facts(generated, now_ms=now):
+        facts = generator.object_facts(generated, now_ms=now)
+        recorder.topology = metrics.TopologyCheck.from_facts(facts, generated.flavor.name)
+        for fact in facts:
             recorder.record(fact)
             await _publish_fast(bus, subjects.fact_message(fact, version="bench"))
         await bus.nc.flush()

@@ -20,9 +20,26 @@ makes it:
   ``podCount`` (TAS; else 1) pods requesting ``request`` CPU each, the template's
   ``priority`` and its class and runtime as labels. All streams run concurrently.
 
-TAS extras (the Topology, the nodes and the topology request of a pod set) are
-read and counted but not turned into facts: kueue-es has no fact for Nodes or
-Topologies yet, and its TAS placer decides nothing (docs/design.md).
+TAS mode (``topology`` set; Kueue's ``topology_generator.go``), made before the
+flavor, as Kueue creates them:
+
+- the nodes, one per combination of level indices: name ``node-b<i>-r<j>-n<k>``
+  (``node`` then ``-<first letter of the level name><index>`` per level), labels
+  ``<level nodeLabel>=<level name>-<index>`` for every level, ``tas-node-group=tas``
+  and the cleanup label, allocatable the last level's ``capacity`` (default 96 CPU,
+  256Gi) and ``pods: 110``, Ready. Kueue's quirk kept: with the hostname label as the
+  last level its value ``node-<k>`` repeats in every rack, so Kueue's topology tree
+  (and ours, :mod:`projections.topology`) merges the 10 nodes of one hostname into one
+  leaf, under the rack of the first of them by name;
+- the Topology ``topology.name`` with one level per ``nodeLabel``;
+- the flavor with ``nodeLabels {<resourceFlavor.nodeLabel>: tas}`` and ``topologyName``.
+
+A template with ``tasLevel`` has ``podCount`` pods and a topology request:
+``required`` -> ``required: <tasLevel>``, ``preferred`` -> ``preferred: <tasLevel>``,
+``balanced`` -> ``podSetSliceRequiredTopology: <tasLevel>`` + ``podSetSliceSize:
+<sliceSize>`` (a slice constraint only, no TASBalancedPlacement: Kueue's
+minimalkueue enables no feature gate). The facts are the watcher's own
+(NodeObserved, TopologyObserved), published before the streams start.
 
 kueue-es additions, none of which Kueue's test has: every Workload names a
 ``batch/v1`` Job of its own name as owner (nothing creates that Job), so the
@@ -33,6 +50,7 @@ Units: CPU in millicores, times in ms.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,12 +59,18 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import models, quantities, types
+from events import models, quantities, tas, types
 
 CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"
 RUNTIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"
 CLEANUP_LABEL = "kueue.x-k8s.io/performance-scheduler-cleanup"
 DEFAULT_FLAVOR = "rf"
+TAS_NODE_GROUP_LABEL = "tas-node-group"
+TAS_NODE_GROUP_VALUE = "tas"
+NODE_PODS = 110
+DEFAULT_NODE_CPU = "96"
+DEFAULT_NODE_MEMORY = "256Gi"
+TAS_CONSTRAINTS = ("required", "preferred", "balanced")
 
 
 class ConfigError(ValueError):
@@ -99,16 +123,19 @@ class CohortSet(_Schema, kw_only=True):
 
 
 class Capacity(_Schema, kw_only=True):
-    """A topology level's node capacity."""
+    """A topology level's node capacity (Kueue's defaults: 96 CPU, 256Gi)."""
 
-    cpu: str | int | float = "96"
-    memory: str | int | float = "256Gi"
+    cpu: str | int | float = DEFAULT_NODE_CPU
+    memory: str | int | float = DEFAULT_NODE_MEMORY
 
 
 class TopologyLevel(_Schema, kw_only=True):
-    """One level of the generated topology; only the last one's capacity is used."""
+    """One level of the generated topology; only the last one's capacity is used.
 
-    name: str = ""
+    ``name`` makes the label values (``<name>-<index>``) and, by its first letter, the node names.
+    """
+
+    name: str
     count: int
     node_label: str
     capacity: Capacity | None = None
@@ -177,6 +204,7 @@ class PlannedWorkload:
     request_m: int
     runtime_ms: int
     offset_ms: int
+    topology_request: models.PodSetTopologyRequest | None = None
 
     @property
     def cpu_m(self) -> int:
@@ -223,8 +251,8 @@ def parse_config(raw: Any, *, source: str = "<config>") -> GeneratorConfig:
         raise ConfigError(f"{source}: {err}") from None
     if not config.cohorts:
         raise ConfigError(f"{source}: cohorts: the config must contain at least one cohort")
-    if config.topology is not None and len(config.topology.levels) < 2:
-        raise ConfigError(f"{source}: topology.levels: at least two levels are needed")
+    if config.topology is not None:
+        _check_topology(config, source)
     for ci, cohort_set in enumerate(config.cohorts):
         where = f"{source}: cohorts[{ci}]"
         _non_negative(cohort_set.count, f"{where}.count")
@@ -255,7 +283,68 @@ def parse_config(raw: Any, *, source: str = "<config>") -> GeneratorConfig:
                     _non_negative(template.pod_count, f"{twhere}.podCount")
                     if not template.class_name:
                         raise ConfigError(f"{twhere}.className: must not be empty")
+                    _check_tas_template(template, twhere)
     return config
+
+
+def _check_topology(config: GeneratorConfig, source: str) -> None:
+    """Kueue's topology_generator.go rules: >= 2 levels; a TAS flavor needs ``nodeLabel``."""
+    assert config.topology is not None
+    levels = config.topology.levels
+    if len(levels) < 2:
+        raise ConfigError(f"{source}: topology.levels: at least two levels are needed, got {len(levels)}")
+    for li, level in enumerate(levels):
+        where = f"{source}: topology.levels[{li}]"
+        if not level.name:
+            raise ConfigError(f"{where}.name: must not be empty (it makes the label values and node names)")
+        if level.count < 1:
+            raise ConfigError(f"{where}.count: {level.count} must be at least 1")
+        if not level.node_label:
+            raise ConfigError(f"{where}.nodeLabel: must not be empty")
+        if level.capacity is not None:
+            _cpu(level.capacity.cpu, f"{where}.capacity.cpu")
+            try:
+                quantities.to_amount("memory", level.capacity.memory)
+            except quantities.QuantityError as err:
+                raise ConfigError(f"{where}.capacity.memory: {err}") from None
+    flavor = config.resource_flavor
+    if flavor is not None and flavor.topology_name and not flavor.node_label:
+        raise ConfigError(f"{source}: resourceFlavor.nodeLabel: is required when topologyName is set")
+
+
+def _check_tas_template(template: WorkloadTemplate, where: str) -> None:
+    """A TAS template's constraint must be one Kueue's generator knows, and make a valid request."""
+    if not template.tas_level:
+        return
+    if template.tas_constraint and template.tas_constraint not in TAS_CONSTRAINTS:
+        raise ConfigError(
+            f"{where}.tasConstraint: {template.tas_constraint!r} is not one of {', '.join(TAS_CONSTRAINTS)}"
+        )
+    if template.tas_constraint == "balanced" and template.slice_size < 1:
+        raise ConfigError(f"{where}.sliceSize: a balanced template needs sliceSize >= 1")
+    request = topology_request(template)
+    if request is not None:
+        try:
+            tas.validate_topology_request(request, count=_pods(template), field=f"{where}.topologyRequest")
+        except tas.TopologyRequestError as err:
+            raise ConfigError(str(err)) from None
+
+
+def topology_request(template: WorkloadTemplate) -> models.PodSetTopologyRequest | None:
+    """The pod set's topology request Kueue's generator gives ``template`` (None without ``tasLevel``
+    or a constraint): required / preferred at ``tasLevel``, or for ``balanced`` slices of
+    ``sliceSize`` pods each within one ``tasLevel`` domain (generator.go generateWlSet)."""
+    level = template.tas_level
+    match template.tas_constraint if level else "":
+        case "required":
+            return models.PodSetTopologyRequest(required=level)
+        case "preferred":
+            return models.PodSetTopologyRequest(preferred=level)
+        case "balanced":
+            return models.PodSetTopologyRequest(
+                pod_set_slice_required_topology=level, pod_set_slice_size=template.slice_size or None
+            )
+    return None
 
 
 def _non_negative(value: int, where: str) -> None:
@@ -306,6 +395,7 @@ def planned_workloads(stream: Stream) -> Iterator[PlannedWorkload]:
     """The workloads ``stream`` creates, in order, with their nominal creation offsets."""
     wl_set, queue = stream.workload_set, stream.queue
     interval = wl_set.creation_interval_ms
+    requests = [topology_request(template) for template in wl_set.workloads]
     k = 0
     for si in range(wl_set.count):
         for ti, template in enumerate(wl_set.workloads):
@@ -321,6 +411,7 @@ def planned_workloads(stream: Stream) -> Iterator[PlannedWorkload]:
                 request_m=_cpu(template.request, "request"),
                 runtime_ms=template.runtime_ms,
                 offset_ms=k * interval,
+                topology_request=requests[ti],
             )
 
 
@@ -335,23 +426,64 @@ def _pods(template: WorkloadTemplate) -> int:
 
 
 def object_facts(generated: Generated, *, now_ms: int) -> list[types.Fact]:
-    """The flavor, then per ClusterQueue the ClusterQueue, its Namespace and LocalQueue (Kueue's order).
+    """In Kueue's creation order: in TAS mode the nodes and the Topology, then the flavor, then per
+    ClusterQueue the ClusterQueue, its Namespace and LocalQueue.
 
     ``now_ms`` is their creationTimestamp.
     """
     labels = {CLEANUP_LABEL: "true"}
     flavor = generated.flavor
-    node_labels = {flavor.node_label: "tas"} if flavor.node_label else {}
-    facts: list[types.Fact] = [
+    node_labels = {flavor.node_label: TAS_NODE_GROUP_VALUE} if flavor.node_label else {}
+    facts: list[types.Fact] = [*topology_facts(generated.config.topology, now_ms=now_ms)]
+    facts.append(
         types.ResourceFlavorObserved(
             flavor=models.ResourceFlavor(
                 metadata=models.ObjectMeta(name=flavor.name, labels=labels, creation_timestamp_ms=now_ms),
                 spec=models.ResourceFlavorSpec(node_labels=node_labels, topology_name=flavor.topology_name or None),
             )
         )
-    ]
+    )
     for queue in generated.queues:
         facts.extend(queue_facts(queue, flavor=flavor.name, now_ms=now_ms))
+    return facts
+
+
+def topology_facts(topology: TopologyConfig | None, *, now_ms: int) -> list[types.Fact]:
+    """TAS mode: a NodeObserved per node (Kueue's order: level indices counted widest first), then the
+    TopologyObserved; none without ``topology``. ``now_ms`` is their creationTimestamp.
+
+    Each node as the watcher would report it (:mod:`services.watcher.nodes`): labels, allocatable
+    (cpu in millicores, memory in bytes, pods), Ready=True, schedulable.
+    """
+    if topology is None:
+        return []
+    levels = topology.levels
+    capacity = levels[-1].capacity or Capacity()
+    allocatable = {
+        "cpu": _cpu(capacity.cpu, "topology capacity.cpu"),
+        "memory": quantities.to_amount("memory", capacity.memory),
+        "pods": NODE_PODS,
+    }
+    status = models.NodeStatus(allocatable=allocatable, ready="True")
+    facts: list[types.Fact] = []
+    for indices in itertools.product(*(range(level.count) for level in levels)):
+        labels = {CLEANUP_LABEL: "true", TAS_NODE_GROUP_LABEL: TAS_NODE_GROUP_VALUE}
+        labels.update({level.node_label: f"{level.name}-{i}" for level, i in zip(levels, indices, strict=True)})
+        name = "node" + "".join(f"-{level.name[0]}{i}" for level, i in zip(levels, indices, strict=True))
+        node = models.Node(
+            metadata=models.ObjectMeta(name=name, labels=labels, creation_timestamp_ms=now_ms), status=status
+        )
+        facts.append(types.NodeObserved(node=node))
+    facts.append(
+        types.TopologyObserved(
+            topology=models.Topology(
+                metadata=models.ObjectMeta(
+                    name=topology.name, labels={CLEANUP_LABEL: "true"}, creation_timestamp_ms=now_ms
+                ),
+                spec=models.TopologySpec(levels=[models.TopologyLevel(node_label=lv.node_label) for lv in levels]),
+            )
+        )
+    )
     return facts
 
 
@@ -407,7 +539,14 @@ def workload_fact(planned: PlannedWorkload, *, uid: str, now_ms: int) -> types.W
             spec=models.WorkloadSpec(
                 queue_name=planned.cluster_queue,
                 priority=planned.priority,
-                pod_sets=[models.PodSet(name="main", count=planned.pods, requests={"cpu": planned.request_m})],
+                pod_sets=[
+                    models.PodSet(
+                        name="main",
+                        count=planned.pods,
+                        requests={"cpu": planned.request_m},
+                        topology_request=planned.topology_request,
+                    )
+                ],
             ),
             owner=models.OwnerReference(api_version="batch/v1", kind="Job", name=planned.name, uid=f"job-{uid}"),
         )

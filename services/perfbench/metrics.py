@@ -23,6 +23,13 @@ that stands for each Kubernetes observation:
   (Kueue: minimalkueue's process lifetime, which also holds up to 5 s of
   end detection and its shutdown).
 
+TAS runs add a placement check (:class:`TopologyCheck`, fed by the recorder): every
+admission of a workload with a topology request must follow a ``TopologyAssigned``
+since its last quota release; each assignment places exactly the pod set's pods; a
+``required`` level holds them in one domain of that level; a slice request
+(Kueue's generator's ``balanced``) puts whole slices in each domain of its level; how
+many ``preferred`` placements stayed in one domain is counted.
+
 The recorder is pure: events and their times in, figures out.
 """
 
@@ -33,7 +40,8 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import types
+from events import models, tas, types
+from projections.topology import TopologyState
 from services.perfbench.generator import CLASS_LABEL
 
 RATE_WINDOW_MS = 5_000
@@ -64,6 +72,147 @@ class QueueRecord:
 
 
 @dataclass(kw_only=True)
+class TopologyCheck:
+    """Checks every TopologyAssigned of a run against its pod set's request (see the module doc).
+
+    ``levels``: the Topology's node labels, widest first; ``leaf_values``: per leaf ID of the
+    flavor's tree (the hostname when the lowest level is hostname), its value per level, as the
+    placer's tree has it (:class:`projections.topology.FlavorTopology`). ``violations`` lists
+    what failed, one line each.
+    """
+
+    levels: tuple[str, ...]
+    leaf_values: dict[str, tuple[str, ...]]
+    nodes: int = 0
+    requests: dict[str, tuple[str, int, models.PodSetTopologyRequest]] = field(default_factory=dict)
+    placements: int = 0
+    placed: set[str] = field(default_factory=set)
+    admissions: int = 0
+    admitted_without: int = 0
+    required: list[int] = field(default_factory=lambda: [0, 0])  # [in one domain, all]
+    sliced: list[int] = field(default_factory=lambda: [0, 0])  # [whole slices everywhere, all]
+    preferred: list[int] = field(default_factory=lambda: [0, 0])  # [in one domain, all]
+    violations: list[str] = field(default_factory=list)
+    _assigned: set[str] = field(default_factory=set)
+
+    @classmethod
+    def from_facts(cls, facts: list[types.Fact], flavor: str) -> TopologyCheck | None:
+        """The check for TAS flavor ``flavor``'s tree, folded from the run's object facts (None when the
+        facts make no tree for it: not a TAS run)."""
+        state = TopologyState()
+        for fact in facts:
+            state.apply(fact)
+        tree = state.flavor_topology(flavor)
+        if tree is None:
+            return None
+        return cls(
+            levels=tree.levels,
+            leaf_values={leaf.id: leaf.values for leaf in tree.leaves},
+            nodes=sum(isinstance(f, types.NodeObserved) for f in facts),
+        )
+
+    def observed(self, wl: models.Workload) -> None:
+        """Note a workload's TAS pod set (the first pod set with a topology request), if any."""
+        for ps in wl.spec.pod_sets:
+            if ps.topology_request is not None and tas.requests_tas(ps.topology_request):
+                self.requests[f"{wl.metadata.namespace}/{wl.metadata.name}"] = (ps.name, ps.count, ps.topology_request)
+                return
+
+    def assigned(self, event: types.TopologyAssigned) -> None:
+        """Check one placement."""
+        key = event.workload.key
+        self.placements += 1
+        self.placed.add(key)
+        self._assigned.add(key)
+        wanted = self.requests.get(key)
+        if wanted is None:
+            self.violations.append(f"{key}: placed without a topology request")
+            return
+        name, count, request = wanted
+        ta = event.assignments.get(name)
+        if ta is None:
+            self.violations.append(f"{key}: no assignment for pod set {name}")
+            return
+        assignment = tas.decode(ta)
+        if assignment.pod_count != count:
+            self.violations.append(f"{key}: {assignment.pod_count} pods placed, the pod set has {count}")
+        domains = self._full_values(key, assignment)
+        if domains is None:
+            return
+        if request.required is not None:
+            self.required[1] += 1
+            if self._in_one_domain(domains, request.required):
+                self.required[0] += 1
+            else:
+                self.violations.append(f"{key}: required {request.required} spans several domains")
+        elif request.preferred is not None:
+            self.preferred[1] += 1
+            self.preferred[0] += self._in_one_domain(domains, request.preferred)
+        for layer in tas.slice_layers(request):
+            self.sliced[1] += 1
+            depth = self.levels.index(layer.topology) + 1
+            per_domain: dict[tuple[str, ...], int] = defaultdict(int)
+            for values, pods in domains:
+                per_domain[values[:depth]] += pods
+            if layer.size and all(pods % layer.size == 0 for pods in per_domain.values()):
+                self.sliced[0] += 1
+            else:
+                self.violations.append(f"{key}: slices of {layer.size} broken across {layer.topology} domains")
+
+    def _full_values(self, key: str, assignment: tas.Assignment) -> list[tuple[tuple[str, ...], int]] | None:
+        """Each assigned domain's value at every Topology level, with its pods."""
+        if assignment.levels == self.levels:
+            return [(d.values, d.count) for d in assignment.domains]
+        if assignment.levels == (self.levels[-1],):
+            out = []
+            for d in assignment.domains:
+                values = self.leaf_values.get(d.values[0])
+                if values is None:
+                    self.violations.append(f"{key}: placed on {d.values[0]}, not a leaf of the tree")
+                    return None
+                out.append((values, d.count))
+            return out
+        self.violations.append(f"{key}: assignment levels {assignment.levels} are not the topology's")
+        return None
+
+    def _in_one_domain(self, domains: list[tuple[tuple[str, ...], int]], level: str) -> bool:
+        if level not in self.levels:
+            return False
+        depth = self.levels.index(level) + 1
+        return len({values[:depth] for values, _ in domains}) == 1
+
+    def admitted(self, key: str) -> None:
+        """A workload was admitted: a TAS one needs a placement since its last release."""
+        if key not in self.requests:
+            return
+        self.admissions += 1
+        if key not in self._assigned:
+            self.admitted_without += 1
+            self.violations.append(f"{key}: admitted without a TopologyAssigned")
+
+    def released(self, key: str) -> None:
+        """A workload gave its quota back: its placement went with it."""
+        self._assigned.discard(key)
+
+    def report(self) -> dict[str, Any]:
+        """The check's figures, for the run document."""
+        return {
+            "nodes": self.nodes,
+            "leaves": len(self.leaf_values),
+            "tasWorkloads": len(self.requests),
+            "placements": self.placements,
+            "workloadsPlaced": len(self.placed),
+            "tasAdmissions": self.admissions,
+            "admittedWithoutTopologyAssigned": self.admitted_without,
+            "requiredInOneDomain": f"{self.required[0]}/{self.required[1]}",
+            "slicesWhole": f"{self.sliced[0]}/{self.sliced[1]}",
+            "preferredInOneDomain": f"{self.preferred[0]}/{self.preferred[1]}",
+            "violations": len(self.violations),
+            "firstViolations": self.violations[:10],
+        }
+
+
+@dataclass(kw_only=True)
 class Recorder:
     """Folds the events of a run (each with the time it is about) into Kueue's figures.
 
@@ -84,6 +233,8 @@ class Recorder:
     admitted: int = 0
     last_release_ms: int = 0
     first_seq: int = 0
+    topology: TopologyCheck | None = None
+    eviction_reasons: dict[str, int] = field(default_factory=dict)
     _recent: deque[tuple[int, int]] = field(default_factory=deque)
 
     # -- input ---------------------------------------------------------------------------------
@@ -129,6 +280,11 @@ class Recorder:
                     self.workloads[key] = WorkloadRecord(
                         class_name=wl.metadata.labels.get(CLASS_LABEL, ""), created_ms=wl.metadata.creation_timestamp_ms
                     )
+                    if self.topology is not None:
+                        self.topology.observed(wl)
+            case types.TopologyAssigned():
+                if self.topology is not None:
+                    self.topology.assigned(event)
             case types.QuotaReserved(workload=ref, cluster_queue=cq_name, at_ms=at):
                 cpu = sum(a.resource_usage.get("cpu", 0) for a in event.pod_set_assignments)
                 if ref.key not in self.held:
@@ -136,6 +292,8 @@ class Recorder:
                     self._shift(cq_name, cpu, at)
             case types.QuotaReleased(workload=ref, at_ms=at):
                 held = self.held.pop(ref.key, None)
+                if self.topology is not None:
+                    self.topology.released(ref.key)
                 if held is not None:
                     self._shift(held[0], -held[1], at)
                     self.released += 1
@@ -146,7 +304,10 @@ class Recorder:
                     self.admitted += not record.admitted_ms
                     record.admitted_ms = at
                 self.admission_times.append(at)
-            case types.EvictionRequested(workload=ref):
+                if self.topology is not None:
+                    self.topology.admitted(ref.key)
+            case types.EvictionRequested(workload=ref, reason=reason):
+                self.eviction_reasons[reason] = self.eviction_reasons.get(reason, 0) + 1
                 record = self.workloads.get(ref.key)
                 if record is not None:
                     record.evictions += 1

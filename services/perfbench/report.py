@@ -85,6 +85,7 @@ def document(result: RunResult) -> dict[str, Any]:
             "workloads": result.workloads,
             "admitted": rec.admitted,
             "finished": rec.finished,
+            "evictionReasons": dict(sorted(rec.eviction_reasons.items())),
         },
         "throughput": {
             "admissionsPerSecond": round(mean_rate, 1),
@@ -120,6 +121,8 @@ def document(result: RunResult) -> dict[str, Any]:
         },
         "runDir": result.run_dir,
     }
+    if rec.topology is not None:
+        doc["topology"] = rec.topology.report()
     if kueue is not None:
         doc["kueue"] = {"config": name, **kueue}
         doc["ratios"]["wallToKueue"] = _ratio(result.wall_ms, kueue["wallMs"])
@@ -189,6 +192,23 @@ def table(doc: dict[str, Any]) -> Table:
             "s",
         )
         row(f"{name}: evictions", group["totalEvictions"], None, 0, "n")
+    if topo := doc.get("topology"):
+        out.add_row(
+            "TAS: placements / admitted without one",
+            f"{topo['placements']:,} / {topo['admittedWithoutTopologyAssigned']}",
+            "",
+            "",
+            "",
+            "",
+        )
+        out.add_row(
+            "TAS: required in one domain, slices whole, preferred in one domain",
+            f"{topo['requiredInOneDomain']}, {topo['slicesWhole']}, {topo['preferredInOneDomain']}",
+            "",
+            "",
+            "",
+            "",
+        )
     thr = doc["throughput"]
     kueue_rate = doc["timing"]["workloads"] * 1000 / kueue["wallMs"] if kueue.get("wallMs") else None
     row("admissions/s (mean, first to last)", thr["admissionsPerSecond"], kueue_rate, None, "n")

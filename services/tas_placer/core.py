@@ -82,9 +82,10 @@ def _check(
             *flavor.spec.tolerations,
             *(t for u in updates if u.name == psa.name for t in u.tolerations),
         ]
+        tree = state.topology.flavor_topology(flavor_name)
         for domain in tas.decode(ta).domains:
             node = domain.values[-1]
-            if node not in failed and _failed(state.topology.nodes.get(node), tolerations):
+            if node not in failed and _failed(_node_of(state, tree, node), tolerations):
                 failed[node] = psa.name
     if not failed:
         return []
@@ -102,6 +103,17 @@ def _check(
         return []  # tried again next cycle (Kueue: the second-pass queue)
     message = f"Workload was evicted as there was no replacement for unhealthy node(s): {node}"
     return [_evict(wl, cq, message, now_ms=now_ms)]
+
+
+def _node_of(state: ClusterState, tree: FlavorTopology | None, hostname: str) -> models.Node | None:
+    """The node an assignment's hostname value names: the node of that name (Kueue's node
+    controller matches node names against the values), else the tree's node carrying that
+    hostname label (nodes whose hostname label is not their name, e.g. Kueue's performance test:
+    node-b0-r3-n15 has hostname node-15). None: no such node (deleted, or out of the tree)."""
+    node = state.topology.nodes.get(hostname)
+    if node is None and tree is not None and (leaf := tree.leaf_by_id.get(hostname)) is not None:
+        node = leaf.node
+    return node
 
 
 def _failed(node: models.Node | None, tolerations: list[models.Toleration]) -> bool:

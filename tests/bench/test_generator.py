@@ -93,11 +93,11 @@ def test_tas_config_reads_pod_count_flavor_and_nodes() -> None:
     assert gen.flavor.name == "tas-flavor"
     assert gen.nodes == 640
     planned = gen.planned()
-    assert len(planned) == 30 * 120
+    assert len(planned) == 15_000
     first = planned[0]
     assert first.name == "small-required-rack-0-0-0"
     assert (first.pods, first.request_m, first.cpu_m) == (2, 500, 1_000)
-    flavor = generator.object_facts(gen, now_ms=0)[0]
+    flavor = generator.object_facts(gen, now_ms=0)[641]  # after the 640 nodes and the Topology
     assert isinstance(flavor, types.ResourceFlavorObserved)
     assert flavor.flavor.spec.node_labels == {"tas-node-group": "tas"}
 
