@@ -24,8 +24,8 @@ that stands for each Kubernetes observation:
   end detection and its shutdown).
 
 TAS runs add a placement check (:class:`TopologyCheck`, fed by the recorder): every
-admission of a workload with a topology request must follow a ``TopologyAssigned``
-since its last quota release; each assignment places exactly the pod set's pods; a
+admission of a workload with a topology request, and every start write the
+dispatcher lands for it, must follow a ``TopologyAssigned`` since its last quota release; each assignment places exactly the pod set's pods; a
 ``required`` level holds them in one domain of that level; a slice request
 (Kueue's generator's ``balanced``) puts whole slices in each domain of its level; how
 many ``preferred`` placements stayed in one domain is counted.
@@ -89,6 +89,8 @@ class TopologyCheck:
     placed: set[str] = field(default_factory=set)
     admissions: int = 0
     admitted_without: int = 0
+    starts: int = 0
+    started_without: int = 0
     required: list[int] = field(default_factory=lambda: [0, 0])  # [in one domain, all]
     sliced: list[int] = field(default_factory=lambda: [0, 0])  # [whole slices everywhere, all]
     preferred: list[int] = field(default_factory=lambda: [0, 0])  # [in one domain, all]
@@ -190,6 +192,15 @@ class TopologyCheck:
             self.admitted_without += 1
             self.violations.append(f"{key}: admitted without a TopologyAssigned")
 
+    def started(self, key: str) -> None:
+        """The dispatcher's start write for a workload landed: a TAS one needs its placement first."""
+        if key not in self.requests:
+            return
+        self.starts += 1
+        if key not in self._assigned:
+            self.started_without += 1
+            self.violations.append(f"{key}: started without a TopologyAssigned")
+
     def released(self, key: str) -> None:
         """A workload gave its quota back: its placement went with it."""
         self._assigned.discard(key)
@@ -204,6 +215,8 @@ class TopologyCheck:
             "workloadsPlaced": len(self.placed),
             "tasAdmissions": self.admissions,
             "admittedWithoutTopologyAssigned": self.admitted_without,
+            "tasStarts": self.starts,
+            "startedWithoutTopologyAssigned": self.started_without,
             "requiredInOneDomain": f"{self.required[0]}/{self.required[1]}",
             "slicesWhole": f"{self.sliced[0]}/{self.sliced[1]}",
             "preferredInOneDomain": f"{self.preferred[0]}/{self.preferred[1]}",
@@ -306,6 +319,9 @@ class Recorder:
                 self.admission_times.append(at)
                 if self.topology is not None:
                     self.topology.admitted(ref.key)
+            case types.DispatchApplied(workload=ref, action="StartJob"):
+                if self.topology is not None:
+                    self.topology.started(ref.key)
             case types.EvictionRequested(workload=ref, reason=reason):
                 self.eviction_reasons[reason] = self.eviction_reasons.get(reason, 0) + 1
                 record = self.workloads.get(ref.key)

@@ -169,13 +169,16 @@ def test_topology_check_flags_split_racks_broken_slices_and_unplaced_admissions(
     check.assigned(placed("bad-slices", {"h1": 1, "h2": 3}))
     for name in ("in-rack", "split", "slices", "bad-slices", "never-placed"):
         check.admitted(f"ns/{name}")
+    check.started("ns/in-rack")
     check.released("ns/in-rack")
     check.admitted("ns/in-rack")  # re-admitted after a release without a new placement
+    check.started("ns/in-rack")
     report = check.report()
     assert report["requiredInOneDomain"] == "1/2"
     assert report["slicesWhole"] == "1/2"
     assert report["admittedWithoutTopologyAssigned"] == 2
-    assert report["violations"] == 4
+    assert (report["tasStarts"], report["startedWithoutTopologyAssigned"]) == (2, 1)
+    assert report["violations"] == 5
     assert any("ns/split" in v for v in report["firstViolations"])
 
 
@@ -256,6 +259,7 @@ def test_small_tas_run_places_every_workload(tmp_path: Path) -> None:
     assert (topo["nodes"], topo["leaves"], topo["tasWorkloads"]) == (8, 4, total)
     assert topo["workloadsPlaced"] == total  # every workload got a TopologyAssigned
     assert topo["admittedWithoutTopologyAssigned"] == 0
+    assert topo["tasStarts"] >= total and topo["startedWithoutTopologyAssigned"] == 0  # dispatched once placed
     assert topo["placements"] == topo["tasAdmissions"] >= total  # one placement per admission, re-admissions too
     required, required_all = map(int, topo["requiredInOneDomain"].split("/"))
     assert required == required_all >= 20  # every required placement within one rack
