@@ -283,7 +283,7 @@ def parse_config(raw: Any, *, source: str = "<config>") -> GeneratorConfig:
                     _non_negative(template.pod_count, f"{twhere}.podCount")
                     if not template.class_name:
                         raise ConfigError(f"{twhere}.className: must not be empty")
-                    _check_tas_template(template, twhere)
+                    _check_tas_template(template, twhere, config.topology)
     return config
 
 
@@ -312,10 +312,13 @@ def _check_topology(config: GeneratorConfig, source: str) -> None:
         raise ConfigError(f"{source}: resourceFlavor.nodeLabel: is required when topologyName is set")
 
 
-def _check_tas_template(template: WorkloadTemplate, where: str) -> None:
-    """A TAS template's constraint must be one Kueue's generator knows, and make a valid request."""
+def _check_tas_template(template: WorkloadTemplate, where: str, topology: TopologyConfig | None) -> None:
+    """A TAS template's constraint must be one Kueue's generator knows and make a valid request, at a
+    level of the topology (else its workloads could never be placed and the run would never end)."""
     if not template.tas_level:
         return
+    if topology is not None and template.tas_level not in [level.node_label for level in topology.levels]:
+        raise ConfigError(f"{where}.tasLevel: {template.tas_level!r} is not a nodeLabel of topology.levels")
     if template.tas_constraint and template.tas_constraint not in TAS_CONSTRAINTS:
         raise ConfigError(
             f"{where}.tasConstraint: {template.tas_constraint!r} is not one of {', '.join(TAS_CONSTRAINTS)}"

@@ -109,6 +109,7 @@ def test_each_class_has_its_pod_count_request_and_topology_request() -> None:
         (('tasConstraint: "preferred"', 'tasConstraint: "nearby"'), "tasConstraint: 'nearby'"),
         (('nodeLabel: "tas-node-group"', 'nodeLabel: ""'), "resourceFlavor.nodeLabel"),
         (("- name: rack", '- name: ""'), "topology.levels[1].name"),
+        (('tasLevel: "cloud.provider.com/topology-rack"', 'tasLevel: "zone"'), "tasLevel: 'zone' is not a nodeLabel"),
     ],
 )
 def test_tas_config_errors_name_the_field(change: tuple[str, str], message: str) -> None:
