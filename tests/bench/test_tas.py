@@ -243,6 +243,9 @@ def test_placer_sees_no_failed_node_when_hostnames_are_not_node_names() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_small_tas_run_places_every_workload(tmp_path: Path) -> None:
+    """Kueue's TAS file shrunk (58 workloads, 8 nodes) through nats-server and the services. With
+    Kueue's repeated hostnames the tree has 4 leaves, all under rack-0, so "required in one rack"
+    holds by construction here; the check itself is tested on real racks above."""
     config = tmp_path / "generator.yaml"
     config.write_text(yaml.safe_dump(tas_small()))
     out = tmp_path / "bench.yaml"
