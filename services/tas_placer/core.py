@@ -34,7 +34,7 @@ from projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from projections.topology import FlavorTopology
 from services.tas_placer.placement import Placement, PodSetPlacementRequest, add_usage, find_assignments
 
-LOGIC_VERSION = 2
+LOGIC_VERSION = 3
 ROLE = "place"
 NODE_FAILURES = "NodeFailures"
 
@@ -48,6 +48,8 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
     fail_fast = gates.get("TASFailedNodeReplacementFailFast", True)
     if not gates.get("TASFailedNodeReplacement", True):
         return []
+    if not _any_suspect_node(state):
+        return []  # the common case: every node holding TAS usage is healthy, no workload to walk
     out: list[types.Decision] = []
     usage: dict[str, dict[str, dict[str, int]]] = {}  # per flavor: the TAS usage with this cycle's replacements
     for key in sorted(k for k, wl in state.workloads.items() if wl.topology):
@@ -103,6 +105,23 @@ def _check(
         return []  # tried again next cycle (Kueue: the second-pass queue)
     message = f"Workload was evicted as there was no replacement for unhealthy node(s): {node}"
     return [_evict(wl, cq, message, now_ms=now_ms)]
+
+
+def _any_suspect_node(state: ClusterState) -> bool:
+    """Whether some node holding TAS usage in a hostname-level tree is deleted, not Ready or carries
+    a NoSchedule/NoExecute taint (tolerations ignored: ``_check`` decides per workload). False lets
+    ``decide`` skip its walk over every workload, which the folded usage makes exact: a workload's
+    assigned hostnames are the leaves its usage sits on."""
+    for flavor, per_leaf in state.tas_usage.items():
+        tree = state.topology.flavor_topology(flavor)
+        if tree is None:
+            return True  # its Topology or flavor is gone: let the full check look
+        if not tree.lowest_is_hostname:
+            continue  # A.13.1: only hostname assignments get failure handling
+        for leaf_id in per_leaf:
+            if _failed(_node_of(state, tree, leaf_id.rsplit(",", 1)[-1]), []):
+                return True
+    return False
 
 
 def _node_of(state: ClusterState, tree: FlavorTopology | None, hostname: str) -> models.Node | None:
