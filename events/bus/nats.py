@@ -25,6 +25,7 @@ on an R3 stream too.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -189,6 +190,7 @@ class NatsBus(base.Bus):
         self.timeout = timeout
         self._js = nc.jetstream(timeout=timeout)
         self._jsm = nc.jsm(timeout=timeout)
+        self._readers: set[_ReadBuffer] = set()
 
     async def ensure_stream(self, config: api.StreamConfig) -> None:
         """Create the stream ``config.name`` or bring an existing one to ``config``.
@@ -326,26 +328,49 @@ class NatsBus(base.Bus):
 
         ``pending`` is the server's ``num_pending`` at delivery. Raises BusError
         when the connection closes under the reader.
+
+        The consumer is a callback subscription: nats-py hands each message to
+        :func:`_ReadBuffer.put`, which only queues it, and this generator takes
+        everything queued without one task per message (``next_msg`` creates a
+        task, a ``uuid4`` and a timeout for every message: 2-3 x the CPU, docs/benchmarks.md).
+        Order and exactly-once are nats-py's ordered consumer's: a gap in the
+        consumer sequence (a message dropped) makes it recreate the consumer from
+        the last stream sequence delivered, and the callback runs in delivery order.
         """
         filters = rules.normalize_filters(subjects)
         first = min(max(start_seq, 1), await self.last_seq() + 1)
         config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=first)
         if len(filters) > 1:
             config.filter_subjects = list(filters)
-        with _wrapped(f"Reading {filters} from {start_seq}"):
-            sub = await self._js.subscribe(filters[0], stream=base.STREAM_NAME, ordered_consumer=True, config=config)
+        buffer = _ReadBuffer()
+        self._readers.add(buffer)
         try:
-            while True:
-                with _wrapped(f"Reading {filters}"):
-                    msg = await sub.next_msg(timeout=None)
-                metadata = msg.metadata
-                seq = metadata.sequence.stream
-                if seq >= start_seq:
-                    yield _log_message(msg, seq=seq, pending=metadata.num_pending)
+            with _wrapped(f"Reading {filters} from {start_seq}"):
+                sub = await self._js.subscribe(
+                    filters[0], stream=base.STREAM_NAME, ordered_consumer=True, config=config, cb=buffer.put
+                )
+            try:
+                queued = buffer.queued
+                while True:
+                    if not queued:
+                        await buffer.wait(self.nc)
+                        continue
+                    msg = queued.popleft()
+                    seq, pending = _position(msg)
+                    if seq >= start_seq:
+                        yield base.LogMessage(
+                            seq=seq,
+                            subject=msg.subject,
+                            data=msg.data or b"",
+                            headers=rules.stored_headers(msg.headers),
+                            pending=pending,
+                        )
+            finally:
+                if not self.nc.is_closed:
+                    with contextlib.suppress(nats.errors.Error):
+                        await sub.unsubscribe()
         finally:
-            if not self.nc.is_closed:
-                with contextlib.suppress(nats.errors.Error):
-                    await sub.unsubscribe()
+            self._readers.discard(buffer)
 
     async def last_seq(self) -> int:
         """The stream's last sequence (0 when empty), from the stream leader."""
@@ -408,6 +433,64 @@ class NatsBus(base.Bus):
             with contextlib.suppress(nats.errors.Error):
                 await self.nc.flush(timeout=max(1, int(self.timeout)))
             await self.nc.close()
+        for reader in list(self._readers):
+            reader.wake()
+
+
+class _ReadBuffer:
+    """The messages an ordered consumer delivered that its reader has not taken yet.
+
+    nats-py calls :meth:`put` (a coroutine, as it requires) for each message, in
+    order; the reader takes them from ``queued`` and, when it is empty, waits in
+    :meth:`wait` until one comes or the connection closes.
+    """
+
+    CLOSED_CHECK_SECONDS = 1.0
+
+    def __init__(self) -> None:
+        self.queued: collections.deque[Msg] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    async def put(self, msg: Msg) -> None:
+        """Queue ``msg`` and wake the reader."""
+        self.queued.append(msg)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def wake(self) -> None:
+        """Wake the reader to look at the connection (it is closing)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, nc: Client) -> None:
+        """Return when a message is queued; raise BusError once ``nc`` is closed."""
+        while not self.queued:
+            if nc.is_closed:
+                raise base.BusError("Reading failed: the connection to NATS is closed.")
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait((self._waiter,), timeout=self.CLOSED_CHECK_SECONDS)
+            finally:
+                self._waiter = None
+
+
+def _position(msg: Msg) -> tuple[int, int]:
+    """A delivered message's stream sequence and ``num_pending``, from its reply subject.
+
+    ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>`` (9 tokens), or
+    the form with a domain and an account hash in front and a random token behind (12);
+    anything else is left to nats-py's parser. Cheaper than ``Msg.metadata``, which
+    also builds a datetime per message.
+    """
+    tokens = (msg.reply or "").split(".")
+    if len(tokens) == 9 and tokens[0] == "$JS":
+        return int(tokens[5]), int(tokens[8])
+    if len(tokens) >= 11 and tokens[0] == "$JS":
+        return int(tokens[7]), int(tokens[10])
+    metadata = msg.metadata
+    return metadata.sequence.stream, metadata.num_pending
 
 
 class NatsDurable(base.DurableConsumer):
