@@ -255,11 +255,16 @@ class NatsBus(base.Bus):
         headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
         what = f"Publishing {message.msg_id!r} on {message.subject!r}"
         with _wrapped(what):
-            async for attempt in _retrying(what):
-                with attempt:
-                    ack = await self._js.publish(
-                        message.subject, message.data, headers=headers, stream=base.STREAM_NAME
-                    )
+            try:  # the retrying machinery is built only once a first try failed (it costs more than a publish)
+                ack = await self._js.publish(message.subject, message.data, headers=headers, stream=base.STREAM_NAME)
+            except Exception as err:
+                if not _transient(err):
+                    raise
+                async for attempt in _retrying(what):
+                    with attempt:
+                        ack = await self._js.publish(
+                            message.subject, message.data, headers=headers, stream=base.STREAM_NAME
+                        )
         return base.PublishAck(seq=ack.seq, duplicate=bool(ack.duplicate))
 
     async def commit_batch(
@@ -498,8 +503,11 @@ class NatsDurable(base.DurableConsumer):
 
     nats-py's ``fetch(batch=n)`` holds on until ``n`` messages came or its
     timeout passed, so one message trickling in would wait the whole timeout.
-    Here a fetch waits for the first message alone, then takes whatever else is
-    ready within :data:`TOP_UP_WAIT` seconds, like the memory bus.
+    Here a fetch waits for the first message alone, then, if that message's
+    ``num_pending`` says more are waiting, takes up to that many within
+    :data:`TOP_UP_WAIT` seconds, like the memory bus. When the previous fetch
+    ended with messages still pending, it asks for those at once (one round trip
+    to the server instead of two, which on a busy machine is most of a fetch's time).
     """
 
     TOP_UP_WAIT = 0.02
@@ -507,12 +515,20 @@ class NatsDurable(base.DurableConsumer):
     def __init__(self, *, sub: Any, name: str) -> None:
         self._sub = sub
         self.name = name
+        self._backlog = 0  # num_pending of the last message fetched
 
     async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[base.Delivery]:
         """Up to ``batch`` deliveries, as soon as one is there; [] when none came within ``timeout`` s."""
-        msgs = await self._pull(batch=1, timeout=timeout)
-        if msgs and batch > 1:
-            msgs += await self._pull(batch=batch - 1, timeout=self.TOP_UP_WAIT)
+        msgs: list[Msg] = []
+        if self._backlog > 0:
+            # the last fetch said more were waiting: one request for them, not a wait for the first then another
+            msgs = await self._pull(batch=min(batch, self._backlog), timeout=self.TOP_UP_WAIT)
+        if not msgs:
+            msgs = await self._pull(batch=1, timeout=timeout)
+            if msgs and batch > 1 and msgs[0].metadata.num_pending > 0:
+                # only when the first says more are waiting: a top-up that finds nothing costs a request
+                msgs += await self._pull(batch=min(batch - 1, msgs[0].metadata.num_pending), timeout=self.TOP_UP_WAIT)
+        self._backlog = msgs[-1].metadata.num_pending if msgs else 0
         deliveries = []
         for msg in msgs:
             metadata = msg.metadata
@@ -524,6 +540,11 @@ class NatsDurable(base.DurableConsumer):
         try:
             what = f"Fetching from {self.name!r}"
             with _wrapped(what):
+                try:  # the retrying machinery only once a first try failed
+                    return list(await self._sub.fetch(batch=batch, timeout=timeout))
+                except Exception as err:
+                    if not _transient(err):
+                        raise
                 async for attempt in _retrying(what):
                     with attempt:
                         return list(await self._sub.fetch(batch=batch, timeout=timeout))

@@ -37,6 +37,7 @@ precondition, retried on conflict).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -214,12 +215,31 @@ class Dispatcher:
         async with self._folded:
             await self._folded.wait_for(lambda: self.state.last_seq >= seq)
 
+    FETCH_BATCH = 100
+    """Decisions taken per fetch. A batch's acks go out when it is done, and the next batch is
+    fetched meanwhile: at most two batches' Job writes (4 s at 50 writes/s) stand between a
+    delivery and its ack, well inside the consumer's 30 s ack wait."""
+
     async def consume(self, consumer: DurableConsumer) -> None:
-        """Fetch, execute and ack decisions forever; objects are brought up to date after every fetch."""
+        """Fetch, execute and ack decisions forever; objects are brought up to date after every fetch.
+
+        The next fetch is under way while a batch is handled (one fetch at a time, batches
+        handled one after the other in delivery order), so a batch does not wait a round
+        trip to the server after the one before: on a busy machine that wait was most of
+        the time from an admission to its Job write.
+        """
         self._gated = True  # not before the fold reaches the end: it would write the past on the way
         await self.prime()
-        while True:
-            await self.handle_batch(consumer, await consumer.fetch(batch=50, timeout=1.0))
+        upcoming = asyncio.ensure_future(consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0))
+        try:
+            while True:
+                deliveries = await upcoming
+                upcoming = asyncio.ensure_future(consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0))
+                await self.handle_batch(consumer, deliveries)
+        finally:
+            upcoming.cancel()
+            with contextlib.suppress(BaseException):
+                await upcoming
 
     async def handle(self, consumer: DurableConsumer, delivery: Delivery) -> None:
         """Execute one delivered decision; ack when its result is on the log."""
