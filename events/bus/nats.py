@@ -485,7 +485,7 @@ def _position(msg: Msg) -> tuple[int, int]:
     """A delivered message's stream sequence and ``num_pending``, from its reply subject.
 
     ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>`` (9 tokens), or
-    the form with a domain and an account hash in front and a random token behind (12);
+    the form with a domain and an account hash in front (11 tokens, 12 with a random one behind);
     anything else is left to nats-py's parser. Cheaper than ``Msg.metadata``, which
     also builds a datetime per message.
     """
@@ -524,11 +524,12 @@ class NatsDurable(base.DurableConsumer):
     async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[base.Delivery]:
         """Up to ``batch`` deliveries, as soon as one is there; [] when none came within ``timeout`` s."""
         msgs: list[Msg] = []
+        deadline = time.monotonic() + timeout
         if self._backlog > 0:
             # the last fetch said more were waiting: one request for them, not a wait for the first then another
             msgs = await self._pull(batch=min(batch, self._backlog), timeout=min(self.BACKLOG_WAIT, timeout))
         if not msgs:
-            msgs = await self._pull(batch=1, timeout=timeout)
+            msgs = await self._pull(batch=1, timeout=max(deadline - time.monotonic(), 0.001))
             if msgs and batch > 1 and msgs[0].metadata.num_pending > 0:
                 # only when the first says more are waiting: a top-up that finds nothing costs a request
                 msgs += await self._pull(batch=min(batch - 1, msgs[0].metadata.num_pending), timeout=self.BACKLOG_WAIT)
