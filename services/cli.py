@@ -329,7 +329,6 @@ def _manage_option(parser: argparse.ArgumentParser) -> None:
 
 def _run_service(args: argparse.Namespace) -> int:
     from services import runtime
-    from services.leader import LeadershipLost
 
     runtime.configure_logging(service=args.name)
     if args.leader_elect and args.name not in ("watcher", "dispatcher"):
@@ -341,20 +340,28 @@ def _run_service(args: argparse.Namespace) -> int:
         return 2
     try:
         asyncio.run(runtime.run_until_signalled(lambda stop: _serve(args, stop)))
-    except LeadershipLost as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    except Exception as err:
+        # services.leader (kubernetes_asyncio, about 1 s to import) only when a lease is used
+        if args.leader_elect:
+            from services.leader import LeadershipLost
+
+            if isinstance(err, LeadershipLost):
+                print(f"error: {err}", file=sys.stderr)
+                return 1
+        raise
     return 0
 
 
 async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     import contextlib
 
-    from services import deciders, health, leader
+    from services import deciders, health
     from services.deciding import serve_decider
 
     settings = None
     if args.leader_elect:
+        from services import leader
+
         settings = leader.LeaseSettings(
             name=args.leader_elect_lease_name or f"kueue-es-{args.name}",
             namespace=args.leader_elect_namespace or leader.default_namespace(),
@@ -401,6 +408,8 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         if settings is None:
             await work(stop)
         else:
+            from services import leader
+
             await leader.run_with_lease(work, api=api, settings=settings, stop=stop, health=probe)
 
 

@@ -24,7 +24,6 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
-import aiohttp.web
 import structlog
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -232,6 +231,7 @@ async def serve_health(health: Health, *, port: int, host: str = "0.0.0.0") -> A
 
     ``port=0`` picks a free port. Raises OSError if the port is taken.
     """
+    import aiohttp.web  # here, not at the top: a service without a health port skips its import (about 1 s)
 
     async def healthz(_: aiohttp.web.Request) -> aiohttp.web.Response:
         return aiohttp.web.json_response({"service": health.service, "alive": True})
