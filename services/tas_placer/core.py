@@ -32,9 +32,9 @@ import msgspec
 from events import models, tas, types
 from projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from projections.topology import FlavorTopology
-from services.tas_placer.placement import Placement, PodSetPlacementRequest, add_usage, find_assignments
+from services.tas_placer.placement import Placement, PodSetPlacementRequest, TASGates, add_usage, find_assignments
 
-LOGIC_VERSION = 2
+LOGIC_VERSION = 3
 ROLE = "place"
 NODE_FAILURES = "NodeFailures"
 
@@ -158,7 +158,10 @@ def _replace(
     if usage is None:  # the workloads holding quota, then this cycle's replacements (counted once placed)
         usage = cycle_usage[flavor] = {}
         add_usage(usage, state.tas_usage.get(flavor, {}))
-    result = find_assignments(restricted, [request], tas_usage=usage, check_empty=False)
+    # The placement gates as at admission (TASProfileMixed, TASBalancedPlacement): Kueue's
+    # findReplacementAssignment runs the same findTopologyAssignment (tas_flavor_snapshot.go).
+    gates = TASGates.from_feature_gates(state.configuration.feature_gates)
+    result = find_assignments(restricted, [request], tas_usage=usage, check_empty=False, gates=gates)
     if not isinstance(result, Placement) or ps_name not in result.assignments:
         return f"cannot find replacement assignment for unhealthy node: {failed_node}"
     add_usage(usage, result.usage)
