@@ -294,6 +294,30 @@ def second_pass(
     return topology_assigned(wl, wl.reservation.cluster_queue, result, now_ms=now_ms)
 
 
+def reserved_wanted(
+    state: ClusterState, wl: WorkloadState, pod_set_assignments: Iterable[types.PodSetAssignment]
+) -> list[_Wanted]:
+    """The TAS pod sets of ``pod_set_assignments`` (a reservation's or a nomination's, of
+    ``wl``) with their TAS flavor, in pod-set order: those assigned a TAS flavor (a pod set
+    only gets one when it requests TAS, explicitly or implied in a TAS-only ClusterQueue,
+    A.5.1), with count > 0 and no delayed topology request pending (A.5.3, A.9). What the
+    preemptor's recomputation places with the victims removed (A.11)."""
+    specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+    ready_updates = _ready_updates(wl)
+    out: list[_Wanted] = []
+    for psa in pod_set_assignments:
+        spec = specs.get(psa.name)
+        flavor = tas_flavor_of(state, psa)
+        if spec is None or flavor is None or psa.count == 0 or psa.delayed_topology_request == PENDING:
+            continue
+        implied = not tas.requests_tas(spec.topology_request)
+        request = PodSetPlacementRequest.from_pod_set(
+            spec, count=psa.count, implied=implied, pod_set_updates=ready_updates
+        )
+        out.append(_Wanted(flavor, request))
+    return out
+
+
 def _subtract(into: dict[str, Requests], usage: Mapping[str, Mapping[str, int]]) -> None:
     for leaf, requests in usage.items():
         bucket = into.setdefault(leaf, {})
@@ -342,6 +366,7 @@ __all__ = [
     "TASPart",
     "delayed_flavors",
     "pending_delayed",
+    "reserved_wanted",
     "second_pass",
     "Placement",
     "PlacementFailure",
