@@ -17,6 +17,7 @@ Pure: no I/O, no clock. One :class:`CycleTopology` per cycle.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
@@ -28,6 +29,7 @@ from services.tas_placer.placement import (
     PlacementFailure,
     PodSetPlacementRequest,
     TASGates,
+    UsageToken,
     add_usage,
     find_assignments,
 )
@@ -36,6 +38,7 @@ Requests = dict[str, int]
 Usage = dict[str, dict[str, Requests]]  # flavor -> leaf ID -> resource -> amount
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+_SERIALS = itertools.count(1)  # CycleTopology serials (tokens for the placer's phase-1 cache)
 
 
 class Placed(NamedTuple):
@@ -73,6 +76,11 @@ class CycleTopology:
         self.state = state
         self.active = bool(state.topology.topologies) and any(f.spec.topology_name for f in state.flavors.values())
         self.added: Usage = {}
+        # Names the contents of :meth:`usage`: a serial per instance and a version bumped by
+        # every :meth:`add` (the placer reuses phase-1 capacities while they stay equal).
+        self.serial = next(_SERIALS)
+        self.version = 0
+        self.changes: list[frozenset[str]] = []  # per version: the leaf IDs its add touched
         self._usage: dict[tuple[str, frozenset[str]], dict[str, Requests]] = {}
 
     # --- who requests TAS ---------------------------------------------------------------------
@@ -139,6 +147,8 @@ class CycleTopology:
     def add(self, usage: Usage) -> None:
         """Count ``usage`` (an admitted or reserving entry's, A.10) for the rest of the cycle."""
         topo = self.state.topology
+        self.version += 1
+        self.changes.append(frozenset(leaf for leaves in usage.values() for leaf in leaves))
         for flavor, leaves in usage.items():
             add_usage(self.added.setdefault(flavor, {}), leaves)
             tree = topo.flavor_topology(flavor)
@@ -194,6 +204,7 @@ class CycleTopology:
                     simulate_empty=simulate_empty,
                     check_empty=False,
                     gates=gates,
+                    usage_token=UsageToken((self.serial, flavor, removed), self.version, self.changes),
                 )
             if isinstance(result, PlacementFailure):
                 return result
