@@ -32,13 +32,15 @@ from services.tas_placer.placement import (
     UsageToken,
     add_usage,
     find_assignments,
+    request_key,
 )
 
 Requests = dict[str, int]
 Usage = dict[str, dict[str, Requests]]  # flavor -> leaf ID -> resource -> amount
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
-_SERIALS = itertools.count(1)  # CycleTopology serials (tokens for the placer's phase-1 cache)
+_SERIALS = itertools.count(1)  # CycleTopology / _UsageHistory serials (tokens for the placer's phase-1 cache)
+_HISTORY_LIMIT = 100_000  # versions before a usage history starts afresh (its memory stays bounded)
 
 
 class Placed(NamedTuple):
@@ -68,6 +70,21 @@ class TASPart(NamedTuple):
     delayed: tuple[str, ...] = ()
 
 
+class _UsageHistory:
+    """One TAS flavor's usage as successive cycles see it (:meth:`CycleTopology.usage`), for
+    the placer's phase-1 cache (:class:`~services.tas_placer.placement.UsageToken`):
+    ``changes[v - 1]`` = the leaf IDs that differ between versions ``v - 1`` and ``v``;
+    ``content`` = the latest version (the owning cycle's usage dict, kept in step by its
+    :meth:`CycleTopology.add`); ``owner`` = the serial of that cycle. Only the owner extends
+    it; a new cycle takes it over by diffing its usage against ``content``."""
+
+    def __init__(self) -> None:
+        self.serial = next(_SERIALS)
+        self.changes: list[frozenset[str]] = []
+        self.content: dict[str, Requests] | None = None
+        self.owner = 0
+
+
 class CycleTopology:
     """The TAS view of one cycle: the trees of the TAS flavors, the TAS usage of the workloads
     holding quota, and what this cycle's admissions and reservations added (A.10)."""
@@ -82,6 +99,8 @@ class CycleTopology:
         self.version = 0
         self.changes: list[frozenset[str]] = []  # per version: the leaf IDs its add touched
         self._usage: dict[tuple[str, frozenset[str]], dict[str, Requests]] = {}
+        self._histories: dict[str, _UsageHistory] = {}
+        self.gates = TASGates.from_feature_gates(state.configuration.feature_gates)
 
     # --- who requests TAS ---------------------------------------------------------------------
 
@@ -142,7 +161,32 @@ class CycleTopology:
                 _subtract(out, victim.tas_usage.get(name, {}))
         if not removed:
             self._usage[key] = out
+            self._follow(flavor, out)
         return out
+
+    def _follow(self, flavor: str, content: dict[str, Requests]) -> None:
+        """Continue ``flavor``'s usage history (kept in ``state.caches`` across cycles) with
+        ``content``: the leaves that differ from the last content it saw make one version."""
+        histories: dict[str, _UsageHistory] = self.state.caches.setdefault("tas.usage_history", {})
+        history = histories.get(flavor)
+        if history is None or len(history.changes) >= _HISTORY_LIMIT:
+            history = histories[flavor] = _UsageHistory()
+        elif history.content is not None:
+            last = history.content
+            changed = frozenset(leaf for leaf in content.keys() | last.keys() if content.get(leaf) != last.get(leaf))
+            if changed:
+                history.changes.append(changed)
+        history.content, history.owner = content, self.serial
+        self._histories[flavor] = history
+
+    def _token(self, flavor: str, removed: frozenset[str]) -> UsageToken:
+        """The placer's name for :meth:`usage` of ``flavor`` without ``removed``: its usage
+        history's while this cycle owns it (phase-1 capacities then carry over from one cycle
+        to the next), else this cycle's own."""
+        history = self._histories.get(flavor)
+        if not removed and history is not None and history.owner == self.serial:
+            return UsageToken((history.serial, flavor), len(history.changes), history.changes)
+        return UsageToken((self.serial, flavor, removed), self.version, self.changes)
 
     def add(self, usage: Usage) -> None:
         """Count ``usage`` (an admitted or reserving entry's, A.10) for the rest of the cycle."""
@@ -158,6 +202,9 @@ class CycleTopology:
                     hostname and (other := topo.flavor_topology(cached)) is not None and other.lowest_is_hostname
                 ):
                     add_usage(merged, leaves)
+                    history = self._histories.get(cached)
+                    if history is not None and history.owner == self.serial:
+                        history.changes.append(frozenset(leaves))
 
     # --- placement ------------------------------------------------------------------------------
 
@@ -177,7 +224,7 @@ class CycleTopology:
         assumed: dict[str, Requests] = {}
         placed: list[tuple[str, str, tas.Assignment]] = []
         usage: Usage = {}
-        gates = TASGates.from_feature_gates(self.state.configuration.feature_gates)
+        gates = self.gates
         for flavor in sorted(by_flavor):
             tree = self.state.topology.flavor_topology(flavor)
             requests = by_flavor[flavor]
@@ -189,7 +236,7 @@ class CycleTopology:
                 # On an empty tree the result depends on the tree and the requests only: kept
                 # with the tree (a new tree object comes with every topology fact).
                 memo = tree.__dict__.setdefault("_empty_placements", {})
-                key = repr((requests, gates))
+                key = (tuple(request_key(r) for r in requests), gates)
                 result = memo.get(key)
                 if result is None:
                     result = memo[key] = find_assignments(
@@ -204,7 +251,7 @@ class CycleTopology:
                     simulate_empty=simulate_empty,
                     check_empty=False,
                     gates=gates,
-                    usage_token=UsageToken((self.serial, flavor, removed), self.version, self.changes),
+                    usage_token=self._token(flavor, removed),
                 )
             if isinstance(result, PlacementFailure):
                 return result

@@ -114,6 +114,21 @@ class PodSetPlacementRequest:
         )
 
 
+def request_key(request: PodSetPlacementRequest) -> Hashable:
+    """A hashable equal for equal requests (the memo key of a placement's inputs)."""
+    return (
+        request.name,
+        request.count,
+        request.implied,
+        tuple(sorted(request.requests.items())),
+        repr(request.topology_request),
+        tuple(sorted(request.node_selector.items())),
+        repr(request.tolerations),
+        repr(request.required_node_affinity),
+        repr(request.pod_set_updates),
+    )
+
+
 @dataclass(frozen=True)
 class Placement:
     """A successful placement: per pod set name its assignment, and the TAS usage it adds per
