@@ -6,6 +6,8 @@ admitted with a topology assignment whose lowest level is the hostname, and acts
 of their assignment fails (Kueue pkg/controller/tas/node_controller.go, tas_flavor_snapshot.go
 findReplacementAssignment, scheduler.go handleFailedTASReplacement):
 
+- the replacement is placed with the configured placement gates (TASProfileMixed,
+  TASBalancedPlacement), as at admission (Kueue runs the same findTopologyAssignment);
 - a node counts as failed when it is deleted, not Ready, or carries a NoSchedule / NoExecute
   taint the pod set does not tolerate (its template's, its flavor's and its admission checks'
   tolerations). kueue-es sees no pods of admitted workloads, so under

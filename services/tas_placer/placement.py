@@ -14,8 +14,16 @@ Entry points:
 - :func:`assignment_usage`: the TAS usage an assignment takes per leaf (A.2.2, A.5.8).
 
 Balanced placement (A.6.9, alpha gate TASBalancedPlacement, off by default) spreads a preferred
-request evenly over the fewest domains (Kueue tas_balanced_placement.go). Not done: preferred node
-affinity scoring (A.3.4, alpha off), node replacement (A.13), elastic slices (A.14).
+request evenly over the fewest domains (Kueue tas_balanced_placement.go). Node replacement
+(A.13) calls :func:`find_assignments` on the tree limited to the required domain
+(:mod:`services.tas_placer.core`). Not done: preferred node affinity scoring (A.3.4, alpha off),
+elastic slices (A.14).
+
+Speed (Kueue's TASCacheNodeMatchResults / TASCachingRemainingResources / TASCacheTopologyTree,
+caches without a semantic effect): the domain tree is built once per tree object; with a
+:class:`UsageToken` the phase-1 counts (A.6.2) are kept with the tree per token key and inputs,
+and a later call updates only the leaves whose usage changed (and their ancestors) and restores
+only the domains the previous run's phase 2 changed. Results are identical with or without it.
 """
 
 from __future__ import annotations
