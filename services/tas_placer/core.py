@@ -22,8 +22,10 @@ findReplacementAssignment, scheduler.go handleFailedTASReplacement):
 A replacement of pods that are not whole slices goes to the slice domain they complete, with
 the slice size narrowed to the innermost layer dividing their count (A.13.4 step 3).
 
-Pure: state in, decisions out. Not done: single-Pod-owned workloads keeping their assignment,
-``status.unhealthyNodes`` and the second-pass backoff. Delayed topology requests (A.9) are the admitter's second pass
+A workload owned by a single v1 Pod (not a pod group) keeps its assignment when one of its
+nodes fails (SkipReassignmentForPodOwnedWorkloads, on; A.13.4 step 1): its pod cannot move.
+
+Pure: state in, decisions out. Not done: ``status.unhealthyNodes`` and the second-pass backoff. Delayed topology requests (A.9) are the admitter's second pass
 (:func:`services.admitter.topology.second_pass`).
 """
 
@@ -38,7 +40,7 @@ from projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from projections.topology import FlavorTopology
 from services.tas_placer.placement import Placement, PodSetPlacementRequest, TASGates, add_usage, find_assignments
 
-LOGIC_VERSION = 4
+LOGIC_VERSION = 5
 ROLE = "place"
 NODE_FAILURES = "NodeFailures"
 
@@ -97,6 +99,10 @@ def _check(
         names = ", ".join(sorted(failed))
         message = f"Workload eviction triggered due to multiple TAS assigned node failures, including: {names}"
         return [_evict(wl, cq, message, now_ms=now_ms)]
+    if state.configuration.feature_gates.get("SkipReassignmentForPodOwnedWorkloads", True) and _owned_by_single_pod(
+        wl.workload
+    ):
+        return []  # A.13.4 step 1: the pod cannot move; its assignment stays as it is
     node, ps_name = next(iter(failed.items()))
     replaced = _replace(state, wl, ps_name, node, usage)
     if isinstance(replaced, models.TopologyAssignment):
@@ -106,6 +112,17 @@ def _check(
         return []  # tried again next cycle (Kueue: the second-pass queue)
     message = f"Workload was evicted as there was no replacement for unhealthy node(s): {node}"
     return [_evict(wl, cq, message, now_ms=now_ms)]
+
+
+IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+
+
+def _owned_by_single_pod(workload: models.Workload) -> bool:
+    """Owned by one v1 Pod and not a pod group's workload (Kueue workload.OwnedBySinglePod)."""
+    owner = workload.owner
+    if owner is None or workload.metadata.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true":
+        return False
+    return owner.kind == "Pod" and owner.api_version == "v1"
 
 
 def _failed(node: models.Node | None, tolerations: list[models.Toleration]) -> bool:
