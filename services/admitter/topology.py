@@ -17,6 +17,7 @@ Pure: no I/O, no clock. One :class:`CycleTopology` per cycle.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
@@ -28,14 +29,18 @@ from services.tas_placer.placement import (
     PlacementFailure,
     PodSetPlacementRequest,
     TASGates,
+    UsageToken,
     add_usage,
     find_assignments,
+    request_key,
 )
 
 Requests = dict[str, int]
 Usage = dict[str, dict[str, Requests]]  # flavor -> leaf ID -> resource -> amount
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+_SERIALS = itertools.count(1)  # CycleTopology / _UsageHistory serials (tokens for the placer's phase-1 cache)
+_HISTORY_LIMIT = 100_000  # versions before a usage history starts afresh (its memory stays bounded)
 
 
 class Placed(NamedTuple):
@@ -65,6 +70,21 @@ class TASPart(NamedTuple):
     delayed: tuple[str, ...] = ()
 
 
+class _UsageHistory:
+    """One TAS flavor's usage as successive cycles see it (:meth:`CycleTopology.usage`), for
+    the placer's phase-1 cache (:class:`~services.tas_placer.placement.UsageToken`):
+    ``changes[v - 1]`` = the leaf IDs that differ between versions ``v - 1`` and ``v``;
+    ``content`` = the latest version (the owning cycle's usage dict, kept in step by its
+    :meth:`CycleTopology.add`); ``owner`` = the serial of that cycle. Only the owner extends
+    it; a new cycle takes it over by diffing its usage against ``content``."""
+
+    def __init__(self) -> None:
+        self.serial = next(_SERIALS)
+        self.changes: list[frozenset[str]] = []
+        self.content: dict[str, Requests] | None = None
+        self.owner = 0
+
+
 class CycleTopology:
     """The TAS view of one cycle: the trees of the TAS flavors, the TAS usage of the workloads
     holding quota, and what this cycle's admissions and reservations added (A.10)."""
@@ -73,7 +93,14 @@ class CycleTopology:
         self.state = state
         self.active = bool(state.topology.topologies) and any(f.spec.topology_name for f in state.flavors.values())
         self.added: Usage = {}
+        # Names the contents of :meth:`usage`: a serial per instance and a version bumped by
+        # every :meth:`add` (the placer reuses phase-1 capacities while they stay equal).
+        self.serial = next(_SERIALS)
+        self.version = 0
+        self.changes: list[frozenset[str]] = []  # per version: the leaf IDs its add touched
         self._usage: dict[tuple[str, frozenset[str]], dict[str, Requests]] = {}
+        self._histories: dict[str, _UsageHistory] = {}
+        self.gates = TASGates.from_feature_gates(state.configuration.feature_gates)
 
     # --- who requests TAS ---------------------------------------------------------------------
 
@@ -134,11 +161,38 @@ class CycleTopology:
                 _subtract(out, victim.tas_usage.get(name, {}))
         if not removed:
             self._usage[key] = out
+            self._follow(flavor, out)
         return out
+
+    def _follow(self, flavor: str, content: dict[str, Requests]) -> None:
+        """Continue ``flavor``'s usage history (kept in ``state.caches`` across cycles) with
+        ``content``: the leaves that differ from the last content it saw make one version."""
+        histories: dict[str, _UsageHistory] = self.state.caches.setdefault("tas.usage_history", {})
+        history = histories.get(flavor)
+        if history is None or len(history.changes) >= _HISTORY_LIMIT:
+            history = histories[flavor] = _UsageHistory()
+        elif history.content is not None:
+            last = history.content
+            changed = frozenset(leaf for leaf in content.keys() | last.keys() if content.get(leaf) != last.get(leaf))
+            if changed:
+                history.changes.append(changed)
+        history.content, history.owner = content, self.serial
+        self._histories[flavor] = history
+
+    def _token(self, flavor: str, removed: frozenset[str]) -> UsageToken:
+        """The placer's name for :meth:`usage` of ``flavor`` without ``removed``: its usage
+        history's while this cycle owns it (phase-1 capacities then carry over from one cycle
+        to the next), else this cycle's own."""
+        history = self._histories.get(flavor)
+        if not removed and history is not None and history.owner == self.serial:
+            return UsageToken((history.serial, flavor), len(history.changes), history.changes)
+        return UsageToken((self.serial, flavor, removed), self.version, self.changes)
 
     def add(self, usage: Usage) -> None:
         """Count ``usage`` (an admitted or reserving entry's, A.10) for the rest of the cycle."""
         topo = self.state.topology
+        self.version += 1
+        self.changes.append(frozenset(leaf for leaves in usage.values() for leaf in leaves))
         for flavor, leaves in usage.items():
             add_usage(self.added.setdefault(flavor, {}), leaves)
             tree = topo.flavor_topology(flavor)
@@ -148,6 +202,9 @@ class CycleTopology:
                     hostname and (other := topo.flavor_topology(cached)) is not None and other.lowest_is_hostname
                 ):
                     add_usage(merged, leaves)
+                    history = self._histories.get(cached)
+                    if history is not None and history.owner == self.serial:
+                        history.changes.append(frozenset(leaves))
 
     # --- placement ------------------------------------------------------------------------------
 
@@ -167,7 +224,7 @@ class CycleTopology:
         assumed: dict[str, Requests] = {}
         placed: list[tuple[str, str, tas.Assignment]] = []
         usage: Usage = {}
-        gates = TASGates.from_feature_gates(self.state.configuration.feature_gates)
+        gates = self.gates
         for flavor in sorted(by_flavor):
             tree = self.state.topology.flavor_topology(flavor)
             requests = by_flavor[flavor]
@@ -179,7 +236,7 @@ class CycleTopology:
                 # On an empty tree the result depends on the tree and the requests only: kept
                 # with the tree (a new tree object comes with every topology fact).
                 memo = tree.__dict__.setdefault("_empty_placements", {})
-                key = repr((requests, gates))
+                key = (tuple(request_key(r) for r in requests), gates)
                 result = memo.get(key)
                 if result is None:
                     result = memo[key] = find_assignments(
@@ -194,6 +251,7 @@ class CycleTopology:
                     simulate_empty=simulate_empty,
                     check_empty=False,
                     gates=gates,
+                    usage_token=self._token(flavor, removed),
                 )
             if isinstance(result, PlacementFailure):
                 return result
@@ -294,6 +352,30 @@ def second_pass(
     return topology_assigned(wl, wl.reservation.cluster_queue, result, now_ms=now_ms)
 
 
+def reserved_wanted(
+    state: ClusterState, wl: WorkloadState, pod_set_assignments: Iterable[types.PodSetAssignment]
+) -> list[_Wanted]:
+    """The TAS pod sets of ``pod_set_assignments`` (a reservation's or a nomination's, of
+    ``wl``) with their TAS flavor, in pod-set order: those assigned a TAS flavor (a pod set
+    only gets one when it requests TAS, explicitly or implied in a TAS-only ClusterQueue,
+    A.5.1), with count > 0 and no delayed topology request pending (A.5.3, A.9). What the
+    preemptor's recomputation places with the victims removed (A.11)."""
+    specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+    ready_updates = _ready_updates(wl)
+    out: list[_Wanted] = []
+    for psa in pod_set_assignments:
+        spec = specs.get(psa.name)
+        flavor = tas_flavor_of(state, psa)
+        if spec is None or flavor is None or psa.count == 0 or psa.delayed_topology_request == PENDING:
+            continue
+        implied = not tas.requests_tas(spec.topology_request)
+        request = PodSetPlacementRequest.from_pod_set(
+            spec, count=psa.count, implied=implied, pod_set_updates=ready_updates
+        )
+        out.append(_Wanted(flavor, request))
+    return out
+
+
 def _subtract(into: dict[str, Requests], usage: Mapping[str, Mapping[str, int]]) -> None:
     for leaf, requests in usage.items():
         bucket = into.setdefault(leaf, {})
@@ -342,6 +424,7 @@ __all__ = [
     "TASPart",
     "delayed_flavors",
     "pending_delayed",
+    "reserved_wanted",
     "second_pass",
     "Placement",
     "PlacementFailure",

@@ -15,13 +15,17 @@ decide on different views of the quota.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 from events import types
 from projections import quota
-from projections.cluster import ClusterState
+from projections.cluster import ClusterState, WorkloadState
 from services.admitter import core as admitter
+from services.admitter import topology as tas_cycle
 from services.preemptor import targets
 
-LOGIC_VERSION = 2
+LOGIC_VERSION = 3
 ROLE = "preempt"
 
 
@@ -72,10 +76,13 @@ def _answer(
         for resource, amount in psa.resource_usage.items():
             fr = (psa.flavors[resource], resource)
             usage[fr] = usage.get(fr, 0) + amount
-    chosen = _still_valid(state, tree, search, nomination, usage=usage, cq=cq)
+    topology_fits = _topology_check(state, search, wl, nomination)
+    chosen = _still_valid(state, tree, nomination, usage=usage, topology_fits=topology_fits)
     if chosen is None:
         need = frozenset(fr for fr, amount in usage.items() if amount > tree.available(cq.metadata.name, fr))
         preemptor = search.preemptor(wl, cq, usage, need or frozenset(usage))
+        if topology_fits is not None:
+            preemptor = dataclasses.replace(preemptor, topology_fits=topology_fits)
         chosen = [
             types.PreemptionTarget(
                 workload=t.candidate.workload.ref, cluster_queue=t.candidate.cluster_queue, reason=t.reason
@@ -108,18 +115,36 @@ def _answer(
     return [_with(issued, targets=chosen), *evictions]
 
 
+def _topology_check(
+    state: ClusterState, search: admitter.Search, wl: WorkloadState, nomination: types.PreemptionRequired
+) -> Callable[[frozenset[str]], bool] | None:
+    """The placement part of the fit test for the nominated assignment (SEMANTICS-ADVANCED
+    A.11; Kueue preemption.go workloadFits): whether its TAS pod sets can be placed on their
+    flavors with the given workloads' TAS usage removed. None when it has no TAS pod set."""
+    if not search.tas.active:
+        return None
+    wanted = tas_cycle.reserved_wanted(state, wl, nomination.pod_set_assignments)
+    if not wanted:
+        return None
+    cycle = search.tas
+
+    def topology_fits(removed: frozenset[str]) -> bool:
+        return isinstance(cycle.place(wanted, removed=removed), tas_cycle.Placed)
+
+    return topology_fits
+
+
 def _still_valid(
     state: ClusterState,
     tree: quota.QuotaTree,
-    search: admitter.Search,
     nomination: types.PreemptionRequired,
     *,
     usage: dict[quota.FR, int],
-    cq: object,
+    topology_fits: Callable[[frozenset[str]], bool] | None,
 ) -> list[types.PreemptionTarget] | None:
     """The nominated targets when they still hold quota where the admitter saw them and
-    evicting them still makes the preemptor fit; else None (recompute)."""
-    del search
+    evicting them still makes the preemptor fit (quota and, for TAS pod sets, the placement,
+    A.11); else None (recompute)."""
     victims = []
     for target in nomination.targets:
         victim = state.workloads.get(target.workload.key)
@@ -142,6 +167,8 @@ def _still_valid(
     for victim in victims:
         assert victim.reservation is not None
         tree.add_usage(victim.reservation.cluster_queue, quota.reservation_usage(victim.reservation))
+    if fits and topology_fits is not None:
+        fits = topology_fits(frozenset(victim.workload.key for victim in victims))
     return list(nomination.targets) if fits else None
 
 

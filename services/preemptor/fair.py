@@ -266,13 +266,21 @@ def fair_targets(
     kept = list(chosen)
     for i in range(len(kept) - 2, -1, -1):  # fillBackWorkloads, borrowing allowed
         targets.restore(tree, kept[i].candidate)
-        if targets.fits(tree, preemptor, allow_borrowing=True):
+        if targets.fits(tree, preemptor, allow_borrowing=True) and _topology_fits(preemptor, kept[:i] + kept[i + 1 :]):
             del kept[i]
         else:
             targets.remove(tree, kept[i].candidate)
     for target in kept:
         targets.restore(tree, target.candidate)
     return kept
+
+
+def _topology_fits(preemptor: targets.Preemptor, removed: list[targets.Target]) -> bool:
+    """The placement part of workloadFits (SEMANTICS-ADVANCED A.11; Kueue preemption.go
+    workloadFits calls FindTopologyAssignmentsForWorkload): the preemptor's TAS pod sets can be
+    placed with the ``removed`` victims' TAS usage gone. True without TAS pod sets."""
+    check = preemptor.topology_fits
+    return check is None or check(frozenset(t.candidate.key for t in removed))
 
 
 class _FairSearch:
@@ -317,18 +325,21 @@ class _FairSearch:
             node.usage.get(fr, 0) > node.subtree.get(fr, 0) for fr in self.p.frs_need
         )
 
-    def _fits(self) -> bool:
-        """workloadFitsForFairSharing: the preemptor's own simulated usage taken out first."""
+    def _fits(self, chosen: list[targets.Target]) -> bool:
+        """workloadFitsForFairSharing: the preemptor's own simulated usage taken out first,
+        then quota and (TAS) the placement with the ``chosen`` victims removed (A.11)."""
         self.tree.remove_usage(self.cq_name, self.p.usage)
         try:
-            return targets.fits(self.tree, self.p, allow_borrowing=True)
+            if not targets.fits(self.tree, self.p, allow_borrowing=True):
+                return False
         finally:
             self.tree.add_usage(self.cq_name, self.p.usage)
+        return _topology_fits(self.p, chosen)
 
     def _take(self, candidate: targets.Candidate, reason: str, chosen: list[targets.Target]) -> bool:
         targets.remove(self.tree, candidate)
         chosen.append(targets.Target(candidate=candidate, reason=reason))
-        return self._fits()
+        return self._fits(chosen)
 
     def first_strategy(
         self, candidates: list[targets.Candidate], strategy: str

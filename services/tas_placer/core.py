@@ -6,6 +6,8 @@ admitted with a topology assignment whose lowest level is the hostname, and acts
 of their assignment fails (Kueue pkg/controller/tas/node_controller.go, tas_flavor_snapshot.go
 findReplacementAssignment, scheduler.go handleFailedTASReplacement):
 
+- the replacement is placed with the configured placement gates (TASProfileMixed,
+  TASBalancedPlacement), as at admission (Kueue runs the same findTopologyAssignment);
 - a node counts as failed when it is deleted, not Ready, or carries a NoSchedule / NoExecute
   taint the pod set does not tolerate (its template's, its flavor's and its admission checks'
   tolerations). kueue-es sees no pods of admitted workloads, so under
@@ -17,9 +19,13 @@ findReplacementAssignment, scheduler.go handleFailedTASReplacement):
 - no replacement ⇒ evicted (TASFailedNodeReplacementFailFast, on) or tried again every cycle
   (gate off) until capacity frees.
 
-Pure: state in, decisions out. Not done: slice-aware replacement domains (A.13.4 step 3 for
-slices), single-Pod-owned workloads keeping their assignment, ``status.unhealthyNodes`` and the
-second-pass backoff. Delayed topology requests (A.9) are the admitter's second pass
+A replacement of pods that are not whole slices goes to the slice domain they complete, with
+the slice size narrowed to the innermost layer dividing their count (A.13.4 step 3).
+
+A workload owned by a single v1 Pod (not a pod group) keeps its assignment when one of its
+nodes fails (SkipReassignmentForPodOwnedWorkloads, on; A.13.4 step 1): its pod cannot move.
+
+Pure: state in, decisions out. Not done: ``status.unhealthyNodes`` and the second-pass backoff. Delayed topology requests (A.9) are the admitter's second pass
 (:func:`services.admitter.topology.second_pass`).
 """
 
@@ -32,9 +38,9 @@ import msgspec
 from events import models, tas, types
 from projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from projections.topology import FlavorTopology
-from services.tas_placer.placement import Placement, PodSetPlacementRequest, add_usage, find_assignments
+from services.tas_placer.placement import Placement, PodSetPlacementRequest, TASGates, add_usage, find_assignments
 
-LOGIC_VERSION = 3
+LOGIC_VERSION = 6
 ROLE = "place"
 NODE_FAILURES = "NodeFailures"
 
@@ -96,6 +102,10 @@ def _check(
         names = ", ".join(sorted(failed))
         message = f"Workload eviction triggered due to multiple TAS assigned node failures, including: {names}"
         return [_evict(wl, cq, message, now_ms=now_ms)]
+    if state.configuration.feature_gates.get("SkipReassignmentForPodOwnedWorkloads", True) and _owned_by_single_pod(
+        wl.workload
+    ):
+        return []  # A.13.4 step 1: the pod cannot move; its assignment stays as it is
     node, ps_name = next(iter(failed.items()))
     replaced = _replace(state, wl, ps_name, node, usage)
     if isinstance(replaced, models.TopologyAssignment):
@@ -133,6 +143,17 @@ def _node_of(state: ClusterState, tree: FlavorTopology | None, hostname: str) ->
     if node is None and tree is not None and (leaf := tree.leaf_by_id.get(hostname)) is not None:
         node = leaf.node
     return node
+
+
+IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+
+
+def _owned_by_single_pod(workload: models.Workload) -> bool:
+    """Owned by one v1 Pod and not a pod group's workload (Kueue workload.OwnedBySinglePod)."""
+    owner = workload.owner
+    if owner is None or workload.metadata.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true":
+        return False
+    return owner.kind == "Pod" and owner.api_version == "v1"
 
 
 def _failed(node: models.Node | None, tolerations: list[models.Toleration]) -> bool:
@@ -177,20 +198,36 @@ def _replace(
                 "Cannot replace the node, because the existing topologyAssignment is invalid, "
                 f"as it contains the stale domain {domain.values[-1]}"
             )
-    restricted = _required_domain_tree(tree, spec.topology_request, kept)
+    prefix = _replacement_domain(tree, spec.topology_request, kept, count)
+    restricted = tree
+    if prefix is not None:
+        restricted = dataclasses.replace(
+            tree, leaves=tuple(leaf for leaf in tree.leaves if leaf.values[: len(prefix)] == prefix)
+        )
     updates = tuple(u for c in wl.checks.values() if c.state == "Ready" for u in c.pod_set_updates)
     implied = not tas.requests_tas(spec.topology_request)
     request = PodSetPlacementRequest.from_pod_set(spec, count=count, implied=implied, pod_set_updates=updates)
-    if spec.topology_request is not None and tas.slice_layers(spec.topology_request):
-        # Slices are not re-formed by a replacement: single pods (A.13.4 step 4, simplified).
-        request = dataclasses.replace(request, topology_request=_without_slices(spec.topology_request))
+    layers = tas.slice_layers(spec.topology_request)
+    if (
+        spec.topology_request is not None
+        and layers
+        and layers[0].size > 0
+        and prefix is not None
+        and count % layers[0].size
+    ):
+        # Not whole slices: the innermost layer whose size divides the count, else single pods.
+        inner = next((layer for layer in reversed(layers) if layer.size > 0 and count % layer.size == 0), None)
+        request = dataclasses.replace(request, topology_request=_with_slices(spec.topology_request, inner))
     assert flavor is not None
     usage = cycle_usage.get(flavor)
     if usage is None:  # the workloads holding quota, then this cycle's replacements (counted once placed)
         usage = cycle_usage[flavor] = {}
         add_usage(usage, state.tas_usage.get(flavor, {}))
-    result = find_assignments(restricted, [request], tas_usage=usage, check_empty=False)
-    if not isinstance(result, Placement) or ps_name not in result.assignments:
+    # The placement gates as at admission (TASProfileMixed, TASBalancedPlacement): Kueue's
+    # findReplacementAssignment runs the same findTopologyAssignment (tas_flavor_snapshot.go).
+    gates = TASGates.from_feature_gates(state.configuration.feature_gates)
+    result = find_assignments(restricted, [request], tas_usage=usage, check_empty=False, gates=gates)
+    if not isinstance(result, Placement) or not result.assignments.get(ps_name, tas.Assignment((), ())).domains:
         return f"cannot find replacement assignment for unhealthy node: {failed_node}"
     add_usage(usage, result.usage)
     counts: dict[tuple[str, ...], int] = {}
@@ -203,25 +240,56 @@ def _replace(
     )
 
 
-def _without_slices(request: models.PodSetTopologyRequest) -> models.PodSetTopologyRequest:
+def _with_slices(
+    request: models.PodSetTopologyRequest, layer: models.PodsetSliceRequiredTopologyConstraint | None
+) -> models.PodSetTopologyRequest:
+    """``request`` with its slice layers replaced by ``layer`` alone (None: no slices)."""
     return msgspec.structs.replace(
-        request, podset_slice_required_topology_constraints=[], pod_set_slice_required_topology=None
+        request,
+        podset_slice_required_topology_constraints=[],
+        pod_set_slice_required_topology=layer.topology if layer is not None else None,
+        pod_set_slice_size=layer.size if layer is not None else None,
     )
 
 
-def _required_domain_tree(
-    tree: FlavorTopology, request: models.PodSetTopologyRequest | None, kept: list[tas.DomainAssignment]
-) -> FlavorTopology:
-    """The tree limited to the required domain of a ``required`` request (A.13.4 step 3): the
-    ancestor, at the required level, of the first remaining domain; the whole tree otherwise."""
-    if request is None or request.required is None or not kept or request.required not in tree.levels:
-        return tree
-    level = tree.levels.index(request.required)
-    first = tree.leaf_by_id.get(kept[0].values[-1])
+def _replacement_domain(
+    tree: FlavorTopology,
+    request: models.PodSetTopologyRequest | None,
+    kept: list[tas.DomainAssignment],
+    count: int,
+) -> tuple[str, ...] | None:
+    """The level values of the domain the ``count`` replaced pods must go to (A.13.4 step 3;
+    Kueue requiredReplacementDomain, findIncompleteSliceDomain), or None (anywhere):
+
+    - nothing kept ⇒ None;
+    - slices and ``count`` not a multiple of the outermost slice size ⇒ the domain, at the
+      level of the innermost layer whose size does not divide ``count``, whose kept pods plus
+      ``count`` make whole slices of that layer (several: the first by level values; Kueue
+      takes any); none ⇒ None;
+    - a ``required`` request ⇒ the ancestor, at the required level, of the first kept domain.
+    """
+    if request is None or not kept:
+        return None
+    layers = tas.slice_layers(request)
+    if layers and any(layer.size <= 0 for layer in layers):
+        return None  # invalid slice sizes: no required domain (Kueue getSliceSizeWithSinglePodAsDefault)
+    if layers and count % layers[0].size:
+        layer = next(layer for layer in reversed(layers) if count % layer.size)
+        if layer.topology not in tree.levels:
+            return None
+        depth = tree.levels.index(layer.topology) + 1
+        pods: dict[tuple[str, ...], int] = {}
+        for domain in kept:
+            leaf = tree.leaf_by_id.get(tas.domain_id(domain.values))
+            if leaf is not None:
+                pods[leaf.values[:depth]] = pods.get(leaf.values[:depth], 0) + domain.count
+        return next((values for values in sorted(pods) if (pods[values] + count) % layer.size == 0), None)
+    if request.required is None or request.required not in tree.levels:
+        return None
+    first = tree.leaf_by_id.get(tas.domain_id(kept[0].values))
     if first is None:
-        return tree
-    prefix = first.values[: level + 1]
-    return dataclasses.replace(tree, leaves=tuple(leaf for leaf in tree.leaves if leaf.values[: level + 1] == prefix))
+        return None
+    return first.values[: tree.levels.index(request.required) + 1]
 
 
 def _evict(wl: WorkloadState, cluster_queue: str, message: str, *, now_ms: int) -> types.EvictionRequested:

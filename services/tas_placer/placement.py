@@ -14,14 +14,22 @@ Entry points:
 - :func:`assignment_usage`: the TAS usage an assignment takes per leaf (A.2.2, A.5.8).
 
 Balanced placement (A.6.9, alpha gate TASBalancedPlacement, off by default) spreads a preferred
-request evenly over the fewest domains (Kueue tas_balanced_placement.go). Not done: preferred node
-affinity scoring (A.3.4, alpha off), node replacement (A.13), elastic slices (A.14).
+request evenly over the fewest domains (Kueue tas_balanced_placement.go). Node replacement
+(A.13) calls :func:`find_assignments` on the tree limited to the required domain
+(:mod:`services.tas_placer.core`). Not done: preferred node affinity scoring (A.3.4, alpha off),
+elastic slices (A.14).
+
+Speed (Kueue's TASCacheNodeMatchResults / TASCachingRemainingResources / TASCacheTopologyTree,
+caches without a semantic effect): the domain tree is built once per tree object; with a
+:class:`UsageToken` the phase-1 counts (A.6.2) are kept with the tree per token key and inputs,
+and a later call updates only the leaves whose usage changed (and their ancestors) and restores
+only the domains the previous run's phase 2 changed. Results are identical with or without it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from events import models
@@ -30,6 +38,7 @@ from projections.topology import FlavorTopology
 
 Requests = dict[str, int]
 _MAX_INT32 = 2**31 - 1
+_PHASE_ONE_ENTRIES = 64  # phase-1 results kept per tree (the cache is emptied when full)
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,29 @@ class TASGates:
             profile_mixed=gates.get("TASProfileMixed", True),
             balanced_placement=gates.get("TASBalancedPlacement", False),
         )
+
+
+@dataclass(frozen=True, eq=False)
+class UsageToken:
+    """Names the contents of a ``tas_usage`` mapping that changes in steps (one admission
+    cycle's, :class:`services.admitter.topology.CycleTopology`): equal ``key`` and ``version``
+    ⇒ equal contents. ``changes[v - 1]`` holds the leaf IDs whose usage changed from version
+    ``v - 1`` to ``v`` (a superset is fine; the sequence may grow later, never change)."""
+
+    key: Hashable
+    version: int = 0
+    changes: Sequence[Collection[str]] = ()
+
+
+@dataclass(eq=False)
+class _PhaseOne:
+    """Phase-1 counts kept with a tree (per domain of ``_Run.domains``: pods, slices, pods
+    with leader, slices with leader, leaders), for one token key at ``version``."""
+
+    version: int
+    counts: list[tuple[int, int, int, int, int]]
+    limiting: dict[_Domain, str]
+    stats: _Stats
 
 
 @dataclass(frozen=True)
@@ -88,6 +120,21 @@ class PodSetPlacementRequest:
             required_node_affinity=tuple(pod_set.required_node_affinity),
             pod_set_updates=tuple(u for u in pod_set_updates if u.name == pod_set.name),
         )
+
+
+def request_key(request: PodSetPlacementRequest) -> Hashable:
+    """A hashable equal for equal requests (the memo key of a placement's inputs)."""
+    return (
+        request.name,
+        request.count,
+        request.implied,
+        tuple(sorted(request.requests.items())),
+        repr(request.topology_request),
+        tuple(sorted(request.node_selector.items())),
+        repr(request.tolerations),
+        repr(request.required_node_affinity),
+        repr(request.pod_set_updates),
+    )
 
 
 @dataclass(frozen=True)
@@ -142,6 +189,7 @@ def find_assignments(
     simulate_empty: bool = False,
     check_empty: bool = True,
     gates: TASGates = TASGates(),
+    usage_token: UsageToken | None = None,
 ) -> Placement | PlacementFailure:
     """Place ``pod_sets`` (all assigned to this TAS flavor, in pod-set order) on ``topology``.
 
@@ -153,10 +201,17 @@ def find_assignments(
     the previous groups' usage (A.7); the first failing group fails the call. On failure with
     ``check_empty`` the same request is retried on an empty tree to fill ``fits_when_empty``.
     Pod sets with count 0 get no assignment (A.5.3).
+
+    ``usage_token``: names the contents of ``tas_usage`` (:class:`UsageToken`). With it, and
+    no ``assumed_usage``, the per-domain capacities of phase 1 (A.6.2) are kept with the tree
+    and reused by later calls with the same token key and the same per-pod requests, filters
+    and slice parameters (updated on the leaves that changed since); the result is the same
+    as without it.
     """
-    result = _find(topology, pod_sets, tas_usage, assumed_usage, simulate_empty, gates)
+    token = usage_token if not assumed_usage else None
+    result = _find(topology, pod_sets, tas_usage, assumed_usage, simulate_empty, gates, token)
     if isinstance(result, PlacementFailure) and check_empty and not simulate_empty:
-        empty = _find(topology, pod_sets, tas_usage, assumed_usage, True, gates)
+        empty = _find(topology, pod_sets, tas_usage, assumed_usage, True, gates, token)
         return PlacementFailure(
             pod_set=result.pod_set, message=result.message, fits_when_empty=isinstance(empty, Placement)
         )
@@ -170,6 +225,7 @@ def _find(
     assumed_usage: Mapping[str, Mapping[str, int]] | None,
     simulate_empty: bool,
     gates: TASGates,
+    token: UsageToken | None = None,
 ) -> Placement | PlacementFailure:
     assumed: dict[str, Requests] = {}
     add_usage(assumed, assumed_usage or {})
@@ -185,7 +241,8 @@ def _find(
             leader = members[1]
             if leader.count > workers.count:
                 workers, leader = members[1], members[0]
-        run = _Run(topology, tas_usage or {}, assumed, simulate_empty, gates)
+        # Only the first group sees no usage of this call: later ones see the earlier groups'.
+        run = _Run(topology, tas_usage or {}, assumed, simulate_empty, gates, token if not assignments else None)
         found = run.place(workers, leader)
         if isinstance(found, str):
             return PlacementFailure(pod_set=members[0].name, message=found)
@@ -205,7 +262,7 @@ class _Domain:
 
     __slots__ = (
         "id", "values", "level", "parent", "children", "leaf",
-        "pod_count", "slice_count", "pcwl", "scwl", "leader_count",
+        "pod_count", "slice_count", "pcwl", "scwl", "leader_count", "idx",
     )  # fmt: skip
 
     def __init__(self, id: str, values: tuple[str, ...], level: int) -> None:
@@ -214,6 +271,7 @@ class _Domain:
         self.children: list[_Domain] = []
         self.leaf = None
         self.pod_count = self.slice_count = self.pcwl = self.scwl = self.leader_count = 0
+        self.idx = -1  # position in _Skeleton.domains (clones keep their original's)
 
 
 def _count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
@@ -274,7 +332,7 @@ def _clone(dom: _Domain, parent: _Domain | None) -> _Domain:
     copy = _Domain(dom.id, dom.values, dom.level)
     copy.parent, copy.leaf = parent, dom.leaf
     copy.pod_count, copy.slice_count, copy.pcwl, copy.scwl = dom.pod_count, dom.slice_count, dom.pcwl, dom.scwl
-    copy.leader_count = dom.leader_count
+    copy.leader_count, copy.idx = dom.leader_count, dom.idx
     copy.children = [_clone(c, copy) for c in dom.children]
     return copy
 
@@ -312,6 +370,13 @@ class _Stats:
         self.taints: dict[str, int] = {}
         self.resources: dict[str, int] = {}
 
+    def copy(self) -> _Stats:
+        """An independent copy."""
+        out = _Stats()
+        out.total, out.node_selector, out.affinity = self.total, self.node_selector, self.affinity
+        out.taints, out.resources = dict(self.taints), dict(self.resources)
+        return out
+
     def suffix(self) -> str:
         reasons = []
         if self.node_selector:
@@ -325,8 +390,9 @@ class _Stats:
         return f". Total nodes: {self.total}; excluded: {', '.join(sorted(reasons))}"
 
 
-def _tree(topology: FlavorTopology) -> tuple[list[dict[str, _Domain]], list[_Domain], list[_Domain]]:
-    """The domain tree of ``topology``: domains per level (by ID), the leaves, the roots."""
+def _tree(topology: FlavorTopology) -> _Skeleton:
+    """The domain tree of ``topology``: domains per level (by ID), the leaves, the roots, and
+    every domain (leaves first, then level by level upwards: children before parents)."""
     levels = topology.levels
     per_level: list[dict[str, _Domain]] = [{} for _ in levels]
     leaves: list[_Domain] = []
@@ -347,7 +413,27 @@ def _tree(topology: FlavorTopology) -> tuple[list[dict[str, _Domain]], list[_Dom
             if not created:
                 break
             child = parent
-    return per_level, leaves, (list(per_level[0].values()) if levels else [])
+    every = [dom for level_domains in reversed(per_level) for dom in level_domains.values()]
+    for idx, dom in enumerate(every):
+        dom.idx = idx
+    return _Skeleton(per_level, leaves, (list(per_level[0].values()) if levels else []), every)
+
+
+class _Skeleton:
+    """A flavor tree's working domains (kept with its FlavorTopology) and which phase-1 entry
+    their counts hold: ``live`` (None: unknown), except on the ``dirty`` domains that a run's
+    phase 2 changed since."""
+
+    def __init__(
+        self,
+        per_level: list[dict[str, _Domain]],
+        leaves: list[_Domain],
+        roots: list[_Domain],
+        domains: list[_Domain],
+    ) -> None:
+        self.per_level, self.leaves, self.roots, self.domains = per_level, leaves, roots, domains
+        self.live: _PhaseOne | None = None
+        self.dirty: list[_Domain] = []
 
 
 class _Run:
@@ -360,21 +446,24 @@ class _Run:
         assumed: Mapping[str, Mapping[str, int]],
         simulate_empty: bool,
         gates: TASGates,
+        token: UsageToken | None = None,
     ) -> None:
         self.topology = topology
         self.tas_usage, self.assumed, self.simulate_empty, self.gates = tas_usage, assumed, simulate_empty, gates
+        self.token = token
         self.levels = topology.levels
         # The domain tree depends on the topology only: built once per FlavorTopology (kept in its
         # instance dict; the object is immutable) and its counts reset for every run.
+        # Phase 1 (:meth:`_phase_one`) sets every domain's counts before anything reads them.
         skeleton = topology.__dict__.get("_placement_tree")
         if skeleton is None:
             skeleton = topology.__dict__["_placement_tree"] = _tree(topology)
-        else:
-            for level_domains in skeleton[0]:
-                for dom in level_domains.values():
-                    dom.pod_count = dom.slice_count = dom.pcwl = dom.scwl = dom.leader_count = 0
-        self.per_level, self.leaves, self.roots = skeleton
+        self.skeleton: _Skeleton = skeleton
+        self.per_level, self.leaves, self.roots, self.domains = (
+            skeleton.per_level, skeleton.leaves, skeleton.roots, skeleton.domains
+        )  # fmt: skip
         self.stats = _Stats()
+        self.limiting: dict[_Domain, str] = {}  # leaves fitting no pod -> the limiting resource
 
     # -- parameters and counts --
 
@@ -448,9 +537,7 @@ class _Run:
             prev_size, prev_level = layer.size, inner
         self.layers = layers if self.size_at_level else []
 
-        self._fill_leaves(requests, leader_requests, node_selector, tolerations, workers.required_node_affinity)
-        for root in self.roots:
-            self._fill_inner(root, 0)
+        self._phase_one(requests, leader_requests, node_selector, tolerations, workers.required_node_affinity)
 
         balanced = None
         if self.gates.balanced_placement and not self.required and not self.unconstrained:
@@ -475,6 +562,7 @@ class _Run:
             for dom in chosen:
                 lower = self._sorted(dom.children)
                 if size > 1:
+                    self.skeleton.dirty.extend(lower)
                     for child in lower:
                         child.slice_count = child.pod_count // size
                         child.scwl = child.pcwl // size
@@ -488,6 +576,148 @@ class _Run:
             chosen = [d for d in chosen if d.pod_count > 0]
         out[workers.name] = self._build([(d, d.pod_count) for d in chosen])
         return out
+
+    def _phase_one(
+        self,
+        requests: Requests,
+        leader_requests: Requests | None,
+        node_selector: Mapping[str, str],
+        tolerations: Sequence[models.Toleration],
+        affinity: Sequence[models.NodeSelectorTerm],
+    ) -> None:
+        """Phase 1 (A.6.2): every domain's counts. With a usage token they come from the cache
+        kept with the tree when a run with the same token key and the same inputs filled them:
+        as they are for the same version, else (no leader, one slice layer) updated on the
+        leaves the later versions changed and on their ancestors only. The tree's domains keep
+        the last entry's counts: a run restores only what the previous run's phase 2 changed."""
+        token, skeleton = self.token, self.skeleton
+        if token is None:
+            skeleton.live = None
+            self._fill(requests, leader_requests, node_selector, tolerations, affinity)
+            return
+        key = (
+            token.key,
+            self.simulate_empty,
+            tuple(sorted(requests.items())),
+            tuple(sorted(leader_requests.items())) if leader_requests is not None else None,
+            tuple(sorted(node_selector.items())),
+            repr(tolerations),
+            repr(affinity),
+            self.slice_level,
+            self.slice_size,
+            tuple(sorted(self.size_at_level.items())),
+        )
+        cache: dict = self.topology.__dict__.setdefault("_phase_one", {})
+        entry: _PhaseOne | None = cache.get(key)
+        plain = not self.leader_total and not self.size_at_level
+        changed: set[str] | None = None
+        if entry is not None and entry.version != token.version:
+            if plain and entry.version < token.version <= len(token.changes):
+                changed = set()
+                for leaves in token.changes[entry.version : token.version]:
+                    changed.update(leaves)
+                if len(changed) * 4 > len(self.leaves):
+                    changed = None  # most leaves changed: fill afresh
+            if changed is None:
+                entry = None
+        if entry is None:
+            skeleton.live = None
+            self._fill(requests, leader_requests, node_selector, tolerations, affinity)
+            if len(cache) >= _PHASE_ONE_ENTRIES:
+                cache.clear()
+            counts = [(d.pod_count, d.slice_count, d.pcwl, d.scwl, d.leader_count) for d in self.domains]
+            entry = cache[key] = _PhaseOne(token.version, counts, self.limiting, self.stats)
+            skeleton.live, skeleton.dirty = entry, []
+            return
+        counts = entry.counts
+        restore = skeleton.dirty if skeleton.live is entry else self.domains
+        for dom in restore:
+            dom.pod_count, dom.slice_count, dom.pcwl, dom.scwl, dom.leader_count = counts[dom.idx]
+        skeleton.live, skeleton.dirty = entry, []
+        self.limiting, self.stats = entry.limiting, entry.stats
+        if changed is None:
+            return
+        entry.version = token.version
+        by_id = self.per_level[-1]
+        leaves = [dom for leaf_id in changed if (dom := by_id.get(leaf_id)) is not None]
+        if not leaves:
+            return
+        stats = self.stats
+        for dom in leaves:
+            res = self.limiting.pop(dom, None)
+            if res is not None:
+                stats.resources[res] -= 1
+                if not stats.resources[res]:
+                    del stats.resources[res]
+        filtered = _Stats()  # the filters do not depend on usage: their exclusions are counted already
+        self._fill_leaves(requests, leader_requests, node_selector, tolerations, affinity, leaves, filtered)
+        for res, n in filtered.resources.items():
+            stats.resources[res] = stats.resources.get(res, 0) + n
+        for dom in self._fill_inner_plain(leaves):
+            counts[dom.idx] = (dom.pod_count, dom.slice_count, dom.pcwl, dom.scwl, dom.leader_count)
+
+    def _fill(
+        self,
+        requests: Requests,
+        leader_requests: Requests | None,
+        node_selector: Mapping[str, str],
+        tolerations: Sequence[models.Toleration],
+        affinity: Sequence[models.NodeSelectorTerm],
+    ) -> None:
+        """Phase 1 from scratch: counts reset, leaves, then the inner domains bottom-up."""
+        for dom in self.domains:
+            dom.pod_count = dom.slice_count = dom.pcwl = dom.scwl = dom.leader_count = 0
+        self._fill_leaves(requests, leader_requests, node_selector, tolerations, affinity, self.leaves, self.stats)
+        if self.leader_total or self.size_at_level:
+            for root in self.roots:
+                self._fill_inner(root, 0)
+        else:
+            self._fill_inner_plain(None)
+
+    def _fill_inner_plain(self, changed: list[_Domain] | None) -> list[_Domain]:
+        """:meth:`_fill_inner` without a leader and without inner slice layers, level by level
+        upwards: a domain's pods (and pods with leader) are its children's sum; its slices are
+        pods // slice size at the slice level, the children's sum above it, 0 below. With
+        ``changed`` (leaves), only those leaves' slices and their ancestors are recomputed, and
+        returned with the leaves ([] without ``changed``)."""
+        last = len(self.levels) - 1
+        slice_level, size = self.slice_level, self.slice_size
+        leaves = self.leaves if changed is None else changed
+        if last == slice_level:
+            for dom in leaves:
+                dom.slice_count = dom.scwl = dom.pod_count // size
+        if changed is None:
+            levels: list[Iterable[_Domain]] = [self.per_level[level].values() for level in range(last)]
+        else:
+            per_level: list[dict[int, _Domain]] = [{} for _ in range(last)]
+            for dom in changed:
+                parent = dom.parent
+                while parent is not None:
+                    bucket = per_level[parent.level]
+                    if id(parent) in bucket:
+                        break
+                    bucket[id(parent)] = parent
+                    parent = parent.parent
+            levels = [bucket.values() for bucket in per_level]
+        for level in range(last - 1, -1, -1):
+            for dom in levels[level]:
+                children = dom.children
+                pods = 0
+                for child in children:
+                    pods += child.pod_count
+                dom.pod_count = dom.pcwl = pods
+                if level == slice_level:
+                    slices = pods // size
+                elif level < slice_level:
+                    slices = 0
+                    for child in children:
+                        slices += child.slice_count
+                else:
+                    slices = 0
+                dom.slice_count = dom.scwl = slices
+        if changed is None:
+            return []
+        return [*changed, *(dom for bucket in levels for dom in bucket)]
 
     def _remaining(self, leaf_id: str, free: Mapping[str, int]) -> Requests:
         remaining = dict(free)
@@ -506,8 +736,12 @@ class _Run:
         node_selector: Mapping[str, str],
         tolerations: Sequence[models.Toleration],
         affinity: Sequence[models.NodeSelectorTerm],
+        leaves: Sequence[_Domain],
+        stats: _Stats,
     ) -> None:
-        """Phase 1 at the leaves (A.3 filters, A.6.2 counts); Kueue fillInCounts/fillLeafCounts.
+        """Phase 1 at ``leaves`` (A.3 filters, A.6.2 counts), exclusions counted in ``stats``
+        (leaves fitting no pod also in ``self.limiting``); Kueue fillInCounts/fillLeafCounts.
+        A leaf the filters exclude keeps its counts (0 after a reset).
 
         The hot loop of a placement (every leaf, every run): only the requested resources are
         looked at, and without a leader the count with the leader is the count itself."""
@@ -515,9 +749,10 @@ class _Run:
         items = sorted(requests.items())
         assumed = self.assumed
         usage: Mapping[str, Mapping[str, int]] = {} if self.simulate_empty else self.tas_usage
-        stats = self.stats
-        stats.total += len(self.leaves)
-        for dom in self.leaves:
+        limited = self.limiting
+        if leaves is self.leaves:
+            stats.total += len(leaves)
+        for dom in leaves:
             leaf = dom.leaf
             node = leaf.node
             if node is not None and (node.spec.taints or node_selector or affinity):
@@ -546,6 +781,7 @@ class _Run:
                 dom.pod_count, limiting = _count_in(requests, remaining)
                 if dom.pod_count == 0 and limiting:
                     stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
+                    limited[dom] = limiting
                 dom.leader_count = 0
                 if _count_in(leader_requests, remaining)[0] > 0:
                     dom.leader_count = 1
@@ -575,6 +811,7 @@ class _Run:
             dom.leader_count = 0
             if best == 0 and limiting:
                 stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
+                limited[dom] = limiting
 
     def _fill_inner(self, dom: _Domain, level: int) -> None:
         """Phase 1 bottom-up (A.6.2); Kueue fillInCountsHelper."""
@@ -669,6 +906,10 @@ class _Run:
         domains = list(self.per_level[level].values())
         if not domains:
             return f"no topology domains at level: {self.levels[level]}"
+        if not self.leader_total:
+            found = self._one_fit_domain(domains)
+            if found is not None:
+                return level, [found]
         ordered = self._sorted_with_leader(domains)
         top = ordered[0]
         slices = self.count // self.slice_size
@@ -717,6 +958,25 @@ class _Run:
         if remaining > 0:
             return self._not_fit(slices - remaining, slices, level)
         return level, results
+
+    def _one_fit_domain(self, domains: list[_Domain]) -> _Domain | None:
+        """Without a leader: the single domain the first steps of
+        :meth:`_level_with_fit_domains` pick when one domain holds all slices, found without
+        sorting (the first fitting domain in LeastFreeCapacity order; under BestFit, the
+        fitting domain with the fewest slices, ties in BestFit order); None otherwise."""
+        slices = self.count // self.slice_size
+        if self.lfc:
+            fitting = [d for d in domains if d.slice_count >= slices]
+            if not fitting:
+                return None
+            return min(fitting, key=lambda d: (-d.leader_count, d.scwl, d.pcwl, d.values))
+        order = lambda d: (-d.leader_count, -d.scwl, d.pcwl, d.values)  # noqa: E731
+        top = min(domains, key=order)
+        if top.scwl < slices:
+            return None
+        fitting = [d for d in domains if slices <= d.slice_count < _MAX_INT32]  # as _best_fit
+        best = min(fitting, key=lambda d: (d.slice_count, order(d))) if fitting else top
+        return best if best.scwl >= slices else None
 
     def _prioritize_leader(
         self, domains: list[_Domain], count: int, leaders: int, size: int, slices: bool
@@ -914,6 +1174,7 @@ class _Run:
     ) -> list[_Domain]:
         """Assign ``count`` pods (in units of ``size`` when ``slices``) over ``domains`` greedily:
         whole domains in order, best fit for the last (Kueue updateCountsToMinimumGeneric)."""
+        self.skeleton.dirty.extend(domains)  # restored from the phase-1 entry by the next run
         domains = self._prioritize_leader(domains, count, leaders, size, slices)
         result: list[_Domain] = []
         remaining = count // size if slices else count

@@ -1,0 +1,103 @@
+"""Where the pods of a failed node go back to (SEMANTICS-ADVANCED A.13.4 steps 1 and 3; Kueue
+tas_flavor_snapshot.go requiredReplacementDomain, findIncompleteSliceDomain, and
+FindTopologyAssignmentsForFlavor with SkipReassignmentForPodOwnedWorkloads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import yaml
+
+from events import manifests, models, tas, types
+from events.tas import DomainAssignment
+from projections.cluster import apply
+from services.scenarios import core_engine
+from services.scenarios.loading import parse_scenario
+from services.tas_placer import core as placer
+from services.tas_placer.core import _replacement_domain
+from tests.unit.tas_fixtures import THREE, B, R, flavor_topology, hnode
+
+TREE = flavor_topology(
+    [
+        hnode(x, b, r, x, cpu="1")
+        for b, r, x in (
+            ("b1", "r1", "x1"), ("b1", "r1", "x2"), ("b1", "r1", "x8"), ("b1", "r2", "x3"),
+            ("b1", "r2", "x4"), ("b1", "r3", "x5"), ("b2", "r4", "x6"),
+        )
+    ],
+    THREE,
+)  # fmt: skip
+KEPT = [DomainAssignment(("x2",), 1), DomainAssignment(("x3",), 1), DomainAssignment(("x4",), 1)]
+
+
+def _slices(**kw: object) -> models.PodSetTopologyRequest:
+    return models.PodSetTopologyRequest(**kw)  # type: ignore[arg-type]
+
+
+def test_broken_slice_goes_to_the_rack_it_completes() -> None:
+    request = _slices(preferred=B, pod_set_slice_required_topology=R, pod_set_slice_size=2)
+    assert _replacement_domain(TREE, request, KEPT, 1) == ("b1", "r1")
+
+
+def test_whole_slices_go_anywhere_unless_required() -> None:
+    preferred = _slices(preferred=B, pod_set_slice_required_topology=R, pod_set_slice_size=2)
+    kept = [DomainAssignment(("x3",), 1), DomainAssignment(("x4",), 1)]
+    assert _replacement_domain(TREE, preferred, kept, 2) is None
+    required = _slices(required=B, pod_set_slice_required_topology=R, pod_set_slice_size=2)
+    assert _replacement_domain(TREE, required, kept, 2) == ("b1",)
+
+
+def test_multi_layer_uses_the_innermost_broken_layer() -> None:
+    request = _slices(
+        required=B,
+        podset_slice_required_topology_constraints=[
+            models.PodsetSliceRequiredTopologyConstraint(topology=B, size=4),
+            models.PodsetSliceRequiredTopologyConstraint(topology=R, size=2),
+        ],
+    )
+    assert _replacement_domain(TREE, request, KEPT, 1) == ("b1", "r1")  # r2 holds 2: 2 + 1 is odd
+
+
+def test_no_domain_completes_the_slice_or_nothing_kept() -> None:
+    request = _slices(preferred=B, pod_set_slice_required_topology=R, pod_set_slice_size=4)
+    assert _replacement_domain(TREE, request, KEPT, 1) is None  # r1: 1 + 1, r2: 2 + 1, no multiple of 4
+    assert _replacement_domain(TREE, _slices(required=R), [], 3) is None
+    assert _replacement_domain(TREE, _slices(required=R), KEPT, 1) == ("b1", "r1")
+
+
+# --- single-Pod-owned workloads keep their assignment (A.13.4 step 1) ---------------------------
+
+SCENARIO = Path(__file__).parents[1] / "scenarios/tas/node-not-ready-after-admission-is-replaced.yaml"
+
+
+def _failed_node_state(owner: models.OwnerReference | None, annotations: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    """wl1 admitted on x3 and x1 (the scenario's first settle), with ``owner``; then x3 NotReady."""
+    doc = yaml.safe_load(SCENARIO.read_text())
+    failure = doc.pop("events")[0]["apply"]
+    del doc["expect"]
+    run = core_engine.run_scenario(parse_scenario(yaml.safe_dump(doc)))
+    state = run.state
+    wl = state.workloads["default/wl1"]
+    assert wl.topology is not None and wl.admitted
+    metadata = msgspec.structs.replace(wl.workload.metadata, annotations={**(annotations or {})})
+    wl.workload = msgspec.structs.replace(wl.workload, owner=owner, metadata=metadata)
+    apply(state, types.NodeObserved(node=manifests.parse_node(failure)), seq=len(run.messages) + 1)
+    return state
+
+
+POD = models.OwnerReference(api_version="v1", kind="Pod", name="p", uid="u")
+
+
+def test_single_pod_owned_workload_keeps_its_assignment() -> None:
+    assert placer.decide(_failed_node_state(POD), now_ms=10**13) == []
+
+
+def test_pod_group_and_job_owned_workloads_are_replaced() -> None:
+    group = _failed_node_state(POD, {"kueue.x-k8s.io/is-group-workload": "true"})
+    job = _failed_node_state(models.OwnerReference(api_version="batch/v1", kind="Job", name="j", uid="u"))
+    for state in (group, job):
+        decisions = placer.decide(state, now_ms=10**13)
+        assert [type(d).__name__ for d in decisions] == ["TopologyAssigned"]
+        domains = tas.decode(decisions[0].assignments["main"]).domains  # type: ignore[attr-defined]
+        assert sorted((d.values[-1], d.count) for d in domains) == [("x1", 1), ("x4", 1)]
