@@ -485,6 +485,8 @@ def _apply_workload_fact(
     if current is not None and current.finished is None and _same_uid(current, event.workload):
         current.finished = event
         current.finished_seq = seq
+        if current.reservation is not None:  # Kueue drops it from the ClusterQueue's cache now (§5.3)
+            _bump_generation(state, current.reservation.cluster_queue)
         _reindex(state, event.workload.key)
 
 
@@ -699,6 +701,8 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             current = state.workloads.get(f"{event.namespace}/{event.name}")
             if current is not None and current.deleted_seq == 0 and _same_uid(current, event):
                 current.deleted_seq = seq
+                if current.reservation is not None:  # gone from the ClusterQueue's cache (§5.3)
+                    _bump_generation(state, current.reservation.cluster_queue)
                 if current.reservation is None:
                     del state.workloads[f"{event.namespace}/{event.name}"]
                 _reindex(state, f"{event.namespace}/{event.name}", gone=current)
