@@ -112,11 +112,16 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
             continue
         requests = queues.cached_pod_set_requests(head, cq=cq, config=state.configuration)
         start = bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
-        assignment, victims = search.assignments(head, requests, cq=cq, start=start)
+        exhausted = start is not None and not start.tried
+        assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
         bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
+        if exhausted:
+            bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
+        elif start is not None and bookmark is None and cq.spec.queueing_strategy == "StrictFIFO":
+            bookmark = types.FlavorBookmark(tried=(), cycle=cycle_no, generation=state.generation(cq_name))
         if assignment.mode == "NoFit":
             # SEMANTICS §3.5: a BestEffortFIFO head is parked unless flavors remain to be tried.
-            parked = cq.spec.queueing_strategy == "BestEffortFIFO" and bookmark is None
+            parked = cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
             reason = assignment.reason or "NoMatchingFlavor"
             decisions.extend(
                 _inadmissible(head, reason, assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark)
@@ -253,7 +258,8 @@ def _process(
                 if isinstance(reserved, tas_cycle.Placed):
                     cycle.add(reserved.usage)
         # PreemptionNoCandidates: parked under BestEffortFIFO unless flavors remain (SEMANTICS §3.5).
-        parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and entry.bookmark is None
+        pending = entry.bookmark is not None and entry.bookmark.pending
+        parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and not pending
         message = entry.assignment.message
         return _inadmissible(
             entry.workload, "WaitingForQuota", message, parked=parked, now_ms=now_ms, bookmark=entry.bookmark
@@ -282,9 +288,9 @@ def _process(
             entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms, bookmark=entry.bookmark
         )
     if entry.assignment.mode != "Preempt" and gate.closed:
-        return _inadmissible(
-            entry.workload, "WaitingForPodsReady", gate.MESSAGE, parked=False, now_ms=now_ms, bookmark=entry.bookmark
-        )
+        # Kueue blocks the cycle here and then admits this assignment; this entry waits for a
+        # later cycle instead, so it keeps the bookmark it was nominated with (no progress).
+        return _inadmissible(entry.workload, "WaitingForPodsReady", gate.MESSAGE, parked=False, now_ms=now_ms)
     if victims:
         chosen.update(t.key for t in victims)
     tree.add_usage(name, usage)
@@ -608,6 +614,15 @@ def _inadmissible(
             workload=wl.ref, reason=reason, message=message, at_ms=now_ms, parked=parked, bookmark=bookmark
         )
     ]
+
+
+# Ours, not Kueue's (SEMANTICS §5.3): a StrictFIFO head whose resumed scan reached the last
+# flavor without a fit would, in Kueue, start over from the first flavor in the next cycle,
+# stop where it stopped before, resume after it, and so on: the same two scans alternate every
+# cycle while nothing changes (Kueue re-writes the condition each time). Here such a head gets
+# an "exhausted" bookmark (no indices): while it is in force, scans start at the first flavor
+# and record no progress, so the decisions stop changing; it expires like any bookmark, once
+# the ClusterQueue's generation moves. BestEffortFIFO heads need none: they are parked then.
 
 
 def bookmark_in_force(
