@@ -324,11 +324,12 @@ class ClusterState:
     # The flavor-scan bookmark's clocks (SEMANTICS §5.3): ``admit_cycles`` counts the admitter's
     # DecisionRecords with outputs (Kueue's scheduling cycle, as the log sees it: a cycle that
     # decides nothing leaves no trace); ``cq_generations`` is Kueue's per-ClusterQueue
-    # AllocatableResourceGeneration (:meth:`generation`), as a per-ClusterQueue count of its
-    # workload changes (:func:`_bump_generation`) plus ``structure_generation``, the count of
-    # quota and cohort-tree changes anywhere (Kueue bumps only the changed tree: ours is a
+    # AllocatableResourceGeneration (:meth:`generation`), as the log sequence of the latest of its
+    # workload changes (:func:`_bump_generation`) or ``structure_generation``, the latest quota
+    # or cohort-tree change anywhere (Kueue bumps only the changed tree: ours is a
     # superset, so an older bookmark may expire sooner after an unrelated object change).
     admit_cycles: int = 0
+    admit_cycle_seq: int = 0  # the sequence of the last record counted
     cq_generations: dict[str, int] = field(default_factory=dict)
     structure_generation: int = 0
 
@@ -336,7 +337,7 @@ class ClusterState:
         """Kueue's AllocatableResourceGeneration of ``cluster_queue`` as the log gives it:
         it advances whenever the ClusterQueue's quota, its cohort tree or a workload holding
         quota in it changes (SEMANTICS §5.3); never decreases."""
-        return self.cq_generations.get(cluster_queue, 0) + self.structure_generation
+        return max(self.cq_generations.get(cluster_queue, 0), self.structure_generation)
 
     def open_request(self, role: str) -> types.SchedulingRequested | None:
         """The oldest unanswered SchedulingRequested for ``role``, if any."""
@@ -370,8 +371,9 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
         case types.DecisionRecord():
             state.heads[event.partition] = seq
-            if event.role == ADMITTER_ROLE and event.output_count:
-                state.admit_cycles += 1
+            if event.role == ADMITTER_ROLE and event.output_count and seq > state.admit_cycle_seq:
+                state.admit_cycles += 1  # once per record, however often it is folded
+                state.admit_cycle_seq = seq
             if event.answers:
                 state.requests.pop(event.answers, None)
         case types.SchedulingRequested():
@@ -381,7 +383,7 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
         case types.WorkloadObserved() | types.WorkloadFinished():
             _apply_workload_fact(state, event, seq=seq)
         case types.AdmissionCheckStateChanged() | types.WorkloadPodsReady():
-            _apply_workload_status_fact(state, event)
+            _apply_workload_status_fact(state, event, seq=seq)
         case types.WorkloadDeactivated() | types.WorkloadRequeued():
             _apply_requeue_decision(state, event)
         case types.WorkloadStopped():
@@ -409,14 +411,14 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
                 obj.spec.resource_groups,
                 obj.spec.cohort_name,
             ):
-                state.structure_generation += 1  # quotas or tree changed (SEMANTICS §5.3)
+                state.structure_generation = max(state.structure_generation, seq)  # quotas or tree changed (§5.3)
             state.cluster_queues[obj.metadata.name] = obj
             state.quota_tree = None
             state.trigger(f"cq:{obj.metadata.name}", seq)
         case types.CohortObserved(cohort=obj):
             old_cohort = state.cohorts.get(obj.metadata.name)
             if old_cohort is None or old_cohort.spec != obj.spec:
-                state.structure_generation += 1
+                state.structure_generation = max(state.structure_generation, seq)
             state.cohorts[obj.metadata.name] = obj
             state.quota_tree = None
             state.trigger(f"cohort:{obj.metadata.name}", seq)
@@ -471,7 +473,7 @@ def _apply_workload_fact(
                 ):
                     current.bookmark = None  # its scheduling shape changed (SEMANTICS §3.4, §5.3)
                 if current.reservation is not None:
-                    _bump_generation(state, current.reservation.cluster_queue)
+                    _bump_generation(state, current.reservation.cluster_queue, seq)
             if current.deactivated and not current.workload.spec.active and event.workload.spec.active:
                 # Reactivated by its owner (spec.active false -> true): Kueue starts counting anew (§9.2).
                 current.deactivated = ""
@@ -486,18 +488,18 @@ def _apply_workload_fact(
         current.finished = event
         current.finished_seq = seq
         if current.reservation is not None:  # Kueue drops it from the ClusterQueue's cache now (§5.3)
-            _bump_generation(state, current.reservation.cluster_queue)
+            _bump_generation(state, current.reservation.cluster_queue, seq)
         _reindex(state, event.workload.key)
 
 
 def _apply_workload_status_fact(
-    state: ClusterState, event: types.AdmissionCheckStateChanged | types.WorkloadPodsReady
+    state: ClusterState, event: types.AdmissionCheckStateChanged | types.WorkloadPodsReady, *, seq: int
 ) -> None:
     current = state.workloads.get(event.workload.key)
     if current is None or current.gone or not _same_uid(current, event.workload):
         return
     if current.reservation is not None:
-        _bump_generation(state, current.reservation.cluster_queue)  # an update re-adds it (§5.3)
+        _bump_generation(state, current.reservation.cluster_queue, seq)  # an update re-adds it (§5.3)
     if isinstance(event, types.AdmissionCheckStateChanged):
         current.checks[event.check] = event
         current.parked_seq = 0  # a workload update: it leaves the inadmissible list (§3.4)
@@ -702,7 +704,7 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             if current is not None and current.deleted_seq == 0 and _same_uid(current, event):
                 current.deleted_seq = seq
                 if current.reservation is not None:  # gone from the ClusterQueue's cache (§5.3)
-                    _bump_generation(state, current.reservation.cluster_queue)
+                    _bump_generation(state, current.reservation.cluster_queue, seq)
                 if current.reservation is None:
                     del state.workloads[f"{event.namespace}/{event.name}"]
                 _reindex(state, f"{event.namespace}/{event.name}", gone=current)
@@ -710,11 +712,11 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             state.flavors.pop(event.name, None)
         case "ClusterQueue":
             state.cluster_queues.pop(event.name, None)
-            state.structure_generation += 1
+            state.structure_generation = max(state.structure_generation, seq)
             state.quota_tree = None
         case "Cohort":
             state.cohorts.pop(event.name, None)
-            state.structure_generation += 1
+            state.structure_generation = max(state.structure_generation, seq)
             state.quota_tree = None
         case "LocalQueue":
             state.local_queues.pop((event.namespace, event.name), None)
@@ -760,7 +762,7 @@ def _apply_workload_decision(
                 current.reservation = event
                 current.parked_seq = 0
                 current.bookmark = None
-                _bump_generation(state, event.cluster_queue)
+                _bump_generation(state, event.cluster_queue, seq)
                 current.order_ms = 0  # Evicted is reset on the next reservation (§9.1)
                 current.pods_ready = None
                 state.reserved.setdefault(event.cluster_queue, {})[key] = None
@@ -769,7 +771,7 @@ def _apply_workload_decision(
             if current.reservation is not None and not current.admitted:
                 _afs_admitted(state, current, at_ms=event.at_ms)
                 current.admitted_at_ms = event.at_ms
-                _bump_generation(state, current.reservation.cluster_queue)
+                _bump_generation(state, current.reservation.cluster_queue, seq)
             current.admitted = current.reservation is not None
         case types.QuotaReleased():
             if current.reservation is not None:
@@ -779,7 +781,7 @@ def _apply_workload_decision(
                     _release_topology(state, current)
                 cq = current.reservation.cluster_queue
                 state.trigger(f"cq:{cq}", seq, released=True)
-                _bump_generation(state, cq)
+                _bump_generation(state, cq, seq)
                 held = state.reserved.get(cq, {})
                 held.pop(key, None)
                 if not held:
@@ -830,7 +832,7 @@ def _apply_preemption(
                 current.eviction = event
                 if event.reason == "Preempted":
                     current.preempted_count += 1
-                _bump_generation(state, current.reservation.cluster_queue)
+                _bump_generation(state, current.reservation.cluster_queue, seq)
                 _evicted(state, current, event)
                 _reindex(state, event.workload.key)
 
@@ -839,15 +841,17 @@ ADMITTER_ROLE = "admit"
 """The admitter's DecisionRecord role (services.admitter.core.ROLE; the fold imports no service)."""
 
 
-def _bump_generation(state: ClusterState, cluster_queue: str) -> None:
+def _bump_generation(state: ClusterState, cluster_queue: str, seq: int) -> None:
     """Advance Kueue's AllocatableResourceGeneration of ``cluster_queue`` (SEMANTICS §5.3;
     pkg/cache/scheduler/clusterqueue.go deleteWorkload, resource_node.go
     updateClusterQueueResourceNode): Kueue bumps it whenever a workload leaves the
     ClusterQueue's cache, and every update of a workload holding quota there (its own
     admission's echo, a condition, PodsReady, a check) removes and re-adds it. Here: a
     reservation, admission, eviction, release, or a status or spec fact of a workload holding
-    quota there. Only "advanced since the bookmark" matters, so extra bumps are harmless."""
-    state.cq_generations[cluster_queue] = state.cq_generations.get(cluster_queue, 0) + 1
+    quota there. Only "advanced since the bookmark" matters, so extra bumps are harmless; the value is the
+    sequence of the latest bump, not a count, so that the fold stays idempotent."""
+    # The log sequence of the latest bump: monotonic, and folding an event twice changes nothing.
+    state.cq_generations[cluster_queue] = max(state.cq_generations.get(cluster_queue, 0), seq)
 
 
 def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None:
