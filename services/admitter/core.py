@@ -117,8 +117,8 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
         bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
         if exhausted:
             bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
-        elif start is not None and bookmark is None and cq.spec.queueing_strategy == "StrictFIFO":
-            bookmark = types.FlavorBookmark(tried=(), cycle=cycle_no, generation=state.generation(cq_name))
+        elif start is not None:
+            bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
         if assignment.mode == "NoFit":
             # SEMANTICS §3.5: a BestEffortFIFO head is parked unless flavors remain to be tried.
             parked = cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
@@ -616,13 +616,38 @@ def _inadmissible(
     ]
 
 
-# Ours, not Kueue's (SEMANTICS §5.3): a StrictFIFO head whose resumed scan reached the last
-# flavor without a fit would, in Kueue, start over from the first flavor in the next cycle,
-# stop where it stopped before, resume after it, and so on: the same two scans alternate every
-# cycle while nothing changes (Kueue re-writes the condition each time). Here such a head gets
-# an "exhausted" bookmark (no indices): while it is in force, scans start at the first flavor
-# and record no progress, so the decisions stop changing; it expires like any bookmark, once
-# the ClusterQueue's generation moves. BestEffortFIFO heads need none: they are parked then.
+# Ours, not Kueue's (SEMANTICS §5.3): while nothing changes, Kueue's resumed scans can cycle
+# for ever: a StrictFIFO head whose resumed scan reached the last flavor starts over, stops
+# where it stopped before, resumes after it, and so on; with two pod sets, each can in turn
+# leave a pending index while the other wraps (BestEffortFIFO heads too, as they stay in the
+# queue while flavors are pending). Kueue re-writes the condition every cycle. Here a head
+# gets an "exhausted" bookmark (no indices) once a resumed StrictFIFO scan wraps, or once it
+# has resumed more times in a row than its ClusterQueue lists flavors (real progress through
+# the flavors never needs more): while that is in force, scans start at the first flavor and
+# record no progress, and a BestEffortFIFO head is parked, so the decisions stop changing. It
+# expires like any bookmark, once the ClusterQueue's generation moves.
+
+
+def _resumed(
+    bookmark: types.FlavorBookmark | None,
+    start: types.FlavorBookmark,
+    cq: models.ClusterQueue,
+    *,
+    state: ClusterState,
+    cycle: int,
+) -> types.FlavorBookmark | None:
+    """The bookmark a scan that resumed from ``start`` leaves: ``bookmark`` with the count of
+    resumes, or the exhausted one (see the note above)."""
+    if bookmark is None:
+        if cq.spec.queueing_strategy != "StrictFIFO":
+            return None
+    else:
+        resumes = start.resumes + 1
+        if resumes <= sum(len(group.flavors) for group in cq.spec.resource_groups):
+            return types.FlavorBookmark(
+                tried=bookmark.tried, cycle=bookmark.cycle, generation=bookmark.generation, resumes=resumes
+            )
+    return types.FlavorBookmark(tried=(), cycle=cycle, generation=state.generation(cq.metadata.name))
 
 
 def bookmark_in_force(
