@@ -270,6 +270,33 @@ class WorkloadAdmitted(_Event, kw_only=True, tag="WorkloadAdmitted"):
     at_ms: int
 
 
+class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Kueue's flavor-scan bookmark (``LastTriedFlavorIdx``, SEMANTICS §5.3): where the next
+    flavor scan of a workload resumes (FlavorFungibility + FlavorFungibilityPreserveScanProgress).
+
+    ``tried[i]`` maps each resource of the i-th pod set (spec order) to the index, in its
+    resource group's flavor list, of the last flavor the scan examined; the next scan starts
+    at that index + 1. A scan that reached the last flavor records -1 (start over); a pod set
+    no flavor was chosen for has an empty map. Only bookmarks with some index other than -1
+    ("pending flavors") are recorded: any other starts over like no bookmark at all.
+    ``cycle`` is the admitter cycle it was computed in (the count of admitter DecisionRecords
+    with outputs, this one included) and ``generation`` its ClusterQueue's allocatable-resource
+    generation at the decision's basis (``ClusterState.cq_generations``); both decide when it
+    expires. Source: pkg/workload/workload.go AssignmentClusterQueueState,
+    pkg/scheduler/scheduler.go lastAssignmentOutdated.
+    """
+
+    tried: tuple[dict[str, int], ...]
+    cycle: int
+    generation: int
+    resumes: int = 0  # ours: scans in a row that resumed from a bookmark (see services/admitter/core.py)
+
+    @property
+    def pending(self) -> bool:
+        """Kueue's PendingFlavors: some index is not -1."""
+        return any(idx != -1 for per_pod_set in self.tried for idx in per_pod_set.values())
+
+
 class WorkloadInadmissible(_Event, kw_only=True, tag="WorkloadInadmissible"):
     """Why the workload still waits; recorded when the reason changes, not every cycle.
 
@@ -277,6 +304,8 @@ class WorkloadInadmissible(_Event, kw_only=True, tag="WorkloadInadmissible"):
     ``message`` the sentence Kueue would write on the QuotaReserved=False condition.
     ``parked`` says the workload moved to its ClusterQueue's inadmissible list: it is
     not tried again until something that could let it fit happens (SEMANTICS §3.6).
+    ``bookmark`` is the workload's flavor-scan bookmark after this decision (None: the next
+    scan starts at the first flavor); recorded whenever it changes (SEMANTICS §5.3).
     """
 
     workload: WorkloadRef
@@ -284,6 +313,7 @@ class WorkloadInadmissible(_Event, kw_only=True, tag="WorkloadInadmissible"):
     message: str
     at_ms: int
     parked: bool = False
+    bookmark: FlavorBookmark | None = None
 
 
 class QuotaReleased(_Event, kw_only=True, tag="QuotaReleased"):

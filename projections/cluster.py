@@ -78,6 +78,9 @@ class WorkloadState:
     # (from TopologyAssigned; gone with the quota), and the TAS usage they take, per flavor and leaf.
     topology: dict[str, models.TopologyAssignment] | None = None
     tas_usage: dict[str, dict[str, dict[str, int]]] | None = None
+    # The flavor-scan bookmark in force (SEMANTICS §5.3): the last WorkloadInadmissible's; gone
+    # with a reservation, a nomination or a change of the workload's scheduling shape.
+    bookmark: types.FlavorBookmark | None = None
     key: str = field(init=False)  # ``workload.key``, which never changes for a state
     _ref: types.WorkloadRef | None = field(default=None, init=False, repr=False)
     _ref_of: models.Workload | None = field(default=None, init=False, repr=False)  # what _ref was made from
@@ -318,6 +321,23 @@ class ClusterState:
     topology: TopologyState = field(default_factory=TopologyState)
     tas_usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     tas_version: int = 0
+    # The flavor-scan bookmark's clocks (SEMANTICS §5.3): ``admit_cycles`` counts the admitter's
+    # DecisionRecords with outputs (Kueue's scheduling cycle, as the log sees it: a cycle that
+    # decides nothing leaves no trace); ``cq_generations`` is Kueue's per-ClusterQueue
+    # AllocatableResourceGeneration (:meth:`generation`), as the log sequence of the latest of its
+    # workload changes (:func:`_bump_generation`) or ``structure_generation``, the latest quota
+    # or cohort-tree change anywhere (Kueue bumps only the changed tree: ours is a
+    # superset, so an older bookmark may expire sooner after an unrelated object change).
+    admit_cycles: int = 0
+    admit_cycle_seq: int = 0  # the sequence of the last record counted
+    cq_generations: dict[str, int] = field(default_factory=dict)
+    structure_generation: int = 0
+
+    def generation(self, cluster_queue: str) -> int:
+        """Kueue's AllocatableResourceGeneration of ``cluster_queue`` as the log gives it:
+        it advances whenever the ClusterQueue's quota, its cohort tree or a workload holding
+        quota in it changes (SEMANTICS §5.3); never decreases."""
+        return max(self.cq_generations.get(cluster_queue, 0), self.structure_generation)
 
     def open_request(self, role: str) -> types.SchedulingRequested | None:
         """The oldest unanswered SchedulingRequested for ``role``, if any."""
@@ -351,6 +371,9 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
         case types.DecisionRecord():
             state.heads[event.partition] = seq
+            if event.role == ADMITTER_ROLE and event.output_count and seq > state.admit_cycle_seq:
+                state.admit_cycles += 1  # once per record, however often it is folded
+                state.admit_cycle_seq = seq
             if event.answers:
                 state.requests.pop(event.answers, None)
         case types.SchedulingRequested():
@@ -360,7 +383,7 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
         case types.WorkloadObserved() | types.WorkloadFinished():
             _apply_workload_fact(state, event, seq=seq)
         case types.AdmissionCheckStateChanged() | types.WorkloadPodsReady():
-            _apply_workload_status_fact(state, event)
+            _apply_workload_status_fact(state, event, seq=seq)
         case types.WorkloadDeactivated() | types.WorkloadRequeued():
             _apply_requeue_decision(state, event)
         case types.WorkloadStopped():
@@ -383,10 +406,19 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             state.tas_version += 1
             state.trigger("*", seq)
         case types.ClusterQueueObserved(cluster_queue=obj):
+            old = state.cluster_queues.get(obj.metadata.name)
+            if old is None or (old.spec.resource_groups, old.spec.cohort_name) != (
+                obj.spec.resource_groups,
+                obj.spec.cohort_name,
+            ):
+                state.structure_generation = max(state.structure_generation, seq)  # quotas or tree changed (§5.3)
             state.cluster_queues[obj.metadata.name] = obj
             state.quota_tree = None
             state.trigger(f"cq:{obj.metadata.name}", seq)
         case types.CohortObserved(cohort=obj):
+            old_cohort = state.cohorts.get(obj.metadata.name)
+            if old_cohort is None or old_cohort.spec != obj.spec:
+                state.structure_generation = max(state.structure_generation, seq)
             state.cohorts[obj.metadata.name] = obj
             state.quota_tree = None
             state.trigger(f"cohort:{obj.metadata.name}", seq)
@@ -433,6 +465,15 @@ def _apply_workload_fact(
         else:
             if current.workload.spec != event.workload.spec:
                 current.parked_seq = 0  # a changed workload leaves the inadmissible list
+                before, after = current.workload.spec, event.workload.spec
+                if (before.pod_sets, before.priority, before.priority_class_ref) != (
+                    after.pod_sets,
+                    after.priority,
+                    after.priority_class_ref,
+                ):
+                    current.bookmark = None  # its scheduling shape changed (SEMANTICS §3.4, §5.3)
+                if current.reservation is not None:
+                    _bump_generation(state, current.reservation.cluster_queue, seq)
             if current.deactivated and not current.workload.spec.active and event.workload.spec.active:
                 # Reactivated by its owner (spec.active false -> true): Kueue starts counting anew (§9.2).
                 current.deactivated = ""
@@ -446,15 +487,19 @@ def _apply_workload_fact(
     if current is not None and current.finished is None and _same_uid(current, event.workload):
         current.finished = event
         current.finished_seq = seq
+        if current.reservation is not None:  # Kueue drops it from the ClusterQueue's cache now (§5.3)
+            _bump_generation(state, current.reservation.cluster_queue, seq)
         _reindex(state, event.workload.key)
 
 
 def _apply_workload_status_fact(
-    state: ClusterState, event: types.AdmissionCheckStateChanged | types.WorkloadPodsReady
+    state: ClusterState, event: types.AdmissionCheckStateChanged | types.WorkloadPodsReady, *, seq: int
 ) -> None:
     current = state.workloads.get(event.workload.key)
     if current is None or current.gone or not _same_uid(current, event.workload):
         return
+    if current.reservation is not None:
+        _bump_generation(state, current.reservation.cluster_queue, seq)  # an update re-adds it (§5.3)
     if isinstance(event, types.AdmissionCheckStateChanged):
         current.checks[event.check] = event
         current.parked_seq = 0  # a workload update: it leaves the inadmissible list (§3.4)
@@ -648,6 +693,7 @@ def _reorder_priority_class(state: ClusterState, name: str) -> None:
     for key, wl in state.workloads.items():
         ref = wl.workload.spec.priority_class_ref
         if ref is not None and ref.name == name:
+            wl.bookmark = None  # the effective priority is part of the scheduling shape (§5.3)
             _reindex(state, key)
 
 
@@ -657,6 +703,8 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             current = state.workloads.get(f"{event.namespace}/{event.name}")
             if current is not None and current.deleted_seq == 0 and _same_uid(current, event):
                 current.deleted_seq = seq
+                if current.reservation is not None:  # gone from the ClusterQueue's cache (§5.3)
+                    _bump_generation(state, current.reservation.cluster_queue, seq)
                 if current.reservation is None:
                     del state.workloads[f"{event.namespace}/{event.name}"]
                 _reindex(state, f"{event.namespace}/{event.name}", gone=current)
@@ -664,9 +712,11 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             state.flavors.pop(event.name, None)
         case "ClusterQueue":
             state.cluster_queues.pop(event.name, None)
+            state.structure_generation = max(state.structure_generation, seq)
             state.quota_tree = None
         case "Cohort":
             state.cohorts.pop(event.name, None)
+            state.structure_generation = max(state.structure_generation, seq)
             state.quota_tree = None
         case "LocalQueue":
             state.local_queues.pop((event.namespace, event.name), None)
@@ -699,6 +749,7 @@ def _apply_workload_decision(
     match event:
         case types.WorkloadInadmissible():
             current.pending_message = event.message
+            current.bookmark = event.bookmark
             current.parked_seq = seq if event.parked else 0
             if event.parked:
                 state.preemptors.pop(key, None)  # parked: no longer the sticky head (§3.9)
@@ -710,6 +761,8 @@ def _apply_workload_decision(
             if current.reservation is None:
                 current.reservation = event
                 current.parked_seq = 0
+                current.bookmark = None
+                _bump_generation(state, event.cluster_queue, seq)
                 current.order_ms = 0  # Evicted is reset on the next reservation (§9.1)
                 current.pods_ready = None
                 state.reserved.setdefault(event.cluster_queue, {})[key] = None
@@ -718,6 +771,7 @@ def _apply_workload_decision(
             if current.reservation is not None and not current.admitted:
                 _afs_admitted(state, current, at_ms=event.at_ms)
                 current.admitted_at_ms = event.at_ms
+                _bump_generation(state, current.reservation.cluster_queue, seq)
             current.admitted = current.reservation is not None
         case types.QuotaReleased():
             if current.reservation is not None:
@@ -727,6 +781,7 @@ def _apply_workload_decision(
                     _release_topology(state, current)
                 cq = current.reservation.cluster_queue
                 state.trigger(f"cq:{cq}", seq, released=True)
+                _bump_generation(state, cq, seq)
                 held = state.reserved.get(cq, {})
                 held.pop(key, None)
                 if not held:
@@ -761,6 +816,7 @@ def _apply_preemption(
             if current.reservation is None and not current.gone:
                 state.nominations[event.workload.key] = (seq, event)
                 current.pending_message = event.message
+                current.bookmark = None  # preemptions issued: the next scan starts over (§5.3)
                 current.parked_seq = 0
                 _place(state, current, queued=current.active and not current.backoff)
         case types.PreemptionIssued():
@@ -776,8 +832,26 @@ def _apply_preemption(
                 current.eviction = event
                 if event.reason == "Preempted":
                     current.preempted_count += 1
+                _bump_generation(state, current.reservation.cluster_queue, seq)
                 _evicted(state, current, event)
                 _reindex(state, event.workload.key)
+
+
+ADMITTER_ROLE = "admit"
+"""The admitter's DecisionRecord role (services.admitter.core.ROLE; the fold imports no service)."""
+
+
+def _bump_generation(state: ClusterState, cluster_queue: str, seq: int) -> None:
+    """Advance Kueue's AllocatableResourceGeneration of ``cluster_queue`` (SEMANTICS §5.3;
+    pkg/cache/scheduler/clusterqueue.go deleteWorkload, resource_node.go
+    updateClusterQueueResourceNode): Kueue bumps it whenever a workload leaves the
+    ClusterQueue's cache, and every update of a workload holding quota there (its own
+    admission's echo, a condition, PodsReady, a check) removes and re-adds it. Here: a
+    reservation, admission, eviction, release, or a status or spec fact of a workload holding
+    quota there. Only "advanced since the bookmark" matters, so extra bumps are harmless; the value is the
+    sequence of the latest bump, not a count, so that the fold stays idempotent."""
+    # The log sequence of the latest bump: monotonic, and folding an event twice changes nothing.
+    state.cq_generations[cluster_queue] = max(state.cq_generations.get(cluster_queue, 0), seq)
 
 
 def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None:

@@ -35,7 +35,7 @@ from services.admitter import flavors, lifecycle, queues
 from services.admitter import topology as tas_cycle
 from services.preemptor import fair, targets
 
-LOGIC_VERSION = 7
+LOGIC_VERSION = 8
 ROLE = "admit"
 
 
@@ -51,6 +51,7 @@ class Entry(NamedTuple):
     priority: int
     targets: tuple[targets.Target, ...] = ()
     nominated: bool = False
+    bookmark: types.FlavorBookmark | None = None  # after this cycle's scan, if it is not admitted
 
 
 def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
@@ -98,6 +99,7 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
     search = Search(state, tree, now_ms=now_ms, tas=cycle)
+    cycle_no = state.admit_cycles + 1  # this cycle's number, should it commit anything (SEMANTICS §5.3)
     entries: list[Entry] = []
     for cq_name, head in plan.heads.items():
         if head.key in touched:
@@ -109,16 +111,26 @@ def _cycle(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[t
             decisions.extend(_inadmissible(head, "PendingEvaluation", message, parked=True, now_ms=now_ms))
             continue
         requests = queues.cached_pod_set_requests(head, cq=cq, config=state.configuration)
-        assignment, victims = search.assignments(head, requests, cq=cq)
+        start = bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
+        exhausted = start is not None and not start.tried
+        assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
+        bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
+        if exhausted:
+            bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
+        elif start is not None:
+            bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
         if assignment.mode == "NoFit":
-            parked = cq.spec.queueing_strategy == "BestEffortFIFO"
+            # SEMANTICS §3.5: a BestEffortFIFO head is parked unless flavors remain to be tried.
+            parked = cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
             reason = assignment.reason or "NoMatchingFlavor"
-            decisions.extend(_inadmissible(head, reason, assignment.message, parked=parked, now_ms=now_ms))
+            decisions.extend(
+                _inadmissible(head, reason, assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark)
+            )
             continue
         nominated = head.key in state.preemptors or head.key in state.nominations
         priority = queues.priority_of(head.workload, state)
-        # Positional (workload, cq, assignment, priority, targets, nominated): one per head.
-        entries.append(Entry(head, cq, assignment, priority, tuple(victims), nominated))
+        # Positional (workload, cq, assignment, priority, targets, nominated, bookmark): one per head.
+        entries.append(Entry(head, cq, assignment, priority, tuple(victims), nominated, bookmark))
     chosen: set[str] = set()
     gate = _PodsReadyGate(state)
     for entry in _ordered(entries, state=state, tree=tree):
@@ -245,11 +257,19 @@ def _process(
                 reserved = cycle.place(part.wanted, simulate_empty=True)
                 if isinstance(reserved, tas_cycle.Placed):
                     cycle.add(reserved.usage)
-        parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO"
-        return _inadmissible(entry.workload, "WaitingForQuota", entry.assignment.message, parked=parked, now_ms=now_ms)
+        # PreemptionNoCandidates: parked under BestEffortFIFO unless flavors remain (SEMANTICS §3.5).
+        pending = entry.bookmark is not None and entry.bookmark.pending
+        parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and not pending
+        message = entry.assignment.message
+        return _inadmissible(
+            entry.workload, "WaitingForQuota", message, parked=parked, now_ms=now_ms, bookmark=entry.bookmark
+        )
+    # Skipped entries keep this cycle's bookmark (PreserveScanProgress, SEMANTICS §4.5).
     if victims and any(t.key in chosen for t in victims):
         message = "Workload has overlapping preemption targets with another workload"
-        return _inadmissible(entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms)
+        return _inadmissible(
+            entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms, bookmark=entry.bookmark
+        )
     for target in victims:
         targets.remove(tree, target.candidate)
     fits = tree.fits(name, usage)
@@ -264,8 +284,12 @@ def _process(
             fits = placed is not None
     if not fits:
         message = "Workload no longer fits after processing another workload"
-        return _inadmissible(entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms)
+        return _inadmissible(
+            entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms, bookmark=entry.bookmark
+        )
     if entry.assignment.mode != "Preempt" and gate.closed:
+        # Kueue blocks the cycle here and then admits this assignment; this entry waits for a
+        # later cycle instead, so it keeps the bookmark it was nominated with (no progress).
         return _inadmissible(entry.workload, "WaitingForPodsReady", gate.MESSAGE, parked=False, now_ms=now_ms)
     if victims:
         chosen.update(t.key for t in victims)
@@ -376,11 +400,18 @@ class Search:
         return targets.classical_targets(self.tree, self.pool, preemptor)
 
     def assignments(
-        self, wl: WorkloadState, requests: list[flavors.PodSetRequest], *, cq: models.ClusterQueue
+        self,
+        wl: WorkloadState,
+        requests: list[flavors.PodSetRequest],
+        *,
+        cq: models.ClusterQueue,
+        start: types.FlavorBookmark | None = None,
     ) -> tuple[flavors.Assignment, list[targets.Target]]:
         """Kueue's getAssignments (SEMANTICS §4.3.1, §5.9): full counts first; then, with
-        minCount, the largest counts that Fit or Preempt with targets."""
-        full, victims = self._try(wl, requests, cq)
+        minCount, the largest counts that Fit or Preempt with targets. Every attempt resumes
+        the flavor scan from ``start`` (the bookmark in force, §5.3)."""
+        tried = start.tried if start is not None else None
+        full, victims = self._try(wl, requests, cq, tried)
         if full.fits or victims or not _partial_admission(wl):
             return full, victims
         deltas = [
@@ -400,7 +431,7 @@ class Search:
         low, high, best = 1, total, None
         while low <= high:  # the smallest reduction k that works gives the largest counts
             k = (low + high) // 2
-            attempt, attempt_victims = self._try(wl, reduced(k), cq)
+            attempt, attempt_victims = self._try(wl, reduced(k), cq, tried)
             if attempt.fits or attempt_victims:
                 best, high = (attempt, attempt_victims), k - 1
             else:
@@ -408,7 +439,11 @@ class Search:
         return best if best is not None else (full, [])
 
     def _try(
-        self, wl: WorkloadState, requests: list[flavors.PodSetRequest], cq: models.ClusterQueue
+        self,
+        wl: WorkloadState,
+        requests: list[flavors.PodSetRequest],
+        cq: models.ClusterQueue,
+        start: tuple[dict[str, int], ...] | None = None,
     ) -> tuple[flavors.Assignment, list[targets.Target]]:
         preempting = can_preempt(cq, self.tree)
         picker = self._pickers.get(cq.metadata.name)
@@ -417,7 +452,7 @@ class Search:
                 cq, self.tree, self.state.flavors, fair_sharing=self.fair, topologies=self.state.topology.topologies
             )
         # oracle None: no candidates at all
-        assignment = picker.assign(requests, oracle=self._oracle(wl, cq) if preempting else None)
+        assignment = picker.assign(requests, oracle=self._oracle(wl, cq) if preempting else None, start=start)
         if picker.tas_levels and assignment.mode != "NoFit" and self.tas.active:
             assignment = self._topology(wl, assignment, picker, cq)
         if assignment.mode != "Preempt" or not preempting:
@@ -444,7 +479,7 @@ class Search:
         request is delayed to the second pass (A.5.4, A.9)."""
         wanted = self.tas.wanted(wl, assignment, picker)
         if isinstance(wanted, str):
-            return flavors.Assignment(mode="NoFit", message=wanted, reason="NoMatchingFlavor")
+            return flavors.Assignment(mode="NoFit", message=wanted, reason="NoMatchingFlavor", tried=assignment.tried)
         if not wanted:
             return assignment
         delayed: tuple[str, ...] = ()
@@ -468,6 +503,7 @@ class Search:
                 mode="NoFit",
                 message=message if assignment.mode == "Fit" else _join(message, failure),
                 reason=tas_cycle.TOPOLOGY_PLACEMENT_FAILED,
+                tried=assignment.tried,  # the quota scan's bookmark stands (flavorassigner.go assignFlavors)
             )
         flat = tas_cycle.with_preempt(assignment, [w.request.name for w in wanted])
         return assignment._replace(mode="Preempt", flat=flat, message=message, tas=part)
@@ -554,10 +590,89 @@ def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int)
     return [*reserved, types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=now_ms)]
 
 
-def _inadmissible(wl: WorkloadState, reason: str, message: str, *, parked: bool, now_ms: int) -> list[types.Decision]:
-    if message == wl.pending_message and not parked:
+_KEEP: types.FlavorBookmark = types.FlavorBookmark(tried=(), cycle=-1, generation=-1)
+"""``_inadmissible``'s default: the workload keeps the bookmark it has (not nominated)."""
+
+
+def _inadmissible(
+    wl: WorkloadState,
+    reason: str,
+    message: str,
+    *,
+    parked: bool,
+    now_ms: int,
+    bookmark: types.FlavorBookmark | None = _KEEP,
+) -> list[types.Decision]:
+    """A WorkloadInadmissible, unless nothing it records changed: the message, the parking,
+    or the flavor-scan bookmark (``bookmark``: the one after this cycle; default: unchanged)."""
+    if bookmark is _KEEP:
+        bookmark = wl.bookmark
+    if message == wl.pending_message and not parked and bookmark == wl.bookmark:
         return []  # recorded when it changes, not every cycle
-    return [types.WorkloadInadmissible(workload=wl.ref, reason=reason, message=message, at_ms=now_ms, parked=parked)]
+    return [
+        types.WorkloadInadmissible(
+            workload=wl.ref, reason=reason, message=message, at_ms=now_ms, parked=parked, bookmark=bookmark
+        )
+    ]
+
+
+# Ours, not Kueue's (SEMANTICS §5.3): while nothing changes, Kueue's resumed scans can cycle
+# for ever: a StrictFIFO head whose resumed scan reached the last flavor starts over, stops
+# where it stopped before, resumes after it, and so on; with two pod sets, each can in turn
+# leave a pending index while the other wraps (BestEffortFIFO heads too, as they stay in the
+# queue while flavors are pending). Kueue re-writes the condition every cycle. Here a head
+# gets an "exhausted" bookmark (no indices) once a resumed StrictFIFO scan wraps, or once it
+# has resumed more times in a row than its ClusterQueue lists flavors (real progress through
+# the flavors never needs more): while that is in force, scans start at the first flavor and
+# record no progress, and a BestEffortFIFO head is parked, so the decisions stop changing. It
+# expires like any bookmark, once the ClusterQueue's generation moves.
+
+
+def _resumed(
+    bookmark: types.FlavorBookmark | None,
+    start: types.FlavorBookmark,
+    cq: models.ClusterQueue,
+    *,
+    state: ClusterState,
+    cycle: int,
+) -> types.FlavorBookmark | None:
+    """The bookmark a scan that resumed from ``start`` leaves: ``bookmark`` with the count of
+    resumes, or the exhausted one (see the note above)."""
+    if bookmark is None:
+        if cq.spec.queueing_strategy != "StrictFIFO":
+            return None
+    else:
+        resumes = start.resumes + 1
+        if resumes <= sum(len(group.flavors) for group in cq.spec.resource_groups):
+            return types.FlavorBookmark(
+                tried=bookmark.tried, cycle=bookmark.cycle, generation=bookmark.generation, resumes=resumes
+            )
+    return types.FlavorBookmark(tried=(), cycle=cycle, generation=state.generation(cq.metadata.name))
+
+
+def bookmark_in_force(
+    wl: WorkloadState, cq_name: str, *, state: ClusterState, cycle: int
+) -> types.FlavorBookmark | None:
+    """The workload's flavor-scan bookmark unless it is outdated (scheduler.go
+    lastAssignmentOutdated, FlavorFungibilityPreserveScanProgress on; SEMANTICS §5.3): one
+    computed in this or the previous admitter cycle stands; an older one stands only while
+    the ClusterQueue's allocatable-resource generation has not advanced since. (A change of
+    the workload's scheduling shape already dropped it in the fold.)"""
+    bookmark = wl.bookmark
+    if bookmark is None or cycle - bookmark.cycle <= 1:
+        return bookmark
+    return None if state.generation(cq_name) > bookmark.generation else bookmark
+
+
+def _bookmark(
+    assignment: flavors.Assignment, cq_name: str, *, state: ClusterState, cycle: int
+) -> types.FlavorBookmark | None:
+    """The bookmark this cycle's scan leaves (Kueue's Assignment.LastState), None when it has
+    no pending flavor (the next scan starts at the first flavor either way)."""
+    if not assignment.pending_flavors:
+        return None
+    assert assignment.tried is not None
+    return types.FlavorBookmark(tried=assignment.tried, cycle=cycle, generation=state.generation(cq_name))
 
 
 def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased:

@@ -122,6 +122,16 @@ class Assignment(NamedTuple):
     # TAS (SEMANTICS-ADVANCED A.5): set by the admitter for workloads with TAS pod sets, a
     # services.admitter.topology.TASPart (what to place, and the placement when mode is Fit).
     tas: Any = None
+    # The flavor scan's bookmark (Kueue's LastTriedFlavorIdx, SEMANTICS §5.3): per pod set in
+    # spec order, resource -> index of the last flavor examined in its group (-1: the scan
+    # reached the last flavor); a pod set without a chosen flavor has {} and the ones after a
+    # failed pod set are missing. None when not computed.
+    tried: tuple[dict[str, int], ...] | None = None
+
+    @property
+    def pending_flavors(self) -> bool:
+        """Kueue's PendingFlavors: the bookmark names a flavor the next scan would resume after."""
+        return self.tried is not None and any(i != -1 for per_pod_set in self.tried for i in per_pod_set.values())
 
     @property
     def fits(self) -> bool:
@@ -268,16 +278,27 @@ class Picker:
             fair_sharing and preemption.reclaim_within_cohort != "Never"
         )
 
-    def assign(self, pod_sets: list[PodSetRequest], *, oracle: Oracle | None) -> Assignment:
-        """:func:`assign` in this ClusterQueue."""
+    def assign(
+        self,
+        pod_sets: list[PodSetRequest],
+        *,
+        oracle: Oracle | None,
+        start: tuple[dict[str, int], ...] | None = None,
+    ) -> Assignment:
+        """:func:`assign` in this ClusterQueue; ``start`` is the bookmark to resume from
+        (:attr:`Assignment.tried` of an earlier scan): a group's scan starts after the index
+        it names for the pod set and the resource that opens the group (SEMANTICS §5.3)."""
         covering, frs = self.covering, self.frs
+        tried: list[dict[str, int]] = []
         taken: dict[FR, int] = {}  # what earlier pod sets took, per FR
         flat: list[object] = []
         borrowing = 0
         worst: GranularMode = BEST
         need: dict[FR, None] = {}
         problems_all: list[str] = []
-        for ps in pod_sets:
+        for index, ps in enumerate(pod_sets):
+            resume = start[index] if start is not None and index < len(start) else None
+            tried_ps: dict[str, int] = {}
             # A zero request of a covered resource still gets a flavor (with zero usage); of an
             # uncovered one it is ignored (SEMANTICS §10.4).
             count = ps.count
@@ -297,18 +318,21 @@ class Picker:
                         message=f"couldn't assign flavors to pod set {ps.name}: "
                         f"resource {resource} unavailable in ClusterQueue",
                         reason="NoMatchingFlavor",
+                        tried=(*tried, {}),
                     )
                 if len(group.covered) == 1:
                     wanted = {resource: totals[resource]}
                 else:
                     wanted = {r: totals[r] for r in group.covered if r in totals}
-                choice, problems = self._pick(ps, group, wanted, taken, oracle)
+                first = resume.get(resource, -1) + 1 if resume else 0
+                choice, problems, last = self._pick(ps, group, wanted, taken, oracle, first)
                 mode = choice.mode
                 if choice.flavor is None or mode[0] == NO_FIT:
                     return Assignment(
                         mode="NoFit",
                         message=f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}",
                         reason=no_fit_reason(problems),
+                        tried=(*tried, {}),
                     )
                 if mode[0] != FIT:
                     problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
@@ -318,6 +342,7 @@ class Picker:
                     borrowing = mode[1]
                 for r in wanted:
                     chosen[r] = choice.flavor
+                    tried_ps[r] = last
                 for r in choice.need_preemption:
                     need[frs[choice.flavor][r]] = None
             chosen_frs = {resource: frs[flavor][resource] for resource, flavor in chosen.items()}
@@ -325,8 +350,10 @@ class Picker:
                 fr = chosen_frs[resource]
                 taken[fr] = taken.get(fr, 0) + amount
             _flatten(flat, ps.name, count, totals, chosen_frs, need)
-        # Positional (mode, flat, borrowing, message): one for every head of a cycle.
-        return Assignment("Fit" if worst[0] == FIT else "Preempt", tuple(flat), borrowing, "; ".join(problems_all))
+            tried.append(tried_ps)
+        # Positional (mode, flat, borrowing, message, reason, tas, tried): one for every head of a cycle.
+        mode = "Fit" if worst[0] == FIT else "Preempt"
+        return Assignment(mode, tuple(flat), borrowing, "; ".join(problems_all), "", None, tuple(tried))
 
     def _pick(
         self,
@@ -335,15 +362,22 @@ class Picker:
         wanted: dict[str, int],
         taken: dict[FR, int],
         oracle: Oracle | None,
-    ) -> tuple[_Choice, list[str]]:
-        """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7) and the problems seen."""
+        first: int = 0,
+    ) -> tuple[_Choice, list[str], int]:
+        """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7), the problems seen and
+        the bookmark index: the last flavor examined, -1 when that was the group's last.
+        The scan starts at flavor index ``first`` (the bookmark's + 1)."""
         problems: list[str] = []
         best_flavor: str | None = None
         best_mode, best_need = WORST, ()
         fungibility = self.fungibility
         preference = fungibility.preference
         resources = sorted(wanted) if len(wanted) > 1 else wanted
-        for flavor_name, flavor, open_to_all in group.flavors:
+        listed = group.flavors if first == 0 else group.flavors[first:]
+        last = len(group.flavors) - 1
+        examined = first - 1
+        for flavor_name, flavor, open_to_all in listed:
+            examined += 1
             if flavor is None:
                 problems.append(f"flavor {flavor_name} not found")
                 continue
@@ -366,10 +400,10 @@ class Picker:
                 if mode[0] != FIT:
                     need.append(resource)
             if not _try_next(representative, fungibility):
-                return _Choice(flavor_name, representative, tuple(need)), problems
+                return _Choice(flavor_name, representative, tuple(need)), problems, -1 if examined == last else examined
             if is_preferred(representative, best_mode, preference):
                 best_flavor, best_mode, best_need = flavor_name, representative, tuple(need)
-        return _Choice(best_flavor, best_mode, best_need), problems
+        return _Choice(best_flavor, best_mode, best_need), problems, -1 if examined == last else examined
 
     def _tas_problem(self, ps: PodSetRequest, name: str, flavor: models.ResourceFlavor, group: _Group) -> str:
         """tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS (SEMANTICS-ADVANCED A.5.1): why a
