@@ -547,7 +547,7 @@ def _fold_lean(view: DispatchState, event: types.Event, *, seq: int) -> Dispatch
     if isinstance(event, types.QuotaReserved) and before.reservation is None:
         if after is not None and after.reservation is not None:
             view.reserved_seq[key] = seq
-    status.fold_record(view.records, event, key=key, before=before, state=state)
+    status.fold_record(view.records, event, key=key, before=before, state=state, compare=False)
     if isinstance(event, types.WorkloadAdmitted) and after is not None and after.admitted and not before.admitted:
         if after.reservation is not None:
             view.started[key] = pod_set_infos(state, after, view.records.get(key))
