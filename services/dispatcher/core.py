@@ -514,7 +514,7 @@ def _fold_lean(view: DispatchState, event: types.Event, *, seq: int) -> Dispatch
     Workload and its owner), the flavors, ``reserved_seq``, ``started`` and, of each
     record, the admission checks and the topology assignments. So: no dirty sets; the
     events of :data:`LEAN_SKIPPED` only count their sequence; and a WorkloadInadmissible
-    (a third of a busy log) does to the record only what the full fold does to those two
+    (a quarter of a busy log) does to the record only what the full fold does to those two
     (replace a namesake's record, forget a waiting workload's topology), and is not
     folded into the cluster (it changes the queue order and the parked marks, which
     plan does not read, and never a reservation or an eviction).
