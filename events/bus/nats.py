@@ -504,11 +504,6 @@ def _delivery_position(msg: Msg) -> tuple[int, int, int]:
     return metadata.sequence.stream, metadata.num_pending, metadata.num_delivered
 
 
-def _status(msg: Msg) -> str | None:
-    """The JetStream status of a reply (``404``, ``408``, ``100``...), None for a message of the stream."""
-    return msg.headers.get("Status") if msg.headers else None
-
-
 class NatsDurable(base.DurableConsumer):
     """A durable pull consumer; ``Delivery.token`` is the nats-py message.
 
@@ -538,13 +533,13 @@ class NatsDurable(base.DurableConsumer):
         deadline = time.monotonic() + timeout
         if self._backlog > 0:
             # the last fetch said more were waiting: one request for them, not a wait for the first then another
-            msgs = await self._pull_waiting(batch=min(batch, self._backlog), timeout=min(self.BACKLOG_WAIT, timeout))
+            msgs = await self._pull(batch=min(batch, self._backlog), timeout=min(self.BACKLOG_WAIT, timeout))
         if not msgs:
             msgs = await self._pull(batch=1, timeout=max(deadline - time.monotonic(), 0.001))
             first_pending = _delivery_position(msgs[0])[1] if msgs else 0
             if batch > 1 and first_pending > 0:
                 # only when the first says more are waiting: a top-up that finds nothing costs a request
-                msgs += await self._pull_waiting(batch=min(batch - 1, first_pending), timeout=self.BACKLOG_WAIT)
+                msgs += await self._pull(batch=min(batch - 1, first_pending), timeout=self.BACKLOG_WAIT)
         deliveries = []
         pending = 0
         for msg in msgs:  # positions from the reply subject, not Msg.metadata (a datetime per message)
@@ -553,50 +548,6 @@ class NatsDurable(base.DurableConsumer):
             deliveries.append(base.Delivery(message=message, attempt=delivered, token=msg))
         self._backlog = pending
         return deliveries
-
-    async def _pull_waiting(self, *, batch: int, timeout: float) -> list[Msg]:
-        """Up to ``batch`` of the messages the server said are waiting, within ``timeout`` s.
-
-        One no-wait pull request (JetStream ``CONSUMER.MSG.NEXT``), then the replies are
-        taken from the subscription's queue as they come: nats-py's ``fetch`` waits for
-        each with a ``next_msg`` of its own (a task, a ``uuid4`` and a ``wait_for`` per
-        message, most of the dispatcher's event-loop turns). The server's 404 or 408 (no
-        more now) or 409 ends it early; a heartbeat is skipped; another status is an
-        error. Status replies left over from an earlier request are dropped, as nats-py
-        drops them.
-        """
-        psub = self._sub
-        inner = psub._sub  # nats-py's Subscription: its queue and pending byte count
-        queue: asyncio.Queue[Msg] = inner._pending_queue
-        msgs: list[Msg] = []
-        while not queue.empty() and len(msgs) < batch:
-            msg = queue.get_nowait()
-            inner._pending_size -= len(msg.data)
-            if not _status(msg):
-                msgs.append(msg)
-        if len(msgs) >= batch:
-            return msgs
-        request = json.dumps({"batch": batch - len(msgs), "no_wait": True}).encode()
-        with _wrapped(f"Fetching from {self.name!r}"):
-            await psub._nc.publish(psub._nms, request, psub._deliver)
-        needed = batch - len(msgs)
-        try:
-            async with asyncio.timeout(timeout):
-                while needed > 0:
-                    msg = queue.get_nowait() if not queue.empty() else await queue.get()
-                    inner._pending_size -= len(msg.data)
-                    status = _status(msg)
-                    if not status:
-                        msgs.append(msg)
-                        needed -= 1
-                    elif status in ("404", "408", "409"):
-                        break
-                    elif status != "100":
-                        description = (msg.headers or {}).get("Description", "")
-                        raise base.BusError(f"Fetching from {self.name!r}: the server answered {status} {description}")
-        except TimeoutError:
-            pass
-        return msgs
 
     async def _pull(self, *, batch: int, timeout: float) -> list[Msg]:
         try:
