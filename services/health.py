@@ -52,7 +52,8 @@ class Health:
     ``lease_duration`` (seconds) is how recent the last contact with the lease must
     be for a standby to count as ready. Metrics (all prefixed ``kueue_es_``):
 
-    - ``events_folded_total``: log messages read by the service's folds;
+    - ``events_folded_total``: log messages read by the service's folds (while a backlog is read,
+      counted every 100 messages; at once when the fold reaches the end of the log);
     - ``fold_lag_messages``: messages on the log after the last one read (what the
       fold has still to read, as JetStream counts it);
     - ``decisions_committed_total`` / ``commit_conflicts_total``: decision batches
@@ -99,6 +100,7 @@ class Health:
         self._published = Counter(
             "kueue_es_published", "Events published to the log, by type.", [*labels, "type"], registry=self.registry
         )
+        self._published_by_type: dict[str, Any] = {}  # the labelled child of each type, looked up once
         self.dispatch_writes = Counter(
             "kueue_es_dispatch_writes", "Dispatch results recorded as applied.", labels, registry=self.registry
         ).labels(service)
@@ -128,7 +130,10 @@ class Health:
 
     def published(self, event_type: str) -> None:
         """Count one event published (not a duplicate)."""
-        self._published.labels(self.service, event_type).inc()
+        counter = self._published_by_type.get(event_type)
+        if counter is None:
+            counter = self._published_by_type[event_type] = self._published.labels(self.service, event_type)
+        counter.inc()
         if event_type == "DispatchApplied":
             self.dispatch_writes.inc()
         elif event_type == "DispatchFailed":
@@ -202,12 +207,20 @@ class ObservedBus(Bus):
     ) -> AsyncGenerator[LogMessage, None]:
         health = self.health
         async with contextlib.aclosing(self.inner.read(subjects=subjects, start_seq=start_seq)) as messages:
-            async for message in messages:
-                health.events_folded.inc()
-                health.fold_lag.set(message.pending)
-                if message.seq >= self.caught_up_at or message.pending == 0:
-                    health.caught_up = True
-                yield message
+            folded = 0  # read but not yet counted: while a backlog is read, the metrics move every 100 messages
+            try:
+                async for message in messages:
+                    folded += 1
+                    if folded >= 100 or message.pending == 0:
+                        health.events_folded.inc(folded)
+                        health.fold_lag.set(message.pending)
+                        folded = 0
+                    if message.seq >= self.caught_up_at or message.pending == 0:
+                        health.caught_up = True
+                    yield message
+            finally:
+                if folded:
+                    health.events_folded.inc(folded)
 
     async def last_seq(self) -> int:
         return await self.inner.last_seq()

@@ -489,13 +489,19 @@ def _position(msg: Msg) -> tuple[int, int]:
     anything else is left to nats-py's parser. Cheaper than ``Msg.metadata``, which
     also builds a datetime per message.
     """
+    seq, pending, _ = _delivery_position(msg)
+    return seq, pending
+
+
+def _delivery_position(msg: Msg) -> tuple[int, int, int]:
+    """(stream sequence, ``num_pending``, ``num_delivered``) of a delivered message, as :func:`_position`."""
     tokens = (msg.reply or "").split(".")
     if len(tokens) == 9 and tokens[0] == "$JS":
-        return int(tokens[5]), int(tokens[8])
+        return int(tokens[5]), int(tokens[8]), int(tokens[4])
     if len(tokens) >= 11 and tokens[0] == "$JS":
-        return int(tokens[7]), int(tokens[10])
+        return int(tokens[7]), int(tokens[10]), int(tokens[6])
     metadata = msg.metadata
-    return metadata.sequence.stream, metadata.num_pending
+    return metadata.sequence.stream, metadata.num_pending, metadata.num_delivered
 
 
 class NatsDurable(base.DurableConsumer):
@@ -530,15 +536,17 @@ class NatsDurable(base.DurableConsumer):
             msgs = await self._pull(batch=min(batch, self._backlog), timeout=min(self.BACKLOG_WAIT, timeout))
         if not msgs:
             msgs = await self._pull(batch=1, timeout=max(deadline - time.monotonic(), 0.001))
-            if msgs and batch > 1 and msgs[0].metadata.num_pending > 0:
+            first_pending = _delivery_position(msgs[0])[1] if msgs else 0
+            if batch > 1 and first_pending > 0:
                 # only when the first says more are waiting: a top-up that finds nothing costs a request
-                msgs += await self._pull(batch=min(batch - 1, msgs[0].metadata.num_pending), timeout=self.BACKLOG_WAIT)
-        self._backlog = msgs[-1].metadata.num_pending if msgs else 0
+                msgs += await self._pull(batch=min(batch - 1, first_pending), timeout=self.BACKLOG_WAIT)
         deliveries = []
-        for msg in msgs:
-            metadata = msg.metadata
-            message = _log_message(msg, seq=metadata.sequence.stream, pending=metadata.num_pending)
-            deliveries.append(base.Delivery(message=message, attempt=metadata.num_delivered, token=msg))
+        pending = 0
+        for msg in msgs:  # positions from the reply subject, not Msg.metadata (a datetime per message)
+            seq, pending, delivered = _delivery_position(msg)
+            message = _log_message(msg, seq=seq, pending=pending)
+            deliveries.append(base.Delivery(message=message, attempt=delivered, token=msg))
+        self._backlog = pending
         return deliveries
 
     async def _pull(self, *, batch: int, timeout: float) -> list[Msg]:

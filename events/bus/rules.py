@@ -120,6 +120,19 @@ def headers_size(headers: dict[str, str]) -> int:
 
 def check_literal(subject: str) -> None:
     """Raise BusError unless ``subject`` is a literal subject of the log stream."""
+    if subject in _LITERALS_SEEN:  # every message is checked, and a workload's subjects come again and again
+        return
+    _check_literal(subject)
+    if len(_LITERALS_SEEN) >= _LITERALS_KEPT:
+        _LITERALS_SEEN.clear()
+    _LITERALS_SEEN.add(subject)
+
+
+_LITERALS_KEPT = 1 << 16
+_LITERALS_SEEN: set[str] = set()
+
+
+def _check_literal(subject: str) -> None:
     if not is_literal(subject):
         raise base.BusError(f"The subject {subject!r} has wildcards; a message needs a literal subject.")
     if not any(matches(subject, pattern) for pattern in base.STREAM_SUBJECTS):

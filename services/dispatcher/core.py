@@ -432,6 +432,10 @@ class DispatchState:
     ``dirty_queues`` (``("ClusterQueue", "", name)`` or ``("LocalQueue", namespace,
     name)``) are the objects whose Kubernetes state may have to change; the runner
     takes them (:meth:`take_dirty_workloads`, :meth:`take_dirty_queues`) when it writes.
+    ``track_objects`` False is for a runner that writes no Workload objects and no queue
+    status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
+    reads (no dirty sets, and the events plan never depends on are not folded, see
+    :data:`LEAN_SKIPPED`), so the same decisions plan to the same writes.
     """
 
     cluster: ClusterState = field(default_factory=ClusterState)
@@ -440,6 +444,7 @@ class DispatchState:
     started: dict[str, list[PodSetInfo] | str] = field(default_factory=dict)
     dirty_workloads: dict[str, int] = field(default_factory=dict)
     dirty_queues: dict[tuple[str, str, str], None] = field(default_factory=dict)
+    track_objects: bool = True
 
     def take_dirty_workloads(self) -> dict[str, int]:
         """The dirty workloads (key -> sequence), in the order they changed; the set is emptied."""
@@ -457,9 +462,17 @@ class DispatchState:
         return self.cluster.last_seq
 
 
+LEAN_SKIPPED = (types.DecisionRecord, types.SchedulingRequested, types.DispatchApplied, types.DispatchFailed)
+"""Events a view without objects (``track_objects`` False) does not fold (only their sequence counts):
+the deciders' bookkeeping (partition heads, open requests) and the dispatcher's own results, which
+change nothing :func:`plan` reads."""
+
+
 def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     """Fold one event stored at ``seq`` into ``view`` (in place) and return it."""
     state = view.cluster
+    if not view.track_objects:
+        return _fold_lean(view, event, seq=seq)
     key = status.workload_key(event)
     if key is None:
         queues = _queues_of_object_event(state, event)
@@ -491,6 +504,55 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
         view.dirty_workloads[key] = seq
     if counted_before != _queue_view(after):
         view.dirty_queues.update(dict.fromkeys(queues_before + _queues_of_workload(state, after)))
+    return view
+
+
+def _fold_lean(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
+    """:func:`fold` for a view that keeps no objects: what :func:`plan` reads, the same as the full fold.
+
+    Plan reads the cluster's workloads (reservation, admission, eviction, gone, the
+    Workload and its owner), the flavors, ``reserved_seq``, ``started`` and, of each
+    record, the admission checks and the topology assignments. So: no dirty sets; the
+    events of :data:`LEAN_SKIPPED` only count their sequence; and a WorkloadInadmissible
+    (a quarter of a busy log) does to the record only what the full fold does to those two
+    (replace a namesake's record, forget a waiting workload's topology), and is not
+    folded into the cluster (it changes the queue order and the parked marks, which
+    plan does not read, and never a reservation or an eviction).
+    """
+    state = view.cluster
+    if isinstance(event, LEAN_SKIPPED):
+        state.last_seq = max(state.last_seq, seq)
+        return view
+    key = status.workload_key(event)
+    if key is None:
+        apply(state, event, seq=seq)
+        return view
+    if isinstance(event, types.WorkloadInadmissible):
+        state.last_seq = max(state.last_seq, seq)
+        wl = state.workloads.get(key)
+        if wl is None:
+            view.records.pop(key, None)
+            return view
+        uid = wl.workload.metadata.uid
+        record = view.records.get(key)
+        if record is None or (record.uid and uid and record.uid != uid):
+            record = view.records[key] = status.WorkloadRecord(uid=uid)
+        if wl.reservation is None and not wl.gone:
+            record.admission = None
+            record.topology = {}
+        return view
+    before = status.Before.of(state.workloads.get(key))
+    apply(state, event, seq=seq)
+    after = state.workloads.get(key)
+    if isinstance(event, types.QuotaReserved) and before.reservation is None:
+        if after is not None and after.reservation is not None:
+            view.reserved_seq[key] = seq
+    status.fold_record(view.records, event, key=key, before=before, state=state, compare=False)
+    if isinstance(event, types.WorkloadAdmitted) and after is not None and after.admitted and not before.admitted:
+        if after.reservation is not None:
+            view.started[key] = pod_set_infos(state, after, view.records.get(key))
+    elif after is None:
+        view.started.pop(key, None)
     return view
 
 

@@ -162,7 +162,7 @@ class Dispatcher:
         write_objects: bool = True,
     ) -> None:
         self.bus, self.api, self.cluster = bus, api, cluster
-        self.view = core.DispatchState()
+        self.view = core.DispatchState(track_objects=write_objects)
         self._folded = asyncio.Condition()
         self.limiter = limiter if limiter is not None else WriteLimiter()
         self.field_manager = field_manager

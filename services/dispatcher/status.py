@@ -216,10 +216,17 @@ def granular_reasons(state: ClusterState) -> bool:
 
 
 def fold_record(
-    records: dict[str, WorkloadRecord], event: types.Event, *, key: str, before: Before, state: ClusterState
+    records: dict[str, WorkloadRecord],
+    event: types.Event,
+    *,
+    key: str,
+    before: Before,
+    state: ClusterState,
+    compare: bool = True,
 ) -> bool:
     """Fold ``event`` about workload ``key`` into ``records``, given the cluster ``state`` already folded past it
-    and ``before``, the workload as it was just before. Returns whether the record changed."""
+    and ``before``, the workload as it was just before. Returns whether the record changed (``compare``
+    False: not compared, True)."""
     wl = state.workloads.get(key)
     if wl is None:
         return records.pop(key, None) is not None
@@ -227,7 +234,7 @@ def fold_record(
     record = records.get(key)
     if record is None or (record.uid and uid and record.uid != uid):
         record = records[key] = WorkloadRecord(uid=uid)
-    old = _fingerprint(record)
+    old = _fingerprint(record) if compare else None
     granular = granular_reasons(state)
     match event:
         case types.WorkloadObserved(workload=observed):
@@ -278,7 +285,7 @@ def fold_record(
         case types.TopologyAssigned():
             # It comes in the batch of the QuotaReserved (before or after it), before WorkloadAdmitted (A.12).
             record.topology = dict(event.assignments)
-    return _fingerprint(record) != old
+    return not compare or _fingerprint(record) != old
 
 
 def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: ClusterState, granular: bool) -> None:
