@@ -77,13 +77,16 @@ def describe(manifest: dict[str, Any]) -> tuple[str, str]:
 
 
 def parse_object(
-    manifest: dict[str, Any],
+    manifest: dict[str, Any], *, strict: bool = True
 ) -> models.APIObject | models.Namespace | models.Configuration | models.Topology:
     """Convert one kueue.x-k8s.io/v1beta2 manifest into its model, validated.
 
     Raises ManifestError for an unknown kind or API version, a missing or invalid
     name, a bad quantity, a wrong type or enum value, or a rule Kueue's webhooks
-    enforce (SEMANTICS §1).
+    enforce (SEMANTICS §1). ``strict`` (files a user wrote: ``apply``, scenarios) also
+    refuses unknown fields of a Workload's pod sets, as strict field validation does;
+    objects read from an API server pass ``strict=False``: the server has validated them
+    against the CRD installed there, which may be a newer Kueue's.
     """
     kind, name = describe(manifest)
     if (manifest.get("apiVersion"), kind) in _OTHER_KINDS:
@@ -117,7 +120,7 @@ def parse_object(
         raw["active"] = any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions)
     elif kind == "Workload" and spec:
         spec["podSets"] = [
-            _convert_pod_set(ps, index=i, kind=kind, name=name)
+            _convert_pod_set(ps, index=i, kind=kind, name=name, strict=strict)
             for i, ps in enumerate(_as_list(spec.get("podSets"), "spec.podSets", kind, name))
         ]
     try:
@@ -308,7 +311,30 @@ def requests_over_limits(pod_spec: dict[str, Any], *, where: str = "template.spe
     return ""
 
 
-def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str) -> dict[str, Any]:
+# Kueue v1beta2 PodSet's fields (apis/kueue/v1beta2/workload_types.go): an API server with
+# strict field validation (kubectl's default) refuses any other, so a misspelt one is an error
+# here too rather than a field silently dropped (which would change the outcome).
+_POD_SET_FIELDS = frozenset({"name", "template", "count", "minCount", "topologyRequest"})
+
+
+def _wire_names(model: type[msgspec.Struct]) -> frozenset[str]:
+    """The camelCase field names of a model that mirrors a Kueue struct field for field."""
+    return frozenset(f.encode_name for f in msgspec.structs.fields(model))
+
+
+def _refuse_unknown_fields(raw: dict[str, Any], known: frozenset[str], *, where: str, kind: str, name: str) -> None:
+    """Raise ManifestError for the first key of ``raw`` (sorted) that is not in ``known``."""
+    unknown = sorted(k for k in raw if k not in known)
+    if unknown:
+        raise ManifestError(
+            kind=kind,
+            name=name,
+            field=f"{where}.{unknown[0]}",
+            problem=f"unknown field (known: {', '.join(sorted(known))})",
+        )
+
+
+def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str, strict: bool = True) -> dict[str, Any]:
     where = f"spec.podSets[{index}]"
     if not isinstance(pod_set, dict):
         raise ManifestError(kind=kind, name=name, field=where, problem="must be a mapping")
@@ -323,8 +349,30 @@ def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str) -> dict[
     terms = required_node_affinity(pod_spec)
     if terms:
         out["requiredNodeAffinity"] = terms
+    if strict:
+        _refuse_unknown_fields(pod_set, _POD_SET_FIELDS, where=where, kind=kind, name=name)
     if pod_set.get("topologyRequest") is not None:
-        out["topologyRequest"] = pod_set["topologyRequest"]
+        request = pod_set["topologyRequest"]
+        if strict and isinstance(request, dict):
+            _refuse_unknown_fields(
+                request,
+                _wire_names(models.PodSetTopologyRequest),
+                where=f"{where}.topologyRequest",
+                kind=kind,
+                name=name,
+            )
+            layers = request.get("podsetSliceRequiredTopologyConstraints")
+            for i, layer in enumerate(layers if isinstance(layers, list) else []):
+                if isinstance(layer, dict):
+                    field = f"{where}.topologyRequest.podsetSliceRequiredTopologyConstraints[{i}]"
+                    _refuse_unknown_fields(
+                        layer,
+                        _wire_names(models.PodsetSliceRequiredTopologyConstraint),
+                        where=field,
+                        kind=kind,
+                        name=name,
+                    )
+        out["topologyRequest"] = request
     problem = requests_over_limits(pod_spec, where=f"{where}.template.spec")
     if problem:
         out["misconfigured"] = problem

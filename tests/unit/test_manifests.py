@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from events import manifests, models
+from events import manifests, models, types
+from services.watcher import convert
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 EXAMPLES = SHARED / "kueue-examples"
@@ -80,6 +81,17 @@ def test_workload_requests_from_template() -> None:
     assert wl.spec.pod_sets[0].requests == {"cpu": 3000, "memory": 2**30}
 
 
+def workload(pod_set_extra: dict) -> dict:
+    """A one-pod-set Workload manifest with ``pod_set_extra`` merged into its pod set."""
+    pod_set = {"name": "main", "count": 2, "template": {"spec": {"containers": [{"name": "c"}]}}, **pod_set_extra}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w1"},
+        "spec": {"queueName": "q", "podSets": [pod_set]},
+    }
+
+
 @pytest.mark.parametrize(
     ("manifest", "field", "problem"),
     [
@@ -119,6 +131,20 @@ def test_workload_requests_from_template() -> None:
             "spec.clusterQueue",
             "missing required field",
         ),
+        # a misspelt field is refused, as strict field validation does, not silently dropped
+        (
+            workload({"topologyRequest": {"requird": "rack"}}),
+            "spec.podSets[0].topologyRequest.requird",
+            "unknown field",
+        ),
+        (workload({"cout": 3}), "spec.podSets[0].cout", "unknown field"),
+        (
+            workload(
+                {"topologyRequest": {"podsetSliceRequiredTopologyConstraints": [{"topology": "rack", "sise": 2}]}}
+            ),
+            "spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[0].sise",
+            "unknown field",
+        ),
     ],
 )
 def test_bad_manifest_names_object_and_field(manifest: dict, field: str, problem: str) -> None:
@@ -131,7 +157,37 @@ def test_bad_manifest_names_object_and_field(manifest: dict, field: str, problem
     assert manifest["metadata"]["name"] in str(caught.value)
 
 
+def test_every_topology_request_field_of_kueue_is_accepted() -> None:
+    """Kueue's PodSetTopologyRequest fields all parse (the unknown-field check knows each of them)."""
+    request = {
+        "required": "rack",
+        "podIndexLabel": "idx",
+        "subGroupIndexLabel": "sub",
+        "subGroupCount": 2,
+        "podSetSliceRequiredTopology": "host",
+        "podSetSliceSize": 1,
+    }
+    sliced = manifests.parse_object(workload({"topologyRequest": request}))
+    assert sliced.spec.pod_sets[0].topology_request is not None
+    assert sliced.spec.pod_sets[0].topology_request.pod_set_slice_size == 1
+    layered = {"required": "rack", "podsetSliceRequiredTopologyConstraints": [{"topology": "rack", "size": 2}]}
+    assert manifests.parse_object(workload({"topologyRequest": layered})).spec.pod_sets[0].topology_request is not None
+
+
 def test_bad_yaml_names_the_file() -> None:
     """Unparseable YAML is a ManifestError naming the source."""
     with pytest.raises(manifests.ManifestError, match="jobs.yaml"):
         manifests.load_documents("a: [1, 2", source="jobs.yaml")
+
+
+def test_objects_from_an_api_server_keep_fields_of_a_newer_kueue() -> None:
+    """The watcher converts with strict=False: the API server validated the object against the
+    CRD installed there (possibly a newer Kueue's), so a pod-set field we do not know is kept out,
+    not a reason to reject the Workload; a file a user wrote is refused (above)."""
+    manifest = workload({"someNewerField": {"a": 1}, "topologyRequest": {"required": "rack", "newHint": 1}})
+    with pytest.raises(manifests.ManifestError):
+        manifests.parse_object(manifest)
+    fact = convert.kueue_fact(manifest)
+    assert isinstance(fact, types.WorkloadObserved)
+    assert fact.workload.spec.pod_sets[0].topology_request is not None
+    assert fact.workload.spec.pod_sets[0].topology_request.required == "rack"
