@@ -147,7 +147,10 @@ def table(doc: dict[str, Any]) -> Table:
     title = f"kueue-es bench {doc['config']} ({f'--api-qps {qps:g}' if qps else 'uncapped'})"
     if not doc["complete"]:
         title += " [INCOMPLETE]"
-    out = Table(title=title)
+    caption = None
+    if not doc.get("kueue"):
+        caption = "no Kueue means: the config is not in a baseline, large-scale or tas folder of shared/perf"
+    out = Table(title=title, caption=caption)
     for column in ("figure", "kueue-es", "Kueue (mean)", "ideal", "ours / Kueue", "ours / ideal"):
         out.add_column(column, justify="left" if column == "figure" else "right")
     kueue = doc.get("kueue") or {}
