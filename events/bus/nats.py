@@ -363,13 +363,7 @@ class NatsBus(base.Bus):
                     msg = queued.popleft()
                     seq, pending = _position(msg)
                     if seq >= start_seq:
-                        yield base.LogMessage(
-                            seq=seq,
-                            subject=msg.subject,
-                            data=msg.data or b"",
-                            headers=rules.stored_headers(msg.headers),
-                            pending=pending,
-                        )
+                        yield _log_message(msg, seq=seq, pending=pending)
             finally:
                 if not self.nc.is_closed:
                     with contextlib.suppress(nats.errors.Error):

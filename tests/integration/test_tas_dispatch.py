@@ -131,16 +131,21 @@ def assignment(*domains: tuple[str, int]) -> tas.Assignment:
     )
 
 
-async def test_indexed_job_is_started_gated_and_its_pods_ungated_by_rank(api, bus: MemoryBus) -> None:
-    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    ta = assignment(("node-a", 2), ("node-b", 1), ("node-c", 1))
-    async with running(
+def watcher_and_ungating_dispatcher(api, bus: MemoryBus, dispatcher, consumer) -> list:
+    """The coroutines of a watcher and a dispatcher that folds, consumes, watches pods and ungates."""
+    return [
         *watch_all(Watcher(bus=bus, api=api)),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
         dispatcher.watch_pods(),
         dispatcher.ungate_forever(retry_seconds=0.1),
-    ):
+    ]
+
+
+async def test_indexed_job_is_started_gated_and_its_pods_ungated_by_rank(api, bus: MemoryBus) -> None:
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    ta = assignment(("node-a", 2), ("node-b", 1), ("node-c", 1))
+    async with running(*watcher_and_ungating_dispatcher(api, bus, dispatcher, consumer)):
         await set_up_queues(api)
         await kube.apply_manifest(api, tas_job("ranked", pods=4, indexed=True))
         [observed] = await wait_for(bus, types.WorkloadObserved)
@@ -195,13 +200,7 @@ async def test_indexed_job_is_started_gated_and_its_pods_ungated_by_rank(api, bu
 async def test_unindexed_pods_fill_domains_greedily_around_pods_already_placed(api, bus: MemoryBus) -> None:
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     ta = assignment(("node-a", 2), ("node-b", 3))
-    async with running(
-        *watch_all(Watcher(bus=bus, api=api)),
-        dispatcher.fold_forever(),
-        dispatcher.consume(consumer),
-        dispatcher.watch_pods(),
-        dispatcher.ungate_forever(retry_seconds=0.1),
-    ):
+    async with running(*watcher_and_ungating_dispatcher(api, bus, dispatcher, consumer)):
         await set_up_queues(api)
         await kube.apply_manifest(api, tas_job("greedy", pods=5, indexed=False))
         [observed] = await wait_for(bus, types.WorkloadObserved)
