@@ -28,6 +28,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dir", type=Path, default=None, help="run directory: nats store, service logs (default temp)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="give up after this many seconds (default 1800)")
+    parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=60.0,
+        help="give up when the log has not grown for this many seconds with no workload running (default 60)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -57,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
                 api_burst=args.api_burst,
                 run_dir=args.dir,
                 timeout=args.timeout,
+                stall_seconds=args.stall_timeout,
                 progress=not args.no_progress,
             )
         )

@@ -48,7 +48,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from events import codec, subjects
+from events import codec, subjects, types
 from events.bus import nats as nats_bus
 from events.bus.base import OutgoingMessage
 from events.bus.server import NatsServer
@@ -62,6 +62,10 @@ DECODED = frozenset(
 )
 SAMPLE_SECONDS = 0.25
 OUTBOX_GATHER = 0.005
+STALL_SECONDS = 60.0
+"""A run whose log has not grown for this long while no workload runs and every one was created is
+stalled: nothing left in the system would ever produce another event."""
+STALL_SHOWN = 10
 
 
 def wall_ms() -> int:
@@ -96,6 +100,7 @@ class RunResult:
     peak_total_rss_mib: float = 0.0
     log_messages: int = 0
     run_dir: str = ""
+    stalled: list[str] = field(default_factory=list)  # why each unfinished workload is stuck, when the run stalled
 
     @property
     def wall_ms(self) -> int:
@@ -164,6 +169,7 @@ async def run_bench(
     api_burst: int | None = None,
     run_dir: Path | None = None,
     timeout: float = 1800.0,
+    stall_seconds: float = STALL_SECONDS,
     console: Console | None = None,
     progress: bool = True,
 ) -> RunResult:
@@ -190,6 +196,7 @@ async def run_bench(
     bus = None
     tasks: list[asyncio.Task[Any]] = []
     executor: Executor | None = None
+    stalled: list[str] = []
     try:
         await supervisor.start(SERVICES)
         pids = {"nats-server": server.pid or 0, "bench harness": os.getpid()}
@@ -211,9 +218,10 @@ async def run_bench(
         )
         streams_ms = wall_ms()
         done = asyncio.Event()
+        last_decisions: dict[str, tuple[int, str]] = {}
         tasks = [
             asyncio.create_task(_create(bus, planned, start_ms=streams_ms, recorder=recorder)),
-            asyncio.create_task(_read(bus, recorder, executor, total=len(planned), done=done)),
+            asyncio.create_task(_read(bus, recorder, executor, total=len(planned), done=done, last=last_decisions)),
             asyncio.create_task(_flush_outbox(bus, executor)),
             asyncio.create_task(_count_log(bus, recorder)),
         ]
@@ -223,11 +231,17 @@ async def run_bench(
             supervisor,
             sampler,
             recorder,
+            executor,
             total=len(planned),
             timeout=timeout,
+            stall_seconds=stall_seconds,
             console=console,
             progress=progress,
         )
+        if not complete:
+            stalled = await _why_unfinished(bus, recorder, last_decisions)
+            for line in stalled:
+                console.print(f"  {line}")
         end_ms = recorder.last_release_ms or wall_ms()
         sampler.sample()
         log_messages = await bus.last_seq()
@@ -260,6 +274,7 @@ async def run_bench(
         peak_total_rss_mib=sampler.peak_total_mib,
         log_messages=log_messages,
         run_dir=str(run_dir),
+        stalled=stalled,
     )
 
 
@@ -307,11 +322,21 @@ async def _create(
 
 
 async def _read(
-    bus: nats_bus.NatsBus, recorder: metrics.Recorder, executor: Executor, *, total: int, done: asyncio.Event
+    bus: nats_bus.NatsBus,
+    recorder: metrics.Recorder,
+    executor: Executor,
+    *,
+    total: int,
+    done: asyncio.Event,
+    last: dict[str, tuple[int, str]],
 ) -> None:
-    """Follow the decisions and dispatch results; decode the ones the recorder and executor need."""
+    """Follow the decisions and dispatch results; decode the ones the recorder and executor need.
+
+    ``last`` gets the sequence and type of the latest message on each subject (read back
+    only when the run stalls, to say why)."""
     async for message in bus.read(subjects=(subjects.decisions_of(), subjects.DISPATCH), start_seq=1):
         kind = message.headers.get("Kq-Type", "")
+        last[message.subject] = (message.seq, kind)
         if kind not in DECODED:
             continue
         try:
@@ -349,14 +374,18 @@ async def _watch(
     supervisor: Supervisor,
     sampler: _Sampler,
     recorder: metrics.Recorder,
+    executor: Executor,
     *,
     total: int,
     timeout: float,
+    stall_seconds: float,
     console: Console,
     progress: bool,
 ) -> bool:
-    """Sample memory and draw the progress bar until done; False on timeout or a crashed service."""
+    """Sample memory and draw the progress bar until done; False on timeout, a stall or a crashed service."""
     deadline = time.monotonic() + timeout
+    progress_mark: tuple[int, ...] = ()
+    last_progress = time.monotonic()
     bar = Progress(
         TextColumn("{task.description:<9}"),
         BarColumn(),
@@ -384,10 +413,54 @@ async def _watch(
             if time.monotonic() > deadline:
                 console.print(f"[bold red]timeout[/bold red] after {timeout:g}s: {recorder.finished}/{total} finished")
                 return False
+            mark = (
+                recorder.messages,
+                len(recorder.workloads),
+                recorder.finished,
+                executor.started,
+                len(executor.running),
+            )
+            if mark != progress_mark:
+                progress_mark, last_progress = mark, time.monotonic()
+            elif (
+                not executor.running
+                and len(recorder.workloads) >= total
+                and time.monotonic() - last_progress > stall_seconds
+            ):
+                console.print(
+                    f"[bold red]stalled[/bold red]: no new event for {stall_seconds:g}s with no workload running; "
+                    f"{recorder.finished}/{total} finished"
+                )
+                return False
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(SAMPLE_SECONDS):
                     await done.wait()
     return True
+
+
+async def _why_unfinished(
+    bus: nats_bus.NatsBus, recorder: metrics.Recorder, last: dict[str, tuple[int, str]]
+) -> list[str]:
+    """One line per unfinished workload (the first STALL_SHOWN): what it got so far and its latest
+    decision, with the pending message when that decision is WorkloadInadmissible."""
+    lines = []
+    unfinished = [key for key, record in recorder.workloads.items() if not record.finished_ms]
+    for key in unfinished[:STALL_SHOWN]:
+        namespace, name = key.split("/", 1)
+        ref = types.WorkloadRef(namespace=namespace, name=name)
+        record = recorder.workloads[key]
+        state = "admitted" if record.admitted_ms else "quota reserved" if key in recorder.held else "pending"
+        seq, kind = last.get(subjects.workload_decision_subject(ref), (0, ""))
+        detail = f"latest decision #{seq} {kind}" if seq else "no decision"
+        if kind == "WorkloadInadmissible":
+            with contextlib.suppress(Exception):
+                event = codec.decode((await bus.get(seq)).data)
+                if isinstance(event, types.WorkloadInadmissible):
+                    detail += f" ({event.reason}: {event.message})"
+        lines.append(f"{key}: {state}, {record.evictions} evictions; {detail}")
+    if len(unfinished) > STALL_SHOWN:
+        lines.append(f"... and {len(unfinished) - STALL_SHOWN} more unfinished")
+    return lines
 
 
 def machine() -> dict[str, Any]:

@@ -70,6 +70,7 @@ def document(result: RunResult) -> dict[str, Any]:
         "config": result.config_path,
         "mode": {"apiQps": result.api_qps, "apiBurst": result.api_burst},
         "complete": result.complete,
+        **({"unfinished": result.stalled} if result.stalled else {}),
         "machine": machine(),
         "cmdStats": {
             "wallMs": result.wall_ms,

@@ -79,3 +79,28 @@ def test_bench_core_is_still_a_subcommand(capsys: pytest.CaptureFixture[str]) ->
 def test_bench_without_config_or_subcommand_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench"]) == 2
     assert "--config" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_run_that_can_never_finish_stops_as_stalled_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The big workload asks for 3 CPUs of a 2-CPU queue: once the smalls finished, nothing runs and
+    the log stops growing; the run ends after --stall-timeout, not at --timeout, naming the workload."""
+    config = tmp_path / "generator.yaml"
+    config.write_text(TINY.replace("request: 2}", "request: 3}"))
+    out = tmp_path / "bench.yaml"
+    code = main(
+        ["bench", "--config", str(config), "--dir", str(tmp_path / "run"), "--output", str(out), "--no-progress"]
+        + ["--stall-timeout", "3"]
+    )
+    assert code == 1
+    doc = yaml.safe_load(out.read_text())
+    assert doc["complete"] is False
+    assert doc["timing"]["finished"] == 3
+    [line] = doc["unfinished"]
+    assert "pending, 0 evictions; latest decision #" in line
+    assert "WorkloadInadmissible" in line and "insufficient" in line and "cpu" in line
+    printed = capsys.readouterr().err  # the run's own messages go to stderr, the table to stdout
+    assert "stalled" in printed and line.split(":")[0] in printed
