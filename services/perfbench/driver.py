@@ -441,15 +441,19 @@ async def _watch(
 async def _why_unfinished(
     bus: nats_bus.NatsBus, recorder: metrics.Recorder, last: dict[str, tuple[int, str]]
 ) -> list[str]:
-    """One line per unfinished workload (the first STALL_SHOWN): what it got so far and its latest
-    decision, with the pending message when that decision is WorkloadInadmissible."""
+    """One line per workload that is not done (the first STALL_SHOWN): unfinished, or finished with its
+    quota still held. Each says what it got so far, its latest decision (with the pending message when
+    that is WorkloadInadmissible) and the latest fact about it in the log."""
     lines = []
-    unfinished = [key for key, record in recorder.workloads.items() if not record.finished_ms]
-    for key in unfinished[:STALL_SHOWN]:
+    stuck = [key for key, record in recorder.workloads.items() if not record.finished_ms or key in recorder.held]
+    for key in stuck[:STALL_SHOWN]:
         namespace, name = key.split("/", 1)
         ref = types.WorkloadRef(namespace=namespace, name=name)
         record = recorder.workloads[key]
-        state = "admitted" if record.admitted_ms else "quota reserved" if key in recorder.held else "pending"
+        if record.finished_ms:
+            state = "finished, quota still reserved"
+        else:
+            state = "admitted" if record.admitted_ms else "quota reserved" if key in recorder.held else "pending"
         seq, kind = last.get(subjects.workload_decision_subject(ref), (0, ""))
         detail = f"latest decision #{seq} {kind}" if seq else "no decision"
         if kind == "WorkloadInadmissible":
@@ -457,9 +461,13 @@ async def _why_unfinished(
                 event = codec.decode((await bus.get(seq)).data)
                 if isinstance(event, types.WorkloadInadmissible):
                     detail += f" ({event.reason}: {event.message})"
+        with contextlib.suppress(Exception):
+            fact_seq = await bus.last_subject_seq(subjects.fact_subject(types.WorkloadFinished(workload=ref, at_ms=0)))
+            fact = (await bus.get(fact_seq)).headers.get("Kq-Type", "?") if fact_seq else ""
+            detail += f"; latest fact #{fact_seq} {fact}" if fact_seq else "; no fact in the log"
         lines.append(f"{key}: {state}, {record.evictions} evictions; {detail}")
-    if len(unfinished) > STALL_SHOWN:
-        lines.append(f"... and {len(unfinished) - STALL_SHOWN} more unfinished")
+    if len(stuck) > STALL_SHOWN:
+        lines.append(f"... and {len(stuck) - STALL_SHOWN} more not done")
     return lines
 
 
