@@ -454,8 +454,16 @@ async def _why_unfinished(
             state = "finished, quota still reserved"
         else:
             state = "admitted" if record.admitted_ms else "quota reserved" if key in recorder.held else "pending"
-        seq, kind = last.get(subjects.workload_decision_subject(ref), (0, ""))
+        subject = subjects.workload_decision_subject(ref)
+        seen_seq, kind = last.get(subject, (0, ""))
+        seq = seen_seq
+        with contextlib.suppress(Exception):  # the log itself, in case the harness's reader fell behind
+            seq = await bus.last_subject_seq(subject)
+            if seq != seen_seq:
+                kind = (await bus.get(seq)).headers.get("Kq-Type", "?")
         detail = f"latest decision #{seq} {kind}" if seq else "no decision"
+        if seq != seen_seq:
+            detail += f" (the harness read only up to #{seen_seq} of this workload's decisions)"
         if kind == "WorkloadInadmissible":
             with contextlib.suppress(Exception):
                 event = codec.decode((await bus.get(seq)).data)
