@@ -254,7 +254,7 @@ def test_small_tas_run_places_every_workload(tmp_path: Path) -> None:
         + ["--stall-timeout", "30"]  # a stuck run ends naming its unfinished workloads, not at pytest's timeout
     )
     doc = yaml.safe_load(out.read_text())
-    assert doc["complete"] is True, doc.get("unfinished")
+    assert doc["complete"] is True, (doc.get("unfinished"), _service_warnings(tmp_path / "run" / "logs"))
     assert code == 0
     total = doc["timing"]["workloads"]
     assert total == 58 and doc["timing"]["admitted"] == doc["timing"]["finished"] == total
@@ -270,3 +270,13 @@ def test_small_tas_run_places_every_workload(tmp_path: Path) -> None:
     assert required == required_all >= 20  # every required placement within one rack
     assert topo["violations"] == 0, topo["firstViolations"]
     assert "NodeFailures" not in doc["timing"]["evictionReasons"]
+
+
+def _service_warnings(log_dir: Path, limit: int = 20) -> list[str]:
+    """The services' warning and error log lines of a run (for a failure message)."""
+    lines = []
+    for path in sorted(log_dir.glob("*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            if '"level": "warning"' in line or '"level": "error"' in line or "Traceback" in line:
+                lines.append(f"{path.stem}: {line[:400]}")
+    return lines[:limit]
