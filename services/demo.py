@@ -32,7 +32,7 @@ from services.kube import client as kube
 from services.kube.emulator import serve_emulator
 from services.kube.kubelet import SimulatedKubelet
 from services.replay import ReplayReport, replay_bus
-from services.runtime import configure_logging
+from services.runtime import cancel_and_wait, configure_logging
 from services.supervisor import Supervisor
 
 DEMO_TIMEOUT = 50.0
@@ -199,11 +199,7 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
                 await asyncio.Event().wait()
         finally:
             codes = await supervisor.stop()
-            for task in background:
-                task.cancel()
-            for task in background:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(background)  # not one cancel: see cancel_and_wait
             await api.close()
         crashed = {name: code for name, code in codes.items() if code not in (0, None)}
         if not done:

@@ -38,6 +38,7 @@ import tenacity
 from kubernetes_asyncio import client as k8s_client
 
 from services.kube import client, errors, resources, store
+from services.runtime import cancel_and_wait
 
 logger = structlog.get_logger(__name__)
 
@@ -85,8 +86,7 @@ class SimulatedKubelet:
     async def stop(self) -> None:
         """Cancel the background task and every Job run, and wait for them."""
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await cancel_and_wait([self._task])
             self._task = None
 
     async def run(self) -> None:
@@ -102,10 +102,7 @@ class SimulatedKubelet:
                 else:
                     await self._reconcile(item.object)
         finally:
-            runs = list(self._runs.values())
-            for task in runs:
-                task.cancel()
-            await asyncio.gather(*runs, return_exceptions=True)
+            await cancel_and_wait(list(self._runs.values()))
 
     @property
     def running(self) -> set[str]:

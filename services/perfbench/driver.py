@@ -54,6 +54,7 @@ from events.bus.base import OutgoingMessage
 from events.bus.server import NatsServer
 from services.perfbench import generator, ideal, metrics
 from services.perfbench.executor import Executor
+from services.runtime import cancel_and_wait
 from services.supervisor import Supervisor
 
 SERVICES = ("admitter", "preemptor", "tas-placer", "dispatcher")
@@ -190,6 +191,7 @@ async def run_bench(
             kube_args += ["--api-burst", str(api_burst)]
     recorder = metrics.Recorder()
     started_ms = wall_ms()
+    _dump_tasks_on_sigusr1()
     server = NatsServer(store_dir=run_dir / "nats")
     await server.start_async()
     supervisor = Supervisor(nats_url=server.url, log_dir=run_dir / "logs", kube_args=kube_args)
@@ -248,11 +250,9 @@ async def run_bench(
     finally:
         if executor is not None:
             executor.cancel_all()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        # cancel again until they stop: on Python 3.11 a cancel racing a nats request's
+        # wait_for is swallowed, and a loop like _count_log then runs on (a run that never ended)
+        await cancel_and_wait(tasks)
         await supervisor.stop()
         if bus is not None:
             await bus.close()
@@ -276,6 +276,21 @@ async def run_bench(
         run_dir=str(run_dir),
         stalled=stalled,
     )
+
+
+def _dump_tasks_on_sigusr1() -> None:
+    """``kill -USR1 <harness pid>`` prints where every task of the harness waits (to stderr): what a
+    run that seems stuck is waiting for."""
+    import signal
+    import sys
+
+    def dump() -> None:
+        for task in asyncio.all_tasks():
+            task.print_stack(file=sys.stderr)
+        sys.stderr.flush()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump)
 
 
 async def _publish_fast(bus: nats_bus.NatsBus, message: OutgoingMessage) -> None:
