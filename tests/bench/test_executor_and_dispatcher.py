@@ -11,6 +11,7 @@ from events.bus.memory import MemoryBus
 from services.dispatcher.service import DECISION_FILTER, WriteLimiter
 from services.dispatcher.simulated import SimulatedDispatcher, UnlimitedWrites, simulated_limiter
 from services.perfbench.executor import Executor
+from services.runtime import cancel_and_wait
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -103,7 +104,7 @@ async def test_each_admission_is_one_limited_write_then_dispatch_applied() -> No
     try:
         await dispatcher.handle_batch(consumer, await consumer.fetch(batch=50, timeout=1.0))
     finally:
-        folding.cancel()
+        await cancel_and_wait([folding])
     assert loop.time() - started >= 0.09
     assert limiter.writes == 3
     results = [codec.decode(m.data) async for m in _log(bus) if m.subject.startswith("kq.disp.")]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
@@ -12,7 +11,7 @@ from events import subjects, types
 from events.bus.memory import MemoryBus
 from services import deciders
 from services.health import Health, serve_health
-from services.runtime import DeciderLoop
+from services.runtime import DeciderLoop, cancel_and_wait
 from services.watcher.convert import kueue_fact
 from tests.builders import cluster_queue, flavor, local_queue, workload
 
@@ -64,11 +63,7 @@ async def test_probes_and_metrics_of_two_admitters_on_one_log() -> None:
             assert status == 200, body
             status, text = await get(session, f"{url}/metrics")
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(tasks)
     assert status == 200
     found = samples(text)
     label = (("service", "admitter"),)

@@ -1,7 +1,6 @@
 """The decider loop on a bus, and replay re-checking what it committed."""
 
 import asyncio
-import contextlib
 
 import msgspec
 
@@ -10,7 +9,7 @@ from events.bus.base import LogMessage
 from events.bus.memory import MemoryBus
 from services import deciders
 from services.replay import check_log, replay_bus
-from services.runtime import Decider, DeciderLoop
+from services.runtime import Decider, DeciderLoop, cancel_and_wait
 from services.watcher.convert import kueue_fact
 from tests.builders import cluster_queue, flavor, local_queue, workload
 
@@ -50,9 +49,7 @@ async def run_quick_start(bus: MemoryBus) -> DeciderLoop:
         )
         await settle(bus, loop)
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait([task])
     return loop
 
 
@@ -120,9 +117,7 @@ async def test_stale_batch_is_rejected_and_loop_recovers() -> None:
         await publish(bus, *(workload(f"w{i}", created=i, cpu="1") for i in range(8)))
         await settle(bus, first)
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(tasks)
     reserved = [codec.decode(m.data) for m in await all_messages(bus) if m.headers.get("Kq-Type") == "QuotaReserved"]
     assert len(reserved) == 4  # 4 CPU: exactly four 1-CPU workloads, whoever committed them
     assert len({r.workload.name for r in reserved}) == 4
@@ -149,9 +144,7 @@ async def test_undecodable_event_does_not_stop_the_loop() -> None:
         )
         await settle(bus, loop)
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait([task])
     assert loop.state.workloads["default/ok"].reservation is not None
     assert (await replay_bus(bus, deciders.BY_ROLE)).ok
 
@@ -172,9 +165,7 @@ async def test_stepped_loop_answers_cycle_and_settle_requests() -> None:
         await bus.publish(subjects.fact_message(types.SchedulingRequested(request_id="s1", mode="settle")))
         await settle(bus, loop)
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait([task])
     assert sorted(k for k, w in loop.state.workloads.items() if w.reservation) == [
         "default/w0",
         "default/w1",
@@ -225,9 +216,7 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
         await asyncio.sleep(0.15)
         assert seen and min(seen) == 3
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait([task])
 
 
 def test_a_batch_is_cut_between_workloads() -> None:
