@@ -35,7 +35,7 @@ from services.admitter import flavors, lifecycle, queues
 from services.admitter import topology as tas_cycle
 from services.preemptor import fair, targets
 
-LOGIC_VERSION = 8
+LOGIC_VERSION = 9
 ROLE = "admit"
 
 

@@ -288,6 +288,10 @@ class Picker:
         """:func:`assign` in this ClusterQueue; ``start`` is the bookmark to resume from
         (:attr:`Assignment.tried` of an earlier scan): a group's scan starts after the index
         it names for the pod set and the resource that opens the group (SEMANTICS §5.3)."""
+        if len(pod_sets) > 1 and any(
+            ps.topology_request is not None and ps.topology_request.pod_set_group_name is not None for ps in pod_sets
+        ):
+            return self._assign_units(pod_sets, oracle=oracle, start=start)
         covering, frs = self.covering, self.frs
         tried: list[dict[str, int]] = []
         taken: dict[FR, int] = {}  # what earlier pod sets took, per FR
@@ -355,6 +359,104 @@ class Picker:
         mode = "Fit" if worst[0] == FIT else "Preempt"
         return Assignment(mode, tuple(flat), borrowing, "; ".join(problems_all), "", None, tuple(tried))
 
+    def _assign_units(
+        self,
+        pod_sets: list[PodSetRequest],
+        *,
+        oracle: Oracle | None,
+        start: tuple[dict[str, int], ...] | None,
+    ) -> Assignment:
+        """:meth:`assign` for a workload whose pod sets share a ``podSetGroupName`` (a leader and
+        its workers): each group is one unit, in the order of its first pod set, whose requests
+        are summed and whose flavor must suit every member; other pod sets are units of their
+        own (flavorassigner.go assignFlavors / findFlavorForPodSets, SEMANTICS §5.2). Each member
+        gets the unit's flavors for the resources it requests; one requesting nothing gets the
+        unit's TAS flavors, with no usage, so it can still be placed (resolvePodSetFlavors).
+        The result lists the pod sets in spec order, as the bookmark does (every member of a
+        unit records the unit's scan)."""
+        covering, frs = self.covering, self.frs
+        units: dict[str, list[int]] = {}
+        for index, ps in enumerate(pod_sets):
+            request = ps.topology_request
+            key = request.pod_set_group_name if request is not None else None
+            units.setdefault(key if key is not None else f"#{index}", []).append(index)
+        tried: dict[int, dict[str, int]] = {}
+        results: dict[int, tuple[dict[str, int], dict[str, FR]]] = {}
+        taken: dict[FR, int] = {}  # what earlier units took, per FR
+        borrowing = 0
+        worst: GranularMode = BEST
+        need: dict[FR, None] = {}
+        problems_all: list[str] = []
+
+        def tried_so_far(failed: list[int]) -> tuple[dict[str, int], ...]:
+            return tuple(tried.get(i, {}) for i in range(max([*tried, *failed]) + 1))
+
+        for members in units.values():
+            lead = pod_sets[members[0]]
+            others = tuple(pod_sets[i] for i in members[1:])
+            resume = start[members[0]] if start is not None and members[0] < len(start) else None
+            own: list[dict[str, int]] = []
+            totals: dict[str, int] = {}
+            for index in members:
+                ps = pod_sets[index]
+                mine: dict[str, int] = {}
+                for resource, amount in ps.requests.items():
+                    total = amount * ps.count
+                    if total > 0 or resource in covering:
+                        mine[resource] = total
+                        totals[resource] = totals.get(resource, 0) + total
+                own.append(mine)
+            chosen: dict[str, str] = {}
+            scanned: dict[str, int] = {}
+            for resource in sorted(totals):
+                if resource in chosen:
+                    continue
+                group = covering.get(resource)
+                if group is None:
+                    return Assignment(
+                        mode="NoFit",
+                        message=f"couldn't assign flavors to pod set {lead.name}: "
+                        f"resource {resource} unavailable in ClusterQueue",
+                        reason="NoMatchingFlavor",
+                        tried=tried_so_far(members),
+                    )
+                wanted = {r: totals[r] for r in group.covered if r in totals}
+                first = resume.get(resource, -1) + 1 if resume else 0
+                choice, problems, last = self._pick(lead, group, wanted, taken, oracle, first, others)
+                mode = choice.mode
+                if choice.flavor is None or mode[0] == NO_FIT:
+                    return Assignment(
+                        mode="NoFit",
+                        message=f"couldn't assign flavors to pod set {lead.name}: {'; '.join(problems)}",
+                        reason=no_fit_reason(problems),
+                        tried=tried_so_far(members),
+                    )
+                if mode[0] != FIT:
+                    problems_all.append(f"couldn't assign flavors to pod set {lead.name}: {'; '.join(problems)}")
+                if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):
+                    worst = mode
+                borrowing = max(borrowing, mode[1])
+                for r in wanted:
+                    chosen[r] = choice.flavor
+                    scanned[r] = last
+                for r in choice.need_preemption:
+                    need[frs[choice.flavor][r]] = None
+            for index, mine in zip(members, own, strict=True):
+                if not mine and len(members) > 1:
+                    mine = {r: 0 for r, flavor in chosen.items() if flavor in self.tas_levels}
+                chosen_frs = {resource: frs[chosen[resource]][resource] for resource in mine}
+                for resource, amount in mine.items():
+                    fr = chosen_frs[resource]
+                    taken[fr] = taken.get(fr, 0) + amount
+                results[index] = (mine, chosen_frs)
+                tried[index] = dict(scanned)
+        flat: list[object] = []
+        for index, ps in enumerate(pod_sets):
+            mine, chosen_frs = results[index]
+            _flatten(flat, ps.name, ps.count, mine, chosen_frs, need)
+        mode = "Fit" if worst[0] == FIT else "Preempt"
+        return Assignment(mode, tuple(flat), borrowing, "; ".join(problems_all), "", None, tried_so_far([]))
+
     def _pick(
         self,
         ps: PodSetRequest,
@@ -363,10 +465,12 @@ class Picker:
         taken: dict[FR, int],
         oracle: Oracle | None,
         first: int = 0,
+        others: tuple[PodSetRequest, ...] = (),
     ) -> tuple[_Choice, list[str], int]:
         """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7), the problems seen and
         the bookmark index: the last flavor examined, -1 when that was the group's last.
-        The scan starts at flavor index ``first`` (the bookmark's + 1)."""
+        The scan starts at flavor index ``first`` (the bookmark's + 1). ``others``: the rest of
+        a pod set group's members, each of which must be eligible for the flavor too."""
         problems: list[str] = []
         best_flavor: str | None = None
         best_mode, best_need = WORST, ()
@@ -384,6 +488,12 @@ class Picker:
             mismatch = "" if open_to_all else _eligibility_problem(ps, flavor)
             if not mismatch and (self.tas_levels or ps.topology_request is not None):
                 mismatch = self._tas_problem(ps, flavor_name, flavor, group)
+            for other in others:  # a pod set group: the flavor must suit every member (§5.2)
+                if mismatch:
+                    break
+                mismatch = "" if open_to_all else _eligibility_problem(other, flavor)
+                if not mismatch and (self.tas_levels or other.topology_request is not None):
+                    mismatch = self._tas_problem(other, flavor_name, flavor, group)
             if mismatch:
                 problems.append(mismatch)
                 continue

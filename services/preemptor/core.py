@@ -25,7 +25,7 @@ from services.admitter import core as admitter
 from services.admitter import topology as tas_cycle
 from services.preemptor import targets
 
-LOGIC_VERSION = 3
+LOGIC_VERSION = 4
 ROLE = "preempt"
 
 
