@@ -50,7 +50,7 @@ from events import codec, subjects, tas, types
 from events.bus import nats as nats_bus
 from events.bus.base import Bus, Delivery, DurableConsumer
 from projections.cluster import ClusterState, WorkloadState
-from services.dispatcher import core, status, ungater
+from services.dispatcher import core, kube_events, status, ungater
 from services.kube import client as kube
 from services.kube import errors as kube_errors
 from services.kube import resources
@@ -146,9 +146,10 @@ def _number(environ: Mapping[str, str], name: str, kind: type[float] | type[int]
 class Dispatcher:
     """Folds the log (to know flavors, jobs and queues) and executes decisions from a durable consumer.
 
-    ``limiter`` rate-limits every write (default: Kueue's QPS 50, burst 100);
-    ``write_objects`` False leaves Workload objects and queue status alone (only
-    Jobs are written).
+    ``limiter`` rate-limits every write (default: Kueue's QPS 50, burst 100), the
+    Kubernetes Events on Workloads with a second limiter of the same size
+    (:attr:`event_limiter`); ``write_objects`` False leaves Workload objects, their
+    Events and queue status alone (only Jobs are written).
     """
 
     def __init__(
@@ -175,6 +176,11 @@ class Dispatcher:
         self.failed = 0
         self.object_writes = 0
         self.object_failures = 0
+        # Kubernetes Events: a budget of their own, of the same size (Kueue's event recorder is a
+        # second client built from the same QPS and burst)
+        self.event_limiter = WriteLimiter(qps=self.limiter.qps, burst=self.limiter.burst)
+        self.events_written = 0
+        self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
         # the TAS ungater: the pods carrying the pod set label, and the workloads whose pods may need ungating
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         self._ungate_dirty: dict[str, None] = {}
@@ -281,7 +287,49 @@ class Dispatcher:
             raise
         for delivery in done:
             await consumer.ack(delivery)
+        await self.record_events([(d.message.seq, event) for d, event in decoded])
         await self.sync_queues()
+
+    async def record_events(self, decisions: list[tuple[int, types.Event]]) -> None:
+        """Write the Kubernetes Events Kueue records on a Workload for these decisions (``(log
+        sequence, decision)``, :mod:`.kube_events`), for the workloads whose Workload object the
+        dispatcher writes. Best effort, as Kueue's event recorder: a failed write is logged and
+        dropped. A Warning (a pending reason) is written when it differs from the workload's
+        last one, not for every re-evaluation (Kueue's recorder folds repeats into a series). An
+        Event's name comes from the decision's sequence, so a redelivered decision writes nothing
+        new (AlreadyExists). Events have their own write budget (:attr:`event_limiter`), as
+        Kueue's event broadcaster has its own client."""
+        if not self._ready():
+            return
+        for seq, decision in decisions:
+            records = kube_events.for_decision(self.state, decision, self.view.records.get(_workload_key(decision)))
+            for index, item in enumerate(records):
+                key = item.workload.key
+                wl = self.state.workloads.get(key)
+                if wl is None or not status.is_job_workload(wl):
+                    continue
+                if item.type == "Warning":
+                    if self._last_warning.get(key) == (item.reason, item.message):
+                        continue
+                    self._last_warning[key] = (item.reason, item.message)
+                elif item.reason == "QuotaReserved":
+                    self._last_warning.pop(key, None)  # pending again later is news again
+                await self._write_event(item, name=f"{item.workload.name}.{seq:x}.{index}")
+
+    async def _write_event(self, item: kube_events.KubeEvent, *, name: str) -> None:
+        namespace = item.workload.namespace
+        stored = self.objects.get(("Workload", namespace, item.workload.name)) or {}
+        uid = (stored.get("metadata") or {}).get("uid", "")
+        body = kube_events.event_object(item, name=name, uid=uid)
+        await self.event_limiter.acquire()
+        try:
+            await kube.create_object(self.api, resources.EVENTS, namespace=namespace, body=body)
+        except kube_errors.ConflictError:
+            pass  # written before: a redelivered decision
+        except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+            log.warning("event_write_failed", workload=item.workload.key, reason=item.reason, error=str(err))
+        else:
+            self.events_written += 1
 
     @staticmethod
     async def _settle(inflight: list[asyncio.Future[Any]]) -> None:
@@ -828,6 +876,11 @@ class Dispatcher:
         )
         self.object_writes += 1
         return stored
+
+
+def _workload_key(decision: types.Event) -> str:
+    ref = getattr(decision, "workload", None)
+    return ref.key if isinstance(ref, types.WorkloadRef) else ""
 
 
 def _pod_key(pod: dict[str, Any]) -> tuple[str, str]:

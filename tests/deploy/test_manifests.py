@@ -155,6 +155,7 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
         ("", "pods", "list"),
         ("", "pods", "watch"),  # the TAS ungater
         ("", "pods", "patch"),
+        ("", "events", "create"),  # the Events Kueue records on Workloads
         ("kueue.x-k8s.io", "workloads", "list"),
         ("kueue.x-k8s.io", "workloads", "create"),  # server-side apply of a new Workload is checked as create
         ("kueue.x-k8s.io", "workloads", "patch"),

@@ -12,6 +12,7 @@ through the rate limiter.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -134,8 +135,8 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
         job_a = await kube.apply_manifest(api, job("a", parallelism=3))
         await wait_for(bus, types.WorkloadAdmitted)
         await kube.apply_manifest(api, job("b", parallelism=2))
-        [waiting] = await wait_for(bus, types.WorkloadInadmissible)
-        a, b = await workload_of(bus, "a"), await workload_of(bus, "b")
+        a, b = await workload_of(bus, "a"), await _pending_workload(bus, "b")
+        [waiting] = [e for e in await events_of(bus, types.WorkloadInadmissible) if e.workload == b]
         workload_a = await eventually(
             api, resources.WORKLOADS, namespace="default", name=a.name, check=lambda o: "Admitted" in conditions(o)
         )
@@ -235,6 +236,63 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
     assert len(await events_of(bus, types.ClusterQueueObserved)) == 1
     assert len(await events_of(bus, types.LocalQueueObserved)) == 1
     assert dispatcher.object_failures == 0
+
+
+async def _pending_workload(bus: MemoryBus, job_name: str) -> types.WorkloadRef:
+    """The workload of Job ``job_name`` once a WorkloadInadmissible about it is on the log."""
+    async with asyncio.timeout(10):
+        while True:
+            with contextlib.suppress(AssertionError):
+                ref = await workload_of(bus, job_name)
+                if any(e.workload == ref for e in await events_of(bus, types.WorkloadInadmissible)):
+                    return ref
+            await asyncio.sleep(0.02)
+
+
+async def test_decisions_become_the_kubernetes_events_kueue_records(api, bus: MemoryBus) -> None:
+    """kubectl describe workload shows Kueue's Events: QuotaReserved and Admitted (Normal) on the admitted
+    workload, the pending reason (Warning) on the waiting one, each about the Workload object (its UID);
+    re-evaluating the waiting one with the same verdict, or a redelivered decision, adds no Event."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api)
+        await kube.apply_manifest(api, job("a", parallelism=3))
+        await wait_for(bus, types.WorkloadAdmitted)
+        await kube.apply_manifest(api, job("b", parallelism=2))
+        a, b = await workload_of(bus, "a"), await _pending_workload(bus, "b")
+        await wait_until(lambda: dispatcher.events_written >= 3, what="three Events")
+        await asyncio.sleep(0.3)
+        decisions = [
+            m for m, e in await log_entries(bus) if isinstance(e, types.QuotaReserved | types.WorkloadInadmissible)
+        ]
+        for message in decisions:  # handled again: nothing new
+            await dispatcher.handle(RecordingConsumer(), Delivery(message=message, attempt=2))
+        workloads = {o["metadata"]["name"]: o for o in (await kube.list_objects(api, resources.WORKLOADS))[0]}
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    [reserved] = await events_of(bus, types.QuotaReserved)
+    by_workload: dict[str, list[tuple[str, str, str]]] = {}
+    for event in listed:
+        involved = event["involvedObject"]
+        assert involved["kind"] == "Workload" and involved["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+        assert involved["uid"] == workloads[involved["name"]]["metadata"]["uid"]
+        assert event["source"] == {"component": "kueue-admission"} and event["count"] == 1
+        by_workload.setdefault(involved["name"], []).append((event["type"], event["reason"], event["message"]))
+    [(kind, reason, message), admitted_event] = by_workload[a.name]
+    assert (kind, reason) == ("Normal", "QuotaReserved")
+    assert message.startswith("Quota reserved in ClusterQueue cluster-queue, wait time since queued was ")
+    assert admitted_event == (
+        "Normal",
+        "Admitted",
+        "Admitted by ClusterQueue cluster-queue, wait time since reservation was 0s",
+    )
+    assert by_workload[b.name] == [("Warning", "WaitingForQuota", PENDING_MESSAGE)]
+    assert dispatcher.events_written == 3
+    assert reserved.workload == a
 
 
 async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(api, bus: MemoryBus) -> None:
@@ -468,8 +526,9 @@ async def test_a_workload_write_refused_by_the_server_is_a_dispatch_failed(
 
 async def test_every_write_waits_for_the_rate_limiter(api, bus: MemoryBus, emu: ClusterEmulator) -> None:
     """With QPS 20 and burst 2, the dispatcher's writes for three admitted Jobs (Job patches, Workload objects and
-    status, queue status) each take a token: the server saw no more writes than tokens were taken, and token k
-    (from 0) came no earlier than (k - burst + 1) / QPS seconds after the first."""
+    status, queue status) each take a token, and its Events one of a second limiter of the same size: the server
+    saw no more writes than tokens were taken, and token k (from 0) came no earlier than (k - burst + 1) / QPS
+    seconds after the first."""
     limiter = WriteLimiter(qps=20, burst=2)
     times: list[float] = []
     acquire = limiter.acquire
@@ -501,7 +560,9 @@ async def test_every_write_waits_for_the_rate_limiter(api, bus: MemoryBus, emu: 
         manifests_writes = 3
         server_writes = emu.resource_version - version - manifests_writes
 
-    assert len(times) == limiter.writes >= server_writes >= 3 + 3 * 2 + 2  # Jobs, Workloads + status, queues
+    events = dispatcher.event_limiter  # the Events' own budget, of the same size
+    assert (events.qps, events.burst) == (limiter.qps, limiter.burst) and events.writes >= 6  # QuotaReserved, Admitted
+    assert len(times) == limiter.writes >= server_writes - events.writes >= 3 + 3 * 2 + 2  # Jobs, Workloads, queues
     for k, moment in enumerate(times):
         assert moment - times[0] >= (k - limiter.burst + 1) / limiter.qps - 0.005, (k, moment - times[0])
     assert FIELD_MANAGER == "kueue-es"

@@ -1,0 +1,160 @@
+"""The Kubernetes Events Kueue records on a Workload for each decision, so that
+``kubectl describe workload`` and ``kubectl events --for workload/NAME`` show the same
+history on kueue-es as on Kueue (SEMANTICS §4.6-§4.7, §7.8).
+
+Which decision gives which Event (type, reason: message), as Kueue words them:
+
+- QuotaReserved: Normal ``QuotaReserved``: "Quota reserved in ClusterQueue CQ, wait time
+  since queued was Ns" (scheduler.go recordQuotaReservationMetrics; queued = the Requeued
+  condition's last transition, else the creation time, workload.go QueuedWaitTime);
+- WorkloadAdmitted: Normal ``Admitted``: "Admitted by ClusterQueue CQ, wait time since
+  reservation was 0s" (recordWorkloadAdmissionEvents);
+- WorkloadInadmissible: Warning, the granular QuotaReserved=False reason (``Pending`` when
+  none) and the pending message (scheduler.go requeueAndUpdate);
+- EvictionRequested: Normal ``EvictedDueTo<reason>`` and the eviction message (evict.go
+  reportEvictedWorkload; ``DeactivatedDueTo<cause>`` reasons give
+  ``EvictedDueToDeactivatedDueTo<cause>``); for a preemption also Normal ``Preempted`` on the
+  victim and ``PreemptedWorkload`` on the preemptor, with both effective priorities
+  (preemption.go; kueue-es has no priority boost, so boost is 0).
+
+Pure: the decision and the cluster as folded in, Events out; the dispatcher writes them
+(:mod:`services.dispatcher.service`). Messages longer than Kueue's event limit (1024
+characters, api.TruncateEventMessage) are cut the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from events import manifests, types
+from projections.cluster import ClusterState, priority_of
+from services.dispatcher import status
+
+MAX_MESSAGE = 1024
+"""Kueue's api.maxEventMsgSize."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KubeEvent:
+    """One Event about the Workload ``workload``: ``type`` Normal or Warning, Kueue's ``reason``
+    and ``message``; ``at_ms`` the decision's time (ms since the epoch)."""
+
+    workload: types.WorkloadRef
+    type: str
+    reason: str
+    message: str
+    at_ms: int
+
+
+def truncate(message: str) -> str:
+    """api.TruncateEventMessage: at most MAX_MESSAGE characters, the cut marked with "..."."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return message[: MAX_MESSAGE - 3] + "..."
+
+
+def for_decision(
+    state: ClusterState, event: types.Event, record: status.WorkloadRecord | None = None
+) -> list[KubeEvent]:
+    """The Events Kueue records for ``event`` (others: none). ``record`` is the workload's status
+    as the dispatcher keeps it (for the Requeued condition); ``state`` gives creation times and
+    priorities."""
+    match event:
+        case types.QuotaReserved(workload=ref, cluster_queue=cq, at_ms=at):
+            queued = _queued_ms(state, ref, record)
+            wait = max(0, at - queued) / 1000 if queued else 0.0
+            message = f"Quota reserved in ClusterQueue {cq}, wait time since queued was {wait:.0f}s"
+            return [KubeEvent(workload=ref, type="Normal", reason="QuotaReserved", message=message, at_ms=at)]
+        case types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at):
+            message = f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s"
+            return [KubeEvent(workload=ref, type="Normal", reason="Admitted", message=message, at_ms=at)]
+        case types.WorkloadInadmissible(workload=ref, reason=reason, message=message, at_ms=at):
+            return [
+                KubeEvent(workload=ref, type="Warning", reason=reason or "Pending", message=truncate(message), at_ms=at)
+            ]
+        case types.EvictionRequested(workload=ref, reason=reason, message=message, at_ms=at):
+            out = [
+                KubeEvent(
+                    workload=ref, type="Normal", reason=f"EvictedDueTo{reason}", message=truncate(message), at_ms=at
+                )
+            ]
+            if reason == "Preempted" and event.preemptor is not None:
+                out += _preemption(state, event)
+            return out
+    return []
+
+
+def _queued_ms(state: ClusterState, ref: types.WorkloadRef, record: status.WorkloadRecord | None) -> int:
+    requeued = record.conditions.get("Requeued") if record is not None else None
+    if requeued is not None:
+        return requeued.since_ms
+    wl = state.workloads.get(ref.key)
+    return wl.workload.metadata.creation_timestamp_ms if wl is not None else 0
+
+
+def _preemption(state: ClusterState, event: types.EvictionRequested) -> list[KubeEvent]:
+    """preemption.go: ``Preempted`` on the victim, ``PreemptedWorkload`` on the preemptor."""
+    assert event.preemptor is not None
+    victim = state.workloads.get(event.workload.key)
+    preemptor = state.workloads.get(event.preemptor.key)
+    victim_priority = priority_of(victim.workload, state) if victim is not None else 0
+    preemptor_priority = priority_of(preemptor.workload, state) if preemptor is not None else 0
+    priorities = (
+        f"preemptor effective priority: {preemptor_priority} (base: {preemptor_priority}, boost: 0); "
+        f"preemptee effective priority: {victim_priority} (base: {victim_priority}, boost: 0)"
+    )
+    uid = event.workload.uid or (victim.workload.metadata.uid if victim is not None else "")
+    return [
+        KubeEvent(
+            workload=event.workload,
+            type="Normal",
+            reason="Preempted",
+            message=truncate(f"{event.message}; {priorities}"),
+            at_ms=event.at_ms,
+        ),
+        KubeEvent(
+            workload=event.preemptor,
+            type="Normal",
+            reason="PreemptedWorkload",
+            message=truncate(
+                f"Preempted workload {event.workload.key} (UID: {uid}) in ClusterQueue {event.cluster_queue}; "
+                f"{priorities}"
+            ),
+            at_ms=event.at_ms,
+        ),
+    ]
+
+
+REPORTING_COMPONENT = "kueue-admission"
+"""Kueue's event source for these Events (constants.AdmissionName), kept so that tools filtering
+Events by component see the same on kueue-es."""
+
+
+def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, object]:
+    """``item`` as a core v1 Event about its Workload (what ``kubectl describe`` lists): ``name``
+    is the Event's name, ``uid`` the Workload object's (left out when unknown)."""
+    involved: dict[str, object] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "namespace": item.workload.namespace,
+        "name": item.workload.name,
+    }
+    if uid:
+        involved["uid"] = uid
+    at = manifests.format_time_ms(item.at_ms)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": item.workload.namespace},
+        "involvedObject": involved,
+        "type": item.type,
+        "reason": item.reason,
+        "message": item.message,
+        "action": item.reason,
+        "count": 1,
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "source": {"component": REPORTING_COMPONENT},
+        "reportingComponent": REPORTING_COMPONENT,
+        "reportingInstance": REPORTING_COMPONENT,
+    }

@@ -1,0 +1,96 @@
+"""The Kubernetes Events of decisions (services/dispatcher/kube_events.py), worded as Kueue records them."""
+
+from __future__ import annotations
+
+from events import types
+from services.dispatcher import kube_events
+from tests.integration.test_kueue_status import (
+    PENDING_MESSAGE,
+    PREEMPT_MESSAGE,
+    admitted,
+    at,
+    preempted,
+    queues_log,
+    released,
+)
+
+
+def _events(log, event: types.Event) -> list[tuple[str, str, str, str]]:  # type: ignore[no-untyped-def]
+    """Fold ``event`` and return its Events as (workload, type, reason, message)."""
+    log.add(event)
+    ref = getattr(event, "workload", None)
+    record = log.view.records.get(ref.key) if ref is not None else None
+    return [
+        (e.workload.name, e.type, e.reason, e.message)
+        for e in kube_events.for_decision(log.view.cluster, event, record)
+    ]
+
+
+def test_pending_reserved_admitted_preempted_and_reserved_again() -> None:
+    log, ref = queues_log()  # the Job's workload was created at T0
+    name = ref.name
+    pending = types.WorkloadInadmissible(workload=ref, reason="WaitingForQuota", message=PENDING_MESSAGE, at_ms=at(1))
+    assert _events(log, pending) == [(name, "Warning", "WaitingForQuota", PENDING_MESSAGE)]
+    reserved, admission = admitted(ref, 12)
+    assert _events(log, reserved) == [
+        (
+            name,
+            "Normal",
+            "QuotaReserved",
+            "Quota reserved in ClusterQueue cluster-queue, wait time since queued was 12s",
+        )
+    ]
+    assert _events(log, admission) == [
+        (name, "Normal", "Admitted", "Admitted by ClusterQueue cluster-queue, wait time since reservation was 0s")
+    ]
+    priorities = (
+        "preemptor effective priority: 0 (base: 0, boost: 0); preemptee effective priority: 0 (base: 0, boost: 0)"
+    )
+    assert _events(log, preempted(ref, 70)) == [
+        (name, "Normal", "EvictedDueToPreempted", PREEMPT_MESSAGE),
+        (name, "Normal", "Preempted", f"{PREEMPT_MESSAGE}; {priorities}"),
+        (
+            "job-urgent-00000",
+            "Normal",
+            "PreemptedWorkload",
+            f"Preempted workload {ref.key} (UID: {ref.uid}) in ClusterQueue cluster-queue; {priorities}",
+        ),
+    ]
+    log.add(types.WorkloadStopped(workload=ref, at_ms=at(75)))
+    assert _events(log, released(ref, "Preempted", 80)) == []  # QuotaReleased: Kueue records no Event of its own
+    # queued again when the Requeued condition moved (at 80 s): waited 25 s, not 105 s since creation
+    again, _ = admitted(ref, 105)
+    assert _events(log, again)[0][3] == "Quota reserved in ClusterQueue cluster-queue, wait time since queued was 25s"
+
+
+def test_other_evictions_name_their_reason_and_a_long_message_is_cut_as_kueue_cuts_it() -> None:
+    log, ref = queues_log()
+    reserved, admission = admitted(ref, 1)
+    log.add(reserved, admission)
+    stopped = types.EvictionRequested(
+        workload=ref, cluster_queue="cluster-queue", reason="ClusterQueueStopped", message="x" * 2000, at_ms=at(5)
+    )
+    [(_, kind, reason, message)] = _events(log, stopped)
+    assert (kind, reason) == ("Normal", "EvictedDueToClusterQueueStopped")
+    assert len(message) == kube_events.MAX_MESSAGE and message.endswith("...")
+    deactivated = types.EvictionRequested(
+        workload=ref, cluster_queue="cluster-queue", reason="DeactivatedDueToAdmissionCheck", message="m", at_ms=at(6)
+    )
+    assert _events(log, deactivated)[0][2] == "EvictedDueToDeactivatedDueToAdmissionCheck"
+
+
+def test_event_object_is_a_core_v1_event_about_the_workload() -> None:
+    ref = types.WorkloadRef(namespace="team-a", name="job-x-1", uid="bus-uid")
+    item = kube_events.KubeEvent(workload=ref, type="Normal", reason="Admitted", message="m", at_ms=at(0))
+    body = kube_events.event_object(item, name="job-x-1.1f.0", uid="object-uid")
+    assert body["metadata"] == {"name": "job-x-1.1f.0", "namespace": "team-a"}
+    assert body["involvedObject"] == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "namespace": "team-a",
+        "name": "job-x-1",
+        "uid": "object-uid",
+    }
+    assert (body["type"], body["reason"], body["message"], body["count"]) == ("Normal", "Admitted", "m", 1)
+    assert body["firstTimestamp"] == body["lastTimestamp"] == "2026-01-01T00:00:00Z"
+    assert "uid" not in kube_events.event_object(item, name="n")["involvedObject"]
