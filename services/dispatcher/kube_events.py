@@ -44,6 +44,7 @@ class KubeEvent:
     reason: str
     message: str
     at_ms: int
+    job: tuple[str, str, str] | None = None  # (apiVersion, kind, uid): about the workload's job instead
 
 
 def truncate(message: str) -> str:
@@ -82,6 +83,42 @@ def for_decision(
                 out += _preemption(state, event)
             return out
     return []
+
+
+def for_job_write(
+    kind: str, name: str, uid: str, *, started: bool, decision: types.Event, at_ms: int
+) -> KubeEvent | None:
+    """The job framework's Event on the job itself once its start or stop write landed
+    (jobframework/reconciler.go startJob / stopJob): Normal ``Started`` "Admitted by
+    clusterQueue CQ", or Normal ``Stopped`` with the eviction message. ``kind`` is ``Job`` or
+    ``JobSet``; ``decision`` the WorkloadAdmitted or EvictionRequested carried out."""
+    api_version = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2"}.get(kind)
+    if api_version is None:
+        return None
+    ref = getattr(decision, "workload", None)
+    if not isinstance(ref, types.WorkloadRef):
+        return None
+    job_ref = types.WorkloadRef(namespace=ref.namespace, name=name)
+    if started and isinstance(decision, types.WorkloadAdmitted):
+        message = f"Admitted by clusterQueue {decision.cluster_queue}"
+        return KubeEvent(
+            workload=job_ref,
+            type="Normal",
+            reason="Started",
+            message=message,
+            at_ms=at_ms,
+            job=(api_version, kind, uid),
+        )
+    if not started and isinstance(decision, types.EvictionRequested):
+        return KubeEvent(
+            workload=job_ref,
+            type="Normal",
+            reason="Stopped",
+            message=truncate(decision.message),
+            at_ms=at_ms,
+            job=(api_version, kind, uid),
+        )
+    return None
 
 
 def _queued_ms(state: ClusterState, ref: types.WorkloadRef, record: status.WorkloadRecord | None) -> int:
@@ -131,14 +168,17 @@ Events by component see the same on kueue-es."""
 
 
 def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, object]:
-    """``item`` as a core v1 Event about its Workload (what ``kubectl describe`` lists): ``name``
-    is the Event's name, ``uid`` the Workload object's (left out when unknown)."""
+    """``item`` as a core v1 Event about its Workload, or its job (what ``kubectl describe``
+    lists): ``name`` is the Event's name, ``uid`` the Workload object's (left out when unknown)."""
     involved: dict[str, object] = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "namespace": item.workload.namespace,
         "name": item.workload.name,
     }
+    if item.job is not None:  # about the job: its own UID, not the Workload's
+        api_version, kind, uid = item.job
+        involved.update(apiVersion=api_version, kind=kind)
     if uid:
         involved["uid"] = uid
     at = manifests.format_time_ms(item.at_ms)

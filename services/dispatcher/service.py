@@ -181,6 +181,7 @@ class Dispatcher:
         self.event_limiter = WriteLimiter(qps=self.limiter.qps, burst=self.limiter.burst)
         self.events_written = 0
         self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
+        self._job_events: list[tuple[int, kube_events.KubeEvent]] = []  # a batch's job Events, written after it
         # the TAS ungater: the pods carrying the pod set label, and the workloads whose pods may need ungating
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         self._ungate_dirty: dict[str, None] = {}
@@ -299,8 +300,12 @@ class Dispatcher:
         Event's name comes from the decision's sequence, so a redelivered decision writes nothing
         new (AlreadyExists). Events have their own write budget (:attr:`event_limiter`), as
         Kueue's event broadcaster has its own client."""
+        job_events, self._job_events = self._job_events, []
         if not self._ready():
             return
+        for seq, item in job_events:  # the jobs' own: CreatedWorkload, Started, Stopped (jobframework)
+            suffix = f"{seq:x}.job" if seq else "created"
+            await self._write_event(item, name=f"{item.workload.name}.{suffix}")
         for seq, decision in decisions:
             records = kube_events.for_decision(self.state, decision, self.view.records.get(_workload_key(decision)))
             for index, item in enumerate(records):
@@ -318,8 +323,10 @@ class Dispatcher:
 
     async def _write_event(self, item: kube_events.KubeEvent, *, name: str) -> None:
         namespace = item.workload.namespace
-        stored = self.objects.get(("Workload", namespace, item.workload.name)) or {}
-        uid = (stored.get("metadata") or {}).get("uid", "")
+        uid = ""
+        if item.job is None:  # about the Workload object: the UID the server gave it
+            stored = self.objects.get(("Workload", namespace, item.workload.name)) or {}
+            uid = (stored.get("metadata") or {}).get("uid", "")
         body = kube_events.event_object(item, name=name, uid=uid)
         await self.event_limiter.acquire()
         try:
@@ -390,6 +397,14 @@ class Dispatcher:
             inflight.append(asyncio.ensure_future(publish))
         if isinstance(result, types.DispatchApplied):
             self.applied += 1
+            if isinstance(action, core.StartJob | core.StartJobSet | core.StopJob | core.StopJobSet):
+                kind = "JobSet" if isinstance(action, core.StartJobSet | core.StopJobSet) else "Job"
+                started = isinstance(action, core.StartJob | core.StartJobSet)
+                job_event = kube_events.for_job_write(
+                    kind, action.name, action.uid, started=started, decision=event, at_ms=_decision_ms(event)
+                )
+                if job_event is not None:
+                    self._job_events.append((message.seq, job_event))
         else:
             self.failed += 1
         done.append(delivery)
@@ -790,7 +805,20 @@ class Dispatcher:
         desired = status.workload_object(wl, self.state, self.view.records.get(key))
         stored = self.objects.get(ident)
         if stored is None or not _contains(stored, desired) or _uid_owner(stored) != _uid_owner(desired):
+            created = stored is None
             stored = self.objects[ident] = await self._apply(resources.WORKLOADS, desired)
+            owner = wl.workload.owner
+            if created and owner is not None and owner.kind in ("Job", "JobSet"):
+                # jobframework/reconciler.go handleJobWithNoWorkload: CreatedWorkload on the job
+                item = kube_events.KubeEvent(
+                    workload=types.WorkloadRef(namespace=meta.namespace, name=owner.name),
+                    type="Normal",
+                    reason="CreatedWorkload",
+                    message=f"Created Workload: {meta.namespace}/{meta.name}",
+                    at_ms=meta.creation_timestamp_ms,
+                    job=(owner.api_version, owner.kind, owner.uid),
+                )
+                self._job_events.append((0, item))
         generation = int((stored.get("metadata") or {}).get("generation") or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
@@ -876,6 +904,11 @@ class Dispatcher:
         )
         self.object_writes += 1
         return stored
+
+
+def _decision_ms(decision: types.Event) -> int:
+    at_ms = getattr(decision, "at_ms", 0)
+    return at_ms if isinstance(at_ms, int) else 0
 
 
 def _workload_key(decision: types.Event) -> str:

@@ -252,7 +252,8 @@ async def _pending_workload(bus: MemoryBus, job_name: str) -> types.WorkloadRef:
 async def test_decisions_become_the_kubernetes_events_kueue_records(api, bus: MemoryBus) -> None:
     """kubectl describe workload shows Kueue's Events: QuotaReserved and Admitted (Normal) on the admitted
     workload, the pending reason (Warning) on the waiting one, each about the Workload object (its UID);
-    re-evaluating the waiting one with the same verdict, or a redelivered decision, adds no Event."""
+    kubectl describe job shows the job framework's: CreatedWorkload, and Started once admitted.
+    Re-evaluating the waiting one with the same verdict, or a redelivered decision, adds no Event."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
         *watch_all(Watcher(bus=bus, api=api)),
@@ -265,7 +266,7 @@ async def test_decisions_become_the_kubernetes_events_kueue_records(api, bus: Me
         await wait_for(bus, types.WorkloadAdmitted)
         await kube.apply_manifest(api, job("b", parallelism=2))
         a, b = await workload_of(bus, "a"), await _pending_workload(bus, "b")
-        await wait_until(lambda: dispatcher.events_written >= 3, what="three Events")
+        await wait_until(lambda: dispatcher.events_written >= 6, what="six Events")
         await asyncio.sleep(0.3)
         decisions = [
             m for m, e in await log_entries(bus) if isinstance(e, types.QuotaReserved | types.WorkloadInadmissible)
@@ -273,15 +274,22 @@ async def test_decisions_become_the_kubernetes_events_kueue_records(api, bus: Me
         for message in decisions:  # handled again: nothing new
             await dispatcher.handle(RecordingConsumer(), Delivery(message=message, attempt=2))
         workloads = {o["metadata"]["name"]: o for o in (await kube.list_objects(api, resources.WORKLOADS))[0]}
+        jobs = {o["metadata"]["name"]: o for o in (await kube.list_objects(api, resources.JOBS))[0]}
         listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
     [reserved] = await events_of(bus, types.QuotaReserved)
     by_workload: dict[str, list[tuple[str, str, str]]] = {}
+    by_job: dict[str, list[tuple[str, str, str]]] = {}
     for event in listed:
         involved = event["involvedObject"]
+        assert event["source"] == {"component": "kueue-admission"} and event["count"] == 1
+        entry = (event["type"], event["reason"], event["message"])
+        if involved["kind"] == "Job":  # the job framework's, on the Job itself
+            assert involved["apiVersion"] == "batch/v1" and involved["uid"] == jobs[involved["name"]]["metadata"]["uid"]
+            by_job.setdefault(involved["name"], []).append(entry)
+            continue
         assert involved["kind"] == "Workload" and involved["apiVersion"] == "kueue.x-k8s.io/v1beta2"
         assert involved["uid"] == workloads[involved["name"]]["metadata"]["uid"]
-        assert event["source"] == {"component": "kueue-admission"} and event["count"] == 1
-        by_workload.setdefault(involved["name"], []).append((event["type"], event["reason"], event["message"]))
+        by_workload.setdefault(involved["name"], []).append(entry)
     [(kind, reason, message), admitted_event] = by_workload[a.name]
     assert (kind, reason) == ("Normal", "QuotaReserved")
     assert message.startswith("Quota reserved in ClusterQueue cluster-queue, wait time since queued was ")
@@ -291,7 +299,12 @@ async def test_decisions_become_the_kubernetes_events_kueue_records(api, bus: Me
         "Admitted by ClusterQueue cluster-queue, wait time since reservation was 0s",
     )
     assert by_workload[b.name] == [("Warning", "WaitingForQuota", PENDING_MESSAGE)]
-    assert dispatcher.events_written == 3
+    assert sorted(by_job["a"]) == [
+        ("Normal", "CreatedWorkload", f"Created Workload: default/{a.name}"),
+        ("Normal", "Started", "Admitted by clusterQueue cluster-queue"),
+    ]
+    assert by_job["b"] == [("Normal", "CreatedWorkload", f"Created Workload: default/{b.name}")]
+    assert dispatcher.events_written == 6
     assert reserved.workload == a
 
 
@@ -377,6 +390,12 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
     finished_at = [c for c in finished["status"]["conditions"] if c["type"] == "Finished"][0]["lastTransitionTime"]
     assert finished_at == "2026-01-01T00:10:00Z"
     assert finished["status"]["admission"]["clusterQueue"] == "cluster-queue"
+    listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    on_job = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["kind"] == "Job"]
+    assert ("Stopped", message) in on_job  # the job framework's Event when the eviction suspended the Job
+    assert on_job.count(("Started", "Admitted by clusterQueue cluster-queue")) == 2  # admitted, then again
+    on_workload = [e["reason"] for e in listed if e["involvedObject"]["name"] == ref.name]
+    assert {"EvictedDueToPreempted", "Preempted"} <= set(on_workload)
 
 
 async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(

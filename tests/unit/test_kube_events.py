@@ -94,3 +94,29 @@ def test_event_object_is_a_core_v1_event_about_the_workload() -> None:
     assert (body["type"], body["reason"], body["message"], body["count"]) == ("Normal", "Admitted", "m", 1)
     assert body["firstTimestamp"] == body["lastTimestamp"] == "2026-01-01T00:00:00Z"
     assert "uid" not in kube_events.event_object(item, name="n")["involvedObject"]
+
+
+def test_the_job_framework_events_on_the_job_itself() -> None:
+    ref = types.WorkloadRef(namespace="team-a", name="job-x-1", uid="wl-uid")
+    admitted_event = types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=at(3))
+    started = kube_events.for_job_write("Job", "x", "job-uid", started=True, decision=admitted_event, at_ms=at(3))
+    assert started is not None and (started.type, started.reason, started.message) == (
+        "Normal",
+        "Started",
+        "Admitted by clusterQueue cq",
+    )
+    body = kube_events.event_object(started, name="x.9.job", uid="ignored")
+    assert body["involvedObject"] == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "namespace": "team-a",
+        "name": "x",
+        "uid": "job-uid",
+    }
+    evicted = types.EvictionRequested(workload=ref, cluster_queue="cq", message="Preempted to accommodate", at_ms=at(9))
+    stopped = kube_events.for_job_write("JobSet", "x", "", started=False, decision=evicted, at_ms=at(9))
+    assert stopped is not None and (stopped.reason, stopped.message) == ("Stopped", "Preempted to accommodate")
+    assert (
+        kube_events.event_object(stopped, name="x.a.job")["involvedObject"]["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
+    )
+    assert kube_events.for_job_write("Pod", "p", "", started=True, decision=admitted_event, at_ms=0) is None
