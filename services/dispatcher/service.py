@@ -178,7 +178,7 @@ class Dispatcher:
         self.object_failures = 0
         # Kubernetes Events: a budget of their own, of the same size (Kueue's event recorder is a
         # second client built from the same QPS and burst)
-        self.event_limiter = WriteLimiter(qps=self.limiter.qps, burst=self.limiter.burst)
+        self.event_limiter = type(self.limiter)(qps=self.limiter.qps, burst=self.limiter.burst)
         self.events_written = 0
         self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
         self._job_events: list[tuple[int, kube_events.KubeEvent]] = []  # a batch's job Events, written after it
