@@ -21,6 +21,7 @@ import msgspec
 import yaml
 
 from events import models, tas
+from events.kueue_fields import KNOWN_FIELDS
 from events.quantities import QuantityError, to_amount
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -101,6 +102,8 @@ def parse_object(
             field="apiVersion/kind",
             problem=f"{manifest.get('apiVersion')}/{kind or '?'} is not a kind kueue-es admits with",
         )
+    if strict:
+        _refuse_unknown_tree(manifest, _known_fields(kind), where="", kind=kind, name=name)
     raw = copy.deepcopy(manifest)
     raw["metadata"] = _normalize_meta(raw.get("metadata"), kind=kind, name=name)
     if kind in NAMESPACED_KINDS and not raw["metadata"].get("namespace"):
@@ -119,6 +122,7 @@ def parse_object(
         conditions = (raw.pop("status", None) or {}).get("conditions") or []
         raw["active"] = any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions)
     elif kind == "Workload" and spec:
+        _priority_class_name_to_ref(spec)
         spec["podSets"] = [
             _convert_pod_set(ps, index=i, kind=kind, name=name, strict=strict)
             for i, ps in enumerate(_as_list(spec.get("podSets"), "spec.podSets", kind, name))
@@ -315,6 +319,56 @@ def requests_over_limits(pod_spec: dict[str, Any], *, where: str = "template.spe
 # strict field validation (kubectl's default) refuses any other, so a misspelt one is an error
 # here too rather than a field silently dropped (which would change the outcome).
 _POD_SET_FIELDS = frozenset({"name", "template", "count", "minCount", "topologyRequest"})
+
+
+# v1beta1's Workload priority fields (spec.priorityClassName and spec.priorityClassSource), still
+# what the scenario format's README names: read as v1beta2's spec.priorityClassRef.
+_V1BETA1_PRIORITY_FIELDS = {"priorityClassName": None, "priorityClassSource": None}
+_K8S_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
+
+
+def _known_fields(kind: str) -> dict[str, Any] | None:
+    """The field tree of ``kind`` in Kueue's v1beta2 CRDs (events/kueue_fields.py), with the
+    v1beta1 priority fields a Workload may still carry."""
+    tree = KNOWN_FIELDS.get(kind)
+    if kind == "Workload" and tree is not None:
+        tree = {**tree, "spec": {**tree["spec"], **_V1BETA1_PRIORITY_FIELDS}}
+    return tree
+
+
+def _refuse_unknown_tree(value: Any, tree: dict[str, Any] | None, *, where: str, kind: str, name: str) -> None:
+    """Strict field validation against Kueue's CRD: raise ManifestError naming the first field
+    (path order) that the CRD does not declare; lists are checked item by item."""
+    if tree is None:
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _refuse_unknown_tree(item, tree, where=f"{where}[{i}]", kind=kind, name=name)
+        return
+    if not isinstance(value, dict):
+        return  # a wrong type is the model's to report, with its expected type
+    for key in value:
+        if key not in tree:
+            raise ManifestError(
+                kind=kind,
+                name=name,
+                field=f"{where}.{key}" if where else str(key),
+                problem=f"unknown field (known: {', '.join(sorted(tree))})",
+            )
+    for key, sub in value.items():
+        _refuse_unknown_tree(sub, tree[key], where=f"{where}.{key}" if where else str(key), kind=kind, name=name)
+
+
+def _priority_class_name_to_ref(spec: dict[str, Any]) -> None:
+    """v1beta1's ``priorityClassName`` (+ ``priorityClassSource``) as v1beta2's ``priorityClassRef``:
+    a WorkloadPriorityClass unless the source names Kubernetes' PriorityClass."""
+    class_name = spec.pop("priorityClassName", None)
+    source = spec.pop("priorityClassSource", None)
+    if class_name and not spec.get("priorityClassRef"):
+        if source == _K8S_PRIORITY_CLASS_SOURCE:
+            spec["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": class_name}
+        else:
+            spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": class_name}
 
 
 def _wire_names(model: type[msgspec.Struct]) -> frozenset[str]:

@@ -138,6 +138,46 @@ def workload(pod_set_extra: dict) -> dict:
             "unknown field",
         ),
         (workload({"cout": 3}), "spec.podSets[0].cout", "unknown field"),
+        # outside pod sets too: every field Kueue's v1beta2 CRD does not declare (events/kueue_fields.py)
+        ({**workload({}), "spec": {**workload({})["spec"], "bogusField": 1}}, "spec.bogusField", "unknown field"),
+        (
+            {
+                **cq(one_flavor([{"name": "cpu", "nominalQuota": 1}])),
+                "spec": {
+                    **cq(one_flavor([{"name": "cpu", "nominalQuota": 1}]))["spec"],
+                    "queuingStrategy": "StrictFIFO",
+                },
+            },
+            "spec.queuingStrategy",
+            "unknown field",
+        ),
+        (
+            {
+                **cq(one_flavor([{"name": "cpu", "nominalQuota": 1}])),
+                "spec": {
+                    **cq(one_flavor([{"name": "cpu", "nominalQuota": 1}]))["spec"],
+                    "preemption": {"withinClusterQueu": "LowerPriority"},
+                },
+            },
+            "spec.preemption.withinClusterQueu",
+            "unknown field",
+        ),
+        (
+            cq(one_flavor([{"name": "cpu", "nominalQuota": 1, "borowingLimit": 2}])),
+            "spec.resourceGroups[0].flavors[0].resources[0].borowingLimit",
+            "unknown field",
+        ),
+        (
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq"},
+                "spec": {"clusterQueue": "cq"},
+                "specs": {},
+            },
+            "specs",
+            "unknown field",
+        ),
         (
             workload(
                 {"topologyRequest": {"podsetSliceRequiredTopologyConstraints": [{"topology": "rack", "sise": 2}]}}
@@ -155,6 +195,28 @@ def test_bad_manifest_names_object_and_field(manifest: dict, field: str, problem
     assert problem.lower() in caught.value.problem.lower()
     assert caught.value.kind == manifest["kind"]
     assert manifest["metadata"]["name"] in str(caught.value)
+
+
+def test_a_v1beta1_priority_class_name_is_read_as_a_priority_class_ref() -> None:
+    """The scenario format's ``priorityClassName`` (Workload v1beta1): a WorkloadPriorityClass, or
+    Kubernetes' PriorityClass when ``priorityClassSource`` says so; an explicit ref wins."""
+    manifest = workload({})
+    manifest["spec"]["priorityClassName"] = "high"
+    ref = manifests.parse_object(manifest).spec.priority_class_ref
+    assert ref is not None and (ref.group, ref.kind, ref.name) == ("kueue.x-k8s.io", "WorkloadPriorityClass", "high")
+    manifest["spec"]["priorityClassSource"] = "scheduling.k8s.io/priorityclass"
+    ref = manifests.parse_object(manifest).spec.priority_class_ref
+    assert ref is not None and (ref.group, ref.kind) == ("scheduling.k8s.io", "PriorityClass")
+    manifest["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "x"}
+    assert manifests.parse_object(manifest).spec.priority_class_ref.name == "x"
+
+
+def test_fields_of_kueues_crds_we_do_not_model_are_accepted() -> None:
+    """Strictness follows Kueue's CRD, not our models: a field Kueue declares but kueue-es ignores parses."""
+    doc = cq(one_flavor([{"name": "cpu", "nominalQuota": 1}]))
+    doc["spec"]["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+    assert manifests.parse_object(doc).metadata.name == doc["metadata"]["name"]
+    assert manifests.parse_object({**doc, "spec": {**doc["spec"], "bogus": 1}}, strict=False) is not None
 
 
 def test_every_topology_request_field_of_kueue_is_accepted() -> None:
