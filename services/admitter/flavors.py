@@ -373,7 +373,8 @@ class Picker:
         gets the unit's flavors for the resources it requests; one requesting nothing gets the
         unit's TAS flavors, with no usage, so it can still be placed (resolvePodSetFlavors).
         The result lists the pod sets in spec order, as the bookmark does (every member of a
-        unit records the unit's scan)."""
+        unit records the unit's scan). Kept apart from :meth:`assign`'s own loop, which it
+        repeats for units of one, so that the common case (no groups) stays as fast as it was."""
         covering, frs = self.covering, self.frs
         units: dict[str, list[int]] = {}
         for index, ps in enumerate(pod_sets):
