@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from events import manifests, types
+from events import manifests, models, types
 from projections.cluster import ClusterState, priority_of
 from services.dispatcher import status
 
@@ -119,6 +119,23 @@ def for_job_write(
             job=(api_version, kind, uid),
         )
     return None
+
+
+def for_created_workload(workload: models.Workload) -> KubeEvent | None:
+    """Normal ``CreatedWorkload`` "Created Workload: NS/NAME" on the Job or JobSet whose Workload
+    object was just created (jobframework/reconciler.go handleJobWithNoWorkload); None for
+    other owners."""
+    owner, meta = workload.owner, workload.metadata
+    if owner is None or owner.kind not in ("Job", "JobSet"):
+        return None
+    return KubeEvent(
+        workload=types.WorkloadRef(namespace=meta.namespace, name=owner.name),
+        type="Normal",
+        reason="CreatedWorkload",
+        message=f"Created Workload: {meta.namespace}/{meta.name}",
+        at_ms=meta.creation_timestamp_ms,
+        job=(owner.api_version, owner.kind, owner.uid),
+    )
 
 
 def _queued_ms(state: ClusterState, ref: types.WorkloadRef, record: status.WorkloadRecord | None) -> int:

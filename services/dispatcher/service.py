@@ -807,18 +807,9 @@ class Dispatcher:
         if stored is None or not _contains(stored, desired) or _uid_owner(stored) != _uid_owner(desired):
             created = stored is None
             stored = self.objects[ident] = await self._apply(resources.WORKLOADS, desired)
-            owner = wl.workload.owner
-            if created and owner is not None and owner.kind in ("Job", "JobSet"):
-                # jobframework/reconciler.go handleJobWithNoWorkload: CreatedWorkload on the job
-                item = kube_events.KubeEvent(
-                    workload=types.WorkloadRef(namespace=meta.namespace, name=owner.name),
-                    type="Normal",
-                    reason="CreatedWorkload",
-                    message=f"Created Workload: {meta.namespace}/{meta.name}",
-                    at_ms=meta.creation_timestamp_ms,
-                    job=(owner.api_version, owner.kind, owner.uid),
-                )
-                self._job_events.append((0, item))
+            created_event = kube_events.for_created_workload(wl.workload) if created else None
+            if created_event is not None:
+                self._job_events.append((0, created_event))
         generation = int((stored.get("metadata") or {}).get("generation") or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
