@@ -67,7 +67,21 @@ def is_managed(pod: Mapping[str, Any], context: jobframework.Context) -> bool:
     if ref.namespace in context.unmanaged_namespaces:
         return False  # managedJobsNamespaceSelector: the pod webhook leaves these namespaces alone
     marked = ref.labels.get(jobframework.QUEUE_LABEL) or ref.labels.get(jobframework.MANAGED_LABEL) == "true"
-    return bool(marked) and not jobframework.owned_by_managed_job(ref, context)
+    if not marked:
+        return False
+    owner = jobframework.controller_owner(ref.meta)
+    if owner is not None and (owner.get("apiVersion"), owner.get("kind")) in JOB_OWNERS:
+        # A pod of a batch/v1 Job or a JobSet's Job is part of that job's workload, whether or not
+        # its Job has been seen yet: the Pod and Job watches are separate streams, so the pod may
+        # come first (Kueue's webhook looks the owner up at pod creation; IsOwnerManagedByKueue).
+        return False
+    return not jobframework.owned_by_managed_job(ref, context)
+
+
+JOB_OWNERS = frozenset({("batch/v1", "Job"), ("jobset.x-k8s.io/v1alpha2", "JobSet")})
+"""Controllers whose pods the pod integration leaves to them (Kueue integrates these kinds). Ours, not
+Kueue's: a queue-labelled pod of a Job that is not queue-labelled is left alone too, where Kueue with
+its (opt-in) pod integration would admit such pods one by one."""
 
 
 def workload_name_for_pod(name: str, uid: str) -> str:

@@ -266,6 +266,12 @@ def test_kueue_sample_pod() -> None:
             False,
             id="a pod of a managed Job belongs to the Job's workload [FindAncestorJobManagedByKueue]",
         ),
+        pytest.param(
+            owned_by_job(pod()),
+            jobframework.Context(),
+            False,
+            id="so does one whose Job the watcher has not seen yet (separate watches) [IsOwnerManagedByKueue]",
+        ),
     ],
 )
 def test_pod_managed(manifest: dict, ctx: jobframework.Context, managed: bool) -> None:
