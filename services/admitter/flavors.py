@@ -317,13 +317,7 @@ class Picker:
                     continue
                 group = covering.get(resource)
                 if group is None:
-                    return Assignment(
-                        mode="NoFit",
-                        message=f"couldn't assign flavors to pod set {ps.name}: "
-                        f"resource {resource} unavailable in ClusterQueue",
-                        reason="NoMatchingFlavor",
-                        tried=(*tried, {}),
-                    )
+                    return _uncovered(ps.name, resource, tried=(*tried, {}))
                 if len(group.covered) == 1:
                     wanted = {resource: totals[resource]}
                 else:
@@ -332,12 +326,7 @@ class Picker:
                 choice, problems, last = self._pick(ps, group, wanted, taken, oracle, first)
                 mode = choice.mode
                 if choice.flavor is None or mode[0] == NO_FIT:
-                    return Assignment(
-                        mode="NoFit",
-                        message=f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}",
-                        reason=no_fit_reason(problems),
-                        tried=(*tried, {}),
-                    )
+                    return _no_flavor(ps.name, problems, tried=(*tried, {}))
                 if mode[0] != FIT:
                     problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
                 if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):
@@ -414,24 +403,13 @@ class Picker:
                     continue
                 group = covering.get(resource)
                 if group is None:
-                    return Assignment(
-                        mode="NoFit",
-                        message=f"couldn't assign flavors to pod set {lead.name}: "
-                        f"resource {resource} unavailable in ClusterQueue",
-                        reason="NoMatchingFlavor",
-                        tried=tried_so_far(members),
-                    )
+                    return _uncovered(lead.name, resource, tried=tried_so_far(members))
                 wanted = {r: totals[r] for r in group.covered if r in totals}
                 first = resume.get(resource, -1) + 1 if resume else 0
                 choice, problems, last = self._pick(lead, group, wanted, taken, oracle, first, others)
                 mode = choice.mode
                 if choice.flavor is None or mode[0] == NO_FIT:
-                    return Assignment(
-                        mode="NoFit",
-                        message=f"couldn't assign flavors to pod set {lead.name}: {'; '.join(problems)}",
-                        reason=no_fit_reason(problems),
-                        tried=tried_so_far(members),
-                    )
+                    return _no_flavor(lead.name, problems, tried=tried_so_far(members))
                 if mode[0] != FIT:
                     problems_all.append(f"couldn't assign flavors to pod set {lead.name}: {'; '.join(problems)}")
                 if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):
@@ -574,6 +552,26 @@ class Picker:
         if oracle is None:
             return NO_CANDIDATES, quota_math.lowest_subtree_that_fits(self.node, fr, value)[0]
         return oracle(fr, value)
+
+
+def _uncovered(pod_set: str, resource: str, *, tried: tuple[dict[str, int], ...]) -> Assignment:
+    """NoFit: the pod set requests a resource no resource group of the ClusterQueue covers (§5.2)."""
+    return Assignment(
+        mode="NoFit",
+        message=f"couldn't assign flavors to pod set {pod_set}: resource {resource} unavailable in ClusterQueue",
+        reason="NoMatchingFlavor",
+        tried=tried,
+    )
+
+
+def _no_flavor(pod_set: str, problems: list[str], *, tried: tuple[dict[str, int], ...]) -> Assignment:
+    """NoFit: no flavor of the group suits the pod set (§5.3-§5.8), with every problem seen."""
+    return Assignment(
+        mode="NoFit",
+        message=f"couldn't assign flavors to pod set {pod_set}: {'; '.join(problems)}",
+        reason=no_fit_reason(problems),
+        tried=tried,
+    )
 
 
 def has_level(levels: tuple[str, ...], request: models.PodSetTopologyRequest | None) -> bool:
