@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from events import types
+from kueue_es.events import types
 
 _encoder = msgspec.json.Encoder(order="deterministic")
 _decoder = msgspec.json.Decoder(types.Event)

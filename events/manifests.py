@@ -1,10 +1,10 @@
-"""Manifests (YAML/JSON dicts as kubectl sends them) to the models of :mod:`events.models`.
+"""Manifests (YAML/JSON dicts as kubectl sends them) to the models of :mod:`kueue_es.events.models`.
 
 This is the one place where outside input becomes our vocabulary, so it is where
 bad input is caught: every error is a :class:`ManifestError` naming the object
 (``ClusterQueue cluster-queue``) and the field (``spec.resourceGroups[0]...``),
 and nothing is half-converted. Quantities become integer amounts
-(:mod:`events.quantities`), ``creationTimestamp`` becomes milliseconds, and pod
+(:mod:`kueue_es.events.quantities`), ``creationTimestamp`` becomes milliseconds, and pod
 templates become per-pod requests following SEMANTICS §2.3 (Kueue
 pkg/workload/resources.go, Kubernetes' pod request formula).
 """
@@ -20,9 +20,9 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import models, tas
-from events.kueue_fields import KNOWN_FIELDS
-from events.quantities import QuantityError, to_amount
+from kueue_es.events import models, tas
+from kueue_es.events.kueue_fields import KNOWN_FIELDS
+from kueue_es.events.quantities import QuantityError, to_amount
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"

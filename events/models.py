@@ -8,7 +8,7 @@ bytes, SEMANTICS §0.1), times are integer milliseconds since the epoch
 instead of a pod template (events stay far below NATS's 1 MiB limit).
 
 Defaults are Kueue's (SEMANTICS §1; Kueue apis/kueue/v1beta2/*_types.go).
-:mod:`events.manifests` builds these models from YAML manifests and validates them.
+:mod:`kueue_es.events.manifests` builds these models from YAML manifests and validates them.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ class PodSetTopologyRequest(_Model, kw_only=True):
     ``podsetSliceRequiredTopologyConstraints`` (1..3 layers, outermost first); a leader+workers
     group shares ``podSetGroupName``. ``podIndexLabel`` / ``subGroupIndexLabel`` /
     ``subGroupCount`` are rank hints for ungating (SEMANTICS-ADVANCED A.4, A.12).
-    Validated by :func:`events.tas.validate_topology_request`.
+    Validated by :func:`kueue_es.events.tas.validate_topology_request`.
     """
 
     required: str | None = None
@@ -467,7 +467,7 @@ class NodeStatus(_Model, kw_only=True):
     """The part of a v1 Node's status TAS reads.
 
     ``allocatable``: integer amounts per resource (cpu in millicores, memory in bytes, ``pods``
-    a count; events.quantities). ``ready``: the status of the ``Ready`` condition (``True``,
+    a count; kueue_es.events.quantities). ``ready``: the status of the ``Ready`` condition (``True``,
     ``False``, ``Unknown``), ``""`` when the node has no Ready condition. Condition timestamps
     are left out on purpose: kubelet heartbeats must not make new facts (A.2.3).
     """
@@ -543,7 +543,7 @@ class TopologyAssignmentSlice(_Model, kw_only=True):
 class TopologyAssignment(_Model, kw_only=True):
     """Kueue v1beta2 ``podSetAssignments[].topologyAssignment`` (SEMANTICS-ADVANCED A.8).
 
-    The domains are the concatenation of the slices' domains; :mod:`events.tas` encodes
+    The domains are the concatenation of the slices' domains; :mod:`kueue_es.events.tas` encodes
     (byte-identical to Kueue) and decodes (any valid encoding).
     """
 

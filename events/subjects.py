@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import hashlib
 
-from events import codec, types
-from events.bus.base import OutgoingMessage
+from kueue_es.events import codec, types
+from kueue_es.events.bus.base import OutgoingMessage
 
 DEFAULT_PARTITION = "p0"
 DEFAULT_CLUSTER = "local"

@@ -3,12 +3,12 @@
 - :class:`Assignment` / :class:`DomainAssignment`: the plain form of a TopologyAssignment
   (levels, then one ``(values, count)`` per domain), what placement produces and pods consume.
 - :func:`encode` / :func:`decode`: to and from Kueue's compact v1beta2 encoding
-  (:class:`events.models.TopologyAssignment`), byte-identical to what Kueue writes
+  (:class:`kueue_es.events.models.TopologyAssignment`), byte-identical to what Kueue writes
   (SEMANTICS-ADVANCED A.8.3; Kueue pkg/util/tas/tas_assignment.go) and accepting any valid
   encoding (A.8.2).
 - :func:`validate_topology_request`, :func:`validate_pod_set_groups`: the webhook rules of A.4.2.
 - :func:`topology_request_from_annotations`: pod-template annotations to a
-  :class:`events.models.PodSetTopologyRequest` (A.4.1; Kueue pkg/controller/jobframework/tas.go).
+  :class:`kueue_es.events.models.PodSetTopologyRequest` (A.4.1; Kueue pkg/controller/jobframework/tas.go).
 - :func:`requests_tas`: whether a pod set explicitly asks for TAS (A.4.3).
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from events import models
+from kueue_es.events import models
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
@@ -438,12 +438,12 @@ def topology_request_from_annotations(
 def tas_fact(manifest: Mapping[str, object]) -> object:
     """The fact for a Topology, v1 Node or v1 Pod manifest (TopologyObserved, NodeObserved,
     PodObserved), or None for a TAS pod (not non-TAS usage). Raises
-    :class:`events.manifests.ManifestError` for an invalid object or another kind.
+    :class:`kueue_es.events.manifests.ManifestError` for an invalid object or another kind.
 
-    For the watcher and the scenario loader; returns ``events.types.Fact | None`` (typed
-    loosely here because events.types imports this module's neighbours).
+    For the watcher and the scenario loader; returns ``kueue_es.events.types.Fact | None`` (typed
+    loosely here because kueue_es.events.types imports this module's neighbours).
     """
-    from events import manifests, types  # here: events.manifests imports this module
+    from kueue_es.events import manifests, types  # here: kueue_es.events.manifests imports this module
 
     raw = dict(manifest)
     match raw.get("kind"):

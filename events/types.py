@@ -18,7 +18,7 @@ from typing import Literal
 
 import msgspec
 
-from events import models
+from kueue_es.events import models
 
 SCHEMA_VERSION = 1
 
@@ -426,7 +426,7 @@ class WorkloadRequeued(_Event, kw_only=True, tag="WorkloadRequeued"):
 class TopologyAssigned(_Event, kw_only=True, tag="TopologyAssigned"):
     """The TAS placement of a workload holding (or taking) quota in ``cluster_queue``: per pod
     set name, its topology assignment in Kueue's v1beta2 encoding (SEMANTICS-ADVANCED A.6, A.8;
-    decode with :func:`events.tas.decode`). Pod sets without TAS are absent."""
+    decode with :func:`kueue_es.events.tas.decode`). Pod sets without TAS are absent."""
 
     workload: WorkloadRef
     cluster_queue: str

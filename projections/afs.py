@@ -23,7 +23,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from events import models
+from kueue_es.events import models
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import models, tas, types
-from projections import afs, quota, topology
-from projections.topology import TopologyState
+from kueue_es.events import models, tas, types
+from kueue_es.projections import afs, quota, topology
+from kueue_es.projections.topology import TopologyState
 
 
 @dataclass(slots=True)
@@ -838,7 +838,7 @@ def _apply_preemption(
 
 
 ADMITTER_ROLE = "admit"
-"""The admitter's DecisionRecord role (services.admitter.core.ROLE; the fold imports no service)."""
+"""The admitter's DecisionRecord role (kueue_es.services.admitter.core.ROLE; the fold imports no service)."""
 
 
 def _bump_generation(state: ClusterState, cluster_queue: str, seq: int) -> None:

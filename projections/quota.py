@@ -1,6 +1,6 @@
 """Quota math: ClusterQueues and cohorts as a tree of resource nodes (SEMANTICS §6).
 
-Built from a :class:`projections.cluster.ClusterState` for one scheduling cycle,
+Built from a :class:`kueue_es.projections.cluster.ClusterState` for one scheduling cycle,
 then updated in place as the cycle admits workloads. Every ClusterQueue and
 Cohort is a node holding, per flavor-resource (``FR = (flavor, resource)``):
 
@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from events import models
+from kueue_es.events import models
 
 if TYPE_CHECKING:  # cluster.py keeps a cached tree up to date, so it imports this module
-    from projections.cluster import ClusterState
+    from kueue_es.projections.cluster import ClusterState
 
 FR = tuple[str, str]  # (flavor, resource)
 
@@ -239,7 +239,7 @@ class QuotaTree:
 
 def cached(state: ClusterState) -> QuotaTree:
     """The tree of ``state`` with the ledger's usage, built once and then kept in step by
-    the fold (:mod:`projections.cluster` rebuilds it when a ClusterQueue or Cohort changes).
+    the fold (:mod:`kueue_es.projections.cluster` rebuilds it when a ClusterQueue or Cohort changes).
 
     Callers that try usage out must bracket it with ``begin()``/``rollback()``.
     """

@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from events import models, types
-from events.tas import HOSTNAME_LABEL, domain_id
+from kueue_es.events import models, types
+from kueue_es.events.tas import HOSTNAME_LABEL, domain_id
 
 Requests = dict[str, int]
 
@@ -97,7 +97,7 @@ class FlavorTopology:
 
     def free_capacity(self, tas_usage: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, Requests]:
         """Per leaf ID, what remains after non-TAS pods and ``tas_usage`` (per leaf ID, the TAS usage
-        of workloads holding quota here, e.g. summed :func:`services.tas_placer.placement.assignment_usage`).
+        of workloads holding quota here, e.g. summed :func:`kueue_es.services.tas_placer.placement.assignment_usage`).
 
         Usage on leaves not in the tree is ignored, as Kueue ignores usage recorded on nodes that left
         the cache (A.2.1). Values may be negative.

@@ -1,6 +1,6 @@
 """The runner shared by the three decider services (admitter, preemptor, TAS placer).
 
-Connects to the bus and runs a :class:`services.runtime.DeciderLoop` with the
+Connects to the bus and runs a :class:`kueue_es.services.runtime.DeciderLoop` with the
 service's pure core until SIGTERM. The cores live in ``services/<name>/core.py``;
 this is the only async code they need.
 """
@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from events.bus import nats as nats_bus
-from events.bus.base import Bus
-from services.runtime import Decider, DeciderLoop, run_until_stopped
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.base import Bus
+from kueue_es.services.runtime import Decider, DeciderLoop, run_until_stopped
 
 log = structlog.get_logger(__name__)
 
@@ -29,7 +29,7 @@ async def serve_decider(
     connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
 ) -> None:
     """Run ``decider`` against the log at ``nats_url`` until ``stop`` is set (``stepped``: see DeciderLoop;
-    ``connect``: how to get the bus, e.g. ``services.health.Health.connect`` to observe it)."""
+    ``connect``: how to get the bus, e.g. ``kueue_es.services.health.Health.connect`` to observe it)."""
     bus = await connect(nats_url)
     loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup, stepped=stepped)
     log.info("service_started", role=decider.role, logic_version=decider.logic_version)

@@ -36,8 +36,8 @@ from prometheus_client import (
     generate_latest,
 )
 
-from events.bus import nats as nats_bus
-from events.bus.base import Bus, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage, PublishAck
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.base import Bus, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage, PublishAck
 
 log = structlog.get_logger(__name__)
 
@@ -117,7 +117,7 @@ class Health:
     # -- what the services call ------------------------------------------------------------------
 
     async def connect(self, url: str) -> ObservedBus:
-        """Connect to NATS as ``events.bus.nats.connect`` does, and observe the bus."""
+        """Connect to NATS as ``kueue_es.events.bus.nats.connect`` does, and observe the bus."""
         bus = await nats_bus.connect(url)
         return await self.observe(bus)
 

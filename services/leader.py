@@ -54,8 +54,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
-from services.health import Health
-from services.runtime import cancel_and_wait
+from kueue_es.services.health import Health
+from kueue_es.services.runtime import cancel_and_wait
 
 log = structlog.get_logger(__name__)
 

@@ -27,9 +27,9 @@ from typing import Any, TextIO
 
 import structlog
 
-from events import codec, subjects, types
-from events.bus.base import Bus, BusError, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage
-from projections.cluster import ClusterState, apply
+from kueue_es.events import codec, subjects, types
+from kueue_es.events.bus.base import Bus, BusError, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage
+from kueue_es.projections.cluster import ClusterState, apply
 
 log = structlog.get_logger(__name__)
 

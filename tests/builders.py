@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from events import manifests, types
-from projections.cluster import ClusterState, apply
-from services.watcher.convert import kueue_fact
+from kueue_es.events import manifests, types
+from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.services.watcher.convert import kueue_fact
 
 
 def flavor(name: str, **labels: str) -> dict[str, Any]:
@@ -110,7 +110,7 @@ class Log:
 
     def cycle(self, now_ms: int) -> list[types.Decision]:
         """One admitter cycle; its decisions are folded into the log."""
-        from services.admitter.core import decide
+        from kueue_es.services.admitter.core import decide
 
         out = decide(self.state, now_ms=now_ms)
         self.add(*out)

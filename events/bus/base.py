@@ -1,7 +1,7 @@
 """The bus contract: one append-only log that every kueue-es service shares.
 
-Two implementations keep this contract: :mod:`events.bus.memory` (in-process, for
-unit tests and the core scenario engine) and :mod:`events.bus.nats` (NATS
+Two implementations keep this contract: :mod:`kueue_es.events.bus.memory` (in-process, for
+unit tests and the core scenario engine) and :mod:`kueue_es.events.bus.nats` (NATS
 JetStream, the real thing). ``tests/bus/test_contract.py`` runs one suite against
 both, and against a 3-node nats-server cluster, so the fake never drifts from the
 real log. Design: ARCHITECTURE.md §2-§3, research/event-sourcing.md §2.3-§2.6, §5.6.

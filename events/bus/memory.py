@@ -1,6 +1,6 @@
 """The in-process bus: the log as a Python list, for unit tests and the core engine.
 
-It keeps the contract of :mod:`events.bus.base` the way nats-server keeps it, so
+It keeps the contract of :mod:`kueue_es.events.bus.base` the way nats-server keeps it, so
 code tested here behaves the same on JetStream (``tests/bus/test_contract.py``
 runs one suite against both). Where the two could differ, this module follows
 what nats-server 2.15 was measured to do:
@@ -27,7 +27,7 @@ from collections.abc import AsyncGenerator, Sequence
 
 import msgspec
 
-from events.bus import base, rules
+from kueue_es.events.bus import base, rules
 
 
 @dataclasses.dataclass

@@ -15,7 +15,7 @@ on the core connection. Measured behaviour this module relies on (nats-server
   drops the messages before ``start_seq`` itself;
 - ``fetch`` raises TimeoutError when nothing came, which becomes ``[]``;
 - a message over the server's max payload makes the server close the
-  connection, so sizes are checked before sending (:mod:`events.bus.rules`).
+  connection, so sizes are checked before sending (:mod:`kueue_es.events.bus.rules`).
 
 Reads of single messages (``get``, ``last_subject_seq``) use the stream
 leader's API, not Direct Get, so they see every write acknowledged before them
@@ -44,7 +44,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import api
 
-from events.bus import base, rules
+from kueue_es.events.bus import base, rules
 
 log = structlog.get_logger(__name__)
 

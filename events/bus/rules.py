@@ -1,9 +1,9 @@
 """The rules both buses enforce identically: subjects, filters, sizes, batch limits.
 
-:mod:`events.bus.memory` must refuse exactly what a real nats-server refuses, or a
+:mod:`kueue_es.events.bus.memory` must refuse exactly what a real nats-server refuses, or a
 service tested in memory breaks on the real log. The checks that the server makes
 (a subject must belong to ``KQ_LOG``, the 1 MiB payload limit, at most 1000
-messages per atomic batch) live here, and :mod:`events.bus.nats` runs them too,
+messages per atomic batch) live here, and :mod:`kueue_es.events.bus.nats` runs them too,
 before sending: an oversized message would otherwise make the server drop the
 whole connection instead of answering with an error.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from events.bus import base
+from kueue_es.events.bus import base
 
 MAX_MESSAGE_BYTES = 1 << 20
 MAX_BATCH = 1000

@@ -28,12 +28,12 @@ import dataclasses
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from events import models, types
-from projections import quota
-from projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
-from services.admitter import flavors, lifecycle, queues
-from services.admitter import topology as tas_cycle
-from services.preemptor import fair, targets
+from kueue_es.events import models, types
+from kueue_es.projections import quota
+from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
+from kueue_es.services.admitter import flavors, lifecycle, queues
+from kueue_es.services.admitter import topology as tas_cycle
+from kueue_es.services.preemptor import fair, targets
 
 LOGIC_VERSION = 9
 ROLE = "admit"
@@ -354,7 +354,7 @@ def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.D
 
 class Search:
     """Flavor assignment with preemption for one cycle: the oracle and target search of
-    :mod:`services.preemptor.targets` (classical) or :mod:`services.preemptor.fair`."""
+    :mod:`kueue_es.services.preemptor.targets` (classical) or :mod:`kueue_es.services.preemptor.fair`."""
 
     def __init__(
         self,
@@ -379,7 +379,7 @@ class Search:
     def preemptor(
         self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]
     ) -> targets.Preemptor:
-        """The :class:`~services.preemptor.targets.Preemptor` for ``wl`` asking ``usage``."""
+        """The :class:`~kueue_es.services.preemptor.targets.Preemptor` for ``wl`` asking ``usage``."""
         return targets.Preemptor(
             key=wl.workload.key,
             cq=cq,

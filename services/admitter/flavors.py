@@ -6,7 +6,7 @@ runs over its whole resource group (all requested resources of a group get the
 same flavor); flavors in the listed order; a flavor must exist, have its taints
 tolerated and match the pod set's node selector / required node affinity on the
 keys it labels; then each resource is classified against the quota tree
-(:mod:`projections.quota`): beyond potential capacity (never fits), beyond what
+(:mod:`kueue_es.projections.quota`): beyond potential capacity (never fits), beyond what
 is available now (waits, unless preemption could help: the oracle says whether
 there are candidates, SEMANTICS §7.7), or fits, possibly by borrowing. Each
 flavor gets Kueue's granular mode (preemption mode, borrowing level) and
@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from events import models, tas
-from events.quantities import format_amount
-from projections import quota as quota_math
-from projections.quota import FR, QuotaTree
+from kueue_es.events import models, tas
+from kueue_es.events.quantities import format_amount
+from kueue_es.projections import quota as quota_math
+from kueue_es.projections.quota import FR, QuotaTree
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -120,7 +120,7 @@ class Assignment(NamedTuple):
     message: str = ""
     reason: str = ""  # NoFit: Kueue's granular QuotaReserved=False reason (no_fit_reason)
     # TAS (SEMANTICS-ADVANCED A.5): set by the admitter for workloads with TAS pod sets, a
-    # services.admitter.topology.TASPart (what to place, and the placement when mode is Fit).
+    # kueue_es.services.admitter.topology.TASPart (what to place, and the placement when mode is Fit).
     tas: Any = None
     # The flavor scan's bookmark (Kueue's LastTriedFlavorIdx, SEMANTICS §5.3): per pod set in
     # spec order, resource -> index of the last flavor examined in its group (-1: the scan

@@ -33,10 +33,10 @@ import functools
 import heapq
 from collections.abc import Callable, Iterable
 
-from events import models, types
-from projections import afs
-from projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
-from services.admitter import topology
+from kueue_es.events import models, types
+from kueue_es.projections import afs
+from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
+from kueue_es.services.admitter import topology
 
 FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
 PENDING_DELAYED_TOPOLOGY = "PendingDelayedTopologyRequests"  # Kueue's Admitted=False reason (A.9)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from events import models
-from events.quantities import to_amount
-from projections import afs, cluster, quota
-from projections.cluster import ClusterState, WorkloadState
-from services.admitter.flavors import PodSetRequest
+from kueue_es.events import models
+from kueue_es.events.quantities import to_amount
+from kueue_es.projections import afs, cluster, quota
+from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.services.admitter.flavors import PodSetRequest
 
 METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
 

@@ -7,7 +7,7 @@ pkg/controller/jobframework/reconciler.go startJob, podset.go Merge). It stops a
 evicted one by suspending it and restoring the pod template it had before
 (SEMANTICS §7.8; reconciler.go step 6 "handle eviction", stopJob;
 pkg/controller/jobs/job/job_controller.go Stop, RestorePodSetsInfo). This module
-decides those writes from the folded state; the runner (``services.dispatcher.service``)
+decides those writes from the folded state; the runner (``kueue_es.services.dispatcher.service``)
 performs them and records the result on the log.
 
 The same for a JobSet (Kueue pkg/controller/jobs/jobset: ``spec.suspend``, one pod
@@ -27,9 +27,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import tas, types
-from projections.cluster import ClusterState, WorkloadState, apply
-from services.dispatcher import status, ungater
+from kueue_es.events import tas, types
+from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
+from kueue_es.services.dispatcher import status, ungater
 
 EVICTED_ANNOTATION = "kueue-es.dev/evicted"
 """Set on a Job the dispatcher stopped for an eviction; the value is the eviction's reason.

@@ -18,7 +18,7 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
   (preemption.go; kueue-es has no priority boost, so boost is 0).
 
 Pure: the decision and the cluster as folded in, Events out; the dispatcher writes them
-(:mod:`services.dispatcher.service`). Messages longer than Kueue's event limit (1024
+(:mod:`kueue_es.services.dispatcher.service`). Messages longer than Kueue's event limit (1024
 characters, api.TruncateEventMessage) are cut the same way.
 """
 
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from events import manifests, models, types
-from projections.cluster import ClusterState, priority_of
-from services.dispatcher import status
+from kueue_es.events import manifests, models, types
+from kueue_es.projections.cluster import ClusterState, priority_of
+from kueue_es.services.dispatcher import status
 
 MAX_MESSAGE = 1024
 """Kueue's api.maxEventMsgSize."""

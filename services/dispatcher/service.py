@@ -1,7 +1,7 @@
 """The dispatcher service: carry admission and eviction decisions out in Kubernetes.
 
 A durable consumer (explicit ack) over the per-workload decisions delivers each
-at least once, in order. For each, the pure :func:`services.dispatcher.core.plan`
+at least once, in order. For each, the pure :func:`kueue_es.services.dispatcher.core.plan`
 says what to write to the Job (start an admitted Job, stop an evicted one); this
 runner writes it with kubernetes-asyncio, records a DispatchApplied or
 DispatchFailed result on the log (its Msg-Id is the decision's sequence, so a
@@ -11,7 +11,7 @@ namesake with another UID) runs nothing: the runner logs the workload deleted
 (Kueue: jobframework/reconciler.go, a missing job is not active).
 
 It also keeps the Kubernetes objects Kueue's controllers keep, from the folded log
-(:mod:`services.dispatcher.status`): for every workload made from a Job, the
+(:mod:`kueue_es.services.dispatcher.status`): for every workload made from a Job, the
 ``kueue.x-k8s.io/v1beta2`` Workload object (owner reference to the Job) and its
 status (admission, conditions with Kueue's reasons and messages); and the status
 of every ClusterQueue and LocalQueue (pending, reserving and admitted workloads,
@@ -29,7 +29,7 @@ written into the Workload's ``status.admission.podSetAssignments[].topologyAssig
 a started job's TAS pod sets get the ``kueue.x-k8s.io/topology`` scheduling gate, the
 ``kueue.x-k8s.io/podset`` label and the ``kueue.x-k8s.io/workload`` annotation; and the
 ungater (:meth:`Dispatcher.watch_pods`, :meth:`Dispatcher.ungate_forever`, pure core in
-:mod:`services.dispatcher.ungater`) gives each gated pod of an Admitted workload its
+:mod:`kueue_es.services.dispatcher.ungater`) gives each gated pod of an Admitted workload its
 domain's nodeSelector and removes the gate (a patch with the pod's resourceVersion as
 precondition, retried on conflict).
 """
@@ -46,16 +46,16 @@ from typing import Any
 import structlog
 from aiolimiter import AsyncLimiter
 
-from events import codec, subjects, tas, types
-from events.bus import nats as nats_bus
-from events.bus.base import Bus, Delivery, DurableConsumer
-from projections.cluster import ClusterState, WorkloadState
-from services.dispatcher import core, kube_events, status, ungater
-from services.kube import client as kube
-from services.kube import errors as kube_errors
-from services.kube import resources
-from services.runtime import run_until_stopped, wall_clock_ms
-from services.watcher import pods as pod_integration
+from kueue_es.events import codec, subjects, tas, types
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.base import Bus, Delivery, DurableConsumer
+from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.services.dispatcher import core, kube_events, status, ungater
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
+from kueue_es.services.runtime import run_until_stopped, wall_clock_ms
+from kueue_es.services.watcher import pods as pod_integration
 
 log = structlog.get_logger(__name__)
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import structlog
 
-from events import subjects, types
-from events.bus import nats as nats_bus
-from events.bus.base import Bus
-from services.dispatcher import core
-from services.dispatcher.service import DECISION_FILTER, DEFAULT_BURST, Dispatcher, WriteLimiter
-from services.runtime import run_until_stopped
+from kueue_es.events import subjects, types
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.base import Bus
+from kueue_es.services.dispatcher import core
+from kueue_es.services.dispatcher.service import DECISION_FILTER, DEFAULT_BURST, Dispatcher, WriteLimiter
+from kueue_es.services.runtime import run_until_stopped
 
 log = structlog.get_logger(__name__)
 

@@ -49,8 +49,8 @@ from typing import Any
 
 import msgspec
 
-from events import manifests, models, types
-from projections.cluster import ClusterState, WorkloadState, priority_of
+from kueue_es.events import manifests, models, types
+from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"

@@ -34,7 +34,7 @@ import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
-from services.kube import errors, resources
+from kueue_es.services.kube import errors, resources
 
 __all__ = [
     "RESOURCES",

@@ -1,6 +1,6 @@
 """Errors raised at the Kubernetes boundary of kueue-es.
 
-Why this module exists: callers of ``services.kube.client`` should not need to
+Why this module exists: callers of ``kueue_es.services.kube.client`` should not need to
 know kubernetes-asyncio's ``ApiException`` or aiohttp's exceptions.  The client
 wraps them (``raise ... from``) into this small hierarchy, keyed by what the
 caller does next: ``ConnectionFailedError`` (retry later), ``NotFoundError`` (create it, or forget it),
@@ -15,7 +15,7 @@ from typing import Any
 
 
 class KubeError(Exception):
-    """Base class of every error raised by ``services.kube``."""
+    """Base class of every error raised by ``kueue_es.services.kube``."""
 
 
 class UnknownKindError(KubeError, LookupError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import urllib.parse
 
-from services.kube import errors
+from kueue_es.services.kube import errors
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

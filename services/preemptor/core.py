@@ -2,7 +2,7 @@
 
 The admitter's cycle finds that a head fits only if some workloads are evicted and
 logs a PreemptionRequired with those targets (it runs the same target search as
-Kueue's scheduler does inline, :mod:`services.preemptor.targets`). The preemptor,
+Kueue's scheduler does inline, :mod:`kueue_es.services.preemptor.targets`). The preemptor,
 folding the same log, owns the evictions: for each open nomination it checks that
 the preemptor still waits and that every target still holds quota, recomputing the
 targets on the current state when they do not (the log moved since the
@@ -18,12 +18,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from events import types
-from projections import quota
-from projections.cluster import ClusterState, WorkloadState
-from services.admitter import core as admitter
-from services.admitter import topology as tas_cycle
-from services.preemptor import targets
+from kueue_es.events import types
+from kueue_es.projections import quota
+from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.services.admitter import core as admitter
+from kueue_es.services.admitter import topology as tas_cycle
+from kueue_es.services.preemptor import targets
 
 LOGIC_VERSION = 4
 ROLE = "preempt"

@@ -1,6 +1,6 @@
 """Fair sharing: dominant resource shares, the admission tournament and fair preemption.
 
-Pure, like the rest of the preemptor's search (:mod:`services.preemptor.targets`):
+Pure, like the rest of the preemptor's search (:mod:`kueue_es.services.preemptor.targets`):
 
 - :func:`share` is Kueue's DominantResourceShare of a ClusterQueue or cohort
   (pkg/cache/scheduler/fair_sharing.go, SEMANTICS §7.9): per resource name, what
@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes.utils.quantity import parse_quantity
 
-from events import models
-from projections.cluster import ClusterState
-from projections.quota import FR, Node, QuotaTree, potential_of
-from services.preemptor import targets
+from kueue_es.events import models
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.quota import FR, Node, QuotaTree, potential_of
+from kueue_es.services.preemptor import targets
 
 if TYPE_CHECKING:
-    from services.admitter.core import Entry
+    from kueue_es.services.admitter.core import Entry
 
 DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 

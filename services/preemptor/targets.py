@@ -10,7 +10,7 @@ Classical preemption follows pkg/scheduler/preemption/preemption.go
 (classicalPreemptions, fillBackWorkloads, workloadFits) and classical/
 (hierarchical_preemption.go, candidate_generator.go); the candidate order is
 common/ordering.go CandidatesOrdering. Fair-sharing preemption (§7.9-§7.11) is in
-:mod:`services.preemptor.fair`.
+:mod:`kueue_es.services.preemptor.fair`.
 
 Amounts are integers per ``(flavor, resource)`` (cpu in millicores, memory in bytes).
 The quota tree is changed while searching (victims taken out and put back) and
@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from events import models
-from projections import afs, quota
-from projections.cluster import ClusterState, WorkloadState, priority_of
-from projections.quota import FR, Node, QuotaTree
+from kueue_es.events import models
+from kueue_es.projections import afs, quota
+from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
+from kueue_es.projections.quota import FR, Node, QuotaTree
 
 PREEMPTION_BUDGET = 3
 """Ours, against preemption loops (issue 4): a workload already evicted by preemption this

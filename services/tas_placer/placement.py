@@ -16,7 +16,7 @@ Entry points:
 Balanced placement (A.6.9, alpha gate TASBalancedPlacement, off by default) spreads a preferred
 request evenly over the fewest domains (Kueue tas_balanced_placement.go). Node replacement
 (A.13) calls :func:`find_assignments` on the tree limited to the required domain
-(:mod:`services.tas_placer.core`). Not done: preferred node affinity scoring (A.3.4, alpha off),
+(:mod:`kueue_es.services.tas_placer.core`). Not done: preferred node affinity scoring (A.3.4, alpha off),
 elastic slices (A.14).
 
 Speed (Kueue's TASCacheNodeMatchResults / TASCachingRemainingResources / TASCacheTopologyTree,
@@ -32,9 +32,9 @@ import math
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from events import models
-from events.tas import Assignment, DomainAssignment, domain_id, slice_layers
-from projections.topology import FlavorTopology
+from kueue_es.events import models
+from kueue_es.events.tas import Assignment, DomainAssignment, domain_id, slice_layers
+from kueue_es.projections.topology import FlavorTopology
 
 Requests = dict[str, int]
 _MAX_INT32 = 2**31 - 1
@@ -60,7 +60,7 @@ class TASGates:
 @dataclass(frozen=True, eq=False)
 class UsageToken:
     """Names the contents of a ``tas_usage`` mapping that changes in steps (one admission
-    cycle's, :class:`services.admitter.topology.CycleTopology`): equal ``key`` and ``version``
+    cycle's, :class:`kueue_es.services.admitter.topology.CycleTopology`): equal ``key`` and ``version``
     ⇒ equal contents. ``changes[v - 1]`` holds the leaf IDs whose usage changed from version
     ``v - 1`` to ``v`` (a superset is fine; the sequence may grow later, never change)."""
 

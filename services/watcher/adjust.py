@@ -6,7 +6,7 @@ pkg/workload/resources.go AdjustResources): a pod that names a RuntimeClass and
 declares no overhead gets the RuntimeClass's fixed overhead; containers get the
 namespace's LimitRange defaults (``default`` as missing limits, ``defaultRequest``
 as missing requests); then limits stand in for missing requests
-(:func:`events.manifests.pod_requests` does that step). At nomination a pod set whose
+(:func:`kueue_es.events.manifests.pod_requests` does that step). At nomination a pod set whose
 requests break the LimitRange ``min``/``max`` is inadmissible
 (ValidateLimitRange), which :func:`limit_range_violation` says in a sentence.
 
@@ -20,7 +20,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from events.quantities import QuantityError, to_amount
+from kueue_es.events.quantities import QuantityError, to_amount
 
 CONTAINER, POD = "Container", "Pod"
 

@@ -4,9 +4,9 @@ Kueue objects become ``*Observed`` facts. Jobs become the Workload Kueue would
 create for them (SEMANTICS §2): a batch/v1 Job here (Kueue
 pkg/controller/jobs/job/job_controller.go: one pod set ``main`` with
 ``count = min(parallelism, completions)`` pods), a JobSet in
-:mod:`services.watcher.jobset`, plain Pods and pod groups in
-:mod:`services.watcher.pods`; what they share (managed or not, queue, priority,
-names, pod sets) is :mod:`services.watcher.jobframework`. A finished job becomes
+:mod:`kueue_es.services.watcher.jobset`, plain Pods and pod groups in
+:mod:`kueue_es.services.watcher.pods`; what they share (managed or not, queue, priority,
+names, pod sets) is :mod:`kueue_es.services.watcher.jobframework`. A finished job becomes
 WorkloadFinished; a Job the dispatcher stopped for an eviction becomes
 WorkloadStopped once no pod of it is active. Anything that cannot be converted
 becomes an ObjectRejected fact naming the object and the field, so a user can see
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from events import manifests, models, types
-from services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
-from services.watcher import jobframework
+from kueue_es.events import manifests, models, types
+from kueue_es.services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
+from kueue_es.services.watcher import jobframework
 
 QUEUE_LABEL = jobframework.QUEUE_LABEL
 PRIORITY_CLASS_LABEL = jobframework.PRIORITY_CLASS_LABEL

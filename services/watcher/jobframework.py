@@ -1,8 +1,8 @@
 """What every job integration shares when a job becomes a Workload (Kueue pkg/controller/jobframework).
 
-Why this module exists: a batch/v1 Job (:mod:`services.watcher.convert`), a JobSet
-(:mod:`services.watcher.jobset`) and plain Pods or pod groups
-(:mod:`services.watcher.pods`) differ only in how they describe their pod sets and
+Why this module exists: a batch/v1 Job (:mod:`kueue_es.services.watcher.convert`), a JobSet
+(:mod:`kueue_es.services.watcher.jobset`) and plain Pods or pod groups
+(:mod:`kueue_es.services.watcher.pods`) differ only in how they describe their pod sets and
 when they are finished. Everything else Kueue does the same way for all of them,
 and lives here: which jobs are managed at all (the queue-name label,
 ``manageJobsWithoutQueueName``, jobs owned by a managed job), the Workload's name,
@@ -12,7 +12,7 @@ set from a pod template (SEMANTICS §2.3).
 Everything is pure: what the conversion needs to know about the rest of the
 cluster (LocalQueues, priority classes, managed owners, the workload published
 before) comes in a :class:`Context` the watcher builds. Bad input raises
-:class:`events.manifests.ManifestError` naming the object and the field; the
+:class:`kueue_es.events.manifests.ManifestError` naming the object and the field; the
 callers turn it into an ObjectRejected fact.
 """
 
@@ -26,8 +26,8 @@ from typing import Any
 
 import msgspec
 
-from events import manifests, models, tas
-from services.watcher import adjust
+from kueue_es.events import manifests, models, tas
+from kueue_es.services.watcher import adjust
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
@@ -73,7 +73,7 @@ class Context:
     job or pod they control is part of them, not a workload of its own).
     ``runtime_classes``: each RuntimeClass's ``overhead.podFixed`` by name.
     ``limit_ranges``: the ``spec.limits`` items of the job's namespace's LimitRanges,
-    in name order (:mod:`services.watcher.adjust`).
+    in name order (:mod:`kueue_es.services.watcher.adjust`).
     ``previous``: the Workload last published for this job, which keeps what Kueue's
     webhook or workload creation fixed once (the defaulted queue and priority class,
     a PriorityClass value), or None.
@@ -319,7 +319,7 @@ def pod_set(
 
     Per-pod requests follow SEMANTICS §2.3 (Kueue pkg/workload/resources.go and the
     Kubernetes pod request formula): the RuntimeClass overhead and LimitRange
-    defaults of ``context`` first (:mod:`services.watcher.adjust`), then containers
+    defaults of ``context`` first (:mod:`kueue_es.services.watcher.adjust`), then containers
     summed, each init container maxed with them, sidecars (restartable init
     containers) added, pod overhead added, limits standing in for missing requests,
     pod-level resources winning. Amounts are integers (cpu in millicores, memory in

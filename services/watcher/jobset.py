@@ -4,16 +4,16 @@ Why this module exists: a JobSet runs several groups of Jobs ("replicated jobs")
 that must start together, so Kueue admits it as one Workload with one pod set per
 replicated job (Kueue pkg/controller/jobs/jobset/jobset_controller.go). The Jobs
 the JobSet controller creates are part of that workload, not workloads of their own
-(:func:`services.watcher.jobframework.owned_by_managed_job`). What is shared with
-the other integrations is in :mod:`services.watcher.jobframework`.
+(:func:`kueue_es.services.watcher.jobframework.owned_by_managed_job`). What is shared with
+the other integrations is in :mod:`kueue_es.services.watcher.jobframework`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from events import manifests, models, types
-from services.watcher import convert, jobframework
+from kueue_es.events import manifests, models, types
+from kueue_es.services.watcher import convert, jobframework
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 JOBSET_GROUP = "jobset.x-k8s.io"

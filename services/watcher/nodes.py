@@ -4,9 +4,9 @@ Why this module exists: TAS places pods on nodes, so the log must know the Topol
 objects (their levels), the Nodes (labels, taints, allocatable, Ready, unschedulable)
 and the pods already taking node capacity that TAS does not count through an
 assignment. This is the watcher's pure conversion for those three kinds; the runner
-(:mod:`services.watcher.service`) lists and watches them and publishes a fact only
+(:mod:`kueue_es.services.watcher.service`) lists and watches them and publishes a fact only
 when its content changes, so a kubelet heartbeat (a new resourceVersion, new
-condition timestamps) publishes nothing: :class:`events.models.Node` keeps only the
+condition timestamps) publishes nothing: :class:`kueue_es.events.models.Node` keeps only the
 status of the Ready condition.
 
 Which pods: every pod bound to a node (``spec.nodeName`` set; the watch uses the field
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from events import manifests, tas, types
-from services.kube import resources
-from services.watcher import convert
+from kueue_es.events import manifests, tas, types
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher import convert
 
 #: The kinds this module converts, as the watcher names its watches (``PodUsage``: the pods bound to nodes).
 TAS_KINDS = ("Topology", "Node", "PodUsage")

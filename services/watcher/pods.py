@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from events import manifests, models, types
-from events.quantities import QuantityError
-from services.watcher import convert, jobframework
+from kueue_es.events import manifests, models, types
+from kueue_es.events.quantities import QuantityError
+from kueue_es.services.watcher import convert, jobframework
 
 POD_API = "v1"
 GROUP_NAME_KEY = "kueue.x-k8s.io/pod-group-name"  # annotation (read first: WorkloadIdentifierAnnotations) or label

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
-from services.watcher import jobframework, pods
+from kueue_es.services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
+from kueue_es.services.watcher import jobframework, pods
 
 ReadyState = tuple[bool, str]
 

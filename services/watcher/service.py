@@ -4,7 +4,7 @@ One watch loop per kind, through kubernetes-asyncio: Kueue's v1beta2 objects, th
 PriorityClasses a job's priority may name, and the jobs Kueue queues -- batch/v1
 Jobs (with the ``kueue.x-k8s.io/queue-name`` label, or all of them with
 ``manage_jobs_without_queue_name``), JobSets, and Pods (single or in groups). The
-conversion is pure (:mod:`services.watcher.convert`, ``jobset``, ``pods``, with
+conversion is pure (:mod:`kueue_es.services.watcher.convert`, ``jobset``, ``pods``, with
 what they share in ``jobframework``); this runner keeps what a conversion needs to
 know about the rest of the cluster (LocalQueues, priority classes, the jobs that
 own other jobs, the workload it published before) and publishes the facts with a
@@ -24,14 +24,14 @@ stopped JobSet once no Job of it is active, and a Pod workload once none of its
 marked pods runs (the dispatcher deletes them).
 
 It also reports how far started jobs got and what admission check controllers
-say (:mod:`services.watcher.progress`): WorkloadPodsReady when a job's PodsReady
+say (:mod:`kueue_es.services.watcher.progress`): WorkloadPodsReady when a job's PodsReady
 (status, reason) changes (SEMANTICS-ADVANCED C.2), and, from the Workload objects
 (watched too), AdmissionCheckStateChanged when an entry of
 ``status.admissionChecks`` changes (B.5) and a WorkloadObserved when ``spec.active``
 is flipped (deactivation by hand, reactivation).
 
 For Topology-Aware Scheduling it watches Topologies (v1beta2, else v1alpha1), Nodes
-and the pods bound to nodes (:mod:`services.watcher.nodes`): TopologyObserved,
+and the pods bound to nodes (:mod:`kueue_es.services.watcher.nodes`): TopologyObserved,
 NodeObserved, PodObserved and their ObjectDeleted, each published only when its
 content changes (a kubelet heartbeat publishes nothing), relisted on 410 like the
 other kinds, and known from the log after a restart.
@@ -48,16 +48,16 @@ from typing import Any
 import msgspec
 import structlog
 
-from events import codec, manifests, models, subjects, types
-from events.bus import nats as nats_bus
-from events.bus.base import Bus, LogMessage
-from projections.cluster import ClusterState
-from projections.topology import TopologyState
-from services.kube import client as kube
-from services.kube import errors as kube_errors
-from services.kube import resources
-from services.runtime import fold_message, run_until_stopped
-from services.watcher import convert, jobframework, jobset, nodes, pods, progress
+from kueue_es.events import codec, manifests, models, subjects, types
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.base import Bus, LogMessage
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.topology import TopologyState
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
+from kueue_es.services.runtime import fold_message, run_until_stopped
+from kueue_es.services.watcher import convert, jobframework, jobset, nodes, pods, progress
 
 log = structlog.get_logger(__name__)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from services.cli import main
+from kueue_es.cli import main
 from tests.bench.configs import TINY
 
 

@@ -6,12 +6,12 @@ import asyncio
 
 import pytest
 
-from events import codec, models, subjects, types
-from events.bus.memory import MemoryBus
-from services.dispatcher.service import DECISION_FILTER, WriteLimiter
-from services.dispatcher.simulated import SimulatedDispatcher, UnlimitedWrites, simulated_limiter
-from services.perfbench.executor import Executor
-from services.runtime import cancel_and_wait
+from kueue_es.events import codec, models, subjects, types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.dispatcher.service import DECISION_FILTER, WriteLimiter
+from kueue_es.services.dispatcher.simulated import SimulatedDispatcher, UnlimitedWrites, simulated_limiter
+from kueue_es.perfbench.executor import Executor
+from kueue_es.services.runtime import cancel_and_wait
 
 pytestmark = pytest.mark.timeout(20)
 

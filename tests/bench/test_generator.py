@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 import yaml
 
-from events import types
-from services.perfbench import generator
+from kueue_es.events import types
+from kueue_es.perfbench import generator
 from tests.bench.configs import BASELINE, TAS, TINY
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from services.perfbench import generator, ideal
+from kueue_es.perfbench import generator, ideal
 from tests.bench.configs import BASELINE, TINY
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from events import models, types
-from services.perfbench import generator, metrics
+from kueue_es.events import models, types
+from kueue_es.perfbench import generator, metrics
 
 
 def ref(name: str) -> types.WorkloadRef:

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from events import models, tas, types
-from projections import cluster
-from projections.topology import TopologyState
-from services.cli import main
-from services.perfbench import generator, metrics
-from services.tas_placer import core as placer_core
+from kueue_es.events import models, tas, types
+from kueue_es.projections import cluster
+from kueue_es.projections.topology import TopologyState
+from kueue_es.cli import main
+from kueue_es.perfbench import generator, metrics
+from kueue_es.services.tas_placer import core as placer_core
 from tests.bench.configs import TAS, tas_small
 
 RACK = "cloud.provider.com/topology-rack"

@@ -16,8 +16,8 @@ import nats
 import nats.js.errors
 import pytest
 
-from events.bus import base, memory, server
-from events.bus import nats as nats_bus
+from kueue_es.events.bus import base, memory, server
+from kueue_es.events.bus import nats as nats_bus
 
 BUS_KINDS = ["memory", "nats", pytest.param("cluster", marks=pytest.mark.cluster)]
 

@@ -1,12 +1,12 @@
-"""How ``events.bus.nats.connect`` is configured from outside: stream replicas from the
+"""How ``kueue_es.events.bus.nats.connect`` is configured from outside: stream replicas from the
 environment (every service of a deployment uses the same), and no password in messages."""
 
 from __future__ import annotations
 
 import pytest
 
-from events.bus import base
-from events.bus import nats as nats_bus
+from kueue_es.events.bus import base
+from kueue_es.events.bus import nats as nats_bus
 
 
 @pytest.mark.parametrize(("value", "expected"), [(None, 1), ("", 1), ("3", 3), (" 5 ", 5)])

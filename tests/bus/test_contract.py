@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from events.bus import base, rules
+from kueue_es.events.bus import base, rules
 from tests.bus.conftest import Harness
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import nats
 import pytest
 
-from events.bus import base, server
-from events.bus import nats as nats_bus
+from kueue_es.events.bus import base, server
+from kueue_es.events.bus import nats as nats_bus
 from tests.bus.conftest import Harness
 
 NATS_KINDS = ["nats", pytest.param("cluster", marks=pytest.mark.cluster)]

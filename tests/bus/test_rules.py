@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from events.bus import base, rules
+from kueue_es.events.bus import base, rules
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from pathlib import Path
 import nats
 import pytest
 
-from events.bus import server
+from kueue_es.events.bus import server
 
 
 def alive(pid: int) -> bool:
@@ -73,7 +73,7 @@ def test_server_dies_with_its_parent(tmp_path: Path) -> None:
         f"""
         import time
         from pathlib import Path
-        from events.bus import server
+        from kueue_es.events.bus import server
         running = server.NatsServer(Path({str(tmp_path / "store")!r})).start()
         Path({str(pid_file)!r}).write_text(str(running.pid))
         time.sleep(60)

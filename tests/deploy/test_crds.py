@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from events import manifests
-from services import cli, crds
+from kueue_es.events import manifests
+from kueue_es import cli, crds
 from tests.deploy import schemas
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def test_schema_is_structural(kind: crds.Kind) -> None:
 
 
 def test_every_kueue_kind_is_served() -> None:
-    """The CRDs cover the kinds kueue-es parses (events.manifests.KUEUE_KINDS, and Topology for
+    """The CRDs cover the kinds kueue-es parses (kueue_es.events.manifests.KUEUE_KINDS, and Topology for
     TAS), and no other."""
     assert set(SCHEMAS) == {*manifests.KUEUE_KINDS, "Topology"}
     for kind in crds.KINDS:
@@ -173,7 +173,7 @@ def test_cli_prints_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_console_script_checks_the_committed_crds() -> None:
     """``kueue-es deploy crds -o deploy/crds --check``, as a developer runs it after changing a model."""
     result = subprocess.run(
-        [sys.executable, "-m", "services.cli", "deploy", "crds", "-o", str(CRD_DIR), "--check"],
+        [sys.executable, "-m", "kueue_es.cli", "deploy", "crds", "-o", str(CRD_DIR), "--check"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -23,8 +23,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from services import crds
-from services.kube import resources
+from kueue_es import crds
+from kueue_es.services.kube import resources
 from tests.deploy.manifests import DEPLOY, Document, all_documents, find
 
 DOCUMENTS = all_documents()
@@ -134,7 +134,7 @@ def grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 
 def test_watcher_is_read_only_and_covers_what_it_watches() -> None:
-    from services.watcher import service as watcher
+    from kueue_es.services.watcher import service as watcher
 
     granted = grants(rules_of("watcher"))
     assert {verb for _, _, verb in granted} == {"list", "watch"}
@@ -269,7 +269,7 @@ def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() 
 def test_health_port_probes_and_leader_election(service: str) -> None:
     """Every service serves its health port, probed over HTTP; the watcher and the dispatcher elect a leader
     (the default Lease name kueue-es-NAME, in the pod's namespace), the deciders do not."""
-    from services.cli import _parser
+    from kueue_es.cli import _parser
 
     (container,) = pod_spec(find("Deployment", f"kueue-es-{service}"))["containers"]
     args = _parser().parse_args([a.replace("$(NATS_PASSWORD)", "x") for a in container["args"]])
@@ -321,7 +321,7 @@ def test_nats_cluster() -> None:
 
 
 def test_nats_config_is_accepted_by_nats_server(tmp_path: Path) -> None:
-    from events.bus import server
+    from kueue_es.events.bus import server
 
     for name in ("nats.conf", "nats-accounts.conf"):
         text = (DEPLOY / "base" / name).read_text()
@@ -385,9 +385,9 @@ def test_policy_suspends_queue_labelled_jobs_on_create() -> None:
 
 
 def test_policy_and_emulator_agree_on_which_jobs_are_suspended() -> None:
-    """The demo's emulated webhook (services/kube/emulator.py suspend_queued_jobs) suspends what the policy
+    """The demo's emulated webhook (kueue_es/sim/emulator.py suspend_queued_jobs) suspends what the policy
     suspends: a Job with the queue-name label; one without it is left alone."""
-    from services.kube import emulator
+    from kueue_es.sim import emulator
 
     jobs = resources.RESOURCES["batch/v1", "Job"]
     labelled = {"metadata": {"name": "a", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}}, "spec": {}}

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from events.bus import base, server
-from events.bus import nats as nats_bus
+from kueue_es.events.bus import base, server
+from kueue_es.events.bus import nats as nats_bus
 
 ACCOUNTS = Path(__file__).resolve().parents[2] / "deploy" / "base" / "nats-accounts.conf"
 USERS = ("admin", "watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "reader")

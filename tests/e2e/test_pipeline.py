@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from events import codec, types
-from events.bus import nats as nats_bus
-from events.bus.server import NatsServer
-from services import deciders
-from services.kube import client as kube
-from services.kube.emulator import serve_emulator
-from services.kube.kubelet import SimulatedKubelet
-from services.replay import replay_bus
-from services.supervisor import Supervisor
+from kueue_es.events import codec, types
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.server import NatsServer
+from kueue_es import deciders
+from kueue_es.services.kube import client as kube
+from kueue_es.sim.emulator import serve_emulator
+from kueue_es.sim.kubelet import SimulatedKubelet
+from kueue_es.replay import replay_bus
+from kueue_es.supervisor import Supervisor
 
 pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples"
@@ -30,7 +30,7 @@ EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-exampl
 
 async def kueue_es(*args: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "services.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        sys.executable, "-m", "kueue_es.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
     out, _ = await process.communicate()
     return process.returncode or 0, out.decode()

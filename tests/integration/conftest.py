@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
-from events.bus.memory import MemoryBus
-from services.kube import client as kube
-from services.kube.emulator import ClusterEmulator, serve_emulator
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.kube import client as kube
+from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
 
 
 @pytest.fixture

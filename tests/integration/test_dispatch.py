@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from events import codec, subjects, types
-from events.bus.base import Delivery, OutgoingMessage
-from events.bus.memory import MemoryBus
-from services.kube import client as kube
-from services.watcher.service import Watcher
+from kueue_es.events import codec, subjects, types
+from kueue_es.events.bus.base import Delivery, OutgoingMessage
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.kube import client as kube
+from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
     JOBS,
     SPOT_TOLERATION,

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from events import types
-from events.bus.memory import MemoryBus
-from services.kube import client as kube
-from services.kube import errors as kube_errors
-from services.kube.emulator import ClusterEmulator
-from services.watcher.convert import workload_name_for_job
-from services.watcher.service import Watcher
+from kueue_es.events import types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.sim.emulator import ClusterEmulator
+from kueue_es.services.watcher.convert import workload_name_for_job
+from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
     JOBS,
     cluster_queue,
@@ -313,7 +313,7 @@ async def kueue_es(*args: str) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "services.cli",
+        "kueue_es.cli",
         *args,
         cwd=Path(__file__).resolve().parents[2],
         stdout=asyncio.subprocess.PIPE,

@@ -21,19 +21,19 @@ from typing import Any
 import msgspec
 import pytest
 
-from events import models, types
-from events.bus import nats as nats_bus
-from events.bus.base import Bus, Delivery
-from events.bus.memory import MemoryBus
-from events.bus.server import NatsServer
-from services.dispatcher import core
-from services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
-from services.dispatcher.service import DECISION_FILTER, Dispatcher
-from services.kube import client as kube
-from services.kube.kubelet import SimulatedKubelet
-from services.kube.patches import merge_patch
-from services.watcher import convert
-from services.watcher.service import Watcher
+from kueue_es.events import models, types
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.base import Bus, Delivery
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.events.bus.server import NatsServer
+from kueue_es.services.dispatcher import core
+from kueue_es.services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
+from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
+from kueue_es.services.kube import client as kube
+from kueue_es.sim.kubelet import SimulatedKubelet
+from kueue_es.sim.patches import merge_patch
+from kueue_es.services.watcher import convert
+from kueue_es.services.watcher.service import Watcher
 from tests.builders import workload as workload_manifest
 from tests.integration.harness import (
     JOBS,

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from events import types
-from events.bus.memory import MemoryBus
-from services.kube import client as kube
-from services.kube.emulator import ClusterEmulator, serve_emulator
-from services.watcher import convert, jobset, pods
-from services.watcher.service import LIMIT_RANGES, PRIORITY_CLASSES, RUNTIME_CLASSES, Watcher
+from kueue_es.events import types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.kube import client as kube
+from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
+from kueue_es.services.watcher import convert, jobset, pods
+from kueue_es.services.watcher.service import LIMIT_RANGES, PRIORITY_CLASSES, RUNTIME_CLASSES, Watcher
 from tests.integration.harness import events_of, folded, running, wait_for
 from tests.kube import examples
 

@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from events import types
-from events.bus.memory import MemoryBus
-from services.dispatcher.core import EVICTED_ANNOTATION, SCHEDULING_GATE
-from services.kube import client as kube
-from services.kube import errors as kube_errors
-from services.kube import resources
-from services.watcher import jobset, pods
-from services.watcher.service import Watcher
+from kueue_es.events import types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.dispatcher.core import EVICTED_ANNOTATION, SCHEDULING_GATE
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher import jobset, pods
+from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
     SPOT_TOLERATION,
     admitter,

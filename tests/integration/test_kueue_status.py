@@ -15,9 +15,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from events import manifests, models, types
-from services.dispatcher import core, status
-from services.watcher import convert
+from kueue_es.events import manifests, models, types
+from kueue_es.services.dispatcher import core, status
+from kueue_es.services.watcher import convert
 from tests.integration.harness import cluster_queue, flavor, job, local_queue
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z

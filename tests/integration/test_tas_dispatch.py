@@ -18,12 +18,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from events import models, tas, types
-from events.bus.memory import MemoryBus
-from services.dispatcher import core
-from services.kube import client as kube
-from services.kube import resources
-from services.watcher.service import Watcher
+from kueue_es.events import models, tas, types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.dispatcher import core
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
     JOBS,
     NOW_MS,

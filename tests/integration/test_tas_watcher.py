@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from events import tas, types
-from events.bus.memory import MemoryBus
-from services.kube import client as kube
-from services.kube import resources
-from services.kube.emulator import ClusterEmulator, serve_emulator
-from services.watcher import nodes
-from services.watcher.service import TAS_KINDS, Watcher
+from kueue_es.events import tas, types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
+from kueue_es.services.watcher import nodes
+from kueue_es.services.watcher.service import TAS_KINDS, Watcher
 from tests.integration.harness import events_of, folded, job, running, wait_for, wait_until
 
 pytestmark = pytest.mark.timeout(60)

@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from events import manifests, types
-from events.bus.base import Delivery
-from events.bus.memory import MemoryBus
-from services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER, Dispatcher, WriteLimiter
-from services.kube import client as kube
-from services.kube import resources
-from services.kube.emulator import ClusterEmulator
-from services.watcher.service import Watcher
+from kueue_es.events import manifests, types
+from kueue_es.events.bus.base import Delivery
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER, Dispatcher, WriteLimiter
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.sim.emulator import ClusterEmulator
+from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
     JOBS,
     RecordingConsumer,

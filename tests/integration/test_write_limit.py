@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from services.dispatcher.service import (
+from kueue_es.services.dispatcher.service import (
     BURST_ENV,
     DEFAULT_BURST,
     DEFAULT_QPS,

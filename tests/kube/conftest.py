@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
-from services.kube import client, emulator
+from kueue_es.services.kube import client
+from kueue_es.sim import emulator
 
 
 @pytest.fixture

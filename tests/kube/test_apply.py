@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
-from services.kube import client, emulator, errors, resources
+from kueue_es.services.kube import client, errors, resources
+from kueue_es.sim import emulator
 
 pytestmark = pytest.mark.timeout(20)
 

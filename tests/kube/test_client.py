@@ -11,7 +11,8 @@ import pytest
 import yaml
 from kubernetes_asyncio import client as k8s_client
 
-from services.kube import client, emulator, errors, resources
+from kueue_es.services.kube import client, errors, resources
+from kueue_es.sim import emulator
 
 pytestmark = pytest.mark.timeout(20)
 

@@ -18,7 +18,8 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import watch as k8s_watch
 
-from services.kube import client, emulator, resources
+from kueue_es.services.kube import client, resources
+from kueue_es.sim import emulator
 
 pytestmark = pytest.mark.timeout(20)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from events import models, types
-from services.watcher import convert, jobframework
+from kueue_es.events import models, types
+from kueue_es.services.watcher import convert, jobframework
 from tests.kube import examples
 
 Gi, Mi = 2**30, 2**20

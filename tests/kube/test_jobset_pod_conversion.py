@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from events import models, types
-from services.watcher import jobframework, jobset, pods
+from kueue_es.events import models, types
+from kueue_es.services.watcher import jobframework, jobset, pods
 from tests.kube import examples
 
 Mi = 2**20

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
-from services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
-from services.kube import client, emulator, kubelet, resources
+from kueue_es.services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
+from kueue_es.services.kube import client, resources
+from kueue_es.sim import emulator, kubelet
 
 pytestmark = pytest.mark.timeout(20)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.kube import patches
+from kueue_es.sim import patches
 
 
 def test_merge_patch_merges_objects_deletes_nulls_and_replaces_lists() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.kube import selectors
+from kueue_es.sim import selectors
 
 LABELS = {"app": "web", "tier": "front", "rank": "5"}
 

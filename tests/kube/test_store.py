@@ -7,7 +7,8 @@ import datetime
 import kmock
 import pytest
 
-from services.kube import resources, store
+from kueue_es.services.kube import resources
+from kueue_es.sim import store
 
 FIXED = datetime.datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=datetime.UTC)
 

@@ -1,4 +1,4 @@
-"""The TAS ungater's pure core (services.dispatcher.ungater; Kueue topology_ungater.go, SEMANTICS-ADVANCED A.12)."""
+"""The TAS ungater's pure core (kueue_es.services.dispatcher.ungater; Kueue topology_ungater.go, SEMANTICS-ADVANCED A.12)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from events import models, tas
-from services.dispatcher import ungater
+from kueue_es.events import models, tas
+from kueue_es.services.dispatcher import ungater
 
 HOST = tas.HOSTNAME_LABEL
 INDEX = "batch.kubernetes.io/job-completion-index"
@@ -111,7 +111,7 @@ def test_bad_offset_annotation_is_an_error_naming_it() -> None:
 
 
 def test_start_gates_tas_templates_of_jobsets_and_keeps_the_topology_gate_only_on_tas_pods() -> None:
-    from services.dispatcher import core
+    from kueue_es.services.dispatcher import core
 
     ref = core.types.WorkloadRef(namespace="default", name="wl", uid="u")
     tas_info = core.PodSetInfo(

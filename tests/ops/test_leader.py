@@ -20,11 +20,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from events.bus.server import NatsServer
-from services import health, leader
-from services.kube import client as kube
-from services.kube import resources
-from services.kube.emulator import serve_emulator
+from kueue_es.events.bus.server import NatsServer
+from kueue_es.services import health, leader
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.sim.emulator import serve_emulator
 
 FAST = {"lease_duration": 3, "renew_deadline": 2.0, "retry_period": 1.0}
 LEASE = "kueue-es-dispatcher"
@@ -146,7 +146,7 @@ async def test_two_dispatcher_processes_one_acts_and_the_other_takes_over(tmp_pa
             with (tmp_path / f"dispatcher-{port}.log").open("wb") as sink:
                 processes.append(
                     await asyncio.create_subprocess_exec(
-                        sys.executable, "-m", "services.cli", *args, stdout=sink, stderr=sink, env=dict(os.environ)
+                        sys.executable, "-m", "kueue_es.cli", *args, stdout=sink, stderr=sink, env=dict(os.environ)
                     )
                 )
             await asyncio.sleep(1.0 if port == ports[0] else 0)  # the first one leads
@@ -191,7 +191,7 @@ async def test_two_dispatcher_processes_one_acts_and_the_other_takes_over(tmp_pa
 
 
 def test_cli_lease_defaults_are_the_settings_defaults() -> None:
-    from services import cli
+    from kueue_es import cli
 
     defaults = leader.LeaseSettings(name="x")
     assert (cli.LEASE_DURATION, cli.RENEW_DEADLINE, cli.RETRY_PERIOD) == (

@@ -21,10 +21,10 @@ import kmock
 import pytest
 import yaml
 
-from services.kube import client as kube
-from services.kube import resources
-from services.kube.emulator import serve_emulator
-from services.supervisor import SERVICES
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.sim.emulator import serve_emulator
+from kueue_es.supervisor import SERVICES
 
 EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples"
 
@@ -69,7 +69,7 @@ def free_ports(count: int) -> int:
 async def start_up(*args: str, log: Path) -> asyncio.subprocess.Process:
     with log.open("wb") as sink:
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "services.cli", "up", *args, stdout=sink, stderr=sink
+            sys.executable, "-m", "kueue_es.cli", "up", *args, stdout=sink, stderr=sink
         )
 
 

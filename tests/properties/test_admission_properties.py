@@ -17,7 +17,7 @@ deciders, encoders and fold), and the resulting log is checked:
    independently from the log's QuotaReserved / QuotaReleased and the manifests;
 2. runs are deterministic, in-process and across PYTHONHASHSEED;
 3. folding a log twice (or every event twice) gives the same ledger and reservations;
-4. every decision replays byte for byte (``services.replay.check_log``);
+4. every decision replays byte for byte (``kueue_es.replay.check_log``);
 5. every scenario settles and no workload is both admitted and pending.
 
 Cluster shape never changes during a run (no event applies an object), so
@@ -46,14 +46,14 @@ import yaml
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from events import types
-from projections import quota
-from projections.cluster import ClusterState, apply
-from services import deciders
-from services.preemptor import targets
-from services.replay import check_log
-from services.scenarios import core_engine
-from services.scenarios.loading import parse_scenario
+from kueue_es.events import types
+from kueue_es.projections import quota
+from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es import deciders
+from kueue_es.services.preemptor import targets
+from kueue_es.replay import check_log
+from kueue_es.scenarios import core_engine
+from kueue_es.scenarios.loading import parse_scenario
 
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
@@ -270,7 +270,7 @@ class Limits:
 
 @dataclass
 class Tree:
-    """Cohort tree and quotas read straight from the scenario manifests (not from projections.quota)."""
+    """Cohort tree and quotas read straight from the scenario manifests (not from kueue_es.projections.quota)."""
 
     parent: dict[Node, Node | None] = field(default_factory=dict)
     quotas: dict[Node, dict[str, Limits]] = field(default_factory=dict)
@@ -346,7 +346,7 @@ def quota_violations(tree: Tree, usage: dict[str, dict[str, int]], potential: di
 
     (a) a ClusterQueue without a cohort holds at most its nominal quota; one with a
         borrowingLimit at most nominal + borrowingLimit; none more than its potential
-        capacity (``potential``, from projections.quota), and none in an undeclared flavor;
+        capacity (``potential``, from kueue_es.projections.quota), and none in an undeclared flavor;
     (b) the ClusterQueues of a tree hold at most the tree's total nominal quota; a
         cohort with a borrowingLimit holds at most its subtree's nominal + the limit;
     (c) the ClusterQueues outside a node's subtree take at most ``lendingLimit`` of the
@@ -399,7 +399,7 @@ def quota_violations(tree: Tree, usage: dict[str, dict[str, int]], potential: di
 
 
 def potential_capacity(state: ClusterState, tree: Tree) -> dict[tuple[str, str], int]:
-    """potential_available per (cq, flavor) from projections.quota (usage-independent)."""
+    """potential_available per (cq, flavor) from kueue_es.projections.quota (usage-independent)."""
     built = quota.build(state)
     return {
         (cq, flavor): built.potential_available(cq, (flavor, "cpu")) if built.declares(cq, (flavor, "cpu")) else 0
@@ -500,7 +500,7 @@ DIGEST_SCRIPT = """
 import hashlib, logging, sys
 import structlog
 structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-from services.scenarios import core_engine, load_scenario
+from kueue_es.scenarios import core_engine, load_scenario
 for path in sys.argv[1:]:
     run = core_engine.run_scenario(load_scenario(path))
     digest = hashlib.sha256()
@@ -602,7 +602,7 @@ def test_folding_twice_changes_nothing(doc: dict) -> None:
 @SETTINGS
 @given(doc=scenario_docs())
 def test_every_decision_replays(doc: dict) -> None:
-    """services.replay.check_log re-runs every recorded decision at its basis and gets the
+    """kueue_es.replay.check_log re-runs every recorded decision at its basis and gets the
     same bytes: no mismatch, nothing skipped (generated runs have no seed records)."""
     run = run_doc(doc)
     report = check_log(run.messages, deciders.BY_ROLE)

@@ -13,7 +13,7 @@ loader and the core engine (admitter, preemptor and placer), and the log is chec
    placer replaced it or evicted the workload);
 2. every workload holding quota has a TopologyAssigned placing exactly its pod count, and a
    ``required`` assignment stays inside one domain of the required level;
-3. every decision replays byte for byte (``services.replay.check_log``).
+3. every decision replays byte for byte (``kueue_es.replay.check_log``).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events import tas, types
-from services import deciders
-from services.replay import check_log
-from services.scenarios import core_engine
-from services.scenarios.loading import parse_scenario
+from kueue_es.events import tas, types
+from kueue_es import deciders
+from kueue_es.replay import check_log
+from kueue_es.scenarios import core_engine
+from kueue_es.scenarios.loading import parse_scenario
 
 B, R, H = "cloud.com/topology-block", "cloud.com/topology-rack", tas.HOSTNAME_LABEL
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from services.scenarios import ScenarioError, core_engine, load_scenario
-from services.scenarios.bus_engine import BusEngine
-from services.scenarios.checking import check
+from kueue_es.scenarios import ScenarioError, core_engine, load_scenario
+from kueue_es.scenarios.bus_engine import BusEngine
+from kueue_es.scenarios.checking import check
 
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent

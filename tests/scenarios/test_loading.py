@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from events import types
-from services.scenarios import ScenarioError, find_scenario_files, load_scenario
-from services.scenarios.specs import ApplyEvent, DeleteEvent, FinishEvent
+from kueue_es.events import types
+from kueue_es.scenarios import ScenarioError, find_scenario_files, load_scenario
+from kueue_es.scenarios.specs import ApplyEvent, DeleteEvent, FinishEvent
 from tests.scenarios.scenario_builders import cpu_workload, scenario_doc, write
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "scenarios" / "examples"

@@ -8,14 +8,14 @@ Two collections of YAML scenarios run here on the core engine:
 - every ``tests/scenarios/**/*.yaml`` (``test_scenarios_dir``).
 
 Two optional top-level keys of a scenario file steer the tests (the loader
-accepts them, ``services/scenarios/loading.py``):
+accepts them, ``kueue_es/scenarios/loading.py``):
 
 - ``xfail: "<reason>"``: known to fail for that reason: the test is
   ``xfail(strict=True)``, so it must be removed once the scenario passes;
 - ``engines: [core]``: run only on these engines (default all); a scenario that
   excludes ``core`` is skipped here.
 
-Every core run is also replayed (``services.replay.check_log``): each recorded
+Every core run is also replayed (``kueue_es.replay.check_log``): each recorded
 decision must reproduce byte for byte.
 """
 
@@ -29,13 +29,13 @@ from typing import Any
 
 import pytest
 
-from events import types
-from services import deciders
-from services.replay import check_log
-from services.runtime import Decider
-from services.scenarios import checking, core_engine, engines, load_scenario
-from services.scenarios.checking import check
-from services.scenarios.outcome import preempted_keys
+from kueue_es.events import types
+from kueue_es import deciders
+from kueue_es.replay import check_log
+from kueue_es.services.runtime import Decider
+from kueue_es.scenarios import checking, core_engine, engines, load_scenario
+from kueue_es.scenarios.checking import check
+from kueue_es.scenarios.outcome import preempted_keys
 from tests.scenarios.scenario_builders import cpu_workload, scenario_doc, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -314,7 +314,7 @@ def test_checker_lines(expect: dict[str, Any], want_lines: list[str], tmp_path: 
 
 def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "services.cli", "scenario", *map(str, args)],
+        [sys.executable, "-m", "kueue_es.cli", "scenario", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from events import manifests, models, types
-from projections.topology import FlavorTopology, TopologyState
+from kueue_es.events import manifests, models, types
+from kueue_es.projections.topology import FlavorTopology, TopologyState
 
 B = "cloud.com/topology-block"
 R = "cloud.com/topology-rack"

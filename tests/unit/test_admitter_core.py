@@ -1,7 +1,7 @@
 """The admitter's pure core on the simple case (one ClusterQueue, no cohorts)."""
 
-from events import types
-from services.admitter.core import decide
+from kueue_es.events import types
+from kueue_es.services.admitter.core import decide
 from tests.builders import Log, cluster_queue, flavor, local_queue, workload
 
 

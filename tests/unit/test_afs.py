@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from projections import afs
+from kueue_es.projections import afs
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from services.runtime import cancel_and_wait
+from kueue_es.services.runtime import cancel_and_wait
 
 
 async def _sampler_losing_first_cancel(polls: list[int]) -> None:

@@ -4,13 +4,13 @@ import asyncio
 
 import msgspec
 
-from events import codec, subjects, types
-from events.bus.base import LogMessage
-from events.bus.memory import MemoryBus
-from services import deciders
-from services.replay import check_log, replay_bus
-from services.runtime import Decider, DeciderLoop, cancel_and_wait
-from services.watcher.convert import kueue_fact
+from kueue_es.events import codec, subjects, types
+from kueue_es.events.bus.base import LogMessage
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es import deciders
+from kueue_es.replay import check_log, replay_bus
+from kueue_es.services.runtime import Decider, DeciderLoop, cancel_and_wait
+from kueue_es.services.watcher.convert import kueue_fact
 from tests.builders import cluster_queue, flavor, local_queue, workload
 
 
@@ -132,7 +132,7 @@ async def test_undecodable_event_does_not_stop_the_loop() -> None:
     loop = DeciderLoop(bus=bus, decider=deciders.ADMITTER, clock=lambda: 1, wakeup=0.02)
     task = asyncio.create_task(loop.run())
     try:
-        from events.bus.base import OutgoingMessage
+        from kueue_es.events.bus.base import OutgoingMessage
 
         await bus.publish(OutgoingMessage(subject="kq.in.wl.default.broken", data=b"{not json", msg_id="broken"))
         await publish(
@@ -199,7 +199,7 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
         types.WorkloadInadmissible(workload=ref, reason="Pending", message="m", at_ms=1),
         types.WorkloadInadmissible(workload=ref, reason="Pending", message="n", at_ms=1),
     ]
-    from services.runtime import build_batch
+    from kueue_es.services.runtime import build_batch
 
     head, rest = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=0, head_seq=0, now_ms=1)
     messages = [
@@ -222,7 +222,7 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
 def test_a_batch_is_cut_between_workloads() -> None:
     """A cycle's outputs over the batch limit are cut where one workload's decisions end, so a
     QuotaReserved never goes without its WorkloadAdmitted."""
-    from services.runtime import cut_batch
+    from kueue_es.services.runtime import cut_batch
 
     def pair(name: str) -> list[types.Decision]:
         ref = types.WorkloadRef(namespace="ns", name=name)

@@ -3,9 +3,9 @@ backward-compatible encoding of ``PodSetAssignment.delayedTopologyRequest``."""
 
 import msgspec
 
-from events import manifests, models, types
-from projections.cluster import ClusterState
-from services.admitter import topology
+from kueue_es.events import manifests, models, types
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.services.admitter import topology
 
 
 def _state(

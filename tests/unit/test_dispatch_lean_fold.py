@@ -1,7 +1,7 @@
 """The dispatcher's lean fold (no Workload objects, no queue status) plans exactly what the full fold plans."""
 
-from events import models, types
-from services.dispatcher import core
+from kueue_es.events import models, types
+from kueue_es.services.dispatcher import core
 
 RF = types.ResourceFlavorObserved(
     flavor=models.ResourceFlavor(

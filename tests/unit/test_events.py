@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from events import codec, models, subjects, types
+from kueue_es.events import codec, models, subjects, types
 
 REF = types.WorkloadRef(namespace="default", name="job-a", uid="u1")
 SAMPLES: list[types.Event] = [
@@ -189,6 +189,6 @@ def test_subjects_escape_dots() -> None:
 
 def test_schema_command_prints_json() -> None:
     """`kueue-es events schema` prints the JSON Schema."""
-    out = subprocess.run([sys.executable, "-m", "services.cli", "events", "schema"], capture_output=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "kueue_es.cli", "events", "schema"], capture_output=True, check=True)
     schema = json.loads(out.stdout)
     assert "QuotaReserved" in schema["$defs"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from projections import quota
-from services.preemptor import fair
+from kueue_es.projections import quota
+from kueue_es.services.preemptor import fair
 from tests.builders import Log, cluster_queue
 
 

@@ -3,10 +3,10 @@ fold keeps it, and that a StrictFIFO head does not alternate between two scans f
 
 from typing import Any
 
-from events import codec, types
-from projections import quota
-from projections.cluster import ClusterState, WorkloadState, apply
-from services.admitter import core, flavors
+from kueue_es.events import codec, types
+from kueue_es.projections import quota
+from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
+from kueue_es.services.admitter import core, flavors
 from tests.builders import Log, cluster_queue, flavor, local_queue, parse, workload
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from events.bus.base import LogMessage
-from services import deciders
-from services.replay import check_log
+from kueue_es.events.bus.base import LogMessage
+from kueue_es import deciders
+from kueue_es.replay import check_log
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "logs"
 

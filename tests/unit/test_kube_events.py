@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from events import types
-from services.dispatcher import kube_events
+from kueue_es.events import types
+from kueue_es.services.dispatcher import kube_events
 from tests.integration.test_kueue_status import (
     PENDING_MESSAGE,
     PREEMPT_MESSAGE,

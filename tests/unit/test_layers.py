@@ -19,8 +19,8 @@ KUBE_ALLOWED = (  # the Kubernetes edge: API clients, the watcher and dispatcher
     "services/kube/",
     "services/watcher/service.py",
     "services/dispatcher/service.py",
-    "services/cli.py",
-    "services/supervisor.py",
+    "kueue_es/cli.py",
+    "kueue_es/supervisor.py",
     "services/leader.py",
 )
 

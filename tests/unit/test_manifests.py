@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from events import manifests, models, types
-from services.watcher import convert
+from kueue_es.events import manifests, models, types
+from kueue_es.services.watcher import convert
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 EXAMPLES = SHARED / "kueue-examples"

@@ -14,11 +14,11 @@ from collections import Counter
 import pytest
 import yaml
 
-from events import types
-from services import deciders
-from services.preemptor import targets
-from services.scenarios import core_engine
-from services.scenarios.loading import parse_scenario
+from kueue_es.events import types
+from kueue_es import deciders
+from kueue_es.services.preemptor import targets
+from kueue_es.scenarios import core_engine
+from kueue_es.scenarios.loading import parse_scenario
 from tests.builders import cluster_queue, flavor, local_queue, workload
 
 

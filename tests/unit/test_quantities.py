@@ -2,7 +2,7 @@
 
 import pytest
 
-from events.quantities import UNLIMITED, QuantityError, format_amount, to_amount
+from kueue_es.events.quantities import UNLIMITED, QuantityError, format_amount, to_amount
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from projections import quota
+from kueue_es.projections import quota
 from tests.builders import Log, cluster_queue
 
 FR = ("f", "cpu")
@@ -90,7 +90,7 @@ def test_cohort_objects_add_quota_and_cycles_disable() -> None:
 
 def test_tree_kept_by_the_fold_equals_a_fresh_build() -> None:
     """The cached tree, updated by every QuotaReserved/QuotaReleased, matches one built from scratch."""
-    from services.scenarios import core_engine, load_scenario
+    from kueue_es.scenarios import core_engine, load_scenario
 
     examples = Path(__file__).resolve().parents[2] / "tests" / "scenarios" / "quota"
     checked = 0

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events import manifests, models, tas
-from events.tas import Assignment, DomainAssignment, decode, encode
+from kueue_es.events import manifests, models, tas
+from kueue_es.events.tas import Assignment, DomainAssignment, decode, encode
 
 H = tas.HOSTNAME_LABEL
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events import models
-from events.tas import Assignment
-from services.tas_placer.placement import (
+from kueue_es.events import models
+from kueue_es.events.tas import Assignment
+from kueue_es.services.tas_placer.placement import (
     Placement,
     PlacementFailure,
     PodSetPlacementRequest,

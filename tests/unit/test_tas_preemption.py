@@ -16,11 +16,11 @@ from pathlib import Path
 
 import yaml
 
-from events import types
-from projections.cluster import ClusterState, apply
-from services.preemptor import core as preemptor
-from services.scenarios import core_engine
-from services.scenarios.loading import parse_scenario
+from kueue_es.events import types
+from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.services.preemptor import core as preemptor
+from kueue_es.scenarios import core_engine
+from kueue_es.scenarios.loading import parse_scenario
 
 SCENARIO = Path(__file__).parents[1] / "scenarios/tas/preemption-fair-sharing-victims-free-the-rack.yaml"
 

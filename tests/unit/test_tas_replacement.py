@@ -9,13 +9,13 @@ from pathlib import Path
 import msgspec
 import yaml
 
-from events import manifests, models, tas, types
-from events.tas import DomainAssignment
-from projections.cluster import apply
-from services.scenarios import core_engine
-from services.scenarios.loading import parse_scenario
-from services.tas_placer import core as placer
-from services.tas_placer.core import _replacement_domain
+from kueue_es.events import manifests, models, tas, types
+from kueue_es.events.tas import DomainAssignment
+from kueue_es.projections.cluster import apply
+from kueue_es.scenarios import core_engine
+from kueue_es.scenarios.loading import parse_scenario
+from kueue_es.services.tas_placer import core as placer
+from kueue_es.services.tas_placer.core import _replacement_domain
 from tests.unit.tas_fixtures import THREE, B, R, flavor_topology, hnode
 
 TREE = flavor_topology(

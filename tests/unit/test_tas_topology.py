@@ -7,8 +7,8 @@ import copy
 
 import msgspec
 
-from events import manifests, models, types
-from projections.topology import TopologyState
+from kueue_es.events import manifests, models, types
+from kueue_es.projections.topology import TopologyState
 from tests.unit.tas_fixtures import THREE, TWO, B, H, R, hnode, pod
 
 

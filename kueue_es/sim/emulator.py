@@ -1,0 +1,718 @@
+"""An emulated Kubernetes API server, good enough for a watcher, a dispatcher and kubectl get.
+
+Why this module exists: no real API server can run on our machines, yet the
+Kubernetes edge of kueue-es must be tested with the real client
+(kubernetes-asyncio) over real HTTP, and ``kueue-es demo`` needs a cluster.
+kmock's ``KubernetesEmulator`` gives us the HTTP server, discovery documents
+and an object array, but (in kmock 0.8) its watch ignores ``watch=True`` as the
+client sends it, and it has no resourceVersions, generateName, selectors, watch
+history, status subresource, PUT, or addressing of the Namespace kind.
+``ClusterEmulator`` keeps kmock's server, discovery and ``objects`` and serves
+every request for a registered kind itself, from ``store.ObjectStore``.
+
+What is served, per registered kind (``resources.RESOURCES``):
+GET (get/list), GET ?watch=true|True|1 (watch), POST (create, 201), PUT
+(replace), PATCH (merge, strategic-as-merge, JSON patch, and a minimal
+server-side apply: see ``_server_side_apply``), DELETE; the ``status``
+subresource; ``labelSelector``, ``fieldSelector``; watch with
+``resourceVersion`` (410 Expired as an ERROR event when too old),
+``allowWatchBookmarks`` (BOOKMARK every ``bookmark_interval`` seconds) and
+``timeoutSeconds``.  Not served: deletecollection, list pagination
+(``limit``/``continue`` are ignored: every list is one page), apply conflicts
+between field managers and ``managedFields``, garbage collection of dependents.
+
+kmock DSL reactions (``emulator['get /apis/...'] << 500``) still work for fault
+injection: while any reaction is registered, requests go through kmock's
+dispatcher first and unmatched ones fall back to the same emulation (except
+Namespace requests, which kmock's parser cannot address: they are always
+served directly).  Requests served without reactions are not kept in
+``emulator.requests`` (so a long demo does not grow memory).
+
+Run it on a real port with ``serve_emulator()``; see ``reset_history()`` and
+``drop_watches()`` for making watchers relist and reconnect in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import dataclasses
+import datetime
+import json
+import re
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any
+
+import aiohttp.web
+import attrs
+import kmock
+import structlog
+import yaml
+
+from kueue_es.sim import patches, selectors, store
+from kueue_es.services.kube import resources
+
+logger = structlog.get_logger(__name__)
+
+# kmock exports Response at the top level but leaves it out of its __all__.
+_KmockResponse = kmock.Response  # type: ignore[attr-defined]
+
+_TRUE = ("true", "1")
+APPLY_PATCH = "application/apply-patch+yaml"
+_VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _ApiCall:
+    """One request for a registered kind, routed: what to do, to which object."""
+
+    verb: str  # list, watch, get, create, replace, patch, delete
+    ref: resources.ResourceRef
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    params: Mapping[str, str]
+    content_type: str
+    body: bytes
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Reply:
+    status: int
+    payload: dict[str, Any]
+
+
+@attrs.define(kw_only=True)
+class ClusterEmulator(kmock.KubernetesEmulator):
+    """kmock's Kubernetes emulator with the semantics a list+watch client relies on.
+
+    ``history_limit``: watch events kept per kind (older resourceVersions get
+    410).  ``bookmark_interval``: seconds between BOOKMARK events on watches
+    that allow them.  ``enforce_namespaces``: namespaced objects need an
+    existing Namespace (default, kube-system, kube-public, kube-node-lease
+    exist).  ``create_hooks``: callables ``(ref, obj)`` run on every created
+    object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
+    plays Kueue's Job, JobSet and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
+    the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
+    ``resources.RESOURCES``.
+    """
+
+    history_limit: int = 1000
+    bookmark_interval: float = 5.0
+    enforce_namespaces: bool = True
+    create_hooks: tuple[store.CreateHook, ...] = attrs.field(factory=lambda: KUEUE_WEBHOOKS)
+    clock: Callable[[], datetime.datetime] = store.utc_now
+    extra_resources: tuple[resources.ResourceRef, ...] = ()
+
+    _store: store.ObjectStore = attrs.field(init=False)
+    _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
+    _builtin_payload_ids: set[int] = attrs.field(factory=set, init=False)
+    _watch_epoch: int = attrs.field(default=0, init=False)
+    _applied: dict[tuple[str, ...], frozenset[tuple[str, ...]]] = attrs.field(factory=dict, init=False)
+    _closing: bool = attrs.field(default=False, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        # kmock guesses no action for PUT; route it to the emulation too when reactions are in use.
+        self.fallback[kmock.method.PUT] << self._serve_via_dsl
+        self._builtin_payload_ids = {id(payload) for payload in self._payloads}
+        self._store = store.ObjectStore(
+            objects=self._objects,
+            refs=(),
+            history_limit=self.history_limit,
+            clock=self.clock,
+            enforce_namespaces=self.enforce_namespaces,
+            create_hooks=self.create_hooks,
+        )
+        for ref in (*resources.RESOURCES.values(), *self.extra_resources):
+            self.register_resource(ref)
+
+    # -- public hooks --------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:  # type: ignore[override]
+        """The base URL of the running server, e.g. ``http://127.0.0.1:41234`` (kmock's is a yarl.URL)."""
+        return str(super().url)
+
+    @property
+    def resource_version(self) -> int:
+        """The latest resourceVersion handed out by this server."""
+        return self._store.resource_version
+
+    def register_resource(self, ref: resources.ResourceRef) -> None:
+        """Serve one more kind (discovery, CRUD, watch); idempotent."""
+        self._refs[ref.group, ref.version, ref.plural] = ref
+        self._store.register(ref)
+        self.resources[kmock.resource(ref.group, ref.version, ref.plural)] = kmock.ResourceInfo(
+            kind=ref.kind,
+            singular=ref.singular,
+            namespaced=ref.namespaced,
+            verbs=_VERBS,
+            subresources={"status"} if ref.status_subresource else set(),
+        )
+
+    def reset_history(self) -> None:
+        """Forget all watch history and end open watches.
+
+        Watchers that resume from any earlier resourceVersion get 410 Expired
+        and must relist, as after an API server restart or etcd compaction.
+        """
+        self._store.reset_history()
+        self.drop_watches()
+
+    def drop_watches(self) -> None:
+        """End every open watch stream now (the client sees a normal end of stream)."""
+        self._watch_epoch += 1
+        for ref in self._refs.values():
+            self._store.log(ref).notify()
+
+    # -- request entry points ------------------------------------------------------------
+
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        """Serve registered kinds directly; leave discovery, unknown paths and reactions to kmock."""
+        body = await raw_request.read()
+        call = self._route(
+            method=raw_request.method,
+            path=raw_request.path,
+            params=raw_request.query,
+            content_type=raw_request.headers.get("Content-Type", ""),
+            body=body,
+        )
+        # kmock 0.8 cannot parse Namespace URLs (/api/v1/namespaces raises), so those never go to reactions.
+        if call is None or (self._has_user_reactions() and call.ref != resources.NAMESPACES):
+            return await super().__call__(raw_request)
+        try:
+            result = self._execute(call)
+        except kmock.KubernetesError as exc:
+            return await self._render_error(exc)
+        if isinstance(result, _Reply):
+            return aiohttp.web.json_response(result.payload, status=result.status)
+        return await _stream_events(raw_request, result)
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        """kmock's dispatch of reactions, without KubernetesEmulator's own object bookkeeping (the store does it)."""
+        return await kmock.RawHandler._handle(self, request)
+
+    async def _serve_via_dsl(self, request: kmock.Request) -> Any:  # a kmock.Response
+        """The kmock fallback reaction: the same emulation, reached through kmock's dispatcher."""
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        call = self._route(
+            method=str(request.method.value),
+            path=request.url.path,
+            params=request.params,
+            content_type=headers.get("content-type", ""),
+            body=request.body,
+        )
+        if call is None:
+            raise kmock.KubernetesError(
+                status=404,
+                reason="NotFound",
+                message="the server could not find the requested resource",
+                details={"path": request.url.path},
+            )
+        result = self._execute(call)
+        if isinstance(result, _Reply):
+            return _KmockResponse(status=result.status, payload=result.payload)
+        return _KmockResponse(payload=_with_headers_first(result), headers={"Content-Type": "application/json"})
+
+    # kmock registers these as its fallback reactions; all of them lead to the same emulation.
+    _serve_list = _serve_watch = _serve_fetch = _serve_create = _serve_update = _serve_delete = _serve_via_dsl  # type: ignore[assignment]
+
+    def _has_user_reactions(self) -> bool:
+        return any(id(payload) not in self._builtin_payload_ids for payload in self._payloads)
+
+    # -- routing and execution -----------------------------------------------------------
+
+    def _route(
+        self, *, method: str, path: str, params: Mapping[str, str], content_type: str, body: bytes
+    ) -> _ApiCall | None:
+        """Map an HTTP request to an _ApiCall, or None if it is not for a registered kind."""
+        segments = path.strip("/").split("/")
+        if len(segments) >= 3 and segments[0] == "api":
+            group, version, rest = "", segments[1], segments[2:]
+        elif len(segments) >= 4 and segments[0] == "apis":
+            group, version, rest = segments[1], segments[2], segments[3:]
+        else:
+            return None
+        namespace = None
+        is_namespace_subresource = group == "" and len(rest) == 3 and rest[2] in ("status", "finalize")
+        if len(rest) >= 3 and rest[0] == "namespaces" and not is_namespace_subresource:
+            namespace, rest = rest[1], rest[2:]
+        ref = self._refs.get((group, version, rest[0]))
+        if ref is None or len(rest) > 3:
+            return None
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else None
+        verb = _verb_for(
+            method=method.upper(), has_name=name is not None, watch=str(params.get("watch", "")).lower() in _TRUE
+        )
+        return _ApiCall(
+            verb=verb,
+            ref=ref,
+            namespace=namespace,
+            name=name,
+            subresource=subresource,
+            params=params,
+            content_type=content_type,
+            body=body,
+        )
+
+    def _execute(self, call: _ApiCall) -> _Reply | AsyncIterator[dict[str, Any]]:
+        """Run a routed call against the store; raises kmock.KubernetesError with a real-looking Status."""
+        with _kubernetes_errors(call):
+            _check_allowed(call)
+            match call.verb:
+                case "list":
+                    return _Reply(status=200, payload=self._list(call))
+                case "watch":
+                    return self._watch(call)
+                case "get":
+                    assert call.name is not None
+                    return _Reply(
+                        status=200, payload=self._store.get(call.ref, namespace=call.namespace, name=call.name)
+                    )
+                case "create":
+                    created = self._store.create(call.ref, namespace=call.namespace, body=_json_body(call))
+                    return _Reply(status=201, payload=created)
+                case "patch" if call.content_type.split(";", 1)[0].strip().lower() == APPLY_PATCH:
+                    return self._server_side_apply(call)
+                case "replace" | "patch":
+                    return _Reply(status=200, payload=self._update(call))
+                case "delete":
+                    assert call.name is not None
+                    options = _json_body(call) if call.body.strip() else {}
+                    preconditions = options.get("preconditions") if isinstance(options, dict) else None
+                    deleted = self._store.delete(
+                        call.ref, namespace=call.namespace, name=call.name, preconditions=preconditions
+                    )
+                    return _Reply(status=200, payload=deleted)
+        raise AssertionError(f"unrouted verb {call.verb!r}")  # pragma: no cover
+
+    def _list(self, call: _ApiCall) -> dict[str, Any]:
+        items = self._store.select(
+            call.ref,
+            namespace=call.namespace,
+            labels=selectors.parse_label_selector(call.params.get("labelSelector")),
+            fields=selectors.parse_field_selector(call.params.get("fieldSelector")),
+        )
+        return {
+            "apiVersion": call.ref.api_version,
+            "kind": f"{call.ref.kind}List",
+            "metadata": {"resourceVersion": str(self._store.resource_version)},
+            "items": items,
+        }
+
+    def _update(self, call: _ApiCall) -> dict[str, Any]:
+        assert call.name is not None
+        body = _json_body(call)
+        if call.verb == "replace":
+
+            def change(current: dict[str, Any]) -> Any:
+                return body
+        else:
+
+            def change(current: dict[str, Any]) -> Any:
+                return patches.apply_patch(current, body, content_type=call.content_type)
+
+        return self._store.update(
+            call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change
+        )
+
+    def _server_side_apply(self, call: _ApiCall) -> _Reply:
+        """PATCH ``application/apply-patch+yaml``: create-or-merge, and fields a manager stops applying go.
+
+        Enough of server-side apply for one manager per field: the applied
+        configuration (YAML or JSON) creates the object when it is absent (201; not
+        for ``status``: 404) and is otherwise merged into it -- maps key by key,
+        lists and scalars replaced whole (a real server merges ``listType=map``
+        lists such as conditions by key; a manager that applies the whole list gets
+        the same result). Fields this manager applied last time (per object UID and
+        subresource) but not now are removed, as a real server removes fields that
+        lose their only manager. Not done: conflicts between managers (every apply
+        acts as ``force=true``) and ``metadata.managedFields``. An apply that
+        changes nothing writes nothing (same resourceVersion, no watch event).
+        """
+        assert call.name is not None
+        manager = call.params.get("fieldManager") or ""
+        if not manager:
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message="PATCH requests with content type application/apply-patch+yaml require fieldManager",
+                details={"kind": call.ref.plural},
+            )
+        config = _apply_config(call)
+        part = "status" if call.subresource == "status" else ("main" if call.ref.status_subresource else "all")
+        owned = frozenset(_field_paths(_applied_part(config, part=part)))
+        try:
+            current = self._store.get(call.ref, namespace=call.namespace, name=call.name)
+        except store.StoreError:
+            if call.subresource is not None:
+                raise
+            created = self._store.create(call.ref, namespace=call.namespace, body=config)
+            self._applied[_applied_key(call, created, manager=manager, part=part)] = owned
+            return _Reply(status=201, payload=created)
+        key = _applied_key(call, current, manager=manager, part=part)
+        stale = self._applied.get(key, frozenset()) - owned
+
+        def change(obj: dict[str, Any]) -> dict[str, Any]:
+            return _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
+
+        updated = self._store.update(
+            call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change
+        )
+        self._applied[key] = owned
+        return _Reply(status=200, payload=updated)
+
+    def _watch(self, call: _ApiCall) -> AsyncIterator[dict[str, Any]]:
+        """Validate the watch parameters now (errors become HTTP statuses) and return the event stream."""
+        params = call.params
+        since_text = params.get("resourceVersion") or "0"
+        if not re.fullmatch(r"\d+", since_text):
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message=f"invalid resourceVersion {since_text!r}",
+                details={"kind": call.ref.plural},
+            )
+        timeout_text = params.get("timeoutSeconds")
+        if timeout_text is not None and not re.fullmatch(r"\d+(\.\d+)?", timeout_text):
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message=f"invalid timeoutSeconds {timeout_text!r}",
+                details={"kind": call.ref.plural},
+            )
+        return self._watch_events(
+            call.ref,
+            since=int(since_text) or None,
+            namespace=call.namespace,
+            name=call.name,
+            labels=selectors.parse_label_selector(params.get("labelSelector")),
+            fields=selectors.parse_field_selector(params.get("fieldSelector")),
+            bookmarks=str(params.get("allowWatchBookmarks", "")).lower() in _TRUE,
+            timeout=float(timeout_text) if timeout_text else None,
+        )
+
+    async def _watch_events(
+        self,
+        ref: resources.ResourceRef,
+        *,
+        since: int | None,
+        namespace: str | None,
+        name: str | None,
+        labels: selectors.LabelSelector,
+        fields: selectors.FieldSelector,
+        bookmarks: bool,
+        timeout: float | None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The watch stream: initial ADDEDs (if no resourceVersion), then logged and live changes."""
+        loop = asyncio.get_running_loop()
+        log = self._store.log(ref)
+        epoch = self._watch_epoch
+        deadline = None if timeout is None else loop.time() + timeout
+        next_bookmark = loop.time() + self.bookmark_interval
+        if since is None:
+            last_seen = self._store.resource_version
+            for obj in self._store.select(ref, namespace=namespace, name=name, labels=labels, fields=fields):
+                yield {"type": "ADDED", "object": obj}
+        else:
+            last_seen = since
+
+        def visible(obj: dict[str, Any]) -> bool:
+            metadata = obj.get("metadata", {})
+            return (
+                (name is None or metadata.get("name") == name)
+                and (namespace is None or not ref.namespaced or metadata.get("namespace") == namespace)
+                and labels.matches(metadata.get("labels"))
+                and fields.matches(obj)
+            )
+
+        while not self._closing and self._watch_epoch == epoch:
+            wakeup = log.wakeup
+            batch = log.since(last_seen)
+            if batch is None:
+                yield _expired_event(since=last_seen, oldest=log.floor)
+                return
+            if batch:
+                last_seen = batch[-1].resource_version
+                for event in batch:
+                    if (shown := _as_seen_by(event, visible=visible)) is not None:
+                        yield shown
+                continue
+            now = loop.time()
+            if deadline is not None and now >= deadline:
+                return
+            if bookmarks and now >= next_bookmark:
+                last_seen = self._store.resource_version
+                next_bookmark = now + self.bookmark_interval
+                yield _bookmark_event(ref, resource_version=last_seen)
+                continue
+            waits = [deadline - now] if deadline is not None else []
+            waits += [next_bookmark - now] if bookmarks else []
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(waits) if waits else None):
+                    await wakeup.wait()
+
+
+def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """A create hook doing what Kueue's Job webhook does: suspend Jobs that name a queue.
+
+    Jobs with the ``kueue.x-k8s.io/queue-name`` label are created with
+    ``spec.suspend: true``, so they wait for admission instead of running.
+    ClusterEmulator uses it unless given other ``create_hooks``.
+    """
+    if ref == resources.JOBS and obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
+        obj.setdefault("spec", {})["suspend"] = True
+
+
+def suspend_queued_jobsets(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """A create hook doing what Kueue's JobSet webhook does: a JobSet that names a queue is created suspended."""
+    if ref == resources.JOBSETS and obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
+        obj.setdefault("spec", {})["suspend"] = True
+
+
+def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """A create hook doing what Kueue's Pod webhook does for a Pod that names a queue.
+
+    It gets the ``kueue.x-k8s.io/managed: "true"`` label and the
+    ``kueue.x-k8s.io/admission`` scheduling gate, which holds it until admitted,
+    and (TopologyAwareScheduling is on by default) the ``kueue.x-k8s.io/topology``
+    gate, which the start removes unless the pod's pod set got a topology assignment
+    (Kueue pkg/controller/jobs/pod/pod_webhook.go Default). Pods a Job or JobSet
+    controls are left alone: they belong to their owner's workload.
+    """
+    metadata = obj.get("metadata", {})
+    if ref != resources.PODS or not metadata.get("labels", {}).get("kueue.x-k8s.io/queue-name"):
+        return
+    owners = metadata.get("ownerReferences") or []
+    if any(o.get("controller") and o.get("kind") in ("Job", "JobSet") for o in owners if isinstance(o, dict)):
+        return
+    metadata["labels"]["kueue.x-k8s.io/managed"] = "true"
+    gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
+    for gate in ("kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"):
+        if not any(isinstance(g, dict) and g.get("name") == gate for g in gates):
+            gates.append({"name": gate})
+
+
+#: The create hooks ClusterEmulator uses by default: Kueue's Job, JobSet and Pod webhooks.
+KUEUE_WEBHOOKS: tuple[store.CreateHook, ...] = (suspend_queued_jobs, suspend_queued_jobsets, gate_queued_pods)
+
+
+@contextlib.asynccontextmanager
+async def serve_emulator(*, host: str = "127.0.0.1", port: int = 0, **options: Any) -> AsyncIterator[ClusterEmulator]:
+    """Run a ClusterEmulator on a real TCP port until the block exits.
+
+    ``port=0`` picks a free port; ``emulator.url`` is then the base URL
+    as a string, e.g. ``http://127.0.0.1:41234``.  ``options`` are
+    ClusterEmulator fields (history_limit, bookmark_interval, create_hooks, ...).  On exit, open watches are ended first so that
+    the server shuts down at once.
+    """
+    emulator = ClusterEmulator(**options)
+    async with emulator, kmock.Server(emulator, host=host, port=port):
+        logger.info("emulator_serving", url=str(emulator.url))
+        try:
+            yield emulator
+        finally:
+            emulator._closing = True
+            emulator.drop_watches()
+
+
+def _check_allowed(call: _ApiCall) -> None:
+    """405 for methods a path does not take, 404 for subresources other than a kind's ``status``."""
+    if call.verb == "not-allowed" or (call.subresource is not None and call.verb in ("watch", "delete")):
+        raise store.StoreError(
+            status=405,
+            reason="MethodNotAllowed",
+            message="the server does not allow this method on the requested resource",
+            details={"kind": call.ref.plural, "group": call.ref.group},
+        )
+    if call.subresource is not None and (call.subresource != "status" or not call.ref.status_subresource):
+        raise store.StoreError(
+            status=404,
+            reason="NotFound",
+            message="the server could not find the requested resource",
+            details={"kind": call.ref.plural, "group": call.ref.group},
+        )
+
+
+def _verb_for(*, method: str, has_name: bool, watch: bool) -> str:
+    if method == "GET":
+        return "watch" if watch else ("get" if has_name else "list")
+    if method == "POST" and not has_name:
+        return "create"
+    if has_name and method in ("PUT", "PATCH", "DELETE"):
+        return {"PUT": "replace", "PATCH": "patch", "DELETE": "delete"}[method]
+    return "not-allowed"
+
+
+def _json_body(call: _ApiCall) -> Any:
+    try:
+        return json.loads(call.body or b"null")
+    except ValueError as exc:
+        raise store.StoreError(
+            status=400,
+            reason="BadRequest",
+            message=f"the request body is not valid JSON: {exc}",
+            details={"kind": call.ref.plural},
+        ) from exc
+
+
+def _apply_config(call: _ApiCall) -> dict[str, Any]:
+    """The applied configuration of an apply PATCH: a YAML (or JSON) object for the URL's object."""
+    try:
+        config = yaml.safe_load(call.body or b"") or {}
+    except yaml.YAMLError as exc:
+        raise store.StoreError(
+            status=400, reason="BadRequest", message=f"the apply body is not valid YAML: {exc}"
+        ) from exc
+    if not isinstance(config, dict) or not isinstance(config.get("metadata", {}), dict):
+        raise store.StoreError(status=400, reason="BadRequest", message="the apply body is not a Kubernetes object")
+    if config.get("apiVersion") != call.ref.api_version or config.get("kind") != call.ref.kind:
+        raise store.StoreError(
+            status=400,
+            reason="BadRequest",
+            message=f"an apply body for {call.ref.qualified_plural} needs apiVersion {call.ref.api_version!r} "
+            f"and kind {call.ref.kind!r}",
+        )
+    metadata = config.setdefault("metadata", {})
+    if metadata.get("name", call.name) != call.name:
+        raise store.StoreError(
+            status=400, reason="BadRequest", message="the name in the apply body does not match the URL"
+        )
+    metadata["name"] = call.name
+    return config
+
+
+def _applied_part(config: dict[str, Any], *, part: str) -> dict[str, Any]:
+    """What an apply sets: ``status`` only through the status subresource (``part`` "status"),
+    everything else through the main resource ("main"), all of it for kinds without the subresource ("all")."""
+    if part == "status":
+        return {"status": config.get("status") or {}}
+    if part == "main":
+        return {key: value for key, value in config.items() if key != "status"}
+    return config
+
+
+def _applied_key(call: _ApiCall, obj: dict[str, Any], *, manager: str, part: str) -> tuple[str, ...]:
+    uid = str(obj.get("metadata", {}).get("uid", ""))
+    return (call.ref.group, call.ref.plural, call.namespace or "", call.name or "", uid, manager, part)
+
+
+def _field_paths(value: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every field an applied configuration sets: map paths (a map and its keys), lists and scalars as leaves."""
+    paths = []
+    for key, item in value.items():
+        path = (*prefix, str(key))
+        paths.append(path)
+        if isinstance(item, dict):
+            paths.extend(_field_paths(item, path))
+    return paths
+
+
+def _drop_fields(obj: dict[str, Any], paths: frozenset[tuple[str, ...]]) -> dict[str, Any]:
+    """Remove fields a manager no longer applies, deepest first; a map keeps what others still set in it."""
+    for path in sorted(paths, key=len, reverse=True):
+        parent: Any = obj
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict) or path[-1] not in parent:
+            continue
+        if isinstance(parent[path[-1]], dict) and parent[path[-1]]:
+            continue
+        del parent[path[-1]]
+    return obj
+
+
+def _merge_applied(obj: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """Merge an applied configuration into an object: maps by key, anything else replaced; null removes."""
+    for key, value in config.items():
+        if value is None:
+            obj.pop(key, None)
+        elif isinstance(value, dict) and isinstance(obj.get(key), dict):
+            _merge_applied(obj[key], value)
+        else:
+            obj[key] = copy.deepcopy(value)
+    return obj
+
+
+@contextlib.contextmanager
+def _kubernetes_errors(call: _ApiCall) -> Iterator[None]:
+    """Turn store, selector and patch errors into kmock's KubernetesError (rendered as a Status)."""
+    details = {"kind": call.ref.plural, "group": call.ref.group, **({"name": call.name} if call.name else {})}
+    try:
+        yield
+    except store.StoreError as exc:
+        raise kmock.KubernetesError(
+            status=exc.status, reason=exc.reason, message=exc.message, details=exc.details or details
+        ) from exc
+    except selectors.SelectorError as exc:
+        raise kmock.KubernetesError(status=400, reason="BadRequest", message=str(exc), details=details) from exc
+    except patches.UnsupportedPatchType as exc:
+        raise kmock.KubernetesError(
+            status=415, reason="UnsupportedMediaType", message=str(exc), details=details
+        ) from exc
+    except patches.PatchError as exc:
+        raise kmock.KubernetesError(status=422, reason="Invalid", message=str(exc), details=details) from exc
+
+
+def _as_seen_by(event: store.LoggedEvent, *, visible: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    """The event as a filtered watch shows it: objects entering the filter are ADDED, leaving it DELETED."""
+    now_visible = visible(event.object)
+    if event.type == "MODIFIED" and event.previous is not None:
+        was_visible = visible(event.previous)
+        if now_visible and not was_visible:
+            return {"type": "ADDED", "object": event.object}
+        if was_visible and not now_visible:
+            return {"type": "DELETED", "object": event.object}
+    return {"type": event.type, "object": event.object} if now_visible else None
+
+
+def _bookmark_event(ref: resources.ResourceRef, *, resource_version: int) -> dict[str, Any]:
+    return {
+        "type": "BOOKMARK",
+        "object": {
+            "apiVersion": ref.api_version,
+            "kind": ref.kind,
+            "metadata": {"resourceVersion": str(resource_version)},
+        },
+    }
+
+
+def _expired_event(*, since: int, oldest: int) -> dict[str, Any]:
+    return {
+        "type": "ERROR",
+        "object": {
+            "apiVersion": "v1",
+            "kind": "Status",
+            "metadata": {},
+            "status": "Failure",
+            "message": f"too old resource version: {since} ({oldest})",
+            "reason": "Expired",
+            "code": 410,
+        },
+    }
+
+
+async def _with_headers_first(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[Any]:
+    """kmock streams start their HTTP response at the first chunk; an empty one sends headers at once."""
+    yield b""
+    async for event in events:
+        yield event
+
+
+async def _stream_events(
+    raw_request: aiohttp.web.BaseRequest, events: AsyncIterator[dict[str, Any]]
+) -> aiohttp.web.StreamResponse:
+    """Write a watch stream as JSON lines, one event per line, flushing each."""
+    response = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    await response.prepare(raw_request)
+    try:
+        async for event in events:
+            await response.write(json.dumps(event).encode() + b"\n")
+        await response.write_eof()
+    except ConnectionError:
+        logger.debug("watch_client_gone", path=raw_request.path)
+    return response

@@ -1,0 +1,321 @@
+"""A simulated kubelet plus Job controller: unsuspended Jobs "run" for a while, then succeed.
+
+Why this module exists: with an emulated API server nothing runs pods, yet
+``kueue-es demo`` and the bench need Jobs to start when the dispatcher
+unsuspends them and to finish so quota is released.  ``SimulatedKubelet``
+watches batch/v1 Jobs and writes, through the ``status`` subresource, what the
+real Job controller would write:
+
+* a Job that is not suspended and not finished starts: ``startTime``,
+  ``active``/``ready`` = parallelism, ``Suspended`` condition set False;
+* after its duration -- the annotation ``kueue-es.dev/sim-duration-seconds``
+  or the constructor default -- it succeeds: ``completionTime``,
+  ``succeeded`` = completions (or parallelism), ``active`` 0, conditions
+  ``SuccessCriteriaMet`` and ``Complete`` True (reason CompletionsReached);
+* a suspended Job (at creation, or suspended while running, as the
+  dispatcher does to evict it) has its run cancelled and gets ``active`` 0,
+  ``ready`` 0, no ``startTime``, ``Suspended`` True and no completion -- the
+  Job controller's status for a suspended Job (its pods are deleted), which
+  the watcher reads as "no longer active" (Kueue jobs/job/job_controller.go
+  IsActive) -- so it runs its full duration again when unsuspended.  A Job
+  this kubelet never ran (a restart) but whose status still counts active
+  pods gets the same status when seen suspended.
+
+No pods are created.  A restarted kubelet resumes running Jobs from their
+``startTime``, so a Job never runs much longer than declared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import structlog
+import tenacity
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es.services.kube import client, errors, resources
+from kueue_es.sim import store
+from kueue_es.services.runtime import cancel_and_wait
+
+logger = structlog.get_logger(__name__)
+
+SIM_DURATION_ANNOTATION = "kueue-es.dev/sim-duration-seconds"
+_FINISHED_TYPES = ("Complete", "Failed")
+_T = TypeVar("_T")
+
+
+class SimulatedKubelet:
+    """Runs unsuspended Jobs for a declared time and completes them through their status.
+
+    ``api``: an ApiClient (emulator or real cluster -- do not point it at a
+    cluster with a real Job controller).  ``default_duration_seconds``: run
+    time of Jobs without the duration annotation.  ``namespace``: watch one
+    namespace, or all if None.  ``clock`` and ``sleep`` replace the UTC time
+    source and asyncio.sleep in tests.  ``watch_options`` go to
+    ``client.watch_objects`` (e.g. ``timeout_seconds``, ``backoff_seconds``).
+    """
+
+    def __init__(
+        self,
+        api: k8s_client.ApiClient,
+        *,
+        default_duration_seconds: float = 5.0,
+        namespace: str | None = None,
+        clock: Callable[[], datetime.datetime] = store.utc_now,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        watch_options: dict[str, Any] | None = None,
+    ) -> None:
+        self._api = api
+        self._default_duration = default_duration_seconds
+        self._namespace = namespace
+        self._clock = clock
+        self._sleep = sleep
+        self._watch_options = watch_options or {}
+        self._runs: dict[str, asyncio.Task[None]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._log = logger.bind(namespace=namespace)
+
+    def start(self) -> None:
+        """Run ``run()`` in a background task (idempotent)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self.run(), name="simulated-kubelet")
+
+    async def stop(self) -> None:
+        """Cancel the background task and every Job run, and wait for them."""
+        if self._task is not None:
+            await cancel_and_wait([self._task])
+            self._task = None
+
+    async def run(self) -> None:
+        """Watch Jobs and keep runs in step with them until cancelled."""
+        try:
+            async for item in client.watch_objects(
+                self._api, resources.JOBS, namespace=self._namespace, **self._watch_options
+            ):
+                if isinstance(item, client.Resynced):
+                    await self._resync(item.objects)
+                elif item.type == "DELETED":
+                    self._cancel_run(_uid(item.object))
+                else:
+                    await self._reconcile(item.object)
+        finally:
+            await cancel_and_wait(list(self._runs.values()))
+
+    @property
+    def running(self) -> set[str]:
+        """UIDs of the Jobs being run right now."""
+        return set(self._runs)
+
+    async def _resync(self, jobs: tuple[dict[str, Any], ...]) -> None:
+        live = {_uid(job) for job in jobs}
+        for uid in set(self._runs) - live:
+            self._cancel_run(uid)
+        for job in jobs:
+            await self._reconcile(job)
+
+    async def _reconcile(self, job: dict[str, Any]) -> None:
+        uid = _uid(job)
+        if _is_finished(job) or job["metadata"].get("deletionTimestamp"):
+            self._cancel_run(uid)
+        elif job.get("spec", {}).get("suspend"):
+            cancelled = self._cancel_run(uid)
+            if cancelled is not None:
+                await asyncio.gather(cancelled, return_exceptions=True)
+            if cancelled is not None or _needs_suspended_status(job):
+                await self._write_status(job, _suspended_status(job, now=self._clock()))
+        elif uid not in self._runs:
+            task = asyncio.create_task(self._run_job(job), name=f"sim-job-{job['metadata']['name']}")
+            self._runs[uid] = task
+            task.add_done_callback(functools.partial(self._forget_run, uid))
+
+    def _cancel_run(self, uid: str) -> asyncio.Task[None] | None:
+        """Cancel the run of a Job if there is one; returns the cancelled task."""
+        task = self._runs.pop(uid, None)
+        if task is not None:
+            task.cancel()
+        return task
+
+    def _forget_run(self, uid: str, task: asyncio.Task[None]) -> None:
+        if self._runs.get(uid) is task:
+            del self._runs[uid]
+
+    async def _run_job(self, job: dict[str, Any]) -> None:
+        """Start (or resume) one Job, wait its duration, then complete it."""
+        metadata = job["metadata"]
+        log = self._log.bind(job=metadata["name"], job_namespace=metadata.get("namespace"))
+        duration = _duration_of(job, default=self._default_duration, log=log)
+        started_at = _parse_time(job.get("status", {}).get("startTime"))
+        if started_at is None:
+            started_at = self._clock()
+            await self._write_status(job, _started_status(job, now=started_at))
+            log.info("sim_job_started", duration_seconds=duration)
+        remaining = duration - (self._clock() - started_at).total_seconds()
+        await self._sleep(max(0.0, remaining))
+        try:
+            current = await _until_reachable(
+                client.get_object, self._api, resources.JOBS, namespace=metadata.get("namespace"), name=metadata["name"]
+            )
+        except errors.NotFoundError:
+            return
+        except errors.KubeError as exc:
+            log.warning("sim_job_not_completed", error=str(exc))
+            return
+        if _uid(current) != _uid(job) or current.get("spec", {}).get("suspend") or _is_finished(current):
+            return
+        await self._write_status(current, _succeeded_status(current, started_at=started_at, now=self._clock()))
+        log.info("sim_job_completed", duration_seconds=duration)
+
+    async def _write_status(self, job: dict[str, Any], status: dict[str, Any]) -> None:
+        """Merge-patch ``.status`` through the subresource, waiting out connection failures."""
+        metadata = job["metadata"]
+        try:
+            await _until_reachable(
+                client.patch_object,
+                self._api,
+                resources.JOBS,
+                namespace=metadata.get("namespace"),
+                name=metadata["name"],
+                patch={"status": status},
+                subresource="status",
+            )
+        except errors.NotFoundError:
+            self._log.info("sim_job_gone", job=metadata["name"])
+        except errors.KubeError as exc:
+            self._log.warning("sim_job_status_not_written", job=metadata["name"], error=str(exc))
+
+
+async def _until_reachable(fn: Callable[..., Awaitable[_T]], *args: Any, **kwargs: Any) -> _T:
+    """Call ``fn`` again (backing off up to 5 s) for as long as the API server cannot be reached."""
+    retrying = tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception_type(errors.ConnectionFailedError),
+        wait=tenacity.wait_exponential_jitter(multiplier=0.2, max=5.0),
+        stop=tenacity.stop_never,
+        reraise=True,
+    )
+    return await retrying(fn, *args, **kwargs)
+
+
+def _uid(job: dict[str, Any]) -> str:
+    return str(job.get("metadata", {}).get("uid", ""))
+
+
+def _is_finished(job: dict[str, Any]) -> bool:
+    return any(
+        condition.get("type") in _FINISHED_TYPES and condition.get("status") == "True"
+        for condition in job.get("status", {}).get("conditions") or []
+    )
+
+
+def _needs_suspended_status(job: dict[str, Any]) -> bool:
+    status = job.get("status", {})
+    suspended = any(
+        condition.get("type") == "Suspended" and condition.get("status") == "True"
+        for condition in status.get("conditions") or []
+    )
+    return not suspended or bool(status.get("active")) or bool(status.get("startTime"))
+
+
+def _duration_of(job: dict[str, Any], *, default: float, log: Any) -> float:
+    text = (job["metadata"].get("annotations") or {}).get(SIM_DURATION_ANNOTATION)
+    if text is None:
+        return default
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        log.warning("sim_duration_invalid", annotation=SIM_DURATION_ANNOTATION, value=text, used_seconds=default)
+        return default
+
+
+def _parse_time(text: str | None) -> datetime.datetime | None:
+    return datetime.datetime.fromisoformat(text) if text else None
+
+
+def _conditions_of(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(condition) for condition in job.get("status", {}).get("conditions") or []]
+
+
+def _with_condition(conditions: list[dict[str, Any]], condition: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conditions with one type set in place; its lastTransitionTime is kept if its status did not change."""
+    updated, replaced = [], False
+    for existing in conditions:
+        if existing.get("type") != condition["type"]:
+            updated.append(existing)
+            continue
+        kept_time = existing.get("lastTransitionTime") if existing.get("status") == condition["status"] else None
+        updated.append({**condition, "lastTransitionTime": kept_time or condition["lastTransitionTime"]})
+        replaced = True
+    return updated if replaced else [*updated, condition]
+
+
+def _condition(kind: str, *, status: str, reason: str, message: str, now: datetime.datetime) -> dict[str, Any]:
+    stamp = store.format_timestamp(now)
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastProbeTime": stamp,
+        "lastTransitionTime": stamp,
+    }
+
+
+def _pod_count(job: dict[str, Any]) -> int:
+    spec = job.get("spec", {})
+    return int(spec.get("parallelism") if spec.get("parallelism") is not None else 1)
+
+
+def _started_status(job: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "startTime": store.format_timestamp(now),
+        "active": _pod_count(job),
+        "ready": _pod_count(job),
+    }
+    if any(condition.get("type") == "Suspended" for condition in _conditions_of(job)):
+        status["conditions"] = _with_condition(
+            _conditions_of(job),
+            _condition("Suspended", status="False", reason="JobResumed", message="Job resumed", now=now),
+        )
+    return status
+
+
+def _suspended_status(job: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
+    return {
+        "active": 0,
+        "ready": 0,
+        "startTime": None,
+        "conditions": _with_condition(
+            _conditions_of(job),
+            _condition("Suspended", status="True", reason="JobSuspended", message="Job suspended", now=now),
+        ),
+    }
+
+
+def _succeeded_status(job: dict[str, Any], *, started_at: datetime.datetime, now: datetime.datetime) -> dict[str, Any]:
+    spec = job.get("spec", {})
+    succeeded = spec.get("completions") if spec.get("completions") is not None else _pod_count(job)
+    conditions = _conditions_of(job)
+    for kind in ("SuccessCriteriaMet", "Complete"):
+        conditions = _with_condition(
+            conditions,
+            _condition(
+                kind,
+                status="True",
+                reason="CompletionsReached",
+                message="Reached expected number of succeeded pods",
+                now=now,
+            ),
+        )
+    return {
+        "startTime": store.format_timestamp(started_at),
+        "completionTime": store.format_timestamp(now),
+        "succeeded": succeeded,
+        "active": 0,
+        "ready": 0,
+        "terminating": 0,
+        "uncountedTerminatedPods": {},
+        "conditions": conditions,
+    }

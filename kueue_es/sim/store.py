@@ -1,0 +1,527 @@
+"""The object store behind the emulated API server: what etcd plus the apiserver's registry do.
+
+Why this module exists: ``kmock.KubernetesEmulator`` stores dicts but has no
+resourceVersions, no uid/creationTimestamp/generation, no generateName, no
+status subresource and no watch history.  ``ObjectStore`` adds them, as plain
+synchronous code (no awaits), so that each write is atomic in the event loop
+and can be tested without HTTP.  ``emulator.ClusterEmulator`` puts HTTP in
+front of it.
+
+Semantics, as a real API server has them:
+
+* one global ``resourceVersion`` counter, bumped by every create, update and
+  delete, stamped into ``metadata.resourceVersion`` (as a string);
+* create sets ``uid`` (uuid4), ``creationTimestamp`` (RFC 3339, UTC, whole
+  seconds) and ``generation`` 1, honours ``generateName`` (prefix + 5 random
+  chars), drops ``.status`` for kinds with a status subresource, and applies
+  defaults (Job: parallelism, completions, suspend, ...; Namespace: phase);
+* updates keep name/namespace/uid/creationTimestamp, bump ``generation`` when
+  anything outside metadata (and status, for kinds with the subresource)
+  changes, check a given ``metadata.resourceVersion`` (409 on mismatch), and
+  are no-ops (no new resourceVersion, no event) when nothing changed;
+* writes to ``status`` change only ``.status``; other writes never do;
+* delete with finalizers sets ``deletionTimestamp`` (MODIFIED); the object is
+  removed (DELETED) when its finalizers are gone;
+* every change is appended to a per-kind event log of ``history_limit``
+  entries; reading from a resourceVersion older than the log is "expired".
+
+Deleted objects are removed from memory (kmock would keep a soft-deleted
+history); object histories are not kept (one version per object).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import copy
+import dataclasses
+import datetime
+import re
+import secrets
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import kmock
+
+from kueue_es.services.kube import resources
+from kueue_es.sim import selectors
+
+#: Called on every create after defaulting, may mutate the object (a mutating admission webhook).
+CreateHook = Callable[[resources.ResourceRef, dict[str, Any]], None]
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's: no vowels, no look-alikes
+_IMMUTABLE_METADATA = (
+    "name",
+    "namespace",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "generateName",
+)
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class StoreError(Exception):
+    """A request the API server would refuse; carries the HTTP status and Status reason."""
+
+    def __init__(self, *, status: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.details = details or {}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoggedEvent:
+    """One change in a kind's event log; ``previous`` is the object before a MODIFIED."""
+
+    resource_version: int
+    type: str
+    object: dict[str, Any]
+    previous: dict[str, Any] | None = None
+
+
+class EventLog:
+    """The bounded watch history of one kind, and the wake-up signal for its watchers.
+
+    Every event with a resourceVersion above ``floor`` is still in the log;
+    a reader asking for changes after an older resourceVersion is expired.
+    """
+
+    def __init__(self, *, limit: int, floor: int) -> None:
+        self.limit = limit
+        self.floor = floor
+        self.events: collections.deque[LoggedEvent] = collections.deque()
+        self.wakeup = asyncio.Event()
+
+    def append(self, event: LoggedEvent) -> None:
+        """Add an event, drop the oldest beyond the limit, wake every waiting watcher."""
+        self.events.append(event)
+        while len(self.events) > self.limit:
+            self.floor = self.events.popleft().resource_version
+        self.notify()
+
+    def since(self, resource_version: int) -> list[LoggedEvent] | None:
+        """Events after ``resource_version`` (oldest first), or None if that is older than the log."""
+        if resource_version < self.floor:
+            return None
+        newer: list[LoggedEvent] = []
+        for event in reversed(self.events):
+            if event.resource_version <= resource_version:
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer
+
+    def reset(self, *, floor: int) -> None:
+        """Forget every event; reads from before ``floor`` become expired."""
+        self.events.clear()
+        self.floor = floor
+        self.notify()
+
+    def notify(self) -> None:
+        """Wake the watchers waiting on the current signal and arm a fresh one."""
+        self.wakeup.set()
+        self.wakeup = asyncio.Event()
+
+
+def utc_now() -> datetime.datetime:
+    """The default clock: the current time in UTC."""
+    return datetime.datetime.now(tz=datetime.UTC)
+
+
+def format_timestamp(moment: datetime.datetime) -> str:
+    """RFC 3339 in UTC with whole seconds, as Kubernetes writes metav1.Time: ``2024-01-02T03:04:05Z``."""
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ObjectStore:
+    """Objects of the registered kinds, their resourceVersions and their watch history.
+
+    ``objects`` is the kmock ObjectsArray to keep objects in (the emulator's
+    ``objects``), keyed by (kmock.resource, namespace or None, name).
+    ``history_limit`` is the number of events kept per kind.  ``clock`` gives
+    the time for timestamps.  With ``enforce_namespaces`` a namespaced object
+    can only be created in an existing Namespace (the default namespaces
+    exist from the start).  ``create_hooks`` run on every new object.
+    """
+
+    def __init__(
+        self,
+        *,
+        objects: kmock.ObjectsArray,
+        refs: Iterable[resources.ResourceRef] = resources.RESOURCES.values(),
+        history_limit: int = 1000,
+        clock: Callable[[], datetime.datetime] = utc_now,
+        enforce_namespaces: bool = True,
+        create_hooks: Iterable[CreateHook] = (),
+    ) -> None:
+        self._objects = objects
+        self._history_limit = history_limit
+        self._clock = clock
+        self._enforce_namespaces = enforce_namespaces
+        self._create_hooks = tuple(create_hooks)
+        self._resource_version = 0
+        self._keys: dict[resources.ResourceRef, kmock.resource] = {}
+        self._logs: dict[resources.ResourceRef, EventLog] = {}
+        for ref in (resources.NAMESPACES, *refs):
+            self.register(ref)
+        for namespace in INITIAL_NAMESPACES:
+            self.create(resources.NAMESPACES, namespace=None, body={"metadata": {"name": namespace}})
+
+    @property
+    def resource_version(self) -> int:
+        """The latest resourceVersion handed out (0 before the first write)."""
+        return self._resource_version
+
+    def register(self, ref: resources.ResourceRef) -> None:
+        """Start storing a kind (idempotent)."""
+        if ref not in self._keys:
+            self._keys[ref] = kmock.resource(ref.group, ref.version, ref.plural)
+            # A new kind has no past events, so no resourceVersion is too old for it yet.
+            self._logs[ref] = EventLog(limit=self._history_limit, floor=0)
+
+    def log(self, ref: resources.ResourceRef) -> EventLog:
+        """The event log of a kind."""
+        return self._logs[ref]
+
+    def reset_history(self) -> None:
+        """Forget every kind's event history, so watches from any resourceVersion handed out so far expire.
+
+        Like a compaction, this uses up one resourceVersion: lists made
+        afterwards carry a version that can be watched from.
+        """
+        self._resource_version += 1
+        for log in self._logs.values():
+            log.reset(floor=self._resource_version)
+
+    def get(self, ref: resources.ResourceRef, *, namespace: str | None, name: str) -> dict[str, Any]:
+        """The stored object; raises StoreError 404 if absent."""
+        key = self._key(ref, namespace=namespace, name=name)
+        if key not in self._objects:
+            raise _not_found(ref, name)
+        return self._objects[key].raw
+
+    def select(
+        self,
+        ref: resources.ResourceRef,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        labels: selectors.LabelSelector = selectors.EVERYTHING,
+        fields: selectors.FieldSelector = selectors.ANY_FIELDS,
+    ) -> list[dict[str, Any]]:
+        """Live objects of a kind matching the filters, sorted by (namespace, name)."""
+        wanted = self._keys[ref]
+        found = []
+        for (resource, obj_namespace, obj_name), obj in self._objects.items():
+            if resource != wanted or (name is not None and obj_name != name):
+                continue
+            if ref.namespaced and namespace is not None and obj_namespace != namespace:
+                continue
+            raw = obj.raw
+            if labels.matches(raw.get("metadata", {}).get("labels")) and fields.matches(raw):
+                found.append(((obj_namespace or "", obj_name), raw))
+        return [raw for _, raw in sorted(found, key=lambda pair: pair[0])]
+
+    def create(self, ref: resources.ResourceRef, *, namespace: str | None, body: Any) -> dict[str, Any]:
+        """Create an object from a POST body; ``namespace`` is the one in the URL.
+
+        Raises StoreError: 400 (bad body, namespace mismatch), 404 (namespace
+        missing), 405 (namespaced kind without a namespace), 409 (exists),
+        422 (no name and no generateName, or an invalid name).
+        """
+        obj = _as_object(body)
+        metadata = obj["metadata"]
+        namespace = self._namespace_for_create(ref, url_namespace=namespace, metadata=metadata)
+        name = metadata.get("name") or self._generated_name(ref, namespace=namespace, metadata=metadata)
+        _check_name(ref, name)
+        key = self._key(ref, namespace=namespace, name=name)
+        if key in self._objects:
+            raise StoreError(
+                status=409,
+                reason="AlreadyExists",
+                message=f'{ref.qualified_plural} "{name}" already exists',
+                details=_details(ref, name),
+            )
+        if ref.status_subresource:
+            obj.pop("status", None)
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "managedFields"):
+            metadata.pop(field, None)
+        obj["apiVersion"], obj["kind"] = ref.api_version, ref.kind
+        metadata.update(
+            name=name, uid=str(uuid.uuid4()), creationTimestamp=format_timestamp(self._clock()), generation=1
+        )
+        if namespace is not None:
+            metadata["namespace"] = namespace
+        _apply_defaults(ref, obj)
+        for hook in self._create_hooks:
+            hook(ref, obj)
+        self._write(ref, key, obj, event_type="ADDED")
+        return obj
+
+    def update(
+        self,
+        ref: resources.ResourceRef,
+        *,
+        namespace: str | None,
+        name: str,
+        subresource: str | None,
+        change: Callable[[dict[str, Any]], Any],
+    ) -> dict[str, Any]:
+        """Replace or patch an object (or its ``status``): ``change`` maps the current object to the new one.
+
+        ``change`` may raise StoreError (e.g. a patch that does not apply).
+        Raises StoreError: 404 (absent, or an unknown subresource), 409
+        (resourceVersion mismatch), 422 (an immutable field changed).
+        """
+        key = self._key(ref, namespace=namespace, name=name)
+        if key not in self._objects:
+            raise _not_found(ref, name)
+        if subresource not in (None, "status") or (subresource == "status" and not ref.status_subresource):
+            raise StoreError(
+                status=404,
+                reason="NotFound",
+                message="the server could not find the requested resource",
+                details=_details(ref, name),
+            )
+        current = self._objects[key].raw
+        desired = _as_object(change(copy.deepcopy(current)))
+        _check_preconditions(ref, name, current=current, desired=desired)
+        if subresource == "status":
+            updated = _with_status_of(current, source=desired)
+        else:
+            updated = _merged_main(ref, current=current, desired=desired)
+        if _same_content(updated, current):
+            return current
+        if _spec_of(ref, updated) != _spec_of(ref, current):
+            updated["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+        self._write(ref, key, updated, event_type="MODIFIED", previous=current)
+        if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
+            return self._remove(ref, key, updated)
+        return updated
+
+    def delete(
+        self,
+        ref: resources.ResourceRef,
+        *,
+        namespace: str | None,
+        name: str,
+        preconditions: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Delete an object, or mark it deleting while it has finalizers; returns its last state.
+
+        ``preconditions`` is DeleteOptions.preconditions (uid, resourceVersion).
+        Raises StoreError 404 (absent) or 409 (a precondition fails).
+        """
+        key = self._key(ref, namespace=namespace, name=name)
+        if key not in self._objects:
+            raise _not_found(ref, name)
+        current = self._objects[key].raw
+        for field, expected in (preconditions or {}).items():
+            if expected is not None and current["metadata"].get(field) != expected:
+                raise _conflict(ref, name, f"precondition failed: {field} is not {expected}")
+        metadata = current["metadata"]
+        if metadata.get("deletionTimestamp"):
+            return current
+        if metadata.get("finalizers"):
+            deleting = copy.deepcopy(current)
+            deleting["metadata"].update(deletionTimestamp=format_timestamp(self._clock()), deletionGracePeriodSeconds=0)
+            self._write(ref, key, deleting, event_type="MODIFIED", previous=current)
+            return deleting
+        return self._remove(ref, key, current)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _key(
+        self, ref: resources.ResourceRef, *, namespace: str | None, name: str
+    ) -> tuple[kmock.resource, str | None, str]:
+        return self._keys[ref], (namespace if ref.namespaced else None), name
+
+    def _write(
+        self,
+        ref: resources.ResourceRef,
+        key: Any,
+        obj: dict[str, Any],
+        *,
+        event_type: str,
+        previous: dict[str, Any] | None = None,
+    ) -> None:
+        self._resource_version += 1
+        obj["metadata"]["resourceVersion"] = str(self._resource_version)
+        self._objects[key] = obj
+        self._logs[ref].append(
+            LoggedEvent(resource_version=self._resource_version, type=event_type, object=obj, previous=previous)
+        )
+
+    def _remove(self, ref: resources.ResourceRef, key: Any, obj: dict[str, Any]) -> dict[str, Any]:
+        self._resource_version += 1
+        gone = copy.deepcopy(obj)
+        gone["metadata"]["resourceVersion"] = str(self._resource_version)
+        del self._objects[key]
+        self._logs[ref].append(LoggedEvent(resource_version=self._resource_version, type="DELETED", object=gone))
+        return gone
+
+    def _namespace_for_create(
+        self, ref: resources.ResourceRef, *, url_namespace: str | None, metadata: dict[str, Any]
+    ) -> str | None:
+        if not ref.namespaced:
+            metadata.pop("namespace", None)
+            return None
+        body_namespace = metadata.get("namespace")
+        if not url_namespace:
+            raise StoreError(
+                status=405,
+                reason="MethodNotAllowed",
+                message="the server does not allow this method on the requested resource",
+                details=_details(ref, metadata.get("name")),
+            )
+        if body_namespace and body_namespace != url_namespace:
+            raise StoreError(
+                status=400,
+                reason="BadRequest",
+                message="the namespace of the provided object does not match the namespace sent on the request",
+                details=_details(ref, metadata.get("name")),
+            )
+        if (
+            self._enforce_namespaces
+            and self._key(resources.NAMESPACES, namespace=None, name=url_namespace) not in self._objects
+        ):
+            raise StoreError(
+                status=404,
+                reason="NotFound",
+                message=f'namespaces "{url_namespace}" not found',
+                details={"name": url_namespace, "kind": "namespaces"},
+            )
+        return url_namespace
+
+    def _generated_name(self, ref: resources.ResourceRef, *, namespace: str | None, metadata: dict[str, Any]) -> str:
+        prefix = metadata.get("generateName")
+        if not prefix:
+            raise StoreError(
+                status=422,
+                reason="Invalid",
+                message=f"{ref.kind}.{ref.group or 'core'} is invalid: metadata.name: Required value: name or generateName is required",
+                details=_details(ref, None),
+            )
+        while True:
+            name: str = prefix + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+            if self._key(ref, namespace=namespace, name=name) not in self._objects:
+                return name
+
+
+def _as_object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
+        raise StoreError(
+            status=400,
+            reason="BadRequest",
+            message="the request body is not a Kubernetes object (a JSON object with an object metadata)",
+        )
+    obj = copy.deepcopy(body)
+    obj.setdefault("metadata", {})
+    return obj
+
+
+def _check_name(ref: resources.ResourceRef, name: Any) -> None:
+    if not isinstance(name, str) or len(name) > 253 or not _NAME.match(name):
+        raise StoreError(
+            status=422,
+            reason="Invalid",
+            message=f"{ref.kind} \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
+            details=_details(ref, str(name)),
+        )
+
+
+def _check_preconditions(
+    ref: resources.ResourceRef, name: str, *, current: dict[str, Any], desired: dict[str, Any]
+) -> None:
+    wanted_version = desired["metadata"].get("resourceVersion")
+    if wanted_version and wanted_version != current["metadata"].get("resourceVersion"):
+        raise _conflict(
+            ref, name, "the object has been modified; please apply your changes to the latest version and try again"
+        )
+    for field in ("name", "namespace", "uid"):
+        wanted = desired["metadata"].get(field)
+        if wanted and wanted != current["metadata"].get(field):
+            raise StoreError(
+                status=422,
+                reason="Invalid",
+                message=f'{ref.kind} "{name}" is invalid: metadata.{field}: Invalid value: "{wanted}": field is immutable',
+                details=_details(ref, name),
+            )
+
+
+def _with_status_of(current: dict[str, Any], *, source: dict[str, Any]) -> dict[str, Any]:
+    updated = copy.deepcopy(current)
+    if source.get("status") is None:
+        updated.pop("status", None)
+    else:
+        updated["status"] = source["status"]
+    return updated
+
+
+def _merged_main(ref: resources.ResourceRef, *, current: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any]:
+    updated = desired
+    updated["apiVersion"], updated["kind"] = ref.api_version, ref.kind
+    for field in _IMMUTABLE_METADATA:
+        if field in current["metadata"]:
+            updated["metadata"][field] = current["metadata"][field]
+        else:
+            updated["metadata"].pop(field, None)
+    if ref.status_subresource:
+        updated = _with_status_of(updated, source=current)
+    return updated
+
+
+def _same_content(left: dict[str, Any], right: dict[str, Any]) -> bool:
+    def strip(obj: dict[str, Any]) -> dict[str, Any]:
+        return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}}
+
+    return strip(left) == strip(right)
+
+
+def _spec_of(ref: resources.ResourceRef, obj: dict[str, Any]) -> dict[str, Any]:
+    ignored = {"metadata", "apiVersion", "kind"} | ({"status"} if ref.status_subresource else set())
+    return {key: value for key, value in obj.items() if key not in ignored}
+
+
+def _apply_defaults(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """Server-side defaulting for the kinds where clients rely on it."""
+    if ref == resources.JOBS:
+        spec = obj.setdefault("spec", {})
+        if spec.get("parallelism") is None and spec.get("completions") is None:
+            spec["completions"] = 1
+        spec.setdefault("parallelism", 1)
+        spec.setdefault("backoffLimit", 6)
+        spec.setdefault("completionMode", "NonIndexed")
+        spec.setdefault("suspend", False)
+    elif ref == resources.NAMESPACES:
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+        obj["status"] = {"phase": "Active"}
+
+
+def _details(ref: resources.ResourceRef, name: str | None) -> dict[str, Any]:
+    details: dict[str, Any] = {"group": ref.group, "kind": ref.plural}
+    if name:
+        details["name"] = name
+    return details
+
+
+def _not_found(ref: resources.ResourceRef, name: str) -> StoreError:
+    return StoreError(
+        status=404, reason="NotFound", message=f'{ref.qualified_plural} "{name}" not found', details=_details(ref, name)
+    )
+
+
+def _conflict(ref: resources.ResourceRef, name: str, why: str) -> StoreError:
+    return StoreError(
+        status=409,
+        reason="Conflict",
+        message=f'Operation cannot be fulfilled on {ref.qualified_plural} "{name}": {why}',
+        details=_details(ref, name),
+    )

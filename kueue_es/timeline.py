@@ -1,0 +1,111 @@
+"""A readable timeline of the log, for people: what was submitted, admitted, why waiting.
+
+``kueue-es demo`` prints it live; it is also a small example of an outside tool
+that folds the same events every service folds (:func:`describe` is pure).
+"""
+
+from __future__ import annotations
+
+from kueue_es.events import models, types
+from kueue_es.events.quantities import format_amount
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.services.admitter import lifecycle
+
+
+def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None:
+    """``(verb, text)`` for an event, given the state folded up to just before it; None to skip.
+
+    ``before`` tells a first submission from an update and lets a release name its queue.
+    """
+    match event:
+        case types.WorkloadObserved(workload=wl):
+            if wl.key in before.workloads:
+                return None
+            return "submitted", f"{wl.key} to queue {wl.spec.queue_name}: {_shape(wl)}"
+        case types.QuotaReserved():
+            flavors = sorted({f for a in event.pod_set_assignments for f in a.flavors.values()})
+            usage = ", ".join(
+                f"{r} {format_amount(r, v)}" for a in event.pod_set_assignments for r, v in a.resource_usage.items()
+            )
+            cq = before.cluster_queues.get(event.cluster_queue)
+            checks = lifecycle.required_checks(cq, flavors) if cq is not None else []
+            verb = "reserved" if checks else "admitted"  # with checks, admitted once they are all Ready
+            waits = f", waiting for admission checks {', '.join(checks)}" if checks else ""
+            return verb, (
+                f"{event.workload.key} in ClusterQueue {event.cluster_queue}, flavor {', '.join(flavors)} ({usage})"
+                f"{waits}"
+            )
+        case types.WorkloadAdmitted():
+            known = before.workloads.get(event.workload.key)
+            cq = before.cluster_queues.get(event.cluster_queue)
+            if known is None or known.reservation is None or cq is None:
+                return None
+            if not lifecycle.required_checks(cq, lifecycle.assigned_flavors(known.reservation)):
+                return None  # admitted with its reservation, said there
+            return "admitted", f"{event.workload.key}: every admission check is Ready"
+        case types.AdmissionCheckStateChanged():
+            detail = f": {event.message}" if event.message else ""
+            return "check", f"{event.workload.key}: {event.check} is {event.state}{detail}"
+        case types.WorkloadPodsReady():
+            return ("ready" if event.ready else "not ready"), f"{event.workload.key} pods ({event.reason})"
+        case types.WorkloadRequeued():
+            return "requeued", f"{event.workload.key}: {event.message}"
+        case types.WorkloadDeactivated():
+            return "deactivated", f"{event.workload.key} ({event.reason}): {event.message}"
+        case types.WorkloadInadmissible():
+            return "waiting", f"{event.workload.key}: {event.message}"
+        case types.DispatchApplied(action="Evict"):
+            return "suspended", f"{event.target} suspended for {event.workload.key} (template restored)"
+        case types.DispatchApplied():
+            selector = f" with nodeSelector {event.node_selector}" if event.node_selector else ""
+            return "started", f"{event.target} unsuspended for {event.workload.key}{selector}"
+        case types.DispatchFailed():
+            return "failed", f"could not start {event.workload.key}: {event.status} {event.reason} {event.message}"
+        case types.WorkloadFinished():
+            if event.workload.key not in before.workloads:
+                return None
+            return "finished", f"{event.workload.key} ({event.reason})"
+        case types.PreemptionRequired():
+            victims = ", ".join(t.workload.key for t in event.targets)
+            return "nominated", f"{event.workload.key} needs the preemption of {victims or 'nothing'}"
+        case types.EvictionRequested(preemptor=types.WorkloadRef() as preemptor):
+            return "evicted", (
+                f"{event.workload.key} preempted ({event.preemption_reason}) for {preemptor.key} "
+                f"in ClusterQueue {event.cluster_queue}"
+            )
+        case types.EvictionRequested():
+            return "evicted", f"{event.workload.key} evicted ({event.reason}): {event.message}"
+        case types.WorkloadStopped():
+            return "stopped", f"{event.workload.key} no longer runs ({event.reason})"
+        case types.QuotaReleased():
+            return "released", f"quota of {event.workload.key} back to ClusterQueue {event.cluster_queue}"
+        case types.ObjectRejected():
+            where = f" {event.field}:" if event.field else ""
+            name = f"{event.namespace}/{event.name}" if event.namespace else event.name
+            return "rejected", f"{event.kind} {name}:{where} {event.problem}"
+        case (
+            types.ResourceFlavorObserved()
+            | types.ClusterQueueObserved()
+            | types.LocalQueueObserved()
+            | types.CohortObserved()
+            | types.WorkloadPriorityClassObserved()
+        ):
+            return "applied", _object_name(event)
+        case types.ObjectDeleted():
+            return "deleted", f"{event.kind} {event.namespace + '/' if event.namespace else ''}{event.name}"
+    return None
+
+
+def _shape(wl: models.Workload) -> str:
+    parts = []
+    for ps in wl.spec.pod_sets:
+        req = ", ".join(f"{r} {format_amount(r, v)}" for r, v in ps.requests.items())
+        parts.append(f"{ps.count} pods x ({req})")
+    return "; ".join(parts)
+
+
+def _object_name(event: types.Fact) -> str:
+    obj = getattr(event, next(f for f in event.__struct_fields__))
+    meta = obj.metadata
+    name = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+    return f"{type(obj).__name__} {name}"
