@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from kueue_es.events import models, tas
+from kueue_es.events import models, tas_requests
 from kueue_es.events.kueue_fields import KNOWN_FIELDS
 from kueue_es.events.quantities import QuantityError, to_amount
 
@@ -491,14 +491,14 @@ def _validate(obj: models.APIObject, *, kind: str, name: str) -> None:
                     )
                 if ps.topology_request is not None:
                     try:
-                        tas.validate_topology_request(
+                        tas_requests.validate_topology_request(
                             ps.topology_request, count=ps.count, field=f"spec.podSets[{i}].topologyRequest"
                         )
-                    except tas.TopologyRequestError as err:
+                    except tas_requests.TopologyRequestError as err:
                         raise ManifestError(kind=kind, name=name, field=err.field, problem=err.problem) from err
             try:
-                tas.validate_pod_set_groups(obj.spec.pod_sets)
-            except tas.TopologyRequestError as err:
+                tas_requests.validate_pod_set_groups(obj.spec.pod_sets)
+            except tas_requests.TopologyRequestError as err:
                 raise ManifestError(kind=kind, name=name, field=err.field, problem=err.problem) from err
         case _:
             pass
@@ -560,11 +560,11 @@ def parse_topology(manifest: dict[str, Any]) -> models.Topology:
         raise ManifestError(kind=kind, name=name, field="spec.levels", problem="must have 1 to 16 levels")
     for i, key in enumerate(keys):
         where = f"spec.levels[{i}].nodeLabel"
-        if not tas._valid_label_key(key) or len(key) > 316:
+        if not tas_requests.valid_label_key(key) or len(key) > 316:
             raise ManifestError(kind=kind, name=name, field=where, problem=f"{key!r} is not a valid label key")
         if key in keys[:i]:
             raise ManifestError(kind=kind, name=name, field=where, problem=f"{key!r} appears twice")
-        if key == tas.HOSTNAME_LABEL and i != len(keys) - 1:
+        if key == tas_requests.HOSTNAME_LABEL and i != len(keys) - 1:
             raise ManifestError(
                 kind=kind, name=name, field=where, problem="kubernetes.io/hostname must be the last level"
             )
@@ -620,7 +620,7 @@ def parse_pod_usage(manifest: dict[str, Any]) -> models.PodUsage | None:
     if manifest.get("apiVersion") != "v1" or kind != "Pod":
         raise ManifestError(kind=kind, name=name, field="apiVersion/kind", problem="is not a v1 Pod")
     meta = _normalize_meta(manifest.get("metadata"), kind=kind, name=name)
-    if any(a in (meta.get("annotations") or {}) for a in tas.TAS_POD_ANNOTATIONS):
+    if any(a in (meta.get("annotations") or {}) for a in tas_requests.TAS_POD_ANNOTATIONS):
         return None
     spec = manifest.get("spec") or {}
     requests = pod_requests(spec, where="spec", kind=kind, name=name)

@@ -6,55 +6,41 @@
   (:class:`kueue_es.events.models.TopologyAssignment`), byte-identical to what Kueue writes
   (SEMANTICS-ADVANCED A.8.3; Kueue pkg/util/tas/tas_assignment.go) and accepting any valid
   encoding (A.8.2).
-- :func:`validate_topology_request`, :func:`validate_pod_set_groups`: the webhook rules of A.4.2.
-- :func:`topology_request_from_annotations`: pod-template annotations to a
-  :class:`kueue_es.events.models.PodSetTopologyRequest` (A.4.1; Kueue pkg/controller/jobframework/tas.go).
-- :func:`requests_tas`: whether a pod set explicitly asks for TAS (A.4.3).
+- :func:`tas_fact`: a Topology, Node or Pod manifest to its fact.
+- the topology requests of A.4 (annotations, :func:`validate_topology_request`,
+  :func:`validate_pod_set_groups`, :func:`topology_request_from_annotations`,
+  :func:`requests_tas`) live in :mod:`kueue_es.events.tas_requests`, below
+  :mod:`kueue_es.events.manifests`, which validates with them; they are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
 
-from kueue_es.events import models
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
-PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
-UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
-SLICE_REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology"
-SLICE_SIZE_ANNOTATION = "kueue.x-k8s.io/podset-slice-size"
-SLICE_CONSTRAINTS_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
-GROUP_NAME_ANNOTATION = "kueue.x-k8s.io/podset-group-name"
-TAS_POD_ANNOTATIONS = (
-    REQUIRED_ANNOTATION,
-    PREFERRED_ANNOTATION,
-    UNCONSTRAINED_ANNOTATION,
-    SLICE_REQUIRED_ANNOTATION,
-    SLICE_CONSTRAINTS_ANNOTATION,
+from kueue_es.events import manifests, models, types
+from kueue_es.events.tas_requests import (
+    GROUP_NAME_ANNOTATION as GROUP_NAME_ANNOTATION,
+    HOSTNAME_LABEL as HOSTNAME_LABEL,
+    PREFERRED_ANNOTATION as PREFERRED_ANNOTATION,
+    REQUIRED_ANNOTATION as REQUIRED_ANNOTATION,
+    SLICE_CONSTRAINTS_ANNOTATION as SLICE_CONSTRAINTS_ANNOTATION,
+    SLICE_REQUIRED_ANNOTATION as SLICE_REQUIRED_ANNOTATION,
+    SLICE_SIZE_ANNOTATION as SLICE_SIZE_ANNOTATION,
+    TAS_POD_ANNOTATIONS as TAS_POD_ANNOTATIONS,
+    UNCONSTRAINED_ANNOTATION as UNCONSTRAINED_ANNOTATION,
+    TopologyRequestError as TopologyRequestError,
+    requests_tas as requests_tas,
+    slice_layers as slice_layers,
+    topology_request_from_annotations as topology_request_from_annotations,
+    validate_pod_set_groups as validate_pod_set_groups,
+    validate_topology_request as validate_topology_request,
 )
-"""A pod carrying any of these is a TAS pod: it is not charged as non-TAS usage (A.2.2)."""
 
 MAX_DOMAINS_PER_SLICE = 100_000
 MAX_SLICES = 1_000
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-class TopologyRequestError(ValueError):
-    """A topology request (or its annotations) that Kueue's webhooks would reject.
-
-    ``field`` names the offending field or annotation, ``problem`` says what is wrong.
-    """
-
-    def __init__(self, field: str, problem: str) -> None:
-        self.field, self.problem = field, problem
-        super().__init__(f"{field}: {problem}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,190 +247,13 @@ def _hostname_prefix_keys(hostnames: Sequence[str]) -> list[str] | None:
     return None
 
 
-# --- topology requests (A.4) ------------------------------------------------------------------
-
-
-def slice_layers(request: models.PodSetTopologyRequest | None) -> list[models.PodsetSliceRequiredTopologyConstraint]:
-    """The slice layers, outermost first: the multi-layer list if given, else the single layer
-    (size 0 when ``podSetSliceSize`` is missing), else none (Kueue PodSetSliceRequiredTopologyConstraints)."""
-    if request is None:
-        return []
-    if request.podset_slice_required_topology_constraints:
-        return list(request.podset_slice_required_topology_constraints)
-    if request.pod_set_slice_required_topology is None:
-        return []
-    return [
-        models.PodsetSliceRequiredTopologyConstraint(
-            topology=request.pod_set_slice_required_topology, size=request.pod_set_slice_size or 0
-        )
-    ]
-
-
-def requests_tas(request: models.PodSetTopologyRequest | None) -> bool:
-    """Explicit TAS request: required, preferred, unconstrained=true or slices set (A.4.3)."""
-    if request is None:
-        return False
-    return (
-        request.required is not None
-        or request.preferred is not None
-        or bool(request.unconstrained)
-        or bool(slice_layers(request))
-    )
-
-
-def _valid_label_key(key: str) -> bool:
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and bool(_LABEL_NAME.match(name))
-
-
-def validate_topology_request(
-    request: models.PodSetTopologyRequest, *, count: int, field: str = "topologyRequest", multi_layer: bool = True
-) -> None:
-    """Kueue's webhook rules for one pod set's topology request (A.4.2).
-
-    ``count`` is the pod set's count; ``multi_layer`` the TASMultiLayerTopology gate.
-    Raises TopologyRequestError naming the field.
-    """
-    modes = [n for n, v in (("required", request.required), ("preferred", request.preferred)) if v is not None]
-    if request.unconstrained is not None:
-        modes.append("unconstrained")
-    if len(modes) > 1:
-        raise TopologyRequestError(f"{field}.{modes[1]}", f"must not be set together with {modes[0]}")
-    for name in ("required", "preferred", "pod_set_slice_required_topology"):
-        value = getattr(request, name)
-        if value is not None and not _valid_label_key(value):
-            raise TopologyRequestError(f"{field}.{_camel(name)}", f"{value!r} is not a valid label key")
-    single_topology = request.pod_set_slice_required_topology
-    single_size = request.pod_set_slice_size
-    if (single_topology is None) != (single_size is None):
-        missing = "podSetSliceSize" if single_size is None else "podSetSliceRequiredTopology"
-        raise TopologyRequestError(f"{field}.{missing}", "is required when the other slice field is set")
-    if single_size is not None and not 1 <= single_size <= max(count, 1):
-        raise TopologyRequestError(f"{field}.podSetSliceSize", f"must be between 1 and the pod set count {count}")
-    group = request.pod_set_group_name
-    if group is not None:
-        if group.isdigit():
-            raise TopologyRequestError(f"{field}.podSetGroupName", "must not be a number")
-        if request.required is None and request.preferred is None:
-            raise TopologyRequestError(f"{field}.podSetGroupName", "needs required or preferred topology")
-        if single_topology is not None or request.podset_slice_required_topology_constraints:
-            raise TopologyRequestError(f"{field}.podSetGroupName", "must not be set together with slices")
-    layers = request.podset_slice_required_topology_constraints
-    if layers:
-        where = f"{field}.podsetSliceRequiredTopologyConstraints"
-        if not multi_layer:
-            raise TopologyRequestError(where, "needs the TASMultiLayerTopology feature gate")
-        if single_topology is not None:
-            raise TopologyRequestError(where, "must not be set together with podSetSliceRequiredTopology")
-        if not 1 <= len(layers) <= 3:
-            raise TopologyRequestError(where, "must have 1 to 3 layers")
-        seen: set[str] = set()
-        for i, layer in enumerate(layers):
-            if not _valid_label_key(layer.topology) or layer.topology in seen:
-                raise TopologyRequestError(f"{where}[{i}].topology", f"{layer.topology!r} is not a unique label key")
-            seen.add(layer.topology)
-            if layer.size < 1:
-                raise TopologyRequestError(f"{where}[{i}].size", "must be >= 1")
-            if i and layers[i - 1].size % layer.size:
-                raise TopologyRequestError(
-                    f"{where}[{i}].size", f"{layer.size} must evenly divide the outer layer size {layers[i - 1].size}"
-                )
-
-
-def validate_pod_set_groups(pod_sets: Sequence[models.PodSet], *, field: str = "spec.podSets") -> None:
-    """Leader+workers groups (A.4.2): exactly 2 pod sets per group name, one of them with count
-    1, both with the same required (or preferred) level. Raises TopologyRequestError."""
-    groups: dict[str, list[tuple[int, models.PodSet]]] = {}
-    for i, ps in enumerate(pod_sets):
-        if ps.topology_request is not None and ps.topology_request.pod_set_group_name is not None:
-            groups.setdefault(ps.topology_request.pod_set_group_name, []).append((i, ps))
-    for name, members in groups.items():
-        where = f"{field}[{members[0][0]}].topologyRequest.podSetGroupName"
-        if len(members) != 2:
-            raise TopologyRequestError(where, f"group {name!r} must have exactly 2 pod sets, has {len(members)}")
-        (_, a), (_, b) = members
-        if a.count != 1 and b.count != 1:
-            raise TopologyRequestError(where, f"group {name!r} needs a pod set with count 1 (the leader)")
-        ra, rb = a.topology_request, b.topology_request
-        assert ra is not None and rb is not None
-        if (ra.required, ra.preferred) != (rb.required, rb.preferred):
-            raise TopologyRequestError(where, f"pod sets of group {name!r} must request the same topology")
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p.title() for p in rest)
-
-
-def topology_request_from_annotations(
-    annotations: Mapping[str, str], *, multi_layer: bool = True
-) -> models.PodSetTopologyRequest | None:
-    """The topology request a pod template's annotations ask for (A.4.1), or None when they
-    ask for none (Kueue jobframework/tas.go NewPodSetTopologyRequest).
-
-    Precedence required > preferred > unconstrained; the group name is kept only with
-    required/preferred; the multi-layer JSON is read only when ``multi_layer`` (the
-    TASMultiLayerTopology gate) is on. Rank hints (podIndexLabel ...) are the integration's
-    business and are not set here. Raises TopologyRequestError naming the annotation for a
-    value Kueue's job webhooks reject (A.4.2): two modes at once, a non-boolean
-    unconstrained, a bad slice size, bad JSON.
-    """
-    present = [a for a in (REQUIRED_ANNOTATION, PREFERRED_ANNOTATION, UNCONSTRAINED_ANNOTATION) if a in annotations]
-    if len(present) > 1:
-        raise TopologyRequestError(present[1], f"must not be set together with {present[0]}")
-    fields: dict[str, object] = {}
-    if REQUIRED_ANNOTATION in annotations:
-        fields["required"] = annotations[REQUIRED_ANNOTATION]
-    elif PREFERRED_ANNOTATION in annotations:
-        fields["preferred"] = annotations[PREFERRED_ANNOTATION]
-    elif UNCONSTRAINED_ANNOTATION in annotations:
-        raw = annotations[UNCONSTRAINED_ANNOTATION].strip().lower()
-        if raw not in ("true", "false", "1", "0", "t", "f"):
-            raise TopologyRequestError(UNCONSTRAINED_ANNOTATION, f"{raw!r} is not a boolean")
-        fields["unconstrained"] = raw in ("true", "1", "t")
-    if SLICE_REQUIRED_ANNOTATION in annotations or SLICE_SIZE_ANNOTATION in annotations:
-        if SLICE_REQUIRED_ANNOTATION not in annotations or SLICE_SIZE_ANNOTATION not in annotations:
-            missing = SLICE_SIZE_ANNOTATION if SLICE_SIZE_ANNOTATION not in annotations else SLICE_REQUIRED_ANNOTATION
-            raise TopologyRequestError(missing, "is required together with the other slice annotation")
-        try:
-            size = int(annotations[SLICE_SIZE_ANNOTATION])
-        except ValueError as err:
-            raise TopologyRequestError(SLICE_SIZE_ANNOTATION, "must be an integer") from err
-        fields["pod_set_slice_required_topology"] = annotations[SLICE_REQUIRED_ANNOTATION]
-        fields["pod_set_slice_size"] = size
-    if multi_layer and SLICE_CONSTRAINTS_ANNOTATION in annotations:
-        try:
-            layers = msgspec.convert(
-                json.loads(annotations[SLICE_CONSTRAINTS_ANNOTATION]),
-                list[models.PodsetSliceRequiredTopologyConstraint],
-            )
-        except (json.JSONDecodeError, msgspec.ValidationError) as err:
-            raise TopologyRequestError(
-                SLICE_CONSTRAINTS_ANNOTATION, f"is not a JSON list of {{topology, size}}: {err}"
-            ) from err
-        fields["podset_slice_required_topology_constraints"] = layers
-    if GROUP_NAME_ANNOTATION in annotations and ("required" in fields or "preferred" in fields):
-        fields["pod_set_group_name"] = annotations[GROUP_NAME_ANNOTATION]
-    if not fields:
-        return None
-    request = models.PodSetTopologyRequest(**fields)  # type: ignore[arg-type]
-    if not requests_tas(request):
-        return None
-    return request
-
-
-def tas_fact(manifest: Mapping[str, object]) -> object:
+def tas_fact(manifest: Mapping[str, object]) -> types.Fact | None:
     """The fact for a Topology, v1 Node or v1 Pod manifest (TopologyObserved, NodeObserved,
     PodObserved), or None for a TAS pod (not non-TAS usage). Raises
     :class:`kueue_es.events.manifests.ManifestError` for an invalid object or another kind.
 
-    For the watcher and the scenario loader; returns ``kueue_es.events.types.Fact | None`` (typed
-    loosely here because kueue_es.events.types imports this module's neighbours).
+    For the watcher and the scenario loader.
     """
-    from kueue_es.events import manifests, types  # here: kueue_es.events.manifests imports this module
-
     raw = dict(manifest)
     match raw.get("kind"):
         case "Topology":

@@ -208,7 +208,7 @@ def _object(raw: Any, *, where: str) -> ScenarioObject:
         return ScenarioObject(manifest=raw, fact=None)
     if (raw.get("apiVersion"), kind) in TAS_KINDS:
         try:
-            return ScenarioObject(manifest=raw, fact=tas.tas_fact(raw))  # type: ignore[arg-type]
+            return ScenarioObject(manifest=raw, fact=tas.tas_fact(raw))
         except manifests.ManifestError as err:
             raise _Problem(f"{where}: {err}") from err
     try:
