@@ -155,7 +155,9 @@ def _parse_other(manifest: dict[str, Any], *, kind: str, name: str) -> models.Na
         raise ManifestError(kind=kind, name=name, field=field, problem=problem) from err
 
 
-def parse_objects(manifests: Iterable[dict[str, Any]]) -> Iterator[models.APIObject]:
+def parse_objects(
+    manifests: Iterable[dict[str, Any]],
+) -> Iterator[models.APIObject | models.Namespace | models.Configuration | models.Topology]:
     """Parse many manifests; stops at the first error (ManifestError)."""
     for manifest in manifests:
         yield parse_object(manifest)

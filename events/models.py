@@ -25,7 +25,7 @@ class _Model(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_def
     """Base of the API models: frozen, keyword-only, camelCase on the wire."""
 
 
-class ObjectMeta(_Model, kw_only=True):
+class ObjectMeta(_Model, frozen=True, kw_only=True):
     """The metadata that changes outcomes; ``creationTimestampMs`` is ms since the epoch (0 = zero time)."""
 
     name: str
@@ -37,7 +37,7 @@ class ObjectMeta(_Model, kw_only=True):
     creation_timestamp_ms: int = 0
 
 
-class Taint(_Model, kw_only=True):
+class Taint(_Model, frozen=True, kw_only=True):
     """A node taint (ResourceFlavor ``nodeTaints``)."""
 
     key: str
@@ -45,7 +45,7 @@ class Taint(_Model, kw_only=True):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
-class Toleration(_Model, kw_only=True):
+class Toleration(_Model, frozen=True, kw_only=True):
     """A pod or flavor toleration; an empty key with ``Exists`` tolerates everything."""
 
     key: str = ""
@@ -55,7 +55,7 @@ class Toleration(_Model, kw_only=True):
     toleration_seconds: int | None = None
 
 
-class ResourceFlavorSpec(_Model, kw_only=True):
+class ResourceFlavorSpec(_Model, frozen=True, kw_only=True):
     """ResourceFlavor spec: node labels injected on admission, taints, tolerations, TAS topology."""
 
     node_labels: dict[str, str] = {}
@@ -64,14 +64,14 @@ class ResourceFlavorSpec(_Model, kw_only=True):
     topology_name: str | None = None
 
 
-class ResourceFlavor(_Model, kw_only=True):
+class ResourceFlavor(_Model, frozen=True, kw_only=True):
     """kueue.x-k8s.io/v1beta2 ResourceFlavor (cluster-scoped)."""
 
     metadata: ObjectMeta
     spec: ResourceFlavorSpec = ResourceFlavorSpec()
 
 
-class ResourceQuota(_Model, kw_only=True):
+class ResourceQuota(_Model, frozen=True, kw_only=True):
     """Quota of one resource in one flavor; amounts are integers (cpu: millicores).
 
     ``None`` limits mean unlimited borrowing / lend everything (Kueue's nil).
@@ -83,21 +83,21 @@ class ResourceQuota(_Model, kw_only=True):
     lending_limit: int | None = None
 
 
-class FlavorQuotas(_Model, kw_only=True):
+class FlavorQuotas(_Model, frozen=True, kw_only=True):
     """The quotas a ClusterQueue or Cohort holds in one flavor, in coveredResources order."""
 
     name: str
     resources: list[ResourceQuota]
 
 
-class ResourceGroup(_Model, kw_only=True):
+class ResourceGroup(_Model, frozen=True, kw_only=True):
     """Resources that share one flavor choice, with the flavors tried in order."""
 
     covered_resources: list[str]
     flavors: list[FlavorQuotas]
 
 
-class LabelSelectorRequirement(_Model, kw_only=True):
+class LabelSelectorRequirement(_Model, frozen=True, kw_only=True):
     """One ``matchExpressions`` entry of a Kubernetes LabelSelector."""
 
     key: str
@@ -105,21 +105,21 @@ class LabelSelectorRequirement(_Model, kw_only=True):
     values: list[str] = []
 
 
-class LabelSelector(_Model, kw_only=True):
+class LabelSelector(_Model, frozen=True, kw_only=True):
     """A Kubernetes LabelSelector; the empty selector matches everything."""
 
     match_labels: dict[str, str] = {}
     match_expressions: list[LabelSelectorRequirement] = []
 
 
-class BorrowWithinCohort(_Model, kw_only=True):
+class BorrowWithinCohort(_Model, frozen=True, kw_only=True):
     """Preemption while borrowing (SEMANTICS §7.2)."""
 
     policy: Literal["Never", "LowerPriority"] = "Never"
     max_priority_threshold: int | None = None
 
 
-class ClusterQueuePreemption(_Model, kw_only=True):
+class ClusterQueuePreemption(_Model, frozen=True, kw_only=True):
     """ClusterQueue preemption policies; Kueue's default is Never everywhere."""
 
     reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Never"
@@ -127,7 +127,7 @@ class ClusterQueuePreemption(_Model, kw_only=True):
     borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort()
 
 
-class FlavorFungibility(_Model, kw_only=True):
+class FlavorFungibility(_Model, frozen=True, kw_only=True):
     """When to try the next flavor (SEMANTICS §5.7); defaults as Kueue's defaulting."""
 
     when_can_borrow: Literal["MayStopSearch", "TryNextFlavor"] = "MayStopSearch"
@@ -135,32 +135,32 @@ class FlavorFungibility(_Model, kw_only=True):
     preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
 
 
-class AdmissionCheckStrategyRule(_Model, kw_only=True):
+class AdmissionCheckStrategyRule(_Model, frozen=True, kw_only=True):
     """An admission check a ClusterQueue requires, optionally only on some flavors."""
 
     name: str
     on_flavors: list[str] = []
 
 
-class AdmissionChecksStrategy(_Model, kw_only=True):
+class AdmissionChecksStrategy(_Model, frozen=True, kw_only=True):
     """``spec.admissionChecksStrategy`` of a ClusterQueue."""
 
     admission_checks: list[AdmissionCheckStrategyRule] = []
 
 
-class FairSharing(_Model, kw_only=True):
+class FairSharing(_Model, frozen=True, kw_only=True):
     """Fair-sharing weight, kept as the exact Quantity string (default ``1``)."""
 
     weight: str = "1"
 
 
-class AdmissionScope(_Model, kw_only=True):
+class AdmissionScope(_Model, frozen=True, kw_only=True):
     """Admission fair sharing mode of a ClusterQueue (SEMANTICS §8)."""
 
     admission_mode: Literal["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"] = "NoAdmissionFairSharing"
 
 
-class ClusterQueueSpec(_Model, kw_only=True):
+class ClusterQueueSpec(_Model, frozen=True, kw_only=True):
     """ClusterQueue spec (SEMANTICS §1.3). ``namespaceSelector`` None matches no namespace."""
 
     resource_groups: list[ResourceGroup] = []
@@ -175,14 +175,14 @@ class ClusterQueueSpec(_Model, kw_only=True):
     admission_scope: AdmissionScope | None = None
 
 
-class ClusterQueue(_Model, kw_only=True):
+class ClusterQueue(_Model, frozen=True, kw_only=True):
     """kueue.x-k8s.io/v1beta2 ClusterQueue (cluster-scoped)."""
 
     metadata: ObjectMeta
     spec: ClusterQueueSpec = ClusterQueueSpec()
 
 
-class CohortSpec(_Model, kw_only=True):
+class CohortSpec(_Model, frozen=True, kw_only=True):
     """Cohort spec: an optional parent, extra shared quota, a fair-sharing weight (SEMANTICS §1.4)."""
 
     parent_name: str | None = None
@@ -190,14 +190,14 @@ class CohortSpec(_Model, kw_only=True):
     fair_sharing: FairSharing | None = None
 
 
-class Cohort(_Model, kw_only=True):
+class Cohort(_Model, frozen=True, kw_only=True):
     """kueue.x-k8s.io/v1beta2 Cohort (cluster-scoped)."""
 
     metadata: ObjectMeta
     spec: CohortSpec = CohortSpec()
 
 
-class LocalQueueSpec(_Model, kw_only=True):
+class LocalQueueSpec(_Model, frozen=True, kw_only=True):
     """LocalQueue spec: the ClusterQueue it feeds and its stop policy."""
 
     cluster_queue: str
@@ -205,14 +205,14 @@ class LocalQueueSpec(_Model, kw_only=True):
     fair_sharing: FairSharing | None = None
 
 
-class LocalQueue(_Model, kw_only=True):
+class LocalQueue(_Model, frozen=True, kw_only=True):
     """kueue.x-k8s.io/v1beta2 LocalQueue (namespaced)."""
 
     metadata: ObjectMeta
     spec: LocalQueueSpec
 
 
-class WorkloadPriorityClass(_Model, kw_only=True):
+class WorkloadPriorityClass(_Model, frozen=True, kw_only=True):
     """kueue.x-k8s.io/v1beta2 WorkloadPriorityClass: a named priority ``value``."""
 
     metadata: ObjectMeta
@@ -220,7 +220,7 @@ class WorkloadPriorityClass(_Model, kw_only=True):
     description: str = ""
 
 
-class PriorityClassRef(_Model, kw_only=True):
+class PriorityClassRef(_Model, frozen=True, kw_only=True):
     """``spec.priorityClassRef`` of a Workload."""
 
     group: str = "kueue.x-k8s.io"
@@ -228,7 +228,7 @@ class PriorityClassRef(_Model, kw_only=True):
     name: str
 
 
-class NodeSelectorRequirement(_Model, kw_only=True):
+class NodeSelectorRequirement(_Model, frozen=True, kw_only=True):
     """One expression of a required node affinity term."""
 
     key: str
@@ -236,13 +236,13 @@ class NodeSelectorRequirement(_Model, kw_only=True):
     values: list[str] = []
 
 
-class NodeSelectorTerm(_Model, kw_only=True):
+class NodeSelectorTerm(_Model, frozen=True, kw_only=True):
     """A required node affinity term: its expressions are ANDed; terms are ORed."""
 
     match_expressions: list[NodeSelectorRequirement] = []
 
 
-class PodsetSliceRequiredTopologyConstraint(_Model, kw_only=True):
+class PodsetSliceRequiredTopologyConstraint(_Model, frozen=True, kw_only=True):
     """One slice layer of a multi-layer slice request: groups of ``size`` pods in one domain of
     level ``topology`` (SEMANTICS-ADVANCED A.4.1, A.6.7; Kueue apis/kueue/v1beta2/workload_types.go)."""
 
@@ -250,7 +250,7 @@ class PodsetSliceRequiredTopologyConstraint(_Model, kw_only=True):
     size: int
 
 
-class PodSetTopologyRequest(_Model, kw_only=True):
+class PodSetTopologyRequest(_Model, frozen=True, kw_only=True):
     """``spec.podSets[].topologyRequest`` of a Workload (Kueue v1beta2 PodSetTopologyRequest).
 
     At most one of ``required`` / ``preferred`` (a level's node label) / ``unconstrained``;
@@ -273,7 +273,7 @@ class PodSetTopologyRequest(_Model, kw_only=True):
     podset_slice_required_topology_constraints: list[PodsetSliceRequiredTopologyConstraint] = []
 
 
-class PodSet(_Model, kw_only=True):
+class PodSet(_Model, frozen=True, kw_only=True):
     """One pod set: ``count`` pods, each requesting ``requests`` (amounts per pod).
 
     ``requests`` is the effective per-pod request (SEMANTICS §2.3: containers summed,
@@ -292,7 +292,7 @@ class PodSet(_Model, kw_only=True):
     misconfigured: str = ""  # why the pod set fails Kueue's admissibility checks, e.g. requests over limits
 
 
-class PodSetUpdate(_Model, kw_only=True):
+class PodSetUpdate(_Model, frozen=True, kw_only=True):
     """What a Ready admission check adds to one pod set's template at start (SEMANTICS-ADVANCED B.3)."""
 
     name: str
@@ -302,7 +302,7 @@ class PodSetUpdate(_Model, kw_only=True):
     tolerations: list[Toleration] = []
 
 
-class OwnerReference(_Model, kw_only=True):
+class OwnerReference(_Model, frozen=True, kw_only=True):
     """The job a Workload was made for (Kueue sets the Workload's owner reference to it)."""
 
     api_version: str
@@ -311,7 +311,7 @@ class OwnerReference(_Model, kw_only=True):
     uid: str = ""
 
 
-class WorkloadSpec(_Model, kw_only=True):
+class WorkloadSpec(_Model, frozen=True, kw_only=True):
     """Workload spec (SEMANTICS §1.6); ``priority`` None means 0."""
 
     pod_sets: list[PodSet]
@@ -322,7 +322,7 @@ class WorkloadSpec(_Model, kw_only=True):
     maximum_execution_time_seconds: int | None = None
 
 
-class Workload(_Model, kw_only=True):
+class Workload(_Model, frozen=True, kw_only=True):
     """kueue.x-k8s.io/v1beta2 Workload (namespaced), with the job it stands for in ``owner``."""
 
     metadata: ObjectMeta
@@ -340,13 +340,13 @@ class Workload(_Model, kw_only=True):
         return self.spec.priority or 0
 
 
-class AdmissionCheckSpec(_Model, kw_only=True):
+class AdmissionCheckSpec(_Model, frozen=True, kw_only=True):
     """AdmissionCheck spec: the controller that decides it."""
 
     controller_name: str = ""
 
 
-class AdmissionCheck(_Model, kw_only=True):
+class AdmissionCheck(_Model, frozen=True, kw_only=True):
     """kueue.x-k8s.io/v1beta2 AdmissionCheck (cluster-scoped); ``active`` mirrors its Active
     condition: True only once its controller set Active=True (SEMANTICS §1.8, §10.2)."""
 
@@ -355,13 +355,13 @@ class AdmissionCheck(_Model, kw_only=True):
     active: bool = True
 
 
-class Namespace(_Model, kw_only=True):
+class Namespace(_Model, frozen=True, kw_only=True):
     """A v1 Namespace: only its labels matter (ClusterQueue ``namespaceSelector``)."""
 
     metadata: ObjectMeta
 
 
-class FairSharingConfig(_Model, kw_only=True):
+class FairSharingConfig(_Model, frozen=True, kw_only=True):
     """Configuration ``fairSharing``: present means fair sharing is on (SEMANTICS §0.2)."""
 
     preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] = msgspec.field(
@@ -369,7 +369,7 @@ class FairSharingConfig(_Model, kw_only=True):
     )
 
 
-class AdmissionFairSharingConfig(_Model, kw_only=True):
+class AdmissionFairSharingConfig(_Model, frozen=True, kw_only=True):
     """Configuration ``admissionFairSharing`` (SEMANTICS §8); durations as Go duration strings."""
 
     usage_half_life_time: str = "168h"
@@ -377,7 +377,7 @@ class AdmissionFairSharingConfig(_Model, kw_only=True):
     resource_weights: dict[str, str] = {}
 
 
-class RequeuingStrategy(_Model, kw_only=True):
+class RequeuingStrategy(_Model, frozen=True, kw_only=True):
     """``waitForPodsReady.requeuingStrategy`` (SEMANTICS-ADVANCED C.1): where a workload evicted for
     PodsReadyTimeout goes back in its queue (``Eviction``: by eviction time, ``Creation``: its old
     place) and the backoff before it may be admitted again: base·2^(n−1) seconds, at most max;
@@ -389,7 +389,7 @@ class RequeuingStrategy(_Model, kw_only=True):
     backoff_max_seconds: int = 3600
 
 
-class WaitForPodsReadyConfig(_Model, kw_only=True):
+class WaitForPodsReadyConfig(_Model, frozen=True, kw_only=True):
     """Configuration ``waitForPodsReady`` (SEMANTICS §9.4, SEMANTICS-ADVANCED C.1); durations as Go
     duration strings (``30m``, ``90s``); ``recovery_timeout`` None means the same as ``timeout``
     and ``0s`` turns recovery checking off."""
@@ -401,7 +401,7 @@ class WaitForPodsReadyConfig(_Model, kw_only=True):
     requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
 
 
-class ResourceTransformation(_Model, kw_only=True):
+class ResourceTransformation(_Model, frozen=True, kw_only=True):
     """One ``resources.transformations`` entry (SEMANTICS §10.4); factors as Quantity strings."""
 
     input: str
@@ -410,7 +410,7 @@ class ResourceTransformation(_Model, kw_only=True):
     multiply_by: str | None = None
 
 
-class ResourcesConfig(_Model, kw_only=True):
+class ResourcesConfig(_Model, frozen=True, kw_only=True):
     """Configuration ``resources``: excluded prefixes, transformations, undeclared-resource policy."""
 
     exclude_resource_prefixes: list[str] = []
@@ -418,7 +418,7 @@ class ResourcesConfig(_Model, kw_only=True):
     quota_check_strategy: Literal["BlockUndeclared", "IgnoreUndeclared"] = "BlockUndeclared"
 
 
-class Configuration(_Model, kw_only=True):
+class Configuration(_Model, frozen=True, kw_only=True):
     """config.kueue.x-k8s.io/v1beta2 Configuration: the manager settings that change admission.
 
     Absent sections keep Kueue's defaults (fair sharing off, admission fair sharing off).
@@ -432,19 +432,19 @@ class Configuration(_Model, kw_only=True):
     feature_gates: dict[str, bool] = {}
 
 
-class TopologyLevel(_Model, kw_only=True):
+class TopologyLevel(_Model, frozen=True, kw_only=True):
     """One level of a Topology: the node label whose value names the level's domains."""
 
     node_label: str
 
 
-class TopologySpec(_Model, kw_only=True):
+class TopologySpec(_Model, frozen=True, kw_only=True):
     """Topology spec: 1..16 levels, widest first (SEMANTICS-ADVANCED A.1)."""
 
     levels: list[TopologyLevel]
 
 
-class Topology(_Model, kw_only=True):
+class Topology(_Model, frozen=True, kw_only=True):
     """kueue.x-k8s.io Topology (v1beta2 or v1alpha1, same shape; cluster-scoped)."""
 
     metadata: ObjectMeta
@@ -456,14 +456,14 @@ class Topology(_Model, kw_only=True):
         return [level.node_label for level in self.spec.levels]
 
 
-class NodeSpec(_Model, kw_only=True):
+class NodeSpec(_Model, frozen=True, kw_only=True):
     """The part of a v1 Node's spec TAS reads: taints and ``unschedulable``."""
 
     taints: list[Taint] = []
     unschedulable: bool = False
 
 
-class NodeStatus(_Model, kw_only=True):
+class NodeStatus(_Model, frozen=True, kw_only=True):
     """The part of a v1 Node's status TAS reads.
 
     ``allocatable``: integer amounts per resource (cpu in millicores, memory in bytes, ``pods``
@@ -476,7 +476,7 @@ class NodeStatus(_Model, kw_only=True):
     ready: str = ""
 
 
-class Node(_Model, kw_only=True):
+class Node(_Model, frozen=True, kw_only=True):
     """A v1 Node as TAS sees it (SEMANTICS-ADVANCED A.2.1): labels, taints, allocatable, Ready."""
 
     metadata: ObjectMeta
@@ -489,7 +489,7 @@ class Node(_Model, kw_only=True):
         return self.status.ready == "True" and not self.spec.unschedulable
 
 
-class PodUsage(_Model, kw_only=True):
+class PodUsage(_Model, frozen=True, kw_only=True):
     """A v1 Pod that kueue-es does not manage and that is not a TAS pod, as Kueue's non-TAS pod
     cache counts it (SEMANTICS-ADVANCED A.2.2; pkg/cache/scheduler/tas_non_tas_pod_cache.go).
 
@@ -510,7 +510,7 @@ class PodUsage(_Model, kw_only=True):
         return bool(self.node_name) and self.phase not in ("Succeeded", "Failed")
 
 
-class TopologyAssignmentIndividualValues(_Model, kw_only=True):
+class TopologyAssignmentIndividualValues(_Model, frozen=True, kw_only=True):
     """Per-domain values of one level in one slice: value i = prefix + roots[i] + suffix."""
 
     prefix: str | None = None
@@ -518,21 +518,21 @@ class TopologyAssignmentIndividualValues(_Model, kw_only=True):
     roots: list[str] = []
 
 
-class TopologyAssignmentLevelValues(_Model, kw_only=True):
+class TopologyAssignmentLevelValues(_Model, frozen=True, kw_only=True):
     """The values of one level in one slice: exactly one of ``universal`` or ``individual``."""
 
     universal: str | None = None
     individual: TopologyAssignmentIndividualValues | None = None
 
 
-class TopologyAssignmentPodCounts(_Model, kw_only=True):
+class TopologyAssignmentPodCounts(_Model, frozen=True, kw_only=True):
     """Pod counts of one slice: exactly one of ``universal`` (every domain) or ``individual``."""
 
     universal: int | None = None
     individual: list[int] = []
 
 
-class TopologyAssignmentSlice(_Model, kw_only=True):
+class TopologyAssignmentSlice(_Model, frozen=True, kw_only=True):
     """``domainCount`` consecutive domains of a TopologyAssignment, compactly encoded (A.8.1)."""
 
     domain_count: int
@@ -540,7 +540,7 @@ class TopologyAssignmentSlice(_Model, kw_only=True):
     pod_counts: TopologyAssignmentPodCounts
 
 
-class TopologyAssignment(_Model, kw_only=True):
+class TopologyAssignment(_Model, frozen=True, kw_only=True):
     """Kueue v1beta2 ``podSetAssignments[].topologyAssignment`` (SEMANTICS-ADVANCED A.8).
 
     The domains are the concatenation of the slices' domains; :mod:`kueue_es.events.tas` encodes

@@ -43,79 +43,79 @@ class WorkloadRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 # --- facts -----------------------------------------------------------------------------------
 
 
-class ResourceFlavorObserved(_Event, kw_only=True, tag="ResourceFlavorObserved"):
+class ResourceFlavorObserved(_Event, frozen=True, kw_only=True, tag="ResourceFlavorObserved"):
     """A ResourceFlavor as it now is."""
 
     flavor: models.ResourceFlavor
 
 
-class ClusterQueueObserved(_Event, kw_only=True, tag="ClusterQueueObserved"):
+class ClusterQueueObserved(_Event, frozen=True, kw_only=True, tag="ClusterQueueObserved"):
     """A ClusterQueue as it now is."""
 
     cluster_queue: models.ClusterQueue
 
 
-class CohortObserved(_Event, kw_only=True, tag="CohortObserved"):
+class CohortObserved(_Event, frozen=True, kw_only=True, tag="CohortObserved"):
     """A Cohort object as it now is."""
 
     cohort: models.Cohort
 
 
-class LocalQueueObserved(_Event, kw_only=True, tag="LocalQueueObserved"):
+class LocalQueueObserved(_Event, frozen=True, kw_only=True, tag="LocalQueueObserved"):
     """A LocalQueue as it now is."""
 
     local_queue: models.LocalQueue
 
 
-class WorkloadPriorityClassObserved(_Event, kw_only=True, tag="WorkloadPriorityClassObserved"):
+class WorkloadPriorityClassObserved(_Event, frozen=True, kw_only=True, tag="WorkloadPriorityClassObserved"):
     """A WorkloadPriorityClass as it now is."""
 
     priority_class: models.WorkloadPriorityClass
 
 
-class WorkloadObserved(_Event, kw_only=True, tag="WorkloadObserved"):
+class WorkloadObserved(_Event, frozen=True, kw_only=True, tag="WorkloadObserved"):
     """A workload as it now is: submitted, or changed while pending."""
 
     workload: models.Workload
 
 
-class AdmissionCheckObserved(_Event, kw_only=True, tag="AdmissionCheckObserved"):
+class AdmissionCheckObserved(_Event, frozen=True, kw_only=True, tag="AdmissionCheckObserved"):
     """An AdmissionCheck as it now is."""
 
     admission_check: models.AdmissionCheck
 
 
-class NamespaceObserved(_Event, kw_only=True, tag="NamespaceObserved"):
+class NamespaceObserved(_Event, frozen=True, kw_only=True, tag="NamespaceObserved"):
     """A Namespace as it now is (its labels feed namespaceSelector)."""
 
     namespace: models.Namespace
 
 
-class ConfigurationObserved(_Event, kw_only=True, tag="ConfigurationObserved"):
+class ConfigurationObserved(_Event, frozen=True, kw_only=True, tag="ConfigurationObserved"):
     """The manager Configuration now in force (fair sharing, resources, feature gates)."""
 
     configuration: models.Configuration
 
 
-class TopologyObserved(_Event, kw_only=True, tag="TopologyObserved"):
+class TopologyObserved(_Event, frozen=True, kw_only=True, tag="TopologyObserved"):
     """A kueue.x-k8s.io Topology as it now is (SEMANTICS-ADVANCED A.1)."""
 
     topology: models.Topology
 
 
-class NodeObserved(_Event, kw_only=True, tag="NodeObserved"):
+class NodeObserved(_Event, frozen=True, kw_only=True, tag="NodeObserved"):
     """A v1 Node as TAS sees it now: labels, taints, allocatable, Ready, unschedulable (A.2.1)."""
 
     node: models.Node
 
 
-class PodObserved(_Event, kw_only=True, tag="PodObserved"):
+class PodObserved(_Event, frozen=True, kw_only=True, tag="PodObserved"):
     """A pod kueue-es does not manage (and not a TAS pod), taking node capacity (A.2.2)."""
 
     pod: models.PodUsage
 
 
-class SchedulingRequested(_Event, kw_only=True, tag="SchedulingRequested"):
+class SchedulingRequested(_Event, frozen=True, kw_only=True, tag="SchedulingRequested"):
     """An operator (or the scenario runner) asks a decider for one cycle or to settle.
 
     ``mode`` ``cycle``: the decider's next cycle, committed even when empty, answers
@@ -128,7 +128,7 @@ class SchedulingRequested(_Event, kw_only=True, tag="SchedulingRequested"):
     role: str = "admit"
 
 
-class ObjectDeleted(_Event, kw_only=True, tag="ObjectDeleted"):
+class ObjectDeleted(_Event, frozen=True, kw_only=True, tag="ObjectDeleted"):
     """An object of ``kind`` is gone from the cluster (namespace "" for cluster-scoped)."""
 
     kind: str
@@ -137,7 +137,7 @@ class ObjectDeleted(_Event, kw_only=True, tag="ObjectDeleted"):
     uid: str = ""
 
 
-class WorkloadFinished(_Event, kw_only=True, tag="WorkloadFinished"):
+class WorkloadFinished(_Event, frozen=True, kw_only=True, tag="WorkloadFinished"):
     """The workload's job finished (succeeded or failed): its quota may be released."""
 
     workload: WorkloadRef
@@ -147,7 +147,7 @@ class WorkloadFinished(_Event, kw_only=True, tag="WorkloadFinished"):
     at_ms: int = 0
 
 
-class WorkloadStopped(_Event, kw_only=True, tag="WorkloadStopped"):
+class WorkloadStopped(_Event, frozen=True, kw_only=True, tag="WorkloadStopped"):
     """After an eviction, the workload's job no longer runs (Kueue's ``!job.IsActive()``).
 
     Reported by the watcher once the evicted job is suspended and has no active
@@ -164,7 +164,7 @@ class WorkloadStopped(_Event, kw_only=True, tag="WorkloadStopped"):
 CheckState = Literal["Pending", "Ready", "Retry", "Rejected"]
 
 
-class AdmissionCheckStateChanged(_Event, kw_only=True, tag="AdmissionCheckStateChanged"):
+class AdmissionCheckStateChanged(_Event, frozen=True, kw_only=True, tag="AdmissionCheckStateChanged"):
     """An admission check controller set ``check`` of ``workload`` to ``state``
     (Workload ``status.admissionChecks[]``, SEMANTICS §9.5, SEMANTICS-ADVANCED B.2, B.5).
 
@@ -183,7 +183,7 @@ class AdmissionCheckStateChanged(_Event, kw_only=True, tag="AdmissionCheckStateC
     at_ms: int = 0
 
 
-class WorkloadPodsReady(_Event, kw_only=True, tag="WorkloadPodsReady"):
+class WorkloadPodsReady(_Event, frozen=True, kw_only=True, tag="WorkloadPodsReady"):
     """The workload's PodsReady condition as its job reports it (SEMANTICS-ADVANCED C.2).
 
     ``ready`` True: every pod the job needs is running or done (reason ``Started`` or
@@ -197,7 +197,7 @@ class WorkloadPodsReady(_Event, kw_only=True, tag="WorkloadPodsReady"):
     at_ms: int = 0
 
 
-class ObjectRejected(_Event, kw_only=True, tag="ObjectRejected"):
+class ObjectRejected(_Event, frozen=True, kw_only=True, tag="ObjectRejected"):
     """Bad input seen in the cluster: kept on the log so a user can see why nothing happened.
 
     The previously observed valid version of the object (if any) stays in force.
@@ -214,7 +214,7 @@ class ObjectRejected(_Event, kw_only=True, tag="ObjectRejected"):
 # --- decisions -------------------------------------------------------------------------------
 
 
-class DecisionRecord(_Event, kw_only=True, tag="DecisionRecord"):
+class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
     """Head of one committed decision batch: what the decider saw and what it output.
 
     ``basis_seq`` is the last log sequence folded into the state it decided on;
@@ -253,7 +253,7 @@ class PodSetAssignment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"
     delayed_topology_request: str = ""
 
 
-class QuotaReserved(_Event, kw_only=True, tag="QuotaReserved"):
+class QuotaReserved(_Event, frozen=True, kw_only=True, tag="QuotaReserved"):
     """The workload holds quota in ``cluster_queue`` (Kueue's QuotaReserved=True)."""
 
     workload: WorkloadRef
@@ -262,7 +262,7 @@ class QuotaReserved(_Event, kw_only=True, tag="QuotaReserved"):
     at_ms: int
 
 
-class WorkloadAdmitted(_Event, kw_only=True, tag="WorkloadAdmitted"):
+class WorkloadAdmitted(_Event, frozen=True, kw_only=True, tag="WorkloadAdmitted"):
     """The workload is admitted (quota reserved and every admission check Ready): it may start."""
 
     workload: WorkloadRef
@@ -297,7 +297,7 @@ class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         return any(idx != -1 for per_pod_set in self.tried for idx in per_pod_set.values())
 
 
-class WorkloadInadmissible(_Event, kw_only=True, tag="WorkloadInadmissible"):
+class WorkloadInadmissible(_Event, frozen=True, kw_only=True, tag="WorkloadInadmissible"):
     """Why the workload still waits; recorded when the reason changes, not every cycle.
 
     ``reason`` is Kueue's condition reason (``Pending``, ``Inadmissible``);
@@ -316,7 +316,7 @@ class WorkloadInadmissible(_Event, kw_only=True, tag="WorkloadInadmissible"):
     bookmark: FlavorBookmark | None = None
 
 
-class QuotaReleased(_Event, kw_only=True, tag="QuotaReleased"):
+class QuotaReleased(_Event, frozen=True, kw_only=True, tag="QuotaReleased"):
     """The workload no longer holds quota; ``cause_seq`` is the fact that justified it."""
 
     workload: WorkloadRef
@@ -338,7 +338,7 @@ class PreemptionTarget(msgspec.Struct, frozen=True, kw_only=True, rename="camel"
     reason: str
 
 
-class PreemptionRequired(_Event, kw_only=True, tag="PreemptionRequired"):
+class PreemptionRequired(_Event, frozen=True, kw_only=True, tag="PreemptionRequired"):
     """The admitter's nomination: the workload fits only if ``targets`` are evicted.
 
     ``pod_set_assignments`` is the flavor assignment it would then take; ``targets``
@@ -356,7 +356,7 @@ class PreemptionRequired(_Event, kw_only=True, tag="PreemptionRequired"):
     at_ms: int
 
 
-class PreemptionIssued(_Event, kw_only=True, tag="PreemptionIssued"):
+class PreemptionIssued(_Event, frozen=True, kw_only=True, tag="PreemptionIssued"):
     """The preemptor's answer to the nomination logged at ``nomination_seq``.
 
     ``targets`` are the victims evicted for ``workload`` (the preemptor); each one not
@@ -373,7 +373,7 @@ class PreemptionIssued(_Event, kw_only=True, tag="PreemptionIssued"):
     at_ms: int
 
 
-class EvictionRequested(_Event, kw_only=True, tag="EvictionRequested"):
+class EvictionRequested(_Event, frozen=True, kw_only=True, tag="EvictionRequested"):
     """Evict ``workload``: Kueue's Evicted=True with ``reason`` (``Preempted``, or
     ``ClusterQueueStopped`` / ``LocalQueueStopped`` for HoldAndDrain) and, for a
     preemption, Preempted=True with ``preemption_reason`` for ``preemptor``. It keeps its
@@ -396,7 +396,7 @@ class EvictionRequested(_Event, kw_only=True, tag="EvictionRequested"):
     requeue_count: int = 0
 
 
-class WorkloadDeactivated(_Event, kw_only=True, tag="WorkloadDeactivated"):
+class WorkloadDeactivated(_Event, frozen=True, kw_only=True, tag="WorkloadDeactivated"):
     """Kueue sets the workload's ``spec.active`` to false (its DeactivationTarget condition):
     ``reason`` ``AdmissionCheck`` (a check was Rejected), ``RequeuingLimitExceeded`` (too many
     PodsReady timeouts) or ``MaximumExecutionTimeExceeded`` (SEMANTICS §9.2, §9.4-§9.6).
@@ -412,7 +412,7 @@ class WorkloadDeactivated(_Event, kw_only=True, tag="WorkloadDeactivated"):
     at_ms: int
 
 
-class WorkloadRequeued(_Event, kw_only=True, tag="WorkloadRequeued"):
+class WorkloadRequeued(_Event, frozen=True, kw_only=True, tag="WorkloadRequeued"):
     """The workload's backoff after an eviction is over: it goes back to its queue
     (Kueue's Requeued=True, reason ``BackoffFinished``; SEMANTICS §3.7). Until then it
     waits out of the queue from the QuotaReleased that ended its eviction."""
@@ -423,7 +423,7 @@ class WorkloadRequeued(_Event, kw_only=True, tag="WorkloadRequeued"):
     at_ms: int
 
 
-class TopologyAssigned(_Event, kw_only=True, tag="TopologyAssigned"):
+class TopologyAssigned(_Event, frozen=True, kw_only=True, tag="TopologyAssigned"):
     """The TAS placement of a workload holding (or taking) quota in ``cluster_queue``: per pod
     set name, its topology assignment in Kueue's v1beta2 encoding (SEMANTICS-ADVANCED A.6, A.8;
     decode with :func:`kueue_es.events.tas.decode`). Pod sets without TAS are absent."""
@@ -437,7 +437,7 @@ class TopologyAssigned(_Event, kw_only=True, tag="TopologyAssigned"):
 # --- dispatch results ------------------------------------------------------------------------
 
 
-class DispatchApplied(_Event, kw_only=True, tag="DispatchApplied"):
+class DispatchApplied(_Event, frozen=True, kw_only=True, tag="DispatchApplied"):
     """The dispatcher wrote decision ``decision_seq`` to Kubernetes (``action`` says what)."""
 
     workload: WorkloadRef
@@ -447,7 +447,7 @@ class DispatchApplied(_Event, kw_only=True, tag="DispatchApplied"):
     node_selector: dict[str, str] = {}
 
 
-class DispatchFailed(_Event, kw_only=True, tag="DispatchFailed"):
+class DispatchFailed(_Event, frozen=True, kw_only=True, tag="DispatchFailed"):
     """The dispatcher could not write decision ``decision_seq``; ``status`` is the HTTP status."""
 
     workload: WorkloadRef
@@ -496,7 +496,7 @@ Decision = (
 DispatchResult = DispatchApplied | DispatchFailed
 Event = Fact | Decision | DispatchResult
 
-FACT_TYPES: tuple[type, ...] = Fact.__args__  # type: ignore[attr-defined]
-DECISION_TYPES: tuple[type, ...] = Decision.__args__  # type: ignore[attr-defined]
-DISPATCH_TYPES: tuple[type, ...] = DispatchResult.__args__  # type: ignore[attr-defined]
+FACT_TYPES: tuple[type, ...] = Fact.__args__
+DECISION_TYPES: tuple[type, ...] = Decision.__args__
+DISPATCH_TYPES: tuple[type, ...] = DispatchResult.__args__
 ALL_TYPES: tuple[type, ...] = FACT_TYPES + DECISION_TYPES + DISPATCH_TYPES
