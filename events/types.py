@@ -496,7 +496,7 @@ Decision = (
 DispatchResult = DispatchApplied | DispatchFailed
 Event = Fact | Decision | DispatchResult
 
-FACT_TYPES: tuple[type, ...] = Fact.__args__
-DECISION_TYPES: tuple[type, ...] = Decision.__args__
-DISPATCH_TYPES: tuple[type, ...] = DispatchResult.__args__
-ALL_TYPES: tuple[type, ...] = FACT_TYPES + DECISION_TYPES + DISPATCH_TYPES
+FACT_TYPES: tuple[type[Fact], ...] = Fact.__args__
+DECISION_TYPES: tuple[type[Decision], ...] = Decision.__args__
+DISPATCH_TYPES: tuple[type[DispatchResult], ...] = DispatchResult.__args__
+ALL_TYPES: tuple[type[Event], ...] = FACT_TYPES + DECISION_TYPES + DISPATCH_TYPES

@@ -366,10 +366,10 @@ def _schema(node: Mapping[str, Any], defs: Mapping[str, Any], *, path: str) -> d
     if kind == "object" and "properties" in node:
         return _struct(node, defs, path=path)
     if kind == "object":
-        values = node.get("additionalProperties")
-        if not isinstance(values, Mapping):
+        item_schema = node.get("additionalProperties")
+        if not isinstance(item_schema, Mapping):
             raise SchemaError(f"{path}: an object without properties needs typed additionalProperties")
-        return {"type": "object", "additionalProperties": _schema(values, defs, path=f"{path}{{}}")}
+        return {"type": "object", "additionalProperties": _schema(item_schema, defs, path=f"{path}{{}}")}
     if kind == "array":
         return {"type": "array", "items": _schema(node["items"], defs, path=f"{path}[]")}
     if kind in ("string", "integer", "boolean", "number"):

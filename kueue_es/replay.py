@@ -125,15 +125,15 @@ def _check(
         replayed = rest[index - 1].data if index <= len(rest) else b""
         stored = by_seq.get(head_seq + index)
         candidates.append((index, replayed, stored.data if stored else b""))
-    for index, replayed, stored in candidates:
-        if replayed != stored:
+    for index, replayed, stored_data in candidates:
+        if replayed != stored_data:
             report.mismatches.append(
                 Mismatch(
                     decision_id=record.decision_id,
                     head_seq=head_seq,
                     basis_seq=record.basis_seq,
                     index=index,
-                    stored=stored.decode(errors="replace"),
+                    stored=stored_data.decode(errors="replace"),
                     replayed=replayed.decode(errors="replace"),
                 )
             )

@@ -23,7 +23,7 @@ import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from kueue_es.perfbench.generator import Generated, PlannedWorkload
+from kueue_es.perfbench.generator import Generated, PlannedWorkload, QueueSpec
 
 
 @dataclass(kw_only=True)
@@ -143,7 +143,7 @@ def _admit(
     events: list[tuple[int, int, int]],
     classes: dict[str, IdealClass],
     class_work: dict[str, int],
-    queues: dict[str, object],
+    queues: dict[str, QueueSpec],
 ) -> None:
     """Admit what fits in ``cohort`` at ``now``, in (priority desc, creation, index) order."""
     waiting = pending[cohort]
@@ -169,5 +169,5 @@ def _admit(
         stats.total_admission_ms += now - wl.offset_ms
         stats.total_finish_ms += finish - wl.offset_ms
         queue = queues[wl.cluster_queue]
-        class_work[queue.class_name] += cpu * wl.runtime_ms  # type: ignore[attr-defined]
+        class_work[queue.class_name] += cpu * wl.runtime_ms
     pending[cohort] = kept

@@ -248,7 +248,8 @@ class _BusRun:
 
     async def _fold_all(self) -> tuple[ClusterState, list[tuple[int, types.Event]]]:
         assert self.bus is not None
-        state, log = ClusterState(), []
+        state = ClusterState()
+        log: list[tuple[int, types.Event]] = []
         last = await self.bus.last_seq()
         if not last:
             return state, log

@@ -55,8 +55,7 @@ from kueue_es.services.kube import resources
 
 logger = structlog.get_logger(__name__)
 
-# kmock exports Response at the top level but leaves it out of its __all__.
-_KmockResponse = kmock.Response  # type: ignore[attr-defined]
+_KmockResponse = kmock.Response
 
 _TRUE = ("true", "1")
 APPLY_PATCH = "application/apply-patch+yaml"
