@@ -10,7 +10,7 @@ while reading (and reporting) the files you edit. ``.ci/run`` runs it before ``l
 and ``mypy``; run it again after adding or moving a module::
 
     .venv/bin/python scripts/import_tree.py
-    PYTHONPATH=build/import-tree .venv/bin/lint-imports
+    (cd build/import-tree && ../../.venv/bin/lint-imports ../../.importlinter)
     .venv/bin/mypy
 
 The mapping is read from the installed package (``importlib.util.find_spec``), so a folder

@@ -113,7 +113,7 @@ def test_a_contract_reports_a_forbidden_import(probe: Probe, tree: Path) -> None
     planted.write_text(probe.source)
     try:
         result = subprocess.run(
-            [str(LINT_IMPORTS), "--config", str(ROOT / ".importlinter"), "--contract", probe.contract, "--no-cache"],
+            [str(LINT_IMPORTS), str(ROOT / ".importlinter"), "--contract", probe.contract, "--no-cache"],
             cwd=tree,
             capture_output=True,
             text=True,
