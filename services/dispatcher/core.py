@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,7 +112,7 @@ def merged_tolerations(current: list[dict[str, Any]], added: list[dict[str, Any]
 
 
 def restored_pod_spec(
-    pod_spec: dict[str, Any],
+    pod_spec: Mapping[str, Any],
     *,
     node_selector: dict[str, str | None],
     tolerations: list[dict[str, Any]],
@@ -130,10 +131,10 @@ def restored_pod_spec(
     budget = Counter(_toleration_key(t) for t in own_tolerations)
     kept: list[dict[str, Any]] = []
     for toleration in pod_spec.get("tolerations") or []:
-        key = _toleration_key(toleration)
-        if key in added and budget[key] <= 0:
+        same = _toleration_key(toleration)
+        if same in added and budget[same] <= 0:
             continue  # a copy the start added
-        budget[key] -= 1
+        budget[same] -= 1
         kept.append(toleration)
     return selector, kept
 
@@ -167,7 +168,7 @@ class StopJob:
     annotations: list[str] = field(default_factory=list)
     scheduling_gates: list[str] = field(default_factory=list)
 
-    def patch(self, *, current_pod_spec: dict[str, Any]) -> dict[str, Any]:
+    def patch(self, *, current_pod_spec: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON merge patch for the Job, given its pod template's current ``spec``.
 
         Suspends it, marks it evicted and restores nodeSelector and tolerations; the
@@ -278,7 +279,7 @@ def _eviction_marks(reason: str | None, seq: int) -> dict[str, str | None]:
     return {EVICTED_ANNOTATION: reason, EVICTION_SEQ_ANNOTATION: str(seq)}
 
 
-def _replicated_jobs(current: dict[str, Any], change: Any) -> list[dict[str, Any]]:
+def _replicated_jobs(current: Mapping[str, Any], change: Any) -> list[dict[str, Any]]:
     """The JobSet's ``spec.replicatedJobs`` with ``change(info, pod template)`` applied to each one's template."""
     rjobs = copy.deepcopy((current.get("spec") or {}).get("replicatedJobs") or [])
     for rjob in rjobs:
@@ -301,7 +302,7 @@ class StartJobSet:
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
 
-    def patch(self, current: dict[str, Any]) -> dict[str, Any]:
+    def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
         """The merge patch for the JobSet as it is now (``replicatedJobs`` is a list: sent whole)."""
         change = {info.name: info.started for info in self.pod_sets}
         metadata: dict[str, Any] = {"annotations": _eviction_marks(None, 0)}
@@ -323,7 +324,7 @@ class StopJobSet:
     decision_seq: int
     pod_sets: list[PodSetInfo] = field(default_factory=list)
 
-    def patch(self, current: dict[str, Any]) -> dict[str, Any]:
+    def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
         """The merge patch for the JobSet as it is now; applied twice it changes nothing the second time."""
         change = {info.name: info.stopped for info in self.pod_sets}
         metadata: dict[str, Any] = {"annotations": _eviction_marks(self.reason, self.decision_seq)}
@@ -345,7 +346,7 @@ class StartPods:
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
 
-    def patch(self, pod: dict[str, Any], *, pod_set: str) -> dict[str, Any] | None:
+    def patch(self, pod: Mapping[str, Any], *, pod_set: str) -> dict[str, Any] | None:
         """The merge patch that starts ``pod`` as a member of ``pod_set``; None for a pod no longer gated
         (already started) or a pod set this workload does not have."""
         info = next((i for i in self.pod_sets if i.name == pod_set), None)

@@ -157,8 +157,8 @@ def _greedy(assignment: tas.Assignment, pods: Sequence[Mapping[str, Any]]) -> li
     placed: dict[tuple[str, ...], int] = {}
     for pod in pods:
         if not is_gated(pod):
-            domain = _domain_of(pod, assignment.levels)
-            placed[domain] = placed.get(domain, 0) + 1
+            where = _domain_of(pod, assignment.levels)
+            placed[where] = placed.get(where, 0) + 1
     out: list[Ungate] = []
     for domain in assignment.domains:
         wanted = max(domain.count - placed.get(domain.values, 0), 0)

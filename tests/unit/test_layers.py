@@ -13,12 +13,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ("events", "projections", "services")
-RUNNERS = ("service.py", "simulated.py")  # a service's runners: the dispatcher's real and simulated API writers
+RUNNERS = (  # a service's runners: the dispatcher's real and simulated API writers and their collaborators
+    "service.py",
+    "simulated.py",
+    "kube_api.py",
+    "job_writes.py",
+    "object_sync.py",
+    "recording.py",
+    "ungating.py",
+)
 SERVICE_PACKAGES = ("watcher", "admitter", "preemptor", "tas_placer", "dispatcher")
 KUBE_ALLOWED = (  # the Kubernetes edge: API clients, the watcher and dispatcher runners, `up` and leases
     "services/kube/",
     "services/watcher/service.py",
     "services/dispatcher/service.py",
+    "services/dispatcher/kube_api.py",
     "kueue_es/cli.py",
     "kueue_es/supervisor.py",
     "services/leader.py",
