@@ -8,7 +8,9 @@ evicted one by suspending it and restoring the pod template it had before
 (SEMANTICS §7.8; reconciler.go step 6 "handle eviction", stopJob;
 pkg/controller/jobs/job/job_controller.go Stop, RestorePodSetsInfo). This module
 decides those writes from the folded state; the runner (``kueue_es.services.dispatcher.service``)
-performs them and records the result on the log.
+has them performed (:mod:`kueue_es.services.dispatcher.job_writes`) and records the result on
+the log. :func:`plan` names the events it acts on (:data:`PLAN_HANDLED`) and those it ignores
+(:data:`PLAN_IGNORED`); any other fails it.
 
 The same for a JobSet (Kueue pkg/controller/jobs/jobset: ``spec.suspend``, one pod
 template per replicated job) and for plain Pods and pod groups (pkg/controller/jobs/pod:
@@ -26,7 +28,7 @@ import copy
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from kueue_es.events import tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
@@ -612,18 +614,72 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
     return [("ClusterQueue", "", name), *lqs]
 
 
+PLAN_HANDLED = (types.WorkloadAdmitted, types.EvictionRequested)
+"""The events :func:`plan` turns into a write: an admission starts a job, an eviction stops it."""
+
+PLAN_IGNORED = (
+    # facts: the cluster as the watcher saw it; the dispatcher folds them, writes nothing for them
+    types.ResourceFlavorObserved,
+    types.ClusterQueueObserved,
+    types.CohortObserved,
+    types.LocalQueueObserved,
+    types.WorkloadPriorityClassObserved,
+    types.WorkloadObserved,
+    types.AdmissionCheckObserved,
+    types.NamespaceObserved,
+    types.ConfigurationObserved,
+    types.SchedulingRequested,
+    types.ObjectDeleted,
+    types.WorkloadFinished,
+    types.WorkloadStopped,
+    types.AdmissionCheckStateChanged,
+    types.WorkloadPodsReady,
+    types.ObjectRejected,
+    types.TopologyObserved,
+    types.NodeObserved,
+    types.PodObserved,
+    # decisions that write no job (the Workload's status, if any, is object_sync's): a reservation is not
+    # an admission until WorkloadAdmitted; a release follows the eviction that stopped the job; a
+    # deactivation stops it through the EvictionRequested that follows
+    types.DecisionRecord,
+    types.QuotaReserved,
+    types.WorkloadInadmissible,
+    types.QuotaReleased,
+    types.PreemptionRequired,
+    types.PreemptionIssued,
+    types.WorkloadDeactivated,
+    types.WorkloadRequeued,
+    types.TopologyAssigned,
+    # the dispatcher's own results
+    types.DispatchApplied,
+    types.DispatchFailed,
+)
+"""The events :func:`plan` ignores, named: an event type in neither tuple fails :func:`plan` (and the
+unit test that walks the event union), so a new one is classified before it is dispatched."""
+
+
 def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | None:
     """The write ``event`` (logged at ``seq``) calls for, given ``view`` folded at least up to it; None if none.
 
     WorkloadAdmitted of a workload made for a batch/v1 Job, a JobSet or Pods starts
     it (FailStart when its pod set information conflicts); EvictionRequested of one
-    that still holds quota stops it. Every other event is ignored by the dispatcher.
+    that still holds quota stops it. The events of :data:`PLAN_IGNORED` call for
+    nothing; any other raises AssertionError.
     """
-    state = view.cluster
-    if isinstance(event, types.EvictionRequested):
-        return _plan_stop(view, event, seq=seq)
-    if not isinstance(event, types.WorkloadAdmitted):
+    if isinstance(event, PLAN_IGNORED):
         return None
+    match event:
+        case types.EvictionRequested():
+            return _plan_stop(view, event, seq=seq)
+        case types.WorkloadAdmitted():
+            return _plan_start(view, event)
+        case _:
+            assert_never(event)
+
+
+def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | None:
+    """The start of an admitted workload's job (see :func:`plan`)."""
+    state = view.cluster
     current = state.workloads.get(event.workload.key)
     if current is None or current.reservation is None or current.gone or current.eviction is not None:
         return None  # an eviction already on the log: Kueue's reconciler does not start it either
