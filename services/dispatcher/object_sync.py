@@ -25,7 +25,7 @@ import structlog
 
 from kueue_es.events import subjects, types
 from kueue_es.events.bus.base import Bus
-from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, objects, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
 from kueue_es.services.dispatcher.objects import ObjectKey

@@ -43,9 +43,7 @@ def decision_ms(decision: types.Event) -> int:
 class Recording:
     """Writes the Events of a batch's decisions and of its job writes, through its own ``limiter``."""
 
-    def __init__(
-        self, *, api: KubeApi, limiter: WriteLimiter, view: core.DispatchState, stored: StoredObjects
-    ) -> None:
+    def __init__(self, *, api: KubeApi, limiter: WriteLimiter, view: core.DispatchState, stored: StoredObjects) -> None:
         self.api, self.limiter, self.view, self.stored = api, limiter, view, stored
         self.written = 0
         self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
