@@ -8,7 +8,9 @@ evicted one by suspending it and restoring the pod template it had before
 (SEMANTICS §7.8; reconciler.go step 6 "handle eviction", stopJob;
 pkg/controller/jobs/job/job_controller.go Stop, RestorePodSetsInfo). This module
 decides those writes from the folded state; the runner (``kueue_es.services.dispatcher.service``)
-performs them and records the result on the log.
+has them performed (:mod:`kueue_es.services.dispatcher.job_writes`) and records the result on
+the log. :func:`plan` names the events it acts on (:data:`PLAN_HANDLED`) and those it ignores
+(:data:`PLAN_IGNORED`); any other fails it.
 
 The same for a JobSet (Kueue pkg/controller/jobs/jobset: ``spec.suspend``, one pod
 template per replicated job) and for plain Pods and pod groups (pkg/controller/jobs/pod:
@@ -24,8 +26,9 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from kueue_es.events import tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
@@ -111,7 +114,7 @@ def merged_tolerations(current: list[dict[str, Any]], added: list[dict[str, Any]
 
 
 def restored_pod_spec(
-    pod_spec: dict[str, Any],
+    pod_spec: Mapping[str, Any],
     *,
     node_selector: dict[str, str | None],
     tolerations: list[dict[str, Any]],
@@ -130,10 +133,10 @@ def restored_pod_spec(
     budget = Counter(_toleration_key(t) for t in own_tolerations)
     kept: list[dict[str, Any]] = []
     for toleration in pod_spec.get("tolerations") or []:
-        key = _toleration_key(toleration)
-        if key in added and budget[key] <= 0:
+        same = _toleration_key(toleration)
+        if same in added and budget[same] <= 0:
             continue  # a copy the start added
-        budget[key] -= 1
+        budget[same] -= 1
         kept.append(toleration)
     return selector, kept
 
@@ -167,7 +170,7 @@ class StopJob:
     annotations: list[str] = field(default_factory=list)
     scheduling_gates: list[str] = field(default_factory=list)
 
-    def patch(self, *, current_pod_spec: dict[str, Any]) -> dict[str, Any]:
+    def patch(self, *, current_pod_spec: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON merge patch for the Job, given its pod template's current ``spec``.
 
         Suspends it, marks it evicted and restores nodeSelector and tolerations; the
@@ -278,7 +281,7 @@ def _eviction_marks(reason: str | None, seq: int) -> dict[str, str | None]:
     return {EVICTED_ANNOTATION: reason, EVICTION_SEQ_ANNOTATION: str(seq)}
 
 
-def _replicated_jobs(current: dict[str, Any], change: Any) -> list[dict[str, Any]]:
+def _replicated_jobs(current: Mapping[str, Any], change: Any) -> list[dict[str, Any]]:
     """The JobSet's ``spec.replicatedJobs`` with ``change(info, pod template)`` applied to each one's template."""
     rjobs = copy.deepcopy((current.get("spec") or {}).get("replicatedJobs") or [])
     for rjob in rjobs:
@@ -301,7 +304,7 @@ class StartJobSet:
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
 
-    def patch(self, current: dict[str, Any]) -> dict[str, Any]:
+    def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
         """The merge patch for the JobSet as it is now (``replicatedJobs`` is a list: sent whole)."""
         change = {info.name: info.started for info in self.pod_sets}
         metadata: dict[str, Any] = {"annotations": _eviction_marks(None, 0)}
@@ -323,7 +326,7 @@ class StopJobSet:
     decision_seq: int
     pod_sets: list[PodSetInfo] = field(default_factory=list)
 
-    def patch(self, current: dict[str, Any]) -> dict[str, Any]:
+    def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
         """The merge patch for the JobSet as it is now; applied twice it changes nothing the second time."""
         change = {info.name: info.stopped for info in self.pod_sets}
         metadata: dict[str, Any] = {"annotations": _eviction_marks(self.reason, self.decision_seq)}
@@ -345,7 +348,7 @@ class StartPods:
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
 
-    def patch(self, pod: dict[str, Any], *, pod_set: str) -> dict[str, Any] | None:
+    def patch(self, pod: Mapping[str, Any], *, pod_set: str) -> dict[str, Any] | None:
         """The merge patch that starts ``pod`` as a member of ``pod_set``; None for a pod no longer gated
         (already started) or a pod set this workload does not have."""
         info = next((i for i in self.pod_sets if i.name == pod_set), None)
@@ -611,18 +614,72 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
     return [("ClusterQueue", "", name), *lqs]
 
 
+PLAN_HANDLED = (types.WorkloadAdmitted, types.EvictionRequested)
+"""The events :func:`plan` turns into a write: an admission starts a job, an eviction stops it."""
+
+PLAN_IGNORED = (
+    # facts: the cluster as the watcher saw it; the dispatcher folds them, writes nothing for them
+    types.ResourceFlavorObserved,
+    types.ClusterQueueObserved,
+    types.CohortObserved,
+    types.LocalQueueObserved,
+    types.WorkloadPriorityClassObserved,
+    types.WorkloadObserved,
+    types.AdmissionCheckObserved,
+    types.NamespaceObserved,
+    types.ConfigurationObserved,
+    types.SchedulingRequested,
+    types.ObjectDeleted,
+    types.WorkloadFinished,
+    types.WorkloadStopped,
+    types.AdmissionCheckStateChanged,
+    types.WorkloadPodsReady,
+    types.ObjectRejected,
+    types.TopologyObserved,
+    types.NodeObserved,
+    types.PodObserved,
+    # decisions that write no job (the Workload's status, if any, is object_sync's): a reservation is not
+    # an admission until WorkloadAdmitted; a release follows the eviction that stopped the job; a
+    # deactivation stops it through the EvictionRequested that follows
+    types.DecisionRecord,
+    types.QuotaReserved,
+    types.WorkloadInadmissible,
+    types.QuotaReleased,
+    types.PreemptionRequired,
+    types.PreemptionIssued,
+    types.WorkloadDeactivated,
+    types.WorkloadRequeued,
+    types.TopologyAssigned,
+    # the dispatcher's own results
+    types.DispatchApplied,
+    types.DispatchFailed,
+)
+"""The events :func:`plan` ignores, named: an event type in neither tuple fails :func:`plan` (and the
+unit test that walks the event union), so a new one is classified before it is dispatched."""
+
+
 def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | None:
     """The write ``event`` (logged at ``seq``) calls for, given ``view`` folded at least up to it; None if none.
 
     WorkloadAdmitted of a workload made for a batch/v1 Job, a JobSet or Pods starts
     it (FailStart when its pod set information conflicts); EvictionRequested of one
-    that still holds quota stops it. Every other event is ignored by the dispatcher.
+    that still holds quota stops it. The events of :data:`PLAN_IGNORED` call for
+    nothing; any other raises AssertionError.
     """
-    state = view.cluster
-    if isinstance(event, types.EvictionRequested):
-        return _plan_stop(view, event, seq=seq)
-    if not isinstance(event, types.WorkloadAdmitted):
+    if isinstance(event, PLAN_IGNORED):
         return None
+    match event:
+        case types.EvictionRequested():
+            return _plan_stop(view, event, seq=seq)
+        case types.WorkloadAdmitted():
+            return _plan_start(view, event)
+        case _:
+            assert_never(event)
+
+
+def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | None:
+    """The start of an admitted workload's job (see :func:`plan`)."""
+    state = view.cluster
     current = state.workloads.get(event.workload.key)
     if current is None or current.reservation is None or current.gone or current.eviction is not None:
         return None  # an eviction already on the log: Kueue's reconciler does not start it either

@@ -18,7 +18,7 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
   (preemption.go; kueue-es has no priority boost, so boost is 0).
 
 Pure: the decision and the cluster as folded in, Events out; the dispatcher writes them
-(:mod:`kueue_es.services.dispatcher.service`). Messages longer than Kueue's event limit (1024
+(:mod:`kueue_es.services.dispatcher.recording`). Messages longer than Kueue's event limit (1024
 characters, api.TruncateEventMessage) are cut the same way.
 """
 

@@ -1,10 +1,11 @@
 """The dispatcher against a simulated Kubernetes API, for ``kueue-es bench --config``.
 
 The real dispatcher (:mod:`.service`) reads a Job, patches it and records the
-result. Here there is no API server: each Job write (start an admitted workload,
-stop an evicted one) takes a slot from the same client-go-like write limiter and
-then "lands" at once, and the dispatcher records its DispatchApplied as usual, so a
-workload starts when its dispatch write lands. The limiter is the only cost of the
+result. Here there is no API server (:class:`SimulatedApi` holds no objects): each
+Job write (start an admitted workload, stop an evicted one, :class:`SimulatedJobWrites`)
+takes a slot from the same client-go-like write limiter and then "lands" at once,
+and the dispatcher records its DispatchApplied as usual, so a workload starts when
+its dispatch write lands. The limiter is the only cost of the
 API: ``qps`` None means no cap (the uncapped bench), ``--api-qps 50`` is Kueue's
 test client (minimalkueue: QPS 50, burst 100).
 
@@ -19,8 +20,9 @@ resource kind), so neither takes from the Workload write budget the cap models.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 import structlog
 
@@ -28,7 +30,11 @@ from kueue_es.events import subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.services.dispatcher import core
-from kueue_es.services.dispatcher.service import DECISION_FILTER, DEFAULT_BURST, Dispatcher, WriteLimiter
+from kueue_es.services.dispatcher.job_writes import JobWrites, Result
+from kueue_es.services.dispatcher.kube_api import DEFAULT_BURST, RawObject, WriteLimiter
+from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
 from kueue_es.services.runtime import run_until_stopped
 
 log = structlog.get_logger(__name__)
@@ -58,13 +64,64 @@ def simulated_limiter(qps: float | None, burst: int | None = None) -> WriteLimit
     return WriteLimiter(qps=qps, burst=DEFAULT_BURST if burst is None else burst)
 
 
-class SimulatedDispatcher(Dispatcher):
-    """The dispatcher whose Job writes land in a simulated API: a limiter slot each, never failing."""
+class SimulatedApi:
+    """A :class:`~kueue_es.services.dispatcher.kube_api.KubeApi` with no objects: the simulated dispatcher's
+    Job writes land in :class:`SimulatedJobWrites` and it keeps no other objects, so every call is a bug
+    (only Jobs are simulated: a JobSet or Pod workload cannot run here)."""
 
-    def __init__(self, *, bus: Bus, limiter: WriteLimiter, cluster: str = subjects.DEFAULT_CLUSTER) -> None:
-        super().__init__(bus=bus, api=None, cluster=cluster, limiter=limiter, write_objects=False)
+    @staticmethod
+    def _refuse(ref: resources.ResourceRef) -> NoReturn:
+        raise RuntimeError(f"the simulated API holds no {ref.kind} objects: only Job writes are simulated")
 
-    async def _start_job(self, action: core.StartJob, *, seq: int) -> types.DispatchApplied:
+    async def get_object(self, ref: resources.ResourceRef, *, namespace: str | None, name: str) -> RawObject:
+        """Refused."""
+        self._refuse(ref)
+
+    async def list_objects(
+        self, ref: resources.ResourceRef, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> tuple[list[RawObject], str]:
+        """Refused."""
+        self._refuse(ref)
+
+    async def create_object(self, ref: resources.ResourceRef, *, namespace: str | None, body: RawObject) -> RawObject:
+        """Refused."""
+        self._refuse(ref)
+
+    async def patch_object(
+        self, ref: resources.ResourceRef, *, namespace: str | None, name: str, patch: RawObject
+    ) -> RawObject:
+        """Refused."""
+        self._refuse(ref)
+
+    async def apply_object(
+        self,
+        ref: resources.ResourceRef,
+        *,
+        namespace: str | None,
+        name: str,
+        body: RawObject,
+        field_manager: str,
+        subresource: str | None = None,
+    ) -> RawObject:
+        """Refused."""
+        self._refuse(ref)
+
+    async def delete_object(self, ref: resources.ResourceRef, *, namespace: str | None, name: str) -> RawObject:
+        """Refused."""
+        self._refuse(ref)
+
+    def watch_objects(
+        self, ref: resources.ResourceRef, *, label_selector: str | None = None
+    ) -> AsyncIterator[kube.WatchEvent | kube.Resynced]:
+        """Refused."""
+        self._refuse(ref)
+
+
+class SimulatedJobWrites(JobWrites):
+    """Job writes that land at once: a limiter slot each, never failing, nothing read first."""
+
+    async def start_job(self, action: core.StartJob, *, seq: int) -> Result:
+        """Take a write slot; the Job has started."""
         await self.limiter.acquire()
         return types.DispatchApplied(
             workload=action.workload,
@@ -74,11 +131,20 @@ class SimulatedDispatcher(Dispatcher):
             node_selector=action.node_selector,
         )
 
-    async def _stop_job(self, action: core.StopJob, *, seq: int) -> types.DispatchApplied:
+    async def stop_job(self, action: core.StopJob, *, seq: int) -> Result:
+        """Take a write slot; the Job has stopped."""
         await self.limiter.acquire()
         return types.DispatchApplied(
             workload=action.workload, decision_seq=seq, action="Evict", target=f"Job {action.namespace}/{action.name}"
         )
+
+
+class SimulatedDispatcher(Dispatcher):
+    """The dispatcher whose Job writes land in a simulated API: a limiter slot each, never failing."""
+
+    def __init__(self, *, bus: Bus, limiter: WriteLimiter, cluster: str = subjects.DEFAULT_CLUSTER) -> None:
+        super().__init__(bus=bus, api=SimulatedApi(), cluster=cluster, limiter=limiter, write_objects=False)
+        self.jobs = SimulatedJobWrites(api=self.api, limiter=self.limiter)
 
 
 async def serve_simulated_dispatcher(

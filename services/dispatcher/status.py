@@ -8,7 +8,9 @@ admissionchecks.go SyncAdmittedCondition, evict/evict.go, finish/finish.go,
 scheduler/scheduler.go requeueAndUpdate, preemption/preemption.go
 IssuePreemptions, jobframework/reconciler.go step 6 "handle eviction",
 core/workload_controller.go stop policies), with each event's own time as the
-transition time. The runner renders the objects with :func:`workload_object`,
+transition time. The fold is exhaustive: each event type is either handled
+(:data:`STATUS_HANDLED`) or named as ignored (:data:`STATUS_IGNORED`), and any
+other fails it. The runner renders the objects with :func:`workload_object`,
 :func:`workload_status`, :func:`cluster_queue_status` and
 :func:`local_queue_status` and server-side applies them, so the same log always
 gives the same bytes and a redelivered decision writes nothing new.
@@ -45,7 +47,7 @@ Where this differs from Kueue, on purpose:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 import msgspec
 
@@ -215,6 +217,52 @@ def granular_reasons(state: ClusterState) -> bool:
     return state.configuration.feature_gates.get(GRANULAR_REASONS_GATE, True)
 
 
+STATUS_HANDLED = (
+    types.WorkloadObserved,
+    types.QuotaReserved,
+    types.WorkloadAdmitted,
+    types.WorkloadInadmissible,
+    types.PreemptionRequired,
+    types.EvictionRequested,
+    types.QuotaReleased,
+    types.WorkloadFinished,
+    types.AdmissionCheckStateChanged,
+    types.WorkloadPodsReady,
+    types.WorkloadDeactivated,
+    types.TopologyAssigned,
+)
+"""The events :func:`fold_record` folds into a workload's record (its Kueue status)."""
+
+STATUS_IGNORED = (
+    # about a workload, but no condition of their own: a stop is the job's (the eviction's Evicted
+    # condition came before), a deletion removes the record once the workload is gone
+    types.WorkloadStopped,
+    types.ObjectDeleted,
+    # about no workload's status: the cluster's other objects (queue status is computed from the
+    # folded cluster, not from records), the deciders' bookkeeping, the dispatcher's results
+    types.ResourceFlavorObserved,
+    types.ClusterQueueObserved,
+    types.CohortObserved,
+    types.LocalQueueObserved,
+    types.WorkloadPriorityClassObserved,
+    types.AdmissionCheckObserved,
+    types.NamespaceObserved,
+    types.ConfigurationObserved,
+    types.SchedulingRequested,
+    types.ObjectRejected,
+    types.TopologyObserved,
+    types.NodeObserved,
+    types.PodObserved,
+    types.DecisionRecord,
+    types.PreemptionIssued,
+    types.WorkloadRequeued,
+    types.DispatchApplied,
+    types.DispatchFailed,
+)
+"""The events :func:`fold_record` ignores, named: an event type in neither tuple fails the fold (and the
+unit test that walks the event union), so a new one is classified before it is folded."""
+
+
 def fold_record(
     records: dict[str, WorkloadRecord],
     event: types.Event,
@@ -235,40 +283,48 @@ def fold_record(
     if record is None or (record.uid and uid and record.uid != uid):
         record = records[key] = WorkloadRecord(uid=uid)
     old = _fingerprint(record) if compare else None
+    _fold_into(record, event, wl=wl, before=before, state=state)
+    return not compare or _fingerprint(record) != old
+
+
+def _fold_into(
+    record: WorkloadRecord, event: types.Event, *, wl: WorkloadState, before: Before, state: ClusterState
+) -> None:
+    """Fold ``event`` into the ``record`` of workload ``wl`` (as it is after the event; ``before``: as it was).
+    The events of :data:`STATUS_IGNORED` change no record; any other one not handled here raises
+    AssertionError."""
+    if isinstance(event, STATUS_IGNORED):
+        return
     granular = granular_reasons(state)
     match event:
         case types.WorkloadObserved(workload=observed):
             _observed(record, observed, at_ms=observed.metadata.creation_timestamp_ms)
             if wl.reservation is None:
                 _sync_checks(record, _pending_checks(state, wl), at_ms=observed.metadata.creation_timestamp_ms)
-        case types.QuotaReserved() if before.reservation is None and wl.reservation is event:
-            _reserve(record, event, state=state, granular=granular)
-        case types.WorkloadAdmitted() if wl.admitted and not before.admitted:
-            record.set("Admitted", True, "Admitted", ADMITTED_MESSAGE, at_ms=event.at_ms)
-        case types.WorkloadInadmissible() if wl.reservation is None and not wl.gone:
-            # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
-            reason = event.reason if granular else "Pending"
-            _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
-        case types.PreemptionRequired() if wl.reservation is None and not wl.gone:
-            reason = "WaitingForPreemptedWorkloads" if granular else "Pending"
-            _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
-        case types.EvictionRequested() if before.eviction is None and wl.eviction is event:
-            _evict(record, event.reason, event.message, at_ms=event.at_ms)
-            if event.preemption_reason:
-                record.set(
-                    "Preempted", True, event.preemption_reason, event.message, at_ms=event.at_ms, generation=False
-                )
-            _reset_checks(record, at_ms=event.at_ms)
-            if event.requeue_at_ms or event.requeue_count:
-                record.requeue_at_ms = event.requeue_at_ms or None
-                if event.requeue_count:
-                    record.requeue_count = event.requeue_count
-                elif record.requeue_count is None:
-                    record.requeue_count = 0
-        case types.QuotaReleased() if before.reservation is not None and wl.reservation is None:
-            _release(record, event, before=before, wl=wl, granular=granular)
-        case types.WorkloadFinished() if not before.finished and wl.finished is event:
-            record.set("Finished", True, event.reason, event.message, at_ms=event.at_ms)
+        case types.QuotaReserved():
+            if before.reservation is None and wl.reservation is event:
+                _reserve(record, event, state=state, granular=granular)
+        case types.WorkloadAdmitted():
+            if wl.admitted and not before.admitted:
+                record.set("Admitted", True, "Admitted", ADMITTED_MESSAGE, at_ms=event.at_ms)
+        case types.WorkloadInadmissible():
+            if wl.reservation is None and not wl.gone:
+                # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
+                reason = event.reason if granular else "Pending"
+                _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+        case types.PreemptionRequired():
+            if wl.reservation is None and not wl.gone:
+                reason = "WaitingForPreemptedWorkloads" if granular else "Pending"
+                _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+        case types.EvictionRequested():
+            if before.eviction is None and wl.eviction is event:
+                _evicted(record, event)
+        case types.QuotaReleased():
+            if before.reservation is not None and wl.reservation is None:
+                _release(record, event, before=before, wl=wl, granular=granular)
+        case types.WorkloadFinished():
+            if not before.finished and wl.finished is event:
+                record.set("Finished", True, event.reason, event.message, at_ms=event.at_ms)
         case types.AdmissionCheckStateChanged():
             _check_changed(record, event)
         case types.WorkloadPodsReady():
@@ -285,7 +341,22 @@ def fold_record(
         case types.TopologyAssigned():
             # It comes in the batch of the QuotaReserved (before or after it), before WorkloadAdmitted (A.12).
             record.topology = dict(event.assignments)
-    return not compare or _fingerprint(record) != old
+        case _:
+            assert_never(event)
+
+
+def _evicted(record: WorkloadRecord, event: types.EvictionRequested) -> None:
+    """The Evicted (and Preempted) conditions of a new eviction; the admission checks reset, the requeue state."""
+    _evict(record, event.reason, event.message, at_ms=event.at_ms)
+    if event.preemption_reason:
+        record.set("Preempted", True, event.preemption_reason, event.message, at_ms=event.at_ms, generation=False)
+    _reset_checks(record, at_ms=event.at_ms)
+    if event.requeue_at_ms or event.requeue_count:
+        record.requeue_at_ms = event.requeue_at_ms or None
+        if event.requeue_count:
+            record.requeue_count = event.requeue_count
+        elif record.requeue_count is None:
+            record.requeue_count = 0
 
 
 def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: ClusterState, granular: bool) -> None:

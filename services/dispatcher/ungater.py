@@ -6,7 +6,7 @@ the ``kueue.x-k8s.io/topology`` scheduling gate on its pod templates, so each po
 controller creates waits; the ungater gives each gated pod one domain of the assignment
 (the domain's level labels as ``nodeSelector``) and removes the gate, so that every domain
 gets exactly as many pods as the assignment says. This module decides that from the pods
-as listed; :mod:`kueue_es.services.dispatcher.service` watches the pods and writes the patches.
+as listed; :mod:`kueue_es.services.dispatcher.ungating` watches the pods and writes the patches.
 
 1. Rank mode, when the pod set's request names a ``podIndexLabel`` and every pod carries
    a valid rank: rank = pod index - offset (+ job index x pods per job with a
@@ -157,8 +157,8 @@ def _greedy(assignment: tas.Assignment, pods: Sequence[Mapping[str, Any]]) -> li
     placed: dict[tuple[str, ...], int] = {}
     for pod in pods:
         if not is_gated(pod):
-            domain = _domain_of(pod, assignment.levels)
-            placed[domain] = placed.get(domain, 0) + 1
+            where = _domain_of(pod, assignment.levels)
+            placed[where] = placed.get(where, 0) + 1
     out: list[Ungate] = []
     for domain in assignment.domains:
         wanted = max(domain.count - placed.get(domain.values, 0), 0)

@@ -1,4 +1,4 @@
-"""The dispatcher's write rate limit (services/dispatcher/service.py WriteLimiter): client-go's QPS and burst.
+"""The dispatcher's write rate limit (services/dispatcher/kube_api.py WriteLimiter): client-go's QPS and burst.
 
 N writes at QPS q with burst b take at least (N - b) / q seconds, and the first b
 go at once; the limit comes from serve_dispatcher's arguments or the environment.
@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from kueue_es.services.dispatcher.service import (
+from kueue_es.services.dispatcher.kube_api import (
     BURST_ENV,
     DEFAULT_BURST,
     DEFAULT_QPS,

@@ -25,7 +25,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
-RUNNERS = ("service.py", "simulated.py")  # a service's runners: the dispatcher's real and simulated API writers
+RUNNERS = (  # a service's runners: the dispatcher's real and simulated API writers and their collaborators
+    "service.py",
+    "simulated.py",
+    "kube_api.py",
+    "job_writes.py",
+    "object_sync.py",
+    "recording.py",
+    "ungating.py",
+)
 SERVICE_PACKAGES = ("watcher", "admitter", "preemptor", "tas_placer", "dispatcher")
 
 

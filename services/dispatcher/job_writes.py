@@ -1,0 +1,257 @@
+"""Carrying out the dispatcher's plan on the jobs: start an admitted one, stop an evicted one.
+
+Why this module exists: :func:`kueue_es.services.dispatcher.core.plan` says what a
+decision calls for (an :data:`~kueue_es.services.dispatcher.core.Action`); this
+module writes it to the API server, for each kind of job Kueue integrates: a
+batch/v1 Job (unsuspend it with the flavors' node selectors, tolerations and the
+TAS gate, or suspend it and give its template back, Kueue job_controller.go
+Run/Stop), a JobSet (the same on every replicated job) and plain Pods (ungate them,
+or mark and delete them, pod_controller.go). Each write waits for the dispatcher's
+write limiter first; the result is the DispatchApplied or DispatchFailed the
+dispatcher (:mod:`.service`) records on the log. A job that is gone, or a namesake
+with another UID, is a DispatchFailed 404; other API errors are raised.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+import structlog
+
+from kueue_es.events import types
+from kueue_es.services.dispatcher import core, objects
+from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher import pods as pod_integration
+
+log = structlog.get_logger(__name__)
+
+JOB_REF = resources.ref_for("batch/v1", "Job")
+JOBSET_REF = resources.ref_for(core.JOBSET_API, "JobSet")
+POD_REF = resources.ref_for("v1", "Pod")
+
+Result = types.DispatchApplied | types.DispatchFailed
+JobAction = core.StartJob | core.StopJob | core.StartJobSet | core.StopJobSet
+PodsAction = core.StartPods | core.StopPods
+
+
+def action_name(action: core.Action) -> str:
+    """``StartJob`` or ``Evict``, whatever the job kind (the DispatchApplied/Failed action)."""
+    return "Evict" if isinstance(action, core.StopJob | core.StopJobSet | core.StopPods) else "StartJob"
+
+
+def target_name(action: core.Action) -> str:
+    """``namespace/name`` of the job (or pod, or pod group) an action writes."""
+    match action:
+        case core.StartPods() | core.StopPods():
+            name = action.group or action.pod_name
+        case _:
+            name = action.name
+    return f"{action.namespace}/{name}"
+
+
+class JobWrites:
+    """Writes the jobs of admitted and evicted workloads, one action at a time, each write rate-limited."""
+
+    def __init__(self, *, api: KubeApi, limiter: WriteLimiter) -> None:
+        self.api, self.limiter = api, limiter
+
+    async def carry_out(self, action: core.Action, *, seq: int) -> Result:
+        """Write ``action`` (planned for the decision at ``seq``); raises the API's errors but 404."""
+        match action:
+            case core.StartJob():
+                return await self.start_job(action, seq=seq)
+            case core.StopJob():
+                return await self.stop_job(action, seq=seq)
+            case core.StartJobSet() | core.StopJobSet():
+                return await self.write_jobset(action, seq=seq)
+            case core.StartPods():
+                return await self.start_pods(action, seq=seq)
+            case core.StopPods():
+                return await self.stop_pods(action, seq=seq)
+            case core.FailStart():
+                log.warning("job_not_started", workload=action.workload.key, reason=action.message, seq=seq)
+                return types.DispatchFailed(
+                    workload=action.workload,
+                    decision_seq=seq,
+                    action="StartJob",
+                    status=422,
+                    reason="FailedToStart",
+                    message=action.message,
+                )
+            case _:
+                assert_never(action)
+
+    # -- Jobs and JobSets ------------------------------------------------------------------------
+
+    async def _same_job(
+        self, action: JobAction, *, seq: int, ref: resources.ResourceRef
+    ) -> RawObject | types.DispatchFailed:
+        """The action's Job (or JobSet) as the API server has it, or DispatchFailed 404 when it is gone
+        or a namesake with another UID took its place."""
+        target = f"{ref.kind} {action.namespace}/{action.name}"
+        try:
+            job = await self.api.get_object(ref, namespace=action.namespace, name=action.name)
+        except kube_errors.NotFoundError as err:
+            return self.gone(action, seq=seq, message=str(err))
+        uid = (job.get("metadata") or {}).get("uid", "")
+        if action.uid and uid and uid != action.uid:
+            return self.gone(action, seq=seq, message=f"{target} has UID {uid}, not {action.uid}: it was re-created")
+        return job
+
+    async def start_job(self, action: core.StartJob, *, seq: int) -> Result:
+        """Unsuspend the admitted workload's Job with the flavors' node labels and tolerations.
+
+        A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
+        """
+        target = f"Job {action.namespace}/{action.name}"
+        found = await self._same_job(action, seq=seq, ref=JOB_REF)
+        if isinstance(found, types.DispatchFailed):
+            return found
+        pod_spec = objects.pod_spec(objects.as_job(found))
+        patch = action.patch(
+            current_tolerations=pod_spec.get("tolerations") or [], current_gates=pod_spec.get("schedulingGates") or []
+        )
+        if action.uid:
+            patch["metadata"]["uid"] = action.uid  # a precondition: a namesake created meanwhile is refused
+        await self.limiter.acquire()
+        await self.api.patch_object(JOB_REF, namespace=action.namespace, name=action.name, patch=patch)
+        log.info("job_started", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
+        return types.DispatchApplied(
+            workload=action.workload,
+            decision_seq=seq,
+            action="StartJob",
+            target=target,
+            node_selector=action.node_selector,
+        )
+
+    async def stop_job(self, action: core.StopJob, *, seq: int) -> Result:
+        """Suspend the evicted workload's Job, restore its template and mark it (Kueue job_controller.go Stop).
+
+        A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
+        """
+        target = f"Job {action.namespace}/{action.name}"
+        found = await self._same_job(action, seq=seq, ref=JOB_REF)
+        if isinstance(found, types.DispatchFailed):
+            return found
+        patch = action.patch(current_pod_spec=objects.pod_spec(objects.as_job(found)))
+        await self.limiter.acquire()
+        await self.api.patch_object(JOB_REF, namespace=action.namespace, name=action.name, patch=patch)
+        log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
+        return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
+
+    async def write_jobset(self, action: core.StartJobSet | core.StopJobSet, *, seq: int) -> Result:
+        """Unsuspend a JobSet with its templates started, or suspend it with them given back (Kueue's jobset
+        integration); a JobSet that is gone, or a namesake, is a DispatchFailed 404."""
+        target = f"JobSet {action.namespace}/{action.name}"
+        found = await self._same_job(action, seq=seq, ref=JOBSET_REF)
+        if isinstance(found, types.DispatchFailed):
+            return found
+        jobset = objects.as_jobset(found)
+        await self.limiter.acquire()
+        await self.api.patch_object(
+            JOBSET_REF, namespace=action.namespace, name=action.name, patch=action.patch(jobset)
+        )
+        starting = isinstance(action, core.StartJobSet)
+        log.info("jobset_started" if starting else "jobset_stopped", jobset=target, workload=action.workload.key)
+        selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()} if starting else {}
+        return types.DispatchApplied(
+            workload=action.workload,
+            decision_seq=seq,
+            action=action_name(action),
+            target=target,
+            node_selector=dict(sorted(selector.items())),
+        )
+
+    # -- Pods --------------------------------------------------------------------------------------
+
+    async def _pods_of(self, action: PodsAction) -> list[objects.Pod]:
+        """The pods of a Pod workload: the one pod, or every pod of the group in the namespace."""
+        if not action.group:
+            try:
+                return [
+                    objects.as_pod(await self.api.get_object(POD_REF, namespace=action.namespace, name=action.pod_name))
+                ]
+            except kube_errors.NotFoundError:
+                return []
+        items, _ = await self.api.list_objects(POD_REF, namespace=action.namespace)
+        return sorted(
+            (objects.as_pod(pod) for pod in items if pod_integration.group_name(pod) == action.group),
+            key=objects.pod_name,
+        )
+
+    @staticmethod
+    def _pods_target(action: PodsAction) -> str:
+        return (
+            f"Pod group {action.namespace}/{action.group}"
+            if action.group
+            else f"Pod {action.namespace}/{action.pod_name}"
+        )
+
+    async def start_pods(self, action: core.StartPods, *, seq: int) -> Result:
+        """Ungate the workload's pods with their pod set's node selector and tolerations (pod_controller.go Run).
+
+        No pod left (or the single pod replaced by a namesake) is a DispatchFailed 404.
+        """
+        target = self._pods_target(action)
+        members = await self._pods_of(action)
+        uid = objects.meta(members[0]).get("uid", "") if members and not action.group else ""
+        if not members or (action.uid and uid and uid != action.uid):
+            return self.gone(action, seq=seq, message=f"{target} is gone")
+        for pod in members:
+            pod_set = pod_integration.role_hash(pod) if action.group else "main"
+            patch = action.patch(pod, pod_set=pod_set)
+            if patch is None:
+                continue
+            await self.limiter.acquire()
+            try:
+                await self.api.patch_object(
+                    POD_REF, namespace=action.namespace, name=objects.meta(pod).get("name", ""), patch=patch
+                )
+            except kube_errors.NotFoundError:
+                continue  # deleted meanwhile: the watcher sees the group change
+        log.info("pods_started", pods=target, workload=action.workload.key, seq=seq)
+        selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()}
+        return types.DispatchApplied(
+            workload=action.workload,
+            decision_seq=seq,
+            action="StartJob",
+            target=target,
+            node_selector=dict(sorted(selector.items())),
+        )
+
+    async def stop_pods(self, action: core.StopPods, *, seq: int) -> Result:
+        """Mark every pod of the workload with the eviction and delete those that run (pod_controller.go Stop).
+
+        The watcher reports WorkloadStopped once no marked pod runs. No pod left is a DispatchFailed 404.
+        """
+        target = self._pods_target(action)
+        members = await self._pods_of(action)
+        if not members:
+            return self.gone(action, seq=seq, message=f"{target} is gone")
+        for pod in members:
+            name = objects.meta(pod).get("name", "")
+            try:
+                await self.limiter.acquire()
+                await self.api.patch_object(POD_REF, namespace=action.namespace, name=name, patch=action.mark())
+                if not pod_integration.is_gated(pod) and not pod_integration.is_terminated(pod):
+                    await self.limiter.acquire()
+                    await self.api.delete_object(POD_REF, namespace=action.namespace, name=name)
+            except kube_errors.NotFoundError:
+                continue
+        log.info("pods_stopped", pods=target, workload=action.workload.key, seq=seq)
+        return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
+
+    @staticmethod
+    def gone(action: core.Action, *, seq: int, message: str) -> types.DispatchFailed:
+        """The DispatchFailed 404 of an action whose job is gone."""
+        log.info("job_gone", target=target_name(action), workload=action.workload.key, seq=seq)
+        return types.DispatchFailed(
+            workload=action.workload,
+            decision_seq=seq,
+            action=action_name(action),
+            status=404,
+            reason="NotFound",
+            message=message,
+        )

@@ -1,0 +1,270 @@
+"""Keeping Kueue's own objects in step with the log: Workload objects and queue status.
+
+Why this module exists: besides the jobs, Kueue's controllers keep objects users
+read with kubectl: for every workload made from a job, the ``kueue.x-k8s.io/v1beta2``
+Workload object (owner reference to the job) and its status (admission, conditions
+with Kueue's reasons and messages); and the status of every ClusterQueue and
+LocalQueue (pending, reserving and admitted workloads, flavorsReservation,
+flavorsUsage). The pure part, what they should say, is
+:mod:`kueue_es.services.dispatcher.status`; this module writes it.
+
+All are server-side applied with the dispatcher's field manager. Writes are
+compared with the last state the server returned (:class:`StoredObjects`, listed at
+start-up), so a redelivered decision, a restart or an unchanged queue writes
+nothing. A write that fails with 5xx, 429, a conflict or a broken connection is
+tried again at the next batch; another failure of a Workload write is recorded as
+DispatchFailed (action ``SyncWorkload``). Every write waits for the write limiter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from kueue_es.events import subjects, types
+from kueue_es.events.bus.base import Bus
+from kueue_es.projections.cluster import WorkloadState
+from kueue_es.services.dispatcher import core, kube_events, objects, status
+from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
+from kueue_es.services.dispatcher.objects import ObjectKey
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
+
+log = structlog.get_logger(__name__)
+
+SYNC_WORKLOAD = "SyncWorkload"
+API_ERRORS = (kube_errors.ApiError, kube_errors.ConnectionFailedError)
+
+
+def retryable(err: Exception) -> bool:
+    """A failure worth trying again as it is: the server is busy or down, or the object moved under us."""
+    if isinstance(err, kube_errors.ConnectionFailedError):
+        return True
+    return isinstance(err, kube_errors.ApiError) and (err.status >= 500 or err.status in (409, 429))
+
+
+class StoredObjects:
+    """The server's last answer for each Workload, ClusterQueue and LocalQueue the dispatcher keeps, and the
+    applies and deletes that keep it (counted in :attr:`writes` and :attr:`failures`)."""
+
+    def __init__(self, *, api: KubeApi, limiter: WriteLimiter, field_manager: str) -> None:
+        self.api, self.limiter, self.field_manager = api, limiter, field_manager
+        self.objects: dict[ObjectKey, objects.StoredObject] = {}
+        self.absent: set[ObjectKey] = set()  # queues the API server does not have (until observed again)
+        self.writes = 0
+        self.failures = 0
+
+    async def prime(self) -> None:
+        """Learn what the server holds of the objects we keep, so unchanged ones are not written again."""
+        kinds = (
+            (resources.WORKLOADS, None),  # pod groups' Workloads have no job-uid label
+            (resources.CLUSTER_QUEUES, None),
+            (resources.LOCAL_QUEUES, None),
+        )
+        for ref, selector in kinds:
+            try:
+                items, _ = await self.api.list_objects(ref, label_selector=selector)
+            except API_ERRORS as err:
+                log.warning("prime_failed", kind=ref.kind, error=str(err))
+                continue
+            for item in items:
+                stored = objects.as_stored(item)
+                meta = objects.meta(stored)
+                namespace = meta.get("namespace", "") if ref.namespaced else ""
+                self.objects[(ref.kind, namespace, meta.get("name", ""))] = stored
+
+    def observed(self, event: types.Event) -> None:
+        """A queue seen (again) in the cluster may now take its status."""
+        match event:
+            case types.ClusterQueueObserved(cluster_queue=obj):
+                self.absent.discard(("ClusterQueue", "", obj.metadata.name))
+            case types.LocalQueueObserved(local_queue=obj):
+                self.absent.discard(("LocalQueue", obj.metadata.namespace, obj.metadata.name))
+
+    async def apply(
+        self, ref: resources.ResourceRef, body: RawObject, *, subresource: str | None = None
+    ) -> objects.StoredObject:
+        """Server-side apply ``body`` (or its status); returns the stored object."""
+        meta = body["metadata"]
+        await self.limiter.acquire()
+        stored = await self.api.apply_object(
+            ref,
+            namespace=meta.get("namespace"),
+            name=meta["name"],
+            body=body,
+            field_manager=self.field_manager,
+            subresource=subresource,
+        )
+        self.writes += 1
+        return objects.as_stored(stored)
+
+    def workload_uid(self, namespace: str, name: str) -> str:
+        """The UID the server gave Workload ``namespace/name`` ("" if we have not seen it)."""
+        stored = self.objects.get(("Workload", namespace, name)) or {}
+        return objects.meta(stored).get("uid", "")
+
+    async def delete_workload(self, namespace: str, name: str) -> None:
+        """The Job is gone: so is its Workload object. A real cluster's garbage collector deletes it (owner
+        reference); the emulator has none. Only an object we wrote or listed is deleted, once."""
+        ident: ObjectKey = ("Workload", namespace, name)
+        if ident not in self.objects:
+            return
+        await self.limiter.acquire()
+        try:
+            await self.api.delete_object(resources.WORKLOADS, namespace=namespace, name=name)
+        except kube_errors.NotFoundError:
+            pass
+        else:
+            self.writes += 1
+        self.objects.pop(ident, None)
+
+
+class WorkloadSync:
+    """Brings the Workload object and status of every changed workload made from a Job up to date; the
+    CreatedWorkload Event of a Workload it creates goes to ``created`` (to be recorded after the batch)."""
+
+    def __init__(
+        self,
+        *,
+        bus: Bus,
+        cluster: str,
+        view: core.DispatchState,
+        stored: StoredObjects,
+        created: Callable[[kube_events.KubeEvent], None],
+    ) -> None:
+        self.bus, self.cluster, self.view = bus, cluster, view
+        self.stored, self.created = stored, created
+
+    async def sync(self) -> None:
+        """Write every workload the fold marked dirty: its object and status, or its deletion."""
+        state = self.view.cluster
+        for key, seq in self.view.take_dirty_workloads().items():
+            wl = state.workloads.get(key)
+            namespace, _, name = key.partition("/")
+            try:
+                if wl is None or wl.deleted_seq:
+                    await self.stored.delete_workload(namespace, name)
+                    continue
+                if not status.is_job_workload(wl):
+                    continue
+                await self._sync_workload(key, wl)
+            except API_ERRORS as err:
+                if retryable(err):
+                    log.warning("workload_sync_retry", workload=key, error=str(err))
+                    self.view.dirty_workloads.setdefault(key, seq)
+                    continue
+                assert isinstance(err, kube_errors.ApiError)
+                if wl is None or wl.deleted_seq:
+                    self.stored.objects.pop(("Workload", namespace, name), None)  # not ours to delete, it seems
+                    log.warning("workload_delete_failed", workload=key, status=err.status, error=str(err))
+                else:
+                    await self._sync_failed(wl, seq=seq, err=err)
+
+    async def _sync_workload(self, key: str, wl: WorkloadState) -> None:
+        meta = wl.workload.metadata
+        ident: ObjectKey = ("Workload", meta.namespace, meta.name)
+        record = self.view.records.get(key)
+        desired = status.workload_object(wl, self.view.cluster, record)
+        stored = self.stored.objects.get(ident)
+        if stored is None or not _contains(stored, desired) or _uid_owner(stored) != _uid_owner(desired):
+            created = stored is None
+            stored = self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, desired)
+            created_event = kube_events.for_created_workload(wl.workload) if created else None
+            if created_event is not None:
+                self.created(created_event)
+        generation = int(objects.meta(stored).get("generation") or 0)
+        wanted = status.workload_status(self.view.records.get(key), generation=generation)
+        if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
+            body = {**_identity(desired), "status": wanted}
+            self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")
+
+    async def _sync_failed(self, wl: WorkloadState, *, seq: int, err: kube_errors.ApiError) -> None:
+        self.stored.failures += 1
+        log.warning("workload_sync_failed", workload=wl.workload.key, status=err.status, error=str(err))
+        failed = types.DispatchFailed(
+            workload=wl.ref,
+            decision_seq=seq,
+            action=SYNC_WORKLOAD,
+            status=err.status,
+            reason=err.reason,
+            message=str(err),
+        )
+        await self.bus.publish(
+            subjects.message(
+                failed,
+                subject=subjects.dispatch_subject(wl.ref, self.cluster),
+                msg_id=f"disp:{self.cluster}:{seq}:{SYNC_WORKLOAD}",
+            )
+        )
+
+
+class QueueStatusSync:
+    """Writes the status of every ClusterQueue and LocalQueue whose counts or usage changed (once each)."""
+
+    def __init__(self, *, view: core.DispatchState, stored: StoredObjects) -> None:
+        self.view, self.stored = view, stored
+
+    async def sync(self) -> None:
+        """Write the status of each queue the fold marked dirty, unless the server already has it."""
+        state = self.view.cluster
+        dirty = self.view.take_dirty_queues()
+        feeding = status.local_queues_by_cluster_queue(state) if dirty else {}
+        for ident in dirty:
+            kind, namespace, name = ident
+            if kind == "ClusterQueue" and name in state.cluster_queues:
+                ref, wanted = resources.CLUSTER_QUEUES, status.cluster_queue_status(state, name, feeding=feeding)
+            elif kind == "LocalQueue" and (namespace, name) in state.local_queues:
+                ref, wanted = resources.LOCAL_QUEUES, status.local_queue_status(state, namespace, name)
+            else:
+                self.stored.objects.pop(ident, None)  # deleted, or a queue no object names
+                continue
+            stored = self.stored.objects.get(ident)
+            if ident in self.stored.absent or (
+                stored is not None and _managed(stored, status.QUEUE_STATUS_FIELDS) == wanted
+            ):
+                continue
+            await self._write(ident, ref, wanted)
+
+    async def _write(self, ident: ObjectKey, ref: resources.ResourceRef, wanted: dict[str, Any]) -> None:
+        kind, namespace, name = ident
+        metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+        body = {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": metadata, "status": wanted}
+        try:
+            self.stored.objects[ident] = await self.stored.apply(ref, body, subresource="status")
+        except kube_errors.NotFoundError:
+            log.info("queue_not_in_cluster", kind=kind, namespace=namespace, name=name)
+            self.stored.absent.add(ident)
+        except API_ERRORS as err:
+            if retryable(err):
+                self.view.dirty_queues.setdefault(ident)
+            self.stored.failures += 1
+            log.warning("queue_status_failed", kind=kind, namespace=namespace, name=name, error=str(err))
+
+
+def _identity(obj: RawObject) -> RawObject:
+    meta = obj["metadata"]
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+    }
+
+
+def _managed(obj: objects.StoredObject, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The part of ``obj``'s status the dispatcher writes."""
+    current = obj.get("status") or {}
+    return {key: current[key] for key in fields if key in current}
+
+
+def _contains(stored: Any, wanted: Any) -> bool:
+    """Whether every field of ``wanted`` has that value in ``stored`` (maps compared by key, the rest whole)."""
+    if isinstance(wanted, dict):
+        return isinstance(stored, dict) and all(k in stored and _contains(stored[k], v) for k, v in wanted.items())
+    return bool(stored == wanted)
+
+
+def _uid_owner(obj: objects.StoredObject | RawObject) -> list[Any]:
+    meta: Any = obj.get("metadata") or {}
+    return [ref.get("uid") for ref in meta.get("ownerReferences") or []]

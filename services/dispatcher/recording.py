@@ -1,0 +1,109 @@
+"""Recording the Kubernetes Events Kueue records on Workloads and jobs.
+
+Why this module exists: ``kubectl describe workload`` shows the story of a workload
+as Events (QuotaReserved, Admitted, Pending with its reason, Preempted, and the
+jobs' CreatedWorkload, Started, Stopped). Which Events a decision makes is pure
+(:mod:`kueue_es.services.dispatcher.kube_events`); this module writes them, for the
+workloads whose Workload object the dispatcher writes, after each batch.
+
+Best effort, as Kueue's event recorder: a failed write is logged and dropped. A
+Warning (a pending reason) is written when it differs from the workload's last one,
+not for every re-evaluation (Kueue's recorder folds repeats into a series). An
+Event's name comes from the decision's sequence, so a redelivered decision writes
+nothing new (AlreadyExists). Events have their own write budget, as Kueue's event
+broadcaster has its own client.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from kueue_es.events import types
+from kueue_es.services.dispatcher import core, kube_events, status
+from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
+from kueue_es.services.dispatcher.object_sync import API_ERRORS, StoredObjects
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
+
+log = structlog.get_logger(__name__)
+
+
+def workload_key(decision: types.Event) -> str:
+    """``namespace/name`` of the workload a decision is about ("" if none)."""
+    ref = getattr(decision, "workload", None)
+    return ref.key if isinstance(ref, types.WorkloadRef) else ""
+
+
+def decision_ms(decision: types.Event) -> int:
+    """When a decision was taken (0 if it does not say)."""
+    at_ms = getattr(decision, "at_ms", 0)
+    return at_ms if isinstance(at_ms, int) else 0
+
+
+class Recording:
+    """Writes the Events of a batch's decisions and of its job writes, through its own ``limiter``."""
+
+    def __init__(self, *, api: KubeApi, limiter: WriteLimiter, view: core.DispatchState, stored: StoredObjects) -> None:
+        self.api, self.limiter, self.view, self.stored = api, limiter, view, stored
+        self.written = 0
+        self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
+        self._job_events: list[tuple[int, kube_events.KubeEvent]] = []  # a batch's job Events, written after it
+
+    def add_job_event(self, seq: int, item: kube_events.KubeEvent) -> None:
+        """Record ``item`` (a job's own Event; ``seq`` that of its decision, 0 for a created Workload) with
+        the batch's Events."""
+        self._job_events.append((seq, item))
+
+    def job_write(self, action: core.Action, *, seq: int, decision: types.Event) -> None:
+        """A Job or JobSet was started or stopped for ``decision``: its Started or Stopped Event, if Kueue
+        records one."""
+        if isinstance(action, core.StartJob | core.StartJobSet | core.StopJob | core.StopJobSet):
+            kind = "JobSet" if isinstance(action, core.StartJobSet | core.StopJobSet) else "Job"
+            started = isinstance(action, core.StartJob | core.StartJobSet)
+            job_event = kube_events.for_job_write(
+                kind, action.name, action.uid, started=started, decision=decision, at_ms=decision_ms(decision)
+            )
+            if job_event is not None:
+                self.add_job_event(seq, job_event)
+
+    def discard_job_events(self) -> None:
+        """Forget the job Events collected so far (nothing is written before the fold caught up)."""
+        self._job_events = []
+
+    async def record(self, decisions: list[tuple[int, types.Event]]) -> None:
+        """Write the job Events collected, then those of ``decisions`` (``(log sequence, decision)``)."""
+        job_events, self._job_events = self._job_events, []
+        for seq, item in job_events:  # the jobs' own: CreatedWorkload, Started, Stopped (jobframework)
+            suffix = f"{seq:x}.job" if seq else "created"
+            await self._write(item, name=f"{item.workload.name}.{suffix}")
+        state = self.view.cluster
+        for seq, decision in decisions:
+            records = kube_events.for_decision(state, decision, self.view.records.get(workload_key(decision)))
+            for index, item in enumerate(records):
+                key = item.workload.key
+                wl = state.workloads.get(key)
+                if wl is None or not status.is_job_workload(wl):
+                    continue
+                if item.type == "Warning":
+                    if self._last_warning.get(key) == (item.reason, item.message):
+                        continue
+                    self._last_warning[key] = (item.reason, item.message)
+                elif item.reason == "QuotaReserved":
+                    self._last_warning.pop(key, None)  # pending again later is news again
+                await self._write(item, name=f"{item.workload.name}.{seq:x}.{index}")
+
+    async def _write(self, item: kube_events.KubeEvent, *, name: str) -> None:
+        namespace = item.workload.namespace
+        uid = ""
+        if item.job is None:  # about the Workload object: the UID the server gave it
+            uid = self.stored.workload_uid(namespace, item.workload.name)
+        body = kube_events.event_object(item, name=name, uid=uid)
+        await self.limiter.acquire()
+        try:
+            await self.api.create_object(resources.EVENTS, namespace=namespace, body=body)
+        except kube_errors.ConflictError:
+            pass  # written before: a redelivered decision
+        except API_ERRORS as err:
+            log.warning("event_write_failed", workload=item.workload.key, reason=item.reason, error=str(err))
+        else:
+            self.written += 1

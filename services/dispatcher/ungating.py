@@ -1,0 +1,165 @@
+"""Ungating the pods of TAS workloads: each gated pod gets its topology domain, then may schedule.
+
+Why this module exists: Topology-Aware Scheduling (SEMANTICS-ADVANCED A.12) places a
+workload's pods in topology domains, but the pods are created by the job's own
+controller. A started job's TAS pod sets carry the ``kueue.x-k8s.io/topology``
+scheduling gate, the ``kueue.x-k8s.io/podset`` label and the
+``kueue.x-k8s.io/workload`` annotation (:mod:`.job_writes`); this module watches
+those pods and, for each gated pod of an Admitted workload, adds its domain's
+nodeSelector and removes the gate (Kueue topology_ungater.go). Which pod goes where
+is pure (:mod:`kueue_es.services.dispatcher.ungater`); the patch carries the pod's
+resourceVersion as precondition, and a failed write is tried again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from kueue_es.events import tas
+from kueue_es.services.dispatcher import core, objects, ungater
+from kueue_es.services.dispatcher.job_writes import POD_REF
+from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
+from kueue_es.services.dispatcher.object_sync import API_ERRORS
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.watcher import pods as pod_integration
+
+log = structlog.get_logger(__name__)
+
+
+class Ungating:
+    """Keeps the pods that carry the pod set label and ungates those of Admitted TAS workloads.
+
+    Workloads are marked (:meth:`mark`) when the fold sees them admitted or assigned a
+    topology and when one of their pods changes; :meth:`run` ungates the marked ones.
+    """
+
+    def __init__(self, *, api: KubeApi, limiter: WriteLimiter, view: core.DispatchState) -> None:
+        self.api, self.limiter, self.view = api, limiter, view
+        self.pods: dict[objects.PodKey, objects.Pod] = {}
+        self.ungated = 0
+        self._dirty: dict[str, None] = {}
+        self._wakeup = asyncio.Event()
+
+    def mark(self, key: str) -> None:
+        """Workload ``key``'s pods may need ungating."""
+        self._dirty[key] = None
+        self._wakeup.set()
+
+    async def watch_pods(self) -> None:
+        """Keep the pods that carry the pod set label (started pods of a workload) and mark their
+        workloads (cancel to stop)."""
+        async for item in self.api.watch_objects(POD_REF, label_selector=core.PODSET_LABEL):
+            if isinstance(item, kube.Resynced):
+                pods = [objects.as_pod(raw) for raw in item.objects]
+                self.pods = {objects.pod_key(pod): pod for pod in pods}
+                for pod in pods:
+                    self._pod_changed(pod)
+            elif item.type == "DELETED":
+                self.pods.pop(objects.pod_key(objects.as_pod(item.object)), None)
+            else:
+                pod = objects.as_pod(item.object)
+                self.pods[objects.pod_key(pod)] = pod
+                self._pod_changed(pod)
+
+    def _pod_changed(self, pod: objects.Pod) -> None:
+        workload = (objects.meta(pod).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION)
+        if workload and ungater.is_gated(pod):
+            self.mark(f"{objects.pod_key(pod)[0]}/{workload}")
+
+    async def run(self, *, retry_seconds: float = 1.0) -> None:
+        """Ungate the marked workloads' pods whenever one is marked (cancel to stop)."""
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            if not await self.ungate_dirty():
+                await asyncio.sleep(retry_seconds)  # a write failed: the workload stays dirty
+
+    async def ungate_dirty(self) -> bool:
+        """Ungate what the dirty workloads need now; False when a write must be tried again."""
+        done = True
+        taken, self._dirty = list(self._dirty), {}
+        for key in taken:
+            try:
+                await self._ungate(key)
+            except API_ERRORS as err:
+                log.warning("ungate_retry", workload=key, error=str(err))
+                self.mark(key)
+                done = False
+        return done
+
+    def _topology_pod_sets(self, key: str) -> list[ungater.PodSetTopology]:
+        """The pod sets of an Admitted workload with a topology assignment (Kueue IsAdmittedByTAS), else []."""
+        wl = self.view.cluster.workloads.get(key)
+        record = self.view.records.get(key)
+        if wl is None or wl.gone or not wl.admitted or wl.reservation is None or record is None:
+            return []
+        own = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+        out = []
+        for psa in wl.reservation.pod_set_assignments:
+            ta = record.topology.get(psa.name)
+            if ta is None:
+                continue
+            request = own[psa.name].topology_request if psa.name in own else None
+            out.append(
+                ungater.PodSetTopology(name=psa.name, count=psa.count, assignment=tas.decode(ta), request=request)
+            )
+        return out
+
+    def _pods_of(self, namespace: str, workload: str, pod_set: str) -> list[objects.Pod]:
+        """The live pods of ``pod_set`` of workload ``namespace/workload``, by name."""
+        return sorted(
+            (
+                pod
+                for (ns, _), pod in self.pods.items()
+                if ns == namespace
+                and (objects.meta(pod).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION) == workload
+                and (objects.meta(pod).get("labels") or {}).get(core.PODSET_LABEL) == pod_set
+                and not pod_integration.is_terminated(pod)
+            ),
+            key=objects.pod_name,
+        )
+
+    async def _ungate(self, key: str) -> None:
+        """Give the gated pods of workload ``key`` their domains (topology_ungater.go Reconcile)."""
+        pod_sets = self._topology_pod_sets(key)
+        if not pod_sets:
+            return
+        namespace, _, name = key.partition("/")
+        bounds = ungater.rank_bounds(pod_sets)
+        for pod_set in pod_sets:
+            pods = self._pods_of(namespace, name, pod_set.name)
+            offset, max_rank = bounds[pod_set.name]
+            try:
+                plan = ungater.plan_pod_set(pod_set, pods, offset=offset, max_rank=max_rank)
+            except ValueError as err:
+                log.warning("ungate_failed", workload=key, pod_set=pod_set.name, error=str(err))
+                continue
+            by_name = {objects.pod_name(p): p for p in pods}
+            for step in plan:
+                await self._ungate_pod(by_name[step.name], step, workload=key)
+
+    async def _ungate_pod(self, pod: objects.Pod, step: ungater.Ungate, *, workload: str) -> None:
+        """Remove the topology gate and add the domain's nodeSelector, if the pod is still as listed."""
+        meta, spec = objects.meta(pod), pod.get("spec") or {}
+        gates = core.without_gates(list(spec.get("schedulingGates") or []), [core.TOPOLOGY_GATE])
+        patch = {
+            "metadata": {"resourceVersion": meta.get("resourceVersion")},  # a precondition: 409 if it changed
+            "spec": {"schedulingGates": gates or None, "nodeSelector": step.node_selector},
+        }
+        await self.limiter.acquire()
+        try:
+            stored = await self.api.patch_object(POD_REF, namespace=meta.get("namespace"), name=step.name, patch=patch)
+        except kube_errors.NotFoundError:
+            self.pods.pop(objects.pod_key(pod), None)
+            return
+        self.pods[objects.pod_key(objects.as_pod(stored))] = objects.as_pod(stored)
+        self.ungated += 1
+        log.info(
+            "pod_ungated",
+            pod=f"{meta.get('namespace')}/{step.name}",
+            workload=workload,
+            node_selector=step.node_selector,
+        )
