@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Never, NoReturn
 
 from kueue_es.events import models, tas, types
 from kueue_es.projections import afs, quota, topology
@@ -360,11 +360,28 @@ class ClusterState:
         return self.usage.get(cluster_queue, {}).get(flavor, {}).get(resource, 0)
 
 
+class UnknownEventError(TypeError):
+    """An event whose type :func:`apply` neither folds nor names in :data:`IGNORED`.
+
+    Only a build whose event unions grew without a fold for the new type raises it (mypy
+    strict and ``tests/unit/test_fold_dispatch.py`` catch that before a release); a
+    service that meets it logs it and skips the event (``runtime.fold_message``).
+    """
+
+
+# The event types the fold reads and drops: what a ClusterState holds never depends on them.
+# DispatchApplied and DispatchFailed are the Kubernetes side's echo of a decision; quota and
+# workload status follow the watcher's facts instead.
+IGNORED: Final[tuple[type[types.Event], ...]] = (types.DispatchApplied, types.DispatchFailed)
+
+
 def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
     """Fold one event stored at log sequence ``seq`` into ``state`` and return it.
 
     Idempotent for facts (full-state snapshots) and for a decision seen twice.
-    Raises nothing for events about unknown objects: they are ignored.
+    Raises nothing for events about unknown objects: they are ignored. Every event
+    type is either folded or named in :data:`IGNORED`; any other type raises
+    :class:`UnknownEventError` before the state is touched.
     """
     match event:
         case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
@@ -440,14 +457,25 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             state.trigger("*", seq)
         case types.ObjectRejected():
             state.rejections[(event.kind, event.namespace, event.name)] = event
-        case types.DispatchApplied() | types.DispatchFailed():
-            pass  # the Kubernetes side's echo; quota follows the watcher's facts
         case types.TopologyAssigned():
             _apply_topology_assigned(state, event)
         case types.NodeObserved() | types.PodObserved() | types.TopologyObserved():
             _apply_topology_fact(state, event, seq=seq)
+        case types.DispatchApplied() | types.DispatchFailed():
+            pass  # IGNORED: the Kubernetes side's echo; quota follows the watcher's facts
+        case _:
+            _unclassified(event)
     state.last_seq = max(state.last_seq, seq)
     return state
+
+
+def _unclassified(event: Never) -> NoReturn:
+    """The end of :func:`apply`'s dispatch: statically unreachable (mypy proves the ``match``
+    exhaustive over ``types.Event``), an explicit error at run time."""
+    raise UnknownEventError(
+        f"The fold has no case for event type {type(event).__name__}: fold it in cluster.apply "
+        "or name it in cluster.IGNORED."
+    )
 
 
 def _apply_workload_fact(
