@@ -303,7 +303,6 @@ class ClusterState:
     timed: dict[str, None] = field(default_factory=dict)
     backoffs: dict[str, None] = field(default_factory=dict)
     not_ready: dict[str, None] = field(default_factory=dict)
-    timers_version: int = 0
     # The ``timed`` workloads' deadlines, as min-heaps of (basis ms, key) per TIMER_KINDS: when
     # admitted (+ waitForPodsReady.timeout), when PodsReady turned false (+ recoveryTimeout),
     # and the maximum execution time's end. Entries whose basis is no longer the workload's are
@@ -317,10 +316,9 @@ class ClusterState:
     caches: dict[str, Any] = field(default_factory=dict)  # deciders' caches, derived, never state
     # TAS (SEMANTICS-ADVANCED A.2): Topology, Node, non-TAS Pod and ResourceFlavor facts; the TAS
     # usage of the workloads holding quota with a topology assignment, per flavor, leaf ID and
-    # resource; ``tas_version`` counts changes of either (a cache key for the admitter).
+    # resource.
     topology: TopologyState = field(default_factory=TopologyState)
     tas_usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
-    tas_version: int = 0
     # The flavor-scan bookmark's clocks (SEMANTICS §5.3): ``admit_cycles`` counts the admitter's
     # DecisionRecords with outputs (Kueue's scheduling cycle, as the log sees it: a cycle that
     # decides nothing leaves no trace); ``cq_generations`` is Kueue's per-ClusterQueue
@@ -416,11 +414,9 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
                 state.trigger("*", seq)
             if event.kind == "ResourceFlavor":
                 state.topology.apply(event)
-                state.tas_version += 1
         case types.ResourceFlavorObserved(flavor=obj):
             state.flavors[obj.metadata.name] = obj
             state.topology.apply(event)
-            state.tas_version += 1
             state.trigger("*", seq)
         case types.ClusterQueueObserved(cluster_queue=obj):
             old = state.cluster_queues.get(obj.metadata.name)
@@ -624,7 +620,6 @@ def _index_status(state: ClusterState, key: str, wl: WorkloadState | None) -> No
     )
     backoff = wl is not None and wl.backoff and wl.reservation is None
     not_ready = wl is not None and wl.reservation is not None and not ready
-    changed = False
     for index, member in (
         (state.checks_due, due),
         (state.timed, timed),
@@ -633,12 +628,8 @@ def _index_status(state: ClusterState, key: str, wl: WorkloadState | None) -> No
     ):
         if member and key not in index:
             index[key] = None
-            changed = True
         elif not member and key in index:
             del index[key]
-            changed = True
-    if changed:
-        state.timers_version += 1
     if wl is None:
         return
     basis = _timer_basis(wl, ready=ready) if timed else None
@@ -954,7 +945,6 @@ def _apply_topology_fact(
                 return
             touches = _node_in_tas(topo, old_node) or _node_in_tas(topo, node)
             topo.apply(event)
-            state.tas_version += 1
             if touches:
                 state.trigger("*", seq, released=True)
         case types.ObjectDeleted(kind="Node"):
@@ -962,7 +952,6 @@ def _apply_topology_fact(
             if old_node is None:
                 return
             topo.apply(event)
-            state.tas_version += 1
             if _node_in_tas(topo, old_node):
                 state.trigger("*", seq, released=True)
         case types.PodObserved(pod=pod):
@@ -972,7 +961,6 @@ def _apply_topology_fact(
                 return
             flavors = _freed_flavors(topo, old_pod, pod)
             topo.apply(event)
-            state.tas_version += 1
             _trigger_flavors(state, flavors, seq)
         case types.ObjectDeleted(kind="Pod"):
             old_pod = topo.pods.get((event.namespace, event.name))
@@ -980,19 +968,16 @@ def _apply_topology_fact(
                 return
             flavors = _freed_flavors(topo, old_pod, None)
             topo.apply(event)
-            state.tas_version += 1
             _trigger_flavors(state, flavors, seq)
         case types.TopologyObserved(topology=obj):
             if topo.topologies.get(obj.metadata.name) == obj:
                 return
             topo.apply(event)
-            state.tas_version += 1
             state.trigger("*", seq)
         case types.ObjectDeleted(kind="Topology"):
             if event.name not in topo.topologies:
                 return
             topo.apply(event)
-            state.tas_version += 1
             state.trigger("*", seq)
 
 
@@ -1046,14 +1031,12 @@ def _apply_topology_assigned(state: ClusterState, event: types.TopologyAssigned)
     current.topology = assignments
     current.tas_usage = tas_usage_of(state, current.workload, current.reservation, assignments)
     _shift_tas_usage(state.tas_usage, current.tas_usage, sign=1)
-    state.tas_version += 1
 
 
 def _release_topology(state: ClusterState, wl: WorkloadState) -> None:
     if wl.tas_usage:
         _shift_tas_usage(state.tas_usage, wl.tas_usage, sign=-1)
     wl.topology = wl.tas_usage = None
-    state.tas_version += 1
 
 
 def tas_flavor_of(state: ClusterState, assignment: types.PodSetAssignment) -> str | None:
