@@ -70,10 +70,11 @@ class WorkloadState:
     queued_for: models.Workload | None = None  # the object ``queued_as`` was computed from
     # The admitter's cache, not state: its per-pod requests and the workload, ClusterQueue and
     # Configuration objects they were made from (fields, not a tuple: one object less to collect).
+    # The requests' type (PodSetRequest) lives in the admitter, a layer above: ``Any`` here.
     requests_memo: list[Any] | None = None
-    requests_memo_workload: object | None = None
-    requests_memo_cq: object | None = None
-    requests_memo_config: object | None = None
+    requests_memo_workload: models.Workload | None = None
+    requests_memo_cq: models.ClusterQueue | None = None
+    requests_memo_config: models.Configuration | None = None
     # TAS (SEMANTICS-ADVANCED A.2.2): the topology assignments of the reservation, per pod set
     # (from TopologyAssigned; gone with the quota), and the TAS usage they take, per flavor and leaf.
     topology: dict[str, models.TopologyAssignment] | None = None
@@ -682,10 +683,10 @@ def _place(state: ClusterState, wl: WorkloadState, *, queued: bool) -> None:
             if not queue:
                 del state.queued[placed[0]]
         if wanted is not None:
-            queue = state.queued.get(wanted[0])
-            if queue is None:
-                queue = state.queued[wanted[0]] = Queued()
-            queue.add(wanted[1], parked)
+            target = state.queued.get(wanted[0])
+            if target is None:
+                target = state.queued[wanted[0]] = Queued()
+            target.add(wanted[1], parked)
     wl.queued_as = wanted
     wl.queued_for = wl.workload if wanted is not None else None
     wl.queued_parked = parked

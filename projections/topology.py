@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeGuard
 
 from kueue_es.events import models, types
 from kueue_es.events.tas import HOSTNAME_LABEL, domain_id
@@ -173,9 +174,9 @@ class TopologyState:
         node_to_leaf = {node.metadata.name: leaf_id for leaf_id, nodes in members.items() for node in nodes}
         used: dict[str, Requests] = {}
         for pod in self.pods.values():
-            leaf_id = node_to_leaf.get(pod.node_name)
-            if leaf_id is not None and pod.takes_capacity:
-                bucket = used.setdefault(leaf_id, {})
+            pod_leaf = node_to_leaf.get(pod.node_name)
+            if pod_leaf is not None and pod.takes_capacity:
+                bucket = used.setdefault(pod_leaf, {})
                 for res, amount in pod.requests.items():
                     bucket[res] = bucket.get(res, 0) + amount
         leaves = []
@@ -207,9 +208,10 @@ class TopologyState:
         )
 
 
-def frees_capacity(old: models.PodUsage | None, new: models.PodUsage | None) -> bool:
+def frees_capacity(old: models.PodUsage | None, new: models.PodUsage | None) -> TypeGuard[models.PodUsage]:
     """Whether a non-TAS pod going from ``old`` to ``new`` (None: gone) gives node capacity
-    back: it stopped taking capacity, moved, or asks for less (A.2.3)."""
+    back: it stopped taking capacity, moved, or asks for less (A.2.3). True implies ``old`` is
+    a pod (the type guard says so to the type checker)."""
     if old is None or not old.takes_capacity:
         return False
     return (
