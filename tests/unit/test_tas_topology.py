@@ -81,7 +81,10 @@ def test_requeue_triggers_of_topology_facts() -> None:
     of no TAS flavor ⇒ none; a non-TAS pod freeing capacity ⇒ the ClusterQueues using a flavor whose
     tree holds its node; one taking capacity again ⇒ none."""
     state = ClusterState()
-    queues = [cluster_queue("cq-tas", flavors={"tas": {"cpu": 9}}), cluster_queue("cq-plain", flavors={"plain": {"cpu": 9}})]
+    queues = [
+        cluster_queue("cq-tas", flavors={"tas": {"cpu": 9}}),
+        cluster_queue("cq-plain", flavors={"plain": {"cpu": 9}}),
+    ]
     setup = [*_events([B, R, H], [hnode("n1", "b1", "r1", "h1", cpu="4")])]
     setup += [types.ClusterQueueObserved(cluster_queue=parse(doc)) for doc in queues]
     for seq, event in enumerate(setup, start=1):
