@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Never, NoReturn
 
 from kueue_es.events import models, tas, types
 from kueue_es.projections import afs, quota, topology
@@ -70,10 +70,11 @@ class WorkloadState:
     queued_for: models.Workload | None = None  # the object ``queued_as`` was computed from
     # The admitter's cache, not state: its per-pod requests and the workload, ClusterQueue and
     # Configuration objects they were made from (fields, not a tuple: one object less to collect).
+    # The requests' type (PodSetRequest) lives in the admitter, a layer above: ``Any`` here.
     requests_memo: list[Any] | None = None
-    requests_memo_workload: object | None = None
-    requests_memo_cq: object | None = None
-    requests_memo_config: object | None = None
+    requests_memo_workload: models.Workload | None = None
+    requests_memo_cq: models.ClusterQueue | None = None
+    requests_memo_config: models.Configuration | None = None
     # TAS (SEMANTICS-ADVANCED A.2.2): the topology assignments of the reservation, per pod set
     # (from TopologyAssigned; gone with the quota), and the TAS usage they take, per flavor and leaf.
     topology: dict[str, models.TopologyAssignment] | None = None
@@ -303,7 +304,6 @@ class ClusterState:
     timed: dict[str, None] = field(default_factory=dict)
     backoffs: dict[str, None] = field(default_factory=dict)
     not_ready: dict[str, None] = field(default_factory=dict)
-    timers_version: int = 0
     # The ``timed`` workloads' deadlines, as min-heaps of (basis ms, key) per TIMER_KINDS: when
     # admitted (+ waitForPodsReady.timeout), when PodsReady turned false (+ recoveryTimeout),
     # and the maximum execution time's end. Entries whose basis is no longer the workload's are
@@ -317,10 +317,9 @@ class ClusterState:
     caches: dict[str, Any] = field(default_factory=dict)  # deciders' caches, derived, never state
     # TAS (SEMANTICS-ADVANCED A.2): Topology, Node, non-TAS Pod and ResourceFlavor facts; the TAS
     # usage of the workloads holding quota with a topology assignment, per flavor, leaf ID and
-    # resource; ``tas_version`` counts changes of either (a cache key for the admitter).
+    # resource.
     topology: TopologyState = field(default_factory=TopologyState)
     tas_usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
-    tas_version: int = 0
     # The flavor-scan bookmark's clocks (SEMANTICS §5.3): ``admit_cycles`` counts the admitter's
     # DecisionRecords with outputs (Kueue's scheduling cycle, as the log sees it: a cycle that
     # decides nothing leaves no trace); ``cq_generations`` is Kueue's per-ClusterQueue
@@ -360,11 +359,28 @@ class ClusterState:
         return self.usage.get(cluster_queue, {}).get(flavor, {}).get(resource, 0)
 
 
+class UnknownEventError(TypeError):
+    """An event whose type :func:`apply` neither folds nor names in :data:`IGNORED`.
+
+    Only a build whose event unions grew without a fold for the new type raises it (mypy
+    strict and ``tests/unit/test_fold_dispatch.py`` catch that before a release); a
+    service that meets it logs it and skips the event (``runtime.fold_message``).
+    """
+
+
+# The event types the fold reads and drops: what a ClusterState holds never depends on them.
+# DispatchApplied and DispatchFailed are the Kubernetes side's echo of a decision; quota and
+# workload status follow the watcher's facts instead.
+IGNORED: Final[tuple[type[types.Event], ...]] = (types.DispatchApplied, types.DispatchFailed)
+
+
 def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
     """Fold one event stored at log sequence ``seq`` into ``state`` and return it.
 
     Idempotent for facts (full-state snapshots) and for a decision seen twice.
-    Raises nothing for events about unknown objects: they are ignored.
+    Raises nothing for events about unknown objects: they are ignored. Every event
+    type is either folded or named in :data:`IGNORED`; any other type raises
+    :class:`UnknownEventError` before the state is touched.
     """
     match event:
         case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
@@ -399,11 +415,9 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
                 state.trigger("*", seq)
             if event.kind == "ResourceFlavor":
                 state.topology.apply(event)
-                state.tas_version += 1
         case types.ResourceFlavorObserved(flavor=obj):
             state.flavors[obj.metadata.name] = obj
             state.topology.apply(event)
-            state.tas_version += 1
             state.trigger("*", seq)
         case types.ClusterQueueObserved(cluster_queue=obj):
             old = state.cluster_queues.get(obj.metadata.name)
@@ -440,14 +454,25 @@ def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
             state.trigger("*", seq)
         case types.ObjectRejected():
             state.rejections[(event.kind, event.namespace, event.name)] = event
-        case types.DispatchApplied() | types.DispatchFailed():
-            pass  # the Kubernetes side's echo; quota follows the watcher's facts
         case types.TopologyAssigned():
             _apply_topology_assigned(state, event)
         case types.NodeObserved() | types.PodObserved() | types.TopologyObserved():
             _apply_topology_fact(state, event, seq=seq)
+        case types.DispatchApplied() | types.DispatchFailed():
+            pass  # IGNORED: the Kubernetes side's echo; quota follows the watcher's facts
+        case _:
+            _unclassified(event)
     state.last_seq = max(state.last_seq, seq)
     return state
+
+
+def _unclassified(event: Never) -> NoReturn:
+    """The end of :func:`apply`'s dispatch: statically unreachable (mypy proves the ``match``
+    exhaustive over ``types.Event``), an explicit error at run time."""
+    raise UnknownEventError(
+        f"The fold has no case for event type {type(event).__name__}: fold it in cluster.apply "
+        "or name it in cluster.IGNORED."
+    )
 
 
 def _apply_workload_fact(
@@ -596,7 +621,6 @@ def _index_status(state: ClusterState, key: str, wl: WorkloadState | None) -> No
     )
     backoff = wl is not None and wl.backoff and wl.reservation is None
     not_ready = wl is not None and wl.reservation is not None and not ready
-    changed = False
     for index, member in (
         (state.checks_due, due),
         (state.timed, timed),
@@ -605,12 +629,8 @@ def _index_status(state: ClusterState, key: str, wl: WorkloadState | None) -> No
     ):
         if member and key not in index:
             index[key] = None
-            changed = True
         elif not member and key in index:
             del index[key]
-            changed = True
-    if changed:
-        state.timers_version += 1
     if wl is None:
         return
     basis = _timer_basis(wl, ready=ready) if timed else None
@@ -663,10 +683,10 @@ def _place(state: ClusterState, wl: WorkloadState, *, queued: bool) -> None:
             if not queue:
                 del state.queued[placed[0]]
         if wanted is not None:
-            queue = state.queued.get(wanted[0])
-            if queue is None:
-                queue = state.queued[wanted[0]] = Queued()
-            queue.add(wanted[1], parked)
+            target = state.queued.get(wanted[0])
+            if target is None:
+                target = state.queued[wanted[0]] = Queued()
+            target.add(wanted[1], parked)
     wl.queued_as = wanted
     wl.queued_for = wl.workload if wanted is not None else None
     wl.queued_parked = parked
@@ -926,7 +946,6 @@ def _apply_topology_fact(
                 return
             touches = _node_in_tas(topo, old_node) or _node_in_tas(topo, node)
             topo.apply(event)
-            state.tas_version += 1
             if touches:
                 state.trigger("*", seq, released=True)
         case types.ObjectDeleted(kind="Node"):
@@ -934,7 +953,6 @@ def _apply_topology_fact(
             if old_node is None:
                 return
             topo.apply(event)
-            state.tas_version += 1
             if _node_in_tas(topo, old_node):
                 state.trigger("*", seq, released=True)
         case types.PodObserved(pod=pod):
@@ -944,7 +962,6 @@ def _apply_topology_fact(
                 return
             flavors = _freed_flavors(topo, old_pod, pod)
             topo.apply(event)
-            state.tas_version += 1
             _trigger_flavors(state, flavors, seq)
         case types.ObjectDeleted(kind="Pod"):
             old_pod = topo.pods.get((event.namespace, event.name))
@@ -952,19 +969,16 @@ def _apply_topology_fact(
                 return
             flavors = _freed_flavors(topo, old_pod, None)
             topo.apply(event)
-            state.tas_version += 1
             _trigger_flavors(state, flavors, seq)
         case types.TopologyObserved(topology=obj):
             if topo.topologies.get(obj.metadata.name) == obj:
                 return
             topo.apply(event)
-            state.tas_version += 1
             state.trigger("*", seq)
         case types.ObjectDeleted(kind="Topology"):
             if event.name not in topo.topologies:
                 return
             topo.apply(event)
-            state.tas_version += 1
             state.trigger("*", seq)
 
 
@@ -1018,14 +1032,12 @@ def _apply_topology_assigned(state: ClusterState, event: types.TopologyAssigned)
     current.topology = assignments
     current.tas_usage = tas_usage_of(state, current.workload, current.reservation, assignments)
     _shift_tas_usage(state.tas_usage, current.tas_usage, sign=1)
-    state.tas_version += 1
 
 
 def _release_topology(state: ClusterState, wl: WorkloadState) -> None:
     if wl.tas_usage:
         _shift_tas_usage(state.tas_usage, wl.tas_usage, sign=-1)
     wl.topology = wl.tas_usage = None
-    state.tas_version += 1
 
 
 def tas_flavor_of(state: ClusterState, assignment: types.PodSetAssignment) -> str | None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from kueue_es.events import models
 
 if TYPE_CHECKING:  # cluster.py keeps a cached tree up to date, so it imports this module
+    from kueue_es.events import types
     from kueue_es.projections.cluster import ClusterState
 
 FR = tuple[str, str]  # (flavor, resource)
@@ -248,10 +249,10 @@ def cached(state: ClusterState) -> QuotaTree:
     return state.quota_tree
 
 
-def reservation_usage(reservation: object) -> dict[FR, int]:
+def reservation_usage(reservation: types.QuotaReserved) -> dict[FR, int]:
     """Usage per (flavor, resource) of a QuotaReserved."""
     out: dict[FR, int] = {}
-    for assignment in reservation.pod_set_assignments:  # type: ignore[attr-defined]
+    for assignment in reservation.pod_set_assignments:
         for resource, amount in assignment.resource_usage.items():
             flavor = assignment.flavors.get(resource)
             if flavor is not None and amount:

@@ -3,8 +3,8 @@ per TAS ResourceFlavor, the leaves of its topology tree and their free capacity.
 
 Pure: events in, state out; no clock. The TAS placer (services/tas_placer/placement.py) builds
 its domain tree from a :class:`FlavorTopology`; the admitter supplies the TAS usage of the
-workloads holding quota with a topology assignment (it knows the reservations), and
-:meth:`FlavorTopology.free_capacity` gives what remains.
+workloads holding quota with a topology assignment (it knows the reservations), and the
+placement subtracts it from each :class:`Leaf`'s ``free``.
 
 Rules (SEMANTICS-ADVANCED A.2; Kueue pkg/cache/scheduler/tas_nodes_cache.go, tas_topology_tree.go,
 tas_flavor.go, tas_non_tas_pod_cache.go, pkg/util/tas/tas.go NodeMatchesFlavor):
@@ -16,16 +16,16 @@ tas_flavor.go, tas_non_tas_pod_cache.go, pkg/util/tas/tas.go NodeMatchesFlavor):
 - Leaf ID: the hostname when the lowest level is ``kubernetes.io/hostname``, else the level values
   joined with ``,``; nodes sharing a non-hostname leaf add their allocatable.
 - A.2.2 a leaf's free capacity = Σ allocatable − Σ requests (incl. ``pods: 1``) of the non-TAS
-  pods bound to its nodes and not terminal; TAS usage is subtracted by :meth:`free_capacity`.
+  pods bound to its nodes and not terminal; the placement subtracts the TAS usage.
 
-Refresh semantics (A.2.3), for the admitter's inadmissible-requeue: :func:`refresh_scope` says
-which ClusterQueues a fact may unblock. A node fact (create, delete, or a change of labels,
-taints, allocatable, unschedulable or Ready) for a node that matches some TAS flavor, or a TAS
-flavor fact ⇒ all ClusterQueues; a Topology fact ⇒ the ClusterQueues using flavors of that
-topology; a non-TAS pod that frees capacity (terminal, deleted, moved, requests shrank) ⇒ the
-ClusterQueues using flavors whose tree holds that node (Kueue batches these every 10 s; kueue-es
-folds them at once, which is only earlier). Facts identical to the current state change nothing
-(kubelet heartbeats are not facts at all: the Node model keeps no timestamps).
+Refresh semantics (A.2.3), for the admitter's inadmissible-requeue, are the requeue triggers the
+cluster fold records (``cluster._apply_topology_fact``, with :func:`frees_capacity` from here). A
+node fact (create, delete, or a change of labels, taints, allocatable, unschedulable or Ready)
+for a node that matches some TAS flavor, a flavor fact or a Topology fact ⇒ all ClusterQueues; a
+non-TAS pod that frees capacity (terminal, deleted, moved, requests shrank) ⇒ the ClusterQueues
+using flavors whose tree holds that node (Kueue batches these every 10 s; kueue-es folds them at
+once, which is only earlier). Facts identical to the current state change nothing (kubelet
+heartbeats are not facts at all: the Node model keeps no timestamps).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeGuard
 
 from kueue_es.events import models, types
 from kueue_es.events.tas import HOSTNAME_LABEL, domain_id
@@ -94,21 +95,6 @@ class FlavorTopology:
             ]
             for leaf in self.leaves
         }
-
-    def free_capacity(self, tas_usage: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, Requests]:
-        """Per leaf ID, what remains after non-TAS pods and ``tas_usage`` (per leaf ID, the TAS usage
-        of workloads holding quota here, e.g. summed :func:`kueue_es.services.tas_placer.placement.assignment_usage`).
-
-        Usage on leaves not in the tree is ignored, as Kueue ignores usage recorded on nodes that left
-        the cache (A.2.1). Values may be negative.
-        """
-        out: dict[str, Requests] = {}
-        for leaf in self.leaves:
-            free = dict(leaf.free)
-            for res, amount in (tas_usage or {}).get(leaf.id, {}).items():
-                free[res] = free.get(res, 0) - amount
-            out[leaf.id] = free
-        return out
 
 
 def node_matches(node: models.Node, node_labels: Mapping[str, str], levels: tuple[str, ...]) -> bool:
@@ -188,9 +174,9 @@ class TopologyState:
         node_to_leaf = {node.metadata.name: leaf_id for leaf_id, nodes in members.items() for node in nodes}
         used: dict[str, Requests] = {}
         for pod in self.pods.values():
-            leaf_id = node_to_leaf.get(pod.node_name)
-            if leaf_id is not None and pod.takes_capacity:
-                bucket = used.setdefault(leaf_id, {})
+            pod_leaf = node_to_leaf.get(pod.node_name)
+            if pod_leaf is not None and pod.takes_capacity:
+                bucket = used.setdefault(pod_leaf, {})
                 for res, amount in pod.requests.items():
                     bucket[res] = bucket.get(res, 0) + amount
         leaves = []
@@ -221,54 +207,11 @@ class TopologyState:
             node_to_leaf=node_to_leaf,
         )
 
-    def refresh_scope(self, event: types.Event, *, before: TopologyState | None = None) -> str | frozenset[str]:
-        """Which TAS flavors' ClusterQueues a fact may unblock (A.2.3): ``"*"`` for all ClusterQueues,
-        else a set of flavor names (empty: none). ``before`` is the state before the fact (needed to
-        tell whether a pod freed capacity); call on the state after it."""
-        match event:
-            case types.ResourceFlavorObserved(flavor=obj) if obj.spec.topology_name:
-                return "*"
-            case types.NodeObserved() | types.ObjectDeleted(kind="Node"):
-                node = event.node if isinstance(event, types.NodeObserved) else (before or self).nodes.get(event.name)
-                if node is None:
-                    return frozenset()
-                for name in self.tas_flavors():
-                    flavor = self.flavors[name]
-                    topology = self.topologies.get(flavor.spec.topology_name or "")
-                    labels = node.metadata.labels
-                    if (
-                        topology
-                        and all(labels.get(k) == v for k, v in flavor.spec.node_labels.items())
-                        and all(level in labels for level in topology.level_keys)
-                    ):
-                        return "*"
-                return frozenset()
-            case types.TopologyObserved(topology=obj) | types.ObjectDeleted(kind="Topology", name=obj):
-                name = obj.metadata.name if isinstance(obj, models.Topology) else obj
-                return frozenset(f for f in self.tas_flavors() if self.flavors[f].spec.topology_name == name)
-            case types.PodObserved(pod=obj):
-                return self._freed_by_pod((obj.namespace, obj.name), before)
-            case types.ObjectDeleted(kind="Pod"):
-                return self._freed_by_pod((event.namespace, event.name), before)
-        return frozenset()
 
-    def _freed_by_pod(self, key: tuple[str, str], before: TopologyState | None) -> frozenset[str]:
-        """Flavors whose tree holds the node a non-TAS pod freed capacity on (A.2.3)."""
-        old = before.pods.get(key) if before is not None else None
-        if before is None or old is None or not old.takes_capacity:
-            return frozenset()
-        if not frees_capacity(old, self.pods.get(key)):
-            return frozenset()
-        return frozenset(
-            f
-            for f in before.tas_flavors()
-            if (tree := before.flavor_topology(f)) is not None and old.node_name in tree.node_to_leaf
-        )
-
-
-def frees_capacity(old: models.PodUsage | None, new: models.PodUsage | None) -> bool:
+def frees_capacity(old: models.PodUsage | None, new: models.PodUsage | None) -> TypeGuard[models.PodUsage]:
     """Whether a non-TAS pod going from ``old`` to ``new`` (None: gone) gives node capacity
-    back: it stopped taking capacity, moved, or asks for less (A.2.3)."""
+    back: it stopped taking capacity, moved, or asks for less (A.2.3). True implies ``old`` is
+    a pod (the type guard says so to the type checker)."""
     if old is None or not old.takes_capacity:
         return False
     return (

@@ -29,7 +29,7 @@ import structlog
 
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, BusError, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage
-from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.projections.cluster import ClusterState, UnknownEventError, apply
 
 log = structlog.get_logger(__name__)
 
@@ -83,7 +83,8 @@ class Decider:
 
 
 def fold_message(state: ClusterState, message: LogMessage) -> ClusterState:
-    """Fold one log message; a message that does not decode is logged and skipped.
+    """Fold one log message; a message that does not decode, or whose event type the fold
+    does not classify (``cluster.UnknownEventError``), is logged and skipped.
 
     A broken event never stops a service (its sequence still counts as folded).
     """
@@ -93,7 +94,12 @@ def fold_message(state: ClusterState, message: LogMessage) -> ClusterState:
         log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
         state.last_seq = max(state.last_seq, message.seq)
         return state
-    return apply(state, event, seq=message.seq)
+    try:
+        return apply(state, event, seq=message.seq)
+    except UnknownEventError as err:  # raised before the fold touches the state
+        log.warning("event_unclassified", seq=message.seq, subject=message.subject, error=str(err))
+        state.last_seq = max(state.last_seq, message.seq)
+        return state
 
 
 def build_batch(

@@ -433,7 +433,9 @@ def test_never_over_capacity_and_counts_add_up(
     assignment: Assignment = result.assignments["main"]
     expected = count - count % 2 if mode == "slices" else count
     assert assignment.pod_count == expected
-    free = topology.free_capacity(usage)
+    free = {
+        leaf.id: {r: v - usage.get(leaf.id, {}).get(r, 0) for r, v in leaf.free.items()} for leaf in topology.leaves
+    }
     for domain in assignment.domains:
         assert domain.count >= 1
         assert domain.count * per_pod * 1000 <= free[domain.values[0]]["cpu"]

@@ -1,37 +1,40 @@
 """The topology-capacity projection (SEMANTICS-ADVANCED A.2): which nodes form a flavor's tree,
-leaf capacity, and which facts may unblock which ClusterQueues (A.2.3)."""
+leaf capacity, and which ClusterQueues the cluster fold requeues on a topology fact (A.2.3)."""
 
 from __future__ import annotations
-
-import copy
 
 import msgspec
 
 from kueue_es.events import manifests, models, types
+from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.projections.topology import TopologyState
+from tests.builders import cluster_queue, parse
 from tests.unit.tas_fixtures import THREE, TWO, B, H, R, hnode, pod
 
 
-def _state(levels: list[str], nodes: list[dict], node_labels: dict[str, str] | None = None) -> TopologyState:
-    state = TopologyState()
-    state.apply(
+def _events(levels: list[str], nodes: list[dict], node_labels: dict[str, str] | None = None) -> list[types.Event]:
+    """A Topology named default of ``levels``, a TAS flavor ``tas`` on it, and ``nodes``."""
+    return [
         types.TopologyObserved(
             topology=models.Topology(
                 metadata=models.ObjectMeta(name="default"),
                 spec=models.TopologySpec(levels=[models.TopologyLevel(node_label=lvl) for lvl in levels]),
             )
-        )
-    )
-    state.apply(
+        ),
         types.ResourceFlavorObserved(
             flavor=models.ResourceFlavor(
                 metadata=models.ObjectMeta(name="tas"),
                 spec=models.ResourceFlavorSpec(topology_name="default", node_labels=node_labels or {}),
             )
-        )
-    )
-    for n in nodes:
-        state.apply(types.NodeObserved(node=manifests.parse_node(n)))
+        ),
+        *(types.NodeObserved(node=manifests.parse_node(n)) for n in nodes),
+    ]
+
+
+def _state(levels: list[str], nodes: list[dict], node_labels: dict[str, str] | None = None) -> TopologyState:
+    state = TopologyState()
+    for event in _events(levels, nodes, node_labels):
+        state.apply(event)
     return state
 
 
@@ -59,7 +62,7 @@ def test_membership_and_leaf_identity() -> None:
 
 
 def test_capacity_and_usage() -> None:
-    """A.2.2: non-TAS pods on a node take requests + 1 pod until terminal; TAS usage is subtracted."""
+    """A.2.2: non-TAS pods on a node take requests + 1 pod until terminal."""
     state = _state(THREE, [hnode("n1", "b1", "r1", "h1", cpu="4", pods="5")])
     for p in (pod("a", "n1", cpu="1"), pod("b", "n1", cpu="1", phase="Succeeded"), pod("c", "", cpu="1")):
         usage = manifests.parse_pod_usage(p)
@@ -68,32 +71,34 @@ def test_capacity_and_usage() -> None:
     tree = state.flavor_topology("tas")
     assert tree is not None
     assert tree.leaves[0].free == {"cpu": 3000, "pods": 4}
-    assert tree.free_capacity({"h1": {"cpu": 2000, "pods": 2}, "gone": {"cpu": 1}}) == {"h1": {"cpu": 1000, "pods": 2}}
     state.apply(types.ObjectDeleted(kind="Pod", namespace="test-ns", name="a"))
     tree = state.flavor_topology("tas")
     assert tree is not None and tree.leaves[0].free == {"cpu": 4000, "pods": 5}
 
 
-def test_refresh_scope() -> None:
-    """A.2.3: a matching node ⇒ all ClusterQueues; a node of no TAS flavor ⇒ none; a Topology ⇒ its
-    flavors; a non-TAS pod freeing capacity ⇒ the flavors holding its node; one taking more ⇒ none."""
-    state = _state([B, R, H], [hnode("n1", "b1", "r1", "h1", cpu="4")])
-    matching = types.NodeObserved(node=manifests.parse_node(hnode("n2", "b1", "r1", "h2", cpu="1")))
-    state.apply(matching)
-    assert state.refresh_scope(matching) == "*"
-    other = types.NodeObserved(node=manifests.parse_node(hnode("n9", None, "r1", "h9", cpu="1")))
-    state.apply(other)
-    assert state.refresh_scope(other) == frozenset()
-    topo = types.TopologyObserved(topology=state.topologies["default"])
-    assert state.refresh_scope(topo) == frozenset({"tas"})
+def test_requeue_triggers_of_topology_facts() -> None:
+    """A.2.3, as the cluster fold records it: a node matching a TAS flavor ⇒ all ClusterQueues; a node
+    of no TAS flavor ⇒ none; a non-TAS pod freeing capacity ⇒ the ClusterQueues using a flavor whose
+    tree holds its node; one taking capacity again ⇒ none."""
+    state = ClusterState()
+    queues = [
+        cluster_queue("cq-tas", flavors={"tas": {"cpu": 9}}),
+        cluster_queue("cq-plain", flavors={"plain": {"cpu": 9}}),
+    ]
+    setup = [*_events([B, R, H], [hnode("n1", "b1", "r1", "h1", cpu="4")])]
+    setup += [types.ClusterQueueObserved(cluster_queue=parse(doc)) for doc in queues]
+    for seq, event in enumerate(setup, start=1):
+        apply(state, event, seq=seq)
+    triggers = dict(state.requeue_triggers)
+    apply(state, types.NodeObserved(node=manifests.parse_node(hnode("n2", "b1", "r1", "h2", cpu="1"))), seq=10)
+    assert state.requeue_triggers == {**triggers, "*": 10}
+    apply(state, types.NodeObserved(node=manifests.parse_node(hnode("n9", None, "r1", "h9", cpu="1"))), seq=11)
+    assert state.requeue_triggers == {**triggers, "*": 10}
     running = manifests.parse_pod_usage(pod("p", "n1", cpu="1"))
     assert running is not None
-    state.apply(types.PodObserved(pod=running))
-    before = copy.deepcopy(state)
-    done = types.PodObserved(pod=msgspec.structs.replace(running, phase="Succeeded"))
-    state.apply(done)
-    assert state.refresh_scope(done, before=before) == frozenset({"tas"})
-    before = copy.deepcopy(state)
-    grown = types.PodObserved(pod=running)
-    state.apply(grown)
-    assert state.refresh_scope(grown, before=before) == frozenset()
+    apply(state, types.PodObserved(pod=running), seq=12)
+    assert state.requeue_triggers == {**triggers, "*": 10}
+    apply(state, types.PodObserved(pod=msgspec.structs.replace(running, phase="Succeeded")), seq=13)
+    assert state.requeue_triggers == {**triggers, "*": 10, "cq:cq-tas": 13}
+    apply(state, types.PodObserved(pod=running), seq=14)
+    assert state.requeue_triggers == {**triggers, "*": 10, "cq:cq-tas": 13}
