@@ -45,7 +45,7 @@ from kubernetes_asyncio import client as k8s_client
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, Delivery, DurableConsumer
-from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.cluster import ClusterState, UnknownEventError
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, action_name
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter, kube_api, limiter_from_env
@@ -147,10 +147,15 @@ class Dispatcher:
                 log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
                 self.view.cluster.last_seq = max(self.view.cluster.last_seq, message.seq)
             else:
-                core.fold(self.view, event, seq=message.seq)
-                self.stored.observed(event)
-                if isinstance(event, types.WorkloadAdmitted | types.TopologyAssigned):
-                    self.ungating.mark(event.workload.key)
+                try:
+                    core.fold(self.view, event, seq=message.seq)
+                except UnknownEventError as err:  # raised before the fold touches the state, as in runtime
+                    log.warning("event_unclassified", seq=message.seq, subject=message.subject, error=str(err))
+                    self.view.cluster.last_seq = max(self.view.cluster.last_seq, message.seq)
+                else:
+                    self.stored.observed(event)
+                    if isinstance(event, types.WorkloadAdmitted | types.TopologyAssigned):
+                        self.ungating.mark(event.workload.key)
             self._caught_up = self._caught_up or message.pending == 0
             async with self._folded:
                 self._folded.notify_all()
