@@ -114,12 +114,12 @@ class _Lease(LeaseLock):
         except _NETWORK_ERRORS as err:
             log.warning("lease_unreachable", lease=f"{namespace}/{name}", error=repr(err))
             unreachable = ApiException(status=503, reason="ServiceUnavailable")
-            unreachable.body = json.dumps({"code": 503, "message": repr(err)})
+            unreachable.body = json.dumps({"code": 503, "message": repr(err)}).encode()
             return False, unreachable
         if found or (isinstance(record, ApiException) and record.status == 404):
             self.health.lease_contact()
         if isinstance(record, ApiException) and not record.body:
-            record.body = json.dumps({"code": record.status})  # the library reads the code from the body
+            record.body = json.dumps({"code": record.status}).encode()  # the library reads the code from the body
         return found, record
 
     async def create(self, name: str, namespace: str, election_record: Any) -> bool:
@@ -143,7 +143,7 @@ class _Lease(LeaseLock):
             if lease.spec is None or lease.spec.holder_identity != self.identity:
                 return
             now = datetime.datetime.now(datetime.UTC)
-            lease.spec.holder_identity = None
+            lease.spec.holder_identity = None  # type: ignore[assignment]  # optional in the API, not in the model
             lease.spec.lease_duration_seconds = 1
             lease.spec.renew_time = now
             await self.api_instance.replace_namespaced_lease(self.name, self.namespace, lease)
@@ -202,7 +202,8 @@ async def run_with_lease(
     electing = asyncio.create_task(election.run(), name="leader-election")
     stopping = asyncio.create_task(stop.wait(), name="stop")
     try:
-        await asyncio.wait({electing, stopping, outcome}, return_when=asyncio.FIRST_COMPLETED)
+        waiting: set[asyncio.Future[Any]] = {electing, stopping, outcome}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if stop.is_set() and health.role == "leader" and not outcome.done():
             service_stop.set()  # a graceful stop of the service, while we still hold the lease
             await asyncio.wait({outcome, electing}, return_when=asyncio.FIRST_COMPLETED)

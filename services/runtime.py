@@ -21,9 +21,9 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 
@@ -59,7 +59,7 @@ def configure_logging(*, service: str, level: int = logging.INFO, file: TextIO |
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=file or _CurrentStderr()),
+        logger_factory=structlog.PrintLoggerFactory(file=file or cast(TextIO, _CurrentStderr())),
         cache_logger_on_first_use=True,
     )
     structlog.contextvars.bind_contextvars(service=service)
@@ -287,7 +287,7 @@ class DeciderLoop:
         return last
 
 
-async def run_until_signalled(main: Callable[[asyncio.Event], object], *, slow_stop: float = 3.0) -> None:
+async def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[object]], *, slow_stop: float = 3.0) -> None:
     """Run ``main(stop)`` and set ``stop`` on SIGTERM or SIGINT, for a graceful exit.
 
     If shutting down takes longer than ``slow_stop`` seconds, the stacks of every
@@ -297,7 +297,7 @@ async def run_until_signalled(main: Callable[[asyncio.Event], object], *, slow_s
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    task = asyncio.ensure_future(main(stop))  # type: ignore[arg-type]
+    task = asyncio.ensure_future(main(stop))
     stopper = asyncio.ensure_future(stop.wait())
     await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
     watchdog = asyncio.ensure_future(_report_slow_stop(slow_stop))
@@ -307,8 +307,9 @@ async def run_until_signalled(main: Callable[[asyncio.Event], object], *, slow_s
     finally:
         watchdog.cancel()
         stopper.cancel()
-    if not task.cancelled() and task.exception() is not None:
-        raise task.exception()  # type: ignore[misc]
+    failure = None if task.cancelled() else task.exception()
+    if failure is not None:
+        raise failure
 
 
 async def _report_slow_stop(after: float) -> None:
