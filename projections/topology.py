@@ -1,7 +1,7 @@
 """Topology-capacity projection: Topology, Node, non-TAS Pod and ResourceFlavor facts folded into,
 per TAS ResourceFlavor, the leaves of its topology tree and their free capacity.
 
-Pure: events in, state out; no clock. The TAS placer (services/tas_placer/placement.py) builds
+Pure: events in, state out; no clock. The TAS placer (scheduling/tas/placement.py) builds
 its domain tree from a :class:`FlavorTopology`; the admitter supplies the TAS usage of the
 workloads holding quota with a topology assignment (it knows the reservations), and
 :meth:`FlavorTopology.free_capacity` gives what remains.
@@ -97,7 +97,7 @@ class FlavorTopology:
 
     def free_capacity(self, tas_usage: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, Requests]:
         """Per leaf ID, what remains after non-TAS pods and ``tas_usage`` (per leaf ID, the TAS usage
-        of workloads holding quota here, e.g. summed :func:`kueue_es.services.tas_placer.placement.assignment_usage`).
+        of workloads holding quota here, e.g. summed :func:`kueue_es.scheduling.tas.placement.assignment_usage`).
 
         Usage on leaves not in the tree is ignored, as Kueue ignores usage recorded on nodes that left
         the cache (A.2.1). Values may be negative.

@@ -2,7 +2,7 @@
 
 The admitter's cycle finds that a head fits only if some workloads are evicted and
 logs a PreemptionRequired with those targets (it runs the same target search as
-Kueue's scheduler does inline, :mod:`kueue_es.services.preemptor.targets`). The preemptor,
+Kueue's scheduler does inline, :mod:`kueue_es.scheduling.preemption`). The preemptor,
 folding the same log, owns the evictions: for each open nomination it checks that
 the preemptor still waits and that every target still holds quota, recomputing the
 targets on the current state when they do not (the log moved since the
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from kueue_es.events import types
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
-from kueue_es.services.admitter import core as admitter
-from kueue_es.services.admitter import topology as tas_cycle
-from kueue_es.services.preemptor import targets
+from kueue_es.scheduling import preemption as targets
+from kueue_es.scheduling.search import Search
+from kueue_es.scheduling.tas import cycle as tas_cycle
 
 LOGIC_VERSION = 4
 ROLE = "preempt"
@@ -41,7 +41,7 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
     tree.begin()
     try:
         out: list[types.Decision] = []
-        search = admitter.Search(state, tree, now_ms=now_ms)
+        search = Search(state, tree, now_ms=now_ms)
         evicting: set[str] = set()
         for _key, (seq, nomination) in sorted(state.nominations.items(), key=lambda item: item[1][0]):
             out.extend(_answer(state, tree, search, nomination, seq=seq, evicting=evicting, now_ms=now_ms))
@@ -53,7 +53,7 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
 def _answer(
     state: ClusterState,
     tree: quota.QuotaTree,
-    search: admitter.Search,
+    search: Search,
     nomination: types.PreemptionRequired,
     *,
     seq: int,
@@ -116,7 +116,7 @@ def _answer(
 
 
 def _topology_check(
-    state: ClusterState, search: admitter.Search, wl: WorkloadState, nomination: types.PreemptionRequired
+    state: ClusterState, search: Search, wl: WorkloadState, nomination: types.PreemptionRequired
 ) -> Callable[[frozenset[str]], bool] | None:
     """The placement part of the fit test for the nominated assignment (SEMANTICS-ADVANCED
     A.11; Kueue preemption.go workloadFits): whether its TAS pod sets can be placed on their

@@ -1,7 +1,7 @@
 """The TAS placer's pure core: node failures after admission (SEMANTICS-ADVANCED A.13).
 
 The first placement of a workload is part of the admission decision (the admitter calls the
-placement core, :mod:`kueue_es.services.admitter.topology`). This decider watches the workloads already
+placement core, :mod:`kueue_es.scheduling.tas.cycle`). This decider watches the workloads already
 admitted with a topology assignment whose lowest level is the hostname, and acts when a node
 of their assignment fails (Kueue pkg/controller/tas/node_controller.go, tas_flavor_snapshot.go
 findReplacementAssignment, scheduler.go handleFailedTASReplacement):
@@ -26,7 +26,7 @@ A workload owned by a single v1 Pod (not a pod group) keeps its assignment when 
 nodes fails (SkipReassignmentForPodOwnedWorkloads, on; A.13.4 step 1): its pod cannot move.
 
 Pure: state in, decisions out. Not done: ``status.unhealthyNodes`` and the second-pass backoff. Delayed topology requests (A.9) are the admitter's second pass
-(:func:`kueue_es.services.admitter.topology.second_pass`).
+(:func:`kueue_es.scheduling.tas.cycle.second_pass`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import msgspec
 from kueue_es.events import models, tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from kueue_es.projections.topology import FlavorTopology
-from kueue_es.services.tas_placer.placement import Placement, PodSetPlacementRequest, TASGates, add_usage, find_assignments
+from kueue_es.scheduling.tas.placement import Placement, PodSetPlacementRequest, TASGates, add_usage, find_assignments
 
 LOGIC_VERSION = 6
 ROLE = "place"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kueue_es.events import models
 from kueue_es.events.tas import Assignment
-from kueue_es.services.tas_placer.placement import (
+from kueue_es.scheduling.tas.placement import (
     Placement,
     PlacementFailure,
     PodSetPlacementRequest,

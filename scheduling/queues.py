@@ -17,7 +17,7 @@ from kueue_es.events import models
 from kueue_es.events.quantities import to_amount
 from kueue_es.projections import afs, cluster, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
-from kueue_es.services.admitter.flavors import PodSetRequest
+from kueue_es.scheduling.flavors import PodSetRequest
 
 METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from kueue_es.events import models, types
 from kueue_es.projections import afs
 from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
-from kueue_es.services.admitter import topology
+from kueue_es.scheduling.tas import cycle as topology
 
 FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
 PENDING_DELAYED_TOPOLOGY = "PendingDelayedTopologyRequests"  # Kueue's Admitted=False reason (A.9)

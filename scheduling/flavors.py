@@ -120,7 +120,7 @@ class Assignment(NamedTuple):
     message: str = ""
     reason: str = ""  # NoFit: Kueue's granular QuotaReserved=False reason (no_fit_reason)
     # TAS (SEMANTICS-ADVANCED A.5): set by the admitter for workloads with TAS pod sets, a
-    # kueue_es.services.admitter.topology.TASPart (what to place, and the placement when mode is Fit).
+    # kueue_es.scheduling.tas.cycle.TASPart (what to place, and the placement when mode is Fit).
     tas: Any = None
     # The flavor scan's bookmark (Kueue's LastTriedFlavorIdx, SEMANTICS §5.3): per pod set in
     # spec order, resource -> index of the last flavor examined in its group (-1: the scan

@@ -60,7 +60,7 @@ class TASGates:
 @dataclass(frozen=True, eq=False)
 class UsageToken:
     """Names the contents of a ``tas_usage`` mapping that changes in steps (one admission
-    cycle's, :class:`kueue_es.services.admitter.topology.CycleTopology`): equal ``key`` and ``version``
+    cycle's, :class:`kueue_es.scheduling.tas.cycle.CycleTopology`): equal ``key`` and ``version``
     ⇒ equal contents. ``changes[v - 1]`` holds the leaf IDs whose usage changed from version
     ``v - 1`` to ``v`` (a superset is fine; the sequence may grow later, never change)."""
 

@@ -1,8 +1,8 @@
 """Topology-Aware Scheduling inside the admission cycle (SEMANTICS-ADVANCED A.5, A.7, A.10, A.11).
 
-Quota picks each pod set's flavor first (:mod:`kueue_es.services.admitter.flavors`); then the pod sets
+Quota picks each pod set's flavor first (:mod:`kueue_es.scheduling.flavors`); then the pod sets
 that request TAS (explicitly, or implied in a TAS-only ClusterQueue, A.4.3) are placed on their
-TAS flavor's tree by the placer's pure core (:func:`kueue_es.services.tas_placer.placement.find_assignments`)
+TAS flavor's tree by the placer's pure core (:func:`kueue_es.scheduling.tas.placement.find_assignments`)
 with the free capacity the log knows: nodes and non-TAS pods (``ClusterState.topology``), minus the
 TAS usage of the workloads holding quota (``ClusterState.tas_usage``), minus what earlier entries of
 this cycle took (:class:`CycleTopology`). Kueue's rules (flavorassigner.go assignFlavors):
@@ -23,8 +23,8 @@ from typing import NamedTuple
 
 from kueue_es.events import models, tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, tas_flavor_of
-from kueue_es.services.admitter import flavors
-from kueue_es.services.tas_placer.placement import (
+from kueue_es.scheduling import flavors
+from kueue_es.scheduling.tas.placement import (
     Placement,
     PlacementFailure,
     PodSetPlacementRequest,
@@ -72,7 +72,7 @@ class TASPart(NamedTuple):
 
 class _UsageHistory:
     """One TAS flavor's usage as successive cycles see it (:meth:`CycleTopology.usage`), for
-    the placer's phase-1 cache (:class:`~kueue_es.services.tas_placer.placement.UsageToken`):
+    the placer's phase-1 cache (:class:`~kueue_es.scheduling.tas.placement.UsageToken`):
     ``changes[v - 1]`` = the leaf IDs that differ between versions ``v - 1`` and ``v``;
     ``content`` = the latest version (the owning cycle's usage dict, kept in step by its
     :meth:`CycleTopology.add`); ``owner`` = the serial of that cycle. Only the owner extends

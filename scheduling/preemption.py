@@ -10,7 +10,7 @@ Classical preemption follows pkg/scheduler/preemption/preemption.go
 (classicalPreemptions, fillBackWorkloads, workloadFits) and classical/
 (hierarchical_preemption.go, candidate_generator.go); the candidate order is
 common/ordering.go CandidatesOrdering. Fair-sharing preemption (§7.9-§7.11) is in
-:mod:`kueue_es.services.preemptor.fair`.
+:mod:`kueue_es.scheduling.fairsharing`.
 
 Amounts are integers per ``(flavor, resource)`` (cpu in millicores, memory in bytes).
 The quota tree is changed while searching (victims taken out and put back) and
