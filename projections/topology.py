@@ -97,7 +97,7 @@ class FlavorTopology:
 
     def free_capacity(self, tas_usage: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, Requests]:
         """Per leaf ID, what remains after non-TAS pods and ``tas_usage`` (per leaf ID, the TAS usage
-        of workloads holding quota here, e.g. summed :func:`kueue_es.scheduling.tas.placement.assignment_usage`).
+        of workloads holding quota here, e.g. summed :func:`kueue_es.scheduling.tas.requests.assignment_usage`).
 
         Usage on leaves not in the tree is ignored, as Kueue ignores usage recorded on nodes that left
         the cache (A.2.1). Values may be negative.

@@ -24,14 +24,14 @@ from typing import NamedTuple
 from kueue_es.events import models, tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from kueue_es.scheduling import flavors
-from kueue_es.scheduling.tas.placement import (
+from kueue_es.scheduling.tas.placement import find_assignments
+from kueue_es.scheduling.tas.requests import (
     Placement,
     PlacementFailure,
     PodSetPlacementRequest,
     TASGates,
     UsageToken,
     add_usage,
-    find_assignments,
     request_key,
 )
 
@@ -72,7 +72,7 @@ class TASPart(NamedTuple):
 
 class _UsageHistory:
     """One TAS flavor's usage as successive cycles see it (:meth:`CycleTopology.usage`), for
-    the placer's phase-1 cache (:class:`~kueue_es.scheduling.tas.placement.UsageToken`):
+    the placer's phase-1 cache (:class:`~kueue_es.scheduling.tas.requests.UsageToken`):
     ``changes[v - 1]`` = the leaf IDs that differ between versions ``v - 1`` and ``v``;
     ``content`` = the latest version (the owning cycle's usage dict, kept in step by its
     :meth:`CycleTopology.add`); ``owner`` = the serial of that cycle. Only the owner extends

@@ -38,7 +38,8 @@ import msgspec
 from kueue_es.events import models, tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from kueue_es.projections.topology import FlavorTopology
-from kueue_es.scheduling.tas.placement import Placement, PodSetPlacementRequest, TASGates, add_usage, find_assignments
+from kueue_es.scheduling.tas.placement import find_assignments
+from kueue_es.scheduling.tas.requests import Placement, PodSetPlacementRequest, TASGates, add_usage
 
 LOGIC_VERSION = 6
 ROLE = "place"

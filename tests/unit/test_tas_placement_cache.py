@@ -16,14 +16,8 @@ import random
 import pytest
 
 from kueue_es.events import models
-from kueue_es.scheduling.tas.placement import (
-    Placement,
-    PodSetPlacementRequest,
-    TASGates,
-    UsageToken,
-    add_usage,
-    find_assignments,
-)
+from kueue_es.scheduling.tas.placement import find_assignments
+from kueue_es.scheduling.tas.requests import Placement, PodSetPlacementRequest, TASGates, UsageToken, add_usage
 from tests.unit.tas_fixtures import THREE, B, H, R, flavor_topology, hnode
 
 
