@@ -50,7 +50,7 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
     touched: set[str] = set()  # workloads already decided on in this cycle's first phases
     for decision in _drain_stopped_queues(state, now_ms=now_ms):
         decisions.append(decision)
-        touched.add(decision.workload.key)
+        touched.add(_workload_key(decision))
         if isinstance(decision, types.QuotaReleased):
             wl = state.workloads[decision.workload.key]
             assert wl.reservation is not None
@@ -65,9 +65,9 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
             return result if isinstance(result, types.TopologyAssigned) else None
 
         for decision in lifecycle.decide(state, now_ms=now_ms, second_pass=second_pass):
-            if decision.workload.key not in touched:
+            if _workload_key(decision) not in touched:
                 decisions.append(decision)
-        touched.update(d.workload.key for d in decisions)
+        touched.update(_workload_key(d) for d in decisions)
     plan = queues.plan(state, tree=tree, now_ms=now_ms)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
@@ -111,6 +111,12 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
             _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms)
         )
     return decisions
+
+
+def _workload_key(decision: types.Decision) -> str:
+    """The key of the workload a decision of this cycle is about (every one names one)."""
+    assert not isinstance(decision, types.DecisionRecord)
+    return decision.workload.key
 
 
 class _PodsReadyGate:

@@ -250,7 +250,7 @@ def fair_targets(
     candidates = search.candidates()
     if not candidates:
         return []
-    strategies = list(config.preemption_strategies) or list(DEFAULT_STRATEGIES)
+    strategies: list[str] = [*config.preemption_strategies] or [*DEFAULT_STRATEGIES]
     cq = preemptor.cq.metadata.name
     tree.add_usage(cq, preemptor.usage)  # shares below include the preemptor's request
     fits, chosen, retry = search.first_strategy(candidates, strategies[0])

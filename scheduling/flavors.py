@@ -345,8 +345,8 @@ class Picker:
             _flatten(flat, ps.name, count, totals, chosen_frs, need)
             tried.append(tried_ps)
         # Positional (mode, flat, borrowing, message, reason, tas, tried): one for every head of a cycle.
-        mode = "Fit" if worst[0] == FIT else "Preempt"
-        return Assignment(mode, tuple(flat), borrowing, "; ".join(problems_all), "", None, tuple(tried))
+        outcome = "Fit" if worst[0] == FIT else "Preempt"
+        return Assignment(outcome, tuple(flat), borrowing, "; ".join(problems_all), "", None, tuple(tried))
 
     def _assign_units(
         self,
@@ -433,8 +433,8 @@ class Picker:
         for index, ps in enumerate(pod_sets):
             mine, chosen_frs = results[index]
             _flatten(flat, ps.name, ps.count, mine, chosen_frs, need)
-        mode = "Fit" if worst[0] == FIT else "Preempt"
-        return Assignment(mode, tuple(flat), borrowing, "; ".join(problems_all), "", None, tried_so_far([]))
+        outcome = "Fit" if worst[0] == FIT else "Preempt"
+        return Assignment(outcome, tuple(flat), borrowing, "; ".join(problems_all), "", None, tried_so_far([]))
 
     def _pick(
         self,
@@ -452,7 +452,8 @@ class Picker:
         a pod set group's members, each of which must be eligible for the flavor too."""
         problems: list[str] = []
         best_flavor: str | None = None
-        best_mode, best_need = WORST, ()
+        best_mode: GranularMode = WORST
+        best_need: tuple[str, ...] = ()
         fungibility = self.fungibility
         preference = fungibility.preference
         resources = sorted(wanted) if len(wanted) > 1 else wanted

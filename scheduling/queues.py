@@ -82,6 +82,7 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
         cq = state.cluster_queues[cq_name]
         preemptor = sticky.get(cq_name)
         local_queues = by_cq[cq_name]
+        head_order: tuple[int, int, str, str] | None
         if preemptor is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
             head_order = preemptor  # SEMANTICS §3.9: the nominated preemptor is tried first
         elif len(local_queues) == 1:

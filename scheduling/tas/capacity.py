@@ -12,8 +12,7 @@ filters), TASCachingRemainingResources.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 from kueue_es.events import models
 from kueue_es.scheduling.tas.domains import (
@@ -102,15 +101,15 @@ class Counting(RunState):
             self.slice_size,
             tuple(sorted(self.size_at_level.items())),
         )
-        cache: dict = self.topology.__dict__.setdefault("_phase_one", {})
+        cache: dict[Hashable, PhaseOne] = self.topology.__dict__.setdefault("_phase_one", {})
         entry: PhaseOne | None = cache.get(key)
         plain = not self.leader_total and not self.size_at_level
         changed: set[str] | None = None
         if entry is not None and entry.version != token.version:
             if plain and entry.version < token.version <= len(token.changes):
                 changed = set()
-                for leaves in token.changes[entry.version : token.version]:
-                    changed.update(leaves)
+                for ids in token.changes[entry.version : token.version]:
+                    changed.update(ids)
                 if len(changed) * 4 > len(self.leaves):
                     changed = None  # most leaves changed: fill afresh
             if changed is None:
@@ -134,7 +133,7 @@ class Counting(RunState):
             return
         entry.version = token.version
         by_id = self.per_level[-1]
-        leaves = [dom for leaf_id in changed if (dom := by_id.get(leaf_id)) is not None]
+        leaves = [found for leaf_id in changed if (found := by_id.get(leaf_id)) is not None]
         if not leaves:
             return
         stats = self.stats
@@ -249,6 +248,7 @@ class Counting(RunState):
             stats.total += len(leaves)
         for dom in leaves:
             leaf = dom.leaf
+            assert leaf is not None  # leaves only
             node = leaf.node
             if node is not None and (node.spec.taints or node_selector or affinity):
                 untolerated = next(

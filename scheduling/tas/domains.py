@@ -47,7 +47,7 @@ class Domain:
         self.id, self.values, self.level = id, values, level
         self.parent: Domain | None = None
         self.children: list[Domain] = []
-        self.leaf = None
+        self.leaf: Leaf | None = None  # the topology leaf, on the lowest level only
         self.pod_count = self.slice_count = self.pcwl = self.scwl = self.leader_count = 0
         self.idx = -1  # position in Skeleton.domains (clones keep their original's)
 

@@ -142,7 +142,10 @@ class Greedy(Counting):
             if not fitting:
                 return None
             return min(fitting, key=lambda d: (-d.leader_count, d.scwl, d.pcwl, d.values))
-        order = lambda d: (-d.leader_count, -d.scwl, d.pcwl, d.values)  # noqa: E731
+
+        def order(d: Domain) -> tuple[int, int, int, tuple[str, ...]]:
+            return (-d.leader_count, -d.scwl, d.pcwl, d.values)
+
         top = min(domains, key=order)
         if top.scwl < slices:
             return None

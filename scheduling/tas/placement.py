@@ -173,13 +173,13 @@ class _Run(Balanced):
         node_selector = dict(workers.node_selector)
         tolerations = list(workers.tolerations)
         for update in workers.pod_set_updates:
-            for key, value in update.node_selector.items():
-                if node_selector.get(key, value) != value:
+            for label, value in update.node_selector.items():
+                if node_selector.get(label, value) != value:
                     return (
                         f"invalid podSetUpdate for PodSet {workers.name}, error: conflict for nodeSelector "
-                        f"{key}: {node_selector[key]} != {value}"
+                        f"{label}: {node_selector[label]} != {value}"
                     )
-                node_selector[key] = value
+                node_selector[label] = value
             tolerations += update.tolerations
         layers = slice_layers(tr)
         self.slice_size = 1
