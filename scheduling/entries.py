@@ -9,7 +9,8 @@ Kueue: pkg/scheduler/scheduler.go (``entry``, ``entryOrdering``; SEMANTICS §4.3
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+
+import msgspec
 
 from kueue_es.events import models, types
 from kueue_es.projections import quota
@@ -18,11 +19,12 @@ from kueue_es.scheduling import fairsharing, flavors, preemption
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
 
-class Entry(NamedTuple):
+class Entry(msgspec.Struct, frozen=True, gc=False):
     """A nominated head: the workload, its ClusterQueue, its flavor assignment and, when
     the assignment needs preemption, the victims Kueue would choose (SEMANTICS §4.3.1).
 
-    A NamedTuple, immutable and quicker to make than a frozen dataclass (one per head a cycle)."""
+    A frozen Struct without GC tracking (one per head a cycle): in ``kueue-es bench core`` it
+    made decide quicker than the NamedTuple it replaced (medians of alternated runs)."""
 
     workload: WorkloadState
     cq: models.ClusterQueue

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgspec
+
 from kueue_es.events import models, types
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
@@ -157,13 +159,13 @@ class Search:
             delayed = tuple(w.request.name for w in wanted if w.flavor in covered)
             wanted = [w for w in wanted if w.flavor not in covered]
             if not wanted:
-                return assignment._replace(tas=tas_cycle.TASPart((), tas_cycle.Placed((), {}), delayed))
+                return msgspec.structs.replace(assignment, tas=tas_cycle.TASPart((), tas_cycle.Placed((), {}), delayed))
         part = tas_cycle.TASPart(tuple(wanted), delayed=delayed)
         message = assignment.message
         if assignment.mode == "Fit":
             result = self.tas.place(wanted)
             if isinstance(result, tas_cycle.Placed):
-                return assignment._replace(tas=part._replace(placed=result))
+                return msgspec.structs.replace(assignment, tas=msgspec.structs.replace(part, placed=result))
             message = _join(message, f"couldn't assign flavors to pod set {result.pod_set}: {result.message}")
         empty = self.tas.place(wanted, simulate_empty=True)
         if not isinstance(empty, tas_cycle.Placed):
@@ -175,7 +177,7 @@ class Search:
                 tried=assignment.tried,  # the quota scan's bookmark stands (flavorassigner.go assignFlavors)
             )
         flat = tas_cycle.with_preempt(assignment, [w.request.name for w in wanted])
-        return assignment._replace(mode="Preempt", flat=flat, message=message, tas=part)
+        return msgspec.structs.replace(assignment, mode="Preempt", flat=flat, message=message, tas=part)
 
     def _oracle(self, wl: WorkloadState, cq: models.ClusterQueue) -> flavors.Oracle:
         name = cq.metadata.name

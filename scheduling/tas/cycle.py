@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+
+import msgspec
 
 from kueue_es.events import models, tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, tas_flavor_of
@@ -43,7 +44,7 @@ _SERIALS = itertools.count(1)  # CycleTopology / _UsageHistory serials (tokens f
 _HISTORY_LIMIT = 100_000  # versions before a usage history starts afresh (its memory stays bounded)
 
 
-class Placed(NamedTuple):
+class Placed(msgspec.Struct, frozen=True, gc=False):
     """The TAS outcome of an assignment: per pod set name its flavor and assignment (plain
     form), and the usage they take per flavor and leaf (A.5.8)."""
 
@@ -55,12 +56,12 @@ class Placed(NamedTuple):
         return {name: tas.encode(assignment) for name, _, assignment in self.assignments}
 
 
-class _Wanted(NamedTuple):
+class _Wanted(msgspec.Struct, frozen=True, gc=False):
     flavor: str
     request: PodSetPlacementRequest
 
 
-class TASPart(NamedTuple):
+class TASPart(msgspec.Struct, frozen=True, gc=False):
     """What an assignment's TAS pod sets need (``wanted``: flavor and request per pod set, in
     pod-set order) and, in mode Fit, where they go (``placed``). ``delayed``: the TAS pod sets
     whose topology waits for the second pass (A.9), by name, placed neither now nor in ``wanted``."""
