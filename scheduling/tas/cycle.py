@@ -2,7 +2,7 @@
 
 Quota picks each pod set's flavor first (:mod:`kueue_es.scheduling.flavors`); then the pod sets
 that request TAS (explicitly, or implied in a TAS-only ClusterQueue, A.4.3) are placed on their
-TAS flavor's tree by the placer's pure core (:func:`kueue_es.scheduling.tas.placement.find_assignments`)
+TAS flavor's tree by the placement (:func:`kueue_es.scheduling.tas.placement.find_assignments`)
 with the free capacity the log knows: nodes and non-TAS pods (``ClusterState.topology``), minus the
 TAS usage of the workloads holding quota (``ClusterState.tas_usage``), minus what earlier entries of
 this cycle took (:class:`CycleTopology`). Kueue's rules (flavorassigner.go assignFlavors):
