@@ -289,7 +289,7 @@ class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     tried: tuple[dict[str, int], ...]
     cycle: int
     generation: int
-    resumes: int = 0  # ours: scans in a row that resumed from a bookmark (see services/admitter/core.py)
+    resumes: int = 0  # ours: scans in a row that resumed from a bookmark (see scheduling/cycle.py)
 
     @property
     def pending(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from kueue_es.events import models, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.services.admitter import lifecycle
+from kueue_es.scheduling import lifecycle
 
 
 def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None:

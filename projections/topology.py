@@ -1,7 +1,7 @@
 """Topology-capacity projection: Topology, Node, non-TAS Pod and ResourceFlavor facts folded into,
 per TAS ResourceFlavor, the leaves of its topology tree and their free capacity.
 
-Pure: events in, state out; no clock. The TAS placer (services/tas_placer/placement.py) builds
+Pure: events in, state out; no clock. The TAS placer (scheduling/tas/placement.py) builds
 its domain tree from a :class:`FlavorTopology`; the admitter supplies the TAS usage of the
 workloads holding quota with a topology assignment (it knows the reservations), and the
 placement subtracts it from each :class:`Leaf`'s ``free``.

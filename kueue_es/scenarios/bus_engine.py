@@ -28,7 +28,7 @@ from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.server import NatsServer
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es.services.admitter import lifecycle
+from kueue_es.scheduling import lifecycle
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.services.runtime import build_batch, wall_clock_ms
 from kueue_es.scenarios.core_engine import MAX_SETTLE_CYCLES, SEED, cycle_deciders, job_reports, status_fact

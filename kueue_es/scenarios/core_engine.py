@@ -42,7 +42,7 @@ from kueue_es.events import codec, manifests, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es import deciders
-from kueue_es.services.admitter import lifecycle
+from kueue_es.scheduling import lifecycle
 from kueue_es.services.runtime import Decider, build_batch
 from kueue_es.scenarios.engines import RunError
 from kueue_es.scenarios.outcome import Outcome, build_outcome

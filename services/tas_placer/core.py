@@ -1,48 +1,28 @@
 """The TAS placer's pure core: node failures after admission (SEMANTICS-ADVANCED A.13).
 
-The first placement of a workload is part of the admission decision (the admitter calls the
-placement core, :mod:`kueue_es.services.admitter.topology`). This decider watches the workloads already
-admitted with a topology assignment whose lowest level is the hostname, and acts when a node
-of their assignment fails (Kueue pkg/controller/tas/node_controller.go, tas_flavor_snapshot.go
-findReplacementAssignment, scheduler.go handleFailedTASReplacement):
+The first placement of a workload is part of the admission decision (the admitter's cycle,
+:mod:`kueue_es.scheduling.tas.cycle`). This decider watches the workloads already admitted with
+a topology assignment whose lowest level is the hostname, and acts when a node of their
+assignment fails: it re-places the pods of one failed node or evicts, by Kueue's rules in
+:mod:`kueue_es.scheduling.tas.replacement` (Kueue pkg/controller/tas/node_controller.go,
+tas_flavor_snapshot.go findReplacementAssignment, scheduler.go handleFailedTASReplacement).
+Here: the feature gates (TASFailedNodeReplacement, TASFailedNodeReplacementFailFast), the quick
+skip when every node holding TAS usage is healthy, and the walk in workload key order sharing
+one cycle's usage between replacements.
 
-- the replacement is placed with the configured placement gates (TASProfileMixed,
-  TASBalancedPlacement), as at admission (Kueue runs the same findTopologyAssignment);
-- a node counts as failed when it is deleted, not Ready, or carries a NoSchedule / NoExecute
-  taint the pod set does not tolerate (its template's, its flavor's and its admission checks'
-  tolerations). kueue-es sees no pods of admitted workloads, so under
-  TASReplaceNodeOnPodTermination (on) a NotReady or tainted node counts at once;
-- two different failed nodes ⇒ the workload is evicted (reason NodeFailures);
-- one ⇒ its pods are placed again (same count), inside the required domain of a ``required``
-  request (the ancestor of the first remaining domain at the required level), on the current
-  free capacity, and merged with the rest of the assignment: a new TopologyAssigned;
-- no replacement ⇒ evicted (TASFailedNodeReplacementFailFast, on) or tried again every cycle
-  (gate off) until capacity frees.
-
-A replacement of pods that are not whole slices goes to the slice domain they complete, with
-the slice size narrowed to the innermost layer dividing their count (A.13.4 step 3).
-
-A workload owned by a single v1 Pod (not a pod group) keeps its assignment when one of its
-nodes fails (SkipReassignmentForPodOwnedWorkloads, on; A.13.4 step 1): its pod cannot move.
-
-Pure: state in, decisions out. Not done: ``status.unhealthyNodes`` and the second-pass backoff. Delayed topology requests (A.9) are the admitter's second pass
-(:func:`kueue_es.services.admitter.topology.second_pass`).
+Pure: state in, decisions out. Not done: ``status.unhealthyNodes`` and the second-pass backoff.
+Delayed topology requests (A.9) are the admitter's second pass
+(:func:`kueue_es.scheduling.tas.cycle.second_pass`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-import msgspec
-
-from kueue_es.events import models, tas, types
-from kueue_es.projections.cluster import ClusterState, WorkloadState, tas_flavor_of
-from kueue_es.projections.topology import FlavorTopology
-from kueue_es.services.tas_placer.placement import Placement, PodSetPlacementRequest, TASGates, add_usage, find_assignments
+from kueue_es.events import types
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.scheduling.tas import replacement
 
 LOGIC_VERSION = 6
 ROLE = "place"
-NODE_FAILURES = "NodeFailures"
 
 
 def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
@@ -54,7 +34,7 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
     fail_fast = gates.get("TASFailedNodeReplacementFailFast", True)
     if not gates.get("TASFailedNodeReplacement", True):
         return []
-    if not _any_suspect_node(state):
+    if not replacement.any_suspect_node(state):
         return []  # the common case: every node holding TAS usage is healthy, no workload to walk
     out: list[types.Decision] = []
     usage: dict[str, dict[str, dict[str, int]]] = {}  # per flavor: the TAS usage with this cycle's replacements
@@ -62,237 +42,5 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
         wl = state.workloads[key]
         if not wl.admitted or wl.gone or wl.eviction is not None or wl.reservation is None:
             continue
-        out.extend(_check(state, wl, usage, fail_fast=fail_fast, now_ms=now_ms))
+        out.extend(replacement.check(state, wl, usage, fail_fast=fail_fast, now_ms=now_ms))
     return out
-
-
-def _check(
-    state: ClusterState,
-    wl: WorkloadState,
-    usage: dict[str, dict[str, dict[str, int]]],
-    *,
-    fail_fast: bool,
-    now_ms: int,
-) -> list[types.Decision]:
-    assert wl.reservation is not None and wl.topology is not None
-    specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
-    updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
-    failed: dict[str, str] = {}  # node -> pod set
-    for psa in wl.reservation.pod_set_assignments:
-        ta = wl.topology.get(psa.name)
-        flavor_name = tas_flavor_of(state, psa)
-        if ta is None or flavor_name is None or ta.levels[-1:] != [tas.HOSTNAME_LABEL]:
-            continue  # A.13.1: only hostname assignments get failure handling
-        flavor = state.flavors[flavor_name]
-        spec = specs.get(psa.name)
-        tolerations = [
-            *(spec.tolerations if spec else []),
-            *flavor.spec.tolerations,
-            *(t for u in updates if u.name == psa.name for t in u.tolerations),
-        ]
-        tree = state.topology.flavor_topology(flavor_name)
-        for domain in tas.decode(ta).domains:
-            node = domain.values[-1]
-            if node not in failed and _failed(_node_of(state, tree, node), tolerations):
-                failed[node] = psa.name
-    if not failed:
-        return []
-    cq = wl.reservation.cluster_queue
-    if len(failed) > 1:
-        names = ", ".join(sorted(failed))
-        message = f"Workload eviction triggered due to multiple TAS assigned node failures, including: {names}"
-        return [_evict(wl, cq, message, now_ms=now_ms)]
-    if state.configuration.feature_gates.get("SkipReassignmentForPodOwnedWorkloads", True) and _owned_by_single_pod(
-        wl.workload
-    ):
-        return []  # A.13.4 step 1: the pod cannot move; its assignment stays as it is
-    node, ps_name = next(iter(failed.items()))
-    replaced = _replace(state, wl, ps_name, node, usage)
-    if isinstance(replaced, models.TopologyAssignment):
-        assignments = {**wl.topology, ps_name: replaced}
-        return [types.TopologyAssigned(workload=wl.ref, cluster_queue=cq, assignments=assignments, at_ms=now_ms)]
-    if not fail_fast:
-        return []  # tried again next cycle (Kueue: the second-pass queue)
-    message = f"Workload was evicted as there was no replacement for unhealthy node(s): {node}"
-    return [_evict(wl, cq, message, now_ms=now_ms)]
-
-
-def _any_suspect_node(state: ClusterState) -> bool:
-    """Whether some node holding TAS usage in a hostname-level tree is deleted, not Ready or carries
-    a NoSchedule/NoExecute taint (tolerations ignored: ``_check`` decides per workload). False lets
-    ``decide`` skip its walk over every workload, which the folded usage makes exact: a workload's
-    assigned hostnames are the leaves its usage sits on."""
-    for flavor, per_leaf in state.tas_usage.items():
-        tree = state.topology.flavor_topology(flavor)
-        if tree is None:
-            return True  # its Topology or flavor is gone: let the full check look
-        if not tree.lowest_is_hostname:
-            continue  # A.13.1: only hostname assignments get failure handling
-        for leaf_id in per_leaf:
-            if _failed(_node_of(state, tree, leaf_id.rsplit(",", 1)[-1]), []):
-                return True
-    return False
-
-
-def _node_of(state: ClusterState, tree: FlavorTopology | None, hostname: str) -> models.Node | None:
-    """The node an assignment's hostname value names: the node of that name (Kueue's node
-    controller matches node names against the values), else the tree's node carrying that
-    hostname label (nodes whose hostname label is not their name, e.g. Kueue's performance test:
-    node-b0-r3-n15 has hostname node-15). None: no such node (deleted, or out of the tree)."""
-    node = state.topology.nodes.get(hostname)
-    if node is None and tree is not None and (leaf := tree.leaf_by_id.get(hostname)) is not None:
-        node = leaf.node
-    return node
-
-
-IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
-
-
-def _owned_by_single_pod(workload: models.Workload) -> bool:
-    """Owned by one v1 Pod and not a pod group's workload (Kueue workload.OwnedBySinglePod)."""
-    owner = workload.owner
-    if owner is None or workload.metadata.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true":
-        return False
-    return owner.kind == "Pod" and owner.api_version == "v1"
-
-
-def _failed(node: models.Node | None, tolerations: list[models.Toleration]) -> bool:
-    """A.13.2: deleted, not Ready, or an untolerated NoSchedule/NoExecute taint."""
-    if node is None or node.status.ready != "True":
-        return True
-    for taint in node.spec.taints:
-        if taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
-            return True
-    return False
-
-
-def _tolerates(toleration: models.Toleration, taint: models.Taint) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    return toleration.operator == "Exists" or toleration.value == taint.value
-
-
-def _replace(
-    state: ClusterState,
-    wl: WorkloadState,
-    ps_name: str,
-    failed_node: str,
-    cycle_usage: dict[str, dict[str, dict[str, int]]],
-) -> models.TopologyAssignment | str:
-    """findReplacementAssignment (A.13.4): the pod set's new assignment, or why there is none."""
-    assert wl.reservation is not None and wl.topology is not None
-    psa = next(p for p in wl.reservation.pod_set_assignments if p.name == ps_name)
-    flavor = tas_flavor_of(state, psa)
-    tree = state.topology.flavor_topology(flavor) if flavor else None
-    spec = next((p for p in wl.workload.spec.pod_sets if p.name == ps_name), None)
-    if tree is None or spec is None:
-        return "no topology"
-    current = tas.decode(wl.topology[ps_name])
-    kept = [d for d in current.domains if d.values[-1] != failed_node]
-    count = sum(d.count for d in current.domains) - sum(d.count for d in kept)
-    for domain in kept:
-        if domain.values[-1] not in tree.leaf_by_id:
-            return (
-                "Cannot replace the node, because the existing topologyAssignment is invalid, "
-                f"as it contains the stale domain {domain.values[-1]}"
-            )
-    prefix = _replacement_domain(tree, spec.topology_request, kept, count)
-    restricted = tree
-    if prefix is not None:
-        restricted = dataclasses.replace(
-            tree, leaves=tuple(leaf for leaf in tree.leaves if leaf.values[: len(prefix)] == prefix)
-        )
-    updates = tuple(u for c in wl.checks.values() if c.state == "Ready" for u in c.pod_set_updates)
-    implied = not tas.requests_tas(spec.topology_request)
-    request = PodSetPlacementRequest.from_pod_set(spec, count=count, implied=implied, pod_set_updates=updates)
-    layers = tas.slice_layers(spec.topology_request)
-    if (
-        spec.topology_request is not None
-        and layers
-        and layers[0].size > 0
-        and prefix is not None
-        and count % layers[0].size
-    ):
-        # Not whole slices: the innermost layer whose size divides the count, else single pods.
-        inner = next((layer for layer in reversed(layers) if layer.size > 0 and count % layer.size == 0), None)
-        request = dataclasses.replace(request, topology_request=_with_slices(spec.topology_request, inner))
-    assert flavor is not None
-    usage = cycle_usage.get(flavor)
-    if usage is None:  # the workloads holding quota, then this cycle's replacements (counted once placed)
-        usage = cycle_usage[flavor] = {}
-        add_usage(usage, state.tas_usage.get(flavor, {}))
-    # The placement gates as at admission (TASProfileMixed, TASBalancedPlacement): Kueue's
-    # findReplacementAssignment runs the same findTopologyAssignment (tas_flavor_snapshot.go).
-    gates = TASGates.from_feature_gates(state.configuration.feature_gates)
-    result = find_assignments(restricted, [request], tas_usage=usage, check_empty=False, gates=gates)
-    if not isinstance(result, Placement) or not result.assignments.get(ps_name, tas.Assignment((), ())).domains:
-        return f"cannot find replacement assignment for unhealthy node: {failed_node}"
-    add_usage(usage, result.usage)
-    counts: dict[tuple[str, ...], int] = {}
-    for domain in [*kept, *result.assignments[ps_name].domains]:
-        counts[domain.values] = counts.get(domain.values, 0) + domain.count
-    order = {leaf.values[-1]: leaf.values for leaf in tree.leaves}
-    merged = sorted(counts.items(), key=lambda item: order.get(item[0][-1], item[0]))
-    return tas.encode(
-        tas.Assignment(levels=current.levels, domains=tuple(tas.DomainAssignment(v, c) for v, c in merged))
-    )
-
-
-def _with_slices(
-    request: models.PodSetTopologyRequest, layer: models.PodsetSliceRequiredTopologyConstraint | None
-) -> models.PodSetTopologyRequest:
-    """``request`` with its slice layers replaced by ``layer`` alone (None: no slices)."""
-    return msgspec.structs.replace(
-        request,
-        podset_slice_required_topology_constraints=[],
-        pod_set_slice_required_topology=layer.topology if layer is not None else None,
-        pod_set_slice_size=layer.size if layer is not None else None,
-    )
-
-
-def _replacement_domain(
-    tree: FlavorTopology,
-    request: models.PodSetTopologyRequest | None,
-    kept: list[tas.DomainAssignment],
-    count: int,
-) -> tuple[str, ...] | None:
-    """The level values of the domain the ``count`` replaced pods must go to (A.13.4 step 3;
-    Kueue requiredReplacementDomain, findIncompleteSliceDomain), or None (anywhere):
-
-    - nothing kept ⇒ None;
-    - slices and ``count`` not a multiple of the outermost slice size ⇒ the domain, at the
-      level of the innermost layer whose size does not divide ``count``, whose kept pods plus
-      ``count`` make whole slices of that layer (several: the first by level values; Kueue
-      takes any); none ⇒ None;
-    - a ``required`` request ⇒ the ancestor, at the required level, of the first kept domain.
-    """
-    if request is None or not kept:
-        return None
-    layers = tas.slice_layers(request)
-    if layers and any(layer.size <= 0 for layer in layers):
-        return None  # invalid slice sizes: no required domain (Kueue getSliceSizeWithSinglePodAsDefault)
-    if layers and count % layers[0].size:
-        layer = next(layer for layer in reversed(layers) if count % layer.size)
-        if layer.topology not in tree.levels:
-            return None
-        depth = tree.levels.index(layer.topology) + 1
-        pods: dict[tuple[str, ...], int] = {}
-        for domain in kept:
-            leaf = tree.leaf_by_id.get(tas.domain_id(domain.values))
-            if leaf is not None:
-                pods[leaf.values[:depth]] = pods.get(leaf.values[:depth], 0) + domain.count
-        return next((values for values in sorted(pods) if (pods[values] + count) % layer.size == 0), None)
-    if request.required is None or request.required not in tree.levels:
-        return None
-    first = tree.leaf_by_id.get(tas.domain_id(kept[0].values))
-    if first is None:
-        return None
-    return first.values[: tree.levels.index(request.required) + 1]
-
-
-def _evict(wl: WorkloadState, cluster_queue: str, message: str, *, now_ms: int) -> types.EvictionRequested:
-    return types.EvictionRequested(
-        workload=wl.ref, cluster_queue=cluster_queue, reason=NODE_FAILURES, message=message, at_ms=now_ms
-    )

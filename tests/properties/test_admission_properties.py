@@ -50,7 +50,7 @@ from kueue_es.events import types
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es import deciders
-from kueue_es.services.preemptor import targets
+from kueue_es.scheduling import preemption as targets
 from kueue_es.replay import check_log
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario

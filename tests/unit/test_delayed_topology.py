@@ -5,7 +5,7 @@ import msgspec
 
 from kueue_es.events import manifests, models, types
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.services.admitter import topology
+from kueue_es.scheduling.tas import cycle as topology
 
 
 def _state(

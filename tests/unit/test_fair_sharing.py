@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from kueue_es.projections import quota
-from kueue_es.services.preemptor import fair
+from kueue_es.scheduling import fairsharing as fair
 from tests.builders import Log, cluster_queue
 
 

@@ -6,7 +6,8 @@ from typing import Any
 from kueue_es.events import codec, types
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
-from kueue_es.services.admitter import core, flavors
+from kueue_es.scheduling import cycle, flavors
+from kueue_es.services.admitter import core
 from tests.builders import Log, cluster_queue, flavor, local_queue, parse, workload
 
 
@@ -52,11 +53,11 @@ def test_bookmark_expiry() -> None:
     """scheduler.go lastAssignmentOutdated with PreserveScanProgress: this or the previous
     cycle's bookmark stands whatever the generation; an older one only while it has not moved."""
     state = ClusterState(cq_generations={"cq": 5})
-    assert core.bookmark_in_force(_with_bookmark(9, 3), "cq", state=state, cycle=10) is not None
-    assert core.bookmark_in_force(_with_bookmark(8, 3), "cq", state=state, cycle=10) is None
-    assert core.bookmark_in_force(_with_bookmark(8, 5), "cq", state=state, cycle=10) is not None
+    assert cycle.bookmark_in_force(_with_bookmark(9, 3), "cq", state=state, cycle=10) is not None
+    assert cycle.bookmark_in_force(_with_bookmark(8, 3), "cq", state=state, cycle=10) is None
+    assert cycle.bookmark_in_force(_with_bookmark(8, 5), "cq", state=state, cycle=10) is not None
     state.structure_generation = 6  # a quota change anywhere, at log sequence 6
-    assert core.bookmark_in_force(_with_bookmark(8, 5), "cq", state=state, cycle=10) is None
+    assert cycle.bookmark_in_force(_with_bookmark(8, 5), "cq", state=state, cycle=10) is None
 
 
 def _record(role: str, outputs: int) -> types.DecisionRecord:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kueue_es.events import models
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.services.admitter import flavors
+from kueue_es.scheduling import flavors
 from tests.builders import cluster_queue, flavor, parse
 
 GROUPED = models.PodSetTopologyRequest(required="block", pod_set_group_name="g")

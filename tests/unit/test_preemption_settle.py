@@ -16,7 +16,7 @@ import yaml
 
 from kueue_es.events import types
 from kueue_es import deciders
-from kueue_es.services.preemptor import targets
+from kueue_es.scheduling import preemption as targets
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario
 from tests.builders import cluster_queue, flavor, local_queue, workload

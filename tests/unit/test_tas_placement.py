@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 
 from kueue_es.events import models
 from kueue_es.events.tas import Assignment
-from kueue_es.services.tas_placer.placement import (
+from kueue_es.scheduling.tas.placement import find_assignments
+from kueue_es.scheduling.tas.requests import (
     Placement,
     PlacementFailure,
     PodSetPlacementRequest,
     TASGates,
     assignment_usage,
-    find_assignments,
 )
 from tests.unit.tas_fixtures import (
     BINARY_TREE_NODES,

@@ -1,6 +1,6 @@
 """The placer's phase-1 cache (``usage_token``) gives the same results as a fresh placement.
 
-A cycle (:class:`kueue_es.services.admitter.topology.CycleTopology`) places many workloads on one tree
+A cycle (:class:`kueue_es.scheduling.tas.cycle.CycleTopology`) places many workloads on one tree
 while its usage grows admission by admission; with a :class:`UsageToken` the placer keeps the
 per-domain capacities of phase 1 (A.6.2) with the tree and updates only the leaves an
 admission changed, and restores only the domains a run's phase 2 changed. This drives one
@@ -16,14 +16,8 @@ import random
 import pytest
 
 from kueue_es.events import models
-from kueue_es.services.tas_placer.placement import (
-    Placement,
-    PodSetPlacementRequest,
-    TASGates,
-    UsageToken,
-    add_usage,
-    find_assignments,
-)
+from kueue_es.scheduling.tas.placement import find_assignments
+from kueue_es.scheduling.tas.requests import Placement, PodSetPlacementRequest, TASGates, UsageToken, add_usage
 from tests.unit.tas_fixtures import THREE, B, H, R, flavor_topology, hnode
 
 

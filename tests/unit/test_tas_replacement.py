@@ -14,8 +14,8 @@ from kueue_es.events.tas import DomainAssignment
 from kueue_es.projections.cluster import apply
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario
+from kueue_es.scheduling.tas.replacement import replacement_domain as _replacement_domain
 from kueue_es.services.tas_placer import core as placer
-from kueue_es.services.tas_placer.core import _replacement_domain
 from tests.unit.tas_fixtures import THREE, B, R, flavor_topology, hnode
 
 TREE = flavor_topology(

@@ -22,9 +22,8 @@ Decisions, per workload:
 - admitted past spec.maximumExecutionTimeSeconds: deactivation (``MaximumExecutionTimeExceeded``);
 - evicted and waiting out its backoff, once requeueAt has passed: WorkloadRequeued.
 
-:func:`wakeup_ms` says when the next of these falls due with nothing else happening, so a
-runner knows when to run a cycle (the services run one every second anyway; the scenario
-runner's settle jumps its clock there).
+:func:`backoff_wakeup_ms` says when the next backoff ends with nothing else happening (the
+scenario runner's settle jumps its clock there; the services run a cycle every second anyway).
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from collections.abc import Callable, Iterable
 from kueue_es.events import models, types
 from kueue_es.projections import afs
 from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
-from kueue_es.services.admitter import topology
+from kueue_es.scheduling.tas import cycle as topology
 
 FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
 PENDING_DELAYED_TOPOLOGY = "PendingDelayedTopologyRequests"  # Kueue's Admitted=False reason (A.9)
@@ -281,20 +280,6 @@ def _duration_ms(text: str) -> int | None:
     """A Go duration in ms; None for ``0s`` (turned off)."""
     seconds = afs.go_duration_seconds(text)
     return int(seconds * 1000) if seconds > 0 else None
-
-
-def wakeup_ms(state: ClusterState) -> int | None:
-    """When the next lifecycle decision falls due with nothing else happening (ms), or None:
-    a backoff ends, a PodsReady timeout or a maximum execution time is reached."""
-    times = [state.workloads[k].requeue_at_ms for k in state.backoffs if k in state.workloads]
-    for kind, (heap, offset) in enumerate(zip(state.timer_heaps, _offsets(state.configuration), strict=True)):
-        if offset is None:
-            continue
-        while heap and not _current(state, heap[0], kind):
-            heapq.heappop(heap)  # stale: dropping it changes no answer
-        if heap:
-            times.append(heap[0][0] + offset)
-    return min(times, default=None)
 
 
 def backoff_wakeup_ms(state: ClusterState) -> int | None:

@@ -10,7 +10,7 @@ Classical preemption follows pkg/scheduler/preemption/preemption.go
 (classicalPreemptions, fillBackWorkloads, workloadFits) and classical/
 (hierarchical_preemption.go, candidate_generator.go); the candidate order is
 common/ordering.go CandidatesOrdering. Fair-sharing preemption (§7.9-§7.11) is in
-:mod:`kueue_es.services.preemptor.fair`.
+:mod:`kueue_es.scheduling.fairsharing`.
 
 Amounts are integers per ``(flavor, resource)`` (cpu in millicores, memory in bytes).
 The quota tree is changed while searching (victims taken out and put back) and
@@ -359,7 +359,7 @@ class _ClassicalSearch:
             remaining[fr] = max(0, amount - node.local_available(fr))
         return fits_all, remaining
 
-    def _collect(self, cohort: Node, *, subtree_root: Node, skip: Node | None, advantage: bool, into: list) -> None:
+    def _collect(self, cohort: Node, *, subtree_root: Node, skip: Node | None, advantage: bool, into: list[_Elem]) -> None:
         # Children are visited in name order (Kueue iterates maps; the final sort decides anyway).
         for child in sorted(cohort.children, key=lambda n: (not n.is_cohort, n.name)):
             if child.is_cohort:

@@ -17,7 +17,7 @@ from kueue_es.events import models
 from kueue_es.events.quantities import to_amount
 from kueue_es.projections import afs, cluster, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
-from kueue_es.services.admitter.flavors import PodSetRequest
+from kueue_es.scheduling.flavors import PodSetRequest
 
 METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
 
@@ -82,6 +82,7 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
         cq = state.cluster_queues[cq_name]
         preemptor = sticky.get(cq_name)
         local_queues = by_cq[cq_name]
+        head_order: tuple[int, int, str, str] | None
         if preemptor is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
             head_order = preemptor  # SEMANTICS §3.9: the nominated preemptor is tried first
         elif len(local_queues) == 1:

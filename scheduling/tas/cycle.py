@@ -1,8 +1,8 @@
 """Topology-Aware Scheduling inside the admission cycle (SEMANTICS-ADVANCED A.5, A.7, A.10, A.11).
 
-Quota picks each pod set's flavor first (:mod:`kueue_es.services.admitter.flavors`); then the pod sets
+Quota picks each pod set's flavor first (:mod:`kueue_es.scheduling.flavors`); then the pod sets
 that request TAS (explicitly, or implied in a TAS-only ClusterQueue, A.4.3) are placed on their
-TAS flavor's tree by the placer's pure core (:func:`kueue_es.services.tas_placer.placement.find_assignments`)
+TAS flavor's tree by the placement (:func:`kueue_es.scheduling.tas.placement.find_assignments`)
 with the free capacity the log knows: nodes and non-TAS pods (``ClusterState.topology``), minus the
 TAS usage of the workloads holding quota (``ClusterState.tas_usage``), minus what earlier entries of
 this cycle took (:class:`CycleTopology`). Kueue's rules (flavorassigner.go assignFlavors):
@@ -19,19 +19,20 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+
+import msgspec
 
 from kueue_es.events import models, tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, tas_flavor_of
-from kueue_es.services.admitter import flavors
-from kueue_es.services.tas_placer.placement import (
+from kueue_es.scheduling import flavors
+from kueue_es.scheduling.tas.placement import find_assignments
+from kueue_es.scheduling.tas.requests import (
     Placement,
     PlacementFailure,
     PodSetPlacementRequest,
     TASGates,
     UsageToken,
     add_usage,
-    find_assignments,
     request_key,
 )
 
@@ -43,7 +44,7 @@ _SERIALS = itertools.count(1)  # CycleTopology / _UsageHistory serials (tokens f
 _HISTORY_LIMIT = 100_000  # versions before a usage history starts afresh (its memory stays bounded)
 
 
-class Placed(NamedTuple):
+class Placed(msgspec.Struct, frozen=True, gc=False):
     """The TAS outcome of an assignment: per pod set name its flavor and assignment (plain
     form), and the usage they take per flavor and leaf (A.5.8)."""
 
@@ -55,12 +56,12 @@ class Placed(NamedTuple):
         return {name: tas.encode(assignment) for name, _, assignment in self.assignments}
 
 
-class _Wanted(NamedTuple):
+class _Wanted(msgspec.Struct, frozen=True, gc=False):
     flavor: str
     request: PodSetPlacementRequest
 
 
-class TASPart(NamedTuple):
+class TASPart(msgspec.Struct, frozen=True, gc=False):
     """What an assignment's TAS pod sets need (``wanted``: flavor and request per pod set, in
     pod-set order) and, in mode Fit, where they go (``placed``). ``delayed``: the TAS pod sets
     whose topology waits for the second pass (A.9), by name, placed neither now nor in ``wanted``."""
@@ -72,7 +73,7 @@ class TASPart(NamedTuple):
 
 class _UsageHistory:
     """One TAS flavor's usage as successive cycles see it (:meth:`CycleTopology.usage`), for
-    the placer's phase-1 cache (:class:`~kueue_es.services.tas_placer.placement.UsageToken`):
+    the placer's phase-1 cache (:class:`~kueue_es.scheduling.tas.requests.UsageToken`):
     ``changes[v - 1]`` = the leaf IDs that differ between versions ``v - 1`` and ``v``;
     ``content`` = the latest version (the owning cycle's usage dict, kept in step by its
     :meth:`CycleTopology.add`); ``owner`` = the serial of that cycle. Only the owner extends

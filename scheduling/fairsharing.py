@@ -1,6 +1,6 @@
 """Fair sharing: dominant resource shares, the admission tournament and fair preemption.
 
-Pure, like the rest of the preemptor's search (:mod:`kueue_es.services.preemptor.targets`):
+Pure, like the classical target search (:mod:`kueue_es.scheduling.preemption`):
 
 - :func:`share` is Kueue's DominantResourceShare of a ClusterQueue or cohort
   (pkg/cache/scheduler/fair_sharing.go, SEMANTICS §7.9): per resource name, what
@@ -24,15 +24,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from kubernetes.utils.quantity import parse_quantity
-
-from kueue_es.events import models
+from kueue_es.events import models, quantities
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.quota import FR, Node, QuotaTree, potential_of
-from kueue_es.services.preemptor import targets
+from kueue_es.scheduling import preemption
 
 if TYPE_CHECKING:
-    from kueue_es.services.admitter.core import Entry
+    from kueue_es.scheduling.entries import Entry
 
 DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
@@ -106,7 +104,7 @@ class Weights:
             obj: Any = (self.state.cohorts if node.is_cohort else self.state.cluster_queues).get(node.name)
             spec = getattr(obj, "spec", None)
             fs = getattr(spec, "fair_sharing", None) if spec is not None else None
-            self._cache[key] = float(parse_quantity(fs.weight)) if fs is not None else 1.0
+            self._cache[key] = float(quantities.parse_decimal(fs.weight)) if fs is not None else 1.0
         return self._cache[key]
 
 
@@ -242,17 +240,17 @@ def _subtree_queues(node: Node) -> Iterator[Node]:
 
 def fair_targets(
     tree: QuotaTree,
-    pool: targets.CandidatePool,
-    preemptor: targets.Preemptor,
+    pool: preemption.CandidatePool,
+    preemptor: preemption.Preemptor,
     config: models.FairSharingConfig,
     weights: Weights,
-) -> list[targets.Target]:
+) -> list[preemption.Target]:
     """Kueue's fairPreemptions: victims chosen by dominant resource share; [] when none work."""
     search = _FairSearch(tree, pool, preemptor, weights)
     candidates = search.candidates()
     if not candidates:
         return []
-    strategies = list(config.preemption_strategies) or list(DEFAULT_STRATEGIES)
+    strategies: list[str] = [*config.preemption_strategies] or [*DEFAULT_STRATEGIES]
     cq = preemptor.cq.metadata.name
     tree.add_usage(cq, preemptor.usage)  # shares below include the preemptor's request
     fits, chosen, retry = search.first_strategy(candidates, strategies[0])
@@ -261,21 +259,21 @@ def fair_targets(
     tree.remove_usage(cq, preemptor.usage)
     if not fits:
         for target in chosen:
-            targets.restore(tree, target.candidate)
+            preemption.restore(tree, target.candidate)
         return []
     kept = list(chosen)
     for i in range(len(kept) - 2, -1, -1):  # fillBackWorkloads, borrowing allowed
-        targets.restore(tree, kept[i].candidate)
-        if targets.fits(tree, preemptor, allow_borrowing=True) and _topology_fits(preemptor, kept[:i] + kept[i + 1 :]):
+        preemption.restore(tree, kept[i].candidate)
+        if preemption.fits(tree, preemptor, allow_borrowing=True) and _topology_fits(preemptor, kept[:i] + kept[i + 1 :]):
             del kept[i]
         else:
-            targets.remove(tree, kept[i].candidate)
+            preemption.remove(tree, kept[i].candidate)
     for target in kept:
-        targets.restore(tree, target.candidate)
+        preemption.restore(tree, target.candidate)
     return kept
 
 
-def _topology_fits(preemptor: targets.Preemptor, removed: list[targets.Target]) -> bool:
+def _topology_fits(preemptor: preemption.Preemptor, removed: list[preemption.Target]) -> bool:
     """The placement part of workloadFits (SEMANTICS-ADVANCED A.11; Kueue preemption.go
     workloadFits calls FindTopologyAssignmentsForWorkload): the preemptor's TAS pod sets can be
     placed with the ``removed`` victims' TAS usage gone. True without TAS pod sets."""
@@ -285,7 +283,7 @@ def _topology_fits(preemptor: targets.Preemptor, removed: list[targets.Target]) 
 
 class _FairSearch:
     def __init__(
-        self, tree: QuotaTree, pool: targets.CandidatePool, preemptor: targets.Preemptor, weights: Weights
+        self, tree: QuotaTree, pool: preemption.CandidatePool, preemptor: preemption.Preemptor, weights: Weights
     ) -> None:
         self.tree, self.pool, self.p, self.weights = tree, pool, preemptor, weights
         self.cq_name = preemptor.cq.metadata.name
@@ -299,15 +297,15 @@ class _FairSearch:
             node = node.parent
         return out
 
-    def candidates(self) -> list[targets.Candidate]:
+    def candidates(self) -> list[preemption.Candidate]:
         """preemption.go findCandidates (SEMANTICS §7.10), in CandidatesOrdering."""
         policy = self.p.cq.spec.preemption
-        found: list[targets.Candidate] = []
+        found: list[preemption.Candidate] = []
         if policy.within_cluster_queue != "Never":
             found += [
                 c
                 for c in self.pool.of(self.cq_name)
-                if targets.satisfies(policy.within_cluster_queue, self.p, c) and c.flavored & self.p.frs_need
+                if preemption.satisfies(policy.within_cluster_queue, self.p, c) and c.flavored & self.p.frs_need
             ]
         if self.node.parent is not None and policy.reclaim_within_cohort != "Never":
             for other in _subtree_queues(self.node.root()):
@@ -316,48 +314,48 @@ class _FairSearch:
                 found += [
                     c
                     for c in self.pool.of(other.name)
-                    if targets.satisfies(policy.reclaim_within_cohort, self.p, c) and c.flavored & self.p.frs_need
+                    if preemption.satisfies(policy.reclaim_within_cohort, self.p, c) and c.flavored & self.p.frs_need
                 ]
-        return sorted(found, key=lambda c: targets.candidate_order(c, self.cq_name))
+        return sorted(found, key=lambda c: preemption.candidate_order(c, self.cq_name))
 
     def _borrowing_on_needed(self, node: Node) -> bool:
         return node.parent is not None and any(
             node.usage.get(fr, 0) > node.subtree.get(fr, 0) for fr in self.p.frs_need
         )
 
-    def _fits(self, chosen: list[targets.Target]) -> bool:
+    def _fits(self, chosen: list[preemption.Target]) -> bool:
         """workloadFitsForFairSharing: the preemptor's own simulated usage taken out first,
         then quota and (TAS) the placement with the ``chosen`` victims removed (A.11)."""
         self.tree.remove_usage(self.cq_name, self.p.usage)
         try:
-            if not targets.fits(self.tree, self.p, allow_borrowing=True):
+            if not preemption.fits(self.tree, self.p, allow_borrowing=True):
                 return False
         finally:
             self.tree.add_usage(self.cq_name, self.p.usage)
         return _topology_fits(self.p, chosen)
 
-    def _take(self, candidate: targets.Candidate, reason: str, chosen: list[targets.Target]) -> bool:
-        targets.remove(self.tree, candidate)
-        chosen.append(targets.Target(candidate=candidate, reason=reason))
+    def _take(self, candidate: preemption.Candidate, reason: str, chosen: list[preemption.Target]) -> bool:
+        preemption.remove(self.tree, candidate)
+        chosen.append(preemption.Target(candidate=candidate, reason=reason))
         return self._fits(chosen)
 
     def first_strategy(
-        self, candidates: list[targets.Candidate], strategy: str
-    ) -> tuple[bool, list[targets.Target], list[targets.Candidate]]:
+        self, candidates: list[preemption.Candidate], strategy: str
+    ) -> tuple[bool, list[preemption.Target], list[preemption.Candidate]]:
         """runFirstFsStrategy: (fits, targets, candidates to retry with the second strategy)."""
         ordering = _TargetOrdering(self, candidates)
-        chosen: list[targets.Target] = []
-        retry: list[targets.Candidate] = []
+        chosen: list[preemption.Target] = []
+        retry: list[preemption.Candidate] = []
         within_nominal = all(
             self.node.usage.get(fr, 0) <= self.node.subtree.get(fr, 0) for fr in self.p.frs_need
         )  # FairSharingPreemptWithinNominal (on by default)
         for target_cq in ordering:
             if target_cq is self.node:
-                if self._take(ordering.pop(target_cq), targets.IN_CLUSTER_QUEUE, chosen):
+                if self._take(ordering.pop(target_cq), preemption.IN_CLUSTER_QUEUE, chosen):
                     return True, chosen, []
                 continue
             if within_nominal:
-                if self._take(ordering.pop(target_cq), targets.IN_COHORT_RECLAMATION, chosen):
+                if self._take(ordering.pop(target_cq), preemption.IN_COHORT_RECLAMATION, chosen):
                     return True, chosen, []
                 continue
             preemptor_new, target_old = self._shares(target_cq)
@@ -372,22 +370,22 @@ class _FairSearch:
                 else:
                     passed = compare(preemptor_new, self._target_share_without(target_cq, candidate)) <= 0
                 if passed:
-                    if self._take(candidate, targets.IN_COHORT_FAIR_SHARING, chosen):
+                    if self._take(candidate, preemption.IN_COHORT_FAIR_SHARING, chosen):
                         return True, chosen, []
                     break
                 retry.append(candidate)
         return False, chosen, retry
 
     def second_strategy(
-        self, retry: list[targets.Candidate], chosen: list[targets.Target]
-    ) -> tuple[bool, list[targets.Target]]:
+        self, retry: list[preemption.Candidate], chosen: list[preemption.Target]
+    ) -> tuple[bool, list[preemption.Target]]:
         """runSecondFsStrategy: LessThanInitialShare, at most one candidate per ClusterQueue."""
         ordering = _TargetOrdering(self, retry)
         for target_cq in ordering:
             preemptor_new, target_old = self._shares(target_cq)
             passed = compare(preemptor_new, target_old) < 0
             candidate = ordering.pop(target_cq)
-            if passed and self._take(candidate, targets.IN_COHORT_FAIR_SHARING, chosen):
+            if passed and self._take(candidate, preemption.IN_COHORT_FAIR_SHARING, chosen):
                 return True, chosen
             ordering.drop(target_cq)
         return False, chosen
@@ -404,12 +402,12 @@ class _FairSearch:
         mine, theirs = self._almost_lcas(target_cq)
         return share(mine, self.weights), share(theirs, self.weights)
 
-    def _target_share_without(self, target_cq: Node, candidate: targets.Candidate) -> Share:
-        targets.remove(self.tree, candidate)
+    def _target_share_without(self, target_cq: Node, candidate: preemption.Candidate) -> Share:
+        preemption.remove(self.tree, candidate)
         try:
             return share(self._almost_lcas(target_cq)[1], self.weights)
         finally:
-            targets.restore(self.tree, candidate)
+            preemption.restore(self.tree, candidate)
 
 
 def _below(node: Node, lca: Node) -> Node:
@@ -424,9 +422,9 @@ class _TargetOrdering:
     """fairsharing/ordering.go TargetClusterQueueOrdering: which ClusterQueue to take
     the next victim from, by highest share, descending from the root."""
 
-    def __init__(self, search: _FairSearch, candidates: list[targets.Candidate]) -> None:
+    def __init__(self, search: _FairSearch, candidates: list[preemption.Candidate]) -> None:
         self.search = search
-        self.queues: dict[str, list[targets.Candidate]] = {}
+        self.queues: dict[str, list[preemption.Candidate]] = {}
         for candidate in candidates:
             self.queues.setdefault(candidate.cluster_queue, []).append(candidate)
         self.pruned: set[int] = set()
@@ -435,7 +433,7 @@ class _TargetOrdering:
     def has(self, node: Node) -> bool:
         return bool(self.queues.get(node.name))
 
-    def pop(self, node: Node) -> targets.Candidate:
+    def pop(self, node: Node) -> preemption.Candidate:
         return self.queues[node.name].pop(0)
 
     def drop(self, node: Node) -> None:
@@ -469,8 +467,8 @@ class _TargetOrdering:
                     continue
                 order = compare(child_share, best_cq_share)
                 if order == 0 and best_cq is not None:
-                    mine = targets.candidate_order(self.queues[child.name][0], own.name)
-                    theirs = targets.candidate_order(self.queues[best_cq.name][0], own.name)
+                    mine = preemption.candidate_order(self.queues[child.name][0], own.name)
+                    theirs = preemption.candidate_order(self.queues[best_cq.name][0], own.name)
                     if mine < theirs:
                         best_cq = child
                 elif order > 0:

@@ -1,0 +1,436 @@
+"""The admission cycle: one Kueue scheduling cycle over the folded state, as a pure function.
+
+Why this module exists: the admitter service only wires :func:`run` to the log; the rules of
+the cycle live here, next to the rest of Kueue's rules. No I/O, no clock and no randomness, so
+replay can re-run it at any recorded basis and get the same bytes. The cycle follows Kueue's
+scheduler (pkg/scheduler/scheduler.go, SEMANTICS §4), in phases:
+
+1. release the quota of workloads that finished, were deleted or deactivated, or
+   whose eviction completed; apply stop policies to workloads holding quota (§10.1);
+2. build the quota tree (cohorts, borrowing and lending limits, SEMANTICS §6);
+3. heads: per active ClusterQueue, the first queued workload in Kueue's order
+   (priority, creation time, UID; SEMANTICS §3.2); parked workloads wait until
+   something that could let them fit happens (§3.6);
+4. nominate: assign flavors to each head against the cycle's snapshot (§5;
+   :mod:`kueue_es.scheduling.search`);
+5. order the entries (non-borrowing first, then priority, then time; §4.4.1;
+   :mod:`kueue_es.scheduling.entries`) and admit each that still fits, counting earlier
+   admissions of the cycle (§4.5).
+
+TAS (SEMANTICS-ADVANCED A.5, A.9, A.10): the placement is committed as a TopologyAssigned with
+the QuotaReserved; a pod set whose topology is delayed by a ProvisioningRequest check gets it in
+the second pass, decided in the lifecycle phase before the first-pass entries.
+
+Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted, WorkloadInadmissible
+(always when a BestEffortFIFO head is parked; otherwise only when the message changes).
+"""
+
+from __future__ import annotations
+
+from kueue_es.events import models, types
+from kueue_es.projections import quota
+from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
+from kueue_es.scheduling import flavors, lifecycle, preemption, queues
+from kueue_es.scheduling.entries import Entry, ordered, pod_set_assignments
+from kueue_es.scheduling.search import Search
+from kueue_es.scheduling.tas import cycle as tas_cycle
+
+
+def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[types.Decision]:
+    """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
+    releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
+    they come back through the log). Decisions in a deterministic order; empty when nothing
+    changes."""
+    decisions: list[types.Decision] = []
+    for key in sorted(state.releasable):
+        wl = state.workloads[key]
+        assert wl.reservation is not None
+        decisions.append(_release(wl, now_ms=now_ms))
+        tree.shift_reservation(wl.reservation.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
+    touched: set[str] = set()  # workloads already decided on in this cycle's first phases
+    for decision in _drain_stopped_queues(state, now_ms=now_ms):
+        decisions.append(decision)
+        touched.add(_workload_key(decision))
+        if isinstance(decision, types.QuotaReleased):
+            wl = state.workloads[decision.workload.key]
+            assert wl.reservation is not None
+            tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
+    cycle = tas_cycle.CycleTopology(state)
+    if state.checks_due or state.timed or state.backoffs:
+
+        def second_pass(wl: WorkloadState) -> types.TopologyAssigned | None:
+            """SEMANTICS-ADVANCED A.9: placed before the cycle's first-pass entries (Kueue
+            processes second-pass entries first), so later entries see its usage."""
+            result = tas_cycle.second_pass(cycle, wl, now_ms=now_ms)
+            return result if isinstance(result, types.TopologyAssigned) else None
+
+        for decision in lifecycle.decide(state, now_ms=now_ms, second_pass=second_pass):
+            if _workload_key(decision) not in touched:
+                decisions.append(decision)
+        touched.update(_workload_key(d) for d in decisions)
+    plan = queues.plan(state, tree=tree, now_ms=now_ms)
+    for wl, why in plan.unqueued:
+        decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
+    search = Search(state, tree, now_ms=now_ms, tas=cycle)
+    cycle_no = state.admit_cycles + 1  # this cycle's number, should it commit anything (SEMANTICS §5.3)
+    entries: list[Entry] = []
+    for cq_name, head in plan.heads.items():
+        if head.key in touched:
+            continue  # deactivated or requeued just now: decided again next cycle
+        cq = state.cluster_queues[cq_name]
+        if head.checks and lifecycle.failed_checks(head, cq):
+            # SEMANTICS §4.3 step 2: not nominated while a check is in Retry or Rejected.
+            message = lifecycle.FAILED_CHECKS_MESSAGE
+            decisions.extend(_inadmissible(head, "PendingEvaluation", message, parked=True, now_ms=now_ms))
+            continue
+        requests = queues.cached_pod_set_requests(head, cq=cq, config=state.configuration)
+        start = bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
+        exhausted = start is not None and not start.tried
+        assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
+        bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
+        if exhausted:
+            bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
+        elif start is not None:
+            bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
+        if assignment.mode == "NoFit":
+            # SEMANTICS §3.5: a BestEffortFIFO head is parked unless flavors remain to be tried.
+            parked = cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
+            reason = assignment.reason or "NoMatchingFlavor"
+            decisions.extend(
+                _inadmissible(head, reason, assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark)
+            )
+            continue
+        nominated = head.key in state.preemptors or head.key in state.nominations
+        priority = queues.priority_of(head.workload, state)
+        # Positional (workload, cq, assignment, priority, targets, nominated, bookmark): one per head.
+        entries.append(Entry(head, cq, assignment, priority, tuple(victims), nominated, bookmark))
+    chosen: set[str] = set()
+    gate = _PodsReadyGate(state)
+    for entry in ordered(entries, state=state, tree=tree):
+        decisions.extend(
+            _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms)
+        )
+    return decisions
+
+
+def _workload_key(decision: types.Decision) -> str:
+    """The key of the workload a decision of this cycle is about (every one names one)."""
+    assert not isinstance(decision, types.DecisionRecord)
+    return decision.workload.key
+
+
+class _PodsReadyGate:
+    """waitForPodsReady.blockAdmission (SEMANTICS §4.5 step 10, SEMANTICS-ADVANCED C.4): no
+    admission while any workload holding quota, in any ClusterQueue, is not PodsReady. Kueue
+    blocks its scheduler until they are; here the entry waits (reason WaitingForPodsReady)
+    and is tried again in a later cycle, and one admission closes the gate for the rest of
+    the cycle (its pods are not ready yet either)."""
+
+    MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
+
+    def __init__(self, state: ClusterState) -> None:
+        config = state.configuration
+        wait = config.wait_for_pods_ready
+        self.enabled = wait is not None and wait.block_admission and pods_ready_enabled(config)
+        self.closed = self.enabled and bool(state.not_ready)
+
+    def admitted(self) -> None:
+        """An entry was admitted in this cycle."""
+        self.closed = self.enabled
+
+
+def _drain_stopped_queues(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
+    """Stop policies on workloads that hold quota (SEMANTICS §10.1): under Hold or
+    HoldAndDrain a reservation not yet admitted is given back; under HoldAndDrain an
+    admitted workload is evicted (reason ClusterQueueStopped or LocalQueueStopped, not a
+    preemption), keeping its quota until its job stops."""
+    out: list[types.Decision] = []
+    stopped_cqs = {name for name, cq in state.cluster_queues.items() if cq.spec.stop_policy != "None"}
+    stopped_lqs = {
+        (lq.metadata.namespace, lq.spec.cluster_queue)
+        for lq in state.local_queues.values()
+        if lq.spec.stop_policy != "None"
+    }
+    if not stopped_cqs and not stopped_lqs:
+        return out
+    for cq_name in sorted(state.reserved):
+        if cq_name not in stopped_cqs and not any(cq == cq_name for _, cq in stopped_lqs):
+            continue
+        cq = state.cluster_queues.get(cq_name)
+        for key in state.reserved[cq_name]:
+            wl = state.workloads[key]
+            if wl.reservation is None or wl.gone or wl.eviction is not None or key in state.releasable:
+                continue
+            lq = state.local_queues.get((wl.workload.metadata.namespace, wl.workload.spec.queue_name))
+            if cq is not None and cq.spec.stop_policy != "None":
+                policy, reason, what, cause = (
+                    cq.spec.stop_policy,
+                    "ClusterQueueStopped",
+                    "ClusterQueue",
+                    f"cq:{cq_name}",
+                )
+            elif lq is not None and lq.spec.stop_policy != "None":
+                policy, reason, what, cause = lq.spec.stop_policy, "LocalQueueStopped", "LocalQueue", f"cq:{cq_name}"
+            else:
+                continue
+            if not wl.admitted:
+                cause_seq = state.requeue_triggers.get(cause, 0)
+                out.append(
+                    types.QuotaReleased(
+                        workload=wl.ref, cluster_queue=cq_name, reason=reason, cause_seq=cause_seq, at_ms=now_ms
+                    )
+                )
+            elif policy == "HoldAndDrain":
+                out.append(
+                    types.EvictionRequested(
+                        workload=wl.ref,
+                        cluster_queue=cq_name,
+                        reason=reason,
+                        message=f"The {what} is stopped",
+                        at_ms=now_ms,
+                    )
+                )
+    return out
+
+
+
+def _process(
+    entry: Entry,
+    *,
+    state: ClusterState,
+    tree: quota.QuotaTree,
+    chosen: set[str],
+    gate: _PodsReadyGate,
+    cycle: tas_cycle.CycleTopology,
+    now_ms: int,
+) -> list[types.Decision]:
+    """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
+
+    Unlike Kueue, victims chosen earlier in the cycle still count for later entries'
+    fit checks until their quota is released, so quota is never booked twice.
+
+    TAS (SEMANTICS-ADVANCED A.10): a Fit entry's placement must still fit after the cycle's
+    earlier admissions, else it is placed again on the same flavors (no fit: skipped); a
+    Preempt entry reserves the domains it would take (with its targets removed, or on an
+    empty tree when it has none) against later entries of the cycle.
+    """
+    name = entry.cq.metadata.name
+    usage = entry.assignment.usage()
+    victims = entry.targets
+    part: tas_cycle.TASPart | None = entry.assignment.tas
+    if entry.assignment.mode == "Preempt" and not victims:
+        if entry.cq.spec.preemption.reclaim_within_cohort != "Any":
+            tree.add_usage(name, _capacity_to_reserve(entry, tree, usage))  # SEMANTICS §7.12
+            if part is not None:
+                reserved = cycle.place(part.wanted, simulate_empty=True)
+                if isinstance(reserved, tas_cycle.Placed):
+                    cycle.add(reserved.usage)
+        # PreemptionNoCandidates: parked under BestEffortFIFO unless flavors remain (SEMANTICS §3.5).
+        pending = entry.bookmark is not None and entry.bookmark.pending
+        parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and not pending
+        message = entry.assignment.message
+        return _inadmissible(
+            entry.workload, "WaitingForQuota", message, parked=parked, now_ms=now_ms, bookmark=entry.bookmark
+        )
+    # Skipped entries keep this cycle's bookmark (PreserveScanProgress, SEMANTICS §4.5).
+    if victims and any(t.key in chosen for t in victims):
+        message = "Workload has overlapping preemption targets with another workload"
+        return _inadmissible(
+            entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms, bookmark=entry.bookmark
+        )
+    for target in victims:
+        preemption.remove(tree, target.candidate)
+    fits = tree.fits(name, usage)
+    for target in victims:
+        preemption.restore(tree, target.candidate)
+    placed: tas_cycle.Placed | None = None
+    if fits and part is not None and entry.assignment.mode == "Fit":
+        placed = part.placed
+        if placed is None or not cycle.still_fits(placed):
+            again = cycle.place(part.wanted)
+            placed = again if isinstance(again, tas_cycle.Placed) else None
+            fits = placed is not None
+    if not fits:
+        message = "Workload no longer fits after processing another workload"
+        return _inadmissible(
+            entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms, bookmark=entry.bookmark
+        )
+    if entry.assignment.mode != "Preempt" and gate.closed:
+        # Kueue blocks the cycle here and then admits this assignment; this entry waits for a
+        # later cycle instead, so it keeps the bookmark it was nominated with (no progress).
+        return _inadmissible(entry.workload, "WaitingForPodsReady", gate.MESSAGE, parked=False, now_ms=now_ms)
+    if victims:
+        chosen.update(t.key for t in victims)
+    tree.add_usage(name, usage)
+    if entry.assignment.mode == "Preempt":
+        if part is not None:
+            reserved = cycle.place(part.wanted, removed=frozenset(t.key for t in victims))
+            if isinstance(reserved, tas_cycle.Placed):
+                cycle.add(reserved.usage)
+        return _nominate(entry, state=state, now_ms=now_ms)
+    gate.admitted()
+    if placed is not None:
+        cycle.add(placed.usage)
+    return _admit(entry, placed=placed, now_ms=now_ms)
+
+
+def _capacity_to_reserve(entry: Entry, tree: quota.QuotaTree, usage: dict[quota.FR, int]) -> dict[quota.FR, int]:
+    """scheduler.go quotaResourcesToReserve: what a Preempt entry without candidates keeps
+    from lower entries of the cycle out of ``usage``, its assignment's (never negative here)."""
+    node = tree.cluster_queues[entry.cq.metadata.name]
+    borrowing = entry.assignment.borrowing > 0
+    out: dict[quota.FR, int] = {}
+    for fr, amount in usage.items():
+        limits = node.quotas.get(fr) or _NO_QUOTA
+        used = node.usage.get(fr, 0)
+        if borrowing:
+            room = amount if limits.borrowing_limit is None else limits.nominal + limits.borrowing_limit - used
+        else:
+            room = limits.nominal - used
+        out[fr] = max(0, min(amount, room))
+    return out
+
+
+_NO_QUOTA = quota.Quota()
+
+
+def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.Decision]:
+    """A PreemptionRequired for the preemptor, unless one is already waiting for the
+    preemptor or every target is already being evicted (recorded when it changes)."""
+    wl = entry.workload
+    key = wl.workload.key
+    fresh = [t for t in entry.targets if t.candidate.workload.eviction is None]
+    if key in state.nominations or (not fresh and key in state.preemptors):
+        return []
+    message = f"{entry.assignment.message}. Pending the preemption of {len(entry.targets)} workload(s)"
+    return [
+        types.PreemptionRequired(
+            workload=wl.ref,
+            cluster_queue=entry.cq.metadata.name,
+            pod_set_assignments=pod_set_assignments(entry),
+            targets=[
+                types.PreemptionTarget(
+                    workload=t.candidate.workload.ref, cluster_queue=t.candidate.cluster_queue, reason=t.reason
+                )
+                for t in entry.targets
+            ],
+            message=message,
+            at_ms=now_ms,
+        )
+    ]
+
+
+def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int) -> list[types.Decision]:
+    ref, cq = entry.workload.ref, entry.cq.metadata.name
+    assignments = pod_set_assignments(entry)
+    reserved: list[types.Decision] = [
+        types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms)
+    ]
+    if placed is not None and placed.assignments:  # the placement is committed with the reservation (A.5)
+        reserved.append(tas_cycle.topology_assigned(entry.workload, cq, placed, now_ms=now_ms))
+    if any(a.delayed_topology_request for a in assignments):
+        return reserved  # admitted by the second pass, once the checks are Ready (A.9)
+    required = lifecycle.required_checks(entry.cq, {f for a in assignments for f in a.flavors.values()})
+    if not lifecycle.checks_ready(entry.workload, required):
+        return reserved  # admitted once every check required for its flavors is Ready (SEMANTICS §9.5)
+    return [*reserved, types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=now_ms)]
+
+
+_KEEP: types.FlavorBookmark = types.FlavorBookmark(tried=(), cycle=-1, generation=-1)
+"""``_inadmissible``'s default: the workload keeps the bookmark it has (not nominated)."""
+
+
+def _inadmissible(
+    wl: WorkloadState,
+    reason: str,
+    message: str,
+    *,
+    parked: bool,
+    now_ms: int,
+    bookmark: types.FlavorBookmark | None = _KEEP,
+) -> list[types.Decision]:
+    """A WorkloadInadmissible, unless nothing it records changed: the message, the parking,
+    or the flavor-scan bookmark (``bookmark``: the one after this cycle; default: unchanged)."""
+    if bookmark is _KEEP:
+        bookmark = wl.bookmark
+    if message == wl.pending_message and not parked and bookmark == wl.bookmark:
+        return []  # recorded when it changes, not every cycle
+    return [
+        types.WorkloadInadmissible(
+            workload=wl.ref, reason=reason, message=message, at_ms=now_ms, parked=parked, bookmark=bookmark
+        )
+    ]
+
+
+# Ours, not Kueue's (SEMANTICS §5.3): while nothing changes, Kueue's resumed scans can cycle
+# for ever: a StrictFIFO head whose resumed scan reached the last flavor starts over, stops
+# where it stopped before, resumes after it, and so on; with two pod sets, each can in turn
+# leave a pending index while the other wraps (BestEffortFIFO heads too, as they stay in the
+# queue while flavors are pending). Kueue re-writes the condition every cycle. Here a head
+# gets an "exhausted" bookmark (no indices) once a resumed StrictFIFO scan wraps, or once it
+# has resumed more times in a row than its ClusterQueue lists flavors (real progress through
+# the flavors never needs more): while that is in force, scans start at the first flavor and
+# record no progress, and a BestEffortFIFO head is parked, so the decisions stop changing. It
+# expires like any bookmark, once the ClusterQueue's generation moves.
+
+
+def _resumed(
+    bookmark: types.FlavorBookmark | None,
+    start: types.FlavorBookmark,
+    cq: models.ClusterQueue,
+    *,
+    state: ClusterState,
+    cycle: int,
+) -> types.FlavorBookmark | None:
+    """The bookmark a scan that resumed from ``start`` leaves: ``bookmark`` with the count of
+    resumes, or the exhausted one (see the note above)."""
+    if bookmark is None:
+        if cq.spec.queueing_strategy != "StrictFIFO":
+            return None
+    else:
+        resumes = start.resumes + 1
+        if resumes <= sum(len(group.flavors) for group in cq.spec.resource_groups):
+            return types.FlavorBookmark(
+                tried=bookmark.tried, cycle=bookmark.cycle, generation=bookmark.generation, resumes=resumes
+            )
+    return types.FlavorBookmark(tried=(), cycle=cycle, generation=state.generation(cq.metadata.name))
+
+
+def bookmark_in_force(
+    wl: WorkloadState, cq_name: str, *, state: ClusterState, cycle: int
+) -> types.FlavorBookmark | None:
+    """The workload's flavor-scan bookmark unless it is outdated (scheduler.go
+    lastAssignmentOutdated, FlavorFungibilityPreserveScanProgress on; SEMANTICS §5.3): one
+    computed in this or the previous admitter cycle stands; an older one stands only while
+    the ClusterQueue's allocatable-resource generation has not advanced since. (A change of
+    the workload's scheduling shape already dropped it in the fold.)"""
+    bookmark = wl.bookmark
+    if bookmark is None or cycle - bookmark.cycle <= 1:
+        return bookmark
+    return None if state.generation(cq_name) > bookmark.generation else bookmark
+
+
+def _bookmark(
+    assignment: flavors.Assignment, cq_name: str, *, state: ClusterState, cycle: int
+) -> types.FlavorBookmark | None:
+    """The bookmark this cycle's scan leaves (Kueue's Assignment.LastState), None when it has
+    no pending flavor (the next scan starts at the first flavor either way)."""
+    if not assignment.pending_flavors:
+        return None
+    assert assignment.tried is not None
+    return types.FlavorBookmark(tried=assignment.tried, cycle=cycle, generation=state.generation(cq_name))
+
+
+def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased:
+    assert wl.reservation is not None
+    if wl.finished is not None:
+        reason, cause = "Finished", wl.finished_seq
+    elif wl.deleted_seq:
+        reason, cause = "Deleted", wl.deleted_seq
+    elif wl.stopped_seq and wl.eviction is not None and wl.workload.spec.active:
+        reason, cause = wl.eviction.reason, wl.stopped_seq  # the evicted job stopped (SEMANTICS §7.8)
+    else:
+        reason, cause = "Deactivated", wl.observed_seq
+    return types.QuotaReleased(
+        workload=wl.ref, cluster_queue=wl.reservation.cluster_queue, reason=reason, cause_seq=cause, at_ms=now_ms
+    )

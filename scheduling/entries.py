@@ -1,0 +1,78 @@
+"""Entries: the heads a cycle nominated, and the order it tries them in.
+
+Why this module exists: the admission cycle (:mod:`kueue_es.scheduling.cycle`), fair
+sharing's tournament (:mod:`kueue_es.scheduling.fairsharing`) and the decisions an entry
+turns into all speak of the same nominated head; it lives here so none of them owns it.
+Kueue: pkg/scheduler/scheduler.go (``entry``, ``entryOrdering``; SEMANTICS §4.3.1, §4.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import msgspec
+
+from kueue_es.events import models, types
+from kueue_es.projections import quota
+from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.scheduling import fairsharing, flavors, preemption
+from kueue_es.scheduling.tas import cycle as tas_cycle
+
+
+class Entry(msgspec.Struct, frozen=True, gc=False):
+    """A nominated head: the workload, its ClusterQueue, its flavor assignment and, when
+    the assignment needs preemption, the victims Kueue would choose (SEMANTICS §4.3.1).
+
+    A frozen Struct without GC tracking (one per head a cycle): in ``kueue-es bench core`` it
+    made decide quicker than the NamedTuple it replaced (medians of alternated runs)."""
+
+    workload: WorkloadState
+    cq: models.ClusterQueue
+    assignment: flavors.Assignment
+    priority: int
+    targets: tuple[preemption.Target, ...] = ()
+    nominated: bool = False
+    bookmark: types.FlavorBookmark | None = None  # after this cycle's scan, if it is not admitted
+
+
+def ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree) -> Iterator[Entry]:
+    """Classical order (SEMANTICS §4.4.1), or the fair-sharing tournament (§4.4.2) when
+    the Configuration turns fair sharing on."""
+    if state.configuration.fair_sharing is not None:
+        # Nominated preemptors first here too: the capacity they preempted for is theirs.
+        yield from sorted((e for e in entries if e.nominated), key=order_key)
+        rest = [e for e in entries if not e.nominated]
+        yield from fairsharing.entry_order(rest, tree=tree, weights=fairsharing.Weights(state))
+        return
+    yield from sorted(entries, key=order_key)
+
+
+def order_key(entry: Entry) -> tuple[bool, int, int, int, str, str]:
+    """Kueue's entryOrdering (SEMANTICS §4.4.1): nominated preemptors first (ours), then
+    non-borrowing, higher priority, earlier queue time, UID and key."""
+    meta = entry.workload.workload.metadata
+    return (
+        not entry.nominated,  # ours: a nominated preemptor keeps the capacity it preempted for
+        entry.assignment.borrowing,
+        -entry.priority,
+        entry.workload.queue_ts_ms,
+        meta.uid,
+        entry.workload.key,
+    )
+
+
+def pod_set_assignments(entry: Entry) -> list[types.PodSetAssignment]:
+    """The entry's assignment as the pod set assignments a QuotaReserved or PreemptionRequired
+    records (a pod set whose topology waits for the second pass is marked pending, A.9)."""
+    part: tas_cycle.TASPart | None = entry.assignment.tas
+    delayed = part.delayed if part is not None else ()
+    return [
+        types.PodSetAssignment(
+            name=ps.name,
+            flavors=ps.flavors,
+            resource_usage=ps.usage,
+            count=ps.count,
+            delayed_topology_request=tas_cycle.PENDING if ps.name in delayed else "",
+        )
+        for ps in entry.assignment.pod_sets
+    ]

@@ -1,0 +1,219 @@
+"""The search: flavor assignment with preemption for one cycle, shared by admitter and preemptor.
+
+Why this module exists: the admission cycle nominates each head with it, and the preemptor
+recomputes a stale nomination's targets with it, on the same rules. It ties the flavor
+picker (:mod:`kueue_es.scheduling.flavors`) to the target search (classical,
+:mod:`kueue_es.scheduling.preemption`, or fair, :mod:`kueue_es.scheduling.fairsharing`) through
+Kueue's preemption oracle, and places TAS pod sets after quota
+(:mod:`kueue_es.scheduling.tas.cycle`). Kueue: pkg/scheduler/scheduler.go getAssignments,
+pkg/scheduler/flavorassigner, pkg/scheduler/preemption/preemption_oracle.go (SEMANTICS §4.3.1,
+§5.5-§5.9, §7.7; SEMANTICS-ADVANCED A.5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import msgspec
+
+from kueue_es.events import models, types
+from kueue_es.projections import quota
+from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.scheduling import fairsharing, flavors, preemption, queues
+from kueue_es.scheduling.tas import cycle as tas_cycle
+
+
+class Search:
+    """Flavor assignment with preemption for one cycle: the oracle and target search of
+    :mod:`kueue_es.scheduling.preemption` (classical) or :mod:`kueue_es.scheduling.fairsharing`."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        tree: quota.QuotaTree,
+        *,
+        now_ms: int,
+        tas: tas_cycle.CycleTopology | None = None,
+    ) -> None:
+        self.state, self.tree = state, tree
+        self.pool = preemption.CandidatePool(state, now_ms=now_ms)
+        self.fair = state.configuration.fair_sharing is not None
+        self.weights = fairsharing.Weights(state)
+        self.tas = tas if tas is not None else tas_cycle.CycleTopology(state)
+        # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
+        # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
+        kept = state.caches.get("admitter.pickers")
+        if not isinstance(kept, tuple) or kept[:3] != (state.objects_version, tree, self.fair):
+            kept = state.caches["admitter.pickers"] = (state.objects_version, tree, self.fair, {})
+        self._pickers: dict[str, flavors.Picker] = kept[3]
+
+    def preemptor(
+        self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]
+    ) -> preemption.Preemptor:
+        """The :class:`~kueue_es.scheduling.preemption.Preemptor` for ``wl`` asking ``usage``."""
+        return preemption.Preemptor(
+            key=wl.workload.key,
+            cq=cq,
+            priority=queues.priority_of(wl.workload, self.state),
+            queue_ts_ms=wl.queue_ts_ms,
+            usage=usage,
+            frs_need=need,
+        )
+
+    def targets(self, preemptor: preemption.Preemptor) -> list[preemption.Target]:
+        """Victims that make ``preemptor`` fit ([] when none do)."""
+        if not can_preempt(preemptor.cq, self.tree):
+            return []
+        if self.fair:
+            config = self.state.configuration.fair_sharing
+            assert config is not None
+            return fairsharing.fair_targets(self.tree, self.pool, preemptor, config, self.weights)
+        return preemption.classical_targets(self.tree, self.pool, preemptor)
+
+    def assignments(
+        self,
+        wl: WorkloadState,
+        requests: list[flavors.PodSetRequest],
+        *,
+        cq: models.ClusterQueue,
+        start: types.FlavorBookmark | None = None,
+    ) -> tuple[flavors.Assignment, list[preemption.Target]]:
+        """Kueue's getAssignments (SEMANTICS §4.3.1, §5.9): full counts first; then, with
+        minCount, the largest counts that Fit or Preempt with preemption. Every attempt resumes
+        the flavor scan from ``start`` (the bookmark in force, §5.3)."""
+        tried = start.tried if start is not None else None
+        full, victims = self._try(wl, requests, cq, tried)
+        if full.fits or victims or not _partial_admission(wl):
+            return full, victims
+        deltas = [
+            ps.count - (spec.min_count or ps.count)
+            for ps, spec in zip(requests, wl.workload.spec.pod_sets, strict=True)
+        ]
+        total = sum(deltas)
+        if total <= 0:
+            return full, []
+
+        def reduced(k: int) -> list[flavors.PodSetRequest]:
+            return [
+                dataclasses.replace(ps, count=ps.count - (d * k) // total)
+                for ps, d in zip(requests, deltas, strict=True)
+            ]
+
+        low, high, best = 1, total, None
+        while low <= high:  # the smallest reduction k that works gives the largest counts
+            k = (low + high) // 2
+            attempt, attempt_victims = self._try(wl, reduced(k), cq, tried)
+            if attempt.fits or attempt_victims:
+                best, high = (attempt, attempt_victims), k - 1
+            else:
+                low = k + 1
+        return best if best is not None else (full, [])
+
+    def _try(
+        self,
+        wl: WorkloadState,
+        requests: list[flavors.PodSetRequest],
+        cq: models.ClusterQueue,
+        start: tuple[dict[str, int], ...] | None = None,
+    ) -> tuple[flavors.Assignment, list[preemption.Target]]:
+        preempting = can_preempt(cq, self.tree)
+        picker = self._pickers.get(cq.metadata.name)
+        if picker is None:
+            picker = self._pickers[cq.metadata.name] = flavors.Picker(
+                cq, self.tree, self.state.flavors, fair_sharing=self.fair, topologies=self.state.topology.topologies
+            )
+        # oracle None: no candidates at all
+        assignment = picker.assign(requests, oracle=self._oracle(wl, cq) if preempting else None, start=start)
+        if picker.tas_levels and assignment.mode != "NoFit" and self.tas.active:
+            assignment = self._topology(wl, assignment, picker, cq)
+        if assignment.mode != "Preempt" or not preempting:
+            return assignment, []
+        usage = assignment.usage()
+        preemptor = self.preemptor(wl, cq, usage, assignment.frs_need_preemption)
+        part: tas_cycle.TASPart | None = assignment.tas
+        if part is not None:
+            wanted, cycle = part.wanted, self.tas
+
+            def topology_fits(removed: frozenset[str]) -> bool:
+                return isinstance(cycle.place(wanted, removed=removed), tas_cycle.Placed)
+
+            preemptor = dataclasses.replace(preemptor, topology_fits=topology_fits)
+        return assignment, self.targets(preemptor)
+
+    def _topology(
+        self, wl: WorkloadState, assignment: flavors.Assignment, picker: flavors.Picker, cq: models.ClusterQueue
+    ) -> flavors.Assignment:
+        """TAS after quota (SEMANTICS-ADVANCED A.5.3-A.5.6; flavorassigner.go assignFlavors): a
+        Fit whose placement fails turns Preempt; a Preempt that cannot be placed even on an
+        empty tree turns NoFit (TopologyPlacementFailed). The flavors never change. Pod sets
+        on a flavor covered by a ProvisioningRequest check are not placed: their topology
+        request is delayed to the second pass (A.5.4, A.9)."""
+        wanted = self.tas.wanted(wl, assignment, picker)
+        if isinstance(wanted, str):
+            return flavors.Assignment(mode="NoFit", message=wanted, reason="NoMatchingFlavor", tried=assignment.tried)
+        if not wanted:
+            return assignment
+        delayed: tuple[str, ...] = ()
+        covered = tas_cycle.delayed_flavors(self.state, cq) if wl.reservation is None else frozenset()
+        if covered:  # first pass under a ProvisioningRequest check: topology later (A.5.4, A.9)
+            delayed = tuple(w.request.name for w in wanted if w.flavor in covered)
+            wanted = [w for w in wanted if w.flavor not in covered]
+            if not wanted:
+                return msgspec.structs.replace(assignment, tas=tas_cycle.TASPart((), tas_cycle.Placed((), {}), delayed))
+        part = tas_cycle.TASPart(tuple(wanted), delayed=delayed)
+        message = assignment.message
+        if assignment.mode == "Fit":
+            result = self.tas.place(wanted)
+            if isinstance(result, tas_cycle.Placed):
+                return msgspec.structs.replace(assignment, tas=msgspec.structs.replace(part, placed=result))
+            message = _join(message, f"couldn't assign flavors to pod set {result.pod_set}: {result.message}")
+        empty = self.tas.place(wanted, simulate_empty=True)
+        if not isinstance(empty, tas_cycle.Placed):
+            failure = f"couldn't assign flavors to pod set {empty.pod_set}: {empty.message}"
+            return flavors.Assignment(
+                mode="NoFit",
+                message=message if assignment.mode == "Fit" else _join(message, failure),
+                reason=tas_cycle.TOPOLOGY_PLACEMENT_FAILED,
+                tried=assignment.tried,  # the quota scan's bookmark stands (flavorassigner.go assignFlavors)
+            )
+        flat = tas_cycle.with_preempt(assignment, [w.request.name for w in wanted])
+        return msgspec.structs.replace(assignment, mode="Preempt", flat=flat, message=message, tas=part)
+
+    def _oracle(self, wl: WorkloadState, cq: models.ClusterQueue) -> flavors.Oracle:
+        name = cq.metadata.name
+
+        def oracle(fr: quota.FR, amount: int) -> tuple[int, int]:
+            """preemption_oracle.go SimulatePreemption for one FR (SEMANTICS §7.7)."""
+            found = self.targets(self.preemptor(wl, cq, {fr: amount}, frozenset({fr})))
+            if not found:
+                return flavors.NO_CANDIDATES, self.tree.borrowing_level(name, fr, amount)
+            for target in found:
+                preemption.remove(self.tree, target.candidate)
+            level = self.tree.borrowing_level(name, fr, amount)
+            for target in found:
+                preemption.restore(self.tree, target.candidate)
+            own = any(t.candidate.cluster_queue == name for t in found)
+            return (flavors.PREEMPT if own else flavors.RECLAIM), level
+
+        return oracle
+
+
+def _partial_admission(wl: WorkloadState) -> bool:
+    """Whether any pod set of the workload has a minCount (SEMANTICS §5.9)."""
+    for pod_set in wl.workload.spec.pod_sets:
+        if pod_set.min_count:
+            return True
+    return False
+
+
+def can_preempt(cq: models.ClusterQueue, tree: quota.QuotaTree) -> bool:
+    """Whether any policy of ``cq`` allows a candidate at all (else there are none)."""
+    policy = cq.spec.preemption
+    if policy.within_cluster_queue != "Never":
+        return True
+    return policy.reclaim_within_cohort != "Never" and tree.cluster_queues[cq.metadata.name].parent is not None
+
+
+def _join(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second
+
