@@ -49,13 +49,13 @@ from aiolimiter import AsyncLimiter
 from kueue_es.events import codec, subjects, tas, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, Delivery, DurableConsumer
+from kueue_es.jobframework import pods as pod_integration
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status, ungater
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
 from kueue_es.services.runtime import run_until_stopped, wall_clock_ms
-from kueue_es.services.watcher import pods as pod_integration
 
 log = structlog.get_logger(__name__)
 

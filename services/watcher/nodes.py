@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from kueue_es.events import manifests, tas, types
+from kueue_es.jobframework import workloads
 from kueue_es.services.kube import resources
-from kueue_es.services.watcher import convert
 
 #: The kinds this module converts, as the watcher names its watches (``PodUsage``: the pods bound to nodes).
 TAS_KINDS = ("Topology", "Node", "PodUsage")
@@ -68,5 +68,5 @@ def tas_fact(kind: str, obj: dict[str, Any], *, now_ms: int = 0) -> types.Fact |
     try:
         fact = tas.tas_fact(manifest)
     except manifests.ManifestError as err:
-        return convert.rejected(manifest, err, now_ms=now_ms)
+        return workloads.rejected(manifest, err, now_ms=now_ms)
     return fact  # type: ignore[return-value]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kueue_es.services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
-from kueue_es.services.watcher import jobframework, pods
+from kueue_es.jobframework import pods, workloads
+from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 ReadyState = tuple[bool, str]
 
@@ -31,7 +31,7 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _count(value: Any, default: int) -> int:
-    number = jobframework.parse_int(value)
+    number = workloads.parse_int(value)
     return default if number is None else number
 
 

@@ -51,13 +51,14 @@ import structlog
 from kueue_es.events import codec, manifests, models, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, LogMessage
+from kueue_es.jobframework import jobs, jobsets, pods, workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
 from kueue_es.services.runtime import fold_message, run_until_stopped
-from kueue_es.services.watcher import convert, jobframework, jobset, nodes, pods, progress
+from kueue_es.services.watcher import convert, nodes, progress
 
 log = structlog.get_logger(__name__)
 
@@ -83,7 +84,7 @@ RUNTIME_CLASSES = kube.ResourceRef(
 #: v1 LimitRange: container defaults and bounds in a namespace (SEMANTICS §2.3 step 2).
 LIMIT_RANGES = kube.ResourceRef(group="", version="v1", plural="limitranges", kind="LimitRange", namespaced=True)
 _INPUT_REFS = {"PriorityClass": PRIORITY_CLASSES, "RuntimeClass": RUNTIME_CLASSES, "LimitRange": LIMIT_RANGES}
-_API_VERSIONS = {"Job": convert.JOB_API, "JobSet": jobset.JOBSET_API, "Pod": pods.POD_API}
+_API_VERSIONS = {"Job": jobs.JOB_API, "JobSet": jobsets.JOBSET_API, "Pod": pods.POD_API}
 _SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", *INPUT_KINDS)
 #: What each kind's conversion reads; run() lists these first.
 _READS: dict[str, tuple[str, ...]] = {
@@ -96,8 +97,8 @@ _READS: dict[str, tuple[str, ...]] = {
 _OWN_CHECK_MESSAGE = "Reset to Pending after eviction."
 _TAS_FACT_TYPES = ("TopologyObserved", "NodeObserved", "PodObserved", "ObjectDeleted")
 _CONVERTERS: dict[str, Callable[..., types.Fact | None]] = {
-    "Job": convert.job_facts,
-    "JobSet": jobset.jobset_facts,
+    "Job": jobs.job_facts,
+    "JobSet": jobsets.jobset_facts,
     "Pod": pods.pod_facts,
 }
 
@@ -255,7 +256,7 @@ class Watcher:
     def _selector(self, kind: str) -> str | None:
         """Jobs are listed by the queue-name label unless jobs without it are managed too."""
         if kind in JOB_KINDS and not self.manage_jobs_without_queue_name:
-            return jobframework.QUEUE_LABEL
+            return workloads.QUEUE_LABEL
         return None
 
     async def _until_served(
@@ -366,7 +367,7 @@ class Watcher:
             return
         if kind == "LocalQueue" and not self.manage_jobs_without_queue_name:
             return  # only jobs without a queue label go to the default LocalQueue
-        if key[1] == jobframework.DEFAULT_LOCAL_QUEUE and change != "DELETED":
+        if key[1] == workloads.DEFAULT_LOCAL_QUEUE and change != "DELETED":
             await self._reconvert(trigger=f"{kind}@{version}")
 
     async def _resynced_tas(self, kind: str, objects: list[dict[str, Any]], *, version: str) -> None:
@@ -555,11 +556,11 @@ class Watcher:
         context = self._context(None)
         if kind == "Pod":
             return pods.is_managed(obj, context)
-        ref = jobframework.job_ref(obj, kind=kind, api_version=_API_VERSIONS[kind])
+        ref = workloads.job_ref(obj, kind=kind, api_version=_API_VERSIONS[kind])
         try:
             return (
-                not jobframework.owned_by_managed_job(ref, context)
-                and jobframework.queue_name(ref, context) is not None
+                not workloads.owned_by_managed_job(ref, context)
+                and workloads.queue_name(ref, context) is not None
             )
         except manifests.ManifestError:
             return True
@@ -570,18 +571,18 @@ class Watcher:
         if kind == "Pod":
             return pods.workload_key(obj)
         if kind == "JobSet":
-            return _namespace(obj), jobset.workload_name_for_jobset(name, uid)
+            return _namespace(obj), jobsets.workload_name_for_jobset(name, uid)
         if kind == "Job":
-            return _namespace(obj), convert.workload_name_for_job(name, uid)
+            return _namespace(obj), jobs.workload_name_for_job(name, uid)
         return None
 
-    def _context(self, wl_key: Key | None) -> jobframework.Context:
+    def _context(self, wl_key: Key | None) -> workloads.Context:
         """What converting the job of workload ``wl_key`` reads (None: only whether it is managed)."""
         if wl_key is None:
-            return jobframework.Context(
+            return workloads.Context(
                 manage_jobs_without_queue_name=self.manage_jobs_without_queue_name, managed_owners=self.owners.keys()
             )
-        return jobframework.Context(
+        return workloads.Context(
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
             local_queues=self.local_queues,
             workload_priority_classes=self.workload_priority_classes,
@@ -601,12 +602,12 @@ class Watcher:
             previous=self.workloads.get(wl_key),
         )
 
-    def _priority_classes(self) -> dict[str, jobframework.PriorityClass]:
+    def _priority_classes(self) -> dict[str, workloads.PriorityClass]:
         found = {}
         for (_, name), obj in self.objects["PriorityClass"].items():
-            value = jobframework.parse_int(obj.get("value"))
+            value = workloads.parse_int(obj.get("value"))
             if value is not None:
-                found[name] = jobframework.PriorityClass(
+                found[name] = workloads.PriorityClass(
                     name=name, value=value, global_default=obj.get("globalDefault") is True
                 )
         return found
@@ -638,11 +639,11 @@ class Watcher:
     # -- evictions ------------------------------------------------------------------------------------
 
     async def _report_stopped(self, job: dict[str, Any], *, now_ms: int) -> None:
-        """WorkloadStopped for an evicted Job that no longer runs, once per eviction (convert.stop_version)."""
-        stopped = convert.stopped_fact(job, now_ms=now_ms)
+        """WorkloadStopped for an evicted Job that no longer runs, once per eviction (jobs.stop_version)."""
+        stopped = jobs.stopped_fact(job, now_ms=now_ms)
         if stopped is None:
             return
-        key, version = (stopped.workload.namespace, stopped.workload.name), convert.stop_version(job)
+        key, version = (stopped.workload.namespace, stopped.workload.name), jobs.stop_version(job)
         if self.stopped.get(key) == version:
             return
         await self.bus.publish(subjects.fact_message(stopped, version=version))
@@ -691,8 +692,8 @@ class Watcher:
         if wl_key not in self.known["Workload"] or not members:
             return
         if group:
-            total = jobframework.parse_int(
-                jobframework.job_ref(pod, kind="Pod", api_version=pods.POD_API).annotations.get(
+            total = workloads.parse_int(
+                workloads.job_ref(pod, kind="Pod", api_version=pods.POD_API).annotations.get(
                     pods.GROUP_TOTAL_COUNT_ANNOTATION
                 )
             ) or len(members)
@@ -746,7 +747,7 @@ class Watcher:
                 check=str(entry.get("name") or ""),
                 state=entry.get("state") or "Pending",
                 message=str(entry.get("message") or ""),
-                requeue_after_seconds=jobframework.parse_int(entry.get("requeueAfterSeconds")),
+                requeue_after_seconds=workloads.parse_int(entry.get("requeueAfterSeconds")),
                 pod_set_updates=msgspec.convert(
                     entry.get("podSetUpdates") or [], list[models.PodSetUpdate], str_keys=True
                 ),

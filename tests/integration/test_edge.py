@@ -18,9 +18,9 @@ from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.sim.emulator import ClusterEmulator
-from kueue_es.services.watcher.convert import workload_name_for_job
 from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim.emulator import ClusterEmulator
+from kueue_es.jobframework.jobs import workload_name_for_job
 from tests.integration.harness import (
     JOBS,
     cluster_queue,
