@@ -11,7 +11,7 @@ GenerateRoleHash), so the pod sets here carry the names Kueue gives them.
 
 The role hash is computed over the JSON Go would write for the shape, and
 Kubernetes quantities in it are written in their canonical form (``1024Mi`` is
-``1Gi``, ``0.5`` is ``500m``): :func:`canonical_quantity`. Nested API structs
+``1Gi``, ``0.5`` is ``500m``): :func:`kueue_es.events.quantities.canonical`. Nested API structs
 (affinity, topology spread constraints, resource claims) are written with their keys
 in the order the API server sends them, which is Go's field order; a hand-written
 manifest in another order gets another (still consistent) role name.
@@ -23,11 +23,9 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from kueue_es.events import manifests, models, types
-from kueue_es.events.quantities import QuantityError
+from kueue_es.events import manifests, models, quantities, types
 from kueue_es.jobframework import annotations, workloads
 
 POD_API = "v1"
@@ -113,9 +111,7 @@ def is_running(pods: list[Mapping[str, Any]]) -> bool:
 # -- a single pod ---------------------------------------------------------------------------------
 
 
-def pod_facts(
-    pod: dict[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None
-) -> types.Fact | None:
+def pod_facts(pod: dict[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None) -> types.Fact | None:
     """The fact a single managed Pod (no group) stands for, or None when Kueue does not manage it.
 
     A terminated pod gives WorkloadFinished (succeeded when its phase is Succeeded,
@@ -340,7 +336,7 @@ def _role_of(pod: dict[str, Any]) -> str:
     """The role hash, or _MemberError naming the pod when a quantity in its shape is bad."""
     try:
         return role_hash(pod)
-    except QuantityError as err:
+    except quantities.QuantityError as err:
         member = _ref(pod)
         try:  # the pod set names the exact field of the bad quantity
             workloads.pod_set(member, name="main", count=1, pod_spec=_spec(member, pod), where="spec")
@@ -516,7 +512,7 @@ def _resource_list(value: Any) -> dict[str, str] | None:
     """A ResourceList as Go writes it: sorted names, canonical quantities; empty is null (omitempty)."""
     if not isinstance(value, dict) or not value:
         return None
-    return {str(k): canonical_quantity(value[k]) for k in sorted(value, key=str)}
+    return {str(k): quantities.canonical(value[k]) for k in sorted(value, key=str)}
 
 
 def _struct(value: Any, *, key: str = "") -> Any:
@@ -542,59 +538,3 @@ def _go_json(value: Any) -> str:
     ):
         text = text.replace(char, escaped)
     return text
-
-
-# -- canonical quantities -------------------------------------------------------------------------
-
-_QUANTITY = re.compile(
-    r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?\d+)|(?P<si>[numkMGTPE]?))$"
-)
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_SI_SUFFIX = {exponent: suffix for suffix, exponent in _SI.items()}
-_BINARY_SUFFIX = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-
-
-def canonical_quantity(value: Any) -> str:
-    """A Kubernetes Quantity in its canonical form, as Go's ``Quantity.String()`` writes it.
-
-    The format of the input is kept (binary ``Ki``..``Ei``, decimal SI ``n``..``E``, or
-    an ``e`` exponent); the number is written as an integer with the largest suffix
-    that keeps it exact (``1024Mi`` -> ``1Gi``, ``1000`` -> ``1k``, ``0.5`` -> ``500m``);
-    binary values below 1024 or not whole are written in decimal SI; precision below
-    ``1n`` is rounded up (k8s.io/apimachinery resource.Quantity CanonicalizeBytes).
-    Raises QuantityError for what is not a quantity.
-    """
-    text = value if isinstance(value, str) else repr(value) if not isinstance(value, bool) else ""
-    match = _QUANTITY.match(text)
-    if match is None:
-        raise QuantityError(f"{value!r} is not a quantity")
-    number = Decimal(match["number"])
-    if match["binary"]:
-        number *= 2 ** _BINARY[match["binary"]]
-        fmt = "binary"
-    elif match["exp"] is not None:
-        number = number.scaleb(int(match["exp"]))
-        fmt = "exponent"
-    else:
-        number = number.scaleb(_SI[match["si"]])
-        fmt = "si"
-    number = number.quantize(Decimal("1e-9"), rounding=ROUND_CEILING) if number.as_tuple().exponent < -9 else number
-    if number == 0:
-        return "0"
-    if fmt == "binary":
-        if abs(number) < 1024 or number != number.to_integral_value():
-            fmt = "si"
-        else:
-            amount, power = int(number), 0
-            while amount % 1024 == 0 and power < len(_BINARY_SUFFIX) - 1:
-                amount, power = amount // 1024, power + 1
-            return f"{amount}{_BINARY_SUFFIX[power]}"
-    sign, digits, exponent = number.normalize().as_tuple()
-    mantissa = int("".join(map(str, digits))) * (-1 if sign else 1)
-    exponent = int(exponent)
-    base = exponent - exponent % 3
-    mantissa *= 10 ** (exponent - base)
-    if fmt == "si" and base in _SI_SUFFIX:
-        return f"{mantissa}{_SI_SUFFIX[base]}"
-    return f"{mantissa}e{base}" if base else str(mantissa)

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from kueue_es.events import manifests, models, types
+from kueue_es.events import manifests, models, quantities, types
 from kueue_es.jobframework import jobs
 from kueue_es.services.dispatcher import core, status
 from kueue_es.services.watcher import convert
@@ -356,7 +356,7 @@ def test_reserved_but_not_admitted_counts_in_reservation_only() -> None:
 )
 def test_quantities_are_kubernetes_canonical(resource: str, amount: int, text: str) -> None:
     """Amounts are written as Kubernetes writes the Quantity Kueue builds (milli CPU; binary memory)."""
-    assert status.quantity(resource, amount) == text
+    assert quantities.to_quantity(resource, amount) == text
 
 
 def test_a_priority_class_change_marks_its_workloads_for_writing() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kueue_es.events import models, types
+from kueue_es.events import models, quantities, types
 from kueue_es.jobframework import jobsets, pods, workloads
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, SCHEDULING_GATE
 from tests.kube import examples
@@ -357,7 +357,7 @@ def test_role_hash_ignores_what_is_not_shape_and_reads_the_annotation() -> None:
 )
 def test_canonical_quantity(quantity: Any, want: str) -> None:
     """k8s.io/apimachinery resource.Quantity String(): the format kept, the largest exact suffix."""
-    assert pods.canonical_quantity(quantity) == want
+    assert quantities.canonical(quantity) == want
 
 
 # -- pod groups ------------------------------------------------------------------------------------
