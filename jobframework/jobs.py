@@ -14,6 +14,7 @@ and what they all share in :mod:`kueue_es.jobframework.workloads`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kueue_es.events import manifests, models, types
@@ -33,7 +34,7 @@ def workload_name_for_job(job_name: str, job_uid: str) -> str:
 
 
 def job_facts(
-    job: dict[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None
+    job: Mapping[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None
 ) -> types.Fact | None:
     """The fact a batch/v1 Job stands for, or None when Kueue does not manage it.
 
@@ -67,7 +68,7 @@ def job_facts(
         return workloads.rejected(job, err, now_ms=now_ms)
 
 
-def stopped_fact(job: dict[str, Any], *, now_ms: int = 0) -> types.WorkloadStopped | None:
+def stopped_fact(job: Mapping[str, Any], *, now_ms: int = 0) -> types.WorkloadStopped | None:
     """WorkloadStopped when an evicted Job no longer runs, else None.
 
     Kueue's job reconciler, on an Evicted workload, stops the job and, once
@@ -92,7 +93,7 @@ def stopped_fact(job: dict[str, Any], *, now_ms: int = 0) -> types.WorkloadStopp
     return types.WorkloadStopped(workload=ref, reason=str(reason), at_ms=now_ms)
 
 
-def stop_version(job: dict[str, Any]) -> str:
+def stop_version(job: Mapping[str, Any]) -> str:
     """The dedup version of a Job's WorkloadStopped: one per eviction, not per observation.
 
     ``evict-<seq>`` from the dispatcher's :data:`EVICTION_SEQ_ANNOTATION`, so every
@@ -105,12 +106,12 @@ def stop_version(job: dict[str, Any]) -> str:
     return f"evict-{seq}" if seq else str(meta.get("resourceVersion") or "")
 
 
-def finished_condition(job: dict[str, Any]) -> Any:
+def finished_condition(job: Mapping[str, Any]) -> Any:
     """The Job's Complete or Failed condition when it is True, else None (job_controller.go Finished)."""
     return workloads.true_condition(job, ("Complete", "Failed"))
 
 
-def job_to_workload(job: dict[str, Any], *, context: workloads.Context | None = None) -> models.Workload:
+def job_to_workload(job: Mapping[str, Any], *, context: workloads.Context | None = None) -> models.Workload:
     """The Workload Kueue creates for a batch/v1 Job (SEMANTICS §2.1-§2.2, Kueue jobs/job/job_controller.go).
 
     One pod set ``main`` of ``min(parallelism, completions)`` pods (parallelism 1

@@ -10,6 +10,7 @@ the other integrations is in :mod:`kueue_es.jobframework.workloads`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kueue_es.events import manifests, models, types
@@ -27,7 +28,7 @@ def workload_name_for_jobset(name: str, uid: str) -> str:
 
 
 def jobset_facts(
-    jobset: dict[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None
+    jobset: Mapping[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None
 ) -> types.Fact | None:
     """The fact a JobSet stands for, or None when Kueue does not manage it.
 
@@ -59,7 +60,7 @@ def jobset_facts(
         return workloads.rejected(jobset, err, now_ms=now_ms)
 
 
-def jobset_to_workload(jobset: dict[str, Any], *, context: workloads.Context | None = None) -> models.Workload:
+def jobset_to_workload(jobset: Mapping[str, Any], *, context: workloads.Context | None = None) -> models.Workload:
     """The Workload of a JobSet: one pod set per replicated job, in spec order (jobset_controller.go PodSets).
 
     Pod set ``name`` is the replicated job's name; ``count`` is ``replicas``

@@ -22,11 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kueue_es.events import manifests, models, quantities, types
-from kueue_es.jobframework import annotations, workloads
+from kueue_es.jobframework import workloads
+from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, SCHEDULING_GATE
 
 POD_API = "v1"
 GROUP_NAME_KEY = "kueue.x-k8s.io/pod-group-name"  # annotation (read first: WorkloadIdentifierAnnotations) or label
@@ -95,7 +96,7 @@ def is_gated(pod: Mapping[str, Any]) -> bool:
     """Whether Kueue's scheduling gate still holds the pod (it is suspended until admitted)."""
     spec = pod.get("spec")
     gates = spec.get("schedulingGates") if isinstance(spec, dict) else None
-    return any(isinstance(g, dict) and g.get("name") == annotations.SCHEDULING_GATE for g in gates or [])
+    return any(isinstance(g, dict) and g.get("name") == SCHEDULING_GATE for g in gates or [])
 
 
 def is_terminated(pod: Mapping[str, Any]) -> bool:
@@ -103,7 +104,7 @@ def is_terminated(pod: Mapping[str, Any]) -> bool:
     return _phase(pod) in ("Succeeded", "Failed")
 
 
-def is_running(pods: list[Mapping[str, Any]]) -> bool:
+def is_running(pods: Sequence[Mapping[str, Any]]) -> bool:
     """Whether any pod of a workload runs: not gated and not terminated (the inverse of Kueue's IsSuspended)."""
     return any(not is_gated(p) and not is_terminated(p) for p in pods)
 
@@ -111,7 +112,9 @@ def is_running(pods: list[Mapping[str, Any]]) -> bool:
 # -- a single pod ---------------------------------------------------------------------------------
 
 
-def pod_facts(pod: dict[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None) -> types.Fact | None:
+def pod_facts(
+    pod: Mapping[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None
+) -> types.Fact | None:
     """The fact a single managed Pod (no group) stands for, or None when Kueue does not manage it.
 
     A terminated pod gives WorkloadFinished (succeeded when its phase is Succeeded,
@@ -132,7 +135,7 @@ def pod_facts(pod: dict[str, Any], *, now_ms: int = 0, context: workloads.Contex
         return workloads.rejected(pod, err, now_ms=now_ms)
     name = workload_name_for_pod(ref.name, ref.uid)
     if is_terminated(pod):
-        status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
+        status = workloads.as_mapping(pod.get("status"))
         succeeded = _phase(pod) == "Succeeded"
         message = str(status.get("message") or ("Pod succeeded" if succeeded else "Pod failed"))
         at_ms = finished_at_ms([pod]) or now_ms
@@ -167,7 +170,7 @@ def pod_facts(pod: dict[str, Any], *, now_ms: int = 0, context: workloads.Contex
 
 
 def group_facts(
-    pods: list[dict[str, Any]], *, now_ms: int = 0, context: workloads.Context | None = None
+    pods: Sequence[Mapping[str, Any]], *, now_ms: int = 0, context: workloads.Context | None = None
 ) -> types.Fact | None:
     """The fact the managed pods of one group (one namespace, one group name) stand for.
 
@@ -224,13 +227,13 @@ def group_facts(
 class _MemberError(Exception):
     """A group member that breaks the group's rules: the pod to name and the error."""
 
-    def __init__(self, pod: dict[str, Any], error: manifests.ManifestError) -> None:
+    def __init__(self, pod: Mapping[str, Any], error: manifests.ManifestError) -> None:
         super().__init__(str(error))
         self.pod, self.error = pod, error
 
 
 def _finished(
-    ref: workloads.JobRef, pods: list[dict[str, Any]], *, total: int, now_ms: int, context: workloads.Context
+    ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int, now_ms: int, context: workloads.Context
 ) -> types.WorkloadFinished | None:
     if ref.annotations.get(SERVING_ANNOTATION) == "true":
         return None
@@ -245,7 +248,7 @@ def _finished(
     return workloads.finished_fact(ref, name=group_name(pods[0]), succeeded=True, message=message, at_ms=at_ms, uid=uid)
 
 
-def _check_members(ref: workloads.JobRef, pods: list[dict[str, Any]], *, total: int) -> None:
+def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int) -> None:
     queue = ref.labels.get(workloads.QUEUE_LABEL) or ""
     for pod in pods:
         if _phase(pod) == "Failed":
@@ -266,13 +269,13 @@ def _check_members(ref: workloads.JobRef, pods: list[dict[str, Any]], *, total: 
             )
 
 
-def _kept(active: list[dict[str, Any]], total: int) -> list[dict[str, Any]]:
+def _kept(active: Sequence[Mapping[str, Any]], total: int) -> Sequence[Mapping[str, Any]]:
     """The pods Kueue keeps when more can run than the group counts (sortActivePods: with the
     finalizer, ungated, older first; the rest are deleted)."""
     if len(active) <= total:
         return active
 
-    def keep_first(pod: dict[str, Any]) -> tuple[bool, bool, int, str]:
+    def keep_first(pod: Mapping[str, Any]) -> tuple[bool, bool, int, str]:
         meta = pod.get("metadata") or {}
         return (POD_FINALIZER not in (meta.get("finalizers") or []), is_gated(pod), *_age_key(pod))
 
@@ -281,13 +284,13 @@ def _kept(active: list[dict[str, Any]], total: int) -> list[dict[str, Any]]:
 
 def _group_workload(
     ref: workloads.JobRef,
-    pods: list[dict[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
     *,
     total: int,
     fast: bool,
     context: workloads.Context,
 ) -> models.Workload:
-    roles: dict[str, tuple[dict[str, Any], int]] = {}
+    roles: dict[str, tuple[Mapping[str, Any], int]] = {}
     for pod in pods[:1] if fast else pods:
         hash_ = _role_of(pod)
         template, count = roles.get(hash_, (pod, 0))
@@ -327,12 +330,12 @@ def _group_workload(
         creation_timestamp_ms=(
             previous.metadata.creation_timestamp_ms if previous is not None else max(_age_key(p)[0] for p in pods)
         ),
-        annotations={annotations.IS_GROUP_WORKLOAD_ANNOTATION: "true"},
+        annotations={IS_GROUP_WORKLOAD_ANNOTATION: "true"},
         job_uid_label=False,
     )
 
 
-def _role_of(pod: dict[str, Any]) -> str:
+def _role_of(pod: Mapping[str, Any]) -> str:
     """The role hash, or _MemberError naming the pod when a quantity in its shape is bad."""
     try:
         return role_hash(pod)
@@ -363,7 +366,7 @@ def _check_group_name(ref: workloads.JobRef, name: str) -> None:
         raise ref.error(field=f"metadata.{where}[{GROUP_NAME_KEY}]", problem=f"{name!r} is not a valid workload name")
 
 
-def finished_at_ms(pods: list[dict[str, Any]]) -> int:
+def finished_at_ms(pods: Sequence[Mapping[str, Any]]) -> int:
     """When the last of ``pods`` finished (ms since the epoch): the latest container ``finishedAt`` or
     condition transition in their status; 0 when the status has neither.
 
@@ -371,7 +374,7 @@ def finished_at_ms(pods: list[dict[str, Any]]) -> int:
     """
     times: list[Any] = []
     for pod in pods:
-        status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
+        status = workloads.as_mapping(pod.get("status"))
         for container in status.get("containerStatuses") or []:
             state = container.get("state") if isinstance(container, dict) else None
             terminated = state.get("terminated") if isinstance(state, dict) else None
@@ -391,7 +394,7 @@ def finished_at_ms(pods: list[dict[str, Any]]) -> int:
 def _runnable_or_succeeded(pod: Mapping[str, Any]) -> bool:
     """Not Failed, and not being deleted before it got a node (isPodRunnableOrSucceeded)."""
     meta = pod.get("metadata") or {}
-    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    spec = workloads.as_mapping(pod.get("spec"))
     if meta.get("deletionTimestamp") and not spec.get("nodeName"):
         return False
     return _phase(pod) != "Failed"
@@ -403,7 +406,7 @@ def _phase(pod: Mapping[str, Any]) -> str:
 
 
 def _age_key(pod: Mapping[str, Any]) -> tuple[int, str]:
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+    meta = workloads.as_mapping(pod.get("metadata"))
     try:
         created = manifests.parse_time_ms(meta.get("creationTimestamp"))
     except manifests.ManifestError:
@@ -442,7 +445,7 @@ def role_hash(pod: Mapping[str, Any]) -> str:
     annotation = _ref(pod).annotations.get(ROLE_HASH_ANNOTATION)
     if annotation:
         return str(annotation)
-    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    spec = workloads.as_mapping(pod.get("spec"))
     text = _go_json({"spec": spec_shape(spec)})
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -473,7 +476,7 @@ def _containers_shape(containers: Any) -> list[dict[str, Any]] | None:
     out = []
     for container in containers:
         container = container if isinstance(container, dict) else {}
-        resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+        resources = workloads.as_mapping(container.get("resources"))
         out.append(
             {
                 "ports": _ports(container.get("ports")),

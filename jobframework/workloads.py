@@ -528,6 +528,11 @@ def true_condition(obj: Mapping[str, Any], types: tuple[str, ...]) -> Mapping[st
     return None
 
 
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping (a JSON object), else an empty one: for fields the API server may leave out."""
+    return value if isinstance(value, dict) else {}
+
+
 def parse_int(value: Any) -> int | None:
     """An integer from an int or a decimal string (as Go's strconv.Atoi reads it), else None."""
     if isinstance(value, bool):

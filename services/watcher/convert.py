@@ -10,12 +10,13 @@ and Pods become Workloads in the job framework (:mod:`kueue_es.jobframework`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kueue_es.events import manifests, types
 from kueue_es.jobframework import workloads
 
-_OBSERVED = {
+_OBSERVED: dict[str, Callable[[Any], types.Fact]] = {
     "ResourceFlavor": lambda obj: types.ResourceFlavorObserved(flavor=obj),
     "ClusterQueue": lambda obj: types.ClusterQueueObserved(cluster_queue=obj),
     "Cohort": lambda obj: types.CohortObserved(cohort=obj),

@@ -104,8 +104,8 @@ def eviction_mark(objs: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
     sequence when several differ), or None when none is marked."""
     found: list[tuple[int, str, str]] = []
     for obj in objs:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        meta = workloads.as_mapping(obj.get("metadata"))
+        annotations = workloads.as_mapping(meta.get("annotations"))
         reason, seq = annotations.get(EVICTED_ANNOTATION), annotations.get(EVICTION_SEQ_ANNOTATION)
         if reason and seq:
             found.append((_count(seq, 0), str(reason), str(seq)))

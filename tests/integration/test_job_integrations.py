@@ -22,7 +22,8 @@ from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.jobframework import jobs, jobsets, pods, workloads
 from kueue_es.services.kube import client as kube
-from kueue_es.services.watcher.service import LIMIT_RANGES, PRIORITY_CLASSES, RUNTIME_CLASSES, Watcher
+from kueue_es.services.watcher.kinds import LIMIT_RANGES, PRIORITY_CLASSES, RUNTIME_CLASSES
+from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
 from tests.integration.harness import events_of, folded, running, wait_for
 from tests.kube import examples
@@ -264,7 +265,7 @@ async def test_relist_deletes_only_the_workloads_of_its_own_kind(api, bus: Memor
     await kube.delete_object(api, JOBSETS, namespace="default", name=js["metadata"]["name"])
     second = Watcher(bus=bus, api=api)
     await second.learn_from_log()
-    assert second.sources == {
+    assert second.publisher.sources == {
         ("default", jobs.workload_name_for_job(job["metadata"]["name"], job["metadata"]["uid"])): "Job",
         ("default", jobsets.workload_name_for_jobset(js["metadata"]["name"], js["metadata"]["uid"])): "JobSet",
         ("default", "sample-group"): "Pod",
