@@ -1,6 +1,6 @@
 """batch/v1 Job -> Workload, as tables: each case is one of Kueue's rules, named with its source file.
 
-Pure conversion (services/watcher/convert.py over workloads.py); no server.
+Pure conversion (jobframework/jobs.py over workloads.py); no server.
 Amounts are integers: cpu in millicores, memory in bytes (SEMANTICS §0.1).
 """
 

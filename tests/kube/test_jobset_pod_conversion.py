@@ -1,6 +1,6 @@
 """JobSet, Pod and pod group -> Workload, as tables: each case is one of Kueue's rules, named with its source.
 
-Pure conversion (services/watcher/jobset.py, pods.py); no server. Amounts are
+Pure conversion (jobframework/jobsets.py, pods.py); no server. Amounts are
 integers: cpu in millicores, memory in bytes.
 """
 
