@@ -23,7 +23,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from kueue_es.events import models
+from kueue_es.events import models, quantities
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -133,6 +133,4 @@ def usage_value(
 
 
 def _quantity(text: str) -> float:
-    from kubernetes.utils.quantity import parse_quantity
-
-    return float(parse_quantity(text))
+    return float(quantities.parse_decimal(text))

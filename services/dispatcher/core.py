@@ -31,25 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from kueue_es.events import tas, types
+from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION, SCHEDULING_GATE
+from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
+from kueue_es.jobframework.jobsets import JOBSET_API
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
 from kueue_es.services.dispatcher import status, ungater
-
-EVICTED_ANNOTATION = "kueue-es.dev/evicted"
-"""Set on a Job the dispatcher stopped for an eviction; the value is the eviction's reason.
-
-The watcher reads it to tell an eviction from a Job that is merely suspended, and
-reports WorkloadStopped once the Job has no active pods; StartJob removes it. It
-stands in for Kueue's Evicted condition on the Workload object, which kueue-es does
-not write.
-"""
-
-EVICTION_SEQ_ANNOTATION = "kueue-es.dev/eviction-seq"
-"""Set with :data:`EVICTED_ANNOTATION`: the log sequence of the EvictionRequested.
-
-It names the eviction, so the watcher reports each one once (its WorkloadStopped
-Msg-Id) however often it sees the stopped Job, and a second eviction of a Job that
-is still stopped (evicted again before it was restarted) still changes the Job.
-"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -403,16 +389,13 @@ class FailStart:
     message: str
 
 
-SCHEDULING_GATE = "kueue.x-k8s.io/admission"
 TOPOLOGY_GATE = ungater.TOPOLOGY_GATE
 """The scheduling gate that holds a TAS pod until the ungater gives it its domain (SEMANTICS-ADVANCED A.12)."""
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 """The pod label naming a started pod's pod set (Kueue constants.PodSetLabel; the ungater lists pods by it)."""
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 """The pod annotation naming a started pod's Workload (Kueue WorkloadAnnotation)."""
-JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 STARTABLE = (("batch/v1", "Job"), (JOBSET_API, "JobSet"), ("v1", "Pod"))
-GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 
 Action = StartJob | StopJob | StartJobSet | StopJobSet | StartPods | StopPods | FailStart
 

@@ -23,7 +23,7 @@ from kueue_es.services.dispatcher import core, objects
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
-from kueue_es.services.watcher import pods as pod_integration
+from kueue_es.jobframework import pods as pod_integration
 
 log = structlog.get_logger(__name__)
 

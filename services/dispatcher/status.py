@@ -52,6 +52,7 @@ from typing import Any, assert_never
 import msgspec
 
 from kueue_es.events import manifests, models, types
+from kueue_es.events.quantities import to_quantity
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -824,7 +825,11 @@ def cluster_queue_status(
                     used = usage.get((fq.name, resource), 0)
                     borrowed = max(0, used - nominal.get((fq.name, resource), 0)) if in_cohort else 0
                     resources.append(
-                        {"name": resource, "total": quantity(resource, used), "borrowed": quantity(resource, borrowed)}
+                        {
+                            "name": resource,
+                            "total": to_quantity(resource, used),
+                            "borrowed": to_quantity(resource, borrowed),
+                        }
                     )
                 out.append({"name": fq.name, "resources": resources})
         return out
@@ -855,7 +860,7 @@ def local_queue_status(state: ClusterState, namespace: str, name: str) -> dict[s
             {
                 "name": fq.name,
                 "resources": [
-                    {"name": r, "total": quantity(r, usage.get((fq.name, r), 0))}
+                    {"name": r, "total": to_quantity(r, usage.get((fq.name, r), 0))}
                     for r in sorted(group.covered_resources)
                 ],
             }
@@ -903,41 +908,6 @@ def _usage(
 
 # -- quantities ----------------------------------------------------------------------------------
 
-_DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""))
-_BINARY_SUFFIXES = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
-
-
-def quantity(resource: str, amount: int) -> str:
-    """An amount as the canonical Kubernetes Quantity Kueue writes (pkg/resources ResourceFormatter).
-
-    CPU amounts are millicores (``NewMilliQuantity``, DecimalSI: ``500m``, ``3``,
-    ``1500m``); memory, ephemeral-storage and hugepages-* are BinarySI (``200Mi``;
-    below 1024 or not a multiple of 1024: plain); anything else DecimalSI (``2``, ``1k``).
-    """
-    if resource == "cpu":
-        return _decimal(amount, milli=True)
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        if -1024 < amount < 1024:
-            return _decimal(amount, milli=False)
-        for shift, suffix in _BINARY_SUFFIXES:
-            if amount % (1 << shift) == 0:
-                return f"{amount >> shift}{suffix}"
-        return str(amount)
-    return _decimal(amount, milli=False)
-
-
-def _decimal(amount: int, *, milli: bool) -> str:
-    """DecimalSI canonical form: an integer mantissa with the largest exponent that is a multiple of 3."""
-    if amount == 0:
-        return "0"
-    if milli and amount % 1000:
-        return f"{amount}m"
-    value = amount // 1000 if milli else amount
-    for exponent, suffix in _DECIMAL_SUFFIXES:
-        if value % 10**exponent == 0:
-            return f"{value // 10**exponent}{suffix}"
-    return str(value)  # pragma: no cover (exponent 0 always divides)
-
 
 def _quantities(amounts: dict[str, int]) -> dict[str, str]:
-    return {resource: quantity(resource, amount) for resource, amount in sorted(amounts.items())}
+    return {resource: to_quantity(resource, amount) for resource, amount in sorted(amounts.items())}

@@ -21,11 +21,12 @@ are counted from their workload's topology assignment instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kueue_es.events import manifests, tas, types
+from kueue_es.jobframework import workloads
 from kueue_es.services.kube import resources
-from kueue_es.services.watcher import convert
 
 #: The kinds this module converts, as the watcher names its watches (``PodUsage``: the pods bound to nodes).
 TAS_KINDS = ("Topology", "Node", "PodUsage")
@@ -43,14 +44,14 @@ TOPOLOGIES_V1ALPHA1 = resources.ResourceRef(
 TOPOLOGY_REFS = (resources.TOPOLOGIES, TOPOLOGIES_V1ALPHA1)
 
 
-def key_of(kind: str, obj: dict[str, Any]) -> tuple[str, str]:
+def key_of(kind: str, obj: Mapping[str, Any]) -> tuple[str, str]:
     """``(namespace, name)`` of an object of watch ``kind`` (namespace "" for Nodes and Topologies)."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = workloads.as_mapping(obj.get("metadata"))
     namespace = str(meta.get("namespace") or "default") if kind == "PodUsage" else ""
     return namespace, str(meta.get("name") or "")
 
 
-def tas_fact(kind: str, obj: dict[str, Any], *, now_ms: int = 0) -> types.Fact | None:
+def tas_fact(kind: str, obj: Mapping[str, Any], *, now_ms: int = 0) -> types.Fact | None:
     """The fact one Topology, Node or bound Pod stands for now.
 
     Topology -> TopologyObserved, Node -> NodeObserved, Pod -> PodObserved (None for a TAS pod
@@ -68,5 +69,5 @@ def tas_fact(kind: str, obj: dict[str, Any], *, now_ms: int = 0) -> types.Fact |
     try:
         fact = tas.tas_fact(manifest)
     except manifests.ManifestError as err:
-        return convert.rejected(manifest, err, now_ms=now_ms)
+        return workloads.rejected(manifest, err, now_ms=now_ms)
     return fact  # type: ignore[return-value]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kueue_es.services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
-from kueue_es.services.watcher import jobframework, pods
+from kueue_es.jobframework import pods, workloads
+from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 ReadyState = tuple[bool, str]
 
@@ -31,7 +31,7 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _count(value: Any, default: int) -> int:
-    number = jobframework.parse_int(value)
+    number = workloads.parse_int(value)
     return default if number is None else number
 
 
@@ -104,8 +104,8 @@ def eviction_mark(objs: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
     sequence when several differ), or None when none is marked."""
     found: list[tuple[int, str, str]] = []
     for obj in objs:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        meta = workloads.as_mapping(obj.get("metadata"))
+        annotations = workloads.as_mapping(meta.get("annotations"))
         reason, seq = annotations.get(EVICTED_ANNOTATION), annotations.get(EVICTION_SEQ_ANNOTATION)
         if reason and seq:
             found.append((_count(seq, 0), str(reason), str(seq)))

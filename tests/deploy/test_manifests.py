@@ -134,7 +134,7 @@ def grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 
 def test_watcher_is_read_only_and_covers_what_it_watches() -> None:
-    from kueue_es.services.watcher import service as watcher
+    from kueue_es.services.watcher import kinds as watcher
 
     granted = grants(rules_of("watcher"))
     assert {verb for _, _, verb in granted} == {"list", "watch"}

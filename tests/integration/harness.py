@@ -10,14 +10,15 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, ConflictError, Delivery, DurableConsumer, LogMessage
 from kueue_es.projections.cluster import ClusterState
-from kueue_es import deciders
 from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import Decider, DeciderLoop, build_batch, cancel_and_wait, fold_message
-from kueue_es.services.watcher.service import KUEUE_KINDS, Watcher
+from kueue_es.services.watcher.kinds import KUEUE_KINDS
+from kueue_es.services.watcher.service import Watcher
 from tests.builders import local_queue  # noqa: F401  (re-exported for the edge tests)
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -16,11 +16,11 @@ import pytest
 
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.jobframework.jobs import workload_name_for_job
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.sim.emulator import ClusterEmulator
-from kueue_es.services.watcher.convert import workload_name_for_job
 from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim.emulator import ClusterEmulator
 from tests.integration.harness import (
     JOBS,
     cluster_queue,
@@ -216,7 +216,7 @@ async def test_restarted_watcher_sees_deletions_made_while_it_was_down(api, bus:
     await kube.delete_object(api, CLUSTER_QUEUES, name="vanishes")
     second = Watcher(bus=bus, api=api)
     await second.learn_from_log()
-    assert second.known["ClusterQueue"] == {("", "stays"), ("", "vanishes")}
+    assert second.publisher.known["ClusterQueue"] == {("", "stays"), ("", "vanishes")}
     async with running(*watch_all(second)):
         await wait_for(bus, types.ObjectDeleted, kind="ClusterQueue", name="vanishes")
         # Re-created, observed, then deleted during a second gap: it must be deleted on the log again.

@@ -26,14 +26,15 @@ from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, Delivery
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.events.bus.server import NatsServer
+from kueue_es.jobframework import jobs
+from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 from kueue_es.services.dispatcher import core
-from kueue_es.services.dispatcher.core import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
 from kueue_es.services.kube import client as kube
-from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.sim.patches import merge_patch
 from kueue_es.services.watcher import convert
 from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim.kubelet import SimulatedKubelet
+from kueue_es.sim.patches import merge_patch
 from tests.builders import workload as workload_manifest
 from tests.integration.harness import (
     JOBS,
@@ -103,7 +104,7 @@ def admitted_job_log(manifest: dict[str, Any], *, spot: dict[str, Any] | None = 
     log = Log()
     spot = spot or flavor("spot", node_labels={"instance-type": "spot"}, tolerations=[SPOT_TOLERATION])
     log.add(convert.kueue_fact(spot))
-    observed = convert.job_facts(manifest)
+    observed = jobs.job_facts(manifest)
     assert isinstance(observed, types.WorkloadObserved)
     meta = observed.workload.metadata
     ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
@@ -317,7 +318,7 @@ async def test_watcher_reports_an_evicted_job_stopped_once_per_eviction(api, bus
 
     restarted = Watcher(bus=bus, api=api)
     await restarted.learn_from_log()
-    assert restarted.stopped == {("default", ref.name): "evict-41"}
+    assert restarted.reporter.stopped == {("default", ref.name): "evict-41"}
     async with running(*watch_all(restarted)):
         await kube.apply_manifest(api, job("sentinel-3"))
         await wait_for(bus, types.WorkloadObserved, count=4)

@@ -20,10 +20,11 @@ import pytest
 
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.jobframework import jobs, jobsets, pods, workloads
 from kueue_es.services.kube import client as kube
+from kueue_es.services.watcher.kinds import LIMIT_RANGES, PRIORITY_CLASSES, RUNTIME_CLASSES
+from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
-from kueue_es.services.watcher import convert, jobset, pods
-from kueue_es.services.watcher.service import LIMIT_RANGES, PRIORITY_CLASSES, RUNTIME_CLASSES, Watcher
 from tests.integration.harness import events_of, folded, running, wait_for
 from tests.kube import examples
 
@@ -66,12 +67,12 @@ async def test_kueue_examples_become_the_workloads_kueue_creates(api, bus: Memor
         facts = await wait_for(bus, types.WorkloadObserved, count=4)
 
     [job_wl] = [f.workload for f in observed(facts, "Job")]
-    assert job_wl.metadata.name == convert.workload_name_for_job(job["metadata"]["name"], job["metadata"]["uid"])
+    assert job_wl.metadata.name == jobs.workload_name_for_job(job["metadata"]["name"], job["metadata"]["uid"])
     assert [(ps.name, ps.count, ps.requests) for ps in job_wl.spec.pod_sets] == [
         ("main", 3, {"cpu": 1000, "memory": 200 * Mi})
     ]
     [js_wl] = [f.workload for f in observed(facts, "JobSet")]
-    assert js_wl.metadata.name == jobset.workload_name_for_jobset(js["metadata"]["name"], js["metadata"]["uid"])
+    assert js_wl.metadata.name == jobsets.workload_name_for_jobset(js["metadata"]["name"], js["metadata"]["uid"])
     assert [(ps.name, ps.count, ps.requests) for ps in js_wl.spec.pod_sets] == [
         ("workers", 1, {"cpu": 1000, "memory": 200 * Mi}),
         ("driver", 1, {"cpu": 2000, "memory": 200 * Mi}),
@@ -112,7 +113,7 @@ async def test_cronjob_job_and_jobset_children(api, bus: MemoryBus) -> None:
             "metadata": {
                 "name": f"{js['metadata']['name']}-workers-0",
                 "namespace": "default",
-                "labels": {convert.QUEUE_LABEL: "user-queue"},
+                "labels": {workloads.QUEUE_LABEL: "user-queue"},
                 "ownerReferences": [owner],
             },
             "spec": js["spec"]["replicatedJobs"][0]["template"]["spec"],
@@ -125,7 +126,7 @@ async def test_cronjob_job_and_jobset_children(api, bus: MemoryBus) -> None:
             "kind": "Pod",
             "metadata": {
                 "name": "workers-0-0",
-                "labels": {convert.QUEUE_LABEL: "user-queue"},
+                "labels": {workloads.QUEUE_LABEL: "user-queue"},
                 "ownerReferences": [child_owner],
             },  # fmt: skip
             "spec": {"containers": [{"name": "c", "image": "busybox"}]},
@@ -264,9 +265,9 @@ async def test_relist_deletes_only_the_workloads_of_its_own_kind(api, bus: Memor
     await kube.delete_object(api, JOBSETS, namespace="default", name=js["metadata"]["name"])
     second = Watcher(bus=bus, api=api)
     await second.learn_from_log()
-    assert second.sources == {
-        ("default", convert.workload_name_for_job(job["metadata"]["name"], job["metadata"]["uid"])): "Job",
-        ("default", jobset.workload_name_for_jobset(js["metadata"]["name"], js["metadata"]["uid"])): "JobSet",
+    assert second.publisher.sources == {
+        ("default", jobs.workload_name_for_job(job["metadata"]["name"], job["metadata"]["uid"])): "Job",
+        ("default", jobsets.workload_name_for_jobset(js["metadata"]["name"], js["metadata"]["uid"])): "JobSet",
         ("default", "sample-group"): "Pod",
     }
     async with running(second.run()):
@@ -276,7 +277,7 @@ async def test_relist_deletes_only_the_workloads_of_its_own_kind(api, bus: Memor
 
     assert (deleted.kind, deleted.name, deleted.uid) == (
         "Workload",
-        jobset.workload_name_for_jobset(js["metadata"]["name"], js["metadata"]["uid"]),
+        jobsets.workload_name_for_jobset(js["metadata"]["name"], js["metadata"]["uid"]),
         js["metadata"]["uid"],
     )
     assert len(await events_of(bus, types.ObjectDeleted)) == 1

@@ -21,12 +21,12 @@ import pytest
 
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
-from kueue_es.services.dispatcher.core import EVICTED_ANNOTATION, SCHEDULING_GATE
+from kueue_es.jobframework import jobsets, pods
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
-from kueue_es.services.watcher import jobset, pods
 from kueue_es.services.watcher.service import Watcher
+from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, SCHEDULING_GATE
 from tests.integration.harness import (
     SPOT_TOLERATION,
     admitter,
@@ -96,7 +96,7 @@ async def test_sample_jobset_starts_on_its_flavor_reports_pods_ready_and_stops(a
         [applied] = await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
         started = await until(api, JOBSETS, name, lambda o: o["spec"].get("suspend") is False)
         ref = applied.workload
-        assert ref.name == jobset.workload_name_for_jobset(name, created["metadata"]["uid"])
+        assert ref.name == jobsets.workload_name_for_jobset(name, created["metadata"]["uid"])
         assert applied.target == f"JobSet default/{name}" and applied.node_selector == SPOT_SELECTOR
         for template in pod_templates(started):
             assert template["spec"]["nodeSelector"] == SPOT_SELECTOR

@@ -15,7 +15,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from kueue_es.events import manifests, models, types
+from kueue_es.events import manifests, models, quantities, types
+from kueue_es.jobframework import jobs
 from kueue_es.services.dispatcher import core, status
 from kueue_es.services.watcher import convert
 from tests.integration.harness import cluster_queue, flavor, job, local_queue
@@ -86,7 +87,7 @@ def queues_log(*extra: types.Event, cpu: int = 9) -> tuple[Log, types.WorkloadRe
     """Flavor, ClusterQueue cluster-queue (``cpu`` CPUs), LocalQueue user-queue, and Job sample's workload (2 x 1 CPU)."""
     manifest = job("sample", parallelism=2)
     manifest["metadata"] |= {"uid": "uid-sample", "creationTimestamp": "2026-01-01T00:00:00Z"}
-    observed = convert.job_facts(manifest)
+    observed = jobs.job_facts(manifest)
     assert isinstance(observed, types.WorkloadObserved)
     log = Log(
         *extra,
@@ -289,7 +290,7 @@ def test_queue_status_counts_and_usage_with_borrowing() -> None:
     log.add(convert.kueue_fact(cq), *admitted(ref, 10))
     other = job("other")
     other["metadata"] |= {"uid": "uid-other", "creationTimestamp": "2026-01-01T00:00:05Z"}
-    log.add(convert.job_facts(other))
+    log.add(jobs.job_facts(other))
 
     usage = [
         {
@@ -355,7 +356,7 @@ def test_reserved_but_not_admitted_counts_in_reservation_only() -> None:
 )
 def test_quantities_are_kubernetes_canonical(resource: str, amount: int, text: str) -> None:
     """Amounts are written as Kubernetes writes the Quantity Kueue builds (milli CPU; binary memory)."""
-    assert status.quantity(resource, amount) == text
+    assert quantities.to_quantity(resource, amount) == text
 
 
 def test_a_priority_class_change_marks_its_workloads_for_writing() -> None:
@@ -364,7 +365,7 @@ def test_a_priority_class_change_marks_its_workloads_for_writing() -> None:
     manifest = job("sample")
     manifest["metadata"] |= {"uid": "uid-sample", "creationTimestamp": "2026-01-01T00:00:00Z"}
     manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
-    observed = convert.job_facts(manifest)
+    observed = jobs.job_facts(manifest)
     assert isinstance(observed, types.WorkloadObserved)
     log = Log(convert.kueue_fact({**wpc, "value": 100}), observed)
     wl = log.view.cluster.workloads[observed.workload.key]

@@ -18,9 +18,10 @@ from kueue_es.events import tas, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
-from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
 from kueue_es.services.watcher import nodes
-from kueue_es.services.watcher.service import TAS_KINDS, Watcher
+from kueue_es.services.watcher.kinds import TAS_KINDS
+from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
 from tests.integration.harness import events_of, folded, job, running, wait_for, wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -151,7 +152,7 @@ async def test_relist_and_restart_find_deletions_and_republish_nothing(
     before = await bus.last_seq()
     second = Watcher(bus=bus, api=api)
     await second.learn_from_log()
-    assert second.known["Node"] == {("", "b"), ("", "c")}
+    assert second.publisher.known["Node"] == {("", "b"), ("", "c")}
     async with running(*tas_watches(second)):
         await wait_for(bus, types.ObjectDeleted, kind="Node", name="b")
         await asyncio.sleep(0.3)

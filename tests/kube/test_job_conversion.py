@@ -1,6 +1,6 @@
 """batch/v1 Job -> Workload, as tables: each case is one of Kueue's rules, named with its source file.
 
-Pure conversion (services/watcher/convert.py over jobframework.py); no server.
+Pure conversion (jobframework/jobs.py over workloads.py); no server.
 Amounts are integers: cpu in millicores, memory in bytes (SEMANTICS §0.1).
 """
 
@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from kueue_es.events import models, types
-from kueue_es.services.watcher import convert, jobframework
+from kueue_es.jobframework import jobs, workloads
 from tests.kube import examples
 
 Gi, Mi = 2**30, 2**20
-QUEUE = jobframework.QUEUE_LABEL
+QUEUE = workloads.QUEUE_LABEL
 
 
 def container(cpu: Any = None, memory: Any = None, *, limits: dict | None = None, **extra: Any) -> dict[str, Any]:
@@ -93,13 +93,13 @@ def the_pod_set(fact: types.Fact | None) -> models.PodSet:
         pytest.param(job(completions=5), 1, None, id="completions alone give parallelism 1"),
         pytest.param(job(parallelism=0), 0, None, id="parallelism 0 gives an empty pod set"),
         pytest.param(
-            job(parallelism=5, annotations={convert.MIN_PARALLELISM_ANNOTATION: "2"}),
+            job(parallelism=5, annotations={jobs.MIN_PARALLELISM_ANNOTATION: "2"}),
             5,
             2,
             id="job-min-parallelism gives minCount [minPodsCount, partial admission]",
         ),
         pytest.param(
-            job(parallelism=20, completions=20, annotations={convert.MIN_PARALLELISM_ANNOTATION: "5"}),
+            job(parallelism=20, completions=20, annotations={jobs.MIN_PARALLELISM_ANNOTATION: "5"}),
             20,
             5,
             id="Kueue's sample-job-partial-admission: 20 pods, at least 5",
@@ -108,7 +108,7 @@ def the_pod_set(fact: types.Fact | None) -> models.PodSet:
 )
 def test_job_pod_set_count(manifest: dict, want_count: int, want_min: int | None) -> None:
     """job_controller.go PodSets: one pod set ``main`` of podsCount pods, minCount from the annotation."""
-    pod_set = the_pod_set(convert.job_facts(manifest))
+    pod_set = the_pod_set(jobs.job_facts(manifest))
     assert (pod_set.name, pod_set.count, pod_set.min_count) == ("main", want_count, want_min)
 
 
@@ -163,13 +163,13 @@ def test_job_pod_set_count(manifest: dict, want_count: int, want_min: int | None
 )
 def test_job_requests(pod: dict, want: dict[str, int]) -> None:
     """The per-pod request of the pod set follows the Kubernetes pod request formula (SEMANTICS §2.3)."""
-    pod_set = the_pod_set(convert.job_facts(job(pod=pod)))
+    pod_set = the_pod_set(jobs.job_facts(job(pod=pod)))
     assert pod_set.requests == want
 
 
 def test_requests_over_limits_mark_the_pod_set_misconfigured() -> None:
     """A request above its limit makes the pod set inadmissible (SEMANTICS §2.3, admissibility check)."""
-    pod_set = the_pod_set(convert.job_facts(job(containers=[container("2", limits={"cpu": "1"})])))
+    pod_set = the_pod_set(jobs.job_facts(job(containers=[container("2", limits={"cpu": "1"})])))
     assert pod_set.misconfigured == "spec.template.spec.containers[0].resources.requests[cpu] exceeds its limit"
 
 
@@ -187,7 +187,7 @@ def test_node_selector_tolerations_and_affinity_are_kept() -> None:
         "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}],
         "affinity": affinity,
     }
-    pod_set = the_pod_set(convert.job_facts(job(pod=pod)))
+    pod_set = the_pod_set(jobs.job_facts(job(pod=pod)))
     assert pod_set.node_selector == {"instance-type": "spot"}
     assert pod_set.tolerations == [models.Toleration(key="spot", operator="Exists", effect="NoSchedule")]
     [term] = pod_set.required_node_affinity
@@ -197,8 +197,8 @@ def test_node_selector_tolerations_and_affinity_are_kept() -> None:
 # -- managed or not, and the queue ---------------------------------------------------------------
 
 
-def context(**fields: Any) -> jobframework.Context:
-    return jobframework.Context(**fields)
+def context(**fields: Any) -> workloads.Context:
+    return workloads.Context(**fields)
 
 
 @pytest.mark.parametrize(
@@ -275,9 +275,9 @@ def context(**fields: Any) -> jobframework.Context:
         ),
     ],
 )
-def test_job_managed_and_queue(manifest: dict, ctx: jobframework.Context, want_queue: str | None) -> None:
+def test_job_managed_and_queue(manifest: dict, ctx: workloads.Context, want_queue: str | None) -> None:
     """jobframework reconciler.go ReconcileGenericJob and defaults.go: which Jobs are managed, and their queue."""
-    fact = convert.job_facts(manifest, context=ctx)
+    fact = jobs.job_facts(manifest, context=ctx)
     if want_queue is None:
         assert fact is None
     else:
@@ -287,15 +287,15 @@ def test_job_managed_and_queue(manifest: dict, ctx: jobframework.Context, want_q
 def test_default_local_queue_once_given_is_kept() -> None:
     """Kueue's webhook writes the default queue into the Job's label once; deleting the LocalQueue changes nothing."""
     ctx = context(manage_jobs_without_queue_name=True, local_queues={("default", "default")})
-    first = workload_of(convert.job_facts(job(queue=None), context=ctx))
-    later = convert.job_facts(job(queue=None), context=context(manage_jobs_without_queue_name=True, previous=first))
+    first = workload_of(jobs.job_facts(job(queue=None), context=ctx))
+    later = jobs.job_facts(job(queue=None), context=context(manage_jobs_without_queue_name=True, previous=first))
     assert workload_of(later).spec.queue_name == "default"
 
 
 def test_cronjob_job_from_kueue_example() -> None:
     """Kueue's sample-cronjob.yaml: the Job its controller creates carries the jobTemplate's label and spec."""
     manifest = examples.cronjob_job(uid="cj-job-uid")
-    wl = workload_of(convert.job_facts(manifest))
+    wl = workload_of(jobs.job_facts(manifest))
     assert wl.spec.queue_name == "user-queue"
     assert wl.owner == models.OwnerReference(
         api_version="batch/v1", kind="Job", name=manifest["metadata"]["name"], uid="cj-job-uid"
@@ -306,11 +306,11 @@ def test_cronjob_job_from_kueue_example() -> None:
 
 # -- priority (SEMANTICS §2.4) ----------------------------------------------------------------------
 
-WPC = jobframework.PRIORITY_CLASS_LABEL
+WPC = workloads.PRIORITY_CLASS_LABEL
 PCS = {
-    "high": jobframework.PriorityClass(name="high", value=1000),
-    "low-default": jobframework.PriorityClass(name="low-default", value=10, global_default=True),
-    "lower-default": jobframework.PriorityClass(name="lower-default", value=5, global_default=True),
+    "high": workloads.PriorityClass(name="high", value=1000),
+    "low-default": workloads.PriorityClass(name="low-default", value=10, global_default=True),
+    "lower-default": workloads.PriorityClass(name="lower-default", value=5, global_default=True),
 }
 
 
@@ -360,16 +360,16 @@ def pc_ref(name: str) -> models.PriorityClassRef:
     ],
 )
 def test_job_priority(
-    manifest: dict, ctx: jobframework.Context, want_ref: models.PriorityClassRef | None, want_priority: int | None
+    manifest: dict, ctx: workloads.Context, want_ref: models.PriorityClassRef | None, want_priority: int | None
 ) -> None:
     """jobframework reconciler.go ExtractPriority, util/priority/priority.go."""
-    spec = workload_of(convert.job_facts(manifest, context=ctx)).spec
+    spec = workload_of(jobs.job_facts(manifest, context=ctx)).spec
     assert (spec.priority_class_ref, spec.priority) == (want_ref, want_priority)
 
 
 def test_missing_priority_class_gives_no_workload_yet() -> None:
     """Kueue creates no Workload while the named PriorityClass is missing: ObjectRejected names the field."""
-    fact = convert.job_facts(job(pod={"priorityClassName": "missing"}), context=context(priority_classes=PCS))
+    fact = jobs.job_facts(job(pod={"priorityClassName": "missing"}), context=context(priority_classes=PCS))
     assert isinstance(fact, types.ObjectRejected)
     assert (fact.kind, fact.namespace, fact.name) == ("Job", "default", "sample")
     assert fact.field == "spec.template.spec.priorityClassName"
@@ -379,14 +379,14 @@ def test_missing_priority_class_gives_no_workload_yet() -> None:
 def test_priority_class_value_is_fixed_at_creation() -> None:
     """Kueue never updates a PriorityClass-based priority: the value first published stays."""
     first = workload_of(
-        convert.job_facts(job(pod={"priorityClassName": "high"}), context=context(priority_classes=PCS))
+        jobs.job_facts(job(pod={"priorityClassName": "high"}), context=context(priority_classes=PCS))
     )
     changed = {"high": dataclasses.replace(PCS["high"], value=1)}
-    later = convert.job_facts(
+    later = jobs.job_facts(
         job(pod={"priorityClassName": "high"}), context=context(priority_classes=changed, previous=first)
     )
     assert workload_of(later).spec.priority == 1000
-    gone = convert.job_facts(job(pod={"priorityClassName": "high"}), context=context(previous=first))
+    gone = jobs.job_facts(job(pod={"priorityClassName": "high"}), context=context(previous=first))
     assert workload_of(gone).spec.priority == 1000
 
 
@@ -395,21 +395,21 @@ def test_priority_class_value_is_fixed_at_creation() -> None:
 
 def test_workload_name_matches_kueue() -> None:
     """workload_names_test.go: Job ``name`` with UID ``uid`` gives ``job-name-ef3a1``; long names are cut to 253."""
-    assert convert.workload_name_for_job("name", "uid") == "job-name-ef3a1"
-    long_name = convert.workload_name_for_job("x" * 300, "uid")
+    assert jobs.workload_name_for_job("name", "uid") == "job-name-ef3a1"
+    long_name = jobs.workload_name_for_job("x" * 300, "uid")
     assert len(long_name) == 253 and long_name.startswith("job-xxx")
 
 
 def test_workload_metadata_from_the_job() -> None:
     """ConstructWorkload: namespace, UID, creation time, kueue labels plus job-uid, owner reference, max exec time."""
-    wl = workload_of(convert.job_facts(job(labels={jobframework.MAX_EXEC_TIME_LABEL: "600", "app": "x"})))
-    assert wl.metadata.name == convert.workload_name_for_job("sample", "uid-1")
+    wl = workload_of(jobs.job_facts(job(labels={workloads.MAX_EXEC_TIME_LABEL: "600", "app": "x"})))
+    assert wl.metadata.name == jobs.workload_name_for_job("sample", "uid-1")
     assert (wl.metadata.namespace, wl.metadata.uid) == ("default", "uid-1")
     assert wl.metadata.creation_timestamp_ms == 1_767_225_600_000
     assert wl.metadata.labels == {
         QUEUE: "user-queue",
-        jobframework.MAX_EXEC_TIME_LABEL: "600",
-        jobframework.JOB_UID_LABEL: "uid-1",
+        workloads.MAX_EXEC_TIME_LABEL: "600",
+        workloads.JOB_UID_LABEL: "uid-1",
     }
     assert wl.spec.maximum_execution_time_seconds == 600
     assert wl.owner == models.OwnerReference(api_version="batch/v1", kind="Job", name="sample", uid="uid-1")
@@ -434,7 +434,7 @@ def test_finished_job(condition: str, want_succeeded: bool, want_reason: str) ->
             {"type": condition, "status": "True", "message": "done", "lastTransitionTime": "2026-01-01T00:00:05Z"}
         ]
     }
-    fact = convert.job_facts(job(status=status))
+    fact = jobs.job_facts(job(status=status))
     assert isinstance(fact, types.WorkloadFinished)
     assert (fact.succeeded, fact.reason, fact.message, fact.at_ms) == (
         want_succeeded,
@@ -443,7 +443,7 @@ def test_finished_job(condition: str, want_succeeded: bool, want_reason: str) ->
         1_767_225_605_000,
     )
     assert fact.workload == types.WorkloadRef(
-        namespace="default", name=convert.workload_name_for_job("sample", "uid-1"), uid="uid-1"
+        namespace="default", name=jobs.workload_name_for_job("sample", "uid-1"), uid="uid-1"
     )
 
 
@@ -462,20 +462,20 @@ def test_finished_job(condition: str, want_succeeded: bool, want_reason: str) ->
         pytest.param(job(parallelism=-1), "spec.parallelism", "-1", id="a negative parallelism"),
         pytest.param(job(completions="x"), "spec.completions", "'x'", id="completions not an integer"),
         pytest.param(
-            job(parallelism=5, annotations={convert.MIN_PARALLELISM_ANNOTATION: "5"}),
-            f"metadata.annotations[{convert.MIN_PARALLELISM_ANNOTATION}]",
+            job(parallelism=5, annotations={jobs.MIN_PARALLELISM_ANNOTATION: "5"}),
+            f"metadata.annotations[{jobs.MIN_PARALLELISM_ANNOTATION}]",
             "between 0 and 4",
             id="job-min-parallelism not below the count [validatePartialAdmissionCreate]",
         ),
         pytest.param(
-            job(parallelism=5, annotations={convert.MIN_PARALLELISM_ANNOTATION: "two"}),
-            f"metadata.annotations[{convert.MIN_PARALLELISM_ANNOTATION}]",
+            job(parallelism=5, annotations={jobs.MIN_PARALLELISM_ANNOTATION: "two"}),
+            f"metadata.annotations[{jobs.MIN_PARALLELISM_ANNOTATION}]",
             "'two'",
             id="job-min-parallelism not an integer",
         ),
         pytest.param(
-            job(labels={jobframework.MAX_EXEC_TIME_LABEL: "0"}),
-            f"metadata.labels[{jobframework.MAX_EXEC_TIME_LABEL}]",
+            job(labels={workloads.MAX_EXEC_TIME_LABEL: "0"}),
+            f"metadata.labels[{workloads.MAX_EXEC_TIME_LABEL}]",
             "positive",
             id="max-exec-time-seconds not positive [validateCreateForMaxExecTime]",
         ),
@@ -499,7 +499,7 @@ def test_finished_job(condition: str, want_succeeded: bool, want_reason: str) ->
 )
 def test_bad_jobs_are_rejected(manifest: dict, want_field: str, want_problem: str) -> None:
     """Bad input never crashes the conversion: ObjectRejected names the Job and the field."""
-    fact = convert.job_facts(manifest)
+    fact = jobs.job_facts(manifest)
     assert isinstance(fact, types.ObjectRejected), fact
     assert (fact.kind, fact.namespace, fact.name, fact.field) == ("Job", "default", "sample", want_field)
     assert want_problem in fact.problem
@@ -509,7 +509,7 @@ def test_job_whose_template_is_not_a_mapping_is_rejected() -> None:
     """``spec.template`` that is not a pod template is named."""
     manifest = job()
     manifest["spec"]["template"] = "pod"
-    fact = convert.job_facts(manifest)
+    fact = jobs.job_facts(manifest)
     assert isinstance(fact, types.ObjectRejected) and fact.field == "spec.template"
 
 
@@ -600,7 +600,7 @@ CONTAINER_RANGE = {
         ),
     ],
 )
-def test_adjusted_requests(pod: dict, ctx: jobframework.Context, want_requests: dict, want_misconfigured: str) -> None:
+def test_adjusted_requests(pod: dict, ctx: workloads.Context, want_requests: dict, want_misconfigured: str) -> None:
     """Kueue pkg/workload/resources.go AdjustResources then the admissibility checks."""
-    pod_set = the_pod_set(convert.job_facts(job(pod=pod), context=ctx))
+    pod_set = the_pod_set(jobs.job_facts(job(pod=pod), context=ctx))
     assert (pod_set.requests, pod_set.misconfigured) == (want_requests, want_misconfigured)

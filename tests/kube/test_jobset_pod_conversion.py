@@ -1,6 +1,6 @@
 """JobSet, Pod and pod group -> Workload, as tables: each case is one of Kueue's rules, named with its source.
 
-Pure conversion (services/watcher/jobset.py, pods.py); no server. Amounts are
+Pure conversion (jobframework/jobsets.py, pods.py); no server. Amounts are
 integers: cpu in millicores, memory in bytes.
 """
 
@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from kueue_es.events import models, types
-from kueue_es.services.watcher import jobframework, jobset, pods
+from kueue_es.events import models, quantities, types
+from kueue_es.jobframework import jobsets, pods, workloads
+from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, SCHEDULING_GATE
 from tests.kube import examples
 
 Mi = 2**20
-QUEUE = jobframework.QUEUE_LABEL
+QUEUE = workloads.QUEUE_LABEL
 GROUP = pods.GROUP_NAME_KEY
 TOTAL = pods.GROUP_TOTAL_COUNT_ANNOTATION
 
@@ -60,7 +61,7 @@ def replicated(
 
 def a_jobset(*rjobs: dict, labels: dict | None = None, status: dict | None = None) -> dict[str, Any]:
     meta = {"name": "js", "namespace": "default", "uid": "js-uid", "labels": {QUEUE: "user-queue", **(labels or {})}}
-    out = {"apiVersion": jobset.JOBSET_API, "kind": "JobSet", "metadata": meta, "spec": {"replicatedJobs": list(rjobs)}}
+    out = {"apiVersion": jobsets.JOBSET_API, "kind": "JobSet", "metadata": meta, "spec": {"replicatedJobs": list(rjobs)}}
     if status:
         out["status"] = status
     return out
@@ -68,13 +69,13 @@ def a_jobset(*rjobs: dict, labels: dict | None = None, status: dict | None = Non
 
 def test_kueue_sample_jobset() -> None:
     """sample-jobset.yaml: pod sets ``workers`` (1 pod, 1 cpu) and ``driver`` (replicas defaulted to 1, 2 cpu)."""
-    fact = jobset.jobset_facts(sample_jobset())
+    fact = jobsets.jobset_facts(sample_jobset())
     assert shapes(fact) == [
         ("workers", 1, {"cpu": 1000, "memory": 200 * Mi}),
         ("driver", 1, {"cpu": 2000, "memory": 200 * Mi}),
     ]
     wl = workload_of(fact)
-    assert wl.metadata.name == jobset.workload_name_for_jobset("sleep-job-x", "js-uid")
+    assert wl.metadata.name == jobsets.workload_name_for_jobset("sleep-job-x", "js-uid")
     assert wl.metadata.name.startswith("jobset-sleep-job-x-")
     assert wl.spec.queue_name == "user-queue"
     assert wl.owner == models.OwnerReference(
@@ -97,17 +98,17 @@ def test_kueue_sample_jobset() -> None:
 )
 def test_jobset_pod_set_count(rjob: dict, want_count: int) -> None:
     """jobset_controller.go PodSets: one pod set per replicated job, named after it."""
-    [(name, count, _)] = shapes(jobset.jobset_facts(a_jobset(rjob)))
+    [(name, count, _)] = shapes(jobsets.jobset_facts(a_jobset(rjob)))
     assert (name, count) == ("w", want_count)
 
 
 def test_jobset_priority_from_the_first_replicated_job_naming_a_class() -> None:
     """ExtractPriority over pod sets in order: the first template with a priorityClassName (SEMANTICS §2.4)."""
-    classes = {"high": jobframework.PriorityClass(name="high", value=100)}
+    classes = {"high": workloads.PriorityClass(name="high", value=100)}
     manifest = a_jobset(replicated("a"), replicated("b", priorityClassName="high"))
-    spec = workload_of(jobset.jobset_facts(manifest, context=jobframework.Context(priority_classes=classes))).spec
+    spec = workload_of(jobsets.jobset_facts(manifest, context=workloads.Context(priority_classes=classes))).spec
     assert (spec.priority_class_ref.name, spec.priority) == ("high", 100)  # type: ignore[union-attr]
-    fact = jobset.jobset_facts(manifest)
+    fact = jobsets.jobset_facts(manifest)
     assert isinstance(fact, types.ObjectRejected)
     assert fact.field == "spec.replicatedJobs[1].template.spec.template.spec.priorityClassName"
 
@@ -116,19 +117,19 @@ def test_jobset_priority_from_the_first_replicated_job_naming_a_class() -> None:
     ("manifest", "ctx", "want"),
     [
         pytest.param(
-            a_jobset(replicated("w"), labels={QUEUE: ""}), jobframework.Context(), None, id="no queue: not managed"
+            a_jobset(replicated("w"), labels={QUEUE: ""}), workloads.Context(), None, id="no queue: not managed"
         ),
         pytest.param(
             a_jobset(replicated("w"), labels={QUEUE: ""}),
-            jobframework.Context(manage_jobs_without_queue_name=True, local_queues={("default", "default")}),
+            workloads.Context(manage_jobs_without_queue_name=True, local_queues={("default", "default")}),
             "default",
             id="no queue, manageJobsWithoutQueueName: the default LocalQueue",
         ),
     ],
 )
-def test_jobset_managed(manifest: dict, ctx: jobframework.Context, want: str | None) -> None:
+def test_jobset_managed(manifest: dict, ctx: workloads.Context, want: str | None) -> None:
     """A JobSet is managed as a Job is (jobframework reconciler.go)."""
-    fact = jobset.jobset_facts(manifest, context=ctx)
+    fact = jobsets.jobset_facts(manifest, context=ctx)
     assert (fact is None) if want is None else workload_of(fact).spec.queue_name == want
 
 
@@ -142,10 +143,10 @@ def test_jobset_managed(manifest: dict, ctx: jobframework.Context, want: str | N
 def test_finished_jobset(condition: str, want_succeeded: bool) -> None:
     """A finished JobSet gives WorkloadFinished for its workload."""
     status = {"conditions": [{"type": condition, "status": "True", "message": "m"}]}
-    fact = jobset.jobset_facts(a_jobset(replicated("w"), status=status), now_ms=7)
+    fact = jobsets.jobset_facts(a_jobset(replicated("w"), status=status), now_ms=7)
     assert isinstance(fact, types.WorkloadFinished)
     assert (fact.succeeded, fact.message, fact.at_ms) == (want_succeeded, "m", 7)
-    assert fact.workload.name == jobset.workload_name_for_jobset("js", "js-uid")
+    assert fact.workload.name == jobsets.workload_name_for_jobset("js", "js-uid")
 
 
 @pytest.mark.parametrize(
@@ -180,7 +181,7 @@ def test_finished_jobset(condition: str, want_succeeded: bool) -> None:
 )
 def test_bad_jobsets_are_rejected(manifest: dict, want_field: str, want_problem: str) -> None:
     """ObjectRejected names the JobSet and the field."""
-    fact = jobset.jobset_facts(manifest)
+    fact = jobsets.jobset_facts(manifest)
     assert isinstance(fact, types.ObjectRejected), fact
     assert (fact.kind, fact.namespace, fact.name, fact.field) == ("JobSet", "default", "js", want_field)
     assert want_problem in fact.problem
@@ -209,7 +210,7 @@ def pod(
         "namespace": "default",
         "uid": f"{name}-uid",
         "creationTimestamp": created,
-        "labels": {**({QUEUE: queue, jobframework.MANAGED_LABEL: "true"} if queue else {}), **(labels or {})},
+        "labels": {**({QUEUE: queue, workloads.MANAGED_LABEL: "true"} if queue else {}), **(labels or {})},
         "annotations": dict(annotations or {}),
     }
     if group is not None:
@@ -223,7 +224,7 @@ def pod(
         **spec,
     }
     if gated:
-        body["schedulingGates"] = [{"name": pods.SCHEDULING_GATE}]
+        body["schedulingGates"] = [{"name": SCHEDULING_GATE}]
     out: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body}
     if phase:
         out["status"] = {"phase": phase}
@@ -252,29 +253,29 @@ def test_kueue_sample_pod() -> None:
 @pytest.mark.parametrize(
     ("manifest", "ctx", "managed"),
     [
-        pytest.param(pod(), jobframework.Context(), True, id="a pod with the queue label is managed"),
-        pytest.param(pod(queue=None), jobframework.Context(), False, id="without it, not"),
+        pytest.param(pod(), workloads.Context(), True, id="a pod with the queue label is managed"),
+        pytest.param(pod(queue=None), workloads.Context(), False, id="without it, not"),
         pytest.param(
-            pod(queue=None, labels={jobframework.MANAGED_LABEL: "true"}),
-            jobframework.Context(),
+            pod(queue=None, labels={workloads.MANAGED_LABEL: "true"}),
+            workloads.Context(),
             True,
             id="a pod Kueue's webhook marked managed is managed [Skip]",
         ),
         pytest.param(
             owned_by_job(pod()),
-            jobframework.Context(managed_owners={"job-uid"}),
+            workloads.Context(managed_owners={"job-uid"}),
             False,
             id="a pod of a managed Job belongs to the Job's workload [FindAncestorJobManagedByKueue]",
         ),
         pytest.param(
             owned_by_job(pod()),
-            jobframework.Context(),
+            workloads.Context(),
             False,
             id="so does one whose Job the watcher has not seen yet (separate watches) [IsOwnerManagedByKueue]",
         ),
     ],
 )
-def test_pod_managed(manifest: dict, ctx: jobframework.Context, managed: bool) -> None:
+def test_pod_managed(manifest: dict, ctx: workloads.Context, managed: bool) -> None:
     """pod_webhook.go Default, pod_controller.go Skip: which pods are Kueue's."""
     assert pods.is_managed(manifest, ctx) is managed
     assert (pods.pod_facts(manifest, context=ctx) is not None) is managed
@@ -356,7 +357,7 @@ def test_role_hash_ignores_what_is_not_shape_and_reads_the_annotation() -> None:
 )
 def test_canonical_quantity(quantity: Any, want: str) -> None:
     """k8s.io/apimachinery resource.Quantity String(): the format kept, the largest exact suffix."""
-    assert pods.canonical_quantity(quantity) == want
+    assert quantities.canonical(quantity) == want
 
 
 # -- pod groups ------------------------------------------------------------------------------------
@@ -376,8 +377,8 @@ def test_kueue_sample_pod_group() -> None:
     assert shapes(fact) == [(role, 2, {"cpu": 3000})]
     wl = workload_of(fact)
     assert (wl.metadata.name, wl.spec.queue_name) == ("sample-group", "user-queue")
-    assert wl.metadata.annotations == {pods.IS_GROUP_WORKLOAD_ANNOTATION: "true"}
-    assert jobframework.JOB_UID_LABEL not in wl.metadata.labels
+    assert wl.metadata.annotations == {IS_GROUP_WORKLOAD_ANNOTATION: "true"}
+    assert workloads.JOB_UID_LABEL not in wl.metadata.labels
 
 
 def test_group_pod_sets_per_role_sorted_by_name() -> None:
@@ -438,7 +439,7 @@ def test_group_uid_and_creation_from_the_first_pod_and_the_last_arrival() -> Non
     assert (wl.metadata.uid, wl.metadata.creation_timestamp_ms) == ("a-uid", 1_767_225_660_000)
     assert wl.owner is not None and wl.owner.name == "a"
     replaced = group(pod("b", group="g", total=2), pod("c", group="g", total=2, created="2026-01-01T00:05:00Z"))
-    again = workload_of(pods.group_facts(replaced, context=jobframework.Context(previous=wl)))
+    again = workload_of(pods.group_facts(replaced, context=workloads.Context(previous=wl)))
     assert (again.metadata.uid, again.metadata.creation_timestamp_ms) == ("a-uid", 1_767_225_660_000)
 
 

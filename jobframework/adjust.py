@@ -120,12 +120,12 @@ def _outside(*, high: Mapping[str, int], low: Mapping[str, int], bounds: Mapping
     return ""
 
 
-def _with_defaults(resources: Any, bounds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    resources = dict(resources) if isinstance(resources, dict) else {}
+def _with_defaults(given: Any, bounds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    resources: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     for key, defaults in (("limits", bounds.get("default")), ("requests", bounds.get("defaultRequest"))):
         if defaults:
-            own = resources.get(key) if isinstance(resources.get(key), dict) else {}
-            resources[key] = {**defaults, **own}
+            own = resources.get(key)
+            resources[key] = {**defaults, **(own if isinstance(own, dict) else {})}
     return resources
 
 

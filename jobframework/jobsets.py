@@ -4,16 +4,17 @@ Why this module exists: a JobSet runs several groups of Jobs ("replicated jobs")
 that must start together, so Kueue admits it as one Workload with one pod set per
 replicated job (Kueue pkg/controller/jobs/jobset/jobset_controller.go). The Jobs
 the JobSet controller creates are part of that workload, not workloads of their own
-(:func:`kueue_es.services.watcher.jobframework.owned_by_managed_job`). What is shared with
-the other integrations is in :mod:`kueue_es.services.watcher.jobframework`.
+(:func:`kueue_es.jobframework.workloads.owned_by_managed_job`). What is shared with
+the other integrations is in :mod:`kueue_es.jobframework.workloads`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kueue_es.events import manifests, models, types
-from kueue_es.services.watcher import convert, jobframework
+from kueue_es.jobframework import workloads
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 JOBSET_GROUP = "jobset.x-k8s.io"
@@ -23,11 +24,11 @@ JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 
 def workload_name_for_jobset(name: str, uid: str) -> str:
     """``jobset-<name>-<5 hex>`` (jobset_controller.go GetWorkloadNameForJobSet)."""
-    return jobframework.workload_name(owner_name=name, owner_uid=uid, kind="JobSet", group=JOBSET_GROUP)
+    return workloads.workload_name(owner_name=name, owner_uid=uid, kind="JobSet", group=JOBSET_GROUP)
 
 
 def jobset_facts(
-    jobset: dict[str, Any], *, now_ms: int = 0, context: jobframework.Context | None = None
+    jobset: Mapping[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None
 ) -> types.Fact | None:
     """The fact a JobSet stands for, or None when Kueue does not manage it.
 
@@ -36,17 +37,17 @@ def jobset_facts(
     condition is True gives WorkloadFinished (jobset_controller.go Finished); any
     other WorkloadObserved; one that cannot be converted ObjectRejected.
     """
-    context = context or jobframework.Context()
-    ref = jobframework.job_ref(jobset, kind="JobSet", api_version=JOBSET_API)
+    context = context or workloads.Context()
+    ref = workloads.job_ref(jobset, kind="JobSet", api_version=JOBSET_API)
     try:
-        if jobframework.owned_by_managed_job(ref, context) or jobframework.queue_name(ref, context) is None:
+        if workloads.owned_by_managed_job(ref, context) or workloads.queue_name(ref, context) is None:
             return None
     except manifests.ManifestError as err:
-        return convert.rejected(jobset, err, now_ms=now_ms)
-    finished = jobframework.true_condition(jobset, ("Completed", "Failed"))
+        return workloads.rejected(jobset, err, now_ms=now_ms)
+    finished = workloads.true_condition(jobset, ("Completed", "Failed"))
     if finished is not None:
         succeeded = finished.get("type") == "Completed"
-        return convert.finished_fact(
+        return workloads.finished_fact(
             ref,
             name=workload_name_for_jobset(ref.name, ref.uid),
             succeeded=succeeded,
@@ -56,10 +57,10 @@ def jobset_facts(
     try:
         return types.WorkloadObserved(workload=jobset_to_workload(jobset, context=context))
     except manifests.ManifestError as err:
-        return convert.rejected(jobset, err, now_ms=now_ms)
+        return workloads.rejected(jobset, err, now_ms=now_ms)
 
 
-def jobset_to_workload(jobset: dict[str, Any], *, context: jobframework.Context | None = None) -> models.Workload:
+def jobset_to_workload(jobset: Mapping[str, Any], *, context: workloads.Context | None = None) -> models.Workload:
     """The Workload of a JobSet: one pod set per replicated job, in spec order (jobset_controller.go PodSets).
 
     Pod set ``name`` is the replicated job's name; ``count`` is ``replicas``
@@ -69,8 +70,8 @@ def jobset_to_workload(jobset: dict[str, Any], *, context: jobframework.Context 
     whose pod template names a ``priorityClassName`` (SEMANTICS §2.4). Raises
     ManifestError (kind JobSet) naming the replicated job's field.
     """
-    context = context or jobframework.Context()
-    ref = jobframework.job_ref(jobset, kind="JobSet", api_version=JOBSET_API)
+    context = context or workloads.Context()
+    ref = workloads.job_ref(jobset, kind="JobSet", api_version=JOBSET_API)
     spec = jobset.get("spec")
     if not isinstance(spec, dict):
         raise ref.error(field="spec", problem="must be a mapping")
@@ -83,24 +84,24 @@ def jobset_to_workload(jobset: dict[str, Any], *, context: jobframework.Context 
         pod_set, where, pod_spec = _pod_set(ref, rjob, where=f"spec.replicatedJobs[{index}]", context=context)
         pod_sets.append(pod_set)
         pod_specs.append((where, pod_spec))
-    jobframework.check_pod_sets(ref, pod_sets, field="spec.replicatedJobs")
-    jobframework.check_topology_groups(
+    workloads.check_pod_sets(ref, pod_sets, field="spec.replicatedJobs")
+    workloads.check_topology_groups(
         ref, pod_sets, where=[w.removesuffix(".spec") + ".metadata.annotations" for w, _ in pod_specs]
     )
-    queue = jobframework.queue_name(ref, context)
-    return jobframework.new_workload(
+    queue = workloads.queue_name(ref, context)
+    return workloads.new_workload(
         ref,
         name=workload_name_for_jobset(ref.name, ref.uid),
         pod_sets=pod_sets,
         queue=queue or "",
         pod_specs=pod_specs,
         context=context,
-        owner=jobframework.owner_of(ref),
+        owner=workloads.owner_of(ref),
     )
 
 
 def _pod_set(
-    ref: jobframework.JobRef, rjob: Any, *, where: str, context: jobframework.Context
+    ref: workloads.JobRef, rjob: Any, *, where: str, context: workloads.Context
 ) -> tuple[models.PodSet, str, Any]:
     """The pod set of one replicated job, the field path of its pod spec, and the pod spec."""
     if not isinstance(rjob, dict):
@@ -108,7 +109,7 @@ def _pod_set(
     name = rjob.get("name")
     if not isinstance(name, str) or not name:
         raise ref.error(field=f"{where}.name", problem="is required")
-    replicas = jobframework.count_field(ref, rjob.get("replicas"), field=f"{where}.replicas", default=1)
+    replicas = workloads.count_field(ref, rjob.get("replicas"), field=f"{where}.replicas", default=1)
     job_template = rjob.get("template")
     if job_template is not None and not isinstance(job_template, dict):
         raise ref.error(field=f"{where}.template", problem="must be a mapping (a Job template)")
@@ -117,24 +118,24 @@ def _pod_set(
         raise ref.error(field=f"{where}.template.spec", problem="must be a mapping (a Job spec)")
     job_spec = job_spec or {}
     job_where = f"{where}.template.spec"
-    per_job = jobframework.count_field(ref, job_spec.get("parallelism"), field=f"{job_where}.parallelism", default=1)
-    completions = jobframework.count_field(
+    per_job = workloads.count_field(ref, job_spec.get("parallelism"), field=f"{job_where}.parallelism", default=1)
+    completions = workloads.count_field(
         ref, job_spec.get("completions"), field=f"{job_where}.completions", default=per_job
     )
-    pod_spec = jobframework.pod_spec_at(ref, job_spec.get("template"), where=f"{job_where}.template")
+    pod_spec = workloads.pod_spec_at(ref, job_spec.get("template"), where=f"{job_where}.template")
     pod_where = f"{job_where}.template.spec"
     count = replicas * min(per_job, completions)
     template = job_spec.get("template")
-    request = jobframework.topology_request(
+    request = workloads.topology_request(
         ref,
-        jobframework.template_annotations(ref, template, where=f"{job_where}.template"),
+        workloads.template_annotations(ref, template, where=f"{job_where}.template"),
         where=f"{job_where}.template.metadata.annotations",
         count=count,
-        pod_index_label=jobframework.JOB_COMPLETION_INDEX_LABEL,
+        pod_index_label=workloads.JOB_COMPLETION_INDEX_LABEL,
         sub_group_index_label=JOB_INDEX_LABEL,
         sub_group_count=replicas,
     )
-    pod_set = jobframework.pod_set(
+    pod_set = workloads.pod_set(
         ref, name=name, count=count, pod_spec=pod_spec, where=pod_where, context=context, topology_request=request
     )
     return pod_set, pod_where, pod_spec

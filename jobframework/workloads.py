@@ -1,8 +1,8 @@
 """What every job integration shares when a job becomes a Workload (Kueue pkg/controller/jobframework).
 
-Why this module exists: a batch/v1 Job (:mod:`kueue_es.services.watcher.convert`), a JobSet
-(:mod:`kueue_es.services.watcher.jobset`) and plain Pods or pod groups
-(:mod:`kueue_es.services.watcher.pods`) differ only in how they describe their pod sets and
+Why this module exists: a batch/v1 Job (:mod:`kueue_es.jobframework.jobs`), a JobSet
+(:mod:`kueue_es.jobframework.jobsets`) and plain Pods or pod groups
+(:mod:`kueue_es.jobframework.pods`) differ only in how they describe their pod sets and
 when they are finished. Everything else Kueue does the same way for all of them,
 and lives here: which jobs are managed at all (the queue-name label,
 ``manageJobsWithoutQueueName``, jobs owned by a managed job), the Workload's name,
@@ -26,8 +26,8 @@ from typing import Any
 
 import msgspec
 
-from kueue_es.events import manifests, models, tas
-from kueue_es.services.watcher import adjust
+from kueue_es.events import manifests, models, tas, types
+from kueue_es.jobframework import adjust
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
@@ -73,7 +73,7 @@ class Context:
     job or pod they control is part of them, not a workload of its own).
     ``runtime_classes``: each RuntimeClass's ``overhead.podFixed`` by name.
     ``limit_ranges``: the ``spec.limits`` items of the job's namespace's LimitRanges,
-    in name order (:mod:`kueue_es.services.watcher.adjust`).
+    in name order (:mod:`kueue_es.jobframework.adjust`).
     ``previous``: the Workload last published for this job, which keeps what Kueue's
     webhook or workload creation fixed once (the defaulted queue and priority class,
     a PriorityClass value), or None.
@@ -319,7 +319,7 @@ def pod_set(
 
     Per-pod requests follow SEMANTICS §2.3 (Kueue pkg/workload/resources.go and the
     Kubernetes pod request formula): the RuntimeClass overhead and LimitRange
-    defaults of ``context`` first (:mod:`kueue_es.services.watcher.adjust`), then containers
+    defaults of ``context`` first (:mod:`kueue_es.jobframework.adjust`), then containers
     summed, each init container maxed with them, sidecars (restartable init
     containers) added, pod overhead added, limits standing in for missing requests,
     pod-level resources winning. Amounts are integers (cpu in millicores, memory in
@@ -528,6 +528,11 @@ def true_condition(obj: Mapping[str, Any], types: tuple[str, ...]) -> Mapping[st
     return None
 
 
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping (a JSON object), else an empty one: for fields the API server may leave out."""
+    return value if isinstance(value, dict) else {}
+
+
 def parse_int(value: Any) -> int | None:
     """An integer from an int or a decimal string (as Go's strconv.Atoi reads it), else None."""
     if isinstance(value, bool):
@@ -539,3 +544,32 @@ def parse_int(value: Any) -> int | None:
     if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value):
         return int(value)
     return None
+
+
+# -- facts every integration gives --------------------------------------------------------------
+
+
+def rejected(manifest: Mapping[str, Any], err: manifests.ManifestError, *, now_ms: int = 0) -> types.ObjectRejected:
+    """An ObjectRejected fact for a manifest that failed conversion."""
+    meta = manifest.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return types.ObjectRejected(
+        kind=str(manifest.get("kind") or err.kind),
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or err.name),
+        field=err.field,
+        problem=err.problem,
+        at_ms=now_ms,
+    )
+
+
+def finished_fact(
+    ref: JobRef, *, name: str, succeeded: bool, message: str, at_ms: int, uid: str | None = None
+) -> types.WorkloadFinished:
+    """WorkloadFinished for the workload ``name`` of a job that succeeded or failed.
+
+    ``reason`` Succeeded or Failed, as Kueue's Finished condition (jobframework reconciler.go).
+    """
+    workload = types.WorkloadRef(namespace=ref.namespace, name=name, uid=ref.uid if uid is None else uid)
+    reason = "Succeeded" if succeeded else "Failed"
+    return types.WorkloadFinished(workload=workload, succeeded=succeeded, reason=reason, message=message, at_ms=at_ms)

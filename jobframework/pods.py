@@ -11,7 +11,7 @@ GenerateRoleHash), so the pod sets here carry the names Kueue gives them.
 
 The role hash is computed over the JSON Go would write for the shape, and
 Kubernetes quantities in it are written in their canonical form (``1024Mi`` is
-``1Gi``, ``0.5`` is ``500m``): :func:`canonical_quantity`. Nested API structs
+``1Gi``, ``0.5`` is ``500m``): :func:`kueue_es.events.quantities.canonical`. Nested API structs
 (affinity, topology spread constraints, resource claims) are written with their keys
 in the order the API server sends them, which is Go's field order; a hand-written
 manifest in another order gets another (still consistent) role name.
@@ -22,13 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
-from decimal import ROUND_CEILING, Decimal
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kueue_es.events import manifests, models, types
-from kueue_es.events.quantities import QuantityError
-from kueue_es.services.watcher import convert, jobframework
+from kueue_es.events import manifests, models, quantities, types
+from kueue_es.jobframework import workloads
+from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, SCHEDULING_GATE
 
 POD_API = "v1"
 GROUP_NAME_KEY = "kueue.x-k8s.io/pod-group-name"  # annotation (read first: WorkloadIdentifierAnnotations) or label
@@ -37,8 +36,6 @@ FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
 SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
 RETRIABLE_IN_GROUP_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
 ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
-IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
-SCHEDULING_GATE = "kueue.x-k8s.io/admission"
 POD_FINALIZER = "kueue.x-k8s.io/managed"
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -53,7 +50,7 @@ def group_name(pod: Mapping[str, Any]) -> str:
     return str(ref.annotations.get(GROUP_NAME_KEY) or ref.labels.get(GROUP_NAME_KEY) or "")
 
 
-def is_managed(pod: Mapping[str, Any], context: jobframework.Context) -> bool:
+def is_managed(pod: Mapping[str, Any], context: workloads.Context) -> bool:
     """Whether Kueue manages the pod: its webhook marks pods with the queue-name label, or every pod
     when ``manageJobsWithoutQueueName`` (the ``kueue.x-k8s.io/managed: "true"`` label,
     pod_webhook.go Default, pod_controller.go Skip), unless a job Kueue manages owns it
@@ -66,16 +63,16 @@ def is_managed(pod: Mapping[str, Any], context: jobframework.Context) -> bool:
     ref = _ref(pod)
     if ref.namespace in context.unmanaged_namespaces:
         return False  # managedJobsNamespaceSelector: the pod webhook leaves these namespaces alone
-    marked = ref.labels.get(jobframework.QUEUE_LABEL) or ref.labels.get(jobframework.MANAGED_LABEL) == "true"
+    marked = ref.labels.get(workloads.QUEUE_LABEL) or ref.labels.get(workloads.MANAGED_LABEL) == "true"
     if not marked:
         return False
-    owner = jobframework.controller_owner(ref.meta)
+    owner = workloads.controller_owner(ref.meta)
     if owner is not None and (owner.get("apiVersion"), owner.get("kind")) in JOB_OWNERS:
         # A pod of a batch/v1 Job or a JobSet's Job is part of that job's workload, whether or not
         # its Job has been seen yet: the Pod and Job watches are separate streams, so the pod may
         # come first (Kueue's webhook looks the owner up at pod creation; IsOwnerManagedByKueue).
         return False
-    return not jobframework.owned_by_managed_job(ref, context)
+    return not workloads.owned_by_managed_job(ref, context)
 
 
 JOB_OWNERS = frozenset({("batch/v1", "Job"), ("jobset.x-k8s.io/v1alpha2", "JobSet")})
@@ -86,7 +83,7 @@ its (opt-in) pod integration would admit such pods one by one."""
 
 def workload_name_for_pod(name: str, uid: str) -> str:
     """``pod-<name>-<5 hex>`` (pod_controller.go GetWorkloadNameForPod)."""
-    return jobframework.workload_name(owner_name=name, owner_uid=uid, kind="Pod", group="")
+    return workloads.workload_name(owner_name=name, owner_uid=uid, kind="Pod", group="")
 
 
 def workload_key(pod: Mapping[str, Any]) -> tuple[str, str]:
@@ -107,7 +104,7 @@ def is_terminated(pod: Mapping[str, Any]) -> bool:
     return _phase(pod) in ("Succeeded", "Failed")
 
 
-def is_running(pods: list[Mapping[str, Any]]) -> bool:
+def is_running(pods: Sequence[Mapping[str, Any]]) -> bool:
     """Whether any pod of a workload runs: not gated and not terminated (the inverse of Kueue's IsSuspended)."""
     return any(not is_gated(p) and not is_terminated(p) for p in pods)
 
@@ -116,7 +113,7 @@ def is_running(pods: list[Mapping[str, Any]]) -> bool:
 
 
 def pod_facts(
-    pod: dict[str, Any], *, now_ms: int = 0, context: jobframework.Context | None = None
+    pod: Mapping[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None
 ) -> types.Fact | None:
     """The fact a single managed Pod (no group) stands for, or None when Kueue does not manage it.
 
@@ -125,7 +122,7 @@ def pod_facts(
     WorkloadObserved with one pod set ``main`` of one pod (constructPodSet); a pod
     that cannot be converted ObjectRejected.
     """
-    context = context or jobframework.Context()
+    context = context or workloads.Context()
     if not is_managed(pod, context) or group_name(pod):
         return None
     ref = _ref(pod)
@@ -135,18 +132,18 @@ def pod_facts(
             problem=f"both the '{GROUP_TOTAL_COUNT_ANNOTATION}' annotation and the '{GROUP_NAME_KEY}' label"
             " should be set",
         )
-        return convert.rejected(pod, err, now_ms=now_ms)
+        return workloads.rejected(pod, err, now_ms=now_ms)
     name = workload_name_for_pod(ref.name, ref.uid)
     if is_terminated(pod):
-        status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
+        status = workloads.as_mapping(pod.get("status"))
         succeeded = _phase(pod) == "Succeeded"
         message = str(status.get("message") or ("Pod succeeded" if succeeded else "Pod failed"))
         at_ms = finished_at_ms([pod]) or now_ms
-        return convert.finished_fact(ref, name=name, succeeded=succeeded, message=message, at_ms=at_ms)
+        return workloads.finished_fact(ref, name=name, succeeded=succeeded, message=message, at_ms=at_ms)
     try:
-        queue = jobframework.queue_name(ref, context, managed_without_queue=True)
+        queue = workloads.queue_name(ref, context, managed_without_queue=True)
         pod_spec = _spec(ref, pod)
-        pod_set = jobframework.pod_set(
+        pod_set = workloads.pod_set(
             ref,
             name="main",
             count=1,
@@ -155,17 +152,17 @@ def pod_facts(
             context=context,
             topology_request=_topology_request(ref, count=1),
         )
-        workload = jobframework.new_workload(
+        workload = workloads.new_workload(
             ref,
             name=name,
             pod_sets=[pod_set],
             queue=queue or "",
             pod_specs=[("spec", pod_spec)],
             context=context,
-            owner=jobframework.owner_of(ref),
+            owner=workloads.owner_of(ref),
         )
     except manifests.ManifestError as err:
-        return convert.rejected(pod, err, now_ms=now_ms)
+        return workloads.rejected(pod, err, now_ms=now_ms)
     return types.WorkloadObserved(workload=workload)
 
 
@@ -173,7 +170,7 @@ def pod_facts(
 
 
 def group_facts(
-    pods: list[dict[str, Any]], *, now_ms: int = 0, context: jobframework.Context | None = None
+    pods: Sequence[Mapping[str, Any]], *, now_ms: int = 0, context: workloads.Context | None = None
 ) -> types.Fact | None:
     """The fact the managed pods of one group (one namespace, one group name) stand for.
 
@@ -199,7 +196,7 @@ def group_facts(
     published (``context.previous``), else the first pod's UID and the time the last
     pod needed arrived.
     """
-    context = context or jobframework.Context()
+    context = context or workloads.Context()
     ordered = sorted(pods, key=_age_key)
     if not ordered:
         return None
@@ -209,7 +206,7 @@ def group_facts(
         total = _total_count(ref)
         _check_group_name(ref, group_name(first))
     except manifests.ManifestError as err:
-        return convert.rejected(first, err, now_ms=now_ms)
+        return workloads.rejected(first, err, now_ms=now_ms)
     finished = _finished(ref, ordered, total=total, now_ms=now_ms, context=context)
     if finished is not None:
         return finished
@@ -221,22 +218,22 @@ def group_facts(
         _check_members(ref, ordered, total=total)
         workload = _group_workload(ref, _kept(active, total), total=total, fast=fast, context=context)
     except _MemberError as err:
-        return convert.rejected(err.pod, err.error, now_ms=now_ms)
+        return workloads.rejected(err.pod, err.error, now_ms=now_ms)
     except manifests.ManifestError as err:
-        return convert.rejected(first, err, now_ms=now_ms)
+        return workloads.rejected(first, err, now_ms=now_ms)
     return types.WorkloadObserved(workload=workload)
 
 
 class _MemberError(Exception):
     """A group member that breaks the group's rules: the pod to name and the error."""
 
-    def __init__(self, pod: dict[str, Any], error: manifests.ManifestError) -> None:
+    def __init__(self, pod: Mapping[str, Any], error: manifests.ManifestError) -> None:
         super().__init__(str(error))
         self.pod, self.error = pod, error
 
 
 def _finished(
-    ref: jobframework.JobRef, pods: list[dict[str, Any]], *, total: int, now_ms: int, context: jobframework.Context
+    ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int, now_ms: int, context: workloads.Context
 ) -> types.WorkloadFinished | None:
     if ref.annotations.get(SERVING_ANNOTATION) == "true":
         return None
@@ -248,21 +245,21 @@ def _finished(
     uid = context.previous.metadata.uid if context.previous is not None else ref.uid
     message = f"Pods succeeded: {succeeded}/{total}."
     at_ms = finished_at_ms(pods) or now_ms
-    return convert.finished_fact(ref, name=group_name(pods[0]), succeeded=True, message=message, at_ms=at_ms, uid=uid)
+    return workloads.finished_fact(ref, name=group_name(pods[0]), succeeded=True, message=message, at_ms=at_ms, uid=uid)
 
 
-def _check_members(ref: jobframework.JobRef, pods: list[dict[str, Any]], *, total: int) -> None:
-    queue = ref.labels.get(jobframework.QUEUE_LABEL) or ""
+def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int) -> None:
+    queue = ref.labels.get(workloads.QUEUE_LABEL) or ""
     for pod in pods:
         if _phase(pod) == "Failed":
             continue
         member = _ref(pod)
-        other_queue = member.labels.get(jobframework.QUEUE_LABEL) or ""
+        other_queue = member.labels.get(workloads.QUEUE_LABEL) or ""
         if other_queue != queue:
             problem = f"pods '{ref.name}' and '{member.name}' has different queue names: {queue}!={other_queue}"
-            raise _MemberError(pod, member.error(field=f"metadata.labels[{jobframework.QUEUE_LABEL}]", problem=problem))
+            raise _MemberError(pod, member.error(field=f"metadata.labels[{workloads.QUEUE_LABEL}]", problem=problem))
         raw = member.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
-        if jobframework.parse_int(raw) != total:
+        if workloads.parse_int(raw) != total:
             problem = (
                 f"pods '{ref.name}' and '{member.name}' has different '{GROUP_TOTAL_COUNT_ANNOTATION}' values:"
                 f" {total}!={raw}"
@@ -272,13 +269,13 @@ def _check_members(ref: jobframework.JobRef, pods: list[dict[str, Any]], *, tota
             )
 
 
-def _kept(active: list[dict[str, Any]], total: int) -> list[dict[str, Any]]:
+def _kept(active: Sequence[Mapping[str, Any]], total: int) -> Sequence[Mapping[str, Any]]:
     """The pods Kueue keeps when more can run than the group counts (sortActivePods: with the
     finalizer, ungated, older first; the rest are deleted)."""
     if len(active) <= total:
         return active
 
-    def keep_first(pod: dict[str, Any]) -> tuple[bool, bool, int, str]:
+    def keep_first(pod: Mapping[str, Any]) -> tuple[bool, bool, int, str]:
         meta = pod.get("metadata") or {}
         return (POD_FINALIZER not in (meta.get("finalizers") or []), is_gated(pod), *_age_key(pod))
 
@@ -286,20 +283,20 @@ def _kept(active: list[dict[str, Any]], total: int) -> list[dict[str, Any]]:
 
 
 def _group_workload(
-    ref: jobframework.JobRef,
-    pods: list[dict[str, Any]],
+    ref: workloads.JobRef,
+    pods: Sequence[Mapping[str, Any]],
     *,
     total: int,
     fast: bool,
-    context: jobframework.Context,
+    context: workloads.Context,
 ) -> models.Workload:
-    roles: dict[str, tuple[dict[str, Any], int]] = {}
+    roles: dict[str, tuple[Mapping[str, Any], int]] = {}
     for pod in pods[:1] if fast else pods:
         hash_ = _role_of(pod)
         template, count = roles.get(hash_, (pod, 0))
         roles[hash_] = (template, count + 1)
-    if len(roles) > jobframework.MAX_POD_SETS:
-        raise ref.error(field="", problem=f"pod group can't include more than {jobframework.MAX_POD_SETS} roles")
+    if len(roles) > workloads.MAX_POD_SETS:
+        raise ref.error(field="", problem=f"pod group can't include more than {workloads.MAX_POD_SETS} roles")
     pod_sets, pod_specs = [], []
     for hash_ in sorted(roles):
         template, count = roles[hash_]
@@ -307,7 +304,7 @@ def _group_workload(
         pod_spec = _spec(member, template)
         try:
             pod_sets.append(
-                jobframework.pod_set(
+                workloads.pod_set(
                     member,
                     name=hash_,
                     count=total if fast else count,
@@ -321,14 +318,14 @@ def _group_workload(
             raise _MemberError(template, err) from err
         pod_specs.append(("spec", pod_spec))
     previous = context.previous
-    return jobframework.new_workload(
+    return workloads.new_workload(
         ref,
         name=group_name(pods[0]),
         pod_sets=pod_sets,
-        queue=jobframework.queue_name(ref, context, managed_without_queue=True) or "",
+        queue=workloads.queue_name(ref, context, managed_without_queue=True) or "",
         pod_specs=pod_specs,
         context=context,
-        owner=jobframework.owner_of(ref),
+        owner=workloads.owner_of(ref),
         uid=previous.metadata.uid if previous is not None else ref.uid,
         creation_timestamp_ms=(
             previous.metadata.creation_timestamp_ms if previous is not None else max(_age_key(p)[0] for p in pods)
@@ -338,38 +335,38 @@ def _group_workload(
     )
 
 
-def _role_of(pod: dict[str, Any]) -> str:
+def _role_of(pod: Mapping[str, Any]) -> str:
     """The role hash, or _MemberError naming the pod when a quantity in its shape is bad."""
     try:
         return role_hash(pod)
-    except QuantityError as err:
+    except quantities.QuantityError as err:
         member = _ref(pod)
         try:  # the pod set names the exact field of the bad quantity
-            jobframework.pod_set(member, name="main", count=1, pod_spec=_spec(member, pod), where="spec")
+            workloads.pod_set(member, name="main", count=1, pod_spec=_spec(member, pod), where="spec")
         except manifests.ManifestError as exact:
             raise _MemberError(pod, exact) from err
         raise _MemberError(pod, member.error(field="spec", problem=str(err))) from err
 
 
-def _total_count(ref: jobframework.JobRef) -> int:
+def _total_count(ref: workloads.JobRef) -> int:
     raw = ref.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
     field = f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]"
     if raw is None:
         problem = f"both the '{GROUP_TOTAL_COUNT_ANNOTATION}' annotation and the '{GROUP_NAME_KEY}' label should be set"
         raise ref.error(field=field, problem=problem)
-    value = jobframework.parse_int(raw)
+    value = workloads.parse_int(raw)
     if value is None or value < 1:
         raise ref.error(field=field, problem=f"{raw!r}: group total count should be an integer greater than zero")
     return value
 
 
-def _check_group_name(ref: jobframework.JobRef, name: str) -> None:
+def _check_group_name(ref: workloads.JobRef, name: str) -> None:
     if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
         where = "annotations" if ref.annotations.get(GROUP_NAME_KEY) else "labels"
         raise ref.error(field=f"metadata.{where}[{GROUP_NAME_KEY}]", problem=f"{name!r} is not a valid workload name")
 
 
-def finished_at_ms(pods: list[dict[str, Any]]) -> int:
+def finished_at_ms(pods: Sequence[Mapping[str, Any]]) -> int:
     """When the last of ``pods`` finished (ms since the epoch): the latest container ``finishedAt`` or
     condition transition in their status; 0 when the status has neither.
 
@@ -377,7 +374,7 @@ def finished_at_ms(pods: list[dict[str, Any]]) -> int:
     """
     times: list[Any] = []
     for pod in pods:
-        status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
+        status = workloads.as_mapping(pod.get("status"))
         for container in status.get("containerStatuses") or []:
             state = container.get("state") if isinstance(container, dict) else None
             terminated = state.get("terminated") if isinstance(state, dict) else None
@@ -397,7 +394,7 @@ def finished_at_ms(pods: list[dict[str, Any]]) -> int:
 def _runnable_or_succeeded(pod: Mapping[str, Any]) -> bool:
     """Not Failed, and not being deleted before it got a node (isPodRunnableOrSucceeded)."""
     meta = pod.get("metadata") or {}
-    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    spec = workloads.as_mapping(pod.get("spec"))
     if meta.get("deletionTimestamp") and not spec.get("nodeName"):
         return False
     return _phase(pod) != "Failed"
@@ -409,7 +406,7 @@ def _phase(pod: Mapping[str, Any]) -> str:
 
 
 def _age_key(pod: Mapping[str, Any]) -> tuple[int, str]:
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+    meta = workloads.as_mapping(pod.get("metadata"))
     try:
         created = manifests.parse_time_ms(meta.get("creationTimestamp"))
     except manifests.ManifestError:
@@ -417,16 +414,16 @@ def _age_key(pod: Mapping[str, Any]) -> tuple[int, str]:
     return created, str(meta.get("name") or "")
 
 
-def _ref(pod: Mapping[str, Any]) -> jobframework.JobRef:
-    return jobframework.job_ref(pod, kind="Pod", api_version=POD_API)
+def _ref(pod: Mapping[str, Any]) -> workloads.JobRef:
+    return workloads.job_ref(pod, kind="Pod", api_version=POD_API)
 
 
-def _topology_request(ref: jobframework.JobRef, *, count: int) -> models.PodSetTopologyRequest | None:
+def _topology_request(ref: workloads.JobRef, *, count: int) -> models.PodSetTopologyRequest | None:
     """The TAS request of a pod's own annotations (Kueue pod_controller.go PodSets; no rank hints)."""
-    return jobframework.topology_request(ref, ref.annotations, where="metadata.annotations", count=count)
+    return workloads.topology_request(ref, ref.annotations, where="metadata.annotations", count=count)
 
 
-def _spec(ref: jobframework.JobRef, pod: Mapping[str, Any]) -> Mapping[str, Any]:
+def _spec(ref: workloads.JobRef, pod: Mapping[str, Any]) -> Mapping[str, Any]:
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         raise ref.error(field="spec", problem="must be a mapping (a pod spec)")
@@ -448,7 +445,7 @@ def role_hash(pod: Mapping[str, Any]) -> str:
     annotation = _ref(pod).annotations.get(ROLE_HASH_ANNOTATION)
     if annotation:
         return str(annotation)
-    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    spec = workloads.as_mapping(pod.get("spec"))
     text = _go_json({"spec": spec_shape(spec)})
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -479,7 +476,7 @@ def _containers_shape(containers: Any) -> list[dict[str, Any]] | None:
     out = []
     for container in containers:
         container = container if isinstance(container, dict) else {}
-        resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+        resources = workloads.as_mapping(container.get("resources"))
         out.append(
             {
                 "ports": _ports(container.get("ports")),
@@ -518,7 +515,7 @@ def _resource_list(value: Any) -> dict[str, str] | None:
     """A ResourceList as Go writes it: sorted names, canonical quantities; empty is null (omitempty)."""
     if not isinstance(value, dict) or not value:
         return None
-    return {str(k): canonical_quantity(value[k]) for k in sorted(value, key=str)}
+    return {str(k): quantities.canonical(value[k]) for k in sorted(value, key=str)}
 
 
 def _struct(value: Any, *, key: str = "") -> Any:
@@ -544,59 +541,3 @@ def _go_json(value: Any) -> str:
     ):
         text = text.replace(char, escaped)
     return text
-
-
-# -- canonical quantities -------------------------------------------------------------------------
-
-_QUANTITY = re.compile(
-    r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?\d+)|(?P<si>[numkMGTPE]?))$"
-)
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_SI_SUFFIX = {exponent: suffix for suffix, exponent in _SI.items()}
-_BINARY_SUFFIX = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-
-
-def canonical_quantity(value: Any) -> str:
-    """A Kubernetes Quantity in its canonical form, as Go's ``Quantity.String()`` writes it.
-
-    The format of the input is kept (binary ``Ki``..``Ei``, decimal SI ``n``..``E``, or
-    an ``e`` exponent); the number is written as an integer with the largest suffix
-    that keeps it exact (``1024Mi`` -> ``1Gi``, ``1000`` -> ``1k``, ``0.5`` -> ``500m``);
-    binary values below 1024 or not whole are written in decimal SI; precision below
-    ``1n`` is rounded up (k8s.io/apimachinery resource.Quantity CanonicalizeBytes).
-    Raises QuantityError for what is not a quantity.
-    """
-    text = value if isinstance(value, str) else repr(value) if not isinstance(value, bool) else ""
-    match = _QUANTITY.match(text)
-    if match is None:
-        raise QuantityError(f"{value!r} is not a quantity")
-    number = Decimal(match["number"])
-    if match["binary"]:
-        number *= 2 ** _BINARY[match["binary"]]
-        fmt = "binary"
-    elif match["exp"] is not None:
-        number = number.scaleb(int(match["exp"]))
-        fmt = "exponent"
-    else:
-        number = number.scaleb(_SI[match["si"]])
-        fmt = "si"
-    number = number.quantize(Decimal("1e-9"), rounding=ROUND_CEILING) if number.as_tuple().exponent < -9 else number
-    if number == 0:
-        return "0"
-    if fmt == "binary":
-        if abs(number) < 1024 or number != number.to_integral_value():
-            fmt = "si"
-        else:
-            amount, power = int(number), 0
-            while amount % 1024 == 0 and power < len(_BINARY_SUFFIX) - 1:
-                amount, power = amount // 1024, power + 1
-            return f"{amount}{_BINARY_SUFFIX[power]}"
-    sign, digits, exponent = number.normalize().as_tuple()
-    mantissa = int("".join(map(str, digits))) * (-1 if sign else 1)
-    exponent = int(exponent)
-    base = exponent - exponent % 3
-    mantissa *= 10 ** (exponent - base)
-    if fmt == "si" and base in _SI_SUFFIX:
-        return f"{mantissa}{_SI_SUFFIX[base]}"
-    return f"{mantissa}e{base}" if base else str(mantissa)

@@ -1,0 +1,36 @@
+"""The labels and annotations both Kubernetes edges use: the watcher reads what the dispatcher writes.
+
+Why this module exists: the dispatcher marks the jobs it stops for an eviction and
+gates, labels and annotates the pods it starts; the watcher reads those marks back
+to report what the jobs do. Naming them once, here, keeps the two edges in step
+without either importing the other. Kueue's own labels that only the job
+conversion reads (queue name, priority class) are in
+:mod:`kueue_es.jobframework.workloads`; the pod group ones in
+:mod:`kueue_es.jobframework.pods`.
+"""
+
+from __future__ import annotations
+
+EVICTED_ANNOTATION = "kueue-es.dev/evicted"
+"""Set on a Job the dispatcher stopped for an eviction; the value is the eviction's reason.
+
+The watcher reads it to tell an eviction from a Job that is merely suspended, and
+reports WorkloadStopped once the Job has no active pods; StartJob removes it. It
+stands in for Kueue's Evicted condition on the Workload object, which kueue-es does
+not write.
+"""
+
+EVICTION_SEQ_ANNOTATION = "kueue-es.dev/eviction-seq"
+"""Set with :data:`EVICTED_ANNOTATION`: the log sequence of the EvictionRequested.
+
+It names the eviction, so the watcher reports each one once (its WorkloadStopped
+Msg-Id) however often it sees the stopped Job, and a second eviction of a Job that
+is still stopped (evicted again before it was restarted) still changes the Job.
+"""
+
+SCHEDULING_GATE = "kueue.x-k8s.io/admission"
+"""The scheduling gate that holds a managed pod until its workload is admitted (Kueue's pod webhook adds it,
+the dispatcher removes it)."""
+
+IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+"""On the Workload of a pod group (Kueue IsGroupWorkloadAnnotationKey): its pods are the group's, not one owner's."""

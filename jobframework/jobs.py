@@ -1,0 +1,173 @@
+"""A batch/v1 Job to the Workload Kueue creates for it (Kueue pkg/controller/jobs/job/job_controller.go).
+
+Why this module exists: a Job is the simplest integration -- one pod set ``main``
+with ``count = min(parallelism, completions)`` pods (SEMANTICS §2) -- and the one
+the dispatcher stops and starts by ``spec.suspend``. A finished Job becomes
+WorkloadFinished; a Job the dispatcher stopped for an eviction
+(:data:`kueue_es.jobframework.annotations.EVICTED_ANNOTATION`) becomes
+WorkloadStopped once no pod of it is active; a Job that cannot be converted
+becomes an ObjectRejected fact naming the field, so a user can see it on the log
+while the last valid version stays in force. JobSets are in
+:mod:`kueue_es.jobframework.jobsets`, Pods in :mod:`kueue_es.jobframework.pods`,
+and what they all share in :mod:`kueue_es.jobframework.workloads`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kueue_es.events import manifests, models, types
+from kueue_es.jobframework import workloads
+from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
+
+MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+JOB_API = "batch/v1"
+
+
+def workload_name_for_job(job_name: str, job_uid: str) -> str:
+    """The Workload name Kueue gives a batch/v1 Job: ``job-<name>-<5 hex chars>``, within 253 characters.
+
+    Kueue job_controller.go GetWorkloadNameForJob (workloads.workload_name).
+    """
+    return workloads.workload_name(owner_name=job_name, owner_uid=job_uid, kind="Job", group="batch")
+
+
+def job_facts(
+    job: Mapping[str, Any], *, now_ms: int = 0, context: workloads.Context | None = None
+) -> types.Fact | None:
+    """The fact a batch/v1 Job stands for, or None when Kueue does not manage it.
+
+    Not managed: a Job without the queue-name label while ``manageJobsWithoutQueueName``
+    is off (its default), and a Job controlled by a job Kueue manages (a JobSet's
+    Job: jobframework FindAncestorJobManagedByKueue). A Job created by a CronJob is
+    managed like any other (its label comes from the CronJob's ``jobTemplate``). A
+    finished Job (condition Complete or Failed) gives WorkloadFinished; any other
+    WorkloadObserved; a Job that cannot be converted ObjectRejected.
+    """
+    context = context or workloads.Context()
+    ref = workloads.job_ref(job, kind="Job", api_version=JOB_API)
+    try:
+        if workloads.owned_by_managed_job(ref, context) or workloads.queue_name(ref, context) is None:
+            return None
+    except manifests.ManifestError as err:
+        return workloads.rejected(job, err, now_ms=now_ms)
+    finished = finished_condition(job)
+    if finished is not None:
+        succeeded = finished.get("type") == "Complete"
+        return workloads.finished_fact(
+            ref,
+            name=workload_name_for_job(ref.name, ref.uid),
+            succeeded=succeeded,
+            message=finished.get("message") or ("Job finished successfully" if succeeded else "Job failed"),
+            at_ms=manifests.parse_time_ms(finished.get("lastTransitionTime")) or now_ms,
+        )
+    try:
+        return types.WorkloadObserved(workload=job_to_workload(job, context=context))
+    except manifests.ManifestError as err:
+        return workloads.rejected(job, err, now_ms=now_ms)
+
+
+def stopped_fact(job: Mapping[str, Any], *, now_ms: int = 0) -> types.WorkloadStopped | None:
+    """WorkloadStopped when an evicted Job no longer runs, else None.
+
+    Kueue's job reconciler, on an Evicted workload, stops the job and, once
+    ``!job.IsActive()`` (for a batch/v1 Job: ``status.active`` is 0), clears the
+    quota reservation (jobframework/reconciler.go step 6 "handle eviction";
+    jobs/job/job_controller.go IsActive). Here the eviction is the dispatcher's
+    :data:`EVICTED_ANNOTATION` (its value is the reason) on a Job with
+    ``spec.suspend: true``; a finished Job gives WorkloadFinished instead.
+    ``at_ms`` is ``now_ms``, when the stop was seen (ms since the epoch).
+    """
+    meta, spec = job.get("metadata") or {}, job.get("spec") or {}
+    reason = (meta.get("annotations") or {}).get(EVICTED_ANNOTATION)
+    if not (meta.get("labels") or {}).get(workloads.QUEUE_LABEL) or not reason or spec.get("suspend") is not True:
+        return None
+    if (job.get("status") or {}).get("active") or finished_condition(job) is not None:
+        return None
+    ref = types.WorkloadRef(
+        namespace=meta.get("namespace", "default"),
+        name=workload_name_for_job(meta.get("name", ""), meta.get("uid", "")),
+        uid=meta.get("uid", ""),
+    )
+    return types.WorkloadStopped(workload=ref, reason=str(reason), at_ms=now_ms)
+
+
+def stop_version(job: Mapping[str, Any]) -> str:
+    """The dedup version of a Job's WorkloadStopped: one per eviction, not per observation.
+
+    ``evict-<seq>`` from the dispatcher's :data:`EVICTION_SEQ_ANNOTATION`, so every
+    sight of one stopped Job (status writes, relists, a restarted watcher) gives the
+    same Msg-Id, the one the dispatcher uses when the Job is gone; the
+    resourceVersion stands in on a Job marked without it.
+    """
+    meta = job.get("metadata") or {}
+    seq = (meta.get("annotations") or {}).get(EVICTION_SEQ_ANNOTATION)
+    return f"evict-{seq}" if seq else str(meta.get("resourceVersion") or "")
+
+
+def finished_condition(job: Mapping[str, Any]) -> Any:
+    """The Job's Complete or Failed condition when it is True, else None (job_controller.go Finished)."""
+    return workloads.true_condition(job, ("Complete", "Failed"))
+
+
+def job_to_workload(job: Mapping[str, Any], *, context: workloads.Context | None = None) -> models.Workload:
+    """The Workload Kueue creates for a batch/v1 Job (SEMANTICS §2.1-§2.2, Kueue jobs/job/job_controller.go).
+
+    One pod set ``main`` of ``min(parallelism, completions)`` pods (parallelism 1
+    and completions unbounded when absent: podsCount); ``minCount`` from the
+    ``kueue.x-k8s.io/job-min-parallelism`` annotation (minPodsCount), which Kueue's
+    webhook accepts only as an integer in 1..count-1 (validatePartialAdmissionCreate).
+    The template's TAS annotations give the pod set's ``topologyRequest`` (SEMANTICS-ADVANCED A.4.1, with
+    the completion index label as rank hint). Raises ManifestError (kind Job) for a bad quantity, count, annotation or label.
+    """
+    context = context or workloads.Context()
+    ref = workloads.job_ref(job, kind="Job", api_version=JOB_API)
+    spec = job.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        raise ref.error(field="spec", problem="must be a mapping")
+    spec = spec or {}
+    count = workloads.count_field(ref, spec.get("parallelism"), field="spec.parallelism", default=1)
+    if spec.get("completions") is not None:
+        count = min(count, workloads.count_field(ref, spec["completions"], field="spec.completions", default=count))
+    pod_spec = workloads.pod_spec_at(ref, spec.get("template"), where="spec.template")
+    annotations_where = "spec.template.metadata.annotations"
+    pod_set = workloads.pod_set(
+        ref,
+        name="main",
+        count=count,
+        pod_spec=pod_spec,
+        where="spec.template.spec",
+        min_count=_min_count(ref, count=count),
+        context=context,
+        topology_request=workloads.topology_request(
+            ref,
+            workloads.template_annotations(ref, spec.get("template"), where="spec.template"),
+            where=annotations_where,
+            count=count,
+            pod_index_label=workloads.JOB_COMPLETION_INDEX_LABEL,
+        ),
+    )
+    queue = workloads.queue_name(ref, context)
+    return workloads.new_workload(
+        ref,
+        name=workload_name_for_job(ref.name, ref.uid),
+        pod_sets=[pod_set],
+        queue=queue or "",
+        pod_specs=[("spec.template.spec", pod_spec)],
+        context=context,
+        owner=workloads.owner_of(ref),
+    )
+
+
+def _min_count(ref: workloads.JobRef, *, count: int) -> int | None:
+    raw = ref.annotations.get(MIN_PARALLELISM_ANNOTATION)
+    if raw is None:
+        return None
+    value = workloads.parse_int(raw)
+    if value is None or not 0 < value < count:
+        raise ref.error(
+            field=f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]",
+            problem=f"{raw!r} should be an integer between 0 and {count - 1} (exclusive of 0)",
+        )
+    return value

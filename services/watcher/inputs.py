@@ -1,0 +1,111 @@
+"""What a job's conversion reads of the rest of the cluster, kept in memory and never put on the log.
+
+Why this module exists: converting a Job, a JobSet or a Pod to its Workload
+(:mod:`kueue_es.jobframework`) is pure, but it reads the cluster around the job --
+the LocalQueues (is there a ``default`` one?), the WorkloadPriorityClasses and
+PriorityClasses a job may name, RuntimeClass overheads, the namespace's
+LimitRanges, the jobs that own other jobs -- through a
+:class:`kueue_es.jobframework.workloads.Context`. :class:`ConversionInputs` keeps
+those, as the watches report them, and builds the Context; the runner converts
+the jobs again when one of them changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from kueue_es.events import models
+from kueue_es.jobframework import workloads
+from kueue_es.services.kube import objects
+from kueue_es.services.watcher.kinds import INPUT_KINDS, Key
+
+
+class ConversionInputs:
+    """The cluster objects conversions read: PriorityClasses, RuntimeClasses, LimitRanges (``objects``), the
+    LocalQueues and WorkloadPriorityClasses that exist, and the Jobs and JobSets seen (by UID: ``owners``)."""
+
+    def __init__(self, *, manage_jobs_without_queue_name: bool = False) -> None:
+        self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
+        self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in INPUT_KINDS}
+        self.local_queues: set[Key] = set()
+        self.workload_priority_classes: set[str] = set()
+        self.owners: dict[str, Key] = {}  # UID of a Job or JobSet seen -> its (namespace, name)
+
+    # -- PriorityClasses, RuntimeClasses, LimitRanges ----------------------------------------------
+
+    def replace(self, kind: str, listed: list[objects.KubeObject]) -> None:
+        """A fresh list of one input kind."""
+        self.objects[kind] = {
+            (objects.meta(o).get("namespace", ""), objects.meta(o).get("name", "")): o for o in listed
+        }
+
+    def change(self, kind: str, change: str, obj: objects.KubeObject) -> None:
+        """One input object added, modified or deleted."""
+        key = (str(objects.meta(obj).get("namespace") or ""), objects.name_of(obj))
+        if change == "DELETED":
+            self.objects[kind].pop(key, None)
+        else:
+            self.objects[kind][key] = obj
+
+    # -- the jobs that own other jobs ---------------------------------------------------------------
+
+    def remember_owner(self, kind: str, obj: objects.KubeObject) -> None:
+        if kind in ("Job", "JobSet") and (uid := objects.uid_of(obj)):
+            self.owners[uid] = (objects.namespace_of(obj), objects.name_of(obj))
+
+    def forget_owner(self, obj: objects.KubeObject) -> None:
+        self.owners.pop(objects.uid_of(obj), None)
+
+    # -- the Context ------------------------------------------------------------------------------
+
+    def managed_context(self) -> workloads.Context:
+        """Only what tells whether a job is managed at all."""
+        return workloads.Context(
+            manage_jobs_without_queue_name=self.manage_jobs_without_queue_name, managed_owners=self.owners.keys()
+        )
+
+    def context(self, wl_key: Key, *, previous: models.Workload | None) -> workloads.Context:
+        """What converting the job of workload ``wl_key`` reads; ``previous``: the workload published for it."""
+        return workloads.Context(
+            manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
+            local_queues=self.local_queues,
+            workload_priority_classes=self.workload_priority_classes,
+            priority_classes=self._priority_classes(),
+            managed_owners=self.owners.keys(),
+            runtime_classes=self._runtime_classes(),
+            limit_ranges=self._limit_ranges(wl_key[0]),
+            previous=previous,
+        )
+
+    def _priority_classes(self) -> dict[str, workloads.PriorityClass]:
+        found = {}
+        for (_, name), obj in self.objects["PriorityClass"].items():
+            pc = cast(objects.PriorityClass, obj)
+            value = workloads.parse_int(pc.get("value"))
+            if value is not None:
+                found[name] = workloads.PriorityClass(
+                    name=name, value=value, global_default=pc.get("globalDefault") is True
+                )
+        return found
+
+    def _runtime_classes(self) -> dict[str, Any]:
+        return {
+            name: fixed
+            for (_, name), obj in self.objects["RuntimeClass"].items()
+            if isinstance(fixed := _field(obj, "overhead", "podFixed"), dict)
+        }
+
+    def _limit_ranges(self, namespace: str) -> list[Any]:
+        return [
+            item
+            for (ns, _), obj in sorted(self.objects["LimitRange"].items())
+            if ns == namespace and isinstance(limits := _field(obj, "spec", "limits"), list)
+            for item in limits
+        ]
+
+
+def _field(obj: Any, *path: str) -> Any:
+    """``obj[path[0]][path[1]]...``, or None where a step is missing or not a mapping."""
+    for step in path:
+        obj = obj.get(step) if isinstance(obj, dict) else None
+    return obj

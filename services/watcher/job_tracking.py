@@ -1,0 +1,165 @@
+"""The jobs Kueue queues, as the watcher follows them: batch/v1 Jobs, JobSets and Pods to workloads.
+
+Why this module exists: a job's workload must follow the job -- converted again
+when the job changes, when what the conversion reads changes (a ``default``
+LocalQueue, a PriorityClass: :mod:`kueue_es.services.watcher.inputs`), deleted
+when the job goes or stops being managed, and left alone while it runs (the
+dispatcher has written the flavor's node selector into its template).
+:class:`JobTracker` keeps the jobs of the three kinds and does that, with the
+conversion itself in :mod:`kueue_es.jobframework`; pod groups are
+:class:`kueue_es.services.watcher.pod_tracking.PodGroups`, and what a job's
+progress reports is :class:`kueue_es.services.watcher.reporting.ProgressReporter`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+from kueue_es.events import manifests, types
+from kueue_es.jobframework import jobs, jobsets, pods, workloads
+from kueue_es.services.kube import objects
+from kueue_es.services.watcher.inputs import ConversionInputs
+from kueue_es.services.watcher.kinds import API_VERSIONS, JOB_KINDS, Key
+from kueue_es.services.watcher.pod_tracking import PodGroups
+from kueue_es.services.watcher.publishing import Publisher, log_rejection
+from kueue_es.services.watcher.reporting import ProgressReporter
+
+_CONVERTERS: dict[str, Callable[..., types.Fact | None]] = {
+    "Job": jobs.job_facts,
+    "JobSet": jobsets.jobset_facts,
+    "Pod": pods.pod_facts,
+}
+
+
+class JobTracker:
+    """Turns the Jobs, JobSets and Pods seen into their workloads' facts, through ``publisher``."""
+
+    def __init__(
+        self,
+        *,
+        publisher: Publisher,
+        inputs: ConversionInputs,
+        reporter: ProgressReporter,
+        clock: Callable[[], int],
+    ) -> None:
+        self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
+        self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in JOB_KINDS}
+        self.groups = PodGroups(
+            pods=self.objects["Pod"], publisher=publisher, inputs=inputs, reporter=reporter, clock=clock
+        )
+
+    # -- watch events -----------------------------------------------------------------------------
+
+    async def changed(self, kind: str, change: str, obj: objects.KubeObject) -> None:
+        """One job added, modified or deleted."""
+        key = (objects.namespace_of(obj), objects.name_of(obj))
+        version = objects.resource_version(obj)
+        before = self.objects[kind].get(key)
+        if kind == "Pod" and before is not None and (old_group := pods.group_name(before)) != pods.group_name(obj):
+            self.groups.index(key, old_group, present=False)  # Kueue forbids this; keep the old group right anyway
+            await self.groups.sync((key[0], old_group), version=version)
+        if change == "DELETED":
+            self.objects[kind].pop(key, None)
+            self.inputs.forget_owner(obj)
+        else:
+            self.objects[kind][key] = obj
+            self.inputs.remember_owner(kind, obj)
+        if kind == "Pod":
+            await self.groups.progress(obj, version=version)
+        if kind == "Pod" and (group := pods.group_name(obj)):
+            self.groups.index(key, group, present=change != "DELETED")
+            await self.groups.sync((key[0], group), version=version)
+        elif change == "DELETED":
+            wl_key = self._workload_key(kind, obj)
+            if wl_key is not None:
+                await self.publisher.delete_workload(wl_key, version=version, uid=objects.uid_of(obj))
+        else:
+            await self._sync_job(kind, obj, version=version)
+
+    async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
+        """A fresh list of one job kind: replace what is kept, delete the workloads gone, convert the rest."""
+        kept = self.objects[kind]
+        for obj in kept.values():
+            self.inputs.forget_owner(obj)
+        kept.clear()  # the same dict: PodGroups reads the pods through it
+        kept.update({(objects.namespace_of(o), objects.name_of(o)): o for o in listed})
+        for obj in listed:
+            self.inputs.remember_owner(kind, obj)
+        if kind == "Pod":
+            self.groups.reindex()
+        live = {k for obj in listed if self._managed(kind, obj) and (k := self._workload_key(kind, obj))}
+        gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
+        for key in sorted(gone):
+            await self.publisher.delete_workload(key, version=version)
+        await self._convert_all(kinds=(kind,), trigger="")
+
+    async def reconvert(self, *, trigger: str) -> None:
+        """Convert every job kept again: what conversions read has changed."""
+        await self._convert_all(kinds=JOB_KINDS, trigger=trigger)
+
+    async def _convert_all(self, *, kinds: tuple[str, ...], trigger: str) -> None:
+        for kind in kinds:
+            for key in sorted(self.objects[kind]):
+                obj = self.objects[kind].get(key)
+                if obj is None or (kind == "Pod" and pods.group_name(obj)):
+                    continue
+                version = objects.resource_version(obj)
+                await self._sync_job(kind, obj, version=f"{version}~{trigger}" if trigger else version)
+            if kind == "Pod":
+                for group_key in sorted(self.groups.groups):
+                    await self.groups.sync(group_key, version=trigger or self.groups.version_of(group_key))
+
+    # -- one job ----------------------------------------------------------------------------------
+
+    async def _sync_job(self, kind: str, obj: objects.KubeObject, *, version: str) -> None:
+        """Publish what a Job, a JobSet or a single Pod stands for now."""
+        wl_key = self._workload_key(kind, obj)
+        if wl_key is None:
+            return
+        now_ms = self.clock()
+        context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
+        fact = _CONVERTERS[kind](obj, now_ms=now_ms, context=context)
+        if fact is None:
+            if self.publisher.sources.get(wl_key) == kind:  # it was managed and no longer is
+                await self.publisher.delete_workload(wl_key, version=version)
+            return
+        known = wl_key in self.publisher.known["Workload"]
+        if isinstance(fact, types.WorkloadObserved) and known and self._running(kind, [obj]):
+            # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
+            await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+            return
+        log_rejection(fact)
+        await self.publisher.publish(self.publisher.keep_active(wl_key, fact), version=version, source=kind)
+        if not isinstance(fact, types.ObjectRejected):  # a later rejection of this job is news again
+            self.publisher.last_published.pop((kind, objects.namespace_of(obj), objects.name_of(obj)), None)
+        await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+
+    def _running(self, kind: str, objs: list[objects.KubeObject]) -> bool:
+        """A started job: its workload's template now carries the flavor's node selector and
+        tolerations, which the dispatcher put there, and must not be reported as the workload's
+        (also after a restart: ``known`` comes from the log, ``Watcher.learn_from_log``)."""
+        if kind == "Pod":
+            return pods.is_running(objs)
+        return not any((cast(Mapping[str, Any], obj).get("spec") or {}).get("suspend", False) for obj in objs)
+
+    def _managed(self, kind: str, obj: objects.KubeObject) -> bool:
+        """Whether a job is one Kueue manages (an invalid one counts: its last valid workload stays)."""
+        context = self.inputs.managed_context()
+        if kind == "Pod":
+            return pods.is_managed(obj, context)
+        ref = workloads.job_ref(obj, kind=kind, api_version=API_VERSIONS[kind])
+        try:
+            return not workloads.owned_by_managed_job(ref, context) and workloads.queue_name(ref, context) is not None
+        except manifests.ManifestError:
+            return True
+
+    def _workload_key(self, kind: str, obj: objects.KubeObject) -> Key | None:
+        name, uid = objects.name_of(obj), objects.uid_of(obj)
+        if kind == "Pod":
+            return pods.workload_key(obj)
+        if kind == "JobSet":
+            return objects.namespace_of(obj), jobsets.workload_name_for_jobset(name, uid)
+        if kind == "Job":
+            return objects.namespace_of(obj), jobs.workload_name_for_job(name, uid)
+        return None

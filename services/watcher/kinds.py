@@ -1,0 +1,52 @@
+"""What the watcher watches, kind by kind, and what each kind's conversion has to read first.
+
+Why this module exists: the runner (:mod:`kueue_es.services.watcher.service`) and
+its collaborators each handle a family of kinds -- Kueue's objects, the jobs, the
+objects a job's conversion reads, the Workload objects, the TAS kinds -- and all
+of them need the same names for those families, where each kind is served and in
+which order they are started. Kept apart so the collaborators need not import the
+runner.
+"""
+
+from __future__ import annotations
+
+from kueue_es.jobframework import jobs, jobsets, pods
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher import nodes
+
+Key = tuple[str, str]
+"""``(namespace, name)`` of an object or a workload (namespace "" for cluster-scoped kinds)."""
+
+KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
+JOB_KINDS = ("JobSet", "Job", "Pod")
+#: The Workload objects the dispatcher writes: read back for admission check states and spec.active.
+WORKLOAD_KIND = "Workload"
+#: Cluster objects a job's conversion reads, kept in memory and never put on the log.
+INPUT_KINDS = ("PriorityClass", "RuntimeClass", "LimitRange")
+#: What Topology-Aware Scheduling reads: Topologies, Nodes and the pods bound to nodes (:mod:`.nodes`).
+TAS_KINDS = nodes.TAS_KINDS
+BOUND_PODS_REF = nodes.BOUND_PODS_REF
+WATCHED_KINDS = (*KUEUE_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND, *TAS_KINDS)
+#: The kinds whose objects the log holds, so their deletion while no watcher ran can be found.
+LOGGED_KINDS = (*KUEUE_KINDS, "Workload", "Topology", "Node", "Pod")
+
+#: scheduling.k8s.io/v1 PriorityClass: read for the priority of jobs naming one (SEMANTICS §2.4).
+PRIORITY_CLASSES = resources.ResourceRef(
+    group="scheduling.k8s.io", version="v1", plural="priorityclasses", kind="PriorityClass", namespaced=False
+)
+#: node.k8s.io/v1 RuntimeClass: its fixed pod overhead counts for pods naming it (SEMANTICS §2.3 step 1).
+RUNTIME_CLASSES = resources.ResourceRef(
+    group="node.k8s.io", version="v1", plural="runtimeclasses", kind="RuntimeClass", namespaced=False
+)
+#: v1 LimitRange: container defaults and bounds in a namespace (SEMANTICS §2.3 step 2).
+LIMIT_RANGES = resources.ResourceRef(group="", version="v1", plural="limitranges", kind="LimitRange", namespaced=True)
+INPUT_REFS = {"PriorityClass": PRIORITY_CLASSES, "RuntimeClass": RUNTIME_CLASSES, "LimitRange": LIMIT_RANGES}
+API_VERSIONS = {"Job": jobs.JOB_API, "JobSet": jobsets.JOBSET_API, "Pod": pods.POD_API}
+_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", *INPUT_KINDS)
+#: What each kind's conversion reads; Watcher.run lists these first.
+READS: dict[str, tuple[str, ...]] = {
+    "JobSet": _SHARED_READS,
+    "Job": (*_SHARED_READS, "JobSet"),
+    "Pod": (*_SHARED_READS, "JobSet", "Job"),
+    WORKLOAD_KIND: JOB_KINDS,
+}

@@ -1,0 +1,95 @@
+"""Kueue's own objects as the watcher follows them: ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
+WorkloadPriorityClasses.
+
+Why this module exists: these objects go on the log as they are (``*Observed``,
+:func:`kueue_es.services.watcher.convert.kueue_fact`), and their deletion too,
+also a deletion that happened while no watcher ran (found when a relist misses an
+object the log holds). Two of them are also read by job conversions: a ``default``
+LocalQueue (for jobs without the queue-name label when
+``manageJobsWithoutQueueName`` is on) and the WorkloadPriorityClasses a job may
+name; :class:`KueueTracker` keeps those in
+:class:`kueue_es.services.watcher.inputs.ConversionInputs` and has the jobs
+converted again when they change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from kueue_es.events import types
+from kueue_es.jobframework import workloads
+from kueue_es.services.kube import objects
+from kueue_es.services.watcher import convert
+from kueue_es.services.watcher.inputs import ConversionInputs
+from kueue_es.services.watcher.kinds import Key
+from kueue_es.services.watcher.publishing import Publisher, log_rejection
+
+
+class KueueTracker:
+    """Publishes Kueue's objects and their deletions; ``reconvert(trigger=...)`` converts every job again."""
+
+    def __init__(
+        self,
+        *,
+        publisher: Publisher,
+        inputs: ConversionInputs,
+        reconvert: Callable[..., Awaitable[None]],
+        clock: Callable[[], int],
+    ) -> None:
+        self.publisher, self.inputs, self.reconvert, self.clock = publisher, inputs, reconvert, clock
+
+    async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
+        """A fresh list of one Kueue kind: the objects the log holds and the list misses are deleted."""
+        live = {_key(kind, obj) for obj in listed}
+        for namespace, name in sorted(self.publisher.known[kind] - live):
+            await self.publisher.publish(
+                types.ObjectDeleted(kind=kind, namespace=namespace, name=name), version=version
+            )
+        if kind == "LocalQueue":
+            self.inputs.local_queues = set(live)
+        if kind == "WorkloadPriorityClass":
+            self.inputs.workload_priority_classes = {name for _, name in live}
+        for obj in listed:
+            await self.changed(kind, "ADDED", obj, reconvert=False)
+        if kind == "WorkloadPriorityClass" or (kind == "LocalQueue" and self.inputs.manage_jobs_without_queue_name):
+            await self.reconvert(trigger=version)
+
+    async def changed(self, kind: str, change: str, obj: objects.KubeObject, *, reconvert: bool = True) -> None:
+        """One Kueue object added, modified or deleted."""
+        meta = objects.meta(obj)
+        namespace, name = _key(kind, obj)
+        version = str(meta.get("resourceVersion") or "")
+        if change == "DELETED":
+            await self.publisher.publish(
+                types.ObjectDeleted(kind=kind, namespace=namespace, name=name, uid=meta.get("uid", "")),
+                version=version,
+            )
+        else:
+            fact = convert.kueue_fact(cast(dict[str, Any], obj), now_ms=self.clock())
+            log_rejection(fact)
+            await self.publisher.publish(fact, version=version)
+        if reconvert:
+            await self._defaults_changed(kind, change, (namespace, name), version=version)
+
+    async def _defaults_changed(self, kind: str, change: str, key: Key, *, version: str) -> None:
+        """Keep the LocalQueues and WorkloadPriorityClasses conversions read; a ``default`` one
+        appearing changes what jobs without a queue or a priority class get."""
+        inputs = self.inputs
+        if kind == "LocalQueue":
+            (inputs.local_queues.discard if change == "DELETED" else inputs.local_queues.add)(key)
+        elif kind == "WorkloadPriorityClass":
+            classes = inputs.workload_priority_classes
+            (classes.discard if change == "DELETED" else classes.add)(key[1])
+        else:
+            return
+        if kind == "LocalQueue" and not inputs.manage_jobs_without_queue_name:
+            return  # only jobs without a queue label go to the default LocalQueue
+        if key[1] == workloads.DEFAULT_LOCAL_QUEUE and change != "DELETED":
+            await self.reconvert(trigger=f"{kind}@{version}")
+
+
+def _key(kind: str, obj: objects.KubeObject) -> Key:
+    """``(namespace, name)`` of a Kueue object (namespace "" for cluster-scoped kinds)."""
+    meta = objects.meta(obj)
+    return meta.get("namespace", "") if kind == "LocalQueue" else "", meta.get("name", "")

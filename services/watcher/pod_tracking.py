@@ -1,0 +1,129 @@
+"""Plain Pods as the watcher follows them: pod groups, and how far a Pod workload got.
+
+Why this module exists: a Pod is one workload on its own, but pods that share a
+``kueue.x-k8s.io/pod-group-name`` are one workload together (Kueue
+pkg/controller/jobs/pod), which exists only once the group is complete and changes
+with any of its members. :class:`PodGroups` keeps the index of which pods make up
+which group, converts a group again when a member changes
+(:func:`kueue_es.jobframework.pods.group_facts`), and reports a Pod workload's
+stop after an eviction and its PodsReady. Single pods are converted with the other
+jobs (:mod:`kueue_es.services.watcher.job_tracking`), which owns the pods kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kueue_es.events import types
+from kueue_es.jobframework import pods, workloads
+from kueue_es.services.kube import objects
+from kueue_es.services.watcher import progress
+from kueue_es.services.watcher.inputs import ConversionInputs
+from kueue_es.services.watcher.kinds import Key
+from kueue_es.services.watcher.publishing import Publisher, log_rejection
+from kueue_es.services.watcher.reporting import ProgressReporter
+
+
+class PodGroups:
+    """The pod groups among ``pods`` (the managed pods kept, by (namespace, name)) and their workloads."""
+
+    def __init__(
+        self,
+        *,
+        pods: dict[Key, objects.KubeObject],
+        publisher: Publisher,
+        inputs: ConversionInputs,
+        reporter: ProgressReporter,
+        clock: Callable[[], int],
+    ) -> None:
+        self.pods = pods
+        self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
+        self.groups: dict[Key, set[str]] = {}  # (namespace, pod group) -> names of its pods
+
+    # -- the index --------------------------------------------------------------------------------
+
+    def index(self, pod_key: Key, group: str, *, present: bool) -> None:
+        """Add the pod ``pod_key`` to ``group``, or (``present`` false) take it out."""
+        members = self.groups.setdefault((pod_key[0], group), set())
+        if present:
+            members.add(pod_key[1])
+        else:
+            members.discard(pod_key[1])
+            if not members:
+                del self.groups[(pod_key[0], group)]
+
+    def reindex(self) -> None:
+        """Index every pod kept again (after a relist)."""
+        self.groups = {}
+        for key, pod in self.pods.items():
+            if group := pods.group_name(pod):
+                self.index(key, group, present=True)
+
+    def version_of(self, group_key: Key) -> str:
+        """The newest resourceVersion among a group's pods (decimal strings compare by length first)."""
+        versions = [
+            objects.resource_version(self.pods[(group_key[0], name)]) for name in self.groups.get(group_key, ())
+        ]
+        return max(versions, key=lambda v: (len(v), v), default="")
+
+    # -- the group's workload ---------------------------------------------------------------------
+
+    async def sync(self, group_key: Key, *, version: str) -> None:
+        """Publish what the managed pods of one pod group stand for now (nothing while it is incomplete)."""
+        namespace, group = group_key
+        members = [self.pods[(namespace, name)] for name in sorted(self.groups.get(group_key, ()))]
+        context = self.inputs.context(group_key, previous=self.publisher.workloads.get(group_key))
+        managed = [pod for pod in members if pods.is_managed(pod, context)]
+        if not managed:
+            if self.publisher.sources.get(group_key) == "Pod":
+                await self.publisher.delete_workload(group_key, version=version)
+            return
+        fact = pods.group_facts(managed, now_ms=self.clock(), context=context)
+        if fact is None:
+            return
+        if (
+            isinstance(fact, types.WorkloadObserved)
+            and group_key in self.publisher.known["Workload"]
+            and pods.is_running(managed)
+        ):
+            return
+        log_rejection(fact)
+        await self.publisher.publish(self.publisher.keep_active(group_key, fact), version=version, source="Pod")
+        if not isinstance(fact, types.ObjectRejected):  # a later rejection of a member is news again
+            for pod in managed:
+                self.publisher.last_published.pop(("Pod", namespace, objects.name_of(pod)), None)
+
+    # -- how far it got ---------------------------------------------------------------------------
+
+    async def progress(self, pod: objects.KubeObject, *, version: str) -> None:
+        """After a change to a managed pod: WorkloadStopped once no marked pod of its workload runs, and its
+        workload's PodsReady (a single pod: PodReady; a group: every pod of the counted total ready)."""
+        if not pods.is_managed(pod, self.inputs.managed_context()):
+            return
+        wl_key = pods.workload_key(pod)
+        group = pods.group_name(pod)
+        if group:
+            members = [
+                self.pods[(wl_key[0], name)]
+                for name in sorted(self.groups.get((wl_key[0], group), ()))
+                if (wl_key[0], name) in self.pods
+            ]
+        else:
+            live = self.pods.get((wl_key[0], objects.name_of(pod)))
+            members = [live] if live is not None else []
+        now_ms = self.clock()
+        running = pods.is_running(members)
+        await self.reporter.report_mark_stopped(wl_key, [pod, *members], running=running, now_ms=now_ms)
+        if wl_key not in self.publisher.known["Workload"] or not members:
+            return
+        if group:
+            total = workloads.parse_int(
+                workloads.job_ref(pod, kind="Pod", api_version=pods.POD_API).annotations.get(
+                    pods.GROUP_TOTAL_COUNT_ANNOTATION
+                )
+            ) or len(members)
+            ready = progress.group_ready([m for m in members if not pods.is_terminated(m)] or members, total=total)
+        else:
+            ready = progress.pod_ready(members[0])
+        started = progress.started("Pod", members)
+        await self.reporter.report_pods_ready(wl_key, started=started, ready=ready, version=version)

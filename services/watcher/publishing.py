@@ -1,0 +1,145 @@
+"""The watcher's side of the log: publish a fact once, and know what the log holds.
+
+Why this module exists: every family of kinds the watcher follows ends in the same
+step -- put a fact on the log with a ``Nats-Msg-Id`` made of kind, object and
+resourceVersion, unless it changes nothing -- and that step needs one memory
+shared by all of them: which objects the log holds (so a relist can find the ones
+deleted meanwhile), the last fact published for each (so a status write or a
+resync publishes nothing), and the last workload published for each job (what a
+conversion keeps, such as ``spec.active``). :class:`Publisher` is that memory and
+that step; the collaborators in ``*_tracking.py`` and ``reporting.py`` call it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+import msgspec
+import structlog
+
+from kueue_es.events import codec, models, subjects, types
+from kueue_es.events.bus.base import Bus
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.topology import TopologyState
+from kueue_es.services.watcher.kinds import Key
+
+log = structlog.get_logger(__name__)
+
+
+class Publisher:
+    """Publishes facts on ``bus``; knows which objects the log holds and what was last published for each."""
+
+    def __init__(self, *, bus: Bus, kinds: Iterable[str]) -> None:
+        self.bus = bus
+        self.known: dict[str, set[Key]] = {kind: set() for kind in kinds}
+        self.last_published: dict[tuple[str, str, str], bytes] = {}
+        self.workloads: dict[Key, models.Workload] = {}  # the last workload published for each job
+        self.sources: dict[Key, str] = {}  # workload -> the job kind it came from
+        self.published = 0
+
+    # -- what the log holds -------------------------------------------------------------------
+
+    def learn(self, *, state: ClusterState, topology: TopologyState) -> None:
+        """Know the Kueue objects, the jobs' workloads and the TAS objects of the folded log."""
+        self.known["ResourceFlavor"] = {("", n) for n in state.flavors}
+        self.known["Cohort"] = {("", n) for n in state.cohorts}
+        self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
+        self.known["LocalQueue"] = set(state.local_queues)
+        self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
+        self._learn_tas(topology)
+        for wl in state.workloads.values():
+            if wl.workload.owner and not wl.deleted_seq:
+                key = (wl.workload.metadata.namespace, wl.workload.metadata.name)
+                self.known["Workload"].add(key)
+                self.workloads[key] = wl.workload
+                self.sources[key] = wl.workload.owner.kind
+
+    def _learn_tas(self, topology: TopologyState) -> None:
+        """Know the Topologies, Nodes and pods the log holds, and their content, so an unchanged one is not
+        published again after a restart and one deleted meanwhile gets its ObjectDeleted."""
+        facts: list[types.Fact] = [types.TopologyObserved(topology=t) for t in topology.topologies.values()]
+        facts += [types.NodeObserved(node=n) for n in topology.nodes.values()]
+        facts += [types.PodObserved(pod=p) for p in topology.pods.values()]
+        for fact in facts:
+            kind, namespace, name = subjects.fact_identity(fact)
+            self.known[kind].add((namespace, name))
+            self.last_published[(kind, namespace, name)] = codec.encode(fact)
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    async def publish(self, fact: types.Fact, *, version: str, source: str = "") -> None:
+        """Publish ``fact`` unless it changes nothing; ``source`` names the job kind of a workload's fact.
+
+        A job's facts are keyed by resourceVersion and content: the same object version
+        converted again after a change to what conversions read must not be dropped as a
+        duplicate.
+        """
+        kind, namespace, name = subjects.fact_identity(fact)
+        data = codec.encode(fact)
+        identity = (kind, namespace, name)
+        # A rejection seen again (a status write, a conversion redone) is the same rejection, whenever seen.
+        same_as = (
+            codec.encode(msgspec.structs.replace(fact, at_ms=0)) if isinstance(fact, types.ObjectRejected) else data
+        )
+        if isinstance(fact, types.ObjectDeleted):
+            if (namespace, name) not in self.known.get(kind, set()):
+                return
+            self.known[kind].discard((namespace, name))
+            self.last_published.pop(identity, None)
+            if kind == "Workload":
+                self.workloads.pop((namespace, name), None)
+                self.sources.pop((namespace, name), None)
+        elif self.last_published.get(identity) == same_as:
+            return  # nothing that matters changed (a status write, a resync)
+        else:
+            self.last_published[identity] = same_as
+            if not isinstance(fact, types.ObjectRejected):
+                self.known.setdefault(kind, set()).add((namespace, name))
+            if isinstance(fact, types.WorkloadObserved):
+                self.workloads[(namespace, name)] = fact.workload
+            if kind == "Workload" and not isinstance(fact, types.ObjectRejected):
+                owner = fact.workload.owner if isinstance(fact, types.WorkloadObserved) else None
+                self.sources[(namespace, name)] = source or (owner.kind if owner else "")
+            if source:
+                version = f"{version}.{hashlib.sha256(data).hexdigest()[:8]}"
+        await self.emit(fact, version=version)
+
+    async def emit(self, fact: types.Fact, *, version: str) -> None:
+        """Publish ``fact`` as it is, with the Msg-Id version given (the caller keeps what it dedups by)."""
+        await self.bus.publish(subjects.fact_message(fact, version=version))
+        self.published += 1
+
+    async def delete_workload(self, key: Key, *, version: str, uid: str = "") -> None:
+        """ObjectDeleted for a job's workload (the UID of the one last published when ``uid`` is not known)."""
+        known = self.workloads.get(key)
+        uid = uid or (known.metadata.uid if known is not None else "")
+        await self.publish(
+            types.ObjectDeleted(kind="Workload", namespace=key[0], name=key[1], uid=uid), version=version
+        )
+
+    def keep_active(self, wl_key: Key, fact: types.Fact) -> types.Fact:
+        """A job's workload keeps the ``spec.active`` last published for it (set on its Workload object)."""
+        known = self.workloads.get(wl_key)
+        if isinstance(fact, types.WorkloadObserved) and known is not None and not known.spec.active:
+            spec = msgspec.structs.replace(fact.workload.spec, active=False)
+            return types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, spec=spec))
+        return fact
+
+    def workload_ref(self, wl_key: Key) -> types.WorkloadRef:
+        """A reference to a job's workload, with the UID of the one last published ("" when none was)."""
+        known = self.workloads.get(wl_key)
+        return types.WorkloadRef(namespace=wl_key[0], name=wl_key[1], uid=known.metadata.uid if known else "")
+
+
+def log_rejection(fact: types.Fact) -> None:
+    """Log an ObjectRejected fact as a warning naming the object, the field and the problem."""
+    if isinstance(fact, types.ObjectRejected):
+        log.warning(
+            "object_rejected",
+            kind=fact.kind,
+            name=fact.name,
+            namespace=fact.namespace,
+            field=fact.field,
+            problem=fact.problem,
+        )

@@ -1,0 +1,182 @@
+"""How far the jobs got: evicted jobs stopped, PodsReady, and what admission check controllers say.
+
+Why this module exists: besides converting jobs, the watcher reports what Kueue's
+job reconciler and workload controller would write (SEMANTICS-ADVANCED B.5, C.2):
+WorkloadStopped once a job the dispatcher stopped for an eviction no longer runs
+(once per eviction, also across restarts), WorkloadPodsReady when a job's
+PodsReady (status, reason) changes, and, from the Workload objects read back,
+AdmissionCheckStateChanged when a check controller changes an entry of
+``status.admissionChecks`` and a WorkloadObserved when ``spec.active`` is flipped.
+What "ready", "started" and "stopped" mean per integration is pure
+(:mod:`kueue_es.services.watcher.progress`); :class:`ProgressReporter` remembers
+what it last reported and publishes the changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+import structlog
+
+from kueue_es.events import codec, manifests, models, types
+from kueue_es.events.bus.base import LogMessage
+from kueue_es.jobframework import jobs, workloads
+from kueue_es.services.kube import objects
+from kueue_es.services.watcher import progress
+from kueue_es.services.watcher.kinds import Key
+from kueue_es.services.watcher.publishing import Publisher
+
+log = structlog.get_logger(__name__)
+
+#: Admission check entries the dispatcher writes itself, not news from a check controller.
+_OWN_CHECK_MESSAGE = "Reset to Pending after eviction."
+
+
+class ProgressReporter:
+    """Reports stops, PodsReady and admission check states through ``publisher``, each once per change.
+
+    ``clock``: the time now in ms since the epoch (the ``at_ms`` of what has no time of its own).
+    """
+
+    def __init__(self, *, publisher: Publisher, clock: Callable[[], int]) -> None:
+        self.publisher, self.clock = publisher, clock
+        self.stopped: dict[Key, str] = {}  # workload (namespace, name) -> last stop version reported
+        self.pods_ready: dict[Key, progress.ReadyState] = {}  # workload -> PodsReady last reported
+        self.check_states: dict[tuple[str, str, str], tuple[Any, ...]] = {}  # (ns, workload, check) -> last seen
+
+    # -- what the log already says ----------------------------------------------------------------
+
+    def learn(self, message: LogMessage) -> None:
+        """Remember a WorkloadStopped, a PodsReady or an admission check state already on the log."""
+        kind = message.headers.get("Kq-Type")
+        if kind not in ("WorkloadStopped", "WorkloadPodsReady", "AdmissionCheckStateChanged"):
+            return
+        try:
+            event = codec.decode(message.data)
+        except codec.DecodeError:
+            return
+        if isinstance(event, types.WorkloadStopped):
+            version = message.headers.get("Nats-Msg-Id", "").rsplit(":", 1)[-1]  # the last part of its Msg-Id
+            self.stopped[(event.workload.namespace, event.workload.name)] = version
+        # What this watcher publishes comes back here later: a state it already holds is newer
+        # than the log's echo of an earlier one, so the log only fills in what it does not know.
+        elif isinstance(event, types.WorkloadPodsReady):
+            self.pods_ready.setdefault((event.workload.namespace, event.workload.name), (event.ready, event.reason))
+        elif isinstance(event, types.AdmissionCheckStateChanged):
+            key = (event.workload.namespace, event.workload.name, event.check)
+            self.check_states.setdefault(key, check_view(event))
+
+    # -- Jobs and JobSets -------------------------------------------------------------------------
+
+    async def job_progress(self, kind: str, obj: objects.KubeObject, wl_key: Key, *, version: str, now_ms: int) -> None:
+        """WorkloadStopped of an evicted Job or JobSet that no longer runs, and its PodsReady."""
+        raw: Mapping[str, Any] = obj
+        if kind == "Job":
+            await self.report_stopped(raw, now_ms=now_ms)
+        if kind == "JobSet":
+            running = progress.jobset_active(raw) or (raw.get("spec") or {}).get("suspend") is not True
+            await self.report_mark_stopped(wl_key, [obj], running=running, now_ms=now_ms)
+        if kind in ("Job", "JobSet") and wl_key in self.publisher.known["Workload"]:
+            ready = progress.job_ready(raw) if kind == "Job" else progress.jobset_ready(raw)
+            await self.report_pods_ready(wl_key, started=progress.started(kind, [raw]), ready=ready, version=version)
+
+    async def report_stopped(self, job: Mapping[str, Any], *, now_ms: int) -> None:
+        """WorkloadStopped for an evicted Job that no longer runs, once per eviction (jobs.stop_version)."""
+        stopped = jobs.stopped_fact(job, now_ms=now_ms)
+        if stopped is None:
+            return
+        key, version = (stopped.workload.namespace, stopped.workload.name), jobs.stop_version(job)
+        if self.stopped.get(key) == version:
+            return
+        await self.publisher.emit(stopped, version=version)
+        self.stopped[key] = version
+        log.info("workload_stopped", workload=stopped.workload.key, reason=stopped.reason, version=version)
+
+    async def report_mark_stopped(
+        self, wl_key: Key, objs: Sequence[objects.KubeObject], *, running: bool, now_ms: int
+    ) -> None:
+        """WorkloadStopped for a JobSet or Pod workload the dispatcher marked evicted, once nothing of it
+        runs; once per eviction (the mark's sequence is the Msg-Id version, as for a Job)."""
+        mark = progress.eviction_mark(objs)
+        if mark is None or running:
+            return
+        reason, seq = mark
+        version = f"evict-{seq}"
+        if self.stopped.get(wl_key) == version:
+            return
+        ref = self.publisher.workload_ref(wl_key)
+        stopped = types.WorkloadStopped(workload=ref, reason=reason, at_ms=now_ms)
+        await self.publisher.emit(stopped, version=version)
+        self.stopped[wl_key] = version
+        log.info("workload_stopped", workload=ref.key, reason=reason, version=version)
+
+    async def report_pods_ready(self, wl_key: Key, *, started: bool, ready: bool, version: str) -> None:
+        """WorkloadPodsReady when the workload's PodsReady (status, reason) changes; nothing before it started once."""
+        previous = self.pods_ready.get(wl_key)
+        if previous is None and not started:
+            return  # not admitted yet: Kueue's WaitForStart, nothing to report
+        current = progress.next_pods_ready(previous, started=started, ready=ready)
+        if current == previous:
+            return
+        ref = self.publisher.workload_ref(wl_key)
+        fact = types.WorkloadPodsReady(workload=ref, ready=current[0], reason=current[1], at_ms=self.clock())
+        await self.publisher.emit(fact, version=f"{version}.{current[1]}")
+        self.pods_ready[wl_key] = current
+
+    # -- Workload objects -------------------------------------------------------------------------
+
+    async def workload_object_changed(self, obj: objects.WorkloadObject) -> None:
+        """A Workload object of a job's workload: report its admission check entries that a check controller
+        changed, and a flip of ``spec.active`` (a WorkloadObserved of the job's workload with that value)."""
+        key = (str(objects.meta(obj).get("namespace") or "default"), objects.name_of(obj))
+        known = self.publisher.workloads.get(key)
+        if known is None or known.owner is None:
+            return  # not a job's workload the log knows (standalone Workloads are not watched here)
+        version = objects.resource_version(obj)
+        ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=known.metadata.uid)
+        status = obj.get("status")
+        for entry in (status.get("admissionChecks") if isinstance(status, dict) else None) or []:
+            if isinstance(entry, dict):
+                await self._check_entry(ref, entry, version=version)
+        active = (obj.get("spec") or {}).get("active", True) is not False
+        if active != known.spec.active:
+            changed = msgspec.structs.replace(known, spec=msgspec.structs.replace(known.spec, active=active))
+            await self.publisher.publish(
+                types.WorkloadObserved(workload=changed), version=version, source=self.publisher.sources.get(key, "")
+            )
+
+    async def _check_entry(self, ref: types.WorkloadRef, entry: objects.AdmissionCheckEntry, *, version: str) -> None:
+        """AdmissionCheckStateChanged for one ``status.admissionChecks[]`` entry that differs from what was
+        last seen, unless it is a Pending entry the dispatcher wrote itself (added, or reset after eviction)."""
+        try:
+            fact = types.AdmissionCheckStateChanged(
+                workload=ref,
+                check=str(entry.get("name") or ""),
+                state=entry.get("state") or "Pending",  # type: ignore[arg-type]  # checked just below
+                message=str(entry.get("message") or ""),
+                requeue_after_seconds=workloads.parse_int(entry.get("requeueAfterSeconds")),
+                pod_set_updates=msgspec.convert(
+                    entry.get("podSetUpdates") or [], list[models.PodSetUpdate], str_keys=True
+                ),
+                at_ms=manifests.parse_time_ms(entry.get("lastTransitionTime")) or self.clock(),
+            )
+            msgspec.convert(msgspec.to_builtins(fact), types.AdmissionCheckStateChanged)  # the state is one of four
+        except (msgspec.ValidationError, manifests.ManifestError, TypeError) as err:
+            log.warning("admission_check_entry_invalid", workload=ref.key, entry=entry, error=str(err))
+            return
+        key = (ref.namespace, ref.name, fact.check)
+        view = check_view(fact)
+        if self.check_states.get(key) == view:
+            return
+        self.check_states[key] = view
+        if fact.state == "Pending" and (not fact.message or fact.message.startswith(_OWN_CHECK_MESSAGE)):
+            return
+        await self.publisher.emit(fact, version=f"{version}.{fact.check}")
+        log.info("admission_check_state", workload=ref.key, check=fact.check, state=fact.state)
+
+
+def check_view(fact: types.AdmissionCheckStateChanged) -> tuple[Any, ...]:
+    """What of a check entry counts as a change: state, message, requeueAfterSeconds, podSetUpdates."""
+    return (fact.state, fact.message, fact.requeue_after_seconds, tuple(fact.pod_set_updates))
