@@ -70,4 +70,4 @@ def tas_fact(kind: str, obj: Mapping[str, Any], *, now_ms: int = 0) -> types.Fac
         fact = tas.tas_fact(manifest)
     except manifests.ManifestError as err:
         return workloads.rejected(manifest, err, now_ms=now_ms)
-    return fact  # type: ignore[return-value]
+    return fact
