@@ -23,19 +23,47 @@ import msgspec
 from kueue_es.events import manifests, models, types
 from kueue_es.events.tas_requests import (
     GROUP_NAME_ANNOTATION as GROUP_NAME_ANNOTATION,
+)
+from kueue_es.events.tas_requests import (
     HOSTNAME_LABEL as HOSTNAME_LABEL,
+)
+from kueue_es.events.tas_requests import (
     PREFERRED_ANNOTATION as PREFERRED_ANNOTATION,
+)
+from kueue_es.events.tas_requests import (
     REQUIRED_ANNOTATION as REQUIRED_ANNOTATION,
+)
+from kueue_es.events.tas_requests import (
     SLICE_CONSTRAINTS_ANNOTATION as SLICE_CONSTRAINTS_ANNOTATION,
+)
+from kueue_es.events.tas_requests import (
     SLICE_REQUIRED_ANNOTATION as SLICE_REQUIRED_ANNOTATION,
+)
+from kueue_es.events.tas_requests import (
     SLICE_SIZE_ANNOTATION as SLICE_SIZE_ANNOTATION,
+)
+from kueue_es.events.tas_requests import (
     TAS_POD_ANNOTATIONS as TAS_POD_ANNOTATIONS,
+)
+from kueue_es.events.tas_requests import (
     UNCONSTRAINED_ANNOTATION as UNCONSTRAINED_ANNOTATION,
+)
+from kueue_es.events.tas_requests import (
     TopologyRequestError as TopologyRequestError,
+)
+from kueue_es.events.tas_requests import (
     requests_tas as requests_tas,
+)
+from kueue_es.events.tas_requests import (
     slice_layers as slice_layers,
+)
+from kueue_es.events.tas_requests import (
     topology_request_from_annotations as topology_request_from_annotations,
+)
+from kueue_es.events.tas_requests import (
     validate_pod_set_groups as validate_pod_set_groups,
+)
+from kueue_es.events.tas_requests import (
     validate_topology_request as validate_topology_request,
 )
 

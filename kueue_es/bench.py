@@ -19,9 +19,9 @@ import resource
 import time
 from dataclasses import dataclass
 
+from kueue_es import deciders
 from kueue_es.events import models, types
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es import deciders
 
 BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 CLASSES = (("small", 35, 1, 50), ("medium", 11, 5, 100), ("large", 4, 20, 200))

@@ -21,18 +21,18 @@ from typing import Any
 
 from rich.console import Console
 
+from kueue_es import deciders, timeline
 from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.server import NatsServer
 from kueue_es.events.manifests import load_documents
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es import deciders, timeline
+from kueue_es.replay import ReplayReport, replay_bus
 from kueue_es.services.kube import client as kube
+from kueue_es.services.runtime import cancel_and_wait, configure_logging
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.replay import ReplayReport, replay_bus
-from kueue_es.services.runtime import cancel_and_wait, configure_logging
 from kueue_es.supervisor import Supervisor
 
 DEMO_TIMEOUT = 50.0

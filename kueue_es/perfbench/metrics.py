@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kueue_es.events import models, tas, types
-from kueue_es.projections.topology import TopologyState
 from kueue_es.perfbench.generator import CLASS_LABEL
+from kueue_es.projections.topology import TopologyState
 
 RATE_WINDOW_MS = 5_000
 

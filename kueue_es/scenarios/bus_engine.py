@@ -28,9 +28,6 @@ from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.server import NatsServer
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es.scheduling import lifecycle
-from kueue_es.sim.emulator import serve_emulator
-from kueue_es.services.runtime import build_batch, wall_clock_ms
 from kueue_es.scenarios.core_engine import MAX_SETTLE_CYCLES, SEED, cycle_deciders, job_reports, status_fact
 from kueue_es.scenarios.engines import RunError
 from kueue_es.scenarios.outcome import Outcome, build_outcome
@@ -45,6 +42,9 @@ from kueue_es.scenarios.specs import (
     ScenarioEvent,
     WaitEvent,
 )
+from kueue_es.scheduling import lifecycle
+from kueue_es.services.runtime import build_batch, wall_clock_ms
+from kueue_es.sim.emulator import serve_emulator
 from kueue_es.supervisor import Supervisor
 
 ANSWER_TIMEOUT = 60.0

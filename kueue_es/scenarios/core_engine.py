@@ -38,12 +38,10 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from kueue_es import deciders
 from kueue_es.events import codec, manifests, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es import deciders
-from kueue_es.scheduling import lifecycle
-from kueue_es.services.runtime import Decider, build_batch
 from kueue_es.scenarios.engines import RunError
 from kueue_es.scenarios.outcome import Outcome, build_outcome
 from kueue_es.scenarios.specs import (
@@ -56,6 +54,8 @@ from kueue_es.scenarios.specs import (
     ScenarioEvent,
     WaitEvent,
 )
+from kueue_es.scheduling import lifecycle
+from kueue_es.services.runtime import Decider, build_batch
 
 log = structlog.get_logger(__name__)
 

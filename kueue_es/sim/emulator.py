@@ -50,8 +50,8 @@ import kmock
 import structlog
 import yaml
 
-from kueue_es.sim import patches, selectors, store
 from kueue_es.services.kube import resources
+from kueue_es.sim import patches, selectors, store
 
 logger = structlog.get_logger(__name__)
 

@@ -38,8 +38,8 @@ import tenacity
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.services.kube import client, errors, resources
-from kueue_es.sim import store
 from kueue_es.services.runtime import cancel_and_wait
+from kueue_es.sim import store
 
 logger = structlog.get_logger(__name__)
 

@@ -42,6 +42,7 @@ from kueue_es.projections.topology import FlavorTopology
 from kueue_es.scheduling.tas.balanced import Balanced
 from kueue_es.scheduling.tas.domains import Domain, Skeleton, Stats, build_tree
 from kueue_es.scheduling.tas.requests import (
+    DEFAULT_GATES,
     Placement,
     PlacementFailure,
     PodSetPlacementRequest,
@@ -61,7 +62,7 @@ def find_assignments(
     assumed_usage: Mapping[str, Mapping[str, int]] | None = None,
     simulate_empty: bool = False,
     check_empty: bool = True,
-    gates: TASGates = TASGates(),
+    gates: TASGates = DEFAULT_GATES,
     usage_token: UsageToken | None = None,
 ) -> Placement | PlacementFailure:
     """Place ``pod_sets`` (all assigned to this TAS flavor, in pod-set order) on ``topology``.

@@ -35,6 +35,10 @@ class TASGates:
         )
 
 
+DEFAULT_GATES = TASGates()
+"""Kueue's default feature gates, one frozen instance."""
+
+
 @dataclass(frozen=True)
 class PodSetPlacementRequest:
     """One pod set to place: ``count`` pods each requesting ``requests`` (raw pod-template

@@ -19,11 +19,11 @@ from typing import assert_never
 import structlog
 
 from kueue_es.events import types
+from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.dispatcher import core, objects
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
-from kueue_es.jobframework import pods as pod_integration
 
 log = structlog.get_logger(__name__)
 

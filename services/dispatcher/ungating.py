@@ -18,13 +18,13 @@ import asyncio
 import structlog
 
 from kueue_es.events import tas
+from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.dispatcher import core, objects, ungater
 from kueue_es.services.dispatcher.job_writes import POD_REF
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
 from kueue_es.services.dispatcher.object_sync import API_ERRORS
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.jobframework import pods as pod_integration
 
 log = structlog.get_logger(__name__)
 

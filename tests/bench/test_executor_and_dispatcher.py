@@ -8,10 +8,10 @@ import pytest
 
 from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.perfbench.executor import Executor
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
 from kueue_es.services.dispatcher.service import DECISION_FILTER
 from kueue_es.services.dispatcher.simulated import SimulatedDispatcher, UnlimitedWrites, simulated_limiter
-from kueue_es.perfbench.executor import Executor
 from kueue_es.services.runtime import cancel_and_wait
 
 pytestmark = pytest.mark.timeout(20)

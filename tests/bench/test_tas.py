@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kueue_es.cli import main
 from kueue_es.events import models, tas, types
+from kueue_es.perfbench import generator, metrics
 from kueue_es.projections import cluster
 from kueue_es.projections.topology import TopologyState
-from kueue_es.cli import main
-from kueue_es.perfbench import generator, metrics
 from kueue_es.services.tas_placer import core as placer_core
 from tests.bench.configs import TAS, tas_small
 

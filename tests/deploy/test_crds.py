@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kueue_es.events import manifests
 from kueue_es import cli, crds
+from kueue_es.events import manifests
 from tests.deploy import schemas
 
 ROOT = Path(__file__).resolve().parents[2]

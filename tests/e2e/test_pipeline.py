@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from kueue_es import deciders
 from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.server import NatsServer
-from kueue_es import deciders
+from kueue_es.replay import replay_bus
 from kueue_es.services.kube import client as kube
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.replay import replay_bus
 from kueue_es.supervisor import Supervisor
 
 pytestmark = pytest.mark.slow

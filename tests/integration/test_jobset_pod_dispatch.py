@@ -22,11 +22,11 @@ import pytest
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.jobframework import jobsets, pods
+from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, SCHEDULING_GATE
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher.service import Watcher
-from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, SCHEDULING_GATE
 from tests.integration.harness import (
     SPOT_TOLERATION,
     admitter,

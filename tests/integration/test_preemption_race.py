@@ -17,19 +17,19 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.server import NatsServer
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es import deciders
 from kueue_es.replay import check_log
-from kueue_es.services.runtime import DeciderLoop, build_batch, cancel_and_wait
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario
 from kueue_es.scenarios.outcome import build_outcome
 from kueue_es.scenarios.specs import Scenario
+from kueue_es.services.runtime import DeciderLoop, build_batch, cancel_and_wait
 
 API = "kueue.x-k8s.io/v1beta2"
 

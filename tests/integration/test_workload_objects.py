@@ -25,8 +25,8 @@ from kueue_es.services.dispatcher.kube_api import WriteLimiter
 from kueue_es.services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER, Dispatcher
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
-from kueue_es.sim.emulator import ClusterEmulator
 from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim.emulator import ClusterEmulator
 from tests.integration.harness import (
     JOBS,
     RecordingConsumer,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 from kueue_es.services.kube import client, resources
 from kueue_es.sim import emulator, kubelet
-from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 pytestmark = pytest.mark.timeout(20)
 

@@ -7,9 +7,9 @@ import asyncio
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from kueue_es import deciders
 from kueue_es.events import subjects, types
 from kueue_es.events.bus.memory import MemoryBus
-from kueue_es import deciders
 from kueue_es.services.health import Health, serve_health
 from kueue_es.services.runtime import DeciderLoop, cancel_and_wait
 from kueue_es.services.watcher.convert import kueue_fact

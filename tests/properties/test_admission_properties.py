@@ -46,14 +46,14 @@ import yaml
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
+from kueue_es import deciders
 from kueue_es.events import types
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es import deciders
-from kueue_es.scheduling import preemption as targets
 from kueue_es.replay import check_log
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario
+from kueue_es.scheduling import preemption as targets
 
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"

@@ -26,8 +26,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kueue_es.events import tas, types
 from kueue_es import deciders
+from kueue_es.events import tas, types
 from kueue_es.replay import check_log
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario

@@ -29,13 +29,13 @@ from typing import Any
 
 import pytest
 
-from kueue_es.events import types
 from kueue_es import deciders
+from kueue_es.events import types
 from kueue_es.replay import check_log
-from kueue_es.services.runtime import Decider
 from kueue_es.scenarios import checking, core_engine, engines, load_scenario
 from kueue_es.scenarios.checking import check
 from kueue_es.scenarios.outcome import preempted_keys
+from kueue_es.services.runtime import Decider
 from tests.scenarios.scenario_builders import cpu_workload, scenario_doc, write
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,10 +4,10 @@ import asyncio
 
 import msgspec
 
+from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.events.bus.memory import MemoryBus
-from kueue_es import deciders
 from kueue_es.replay import check_log, replay_bus
 from kueue_es.services.runtime import Decider, DeciderLoop, cancel_and_wait
 from kueue_es.services.watcher.convert import kueue_fact

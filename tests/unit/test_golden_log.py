@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kueue_es.events.bus.base import LogMessage
 from kueue_es import deciders
+from kueue_es.events.bus.base import LogMessage
 from kueue_es.replay import check_log
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "logs"

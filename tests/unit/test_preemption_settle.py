@@ -14,11 +14,11 @@ from collections import Counter
 import pytest
 import yaml
 
-from kueue_es.events import types
 from kueue_es import deciders
-from kueue_es.scheduling import preemption as targets
+from kueue_es.events import types
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario
+from kueue_es.scheduling import preemption as targets
 from tests.builders import cluster_queue, flavor, local_queue, workload
 
 

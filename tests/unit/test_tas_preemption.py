@@ -18,9 +18,9 @@ import yaml
 
 from kueue_es.events import types
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es.services.preemptor import core as preemptor
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario
+from kueue_es.services.preemptor import core as preemptor
 
 SCENARIO = Path(__file__).parents[1] / "scenarios/tas/preemption-fair-sharing-victims-free-the-rack.yaml"
 
