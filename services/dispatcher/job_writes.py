@@ -20,10 +20,10 @@ import structlog
 
 from kueue_es.events import types
 from kueue_es.jobframework import pods as pod_integration
-from kueue_es.services.dispatcher import core, objects
+from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.services.kube import resources
+from kueue_es.services.kube import objects, resources
 
 log = structlog.get_logger(__name__)
 
@@ -178,7 +178,7 @@ class JobWrites:
         items, _ = await self.api.list_objects(POD_REF, namespace=action.namespace)
         return sorted(
             (objects.as_pod(pod) for pod in items if pod_integration.group_name(pod) == action.group),
-            key=objects.pod_name,
+            key=objects.name_of,
         )
 
     @staticmethod

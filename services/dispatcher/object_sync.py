@@ -26,11 +26,11 @@ import structlog
 from kueue_es.events import subjects, types
 from kueue_es.events.bus.base import Bus
 from kueue_es.projections.cluster import WorkloadState
-from kueue_es.services.dispatcher import core, kube_events, objects, status
+from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
-from kueue_es.services.dispatcher.objects import ObjectKey
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.services.kube import resources
+from kueue_es.services.kube import objects, resources
+from kueue_es.services.kube.objects import ObjectKey
 
 log = structlog.get_logger(__name__)
 

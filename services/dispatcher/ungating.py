@@ -19,12 +19,13 @@ import structlog
 
 from kueue_es.events import tas
 from kueue_es.jobframework import pods as pod_integration
-from kueue_es.services.dispatcher import core, objects, ungater
+from kueue_es.services.dispatcher import core, ungater
 from kueue_es.services.dispatcher.job_writes import POD_REF
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
 from kueue_es.services.dispatcher.object_sync import API_ERRORS
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import objects
 
 log = structlog.get_logger(__name__)
 
@@ -119,7 +120,7 @@ class Ungating:
                 and (objects.meta(pod).get("labels") or {}).get(core.PODSET_LABEL) == pod_set
                 and not pod_integration.is_terminated(pod)
             ),
-            key=objects.pod_name,
+            key=objects.name_of,
         )
 
     async def _ungate(self, key: str) -> None:
@@ -137,7 +138,7 @@ class Ungating:
             except ValueError as err:
                 log.warning("ungate_failed", workload=key, pod_set=pod_set.name, error=str(err))
                 continue
-            by_name = {objects.pod_name(p): p for p in pods}
+            by_name = {objects.name_of(p): p for p in pods}
             for step in plan:
                 await self._ungate_pod(by_name[step.name], step, workload=key)
 

@@ -13,7 +13,13 @@ into models instead (:mod:`kueue_es.events.manifests`).
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
+
+ObjectKey = tuple[str, str, str]
+"""An object the dispatcher keeps: (kind, namespace or "" for a cluster-scoped one, name)."""
+
+PodKey = tuple[str, str]
+"""A pod: (namespace, name)."""
 
 
 class OwnerReference(TypedDict, total=False):
@@ -68,7 +74,7 @@ class PodSpec(TypedDict, total=False):
     initContainers: list[dict[str, Any]]
     nodeName: str
     nodeSelector: dict[str, str]
-    schedulingGates: list[dict[str, str]]
+    schedulingGates: list[dict[str, Any]]
     tolerations: list[dict[str, Any]]
     priorityClassName: str
     runtimeClassName: str
@@ -122,10 +128,17 @@ class Job(KubeObject, total=False):
     status: JobStatus
 
 
+class JobTemplateSpec(TypedDict, total=False):
+    """A replicated job's ``template``: a Job's metadata and spec."""
+
+    metadata: ObjectMeta
+    spec: JobSpec
+
+
 class ReplicatedJob(TypedDict, total=False):
     name: str
     replicas: int
-    template: dict[str, Any]  # a JobTemplateSpec: metadata and a JobSpec
+    template: JobTemplateSpec
 
 
 class ReplicatedJobStatus(TypedDict, total=False):
@@ -220,6 +233,48 @@ class WorkloadObject(KubeObject, total=False):
 
     spec: WorkloadObjectSpec
     status: WorkloadObjectStatus
+
+
+class StoredObject(KubeObject, total=False):
+    """A Workload, ClusterQueue or LocalQueue as the server last returned it; the dispatcher compares
+    its ``status`` (and the Workload's spec) with what it would write."""
+
+    spec: dict[str, Any]
+    status: dict[str, Any]
+
+
+# -- reading an answer as the kind asked for: the API client returns untyped dicts, because a call's
+# kind is a run-time value (a ResourceRef); these say which kind was asked for --------------------
+
+
+def as_job(raw: dict[str, Any]) -> Job:
+    """The server's answer to a GET of a Job."""
+    return cast(Job, raw)
+
+
+def as_jobset(raw: dict[str, Any]) -> JobSet:
+    """The server's answer to a GET of a JobSet."""
+    return cast(JobSet, raw)
+
+
+def as_pod(raw: dict[str, Any]) -> Pod:
+    """The server's answer to a GET, LIST, PATCH or watch of a Pod."""
+    return cast(Pod, raw)
+
+
+def as_stored(raw: dict[str, Any]) -> StoredObject:
+    """The server's answer to an apply or a LIST of a Workload, ClusterQueue or LocalQueue."""
+    return cast(StoredObject, raw)
+
+
+def pod_spec(job: Job) -> PodSpec:
+    """A Job's pod template spec ({} when absent)."""
+    return ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def pod_key(pod: Pod) -> PodKey:
+    """(namespace, name) of a pod; a pod without a namespace is in ``default``."""
+    return namespace_of(pod), name_of(pod)
 
 
 def meta(obj: KubeObject) -> ObjectMeta:
