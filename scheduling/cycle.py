@@ -193,7 +193,6 @@ def _drain_stopped_queues(state: ClusterState, *, now_ms: int) -> list[types.Dec
     return out
 
 
-
 def _process(
     entry: Entry,
     *,

@@ -264,7 +264,9 @@ def fair_targets(
     kept = list(chosen)
     for i in range(len(kept) - 2, -1, -1):  # fillBackWorkloads, borrowing allowed
         preemption.restore(tree, kept[i].candidate)
-        if preemption.fits(tree, preemptor, allow_borrowing=True) and _topology_fits(preemptor, kept[:i] + kept[i + 1 :]):
+        if preemption.fits(tree, preemptor, allow_borrowing=True) and _topology_fits(
+            preemptor, kept[:i] + kept[i + 1 :]
+        ):
             del kept[i]
         else:
             preemption.remove(tree, kept[i].candidate)

@@ -359,7 +359,9 @@ class _ClassicalSearch:
             remaining[fr] = max(0, amount - node.local_available(fr))
         return fits_all, remaining
 
-    def _collect(self, cohort: Node, *, subtree_root: Node, skip: Node | None, advantage: bool, into: list[_Elem]) -> None:
+    def _collect(
+        self, cohort: Node, *, subtree_root: Node, skip: Node | None, advantage: bool, into: list[_Elem]
+    ) -> None:
         # Children are visited in name order (Kueue iterates maps; the final sort decides anyway).
         for child in sorted(cohort.children, key=lambda n: (not n.is_cohort, n.name)):
             if child.is_cohort:

@@ -216,4 +216,3 @@ def can_preempt(cq: models.ClusterQueue, tree: quota.QuotaTree) -> bool:
 
 def _join(first: str, second: str) -> str:
     return f"{first}; {second}" if first else second
-

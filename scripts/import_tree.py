@@ -6,7 +6,9 @@ but import-linter (grimp) and mypy find a package's files by walking its folder,
 ``kueue_es/`` does not contain ``events/``: grimp would see only the tools, and mypy could not
 resolve ``kueue_es.events`` at all. This script builds ``build/import-tree/kueue_es/`` out of
 real folders and symbolic links to the source files, so both tools see the installed layout
-while reading (and reporting) the files you edit. ``.ci/run`` runs it before ``lint-imports``
+while reading the files you edit. mypy names a file by its link, so
+``build/import-tree/kueue_es/events/codec.py`` is ``events/codec.py`` (and
+``build/import-tree/kueue_es/cli.py`` is ``kueue_es/cli.py``). ``.ci/run`` runs it before ``lint-imports``
 and ``mypy``; run it again after adding or moving a module::
 
     .venv/bin/python scripts/import_tree.py

@@ -159,9 +159,7 @@ class Balanced(Greedy):
             return None
         return states[k][max(done)]
 
-    def _place_balanced(
-        self, domains: list[Domain], slices: int, leaders: int, threshold: int
-    ) -> list[Domain] | None:
+    def _place_balanced(self, domains: list[Domain], slices: int, leaders: int, threshold: int) -> list[Domain] | None:
         """Give each domain of the optimal set ``threshold`` slices, then the extras in sorted
         order (leader domains first); None on failure (Kueue placeSlicesOnDomainsBalanced)."""
         chosen = self._optimal_set(domains, slices, leaders, self.slice_size, by_entropy=False)

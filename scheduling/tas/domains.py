@@ -34,7 +34,6 @@ class PhaseOne:
     stats: Stats
 
 
-
 class Domain:
     """A domain of the working tree with this run's counts (Kueue domain + domainState)."""
 

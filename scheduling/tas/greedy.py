@@ -175,9 +175,7 @@ class Greedy(Counting):
 
     # -- phase 2b: trim and descend (A.6.5) --
 
-    def _update_counts(
-        self, domains: list[Domain], count: int, leaders: int, size: int, slices: bool
-    ) -> list[Domain]:
+    def _update_counts(self, domains: list[Domain], count: int, leaders: int, size: int, slices: bool) -> list[Domain]:
         """Assign ``count`` pods (in units of ``size`` when ``slices``) over ``domains`` greedily:
         whole domains in order, best fit for the last (Kueue updateCountsToMinimumGeneric)."""
         self.skeleton.dirty.extend(domains)  # restored from the phase-1 entry by the next run

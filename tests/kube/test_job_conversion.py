@@ -378,9 +378,7 @@ def test_missing_priority_class_gives_no_workload_yet() -> None:
 
 def test_priority_class_value_is_fixed_at_creation() -> None:
     """Kueue never updates a PriorityClass-based priority: the value first published stays."""
-    first = workload_of(
-        jobs.job_facts(job(pod={"priorityClassName": "high"}), context=context(priority_classes=PCS))
-    )
+    first = workload_of(jobs.job_facts(job(pod={"priorityClassName": "high"}), context=context(priority_classes=PCS)))
     changed = {"high": dataclasses.replace(PCS["high"], value=1)}
     later = jobs.job_facts(
         job(pod={"priorityClassName": "high"}), context=context(priority_classes=changed, previous=first)

@@ -61,7 +61,12 @@ def replicated(
 
 def a_jobset(*rjobs: dict, labels: dict | None = None, status: dict | None = None) -> dict[str, Any]:
     meta = {"name": "js", "namespace": "default", "uid": "js-uid", "labels": {QUEUE: "user-queue", **(labels or {})}}
-    out = {"apiVersion": jobsets.JOBSET_API, "kind": "JobSet", "metadata": meta, "spec": {"replicatedJobs": list(rjobs)}}
+    out = {
+        "apiVersion": jobsets.JOBSET_API,
+        "kind": "JobSet",
+        "metadata": meta,
+        "spec": {"replicatedJobs": list(rjobs)},
+    }
     if status:
         out["status"] = status
     return out

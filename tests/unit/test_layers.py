@@ -157,4 +157,3 @@ def test_a_contract_reports_a_forbidden_import(probe: Probe, tree: Path) -> None
         planted.unlink()
     assert result.returncode == 1, result.stdout + result.stderr
     assert probe.want_line in " ".join(result.stdout.split()), result.stdout
-
