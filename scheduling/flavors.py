@@ -114,6 +114,8 @@ class Assignment(msgspec.Struct, frozen=True, gc=False):
     collector stops tracking at its first pass: a cycle holds a thousand assignments
     until its end, and most are never read as :attr:`pod_sets`. A frozen Struct without GC
     tracking, like the other per-head records of a cycle (measured quicker than NamedTuples).
+    A tuple of per-pod-set and per-resource Structs in place of ``flat`` reads better but was
+    measured 3 % slower on ``bench core`` (docs/benchmarks.md, issue 12), so ``flat`` stays.
     """
 
     mode: str
