@@ -21,8 +21,10 @@ lowest non-zero code that applies wins, in the order 1, 4, 3.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
@@ -196,8 +198,6 @@ async def read_log(bus: Bus, *, progress: Progress | None = None, idle: float = 
     pending, or after ``idle`` seconds without a message (the messages at the end
     were deleted: the reader would otherwise wait for ever).
     """
-    import asyncio
-
     last = await bus.last_seq()
     messages: list[LogMessage] = []
     if not last:
@@ -343,9 +343,7 @@ def _check_complete(
             continue
         answered.add(event.decision_seq)
     report.undispatched = [
-        seq
-        for seq, message in outputs.items()
-        if message.headers.get("Kq-Type") in _DISPATCHED and seq not in answered
+        seq for seq, message in outputs.items() if message.headers.get("Kq-Type") in _DISPATCHED and seq not in answered
     ]
 
 
@@ -433,3 +431,149 @@ def _check(
             )
             return
     report.matched += 1
+
+
+# --- the report as text ----------------------------------------------------------------------
+
+DEFAULT_MAX_DIFFS = 10
+
+
+def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list[tuple[str, str]]:
+    """The report as lines of plain text, each with a rich style ("" for none)."""
+    lines: list[tuple[str, str]] = [
+        (
+            f"replay: {report.messages} events folded (log #1..#{report.last_seq}), {report.decisions} decisions: "
+            f"{report.matched} matched, {len(report.mismatches)} differed, {report.skipped} not re-checked",
+            "",
+        )
+    ]
+    for first, last in report.gaps:
+        span = f"#{first}" if first == last else f"#{first}..#{last}"
+        lines.append((f"gap: {span} missing from the log (deleted or purged)", "bold red"))
+    for orphan in report.orphans:
+        lines.append((f"orphan: #{orphan.seq} {orphan.type} on {orphan.subject}: {orphan.why}", "bold red"))
+    for stray in report.stray_dispatch:
+        lines.append(
+            (f"dispatch result of no decision: #{stray.seq} {stray.type} on {stray.subject}: {stray.why}", "bold red")
+        )
+    lines.extend(_unverifiable_lines(report))
+    for number, mismatch in enumerate(report.mismatches[:max_diffs], start=1):
+        where = "the record" if mismatch.index == 0 else f"event {mismatch.index}"
+        lines.append(
+            (
+                f"difference {number}: decision {mismatch.decision_id} at #{mismatch.seq} ({where}; "
+                f"head #{mismatch.head_seq}, basis #{mismatch.basis_seq})"
+                + (f": {mismatch.reason}" if mismatch.reason else ""),
+                "bold red",
+            )
+        )
+        if mismatch.reason:
+            continue
+        for diff in mismatch.fields():
+            lines.append((f"    {diff.path or '(event)'}: {_show(diff.stored)} -> {_show(diff.replayed)}", ""))
+    if len(report.mismatches) > max_diffs:
+        lines.append((f"... and {len(report.mismatches) - max_diffs} more differences (--max-diffs N shows more)", ""))
+    if report.undispatched:
+        shown = ", ".join(f"#{seq}" for seq in report.undispatched[:10])
+        more = ", ..." if len(report.undispatched) > 10 else ""
+        lines.append(
+            (
+                f"warning: {len(report.undispatched)} decisions have no dispatch result ({shown}{more}): "
+                "the dispatcher may still be at work, or had nothing to write",
+                "yellow",
+            )
+        )
+    code = report.exit_code
+    if code == EXIT_OK:
+        lines.append(("every decision matched; the log is complete", "bold green"))
+    elif code == EXIT_DIFFERENCE:
+        lines.append((f"{len(report.mismatches)} decisions differ (exit 1)", "bold red"))
+    elif code == EXIT_INCOMPLETE:
+        lines.append(("the log is incomplete: gaps, orphans or dispatch results of no decision (exit 4)", "bold red"))
+    else:
+        lines.append(
+            (
+                f"every re-checked decision matched, but {report.skipped} records could not be re-checked (exit 3)",
+                "bold yellow",
+            )
+        )
+    return lines
+
+
+def _unverifiable_lines(report: ReplayReport) -> list[tuple[str, str]]:
+    seeds = report.seeds
+    lines: list[tuple[str, str]] = []
+    if seeds:
+        lines.append(
+            (
+                f"not re-checked: {len(seeds)} seed batches (the scenario runner's set-up, no service's decision; "
+                f"first #{seeds[0].head_seq})",
+                "yellow",
+            )
+        )
+    groups: dict[tuple[str, int, str, str], list[Unverifiable]] = {}
+    for item in report.unverifiable:
+        if item.role != SEED_ROLE:
+            groups.setdefault((item.role, item.logic_version, item.kueue_es_version, item.why), []).append(item)
+    for (role, logic, version, why), items in groups.items():
+        made = (
+            f"made by kueue-es {version}: pip install kueue-es=={version} and replay with it"
+            if version
+            else "made before records carried the kueue-es version"
+        )
+        lines.append(
+            (
+                f"not re-checked: {len(items)} records of role {role!r}, logic version {logic} ({why}); {made}; "
+                f"first #{items[0].head_seq}",
+                "yellow",
+            )
+        )
+    return lines
+
+
+def _show(value: object) -> str:
+    if value == MISSING:
+        return MISSING
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+# --- progress on stderr ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def progress_bars(enabled: bool) -> Iterator[Callable[[str, int], Progress] | None]:
+    """A rich progress bar on stderr per phase (events/s, ETA), or None when not ``enabled``."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as Bars
+    from rich.text import Text
+
+    class EventsPerSecond(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:,.0f} events/s" if speed else "- events/s")
+
+    bars = Bars(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        EventsPerSecond(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+
+    def phase(name: str, total: int) -> Progress:
+        task = bars.add_task(name, total=total or None)
+
+        def advance(count: int) -> None:
+            bars.advance(task, count)
+
+        return advance
+
+    with bars:
+        yield phase
