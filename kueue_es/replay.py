@@ -191,12 +191,13 @@ def check_log(
     return report
 
 
-async def read_log(bus: Bus, *, progress: Progress | None = None, idle: float = 5.0) -> tuple[list[LogMessage], int]:
+async def read_log(bus: Bus, *, progress: Progress | None = None, idle: float = 10.0) -> tuple[list[LogMessage], int]:
     """Every message of the log up to its last sequence now, and that sequence.
 
     Reading stops at the last sequence, or when the server says nothing more is
-    pending, or after ``idle`` seconds without a message (the messages at the end
-    were deleted: the reader would otherwise wait for ever).
+    pending (the messages at the end are gone: :func:`check_log` reports the gap),
+    or after ``idle`` seconds without a message (every message is gone: the reader
+    would otherwise wait for ever).
     """
     last = await bus.last_seq()
     messages: list[LogMessage] = []
@@ -211,12 +212,14 @@ async def read_log(bus: Bus, *, progress: Progress | None = None, idle: float = 
             except (TimeoutError, StopAsyncIteration):
                 break
             messages.append(message)
-            if progress is not None:
-                progress(1)
+            if progress is not None and len(messages) % 256 == 0:
+                progress(256)
             if message.seq >= last or message.pending == 0:
                 break
     finally:
         await reader.aclose()
+    if progress is not None and len(messages) % 256:
+        progress(len(messages) % 256)
     return messages, last
 
 
@@ -442,7 +445,8 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
     """The report as lines of plain text, each with a rich style ("" for none)."""
     lines: list[tuple[str, str]] = [
         (
-            f"replay: {report.messages} events folded (log #1..#{report.last_seq}), {report.decisions} decisions: "
+            f"replay: {report.messages} events folded "
+            f"({f'log #1..#{report.last_seq}' if report.last_seq else 'empty log'}), {report.decisions} decisions: "
             f"{report.matched} matched, {len(report.mismatches)} differed, {report.skipped} not re-checked",
             "",
         )

@@ -16,7 +16,7 @@ from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.events.bus.memory import MemoryBus
-from kueue_es.replay import check_log, replay_bus, summary
+from kueue_es.replay import ReplayReport, check_log, replay_bus, summary
 from kueue_es.scenarios.core_engine import SEED
 from kueue_es.services.runtime import MAX_BATCH, Decider, DeciderLoop, build_batch, cancel_and_wait
 from kueue_es.services.watcher.convert import kueue_fact
@@ -28,8 +28,8 @@ def golden() -> list[LogMessage]:
     return _load("demo-preempt.jsonl")
 
 
-def text(report: object, **kwargs: int) -> str:
-    return "\n".join(line for line, _ in summary(report, **kwargs))  # type: ignore[arg-type]
+def text(report: ReplayReport, *, max_diffs: int = 10) -> str:
+    return "\n".join(line for line, _ in summary(report, max_diffs=max_diffs))
 
 
 def replace_record(messages: list[LogMessage], seq: int, **changes: object) -> list[LogMessage]:
@@ -325,3 +325,34 @@ def test_field_diff_paths(stored: str, replayed: str, expected: list[tuple[str, 
     from kueue_es.replay import field_diff
 
     assert [(d.path, d.stored, d.replayed) for d in field_diff(stored, replayed)] == expected
+
+
+class _Truncated(MemoryBus):
+    """A log whose last sequence is ``last`` but whose messages after the stored ones are gone."""
+
+    def __init__(self, last: int) -> None:
+        super().__init__()
+        self.last = last
+
+    async def last_seq(self) -> int:
+        return self.last
+
+
+async def test_reading_stops_when_the_last_messages_are_gone() -> None:
+    from kueue_es.replay import read_log
+
+    bus = _Truncated(last=5)
+    for name in ("a", "b", "c"):
+        await bus.publish(subjects.fact_message(kueue_fact(flavor(name))))
+    messages, last = await read_log(bus, idle=30)
+    assert ([m.seq for m in messages], last) == ([1, 2, 3], 5)
+    assert check_log(messages, deciders.BY_ROLE, last_seq=last).gaps == [(4, 5)]
+
+
+async def test_reading_a_log_whose_every_message_is_gone_does_not_hang() -> None:
+    from kueue_es.replay import read_log
+
+    messages, last = await read_log(_Truncated(last=5), idle=0.2)
+    assert (messages, last) == ([], 5)
+    report = check_log(messages, deciders.BY_ROLE, last_seq=last)
+    assert (report.gaps, report.exit_code) == ([(1, 5)], 4)
