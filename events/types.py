@@ -222,6 +222,14 @@ class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
     ``outputs_sha256`` (hex SHA-256 over the encoded outputs, in order) let replay
     check the batch byte for byte. ``answers`` names the SchedulingRequested this
     batch completes ("" for none).
+
+    ``max_outputs`` is the cut the decider applied to its outputs (0: none; the
+    services cut at ``runtime.MAX_BATCH``), so replay re-runs the same cut;
+    ``kueue_es_version`` is the version of kueue-es that made the record, so a
+    record replay cannot re-check (another logic version) names the release to
+    install. Both came later: records written before them lack them, and the
+    ``UNSET`` default is never encoded, so those records still re-encode to their
+    stored bytes.
     """
 
     decision_id: str
@@ -235,6 +243,8 @@ class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
     output_count: int
     outputs_sha256: str
     answers: str = ""
+    max_outputs: int | msgspec.UnsetType = msgspec.UNSET
+    kueue_es_version: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class PodSetAssignment(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):

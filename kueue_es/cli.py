@@ -99,9 +99,22 @@ def _parser() -> argparse.ArgumentParser:
     _kube_options(apply)
     apply.set_defaults(run=_run_apply)
 
-    replay = sub.add_parser("replay", help="re-run every recorded decision and compare bytes")
+    replay = sub.add_parser(
+        "replay",
+        help="re-run every recorded decision and compare bytes",
+        epilog="exit codes: 0 every decision re-checked and matched, the log complete; 1 a difference; "
+        "3 some records could not be re-checked (another logic version, an unknown role, scenario seeds); "
+        "4 the log is incomplete (a gap, an orphan decision, a dispatch result of no decision). "
+        "1 wins over 4, 4 over 3.",
+    )
     replay.add_argument("--nats", default=None, help="NATS URL of a running system")
     replay.add_argument("--store", type=Path, default=None, help="a stopped system's nats store directory")
+    replay.add_argument(
+        "--max-diffs", type=int, default=10, metavar="N", help="show the first N differences, each field by field"
+    )
+    replay.add_argument(
+        "--progress", action="store_true", help="a progress bar on stderr even when it is not a terminal"
+    )
     replay.set_defaults(run=_run_replay)
 
     _scenario_commands(sub)
@@ -566,7 +579,10 @@ def _run_replay(args: argparse.Namespace) -> int:
     if not args.nats and not args.store:
         print("error: give --nats URL (a running system) or --store DIR (a stopped one)", file=sys.stderr)
         return 2
-    return asyncio.run(replay_and_print(nats_url=args.nats, store=args.store))
+    progress = args.progress or sys.stderr.isatty()
+    return asyncio.run(
+        replay_and_print(nats_url=args.nats, store=args.store, max_diffs=args.max_diffs, progress=progress)
+    )
 
 
 def _run_up(args: argparse.Namespace) -> int:

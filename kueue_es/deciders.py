@@ -1,14 +1,20 @@
 """The registry of deciders by role, shared by the services and by replay.
 
-Replay looks a DecisionRecord's ``role`` and ``logic_version`` up here, so an
-old decision is always re-checked with the logic that made it.
+Replay looks a DecisionRecord's ``role`` up here and re-runs it only when the
+record's ``logic_version`` is the installed one: this registry holds one version
+of each decider, the current one. A record made by another logic version cannot be
+re-checked by this install; replay reports it as unverifiable, naming the kueue-es
+version recorded in it (``pip install kueue-es==<version>`` and replay again).
+
+``CUTS`` are the output cuts a record may claim (``DecisionRecord.max_outputs``):
+0 (no cut: the scenario runner and tests) and the services' ``MAX_BATCH``.
 """
 
 from __future__ import annotations
 
 from kueue_es.services.admitter import core as admitter_core
 from kueue_es.services.preemptor import core as preemptor_core
-from kueue_es.services.runtime import Decider
+from kueue_es.services.runtime import MAX_BATCH, Decider
 from kueue_es.services.tas_placer import core as placer_core
 
 ADMITTER = Decider(role=admitter_core.ROLE, logic_version=admitter_core.LOGIC_VERSION, decide=admitter_core.decide)
@@ -16,3 +22,5 @@ PREEMPTOR = Decider(role=preemptor_core.ROLE, logic_version=preemptor_core.LOGIC
 PLACER = Decider(role=placer_core.ROLE, logic_version=placer_core.LOGIC_VERSION, decide=placer_core.decide)
 
 BY_ROLE: dict[str, Decider] = {d.role: d for d in (ADMITTER, PREEMPTOR, PLACER)}
+
+CUTS: frozenset[int] = frozenset({0, MAX_BATCH})

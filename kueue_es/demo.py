@@ -28,7 +28,7 @@ from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.server import NatsServer
 from kueue_es.events.manifests import load_documents
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es.replay import ReplayReport, replay_bus
+from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
 from kueue_es.sim.emulator import serve_emulator
@@ -233,24 +233,18 @@ Try:
 """)
 
 
-def _print_report(console: Console, report: ReplayReport) -> None:
-    console.print(
-        f"replay: {report.messages} events folded, {report.decisions} decisions re-checked, "
-        f"{report.matched} matched, {len(report.mismatches)} differed, {report.skipped} skipped"
-    )
-    if report.ok:
-        console.print("[bold green]every decision matched[/bold green]")
-        return
-    first = report.mismatches[0]
-    console.print(
-        f"[bold red]first difference[/bold red]: decision {first.decision_id} (head #{first.head_seq}, "
-        f"basis #{first.basis_seq}), event {first.index}\n  stored:   {first.stored}\n"
-        f"  replayed: {first.replayed}"
-    )
+def _print_report(console: Console, report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> None:
+    for line, style in summary(report, max_diffs=max_diffs):
+        console.print(line, style=style or None, markup=False, highlight=False)
 
 
-async def replay_and_print(*, nats_url: str | None, store: Path | None) -> int:
-    """``kueue-es replay``: against a running system, or a stopped one's store directory."""
+async def replay_and_print(
+    *, nats_url: str | None, store: Path | None, max_diffs: int = DEFAULT_MAX_DIFFS, progress: bool = False
+) -> int:
+    """``kueue-es replay``: against a running system, or a stopped one's store directory.
+
+    Returns :attr:`ReplayReport.exit_code` (0 matched and complete, 1 a difference,
+    4 an incomplete log, 3 records not re-checked)."""
     console = Console(soft_wrap=True)
     async with contextlib.AsyncExitStack() as stack:
         if nats_url is None:
@@ -259,8 +253,9 @@ async def replay_and_print(*, nats_url: str | None, store: Path | None) -> int:
             nats_url = server.url
         bus = await nats_bus.connect(nats_url)
         try:
-            report = await replay_bus(bus, deciders.BY_ROLE)
+            with progress_bars(progress) as bars:
+                report = await replay_bus(bus, deciders.BY_ROLE, progress=bars)
         finally:
             await bus.close()
-    _print_report(console, report)
-    return 0 if report.ok else 1
+    _print_report(console, report, max_diffs=max_diffs)
+    return report.exit_code

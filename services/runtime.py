@@ -25,8 +25,10 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO, cast
 
+import msgspec
 import structlog
 
+from kueue_es import __version__
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, BusError, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage
 from kueue_es.projections.cluster import ClusterState, UnknownEventError, apply
@@ -111,12 +113,21 @@ def build_batch(
     now_ms: int,
     partition: str = subjects.DEFAULT_PARTITION,
     answers: str = "",
+    max_outputs: int | msgspec.UnsetType = 0,
+    kueue_es_version: str | msgspec.UnsetType | None = None,
 ) -> tuple[OutgoingMessage, list[OutgoingMessage]]:
     """The head DecisionRecord and the output messages of one committed cycle.
 
     Msg-Ids derive from the decision id (role, partition, basis), so a retried
     commit of the same basis is a duplicate, never a second copy.
+
+    ``max_outputs`` > 0 cuts the outputs (:func:`cut_batch`) and is recorded, so
+    replay re-runs the same cut; ``kueue_es_version`` (None: this one) is recorded
+    too. Replay passes a stored record's own values, ``UNSET`` for a record written
+    before these fields existed: they are then left out, as they were.
     """
+    if isinstance(max_outputs, int) and max_outputs > 0:
+        outputs = cut_batch(list(outputs), max_outputs)
     decision_id = f"{decider.role}:{partition}:{basis_seq}"
     rest = [
         subjects.message(out, subject=workload_subject(out, partition), msg_id=f"{decision_id}:{i}")
@@ -133,6 +144,8 @@ def build_batch(
         output_count=len(rest),
         outputs_sha256=codec.digest(m.data for m in rest),
         answers=answers,
+        max_outputs=max_outputs,
+        kueue_es_version=__version__ if kueue_es_version is None else kueue_es_version,
     )
     head = subjects.message(record, subject=subjects.head_subject(partition), msg_id=f"{decision_id}:0")
     return head, rest
@@ -266,6 +279,7 @@ class DeciderLoop:
             now_ms=now_ms,
             partition=self.partition,
             answers=answers,
+            max_outputs=MAX_BATCH,
         )
         try:
             last = await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)

@@ -167,7 +167,8 @@ def _log_config(replicas: int) -> api.StreamConfig:
         allow_atomic=True,
         allow_direct=True,
         max_msg_size=rules.MAX_MESSAGE_BYTES,
-        deny_delete=True,
+        deny_delete=True,  # the log is the audit trail: no message is ever deleted,
+        deny_purge=True,  # nor purged (kueue-es replay reports a missing sequence as a gap)
     )
 
 

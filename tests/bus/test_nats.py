@@ -36,8 +36,46 @@ async def test_log_stream_is_configured_as_designed(harness: Harness) -> None:
     assert config.discard == nats.js.api.DiscardPolicy.NEW
     assert config.retention == nats.js.api.RetentionPolicy.LIMITS
     assert config.storage == nats.js.api.StorageType.FILE
-    assert config.allow_atomic and config.allow_direct and config.deny_delete
+    assert config.allow_atomic and config.allow_direct and config.deny_delete and config.deny_purge
     assert config.max_msg_size == 1 << 20
+
+
+@pytest.mark.parametrize("harness", NATS_KINDS, indirect=True)
+async def test_log_refuses_purge_and_message_delete(harness: Harness) -> None:
+    """The log is the audit trail: the server refuses to purge it or delete one of its messages."""
+    bus = await harness.open()
+    for i in range(3):
+        await bus.publish(msg(f"kq.in.wl.default.w{i}", f"w{i}"))
+    nc = await nats.connect(harness.urls)
+    try:
+        jsm = nc.jsm()
+        with pytest.raises(nats.js.errors.APIError, match="purge not permitted"):
+            await jsm.purge_stream(base.STREAM_NAME)
+        with pytest.raises(nats.js.errors.APIError, match="purge not permitted"):
+            await jsm.purge_stream(base.STREAM_NAME, subject="kq.in.wl.default.w1")
+        with pytest.raises(nats.js.errors.APIError, match="delete not permitted"):
+            await jsm.delete_msg(base.STREAM_NAME, 2)
+        state = (await jsm.stream_info(base.STREAM_NAME)).state
+    finally:
+        await nc.close()
+    assert (state.first_seq, state.last_seq, state.messages) == (1, 3, 3)
+    assert [m.seq for m in [await bus.get(s) for s in (1, 2, 3)]] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("harness", NATS_KINDS, indirect=True)
+async def test_an_existing_log_without_deny_purge_gets_it(harness: Harness) -> None:
+    """A KQ_LOG created before deny_purge (by an older kueue-es) is updated to refuse purges."""
+    nc = await nats.connect(harness.urls)
+    try:
+        jsm = nc.jsm()
+        old = nats_bus._log_config(harness.replicas)
+        old.deny_purge = False
+        await jsm.add_stream(old)
+        await harness.open()
+        config = (await jsm.stream_info(base.STREAM_NAME)).config
+    finally:
+        await nc.close()
+    assert config.deny_purge and config.deny_delete
 
 
 @pytest.mark.parametrize("harness", NATS_KINDS, indirect=True)

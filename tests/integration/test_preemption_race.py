@@ -240,5 +240,7 @@ async def test_admitter_and_preemptor_race_without_double_booking(tmp_path: Path
         assert seq in answered or moot, f"the nomination at seq {seq} for {key} was never answered"
     assert not state.nominations and not state.preemptors
     report = check_log(messages, deciders.BY_ROLE)
-    assert report.ok, report.mismatches[:1]
+    assert not report.mismatches, report.mismatches[:1]
+    assert report.complete, (report.gaps, report.orphans, report.stray_dispatch)
+    assert report.seeds == report.unverifiable  # only the scenario's seed batches are not re-checked
     assert report.matched == report.decisions - report.skipped

@@ -99,9 +99,11 @@ def test_every_core_run_replays(path: Path) -> None:
         pytest.skip(f"does not load: {err}")
     run = core_engine.run_scenario(scenario)
     report = check_log(run.messages, deciders.BY_ROLE)
-    assert report.ok, report.mismatches[0]
-    assert report.skipped == len(scenario.admitted)  # the seed records only
+    assert not report.mismatches, report.mismatches[0]
+    assert report.complete, (report.gaps, report.orphans, report.stray_dispatch)
+    assert len(report.seeds) == report.skipped == len(scenario.admitted)  # the seed records only
     assert report.matched == report.decisions - report.skipped
+    assert report.exit_code == (3 if scenario.admitted else 0)  # seeds are no service's decisions
 
 
 def _run(tmp_path: Path, doc: dict[str, Any]) -> core_engine.CoreRun:

@@ -1,0 +1,122 @@
+"""``kueue-es replay --store DIR``: the exit codes and what is printed, on a real nats-server.
+
+Each case writes the recorded preemption demo (tests/fixtures/logs/demo-preempt.jsonl),
+changed in one way, into a fresh store, stops the server, and runs the command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import msgspec
+import nats
+import pytest
+
+from kueue_es import deciders
+from kueue_es.cli import main
+from kueue_es.events import codec, subjects, types
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.base import LogMessage
+from kueue_es.events.bus.server import NatsServer
+from tests.unit.test_golden_log import _load
+
+
+async def _write(store: Path, messages: list[LogMessage]) -> None:
+    async with NatsServer(store_dir=store) as server:
+        bus = await nats_bus.connect(server.url)
+        await bus.close()
+        nc = await nats.connect(server.url)
+        try:
+            js = nc.jetstream()
+            for message in messages:
+                ack = await js.publish(message.subject, message.data, headers=dict(message.headers))
+                assert ack.seq == message.seq
+        finally:
+            await nc.close()
+
+
+def make_store(tmp_path: Path, messages: list[LogMessage]) -> Path:
+    """A stopped system's store directory holding exactly ``messages`` (sequences 1..n)."""
+    store = tmp_path / "store"
+    asyncio.run(_write(store, messages))
+    return store
+
+
+def golden() -> list[LogMessage]:
+    return _load("demo-preempt.jsonl")
+
+
+def first_record(messages: list[LogMessage]) -> tuple[int, types.DecisionRecord]:
+    for message in messages:
+        event = codec.decode(message.data)
+        if isinstance(event, types.DecisionRecord) and event.role == deciders.ADMITTER.role:
+            return message.seq, event
+    raise AssertionError("no admitter record")
+
+
+def test_an_untouched_log_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = make_store(tmp_path, golden())
+    assert main(["replay", "--store", str(store)]) == 0
+    out = capsys.readouterr()
+    assert "22 decisions: 22 matched, 0 differed, 0 not re-checked" in out.out
+    assert "every decision matched; the log is complete" in out.out
+    assert out.err == ""  # no progress bar when stderr is not a terminal
+
+
+def test_a_difference_exits_1_with_a_field_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    messages = golden()
+    victim = next(m for m in messages if m.headers.get("Kq-Type") == "QuotaReserved")
+    messages[victim.seq - 1] = msgspec.structs.replace(
+        victim, data=victim.data.replace(b'"cluster-queue"', b'"cluster-queuf"', 1)
+    )
+    store = make_store(tmp_path, messages)
+    assert main(["replay", "--store", str(store), "--max-diffs", "1"]) == 1
+    out = capsys.readouterr().out
+    assert f"at #{victim.seq}" in out
+    assert 'clusterQueue: "cluster-queuf" -> "cluster-queue"' in out
+    assert "difference 2:" not in out
+
+
+def test_a_record_of_another_logic_version_exits_3_naming_the_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    messages = golden()
+    seq, record = first_record(messages)
+    older = msgspec.structs.replace(record, logic_version=record.logic_version - 1, kueue_es_version="0.0.9")
+    messages[seq - 1] = msgspec.structs.replace(messages[seq - 1], data=codec.encode(older))
+    store = make_store(tmp_path, messages)
+    assert main(["replay", "--store", str(store)]) == 3
+    out = capsys.readouterr().out
+    assert "made by kueue-es 0.0.9: pip install kueue-es==0.0.9" in out
+    assert "every decision matched" not in out
+
+
+def test_an_orphan_decision_exits_4(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    forged = types.QuotaReserved(
+        workload=types.WorkloadRef(namespace="default", name="intruder"),
+        cluster_queue="cluster-queue",
+        pod_set_assignments=[],
+        at_ms=1,
+    )
+    outgoing = subjects.message(forged, subject="kq.dec.p0.wl.default.intruder", msg_id="admit:p0:999:1")
+    messages = golden()
+    messages.append(
+        LogMessage(
+            seq=88,
+            subject=outgoing.subject,
+            data=outgoing.data,
+            headers={**outgoing.headers, "Nats-Msg-Id": outgoing.msg_id},
+        )
+    )
+    store = make_store(tmp_path, messages)
+    assert main(["replay", "--store", str(store)]) == 4
+    assert "orphan: #88 QuotaReserved on kq.dec.p0.wl.default.intruder" in capsys.readouterr().out
+
+
+def test_progress_on_request_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = make_store(tmp_path, golden())
+    assert main(["replay", "--store", str(store), "--progress"]) == 0
+    out = capsys.readouterr()
+    assert "re-checking" in out.err and "events/s" in out.err
+    assert "re-checking" not in out.out
