@@ -119,7 +119,7 @@ def fold_message(state: ClusterState, message: LogMessage, *, on_orphan: OrphanH
         try:
             apply(state, accepted, seq=seq)
         except UnknownEventError as err:  # raised before the fold touches the state
-            log.warning("event_unclassified", seq=seq, subject=message.subject, error=str(err))
+            log.warning("event_unclassified", seq=seq, error=str(err))
             state.last_seq = max(state.last_seq, seq)
     return state
 

@@ -174,7 +174,7 @@ class Dispatcher:
                 try:
                     core.fold(self.view, accepted, seq=seq)
                 except UnknownEventError as err:  # raised before the fold touches the state, as in runtime
-                    log.warning("event_unclassified", seq=seq, subject=message.subject, error=str(err))
+                    log.warning("event_unclassified", seq=seq, error=str(err))
                     cluster.last_seq = max(cluster.last_seq, seq)
                 else:
                     self.stored.observed(accepted)

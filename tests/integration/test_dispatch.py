@@ -3,7 +3,8 @@
 A Job flows from the cluster to a fact, to an admission decision, and back to the
 cluster as an unsuspended Job with its flavor's node labels and tolerations. The
 edge cases: a missing LocalQueue, a redelivered decision, a Job deleted before its
-decision is executed, and an undecodable message among the decisions.
+decision is executed, an undecodable message among the decisions, and decisions
+published outside any DecisionRecord's batch (never executed).
 """
 
 from __future__ import annotations
