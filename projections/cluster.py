@@ -21,6 +21,7 @@ from typing import Any, Final, Never, NoReturn
 
 from kueue_es.events import models, tas, types
 from kueue_es.projections import afs, quota, topology
+from kueue_es.projections.batches import BatchVerifier
 from kueue_es.projections.topology import TopologyState
 
 
@@ -264,7 +265,9 @@ class ClusterState:
     whose last item is the workload key), parked ones apart (:class:`Queued`);
     ``heads[partition]`` the last DecisionRecord
     sequence seen on that partition's head subject; ``rejections`` the latest
-    ObjectRejected per ``(kind, namespace, name)``.
+    ObjectRejected per ``(kind, namespace, name)``; ``batches`` judges which messages
+    count (:mod:`kueue_es.projections.batches`: only verified decision batches are
+    folded), the batch it holds being part of the fold's progress.
 
     Preemption (SEMANTICS §7.8): ``reserved[cluster_queue]`` holds the keys of the
     workloads holding quota there (the preemption candidates); ``nominations`` the
@@ -275,6 +278,7 @@ class ClusterState:
 
     last_seq: int = 0
     heads: dict[str, int] = field(default_factory=dict)
+    batches: BatchVerifier = field(default_factory=BatchVerifier)
     flavors: dict[str, models.ResourceFlavor] = field(default_factory=dict)
     cluster_queues: dict[str, models.ClusterQueue] = field(default_factory=dict)
     cohorts: dict[str, models.Cohort] = field(default_factory=dict)

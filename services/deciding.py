@@ -14,6 +14,7 @@ import structlog
 
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
+from kueue_es.services.health import ObservedBus
 from kueue_es.services.runtime import Decider, DeciderLoop, run_until_stopped
 
 log = structlog.get_logger(__name__)
@@ -32,6 +33,9 @@ async def serve_decider(
     ``connect``: how to get the bus, e.g. ``kueue_es.services.health.Health.connect`` to observe it)."""
     bus = await connect(nats_url)
     loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup, stepped=stepped)
+    if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
+        loop.on_orphan = bus.health.orphaned
+        bus.health.add_check(loop.readiness)
     log.info("service_started", role=decider.role, logic_version=decider.logic_version)
     try:
         await run_until_stopped(stop, loop.run())

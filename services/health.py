@@ -7,7 +7,9 @@ Every service (``kueue-es service NAME --health-port PORT``) can serve:
 - ``/readyz``: 200 when the service does its job, else 503; the JSON body says why.
   A service that holds its lease, or runs without leader election, is ready once it
   is connected to NATS and has read the log up to where it ended when it connected
-  (its fold has caught up). A standby (another replica holds the lease) is ready
+  (its fold has caught up), and while its own checks pass (:meth:`Health.add_check`:
+  a decider is not ready once it has had a batch to commit for 30 s without a commit
+  succeeding, ``DeciderLoop.readiness``). A standby (another replica holds the lease) is ready
   while it reaches the API server to follow the lease: it is healthy and waiting;
 - ``/metrics``: Prometheus text format (prometheus-client), see :class:`Health`.
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 import structlog
@@ -38,6 +40,7 @@ from prometheus_client import (
 
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage, PublishAck
+from kueue_es.projections import batches
 
 log = structlog.get_logger(__name__)
 
@@ -62,6 +65,9 @@ class Health:
       duplicates the log dropped);
     - ``dispatch_writes_total`` / ``dispatch_failures_total``: dispatch results
       recorded (DispatchApplied, DispatchFailed);
+    - ``orphan_decisions_total{reason}``: messages the fold refused as outside any verified
+      decision batch (:mod:`kueue_es.projections.batches`: a non-record on a head subject,
+      a decision outside a batch, a broken batch, ...), never folded nor executed;
     - ``leader``: 1 while this replica holds its lease (or runs without election);
     - ``nats_connected``: 1 while connected to NATS;
     - ``ready``: 1 while /readyz answers 200;
@@ -107,6 +113,13 @@ class Health:
         self.dispatch_failures = Counter(
             "kueue_es_dispatch_failures", "Dispatch results recorded as failed.", labels, registry=self.registry
         ).labels(service)
+        self._orphans = Counter(
+            "kueue_es_orphan_decisions",
+            "Messages on decision subjects (or of decision types) outside any verified batch: never folded.",
+            [*labels, "reason"],
+            registry=self.registry,
+        )
+        self.checks: list[Callable[[], tuple[bool, dict[str, Any]]]] = []
         gauge = Gauge("kueue_es_leader", "1 while this replica does the work.", labels, registry=self.registry)
         gauge.labels(service).set_function(lambda: float(self.role in ("", "leader")))
         gauge = Gauge("kueue_es_nats_connected", "1 while connected to NATS.", labels, registry=self.registry)
@@ -139,6 +152,15 @@ class Health:
         elif event_type == "DispatchFailed":
             self.dispatch_failures.inc()
 
+    def orphaned(self, orphan: batches.Orphan) -> None:
+        """Count one orphaned message (the fold's ``on_orphan``)."""
+        self._orphans.labels(self.service, orphan.reason).inc()
+
+    def add_check(self, check: Callable[[], tuple[bool, dict[str, Any]]]) -> None:
+        """Make readiness also depend on ``check`` (ready or not, and facts for the /readyz body),
+        e.g. :meth:`kueue_es.services.runtime.DeciderLoop.readiness`."""
+        self.checks.append(check)
+
     def lease_contact(self) -> None:
         """The API server answered about the lease (it exists or not, we hold it or not)."""
         self.lease_contact_at = time.monotonic()
@@ -162,7 +184,12 @@ class Health:
             return recent, facts
         facts["nats_connected"] = self.nats_connected()
         facts["caught_up"] = self.caught_up
-        return bool(facts["nats_connected"] and self.caught_up), facts
+        ready = bool(facts["nats_connected"] and self.caught_up)
+        for check in self.checks:
+            ok, more = check()
+            facts.update(more)
+            ready = ready and ok
+        return ready, facts
 
     def metrics(self) -> bytes:
         """The Prometheus text exposition of every metric."""

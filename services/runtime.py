@@ -31,6 +31,7 @@ import structlog
 from kueue_es import __version__
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, BusError, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage
+from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError, apply
 
 log = structlog.get_logger(__name__)
@@ -84,24 +85,54 @@ class Decider:
     decide: Callable[..., Sequence[types.Decision]]
 
 
-def fold_message(state: ClusterState, message: LogMessage) -> ClusterState:
-    """Fold one log message; a message that does not decode, or whose event type the fold
-    does not classify (``cluster.UnknownEventError``), is logged and skipped.
+OrphanHook = Callable[[batches.Orphan], None]
 
-    A broken event never stops a service (its sequence still counts as folded).
+
+def fold_message(state: ClusterState, message: LogMessage, *, on_orphan: OrphanHook | None = None) -> ClusterState:
+    """Fold one log message through the batch verifier (:mod:`kueue_es.projections.batches`).
+
+    Only verified batches change the state: a DecisionRecord and its outputs are folded
+    together once the last output arrived and the batch checked out; until then nothing
+    of it is folded (``state.last_seq`` stays before the record). Anything else on a
+    decision subject, and any decision type elsewhere, is an orphan: folded by no one,
+    logged (``decision_orphaned``) and passed to ``on_orphan`` (a metric); its sequence
+    counts as folded. A message that does not decode, or whose event type the fold
+    does not classify (``cluster.UnknownEventError``), is logged and skipped: a broken
+    event never stops a service (its sequence still counts as folded).
     """
     try:
-        event = codec.decode(message.data)
+        event: types.Event | None = codec.decode(message.data)
     except codec.DecodeError as err:
-        log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
+        event = None
+        if batches.partition_of(message.subject) is None:  # on a decision subject it is an orphan, reported below
+            log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
         state.last_seq = max(state.last_seq, message.seq)
-        return state
-    try:
-        return apply(state, event, seq=message.seq)
-    except UnknownEventError as err:  # raised before the fold touches the state
-        log.warning("event_unclassified", seq=message.seq, subject=message.subject, error=str(err))
-        state.last_seq = max(state.last_seq, message.seq)
-        return state
+    verdict = state.batches.offer(
+        seq=message.seq,
+        subject=message.subject,
+        msg_id_header=message.headers.get("Nats-Msg-Id", ""),
+        data=message.data,
+        event=event,
+    )
+    for orphan in verdict.orphans:
+        report_orphan(orphan, on_orphan)
+        state.last_seq = max(state.last_seq, orphan.seq)
+    for seq, accepted in verdict.accepted:
+        try:
+            apply(state, accepted, seq=seq)
+        except UnknownEventError as err:  # raised before the fold touches the state
+            log.warning("event_unclassified", seq=seq, error=str(err))
+            state.last_seq = max(state.last_seq, seq)
+    return state
+
+
+def report_orphan(orphan: batches.Orphan, on_orphan: OrphanHook | None = None) -> None:
+    """Log an orphaned message (``decision_orphaned``) and pass it to ``on_orphan``."""
+    log.warning(
+        "decision_orphaned", seq=orphan.seq, subject=orphan.subject, reason=orphan.reason, detail=orphan.detail
+    )
+    if on_orphan is not None:
+        on_orphan(orphan)
 
 
 def build_batch(
@@ -185,6 +216,12 @@ class DeciderLoop:
     ``stepped``: run cycles only to answer SchedulingRequested facts (the scenario
     runner's ``run: {cycles: N}``); otherwise cycles run whenever caught up, and a
     request is answered by the cycle that completes it.
+
+    ``stall_after`` (seconds, on the ``monotonic`` clock): the loop counts as stalled
+    (:meth:`readiness` false) once it has had a batch to commit for that long without
+    a commit succeeding: from the first cycle whose commit failed until a commit
+    succeeds or a cycle finds nothing to decide. ``on_orphan`` is told of every orphaned
+    message (:func:`fold_message`), e.g. to count it.
     """
 
     def __init__(
@@ -196,15 +233,23 @@ class DeciderLoop:
         clock: Callable[[], int] = wall_clock_ms,
         wakeup: float = 1.0,
         stepped: bool = False,
+        stall_after: float = 30.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        on_orphan: OrphanHook | None = None,
     ) -> None:
         self.bus, self.decider, self.partition = bus, decider, partition
         self.clock, self.wakeup, self.stepped = clock, wakeup, stepped
+        self.stall_after, self.monotonic, self.on_orphan = stall_after, monotonic, on_orphan
         self.state = ClusterState()
         self.commits = 0
         self.conflicts = 0
         self._inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
         self._caught_up = False
-        self._batch_end = 0  # the last sequence of the latest committed batch seen
+        self._head_subject = subjects.head_subject(partition)
+        # The last sequence on the head subject as the server has it: every message there counts,
+        # a record or not, so a non-record on the head is skipped, never a permanent fence.
+        self.head_seq = 0
+        self.blocked_since: float | None = None  # when a batch to commit first failed to commit
 
     async def run(self) -> None:
         """Fold and decide forever (cancel to stop)."""
@@ -214,6 +259,14 @@ class DeciderLoop:
         finally:
             await cancel_and_wait([reader])
 
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Ready unless stalled (see the class); the facts say for how long it has been blocked."""
+        if self.blocked_since is None:
+            return True, {"stalled": False}
+        blocked = self.monotonic() - self.blocked_since
+        stalled = blocked > self.stall_after
+        return not stalled, {"stalled": stalled, "uncommitted_for_s": round(blocked, 1)}
+
     async def _read(self) -> None:
         filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
         async for message in self.bus.read(subjects=filters, start_seq=self.state.last_seq + 1):
@@ -222,10 +275,21 @@ class DeciderLoop:
     async def _loop(self) -> None:
         waiting_for = 0  # the sequence our last commit reached: decide again only after folding it
         while True:
-            await self._drain(timeout=self.wakeup)
-            if self.state.last_seq < max(waiting_for, self._batch_end) or not self._caught_up:
+            came = await self._drain(timeout=self.wakeup)
+            if self.state.last_seq < waiting_for or not self._caught_up:
+                continue
+            if self.state.batches.holding and (came or await self._held_batch_stored()):
                 continue  # never decide on half a batch: its outputs are part of the basis
             waiting_for = await self._cycle()
+
+    async def _held_batch_stored(self) -> bool:
+        """Whether the log reaches where the held batch would end. A batch is stored whole, so
+        if the log ends before that, its outputs never come (a rogue record): the loop does not
+        wait for them, and the next record breaks that batch."""
+        try:
+            return await self.bus.last_seq() >= self.state.batches.holding_until
+        except BusError:
+            return True
 
     async def _drain(self, *, timeout: float) -> bool:
         """Fold everything available; True if at least one message came."""
@@ -237,26 +301,14 @@ class DeciderLoop:
         except TimeoutError:
             return False
         while True:
-            fold_message(self.state, message)
-            self._note_batch(message)
+            fold_message(self.state, message, on_orphan=self.on_orphan)
+            if message.subject == self._head_subject:
+                self.head_seq = max(self.head_seq, message.seq)
             self._caught_up = message.pending == 0
             try:
                 message = self._inbox.get_nowait()
             except asyncio.QueueEmpty:
                 return True
-
-    def _note_batch(self, message: LogMessage) -> None:
-        """Remember where the batch a DecisionRecord heads ends: the batch's messages are
-        stored atomically and contiguously, but a reader may see the record before the
-        rest arrive, and deciding then would miss the batch's own decisions."""
-        if message.headers.get("Kq-Type") != "DecisionRecord":
-            return
-        try:
-            record = codec.decode(message.data)
-        except codec.DecodeError:
-            return
-        if isinstance(record, types.DecisionRecord):
-            self._batch_end = max(self._batch_end, message.seq + record.output_count)
 
     async def _cycle(self) -> int:
         """Decide on the current state and commit; returns the sequence to wait for."""
@@ -269,28 +321,31 @@ class DeciderLoop:
         if request is not None and (request.mode == "cycle" or not outputs):
             answers = request.request_id
         if not outputs and not answers:
+            self.blocked_since = None  # nothing to commit: not blocked
             return 0
-        head_seq = self.state.heads.get(self.partition, 0)
         head, rest = build_batch(
             self.decider,
             outputs=outputs,
             basis_seq=self.state.last_seq,
-            head_seq=head_seq,
+            head_seq=self.state.heads.get(self.partition, 0),  # the record's content: the last record folded
             now_ms=now_ms,
             partition=self.partition,
             answers=answers,
             max_outputs=MAX_BATCH,
         )
         try:
-            last = await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+            last = await self.bus.commit_batch(head=head, expected_head_seq=self.head_seq, rest=rest)
         except (ConflictError, DuplicateBatchError) as err:
             self.conflicts += 1
-            log.info("commit_rejected", basis_seq=self.state.last_seq, error=type(err).__name__)
+            self._blocked()
+            log.info("commit_rejected", basis_seq=self.state.last_seq, head_seq=self.head_seq, error=type(err).__name__)
             return self.state.last_seq + 1  # someone else moved the head: fold it first
         except BusError as err:
+            self._blocked()
             log.warning("commit_failed", basis_seq=self.state.last_seq, error=str(err))
             return self.state.last_seq + 1
         self.commits += 1
+        self.blocked_since = None
         log.info(
             "committed",
             basis_seq=self.state.last_seq,
@@ -299,6 +354,10 @@ class DeciderLoop:
             role=self.decider.role,
         )
         return last
+
+    def _blocked(self) -> None:
+        if self.blocked_since is None:
+            self.blocked_since = self.monotonic()
 
 
 async def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[object]], *, slow_stop: float = 3.0) -> None:

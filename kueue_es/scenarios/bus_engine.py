@@ -27,7 +27,7 @@ from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.server import NatsServer
-from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.projections.cluster import ClusterState
 from kueue_es.scenarios.core_engine import MAX_SETTLE_CYCLES, SEED, cycle_deciders, job_reports, status_fact
 from kueue_es.scenarios.engines import RunError
 from kueue_es.scenarios.outcome import Outcome, build_outcome
@@ -43,7 +43,7 @@ from kueue_es.scenarios.specs import (
     WaitEvent,
 )
 from kueue_es.scheduling import lifecycle
-from kueue_es.services.runtime import build_batch, wall_clock_ms
+from kueue_es.services.runtime import build_batch, fold_message, wall_clock_ms
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.supervisor import Supervisor
 
@@ -257,7 +257,7 @@ class _BusRun:
         async with contextlib.aclosing(reader):
             async for message in reader:
                 event = codec.decode(message.data)
-                apply(state, event, seq=message.seq)
+                fold_message(state, message)  # as a service folds it: a batch once verified whole
                 log.append((message.seq, event))
                 if message.seq >= last:
                     break

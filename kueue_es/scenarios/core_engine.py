@@ -41,7 +41,7 @@ import structlog
 from kueue_es import deciders
 from kueue_es.events import codec, manifests, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
-from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.projections.cluster import ClusterState
 from kueue_es.scenarios.engines import RunError
 from kueue_es.scenarios.outcome import Outcome, build_outcome
 from kueue_es.scenarios.specs import (
@@ -55,7 +55,7 @@ from kueue_es.scenarios.specs import (
     WaitEvent,
 )
 from kueue_es.scheduling import lifecycle
-from kueue_es.services.runtime import Decider, build_batch
+from kueue_es.services.runtime import Decider, build_batch, fold_message
 
 log = structlog.get_logger(__name__)
 
@@ -144,10 +144,10 @@ class _Runner:
         """Store ``message`` at the next sequence and fold what a reader would decode from it."""
         seq = len(self.run.messages) + 1
         headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
-        self.run.messages.append(LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers))
-        event = codec.decode(message.data)
-        self.run.events.append(event)
-        apply(self.run.state, event, seq=seq)
+        stored = LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers)
+        self.run.messages.append(stored)
+        self.run.events.append(codec.decode(message.data))
+        fold_message(self.run.state, stored)  # as a service folds it: a batch once verified whole
 
     def publish_fact(self, fact: types.Fact) -> None:
         """Log one fact on its production subject."""

@@ -45,6 +45,7 @@ from kubernetes_asyncio import client as k8s_client
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, Delivery, DurableConsumer
+from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, action_name
@@ -52,8 +53,9 @@ from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter, kube_ap
 from kueue_es.services.dispatcher.object_sync import QueueStatusSync, StoredObjects, WorkloadSync
 from kueue_es.services.dispatcher.recording import Recording
 from kueue_es.services.dispatcher.ungating import Ungating
+from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.services.runtime import run_until_stopped, wall_clock_ms
+from kueue_es.services.runtime import OrphanHook, report_orphan, run_until_stopped, wall_clock_ms
 
 log = structlog.get_logger(__name__)
 
@@ -88,6 +90,8 @@ class Dispatcher:
         self.write_objects = write_objects
         self._gated = False  # consume() writes objects only once the fold has caught up with the log
         self._caught_up = False
+        self.on_orphan: OrphanHook | None = None  # told of every orphaned message (a metric)
+        self.orphaned_seqs: set[int] = set()  # orphaned decisions (kept: a redelivery is skipped too)
         self.applied = 0
         self.failed = 0
         self.jobs = JobWrites(api=self.api, limiter=self.limiter)
@@ -139,23 +143,43 @@ class Dispatcher:
     # -- folding ---------------------------------------------------------------------------------
 
     async def fold_forever(self) -> None:
-        """Keep the state folded up to the end of the log."""
+        """Keep the state folded up to the end of the log.
+
+        Every message goes through the same batch verifier as the deciders' fold
+        (``runtime.fold_message``, :mod:`kueue_es.projections.batches`): only verified
+        decision batches are folded, orphans are logged and counted, never executed.
+        """
+        cluster = self.view.cluster
         async for message in self.bus.read(subjects=(subjects.FACTS, subjects.DECISIONS), start_seq=1):
             try:
-                event = codec.decode(message.data)
+                event: types.Event | None = codec.decode(message.data)
             except codec.DecodeError as err:  # skipped, as every service skips it; its sequence still counts
-                log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
-                self.view.cluster.last_seq = max(self.view.cluster.last_seq, message.seq)
-            else:
+                event = None
+                if batches.partition_of(message.subject) is None:  # else an orphan, reported below
+                    log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
+                cluster.last_seq = max(cluster.last_seq, message.seq)
+            verdict = cluster.batches.offer(
+                seq=message.seq,
+                subject=message.subject,
+                msg_id_header=message.headers.get("Nats-Msg-Id", ""),
+                data=message.data,
+                event=event,
+            )
+            for orphan in verdict.orphans:
+                report_orphan(orphan, self.on_orphan)
+                cluster.last_seq = max(cluster.last_seq, orphan.seq)
+                if batches.partition_of(orphan.subject) is not None:
+                    self.orphaned_seqs.add(orphan.seq)
+            for seq, accepted in verdict.accepted:
                 try:
-                    core.fold(self.view, event, seq=message.seq)
+                    core.fold(self.view, accepted, seq=seq)
                 except UnknownEventError as err:  # raised before the fold touches the state, as in runtime
-                    log.warning("event_unclassified", seq=message.seq, subject=message.subject, error=str(err))
-                    self.view.cluster.last_seq = max(self.view.cluster.last_seq, message.seq)
+                    log.warning("event_unclassified", seq=seq, error=str(err))
+                    cluster.last_seq = max(cluster.last_seq, seq)
                 else:
-                    self.stored.observed(event)
-                    if isinstance(event, types.WorkloadAdmitted | types.TopologyAssigned):
-                        self.ungating.mark(event.workload.key)
+                    self.stored.observed(accepted)
+                    if isinstance(accepted, types.WorkloadAdmitted | types.TopologyAssigned):
+                        self.ungating.mark(accepted.workload.key)
             self._caught_up = self._caught_up or message.pending == 0
             async with self._folded:
                 self._folded.notify_all()
@@ -222,6 +246,12 @@ class Dispatcher:
                 done.append(delivery)
         if decoded:
             await self._wait_folded(max(d.message.seq for d, _ in decoded))
+        orphans = [(d, event) for d, event in decoded if d.message.seq in self.orphaned_seqs]
+        for delivery, _ in orphans:  # decisions outside a verified batch are never executed (acked, skipped)
+            log.warning("orphan_not_executed", seq=delivery.message.seq, subject=delivery.message.subject)
+            done.append(delivery)
+        if orphans:
+            decoded = [(d, event) for d, event in decoded if d.message.seq not in self.orphaned_seqs]
         await self.sync_workloads()
         inflight: list[asyncio.Future[Any]] = []
         try:
@@ -379,6 +409,8 @@ async def serve_dispatcher(
     bus = await connect(nats_url)
     limiter = limiter_from_env(qps=qps, burst=burst)
     dispatcher = Dispatcher(bus=bus, api=api, limiter=limiter)
+    if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
+        dispatcher.on_orphan = bus.health.orphaned
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
     log.info("service_started", qps=limiter.qps, burst=limiter.burst)
     try:

@@ -33,6 +33,7 @@ from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, Result
 from kueue_es.services.dispatcher.kube_api import DEFAULT_BURST, RawObject, WriteLimiter
 from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
+from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.runtime import run_until_stopped
@@ -160,6 +161,8 @@ async def serve_simulated_dispatcher(
     bus = await connect(nats_url)
     limiter = simulated_limiter(qps, burst)
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
+    if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
+        dispatcher.on_orphan = bus.health.orphaned
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
     log.info("service_started", simulated_api=True, qps=limiter.qps, burst=limiter.burst)
     try:

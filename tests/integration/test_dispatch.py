@@ -3,10 +3,13 @@
 A Job flows from the cluster to a fact, to an admission decision, and back to the
 cluster as an unsuspended Job with its flavor's node labels and tolerations. The
 edge cases: a missing LocalQueue, a redelivered decision, a Job deleted before its
-decision is executed, and an undecodable message among the decisions.
+decision is executed, an undecodable message among the decisions, and decisions
+published outside any DecisionRecord's batch (never executed).
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -185,3 +188,64 @@ async def test_undecodable_decision_is_acked_and_later_decisions_still_run(api, 
     assert started["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "a"}
     assert applied.node_selector == {"pool": "a"}
     assert dispatcher.state.last_seq >= applied.decision_seq > broken.seq
+
+
+# -- 8. decisions outside any batch (issue 13) -------------------------------------------------
+
+
+async def test_decisions_published_without_a_record_never_start_a_job(api, bus: MemoryBus) -> None:
+    """QuotaReserved + WorkloadAdmitted for an 8-CPU Job in a 4-CPU ClusterQueue, published with no
+    DecisionRecord: no service folds them, the dispatcher acks them unexecuted, the Job stays
+    suspended; a Job the admitter admits afterwards still starts."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await kube.apply_manifest(api, flavor("default-flavor"))
+        await kube.apply_manifest(api, cluster_queue("cluster-queue", cpu=4))
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        await kube.apply_manifest(api, job("big", cpu="8"))
+        [observed] = await wait_for(bus, types.WorkloadObserved)
+        meta = observed.workload.metadata
+        ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+        assignment = types.PodSetAssignment(
+            name="main",
+            flavors={"cpu": "default-flavor", "memory": "default-flavor"},
+            resource_usage={"cpu": 8000, "memory": 200 * 2**20},
+            count=1,
+        )
+        subject = subjects.workload_decision_subject(ref)
+        forged = [
+            types.QuotaReserved(
+                workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=1
+            ),
+            types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=1),
+        ]
+        acks = [
+            await bus.publish(OutgoingMessage(subject=subject, data=codec.encode(e), msg_id=f"forged:{i}"))
+            for i, e in enumerate(forged)
+        ]
+        await kube.apply_manifest(api, job("small"))
+        for _ in range(250):  # the small Job is admitted and started after the forgery
+            small = await kube.get_object(api, JOBS, namespace="default", name="small")
+            if small["spec"]["suspend"] is False:
+                break
+            await asyncio.sleep(0.02)
+        await wait_until(lambda: all(a.seq in consumer.acked for a in acks), what="the forged decisions acked")
+        big = await kube.get_object(api, JOBS, namespace="default", name="big")
+
+    assert small["spec"]["suspend"] is False
+    assert big["spec"]["suspend"] is True
+    assert [e.workload.name for e in await events_of(bus, types.DispatchApplied)] == [small_name(dispatcher)]
+    assert await events_of(bus, types.EvictionRequested) == []  # nor did the admitter see an overcommitted queue
+    assert dispatcher.state.workloads[ref.key].reservation is None
+    assert {a.seq for a in acks} <= dispatcher.orphaned_seqs
+
+
+def small_name(dispatcher) -> str:
+    names = [wl.workload.metadata.name for wl in dispatcher.state.workloads.values()]
+    [name] = [n for n in names if "small" in n]
+    return name

@@ -111,3 +111,63 @@ def test_a_standby_is_ready_while_it_reaches_the_lease() -> None:
     health.role = "standby"
     assert health.readiness() == (True, {"service": "watcher", "role": "standby", "lease_reachable": True})
     assert samples(health.metrics())["kueue_es_leader", (("service", "watcher"),)] == 0
+
+
+async def test_orphans_are_counted_and_a_stalled_decider_is_not_ready() -> None:
+    """Issue 13: serve_decider reports orphaned messages to the Health its observed bus carries
+    (garbage on the head: counted, skipped, admission goes on), and adds the loop's readiness,
+    which turns false once a batch has gone uncommitted for ``stall_after`` seconds."""
+    from kueue_es.events.bus.base import ConflictError, OutgoingMessage
+    from kueue_es.services.deciding import serve_decider
+
+    health = Health(service="admitter")
+    bus = MemoryBus()
+    await bus.publish(OutgoingMessage(subject=subjects.head_subject(), data=b"garbage", msg_id="g"))
+    await publish(bus, flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": 4}}), local_queue("lq", "cq"))
+    await publish(bus, workload("w", cpu="1"))
+    stop = asyncio.Event()
+
+    async def connect(_: str) -> object:
+        return await health.observe(bus.share())
+
+    task = asyncio.create_task(serve_decider(deciders.ADMITTER, nats_url="", stop=stop, wakeup=0.02, connect=connect))
+    try:
+        async with asyncio.timeout(10):
+            while "QuotaReserved" not in await _types(bus):
+                await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await task
+    found = samples(health.metrics())
+    assert found["kueue_es_orphan_decisions_total", (("reason", "not_a_record"), ("service", "admitter"))] == 1
+    assert health.readiness()[0] and health.readiness()[1]["stalled"] is False
+
+    class Fenced(MemoryBus):
+        async def commit_batch(self, **_: object) -> int:
+            raise ConflictError("fenced")
+
+    now = [0.0]
+    fenced = Fenced()
+    await publish(fenced, flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": 4}}), local_queue("lq", "cq"))
+    await publish(fenced, workload("w", cpu="1"))
+    stalled = Health(service="admitter")
+    loop = DeciderLoop(
+        bus=await stalled.observe(fenced), decider=deciders.ADMITTER, wakeup=0.02, monotonic=lambda: now[0]
+    )
+    stalled.add_check(loop.readiness)
+    running = asyncio.create_task(loop.run())
+    try:
+        async with asyncio.timeout(10):
+            while not loop.conflicts:
+                await asyncio.sleep(0.02)
+        assert stalled.readiness()[0]
+        now[0] = 31.0
+        ready, facts = stalled.readiness()
+        assert not ready and facts["stalled"] and facts["caught_up"]
+        assert samples(stalled.metrics())["kueue_es_ready", (("service", "admitter"),)] == 0
+    finally:
+        await cancel_and_wait([running])
+
+
+async def _types(bus: MemoryBus) -> list[str]:
+    return [(await bus.get(seq)).headers.get("Kq-Type", "") for seq in range(1, await bus.last_seq() + 1)]

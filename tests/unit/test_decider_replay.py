@@ -187,8 +187,9 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
         seen.append(state.last_seq)
         return []
 
+    bus = MemoryBus()
     loop = DeciderLoop(
-        bus=MemoryBus(),
+        bus=bus,
         decider=Decider(role="probe", logic_version=1, decide=decide),
         clock=lambda: 1_000,
         wakeup=0.02,
@@ -202,8 +203,9 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
     from kueue_es.services.runtime import build_batch
 
     head, rest = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=0, head_seq=0, now_ms=1)
+    await bus.commit_batch(head=head, expected_head_seq=0, rest=rest)  # stored whole, delivered in pieces
     messages = [
-        LogMessage(seq=i, subject=m.subject, data=m.data, headers=dict(m.headers), pending=0)
+        LogMessage(seq=i, subject=m.subject, data=m.data, headers={**m.headers, "Nats-Msg-Id": m.msg_id}, pending=0)
         for i, m in enumerate([head, *rest], start=1)
     ]
     task = asyncio.create_task(loop._loop())

@@ -1,0 +1,231 @@
+"""Which decisions count: only the outputs of a verified DecisionRecord batch.
+
+A decider commits one batch per cycle (``services.runtime.build_batch``): a
+DecisionRecord on ``kq.dec.<p>.head`` followed by its ``output_count`` decisions on
+``kq.dec.<p>.wl.<ns>.<name>``. The bus stores a batch atomically and contiguously
+(``Bus.commit_batch``; ``tests/bus/test_contract.py`` checks it on the memory bus, one
+nats-server and a 3-node cluster), so the batch headed by the record at sequence ``r``
+is exactly the messages at ``r+1 .. r+n``. The rule (ARCHITECTURE.md §3, issue 13):
+
+- a message on a head subject counts only if it is a DecisionRecord of that
+  partition, its ``decision_id`` is ``<role>:<partition>:<basis_seq>``, its Msg-Id is
+  ``<decision_id>:0`` and its basis lies before it;
+- output ``i`` of that record is the message at ``r+i``: on one of the partition's
+  per-workload decision subjects (the one its workload names), with Msg-Id
+  ``<decision_id>:<i>``, decoding to a decision other than a DecisionRecord;
+- when all ``n`` outputs are there and the digest over their bytes equals the
+  record's ``outputs_sha256``, the record and its outputs are released to the fold,
+  in log order; until then nothing of the batch is folded;
+- everything else on a decision subject, and any decision type on another subject,
+  is an :class:`Orphan`: folded by no one, returned for the caller to report. A batch
+  that breaks (a message at ``r+i`` that is not output ``i``, a gap, a digest
+  mismatch) is orphaned whole, record included, and the breaking message is then
+  judged on its own (it may head the next batch).
+
+Pure and deterministic: the same messages in the same order give the same verdicts,
+so replay and every service agree on what was folded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from kueue_es.events import codec, subjects, types
+
+DECISION_PREFIX: Final = "kq.dec."
+
+
+@dataclass(frozen=True, slots=True)
+class Orphan:
+    """A message on the log that no fold takes: where it is and why."""
+
+    seq: int
+    subject: str
+    reason: str  # one of REASONS (a metric label)
+    detail: str  # what exactly was wrong, for the log
+
+
+NOT_A_RECORD: Final = "not_a_record"
+OUTSIDE_BATCH: Final = "outside_batch"
+OFF_DECISION_SUBJECT: Final = "off_decision_subject"
+BATCH_BROKEN: Final = "batch_broken"
+DIGEST_MISMATCH: Final = "digest_mismatch"
+REASONS: Final = (NOT_A_RECORD, OUTSIDE_BATCH, OFF_DECISION_SUBJECT, BATCH_BROKEN, DIGEST_MISMATCH)
+"""Why a message is an orphan: a non-record on a head subject; a decision-subject message
+outside any batch; a decision type on another subject; part of a batch that broke (a message
+at an output's place that is not that output, or a gap); a complete batch whose outputs do
+not hash to the record's digest."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one offered message releases: events to fold now, in log order, and orphans."""
+
+    accepted: tuple[tuple[int, types.Event], ...] = ()
+    orphans: tuple[Orphan, ...] = ()
+
+
+@dataclass(slots=True)
+class _Held:
+    seq: int
+    subject: str
+    data: bytes
+    event: types.Event
+
+
+@dataclass(slots=True)
+class _OpenBatch:
+    record: types.DecisionRecord
+    head: _Held
+    outputs: list[_Held] = field(default_factory=list)
+
+
+def partition_of(subject: str) -> str | None:
+    """The partition of a decision subject (``kq.dec.<p>....``), None for any other subject."""
+    if not subject.startswith(DECISION_PREFIX):
+        return None
+    partition, _, _ = subject[len(DECISION_PREFIX) :].partition(".")
+    return partition
+
+
+def decision_id(record: types.DecisionRecord) -> str:
+    """The id ``build_batch`` derives for a record: ``<role>:<partition>:<basis_seq>``."""
+    return f"{record.role}:{record.partition}:{record.basis_seq}"
+
+
+def msg_id(record: types.DecisionRecord, index: int) -> str:
+    """The Msg-Id of message ``index`` of the record's batch (0: the record itself)."""
+    return f"{decision_id(record)}:{index}"
+
+
+def record_problem(*, seq: int, subject: str, msg_id_header: str, event: types.Event | None) -> str | None:
+    """Why the message at ``seq`` on head ``subject`` is not a DecisionRecord that heads a batch, or None."""
+    if event is None:
+        return "undecodable message on a head subject"
+    if not isinstance(event, types.DecisionRecord):
+        return f"{codec.type_name(event)} on a head subject"
+    if subject != subjects.head_subject(event.partition):
+        return f"record of partition {event.partition!r} on {subject}"
+    if event.decision_id != decision_id(event):
+        return f"decision_id {event.decision_id!r} is not {decision_id(event)!r}"
+    if msg_id_header != msg_id(event, 0):
+        return f"Msg-Id {msg_id_header!r} is not {msg_id(event, 0)!r}"
+    if not 0 <= event.basis_seq < seq:
+        return f"basis_seq {event.basis_seq} is not before the record"
+    if event.output_count < 0:
+        return f"output_count {event.output_count} is negative"
+    return None
+
+
+def output_problem(
+    batch_record: types.DecisionRecord,
+    index: int,
+    *,
+    subject: str,
+    msg_id_header: str,
+    event: types.Event | None,
+) -> str | None:
+    """Why a message (at the right sequence) is not output ``index`` of ``batch_record``, or None."""
+    if partition_of(subject) != batch_record.partition or subject == subjects.head_subject(batch_record.partition):
+        return f"{subject} is not a decision subject of partition {batch_record.partition!r}"
+    if msg_id_header != msg_id(batch_record, index):
+        return f"Msg-Id {msg_id_header!r} is not {msg_id(batch_record, index)!r}"
+    if event is None:
+        return "undecodable"
+    if isinstance(event, types.DecisionRecord) or not isinstance(event, types.DECISION_TYPES):
+        return f"{codec.type_name(event)} is not a per-workload decision"
+    ref = getattr(event, "workload", None)
+    if not isinstance(ref, types.WorkloadRef) or subject != subjects.workload_decision_subject(
+        ref, batch_record.partition
+    ):
+        return f"{codec.type_name(event)} on {subject}, not on its workload's subject"
+    return None
+
+
+@dataclass(slots=True)
+class BatchVerifier:
+    """Holds the batch being received and judges every message of a log, in sequence order.
+
+    Feed it every message a fold reads (:meth:`offer`), decodable or not; fold what it
+    accepts, report what it orphans. ``orphaned`` counts the orphans so far.
+    """
+
+    open: _OpenBatch | None = None
+    orphaned: int = 0
+
+    @property
+    def holding(self) -> bool:
+        """True while a record waits for its outputs (nothing of its batch is folded yet)."""
+        return self.open is not None
+
+    @property
+    def holding_until(self) -> int:
+        """The sequence the held batch's last output must have (0 when none is held)."""
+        return self.open.head.seq + self.open.record.output_count if self.open is not None else 0
+
+    def offer(self, *, seq: int, subject: str, msg_id_header: str, data: bytes, event: types.Event | None) -> Verdict:
+        """Judge the message at ``seq``. ``event`` is its decoded event, None when it does not decode.
+
+        A message that is neither on a decision subject nor of a decision type is accepted
+        as it is (None events are neither accepted nor orphaned: the caller skips them).
+        """
+        orphans: list[Orphan] = []
+        batch = self.open
+        if batch is not None:
+            index = len(batch.outputs) + 1
+            if seq != batch.head.seq + index:
+                problem: str | None = f"output {index} expected at {batch.head.seq + index}, next message is at {seq}"
+            else:
+                problem = output_problem(batch.record, index, subject=subject, msg_id_header=msg_id_header, event=event)
+            if problem is None:
+                assert event is not None  # output_problem refuses undecodable messages
+                batch.outputs.append(_Held(seq=seq, subject=subject, data=data, event=event))
+                if index < batch.record.output_count:
+                    return Verdict()
+                self.open = None
+                if codec.digest(held.data for held in batch.outputs) != batch.record.outputs_sha256:
+                    return self._orphan_batch(
+                        batch, DIGEST_MISMATCH, f"batch {batch.record.decision_id}: outputs do not match its digest"
+                    )
+                held = [batch.head, *batch.outputs]
+                return Verdict(accepted=tuple((h.seq, h.event) for h in held))
+            self.open = None
+            broken = self._orphan_batch(batch, BATCH_BROKEN, f"batch {batch.record.decision_id} broken: {problem}")
+            orphans.extend(broken.orphans)
+        verdict = self._fresh(seq=seq, subject=subject, msg_id_header=msg_id_header, data=data, event=event)
+        if orphans:
+            return Verdict(accepted=verdict.accepted, orphans=(*orphans, *verdict.orphans))
+        return verdict
+
+    def _fresh(self, *, seq: int, subject: str, msg_id_header: str, data: bytes, event: types.Event | None) -> Verdict:
+        """Judge a message while no batch is open."""
+        partition = partition_of(subject)
+        if partition is None:
+            if event is None:
+                return Verdict()
+            if isinstance(event, types.DECISION_TYPES):
+                return self._orphan(
+                    seq, subject, OFF_DECISION_SUBJECT, f"{codec.type_name(event)} outside the decision subjects"
+                )
+            return Verdict(accepted=((seq, event),))
+        if subject == subjects.head_subject(partition):
+            problem = record_problem(seq=seq, subject=subject, msg_id_header=msg_id_header, event=event)
+            if problem is not None:
+                return self._orphan(seq, subject, NOT_A_RECORD, problem)
+            assert isinstance(event, types.DecisionRecord)
+            if event.output_count == 0:
+                return Verdict(accepted=((seq, event),))
+            self.open = _OpenBatch(record=event, head=_Held(seq=seq, subject=subject, data=data, event=event))
+            return Verdict()
+        what = "undecodable message" if event is None else codec.type_name(event)
+        return self._orphan(seq, subject, OUTSIDE_BATCH, f"{what} outside any batch")
+
+    def _orphan(self, seq: int, subject: str, reason: str, detail: str) -> Verdict:
+        self.orphaned += 1
+        return Verdict(orphans=(Orphan(seq=seq, subject=subject, reason=reason, detail=detail),))
+
+    def _orphan_batch(self, batch: _OpenBatch, reason: str, detail: str) -> Verdict:
+        held = [batch.head, *batch.outputs]
+        self.orphaned += len(held)
+        return Verdict(orphans=tuple(Orphan(seq=h.seq, subject=h.subject, reason=reason, detail=detail) for h in held))

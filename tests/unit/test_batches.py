@@ -1,0 +1,286 @@
+"""Only verified decision batches change state (issue 13, ARCHITECTURE.md §3).
+
+The fold (``runtime.fold_message`` through ``projections.batches``) takes a decision
+only as output ``i`` of the DecisionRecord ``i`` messages before it, with the Msg-Id
+the record derives, once the batch is complete and its outputs hash to the record's
+digest. Everything else on a decision subject is an orphan: folded by no one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kueue_es import deciders
+from kueue_es.events import codec, subjects, types
+from kueue_es.events.bus.base import ConflictError, LogMessage, OutgoingMessage
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.projections import batches
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.scenarios.core_engine import SEED
+from kueue_es.services.runtime import Decider, DeciderLoop, build_batch, cancel_and_wait, fold_message
+from kueue_es.services.watcher.convert import kueue_fact
+from tests.builders import cluster_queue, flavor, local_queue, workload
+
+REF = types.WorkloadRef(namespace="default", name="big", uid="uid-big")
+RESERVED = types.QuotaReserved(
+    workload=REF,
+    cluster_queue="cq",
+    pod_set_assignments=[
+        types.PodSetAssignment(name="main", flavors={"cpu": "f"}, resource_usage={"cpu": 8000}, count=1)
+    ],
+    at_ms=5,
+)
+ADMITTED = types.WorkloadAdmitted(workload=REF, cluster_queue="cq", at_ms=5)
+FACTS = [
+    subjects.fact_message(kueue_fact(doc))
+    for doc in (
+        flavor("f"),
+        cluster_queue("cq", flavors={"f": {"cpu": 4}}),
+        local_queue("lq", "cq"),
+        workload("big", cpu="8"),
+    )
+]
+
+
+def stored(messages: Sequence[OutgoingMessage], *, start: int = 1) -> list[LogMessage]:
+    """``messages`` as a reader sees them from sequence ``start`` on (with their Nats-Msg-Id)."""
+    return [
+        LogMessage(seq=seq, subject=m.subject, data=m.data, headers={**m.headers, "Nats-Msg-Id": m.msg_id})
+        for seq, m in enumerate(messages, start=start)
+    ]
+
+
+def a_batch(
+    outputs: Sequence[types.Decision] = (RESERVED, ADMITTED), *, decider: Decider = deciders.ADMITTER
+) -> list[OutgoingMessage]:
+    """A batch as a decider commits it right after :data:`FACTS`."""
+    head, rest = build_batch(decider, outputs=outputs, basis_seq=len(FACTS), head_seq=0, now_ms=5)
+    return [head, *rest]
+
+
+def fold(messages: Sequence[OutgoingMessage]) -> tuple[ClusterState, list[batches.Orphan]]:
+    """:data:`FACTS` then ``messages`` folded as every service folds them; the orphans reported."""
+    state, orphans = ClusterState(), []
+    for message in stored([*FACTS, *messages]):
+        fold_message(state, message, on_orphan=orphans.append)
+    return state, orphans
+
+
+def reserved(state: ClusterState) -> bool:
+    wl = state.workloads["default/big"]
+    return wl.reservation is not None or wl.admitted
+
+
+def test_a_verified_batch_is_folded_whole_once_its_last_output_is_there() -> None:
+    messages = a_batch()
+    state, orphans = fold(messages[:2])  # the record and the first output: nothing of the batch yet
+    assert not reserved(state) and state.last_seq == len(FACTS) and not state.heads and not orphans
+    state, orphans = fold(messages)
+    assert reserved(state) and state.workloads["default/big"].admitted
+    assert state.heads == {"p0": len(FACTS) + 1} and state.last_seq == len(FACTS) + 3 and not orphans
+
+
+def test_decisions_published_without_a_record_are_orphans_not_folded() -> None:
+    """The attack of issue 13: QuotaReserved + WorkloadAdmitted with plain nats-py, no DecisionRecord."""
+    subject = subjects.workload_decision_subject(REF)
+    forged = [
+        OutgoingMessage(subject=subject, data=codec.encode(RESERVED), msg_id="x:1"),
+        OutgoingMessage(subject=subject, data=codec.encode(ADMITTED), msg_id="x:2"),
+    ]
+    state, orphans = fold(forged)
+    assert not reserved(state) and not state.usage
+    assert [(o.seq, o.reason) for o in orphans] == [(5, batches.OUTSIDE_BATCH), (6, batches.OUTSIDE_BATCH)]
+    assert state.last_seq == 6  # their sequences count as folded
+
+
+def test_the_same_forgery_with_the_msg_ids_a_record_would_derive_is_still_an_orphan() -> None:
+    _, *outputs = a_batch()
+    state, orphans = fold(outputs)
+    assert not reserved(state) and {o.reason for o in orphans} == {batches.OUTSIDE_BATCH}
+
+
+def _swap(messages: list[OutgoingMessage]) -> list[OutgoingMessage]:
+    head, first, second = messages
+    return [head, second, first]
+
+
+def _rename(index: int, msg_id: str) -> object:
+    def change(messages: list[OutgoingMessage]) -> list[OutgoingMessage]:
+        out = list(messages)
+        out[index] = msgspec.structs.replace(out[index], msg_id=msg_id)
+        return out
+
+    return change
+
+
+def _tamper(messages: list[OutgoingMessage]) -> list[OutgoingMessage]:
+    """Output 1's bytes changed (another ClusterQueue), its Msg-Id kept: only the digest tells."""
+    head, first, second = messages
+    forged = msgspec.structs.replace(RESERVED, cluster_queue="someone-else")
+    return [head, msgspec.structs.replace(first, data=codec.encode(forged)), second]
+
+
+def _elsewhere(messages: list[OutgoingMessage]) -> list[OutgoingMessage]:
+    head, first, second = messages
+    return [head, msgspec.structs.replace(first, subject="kq.dec.p0.wl.default.other"), second]
+
+
+def _gap(messages: list[OutgoingMessage]) -> list[OutgoingMessage]:
+    head, first, _ = messages
+    return [head, first, FACTS[0]]  # a fact where output 2 should be: the batch is not contiguous
+
+
+def _short(messages: list[OutgoingMessage]) -> list[OutgoingMessage]:
+    head, first, second = messages
+    record = msgspec.structs.replace(codec.decode(head.data), output_count=1)
+    return [msgspec.structs.replace(head, data=codec.encode(record)), first, second]
+
+
+BROKEN = {
+    "outputs out of order": (_swap, batches.BATCH_BROKEN),
+    "wrong Msg-Id on an output": (_rename(2, "admit:p0:4:7"), batches.BATCH_BROKEN),
+    "outputs not matching the digest": (_tamper, batches.DIGEST_MISMATCH),
+    "an output on another workload's subject": (_elsewhere, batches.BATCH_BROKEN),
+    "a message missing from the batch": (_gap, batches.BATCH_BROKEN),
+    "a record counting fewer outputs than it hashed": (_short, batches.DIGEST_MISMATCH),
+    "a record with a Msg-Id it does not derive": (_rename(0, "admit:p0:3:0"), batches.NOT_A_RECORD),
+}
+
+
+@pytest.mark.parametrize("change", BROKEN.values(), ids=BROKEN.keys())
+def test_a_batch_that_does_not_verify_is_orphaned_whole(change: tuple) -> None:
+    mutate, reason = change
+    state, orphans = fold(mutate(a_batch()))
+    assert not reserved(state) and not state.heads
+    assert reason in {o.reason for o in orphans}
+    assert {o.seq for o in orphans} >= {len(FACTS) + 1, len(FACTS) + 2}  # the record and the first output at least
+
+
+def test_garbage_on_the_head_is_skipped_and_the_next_batch_counts() -> None:
+    garbage = OutgoingMessage(subject=subjects.head_subject(), data=b"\x00not json", msg_id="g")
+    head, rest = build_batch(deciders.ADMITTER, outputs=[RESERVED, ADMITTED], basis_seq=5, head_seq=0, now_ms=5)
+    state, orphans = fold([garbage, head, *rest])
+    assert [(o.seq, o.reason) for o in orphans] == [(5, batches.NOT_A_RECORD)]
+    assert reserved(state) and state.heads == {"p0": 6}
+
+
+def test_a_record_interrupting_a_batch_breaks_it_and_heads_its_own() -> None:
+    first = a_batch()
+    head, rest = build_batch(deciders.ADMITTER, outputs=[RESERVED, ADMITTED], basis_seq=6, head_seq=0, now_ms=6)
+    state, orphans = fold([*first[:2], head, *rest])
+    assert [(o.seq, o.reason) for o in orphans] == [(5, batches.BATCH_BROKEN), (6, batches.BATCH_BROKEN)]
+    assert reserved(state) and state.heads == {"p0": 7}
+
+
+def test_a_decision_type_on_a_fact_subject_is_an_orphan() -> None:
+    state, orphans = fold([OutgoingMessage(subject="kq.in.wl.default.big", data=codec.encode(RESERVED), msg_id="f")])
+    assert not reserved(state) and [o.reason for o in orphans] == [batches.OFF_DECISION_SUBJECT]
+
+
+def test_seed_and_empty_batches_verify() -> None:
+    """The scenario engines' ``seed`` role and a record without outputs (a request's answer)."""
+    state, orphans = fold(a_batch(decider=SEED))
+    assert reserved(state) and not orphans
+    head, rest = build_batch(deciders.PREEMPTOR, outputs=[], basis_seq=4, head_seq=0, now_ms=1, answers="r1")
+    state, orphans = fold([head])
+    assert state.heads == {"p0": 5} and not orphans and not rest
+
+
+# -- a table of every way to mess with one batch, by property --------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    order=st.permutations([0, 1, 2]),
+    drop=st.sets(st.integers(0, 2), max_size=2),
+    renamed=st.sets(st.integers(0, 2), max_size=2),
+    extra=st.integers(0, 3),
+)
+def test_only_the_batch_exactly_as_committed_is_folded(
+    order: list[int], drop: set[int], renamed: set[int], extra: int
+) -> None:
+    """Reorder, drop, re-id a batch's messages, or put a fact inside it: the batch is folded only
+    when it reaches the log exactly as committed, and then whole; else none of it (the log
+    going on after an incomplete batch)."""
+    original = a_batch()
+    messages = [
+        msgspec.structs.replace(original[i], msg_id=f"forged:{i}") if i in renamed else original[i]
+        for i in order
+        if i not in drop
+    ]
+    if extra:
+        messages.insert(min(extra, len(messages)), FACTS[0])
+    intact = messages[: len(original)] == original  # a fact after the whole batch is fine
+    state, orphans = fold([*messages, FACTS[1]])  # a later message: a batch still incomplete is broken
+    assert reserved(state) == intact
+    assert bool(state.heads) == intact
+    assert (not orphans) == intact
+
+
+# -- the decider loop --------------------------------------------------------------------------
+
+
+async def test_garbage_on_the_head_does_not_fence_the_decider() -> None:
+    """Issue 13: the loop expects the head's last sequence as the log has it, not its last record's."""
+    bus = MemoryBus()
+    await bus.publish(OutgoingMessage(subject=subjects.head_subject(), data=b"garbage", msg_id="g"))
+    loop = DeciderLoop(bus=bus, decider=deciders.ADMITTER, clock=lambda: 1, wakeup=0.02)
+    task = asyncio.create_task(loop.run())
+    try:
+        for message in FACTS[:3]:
+            await bus.publish(message)
+        await bus.publish(subjects.fact_message(kueue_fact(workload("small", cpu="1"))))
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if loop.commits:
+                break
+    finally:
+        await cancel_and_wait([task])
+    assert loop.commits >= 1 and loop.conflicts == 0
+    assert loop.state.workloads["default/small"].reservation is not None
+    assert loop.head_seq > 1 and loop.readiness()[0]
+
+
+class _AlwaysConflicting(MemoryBus):
+    async def commit_batch(self, **_: object) -> int:
+        raise ConflictError("the head moved")
+
+
+async def test_readiness_goes_false_when_commits_keep_failing() -> None:
+    """A decider with a batch to commit that has not committed for ``stall_after`` s is not ready."""
+    now = [0.0]
+    bus = _AlwaysConflicting()
+    loop = DeciderLoop(
+        bus=bus, decider=deciders.ADMITTER, clock=lambda: 1, wakeup=0.02, stall_after=30, monotonic=lambda: now[0]
+    )
+    task = asyncio.create_task(loop.run())
+    try:
+        for message in FACTS[:3]:
+            await bus.publish(message)
+        await bus.publish(subjects.fact_message(kueue_fact(workload("small", cpu="1"))))
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if loop.conflicts:
+                break
+        assert loop.conflicts and loop.readiness()[0]  # failing, but not for long yet
+        now[0] = 29.0
+        assert loop.readiness()[0]
+        now[0] = 31.0
+        ready, facts = loop.readiness()
+        assert not ready and facts["stalled"] and facts["uncommitted_for_s"] == 31.0
+    finally:
+        await cancel_and_wait([task])
+
+
+async def test_readiness_recovers_once_there_is_nothing_left_to_commit() -> None:
+    loop = DeciderLoop(bus=MemoryBus(), decider=deciders.ADMITTER, monotonic=lambda: 100.0, stall_after=1)
+    loop.blocked_since = 0.0
+    assert not loop.readiness()[0]
+    assert await loop._cycle() == 0  # an empty state: nothing to decide
+    assert loop.readiness() == (True, {"stalled": False})
