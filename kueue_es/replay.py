@@ -345,9 +345,23 @@ def _check_complete(
             )
             continue
         answered.add(event.decision_seq)
-    report.undispatched = [
-        seq for seq, message in outputs.items() if message.headers.get("Kq-Type") in _DISPATCHED and seq not in answered
-    ]
+    report.undispatched = _undispatched(outputs, answered)
+
+
+def _undispatched(outputs: Mapping[int, LogMessage], answered: set[int]) -> list[int]:
+    """Decisions the dispatcher should have answered and did not. The dispatcher writes a
+    workload's latest state, so a decision a later answered one of the same workload (its
+    subject) superseded, e.g. an admission the eviction of a preemption overtook before the
+    Job started, needs no answer of its own."""
+    waiting: list[int] = []
+    last_answered: dict[str, int] = {}
+    for seq in sorted(answered):
+        last_answered[outputs[seq].subject] = seq
+    for seq, message in outputs.items():
+        if message.headers.get("Kq-Type") in _DISPATCHED and seq not in answered:
+            if last_answered.get(message.subject, 0) < seq:
+                waiting.append(seq)
+    return waiting
 
 
 _DISPATCHED = frozenset({"WorkloadAdmitted", "EvictionRequested"})
