@@ -189,14 +189,25 @@ async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
 
     home = tmp_path / "home"
     out = tmp_path / "up.out"
-    up = await start_up("--emulator", "--dir", str(home), log=out)
+    port = free_ports(len(SERVICES))
+    up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
     try:
 
-        async def is_up() -> bool:
+        async def all_ready() -> bool:  # each service connected to NATS as its own user
             assert up.returncode is None, out.read_text()
-            return "kueue-es is up" in out.read_text()
+            if "kueue-es is up" not in out.read_text():
+                return False
+            async with aiohttp.ClientSession() as session:
+                for offset in range(len(SERVICES)):
+                    try:
+                        async with session.get(f"http://127.0.0.1:{port + offset}/readyz") as response:
+                            if response.status != 200:
+                                return False
+                    except aiohttp.ClientError:
+                        return False
+            return True
 
-        await until(is_up, timeout=60, what="kueue-es up", log=out)
+        await until(all_ready, timeout=60, what="every service ready", log=out)
         text = " ".join(out.read_text().split())
         url = re.search(r"NATS (nats://127\.0\.0\.1:\d+)", text)
         assert url is not None, text
