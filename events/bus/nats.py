@@ -149,16 +149,18 @@ async def connect(
     ca_file = os.environ.get(CA_FILE_ENV, "").strip()
     if ca_file:
         options["tls"] = ssl.create_default_context(cafile=ca_file)
+    # bounded: nats-py retries a TLS handshake that fails verification for ever
     with _wrapped(f"Connecting to {_without_password(servers)}"):
-        nc = await nats.connect(
-            servers,
-            name=f"kueue-es {user}" if user else "kueue-es",
-            connect_timeout=max(1, int(timeout)),
-            max_reconnect_attempts=2,
-            reconnect_time_wait=0.5,
-            error_cb=_log_error,
-            **options,
-        )
+        async with asyncio.timeout(max(30.0, 6 * timeout)):
+            nc = await nats.connect(
+                servers,
+                name=f"kueue-es {user}" if user else "kueue-es",
+                connect_timeout=max(1, int(timeout)),
+                max_reconnect_attempts=2,
+                reconnect_time_wait=0.5,
+                error_cb=_log_error,
+                **options,
+            )
     nc.options["max_reconnect_attempts"] = -1
     nc.options["reconnect_time_wait"] = 1
     bus = NatsBus(nc=nc, replicas=replicas, timeout=timeout)

@@ -135,8 +135,8 @@ class LocalAuth:
 
     ``<directory>/<user>.password`` (mode 0600, the directory 0700) for every user,
     plus ``route.password`` for the routes of a cluster. :meth:`create` makes new
-    passwords; :meth:`load` reads the files a previous run wrote (``kueue-es up``
-    keeps them next to the store, so a restarted server keeps its users).
+    passwords (``kueue-es up`` and ``demo`` on every start); ``LocalAuth(directory)``
+    uses files written before (``up --nats-auth-dir``).
     """
 
     directory: Path
@@ -149,13 +149,6 @@ class LocalAuth:
         for user in (*permissions.USERS, ROUTE_USER):
             write_secret(directory / f"{user}{PASSWORD_SUFFIX}", secrets.token_hex(24) + "\n")
         return cls(directory)
-
-    @classmethod
-    def load_or_create(cls, directory: Path) -> LocalAuth:
-        """The passwords already in ``directory`` when all are there, else new ones."""
-        if all((directory / f"{u}{PASSWORD_SUFFIX}").is_file() for u in (*permissions.USERS, ROUTE_USER)):
-            return cls(directory)
-        return cls.create(directory)
 
     def credentials(self, user: str) -> Credentials:
         """``user``'s credentials (raises KeyError for an unknown user)."""
