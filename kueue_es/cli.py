@@ -6,6 +6,7 @@ Commands (``kueue-es COMMAND --help`` for each):
 - ``up``: nats-server and the five services, against a kubeconfig or an emulator;
 - ``service NAME``: one service in this process (what ``up`` starts);
 - ``apply -f FILE``: apply manifests to the cluster, as kubectl would;
+- ``nats-setup``: as NATS user admin, create the log stream (the services only check it exists);
 - ``replay``: re-check every recorded decision against the log;
 - ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
 - ``events schema``: the JSON Schema of every event;
@@ -60,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     _kube_options(up)
     up.add_argument("--emulator", action="store_true", help="start an emulated API server instead of a cluster")
     up.add_argument("--nats", default=None, help="use this NATS server instead of starting one")
+    up.add_argument(
+        "--nats-auth-dir",
+        type=Path,
+        default=None,
+        help="with --nats: a directory of USER.password files (admin, watcher, admitter, preemptor, tas-placer,"
+        " dispatcher); each service connects as its user, admin creates the stream (default: no user)",
+    )
     up.add_argument("--dir", type=Path, default=DEFAULT_HOME, help="NATS store and logs (default ./.kueue-es)")
     _manage_option(up)
     up.add_argument(
@@ -79,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     service = sub.add_parser("service", help="run one service in this process")
     service.add_argument("name", choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher"])
     service.add_argument("--nats", required=True, help="NATS URL, e.g. nats://127.0.0.1:4222")
+    _nats_credential_options(service)
     service.add_argument(
         "--stepped", action="store_true", help="deciders: run cycles only when a SchedulingRequested fact asks"
     )
@@ -98,6 +107,12 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("-f", "--filename", action="append", required=True, type=Path, help="a YAML file (repeatable)")
     _kube_options(apply)
     apply.set_defaults(run=_run_apply)
+
+    setup = sub.add_parser("nats-setup", help="as NATS user admin: create the log stream, or bring it up to date")
+    setup.add_argument("--nats", required=True, help="NATS URL, e.g. tls://kueue-es-nats.kueue-es.svc:4222")
+    _nats_credential_options(setup)
+    setup.add_argument("--public", action="store_true", help="also the public stream KQ_PUB")
+    setup.set_defaults(run=_run_nats_setup)
 
     replay = sub.add_parser(
         "replay",
@@ -192,7 +207,11 @@ def _ops_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--health-port", type=int, default=None, help="serve /healthz, /readyz and /metrics on this port (default off)"
     )
-    group.add_argument("--health-host", default="0.0.0.0", help="address of the health server (default all)")  # noqa: S104
+    group.add_argument(
+        "--health-host",
+        default="127.0.0.1",
+        help="address the health server binds (default 127.0.0.1; 0.0.0.0 for every interface, as in a pod)",
+    )
     group.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
@@ -340,10 +359,39 @@ def _manage_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _nats_credential_options(parser: argparse.ArgumentParser) -> None:
+    """``--nats-user`` and ``--nats-password-file``: who to connect as (never the password itself in argv)."""
+    parser.add_argument(
+        "--nats-user",
+        default=None,
+        help="NATS user to connect as (default $KUEUE_ES_NATS_USER, else the URL's, else none)",
+    )
+    parser.add_argument(
+        "--nats-password-file",
+        type=Path,
+        default=None,
+        help="file holding that user's password (default $KUEUE_ES_NATS_PASSWORD_FILE)",
+    )
+
+
+def _credentials_to_env(args: argparse.Namespace) -> str | None:
+    """Hand ``--nats-user``/``--nats-password-file`` to kueue_es.events.bus.nats.connect through its
+    environment variables; returns an error when only one of them is given."""
+    if (args.nats_user is None) != (args.nats_password_file is None):
+        return "give --nats-user and --nats-password-file together"
+    if args.nats_user is not None:
+        os.environ["KUEUE_ES_NATS_USER"] = args.nats_user
+        os.environ["KUEUE_ES_NATS_PASSWORD_FILE"] = str(args.nats_password_file.resolve())
+    return None
+
+
 def _run_service(args: argparse.Namespace) -> int:
     from kueue_es.services import runtime
 
     runtime.configure_logging(service=args.name)
+    if problem := _credentials_to_env(args):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if args.leader_elect and args.name not in ("watcher", "dispatcher"):
         print(
             f"error: {args.name} takes no lease: two deciders are safe (a stale commit is rejected whole);"
@@ -583,6 +631,22 @@ def _run_replay(args: argparse.Namespace) -> int:
     return asyncio.run(
         replay_and_print(nats_url=args.nats, store=args.store, max_diffs=args.max_diffs, progress=progress)
     )
+
+
+def _run_nats_setup(args: argparse.Namespace) -> int:
+    from kueue_es.events.bus import base
+    from kueue_es.events.bus import nats as nats_bus
+
+    if problem := _credentials_to_env(args):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(nats_bus.ensure_log_stream(args.nats, timeout=10.0, public=args.public))
+    except base.BusError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"stream {base.STREAM_NAME} ready" + (f" and {nats_bus.PUBLIC_STREAM_NAME}" if args.public else ""))
+    return 0
 
 
 def _run_up(args: argparse.Namespace) -> int:

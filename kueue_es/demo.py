@@ -5,6 +5,10 @@ Kubernetes API server, the five services as their own processes and a simulated
 kubelet; applies Kueue's quick-start objects and copies of Kueue's sample Job;
 prints a timeline as the events land on the log; then stops the services and
 replays the log, re-checking every decision byte for byte.
+
+The nats-server requires a user, as ``kueue-es up``'s does: passwords in
+``<run dir>/creds`` (mode 0600), each service as its own user, the timeline
+and the replay as the read-only ``reader``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from kueue_es import deciders, timeline
 from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
-from kueue_es.events.bus.server import NatsServer
+from kueue_es.events.bus.server import LocalAuth, NatsServer
 from kueue_es.events.manifests import load_documents
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, summary
@@ -33,7 +37,7 @@ from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.supervisor import Supervisor
+from kueue_es.supervisor import CREDS_DIR, Supervisor, reader_help
 
 DEMO_TIMEOUT = 50.0
 _STYLES = {
@@ -168,14 +172,16 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
     urgent: list[dict[str, Any]] = []
     if preempt:
         setup, urgent = preemption_manifests(setup)
-    async with NatsServer(store_dir=run_dir / "nats") as server, serve_emulator() as emulator:
+    auth = LocalAuth.create(run_dir / CREDS_DIR)
+    async with NatsServer(store_dir=run_dir / "nats", auth=auth) as server, serve_emulator() as emulator:
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
+        await nats_bus.ensure_log_stream(server.url, credentials=auth.credentials("admin"))
         supervisor = Supervisor(
-            nats_url=server.url, log_dir=run_dir / "logs", kube_args=["--kube-server", emulator.url]
+            nats_url=server.url, log_dir=run_dir / "logs", kube_args=["--kube-server", emulator.url], auth=auth
         )
         await supervisor.start()
         api = await kube.make_api_client(server=emulator.url)
-        bus = await nats_bus.connect(server.url)
+        bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))
         printer = TimelinePrinter(bus=bus, console=console)
         background = [
             asyncio.create_task(printer.follow()),
@@ -195,7 +201,7 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
                 total += sum(1 for doc in urgent if doc.get("kind") == "Job")
             done = await printer.wait_released(total, timeout=DEMO_TIMEOUT)
             if keep:
-                _print_keep(console, run_dir=run_dir, nats_url=server.url, api_url=emulator.url)
+                _print_keep(console, run_dir=run_dir, nats_url=server.url, api_url=emulator.url, auth=auth)
                 await asyncio.Event().wait()
         finally:
             codes = await supervisor.stop()
@@ -221,16 +227,19 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
     return 0 if done and report.ok and not crashed else 1
 
 
-def _print_keep(console: Console, *, run_dir: Path, nats_url: str, api_url: str) -> None:
-    console.print(f"""
+def _print_keep(console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth) -> None:
+    console.print(
+        f"""
 [bold]Still running[/bold] (Ctrl-C stops everything):
   API server (emulated)  {api_url}   kubeconfig: {run_dir / "kubeconfig"}
-  NATS                   {nats_url}
+  NATS                   {nats_url}   (every connection needs a user: credentials in {auth.directory})
   service logs           {run_dir / "logs"}
 Try:
   kueue-es apply -f MANIFEST.yaml --kubeconfig {run_dir / "kubeconfig"}
-  kueue-es replay --nats {nats_url}
-""")
+""",
+        highlight=False,
+    )
+    console.print(reader_help(nats_url, auth), highlight=False, markup=False)
 
 
 def _print_report(console: Console, report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> None:

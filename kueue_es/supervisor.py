@@ -9,6 +9,13 @@ service exits cleanly) and kills what is still alive after a grace period.
 that the cluster serves the kueue.x-k8s.io/v1beta2 CRDs (:func:`missing_crds`),
 then starts nats-server (JetStream store under ``--dir``) and the services, and
 runs until Ctrl-C or SIGTERM, or until a service exits.
+
+The nats-server ``up`` starts requires a user: every user of
+:mod:`kueue_es.events.bus.permissions` gets a random password in
+``<dir>/creds/<user>.password`` (mode 0600), the log stream is created as
+``admin``, and each service connects as its own user, told through its
+environment (``KUEUE_ES_NATS_USER``, ``KUEUE_ES_NATS_PASSWORD_FILE``: never the
+password in argv). ``up`` prints how to connect as the read-only ``reader``.
 """
 
 from __future__ import annotations
@@ -26,11 +33,24 @@ from typing import Any
 
 import structlog
 
-from kueue_es.events.bus.server import die_with_parent
+from kueue_es.events.bus.server import LocalAuth, die_with_parent
 
 log = structlog.get_logger(__name__)
 
 SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
+#: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
+USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
+CREDS_DIR = "creds"
+
+
+def reader_help(nats_url: str, auth: LocalAuth) -> str:
+    """How to connect as the read-only ``reader`` user: what ``up`` and ``demo --keep`` print."""
+    reader = auth.credentials("reader")
+    return (
+        f"read-only NATS user: reader, password in {reader.password_file} (mode 0600), e.g.\n"
+        f"  {USER_ENV}=reader {PASSWORD_FILE_ENV}={reader.password_file} kueue-es replay --nats {nats_url}\n"
+        f"  nats --server {nats_url} --user reader --password \"$(cat {reader.password_file})\" stream info KQ_LOG"
+    )
 
 
 @dataclass(kw_only=True)
@@ -50,6 +70,9 @@ class Supervisor:
     ``--kubeconfig``, ``--leader-elect``), ``decider_args`` to the others.
     ``health_port``: the first service (in ``SERVICES`` order) serves /healthz,
     /readyz and /metrics on it, the next on the port after, and so on.
+    ``auth``: each service connects as its own NATS user with the password file
+    there (through its environment); None: as the environment says (no user
+    on a server without authentication).
     """
 
     nats_url: str
@@ -57,6 +80,7 @@ class Supervisor:
     kube_args: list[str] = field(default_factory=list)
     decider_args: list[str] = field(default_factory=list)
     health_port: int | None = None
+    auth: LocalAuth | None = None
     running: list[ServiceProcess] = field(default_factory=list)
 
     def health_url(self, name: str) -> str | None:
@@ -77,6 +101,10 @@ class Supervisor:
             if self.health_port is not None:
                 args += ["--health-port", str(self.health_port + SERVICES.index(name)), "--health-host", "127.0.0.1"]
             log_path = self.log_dir / f"{name}.log"
+            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            if self.auth is not None:
+                credentials = self.auth.credentials(name)
+                env.update({USER_ENV: credentials.user, PASSWORD_FILE_ENV: str(credentials.password_file)})
             with log_path.open("ab") as sink:
                 process = await asyncio.create_subprocess_exec(
                     sys.executable,
@@ -86,7 +114,7 @@ class Supervisor:
                     stdout=sink,
                     stderr=sink,
                     stdin=asyncio.subprocess.DEVNULL,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                    env=env,
                     # a service must not outlive whoever started it, even one killed abruptly
                     preexec_fn=functools.partial(die_with_parent, os.getpid(), signal.SIGTERM),
                 )
@@ -186,6 +214,7 @@ async def run_up(args: argparse.Namespace) -> int:
     """
     from rich.console import Console
 
+    from kueue_es.events.bus import nats as nats_bus
     from kueue_es.events.bus.server import NatsServer
     from kueue_es.services.kube import client as kube
     from kueue_es.sim.emulator import serve_emulator
@@ -212,16 +241,22 @@ async def run_up(args: argparse.Namespace) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     async with contextlib.AsyncExitStack() as stack:
         nats_url = args.nats
+        auth: LocalAuth | None = None
         if nats_url is None:
-            server = await stack.enter_async_context(NatsServer(store_dir=run_dir / "nats"))
+            auth = LocalAuth.create(run_dir / CREDS_DIR)
+            server = await stack.enter_async_context(NatsServer(store_dir=run_dir / "nats", auth=auth))
             nats_url = server.url
+        elif args.nats_auth_dir is not None:
+            auth = LocalAuth(args.nats_auth_dir.resolve())
+        if auth is not None and (admin := auth.credentials("admin")).password_file.is_file():
+            await nats_bus.ensure_log_stream(nats_url, credentials=admin)  # the services only check it exists
         if args.emulator:
             emulator = await stack.enter_async_context(serve_emulator())
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
             kube_args = ["--kube-server", emulator.url] + kube_args
             console.print(f"emulated cluster: kubeconfig {run_dir / 'kubeconfig'}", highlight=False)
         supervisor = Supervisor(
-            nats_url=nats_url, log_dir=run_dir / "logs", kube_args=kube_args, health_port=args.health_port
+            nats_url=nats_url, log_dir=run_dir / "logs", kube_args=kube_args, health_port=args.health_port, auth=auth
         )
         try:
             await supervisor.start()
@@ -232,6 +267,8 @@ async def run_up(args: argparse.Namespace) -> int:
                 f"kueue-es is up: NATS {nats_url}, Kubernetes {target}, logs in {run_dir / 'logs'}; Ctrl-C stops it",
                 highlight=False,
             )
+            if auth is not None:
+                console.print(reader_help(nats_url, auth), highlight=False)
             if args.health_port is not None:
                 urls = ", ".join(f"{name} {supervisor.health_url(name)}" for name in SERVICES)
                 console.print(f"health and metrics: {urls}", highlight=False)

@@ -266,8 +266,12 @@ class ObservedBus(Bus):
 
 
 @contextlib.asynccontextmanager
-async def serve_health(health: Health, *, port: int, host: str = "0.0.0.0") -> AsyncIterator[str]:  # noqa: S104
+async def serve_health(health: Health, *, port: int, host: str = "127.0.0.1") -> AsyncIterator[str]:
     """Serve /healthz, /readyz and /metrics on ``host:port`` until the block exits; yields the base URL.
+
+    ``host`` is the address bound (loopback by default; ``0.0.0.0`` in a pod, for
+    the kubelet's probes and Prometheus), and the ``health_serving`` log line says
+    which address and port were actually bound.
 
     ``port=0`` picks a free port. Raises OSError if the port is taken.
     """
@@ -293,9 +297,9 @@ async def serve_health(health: Health, *, port: int, host: str = "0.0.0.0") -> A
     site = aiohttp.web.TCPSite(runner, host=host, port=port)
     try:
         await site.start()
-        bound = runner.addresses[0][1] if runner.addresses else port
+        bound_host, bound = (str(runner.addresses[0][0]), runner.addresses[0][1]) if runner.addresses else (host, port)
         url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{bound}"  # noqa: S104
-        log.info("health_serving", url=url)
+        log.info("health_serving", url=url, bound=f"{bound_host}:{bound}")
         yield url
     finally:
         await runner.cleanup()

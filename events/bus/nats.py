@@ -30,9 +30,11 @@ import contextlib
 import json
 import os
 import re
+import ssl
 import time
 import uuid
 from collections.abc import AsyncGenerator, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -44,7 +46,8 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import api
 
-from kueue_es.events.bus import base, rules
+from kueue_es.events.bus import base, permissions, rules
+from kueue_es.events.bus.server import Credentials
 
 log = structlog.get_logger(__name__)
 
@@ -102,12 +105,30 @@ async def _log_error(err: Exception) -> None:
     log.warning("nats connection error", error=repr(err))
 
 
-async def connect(servers: str | list[str], *, replicas: int | None = None, timeout: float = 5.0) -> NatsBus:
-    """Connect to ``servers`` and create or update the ``KQ_LOG`` stream with ``replicas``.
+async def connect(
+    servers: str | list[str],
+    *,
+    replicas: int | None = None,
+    timeout: float = 5.0,
+    credentials: Credentials | None = None,
+    create_stream: bool | None = None,
+) -> NatsBus:
+    """Connect to ``servers`` and make sure the ``KQ_LOG`` stream is there.
 
-    ``replicas`` defaults to ``$KUEUE_ES_STREAM_REPLICAS`` (1 when unset): every
-    service connects with the same value, so one set in a deployment (3 on a
-    3-node NATS cluster) is never undone by a service that starts later.
+    ``credentials``: the NATS user and its password file; default
+    :func:`credentials_from_env` (``$KUEUE_ES_NATS_USER`` and
+    ``$KUEUE_ES_NATS_PASSWORD_FILE``), else whatever the URL holds (none on a
+    server without authentication). ``$KUEUE_ES_NATS_CA_FILE`` names the CA
+    that signed the server's certificate for ``tls://`` URLs.
+
+    ``create_stream``: create the stream, or bring an existing one to the
+    configuration, with ``replicas`` (default ``$KUEUE_ES_STREAM_REPLICAS``, 1
+    when unset). By default only ``admin`` (:func:`ensure_log_stream`) and a
+    connection without a user (a server without authentication: tests) do;
+    every service user only checks that the stream exists (STREAM.INFO: its
+    users may not create, update, delete or purge it), waiting up to 4 x
+    ``timeout`` for an admin to create it.
+
     ``timeout`` (seconds) bounds each request; stream creation is retried for up
     to 4 x ``timeout`` while a fresh cluster settles. The first connection gives
     up after three tries (about a second per server); once connected, the client
@@ -116,24 +137,91 @@ async def connect(servers: str | list[str], *, replicas: int | None = None, time
     """
     if replicas is None:
         replicas = stream_replicas_from_env()
+    if credentials is None:
+        credentials = credentials_from_env()
+    user = credentials.user if credentials is not None else _url_user(servers)
+    if create_stream is None:
+        create_stream = user in (None, permissions.ADMIN)
+    options: dict[str, Any] = {}
+    if credentials is not None:
+        with _wrapped(f"Reading the password of NATS user {credentials.user!r}"):
+            options.update(user=credentials.user, password=credentials.password())
+    ca_file = os.environ.get(CA_FILE_ENV, "").strip()
+    if ca_file:
+        options["tls"] = ssl.create_default_context(cafile=ca_file)
+    # bounded: nats-py retries a TLS handshake that fails verification for ever
     with _wrapped(f"Connecting to {_without_password(servers)}"):
-        nc = await nats.connect(
-            servers,
-            name="kueue-es",
-            connect_timeout=max(1, int(timeout)),
-            max_reconnect_attempts=2,
-            reconnect_time_wait=0.5,
-            error_cb=_log_error,
-        )
+        async with asyncio.timeout(max(30.0, 6 * timeout)):
+            nc = await nats.connect(
+                servers,
+                name=f"kueue-es {user}" if user else "kueue-es",
+                connect_timeout=max(1, int(timeout)),
+                max_reconnect_attempts=2,
+                reconnect_time_wait=0.5,
+                error_cb=_log_error,
+                **options,
+            )
     nc.options["max_reconnect_attempts"] = -1
     nc.options["reconnect_time_wait"] = 1
     bus = NatsBus(nc=nc, replicas=replicas, timeout=timeout)
     try:
-        await bus.ensure_stream(_log_config(replicas))
+        if create_stream:
+            await bus.ensure_stream(_log_config(replicas))
+        else:
+            await bus.check_stream(base.STREAM_NAME)
     except BaseException:
         await bus.close()
         raise
     return bus
+
+
+async def ensure_log_stream(
+    servers: str | list[str],
+    *,
+    credentials: Credentials | None = None,
+    replicas: int | None = None,
+    timeout: float = 5.0,
+    public: bool = False,
+) -> None:
+    """As ``admin``: create ``KQ_LOG`` (and with ``public`` ``KQ_PUB``) or bring it to its configuration.
+
+    What ``kueue-es up`` and ``demo`` do before starting the services, and the
+    Job ``kueue-es-nats-setup`` of deploy/ (``kueue-es nats-setup``).
+    """
+    bus = await connect(servers, credentials=credentials, replicas=replicas, timeout=timeout, create_stream=True)
+    try:
+        if public:
+            await bus.ensure_public_stream()
+    finally:
+        await bus.close()
+
+
+USER_ENV = "KUEUE_ES_NATS_USER"
+PASSWORD_FILE_ENV = "KUEUE_ES_NATS_PASSWORD_FILE"
+CA_FILE_ENV = "KUEUE_ES_NATS_CA_FILE"
+
+
+def credentials_from_env() -> Credentials | None:
+    """``$KUEUE_ES_NATS_USER`` with ``$KUEUE_ES_NATS_PASSWORD_FILE``; None when the user is unset.
+
+    Raises BusError when only one of the two is set.
+    """
+    user = os.environ.get(USER_ENV, "").strip()
+    password_file = os.environ.get(PASSWORD_FILE_ENV, "").strip()
+    if not user and not password_file:
+        return None
+    if not user or not password_file:
+        raise base.BusError(f"Set both ${USER_ENV} and ${PASSWORD_FILE_ENV} (the NATS user and its password file).")
+    return Credentials(user=user, password_file=Path(password_file))
+
+
+def _url_user(servers: str | list[str]) -> str | None:
+    """The user named in the first URL that names one (``nats://user:password@host``), else None."""
+    for url in [servers] if isinstance(servers, str) else servers:
+        match = re.match(r"^[a-z]+://([^:/@]+)(?::[^@/]*)?@", url)
+        if match:
+            return match.group(1)
+    return None
 
 
 REPLICAS_ENV = "KUEUE_ES_STREAM_REPLICAS"
@@ -230,6 +318,33 @@ class NatsBus(base.Bus):
                 if not transient or time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.1)
+
+    async def check_stream(self, name: str) -> None:
+        """Return once the stream ``name`` exists (STREAM.INFO), waiting up to 4 x ``timeout`` for it.
+
+        What a service user does instead of creating the stream: only ``admin`` may.
+        Raises NotFoundError when it is still missing, BusError when it cannot be asked.
+        """
+        deadline = time.monotonic() + 4 * self.timeout
+        while True:
+            try:
+                with _wrapped(f"Looking for the stream {name}"):
+                    await self._jsm.stream_info(name)
+                return
+            except base.NotFoundError as err:
+                if time.monotonic() > deadline:
+                    raise base.NotFoundError(
+                        f"The stream {name} does not exist; an admin creates it (kueue-es nats-setup, as NATS user"
+                        f" {permissions.ADMIN}): {err}"
+                    ) from err
+            except base.BusError as err:
+                transient = isinstance(
+                    err.__cause__,
+                    (nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError),
+                ) or getattr(err.__cause__, "err_code", None) in _TRANSIENT_ERR_CODES
+                if not transient or time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(0.1)
 
     async def ensure_public_stream(self) -> None:
         """Create ``KQ_PUB``: the per-workload decisions, renamed ``kq.pub.wl.<ns>.<name>``.

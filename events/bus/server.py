@@ -30,6 +30,7 @@ import dataclasses
 import functools
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -45,6 +46,8 @@ from types import TracebackType
 from typing import Self
 
 import structlog
+
+from kueue_es.events.bus import permissions
 
 log = structlog.get_logger(__name__)
 
@@ -103,12 +106,77 @@ def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Credentials:
+    """A NATS user and the file holding its password (never the password itself: it stays out of argv)."""
+
+    user: str
+    password_file: Path
+
+    def password(self) -> str:
+        """The password: the file's content without surrounding whitespace."""
+        return self.password_file.read_text().strip()
+
+
+PASSWORD_SUFFIX = ".password"
+
+
+def write_secret(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (mode 0600 from the start, not chmod'ed after)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    os.chmod(path, 0o600)  # an existing file keeps its old mode through O_CREAT
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalAuth:
+    """The users of :mod:`kueue_es.events.bus.permissions` with random passwords in ``directory``.
+
+    ``<directory>/<user>.password`` (mode 0600, the directory 0700) for every user,
+    plus ``route.password`` for the routes of a cluster. :meth:`create` makes new
+    passwords (``kueue-es up`` and ``demo`` on every start); ``LocalAuth(directory)``
+    uses files written before (``up --nats-auth-dir``).
+    """
+
+    directory: Path
+
+    @classmethod
+    def create(cls, directory: Path) -> LocalAuth:
+        """Fresh random passwords (``secrets.token_hex(24)``) for every user and the routes."""
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(directory, 0o700)
+        for user in (*permissions.USERS, ROUTE_USER):
+            write_secret(directory / f"{user}{PASSWORD_SUFFIX}", secrets.token_hex(24) + "\n")
+        return cls(directory)
+
+    def credentials(self, user: str) -> Credentials:
+        """``user``'s credentials (raises KeyError for an unknown user)."""
+        if user not in (*permissions.USERS, ROUTE_USER):
+            raise KeyError(user)
+        return Credentials(user=user, password_file=self.directory / f"{user}{PASSWORD_SUFFIX}")
+
+    def accounts(self) -> dict[str, object]:
+        """The ``accounts`` block of the server config, with the passwords."""
+        return permissions.accounts_config({u: self.credentials(u).password() for u in permissions.USERS})
+
+
+ROUTE_USER = "route"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ClusterSpec:
-    """One node's place in a cluster: the cluster's name, its route port, its peers' ports."""
+    """One node's place in a cluster: the cluster's name, its route port, its peers' ports.
+
+    ``route_auth``: the user and password routes must present (the cluster's
+    ``authorization``); this node also presents them to its peers. None: routes
+    are not authenticated (a rogue server that reaches the port joins).
+    """
 
     name: str
     port: int
     peer_ports: tuple[int, ...]
+    route_auth: tuple[str, str] | None = None
 
 
 class _Managed:
@@ -148,6 +216,12 @@ class NatsServer(_Managed):
     and removed at stop. ``url`` (``nats://127.0.0.1:<port>``) is known once
     started. Raises ServerError if the server exits early or is not ready within
     ``timeout`` seconds.
+
+    ``auth``: the users of :mod:`kueue_es.events.bus.permissions` with their
+    passwords; a connection without a user's credentials is refused. None (the
+    default, for tests that do not care) leaves the server open to any local
+    process: ``kueue-es up`` and ``kueue-es demo`` always pass one. The config
+    file, which then holds the passwords, is written with mode 0600.
     """
 
     def __init__(
@@ -156,9 +230,11 @@ class NatsServer(_Managed):
         *,
         name: str = "kq-0",
         cluster: ClusterSpec | None = None,
+        auth: LocalAuth | None = None,
     ):
         self.name = name
         self.cluster = cluster
+        self.auth = auth
         self._own_dir = store_dir is None
         self.store_dir = Path(tempfile.mkdtemp(prefix="kq-nats-")) if store_dir is None else Path(store_dir)
         self.log_path = self.store_dir / LOG_NAME
@@ -211,7 +287,7 @@ class NatsServer(_Managed):
             raise ServerError(f"The nats-server {self.name} was started already.")
         self.store_dir.mkdir(parents=True, exist_ok=True)
         config = self.store_dir / CONFIG_NAME
-        config.write_text(json.dumps(self._config(), indent=2))
+        write_secret(config, json.dumps(self._config(), indent=2))
         command = [str(find_binary()), "-c", str(config)]
         preexec = functools.partial(die_with_parent, os.getpid()) if _PRCTL is not None else None
         with self.log_path.open("ab") as log_file:
@@ -234,13 +310,22 @@ class NatsServer(_Managed):
             "ports_file_dir": str(self.store_dir),
             "jetstream": {"store_dir": str(self.store_dir)},
         }
+        if self.auth is not None:
+            config["accounts"] = self.auth.accounts()
         if self.cluster is not None:
-            config["cluster"] = {
+            userinfo = ""
+            if self.cluster.route_auth is not None:  # presented to the peers in the route URLs
+                userinfo = "{}:{}@".format(*self.cluster.route_auth)
+            cluster: dict[str, object] = {
                 "name": self.cluster.name,
                 "host": "127.0.0.1",
                 "port": self.cluster.port,
-                "routes": [f"nats-route://127.0.0.1:{port}" for port in self.cluster.peer_ports],
+                "routes": [f"nats-route://{userinfo}127.0.0.1:{port}" for port in self.cluster.peer_ports],
             }
+            if self.cluster.route_auth is not None:
+                user, password = self.cluster.route_auth
+                cluster["authorization"] = {"user": user, "password": password}
+            config["cluster"] = cluster
         return config
 
     def check_ready(self) -> bool:
@@ -302,11 +387,22 @@ class NatsCluster(_Managed):
     Ready (every node has a meta leader) when :meth:`start` returns; ``urls``
     lists the client URLs of all nodes. Route ports are picked free beforehand;
     if one was taken in the meantime the cluster is started again (3 attempts).
+    ``auth``: the users, as :class:`NatsServer` takes them, on every node; their
+    routes then also need the ``route`` user's password (the cluster's
+    ``authorization``), so a server without it cannot join.
     """
 
-    def __init__(self, size: int = 3, *, base_dir: Path | None = None, name: str = "kq-cluster"):
+    def __init__(
+        self,
+        size: int = 3,
+        *,
+        base_dir: Path | None = None,
+        name: str = "kq-cluster",
+        auth: LocalAuth | None = None,
+    ):
         self.size = size
         self.name = name
+        self.auth = auth
         self._own_dir = base_dir is None
         self.base_dir = Path(tempfile.mkdtemp(prefix="kq-cluster-")) if base_dir is None else Path(base_dir)
         self.servers: list[NatsServer] = []
@@ -318,11 +414,19 @@ class NatsCluster(_Managed):
 
     def _spawn_all(self, attempt: int) -> None:
         ports = free_ports(self.size)
+        route = self.auth.credentials(ROUTE_USER) if self.auth is not None else None
+        route_auth = (route.user, route.password()) if route is not None else None
         self.servers = [
             NatsServer(
                 (self.base_dir if attempt == 0 else self.base_dir / f"retry-{attempt}") / f"n{i}",
                 name=f"{self.name}-{i}",
-                cluster=ClusterSpec(name=self.name, port=port, peer_ports=tuple(p for p in ports if p != port)),
+                cluster=ClusterSpec(
+                    name=self.name,
+                    port=port,
+                    peer_ports=tuple(p for p in ports if p != port),
+                    route_auth=route_auth,
+                ),
+                auth=self.auth,
             )
             for i, port in enumerate(ports)
         ]

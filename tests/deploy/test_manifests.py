@@ -235,15 +235,52 @@ def test_service_deployment(service: str) -> None:
     args = container["args"]
     assert args[:2] == ["service", service]
     nats_url = args[args.index("--nats") + 1]
-    assert nats_url == f"nats://{service}:$(NATS_PASSWORD)@kueue-es-nats.kueue-es.svc:4222"
+    assert nats_url == "tls://kueue-es-nats.kueue-es.svc:4222"
+    assert not any("$(" in arg for arg in args)  # no secret expanded into argv
     env = {e["name"]: e for e in container["env"]}
-    assert env["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "kueue-es-nats-users", "key": service}
+    assert_nats_credentials(deployment, user=service)
     assert env["KUEUE_ES_STREAM_REPLICAS"]["value"] == str(find("StatefulSet", "kueue-es-nats")["spec"]["replicas"])
     assert ("--kubeconfig" in args) is (service in ("watcher", "dispatcher"))
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert labels["kueue-es.dev/nats-client"] == "true"
     assert (labels.get("kueue-es.dev/kube-api-client") == "true") is (service in ("watcher", "dispatcher"))
     assert find("PodDisruptionBudget", f"kueue-es-{service}")["spec"]["maxUnavailable"] == 1
+
+
+def assert_nats_credentials(workload: dict[str, Any], *, user: str) -> None:
+    """The pod connects as ``user``: its password and the CA as files of a projected volume, named in the
+    environment (``kueue_es.events.bus.nats.connect``), and no secret in any variable."""
+    (container,) = pod_spec(workload)["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert not any("secretKeyRef" in e.get("valueFrom", {}) for e in env.values())
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert env["KUEUE_ES_NATS_USER"]["value"] == user
+    assert env["KUEUE_ES_NATS_PASSWORD_FILE"]["value"] == f"{mounts['nats']}/password"
+    assert env["KUEUE_ES_NATS_CA_FILE"]["value"] == f"{mounts['nats']}/ca.crt"
+    (volume,) = [v for v in pod_spec(workload)["volumes"] if v["name"] == "nats"]
+    assert volume["projected"]["defaultMode"] == 0o440
+    assert [source["secret"] for source in volume["projected"]["sources"]] == [
+        {"name": "kueue-es-nats-users", "items": [{"key": user, "path": "password"}]},
+        {"name": "kueue-es-nats-tls", "items": [{"key": "ca.crt", "path": "ca.crt"}]},
+    ]
+
+
+def test_the_stream_is_created_by_admin_in_a_job() -> None:
+    """The services may only check that KQ_LOG exists; the Job kueue-es-nats-setup creates it as admin."""
+    from kueue_es.cli import _parser
+
+    job = find("Job", "kueue-es-nats-setup")
+    (container,) = pod_spec(job)["containers"]
+    args = _parser().parse_args(container["args"])
+    assert args.command == "nats-setup" and args.nats == "tls://kueue-es-nats.kueue-es.svc:4222"
+    assert_nats_credentials(job, user="admin")
+    env = {e["name"]: e for e in container["env"]}
+    assert env["KUEUE_ES_STREAM_REPLICAS"]["value"] == str(find("StatefulSet", "kueue-es-nats")["spec"]["replicas"])
+    assert job["spec"]["template"]["metadata"]["labels"]["kueue-es.dev/nats-client"] == "true"
+    assert pod_spec(job)["automountServiceAccountToken"] is False
+    pod, own = pod_spec(job)["securityContext"], container["securityContext"]
+    assert pod["runAsNonRoot"] is True and pod["seccompProfile"]["type"] == "RuntimeDefault"
+    assert own["readOnlyRootFilesystem"] is True and own["capabilities"]["drop"] == ["ALL"]
 
 
 def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() -> None:
@@ -272,8 +309,9 @@ def test_health_port_probes_and_leader_election(service: str) -> None:
     from kueue_es.cli import _parser
 
     (container,) = pod_spec(find("Deployment", f"kueue-es-{service}"))["containers"]
-    args = _parser().parse_args([a.replace("$(NATS_PASSWORD)", "x") for a in container["args"]])
-    assert args.health_port == 8080
+    args = _parser().parse_args(container["args"])
+    assert args.health_port == 8080 and args.health_host == "0.0.0.0"  # for the kubelet and Prometheus
+    assert args.nats_user is None and args.nats_password_file is None  # from the environment
     assert container["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
@@ -308,16 +346,76 @@ def test_nats_cluster() -> None:
     assert nats["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"]
     (container,) = pod_spec(nats)["containers"]
     env = {e["name"]: e for e in container["env"]}
-    for user in NATS_USERS:
+    for user in (*NATS_USERS, "route"):
         variable = f"KQ_{user.upper().replace('-', '_')}_PASSWORD"
         assert env[variable]["valueFrom"]["secretKeyRef"] == {"name": "kueue-es-nats-users", "key": user}
+    assert not any("$(" in arg for arg in container["args"])
     conf = (DEPLOY / "base" / "nats.conf").read_text()
     assert "jetstream" in conf and "store_dir: /data" in conf
-    routes = re.findall(r"nats://(kueue-es-nats-\d)\.kueue-es-nats-headless\.kueue-es\.svc:6222", conf)
-    assert routes == [f"kueue-es-nats-{i}" for i in range(3)]
+    route_vars = re.findall(r"^\s+\$(KQ_ROUTE_\d)$", conf, re.MULTILINE)
+    assert [env[v]["value"] for v in route_vars] == [
+        f"nats://route:$(KQ_ROUTE_PASSWORD)@kueue-es-nats-{i}.kueue-es-nats-headless.kueue-es.svc:6222"
+        for i in range(3)
+    ]
     accounts = (DEPLOY / "base" / "nats-accounts.conf").read_text()
     assert re.findall(r"user: ([\w-]+)", accounts) == list(NATS_USERS)
-    assert set(re.findall(r"\$(KQ_\w+_PASSWORD)", accounts)) == {v for v in env if v.startswith("KQ_")}
+    used = set(re.findall(r"\$(KQ_\w+_PASSWORD)", accounts + conf))
+    assert used == {v for v in env if v.startswith("KQ_") and v.endswith("_PASSWORD")}
+
+
+def nats_conf_blocks() -> dict[str, str]:
+    """The top-level tls block and the cluster block of nats.conf, as text."""
+    conf = (DEPLOY / "base" / "nats.conf").read_text()
+    cluster = conf[conf.index("\ncluster {") :]
+    return {"top": conf[: conf.index("\ncluster {")], "cluster": cluster[: cluster.index("\n}\n")]}
+
+
+def test_nats_routes_are_authenticated_and_everything_is_tls() -> None:
+    """Issue 13: a rogue nats-server joined the cluster (routes had no authorization), and nothing was
+    encrypted. tests/bus/test_auth.py shows a server without the route password cannot join."""
+    blocks = nats_conf_blocks()
+    assert re.search(r"authorization \{\s+user: route\s+password: \$KQ_ROUTE_PASSWORD", blocks["cluster"])
+    for where in ("top", "cluster"):
+        tls = re.search(r"tls \{([^}]*)\}", blocks[where])
+        assert tls is not None, where
+        assert "cert_file: /etc/nats-tls/tls.crt" in tls.group(1) and "ca_file: /etc/nats-tls/ca.crt" in tls.group(1)
+    assert "verify: true" in re.search(r"tls \{([^}]*)\}", blocks["cluster"]).group(1)  # type: ignore[union-attr]
+    nats = find("StatefulSet", "kueue-es-nats")
+    (container,) = pod_spec(nats)["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    (tls_volume,) = [v for v in pod_spec(nats)["volumes"] if v["name"] == "tls"]
+    assert mounts["tls"] == "/etc/nats-tls" and tls_volume["secret"]["secretName"] == "kueue-es-nats-tls"
+
+
+def test_nats_monitoring_is_reachable_only_inside_its_pods() -> None:
+    """The monitoring port (8222) serves the kubelet's probes: no Service names it and no NetworkPolicy
+    admits it (test_network_policies_... checks NATS accepts only 4222 and 6222)."""
+    conf = (DEPLOY / "base" / "nats.conf").read_text()
+    assert re.search(r"^http: [\d.]+:8222$", conf, re.MULTILINE)
+    for service in kinds("Service"):
+        ports = {p["port"] for p in service["spec"]["ports"]} | {p["targetPort"] for p in service["spec"]["ports"]}
+        assert not ports & {8222, "monitor"}, service["metadata"]["name"]
+    for policy in kinds("NetworkPolicy"):
+        for rule in policy["spec"].get("ingress", []) + policy["spec"].get("egress", []):
+            assert all(port.get("port") not in (8222, "monitor") for port in rule.get("ports", []))
+
+
+def make_certificates(directory: Path) -> None:
+    """ca.crt, tls.crt, tls.key as the Secret kueue-es-nats-tls holds them (openssl; skip without it)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    directory.mkdir()
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], cwd=directory, check=True, capture_output=True, timeout=60)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "1",
+        "-subj", "/CN=kueue-es-nats-ca")  # fmt: skip
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "tls.key", "-out", "tls.csr", "-subj", "/CN=kueue-es-nats")
+    (directory / "ext").write_text("subjectAltName=DNS:kueue-es-nats.kueue-es.svc\n")
+    run("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+        "-out", "tls.crt", "-days", "1", "-extfile", "ext")  # fmt: skip
 
 
 def test_nats_config_is_accepted_by_nats_server(tmp_path: Path) -> None:
@@ -326,8 +424,13 @@ def test_nats_config_is_accepted_by_nats_server(tmp_path: Path) -> None:
     for name in ("nats.conf", "nats-accounts.conf"):
         text = (DEPLOY / "base" / name).read_text()
         (tmp_path / name).write_text(text.replace("store_dir: /data", f"store_dir: {tmp_path / 'data'}"))
-    env = {**os.environ, "POD_NAME": "kueue-es-nats-0"}
+    make_certificates(tmp_path / "tls")
+    for name in ("nats.conf",):
+        text = (tmp_path / name).read_text().replace("/etc/nats-tls", str(tmp_path / "tls"))
+        (tmp_path / name).write_text(text)
+    env = {**os.environ, "POD_NAME": "kueue-es-nats-0", "KQ_ROUTE_PASSWORD": "pw-route"}
     env.update({f"KQ_{u.upper().replace('-', '_')}_PASSWORD": f"pw-{u}" for u in NATS_USERS})
+    env.update({f"KQ_ROUTE_{i}": f"nats://route:pw-route@kueue-es-nats-{i}.nats:6222" for i in range(3)})
     result = subprocess.run(
         [str(server.find_binary()), "-c", str(tmp_path / "nats.conf"), "-t"],
         capture_output=True,

@@ -12,6 +12,7 @@ checked in the server's log.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import shutil
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kueue_es.events.bus import base, server
+from kueue_es.events.bus import base, permissions, server
 from kueue_es.events.bus import nats as nats_bus
 
 ACCOUNTS = Path(__file__).resolve().parents[2] / "deploy" / "base" / "nats-accounts.conf"
@@ -65,7 +66,18 @@ class AccountsServer(server.NatsServer):
 @pytest.fixture(scope="module")
 def nats_server() -> AsyncIterator[AccountsServer]:
     with AccountsServer() as running:
+        asyncio.run(nats_bus.ensure_log_stream(url(running, "admin"), timeout=5.0))  # as the Job nats-setup does
         yield running
+
+
+def test_the_accounts_file_is_generated_from_the_permission_table() -> None:
+    """The deployment's users are the ones `up` and `demo` run (tests/bus/test_auth.py checks those)."""
+    assert ACCOUNTS.read_text() == permissions.accounts_conf(), (
+        "deploy/base/nats-accounts.conf is not up to date: "
+        "python -m kueue_es.events.bus.permissions > deploy/base/nats-accounts.conf"
+    )
+    assert USERS == permissions.USERS
+    assert all(env_name(user) == permissions.password_variable(user) for user in USERS)
 
 
 def url(running: AccountsServer, user: str) -> str:

@@ -9,7 +9,9 @@ a message that says how to install them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
 import signal
 import socket
 import sys
@@ -177,3 +179,61 @@ async def test_up_says_when_the_cluster_cannot_be_reached(tmp_path: Path) -> Non
     text = " ".join(out.read_text().split())
     assert code == 2, text
     assert f"cannot ask the cluster of {kubeconfig}" in text
+
+
+async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
+    """Issue 13: ``up`` ran nats-server open to any local process; now every connection needs a user."""
+    from kueue_es.events.bus import base, permissions
+    from kueue_es.events.bus import nats as nats_bus
+    from kueue_es.events.bus.server import Credentials
+
+    home = tmp_path / "home"
+    out = tmp_path / "up.out"
+    port = free_ports(len(SERVICES))
+    up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
+    try:
+
+        async def all_ready() -> bool:  # each service connected to NATS as its own user
+            assert up.returncode is None, out.read_text()
+            if "kueue-es is up" not in out.read_text():
+                return False
+            async with aiohttp.ClientSession() as session:
+                for offset in range(len(SERVICES)):
+                    try:
+                        async with session.get(f"http://127.0.0.1:{port + offset}/readyz") as response:
+                            if response.status != 200:
+                                return False
+                    except aiohttp.ClientError:
+                        return False
+            return True
+
+        await until(all_ready, timeout=60, what="every service ready", log=out)
+        text = " ".join(out.read_text().split())
+        url = re.search(r"NATS (nats://127\.0\.0\.1:\d+)", text)
+        assert url is not None, text
+        creds = home / "creds"
+        reader = Credentials(user="reader", password_file=creds / "reader.password")
+        assert f"KUEUE_ES_NATS_USER=reader KUEUE_ES_NATS_PASSWORD_FILE={reader.password_file}" in text
+        passwords = {user: (creds / f"{user}.password").read_text().strip() for user in permissions.USERS}
+        assert all((creds / f"{user}.password").stat().st_mode & 0o077 == 0 for user in passwords)
+        assert not any(password in text for password in passwords.values())
+        for pid in Path("/proc").iterdir():  # no process shows a password in its arguments
+            with contextlib.suppress(OSError):
+                argv = (pid / "cmdline").read_bytes().decode(errors="replace")
+                assert not any(password in argv for password in passwords.values()), argv
+        with pytest.raises(base.BusError):
+            await nats_bus.connect(url.group(1), timeout=0.5)
+        bus = await nats_bus.connect(url.group(1), credentials=reader, timeout=0.5)
+        try:
+            assert await bus.last_seq() >= 0
+            forged = base.OutgoingMessage(subject="kq.in.wl.ns.a", data=b"{}", msg_id="forged", headers={})
+            with pytest.raises(base.BusError):
+                await bus.publish(forged)
+        finally:
+            await bus.close()
+    finally:
+        if up.returncode is None:
+            up.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(up.wait(), timeout=30)
+    assert code == 130, out.read_text()
+    assert "stopped: " + ", ".join(f"{service} 0" for service in SERVICES) in " ".join(out.read_text().split())

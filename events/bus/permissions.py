@@ -1,0 +1,167 @@
+"""Who may do what on the log: the one table of NATS users and their permissions.
+
+Both places a nats-server is configured read it: ``deploy/base/nats-accounts.conf``
+is generated from it (:func:`accounts_conf`; a test checks the committed file is
+up to date), and ``kueue-es up`` / ``kueue-es demo`` put the same users, with
+random passwords, into the config of the nats-server they start
+(:func:`accounts_config`, through :class:`kueue_es.events.bus.server.LocalAuth`).
+
+One account, ``KQ``, with JetStream. ``admin`` may do anything (create and
+update the stream: :func:`kueue_es.events.bus.nats.ensure_log_stream`); every
+other user may only make the JetStream API calls a service makes on an existing
+stream (stream info, single-message reads, ordered consumers and their flow
+control) and publish its own subjects (events/subjects.py):
+
+- ``watcher``: facts, ``kq.in.>``;
+- ``admitter``, ``preemptor``, ``tas-placer``: decisions, ``kq.dec.*.head`` and
+  ``kq.dec.*.wl.>``. All three commit to the same partition head (the
+  optimistic-concurrency token), so the subject scheme cannot tell one decider's
+  decisions from another's: a decider could forge another decider's kind of
+  decision; the DecisionRecord names the role, and only the fold's checks of it
+  can catch that;
+- ``dispatcher``: dispatch results ``kq.disp.>`` and ``kq.in.wl.>`` (the
+  WorkloadStopped and ObjectDeleted of a workload whose Job is gone: so it can
+  also forge other facts about workloads); the only user that may bind, read
+  and ack the durable consumer ``dispatcher``;
+- ``reader``: publishes nothing on the log; reads ``KQ_LOG`` and ``KQ_PUB``.
+
+No user but ``admin`` may create, update, delete or purge a stream, delete a
+message, or delete a consumer (explicit denies, on top of the allow lists).
+"""
+
+from __future__ import annotations
+
+import json
+
+ACCOUNT = "KQ"
+ADMIN = "admin"
+READER = "reader"
+SERVICE_USERS = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
+USERS = (ADMIN, *SERVICE_USERS, READER)
+
+LOG = "KQ_LOG"
+PUBLIC = "KQ_PUB"
+DURABLE = "dispatcher"
+
+FACTS = ("kq.in.>",)
+DECISIONS = ("kq.dec.*.head", "kq.dec.*.wl.>")
+DISPATCH = ("kq.disp.>", "kq.in.wl.>")
+
+
+def _reads(stream: str) -> tuple[str, ...]:
+    """The JetStream API calls that read ``stream``: its info, single messages, ordered consumers."""
+    return (
+        f"$JS.API.STREAM.INFO.{stream}",
+        f"$JS.API.STREAM.MSG.GET.{stream}",
+        f"$JS.API.CONSUMER.CREATE.{stream}",
+        f"$JS.API.CONSUMER.CREATE.{stream}.>",
+        f"$JS.FC.{stream}.>",
+    )
+
+
+#: What no user but admin may call, whatever its allow list says.
+ADMIN_ONLY = (
+    "$JS.API.STREAM.CREATE.>",
+    "$JS.API.STREAM.UPDATE.>",
+    "$JS.API.STREAM.DELETE.>",
+    "$JS.API.STREAM.PURGE.>",
+    "$JS.API.STREAM.MSG.DELETE.>",
+    "$JS.API.CONSUMER.DELETE.>",
+)
+#: Only the dispatcher binds its durable consumer.
+DURABLE_ONLY = (f"$JS.API.CONSUMER.CREATE.{LOG}.{DURABLE}", f"$JS.API.CONSUMER.CREATE.{LOG}.{DURABLE}.>")
+DURABLE_CALLS = (
+    f"$JS.API.CONSUMER.DURABLE.CREATE.{LOG}.{DURABLE}",
+    f"$JS.API.CONSUMER.INFO.{LOG}.{DURABLE}",
+    f"$JS.API.CONSUMER.MSG.NEXT.{LOG}.{DURABLE}",
+    f"$JS.ACK.{LOG}.{DURABLE}.>",
+)
+
+PUBLISH: dict[str, tuple[str, ...]] = {
+    "watcher": FACTS + _reads(LOG),
+    "admitter": DECISIONS + _reads(LOG),
+    "preemptor": DECISIONS + _reads(LOG),
+    "tas-placer": DECISIONS + _reads(LOG),
+    "dispatcher": DISPATCH + _reads(LOG) + DURABLE_CALLS,
+    "reader": _reads(LOG) + _reads(PUBLIC),
+}
+"""Per user but admin: the subjects it may publish (its events and its JetStream API calls)."""
+
+SUBSCRIBE = ("_INBOX.>",)
+"""What every user but admin may subscribe to: replies and deliveries come to its inbox."""
+
+
+def permissions(user: str) -> dict[str, object] | None:
+    """The nats-server ``permissions`` block of ``user``; None for admin (everything)."""
+    if user == ADMIN:
+        return None
+    deny = ADMIN_ONLY if user == "dispatcher" else ADMIN_ONLY + DURABLE_ONLY
+    return {
+        "publish": {"allow": list(PUBLISH[user]), "deny": list(deny)},
+        "subscribe": {"allow": list(SUBSCRIBE)},
+    }
+
+
+def password_variable(user: str) -> str:
+    """The environment variable deploy/'s nats-server reads ``user``'s password from."""
+    return f"KQ_{user.upper().replace('-', '_')}_PASSWORD"
+
+
+def accounts_config(passwords: dict[str, str]) -> dict[str, object]:
+    """The ``accounts`` block of a nats-server config with these users' ``passwords`` (every user of USERS)."""
+    users: list[dict[str, object]] = []
+    for user in USERS:
+        entry: dict[str, object] = {"user": user, "password": passwords[user]}
+        granted = permissions(user)
+        if granted is not None:
+            entry["permissions"] = granted
+        users.append(entry)
+    return {ACCOUNT: {"jetstream": "enabled", "users": users}}
+
+
+HEADER = """\
+# Who may do what on the kueue-es log. GENERATED from kueue_es/events/bus/permissions.py
+# (the same table `kueue-es up` and `kueue-es demo` give their local nats-server); do not
+# edit: python -m kueue_es.events.bus.permissions > deploy/base/nats-accounts.conf
+#
+# One account, KQ, with JetStream; passwords from the environment ($KQ_..._PASSWORD,
+# Secret kueue-es-nats-users: deploy/README.md).
+#
+#   admin               everything: creates and updates the streams (the Job kueue-es-nats-setup)
+#   watcher             kq.in.>                          facts
+#   admitter, preemptor,
+#   tas-placer          kq.dec.*.head, kq.dec.*.wl.>     decisions (one head: the deciders are not
+#                                                        told apart by subject)
+#   dispatcher          kq.disp.>, kq.in.wl.>            dispatch results, facts of gone workloads;
+#                                                        the only user of the durable "dispatcher"
+#   reader              nothing                          reads KQ_LOG and KQ_PUB
+#
+# Every user but admin reads KQ_LOG (stream info, single messages, ordered consumers) and
+# may not create, update, delete or purge a stream, delete a message or a consumer.
+"""
+
+
+def accounts_conf() -> str:
+    """deploy/base/nats-accounts.conf: the table, passwords as ``$KQ_<USER>_PASSWORD`` references."""
+    lines = [HEADER, "accounts {", f"  {ACCOUNT} {{", "    jetstream: enabled", "    users: ["]
+    for user in USERS:
+        lines += ["      {", f"        user: {user}", f"        password: ${password_variable(user)}"]
+        granted = permissions(user)
+        if granted is not None:
+            lines.append("        permissions: {")
+            for direction in ("publish", "subscribe"):
+                block = granted[direction]
+                assert isinstance(block, dict)
+                lines.append(f"          {direction}: {{")
+                for key in ("allow", "deny"):
+                    if key in block:
+                        lines.append(f"            {key}: {json.dumps(block[key])}")
+                lines.append("          }")
+            lines.append("        }")
+        lines.append("      }")
+    lines += ["    ]", "  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(accounts_conf(), end="")
