@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command != "service":
         from kueue_es.services.runtime import configure_logging
 
-        configure_logging(service=f"kueue-es {args.command}", level=logging.WARNING)
+        configure_logging(service=f"kueue-es {args.command}", level=logging.WARNING, cache=False)
     try:
         return int(args.run(args) or 0)
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM for demo and up

@@ -49,7 +49,7 @@ def reader_help(nats_url: str, auth: LocalAuth) -> str:
     return (
         f"read-only NATS user: reader, password in {reader.password_file} (mode 0600), e.g.\n"
         f"  {USER_ENV}=reader {PASSWORD_FILE_ENV}={reader.password_file} kueue-es replay --nats {nats_url}\n"
-        f"  nats --server {nats_url} --user reader --password \"$(cat {reader.password_file})\" stream info KQ_LOG"
+        f'  nats --server {nats_url} --user reader --password "$(cat {reader.password_file})" stream info KQ_LOG'
     )
 
 

@@ -51,8 +51,15 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
-def configure_logging(*, service: str, level: int = logging.INFO, file: TextIO | None = None) -> None:
-    """JSON-lines logs on ``file`` (default stderr), each line bound to ``service``."""
+def configure_logging(
+    *, service: str, level: int = logging.INFO, file: TextIO | None = None, cache: bool = True
+) -> None:
+    """JSON-lines logs on ``file`` (default stderr), each line bound to ``service``.
+
+    ``cache``: loggers freeze this configuration on first use (fast, for a service's process);
+    a one-shot command that may run inside another program (a test, a tool) passes False,
+    so a later ``structlog.configure`` (``capture_logs`` in tests) still takes effect.
+    """
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -63,7 +70,7 @@ def configure_logging(*, service: str, level: int = logging.INFO, file: TextIO |
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=file or cast(TextIO, _CurrentStderr())),
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=cache,
     )
     structlog.contextvars.bind_contextvars(service=service)
 
@@ -128,9 +135,7 @@ def fold_message(state: ClusterState, message: LogMessage, *, on_orphan: OrphanH
 
 def report_orphan(orphan: batches.Orphan, on_orphan: OrphanHook | None = None) -> None:
     """Log an orphaned message (``decision_orphaned``) and pass it to ``on_orphan``."""
-    log.warning(
-        "decision_orphaned", seq=orphan.seq, subject=orphan.subject, reason=orphan.reason, detail=orphan.detail
-    )
+    log.warning("decision_orphaned", seq=orphan.seq, subject=orphan.subject, reason=orphan.reason, detail=orphan.detail)
     if on_orphan is not None:
         on_orphan(orphan)
 

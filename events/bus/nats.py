@@ -338,10 +338,17 @@ class NatsBus(base.Bus):
                         f" {permissions.ADMIN}): {err}"
                     ) from err
             except base.BusError as err:
-                transient = isinstance(
-                    err.__cause__,
-                    (nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError),
-                ) or getattr(err.__cause__, "err_code", None) in _TRANSIENT_ERR_CODES
+                transient = (
+                    isinstance(
+                        err.__cause__,
+                        (
+                            nats.errors.TimeoutError,
+                            nats.errors.NoRespondersError,
+                            nats.js.errors.ServiceUnavailableError,
+                        ),
+                    )
+                    or getattr(err.__cause__, "err_code", None) in _TRANSIENT_ERR_CODES
+                )
                 if not transient or time.monotonic() > deadline:
                     raise
             await asyncio.sleep(0.1)

@@ -6,13 +6,14 @@ import asyncio
 
 import pytest
 
+from kueue_es import deciders
 from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.perfbench.executor import Executor
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
 from kueue_es.services.dispatcher.service import DECISION_FILTER
 from kueue_es.services.dispatcher.simulated import SimulatedDispatcher, UnlimitedWrites, simulated_limiter
-from kueue_es.services.runtime import cancel_and_wait
+from kueue_es.services.runtime import build_batch, cancel_and_wait
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -86,16 +87,16 @@ async def test_each_admission_is_one_limited_write_then_dispatch_applied() -> No
             owner=models.OwnerReference(api_version="batch/v1", kind="Job", name=ref.name, uid=f"job-{i}"),
         )
         await bus.publish(subjects.fact_message(types.WorkloadObserved(workload=wl)))
+    decisions: list[types.Decision] = []
     for ref in workloads:
         assignment = types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 1000}, count=1)
-        for decision in (
+        decisions += [
             types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[assignment], at_ms=1),
             types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=1),
-        ):
-            subject = subjects.workload_decision_subject(ref)
-            await bus.publish(
-                subjects.message(decision, subject=subject, msg_id=f"{ref.name}:{type(decision).__name__}")
-            )
+        ]
+    # one committed batch, as the admitter commits it: only verified batches count
+    head, rest = build_batch(deciders.ADMITTER, outputs=decisions, basis_seq=await bus.last_seq(), head_seq=0, now_ms=1)
+    await bus.commit_batch(head=head, expected_head_seq=0, rest=rest)
     limiter = WriteLimiter(qps=20, burst=1)  # 3 writes: the 2nd and 3rd wait 50 ms each
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))

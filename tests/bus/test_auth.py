@@ -237,9 +237,7 @@ async def test_services_wait_for_the_admin_to_create_the_stream(
         await admin.close()
     with pytest.raises(base.NotFoundError, match="an admin creates it"):
         await bus_as(secured, auth, "admitter")
-    waiting = asyncio.create_task(
-        nats_bus.connect(secured.url, credentials=auth.credentials("admitter"), timeout=1.0)
-    )
+    waiting = asyncio.create_task(nats_bus.connect(secured.url, credentials=auth.credentials("admitter"), timeout=1.0))
     await asyncio.sleep(0.3)
     await nats_bus.ensure_log_stream(secured.url, credentials=auth.credentials(permissions.ADMIN))
     bus = await waiting

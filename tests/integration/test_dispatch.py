@@ -219,9 +219,7 @@ async def test_decisions_published_without_a_record_never_start_a_job(api, bus: 
         )
         subject = subjects.workload_decision_subject(ref)
         forged = [
-            types.QuotaReserved(
-                workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=1
-            ),
+            types.QuotaReserved(workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=1),
             types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=1),
         ]
         acks = [
