@@ -118,6 +118,24 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--progress", action="store_true", help="a progress bar on stderr even when it is not a terminal"
     )
+    ranges = replay.add_argument_group("ranges and checkpoints (a checkpoint is a cache of the fold beside the log)")
+    ranges.add_argument("--from", dest="start", default=None, metavar="SEQ|RFC3339", help="re-run decisions from here")
+    ranges.add_argument("--to", dest="stop", default=None, metavar="SEQ|RFC3339", help="re-run decisions up to here")
+    ranges.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="re-check parts between checkpoints in N processes"
+    )
+    ranges.add_argument(
+        "--checkpoints", type=Path, default=None, metavar="DIR", help="checkpoint directory (default LOG.checkpoints)"
+    )
+    ranges.add_argument(
+        "--write-checkpoints", action="store_true", help="replay from the start writing a checkpoint every N events"
+    )
+    ranges.add_argument(
+        "--checkpoint-every", type=int, default=250_000, metavar="N", help="with --write-checkpoints (default 250000)"
+    )
+    ranges.add_argument(
+        "--verify-checkpoints", action="store_true", help="replay from the start comparing each checkpoint's state"
+    )
     replay.set_defaults(run=_run_replay)
 
     _scenario_commands(sub)
@@ -625,6 +643,14 @@ def _run_replay(args: argparse.Namespace) -> int:
         )
         return 2
     progress = args.progress or sys.stderr.isatty()
+    ranged = args.start or args.stop or args.jobs > 1 or args.write_checkpoints or args.verify_checkpoints
+    if ranged and args.nats and args.checkpoints is None:
+        print("error: with --nats, give --checkpoints DIR", file=sys.stderr)
+        return 2
+    if ranged:
+        from kueue_es.replay_ranges import run_ranged
+
+        return run_ranged(args, progress=progress)
     if args.file is not None:
         from kueue_es.replay import replay_file_and_print
 

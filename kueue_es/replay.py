@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -118,6 +118,7 @@ class ReplayReport:
     orphans: list[Orphan] = field(default_factory=list)
     stray_dispatch: list[Orphan] = field(default_factory=list)  # dispatch results naming no decision
     undispatched: list[int] = field(default_factory=list)  # decision seqs no dispatch result answered (warning)
+    outside: int = 0  # records left out by --from/--to (not re-checked by request)
 
     @property
     def skipped(self) -> int:
@@ -212,7 +213,7 @@ class _Pending:
     """One record being re-checked: its stored messages (head and outputs) as they are read,
     and the re-run's bytes once the fold reached its basis."""
 
-    order: int  # position among the records sorted by (basis, head): the report's order
+    order: tuple[int, int]  # (basis, head): the report lists records in this order
     head_seq: int
     record: types.DecisionRecord
     stored: dict[int, bytes] = field(default_factory=dict)  # index -> stored bytes (0: the record)
@@ -241,18 +242,24 @@ class LogChecker:
         *,
         state: ClusterState | None = None,
         progress: Progress | None = None,
+        rerun: bool = True,
+        completeness: bool = True,
+        on_position: Callable[[int, ClusterState], None] | None = None,
     ) -> None:
         self.deciders = deciders
         self.state = state if state is not None else ClusterState()
         self.progress = progress
+        self.rerun, self.completeness, self.on_position = rerun, completeness, on_position
         self.report = ReplayReport(decisions=len(records))
-        by_basis = sorted(range(len(records)), key=lambda i: (records[i][1].basis_seq, i))
-        rank = {index: order for order, index in enumerate(by_basis)}
         self._by_head = [
-            _Pending(order=rank[i], head_seq=seq, record=record) for i, (seq, record) in enumerate(records)
-        ]
-        self._by_basis = [self._by_head[i] for i in by_basis]
-        self._heads = {p.head_seq for p in self._by_head}
+            _Pending(order=(record.basis_seq, seq), head_seq=seq, record=record) for seq, record in records
+        ] if rerun else []
+        self._by_basis = sorted(self._by_head, key=lambda p: p.order)
+        self._heads = {seq for seq, _ in records}
+        self._covers = sorted(
+            (seq, seq + record.output_count, record.decision_id) for seq, record in records if record.output_count > 0
+        )
+        self._next_cover = 0
         self._next_basis = 0
         self._next_head = 0
         self._open: list[_Pending] = []  # records whose stored messages are still being read or compared
@@ -260,8 +267,8 @@ class LogChecker:
         self._expected_seq = 1
         self._outputs: dict[int, str] = {}  # seq -> subject of every recorded decision
         self._waiting: dict[str, list[int]] = {}  # subject -> dispatchable decisions not answered yet
-        self._mismatches: list[tuple[int, Mismatch]] = []
-        self._unverifiable: list[tuple[int, Unverifiable]] = []
+        self._mismatches: list[tuple[tuple[int, int], Mismatch]] = []
+        self._unverifiable: list[tuple[tuple[int, int], Unverifiable]] = []
         self._late: list[Unverifiable] = []
         self._subjects: dict[str, str] = {}  # interned subjects
         self._done = 0
@@ -274,41 +281,54 @@ class LogChecker:
         if seq > self._expected_seq:
             self.report.gaps.append((self._expected_seq, seq - 1))
         self._expected_seq = max(self._expected_seq, seq + 1)
-        by_basis = self._by_basis
-        while self._next_basis < len(by_basis) and by_basis[self._next_basis].record.basis_seq < seq:
-            self._run(by_basis[self._next_basis])
-            self._next_basis += 1
-        by_head = self._by_head
-        while self._next_head < len(by_head) and by_head[self._next_head].head_seq <= seq:
-            pending = by_head[self._next_head]
-            self._next_head += 1
-            self._open.append(pending)
-            count = pending.record.output_count
-            if count > 0:
-                self._cover.append((pending.head_seq, pending.head_seq + count, pending.record.decision_id))
-        if self._open:
-            self._store(message)
-        try:
-            event: types.Event | None = codec.decode(message.data)
-        except codec.DecodeError:
-            event = None
+        if self.rerun:
+            by_basis = self._by_basis
+            while self._next_basis < len(by_basis) and by_basis[self._next_basis].record.basis_seq < seq:
+                self._run(by_basis[self._next_basis])
+                self._next_basis += 1
+            by_head = self._by_head
+            while self._next_head < len(by_head) and by_head[self._next_head].head_seq <= seq:
+                self._open.append(by_head[self._next_head])
+                self._next_head += 1
+            if self._open:
+                self._store(message)
         subject = message.subject
-        if subject.startswith(_DECISIONS_PREFIX):
-            self._decision_subject(message)
-        elif subject.startswith(_DISPATCH_PREFIX):
-            self._dispatch_result(message, event)
-        if isinstance(event, types.DecisionRecord) and seq not in self._heads:
-            if message.headers.get("Kq-Type") in (None, "DecisionRecord"):
-                self._late_record(seq, event)
-        if event is None:
-            fold_message(self.state, message)  # logs it, once
-        else:
-            fold_decoded(self.state, message, event)
+        kind = message.headers.get("Kq-Type")
+        event: types.Event | None = None
+        if self.rerun or kind in (None, "DecisionRecord") or subject.startswith(_DISPATCH_PREFIX):
+            try:
+                event = codec.decode(message.data)
+            except codec.DecodeError:
+                event = None
+        if self.completeness:
+            covers = self._covers
+            while self._next_cover < len(covers) and covers[self._next_cover][0] <= seq:
+                self._cover.append(covers[self._next_cover])
+                self._next_cover += 1
+            if subject.startswith(_DECISIONS_PREFIX):
+                self._decision_subject(message)
+            elif subject.startswith(_DISPATCH_PREFIX):
+                self._dispatch_result(message, event)
+            if isinstance(event, types.DecisionRecord) and seq not in self._heads:
+                if kind in (None, "DecisionRecord"):
+                    self._late_record(seq, event)
+        if self.rerun:
+            if event is None:
+                fold_message(self.state, message)  # logs it, once
+            else:
+                fold_decoded(self.state, message, event)
+            if self.on_position is not None:
+                self.on_position(seq, self.state)
         self.report.messages += 1
         self.report.last_seq = max(self.report.last_seq, seq)
         self._done += 1
         if self.progress is not None and self._done % 256 == 0:
             self.progress(256)
+
+    @property
+    def settled(self) -> bool:
+        """Every record re-run and compared: reading further changes nothing of the re-checks."""
+        return self._next_basis == len(self._by_basis) and self._next_head == len(self._by_head) and not self._open
 
     def finish(self, *, last_seq: int = 0) -> ReplayReport:
         """Run the records whose basis the log never passed, compare what is left, and report."""
@@ -514,7 +534,7 @@ def _orphan(message: LogMessage, why: str) -> Orphan:
 
 async def stream_log(
     bus: Bus, *, last: int, filters: Sequence[str] = ("kq.>",), start_seq: int = 1, idle: float = 10.0
-) -> AsyncIterator[LogMessage]:
+) -> AsyncGenerator[LogMessage, None]:
     """The messages of the log matching ``filters`` from ``start_seq`` up to ``last``, in order.
 
     Reading stops at ``last``, or when the server says nothing more is pending (the
@@ -669,6 +689,8 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
             "",
         )
     ]
+    if report.outside:
+        lines.append((f"{report.outside} decisions outside --from/--to were not re-run", ""))
     for first, last in report.gaps:
         span = f"#{first}" if first == last else f"#{first}..#{last}"
         lines.append((f"gap: {span} missing from the log (deleted or purged)", "bold red"))
