@@ -601,9 +601,22 @@ async def replay_bus(
         progress("reading records", 0)
     records = await bus_records(bus, last=last)
     checker = LogChecker(records, deciders, progress=progress("re-checking", last) if progress else None)
+    chunk: list[LogMessage] = []
     async for message in stream_log(bus, last=last):
-        checker.feed(message)
+        chunk.append(message)
+        if len(chunk) >= READ_CHUNK:
+            for held in chunk:
+                checker.feed(held)
+            chunk.clear()
+    for held in chunk:
+        checker.feed(held)
     return checker.finish(last_seq=last)
+
+
+READ_CHUNK = 4096
+"""Messages read from the bus before they are checked: reading in bursts keeps the consumer's
+flow going (the client answers the server between messages only while it reads), and holds
+a few MB at most."""
 
 
 def file_records(path: Path) -> list[tuple[int, types.DecisionRecord]]:
