@@ -38,6 +38,7 @@ from kueue_es.replay import (
 from kueue_es.services.runtime import Decider
 
 Records = list[tuple[int, types.DecisionRecord]]
+PARTS_PER_JOB = 4
 
 
 # --- where the log comes from -------------------------------------------------------------------
@@ -219,12 +220,19 @@ def replay_parts(
     and the whole log's completeness here."""
     all_records, last = source.records()
     chosen = select(all_records, start=start, stop=stop)
-    parts = plan(chosen, checkpoints.find(checkpoint_dir), jobs=jobs)
+    # More parts than processes: a process that finishes early takes the next part (the
+    # later records cost more), and a part costs only its checkpoint's load.
+    parts = plan(chosen, checkpoints.find(checkpoint_dir), jobs=jobs * PARTS_PER_JOB if jobs > 1 else 1)
+    if len(parts) <= 1 and start is None and stop is None:  # from the start anyway: one pass does it all
+        checker = LogChecker(all_records, deciders, progress=progress("re-checking", last) if progress else None)
+        for message in source.messages(last=last):
+            checker.feed(message)
+        return checker.finish(last_seq=last)
     results: list[PartResult] = []
     futures: list[Future[PartResult]] = []
     pool = None
     if jobs > 1 and len(parts) > 1:
-        pool = ProcessPoolExecutor(max_workers=len(parts), mp_context=multiprocessing.get_context("fork"))
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(parts)), mp_context=multiprocessing.get_context("fork"))
         futures = [pool.submit(check_part, source, mine, checkpoint=cp, last=last) for cp, mine in parts]
     try:
         completeness = LogChecker(
