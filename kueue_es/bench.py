@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import resource
 import time
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
 
 from kueue_es import deciders
-from kueue_es.events import models, types
+from kueue_es.events import codec, models, subjects, types
+from kueue_es.events.bus.base import Bus, LogMessage, OutgoingMessage, PublishAck
 from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.services.runtime import MAX_BATCH, build_batch, fold_message
 
 BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 CLASSES = (("small", 35, 1, 50), ("medium", 11, 5, 100), ("large", 4, 20, 200))
@@ -290,3 +296,202 @@ def run_tas_bench(
         fold_seconds=fold_s,
         peak_rss_mib=peak,
     )
+
+
+# --- kueue-es bench core --write-log ------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class LogBenchResult:
+    """What writing a log took: messages, decision records, workloads, rounds, seconds, MiB."""
+
+    messages: int
+    records: int
+    workloads: int
+    rounds: int
+    seconds: float
+    peak_rss_mib: float
+
+
+def core_log(
+    *, events: int, cohorts: int = 10, queues_per_cohort: int = 100, scale: float = 1.0
+) -> Iterator[LogMessage]:
+    """A log of at least ``events`` messages as the services would write it, made in-process.
+
+    The large-scale shape (:func:`large_scale_facts`) as facts, then admitter cycles, each
+    one batch as ``build_batch`` encodes it (cut at ``MAX_BATCH``), folded through
+    ``fold_message`` as the services fold; every WorkloadAdmitted is answered by a
+    DispatchApplied (StartJob), and when a cycle decides nothing every running workload
+    finishes (a WorkloadFinished fact). When every workload has run, a new round of the
+    same workloads (new names) is created, until the log holds ``events`` messages; it
+    ends after the cycle that reaches it, with the last round's work done or not.
+    """
+    state = ClusterState()
+    seq = 0
+    now = BASE_MS + 60_000
+
+    def stored(out: OutgoingMessage) -> LogMessage:
+        nonlocal seq
+        seq += 1
+        message = LogMessage(
+            seq=seq, subject=out.subject, data=out.data, headers={**out.headers, "Nats-Msg-Id": out.msg_id}
+        )
+        fold_message(state, message)
+        return message
+
+    round_no = 0
+    while seq < events:
+        facts = large_scale_facts(cohorts=cohorts, queues_per_cohort=queues_per_cohort, scale=scale)
+        for fact in facts:
+            if round_no and not isinstance(fact, types.WorkloadObserved):
+                continue
+            if round_no and isinstance(fact, types.WorkloadObserved):
+                meta = fact.workload.metadata
+                meta = msgspec.structs.replace(
+                    meta, name=f"{meta.name}-r{round_no}", uid=f"{meta.uid}-r{round_no}", creation_timestamp_ms=now
+                )
+                fact = types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, metadata=meta))
+            yield stored(subjects.fact_message(fact))
+        del facts
+        while seq < events:
+            outputs = deciders.ADMITTER.decide(state, now_ms=now)
+            if outputs:
+                head, rest = build_batch(
+                    deciders.ADMITTER,
+                    outputs=outputs,
+                    basis_seq=state.last_seq,
+                    head_seq=state.heads.get(subjects.DEFAULT_PARTITION, 0),
+                    now_ms=now,
+                    max_outputs=MAX_BATCH,
+                )
+                admitted: list[tuple[int, types.WorkloadRef]] = []
+                for out, decision in zip((head, *rest), (None, *outputs), strict=False):
+                    message = stored(out)
+                    if isinstance(decision, types.WorkloadAdmitted):
+                        admitted.append((message.seq, decision.workload))
+                    yield message
+                for decision_seq, ref in admitted:
+                    result = types.DispatchApplied(workload=ref, decision_seq=decision_seq, action="StartJob")
+                    yield stored(
+                        subjects.message(
+                            result,
+                            subject=subjects.dispatch_subject(ref),
+                            msg_id=f"disp:{subjects.DEFAULT_CLUSTER}:{decision_seq}",
+                        )
+                    )
+                now += 1_000
+                continue
+            now += 1_000
+            running = [wl.ref for wl in state.workloads.values() if wl.reservation is not None and not wl.gone]
+            if not running:
+                break
+            for ref in running:  # their runtime has passed
+                yield stored(subjects.fact_message(types.WorkloadFinished(workload=ref, at_ms=now)))
+        round_no += 1
+
+
+def write_core_log(
+    path: Path, *, events: int, cohorts: int = 10, queues_per_cohort: int = 100, scale: float = 1.0
+) -> LogBenchResult:
+    """Write :func:`core_log` to ``path`` as JSON lines (:mod:`kueue_es.logfile`) and measure it."""
+    from kueue_es.logfile import LogWriter
+
+    started = time.perf_counter()
+    records = workloads = 0
+    with path.open("wb") as out:
+        writer = LogWriter(out)
+        for message in core_log(events=events, cohorts=cohorts, queues_per_cohort=queues_per_cohort, scale=scale):
+            writer.write(message)
+            kind = message.headers.get("Kq-Type")
+            records += kind == "DecisionRecord"
+            workloads += kind == "WorkloadObserved"
+    return LogBenchResult(
+        messages=writer.written,
+        records=records,
+        workloads=workloads,
+        rounds=0,
+        seconds=time.perf_counter() - started,
+        peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )
+
+
+async def load_into_bus(bus: Bus, messages: Iterator[LogMessage], *, window: int = 256) -> int:
+    """Publish a log file's ``messages`` onto an empty ``bus`` so each gets the same sequence:
+    facts and dispatch results as single publishes (up to ``window`` in flight, in order), each
+    DecisionRecord with its outputs as one batch. Returns the last sequence; raises
+    RuntimeError when a message lands elsewhere than its sequence."""
+    import asyncio
+
+    in_flight: list[tuple[int, Awaitable[PublishAck]]] = []
+
+    async def settle() -> None:
+        for expected, ack in in_flight:
+            got = (await ack).seq
+            if got != expected:
+                raise RuntimeError(f"message #{expected} was stored at #{got}: is the store empty?")
+        in_flight.clear()
+
+    batch: list[LogMessage] = []
+    need = 0
+    last = 0
+    for message in messages:
+        last = message.seq
+        out = OutgoingMessage(
+            subject=message.subject,
+            data=message.data,
+            msg_id=message.headers.get("Nats-Msg-Id", ""),
+            headers={k: v for k, v in message.headers.items() if k != "Nats-Msg-Id"},
+        )
+        if batch:
+            batch.append(message)
+            if len(batch) == need + 1:
+                await _commit(bus, batch)
+                batch = []
+            continue
+        if message.headers.get("Kq-Type") == "DecisionRecord":
+            await settle()
+            record = codec.decode(message.data)
+            assert isinstance(record, types.DecisionRecord)
+            need = record.output_count
+            if need:
+                batch = [message]
+            else:
+                await _commit(bus, [message])
+            continue
+        in_flight.append((message.seq, asyncio.ensure_future(bus.publish(out))))
+        if len(in_flight) >= window:
+            await settle()
+    await settle()
+    if batch:
+        raise RuntimeError(f"the log ends inside the batch of #{batch[0].seq}")
+    return last
+
+
+async def _commit(bus: Bus, batch: list[LogMessage]) -> None:
+    def outgoing(message: LogMessage) -> OutgoingMessage:
+        headers = {k: v for k, v in message.headers.items() if k != "Nats-Msg-Id"}
+        return OutgoingMessage(
+            subject=message.subject, data=message.data, msg_id=message.headers["Nats-Msg-Id"], headers=headers
+        )
+
+    head, *rest = batch
+    expected = await bus.last_subject_seq(head.subject)
+    last = await bus.commit_batch(head=outgoing(head), expected_head_seq=expected, rest=[outgoing(m) for m in rest])
+    if last != batch[-1].seq:
+        raise RuntimeError(f"the batch of #{head.seq} was stored ending at #{last}")
+
+
+async def load_store(path: Path, store_dir: Path) -> int:
+    """Load the log file at ``path`` into a new nats store at ``store_dir`` (:func:`load_into_bus`)."""
+    from kueue_es.events.bus import nats as nats_bus
+    from kueue_es.events.bus.server import NatsServer
+    from kueue_es.logfile import read_lines
+
+    async with NatsServer(store_dir=store_dir) as server:
+        bus = await nats_bus.connect(server.url)
+        try:
+            if await bus.last_seq():
+                raise RuntimeError(f"the nats store {store_dir} is not empty")
+            return await load_into_bus(bus, read_lines(path))
+        finally:
+            await bus.close()

@@ -125,10 +125,31 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--nats", default=None, help="NATS URL of a running system")
     replay.add_argument("--store", type=Path, default=None, help="a stopped system's nats store directory")
     replay.add_argument(
+        "--file", type=Path, default=None, help="a log file of JSON lines (kueue-es bench core --write-log)"
+    )
+    replay.add_argument(
         "--max-diffs", type=int, default=10, metavar="N", help="show the first N differences, each field by field"
     )
     replay.add_argument(
         "--progress", action="store_true", help="a progress bar on stderr even when it is not a terminal"
+    )
+    ranges = replay.add_argument_group("ranges and checkpoints (a checkpoint is a cache of the fold beside the log)")
+    ranges.add_argument("--from", dest="start", default=None, metavar="SEQ|RFC3339", help="re-run decisions from here")
+    ranges.add_argument("--to", dest="stop", default=None, metavar="SEQ|RFC3339", help="re-run decisions up to here")
+    ranges.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="re-check parts between checkpoints in N processes"
+    )
+    ranges.add_argument(
+        "--checkpoints", type=Path, default=None, metavar="DIR", help="checkpoint directory (default LOG.checkpoints)"
+    )
+    ranges.add_argument(
+        "--write-checkpoints", action="store_true", help="replay from the start writing a checkpoint every N events"
+    )
+    ranges.add_argument(
+        "--checkpoint-every", type=int, default=250_000, metavar="N", help="with --write-checkpoints (default 250000)"
+    )
+    ranges.add_argument(
+        "--verify-checkpoints", action="store_true", help="replay from the start comparing each checkpoint's state"
     )
     replay.set_defaults(run=_run_replay)
 
@@ -148,6 +169,24 @@ def _parser() -> argparse.ArgumentParser:
         "--tas",
         action="store_true",
         help="topology-aware placement instead: 640 nodes (10 racks x 64), 15,000 workloads (--scale shrinks them)",
+    )
+    core.add_argument(
+        "--write-log",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="instead: write a log of --events messages as the services encode them, as JSON lines "
+        "(kueue-es replay --file FILE reads it)",
+    )
+    core.add_argument(
+        "--events", type=int, default=1_000_000, help="with --write-log: at least this many messages (default 1M)"
+    )
+    core.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --write-log: also load the log into a new nats store here (kueue-es replay --store DIR)",
     )
     core.set_defaults(run=_run_bench_core)
 
@@ -282,6 +321,8 @@ def _run_bench_core(args: argparse.Namespace) -> int:
 
     if args.tas:
         return _run_bench_tas(args)
+    if args.write_log is not None:
+        return _run_bench_write_log(args)
     result = run_core_bench(cohorts=args.cohorts, queues_per_cohort=args.queues, scale=args.scale)
     table = Table(title="kueue-es bench core (admitter decide + fold, in-process)")
     for column in (
@@ -311,6 +352,25 @@ def _run_bench_core(args: argparse.Namespace) -> int:
         f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
         f"{os.cpu_count()} CPUs"
     )
+    return 0
+
+
+def _run_bench_write_log(args: argparse.Namespace) -> int:
+    import time
+
+    from kueue_es.bench import load_store, write_core_log
+
+    result = write_core_log(
+        args.write_log, events=args.events, cohorts=args.cohorts, queues_per_cohort=args.queues, scale=args.scale
+    )
+    print(
+        f"wrote {result.messages} messages ({result.records} decision records, {result.workloads} workloads) "
+        f"to {args.write_log} in {result.seconds:.1f} s; peak RSS {result.peak_rss_mib:.0f} MiB"
+    )
+    if args.store is not None:
+        started = time.perf_counter()
+        last = asyncio.run(load_store(args.write_log, args.store))
+        print(f"loaded #1..#{last} into the nats store {args.store} in {time.perf_counter() - started:.1f} s")
     return 0
 
 
@@ -624,10 +684,25 @@ def _run_scenario_run(args: argparse.Namespace) -> int:
 def _run_replay(args: argparse.Namespace) -> int:
     from kueue_es.demo import replay_and_print
 
-    if not args.nats and not args.store:
-        print("error: give --nats URL (a running system) or --store DIR (a stopped one)", file=sys.stderr)
+    if sum(x is not None for x in (args.nats, args.store, args.file)) != 1:
+        print(
+            "error: give one of --nats URL (a running system), --store DIR (a stopped one) or --file FILE (a log file)",
+            file=sys.stderr,
+        )
         return 2
     progress = args.progress or sys.stderr.isatty()
+    ranged = args.start or args.stop or args.jobs > 1 or args.write_checkpoints or args.verify_checkpoints
+    if ranged and args.nats and args.checkpoints is None:
+        print("error: with --nats, give --checkpoints DIR", file=sys.stderr)
+        return 2
+    if ranged:
+        from kueue_es.replay_ranges import run_ranged
+
+        return run_ranged(args, progress=progress)
+    if args.file is not None:
+        from kueue_es.replay import replay_file_and_print
+
+        return replay_file_and_print(args.file, max_diffs=args.max_diffs, progress=progress)
     return asyncio.run(
         replay_and_print(nats_url=args.nats, store=args.store, max_diffs=args.max_diffs, progress=progress)
     )

@@ -24,22 +24,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
 
 import msgspec
 
 from kueue_es import deciders as registry
+from kueue_es import logfile
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, LogMessage
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.services.runtime import Decider, build_batch, fold_message
+from kueue_es.services.runtime import Decider, build_batch, fold_decoded, fold_message
 
 EXIT_OK = 0
 EXIT_DIFFERENCE = 1
 EXIT_UNVERIFIABLE = 3
 EXIT_INCOMPLETE = 4
 
+DEFAULT_MAX_DIFFS = 10
 SEED_ROLE = "seed"  # the scenario runner's set-up batches (kueue_es.scenarios.core_engine.SEED)
 MISSING = "<missing>"
 
@@ -114,6 +118,7 @@ class ReplayReport:
     orphans: list[Orphan] = field(default_factory=list)
     stray_dispatch: list[Orphan] = field(default_factory=list)  # dispatch results naming no decision
     undispatched: list[int] = field(default_factory=list)  # decision seqs no dispatch result answered (warning)
+    outside: int = 0  # records left out by --from/--to (not re-checked by request)
 
     @property
     def skipped(self) -> int:
@@ -163,47 +168,383 @@ def check_log(
 
     Pure: no I/O. ``last_seq`` is the stream's last sequence when known (a gap at
     the end shows only then); otherwise the last message's. ``progress`` is called
-    as messages are folded.
+    as messages are folded. A thin wrapper of :class:`LogChecker` for a log in memory.
     """
-    last = max(last_seq, messages[-1].seq if messages else 0)
-    report = ReplayReport(messages=len(messages), last_seq=last)
-    by_seq = {m.seq: m for m in messages}
-    records = _records(messages)
-    report.decisions = len(records)
-    _check_complete(messages, records, last=last, report=report)
-    state = ClusterState()
-    pending = sorted(records, key=lambda pair: pair[1].basis_seq)
-    next_record = 0
-    done = 0
-    for message in [*messages, None]:
-        upto = message.seq - 1 if message is not None else float("inf")
-        while next_record < len(pending) and pending[next_record][1].basis_seq <= upto:
-            head_seq, record = pending[next_record]
-            next_record += 1
-            _check(state, head_seq, record, by_seq=by_seq, deciders=deciders, report=report)
-        if message is not None:
-            fold_message(state, message)
-            done += 1
-            if progress is not None and done % 256 == 0:
-                progress(256)
-    if progress is not None and done % 256:
-        progress(done % 256)
-    return report
+    checker = LogChecker(find_records(messages), deciders, progress=progress)
+    for message in messages:
+        checker.feed(message)
+    return checker.finish(last_seq=last_seq)
 
 
-async def read_log(bus: Bus, *, progress: Progress | None = None, idle: float = 10.0) -> tuple[list[LogMessage], int]:
-    """Every message of the log up to its last sequence now, and that sequence.
+def find_records(messages: Iterable[LogMessage]) -> list[tuple[int, types.DecisionRecord]]:
+    """The DecisionRecords of ``messages`` with their sequences, in log order (the first pass)."""
+    found = []
+    for message in messages:
+        if message.headers.get("Kq-Type") not in (None, "DecisionRecord"):
+            continue
+        try:
+            event = codec.decode(message.data)
+        except codec.DecodeError:
+            continue
+        if isinstance(event, types.DecisionRecord):
+            found.append((message.seq, event))
+    return found
 
-    Reading stops at the last sequence, or when the server says nothing more is
-    pending (the messages at the end are gone: :func:`check_log` reports the gap),
-    or after ``idle`` seconds without a message (every message is gone: the reader
-    would otherwise wait for ever).
+
+_DECISIONS_PREFIX = subjects.DECISIONS.removesuffix(">")  # kq.dec.
+_DISPATCH_PREFIX = subjects.DISPATCH.removesuffix(">")  # kq.disp.
+HEADS = "kq.dec.*.head"
+"""The subjects of every partition's DecisionRecords (the first pass reads only these)."""
+
+
+def _is_head_subject(subject: str) -> bool:
+    tokens = subject.split(".")
+    return len(tokens) == 4 and tokens[3] == "head"
+
+
+_DISPATCHED = frozenset({"WorkloadAdmitted", "EvictionRequested"})
+"""Decision types the dispatcher answers with a result when it has something to write."""
+
+_UNVERIFIABLE: Final = "unverifiable"
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One record being re-checked: its stored messages (head and outputs) as they are read,
+    and the re-run's bytes once the fold reached its basis."""
+
+    order: tuple[int, int]  # (basis, head): the report lists records in this order
+    head_seq: int
+    record: types.DecisionRecord
+    stored: dict[int, bytes] = field(default_factory=dict)  # index -> stored bytes (0: the record)
+    expected: list[bytes] | None = None  # the re-run: record then outputs
+    refused: str = ""  # set when the record is refused before re-running (a cut no rule allows)
+    ran: bool = False
+
+
+class LogChecker:
+    """Re-checks a log read once, in sequence order, keeping only what the checks still need.
+
+    ``records`` are the log's DecisionRecords (:func:`find_records`, or a read of the head
+    subjects only): a record comes after its basis, so its re-run is due before the fold
+    passes the basis, and its stored outputs after it. Held in memory: the fold state;
+    per record, its stored messages until its re-run is compared (a batch, at most
+    ``output_count`` + 1 messages); the coverage of the records whose outputs are still
+    to come; and for the completeness checks the subject of every recorded decision (to
+    match dispatch results) and the dispatchable decisions not answered yet. Feed every
+    message with :meth:`feed`, then :meth:`finish`.
     """
-    last = await bus.last_seq()
-    messages: list[LogMessage] = []
-    if not last:
-        return messages, last
-    reader = bus.read(subjects=("kq.>",), start_seq=1)
+
+    def __init__(
+        self,
+        records: Sequence[tuple[int, types.DecisionRecord]],
+        deciders: Mapping[str, Decider],
+        *,
+        state: ClusterState | None = None,
+        progress: Progress | None = None,
+        rerun: bool = True,
+        completeness: bool = True,
+        on_position: Callable[[int, ClusterState], None] | None = None,
+    ) -> None:
+        self.deciders = deciders
+        self.state = state if state is not None else ClusterState()
+        self.progress = progress
+        self.rerun, self.completeness, self.on_position = rerun, completeness, on_position
+        self.report = ReplayReport(decisions=len(records))
+        self._by_head = [
+            _Pending(order=(record.basis_seq, seq), head_seq=seq, record=record) for seq, record in records
+        ] if rerun else []
+        self._by_basis = sorted(self._by_head, key=lambda p: p.order)
+        self._heads = {seq for seq, _ in records}
+        self._covers = sorted(
+            (seq, seq + record.output_count, record.decision_id) for seq, record in records if record.output_count > 0
+        )
+        self._next_cover = 0
+        self._next_basis = 0
+        self._next_head = 0
+        self._open: list[_Pending] = []  # records whose stored messages are still being read or compared
+        self._cover: list[tuple[int, int, str]] = []  # (head seq, last output seq, decision id), log order
+        self._expected_seq = 1
+        self._outputs: dict[int, str] = {}  # seq -> subject of every recorded decision
+        self._waiting: dict[str, list[int]] = {}  # subject -> dispatchable decisions not answered yet
+        self._mismatches: list[tuple[tuple[int, int], Mismatch]] = []
+        self._unverifiable: list[tuple[tuple[int, int], Unverifiable]] = []
+        self._late: list[Unverifiable] = []
+        self._subjects: dict[str, str] = {}  # interned subjects
+        self._done = 0
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def feed(self, message: LogMessage) -> None:
+        """Check and fold the next message of the log (sequences increasing)."""
+        seq = message.seq
+        if seq > self._expected_seq:
+            self.report.gaps.append((self._expected_seq, seq - 1))
+        self._expected_seq = max(self._expected_seq, seq + 1)
+        if self.rerun:
+            by_basis = self._by_basis
+            while self._next_basis < len(by_basis) and by_basis[self._next_basis].record.basis_seq < seq:
+                self._run(by_basis[self._next_basis])
+                self._next_basis += 1
+            by_head = self._by_head
+            while self._next_head < len(by_head) and by_head[self._next_head].head_seq <= seq:
+                self._open.append(by_head[self._next_head])
+                self._next_head += 1
+            if self._open:
+                self._store(message)
+        subject = message.subject
+        kind = message.headers.get("Kq-Type")
+        event: types.Event | None = None
+        if self.rerun or kind in (None, "DecisionRecord") or subject.startswith(_DISPATCH_PREFIX):
+            try:
+                event = codec.decode(message.data)
+            except codec.DecodeError:
+                event = None
+        if self.completeness:
+            covers = self._covers
+            while self._next_cover < len(covers) and covers[self._next_cover][0] <= seq:
+                self._cover.append(covers[self._next_cover])
+                self._next_cover += 1
+            if subject.startswith(_DECISIONS_PREFIX):
+                self._decision_subject(message)
+            elif subject.startswith(_DISPATCH_PREFIX):
+                self._dispatch_result(message, event)
+            if isinstance(event, types.DecisionRecord) and seq not in self._heads:
+                if kind in (None, "DecisionRecord"):
+                    self._late_record(seq, event)
+        if self.rerun:
+            if event is None:
+                fold_message(self.state, message)  # logs it, once
+            else:
+                fold_decoded(self.state, message, event)
+            if self.on_position is not None:
+                self.on_position(seq, self.state)
+        self.report.messages += 1
+        self.report.last_seq = max(self.report.last_seq, seq)
+        self._done += 1
+        if self.progress is not None and self._done % 256 == 0:
+            self.progress(256)
+
+    @property
+    def settled(self) -> bool:
+        """Every record re-run and compared: reading further changes nothing of the re-checks."""
+        return self._next_basis == len(self._by_basis) and self._next_head == len(self._by_head) and not self._open
+
+    def finish(self, *, last_seq: int = 0) -> ReplayReport:
+        """Run the records whose basis the log never passed, compare what is left, and report."""
+        report = self.report
+        while self._next_basis < len(self._by_basis):
+            self._run(self._by_basis[self._next_basis])
+            self._next_basis += 1
+        for pending in self._open:
+            self._compare(pending)
+        self._open = []
+        report.last_seq = max(last_seq, report.last_seq)
+        if self._expected_seq <= report.last_seq:
+            report.gaps.append((self._expected_seq, report.last_seq))
+        report.mismatches = [m for _, m in sorted(self._mismatches, key=lambda pair: pair[0])]
+        report.unverifiable = [u for _, u in sorted(self._unverifiable, key=lambda pair: pair[0])] + self._late
+        report.undispatched = sorted(seq for seqs in self._waiting.values() for seq in seqs)
+        if self.progress is not None and self._done % 256:
+            self.progress(self._done % 256)
+        return report
+
+    # --- completeness -------------------------------------------------------------------------
+
+    def _decision_subject(self, message: LogMessage) -> None:
+        """A message on a decision subject counts only as output i of the record just before it,
+        with the Msg-Id the record derives (ARCHITECTURE.md §3)."""
+        seq = message.seq
+        if seq in self._heads:
+            return
+        if _is_head_subject(message.subject):
+            self.report.orphans.append(_orphan(message, "a message on a head subject that is not a DecisionRecord"))
+            return
+        cover = self._cover
+        while cover and cover[0][1] < seq:  # records end in log order mostly; drop the finished ones
+            cover.pop(0)
+        if len(cover) > 64:  # a forged output count keeps the first one long: drop the others behind it
+            cover[:] = [entry for entry in cover if entry[1] >= seq]
+        msg_id = None
+        for head, last, decision_id in reversed(cover):
+            if head < seq <= last:
+                msg_id = f"{decision_id}:{seq - head}"
+                break
+        if msg_id is None:
+            self.report.orphans.append(_orphan(message, "no DecisionRecord covers it"))
+        elif message.headers.get("Nats-Msg-Id", msg_id) != msg_id:
+            self.report.orphans.append(_orphan(message, f"its Msg-Id is not the record's {msg_id!r}"))
+        else:
+            subject = self._subjects.setdefault(message.subject, message.subject)
+            self._outputs[seq] = subject
+            if message.headers.get("Kq-Type") in _DISPATCHED:
+                self._waiting.setdefault(subject, []).append(seq)
+
+    def _dispatch_result(self, message: LogMessage, event: types.Event | None) -> None:
+        """A dispatch result names a recorded decision before it. The dispatcher writes a workload's
+        latest state, so a decision a later answered one of the same workload (its subject)
+        superseded, e.g. an admission the eviction of a preemption overtook before the Job
+        started, needs no answer of its own."""
+        if event is None:
+            self.report.stray_dispatch.append(_orphan(message, "undecodable"))
+            return
+        if not isinstance(event, types.DispatchApplied | types.DispatchFailed):
+            self.report.stray_dispatch.append(_orphan(message, "not a dispatch result"))
+            return
+        subject = self._outputs.get(event.decision_seq)
+        if subject is None:
+            self.report.stray_dispatch.append(
+                _orphan(message, f"names #{event.decision_seq}, which is not a recorded decision")
+            )
+            return
+        waiting = self._waiting.get(subject)
+        if waiting:
+            left = [seq for seq in waiting if seq > event.decision_seq]
+            if left:
+                self._waiting[subject] = left
+            else:
+                del self._waiting[subject]
+
+    def _late_record(self, seq: int, record: types.DecisionRecord) -> None:
+        """A DecisionRecord the first pass did not read (it is on no head subject): its basis is
+        folded already, so it is not re-checked (and no service folds it: an orphan)."""
+        self._late.append(
+            Unverifiable(
+                decision_id=record.decision_id,
+                head_seq=seq,
+                role=record.role,
+                logic_version=record.logic_version,
+                kueue_es_version=record.kueue_es_version if isinstance(record.kueue_es_version, str) else "",
+                why="a DecisionRecord on no head subject",
+            )
+        )
+
+    # --- re-running ---------------------------------------------------------------------------
+
+    def _store(self, message: LogMessage) -> None:
+        """Keep the stored bytes the open records compare, and compare those now complete."""
+        seq = message.seq
+        still: list[_Pending] = []
+        for pending in self._open:
+            index = seq - pending.head_seq
+            if pending.refused != _UNVERIFIABLE and 0 <= index <= pending.record.output_count:
+                pending.stored[index] = message.data
+            if index >= pending.record.output_count and pending.ran:
+                self._compare(pending)
+            else:
+                still.append(pending)
+        self._open = still
+
+    def _run(self, pending: _Pending) -> None:
+        """Re-run the decider of ``pending`` on the state at its basis (the state now)."""
+        pending.ran = True
+        record = pending.record
+        version = record.kueue_es_version if isinstance(record.kueue_es_version, str) else ""
+        decider = self.deciders.get(record.role)
+        why = ""
+        if record.role == SEED_ROLE:
+            why = "a scenario runner's seed batch, not a service's decision"
+        elif decider is None:
+            why = f"no decider of role {record.role!r} is installed"
+        elif decider.logic_version != record.logic_version:
+            why = f"logic version {record.logic_version}; this kueue-es has {decider.logic_version}"
+        if why or decider is None:
+            self._unverifiable.append(
+                (
+                    pending.order,
+                    Unverifiable(
+                        decision_id=record.decision_id,
+                        head_seq=pending.head_seq,
+                        role=record.role,
+                        logic_version=record.logic_version,
+                        kueue_es_version=version,
+                        why=why,
+                    ),
+                )
+            )
+            pending.refused = _UNVERIFIABLE
+            pending.stored.clear()
+            return
+        cut = record.max_outputs
+        if cut is not msgspec.UNSET and cut not in registry.CUTS:
+            pending.refused = f"it claims an output cut of {cut}; the services cut at {sorted(registry.CUTS)} only"
+            return
+        outputs = list(decider.decide(self.state, now_ms=record.now_ms))
+        head, rest = build_batch(
+            decider,
+            outputs=outputs,
+            basis_seq=record.basis_seq,
+            head_seq=record.expected_head_seq,
+            now_ms=record.now_ms,
+            partition=record.partition,
+            answers=record.answers,
+            max_outputs=cut,
+            kueue_es_version=record.kueue_es_version,
+        )
+        pending.expected = [head.data, *(m.data for m in rest)]
+
+    def _compare(self, pending: _Pending) -> None:
+        record, stored, expected = pending.record, pending.stored, pending.expected or []
+        pending.stored, pending.expected = {}, None  # compared: nothing of it is held any longer
+        if pending.refused == _UNVERIFIABLE:
+            return
+        if pending.refused:
+            self._mismatches.append(
+                (
+                    pending.order,
+                    Mismatch(
+                        decision_id=record.decision_id,
+                        head_seq=pending.head_seq,
+                        basis_seq=record.basis_seq,
+                        index=0,
+                        stored=stored.get(0, b"").decode(errors="replace"),
+                        replayed="",
+                        reason=pending.refused,
+                    ),
+                )
+            )
+            return
+        for index in range(max(len(expected), record.output_count + 1)):
+            replayed = expected[index] if index < len(expected) else b""
+            stored_data = stored.get(index, b"")
+            if replayed != stored_data:
+                self._mismatches.append(
+                    (
+                        pending.order,
+                        Mismatch(
+                            decision_id=record.decision_id,
+                            head_seq=pending.head_seq,
+                            basis_seq=record.basis_seq,
+                            index=index,
+                            stored=stored_data.decode(errors="replace"),
+                            replayed=replayed.decode(errors="replace"),
+                        ),
+                    )
+                )
+                return
+        self.report.matched += 1
+
+
+def _orphan(message: LogMessage, why: str) -> Orphan:
+    return Orphan(seq=message.seq, subject=message.subject, type=message.headers.get("Kq-Type", "?"), why=why)
+
+
+# --- reading the log from a bus ----------------------------------------------------------------
+
+
+async def stream_log(
+    bus: Bus, *, last: int, filters: Sequence[str] = ("kq.>",), start_seq: int = 1, idle: float = 10.0
+) -> AsyncGenerator[LogMessage, None]:
+    """The messages of the log matching ``filters`` from ``start_seq`` up to ``last``, in order.
+
+    Reading stops at ``last``, or when the server says nothing more is pending (the
+    messages at the end are gone: the checker reports the gap), or after ``idle``
+    seconds without a message (every message is gone: the reader would otherwise wait
+    for ever).
+    """
+    if not last or start_seq > last:
+        return
+    reader = bus.read(subjects=filters, start_seq=start_seq)
     try:
         while True:
             try:
@@ -211,31 +552,116 @@ async def read_log(bus: Bus, *, progress: Progress | None = None, idle: float = 
                     message = await anext(reader)
             except (TimeoutError, StopAsyncIteration):
                 break
-            messages.append(message)
-            if progress is not None and len(messages) % 256 == 0:
-                progress(256)
+            yield message
             if message.seq >= last or message.pending == 0:
                 break
     finally:
         await reader.aclose()
+
+
+async def read_log(bus: Bus, *, progress: Progress | None = None, idle: float = 10.0) -> tuple[list[LogMessage], int]:
+    """Every message of the log up to its last sequence now, and that sequence (in memory: for
+    tests and small logs; :func:`replay_bus` streams)."""
+    last = await bus.last_seq()
+    messages: list[LogMessage] = []
+    async for message in stream_log(bus, last=last, idle=idle):
+        messages.append(message)
+        if progress is not None and len(messages) % 256 == 0:
+            progress(256)
     if progress is not None and len(messages) % 256:
         progress(len(messages) % 256)
     return messages, last
 
 
+async def bus_records(bus: Bus, *, last: int, idle: float = 10.0) -> list[tuple[int, types.DecisionRecord]]:
+    """The first pass: the DecisionRecords on the head subjects, read alone.
+
+    A log with no record at all would keep a filtered reader waiting: when the default
+    partition's head is empty the reader gives up after a short idle (a record of another
+    partition missed so is still found by the second pass, and reported as not re-checked).
+    """
+    quick = await bus.last_subject_seq(subjects.head_subject()) == 0
+    found: list[tuple[int, types.DecisionRecord]] = []
+    async for message in stream_log(bus, last=last, filters=(HEADS,), idle=1.0 if quick else idle):
+        found.extend(find_records((message,)))
+    return found
+
+
 async def replay_bus(
     bus: Bus, deciders: Mapping[str, Decider], *, progress: Callable[[str, int], Progress] | None = None
 ) -> ReplayReport:
-    """Read the whole log from ``bus`` (up to its last sequence now) and :func:`check_log` it.
+    """Re-check the log on ``bus`` (up to its last sequence now), streaming: one read of the head
+    subjects for the records, one of everything to fold and compare.
 
     ``progress(phase, total)`` (optional) returns the callback for one phase
-    ("reading", then "re-checking").
+    ("reading records", then "re-checking").
     """
     last = await bus.last_seq()
-    messages, last = await read_log(bus, progress=progress("reading", last) if progress else None)
-    return check_log(
-        messages, deciders, last_seq=last, progress=progress("re-checking", len(messages)) if progress else None
-    )
+    if progress is not None:
+        progress("reading records", 0)
+    records = await bus_records(bus, last=last)
+    checker = LogChecker(records, deciders, progress=progress("re-checking", last) if progress else None)
+    chunk: list[LogMessage] = []
+    async for message in stream_log(bus, last=last):
+        chunk.append(message)
+        if len(chunk) >= READ_CHUNK:
+            for held in chunk:
+                checker.feed(held)
+            chunk.clear()
+    for held in chunk:
+        checker.feed(held)
+    return checker.finish(last_seq=last)
+
+
+READ_CHUNK = 4096
+"""Messages read from the bus before they are checked: reading in bursts keeps the consumer's
+flow going (the client answers the server between messages only while it reads), and holds
+a few MB at most."""
+
+
+def file_records(path: Path) -> list[tuple[int, types.DecisionRecord]]:
+    """The first pass over a log file: its DecisionRecords (a line whose Kq-Type header names
+    another type is not decoded)."""
+    found: list[tuple[int, types.DecisionRecord]] = []
+    with path.open("rb") as src:
+        for line in src:
+            if _OTHER_TYPE in line and _RECORD_TYPE not in line:
+                continue
+            if line.strip():
+                found.extend(find_records((logfile.decode_line(line),)))
+    return found
+
+
+_OTHER_TYPE = b'"Kq-Type":"'
+_RECORD_TYPE = b'"Kq-Type":"DecisionRecord"'
+
+
+def replay_file(
+    path: Path, deciders: Mapping[str, Decider], *, progress: Callable[[str, int], Progress] | None = None
+) -> ReplayReport:
+    """Re-check a log file (:mod:`kueue_es.logfile`), streaming: one pass for the records, one to
+    fold and compare."""
+    records = file_records(path)
+    checker = LogChecker(records, deciders, progress=progress("re-checking", 0) if progress else None)
+    for message in logfile.read_lines(path):
+        checker.feed(message)
+    return checker.finish()
+
+
+def replay_file_and_print(path: Path, *, max_diffs: int = DEFAULT_MAX_DIFFS, progress: bool = False) -> int:
+    """``kueue-es replay --file``: re-check a log file, print the report, return its exit code."""
+    from rich.console import Console
+
+    with progress_bars(progress) as bars:
+        report = replay_file(path, registry.BY_ROLE, progress=bars)
+    print_report(Console(soft_wrap=True), report, max_diffs=max_diffs)
+    return report.exit_code
+
+
+def print_report(console: Any, report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> None:
+    """Print :func:`summary` on a rich console."""
+    for line, style in summary(report, max_diffs=max_diffs):
+        console.print(line, style=style or None, markup=False, highlight=False)
 
 
 def field_diff(stored: str, replayed: str) -> list[FieldDiff]:
@@ -262,197 +688,8 @@ def _diff(left: object, right: object, path: str, out: list[FieldDiff]) -> None:
         out.append(FieldDiff(path=path, stored=left, replayed=right))
 
 
-def _records(messages: Sequence[LogMessage]) -> list[tuple[int, types.DecisionRecord]]:
-    found = []
-    for message in messages:
-        if message.headers.get("Kq-Type") not in (None, "DecisionRecord"):
-            continue
-        try:
-            event = codec.decode(message.data)
-        except codec.DecodeError:
-            continue
-        if isinstance(event, types.DecisionRecord):
-            found.append((message.seq, event))
-    return found
-
-
-_DECISIONS_PREFIX = subjects.DECISIONS.removesuffix(">")  # kq.dec.
-_DISPATCH_PREFIX = subjects.DISPATCH.removesuffix(">")  # kq.disp.
-
-
-def _is_decision_subject(subject: str) -> bool:
-    return subject.startswith(_DECISIONS_PREFIX)
-
-
-def _is_head_subject(subject: str) -> bool:
-    tokens = subject.split(".")
-    return len(tokens) == 4 and tokens[3] == "head"
-
-
-def _check_complete(
-    messages: Sequence[LogMessage],
-    records: Sequence[tuple[int, types.DecisionRecord]],
-    *,
-    last: int,
-    report: ReplayReport,
-) -> None:
-    """Gaps, orphans on decision subjects, dispatch results of no decision, decisions never dispatched."""
-    expected = 1
-    for message in messages:
-        if message.seq > expected:
-            report.gaps.append((expected, message.seq - 1))
-        expected = max(expected, message.seq + 1)
-    if expected <= last:
-        report.gaps.append((expected, last))
-    # A decision subject's message counts only as output i of the record just before it,
-    # with the Msg-Id the record derives (ARCHITECTURE.md §3).
-    covered: dict[int, str] = {}
-    for head_seq, record in records:
-        for i in range(1, record.output_count + 1):
-            covered[head_seq + i] = f"{record.decision_id}:{i}"
-    heads = {seq for seq, _ in records}
-    outputs: dict[int, LogMessage] = {}
-    for message in messages:
-        if not _is_decision_subject(message.subject):
-            continue
-        if message.seq in heads:
-            continue
-        if _is_head_subject(message.subject):
-            report.orphans.append(_orphan(message, "a message on a head subject that is not a DecisionRecord"))
-            continue
-        msg_id = covered.get(message.seq)
-        if msg_id is None:
-            report.orphans.append(_orphan(message, "no DecisionRecord covers it"))
-        elif message.headers.get("Nats-Msg-Id", msg_id) != msg_id:
-            report.orphans.append(_orphan(message, f"its Msg-Id is not the record's {msg_id!r}"))
-        else:
-            outputs[message.seq] = message
-    answered: set[int] = set()
-    for message in messages:
-        if not message.subject.startswith(_DISPATCH_PREFIX):
-            continue
-        try:
-            event = codec.decode(message.data)
-        except codec.DecodeError:
-            report.stray_dispatch.append(_orphan(message, "undecodable"))
-            continue
-        if not isinstance(event, types.DispatchApplied | types.DispatchFailed):
-            report.stray_dispatch.append(_orphan(message, "not a dispatch result"))
-            continue
-        if event.decision_seq not in outputs:
-            report.stray_dispatch.append(
-                _orphan(message, f"names #{event.decision_seq}, which is not a recorded decision")
-            )
-            continue
-        answered.add(event.decision_seq)
-    report.undispatched = _undispatched(outputs, answered)
-
-
-def _undispatched(outputs: Mapping[int, LogMessage], answered: set[int]) -> list[int]:
-    """Decisions the dispatcher should have answered and did not. The dispatcher writes a
-    workload's latest state, so a decision a later answered one of the same workload (its
-    subject) superseded, e.g. an admission the eviction of a preemption overtook before the
-    Job started, needs no answer of its own."""
-    waiting: list[int] = []
-    last_answered: dict[str, int] = {}
-    for seq in sorted(answered):
-        last_answered[outputs[seq].subject] = seq
-    for seq, message in outputs.items():
-        if message.headers.get("Kq-Type") in _DISPATCHED and seq not in answered:
-            if last_answered.get(message.subject, 0) < seq:
-                waiting.append(seq)
-    return waiting
-
-
-_DISPATCHED = frozenset({"WorkloadAdmitted", "EvictionRequested"})
-"""Decision types the dispatcher answers with a result when it has something to write."""
-
-
-def _orphan(message: LogMessage, why: str) -> Orphan:
-    return Orphan(seq=message.seq, subject=message.subject, type=message.headers.get("Kq-Type", "?"), why=why)
-
-
-def _check(
-    state: ClusterState,
-    head_seq: int,
-    record: types.DecisionRecord,
-    *,
-    by_seq: Mapping[int, LogMessage],
-    deciders: Mapping[str, Decider],
-    report: ReplayReport,
-) -> None:
-    version = record.kueue_es_version if isinstance(record.kueue_es_version, str) else ""
-    decider = deciders.get(record.role)
-    why = ""
-    if record.role == SEED_ROLE:
-        why = "a scenario runner's seed batch, not a service's decision"
-    elif decider is None:
-        why = f"no decider of role {record.role!r} is installed"
-    elif decider.logic_version != record.logic_version:
-        why = f"logic version {record.logic_version}; this kueue-es has {decider.logic_version}"
-    if why or decider is None:
-        report.unverifiable.append(
-            Unverifiable(
-                decision_id=record.decision_id,
-                head_seq=head_seq,
-                role=record.role,
-                logic_version=record.logic_version,
-                kueue_es_version=version,
-                why=why,
-            )
-        )
-        return
-    stored_head = by_seq.get(head_seq)
-    cut = record.max_outputs
-    if cut is not msgspec.UNSET and cut not in registry.CUTS:
-        report.mismatches.append(
-            Mismatch(
-                decision_id=record.decision_id,
-                head_seq=head_seq,
-                basis_seq=record.basis_seq,
-                index=0,
-                stored=stored_head.data.decode(errors="replace") if stored_head else "",
-                replayed="",
-                reason=f"it claims an output cut of {cut}; the services cut at {sorted(registry.CUTS)} only",
-            )
-        )
-        return
-    outputs = list(decider.decide(state, now_ms=record.now_ms))
-    head, rest = build_batch(
-        decider,
-        outputs=outputs,
-        basis_seq=record.basis_seq,
-        head_seq=record.expected_head_seq,
-        now_ms=record.now_ms,
-        partition=record.partition,
-        answers=record.answers,
-        max_outputs=cut,
-        kueue_es_version=record.kueue_es_version,
-    )
-    candidates = [(0, head.data, stored_head.data if stored_head else b"")]
-    for index in range(1, max(len(rest), record.output_count) + 1):
-        replayed = rest[index - 1].data if index <= len(rest) else b""
-        stored = by_seq.get(head_seq + index)
-        candidates.append((index, replayed, stored.data if stored else b""))
-    for index, replayed, stored_data in candidates:
-        if replayed != stored_data:
-            report.mismatches.append(
-                Mismatch(
-                    decision_id=record.decision_id,
-                    head_seq=head_seq,
-                    basis_seq=record.basis_seq,
-                    index=index,
-                    stored=stored_data.decode(errors="replace"),
-                    replayed=replayed.decode(errors="replace"),
-                )
-            )
-            return
-    report.matched += 1
-
-
 # --- the report as text ----------------------------------------------------------------------
 
-DEFAULT_MAX_DIFFS = 10
 
 
 def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list[tuple[str, str]]:
@@ -465,6 +702,8 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
             "",
         )
     ]
+    if report.outside:
+        lines.append((f"{report.outside} decisions outside --from/--to were not re-run", ""))
     for first, last in report.gaps:
         span = f"#{first}" if first == last else f"#{first}..#{last}"
         lines.append((f"gap: {span} missing from the log (deleted or purged)", "bold red"))

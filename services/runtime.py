@@ -114,6 +114,15 @@ def fold_message(state: ClusterState, message: LogMessage, *, on_orphan: OrphanH
         if batches.partition_of(message.subject) is None:  # on a decision subject it is an orphan, reported below
             log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
         state.last_seq = max(state.last_seq, message.seq)
+    return fold_decoded(state, message, event, on_orphan=on_orphan)
+
+
+def fold_decoded(
+    state: ClusterState, message: LogMessage, event: types.Event | None, *, on_orphan: OrphanHook | None = None
+) -> ClusterState:
+    """:func:`fold_message` for a message already decoded (``event``; None when it does not decode,
+    and the caller has logged that and moved ``state.last_seq`` past it), so a reader that needs the
+    event too (replay) decodes it once."""
     verdict = state.batches.offer(
         seq=message.seq,
         subject=message.subject,

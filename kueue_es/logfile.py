@@ -1,0 +1,84 @@
+"""A log as a file: one stored message a line, as JSON, for tools and benchmarks.
+
+``kueue-es bench core --write-log F`` writes one; ``kueue-es replay --file F`` reads it.
+Each line is ``{"seq": N, "subject": "...", "headers": {...}, "data": <the event>}``,
+the event embedded as its stored bytes, unchanged (``msgspec.Raw``: compact JSON, no
+newline), so a message read back has exactly the bytes the bus would hold. A message
+whose bytes are not JSON is written with ``"raw"``, its bytes in base64, instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import msgspec
+
+from kueue_es.events.bus.base import LogMessage
+
+
+class _Line(msgspec.Struct, kw_only=True, omit_defaults=True):
+    seq: int
+    subject: str
+    headers: dict[str, str] = {}
+    data: msgspec.Raw = msgspec.Raw(b"null")
+    raw: bytes | None = None  # the bytes when they are not JSON
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(_Line)
+
+
+def _is_json_object(data: bytes) -> bool:
+    return data[:1] == b"{" and data[-1:] == b"}" and b"\n" not in data
+
+
+class LogWriter:
+    """Appends messages to an open binary file, a line each (:func:`encode_line`)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.written = 0
+
+    def write(self, message: LogMessage) -> None:
+        self.out.write(encode_line(message))
+        self.written += 1
+
+
+def encode_line(message: LogMessage) -> bytes:
+    """One message as a line (newline included)."""
+    if _is_json_object(message.data):
+        try:
+            line = _Line(seq=message.seq, subject=message.subject, headers=message.headers, data=msgspec.Raw(message.data))
+            return _encoder.encode(line) + b"\n"
+        except msgspec.EncodeError:
+            pass
+    return _encoder.encode(_Line(seq=message.seq, subject=message.subject, headers=message.headers, raw=message.data)) + b"\n"
+
+
+def decode_line(line: bytes) -> LogMessage:
+    """The message of one line."""
+    parsed = _decoder.decode(line)
+    data = parsed.raw if parsed.raw is not None else bytes(parsed.data)
+    return LogMessage(seq=parsed.seq, subject=parsed.subject, data=data, headers=parsed.headers)
+
+
+def read_lines(path: Path, *, start_seq: int = 1) -> Iterator[LogMessage]:
+    """The messages of the file at ``path`` from ``start_seq`` on, in file order."""
+    with path.open("rb") as src:
+        for line in src:
+            if not line.strip():
+                continue
+            message = decode_line(line)
+            if message.seq >= start_seq:
+                yield message
+
+
+def write_lines(path: Path, messages: Iterable[LogMessage]) -> int:
+    """Write ``messages`` to ``path``; returns how many."""
+    with path.open("wb") as out:
+        writer = LogWriter(out)
+        for message in messages:
+            writer.write(message)
+        return writer.written
