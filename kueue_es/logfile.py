@@ -50,11 +50,16 @@ def encode_line(message: LogMessage) -> bytes:
     """One message as a line (newline included)."""
     if _is_json_object(message.data):
         try:
-            line = _Line(seq=message.seq, subject=message.subject, headers=message.headers, data=msgspec.Raw(message.data))
+            line = _Line(
+                seq=message.seq, subject=message.subject, headers=message.headers, data=msgspec.Raw(message.data)
+            )
             return _encoder.encode(line) + b"\n"
         except msgspec.EncodeError:
             pass
-    return _encoder.encode(_Line(seq=message.seq, subject=message.subject, headers=message.headers, raw=message.data)) + b"\n"
+    return (
+        _encoder.encode(_Line(seq=message.seq, subject=message.subject, headers=message.headers, raw=message.data))
+        + b"\n"
+    )
 
 
 def decode_line(line: bytes) -> LogMessage:

@@ -251,9 +251,11 @@ class LogChecker:
         self.progress = progress
         self.rerun, self.completeness, self.on_position = rerun, completeness, on_position
         self.report = ReplayReport(decisions=len(records))
-        self._by_head = [
-            _Pending(order=(record.basis_seq, seq), head_seq=seq, record=record) for seq, record in records
-        ] if rerun else []
+        self._by_head = (
+            [_Pending(order=(record.basis_seq, seq), head_seq=seq, record=record) for seq, record in records]
+            if rerun
+            else []
+        )
         self._by_basis = sorted(self._by_head, key=lambda p: p.order)
         self._heads = {seq for seq, _ in records}
         self._covers = sorted(
@@ -689,7 +691,6 @@ def _diff(left: object, right: object, path: str, out: list[FieldDiff]) -> None:
 
 
 # --- the report as text ----------------------------------------------------------------------
-
 
 
 def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list[tuple[str, str]]:

@@ -139,9 +139,7 @@ def check_part(
 
     state = checkpoints.load(checkpoint) if checkpoint is not None else ClusterState()
     start = checkpoint.seq + 1 if checkpoint is not None else 1
-    checker = LogChecker(
-        records, deciders or registry.BY_ROLE, state=state, completeness=False, progress=progress
-    )
+    checker = LogChecker(records, deciders or registry.BY_ROLE, state=state, completeness=False, progress=progress)
     for message in source.messages(start_seq=start, last=last):
         checker.feed(message)
         if checker.settled:

@@ -31,7 +31,16 @@ def test_checkpoints_are_written_beside_the_log_named_by_position_and_code(
     log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     directory = tmp_path / "ck"
-    code, out = replay(capsys, "--file", str(log_file), "--write-checkpoints", "--checkpoint-every", "1000", "--checkpoints", str(directory))
+    code, out = replay(
+        capsys,
+        "--file",
+        str(log_file),
+        "--write-checkpoints",
+        "--checkpoint-every",
+        "1000",
+        "--checkpoints",
+        str(directory),
+    )
     assert code == 0, out
     found = checkpoints.find(directory)
     assert [c.seq for c in found][:3] == [1000, 2000, 3000]
@@ -43,13 +52,24 @@ def test_jobs_and_ranges_from_checkpoints_agree_with_a_full_replay(
     log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     directory = tmp_path / "ck"
-    replay(capsys, "--file", str(log_file), "--write-checkpoints", "--checkpoint-every", "1000", "--checkpoints", str(directory))
+    replay(
+        capsys,
+        "--file",
+        str(log_file),
+        "--write-checkpoints",
+        "--checkpoint-every",
+        "1000",
+        "--checkpoints",
+        str(directory),
+    )
     code, full = replay(capsys, "--file", str(log_file))
     assert code == 0
     code, parallel = replay(capsys, "--file", str(log_file), "--jobs", "2", "--checkpoints", str(directory))
     assert code == 0
     assert parallel.splitlines()[0] == full.splitlines()[0]  # every decision re-checked, in two processes
-    code, ranged = replay(capsys, "--file", str(log_file), "--from", "2500", "--to", "3500", "--checkpoints", str(directory))
+    code, ranged = replay(
+        capsys, "--file", str(log_file), "--from", "2500", "--to", "3500", "--checkpoints", str(directory)
+    )
     assert code == 0
     assert "outside --from/--to were not re-run" in ranged
 
@@ -58,7 +78,16 @@ def test_a_changed_checkpoint_is_found_by_verify(
     log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     directory = tmp_path / "ck"
-    replay(capsys, "--file", str(log_file), "--write-checkpoints", "--checkpoint-every", "2000", "--checkpoints", str(directory))
+    replay(
+        capsys,
+        "--file",
+        str(log_file),
+        "--write-checkpoints",
+        "--checkpoint-every",
+        "2000",
+        "--checkpoints",
+        str(directory),
+    )
     code, out = replay(capsys, "--file", str(log_file), "--verify-checkpoints", "--checkpoints", str(directory))
     assert code == 0 and "checkpoints verified against a fresh fold" in out
     first = checkpoints.find(directory)[0]
