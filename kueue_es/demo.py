@@ -29,7 +29,7 @@ from kueue_es import deciders, timeline
 from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
-from kueue_es.events.bus.server import LocalAuth, NatsServer
+from kueue_es.events.bus.server import LocalAuth, NatsServer, open_stopped_store
 from kueue_es.events.manifests import load_documents
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, summary
@@ -258,9 +258,9 @@ async def replay_and_print(
     async with contextlib.AsyncExitStack() as stack:
         if nats_url is None:
             assert store is not None
-            server = await stack.enter_async_context(NatsServer(store_dir=store))
+            server = await stack.enter_async_context(open_stopped_store(store))
             nats_url = server.url
-        bus = await nats_bus.connect(nats_url)
+        bus = await nats_bus.connect(nats_url, create_stream=False)  # replay only reads
         try:
             with progress_bars(progress) as bars:
                 report = await replay_bus(bus, deciders.BY_ROLE, progress=bars)

@@ -65,7 +65,7 @@ class Source:
         from kueue_es.events.bus import nats as nats_bus
 
         assert self.nats_url is not None
-        bus = await nats_bus.connect(self.nats_url)
+        bus = await nats_bus.connect(self.nats_url, create_stream=False)  # replay only reads
         try:
             last = await bus.last_seq()
             return await bus_records(bus, last=last), last
@@ -87,7 +87,7 @@ def _nats_messages(url: str, *, start_seq: int, last: int, chunk: int = 2048) ->
 
     loop = asyncio.new_event_loop()
     try:
-        bus = loop.run_until_complete(nats_bus.connect(url))
+        bus = loop.run_until_complete(nats_bus.connect(url, create_stream=False))
         reader = stream_log(bus, last=last, start_seq=start_seq)
 
         async def take() -> list[LogMessage]:
@@ -313,10 +313,10 @@ def run_ranged(args: Any, *, progress: bool) -> int:
 
 
 async def _with_store(args: Any, progress: bool) -> int:
-    from kueue_es.events.bus.server import NatsServer
+    from kueue_es.events.bus.server import open_stopped_store
 
     directory = args.checkpoints or checkpoints.default_dir(args.store)
-    async with NatsServer(store_dir=args.store) as server:
+    async with open_stopped_store(args.store) as server:
         return await asyncio.to_thread(_run, args, Source(nats_url=server.url), directory, progress)
 
 

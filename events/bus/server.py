@@ -40,7 +40,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -222,6 +222,9 @@ class NatsServer(_Managed):
     default, for tests that do not care) leaves the server open to any local
     process: ``kueue-es up`` and ``kueue-es demo`` always pass one. The config
     file, which then holds the passwords, is written with mode 0600.
+    ``anonymous_user``: with ``auth``, a connection without credentials acts as this
+    user (nats-server's ``no_auth_user``): :func:`open_stopped_store` serves a store
+    to readers this way.
     """
 
     def __init__(
@@ -231,10 +234,12 @@ class NatsServer(_Managed):
         name: str = "kq-0",
         cluster: ClusterSpec | None = None,
         auth: LocalAuth | None = None,
+        anonymous_user: str | None = None,
     ):
         self.name = name
         self.cluster = cluster
         self.auth = auth
+        self.anonymous_user = anonymous_user
         self._own_dir = store_dir is None
         self.store_dir = Path(tempfile.mkdtemp(prefix="kq-nats-")) if store_dir is None else Path(store_dir)
         self.log_path = self.store_dir / LOG_NAME
@@ -312,6 +317,8 @@ class NatsServer(_Managed):
         }
         if self.auth is not None:
             config["accounts"] = self.auth.accounts()
+            if self.anonymous_user is not None:
+                config["no_auth_user"] = self.anonymous_user
         if self.cluster is not None:
             userinfo = ""
             if self.cluster.route_auth is not None:  # presented to the peers in the route URLs
@@ -488,3 +495,23 @@ class NatsCluster(_Managed):
 def _stop_all() -> None:
     for server in list(_LIVE):
         server.stop(timeout=2.0)
+
+
+@contextlib.asynccontextmanager
+async def open_stopped_store(store_dir: Path) -> AsyncIterator[NatsServer]:
+    """A nats-server over a stopped system's store, to read its log (``kueue-es replay --store``).
+
+    A log written with users (``kueue-es up`` and ``demo``) lives in the :data:`permissions.ACCOUNT`
+    account: the server then gets that account with fresh passwords (in a temporary
+    directory, removed at the end) and binds connections without credentials to the
+    read-only ``reader``, so a reader needs no password and can change nothing. A store
+    written without users (older versions, the bench, tests) is served as it was written.
+    """
+    if not (Path(store_dir) / "jetstream" / permissions.ACCOUNT).is_dir():
+        async with NatsServer(store_dir=store_dir) as server:
+            yield server
+        return
+    with tempfile.TemporaryDirectory(prefix="kq-replay-auth-") as tmp:
+        auth = LocalAuth.create(Path(tmp) / "creds")
+        async with NatsServer(store_dir=store_dir, auth=auth, anonymous_user=permissions.READER) as server:
+            yield server

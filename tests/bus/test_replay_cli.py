@@ -18,15 +18,17 @@ from kueue_es.cli import main
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import LogMessage
-from kueue_es.events.bus.server import NatsServer
+from kueue_es.events.bus.server import LocalAuth, NatsServer
 from tests.unit.test_golden_log import _load
 
 
-async def _write(store: Path, messages: list[LogMessage]) -> None:
-    async with NatsServer(store_dir=store) as server:
-        bus = await nats_bus.connect(server.url)
+async def _write(store: Path, messages: list[LogMessage], *, auth: LocalAuth | None = None) -> None:
+    async with NatsServer(store_dir=store, auth=auth) as server:
+        admin = auth.credentials("admin") if auth is not None else None
+        bus = await nats_bus.connect(server.url, credentials=admin)
         await bus.close()
-        nc = await nats.connect(server.url)
+        login = {"user": admin.user, "password": admin.password()} if admin is not None else {}
+        nc = await nats.connect(server.url, **login)
         try:
             js = nc.jetstream()
             for message in messages:
@@ -36,10 +38,11 @@ async def _write(store: Path, messages: list[LogMessage]) -> None:
             await nc.close()
 
 
-def make_store(tmp_path: Path, messages: list[LogMessage]) -> Path:
-    """A stopped system's store directory holding exactly ``messages`` (sequences 1..n)."""
+def make_store(tmp_path: Path, messages: list[LogMessage], *, auth: LocalAuth | None = None) -> Path:
+    """A stopped system's store directory holding exactly ``messages`` (sequences 1..n);
+    with ``auth``, written as ``kueue-es up`` and ``demo`` write it: by users of the KQ account."""
     store = tmp_path / "store"
-    asyncio.run(_write(store, messages))
+    asyncio.run(_write(store, messages, auth=auth))
     return store
 
 
@@ -62,6 +65,18 @@ def test_an_untouched_log_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "22 decisions: 22 matched, 0 differed, 0 not re-checked" in out.out
     assert "every decision matched; the log is complete" in out.out
     assert out.err == ""  # no progress bar when stderr is not a terminal
+
+
+def test_a_store_written_with_users_replays_without_their_passwords(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stopped demo's or up's store (its log in the KQ account, its passwords gone with the
+    run) replays: served read-only, connections without credentials act as the reader."""
+    store = make_store(tmp_path, golden(), auth=LocalAuth.create(tmp_path / "run-creds"))
+    assert (store / "jetstream" / "KQ").is_dir()
+    assert main(["replay", "--store", str(store)]) == 0
+    assert "every decision matched; the log is complete" in capsys.readouterr().out
+    assert main(["replay", "--store", str(store), "--from", "1", "--to", "40"]) == 0
 
 
 def test_a_difference_exits_1_with_a_field_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
