@@ -35,10 +35,26 @@ def main(argv: list[str] | None = None) -> int:
         from kueue_es.services.runtime import configure_logging
 
         configure_logging(service=f"kueue-es {args.command}", level=logging.WARNING, cache=False)
+    from kueue_es.events.bus.base import BusError
+
     try:
         return int(args.run(args) or 0)
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM for demo and up
         return 130
+    except BusError as err:
+        if args.command == "service":  # a service's failure is its supervisor's to report, with the traceback
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        print(
+            "hint: a NATS server started by kueue-es up or demo refuses connections without a user: "
+            f"set {CREDENTIAL_ENV_HINT}",
+            file=sys.stderr,
+        )
+        return 2
+
+
+#: How a one-shot command is told its NATS user (events/bus/nats.py credentials_from_env).
+CREDENTIAL_ENV_HINT = "KUEUE_ES_NATS_USER=reader KUEUE_ES_NATS_PASSWORD_FILE=<run dir>/creds/reader.password"
 
 
 def _parser() -> argparse.ArgumentParser:

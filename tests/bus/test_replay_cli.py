@@ -135,3 +135,18 @@ def test_progress_on_request_goes_to_stderr(tmp_path: Path, capsys: pytest.Captu
     out = capsys.readouterr()
     assert "re-checking" in out.err and "events/s" in out.err
     assert "re-checking" not in out.out
+
+
+async def test_replay_without_a_user_is_refused_with_a_clean_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Against a server with users (as up and demo start it), replay without credentials says
+    so in one line and a hint, exit 2, not a traceback."""
+    auth = LocalAuth.create(tmp_path / "creds")
+    async with NatsServer(auth=auth) as server:
+        code = await asyncio.to_thread(main, ["replay", "--nats", server.url])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert any(line.startswith("error: Connecting to nats://127.0.0.1:") for line in err.splitlines()), err
+    assert "KUEUE_ES_NATS_USER=reader" in err
+    assert "Traceback" not in err
