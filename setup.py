@@ -13,7 +13,10 @@ from setuptools import find_packages, setup
 MAPPED = ("events", "projections", "scheduling", "jobframework", "services")
 
 package_dir = {"kueue_es": "kueue_es"}
-packages = ["kueue_es", *(f"kueue_es.{name}" for name in find_packages("kueue_es"))]
+# kueue_es/events etc. are links to the mapped folders (so tools that walk kueue_es/, such as
+# lint-imports run from the repository, see the whole package); they are packaged once, below
+LINKED = [pattern for folder in MAPPED for pattern in (folder, f"{folder}.*")]
+packages = ["kueue_es", *(f"kueue_es.{name}" for name in find_packages("kueue_es", exclude=LINKED))]
 for folder in MAPPED:
     package_dir[f"kueue_es.{folder}"] = folder
     packages += [f"kueue_es.{folder}", *(f"kueue_es.{folder}.{name}" for name in find_packages(folder))]
