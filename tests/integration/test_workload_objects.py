@@ -217,6 +217,14 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
     }
     assert "admission" not in workload_b["status"]
 
+    active_cq = cq["status"].pop("conditions")
+    assert [{k: c[k] for k in ("type", "status", "reason", "message")} for c in active_cq] == [
+        {"type": "Active", "status": "True", "reason": "Ready", "message": "Can admit new workloads"}
+    ]
+    active_lq = lq["status"].pop("conditions")
+    assert [{k: c[k] for k in ("type", "status", "reason", "message")} for c in active_lq] == [
+        {"type": "Active", "status": "True", "reason": "Ready", "message": "Can submit new workloads to localQueue"}
+    ]
     assert cq["status"] == {
         "pendingWorkloads": 1,
         "reservingWorkloads": 1,
