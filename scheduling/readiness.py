@@ -24,7 +24,10 @@ nothing. Kueue accepts such a Cohort and only leaves its tree out of scheduling
 (SEMANTICS §1.4, §4.2); the ClusterQueues' own condition stays as Kueue writes it
 (a cycle is not among Kueue's ClusterQueue reasons). The MultiKueue reasons are
 not produced: kueue-es has no MultiKueue. ``Terminating`` is not either: kueue-es
-puts no finalizer on a ClusterQueue.
+puts no finalizer on a ClusterQueue. No AdmissionCheck condition is made here: an
+AdmissionCheck's ``Active`` belongs to the check's controller (Kueue's core writes
+none, pkg/controller/core/admissioncheck_controller.go), and kueue-es has no built-in
+check controller; it only reads it.
 """
 
 from __future__ import annotations
