@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from kueue_es.events import manifests, models, types
+from kueue_es.jobframework import jobs
 from kueue_es.scheduling import readiness
 from kueue_es.services.dispatcher import core, status
 from kueue_es.services.watcher import convert
-from tests.integration.harness import cluster_queue, flavor, local_queue
+from tests.integration.harness import cluster_queue, flavor, job, local_queue
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -185,18 +186,30 @@ def fair_sharing_on() -> types.ConfigurationObserved:
 
 
 def test_weighted_share_with_fair_sharing_on() -> None:
-    """Two ClusterQueues of 4 CPU in cohort team; one uses 6 CPU: it borrows 2 of the 8 its cohort could
-    lend, 250 per mille; the other and the root Cohort show 0. Off, no fairSharing at all."""
+    """Two ClusterQueues of 4 CPU in cohort team; a workload of 6 CPU in one borrows 2 of the 8 the cohort
+    could lend: 250 per mille; the other and the root Cohort show 0. Off, no fairSharing at all."""
     a, b = cluster_queue("a", cpu=4), cluster_queue("b", cpu=4)
     for cq in (a, b):
         cq["spec"]["cohortName"] = "team"
-    view = fold(flavor("default-flavor"), cohort("team"), a, b)
+    manifest = job("wide", queue="queue-a", parallelism=6)
+    manifest["metadata"] |= {"uid": "uid-wide", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    observed = jobs.job_facts(manifest)
+    assert isinstance(observed, types.WorkloadObserved)
+    meta = observed.workload.metadata
+    ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+    assignment = types.PodSetAssignment(
+        name="main",
+        flavors={"cpu": "default-flavor", "memory": "default-flavor"},
+        resource_usage={"cpu": 6000, "memory": 6 * 200 * 2**20},
+        count=6,
+    )
+    reserved = types.QuotaReserved(workload=ref, cluster_queue="a", pod_set_assignments=[assignment], at_ms=T0)
+    view = fold(flavor("default-flavor"), cohort("team"), a, b, local_queue("queue-a", "a"), observed, reserved)
     assert "fairSharing" not in status.cluster_queue_status(view.cluster, "a")
     assert status.cohort_status(view.cluster, "team") == {}
+    view.take_dirty_queues()
     core.fold(view, fair_sharing_on(), seq=10)
     assert ("Cohort", "", "team") in view.take_dirty_queues()  # the Configuration rewrites every status
-    view.cluster.usage["a"] = {"default-flavor": {"cpu": 6000}}
-    view.cluster.quota_tree = None
     assert status.cluster_queue_status(view.cluster, "a")["fairSharing"] == {"weightedShare": 250}
     assert status.cluster_queue_status(view.cluster, "b")["fairSharing"] == {"weightedShare": 0}
     assert status.cohort_status(view.cluster, "team") == {"fairSharing": {"weightedShare": 0}}
