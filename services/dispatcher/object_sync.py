@@ -25,12 +25,13 @@ import structlog
 
 from kueue_es.events import subjects, types
 from kueue_es.events.bus.base import Bus
-from kueue_es.projections.cluster import WorkloadState
+from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
 from kueue_es.services.kube.objects import ObjectKey
+from kueue_es.services.runtime import wall_clock_ms
 
 log = structlog.get_logger(__name__)
 
@@ -62,6 +63,7 @@ class StoredObjects:
             (resources.WORKLOADS, None),  # pod groups' Workloads have no job-uid label
             (resources.CLUSTER_QUEUES, None),
             (resources.LOCAL_QUEUES, None),
+            (resources.COHORTS, None),
         )
         for ref, selector in kinds:
             try:
@@ -82,6 +84,8 @@ class StoredObjects:
                 self.absent.discard(("ClusterQueue", "", obj.metadata.name))
             case types.LocalQueueObserved(local_queue=obj):
                 self.absent.discard(("LocalQueue", obj.metadata.namespace, obj.metadata.name))
+            case types.CohortObserved(cohort=obj):
+                self.absent.discard(("Cohort", "", obj.metadata.name))
 
     async def apply(
         self, ref: resources.ResourceRef, body: RawObject, *, subresource: str | None = None
@@ -201,29 +205,48 @@ class WorkloadSync:
 
 
 class QueueStatusSync:
-    """Writes the status of every ClusterQueue and LocalQueue whose counts or usage changed (once each)."""
+    """Writes the status of every ClusterQueue, LocalQueue and Cohort whose status changed (once each):
+    counts, usage, the ``Active`` condition and, with fair sharing on, the weighted share.
 
-    def __init__(self, *, view: core.DispatchState, stored: StoredObjects) -> None:
-        self.view, self.stored = view, stored
+    ``clock`` gives the time (ms since the epoch) a condition that changes status is stamped with.
+    """
+
+    def __init__(
+        self, *, view: core.DispatchState, stored: StoredObjects, clock: Callable[[], int] = wall_clock_ms
+    ) -> None:
+        self.view, self.stored, self.clock = view, stored, clock
 
     async def sync(self) -> None:
         """Write the status of each queue the fold marked dirty, unless the server already has it."""
         state = self.view.cluster
         dirty = self.view.take_dirty_queues()
+        if dirty and state.configuration.fair_sharing is not None:
+            dirty = _with_cohorts_above(state, dirty)  # their weighted share follows their ClusterQueues' usage
         feeding = status.local_queues_by_cluster_queue(state) if dirty else {}
+        now_ms = self.clock() if dirty else 0
         for ident in dirty:
             kind, namespace, name = ident
+            fields: tuple[str, ...] = status.QUEUE_STATUS_FIELDS
             if kind == "ClusterQueue" and name in state.cluster_queues:
                 ref, wanted = resources.CLUSTER_QUEUES, status.cluster_queue_status(state, name, feeding=feeding)
+                generation = state.cluster_queues[name].metadata.generation
             elif kind == "LocalQueue" and (namespace, name) in state.local_queues:
                 ref, wanted = resources.LOCAL_QUEUES, status.local_queue_status(state, namespace, name)
+                generation = state.local_queues[(namespace, name)].metadata.generation
+            elif kind == "Cohort" and name in state.cohorts:
+                ref, wanted = resources.COHORTS, status.cohort_status(state, name)
+                generation, fields = state.cohorts[name].metadata.generation, status.COHORT_STATUS_FIELDS
             else:
                 self.stored.objects.pop(ident, None)  # deleted, or a queue no object names
                 continue
             stored = self.stored.objects.get(ident)
-            if ident in self.stored.absent or (
-                stored is not None and _managed(stored, status.QUEUE_STATUS_FIELDS) == wanted
-            ):
+            previous = _active_condition(stored)
+            generation = max(generation, int(objects.meta(stored).get("generation") or 0) if stored else 0)
+            condition = status.active_condition(
+                state, kind, namespace, name, previous=previous, generation=generation, now_ms=now_ms
+            )
+            wanted = {"conditions": [condition], **wanted}
+            if ident in self.stored.absent or (stored is not None and _managed(stored, fields) == wanted):
                 continue
             await self._write(ident, ref, wanted)
 
@@ -241,6 +264,22 @@ class QueueStatusSync:
                 self.view.dirty_queues.setdefault(ident)
             self.stored.failures += 1
             log.warning("queue_status_failed", kind=kind, namespace=namespace, name=name, error=str(err))
+
+
+def _with_cohorts_above(state: ClusterState, dirty: list[ObjectKey]) -> list[ObjectKey]:
+    """``dirty`` and, after it, the Cohort objects above each dirty ClusterQueue (each once)."""
+    out = dict.fromkeys(dirty)
+    for kind, _, name in dirty:
+        cq = state.cluster_queues.get(name) if kind == "ClusterQueue" else None
+        if cq is not None and cq.spec.cohort_name:
+            out.update(dict.fromkeys(("Cohort", "", c) for c in status.cohort_ancestors(state, cq.spec.cohort_name)))
+    return list(out)
+
+
+def _active_condition(stored: objects.StoredObject | None) -> Any:
+    """The ``Active`` condition the server has on a stored queue, or None."""
+    conditions = ((stored or {}).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Active"), None)
 
 
 def _identity(obj: RawObject) -> RawObject:

@@ -163,8 +163,10 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
         ("kueue.x-k8s.io", "workloads/status", "patch"),
         ("kueue.x-k8s.io", "clusterqueues", "list"),
         ("kueue.x-k8s.io", "localqueues", "list"),
+        ("kueue.x-k8s.io", "cohorts", "list"),
         ("kueue.x-k8s.io", "clusterqueues/status", "patch"),
         ("kueue.x-k8s.io", "localqueues/status", "patch"),
+        ("kueue.x-k8s.io", "cohorts/status", "patch"),  # the Active condition (a cycle), fairSharing
     }
 
 
