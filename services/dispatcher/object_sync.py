@@ -192,7 +192,7 @@ class WorkloadSync:
                 )
                 server = (current.get("status") or {}).get("admissionChecks") or []
                 wanted = {**wanted, "admissionChecks": keep_controller_checks(wanted["admissionChecks"], server)}
-                version = objects.meta(current).get("resourceVersion")
+                version = (current.get("metadata") or {}).get("resourceVersion")
                 body = {**_identity(desired), "status": wanted}
                 body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
             self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")

@@ -345,6 +345,12 @@ async def serve_watcher(
         feature_gates=feature_gates,
     )
     await watcher.learn_from_log()
+    if config is not None and config.managed_jobs_namespace_selector is not None:
+        log.warning(
+            "config_not_honoured",
+            field="managedJobsNamespaceSelector",
+            detail="Kueue's default is used: jobs in kube-system and kueue-system are not managed",
+        )
     log.info(
         "service_started",
         kinds=list(kinds),
