@@ -1,7 +1,8 @@
 """The watcher service: list+watch the cluster and put facts on the log.
 
-One watch loop per kind, through kubernetes-asyncio: Kueue's v1beta2 objects, the
-PriorityClasses a job's priority may name, and the jobs Kueue queues -- batch/v1
+One watch loop per kind, through kubernetes-asyncio: Kueue's v1beta2 objects
+(AdmissionChecks with their Active condition among them), Namespaces (their labels,
+for namespaceSelector), the PriorityClasses a job's priority may name, and the jobs Kueue queues -- batch/v1
 Jobs (with the ``kueue.x-k8s.io/queue-name`` label, or all of them with
 ``manage_jobs_without_queue_name``), JobSets, and Pods (single or in groups). The
 conversion is pure (:mod:`kueue_es.services.watcher.convert` for Kueue's objects,
@@ -36,6 +37,10 @@ and the pods bound to nodes (:mod:`kueue_es.services.watcher.nodes`): TopologyOb
 NodeObserved, PodObserved and their ObjectDeleted, each published only when its
 content changes (a kubelet heartbeat publishes nothing), relisted on 410 like the
 other kinds, and known from the log after a restart.
+
+Kueue's manager configuration file (``--config``, Kueue's format) is read at start and
+polled (:mod:`kueue_es.services.watcher.config_file`): ConfigurationObserved at start and
+on each change; its integrations.frameworks choose which job kinds are watched.
 
 This module is the wiring and the only async runner: :class:`Watcher` lists and
 watches each kind through a :class:`kueue_es.services.watcher.reading.KubeReader`

@@ -167,3 +167,25 @@ async def test_without_a_file_only_a_leftover_configuration_is_replaced(tmp_path
     await later.start()
     [_, (_, back)] = await configs_on(bus)
     assert isinstance(back, types.ConfigurationObserved) and back.configuration.fair_sharing is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["up", "--emulator", "--dir", "{home}"],
+        ["demo", "--dir", "{home}"],
+        ["service", "watcher", "--nats", "nats://127.0.0.1:9"],
+    ],
+)
+def test_a_bad_file_stops_the_command_before_anything_starts(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kueue_es.cli import main
+
+    bad = tmp_path / "controller_manager_config.yaml"
+    bad.write_text(V1BETA2 + "fairSharingg: {}\n")
+    home = tmp_path / "home"
+    assert main([arg.format(home=home) for arg in command] + ["--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"invalid configuration: Configuration {bad}: field fairSharingg: unknown field" in err
+    assert not home.exists()
