@@ -67,7 +67,8 @@ class Supervisor:
     """Starts and stops the services; ``log_dir`` receives ``<service>.log`` files.
 
     ``kube_args`` go to the watcher and dispatcher (``--kube-server`` or
-    ``--kubeconfig``, ``--leader-elect``), ``decider_args`` to the others.
+    ``--kubeconfig``, ``--leader-elect``), ``watcher_args`` to the watcher only
+    (``--config FILE``, ``--feature-gates``), ``decider_args`` to the others.
     ``health_port``: the first service (in ``SERVICES`` order) serves /healthz,
     /readyz and /metrics on it, the next on the port after, and so on.
     ``auth``: each service connects as its own NATS user with the password file
@@ -78,6 +79,7 @@ class Supervisor:
     nats_url: str
     log_dir: Path
     kube_args: list[str] = field(default_factory=list)
+    watcher_args: list[str] = field(default_factory=list)
     decider_args: list[str] = field(default_factory=list)
     health_port: int | None = None
     auth: LocalAuth | None = None
@@ -96,6 +98,8 @@ class Supervisor:
             args = ["service", name, "--nats", self.nats_url]
             if name in ("watcher", "dispatcher"):
                 args += self.kube_args
+                if name == "watcher":
+                    args += self.watcher_args
             else:
                 args += self.decider_args
             if self.health_port is not None:
@@ -205,6 +209,14 @@ async def _check_cluster(args: argparse.Namespace, kube_args: list[str]) -> str 
     return None
 
 
+def watcher_config_args(args: argparse.Namespace) -> list[str]:
+    """``--config`` (made absolute, its symlinks kept: a ConfigMap volume swaps one) and ``--feature-gates``
+    for the watcher ``up`` and ``demo`` start."""
+    config = getattr(args, "config", None)
+    out = ["--config", str(Path(config).absolute())] if config is not None else []
+    return out + (["--feature-gates", args.feature_gates] if getattr(args, "feature_gates", "") else [])
+
+
 async def run_up(args: argparse.Namespace) -> int:
     """``kueue-es up``: nats-server (unless ``--nats``) and the five services until Ctrl-C or SIGTERM.
 
@@ -256,7 +268,12 @@ async def run_up(args: argparse.Namespace) -> int:
             kube_args = ["--kube-server", emulator.url] + kube_args
             console.print(f"emulated cluster: kubeconfig {run_dir / 'kubeconfig'}", highlight=False)
         supervisor = Supervisor(
-            nats_url=nats_url, log_dir=run_dir / "logs", kube_args=kube_args, health_port=args.health_port, auth=auth
+            nats_url=nats_url,
+            log_dir=run_dir / "logs",
+            kube_args=kube_args,
+            watcher_args=watcher_config_args(args),
+            health_port=args.health_port,
+            auth=auth,
         )
         try:
             await supervisor.start()

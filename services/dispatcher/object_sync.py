@@ -14,6 +14,14 @@ start-up), so a redelivered decision, a restart or an unchanged queue writes
 nothing. A write that fails with 5xx, 429, a conflict or a broken connection is
 tried again at the next batch; another failure of a Workload write is recorded as
 DispatchFailed (action ``SyncWorkload``). Every write waits for the write limiter.
+
+``status.admissionChecks`` is shared with the admission check controllers, which set
+each entry's state through the API (SEMANTICS-ADVANCED B.1). A status write that
+carries the entries first reads the Workload and keeps what a controller wrote
+(:func:`keep_controller_checks`): the dispatcher only adds entries Pending and resets
+them after an eviction; every other state it knows is the controller's own, read
+back by the watcher. The write names the resourceVersion it read, so a controller's
+write in between makes it fail with 409 and it is tried again at the next batch.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from typing import Any
 
 import structlog
 
-from kueue_es.events import subjects, types
+from kueue_es.events import manifests, subjects, types
 from kueue_es.events.bus.base import Bus
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
@@ -182,6 +190,15 @@ class WorkloadSync:
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
             body = {**_identity(desired), "status": wanted}
+            if "admissionChecks" in wanted:
+                current = await self.stored.api.get_object(
+                    resources.WORKLOADS, namespace=meta.namespace, name=meta.name
+                )
+                server = (current.get("status") or {}).get("admissionChecks") or []
+                wanted = {**wanted, "admissionChecks": keep_controller_checks(wanted["admissionChecks"], server)}
+                version = (current.get("metadata") or {}).get("resourceVersion")
+                body = {**_identity(desired), "status": wanted}
+                body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
             self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")
 
     async def _sync_failed(self, wl: WorkloadState, *, seq: int, err: kube_errors.ApiError) -> None:
@@ -280,6 +297,46 @@ def _active_condition(stored: objects.StoredObject | None) -> Any:
     """The ``Active`` condition the server has on a stored queue, or None."""
     conditions = ((stored or {}).get("status") or {}).get("conditions") or []
     return next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Active"), None)
+
+
+_RESET_PREFIX = status.RESET_MESSAGE.split("{", 1)[0]
+
+
+def keep_controller_checks(wanted: list[dict[str, Any]], server: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``status.admissionChecks`` to write: ``wanted`` (the log's view, in its order), with the
+    server's entry kept wherever a check controller wrote it.
+
+    The dispatcher's own entries are Pending: added (no message) or reset after an
+    eviction (Kueue's "Reset to Pending after eviction" message). Any other wanted entry
+    mirrors a controller's report, which the server holds as new or newer: the server's
+    wins. An added entry yields to a server entry that differs (the controller answered
+    before the dispatcher wrote again); a reset wins unless the server's
+    lastTransitionTime is later (the controller answered after the reset). Entries are
+    dicts as the API has them (name, state, lastTransitionTime RFC 3339, message, ...).
+    """
+    on_server = {str(entry.get("name")): entry for entry in server if isinstance(entry, dict)}
+    merged = []
+    for entry in wanted:
+        theirs = on_server.get(str(entry.get("name")))
+        message = str(entry.get("message") or "")
+        if theirs is None or theirs == entry:
+            merged.append(entry)
+        elif entry.get("state") != "Pending" or not (message == "" or message.startswith(_RESET_PREFIX)):
+            merged.append(theirs)  # a controller's report: the server has it at least as new
+        elif message == "":
+            merged.append(theirs)  # added Pending, and the controller has answered since
+        elif _time_ms(theirs.get("lastTransitionTime")) > _time_ms(entry.get("lastTransitionTime")):
+            merged.append(theirs)  # reset after an eviction, and the controller has answered since
+        else:
+            merged.append(entry)
+    return merged
+
+
+def _time_ms(value: Any) -> int:
+    try:
+        return manifests.parse_time_ms(value)
+    except manifests.ManifestError:
+        return 0
 
 
 def _identity(obj: RawObject) -> RawObject:
