@@ -91,19 +91,25 @@ class Supervisor:
             return None
         return f"http://127.0.0.1:{self.health_port + SERVICES.index(name)}"
 
+    def service_args(self, name: str) -> list[str]:
+        """The ``kueue-es`` arguments service ``name`` runs with: the edges get ``kube_args`` (the watcher also
+        ``watcher_args``), the deciders ``decider_args``; all the NATS URL and their health port."""
+        args = ["service", name, "--nats", self.nats_url]
+        if name in ("watcher", "dispatcher"):
+            args += self.kube_args
+            if name == "watcher":
+                args += self.watcher_args
+        else:
+            args += self.decider_args
+        if self.health_port is not None:
+            args += ["--health-port", str(self.health_port + SERVICES.index(name)), "--health-host", "127.0.0.1"]
+        return args
+
     async def start(self, names: tuple[str, ...] = SERVICES) -> None:
         """Start every named service (all five by default)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for name in names:
-            args = ["service", name, "--nats", self.nats_url]
-            if name in ("watcher", "dispatcher"):
-                args += self.kube_args
-                if name == "watcher":
-                    args += self.watcher_args
-            else:
-                args += self.decider_args
-            if self.health_port is not None:
-                args += ["--health-port", str(self.health_port + SERVICES.index(name)), "--health-host", "127.0.0.1"]
+            args = self.service_args(name)
             log_path = self.log_dir / f"{name}.log"
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}
             if self.auth is not None:
