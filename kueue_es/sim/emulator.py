@@ -1,4 +1,4 @@
-"""An emulated Kubernetes API server, good enough for a watcher, a dispatcher and kubectl get.
+"""An emulated Kubernetes API server, good enough for a watcher, a dispatcher and kubectl.
 
 Why this module exists: no real API server can run on our machines, yet the
 Kubernetes edge of kueue-es must be tested with the real client
@@ -7,17 +7,22 @@ kmock's ``KubernetesEmulator`` gives us the HTTP server, discovery documents
 and an object array, but (in kmock 0.8) its watch ignores ``watch=True`` as the
 client sends it, and it has no resourceVersions, generateName, selectors, watch
 history, status subresource, PUT, or addressing of the Namespace kind.
-``ClusterEmulator`` keeps kmock's server, discovery and ``objects`` and serves
-every request for a registered kind itself, from ``store.ObjectStore``.
+``ClusterEmulator`` keeps kmock's server and ``objects`` and serves discovery,
+OpenAPI and every request for a registered kind itself, from ``store.ObjectStore``.
 
 What is served, per registered kind (``resources.RESOURCES``):
 GET (get/list), GET ?watch=true|True|1 (watch), POST (create, 201), PUT
-(replace), PATCH (merge, strategic-as-merge, JSON patch, and a minimal
-server-side apply: see ``_server_side_apply``), DELETE; the ``status``
-subresource; ``labelSelector``, ``fieldSelector``; watch with
+(replace), PATCH (merge, strategic merge by the kind's OpenAPI schema, JSON
+patch, and a minimal server-side apply: see ``_server_side_apply``), DELETE; the
+``status`` subresource; ``dryRun=All`` (nothing stored, no watch event);
+``fieldValidation`` (see ``validate_object``); Tables for ``kubectl get``
+(``tables.py``); ``labelSelector``, ``fieldSelector``; watch with
 ``resourceVersion`` (410 Expired as an ERROR event when too old),
 ``allowWatchBookmarks`` (BOOKMARK every ``bookmark_interval`` seconds) and
-``timeoutSeconds``.  Not served: deletecollection, list pagination
+``timeoutSeconds``.  Also served, for kubectl: legacy discovery (``/api``,
+``/apis``, ... with Kueue's short names), ``/version``, ``/openapi/v3`` and
+``/openapi/v2`` (JSON; ``openapi.py``).  Not served: aggregated discovery, the
+protobuf OpenAPI v2, CRD defaulting, deletecollection, list pagination
 (``limit``/``continue`` are ignored: every list is one page), apply conflicts
 between field managers and ``managedFields``, garbage collection of dependents.
 
