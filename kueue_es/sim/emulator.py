@@ -217,6 +217,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         """Serve discovery, OpenAPI and registered kinds directly; leave unknown paths and reactions to kmock."""
         if raw_request.method == "GET" and (document := self._discovery(raw_request.path)) is not None:
+            if not _accepts_json(raw_request.headers.get("Accept", "")):
+                return await self._render_error(
+                    kmock.KubernetesError(
+                        status=406,
+                        reason="NotAcceptable",
+                        message="only application/json is served here (no protobuf)",
+                        details={"name": raw_request.path},
+                    )
+                )
             return aiohttp.web.json_response(document)
         body = await raw_request.read()
         call = self._route(
@@ -782,6 +791,14 @@ def _version_priority(version: str) -> tuple[int, int, int]:
         return (3, 0, 0)
     stage = {"": 0, "beta": 1, "alpha": 2}[found.group(2) or ""]
     return (stage, -int(found.group(1)), -int(found.group(3) or 0))
+
+
+def _accepts_json(accept: str) -> bool:
+    """Whether an Accept header takes JSON (or anything); kubectl's OpenAPI v2 client asks for protobuf only."""
+    if not accept.strip():
+        return True
+    media = [part.split(";", 1)[0].strip().lower() for part in accept.split(",")]
+    return any(m in ("application/json", "*/*", "application/*") for m in media)
 
 
 def _quoted(text: str) -> str:

@@ -7,6 +7,7 @@ import datetime
 import json
 from typing import Any
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
@@ -229,3 +230,25 @@ async def test_dry_run_stores_and_logs_nothing(api: k8s_client.ApiClient, cluste
     with pytest.raises(k8s_client.ApiException) as refused:
         await custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", cq, dry_run="Some")
     assert refused.value.status == 400
+
+
+async def test_openapi_v2_is_json_and_protobuf_only_requests_get_406(api: k8s_client.ApiClient) -> None:
+    """/openapi/v2 is a Swagger 2.0 JSON document with every kind's definition; a client asking for the
+    protobuf form only (as kubectl's v2 client does) gets 406 rather than JSON it cannot parse."""
+    swagger = await get_json(api, "/openapi/v2")
+    assert swagger["swagger"] == "2.0"
+    assert {"io.k8s.api.batch.v1.Job", "io.x-k8s.kueue.v1beta2.ClusterQueue"} <= set(swagger["definitions"])
+    assert '"#/components/' not in json.dumps(swagger)
+    status = await get_json(api, "/openapi/v2", accept="application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+    assert status["code"] == 406
+
+
+async def test_a_watch_asked_as_table_streams_one_row_tables(cluster: emulator.ClusterEmulator) -> None:
+    """`kubectl get -w` asks for Tables on a watch: each event's object is a one-row Table."""
+    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}
+    url = f"{cluster.url}/api/v1/namespaces?watch=true&timeoutSeconds=0"
+    async with aiohttp.ClientSession() as session, session.get(url, headers=headers) as response:
+        events = [json.loads(line) for line in (await response.text()).splitlines() if line.strip()]
+    assert [e["type"] for e in events] == ["ADDED"] * 4
+    assert all(e["object"]["kind"] == "Table" and len(e["object"]["rows"]) == 1 for e in events)
+    assert events[0]["object"]["rows"][0]["cells"][:2] == ["default", "Active"]
