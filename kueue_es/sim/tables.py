@@ -6,7 +6,7 @@ A real API server builds them from a CRD's ``additionalPrinterColumns`` (JSONPat
 evaluated on each object) and, for built-in kinds, from its own printers.  The
 emulator does the same: the kueue.x-k8s.io kinds from the columns of
 :mod:`kueue_es.crds` (Kueue's own columns), the built-in kinds it serves (Pod,
-Node, Namespace, Event, Job, Lease) with the columns kubectl users know, anything
+Node, Namespace, Event, Job, Lease, ConfigMap) with the columns kubectl users know, anything
 else as NAME and AGE.
 
 Cells are as the API server sends them: strings, integers, ``None`` for a
@@ -390,6 +390,16 @@ def _lease_printer() -> tuple[list[dict[str, Any]], _Row]:
     return columns, row
 
 
+def _config_map_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [_NAME, _column("Data", "integer", "The number of entries"), _column("Age")]
+
+    def row(config_map: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        entries = len(config_map.get("data") or {}) + len(config_map.get("binaryData") or {})
+        return [_name(config_map), entries, age(_created(config_map), now)]
+
+    return columns, row
+
+
 _BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {
     "Pod": _pod_printer,
     "Node": _node_printer,
@@ -397,4 +407,5 @@ _BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {
     "Event": _event_printer,
     "Job": _job_printer,
     "Lease": _lease_printer,
+    "ConfigMap": _config_map_printer,
 }
