@@ -296,7 +296,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         ``/openapi/v2`` and ``/openapi/v3[/api/v1|/apis/GROUP/VERSION]``
         (:mod:`kueue_es.sim.openapi`).
         """
-        refs = list(self._refs.values())
+        refs = self._discoverable()
         segments = [segment for segment in path.split("/") if segment]
         match segments:
             case ["version"]:
@@ -329,8 +329,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 return openapi.v3_document(refs, group=group, version=version)
         return None
 
+    def _discoverable(self) -> list[resources.ResourceRef]:
+        """The registered kinds still in kmock's ``resources`` (a test removes one there to hide it)."""
+        listed = set(self.resources.keys())
+        return [ref for ref in self._refs.values() if kmock.resource(ref.group, ref.version, ref.plural) in listed]
+
     def _group(self, group: str) -> dict[str, Any]:
-        versions = sorted({ref.version for ref in self._refs.values() if ref.group == group}, key=_version_priority)
+        refs = self._discoverable()
+        versions = sorted({ref.version for ref in refs if ref.group == group}, key=_version_priority)
         entries = [{"groupVersion": f"{group}/{version}", "version": version} for version in versions]
         return {
             "kind": "APIGroup",
@@ -341,7 +347,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         }
 
     def _resource_list(self, group: str, version: str) -> dict[str, Any] | None:
-        refs = [ref for ref in self._refs.values() if (ref.group, ref.version) == (group, version)]
+        refs = [ref for ref in self._discoverable() if (ref.group, ref.version) == (group, version)]
         if not refs:
             return None
         crd_names = {kind.plural: kind.short_names for kind in crds.KINDS} if group == crds.GROUP else {}
