@@ -50,6 +50,7 @@ import kmock
 import structlog
 import yaml
 
+from kueue_es import validation
 from kueue_es.services.kube import resources
 from kueue_es.sim import patches, selectors, store
 
@@ -94,7 +95,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
     plays Kueue's Job, JobSet and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
-    ``resources.RESOURCES``.
+    ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
+    refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
+    pruned, or 400 with ``fieldValidation=Strict``); False plays a cluster without them.
     """
 
     history_limit: int = 1000
@@ -103,6 +106,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     create_hooks: tuple[store.CreateHook, ...] = attrs.field(factory=lambda: KUEUE_WEBHOOKS)
     clock: Callable[[], datetime.datetime] = store.utc_now
     extra_resources: tuple[resources.ResourceRef, ...] = ()
+    validate: bool = True
 
     _store: store.ObjectStore = attrs.field(init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
@@ -272,7 +276,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                         status=200, payload=self._store.get(call.ref, namespace=call.namespace, name=call.name)
                     )
                 case "create":
-                    created = self._store.create(call.ref, namespace=call.namespace, body=_json_body(call))
+                    body = self._admit(call, _json_body(call), old=None)
+                    created = self._store.create(call.ref, namespace=call.namespace, body=body)
                     return _Reply(status=201, payload=created)
                 case "patch" if call.content_type.split(";", 1)[0].strip().lower() == APPLY_PATCH:
                     return self._server_side_apply(call)
@@ -308,11 +313,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if call.verb == "replace":
 
             def change(current: dict[str, Any]) -> Any:
-                return body
+                return self._admit(call, body, old=current)
         else:
 
             def change(current: dict[str, Any]) -> Any:
-                return patches.apply_patch(current, body, content_type=call.content_type)
+                patched = patches.apply_patch(current, body, content_type=call.content_type)
+                return self._admit(call, patched, old=current)
 
         return self._store.update(
             call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change
@@ -349,20 +355,38 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         except store.StoreError:
             if call.subresource is not None:
                 raise
-            created = self._store.create(call.ref, namespace=call.namespace, body=config)
+            created = self._store.create(call.ref, namespace=call.namespace, body=self._admit(call, config, old=None))
             self._applied[_applied_key(call, created, manager=manager, part=part)] = owned
             return _Reply(status=201, payload=created)
         key = _applied_key(call, current, manager=manager, part=part)
         stale = self._applied.get(key, frozenset()) - owned
 
         def change(obj: dict[str, Any]) -> dict[str, Any]:
-            return _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
+            old = copy.deepcopy(obj)
+            return self._admit(
+                call, _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part)), old=old
+            )
 
         updated = self._store.update(
             call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change
         )
         self._applied[key] = owned
         return _Reply(status=200, payload=updated)
+
+    def _admit(self, call: _ApiCall, obj: Any, *, old: dict[str, Any] | None) -> Any:
+        """The validating admission of a write to the main resource (kueue_es.validation.admit)."""
+        if not self.validate or call.subresource is not None or not isinstance(obj, dict):
+            return obj
+        try:
+            return validation.admit(
+                {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj},
+                old=old,
+                field_validation=call.params.get("fieldValidation", ""),
+            )
+        except validation.Invalid as exc:
+            raise store.StoreError(status=422, reason="Invalid", message=exc.message, details=exc.details()) from exc
+        except validation.UnknownFields as exc:
+            raise store.StoreError(status=400, reason="BadRequest", message=str(exc)) from exc
 
     def _watch(self, call: _ApiCall) -> AsyncIterator[dict[str, Any]]:
         """Validate the watch parameters now (errors become HTTP statuses) and return the event stream."""
