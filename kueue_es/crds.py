@@ -15,6 +15,13 @@ real Kueue object validates and keeps them (``x-kubernetes-preserve-unknown-fiel
 below such a field, never on a whole spec, so a misspelt field is still refused
 as Kueue refuses it). ``status`` is kept as written (the dispatcher writes it).
 
+Validation: the models' ``msgspec.Meta`` limits (Kueue's kubebuilder markers) are carried
+over (:data:`LIMIT_KEYWORDS`), and :data:`RULES` adds ``x-kubernetes-validations``: Kueue's
+CEL rules and, as CEL, the checks of Kueue's validating webhooks (which kueue-es does not
+run), each with a Python twin that :mod:`kueue_es.validation` evaluates for the emulator and
+``kueue-es apply`` (tests/deploy/test_cel_twins.py runs the CEL itself with cel-python and
+requires the twins to agree).
+
 ``kueue-es deploy crds`` prints them or writes ``deploy/crds/``; a test checks the
 committed files equal :func:`render_files`.
 """
