@@ -19,6 +19,7 @@ import yaml
 
 from kueue_es import crds, validation
 from tests.deploy import schemas
+from tests.deploy.test_crds import EXAMPLES, SERVED_EXAMPLES
 
 KUEUE_MIRROR = Path("/work/.mirror/kubernetes-sigs+kueue/repo")
 SCHEMAS = {kind.kind: crds.object_schema(kind) for kind in crds.KINDS}
@@ -215,3 +216,11 @@ def test_agrees_with_kueues_validation(kind: crds.Kind) -> None:
             if rule["message"] not in NOT_CARRIED and squeeze(rule["rule"]) not in our_rules:
                 missing.append(f"{path} rule {rule['message']!r}")
     assert missing == []
+
+
+@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="../shared/kueue-examples is not beside the repo")
+@pytest.mark.parametrize(("label", "obj"), SERVED_EXAMPLES, ids=[label for label, _ in SERVED_EXAMPLES])
+def test_kueue_examples_pass_our_validation(label: str, obj: dict[str, Any]) -> None:
+    """What Kueue's docs apply is accepted: no cause, no unknown field (kubectl apply of the examples works)."""
+    assert validation.validate(obj) == []
+    assert validation.unknown_fields(obj) == []
