@@ -20,7 +20,7 @@ from kubernetes_asyncio import client as k8s_client
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.sim import emulator
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)  # several CLI processes per test on a shared machine
 
 KUBECTL = shutil.which("kubectl")
 QUOTA_FIELD = "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
