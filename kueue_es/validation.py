@@ -12,7 +12,8 @@ applies them before validating) and evaluates each ``x-kubernetes-validations`` 
 through its Python twin (:data:`kueue_es.crds.RULES`; a rule without a twin is a bug,
 raised as ``LookupError``), then adds the checks Kueue's validating webhooks make that a
 schema cannot say (Kueue pkg/webhooks: duplicate flavors and covered resources, a
-quota's resource name that is not its covered resource). For batch/v1 Jobs, v1 Pods and
+quota's resource name that is not its covered resource, a ClusterQueue's lendingLimit over
+its nominalQuota). For batch/v1 Jobs, v1 Pods and
 JobSets it checks container resource requests and limits as the core API does
 (Kubernetes pkg/apis/core/validation ValidateResourceRequirements): non-negative, valid
 quantities, requests no more than limits.
@@ -382,6 +383,16 @@ def _webhook(kind: str, body: Mapping[str, Any]) -> list[Cause]:
                     causes.append(Cause(f"{where}.name", DUPLICATE, f"Duplicate value: {_show(flavor.get('name'))}"))
                 seen_flavors.add(flavor.get("name"))
                 for q, quota in enumerate((flavor.get("resources") or [])[: len(covered)]):
+                    lending, nominal = quota.get("lendingLimit"), quota.get("nominalQuota")
+                    if kind == "ClusterQueue" and _parses(lending) and _parses(nominal):
+                        if quantities.parse_decimal(lending) > quantities.parse_decimal(nominal):
+                            causes.append(
+                                Cause(
+                                    f"{where}.resources[{q}].lendingLimit",
+                                    INVALID,
+                                    f'Invalid value: "{lending}": must be less than or equal to the nominalQuota',
+                                )
+                            )
                     if quota.get("name") != covered[q]:
                         causes.append(
                             Cause(
@@ -454,9 +465,9 @@ def _resources(resources: Any, path: str) -> Iterator[Cause]:
 def _parses(value: Any) -> bool:
     try:
         quantities.parse_decimal(value)
-    except (quantities.QuantityError, ValueError, ArithmeticError):
+    except (quantities.QuantityError, ValueError, TypeError, ArithmeticError):
         return False
-    return True
+    return value is not None and not isinstance(value, bool)
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -106,8 +106,8 @@ def group(*quotas: dict[str, Any], covered: tuple[str, ...] = ("cpu",), flavor: 
             cluster_queue(
                 cohortName="c", resourceGroups=[group({"name": "cpu", "nominalQuota": 1, "lendingLimit": 2})]
             ),
-            "spec",
-            'Invalid value: "object": lendingLimit must be less than or equal to the nominalQuota',
+            "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit",
+            'Invalid value: "2": must be less than or equal to the nominalQuota',
         ),
         (
             cluster_queue(queueingStrategy="LIFO"),
