@@ -5,7 +5,7 @@ Commands (``kueue-es COMMAND --help`` for each):
 - ``demo``: the whole system on an emulated cluster with Kueue's quick start;
 - ``up``: nats-server and the five services, against a kubeconfig or an emulator;
 - ``service NAME``: one service in this process (what ``up`` starts);
-- ``apply -f FILE``: apply manifests to the cluster, as kubectl would;
+- ``apply -f FILE|DIR|-``: validate and apply manifests to the cluster, as kubectl would;
 - ``nats-setup``: as NATS user admin, create the log stream (the services only check it exists);
 - ``replay``: re-check every recorded decision against the log;
 - ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
@@ -123,7 +123,15 @@ def _parser() -> argparse.ArgumentParser:
     service.set_defaults(run=_run_service)
 
     apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
-    apply.add_argument("-f", "--filename", action="append", required=True, type=Path, help="a YAML file (repeatable)")
+    apply.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        help="a YAML/JSON file, a directory of them, or - for stdin (repeatable)",
+    )
+    apply.add_argument("-R", "--recursive", action="store_true", help="with -f DIR: also its subdirectories")
+    apply.add_argument("-v", "--verbose", action="store_true", help="a line per object even for large inputs")
     _kube_options(apply)
     apply.set_defaults(run=_run_apply)
 
@@ -624,54 +632,78 @@ async def _api_client(args: argparse.Namespace) -> Any:
 
 
 def _run_apply(args: argparse.Namespace) -> int:
-    from kueue_es.events.manifests import ManifestError
+    from kueue_es import apply
 
     try:
-        return asyncio.run(_apply(args))
-    except ManifestError as err:
+        docs = list(apply.documents(apply.expand(args.filename, recursive=args.recursive)))
+    except apply.InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    return asyncio.run(_apply(args, docs))
 
 
-async def _apply(args: argparse.Namespace) -> int:
-    from kueue_es.events.manifests import KUEUE_API, ManifestError, describe, load_documents, parse_object
-    from kueue_es.services.kube import client as kube
+async def _apply(args: argparse.Namespace, docs: list[Any]) -> int:
+    """Validate every document, report the refused ones (file, document, object, field), send the rest."""
+
+    from kubernetes_asyncio.config.config_exception import ConfigException
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from kueue_es import apply
     from kueue_es.services.kube import errors as kube_errors
 
-    docs = []
-    for path in args.filename:
+    printer = apply.Printer(out=sys.stdout, err=sys.stderr, verbose=args.verbose or len(docs) <= apply.QUIET_ABOVE)
+    tally = apply.Tally()
+    valid = []
+    for doc in docs:
+        found = apply.problems(doc)
+        for problem in found:
+            printer.error(f"{doc.where}: {doc.label}: {problem} (not applied)")
+        if found:
+            tally.failed += 1
+        else:
+            valid.append(doc)
+    no_kubeconfig = (
+        args.kube_server is None
+        and args.kubeconfig is None
+        and not os.environ.get("KUBECONFIG")
+        and not os.environ.get("KUBERNETES_SERVICE_HOST")
+        and not Path("~/.kube/config").expanduser().exists()
+    )
+    if valid and no_kubeconfig:
+        print("error: no kubeconfig: pass --kubeconfig FILE or --kube-server URL, or set KUBECONFIG", file=sys.stderr)
+        return 2
+    if valid:
         try:
-            docs.extend(load_documents(path.read_text(), source=str(path)))
-        except OSError as err:
-            print(f"error: cannot read {path}: {err.strerror}", file=sys.stderr)
+            api = await _api_client(args)
+        except (ConfigException, OSError, ValueError) as err:
+            print(
+                f"error: no usable kubeconfig ({err}); pass --kubeconfig FILE or --kube-server URL, or set KUBECONFIG",
+                file=sys.stderr,
+            )
             return 2
-        except UnicodeDecodeError as err:
-            print(f"error: cannot read {path}: not UTF-8 text ({err.reason} at byte {err.start})", file=sys.stderr)
+        console = Console(stderr=True)
+        progress = Progress(
+            TextColumn("applying"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+            disable=printer.verbose or not console.is_terminal,
+        )
+        task = progress.add_task("apply", total=len(valid))
+        try:
+            with progress:
+                await apply.apply_all(api, valid, printer=printer, tally=tally, advance=lambda: progress.advance(task))
+        except kube_errors.ConnectionFailedError as err:
+            host = getattr(api.configuration, "host", "?")
+            print(f"error: cannot reach the API server at {host}: {err.__cause__ or err}", file=sys.stderr)
             return 2
-    api = await _api_client(args)
-    failures = 0
-    try:
-        for doc in docs:
-            kind, name = describe(doc)
-            if doc.get("apiVersion") == KUEUE_API:
-                try:  # what Kueue's CRD validation and webhooks refuse is refused here too
-                    parse_object(doc)
-                except ManifestError as err:
-                    print(f"error: {err} (not applied)", file=sys.stderr)
-                    failures += 1
-                    continue
-            try:
-                stored = await kube.apply_manifest(api, doc)
-            except kube_errors.KubeError as err:
-                print(f"error: {kind} {name}: {err}", file=sys.stderr)
-                failures += 1
-                continue
-            meta = stored.get("metadata") or {}
-            shown = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
-            print(f"{kind.lower()}/{shown} applied")
-    finally:
-        await api.close()
-    return 1 if failures else 0
+        finally:
+            await api.close()
+    print(tally.summary())
+    return 1 if tally.failed else 0
 
 
 def _run_scenario_check(args: argparse.Namespace) -> int:

@@ -56,7 +56,7 @@ import multidict
 import structlog
 import yaml
 
-from kueue_es import crds
+from kueue_es import crds, validation
 from kueue_es.services.kube import resources
 from kueue_es.sim import openapi, patches, selectors, store, tables
 
@@ -140,7 +140,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
     plays Kueue's Job, JobSet and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
-    ``resources.RESOURCES``.
+    ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
+    refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
+    pruned, or 400 with ``fieldValidation=Strict``); False plays a cluster without them.
     """
 
     history_limit: int = 1000
@@ -149,6 +151,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     create_hooks: tuple[store.CreateHook, ...] = attrs.field(factory=lambda: KUEUE_WEBHOOKS)
     clock: Callable[[], datetime.datetime] = store.utc_now
     extra_resources: tuple[resources.ResourceRef, ...] = ()
+    validate: bool = True
 
     _store: store.ObjectStore = attrs.field(init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
@@ -437,7 +440,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     created = self._store.create(
                         call.ref,
                         namespace=call.namespace,
-                        body=_json_body(call),
+                        body=self._admit(call, _json_body(call), old=None),
                         dry_run=call.dry_run,
                         check=self._checker(call, warnings),
                     )
@@ -541,13 +544,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if call.verb == "replace":
 
             def change(current: dict[str, Any]) -> Any:
-                return body
+                return self._admit(call, body, old=current)
         else:
 
             def change(current: dict[str, Any]) -> Any:
-                return patches.apply_patch(
+                patched = patches.apply_patch(
                     current, body, content_type=call.content_type, schema=openapi.patch_schema(call.ref)
                 )
+                return self._admit(call, patched, old=current)
 
         return self._store.update(
             call.ref,
@@ -593,7 +597,11 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             if call.subresource is not None:
                 raise
             created = self._store.create(
-                call.ref, namespace=call.namespace, body=config, dry_run=call.dry_run, check=check
+                call.ref,
+                namespace=call.namespace,
+                body=self._admit(call, config, old=None),
+                dry_run=call.dry_run,
+                check=check,
             )
             if not call.dry_run:
                 self._applied[_applied_key(call, created, manager=manager, part=part)] = owned
@@ -613,7 +621,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     "the object has been modified; please apply your changes to the latest version and try again",
                     details={"kind": call.ref.plural, "group": call.ref.group, "name": call.name},
                 )
-            return _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
+            old = copy.deepcopy(obj)
+            return self._admit(
+                call, _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part)), old=old
+            )
 
         updated = self._store.update(
             call.ref,
@@ -627,6 +638,21 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if not call.dry_run:
             self._applied[key] = owned
         return _Reply(status=200, payload=updated, warnings=tuple(warnings))
+
+    def _admit(self, call: _ApiCall, obj: Any, *, old: dict[str, Any] | None) -> Any:
+        """The validating admission of a write to the main resource (kueue_es.validation.admit)."""
+        if not self.validate or call.subresource is not None or not isinstance(obj, dict):
+            return obj
+        try:
+            return validation.admit(
+                {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj},
+                old=old,
+                field_validation=call.params.get("fieldValidation", ""),
+            )
+        except validation.Invalid as exc:
+            raise store.StoreError(status=422, reason="Invalid", message=exc.message, details=exc.details()) from exc
+        except validation.UnknownFields as exc:
+            raise store.StoreError(status=400, reason="BadRequest", message=str(exc)) from exc
 
     def _watch(self, call: _ApiCall) -> AsyncIterator[dict[str, Any]]:
         """Validate the watch parameters now (errors become HTTP statuses) and return the event stream."""

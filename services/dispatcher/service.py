@@ -283,6 +283,7 @@ class Dispatcher:
         job writes (:class:`~kueue_es.services.dispatcher.recording.Recording`)."""
         if self._ready():
             await self.recording.record(decisions)
+            await self.recording.rejections()
         else:
             self.recording.discard_job_events()
 

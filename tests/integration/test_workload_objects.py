@@ -639,3 +639,34 @@ async def test_a_missing_flavor_turns_ready_once_created_and_an_unrelated_one_wr
         )
         await asyncio.sleep(0.3)
         assert dispatcher.object_writes == writes
+
+
+async def test_an_invalid_object_gets_a_warning_event_not_only_a_log_line(
+    emu: ClusterEmulator, api, bus: MemoryBus
+) -> None:
+    """From a cluster without kueue-es's CRDs (the emulator not validating), a ClusterQueue with a negative
+    quota and a Job requesting cpu "lots" reach the watcher: each gives ObjectRejected and is not folded, and
+    the dispatcher writes a Warning Event on the object naming the field (Invalid on the ClusterQueue, in
+    namespace default; Kueue's ErrWorkloadCompose on the Job)."""
+    emu.validate = False
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*watch_all(Watcher(bus=bus, api=api)), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        await kube.apply_manifest(api, cluster_queue("broken", cpu=-1))
+        await kube.apply_manifest(api, job("greedy", cpu="lots"))
+        await wait_until(lambda: dispatcher.events_written >= 2, what="two Warning Events")
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    by_kind = {e["involvedObject"]["kind"]: e for e in listed if e["type"] == "Warning"}
+    queue_event, job_event = by_kind["ClusterQueue"], by_kind["Job"]
+    assert queue_event["involvedObject"] == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "name": "broken",
+    }
+    assert queue_event["reason"] == "Invalid"
+    assert queue_event["message"].startswith(
+        "ClusterQueue broken is invalid: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: "
+    )
+    assert job_event["involvedObject"]["namespace"] == "default" and job_event["involvedObject"]["name"] == "greedy"
+    assert job_event["reason"] == "ErrWorkloadCompose" and "lots" in job_event["message"]
+    assert len(await events_of(bus, types.ObjectRejected)) == 2
+    assert not await events_of(bus, types.ClusterQueueObserved)
