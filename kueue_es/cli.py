@@ -71,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let the ClusterQueue preempt lower priorities and submit a high-priority Job once the samples run",
     )
+    _config_options(demo)
     demo.set_defaults(run=_run_demo)
 
     up = sub.add_parser("up", help="start nats-server and the five services against a cluster")
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--dir", type=Path, default=DEFAULT_HOME, help="NATS store and logs (default ./.kueue-es)")
     _manage_option(up)
+    _config_options(up)
     up.add_argument(
         "--health-port",
         type=int,
@@ -109,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _kube_options(service)
     _manage_option(service)
+    _config_options(service)
     _ops_options(service)
     service.add_argument(
         "--simulate-api",
@@ -435,6 +438,45 @@ def _manage_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _config_options(parser: argparse.ArgumentParser) -> None:
+    """``--config FILE`` and ``--feature-gates``: Kueue's manager configuration, for the watcher (which
+    publishes it as ConfigurationObserved at start and whenever the file changes)."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="watcher: Kueue's manager configuration (controller_manager_config.yaml, config.kueue.x-k8s.io"
+        " v1beta2 or v1beta1 Configuration); re-read when it changes (default: Kueue's defaults)",
+    )
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="GATE=BOOL,...",
+        help="watcher: Kueue's feature gates, as Kueue's flag (not together with featureGates in --config)",
+    )
+
+
+def _check_config(args: argparse.Namespace) -> Any:
+    """Read ``--config`` (and ``--feature-gates``) now, so a bad file stops the command before anything
+    starts; returns the settings, or an error string."""
+    from kueue_es.events import manager_config
+    from kueue_es.events.manifests import ManifestError
+
+    path: Path | None = args.config
+    text = f"apiVersion: {manager_config.API_VERSIONS[0]}\nkind: Configuration\n"
+    source = "<defaults>"
+    if path is not None:
+        try:
+            text, source = path.read_text(), str(path)
+        except OSError as err:
+            return f"cannot read --config {path}: {err.strerror or err}"
+    try:
+        return manager_config.parse(text, source=source, feature_gates=args.feature_gates)
+    except ManifestError as err:
+        return f"invalid configuration: {err}"
+
+
 def _nats_credential_options(parser: argparse.ArgumentParser) -> None:
     """``--nats-user`` and ``--nats-password-file``: who to connect as (never the password itself in argv)."""
     parser.add_argument(
@@ -468,6 +510,14 @@ def _run_service(args: argparse.Namespace) -> int:
     if problem := _credentials_to_env(args):
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    if (args.config is not None or args.feature_gates) and args.name != "watcher":
+        print(f"error: {args.name} reads the configuration from the log; --config is for the watcher", file=sys.stderr)
+        return 2
+    if args.name == "watcher":
+        args.manager_config = _check_config(args)
+        if isinstance(args.manager_config, str):
+            print(f"error: {args.manager_config}", file=sys.stderr)
+            return 2
     if args.leader_elect and args.name not in ("watcher", "dispatcher"):
         print(
             f"error: {args.name} takes no lease: two deciders are safe (a stale commit is rejected whole);"
@@ -537,6 +587,10 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                     stop=service_stop,
                     connect=probe.connect,
                     manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
+                    # absolute(), not resolve(): a ConfigMap volume swaps a symlink
+                    config_path=args.config.absolute() if args.config is not None else None,
+                    config=args.manager_config,
+                    feature_gates=args.feature_gates,
                 )
             else:
                 from kueue_es.services.dispatcher.service import serve_dispatcher
@@ -745,15 +799,28 @@ def _run_up(args: argparse.Namespace) -> int:
 
     if args.manage_jobs_without_queue_name:
         os.environ[MANAGE_ENV] = "true"  # the services it starts inherit it; only the watcher reads it
-
+    if isinstance(problem := _check_config(args), str):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     return asyncio.run(run_up(args))
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     from kueue_es.demo import run_demo
+    from kueue_es.supervisor import watcher_config_args
 
+    if isinstance(problem := _check_config(args), str):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     return asyncio.run(
-        run_demo(keep=args.keep, jobs=args.jobs, duration=args.duration, run_dir=args.dir, preempt=args.preempt)
+        run_demo(
+            keep=args.keep,
+            jobs=args.jobs,
+            duration=args.duration,
+            run_dir=args.dir,
+            preempt=args.preempt,
+            watcher_args=watcher_config_args(args),
+        )
     )
 
 

@@ -42,6 +42,7 @@ from typing import Any
 
 import msgspec
 import nats
+import yaml
 import nats.js.errors
 
 from kueue_es.events import codec, manifests, models, subjects, types
@@ -123,6 +124,7 @@ class _ClusterRun(_BusRun):
                     nats_url=server.url,
                     log_dir=run_dir / "logs",
                     kube_args=["--kube-server", emulator.url],
+                    watcher_args=self._config_file(run_dir),
                     decider_args=["--stepped"],
                 )
                 self.nats_url = server.url
@@ -147,6 +149,15 @@ class _ClusterRun(_BusRun):
                     raise RunError(self.scenario.path, f"services exited with errors: {crashed}")
         return outcome
 
+    def _config_file(self, run_dir: Path) -> list[str]:
+        """The scenario's Configuration as Kueue's manager configuration file (``--config`` of the watcher)."""
+        configs = [o.manifest for o in self.scenario.objects if o.kind == "Configuration"]
+        if not configs:
+            return []
+        path = run_dir / "controller_manager_config.yaml"
+        path.write_text(yaml.safe_dump(configs[-1], sort_keys=False))
+        return ["--config", str(path)]
+
     def _clock(self) -> datetime.datetime:
         return self.now or store.utc_now()
 
@@ -161,11 +172,10 @@ class _ClusterRun(_BusRun):
 
     async def _drive(self) -> None:
         scenario = self.scenario
-        unsupported = [o.kind for o in scenario.objects if o.kind == "Configuration"]
-        if unsupported:
-            raise RunError(scenario.path, "a Configuration object needs the services' --config (not on this engine)")
         await self._namespaces()
         for obj in scenario.objects:
+            if obj.kind == "Configuration":  # the watcher's --config file (see _config_file)
+                continue
             await self._create(obj)
         for admitted in scenario.admitted:
             await self._create(admitted.workload)

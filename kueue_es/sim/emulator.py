@@ -355,7 +355,18 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         key = _applied_key(call, current, manager=manager, part=part)
         stale = self._applied.get(key, frozenset()) - owned
 
+        precondition = (config.get("metadata") or {}).get("resourceVersion")
+
         def change(obj: dict[str, Any]) -> dict[str, Any]:
+            # an applied resourceVersion is a precondition, also through the status subresource
+            if precondition and precondition != obj["metadata"].get("resourceVersion"):
+                raise store.StoreError(
+                    status=409,
+                    reason="Conflict",
+                    message=f'Operation cannot be fulfilled on {call.ref.qualified_plural} "{call.name}": '
+                    "the object has been modified; please apply your changes to the latest version and try again",
+                    details={"kind": call.ref.plural, "group": call.ref.group, "name": call.name},
+                )
             return _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
 
         updated = self._store.update(

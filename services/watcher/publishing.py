@@ -47,6 +47,8 @@ class Publisher:
         self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
         self.known["LocalQueue"] = set(state.local_queues)
         self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
+        self.known["AdmissionCheck"] = {("", n) for n in state.admission_checks}
+        self.known["Namespace"] = {("", n) for n in state.namespaces}
         self._learn_tas(topology)
         for wl in state.workloads.values():
             if not wl.deleted_seq:  # a job's workload, or a standalone one (source "")

@@ -19,6 +19,7 @@ from kueue_es.scenarios import ScenarioError, core_engine, load_scenario
 from kueue_es.scenarios.checking import check
 from kueue_es.scenarios.cluster_engine import ClusterEngine
 
+pytestmark = pytest.mark.timeout(300)  # five services starting on a loaded 2-core machine
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[1].parent / "shared" / "scenarios" / "examples"
 
