@@ -42,8 +42,8 @@ from typing import Any
 
 import msgspec
 import nats
-import yaml
 import nats.js.errors
+import yaml
 
 from kueue_es.events import codec, manifests, models, subjects, types
 from kueue_es.events.bus import base as bus_base
