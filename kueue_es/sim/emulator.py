@@ -1018,8 +1018,8 @@ async def _stream_events(
 ) -> aiohttp.web.StreamResponse:
     """Write a watch stream as JSON lines, one event per line, flushing each."""
     response = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
-    await response.prepare(raw_request)
     try:
+        await response.prepare(raw_request)  # the client may be gone already (a service stopping)
         async for event in events:
             await response.write(json.dumps(event).encode() + b"\n")
         await response.write_eof()

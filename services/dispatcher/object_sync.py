@@ -159,6 +159,9 @@ class WorkloadSync:
                 if wl is None or wl.deleted_seq:
                     await self.stored.delete_workload(namespace, name)
                     continue
+                if wl.workload.owner is None:
+                    await self._sync_standalone(key, wl)
+                    continue
                 if not status.is_job_workload(wl):
                     continue
                 await self._sync_workload(key, wl)
@@ -200,6 +203,31 @@ class WorkloadSync:
                 body = {**_identity(desired), "status": wanted}
                 body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
             self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")
+
+    async def _sync_standalone(self, key: str, wl: WorkloadState) -> None:
+        """A Workload a user created: only its status is ours (the object and its spec are the user's).
+
+        Kueue's status fields are server-side applied with the dispatcher's field manager;
+        what the user writes there (a Finished condition, admission check states) is read
+        back by the watcher. The object gone (404) is left to the watcher's deletion fact.
+        """
+        meta = wl.workload.metadata
+        ident: ObjectKey = ("Workload", meta.namespace, meta.name)
+        stored = self.stored.objects.get(ident)
+        generation = int(objects.meta(stored or {}).get("generation") or meta.generation or 0)
+        wanted = status.workload_status(self.view.records.get(key), generation=generation)
+        if stored is not None and _managed(stored, status.WORKLOAD_STATUS_FIELDS) == wanted:
+            return
+        body = {
+            "apiVersion": resources.WORKLOADS.api_version,
+            "kind": "Workload",
+            "metadata": {"name": meta.name, "namespace": meta.namespace},
+            "status": wanted,
+        }
+        try:
+            self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")
+        except kube_errors.NotFoundError:
+            log.info("standalone_workload_not_in_cluster", workload=key)
 
     async def _sync_failed(self, wl: WorkloadState, *, seq: int, err: kube_errors.ApiError) -> None:
         self.stored.failures += 1

@@ -72,7 +72,7 @@ from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
 from kueue_es.services.runtime import fold_message, run_until_stopped
 from kueue_es.services.watcher import kinds as watched
-from kueue_es.services.watcher import nodes
+from kueue_es.services.watcher import nodes, standalone
 from kueue_es.services.watcher.config_file import DEFAULT_POLL_SECONDS, ConfigFile
 from kueue_es.services.watcher.config_file import load as load_config
 from kueue_es.services.watcher.inputs import ConversionInputs
@@ -151,6 +151,7 @@ class Watcher:
             publisher=self.publisher, inputs=self.inputs, reconvert=self.jobs.reconvert, clock=_now_ms
         )
         self.topology = TopologyTracker(publisher=self.publisher, clock=_now_ms)
+        self.standalone = standalone.StandaloneTracker(publisher=self.publisher, reporter=self.reporter, clock=_now_ms)
         self.config = ConfigFile(
             path=config_path,
             initial=config or load_config(None, feature_gates=feature_gates),
@@ -284,8 +285,10 @@ class Watcher:
             self.inputs.replace(kind, listed)
             await self.jobs.reconvert(trigger=version)
         elif kind == watched.WORKLOAD_KIND:
+            await self.standalone.resynced(listed, version=version)
             for obj in listed:
-                await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
+                if not standalone.is_standalone(obj):
+                    await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.TAS_KINDS:
             await self.topology.resynced(kind, listed, version=version)
         else:
@@ -293,7 +296,9 @@ class Watcher:
 
     async def _changed(self, kind: str, change: str, obj: objects.KubeObject) -> None:
         if kind == watched.WORKLOAD_KIND:
-            if change != "DELETED":
+            if standalone.is_standalone(obj):
+                await self.standalone.changed(change, obj)
+            elif change != "DELETED":
                 await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.JOB_KINDS:
             await self.jobs.changed(kind, change, obj)
