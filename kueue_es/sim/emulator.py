@@ -643,12 +643,13 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         """The validating admission of a write to the main resource (kueue_es.validation.admit)."""
         if not self.validate or call.subresource is not None or not isinstance(obj, dict):
             return obj
+        manifest = {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj}
         try:
-            return validation.admit(
-                {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj},
-                old=old,
-                field_validation=call.params.get("fieldValidation", ""),
-            )
+            if call.field_validation == "Warn":
+                # kept, so the strict-field checker (validate_object) names them in Warning headers
+                validation.check(validation.prune(copy.deepcopy(manifest)), old=old)
+                return manifest
+            return validation.admit(manifest, old=old, field_validation=call.field_validation)
         except validation.Invalid as exc:
             raise store.StoreError(status=422, reason="Invalid", message=exc.message, details=exc.details()) from exc
         except validation.UnknownFields as exc:
