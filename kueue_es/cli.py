@@ -98,6 +98,13 @@ def _parser() -> argparse.ArgumentParser:
         default=False,
         help="watcher and dispatcher take a Lease before working (default off: one copy of each runs)",
     )
+    up.add_argument(
+        "--checkpoints",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the deciders start from the newest checkpoint in DIR of this log (see service --checkpoints)",
+    )
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
@@ -117,6 +124,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     service.add_argument("--api-qps", type=float, default=None, help="with --simulate-api: writes/s (default uncapped)")
     service.add_argument("--api-burst", type=int, default=None, help="with --simulate-api: burst (default 100)")
+    service.add_argument(
+        "--checkpoints",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="deciders: start from the newest checkpoint in DIR (replay --write-checkpoints) whose log is the"
+        " stream's, folding only what follows; else fold from the start",
+    )
     service.set_defaults(run=_run_service)
 
     apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
@@ -513,8 +528,18 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             await stack.enter_async_context(health.serve_health(probe, port=args.health_port, host=args.health_host))
         if args.name in ("admitter", "preemptor", "tas-placer"):
             decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
+            start = None
+            if args.checkpoints is not None:
+                from kueue_es import checkpoints
+
+                start = checkpoints.start_point(args.checkpoints, warn=_log_checkpoint_refused)
             await serve_decider(
-                decider[args.name], nats_url=args.nats, stop=stop, stepped=args.stepped, connect=probe.connect
+                decider[args.name],
+                nats_url=args.nats,
+                stop=stop,
+                stepped=args.stepped,
+                connect=probe.connect,
+                start=start,
             )
             return
         if args.name == "dispatcher" and args.simulate_api:
@@ -549,6 +574,12 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             from kueue_es.services import leader
 
             await leader.run_with_lease(work, api=api, settings=settings, stop=stop, health=probe)
+
+
+def _log_checkpoint_refused(text: str) -> None:
+    import structlog
+
+    structlog.get_logger("kueue_es.checkpoints").warning("checkpoint_not_used", detail=text)
 
 
 async def _api_client(args: argparse.Namespace) -> Any:
