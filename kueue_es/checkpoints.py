@@ -29,12 +29,14 @@ matches the stream (``services.runtime.StartPoint``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import hashlib
 import operator
 import os
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -274,13 +276,19 @@ def _restore_queued(snap: QueuedSnapshot) -> Queued:
     return queued
 
 
+_WL_CACHES = tuple(sorted(DERIVED[WorkloadState] - {"key"}))
+
+
 def _restore_workload(snap: Any) -> WorkloadState:
-    wl = WorkloadState(workload=snap.workload, observed_seq=snap.observed_seq)
-    for field_name in _WL_FIELDS:
-        setattr(wl, field_name, getattr(snap, field_name))
-    if snap.queued_for is True:
+    wl: WorkloadState = object.__new__(WorkloadState)  # every field is set below: no defaults to make
+    for field_name, value in zip(_WL_FIELDS, msgspec.structs.astuple(snap), strict=True):
+        setattr(wl, field_name, value)
+    for field_name in _WL_CACHES:
+        setattr(wl, field_name, None)
+    wl.key = wl.workload.key
+    if wl.queued_for is True:
         wl.queued_for = wl.workload
-    elif snap.queued_for is False:
+    elif wl.queued_for is False:
         wl.queued_for = None
     return wl
 
@@ -302,7 +310,8 @@ def restore(snap: Any) -> ClusterState:
 def dumps(state: ClusterState) -> bytes:
     """The body of a checkpoint of ``state``: its :data:`Snapshot` as msgpack. Two states fold
     and decide alike when their bodies are the same bytes (``--verify-checkpoints`` compares them)."""
-    return _encoder.encode(snapshot(state))
+    with _gc_paused():
+        return _encoder.encode(snapshot(state))
 
 
 class _QueuedContent(msgspec.Struct, array_like=True):
@@ -336,10 +345,23 @@ def state_digest(state: ClusterState) -> str:
 def loads(body: bytes | memoryview, *, where: str = "checkpoint body") -> ClusterState:
     """The state a body holds; raises :class:`CheckpointError` naming ``where`` and the field
     (msgspec's path, ``$[n]`` being the n-th field of :data:`Snapshot`) when it does not decode."""
+    with _gc_paused():  # millions of new containers: the collector would scan the heap again and again
+        try:
+            return restore(_decoder.decode(body))
+        except msgspec.DecodeError as err:
+            raise CheckpointError(f"{where}: body does not decode as a state snapshot: {err}") from None
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (on again after, if it was on)."""
+    was = gc.isenabled()
+    gc.disable()
     try:
-        return restore(_decoder.decode(body))
-    except msgspec.DecodeError as err:
-        raise CheckpointError(f"{where}: body does not decode as a state snapshot: {err}") from None
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 # --- files ------------------------------------------------------------------------------------
