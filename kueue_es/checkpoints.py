@@ -35,8 +35,9 @@ import gc
 import hashlib
 import operator
 import os
+import sys
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -45,8 +46,9 @@ from typing import Any, Final
 import msgspec
 
 from kueue_es import __version__, deciders
-from kueue_es.events import models, types
+from kueue_es.events import models, subjects, types
 from kueue_es.events.bus.base import LogMessage
+from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, Order, Queued, Ready, WorkloadState
 from kueue_es.projections.topology import TopologyState
 from kueue_es.services.runtime import StartPoint, message_digest
@@ -258,19 +260,37 @@ def snapshot(state: ClusterState) -> Any:
     return Snapshot(**values)
 
 
-def _restore_ready(snap: ReadySnapshot) -> Ready:
+class SnapshotError(ValueError):
+    """A snapshot that decodes but breaks an invariant of the state it describes."""
+
+
+def _check_heap(heap: list[Any], where: str) -> None:
+    """Raise :class:`SnapshotError` unless ``heap`` has the min-heap order ``heapq`` relies on."""
+    for n in range(1, len(heap)):
+        if heap[n] < heap[(n - 1) // 2]:
+            raise SnapshotError(f"{where}: not in heap order at item {n}")
+
+
+def _restore_ready(snap: ReadySnapshot, where: str) -> Ready:
+    _check_heap(snap.heap, f"{where}.ready.heap")
     ready = Ready()
     ready.heap = snap.heap
     ready.live = {}
     for n in snap.live:
+        if not 0 <= n < len(snap.heap):
+            raise SnapshotError(f"{where}.ready.live: index {n} is outside the heap")
         order = snap.heap[n]
         ready.live[order[-1]] = order
     return ready
 
 
-def _restore_queued(snap: QueuedSnapshot) -> Queued:
+def _restore_queued(snap: QueuedSnapshot, where: str) -> Queued:
+    if snap.last_parked >= 0:  # it says ``parked`` is in parking order, up to it
+        seqs = [seq for seq, _ in snap.parked.values()]
+        if seqs != sorted(seqs) or any(seq > snap.last_parked for seq in seqs):
+            raise SnapshotError(f"{where}.last_parked: {snap.last_parked}, but parked is not in that order")
     queued = Queued()
-    queued.ready = _restore_ready(snap.ready)
+    queued.ready = _restore_ready(snap.ready, where)
     queued.parked, queued.requeued = snap.parked, snap.requeued
     queued.trigger, queued._last_parked = snap.trigger, snap.last_parked
     return queued
@@ -299,7 +319,9 @@ def restore(snap: Any) -> ClusterState:
     for field_name in _STATE_FIELDS:
         setattr(state, field_name, getattr(snap, field_name))
     state.workloads = {key: _restore_workload(wl) for key, wl in snap.workloads.items()}
-    state.queued = {key: _restore_queued(q) for key, q in snap.queued.items()}
+    state.queued = {key: _restore_queued(q, f"queued[{key!r}]") for key, q in snap.queued.items()}
+    for kind, heap in enumerate(state.timer_heaps):
+        _check_heap(heap, f"timer_heaps[{kind}]")
     topology = TopologyState()
     for field_name in _TOPOLOGY_FIELDS:
         setattr(topology, field_name, getattr(snap.topology, field_name))
@@ -350,6 +372,8 @@ def loads(body: bytes | memoryview, *, where: str = "checkpoint body") -> Cluste
             return restore(_decoder.decode(body))
         except msgspec.DecodeError as err:
             raise CheckpointError(f"{where}: body does not decode as a state snapshot: {err}") from None
+        except SnapshotError as err:
+            raise CheckpointError(f"{where}: body: {err}") from None
 
 
 @contextlib.contextmanager
@@ -515,6 +539,91 @@ def start_point(directory: Path, *, warn: Callable[[str], None]) -> StartPoint |
             origin=str(checkpoint.path),
         )
     return None
+
+
+def write_from(
+    messages: Iterable[LogMessage], directory: Path, *, every: int = 0, on_message: Callable[[], None] | None = None
+) -> list[int]:
+    """Fold ``messages`` (a log from #1, in order) as the services fold it (``fold_message``: no
+    decision re-run, so faster than ``replay --write-checkpoints``, and nothing checked) and
+    write a checkpoint every ``every`` events (0: none on the way) and at the last message.
+    Returns the positions written. ``on_message``: called after each message (progress)."""
+    from kueue_es.services.runtime import fold_message
+
+    state = ClusterState()
+    first: LogMessage | None = None
+    current: LogMessage | None = None
+    head_seqs: dict[str, int] = {}
+    written: list[int] = []
+
+    def checkpoint() -> None:
+        assert current is not None
+        log = identity_of(first, current) if first is not None else None
+        write(directory, current.seq, state, log=log, head_seqs=dict(head_seqs))
+        written.append(current.seq)
+
+    mark = every
+    for message in messages:
+        if message.seq == 1:
+            first = message
+        current = message
+        partition = batches.partition_of(message.subject)
+        if partition is not None and message.subject == subjects.head_subject(partition):
+            head_seqs[partition] = message.seq
+        fold_message(state, message)
+        if every and message.seq >= mark:
+            checkpoint()
+            mark = (message.seq // every + 1) * every
+        if on_message is not None:
+            on_message()
+    if current is not None and (not written or written[-1] != current.seq):
+        checkpoint()
+    return written
+
+
+def run_command(args: Any) -> int:
+    """``kueue-es checkpoint``: fold the log of ``--file``, ``--store`` or ``--nats`` and write
+    checkpoints into ``--checkpoints`` (default ``<log>.checkpoints``) every ``--every`` events
+    and at its end. Exit 0, or 2 when the arguments do not name one log."""
+    import asyncio
+
+    from kueue_es.replay_ranges import Source
+
+    if sum(x is not None for x in (args.nats, args.store, args.file)) != 1:
+        print("error: give one of --nats URL, --store DIR or --file FILE", file=sys.stderr)
+        return 2
+    if args.nats is not None and args.checkpoints is None:
+        print("error: with --nats, give --checkpoints DIR", file=sys.stderr)
+        return 2
+    directory: Path = args.checkpoints or default_dir(args.file or args.store)
+
+    def run(source: Source, last: int) -> list[int]:
+        return write_from(source.messages(last=last), directory, every=args.every)
+
+    async def last_seq(url: str) -> int:
+        from kueue_es.events.bus import nats as nats_bus
+
+        bus = await nats_bus.connect(url, create_stream=False)
+        try:
+            return await bus.last_seq()
+        finally:
+            await bus.close()
+
+    async def from_store() -> list[int]:
+        from kueue_es.events.bus.server import open_stopped_store
+
+        async with open_stopped_store(args.store) as server:
+            last = await last_seq(server.url)
+            return await asyncio.to_thread(run, Source(nats_url=server.url), last)
+
+    if args.file is not None:
+        written = run(Source(file=args.file), 0)
+    elif args.store is not None:
+        written = asyncio.run(from_store())
+    else:
+        written = run(Source(nats_url=args.nats), asyncio.run(last_seq(args.nats)))
+    print(f"checkpoints written at {', '.join(f'#{p}' for p in written) or 'none (an empty log)'} in {directory}")
+    return 0
 
 
 def identity_of(first: LogMessage, at: LogMessage) -> LogIdentity:

@@ -186,6 +186,20 @@ def _parser() -> argparse.ArgumentParser:
 
     _scenario_commands(sub)
 
+    checkpoint = sub.add_parser(
+        "checkpoint", help="fold a log and write checkpoints of it, for service --checkpoints and replay"
+    )
+    checkpoint.add_argument("--nats", default=None, help="the log of a running system at this NATS URL")
+    checkpoint.add_argument("--store", type=Path, default=None, help="the log in a stopped system's nats store")
+    checkpoint.add_argument("--file", type=Path, default=None, help="a JSON-lines log (bench core --write-log)")
+    checkpoint.add_argument(
+        "--checkpoints", type=Path, default=None, metavar="DIR", help="where (default LOG.checkpoints)"
+    )
+    checkpoint.add_argument(
+        "--every", type=int, default=0, metavar="N", help="also every N events (default: only at the log's end)"
+    )
+    checkpoint.set_defaults(run=_run_checkpoint)
+
     bench = sub.add_parser("bench", help="benchmarks: --config GENERATOR.yaml (Kueue's scalability test), or core")
     from kueue_es.perfbench.cli import add_options
 
@@ -753,6 +767,12 @@ def _run_replay(args: argparse.Namespace) -> int:
     return asyncio.run(
         replay_and_print(nats_url=args.nats, store=args.store, max_diffs=args.max_diffs, progress=progress)
     )
+
+
+def _run_checkpoint(args: argparse.Namespace) -> int:
+    from kueue_es import checkpoints
+
+    return checkpoints.run_command(args)
 
 
 def _run_nats_setup(args: argparse.Namespace) -> int:

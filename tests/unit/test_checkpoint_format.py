@@ -180,3 +180,14 @@ def test_a_refused_checkpoint_falls_back_to_an_older_one(messages: list[LogMessa
     said.clear()
     assert checkpoints.load_at_or_before(found, 2_500, warn=said.append) is None
     assert "folding from the start" in said[-1]
+
+
+def test_a_body_out_of_heap_order_is_refused(messages: list[LogMessage], tmp_path: Path) -> None:
+    state = fold(messages[:1_500])
+    ready = next(q.ready for q in state.queued.values() if len({o for o in q.ready.heap}) >= 2)
+    heap = ready.heap
+    last = max(range(len(heap)), key=lambda n: heap[n])
+    heap[0], heap[last] = heap[last], heap[0]  # still the same entries, no longer a heap
+    path = checkpoints.write(tmp_path, 1_500, state)
+    with pytest.raises(checkpoints.CheckpointError, match=r"ready\.heap: not in heap order"):
+        checkpoints.load(checkpoints.Checkpoint(seq=1_500, path=path))

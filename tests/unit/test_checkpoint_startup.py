@@ -141,3 +141,22 @@ def test_the_newest_checkpoint_that_loads_is_the_start_point(checkpoint_dir: Pat
     assert len(said) == 1 and found[-1].path.name in said[0]
     assert checkpoints.start_point(tmp_path / "none", warn=said.append) is None
     assert "folding from the start" in said[-1]
+
+
+async def test_checkpoint_command_writes_one_at_the_end_that_services_and_verify_accept(
+    log: list[LogMessage], checkpoint_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = checkpoint_dir.parent / "log.jsonl"
+    directory = checkpoint_dir.parent / "ck-end"
+    assert main(["checkpoint", "--file", str(path), "--checkpoints", str(directory), "--every", "1500"]) == 0
+    assert f"checkpoints written at #1500, #3000, #{len(log)} in {directory}" in capsys.readouterr().out
+    # Folded without re-running decisions, it holds what replay's re-checking fold holds.
+    assert main(["replay", "--file", str(path), "--verify-checkpoints", "--checkpoints", str(directory)]) == 0
+    assert "3 checkpoints verified against a fresh fold" in capsys.readouterr().out
+    start = checkpoints.start_point(directory, warn=lambda _: None)
+    assert start is not None and start.seq == len(log)
+    scratch = await run_admitter(await copy_of(log), None)
+    resumed = await run_admitter(await copy_of(log), start)
+    assert resumed.position == len(log)
+    assert await after(resumed.bus, len(log)) == await after(scratch.bus, len(log))  # type: ignore[arg-type]
+    assert checkpoints.state_digest(resumed.state) == checkpoints.state_digest(scratch.state)
