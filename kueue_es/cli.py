@@ -556,6 +556,8 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                 start=start,
             )
             return
+        if args.checkpoints is not None:
+            _log_checkpoint_refused(f"the {args.name} folds from the start (only deciders start from checkpoints)")
         if args.name == "dispatcher" and args.simulate_api:
             from kueue_es.services.dispatcher.simulated import serve_simulated_dispatcher
 
