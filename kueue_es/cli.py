@@ -100,6 +100,13 @@ def _parser() -> argparse.ArgumentParser:
         default=False,
         help="watcher and dispatcher take a Lease before working (default off: one copy of each runs)",
     )
+    up.add_argument(
+        "--checkpoints",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the deciders start from the newest checkpoint in DIR of this log (see service --checkpoints)",
+    )
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
@@ -120,6 +127,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     service.add_argument("--api-qps", type=float, default=None, help="with --simulate-api: writes/s (default uncapped)")
     service.add_argument("--api-burst", type=int, default=None, help="with --simulate-api: burst (default 100)")
+    service.add_argument(
+        "--checkpoints",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="deciders: start from the newest checkpoint in DIR (replay --write-checkpoints) whose log is the"
+        " stream's, folding only what follows; else fold from the start",
+    )
     service.set_defaults(run=_run_service)
 
     apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
@@ -181,6 +196,20 @@ def _parser() -> argparse.ArgumentParser:
     replay.set_defaults(run=_run_replay)
 
     _scenario_commands(sub)
+
+    checkpoint = sub.add_parser(
+        "checkpoint", help="fold a log and write checkpoints of it, for service --checkpoints and replay"
+    )
+    checkpoint.add_argument("--nats", default=None, help="the log of a running system at this NATS URL")
+    checkpoint.add_argument("--store", type=Path, default=None, help="the log in a stopped system's nats store")
+    checkpoint.add_argument("--file", type=Path, default=None, help="a JSON-lines log (bench core --write-log)")
+    checkpoint.add_argument(
+        "--checkpoints", type=Path, default=None, metavar="DIR", help="where (default LOG.checkpoints)"
+    )
+    checkpoint.add_argument(
+        "--every", type=int, default=0, metavar="N", help="also every N events (default: only at the log's end)"
+    )
+    checkpoint.set_defaults(run=_run_checkpoint)
 
     bench = sub.add_parser("bench", help="benchmarks: --config GENERATOR.yaml (Kueue's scalability test), or core")
     from kueue_es.perfbench.cli import add_options
@@ -571,10 +600,22 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             await stack.enter_async_context(health.serve_health(probe, port=args.health_port, host=args.health_host))
         if args.name in ("admitter", "preemptor", "tas-placer"):
             decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
+            start = None
+            if args.checkpoints is not None:
+                from kueue_es import checkpoints
+
+                start = checkpoints.start_point(args.checkpoints, warn=_log_checkpoint_refused)
             await serve_decider(
-                decider[args.name], nats_url=args.nats, stop=stop, stepped=args.stepped, connect=probe.connect
+                decider[args.name],
+                nats_url=args.nats,
+                stop=stop,
+                stepped=args.stepped,
+                connect=probe.connect,
+                start=start,
             )
             return
+        if args.checkpoints is not None:
+            _log_checkpoint_refused(f"the {args.name} folds from the start (only deciders start from checkpoints)")
         if args.name == "dispatcher" and args.simulate_api:
             from kueue_es.services.dispatcher.simulated import serve_simulated_dispatcher
 
@@ -611,6 +652,12 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             from kueue_es.services import leader
 
             await leader.run_with_lease(work, api=api, settings=settings, stop=stop, health=probe)
+
+
+def _log_checkpoint_refused(text: str) -> None:
+    import structlog
+
+    structlog.get_logger("kueue_es.checkpoints").warning("checkpoint_not_used", detail=text)
 
 
 async def _api_client(args: argparse.Namespace) -> Any:
@@ -808,6 +855,12 @@ def _run_replay(args: argparse.Namespace) -> int:
     return asyncio.run(
         replay_and_print(nats_url=args.nats, store=args.store, max_diffs=args.max_diffs, progress=progress)
     )
+
+
+def _run_checkpoint(args: argparse.Namespace) -> int:
+    from kueue_es import checkpoints
+
+    return checkpoints.run_command(args)
 
 
 def _run_nats_setup(args: argparse.Namespace) -> int:

@@ -273,11 +273,13 @@ async def run_up(args: argparse.Namespace) -> int:
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
             kube_args = ["--kube-server", emulator.url] + kube_args
             console.print(f"emulated cluster: kubeconfig {run_dir / 'kubeconfig'}", highlight=False)
+        checkpoint_dir = getattr(args, "checkpoints", None)
         supervisor = Supervisor(
             nats_url=nats_url,
             log_dir=run_dir / "logs",
             kube_args=kube_args,
             watcher_args=watcher_config_args(args),
+            decider_args=["--checkpoints", str(checkpoint_dir.resolve())] if checkpoint_dir else [],
             health_port=args.health_port,
             auth=auth,
         )

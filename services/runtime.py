@@ -17,6 +17,7 @@ all services.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -142,6 +143,12 @@ def fold_decoded(
     return state
 
 
+def message_digest(message: LogMessage) -> str:
+    """Hex SHA-256 over a stored message's subject and data (length-prefixed, :func:`codec.digest`):
+    how a checkpoint names the log it was folded from (``kueue_es.checkpoints.LogIdentity``)."""
+    return codec.digest((message.subject.encode(), message.data))
+
+
 def report_orphan(orphan: batches.Orphan, on_orphan: OrphanHook | None = None) -> None:
     """Log an orphaned message (``decision_orphaned``) and pass it to ``on_orphan``."""
     log.warning("decision_orphaned", seq=orphan.seq, subject=orphan.subject, reason=orphan.reason, detail=orphan.detail)
@@ -222,6 +229,39 @@ def _workload_of(decision: types.Decision) -> str:
     return ref.key if isinstance(ref, types.WorkloadRef) else ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class StartPoint:
+    """A folded state to start from instead of the log's beginning (a checkpoint, loaded by
+    ``kueue_es.checkpoints``; this runtime reads no files).
+
+    ``state`` is the fold of messages #1..#``seq`` (``seq``: the position, the last message fed,
+    whatever the state's batch verifier holds); ``head_seqs`` the last sequence on each
+    partition's head subject up to ``seq``; ``first_sha256`` and ``at_sha256`` the
+    :func:`message_digest` of messages #1 and #``seq`` of the log it was folded from. ``origin``
+    names where it came from, for the log lines.
+    """
+
+    state: ClusterState
+    seq: int
+    head_seqs: dict[str, int]
+    first_sha256: str
+    at_sha256: str
+    origin: str = ""
+
+
+async def log_mismatch(bus: Bus, start: StartPoint) -> str | None:
+    """Why ``start`` was not folded from the log on ``bus`` (None: it was, as far as the
+    stream's message #1 and the message at its position show: same subject and bytes)."""
+    for seq, expected, what in ((1, start.first_sha256, "message #1"), (start.seq, start.at_sha256, "the message")):
+        try:
+            found = await bus.get(seq)
+        except BusError as err:
+            return f"{what} at #{seq} cannot be read: {err}"
+        if found.seq != seq or message_digest(found) != expected:
+            return f"{what} at #{seq} is not the one the checkpoint was folded from"
+    return None
+
+
 class DeciderLoop:
     """Runs one :class:`Decider` against a bus until stopped.
 
@@ -236,6 +276,10 @@ class DeciderLoop:
     a commit succeeding: from the first cycle whose commit failed until a commit
     succeeds or a cycle finds nothing to decide. ``on_orphan`` is told of every orphaned
     message (:func:`fold_message`), e.g. to count it.
+
+    ``start``: a :class:`StartPoint` (a checkpoint) to fold on from instead of from #1, used
+    only when the log on the bus is the one it was folded from (:func:`log_mismatch`);
+    otherwise the loop folds from the start and says why (``checkpoint_not_used``).
     """
 
     def __init__(
@@ -250,6 +294,7 @@ class DeciderLoop:
         stall_after: float = 30.0,
         monotonic: Callable[[], float] = time.monotonic,
         on_orphan: OrphanHook | None = None,
+        start: StartPoint | None = None,
     ) -> None:
         self.bus, self.decider, self.partition = bus, decider, partition
         self.clock, self.wakeup, self.stepped = clock, wakeup, stepped
@@ -264,9 +309,12 @@ class DeciderLoop:
         # a record or not, so a non-record on the head is skipped, never a permanent fence.
         self.head_seq = 0
         self.blocked_since: float | None = None  # when a batch to commit first failed to commit
+        self.start = start
+        self.position = 0  # the last sequence read before this loop's reader: a start point's
 
     async def run(self) -> None:
         """Fold and decide forever (cancel to stop)."""
+        await self._resume()
         reader = asyncio.create_task(self._read())
         try:
             await self._loop()
@@ -281,9 +329,27 @@ class DeciderLoop:
         stalled = blocked > self.stall_after
         return not stalled, {"stalled": stalled, "uncommitted_for_s": round(blocked, 1)}
 
+    async def _resume(self) -> None:
+        """Take the start point if it is of this log; else fold from the start, saying why."""
+        start, self.start = self.start, None
+        if start is None:
+            return
+        problem = await log_mismatch(self.bus, start)
+        if problem is not None:
+            log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
+            return
+        self.state, self.position = start.state, start.seq
+        self.head_seq = start.head_seqs.get(self.partition, 0)
+        with contextlib.suppress(BusError):  # nothing after the checkpoint: no message will say so
+            self._caught_up = await self.bus.last_seq() <= start.seq
+        log.info(
+            "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(start.state.workloads)
+        )
+
     async def _read(self) -> None:
         filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
-        async for message in self.bus.read(subjects=filters, start_seq=self.state.last_seq + 1):
+        start_seq = max(self.state.last_seq, self.position) + 1  # a held batch's messages are not read twice
+        async for message in self.bus.read(subjects=filters, start_seq=start_seq):
             await self._inbox.put(message)
 
     async def _loop(self) -> None:
