@@ -10,6 +10,11 @@ on the core connection. Measured behaviour this module relies on (nats-server
   expected sequence (10071), standalone and clustered alike, so a retried batch
   that already landed reports DuplicateBatchError on both (unlike a plain
   publish with an expectation, which standalone answers with 10071);
+- ``Nats-Expected-Last-Subject-Sequence-Subject`` (a filter, wildcards allowed; 2.11+)
+  on a batch's first message makes the server compare the expected sequence with the
+  last message on any subject of the filter, standalone and clustered; a clustered
+  stream refuses a second batch with the same filter while the first is still being
+  proposed with err 10164 ("wrong last sequence"), nothing stored: a conflict too;
 - an ordered consumer asked to start past the end counts the skipped messages
   in ``num_pending``, so :meth:`NatsBus.read` starts at the stream's end and
   drops the messages before ``start_seq`` itself;
