@@ -252,6 +252,39 @@ async def test_a_decider_publishes_only_on_its_own_head(secured: server.NatsServ
 
 
 @pytest.mark.usefixtures("log_stream")
+async def test_what_admin_publishes_on_a_head_is_still_checked_by_the_fold(
+    secured: server.NatsServer, auth: server.LocalAuth
+) -> None:
+    """admin may publish anything, also a batch of role ``preempt`` on the preemptor's head carrying a
+    QuotaReserved: the subjects let it through, the fold does not (the preemptor makes no reservations)."""
+    from kueue_es import deciders
+    from kueue_es.events import types
+    from kueue_es.projections.cluster import ClusterState
+    from kueue_es.services.runtime import build_batch, fold_message
+
+    admin = await bus_as(secured, auth, permissions.ADMIN)
+    reader = await bus_as(secured, auth, permissions.READER)
+    try:
+        ref = types.WorkloadRef(namespace="ns", name="a", uid="u")
+        forged = types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[], at_ms=1)
+        head, rest = build_batch(deciders.PREEMPTOR, outputs=[forged], basis_seq=0, head_seq=0, now_ms=1)
+        assert await admin.commit_batch(head=head, expected_head_seq=0, rest=rest, head_filter="kq.dec.p0.head.*") == 2
+        state, orphans = ClusterState(), []
+        async for message in reader.read(subjects=("kq.>",)):
+            fold_message(state, message, on_orphan=orphans.append)
+            if message.pending == 0:
+                break
+        assert [(o.subject, o.reason) for o in orphans] == [
+            ("kq.dec.p0.head.preemptor", "wrong_role"),
+            ("kq.dec.p0.wl.ns.a", "wrong_role"),
+        ]
+        assert not state.heads and state.last_seq == 2
+    finally:
+        await admin.close()
+        await reader.close()
+
+
+@pytest.mark.usefixtures("log_stream")
 async def test_the_reader_reads_and_publishes_nothing(secured: server.NatsServer, auth: server.LocalAuth) -> None:
     watcher = await bus_as(secured, auth, "watcher")
     reader = await bus_as(secured, auth, permissions.READER)
