@@ -2,10 +2,10 @@
 
 A decider commits one batch per cycle (``services.runtime.build_batch``): a
 DecisionRecord on its own head ``kq.dec.<p>.head.<user>`` followed by its
-``output_count`` decisions on ``kq.dec.<p>.wl.<ns>.<name>``. The bus stores a batch atomically and contiguously
-(``Bus.commit_batch``; ``tests/bus/test_contract.py`` checks it on the memory bus, one
-nats-server and a 3-node cluster), so the batch headed by the record at sequence ``r``
-is exactly the messages at ``r+1 .. r+n``. The rule (ARCHITECTURE.md §3, issue 13):
+``output_count`` decisions on ``kq.dec.<p>.wl.<ns>.<name>``. The bus stores a batch
+atomically and contiguously (``Bus.commit_batch``; ``tests/bus/test_contract.py`` checks
+it on the memory bus, one nats-server and a 3-node cluster), so the batch headed by the
+record at sequence ``r`` is exactly the messages at ``r+1 .. r+n``. The rule (ARCHITECTURE.md §3, issue 13):
 
 - a message on a head subject counts only if it is a DecisionRecord of that
   partition on the head of its role (``head.admitter`` names role ``admit``, and so
@@ -23,7 +23,8 @@ is exactly the messages at ``r+1 .. r+n``. The rule (ARCHITECTURE.md §3, issue 
   is an :class:`Orphan`: folded by no one, returned for the caller to report. A batch
   that breaks (a message at ``r+i`` that is not output ``i``, a gap, a digest
   mismatch, an output of a kind its role does not make) is orphaned whole, record
-  included, and the breaking message is then judged on its own (it may head the next batch);
+  included, and the breaking message is then judged on its own (it may head the next
+  batch);
 - a batch whose end lies past the end of the log is never completed: the bus stores a
   batch whole, so its outputs cannot come later. A reader that has read to the end of
   the log and finds the stream's last sequence before the held batch's end orphans it
@@ -100,9 +101,10 @@ ROLE_OUTPUTS: Final[dict[str, frozenset[type[types.Decision]]]] = {
     "seed": frozenset({types.QuotaReserved, types.TopologyAssigned, types.WorkloadAdmitted}),
 }
 """The decision kinds each DecisionRecord role makes: the one table the fold checks a batch's
-outputs against. A role not in it makes none (a record of it without outputs still counts: it
-may answer a SchedulingRequested). tests/unit/test_batches.py checks the table against the
-services' roles and what they emit."""
+outputs against (its keys are the roles with a head, ``subjects.HEAD_TOKENS``: a record of any
+other role is an orphan). tests/unit/test_batches.py checks it against the services' roles and
+the outputs of the recorded demo; the scenario suites fold every batch the deciders make
+through it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +128,8 @@ class _OpenBatch:
     record: types.DecisionRecord
     head: _Held
     outputs: list[_Held] = field(default_factory=list)
-    wrong: str = (
-        ""  # set when the record stands on another role's head, or an output is of a kind its role does not make
-    )
+    # why the batch is not its role's: the record on another role's head, an output of a kind the role does not make
+    wrong: str = ""
 
 
 def partition_of(subject: str) -> str | None:
