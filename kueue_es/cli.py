@@ -831,6 +831,16 @@ def _run_scenario_run(args: argparse.Namespace) -> int:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
+    from kueue_es.replay import OldLayoutError
+
+    try:
+        return _replay(args)
+    except OldLayoutError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _replay(args: argparse.Namespace) -> int:
     from kueue_es.demo import replay_and_print
 
     if sum(x is not None for x in (args.nats, args.store, args.file)) != 1:

@@ -6,8 +6,10 @@ Every decider (admitter, preemptor, TAS placer) is this loop around its own pure
 1. catch up: fold every message into a :class:`ClusterState`, remembering the last
    sequence folded (the basis) and the partition's last head sequence;
 2. decide once caught up, reading the clock once per cycle;
-3. commit the outputs as one batch headed by a DecisionRecord that expects the
-   head seen; a stale view is rejected whole (ConflictError) and the loop folds on;
+3. commit the outputs as one batch headed by a DecisionRecord on the decider's own
+   head (``kq.dec.<p>.head.<user>``) that expects the last sequence seen on every head
+   of the partition (``kq.dec.<p>.head.*``); a stale view is rejected whole
+   (ConflictError) and the loop folds on;
 4. never apply its own decisions: wait until they come back through the log.
 
 Also here: structlog set-up (JSON lines) and graceful SIGTERM handling shared by
@@ -149,6 +151,28 @@ def message_digest(message: LogMessage) -> str:
     return codec.digest((message.subject.encode(), message.data))
 
 
+async def expire_stranded(bus: Bus, state: ClusterState, on_orphan: OrphanHook | None = None) -> bool:
+    """Orphan the batch ``state``'s fold holds if the log ends before that batch does
+    (:meth:`batches.BatchVerifier.expire`: a batch is stored whole, so its outputs never come; a
+    rogue record). Call it only once the fold has read every message it was given. True when no
+    batch is held any longer (none was, or it was expired); False while the held batch's end is
+    stored (its outputs are on their way) or the log's end could not be asked."""
+    if not state.batches.holding:
+        return True
+    held = state.batches.holding_until
+    try:
+        last = await bus.last_seq()
+    except BusError:
+        return False
+    if state.batches.holding_until != held:  # the fold moved on meanwhile: judge again later
+        return not state.batches.holding
+    verdict = state.batches.expire(last)
+    for orphan in verdict.orphans:
+        report_orphan(orphan, on_orphan)
+        state.last_seq = max(state.last_seq, orphan.seq)
+    return not state.batches.holding
+
+
 def report_orphan(orphan: batches.Orphan, on_orphan: OrphanHook | None = None) -> None:
     """Log an orphaned message (``decision_orphaned``) and pass it to ``on_orphan``."""
     log.warning("decision_orphaned", seq=orphan.seq, subject=orphan.subject, reason=orphan.reason, detail=orphan.detail)
@@ -199,7 +223,7 @@ def build_batch(
         max_outputs=max_outputs,
         kueue_es_version=__version__ if kueue_es_version is None else kueue_es_version,
     )
-    head = subjects.message(record, subject=subjects.head_subject(partition), msg_id=f"{decision_id}:0")
+    head = subjects.message(record, subject=subjects.head_subject(decider.role, partition), msg_id=f"{decision_id}:0")
     return head, rest
 
 
@@ -304,9 +328,11 @@ class DeciderLoop:
         self.conflicts = 0
         self._inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
         self._caught_up = False
-        self._head_subject = subjects.head_subject(partition)
-        # The last sequence on the head subject as the server has it: every message there counts,
-        # a record or not, so a non-record on the head is skipped, never a permanent fence.
+        self._heads = subjects.heads_of(partition)
+        self._head_prefix = self._heads.removesuffix("*")
+        # The last sequence on the partition's heads (every role's) as the server has it: every
+        # message there counts, a record or not, so a non-record on a head is skipped, never a
+        # permanent fence.
         self.head_seq = 0
         self.blocked_since: float | None = None  # when a batch to commit first failed to commit
         self.start = start
@@ -358,18 +384,9 @@ class DeciderLoop:
             came = await self._drain(timeout=self.wakeup)
             if self.state.last_seq < waiting_for or not self._caught_up:
                 continue
-            if self.state.batches.holding and (came or await self._held_batch_stored()):
+            if self.state.batches.holding and (came or not await expire_stranded(self.bus, self.state, self.on_orphan)):
                 continue  # never decide on half a batch: its outputs are part of the basis
             waiting_for = await self._cycle()
-
-    async def _held_batch_stored(self) -> bool:
-        """Whether the log reaches where the held batch would end. A batch is stored whole, so
-        if the log ends before that, its outputs never come (a rogue record): the loop does not
-        wait for them, and the next record breaks that batch."""
-        try:
-            return await self.bus.last_seq() >= self.state.batches.holding_until
-        except BusError:
-            return True
 
     async def _drain(self, *, timeout: float) -> bool:
         """Fold everything available; True if at least one message came."""
@@ -382,8 +399,9 @@ class DeciderLoop:
             return False
         while True:
             fold_message(self.state, message, on_orphan=self.on_orphan)
-            if message.subject == self._head_subject:
-                self.head_seq = max(self.head_seq, message.seq)
+            subject = message.subject
+            if subject.startswith(self._head_prefix) and "." not in subject[len(self._head_prefix) :]:
+                self.head_seq = max(self.head_seq, message.seq)  # on one of the partition's heads
             self._caught_up = message.pending == 0
             try:
                 message = self._inbox.get_nowait()
@@ -414,7 +432,9 @@ class DeciderLoop:
             max_outputs=MAX_BATCH,
         )
         try:
-            last = await self.bus.commit_batch(head=head, expected_head_seq=self.head_seq, rest=rest)
+            last = await self.bus.commit_batch(
+                head=head, expected_head_seq=self.head_seq, rest=rest, head_filter=self._heads
+            )
         except (ConflictError, DuplicateBatchError) as err:
             self.conflicts += 1
             self._blocked()

@@ -251,10 +251,10 @@ class _ClusterRun(_BusRun):
             ),
             types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at_ms),
         ]
-        head_seq = await self.bus.last_subject_seq(subjects.head_subject())
+        head_seq = await self.bus.last_subject_seq(subjects.heads_of())
         basis = await self.bus.last_seq()
         head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)
-        await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+        await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of())
         return outputs
 
     async def _apply_event(self, event: ScenarioEvent) -> None:
