@@ -42,6 +42,7 @@ class PodSetRequest:
     # template requests (before transformations).
     topology_request: models.PodSetTopologyRequest | None = None
     raw_resources: frozenset[str] = frozenset()
+    min_count: int | None = None  # partial admission (SEMANTICS §5.9): the fewest pods it may run with
 
     def totals(self) -> dict[str, int]:
         """Per-resource totals for all ``count`` pods."""
@@ -135,7 +136,14 @@ class Assignment(msgspec.Struct, frozen=True, gc=False):
     @property
     def pending_flavors(self) -> bool:
         """Kueue's PendingFlavors: the bookmark names a flavor the next scan would resume after."""
-        return self.tried is not None and any(i != -1 for per_pod_set in self.tried for i in per_pod_set.values())
+        tried = self.tried
+        if tried is None:
+            return False
+        for per_pod_set in tried:  # loops, not any() over a generator: asked once per head a cycle
+            for index in per_pod_set.values():
+                if index != -1:
+                    return True
+        return False
 
     @property
     def fits(self) -> bool:
@@ -240,7 +248,17 @@ class Picker:
     admitter keeps one per ClusterQueue until the next requeue trigger.
     """
 
-    __slots__ = ("name", "node", "covering", "frs", "fungibility", "may_preempt_borrowing", "tas_levels", "tas_only")
+    __slots__ = (
+        "name",
+        "node",
+        "covering",
+        "frs",
+        "fungibility",
+        "may_preempt_borrowing",
+        "tas_levels",
+        "tas_only",
+        "preempting",
+    )
 
     def __init__(
         self,
@@ -281,6 +299,10 @@ class Picker:
         self.may_preempt_borrowing = preemption.borrow_within_cohort.policy != "Never" or (
             fair_sharing and preemption.reclaim_within_cohort != "Never"
         )
+        # Whether any policy allows a preemption candidate at all (search.can_preempt).
+        self.preempting = preemption.within_cluster_queue != "Never" or (
+            preemption.reclaim_within_cohort != "Never" and self.node.parent is not None
+        )
 
     def assign(
         self,
@@ -296,6 +318,8 @@ class Picker:
             ps.topology_request is not None and ps.topology_request.pod_set_group_name is not None for ps in pod_sets
         ):
             return self._assign_units(pod_sets, oracle=oracle, start=start)
+        if len(pod_sets) == 1 and len(pod_sets[0].requests) == 1:
+            return self._assign_one(pod_sets[0], oracle=oracle, start=start)
         covering, frs = self.covering, self.frs
         tried: list[dict[str, int]] = []
         taken: dict[FR, int] = {}  # what earlier pod sets took, per FR
@@ -351,6 +375,35 @@ class Picker:
         # Positional (mode, flat, borrowing, message, reason, tas, tried): one for every head of a cycle.
         outcome = "Fit" if worst[0] == FIT else "Preempt"
         return Assignment(outcome, tuple(flat), borrowing, "; ".join(problems_all), "", None, tuple(tried))
+
+    def _assign_one(
+        self, ps: PodSetRequest, *, oracle: Oracle | None, start: tuple[dict[str, int], ...] | None
+    ) -> Assignment:
+        """:meth:`assign` for one pod set asking one resource (the common case), with the
+        same result as the general loop: no maps of earlier pod sets' usage or chosen flavors
+        to build, the flat tuple made in one go."""
+        ((resource, amount),) = ps.requests.items()
+        count = ps.count
+        total = amount * count
+        group = self.covering.get(resource)
+        if total <= 0 and group is None:  # an uncovered zero request is ignored (SEMANTICS §10.4)
+            return Assignment("Fit", (ps.name, count, 0), 0, "", "", None, ({},))
+        if group is None:
+            return _uncovered(ps.name, resource, tried=({},))
+        resume = start[0] if start else None
+        first = resume.get(resource, -1) + 1 if resume else 0
+        choice, problems, last = self._pick(ps, group, {resource: total}, {}, oracle, first)
+        mode = choice.mode
+        flavor = choice.flavor
+        if flavor is None or mode[0] == NO_FIT:
+            return _no_flavor(ps.name, problems, tried=({},))
+        fr = self.frs[flavor][resource]
+        flat = (ps.name, count, 1, resource, fr, total, resource in choice.need_preemption)
+        borrowing = mode[1] if mode[1] > 0 else 0
+        if mode[0] == FIT:
+            return Assignment("Fit", flat, borrowing, "", "", None, ({resource: last},))
+        message = f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
+        return Assignment("Preempt", flat, borrowing, message, "", None, ({resource: last},))
 
     def _assign_units(
         self,
