@@ -75,6 +75,9 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
     cycle_no = state.admit_cycles + 1  # this cycle's number, should it commit anything (SEMANTICS §5.3)
     entries: list[Entry] = []
     orders = plan.orders
+    shared = state.caches.get("admitter.requests")
+    if shared is None:
+        shared = state.caches["admitter.requests"] = {}
     cluster_queues, config, preemptors, nominations = (
         state.cluster_queues,
         state.configuration,
@@ -90,7 +93,7 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
             message = lifecycle.FAILED_CHECKS_MESSAGE
             decisions.extend(_inadmissible(head, "PendingEvaluation", message, parked=True, now_ms=now_ms))
             continue
-        requests = queues.cached_pod_set_requests(head, cq=cq, config=config)
+        requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared)
         start = None if head.bookmark is None else bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
         exhausted = start is not None and not start.tried
         assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)

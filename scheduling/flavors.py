@@ -231,6 +231,9 @@ def _try_next(mode: GranularMode, fungibility: models.FlavorFungibility) -> bool
     return mode[1] > 0 and fungibility.when_can_borrow == "TryNextFlavor"
 
 
+_MEMO_SIZE = 64  # request lists a Picker remembers results for (then it starts over)
+
+
 class _Group(msgspec.Struct, frozen=True, gc=False):
     """A resource group as the picker reads it: covered resources and, per listed flavor,
     its name, its object (None when it does not exist) and whether it has neither taints
@@ -258,6 +261,7 @@ class Picker:
         "tas_levels",
         "tas_only",
         "preempting",
+        "_memo",
     )
 
     def __init__(
@@ -303,6 +307,11 @@ class Picker:
         self.preempting = preemption.within_cluster_queue != "Never" or (
             preemption.reclaim_within_cohort != "Never" and self.node.parent is not None
         )
+        # Recent results of :meth:`assign` without oracle or bookmark, per request list (by
+        # identity; the admitter shares one list among workloads that ask the same, see
+        # queues.cached_pod_set_requests): the list, the usage stamps of the quota node and
+        # its ancestors it was computed at (quota.path_stamps), and the assignment.
+        self._memo: dict[int, tuple[list[PodSetRequest], tuple[int, ...], Assignment]] = {}
 
     def assign(
         self,
@@ -313,7 +322,32 @@ class Picker:
     ) -> Assignment:
         """:func:`assign` in this ClusterQueue; ``start`` is the bookmark to resume from
         (:attr:`Assignment.tried` of an earlier scan): a group's scan starts after the index
-        it names for the pod set and the resource that opens the group (SEMANTICS §5.3)."""
+        it names for the pod set and the resource that opens the group (SEMANTICS §5.3).
+
+        Without ``oracle`` and ``start`` the result depends only on ``pod_sets`` and the usage
+        of this ClusterQueue's quota node and its ancestors (everything else the picker reads
+        is fixed when it is made), so it is remembered until one of those usages changes."""
+        if oracle is not None or start is not None:
+            return self._assign(pod_sets, oracle=oracle, start=start)
+        stamps = quota_math.path_stamps(self.node)
+        memo = self._memo
+        found = memo.get(id(pod_sets))
+        if found is not None and found[0] is pod_sets and found[1] == stamps:
+            return found[2]
+        result = self._assign(pod_sets, oracle=None, start=None)
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        memo[id(pod_sets)] = (pod_sets, stamps, result)
+        return result
+
+    def _assign(
+        self,
+        pod_sets: list[PodSetRequest],
+        *,
+        oracle: Oracle | None,
+        start: tuple[dict[str, int], ...] | None,
+    ) -> Assignment:
+        """:meth:`assign`, computed."""
         if len(pod_sets) > 1 and any(
             ps.topology_request is not None and ps.topology_request.pod_set_group_name is not None for ps in pod_sets
         ):

@@ -281,11 +281,19 @@ _NO_RESOURCES_CONFIG = models.ResourcesConfig()
 
 
 def cached_pod_set_requests(
-    wl: WorkloadState, *, cq: models.ClusterQueue, config: models.Configuration
+    wl: WorkloadState,
+    *,
+    cq: models.ClusterQueue,
+    config: models.Configuration,
+    shared: dict[tuple[object, ...], list[PodSetRequest]] | None = None,
 ) -> list[PodSetRequest]:
     """:func:`pod_set_requests`, remembered on the workload's state for as long as the same
     workload, ClusterQueue and Configuration objects are in force (compared by identity:
-    the fold replaces an object when it changes, so a stale entry can never match)."""
+    the fold replaces an object when it changes, so a stale entry can never match).
+
+    ``shared`` (the admitter's, in ``state.caches``): equal request lists of pod sets without
+    node selector, tolerations, affinity or topology request, so that workloads asking the
+    same share one list (and the flavor picker's memo of it); up to 4,096 of them."""
     memo = wl.requests_memo
     if (
         memo is not None
@@ -295,9 +303,32 @@ def cached_pod_set_requests(
     ):
         return memo
     requests = pod_set_requests(wl.workload, cq=cq, config=config)
+    if shared is not None:
+        requests = _shared(requests, shared)
     wl.requests_memo = requests
     wl.requests_memo_workload, wl.requests_memo_cq, wl.requests_memo_config = wl.workload, cq, config
     return requests
+
+
+def _shared(
+    requests: list[PodSetRequest], shared: dict[tuple[object, ...], list[PodSetRequest]]
+) -> list[PodSetRequest]:
+    """The list in ``shared`` equal to ``requests`` (added when there is none and room)."""
+    signature: list[object] = []
+    for ps in requests:
+        if ps.node_selector or ps.tolerations or ps.affinity or ps.topology_request is not None:
+            return requests  # compared by value only where that is cheap and certain
+        signature.append((ps.name, ps.count, tuple(ps.requests.items()), ps.raw_resources, ps.min_count))
+    key = tuple(signature)
+    found = shared.get(key)
+    if found is not None:
+        return found
+    if len(shared) < _SHARED_LIMIT:
+        shared[key] = requests
+    return requests
+
+
+_SHARED_LIMIT = 4096
 
 
 def _transform(requests: dict[str, int], transformations: list[models.ResourceTransformation]) -> dict[str, int]:
