@@ -86,9 +86,6 @@ class WorkloadState:
     key: str = field(init=False)  # ``workload.key``, which never changes for a state
     _ref: types.WorkloadRef | None = field(default=None, init=False, repr=False)
     _ref_of: models.Workload | None = field(default=None, init=False, repr=False)  # what _ref was made from
-    # The admitter's cache of what its queue plan checks of the workload object alone (the
-    # object, whether it is misconfigured, the priority class it depends on); ``Any`` as for ``requests_memo``.
-    plan_memo: tuple[models.Workload, Any, str | None] | None = None
 
     def __post_init__(self) -> None:
         self.key = self.workload.key

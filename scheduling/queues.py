@@ -64,6 +64,7 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
     for queue, why in unusable:
         result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
     triggers = layout.triggers
+    shapes = _shapes(state)
     sticky = _sticky_preemptors(state) if state.preemptors or state.nominations else {}
     known_inactive, mismatches, workloads, cluster_queues = (
         layout.inactive,
@@ -85,11 +86,11 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
         if sticky and (preemptor := sticky.get(cq_name)) is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
             head_order = preemptor  # SEMANTICS §3.9: the nominated preemptor is tried first
         elif len(local_queues) == 1:
-            head_order = _front(state, local_queues[0], triggers[cq_name], result)
+            head_order = _front(state, local_queues[0], triggers[cq_name], result, shapes)
             if head_order is None:
                 continue
         else:
-            fronts = [(q, c) for q in local_queues if (c := _front(state, q, triggers[cq_name], result))]
+            fronts = [(q, c) for q in local_queues if (c := _front(state, q, triggers[cq_name], result, shapes))]
             if not fronts:
                 continue
             if afs.active(cq, state.configuration) and len(fronts) > 1:
@@ -102,7 +103,7 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
         mismatch = mismatches.get(selected, _UNKNOWN)
         if mismatch is _UNKNOWN:
             mismatch = mismatches[selected] = _namespace_mismatch(head, cq, state)
-        mismatch = mismatch or _shape(head)[1]  # misconfigured (SEMANTICS §4.3)
+        mismatch = mismatch or _shape(head, shapes)[1]  # misconfigured (SEMANTICS §4.3)
         if mismatch is not None:
             result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
             continue
@@ -195,7 +196,9 @@ def _sticky_preemptors(state: ClusterState) -> dict[str, tuple[int, int, str, st
 _UNKNOWN = Why("", "")  # not yet in a layout map (whose values may be None)
 
 
-def _front(state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan) -> tuple[int, int, str, str] | None:
+def _front(
+    state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan, shapes: _Shapes
+) -> tuple[int, int, str, str] | None:
     """The first workload of a LocalQueue that may be tried now (not parked since the
     last requeue trigger), noting on the way those whose priority class is missing.
 
@@ -204,11 +207,11 @@ def _front(state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan
     queued = state.queued[queue]
     ready = queued.requeue(trigger) if trigger != queued.trigger else queued.ready
     first = ready.first()
-    if first is None or _missing_priority_class(state.workloads[first[-1]], state) is None:
+    if first is None or _missing_priority_class(state.workloads[first[-1]], state, shapes) is None:
         return first
     for order in ready:  # rarely: past those whose priority class is missing
         wl = state.workloads[order[-1]]
-        missing = _missing_priority_class(wl, state)
+        missing = _missing_priority_class(wl, state, shapes)
         if missing is not None:
             plan.unqueued.append((wl, missing))
             continue
@@ -355,23 +358,36 @@ def _scaled(input_resource: str, amount: int, output_resource: str, factor: str)
     return amount * per_unit
 
 
-def _missing_priority_class(wl: WorkloadState, state: ClusterState) -> Why | None:
+def _missing_priority_class(wl: WorkloadState, state: ClusterState, shapes: _Shapes) -> Why | None:
     """Misconfigured when the workload names a WorkloadPriorityClass that does not exist and
     sets no priority of its own (SEMANTICS §2.4)."""
-    memo = _shape(wl)
+    memo = _shape(wl, shapes)
     name = memo[2]
     if name is None or name in state.priority_classes:
         return None
     return Why("Misconfigured", f"WorkloadPriorityClass {name} not found")
 
 
-def _shape(wl: WorkloadState) -> tuple[models.Workload, Why | None, str | None]:
-    """What :func:`plan` checks of the workload object alone, remembered on its state for as
-    long as that object is in force (compared by identity: the fold replaces the object when
-    the workload changes): the object, why it is misconfigured (None: it is not) and the
-    WorkloadPriorityClass it depends on (None: it sets its priority or names no class)."""
-    memo = wl.plan_memo
+_Shapes = dict[str, tuple[models.Workload, Why | None, str | None]]
+
+
+def _shapes(state: ClusterState) -> _Shapes:
+    """The admitter's :func:`_shape` memo in ``state.caches`` (started over when it holds many
+    more workloads than the state: those of workloads gone)."""
+    shapes: _Shapes | None = state.caches.get("admitter.shapes")
+    if shapes is None or len(shapes) > 2 * len(state.workloads) + 1024:
+        shapes = state.caches["admitter.shapes"] = {}
+    return shapes
+
+
+def _shape(wl: WorkloadState, shapes: _Shapes) -> tuple[models.Workload, Why | None, str | None]:
+    """What :func:`plan` checks of the workload object alone, remembered in ``shapes`` (the
+    admitter's, in ``state.caches``) per workload key for as long as that object is in force
+    (compared by identity: the fold replaces the object when the workload changes): the
+    object, why it is misconfigured (None: it is not) and the WorkloadPriorityClass it depends
+    on (None: it sets its priority or names no class)."""
     workload = wl.workload
+    memo = shapes.get(wl.key)
     if memo is not None and memo[0] is workload:
         return memo
     misconfigured = None
@@ -383,7 +399,7 @@ def _shape(wl: WorkloadState) -> tuple[models.Workload, Why | None, str | None]:
     needs = (
         ref.name if ref is not None and workload.spec.priority is None and ref.kind == "WorkloadPriorityClass" else None
     )
-    memo = wl.plan_memo = (workload, misconfigured, needs)
+    memo = shapes[wl.key] = (workload, misconfigured, needs)
     return memo
 
 
@@ -401,7 +417,7 @@ def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str
 
 def _misconfigured(wl: WorkloadState) -> Why | None:
     """A workload that fails Kueue's admissibility validation is parked as Misconfigured (SEMANTICS §4.3)."""
-    return _shape(wl)[1]
+    return _shape(wl, {})[1]
 
 
 def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: ClusterState) -> Why | None:

@@ -85,7 +85,6 @@ def _from_scratch(state: ClusterState) -> None:
     state.quota_tree = None
     for wl in state.workloads.values():
         wl.requests_memo = wl.requests_memo_workload = wl.requests_memo_cq = wl.requests_memo_config = None
-        wl.plan_memo = None
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
