@@ -616,27 +616,42 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
 
 def _index_status(state: ClusterState, key: str, wl: WorkloadState | None) -> None:
     """Keep ``checks_due``, ``timed``, ``backoffs`` and ``not_ready`` in step (``wl`` None: gone)."""
-    held = wl is not None and wl.reservation is not None and wl.eviction is None
-    failed = wl is not None and any(c.state in ("Retry", "Rejected") for c in wl.checks.values())
-    due = wl is not None and ((held and not wl.admitted) or (failed and wl.active))
-    ready = wl is not None and wl.pods_ready is not None and wl.pods_ready.ready
-    timed = (
-        held and wl is not None and wl.admitted and (not ready or bool(wl.workload.spec.maximum_execution_time_seconds))
-    )
-    backoff = wl is not None and wl.backoff and wl.reservation is None
-    not_ready = wl is not None and wl.reservation is not None and not ready
-    for index, member in (
-        (state.checks_due, due),
-        (state.timed, timed),
-        (state.backoffs, backoff),
-        (state.not_ready, not_ready),
-    ):
-        if member and key not in index:
-            index[key] = None
-        elif not member and key in index:
-            del index[key]
     if wl is None:
+        state.checks_due.pop(key, None)
+        state.timed.pop(key, None)
+        state.backoffs.pop(key, None)
+        state.not_ready.pop(key, None)
         return
+    reserved = wl.reservation is not None
+    held = reserved and wl.eviction is None
+    failed = False
+    if wl.checks:
+        for check in wl.checks.values():
+            if check.state in ("Retry", "Rejected"):
+                failed = True
+                break
+    due = (held and not wl.admitted) or (failed and wl.active)
+    ready = wl.pods_ready is not None and wl.pods_ready.ready
+    timed = held and wl.admitted and (not ready or bool(wl.workload.spec.maximum_execution_time_seconds))
+    backoff = wl.backoff and not reserved
+    not_ready = reserved and not ready
+    # The four indexes, in and out (written out: a decision of every workload passes here).
+    if due:
+        state.checks_due[key] = None
+    else:
+        state.checks_due.pop(key, None)
+    if timed:
+        state.timed[key] = None
+    else:
+        state.timed.pop(key, None)
+    if backoff:
+        state.backoffs[key] = None
+    else:
+        state.backoffs.pop(key, None)
+    if not_ready:
+        state.not_ready[key] = None
+    else:
+        state.not_ready.pop(key, None)
     basis = _timer_basis(wl, ready=ready) if timed else None
     if basis != wl.timer_basis:
         wl.timer_basis = basis

@@ -54,6 +54,11 @@ class Node:
     in_cycle: bool = False
     kept: dict[FR, int] = field(default_factory=dict, repr=False)  # local_quota where not 0 (set by build)
     potential: dict[FR, int] = field(default_factory=dict, repr=False)  # potential_of, remembered (quotas only)
+    # Names the content of ``usage``: every change sets a value the tree never gave out before
+    # and a rollback restores the value from before (QuotaTree keeps it). While a node and its
+    # ancestors keep their stamps, nothing :func:`available_at` or
+    # :func:`lowest_subtree_that_fits` reads has changed (the flavor picker's memo relies on it).
+    stamp: int = field(default=0, repr=False)
     _height: int | None = field(default=None, repr=False)
 
     def local_quota(self, fr: FR) -> int:
@@ -92,9 +97,11 @@ class QuotaTree:
     def __init__(self, *, cluster_queues: dict[str, Node], cohorts: dict[str, Node]) -> None:
         self.cluster_queues = cluster_queues
         self.cohorts = cohorts
-        # Usage changes since begin(), as parallel lists of node, FR and the value before: no
-        # tuple per change, so a cycle's what-ifs leave the garbage collector less to walk.
-        self._journal: tuple[list[Node], list[FR], list[int]] | None = None
+        # Usage changes since begin(), as parallel lists of node, FR, the value before and the
+        # node's stamp before: no tuple per change, so a cycle's what-ifs leave the garbage
+        # collector less to walk.
+        self._journal: tuple[list[Node], list[FR], list[int], list[int]] | None = None
+        self._stamps = 0  # the last stamp given out (Node.stamp)
         # One tuple per FR the tree knows: usage maps keyed by these long-lived (and so
         # untracked) tuples stay out of the garbage collector's way (see :meth:`fr`).
         self._frs: dict[str, dict[str, FR]] = {}
@@ -109,14 +116,17 @@ class QuotaTree:
 
     def begin(self) -> None:
         """Start recording usage changes, so :meth:`rollback` can undo a cycle's what-ifs."""
-        self._journal = ([], [], [])
+        self._journal = ([], [], [], [])
 
     def rollback(self) -> None:
         """Undo every usage change since :meth:`begin` (newest first) and stop recording."""
         if self._journal is not None:
-            nodes, frs, values = self._journal
-            for node, fr, before in zip(reversed(nodes), reversed(frs), reversed(values), strict=True):
+            nodes, frs, values, stamps = self._journal
+            for node, fr, before, stamp in zip(
+                reversed(nodes), reversed(frs), reversed(values), reversed(stamps), strict=True
+            ):
                 node.usage[fr] = before
+                node.stamp = stamp
         self._journal = None
 
     # --- queries (SEMANTICS §6.2) --------------------------------------------------------
@@ -210,7 +220,10 @@ class QuotaTree:
                 journal[0].append(node)
                 journal[1].append(fr)
                 journal[2].append(used)
+                journal[3].append(node.stamp)
             usage[fr] = used + amount
+            self._stamps += 1
+            node.stamp = self._stamps
             room = local - used if local > used else 0
             if amount <= room:
                 return
@@ -227,7 +240,10 @@ class QuotaTree:
                 journal[0].append(node)
                 journal[1].append(fr)
                 journal[2].append(used)
+                journal[3].append(node.stamp)
             usage[fr] = used - amount
+            self._stamps += 1
+            node.stamp = self._stamps
             before = used - local if used > local else 0
             after = used - amount - local
             if after < 0:
@@ -366,6 +382,20 @@ def lowest_subtree_that_fits(node: Node, fr: FR, amount: int) -> tuple[int, bool
         remaining -= local - used if local > used else 0
         ancestor = ancestor.parent
     return node.root().height(), False
+
+
+def path_stamps(node: Node) -> tuple[int, ...]:
+    """The usage stamps of ``node`` and its ancestors, nearest first (see :attr:`Node.stamp`)."""
+    parent = node.parent
+    if parent is None:
+        return (node.stamp,)
+    if parent.parent is None:
+        return (node.stamp, parent.stamp)
+    out = [node.stamp]
+    while parent is not None:
+        out.append(parent.stamp)
+        parent = parent.parent
+    return tuple(out)
 
 
 def available_at(node: Node, fr: FR) -> int:

@@ -74,17 +74,27 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
     search = Search(state, tree, now_ms=now_ms, tas=cycle)
     cycle_no = state.admit_cycles + 1  # this cycle's number, should it commit anything (SEMANTICS §5.3)
     entries: list[Entry] = []
+    orders = plan.orders
+    shared = state.caches.get("admitter.requests")
+    if shared is None:
+        shared = state.caches["admitter.requests"] = {}
+    cluster_queues, config, preemptors, nominations = (
+        state.cluster_queues,
+        state.configuration,
+        state.preemptors,
+        state.nominations,
+    )
     for cq_name, head in plan.heads.items():
-        if head.key in touched:
+        if touched and head.key in touched:
             continue  # deactivated or requeued just now: decided again next cycle
-        cq = state.cluster_queues[cq_name]
+        cq = cluster_queues[cq_name]
         if head.checks and lifecycle.failed_checks(head, cq):
             # SEMANTICS §4.3 step 2: not nominated while a check is in Retry or Rejected.
             message = lifecycle.FAILED_CHECKS_MESSAGE
             decisions.extend(_inadmissible(head, "PendingEvaluation", message, parked=True, now_ms=now_ms))
             continue
-        requests = queues.cached_pod_set_requests(head, cq=cq, config=state.configuration)
-        start = bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
+        requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared)
+        start = None if head.bookmark is None else bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
         exhausted = start is not None and not start.tried
         assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
         bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
@@ -100,10 +110,12 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
                 _inadmissible(head, reason, assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark)
             )
             continue
-        nominated = head.key in state.preemptors or head.key in state.nominations
-        priority = queues.priority_of(head.workload, state)
-        # Positional (workload, cq, assignment, priority, targets, nominated, bookmark): one per head.
-        entries.append(Entry(head, cq, assignment, priority, tuple(victims), nominated, bookmark))
+        nominated = (head.key in preemptors or head.key in nominations) if preemptors or nominations else False
+        # The fold keeps the queue order key in step with the effective priority and queue time
+        # (cluster._place), so it is the entry's too: -order[0] is priority_of(head.workload).
+        order = orders[cq_name]
+        # Positional (workload, cq, assignment, priority, order, targets, nominated, bookmark): one per head.
+        entries.append(Entry(head, cq, assignment, -order[0], order, tuple(victims), nominated, bookmark))
     chosen: set[str] = set()
     gate = _PodsReadyGate(state)
     for entry in ordered(entries, state=state, tree=tree):
@@ -145,12 +157,7 @@ def _drain_stopped_queues(state: ClusterState, *, now_ms: int) -> list[types.Dec
     admitted workload is evicted (reason ClusterQueueStopped or LocalQueueStopped, not a
     preemption), keeping its quota until its job stops."""
     out: list[types.Decision] = []
-    stopped_cqs = {name for name, cq in state.cluster_queues.items() if cq.spec.stop_policy != "None"}
-    stopped_lqs = {
-        (lq.metadata.namespace, lq.spec.cluster_queue)
-        for lq in state.local_queues.values()
-        if lq.spec.stop_policy != "None"
-    }
+    stopped_cqs, stopped_lqs = _stopped(state)
     if not stopped_cqs and not stopped_lqs:
         return out
     for cq_name in sorted(state.reserved):
@@ -191,6 +198,23 @@ def _drain_stopped_queues(state: ClusterState, *, now_ms: int) -> list[types.Dec
                     )
                 )
     return out
+
+
+def _stopped(state: ClusterState) -> tuple[set[str], set[tuple[str, str]]]:
+    """The ClusterQueues with a stop policy, and (namespace, ClusterQueue) of the LocalQueues
+    with one; remembered in ``state.caches`` until an object changes (``state.objects_version``:
+    every ClusterQueue or LocalQueue fact or deletion advances it)."""
+    kept = state.caches.get("admitter.stopped")
+    if kept is not None and kept[0] == state.objects_version:
+        return kept[1], kept[2]
+    stopped_cqs = {name for name, cq in state.cluster_queues.items() if cq.spec.stop_policy != "None"}
+    stopped_lqs = {
+        (lq.metadata.namespace, lq.spec.cluster_queue)
+        for lq in state.local_queues.values()
+        if lq.spec.stop_policy != "None"
+    }
+    state.caches["admitter.stopped"] = (state.objects_version, stopped_cqs, stopped_lqs)
+    return stopped_cqs, stopped_lqs
 
 
 def _process(

@@ -30,6 +30,7 @@ class Entry(msgspec.Struct, frozen=True, gc=False):
     cq: models.ClusterQueue
     assignment: flavors.Assignment
     priority: int
+    order: tuple[int, int, str, str]  # the workload's queue order key (-priority, queue time, UID, key)
     targets: tuple[preemption.Target, ...] = ()
     nominated: bool = False
     bookmark: types.FlavorBookmark | None = None  # after this cycle's scan, if it is not admitted
@@ -47,18 +48,11 @@ def ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree)
     yield from sorted(entries, key=order_key)
 
 
-def order_key(entry: Entry) -> tuple[bool, int, int, int, str, str]:
+def order_key(entry: Entry) -> tuple[bool, int, tuple[int, int, str, str]]:
     """Kueue's entryOrdering (SEMANTICS §4.4.1): nominated preemptors first (ours), then
-    non-borrowing, higher priority, earlier queue time, UID and key."""
-    meta = entry.workload.workload.metadata
-    return (
-        not entry.nominated,  # ours: a nominated preemptor keeps the capacity it preempted for
-        entry.assignment.borrowing,
-        -entry.priority,
-        entry.workload.queue_ts_ms,
-        meta.uid,
-        entry.workload.key,
-    )
+    non-borrowing, then the queue order: higher priority, earlier queue time, UID and key."""
+    # ours: a nominated preemptor keeps the capacity it preempted for
+    return (not entry.nominated, entry.assignment.borrowing, entry.order)
 
 
 def pod_set_assignments(entry: Entry) -> list[types.PodSetAssignment]:

@@ -16,6 +16,7 @@ stops the search.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ class PodSetRequest:
     # template requests (before transformations).
     topology_request: models.PodSetTopologyRequest | None = None
     raw_resources: frozenset[str] = frozenset()
+    min_count: int | None = None  # partial admission (SEMANTICS §5.9): the fewest pods it may run with
 
     def totals(self) -> dict[str, int]:
         """Per-resource totals for all ``count`` pods."""
@@ -135,7 +137,14 @@ class Assignment(msgspec.Struct, frozen=True, gc=False):
     @property
     def pending_flavors(self) -> bool:
         """Kueue's PendingFlavors: the bookmark names a flavor the next scan would resume after."""
-        return self.tried is not None and any(i != -1 for per_pod_set in self.tried for i in per_pod_set.values())
+        tried = self.tried
+        if tried is None:
+            return False
+        for per_pod_set in tried:  # loops, not any() over a generator: asked once per head a cycle
+            for index in per_pod_set.values():
+                if index != -1:
+                    return True
+        return False
 
     @property
     def fits(self) -> bool:
@@ -223,6 +232,19 @@ def _try_next(mode: GranularMode, fungibility: models.FlavorFungibility) -> bool
     return mode[1] > 0 and fungibility.when_can_borrow == "TryNextFlavor"
 
 
+_MEMO_SIZE = 64  # request lists a Picker remembers results for (then it starts over)
+
+_MEMOS: weakref.WeakKeyDictionary[Picker, dict[int, tuple[list[PodSetRequest], tuple[int, ...], Assignment]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per Picker, recent results of :meth:`Picker.assign` without oracle or bookmark, per request
+list (by identity; the admitter shares one list among workloads that ask the same, see
+queues.cached_pod_set_requests): the list, the usage stamps of the quota node and its ancestors
+it was computed at (quota.path_stamps), and the assignment. Kept beside the picker, not in it:
+a memo keyed by object identity is no part of a state that is pickled into a checkpoint and
+compared with a fresh fold (``kueue-es replay --verify-checkpoints``)."""
+
+
 class _Group(msgspec.Struct, frozen=True, gc=False):
     """A resource group as the picker reads it: covered resources and, per listed flavor,
     its name, its object (None when it does not exist) and whether it has neither taints
@@ -240,7 +262,18 @@ class Picker:
     admitter keeps one per ClusterQueue until the next requeue trigger.
     """
 
-    __slots__ = ("name", "node", "covering", "frs", "fungibility", "may_preempt_borrowing", "tas_levels", "tas_only")
+    __slots__ = (
+        "name",
+        "node",
+        "covering",
+        "frs",
+        "fungibility",
+        "may_preempt_borrowing",
+        "tas_levels",
+        "tas_only",
+        "preempting",
+        "__weakref__",
+    )
 
     def __init__(
         self,
@@ -281,6 +314,10 @@ class Picker:
         self.may_preempt_borrowing = preemption.borrow_within_cohort.policy != "Never" or (
             fair_sharing and preemption.reclaim_within_cohort != "Never"
         )
+        # Whether any policy allows a preemption candidate at all (search.can_preempt).
+        self.preempting = preemption.within_cluster_queue != "Never" or (
+            preemption.reclaim_within_cohort != "Never" and self.node.parent is not None
+        )
 
     def assign(
         self,
@@ -291,11 +328,40 @@ class Picker:
     ) -> Assignment:
         """:func:`assign` in this ClusterQueue; ``start`` is the bookmark to resume from
         (:attr:`Assignment.tried` of an earlier scan): a group's scan starts after the index
-        it names for the pod set and the resource that opens the group (SEMANTICS §5.3)."""
+        it names for the pod set and the resource that opens the group (SEMANTICS §5.3).
+
+        Without ``oracle`` and ``start`` the result depends only on ``pod_sets`` and the usage
+        of this ClusterQueue's quota node and its ancestors (everything else the picker reads
+        is fixed when it is made), so it is remembered until one of those usages changes."""
+        if oracle is not None or start is not None:
+            return self._assign(pod_sets, oracle=oracle, start=start)
+        stamps = quota_math.path_stamps(self.node)
+        memo = _MEMOS.get(self)
+        if memo is None:
+            memo = _MEMOS[self] = {}
+        found = memo.get(id(pod_sets))
+        if found is not None and found[0] is pod_sets and found[1] == stamps:
+            return found[2]
+        result = self._assign(pod_sets, oracle=None, start=None)
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        memo[id(pod_sets)] = (pod_sets, stamps, result)
+        return result
+
+    def _assign(
+        self,
+        pod_sets: list[PodSetRequest],
+        *,
+        oracle: Oracle | None,
+        start: tuple[dict[str, int], ...] | None,
+    ) -> Assignment:
+        """:meth:`assign`, computed."""
         if len(pod_sets) > 1 and any(
             ps.topology_request is not None and ps.topology_request.pod_set_group_name is not None for ps in pod_sets
         ):
             return self._assign_units(pod_sets, oracle=oracle, start=start)
+        if len(pod_sets) == 1 and len(pod_sets[0].requests) == 1:
+            return self._assign_one(pod_sets[0], oracle=oracle, start=start)
         covering, frs = self.covering, self.frs
         tried: list[dict[str, int]] = []
         taken: dict[FR, int] = {}  # what earlier pod sets took, per FR
@@ -351,6 +417,35 @@ class Picker:
         # Positional (mode, flat, borrowing, message, reason, tas, tried): one for every head of a cycle.
         outcome = "Fit" if worst[0] == FIT else "Preempt"
         return Assignment(outcome, tuple(flat), borrowing, "; ".join(problems_all), "", None, tuple(tried))
+
+    def _assign_one(
+        self, ps: PodSetRequest, *, oracle: Oracle | None, start: tuple[dict[str, int], ...] | None
+    ) -> Assignment:
+        """:meth:`assign` for one pod set asking one resource (the common case), with the
+        same result as the general loop: no maps of earlier pod sets' usage or chosen flavors
+        to build, the flat tuple made in one go."""
+        ((resource, amount),) = ps.requests.items()
+        count = ps.count
+        total = amount * count
+        group = self.covering.get(resource)
+        if total <= 0 and group is None:  # an uncovered zero request is ignored (SEMANTICS §10.4)
+            return Assignment("Fit", (ps.name, count, 0), 0, "", "", None, ({},))
+        if group is None:
+            return _uncovered(ps.name, resource, tried=({},))
+        resume = start[0] if start else None
+        first = resume.get(resource, -1) + 1 if resume else 0
+        choice, problems, last = self._pick(ps, group, {resource: total}, {}, oracle, first)
+        mode = choice.mode
+        flavor = choice.flavor
+        if flavor is None or mode[0] == NO_FIT:
+            return _no_flavor(ps.name, problems, tried=({},))
+        fr = self.frs[flavor][resource]
+        flat = (ps.name, count, 1, resource, fr, total, resource in choice.need_preemption)
+        borrowing = mode[1] if mode[1] > 0 else 0
+        if mode[0] == FIT:
+            return Assignment("Fit", flat, borrowing, "", "", None, ({resource: last},))
+        message = f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
+        return Assignment("Preempt", flat, borrowing, message, "", None, ({resource: last},))
 
     def _assign_units(
         self,

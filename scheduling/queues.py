@@ -34,10 +34,12 @@ class Why:
 
 @dataclass(kw_only=True)
 class Plan:
-    """A cycle's heads (per ClusterQueue name, in name order, its workload) and the workloads
-    that cannot queue, with why."""
+    """A cycle's heads (per ClusterQueue name, in name order, its workload), their queue order
+    keys (:func:`queue_order_key`, as the fold keeps them) and the workloads that cannot queue,
+    with why."""
 
     heads: dict[str, WorkloadState] = field(default_factory=dict)
+    orders: dict[str, tuple[int, int, str, str]] = field(default_factory=dict)
     unqueued: list[tuple[WorkloadState, Why]] = field(default_factory=list)
 
 
@@ -55,42 +57,40 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
     """
     result = Plan()
     layout = _layout(state, tree)
-    by_cq: dict[str, list[tuple[str, str]]] = {}
-    for queue in state.queued:
-        resolved = layout.local_queues.get(queue)
-        if resolved is None:
-            resolved = layout.local_queues[queue] = _resolve_local_queue(state, namespace=queue[0], queue_name=queue[1])
-        cq_name, why = resolved
-        if why is not None:
-            result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
-        elif cq_name in by_cq:
-            by_cq[cq_name].append(queue)
-        else:
-            by_cq[cq_name] = [queue]
+    queued_now = tuple(state.queued)
+    if layout.grouped_for != queued_now:
+        layout.grouped_for, layout.grouped = queued_now, _group(state, layout, queued_now)
+    unusable, by_cq = layout.grouped
+    for queue, why in unusable:
+        result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
     triggers = layout.triggers
+    shapes = _shapes(state)
     sticky = _sticky_preemptors(state) if state.preemptors or state.nominations else {}
-    for cq_name in sorted(by_cq):
-        if cq_name in layout.inactive:
-            inactive = layout.inactive[cq_name]
-        else:
-            inactive = layout.inactive[cq_name] = inactive_reason(state.cluster_queues[cq_name], state=state, tree=tree)
+    known_inactive, mismatches, workloads, cluster_queues = (
+        layout.inactive,
+        layout.mismatches,
+        state.workloads,
+        state.cluster_queues,
+    )
+    for cq_name, local_queues in by_cq.items():
+        inactive = known_inactive.get(cq_name, _UNKNOWN)
+        if inactive is _UNKNOWN:
+            inactive = known_inactive[cq_name] = inactive_reason(cluster_queues[cq_name], state=state, tree=tree)
         if inactive is not None:
             result.unqueued.extend(
-                (state.workloads[order[-1]], inactive) for queue in by_cq[cq_name] for order in state.queued[queue]
+                (workloads[order[-1]], inactive) for queue in local_queues for order in state.queued[queue]
             )
             continue
-        cq = state.cluster_queues[cq_name]
-        preemptor = sticky.get(cq_name)
-        local_queues = by_cq[cq_name]
+        cq = cluster_queues[cq_name]
         head_order: tuple[int, int, str, str] | None
-        if preemptor is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
+        if sticky and (preemptor := sticky.get(cq_name)) is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
             head_order = preemptor  # SEMANTICS §3.9: the nominated preemptor is tried first
         elif len(local_queues) == 1:
-            head_order = _front(state, local_queues[0], trigger=triggers[cq_name], plan=result)
+            head_order = _front(state, local_queues[0], triggers[cq_name], result, shapes)
             if head_order is None:
                 continue
         else:
-            fronts = [(q, c) for q in local_queues if (c := _front(state, q, trigger=triggers[cq_name], plan=result))]
+            fronts = [(q, c) for q in local_queues if (c := _front(state, q, triggers[cq_name], result, shapes))]
             if not fronts:
                 continue
             if afs.active(cq, state.configuration) and len(fronts) > 1:
@@ -98,19 +98,40 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
                 head_order = min(fronts, key=lambda f: (lq_usage(state, f[0], now_ms=now_ms), f[1]))[1]
             else:
                 head_order = min(c for _, c in fronts)
-        head = state.workloads[head_order[-1]]
-        selected = (cq_name, head.workload.metadata.namespace)
-        if selected in layout.mismatches:
-            mismatch = layout.mismatches[selected]
-        else:
-            mismatch = layout.mismatches[selected] = _namespace_mismatch(head, cq, state)
-        mismatch = mismatch or _misconfigured(head)
+        head = workloads[head_order[-1]]
+        selected = (cq_name, head.key.partition("/")[0])  # the workload's namespace
+        mismatch = mismatches.get(selected, _UNKNOWN)
+        if mismatch is _UNKNOWN:
+            mismatch = mismatches[selected] = _namespace_mismatch(head, cq, state)
+        mismatch = mismatch or _shape(head, shapes)[1]  # misconfigured (SEMANTICS §4.3)
         if mismatch is not None:
             result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
             continue
         result.heads[cq_name] = head
+        result.orders[cq_name] = head_order
     result.unqueued.sort(key=lambda pair: pair[0].workload.key)
     return result
+
+
+def _group(
+    state: ClusterState, layout: _Layout, queues: tuple[tuple[str, str], ...]
+) -> tuple[list[tuple[tuple[str, str], Why]], dict[str, list[tuple[str, str]]]]:
+    """The LocalQueues that hold workloads, as :func:`plan` reads them: those that cannot feed
+    a ClusterQueue, with why, and the others per ClusterQueue, in ClusterQueue name order."""
+    unusable: list[tuple[tuple[str, str], Why]] = []
+    by_cq: dict[str, list[tuple[str, str]]] = {}
+    for queue in queues:
+        resolved = layout.local_queues.get(queue)
+        if resolved is None:
+            resolved = layout.local_queues[queue] = _resolve_local_queue(state, namespace=queue[0], queue_name=queue[1])
+        cq_name, why = resolved
+        if why is not None:
+            unusable.append((queue, why))
+        elif cq_name in by_cq:
+            by_cq[cq_name].append(queue)
+        else:
+            by_cq[cq_name] = [queue]
+    return unusable, {name: by_cq[name] for name in sorted(by_cq)}
 
 
 @dataclass(kw_only=True)
@@ -120,7 +141,8 @@ class _Layout:
     mismatches; and from the requeue triggers, each ClusterQueue's latest. Kept in
     ``state.caches`` for as long as the quota tree and ``state.objects_version`` stay
     the same (every change of those objects is a requeue trigger, ``cluster.apply``),
-    ``triggers`` as long as ``state.triggers_version`` does."""
+    ``triggers`` as long as ``state.triggers_version`` does; ``grouped`` as long as the
+    LocalQueues that hold workloads stay the same (the resolution it reads stays with the objects)."""
 
     objects_version: int
     tree: quota.QuotaTree
@@ -129,6 +151,9 @@ class _Layout:
     local_queues: dict[tuple[str, str], tuple[str, Why | None]] = field(default_factory=dict)
     inactive: dict[str, Why | None] = field(default_factory=dict)
     mismatches: dict[tuple[str, str], Why | None] = field(default_factory=dict)
+    # :func:`_group` of the LocalQueues in ``state.queued`` (in its order) it was made for.
+    grouped_for: tuple[tuple[str, str], ...] | None = None
+    grouped: tuple[list[tuple[tuple[str, str], Why]], dict[str, list[tuple[str, str]]]] = ([], {})
 
 
 def _layout(state: ClusterState, tree: quota.QuotaTree) -> _Layout:
@@ -168,8 +193,11 @@ def _sticky_preemptors(state: ClusterState) -> dict[str, tuple[int, int, str, st
     return out
 
 
+_UNKNOWN = Why("", "")  # not yet in a layout map (whose values may be None)
+
+
 def _front(
-    state: ClusterState, queue: tuple[str, str], *, trigger: int, plan: Plan
+    state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan, shapes: _Shapes
 ) -> tuple[int, int, str, str] | None:
     """The first workload of a LocalQueue that may be tried now (not parked since the
     last requeue trigger), noting on the way those whose priority class is missing.
@@ -179,11 +207,11 @@ def _front(
     queued = state.queued[queue]
     ready = queued.requeue(trigger) if trigger != queued.trigger else queued.ready
     first = ready.first()
-    if first is None or _missing_priority_class(state.workloads[first[-1]].workload, state) is None:
+    if first is None or _missing_priority_class(state.workloads[first[-1]], state, shapes) is None:
         return first
     for order in ready:  # rarely: past those whose priority class is missing
         wl = state.workloads[order[-1]]
-        missing = _missing_priority_class(wl.workload, state)
+        missing = _missing_priority_class(wl, state, shapes)
         if missing is not None:
             plan.unqueued.append((wl, missing))
             continue
@@ -219,16 +247,19 @@ def pod_set_requests(
     """Per-pod requests the quota check uses (SEMANTICS §2.3, §10.4): excluded prefixes
     dropped, transformations applied, undeclared resources ignored when configured,
     and ``pods`` = 1 per pod when the ClusterQueue covers it."""
-    resources = config.resources or models.ResourcesConfig()
+    resources = config.resources or _NO_RESOURCES_CONFIG
     covered = {r for group in cq.spec.resource_groups for r in group.covered_resources}
     out = []
     for ps in workload.spec.pod_sets:
-        requests = {
-            r: v
-            for r, v in ps.requests.items()
-            if not any(r.startswith(prefix) for prefix in resources.exclude_resource_prefixes)
-        }
-        requests = _transform(requests, resources.transformations)
+        if resources.exclude_resource_prefixes or resources.transformations:
+            requests = {
+                r: v
+                for r, v in ps.requests.items()
+                if not any(r.startswith(prefix) for prefix in resources.exclude_resource_prefixes)
+            }
+            requests = _transform(requests, resources.transformations)
+        else:  # what the two steps above leave of them: a copy, negative amounts as 0
+            requests = {r: v if v > 0 else 0 for r, v in ps.requests.items()}
         if resources.quota_check_strategy == "IgnoreUndeclared":
             requests = {r: v for r, v in requests.items() if r in covered}
         if "pods" in covered:
@@ -243,17 +274,29 @@ def pod_set_requests(
                 affinity=tuple(ps.required_node_affinity),
                 topology_request=ps.topology_request,
                 raw_resources=frozenset(ps.requests),
+                min_count=ps.min_count,
             )
         )
     return out
 
 
+_NO_RESOURCES_CONFIG = models.ResourcesConfig()
+
+
 def cached_pod_set_requests(
-    wl: WorkloadState, *, cq: models.ClusterQueue, config: models.Configuration
+    wl: WorkloadState,
+    *,
+    cq: models.ClusterQueue,
+    config: models.Configuration,
+    shared: dict[tuple[object, ...], list[PodSetRequest]] | None = None,
 ) -> list[PodSetRequest]:
     """:func:`pod_set_requests`, remembered on the workload's state for as long as the same
     workload, ClusterQueue and Configuration objects are in force (compared by identity:
-    the fold replaces an object when it changes, so a stale entry can never match)."""
+    the fold replaces an object when it changes, so a stale entry can never match).
+
+    ``shared`` (the admitter's, in ``state.caches``): equal request lists of pod sets without
+    node selector, tolerations, affinity or topology request, so that workloads asking the
+    same share one list (and the flavor picker's memo of it); up to 4,096 of them."""
     memo = wl.requests_memo
     if (
         memo is not None
@@ -263,9 +306,32 @@ def cached_pod_set_requests(
     ):
         return memo
     requests = pod_set_requests(wl.workload, cq=cq, config=config)
+    if shared is not None:
+        requests = _shared(requests, shared)
     wl.requests_memo = requests
     wl.requests_memo_workload, wl.requests_memo_cq, wl.requests_memo_config = wl.workload, cq, config
     return requests
+
+
+def _shared(
+    requests: list[PodSetRequest], shared: dict[tuple[object, ...], list[PodSetRequest]]
+) -> list[PodSetRequest]:
+    """The list in ``shared`` equal to ``requests`` (added when there is none and room)."""
+    signature: list[object] = []
+    for ps in requests:
+        if ps.node_selector or ps.tolerations or ps.affinity or ps.topology_request is not None:
+            return requests  # compared by value only where that is cheap and certain
+        signature.append((ps.name, ps.count, tuple(ps.requests.items()), ps.raw_resources, ps.min_count))
+    key = tuple(signature)
+    found = shared.get(key)
+    if found is not None:
+        return found
+    if len(shared) < _SHARED_LIMIT:
+        shared[key] = requests
+    return requests
+
+
+_SHARED_LIMIT = 4096
 
 
 def _transform(requests: dict[str, int], transformations: list[models.ResourceTransformation]) -> dict[str, int]:
@@ -292,15 +358,49 @@ def _scaled(input_resource: str, amount: int, output_resource: str, factor: str)
     return amount * per_unit
 
 
-def _missing_priority_class(workload: models.Workload, state: ClusterState) -> Why | None:
-    ref = workload.spec.priority_class_ref
-    if ref is None or workload.spec.priority is not None or ref.kind != "WorkloadPriorityClass":
+def _missing_priority_class(wl: WorkloadState, state: ClusterState, shapes: _Shapes) -> Why | None:
+    """Misconfigured when the workload names a WorkloadPriorityClass that does not exist and
+    sets no priority of its own (SEMANTICS §2.4)."""
+    memo = _shape(wl, shapes)
+    name = memo[2]
+    if name is None or name in state.priority_classes:
         return None
-    return (
-        None
-        if ref.name in state.priority_classes
-        else Why("Misconfigured", f"WorkloadPriorityClass {ref.name} not found")
+    return Why("Misconfigured", f"WorkloadPriorityClass {name} not found")
+
+
+_Shapes = dict[str, tuple[models.Workload, Why | None, str | None]]
+
+
+def _shapes(state: ClusterState) -> _Shapes:
+    """The admitter's :func:`_shape` memo in ``state.caches`` (started over when it holds many
+    more workloads than the state: those of workloads gone)."""
+    shapes: _Shapes | None = state.caches.get("admitter.shapes")
+    if shapes is None or len(shapes) > 2 * len(state.workloads) + 1024:
+        shapes = state.caches["admitter.shapes"] = {}
+    return shapes
+
+
+def _shape(wl: WorkloadState, shapes: _Shapes) -> tuple[models.Workload, Why | None, str | None]:
+    """What :func:`plan` checks of the workload object alone, remembered in ``shapes`` (the
+    admitter's, in ``state.caches``) per workload key for as long as that object is in force
+    (compared by identity: the fold replaces the object when the workload changes): the
+    object, why it is misconfigured (None: it is not) and the WorkloadPriorityClass it depends
+    on (None: it sets its priority or names no class)."""
+    workload = wl.workload
+    memo = shapes.get(wl.key)
+    if memo is not None and memo[0] is workload:
+        return memo
+    misconfigured = None
+    for ps in workload.spec.pod_sets:
+        if ps.misconfigured:
+            misconfigured = Why("Misconfigured", f"pod set {ps.name}: {ps.misconfigured}", parked=True)
+            break
+    ref = workload.spec.priority_class_ref
+    needs = (
+        ref.name if ref is not None and workload.spec.priority is None and ref.kind == "WorkloadPriorityClass" else None
     )
+    memo = shapes[wl.key] = (workload, misconfigured, needs)
+    return memo
 
 
 def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str) -> tuple[str, Why | None]:
@@ -317,10 +417,7 @@ def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str
 
 def _misconfigured(wl: WorkloadState) -> Why | None:
     """A workload that fails Kueue's admissibility validation is parked as Misconfigured (SEMANTICS §4.3)."""
-    for ps in wl.workload.spec.pod_sets:
-        if ps.misconfigured:
-            return Why("Misconfigured", f"pod set {ps.name}: {ps.misconfigured}", parked=True)
-    return None
+    return _shape(wl, {})[1]
 
 
 def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: ClusterState) -> Why | None:

@@ -83,7 +83,7 @@ class Search:
         the flavor scan from ``start`` (the bookmark in force, §5.3)."""
         tried = start.tried if start is not None else None
         full, victims = self._try(wl, requests, cq, tried)
-        if full.fits or victims or not _partial_admission(wl):
+        if full.mode == "Fit" or victims or not _partial_admission(requests):
             return full, victims
         deltas = [
             ps.count - (spec.min_count or ps.count)
@@ -116,12 +116,12 @@ class Search:
         cq: models.ClusterQueue,
         start: tuple[dict[str, int], ...] | None = None,
     ) -> tuple[flavors.Assignment, list[preemption.Target]]:
-        preempting = can_preempt(cq, self.tree)
         picker = self._pickers.get(cq.metadata.name)
         if picker is None:
             picker = self._pickers[cq.metadata.name] = flavors.Picker(
                 cq, self.tree, self.state.flavors, fair_sharing=self.fair, topologies=self.state.topology.topologies
             )
+        preempting = picker.preempting  # can_preempt(cq, self.tree), kept with the picker
         # oracle None: no candidates at all
         assignment = picker.assign(requests, oracle=self._oracle(wl, cq) if preempting else None, start=start)
         if picker.tas_levels and assignment.mode != "NoFit" and self.tas.active:
@@ -198,9 +198,9 @@ class Search:
         return oracle
 
 
-def _partial_admission(wl: WorkloadState) -> bool:
+def _partial_admission(requests: list[flavors.PodSetRequest]) -> bool:
     """Whether any pod set of the workload has a minCount (SEMANTICS §5.9)."""
-    for pod_set in wl.workload.spec.pod_sets:
+    for pod_set in requests:
         if pod_set.min_count:
             return True
     return False
