@@ -82,9 +82,9 @@ class DirectReader:
                 self._sock = self._connect(one, credentials, os.environ.get(nats_bus.CA_FILE_ENV, "").strip())
                 break
             except (OSError, ssl.SSLError, base.BusError) as err:
-                errors.append(f"{nats_bus._without_password(one)}: {err}")
+                errors.append(f"{nats_bus._without_password(one)} failed: {err}")
         else:
-            raise base.BusError(f"Connecting to read the log failed: {'; '.join(errors) or 'no URL'}")
+            raise base.BusError(f"Connecting to {'; '.join(errors) or 'no URL'}")
         self._send(f"SUB {self._inbox} 1\r\n".encode())
 
     # --- the connection ---------------------------------------------------------------------
