@@ -99,7 +99,7 @@ class DirectReader:
         if not line.startswith(b"INFO "):
             raise base.BusError(f"not a NATS server (it said {line[:40]!r})")
         info = json.loads(line[5:])
-        if info.get("tls_required") or parsed.scheme == "tls" or ca_file:
+        if info.get("tls_required") or parsed.scheme == "tls" or (ca_file and info.get("tls_available")):
             context = ssl.create_default_context(cafile=ca_file or None)
             sock = context.wrap_socket(sock, server_hostname=host)
             self._sock = sock
