@@ -47,6 +47,9 @@ MAX_BYTES = 8 << 20
 """Bytes asked for at most per request (the server stops a batch there; it closes a reader
 whose unread replies pass its ``max_pending``, 64 MB by default)."""
 _READ = 1 << 20
+READ_TIMEOUT = 120.0
+"""Seconds a read waits for the server once connected (``timeout`` bounds connecting): a reply
+that takes longer fails the read with BusError, never ends it quietly early."""
 
 
 class DirectUnavailable(base.BusError):
@@ -57,6 +60,7 @@ class DirectUnavailable(base.BusError):
 class DirectReader:
     """One connection that reads ``KQ_LOG`` in Direct Get batches; use as a context manager.
 
+    ``timeout`` (seconds) bounds connecting; each read then waits up to :data:`READ_TIMEOUT`.
     ``url``: ``nats://[user:password@]host:port`` or ``tls://...`` (a comma-separated
     list: the first that connects). ``credentials`` as :func:`nats.connect` takes them
     (default ``$KUEUE_ES_NATS_USER`` / ``$KUEUE_ES_NATS_PASSWORD_FILE``; the CA of a TLS
@@ -123,6 +127,7 @@ class DirectReader:
         while True:
             line = self._line()
             if line == b"PONG":
+                sock.settimeout(READ_TIMEOUT)  # a busy machine may keep the server from answering for a while
                 return sock
             if line.startswith(b"-ERR"):
                 raise base.BusError(f"the server refused the connection: {line[5:].decode(errors='replace')}")
