@@ -449,7 +449,21 @@ def _split_validation_error(message: str) -> tuple[str, str]:
     missing = re.search(r"missing required field `([^`]+)`", problem)
     if missing:
         field = f"{field}.{missing.group(1)}" if field else missing.group(1)
+    for pattern, replacement in _LIMIT_PROBLEMS:
+        problem = re.sub(pattern, replacement, problem)
     return field, problem
+
+
+#: msgspec's words for a broken model limit (models.py Meta), as Kubernetes says them.
+_LIMIT_PROBLEMS = (
+    (r"^Expected `array` of length >= (\d+)$", r"must have at least \1 items"),
+    (r"^Expected `array` of length <= (\d+)$", r"must have at most \1 items"),
+    (r"^Expected `object` of length <= (\d+)$", r"must have at most \1 entries"),
+    (r"^Expected `int` >= (-?\d+)$", r"must be greater than or equal to \1"),
+    (r"^Expected `str` of length <= (\d+)$", r"may not be more than \1 characters"),
+    (r"^Expected `str` of length >= (\d+)$", r"must be at least \1 characters"),
+    (r"^Expected `str` matching regex (.*)$", r"must match \1"),
+)
 
 
 def _validate(obj: models.APIObject, *, kind: str, name: str) -> None:

@@ -13,9 +13,23 @@ Defaults are Kueue's (SEMANTICS §1; Kueue apis/kueue/v1beta2/*_types.go).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
+
+#: Kueue's API limits (kubebuilder markers in apis/kueue/v1beta2/*_types.go), as msgspec
+#: constraints: ``msgspec.convert`` enforces them and kueue_es.crds carries them into the CRDs.
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+LABEL_KEY_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+#: A reference to a cluster-scoped object by name (ClusterQueue, Cohort, ResourceFlavor, LocalQueue, Topology).
+ObjectName = Annotated[str, msgspec.Meta(pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)]
+#: A pod set name: a DNS label (Kueue's PodSetReference).
+PodSetName = Annotated[str, msgspec.Meta(pattern=DNS_LABEL_PATTERN, max_length=63)]
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+Positive = Annotated[int, msgspec.Meta(ge=1)]
 
 StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
 QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
@@ -58,10 +72,10 @@ class Toleration(_Model, frozen=True, kw_only=True):
 class ResourceFlavorSpec(_Model, frozen=True, kw_only=True):
     """ResourceFlavor spec: node labels injected on admission, taints, tolerations, TAS topology."""
 
-    node_labels: dict[str, str] = {}
-    node_taints: list[Taint] = []
-    tolerations: list[Toleration] = []
-    topology_name: str | None = None
+    node_labels: Annotated[dict[str, str], msgspec.Meta(max_length=8)] = {}
+    node_taints: Annotated[list[Taint], msgspec.Meta(max_length=8)] = []
+    tolerations: Annotated[list[Toleration], msgspec.Meta(max_length=8)] = []
+    topology_name: ObjectName | None = None
 
 
 class ResourceFlavor(_Model, frozen=True, kw_only=True):
@@ -86,15 +100,15 @@ class ResourceQuota(_Model, frozen=True, kw_only=True):
 class FlavorQuotas(_Model, frozen=True, kw_only=True):
     """The quotas a ClusterQueue or Cohort holds in one flavor, in coveredResources order."""
 
-    name: str
-    resources: list[ResourceQuota]
+    name: ObjectName
+    resources: Annotated[list[ResourceQuota], msgspec.Meta(min_length=1, max_length=64)]
 
 
 class ResourceGroup(_Model, frozen=True, kw_only=True):
     """Resources that share one flavor choice, with the flavors tried in order."""
 
-    covered_resources: list[str]
-    flavors: list[FlavorQuotas]
+    covered_resources: Annotated[list[str], msgspec.Meta(min_length=1, max_length=64)]
+    flavors: Annotated[list[FlavorQuotas], msgspec.Meta(min_length=1, max_length=64)]
 
 
 class LabelSelectorRequirement(_Model, frozen=True, kw_only=True):
@@ -138,14 +152,14 @@ class FlavorFungibility(_Model, frozen=True, kw_only=True):
 class AdmissionCheckStrategyRule(_Model, frozen=True, kw_only=True):
     """An admission check a ClusterQueue requires, optionally only on some flavors."""
 
-    name: str
-    on_flavors: list[str] = []
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=316)]
+    on_flavors: Annotated[list[ObjectName], msgspec.Meta(max_length=64)] = []
 
 
 class AdmissionChecksStrategy(_Model, frozen=True, kw_only=True):
     """``spec.admissionChecksStrategy`` of a ClusterQueue."""
 
-    admission_checks: list[AdmissionCheckStrategyRule] = []
+    admission_checks: Annotated[list[AdmissionCheckStrategyRule], msgspec.Meta(min_length=1, max_length=64)] = []
 
 
 class FairSharing(_Model, frozen=True, kw_only=True):
@@ -163,8 +177,8 @@ class AdmissionScope(_Model, frozen=True, kw_only=True):
 class ClusterQueueSpec(_Model, frozen=True, kw_only=True):
     """ClusterQueue spec (SEMANTICS §1.3). ``namespaceSelector`` None matches no namespace."""
 
-    resource_groups: list[ResourceGroup] = []
-    cohort_name: str | None = None
+    resource_groups: Annotated[list[ResourceGroup], msgspec.Meta(max_length=16)] = []
+    cohort_name: ObjectName | None = None
     queueing_strategy: QueueingStrategy = "BestEffortFIFO"
     namespace_selector: LabelSelector | None = None
     flavor_fungibility: FlavorFungibility = FlavorFungibility()
@@ -185,8 +199,8 @@ class ClusterQueue(_Model, frozen=True, kw_only=True):
 class CohortSpec(_Model, frozen=True, kw_only=True):
     """Cohort spec: an optional parent, extra shared quota, a fair-sharing weight (SEMANTICS §1.4)."""
 
-    parent_name: str | None = None
-    resource_groups: list[ResourceGroup] = []
+    parent_name: ObjectName | None = None
+    resource_groups: Annotated[list[ResourceGroup], msgspec.Meta(max_length=16)] = []
     fair_sharing: FairSharing | None = None
 
 
@@ -200,7 +214,7 @@ class Cohort(_Model, frozen=True, kw_only=True):
 class LocalQueueSpec(_Model, frozen=True, kw_only=True):
     """LocalQueue spec: the ClusterQueue it feeds and its stop policy."""
 
-    cluster_queue: str
+    cluster_queue: ObjectName
     stop_policy: StopPolicy = "None"
     fair_sharing: FairSharing | None = None
 
@@ -217,15 +231,15 @@ class WorkloadPriorityClass(_Model, frozen=True, kw_only=True):
 
     metadata: ObjectMeta
     value: int
-    description: str = ""
+    description: Annotated[str, msgspec.Meta(max_length=2048)] = ""
 
 
 class PriorityClassRef(_Model, frozen=True, kw_only=True):
     """``spec.priorityClassRef`` of a Workload."""
 
-    group: str = "kueue.x-k8s.io"
-    kind: str = "WorkloadPriorityClass"
-    name: str
+    group: Literal["kueue.x-k8s.io", "scheduling.k8s.io"] = "kueue.x-k8s.io"
+    kind: Literal["WorkloadPriorityClass", "PriorityClass"] = "WorkloadPriorityClass"
+    name: Annotated[str, msgspec.Meta(pattern=DNS_SUBDOMAIN_PATTERN, min_length=1, max_length=253)]
 
 
 class NodeSelectorRequirement(_Model, frozen=True, kw_only=True):
@@ -246,8 +260,8 @@ class PodsetSliceRequiredTopologyConstraint(_Model, frozen=True, kw_only=True):
     """One slice layer of a multi-layer slice request: groups of ``size`` pods in one domain of
     level ``topology`` (SEMANTICS-ADVANCED A.4.1, A.6.7; Kueue apis/kueue/v1beta2/workload_types.go)."""
 
-    topology: str
-    size: int
+    topology: Annotated[str, msgspec.Meta(min_length=1, max_length=63)]
+    size: Positive
 
 
 class PodSetTopologyRequest(_Model, frozen=True, kw_only=True):
@@ -261,16 +275,18 @@ class PodSetTopologyRequest(_Model, frozen=True, kw_only=True):
     Validated by :func:`kueue_es.events.tas.validate_topology_request`.
     """
 
-    required: str | None = None
-    preferred: str | None = None
+    required: Annotated[str, msgspec.Meta(max_length=63)] | None = None
+    preferred: Annotated[str, msgspec.Meta(max_length=63)] | None = None
     unconstrained: bool | None = None
-    pod_index_label: str | None = None
-    sub_group_index_label: str | None = None
-    sub_group_count: int | None = None
-    pod_set_group_name: str | None = None
-    pod_set_slice_required_topology: str | None = None
-    pod_set_slice_size: int | None = None
-    podset_slice_required_topology_constraints: list[PodsetSliceRequiredTopologyConstraint] = []
+    pod_index_label: Annotated[str, msgspec.Meta(max_length=317)] | None = None
+    sub_group_index_label: Annotated[str, msgspec.Meta(max_length=317)] | None = None
+    sub_group_count: NonNegative | None = None
+    pod_set_group_name: Annotated[str, msgspec.Meta(max_length=256)] | None = None
+    pod_set_slice_required_topology: Annotated[str, msgspec.Meta(max_length=63)] | None = None
+    pod_set_slice_size: Positive | None = None
+    podset_slice_required_topology_constraints: Annotated[
+        list[PodsetSliceRequiredTopologyConstraint], msgspec.Meta(max_length=3)
+    ] = []
 
 
 class PodSet(_Model, frozen=True, kw_only=True):
@@ -281,9 +297,9 @@ class PodSet(_Model, frozen=True, kw_only=True):
     ``minCount`` enables partial admission.
     """
 
-    name: str = "main"
-    count: int = 1
-    min_count: int | None = None
+    name: PodSetName = "main"
+    count: NonNegative = 1
+    min_count: Positive | None = None
     requests: dict[str, int] = {}
     node_selector: dict[str, str] = {}
     tolerations: list[Toleration] = []
@@ -314,12 +330,12 @@ class OwnerReference(_Model, frozen=True, kw_only=True):
 class WorkloadSpec(_Model, frozen=True, kw_only=True):
     """Workload spec (SEMANTICS §1.6); ``priority`` None means 0."""
 
-    pod_sets: list[PodSet]
-    queue_name: str = ""
+    pod_sets: Annotated[list[PodSet], msgspec.Meta(min_length=1, max_length=18)]
+    queue_name: Annotated[str, msgspec.Meta(pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)] = ""
     priority_class_ref: PriorityClassRef | None = None
     priority: int | None = None
     active: bool = True
-    maximum_execution_time_seconds: int | None = None
+    maximum_execution_time_seconds: Positive | None = None
 
 
 class Workload(_Model, frozen=True, kw_only=True):
@@ -343,7 +359,7 @@ class Workload(_Model, frozen=True, kw_only=True):
 class AdmissionCheckSpec(_Model, frozen=True, kw_only=True):
     """AdmissionCheck spec: the controller that decides it."""
 
-    controller_name: str = ""
+    controller_name: Annotated[str, msgspec.Meta(min_length=1, max_length=253)] = ""
 
 
 class AdmissionCheck(_Model, frozen=True, kw_only=True):
@@ -435,13 +451,13 @@ class Configuration(_Model, frozen=True, kw_only=True):
 class TopologyLevel(_Model, frozen=True, kw_only=True):
     """One level of a Topology: the node label whose value names the level's domains."""
 
-    node_label: str
+    node_label: Annotated[str, msgspec.Meta(pattern=LABEL_KEY_PATTERN, min_length=1, max_length=316)]
 
 
 class TopologySpec(_Model, frozen=True, kw_only=True):
     """Topology spec: 1..16 levels, widest first (SEMANTICS-ADVANCED A.1)."""
 
-    levels: list[TopologyLevel]
+    levels: Annotated[list[TopologyLevel], msgspec.Meta(min_length=1, max_length=16)]
 
 
 class Topology(_Model, frozen=True, kw_only=True):

@@ -3,7 +3,10 @@
 Layout (ARCHITECTURE.md §2, research/event-sourcing.md §5.3):
 
 - ``kq.in.<kind>.<ns|_>.<name>``: facts from the cluster;
-- ``kq.dec.<partition>.head``: one DecisionRecord per committed batch (the OCC token);
+- ``kq.dec.<partition>.head.<role>``: one DecisionRecord per committed batch, on the head
+  of the decider that made it (``admitter``, ``preemptor``, ``tas-placer``: its NATS user;
+  ``seed`` for the scenario runner). The optimistic-concurrency token is the last sequence
+  on every head of the partition, ``kq.dec.<partition>.head.*`` (:func:`heads_of`);
 - ``kq.dec.<partition>.wl.<ns>.<name>``: per-workload decisions;
 - ``kq.disp.<cluster>.wl.<ns>.<name>``: dispatch results.
 
@@ -47,9 +50,52 @@ def token(name: str) -> str:
     return name.replace("%", "%25").replace(".", "%2E") if name else "_"
 
 
-def head_subject(partition: str = DEFAULT_PARTITION) -> str:
-    """The partition's head subject, where DecisionRecords go."""
-    return f"kq.dec.{partition}.head"
+HEAD_TOKENS: dict[str, str] = {"admit": "admitter", "preempt": "preemptor", "place": "tas-placer", "seed": "seed"}
+"""A DecisionRecord's role -> the last token of its head subject: the NATS user of the decider
+that makes it (events/bus/permissions.py lets each decider publish only its own head), and
+``seed`` for the scenario runner's set-up batches."""
+
+HEADS = "kq.dec.*.head.*"
+"""Every head subject of every partition: where the DecisionRecords are."""
+
+OLD_HEADS = "kq.dec.*.head"
+"""Where kueue-es before per-role heads put every DecisionRecord (``kq.dec.<partition>.head``)."""
+
+
+class UnknownRoleError(ValueError):
+    """A DecisionRecord role with no head subject (not in :data:`HEAD_TOKENS`)."""
+
+
+def head_subject(role: str, partition: str = DEFAULT_PARTITION) -> str:
+    """The head subject of ``role``'s DecisionRecords (a record's role: ``admit``, ``preempt``,
+    ``place``, ``seed``) in ``partition``: ``kq.dec.<partition>.head.<user>``.
+
+    Raises UnknownRoleError for a role without a head (only the roles of HEAD_TOKENS make decisions).
+    """
+    head = HEAD_TOKENS.get(role)
+    if head is None:
+        raise UnknownRoleError(f"The role {role!r} has no head subject; the roles are {sorted(HEAD_TOKENS)}.")
+    return f"kq.dec.{partition}.head.{head}"
+
+
+def heads_of(partition: str = DEFAULT_PARTITION) -> str:
+    """Filter for every head of ``partition``: the optimistic-concurrency check of a batch is
+    against the last message on any of them (``Nats-Expected-Last-Subject-Sequence-Subject``)."""
+    return f"kq.dec.{partition}.head.*"
+
+
+def head_token(subject: str) -> str | None:
+    """The last token of a head subject (``kq.dec.<p>.head.<token>``), None for any other subject."""
+    tokens = subject.split(".")
+    if len(tokens) == 5 and tokens[0] == "kq" and tokens[1] == "dec" and tokens[3] == "head":
+        return tokens[4]
+    return None
+
+
+def is_old_head(subject: str) -> bool:
+    """True for ``kq.dec.<partition>.head``, the single head of the layout before per-role heads."""
+    tokens = subject.split(".")
+    return len(tokens) == 4 and tokens[0] == "kq" and tokens[1] == "dec" and tokens[3] == "head"
 
 
 def decisions_of(partition: str = DEFAULT_PARTITION) -> str:

@@ -22,6 +22,8 @@ from kueue_es.jobframework import workloads
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-completions-equal-parallelism"
+_GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")  # what Go's strconv.ParseBool reads as true
 JOB_API = "batch/v1"
 
 
@@ -158,6 +160,52 @@ def job_to_workload(job: Mapping[str, Any], *, context: workloads.Context | None
         context=context,
         owner=workloads.owner_of(ref),
     )
+
+
+def accepts_partial_admission(annotations: Mapping[str, str]) -> bool:
+    """Whether a Job may run with fewer pods than it asks for: it carries an integer
+    ``kueue.x-k8s.io/job-min-parallelism`` annotation (job_controller.go minPodsCount)."""
+    return workloads.parse_int(annotations.get(MIN_PARALLELISM_ANNOTATION)) is not None
+
+
+def completions_follow_parallelism(annotations: Mapping[str, str]) -> bool:
+    """Whether a partially admitted Job's ``spec.completions`` is changed with its parallelism: the
+    ``kueue.x-k8s.io/job-completions-equal-parallelism`` annotation reads true as Go's strconv.ParseBool
+    reads it (job_controller.go syncCompletionWithParallelism); anything else, or absent, is false."""
+    raw = annotations.get(COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+    return raw in _GO_TRUE
+
+
+def started_pod_counts(annotations: Mapping[str, str], *, admitted: int) -> dict[str, int]:
+    """The ``spec`` fields Kueue sets on a Job it starts with ``admitted`` pods (the admission's pod set
+    count): ``parallelism`` (and ``completions`` when :func:`completions_follow_parallelism`) for a Job
+    that :func:`accepts_partial_admission`, else nothing (job_controller.go RunWithPodSetsInfo).
+
+    ``annotations``: the Job's ``metadata.annotations``. Returns a dict to merge into ``spec``.
+    """
+    if not accepts_partial_admission(annotations):
+        return {}
+    out = {"parallelism": admitted}
+    if completions_follow_parallelism(annotations):
+        out["completions"] = admitted
+    return out
+
+
+def restored_pod_counts(annotations: Mapping[str, str], spec: Mapping[str, Any], *, count: int) -> dict[str, int]:
+    """The ``spec`` fields Kueue gives back to a Job it stops: for a Job that
+    :func:`accepts_partial_admission` and whose ``parallelism`` is not the Workload's pod set ``count``
+    (what it asked for), ``parallelism`` (and ``completions`` when :func:`completions_follow_parallelism`)
+    set to ``count``; else nothing (job_controller.go RestorePodSetsInfo, from the Workload's pod sets).
+
+    ``spec``: the Job's current ``spec``. Returns a dict to merge into ``spec``.
+    """
+    current = workloads.parse_int(spec.get("parallelism"))
+    if not accepts_partial_admission(annotations) or (1 if current is None else current) == count:
+        return {}
+    out = {"parallelism": count}
+    if completions_follow_parallelism(annotations):
+        out["completions"] = count
+    return out
 
 
 def _min_count(ref: workloads.JobRef, *, count: int) -> int | None:

@@ -22,7 +22,7 @@ import dataclasses
 import hashlib
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -45,7 +45,7 @@ DEFAULT_WORKLOAD_PRIORITY_CLASS = "default"
 UNMANAGED_NAMESPACES = ("kube-system", "kueue-system")
 #: At most this many pod sets in one Workload (jobframework/constants.go MaxPodSets, the Workload CRD).
 MAX_POD_SETS = 18
-POD_PRIORITY_GROUP = "scheduling.k8s.io"
+POD_PRIORITY_GROUP: Final = "scheduling.k8s.io"
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _NAME_HASH_LENGTH = 5

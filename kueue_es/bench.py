@@ -26,6 +26,7 @@ import msgspec
 from kueue_es import deciders
 from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.base import Bus, LogMessage, OutgoingMessage, PublishAck
+from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.services.runtime import MAX_BATCH, build_batch, fold_message
 
@@ -475,8 +476,11 @@ async def _commit(bus: Bus, batch: list[LogMessage]) -> None:
         )
 
     head, *rest = batch
-    expected = await bus.last_subject_seq(head.subject)
-    last = await bus.commit_batch(head=outgoing(head), expected_head_seq=expected, rest=[outgoing(m) for m in rest])
+    heads = subjects.heads_of(batches.partition_of(head.subject) or subjects.DEFAULT_PARTITION)
+    expected = await bus.last_subject_seq(heads)
+    last = await bus.commit_batch(
+        head=outgoing(head), expected_head_seq=expected, rest=[outgoing(m) for m in rest], head_filter=heads
+    )
     if last != batch[-1].seq:
         raise RuntimeError(f"the batch of #{head.seq} was stored ending at #{last}")
 

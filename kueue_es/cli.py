@@ -5,7 +5,7 @@ Commands (``kueue-es COMMAND --help`` for each):
 - ``demo``: the whole system on an emulated cluster with Kueue's quick start;
 - ``up``: nats-server and the five services, against a kubeconfig or an emulator;
 - ``service NAME``: one service in this process (what ``up`` starts);
-- ``apply -f FILE``: apply manifests to the cluster, as kubectl would;
+- ``apply -f FILE|DIR|-``: validate and apply manifests to the cluster, as kubectl would;
 - ``nats-setup``: as NATS user admin, create the log stream (the services only check it exists);
 - ``replay``: re-check every recorded decision against the log;
 - ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
@@ -71,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let the ClusterQueue preempt lower priorities and submit a high-priority Job once the samples run",
     )
+    _config_options(demo)
     demo.set_defaults(run=_run_demo)
 
     up = sub.add_parser("up", help="start nats-server and the five services against a cluster")
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--dir", type=Path, default=DEFAULT_HOME, help="NATS store and logs (default ./.kueue-es)")
     _manage_option(up)
+    _config_options(up)
     up.add_argument(
         "--health-port",
         type=int,
@@ -98,6 +100,13 @@ def _parser() -> argparse.ArgumentParser:
         default=False,
         help="watcher and dispatcher take a Lease before working (default off: one copy of each runs)",
     )
+    up.add_argument(
+        "--checkpoints",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the deciders start from the newest checkpoint in DIR of this log (see service --checkpoints)",
+    )
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
@@ -109,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _kube_options(service)
     _manage_option(service)
+    _config_options(service)
     _ops_options(service)
     service.add_argument(
         "--simulate-api",
@@ -117,10 +127,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     service.add_argument("--api-qps", type=float, default=None, help="with --simulate-api: writes/s (default uncapped)")
     service.add_argument("--api-burst", type=int, default=None, help="with --simulate-api: burst (default 100)")
+    service.add_argument(
+        "--checkpoints",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="deciders: start from the newest checkpoint in DIR (replay --write-checkpoints) whose log is the"
+        " stream's, folding only what follows; else fold from the start",
+    )
     service.set_defaults(run=_run_service)
 
     apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
-    apply.add_argument("-f", "--filename", action="append", required=True, type=Path, help="a YAML file (repeatable)")
+    apply.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        help="a YAML/JSON file, a directory of them, or - for stdin (repeatable)",
+    )
+    apply.add_argument("-R", "--recursive", action="store_true", help="with -f DIR: also its subdirectories")
+    apply.add_argument("-v", "--verbose", action="store_true", help="a line per object even for large inputs")
     _kube_options(apply)
     apply.set_defaults(run=_run_apply)
 
@@ -175,6 +201,20 @@ def _parser() -> argparse.ArgumentParser:
     replay.set_defaults(run=_run_replay)
 
     _scenario_commands(sub)
+
+    checkpoint = sub.add_parser(
+        "checkpoint", help="fold a log and write checkpoints of it, for service --checkpoints and replay"
+    )
+    checkpoint.add_argument("--nats", default=None, help="the log of a running system at this NATS URL")
+    checkpoint.add_argument("--store", type=Path, default=None, help="the log in a stopped system's nats store")
+    checkpoint.add_argument("--file", type=Path, default=None, help="a JSON-lines log (bench core --write-log)")
+    checkpoint.add_argument(
+        "--checkpoints", type=Path, default=None, metavar="DIR", help="where (default LOG.checkpoints)"
+    )
+    checkpoint.add_argument(
+        "--every", type=int, default=0, metavar="N", help="also every N events (default: only at the log's end)"
+    )
+    checkpoint.set_defaults(run=_run_checkpoint)
 
     bench = sub.add_parser("bench", help="benchmarks: --config GENERATOR.yaml (Kueue's scalability test), or core")
     from kueue_es.perfbench.cli import add_options
@@ -440,6 +480,45 @@ def _manage_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _config_options(parser: argparse.ArgumentParser) -> None:
+    """``--config FILE`` and ``--feature-gates``: Kueue's manager configuration, for the watcher (which
+    publishes it as ConfigurationObserved at start and whenever the file changes)."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="watcher: Kueue's manager configuration (controller_manager_config.yaml, config.kueue.x-k8s.io"
+        " v1beta2 or v1beta1 Configuration); re-read when it changes (default: Kueue's defaults)",
+    )
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="GATE=BOOL,...",
+        help="watcher: Kueue's feature gates, as Kueue's flag (not together with featureGates in --config)",
+    )
+
+
+def _check_config(args: argparse.Namespace) -> Any:
+    """Read ``--config`` (and ``--feature-gates``) now, so a bad file stops the command before anything
+    starts; returns the settings, or an error string."""
+    from kueue_es.events import manager_config
+    from kueue_es.events.manifests import ManifestError
+
+    path: Path | None = args.config
+    text = f"apiVersion: {manager_config.API_VERSIONS[0]}\nkind: Configuration\n"
+    source = "<defaults>"
+    if path is not None:
+        try:
+            text, source = path.read_text(), str(path)
+        except OSError as err:
+            return f"cannot read --config {path}: {err.strerror or err}"
+    try:
+        return manager_config.parse(text, source=source, feature_gates=args.feature_gates)
+    except ManifestError as err:
+        return f"invalid configuration: {err}"
+
+
 def _nats_credential_options(parser: argparse.ArgumentParser) -> None:
     """``--nats-user`` and ``--nats-password-file``: who to connect as (never the password itself in argv)."""
     parser.add_argument(
@@ -473,6 +552,14 @@ def _run_service(args: argparse.Namespace) -> int:
     if problem := _credentials_to_env(args):
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    if (args.config is not None or args.feature_gates) and args.name != "watcher":
+        print(f"error: {args.name} reads the configuration from the log; --config is for the watcher", file=sys.stderr)
+        return 2
+    if args.name == "watcher":
+        args.manager_config = _check_config(args)
+        if isinstance(args.manager_config, str):
+            print(f"error: {args.manager_config}", file=sys.stderr)
+            return 2
     if args.leader_elect and args.name not in ("watcher", "dispatcher"):
         print(
             f"error: {args.name} takes no lease: two deciders are safe (a stale commit is rejected whole);"
@@ -518,10 +605,22 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             await stack.enter_async_context(health.serve_health(probe, port=args.health_port, host=args.health_host))
         if args.name in ("admitter", "preemptor", "tas-placer"):
             decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
+            start = None
+            if args.checkpoints is not None:
+                from kueue_es import checkpoints
+
+                start = checkpoints.start_point(args.checkpoints, warn=_log_checkpoint_refused)
             await serve_decider(
-                decider[args.name], nats_url=args.nats, stop=stop, stepped=args.stepped, connect=probe.connect
+                decider[args.name],
+                nats_url=args.nats,
+                stop=stop,
+                stepped=args.stepped,
+                connect=probe.connect,
+                start=start,
             )
             return
+        if args.checkpoints is not None:
+            _log_checkpoint_refused(f"the {args.name} folds from the start (only deciders start from checkpoints)")
         if args.name == "dispatcher" and args.simulate_api:
             from kueue_es.services.dispatcher.simulated import serve_simulated_dispatcher
 
@@ -542,6 +641,10 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                     stop=service_stop,
                     connect=probe.connect,
                     manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
+                    # absolute(), not resolve(): a ConfigMap volume swaps a symlink
+                    config_path=args.config.absolute() if args.config is not None else None,
+                    config=args.manager_config,
+                    feature_gates=args.feature_gates,
                 )
             else:
                 from kueue_es.services.dispatcher.service import serve_dispatcher
@@ -554,6 +657,12 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             from kueue_es.services import leader
 
             await leader.run_with_lease(work, api=api, settings=settings, stop=stop, health=probe)
+
+
+def _log_checkpoint_refused(text: str) -> None:
+    import structlog
+
+    structlog.get_logger("kueue_es.checkpoints").warning("checkpoint_not_used", detail=text)
 
 
 async def _api_client(args: argparse.Namespace) -> Any:
@@ -575,54 +684,78 @@ async def _api_client(args: argparse.Namespace) -> Any:
 
 
 def _run_apply(args: argparse.Namespace) -> int:
-    from kueue_es.events.manifests import ManifestError
+    from kueue_es import apply
 
     try:
-        return asyncio.run(_apply(args))
-    except ManifestError as err:
+        docs = list(apply.documents(apply.expand(args.filename, recursive=args.recursive)))
+    except apply.InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    return asyncio.run(_apply(args, docs))
 
 
-async def _apply(args: argparse.Namespace) -> int:
-    from kueue_es.events.manifests import KUEUE_API, ManifestError, describe, load_documents, parse_object
-    from kueue_es.services.kube import client as kube
+async def _apply(args: argparse.Namespace, docs: list[Any]) -> int:
+    """Validate every document, report the refused ones (file, document, object, field), send the rest."""
+
+    from kubernetes_asyncio.config.config_exception import ConfigException
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from kueue_es import apply
     from kueue_es.services.kube import errors as kube_errors
 
-    docs = []
-    for path in args.filename:
+    printer = apply.Printer(out=sys.stdout, err=sys.stderr, verbose=args.verbose or len(docs) <= apply.QUIET_ABOVE)
+    tally = apply.Tally()
+    valid = []
+    for doc in docs:
+        found = apply.problems(doc)
+        for problem in found:
+            printer.error(f"{doc.where}: {doc.label}: {problem} (not applied)")
+        if found:
+            tally.failed += 1
+        else:
+            valid.append(doc)
+    no_kubeconfig = (
+        args.kube_server is None
+        and args.kubeconfig is None
+        and not os.environ.get("KUBECONFIG")
+        and not os.environ.get("KUBERNETES_SERVICE_HOST")
+        and not Path("~/.kube/config").expanduser().exists()
+    )
+    if valid and no_kubeconfig:
+        print("error: no kubeconfig: pass --kubeconfig FILE or --kube-server URL, or set KUBECONFIG", file=sys.stderr)
+        return 2
+    if valid:
         try:
-            docs.extend(load_documents(path.read_text(), source=str(path)))
-        except OSError as err:
-            print(f"error: cannot read {path}: {err.strerror}", file=sys.stderr)
+            api = await _api_client(args)
+        except (ConfigException, OSError, ValueError) as err:
+            print(
+                f"error: no usable kubeconfig ({err}); pass --kubeconfig FILE or --kube-server URL, or set KUBECONFIG",
+                file=sys.stderr,
+            )
             return 2
-        except UnicodeDecodeError as err:
-            print(f"error: cannot read {path}: not UTF-8 text ({err.reason} at byte {err.start})", file=sys.stderr)
+        console = Console(stderr=True)
+        progress = Progress(
+            TextColumn("applying"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+            disable=printer.verbose or not console.is_terminal,
+        )
+        task = progress.add_task("apply", total=len(valid))
+        try:
+            with progress:
+                await apply.apply_all(api, valid, printer=printer, tally=tally, advance=lambda: progress.advance(task))
+        except kube_errors.ConnectionFailedError as err:
+            host = getattr(api.configuration, "host", "?")
+            print(f"error: cannot reach the API server at {host}: {err.__cause__ or err}", file=sys.stderr)
             return 2
-    api = await _api_client(args)
-    failures = 0
-    try:
-        for doc in docs:
-            kind, name = describe(doc)
-            if doc.get("apiVersion") == KUEUE_API:
-                try:  # what Kueue's CRD validation and webhooks refuse is refused here too
-                    parse_object(doc)
-                except ManifestError as err:
-                    print(f"error: {err} (not applied)", file=sys.stderr)
-                    failures += 1
-                    continue
-            try:
-                stored = await kube.apply_manifest(api, doc)
-            except kube_errors.KubeError as err:
-                print(f"error: {kind} {name}: {err}", file=sys.stderr)
-                failures += 1
-                continue
-            meta = stored.get("metadata") or {}
-            shown = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
-            print(f"{kind.lower()}/{shown} applied")
-    finally:
-        await api.close()
-    return 1 if failures else 0
+        finally:
+            await api.close()
+    print(tally.summary())
+    return 1 if tally.failed else 0
 
 
 def _run_scenario_check(args: argparse.Namespace) -> int:
@@ -703,6 +836,16 @@ def _run_scenario_run(args: argparse.Namespace) -> int:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
+    from kueue_es.replay import OldLayoutError
+
+    try:
+        return _replay(args)
+    except OldLayoutError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _replay(args: argparse.Namespace) -> int:
     from kueue_es.demo import replay_and_print
 
     if sum(x is not None for x in (args.nats, args.store, args.file)) != 1:
@@ -731,6 +874,12 @@ def _run_replay(args: argparse.Namespace) -> int:
     )
 
 
+def _run_checkpoint(args: argparse.Namespace) -> int:
+    from kueue_es import checkpoints
+
+    return checkpoints.run_command(args)
+
+
 def _run_nats_setup(args: argparse.Namespace) -> int:
     from kueue_es.events.bus import base
     from kueue_es.events.bus import nats as nats_bus
@@ -752,15 +901,28 @@ def _run_up(args: argparse.Namespace) -> int:
 
     if args.manage_jobs_without_queue_name:
         os.environ[MANAGE_ENV] = "true"  # the services it starts inherit it; only the watcher reads it
-
+    if isinstance(problem := _check_config(args), str):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     return asyncio.run(run_up(args))
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     from kueue_es.demo import run_demo
+    from kueue_es.supervisor import watcher_config_args
 
+    if isinstance(problem := _check_config(args), str):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     return asyncio.run(
-        run_demo(keep=args.keep, jobs=args.jobs, duration=args.duration, run_dir=args.dir, preempt=args.preempt)
+        run_demo(
+            keep=args.keep,
+            jobs=args.jobs,
+            duration=args.duration,
+            run_dir=args.dir,
+            preempt=args.preempt,
+            watcher_args=watcher_config_args(args),
+        )
     )
 
 

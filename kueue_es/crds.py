@@ -15,6 +15,13 @@ real Kueue object validates and keeps them (``x-kubernetes-preserve-unknown-fiel
 below such a field, never on a whole spec, so a misspelt field is still refused
 as Kueue refuses it). ``status`` is kept as written (the dispatcher writes it).
 
+Validation: the models' ``msgspec.Meta`` limits (Kueue's kubebuilder markers) are carried
+over (:data:`LIMIT_KEYWORDS`), and :data:`RULES` adds ``x-kubernetes-validations``: Kueue's
+CEL rules and, as CEL, the checks of Kueue's validating webhooks (which kueue-es does not
+run), each with a Python twin that :mod:`kueue_es.validation` evaluates for the emulator and
+``kueue-es apply`` (tests/deploy/test_cel_twins.py runs the CEL itself with cel-python and
+requires the twins to agree).
+
 ``kueue-es deploy crds`` prints them or writes ``deploy/crds/``; a test checks the
 committed files equal :func:`render_files`.
 """
@@ -22,7 +29,7 @@ committed files equal :func:`render_files`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +37,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from kueue_es.events import models
+from kueue_es.events import models, quantities
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -43,12 +50,18 @@ QUANTITY_PATTERN = (
 )
 
 
+#: Longest quantity string accepted: a bound for the API server's CEL cost estimate of the rules that
+#: parse quantities (an unbounded string is costed at the request size limit).
+QUANTITY_MAX_LENGTH = 64
+
+
 def quantity(description: str, **extra: Any) -> dict[str, Any]:
-    """Schema of a Kubernetes quantity (int-or-string with the quantity pattern)."""
+    """Schema of a Kubernetes quantity (int-or-string with the quantity pattern, at most 64 characters)."""
     return {
         "description": description,
         "anyOf": [{"type": "integer"}, {"type": "string"}],
         "pattern": QUANTITY_PATTERN,
+        "maxLength": QUANTITY_MAX_LENGTH,
         "x-kubernetes-int-or-string": True,
         **extra,
     }
@@ -101,10 +114,291 @@ UNMODELLED: dict[str, dict[str, dict[str, Any]]] = {
         "preemptionGates": {
             "description": "Gates that hold preemption by this workload; not used by kueue-es.",
             "type": "array",
+            "maxItems": 8,
             "items": preserved("One preemption gate."),
         },
     },
 }
+
+
+def _is_quantity(value: Any) -> bool:
+    try:
+        quantities.parse_decimal(value)
+    except (quantities.QuantityError, ValueError, TypeError, ArithmeticError):
+        return False
+    return not isinstance(value, bool)
+
+
+def _non_negative(value: Any, _old: Any = None) -> bool:
+    return not _is_quantity(value) or quantities.parse_decimal(value) >= 0
+
+
+def _quotas(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [
+        quota
+        for group in spec.get("resourceGroups") or []
+        for flavor in (group.get("flavors") or [])
+        for quota in (flavor.get("resources") or [])
+    ]
+
+
+def _no_limit_without(parent: str, limit: str) -> Callable[[Any, Any], bool]:
+    def check(spec: Any, _old: Any = None) -> bool:
+        return parent in spec or not any(limit in quota for quota in _quotas(spec))
+
+    return check
+
+
+def _levels_unique(levels: Any, _old: Any = None) -> bool:
+    return all(levels.count(level) == 1 for level in levels)
+
+
+def _hostname_lowest(levels: Any, _old: Any = None) -> bool:
+    labels = [level.get("nodeLabel") for level in levels]
+    return HOSTNAME not in labels or labels[-1] == HOSTNAME
+
+
+def _levels_mutable(levels: Any, old: Any) -> bool:
+    return levels == old or (levels[-1].get("nodeLabel") == HOSTNAME and old[-1].get("nodeLabel") == HOSTNAME)
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ``x-kubernetes-validations`` rule: its CEL ``rule`` for a real API server, and ``check``,
+    the same rule in Python for the emulator and ``kueue-es apply`` (kueue_es.validation).
+
+    ``check(self, old_self)`` gets the field's value as JSON (after API-server defaulting) and,
+    for a transition rule (``transition``: the CEL reads ``oldSelf``), the stored value; it returns
+    False when the object is invalid. ``message`` is what the API server says (Kueue's where the
+    rule is Kueue's; ``source`` says where kueue-es learnt it).
+    """
+
+    rule: str
+    message: str
+    check: Callable[[Any, Any], bool]
+    source: str
+    transition: bool = False
+
+    def render(self) -> dict[str, Any]:
+        return {"rule": self.rule, "message": self.message}
+
+
+_NON_NEGATIVE = Rule(
+    "!isQuantity(string(self)) || quantity(string(self)).sign() >= 0",
+    "must be greater than or equal to 0",
+    _non_negative,
+    source="Kueue pkg/webhooks/clusterqueue_webhook.go validateResourceQuantity, common.go validateFairSharing",
+)
+_IMMUTABLE = Rule(
+    "self == oldSelf",
+    "field is immutable",
+    lambda value, old: bool(value == old),
+    source="Kueue localqueue_types.go, admissioncheck_types.go (XValidation)",
+    transition=True,
+)
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_EFFECTS_MESSAGE = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
+
+#: CEL rules per model struct (by class name) and property (``""``: the struct itself).
+RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
+    ("ResourceQuota", "nominalQuota"): (_NON_NEGATIVE,),
+    ("ResourceQuota", "borrowingLimit"): (_NON_NEGATIVE,),
+    ("ResourceQuota", "lendingLimit"): (_NON_NEGATIVE,),
+    ("FairSharing", "weight"): (_NON_NEGATIVE,),
+    ("ResourceGroup", ""): (
+        Rule(
+            "self.flavors.all(x, size(x.resources) == size(self.coveredResources))",
+            "flavors must have the same number of resources as the coveredResources",
+            lambda group, _old: all(
+                len(f.get("resources") or []) == len(group.get("coveredResources") or [])
+                for f in group.get("flavors") or []
+            ),
+            source="Kueue clusterqueue_types.go ResourceGroup (XValidation)",
+        ),
+    ),
+    ("ClusterQueueSpec", ""): (
+        Rule(
+            "!has(self.cohortName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, "
+            "f.resources.all(r, !has(r.borrowingLimit)))) : true",
+            "borrowingLimit must be nil when cohort is empty",
+            _no_limit_without("cohortName", "borrowingLimit"),
+            source="Kueue clusterqueue_types.go ClusterQueueSpec (XValidation)",
+        ),
+        Rule(
+            "!has(self.cohortName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, "
+            "f.resources.all(r, !has(r.lendingLimit)))) : true",
+            "lendingLimit must be nil when cohort is empty",
+            _no_limit_without("cohortName", "lendingLimit"),
+            source="Kueue pkg/webhooks/clusterqueue_webhook.go validateLimit",
+        ),
+    ),
+    ("CohortSpec", ""): (
+        Rule(
+            "!has(self.parentName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, "
+            "f.resources.all(r, !has(r.borrowingLimit)))) : true",
+            "borrowingLimit must be nil when parent is empty",
+            _no_limit_without("parentName", "borrowingLimit"),
+            source="Kueue pkg/webhooks/cohort_webhook.go validateLimit",
+        ),
+        Rule(
+            "!has(self.parentName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, "
+            "f.resources.all(r, !has(r.lendingLimit)))) : true",
+            "lendingLimit must be nil when parent is empty",
+            _no_limit_without("parentName", "lendingLimit"),
+            source="Kueue pkg/webhooks/cohort_webhook.go validateLimit",
+        ),
+    ),
+    ("FlavorFungibility", ""): (
+        Rule(
+            "!has(self.preference) || (self.whenCanBorrow == 'TryNextFlavor' && self.whenCanPreempt == 'TryNextFlavor')",
+            "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor",
+            lambda f, _old: (
+                "preference" not in f
+                or (f.get("whenCanBorrow") == "TryNextFlavor" and f.get("whenCanPreempt") == "TryNextFlavor")
+            ),
+            source="Kueue clusterqueue_types.go FlavorFungibility (XValidation)",
+        ),
+    ),
+    ("ClusterQueuePreemption", ""): (
+        Rule(
+            "!(self.reclaimWithinCohort == 'Never' && has(self.borrowWithinCohort) && "
+            "self.borrowWithinCohort.policy != 'Never')",
+            "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+            lambda p, _old: (
+                not (
+                    p.get("reclaimWithinCohort") == "Never"
+                    and "borrowWithinCohort" in p
+                    and (p["borrowWithinCohort"] or {}).get("policy") != "Never"
+                )
+            ),
+            source="Kueue clusterqueue_types.go ClusterQueuePreemption (XValidation)",
+        ),
+    ),
+    ("ResourceFlavorSpec", ""): (
+        Rule(
+            "!has(self.topologyName) || self.nodeLabels.size() >= 1",
+            "at least one nodeLabel is required when topology is set",
+            lambda spec, _old: "topologyName" not in spec or len(spec.get("nodeLabels") or {}) >= 1,
+            source="Kueue resourceflavor_types.go ResourceFlavorSpec (XValidation)",
+        ),
+        Rule(
+            "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)",
+            "topologyName is immutable when topologyName is set",
+            lambda spec, old: "topologyName" not in old or spec.get("topologyName") == old["topologyName"],
+            source="Kueue resourceflavor_types.go ResourceFlavorSpec (XValidation)",
+            transition=True,
+        ),
+    ),
+    ("ResourceFlavorSpec", "nodeTaints"): (
+        Rule(
+            "self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
+            _EFFECTS_MESSAGE,
+            lambda taints, _old: all(t.get("effect") in _EFFECTS for t in taints),
+            source="Kueue resourceflavor_types.go ResourceFlavorSpec.NodeTaints (XValidation)",
+        ),
+    ),
+    ("ResourceFlavorSpec", "tolerations"): (
+        Rule(
+            "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
+            "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+            lambda tolerations, _old: all("key" in t or t.get("operator") == "Exists" for t in tolerations),
+            source="Kueue resourceflavor_types.go ResourceFlavorSpec.Tolerations (XValidation)",
+        ),
+        Rule(
+            "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
+            "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+            lambda tolerations, _old: all(
+                "tolerationSeconds" not in t or t.get("effect") == "NoExecute" for t in tolerations
+            ),
+            source="Kueue resourceflavor_types.go ResourceFlavorSpec.Tolerations (XValidation)",
+        ),
+        Rule(
+            "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
+            "supported toleration values: 'Equal'(default), 'Exists'",
+            lambda tolerations, _old: all(t.get("operator", "Equal") in ("Equal", "Exists") for t in tolerations),
+            source="Kueue resourceflavor_types.go ResourceFlavorSpec.Tolerations (XValidation)",
+        ),
+        Rule(
+            "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
+            "a value must be empty when 'operator' is 'Exists'",
+            lambda tolerations, _old: all(t.get("operator") != "Exists" or "value" not in t for t in tolerations),
+            source="Kueue resourceflavor_types.go ResourceFlavorSpec.Tolerations (XValidation)",
+        ),
+        Rule(
+            "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
+            _EFFECTS_MESSAGE,
+            lambda tolerations, _old: all("effect" not in t or t["effect"] in _EFFECTS for t in tolerations),
+            source="Kueue resourceflavor_types.go ResourceFlavorSpec.Tolerations (XValidation)",
+        ),
+    ),
+    ("LocalQueueSpec", "clusterQueue"): (_IMMUTABLE,),
+    ("AdmissionCheckSpec", "controllerName"): (_IMMUTABLE,),
+    ("PodSet", ""): (
+        Rule(
+            "has(self.minCount) ? self.minCount <= self.count : true",
+            "minCount should be positive and less or equal to count",
+            lambda ps, _old: (
+                "minCount" not in ps or not isinstance(ps["minCount"], int) or ps["minCount"] <= ps.get("count", 1)
+            ),
+            source="Kueue workload_types.go PodSet (XValidation)",
+        ),
+    ),
+    ("WorkloadSpec", ""): (
+        Rule(
+            "!has(self.priorityClassRef) || has(self.priority)",
+            "priority should not be nil when priorityClassRef is set",
+            lambda spec, _old: "priorityClassRef" not in spec or "priority" in spec,
+            source="Kueue workload_types.go WorkloadSpec (XValidation)",
+        ),
+    ),
+    ("PriorityClassRef", ""): (
+        Rule(
+            "(self.group == 'scheduling.k8s.io') ? self.kind == 'PriorityClass' : true",
+            "only the PriorityClass kind is allowed for the scheduling.k8s.io group",
+            lambda ref, _old: ref.get("group") != "scheduling.k8s.io" or ref.get("kind") == "PriorityClass",
+            source="Kueue workload_types.go PriorityClassRef (XValidation)",
+        ),
+        Rule(
+            "(self.group == 'kueue.x-k8s.io') ? self.kind == 'WorkloadPriorityClass' : true",
+            "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group",
+            lambda ref, _old: ref.get("group") != "kueue.x-k8s.io" or ref.get("kind") == "WorkloadPriorityClass",
+            source="Kueue workload_types.go PriorityClassRef (XValidation)",
+        ),
+    ),
+    ("TopologySpec", "levels"): (
+        Rule(
+            "self == oldSelf || (self[size(self) - 1].nodeLabel == 'kubernetes.io/hostname' && "
+            "oldSelf[size(oldSelf) - 1].nodeLabel == 'kubernetes.io/hostname')",
+            "levels are mutable only when kubernetes.io/hostname is the lowest level both before and after the change",
+            _levels_mutable,
+            source="Kueue topology_types.go TopologySpec (XValidation)",
+            transition=True,
+        ),
+        Rule(
+            "size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0",
+            "must be unique",
+            _levels_unique,
+            source="Kueue topology_types.go TopologySpec (XValidation)",
+        ),
+        Rule(
+            "size(self.filter(i, i.nodeLabel == 'kubernetes.io/hostname')) == 0 || "
+            "self[size(self) - 1].nodeLabel == 'kubernetes.io/hostname'",
+            "the kubernetes.io/hostname label can only be used at the lowest level of topology",
+            _hostname_lowest,
+            source="Kueue topology_types.go TopologySpec (XValidation)",
+        ),
+    ),
+}
+
+
+def rules_by_cel() -> dict[str, Rule]:
+    """Every rule of :data:`RULES` by its CEL text: how kueue_es.validation finds the Python twin of a
+    rule it meets in a CRD schema."""
+    return {rule.rule: rule for rules in RULES.values() for rule in rules}
 
 
 @dataclass(frozen=True)
@@ -323,11 +617,16 @@ def _struct(node: Mapping[str, Any], defs: Mapping[str, Any], *, path: str, top_
             properties[name] = copy.deepcopy(schema)
     for name, schema in UNMODELLED.get(title, {}).items():
         properties[name] = copy.deepcopy(schema)
+    for name, schema in properties.items():
+        if (title, name) in RULES:
+            schema["x-kubernetes-validations"] = [rule.render() for rule in RULES[title, name]]
     required = [n for n in node.get("required", []) if n in properties or n == "metadata"]
     required += [n for n in WIRE_REQUIRED.get(title, ()) if n not in required]
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         out["required"] = required
+    if (title, "") in RULES:
+        out["x-kubernetes-validations"] = [rule.render() for rule in RULES[title, ""]]
     return out
 
 
@@ -369,12 +668,23 @@ def _schema(node: Mapping[str, Any], defs: Mapping[str, Any], *, path: str) -> d
         item_schema = node.get("additionalProperties")
         if not isinstance(item_schema, Mapping):
             raise SchemaError(f"{path}: an object without properties needs typed additionalProperties")
-        return {"type": "object", "additionalProperties": _schema(item_schema, defs, path=f"{path}{{}}")}
+        out = {"type": "object", "additionalProperties": _schema(item_schema, defs, path=f"{path}{{}}")}
+        return _limits(node, out)
     if kind == "array":
-        return {"type": "array", "items": _schema(node["items"], defs, path=f"{path}[]")}
+        return _limits(node, {"type": "array", "items": _schema(node["items"], defs, path=f"{path}[]")})
     if kind in ("string", "integer", "boolean", "number"):
-        return {"type": kind}
+        return _limits(node, {"type": kind})
     raise SchemaError(f"{path}: no structural schema for {dict(node)}")
+
+
+#: JSON Schema keywords of the models' ``msgspec.Meta`` constraints that OpenAPI v3 (and so a CRD) shares.
+LIMIT_KEYWORDS = ("minimum", "maximum", "pattern", "minLength", "maxLength", "minItems", "maxItems", "maxProperties")
+
+
+def _limits(node: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """Carry the model's limits (Kueue's kubebuilder markers, as msgspec.Meta) over to the schema."""
+    out.update({key: node[key] for key in LIMIT_KEYWORDS if key in node})
+    return out
 
 
 def all_crds() -> list[dict[str, Any]]:

@@ -153,9 +153,18 @@ class TimelinePrinter:
         return True
 
 
-async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | None, preempt: bool = False) -> int:
+async def run_demo(
+    *,
+    keep: bool,
+    jobs: int,
+    duration: float,
+    run_dir: Path | None,
+    preempt: bool = False,
+    watcher_args: list[str] | None = None,
+) -> int:
     """Run the demo; returns 0 when every Job finished and replay matched every decision.
 
+    ``watcher_args``: ``--config FILE`` / ``--feature-gates`` for the watcher (Kueue's manager configuration).
     ``preempt``: the ClusterQueue may preempt lower priorities, and once the sample
     Jobs run a high-priority Job arrives and evicts some of them (they run again later).
     """
@@ -178,7 +187,11 @@ async def run_demo(*, keep: bool, jobs: int, duration: float, run_dir: Path | No
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
         await nats_bus.ensure_log_stream(server.url, credentials=auth.credentials("admin"))
         supervisor = Supervisor(
-            nats_url=server.url, log_dir=run_dir / "logs", kube_args=["--kube-server", emulator.url], auth=auth
+            nats_url=server.url,
+            log_dir=run_dir / "logs",
+            kube_args=["--kube-server", emulator.url],
+            watcher_args=watcher_args or [],
+            auth=auth,
         )
         await supervisor.start()
         api = await kube.make_api_client(server=emulator.url)

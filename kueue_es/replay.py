@@ -36,6 +36,7 @@ from kueue_es import logfile
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, LogMessage
 from kueue_es.events.bus.direct import DirectReader
+from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.services.runtime import Decider, build_batch, fold_decoded, fold_message
 
@@ -183,6 +184,8 @@ def find_records(messages: Iterable[LogMessage]) -> list[tuple[int, types.Decisi
     for message in messages:
         if message.headers.get("Kq-Type") not in (None, "DecisionRecord"):
             continue
+        if subjects.is_old_head(message.subject):
+            raise OldLayoutError(message.seq, message.subject)
         try:
             event = codec.decode(message.data)
         except codec.DecodeError:
@@ -194,13 +197,24 @@ def find_records(messages: Iterable[LogMessage]) -> list[tuple[int, types.Decisi
 
 _DECISIONS_PREFIX = subjects.DECISIONS.removesuffix(">")  # kq.dec.
 _DISPATCH_PREFIX = subjects.DISPATCH.removesuffix(">")  # kq.disp.
-HEADS = "kq.dec.*.head"
+HEADS = subjects.HEADS
 """The subjects of every partition's DecisionRecords (the first pass reads only these)."""
 
 
+class OldLayoutError(ValueError):
+    """The log puts its DecisionRecords on ``kq.dec.<partition>.head``, the single head of kueue-es
+    before per-role heads; this replay reads only ``kq.dec.<partition>.head.<role>``."""
+
+    def __init__(self, seq: int, subject: str) -> None:
+        super().__init__(
+            f"the log has a DecisionRecord on {subject} (#{seq}): the layout of kueue-es before per-role head"
+            f" subjects ({subjects.OLD_HEADS}); this kueue-es reads {subjects.HEADS} only. Replay the log with the"
+            " kueue-es version that wrote it (its records name it: kueueEsVersion)."
+        )
+
+
 def _is_head_subject(subject: str) -> bool:
-    tokens = subject.split(".")
-    return len(tokens) == 4 and tokens[3] == "head"
+    return subjects.head_token(subject) is not None
 
 
 _DISPATCHED = frozenset({"WorkloadAdmitted", "EvictionRequested"})
@@ -277,6 +291,11 @@ class LogChecker:
         self._late: list[Unverifiable] = []
         self._subjects: dict[str, str] = {}  # interned subjects
         self._done = 0
+        # the services' own rule (projections/batches.py): a batch its fold would not take is an orphan
+        self._verifier = batches.BatchVerifier()
+        self._verifier_orphans: list[Orphan] = []
+        self._wrong_role: set[int] = set()  # seqs the verifier orphaned for their role
+        self._held_types: dict[int, str] = {}  # seq -> Kq-Type of the decision messages the verifier holds
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -300,7 +319,13 @@ class LogChecker:
         subject = message.subject
         kind = message.headers.get("Kq-Type")
         event: types.Event | None = None
-        if self.fold or kind in (None, "DecisionRecord") or subject.startswith(_DISPATCH_PREFIX):
+        on_decision_subject = subject.startswith(_DECISIONS_PREFIX)
+        if (
+            self.fold
+            or kind in (None, "DecisionRecord")
+            or subject.startswith(_DISPATCH_PREFIX)
+            or (self.completeness and on_decision_subject)
+        ):
             try:
                 event = codec.decode(message.data)
             except codec.DecodeError:
@@ -310,8 +335,9 @@ class LogChecker:
             while self._next_cover < len(covers) and covers[self._next_cover][0] <= seq:
                 self._cover.append(covers[self._next_cover])
                 self._next_cover += 1
-            if subject.startswith(_DECISIONS_PREFIX):
+            if on_decision_subject:
                 self._decision_subject(message)
+                self._verify(message, event)
             elif subject.startswith(_DISPATCH_PREFIX):
                 self._dispatch_result(message, event)
             if isinstance(event, types.DecisionRecord) and seq not in self._heads:
@@ -347,8 +373,18 @@ class LogChecker:
         report.last_seq = max(last_seq, report.last_seq)
         if self._expected_seq <= report.last_seq:
             report.gaps.append((self._expected_seq, report.last_seq))
-        report.mismatches = [m for _, m in sorted(self._mismatches, key=lambda pair: pair[0])]
-        report.unverifiable = [u for _, u in sorted(self._unverifiable, key=lambda pair: pair[0])] + self._late
+        if self.completeness:
+            self._verified(self._verifier.expire(report.last_seq))
+            self._merge_verifier_orphans()
+        # a record on another role's head, or with outputs its role does not make, is no decision of
+        # that role (an orphan, reported as one): re-running the role's decider on it proves nothing
+        orphaned = self._wrong_role
+        report.mismatches = [
+            m for _, m in sorted(self._mismatches, key=lambda pair: pair[0]) if m.head_seq not in orphaned
+        ]
+        report.unverifiable = [
+            u for _, u in sorted(self._unverifiable, key=lambda pair: pair[0]) if u.head_seq not in orphaned
+        ] + self._late
         report.undispatched = sorted(seq for seqs in self._waiting.values() for seq in seqs)
         if self.progress is not None and self._done % 256:
             self.progress(self._done % 256)
@@ -384,6 +420,49 @@ class LogChecker:
             self._outputs[seq] = subject
             if message.headers.get("Kq-Type") in _DISPATCHED:
                 self._waiting.setdefault(subject, []).append(seq)
+
+    def _verify(self, message: LogMessage, event: types.Event | None) -> None:
+        """Judge a message on a decision subject by the services' batch rule: what their fold
+        leaves out (a record on another role's head, an output of a kind its role does not make,
+        a broken or incomplete batch) is an orphan here too."""
+        self._held_types[message.seq] = message.headers.get("Kq-Type", "?")
+        self._verified(
+            self._verifier.offer(
+                seq=message.seq,
+                subject=message.subject,
+                msg_id_header=message.headers.get("Nats-Msg-Id", ""),
+                data=message.data,
+                event=event,
+            )
+        )
+
+    def _verified(self, verdict: batches.Verdict) -> None:
+        for orphan in verdict.orphans:
+            if orphan.reason == batches.WRONG_ROLE:
+                self._wrong_role.add(orphan.seq)
+            kind = self._held_types.get(orphan.seq, "?")
+            self._verifier_orphans.append(
+                Orphan(seq=orphan.seq, subject=orphan.subject, type=kind, why=f"{orphan.reason}: {orphan.detail}")
+            )
+        if not self._verifier.holding:
+            self._held_types.clear()
+
+    def _merge_verifier_orphans(self) -> None:
+        """Add the verifier's orphans the coverage check did not report, in sequence order, and drop
+        them from the decisions waiting for a dispatch result (no dispatcher executes an orphan)."""
+        report = self.report
+        known = {orphan.seq for orphan in report.orphans}
+        added = [orphan for orphan in self._verifier_orphans if orphan.seq not in known]
+        if not added:
+            return
+        report.orphans = sorted([*report.orphans, *added], key=lambda orphan: orphan.seq)
+        orphaned = {orphan.seq for orphan in added}
+        for subject, seqs in list(self._waiting.items()):
+            left = [seq for seq in seqs if seq not in orphaned]
+            if left:
+                self._waiting[subject] = left
+            else:
+                del self._waiting[subject]
 
     def _dispatch_result(self, message: LogMessage, event: types.Event | None) -> None:
         """A dispatch result names a recorded decision before it. The dispatcher writes a workload's
@@ -585,15 +664,16 @@ async def read_log(bus: Bus, *, progress: Progress | None = None, idle: float = 
 
 
 async def bus_records(bus: Bus, *, last: int, idle: float = 10.0) -> list[tuple[int, types.DecisionRecord]]:
-    """The first pass: the DecisionRecords on the head subjects, read alone.
+    """The first pass: the DecisionRecords on the head subjects, read alone (and those on the
+    single head of the layout before per-role heads, to refuse them: OldLayoutError).
 
-    A log with no record at all would keep a filtered reader waiting: when the default
-    partition's head is empty the reader gives up after a short idle (a record of another
-    partition missed so is still found by the second pass, and reported as not re-checked).
+    A log with no record at all would keep a filtered reader waiting: when no head holds a
+    message the reader gives up after a short idle.
     """
-    quick = await bus.last_subject_seq(subjects.head_subject()) == 0
+    filters = (HEADS, subjects.OLD_HEADS)
+    quick = not any([await bus.last_subject_seq(head) for head in filters])
     found: list[tuple[int, types.DecisionRecord]] = []
-    async for message in stream_log(bus, last=last, filters=(HEADS,), idle=1.0 if quick else idle):
+    async for message in stream_log(bus, last=last, filters=filters, idle=1.0 if quick else idle):
         found.extend(find_records((message,)))
     return found
 
@@ -627,10 +707,13 @@ async def replay_bus(
 def direct_records(url: str) -> tuple[list[tuple[int, types.DecisionRecord]], int]:
     """The first pass through Direct Get (:mod:`kueue_es.events.bus.direct`): the DecisionRecords
     on the head subjects, and the stream's last sequence. Raises DirectUnavailable when the
-    server does not answer Direct Get (read through :func:`bus_records` then)."""
+    server does not answer Direct Get (read through :func:`bus_records` then), OldLayoutError for
+    a record on the single head of the layout before per-role heads."""
     with DirectReader(url) as reader:
         last = reader.last_seq()
-        return find_records(reader.messages(last=last, subject=HEADS)), last
+        found = find_records(reader.messages(last=last, subject=subjects.OLD_HEADS))  # raises on a record there
+        found.extend(find_records(reader.messages(last=last, subject=HEADS)))
+        return sorted(found, key=lambda pair: pair[0]), last
 
 
 def replay_url(

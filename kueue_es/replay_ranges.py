@@ -16,10 +16,12 @@ import asyncio
 import contextlib
 import datetime
 import gc
+import hashlib
 import multiprocessing
 import os
 import pickle
 import signal
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -28,9 +30,10 @@ from select import select as wait_readable
 from typing import Any
 
 from kueue_es import checkpoints, logfile
-from kueue_es.events import types
+from kueue_es.events import subjects, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.events.bus.direct import DirectReader, DirectUnavailable
+from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.replay import (
     LogChecker,
@@ -340,9 +343,13 @@ def check_part(
     from kueue_es import deciders as registry
 
     if state is None:
-        state = checkpoints.load(checkpoint) if checkpoint is not None else ClusterState()
-        start_seq = checkpoint.seq + 1 if checkpoint is not None else 1
-        offset = 0
+        state, start_seq, offset = ClusterState(), 1, 0
+        if checkpoint is not None:  # a refused one: the newest good one before it, else the start
+            loaded = checkpoints.load_at_or_before(
+                checkpoints.find(checkpoint.path.parent) or [checkpoint], checkpoint.seq, warn=_warn
+            )
+            if loaded is not None:
+                state, start_seq = loaded[2], loaded[0].seq + 1
     checker = LogChecker(records, deciders or registry.BY_ROLE, state=state, completeness=False, progress=progress)
     messages = source.messages(start_seq=start_seq, last=last, offset=offset) if offset >= 0 else iter(())
     for message in messages:
@@ -474,17 +481,22 @@ def write_checkpoints(
     done: list[int] = []
     differed: list[int] = []
     mark = every
+    first: LogMessage | None = None  # message #1 and the one being fed: the log's identity
+    current: LogMessage | None = None
+    head_seqs: dict[str, int] = {}  # the last sequence on each head subject, any message
 
     def on_position(seq: int, state: ClusterState) -> None:
         nonlocal mark
         if verify:
             if seq in existing:
                 done.append(seq)
-                if checkpoints.differences(checkpoints.load(existing[seq]), state):
+                if not _same(existing[seq], state):
                     differed.append(seq)
             return
         if every and seq >= mark:
-            checkpoints.write(directory, seq, state)
+            assert current is not None and current.seq == seq
+            log = checkpoints.identity_of(first, current) if first is not None else None
+            checkpoints.write(directory, seq, state, log=log, head_seqs=dict(head_seqs))
             done.append(seq)
             mark = (seq // every + 1) * every
 
@@ -492,8 +504,36 @@ def write_checkpoints(
         records, deciders, on_position=on_position, progress=progress("re-checking", last) if progress else None
     )
     for message in source.messages(last=last):
+        if message.seq == 1:
+            first = message
+        current = message
+        partition = batches.partition_of(message.subject)
+        if partition is not None and subjects.head_token(message.subject) is not None:  # any role's head
+            head_seqs[partition] = message.seq
         checker.feed(message)
     return checker.finish(last_seq=last), done, differed
+
+
+def _same(checkpoint: checkpoints.Checkpoint, state: ClusterState) -> bool:
+    """Whether ``checkpoint`` holds ``state``: to the byte of its body, or else as
+    :func:`checkpoints.state_digest` sees it (a checkpoint written by a fold whose deciders
+    read its queues at other times); says why not on stderr."""
+    try:
+        header, held = checkpoints.open_checkpoint(checkpoint.path)
+    except checkpoints.CheckpointError as err:
+        _warn(f"checkpoint refused: {err}")
+        return False
+    if hashlib.sha256(checkpoints.dumps(state)).hexdigest() == header.body_sha256:
+        return True
+    if checkpoints.state_digest(held) == checkpoints.state_digest(state):
+        return True
+    where = checkpoints.differences(held, state, f"checkpoint #{checkpoint.seq}") or ["queue or timer order"]
+    _warn(f"checkpoint #{checkpoint.seq} differs from a fresh fold: {'; '.join(where)}")
+    return False
+
+
+def _warn(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr, flush=True)
 
 
 # --- the command line ------------------------------------------------------------------------------

@@ -67,7 +67,8 @@ class Supervisor:
     """Starts and stops the services; ``log_dir`` receives ``<service>.log`` files.
 
     ``kube_args`` go to the watcher and dispatcher (``--kube-server`` or
-    ``--kubeconfig``, ``--leader-elect``), ``decider_args`` to the others.
+    ``--kubeconfig``, ``--leader-elect``), ``watcher_args`` to the watcher only
+    (``--config FILE``, ``--feature-gates``), ``decider_args`` to the others.
     ``health_port``: the first service (in ``SERVICES`` order) serves /healthz,
     /readyz and /metrics on it, the next on the port after, and so on.
     ``auth``: each service connects as its own NATS user with the password file
@@ -78,6 +79,7 @@ class Supervisor:
     nats_url: str
     log_dir: Path
     kube_args: list[str] = field(default_factory=list)
+    watcher_args: list[str] = field(default_factory=list)
     decider_args: list[str] = field(default_factory=list)
     health_port: int | None = None
     auth: LocalAuth | None = None
@@ -89,17 +91,25 @@ class Supervisor:
             return None
         return f"http://127.0.0.1:{self.health_port + SERVICES.index(name)}"
 
+    def service_args(self, name: str) -> list[str]:
+        """The ``kueue-es`` arguments service ``name`` runs with: the edges get ``kube_args`` (the watcher also
+        ``watcher_args``), the deciders ``decider_args``; all the NATS URL and their health port."""
+        args = ["service", name, "--nats", self.nats_url]
+        if name in ("watcher", "dispatcher"):
+            args += self.kube_args
+            if name == "watcher":
+                args += self.watcher_args
+        else:
+            args += self.decider_args
+        if self.health_port is not None:
+            args += ["--health-port", str(self.health_port + SERVICES.index(name)), "--health-host", "127.0.0.1"]
+        return args
+
     async def start(self, names: tuple[str, ...] = SERVICES) -> None:
         """Start every named service (all five by default)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for name in names:
-            args = ["service", name, "--nats", self.nats_url]
-            if name in ("watcher", "dispatcher"):
-                args += self.kube_args
-            else:
-                args += self.decider_args
-            if self.health_port is not None:
-                args += ["--health-port", str(self.health_port + SERVICES.index(name)), "--health-host", "127.0.0.1"]
+            args = self.service_args(name)
             log_path = self.log_dir / f"{name}.log"
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}
             if self.auth is not None:
@@ -205,6 +215,14 @@ async def _check_cluster(args: argparse.Namespace, kube_args: list[str]) -> str 
     return None
 
 
+def watcher_config_args(args: argparse.Namespace) -> list[str]:
+    """``--config`` (made absolute, its symlinks kept: a ConfigMap volume swaps one) and ``--feature-gates``
+    for the watcher ``up`` and ``demo`` start."""
+    config = getattr(args, "config", None)
+    out = ["--config", str(Path(config).absolute())] if config is not None else []
+    return out + (["--feature-gates", args.feature_gates] if getattr(args, "feature_gates", "") else [])
+
+
 async def run_up(args: argparse.Namespace) -> int:
     """``kueue-es up``: nats-server (unless ``--nats``) and the five services until Ctrl-C or SIGTERM.
 
@@ -255,8 +273,15 @@ async def run_up(args: argparse.Namespace) -> int:
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
             kube_args = ["--kube-server", emulator.url] + kube_args
             console.print(f"emulated cluster: kubeconfig {run_dir / 'kubeconfig'}", highlight=False)
+        checkpoint_dir = getattr(args, "checkpoints", None)
         supervisor = Supervisor(
-            nats_url=nats_url, log_dir=run_dir / "logs", kube_args=kube_args, health_port=args.health_port, auth=auth
+            nats_url=nats_url,
+            log_dir=run_dir / "logs",
+            kube_args=kube_args,
+            watcher_args=watcher_config_args(args),
+            decider_args=["--checkpoints", str(checkpoint_dir.resolve())] if checkpoint_dir else [],
+            health_port=args.health_port,
+            auth=auth,
         )
         try:
             await supervisor.start()

@@ -1,26 +1,34 @@
 """Which decisions count: only the outputs of a verified DecisionRecord batch.
 
 A decider commits one batch per cycle (``services.runtime.build_batch``): a
-DecisionRecord on ``kq.dec.<p>.head`` followed by its ``output_count`` decisions on
-``kq.dec.<p>.wl.<ns>.<name>``. The bus stores a batch atomically and contiguously
-(``Bus.commit_batch``; ``tests/bus/test_contract.py`` checks it on the memory bus, one
-nats-server and a 3-node cluster), so the batch headed by the record at sequence ``r``
-is exactly the messages at ``r+1 .. r+n``. The rule (ARCHITECTURE.md §3, issue 13):
+DecisionRecord on its own head ``kq.dec.<p>.head.<user>`` followed by its
+``output_count`` decisions on ``kq.dec.<p>.wl.<ns>.<name>``. The bus stores a batch
+atomically and contiguously (``Bus.commit_batch``; ``tests/bus/test_contract.py`` checks
+it on the memory bus, one nats-server and a 3-node cluster), so the batch headed by the
+record at sequence ``r`` is exactly the messages at ``r+1 .. r+n``. The rule (ARCHITECTURE.md §3, issue 13):
 
 - a message on a head subject counts only if it is a DecisionRecord of that
-  partition, its ``decision_id`` is ``<role>:<partition>:<basis_seq>``, its Msg-Id is
+  partition on the head of its role (``head.admitter`` names role ``admit``, and so
+  on: ``subjects.HEAD_TOKENS``; each decider's NATS user may publish only its own
+  head), its ``decision_id`` is ``<role>:<partition>:<basis_seq>``, its Msg-Id is
   ``<decision_id>:0`` and its basis lies before it;
 - output ``i`` of that record is the message at ``r+i``: on one of the partition's
   per-workload decision subjects (the one its workload names), with Msg-Id
   ``<decision_id>:<i>``, decoding to a decision other than a DecisionRecord;
-- when all ``n`` outputs are there and the digest over their bytes equals the
-  record's ``outputs_sha256``, the record and its outputs are released to the fold,
-  in log order; until then nothing of the batch is folded;
+- when all ``n`` outputs are there, each of a kind the record's role makes
+  (:data:`ROLE_OUTPUTS`), and the digest over their bytes equals the record's
+  ``outputs_sha256``, the record and its outputs are released to the fold, in log
+  order; until then nothing of the batch is folded;
 - everything else on a decision subject, and any decision type on another subject,
   is an :class:`Orphan`: folded by no one, returned for the caller to report. A batch
   that breaks (a message at ``r+i`` that is not output ``i``, a gap, a digest
-  mismatch) is orphaned whole, record included, and the breaking message is then
-  judged on its own (it may head the next batch).
+  mismatch, an output of a kind its role does not make) is orphaned whole, record
+  included, and the breaking message is then judged on its own (it may head the next
+  batch);
+- a batch whose end lies past the end of the log is never completed: the bus stores a
+  batch whole, so its outputs cannot come later. A reader that has read to the end of
+  the log and finds the stream's last sequence before the held batch's end orphans it
+  (:meth:`BatchVerifier.expire`) instead of holding it until the next message breaks it.
 
 Pure and deterministic: the same messages in the same order give the same verdicts,
 so replay and every service agree on what was folded.
@@ -51,11 +59,52 @@ OUTSIDE_BATCH: Final = "outside_batch"
 OFF_DECISION_SUBJECT: Final = "off_decision_subject"
 BATCH_BROKEN: Final = "batch_broken"
 DIGEST_MISMATCH: Final = "digest_mismatch"
-REASONS: Final = (NOT_A_RECORD, OUTSIDE_BATCH, OFF_DECISION_SUBJECT, BATCH_BROKEN, DIGEST_MISMATCH)
+WRONG_ROLE: Final = "wrong_role"
+BATCH_INCOMPLETE: Final = "batch_incomplete"
+REASONS: Final = (
+    NOT_A_RECORD,
+    OUTSIDE_BATCH,
+    OFF_DECISION_SUBJECT,
+    BATCH_BROKEN,
+    DIGEST_MISMATCH,
+    WRONG_ROLE,
+    BATCH_INCOMPLETE,
+)
 """Why a message is an orphan: a non-record on a head subject; a decision-subject message
 outside any batch; a decision type on another subject; part of a batch that broke (a message
 at an output's place that is not that output, or a gap); a complete batch whose outputs do
-not hash to the record's digest."""
+not hash to the record's digest; a record on another role's head, or a batch with an output
+of a kind its role does not make; a batch whose end lies past the end of the log."""
+
+ROLE_OUTPUTS: Final[dict[str, frozenset[type[types.Decision]]]] = {
+    # the admitter's cycle (scheduling/cycle.py, lifecycle.py, tas/cycle.py): reservations with
+    # their topology, admissions, requeues and inadmissible reasons, releases, nominations for
+    # the preemptor, and the lifecycle's evictions and deactivations
+    "admit": frozenset(
+        {
+            types.QuotaReserved,
+            types.TopologyAssigned,
+            types.WorkloadAdmitted,
+            types.WorkloadInadmissible,
+            types.QuotaReleased,
+            types.PreemptionRequired,
+            types.EvictionRequested,
+            types.WorkloadDeactivated,
+            types.WorkloadRequeued,
+        }
+    ),
+    # the preemptor (services/preemptor/core.py): its answer to a nomination and the evictions
+    "preempt": frozenset({types.PreemptionIssued, types.EvictionRequested}),
+    # the TAS placer (scheduling/tas/replacement.py): a failed node's pods placed again, or an eviction
+    "place": frozenset({types.TopologyAssigned, types.EvictionRequested}),
+    # the scenario engines' pre-admitted workloads (kueue_es/scenarios)
+    "seed": frozenset({types.QuotaReserved, types.TopologyAssigned, types.WorkloadAdmitted}),
+}
+"""The decision kinds each DecisionRecord role makes: the one table the fold checks a batch's
+outputs against (its keys are the roles with a head, ``subjects.HEAD_TOKENS``: a record of any
+other role is an orphan). tests/unit/test_batches.py checks it against the services' roles and
+the outputs of the recorded demo; the scenario suites fold every batch the deciders make
+through it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +128,8 @@ class _OpenBatch:
     record: types.DecisionRecord
     head: _Held
     outputs: list[_Held] = field(default_factory=list)
+    # why the batch is not its role's: the record on another role's head, an output of a kind the role does not make
+    wrong: str = ""
 
 
 def partition_of(subject: str) -> str | None:
@@ -105,7 +156,7 @@ def record_problem(*, seq: int, subject: str, msg_id_header: str, event: types.E
         return "undecodable message on a head subject"
     if not isinstance(event, types.DecisionRecord):
         return f"{codec.type_name(event)} on a head subject"
-    if subject != subjects.head_subject(event.partition):
+    if partition_of(subject) != event.partition:
         return f"record of partition {event.partition!r} on {subject}"
     if event.decision_id != decision_id(event):
         return f"decision_id {event.decision_id!r} is not {decision_id(event)!r}"
@@ -118,6 +169,18 @@ def record_problem(*, seq: int, subject: str, msg_id_header: str, event: types.E
     return None
 
 
+def head_problem(subject: str, record: types.DecisionRecord) -> str | None:
+    """Why ``record`` may not stand on the head ``subject`` (another role's head, or a role without
+    one), or None. Each decider's NATS user may publish only its own head, so a record on a head
+    names the role of the decider that wrote it."""
+    head = subjects.HEAD_TOKENS.get(record.role)
+    if head is None:
+        return f"role {record.role!r} has no head subject (the roles are {sorted(subjects.HEAD_TOKENS)})"
+    if subjects.head_token(subject) != head:
+        return f"record of role {record.role!r} on {subject}, not on its head {subjects.head_subject(record.role, record.partition)}"
+    return None
+
+
 def output_problem(
     batch_record: types.DecisionRecord,
     index: int,
@@ -127,7 +190,7 @@ def output_problem(
     event: types.Event | None,
 ) -> str | None:
     """Why a message (at the right sequence) is not output ``index`` of ``batch_record``, or None."""
-    if partition_of(subject) != batch_record.partition or subject == subjects.head_subject(batch_record.partition):
+    if partition_of(subject) != batch_record.partition or subjects.head_token(subject) is not None:
         return f"{subject} is not a decision subject of partition {batch_record.partition!r}"
     if msg_id_header != msg_id(batch_record, index):
         return f"Msg-Id {msg_id_header!r} is not {msg_id(batch_record, index)!r}"
@@ -181,9 +244,15 @@ class BatchVerifier:
             if problem is None:
                 assert event is not None  # output_problem refuses undecodable messages
                 batch.outputs.append(_Held(seq=seq, subject=subject, data=data, event=event))
+                if not batch.wrong and type(event) not in ROLE_OUTPUTS.get(batch.record.role, ()):
+                    batch.wrong = (
+                        f"output {index} is a {codec.type_name(event)}, which role {batch.record.role!r} does not make"
+                    )
                 if index < batch.record.output_count:
                     return Verdict()
                 self.open = None
+                if batch.wrong:
+                    return self._orphan_batch(batch, WRONG_ROLE, f"batch {batch.record.decision_id}: {batch.wrong}")
                 if codec.digest(held.data for held in batch.outputs) != batch.record.outputs_sha256:
                     return self._orphan_batch(
                         batch, DIGEST_MISMATCH, f"batch {batch.record.decision_id}: outputs do not match its digest"
@@ -209,17 +278,40 @@ class BatchVerifier:
                     seq, subject, OFF_DECISION_SUBJECT, f"{codec.type_name(event)} outside the decision subjects"
                 )
             return Verdict(accepted=((seq, event),))
-        if subject == subjects.head_subject(partition):
+        if subjects.head_token(subject) is not None:
             problem = record_problem(seq=seq, subject=subject, msg_id_header=msg_id_header, event=event)
             if problem is not None:
                 return self._orphan(seq, subject, NOT_A_RECORD, problem)
             assert isinstance(event, types.DecisionRecord)
+            problem = head_problem(subject, event)
+            if problem is not None and event.output_count == 0:
+                return self._orphan(seq, subject, WRONG_ROLE, problem)
             if event.output_count == 0:
                 return Verdict(accepted=((seq, event),))
-            self.open = _OpenBatch(record=event, head=_Held(seq=seq, subject=subject, data=data, event=event))
-            return Verdict()
+            self.open = _OpenBatch(
+                record=event, head=_Held(seq=seq, subject=subject, data=data, event=event), wrong=problem or ""
+            )
+            return Verdict()  # a record on the wrong head is read with its outputs and orphaned with them
         what = "undecodable message" if event is None else codec.type_name(event)
+        if subjects.is_old_head(subject):
+            what += " on the single partition head of kueue-es before per-role heads"
         return self._orphan(seq, subject, OUTSIDE_BATCH, f"{what} outside any batch")
+
+    def expire(self, last_seq: int) -> Verdict:
+        """The log ends at ``last_seq`` (the stream's last sequence, asked after reading every message
+        up to it): a held batch that would end past it never completes (a batch is stored whole), so
+        it is orphaned whole now (:data:`BATCH_INCOMPLETE`). Nothing when no batch is held or its end
+        is stored."""
+        batch = self.open
+        if batch is None or self.holding_until <= last_seq:
+            return Verdict()
+        self.open = None
+        return self._orphan_batch(
+            batch,
+            BATCH_INCOMPLETE,
+            f"batch {batch.record.decision_id} of {batch.record.output_count} outputs would end at"
+            f" {self.holding_until}; the log ends at {last_seq}",
+        )
 
     def _orphan(self, seq: int, subject: str, reason: str, detail: str) -> Verdict:
         self.orphaned += 1

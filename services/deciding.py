@@ -15,7 +15,7 @@ import structlog
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.services.health import ObservedBus
-from kueue_es.services.runtime import Decider, DeciderLoop, run_until_stopped
+from kueue_es.services.runtime import Decider, DeciderLoop, StartPoint, run_until_stopped
 
 log = structlog.get_logger(__name__)
 
@@ -28,11 +28,13 @@ async def serve_decider(
     wakeup: float = 1.0,
     stepped: bool = False,
     connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
+    start: StartPoint | None = None,
 ) -> None:
     """Run ``decider`` against the log at ``nats_url`` until ``stop`` is set (``stepped``: see DeciderLoop;
-    ``connect``: how to get the bus, e.g. ``kueue_es.services.health.Health.connect`` to observe it)."""
+    ``connect``: how to get the bus, e.g. ``kueue_es.services.health.Health.connect`` to observe it;
+    ``start``: a checkpoint to fold on from, used only if it is of this log, see DeciderLoop)."""
     bus = await connect(nats_url)
-    loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup, stepped=stepped)
+    loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup, stepped=stepped, start=start)
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
         loop.on_orphan = bus.health.orphaned
         bus.health.add_check(loop.readiness)

@@ -217,10 +217,17 @@ class ObservedBus(Bus):
         return ack
 
     async def commit_batch(
-        self, *, head: OutgoingMessage, expected_head_seq: int, rest: Sequence[OutgoingMessage] = ()
+        self,
+        *,
+        head: OutgoingMessage,
+        expected_head_seq: int,
+        rest: Sequence[OutgoingMessage] = (),
+        head_filter: str | None = None,
     ) -> int:
         try:
-            last = await self.inner.commit_batch(head=head, expected_head_seq=expected_head_seq, rest=rest)
+            last = await self.inner.commit_batch(
+                head=head, expected_head_seq=expected_head_seq, rest=rest, head_filter=head_filter
+            )
         except (ConflictError, DuplicateBatchError):
             self.health.conflicts.inc()
             raise

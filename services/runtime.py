@@ -6,8 +6,10 @@ Every decider (admitter, preemptor, TAS placer) is this loop around its own pure
 1. catch up: fold every message into a :class:`ClusterState`, remembering the last
    sequence folded (the basis) and the partition's last head sequence;
 2. decide once caught up, reading the clock once per cycle;
-3. commit the outputs as one batch headed by a DecisionRecord that expects the
-   head seen; a stale view is rejected whole (ConflictError) and the loop folds on;
+3. commit the outputs as one batch headed by a DecisionRecord on the decider's own
+   head (``kq.dec.<p>.head.<user>``) that expects the last sequence seen on every head
+   of the partition (``kq.dec.<p>.head.*``); a stale view is rejected whole
+   (ConflictError) and the loop folds on;
 4. never apply its own decisions: wait until they come back through the log.
 
 Also here: structlog set-up (JSON lines) and graceful SIGTERM handling shared by
@@ -17,6 +19,7 @@ all services.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -142,6 +145,34 @@ def fold_decoded(
     return state
 
 
+def message_digest(message: LogMessage) -> str:
+    """Hex SHA-256 over a stored message's subject and data (length-prefixed, :func:`codec.digest`):
+    how a checkpoint names the log it was folded from (``kueue_es.checkpoints.LogIdentity``)."""
+    return codec.digest((message.subject.encode(), message.data))
+
+
+async def expire_stranded(bus: Bus, state: ClusterState, on_orphan: OrphanHook | None = None) -> bool:
+    """Orphan the batch ``state``'s fold holds if the log ends before that batch does
+    (:meth:`batches.BatchVerifier.expire`: a batch is stored whole, so its outputs never come; a
+    rogue record). Call it only once the fold has read every message it was given. True when no
+    batch is held any longer (none was, or it was expired); False while the held batch's end is
+    stored (its outputs are on their way) or the log's end could not be asked."""
+    if not state.batches.holding:
+        return True
+    held = state.batches.holding_until
+    try:
+        last = await bus.last_seq()
+    except BusError:
+        return False
+    if state.batches.holding_until != held:  # the fold moved on meanwhile: judge again later
+        return not state.batches.holding
+    verdict = state.batches.expire(last)
+    for orphan in verdict.orphans:
+        report_orphan(orphan, on_orphan)
+        state.last_seq = max(state.last_seq, orphan.seq)
+    return not state.batches.holding
+
+
 def report_orphan(orphan: batches.Orphan, on_orphan: OrphanHook | None = None) -> None:
     """Log an orphaned message (``decision_orphaned``) and pass it to ``on_orphan``."""
     log.warning("decision_orphaned", seq=orphan.seq, subject=orphan.subject, reason=orphan.reason, detail=orphan.detail)
@@ -192,7 +223,7 @@ def build_batch(
         max_outputs=max_outputs,
         kueue_es_version=__version__ if kueue_es_version is None else kueue_es_version,
     )
-    head = subjects.message(record, subject=subjects.head_subject(partition), msg_id=f"{decision_id}:0")
+    head = subjects.message(record, subject=subjects.head_subject(decider.role, partition), msg_id=f"{decision_id}:0")
     return head, rest
 
 
@@ -222,6 +253,39 @@ def _workload_of(decision: types.Decision) -> str:
     return ref.key if isinstance(ref, types.WorkloadRef) else ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class StartPoint:
+    """A folded state to start from instead of the log's beginning (a checkpoint, loaded by
+    ``kueue_es.checkpoints``; this runtime reads no files).
+
+    ``state`` is the fold of messages #1..#``seq`` (``seq``: the position, the last message fed,
+    whatever the state's batch verifier holds); ``head_seqs`` the last sequence on each
+    partition's head subject up to ``seq``; ``first_sha256`` and ``at_sha256`` the
+    :func:`message_digest` of messages #1 and #``seq`` of the log it was folded from. ``origin``
+    names where it came from, for the log lines.
+    """
+
+    state: ClusterState
+    seq: int
+    head_seqs: dict[str, int]
+    first_sha256: str
+    at_sha256: str
+    origin: str = ""
+
+
+async def log_mismatch(bus: Bus, start: StartPoint) -> str | None:
+    """Why ``start`` was not folded from the log on ``bus`` (None: it was, as far as the
+    stream's message #1 and the message at its position show: same subject and bytes)."""
+    for seq, expected, what in ((1, start.first_sha256, "message #1"), (start.seq, start.at_sha256, "the message")):
+        try:
+            found = await bus.get(seq)
+        except BusError as err:
+            return f"{what} at #{seq} cannot be read: {err}"
+        if found.seq != seq or message_digest(found) != expected:
+            return f"{what} at #{seq} is not the one the checkpoint was folded from"
+    return None
+
+
 class DeciderLoop:
     """Runs one :class:`Decider` against a bus until stopped.
 
@@ -236,6 +300,10 @@ class DeciderLoop:
     a commit succeeding: from the first cycle whose commit failed until a commit
     succeeds or a cycle finds nothing to decide. ``on_orphan`` is told of every orphaned
     message (:func:`fold_message`), e.g. to count it.
+
+    ``start``: a :class:`StartPoint` (a checkpoint) to fold on from instead of from #1, used
+    only when the log on the bus is the one it was folded from (:func:`log_mismatch`);
+    otherwise the loop folds from the start and says why (``checkpoint_not_used``).
     """
 
     def __init__(
@@ -250,6 +318,7 @@ class DeciderLoop:
         stall_after: float = 30.0,
         monotonic: Callable[[], float] = time.monotonic,
         on_orphan: OrphanHook | None = None,
+        start: StartPoint | None = None,
     ) -> None:
         self.bus, self.decider, self.partition = bus, decider, partition
         self.clock, self.wakeup, self.stepped = clock, wakeup, stepped
@@ -259,14 +328,19 @@ class DeciderLoop:
         self.conflicts = 0
         self._inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
         self._caught_up = False
-        self._head_subject = subjects.head_subject(partition)
-        # The last sequence on the head subject as the server has it: every message there counts,
-        # a record or not, so a non-record on the head is skipped, never a permanent fence.
+        self._heads = subjects.heads_of(partition)
+        self._head_prefix = self._heads.removesuffix("*")
+        # The last sequence on the partition's heads (every role's) as the server has it: every
+        # message there counts, a record or not, so a non-record on a head is skipped, never a
+        # permanent fence.
         self.head_seq = 0
         self.blocked_since: float | None = None  # when a batch to commit first failed to commit
+        self.start = start
+        self.position = 0  # the last sequence read before this loop's reader: a start point's
 
     async def run(self) -> None:
         """Fold and decide forever (cancel to stop)."""
+        await self._resume()
         reader = asyncio.create_task(self._read())
         try:
             await self._loop()
@@ -281,9 +355,27 @@ class DeciderLoop:
         stalled = blocked > self.stall_after
         return not stalled, {"stalled": stalled, "uncommitted_for_s": round(blocked, 1)}
 
+    async def _resume(self) -> None:
+        """Take the start point if it is of this log; else fold from the start, saying why."""
+        start, self.start = self.start, None
+        if start is None:
+            return
+        problem = await log_mismatch(self.bus, start)
+        if problem is not None:
+            log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
+            return
+        self.state, self.position = start.state, start.seq
+        self.head_seq = start.head_seqs.get(self.partition, 0)
+        with contextlib.suppress(BusError):  # nothing after the checkpoint: no message will say so
+            self._caught_up = await self.bus.last_seq() <= start.seq
+        log.info(
+            "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(start.state.workloads)
+        )
+
     async def _read(self) -> None:
         filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
-        async for message in self.bus.read(subjects=filters, start_seq=self.state.last_seq + 1):
+        start_seq = max(self.state.last_seq, self.position) + 1  # a held batch's messages are not read twice
+        async for message in self.bus.read(subjects=filters, start_seq=start_seq):
             await self._inbox.put(message)
 
     async def _loop(self) -> None:
@@ -292,18 +384,9 @@ class DeciderLoop:
             came = await self._drain(timeout=self.wakeup)
             if self.state.last_seq < waiting_for or not self._caught_up:
                 continue
-            if self.state.batches.holding and (came or await self._held_batch_stored()):
+            if self.state.batches.holding and (came or not await expire_stranded(self.bus, self.state, self.on_orphan)):
                 continue  # never decide on half a batch: its outputs are part of the basis
             waiting_for = await self._cycle()
-
-    async def _held_batch_stored(self) -> bool:
-        """Whether the log reaches where the held batch would end. A batch is stored whole, so
-        if the log ends before that, its outputs never come (a rogue record): the loop does not
-        wait for them, and the next record breaks that batch."""
-        try:
-            return await self.bus.last_seq() >= self.state.batches.holding_until
-        except BusError:
-            return True
 
     async def _drain(self, *, timeout: float) -> bool:
         """Fold everything available; True if at least one message came."""
@@ -316,8 +399,9 @@ class DeciderLoop:
             return False
         while True:
             fold_message(self.state, message, on_orphan=self.on_orphan)
-            if message.subject == self._head_subject:
-                self.head_seq = max(self.head_seq, message.seq)
+            subject = message.subject
+            if subject.startswith(self._head_prefix) and "." not in subject[len(self._head_prefix) :]:
+                self.head_seq = max(self.head_seq, message.seq)  # on one of the partition's heads
             self._caught_up = message.pending == 0
             try:
                 message = self._inbox.get_nowait()
@@ -348,7 +432,9 @@ class DeciderLoop:
             max_outputs=MAX_BATCH,
         )
         try:
-            last = await self.bus.commit_batch(head=head, expected_head_seq=self.head_seq, rest=rest)
+            last = await self.bus.commit_batch(
+                head=head, expected_head_seq=self.head_seq, rest=rest, head_filter=self._heads
+            )
         except (ConflictError, DuplicateBatchError) as err:
             self.conflicts += 1
             self._blocked()

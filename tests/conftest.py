@@ -1,23 +1,39 @@
-"""Fixtures every test gets: each test starts with structlog as the previous one found it.
+"""Fixtures every test gets: each test ends with structlog as the test session found it.
 
-A command run in-process (``kueue_es.cli.main``) configures structlog and binds its
-``service`` name in the context; without this, that would leak into every later test's
-logs, and a later ``capture_logs`` would see another configuration.
+A command run in-process (``kueue_es.cli.main``, a service's runner) configures structlog
+(a WARNING filter, JSON on stderr) and binds its ``service`` name in the context. Such a
+call may come from a module-scoped fixture, before any per-test snapshot could be taken,
+so the state restored after every test is the session's first one. No test caches
+loggers: a module-level logger cached on first use would keep that moment's processors,
+and a later ``capture_logs`` would see nothing from its module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import structlog
 
+_configure = structlog.configure
+_SESSION_CONFIG = {**structlog.get_config(), "cache_logger_on_first_use": False}
+_SESSION_CONFIG["processors"] = list(_SESSION_CONFIG["processors"])
+_SESSION_CONTEXT = structlog.contextvars.get_contextvars()
+
+
+def _configure_without_cache(**settings: Any) -> None:
+    _configure(**{**settings, "cache_logger_on_first_use": False})
+
+
+def _restore() -> None:
+    _configure(**{**_SESSION_CONFIG, "processors": list(_SESSION_CONFIG["processors"])})
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(**_SESSION_CONTEXT)
+
 
 @pytest.fixture(autouse=True)
-def _structlog_restored() -> Iterator[None]:
-    config = structlog.get_config()
-    context = structlog.contextvars.get_contextvars()
+def _structlog_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(structlog, "configure", _configure_without_cache)
     yield
-    structlog.configure(**config)
-    structlog.contextvars.clear_contextvars()
-    structlog.contextvars.bind_contextvars(**context)
+    _restore()

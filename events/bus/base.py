@@ -117,12 +117,19 @@ class Bus(abc.ABC):
 
     @abc.abstractmethod
     async def commit_batch(
-        self, *, head: OutgoingMessage, expected_head_seq: int, rest: Sequence[OutgoingMessage]
+        self,
+        *,
+        head: OutgoingMessage,
+        expected_head_seq: int,
+        rest: Sequence[OutgoingMessage],
+        head_filter: str | None = None,
     ) -> int:
         """Append ``head`` then ``rest`` as one atomic batch, or nothing.
 
-        ``head`` goes on the partition's head subject and is stored only if the last
-        message on that subject has sequence ``expected_head_seq`` (0: none yet).
+        ``head`` goes on a head subject and is stored only if the last message on
+        ``head_filter`` (a filter, wildcards allowed; default ``head.subject``) has sequence
+        ``expected_head_seq`` (0: none yet). The deciders pass every head of the partition
+        (``kq.dec.<p>.head.*``): each publishes on its own head, all check one token.
         Returns the sequence of the last stored message.
 
         Raises ConflictError on a stale ``expected_head_seq``, DuplicateBatchError
@@ -145,7 +152,8 @@ class Bus(abc.ABC):
 
     @abc.abstractmethod
     async def last_subject_seq(self, subject: str) -> int:
-        """The sequence of the last message on exactly ``subject`` (0 when none)."""
+        """The sequence of the last message on ``subject`` (0 when none); a filter with
+        wildcards gives the last message on any subject it matches."""
 
     @abc.abstractmethod
     async def get(self, seq: int) -> LogMessage:

@@ -53,6 +53,7 @@ class _Store:
         self.log: list[base.LogMessage] = []
         self.msg_ids: dict[str, int] = {}
         self.last_by_subject: dict[str, int] = {}
+        self.last_by_filter: dict[str, int] = {}  # filter -> last sequence on it (filters asked for so far)
         self.durables: dict[str, _DurableState] = {}
         self.changed = asyncio.Event()
 
@@ -67,7 +68,21 @@ class _Store:
         self.log.append(base.LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers))
         self.msg_ids[message.msg_id] = seq
         self.last_by_subject[message.subject] = seq
+        for pattern in self.last_by_filter:
+            if rules.matches(message.subject, pattern):
+                self.last_by_filter[pattern] = seq
         return seq
+
+    def last_matching(self, pattern: str) -> int:
+        """The last sequence on ``pattern`` (a literal subject or a filter), 0 when none; a filter
+        is looked up once by a scan, then kept up to date as messages are appended."""
+        if rules.is_literal(pattern):
+            return self.last_by_subject.get(pattern, 0)
+        if pattern not in self.last_by_filter:
+            self.last_by_filter[pattern] = max(
+                (seq for subject, seq in self.last_by_subject.items() if rules.matches(subject, pattern)), default=0
+            )
+        return self.last_by_filter[pattern]
 
 
 class MemoryBus(base.Bus):
@@ -108,20 +123,24 @@ class MemoryBus(base.Bus):
         head: base.OutgoingMessage,
         expected_head_seq: int,
         rest: Sequence[base.OutgoingMessage],
+        head_filter: str | None = None,
     ) -> int:
         """Append ``head`` and ``rest`` as one batch, or raise and store nothing (see :class:`base.Bus`)."""
         store = self._check_open()
         rules.check_batch(head=head, rest=rest)
+        if head_filter is not None:
+            rules.tokens(head_filter)
         ids = [head.msg_id, *(message.msg_id for message in rest)]
         if len(set(ids)) != len(ids) or any(msg_id in store.msg_ids for msg_id in ids):
             raise base.DuplicateBatchError(
                 f"The batch headed by {head.msg_id!r} repeats a msg_id already stored or inside itself;"
                 " nothing was stored."
             )
-        actual = store.last_by_subject.get(head.subject, 0)
+        expect_on = head_filter or head.subject
+        actual = store.last_matching(expect_on)
         if actual != expected_head_seq:
             raise base.ConflictError(
-                f"The head {head.subject!r} is at sequence {actual}, not {expected_head_seq}; nothing was stored."
+                f"The head {expect_on!r} is at sequence {actual}, not {expected_head_seq}; nothing was stored."
             )
         last = store.append(head)
         for message in rest:
@@ -161,10 +180,10 @@ class MemoryBus(base.Bus):
         return len(self._check_open().log)
 
     async def last_subject_seq(self, subject: str) -> int:
-        """The sequence of the last message on the literal ``subject`` (0 when none)."""
+        """The sequence of the last message on ``subject``, or on any subject the filter ``subject`` matches (0 when none)."""
         store = self._check_open()
-        rules.check_literal(subject)
-        return store.last_by_subject.get(subject, 0)
+        rules.tokens(subject)
+        return store.last_matching(subject)
 
     async def get(self, seq: int) -> base.LogMessage:
         """The message at ``seq``; raises NotFoundError when there is none."""

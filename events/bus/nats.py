@@ -10,6 +10,11 @@ on the core connection. Measured behaviour this module relies on (nats-server
   expected sequence (10071), standalone and clustered alike, so a retried batch
   that already landed reports DuplicateBatchError on both (unlike a plain
   publish with an expectation, which standalone answers with 10071);
+- ``Nats-Expected-Last-Subject-Sequence-Subject`` (a filter, wildcards allowed; 2.11+)
+  on a batch's first message makes the server compare the expected sequence with the
+  last message on any subject of the filter, standalone and clustered; a clustered
+  stream refuses a second batch with the same filter while the first is still being
+  proposed with err 10164 ("wrong last sequence"), nothing stored: a conflict too;
 - an ordered consumer asked to start past the end counts the skipped messages
   in ``num_pending``, so :meth:`NatsBus.read` starts at the stream's end and
   drops the messages before ``start_seq`` itself;
@@ -55,6 +60,9 @@ PUBLIC_STREAM_NAME = "KQ_PUB"
 PUBLIC_SUBJECTS = ("kq.pub.>",)
 PUBLIC_TRANSFORM = api.SubjectTransform(src="kq.dec.*.wl.*.*", dest="kq.pub.wl.{{wildcard(2)}}.{{wildcard(3)}}")
 ERR_WRONG_LAST_SEQUENCE = 10071
+ERR_WRONG_LAST_SEQUENCE_IN_FLIGHT = 10164
+"""A clustered stream's answer when another write expecting on the same subject (or filter) is
+still being proposed: "wrong last sequence", nothing stored (seen racing three deciders' batches)."""
 ERR_BATCH_DUPLICATE = 10201
 ERR_STREAM_NAME_IN_USE = 10058
 _TRANSIENT_ERR_CODES = {10008, 10023}
@@ -396,13 +404,20 @@ class NatsBus(base.Bus):
         head: base.OutgoingMessage,
         expected_head_seq: int,
         rest: Sequence[base.OutgoingMessage],
+        head_filter: str | None = None,
     ) -> int:
         """Append ``head`` and ``rest`` as one ADR-50 atomic batch (see :class:`base.Bus`).
 
-        A timeout or a lost connection raises BusError: the batch may or may not
-        have landed; fold the log to find out (never re-send the same batch).
+        ``head_filter`` goes in ``Nats-Expected-Last-Subject-Sequence-Subject`` (nats-server
+        >= 2.11): the server then compares ``expected_head_seq`` with the last message on
+        any subject of the filter, in a batch too (checked on one server and on a 3-node
+        cluster: tests/bus/test_contract.py). A timeout or a lost connection raises
+        BusError: the batch may or may not have landed; fold the log to find out (never
+        re-send the same batch).
         """
         rules.check_batch(head=head, rest=rest)
+        if head_filter is not None:
+            rules.tokens(head_filter)
         batch_id = uuid.uuid4().hex
         messages = [head, *rest]
         what = f"Committing the batch headed by {head.msg_id!r}"
@@ -416,6 +431,8 @@ class NatsBus(base.Bus):
                 }
                 if index == 1:
                     headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_head_seq)
+                    if head_filter is not None:
+                        headers["Nats-Expected-Last-Subject-Sequence-Subject"] = head_filter
                 if index == len(messages):
                     headers["Nats-Batch-Commit"] = "1"
                     reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
@@ -439,7 +456,7 @@ class NatsBus(base.Bus):
             return int(answer["seq"])
         error = error or {"description": f"no sequence in the ack {answer!r}"}
         code, text = error.get("err_code"), error.get("description", "")
-        if code == ERR_WRONG_LAST_SEQUENCE:
+        if code in (ERR_WRONG_LAST_SEQUENCE, ERR_WRONG_LAST_SEQUENCE_IN_FLIGHT):
             raise base.ConflictError(
                 f"The head {head.subject!r} moved past sequence {expected} ({text}); nothing was stored."
             )
@@ -501,8 +518,8 @@ class NatsBus(base.Bus):
         return int(info.state.last_seq)
 
     async def last_subject_seq(self, subject: str) -> int:
-        """The sequence of the last message on the literal ``subject`` (0 when none)."""
-        rules.check_literal(subject)
+        """The sequence of the last message on ``subject``, a literal subject or a filter (0 when none)."""
+        rules.tokens(subject)
         try:
             with _wrapped(f"Reading the last message on {subject!r}"):
                 raw = await self._jsm.get_msg(base.STREAM_NAME, subject=subject)

@@ -13,12 +13,16 @@ stream (stream info, single-message reads, ordered consumers and their flow
 control) and publish its own subjects (events/subjects.py):
 
 - ``watcher``: facts, ``kq.in.>``;
-- ``admitter``, ``preemptor``, ``tas-placer``: decisions, ``kq.dec.*.head`` and
-  ``kq.dec.*.wl.>``. All three commit to the same partition head (the
-  optimistic-concurrency token), so the subject scheme cannot tell one decider's
-  decisions from another's: a decider could forge another decider's kind of
-  decision; the DecisionRecord names the role, and only the fold's checks of it
-  can catch that;
+- ``admitter``, ``preemptor``, ``tas-placer``: decisions, each only on its own head
+  ``kq.dec.*.head.<user>`` and on ``kq.dec.*.wl.>``. The batches of all three are
+  checked against one optimistic-concurrency token, the last sequence on every head
+  of the partition (``kq.dec.<p>.head.*``, events/subjects.py), but each may write
+  only its own: the preemptor cannot publish a record on the admitter's head. The
+  per-workload subjects are shared (a workload's decisions are one subject), so
+  what a decider's batch may contain is the fold's check
+  (:mod:`kueue_es.projections.batches`: a record on ``head.<user>`` must name that
+  decider's role, and its outputs must be kinds that role makes; any other batch
+  is an orphan, folded by no service);
 - ``dispatcher``: dispatch results ``kq.disp.>`` and ``kq.in.wl.>`` (the
   WorkloadStopped and ObjectDeleted of a workload whose Job is gone: so it can
   also forge other facts about workloads); the only user that may bind, read
@@ -44,8 +48,13 @@ PUBLIC = "KQ_PUB"
 DURABLE = "dispatcher"
 
 FACTS = ("kq.in.>",)
-DECISIONS = ("kq.dec.*.head", "kq.dec.*.wl.>")
+DECIDERS = ("admitter", "preemptor", "tas-placer")
 DISPATCH = ("kq.disp.>", "kq.in.wl.>")
+
+
+def decisions(user: str) -> tuple[str, ...]:
+    """What decider ``user`` may publish: its own head in every partition, and the per-workload decisions."""
+    return (f"kq.dec.*.head.{user}", "kq.dec.*.wl.>")
 
 
 def _reads(stream: str) -> tuple[str, ...]:
@@ -79,9 +88,9 @@ DURABLE_CALLS = (
 
 PUBLISH: dict[str, tuple[str, ...]] = {
     "watcher": FACTS + _reads(LOG),
-    "admitter": DECISIONS + _reads(LOG),
-    "preemptor": DECISIONS + _reads(LOG),
-    "tas-placer": DECISIONS + _reads(LOG),
+    "admitter": decisions("admitter") + _reads(LOG),
+    "preemptor": decisions("preemptor") + _reads(LOG),
+    "tas-placer": decisions("tas-placer") + _reads(LOG),
     "dispatcher": DISPATCH + _reads(LOG) + DURABLE_CALLS,
     "reader": _reads(LOG) + _reads(PUBLIC) + (f"$JS.API.DIRECT.GET.{LOG}",),
 }
@@ -129,9 +138,10 @@ HEADER = """\
 #
 #   admin               everything: creates and updates the streams (the Job kueue-es-nats-setup)
 #   watcher             kq.in.>                          facts
-#   admitter, preemptor,
-#   tas-placer          kq.dec.*.head, kq.dec.*.wl.>     decisions (one head: the deciders are not
-#                                                        told apart by subject)
+#   admitter            kq.dec.*.head.admitter,          decisions: each decider only on its own
+#                       kq.dec.*.wl.>                    head (the record names its role; the fold
+#   preemptor           kq.dec.*.head.preemptor, ...     checks the outputs are kinds that role makes)
+#   tas-placer          kq.dec.*.head.tas-placer, ...
 #   dispatcher          kq.disp.>, kq.in.wl.>            dispatch results, facts of gone workloads;
 #                                                        the only user of the durable "dispatcher"
 #   reader              nothing                          reads KQ_LOG and KQ_PUB, and KQ_LOG in

@@ -4,7 +4,7 @@ Per scenario: a fresh nats-server (from the wheel) on a free port with a temp
 store, an emulated API server, and the five services started by the same
 :class:`kueue_es.supervisor.Supervisor` as ``kueue-es up``, the deciders in
 stepped mode. The runner publishes the scenario's facts on the log as the watcher
-would, commits pre-admitted workloads' seed decisions under the partition head,
+would, commits pre-admitted workloads' seed decisions on the ``seed`` head,
 and drives the run with SchedulingRequested facts: each cycle is one ``cycle``
 request to every decider role in turn (admitter, preemptor, TAS placer), each
 answered by that decider's DecisionRecord, then the evictions the cycle requested
@@ -130,7 +130,7 @@ class _BusRun:
         await self.bus.publish(subjects.fact_message(fact))
 
     async def _seed(self, admitted: AdmittedWorkload) -> None:
-        """Commit a pre-admitted workload's QuotaReserved + WorkloadAdmitted under the head, as role seed."""
+        """Commit a pre-admitted workload's QuotaReserved + WorkloadAdmitted on the seed head, as role seed."""
         assert self.bus is not None and isinstance(admitted.workload.fact, types.WorkloadObserved)
         meta = admitted.workload.fact.workload.metadata
         ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
@@ -141,10 +141,10 @@ class _BusRun:
             ),
             types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at_ms),
         ]
-        head_seq = await self.bus.last_subject_seq(subjects.head_subject())
+        head_seq = await self.bus.last_subject_seq(subjects.heads_of())
         basis = await self.bus.last_seq()
         head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)
-        await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+        await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of())
         for fact in job_reports(outputs, pods_ready=self.scenario.pods_ready, now_ms=at_ms):
             await self._publish(fact)
 

@@ -20,7 +20,7 @@ A run phase is ``run.cycles`` cycles, or settles: cycles until one changes
 nothing, at most :data:`MAX_SETTLE_CYCLES` (more is a RunError). A cycle asks
 the admitter, then the preemptor, then the TAS placer (then any other role of
 ``kueue_es.deciders.BY_ROLE``), each deciding on the state its predecessors'
-batches were folded into, as the services do under one partition head.
+batches were folded into, as the services do against one token (every head of the partition).
 
 The clock is deterministic: cycle ``i`` (counted over the whole run) reads
 ``base + 60 s + i s``, ``base`` being the latest workload creationTimestamp, or

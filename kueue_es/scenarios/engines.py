@@ -8,6 +8,10 @@ pure deciders in-process (:mod:`kueue_es.scenarios.core_engine`).
 ``bus`` (:mod:`kueue_es.scenarios.bus_engine`) runs nats-server and the five
 services as processes per scenario; it is imported lazily, so core runs never
 load NATS.
+
+``cluster`` (:mod:`kueue_es.scenarios.cluster_engine`) runs the same system but goes
+through the Kubernetes API: objects and workloads are created there, and the
+outcome is read back from the Workload objects.
 """
 
 from __future__ import annotations
@@ -61,7 +65,13 @@ def _open_bus() -> Engine:
     return BusEngine()
 
 
-_FACTORIES: dict[str, Callable[[], Engine]] = {"core": _open_core, "bus": _open_bus}
+def _open_cluster() -> Engine:
+    from kueue_es.scenarios.cluster_engine import ClusterEngine
+
+    return ClusterEngine()
+
+
+_FACTORIES: dict[str, Callable[[], Engine]] = {"core": _open_core, "bus": _open_bus, "cluster": _open_cluster}
 
 
 def available() -> list[str]:

@@ -15,7 +15,7 @@ import msgspec
 
 from kueue_es.events import manifests, models, types
 
-ENGINE_NAMES: tuple[str, ...] = ("core", "bus")
+ENGINE_NAMES: tuple[str, ...] = ("core", "bus", "cluster")
 """Every engine a scenario may name in ``engines:`` (whether available or not)."""
 
 

@@ -1,4 +1,4 @@
-"""An emulated Kubernetes API server, good enough for a watcher, a dispatcher and kubectl get.
+"""An emulated Kubernetes API server, good enough for a watcher, a dispatcher and kubectl.
 
 Why this module exists: no real API server can run on our machines, yet the
 Kubernetes edge of kueue-es must be tested with the real client
@@ -7,17 +7,22 @@ kmock's ``KubernetesEmulator`` gives us the HTTP server, discovery documents
 and an object array, but (in kmock 0.8) its watch ignores ``watch=True`` as the
 client sends it, and it has no resourceVersions, generateName, selectors, watch
 history, status subresource, PUT, or addressing of the Namespace kind.
-``ClusterEmulator`` keeps kmock's server, discovery and ``objects`` and serves
-every request for a registered kind itself, from ``store.ObjectStore``.
+``ClusterEmulator`` keeps kmock's server and ``objects`` and serves discovery,
+OpenAPI and every request for a registered kind itself, from ``store.ObjectStore``.
 
 What is served, per registered kind (``resources.RESOURCES``):
 GET (get/list), GET ?watch=true|True|1 (watch), POST (create, 201), PUT
-(replace), PATCH (merge, strategic-as-merge, JSON patch, and a minimal
-server-side apply: see ``_server_side_apply``), DELETE; the ``status``
-subresource; ``labelSelector``, ``fieldSelector``; watch with
+(replace), PATCH (merge, strategic merge by the kind's OpenAPI schema, JSON
+patch, and a minimal server-side apply: see ``_server_side_apply``), DELETE; the
+``status`` subresource; ``dryRun=All`` (nothing stored, no watch event);
+``fieldValidation`` (see ``validate_object``); Tables for ``kubectl get``
+(``tables.py``); ``labelSelector``, ``fieldSelector``; watch with
 ``resourceVersion`` (410 Expired as an ERROR event when too old),
 ``allowWatchBookmarks`` (BOOKMARK every ``bookmark_interval`` seconds) and
-``timeoutSeconds``.  Not served: deletecollection, list pagination
+``timeoutSeconds``.  Also served, for kubectl: legacy discovery (``/api``,
+``/apis``, ... with Kueue's short names), ``/version``, ``/openapi/v3`` and
+``/openapi/v2`` (JSON; ``openapi.py``).  Not served: aggregated discovery, the
+protobuf OpenAPI v2, CRD defaulting, deletecollection, list pagination
 (``limit``/``continue`` are ignored: every list is one page), apply conflicts
 between field managers and ``managedFields``, garbage collection of dependents.
 
@@ -47,17 +52,29 @@ from typing import Any
 import aiohttp.web
 import attrs
 import kmock
+import multidict
 import structlog
 import yaml
 
+from kueue_es import crds, validation
 from kueue_es.services.kube import resources
-from kueue_es.sim import patches, selectors, store
+from kueue_es.sim import openapi, patches, selectors, store, tables
 
 logger = structlog.get_logger(__name__)
 
 _KmockResponse = kmock.Response
 
 _TRUE = ("true", "1")
+KUBERNETES_VERSION = openapi.KUBERNETES_VERSION
+#: Short names and categories of the built-in kinds, as a real API server's discovery gives them.
+_BUILT_IN_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("", "pods"): (("po",), ("all",)),
+    ("", "nodes"): (("no",), ()),
+    ("", "namespaces"): (("ns",), ()),
+    ("", "events"): (("ev",), ()),
+    ("batch", "jobs"): ((), ("all",)),
+}
+_FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 APPLY_PATCH = "application/apply-patch+yaml"
 _VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
 
@@ -74,12 +91,41 @@ class _ApiCall:
     params: Mapping[str, str]
     content_type: str
     body: bytes
+    accept: str = ""
+
+    @property
+    def dry_run(self) -> bool:
+        """``?dryRun=All``: do everything but the write (400 for any other value)."""
+        values = self.params.getall("dryRun", []) if hasattr(self.params, "getall") else [self.params.get("dryRun")]
+        values = [value for value in values if value]
+        if any(value != "All" for value in values):
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message=f'dryRun: Unsupported value: {values[0]!r}: supported values: "All"',
+                details={"kind": self.ref.plural},
+            )
+        return bool(values)
+
+    @property
+    def field_validation(self) -> str:
+        """``?fieldValidation=``: Ignore, Warn or Strict; "" when not given (the emulator then checks nothing)."""
+        value = self.params.get("fieldValidation") or ""
+        if value and value not in _FIELD_VALIDATION:
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message=f"invalid fieldValidation directive {value!r}: expected Ignore, Warn or Strict",
+                details={"kind": self.ref.plural},
+            )
+        return value
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _Reply:
     status: int
     payload: dict[str, Any]
+    warnings: tuple[str, ...] = ()
 
 
 @attrs.define(kw_only=True)
@@ -94,7 +140,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
     plays Kueue's Job, JobSet and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
-    ``resources.RESOURCES``.
+    ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
+    refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
+    pruned, or 400 with ``fieldValidation=Strict``); False plays a cluster without them.
     """
 
     history_limit: int = 1000
@@ -103,6 +151,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     create_hooks: tuple[store.CreateHook, ...] = attrs.field(factory=lambda: KUEUE_WEBHOOKS)
     clock: Callable[[], datetime.datetime] = store.utc_now
     extra_resources: tuple[resources.ResourceRef, ...] = ()
+    validate: bool = True
 
     _store: store.ObjectStore = attrs.field(init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
@@ -169,7 +218,18 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     # -- request entry points ------------------------------------------------------------
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
-        """Serve registered kinds directly; leave discovery, unknown paths and reactions to kmock."""
+        """Serve discovery, OpenAPI and registered kinds directly; leave unknown paths and reactions to kmock."""
+        if raw_request.method == "GET" and (document := self._discovery(raw_request.path)) is not None:
+            if not _accepts_json(raw_request.headers.get("Accept", "")):
+                return await self._render_error(
+                    kmock.KubernetesError(
+                        status=406,
+                        reason="NotAcceptable",
+                        message="only application/json is served here (no protobuf)",
+                        details={"name": raw_request.path},
+                    )
+                )
+            return aiohttp.web.json_response(document)
         body = await raw_request.read()
         call = self._route(
             method=raw_request.method,
@@ -177,6 +237,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             params=raw_request.query,
             content_type=raw_request.headers.get("Content-Type", ""),
             body=body,
+            accept=raw_request.headers.get("Accept", ""),
         )
         # kmock 0.8 cannot parse Namespace URLs (/api/v1/namespaces raises), so those never go to reactions.
         if call is None or (self._has_user_reactions() and call.ref != resources.NAMESPACES):
@@ -186,7 +247,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         except kmock.KubernetesError as exc:
             return await self._render_error(exc)
         if isinstance(result, _Reply):
-            return aiohttp.web.json_response(result.payload, status=result.status)
+            headers = [("Warning", f'299 - "{_quoted(text)}"') for text in result.warnings]
+            return aiohttp.web.json_response(
+                result.payload, status=result.status, headers=multidict.CIMultiDict(headers)
+            )
+        if tables.wants_table(call.accept):
+            result = self._table_events(call, result)
         return await _stream_events(raw_request, result)
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
@@ -202,6 +268,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             params=request.params,
             content_type=headers.get("content-type", ""),
             body=request.body,
+            accept=headers.get("accept", ""),
         )
         if call is None:
             raise kmock.KubernetesError(
@@ -221,10 +288,107 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     def _has_user_reactions(self) -> bool:
         return any(id(payload) not in self._builtin_payload_ids for payload in self._payloads)
 
+    # -- discovery and OpenAPI -----------------------------------------------------------
+
+    def _discovery(self, path: str) -> dict[str, Any] | None:
+        """The discovery or OpenAPI document at ``path``, or None when ``path`` is not one.
+
+        ``/api``, ``/api/v1``, ``/apis``, ``/apis/GROUP``, ``/apis/GROUP/VERSION``
+        (APIVersions, APIResourceList, APIGroupList, APIGroup: the legacy discovery
+        kubectl falls back to when the aggregated form is not offered), ``/version``,
+        ``/openapi/v2`` and ``/openapi/v3[/api/v1|/apis/GROUP/VERSION]``
+        (:mod:`kueue_es.sim.openapi`).
+        """
+        refs = self._discoverable()
+        segments = [segment for segment in path.split("/") if segment]
+        match segments:
+            case ["version"]:
+                major, minor, _ = KUBERNETES_VERSION.split(".")
+                return {
+                    "major": major,
+                    "minor": minor,
+                    "gitVersion": f"v{KUBERNETES_VERSION}",
+                    "platform": "linux/amd64",
+                    "compiler": "gc",
+                }
+            case ["api"]:
+                return {"kind": "APIVersions", "apiVersion": "v1", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+            case ["api", version]:
+                return self._resource_list("", version)
+            case ["apis"]:
+                groups = sorted({ref.group for ref in refs if ref.group})
+                return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [self._group(g) for g in groups]}
+            case ["apis", group]:
+                return self._group(group) if any(ref.group == group for ref in refs) else None
+            case ["apis", group, version]:
+                return self._resource_list(group, version)
+            case ["openapi", "v2"]:
+                return openapi.v2_document(refs)
+            case ["openapi", "v3"]:
+                return openapi.v3_index(refs)
+            case ["openapi", "v3", "api", version]:
+                return openapi.v3_document(refs, group="", version=version)
+            case ["openapi", "v3", "apis", group, version]:
+                return openapi.v3_document(refs, group=group, version=version)
+        return None
+
+    def _discoverable(self) -> list[resources.ResourceRef]:
+        """The registered kinds still in kmock's ``resources`` (a test removes one there to hide it)."""
+        listed = set(self.resources.keys())
+        return [ref for ref in self._refs.values() if kmock.resource(ref.group, ref.version, ref.plural) in listed]
+
+    def _group(self, group: str) -> dict[str, Any]:
+        refs = self._discoverable()
+        versions = sorted({ref.version for ref in refs if ref.group == group}, key=_version_priority)
+        entries = [{"groupVersion": f"{group}/{version}", "version": version} for version in versions]
+        return {
+            "kind": "APIGroup",
+            "apiVersion": "v1",
+            "name": group,
+            "versions": entries,
+            "preferredVersion": entries[0],
+        }
+
+    def _resource_list(self, group: str, version: str) -> dict[str, Any] | None:
+        refs = [ref for ref in self._discoverable() if (ref.group, ref.version) == (group, version)]
+        if not refs:
+            return None
+        crd_names = {kind.plural: kind.short_names for kind in crds.KINDS} if group == crds.GROUP else {}
+        entries = []
+        for ref in sorted(refs, key=lambda r: r.plural):
+            short_names, categories = _BUILT_IN_NAMES.get((group, ref.plural), (crd_names.get(ref.plural, ()), ()))
+            entries.append(
+                {
+                    "name": ref.plural,
+                    "singularName": ref.singular,
+                    "namespaced": ref.namespaced,
+                    "kind": ref.kind,
+                    "verbs": sorted(_VERBS),
+                    **({"shortNames": list(short_names)} if short_names else {}),
+                    **({"categories": list(categories)} if categories else {}),
+                }
+            )
+            if ref.status_subresource:
+                entries.append(
+                    {
+                        "name": f"{ref.plural}/status",
+                        "singularName": "",
+                        "namespaced": ref.namespaced,
+                        "kind": ref.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": entries,
+        }
+
     # -- routing and execution -----------------------------------------------------------
 
     def _route(
-        self, *, method: str, path: str, params: Mapping[str, str], content_type: str, body: bytes
+        self, *, method: str, path: str, params: Mapping[str, str], content_type: str, body: bytes, accept: str = ""
     ) -> _ApiCall | None:
         """Map an HTTP request to an _ApiCall, or None if it is not for a registered kind."""
         segments = path.strip("/").split("/")
@@ -255,6 +419,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             params=params,
             content_type=content_type,
             body=body,
+            accept=accept,
         )
 
     def _execute(self, call: _ApiCall) -> _Reply | AsyncIterator[dict[str, Any]]:
@@ -263,27 +428,36 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             _check_allowed(call)
             match call.verb:
                 case "list":
-                    return _Reply(status=200, payload=self._list(call))
+                    return self._read_reply(call, self._list(call))
                 case "watch":
                     return self._watch(call)
                 case "get":
                     assert call.name is not None
-                    return _Reply(
-                        status=200, payload=self._store.get(call.ref, namespace=call.namespace, name=call.name)
-                    )
+                    obj = self._store.get(call.ref, namespace=call.namespace, name=call.name)
+                    return self._read_reply(call, obj)
                 case "create":
-                    created = self._store.create(call.ref, namespace=call.namespace, body=_json_body(call))
-                    return _Reply(status=201, payload=created)
+                    warnings: list[str] = []
+                    created = self._store.create(
+                        call.ref,
+                        namespace=call.namespace,
+                        body=self._admit(call, _json_body(call), old=None),
+                        dry_run=call.dry_run,
+                        check=self._checker(call, warnings),
+                    )
+                    return _Reply(status=201, payload=created, warnings=tuple(warnings))
                 case "patch" if call.content_type.split(";", 1)[0].strip().lower() == APPLY_PATCH:
                     return self._server_side_apply(call)
                 case "replace" | "patch":
-                    return _Reply(status=200, payload=self._update(call))
+                    warnings = []
+                    updated = self._update(call, check=self._checker(call, warnings))
+                    return _Reply(status=200, payload=updated, warnings=tuple(warnings))
                 case "delete":
                     assert call.name is not None
                     options = _json_body(call) if call.body.strip() else {}
                     preconditions = options.get("preconditions") if isinstance(options, dict) else None
+                    dry_run = call.dry_run or (isinstance(options, dict) and options.get("dryRun") == ["All"])
                     deleted = self._store.delete(
-                        call.ref, namespace=call.namespace, name=call.name, preconditions=preconditions
+                        call.ref, namespace=call.namespace, name=call.name, preconditions=preconditions, dry_run=dry_run
                     )
                     return _Reply(status=200, payload=deleted)
         raise AssertionError(f"unrouted verb {call.verb!r}")  # pragma: no cover
@@ -302,20 +476,91 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             "items": items,
         }
 
-    def _update(self, call: _ApiCall) -> dict[str, Any]:
+    def _read_reply(self, call: _ApiCall, payload: dict[str, Any]) -> _Reply:
+        """A get or list answer: the object or list, or a Table of it when kubectl asks for one."""
+        if not tables.wants_table(call.accept):
+            return _Reply(status=200, payload=payload)
+        objects = payload["items"] if "items" in payload else [payload]
+        version = str(payload.get("metadata", {}).get("resourceVersion", ""))
+        table = tables.table(
+            call.ref,
+            objects,
+            now=self.clock(),
+            resource_version=version,
+            include_object=call.params.get("includeObject") or "PartialObjectMetadata",
+        )
+        return _Reply(status=200, payload=table)
+
+    async def _table_events(
+        self, call: _ApiCall, events: AsyncIterator[dict[str, Any]]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """A watch as ``kubectl get -w`` asks for it: each event's object as a one-row Table."""
+        include = call.params.get("includeObject") or "PartialObjectMetadata"
+        async for event in events:
+            if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                version = str(event["object"].get("metadata", {}).get("resourceVersion", ""))
+                table = tables.table(
+                    call.ref, [event["object"]], now=self.clock(), resource_version=version, include_object=include
+                )
+                event = {"type": event["type"], "object": table}
+            yield event
+
+    def validate_object(self, ref: resources.ResourceRef, obj: dict[str, Any], *, field_validation: str) -> list[str]:
+        """The API server's validation of an object about to be stored (the one hook for every write).
+
+        Called on create, replace, patch and apply (dry runs included) with the object
+        as it would be stored. ``field_validation`` is the request's
+        ``fieldValidation`` ("" when not given). Here: fields the kind's OpenAPI schema
+        does not declare are refused with 400 under ``Strict`` (the message of a real
+        API server's strict decoding), returned as warnings under ``Warn``, and let
+        through otherwise (unlike a real server, which drops them, the emulator keeps
+        them). Raises ``store.StoreError``; returns warning texts for ``Warning`` headers.
+        Extend it (e.g. with Kueue's validation, 422) rather than adding other hooks.
+        """
+        if field_validation not in ("Strict", "Warn"):
+            return []
+        unknown = [f'unknown field "{path}"' for path in openapi.unknown_fields(obj, ref)]
+        if unknown and field_validation == "Strict":
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message=f'{ref.kind} in version "{ref.version}" cannot be handled as a {ref.kind}: '
+                f"strict decoding error: {', '.join(unknown)}",
+                details={"kind": ref.plural, "group": ref.group, "name": obj.get("metadata", {}).get("name", "")},
+            )
+        return unknown
+
+    def _checker(self, call: _ApiCall, warnings: list[str]) -> Callable[[dict[str, Any]], None]:
+        field_validation = call.field_validation
+
+        def check(obj: dict[str, Any]) -> None:
+            warnings.extend(self.validate_object(call.ref, obj, field_validation=field_validation))
+
+        return check
+
+    def _update(self, call: _ApiCall, *, check: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         assert call.name is not None
         body = _json_body(call)
         if call.verb == "replace":
 
             def change(current: dict[str, Any]) -> Any:
-                return body
+                return self._admit(call, body, old=current)
         else:
 
             def change(current: dict[str, Any]) -> Any:
-                return patches.apply_patch(current, body, content_type=call.content_type)
+                patched = patches.apply_patch(
+                    current, body, content_type=call.content_type, schema=openapi.patch_schema(call.ref)
+                )
+                return self._admit(call, patched, old=current)
 
         return self._store.update(
-            call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change
+            call.ref,
+            namespace=call.namespace,
+            name=call.name,
+            subresource=call.subresource,
+            change=change,
+            dry_run=call.dry_run,
+            check=check,
         )
 
     def _server_side_apply(self, call: _ApiCall) -> _Reply:
@@ -344,25 +589,71 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         config = _apply_config(call)
         part = "status" if call.subresource == "status" else ("main" if call.ref.status_subresource else "all")
         owned = frozenset(_field_paths(_applied_part(config, part=part)))
+        warnings: list[str] = []
+        check = self._checker(call, warnings)
         try:
             current = self._store.get(call.ref, namespace=call.namespace, name=call.name)
         except store.StoreError:
             if call.subresource is not None:
                 raise
-            created = self._store.create(call.ref, namespace=call.namespace, body=config)
-            self._applied[_applied_key(call, created, manager=manager, part=part)] = owned
-            return _Reply(status=201, payload=created)
+            created = self._store.create(
+                call.ref,
+                namespace=call.namespace,
+                body=self._admit(call, config, old=None),
+                dry_run=call.dry_run,
+                check=check,
+            )
+            if not call.dry_run:
+                self._applied[_applied_key(call, created, manager=manager, part=part)] = owned
+            return _Reply(status=201, payload=created, warnings=tuple(warnings))
         key = _applied_key(call, current, manager=manager, part=part)
         stale = self._applied.get(key, frozenset()) - owned
 
+        precondition = (config.get("metadata") or {}).get("resourceVersion")
+
         def change(obj: dict[str, Any]) -> dict[str, Any]:
-            return _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
+            # an applied resourceVersion is a precondition, also through the status subresource
+            if precondition and precondition != obj["metadata"].get("resourceVersion"):
+                raise store.StoreError(
+                    status=409,
+                    reason="Conflict",
+                    message=f'Operation cannot be fulfilled on {call.ref.qualified_plural} "{call.name}": '
+                    "the object has been modified; please apply your changes to the latest version and try again",
+                    details={"kind": call.ref.plural, "group": call.ref.group, "name": call.name},
+                )
+            old = copy.deepcopy(obj)
+            return self._admit(
+                call, _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part)), old=old
+            )
 
         updated = self._store.update(
-            call.ref, namespace=call.namespace, name=call.name, subresource=call.subresource, change=change
+            call.ref,
+            namespace=call.namespace,
+            name=call.name,
+            subresource=call.subresource,
+            change=change,
+            dry_run=call.dry_run,
+            check=check,
         )
-        self._applied[key] = owned
-        return _Reply(status=200, payload=updated)
+        if not call.dry_run:
+            self._applied[key] = owned
+        return _Reply(status=200, payload=updated, warnings=tuple(warnings))
+
+    def _admit(self, call: _ApiCall, obj: Any, *, old: dict[str, Any] | None) -> Any:
+        """The validating admission of a write to the main resource (kueue_es.validation.admit)."""
+        if not self.validate or call.subresource is not None or not isinstance(obj, dict):
+            return obj
+        manifest = {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj}
+        try:
+            if call.field_validation == "Warn":
+                # kept, so the strict-field checker (validate_object) names them in Warning headers
+                validation.check(validation.prune(copy.deepcopy(manifest)), old=old)
+                return manifest
+            return validation.admit(manifest, old=old, field_validation=call.field_validation)
+        except validation.Invalid as exc:
+            raise store.StoreError(status=422, reason="Invalid", message=exc.message, details=exc.details()) from exc
+        except validation.UnknownFields as exc:
+            raise store.StoreError(status=400, reason="BadRequest", message=str(exc)) from exc
 
     def _watch(self, call: _ApiCall) -> AsyncIterator[dict[str, Any]]:
         """Validate the watch parameters now (errors become HTTP statuses) and return the event stream."""
@@ -537,6 +828,27 @@ def _check_allowed(call: _ApiCall) -> None:
         )
 
 
+def _version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes' version order: GA before beta before alpha, higher numbers first (v1 > v1beta2 > v1alpha1)."""
+    found = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if found is None:
+        return (3, 0, 0)
+    stage = {"": 0, "beta": 1, "alpha": 2}[found.group(2) or ""]
+    return (stage, -int(found.group(1)), -int(found.group(3) or 0))
+
+
+def _accepts_json(accept: str) -> bool:
+    """Whether an Accept header takes JSON (or anything); kubectl's OpenAPI v2 client asks for protobuf only."""
+    if not accept.strip():
+        return True
+    media = [part.split(";", 1)[0].strip().lower() for part in accept.split(",")]
+    return any(m in ("application/json", "*/*", "application/*") for m in media)
+
+
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def _verb_for(*, method: str, has_name: bool, watch: bool) -> str:
     if method == "GET":
         return "watch" if watch else ("get" if has_name else "list")
@@ -707,8 +1019,8 @@ async def _stream_events(
 ) -> aiohttp.web.StreamResponse:
     """Write a watch stream as JSON lines, one event per line, flushing each."""
     response = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
-    await response.prepare(raw_request)
     try:
+        await response.prepare(raw_request)  # the client may be gone already (a service stopping)
         async for event in events:
             await response.write(json.dumps(event).encode() + b"\n")
         await response.write_eof()

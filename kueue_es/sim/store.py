@@ -229,8 +229,22 @@ class ObjectStore:
                 found.append(((obj_namespace or "", obj_name), raw))
         return [raw for _, raw in sorted(found, key=lambda pair: pair[0])]
 
-    def create(self, ref: resources.ResourceRef, *, namespace: str | None, body: Any) -> dict[str, Any]:
+    def create(
+        self,
+        ref: resources.ResourceRef,
+        *,
+        namespace: str | None,
+        body: Any,
+        dry_run: bool = False,
+        check: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
         """Create an object from a POST body; ``namespace`` is the one in the URL.
+
+        ``check`` sees the object after defaulting and the create hooks, before it is
+        stored, and may raise StoreError (the API server's validation). With
+        ``dry_run`` (``?dryRun=All``) everything happens but the write: the object
+        is returned as it would be stored, without a resourceVersion, and nothing
+        is stored or logged.
 
         Raises StoreError: 400 (bad body, namespace mismatch), 404 (namespace
         missing), 405 (namespaced kind without a namespace), 409 (exists),
@@ -262,6 +276,10 @@ class ObjectStore:
         _apply_defaults(ref, obj)
         for hook in self._create_hooks:
             hook(ref, obj)
+        if check is not None:
+            check(obj)
+        if dry_run:
+            return obj
         self._write(ref, key, obj, event_type="ADDED")
         return obj
 
@@ -273,10 +291,14 @@ class ObjectStore:
         name: str,
         subresource: str | None,
         change: Callable[[dict[str, Any]], Any],
+        dry_run: bool = False,
+        check: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """Replace or patch an object (or its ``status``): ``change`` maps the current object to the new one.
 
         ``change`` may raise StoreError (e.g. a patch that does not apply).
+        ``check`` sees the object as it would be stored and may raise StoreError.
+        With ``dry_run`` the updated object is returned and nothing is stored or logged.
         Raises StoreError: 404 (absent, or an unknown subresource), 409
         (resourceVersion mismatch), 422 (an immutable field changed).
         """
@@ -297,10 +319,14 @@ class ObjectStore:
             updated = _with_status_of(current, source=desired)
         else:
             updated = _merged_main(ref, current=current, desired=desired)
+        if check is not None:
+            check(updated)
         if _same_content(updated, current):
             return current
         if _spec_of(ref, updated) != _spec_of(ref, current):
             updated["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+        if dry_run:
+            return updated
         self._write(ref, key, updated, event_type="MODIFIED", previous=current)
         if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
             return self._remove(ref, key, updated)
@@ -313,10 +339,12 @@ class ObjectStore:
         namespace: str | None,
         name: str,
         preconditions: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Delete an object, or mark it deleting while it has finalizers; returns its last state.
 
         ``preconditions`` is DeleteOptions.preconditions (uid, resourceVersion).
+        With ``dry_run`` the object is returned as the delete would leave it; nothing changes.
         Raises StoreError 404 (absent) or 409 (a precondition fails).
         """
         key = self._key(ref, namespace=namespace, name=name)
@@ -327,7 +355,7 @@ class ObjectStore:
             if expected is not None and current["metadata"].get(field) != expected:
                 raise _conflict(ref, name, f"precondition failed: {field} is not {expected}")
         metadata = current["metadata"]
-        if metadata.get("deletionTimestamp"):
+        if metadata.get("deletionTimestamp") or dry_run:
             return current
         if metadata.get("finalizers"):
             deleting = copy.deepcopy(current)

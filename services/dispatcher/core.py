@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from kueue_es.events import tas, types
+from kueue_es.events import models, tas, types
+from kueue_es.jobframework import jobs
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION, SCHEDULING_GATE
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
 from kueue_es.jobframework.jobsets import JOBSET_API
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
+from kueue_es.scheduling.queues import required_checks
 from kueue_es.services.dispatcher import status, ungater
 
 
@@ -51,15 +53,21 @@ class StartJob:
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     scheduling_gates: list[str] = field(default_factory=list)
+    count: int = 0
 
     def patch(
-        self, *, current_tolerations: list[dict[str, Any]], current_gates: list[dict[str, Any]] | None = None
+        self,
+        *,
+        current_tolerations: list[dict[str, Any]],
+        current_gates: list[dict[str, Any]] | None = None,
+        job_annotations: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """The JSON merge patch for the Job: keeps the template's own tolerations, adds ours once,
         adds the admission checks' labels and annotations to the template (and, for a TAS pod set,
         the pod set label, workload annotation and the topology scheduling gate, kept once next to
         the template's ``current_gates``), and removes the eviction marks of an earlier stop so a
-        later eviction is seen afresh."""
+        later eviction is seen afresh. A Job whose ``job_annotations`` accept partial admission runs
+        with the admitted ``count`` pods (:func:`kueue_es.jobframework.jobs.started_pod_counts`)."""
         template_spec: dict[str, Any] = {"nodeSelector": self.node_selector}
         merged = merged_tolerations(current_tolerations, self.tolerations)
         if merged != list(current_tolerations):
@@ -71,9 +79,12 @@ class StartJob:
         template_meta = {k: v for k, v in (("labels", self.labels), ("annotations", self.annotations)) if v}
         if template_meta:
             template["metadata"] = template_meta
+        spec: dict[str, Any] = {"suspend": False, "template": template}
+        if self.count:
+            spec.update(jobs.started_pod_counts(job_annotations or {}, admitted=self.count))
         return {
             "metadata": {"annotations": {EVICTED_ANNOTATION: None, EVICTION_SEQ_ANNOTATION: None}},
-            "spec": {"suspend": False, "template": template},
+            "spec": spec,
         }
 
 
@@ -155,13 +166,17 @@ class StopJob:
     labels: list[str] = field(default_factory=list)
     annotations: list[str] = field(default_factory=list)
     scheduling_gates: list[str] = field(default_factory=list)
+    count: int = 0
 
-    def patch(self, *, current_pod_spec: Mapping[str, Any]) -> dict[str, Any]:
-        """The JSON merge patch for the Job, given its pod template's current ``spec``.
+    def patch(self, *, current_pod_spec: Mapping[str, Any], job: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON merge patch for the Job, given its pod template's current ``spec`` (and the whole
+        ``job`` as it is now, for its annotations and pod counts).
 
-        Suspends it, marks it evicted and restores nodeSelector and tolerations; the
-        same patch applied twice changes nothing the second time. With ``uid`` the
-        patch carries it as a precondition: a re-created namesake Job is refused.
+        Suspends it, marks it evicted and restores nodeSelector and tolerations, and the
+        parallelism of a partially admitted Job to the Workload's pod set ``count``
+        (:func:`kueue_es.jobframework.jobs.restored_pod_counts`); the same patch applied
+        twice changes nothing the second time. With ``uid`` the patch carries it as a
+        precondition: a re-created namesake Job is refused.
         """
         current = list(current_pod_spec.get("tolerations") or [])
         selector, kept = restored_pod_spec(
@@ -184,6 +199,9 @@ class StopJob:
         if self.uid:
             metadata["uid"] = self.uid
         spec: dict[str, Any] = {"suspend": True}
+        if self.count and job is not None:
+            job_meta, job_spec = job.get("metadata") or {}, job.get("spec") or {}
+            spec.update(jobs.restored_pod_counts(job_meta.get("annotations") or {}, job_spec, count=self.count))
         template: dict[str, Any] = {"spec": template_spec} if template_spec else {}
         template_meta = {
             kind: dict.fromkeys(keys)
@@ -205,7 +223,8 @@ class PodSetInfo:
     ``node_selector`` / ``tolerations``: the assigned flavors' node labels and tolerations
     with the Ready checks' podSetUpdates merged in; ``labels`` / ``annotations``: the
     checks'. ``own_node_selector`` / ``own_tolerations``: the template's own (from the
-    workload's pod set), which a stop gives back.
+    workload's pod set), which a stop gives back. ``count``: the pods admitted for it (the
+    admission's count, below the pod set's own for a partial admission).
     """
 
     name: str
@@ -216,6 +235,7 @@ class PodSetInfo:
     own_node_selector: dict[str, str] = field(default_factory=dict)
     own_tolerations: list[dict[str, Any]] = field(default_factory=list)
     scheduling_gates: list[str] = field(default_factory=list)
+    count: int = 0
 
     def started(self, template: dict[str, Any]) -> dict[str, Any]:
         """A copy of pod ``template`` (``metadata`` and ``spec``) with this pod set's additions merged in."""
@@ -415,8 +435,8 @@ class DispatchState:
     takes out exactly that even after the checks were reset), or the conflict that
     keeps it from starting.
     ``dirty_workloads`` (workload key -> the last sequence that changed it) and
-    ``dirty_queues`` (``("ClusterQueue", "", name)`` or ``("LocalQueue", namespace,
-    name)``) are the objects whose Kubernetes state may have to change; the runner
+    ``dirty_queues`` (``("ClusterQueue", "", name)``, ``("LocalQueue", namespace,
+    name)`` or ``("Cohort", "", name)``) are the objects whose Kubernetes state may have to change; the runner
     takes them (:meth:`take_dirty_workloads`, :meth:`take_dirty_queues`) when it writes.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
@@ -575,7 +595,10 @@ def _queue_view(wl: WorkloadState | None) -> tuple[Any, ...]:
 
 
 def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tuple[str, str, str]]:
-    """The queues whose status a ClusterQueue or LocalQueue event can change (also their LocalQueues / ClusterQueue)."""
+    """The queues and Cohorts whose status an object event can change: a ClusterQueue or LocalQueue event
+    its own and the ClusterQueue's or LocalQueues' behind it (counts, ``Active``); a ResourceFlavor,
+    AdmissionCheck or Topology event the ClusterQueues that name it and their LocalQueues (``Active``); a
+    Cohort event every Cohort (a cycle); the Configuration every ClusterQueue and Cohort (fair sharing)."""
     match event:
         case types.ClusterQueueObserved(cluster_queue=obj):
             name = obj.metadata.name
@@ -591,10 +614,48 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
         case types.ObjectDeleted(kind="LocalQueue"):
             lq = state.local_queues.get((event.namespace, event.name))
             return [("ClusterQueue", "", lq.spec.cluster_queue)] if lq is not None else []
+        case types.ResourceFlavorObserved(flavor=obj):
+            return _naming(state, lambda cq: obj.metadata.name in _flavors_of(cq))
+        case types.ObjectDeleted(kind="ResourceFlavor"):
+            return _naming(state, lambda cq: event.name in _flavors_of(cq))
+        case types.AdmissionCheckObserved(admission_check=obj):
+            return _naming(state, lambda cq: obj.metadata.name in required_checks(cq))
+        case types.ObjectDeleted(kind="AdmissionCheck"):
+            return _naming(state, lambda cq: event.name in required_checks(cq))
+        case types.TopologyObserved(topology=obj):
+            return _naming(state, lambda cq: obj.metadata.name in _topologies_of(state, cq))
+        case types.ObjectDeleted(kind="Topology"):
+            return _naming(state, lambda cq: event.name in _topologies_of(state, cq))
+        case types.CohortObserved() | types.ObjectDeleted(kind="Cohort"):
+            return [("Cohort", "", name) for name in state.cohorts]
+        case types.ConfigurationObserved():
+            return [("ClusterQueue", "", n) for n in state.cluster_queues] + [("Cohort", "", n) for n in state.cohorts]
         case _:
             return []
     lqs = [("LocalQueue", ns, n) for (ns, n), lq in state.local_queues.items() if lq.spec.cluster_queue == name]
     return [("ClusterQueue", "", name), *lqs]
+
+
+def _naming(state: ClusterState, names: Callable[[models.ClusterQueue], bool]) -> list[tuple[str, str, str]]:
+    """The ClusterQueues for which ``names`` holds and the LocalQueues that feed them."""
+    cqs = [name for name, cq in state.cluster_queues.items() if names(cq)]
+    if not cqs:
+        return []
+    chosen = dict.fromkeys(cqs)
+    lqs = [("LocalQueue", ns, n) for (ns, n), lq in state.local_queues.items() if lq.spec.cluster_queue in chosen]
+    return [*(("ClusterQueue", "", name) for name in cqs), *lqs]
+
+
+def _flavors_of(cq: models.ClusterQueue) -> list[str]:
+    return [fq.name for group in cq.spec.resource_groups for fq in group.flavors]
+
+
+def _topologies_of(state: ClusterState, cq: models.ClusterQueue) -> list[str]:
+    return [
+        f.spec.topology_name
+        for name in _flavors_of(cq)
+        if (f := state.flavors.get(name)) is not None and f.spec.topology_name
+    ]
 
 
 PLAN_HANDLED = (types.WorkloadAdmitted, types.EvictionRequested)
@@ -698,6 +759,7 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | 
         labels=info.labels,
         annotations=info.annotations,
         scheduling_gates=info.scheduling_gates,
+        count=info.count,
     )
 
 
@@ -776,6 +838,7 @@ def pod_set_infos(
                 own_node_selector=own_selector,
                 own_tolerations=[status.toleration_dict(t) for t in pod_set.tolerations] if pod_set else [],
                 scheduling_gates=gates,
+                count=assignment.count,
             )
         )
     return out
@@ -854,6 +917,7 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
         labels=sorted(info.labels),
         annotations=sorted(info.annotations),
         scheduling_gates=info.scheduling_gates,
+        count=current.workload.spec.pod_sets[0].count if current.workload.spec.pod_sets else 0,
     )
 
 

@@ -101,7 +101,8 @@ class JobWrites:
         return job
 
     async def start_job(self, action: core.StartJob, *, seq: int) -> Result:
-        """Unsuspend the admitted workload's Job with the flavors' node labels and tolerations.
+        """Unsuspend the admitted workload's Job with the flavors' node labels and tolerations, and with the
+        admitted pod count as its parallelism when it accepts partial admission.
 
         A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
         """
@@ -109,9 +110,12 @@ class JobWrites:
         found = await self._same_job(action, seq=seq, ref=JOB_REF)
         if isinstance(found, types.DispatchFailed):
             return found
-        pod_spec = objects.pod_spec(objects.as_job(found))
+        job = objects.as_job(found)
+        pod_spec = objects.pod_spec(job)
         patch = action.patch(
-            current_tolerations=pod_spec.get("tolerations") or [], current_gates=pod_spec.get("schedulingGates") or []
+            current_tolerations=pod_spec.get("tolerations") or [],
+            current_gates=pod_spec.get("schedulingGates") or [],
+            job_annotations=objects.meta(job).get("annotations") or {},
         )
         if action.uid:
             patch["metadata"]["uid"] = action.uid  # a precondition: a namesake created meanwhile is refused
@@ -127,7 +131,8 @@ class JobWrites:
         )
 
     async def stop_job(self, action: core.StopJob, *, seq: int) -> Result:
-        """Suspend the evicted workload's Job, restore its template and mark it (Kueue job_controller.go Stop).
+        """Suspend the evicted workload's Job, restore its template and its parallelism, and mark it (Kueue
+        job_controller.go Stop).
 
         A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
         """
@@ -135,7 +140,7 @@ class JobWrites:
         found = await self._same_job(action, seq=seq, ref=JOB_REF)
         if isinstance(found, types.DispatchFailed):
             return found
-        patch = action.patch(current_pod_spec=objects.pod_spec(objects.as_job(found)))
+        patch = action.patch(current_pod_spec=objects.pod_spec(objects.as_job(found)), job=found)
         await self.limiter.acquire()
         await self.api.patch_object(JOB_REF, namespace=action.namespace, name=action.name, patch=patch)
         log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)

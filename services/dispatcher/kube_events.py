@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from kueue_es.events import manifests, models, types
 from kueue_es.projections.cluster import ClusterState, priority_of
 from kueue_es.services.dispatcher import status
+from kueue_es.services.kube import resources
 
 MAX_MESSAGE = 1024
 """Kueue's api.maxEventMsgSize."""
@@ -45,6 +46,7 @@ class KubeEvent:
     message: str
     at_ms: int
     job: tuple[str, str, str] | None = None  # (apiVersion, kind, uid): about the workload's job instead
+    namespaced: bool = True  # False: about a cluster-scoped object (the Event lives in "default")
 
 
 def truncate(message: str) -> str:
@@ -138,6 +140,30 @@ def for_created_workload(workload: models.Workload) -> KubeEvent | None:
     )
 
 
+#: Kinds whose rejection is a job's: Kueue's job reconciler says ErrWorkloadCompose (jobframework/events.go).
+JOB_KINDS = frozenset({"Job", "JobSet", "Pod"})
+
+
+def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
+    """A Warning Event on an object kueue-es refused to read (ObjectRejected): the field and the problem,
+    so ``kubectl describe`` and ``kubectl events`` show why nothing happens. Reason ``ErrWorkloadCompose``
+    for a job (Kueue's reason when it cannot build a job's Workload), ``Invalid`` (the API server's
+    word for a refused object) for the others. None for a kind kueue-es does not address."""
+    ref = next((r for r in resources.RESOURCES.values() if r.kind == fact.kind), None)
+    if ref is None:
+        return None
+    where = f"{fact.field}: " if fact.field else ""
+    return KubeEvent(
+        workload=types.WorkloadRef(namespace=fact.namespace if ref.namespaced else "default", name=fact.name),
+        type="Warning",
+        reason="ErrWorkloadCompose" if fact.kind in JOB_KINDS else "Invalid",
+        message=truncate(f"{fact.kind} {fact.name} is invalid: {where}{fact.problem}"),
+        at_ms=fact.at_ms,
+        job=(ref.api_version, ref.kind, ""),
+        namespaced=ref.namespaced,
+    )
+
+
 def _queued_ms(state: ClusterState, ref: types.WorkloadRef, record: status.WorkloadRecord | None) -> int:
     requeued = record.conditions.get("Requeued") if record is not None else None
     if requeued is not None:
@@ -196,6 +222,8 @@ def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, obje
     if item.job is not None:  # about the job: its own UID, not the Workload's
         api_version, kind, uid = item.job
         involved.update(apiVersion=api_version, kind=kind)
+    if not item.namespaced:
+        del involved["namespace"]
     if uid:
         involved["uid"] = uid
     at = manifests.format_time_ms(item.at_ms)

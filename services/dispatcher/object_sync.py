@@ -14,6 +14,14 @@ start-up), so a redelivered decision, a restart or an unchanged queue writes
 nothing. A write that fails with 5xx, 429, a conflict or a broken connection is
 tried again at the next batch; another failure of a Workload write is recorded as
 DispatchFailed (action ``SyncWorkload``). Every write waits for the write limiter.
+
+``status.admissionChecks`` is shared with the admission check controllers, which set
+each entry's state through the API (SEMANTICS-ADVANCED B.1). A status write that
+carries the entries first reads the Workload and keeps what a controller wrote
+(:func:`keep_controller_checks`): the dispatcher only adds entries Pending and resets
+them after an eviction; every other state it knows is the controller's own, read
+back by the watcher. The write names the resourceVersion it read, so a controller's
+write in between makes it fail with 409 and it is tried again at the next batch.
 """
 
 from __future__ import annotations
@@ -23,14 +31,15 @@ from typing import Any
 
 import structlog
 
-from kueue_es.events import subjects, types
+from kueue_es.events import manifests, subjects, types
 from kueue_es.events.bus.base import Bus
-from kueue_es.projections.cluster import WorkloadState
+from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
 from kueue_es.services.kube.objects import ObjectKey
+from kueue_es.services.runtime import wall_clock_ms
 
 log = structlog.get_logger(__name__)
 
@@ -62,6 +71,7 @@ class StoredObjects:
             (resources.WORKLOADS, None),  # pod groups' Workloads have no job-uid label
             (resources.CLUSTER_QUEUES, None),
             (resources.LOCAL_QUEUES, None),
+            (resources.COHORTS, None),
         )
         for ref, selector in kinds:
             try:
@@ -82,6 +92,8 @@ class StoredObjects:
                 self.absent.discard(("ClusterQueue", "", obj.metadata.name))
             case types.LocalQueueObserved(local_queue=obj):
                 self.absent.discard(("LocalQueue", obj.metadata.namespace, obj.metadata.name))
+            case types.CohortObserved(cohort=obj):
+                self.absent.discard(("Cohort", "", obj.metadata.name))
 
     async def apply(
         self, ref: resources.ResourceRef, body: RawObject, *, subresource: str | None = None
@@ -147,6 +159,9 @@ class WorkloadSync:
                 if wl is None or wl.deleted_seq:
                     await self.stored.delete_workload(namespace, name)
                     continue
+                if wl.workload.owner is None:
+                    await self._sync_standalone(key, wl)
+                    continue
                 if not status.is_job_workload(wl):
                     continue
                 await self._sync_workload(key, wl)
@@ -178,7 +193,41 @@ class WorkloadSync:
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
             body = {**_identity(desired), "status": wanted}
+            if "admissionChecks" in wanted:
+                current = await self.stored.api.get_object(
+                    resources.WORKLOADS, namespace=meta.namespace, name=meta.name
+                )
+                server = (current.get("status") or {}).get("admissionChecks") or []
+                wanted = {**wanted, "admissionChecks": keep_controller_checks(wanted["admissionChecks"], server)}
+                version = (current.get("metadata") or {}).get("resourceVersion")
+                body = {**_identity(desired), "status": wanted}
+                body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
             self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")
+
+    async def _sync_standalone(self, key: str, wl: WorkloadState) -> None:
+        """A Workload a user created: only its status is ours (the object and its spec are the user's).
+
+        Kueue's status fields are server-side applied with the dispatcher's field manager;
+        what the user writes there (a Finished condition, admission check states) is read
+        back by the watcher. The object gone (404) is left to the watcher's deletion fact.
+        """
+        meta = wl.workload.metadata
+        ident: ObjectKey = ("Workload", meta.namespace, meta.name)
+        stored = self.stored.objects.get(ident)
+        generation = int(objects.meta(stored or {}).get("generation") or meta.generation or 0)
+        wanted = status.workload_status(self.view.records.get(key), generation=generation)
+        if stored is not None and _managed(stored, status.WORKLOAD_STATUS_FIELDS) == wanted:
+            return
+        body = {
+            "apiVersion": resources.WORKLOADS.api_version,
+            "kind": "Workload",
+            "metadata": {"name": meta.name, "namespace": meta.namespace},
+            "status": wanted,
+        }
+        try:
+            self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")
+        except kube_errors.NotFoundError:
+            log.info("standalone_workload_not_in_cluster", workload=key)
 
     async def _sync_failed(self, wl: WorkloadState, *, seq: int, err: kube_errors.ApiError) -> None:
         self.stored.failures += 1
@@ -201,29 +250,48 @@ class WorkloadSync:
 
 
 class QueueStatusSync:
-    """Writes the status of every ClusterQueue and LocalQueue whose counts or usage changed (once each)."""
+    """Writes the status of every ClusterQueue, LocalQueue and Cohort whose status changed (once each):
+    counts, usage, the ``Active`` condition and, with fair sharing on, the weighted share.
 
-    def __init__(self, *, view: core.DispatchState, stored: StoredObjects) -> None:
-        self.view, self.stored = view, stored
+    ``clock`` gives the time (ms since the epoch) a condition that changes status is stamped with.
+    """
+
+    def __init__(
+        self, *, view: core.DispatchState, stored: StoredObjects, clock: Callable[[], int] = wall_clock_ms
+    ) -> None:
+        self.view, self.stored, self.clock = view, stored, clock
 
     async def sync(self) -> None:
         """Write the status of each queue the fold marked dirty, unless the server already has it."""
         state = self.view.cluster
         dirty = self.view.take_dirty_queues()
+        if dirty and state.configuration.fair_sharing is not None:
+            dirty = _with_cohorts_above(state, dirty)  # their weighted share follows their ClusterQueues' usage
         feeding = status.local_queues_by_cluster_queue(state) if dirty else {}
+        now_ms = self.clock() if dirty else 0
         for ident in dirty:
             kind, namespace, name = ident
+            fields: tuple[str, ...] = status.QUEUE_STATUS_FIELDS
             if kind == "ClusterQueue" and name in state.cluster_queues:
                 ref, wanted = resources.CLUSTER_QUEUES, status.cluster_queue_status(state, name, feeding=feeding)
+                generation = state.cluster_queues[name].metadata.generation
             elif kind == "LocalQueue" and (namespace, name) in state.local_queues:
                 ref, wanted = resources.LOCAL_QUEUES, status.local_queue_status(state, namespace, name)
+                generation = state.local_queues[(namespace, name)].metadata.generation
+            elif kind == "Cohort" and name in state.cohorts:
+                ref, wanted = resources.COHORTS, status.cohort_status(state, name)
+                generation, fields = state.cohorts[name].metadata.generation, status.COHORT_STATUS_FIELDS
             else:
                 self.stored.objects.pop(ident, None)  # deleted, or a queue no object names
                 continue
             stored = self.stored.objects.get(ident)
-            if ident in self.stored.absent or (
-                stored is not None and _managed(stored, status.QUEUE_STATUS_FIELDS) == wanted
-            ):
+            previous = _active_condition(stored)
+            generation = max(generation, int(objects.meta(stored).get("generation") or 0) if stored else 0)
+            condition = status.active_condition(
+                state, kind, namespace, name, previous=previous, generation=generation, now_ms=now_ms
+            )
+            wanted = {"conditions": [condition], **wanted}
+            if ident in self.stored.absent or (stored is not None and _managed(stored, fields) == wanted):
                 continue
             await self._write(ident, ref, wanted)
 
@@ -241,6 +309,62 @@ class QueueStatusSync:
                 self.view.dirty_queues.setdefault(ident)
             self.stored.failures += 1
             log.warning("queue_status_failed", kind=kind, namespace=namespace, name=name, error=str(err))
+
+
+def _with_cohorts_above(state: ClusterState, dirty: list[ObjectKey]) -> list[ObjectKey]:
+    """``dirty`` and, after it, the Cohort objects above each dirty ClusterQueue (each once)."""
+    out = dict.fromkeys(dirty)
+    for kind, _, name in dirty:
+        cq = state.cluster_queues.get(name) if kind == "ClusterQueue" else None
+        if cq is not None and cq.spec.cohort_name:
+            out.update(dict.fromkeys(("Cohort", "", c) for c in status.cohort_ancestors(state, cq.spec.cohort_name)))
+    return list(out)
+
+
+def _active_condition(stored: objects.StoredObject | None) -> Any:
+    """The ``Active`` condition the server has on a stored queue, or None."""
+    conditions = ((stored or {}).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Active"), None)
+
+
+_RESET_PREFIX = status.RESET_MESSAGE.split("{", 1)[0]
+
+
+def keep_controller_checks(wanted: list[dict[str, Any]], server: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``status.admissionChecks`` to write: ``wanted`` (the log's view, in its order), with the
+    server's entry kept wherever a check controller wrote it.
+
+    The dispatcher's own entries are Pending: added (no message) or reset after an
+    eviction (Kueue's "Reset to Pending after eviction" message). Any other wanted entry
+    mirrors a controller's report, which the server holds as new or newer: the server's
+    wins. An added entry yields to a server entry that differs (the controller answered
+    before the dispatcher wrote again); a reset wins unless the server's
+    lastTransitionTime is later (the controller answered after the reset). Entries are
+    dicts as the API has them (name, state, lastTransitionTime RFC 3339, message, ...).
+    """
+    on_server = {str(entry.get("name")): entry for entry in server if isinstance(entry, dict)}
+    merged = []
+    for entry in wanted:
+        theirs = on_server.get(str(entry.get("name")))
+        message = str(entry.get("message") or "")
+        if theirs is None or theirs == entry:
+            merged.append(entry)
+        elif entry.get("state") != "Pending" or not (message == "" or message.startswith(_RESET_PREFIX)):
+            merged.append(theirs)  # a controller's report: the server has it at least as new
+        elif message == "":
+            merged.append(theirs)  # added Pending, and the controller has answered since
+        elif _time_ms(theirs.get("lastTransitionTime")) > _time_ms(entry.get("lastTransitionTime")):
+            merged.append(theirs)  # reset after an eviction, and the controller has answered since
+        else:
+            merged.append(entry)
+    return merged
+
+
+def _time_ms(value: Any) -> int:
+    try:
+        return manifests.parse_time_ms(value)
+    except manifests.ManifestError:
+        return 0
 
 
 def _identity(obj: RawObject) -> RawObject:

@@ -16,9 +16,12 @@ broadcaster has its own client.
 
 from __future__ import annotations
 
+import hashlib
+
+import msgspec
 import structlog
 
-from kueue_es.events import types
+from kueue_es.events import codec, types
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
 from kueue_es.services.dispatcher.object_sync import API_ERRORS, StoredObjects
@@ -48,6 +51,7 @@ class Recording:
         self.written = 0
         self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
         self._job_events: list[tuple[int, kube_events.KubeEvent]] = []  # a batch's job Events, written after it
+        self._rejections_written: dict[tuple[str, str, str], str] = {}  # object -> the problem its Event told
 
     def add_job_event(self, seq: int, item: kube_events.KubeEvent) -> None:
         """Record ``item`` (a job's own Event; ``seq`` that of its decision, 0 for a created Workload) with
@@ -91,6 +95,20 @@ class Recording:
                 elif item.reason == "QuotaReserved":
                     self._last_warning.pop(key, None)  # pending again later is news again
                 await self._write(item, name=f"{item.workload.name}.{seq:x}.{index}")
+
+    async def rejections(self) -> None:
+        """A Warning Event on each object the watcher refused to read (the fold's ObjectRejected facts, as
+        they stand), once per distinct problem: bad input shows in ``kubectl describe``/``kubectl events``,
+        not only as a log line. The Event's name comes from the problem, so a restarted dispatcher, which
+        folds the same rejections again, writes nothing new (AlreadyExists)."""
+        for key, fact in self.view.cluster.rejections.items():
+            if self._rejections_written.get(key) == fact.problem + fact.field:
+                continue
+            rejection = kube_events.for_rejection(fact)
+            if rejection is not None:
+                digest = hashlib.sha256(codec.encode(msgspec.structs.replace(fact, at_ms=0))).hexdigest()[:10]
+                await self._write(rejection, name=f"{fact.name}.{digest}.rejected")
+            self._rejections_written[key] = fact.problem + fact.field
 
     async def _write(self, item: kube_events.KubeEvent, *, name: str) -> None:
         namespace = item.workload.namespace

@@ -44,7 +44,7 @@ from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
-from kueue_es.events.bus.base import Bus, Delivery, DurableConsumer
+from kueue_es.events.bus.base import Bus, BusError, Delivery, DurableConsumer
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
 from kueue_es.services.dispatcher import core
@@ -165,11 +165,7 @@ class Dispatcher:
                 data=message.data,
                 event=event,
             )
-            for orphan in verdict.orphans:
-                report_orphan(orphan, self.on_orphan)
-                cluster.last_seq = max(cluster.last_seq, orphan.seq)
-                if batches.partition_of(orphan.subject) is not None:
-                    self.orphaned_seqs.add(orphan.seq)
+            self._orphaned(verdict.orphans)
             for seq, accepted in verdict.accepted:
                 try:
                     core.fold(self.view, accepted, seq=seq)
@@ -180,9 +176,36 @@ class Dispatcher:
                     self.stored.observed(accepted)
                     if isinstance(accepted, types.WorkloadAdmitted | types.TopologyAssigned):
                         self.ungating.mark(accepted.workload.key)
+            if message.pending == 0 and cluster.batches.holding:
+                await self._expire_stranded()
             self._caught_up = self._caught_up or message.pending == 0
             async with self._folded:
                 self._folded.notify_all()
+
+    def _orphaned(self, orphans: tuple[batches.Orphan, ...]) -> None:
+        """Report ``orphans``, count their sequences as folded, and remember the decisions among
+        them: a delivery of one is acked and never executed."""
+        cluster = self.view.cluster
+        for orphan in orphans:
+            report_orphan(orphan, self.on_orphan)
+            cluster.last_seq = max(cluster.last_seq, orphan.seq)
+            if batches.partition_of(orphan.subject) is not None:
+                self.orphaned_seqs.add(orphan.seq)
+
+    async def _expire_stranded(self) -> None:
+        """The fold read the last message there was and holds a batch: if the log ends before that
+        batch does, its outputs never come (a batch is stored whole; a rogue record), so it is
+        orphaned now (:meth:`batches.BatchVerifier.expire`), as the deciders do, instead of holding
+        the decisions delivered from it, and every one after, until another message breaks it."""
+        cluster = self.view.cluster
+        held = cluster.batches.holding_until
+        try:
+            last = await self.bus.last_seq()
+        except BusError as err:
+            log.warning("stranded_batch_unchecked", holding_until=held, error=str(err))
+            return
+        if cluster.batches.holding_until == held:  # nothing folded meanwhile (this loop is the only folder)
+            self._orphaned(cluster.batches.expire(last).orphans)
 
     async def _wait_folded(self, seq: int) -> None:
         async with self._folded:
@@ -283,6 +306,7 @@ class Dispatcher:
         job writes (:class:`~kueue_es.services.dispatcher.recording.Recording`)."""
         if self._ready():
             await self.recording.record(decisions)
+            await self.recording.rejections()
         else:
             self.recording.discard_job_events()
 

@@ -53,7 +53,9 @@ import msgspec
 
 from kueue_es.events import manifests, models, types
 from kueue_es.events.quantities import to_quantity
+from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
+from kueue_es.scheduling import fairsharing, readiness
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -83,12 +85,15 @@ PODS_READY_MESSAGES = {
     "WaitForRecovery": "At least one pod has failed, waiting for recovery",
 }
 QUEUE_STATUS_FIELDS = (
+    "conditions",
     "pendingWorkloads",
     "reservingWorkloads",
     "admittedWorkloads",
     "flavorsReservation",
     "flavorsUsage",
+    "fairSharing",
 )
+COHORT_STATUS_FIELDS = ("conditions", "fairSharing")
 
 ADMITTED_MESSAGE = "The workload is admitted"
 NO_RESERVATION_MESSAGE = "The workload has no reservation"
@@ -801,8 +806,10 @@ def cluster_queue_status(
     it; ``reservingWorkloads`` / ``admittedWorkloads``: those holding quota in it / also
     admitted; ``flavorsReservation`` / ``flavorsUsage``: their quota per flavor and
     covered resource, with the part above nominal quota as ``borrowed`` when the
-    ClusterQueue is in a cohort. ``feeding`` (:func:`local_queues_by_cluster_queue`) saves
-    a scan of every LocalQueue when many ClusterQueues are written at once.
+    ClusterQueue is in a cohort; ``fairSharing.weightedShare`` while the Configuration turns
+    fair sharing on (:func:`weighted_share`). ``feeding`` (:func:`local_queues_by_cluster_queue`)
+    saves a scan of every LocalQueue when many ClusterQueues are written at once. The
+    ``Active`` condition is :func:`active_condition`'s.
     """
     cq = state.cluster_queues[name]
     feeding = local_queues_by_cluster_queue(state) if feeding is None else feeding
@@ -842,7 +849,56 @@ def cluster_queue_status(
     if cq.spec.resource_groups:
         status["flavorsReservation"] = usage_list(reserved)
         status["flavorsUsage"] = usage_list(admitted)
+    if state.configuration.fair_sharing is not None:
+        status["fairSharing"] = {"weightedShare": weighted_share(state, name, cohort=False)}
     return status
+
+
+def weighted_share(state: ClusterState, name: str, *, cohort: bool) -> int:
+    """``fairSharing.weightedShare`` of ClusterQueue (or, with ``cohort``, Cohort) ``name``: its dominant
+    resource share over its weight, rounded up (Kueue cache.Usage / CohortStats, PreciseWeightedShare,
+    helpers.go WeightedShare; SEMANTICS §7.9); 0 for a root, for a node that borrows nothing and for one
+    outside the quota tree (a Cohort in a cycle)."""
+    tree = quota.cached(state)
+    node = (tree.cohorts if cohort else tree.cluster_queues).get(name)
+    if node is None or node.in_cycle:
+        return 0
+    return readiness.weighted_share(fairsharing.share(node, fairsharing.Weights(state)).weighted)
+
+
+def active_condition(
+    state: ClusterState, kind: str, namespace: str, name: str, *, previous: Any, generation: int, now_ms: int
+) -> dict[str, Any]:
+    """The ``Active`` condition of ClusterQueue, LocalQueue (``namespace``/``name``) or Cohort ``name``
+    (:mod:`kueue_es.scheduling.readiness`), with ``lastTransitionTime`` kept from ``previous`` (the stored
+    condition) while its status stays, else ``now_ms``. Raises KeyError for an object not in ``state``."""
+    if kind == "ClusterQueue":
+        active = readiness.cluster_queue_active(state.cluster_queues[name], state=state)
+    elif kind == "LocalQueue":
+        active = readiness.local_queue_active(state.local_queues[(namespace, name)], state=state)
+    else:
+        active = readiness.cohort_active(name, state=state)
+    return readiness.condition(active, previous=previous, generation=generation, now_ms=now_ms)
+
+
+def cohort_status(state: ClusterState, name: str) -> dict[str, Any]:
+    """A Cohort's ``status`` besides its condition: ``fairSharing.weightedShare`` while fair sharing is on
+    (cohort_controller.go updateCohortStatusIfChanged), else nothing."""
+    if state.configuration.fair_sharing is None:
+        return {}
+    return {"fairSharing": {"weightedShare": weighted_share(state, name, cohort=True)}}
+
+
+def cohort_ancestors(state: ClusterState, cohort_name: str) -> list[str]:
+    """The Cohort objects on the parent chain from ``cohort_name`` up (itself first), each once."""
+    out: list[str] = []
+    current = cohort_name
+    while current and current not in out:
+        if current in state.cohorts:
+            out.append(current)
+        obj = state.cohorts.get(current)
+        current = (obj.spec.parent_name or "") if obj is not None else ""
+    return out
 
 
 def local_queue_status(state: ClusterState, namespace: str, name: str) -> dict[str, Any]:

@@ -274,6 +274,13 @@ async def apply_manifest(api: k8s_client.ApiClient, manifest: dict[str, Any]) ->
     from the object.  Returns the stored object.  Raises
     errors.UnknownKindError, errors.InvalidManifestError, errors.ApiError.
     """
+    stored, _ = await apply_manifest_outcome(api, manifest)
+    return stored
+
+
+async def apply_manifest_outcome(api: k8s_client.ApiClient, manifest: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """:func:`apply_manifest`, also saying what happened as kubectl does: ``created``, ``configured``
+    (the patch changed the object: a new resourceVersion) or ``unchanged``. Same errors."""
     ref = ref_for(str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")))
     metadata = dict(manifest.get("metadata") or {})
     namespace = (metadata.get("namespace") or "default") if ref.namespaced else None
@@ -292,10 +299,13 @@ async def apply_manifest(api: k8s_client.ApiClient, manifest: dict[str, Any]) ->
             raise
     else:
         logger.info("manifest_created", kind=ref.kind, namespace=namespace, name=created["metadata"]["name"])
-        return created
+        return created, "created"
+    before = await get_object(api, ref, namespace=namespace, name=name)
     patched = await patch_object(api, ref, namespace=namespace, name=name, patch=body)
     logger.info("manifest_patched", kind=ref.kind, namespace=namespace, name=name)
-    return patched
+    version = (patched.get("metadata") or {}).get("resourceVersion")
+    same = version is not None and version == (before.get("metadata") or {}).get("resourceVersion")
+    return patched, "unchanged" if same else "configured"
 
 
 # -- list + watch --------------------------------------------------------------------------

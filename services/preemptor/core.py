@@ -9,8 +9,9 @@ targets on the current state when they do not (the log moved since the
 nomination; both checks are :mod:`kueue_es.scheduling.nominations`), and commits a
 PreemptionIssued plus one EvictionRequested per victim not already being evicted, with
 Kueue's Preempted reason and message (SEMANTICS §7.8; pkg/scheduler/preemption/preemption.go
-IssuePreemptions). Its batch is committed under the same partition head as the admitter's,
-so the two can never decide on different views of the quota.
+IssuePreemptions). Its batch is committed on its own head against the same token as the
+admitter's (the last sequence on every head of the partition), so the two can never decide on
+different views of the quota.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ Key = tuple[str, str]
 """``(namespace, name)`` of an object or a workload (namespace "" for cluster-scoped kinds)."""
 
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
+#: Put on the log as they are, like Kueue's objects: AdmissionChecks (their Active condition, as the check's
+#: controller sets it) and Namespaces (their labels, for ClusterQueue namespaceSelectors).
+OBSERVED_KINDS = (*KUEUE_KINDS, "AdmissionCheck", "Namespace")
 JOB_KINDS = ("JobSet", "Job", "Pod")
 #: The Workload objects the dispatcher writes: read back for admission check states and spec.active.
 WORKLOAD_KIND = "Workload"
@@ -26,9 +29,9 @@ INPUT_KINDS = ("PriorityClass", "RuntimeClass", "LimitRange")
 #: What Topology-Aware Scheduling reads: Topologies, Nodes and the pods bound to nodes (:mod:`.nodes`).
 TAS_KINDS = nodes.TAS_KINDS
 BOUND_PODS_REF = nodes.BOUND_PODS_REF
-WATCHED_KINDS = (*KUEUE_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND, *TAS_KINDS)
+WATCHED_KINDS = (*OBSERVED_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND, *TAS_KINDS)
 #: The kinds whose objects the log holds, so their deletion while no watcher ran can be found.
-LOGGED_KINDS = (*KUEUE_KINDS, "Workload", "Topology", "Node", "Pod")
+LOGGED_KINDS = (*OBSERVED_KINDS, "Workload", "Topology", "Node", "Pod")
 
 #: scheduling.k8s.io/v1 PriorityClass: read for the priority of jobs naming one (SEMANTICS §2.4).
 PRIORITY_CLASSES = resources.ResourceRef(
@@ -41,7 +44,7 @@ RUNTIME_CLASSES = resources.ResourceRef(
 #: v1 LimitRange: container defaults and bounds in a namespace (SEMANTICS §2.3 step 2).
 LIMIT_RANGES = resources.ResourceRef(group="", version="v1", plural="limitranges", kind="LimitRange", namespaced=True)
 INPUT_REFS = {"PriorityClass": PRIORITY_CLASSES, "RuntimeClass": RUNTIME_CLASSES, "LimitRange": LIMIT_RANGES}
-API_VERSIONS = {"Job": jobs.JOB_API, "JobSet": jobsets.JOBSET_API, "Pod": pods.POD_API}
+API_VERSIONS = {"Namespace": "v1", "Job": jobs.JOB_API, "JobSet": jobsets.JOBSET_API, "Pod": pods.POD_API}
 _SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", *INPUT_KINDS)
 #: What each kind's conversion reads; Watcher.run lists these first.
 READS: dict[str, tuple[str, ...]] = {

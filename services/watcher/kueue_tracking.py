@@ -1,5 +1,6 @@
 """Kueue's own objects as the watcher follows them: ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
-WorkloadPriorityClasses.
+WorkloadPriorityClasses, AdmissionChecks (``active`` from their Active condition), and the Namespaces
+whose labels ClusterQueue namespaceSelectors match.
 
 Why this module exists: these objects go on the log as they are (``*Observed``,
 :func:`kueue_es.services.watcher.convert.kueue_fact`), and their deletion too,

@@ -47,13 +47,15 @@ class Publisher:
         self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
         self.known["LocalQueue"] = set(state.local_queues)
         self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
+        self.known["AdmissionCheck"] = {("", n) for n in state.admission_checks}
+        self.known["Namespace"] = {("", n) for n in state.namespaces}
         self._learn_tas(topology)
         for wl in state.workloads.values():
-            if wl.workload.owner and not wl.deleted_seq:
+            if not wl.deleted_seq:  # a job's workload, or a standalone one (source "")
                 key = (wl.workload.metadata.namespace, wl.workload.metadata.name)
                 self.known["Workload"].add(key)
                 self.workloads[key] = wl.workload
-                self.sources[key] = wl.workload.owner.kind
+                self.sources[key] = wl.workload.owner.kind if wl.workload.owner else ""
 
     def _learn_tas(self, topology: TopologyState) -> None:
         """Know the Topologies, Nodes and pods the log holds, and their content, so an unchanged one is not

@@ -15,7 +15,7 @@ what it last reported and publishes the changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import structlog
@@ -133,19 +133,23 @@ class ProgressReporter:
         key = (str(objects.meta(obj).get("namespace") or "default"), objects.name_of(obj))
         known = self.publisher.workloads.get(key)
         if known is None or known.owner is None:
-            return  # not a job's workload the log knows (standalone Workloads are not watched here)
+            return  # not a job's workload the log knows (standalone ones: :mod:`.standalone`)
         version = objects.resource_version(obj)
         ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=known.metadata.uid)
         status = obj.get("status")
-        for entry in (status.get("admissionChecks") if isinstance(status, dict) else None) or []:
-            if isinstance(entry, dict):
-                await self._check_entry(ref, entry, version=version)
+        await self.check_entries(ref, status if isinstance(status, dict) else {}, version=version)
         active = (obj.get("spec") or {}).get("active", True) is not False
         if active != known.spec.active:
             changed = msgspec.structs.replace(known, spec=msgspec.structs.replace(known.spec, active=active))
             await self.publisher.publish(
                 types.WorkloadObserved(workload=changed), version=version, source=self.publisher.sources.get(key, "")
             )
+
+    async def check_entries(self, ref: types.WorkloadRef, status: Mapping[str, Any], *, version: str) -> None:
+        """AdmissionCheckStateChanged for each ``status.admissionChecks[]`` entry a check controller changed."""
+        for entry in status.get("admissionChecks") or []:
+            if isinstance(entry, dict):
+                await self._check_entry(ref, cast(objects.AdmissionCheckEntry, entry), version=version)
 
     async def _check_entry(self, ref: types.WorkloadRef, entry: objects.AdmissionCheckEntry, *, version: str) -> None:
         """AdmissionCheckStateChanged for one ``status.admissionChecks[]`` entry that differs from what was

@@ -1,7 +1,8 @@
 """The watcher service: list+watch the cluster and put facts on the log.
 
-One watch loop per kind, through kubernetes-asyncio: Kueue's v1beta2 objects, the
-PriorityClasses a job's priority may name, and the jobs Kueue queues -- batch/v1
+One watch loop per kind, through kubernetes-asyncio: Kueue's v1beta2 objects
+(AdmissionChecks with their Active condition among them), Namespaces (their labels,
+for namespaceSelector), the PriorityClasses a job's priority may name, and the jobs Kueue queues -- batch/v1
 Jobs (with the ``kueue.x-k8s.io/queue-name`` label, or all of them with
 ``manage_jobs_without_queue_name``), JobSets, and Pods (single or in groups). The
 conversion is pure (:mod:`kueue_es.services.watcher.convert` for Kueue's objects,
@@ -37,6 +38,10 @@ NodeObserved, PodObserved and their ObjectDeleted, each published only when its
 content changes (a kubelet heartbeat publishes nothing), relisted on 410 like the
 other kinds, and known from the log after a restart.
 
+Kueue's manager configuration file (``--config``, Kueue's format) is read at start and
+polled (:mod:`kueue_es.services.watcher.config_file`): ConfigurationObserved at start and
+on each change; its integrations.frameworks choose which job kinds are watched.
+
 This module is the wiring and the only async runner: :class:`Watcher` lists and
 watches each kind through a :class:`kueue_es.services.watcher.reading.KubeReader`
 and hands each event to the collaborator for its family -- Kueue's objects
@@ -51,11 +56,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import structlog
 
-from kueue_es.events import codec, subjects
+from kueue_es.events import codec, manager_config, subjects
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.jobframework import workloads
@@ -66,7 +72,9 @@ from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
 from kueue_es.services.runtime import fold_message, run_until_stopped
 from kueue_es.services.watcher import kinds as watched
-from kueue_es.services.watcher import nodes
+from kueue_es.services.watcher import nodes, standalone
+from kueue_es.services.watcher.config_file import DEFAULT_POLL_SECONDS, ConfigFile
+from kueue_es.services.watcher.config_file import load as load_config
 from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.job_tracking import JobTracker
 from kueue_es.services.watcher.kueue_tracking import KueueTracker
@@ -111,7 +119,10 @@ class Watcher:
     ``manage_jobs_without_queue_name``: Kueue's option (default false): Jobs and
     JobSets without the queue-name label are managed too, and go to their
     namespace's ``default`` LocalQueue when it exists. ``probe_seconds``: how often
-    a kind the cluster does not serve is looked for again.
+    a kind the cluster does not serve is looked for again. ``config_path``: Kueue's manager
+    configuration file (None: Kueue's defaults), ``config``: its settings as read at start-up
+    (:func:`kueue_es.services.watcher.config_file.load`), ``feature_gates``: Kueue's
+    ``--feature-gates`` value; the file is polled every ``config_poll_seconds``.
     """
 
     def __init__(
@@ -121,6 +132,10 @@ class Watcher:
         api: ApiClient | KubeReader,
         manage_jobs_without_queue_name: bool = False,
         probe_seconds: float = 30.0,
+        config_path: Path | None = None,
+        config: manager_config.ManagerConfig | None = None,
+        feature_gates: str = "",
+        config_poll_seconds: float = DEFAULT_POLL_SECONDS,
     ) -> None:
         self.bus = bus
         self.reader: KubeReader = api if isinstance(api, KubeReader) else ApiReader(api)
@@ -136,6 +151,15 @@ class Watcher:
             publisher=self.publisher, inputs=self.inputs, reconvert=self.jobs.reconvert, clock=_now_ms
         )
         self.topology = TopologyTracker(publisher=self.publisher, clock=_now_ms)
+        self.standalone = standalone.StandaloneTracker(publisher=self.publisher, reporter=self.reporter, clock=_now_ms)
+        self.config = ConfigFile(
+            path=config_path,
+            initial=config or load_config(None, feature_gates=feature_gates),
+            publisher=self.publisher,
+            feature_gates=feature_gates,
+            poll_seconds=config_poll_seconds,
+            clock=_now_ms,
+        )
 
     @property
     def published(self) -> int:
@@ -158,12 +182,15 @@ class Watcher:
                     except codec.DecodeError:
                         pass
                 self.reporter.learn(message)
+                self.config.learn(message)
                 if message.seq >= last or message.pending == 0:
                     break
         self.publisher.learn(state=state, topology=topology)
 
     async def run(self, kinds: tuple[str, ...] = watched.WATCHED_KINDS) -> None:
-        """Watch ``kinds`` forever, each once the kinds its conversion reads were listed (cancel to stop)."""
+        """Publish the Configuration in force, then watch ``kinds`` forever, each once the kinds its conversion
+        reads were listed, and follow the configuration file (cancel to stop)."""
+        await self.config.start()
 
         async def after_reads(kind: str) -> None:
             for needed in watched.READS.get(kind, ()):
@@ -171,7 +198,7 @@ class Watcher:
                     await self.synced[needed].wait()
             await self.watch(kind)
 
-        await asyncio.gather(*(after_reads(kind) for kind in kinds))
+        await asyncio.gather(*(after_reads(kind) for kind in kinds), self.config.follow())
 
     # -- watching ---------------------------------------------------------------------------------
 
@@ -258,8 +285,10 @@ class Watcher:
             self.inputs.replace(kind, listed)
             await self.jobs.reconvert(trigger=version)
         elif kind == watched.WORKLOAD_KIND:
+            await self.standalone.resynced(listed, version=version)
             for obj in listed:
-                await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
+                if not standalone.is_standalone(obj):
+                    await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.TAS_KINDS:
             await self.topology.resynced(kind, listed, version=version)
         else:
@@ -267,7 +296,9 @@ class Watcher:
 
     async def _changed(self, kind: str, change: str, obj: objects.KubeObject) -> None:
         if kind == watched.WORKLOAD_KIND:
-            if change != "DELETED":
+            if standalone.is_standalone(obj):
+                await self.standalone.changed(change, obj)
+            elif change != "DELETED":
                 await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.JOB_KINDS:
             await self.jobs.changed(kind, change, obj)
@@ -282,6 +313,15 @@ class Watcher:
             await self.kueue.changed(kind, change, obj)
 
 
+def watched_kinds(config: manager_config.ManagerConfig | None) -> tuple[str, ...]:
+    """What the watcher watches: every kind, but of the job kinds only those of the integrations a
+    configuration file lists (``integrations.frameworks``; without a file all three)."""
+    if config is None:
+        return watched.WATCHED_KINDS
+    jobs = set(config.job_kinds)
+    return tuple(kind for kind in watched.WATCHED_KINDS if kind not in watched.JOB_KINDS or kind in jobs)
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -293,18 +333,43 @@ async def serve_watcher(
     stop: asyncio.Event,
     manage_jobs_without_queue_name: bool = False,
     connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
+    config_path: Path | None = None,
+    config: manager_config.ManagerConfig | None = None,
+    feature_gates: str = "",
 ) -> None:
-    """Run the watcher until ``stop`` is set (``connect``: how to get the bus)."""
+    """Run the watcher until ``stop`` is set (``connect``: how to get the bus).
+
+    ``config_path`` and ``config``: Kueue's manager configuration file and its settings as read
+    at start-up (its manageJobsWithoutQueueName adds to ``manage_jobs_without_queue_name``; its
+    integrations.frameworks choose the job kinds watched); ``feature_gates``: ``--feature-gates``.
+    """
+    manage = manage_jobs_without_queue_name or (config is not None and config.manage_jobs_without_queue_name)
+    kinds = watched_kinds(config if config_path is not None else None)
     bus = await connect(nats_url)
-    watcher = Watcher(bus=bus, api=api, manage_jobs_without_queue_name=manage_jobs_without_queue_name)
+    watcher = Watcher(
+        bus=bus,
+        api=api,
+        manage_jobs_without_queue_name=manage,
+        config_path=config_path,
+        config=config,
+        feature_gates=feature_gates,
+    )
     await watcher.learn_from_log()
+    if config is not None and config.managed_jobs_namespace_selector is not None:
+        log.warning(
+            "config_not_honoured",
+            field="managedJobsNamespaceSelector",
+            detail="Kueue's default is used: jobs in kube-system and kueue-system are not managed",
+        )
     log.info(
         "service_started",
-        kinds=list(watched.WATCHED_KINDS),
-        manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+        kinds=list(kinds),
+        manage_jobs_without_queue_name=manage,
+        config=str(config_path or "<defaults>"),
+        unsupported_integrations=list(config.unsupported) if config_path is not None and config else [],
     )
     try:
-        await run_until_stopped(stop, watcher.run())
+        await run_until_stopped(stop, watcher.run(kinds))
     finally:
         await bus.close()
         log.info("service_stopped", published=watcher.published)

@@ -177,27 +177,111 @@ async def test_each_user_publishes_only_its_own_subjects(secured: server.NatsSer
     dispatcher = await bus_as(secured, auth, "dispatcher")
     try:
         await watcher.publish(msg("kq.in.wl.ns.a", "fact:a"))
-        for subject in ("kq.dec.p0.head", "kq.dec.p0.wl.ns.a", "kq.disp.local.wl.ns.a"):
+        for subject in ("kq.dec.p0.head.admitter", "kq.dec.p0.wl.ns.a", "kq.disp.local.wl.ns.a"):
             assert await refused(watcher.publish(msg(subject, f"forged:{subject}")))
         assert await refused(
-            watcher.commit_batch(head=msg("kq.dec.p0.head", "forged:head"), expected_head_seq=0, rest=[])
+            watcher.commit_batch(head=msg("kq.dec.p0.head.admitter", "forged:head"), expected_head_seq=0, rest=[])
         )
         await admitter.commit_batch(
-            head=msg("kq.dec.p0.head", "admitter:1:0"), expected_head_seq=0, rest=[msg("kq.dec.p0.wl.ns.a", "a:1:1")]
+            head=msg("kq.dec.p0.head.admitter", "admitter:1:0"),
+            expected_head_seq=0,
+            rest=[msg("kq.dec.p0.wl.ns.a", "a:1:1")],
+            head_filter="kq.dec.p0.head.*",
         )
-        for subject in ("kq.in.wl.ns.b", "kq.disp.local.wl.ns.a", "kq.dec.p0.other"):
+        for subject in ("kq.in.wl.ns.b", "kq.disp.local.wl.ns.a", "kq.dec.p0.other", "kq.dec.p0.head"):
             assert await refused(admitter.publish(msg(subject, f"forged:{subject}")))
         await dispatcher.publish(msg("kq.disp.local.wl.ns.a", "disp:a"))
         await dispatcher.publish(msg("kq.in.wl.ns.a", "stopped:a"))
         for subject in ("kq.dec.p0.wl.ns.a", "kq.in.cq._.q"):
             assert await refused(dispatcher.publish(msg(subject, f"forged:{subject}")))
         assert [m.subject for m in [await watcher.get(seq) for seq in range(1, 6)]] == [
-            "kq.in.wl.ns.a", "kq.dec.p0.head", "kq.dec.p0.wl.ns.a", "kq.disp.local.wl.ns.a", "kq.in.wl.ns.a",
+            "kq.in.wl.ns.a", "kq.dec.p0.head.admitter", "kq.dec.p0.wl.ns.a", "kq.disp.local.wl.ns.a", "kq.in.wl.ns.a",
         ]  # fmt: skip
         assert await watcher.last_seq() == 5
     finally:
         for bus in (watcher, admitter, dispatcher):
             await bus.close()
+
+
+@pytest.mark.usefixtures("log_stream")
+async def test_a_decider_publishes_only_on_its_own_head(secured: server.NatsServer, auth: server.LocalAuth) -> None:
+    """Issue 13: the preemptor may not put a record on the admitter's head (nor the TAS placer on
+    the preemptor's), plain or in a batch; each commits on its own head against the one token."""
+    errors = Violations()
+    preemptor_nc = await raw(secured, auth, "preemptor", errors)
+    preemptor = await bus_as(secured, auth, "preemptor")
+    placer = await bus_as(secured, auth, "tas-placer")
+    admitter = await bus_as(secured, auth, "admitter")
+    try:
+        await admitter.commit_batch(
+            head=msg("kq.dec.p0.head.admitter", "admit:p0:0:0"),
+            expected_head_seq=0,
+            rest=[],
+            head_filter="kq.dec.p0.head.*",
+        )
+        forged = msg("kq.dec.p0.head.admitter", "admit:p0:1:0")
+        assert await refused(preemptor.publish(forged))
+        assert await refused(
+            preemptor.commit_batch(
+                head=forged,
+                expected_head_seq=1,
+                rest=[msg("kq.dec.p0.wl.ns.a", "admit:p0:1:1")],
+                head_filter="kq.dec.p0.head.*",
+            )
+        )
+        await preemptor_nc.publish("kq.dec.p1.head.admitter", b"{}")  # any partition
+        await preemptor_nc.flush()
+        await asyncio.sleep(0.1)
+        assert errors.about("kq.dec.p1.head.admitter"), errors.seen
+        assert await refused(placer.publish(msg("kq.dec.p0.head.preemptor", "preempt:p0:1:0")))
+        assert await admitter.last_seq() == 1  # nothing of the forgeries was stored
+        await preemptor.commit_batch(
+            head=msg("kq.dec.p0.head.preemptor", "preempt:p0:1:0"),
+            expected_head_seq=1,
+            rest=[msg("kq.dec.p0.wl.ns.a", "preempt:p0:1:1")],
+            head_filter="kq.dec.p0.head.*",
+        )
+        assert [(await admitter.get(seq)).subject for seq in (2, 3)] == [
+            "kq.dec.p0.head.preemptor",
+            "kq.dec.p0.wl.ns.a",
+        ]
+    finally:
+        await preemptor_nc.close()
+        for bus in (preemptor, placer, admitter):
+            await bus.close()
+
+
+@pytest.mark.usefixtures("log_stream")
+async def test_what_admin_publishes_on_a_head_is_still_checked_by_the_fold(
+    secured: server.NatsServer, auth: server.LocalAuth
+) -> None:
+    """admin may publish anything, also a batch of role ``preempt`` on the preemptor's head carrying a
+    QuotaReserved: the subjects let it through, the fold does not (the preemptor makes no reservations)."""
+    from kueue_es import deciders
+    from kueue_es.events import types
+    from kueue_es.projections.cluster import ClusterState
+    from kueue_es.services.runtime import build_batch, fold_message
+
+    admin = await bus_as(secured, auth, permissions.ADMIN)
+    reader = await bus_as(secured, auth, permissions.READER)
+    try:
+        ref = types.WorkloadRef(namespace="ns", name="a", uid="u")
+        forged = types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[], at_ms=1)
+        head, rest = build_batch(deciders.PREEMPTOR, outputs=[forged], basis_seq=0, head_seq=0, now_ms=1)
+        assert await admin.commit_batch(head=head, expected_head_seq=0, rest=rest, head_filter="kq.dec.p0.head.*") == 2
+        state, orphans = ClusterState(), []
+        async for message in reader.read(subjects=("kq.>",)):
+            fold_message(state, message, on_orphan=orphans.append)
+            if message.pending == 0:
+                break
+        assert [(o.subject, o.reason) for o in orphans] == [
+            ("kq.dec.p0.head.preemptor", "wrong_role"),
+            ("kq.dec.p0.wl.ns.a", "wrong_role"),
+        ]
+        assert not state.heads and state.last_seq == 2
+    finally:
+        await admin.close()
+        await reader.close()
 
 
 @pytest.mark.usefixtures("log_stream")
@@ -212,7 +296,7 @@ async def test_the_reader_reads_and_publishes_nothing(secured: server.NatsServer
             if message.pending == 0:
                 break
         assert seen == ["kq.in.wl.ns.a"] and (await reader.get(1)).subject == "kq.in.wl.ns.a"
-        for subject in ("kq.in.wl.ns.b", "kq.dec.p0.head", "kq.disp.local.wl.ns.a", "kq.pub.wl.ns.a"):
+        for subject in ("kq.in.wl.ns.b", "kq.dec.p0.head.admitter", "kq.disp.local.wl.ns.a", "kq.pub.wl.ns.a"):
             assert await refused(reader.publish(msg(subject, f"reader:{subject}")))
         assert await refused(reader.durable(name="dispatcher", subjects=("kq.dec.*.wl.>",)))
         info = await reader._jsm.stream_info(nats_bus.PUBLIC_STREAM_NAME)  # the public stream: readable

@@ -203,6 +203,73 @@ async def test_heads_of_other_partitions_do_not_conflict(bus: base.Bus) -> None:
     assert await bus.commit_batch(head=msg("kq.dec.p1.head", "b:0"), expected_head_seq=0, rest=[]) == 2
 
 
+HEADS = "kq.dec.p0.head.*"
+
+
+async def test_a_batch_expects_the_last_sequence_on_every_head_of_its_partition(bus: base.Bus) -> None:
+    """Each decider commits on its own head (``kq.dec.<p>.head.<user>``) and every batch checks one token:
+    the last sequence on any head of the partition (``head_filter``, on nats-server the header
+    Nats-Expected-Last-Subject-Sequence-Subject, which holds inside an ADR-50 batch too)."""
+    first = await bus.commit_batch(
+        head=msg("kq.dec.p0.head.admitter", "a:0"),
+        expected_head_seq=0,
+        rest=[msg("kq.dec.p0.wl.ns.a", "a:1")],
+        head_filter=HEADS,
+    )
+    assert first == 2
+    with pytest.raises(base.ConflictError):  # the preemptor's own head is empty, but the admitter's moved
+        await bus.commit_batch(
+            head=msg("kq.dec.p0.head.preemptor", "p:0"),
+            expected_head_seq=0,
+            rest=[msg("kq.dec.p0.wl.ns.a", "p:1")],
+            head_filter=HEADS,
+        )
+    assert await bus.last_seq() == 2
+    assert await bus.commit_batch(
+        head=msg("kq.dec.p0.head.preemptor", "p2:0"),
+        expected_head_seq=1,
+        rest=[msg("kq.dec.p0.wl.ns.a", "p2:1")],
+        head_filter=HEADS,
+    ) == 4  # fmt: skip
+    # another partition's heads are another token
+    assert await bus.commit_batch(
+        head=msg("kq.dec.p1.head.admitter", "q:0"), expected_head_seq=0, rest=[], head_filter="kq.dec.p1.head.*"
+    ) == 5  # fmt: skip
+    # anything on a head counts, a record or not (garbage is never a permanent fence: expect it)
+    garbage = await bus.publish(msg("kq.dec.p0.head.tas-placer", "garbage"))
+    assert garbage.seq == 6
+    assert await bus.last_subject_seq(HEADS) == 6
+    assert await bus.last_subject_seq("kq.dec.p0.head.preemptor") == 3
+    assert await bus.last_subject_seq("kq.dec.*.head.*") == 6
+    with pytest.raises(base.ConflictError):
+        await bus.commit_batch(
+            head=msg("kq.dec.p0.head.admitter", "a2:0"), expected_head_seq=3, rest=[], head_filter=HEADS
+        )
+    assert await bus.commit_batch(
+        head=msg("kq.dec.p0.head.admitter", "a3:0"), expected_head_seq=6, rest=[], head_filter=HEADS
+    ) == 7  # fmt: skip
+
+
+async def test_racing_deciders_with_one_expectation_commit_one_batch(bus: base.Bus) -> None:
+    """Three deciders' batches sent together on their own heads, all expecting the same token: one lands,
+    the others are conflicts (a clustered stream answers those still in flight with err 10164)."""
+    await bus.commit_batch(head=msg("kq.dec.p0.head.admitter", "a:0"), expected_head_seq=0, rest=[], head_filter=HEADS)
+    outcomes = await asyncio.gather(
+        *[
+            bus.commit_batch(
+                head=msg(f"kq.dec.p0.head.{user}", f"{user}:0"),
+                expected_head_seq=1,
+                rest=[msg("kq.dec.p0.wl.ns.r", f"{user}:1")],
+                head_filter=HEADS,
+            )
+            for user in ("admitter", "preemptor", "tas-placer")
+        ],
+        return_exceptions=True,
+    )
+    assert sorted(type(o).__name__ for o in outcomes) == ["ConflictError", "ConflictError", "int"], outcomes
+    assert await bus.last_seq() == 3
+
+
 async def test_duplicate_batch_is_rejected_whole(bus: base.Bus) -> None:
     """One stored msg_id rejects the whole batch; a retried landed batch is a duplicate, not a conflict."""
     await bus.publish(msg("kq.in.wl.ns.a", "fact:a"))

@@ -19,6 +19,7 @@ from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.events.bus.server import LocalAuth, NatsServer
+from kueue_es.services.runtime import build_batch
 from tests.unit.test_golden_log import _load
 
 
@@ -127,6 +128,46 @@ def test_an_orphan_decision_exits_4(tmp_path: Path, capsys: pytest.CaptureFixtur
     store = make_store(tmp_path, messages)
     assert main(["replay", "--store", str(store)]) == 4
     assert "orphan: #88 QuotaReserved on kq.dec.p0.wl.default.intruder" in capsys.readouterr().out
+
+
+def test_a_batch_of_decisions_its_role_does_not_make_exits_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A well-formed batch on the preemptor's head (as an admin could publish it) carrying a QuotaReserved:
+    the services fold none of it, and replay reports it as orphans, also in --jobs mode."""
+    messages = golden()
+    forged = types.QuotaReserved(
+        workload=types.WorkloadRef(namespace="default", name="intruder"),
+        cluster_queue="cluster-queue",
+        pod_set_assignments=[],
+        at_ms=1,
+    )
+    head, rest = build_batch(deciders.PREEMPTOR, outputs=[forged], basis_seq=87, head_seq=0, now_ms=1)
+    for seq, out in ((88, head), (89, rest[0])):
+        messages.append(
+            LogMessage(seq=seq, subject=out.subject, data=out.data, headers={**out.headers, "Nats-Msg-Id": out.msg_id})
+        )
+    store = make_store(tmp_path, messages)
+    assert main(["replay", "--store", str(store)]) == 4
+    out = capsys.readouterr().out
+    assert "orphan: #88 DecisionRecord on kq.dec.p0.head.preemptor: wrong_role: batch preempt:p0:87" in out
+    assert "orphan: #89 QuotaReserved on kq.dec.p0.wl.default.intruder: wrong_role" in out
+    assert "which role 'preempt' does not make" in out
+    assert main(["replay", "--store", str(store), "--jobs", "2", "--checkpoints", str(tmp_path / "cp")]) != 0
+
+
+def test_a_log_of_the_single_head_layout_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kueue-es before per-role heads put every record on kq.dec.<p>.head: replay says so, exit 2."""
+    messages = [
+        msgspec.structs.replace(m, subject="kq.dec.p0.head") if subjects.head_token(m.subject) else m for m in golden()
+    ]
+    store = make_store(tmp_path, messages)
+    assert main(["replay", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "error: the log has a DecisionRecord on kq.dec.p0.head (#" in err
+    assert "kq.dec.*.head" in err and "kq.dec.*.head.*" in err
 
 
 def test_progress_on_request_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

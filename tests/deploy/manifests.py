@@ -11,6 +11,8 @@ import yaml
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 KUSTOMIZATIONS = ("kustomization.yaml",)
+#: Files under deploy/ that are not Kubernetes objects: Kueue's manager configuration (a ConfigMap's content).
+NOT_MANIFESTS = ("controller_manager_config.yaml",)
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class Document:
 
 def manifest_files() -> list[Path]:
     """Every Kubernetes manifest file under deploy/ (kustomizations excluded)."""
-    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name not in KUSTOMIZATIONS)
+    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name not in (*KUSTOMIZATIONS, *NOT_MANIFESTS))
 
 
 def documents(path: Path) -> list[Document]:

@@ -156,6 +156,7 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
         ("", "pods", "watch"),  # the TAS ungater
         ("", "pods", "patch"),
         ("", "events", "create"),  # the Events Kueue records on Workloads
+        ("kueue.x-k8s.io", "workloads", "get"),  # the check controllers' entries, kept by a status write
         ("kueue.x-k8s.io", "workloads", "list"),
         ("kueue.x-k8s.io", "workloads", "create"),  # server-side apply of a new Workload is checked as create
         ("kueue.x-k8s.io", "workloads", "patch"),
@@ -163,8 +164,10 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
         ("kueue.x-k8s.io", "workloads/status", "patch"),
         ("kueue.x-k8s.io", "clusterqueues", "list"),
         ("kueue.x-k8s.io", "localqueues", "list"),
+        ("kueue.x-k8s.io", "cohorts", "list"),
         ("kueue.x-k8s.io", "clusterqueues/status", "patch"),
         ("kueue.x-k8s.io", "localqueues/status", "patch"),
+        ("kueue.x-k8s.io", "cohorts/status", "patch"),  # the Active condition (a cycle), fairSharing
     }
 
 
@@ -499,3 +502,35 @@ def test_policy_and_emulator_agree_on_which_jobs_are_suspended() -> None:
     emulator.suspend_queued_jobs(jobs, plain)
     assert labelled["spec"].get("suspend") is True
     assert plain["spec"].get("suspend") is None
+
+
+def test_watcher_reads_kueue_s_manager_configuration_where_kueue_does() -> None:
+    """The ConfigMap kueue-manager-config (from controller_manager_config.yaml, in Kueue's format) is mounted
+    into the watcher at /controller_manager_config.yaml and named by --config, as Kueue's manager has it; the
+    deciders read it from the log, so only the watcher mounts it."""
+    from kueue_es.events import manager_config
+    from tests.deploy.manifests import NOT_MANIFESTS
+
+    kustomization = yaml.safe_load((DEPLOY / "base" / "kustomization.yaml").read_text())
+    (generator,) = [g for g in kustomization["configMapGenerator"] if g["name"] == "kueue-manager-config"]
+    assert generator["files"] == list(NOT_MANIFESTS)
+    parsed = manager_config.parse((DEPLOY / "base" / NOT_MANIFESTS[0]).read_text(), source=NOT_MANIFESTS[0])
+    assert parsed.job_kinds == ("Job", "JobSet", "Pod") and not parsed.unsupported
+    for service in SERVICES:
+        spec = pod_spec(find("Deployment", f"kueue-es-{service}"))
+        (container,) = spec["containers"]
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        mounts = [m for m in container["volumeMounts"] if m["name"] in volumes and "configMap" in volumes[m["name"]]]
+        config_mounts = [m for m in mounts if volumes[m["name"]]["configMap"]["name"] == "kueue-manager-config"]
+        if service != "watcher":
+            assert not config_mounts and not any(a.startswith("--config") for a in container["args"])
+            continue
+        assert config_mounts == [
+            {
+                "name": "manager-config",
+                "mountPath": "/controller_manager_config.yaml",
+                "subPath": "controller_manager_config.yaml",
+                "readOnly": True,
+            }
+        ]
+        assert "--config=/controller_manager_config.yaml" in container["args"]

@@ -123,13 +123,15 @@ async def test_each_service_does_its_part_and_only_that(
         assert await refused(watcher.publish(msg("kq.disp.local.wl.ns.a", "forged:dispatch")))
         # admitter: reads the facts, commits a decision batch under the head
         assert await read_all(admitter) == ["kq.in.wl.ns.a"]
-        head_seq = await admitter.last_subject_seq("kq.dec.p0.head")
+        head_seq = await admitter.last_subject_seq("kq.dec.p0.head.*")
         await admitter.commit_batch(
-            head=msg("kq.dec.p0.head", "admitter:p0:1:0"),
+            head=msg("kq.dec.p0.head.admitter", "admitter:p0:1:0"),
             expected_head_seq=head_seq,
             rest=[msg("kq.dec.p0.wl.ns.a", "admitter:p0:1:1")],
+            head_filter="kq.dec.p0.head.*",
         )
-        assert (await admitter.get(2)).subject == "kq.dec.p0.head"
+        assert (await admitter.get(2)).subject == "kq.dec.p0.head.admitter"
+        assert await refused(admitter.publish(msg("kq.dec.p0.head.preemptor", "forged:other-head")))
         assert await refused(admitter.publish(msg("kq.in.wl.ns.b", "forged:fact")))
         # dispatcher: its durable consumer on the decisions, dispatch results, facts of gone workloads
         consumer = await dispatcher.durable(name="dispatcher", subjects=("kq.dec.*.wl.>",))
@@ -140,7 +142,7 @@ async def test_each_service_does_its_part_and_only_that(
         await dispatcher.publish(msg("kq.disp.local.wl.ns.a", "disp:local:3"))
         await dispatcher.publish(msg("kq.in.wl.ns.a", "stopped:a"))
         assert await refused(dispatcher.publish(msg("kq.in.cq._.q", "forged:queue")))
-        assert await refused(dispatcher.publish(msg("kq.dec.p0.head", "forged:head")))
+        assert await refused(dispatcher.publish(msg("kq.dec.p0.head.admitter", "forged:head")))
         # reader (replay): reads everything, writes nothing, cannot take the dispatcher's consumer
         assert len(await read_all(reader)) == 5
         assert await refused(reader.publish(msg("kq.in.wl.ns.c", "forged:reader")))
@@ -151,7 +153,7 @@ async def test_each_service_does_its_part_and_only_that(
             await bus.close()
     captured = capfd.readouterr()  # the bus logs each violation the server reports to the client
     reported = captured.out + captured.err  # stdout by default, stderr once a CLI configured logging
-    for subject in ("kq.dec.p0.wl.ns.a", "kq.in.wl.ns.b", "kq.in.cq._.q", "kq.in.wl.ns.c"):
+    for subject in ("kq.dec.p0.wl.ns.a", "kq.in.wl.ns.b", "kq.dec.p0.head.preemptor", "kq.in.cq._.q", "kq.in.wl.ns.c"):
         assert f'permissions violation for publish to "{subject}"' in reported, reported
     assert "consumer.info.kq_log.dispatcher" in reported
 
@@ -160,10 +162,15 @@ async def test_each_service_does_its_part_and_only_that(
 async def test_deciders_commit_decisions(nats_server: AccountsServer, user: str) -> None:
     bus = await nats_bus.connect(url(nats_server, user), timeout=TIMEOUT)
     try:
-        head = f"kq.dec.{user.replace('-', '')}.head"
-        await bus.commit_batch(head=msg(head, f"{user}:0"), expected_head_seq=0, rest=[])
+        partition = user.replace("-", "")
+        head = f"kq.dec.{partition}.head.{user}"
+        await bus.commit_batch(
+            head=msg(head, f"{user}:0"), expected_head_seq=0, rest=[], head_filter=f"kq.dec.{partition}.head.*"
+        )
         assert await bus.last_subject_seq(head) > 0
         assert await refused(bus.publish(msg("kq.disp.local.wl.ns.x", f"{user}:forged")))
+        other = next(u for u in permissions.DECIDERS if u != user)
+        assert await refused(bus.publish(msg(f"kq.dec.{partition}.head.{other}", f"{user}:forged-head")))
     finally:
         await bus.close()
 

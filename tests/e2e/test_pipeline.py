@@ -75,7 +75,7 @@ async def test_kueue_examples_admitted_and_finished(tmp_path: Path) -> None:
                 "apply", "-f", str(EXAMPLES / "admin/single-clusterqueue-setup.yaml"), "--kubeconfig", kubeconfig
             )
             assert code == 0, out
-            assert "clusterqueue/cluster-queue applied" in out
+            assert "clusterqueue.kueue.x-k8s.io/cluster-queue created" in out and "3 created," in out
             job = str(EXAMPLES / "jobs/sample-job.yaml")  # generateName: each -f creates a new Job
             code, out = await kueue_es("apply", "-f", job, "-f", job, "-f", job, "-f", job, "--kubeconfig", kubeconfig)
             assert code == 0, out  # 4 x 3 CPU on 9 CPU: one must wait

@@ -13,6 +13,7 @@ import msgspec
 from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, ConflictError, Delivery, DurableConsumer, LogMessage
+from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
 from kueue_es.services.kube import client as kube
@@ -26,7 +27,18 @@ E = TypeVar("E", bound=types.Event)
 JOBS = kube.ref_for("batch/v1", "Job")
 SPOT_TOLERATION = {"key": "spot-taint", "operator": "Exists", "effect": "NoSchedule"}
 OWN_TOLERATION = {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}
-TEST_DECIDER = Decider(role="test", logic_version=1, decide=lambda state, now_ms: [])
+TEST_ROLES = ("preempt", "place", "admit")
+"""The roles a test batch may take, the narrowest first: the fold takes a batch only from the role
+that makes its kinds of decision (projections/batches.py ROLE_OUTPUTS)."""
+
+
+def decider_for(outputs: tuple[types.Decision, ...]) -> Decider:
+    """A decider that decides nothing, of the first role that makes every kind of ``outputs``."""
+    kinds = {type(out) for out in outputs}
+    role = next(r for r in TEST_ROLES if kinds <= batches.ROLE_OUTPUTS[r])
+    return Decider(role=role, logic_version=1, decide=lambda state, now_ms: [])
+
+
 NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
@@ -154,15 +166,17 @@ async def dispatcher_with_consumer(bus: Bus, api: Any, **options: Any) -> tuple[
 
 
 async def commit(bus: Bus, *outputs: types.Decision) -> list[int]:
-    """Commit ``outputs`` as one batch of role ``test`` at the current head; their log sequences."""
+    """Commit ``outputs`` as one batch (of :func:`decider_for`'s role) at the current heads; their log sequences."""
     for _ in range(20):
         state = await folded(bus)
-        head_seq = state.heads.get(subjects.DEFAULT_PARTITION, 0)
+        head_seq = await bus.last_subject_seq(subjects.heads_of())
         head, rest = build_batch(
-            TEST_DECIDER, outputs=outputs, basis_seq=state.last_seq, head_seq=head_seq, now_ms=NOW_MS
+            decider_for(outputs), outputs=outputs, basis_seq=state.last_seq, head_seq=head_seq, now_ms=NOW_MS
         )
         try:
-            last = await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+            last = await bus.commit_batch(
+                head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of()
+            )
         except ConflictError:
             continue
         return list(range(last - len(rest) + 1, last + 1))

@@ -3,8 +3,9 @@
 A Job flows from the cluster to a fact, to an admission decision, and back to the
 cluster as an unsuspended Job with its flavor's node labels and tolerations. The
 edge cases: a missing LocalQueue, a redelivered decision, a Job deleted before its
-decision is executed, an undecodable message among the decisions, and decisions
-published outside any DecisionRecord's batch (never executed).
+decision is executed, an undecodable message among the decisions, decisions
+published outside any DecisionRecord's batch (never executed), and a rogue record
+as the last message of the log (no stall).
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ import asyncio
 
 import pytest
 
+from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Delivery, OutgoingMessage
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.projections import batches
 from kueue_es.services.kube import client as kube
+from kueue_es.services.runtime import build_batch
 from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
     JOBS,
@@ -247,3 +251,52 @@ def small_name(dispatcher) -> str:
     names = [wl.workload.metadata.name for wl in dispatcher.state.workloads.values()]
     [name] = [n for n in names if "small" in n]
     return name
+
+
+# -- 9. a rogue record as the last message (issue 13) -------------------------------------------
+
+
+async def test_a_rogue_record_as_the_last_message_does_not_stall_the_dispatcher(api, bus: MemoryBus) -> None:
+    """A DecisionRecord claiming two outputs with only the first stored, the last message of the log:
+    its second output can never come (a batch is stored whole), so the dispatcher, having read to the
+    end, reports the batch broken (batch_incomplete), acks the stored output unexecuted (the running
+    Job is not evicted) and goes on, as the deciders do; before, its fold held the batch, and with it
+    the delivered output, until some later message broke it."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    orphans: list[batches.Orphan] = []
+    dispatcher.on_orphan = orphans.append
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await kube.apply_manifest(api, flavor("default-flavor"))
+        await kube.apply_manifest(api, cluster_queue("cluster-queue"))
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        await kube.apply_manifest(api, job("first"))
+        [applied] = await wait_for(bus, types.DispatchApplied)
+        ref = applied.workload
+        outputs = [
+            types.EvictionRequested(workload=ref, cluster_queue="cluster-queue", message="rogue", at_ms=1),
+            types.QuotaReleased(workload=ref, cluster_queue="cluster-queue", reason="Rogue", cause_seq=1, at_ms=1),
+        ]
+        basis = await bus.last_seq()
+        head, rest = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=basis, head_seq=0, now_ms=1)
+        record = await bus.publish(head)  # published one by one, not as a batch: the second never comes
+        stored = await bus.publish(rest[0])
+        assert await bus.last_seq() == stored.seq == record.seq + 1
+        await wait_until(lambda: stored.seq in consumer.acked, what="the stored output acked unexecuted")
+        assert dispatcher.state.last_seq >= stored.seq
+        await kube.apply_manifest(api, job("second"))  # and the dispatcher goes on
+        await wait_for(bus, types.DispatchApplied, count=2)
+        first = await kube.get_object(api, JOBS, namespace="default", name="first")
+
+    assert [(o.seq, o.reason) for o in orphans] == [
+        (record.seq, batches.BATCH_INCOMPLETE),
+        (stored.seq, batches.BATCH_INCOMPLETE),
+    ]
+    assert "would end at" in orphans[0].detail
+    assert {record.seq, stored.seq} <= dispatcher.orphaned_seqs
+    assert first["spec"]["suspend"] is False  # the rogue eviction was never executed
+    assert await events_of(bus, types.DispatchApplied, action="StopJob") == []

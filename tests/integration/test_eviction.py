@@ -71,13 +71,13 @@ def stored_job(name: str = "sample", **options: Any) -> dict[str, Any]:
     return manifest
 
 
-def reservation(ref: types.WorkloadRef, flavor_name: str = "spot") -> types.QuotaReserved:
-    """One pod set ``main`` of 1 CPU and 200Mi on ``flavor_name`` in ClusterQueue cluster-queue."""
+def reservation(ref: types.WorkloadRef, flavor_name: str = "spot", *, count: int = 1) -> types.QuotaReserved:
+    """One pod set ``main`` of ``count`` pods of 1 CPU and 200Mi on ``flavor_name`` in ClusterQueue cluster-queue."""
     assignment = types.PodSetAssignment(
         name="main",
         flavors={"cpu": flavor_name, "memory": flavor_name},
-        resource_usage={"cpu": 1000, "memory": 200 * 2**20},
-        count=1,
+        resource_usage={"cpu": 1000 * count, "memory": 200 * 2**20 * count},
+        count=count,
     )
     return types.QuotaReserved(
         workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=NOW_MS
@@ -99,8 +99,11 @@ class Log:
         return self.seq
 
 
-def admitted_job_log(manifest: dict[str, Any], *, spot: dict[str, Any] | None = None) -> tuple[Log, types.WorkloadRef]:
-    """A log holding the spot flavor, the Job's workload, its reservation on spot and its admission."""
+def admitted_job_log(
+    manifest: dict[str, Any], *, spot: dict[str, Any] | None = None, count: int = 1
+) -> tuple[Log, types.WorkloadRef]:
+    """A log holding the spot flavor, the Job's workload, its reservation of ``count`` pods on spot and its
+    admission."""
     log = Log()
     spot = spot or flavor("spot", node_labels={"instance-type": "spot"}, tolerations=[SPOT_TOLERATION])
     log.add(convert.kueue_fact(spot))
@@ -108,8 +111,81 @@ def admitted_job_log(manifest: dict[str, Any], *, spot: dict[str, Any] | None = 
     assert isinstance(observed, types.WorkloadObserved)
     meta = observed.workload.metadata
     ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
-    log.add(observed, reservation(ref), types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=0))
+    log.add(
+        observed,
+        reservation(ref, count=count),
+        types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=0),
+    )
     return log, ref
+
+
+def partial_job(*, completions_follow: str | None = None) -> dict[str, Any]:
+    """A stored Job of parallelism 10 that accepts running with 4 (Kueue's job-min-parallelism annotation)."""
+    manifest = stored_job(parallelism=10, completions=10)
+    manifest["metadata"]["annotations"] = {jobs.MIN_PARALLELISM_ANNOTATION: "4"}
+    if completions_follow is not None:
+        manifest["metadata"]["annotations"][jobs.COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION] = completions_follow
+    return manifest
+
+
+def start_patch(manifest: dict[str, Any], log: Log, ref: types.WorkloadRef) -> dict[str, Any]:
+    """The StartJob merge patch for ``manifest``, as the dispatcher sends it (the Job's annotations given)."""
+    start = core.plan(log.view, types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=0))
+    assert isinstance(start, core.StartJob)
+    return start.patch(current_tolerations=[], job_annotations=manifest["metadata"].get("annotations") or {})
+
+
+def test_a_partially_admitted_job_runs_at_the_admitted_count_and_gets_its_parallelism_back() -> None:
+    """Kueue's RunWithPodSetsInfo / RestorePodSetsInfo for a batch/v1 Job: admitted with 6 of 10 pods, the
+    Job runs with parallelism 6 (completions untouched); the eviction's stop suspends it with parallelism 10
+    again (the Workload's pod set count), and the stop applied twice changes nothing more."""
+    manifest = partial_job()
+    log, ref = admitted_job_log(manifest, count=6)
+    running_job = merge_patch(manifest, start_patch(manifest, log, ref))
+    assert (running_job["spec"]["suspend"], running_job["spec"]["parallelism"]) == (False, 6)
+    assert running_job["spec"]["completions"] == 10
+
+    seq = log.add(eviction(ref))
+    stop = core.plan(log.view, eviction(ref), seq=seq)
+    assert isinstance(stop, core.StopJob) and stop.count == 10
+    patch = stop.patch(current_pod_spec=running_job["spec"]["template"]["spec"], job=running_job)
+    assert patch["spec"]["parallelism"] == 10 and "completions" not in patch["spec"]
+    stopped = merge_patch(running_job, patch)
+    assert (stopped["spec"]["suspend"], stopped["spec"]["parallelism"]) == (True, 10)
+    again = stop.patch(current_pod_spec=stopped["spec"]["template"]["spec"], job=stopped)
+    assert "parallelism" not in again["spec"]
+    assert merge_patch(stopped, again) == stopped
+
+
+def test_completions_follow_parallelism_when_the_job_says_so() -> None:
+    """``kueue.x-k8s.io/job-completions-equal-parallelism: "true"`` (as Go's ParseBool reads it): completions
+    are set to the admitted count with the parallelism, and given back with it; other values leave them."""
+    manifest = partial_job(completions_follow="True")
+    log, ref = admitted_job_log(manifest, count=6)
+    running_job = merge_patch(manifest, start_patch(manifest, log, ref))
+    assert (running_job["spec"]["parallelism"], running_job["spec"]["completions"]) == (6, 6)
+    seq = log.add(eviction(ref))
+    stop = core.plan(log.view, eviction(ref), seq=seq)
+    assert isinstance(stop, core.StopJob)
+    stopped = merge_patch(running_job, stop.patch(current_pod_spec={}, job=running_job))
+    assert (stopped["spec"]["parallelism"], stopped["spec"]["completions"]) == (10, 10)
+
+    other = partial_job(completions_follow="yes")  # not a Go boolean: false
+    log, ref = admitted_job_log(other, count=6)
+    assert merge_patch(other, start_patch(other, log, ref))["spec"]["completions"] == 10
+
+
+def test_a_job_without_min_parallelism_keeps_its_parallelism() -> None:
+    """A Job that does not accept partial admission (no min-parallelism annotation) is started and stopped
+    without its parallelism or completions being touched, even with an admission of fewer pods."""
+    manifest = stored_job(parallelism=3)
+    log, ref = admitted_job_log(manifest, count=2)  # not what Kueue admits, but the Job decides
+    patch = start_patch(manifest, log, ref)
+    assert "parallelism" not in patch["spec"] and "completions" not in patch["spec"]
+    seq = log.add(eviction(ref))
+    stop = core.plan(log.view, eviction(ref), seq=seq)
+    assert isinstance(stop, core.StopJob)
+    assert "parallelism" not in stop.patch(current_pod_spec={}, job=manifest)["spec"]
 
 
 def test_no_start_once_an_eviction_is_on_the_log() -> None:
@@ -157,6 +233,7 @@ def test_plan_stops_an_evicted_job_and_gives_its_template_back() -> None:
         node_selector={"instance-type": None},
         tolerations=[SPOT_TOLERATION],
         own_tolerations=[OWN_TOLERATION],
+        count=1,
     )
     patch = stop_patch(stop, running_job)
     assert patch == {

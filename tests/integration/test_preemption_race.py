@@ -132,11 +132,11 @@ async def _seed(bus: Bus, scenario: Scenario) -> None:
             ),
             types.WorkloadAdmitted(workload=ref, cluster_queue=admitted.cluster_queue, at_ms=admitted.reserved_at_ms),
         ]
-        head_seq = await bus.last_subject_seq(subjects.head_subject())
+        head_seq = await bus.last_subject_seq(subjects.heads_of())
         head, rest = build_batch(
             core_engine.SEED, outputs=outputs, basis_seq=await bus.last_seq(), head_seq=head_seq, now_ms=0
         )
-        await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+        await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of())
         for fact in core_engine.job_reports(outputs, pods_ready=scenario.pods_ready, now_ms=admitted.reserved_at_ms):
             await bus.publish(subjects.fact_message(fact))
     for workload in scenario.pending:

@@ -217,6 +217,14 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
     }
     assert "admission" not in workload_b["status"]
 
+    active_cq = cq["status"].pop("conditions")
+    assert [{k: c[k] for k in ("type", "status", "reason", "message")} for c in active_cq] == [
+        {"type": "Active", "status": "True", "reason": "Ready", "message": "Can admit new workloads"}
+    ]
+    active_lq = lq["status"].pop("conditions")
+    assert [{k: c[k] for k in ("type", "status", "reason", "message")} for c in active_lq] == [
+        {"type": "Active", "status": "True", "reason": "Ready", "message": "Can submit new workloads to localQueue"}
+    ]
     assert cq["status"] == {
         "pendingWorkloads": 1,
         "reservingWorkloads": 1,
@@ -586,3 +594,79 @@ async def test_every_write_waits_for_the_rate_limiter(api, bus: MemoryBus, emu: 
     for k, moment in enumerate(times):
         assert moment - times[0] >= (k - limiter.burst + 1) / limiter.qps - 0.005, (k, moment - times[0])
     assert FIELD_MANAGER == "kueue-es"
+
+
+async def test_a_missing_flavor_turns_ready_once_created_and_an_unrelated_one_writes_nothing(
+    api, bus: MemoryBus, emu: ClusterEmulator
+) -> None:
+    """ClusterQueue cluster-queue names flavor default-flavor before it exists: Active=False FlavorNotFound with
+    Kueue's message, its LocalQueue ClusterQueueIsInactive. Creating the flavor makes both Ready (a new
+    lastTransitionTime); a flavor no ClusterQueue names then writes no status at all."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*watch_all(Watcher(bus=bus, api=api)), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        await kube.apply_manifest(api, cluster_queue("cluster-queue"))
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+
+        def reason_is(reason: str) -> Callable[[dict], bool]:
+            return lambda o: [c.get("reason") for c in o.get("status", {}).get("conditions", [])] == [reason]
+
+        cq = await eventually(api, resources.CLUSTER_QUEUES, name="cluster-queue", check=reason_is("FlavorNotFound"))
+        [inactive] = cq["status"]["conditions"]
+        assert {k: inactive[k] for k in ("type", "status", "message")} == {
+            "type": "Active",
+            "status": "False",
+            "message": "Can't admit new workloads: references missing ResourceFlavor(s): default-flavor.",
+        }
+        await eventually(
+            api,
+            resources.LOCAL_QUEUES,
+            name="user-queue",
+            namespace="default",
+            check=reason_is("ClusterQueueIsInactive"),
+        )
+
+        await kube.apply_manifest(api, flavor("default-flavor"))
+        cq = await eventually(api, resources.CLUSTER_QUEUES, name="cluster-queue", check=reason_is("Ready"))
+        [ready] = cq["status"]["conditions"]
+        assert ready["status"] == "True" and ready["lastTransitionTime"] >= inactive["lastTransitionTime"]
+        await eventually(api, resources.LOCAL_QUEUES, name="user-queue", namespace="default", check=reason_is("Ready"))
+
+        await asyncio.sleep(0.3)
+        writes = dispatcher.object_writes
+        await kube.apply_manifest(api, flavor("unrelated"))
+        await wait_until(
+            lambda: "unrelated" in dispatcher.state.flavors, what="the dispatcher folding the unrelated flavor"
+        )
+        await asyncio.sleep(0.3)
+        assert dispatcher.object_writes == writes
+
+
+async def test_an_invalid_object_gets_a_warning_event_not_only_a_log_line(
+    emu: ClusterEmulator, api, bus: MemoryBus
+) -> None:
+    """From a cluster without kueue-es's CRDs (the emulator not validating), a ClusterQueue with a negative
+    quota and a Job requesting cpu "lots" reach the watcher: each gives ObjectRejected and is not folded, and
+    the dispatcher writes a Warning Event on the object naming the field (Invalid on the ClusterQueue, in
+    namespace default; Kueue's ErrWorkloadCompose on the Job)."""
+    emu.validate = False
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*watch_all(Watcher(bus=bus, api=api)), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        await kube.apply_manifest(api, cluster_queue("broken", cpu=-1))
+        await kube.apply_manifest(api, job("greedy", cpu="lots"))
+        await wait_until(lambda: dispatcher.events_written >= 2, what="two Warning Events")
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    by_kind = {e["involvedObject"]["kind"]: e for e in listed if e["type"] == "Warning"}
+    queue_event, job_event = by_kind["ClusterQueue"], by_kind["Job"]
+    assert queue_event["involvedObject"] == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "name": "broken",
+    }
+    assert queue_event["reason"] == "Invalid"
+    assert queue_event["message"].startswith(
+        "ClusterQueue broken is invalid: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: "
+    )
+    assert job_event["involvedObject"]["namespace"] == "default" and job_event["involvedObject"]["name"] == "greedy"
+    assert job_event["reason"] == "ErrWorkloadCompose" and "lots" in job_event["message"]
+    assert len(await events_of(bus, types.ObjectRejected)) == 2
+    assert not await events_of(bus, types.ClusterQueueObserved)

@@ -131,10 +131,10 @@ async def test_apply_of_a_namespaced_kind_writes_once_per_change(api: k8s_client
         "spec": {"clusterQueue": "a"},
     }
     _, version = await client.list_objects(api, ref, namespace="default")
-    for cluster_queue_name in ("a", "b", "b"):
-        body["spec"]["clusterQueue"] = cluster_queue_name
+    for stop_policy in ("None", "Hold", "Hold"):  # clusterQueue is immutable, as in Kueue
+        body["spec"]["stopPolicy"] = stop_policy
         await client.apply_object(api, ref, namespace="default", name="lq", body=body, field_manager=MANAGER)
 
     stored = await client.get_object(api, ref, namespace="default", name="lq")
-    assert stored["spec"]["clusterQueue"] == "b" and stored["metadata"]["generation"] == 2
+    assert stored["spec"]["stopPolicy"] == "Hold" and stored["metadata"]["generation"] == 2
     assert int(stored["metadata"]["resourceVersion"]) == int(version) + 2

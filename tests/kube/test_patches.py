@@ -15,8 +15,8 @@ def test_merge_patch_merges_objects_deletes_nulls_and_replaces_lists() -> None:
     assert target["spec"]["a"] == 1
 
 
-def test_strategic_merge_is_treated_as_merge() -> None:
-    """application/strategic-merge-patch+json behaves as a merge patch here (lists replaced)."""
+def test_strategic_merge_without_a_schema_replaces_lists() -> None:
+    """application/strategic-merge-patch+json without a schema (a custom resource) replaces lists, as a merge patch."""
     patched = patches.apply_patch({"a": [1, 2]}, {"a": [3]}, content_type="application/strategic-merge-patch+json")
     assert patched == {"a": [3]}
 

@@ -122,7 +122,7 @@ async def test_orphans_are_counted_and_a_stalled_decider_is_not_ready() -> None:
 
     health = Health(service="admitter")
     bus = MemoryBus()
-    await bus.publish(OutgoingMessage(subject=subjects.head_subject(), data=b"garbage", msg_id="g"))
+    await bus.publish(OutgoingMessage(subject=subjects.head_subject("admit"), data=b"garbage", msg_id="g"))
     await publish(bus, flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": 4}}), local_queue("lq", "cq"))
     await publish(bus, workload("w", cpu="1"))
     stop = asyncio.Event()

@@ -23,7 +23,7 @@ import pytest
 from kueue_es.events.bus.server import NatsServer
 from kueue_es.services import health, leader
 from kueue_es.services.kube import client as kube
-from kueue_es.services.kube import resources
+from kueue_es.services.kube import errors, resources
 from kueue_es.sim.emulator import serve_emulator
 
 FAST = {"lease_duration": 3, "renew_deadline": 2.0, "retry_period": 1.0}
@@ -106,9 +106,14 @@ async def test_a_leader_that_loses_its_lease_stops_working() -> None:
         try:
             only = Replica("a", api, log)
             await wait_until(lambda: only.health.role == "leader", timeout=5, what="a leads")
-            lease = await kube.get_object(api, resources.LEASES, namespace="default", name=LEASE)
-            lease["spec"]["holderIdentity"] = "intruder"
-            await kube.replace_object(api, resources.LEASES, namespace="default", name=LEASE, body=lease)
+            while True:  # the leader may renew between our read and our write (409): read again
+                lease = await kube.get_object(api, resources.LEASES, namespace="default", name=LEASE)
+                lease["spec"]["holderIdentity"] = "intruder"
+                try:
+                    await kube.replace_object(api, resources.LEASES, namespace="default", name=LEASE, body=lease)
+                    break
+                except errors.ConflictError:
+                    continue
             with pytest.raises(leader.LeadershipLost, match="lost the lease default/kueue-es-dispatcher"):
                 async with asyncio.timeout(FAST["renew_deadline"] + 5):
                     await only.task

@@ -71,7 +71,7 @@ MALFORMED = [
     Case(
         name="a workload without pod sets",
         doc=_with(pending=[{**cpu_workload("w1", cpus=1), "spec": {"queueName": "lq", "podSets": []}}]),
-        want_problem="pending[0]: Workload default/w1: field spec.podSets: needs at least one pod set",
+        want_problem="pending[0]: Workload default/w1: field spec.podSets: must have at least 1 items",
     ),
     Case(
         name="an unknown event kind",

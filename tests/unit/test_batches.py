@@ -163,7 +163,7 @@ def test_a_batch_that_does_not_verify_is_orphaned_whole(change: tuple) -> None:
 
 
 def test_garbage_on_the_head_is_skipped_and_the_next_batch_counts() -> None:
-    garbage = OutgoingMessage(subject=subjects.head_subject(), data=b"\x00not json", msg_id="g")
+    garbage = OutgoingMessage(subject=subjects.head_subject("admit"), data=b"\x00not json", msg_id="g")
     head, rest = build_batch(deciders.ADMITTER, outputs=[RESERVED, ADMITTED], basis_seq=5, head_seq=0, now_ms=5)
     state, orphans = fold([garbage, head, *rest])
     assert [(o.seq, o.reason) for o in orphans] == [(5, batches.NOT_A_RECORD)]
@@ -227,9 +227,10 @@ def test_only_the_batch_exactly_as_committed_is_folded(
 
 
 async def test_garbage_on_the_head_does_not_fence_the_decider() -> None:
-    """Issue 13: the loop expects the head's last sequence as the log has it, not its last record's."""
+    """Issue 13: the loop expects the last sequence on the partition's heads as the log has it, not its
+    last record's; garbage on another decider's head counts too (one token for every role's head)."""
     bus = MemoryBus()
-    await bus.publish(OutgoingMessage(subject=subjects.head_subject(), data=b"garbage", msg_id="g"))
+    await bus.publish(OutgoingMessage(subject=subjects.head_subject("preempt"), data=b"garbage", msg_id="g"))
     loop = DeciderLoop(bus=bus, decider=deciders.ADMITTER, clock=lambda: 1, wakeup=0.02)
     task = asyncio.create_task(loop.run())
     try:
@@ -284,3 +285,90 @@ async def test_readiness_recovers_once_there_is_nothing_left_to_commit() -> None
     assert not loop.readiness()[0]
     assert await loop._cycle() == 0  # an empty state: nothing to decide
     assert loop.readiness() == (True, {"stalled": False})
+
+
+# -- roles: each decider's own head, and only the kinds of decision its role makes -------------
+
+
+def on_head(messages: list[OutgoingMessage], subject: str) -> list[OutgoingMessage]:
+    """``messages`` with the record moved to the head ``subject`` (what only an admin could publish)."""
+    return [msgspec.structs.replace(messages[0], subject=subject), *messages[1:]]
+
+
+def test_a_record_on_the_preemptors_head_carrying_reservations_is_not_folded() -> None:
+    """The preemptor's role makes PreemptionIssued and EvictionRequested: a batch of its role (on its own
+    head) carrying QuotaReserved and WorkloadAdmitted is orphaned whole, record included."""
+    state, orphans = fold(a_batch(decider=deciders.PREEMPTOR))
+    assert a_batch(decider=deciders.PREEMPTOR)[0].subject == "kq.dec.p0.head.preemptor"
+    assert not reserved(state) and not state.heads
+    assert [(o.seq, o.reason) for o in orphans] == [
+        (5, batches.WRONG_ROLE),
+        (6, batches.WRONG_ROLE),
+        (7, batches.WRONG_ROLE),
+    ]
+    assert "output 1 is a QuotaReserved, which role 'preempt' does not make" in orphans[0].detail
+
+
+def test_a_record_on_another_roles_head_is_not_folded() -> None:
+    """An admitter's batch, exactly as committed but with its record on the preemptor's head (or on a
+    head of no role): the record names another role than its head's, so nothing of it is folded."""
+    for head in ("kq.dec.p0.head.preemptor", "kq.dec.p0.head.admit", "kq.dec.p0.head.nobody"):
+        state, orphans = fold(on_head(a_batch(), head))
+        assert not reserved(state) and not state.heads, head
+        assert [(o.seq, o.reason) for o in orphans] == [
+            (5, batches.WRONG_ROLE),
+            (6, batches.WRONG_ROLE),
+            (7, batches.WRONG_ROLE),
+        ]
+        assert f"record of role 'admit' on {head}, not on its head kq.dec.p0.head.admitter" in orphans[0].detail
+    empty, _ = build_batch(deciders.PREEMPTOR, outputs=[], basis_seq=4, head_seq=0, now_ms=1, answers="r1")
+    state, orphans = fold(on_head([empty], "kq.dec.p0.head.admitter"))
+    assert not state.heads and [o.reason for o in orphans] == [batches.WRONG_ROLE]
+
+
+def test_the_old_single_head_is_no_head() -> None:
+    """A record on ``kq.dec.<p>.head`` (the layout before per-role heads) heads no batch."""
+    state, orphans = fold(on_head(a_batch(), "kq.dec.p0.head"))
+    assert not reserved(state) and not state.heads
+    assert {o.reason for o in orphans} == {batches.OUTSIDE_BATCH}
+    assert "before per-role heads" in orphans[0].detail
+
+
+def test_the_role_table_covers_every_decider_and_what_it_made() -> None:
+    """One table: the roles with a head are the roles the fold knows; each service's role is one of them;
+    the deciders' NATS users are their heads; every output of the recorded demo is of its role's kinds."""
+    from kueue_es.events.bus import permissions
+    from tests.unit.test_golden_log import _load
+
+    assert set(batches.ROLE_OUTPUTS) == set(subjects.HEAD_TOKENS)
+    assert {d.role for d in deciders.BY_ROLE.values()} | {SEED.role} == set(subjects.HEAD_TOKENS)
+    assert [subjects.HEAD_TOKENS[d.role] for d in (deciders.ADMITTER, deciders.PREEMPTOR, deciders.PLACER)] == list(
+        permissions.DECIDERS
+    )
+    made: dict[str, set[str]] = {}
+    record: types.DecisionRecord | None = None
+    for message in _load("demo-preempt.jsonl"):
+        event = codec.decode(message.data)
+        if isinstance(event, types.DecisionRecord):
+            record = event
+        elif isinstance(event, types.DECISION_TYPES) and record is not None:
+            made.setdefault(record.role, set()).add(type(event).__name__)
+            assert type(event) in batches.ROLE_OUTPUTS[record.role], (record.role, type(event).__name__)
+    assert made == {
+        "admit": {"QuotaReserved", "WorkloadAdmitted", "WorkloadInadmissible", "PreemptionRequired", "QuotaReleased"},
+        "preempt": {"PreemptionIssued", "EvictionRequested"},
+    }
+
+
+def test_a_batch_whose_end_is_past_the_end_of_the_log_expires() -> None:
+    """A rogue record claiming two outputs with one stored, the last message of the log: held until
+    ``expire`` is told where the log ends, then orphaned whole; a batch whose end is stored is not."""
+    state, orphans = fold(a_batch()[:2])
+    assert state.batches.holding and state.batches.holding_until == 7 and not orphans
+    assert state.batches.expire(7) == batches.Verdict()  # its end is stored: its outputs are on their way
+    verdict = state.batches.expire(6)
+    assert [(o.seq, o.reason) for o in verdict.orphans] == [
+        (5, batches.BATCH_INCOMPLETE),
+        (6, batches.BATCH_INCOMPLETE),
+    ]
+    assert not state.batches.holding and state.batches.expire(6) == batches.Verdict()

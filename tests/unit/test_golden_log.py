@@ -4,6 +4,10 @@
 --duration 1`` recorded at 83bc919, before the move to the ``kueue_es`` import
 namespace (issue 12): every message of the stream, one JSON object a line. A
 refactor that changes any decision, or the bytes of its encoding, fails here.
+
+Per-role head subjects (issue 13) moved its 22 DecisionRecords from ``kq.dec.p0.head`` to
+their role's head (``kq.dec.p0.head.admitter``, ``...head.preemptor``); every payload,
+header and sequence is as recorded (checked line by line when the subjects were rewritten).
 """
 
 from __future__ import annotations

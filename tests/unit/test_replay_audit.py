@@ -101,7 +101,9 @@ def test_a_record_of_an_unknown_role_is_unverifiable() -> None:
 def test_a_seed_batch_is_unverifiable_with_its_own_line() -> None:
     messages = golden()
     head, _ = build_batch(SEED, outputs=[], basis_seq=87, head_seq=records(messages)[-1][0], now_ms=1)
-    messages.append(LogMessage(seq=88, subject=head.subject, data=head.data, headers={**head.headers}))
+    messages.append(
+        LogMessage(seq=88, subject=head.subject, data=head.data, headers={**head.headers, "Nats-Msg-Id": head.msg_id})
+    )
     report = check_log(messages, deciders.BY_ROLE)
     assert report.exit_code == 3
     assert [u.head_seq for u in report.seeds] == [88]
@@ -142,7 +144,9 @@ def bulk_decide(state: object, *, now_ms: int) -> list[types.Decision]:
     ]
 
 
-BULK = Decider(role="bulk", logic_version=1, decide=bulk_decide)
+BULK = Decider(
+    role="admit", logic_version=1, decide=bulk_decide
+)  # an admitter of another logic: its outputs are kinds the admitter makes
 
 
 async def bulk_log() -> tuple[MemoryBus, DeciderLoop]:
@@ -245,7 +249,7 @@ def test_a_non_record_on_the_head_subject_is_an_orphan() -> None:
     forged = types.WorkloadAdmitted(
         workload=types.WorkloadRef(namespace="default", name="x"), cluster_queue="cq", at_ms=1
     )
-    messages = append(golden(), forged, subject=subjects.head_subject(), msg_id="x")
+    messages = append(golden(), forged, subject=subjects.head_subject("admit"), msg_id="x")
     report = check_log(messages, deciders.BY_ROLE)
     assert [o.seq for o in report.orphans] == [88]
     assert report.exit_code == 4

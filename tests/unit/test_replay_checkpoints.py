@@ -102,3 +102,30 @@ def test_a_changed_checkpoint_is_found_by_verify(
 def test_a_checkpoint_of_other_code_is_not_used(tmp_path: Path) -> None:
     (tmp_path / "000000001000-0.0.1-abcdef.ckpt").write_bytes(b"not a state")
     assert checkpoints.find(tmp_path) == []
+
+
+def test_a_refused_checkpoint_is_reported_and_replay_folds_from_an_older_one(
+    log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "ck"
+    replay(
+        capsys,
+        "--file",
+        str(log_file),
+        "--write-checkpoints",
+        "--checkpoint-every",
+        "1000",
+        "--checkpoints",
+        str(directory),
+    )
+    found = checkpoints.find(directory)
+    found[2].path.write_bytes(b"\x80\x05 a pickle, say")
+    code = main(["replay", "--file", str(log_file), "--from", "3100", "--checkpoints", str(directory)])
+    out, err = capsys.readouterr()
+    assert code == 0, out
+    assert f"checkpoint refused: {found[2].path}: header" in err
+    assert f"folding from checkpoint #{found[1].seq} instead" in err
+    code = main(["replay", "--file", str(log_file), "--verify-checkpoints", "--checkpoints", str(directory)])
+    out, err = capsys.readouterr()
+    assert code == 1 and f"checkpoints that differ from a fresh fold: #{found[2].seq}" in out
+    assert str(found[2].path) in err

@@ -1,0 +1,526 @@
+"""Kueue's manager configuration file (``controller_manager_config.yaml``) to a Configuration.
+
+Why this module exists: Kueue reads its settings -- fair sharing, admission fair
+sharing, waitForPodsReady, resource transformations, feature gates, the job
+integrations, manageJobsWithoutQueueName -- from one file in its own format,
+``apiVersion: config.kueue.x-k8s.io/v1beta2`` (or the older ``v1beta1``) ``kind:
+Configuration``, usually a ConfigMap mounted at ``/controller_manager_config.yaml``
+(Kueue config/components/manager, apis/config/*/configuration_types.go). kueue-es
+reads the same file: every section Kueue knows is typed here, so a misspelt or
+unknown field is refused with a :class:`~kueue_es.events.manifests.ManifestError`
+naming the file and the field, as Kueue's strict decoding does; the settings the
+deciders use become a :class:`kueue_es.events.models.Configuration` (what a
+ConfigurationObserved fact carries), and the watcher's own settings
+(manageJobsWithoutQueueName, managedJobsNamespaceSelector, integrations.frameworks)
+stay beside it in :class:`ManagerConfig`. The sections that configure Kueue's
+process (webhook, metrics, leader election, client connection, MultiKueue, ...) are
+checked for shape and otherwise ignored: kueue-es has its own flags for those.
+
+Defaults are Kueue's (apis/config/*/defaults.go): in v1beta2 a present ``fairSharing``
+turns fair sharing on and waitForPodsReady is always on (timeout 30m unless set); in
+v1beta1 both need ``enable: true``. Pure: no I/O (the watcher reads the file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgspec
+
+from kueue_es.events import models
+from kueue_es.events.manifests import ManifestError, load_documents
+from kueue_es.events.quantities import QuantityError, to_amount
+
+CONFIG_GROUP = "config.kueue.x-k8s.io"
+API_VERSIONS = (f"{CONFIG_GROUP}/v1beta2", f"{CONFIG_GROUP}/v1beta1")
+#: Kueue's built-in integrations (pkg/controller/jobs/*: FrameworkName) ...
+KUEUE_FRAMEWORKS = frozenset(
+    {
+        "batch/job",
+        "jobset.x-k8s.io/jobset",
+        "pod",
+        "deployment",
+        "statefulset",
+        "kubeflow.org/mpijob",
+        "kubeflow.org/paddlejob",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/xgboostjob",
+        "kubeflow.org/jaxjob",
+        "ray.io/rayjob",
+        "ray.io/raycluster",
+        "ray.io/rayservice",
+        "workload.codeflare.dev/appwrapper",
+        "trainer.kubeflow.org/trainjob",
+        "sparkoperator.k8s.io/sparkapplication",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+    }
+)
+#: ... and the job kind each one kueue-es supports watches.
+SUPPORTED_FRAMEWORKS = {"batch/job": "Job", "jobset.x-k8s.io/jobset": "JobSet", "pod": "Pod"}
+DEFAULT_FRAMEWORKS = ("batch/job",)  # Kueue's default when integrations.frameworks is empty
+_DURATION = re.compile(r"^-?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+$|^0$")
+_FAIR_SHARING_STRATEGIES = (
+    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+    ["LessThanOrEqualToFinalShare"],
+    ["LessThanInitialShare"],
+)
+
+
+class _Strict(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """A section of Kueue's file: camelCase keys, an unknown one is an error."""
+
+
+# -- the sections kueue-es only checks (Kueue's process settings) ---------------------------------
+
+
+class _Webhook(_Strict, frozen=True, kw_only=True):
+    port: int | None = None
+    host: str = ""
+    cert_dir: str = ""
+
+
+class _CustomLabel(_Strict, frozen=True, kw_only=True):
+    name: str
+    source_label_key: str = ""
+    source_annotation_key: str = ""
+    source_kind: str | None = None
+    tracked_values: list[str] = []
+
+
+class _LocalQueueMetrics(_Strict, frozen=True, kw_only=True):
+    enable: bool = False
+    local_queue_selector: dict[str, Any] | None = None
+
+
+class _Metrics(_Strict, frozen=True, kw_only=True):
+    bind_address: str = ""
+    enable_cluster_queue_resources: bool = False
+    custom_labels: list[_CustomLabel] = []
+    local_queue_metrics: _LocalQueueMetrics | None = None
+
+
+class _Health(_Strict, frozen=True, kw_only=True):
+    health_probe_bind_address: str = ""
+    readiness_endpoint_name: str = ""
+    liveness_endpoint_name: str = ""
+
+
+class _LeaderElection(_Strict, frozen=True, kw_only=True):
+    """k8s.io/component-base LeaderElectionConfiguration."""
+
+    leader_elect: bool | None = None
+    lease_duration: str | None = None
+    renew_deadline: str | None = None
+    retry_period: str | None = None
+    resource_lock: str = ""
+    resource_name: str = ""
+    resource_namespace: str = ""
+
+
+class _Controller(_Strict, frozen=True, kw_only=True):
+    group_kind_concurrency: dict[str, int] = {}
+    cache_sync_timeout: int | str | None = None
+
+
+class _TLS(_Strict, frozen=True, kw_only=True):
+    min_version: str = ""
+    cipher_suites: list[str] = []
+    curve_preferences: list[int] = []
+
+
+class _InternalCertManagement(_Strict, frozen=True, kw_only=True):
+    enable: bool | None = None
+    webhook_service_name: str | None = None
+    webhook_secret_name: str | None = None
+
+
+class _ClientConnection(_Strict, frozen=True, kw_only=True):
+    qps: float | None = None
+    burst: int | None = None
+
+
+class _ExternalFramework(_Strict, frozen=True, kw_only=True):
+    name: str
+
+
+class _MultiKueue(_Strict, frozen=True, kw_only=True):
+    gc_interval: str | None = None
+    origin: str | None = None
+    worker_lost_timeout: str | None = None
+    dispatcher_name: str | None = None
+    external_frameworks: list[_ExternalFramework] = []
+    cluster_profile: dict[str, Any] | None = None  # exec plugin configs: client-go's, not checked here
+    incremental_dispatcher_config: dict[str, Any] | None = None
+
+
+class _PodOptions(_Strict, frozen=True, kw_only=True):  # v1beta1 only
+    namespace_selector: dict[str, Any] | None = None
+    pod_selector: dict[str, Any] | None = None
+
+
+class _Integrations(_Strict, frozen=True, kw_only=True):
+    frameworks: list[str] = []
+    external_frameworks: list[str] = []
+    label_keys_to_copy: list[str] = []
+    pod_options: _PodOptions | None = None
+
+
+class _QueueVisibility(_Strict, frozen=True, kw_only=True):  # v1beta1 only
+    cluster_queues: dict[str, int] | None = None
+    update_interval_seconds: int = 0
+
+
+class _RetentionPolicy(_Strict, frozen=True, kw_only=True):
+    after_finished: str | None = None
+    after_deactivated_by_kueue: str | None = None
+
+
+class _ObjectRetention(_Strict, frozen=True, kw_only=True):
+    workloads: _RetentionPolicy | None = None
+
+
+class _VisibilityServer(_Strict, frozen=True, kw_only=True):
+    bind_address: str | None = None
+    bind_port: int | None = None
+
+
+# -- the sections the deciders read -----------------------------------------------------------------
+
+
+class _RequeuingStrategy(_Strict, frozen=True, kw_only=True):
+    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+
+class _WaitForPodsReady(_Strict, frozen=True, kw_only=True):
+    enable: bool | None = None  # v1beta1 only
+    timeout: str | None = None
+    block_admission: bool | None = None
+    requeuing_strategy: _RequeuingStrategy | None = None
+    recovery_timeout: str | None = None
+
+
+class _FairSharing(_Strict, frozen=True, kw_only=True):
+    enable: bool | None = None  # v1beta1 only
+    preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] | None = None
+
+
+class _AdmissionFairSharing(_Strict, frozen=True, kw_only=True):
+    usage_half_life_time: str = "0s"
+    usage_sampling_interval: str = "5m"
+    resource_weights: dict[str, float] = {}
+
+
+class _Transformation(_Strict, frozen=True, kw_only=True):
+    input: str
+    strategy: Literal["Retain", "Replace"] = "Retain"
+    multiply_by: str | None = None
+    outputs: dict[str, str | int | float] = {}
+
+
+class _DeviceClassMapping(_Strict, frozen=True, kw_only=True):
+    name: str
+    device_class_names: list[str]
+    sources: list[dict[str, Any]] = []
+
+
+class _Resources(_Strict, frozen=True, kw_only=True):
+    quota_check_strategy: Literal["BlockUndeclared", "IgnoreUndeclared"] | None = None  # v1beta2 only
+    exclude_resource_prefixes: list[str] = []
+    transformations: list[_Transformation] = []
+    device_class_mappings: list[_DeviceClassMapping] = []
+
+
+class KueueConfiguration(_Strict, frozen=True, kw_only=True):
+    """config.kueue.x-k8s.io Configuration as Kueue's file has it (v1beta1 and v1beta2 together; the
+    fields only one version has are refused in the other by :func:`parse`)."""
+
+    api_version: str
+    kind: str
+    namespace: str | None = None
+    webhook: _Webhook | None = None
+    leader_election: _LeaderElection | None = None
+    metrics: _Metrics | None = None
+    health: _Health | None = None
+    pprof_bind_address: str = ""
+    controller: _Controller | None = None
+    tls: _TLS | None = None
+    manage_jobs_without_queue_name: bool = False
+    managed_jobs_namespace_selector: models.LabelSelector | None = None
+    internal_cert_management: _InternalCertManagement | None = None
+    wait_for_pods_ready: _WaitForPodsReady | None = None
+    client_connection: _ClientConnection | None = None
+    integrations: _Integrations | None = None
+    queue_visibility: _QueueVisibility | None = None
+    multi_kueue: _MultiKueue | None = None
+    fair_sharing: _FairSharing | None = None
+    admission_fair_sharing: _AdmissionFairSharing | None = None
+    resources: _Resources | None = None
+    feature_gates: dict[str, bool] = {}
+    object_retention_policies: _ObjectRetention | None = None
+    visibility_server: _VisibilityServer | None = None
+
+
+#: Fields one version has and the other does not (v1beta2 dropped queueVisibility, podOptions and the
+#: ``enable`` switches; v1beta1 has no quotaCheckStrategy, visibilityServer or per-label sourceKind).
+_ONLY_IN = {
+    "v1beta1": ("queueVisibility", "integrations.podOptions", "waitForPodsReady.enable", "fairSharing.enable"),
+    "v1beta2": ("resources.quotaCheckStrategy", "visibilityServer"),
+}
+
+
+@dataclass(frozen=True)
+class ManagerConfig:
+    """What a manager configuration file says.
+
+    ``configuration``: the settings the deciders use (what ConfigurationObserved carries);
+    ``manage_jobs_without_queue_name`` and ``managed_jobs_namespace_selector``: the watcher's
+    (None: Kueue's default, every namespace but kube-system and kueue-system);
+    ``frameworks``: ``integrations.frameworks`` as written (Kueue's default ``batch/job`` when
+    empty); ``job_kinds``: the job kinds of those kueue-es supports, ``unsupported``: the others.
+    """
+
+    configuration: models.Configuration
+    manage_jobs_without_queue_name: bool = False
+    managed_jobs_namespace_selector: models.LabelSelector | None = None
+    frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS
+
+    @property
+    def job_kinds(self) -> tuple[str, ...]:
+        """The job kinds (``Job``, ``JobSet``, ``Pod``) the listed integrations manage."""
+        return tuple(SUPPORTED_FRAMEWORKS[f] for f in self.frameworks if f in SUPPORTED_FRAMEWORKS)
+
+    @property
+    def unsupported(self) -> tuple[str, ...]:
+        """Listed integrations kueue-es does not run (their jobs are left alone)."""
+        return tuple(f for f in self.frameworks if f not in SUPPORTED_FRAMEWORKS)
+
+
+def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> ManagerConfig:
+    """Parse a manager configuration file (YAML or JSON text) and Kueue's ``--feature-gates`` flag.
+
+    ``feature_gates``: the flag's value, ``Gate=true,Other=false`` (empty: none).
+    Raises ManifestError (kind ``Configuration``, name ``source``) naming the field: not
+    one YAML mapping, another apiVersion or kind, an unknown field, a wrong type or
+    enum value, a bad Go duration or quantity, an unknown or repeated integration, a
+    preemption strategy set Kueue does not allow, a negative timeout or backoff, a
+    repeated transformation input, or feature gates both in the file and the flag
+    (Kueue pkg/config/validation.go).
+    """
+    docs = load_documents(text, source=source)
+    if len(docs) != 1:
+        raise ManifestError(
+            kind="Configuration", name=source, field="", problem=f"must hold one document, not {len(docs)}"
+        )
+    raw = docs[0]
+    version = str(raw.get("apiVersion") or "")
+    if version not in API_VERSIONS or raw.get("kind") != "Configuration":
+        raise ManifestError(
+            kind="Configuration",
+            name=source,
+            field="apiVersion/kind",
+            problem=f"{version or '?'}/{raw.get('kind') or '?'} is not Kueue's Configuration "
+            f"(want {' or '.join(API_VERSIONS)}, kind Configuration)",
+        )
+    short = version.rsplit("/", 1)[1]
+    for other, fields in _ONLY_IN.items():
+        if other != short:
+            for dotted in fields:
+                if _has(raw, dotted):
+                    raise _error(source, dotted, f"unknown field in {version} (only {CONFIG_GROUP}/{other} has it)")
+    try:
+        file = msgspec.convert(raw, KueueConfiguration, str_keys=True)
+    except msgspec.ValidationError as err:
+        problem, _, path = str(err).partition(" - at `")
+        field = path.rstrip("`").removeprefix("$").removeprefix(".")
+        unknown = re.search(r"unknown field `([^`]+)`", problem)
+        if unknown:
+            field = f"{field}.{unknown.group(1)}" if field else unknown.group(1)
+            problem = "unknown field"
+        missing = re.search(r"missing required field `([^`]+)`", problem)
+        if missing:
+            field = f"{field}.{missing.group(1)}" if field else missing.group(1)
+        raise _error(source, field, problem) from err
+    gates = _feature_gates(file.feature_gates, feature_gates, source=source)
+    return ManagerConfig(
+        configuration=models.Configuration(
+            fair_sharing=_fair_sharing(file.fair_sharing, v1beta1=short == "v1beta1", source=source),
+            admission_fair_sharing=_admission_fair_sharing(file.admission_fair_sharing, source=source),
+            wait_for_pods_ready=_wait_for_pods_ready(
+                file.wait_for_pods_ready, v1beta1=short == "v1beta1", source=source
+            ),
+            resources=_resources(file.resources, source=source),
+            feature_gates=gates,
+        ),
+        manage_jobs_without_queue_name=file.manage_jobs_without_queue_name,
+        managed_jobs_namespace_selector=file.managed_jobs_namespace_selector,
+        frameworks=_frameworks(file.integrations, source=source),
+    )
+
+
+def digest(configuration: models.Configuration) -> str:
+    """sha256 (hex) of a Configuration's canonical encoding: equal digests, equal settings."""
+    return hashlib.sha256(msgspec.json.encode(configuration, order="sorted")).hexdigest()
+
+
+# -- mapping and Kueue's validation ------------------------------------------------------------------
+
+
+def _fair_sharing(section: _FairSharing | None, *, v1beta1: bool, source: str) -> models.FairSharingConfig | None:
+    if section is None or (v1beta1 and not section.enable):
+        return None
+    strategies = section.preemption_strategies
+    if strategies is None:
+        return models.FairSharingConfig()  # Kueue's default: both, final share first
+    if strategies not in _FAIR_SHARING_STRATEGIES:
+        allowed = "; ".join(", ".join(s) for s in _FAIR_SHARING_STRATEGIES)
+        raise _error(source, "fairSharing.preemptionStrategies", f"{strategies} is not one of: {allowed}")
+    return models.FairSharingConfig(preemption_strategies=list(strategies))
+
+
+def _admission_fair_sharing(
+    section: _AdmissionFairSharing | None, *, source: str
+) -> models.AdmissionFairSharingConfig | None:
+    if section is None:
+        return None
+    half_life = _duration(section.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime", source)
+    sampling = _duration(section.usage_sampling_interval, "admissionFairSharing.usageSamplingInterval", source)
+    if half_life.startswith("-"):
+        raise _error(source, "admissionFairSharing.usageHalfLifeTime", "must be greater than or equal to 0")
+    if sampling.startswith("-") or _zero(sampling):
+        raise _error(source, "admissionFairSharing.usageSamplingInterval", "must be greater than 0")
+    for resource, weight in section.resource_weights.items():
+        if weight < 0:
+            raise _error(
+                source, f"admissionFairSharing.resourceWeights.{resource}", "must be greater than or equal to 0"
+            )
+    return models.AdmissionFairSharingConfig(
+        usage_half_life_time=half_life,
+        usage_sampling_interval=sampling,
+        resource_weights={
+            r: repr(w) if w != int(w) else str(int(w)) for r, w in sorted(section.resource_weights.items())
+        },
+    )
+
+
+def _wait_for_pods_ready(
+    section: _WaitForPodsReady | None, *, v1beta1: bool, source: str
+) -> models.WaitForPodsReadyConfig | None:
+    if v1beta1 and (section is None or not section.enable):
+        return models.WaitForPodsReadyConfig(enable=False)  # off unless enabled, in v1beta1
+    if section is None:
+        return None  # v1beta2: on with Kueue's defaults, as the fold reads a missing section
+    timeout = _duration(section.timeout or "30m", "waitForPodsReady.timeout", source)
+    if timeout.startswith("-"):
+        raise _error(source, "waitForPodsReady.timeout", "must be greater than or equal to 0")
+    if _zero(timeout):
+        timeout = "30m"  # Kueue defaults a zero timeout
+    recovery = None
+    if section.recovery_timeout is not None:
+        recovery = _duration(section.recovery_timeout, "waitForPodsReady.recoveryTimeout", source)
+        if recovery.startswith("-"):
+            raise _error(source, "waitForPodsReady.recoveryTimeout", "must be greater than or equal to 0")
+    strategy = section.requeuing_strategy or _RequeuingStrategy()
+    for name in ("backoff_limit_count", "backoff_base_seconds", "backoff_max_seconds"):
+        value = getattr(strategy, name)
+        if value is not None and value < 0:
+            camel = "".join(p.capitalize() if i else p for i, p in enumerate(name.split("_")))
+            raise _error(source, f"waitForPodsReady.requeuingStrategy.{camel}", "must be greater than or equal to 0")
+    return models.WaitForPodsReadyConfig(
+        timeout=timeout,
+        recovery_timeout=recovery,
+        block_admission=bool(section.block_admission),
+        requeuing_strategy=models.RequeuingStrategy(
+            timestamp=strategy.timestamp,
+            backoff_limit_count=strategy.backoff_limit_count,
+            backoff_base_seconds=strategy.backoff_base_seconds,
+            backoff_max_seconds=strategy.backoff_max_seconds,
+        ),
+    )
+
+
+def _resources(section: _Resources | None, *, source: str) -> models.ResourcesConfig | None:
+    if section is None:
+        return None
+    seen: set[str] = set()
+    transformations = []
+    for index, item in enumerate(section.transformations):
+        where = f"resources.transformations[{index}]"
+        if item.input in seen:
+            raise _error(source, f"{where}.input", f"duplicate value {item.input!r}")
+        seen.add(item.input)
+        outputs = {}
+        for resource, value in item.outputs.items():
+            try:
+                to_amount(resource, str(value))
+            except QuantityError as err:
+                raise _error(source, f"{where}.outputs.{resource}", str(err)) from err
+            outputs[resource] = str(value)
+        transformations.append(
+            models.ResourceTransformation(
+                input=item.input, strategy=item.strategy, outputs=outputs, multiply_by=item.multiply_by
+            )
+        )
+    return models.ResourcesConfig(
+        exclude_resource_prefixes=list(section.exclude_resource_prefixes),
+        transformations=transformations,
+        quota_check_strategy=section.quota_check_strategy or "BlockUndeclared",
+    )
+
+
+def _frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:
+    listed = tuple(section.frameworks) if section is not None else ()
+    for index, name in enumerate(listed):
+        if name not in KUEUE_FRAMEWORKS:
+            raise _error(
+                source, f"integrations.frameworks[{index}]", f"unsupported value {name!r}: not a Kueue integration"
+            )
+        if name in listed[:index]:
+            raise _error(source, f"integrations.frameworks[{index}]", f"duplicate value {name!r}")
+    return listed or DEFAULT_FRAMEWORKS
+
+
+def _feature_gates(in_file: dict[str, bool], flag: str, *, source: str) -> dict[str, bool]:
+    """The gates of the file or of ``--feature-gates`` (Kueue refuses both at once)."""
+    if not flag.strip():
+        return dict(sorted(in_file.items()))
+    if in_file:
+        raise _error(source, "featureGates", "feature gates for CLI and configuration cannot both be specified")
+    gates: dict[str, bool] = {}
+    for part in flag.split(","):
+        name, sep, value = part.strip().partition("=")
+        if not sep or not name or value.strip().lower() not in ("true", "false"):
+            raise ManifestError(
+                kind="flag", name="--feature-gates", field="", problem=f"{part.strip()!r} is not Gate=true|false"
+            )
+        gates[name.strip()] = value.strip().lower() == "true"
+    return dict(sorted(gates.items()))
+
+
+def _duration(text: str, field: str, source: str) -> str:
+    if not _DURATION.match(text.strip()):
+        raise _error(source, field, f"{text!r} is not a duration (Go's format: 30s, 5m, 1h30m)")
+    return text.strip()
+
+
+def _zero(duration: str) -> bool:
+    return not re.search(r"[1-9]", duration)
+
+
+def _has(raw: dict[str, Any], dotted: str) -> bool:
+    value: Any = raw
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
+def _error(source: str, field: str, problem: str) -> ManifestError:
+    return ManifestError(kind="Configuration", name=source, field=field, problem=problem)

@@ -1,0 +1,571 @@
+"""The cluster engine: a scenario run as a cluster admin and a user would, through the Kubernetes API.
+
+Per scenario, the same system as the bus engine (a fresh nats-server, the emulated
+API server, the five services as processes, the deciders stepped), but nothing of
+the scenario goes on the log from the runner: every object is created through the
+Kubernetes API (ResourceFlavors, Cohorts, ClusterQueues, LocalQueues, Namespaces,
+AdmissionChecks, Nodes, Topologies, Pods; their ``status`` through the status
+subresource, as their controllers would write it), the watcher reports them, and
+the outcome is read back from the Workload objects the dispatcher keeps
+(``status.admission`` and conditions). Workloads are Kueue Workload objects created by
+the user, which Kueue admits as standalone workloads.
+
+With no job behind a Workload, the runner plays the job's part on the Workload
+object, as Kueue's own integration tests do (test/util): an eviction completes by
+clearing ``QuotaReserved`` once the dispatcher has set ``Evicted``; ``finish`` sets
+``Finished``; ``podsReady`` sets ``PodsReady``; ``check`` sets the admission check's
+state in ``status.admissionChecks``. Each of those writes is followed by waiting
+for the watcher's fact on the log, so a cycle never runs on a view older than the
+cluster.
+
+What still goes on the log from the runner: the SchedulingRequested facts that step
+the deciders (a cycle at a time, as the other engines run them) and, for a
+workload already admitted when the run starts (``admitted:``), its seed decisions,
+as in the bus engine; kueue-es does not adopt admissions made before it ran.
+
+A Workload's ``creationTimestamp`` and ``uid`` are the API server's; the emulated
+server's clock is set to the scenario's creation time while the workload is
+created, and a scenario's UID is given to the object as the server creates it, so
+ordering by creation time and ties broken by UID are the scenario's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import signal
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import nats
+import nats.js.errors
+import yaml
+
+from kueue_es.events import codec, manifests, models, subjects, types
+from kueue_es.events.bus import base as bus_base
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.server import NatsServer
+from kueue_es.events.tas import decode, domain_id
+from kueue_es.scenarios.bus_engine import ANSWER_TIMEOUT, _BusRun
+from kueue_es.scenarios.core_engine import cycle_deciders
+from kueue_es.scenarios.engines import RunError
+from kueue_es.scenarios.outcome import AdmittedOutcome, Outcome, PodSetOutcome
+from kueue_es.scenarios.specs import (
+    AdmittedWorkload,
+    ApplyEvent,
+    CheckEvent,
+    DeleteEvent,
+    FinishEvent,
+    PodsReadyEvent,
+    Scenario,
+    ScenarioEvent,
+    ScenarioObject,
+    WaitEvent,
+)
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
+from kueue_es.sim import store
+from kueue_es.sim.emulator import KUEUE_WEBHOOKS, serve_emulator
+from kueue_es.supervisor import Supervisor
+
+#: How long a write is given to show up on the log as the watcher's fact, in seconds.
+FACT_TIMEOUT = 30.0
+#: How long an update that may change nothing (an ``apply`` of an existing object) is waited for.
+UNCHANGED_TIMEOUT = 3.0
+#: The job's message when the runner completes an eviction (Kueue's test util says "By test").
+STOPPED_MESSAGE = "The workload's job stopped (the scenario runner plays the job)"
+
+#: Seconds the services are given to stop on SIGTERM (a loaded machine is slow to stop five of them).
+STOP_GRACE = 30.0
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_SECOND = datetime.timedelta(seconds=1)
+_STATUS_KINDS = frozenset({"AdmissionCheck", "Node", "ClusterQueue", "LocalQueue", "Cohort"})
+
+
+class ClusterEngine:
+    """The ``cluster`` :class:`~kueue_es.scenarios.engines.Engine`; each run starts and stops its own system."""
+
+    name = "cluster"
+
+    def run(self, scenario: Scenario) -> Outcome:
+        """Run ``scenario`` through the Kubernetes API and the services; raises RunError when it cannot finish."""
+        return asyncio.run(_ClusterRun(scenario).execute())
+
+    def close(self) -> None:
+        """Nothing is kept between runs."""
+
+
+class _ClusterRun(_BusRun):
+    def __init__(self, scenario: Scenario) -> None:
+        super().__init__(scenario)
+        self.api: Any = None
+        self.now: datetime.datetime | None = None  # the API server's clock while a workload is created
+        self.uids: dict[tuple[str, str], str] = {}  # (namespace, name) -> the UID the scenario gives it
+        self.preempted: set[str] = set()
+        self.written: dict[str, datetime.datetime] = {}  # workload -> the last transition time the runner wrote
+        self.nats_url = ""
+
+    # -- the system ---------------------------------------------------------------------------
+
+    async def execute(self) -> Outcome:
+        with tempfile.TemporaryDirectory(prefix="kueue-es-cluster-") as tmp:
+            run_dir = Path(tmp)
+            async with (
+                NatsServer(store_dir=run_dir / "nats") as server,
+                serve_emulator(clock=self._clock, create_hooks=(*KUEUE_WEBHOOKS, self._identity)) as emulator,
+            ):
+                supervisor = Supervisor(
+                    nats_url=server.url,
+                    log_dir=run_dir / "logs",
+                    kube_args=["--kube-server", emulator.url],
+                    watcher_args=self._config_file(run_dir),
+                    decider_args=["--stepped"],
+                )
+                self.nats_url = server.url
+                self.bus = await nats_bus.connect(server.url)
+                self.api = await kube.make_api_client(server=emulator.url)
+                await supervisor.start()
+                try:
+                    await self._watcher_started(run_dir / "logs" / "watcher.log")
+                    await self._drive()
+                    await self._dispatcher_caught_up()
+                    outcome = await self._read_outcome()
+                except RunError:
+                    raise
+                except Exception as err:  # a failed run names the scenario and what broke
+                    raise RunError(self.scenario.path, f"the cluster run failed: {err!r}") from err
+                finally:
+                    codes = await supervisor.stop(grace=STOP_GRACE)
+                    await self.bus.close()
+                    await self.api.close()
+                crashed = {name: code for name, code in codes.items() if code not in (0, None, -signal.SIGTERM)}
+                if crashed:
+                    raise RunError(self.scenario.path, f"services exited with errors: {crashed}")
+        return outcome
+
+    def _config_file(self, run_dir: Path) -> list[str]:
+        """The scenario's Configuration as Kueue's manager configuration file (``--config`` of the watcher)."""
+        configs = [o.manifest for o in self.scenario.objects if o.kind == "Configuration"]
+        if not configs:
+            return []
+        path = run_dir / "controller_manager_config.yaml"
+        path.write_text(yaml.safe_dump(configs[-1], sort_keys=False))
+        return ["--config", str(path)]
+
+    def _clock(self) -> datetime.datetime:
+        return self.now or store.utc_now()
+
+    def _identity(self, ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+        """A create hook: the scenario's UID for a Workload it names one for."""
+        meta = obj.get("metadata") or {}
+        uid = self.uids.get((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        if ref.kind == "Workload" and uid:
+            meta["uid"] = uid
+
+    # -- driving the run ----------------------------------------------------------------------
+
+    async def _drive(self) -> None:
+        scenario = self.scenario
+        await self._namespaces()
+        for obj in scenario.objects:
+            if obj.kind == "Configuration":  # the watcher's --config file (see _config_file)
+                continue
+            await self._create(obj)
+        for admitted in scenario.admitted:
+            await self._create(admitted.workload)
+            await self._seed_admitted(admitted)
+        for pending in scenario.pending:
+            await self._create(pending)
+        await self._phase()
+        for event in scenario.events:
+            await self._apply_event(event)
+            await self._phase()
+
+    async def _namespaces(self) -> None:
+        """Create the namespaces the scenario's objects live in and does not create itself, as an admin would
+        before applying them (the API server refuses objects in a namespace that does not exist)."""
+        scenario = self.scenario
+        events = [e.object for e in scenario.events if isinstance(e, ApplyEvent)]
+        every = [*scenario.objects, *(a.workload for a in scenario.admitted), *scenario.pending, *events]
+        declared = {o.name for o in every if o.kind == "Namespace"}
+        used = {str((o.manifest.get("metadata") or {}).get("namespace") or "") for o in every} - {""}
+        for namespace in sorted(used - declared - {"default"}):
+            manifest = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            with contextlib.suppress(kube_errors.ConflictError):
+                await kube.create_object(self.api, resources.NAMESPACES, body=manifest)
+
+    async def _create(self, obj: ScenarioObject) -> None:
+        """Create one scenario object through the API (and its status), then wait for the watcher's fact."""
+        manifest = obj.manifest
+        kind, _ = manifests.describe(manifest)
+        before = await self.bus.last_seq()  # type: ignore[union-attr]
+        workload = obj.workload
+        if workload is not None:
+            meta = workload.metadata
+            self.uids[(meta.namespace, meta.name)] = meta.uid or ""
+            if meta.creation_timestamp_ms:
+                self.now = datetime.datetime.fromtimestamp(meta.creation_timestamp_ms / 1000, tz=datetime.UTC)
+        try:
+            stored = await kube.apply_manifest(self.api, _without_status(manifest))
+        finally:
+            self.now = None
+        await self._write_status(kind, manifest, stored)
+        if obj.fact is not None:
+            await self._fact_after(before, _about(obj.fact), what=f"the watcher's fact for {kind} {obj.name}")
+
+    async def _write_status(self, kind: str, manifest: Mapping[str, Any], stored: Mapping[str, Any]) -> None:
+        """The status a manifest carries, written as its controller would (kinds with a status subresource)."""
+        wanted = manifest.get("status")
+        if not wanted or kind not in _STATUS_KINDS:
+            return
+        ref = kube.ref_for(str(manifest.get("apiVersion", "")), kind)
+        meta = stored.get("metadata") or {}
+        body = {"apiVersion": ref.api_version, "kind": kind, "metadata": dict(meta), "status": wanted}
+        await kube.replace_object(
+            self.api, ref, namespace=meta.get("namespace"), name=meta["name"], body=body, subresource="status"
+        )
+
+    async def _seed_admitted(self, admitted: AdmittedWorkload) -> None:
+        """A workload admitted before the run: its seed decisions (as the bus engine commits them), then its
+        pods ready when the scenario has them so."""
+        decided = await self._seed_decisions(admitted)
+        await self._jobs_report(decided)
+
+    async def _seed_decisions(self, admitted: AdmittedWorkload) -> list[types.Decision]:
+        from kueue_es.scenarios.core_engine import SEED
+        from kueue_es.services.runtime import build_batch
+
+        assert self.bus is not None and isinstance(admitted.workload.fact, types.WorkloadObserved)
+        meta = admitted.workload.fact.workload.metadata
+        ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+        at_ms, cq = admitted.reserved_at_ms, admitted.cluster_queue
+        outputs: list[types.Decision] = [
+            types.QuotaReserved(
+                workload=ref, cluster_queue=cq, at_ms=at_ms, pod_set_assignments=list(admitted.pod_set_assignments)
+            ),
+            types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at_ms),
+        ]
+        head_seq = await self.bus.last_subject_seq(subjects.heads_of())
+        basis = await self.bus.last_seq()
+        head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)
+        await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of())
+        return outputs
+
+    async def _apply_event(self, event: ScenarioEvent) -> None:
+        match event:
+            case FinishEvent(workload=key):
+                before = await self.bus.last_seq()  # type: ignore[union-attr]
+                await self._set_conditions(key, {"type": "Finished", "status": "True", "reason": "Succeeded"})
+                await self._fact_after(before, _of_type(types.WorkloadFinished, key), what=f"{key} finished")
+            case DeleteEvent():
+                await self._delete(event)
+            case ApplyEvent(object=obj):
+                await self._apply(obj)
+            case CheckEvent():
+                await self._set_check(event)
+            case PodsReadyEvent(workload=key, ready=ready):
+                state, _ = await self._fold_all()
+                known = state.workloads.get(key)
+                before_reason = known.pods_ready.reason if known is not None and known.pods_ready else ""
+                was_ready = known is not None and known.pods_ready is not None and known.pods_ready.ready
+                if ready:
+                    reason = "Recovered" if before_reason in ("WaitForRecovery", "Recovered") else "Started"
+                else:
+                    reason = "WaitForRecovery" if was_ready else "WaitForStart"
+                await self._pods_ready(key, ready=ready, reason=reason)
+            case WaitEvent(ms=ms):
+                await self._sit_out(ms)
+            case _:
+                pass
+
+    async def _delete(self, event: DeleteEvent) -> None:
+        kind = event.kind
+        api_version = "v1" if kind in ("Namespace", "Node", "Pod") else manifests.KUEUE_API
+        if kind == "Topology":
+            api_version = "kueue.x-k8s.io/v1beta2"
+        ref = kube.ref_for(api_version, kind)
+        before = await self.bus.last_seq()  # type: ignore[union-attr]
+        try:
+            await kube.delete_object(
+                self.api, ref, namespace=(event.namespace or "default") if ref.namespaced else None, name=event.name
+            )
+        except kube_errors.NotFoundError:
+            return
+        if event.modelled:
+
+            def deleted(e: types.Event) -> bool:
+                return isinstance(e, types.ObjectDeleted) and e.kind == kind and e.name == event.name
+
+            await self._fact_after(before, deleted, what=f"the deletion of {kind} {event.key}")
+
+    async def _apply(self, obj: ScenarioObject) -> None:
+        """Create or update an object; an update that changes nothing gets no fact, so it is not waited for long."""
+        kind, _ = manifests.describe(obj.manifest)
+        before = await self.bus.last_seq()  # type: ignore[union-attr]
+        stored = await kube.apply_manifest(self.api, _without_status(obj.manifest))
+        await self._write_status(kind, obj.manifest, stored)
+        if obj.fact is None:
+            return
+        created = str((stored.get("metadata") or {}).get("generation", "1")) == "1"
+        with contextlib.suppress(RunError):
+            await self._fact_after(
+                before,
+                _about(obj.fact),
+                what=f"the watcher's fact for {kind} {obj.name}",
+                timeout=FACT_TIMEOUT if created else UNCHANGED_TIMEOUT,
+            )
+
+    async def _set_check(self, event: CheckEvent) -> None:
+        """An admission check controller sets the check's state in the Workload's status."""
+        entry: dict[str, Any] = {
+            "name": event.check,
+            "state": event.state,
+            "message": event.message,
+            "lastTransitionTime": _rfc3339(store.utc_now()),
+        }
+        if event.requeue_after_seconds is not None:
+            entry["requeueAfterSeconds"] = event.requeue_after_seconds
+        if event.pod_set_updates:
+            entry["podSetUpdates"] = msgspec.to_builtins(list(event.pod_set_updates))
+
+        def change(status: dict[str, Any]) -> None:
+            checks = [c for c in status.get("admissionChecks") or [] if c.get("name") != event.check]
+            status["admissionChecks"] = [*checks, entry]
+
+        before = await self.bus.last_seq()  # type: ignore[union-attr]
+        await self._update_status(event.workload, change)
+
+        def reported(e: types.Event) -> bool:
+            return (
+                isinstance(e, types.AdmissionCheckStateChanged)
+                and e.workload.key == event.workload
+                and e.check == event.check
+                and e.state == event.state
+            )
+
+        await self._fact_after(before, reported, what=f"check {event.check} of {event.workload}")
+
+    # -- a cycle, and what the jobs report --------------------------------------------------
+
+    async def _cycle(self) -> bool:
+        changed = False
+        decided: list[types.Decision] = []
+        for decider in cycle_deciders():
+            record, outputs = await self._request("cycle", role=decider.role)
+            changed = changed or record.output_count > 0
+            decided.extend(o for o in outputs if isinstance(o, types.DECISION_TYPES))
+        await self._jobs_report(decided)
+        return changed
+
+    async def _jobs_report(self, decided: list[types.Decision]) -> None:
+        """The runner as the workloads' jobs: each eviction completes, admitted workloads get pods ready."""
+        for decision in decided:
+            if isinstance(decision, types.EvictionRequested):
+                await self._complete_eviction(decision.workload.key)
+            elif isinstance(decision, types.WorkloadAdmitted) and self.scenario.pods_ready == "auto":
+                await self._pods_ready(decision.workload.key, ready=True, reason="Started")
+
+    async def _complete_eviction(self, key: str) -> None:
+        """Once the dispatcher set ``Evicted=True``, the job stops: ``QuotaReserved`` False (FinishEvictionForWorkloads)."""
+        evicted = await self._until_condition(key, "Evicted")
+        if evicted.get("reason") == "Preempted":
+            self.preempted.add(key)
+        before = await self.bus.last_seq()  # type: ignore[union-attr]
+        await self._set_conditions(
+            key, {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": STOPPED_MESSAGE}
+        )
+        await self._fact_after(before, _of_type(types.WorkloadStopped, key), what=f"the eviction of {key}")
+
+    async def _pods_ready(self, key: str, *, ready: bool, reason: str) -> None:
+        before = await self.bus.last_seq()  # type: ignore[union-attr]
+        status = "True" if ready else "False"
+        await self._set_conditions(key, {"type": "PodsReady", "status": status, "reason": reason})
+
+        def reported(e: types.Event) -> bool:
+            return isinstance(e, types.WorkloadPodsReady) and e.workload.key == key and e.ready == ready
+
+        await self._fact_after(before, reported, what=f"PodsReady of {key}")
+
+    # -- the Workload objects -----------------------------------------------------------------
+
+    async def _get_workload(self, key: str) -> dict[str, Any]:
+        namespace, name = key.split("/")
+        return await kube.get_object(self.api, resources.WORKLOADS, namespace=namespace, name=name)
+
+    async def _update_status(self, key: str, change: Callable[[dict[str, Any]], None]) -> None:
+        """Read, change and write back a Workload's status with its resourceVersion: a write the dispatcher
+        made meanwhile is not overwritten (409: read again)."""
+        namespace, name = key.split("/")
+        for _ in range(20):
+            obj = await self._get_workload(key)
+            status = dict(obj.get("status") or {})
+            change(status)
+            body = {**obj, "status": status}
+            try:
+                await kube.replace_object(
+                    self.api, resources.WORKLOADS, namespace=namespace, name=name, body=body, subresource="status"
+                )
+                return
+            except kube_errors.ConflictError:
+                await asyncio.sleep(0.05)
+        raise RunError(self.scenario.path, f"the status of {key} kept changing under the runner")
+
+    async def _set_conditions(self, key: str, condition: dict[str, Any]) -> None:
+        # Each transition the runner writes on a workload has a later time than its last one (whole seconds,
+        # as the API has them): the watcher tells a new PodsReady transition from an echo by its time.
+        moment = max(store.utc_now().replace(microsecond=0), self.written.get(key, _EPOCH) + _SECOND)
+        self.written[key] = moment
+        now = _rfc3339(moment)
+
+        def change(status: dict[str, Any]) -> None:
+            others = [c for c in status.get("conditions") or [] if c.get("type") != condition["type"]]
+            status["conditions"] = [*others, {"message": "", **condition, "lastTransitionTime": now}]
+
+        await self._update_status(key, change)
+
+    async def _until_condition(self, key: str, kind: str) -> dict[str, Any]:
+        """Wait until the Workload's condition ``kind`` is True (the dispatcher wrote it); returns it."""
+        try:
+            async with asyncio.timeout(FACT_TIMEOUT):
+                while True:
+                    obj = await self._get_workload(key)
+                    for condition in (obj.get("status") or {}).get("conditions") or []:
+                        if condition.get("type") == kind and condition.get("status") == "True":
+                            return dict(condition)
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            raise RunError(
+                self.scenario.path, f"the dispatcher did not set {kind}=True on {key} within {FACT_TIMEOUT:g}s"
+            ) from None
+
+    # -- barriers -------------------------------------------------------------------------------
+
+    async def _fact_after(
+        self, after: int, wanted: Callable[[types.Event], bool], *, what: str, timeout: float = FACT_TIMEOUT
+    ) -> None:
+        """Wait until a fact after sequence ``after`` satisfies ``wanted``; RunError naming ``what`` if none comes."""
+        assert self.bus is not None
+        reader = self.bus.read(subjects=(subjects.FACTS,), start_seq=after + 1)
+        try:
+            async with asyncio.timeout(timeout), contextlib.aclosing(reader):
+                async for message in reader:
+                    try:
+                        event = codec.decode(message.data)
+                    except codec.DecodeError:
+                        continue
+                    if wanted(event):
+                        return
+        except TimeoutError:
+            raise RunError(self.scenario.path, f"{what} did not reach the log within {timeout:g}s") from None
+        raise RunError(self.scenario.path, f"the log ended before {what}")
+
+    async def _dispatcher_caught_up(self) -> None:
+        """Wait until the dispatcher has executed and acknowledged every decision (its Workload writes come first)."""
+        connection = await nats.connect(self.nats_url)
+        try:
+            jsm = connection.jsm()
+            async with asyncio.timeout(ANSWER_TIMEOUT):
+                while True:
+                    try:
+                        info = await jsm.consumer_info(bus_base.STREAM_NAME, "dispatcher")
+                    except nats.js.errors.NotFoundError:  # the dispatcher has not bound its consumer yet
+                        info = None
+                    if info is not None and info.num_pending == 0 and info.num_ack_pending == 0:
+                        break
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            raise RunError(self.scenario.path, "the dispatcher did not catch up with the decisions") from None
+        finally:
+            await connection.close()
+        await asyncio.sleep(0.2)  # the queues' status goes out after the batch's acks
+
+    # -- the outcome, read back from the objects -------------------------------------------
+
+    async def _read_outcome(self) -> Outcome:
+        """The outcome from the Workload objects: ``status.admission`` and conditions (Kueue's meaning)."""
+        live, _ = await kube.list_objects(self.api, resources.WORKLOADS)
+        by_key = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o for o in live}
+        admitted: dict[str, AdmittedOutcome] = {}
+        reserved, pending, finished, deleted = [], [], [], []
+        why: dict[str, str] = {}
+        for key in dict.fromkeys(self.scenario.submitted):
+            obj = by_key.get(key)
+            if obj is None:
+                deleted.append(key)
+                continue
+            status = obj.get("status") or {}
+            conditions = {c.get("type"): c for c in status.get("conditions") or []}
+
+            def true(kind: str, conditions: Mapping[Any, Any] = conditions) -> bool:
+                return (conditions.get(kind) or {}).get("status") == "True"
+
+            if true("Finished"):
+                finished.append(key)
+            elif true("QuotaReserved") and not true("Evicted") and status.get("admission"):
+                if true("Admitted"):
+                    admitted[key] = _admitted(status["admission"])
+                else:
+                    reserved.append(key)
+            else:
+                pending.append(key)
+                message = (conditions.get("QuotaReserved") or {}).get("message")
+                if message:
+                    why[key] = str(message)
+        return Outcome(
+            admitted=dict(sorted(admitted.items())),
+            reserved=tuple(sorted(reserved)),
+            pending=tuple(sorted(pending)),
+            preempted=tuple(sorted(self.preempted)),
+            finished=tuple(sorted(finished)),
+            deleted=tuple(sorted(deleted)),
+            why=dict(sorted(why.items())),
+        )
+
+
+def _admitted(admission: Mapping[str, Any]) -> AdmittedOutcome:
+    pod_sets: dict[str, PodSetOutcome] = {}
+    for psa in admission.get("podSetAssignments") or []:
+        topology = None
+        if psa.get("topologyAssignment"):
+            assignment = decode(msgspec.convert(psa["topologyAssignment"], models.TopologyAssignment))
+            topology = dict(sorted((domain_id(d.values), d.count) for d in assignment.domains))
+        pod_sets[psa["name"]] = PodSetOutcome(
+            flavors=dict(sorted((psa.get("flavors") or {}).items())),
+            count=int(psa.get("count") or 0),
+            topology=topology,
+        )
+    return AdmittedOutcome(cluster_queue=str(admission.get("clusterQueue") or ""), pod_sets=pod_sets)
+
+
+def _about(fact: types.Fact) -> Callable[[types.Event], bool]:
+    """The same kind of fact about the same object as ``fact`` (its Observed), or its rejection."""
+    kind, namespace, name = subjects.fact_identity(fact)
+
+    def same(event: types.Event) -> bool:
+        if isinstance(event, types.ObjectRejected):
+            return event.kind == kind and event.name == name
+        return type(event) is type(fact) and subjects.fact_identity(event) == (kind, namespace, name)
+
+    return same
+
+
+def _of_type(kind: type[types.Event], key: str) -> Callable[[types.Event], bool]:
+    def matches(event: types.Event) -> bool:
+        ref = getattr(event, "workload", None)
+        return isinstance(event, kind) and isinstance(ref, types.WorkloadRef) and ref.key == key
+
+    return matches
+
+
+def _without_status(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in manifest.items() if k != "status"}
+
+
+def _rfc3339(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

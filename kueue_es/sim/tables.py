@@ -1,0 +1,411 @@
+"""Server-side printing: lists and objects as ``meta.k8s.io/v1`` Tables, as ``kubectl get`` asks for them.
+
+Why this module exists: ``kubectl get`` sends ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``
+and prints the columns the server returns (``-o wide`` adds those of priority > 0).
+A real API server builds them from a CRD's ``additionalPrinterColumns`` (JSONPath
+evaluated on each object) and, for built-in kinds, from its own printers.  The
+emulator does the same: the kueue.x-k8s.io kinds from the columns of
+:mod:`kueue_es.crds` (Kueue's own columns), the built-in kinds it serves (Pod,
+Node, Namespace, Event, Job, Lease, ConfigMap) with the columns kubectl users know, anything
+else as NAME and AGE.
+
+Cells are as the API server sends them: strings, integers, ``None`` for a
+missing value (kubectl prints ``<none>``), and ages as Kubernetes' short
+human durations (``45s``, ``5m30s``, ``3h``, ``2d``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from jsonpath_ng import JSONPath
+from jsonpath_ng.ext import parse as parse_jsonpath
+
+from kueue_es import crds
+from kueue_es.services.kube import resources
+
+TABLE_MEDIA = "as=Table"
+
+Cell = str | int | float | bool | None
+_Row = Callable[[dict[str, Any], datetime.datetime], list[Cell]]
+
+
+def wants_table(accept: str) -> bool:
+    """Whether an Accept header asks for a Table first (``application/json;as=Table;v=v1;g=meta.k8s.io``)."""
+    first = accept.split(",", 1)[0].replace(" ", "")
+    return TABLE_MEDIA in first and "g=meta.k8s.io" in first
+
+
+def human_duration(seconds: float) -> str:
+    """A duration as Kubernetes prints ages (apimachinery's ``duration.HumanDuration``): ``45s``,
+    ``5m30s``, ``42m``, ``5h10m``, ``30h``, ``3d4h``, ``40d``, ``2y10d``."""
+    whole = int(seconds)
+    if whole < -1:
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        rest = whole % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = whole // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def age(timestamp: Any, now: datetime.datetime) -> str | None:
+    """The age of an RFC 3339 timestamp at ``now``; None when absent or unreadable."""
+    if not isinstance(timestamp, str) or not timestamp:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return human_duration((now - moment).total_seconds())
+
+
+def table(
+    ref: resources.ResourceRef,
+    objects: Iterable[dict[str, Any]],
+    *,
+    now: datetime.datetime,
+    resource_version: str = "",
+    include_object: str = "PartialObjectMetadata",
+) -> dict[str, Any]:
+    """A ``meta.k8s.io/v1`` Table of ``objects`` of one kind, evaluated at ``now`` (UTC).
+
+    ``include_object`` is the request's ``includeObject``: ``None`` (no object per
+    row), ``Object`` (the whole object), or ``PartialObjectMetadata`` (its metadata:
+    the default, which kubectl uses for ``-A`` and ``--show-labels``).
+    """
+    columns, row = _printer(ref)
+    rows = []
+    for obj in objects:
+        entry: dict[str, Any] = {"cells": row(obj, now)}
+        if include_object == "Object":
+            entry["object"] = obj
+        elif include_object != "None":
+            entry["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj.get("metadata", {}),
+            }
+        rows.append(entry)
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version} if resource_version else {},
+        "columnDefinitions": columns,
+        "rows": rows,
+    }
+
+
+def _column(name: str, type_: str = "string", description: str = "", priority: int = 0, **extra: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": type_,
+        "format": extra.get("format", ""),
+        "description": description,
+        "priority": priority,
+    }
+
+
+_NAME = _column("Name", format="name", description="Name must be unique within a namespace.")
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(obj.get("metadata", {}).get("name", ""))
+
+
+def _created(obj: Mapping[str, Any]) -> Any:
+    return obj.get("metadata", {}).get("creationTimestamp")
+
+
+@functools.cache
+def _compiled(json_path: str) -> JSONPath:
+    return parse_jsonpath("$" + json_path)
+
+
+def jsonpath_cell(obj: Mapping[str, Any], json_path: str, *, type_: str, now: datetime.datetime) -> Cell:
+    """One additionalPrinterColumns cell: ``json_path`` (``.status.x``,
+    ``.status.conditions[?(@.type=='Admitted')].status``) on ``obj``; None when nothing
+    matches; a ``date`` column as an age; several matches joined with commas."""
+    values = [match.value for match in _compiled(json_path).find(obj)]
+    if not values:
+        return None
+    if type_ == "date":
+        return age(values[0], now)
+    if len(values) == 1 and isinstance(values[0], str | int | float | bool):
+        return values[0]
+    return ",".join(str(value) for value in values)
+
+
+def _crd_printer(kind: crds.Kind) -> tuple[list[dict[str, Any]], _Row]:
+    columns = list(kind.columns) or [crds.Column("Age", ".metadata.creationTimestamp", "date")]
+    definitions = [_NAME] + [_column(c.name, c.type, c.description, c.priority, format="") for c in columns]
+
+    def row(obj: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        return [_name(obj)] + [jsonpath_cell(obj, c.json_path, type_=c.type, now=now) for c in columns]
+
+    return definitions, row
+
+
+def _default_printer() -> tuple[list[dict[str, Any]], _Row]:
+    def row(obj: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        return [_name(obj), age(_created(obj), now)]
+
+    return [_NAME, _column("Age", "string", "Time since the object was created")], row
+
+
+def _printer(ref: resources.ResourceRef) -> tuple[list[dict[str, Any]], _Row]:
+    if ref.group == crds.GROUP:
+        for kind in crds.KINDS:
+            if kind.kind == ref.kind:
+                return _crd_printer(kind)
+    built_in = _BUILT_IN.get(ref.kind) if ref.group in ("", "batch", "coordination.k8s.io") else None
+    return built_in() if built_in is not None else _default_printer()
+
+
+# -- built-in kinds, with the columns of kubectl's printers (pkg/printers/internalversion) -----
+
+
+def _pod_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [
+        _NAME,
+        _column("Ready", description="The aggregate readiness state of this pod for accepting traffic."),
+        _column("Status", description="The aggregate status of the containers in this pod."),
+        _column("Restarts", description="The number of times the containers in this pod have been restarted."),
+        _column("Age"),
+        _column("IP", description="The IP address assigned to the pod", priority=1),
+        _column("Node", description="Name of the node the pod is scheduled on", priority=1),
+        _column("Nominated Node", description="The node the pod is nominated to run on", priority=1),
+        _column("Readiness Gates", description="The pod's readiness gates", priority=1),
+    ]
+
+    def row(pod: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        spec, status = pod.get("spec", {}), pod.get("status", {})
+        statuses = status.get("containerStatuses") or []
+        ready = sum(1 for s in statuses if s.get("ready"))
+        restarts = sum(int(s.get("restartCount", 0)) for s in statuses)
+        return [
+            _name(pod),
+            f"{ready}/{len(spec.get('containers') or [])}",
+            _pod_status(pod),
+            str(restarts),
+            age(_created(pod), now),
+            status.get("podIP") or "<none>",
+            spec.get("nodeName") or "<none>",
+            status.get("nominatedNodeName") or "<none>",
+            "<none>",
+        ]
+
+    return columns, row
+
+
+def _pod_status(pod: Mapping[str, Any]) -> str:
+    """The STATUS kubectl shows: Terminating, SchedulingGated, a container's waiting or
+    terminated reason, else the phase."""
+    status = pod.get("status", {})
+    if pod.get("metadata", {}).get("deletionTimestamp"):
+        return "Terminating"
+    if pod.get("spec", {}).get("schedulingGates") and not pod.get("spec", {}).get("nodeName"):
+        return "SchedulingGated"
+    reason = str(status.get("reason") or status.get("phase") or "Pending")
+    for container in status.get("containerStatuses") or []:
+        state = container.get("state", {})
+        if state.get("waiting", {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif state.get("terminated", {}).get("reason"):
+            reason = state["terminated"]["reason"]
+    return reason
+
+
+def _node_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [
+        _NAME,
+        _column("Status", description="The status of the node"),
+        _column("Roles", description="The roles of the node"),
+        _column("Age"),
+        _column("Version", description="Kubelet Version reported by the node."),
+        _column("Internal-IP", description="The node's internal address", priority=1),
+        _column("External-IP", description="The node's external address", priority=1),
+        _column("OS-Image", description="OS Image reported by the node.", priority=1),
+        _column("Kernel-Version", description="Kernel Version reported by the node.", priority=1),
+        _column("Container-Runtime", description="Container Runtime Version reported by the node.", priority=1),
+    ]
+
+    def row(node: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        status = node.get("status", {})
+        ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+        state = "Ready" if ready == "True" else ("NotReady" if ready == "False" else "Unknown")
+        if node.get("spec", {}).get("unschedulable"):
+            state += ",SchedulingDisabled"
+        roles = sorted(
+            label.split("/", 1)[1]
+            for label in node.get("metadata", {}).get("labels", {}) or {}
+            if label.startswith("node-role.kubernetes.io/")
+        )
+        addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
+        info = status.get("nodeInfo", {})
+        return [
+            _name(node),
+            state,
+            ",".join(roles) or "<none>",
+            age(_created(node), now),
+            info.get("kubeletVersion", ""),
+            addresses.get("InternalIP") or "<none>",
+            addresses.get("ExternalIP") or "<none>",
+            info.get("osImage") or "<unknown>",
+            info.get("kernelVersion") or "<unknown>",
+            info.get("containerRuntimeVersion") or "<unknown>",
+        ]
+
+    return columns, row
+
+
+def _namespace_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [_NAME, _column("Status", description="The status of the namespace"), _column("Age")]
+
+    def row(namespace: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        return [_name(namespace), namespace.get("status", {}).get("phase", ""), age(_created(namespace), now)]
+
+    return columns, row
+
+
+def _event_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [
+        _column("Last Seen", description="Time when the event was last seen"),
+        _column("Type", description="Type of this event (Normal, Warning)"),
+        _column("Reason", description="Why the action was taken"),
+        _column("Object", description="The object this Event is about"),
+        _column("Subobject", description="The subobject this Event is about", priority=1),
+        _column("Source", description="The component reporting this event", priority=1),
+        _column("Message", description="A human-readable description of the status of this operation"),
+        _column("First Seen", description="Time when the event was first seen", priority=1),
+        _column("Count", description="The number of times this event has occurred", priority=1),
+        _column("Name", format="name", description="Name of the event", priority=1),
+    ]
+
+    def row(event: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        involved = event.get("involvedObject", {})
+        last = event.get("lastTimestamp") or event.get("eventTime") or _created(event)
+        first = event.get("firstTimestamp") or event.get("eventTime") or _created(event)
+        source = event.get("source", {}).get("component") or event.get("reportingComponent") or ""
+        return [
+            age(last, now),
+            event.get("type", ""),
+            event.get("reason", ""),
+            f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+            involved.get("fieldPath", ""),
+            source,
+            str(event.get("message", "")).strip(),
+            age(first, now),
+            int(event.get("count") or 1),
+            _name(event),
+        ]
+
+    return columns, row
+
+
+def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [
+        _NAME,
+        _column("Status", description="Status of the job."),
+        _column("Completions", description="The completion status of the job."),
+        _column("Duration", description="Time required to complete the job."),
+        _column("Age"),
+        _column("Containers", description="Names of each container in the template.", priority=1),
+        _column("Images", description="Images referenced by each container in the template.", priority=1),
+        _column("Selector", description="Label selector of the job's pods.", priority=1),
+    ]
+
+    def row(job: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        spec, status = job.get("spec", {}), job.get("status", {})
+        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        if conditions.get("Complete") == "True":
+            state = "Complete"
+        elif conditions.get("Failed") == "True":
+            state = "Failed"
+        elif conditions.get("FailureTarget") == "True" or conditions.get("SuccessCriteriaMet") == "True":
+            state = "Terminating"
+        elif spec.get("suspend"):
+            state = "Suspended"
+        else:
+            state = "Running"
+        completions = spec.get("completions")
+        succeeded = int(status.get("succeeded") or 0)
+        done = (
+            f"{succeeded}/{completions}"
+            if completions is not None
+            else f"{succeeded}/1 of {spec.get('parallelism', 1)}"
+        )
+        start, end = status.get("startTime"), status.get("completionTime")
+        duration = None
+        if start:
+            finish = datetime.datetime.fromisoformat(end.replace("Z", "+00:00")) if end else now
+            duration = human_duration(
+                (finish - datetime.datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+            )
+        containers = spec.get("template", {}).get("spec", {}).get("containers") or []
+        selector = spec.get("selector", {}).get("matchLabels") or {}
+        return [
+            _name(job),
+            state,
+            done,
+            duration,
+            age(_created(job), now),
+            ",".join(str(c.get("name", "")) for c in containers),
+            ",".join(str(c.get("image", "")) for c in containers),
+            ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
+        ]
+
+    return columns, row
+
+
+def _lease_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [_NAME, _column("Holder", description="The holder of the lease"), _column("Age")]
+
+    def row(lease: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        return [_name(lease), lease.get("spec", {}).get("holderIdentity") or "", age(_created(lease), now)]
+
+    return columns, row
+
+
+def _config_map_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [_NAME, _column("Data", "integer", "The number of entries"), _column("Age")]
+
+    def row(config_map: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        entries = len(config_map.get("data") or {}) + len(config_map.get("binaryData") or {})
+        return [_name(config_map), entries, age(_created(config_map), now)]
+
+    return columns, row
+
+
+_BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {
+    "Pod": _pod_printer,
+    "Node": _node_printer,
+    "Namespace": _namespace_printer,
+    "Event": _event_printer,
+    "Job": _job_printer,
+    "Lease": _lease_printer,
+    "ConfigMap": _config_map_printer,
+}

@@ -1,0 +1,155 @@
+"""Workload objects a user created: Kueue admits them as they are, with no job behind them.
+
+Why this module exists: Kueue's unit of admission is the Workload, and a user (or a
+controller kueue-es has no integration for) may create one directly, with
+``spec.queueName`` and pod sets; Kueue's scheduler admits it like any other. With no
+job, the user (or that controller) plays the job's part on the Workload object
+itself, as Kueue's own tests do (test/util: FinishEvictionForWorkloads,
+FinishWorkloads, SetPodsReady):
+
+- the workload finished: a ``Finished`` condition with status True
+  (-> WorkloadFinished);
+- an eviction completed: after the dispatcher wrote ``Evicted=True``, the
+  ``QuotaReserved`` condition set to False (-> WorkloadStopped, once per eviction;
+  the admitter then releases the quota, SEMANTICS §7.8);
+- pods ready: a ``PodsReady`` condition (-> WorkloadPodsReady when it changes);
+- admission check states in ``status.admissionChecks`` (the job workloads' path,
+  :meth:`ProgressReporter.check_entries`).
+
+A Workload object is standalone when it has no owner reference: those the
+dispatcher writes for jobs always have one (the job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import structlog
+
+from kueue_es.events import manifests, types
+from kueue_es.services.kube import objects
+from kueue_es.services.watcher import convert
+from kueue_es.services.watcher.kinds import Key
+from kueue_es.services.watcher.publishing import Publisher, log_rejection
+from kueue_es.services.watcher.reporting import ProgressReporter
+
+log = structlog.get_logger(__name__)
+
+#: Reported by the watcher for a standalone workload's PodsReady condition (SEMANTICS-ADVANCED C.2).
+_READY_REASONS = {True: "Started", False: "WaitForStart"}
+
+
+def is_standalone(obj: Mapping[str, Any]) -> bool:
+    """Whether a Workload object stands alone: no owner reference (a job's Workload always has one)."""
+    meta = obj.get("metadata") or {}
+    return not meta.get("ownerReferences")
+
+
+class StandaloneTracker:
+    """Publishes standalone Workload objects, their deletion, and what their user reports on them.
+
+    ``clock``: the time now in ms since the epoch, for what has no time of its own.
+    """
+
+    def __init__(self, *, publisher: Publisher, reporter: ProgressReporter, clock: Callable[[], int]) -> None:
+        self.publisher, self.reporter, self.clock = publisher, reporter, clock
+        self.finished: set[Key] = set()  # reported WorkloadFinished (a workload finishes once)
+        # PodsReady last reported per workload: (status, reason, lastTransitionTime). A new transition time is
+        # a new report (the pods of a new admission ready again); the dispatcher echoes the same one.
+        self.pods_ready: dict[Key, tuple[bool, str, str]] = {}
+
+    async def resynced(self, listed: list[objects.KubeObject], *, version: str) -> None:
+        """A fresh list of Workloads: standalone ones the log holds and the list misses are deleted."""
+        live = {_key(obj) for obj in listed if is_standalone(obj)}
+        for key in sorted(self.standalone_known() - live):
+            await self.publisher.delete_workload(key, version=version)
+        for obj in listed:
+            if is_standalone(obj):
+                await self.changed("ADDED", obj)
+
+    def standalone_known(self) -> set[Key]:
+        """The workloads the log holds that came from no job (their last fact had no owner)."""
+        return {key for key in self.publisher.known["Workload"] if self.publisher.sources.get(key, "") == ""}
+
+    async def changed(self, change: str, obj: objects.KubeObject) -> None:
+        """One standalone Workload added, modified or deleted."""
+        key, meta = _key(obj), objects.meta(obj)
+        version = objects.resource_version(obj)
+        if change == "DELETED":
+            await self.publisher.delete_workload(key, version=version, uid=str(meta.get("uid") or ""))
+            self.finished.discard(key)
+            return
+        fact = convert.kueue_fact(cast(dict[str, Any], obj), now_ms=self.clock())
+        log_rejection(fact)
+        await self.publisher.publish(fact, version=version)
+        if not isinstance(fact, types.WorkloadObserved):
+            return
+        ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=fact.workload.metadata.uid)
+        status = obj.get("status")
+        status = status if isinstance(status, dict) else {}
+        conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+        await self.reporter.check_entries(ref, status, version=version)
+        await self._pods_ready(key, ref, conditions.get("PodsReady"), version=version)
+        await self._stopped(key, ref, conditions)
+        await self._finished(key, ref, conditions.get("Finished"))
+
+    async def _finished(self, key: Key, ref: types.WorkloadRef, condition: Mapping[str, Any] | None) -> None:
+        if condition is None or condition.get("status") != "True" or key in self.finished:
+            return
+        reason = str(condition.get("reason") or "Succeeded")
+        fact = types.WorkloadFinished(
+            workload=ref,
+            succeeded=reason != "Failed",
+            reason=reason,
+            message=str(condition.get("message") or ""),
+            at_ms=self._time(condition),
+        )
+        await self.publisher.emit(fact, version=f"finished.{ref.uid}")
+        self.finished.add(key)
+        log.info("workload_finished", workload=ref.key, reason=reason)
+
+    async def _stopped(self, key: Key, ref: types.WorkloadRef, conditions: Mapping[Any, Any]) -> None:
+        """WorkloadStopped once the user cleared QuotaReserved of a workload the dispatcher evicted."""
+        evicted, reserved = conditions.get("Evicted"), conditions.get("QuotaReserved")
+        if evicted is None or evicted.get("status") != "True" or reserved is None or reserved.get("status") != "False":
+            return
+        # once per eviction; no ":" in a Msg-Id version (ProgressReporter.learn splits on the last one)
+        since = str(evicted.get("lastTransitionTime") or "").replace(":", "")
+        version = f"evicted-{since}.{evicted.get('reason', '')}"
+        if self.reporter.stopped.get(key) == version:
+            return
+        stopped = types.WorkloadStopped(workload=ref, reason=str(evicted.get("reason") or ""), at_ms=self.clock())
+        await self.publisher.emit(stopped, version=version)
+        self.reporter.stopped[key] = version
+        log.info("workload_stopped", workload=ref.key, reason=stopped.reason, version=version)
+
+    async def _pods_ready(
+        self, key: Key, ref: types.WorkloadRef, condition: Mapping[str, Any] | None, *, version: str
+    ) -> None:
+        """WorkloadPodsReady for each new PodsReady transition the user writes (see ``pods_ready``)."""
+        if condition is None:
+            return
+        ready = condition.get("status") == "True"
+        reason = str(condition.get("reason") or _READY_REASONS[ready])
+        seen = (ready, reason, str(condition.get("lastTransitionTime") or ""))
+        if self.pods_ready.get(key) == seen:
+            return
+        if key not in self.pods_ready and self.reporter.pods_ready.get(key) == (ready, reason):
+            self.pods_ready[key] = seen  # already on the log (learnt at start-up)
+            return
+        fact = types.WorkloadPodsReady(workload=ref, ready=ready, reason=reason, at_ms=self._time(condition))
+        await self.publisher.emit(fact, version=f"{version}.{reason}")
+        self.pods_ready[key] = seen
+        self.reporter.pods_ready[key] = (ready, reason)
+
+    def _time(self, condition: Mapping[str, Any]) -> int:
+        try:
+            return manifests.parse_time_ms(condition.get("lastTransitionTime")) or self.clock()
+        except manifests.ManifestError:
+            return self.clock()
+
+
+def _key(obj: objects.KubeObject) -> Key:
+    meta = objects.meta(obj)
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")

@@ -1,0 +1,226 @@
+"""The CRDs carry Kueue's validation, so a real API server refuses what Kueue's API refuses.
+
+- limits from the models' ``msgspec.Meta`` (Kueue's kubebuilder markers) reach the schema:
+  minimums, patterns, lengths, item counts, enums;
+- every ``x-kubernetes-validations`` rule has a Python twin in ``kueue_es.crds.RULES`` and
+  :func:`kueue_es.validation.validate` enforces it with the field path of the rule;
+- where the Kueue mirror is on this machine: every limit and every CEL rule of Kueue's
+  published v1beta2 CRDs on a field we model is in ours, with the same value.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kueue_es import crds, validation
+from tests.deploy import schemas
+from tests.deploy.test_crds import EXAMPLES, SERVED_EXAMPLES
+
+KUEUE_MIRROR = Path("/work/.mirror/kubernetes-sigs+kueue/repo")
+SCHEMAS = {kind.kind: crds.object_schema(kind) for kind in crds.KINDS}
+LIMITS = ("minimum", "maximum", "pattern", "minLength", "maxLength", "minItems", "maxItems", "maxProperties", "enum")
+
+#: Kueue CEL rules kueue-es does not carry, and why.
+NOT_CARRIED = {
+    # Workload rules on status (set by the admitter/dispatcher, which keep them by construction)
+    "podSetAssignments must have the same number of podSets as the spec": "status is written by kueue-es only",
+    **{
+        message: "a rule on the whole Workload reading its QuotaReserved/Admitted condition: not carried yet"
+        for message in (
+            "priorityClassRef is immutable while workload quota reserved",
+            "priorityClassRef.group is immutable while workload quota reserved",
+            "priorityClassRef.kind is immutable while workload quota reserved",
+            "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while workload quota reserved",
+            "queueName is immutable while workload quota reserved",
+            "maximumExecutionTimeSeconds is immutable while workload quota reserved",
+        )
+    },
+}
+
+
+def node(kind: str, path: str) -> dict[str, Any]:
+    return dict(schemas.nodes(SCHEMAS[kind]))[path]
+
+
+def test_limits_reach_the_schema() -> None:
+    """Minimums, item counts, patterns and enums are in the CRDs as Kueue's markers say."""
+    assert node("Workload", ".spec.podSets[].count")["minimum"] == 0
+    assert node("Workload", ".spec.podSets[].minCount")["minimum"] == 1
+    assert node("Workload", ".spec.podSets")["maxItems"] == 18
+    assert node("ClusterQueue", ".spec.resourceGroups[].flavors")["minItems"] == 1
+    assert node("ClusterQueue", ".spec.cohortName")["pattern"] == crds.models.DNS_SUBDOMAIN_PATTERN
+    assert sorted(node("ClusterQueue", ".spec.queueingStrategy")["enum"]) == ["BestEffortFIFO", "StrictFIFO"]
+    assert node("Topology", ".spec.levels")["maxItems"] == 16
+    assert node("ResourceFlavor", ".spec.nodeLabels")["maxProperties"] == 8
+
+
+def test_cel_rules_are_emitted_where_they_apply() -> None:
+    quota = node("ClusterQueue", ".spec.resourceGroups[].flavors[].resources[].nominalQuota")
+    assert [r["message"] for r in quota["x-kubernetes-validations"]] == ["must be greater than or equal to 0"]
+    spec = node("ClusterQueue", ".spec")
+    assert "borrowingLimit must be nil when cohort is empty" in [r["message"] for r in spec["x-kubernetes-validations"]]
+    assert node("LocalQueue", ".spec.clusterQueue")["x-kubernetes-validations"] == [
+        {"rule": "self == oldSelf", "message": "field is immutable"}
+    ]
+
+
+def test_every_cel_rule_in_the_crds_has_a_python_twin() -> None:
+    twins = crds.rules_by_cel()
+    rules = [
+        rule["rule"]
+        for kind in SCHEMAS
+        for _, n in schemas.nodes(SCHEMAS[kind])
+        for rule in n.get("x-kubernetes-validations", [])
+    ]
+    assert len(rules) >= 20
+    assert [r for r in rules if r not in twins] == []
+
+
+def cluster_queue(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec}
+
+
+def group(*quotas: dict[str, Any], covered: tuple[str, ...] = ("cpu",), flavor: str = "default") -> dict[str, Any]:
+    return {"coveredResources": list(covered), "flavors": [{"name": flavor, "resources": list(quotas)}]}
+
+
+@pytest.mark.parametrize(
+    ("obj", "field", "message"),
+    [
+        (
+            cluster_queue(resourceGroups=[group({"name": "cpu", "nominalQuota": -1})]),
+            "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
+            'Invalid value: "-1": must be greater than or equal to 0',
+        ),
+        (
+            cluster_queue(resourceGroups=[group({"name": "cpu", "nominalQuota": "1", "borrowingLimit": "1"})]),
+            "spec",
+            'Invalid value: "object": borrowingLimit must be nil when cohort is empty',
+        ),
+        (
+            cluster_queue(
+                cohortName="c", resourceGroups=[group({"name": "cpu", "nominalQuota": 1, "lendingLimit": 2})]
+            ),
+            "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit",
+            'Invalid value: "2": must be less than or equal to the nominalQuota',
+        ),
+        (
+            cluster_queue(queueingStrategy="LIFO"),
+            "spec.queueingStrategy",
+            'Unsupported value: "LIFO": supported values: "BestEffortFIFO", "StrictFIFO"',
+        ),
+        (
+            cluster_queue(flavorFungibility={"preference": "BorrowingOverPreemption"}),
+            "spec.flavorFungibility",
+            'Invalid value: "object": preference can only be set when both whenCanBorrow and whenCanPreempt are '
+            "TryNextFlavor",
+        ),
+        (
+            cluster_queue(resourceGroups=[group({"name": "cpu", "nominalQuota": 1}, covered=("cpu", "memory"))]),
+            "spec.resourceGroups[0]",
+            'Invalid value: "object": flavors must have the same number of resources as the coveredResources',
+        ),
+        (
+            cluster_queue(resourceGroups=[group({"name": "memory", "nominalQuota": 1})]),
+            "spec.resourceGroups[0].flavors[0].resources[0].name",
+            'Invalid value: "memory": must match the name in coveredResources',
+        ),
+        (
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "Workload",
+                "metadata": {"name": "w"},
+                "spec": {"podSets": [{"name": "main", "count": -2, "template": {}}]},
+            },
+            "spec.podSets[0].count",
+            "Invalid value: -2: spec.podSets[0].count in body should be greater than or equal to 0",
+        ),
+        (
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "Topology",
+                "metadata": {"name": "t"},
+                "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "rack"}]},
+            },
+            "spec.levels",
+            'Invalid value: "array": the kubernetes.io/hostname label can only be used at the lowest level of topology',
+        ),
+    ],
+)
+def test_validate_refuses_with_kueues_field_and_message(obj: dict[str, Any], field: str, message: str) -> None:
+    causes = validation.validate(obj)
+    assert (field, message) in [(c.field, c.message) for c in causes], causes
+
+
+def test_transition_rules_need_the_old_object() -> None:
+    """A LocalQueue's clusterQueue is immutable: fine on create, refused when an update changes it."""
+    old = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "q"}}
+    old = {**old, "spec": {"clusterQueue": "a"}}
+    new = {**old, "spec": {"clusterQueue": "b"}}
+    assert validation.validate(new) == []
+    assert [str(c) for c in validation.validate(new, old=old)] == [
+        'spec.clusterQueue: Invalid value: "b": field is immutable'
+    ]
+
+
+def test_a_valid_queue_passes_and_unknown_fields_are_named() -> None:
+    cq = cluster_queue(namespaceSelector={}, resourceGroups=[group({"name": "cpu", "nominalQuota": "9"})])
+    assert validation.validate(cq) == []
+    assert validation.unknown_fields({**cq, "spec": {**cq["spec"], "cohrtName": "x"}}) == ["spec.cohrtName"]
+
+
+# -- against Kueue's published CRDs (only where the mirror is on this machine) ------------------------
+
+
+def kueue_nodes(plural: str) -> dict[str, dict[str, Any]]:
+    text = subprocess.run(
+        ["git", "-C", str(KUEUE_MIRROR), "show", f"HEAD:config/components/crd/bases/kueue.x-k8s.io_{plural}.yaml"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    (version,) = [v for v in yaml.safe_load(text)["spec"]["versions"] if v["name"] == crds.VERSION]
+    return dict(schemas.nodes(version["schema"]["openAPIV3Schema"]))
+
+
+def squeeze(rule: str) -> str:
+    return " ".join(rule.split())
+
+
+@pytest.mark.skipif(
+    not (KUEUE_MIRROR / "HEAD").exists() and not (KUEUE_MIRROR / ".git").exists(), reason="no Kueue mirror here"
+)
+@pytest.mark.parametrize("kind", crds.KINDS, ids=lambda k: k.kind)
+def test_agrees_with_kueues_validation(kind: crds.Kind) -> None:
+    """Every limit and CEL rule Kueue's CRD puts on a field we spell out is in ours, the same."""
+    ours = dict(schemas.nodes(crds.object_schema(kind)))
+    theirs = kueue_nodes(kind.plural)
+    missing = []
+    for path, their in theirs.items():
+        if path.startswith((".status", ".metadata")) or path not in ours:
+            continue
+        our = ours[path]
+        if our.get("x-kubernetes-preserve-unknown-fields"):
+            continue
+        for key in (k for k in LIMITS if k in their):
+            same = sorted(our.get(key, [])) == sorted(their[key]) if key == "enum" else our.get(key) == their[key]
+            if not same:
+                missing.append(f"{path} {key}: Kueue {their[key]!r}, ours {our.get(key)!r}")
+        our_rules = {squeeze(r["rule"]) for r in our.get("x-kubernetes-validations", [])}
+        for rule in their.get("x-kubernetes-validations", []):
+            if rule["message"] not in NOT_CARRIED and squeeze(rule["rule"]) not in our_rules:
+                missing.append(f"{path} rule {rule['message']!r}")
+    assert missing == []
+
+
+@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="../shared/kueue-examples is not beside the repo")
+@pytest.mark.parametrize(("label", "obj"), SERVED_EXAMPLES, ids=[label for label, _ in SERVED_EXAMPLES])
+def test_kueue_examples_pass_our_validation(label: str, obj: dict[str, Any]) -> None:
+    """What Kueue's docs apply is accepted: no cause, no unknown field (kubectl apply of the examples works)."""
+    assert validation.validate(obj) == []
+    assert validation.unknown_fields(obj) == []

@@ -1,0 +1,152 @@
+"""Workload objects a user creates: admitted as they are, the user playing the job's part on the object.
+
+Watcher, admitter and dispatcher in one process on one MemoryBus and one emulated API
+server. A standalone Workload (no owner reference) is reported by the watcher,
+admitted, and gets Kueue's status from the dispatcher while its spec and metadata stay
+the user's; the user's ``Finished`` condition releases the quota; after an eviction,
+the user's ``QuotaReserved=False`` completes it (WorkloadStopped, as Kueue's test util
+FinishEvictionForWorkloads does); deleting the object deletes the workload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kueue_es.events import types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher.service import Watcher
+from tests.integration.harness import (
+    admitter,
+    commit,
+    dispatcher_with_consumer,
+    events_of,
+    eviction,
+    running,
+    set_up_queues,
+    wait_for,
+    watch_all,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def watch_workloads(watcher: Watcher) -> list[Any]:
+    """The Kueue kinds' and Jobs' watches, and the Workload objects'."""
+    return [*watch_all(watcher), watcher.watch("Workload")]
+
+
+def standalone(name: str, *, cpu: str = "1", count: int = 2) -> dict[str, Any]:
+    """A Workload object as a user writes it: queueName and one pod set, no owner."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "queueName": "user-queue",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": count,
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}},
+                }
+            ],
+        },
+    }
+
+
+async def condition_of(api: Any, name: str, kind: str, *, status: str = "True") -> dict[str, Any]:
+    """Poll the Workload until its condition ``kind`` has ``status``; returns the object."""
+    async with asyncio.timeout(10):
+        while True:
+            obj = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+            found = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+            if (found.get(kind) or {}).get("status") == status:
+                return obj
+            await asyncio.sleep(0.02)
+
+
+async def set_condition(api: Any, name: str, condition: dict[str, Any]) -> None:
+    """Write one condition into the Workload's status as its user (PUT with resourceVersion)."""
+    obj = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+    status = dict(obj.get("status") or {})
+    others = [c for c in status.get("conditions") or [] if c["type"] != condition["type"]]
+    now = "2026-12-01T00:00:00Z"
+    status["conditions"] = [*others, {"message": "", "lastTransitionTime": now, **condition}]
+    await kube.replace_object(
+        api, resources.WORKLOADS, namespace="default", name=name, body={**obj, "status": status}, subresource="status"
+    )
+
+
+async def test_a_standalone_workload_is_admitted_and_keeps_its_spec(api, bus: MemoryBus) -> None:
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up_queues(api, cpu=3)
+        created = await kube.apply_manifest(api, standalone("wl-a"))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        obj = await condition_of(api, "wl-a", "Admitted")
+    [observed] = [e for e in await events_of(bus, types.WorkloadObserved) if e.workload.metadata.name == "wl-a"]
+    assert observed.workload.owner is None
+    assert observed.workload.metadata.uid == created["metadata"]["uid"]
+    assert admitted.workload.key == "default/wl-a"
+    assert obj["status"]["admission"]["clusterQueue"] == "cluster-queue"
+    assert obj["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+    assert obj["spec"] == created["spec"]
+    assert "ownerReferences" not in obj["metadata"]
+
+
+async def test_the_users_finished_condition_releases_the_quota(api, bus: MemoryBus) -> None:
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up_queues(api, cpu=3)
+        await kube.apply_manifest(api, standalone("wl-a", count=3))
+        await kube.apply_manifest(api, standalone("wl-b", count=2))
+        await condition_of(api, "wl-a", "Admitted")
+        await set_condition(api, "wl-a", {"type": "Finished", "status": "True", "reason": "Succeeded"})
+        [finished] = await wait_for(bus, types.WorkloadFinished)
+        await wait_for(bus, types.QuotaReleased)
+        await condition_of(api, "wl-b", "Admitted")  # the freed quota admits the next one
+    assert finished.workload.key == "default/wl-a" and finished.succeeded
+
+
+async def test_the_user_completes_an_eviction_and_deletes_the_workload(api, bus: MemoryBus) -> None:
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_workloads(Watcher(bus=bus, api=api)),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up_queues(api, cpu=3)
+        await kube.apply_manifest(api, standalone("wl-a"))
+        [observed] = await wait_for(bus, types.WorkloadObserved)
+        meta = observed.workload.metadata
+        ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+        assignment = types.PodSetAssignment(name="main", flavors={"cpu": "spot"}, resource_usage={"cpu": 2000}, count=2)
+        reserved = types.QuotaReserved(
+            workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=1
+        )
+        await commit(bus, reserved, types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=1))
+        await condition_of(api, "wl-a", "Admitted")
+        await commit(bus, eviction(ref))
+        await condition_of(api, "wl-a", "Evicted")
+        assert await events_of(bus, types.WorkloadStopped) == []  # evicted, but its "job" has not stopped yet
+        await set_condition(api, "wl-a", {"type": "QuotaReserved", "status": "False", "reason": "Pending"})
+        [stopped] = await wait_for(bus, types.WorkloadStopped)
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name="wl-a")
+        [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload")
+    assert stopped.workload == ref and stopped.reason == "Preempted"
+    assert (deleted.namespace, deleted.name, deleted.uid) == ("default", "wl-a", ref.uid)

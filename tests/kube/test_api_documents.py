@@ -1,0 +1,254 @@
+"""What the emulator tells clients about its API: discovery, OpenAPI, Tables; and dry runs, strict
+field validation and strategic merge patches, through the kubernetes-asyncio client (no kubectl needed)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es import crds
+from kueue_es.services.kube import resources
+from kueue_es.sim import emulator, openapi, patches, tables
+
+pytestmark = pytest.mark.timeout(30)
+
+NOW = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
+
+
+async def get_json(api: k8s_client.ApiClient, path: str, *, accept: str = "application/json") -> Any:
+    """GET a path on the emulator; the decoded JSON body."""
+    response = await api.call_api(path, "GET", header_params={"Accept": accept}, _preload_content=False)
+    return json.loads(await response.read())
+
+
+def test_core_openapi_json_is_generated_from_the_kubernetes_definitions() -> None:
+    """kueue_es/sim/core_openapi.json is what `python -m kueue_es.sim.openapi` writes now."""
+    assert openapi.CORE_SCHEMAS_FILE.read_text() == openapi.render_core_schemas()
+
+
+def test_every_reference_resolves_and_every_kind_has_a_patch_with_field_validation() -> None:
+    """Each group-version document is closed under $ref, and each kind's PATCH operation names its GVK
+    and takes fieldValidation (how kubectl learns that the server validates)."""
+    refs = list(resources.RESOURCES.values())
+    for group, version in {(ref.group, ref.version) for ref in refs}:
+        document = openapi.v3_document(refs, group=group, version=version)
+        schemas = document["components"]["schemas"]
+        text = json.dumps(document)
+        for name in {part.split('"')[0] for part in text.split('"$ref": "#/components/schemas/')[1:]}:
+            assert name in schemas, f"{group}/{version}: dangling $ref {name}"
+        kinds = {ref.kind for ref in refs if (ref.group, ref.version) == (group, version)}
+        patched = {
+            item["patch"]["x-kubernetes-group-version-kind"]["kind"]
+            for item in document["paths"].values()
+            if "patch" in item
+            and any(p["name"] == "fieldValidation" and p["in"] == "query" for p in item["patch"]["parameters"])
+        }
+        assert patched == kinds
+
+
+def test_unknown_fields_follow_the_schema() -> None:
+    """A misspelt field is found at its path, in lists too; a map's keys, metadata and a preserved status are not."""
+    cq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq", "labels": {"any": "thing"}, "annotations": {"a": "b"}},
+        "spec": {
+            "cohrtName": "x",
+            "namespaceSelector": {"matchLabels": {"team": "a"}},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"nam": "f", "resources": []}]}],
+        },
+        "status": {"whatever": 1},
+    }
+    assert openapi.unknown_fields(cq, resources.CLUSTER_QUEUES) == [
+        "spec.cohrtName",
+        "spec.resourceGroups[0].flavors[0].nam",
+    ]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "imag": "x"}]},
+    }
+    assert openapi.unknown_fields(pod, resources.PODS) == ["spec.containers[0].imag"]
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "spec": {"anything": {"goes": 1}}}
+    assert openapi.unknown_fields(jobset, resources.JOBSETS) == []
+
+
+@pytest.mark.parametrize(
+    ("seconds", "printed"),
+    [
+        (-5, "<invalid>"),
+        (0, "0s"),
+        (119, "119s"),
+        (120, "2m"),
+        (330, "5m30s"),
+        (600, "10m"),
+        (179 * 60, "179m"),
+        (3 * 3600, "3h"),
+        (5 * 3600 + 600, "5h10m"),
+        (30 * 3600, "30h"),
+        (76 * 3600, "3d4h"),
+        (40 * 86400, "40d"),
+        (3 * 365 * 86400 + 10 * 86400, "3y10d"),
+        (9 * 365 * 86400, "9y"),
+    ],
+)
+def test_ages_print_as_kubernetes_prints_them(seconds: int, printed: str) -> None:
+    """apimachinery's HumanDuration."""
+    assert tables.human_duration(seconds) == printed
+
+
+def test_a_workload_table_evaluates_kueues_printer_columns() -> None:
+    """Workload rows: Queue, Reserved in, the Admitted and Finished condition statuses, Age; a missing value
+    is None (kubectl prints it empty)."""
+    workload = {
+        "metadata": {"name": "wl", "namespace": "default", "creationTimestamp": "2026-01-01T11:55:00Z"},
+        "spec": {"queueName": "lq"},
+        "status": {
+            "admission": {"clusterQueue": "cq"},
+            "conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}],
+        },
+    }
+    pending = {"metadata": {"name": "p", "creationTimestamp": "2026-01-01T11:59:30Z"}, "spec": {"queueName": "lq"}}
+    table = tables.table(resources.WORKLOADS, [workload, pending], now=NOW)
+    assert [c["name"] for c in table["columnDefinitions"]] == [
+        "Name",
+        "Queue",
+        "Reserved in",
+        "Admitted",
+        "Finished",
+        "Age",
+    ]
+    assert [row["cells"] for row in table["rows"]] == [
+        ["wl", "lq", "cq", "True", None, "5m"],
+        ["p", "lq", None, None, None, "30s"],
+    ]
+    assert table["rows"][0]["object"]["metadata"]["name"] == "wl"
+    wide = [
+        c["name"] for c in tables.table(resources.CLUSTER_QUEUES, [], now=NOW)["columnDefinitions"] if c["priority"]
+    ]
+    assert wide == ["Strategy", "Admitted Workloads"]
+
+
+def test_a_pod_table_shows_readiness_status_and_restarts() -> None:
+    """READY counts ready containers, STATUS is SchedulingGated for a gated pod, else a waiting reason or the phase."""
+    gated = {"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}], "schedulingGates": [{"name": "g"}]}}
+    running = {
+        "metadata": {"name": "b"},
+        "spec": {"containers": [{"name": "c"}, {"name": "d"}], "nodeName": "n1"},
+        "status": {"phase": "Running", "containerStatuses": [{"ready": True, "restartCount": 2}, {"ready": False}]},
+    }
+    rows = [row["cells"][:4] for row in tables.table(resources.PODS, [gated, running], now=NOW)["rows"]]
+    assert rows == [["a", "0/1", "SchedulingGated", "0"], ["b", "1/2", "Running", "2"]]
+
+
+def test_strategic_merge_patch_merges_lists_the_schema_marks() -> None:
+    """Containers merge by name ($setElementOrder keeps the order), $patch: delete removes one, a primitive
+    list entry is removed by $deleteFromPrimitiveList; a list without a merge strategy is replaced."""
+    pod = {
+        "spec": {
+            "containers": [{"name": "a", "image": "x", "args": ["1"]}, {"name": "b", "image": "y"}],
+            "tolerations": [{"key": "k"}],
+        },
+        "metadata": {"finalizers": ["f1", "f2"]},
+    }
+    patch = {
+        "spec": {
+            "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+            "containers": [{"name": "a", "args": ["2"]}],
+            "tolerations": [{"key": "j"}],
+        },
+        "metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]},
+    }
+    result = patches.strategic_merge_patch(pod, patch, openapi.patch_schema(resources.PODS))
+    assert result["spec"]["containers"] == [{"name": "b", "image": "y"}, {"name": "a", "image": "x", "args": ["2"]}]
+    assert result["spec"]["tolerations"] == [{"key": "j"}]
+    assert result["metadata"]["finalizers"] == ["f2"]
+    deleted = patches.strategic_merge_patch(
+        pod, {"spec": {"containers": [{"name": "a", "$patch": "delete"}]}}, openapi.patch_schema(resources.PODS)
+    )
+    assert [c["name"] for c in deleted["spec"]["containers"]] == ["b"]
+    assert pod["spec"]["containers"][0]["args"] == ["1"]  # not mutated
+
+
+async def test_discovery_gives_kueues_short_names_and_a_v1_group_version(api: k8s_client.ApiClient) -> None:
+    """/api/v1 says groupVersion v1 (pods have `po` and category `all`); /apis/kueue.x-k8s.io/v1beta2 carries
+    the CRDs' short names."""
+    core = await get_json(api, "/api/v1")
+    assert core["groupVersion"] == "v1"
+    pods = next(r for r in core["resources"] if r["name"] == "pods")
+    assert pods["shortNames"] == ["po"] and pods["categories"] == ["all"]
+    kueue = await get_json(api, "/apis/kueue.x-k8s.io/v1beta2")
+    names = {r["name"]: r.get("shortNames", []) for r in kueue["resources"] if "/" not in r["name"]}
+    assert names == {kind.plural: list(kind.short_names) for kind in crds.KINDS}
+    index = await get_json(api, "/openapi/v3")
+    assert "apis/kueue.x-k8s.io/v1beta2" in index["paths"] and "api/v1" in index["paths"]
+
+
+async def test_a_list_comes_as_a_table_when_asked(api: k8s_client.ApiClient, cluster: emulator.ClusterEmulator) -> None:
+    """Accept: application/json;as=Table;v=v1;g=meta.k8s.io gives a meta.k8s.io/v1 Table."""
+    body = await get_json(
+        api, "/api/v1/namespaces", accept="application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    )
+    assert body["kind"] == "Table"
+    assert [row["cells"][:2] for row in body["rows"]][0] == ["default", "Active"]
+
+
+async def test_dry_run_stores_and_logs_nothing(api: k8s_client.ApiClient, cluster: emulator.ClusterEmulator) -> None:
+    """?dryRun=All on create, patch and delete answers as the write would, and changes no object and no
+    resourceVersion; another dryRun value is refused."""
+    custom = k8s_client.CustomObjectsApi(api)
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {}}
+    version = cluster.resource_version
+    created = await custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", cq, dry_run="All")
+    assert created["metadata"]["name"] == "cq" and created["metadata"]["uid"]
+    assert cluster.resource_version == version
+    with pytest.raises(k8s_client.ApiException) as missing:
+        await custom.get_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", "cq")
+    assert missing.value.status == 404
+    await custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", cq)
+    version = cluster.resource_version
+    patched = await custom.patch_cluster_custom_object(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "clusterqueues",
+        "cq",
+        {"spec": {"cohortName": "x"}},
+        dry_run="All",
+        _content_type="application/merge-patch+json",
+    )
+    assert patched["spec"]["cohortName"] == "x"
+    await custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", "cq", dry_run="All")
+    assert cluster.resource_version == version
+    stored = await custom.get_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", "cq")
+    assert "cohortName" not in stored["spec"]
+    with pytest.raises(k8s_client.ApiException) as refused:
+        await custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", cq, dry_run="Some")
+    assert refused.value.status == 400
+
+
+async def test_openapi_v2_is_json_and_protobuf_only_requests_get_406(api: k8s_client.ApiClient) -> None:
+    """/openapi/v2 is a Swagger 2.0 JSON document with every kind's definition; a client asking for the
+    protobuf form only (as kubectl's v2 client does) gets 406 rather than JSON it cannot parse."""
+    swagger = await get_json(api, "/openapi/v2")
+    assert swagger["swagger"] == "2.0"
+    assert {"io.k8s.api.batch.v1.Job", "io.x-k8s.kueue.v1beta2.ClusterQueue"} <= set(swagger["definitions"])
+    assert '"#/components/' not in json.dumps(swagger)
+    status = await get_json(api, "/openapi/v2", accept="application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+    assert status["code"] == 406
+
+
+async def test_a_watch_asked_as_table_streams_one_row_tables(cluster: emulator.ClusterEmulator) -> None:
+    """`kubectl get -w` asks for Tables on a watch: each event's object is a one-row Table."""
+    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}
+    url = f"{cluster.url}/api/v1/namespaces?watch=true&timeoutSeconds=0"
+    async with aiohttp.ClientSession() as session, session.get(url, headers=headers) as response:
+        events = [json.loads(line) for line in (await response.text()).splitlines() if line.strip()]
+    assert [e["type"] for e in events] == ["ADDED"] * 4
+    assert all(e["object"]["kind"] == "Table" and len(e["object"]["rows"]) == 1 for e in events)
+    assert events[0]["object"]["rows"][0]["cells"][:2] == ["default", "Active"]

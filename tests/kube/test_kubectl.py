@@ -1,0 +1,276 @@
+"""The real kubectl against the emulated API server: discovery, OpenAPI, validation, dry runs, printing.
+
+kubectl validates what it applies against the server's OpenAPI (v3 first: a
+server whose PATCH operations take ``fieldValidation`` validates server-side),
+maps names through discovery (short names, categories), and prints the Tables
+the server returns. These tests run the kubectl on PATH (skipped, saying so,
+where there is none) with its discovery cache in the test's directory, against
+an emulator on a free port, without ``--validate=false``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kueue_es.services.kube import resources
+from kueue_es.sim import emulator
+from tests.kube.examples import EXAMPLES
+
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: these tests run the real one"),
+]
+
+SETUP = EXAMPLES / "admin" / "single-clusterqueue-setup.yaml"
+SAMPLE_JOB = EXAMPLES / "jobs" / "sample-job.yaml"
+
+
+class Kubectl:
+    """Runs the real kubectl against one emulator, with its own kubeconfig and discovery cache."""
+
+    def __init__(self, server: str, directory: Path) -> None:
+        self.kubeconfig = directory / "kubeconfig"
+        self.cache = directory / "kube-cache"
+        self.kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "emulator", "cluster": {"server": server}}],
+                    "users": [{"name": "user", "user": {}}],
+                    "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "user"}}],
+                    "current-context": "emulator",
+                }
+            )
+        )
+
+    async def run(self, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
+        """(exit code, stdout, stderr) of ``kubectl ARGS`` (not blocking the emulator's event loop)."""
+        process = await asyncio.create_subprocess_exec(
+            "kubectl",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--cache-dir={self.cache}",
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await process.communicate(stdin.encode() if stdin is not None else None)
+        assert process.returncode is not None
+        return process.returncode, out.decode(), err.decode()
+
+    async def ok(self, *args: str, stdin: str | None = None) -> str:
+        """stdout of a kubectl command that must succeed."""
+        code, out, err = await self.run(*args, stdin=stdin)
+        assert code == 0, f"kubectl {' '.join(args)} exited {code}: {err}"
+        return out
+
+
+@pytest.fixture
+async def kubectl(cluster: emulator.ClusterEmulator, tmp_path: Path) -> Kubectl:
+    return Kubectl(cluster.url, tmp_path)
+
+
+def supported_examples() -> list[Path]:
+    """Kueue's example files whose every object is of a kind kueue-es serves (the others need Ray, Kubeflow, ...)."""
+    found = []
+    for path in sorted(EXAMPLES.rglob("*.yaml")):
+        docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+        if docs and all((doc.get("apiVersion"), doc.get("kind")) in resources.RESOURCES for doc in docs):
+            found.append(path)
+    return found
+
+
+def generates_names(path: Path) -> bool:
+    """Whether a file has objects named by generateName (``kubectl create`` only, as Kueue's docs say)."""
+    return any("generateName" in doc.get("metadata", {}) for doc in yaml.safe_load_all(path.read_text()) if doc)
+
+
+def table(text: str) -> list[list[str]]:
+    """kubectl's printed table as rows of cells (split on runs of two or more spaces)."""
+    return [re.split(r"\s{2,}", line.strip()) for line in text.strip().splitlines()]
+
+
+async def test_discovery_lists_core_kinds_so_kubectl_gets_pods_events_nodes_namespaces(kubectl: Kubectl) -> None:
+    """/api/v1 answers groupVersion v1, so kubectl finds the core kinds; the four namespaces kubectl
+    users expect are listed with STATUS Active."""
+    raw = json.loads(await kubectl.ok("get", "--raw", "/api/v1"))
+    assert raw["groupVersion"] == "v1"
+    assert {"pods", "events", "nodes", "namespaces"} <= {r["name"] for r in raw["resources"]}
+    out = await kubectl.ok("get", "pods,events,nodes,namespaces")
+    rows = table(out)
+    assert rows[0] == ["NAME", "STATUS", "AGE"]
+    assert [row[:2] for row in rows[1:]] == [
+        ["namespace/default", "Active"],
+        ["namespace/kube-node-lease", "Active"],
+        ["namespace/kube-public", "Active"],
+        ["namespace/kube-system", "Active"],
+    ]
+
+
+async def test_apply_and_create_as_kueue_docs_type_them_then_short_names_and_columns(
+    kubectl: Kubectl, cluster: emulator.ClusterEmulator
+) -> None:
+    """`kubectl apply -f single-clusterqueue-setup.yaml` and `kubectl create -f sample-job.yaml` work without
+    --validate=false; `kubectl get cq` prints Kueue's columns, `-o wide` adds Strategy and Admitted Workloads;
+    `kubectl get pods` prints READY and STATUS."""
+    out = await kubectl.ok("apply", "-f", str(SETUP))
+    assert "clusterqueue.kueue.x-k8s.io/cluster-queue created" in out
+    out = await kubectl.ok("create", "-f", str(SAMPLE_JOB))
+    assert out.startswith("job.batch/sample-job-")
+    rows = table(await kubectl.ok("get", "cq"))
+    assert rows == [["NAME", "COHORT", "PENDING WORKLOADS"], ["cluster-queue"]]
+    wide = table(await kubectl.ok("get", "cq", "-o", "wide"))
+    assert wide[0] == ["NAME", "COHORT", "STRATEGY", "PENDING WORKLOADS", "ADMITTED WORKLOADS"]
+    rows = table(await kubectl.ok("get", "queues", "-n", "default"))
+    assert rows[0] == ["NAME", "CLUSTERQUEUE", "PENDING WORKLOADS", "ADMITTED WORKLOADS"]
+    assert rows[1][:2] == ["user-queue", "cluster-queue"]
+    assert table(await kubectl.ok("get", "rf"))[1][0] == "default-flavor"
+    job = (await kubectl.ok("get", "jobs", "-o", "name")).strip()
+    assert table(await kubectl.ok("get", job))[1][1] == "Suspended"  # Kueue's webhook suspended it
+
+
+async def test_workload_columns_with_o_wide(kubectl: Kubectl, cluster: emulator.ClusterEmulator) -> None:
+    """A Workload prints Kueue's columns: Queue, Reserved in, Admitted, Finished (JSONPath filters on
+    conditions), Age."""
+    await kubectl.ok("apply", "-f", str(SETUP))
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "wl", "namespace": "default"},
+        "spec": {
+            "queueName": "user-queue",
+            "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}],
+        },
+    }
+    await kubectl.ok("create", "-f", "-", stdin=json.dumps(workload))
+    status = {
+        "status": {
+            "admission": {"clusterQueue": "cluster-queue", "podSetAssignments": []},
+            "conditions": [
+                {
+                    "type": "Admitted",
+                    "status": "True",
+                    "reason": "Admitted",
+                    "message": "",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                },
+                {
+                    "type": "Finished",
+                    "status": "False",
+                    "reason": "",
+                    "message": "",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                },
+            ],
+        }
+    }
+    await kubectl.ok("patch", "workload", "wl", "--subresource=status", "--type=merge", "-p", json.dumps(status))
+    rows = table(await kubectl.ok("get", "kwl", "-o", "wide"))
+    assert rows[0] == ["NAME", "QUEUE", "RESERVED IN", "ADMITTED", "FINISHED", "AGE"]
+    assert rows[1][:5] == ["wl", "user-queue", "cluster-queue", "True", "False"]
+
+
+async def test_explain_reads_the_crd_schema(kubectl: Kubectl) -> None:
+    """`kubectl explain clusterqueue.spec` finds the schema in /openapi/v3 and lists its fields."""
+    out = await kubectl.ok("explain", "clusterqueue.spec")
+    assert "KIND:       ClusterQueue" in out and "VERSION:    v1beta2" in out
+    for field in ("resourceGroups", "cohortName", "namespaceSelector", "preemption"):
+        assert f"  {field}\t" in out
+    out = await kubectl.ok("explain", "job.spec.template.spec.containers.resources")
+    assert "  requests\t<map[string]" in out and "  limits\t<map[string]" in out
+
+
+async def test_strict_field_validation_refuses_a_misspelt_field(
+    kubectl: Kubectl, cluster: emulator.ClusterEmulator
+) -> None:
+    """kubectl sends fieldValidation=Strict: a misspelt field is refused (400, nothing stored); with
+    --validate=warn it is a warning."""
+    cq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "typo"},
+        "spec": {"namespaceSelector": {}, "cohrtName": "team"},
+    }
+    code, _, err = await kubectl.run("apply", "-f", "-", stdin=json.dumps(cq))
+    assert code == 1
+    assert 'strict decoding error: unknown field "spec.cohrtName"' in err
+    assert (await kubectl.run("get", "cq", "typo"))[0] == 1
+    job = yaml.safe_load(SAMPLE_JOB.read_text())
+    job["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    code, _, err = await kubectl.run("create", "-f", "-", stdin=json.dumps(job))
+    assert code == 1 and 'unknown field "spec.template.spec.containers[0].imagePullPolicyy"' in err
+    code, _, err = await kubectl.run("create", "--validate=warn", "-f", "-", stdin=json.dumps(cq))
+    assert code == 0 and 'Warning: unknown field "spec.cohrtName"' in err
+
+
+async def test_server_dry_run_and_diff_store_nothing(kubectl: Kubectl, cluster: emulator.ClusterEmulator) -> None:
+    """`kubectl create --dry-run=server`, `kubectl apply --dry-run=server`, `kubectl diff` and
+    `kubectl delete --dry-run=server` change no object and log no watch event (the resourceVersion
+    stays)."""
+    await kubectl.ok("apply", "-f", str(SETUP))
+    version = cluster.resource_version
+    out = await kubectl.ok("create", "--dry-run=server", "-f", str(SAMPLE_JOB))
+    assert "(server dry run)" in out
+    changed = SETUP.read_text().replace("nominalQuota: 9", "nominalQuota: 10")
+    assert changed != SETUP.read_text()
+    await kubectl.ok("apply", "--dry-run=server", "-f", "-", stdin=changed)
+    code, out, err = await kubectl.run("diff", "-f", "-", stdin=changed)
+    assert code == 1, err  # 1: differences found
+    assert "-        nominalQuota: 9\n+        nominalQuota: 10\n" in out
+    await kubectl.ok("delete", "--dry-run=server", "clusterqueue", "cluster-queue")
+    assert cluster.resource_version == version
+    assert await kubectl.ok("get", "jobs") == ""
+    quota = await kubectl.ok(
+        "get", "cq", "cluster-queue", "-o", "jsonpath={.spec.resourceGroups[0].flavors[0].resources[0].nominalQuota}"
+    )
+    assert quota == "9"
+
+
+async def test_reapplying_a_changed_job_merges_its_containers_by_name(kubectl: Kubectl) -> None:
+    """kubectl apply of a changed Job sends a strategic merge patch ($setElementOrder, containers by
+    name): the container keeps its other fields and takes the new args."""
+    job_file = EXAMPLES / "getting-started" / "quick-start-job.yaml"
+    await kubectl.ok("apply", "-f", str(job_file))
+    changed = job_file.read_text().replace("sleep 30", "sleep 60")
+    assert changed != job_file.read_text()
+    await kubectl.ok("apply", "-f", "-", stdin=changed)
+    out = await kubectl.ok("get", "job", "sample-job", "-o", "jsonpath={.spec.template.spec.containers}")
+    [container] = json.loads(out)
+    assert container["args"] == ["-c", "sleep 60"]
+    assert container["image"].startswith("registry.k8s.io/") and container["resources"]["requests"]["cpu"] == "1"
+
+
+@pytest.mark.slow
+async def test_every_supported_kueue_example_applies_or_creates_without_validate_false(
+    kubectl: Kubectl, cluster: emulator.ClusterEmulator
+) -> None:
+    """Every file of ../shared/kueue-examples whose kinds kueue-es serves: `kubectl apply -f` (files that
+    name their objects, applied twice: the second is a patch) or `kubectl create -f` (generateName), as
+    Kueue's docs type them; every object is then stored (and deleted before the next file)."""
+    files = supported_examples()
+    assert len(files) >= 30
+    for path in files:
+        docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+        if generates_names(path):
+            out = await kubectl.ok("create", "-f", str(path))
+            assert out.count(" created") == len(docs), out
+        else:
+            out = await kubectl.ok("apply", "-f", str(path))
+            assert all(
+                word in ("created", "configured", "unchanged")
+                for word in (line.split()[-1] for line in out.splitlines())
+            ), out
+            out = await kubectl.ok("apply", "-f", str(path))
+            assert all(line.endswith("unchanged") for line in out.splitlines()), out
+            stored = await kubectl.ok("get", "-f", str(path), "-o", "name")
+            assert len(stored.split()) == len(docs), stored
+            # examples reuse names (user-queue) with other ClusterQueues; spec.clusterQueue is immutable
+            await kubectl.ok("delete", "-f", str(path), "--wait=false")

@@ -1,0 +1,233 @@
+"""Invalid objects don't slip in: the emulated API server refuses what a real one with kueue-es's CRDs
+refuses, kubectl prints it as it prints a real server's refusal, and ``kueue-es apply`` reads
+files, directories and stdin as ``kubectl apply -f`` does, refusing the same objects first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es.services.kube import client, errors, resources
+from kueue_es.sim import emulator
+
+pytestmark = pytest.mark.timeout(120)  # several CLI processes per test on a shared machine
+
+KUBECTL = shutil.which("kubectl")
+QUOTA_FIELD = "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
+
+
+def cluster_queue(name: str = "cq", quota: Any = "4", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": quota}]}],
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def job(cpu: str, name: str = "neg") -> dict[str, Any]:
+    container = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}},
+    }
+
+
+async def test_negative_quota_is_refused_with_422_and_kueues_field_path(api: k8s_client.ApiClient) -> None:
+    with pytest.raises(errors.ApiError) as refused:
+        await client.create_object(api, resources.CLUSTER_QUEUES, body=cluster_queue(quota=-1))
+    assert refused.value.status == 422 and refused.value.reason == "Invalid"
+    details = refused.value.body["details"]
+    assert details["kind"] == "ClusterQueue" and details["name"] == "cq" and details["group"] == "kueue.x-k8s.io"
+    assert details["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "-1": must be greater than or equal to 0',
+            "field": QUOTA_FIELD,
+        }
+    ]
+    assert refused.value.body["message"] == (
+        f'ClusterQueue.kueue.x-k8s.io "cq" is invalid: {QUOTA_FIELD}: Invalid value: "-1": must be greater than or equal to 0'
+    )
+    with pytest.raises(errors.NotFoundError):
+        await client.get_object(api, resources.CLUSTER_QUEUES, name="cq")
+
+
+async def test_an_update_is_validated_too(api: k8s_client.ApiClient) -> None:
+    """A merge patch that makes the quota negative is refused and the stored object is unchanged."""
+    await client.create_object(api, resources.CLUSTER_QUEUES, body=cluster_queue())
+    patch = {"spec": {"resourceGroups": cluster_queue(quota="-2")["spec"]["resourceGroups"]}}
+    with pytest.raises(errors.ApiError) as refused:
+        await client.patch_object(api, resources.CLUSTER_QUEUES, name="cq", patch=patch)
+    assert refused.value.status == 422
+    stored = await client.get_object(api, resources.CLUSTER_QUEUES, name="cq")
+    assert stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "4"
+
+
+async def test_a_misspelt_field_is_refused_under_strict_and_pruned_otherwise(cluster: emulator.ClusterEmulator) -> None:
+    url = f"{cluster.url}{resources.CLUSTER_QUEUES.path()}"
+    typo = cluster_queue(cohrtName="team")
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{url}?fieldValidation=Strict", json=typo) as response:
+            assert response.status == 400
+            status = await response.json()
+        assert status["message"] == 'strict decoding error: unknown field "spec.cohrtName"'
+        async with session.post(url, json=typo) as response:
+            assert response.status == 201
+            stored = await response.json()
+    assert "cohrtName" not in stored["spec"] and stored["spec"]["namespaceSelector"] == {}
+
+
+async def test_a_job_requesting_negative_cpu_is_refused(api: k8s_client.ApiClient) -> None:
+    with pytest.raises(errors.ApiError) as refused:
+        await client.create_object(api, resources.JOBS, namespace="default", body=job("-1"))
+    assert refused.value.status == 422
+    assert refused.value.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "-1": must be greater than or equal to 0',
+            "field": "spec.template.spec.containers[0].resources.requests[cpu]",
+        }
+    ]
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("500m", name="fine"))
+
+
+async def test_an_emulator_without_validation_stores_what_it_is_given() -> None:
+    """``validate=False`` plays a cluster without kueue-es's CRDs (the watcher must cope with what it stores)."""
+    async with emulator.serve_emulator(validate=False) as bare:
+        api = await client.make_api_client(server=bare.url)
+        try:
+            stored = await client.create_object(api, resources.CLUSTER_QUEUES, body=cluster_queue(quota=-1))
+        finally:
+            await api.close()
+    assert stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == -1
+
+
+# -- the real kubectl and kueue-es apply, as processes --------------------------------------
+
+
+async def run(*argv: str, stdin: str | None = None, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await process.communicate(stdin.encode() if stdin is not None else None)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def write(path: Path, *docs: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return path
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
+async def test_kubectl_prints_the_refusal(cluster: emulator.ClusterEmulator, tmp_path: Path) -> None:
+    assert KUBECTL is not None
+    kubeconfig = tmp_path / "kubeconfig"
+    client.write_kubeconfig(kubeconfig, server=cluster.url)
+    bad = write(tmp_path / "cq.yaml", cluster_queue(quota=-1))
+    # --validate=false: client-side validation needs /openapi, which this emulator does not serve yet
+    code, _, err = await run(KUBECTL, "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-f", str(bad))
+    assert code == 1
+    assert (
+        f'The ClusterQueue "cq" is invalid: {QUOTA_FIELD}: Invalid value: "-1": must be greater than or equal to 0'
+        in err
+    )
+    bad_job = write(tmp_path / "job.yaml", job("-1"))
+    code, _, err = await run(KUBECTL, "--kubeconfig", str(kubeconfig), "create", "--validate=false", "-f", str(bad_job))
+    assert code == 1
+    assert (
+        'The Job "neg" is invalid: spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "-1"' in err
+    )
+
+
+def kueue_es(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "kueue_es.cli", *argv]
+
+
+async def test_apply_reads_a_tree_and_stdin_and_says_what_it_did(
+    cluster: emulator.ClusterEmulator, tmp_path: Path
+) -> None:
+    top = write(tmp_path / "in" / "queues.yaml", cluster_queue("a"), cluster_queue("b"))
+    write(tmp_path / "in" / "deeper" / "more.yml", cluster_queue("c"))
+    (tmp_path / "in" / "notes.txt").write_text("not a manifest")
+    server = ("--kube-server", cluster.url)
+
+    code, out, err = await run(*kueue_es("apply", "-f", str(top.parent), *server))
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "clusterqueue.kueue.x-k8s.io/a created",
+        "clusterqueue.kueue.x-k8s.io/b created",
+        "2 created, 0 configured, 0 unchanged",
+    ]
+    code, out, _ = await run(*kueue_es("apply", "-f", str(top.parent), "-R", *server))
+    assert code == 0 and out.splitlines()[-1] == "1 created, 0 configured, 2 unchanged"
+    changed = yaml.safe_dump(cluster_queue("a", quota="8"))
+    code, out, _ = await run(*kueue_es("apply", "-f", "-", *server), stdin=changed)
+    assert code == 0 and out.splitlines() == [
+        "clusterqueue.kueue.x-k8s.io/a configured",
+        "0 created, 1 configured, 0 unchanged",
+    ]
+
+
+async def test_apply_names_file_document_object_and_field(cluster: emulator.ClusterEmulator, tmp_path: Path) -> None:
+    path = write(tmp_path / "mixed.yaml", cluster_queue("ok"), cluster_queue("bad", quota="-1"), job("-1"))
+    code, out, err = await run(*kueue_es("apply", "-f", str(path), "--kube-server", cluster.url))
+    assert code == 1
+    assert err.splitlines() == [
+        f'error: {path} (document 2): ClusterQueue bad: {QUOTA_FIELD}: Invalid value: "-1": must be greater than or '
+        "equal to 0 (not applied)",
+        f"error: {path} (document 3): Job default/neg: spec.template.spec.containers[0].resources.requests[cpu]: "
+        'Invalid value: "-1": must be greater than or equal to 0 (not applied)',
+    ]
+    assert out.splitlines()[-1] == "1 created, 0 configured, 0 unchanged, 2 failed"
+
+
+async def test_a_large_input_gets_a_summary_not_a_line_per_object(
+    cluster: emulator.ClusterEmulator, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "many.yaml", *(cluster_queue(f"cq-{i}") for i in range(150)))
+    code, out, _ = await run(*kueue_es("apply", "-f", str(path), "--kube-server", cluster.url))
+    assert code == 0 and out.splitlines() == ["150 created, 0 configured, 0 unchanged"]
+    code, out, _ = await run(*kueue_es("apply", "-f", str(path), "-v", "--kube-server", cluster.url))
+    assert len(out.splitlines()) == 151 and out.splitlines()[0] == "clusterqueue.kueue.x-k8s.io/cq-0 unchanged"
+
+
+async def test_apply_without_a_kubeconfig_or_server_is_one_clear_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "cq.yaml", cluster_queue())
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    code, _, err = await run(*kueue_es("apply", "-f", str(path)), env={**env, "HOME": str(tmp_path)})
+    assert code == 2 and "Traceback" not in err
+    assert err.strip() == "error: no kubeconfig: pass --kubeconfig FILE or --kube-server URL, or set KUBECONFIG"
+    code, _, err = await run(*kueue_es("apply", "-f", str(path), "--kube-server", "http://127.0.0.1:9"))
+    assert (
+        code == 2
+        and "Traceback" not in err
+        and err.startswith("error: cannot reach the API server at http://127.0.0.1:9")
+    )

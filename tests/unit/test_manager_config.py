@@ -1,0 +1,191 @@
+"""Kueue's manager configuration file: parsed in Kueue's format, checked field by field, followed by the watcher."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kueue_es.events import codec, manager_config, types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.events.manifests import ManifestError
+from kueue_es.services.watcher.config_file import ConfigFile, load
+from kueue_es.services.watcher.kinds import LOGGED_KINDS
+from kueue_es.services.watcher.publishing import Publisher
+
+MIRROR = Path("/work/.mirror/kubernetes-sigs+kueue/repo")
+V1BETA2 = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+V1BETA1 = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+
+
+def test_kueue_s_shipped_file_is_read_as_kueue_s_defaults() -> None:
+    """config/components/manager/controller_manager_config.yaml as Kueue ships it (from the mirror when present)."""
+    if MIRROR.is_dir():
+        text = subprocess.run(
+            ["git", "-C", str(MIRROR), "show", "HEAD:config/components/manager/controller_manager_config.yaml"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    else:
+        text = V1BETA2 + "health: {healthProbeBindAddress: ':8081'}\nintegrations: {frameworks: [batch/job, pod]}\n"
+    parsed = manager_config.parse(text, source="controller_manager_config.yaml")
+    assert parsed.configuration == manager_config.parse(V1BETA2).configuration
+    assert "Job" in parsed.job_kinds and "Pod" in parsed.job_kinds
+    assert "batch/job" not in parsed.unsupported
+
+
+def test_the_settings_the_deciders_read() -> None:
+    text = V1BETA2 + (
+        "fairSharing: {preemptionStrategies: [LessThanInitialShare]}\n"
+        "admissionFairSharing: {usageHalfLifeTime: 168h, usageSamplingInterval: 5m, resourceWeights: {cpu: 0, x/gpu: 2.5}}\n"
+        "waitForPodsReady: {timeout: 5m, blockAdmission: true, requeuingStrategy: {timestamp: Creation, backoffLimitCount: 2}}\n"
+        "resources:\n  quotaCheckStrategy: IgnoreUndeclared\n  excludeResourcePrefixes: [example.com/]\n"
+        "  transformations: [{input: nvidia.com/mig-1g.5gb, strategy: Replace, outputs: {example.com/mem: 5Gi}}]\n"
+        "featureGates: {TASProfileMixed: false}\nmanageJobsWithoutQueueName: true\n"
+        "integrations: {frameworks: [batch/job, ray.io/rayjob]}\n"
+    )
+    parsed = manager_config.parse(text)
+    config = parsed.configuration
+    assert config.fair_sharing is not None and config.fair_sharing.preemption_strategies == ["LessThanInitialShare"]
+    assert config.admission_fair_sharing is not None
+    assert config.admission_fair_sharing.resource_weights == {"cpu": "0", "x/gpu": "2.5"}
+    wait = config.wait_for_pods_ready
+    assert wait is not None and (wait.timeout, wait.block_admission, wait.recovery_timeout) == ("5m", True, None)
+    assert (wait.requeuing_strategy.timestamp, wait.requeuing_strategy.backoff_limit_count) == ("Creation", 2)
+    assert config.resources is not None and config.resources.quota_check_strategy == "IgnoreUndeclared"
+    assert config.resources.transformations[0].outputs == {"example.com/mem": "5Gi"}
+    assert config.feature_gates == {"TASProfileMixed": False}
+    assert parsed.manage_jobs_without_queue_name and parsed.job_kinds == ("Job",)
+    assert parsed.unsupported == ("ray.io/rayjob",)
+    # the same through the scenario files' Configuration (the one format both share)
+    assert codec.decode(codec.encode(types.ConfigurationObserved(configuration=config))).configuration == config
+
+
+def test_v1beta1_needs_enable() -> None:
+    off = manager_config.parse(V1BETA1 + "fairSharing: {enable: false}\n").configuration
+    assert off.fair_sharing is None
+    assert off.wait_for_pods_ready is not None and not off.wait_for_pods_ready.enable
+    on = manager_config.parse(V1BETA1 + "fairSharing: {enable: true}\nwaitForPodsReady: {enable: true}\n")
+    assert on.configuration.fair_sharing is not None
+    assert on.configuration.wait_for_pods_ready is not None and on.configuration.wait_for_pods_ready.enable
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        (V1BETA2 + "fairSharing: {preemptionStrategy: []}\n", "fairSharing.preemptionStrategy", "unknown field"),
+        (V1BETA2 + "waitForPodsReady: {timeout: 5m, enable: true}\n", "waitForPodsReady.enable", "only config.kueue.x-k8s.io/v1beta1"),
+        (V1BETA1 + "resources: {quotaCheckStrategy: BlockUndeclared}\n", "resources.quotaCheckStrategy", "only config.kueue.x-k8s.io/v1beta2"),
+        (V1BETA2 + "waitForPodsReady: {timeout: five minutes}\n", "waitForPodsReady.timeout", "is not a duration"),
+        (V1BETA2 + "waitForPodsReady: {requeuingStrategy: {backoffBaseSeconds: -1}}\n", "waitForPodsReady.requeuingStrategy.backoffBaseSeconds", "greater than or equal to 0"),
+        (V1BETA2 + "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}\n", "fairSharing.preemptionStrategies", "is not one of"),
+        (V1BETA2 + "fairSharing: {preemptionStrategies: [Sometimes]}\n", "fairSharing.preemptionStrategies[0]", "Invalid enum value"),
+        (V1BETA2 + "integrations: {frameworks: [batch/jobs]}\n", "integrations.frameworks[0]", "not a Kueue integration"),
+        (V1BETA2 + "integrations: {frameworks: [pod, pod]}\n", "integrations.frameworks[1]", "duplicate"),
+        (V1BETA2 + "resources: {transformations: [{input: a}, {input: a}]}\n", "resources.transformations[1].input", "duplicate"),
+        (V1BETA2 + "resources: {transformations: [{input: a, outputs: {b: lots}}]}\n", "resources.transformations[0].outputs.b", "lots"),
+        (V1BETA2 + "webhook: {port: high}\n", "webhook.port", "Expected"),
+        (V1BETA2 + "admissionFairSharing: {usageHalfLifeTime: 1h, usageSamplingInterval: 0s}\n", "admissionFairSharing.usageSamplingInterval", "greater than 0"),
+        ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Configuration\n", "apiVersion/kind", "is not Kueue's Configuration"),
+        (V1BETA2 + "---\n" + V1BETA2, "", "one document"),
+    ],
+)  # fmt: skip
+def test_bad_files_are_refused_naming_the_field(text: str, field: str, problem: str) -> None:
+    with pytest.raises(ManifestError) as caught:
+        manager_config.parse(text, source="cfg.yaml")
+    assert (caught.value.kind, caught.value.name, caught.value.field) == ("Configuration", "cfg.yaml", field)
+    assert problem in caught.value.problem
+
+
+def test_feature_gates_from_the_flag_not_together_with_the_file() -> None:
+    assert manager_config.parse(V1BETA2, feature_gates="B=false, A=true").configuration.feature_gates == {
+        "A": True,
+        "B": False,
+    }
+    with pytest.raises(ManifestError, match="cannot both be specified"):
+        manager_config.parse(V1BETA2 + "featureGates: {A: true}\n", feature_gates="B=false")
+    with pytest.raises(ManifestError, match="is not Gate=true"):
+        manager_config.parse(V1BETA2, feature_gates="A=yes")
+
+
+async def configs_on(bus: MemoryBus) -> list[tuple[str, types.Event]]:
+    found = []
+    for seq in range(1, await bus.last_seq() + 1):
+        message = await bus.get(seq)
+        found.append((message.headers["Nats-Msg-Id"], codec.decode(message.data)))
+    return found
+
+
+async def test_the_file_followed_each_change_once(tmp_path: Path) -> None:
+    """At start one ConfigurationObserved; a comment changes nothing; fair sharing on, then off again (back to
+    the first settings: a new Msg-Id, so JetStream does not drop it as a duplicate); an invalid file is an
+    ObjectRejected naming the field and the last valid settings stay; a restart with the same file publishes
+    nothing."""
+    path = tmp_path / "controller_manager_config.yaml"
+    path.write_text(V1BETA2)
+    bus = MemoryBus()
+    follower = ConfigFile(path=path, initial=load(path), publisher=Publisher(bus=bus, kinds=LOGGED_KINDS))
+    await follower.start()
+    for text in (
+        V1BETA2 + "# a comment\n",
+        V1BETA2 + "fairSharing: {}\n",
+        V1BETA2 + "fairSharing: {preemptionStrategies: [Never]}\n",
+        V1BETA2,
+    ):
+        path.write_text(text)
+        await follower.check()
+    await follower.check()
+    found = await configs_on(bus)
+    kinds = [type(event).__name__ for _, event in found]
+    assert kinds == ["ConfigurationObserved", "ConfigurationObserved", "ObjectRejected", "ConfigurationObserved"]
+    observed = [event for _, event in found if isinstance(event, types.ConfigurationObserved)]
+    assert [o.configuration.fair_sharing is not None for o in observed] == [False, True, False]
+    assert len({msg_id for msg_id, _ in found}) == 4
+    rejected = found[2][1]
+    assert isinstance(rejected, types.ObjectRejected) and rejected.field == "fairSharing.preemptionStrategies[0]"
+
+    again = ConfigFile(path=path, initial=load(path), publisher=Publisher(bus=bus, kinds=LOGGED_KINDS))
+    for seq in range(1, await bus.last_seq() + 1):
+        again.learn(await bus.get(seq))
+    await again.start()
+    assert len(await configs_on(bus)) == 4
+
+
+async def test_without_a_file_only_a_leftover_configuration_is_replaced(tmp_path: Path) -> None:
+    bus = MemoryBus()
+    defaults = ConfigFile(path=None, initial=load(None), publisher=Publisher(bus=bus, kinds=LOGGED_KINDS))
+    await defaults.start()
+    assert await bus.last_seq() == 0  # a fresh log holds Kueue's defaults already
+    path = tmp_path / "config.yaml"
+    path.write_text(V1BETA2 + "fairSharing: {}\n")
+    earlier = ConfigFile(path=path, initial=load(path), publisher=Publisher(bus=bus, kinds=LOGGED_KINDS))
+    await earlier.start()
+    later = ConfigFile(path=None, initial=load(None), publisher=Publisher(bus=bus, kinds=LOGGED_KINDS))
+    later.learn(await bus.get(1))
+    await later.start()
+    [_, (_, back)] = await configs_on(bus)
+    assert isinstance(back, types.ConfigurationObserved) and back.configuration.fair_sharing is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["up", "--emulator", "--dir", "{home}"],
+        ["demo", "--dir", "{home}"],
+        ["service", "watcher", "--nats", "nats://127.0.0.1:9"],
+    ],
+)
+def test_a_bad_file_stops_the_command_before_anything_starts(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kueue_es.cli import main
+
+    bad = tmp_path / "controller_manager_config.yaml"
+    bad.write_text(V1BETA2 + "fairSharingg: {}\n")
+    home = tmp_path / "home"
+    assert main([arg.format(home=home) for arg in command] + ["--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"invalid configuration: Configuration {bad}: field fairSharingg: unknown field" in err
+    assert not home.exists()

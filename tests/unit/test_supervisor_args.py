@@ -1,0 +1,29 @@
+"""Which arguments each service gets from the supervisor (``up``, ``demo`` and the bus and cluster engines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kueue_es.supervisor import SERVICES, Supervisor
+
+
+def test_each_service_gets_only_its_own_arguments() -> None:
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:4222",
+        log_dir=Path("/tmp/unused"),
+        kube_args=["--kube-server", "http://127.0.0.1:1"],
+        watcher_args=["--config", "/etc/kueue/config.yaml"],
+        decider_args=["--stepped"],
+        health_port=9000,
+    )
+    args = {name: supervisor.service_args(name) for name in SERVICES}
+
+    assert args["watcher"][:4] == ["service", "watcher", "--nats", "nats://127.0.0.1:4222"]
+    assert "--config" in args["watcher"] and "--kube-server" in args["watcher"]
+    assert "--kube-server" in args["dispatcher"]
+    assert "--config" not in args["dispatcher"] and "--stepped" not in args["dispatcher"]
+    for decider in ("admitter", "preemptor", "tas-placer"):
+        assert "--stepped" in args[decider]
+        assert "--kube-server" not in args[decider] and "--config" not in args[decider]
+    ports = [args[name][args[name].index("--health-port") + 1] for name in SERVICES]
+    assert ports == [str(9000 + i) for i in range(len(SERVICES))]
