@@ -179,7 +179,12 @@ def _parser() -> argparse.ArgumentParser:
     ranges.add_argument("--from", dest="start", default=None, metavar="SEQ|RFC3339", help="re-run decisions from here")
     ranges.add_argument("--to", dest="stop", default=None, metavar="SEQ|RFC3339", help="re-run decisions up to here")
     ranges.add_argument(
-        "--jobs", type=int, default=1, metavar="N", help="re-check parts between checkpoints in N processes"
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="re-run decisions in up to N forked processes while one folds (no checkpoints needed); "
+        "with --checkpoints DIR, --from or --to: re-check parts between checkpoints in N processes",
     )
     ranges.add_argument(
         "--checkpoints", type=Path, default=None, metavar="DIR", help="checkpoint directory (default LOG.checkpoints)"
@@ -850,8 +855,10 @@ def _replay(args: argparse.Namespace) -> int:
         )
         return 2
     progress = args.progress or sys.stderr.isatty()
+    from kueue_es.replay_ranges import forked
+
     ranged = args.start or args.stop or args.jobs > 1 or args.write_checkpoints or args.verify_checkpoints
-    if ranged and args.nats and args.checkpoints is None:
+    if ranged and args.nats and args.checkpoints is None and not forked(args):
         print("error: with --nats, give --checkpoints DIR", file=sys.stderr)
         return 2
     if ranged:

@@ -29,10 +29,11 @@ from kueue_es import deciders, timeline
 from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
+from kueue_es.events.bus.direct import DirectUnavailable
 from kueue_es.events.bus.server import LocalAuth, NatsServer, open_stopped_store
 from kueue_es.events.manifests import load_documents
 from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, summary
+from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, replay_url, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
 from kueue_es.sim.emulator import serve_emulator
@@ -273,11 +274,14 @@ async def replay_and_print(
             assert store is not None
             server = await stack.enter_async_context(open_stopped_store(store))
             nats_url = server.url
-        bus = await nats_bus.connect(nats_url, create_stream=False)  # replay only reads
-        try:
-            with progress_bars(progress) as bars:
-                report = await replay_bus(bus, deciders.BY_ROLE, progress=bars)
-        finally:
-            await bus.close()
+        with progress_bars(progress) as bars:
+            try:  # Direct Get batches on one socket; nats-py's ordered consumer when the server refuses them
+                report = await asyncio.to_thread(replay_url, nats_url, deciders.BY_ROLE, progress=bars)
+            except DirectUnavailable:
+                bus = await nats_bus.connect(nats_url, create_stream=False)  # replay only reads
+                try:
+                    report = await replay_bus(bus, deciders.BY_ROLE, progress=bars)
+                finally:
+                    await bus.close()
     _print_report(console, report, max_diffs=max_diffs)
     return report.exit_code

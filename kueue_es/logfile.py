@@ -69,15 +69,34 @@ def decode_line(line: bytes) -> LogMessage:
     return LogMessage(seq=parsed.seq, subject=parsed.subject, data=data, headers=parsed.headers)
 
 
-def read_lines(path: Path, *, start_seq: int = 1) -> Iterator[LogMessage]:
-    """The messages of the file at ``path`` from ``start_seq`` on, in file order."""
-    with path.open("rb") as src:
-        for line in src:
-            if not line.strip():
-                continue
-            message = decode_line(line)
-            if message.seq >= start_seq:
-                yield message
+def read_lines(path: Path, *, start_seq: int = 1, offset: int = 0) -> Iterator[LogMessage]:
+    """The messages of the file at ``path`` from ``start_seq`` on, in file order, reading from
+    byte ``offset`` (the start of a line: :attr:`LineReader.line_start`)."""
+    yield from LineReader(path, start_seq=start_seq, offset=offset)
+
+
+class LineReader:
+    """The messages of a log file in order (iterate it once), knowing where each line starts:
+    :attr:`line_start` is the byte offset of the last message's line, so another process
+    can read on from that message without decoding the lines before it."""
+
+    def __init__(self, path: Path, *, start_seq: int = 1, offset: int = 0) -> None:
+        self.path, self.start_seq, self.offset = path, start_seq, offset
+        self.line_start = offset
+
+    def __iter__(self) -> Iterator[LogMessage]:
+        start_seq, offset = self.start_seq, self.offset
+        with self.path.open("rb") as src:
+            src.seek(offset)
+            for line in src:
+                start = offset
+                offset += len(line)
+                if not line.strip():
+                    continue
+                message = decode_line(line)
+                if message.seq >= start_seq:
+                    self.line_start = start
+                    yield message
 
 
 def write_lines(path: Path, messages: Iterable[LogMessage]) -> int:

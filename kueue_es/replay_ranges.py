@@ -13,19 +13,26 @@ compared with a fresh fold by ``--verify-checkpoints``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
+import gc
 import hashlib
 import multiprocessing
+import os
+import pickle
+import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from select import select as wait_readable
 from typing import Any
 
 from kueue_es import checkpoints, logfile
 from kueue_es.events import subjects, types
 from kueue_es.events.bus.base import LogMessage
+from kueue_es.events.bus.direct import DirectReader, DirectUnavailable
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.replay import (
@@ -35,6 +42,7 @@ from kueue_es.replay import (
     ReplayReport,
     Unverifiable,
     bus_records,
+    direct_records,
     file_records,
     stream_log,
 )
@@ -58,6 +66,9 @@ class Source:
         """The DecisionRecords (first pass) and the last sequence (0: the file's last line)."""
         if self.file is not None:
             return file_records(self.file), 0
+        assert self.nats_url is not None
+        with contextlib.suppress(DirectUnavailable):
+            return direct_records(self.nats_url)
         loop = asyncio.new_event_loop()
         try:
             return loop.run_until_complete(self._bus_records())
@@ -75,12 +86,29 @@ class Source:
         finally:
             await bus.close()
 
-    def messages(self, *, start_seq: int = 1, last: int = 0) -> Iterator[LogMessage]:
-        """Every message from ``start_seq`` on (up to ``last`` for a bus), in order."""
+    def messages(self, *, start_seq: int = 1, last: int = 0, offset: int = 0) -> Iterator[LogMessage]:
+        """Every message from ``start_seq`` on (up to ``last`` for a bus), in order; a file is read
+        from byte ``offset`` (the start of a line at or before ``start_seq``'s)."""
         if self.file is not None:
-            yield from logfile.read_lines(self.file, start_seq=start_seq)
+            yield from logfile.read_lines(self.file, start_seq=start_seq, offset=offset)
             return
-        yield from _nats_messages(self.nats_url or "", start_seq=start_seq, last=last)
+        assert self.nats_url is not None
+        try:
+            reader = DirectReader(self.nats_url)
+        except DirectUnavailable:
+            reader = None
+        if reader is not None:
+            with reader:
+                first = True
+                try:
+                    for message in reader.messages(start_seq=start_seq, last=last):
+                        first = False
+                        yield message
+                    return
+                except DirectUnavailable:
+                    if not first:
+                        raise
+        yield from _nats_messages(self.nats_url, start_seq=start_seq, last=last)
 
 
 def _nats_messages(url: str, *, start_seq: int, last: int, chunk: int = 2048) -> Iterator[LogMessage]:
@@ -115,6 +143,175 @@ def _nats_messages(url: str, *, start_seq: int, last: int, chunk: int = 2048) ->
         loop.close()
 
 
+# --- parts re-checked in forked processes ----------------------------------------------------------
+
+
+class PartForks:
+    """Runs parts in forked processes, at most ``jobs`` at once, and collects their results.
+
+    :meth:`start` forks: the child holds the caller's fold as it is at that moment
+    (copy-on-write: nothing is copied, encoded or written to disk), runs the part and
+    writes its :class:`PartResult` (pickled: parent and child are the same program) to a
+    pipe; :meth:`poll` reads what has come without waiting. Forking a process that holds
+    a large fold costs tens of milliseconds of system time here (the page tables are
+    copied), so a fork is made per part, never per decision. POSIX only. A child that
+    fails raises RuntimeError in the parent with the child's error.
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = max(jobs, 1)
+        self.results: list[PartResult] = []
+        self._out: dict[int, tuple[int, bytearray]] = {}  # read end of the pipe -> (pid, bytes so far)
+
+    def start(self, part: Callable[[], PartResult]) -> None:
+        """Run ``part`` in a forked child (waiting first while ``jobs`` children are out)."""
+        while len(self._out) >= self.jobs:
+            self._collect(block=True)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: run the part, write its result, exit without the parent's clean-ups
+            code = 0
+            try:
+                os.close(read_end)
+                gc.freeze()  # the inherited fold is never collected here: a collection would copy it all
+                payload = b"R" + pickle.dumps(part(), protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException as err:  # noqa: BLE001 - handed to the parent, which raises it
+                payload, code = b"E" + f"{type(err).__name__}: {err}".encode(errors="replace"), 1
+            try:
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(write_end, view) :]
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        os.set_blocking(read_end, False)
+        self._out[read_end] = (pid, bytearray())
+
+    def poll(self) -> None:
+        """Collect the results of the children that are done (never waits)."""
+        if self._out:
+            self._collect(block=False)
+
+    def drain(self) -> None:
+        """Collect every result still out, waiting for them."""
+        while self._out:
+            self._collect(block=True)
+
+    def close(self) -> None:
+        """Stop the children still running (after an error) and reap them."""
+        for fd, (pid, _) in list(self._out.items()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            os.close(fd)
+        self._out.clear()
+
+    def _collect(self, *, block: bool) -> None:
+        ready, _, _ = wait_readable(list(self._out), [], [], None if block else 0)
+        for fd in ready:
+            pid, received = self._out[fd]
+            while True:
+                try:
+                    chunk = os.read(fd, 1 << 20)
+                except BlockingIOError:
+                    break
+                if chunk:
+                    received += chunk
+                    continue
+                del self._out[fd]  # end of file: the child is done
+                os.close(fd)
+                os.waitpid(pid, 0)
+                if received[:1] != b"R":
+                    detail = received[1:].decode(errors="replace") or "it exited without a result"
+                    raise RuntimeError(f"A replay part failed in process {pid}: {detail}")
+                result = pickle.loads(received[1:])  # noqa: S301 - our own child's result, through a pipe
+                self.results.append(result)
+                break
+
+
+def split(records: Records, parts: int) -> list[tuple[int, Records]]:
+    """``records`` in up to ``parts`` parts of consecutive bases, as many records each, with the
+    position each is re-checked from (its first basis: the fold through that sequence)."""
+    by_basis = sorted(records, key=lambda pair: (pair[1].basis_seq, pair[0]))
+    count = max(1, min(parts, len(by_basis)))
+    out = []
+    for i in range(count):
+        mine = by_basis[len(by_basis) * i // count : len(by_basis) * (i + 1) // count]
+        if mine:
+            out.append((mine[0][1].basis_seq, sorted(mine, key=lambda pair: pair[0])))
+    return out
+
+
+def replay_forked(
+    source: Source,
+    deciders: Mapping[str, Decider],
+    *,
+    jobs: int,
+    parts_per_job: int = PARTS_PER_JOB,
+    progress: Callable[[str, int], Progress] | None = None,
+) -> ReplayReport:
+    """``kueue-es replay --jobs N`` with no checkpoints: this process reads the log once, folds it
+    and checks its completeness; when the fold reaches the first basis of a part (the records
+    split into ``jobs`` x ``parts_per_job`` parts by basis), a forked child takes the fold from
+    there and re-checks that part (:func:`check_part`: reading on from that message, folding
+    and re-running its records), at most ``jobs`` children at once. Same report as one pass
+    (:func:`kueue_es.replay.replay_file`), in the same order."""
+    records, last = source.records()
+    parts = split(records, jobs * parts_per_job)
+    checker = LogChecker(
+        records,
+        deciders,
+        rerun=False,
+        fold=bool(parts),
+        progress=progress("re-checking", last) if progress else None,
+    )
+    lines = logfile.LineReader(source.file) if source.file is not None else None
+    messages = iter(lines) if lines is not None else source.messages(last=last)
+    forks = PartForks(jobs)
+    next_part = 0
+
+    def fork(start_seq: int, offset: int) -> None:
+        nonlocal next_part
+        _, mine = parts[next_part]
+        state = checker.state
+        forks.start(
+            lambda: check_part(
+                source, mine, state=state, start_seq=start_seq, offset=offset, last=last, deciders=deciders
+            )
+        )
+        next_part += 1
+        if next_part == len(parts):
+            checker.fold = False  # the last part has its fold: from here on only completeness is checked
+
+    try:
+        for count, message in enumerate(messages, 1):
+            while next_part < len(parts) and parts[next_part][0] < message.seq:
+                fork(message.seq, lines.line_start if lines is not None else 0)
+            checker.feed(message)
+            if count % 1024 == 0:
+                forks.poll()
+        while next_part < len(parts):  # bases the log never passed: their parts start at its end
+            fork(last + 1 if last else checker.report.last_seq + 1, -1)
+        forks.drain()
+    finally:
+        forks.close()
+    report = checker.finish(last_seq=last)
+    return merged(report, forks.results, records, records)
+
+
+def merged(report: ReplayReport, results: Sequence[PartResult], all_records: Records, chosen: Records) -> ReplayReport:
+    """The completeness pass's ``report`` with the parts' re-checks, in the one-pass order."""
+    report.decisions = len(all_records)
+    report.matched = sum(r.matched for r in results)
+    report.mismatches = [m for _, m in sorted((x for r in results for x in r.mismatches), key=lambda p: p[0])]
+    report.unverifiable = [
+        u for _, u in sorted((x for r in results for x in r.unverifiable), key=lambda p: p[0])
+    ] + report.unverifiable
+    report.outside = len({h for h, _ in all_records} - {h for h, _ in chosen})  # not re-checked: outside --from/--to
+    return report
+
+
 # --- one part ---------------------------------------------------------------------------------
 
 
@@ -132,23 +329,30 @@ def check_part(
     source: Source,
     records: Records,
     *,
-    checkpoint: checkpoints.Checkpoint | None,
+    checkpoint: checkpoints.Checkpoint | None = None,
+    state: ClusterState | None = None,
+    start_seq: int = 1,
+    offset: int = 0,
     last: int,
     deciders: Mapping[str, Decider] | None = None,
     progress: Progress | None = None,
 ) -> PartResult:
-    """Re-check ``records`` (their bases after ``checkpoint``), folding from ``checkpoint``."""
+    """Re-check ``records`` (their bases after ``checkpoint``), folding from ``checkpoint``; or,
+    given ``state`` (the fold through ``start_seq`` - 1), from ``start_seq`` on (in a file: its
+    line at byte ``offset``; -1: no message is left to read)."""
     from kueue_es import deciders as registry
 
-    state, start = ClusterState(), 1
-    if checkpoint is not None:  # a refused one: the newest good one before it, else the start
-        loaded = checkpoints.load_at_or_before(
-            checkpoints.find(checkpoint.path.parent) or [checkpoint], checkpoint.seq, warn=_warn
-        )
-        if loaded is not None:
-            state, start = loaded[2], loaded[0].seq + 1
+    if state is None:
+        state, start_seq, offset = ClusterState(), 1, 0
+        if checkpoint is not None:  # a refused one: the newest good one before it, else the start
+            loaded = checkpoints.load_at_or_before(
+                checkpoints.find(checkpoint.path.parent) or [checkpoint], checkpoint.seq, warn=_warn
+            )
+            if loaded is not None:
+                state, start_seq = loaded[2], loaded[0].seq + 1
     checker = LogChecker(records, deciders or registry.BY_ROLE, state=state, completeness=False, progress=progress)
-    for message in source.messages(start_seq=start, last=last):
+    messages = source.messages(start_seq=start_seq, last=last, offset=offset) if offset >= 0 else iter(())
+    for message in messages:
         checker.feed(message)
         if checker.settled:
             break
@@ -257,16 +461,7 @@ def replay_parts(
     finally:
         if pool is not None:
             pool.shutdown()
-    report = completeness.finish(last_seq=last)
-    report.decisions = len(all_records)
-    report.matched = sum(r.matched for r in results)
-    report.mismatches = [m for _, m in sorted((x for r in results for x in r.mismatches), key=lambda p: p[0])]
-    skipped = {h for h, _ in all_records} - {h for h, _ in chosen}
-    report.unverifiable = [
-        u for _, u in sorted((x for r in results for x in r.unverifiable), key=lambda p: p[0])
-    ] + report.unverifiable
-    report.outside = len(skipped)  # not re-checked: outside --from/--to
-    return report
+    return merged(completeness.finish(last_seq=last), results, all_records, chosen)
 
 
 def write_checkpoints(
@@ -344,6 +539,18 @@ def _warn(text: str) -> None:
 # --- the command line ------------------------------------------------------------------------------
 
 
+def forked(args: Any) -> bool:
+    """``--jobs N`` over the whole log with no ``--checkpoints`` given: :func:`replay_forked`."""
+    return bool(
+        args.jobs > 1
+        and args.checkpoints is None
+        and args.start is None
+        and args.stop is None
+        and not args.write_checkpoints
+        and not args.verify_checkpoints
+    )
+
+
 def run_ranged(args: Any, *, progress: bool) -> int:
     """``kueue-es replay`` with --from/--to/--jobs/--write-checkpoints/--verify-checkpoints."""
     if args.file is not None:
@@ -378,6 +585,9 @@ def _run(args: Any, source: Source, directory: Path, progress: bool) -> int:
                 verify=args.verify_checkpoints,
                 progress=bars,
             )
+        elif forked(args):
+            report = replay_forked(source, deciders.BY_ROLE, jobs=args.jobs, progress=bars)
+            positions, differed = [], []
         else:
             report = replay_parts(
                 source,

@@ -92,7 +92,7 @@ PUBLISH: dict[str, tuple[str, ...]] = {
     "preemptor": decisions("preemptor") + _reads(LOG),
     "tas-placer": decisions("tas-placer") + _reads(LOG),
     "dispatcher": DISPATCH + _reads(LOG) + DURABLE_CALLS,
-    "reader": _reads(LOG) + _reads(PUBLIC),
+    "reader": _reads(LOG) + _reads(PUBLIC) + (f"$JS.API.DIRECT.GET.{LOG}",),
 }
 """Per user but admin: the subjects it may publish (its events and its JetStream API calls)."""
 
@@ -144,7 +144,8 @@ HEADER = """\
 #   tas-placer          kq.dec.*.head.tas-placer, ...
 #   dispatcher          kq.disp.>, kq.in.wl.>            dispatch results, facts of gone workloads;
 #                                                        the only user of the durable "dispatcher"
-#   reader              nothing                          reads KQ_LOG and KQ_PUB
+#   reader              nothing                          reads KQ_LOG and KQ_PUB, and KQ_LOG in
+#                                                        Direct Get batches (kueue-es replay)
 #
 # Every user but admin reads KQ_LOG (stream info, single messages, ordered consumers) and
 # may not create, update, delete or purge a stream, delete a message or a consumer.
