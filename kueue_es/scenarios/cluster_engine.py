@@ -80,6 +80,8 @@ UNCHANGED_TIMEOUT = 3.0
 #: The job's message when the runner completes an eviction (Kueue's test util says "By test").
 STOPPED_MESSAGE = "The workload's job stopped (the scenario runner plays the job)"
 
+#: The message of a ``check`` event setting Pending without one (see _set_check).
+PENDING_MESSAGE = "Set to Pending by the check's controller"
 #: Seconds the services are given to stop on SIGTERM (a loaded machine is slow to stop five of them).
 STOP_GRACE = 30.0
 
@@ -323,10 +325,13 @@ class _ClusterRun(_BusRun):
 
     async def _set_check(self, event: CheckEvent) -> None:
         """An admission check controller sets the check's state in the Workload's status."""
+        # A Pending entry without a message is what the dispatcher writes itself (added, not yet
+        # answered), so the watcher does not report it; a controller's Pending says something.
+        message = event.message or (PENDING_MESSAGE if event.state == "Pending" else "")
         entry: dict[str, Any] = {
             "name": event.check,
             "state": event.state,
-            "message": event.message,
+            "message": message,
             "lastTransitionTime": _rfc3339(store.utc_now()),
         }
         if event.requeue_after_seconds is not None:
