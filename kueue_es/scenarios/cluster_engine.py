@@ -80,6 +80,8 @@ UNCHANGED_TIMEOUT = 3.0
 #: The job's message when the runner completes an eviction (Kueue's test util says "By test").
 STOPPED_MESSAGE = "The workload's job stopped (the scenario runner plays the job)"
 
+#: The message of a ``check`` event setting Pending without one (see _set_check).
+PENDING_MESSAGE = "Set to Pending by the check's controller"
 #: Seconds the services are given to stop on SIGTERM (a loaded machine is slow to stop five of them).
 STOP_GRACE = 30.0
 
@@ -205,6 +207,14 @@ class _ClusterRun(_BusRun):
         manifest = obj.manifest
         kind, _ = manifests.describe(manifest)
         before = await self.bus.last_seq()  # type: ignore[union-attr]
+        stored = await self._apply_manifest(obj)
+        await self._write_status(kind, manifest, stored)
+        if obj.fact is not None:
+            await self._fact_after(before, _about(obj.fact), what=f"the watcher's fact for {kind} {obj.name}")
+
+    async def _apply_manifest(self, obj: ScenarioObject) -> dict[str, Any]:
+        """Create (or update) the object of ``obj`` through the API; a workload created now gets the
+        scenario's creation time and UID from the server (see the module's docstring)."""
         workload = obj.workload
         if workload is not None:
             meta = workload.metadata
@@ -212,12 +222,9 @@ class _ClusterRun(_BusRun):
             if meta.creation_timestamp_ms:
                 self.now = datetime.datetime.fromtimestamp(meta.creation_timestamp_ms / 1000, tz=datetime.UTC)
         try:
-            stored = await kube.apply_manifest(self.api, _without_status(manifest))
+            return await kube.apply_manifest(self.api, _without_status(obj.manifest))
         finally:
             self.now = None
-        await self._write_status(kind, manifest, stored)
-        if obj.fact is not None:
-            await self._fact_after(before, _about(obj.fact), what=f"the watcher's fact for {kind} {obj.name}")
 
     async def _write_status(self, kind: str, manifest: Mapping[str, Any], stored: Mapping[str, Any]) -> None:
         """The status a manifest carries, written as its controller would (kinds with a status subresource)."""
@@ -308,7 +315,7 @@ class _ClusterRun(_BusRun):
         """Create or update an object; an update that changes nothing gets no fact, so it is not waited for long."""
         kind, _ = manifests.describe(obj.manifest)
         before = await self.bus.last_seq()  # type: ignore[union-attr]
-        stored = await kube.apply_manifest(self.api, _without_status(obj.manifest))
+        stored = await self._apply_manifest(obj)
         await self._write_status(kind, obj.manifest, stored)
         if obj.fact is None:
             return
@@ -323,10 +330,13 @@ class _ClusterRun(_BusRun):
 
     async def _set_check(self, event: CheckEvent) -> None:
         """An admission check controller sets the check's state in the Workload's status."""
+        # A Pending entry without a message is what the dispatcher writes itself (added, not yet
+        # answered), so the watcher does not report it; a controller's Pending says something.
+        message = event.message or (PENDING_MESSAGE if event.state == "Pending" else "")
         entry: dict[str, Any] = {
             "name": event.check,
             "state": event.state,
-            "message": event.message,
+            "message": message,
             "lastTransitionTime": _rfc3339(store.utc_now()),
         }
         if event.requeue_after_seconds is not None:
