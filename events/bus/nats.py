@@ -38,7 +38,7 @@ import re
 import ssl
 import time
 import uuid
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +86,17 @@ def _transient(err: BaseException) -> bool:
     )
 
 
-def _retrying(what: str) -> tenacity.AsyncRetrying:
-    """Retry a transient failure for up to TRANSIENT_RETRY_SECONDS; Msg-Id dedup makes a publish safe to repeat."""
+def _publish_retryable(err: BaseException) -> bool:
+    """What a plain publish tries again: a transient error, or no ack in time (a busy server may have
+    stored it: the Msg-Id makes the repeat a duplicate, answered with the first one's sequence)."""
+    return _transient(err) or isinstance(err, nats.errors.TimeoutError)
+
+
+def _retrying(
+    what: str, *, retryable: Callable[[BaseException], bool] = _transient, seconds: float | None = None
+) -> tenacity.AsyncRetrying:
+    """Retry a transient failure for up to TRANSIENT_RETRY_SECONDS (or ``seconds``); Msg-Id dedup makes a
+    publish safe to repeat."""
 
     def note(state: tenacity.RetryCallState) -> None:
         log.info(
@@ -98,15 +107,18 @@ def _retrying(what: str) -> tenacity.AsyncRetrying:
         )
 
     return tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception(_transient),
+        retry=tenacity.retry_if_exception(retryable),
         wait=tenacity.wait_exponential(multiplier=0.05, max=0.5),
-        stop=tenacity.stop_after_delay(TRANSIENT_RETRY_SECONDS),
+        stop=tenacity.stop_after_delay(TRANSIENT_RETRY_SECONDS if seconds is None else seconds),
         before_sleep=note,
         reraise=True,
     )
 
 
 TRANSIENT_RETRY_SECONDS = 5.0
+#: How long a plain publish keeps trying after a timeout (an overloaded server: a service exiting on
+#: one slow ack lost a large-scale bench run, issue 13); within the stream's 600 s dedup window.
+PUBLISH_RETRY_SECONDS = 60.0
 
 
 async def _log_error(err: Exception) -> None:
@@ -389,9 +401,11 @@ class NatsBus(base.Bus):
             try:  # the retrying machinery is built only once a first try failed (it costs more than a publish)
                 ack = await self._js.publish(message.subject, message.data, headers=headers, stream=base.STREAM_NAME)
             except Exception as err:
-                if not _transient(err):
+                if not _publish_retryable(err):
                     raise
-                async for attempt in _retrying(what):
+                log.warning("publish_retry", what=what, error=repr(err))
+                retrying = _retrying(what, retryable=_publish_retryable, seconds=PUBLISH_RETRY_SECONDS)
+                async for attempt in retrying:
                     with attempt:
                         ack = await self._js.publish(
                             message.subject, message.data, headers=headers, stream=base.STREAM_NAME

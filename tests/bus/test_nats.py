@@ -123,3 +123,30 @@ async def test_log_survives_a_server_restart_on_the_same_store(tmp_path: Path) -
             assert await bus.publish(msg("kq.in.wl.ns.a", "fact:a")) == base.PublishAck(seq=1, duplicate=True)
         finally:
             await bus.close()
+
+
+async def test_a_publish_that_times_out_is_tried_again_and_stored_once(nats_server: server.NatsServer) -> None:
+    """A busy server's slow ack (nats: timeout) is tried again, not raised: a dispatcher that exited on
+    one lost a whole large-scale bench run. The Msg-Id makes a repeat of a stored message a duplicate."""
+    bus = await nats_bus.connect(nats_server.url)
+    try:
+        real = bus._js.publish
+        calls = 0
+
+        async def slow_once(*args, **kwargs):
+            nonlocal calls
+            calls += 1
+            ack = await real(*args, **kwargs)  # stored, but the ack is "lost"
+            if calls == 1:
+                raise nats.errors.TimeoutError
+            return ack
+
+        bus._js.publish = slow_once  # type: ignore[method-assign]
+        message = base.OutgoingMessage(
+            subject="kq.in.wl.default.a", data=b'{"type":"X"}', msg_id="timeout-test-1", headers={}
+        )
+        ack = await bus.publish(message)
+        assert calls == 2 and ack.duplicate
+        assert await bus.last_seq() == ack.seq
+    finally:
+        await bus.close()
