@@ -122,7 +122,7 @@ def parse_object(
         conditions = (raw.pop("status", None) or {}).get("conditions") or []
         raw["active"] = any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions)
     elif kind == "Workload" and spec:
-        _priority_class_name_to_ref(spec)
+        priority_class_name_to_ref(spec)
         spec["podSets"] = [
             _convert_pod_set(ps, index=i, kind=kind, name=name, strict=strict)
             for i, ps in enumerate(_as_list(spec.get("podSets"), "spec.podSets", kind, name))
@@ -361,7 +361,7 @@ def _refuse_unknown_tree(value: Any, tree: dict[str, Any] | None, *, where: str,
         _refuse_unknown_tree(sub, tree[key], where=f"{where}.{key}" if where else str(key), kind=kind, name=name)
 
 
-def _priority_class_name_to_ref(spec: dict[str, Any]) -> None:
+def priority_class_name_to_ref(spec: dict[str, Any]) -> None:
     """v1beta1's ``priorityClassName`` (+ ``priorityClassSource``) as v1beta2's ``priorityClassRef``:
     a WorkloadPriorityClass unless the source names Kubernetes' PriorityClass."""
     class_name = spec.pop("priorityClassName", None)

@@ -222,9 +222,27 @@ class _ClusterRun(_BusRun):
             if meta.creation_timestamp_ms:
                 self.now = datetime.datetime.fromtimestamp(meta.creation_timestamp_ms / 1000, tz=datetime.UTC)
         try:
-            return await kube.apply_manifest(self.api, _without_status(obj.manifest))
+            return await kube.apply_manifest(self.api, self._as_v1beta2(_without_status(obj.manifest)))
         finally:
             self.now = None
+
+    def _as_v1beta2(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """A Workload as a user of the v1beta2 API writes it: the v1beta1 ``priorityClassName`` (which
+        the scenario format allows; a v1beta2 server drops it) becomes ``priorityClassRef``, with
+        ``spec.priority`` the class's value, which Kueue's API requires beside the reference."""
+        spec = manifest.get("spec")
+        if manifest.get("kind") != "Workload" or not isinstance(spec, dict) or "priorityClassName" not in spec:
+            return manifest
+        spec = dict(spec)
+        manifests.priority_class_name_to_ref(spec)
+        ref = spec.get("priorityClassRef") or {}
+        if spec.get("priority") is None and ref.get("kind") == "WorkloadPriorityClass":
+            values = {
+                o.name: o.manifest.get("value") for o in self.scenario.objects if o.kind == "WorkloadPriorityClass"
+            }
+            if values.get(ref.get("name")) is not None:
+                spec["priority"] = values[ref["name"]]
+        return {**manifest, "spec": spec}
 
     async def _write_status(self, kind: str, manifest: Mapping[str, Any], stored: Mapping[str, Any]) -> None:
         """The status a manifest carries, written as its controller would (kinds with a status subresource)."""
