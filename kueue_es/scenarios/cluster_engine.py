@@ -240,8 +240,9 @@ class _ClusterRun(_BusRun):
             values = {
                 o.name: o.manifest.get("value") for o in self.scenario.objects if o.kind == "WorkloadPriorityClass"
             }
-            if values.get(ref.get("name")) is not None:
-                spec["priority"] = values[ref["name"]]
+            value = values.get(str(ref.get("name") or ""))
+            if value is not None:
+                spec["priority"] = value
         return {**manifest, "spec": spec}
 
     async def _write_status(self, kind: str, manifest: Mapping[str, Any], stored: Mapping[str, Any]) -> None:
