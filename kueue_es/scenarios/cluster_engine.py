@@ -87,7 +87,7 @@ STOP_GRACE = 30.0
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _SECOND = datetime.timedelta(seconds=1)
-_STATUS_KINDS = frozenset({"AdmissionCheck", "Node", "ClusterQueue", "LocalQueue", "Cohort"})
+_STATUS_KINDS = frozenset({"AdmissionCheck", "Node", "Pod", "ClusterQueue", "LocalQueue", "Cohort"})
 
 
 class ClusterEngine:
@@ -209,7 +209,7 @@ class _ClusterRun(_BusRun):
         before = await self.bus.last_seq()  # type: ignore[union-attr]
         stored = await self._apply_manifest(obj)
         await self._write_status(kind, manifest, stored)
-        if obj.fact is not None:
+        if obj.fact is not None and _reported(manifest):
             await self._fact_after(before, _about(obj.fact), what=f"the watcher's fact for {kind} {obj.name}")
 
     async def _apply_manifest(self, obj: ScenarioObject) -> dict[str, Any]:
@@ -570,6 +570,14 @@ def _admitted(admission: Mapping[str, Any]) -> AdmittedOutcome:
             topology=topology,
         )
     return AdmittedOutcome(cluster_queue=str(admission.get("clusterQueue") or ""), pod_sets=pod_sets)
+
+
+def _reported(manifest: Mapping[str, Any]) -> bool:
+    """Whether the watcher reports this object: not a pod bound to no node (only bound pods take node
+    capacity, so the watcher lists pods by ``spec.nodeName``)."""
+    if manifest.get("kind") == "Pod":
+        return bool((manifest.get("spec") or {}).get("nodeName"))
+    return True
 
 
 def _about(fact: types.Fact) -> Callable[[types.Event], bool]:
