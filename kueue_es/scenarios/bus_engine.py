@@ -130,7 +130,14 @@ class _BusRun:
         await self.bus.publish(subjects.fact_message(fact))
 
     async def _seed(self, admitted: AdmittedWorkload) -> None:
-        """Commit a pre-admitted workload's QuotaReserved + WorkloadAdmitted on the seed head, as role seed."""
+        """Commit a pre-admitted workload's seed decisions, then what its job reports (the runner stands in)."""
+        outputs = await self._commit_seed(admitted)
+        for fact in job_reports(outputs, pods_ready=self.scenario.pods_ready, now_ms=admitted.reserved_at_ms):
+            await self._publish(fact)
+
+    async def _commit_seed(self, admitted: AdmittedWorkload) -> list[types.Decision]:
+        """Commit a pre-admitted workload's QuotaReserved + WorkloadAdmitted on the seed head, as role seed;
+        returns them."""
         assert self.bus is not None and isinstance(admitted.workload.fact, types.WorkloadObserved)
         meta = admitted.workload.fact.workload.metadata
         ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
@@ -145,8 +152,7 @@ class _BusRun:
         basis = await self.bus.last_seq()
         head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)
         await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of())
-        for fact in job_reports(outputs, pods_ready=self.scenario.pods_ready, now_ms=at_ms):
-            await self._publish(fact)
+        return outputs
 
     async def _apply_event(self, event: ScenarioEvent) -> None:
         match event:

@@ -260,28 +260,8 @@ class _ClusterRun(_BusRun):
     async def _seed_admitted(self, admitted: AdmittedWorkload) -> None:
         """A workload admitted before the run: its seed decisions (as the bus engine commits them), then its
         pods ready when the scenario has them so."""
-        decided = await self._seed_decisions(admitted)
+        decided = await self._commit_seed(admitted)
         await self._jobs_report(decided)
-
-    async def _seed_decisions(self, admitted: AdmittedWorkload) -> list[types.Decision]:
-        from kueue_es.scenarios.core_engine import SEED
-        from kueue_es.services.runtime import build_batch
-
-        assert self.bus is not None and isinstance(admitted.workload.fact, types.WorkloadObserved)
-        meta = admitted.workload.fact.workload.metadata
-        ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
-        at_ms, cq = admitted.reserved_at_ms, admitted.cluster_queue
-        outputs: list[types.Decision] = [
-            types.QuotaReserved(
-                workload=ref, cluster_queue=cq, at_ms=at_ms, pod_set_assignments=list(admitted.pod_set_assignments)
-            ),
-            types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at_ms),
-        ]
-        head_seq = await self.bus.last_subject_seq(subjects.heads_of())
-        basis = await self.bus.last_seq()
-        head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)
-        await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of())
-        return outputs
 
     async def _apply_event(self, event: ScenarioEvent) -> None:
         match event:
