@@ -38,7 +38,7 @@ import re
 import ssl
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,22 @@ async def _log_error(err: Exception) -> None:
     log.warning("nats connection error", error=repr(err))
 
 
+_REFUSED_PUBLISH = re.compile(r'permissions violation for publish to "([^"]+)"', re.IGNORECASE)
+
+
+def _error_hook(refused: set[str]) -> Callable[[Exception], Awaitable[None]]:
+    """The connection's error callback: log, and remember the subjects the server refused us to publish
+    on (a refused JetStream publish otherwise looks like a slow ack: a timeout)."""
+
+    async def on_error(err: Exception) -> None:
+        await _log_error(err)
+        found = _REFUSED_PUBLISH.search(str(err))
+        if found:
+            refused.add(found.group(1))
+
+    return on_error
+
+
 async def connect(
     servers: str | list[str],
     *,
@@ -170,6 +186,7 @@ async def connect(
     if ca_file:
         options["tls"] = ssl.create_default_context(cafile=ca_file)
     # bounded: nats-py retries a TLS handshake that fails verification for ever
+    refused: set[str] = set()
     with _wrapped(f"Connecting to {_without_password(servers)}"):
         async with asyncio.timeout(max(30.0, 6 * timeout)):
             nc = await nats.connect(
@@ -178,12 +195,12 @@ async def connect(
                 connect_timeout=max(1, int(timeout)),
                 max_reconnect_attempts=2,
                 reconnect_time_wait=0.5,
-                error_cb=_log_error,
+                error_cb=_error_hook(refused),
                 **options,
             )
     nc.options["max_reconnect_attempts"] = -1
     nc.options["reconnect_time_wait"] = 1
-    bus = NatsBus(nc=nc, replicas=replicas, timeout=timeout)
+    bus = NatsBus(nc=nc, replicas=replicas, timeout=timeout, refused=refused)
     try:
         if create_stream:
             await bus.ensure_stream(_log_config(replicas))
@@ -293,8 +310,9 @@ def _log_message(msg: Msg, *, seq: int, pending: int = 0) -> base.LogMessage:
 class NatsBus(base.Bus):
     """The bus contract on one nats-py connection; build it with :func:`connect`."""
 
-    def __init__(self, *, nc: Client, replicas: int, timeout: float) -> None:
+    def __init__(self, *, nc: Client, replicas: int, timeout: float, refused: set[str] | None = None) -> None:
         self.nc = nc
+        self.refused = refused if refused is not None else set()  # subjects the server refused us (permissions)
         self.replicas = replicas
         self.timeout = timeout
         self._js = nc.jetstream(timeout=timeout)
@@ -401,8 +419,8 @@ class NatsBus(base.Bus):
             try:  # the retrying machinery is built only once a first try failed (it costs more than a publish)
                 ack = await self._js.publish(message.subject, message.data, headers=headers, stream=base.STREAM_NAME)
             except Exception as err:
-                if not _publish_retryable(err):
-                    raise
+                if not _publish_retryable(err) or message.subject in self.refused:
+                    raise  # a refused publish times out too: not worth trying again
                 log.warning("publish_retry", what=what, error=repr(err))
                 retrying = _retrying(what, retryable=_publish_retryable, seconds=PUBLISH_RETRY_SECONDS)
                 async for attempt in retrying:
