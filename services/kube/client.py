@@ -85,13 +85,18 @@ async def make_api_client(
     ``server``: a plain http(s) URL with no auth (the emulator's ``url``).
     ``kubeconfig``: a kubeconfig file path (``context`` picks a context).
     Neither: the default kubeconfig ($KUBECONFIG or ~/.kube/config).
-    Raises ValueError if both are given.  Close the client with ``await api.close()``.
+    Raises ValueError if both are given, FileNotFoundError naming the path when the
+    kubeconfig file (given, or the first of $KUBECONFIG) does not exist (the library would
+    only say it lacks a current-context). Close the client with ``await api.close()``.
     """
     if server is not None and kubeconfig is not None:
         raise ValueError("pass either server= or kubeconfig=, not both")
     if server is not None:
         return k8s_client.ApiClient(k8s_client.Configuration(host=str(server).rstrip("/")))
     config_file = None if kubeconfig is None else os.fspath(kubeconfig)
+    wanted = config_file or (os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None)
+    if wanted is not None and not pathlib.Path(wanted).expanduser().is_file():
+        raise FileNotFoundError(f"kubeconfig file {wanted} does not exist")
     return await k8s_config.new_client_from_config(config_file=config_file, context=context, persist_config=False)
 
 

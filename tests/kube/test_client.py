@@ -73,6 +73,17 @@ async def test_kubeconfig_written_for_the_emulator_loads_in_the_client(
         await client.make_api_client(server="http://x", kubeconfig=path)
 
 
+async def test_a_missing_kubeconfig_is_named(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kubeconfig that does not exist is refused naming its path, whether given or from $KUBECONFIG
+    (the library alone says only that a current-context is missing)."""
+    missing = tmp_path / "nowhere" / "kubeconfig"
+    with pytest.raises(FileNotFoundError, match=f"kubeconfig file {missing} does not exist"):
+        await client.make_api_client(kubeconfig=missing)
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        await client.make_api_client()
+
+
 async def test_apply_manifest_creates_then_merges(api: k8s_client.ApiClient) -> None:
     """The first apply creates (namespace defaults to default), the second merge-patches the same object."""
     created = await client.apply_manifest(api, job("j", team="a"))
