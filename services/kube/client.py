@@ -274,10 +274,13 @@ async def apply_manifest(api: k8s_client.ApiClient, manifest: dict[str, Any]) ->
     """Create the object of a manifest, or merge-patch the existing one with it (like ``kubectl apply``).
 
     With ``generateName`` and no ``name`` it always creates.  Namespaced kinds
-    default to the ``default`` namespace.  Unlike kubectl there is no
-    last-applied annotation: fields removed from a manifest are not removed
-    from the object.  Returns the stored object.  Raises
-    errors.UnknownKindError, errors.InvalidManifestError, errors.ApiError.
+    default to the ``default`` namespace.  As kubectl's client-side apply does, the
+    manifest is kept in the ``kubectl.kubernetes.io/last-applied-configuration``
+    annotation, and a field the last applied manifest had and this one lacks is
+    removed from the object (a three-way JSON merge patch: lists are replaced whole),
+    so ``kubectl apply`` and ``kueue-es apply`` can take turns on one object.  Returns
+    the stored object.  Raises errors.UnknownKindError, errors.InvalidManifestError,
+    errors.ApiError.
     """
     stored, _ = await apply_manifest_outcome(api, manifest)
     return stored
@@ -291,6 +294,11 @@ async def apply_manifest_outcome(api: k8s_client.ApiClient, manifest: dict[str, 
     namespace = (metadata.get("namespace") or "default") if ref.namespaced else None
     if namespace is not None:
         metadata["namespace"] = namespace
+    applied = {**manifest, "metadata": _without_last_applied(metadata)}
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        LAST_APPLIED: json.dumps(applied, separators=(",", ":"), sort_keys=True) + "\n",  # as kubectl writes it
+    }
     body = {**manifest, "metadata": metadata}
     name = metadata.get("name")
     if not name and not metadata.get("generateName"):
@@ -306,11 +314,59 @@ async def apply_manifest_outcome(api: k8s_client.ApiClient, manifest: dict[str, 
         logger.info("manifest_created", kind=ref.kind, namespace=namespace, name=created["metadata"]["name"])
         return created, "created"
     before = await get_object(api, ref, namespace=namespace, name=name)
-    patched = await patch_object(api, ref, namespace=namespace, name=name, patch=body)
+    patch = _with_removals(body, _last_applied(before), applied)
+    patched = await patch_object(api, ref, namespace=namespace, name=name, patch=patch)
     logger.info("manifest_patched", kind=ref.kind, namespace=namespace, name=name)
     version = (patched.get("metadata") or {}).get("resourceVersion")
     same = version is not None and version == (before.get("metadata") or {}).get("resourceVersion")
     return patched, "unchanged" if same else "configured"
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _without_last_applied(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata`` as kubectl records it in the annotation: without the annotation itself, and with
+    ``annotations`` always present (``{}`` when there is no other), so both write the same text."""
+    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if k != LAST_APPLIED}
+    return {**metadata, "annotations": annotations}
+
+
+def _last_applied(stored: dict[str, Any]) -> dict[str, Any]:
+    """The manifest last applied to ``stored`` (its annotation), or {} when there is none or it is not JSON."""
+    text = ((stored.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    try:
+        previous = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return previous if isinstance(previous, dict) else {}
+
+
+def _removals(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch deleting what ``previous`` set and ``current`` no longer does (maps recursively)."""
+    out: dict[str, Any] = {}
+    for key, old in previous.items():
+        if key not in current:
+            out[key] = None
+        elif isinstance(old, dict) and isinstance(current[key], dict):
+            if nested := _removals(old, current[key]):
+                out[key] = nested
+    return out
+
+
+def _with_removals(body: dict[str, Any], previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """``body`` (a merge patch) plus the deletions of fields dropped since the last applied manifest."""
+
+    def merge(removals: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+        out = dict(patch)
+        for key, value in removals.items():
+            if key not in out:
+                out[key] = value
+            elif isinstance(value, dict) and isinstance(out[key], dict):
+                out[key] = merge(value, out[key])
+        return out
+
+    return merge(_removals(previous, current), body)
 
 
 # -- list + watch --------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -88,11 +89,31 @@ async def test_apply_manifest_creates_then_merges(api: k8s_client.ApiClient) -> 
     """The first apply creates (namespace defaults to default), the second merge-patches the same object."""
     created = await client.apply_manifest(api, job("j", team="a"))
     assert created["metadata"]["namespace"] == "default"
-    updated = await client.apply_manifest(api, {**job("j", team="b"), "spec": {"suspend": True}})
+    second = job("j", team="b")
+    second["spec"]["suspend"] = True
+    updated = await client.apply_manifest(api, second)
     assert updated["metadata"]["uid"] == created["metadata"]["uid"]
     assert updated["metadata"]["labels"] == {"team": "b"}
     assert updated["spec"]["suspend"] is True
     assert updated["spec"]["template"] == created["spec"]["template"]
+
+
+async def test_apply_manifest_keeps_the_last_applied_manifest_as_kubectl_does(api: k8s_client.ApiClient) -> None:
+    """The manifest is recorded in kubectl's last-applied annotation; a field dropped from the manifest
+    is removed from the object, one set by someone else (not in any applied manifest) is kept."""
+    first = job("k", team="a", tier="gold")
+    first["spec"]["parallelism"] = 2
+    created = await client.apply_manifest(api, first)
+    recorded = json.loads(created["metadata"]["annotations"][client.LAST_APPLIED])
+    assert recorded["metadata"]["labels"] == {"team": "a", "tier": "gold"}
+    assert client.LAST_APPLIED not in recorded["metadata"].get("annotations", {})
+    await client.patch_object(
+        api, resources.JOBS, namespace="default", name="k", patch={"metadata": {"labels": {"owner": "ops"}}}
+    )
+    updated = await client.apply_manifest(api, job("k", team="a"))
+    assert updated["metadata"]["labels"] == {"team": "a", "owner": "ops"}
+    assert "parallelism" not in updated["spec"]
+    assert json.loads(updated["metadata"]["annotations"][client.LAST_APPLIED])["metadata"]["labels"] == {"team": "a"}
 
 
 async def test_apply_manifest_with_generate_name_always_creates(api: k8s_client.ApiClient) -> None:
