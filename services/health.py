@@ -151,6 +151,7 @@ class Health:
         )
         self.checks: list[Callable[[], tuple[bool, dict[str, Any]]]] = []
         self.failing: collections.Counter[str] = collections.Counter()  # operations being tried again
+        self.reader_failed = ""  # why a reader of the log ended with an error (never ready again)
         self.bus_retries = Counter(
             "kueue_es_bus_retries",
             "Bus operations tried again after a transient failure (a timeout, no responders, reconnecting).",
@@ -233,6 +234,9 @@ class Health:
         facts["lag"] = status.lag
         facts["retrying"] = retrying
         ready = bool(status.connected and consuming and facts["caught_up"] and not retrying)
+        if self.reader_failed:
+            facts["reader_failed"] = self.reader_failed
+            ready = False
         for check in self.checks:
             ok, more = check()
             facts.update(more)
@@ -301,6 +305,9 @@ class ObservedBus(Bus):
                     if message.seq >= self.caught_up_at or message.pending == 0:
                         health.caught_up = True
                     yield message
+            except Exception as err:  # the reader is gone for good (a closed connection, no stream)
+                health.reader_failed = str(err)
+                raise
             finally:
                 if folded:
                     health.events_folded.inc(folded)

@@ -687,23 +687,17 @@ class NatsBus(base.Bus):
                     last = await self._jsm.stream_info(base.STREAM_NAME)
                     end = int(last.state.last_seq)
                     # an ordered consumer asked to start past the end counts the skipped messages as pending
-                    config = api.ConsumerConfig(
-                        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=min(next_seq, end + 1)
-                    )
-                    if len(reader.filters) > 1:
-                        config.filter_subjects = list(reader.filters)
-                    sub = await self._js.subscribe(
-                        reader.filters[0],
+                    config = _ordered_config(reader.filters, start=min(next_seq, end + 1), inbox=self.nc.new_inbox())
+                    # made here, not by js.subscribe, for its answer: what is pending (a service user may
+                    # not ask CONSUMER.INFO of an ephemeral consumer)
+                    info = await self._jsm.add_consumer(base.STREAM_NAME, config=config)
+                    sub = await self._js.subscribe_bind(
                         stream=base.STREAM_NAME,
-                        ordered_consumer=True,
                         config=config,
+                        consumer=str(info.name),
                         cb=reader.buffer.put,
+                        ordered_consumer=True,
                     )
-                    try:
-                        info = await sub.consumer_info()
-                    except BaseException:
-                        await _drop(sub)
-                        raise
                 reader.subscribed(end=end, pending=int(info.num_pending or 0) if end >= next_seq else 0)
                 if self.epoch:
                     log.info("reader_resumed", filters=list(reader.filters), seq=next_seq, epoch=self.epoch)
@@ -777,6 +771,29 @@ class NatsBus(base.Bus):
             reader.buffer.wake()
         for durable in list(self._durables):
             durable.reconnected()
+
+
+def _ordered_config(filters: Sequence[str], *, start: int, inbox: str) -> api.ConsumerConfig:
+    """The configuration of an ordered push consumer from stream sequence ``start``, as nats-py's
+    ``js.subscribe(ordered_consumer=True)`` makes it: flow control, no acks, idle heartbeats every
+    5 s, in memory, one replica."""
+    config = api.ConsumerConfig(
+        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+        opt_start_seq=start,
+        deliver_subject=inbox,
+        flow_control=True,
+        ack_policy=api.AckPolicy.NONE,
+        max_deliver=1,
+        ack_wait=22 * 3600,
+        idle_heartbeat=5,
+        num_replicas=1,
+        mem_storage=True,
+    )
+    if len(filters) > 1:
+        config.filter_subjects = list(filters)
+    else:
+        config.filter_subject = filters[0]
+    return config
 
 
 async def _drop(sub: Any) -> None:
