@@ -155,10 +155,11 @@ def _error_hook(refused: set[str]) -> Callable[[Exception], Awaitable[None]]:
     return on_error
 
 
-PING_INTERVAL_SECONDS = 5
-"""How often the client pings the server; two pings unanswered (10-15 s) count as a lost connection
-that the operating system did not report (a peer gone without closing, a partition). nats-py's
-default of 2 min would leave a service reading nothing for 4-6 min."""
+PING_INTERVAL_SECONDS = 10
+"""How often the client pings the server: a third ping due while two are unanswered (20-30 s of
+silence) counts as a lost connection that the operating system did not report (a peer gone without
+closing, a partition). nats-py's default of 2 min left a service reading nothing for 4-6 min; a
+busy event loop delays the pings as much as the answers, so this stays clear of false alarms."""
 RECONNECT_WAIT_MAX = 0.5
 """Seconds at most between two attempts to reconnect to a server (nats-py waits 2 s by default, and
 a restarted server was found 1-2 s late): attempts 50 ms doubling to this, with jitter."""
