@@ -7,7 +7,11 @@ Every service (``kueue-es service NAME --health-port PORT``) can serve:
 - ``/readyz``: 200 when the service does its job, else 503; the JSON body says why.
   A service that holds its lease, or runs without leader election, is ready once it
   is connected to NATS and has read the log up to where it ended when it connected
-  (its fold has caught up), and while its own checks pass (:meth:`Health.add_check`:
+  (its fold has caught up), while every reader consumes (its consumer was made again, or
+  a fetch answered, since the connection last came back) and has caught up again since,
+  while no bus operation is being tried again after a transient failure (a publish, a
+  fetch, an ack: :func:`keep_trying`; a decider's commit, ``DeciderLoop.readiness``),
+  and while its own checks pass (:meth:`Health.add_check`:
   a decider is not ready once it has had a batch to commit for 30 s without a commit
   succeeding, ``DeciderLoop.readiness``). A standby (another replica holds the lease) is ready
   while it reaches the API server to follow the lease: it is healthy and waiting;
@@ -16,17 +20,26 @@ Every service (``kueue-es service NAME --health-port PORT``) can serve:
 Nothing in the services' logic knows about this: :meth:`Health.connect` hands the
 service an :class:`ObservedBus`, a transparent wrapper of its bus that counts what
 goes through it (messages read by the fold, batches committed, conflicts, facts and
-dispatch results published). The serve functions take it as their ``connect``.
+dispatch results published), and that keeps trying a publish, fetch or ack that fails
+transiently (:class:`~kueue_es.events.bus.base.TransientBusError`) instead of letting it end
+the service. The serve functions take it as their ``connect``.
+
+The /readyz body: ``ready``, ``service``, ``role``, then ``nats_connected``, ``consuming``
+(every reader consuming), ``readers`` and ``readers_consuming``, ``caught_up``, ``lag``
+(messages still to be delivered to the readers), ``retrying`` (bus operations being tried
+again) and the services' own checks' facts.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import structlog
+import tenacity
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -39,13 +52,30 @@ from prometheus_client import (
 )
 
 from kueue_es.events.bus import nats as nats_bus
-from kueue_es.events.bus.base import Bus, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage, PublishAck
+from kueue_es.events.bus.base import (
+    Bus,
+    BusStatus,
+    ConflictError,
+    Delivery,
+    DuplicateBatchError,
+    DurableConsumer,
+    LogMessage,
+    OutgoingMessage,
+    PublishAck,
+    TransientBusError,
+)
 from kueue_es.projections import batches
 
 log = structlog.get_logger(__name__)
 
 #: Roles a replica can have; "" means no leader election (the service always works).
 ROLES = ("", "candidate", "leader", "standby")
+
+T = TypeVar("T")
+
+RETRY_WAIT_MAX = 2.0
+"""Seconds at most between two tries of a bus operation that keeps failing transiently
+(:func:`keep_trying`): 50 ms doubling up to this, plus up to 0.1 s of jitter."""
 
 
 class Health:
@@ -120,6 +150,14 @@ class Health:
             registry=self.registry,
         )
         self.checks: list[Callable[[], tuple[bool, dict[str, Any]]]] = []
+        self.failing: collections.Counter[str] = collections.Counter()  # operations being tried again
+        self.reader_failed = ""  # why a reader of the log ended with an error (never ready again)
+        self.bus_retries = Counter(
+            "kueue_es_bus_retries",
+            "Bus operations tried again after a transient failure (a timeout, no responders, reconnecting).",
+            [*labels, "operation"],
+            registry=self.registry,
+        )
         gauge = Gauge("kueue_es_leader", "1 while this replica does the work.", labels, registry=self.registry)
         gauge.labels(service).set_function(lambda: float(self.role in ("", "leader")))
         gauge = Gauge("kueue_es_nats_connected", "1 while connected to NATS.", labels, registry=self.registry)
@@ -167,24 +205,38 @@ class Health:
 
     # -- what the probes read --------------------------------------------------------------------
 
+    def bus_status(self) -> BusStatus:
+        """The bus's connection and readers (:meth:`Bus.status`); not connected before it connects."""
+        if self.bus is None:
+            return BusStatus(connected=False, caught_up=False)
+        return self.bus.inner.status()
+
     def nats_connected(self) -> bool:
         """Whether the service's bus is connected (False before it connects and after it closes)."""
-        if self.bus is None:
-            return False
-        nc = getattr(self.bus.inner, "nc", None)
-        return bool(nc.is_connected) if nc is not None else True
+        return self.bus_status().connected
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """Whether the service is ready, and the facts that say so (the /readyz body)."""
+        """Whether the service is ready, and the facts that say so (the /readyz body, see the module)."""
         facts: dict[str, Any] = {"service": self.service, "role": self.role or "sole"}
         if self.role in ("candidate", "standby"):
             seen = self.lease_contact_at
             recent = seen is not None and time.monotonic() - seen <= self.lease_duration
             facts["lease_reachable"] = recent
             return recent, facts
-        facts["nats_connected"] = self.nats_connected()
-        facts["caught_up"] = self.caught_up
-        ready = bool(facts["nats_connected"] and self.caught_up)
+        status = self.bus_status()
+        retrying = sorted({*status.retrying, *(what for what, count in self.failing.items() if count > 0)})
+        consuming = status.consuming >= status.readers
+        facts["nats_connected"] = status.connected
+        facts["consuming"] = consuming
+        facts["readers"] = status.readers
+        facts["readers_consuming"] = status.consuming
+        facts["caught_up"] = self.caught_up and status.caught_up
+        facts["lag"] = status.lag
+        facts["retrying"] = retrying
+        ready = bool(status.connected and consuming and facts["caught_up"] and not retrying)
+        if self.reader_failed:
+            facts["reader_failed"] = self.reader_failed
+            ready = False
         for check in self.checks:
             ok, more = check()
             facts.update(more)
@@ -211,7 +263,8 @@ class ObservedBus(Bus):
         return getattr(self.inner, name)
 
     async def publish(self, message: OutgoingMessage) -> PublishAck:
-        ack = await self.inner.publish(message)
+        """Publish, trying again for as long as it fails transiently (:func:`keep_trying`)."""
+        ack = await keep_trying("publish", lambda: self.inner.publish(message), health=self.health)
         if not ack.duplicate:
             self.health.published(message.headers.get("Kq-Type", "unknown"))
         return ack
@@ -252,6 +305,9 @@ class ObservedBus(Bus):
                     if message.seq >= self.caught_up_at or message.pending == 0:
                         health.caught_up = True
                     yield message
+            except Exception as err:  # the reader is gone for good (a closed connection, no stream)
+                health.reader_failed = str(err)
+                raise
             finally:
                 if folded:
                     health.events_folded.inc(folded)
@@ -265,11 +321,83 @@ class ObservedBus(Bus):
     async def get(self, seq: int) -> LogMessage:
         return await self.inner.get(seq)
 
-    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> Any:
-        return await self.inner.durable(name=name, subjects=subjects, ack_wait=ack_wait)
+    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> DurableConsumer:
+        """The durable consumer, its fetches, acks and naks tried again while they fail transiently."""
+        inner = await keep_trying(
+            "durable", lambda: self.inner.durable(name=name, subjects=subjects, ack_wait=ack_wait), health=self.health
+        )
+        return ObservedDurable(inner, health=self.health)
 
     async def close(self) -> None:
         await self.inner.close()
+
+    def status(self) -> BusStatus:
+        return self.inner.status()
+
+
+class ObservedDurable(DurableConsumer):
+    """A durable consumer that behaves as ``inner`` but keeps trying what fails transiently
+    (:func:`keep_trying`), ``health`` not ready meanwhile: a fetch, an ack or a nak that times
+    out, or finds no responder while JetStream restarts, never ends the service."""
+
+    def __init__(self, inner: DurableConsumer, *, health: Health) -> None:
+        self.inner, self.health = inner, health
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[Delivery]:
+        return await keep_trying("fetch", lambda: self.inner.fetch(batch=batch, timeout=timeout), health=self.health)
+
+    async def ack(self, delivery: Delivery) -> None:
+        await keep_trying("ack", lambda: self.inner.ack(delivery), health=self.health)
+
+    async def nak(self, delivery: Delivery, *, delay: float = 0.0) -> None:
+        await keep_trying("nak", lambda: self.inner.nak(delivery, delay=delay), health=self.health)
+
+
+async def keep_trying(what: str, call: Callable[[], Awaitable[T]], *, health: Health | None = None) -> T:
+    """Await ``call()`` until it does not raise :class:`TransientBusError`, and return its result.
+
+    Between tries: 50 ms doubling up to RETRY_WAIT_MAX seconds, with jitter (tenacity), for as long
+    as it takes: a transient bus failure (no ack in time, no responders while JetStream
+    restarts, the connection reconnecting) never ends a service. Meanwhile ``health`` counts
+    ``what`` as retrying (/readyz false, ``retrying`` in its body) and counts each retry
+    (``kueue_es_bus_retries_total``). Any other error is raised at once. A publish is safe
+    to repeat (its Msg-Id), an ack or a nak too; a decision batch is never handed here.
+    """
+    try:  # the retrying machinery only once a first try failed
+        return await call()
+    except TransientBusError as err:
+        log.warning("bus_retry", what=what, error=str(err))
+        if health is not None:
+            health.bus_retries.labels(health.service, what).inc()
+
+    def note(state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        log.warning("bus_retry", what=what, attempt=state.attempt_number, error=str(error))
+        if health is not None:
+            health.bus_retries.labels(health.service, what).inc()
+
+    if health is not None:
+        health.failing[what] += 1
+    try:
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(TransientBusError),
+            wait=tenacity.wait_exponential_jitter(multiplier=0.05, max=RETRY_WAIT_MAX, jitter=0.1),
+            before_sleep=note,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                result = await call()
+            if not attempt.retry_state.outcome or not attempt.retry_state.outcome.failed:
+                log.info("bus_retry_succeeded", what=what, attempts=attempt.retry_state.attempt_number + 1)
+                return result
+        raise AssertionError("unreachable")
+    finally:
+        if health is not None:
+            health.failing[what] -= 1
 
 
 @contextlib.asynccontextmanager

@@ -335,6 +335,7 @@ class DeciderLoop:
         # permanent fence.
         self.head_seq = 0
         self.blocked_since: float | None = None  # when a batch to commit first failed to commit
+        self.commit_failing = False  # the last commit failed without an answer (not a conflict)
         self.start = start
         self.position = 0  # the last sequence read before this loop's reader: a start point's
 
@@ -348,12 +349,19 @@ class DeciderLoop:
             await cancel_and_wait([reader])
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """Ready unless stalled (see the class); the facts say for how long it has been blocked."""
+        """Ready unless stalled (see the class) or the last commit failed on the bus (a timeout, no
+        responders: ``commit_failing``, until a commit is answered or nothing is left to commit);
+        the facts say for how long it has been blocked."""
+        failing = {"commit_failing": True} if self.commit_failing else {}
         if self.blocked_since is None:
-            return True, {"stalled": False}
+            return not self.commit_failing, {"stalled": False, **failing}
         blocked = self.monotonic() - self.blocked_since
         stalled = blocked > self.stall_after
-        return not stalled, {"stalled": stalled, "uncommitted_for_s": round(blocked, 1)}
+        return not stalled and not self.commit_failing, {
+            "stalled": stalled,
+            "uncommitted_for_s": round(blocked, 1),
+            **failing,
+        }
 
     async def _resume(self) -> None:
         """Take the start point if it is of this log; else fold from the start, saying why."""
@@ -420,6 +428,7 @@ class DeciderLoop:
             answers = request.request_id
         if not outputs and not answers:
             self.blocked_since = None  # nothing to commit: not blocked
+            self.commit_failing = False
             return 0
         head, rest = build_batch(
             self.decider,
@@ -437,15 +446,21 @@ class DeciderLoop:
             )
         except (ConflictError, DuplicateBatchError) as err:
             self.conflicts += 1
+            self.commit_failing = False
             self._blocked()
             log.info("commit_rejected", basis_seq=self.state.last_seq, head_seq=self.head_seq, error=type(err).__name__)
             return self.state.last_seq + 1  # someone else moved the head: fold it first
         except BusError as err:
+            # no answer (or a refusal): decide again at the next wakeup, not only once a new message
+            # comes (none may). Safe whether or not it landed: the same basis makes the same Msg-Ids
+            # and expects the same head, so a repeat of a batch that landed is rejected whole.
             self._blocked()
+            self.commit_failing = True
             log.warning("commit_failed", basis_seq=self.state.last_seq, error=str(err))
-            return self.state.last_seq + 1
+            return 0
         self.commits += 1
         self.blocked_since = None
+        self.commit_failing = False
         log.info(
             "committed",
             basis_seq=self.state.last_seq,

@@ -60,6 +60,16 @@ class BusError(Exception):
     """Base class of every error the bus raises."""
 
 
+class TransientBusError(BusError):
+    """An operation failed in a way that may pass when tried again: no answer in time, no
+    responder (JetStream restarting), the connection reconnecting or its buffer full.
+
+    Whether the operation took effect is unknown for a write (a publish's Msg-Id makes a
+    repeat safe; a batch is never re-sent, its author folds the log to find out). Services
+    keep trying and report not-ready meanwhile (:mod:`kueue_es.services.health`).
+    """
+
+
 class ConflictError(BusError):
     """A batch's expected head sequence is stale: another decider committed first.
 
@@ -78,6 +88,25 @@ class DuplicateBatchError(BusError):
 
 class NotFoundError(BusError):
     """No message is stored at the requested sequence."""
+
+
+class BusStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """How a bus connection and its readers stand, for a service's /readyz.
+
+    ``connected``: the connection is up. ``readers``: open readers (``read`` iterations and
+    durable consumers); ``consuming``: those whose position the server confirmed since the
+    connection last came back (a consumer created or a fetch answered); ``caught_up``: every
+    reader has been delivered everything that was on the log when it (re)subscribed;
+    ``lag``: messages the readers have still to be delivered, as the server last counted
+    them; ``retrying``: operations being tried again after a transient failure (``publish``, ...).
+    """
+
+    connected: bool = True
+    readers: int = 0
+    consuming: int = 0
+    caught_up: bool = True
+    lag: int = 0
+    retrying: tuple[str, ...] = ()
 
 
 class Delivery(msgspec.Struct, frozen=True, kw_only=True):
@@ -167,3 +196,8 @@ class Bus(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Release connections; the log itself stays."""
+
+    def status(self) -> BusStatus:
+        """The connection's and readers' state (:class:`BusStatus`); a bus without a connection
+        (in memory) is always connected and consuming."""
+        return BusStatus()

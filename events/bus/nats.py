@@ -34,6 +34,7 @@ import collections
 import contextlib
 import json
 import os
+import random
 import re
 import ssl
 import time
@@ -75,7 +76,8 @@ def _wrapped(what: str) -> Iterator[None]:
     except nats.js.errors.NotFoundError as err:
         raise base.NotFoundError(f"{what}: {err}") from err
     except (nats.errors.Error, OSError) as err:
-        raise base.BusError(f"{what} failed: {type(err).__name__}: {err}") from err
+        kind = base.TransientBusError if _worth_retrying(err) else base.BusError
+        raise kind(f"{what} failed: {type(err).__name__}: {err}") from err
 
 
 def _transient(err: BaseException) -> bool:
@@ -92,11 +94,23 @@ def _publish_retryable(err: BaseException) -> bool:
     return _transient(err) or isinstance(err, nats.errors.TimeoutError)
 
 
+def _worth_retrying(err: BaseException) -> bool:
+    """What may pass when tried again (a :class:`base.TransientBusError`): a transient error, no answer
+    in time, or the connection reconnecting (its outgoing buffer full, or a request refused meanwhile)."""
+    return _publish_retryable(err) or isinstance(
+        err,
+        TimeoutError
+        | nats.errors.OutboundBufferLimitError
+        | nats.errors.ConnectionReconnectingError
+        | nats.errors.StaleConnectionError,
+    )
+
+
 def _retrying(
     what: str, *, retryable: Callable[[BaseException], bool] = _transient, seconds: float | None = None
 ) -> tenacity.AsyncRetrying:
-    """Retry a transient failure for up to TRANSIENT_RETRY_SECONDS (or ``seconds``); Msg-Id dedup makes a
-    publish safe to repeat."""
+    """Retry a transient failure for up to TRANSIENT_RETRY_SECONDS (or ``seconds``), waiting 50 ms
+    doubling to at most 0.5 s with jitter between tries; Msg-Id dedup makes a publish safe to repeat."""
 
     def note(state: tenacity.RetryCallState) -> None:
         log.info(
@@ -108,7 +122,7 @@ def _retrying(
 
     return tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception(retryable),
-        wait=tenacity.wait_exponential(multiplier=0.05, max=0.5),
+        wait=tenacity.wait_exponential_jitter(multiplier=0.05, max=0.5, jitter=0.05),
         stop=tenacity.stop_after_delay(TRANSIENT_RETRY_SECONDS if seconds is None else seconds),
         before_sleep=note,
         reraise=True,
@@ -141,6 +155,27 @@ def _error_hook(refused: set[str]) -> Callable[[Exception], Awaitable[None]]:
     return on_error
 
 
+PING_INTERVAL_SECONDS = 10
+"""How often the client pings the server: a third ping due while two are unanswered (20-30 s of
+silence) counts as a lost connection that the operating system did not report (a peer gone without
+closing, a partition). nats-py's default of 2 min left a service reading nothing for 4-6 min; a
+busy event loop delays the pings as much as the answers, so this stays clear of false alarms."""
+RECONNECT_WAIT_MAX = 0.5
+"""Seconds at most between two attempts to reconnect to a server (nats-py waits 2 s by default, and
+a restarted server was found 1-2 s late): attempts 50 ms doubling to this, with jitter."""
+
+
+def _reconnect_soon(servers: list[Any], _info: dict[str, Any]) -> tuple[Any, float]:
+    """nats-py's reconnect handler: the server tried least since the connection was lost (round robin
+    over a cluster's URLs), at once for a first try, then after 50 ms doubling up to
+    RECONNECT_WAIT_MAX, times a random 0.5-1 (many clients of one restarted server spread out)."""
+    chosen = min(servers, key=lambda server: server.reconnects)
+    if chosen.reconnects == 0:
+        return chosen, 0.0
+    wait = min(RECONNECT_WAIT_MAX, 0.05 * 2 ** min(chosen.reconnects - 1, 10))
+    return chosen, wait * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not a secret
+
+
 async def connect(
     servers: str | list[str],
     *,
@@ -168,7 +203,9 @@ async def connect(
     ``timeout`` (seconds) bounds each request; stream creation is retried for up
     to 4 x ``timeout`` while a fresh cluster settles. The first connection gives
     up after three tries (about a second per server); once connected, the client
-    reconnects forever. Raises BusError; its message never shows a password
+    reconnects forever, a first try at once and then every 50-500 ms
+    (:func:`_reconnect_soon`), and every reader resumes from its position as soon as
+    it is back (:meth:`NatsBus.read`, :meth:`NatsBus.status`). Raises BusError; its message never shows a password
     given in a URL (``nats://user:password@host``).
     """
     if replicas is None:
@@ -187,6 +224,16 @@ async def connect(
         options["tls"] = ssl.create_default_context(cafile=ca_file)
     # bounded: nats-py retries a TLS handshake that fails verification for ever
     refused: set[str] = set()
+    built: list[NatsBus] = []  # the bus, once there: the connection's callbacks tell it
+
+    async def disconnected() -> None:
+        if built:
+            built[0].disconnected()
+
+    async def reconnected() -> None:
+        if built:
+            built[0].reconnected()
+
     with _wrapped(f"Connecting to {_without_password(servers)}"):
         async with asyncio.timeout(max(30.0, 6 * timeout)):
             nc = await nats.connect(
@@ -196,11 +243,16 @@ async def connect(
                 max_reconnect_attempts=2,
                 reconnect_time_wait=0.5,
                 error_cb=_error_hook(refused),
+                disconnected_cb=disconnected,
+                reconnected_cb=reconnected,
+                reconnect_to_server_handler=_reconnect_soon,
+                ping_interval=PING_INTERVAL_SECONDS,
+                max_outstanding_pings=2,
                 **options,
             )
     nc.options["max_reconnect_attempts"] = -1
-    nc.options["reconnect_time_wait"] = 1
     bus = NatsBus(nc=nc, replicas=replicas, timeout=timeout, refused=refused)
+    built.append(bus)
     try:
         if create_stream:
             await bus.ensure_stream(_log_config(replicas))
@@ -317,7 +369,75 @@ class NatsBus(base.Bus):
         self.timeout = timeout
         self._js = nc.jetstream(timeout=timeout)
         self._jsm = nc.jsm(timeout=timeout)
-        self._readers: set[_ReadBuffer] = set()
+        self._readers: set[_Reader] = set()
+        self._durables: set[NatsDurable] = set()
+        self.epoch = 0  # counts the connection's comebacks: a reader confirmed in an older one is not consuming
+        self._back: asyncio.Event = asyncio.Event()  # set while connected
+        if nc.is_connected:
+            self._back.set()
+        self._retrying: collections.Counter[str] = collections.Counter()  # operations being tried again
+
+    # -- the connection's comings and goings -------------------------------------------------------
+
+    def disconnected(self) -> None:
+        """The connection was lost (nats-py's ``disconnected_cb``): no reader consumes until it is back."""
+        self._back.clear()
+        if not self.nc.is_closed:
+            log.warning("nats_disconnected", readers=len(self._readers), durables=len(self._durables))
+        for reader in self._readers:
+            reader.lost()
+
+    def reconnected(self) -> None:
+        """The connection is back (nats-py's ``reconnected_cb``): every reader resubscribes from its
+        position at once, and every durable's fetch under way asks again, instead of waiting for a
+        heartbeat missed (10 s) or a pull request's expiry."""
+        self.epoch += 1
+        self._back.set()
+        log.info("nats_reconnected", epoch=self.epoch, readers=len(self._readers), durables=len(self._durables))
+        for reader in self._readers:
+            reader.resubscribe()
+        for durable in self._durables:
+            durable.reconnected()
+
+    async def _connected(self, *, within: float | None = None) -> None:
+        """Return once connected (a request sent meanwhile would only wait out its timeout); raise
+        BusError when the connection is closed, nats-py's TimeoutError when not back ``within`` s."""
+        deadline = None if within is None else time.monotonic() + within
+        while not self._back.is_set():
+            if self.nc.is_closed:
+                raise base.BusError("The connection to NATS is closed.")
+            if deadline is not None and time.monotonic() > deadline:
+                raise nats.errors.TimeoutError
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_ReadBuffer.CLOSED_CHECK_SECONDS):
+                    await self._back.wait()
+        if self.nc.is_closed:
+            raise base.BusError("The connection to NATS is closed.")
+
+    def status(self) -> base.BusStatus:
+        """The connection and its readers (:class:`base.BusStatus`): a durable counts as consuming once
+        a fetch was answered since the connection last came back."""
+        readers = list(self._readers)
+        durables = list(self._durables)
+        connected = bool(self.nc.is_connected)
+        confirmed = sum(d.confirmed_epoch == self.epoch for d in durables) if connected else 0
+        return base.BusStatus(
+            connected=connected,
+            readers=len(readers) + len(durables),
+            consuming=sum(r.consuming for r in readers) + confirmed,
+            caught_up=all(r.caught_up for r in readers),
+            lag=sum(r.lag for r in readers) + sum(d.backlog for d in durables),
+            retrying=tuple(sorted(what for what, count in self._retrying.items() if count > 0)),
+        )
+
+    @contextlib.contextmanager
+    def _noting_retries(self, what: str) -> Iterator[None]:
+        """Count ``what`` as being retried (:meth:`status`) while the block runs."""
+        self._retrying[what] += 1
+        try:
+            yield
+        finally:
+            self._retrying[what] -= 1
 
     async def ensure_stream(self, config: api.StreamConfig) -> None:
         """Create the stream ``config.name`` or bring an existing one to ``config``.
@@ -423,11 +543,13 @@ class NatsBus(base.Bus):
                     raise  # a refused publish times out too: not worth trying again
                 log.warning("publish_retry", what=what, error=repr(err))
                 retrying = _retrying(what, retryable=_publish_retryable, seconds=PUBLISH_RETRY_SECONDS)
-                async for attempt in retrying:
-                    with attempt:
-                        ack = await self._js.publish(
-                            message.subject, message.data, headers=headers, stream=base.STREAM_NAME
-                        )
+                with self._noting_retries("publish"):
+                    async for attempt in retrying:
+                        with attempt:
+                            await self._connected(within=self.timeout)  # not a request sent into the void
+                            ack = await self._js.publish(
+                                message.subject, message.data, headers=headers, stream=base.STREAM_NAME
+                            )
         return base.PublishAck(seq=ack.seq, duplicate=bool(ack.duplicate))
 
     async def commit_batch(
@@ -513,35 +635,75 @@ class NatsBus(base.Bus):
         Order and exactly-once are nats-py's ordered consumer's: a gap in the
         consumer sequence (a message dropped) makes it recreate the consumer from
         the last stream sequence delivered, and the callback runs in delivery order.
+
+        When the connection comes back (:meth:`reconnected`; a restarted server has lost
+        every ordered consumer, which live in memory), the reader takes what the old
+        consumer delivered, then subscribes again from the next sequence at once, trying
+        again every 50-500 ms while JetStream is not ready: nats-py alone would notice
+        only after two idle heartbeats were missed (10 s) and then try once. Messages
+        before the next sequence (a consumer of before the comeback still delivering)
+        are dropped, so nothing is yielded twice.
         """
         filters = rules.normalize_filters(subjects)
-        first = min(max(start_seq, 1), await self.last_seq() + 1)
-        config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=first)
-        if len(filters) > 1:
-            config.filter_subjects = list(filters)
-        buffer = _ReadBuffer()
-        self._readers.add(buffer)
+        reader = _Reader(filters=filters)
+        next_seq = max(start_seq, 1)
+        self._readers.add(reader)
+        sub: Any = None
         try:
-            with _wrapped(f"Reading {filters} from {start_seq}"):
-                sub = await self._js.subscribe(
-                    filters[0], stream=base.STREAM_NAME, ordered_consumer=True, config=config, cb=buffer.put
-                )
-            try:
-                queued = buffer.queued
-                while True:
+            while True:
+                sub = await self._subscribe(reader, next_seq)
+                queued = reader.buffer.queued
+                while queued or not reader.stale:
                     if not queued:
-                        await buffer.wait(self.nc)
+                        await reader.buffer.wait(self.nc)
                         continue
                     msg = queued.popleft()
                     seq, pending = _position(msg)
-                    if seq >= start_seq:
-                        yield _log_message(msg, seq=seq, pending=pending)
-            finally:
-                if not self.nc.is_closed:
-                    with contextlib.suppress(nats.errors.Error):
-                        await sub.unsubscribe()
+                    if seq < next_seq:
+                        continue
+                    next_seq = seq + 1
+                    reader.delivered(seq, pending)
+                    yield _log_message(msg, seq=seq, pending=pending)
+                await _drop(sub)
+                sub = None
         finally:
-            self._readers.discard(buffer)
+            self._readers.discard(reader)
+            if sub is not None and not self.nc.is_closed:
+                await _drop(sub)
+
+    async def _subscribe(self, reader: _Reader, next_seq: int) -> Any:
+        """An ordered consumer for ``reader`` from ``next_seq`` on (once connected; transient
+        failures tried again every 50-500 ms for as long as the connection is open)."""
+        what = f"Reading {reader.filters} from {next_seq}"
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(base.TransientBusError),
+            wait=tenacity.wait_exponential_jitter(multiplier=0.05, max=RECONNECT_WAIT_MAX, jitter=0.05),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                await self._connected()
+                reader.fresh()
+                with _wrapped(what):
+                    last = await self._jsm.stream_info(base.STREAM_NAME)
+                    end = int(last.state.last_seq)
+                    # an ordered consumer asked to start past the end counts the skipped messages as pending
+                    config = _ordered_config(reader.filters, start=min(next_seq, end + 1), inbox=self.nc.new_inbox())
+                    # made here, not by js.subscribe, for its answer: what is pending (a service user may
+                    # not ask CONSUMER.INFO of an ephemeral consumer)
+                    info = await self._jsm.add_consumer(base.STREAM_NAME, config=config)
+                    sub = await self._js.subscribe_bind(
+                        stream=base.STREAM_NAME,
+                        config=config,
+                        consumer=str(info.name),
+                        cb=reader.buffer.put,
+                        ordered_consumer=True,
+                    )
+                reader.subscribed(end=end, pending=int(info.num_pending or 0) if end >= next_seq else 0)
+                if self.epoch:
+                    log.info("reader_resumed", filters=list(reader.filters), seq=next_seq, epoch=self.epoch)
+                return sub
+        raise AssertionError("unreachable")
 
     async def last_seq(self) -> int:
         """The stream's last sequence (0 when empty), from the stream leader."""
@@ -596,7 +758,9 @@ class NatsBus(base.Bus):
             while info.cluster is not None and info.cluster.leader is None and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
                 info = await self._jsm.consumer_info(base.STREAM_NAME, name)
-        return NatsDurable(sub=sub, name=name)
+        durable = NatsDurable(sub=sub, name=name, bus=self)
+        self._durables.add(durable)
+        return durable
 
     async def close(self) -> None:
         """Flush (pending acks included) and close the connection; waiting readers raise BusError."""
@@ -605,7 +769,90 @@ class NatsBus(base.Bus):
                 await self.nc.flush(timeout=max(1, int(self.timeout)))
             await self.nc.close()
         for reader in list(self._readers):
-            reader.wake()
+            reader.buffer.wake()
+        for durable in list(self._durables):
+            durable.reconnected()
+
+
+def _ordered_config(filters: Sequence[str], *, start: int, inbox: str) -> api.ConsumerConfig:
+    """The configuration of an ordered push consumer from stream sequence ``start``, as nats-py's
+    ``js.subscribe(ordered_consumer=True)`` makes it: flow control, no acks, idle heartbeats every
+    5 s, in memory, one replica."""
+    config = api.ConsumerConfig(
+        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+        opt_start_seq=start,
+        deliver_subject=inbox,
+        flow_control=True,
+        ack_policy=api.AckPolicy.NONE,
+        max_deliver=1,
+        ack_wait=22 * 3600,
+        idle_heartbeat=5,
+        num_replicas=1,
+        mem_storage=True,
+    )
+    if len(filters) > 1:
+        config.filter_subjects = list(filters)
+    else:
+        config.filter_subject = filters[0]
+    return config
+
+
+async def _drop(sub: Any) -> None:
+    """Unsubscribe an ordered consumer (nothing if the connection is gone), and stop its heartbeat
+    and flow-control tasks whatever happens."""
+    try:
+        with contextlib.suppress(nats.errors.Error, OSError):
+            await sub.unsubscribe()
+    finally:
+        jsi = getattr(getattr(sub, "_sub", None), "_jsi", None)
+        for task in (getattr(jsi, "_hbtask", None), getattr(jsi, "_fctask", None)):
+            if task is not None:
+                task.cancel()
+
+
+class _Reader:
+    """What one :meth:`NatsBus.read` knows of where it stands, for resuming and for :meth:`NatsBus.status`.
+
+    ``consuming``: its consumer was created since the connection last came back; ``caught_up``:
+    it was delivered the message that ended the log when it subscribed (or one with nothing
+    pending after it); ``lag``: what the server said is still pending; ``stale``: the
+    connection came back, the consumer must be made again.
+    """
+
+    def __init__(self, *, filters: Sequence[str]) -> None:
+        self.filters = list(filters)
+        self.buffer = _ReadBuffer()
+        self.consuming = False
+        self.caught_up = False
+        self.lag = 0
+        self.stale = False
+        self._end = 0
+
+    def fresh(self) -> None:
+        """A new buffer for a new consumer: what an old one still delivers is not mixed in."""
+        self.buffer = _ReadBuffer()
+        self.stale = False
+
+    def subscribed(self, *, end: int, pending: int) -> None:
+        """The consumer exists: the log ended at ``end``, ``pending`` messages are to come."""
+        self.consuming, self._end, self.lag = True, end, pending
+        self.caught_up = pending == 0
+
+    def delivered(self, seq: int, pending: int) -> None:
+        """A message was taken."""
+        self.lag = pending
+        if pending == 0 or seq >= self._end:
+            self.caught_up = True
+
+    def lost(self) -> None:
+        """The connection is lost."""
+        self.consuming = self.caught_up = False
+
+    def resubscribe(self) -> None:
+        """The connection is back: make the consumer again (woken at once)."""
+        self.consuming = self.caught_up = False
+        self.stale = True
+        self.buffer.wake()
 
 
 class _ReadBuffer:
@@ -630,21 +877,34 @@ class _ReadBuffer:
             waiter.set_result(None)
 
     def wake(self) -> None:
-        """Wake the reader to look at the connection (it is closing)."""
+        """Wake the reader to look again (the connection is closing, or came back)."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
     async def wait(self, nc: Client) -> None:
-        """Return when a message is queued; raise BusError once ``nc`` is closed."""
-        while not self.queued:
-            if nc.is_closed:
-                raise base.BusError("Reading failed: the connection to NATS is closed.")
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await asyncio.wait((self._waiter,), timeout=self.CLOSED_CHECK_SECONDS)
-            finally:
-                self._waiter = None
+        """Return when a message is queued, when woken (:meth:`wake`) or after CLOSED_CHECK_SECONDS;
+        raise BusError once ``nc`` is closed."""
+        if nc.is_closed:
+            raise base.BusError("Reading failed: the connection to NATS is closed.")
+        if self.queued:
+            return
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait((self._waiter,), timeout=self.CLOSED_CHECK_SECONDS)
+        finally:
+            self._waiter = None
+
+
+async def cancel_pull(pull: asyncio.Future[Any]) -> None:
+    """Cancel a nats-py fetch under way and wait for it (cancelling again: on Python 3.11 its
+    ``wait_for`` can swallow one cancellation)."""
+    while not pull.done():
+        pull.cancel()
+        await asyncio.wait((pull,), timeout=0.5)
+    if not pull.cancelled():
+        with contextlib.suppress(Exception):
+            pull.result()
 
 
 def _position(msg: Msg) -> tuple[int, int]:
@@ -688,15 +948,37 @@ class NatsDurable(base.DurableConsumer):
     (30-40 ms measured at load 10 on 2 cores, where a 20 ms wait gave up and the
     messages were fetched one by one)."""
 
-    def __init__(self, *, sub: Any, name: str) -> None:
+    def __init__(self, *, sub: Any, name: str, bus: NatsBus | None = None) -> None:
         self._sub = sub
         self.name = name
         self._backlog = 0  # num_pending of the last message fetched
+        self._bus = bus
+        self.confirmed_epoch = bus.epoch if bus is not None else 0  # the bus's epoch of the last fetch answered
+        self._comeback: asyncio.Event = asyncio.Event()  # set when the connection came back during a pull
+
+    @property
+    def backlog(self) -> int:
+        """Messages the server said were still pending after the last fetch."""
+        return self._backlog
+
+    def reconnected(self) -> None:
+        """The connection came back: a pull under way was lost with the old one; ask again at once."""
+        self._comeback.set()
 
     async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[base.Delivery]:
-        """Up to ``batch`` deliveries, as soon as one is there; [] when none came within ``timeout`` s."""
+        """Up to ``batch`` deliveries, as soon as one is there; [] when none came within ``timeout`` s.
+
+        A pull under way when the connection comes back is asked again at once (the server that
+        got it may be gone): the time left is not waited out. Raises TransientBusError for what
+        may pass (no responder while JetStream restarts), BusError otherwise."""
         msgs: list[Msg] = []
         deadline = time.monotonic() + timeout
+        if self._bus is not None:
+            try:
+                await self._bus._connected(within=timeout)
+            except nats.errors.TimeoutError:
+                return []  # not back within the timeout: nothing came
+            await self._confirm()
         if self._backlog > 0:
             # the last fetch said more were waiting: one request for them, not a wait for the first then another
             msgs = await self._pull(batch=min(batch, self._backlog), timeout=min(self.BACKLOG_WAIT, timeout))
@@ -720,18 +1002,55 @@ class NatsDurable(base.DurableConsumer):
             what = f"Fetching from {self.name!r}"
             with _wrapped(what):
                 try:  # the retrying machinery only once a first try failed
-                    return list(await self._sub.fetch(batch=batch, timeout=timeout))
+                    return await self._pull_once(batch=batch, timeout=timeout)
                 except Exception as err:
                     if not _transient(err):
                         raise
-                async for attempt in _retrying(what):
-                    with attempt:
-                        return list(await self._sub.fetch(batch=batch, timeout=timeout))
+                with self._bus._noting_retries("fetch") if self._bus is not None else contextlib.nullcontext():
+                    async for attempt in _retrying(what):
+                        with attempt:
+                            return await self._pull_once(batch=batch, timeout=timeout)
                 raise AssertionError("unreachable")
         except base.BusError as err:
             if isinstance(err.__cause__, TimeoutError):
                 return []
             raise
+
+    async def _pull_once(self, *, batch: int, timeout: float) -> list[Msg]:
+        """One pull, given up the moment the connection comes back (then one more, at once, for the time
+        left: the pull request went to a server that may have restarted since)."""
+        self._comeback.clear()
+        pull = asyncio.ensure_future(self._sub.fetch(batch=batch, timeout=timeout))
+        comeback = asyncio.ensure_future(self._comeback.wait())
+        started = time.monotonic()
+        try:
+            await asyncio.wait((pull, comeback), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            pull.cancel()  # cancelled (the service stops): the pull goes with it
+            raise
+        finally:
+            comeback.cancel()
+        if pull.done():
+            return list(pull.result())
+        await cancel_pull(pull)
+        left = timeout - (time.monotonic() - started)
+        if self._bus is not None:
+            await self._bus._connected(within=max(left, 0.001))
+            await self._confirm()
+        return list(await self._sub.fetch(batch=batch, timeout=max(left, 0.05)))
+
+    async def _confirm(self) -> None:
+        """Once per comeback of the connection: ask the server for the consumer (it is there, at its
+        position), so the consumer counts as consuming at once, not after a pull's expiry.
+        Raises TransientBusError while JetStream is not ready."""
+        bus = self._bus
+        if bus is None or self.confirmed_epoch == bus.epoch:
+            return
+        epoch = bus.epoch
+        with _wrapped(f"Looking up the durable consumer {self.name!r}"):
+            await self._sub.consumer_info()
+        self.confirmed_epoch = epoch
+        log.info("durable_resumed", durable=self.name, epoch=epoch)
 
     async def ack(self, delivery: base.Delivery) -> None:
         """Acknowledge (fire and forget: a lost ack means one more delivery, never a lost one)."""

@@ -99,7 +99,17 @@ async def test_dispatch_results_are_counted_once() -> None:
     assert found["kueue_es_dispatch_failures_total", label] == 1
     assert health.readiness() == (
         True,
-        {"service": "dispatcher", "role": "sole", "nats_connected": True, "caught_up": True},
+        {
+            "service": "dispatcher",
+            "role": "sole",
+            "nats_connected": True,
+            "consuming": True,
+            "readers": 0,
+            "readers_consuming": 0,
+            "caught_up": True,
+            "lag": 0,
+            "retrying": [],
+        },
     )
 
 
