@@ -82,8 +82,8 @@ class RestartPolicy:
 
     The n-th consecutive restart waits ``backoff_initial * 2**(n-1)`` seconds, at most
     ``backoff_max``; a process that stayed up ``reset_after`` seconds or more starts
-    again from ``backoff_initial`` when it next exits (what runit, systemd and
-    Kubernetes' CrashLoopBackOff do). More than ``crash_loop_restarts`` exits of one
+    again from ``backoff_initial`` when it next exits (in the manner of Kubernetes'
+    CrashLoopBackOff, with shorter times). More than ``crash_loop_restarts`` exits of one
     process within ``crash_loop_window`` seconds is a crash loop. Times in seconds.
     """
 
