@@ -92,7 +92,23 @@ def _parser() -> argparse.ArgumentParser:
         "--health-port",
         type=int,
         default=None,
-        help="serve /healthz, /readyz, /metrics: the watcher on this port, the others on the next four (default off)",
+        help="serve /healthz, /readyz, /metrics: the watcher on this port, the others on the next four, up's own"
+        " supervisor (restarts, which processes run) on the port after them (default off)",
+    )
+    up.add_argument(
+        "--crash-loop-restarts",
+        type=int,
+        default=5,
+        metavar="N",
+        help="a process that exits is restarted (backoff 1 s to 30 s); up exits 1 after more than N exits of one"
+        " within --crash-loop-window (default 5)",
+    )
+    up.add_argument(
+        "--crash-loop-window",
+        type=float,
+        default=2.0,
+        metavar="MINUTES",
+        help="the window of --crash-loop-restarts, in minutes (default 2)",
     )
     up.add_argument(
         "--leader-elect",

@@ -1,14 +1,23 @@
-"""Starting the five services as their own processes, and stopping them gracefully; ``kueue-es up``.
+"""Starting the five services as their own processes, restarting them, stopping them; ``kueue-es up``.
 
 ``kueue-es up`` and ``kueue-es demo`` run each service as
 ``python -m kueue_es.cli service NAME ...`` with its JSON log in a file, so a
 crash of one is visible and the others carry on. Stopping sends SIGTERM (each
 service exits cleanly) and kills what is still alive after a grace period.
 
+:meth:`Supervisor.supervise` restarts, as a process supervisor does, a service
+that exits on its own (and the nats-server given to :meth:`Supervisor.watch_server`,
+on the same store and client port): after an exponential backoff (1 s doubling to
+30 s, back to 1 s once the process stayed up 60 s; :class:`RestartPolicy`), appending
+to the same log file; every exit and restart is logged (``service_exited``,
+``service_restarted``) and counted (:class:`SupervisorMetrics`). It gives up with
+:class:`CrashLoopError` when one process exited more than N times within M minutes
+(5 in 2 min by default).
+
 ``kueue-es up --kubeconfig PATH [--context NAME]`` (:func:`run_up`) first checks
 that the cluster serves the kueue.x-k8s.io/v1beta2 CRDs (:func:`missing_crds`),
 then starts nats-server (JetStream store under ``--dir``) and the services, and
-runs until Ctrl-C or SIGTERM, or until a service exits.
+supervises them until Ctrl-C or SIGTERM, or until one is in a crash loop.
 
 The nats-server ``up`` starts requires a user: every user of
 :mod:`kueue_es.events.bus.permissions` gets a random password in
@@ -22,18 +31,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
+import dataclasses
 import functools
 import os
 import signal
 import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import structlog
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
-from kueue_es.events.bus.server import LocalAuth, die_with_parent
+from kueue_es.events.bus.server import LocalAuth, NatsServer, ServerError, die_with_parent
 
 log = structlog.get_logger(__name__)
 
@@ -55,16 +69,179 @@ def reader_help(nats_url: str, auth: LocalAuth) -> str:
 
 @dataclass(kw_only=True)
 class ServiceProcess:
-    """One running service: its name, process and log file."""
+    """One running service: its name, process and log file (``process`` is replaced when it is restarted)."""
 
     name: str
     process: asyncio.subprocess.Process
     log_path: Path
 
 
+@dataclass(frozen=True, kw_only=True)
+class RestartPolicy:
+    """When :meth:`Supervisor.supervise` restarts a process that exited, and when it gives up.
+
+    The n-th consecutive restart waits ``backoff_initial * 2**(n-1)`` seconds, at most
+    ``backoff_max``; a process that stayed up ``reset_after`` seconds or more starts
+    again from ``backoff_initial`` when it next exits (in the manner of Kubernetes'
+    CrashLoopBackOff, with shorter times). More than ``crash_loop_restarts`` exits of one
+    process within ``crash_loop_window`` seconds is a crash loop. Times in seconds.
+    """
+
+    backoff_initial: float = 1.0
+    backoff_max: float = 30.0
+    reset_after: float = 60.0
+    crash_loop_restarts: int = 5
+    crash_loop_window: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.backoff_initial <= 0 or self.backoff_max < self.backoff_initial:
+            raise ValueError(f"RestartPolicy: backoff {self.backoff_initial}s..{self.backoff_max}s is not a range")
+        if self.crash_loop_restarts < 1 or self.crash_loop_window <= 0:
+            raise ValueError(
+                f"RestartPolicy: a crash loop of {self.crash_loop_restarts} exits in {self.crash_loop_window}s "
+                "needs at least one exit and a positive window"
+            )
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait before restart number ``attempt`` (1, 2, ...) since the process last ran long enough."""
+        return min(self.backoff_initial * 2 ** min(attempt - 1, 62), self.backoff_max)
+
+
+@dataclass(kw_only=True)
+class CrashHistory:
+    """The exits of one supervised process, on a monotonic clock in seconds (pure: the caller gives the times)."""
+
+    policy: RestartPolicy
+    started_at: float
+    attempt: int = 0
+    exits: collections.deque[float] = field(default_factory=collections.deque)
+
+    def started(self, now: float) -> None:
+        """The process was (re)started at ``now``."""
+        self.started_at = now
+
+    def exited(self, now: float) -> tuple[int, float, bool]:
+        """The process exited at ``now``: returns (restart attempt, backoff in seconds, crash loop or not)."""
+        if now - self.started_at >= self.policy.reset_after:
+            self.attempt = 0
+        self.attempt += 1
+        self.exits.append(now)
+        while self.exits and self.exits[0] <= now - self.policy.crash_loop_window:
+            self.exits.popleft()
+        return self.attempt, self.policy.backoff(self.attempt), len(self.exits) > self.policy.crash_loop_restarts
+
+
+def describe_exit(code: int | None) -> str:
+    """``exited with code 1``, ``killed by SIGKILL`` (a negative code is asyncio's and subprocess's signal)."""
+    if code is None:
+        return "exited"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+        return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def log_tail(path: Path, *, lines: int = 10) -> list[str]:
+    """The last ``lines`` lines of the file at ``path`` (its last 64 KiB read; [] if it cannot be read)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+            return f.read().decode(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class SupervisorEvent:
+    """What :meth:`Supervisor.supervise` reports: a process ``exited`` (restart after ``backoff`` s),
+    was ``restarted`` (``pid``), or could not be restarted (``restart_failed``, ``error``)."""
+
+    kind: str
+    service: str
+    code: int | None
+    attempt: int
+    backoff: float
+    log_path: Path
+    pid: int | None = None
+    error: str = ""
+
+    def describe(self) -> str:
+        """One line for a console."""
+        if self.kind == "exited":
+            return (
+                f"{self.service} {describe_exit(self.code)}; restarting it in {self.backoff:g}s "
+                f"(attempt {self.attempt}); log {self.log_path}"
+            )
+        if self.kind == "restarted":
+            return f"{self.service} restarted (pid {self.pid}, attempt {self.attempt})"
+        return f"{self.service} could not be restarted: {self.error}; log {self.log_path}"
+
+
+class CrashLoopError(Exception):
+    """A supervised process exited more than the policy allows within its window: ``up`` gives up."""
+
+    def __init__(self, *, service: str, code: int | None, exits: int, window: float, log_path: Path) -> None:
+        self.service, self.code, self.exits, self.window, self.log_path = service, code, exits, window, log_path
+        self.tail = log_tail(log_path)
+        super().__init__(
+            f"{service} is in a crash loop: {exits} exits within {window:g}s, the last {describe_exit(code)}; "
+            f"see {log_path}"
+        )
+
+
+class SupervisorMetrics:
+    """The supervisor's own Prometheus metrics, on a registry of their own (``service`` label: a service's
+    name, or ``nats-server``):
+
+    - ``kueue_es_service_restarts_total``: restarts after the process exited on its own;
+    - ``kueue_es_service_up``: 1 while the process runs, 0 while it is down (waiting for its restart);
+    - ``kueue_es_service_crash_loop``: 1 once the supervisor gave up on it.
+    """
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.restarts = Counter(
+            "kueue_es_service_restarts",
+            "Restarts of a supervised process that exited on its own.",
+            ["service"],
+            registry=self.registry,
+        )
+        self.up = Gauge(
+            "kueue_es_service_up", "1 while the supervised process runs.", ["service"], registry=self.registry
+        )
+        self.crash_loop = Gauge(
+            "kueue_es_service_crash_loop",
+            "1 once the supervisor gave up on the process.",
+            ["service"],
+            registry=self.registry,
+        )
+
+    def watch(self, service: str, is_up: Callable[[], bool]) -> None:
+        """Export ``service``'s state (its restarts start at 0)."""
+        self.restarts.labels(service)
+        self.crash_loop.labels(service)
+        self.up.labels(service).set_function(lambda: float(is_up()))
+
+    def text(self) -> bytes:
+        """The Prometheus text exposition."""
+        return generate_latest(self.registry)
+
+
+@dataclass(kw_only=True)
+class _Watched:
+    """One supervised process, as :meth:`Supervisor.supervise` sees it."""
+
+    name: str
+    log_path: Path
+    wait: Callable[[], Awaitable[int | None]]  # until the process has exited; its exit code
+    respawn: Callable[[], Awaitable[int | None]]  # start it again; its pid
+    is_up: Callable[[], bool]
+
+
 @dataclass(kw_only=True)
 class Supervisor:
-    """Starts and stops the services; ``log_dir`` receives ``<service>.log`` files.
+    """Starts, restarts and stops the services; ``log_dir`` receives ``<service>.log`` files.
 
     ``kube_args`` go to the watcher and dispatcher (``--kube-server`` or
     ``--kubeconfig``, ``--leader-elect``), ``watcher_args`` to the watcher only
@@ -74,6 +251,8 @@ class Supervisor:
     ``auth``: each service connects as its own NATS user with the password file
     there (through its environment); None: as the environment says (no user
     on a server without authentication).
+    ``program``: what runs a service, its :meth:`service_args` appended (tests give another).
+    ``policy``: restarts and crash loops for :meth:`supervise`; ``clock``: monotonic seconds.
     """
 
     nats_url: str
@@ -84,12 +263,25 @@ class Supervisor:
     health_port: int | None = None
     auth: LocalAuth | None = None
     running: list[ServiceProcess] = field(default_factory=list)
+    program: Sequence[str] = (sys.executable, "-m", "kueue_es.cli")
+    policy: RestartPolicy = field(default_factory=RestartPolicy)
+    clock: Callable[[], float] = time.monotonic
+    metrics: SupervisorMetrics = field(default_factory=SupervisorMetrics)
+    stopping: bool = False
+    _servers: list[NatsServer] = field(default_factory=list)
+    _watchers: list[asyncio.Task[None]] = field(default_factory=list)
+    _supervising: list[asyncio.Event] = field(default_factory=list)
 
     def health_url(self, name: str) -> str | None:
         """Where service ``name`` serves its health endpoints, if it does."""
         if self.health_port is None:
             return None
         return f"http://127.0.0.1:{self.health_port + SERVICES.index(name)}"
+
+    @property
+    def supervisor_port(self) -> int | None:
+        """Where ``up`` serves the supervisor's /healthz, /readyz and /metrics: the port after the services'."""
+        return None if self.health_port is None else self.health_port + len(SERVICES)
 
     def service_args(self, name: str) -> list[str]:
         """The ``kueue-es`` arguments service ``name`` runs with: the edges get ``kube_args`` (the watcher also
@@ -109,34 +301,162 @@ class Supervisor:
         """Start every named service (all five by default)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for name in names:
-            args = self.service_args(name)
             log_path = self.log_dir / f"{name}.log"
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            if self.auth is not None:
-                credentials = self.auth.credentials(name)
-                env.update({USER_ENV: credentials.user, PASSWORD_FILE_ENV: str(credentials.password_file)})
-            with log_path.open("ab") as sink:
-                process = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    "kueue_es.cli",
-                    *args,
-                    stdout=sink,
-                    stderr=sink,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    env=env,
-                    # a service must not outlive whoever started it, even one killed abruptly
-                    preexec_fn=functools.partial(die_with_parent, os.getpid(), signal.SIGTERM),
-                )
+            process = await self._spawn(name, log_path)
             self.running.append(ServiceProcess(name=name, process=process, log_path=log_path))
             log.info("service_spawned", service=name, pid=process.pid)
 
+    async def _spawn(self, name: str, log_path: Path) -> asyncio.subprocess.Process:
+        """Start service ``name``'s process, its output appended to ``log_path``."""
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if self.auth is not None:
+            credentials = self.auth.credentials(name)
+            env.update({USER_ENV: credentials.user, PASSWORD_FILE_ENV: str(credentials.password_file)})
+        with log_path.open("ab") as sink:
+            return await asyncio.create_subprocess_exec(
+                *self.program,
+                *self.service_args(name),
+                stdout=sink,
+                stderr=sink,
+                stdin=asyncio.subprocess.DEVNULL,
+                env=env,
+                # a service must not outlive whoever started it, even one killed abruptly
+                preexec_fn=functools.partial(die_with_parent, os.getpid(), signal.SIGTERM),
+            )
+
     def dead(self) -> list[ServiceProcess]:
-        """Services whose process has exited."""
+        """Services whose process has exited (and, under :meth:`supervise`, is not restarted yet)."""
         return [s for s in self.running if s.process.returncode is not None]
 
+    def watch_server(self, server: NatsServer) -> None:
+        """Make :meth:`supervise` also restart ``server`` (started by the caller) when it exits on its own,
+        on the same store directory and client port (:meth:`NatsServer.restart_async`)."""
+        self._servers.append(server)
+
+    def _watched(self) -> list[_Watched]:
+        return [self._service_target(s) for s in self.running] + [self._server_target(s) for s in self._servers]
+
+    def _service_target(self, service: ServiceProcess) -> _Watched:
+        async def wait() -> int | None:
+            return await service.process.wait()
+
+        async def respawn() -> int | None:
+            service.process = await self._spawn(service.name, service.log_path)
+            return service.process.pid
+
+        def is_up() -> bool:
+            return service.process.returncode is None
+
+        return _Watched(name=service.name, log_path=service.log_path, wait=wait, respawn=respawn, is_up=is_up)
+
+    def _server_target(self, server: NatsServer) -> _Watched:
+        async def wait() -> int | None:
+            while server.running:
+                await asyncio.sleep(0.2)
+            return server.returncode
+
+        async def respawn() -> int | None:
+            await server.restart_async(timeout=60.0)
+            return server.pid
+
+        def is_up() -> bool:
+            return server.running
+
+        return _Watched(name="nats-server", log_path=server.log_path, wait=wait, respawn=respawn, is_up=is_up)
+
+    async def supervise(self, on_event: Callable[[SupervisorEvent], None] | None = None) -> None:
+        """Restart every started service (and watched server) that exits on its own, until cancelled.
+
+        Each exit is logged (``service_exited``: service, exit_code, signal, attempt,
+        backoff_s, log_path), reported to ``on_event``, counted in :attr:`metrics`;
+        after the backoff of :attr:`policy` the process is started again, its output
+        appended to the same log (``service_restarted``). Exits while :attr:`stopping`
+        are not restarts; :meth:`stop` makes it return. Raises :class:`CrashLoopError` (the other watchers stopped,
+        the processes left as they are for :meth:`stop`) when one process is in a
+        crash loop.
+        """
+        watched = self._watched()
+        for target in watched:
+            self.metrics.watch(target.name, target.is_up)
+        tasks = [asyncio.create_task(self._watch(target, on_event), name=f"watch {target.name}") for target in watched]
+        self._watchers.extend(tasks)
+        finished = asyncio.Event()
+        self._supervising.append(finished)
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                if not (self.stopping and task.cancelled()):  # stop() cancels them: then supervise returns
+                    task.result()  # a CrashLoopError, or what else broke a watcher
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._watchers[:] = [t for t in self._watchers if t not in tasks]
+            finished.set()
+            self._supervising.remove(finished)
+
+    async def _watch(self, target: _Watched, on_event: Callable[[SupervisorEvent], None] | None) -> None:
+        history = CrashHistory(policy=self.policy, started_at=self.clock())
+        while True:
+            code = await target.wait()
+            if self.stopping:
+                return
+            attempt, backoff, crash_loop = history.exited(self.clock())
+            facts = {
+                "service": target.name,
+                "exit_code": code,
+                "signal": describe_exit(code).removeprefix("killed by ") if code is not None and code < 0 else None,
+                "attempt": attempt,
+                "backoff_s": backoff,
+                "log_path": str(target.log_path),
+            }
+            if crash_loop:
+                self.metrics.crash_loop.labels(target.name).set(1)
+                log.error(
+                    "service_crash_loop", exits=len(history.exits), window_s=self.policy.crash_loop_window, **facts
+                )
+                raise CrashLoopError(
+                    service=target.name,
+                    code=code,
+                    exits=len(history.exits),
+                    window=self.policy.crash_loop_window,
+                    log_path=target.log_path,
+                )
+            log.warning("service_exited", **facts)
+            event = SupervisorEvent(
+                kind="exited",
+                service=target.name,
+                code=code,
+                attempt=attempt,
+                backoff=backoff,
+                log_path=target.log_path,
+            )
+            if on_event is not None:
+                on_event(event)
+            await asyncio.sleep(backoff)
+            if self.stopping:
+                return
+            history.started(self.clock())
+            try:
+                pid = await target.respawn()
+            except (OSError, ServerError) as err:  # counted as one more exit when the loop waits again
+                log.warning("service_restart_failed", error=str(err), **facts)
+                if on_event is not None:
+                    on_event(_replace_kind(event, "restart_failed", error=str(err)))
+                continue
+            self.metrics.restarts.labels(target.name).inc()
+            log.info("service_restarted", pid=pid, **facts)
+            if on_event is not None:
+                on_event(_replace_kind(event, "restarted", pid=pid))
+
     async def stop(self, *, grace: float = 10.0) -> dict[str, int | None]:
-        """SIGTERM every service, wait up to ``grace`` seconds, then kill; returns exit codes."""
+        """Stop restarting, SIGTERM every service, wait up to ``grace`` seconds, then kill; returns exit codes."""
+        self.stopping = True
+        for task in self._watchers:
+            task.cancel()
+        await asyncio.gather(*self._watchers, return_exceptions=True)
+        for finished in list(self._supervising):  # a supervise() running in another task returns first
+            await finished.wait()
         for service in self.running:
             if service.process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -151,6 +471,43 @@ class Supervisor:
                 codes[service.name] = await service.process.wait()
         self.running.clear()
         return codes
+
+
+def _replace_kind(event: SupervisorEvent, kind: str, **changes: Any) -> SupervisorEvent:
+    return dataclasses.replace(event, kind=kind, **changes)
+
+
+@contextlib.asynccontextmanager
+async def serve_supervisor_health(supervisor: Supervisor, *, port: int, host: str = "127.0.0.1") -> AsyncIterator[str]:
+    """Serve the supervisor's ``/healthz`` (200 while its loop runs), ``/readyz`` (200 while every supervised
+    process runs; the body lists them) and ``/metrics`` (:class:`SupervisorMetrics`) on ``host:port``;
+    yields the base URL. Raises OSError when the port cannot be bound."""
+    import aiohttp.web
+
+    async def healthz(_: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.json_response({"service": "supervisor", "alive": True})
+
+    async def readyz(_: aiohttp.web.Request) -> aiohttp.web.Response:
+        up = {target.name: target.is_up() for target in supervisor._watched()}
+        ready = all(up.values()) and not supervisor.stopping
+        return aiohttp.web.json_response(
+            {"ready": ready, "service": "supervisor", "up": up}, status=200 if ready else 503
+        )
+
+    async def metrics(_: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.Response(body=supervisor.metrics.text(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = aiohttp.web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    runner = aiohttp.web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await aiohttp.web.TCPSite(runner, host=host, port=port).start()
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()
 
 
 # -- kueue-es up ----------------------------------------------------------------------------------
@@ -224,17 +581,21 @@ def watcher_config_args(args: argparse.Namespace) -> list[str]:
 
 
 async def run_up(args: argparse.Namespace) -> int:
-    """``kueue-es up``: nats-server (unless ``--nats``) and the five services until Ctrl-C or SIGTERM.
+    """``kueue-es up``: nats-server (unless ``--nats``) and the five services, supervised, until Ctrl-C or SIGTERM.
 
+    A service (or the nats-server ``up`` started) that exits on its own is restarted
+    (:meth:`Supervisor.supervise`, ``--crash-loop-restarts N --crash-loop-window MINUTES``).
     Returns 2 when there is no cluster to run against (no ``--kubeconfig`` nor
-    ``--emulator``) or it lacks the CRDs, 1 when a service exits on its own, and
-    130 after Ctrl-C or SIGTERM (every process started is stopped first).
+    ``--emulator``), it lacks the CRDs, or the supervisor's health port is taken; 1 when a
+    process is in a crash loop (it names the process, its log and the log's last lines);
+    and 130 after Ctrl-C or SIGTERM (every process started is stopped first). The
+    supervisor's own JSON log is ``<dir>/logs/up.log``.
     """
     from rich.console import Console
 
     from kueue_es.events.bus import nats as nats_bus
-    from kueue_es.events.bus.server import NatsServer
     from kueue_es.services.kube import client as kube
+    from kueue_es.services.runtime import configure_logging
     from kueue_es.sim.emulator import serve_emulator
 
     console = Console(soft_wrap=True, stderr=True)
@@ -251,15 +612,28 @@ async def run_up(args: argparse.Namespace) -> int:
     else:
         console.print("error: give --kubeconfig PATH (a cluster) or --emulator (an emulated one)", style="bold red")
         return 2
+    try:
+        policy = RestartPolicy(
+            crash_loop_restarts=getattr(args, "crash_loop_restarts", RestartPolicy.crash_loop_restarts),
+            crash_loop_window=60.0 * getattr(args, "crash_loop_window", RestartPolicy.crash_loop_window / 60.0),
+        )
+    except ValueError as err:
+        console.print(f"error: --crash-loop-restarts/--crash-loop-window: {err}", style="bold red", highlight=False)
+        return 2
     if kube_args and (problem := await _check_cluster(args, kube_args)):
         console.print(f"error: {problem}", style="bold red", highlight=False)
         return 2
     if args.leader_elect:
         kube_args.append("--leader-elect")
     run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    up_log = (run_dir / "logs" / "up.log").open("a")
+    configure_logging(service="kueue-es up", file=up_log, cache=False)
     async with contextlib.AsyncExitStack() as stack:
+        stack.callback(up_log.close)
         nats_url = args.nats
         auth: LocalAuth | None = None
+        server: NatsServer | None = None
         if nats_url is None:
             auth = LocalAuth.create(run_dir / CREDS_DIR)
             server = await stack.enter_async_context(NatsServer(store_dir=run_dir / "nats", auth=auth))
@@ -282,7 +656,24 @@ async def run_up(args: argparse.Namespace) -> int:
             decider_args=["--checkpoints", str(checkpoint_dir.resolve())] if checkpoint_dir else [],
             health_port=args.health_port,
             auth=auth,
+            policy=policy,
         )
+        if server is not None:
+            supervisor.watch_server(server)
+        own_health = ""
+        if supervisor.supervisor_port is not None:
+            try:
+                own_health = await stack.enter_async_context(
+                    serve_supervisor_health(supervisor, port=supervisor.supervisor_port)
+                )
+            except OSError as err:
+                console.print(
+                    f"error: the supervisor's health port {supervisor.supervisor_port} (--health-port + "
+                    f"{len(SERVICES)}): {err}",
+                    style="bold red",
+                    highlight=False,
+                )
+                return 2
         try:
             await supervisor.start()
             target = args.kube_server or args.kubeconfig or "the emulator"
@@ -296,16 +687,29 @@ async def run_up(args: argparse.Namespace) -> int:
                 console.print(reader_help(nats_url, auth), highlight=False)
             if args.health_port is not None:
                 urls = ", ".join(f"{name} {supervisor.health_url(name)}" for name in SERVICES)
-                console.print(f"health and metrics: {urls}", highlight=False)
-            while not supervisor.dead():
-                await asyncio.sleep(0.5)
-            for service in supervisor.dead():
-                console.print(
-                    f"error: {service.name} exited with code {service.process.returncode}; see {service.log_path}",
-                    style="bold red",
-                    highlight=False,
-                )
-            return 1
+                console.print(f"health and metrics: {urls}, supervisor {own_health}", highlight=False)
+            console.print(
+                f"a process that exits is restarted (backoff {policy.backoff_initial:g}s to {policy.backoff_max:g}s); "
+                f"up gives up after more than {policy.crash_loop_restarts} exits of one within "
+                f"{policy.crash_loop_window / 60:g} min",
+                highlight=False,
+            )
+
+            def report(event: SupervisorEvent) -> None:
+                style = "yellow" if event.kind == "exited" else ("green" if event.kind == "restarted" else "red")
+                console.print(event.describe(), style=style, highlight=False)
+
+            try:
+                await supervisor.supervise(report)
+            except CrashLoopError as err:
+                console.print(f"error: {err}", style="bold red", highlight=False)
+                if err.tail:
+                    console.print(f"last lines of {err.log_path}:", highlight=False)
+                    console.print("\n".join(f"  {line}" for line in err.tail), highlight=False, markup=False)
+                else:
+                    console.print(f"{err.log_path} is empty", highlight=False)
+                return 1
+            raise AssertionError("supervise returned without a crash loop")  # it runs until cancelled
         finally:
             codes = await supervisor.stop()
             console.print(f"stopped: {', '.join(f'{name} {code}' for name, code in codes.items())}", highlight=False)

@@ -246,6 +246,7 @@ class NatsServer(_Managed):
         self._process: subprocess.Popen[bytes] | None = None
         self._url: str | None = None
         self._monitor: str | None = None
+        self._port: int | None = None  # the client port to listen on again (restart_async); None: any
 
     @property
     def url(self) -> str:
@@ -263,6 +264,25 @@ class NatsServer(_Managed):
     def running(self) -> bool:
         """True while the server process is alive."""
         return self._process is not None and self._process.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once the process has exited (negative: the signal that killed it), else None."""
+        return None if self._process is None else self._process.poll()
+
+    async def restart_async(self, *, timeout: float = 10.0) -> NatsServer:
+        """Start again a server whose process exited (or was killed), on the same store directory and the
+        same client port, so clients reconnecting to :attr:`url` find it; returns self once it serves
+        JetStream. Raises ServerError if the process still runs, or if the new one exits early (e.g. the
+        port was taken meanwhile) or is not ready within ``timeout`` seconds."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            raise ServerError(f"The nats-server {self.name} (pid {process.pid}) still runs: stop it first.")
+        if self._url is not None:
+            self._port = int(self._url.rsplit(":", 1)[1])
+        self._process, self._monitor = None, None
+        log.info("nats-server restarting", name=self.name, port=self._port, store_dir=str(self.store_dir))
+        return await self.start_async(timeout=timeout)
 
     def start(self, *, timeout: float = 10.0) -> NatsServer:
         """Start the process and block until it serves JetStream; returns self."""
@@ -310,7 +330,7 @@ class NatsServer(_Managed):
         config: dict[str, object] = {
             "server_name": self.name,
             "host": "127.0.0.1",
-            "port": -1,
+            "port": -1 if self._port is None else self._port,
             "http_port": -1,
             "ports_file_dir": str(self.store_dir),
             "jetstream": {"store_dir": str(self.store_dir)},

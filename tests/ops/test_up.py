@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
+import shutil
 import signal
 import socket
 import sys
@@ -237,3 +239,163 @@ async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
         code = await asyncio.wait_for(up.wait(), timeout=30)
     assert code == 130, out.read_text()
     assert "stopped: " + ", ".join(f"{service} 0" for service in SERVICES) in " ".join(out.read_text().split())
+
+
+def child_pid(parent: int, needle: str) -> int:
+    """The pid of ``parent``'s child process whose command line contains ``needle``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == parent and needle in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode():
+                return int(entry.name)
+    raise AssertionError(f"no child of {parent} runs {needle!r}")
+
+
+async def kubectl(kubeconfig: Path, *args: str) -> str:
+    """``kubectl --kubeconfig KUBECONFIG ARGS``'s stdout; fails the test on a non-zero exit."""
+    process = await asyncio.create_subprocess_exec(
+        "kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={kubeconfig.parent / 'kube-cache'}", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
+    return out.decode()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_up_restarts_a_killed_admitter_and_nats_server_and_still_admits(tmp_path: Path) -> None:
+    """Issue 15 point 1: a SIGKILL of the admitter, then of nats-server, under ``up --emulator``: each is
+    restarted (nats-server on the same store and port), counted in the supervisor's metrics, and a Job
+    created after each restart is admitted (through the real kubectl)."""
+    home = tmp_path / "home"
+    out = tmp_path / "up.out"
+    port = free_ports(len(SERVICES) + 1)
+    supervisor_url = f"http://127.0.0.1:{port + len(SERVICES)}"
+    up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
+    kubeconfig = home / "kubeconfig"
+
+    async def all_ready() -> bool:
+        assert up.returncode is None, out.read_text()
+        if "kueue-es is up" not in out.read_text():
+            return False
+        async with aiohttp.ClientSession() as session:
+            for url in [f"http://127.0.0.1:{port + i}" for i in range(len(SERVICES))] + [supervisor_url]:
+                try:
+                    async with session.get(f"{url}/readyz") as response:
+                        if response.status != 200:
+                            return False
+                except aiohttp.ClientError:
+                    return False
+        return True
+
+    async def supervisor_metric(name: str, service: str) -> float:
+        async with aiohttp.ClientSession() as session, session.get(f"{supervisor_url}/metrics") as response:
+            text = await response.text()
+        [value] = [line.split()[-1] for line in text.splitlines() if line.startswith(f'{name}{{service="{service}"}} ')]
+        return float(value)
+
+    async def create_job_and_wait_admitted(count: int) -> None:
+        await kubectl(kubeconfig, "create", "-f", str(EXAMPLES / "jobs/sample-job.yaml"))
+
+        async def admitted() -> bool:
+            workloads = json.loads(await kubectl(kubeconfig, "get", "workloads", "-n", "default", "-o", "json"))
+            return count == sum(
+                any(
+                    c["type"] == "Admitted" and c["status"] == "True"
+                    for c in (wl.get("status") or {}).get("conditions") or []
+                )
+                for wl in workloads["items"]
+            )
+
+        await until(admitted, timeout=90, what=f"{count} Workloads admitted", log=out)
+
+    try:
+        await until(all_ready, timeout=90, what="every service ready", log=out)
+        text = " ".join(out.read_text().split())
+        assert f"supervisor {supervisor_url}" in text
+        nats_url = re.search(r"NATS (nats://127\.0\.0\.1:\d+)", text)
+        assert nats_url is not None, text
+        await kubectl(kubeconfig, "apply", "-f", str(EXAMPLES / "admin/single-clusterqueue-setup.yaml"))
+        await create_job_and_wait_admitted(1)
+
+        admitter = child_pid(up.pid, "service admitter")
+        os.kill(admitter, signal.SIGKILL)
+
+        async def admitter_back() -> bool:
+            return "admitter restarted" in out.read_text() and await all_ready()
+
+        await until(admitter_back, timeout=60, what="admitter restarted", log=out)
+        text = " ".join(out.read_text().split())
+        assert (
+            f"admitter killed by SIGKILL; restarting it in 1s (attempt 1); log {home / 'logs' / 'admitter.log'}" in text
+        )
+        assert child_pid(up.pid, "service admitter") != admitter
+        assert await supervisor_metric("kueue_es_service_restarts_total", "admitter") == 1.0
+        assert await supervisor_metric("kueue_es_service_up", "admitter") == 1.0
+        await create_job_and_wait_admitted(2)
+
+        nats = child_pid(up.pid, "nats-server")
+        os.kill(nats, signal.SIGKILL)
+
+        async def nats_back() -> bool:
+            return "nats-server restarted" in out.read_text() and await all_ready()
+
+        await until(nats_back, timeout=60, what="nats-server restarted", log=out)
+        assert child_pid(up.pid, "nats-server") != nats
+        assert await supervisor_metric("kueue_es_service_restarts_total", "nats-server") == 1.0
+        log_text = (home / "nats" / "nats-server.log").read_text()
+        port_line = f"Listening for client connections on {nats_url.group(1).removeprefix('nats://')}"
+        assert log_text.count(port_line) == 2, log_text[-2000:]  # the same port, the same log
+        await create_job_and_wait_admitted(3)
+        assert up.returncode is None
+    finally:
+        if up.returncode is None:
+            up.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(up.wait(), timeout=30)
+    text = " ".join(out.read_text().split())
+    assert code == 130, text
+    assert "stopped: " + ", ".join(f"{service} 0" for service in SERVICES) in text
+    assert '"event": "service_restarted"' in (home / "logs" / "up.log").read_text()
+
+
+@pytest.mark.slow
+async def test_up_gives_up_on_a_crash_loop_naming_the_service_and_its_log(tmp_path: Path) -> None:
+    """More than ``--crash-loop-restarts`` exits of one service within the window: ``up`` stops and exits 1."""
+    home = tmp_path / "home"
+    out = tmp_path / "up.out"
+    up = await start_up("--emulator", "--dir", str(home), "--crash-loop-restarts", "1", log=out)
+    try:
+
+        async def started() -> bool:
+            assert up.returncode is None, out.read_text()
+            return "kueue-es is up" in out.read_text()
+
+        await until(started, timeout=90, what="kueue-es up", log=out)
+        first = child_pid(up.pid, "service admitter")
+        os.kill(first, signal.SIGKILL)
+
+        async def restarted() -> int | None:
+            if "admitter restarted" not in out.read_text():
+                return None
+            return child_pid(up.pid, "service admitter")
+
+        second = await until(restarted, timeout=60, what="admitter restarted", log=out)
+        assert second != first
+        os.kill(second, signal.SIGKILL)
+        code = await asyncio.wait_for(up.wait(), timeout=60)
+    finally:
+        if up.returncode is None:
+            up.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(up.wait(), timeout=30)
+    text = " ".join(out.read_text().split())
+    log = home / "logs" / "admitter.log"
+    assert code == 1, text
+    assert f"error: admitter is in a crash loop: 2 exits within 120s, the last killed by SIGKILL; see {log}" in text
+    assert f"last lines of {log}:" in text or f"{log} is empty" in text
+    stopped = re.search(r"stopped: watcher -?\d+, admitter (-?\d+), preemptor", text)  # the others may be
+    assert stopped is not None and stopped.group(1) == "-9", text  # SIGTERMed while still importing: -15
