@@ -68,7 +68,9 @@ class Health:
     - ``orphan_decisions_total{reason}``: messages the fold refused as outside any verified
       decision batch (:mod:`kueue_es.projections.batches`: a non-record on a head subject,
       a decision outside a batch, a broken batch, ...), never folded nor executed;
-    - ``leader``: 1 while this replica holds its lease (or runs without election);
+    - ``leader``: 1 while this replica holds its lease (or runs without election); for a decider with
+      a standby lease, while it holds that (:mod:`kueue_es.services.standby`, which adds
+      ``lease_holder{role}`` and ``lease_transitions_total{role}``);
     - ``nats_connected``: 1 while connected to NATS;
     - ``ready``: 1 while /readyz answers 200;
     plus the process_ and python_ collectors of prometheus-client.
@@ -81,6 +83,7 @@ class Health:
         self.bus: ObservedBus | None = None
         self.caught_up = False
         self.lease_contact_at: float | None = None  # time.monotonic() of the last answer about the lease
+        self.working: Callable[[], bool] | None = None  # a decider's standby lease: whether this replica commits
         self.registry = CollectorRegistry()
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
             collector(registry=self.registry)
@@ -121,7 +124,9 @@ class Health:
         )
         self.checks: list[Callable[[], tuple[bool, dict[str, Any]]]] = []
         gauge = Gauge("kueue_es_leader", "1 while this replica does the work.", labels, registry=self.registry)
-        gauge.labels(service).set_function(lambda: float(self.role in ("", "leader")))
+        gauge.labels(service).set_function(
+            lambda: float(self.working() if self.working is not None else self.role in ("", "leader"))
+        )
         gauge = Gauge("kueue_es_nats_connected", "1 while connected to NATS.", labels, registry=self.registry)
         gauge.labels(service).set_function(lambda: float(self.nats_connected()))
         gauge = Gauge("kueue_es_ready", "1 while /readyz answers 200.", labels, registry=self.registry)
