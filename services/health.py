@@ -10,7 +10,9 @@ Every service (``kueue-es service NAME --health-port PORT``) can serve:
   (its fold has caught up), and while its own checks pass (:meth:`Health.add_check`:
   a decider is not ready once it has had a batch to commit for 30 s without a commit
   succeeding, ``DeciderLoop.readiness``). A standby (another replica holds the lease) is ready
-  while it reaches the API server to follow the lease: it is healthy and waiting;
+  while it reaches the API server to follow the lease: it is healthy and waiting. A decider's
+  standby lease (:mod:`kueue_es.services.standby`) only adds ``role`` active or standby to the
+  body: a standby decider folds the log and is ready as the active one is;
 - ``/metrics``: Prometheus text format (prometheus-client), see :class:`Health`.
 
 Nothing in the services' logic knows about this: :meth:`Health.connect` hands the

@@ -120,6 +120,7 @@ class DeciderLease:
         self.observed: leases.LeaseEntry | None = None  # the key as a candidate last read it
         self.observed_at = 0.0  # clock() when that revision was first seen
         self.was_active = False
+        self.attempted_at = 0.0  # clock() when the last round began
         self.transitions = 0  # times this replica became active or stopped being it
 
     # -- the gate --------------------------------------------------------------------------------
@@ -147,6 +148,7 @@ class DeciderLease:
         Raises BusError when the bucket cannot be reached (the holder stays active until its
         renew deadline passes).
         """
+        self.attempted_at = self.clock()
         try:
             if self.revision is not None:
                 await self._renew()
@@ -237,12 +239,13 @@ class DeciderLease:
             self.on_change(active)
 
     def next_delay(self) -> float:
-        """Seconds until the next round: a retry period after the last renewal for the holder; for a
-        candidate, a retry period, or less when the observed revision expires sooner."""
+        """Seconds until the next round: a retry period after the last round began for the holder
+        (renewed or not); for a candidate, a retry period, or less when the observed revision expires
+        sooner."""
         now = self.clock()
         period = self.settings.retry_period
         if self.revision is not None:
-            return max(0.0, self.renewed_at + period - now)
+            return max(0.0, self.attempted_at + period - now)
         if self.observed is not None and self.observed.record.holder:
             return max(0.0, min(period, self.observed_at + self.settings.lease_duration - now))
         return period

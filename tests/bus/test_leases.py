@@ -101,7 +101,7 @@ async def test_a_holder_that_cannot_renew_steps_down_before_anyone_may_take_over
     a, b = replica(store, clock, "a"), replica(store, clock, "b")
     assert await a.attempt() is True
     assert await b.attempt() is False
-    # a's renewals fail (the bucket is unreachable for it): active until its renew deadline only
+    # a makes no renewal (it cannot reach the bucket, or its loop is held up): active until its renew deadline only
     clock.advance(0.99)
     assert a.active()
     clock.advance(0.02)
@@ -247,3 +247,18 @@ async def test_each_decider_holds_only_its_own_lease(secured: server.NatsServer,
     finally:
         await admitter.close()
         await admin.close()
+
+
+async def test_a_holder_retries_at_its_pace_when_renewals_fail(store: leases.LeaseStore) -> None:
+    clock = Clock()
+    a = replica(store, clock, "a")
+    assert await a.attempt() is True
+    clock.advance(0.7)
+    assert a.next_delay() == 0  # a round is due
+    await store.nc.close()  # the bucket is unreachable from now on
+    with pytest.raises(BusError):
+        await a.attempt()
+    assert a.active()  # 0.7 s after the last renewal: still within the renew deadline
+    assert a.next_delay() == pytest.approx(0.5)  # the next try a retry period later, not at once
+    clock.advance(0.31)
+    assert not a.active()

@@ -132,3 +132,27 @@ async def test_two_admitters_one_commits_and_the_standby_takes_over_a_kill(tmp_p
         log = (tmp_path / f"admitter-{ports[standby]}.log").read_text()
         assert '"lease_acquired"' in log and '"why": "expired"' in log
         assert '"lease_released"' in log  # a clean stop releases the lease
+
+
+def test_cli_standby_defaults_are_the_settings_defaults() -> None:
+    from kueue_es import cli
+    from kueue_es.services.standby import StandbySettings
+
+    defaults = StandbySettings()
+    assert (cli.STANDBY_LEASE_DURATION, cli.STANDBY_RENEW_DEADLINE, cli.STANDBY_RETRY_PERIOD) == (
+        defaults.lease_duration,
+        defaults.renew_deadline,
+        defaults.retry_period,
+    )
+
+
+def test_cli_refuses_a_standby_lease_where_it_does_not_apply(capsys: pytest.CaptureFixture[str]) -> None:
+    from kueue_es.cli import main
+
+    assert main(["service", "watcher", "--nats", "nats://127.0.0.1:1", "--standby-lease"]) == 2
+    assert "--standby-lease is for the deciders" in capsys.readouterr().err
+    args = ["service", "admitter", "--nats", "nats://127.0.0.1:1", "--standby-renew-deadline", "2"]
+    assert main(args) == 2  # the renew deadline must be below the lease duration (1.5 s)
+    assert "lease duration > renew deadline > retry period" in capsys.readouterr().err
+    assert main(["service", "admitter", "--nats", "nats://127.0.0.1:1", "--leader-elect"]) == 2
+    assert "--standby-lease" in capsys.readouterr().err
