@@ -151,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
         help="deciders: start from the newest checkpoint in DIR (replay --write-checkpoints) whose log is the"
         " stream's, folding only what follows; else fold from the start",
     )
+    _standby_options(service)
     service.set_defaults(run=_run_service)
 
     apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
@@ -357,6 +358,40 @@ def _ops_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=RETRY_PERIOD,
         help=f"seconds between attempts (default {RETRY_PERIOD:g})",
+    )
+
+
+#: The deciders' standby lease timings (seconds), as kueue_es.services.standby.StandbySettings has them.
+STANDBY_LEASE_DURATION, STANDBY_RENEW_DEADLINE, STANDBY_RETRY_PERIOD = 1.5, 1.0, 0.5
+
+
+def _standby_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("standby deciders (admitter, preemptor, tas-placer)")
+    group.add_argument(
+        "--standby-lease",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="decide and commit only while holding the decider's lease in the NATS bucket KQ_LEASES; other"
+        " replicas fold and stand by (default on for the deciders; a single replica just holds it)",
+    )
+    group.add_argument(
+        "--standby-lease-duration",
+        type=float,
+        default=STANDBY_LEASE_DURATION,
+        help=f"seconds a standby waits for an unrenewed lease (default {STANDBY_LEASE_DURATION:g})",
+    )
+    group.add_argument(
+        "--standby-renew-deadline",
+        type=float,
+        default=STANDBY_RENEW_DEADLINE,
+        help="seconds after its last renewal the holder stops committing (default"
+        f" {STANDBY_RENEW_DEADLINE:g}; below the lease duration)",
+    )
+    group.add_argument(
+        "--standby-retry-period",
+        type=float,
+        default=STANDBY_RETRY_PERIOD,
+        help=f"seconds between renewals (default {STANDBY_RETRY_PERIOD:g})",
     )
 
 
@@ -578,11 +613,29 @@ def _run_service(args: argparse.Namespace) -> int:
             return 2
     if args.leader_elect and args.name not in ("watcher", "dispatcher"):
         print(
-            f"error: {args.name} takes no lease: two deciders are safe (a stale commit is rejected whole);"
-            " --leader-elect is for the watcher and the dispatcher",
+            f"error: {args.name} takes no Kubernetes Lease: its replicas take turns through the NATS lease"
+            " (--standby-lease, on by default); --leader-elect is for the watcher and the dispatcher",
             file=sys.stderr,
         )
         return 2
+    if args.standby_lease and args.name in ("watcher", "dispatcher"):
+        print(
+            f"error: --standby-lease is for the deciders; the {args.name} runs one replica with --leader-elect",
+            file=sys.stderr,
+        )
+        return 2
+    if args.name not in ("watcher", "dispatcher") and args.standby_lease is not False:
+        from kueue_es.services.standby import StandbySettings
+
+        try:
+            args.standby = StandbySettings(
+                lease_duration=args.standby_lease_duration,
+                renew_deadline=args.standby_renew_deadline,
+                retry_period=args.standby_retry_period,
+            )
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     try:
         asyncio.run(runtime.run_until_signalled(lambda stop: _serve(args, stop)))
     except Exception as err:
@@ -633,6 +686,7 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                 stepped=args.stepped,
                 connect=probe.connect,
                 start=start,
+                standby=getattr(args, "standby", None),
             )
             return
         if args.checkpoints is not None:

@@ -1,8 +1,9 @@
 """The runner shared by the three decider services (admitter, preemptor, TAS placer).
 
 Connects to the bus and runs a :class:`kueue_es.services.runtime.DeciderLoop` with the
-service's pure core until SIGTERM. The cores live in ``services/<name>/core.py``;
-this is the only async code they need.
+service's pure core until SIGTERM; with ``standby`` settings, only while this replica
+holds the decider's lease (:mod:`kueue_es.services.standby`), folding the log meanwhile.
+The cores live in ``services/<name>/core.py``; this is the only async code they need.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import structlog
 
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
+from kueue_es.services import standby as standby_lease
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.runtime import Decider, DeciderLoop, StartPoint, run_until_stopped
 
@@ -29,19 +31,41 @@ async def serve_decider(
     stepped: bool = False,
     connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
     start: StartPoint | None = None,
+    standby: standby_lease.StandbySettings | None = None,
 ) -> None:
     """Run ``decider`` against the log at ``nats_url`` until ``stop`` is set (``stepped``: see DeciderLoop;
     ``connect``: how to get the bus, e.g. ``kueue_es.services.health.Health.connect`` to observe it;
-    ``start``: a checkpoint to fold on from, used only if it is of this log, see DeciderLoop)."""
+    ``start``: a checkpoint to fold on from, used only if it is of this log, see DeciderLoop).
+
+    ``standby``: decide and commit only while holding the decider's lease (on a NATS bus), with
+    these timings; on the way out the lease is released, after the loop stopped. None: always
+    decide (every replica hot). Raises NotFoundError when the lease bucket is missing and this
+    NATS user may not create it.
+    """
     bus = await connect(nats_url)
-    loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup, stepped=stepped, start=start)
+    try:
+        lease = None if standby is None else await standby_lease.open_lease(bus, role=decider.role, settings=standby)
+    except BaseException:
+        await bus.close()
+        raise
+    loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup, stepped=stepped, start=start, gate=lease)
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
         loop.on_orphan = bus.health.orphaned
         bus.health.add_check(loop.readiness)
-    log.info("service_started", role=decider.role, logic_version=decider.logic_version)
+        if lease is not None:
+            standby_lease.observe(lease, bus.health, role=decider.role)
+    log.info(
+        "service_started",
+        role=decider.role,
+        logic_version=decider.logic_version,
+        lease=lease.key if lease is not None else None,
+        identity=lease.identity if lease is not None else None,
+    )
     try:
-        await run_until_stopped(stop, loop.run())
+        await run_until_stopped(stop, loop.run(), *([lease.run()] if lease is not None else []))
     finally:
+        if lease is not None:
+            await lease.release()
         await bus.close()
         log.info(
             "service_stopped",
@@ -49,4 +73,5 @@ async def serve_decider(
             commits=loop.commits,
             conflicts=loop.conflicts,
             folded_seq=loop.state.last_seq,
+            lease_transitions=lease.transitions if lease is not None else None,
         )

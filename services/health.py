@@ -14,7 +14,9 @@ Every service (``kueue-es service NAME --health-port PORT``) can serve:
   and while its own checks pass (:meth:`Health.add_check`:
   a decider is not ready once it has had a batch to commit for 30 s without a commit
   succeeding, ``DeciderLoop.readiness``). A standby (another replica holds the lease) is ready
-  while it reaches the API server to follow the lease: it is healthy and waiting;
+  while it reaches the API server to follow the lease: it is healthy and waiting. A decider's
+  standby lease (:mod:`kueue_es.services.standby`) only adds ``role`` active or standby to the
+  body: a standby decider folds the log and is ready as the active one is;
 - ``/metrics``: Prometheus text format (prometheus-client), see :class:`Health`.
 
 Nothing in the services' logic knows about this: :meth:`Health.connect` hands the
@@ -98,7 +100,9 @@ class Health:
     - ``orphan_decisions_total{reason}``: messages the fold refused as outside any verified
       decision batch (:mod:`kueue_es.projections.batches`: a non-record on a head subject,
       a decision outside a batch, a broken batch, ...), never folded nor executed;
-    - ``leader``: 1 while this replica holds its lease (or runs without election);
+    - ``leader``: 1 while this replica holds its lease (or runs without election); for a decider with
+      a standby lease, while it holds that (:mod:`kueue_es.services.standby`, which adds
+      ``lease_holder{role}`` and ``lease_transitions_total{role}``);
     - ``nats_connected``: 1 while connected to NATS;
     - ``ready``: 1 while /readyz answers 200;
     plus the process_ and python_ collectors of prometheus-client.
@@ -111,6 +115,7 @@ class Health:
         self.bus: ObservedBus | None = None
         self.caught_up = False
         self.lease_contact_at: float | None = None  # time.monotonic() of the last answer about the lease
+        self.working: Callable[[], bool] | None = None  # a decider's standby lease: whether this replica commits
         self.registry = CollectorRegistry()
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
             collector(registry=self.registry)
@@ -159,7 +164,9 @@ class Health:
             registry=self.registry,
         )
         gauge = Gauge("kueue_es_leader", "1 while this replica does the work.", labels, registry=self.registry)
-        gauge.labels(service).set_function(lambda: float(self.role in ("", "leader")))
+        gauge.labels(service).set_function(
+            lambda: float(self.working() if self.working is not None else self.role in ("", "leader"))
+        )
         gauge = Gauge("kueue_es_nats_connected", "1 while connected to NATS.", labels, registry=self.registry)
         gauge.labels(service).set_function(lambda: float(self.nats_connected()))
         gauge = Gauge("kueue_es_ready", "1 while /readyz answers 200.", labels, registry=self.registry)

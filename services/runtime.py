@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO, cast
+from typing import Any, Protocol, TextIO, cast
 
 import msgspec
 import structlog
@@ -96,6 +96,19 @@ class Decider:
 
 
 OrphanHook = Callable[[batches.Orphan], None]
+
+
+class Gate(Protocol):
+    """Whether this replica of a decider may decide and commit now (``kueue_es.services.standby``'s
+    lease): a replica whose gate is shut stands by, folding the log."""
+
+    def active(self) -> bool:
+        """True while this replica may decide and commit."""
+        ...
+
+
+STANDBY_POLL = 0.1
+"""Seconds a standby waits for a message before asking its gate again (a takeover is seen this soon)."""
 
 
 def fold_message(state: ClusterState, message: LogMessage, *, on_orphan: OrphanHook | None = None) -> ClusterState:
@@ -304,6 +317,9 @@ class DeciderLoop:
     ``start``: a :class:`StartPoint` (a checkpoint) to fold on from instead of from #1, used
     only when the log on the bus is the one it was folded from (:func:`log_mismatch`);
     otherwise the loop folds from the start and says why (``checkpoint_not_used``).
+
+    ``gate``: while it is shut (another replica holds the decider's lease) the loop only folds:
+    it neither decides nor commits, and a batch decided while the gate shut is dropped.
     """
 
     def __init__(
@@ -319,8 +335,10 @@ class DeciderLoop:
         monotonic: Callable[[], float] = time.monotonic,
         on_orphan: OrphanHook | None = None,
         start: StartPoint | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.bus, self.decider, self.partition = bus, decider, partition
+        self.gate = gate
         self.clock, self.wakeup, self.stepped = clock, wakeup, stepped
         self.stall_after, self.monotonic, self.on_orphan = stall_after, monotonic, on_orphan
         self.state = ClusterState()
@@ -389,8 +407,9 @@ class DeciderLoop:
     async def _loop(self) -> None:
         waiting_for = 0  # the sequence our last commit reached: decide again only after folding it
         while True:
-            came = await self._drain(timeout=self.wakeup)
-            if self.state.last_seq < waiting_for or not self._caught_up:
+            standby = not self._open()  # a standby asks its gate often: a takeover decides at once
+            came = await self._drain(timeout=min(self.wakeup, STANDBY_POLL) if standby else self.wakeup)
+            if self.state.last_seq < waiting_for or not self._caught_up or not self._open():
                 continue
             if self.state.batches.holding and (came or not await expire_stranded(self.bus, self.state, self.on_orphan)):
                 continue  # never decide on half a batch: its outputs are part of the basis
@@ -416,6 +435,9 @@ class DeciderLoop:
             except asyncio.QueueEmpty:
                 return True
 
+    def _open(self) -> bool:
+        return self.gate is None or self.gate.active()
+
     async def _cycle(self) -> int:
         """Decide on the current state and commit; returns the sequence to wait for."""
         request = self.state.open_request(self.decider.role)
@@ -440,6 +462,9 @@ class DeciderLoop:
             answers=answers,
             max_outputs=MAX_BATCH,
         )
+        if not self._open():  # the lease was lost while deciding: the holder decides it now
+            log.info("commit_dropped_standby", basis_seq=self.state.last_seq, outputs=len(rest))
+            return 0
         try:
             last = await self.bus.commit_batch(
                 head=head, expected_head_seq=self.head_seq, rest=rest, head_filter=self._heads

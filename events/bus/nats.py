@@ -52,7 +52,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import api
 
-from kueue_es.events.bus import base, permissions, rules
+from kueue_es.events.bus import base, leases, permissions, rules
 from kueue_es.events.bus.server import Credentials
 
 log = structlog.get_logger(__name__)
@@ -253,6 +253,7 @@ async def connect(
     nc.options["max_reconnect_attempts"] = -1
     bus = NatsBus(nc=nc, replicas=replicas, timeout=timeout, refused=refused)
     built.append(bus)
+    bus.creates_streams = create_stream
     try:
         if create_stream:
             await bus.ensure_stream(_log_config(replicas))
@@ -272,13 +273,15 @@ async def ensure_log_stream(
     timeout: float = 5.0,
     public: bool = False,
 ) -> None:
-    """As ``admin``: create ``KQ_LOG`` (and with ``public`` ``KQ_PUB``) or bring it to its configuration.
+    """As ``admin``: create ``KQ_LOG`` (and with ``public`` ``KQ_PUB``) or bring it to its configuration,
+    and the deciders' lease bucket ``KQ_LEASES`` (:mod:`kueue_es.events.bus.leases`).
 
     What ``kueue-es up`` and ``demo`` do before starting the services, and the
     Job ``kueue-es-nats-setup`` of deploy/ (``kueue-es nats-setup``).
     """
     bus = await connect(servers, credentials=credentials, replicas=replicas, timeout=timeout, create_stream=True)
     try:
+        await leases.ensure_bucket(bus.nc, replicas=bus.replicas, timeout=timeout)
         if public:
             await bus.ensure_public_stream()
     finally:
@@ -367,6 +370,7 @@ class NatsBus(base.Bus):
         self.refused = refused if refused is not None else set()  # subjects the server refused us (permissions)
         self.replicas = replicas
         self.timeout = timeout
+        self.creates_streams = False  # whether this connection may create streams (admin, or no user): connect
         self._js = nc.jetstream(timeout=timeout)
         self._jsm = nc.jsm(timeout=timeout)
         self._readers: set[_Reader] = set()

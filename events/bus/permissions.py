@@ -23,6 +23,10 @@ control) and publish its own subjects (events/subjects.py):
   (:mod:`kueue_es.projections.batches`: a record on ``head.<user>`` must name that
   decider's role, and its outputs must be kinds that role makes; any other batch
   is an orphan, folded by no service);
+  Each decider also holds its lease (:mod:`kueue_es.events.bus.leases`): it writes and
+  follows only its own keys of the bucket ``KQ_LEASES``, ``$KV.KQ_LEASES.<user>.>``, and
+  reads the bucket (stream info and single messages of ``KV_KQ_LEASES``), so a
+  preemptor cannot take the admitter's lease;
 - ``dispatcher``: dispatch results ``kq.disp.>`` and ``kq.in.wl.>`` (the
   WorkloadStopped and ObjectDeleted of a workload whose Job is gone: so it can
   also forge other facts about workloads); the only user that may bind, read
@@ -45,6 +49,8 @@ USERS = (ADMIN, *SERVICE_USERS, READER)
 
 LOG = "KQ_LOG"
 PUBLIC = "KQ_PUB"
+LEASES = "KV_KQ_LEASES"
+"""The stream of the deciders' lease bucket KQ_LEASES (kueue_es.events.bus.leases)."""
 DURABLE = "dispatcher"
 
 FACTS = ("kq.in.>",)
@@ -55,6 +61,16 @@ DISPATCH = ("kq.disp.>", "kq.in.wl.>")
 def decisions(user: str) -> tuple[str, ...]:
     """What decider ``user`` may publish: its own head in every partition, and the per-workload decisions."""
     return (f"kq.dec.*.head.{user}", "kq.dec.*.wl.>")
+
+
+def lease_keys(user: str) -> tuple[str, ...]:
+    """The subjects of decider ``user``'s lease keys (``<user>.<partition>`` in KQ_LEASES): what it writes and follows."""
+    return (f"$KV.KQ_LEASES.{user}.>",)
+
+
+def _lease_calls() -> tuple[str, ...]:
+    """The JetStream API calls that read the lease bucket: its info (binding it) and single messages (a key)."""
+    return (f"$JS.API.STREAM.INFO.{LEASES}", f"$JS.API.STREAM.MSG.GET.{LEASES}")
 
 
 def _reads(stream: str) -> tuple[str, ...]:
@@ -88,16 +104,17 @@ DURABLE_CALLS = (
 
 PUBLISH: dict[str, tuple[str, ...]] = {
     "watcher": FACTS + _reads(LOG),
-    "admitter": decisions("admitter") + _reads(LOG),
-    "preemptor": decisions("preemptor") + _reads(LOG),
-    "tas-placer": decisions("tas-placer") + _reads(LOG),
+    "admitter": decisions("admitter") + _reads(LOG) + lease_keys("admitter") + _lease_calls(),
+    "preemptor": decisions("preemptor") + _reads(LOG) + lease_keys("preemptor") + _lease_calls(),
+    "tas-placer": decisions("tas-placer") + _reads(LOG) + lease_keys("tas-placer") + _lease_calls(),
     "dispatcher": DISPATCH + _reads(LOG) + DURABLE_CALLS,
     "reader": _reads(LOG) + _reads(PUBLIC) + (f"$JS.API.DIRECT.GET.{LOG}",),
 }
 """Per user but admin: the subjects it may publish (its events and its JetStream API calls)."""
 
 SUBSCRIBE = ("_INBOX.>",)
-"""What every user but admin may subscribe to: replies and deliveries come to its inbox."""
+"""What every user but admin may subscribe to: replies and deliveries come to its inbox (and a
+decider to its own lease keys, to follow them: :func:`lease_keys`)."""
 
 
 def permissions(user: str) -> dict[str, object] | None:
@@ -107,7 +124,7 @@ def permissions(user: str) -> dict[str, object] | None:
     deny = ADMIN_ONLY if user == "dispatcher" else ADMIN_ONLY + DURABLE_ONLY
     return {
         "publish": {"allow": list(PUBLISH[user]), "deny": list(deny)},
-        "subscribe": {"allow": list(SUBSCRIBE)},
+        "subscribe": {"allow": list(SUBSCRIBE + (lease_keys(user) if user in DECIDERS else ()))},
     }
 
 
@@ -141,7 +158,8 @@ HEADER = """\
 #   admitter            kq.dec.*.head.admitter,          decisions: each decider only on its own
 #                       kq.dec.*.wl.>                    head (the record names its role; the fold
 #   preemptor           kq.dec.*.head.preemptor, ...     checks the outputs are kinds that role makes)
-#   tas-placer          kq.dec.*.head.tas-placer, ...
+#   tas-placer          kq.dec.*.head.tas-placer, ...    each decider also writes and follows its own
+#                                                        lease keys $KV.KQ_LEASES.<user>.> (standby)
 #   dispatcher          kq.disp.>, kq.in.wl.>            dispatch results, facts of gone workloads;
 #                                                        the only user of the durable "dispatcher"
 #   reader              nothing                          reads KQ_LOG and KQ_PUB, and KQ_LOG in

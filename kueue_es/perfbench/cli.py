@@ -35,6 +35,18 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="give up when the log has not grown for this many seconds with no workload running (default 60)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="processes of each decider (deploy/ runs 2: one holds the standby lease, the other stands by)",
+    )
+    parser.add_argument(
+        "--standby-lease",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the deciders take turns through their standby lease (default); --no-standby-lease: all replicas hot",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.config is None:
         print("error: give --config GENERATOR.yaml (or use `kueue-es bench core`)", file=sys.stderr)
+        return 2
+    if args.replicas < 1:
+        print(f"error: --replicas must be at least 1, got {args.replicas}", file=sys.stderr)
         return 2
     spec = None
     if args.check is not None:
@@ -65,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
                 timeout=args.timeout,
                 stall_seconds=args.stall_timeout,
                 progress=not args.no_progress,
+                replicas=args.replicas,
+                standby_lease=args.standby_lease,
             )
         )
     except generator.ConfigError as err:
@@ -74,6 +91,16 @@ def run(args: argparse.Namespace) -> int:
     output = args.output or Path(result.run_dir) / "bench.yaml"
     report.write_yaml(doc, output)
     console.print(report.table(doc))
+    deciders = doc["deciders"]
+    attempts = deciders["commits"] + deciders["conflicts"]
+    share = f"{100 * deciders['conflicts'] / attempts:.1f} %" if attempts else "-"
+    console.print(
+        f"deciders: {deciders['replicas']} replica(s) each, standby lease"
+        f" {'on' if deciders['standbyLease'] else 'off'}; {deciders['commits']} commits, {deciders['conflicts']}"
+        f" conflicts ({share} of commit attempts): "
+        + ", ".join(f"{n} {p['commits']}/{p['conflicts']}" for n, p in deciders["processes"].items()),
+        highlight=False,
+    )
     console.print(f"YAML: {output} (Kueue's summary.yaml and cmdStats.yaml beside it); logs in {result.run_dir}/logs")
     status = 0 if result.complete else 1
     if spec is not None:

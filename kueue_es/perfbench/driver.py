@@ -58,6 +58,7 @@ from kueue_es.services.runtime import cancel_and_wait
 from kueue_es.supervisor import Supervisor
 
 SERVICES = ("admitter", "preemptor", "tas-placer", "dispatcher")
+DECIDERS = ("admitter", "preemptor", "tas-placer")
 DECODED = frozenset(
     {"QuotaReserved", "TopologyAssigned", "WorkloadAdmitted", "QuotaReleased", "EvictionRequested", "DispatchApplied"}
 )
@@ -84,6 +85,14 @@ class ProcessStats:
 
 
 @dataclass(kw_only=True)
+class DeciderStats:
+    """One decider process's commit attempts, as it logged them when it stopped (``service_stopped``)."""
+
+    commits: int = 0
+    conflicts: int = 0
+
+
+@dataclass(kw_only=True)
 class RunResult:
     """Everything one run measured; times in ms."""
 
@@ -102,6 +111,9 @@ class RunResult:
     log_messages: int = 0
     run_dir: str = ""
     stalled: list[str] = field(default_factory=list)  # why each unfinished workload is stuck, when the run stalled
+    replicas: int = 1  # processes of each decider
+    standby_lease: bool = True  # whether they take turns through the standby lease
+    deciders: dict[str, DeciderStats] = field(default_factory=dict)  # by process name: admitter, admitter-2, ...
 
     @property
     def wall_ms(self) -> int:
@@ -173,11 +185,20 @@ async def run_bench(
     stall_seconds: float = STALL_SECONDS,
     console: Console | None = None,
     progress: bool = True,
+    replicas: int = 1,
+    standby_lease: bool = True,
 ) -> RunResult:
     """Run the configuration at ``config_path`` through nats-server and the services; returns what was measured.
 
-    Raises generator.ConfigError for a bad configuration.
+    ``replicas``: processes of each decider (admitter, preemptor, TAS placer), as deploy/ runs two: one
+    holds the decider's standby lease and commits, the others fold and stand by; the logs of replica
+    N are in ``logs/replica-N/``. ``standby_lease`` False: every replica decides and commits (the deciders'
+    ``--no-standby-lease``), as before standby deciders.
+
+    Raises generator.ConfigError for a bad configuration, ValueError for ``replicas`` below 1.
     """
+    if replicas < 1:
+        raise ValueError(f"replicas must be at least 1, got {replicas}")
     console = console or Console(stderr=True)
     generated = generator.generate(generator.load_config(config_path))
     planned = generated.planned()
@@ -194,15 +215,27 @@ async def run_bench(
     _dump_tasks_on_sigusr1()
     server = NatsServer(store_dir=run_dir / "nats")
     await server.start_async()
-    supervisor = Supervisor(nats_url=server.url, log_dir=run_dir / "logs", kube_args=kube_args)
+    decider_args = [] if standby_lease else ["--no-standby-lease"]
+    supervisor = Supervisor(
+        nats_url=server.url, log_dir=run_dir / "logs", kube_args=kube_args, decider_args=decider_args
+    )
+    standbys = {
+        n: Supervisor(nats_url=server.url, log_dir=run_dir / "logs" / f"replica-{n}", decider_args=decider_args)
+        for n in range(2, replicas + 1)
+    }
+    supervisors = [supervisor, *standbys.values()]
     bus = None
     tasks: list[asyncio.Task[Any]] = []
     executor: Executor | None = None
     stalled: list[str] = []
     try:
         await supervisor.start(SERVICES)
+        for standby in standbys.values():
+            await standby.start(DECIDERS)
         pids = {"nats-server": server.pid or 0, "bench harness": os.getpid()}
         pids.update({s.name: s.process.pid for s in supervisor.running})
+        for n, standby in standbys.items():
+            pids.update({f"{s.name}-{n}": s.process.pid for s in standby.running})
         sampler = _Sampler(pids)
         bus = await nats_bus.connect(server.url)
         now = wall_ms()
@@ -212,7 +245,8 @@ async def run_bench(
             recorder.record(fact)
             await _publish_fast(bus, subjects.fact_message(fact, version="bench"))
         await bus.nc.flush()
-        await _wait_started(supervisor, timeout=60.0)
+        for started in supervisors:
+            await _wait_started(started, timeout=60.0)
         executor = Executor(
             runtime_ms={f"{wl.namespace}/{wl.name}": wl.runtime_ms for wl in planned},
             clock=wall_ms,
@@ -230,7 +264,7 @@ async def run_bench(
         complete = await _watch(
             done,
             tasks,
-            supervisor,
+            supervisors,
             sampler,
             recorder,
             executor,
@@ -253,7 +287,8 @@ async def run_bench(
         # cancel again until they stop: on Python 3.11 a cancel racing a nats request's
         # wait_for is swallowed, and a loop like _count_log then runs on (a run that never ended)
         await cancel_and_wait(tasks)
-        await supervisor.stop()
+        for running in supervisors:
+            await running.stop()
         if bus is not None:
             await bus.close()
         await asyncio.to_thread(server.stop)
@@ -275,7 +310,30 @@ async def run_bench(
         log_messages=log_messages,
         run_dir=str(run_dir),
         stalled=stalled,
+        replicas=replicas,
+        standby_lease=standby_lease,
+        deciders=_decider_stats(run_dir / "logs", replicas),
     )
+
+
+def _decider_stats(log_dir: Path, replicas: int) -> dict[str, DeciderStats]:
+    """Each decider process's commits and conflicts, from the ``service_stopped`` line of its log
+    (none for a process that did not stop cleanly)."""
+    import json
+
+    found: dict[str, DeciderStats] = {}
+    for n in range(1, replicas + 1):
+        for name in DECIDERS:
+            path = (log_dir if n == 1 else log_dir / f"replica-{n}") / f"{name}.log"
+            with contextlib.suppress(OSError):
+                for line in path.read_text(errors="replace").splitlines():
+                    if '"service_stopped"' in line:
+                        with contextlib.suppress(ValueError):
+                            entry = json.loads(line)
+                            found[name if n == 1 else f"{name}-{n}"] = DeciderStats(
+                                commits=int(entry.get("commits") or 0), conflicts=int(entry.get("conflicts") or 0)
+                            )
+    return found
 
 
 def _dump_tasks_on_sigusr1() -> None:
@@ -386,7 +444,7 @@ async def _flush_outbox(bus: nats_bus.NatsBus, executor: Executor) -> None:
 async def _watch(
     done: asyncio.Event,
     tasks: list[asyncio.Task[Any]],
-    supervisor: Supervisor,
+    supervisors: list[Supervisor],
     sampler: _Sampler,
     recorder: metrics.Recorder,
     executor: Executor,
@@ -422,8 +480,8 @@ async def _watch(
             for task in tasks:
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
-            if supervisor.dead():
-                console.print(f"[bold red]services exited[/bold red]: {[s.name for s in supervisor.dead()]}")
+            if dead := [s for supervisor in supervisors for s in supervisor.dead()]:
+                console.print(f"[bold red]services exited[/bold red]: {[s.name for s in dead]}")
                 return False
             if time.monotonic() > deadline:
                 console.print(f"[bold red]timeout[/bold red] after {timeout:g}s: {recorder.finished}/{total} finished")

@@ -121,6 +121,13 @@ def document(result: RunResult) -> dict[str, Any]:
             "wallToIdeal": _ratio(result.wall_ms, bound.makespan_ms),
         },
         "runDir": result.run_dir,
+        "deciders": {
+            "replicas": result.replicas,
+            "standbyLease": result.standby_lease,
+            "commits": sum(d.commits for d in result.deciders.values()),
+            "conflicts": sum(d.conflicts for d in result.deciders.values()),
+            "processes": {n: {"commits": d.commits, "conflicts": d.conflicts} for n, d in result.deciders.items()},
+        },
     }
     if rec.topology is not None:
         doc["topology"] = rec.topology.report()

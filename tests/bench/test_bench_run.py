@@ -61,7 +61,35 @@ def test_tiny_run_reports_kueues_figures_and_exits_1_out_of_range(tmp_path: Path
         "dispatcher",
     }
     assert all(p["peakRssMiB"] > 0 for p in doc["memory"]["processes"].values())
+    assert doc["deciders"]["replicas"] == 1 and doc["deciders"]["standbyLease"] is True
+    assert set(doc["deciders"]["processes"]) == {"admitter", "preemptor", "tas-placer"}
+    assert doc["deciders"]["processes"]["admitter"]["commits"] >= 4  # a lone replica holds its lease
     assert yaml.safe_load((tmp_path / "summary.yaml").read_text()) == doc["summary"]  # Kueue's checker input
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_two_replicas_of_each_decider_one_commits(tmp_path: Path) -> None:
+    """``--replicas 2``: every workload finishes; of each decider's two processes one holds the standby lease."""
+    config = tmp_path / "generator.yaml"
+    config.write_text(TINY)
+    out = tmp_path / "bench.yaml"
+    run = tmp_path / "run"
+    args = ["bench", "--config", str(config), "--dir", str(run), "--output", str(out), "--no-progress"]
+    assert main([*args, "--replicas", "2"]) == 0
+    doc = yaml.safe_load(out.read_text())
+    assert doc["complete"] is True and doc["timing"]["finished"] == 4
+    deciders = doc["deciders"]
+    assert deciders["replicas"] == 2
+    assert set(deciders["processes"]) == {
+        f"{n}{s}" for n in ("admitter", "preemptor", "tas-placer") for s in ("", "-2")
+    }
+    admitters = [deciders["processes"][n]["commits"] for n in ("admitter", "admitter-2")]
+    assert sum(admitters) >= 4
+    for name in ("admitter", "preemptor", "tas-placer"):
+        held = [(run / "logs" / d / f"{name}.log").read_text().count('"lease_acquired"') for d in ("", "replica-2")]
+        assert sum(held) >= 1, (name, held)  # one replica took the lease (more only after a takeover)
+    assert "admitter-2" in doc["memory"]["processes"]
 
 
 def test_a_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
