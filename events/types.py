@@ -308,7 +308,7 @@ class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     no flavor was chosen for has an empty map. Only bookmarks with some index other than -1
     ("pending flavors") are recorded: any other starts over like no bookmark at all.
     ``cycle`` is the admitter cycle it was computed in (the count of admitter DecisionRecords
-    with outputs, this one included) and ``generation`` its ClusterQueue's allocatable-resource
+    that decide something, this one included) and ``generation`` its ClusterQueue's allocatable-resource
     generation at the decision's basis (``ClusterState.cq_generations``); both decide when it
     expires. Source: pkg/workload/workload.go AssignmentClusterQueueState,
     pkg/scheduler/scheduler.go lastAssignmentOutdated.
@@ -358,7 +358,8 @@ class PendingOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     already holds for it: a head tried again and parked again, a message that changed
     ("N more needed", "no longer fits after processing another workload"), a new
     bookmark. Every reader folds it as the WorkloadInadmissible it stands for, so the
-    state, the Workload's condition and Kueue's Events follow each one as before.
+    state and the Workload's condition follow each one as before (the dispatcher's
+    Kubernetes Events do not: they come from the messages its consumer delivers).
     """
 
     workload: WorkloadRef

@@ -327,9 +327,10 @@ class ClusterState:
     tas_usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     # The flavor-scan bookmark's clocks (SEMANTICS §5.3): ``admit_cycles`` counts the admitter's
     # DecisionRecords that decide something, outputs or pending outcomes (Kueue's scheduling
-    # cycle, as the log sees it: a cycle that decides nothing leaves no trace); ``cq_generations`` is Kueue's per-ClusterQueue
-    # AllocatableResourceGeneration (:meth:`generation`), as the log sequence of the latest of its
-    # workload changes (:func:`_bump_generation`) or ``structure_generation``, the latest quota
+    # cycle, as the log sees it: a cycle that decides nothing leaves no trace);
+    # ``cq_generations`` is Kueue's per-ClusterQueue AllocatableResourceGeneration
+    # (:meth:`generation`), as the log sequence of the latest of its workload changes
+    # (:func:`_bump_generation`) or ``structure_generation``, the latest quota
     # or cohort-tree change anywhere (Kueue bumps only the changed tree: ours is a
     # superset, so an older bookmark may expire sooner after an unrelated object change).
     admit_cycles: int = 0

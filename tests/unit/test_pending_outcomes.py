@@ -197,3 +197,23 @@ def test_the_same_run_at_logic_version_10_writes_fewer_messages_and_replays() ->
     inadmissible = sum(isinstance(codec.decode(m.data), types.WorkloadInadmissible) for m in log.messages)
     assert inadmissible == 1  # the first park; the parks again ride in their records
     assert log.state.workloads["default/big"].parked_seq > 0
+
+
+def test_a_changed_pending_outcome_in_a_stored_record_is_a_mismatch() -> None:
+    """The record's pending outcomes are part of its bytes: replay re-runs the cycle and compares them."""
+    log = Log()
+    log.append(*facts(small=False))
+    for _ in range(2):
+        log.cycle()
+        log.trigger()
+    index = max(i for i, m in enumerate(log.messages) if b'"pending"' in m.data)
+    original = log.messages[index]
+    log.messages[index] = LogMessage(
+        seq=original.seq,
+        subject=original.subject,
+        data=original.data.replace(b'"parked":true', b'"parked":false', 1),
+        headers=original.headers,
+    )
+    assert log.messages[index].data != original.data
+    report = check_log(log.messages, deciders.BY_ROLE)
+    assert [(m.head_seq, m.index) for m in report.mismatches] == [(original.seq, 0)]
