@@ -227,9 +227,14 @@ class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
     services cut at ``runtime.MAX_BATCH``), so replay re-runs the same cut;
     ``kueue_es_version`` is the version of kueue-es that made the record, so a
     record replay cannot re-check (another logic version) names the release to
-    install. Both came later: records written before them lack them, and the
-    ``UNSET`` default is never encoded, so those records still re-encode to their
-    stored bytes.
+    install. ``pending`` (issue 15) holds the cycle's pending outcomes that change no
+    workload's pending reason (:class:`PendingOutcome`: a head tried again and parked
+    again, a new "N more needed"), which the admitter records here rather than as a
+    WorkloadInadmissible message each; every reader of the log folds them as those
+    WorkloadInadmissible decisions, after the batch's outputs
+    (``projections.batches``). All three came later: records written before them lack
+    them, and the ``UNSET`` default is never encoded, so those records still re-encode
+    to their stored bytes.
     """
 
     decision_id: str
@@ -245,6 +250,19 @@ class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
     answers: str = ""
     max_outputs: int | msgspec.UnsetType = msgspec.UNSET
     kueue_es_version: str | msgspec.UnsetType = msgspec.UNSET
+    pending: tuple[PendingOutcome, ...] | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def decided(self) -> bool:
+        """Whether the batch decides anything: outputs, or pending outcomes in the record."""
+        return self.output_count > 0 or bool(self.pending)
+
+    def pending_decisions(self) -> list[WorkloadInadmissible]:
+        """The WorkloadInadmissible decisions ``pending`` stands for, in order, each at ``now_ms``
+        (the fold takes them as it takes a WorkloadInadmissible message: :class:`PendingOutcome`)."""
+        if not self.pending:
+            return []
+        return [outcome.inadmissible(at_ms=self.now_ms) for outcome in self.pending]
 
 
 class PodSetAssignment(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
@@ -290,7 +308,7 @@ class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     no flavor was chosen for has an empty map. Only bookmarks with some index other than -1
     ("pending flavors") are recorded: any other starts over like no bookmark at all.
     ``cycle`` is the admitter cycle it was computed in (the count of admitter DecisionRecords
-    with outputs, this one included) and ``generation`` its ClusterQueue's allocatable-resource
+    that decide something, this one included) and ``generation`` its ClusterQueue's allocatable-resource
     generation at the decision's basis (``ClusterState.cq_generations``); both decide when it
     expires. Source: pkg/workload/workload.go AssignmentClusterQueueState,
     pkg/scheduler/scheduler.go lastAssignmentOutdated.
@@ -308,7 +326,10 @@ class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class WorkloadInadmissible(_Event, frozen=True, kw_only=True, tag="WorkloadInadmissible"):
-    """Why the workload still waits; recorded when the reason changes, not every cycle.
+    """Why the workload still waits. A message on the workload's decision subject when its
+    pending reason changes (the first time it waits, and from one reason to another); the
+    admitter's other pending outcomes, with the reason unchanged, travel in the cycle's
+    DecisionRecord (``DecisionRecord.pending``) and are folded as this event too.
 
     ``reason`` is Kueue's condition reason (``Pending``, ``Inadmissible``);
     ``message`` the sentence Kueue would write on the QuotaReserved=False condition.
@@ -324,6 +345,39 @@ class WorkloadInadmissible(_Event, frozen=True, kw_only=True, tag="WorkloadInadm
     at_ms: int
     parked: bool = False
     bookmark: FlavorBookmark | None = None
+
+
+class PendingOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A WorkloadInadmissible carried in its cycle's DecisionRecord (``DecisionRecord.pending``)
+    instead of as a message of its own (issue 15: a pending workload's reason is recorded,
+    on its own subject, only when it changes). Its fields are that decision's, ``at_ms``
+    being the record's ``now_ms``; ``parked`` and ``bookmark`` are left out of the encoding
+    when false and None.
+
+    The admitter writes one when the workload's pending reason stays the one the log
+    already holds for it: a head tried again and parked again, a message that changed
+    ("N more needed", "no longer fits after processing another workload"), a new
+    bookmark. Every reader folds it as the WorkloadInadmissible it stands for, so the
+    state and the Workload's condition follow each one as before (the dispatcher's
+    Kubernetes Events do not: they come from the messages its consumer delivers).
+    """
+
+    workload: WorkloadRef
+    reason: str
+    message: str
+    parked: bool = False
+    bookmark: FlavorBookmark | None = None
+
+    def inadmissible(self, *, at_ms: int) -> WorkloadInadmissible:
+        """The WorkloadInadmissible this outcome stands for, decided at ``at_ms`` (ms since the epoch)."""
+        return WorkloadInadmissible(
+            workload=self.workload,
+            reason=self.reason,
+            message=self.message,
+            at_ms=at_ms,
+            parked=self.parked,
+            bookmark=self.bookmark,
+        )
 
 
 class QuotaReleased(_Event, frozen=True, kw_only=True, tag="QuotaReleased"):
@@ -505,6 +559,10 @@ Decision = (
 )
 DispatchResult = DispatchApplied | DispatchFailed
 Event = Fact | Decision | DispatchResult
+
+Output = Decision | PendingOutcome
+"""What a decider's ``decide`` returns: decisions, each a message of its batch, and (the admitter)
+pending outcomes, which its DecisionRecord carries (``runtime.build_batch``)."""
 
 FACT_TYPES: tuple[type[Fact], ...] = Fact.__args__
 DECISION_TYPES: tuple[type[Decision], ...] = Decision.__args__

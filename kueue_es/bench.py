@@ -125,8 +125,12 @@ def _run_to_completion(state: ClusterState, *, seq: int) -> tuple[float, float, 
         now += 1_000
         started = time.perf_counter()
         for event in out:
-            seq += 1
-            apply(state, event, seq=seq)
+            if not isinstance(event, types.PendingOutcome):
+                seq += 1
+                apply(state, event, seq=seq)
+        for event in out:  # the record's pending outcomes, after the outputs (projections.batches)
+            if isinstance(event, types.PendingOutcome):
+                apply(state, event.inadmissible(at_ms=now), seq=seq)
         fold_s += time.perf_counter() - started
         decisions += len(out)
         placements += sum(isinstance(e, types.TopologyAssigned) for e in out)

@@ -1,10 +1,10 @@
 """The registry of deciders by role, shared by the services and by replay.
 
 Replay looks a DecisionRecord's ``role`` up here and re-runs it only when the
-record's ``logic_version`` is the installed one: this registry holds one version
-of each decider, the current one. A record made by another logic version cannot be
-re-checked by this install; replay reports it as unverifiable, naming the kueue-es
-version recorded in it (``pip install kueue-es==<version>`` and replay again).
+record's ``logic_version`` is the installed one, or one of :data:`EARLIER` (versions
+that decided the same and only wrote it differently). A record made by another logic
+version cannot be re-checked by this install; replay reports it as unverifiable, naming
+the kueue-es version recorded in it (``pip install kueue-es==<version>`` and replay again).
 
 ``CUTS`` are the output cuts a record may claim (``DecisionRecord.max_outputs``):
 0 (no cut: the scenario runner and tests) and the services' ``MAX_BATCH``.
@@ -22,5 +22,15 @@ PREEMPTOR = Decider(role=preemptor_core.ROLE, logic_version=preemptor_core.LOGIC
 PLACER = Decider(role=placer_core.ROLE, logic_version=placer_core.LOGIC_VERSION, decide=placer_core.decide)
 
 BY_ROLE: dict[str, Decider] = {d.role: d for d in (ADMITTER, PREEMPTOR, PLACER)}
+
+EARLIER: dict[tuple[str, int], Decider] = {
+    (admitter_core.ROLE, version): Decider(
+        role=admitter_core.ROLE, logic_version=version, decide=admitter_core.decide_as(version)
+    )
+    for version in admitter_core.EARLIER_LOGIC_VERSIONS
+}
+"""Earlier logic versions replay still re-runs, by (role, logic version): those that decided as the
+current one does and differ only in how they wrote it (the admitter's 9, before pending outcomes
+moved into the DecisionRecord, issue 15)."""
 
 CUTS: frozenset[int] = frozenset({0, MAX_BATCH})

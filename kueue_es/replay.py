@@ -525,6 +525,8 @@ class LogChecker:
         record = pending.record
         version = record.kueue_es_version if isinstance(record.kueue_es_version, str) else ""
         decider = self.deciders.get(record.role)
+        if decider is not None and decider.logic_version != record.logic_version:
+            decider = registry.EARLIER.get((record.role, record.logic_version), decider)
         why = ""
         if record.role == SEED_ROLE:
             why = "a scenario runner's seed batch, not a service's decision"

@@ -19,6 +19,11 @@ record at sequence ``r`` is exactly the messages at ``r+1 .. r+n``. The rule (AR
   (:data:`ROLE_OUTPUTS`), and the digest over their bytes equals the record's
   ``outputs_sha256``, the record and its outputs are released to the fold, in log
   order; until then nothing of the batch is folded;
+- a record's pending outcomes (``DecisionRecord.pending``, issue 15: the admitter's
+  WorkloadInadmissible decisions that change no workload's pending reason) are released
+  with it, after its outputs, as the WorkloadInadmissible decisions they stand for, at
+  the sequence of the batch's last message; a record of a role that makes no
+  WorkloadInadmissible may carry none (else ``wrong_role``, as an output would be);
 - everything else on a decision subject, and any decision type on another subject,
   is an :class:`Orphan`: folded by no one, returned for the caller to report. A batch
   that breaks (a message at ``r+i`` that is not output ``i``, a gap, a digest
@@ -181,6 +186,20 @@ def head_problem(subject: str, record: types.DecisionRecord) -> str | None:
     return None
 
 
+def pending_problem(record: types.DecisionRecord) -> str | None:
+    """Why ``record`` may not carry its pending outcomes (a role that makes no WorkloadInadmissible), or None."""
+    if record.pending and types.WorkloadInadmissible not in ROLE_OUTPUTS.get(record.role, ()):
+        return f"role {record.role!r} records pending outcomes, a WorkloadInadmissible it does not make"
+    return None
+
+
+def _pending(record: types.DecisionRecord, *, at_seq: int) -> tuple[tuple[int, types.Event], ...]:
+    """The WorkloadInadmissible decisions the record's pending outcomes stand for, folded at
+    ``at_seq``, the batch's last sequence: after every output, so a release among the outputs
+    (a requeue trigger) comes before the workloads the cycle parked, as it does in the cycle."""
+    return tuple((at_seq, decision) for decision in record.pending_decisions())
+
+
 def output_problem(
     batch_record: types.DecisionRecord,
     index: int,
@@ -258,7 +277,8 @@ class BatchVerifier:
                         batch, DIGEST_MISMATCH, f"batch {batch.record.decision_id}: outputs do not match its digest"
                     )
                 held = [batch.head, *batch.outputs]
-                return Verdict(accepted=tuple((h.seq, h.event) for h in held))
+                accepted = tuple((h.seq, h.event) for h in held)
+                return Verdict(accepted=accepted + _pending(batch.record, at_seq=held[-1].seq))
             self.open = None
             broken = self._orphan_batch(batch, BATCH_BROKEN, f"batch {batch.record.decision_id} broken: {problem}")
             orphans.extend(broken.orphans)
@@ -283,11 +303,11 @@ class BatchVerifier:
             if problem is not None:
                 return self._orphan(seq, subject, NOT_A_RECORD, problem)
             assert isinstance(event, types.DecisionRecord)
-            problem = head_problem(subject, event)
+            problem = head_problem(subject, event) or pending_problem(event)
             if problem is not None and event.output_count == 0:
                 return self._orphan(seq, subject, WRONG_ROLE, problem)
             if event.output_count == 0:
-                return Verdict(accepted=((seq, event),))
+                return Verdict(accepted=((seq, event), *_pending(event, at_seq=seq)))
             self.open = _OpenBatch(
                 record=event, head=_Held(seq=seq, subject=subject, data=data, event=event), wrong=problem or ""
             )

@@ -45,6 +45,7 @@ class WorkloadState:
     finished_seq: int = 0
     deleted_seq: int = 0
     pending_message: str = ""
+    pending_reason: str = ""  # the reason of the WorkloadInadmissible that set pending_message ("": none did)
     parked_seq: int = 0
     eviction: types.EvictionRequested | None = None
     stopped_seq: int = 0
@@ -325,10 +326,11 @@ class ClusterState:
     topology: TopologyState = field(default_factory=TopologyState)
     tas_usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     # The flavor-scan bookmark's clocks (SEMANTICS §5.3): ``admit_cycles`` counts the admitter's
-    # DecisionRecords with outputs (Kueue's scheduling cycle, as the log sees it: a cycle that
-    # decides nothing leaves no trace); ``cq_generations`` is Kueue's per-ClusterQueue
-    # AllocatableResourceGeneration (:meth:`generation`), as the log sequence of the latest of its
-    # workload changes (:func:`_bump_generation`) or ``structure_generation``, the latest quota
+    # DecisionRecords that decide something, outputs or pending outcomes (Kueue's scheduling
+    # cycle, as the log sees it: a cycle that decides nothing leaves no trace);
+    # ``cq_generations`` is Kueue's per-ClusterQueue AllocatableResourceGeneration
+    # (:meth:`generation`), as the log sequence of the latest of its workload changes
+    # (:func:`_bump_generation`) or ``structure_generation``, the latest quota
     # or cohort-tree change anywhere (Kueue bumps only the changed tree: ours is a
     # superset, so an older bookmark may expire sooner after an unrelated object change).
     admit_cycles: int = 0
@@ -378,20 +380,25 @@ class UnknownEventError(TypeError):
 IGNORED: Final[tuple[type[types.Event], ...]] = (types.DispatchApplied, types.DispatchFailed)
 
 
-def apply(state: ClusterState, event: types.Event, *, seq: int) -> ClusterState:
+def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq: int) -> ClusterState:
     """Fold one event stored at log sequence ``seq`` into ``state`` and return it.
 
     Idempotent for facts (full-state snapshots) and for a decision seen twice.
     Raises nothing for events about unknown objects: they are ignored. Every event
     type is either folded or named in :data:`IGNORED`; any other type raises
-    :class:`UnknownEventError` before the state is touched.
+    :class:`UnknownEventError` before the state is touched. A PendingOutcome (a decider's
+    output the record carries) folds as the WorkloadInadmissible it stands for: the log's
+    readers get those from the batch verifier, a caller folding ``decide``'s outputs
+    directly may pass it as it is.
     """
+    if isinstance(event, types.PendingOutcome):
+        event = event.inadmissible(at_ms=0)  # the fold does not read a WorkloadInadmissible's time
     match event:
         case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
         case types.DecisionRecord():
             state.heads[event.partition] = seq
-            if event.role == ADMITTER_ROLE and event.output_count and seq > state.admit_cycle_seq:
+            if event.role == ADMITTER_ROLE and event.decided and seq > state.admit_cycle_seq:
                 state.admit_cycles += 1  # once per record, however often it is folded
                 state.admit_cycle_seq = seq
             if event.answers:
@@ -541,6 +548,7 @@ def _apply_requeue_decision(state: ClusterState, event: types.WorkloadDeactivate
     current = state.workloads.get(event.workload.key)
     if current is None or not _same_uid(current, event.workload):
         return
+    current.pending_reason = ""  # its condition changed: the next pending reason is news (issue 15)
     if isinstance(event, types.WorkloadDeactivated):
         current.deactivated = event.reason
         current.requeue_count = current.requeue_at_ms = 0  # deactivation clears requeueState (§9.2)
@@ -788,6 +796,7 @@ def _apply_workload_decision(
     match event:
         case types.WorkloadInadmissible():
             current.pending_message = event.message
+            current.pending_reason = event.reason
             current.bookmark = event.bookmark
             current.parked_seq = seq if event.parked else 0
             if event.parked:
@@ -833,7 +842,7 @@ def _apply_workload_decision(
                 current.admitted = False
                 current.admitted_at_ms = 0
                 current.pods_ready = None
-                current.pending_message = ""
+                current.pending_message = current.pending_reason = ""
                 current.eviction = None
                 current.stopped_seq = 0
             if current.deleted_seq:
@@ -854,7 +863,7 @@ def _apply_preemption(
         case types.PreemptionRequired():
             if current.reservation is None and not current.gone:
                 state.nominations[event.workload.key] = (seq, event)
-                current.pending_message = event.message
+                current.pending_message, current.pending_reason = event.message, ""
                 current.bookmark = None  # preemptions issued: the next scan starts over (§5.3)
                 current.parked_seq = 0
                 _place(state, current, queued=current.active and not current.backoff)

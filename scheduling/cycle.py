@@ -22,7 +22,11 @@ the QuotaReserved; a pod set whose topology is delayed by a ProvisioningRequest 
 the second pass, decided in the lifecycle phase before the first-pass entries.
 
 Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted, WorkloadInadmissible
-(always when a BestEffortFIFO head is parked; otherwise only when the message changes).
+(always when a BestEffortFIFO head is parked; otherwise only when the message changes). A pending
+workload's reason is recorded on its own subject only when it changes (issue 15): a
+WorkloadInadmissible whose reason is the one the log already holds for the workload (a head tried
+again and parked again, a new "N more needed") is a :class:`~kueue_es.events.types.PendingOutcome`,
+which the cycle's DecisionRecord carries and every reader folds as that WorkloadInadmissible.
 """
 
 from __future__ import annotations
@@ -36,12 +40,12 @@ from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
 
-def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[types.Decision]:
+def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
     they come back through the log). Decisions in a deterministic order; empty when nothing
     changes."""
-    decisions: list[types.Decision] = []
+    decisions: list[types.Output] = []
     for key in sorted(state.releasable):
         wl = state.workloads[key]
         assert wl.reservation is not None
@@ -125,7 +129,7 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
     return decisions
 
 
-def _workload_key(decision: types.Decision) -> str:
+def _workload_key(decision: types.Output) -> str:
     """The key of the workload a decision of this cycle is about (every one names one)."""
     assert not isinstance(decision, types.DecisionRecord)
     return decision.workload.key
@@ -226,7 +230,7 @@ def _process(
     gate: _PodsReadyGate,
     cycle: tas_cycle.CycleTopology,
     now_ms: int,
-) -> list[types.Decision]:
+) -> list[types.Output]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
 
     Unlike Kueue, victims chosen earlier in the cycle still count for later entries'
@@ -317,7 +321,7 @@ def _capacity_to_reserve(entry: Entry, tree: quota.QuotaTree, usage: dict[quota.
 _NO_QUOTA = quota.Quota()
 
 
-def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.Decision]:
+def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.Output]:
     """A PreemptionRequired for the preemptor, unless one is already waiting for the
     preemptor or every target is already being evicted (recorded when it changes)."""
     wl = entry.workload
@@ -343,10 +347,10 @@ def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.D
     ]
 
 
-def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int) -> list[types.Decision]:
+def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int) -> list[types.Output]:
     ref, cq = entry.workload.ref, entry.cq.metadata.name
     assignments = pod_set_assignments(entry)
-    reserved: list[types.Decision] = [
+    reserved: list[types.Output] = [
         types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms)
     ]
     if placed is not None and placed.assignments:  # the placement is committed with the reservation (A.5)
@@ -371,13 +375,17 @@ def _inadmissible(
     parked: bool,
     now_ms: int,
     bookmark: types.FlavorBookmark | None = _KEEP,
-) -> list[types.Decision]:
+) -> list[types.Output]:
     """A WorkloadInadmissible, unless nothing it records changed: the message, the parking,
-    or the flavor-scan bookmark (``bookmark``: the one after this cycle; default: unchanged)."""
+    or the flavor-scan bookmark (``bookmark``: the one after this cycle; default: unchanged).
+    When ``reason`` is the workload's pending reason already (``WorkloadState.pending_reason``),
+    a PendingOutcome for the cycle's DecisionRecord instead of a message of its own (issue 15)."""
     if bookmark is _KEEP:
         bookmark = wl.bookmark
     if message == wl.pending_message and not parked and bookmark == wl.bookmark:
         return []  # recorded when it changes, not every cycle
+    if reason == wl.pending_reason:
+        return [types.PendingOutcome(workload=wl.ref, reason=reason, message=message, parked=parked, bookmark=bookmark)]
     return [
         types.WorkloadInadmissible(
             workload=wl.ref, reason=reason, message=message, at_ms=now_ms, parked=parked, bookmark=bookmark

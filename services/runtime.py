@@ -87,12 +87,13 @@ def wall_clock_ms() -> int:
 class Decider:
     """What a decider service is: its role name, logic version and pure decide function.
 
-    ``decide(state, now_ms)`` returns per-workload decisions (no DecisionRecord).
+    ``decide(state, now_ms)`` returns per-workload decisions (no DecisionRecord) and, the
+    admitter, pending outcomes for the record (:data:`types.Output`, :func:`build_batch`).
     """
 
     role: str
     logic_version: int
-    decide: Callable[..., Sequence[types.Decision]]
+    decide: Callable[..., Sequence[types.Output]]
 
 
 OrphanHook = Callable[[batches.Orphan], None]
@@ -196,7 +197,7 @@ def report_orphan(orphan: batches.Orphan, on_orphan: OrphanHook | None = None) -
 def build_batch(
     decider: Decider,
     *,
-    outputs: Sequence[types.Decision],
+    outputs: Sequence[types.Output],
     basis_seq: int,
     head_seq: int,
     now_ms: int,
@@ -205,7 +206,9 @@ def build_batch(
     max_outputs: int | msgspec.UnsetType = 0,
     kueue_es_version: str | msgspec.UnsetType | None = None,
 ) -> tuple[OutgoingMessage, list[OutgoingMessage]]:
-    """The head DecisionRecord and the output messages of one committed cycle.
+    """The head DecisionRecord and the output messages of one committed cycle: one message per
+    decision of ``outputs``; its PendingOutcomes go into the record (``DecisionRecord.pending``,
+    left out when there are none, so a batch without them encodes as before).
 
     Msg-Ids derive from the decision id (role, partition, basis), so a retried
     commit of the same basis is a duplicate, never a second copy.
@@ -218,9 +221,11 @@ def build_batch(
     if isinstance(max_outputs, int) and max_outputs > 0:
         outputs = cut_batch(list(outputs), max_outputs)
     decision_id = f"{decider.role}:{partition}:{basis_seq}"
+    decisions = [out for out in outputs if not isinstance(out, types.PendingOutcome)]
+    pending = tuple(out for out in outputs if isinstance(out, types.PendingOutcome))
     rest = [
         subjects.message(out, subject=workload_subject(out, partition), msg_id=f"{decision_id}:{i}")
-        for i, out in enumerate(outputs, start=1)
+        for i, out in enumerate(decisions, start=1)
     ]
     record = types.DecisionRecord(
         decision_id=decision_id,
@@ -235,12 +240,13 @@ def build_batch(
         answers=answers,
         max_outputs=max_outputs,
         kueue_es_version=__version__ if kueue_es_version is None else kueue_es_version,
+        pending=pending or msgspec.UNSET,
     )
     head = subjects.message(record, subject=subjects.head_subject(decider.role, partition), msg_id=f"{decision_id}:0")
     return head, rest
 
 
-def workload_subject(decision: types.Decision, partition: str) -> str:
+def workload_subject(decision: types.Output, partition: str) -> str:
     """Subject of a per-workload decision."""
     ref = getattr(decision, "workload", None)
     if ref is None:
@@ -248,7 +254,7 @@ def workload_subject(decision: types.Decision, partition: str) -> str:
     return subjects.workload_decision_subject(ref, partition)
 
 
-def cut_batch(outputs: list[types.Decision], limit: int) -> list[types.Decision]:
+def cut_batch(outputs: list[types.Output], limit: int) -> list[types.Output]:
     """The first at most ``limit`` outputs, cut between two workloads' decisions (a
     QuotaReserved and its WorkloadAdmitted, a nomination and its evictions stay in one
     batch); the rest is decided again in the next cycle. A single workload with more
@@ -261,7 +267,7 @@ def cut_batch(outputs: list[types.Decision], limit: int) -> list[types.Decision]
     return outputs[: cut or limit]
 
 
-def _workload_of(decision: types.Decision) -> str:
+def _workload_of(decision: types.Output) -> str:
     ref = getattr(decision, "workload", None)
     return ref.key if isinstance(ref, types.WorkloadRef) else ""
 

@@ -218,7 +218,7 @@ class _BusRun:
         decided: list[types.Decision] = []
         for decider in cycle_deciders():
             record, outputs = await self._request("cycle", role=decider.role)
-            changed = changed or record.output_count > 0
+            changed = changed or record.decided
             decided.extend(o for o in outputs if isinstance(o, types.DECISION_TYPES))
         for fact in job_reports(decided, pods_ready=self.scenario.pods_ready, now_ms=wall_clock_ms()):
             await self._publish(fact)

@@ -367,7 +367,7 @@ class _ClusterRun(_BusRun):
         decided: list[types.Decision] = []
         for decider in cycle_deciders():
             record, outputs = await self._request("cycle", role=decider.role)
-            changed = changed or record.output_count > 0
+            changed = changed or record.decided
             decided.extend(o for o in outputs if isinstance(o, types.DECISION_TYPES))
         await self._jobs_report(decided)
         return changed

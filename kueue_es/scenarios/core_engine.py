@@ -153,7 +153,7 @@ class _Runner:
         """Log one fact on its production subject."""
         self.append(subjects.fact_message(fact))
 
-    def commit(self, decider: Decider, outputs: Sequence[types.Decision], *, now_ms: int) -> None:
+    def commit(self, decider: Decider, outputs: Sequence[types.Output], *, now_ms: int) -> None:
         """Log one decision batch (DecisionRecord first), built as the services build it."""
         state = self.run.state
         head, rest = build_batch(
@@ -226,7 +226,7 @@ class _Runner:
         WorkloadStopped, so the victim's quota is released from the next cycle on.
         """
         now_ms, changed = self.now_ms(), False
-        outputs_of_cycle: list[types.Decision] = []
+        outputs_of_cycle: list[types.Output] = []
         for decider in cycle_deciders():
             outputs = list(decider.decide(self.run.state, now_ms=now_ms))
             if outputs:
@@ -261,7 +261,7 @@ class _Runner:
         )
 
 
-def job_reports(outputs: Sequence[types.Decision], *, pods_ready: str, now_ms: int) -> list[types.Fact]:
+def job_reports(outputs: Sequence[types.Output], *, pods_ready: str, now_ms: int) -> list[types.Fact]:
     """What the jobs report after a cycle's decisions, the runner standing in for the
     dispatcher, the jobs and the watcher: every eviction completes (WorkloadStopped) and,
     with ``pods_ready`` "auto", every workload admitted gets its pods ready (WorkloadPodsReady)."""

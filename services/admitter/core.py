@@ -6,23 +6,29 @@ it at any recorded basis and get the same bytes. The cycle itself, in Kueue's ph
 what-if (Kueue's per-cycle snapshot) and names the role and logic version the log records.
 
 Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted, WorkloadInadmissible,
-PreemptionRequired, and the lifecycle's decisions (admission checks, PodsReady, backoff).
+PreemptionRequired, and the lifecycle's decisions (admission checks, PodsReady, backoff); and
+PendingOutcomes, the WorkloadInadmissible decisions that keep a workload's pending reason, which
+the cycle's DecisionRecord carries (``runtime.build_batch``, issue 15).
 """
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 
 from kueue_es.events import types
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 9
+LOGIC_VERSION = 10
 ROLE = "admit"
+EARLIER_LOGIC_VERSIONS = (9,)
+"""Logic versions :func:`decide_as` still re-runs: 9 decided as 10 does and wrote every pending
+outcome as a WorkloadInadmissible message (issue 15), so replay re-checks its logs too."""
 
 
-def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
+def decide(state: ClusterState, *, now_ms: int) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch).
 
     Returns decisions in a deterministic order; empty when nothing changes.
@@ -41,3 +47,24 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
         tree.rollback()
         if collecting:
             gc.enable()
+
+
+def decide_as(version: int) -> Callable[..., list[types.Output]]:
+    """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
+
+    Version 9 made the same decisions as 10 (the fold takes a PendingOutcome as the
+    WorkloadInadmissible it stands for, so the state, and every later cycle, is the same);
+    it only wrote each pending outcome as a WorkloadInadmissible message, at the cycle's
+    ``now_ms``. Raises ValueError for any other version.
+    """
+    if version not in EARLIER_LOGIC_VERSIONS:
+        raise ValueError(f"admitter logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
+
+    def decide_v9(state: ClusterState, *, now_ms: int) -> list[types.Output]:
+        """:func:`decide`, each pending outcome written as its WorkloadInadmissible (logic version 9)."""
+        return [
+            out.inadmissible(at_ms=now_ms) if isinstance(out, types.PendingOutcome) else out
+            for out in decide(state, now_ms=now_ms)
+        ]
+
+    return decide_v9

@@ -55,11 +55,10 @@ def test_a_perturbed_output_is_found_at_the_same_sequence(
     orphaned (its digest no longer matches), so the fold changes and later decisions, in every
     part, differ too. Either way the parts report what one pass reports, in the same order."""
     reserved = [m for m in messages if m.headers.get("Kq-Type") == "QuotaReserved"]
-    victim = reserved[-3].seq if where == "late" else reserved[len(reserved) // 10].seq
+    last_record = max(m.seq for m in messages if m.headers.get("Kq-Type") == "DecisionRecord")
+    victim = last_record + 1 if where == "late" else reserved[len(reserved) // 10].seq  # late: in the last batch
     changed = [
-        msgspec.structs.replace(m, data=m.data.replace(b'"QuotaReserved"', b'"QuotaReserved" '))
-        if m.seq == victim
-        else m
+        msgspec.structs.replace(m, data=m.data.replace(b'"type":', b'"type": ', 1)) if m.seq == victim else m
         for m in messages
     ]
     path = written(tmp_path, changed)
@@ -77,7 +76,7 @@ def test_gaps_orphans_and_unverifiable_records_match_one_pass(messages: list[Log
     report what one pass reports."""
     records = find_records(messages)
     late_seq, late = records[len(records) * 2 // 3]
-    older = msgspec.structs.replace(late, logic_version=late.logic_version - 1, kueue_es_version="0.0.9")
+    older = msgspec.structs.replace(late, logic_version=late.logic_version - 2, kueue_es_version="0.0.9")
     forged = types.QuotaReserved(
         workload=types.WorkloadRef(namespace="default", name="intruder"),
         cluster_queue="cq-0-cohort-0",
