@@ -1,4 +1,4 @@
-"""``kueue-es bench --config GENERATOR.yaml [--api-qps N] [--check RANGESPEC.yaml]``."""
+"""``kueue-es bench --config GENERATOR.yaml [--api-qps N] [--check RANGESPEC.yaml] [--chaos SEED [--kill-every S]]``."""
 
 from __future__ import annotations
 
@@ -35,10 +35,26 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="give up when the log has not grown for this many seconds with no workload running (default 60)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--chaos",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="kill a random service about every --kill-every s (and nats-server once), restart it, then check"
+        " the log's invariants and replay; exit 1 on any violation",
+    )
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="with --chaos: seconds between kills (+-30%%, default 10)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the bench; 0 in range (or no --check), 1 out of range or incomplete, 2 bad input."""
+    """Run the bench; 0 in range (or no --check), 1 out of range, incomplete or (``--chaos``) a violated
+    invariant or a victim that never recovered, 2 bad input."""
     import yaml
     from rich.console import Console
 
@@ -46,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.config is None:
         print("error: give --config GENERATOR.yaml (or use `kueue-es bench core`)", file=sys.stderr)
+        return 2
+    if args.chaos is not None and args.kill_every <= 0:
+        print(f"error: --kill-every must be positive, not {args.kill_every:g}", file=sys.stderr)
         return 2
     spec = None
     if args.check is not None:
@@ -65,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
                 timeout=args.timeout,
                 stall_seconds=args.stall_timeout,
                 progress=not args.no_progress,
+                chaos_seed=args.chaos,
+                kill_every=args.kill_every,
             )
         )
     except generator.ConfigError as err:
@@ -74,8 +95,13 @@ def run(args: argparse.Namespace) -> int:
     output = args.output or Path(result.run_dir) / "bench.yaml"
     report.write_yaml(doc, output)
     console.print(report.table(doc))
-    console.print(f"YAML: {output} (Kueue's summary.yaml and cmdStats.yaml beside it); logs in {result.run_dir}/logs")
     status = 0 if result.complete else 1
+    if result.chaos is not None:
+        console.print(report.chaos_table(result.chaos))
+        for line in report.chaos_lines(result.chaos):
+            console.print(line, highlight=False)
+        status = status if result.chaos.ok else 1
+    console.print(f"YAML: {output} (Kueue's summary.yaml and cmdStats.yaml beside it); logs in {result.run_dir}/logs")
     if spec is not None:
         try:
             problems = metrics.check_rangespec(

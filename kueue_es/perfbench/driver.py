@@ -29,7 +29,10 @@ The harness (this process) plays Kueue's test runner:
 
 Facts from the harness are published without waiting for each JetStream ack
 (core NATS publish with a ``Nats-Msg-Id``; the stream still stores and dedups
-them), so the harness keeps up with 15,000 creations a second.
+them: :class:`.chaos.FactPublisher`), so the harness keeps up with 15,000 creations a second.
+
+With ``chaos_seed`` (``--chaos SEED``) :mod:`.chaos` kills services and nats-server
+during the run, and the stopped store is checked afterwards (:mod:`.invariants`).
 """
 
 from __future__ import annotations
@@ -50,8 +53,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
-from kueue_es.events.bus.base import OutgoingMessage
-from kueue_es.events.bus.server import NatsServer
+from kueue_es.events.bus.base import BusError
+from kueue_es.perfbench import chaos as chaos_mod
 from kueue_es.perfbench import generator, ideal, metrics
 from kueue_es.perfbench.executor import Executor
 from kueue_es.services.runtime import cancel_and_wait
@@ -102,6 +105,7 @@ class RunResult:
     log_messages: int = 0
     run_dir: str = ""
     stalled: list[str] = field(default_factory=list)  # why each unfinished workload is stuck, when the run stalled
+    chaos: chaos_mod.ChaosResult | None = None  # with --chaos: the kills, recoveries and invariant checks
 
     @property
     def wall_ms(self) -> int:
@@ -126,6 +130,17 @@ class _Sampler:
         self.stats = {name: ProcessStats(pid=pid) for name, pid in pids.items()}
         self.peak_total_mib = 0.0
         self._tick = os.sysconf("SC_CLK_TCK")
+        self._cpu_before: dict[str, float] = {}  # CPU seconds of the earlier processes of a restarted one
+
+    def replace(self, name: str, pid: int) -> None:
+        """``name`` runs as a new process ``pid`` now (chaos restarted it): its CPU time adds up, its peak
+        memory is the highest of its processes."""
+        stats = self.stats.get(name)
+        if stats is None:
+            self.stats[name] = ProcessStats(pid=pid)
+            return
+        self._cpu_before[name] = stats.cpu_seconds
+        stats.pid = pid
 
     def sample(self) -> None:
         total = 0.0
@@ -133,9 +148,10 @@ class _Sampler:
             rss, hwm = _status_mib(stats.pid)
             total += rss
             stats.peak_rss_mib = max(stats.peak_rss_mib, hwm)
+        for name, stats in self.stats.items():
             cpu = _cpu_seconds(stats.pid, self._tick)
             if cpu is not None:
-                stats.cpu_seconds = cpu
+                stats.cpu_seconds = self._cpu_before.get(name, 0.0) + cpu
         self.peak_total_mib = max(self.peak_total_mib, total)
 
 
@@ -173,10 +189,14 @@ async def run_bench(
     stall_seconds: float = STALL_SECONDS,
     console: Console | None = None,
     progress: bool = True,
+    chaos_seed: int | None = None,
+    kill_every: float = 10.0,
 ) -> RunResult:
     """Run the configuration at ``config_path`` through nats-server and the services; returns what was measured.
 
-    Raises generator.ConfigError for a bad configuration.
+    ``chaos_seed``: kill a service about every ``kill_every`` seconds, and nats-server once, during
+    the run (:mod:`.chaos`), then check the stopped store (the result's ``chaos``).
+    Raises generator.ConfigError for a bad configuration, ValueError for a ``kill_every`` <= 0.
     """
     console = console or Console(stderr=True)
     generated = generator.generate(generator.load_config(config_path))
@@ -192,25 +212,34 @@ async def run_bench(
     recorder = metrics.Recorder()
     started_ms = wall_ms()
     _dump_tasks_on_sigusr1()
-    server = NatsServer(store_dir=run_dir / "nats")
+    if chaos_seed is not None and kill_every <= 0:
+        raise ValueError(f"--kill-every must be positive, not {kill_every:g}")
+    server = chaos_mod.RestartableNatsServer(store_dir=run_dir / "nats")
     await server.start_async()
-    supervisor = Supervisor(nats_url=server.url, log_dir=run_dir / "logs", kube_args=kube_args)
+    supervisor = Supervisor(
+        nats_url=server.url,
+        log_dir=run_dir / "logs",
+        kube_args=kube_args,
+        health_port=chaos_mod.health_base_port() if chaos_seed is not None else None,
+    )
     bus = None
     tasks: list[asyncio.Task[Any]] = []
     executor: Executor | None = None
     stalled: list[str] = []
+    chaos: chaos_mod.Chaos | None = None
     try:
         await supervisor.start(SERVICES)
         pids = {"nats-server": server.pid or 0, "bench harness": os.getpid()}
         pids.update({s.name: s.process.pid for s in supervisor.running})
         sampler = _Sampler(pids)
         bus = await nats_bus.connect(server.url)
+        publisher = chaos_mod.FactPublisher(bus)
         now = wall_ms()
         facts = generator.object_facts(generated, now_ms=now)
         recorder.topology = metrics.TopologyCheck.from_facts(facts, generated.flavor.name)
         for fact in facts:
             recorder.record(fact)
-            await _publish_fast(bus, subjects.fact_message(fact, version="bench"))
+            await publisher.publish(subjects.fact_message(fact, version="bench"))
         await bus.nc.flush()
         await _wait_started(supervisor, timeout=60.0)
         executor = Executor(
@@ -222,11 +251,23 @@ async def run_bench(
         done = asyncio.Event()
         last_decisions: dict[str, tuple[int, str]] = {}
         tasks = [
-            asyncio.create_task(_create(bus, planned, start_ms=streams_ms, recorder=recorder)),
+            asyncio.create_task(_create(publisher, planned, start_ms=streams_ms, recorder=recorder)),
             asyncio.create_task(_read(bus, recorder, executor, total=len(planned), done=done, last=last_decisions)),
-            asyncio.create_task(_flush_outbox(bus, executor)),
+            asyncio.create_task(_flush_outbox(publisher, executor)),
             asyncio.create_task(_count_log(bus, recorder)),
         ]
+        if chaos_seed is not None:
+            chaos = chaos_mod.Chaos(
+                seed=chaos_seed,
+                kill_every=kill_every,
+                supervisor=supervisor,
+                server=server,
+                publisher=publisher,
+                services=SERVICES,
+                clock_zero=time.monotonic(),
+                on_restart=sampler.replace,
+            )
+            tasks.append(asyncio.create_task(chaos.run()))
         complete = await _watch(
             done,
             tasks,
@@ -239,7 +280,10 @@ async def run_bench(
             stall_seconds=stall_seconds,
             console=console,
             progress=progress,
+            restarts=chaos is not None,
         )
+        if chaos is not None:  # stop killing; a victim still recovering is awaited
+            await chaos.stop(tasks[-1])
         if not complete:
             stalled = await _why_unfinished(bus, recorder, last_decisions)
             for line in stalled:
@@ -257,6 +301,18 @@ async def run_bench(
         if bus is not None:
             await bus.close()
         await asyncio.to_thread(server.stop)
+    chaos_result = None
+    if chaos is not None:
+        chaos_result = chaos.result
+        console.print(f"checking the log of {len(chaos_result.kills)} kills: replay and invariants ...")
+        checked = time.monotonic()
+        report, checker = await chaos_mod.check_store(
+            run_dir / "nats", expected=[f"{wl.namespace}/{wl.name}" for wl in planned]
+        )
+        chaos_result.violations = chaos_mod.violations_of(report, checker)
+        chaos_result.replay = report
+        chaos_result.checked_messages, chaos_result.checked_batches = checker.messages, checker.batches_folded
+        chaos_result.check_seconds = round(time.monotonic() - checked, 1)
     harness = sampler.stats["bench harness"]
     harness.peak_rss_mib = max(harness.peak_rss_mib, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return RunResult(
@@ -275,6 +331,7 @@ async def run_bench(
         log_messages=log_messages,
         run_dir=str(run_dir),
         stalled=stalled,
+        chaos=chaos_result,
     )
 
 
@@ -291,11 +348,6 @@ def _dump_tasks_on_sigusr1() -> None:
 
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump)
-
-
-async def _publish_fast(bus: nats_bus.NatsBus, message: OutgoingMessage) -> None:
-    """Publish without waiting for the JetStream ack (the stream stores and dedups it all the same)."""
-    await bus.nc.publish(message.subject, message.data, headers={**message.headers, "Nats-Msg-Id": message.msg_id})
 
 
 async def _wait_started(supervisor: Supervisor, *, timeout: float) -> None:
@@ -317,7 +369,11 @@ async def _wait_started(supervisor: Supervisor, *, timeout: float) -> None:
 
 
 async def _create(
-    bus: nats_bus.NatsBus, planned: list[generator.PlannedWorkload], *, start_ms: int, recorder: metrics.Recorder
+    publisher: chaos_mod.FactPublisher,
+    planned: list[generator.PlannedWorkload],
+    *,
+    start_ms: int,
+    recorder: metrics.Recorder,
 ) -> None:
     """Publish every planned workload at its stream's time (the merged schedule of all streams)."""
     order = sorted(range(len(planned)), key=lambda i: planned[i].offset_ms)  # stable: stream order within a tick
@@ -332,7 +388,7 @@ async def _create(
             index = order[pos]
             fact = generator.workload_fact(planned[index], uid=f"wl-{index:07d}", now_ms=now)
             recorder.record(fact)
-            await _publish_fast(bus, subjects.fact_message(fact, version="1"))
+            await publisher.publish(subjects.fact_message(fact, version="1"))
             pos += 1
 
 
@@ -365,13 +421,15 @@ async def _read(
 
 
 async def _count_log(bus: nats_bus.NatsBus, recorder: metrics.Recorder) -> None:
-    """Sample the log's length for the events per second through the bus."""
+    """Sample the log's length for the events per second through the bus (no sample while it does not
+    answer: nats-server killed by the chaos bench)."""
     while True:
-        recorder.note_log(await bus.last_seq(), wall_ms())
+        with contextlib.suppress(BusError, TimeoutError):
+            recorder.note_log(await bus.last_seq(), wall_ms())
         await asyncio.sleep(SAMPLE_SECONDS)
 
 
-async def _flush_outbox(bus: nats_bus.NatsBus, executor: Executor) -> None:
+async def _flush_outbox(publisher: chaos_mod.FactPublisher, executor: Executor) -> None:
     """Publish the executor's facts as they come, gathered for up to OUTBOX_GATHER seconds: one socket
     write carries all of them (a write per fact cost the harness a quarter of its time)."""
     while True:
@@ -380,7 +438,7 @@ async def _flush_outbox(bus: nats_bus.NatsBus, executor: Executor) -> None:
         executor.wake.clear()
         batch, executor.outbox = executor.outbox, []
         for message in batch:
-            await _publish_fast(bus, message)
+            await publisher.publish(message)
 
 
 async def _watch(
@@ -396,8 +454,10 @@ async def _watch(
     stall_seconds: float,
     console: Console,
     progress: bool,
+    restarts: bool = False,
 ) -> bool:
-    """Sample memory and draw the progress bar until done; False on timeout, a stall or a crashed service."""
+    """Sample memory and draw the progress bar until done; False on timeout, a stall or a crashed service
+    (with ``restarts``, the chaos bench starts a crashed service again: not the end of the run)."""
     deadline = time.monotonic() + timeout
     progress_mark: tuple[int, ...] = ()
     last_progress = time.monotonic()
@@ -422,7 +482,7 @@ async def _watch(
             for task in tasks:
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
-            if supervisor.dead():
+            if supervisor.dead() and not restarts:
                 console.print(f"[bold red]services exited[/bold red]: {[s.name for s in supervisor.dead()]}")
                 return False
             if time.monotonic() > deadline:
