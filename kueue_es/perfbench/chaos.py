@@ -66,7 +66,7 @@ NATS_AMONG_FIRST = 3
 RECOVERY_TIMEOUT = 120.0
 """A victim not recovered after this many seconds is reported as such (a failed run)."""
 POLL_SECONDS = 0.05
-REPUBLISH_SECONDS = 2.0
+REPUBLISH_SECONDS = 10.0
 """Facts published this long before a nats-server kill are published again after it."""
 _FOLDED = re.compile(rb"^kueue_es_events_folded_total\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
 
@@ -156,12 +156,14 @@ class FactPublisher:
 
 @dataclass(kw_only=True)
 class Kill:
-    """One kill (or crash) and its recovery; times in seconds since the creation streams started."""
+    """One kill (or crash) and its recovery: ``at_s`` in seconds since the creation streams started, the
+    others in seconds since the kill."""
 
     at_s: float
     victim: str
     crash: bool = False  # the service exited on its own (the harness only restarted it)
-    recovery_s: float | None = None  # None: not recovered (or the run ended first)
+    recovery_s: float | None = None  # None: not recovered
+    up_s: float | None = None  # until the new process answered (a service's health endpoint; nats-server ready)
     detail: str = ""
     found_at: float = 0.0  # time.monotonic() of the kill, or when the crash was seen
 
@@ -298,7 +300,7 @@ class Chaos:
         service = next((s for s in self.supervisor.running if s.name == name), None)
         if service is None:
             return
-        kill = Kill(at_s=self._since_start(killed_at), victim=name, detail=f"pid {service.process.pid}")
+        kill = Kill(at_s=self._since_start(killed_at), victim=name, detail=f"pid {service.process.pid} killed")
         self.result.kills.append(kill)
         self.supervisor.running.remove(service)  # not a dead service for the harness's watch
         with contextlib.suppress(ProcessLookupError):
@@ -306,7 +308,7 @@ class Chaos:
         await service.process.wait()
         log.info("chaos_killed", victim=name, pid=service.process.pid, at_s=kill.at_s)
         await self._restart(name)
-        kill.recovery_s = await self._await_ready((name,), since=killed_at, folded_since=None)
+        await self._await_ready(kill, (name,), since=killed_at, folded_since=None)
         log.info("chaos_recovered", victim=name, recovery_s=kill.recovery_s)
 
     async def _restart(self, name: str) -> None:
@@ -315,16 +317,18 @@ class Chaos:
         self.on_restart(name, new.process.pid)
 
     async def _kill_nats(self, killed_at: float) -> None:
-        kill = Kill(at_s=self._since_start(killed_at), victim=NATS, detail=f"pid {self.server.pid}")
+        kill = Kill(at_s=self._since_start(killed_at), victim=NATS)
         self.result.kills.append(kill)
         self.publisher.pause()
         await asyncio.to_thread(self.server.kill)
         log.info("chaos_killed", victim=NATS, at_s=kill.at_s)
         folded = {name: await self._folded(name) for name in self.services}
         await self.server.restart_on_same_port()
+        kill.up_s = round(time.monotonic() - killed_at, 3)
+        kill.detail = f"pid {self.server.pid}; services ready and reading again at"
         self.on_restart(NATS, self.server.pid or 0)
         await self.publisher.resume()
-        kill.recovery_s = await self._await_ready(self.services, since=killed_at, folded_since=folded)
+        await self._await_ready(kill, self.services, since=killed_at, folded_since=folded)
         self.result.republished = self.publisher.republished
         log.info("chaos_recovered", victim=NATS, recovery_s=kill.recovery_s)
 
@@ -336,7 +340,7 @@ class Chaos:
                 continue
             async with self.busy:
                 for kill in await self._restart_dead():
-                    kill.recovery_s = await self._await_ready((kill.victim,), since=kill.found_at, folded_since=None)
+                    await self._await_ready(kill, (kill.victim,), since=kill.found_at, folded_since=None)
 
     async def _restart_dead(self) -> list[Kill]:
         """Start again every service that exited on its own; each is listed as a crash."""
@@ -360,46 +364,61 @@ class Chaos:
     # -- probes -------------------------------------------------------------------------------------
 
     async def _await_ready(
-        self, names: Iterable[str], *, since: float, folded_since: dict[str, float | None] | None
-    ) -> float | None:
-        """Seconds from ``since`` until every named service is ready (and, with ``folded_since``, has read
-        more than it had then); None after RECOVERY_TIMEOUT. A service that exits meanwhile is started
-        again, listed as a crash, and awaited too (its recovery: until this wait ends)."""
+        self, kill: Kill, names: Iterable[str], *, since: float, folded_since: dict[str, float | None] | None
+    ) -> None:
+        """Set ``kill.recovery_s``: seconds from ``since`` until every named service is ready (and, with
+        ``folded_since``, has read more than it had then); None after RECOVERY_TIMEOUT. ``kill.up_s``: until
+        the (last) service's health endpoint first answered at all (its process is up). With several names,
+        ``kill.detail`` gets each one's time. A service that exits meanwhile is started again, listed as a
+        crash, and awaited too (its recovery: until this wait ends)."""
         waiting = set(names)
         folded_since = dict(folded_since or {})
         crashes: list[Kill] = []
+        up: dict[str, float] = {}
+        ready: dict[str, float] = {}
         while waiting:
             if time.monotonic() - since > RECOVERY_TIMEOUT:
                 log.warning("chaos_not_recovered", waiting=sorted(waiting))
-                return None
+                kill.detail += f"; not ready after {RECOVERY_TIMEOUT:g} s: {', '.join(sorted(waiting))}"
+                return
             for crash in await self._restart_dead():
                 crashes.append(crash)
                 waiting.add(crash.victim)
                 folded_since.pop(crash.victim, None)  # a new process: its readiness says it all
             for name in list(waiting):
-                if not await self._ready(name):
+                status = await self._readyz(name)
+                if status is None:
+                    continue
+                up.setdefault(name, time.monotonic() - since)
+                if status != 200:
                     continue
                 if name in folded_since:
                     before, now = folded_since[name], await self._folded(name)
                     if now is None or (before is not None and now <= before):
                         continue
                 waiting.discard(name)
+                ready[name] = time.monotonic() - since
             if waiting:
                 await asyncio.sleep(POLL_SECONDS)
         done = time.monotonic()
         for crash in crashes:
             crash.recovery_s = round(done - crash.found_at, 3)
-        return round(done - since, 3)
+        kill.recovery_s = round(done - since, 3)
+        if up and kill.up_s is None:
+            kill.up_s = round(max(up.values()), 3)
+        if len(ready) > 1:
+            kill.detail += "; " + ", ".join(f"{name} {at:.2f}" for name, at in sorted(ready.items()))
 
-    async def _ready(self, name: str) -> bool:
+    async def _readyz(self, name: str) -> int | None:
+        """The status of the service's ``/readyz`` (200 ready, 503 not), None when it does not answer."""
         url = self.supervisor.health_url(name)
         if url is None or self._session is None:
-            return False
+            return None
         try:
             async with self._session.get(f"{url}/readyz") as response:
-                return bool(response.status == 200)
-        except (OSError, TimeoutError, Exception):  # noqa: BLE001 -- any failure to answer is "not ready"
-            return False
+                return int(response.status)
+        except (OSError, TimeoutError, Exception):  # noqa: BLE001 -- any failure to answer
+            return None
 
     async def _folded(self, name: str) -> float | None:
         """The service's ``kueue_es_events_folded_total``; None when it does not answer."""

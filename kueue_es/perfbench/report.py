@@ -8,6 +8,7 @@ computed in the same run, with the ratios.
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,7 @@ def chaos_document(chaos: ChaosResult) -> dict[str, Any]:
                 "atSeconds": k.at_s,
                 "victim": k.victim,
                 **({"crash": True} if k.crash else {}),
+                "upSeconds": k.up_s,
                 "recoverySeconds": k.recovery_s,
                 "detail": k.detail,
             }
@@ -166,14 +168,16 @@ def chaos_document(chaos: ChaosResult) -> dict[str, Any]:
 
 
 def chaos_table(chaos: ChaosResult) -> Table:
-    """The kills: when (s since the creation streams started), the victim, its recovery (s)."""
+    """The kills: when (s since the creation streams started), the victim, and since the kill, s: until its
+    new process answered, until it recovered (ready and, after nats-server, every service reading again)."""
     out = Table(title=f"chaos --chaos {chaos.seed} --kill-every {chaos.kill_every_s:g}")
-    for column in ("at s", "victim", "recovery s", ""):
+    for column in ("at s", "victim", "process up s", "recovery s", ""):
         out.add_column(column, justify="left" if column in ("victim", "") else "right")
     for kill in chaos.kills:
         out.add_row(
             f"{kill.at_s:.1f}",
             kill.victim + (" (crashed)" if kill.crash else ""),
+            "-" if kill.up_s is None else f"{kill.up_s:.2f}",
             "not recovered" if kill.recovery_s is None else f"{kill.recovery_s:.2f}",
             kill.detail,
         )
@@ -189,6 +193,13 @@ def chaos_lines(chaos: ChaosResult) -> list[str]:
         f"{len(chaos.kills) - len(killed)} crashes; recovery p50 "
         + (f"{p50:.2f} s, max {worst:.2f} s" if p50 is not None and worst is not None else "-")
     ]
+    services = [k.recovery_s for k in killed if k.victim != "nats-server" and k.recovery_s is not None]
+    nats = [k.recovery_s for k in killed if k.victim == "nats-server" and k.recovery_s is not None]
+    if services:
+        lines.append(
+            f"  service kills: p50 {statistics.median(services):.2f} s, max {max(services):.2f} s;"
+            f" nats-server: {', '.join(f'{r:.2f} s' for r in nats) or '-'}"
+        )
     replay = chaos.replay
     if replay is not None:
         lines.append(
