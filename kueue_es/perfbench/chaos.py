@@ -4,8 +4,9 @@ The harness (:mod:`.driver`) runs as usual; :class:`Chaos` runs beside it, and o
 there is randomness (``random.Random(SEED)``: the same seed gives the same victims
 and intervals; when each kill lands still depends on the machine):
 
-- about every ``kill_every`` seconds (uniform jitter of +-30 %), and never before the
-  previous victim recovered, it SIGKILLs a victim: one of the services, drawn at
+- about every ``kill_every`` seconds (uniform jitter of +-30 %), and never sooner than half
+  that interval after the previous victim recovered (a slow recovery must not turn into a
+  service that is never up), it SIGKILLs a victim: one of the services, drawn at
   random, or nats-server, exactly once, at one of the first three kills. A killed
   service is started again at once (``Supervisor.start``, same arguments and log
   file); nats-server again on the same port and JetStream store
@@ -284,11 +285,18 @@ class Chaos:
                         else:
                             await self._kill_service(victim, killed_at)
                     index += 1
-                    next_at = max(killed_at + self._interval(), time.monotonic())
+                    # the system runs at least half an interval between a recovery and the next kill
+                    interval = self._interval()
+                    next_at = max(killed_at + interval, time.monotonic() + interval / 2)
             finally:
                 watch.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watch
+
+    @property
+    def recovering(self) -> bool:
+        """True while a victim is being killed, restarted or awaited (the run's stall timer waits)."""
+        return self.busy.locked()
 
     def _interval(self) -> float:
         return self.kill_every * self.rng.uniform(1 - JITTER, 1 + JITTER)

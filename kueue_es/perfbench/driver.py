@@ -44,6 +44,7 @@ import platform
 import resource
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -280,7 +281,7 @@ async def run_bench(
             stall_seconds=stall_seconds,
             console=console,
             progress=progress,
-            restarts=chaos is not None,
+            recovering=(lambda: chaos.recovering) if chaos is not None else None,
         )
         if chaos is not None:  # stop killing; a victim still recovering is awaited
             await chaos.stop(tasks[-1])
@@ -454,10 +455,12 @@ async def _watch(
     stall_seconds: float,
     console: Console,
     progress: bool,
-    restarts: bool = False,
+    recovering: Callable[[], bool] | None = None,
 ) -> bool:
-    """Sample memory and draw the progress bar until done; False on timeout, a stall or a crashed service
-    (with ``restarts``, the chaos bench starts a crashed service again: not the end of the run)."""
+    """Sample memory and draw the progress bar until done; False on timeout, a stall or a crashed service.
+
+    ``recovering`` (the chaos bench): a crashed service is started again, not the end of the run, and
+    no stall is counted while it says a victim is being restarted or awaited."""
     deadline = time.monotonic() + timeout
     progress_mark: tuple[int, ...] = ()
     last_progress = time.monotonic()
@@ -482,7 +485,7 @@ async def _watch(
             for task in tasks:
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
-            if supervisor.dead() and not restarts:
+            if supervisor.dead() and recovering is None:
                 console.print(f"[bold red]services exited[/bold red]: {[s.name for s in supervisor.dead()]}")
                 return False
             if time.monotonic() > deadline:
@@ -495,7 +498,7 @@ async def _watch(
                 executor.started,
                 len(executor.running),
             )
-            if mark != progress_mark:
+            if mark != progress_mark or (recovering is not None and recovering()):
                 progress_mark, last_progress = mark, time.monotonic()
             elif (
                 not executor.running
