@@ -6,6 +6,9 @@
 - :mod:`.metrics` computes Kueue's summary figures from what the log recorded;
 - :mod:`.executor` runs admitted workloads for their ``runtimeMs``;
 - :mod:`.driver` starts nats-server and the services, drives a run and reports it.
+- :mod:`.chaos` (``--chaos SEED``) kills and restarts services and nats-server during a run;
+- :mod:`.invariants` checks the stopped run's log: every workload finished, no double
+  reservation, quota within its limits at every batch end, no orphan decision.
 
 shared/PERFORMANCE.md and shared/research/kueue-perf.md describe the test.
 """

@@ -1,4 +1,4 @@
-"""``kueue-es bench --config GENERATOR.yaml [--api-qps N] [--check RANGESPEC.yaml]``."""
+"""``kueue-es bench --config GENERATOR.yaml [--api-qps N] [--check RANGESPEC.yaml] [--chaos SEED [--kill-every S]]``."""
 
 from __future__ import annotations
 
@@ -47,10 +47,26 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="the deciders take turns through their standby lease (default); --no-standby-lease: all replicas hot",
     )
+    parser.add_argument(
+        "--chaos",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="kill a random service about every --kill-every s (and nats-server once), restart it, then check"
+        " the log's invariants and replay; exit 1 on any violation",
+    )
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="with --chaos: seconds between kills (+-30%%, default 10)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the bench; 0 in range (or no --check), 1 out of range or incomplete, 2 bad input."""
+    """Run the bench; 0 in range (or no --check), 1 out of range, incomplete or (``--chaos``) a violated
+    invariant or a victim that never recovered, 2 bad input."""
     import yaml
     from rich.console import Console
 
@@ -61,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.replicas < 1:
         print(f"error: --replicas must be at least 1, got {args.replicas}", file=sys.stderr)
+        return 2
+    if args.chaos is not None and args.kill_every <= 0:
+        print(f"error: --kill-every must be positive, not {args.kill_every:g}", file=sys.stderr)
         return 2
     spec = None
     if args.check is not None:
@@ -82,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.no_progress,
                 replicas=args.replicas,
                 standby_lease=args.standby_lease,
+                chaos_seed=args.chaos,
+                kill_every=args.kill_every,
             )
         )
     except generator.ConfigError as err:
@@ -101,8 +122,13 @@ def run(args: argparse.Namespace) -> int:
         + ", ".join(f"{n} {p['commits']}/{p['conflicts']}" for n, p in deciders["processes"].items()),
         highlight=False,
     )
-    console.print(f"YAML: {output} (Kueue's summary.yaml and cmdStats.yaml beside it); logs in {result.run_dir}/logs")
     status = 0 if result.complete else 1
+    if result.chaos is not None:
+        console.print(report.chaos_table(result.chaos))
+        for line in report.chaos_lines(result.chaos):
+            console.print(line, highlight=False)
+        status = status if result.chaos.ok else 1
+    console.print(f"YAML: {output} (Kueue's summary.yaml and cmdStats.yaml beside it); logs in {result.run_dir}/logs")
     if spec is not None:
         try:
             problems = metrics.check_rangespec(

@@ -29,7 +29,10 @@ The harness (this process) plays Kueue's test runner:
 
 Facts from the harness are published without waiting for each JetStream ack
 (core NATS publish with a ``Nats-Msg-Id``; the stream still stores and dedups
-them), so the harness keeps up with 15,000 creations a second.
+them: :class:`.chaos.FactPublisher`), so the harness keeps up with 15,000 creations a second.
+
+With ``chaos_seed`` (``--chaos SEED``) :mod:`.chaos` kills services and nats-server
+during the run, and the stopped store is checked afterwards (:mod:`.invariants`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import platform
 import resource
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,8 +54,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
-from kueue_es.events.bus.base import OutgoingMessage
-from kueue_es.events.bus.server import NatsServer
+from kueue_es.events.bus.base import BusError
+from kueue_es.perfbench import chaos as chaos_mod
 from kueue_es.perfbench import generator, ideal, metrics
 from kueue_es.perfbench.executor import Executor
 from kueue_es.services.runtime import cancel_and_wait
@@ -114,6 +118,7 @@ class RunResult:
     replicas: int = 1  # processes of each decider
     standby_lease: bool = True  # whether they take turns through the standby lease
     deciders: dict[str, DeciderStats] = field(default_factory=dict)  # by process name: admitter, admitter-2, ...
+    chaos: chaos_mod.ChaosResult | None = None  # with --chaos: the kills, recoveries and invariant checks
 
     @property
     def wall_ms(self) -> int:
@@ -138,6 +143,17 @@ class _Sampler:
         self.stats = {name: ProcessStats(pid=pid) for name, pid in pids.items()}
         self.peak_total_mib = 0.0
         self._tick = os.sysconf("SC_CLK_TCK")
+        self._cpu_before: dict[str, float] = {}  # CPU seconds of the earlier processes of a restarted one
+
+    def replace(self, name: str, pid: int) -> None:
+        """``name`` runs as a new process ``pid`` now (chaos restarted it): its CPU time adds up, its peak
+        memory is the highest of its processes."""
+        stats = self.stats.get(name)
+        if stats is None:
+            self.stats[name] = ProcessStats(pid=pid)
+            return
+        self._cpu_before[name] = stats.cpu_seconds
+        stats.pid = pid
 
     def sample(self) -> None:
         total = 0.0
@@ -145,9 +161,10 @@ class _Sampler:
             rss, hwm = _status_mib(stats.pid)
             total += rss
             stats.peak_rss_mib = max(stats.peak_rss_mib, hwm)
+        for name, stats in self.stats.items():
             cpu = _cpu_seconds(stats.pid, self._tick)
             if cpu is not None:
-                stats.cpu_seconds = cpu
+                stats.cpu_seconds = self._cpu_before.get(name, 0.0) + cpu
         self.peak_total_mib = max(self.peak_total_mib, total)
 
 
@@ -187,6 +204,8 @@ async def run_bench(
     progress: bool = True,
     replicas: int = 1,
     standby_lease: bool = True,
+    chaos_seed: int | None = None,
+    kill_every: float = 10.0,
 ) -> RunResult:
     """Run the configuration at ``config_path`` through nats-server and the services; returns what was measured.
 
@@ -194,8 +213,11 @@ async def run_bench(
     holds the decider's standby lease and commits, the others fold and stand by; the logs of replica
     N are in ``logs/replica-N/``. ``standby_lease`` False: every replica decides and commits (the deciders'
     ``--no-standby-lease``), as before standby deciders.
+    ``chaos_seed``: kill a service about every ``kill_every`` seconds, and nats-server once, during
+    the run (:mod:`.chaos`), then check the stopped store (the result's ``chaos``).
 
-    Raises generator.ConfigError for a bad configuration, ValueError for ``replicas`` below 1.
+    Raises generator.ConfigError for a bad configuration, ValueError for ``replicas`` below 1 or a
+    ``kill_every`` <= 0.
     """
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, got {replicas}")
@@ -213,11 +235,17 @@ async def run_bench(
     recorder = metrics.Recorder()
     started_ms = wall_ms()
     _dump_tasks_on_sigusr1()
-    server = NatsServer(store_dir=run_dir / "nats")
+    if chaos_seed is not None and kill_every <= 0:
+        raise ValueError(f"--kill-every must be positive, not {kill_every:g}")
+    server = chaos_mod.RestartableNatsServer(store_dir=run_dir / "nats")
     await server.start_async()
     decider_args = [] if standby_lease else ["--no-standby-lease"]
     supervisor = Supervisor(
-        nats_url=server.url, log_dir=run_dir / "logs", kube_args=kube_args, decider_args=decider_args
+        nats_url=server.url,
+        log_dir=run_dir / "logs",
+        kube_args=kube_args,
+        decider_args=decider_args,
+        health_port=chaos_mod.health_base_port() if chaos_seed is not None else None,
     )
     standbys = {
         n: Supervisor(nats_url=server.url, log_dir=run_dir / "logs" / f"replica-{n}", decider_args=decider_args)
@@ -228,6 +256,7 @@ async def run_bench(
     tasks: list[asyncio.Task[Any]] = []
     executor: Executor | None = None
     stalled: list[str] = []
+    chaos: chaos_mod.Chaos | None = None
     try:
         await supervisor.start(SERVICES)
         for standby in standbys.values():
@@ -238,12 +267,13 @@ async def run_bench(
             pids.update({f"{s.name}-{n}": s.process.pid for s in standby.running})
         sampler = _Sampler(pids)
         bus = await nats_bus.connect(server.url)
+        publisher = chaos_mod.FactPublisher(bus)
         now = wall_ms()
         facts = generator.object_facts(generated, now_ms=now)
         recorder.topology = metrics.TopologyCheck.from_facts(facts, generated.flavor.name)
         for fact in facts:
             recorder.record(fact)
-            await _publish_fast(bus, subjects.fact_message(fact, version="bench"))
+            await publisher.publish(subjects.fact_message(fact, version="bench"))
         await bus.nc.flush()
         for started in supervisors:
             await _wait_started(started, timeout=60.0)
@@ -256,11 +286,23 @@ async def run_bench(
         done = asyncio.Event()
         last_decisions: dict[str, tuple[int, str]] = {}
         tasks = [
-            asyncio.create_task(_create(bus, planned, start_ms=streams_ms, recorder=recorder)),
+            asyncio.create_task(_create(publisher, planned, start_ms=streams_ms, recorder=recorder)),
             asyncio.create_task(_read(bus, recorder, executor, total=len(planned), done=done, last=last_decisions)),
-            asyncio.create_task(_flush_outbox(bus, executor)),
+            asyncio.create_task(_flush_outbox(publisher, executor)),
             asyncio.create_task(_count_log(bus, recorder)),
         ]
+        if chaos_seed is not None:
+            chaos = chaos_mod.Chaos(
+                seed=chaos_seed,
+                kill_every=kill_every,
+                supervisor=supervisor,
+                server=server,
+                publisher=publisher,
+                services=SERVICES,
+                clock_zero=time.monotonic(),
+                on_restart=sampler.replace,
+            )
+            tasks.append(asyncio.create_task(chaos.run()))
         complete = await _watch(
             done,
             tasks,
@@ -273,7 +315,10 @@ async def run_bench(
             stall_seconds=stall_seconds,
             console=console,
             progress=progress,
+            recovering=(lambda: chaos.recovering) if chaos is not None else None,
         )
+        if chaos is not None:  # stop killing; a victim still recovering is awaited
+            await chaos.stop(tasks[-1])
         if not complete:
             stalled = await _why_unfinished(bus, recorder, last_decisions)
             for line in stalled:
@@ -292,6 +337,18 @@ async def run_bench(
         if bus is not None:
             await bus.close()
         await asyncio.to_thread(server.stop)
+    chaos_result = None
+    if chaos is not None:
+        chaos_result = chaos.result
+        console.print(f"checking the log of {len(chaos_result.kills)} kills: replay and invariants ...")
+        checked = time.monotonic()
+        report, checker = await chaos_mod.check_store(
+            run_dir / "nats", expected=[f"{wl.namespace}/{wl.name}" for wl in planned]
+        )
+        chaos_result.violations = chaos_mod.violations_of(report, checker)
+        chaos_result.replay = report
+        chaos_result.checked_messages, chaos_result.checked_batches = checker.messages, checker.batches_folded
+        chaos_result.check_seconds = round(time.monotonic() - checked, 1)
     harness = sampler.stats["bench harness"]
     harness.peak_rss_mib = max(harness.peak_rss_mib, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return RunResult(
@@ -313,6 +370,7 @@ async def run_bench(
         replicas=replicas,
         standby_lease=standby_lease,
         deciders=_decider_stats(run_dir / "logs", replicas),
+        chaos=chaos_result,
     )
 
 
@@ -351,11 +409,6 @@ def _dump_tasks_on_sigusr1() -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump)
 
 
-async def _publish_fast(bus: nats_bus.NatsBus, message: OutgoingMessage) -> None:
-    """Publish without waiting for the JetStream ack (the stream stores and dedups it all the same)."""
-    await bus.nc.publish(message.subject, message.data, headers={**message.headers, "Nats-Msg-Id": message.msg_id})
-
-
 async def _wait_started(supervisor: Supervisor, *, timeout: float) -> None:
     """Wait until every service logged ``service_started`` (connected to the bus, consumer bound)."""
     deadline = time.monotonic() + timeout
@@ -375,7 +428,11 @@ async def _wait_started(supervisor: Supervisor, *, timeout: float) -> None:
 
 
 async def _create(
-    bus: nats_bus.NatsBus, planned: list[generator.PlannedWorkload], *, start_ms: int, recorder: metrics.Recorder
+    publisher: chaos_mod.FactPublisher,
+    planned: list[generator.PlannedWorkload],
+    *,
+    start_ms: int,
+    recorder: metrics.Recorder,
 ) -> None:
     """Publish every planned workload at its stream's time (the merged schedule of all streams)."""
     order = sorted(range(len(planned)), key=lambda i: planned[i].offset_ms)  # stable: stream order within a tick
@@ -390,7 +447,7 @@ async def _create(
             index = order[pos]
             fact = generator.workload_fact(planned[index], uid=f"wl-{index:07d}", now_ms=now)
             recorder.record(fact)
-            await _publish_fast(bus, subjects.fact_message(fact, version="1"))
+            await publisher.publish(subjects.fact_message(fact, version="1"))
             pos += 1
 
 
@@ -423,13 +480,15 @@ async def _read(
 
 
 async def _count_log(bus: nats_bus.NatsBus, recorder: metrics.Recorder) -> None:
-    """Sample the log's length for the events per second through the bus."""
+    """Sample the log's length for the events per second through the bus (no sample while it does not
+    answer: nats-server killed by the chaos bench)."""
     while True:
-        recorder.note_log(await bus.last_seq(), wall_ms())
+        with contextlib.suppress(BusError, TimeoutError):
+            recorder.note_log(await bus.last_seq(), wall_ms())
         await asyncio.sleep(SAMPLE_SECONDS)
 
 
-async def _flush_outbox(bus: nats_bus.NatsBus, executor: Executor) -> None:
+async def _flush_outbox(publisher: chaos_mod.FactPublisher, executor: Executor) -> None:
     """Publish the executor's facts as they come, gathered for up to OUTBOX_GATHER seconds: one socket
     write carries all of them (a write per fact cost the harness a quarter of its time)."""
     while True:
@@ -438,7 +497,7 @@ async def _flush_outbox(bus: nats_bus.NatsBus, executor: Executor) -> None:
         executor.wake.clear()
         batch, executor.outbox = executor.outbox, []
         for message in batch:
-            await _publish_fast(bus, message)
+            await publisher.publish(message)
 
 
 async def _watch(
@@ -454,8 +513,12 @@ async def _watch(
     stall_seconds: float,
     console: Console,
     progress: bool,
+    recovering: Callable[[], bool] | None = None,
 ) -> bool:
-    """Sample memory and draw the progress bar until done; False on timeout, a stall or a crashed service."""
+    """Sample memory and draw the progress bar until done; False on timeout, a stall or a crashed service.
+
+    ``recovering`` (the chaos bench): a crashed service is started again, not the end of the run, and
+    no stall is counted while it says a victim is being restarted or awaited."""
     deadline = time.monotonic() + timeout
     progress_mark: tuple[int, ...] = ()
     last_progress = time.monotonic()
@@ -480,7 +543,7 @@ async def _watch(
             for task in tasks:
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
-            if dead := [s for supervisor in supervisors for s in supervisor.dead()]:
+            if (dead := [s for supervisor in supervisors for s in supervisor.dead()]) and recovering is None:
                 console.print(f"[bold red]services exited[/bold red]: {[s.name for s in dead]}")
                 return False
             if time.monotonic() > deadline:
@@ -493,7 +556,7 @@ async def _watch(
                 executor.started,
                 len(executor.running),
             )
-            if mark != progress_mark:
+            if mark != progress_mark or (recovering is not None and recovering()):
                 progress_mark, last_progress = mark, time.monotonic()
             elif (
                 not executor.running

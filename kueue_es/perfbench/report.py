@@ -8,12 +8,15 @@ computed in the same run, with the ratios.
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
 import yaml
 from rich.table import Table
 
+from kueue_es.perfbench import invariants
+from kueue_es.perfbench.chaos import ChaosResult
 from kueue_es.perfbench.driver import RunResult, machine
 
 # Kueue's published means (rangespec comments): wall ms, ClusterQueue usage %, time to admission ms per class.
@@ -134,7 +137,94 @@ def document(result: RunResult) -> dict[str, Any]:
     if kueue is not None:
         doc["kueue"] = {"config": name, **kueue}
         doc["ratios"]["wallToKueue"] = _ratio(result.wall_ms, kueue["wallMs"])
+    if result.chaos is not None:
+        doc["chaos"] = chaos_document(result.chaos)
     return doc
+
+
+def chaos_document(chaos: ChaosResult) -> dict[str, Any]:
+    """The ``chaos`` section of the run document: seed, kills with their recovery (s), p50 and max,
+    the checks and every violation."""
+    replay = chaos.replay
+    return {
+        "seed": chaos.seed,
+        "killEverySeconds": chaos.kill_every_s,
+        "kills": [
+            {
+                "atSeconds": k.at_s,
+                "victim": k.victim,
+                **({"crash": True} if k.crash else {}),
+                "upSeconds": k.up_s,
+                "recoverySeconds": k.recovery_s,
+                "detail": k.detail,
+            }
+            for k in chaos.kills
+        ],
+        "recoveryP50Seconds": chaos.p50_s,
+        "recoveryMaxSeconds": chaos.max_s,
+        "republishedFacts": chaos.republished,
+        "checkedMessages": chaos.checked_messages,
+        "checkedBatches": chaos.checked_batches,
+        "checkSeconds": chaos.check_seconds,
+        "replay": None
+        if replay is None
+        else {"exitCode": replay.exit_code, "decisions": replay.decisions, "matched": replay.matched},
+        "invariantsHold": chaos.ok,
+        "violations": [str(v) for v in chaos.violations],
+    }
+
+
+def chaos_table(chaos: ChaosResult) -> Table:
+    """The kills: when (s since the creation streams started), the victim, and since the kill, s: until its
+    new process answered, until it recovered (ready and, after nats-server, every service reading again)."""
+    out = Table(title=f"chaos --chaos {chaos.seed} --kill-every {chaos.kill_every_s:g}")
+    for column in ("at s", "victim", "process up s", "recovery s", ""):
+        out.add_column(column, justify="left" if column in ("victim", "") else "right")
+    for kill in chaos.kills:
+        out.add_row(
+            f"{kill.at_s:.1f}",
+            kill.victim + (" (crashed)" if kill.crash else ""),
+            "-" if kill.up_s is None else f"{kill.up_s:.2f}",
+            "not recovered" if kill.recovery_s is None else f"{kill.recovery_s:.2f}",
+            kill.detail,
+        )
+    return out
+
+
+def chaos_lines(chaos: ChaosResult) -> list[str]:
+    """The verdict: recovery p50/max, what was checked, every violation (or that every invariant held)."""
+    killed = [k for k in chaos.kills if not k.crash]
+    p50, worst = chaos.p50_s, chaos.max_s
+    lines = [
+        f"{len(killed)} kills ({sum(k.victim == 'nats-server' for k in killed)} of nats-server), "
+        f"{len(chaos.kills) - len(killed)} crashes; recovery p50 "
+        + (f"{p50:.2f} s, max {worst:.2f} s" if p50 is not None and worst is not None else "-")
+    ]
+    services = [k.recovery_s for k in killed if k.victim != "nats-server" and k.recovery_s is not None]
+    nats = [k.recovery_s for k in killed if k.victim == "nats-server" and k.recovery_s is not None]
+    if services:
+        lines.append(
+            f"  service kills: p50 {statistics.median(services):.2f} s, max {max(services):.2f} s;"
+            f" nats-server: {', '.join(f'{r:.2f} s' for r in nats) or '-'}"
+        )
+    replay = chaos.replay
+    if replay is not None:
+        lines.append(
+            f"checked {chaos.checked_messages:,} messages, {chaos.checked_batches:,} decision batches in"
+            f" {chaos.check_seconds:.1f} s; replay: {replay.matched:,} of {replay.decisions:,} decisions matched,"
+            f" exit {replay.exit_code}"
+        )
+    for kill in chaos.unrecovered:
+        lines.append(f"[bold red]not recovered[/bold red]: {kill.victim} killed at {kill.at_s:.1f} s")
+    if chaos.violations:
+        lines.append(f"[bold red]{len(chaos.violations)} violations[/bold red]:")
+        lines += [f"  {line}" for line in invariants.summary(chaos.violations)]
+    elif chaos.ok:
+        lines.append(
+            "[bold green]every invariant held[/bold green]: every workload finished, none reserved twice,"
+            " quota never over-used at a batch end, no orphan decision, replay clean"
+        )
+    return lines
 
 
 def _ratio(a: float, b: float) -> float | None:
