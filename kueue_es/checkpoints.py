@@ -349,6 +349,26 @@ def restore(snap: Any) -> ClusterState:
     return state
 
 
+_topology_decoder = msgspec.msgpack.Decoder(TopologySnapshot)
+
+
+def dump_topology(topology: TopologyState) -> bytes:
+    """A :class:`TopologyState` alone as msgpack (the watcher's own, in a snapshot's section)."""
+    return _encoder.encode(TopologySnapshot(*(getattr(topology, f) for f in _TOPOLOGY_FIELDS)))
+
+
+def load_topology(data: bytes | memoryview, *, where: str) -> TopologyState:
+    """The :class:`TopologyState` :func:`dump_topology` wrote; CheckpointError naming ``where``."""
+    try:
+        snap = _topology_decoder.decode(data)
+    except msgspec.DecodeError as err:
+        raise CheckpointError(f"{where}: topology does not decode: {err}") from None
+    topology = TopologyState()
+    for field_name in _TOPOLOGY_FIELDS:
+        setattr(topology, field_name, getattr(snap, field_name))
+    return topology
+
+
 def dumps(state: ClusterState) -> bytes:
     """The body of a checkpoint of ``state``: its :data:`Snapshot` as msgpack. Two states fold
     and decide alike when their bodies are the same bytes (``--verify-checkpoints`` compares them)."""

@@ -139,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
         "--snapshots",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="deciders and dispatcher: start from the newest verified snapshot of the log in the bucket"
+        help="start from the newest verified snapshot of the log in the bucket"
         " KQ_SNAPSHOTS (kueue-es compact), when there is one (default on)",
     )
     service.set_defaults(run=_run_service)
@@ -676,6 +676,7 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                     config_path=args.config.absolute() if args.config is not None else None,
                     config=args.manager_config,
                     feature_gates=args.feature_gates,
+                    start=await _snapshot_start(args.nats, "watcher") if args.snapshots else None,
                 )
             else:
                 from kueue_es.services.dispatcher.service import serve_dispatcher

@@ -163,6 +163,104 @@ class DispatchFold:
         return cls(view, frozenset(section.orphaned))
 
 
+# --- the watcher's section -----------------------------------------------------------------------
+
+WATCHER = "watcher"
+_TAS_FACT_TYPES = ("TopologyObserved", "NodeObserved", "PodObserved", "ObjectDeleted")
+
+
+class WatcherSection(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """What the watcher learns from the log at start-up (``Watcher.learn_from_log``): its fold of the
+    facts, its TAS topology, and the facts its progress reporter and configuration file learn from,
+    one per key (the one that decides what they keep), with how many ConfigurationObserved there were."""
+
+    cluster: bytes
+    topology: bytes
+    learned: list[tuple[int, str, bytes, dict[str, str]]]
+    config_count: int
+
+
+_watcher_decoder = msgspec.msgpack.Decoder(WatcherSection)
+
+
+class WatcherFold:
+    """The watcher's start-up fold without its I/O: facts only, into a :class:`ClusterState` and a
+    ``TopologyState``, keeping of the facts the reporter and the configuration learn from the last
+    WorkloadStopped of each workload, the first WorkloadPodsReady of each, the first
+    AdmissionCheckStateChanged of each (workload, check) and the last ConfigurationObserved:
+    what ``ProgressReporter.learn`` and ``ConfigFile.learn`` keep of them (the rest they overwrite,
+    or leave alone)."""
+
+    def __init__(self) -> None:
+        from kueue_es.projections.topology import TopologyState
+
+        self.state = ClusterState()
+        self.topology = TopologyState()
+        self.learned: dict[tuple[str, ...], LogMessage] = {}
+        self.config_count = 0
+
+    def feed(self, message: LogMessage) -> None:
+        """Fold ``message`` if it is a fact."""
+        if not message.subject.startswith(_FACTS):
+            return
+        from kueue_es.services.runtime import fold_message
+
+        fold_message(self.state, message)
+        kind = message.headers.get("Kq-Type")
+        if kind in _TAS_FACT_TYPES:
+            try:
+                self.topology.apply(codec.decode(message.data))
+            except codec.DecodeError:
+                pass
+        self.learn(message)
+
+    def learn(self, message: LogMessage) -> None:
+        """Keep ``message`` if it is a fact the reporter or the configuration learn from and decides it."""
+        kind = message.headers.get("Kq-Type")
+        if kind not in ("WorkloadStopped", "WorkloadPodsReady", "AdmissionCheckStateChanged", "ConfigurationObserved"):
+            return
+        try:
+            event: Any = codec.decode(message.data)
+        except codec.DecodeError:
+            return
+        if kind == "ConfigurationObserved":
+            self.config_count += 1
+            self.learned[("config",)] = message
+        elif kind == "WorkloadStopped":
+            self.learned[("stopped", event.workload.namespace, event.workload.name)] = message
+        elif kind == "WorkloadPodsReady":
+            self.learned.setdefault(("ready", event.workload.namespace, event.workload.name), message)
+        else:
+            self.learned.setdefault(("check", event.workload.namespace, event.workload.name, event.check), message)
+
+    def dumps(self) -> bytes:
+        """The ``watcher`` section of a snapshot."""
+        learned = sorted(self.learned.values(), key=lambda m: m.seq)
+        return msgspec.msgpack.encode(
+            WatcherSection(
+                cluster=checkpoints.dumps(self.state),
+                topology=checkpoints.dump_topology(self.topology),
+                learned=[(m.seq, m.subject, m.data, dict(m.headers)) for m in learned],
+                config_count=self.config_count,
+            )
+        )
+
+    @staticmethod
+    def start_view(data: bytes | memoryview, *, where: str) -> tuple[ClusterState, Any, list[LogMessage], int]:
+        """(facts-only state, topology, the learned facts in log order, ConfigurationObserved count)."""
+        try:
+            section = _watcher_decoder.decode(data)
+        except msgspec.DecodeError as err:
+            raise checkpoints.CheckpointError(f"{where}: section watcher: {err}") from None
+        learned = [LogMessage(seq=seq, subject=subj, data=body, headers=hdrs) for seq, subj, body, hdrs in section.learned]
+        return (
+            checkpoints.loads(section.cluster, where=f"{where} (section watcher)"),
+            checkpoints.load_topology(section.topology, where=f"{where} (section watcher)"),
+            learned,
+            section.config_count,
+        )
+
+
 # --- reading snapshots ---------------------------------------------------------------------------
 
 
@@ -187,6 +285,18 @@ class Loaded:
             raise checkpoints.CheckpointError(f"{self.name}: header.sections: no {DISPATCHER!r} section")
         return DispatchFold.loads(data, where=self.name)
 
+    def watcher(self) -> WatcherFold:
+        """The watcher's start-up fold at the position, to fold on (CheckpointError when missing)."""
+        data = self.sections.get(WATCHER)
+        if data is None:
+            raise checkpoints.CheckpointError(f"{self.name}: header.sections: no {WATCHER!r} section")
+        fold = WatcherFold()
+        fold.state, fold.topology, learned, count = WatcherFold.start_view(data, where=self.name)
+        for message in learned:  # keyed again as they were
+            fold.learn(message)
+        fold.config_count = count
+        return fold
+
     def start_point(self, role: str) -> StartPoint:
         """The :class:`StartPoint` of service ``role`` (a decider's, or the dispatcher's with its view)."""
         assert self.header.log is not None
@@ -195,6 +305,12 @@ class Loaded:
         if role == DISPATCHER:
             fold = self.dispatch()
             view, state = (fold.view, frozenset(fold.orphaned)), fold.view.cluster
+        elif role == WATCHER:
+            data = self.sections.get(WATCHER)
+            if data is None:
+                raise checkpoints.CheckpointError(f"{self.name}: header.sections: no {WATCHER!r} section")
+            state, *rest = WatcherFold.start_view(data, where=self.name)
+            view = tuple(rest)
         return StartPoint(
             state=state,
             seq=self.seq,
@@ -326,11 +442,13 @@ async def snapshot_once(
         if first > 1:
             raise LogPurgedError(f"KQ_LOG starts at #{first} and no snapshot of this code covers it")
         position, state, dispatch, through, chain, first_sha = 0, ClusterState(), DispatchFold(), 0, "", ""
+        watcher = WatcherFold()
         heads: dict[str, int] = {}
         made_at = 0.0
     else:
         assert previous.header.verified is not None and previous.header.log is not None
         position, state, dispatch = previous.seq, previous.state, previous.dispatch()
+        watcher = previous.watcher()
         through, chain = previous.header.verified.through_seq, previous.header.body_sha256
         first_sha = previous.header.log.first_sha256
         heads = dict(previous.header.head_seqs)
@@ -345,12 +463,13 @@ async def snapshot_once(
     last = await bus.last_seq()
     records = await _records(bus, after=position, last=last)
     checker = LogChecker(records, deciders.BY_ROLE, state=state, start=position)
-    captured: tuple[int, bytes, bytes, dict[str, int], str] | None = None
+    captured: tuple[int, bytes, dict[str, bytes], dict[str, int], str] | None = None
     async for message in stream_log(bus, last=last, start_seq=position + 1):
         if message.seq == 1:
             first_sha = message_digest(message)
         checker.feed(message)
         dispatch.feed(message)
+        watcher.feed(message)
         partition = batches.partition_of(message.subject)
         if partition is not None and subjects.head_token(message.subject) is not None:
             heads[partition] = message.seq
@@ -361,7 +480,8 @@ async def snapshot_once(
             and not dispatch.view.cluster.batches.holding
         ):
             body = checkpoints.dumps(checker.state)
-            captured = (message.seq, body, dispatch.dumps(), dict(heads), message_digest(message))
+            sections = {DISPATCHER: dispatch.dumps(), WATCHER: watcher.dumps()}
+            captured = (message.seq, body, sections, dict(heads), message_digest(message))
     report = checker.finish(last_seq=last)
     covered = 0
     for seq, record in checker.before_start:
@@ -381,7 +501,7 @@ async def snapshot_once(
     if captured is None:
         outcome.note = f"no position from #{last0} through #{last} where no batch is half read"
         return outcome
-    seq, body, section, head_seqs, at_sha = captured
+    seq, body, sections, head_seqs, at_sha = captured
     verification = checkpoints.Verification(
         from_seq=position,
         through_seq=last,
@@ -395,7 +515,7 @@ async def snapshot_once(
         body,
         log=checkpoints.LogIdentity(first_sha256=first_sha, at_sha256=at_sha),
         head_seqs=head_seqs,
-        sections={DISPATCHER: section},
+        sections=sections,
         verified=verification,
     )
     await bus.put_snapshot(object_name(seq), data)  # type: ignore[attr-defined]

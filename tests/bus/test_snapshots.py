@@ -5,6 +5,7 @@ start points and ``replay`` taken from it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 
@@ -54,6 +55,12 @@ async def _fresh(url: str) -> None:
         for name in (base.STREAM_NAME, nats_bus.SNAPSHOT_STREAM):
             with contextlib.suppress(nats.js.errors.NotFoundError):
                 await jsm.delete_stream(name)
+            for _ in range(100):  # gone before the next test makes it again
+                try:
+                    await jsm.stream_info(name)
+                except nats.js.errors.NotFoundError:
+                    break
+                await asyncio.sleep(0.05)
     finally:
         await nc.close()
 
@@ -242,3 +249,39 @@ def _fold(messages: list[LogMessage]) -> object:
 def _record_basis(message: LogMessage) -> int | None:
     event = codec.decode(message.data)
     return event.basis_seq if isinstance(event, types.DecisionRecord) else None
+
+
+async def test_the_watcher_learns_from_a_snapshot_what_it_learns_from_the_start(bus: nats_bus.NatsBus) -> None:
+    from kueue_es.services.watcher.service import Watcher
+
+    messages = golden()
+    cut = split_point(messages)
+    await _publish_on(bus, messages[:cut])
+    assert (await snapshots.snapshot_once(bus, SETTLED, force=True)).written == cut
+    await _publish_on(bus, messages[cut:])
+    whole = Watcher(bus=bus, api=_NoApi())
+    await whole.learn_from_log()
+    loaded = await snapshots.newest(bus, warn=pytest.fail)
+    assert loaded is not None
+    resumed = Watcher(bus=bus, api=_NoApi())
+    await resumed.learn_from_log(loaded.start_point(snapshots.WATCHER))
+    for name in ("known", "workloads", "sources", "last_published"):
+        assert getattr(resumed.publisher, name) == getattr(whole.publisher, name), name
+    for name in ("stopped", "pods_ready", "check_states"):
+        assert getattr(resumed.reporter, name) == getattr(whole.reporter, name), name
+    assert (resumed.config.count, resumed.config.on_log) == (whole.config.count, whole.config.on_log)
+    assert whole.publisher.known["ClusterQueue"] and whole.publisher.workloads
+
+    await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
+    with pytest.raises(LogPurgedError, match=f"the watcher cannot fold the log from the start: stream KQ_LOG starts at #{cut}"):
+        await Watcher(bus=bus, api=_NoApi()).learn_from_log()
+
+
+class _NoApi:
+    """A KubeReader the start-up fold never calls."""
+
+    def list(self, *args: object, **kwargs: object) -> object:
+        raise AssertionError("not listed at start-up")
+
+    def watch(self, *args: object, **kwargs: object) -> object:
+        raise AssertionError("not watched at start-up")
