@@ -268,9 +268,8 @@ async def _replay_purged(nats_url: str, *, progress: Any) -> ReplayReport | None
     import sys
 
     from kueue_es import snapshots
-    from kueue_es.services.runtime import LogPurgedError
-
     from kueue_es.events.bus.base import BusError
+    from kueue_es.services.runtime import LogPurgedError
 
     try:
         bus = await nats_bus.connect(nats_url, create_stream=False, timeout=3.0)

@@ -252,7 +252,9 @@ class WatcherFold:
             section = _watcher_decoder.decode(data)
         except msgspec.DecodeError as err:
             raise checkpoints.CheckpointError(f"{where}: section watcher: {err}") from None
-        learned = [LogMessage(seq=seq, subject=subj, data=body, headers=hdrs) for seq, subj, body, hdrs in section.learned]
+        learned = [
+            LogMessage(seq=seq, subject=subj, data=body, headers=hdrs) for seq, subj, body, hdrs in section.learned
+        ]
         return (
             checkpoints.loads(section.cluster, where=f"{where} (section watcher)"),
             checkpoints.load_topology(section.topology, where=f"{where} (section watcher)"),
@@ -554,8 +556,8 @@ async def retain(bus: Bus, settings: Settings, *, clock: Callable[[], float] = t
     first = await bus.first_seq()
     keep_from = first
     if found and (settings.retain_age is not None or settings.retain_bytes is not None):
-        floor = await bus.durable_ack_floor(DURABLE)  # type: ignore[attr-defined]
-        bound = floor + 1 if floor is not None else await bus.last_seq()
+        done = await bus.durable_done_through(DURABLE)  # type: ignore[attr-defined]
+        bound = done + 1 if done is not None else await bus.last_seq()
         candidates = [seq for seq, _ in found if first < seq <= bound]
         over = settings.retain_bytes is not None and await bus.stream_bytes() > settings.retain_bytes  # type: ignore[attr-defined]
         for seq in reversed(candidates):
@@ -573,11 +575,16 @@ async def retain(bus: Bus, settings: Settings, *, clock: Callable[[], float] = t
             log.error("purge_refused", detail=outcome.note)
             keep_from = first
     if keep_from > first:
-        outcome.purged = await bus.purge_below(keep_from)  # type: ignore[attr-defined]
-        log.info("log_purged", below=keep_from, purged=outcome.purged)
+        try:
+            outcome.purged = await bus.purge_below(keep_from)  # type: ignore[attr-defined]
+        except base.BusError as err:  # a log created with deny_purge (before snapshots), or no right to
+            outcome.note = f"not purged below #{keep_from}: {err}"
+            log.error("purge_refused", detail=outcome.note)
+        else:
+            log.info("log_purged", below=keep_from, purged=outcome.purged)
     outcome.first_seq = await bus.first_seq()
     above = [(seq, name) for seq, name in found if seq >= outcome.first_seq]
-    spare = {name for _, name in above[1:-settings.keep]} if settings.keep > 0 else set()
+    spare = {name for _, name in above[1 : -settings.keep]} if settings.keep > 0 else set()
     for seq, name in found:
         if seq < outcome.first_seq or name in spare:
             await bus.delete_snapshot(name)  # type: ignore[attr-defined]
@@ -622,7 +629,11 @@ async def replay_from_snapshot(bus: Bus, *, progress: Any = None) -> ReplayRepor
     last = await bus.last_seq()
     records = await _records(bus, after=oldest.seq, last=last)
     checker = LogChecker(
-        records, deciders.BY_ROLE, state=oldest.state, start=oldest.seq, progress=progress("re-checking", last) if progress else None
+        records,
+        deciders.BY_ROLE,
+        state=oldest.state,
+        start=oldest.seq,
+        progress=progress("re-checking", last) if progress else None,
     )
     async for message in stream_log(bus, last=last, start_seq=oldest.seq + 1):
         checker.feed(message)
@@ -709,6 +720,8 @@ def run_command(args: Any) -> int:
         else:
             print(f"no snapshot written: {done.note}")
         print(f"log starts at #{kept.first_seq}; purged {kept.purged} messages; deleted snapshots: {len(kept.deleted)}")
+        if kept.note:
+            print(kept.note)
         failed = done.report is not None and (done.report.mismatches or not done.report.complete)
         return 1 if failed else 0
 

@@ -394,11 +394,20 @@ class DeciderLoop:
             return
         self.state, self.position = start.state, start.seq
         self.head_seq = start.head_seqs.get(self.partition, 0)
+        await self._purged_head()
         with contextlib.suppress(BusError):  # nothing after the checkpoint: no message will say so
             self._caught_up = await self.bus.last_seq() <= start.seq
         log.info(
             "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(start.state.workloads)
         )
+
+    async def _purged_head(self) -> None:
+        """The server compares a batch with the last message on the partition's heads that it still
+        has: once the log is purged past the last head this loop folded (kueue_es.snapshots), none
+        (0), not the purged sequence, which would be refused for ever."""
+        if self.head_seq and self.head_seq < await self.bus.first_seq():
+            log.info("head_purged", head_seq=self.head_seq)
+            self.head_seq = 0
 
     async def _read(self) -> None:
         filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
@@ -466,6 +475,8 @@ class DeciderLoop:
         except (ConflictError, DuplicateBatchError) as err:
             self.conflicts += 1
             self._blocked()
+            with contextlib.suppress(BusError):
+                await self._purged_head()
             log.info("commit_rejected", basis_seq=self.state.last_seq, head_seq=self.head_seq, error=type(err).__name__)
             return self.state.last_seq + 1  # someone else moved the head: fold it first
         except BusError as err:

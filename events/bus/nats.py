@@ -203,7 +203,7 @@ async def connect(
     bus = NatsBus(nc=nc, replicas=replicas, timeout=timeout, refused=refused)
     try:
         if create_stream:
-            await bus.ensure_stream(_log_config(replicas))
+            await bus.ensure_log_stream_config()
         else:
             await bus.check_stream(base.STREAM_NAME)
     except BaseException:
@@ -375,6 +375,20 @@ class NatsBus(base.Bus):
                 if not transient or time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.1)
+
+    async def ensure_log_stream_config(self) -> None:
+        """:meth:`ensure_stream` for KQ_LOG. A log created with ``deny_purge`` (by a kueue-es before
+        snapshots) keeps it, as the server cannot lift it: retention then never purges it (the
+        compactor says so), everything else works as before."""
+        try:
+            await self.ensure_stream(_log_config(self.replicas))
+        except base.BusError as err:
+            if "deny purge" not in str(err):
+                raise
+            config = _log_config(self.replicas)
+            config.deny_purge = True
+            log.warning("log_purge_denied", detail="KQ_LOG was created with deny_purge: it is never purged")
+            await self.ensure_stream(config)
 
     async def check_stream(self, name: str) -> None:
         """Return once the stream ``name`` exists (STREAM.INFO), waiting up to 4 x ``timeout`` for it.
@@ -596,14 +610,18 @@ class NatsBus(base.Bus):
             await self._jsm.purge_stream(base.STREAM_NAME, seq=seq)
         return max(0, await self.first_seq() - before)
 
-    async def durable_ack_floor(self, name: str) -> int | None:
-        """The last stream sequence the durable consumer ``name`` has acked all messages up to;
-        None when there is no such consumer."""
+    async def durable_done_through(self, name: str) -> int | None:
+        """The stream sequence up to which the durable consumer ``name`` has acknowledged every
+        message of its filter: the log's last sequence (read first) when nothing is pending or
+        unacknowledged, else its ack floor. None when there is no such consumer."""
+        last = await self.last_seq()
         try:
             with _wrapped(f"Reading the durable consumer {name!r}"):
                 info = await self._jsm.consumer_info(base.STREAM_NAME, name)
         except base.NotFoundError:
             return None
+        if not info.num_pending and not info.num_ack_pending:
+            return last
         floor = info.ack_floor
         return int(floor.stream_seq or 0) if floor is not None else 0
 

@@ -129,7 +129,7 @@ def permissions(user: str) -> dict[str, object] | None:
     """The nats-server ``permissions`` block of ``user``; None for admin (everything)."""
     if user == ADMIN:
         return None
-    deny = ADMIN_ONLY if user == "dispatcher" else ADMIN_ONLY + DURABLE_ONLY
+    deny: tuple[str, ...] = ADMIN_ONLY if user == "dispatcher" else ADMIN_ONLY + DURABLE_ONLY
     if user == COMPACTOR:  # its purges (COMPACTS) are allowed by name; every other stream's stays denied
         deny = tuple(d for d in deny if d != "$JS.API.STREAM.PURGE.>") + (f"$JS.API.STREAM.PURGE.{PUBLIC}",)
     return {

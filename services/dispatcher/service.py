@@ -217,7 +217,9 @@ class Dispatcher:
                 self.ungating.mark(key)
         with contextlib.suppress(BusError):  # nothing after the snapshot: no message will say so
             self._caught_up = await self.bus.last_seq() <= start.seq
-        log.info("started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(view.cluster.workloads))
+        log.info(
+            "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(view.cluster.workloads)
+        )
         return start.seq + 1
 
     def _orphaned(self, orphans: tuple[batches.Orphan, ...]) -> None:

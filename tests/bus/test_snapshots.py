@@ -210,7 +210,7 @@ async def test_only_the_compactor_and_admin_may_purge_and_every_service_reads_sn
         assert await refused(admitter.purge_below(1))
         assert await refused(dispatcher.put_snapshot("x", b"forged"))
         assert await compactor.purge_below(1) == 0
-        assert await compactor.durable_ack_floor("dispatcher") is None
+        assert await compactor.durable_done_through("dispatcher") is None
         await compactor.delete_snapshot("000000000001-test.snap")
         assert await admitter.snapshot_names() == []
     finally:
@@ -273,7 +273,9 @@ async def test_the_watcher_learns_from_a_snapshot_what_it_learns_from_the_start(
     assert whole.publisher.known["ClusterQueue"] and whole.publisher.workloads
 
     await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
-    with pytest.raises(LogPurgedError, match=f"the watcher cannot fold the log from the start: stream KQ_LOG starts at #{cut}"):
+    with pytest.raises(
+        LogPurgedError, match=f"the watcher cannot fold the log from the start: stream KQ_LOG starts at #{cut}"
+    ):
         await Watcher(bus=bus, api=_NoApi()).learn_from_log()
 
 
