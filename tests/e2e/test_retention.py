@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kueue_es.events import codec, types
+from kueue_es.events import codec
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.server import LocalAuth, NatsServer
 from kueue_es.services.kube import client as kube
@@ -24,7 +24,7 @@ from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import SERVICES, Supervisor
 from tests.e2e.test_pipeline import EXAMPLES, kueue_es
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 async def count_after(bus: nats_bus.NatsBus, after: int, want: dict[str, int], *, timeout: float) -> dict[str, int]:
