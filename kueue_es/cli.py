@@ -164,6 +164,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("--keep", type=int, default=2, metavar="N", help="snapshots kept above the log's start")
     compact.add_argument("--once", action="store_true", help="one round (snapshot what is new, retention) and exit")
+    compact.add_argument(
+        "--health-port", type=int, default=None, help="serve /healthz, /readyz (a round ran and verified), /metrics"
+    )
+    compact.add_argument("--health-host", default="127.0.0.1", help="the address the health port binds")
     compact.set_defaults(run=_run_compact)
 
     apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
@@ -599,6 +603,10 @@ def _run_service(args: argparse.Namespace) -> int:
     try:
         asyncio.run(runtime.run_until_signalled(lambda stop: _serve(args, stop)))
     except Exception as err:
+        if isinstance(err, runtime.LogPurgedError):
+            runtime.log.error("log_purged", error=str(err))
+            print(f"error: {err}", file=sys.stderr)
+            return 1
         # kueue_es.services.leader (kubernetes_asyncio, about 1 s to import) only when a lease is used
         if args.leader_elect:
             from kueue_es.services.leader import LeadershipLost

@@ -828,6 +828,8 @@ def _diff(left: object, right: object, path: str, out: list[FieldDiff]) -> None:
 def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list[tuple[str, str]]:
     """The report as lines of plain text, each with a rich style ("" for none)."""
     span = f"log #{report.start_seq + 1 if report.start_seq else 1}..#{report.last_seq}"
+    if report.start_seq and report.last_seq <= report.start_seq:
+        span = "nothing after the snapshot"
     lines: list[tuple[str, str]] = [(report.start_note, "")] if report.start_note else []
     lines.append(
         (

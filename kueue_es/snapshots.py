@@ -592,12 +592,22 @@ async def retain(bus: Bus, settings: Settings, *, clock: Callable[[], float] = t
     return outcome
 
 
-async def compact_forever(bus: Bus, settings: Settings, *, stop: asyncio.Event, poll: float = 10.0) -> None:
-    """The compactor role: a round every ``poll`` s (snapshot when due, then retention) until ``stop``."""
+async def compact_forever(
+    bus: Bus,
+    settings: Settings,
+    *,
+    stop: asyncio.Event,
+    poll: float = 10.0,
+    on_round: Callable[[Round], None] | None = None,
+) -> None:
+    """The compactor role: a round every ``poll`` s (snapshot when due, then retention) until ``stop``;
+    ``on_round`` is told of each round's snapshot outcome (health)."""
     while not stop.is_set():
         try:
-            await snapshot_once(bus, settings)
+            done = await snapshot_once(bus, settings)
             await retain(bus, settings)
+            if on_round is not None:
+                on_round(done)
         except base.BusError as err:
             log.warning("compact_round_failed", error=str(err))
         try:
@@ -711,7 +721,8 @@ def run_command(args: Any) -> int:
         finally:
             await bus.close()
         if done.written is not None:
-            print(f"snapshot #{done.written} written, verified from #{done.verified_from}", end="")
+            origin = f"snapshot #{done.verified_from}" if done.verified_from else "the start"
+            print(f"snapshot #{done.written} written, verified from {origin}", end="")
             if done.report is not None:
                 print(
                     f" through #{done.report.last_seq}: {done.report.matched + done.report.covered} decisions "
@@ -734,12 +745,28 @@ def run_command(args: Any) -> int:
     configure_logging(service="compactor")
 
     async def main(stop: asyncio.Event) -> None:
-        bus = await nats_bus.connect(args.nats, create_stream=False)
-        try:
+        import contextlib
+
+        from kueue_es.services import health
+
+        probe = health.Health(service="compactor")
+        verified = {"verified": True}
+
+        def on_round(done: Round) -> None:
+            probe.caught_up = True  # a round ran to its end
+            if done.report is not None:
+                verified["verified"] = done.written is not None or not done.report.mismatches
+
+        probe.checks.append(lambda: (verified["verified"], dict(verified)))
+        async with contextlib.AsyncExitStack() as stack:
+            if args.health_port is not None:
+                await stack.enter_async_context(
+                    health.serve_health(probe, port=args.health_port, host=args.health_host)
+                )
+            bus = await probe.connect(args.nats)
+            stack.push_async_callback(bus.close)
             log.info("service_started", every=settings.every, interval=settings.interval)
-            await compact_forever(bus, settings, stop=stop, poll=min(10.0, settings.interval))
-        finally:
-            await bus.close()
+            await compact_forever(bus, settings, stop=stop, poll=min(10.0, settings.interval), on_round=on_round)
 
     asyncio.run(run_until_signalled(main))
     return 0

@@ -385,12 +385,12 @@ class DeciderLoop:
         """Take the start point if it is of this log; else fold from the start, saying why."""
         start, self.start = self.start, None
         if start is None:
-            await require_from_start(self.bus, self.decider.role)
+            await require_from_start(self.bus, f"{self.decider.role} decider")
             return
         problem = await log_mismatch(self.bus, start)
         if problem is not None:
             log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
-            await require_from_start(self.bus, self.decider.role)
+            await require_from_start(self.bus, f"{self.decider.role} decider")
             return
         self.state, self.position = start.state, start.seq
         self.head_seq = start.head_seqs.get(self.partition, 0)
@@ -401,13 +401,15 @@ class DeciderLoop:
             "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(start.state.workloads)
         )
 
-    async def _purged_head(self) -> None:
+    async def _purged_head(self) -> bool:
         """The server compares a batch with the last message on the partition's heads that it still
         has: once the log is purged past the last head this loop folded (kueue_es.snapshots), none
-        (0), not the purged sequence, which would be refused for ever."""
+        (0), not the purged sequence, which would be refused for ever. True when it was reset so."""
         if self.head_seq and self.head_seq < await self.bus.first_seq():
             log.info("head_purged", head_seq=self.head_seq)
             self.head_seq = 0
+            return True
+        return False
 
     async def _read(self) -> None:
         filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
@@ -475,9 +477,10 @@ class DeciderLoop:
         except (ConflictError, DuplicateBatchError) as err:
             self.conflicts += 1
             self._blocked()
-            with contextlib.suppress(BusError):
-                await self._purged_head()
             log.info("commit_rejected", basis_seq=self.state.last_seq, head_seq=self.head_seq, error=type(err).__name__)
+            with contextlib.suppress(BusError):
+                if await self._purged_head():
+                    return 0  # the head was purged, nobody moved it: decide again now
             return self.state.last_seq + 1  # someone else moved the head: fold it first
         except BusError as err:
             self._blocked()
