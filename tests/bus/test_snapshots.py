@@ -293,3 +293,45 @@ class _NoApi:
 
     def watch(self, *args: object, **kwargs: object) -> object:
         raise AssertionError("not watched at start-up")
+
+
+async def test_the_dispatcher_folds_from_a_snapshot_as_from_the_start(bus: nats_bus.NatsBus) -> None:
+    """The running Dispatcher's own fold (fold_forever), from #1 and from the snapshot of a purged
+    log, is the view the compactor's DispatchFold makes."""
+    from kueue_es.services.dispatcher.service import Dispatcher
+
+    messages = golden()
+    cut = split_point(messages)
+    await _publish_on(bus, messages[:cut])
+    assert (await snapshots.snapshot_once(bus, SETTLED, force=True)).written == cut
+    await _publish_on(bus, messages[cut:])
+    expected = snapshots.DispatchFold()
+    for message in messages:
+        expected.feed(message)
+
+    async def folded(dispatcher: Dispatcher) -> Dispatcher:
+        task = asyncio.create_task(dispatcher.fold_forever())
+        try:
+            async with asyncio.timeout(10):
+                while dispatcher.state.last_seq < len(messages):
+                    await asyncio.sleep(0.02)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return dispatcher
+
+    from_start = await folded(Dispatcher(bus=bus, api=_NoApi()))  # type: ignore[arg-type]
+    await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
+    loaded = await snapshots.newest(bus, warn=pytest.fail)
+    assert loaded is not None
+    start = loaded.start_point(snapshots.DISPATCHER)
+    resumed = await folded(Dispatcher(bus=bus, api=_NoApi(), start=start))  # type: ignore[arg-type]
+    for dispatcher in (from_start, resumed):
+        view = snapshots.DispatchFold(dispatcher.view, frozenset(dispatcher.orphaned_seqs))
+        assert checkpoints.differences(expected.view, dispatcher.view, "view") == []
+        assert view.dumps() == expected.dumps()
+    with pytest.raises(
+        LogPurgedError, match=f"the dispatcher cannot fold the log from the start: stream KQ_LOG starts at #{cut}"
+    ):
+        await Dispatcher(bus=bus, api=_NoApi())._resume()  # type: ignore[arg-type]
