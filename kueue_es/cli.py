@@ -107,6 +107,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the deciders start from the newest checkpoint in DIR of this log (see service --checkpoints)",
     )
+    up.add_argument(
+        "--compact",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="'ARGS'",
+        help="also run the compactor (kueue-es compact: verified snapshots, retention) with these arguments,"
+        " e.g. --compact '--retain-age 30d'",
+    )
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
@@ -961,7 +970,12 @@ def _run_nats_setup(args: argparse.Namespace) -> int:
 
 
 def _run_up(args: argparse.Namespace) -> int:
+    import shlex
+
     from kueue_es.supervisor import run_up
+
+    if args.compact is not None:
+        args.compact = shlex.split(args.compact) or ["--every", "50000"]
 
     if args.manage_jobs_without_queue_name:
         os.environ[MANAGE_ENV] = "true"  # the services it starts inherit it; only the watcher reads it
