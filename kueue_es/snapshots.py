@@ -438,6 +438,18 @@ async def snapshot_once(
 
     outcome = Round()
     last0 = await bus.last_seq()
+    found = await positions(bus)
+    if found and not force:  # due? judged from the newest snapshot's name and message, without loading it
+        newest_seq = found[-1][0]
+        grown = last0 - newest_seq
+        try:
+            taken_ms = await bus.message_time_ms(newest_seq)  # type: ignore[attr-defined]
+        except base.BusError:
+            taken_ms = 0
+        if grown <= 0 or (grown < settings.every and clock() * 1000 - taken_ms < settings.interval * 1000):
+            outcome.verified_from = newest_seq
+            outcome.note = f"not due: {grown} messages since snapshot #{newest_seq}"
+            return outcome
     previous = await newest(bus, warn=lambda text: log.warning("snapshot_refused", detail=text))
     if previous is None:
         first = await bus.first_seq()

@@ -335,3 +335,24 @@ async def test_the_dispatcher_folds_from_a_snapshot_as_from_the_start(bus: nats_
         LogPurgedError, match=f"the dispatcher cannot fold the log from the start: stream KQ_LOG starts at #{cut}"
     ):
         await Dispatcher(bus=bus, api=_NoApi())._resume()  # type: ignore[arg-type]
+
+
+async def test_an_age_limit_purges_only_below_a_snapshot_older_than_it(bus: nats_bus.NatsBus) -> None:
+    messages = golden()
+    cut = split_point(messages)
+    await _publish_on(bus, messages[:cut])
+    assert (await snapshots.snapshot_once(bus, SETTLED, force=True)).written == cut
+    await _publish_on(bus, messages[cut:])
+    stored_ms = await bus.message_time_ms(cut)
+    # not due: the log grew less than --every since the snapshot and the snapshot is recent
+    later = snapshots.Settings(every=10_000, interval=3600, settle=0.0)
+    assert (await snapshots.snapshot_once(bus, later, clock=lambda: stored_ms / 1000 + 60)).written is None
+    # the snapshot's message is younger than the age limit: nothing purged
+    young = await snapshots.retain(bus, snapshots.Settings(retain_age=3600), clock=lambda: stored_ms / 1000 + 60)
+    assert young.purged == 0 and await bus.first_seq() == 1
+    # older than it: purged below the snapshot, and no further
+    old = await snapshots.retain(bus, snapshots.Settings(retain_age=3600), clock=lambda: stored_ms / 1000 + 7200)
+    assert old.purged == cut - 1 and await bus.first_seq() == cut
+    # the interval passed: the next round verifies from the snapshot and writes one at the end
+    due = await snapshots.snapshot_once(bus, later, clock=lambda: stored_ms / 1000 + 7200)
+    assert due.written == len(messages) and due.verified_from == cut
