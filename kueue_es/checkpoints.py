@@ -141,10 +141,28 @@ class LogIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     at_sha256: str
 
 
+class Verification(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How a snapshot (a checkpoint on the bus, :mod:`kueue_es.snapshots`) was verified: the fold from
+    the previous verified snapshot at ``from_seq`` (0: from message #1), whose body's SHA-256 is
+    ``previous_sha256`` ("" from #1), re-ran every DecisionRecord whose basis lies in
+    ``from_seq``..``through_seq`` and whose head is at or before ``through_seq``: ``matched`` matched,
+    ``unverifiable`` could not be re-run (another logic version, a scenario seed), none differed and
+    the log there had no gap and no orphan. ``at``: when (RFC 3339, UTC)."""
+
+    from_seq: int
+    through_seq: int
+    matched: int
+    unverifiable: int
+    at: str
+    previous_sha256: str
+
+
 class Header(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The first line of a checkpoint file (JSON). ``seq``: the position; ``head_seqs``: the last
     sequence on each partition's head subject (``kq.dec.<p>.head``) up to it, any message there;
-    ``log``: None when the writer did not know its log (then no service starts from it)."""
+    ``log``: None when the writer did not know its log (then no service starts from it).
+    ``sections``: other services' folds after the state's body, in order (name -> bytes; the body's
+    length and digest cover them too); ``verified``: set on a snapshot the compactor verified."""
 
     format: str
     format_version: int
@@ -156,6 +174,8 @@ class Header(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     head_seqs: dict[str, int]
     body_length: int
     body_sha256: str
+    sections: dict[str, int] = msgspec.field(default_factory=dict)
+    verified: Verification | None = None
 
 
 class _Probe(msgspec.Struct):
@@ -329,6 +349,26 @@ def restore(snap: Any) -> ClusterState:
     return state
 
 
+_topology_decoder = msgspec.msgpack.Decoder(TopologySnapshot)
+
+
+def dump_topology(topology: TopologyState) -> bytes:
+    """A :class:`TopologyState` alone as msgpack (the watcher's own, in a snapshot's section)."""
+    return _encoder.encode(TopologySnapshot(*(getattr(topology, f) for f in _TOPOLOGY_FIELDS)))
+
+
+def load_topology(data: bytes | memoryview, *, where: str) -> TopologyState:
+    """The :class:`TopologyState` :func:`dump_topology` wrote; CheckpointError naming ``where``."""
+    try:
+        snap = _topology_decoder.decode(data)
+    except msgspec.DecodeError as err:
+        raise CheckpointError(f"{where}: topology does not decode: {err}") from None
+    topology = TopologyState()
+    for field_name in _TOPOLOGY_FIELDS:
+        setattr(topology, field_name, getattr(snap, field_name))
+    return topology
+
+
 def dumps(state: ClusterState) -> bytes:
     """The body of a checkpoint of ``state``: its :data:`Snapshot` as msgpack. Two states fold
     and decide alike when their bodies are the same bytes (``--verify-checkpoints`` compares them)."""
@@ -404,7 +444,30 @@ def write(
     ``head_seqs``: the last sequence on each head subject up to ``seq`` (default: the state's heads)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name(seq)
-    body = dumps(state)
+    data = assemble(seq, dumps(state), log=log, head_seqs=dict(state.heads if head_seqs is None else head_seqs))
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    with partial.open("wb") as out:
+        out.write(data)
+    partial.replace(path)
+    return path
+
+
+def assemble(
+    seq: int,
+    body: bytes,
+    *,
+    log: LogIdentity | None,
+    head_seqs: dict[str, int],
+    sections: dict[str, bytes] | None = None,
+    verified: Verification | None = None,
+) -> bytes:
+    """A whole checkpoint (header line, then ``body``, a state's :func:`dumps`, then each of
+    ``sections`` in order) at position ``seq``: the bytes of a file or of a snapshot object."""
+    sections = sections or {}
+    parts = [body, *sections.values()]
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
     header = Header(
         format=FORMAT,
         format_version=FORMAT_VERSION,
@@ -413,17 +476,36 @@ def write(
         schema_sha256=schema_digest(),
         seq=seq,
         log=log,
-        head_seqs=dict(state.heads if head_seqs is None else head_seqs),
-        body_length=len(body),
-        body_sha256=hashlib.sha256(body).hexdigest(),
+        head_seqs=dict(head_seqs),
+        body_length=sum(len(part) for part in parts),
+        body_sha256=digest.hexdigest(),
+        sections={key: len(value) for key, value in sections.items()},
+        verified=verified,
     )
-    partial = path.with_suffix(f".{os.getpid()}.partial")
-    with partial.open("wb") as out:
-        out.write(_header_encoder.encode(header))
-        out.write(b"\n")
-        out.write(body)
-    partial.replace(path)
-    return path
+    return b"".join([_header_encoder.encode(header), b"\n", *parts])
+
+
+def decode(data: bytes, *, where: str) -> tuple[Header, ClusterState, dict[str, memoryview]]:
+    """The header, state and other sections of a whole checkpoint (:func:`assemble`), every check
+    passed (header, body length and SHA-256, the state's decoding). Raises :class:`CheckpointError`
+    naming ``where``."""
+    end = data.find(b"\n", 0, MAX_HEADER)
+    header = _check_header(Path(where), data[: end + 1] if end >= 0 else data[:MAX_HEADER])
+    body = memoryview(data)[end + 1 :]
+    if len(body) != header.body_length:
+        raise CheckpointError(f"{where}: header.body_length: {header.body_length}, the body has {len(body)} bytes")
+    if hashlib.sha256(body).hexdigest() != header.body_sha256:
+        raise CheckpointError(f"{where}: header.body_sha256: the body does not match its digest (changed?)")
+    rest = sum(header.sections.values())
+    if any(length < 0 for length in header.sections.values()) or rest > len(body):
+        raise CheckpointError(f"{where}: header.sections: {header.sections} do not fit in the body")
+    state_end = len(body) - rest
+    sections: dict[str, memoryview] = {}
+    at = state_end
+    for key, length in header.sections.items():
+        sections[key] = body[at : at + length]
+        at += length
+    return header, loads(body[:state_end], where=where), sections
 
 
 def read_header(path: Path) -> Header:
@@ -471,14 +553,8 @@ def open_checkpoint(path: Path) -> tuple[Header, ClusterState]:
         data = path.read_bytes()
     except OSError as err:
         raise CheckpointError(f"{path}: cannot be read: {err}") from None
-    end = data.find(b"\n", 0, MAX_HEADER)
-    header = _check_header(path, data[: end + 1] if end >= 0 else data[:MAX_HEADER])
-    body = memoryview(data)[end + 1 :]
-    if len(body) != header.body_length:
-        raise CheckpointError(f"{path}: header.body_length: {header.body_length}, the body has {len(body)} bytes")
-    if hashlib.sha256(body).hexdigest() != header.body_sha256:
-        raise CheckpointError(f"{path}: header.body_sha256: the body does not match its digest (changed?)")
-    return header, loads(body, where=str(path))
+    header, state, _ = decode(data, where=str(path))
+    return header, state
 
 
 def load(checkpoint: Checkpoint) -> ClusterState:

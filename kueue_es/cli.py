@@ -123,6 +123,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the deciders start from the newest checkpoint in DIR of this log (see service --checkpoints)",
     )
+    up.add_argument(
+        "--compact",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="'ARGS'",
+        help="also run the compactor (kueue-es compact: verified snapshots, retention) with these arguments,"
+        " e.g. --compact '--retain-age 30d'",
+    )
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
@@ -152,7 +161,40 @@ def _parser() -> argparse.ArgumentParser:
         " stream's, folding only what follows; else fold from the start",
     )
     _standby_options(service)
+    service.add_argument(
+        "--snapshots",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="start from the newest verified snapshot of the log in the bucket"
+        " KQ_SNAPSHOTS (kueue-es compact), when there is one (default on)",
+    )
     service.set_defaults(run=_run_service)
+
+    compact = sub.add_parser(
+        "compact", help="snapshot the log's folds beside it, verified by replay, and purge what they cover"
+    )
+    compact.add_argument("--nats", required=True, help="NATS URL of the running system")
+    _nats_credential_options(compact)
+    compact.add_argument("--every", type=int, default=50_000, metavar="N", help="a snapshot every N messages")
+    compact.add_argument(
+        "--interval", default="10m", metavar="DURATION", help="or after DURATION when the log grew (default 10m)"
+    )
+    compact.add_argument(
+        "--settle", default="2s", metavar="DURATION", help="check the log this long past the snapshot (default 2s)"
+    )
+    compact.add_argument(
+        "--retain-age", default=None, metavar="DURATION", help="purge below the newest snapshot older than this (30d)"
+    )
+    compact.add_argument(
+        "--retain-bytes", default=None, metavar="SIZE", help="purge below the newest snapshot when the log is larger"
+    )
+    compact.add_argument("--keep", type=int, default=2, metavar="N", help="snapshots kept above the log's start")
+    compact.add_argument("--once", action="store_true", help="one round (snapshot what is new, retention) and exit")
+    compact.add_argument(
+        "--health-port", type=int, default=None, help="serve /healthz, /readyz (a round ran and verified), /metrics"
+    )
+    compact.add_argument("--health-host", default="127.0.0.1", help="the address the health port binds")
+    compact.set_defaults(run=_run_compact)
 
     apply = sub.add_parser("apply", help="apply manifests to the cluster, as kubectl apply -f does")
     apply.add_argument(
@@ -639,6 +681,10 @@ def _run_service(args: argparse.Namespace) -> int:
     try:
         asyncio.run(runtime.run_until_signalled(lambda stop: _serve(args, stop)))
     except Exception as err:
+        if isinstance(err, runtime.LogPurgedError):
+            runtime.log.error("log_purged", error=str(err))
+            print(f"error: {err}", file=sys.stderr)
+            return 1
         # kueue_es.services.leader (kubernetes_asyncio, about 1 s to import) only when a lease is used
         if args.leader_elect:
             from kueue_es.services.leader import LeadershipLost
@@ -679,6 +725,8 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                 from kueue_es import checkpoints
 
                 start = checkpoints.start_point(args.checkpoints, warn=_log_checkpoint_refused)
+            elif args.snapshots:
+                start = await _snapshot_start(args.nats, args.name)
             await serve_decider(
                 decider[args.name],
                 nats_url=args.nats,
@@ -715,11 +763,15 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                     config_path=args.config.absolute() if args.config is not None else None,
                     config=args.manager_config,
                     feature_gates=args.feature_gates,
+                    start=await _snapshot_start(args.nats, "watcher") if args.snapshots else None,
                 )
             else:
                 from kueue_es.services.dispatcher.service import serve_dispatcher
 
-                await serve_dispatcher(nats_url=args.nats, api=api, stop=service_stop, connect=probe.connect)
+                start = await _snapshot_start(args.nats, "dispatcher") if args.snapshots else None
+                await serve_dispatcher(
+                    nats_url=args.nats, api=api, stop=service_stop, connect=probe.connect, start=start
+                )
 
         if settings is None:
             await work(stop)
@@ -727,6 +779,27 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             from kueue_es.services import leader
 
             await leader.run_with_lease(work, api=api, settings=settings, stop=stop, health=probe)
+
+
+async def _snapshot_start(url: str, role: str) -> Any:
+    """The newest snapshot's start point for ``role``, None when there is none or it cannot be read."""
+    from kueue_es import snapshots
+    from kueue_es.events.bus.base import BusError
+
+    try:
+        return await snapshots.service_start(url, role, warn=_log_checkpoint_refused)
+    except BusError as err:
+        _log_checkpoint_refused(f"the snapshots cannot be read: {err}")
+        return None
+
+
+def _run_compact(args: argparse.Namespace) -> int:
+    from kueue_es import snapshots
+
+    if problem := _credentials_to_env(args):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    return snapshots.run_command(args)
 
 
 def _log_checkpoint_refused(text: str) -> None:
@@ -967,7 +1040,12 @@ def _run_nats_setup(args: argparse.Namespace) -> int:
 
 
 def _run_up(args: argparse.Namespace) -> int:
+    import shlex
+
     from kueue_es.supervisor import run_up
+
+    if args.compact is not None:
+        args.compact = shlex.split(args.compact) or ["--every", "50000"]
 
     if args.manage_jobs_without_queue_name:
         os.environ[MANAGE_ENV] = "true"  # the services it starts inherit it; only the watcher reads it

@@ -261,6 +261,31 @@ def _print_report(console: Console, report: ReplayReport, *, max_diffs: int = DE
         console.print(line, style=style or None, markup=False, highlight=False)
 
 
+async def _replay_purged(nats_url: str, *, progress: Any) -> ReplayReport | None:
+    """The replay of a log purged below a snapshot, from its oldest snapshot (kueue_es.snapshots);
+    None when the log starts at #1, or (said on stderr) when no snapshot covers its start: the
+    replay from #1 then reports the purged messages as a gap (exit 4)."""
+    import sys
+
+    from kueue_es import snapshots
+    from kueue_es.events.bus.base import BusError
+    from kueue_es.services.runtime import LogPurgedError
+
+    try:
+        bus = await nats_bus.connect(nats_url, create_stream=False, timeout=3.0)
+    except BusError:
+        return None  # the replay from #1 says what is wrong
+    try:
+        if await bus.first_seq() <= 1:
+            return None
+        return await snapshots.replay_from_snapshot(bus, progress=progress)
+    except LogPurgedError as err:
+        print(f"warning: {err}", file=sys.stderr)
+        return None
+    finally:
+        await bus.close()
+
+
 async def replay_and_print(
     *, nats_url: str | None, store: Path | None, max_diffs: int = DEFAULT_MAX_DIFFS, progress: bool = False
 ) -> int:
@@ -275,6 +300,10 @@ async def replay_and_print(
             server = await stack.enter_async_context(open_stopped_store(store))
             nats_url = server.url
         with progress_bars(progress) as bars:
+            report = await _replay_purged(nats_url, progress=bars)
+            if report is not None:
+                _print_report(console, report, max_diffs=max_diffs)
+                return report.exit_code
             try:  # Direct Get batches on one socket; nats-py's ordered consumer when the server refuses them
                 report = await asyncio.to_thread(replay_url, nats_url, deciders.BY_ROLE, progress=bars)
             except DirectUnavailable:

@@ -121,6 +121,9 @@ class ReplayReport:
     stray_dispatch: list[Orphan] = field(default_factory=list)  # dispatch results naming no decision
     undispatched: list[int] = field(default_factory=list)  # decision seqs no dispatch result answered (warning)
     outside: int = 0  # records left out by --from/--to (not re-checked by request)
+    start_seq: int = 0  # > 0: re-checked from a snapshot at this position (a purged log), not from #1
+    start_note: str = ""  # which snapshot, verified when (printed first)
+    covered: int = 0  # records before the snapshot's position verified when the snapshot was made
 
     @property
     def skipped(self) -> int:
@@ -261,15 +264,25 @@ class LogChecker:
         completeness: bool = True,
         on_position: Callable[[int, ClusterState], None] | None = None,
         fold: bool | None = None,
+        start: int = 0,
     ) -> None:
+        # ``start``: the position ``state`` was folded through (a snapshot's), the log being fed from
+        # ``start`` + 1: records whose basis is before it cannot be re-run on this fold; they are
+        # kept in :attr:`before_start` (for their outputs' coverage only) for the caller to judge.
+        self.before_start = [(seq, record) for seq, record in records if record.basis_seq < start]
+        if start:
+            rerun_records = [(seq, record) for seq, record in records if record.basis_seq >= start]
+        else:
+            rerun_records = list(records)
+        self.start = start
         self.deciders = deciders
         self.fold = rerun if fold is None else fold  # the fork path folds without re-running here
         self.state = state if state is not None else ClusterState()
         self.progress = progress
         self.rerun, self.completeness, self.on_position = rerun, completeness, on_position
-        self.report = ReplayReport(decisions=len(records))
+        self.report = ReplayReport(decisions=len(rerun_records))
         self._by_head = (
-            [_Pending(order=(record.basis_seq, seq), head_seq=seq, record=record) for seq, record in records]
+            [_Pending(order=(record.basis_seq, seq), head_seq=seq, record=record) for seq, record in rerun_records]
             if rerun
             else []
         )
@@ -283,7 +296,7 @@ class LogChecker:
         self._next_head = 0
         self._open: list[_Pending] = []  # records whose stored messages are still being read or compared
         self._cover: list[tuple[int, int, str]] = []  # (head seq, last output seq, decision id), log order
-        self._expected_seq = 1
+        self._expected_seq = start + 1
         self._outputs: dict[int, str] = {}  # seq -> subject of every recorded decision
         self._waiting: dict[str, list[int]] = {}  # subject -> dispatchable decisions not answered yet
         self._mismatches: list[tuple[tuple[int, int], Mismatch]] = []
@@ -476,6 +489,8 @@ class LogChecker:
             self.report.stray_dispatch.append(_orphan(message, "not a dispatch result"))
             return
         subject = self._outputs.get(event.decision_seq)
+        if subject is None and event.decision_seq <= self.start:
+            return  # a decision before the snapshot this check started from
         if subject is None:
             self.report.stray_dispatch.append(
                 _orphan(message, f"names #{event.decision_seq}, which is not a recorded decision")
@@ -814,14 +829,20 @@ def _diff(left: object, right: object, path: str, out: list[FieldDiff]) -> None:
 
 def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list[tuple[str, str]]:
     """The report as lines of plain text, each with a rich style ("" for none)."""
-    lines: list[tuple[str, str]] = [
+    span = f"log #{report.start_seq + 1 if report.start_seq else 1}..#{report.last_seq}"
+    if report.start_seq and report.last_seq <= report.start_seq:
+        span = "nothing after the snapshot"
+    lines: list[tuple[str, str]] = [(report.start_note, "")] if report.start_note else []
+    lines.append(
         (
             f"replay: {report.messages} events folded "
-            f"({f'log #1..#{report.last_seq}' if report.last_seq else 'empty log'}), {report.decisions} decisions: "
+            f"({span if report.last_seq else 'empty log'}), {report.decisions} decisions: "
             f"{report.matched} matched, {len(report.mismatches)} differed, {report.skipped} not re-checked",
             "",
         )
-    ]
+    )
+    if report.covered:
+        lines.append((f"{report.covered} decisions with a basis before the snapshot were verified by it", ""))
     if report.outside:
         lines.append((f"{report.outside} decisions outside --from/--to were not re-run", ""))
     for first, last in report.gaps:

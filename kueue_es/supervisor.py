@@ -52,6 +52,7 @@ from kueue_es.events.bus.server import LocalAuth, NatsServer, ServerError, die_w
 log = structlog.get_logger(__name__)
 
 SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
+COMPACTOR = "compactor"  # kueue-es compact, started by up --compact (kueue_es.snapshots); health port after SERVICES
 #: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
 USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
 CREDS_DIR = "creds"
@@ -260,6 +261,7 @@ class Supervisor:
     kube_args: list[str] = field(default_factory=list)
     watcher_args: list[str] = field(default_factory=list)
     decider_args: list[str] = field(default_factory=list)
+    compact_args: list[str] = field(default_factory=list)
     health_port: int | None = None
     auth: LocalAuth | None = None
     running: list[ServiceProcess] = field(default_factory=list)
@@ -276,7 +278,7 @@ class Supervisor:
         """Where service ``name`` serves its health endpoints, if it does."""
         if self.health_port is None:
             return None
-        return f"http://127.0.0.1:{self.health_port + SERVICES.index(name)}"
+        return f"http://127.0.0.1:{self.health_port + (*SERVICES, COMPACTOR).index(name)}"
 
     @property
     def supervisor_port(self) -> int | None:
@@ -287,14 +289,17 @@ class Supervisor:
         """The ``kueue-es`` arguments service ``name`` runs with: the edges get ``kube_args`` (the watcher also
         ``watcher_args``), the deciders ``decider_args``; all the NATS URL and their health port."""
         args = ["service", name, "--nats", self.nats_url]
-        if name in ("watcher", "dispatcher"):
+        if name == COMPACTOR:
+            args = ["compact", "--nats", self.nats_url, *self.compact_args]
+        elif name in ("watcher", "dispatcher"):
             args += self.kube_args
             if name == "watcher":
                 args += self.watcher_args
         else:
             args += self.decider_args
         if self.health_port is not None:
-            args += ["--health-port", str(self.health_port + SERVICES.index(name)), "--health-host", "127.0.0.1"]
+            port = self.health_port + (*SERVICES, COMPACTOR).index(name)
+            args += ["--health-port", str(port), "--health-host", "127.0.0.1"]
         return args
 
     async def start(self, names: tuple[str, ...] = SERVICES) -> None:
@@ -654,6 +659,7 @@ async def run_up(args: argparse.Namespace) -> int:
             kube_args=kube_args,
             watcher_args=watcher_config_args(args),
             decider_args=["--checkpoints", str(checkpoint_dir.resolve())] if checkpoint_dir else [],
+            compact_args=getattr(args, "compact", None) or [],
             health_port=args.health_port,
             auth=auth,
             policy=policy,
@@ -675,7 +681,7 @@ async def run_up(args: argparse.Namespace) -> int:
                 )
                 return 2
         try:
-            await supervisor.start()
+            await supervisor.start((*SERVICES, COMPACTOR) if getattr(args, "compact", None) else SERVICES)
             target = args.kube_server or args.kubeconfig or "the emulator"
             if args.context:
                 target += f" (context {args.context})"

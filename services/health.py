@@ -322,6 +322,9 @@ class ObservedBus(Bus):
     async def last_seq(self) -> int:
         return await self.inner.last_seq()
 
+    async def first_seq(self) -> int:
+        return await self.inner.first_seq()
+
     async def last_subject_seq(self, subject: str) -> int:
         return await self.inner.last_subject_seq(subject)
 

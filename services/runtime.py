@@ -290,12 +290,38 @@ class StartPoint:
     first_sha256: str
     at_sha256: str
     origin: str = ""
+    view: Any = None
+    """A service's own fold beside ``state`` (the dispatcher's ``DispatchState``), None for a decider."""
+
+
+class LogPurgedError(BusError):
+    """The log was purged below a snapshot and the service has no usable snapshot to start from."""
+
+
+async def require_from_start(bus: Bus, service: str) -> None:
+    """Raise :class:`LogPurgedError` when the log on ``bus`` no longer starts at message #1: a
+    service that would fold from the start would miss what was purged (kueue_es.snapshots)."""
+    first = await bus.first_seq()
+    if first > 1:
+        raise LogPurgedError(
+            f"the {service} cannot fold the log from the start: stream KQ_LOG starts at #{first} (the messages "
+            "before it were purged below a snapshot) and no usable snapshot in the bucket KQ_SNAPSHOTS covers "
+            f"#{first}; look at `kueue-es compact` and the snapshots it reports"
+        )
 
 
 async def log_mismatch(bus: Bus, start: StartPoint) -> str | None:
     """Why ``start`` was not folded from the log on ``bus`` (None: it was, as far as the
-    stream's message #1 and the message at its position show: same subject and bytes)."""
-    for seq, expected, what in ((1, start.first_sha256, "message #1"), (start.seq, start.at_sha256, "the message")):
+    stream's message #1 and the message at its position show: same subject and bytes). On a
+    log purged below a snapshot, message #1 is gone: the message at the position is checked, and
+    the snapshot's verification chain (kueue_es.snapshots) vouches for the rest."""
+    first = await bus.first_seq()
+    checks = [(start.seq, start.at_sha256, "the message")]
+    if first <= 1:
+        checks.insert(0, (1, start.first_sha256, "message #1"))
+    elif start.seq < first:
+        return f"the log starts at #{first}, after the checkpoint's position #{start.seq}"
+    for seq, expected, what in checks:
         try:
             found = await bus.get(seq)
         except BusError as err:
@@ -391,18 +417,31 @@ class DeciderLoop:
         """Take the start point if it is of this log; else fold from the start, saying why."""
         start, self.start = self.start, None
         if start is None:
+            await require_from_start(self.bus, f"{self.decider.role} decider")
             return
         problem = await log_mismatch(self.bus, start)
         if problem is not None:
             log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
+            await require_from_start(self.bus, f"{self.decider.role} decider")
             return
         self.state, self.position = start.state, start.seq
         self.head_seq = start.head_seqs.get(self.partition, 0)
+        await self._purged_head()
         with contextlib.suppress(BusError):  # nothing after the checkpoint: no message will say so
             self._caught_up = await self.bus.last_seq() <= start.seq
         log.info(
             "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(start.state.workloads)
         )
+
+    async def _purged_head(self) -> bool:
+        """The server compares a batch with the last message on the partition's heads that it still
+        has: once the log is purged past the last head this loop folded (kueue_es.snapshots), none
+        (0), not the purged sequence, which would be refused for ever. True when it was reset so."""
+        if self.head_seq and self.head_seq < await self.bus.first_seq():
+            log.info("head_purged", head_seq=self.head_seq)
+            self.head_seq = 0
+            return True
+        return False
 
     async def _read(self) -> None:
         filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
@@ -480,6 +519,9 @@ class DeciderLoop:
             self.commit_failing = False
             self._blocked()
             log.info("commit_rejected", basis_seq=self.state.last_seq, head_seq=self.head_seq, error=type(err).__name__)
+            with contextlib.suppress(BusError):
+                if await self._purged_head():
+                    return 0  # the head was purged, nobody moved it: decide again now
             return self.state.last_seq + 1  # someone else moved the head: fold it first
         except BusError as err:
             # no answer (or a refusal): decide again at the next wakeup, not only once a new message

@@ -179,6 +179,11 @@ class Bus(abc.ABC):
     async def last_seq(self) -> int:
         """The last stored sequence of the stream (0 when empty)."""
 
+    async def first_seq(self) -> int:
+        """The first stored sequence (1 on a log never purged, also when empty; a log purged below a
+        snapshot starts later: kueue_es.snapshots). This default suits a bus that never purges."""
+        return 1
+
     @abc.abstractmethod
     async def last_subject_seq(self, subject: str) -> int:
         """The sequence of the last message on ``subject`` (0 when none); a filter with

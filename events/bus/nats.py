@@ -256,7 +256,7 @@ async def connect(
     bus.creates_streams = create_stream
     try:
         if create_stream:
-            await bus.ensure_stream(_log_config(replicas))
+            await bus.ensure_log_stream_config()
         else:
             await bus.check_stream(base.STREAM_NAME)
     except BaseException:
@@ -274,7 +274,8 @@ async def ensure_log_stream(
     public: bool = False,
 ) -> None:
     """As ``admin``: create ``KQ_LOG`` (and with ``public`` ``KQ_PUB``) or bring it to its configuration,
-    and the deciders' lease bucket ``KQ_LEASES`` (:mod:`kueue_es.events.bus.leases`).
+    the deciders' lease bucket ``KQ_LEASES`` (:mod:`kueue_es.events.bus.leases`) and the snapshot bucket
+    ``KQ_SNAPSHOTS`` (:mod:`kueue_es.snapshots`).
 
     What ``kueue-es up`` and ``demo`` do before starting the services, and the
     Job ``kueue-es-nats-setup`` of deploy/ (``kueue-es nats-setup``).
@@ -282,6 +283,7 @@ async def ensure_log_stream(
     bus = await connect(servers, credentials=credentials, replicas=replicas, timeout=timeout, create_stream=True)
     try:
         await leases.ensure_bucket(bus.nc, replicas=bus.replicas, timeout=timeout)
+        await bus.ensure_snapshot_bucket()
         if public:
             await bus.ensure_public_stream()
     finally:
@@ -347,8 +349,26 @@ def _log_config(replicas: int) -> api.StreamConfig:
         allow_atomic=True,
         allow_direct=True,
         max_msg_size=rules.MAX_MESSAGE_BYTES,
-        deny_delete=True,  # the log is the audit trail: no message is ever deleted,
-        deny_purge=True,  # nor purged (kueue-es replay reports a missing sequence as a gap)
+        deny_delete=True,  # the log is the audit trail: no message is ever deleted;
+        # purged only below a verified snapshot, by the compactor (kueue_es.snapshots): the purge
+        # API is denied to every other user but admin (permissions.py), not by the stream
+        deny_purge=False,
+    )
+
+
+SNAPSHOT_BUCKET = "KQ_SNAPSHOTS"
+"""The JetStream Object Store bucket beside the log holding its verified snapshots (kueue_es.snapshots)."""
+SNAPSHOT_STREAM = f"OBJ_{SNAPSHOT_BUCKET}"
+
+
+def _snapshot_config(replicas: int) -> Any:
+    from nats.js.api import ObjectStoreConfig
+
+    return ObjectStoreConfig(
+        bucket=SNAPSHOT_BUCKET,
+        description="kueue-es: verified snapshots of the folds of KQ_LOG",
+        storage=api.StorageType.FILE,
+        replicas=replicas,
     )
 
 
@@ -480,6 +500,20 @@ class NatsBus(base.Bus):
                 if not transient or time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.1)
+
+    async def ensure_log_stream_config(self) -> None:
+        """:meth:`ensure_stream` for KQ_LOG. A log created with ``deny_purge`` (by a kueue-es before
+        snapshots) keeps it, as the server cannot lift it: retention then never purges it (the
+        compactor says so), everything else works as before."""
+        try:
+            await self.ensure_stream(_log_config(self.replicas))
+        except base.BusError as err:
+            if "deny purge" not in str(err):
+                raise
+            config = _log_config(self.replicas)
+            config.deny_purge = True
+            log.warning("log_purge_denied", detail="KQ_LOG was created with deny_purge: it is never purged")
+            await self.ensure_stream(config)
 
     async def check_stream(self, name: str) -> None:
         """Return once the stream ``name`` exists (STREAM.INFO), waiting up to 4 x ``timeout`` for it.
@@ -714,6 +748,102 @@ class NatsBus(base.Bus):
         with _wrapped(f"Reading the state of {base.STREAM_NAME}"):
             info = await self._jsm.stream_info(base.STREAM_NAME)
         return int(info.state.last_seq)
+
+    async def first_seq(self) -> int:
+        """The stream's first sequence (1 until purged below a snapshot; last + 1 when purged empty)."""
+        with _wrapped(f"Reading the state of {base.STREAM_NAME}"):
+            info = await self._jsm.stream_info(base.STREAM_NAME)
+        return max(1, int(info.state.first_seq))
+
+    # -- retention: snapshots beside the log, purges below them (kueue_es.snapshots) ---------------
+
+    async def stream_bytes(self) -> int:
+        """The bytes the log's messages take on the server."""
+        with _wrapped(f"Reading the state of {base.STREAM_NAME}"):
+            info = await self._jsm.stream_info(base.STREAM_NAME)
+        return int(info.state.bytes)
+
+    async def message_time_ms(self, seq: int) -> int:
+        """When the message at ``seq`` was stored, ms since the epoch; NotFoundError when there is none."""
+        with _wrapped(f"Reading the message at {seq}"):
+            raw = await self._jsm.get_msg(base.STREAM_NAME, seq=seq)
+        return int(raw.time.timestamp() * 1000) if raw.time is not None else 0
+
+    async def purge_below(self, seq: int) -> int:
+        """Purge the log's messages before ``seq`` (JetStream purge with ``keep from seq``: the
+        compactor's or admin's right only); returns how many were purged."""
+        before = await self.first_seq()
+        with _wrapped(f"Purging {base.STREAM_NAME} below #{seq}"):
+            await self._jsm.purge_stream(base.STREAM_NAME, seq=seq)
+        return max(0, await self.first_seq() - before)
+
+    async def durable_done_through(self, name: str) -> int | None:
+        """The stream sequence up to which the durable consumer ``name`` has acknowledged every
+        message of its filter: the log's last sequence (read first) when nothing is pending or
+        unacknowledged, else its ack floor. None when there is no such consumer."""
+        last = await self.last_seq()
+        try:
+            with _wrapped(f"Reading the durable consumer {name!r}"):
+                info = await self._jsm.consumer_info(base.STREAM_NAME, name)
+        except base.NotFoundError:
+            return None
+        if not info.num_pending and not info.num_ack_pending:
+            return last
+        floor = info.ack_floor
+        return int(floor.stream_seq or 0) if floor is not None else 0
+
+    async def ensure_snapshot_bucket(self) -> None:
+        """Create the snapshot bucket (:data:`SNAPSHOT_BUCKET`) unless it is there (admin, or no auth)."""
+        with _wrapped(f"Creating the object store {SNAPSHOT_BUCKET}"):
+            try:
+                await self._js.object_store(SNAPSHOT_BUCKET)
+            except nats.js.errors.BucketNotFoundError:
+                await self._js.create_object_store(SNAPSHOT_BUCKET, config=_snapshot_config(self.replicas))
+
+    async def _snapshots(self) -> Any | None:
+        try:
+            with _wrapped(f"Opening the object store {SNAPSHOT_BUCKET}"):
+                return await self._js.object_store(SNAPSHOT_BUCKET)
+        except base.NotFoundError:
+            return None
+        except base.BusError as err:
+            if isinstance(err.__cause__, nats.js.errors.BucketNotFoundError):
+                return None
+            raise
+
+    async def snapshot_names(self) -> list[str]:
+        """The names of the objects in the snapshot bucket ([] when there is no bucket)."""
+        store = await self._snapshots()
+        if store is None:
+            return []
+        with _wrapped(f"Listing {SNAPSHOT_BUCKET}"):
+            try:
+                return [str(info.name) for info in await store.list(ignore_deletes=True)]
+            except nats.js.errors.NotFoundError:  # an empty bucket
+                return []
+
+    async def get_snapshot(self, name: str) -> bytes:
+        """The bytes of the snapshot object ``name``; NotFoundError when it is not there."""
+        store = await self._snapshots()
+        if store is None:
+            raise base.NotFoundError(f"There is no object store {SNAPSHOT_BUCKET}.")
+        with _wrapped(f"Reading {name!r} from {SNAPSHOT_BUCKET}"):
+            return bytes((await store.get(name)).data or b"")
+
+    async def put_snapshot(self, name: str, data: bytes) -> None:
+        """Store ``data`` as the snapshot object ``name`` (the compactor)."""
+        store = await self._snapshots()
+        if store is None:
+            raise base.NotFoundError(f"There is no object store {SNAPSHOT_BUCKET}: run kueue-es nats-setup.")
+        with _wrapped(f"Writing {name!r} to {SNAPSHOT_BUCKET}"):
+            await store.put(name, data)
+
+    async def delete_snapshot(self, name: str) -> None:
+        """Delete the snapshot object ``name`` (the compactor; its chunks are purged)."""
+        store = await self._snapshots()
+        if store is not None:
+            with _wrapped(f"Deleting {name!r} from {SNAPSHOT_BUCKET}"):
+                await store.delete(name)
 
     async def last_subject_seq(self, subject: str) -> int:
         """The sequence of the last message on ``subject``, a literal subject or a filter (0 when none)."""

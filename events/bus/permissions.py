@@ -31,10 +31,17 @@ control) and publish its own subjects (events/subjects.py):
   WorkloadStopped and ObjectDeleted of a workload whose Job is gone: so it can
   also forge other facts about workloads); the only user that may bind, read
   and ack the durable consumer ``dispatcher``;
-- ``reader``: publishes nothing on the log; reads ``KQ_LOG`` and ``KQ_PUB``.
+- ``reader``: publishes nothing on the log; reads ``KQ_LOG`` and ``KQ_PUB``;
+- ``compactor`` (``kueue-es compact``, kueue_es/snapshots.py): publishes nothing on the log;
+  writes and deletes snapshots in the Object Store bucket ``KQ_SNAPSHOTS`` (its stream
+  ``OBJ_KQ_SNAPSHOTS``), reads the dispatcher's consumer's ack floor, and is the only
+  user but admin that may purge ``KQ_LOG`` (below a verified snapshot: the stream allows
+  purges, these permissions keep them to this user).
 
-No user but ``admin`` may create, update, delete or purge a stream, delete a
-message, or delete a consumer (explicit denies, on top of the allow lists).
+Every user reads the snapshot bucket (services start from a snapshot). No user but
+``admin`` (and ``compactor`` for the purges above) may create, update, delete or purge
+a stream, delete a message, or delete a consumer (explicit denies, on top of the allow
+lists).
 """
 
 from __future__ import annotations
@@ -44,14 +51,16 @@ import json
 ACCOUNT = "KQ"
 ADMIN = "admin"
 READER = "reader"
+COMPACTOR = "compactor"
 SERVICE_USERS = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
-USERS = (ADMIN, *SERVICE_USERS, READER)
+USERS = (ADMIN, *SERVICE_USERS, READER, COMPACTOR)
 
 LOG = "KQ_LOG"
 PUBLIC = "KQ_PUB"
 LEASES = "KV_KQ_LEASES"
 """The stream of the deciders' lease bucket KQ_LEASES (kueue_es.events.bus.leases)."""
 DURABLE = "dispatcher"
+SNAPSHOTS = "OBJ_KQ_SNAPSHOTS"  # the stream of the Object Store bucket KQ_SNAPSHOTS
 
 FACTS = ("kq.in.>",)
 DECIDERS = ("admitter", "preemptor", "tas-placer")
@@ -84,6 +93,21 @@ def _reads(stream: str) -> tuple[str, ...]:
     )
 
 
+def _snapshot_reads() -> tuple[str, ...]:
+    """What reading an object of the snapshot bucket takes (nats-py's object store finds the chunks'
+    stream by name, reads the object's meta message and the chunks through an ordered consumer)."""
+    return (*_reads(SNAPSHOTS), "$JS.API.STREAM.NAMES", f"$JS.API.DIRECT.GET.{SNAPSHOTS}.>")
+
+
+#: What the compactor may do beyond reading: write snapshot objects, purge the log (and old
+#: snapshots' chunks), read the dispatcher's consumer's ack floor.
+COMPACTS = (
+    "$O.KQ_SNAPSHOTS.>",
+    f"$JS.API.STREAM.PURGE.{LOG}",
+    f"$JS.API.STREAM.PURGE.{SNAPSHOTS}",
+    f"$JS.API.CONSUMER.INFO.{LOG}.{DURABLE}",
+)
+
 #: What no user but admin may call, whatever its allow list says.
 ADMIN_ONLY = (
     "$JS.API.STREAM.CREATE.>",
@@ -103,12 +127,13 @@ DURABLE_CALLS = (
 )
 
 PUBLISH: dict[str, tuple[str, ...]] = {
-    "watcher": FACTS + _reads(LOG),
-    "admitter": decisions("admitter") + _reads(LOG) + lease_keys("admitter") + _lease_calls(),
-    "preemptor": decisions("preemptor") + _reads(LOG) + lease_keys("preemptor") + _lease_calls(),
-    "tas-placer": decisions("tas-placer") + _reads(LOG) + lease_keys("tas-placer") + _lease_calls(),
-    "dispatcher": DISPATCH + _reads(LOG) + DURABLE_CALLS,
-    "reader": _reads(LOG) + _reads(PUBLIC) + (f"$JS.API.DIRECT.GET.{LOG}",),
+    "watcher": FACTS + _reads(LOG) + _snapshot_reads(),
+    "admitter": decisions("admitter") + _reads(LOG) + lease_keys("admitter") + _lease_calls() + _snapshot_reads(),
+    "preemptor": decisions("preemptor") + _reads(LOG) + lease_keys("preemptor") + _lease_calls() + _snapshot_reads(),
+    "tas-placer": decisions("tas-placer") + _reads(LOG) + lease_keys("tas-placer") + _lease_calls() + _snapshot_reads(),
+    "dispatcher": DISPATCH + _reads(LOG) + DURABLE_CALLS + _snapshot_reads(),
+    "reader": _reads(LOG) + _reads(PUBLIC) + (f"$JS.API.DIRECT.GET.{LOG}",) + _snapshot_reads(),
+    COMPACTOR: _reads(LOG) + _snapshot_reads() + COMPACTS,
 }
 """Per user but admin: the subjects it may publish (its events and its JetStream API calls)."""
 
@@ -121,7 +146,9 @@ def permissions(user: str) -> dict[str, object] | None:
     """The nats-server ``permissions`` block of ``user``; None for admin (everything)."""
     if user == ADMIN:
         return None
-    deny = ADMIN_ONLY if user == "dispatcher" else ADMIN_ONLY + DURABLE_ONLY
+    deny: tuple[str, ...] = ADMIN_ONLY if user == "dispatcher" else ADMIN_ONLY + DURABLE_ONLY
+    if user == COMPACTOR:  # its purges (COMPACTS) are allowed by name; every other stream's stays denied
+        deny = tuple(d for d in deny if d != "$JS.API.STREAM.PURGE.>") + (f"$JS.API.STREAM.PURGE.{PUBLIC}",)
     return {
         "publish": {"allow": list(PUBLISH[user]), "deny": list(deny)},
         "subscribe": {"allow": list(SUBSCRIBE + (lease_keys(user) if user in DECIDERS else ()))},
@@ -164,9 +191,12 @@ HEADER = """\
 #                                                        the only user of the durable "dispatcher"
 #   reader              nothing                          reads KQ_LOG and KQ_PUB, and KQ_LOG in
 #                                                        Direct Get batches (kueue-es replay)
+#   compactor           $O.KQ_SNAPSHOTS.>                snapshots (kueue-es compact); the only
+#                                                        user but admin that may purge KQ_LOG
 #
-# Every user but admin reads KQ_LOG (stream info, single messages, ordered consumers) and
-# may not create, update, delete or purge a stream, delete a message or a consumer.
+# Every user but admin reads KQ_LOG (stream info, single messages, ordered consumers) and the
+# snapshot bucket KQ_SNAPSHOTS, and may not create, update, delete or purge a stream (but the
+# compactor's purges), delete a message or a consumer.
 """
 
 

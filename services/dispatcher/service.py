@@ -55,7 +55,15 @@ from kueue_es.services.dispatcher.recording import Recording
 from kueue_es.services.dispatcher.ungating import Ungating
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.services.runtime import OrphanHook, report_orphan, run_until_stopped, wall_clock_ms
+from kueue_es.services.runtime import (
+    OrphanHook,
+    StartPoint,
+    log_mismatch,
+    report_orphan,
+    require_from_start,
+    run_until_stopped,
+    wall_clock_ms,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -82,8 +90,10 @@ class Dispatcher:
         limiter: WriteLimiter | None = None,
         field_manager: str = FIELD_MANAGER,
         write_objects: bool = True,
+        start: StartPoint | None = None,
     ) -> None:
         self.bus, self.api, self.cluster = bus, kube_api(api), cluster
+        self.start = start  # a snapshot to fold on from (its view: (DispatchState, orphaned decision seqs))
         self.view = core.DispatchState(track_objects=write_objects)
         self._folded = asyncio.Condition()
         self.limiter = limiter if limiter is not None else WriteLimiter()
@@ -149,8 +159,9 @@ class Dispatcher:
         (``runtime.fold_message``, :mod:`kueue_es.projections.batches`): only verified
         decision batches are folded, orphans are logged and counted, never executed.
         """
+        start_seq = await self._resume()
         cluster = self.view.cluster
-        async for message in self.bus.read(subjects=(subjects.FACTS, subjects.DECISIONS), start_seq=1):
+        async for message in self.bus.read(subjects=(subjects.FACTS, subjects.DECISIONS), start_seq=start_seq):
             try:
                 event: types.Event | None = codec.decode(message.data)
             except codec.DecodeError as err:  # skipped, as every service skips it; its sequence still counts
@@ -181,6 +192,35 @@ class Dispatcher:
             self._caught_up = self._caught_up or message.pending == 0
             async with self._folded:
                 self._folded.notify_all()
+
+    async def _resume(self) -> int:
+        """Take the start point (a snapshot of this log: its view becomes the fold, in place, as the
+        collaborators hold the view) and return the sequence to read from; without one, 1, unless the
+        log was purged (LogPurgedError)."""
+        start, self.start = self.start, None
+        if start is not None:
+            problem = await log_mismatch(self.bus, start)
+            if problem is not None:
+                log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
+                start = None
+        if start is None:
+            await require_from_start(self.bus, "dispatcher")
+            return 1
+        view, orphaned = start.view
+        if view.track_objects != self.view.track_objects:
+            raise ValueError(f"snapshot {start.origin}: its dispatcher view keeps objects={view.track_objects}")
+        for name in ("cluster", "reserved_seq", "records", "started", "dirty_workloads", "dirty_queues"):
+            setattr(self.view, name, getattr(view, name))
+        self.orphaned_seqs |= set(orphaned)
+        for key, wl in self.view.cluster.workloads.items():
+            if wl.admitted:
+                self.ungating.mark(key)
+        with contextlib.suppress(BusError):  # nothing after the snapshot: no message will say so
+            self._caught_up = await self.bus.last_seq() <= start.seq
+        log.info(
+            "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(view.cluster.workloads)
+        )
+        return start.seq + 1
 
     def _orphaned(self, orphans: tuple[batches.Orphan, ...]) -> None:
         """Report ``orphans``, count their sequences as folded, and remember the decisions among
@@ -427,12 +467,14 @@ async def serve_dispatcher(
     qps: float | None = None,
     burst: int | None = None,
     connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
+    start: StartPoint | None = None,
 ) -> None:
     """Run the dispatcher until ``stop`` is set; ``qps``/``burst`` default to the environment
-    (:func:`~kueue_es.services.dispatcher.kube_api.limiter_from_env`); ``connect``: how to get the bus."""
+    (:func:`~kueue_es.services.dispatcher.kube_api.limiter_from_env`); ``connect``: how to get the bus;
+    ``start``: a snapshot of the log to fold on from (kueue_es.snapshots), used only if it is of this log."""
     bus = await connect(nats_url)
     limiter = limiter_from_env(qps=qps, burst=burst)
-    dispatcher = Dispatcher(bus=bus, api=api, limiter=limiter)
+    dispatcher = Dispatcher(bus=bus, api=api, limiter=limiter, start=start)
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
         dispatcher.on_orphan = bus.health.orphaned
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))

@@ -70,7 +70,7 @@ from kueue_es.projections.topology import TopologyState
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
-from kueue_es.services.runtime import fold_message, run_until_stopped
+from kueue_es.services.runtime import StartPoint, fold_message, log_mismatch, require_from_start, run_until_stopped
 from kueue_es.services.watcher import kinds as watched
 from kueue_es.services.watcher import nodes, standalone
 from kueue_es.services.watcher.config_file import DEFAULT_POLL_SECONDS, ConfigFile
@@ -168,13 +168,32 @@ class Watcher:
 
     # -- start-up ---------------------------------------------------------------------------------
 
-    async def learn_from_log(self) -> None:
-        """Fold the log once so deletions that happened while no watcher ran can be detected."""
+    async def learn_from_log(self, start: StartPoint | None = None) -> None:
+        """Fold the log once so deletions that happened while no watcher ran can be detected.
+
+        ``start``: a snapshot of the log (kueue_es.snapshots) to fold on from, used only if it is of
+        this log; its view is (topology, the facts the reporter and the configuration learn from,
+        the count of ConfigurationObserved). Without one on a purged log: LogPurgedError."""
         last = await self.bus.last_seq()
         state = ClusterState()
         topology = TopologyState()
-        if last:
-            async for message in self.bus.read(subjects=(subjects.FACTS,), start_seq=1):
+        start_seq = 1
+        if start is not None and (problem := await log_mismatch(self.bus, start)) is not None:
+            log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
+            start = None
+        if start is None:
+            await require_from_start(self.bus, "watcher")
+        else:
+            state = start.state
+            topology, learned, config_count = start.view
+            for message in learned:
+                self.reporter.learn(message)
+                self.config.learn(message)
+            self.config.count = config_count
+            start_seq = start.seq + 1
+            log.info("started_from_checkpoint", checkpoint=start.origin, seq=start.seq)
+        if last >= start_seq and await self.bus.last_subject_seq(subjects.FACTS) >= start_seq:
+            async for message in self.bus.read(subjects=(subjects.FACTS,), start_seq=start_seq):
                 fold_message(state, message)
                 if message.headers.get("Kq-Type") in _TAS_FACT_TYPES:
                     try:
@@ -336,8 +355,10 @@ async def serve_watcher(
     config_path: Path | None = None,
     config: manager_config.ManagerConfig | None = None,
     feature_gates: str = "",
+    start: StartPoint | None = None,
 ) -> None:
-    """Run the watcher until ``stop`` is set (``connect``: how to get the bus).
+    """Run the watcher until ``stop`` is set (``connect``: how to get the bus; ``start``: a snapshot
+    of the log to learn on from, :meth:`Watcher.learn_from_log`).
 
     ``config_path`` and ``config``: Kueue's manager configuration file and its settings as read
     at start-up (its manageJobsWithoutQueueName adds to ``manage_jobs_without_queue_name``; its
@@ -354,7 +375,7 @@ async def serve_watcher(
         config=config,
         feature_gates=feature_gates,
     )
-    await watcher.learn_from_log()
+    await watcher.learn_from_log(start)
     if config is not None and config.managed_jobs_namespace_selector is not None:
         log.warning(
             "config_not_honoured",

@@ -36,23 +36,21 @@ async def test_log_stream_is_configured_as_designed(harness: Harness) -> None:
     assert config.discard == nats.js.api.DiscardPolicy.NEW
     assert config.retention == nats.js.api.RetentionPolicy.LIMITS
     assert config.storage == nats.js.api.StorageType.FILE
-    assert config.allow_atomic and config.allow_direct and config.deny_delete and config.deny_purge
+    assert config.allow_atomic and config.allow_direct and config.deny_delete
+    assert not config.deny_purge  # purged below a verified snapshot, by the compactor only (permissions.py)
     assert config.max_msg_size == 1 << 20
 
 
 @pytest.mark.parametrize("harness", NATS_KINDS, indirect=True)
-async def test_log_refuses_purge_and_message_delete(harness: Harness) -> None:
-    """The log is the audit trail: the server refuses to purge it or delete one of its messages."""
+async def test_log_refuses_message_delete(harness: Harness) -> None:
+    """The log is the audit trail: the server refuses to delete one of its messages (purges below a
+    snapshot are the compactor's, kept to it by permissions: tests/bus/test_snapshots.py)."""
     bus = await harness.open()
     for i in range(3):
         await bus.publish(msg(f"kq.in.wl.default.w{i}", f"w{i}"))
     nc = await nats.connect(harness.urls)
     try:
         jsm = nc.jsm()
-        with pytest.raises(nats.js.errors.APIError, match="purge not permitted"):
-            await jsm.purge_stream(base.STREAM_NAME)
-        with pytest.raises(nats.js.errors.APIError, match="purge not permitted"):
-            await jsm.purge_stream(base.STREAM_NAME, subject="kq.in.wl.default.w1")
         with pytest.raises(nats.js.errors.APIError, match="delete not permitted"):
             await jsm.delete_msg(base.STREAM_NAME, 2)
         state = (await jsm.stream_info(base.STREAM_NAME)).state
@@ -63,13 +61,14 @@ async def test_log_refuses_purge_and_message_delete(harness: Harness) -> None:
 
 
 @pytest.mark.parametrize("harness", NATS_KINDS, indirect=True)
-async def test_an_existing_log_without_deny_purge_gets_it(harness: Harness) -> None:
-    """A KQ_LOG created before deny_purge (by an older kueue-es) is updated to refuse purges."""
+async def test_an_existing_log_with_deny_purge_keeps_it(harness: Harness) -> None:
+    """A KQ_LOG created with deny_purge (by a kueue-es before snapshots) still opens: the server
+    cannot lift deny_purge, so it keeps it (retention never purges it); message deletes stay refused."""
     nc = await nats.connect(harness.urls)
     try:
         jsm = nc.jsm()
         old = nats_bus._log_config(harness.replicas)
-        old.deny_purge = False
+        old.deny_purge = True
         await jsm.add_stream(old)
         await harness.open()
         config = (await jsm.stream_info(base.STREAM_NAME)).config

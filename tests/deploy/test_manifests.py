@@ -31,7 +31,7 @@ DOCUMENTS = all_documents()
 VERSIONS = ("1.36", kubernetes_validate.latest_version())
 SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
 DECIDERS = ("admitter", "preemptor", "tas-placer")
-NATS_USERS = ("admin", *SERVICES, "reader")
+NATS_USERS = ("admin", *SERVICES, "reader", "compactor")
 
 
 def kinds(kind: str) -> list[dict[str, Any]]:
@@ -465,7 +465,10 @@ def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None
             for rule in spec.get("ingress", [])
             for port in rule.get("ports", [])
         )
-    assert ingress_ports == {**{f"kueue-es-{s}": [8080] for s in SERVICES}, "kueue-es-nats": [4222, 6222]}
+    assert ingress_ports == {
+        **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor")},
+        "kueue-es-nats": [4222, 6222],
+    }
     (metrics,) = policies["kueue-es-metrics"]["ingress"]
     assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kueue-es.dev/metrics": "allowed"}}}]
     kube_api = policies["kueue-es-kube-api"]

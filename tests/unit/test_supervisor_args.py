@@ -27,3 +27,18 @@ def test_each_service_gets_only_its_own_arguments() -> None:
         assert "--kube-server" not in args[decider] and "--config" not in args[decider]
     ports = [args[name][args[name].index("--health-port") + 1] for name in SERVICES]
     assert ports == [str(9000 + i) for i in range(len(SERVICES))]
+
+
+def test_the_compactor_gets_the_compact_command_and_the_next_health_port() -> None:
+    from kueue_es.supervisor import COMPACTOR
+
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:4222",
+        log_dir=Path("/tmp/unused"),
+        compact_args=["--retain-age", "30d"],
+        health_port=9000,
+    )
+    args = supervisor.service_args(COMPACTOR)
+    assert args[:3] == ["compact", "--nats", "nats://127.0.0.1:4222"] and "--retain-age" in args
+    assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES))
+    assert supervisor.health_url(COMPACTOR) == f"http://127.0.0.1:{9000 + len(SERVICES)}"
