@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -68,6 +68,10 @@ class Health:
     - ``orphan_decisions_total{reason}``: messages the fold refused as outside any verified
       decision batch (:mod:`kueue_es.projections.batches`: a non-record on a head subject,
       a decision outside a batch, a broken batch, ...), never folded nor executed;
+    - ``dispatch_backlog{class}``: the dispatcher's writes waiting, by write class (``jobs``,
+      ``workloads``, ``queues``; :mod:`kueue_es.services.dispatcher.write_budget`): waiting for a
+      token, and Workloads and queues changed but not yet written (set by
+      :meth:`report_dispatch_backlog`);
     - ``leader``: 1 while this replica holds its lease (or runs without election);
     - ``nats_connected``: 1 while connected to NATS;
     - ``ready``: 1 while /readyz answers 200;
@@ -119,6 +123,12 @@ class Health:
             [*labels, "reason"],
             registry=self.registry,
         )
+        self._dispatch_backlog = Gauge(
+            "kueue_es_dispatch_backlog",
+            "The dispatcher's writes waiting, by write class (jobs, workloads, queues).",
+            [*labels, "class"],
+            registry=self.registry,
+        )
         self.checks: list[Callable[[], tuple[bool, dict[str, Any]]]] = []
         gauge = Gauge("kueue_es_leader", "1 while this replica does the work.", labels, registry=self.registry)
         gauge.labels(service).set_function(lambda: float(self.role in ("", "leader")))
@@ -155,6 +165,16 @@ class Health:
     def orphaned(self, orphan: batches.Orphan) -> None:
         """Count one orphaned message (the fold's ``on_orphan``)."""
         self._orphans.labels(self.service, orphan.reason).inc()
+
+    def report_dispatch_backlog(self, backlog: Callable[[], Mapping[str, int]]) -> None:
+        """Export ``backlog()`` (write class -> writes waiting, the dispatcher's ``backlog``) as
+        ``kueue_es_dispatch_backlog{class}``, read at each scrape."""
+
+        def reader(write_class: str) -> Callable[[], float]:
+            return lambda: float(backlog().get(write_class, 0))
+
+        for write_class in backlog():
+            self._dispatch_backlog.labels(self.service, write_class).set_function(reader(write_class))
 
     def add_check(self, check: Callable[[], tuple[bool, dict[str, Any]]]) -> None:
         """Make readiness also depend on ``check`` (ready or not, and facts for the /readyz body),
