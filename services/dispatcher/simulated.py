@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import structlog
 
@@ -46,8 +46,8 @@ log = structlog.get_logger(__name__)
 class UnlimitedWrites(WriteLimiter):
     """A limiter that never waits (counts the writes): the uncapped bench."""
 
-    def __init__(self) -> None:
-        super().__init__(qps=float("inf"))
+    def __init__(self, qps: float = float("inf"), burst: int = DEFAULT_BURST, **options: Any) -> None:
+        super().__init__(qps=qps, burst=burst, **options)
 
     async def acquire(self, write_class: WriteClass = WriteClass.JOBS) -> None:
         """Count the write; no wait."""
