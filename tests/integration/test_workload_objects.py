@@ -22,8 +22,8 @@ from kueue_es.events import manifests, types
 from kueue_es.events.bus.base import Delivery
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
-from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER, Dispatcher
+from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher.service import Watcher
