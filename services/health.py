@@ -37,7 +37,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import structlog
@@ -100,6 +100,10 @@ class Health:
     - ``orphan_decisions_total{reason}``: messages the fold refused as outside any verified
       decision batch (:mod:`kueue_es.projections.batches`: a non-record on a head subject,
       a decision outside a batch, a broken batch, ...), never folded nor executed;
+    - ``dispatch_backlog{class}``: the dispatcher's writes waiting, by write class (``jobs``,
+      ``workloads``, ``queues``; :mod:`kueue_es.services.dispatcher.write_budget`): waiting for a
+      token, and Workloads and queues changed but not yet written (set by
+      :meth:`report_dispatch_backlog`);
     - ``leader``: 1 while this replica holds its lease (or runs without election); for a decider with
       a standby lease, while it holds that (:mod:`kueue_es.services.standby`, which adds
       ``lease_holder{role}`` and ``lease_transitions_total{role}``);
@@ -154,6 +158,12 @@ class Health:
             [*labels, "reason"],
             registry=self.registry,
         )
+        self._dispatch_backlog = Gauge(
+            "kueue_es_dispatch_backlog",
+            "The dispatcher's writes waiting, by write class (jobs, workloads, queues).",
+            [*labels, "class"],
+            registry=self.registry,
+        )
         self.checks: list[Callable[[], tuple[bool, dict[str, Any]]]] = []
         self.failing: collections.Counter[str] = collections.Counter()  # operations being tried again
         self.reader_failed = ""  # why a reader of the log ended with an error (never ready again)
@@ -200,6 +210,16 @@ class Health:
     def orphaned(self, orphan: batches.Orphan) -> None:
         """Count one orphaned message (the fold's ``on_orphan``)."""
         self._orphans.labels(self.service, orphan.reason).inc()
+
+    def report_dispatch_backlog(self, backlog: Callable[[], Mapping[str, int]]) -> None:
+        """Export ``backlog()`` (write class -> writes waiting, the dispatcher's ``backlog``) as
+        ``kueue_es_dispatch_backlog{class}``, read at each scrape."""
+
+        def reader(write_class: str) -> Callable[[], float]:
+            return lambda: float(backlog().get(write_class, 0))
+
+        for write_class in backlog():
+            self._dispatch_backlog.labels(self.service, write_class).set_function(reader(write_class))
 
     def add_check(self, check: Callable[[], tuple[bool, dict[str, Any]]]) -> None:
         """Make readiness also depend on ``check`` (ready or not, and facts for the /readyz body),

@@ -7,8 +7,9 @@ batch/v1 Job (unsuspend it with the flavors' node selectors, tolerations and the
 TAS gate, or suspend it and give its template back, Kueue job_controller.go
 Run/Stop), a JobSet (the same on every replicated job) and plain Pods (ungate them,
 or mark and delete them, pod_controller.go). Each write waits for the dispatcher's
-write limiter first; the result is the DispatchApplied or DispatchFailed the
-dispatcher (:mod:`.service`) records on the log. A job that is gone, or a namesake
+write limiter first, in the most urgent class (``WriteClass.JOBS``); the result is
+the DispatchApplied or DispatchFailed the dispatcher (:mod:`.service`) records on
+the log. A job that is gone, or a namesake
 with another UID, is a DispatchFailed 404; other API errors are raised.
 """
 
@@ -22,6 +23,7 @@ from kueue_es.events import types
 from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
+from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
 
@@ -119,7 +121,7 @@ class JobWrites:
         )
         if action.uid:
             patch["metadata"]["uid"] = action.uid  # a precondition: a namesake created meanwhile is refused
-        await self.limiter.acquire()
+        await self.limiter.acquire(WriteClass.JOBS)
         await self.api.patch_object(JOB_REF, namespace=action.namespace, name=action.name, patch=patch)
         log.info("job_started", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
         return types.DispatchApplied(
@@ -141,7 +143,7 @@ class JobWrites:
         if isinstance(found, types.DispatchFailed):
             return found
         patch = action.patch(current_pod_spec=objects.pod_spec(objects.as_job(found)), job=found)
-        await self.limiter.acquire()
+        await self.limiter.acquire(WriteClass.JOBS)
         await self.api.patch_object(JOB_REF, namespace=action.namespace, name=action.name, patch=patch)
         log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
         return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
@@ -154,7 +156,7 @@ class JobWrites:
         if isinstance(found, types.DispatchFailed):
             return found
         jobset = objects.as_jobset(found)
-        await self.limiter.acquire()
+        await self.limiter.acquire(WriteClass.JOBS)
         await self.api.patch_object(
             JOBSET_REF, namespace=action.namespace, name=action.name, patch=action.patch(jobset)
         )
@@ -209,7 +211,7 @@ class JobWrites:
             patch = action.patch(pod, pod_set=pod_set)
             if patch is None:
                 continue
-            await self.limiter.acquire()
+            await self.limiter.acquire(WriteClass.JOBS)
             try:
                 await self.api.patch_object(
                     POD_REF, namespace=action.namespace, name=objects.meta(pod).get("name", ""), patch=patch
@@ -238,10 +240,10 @@ class JobWrites:
         for pod in members:
             name = objects.meta(pod).get("name", "")
             try:
-                await self.limiter.acquire()
+                await self.limiter.acquire(WriteClass.JOBS)
                 await self.api.patch_object(POD_REF, namespace=action.namespace, name=name, patch=action.mark())
                 if not pod_integration.is_gated(pod) and not pod_integration.is_terminated(pod):
-                    await self.limiter.acquire()
+                    await self.limiter.acquire(WriteClass.JOBS)
                     await self.api.delete_object(POD_REF, namespace=action.namespace, name=name)
             except kube_errors.NotFoundError:
                 continue

@@ -12,8 +12,12 @@ All are server-side applied with the dispatcher's field manager. Writes are
 compared with the last state the server returned (:class:`StoredObjects`, listed at
 start-up), so a redelivered decision, a restart or an unchanged queue writes
 nothing. A write that fails with 5xx, 429, a conflict or a broken connection is
-tried again at the next batch; another failure of a Workload write is recorded as
-DispatchFailed (action ``SyncWorkload``). Every write waits for the write limiter.
+tried again later (at the next batch, or a second later); another failure of a Workload write is recorded as
+DispatchFailed (action ``SyncWorkload``). Every write waits for the write limiter, in
+its class: Workload writes ``workloads``, queue status ``queues``
+(:mod:`.write_budget`). Only the workloads of a batch's decisions are written in the
+batch; the other Workloads, and queue status (coalesced, :class:`QueueStatusSync`), are
+written apart from the batches, so a flood of them never holds up a decision.
 
 ``status.admissionChecks`` is shared with the admission check controllers, which set
 each entry's state through the API (SEMANTICS-ADVANCED B.1). A status write that
@@ -26,7 +30,9 @@ write in between makes it fail with 409 and it is tried again at the next batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
@@ -36,6 +42,7 @@ from kueue_es.events.bus.base import Bus
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
+from kueue_es.services.dispatcher.write_budget import Coalescer, WriteClass
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
 from kueue_es.services.kube.objects import ObjectKey
@@ -96,11 +103,16 @@ class StoredObjects:
                 self.absent.discard(("Cohort", "", obj.metadata.name))
 
     async def apply(
-        self, ref: resources.ResourceRef, body: RawObject, *, subresource: str | None = None
+        self,
+        ref: resources.ResourceRef,
+        body: RawObject,
+        *,
+        subresource: str | None = None,
+        write_class: WriteClass = WriteClass.WORKLOADS,
     ) -> objects.StoredObject:
-        """Server-side apply ``body`` (or its status); returns the stored object."""
+        """Server-side apply ``body`` (or its status) with a token of ``write_class``; returns the stored object."""
         meta = body["metadata"]
-        await self.limiter.acquire()
+        await self.limiter.acquire(write_class)
         stored = await self.api.apply_object(
             ref,
             namespace=meta.get("namespace"),
@@ -123,7 +135,7 @@ class StoredObjects:
         ident: ObjectKey = ("Workload", namespace, name)
         if ident not in self.objects:
             return
-        await self.limiter.acquire()
+        await self.limiter.acquire(WriteClass.WORKLOADS)
         try:
             await self.api.delete_object(resources.WORKLOADS, namespace=namespace, name=name)
         except kube_errors.NotFoundError:
@@ -135,7 +147,13 @@ class StoredObjects:
 
 class WorkloadSync:
     """Brings the Workload object and status of every changed workload made from a Job up to date; the
-    CreatedWorkload Event of a Workload it creates goes to ``created`` (to be recorded after the batch)."""
+    CreatedWorkload Event of a Workload it creates goes to ``created`` (to be recorded after the batch).
+
+    The workloads of a batch's decisions are written in the batch, before its Job writes
+    (:meth:`sync` with their keys: Kueue's Workload says Admitted before its Job runs); every
+    other changed workload by :meth:`run`, apart from the batches, so a flood of them (many
+    Jobs created at once) never holds up a decision. One workload is written at a time.
+    """
 
     def __init__(
         self,
@@ -148,11 +166,36 @@ class WorkloadSync:
     ) -> None:
         self.bus, self.cluster, self.view = bus, cluster, view
         self.stored, self.created = stored, created
+        self._writing = asyncio.Lock()  # the batch's writes and run()'s never interleave
 
-    async def sync(self) -> None:
-        """Write every workload the fold marked dirty: its object and status, or its deletion."""
+    def _take(self, keys: Iterable[str] | None) -> dict[str, int]:
+        if keys is None:
+            return self.view.take_dirty_workloads()
+        dirty = self.view.dirty_workloads
+        return {key: dirty.pop(key) for key in dict.fromkeys(keys) if key in dirty}
+
+    async def sync(self, keys: Iterable[str] | None = None) -> bool:
+        """Write every workload the fold marked dirty (only those of ``keys`` when given): its object and status,
+        or its deletion. Returns False when a write failed and is to be tried again (the workload stays dirty)."""
+        async with self._writing:  # after run()'s write under way, if any
+            return await self._sync(self._take(keys))
+
+    async def run(self, *, ready: Callable[[], bool], every: float = 1.0) -> None:
+        """Every ``every`` seconds while ``ready()``, write the workloads dirty then, one at a time, oldest change
+        first (cancel to stop). Changes within that time are written once (a Job observed and admitted in the
+        same second: one write, by the batch of its admission); a failed write waits for the next round."""
+        while True:
+            await asyncio.sleep(every)
+            if not ready():
+                continue
+            for key in list(self.view.dirty_workloads):
+                if not await self.sync([key]):
+                    break
+
+    async def _sync(self, taken: dict[str, int]) -> bool:
         state = self.view.cluster
-        for key, seq in self.view.take_dirty_workloads().items():
+        done = True
+        for key, seq in taken.items():
             wl = state.workloads.get(key)
             namespace, _, name = key.partition("/")
             try:
@@ -169,6 +212,7 @@ class WorkloadSync:
                 if retryable(err):
                     log.warning("workload_sync_retry", workload=key, error=str(err))
                     self.view.dirty_workloads.setdefault(key, seq)
+                    done = False
                     continue
                 assert isinstance(err, kube_errors.ApiError)
                 if wl is None or wl.deleted_seq:
@@ -176,6 +220,7 @@ class WorkloadSync:
                     log.warning("workload_delete_failed", workload=key, status=err.status, error=str(err))
                 else:
                     await self._sync_failed(wl, seq=seq, err=err)
+        return done
 
     async def _sync_workload(self, key: str, wl: WorkloadState) -> None:
         meta = wl.workload.metadata
@@ -250,65 +295,128 @@ class WorkloadSync:
 
 
 class QueueStatusSync:
-    """Writes the status of every ClusterQueue, LocalQueue and Cohort whose status changed (once each):
-    counts, usage, the ``Active`` condition and, with fair sharing on, the weighted share.
+    """Writes the status of every ClusterQueue, LocalQueue and Cohort whose status changed: counts, usage, the
+    ``Active`` condition and, with fair sharing on, the weighted share.
 
-    ``clock`` gives the time (ms since the epoch) a condition that changes status is stamped with.
+    Queue status is an aggregate, the least urgent of the dispatcher's writes
+    (:attr:`~kueue_es.services.dispatcher.write_budget.WriteClass.QUEUES`): it is written
+    apart from the decisions' batches (:meth:`run`), through a
+    :class:`~kueue_es.services.dispatcher.write_budget.Coalescer`, a dirty set keyed by
+    object: each object is written at most once per ``interval`` seconds, with the state
+    the fold has when its turn comes, and no write of it waits in a queue.
+
+    ``clock`` gives the time (ms since the epoch) a condition that changes status is
+    stamped with; ``monotonic`` the seconds the interval is measured in.
     """
 
     def __init__(
-        self, *, view: core.DispatchState, stored: StoredObjects, clock: Callable[[], int] = wall_clock_ms
+        self,
+        *,
+        view: core.DispatchState,
+        stored: StoredObjects,
+        interval: float = 1.0,
+        clock: Callable[[], int] = wall_clock_ms,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.view, self.stored, self.clock = view, stored, clock
+        self.view, self.stored, self.clock, self.monotonic = view, stored, clock, monotonic
+        self.dirty: Coalescer[ObjectKey] = Coalescer(interval=interval)
+        self.writes = 0  # queue status writes so far
+        self._feeding_cache: dict[str, list[tuple[str, str]]] = {}
+        self._feeding_at = -1
+
+    def pending(self) -> int:
+        """How many queues' status is still to be written (changed, not yet written)."""
+        return len(self.dirty) + len(self.view.dirty_queues)
+
+    def collect(self) -> None:
+        """Move the queues the fold marked dirty into the dirty set (with the Cohorts above a dirty
+        ClusterQueue while fair sharing is on: their weighted share follows their ClusterQueues' usage)."""
+        taken = self.view.take_dirty_queues()
+        if not taken:
+            return
+        state = self.view.cluster
+        if state.configuration.fair_sharing is not None:
+            taken = _with_cohorts_above(state, taken)
+        self.dirty.mark(taken, self.monotonic())
 
     async def sync(self) -> None:
-        """Write the status of each queue the fold marked dirty, unless the server already has it."""
+        """Write the status of every dirty queue that is due now and differs from what the server has (each
+        at most once per interval; the others stay dirty)."""
+        while True:
+            self.collect()
+            ident = self.dirty.pop_due(self.monotonic())
+            if ident is None:
+                return
+            await self._sync_one(ident)
+
+    def _feeding(self) -> dict[str, list[tuple[str, str]]]:
+        """The LocalQueues of each ClusterQueue, scanned once for the ClusterQueues written while nothing is
+        folded in between (a scan of every LocalQueue per ClusterQueue would be slow with many of both)."""
         state = self.view.cluster
-        dirty = self.view.take_dirty_queues()
-        if dirty and state.configuration.fair_sharing is not None:
-            dirty = _with_cohorts_above(state, dirty)  # their weighted share follows their ClusterQueues' usage
-        feeding = status.local_queues_by_cluster_queue(state) if dirty else {}
-        now_ms = self.clock() if dirty else 0
-        for ident in dirty:
-            kind, namespace, name = ident
-            fields: tuple[str, ...] = status.QUEUE_STATUS_FIELDS
-            if kind == "ClusterQueue" and name in state.cluster_queues:
-                ref, wanted = resources.CLUSTER_QUEUES, status.cluster_queue_status(state, name, feeding=feeding)
-                generation = state.cluster_queues[name].metadata.generation
-            elif kind == "LocalQueue" and (namespace, name) in state.local_queues:
-                ref, wanted = resources.LOCAL_QUEUES, status.local_queue_status(state, namespace, name)
-                generation = state.local_queues[(namespace, name)].metadata.generation
-            elif kind == "Cohort" and name in state.cohorts:
-                ref, wanted = resources.COHORTS, status.cohort_status(state, name)
-                generation, fields = state.cohorts[name].metadata.generation, status.COHORT_STATUS_FIELDS
+        if self._feeding_at != state.last_seq:
+            self._feeding_cache = status.local_queues_by_cluster_queue(state)
+            self._feeding_at = state.last_seq
+        return self._feeding_cache
+
+    async def run(self, *, ready: Callable[[], bool], poll: float = 0.05) -> None:
+        """Write queue status whenever some is due, while ``ready()`` (cancel to stop); ``poll``: seconds
+        between looks at the fold's dirty queues when nothing is due."""
+        while True:
+            if ready():
+                await self.sync()
+                wait = self.dirty.seconds_until_due(self.monotonic())
+                await asyncio.sleep(poll if wait is None else max(min(wait, poll), 0.001))
             else:
-                self.stored.objects.pop(ident, None)  # deleted, or a queue no object names
-                continue
-            stored = self.stored.objects.get(ident)
-            previous = _active_condition(stored)
-            generation = max(generation, int(objects.meta(stored).get("generation") or 0) if stored else 0)
-            condition = status.active_condition(
-                state, kind, namespace, name, previous=previous, generation=generation, now_ms=now_ms
-            )
-            wanted = {"conditions": [condition], **wanted}
-            if ident in self.stored.absent or (stored is not None and _managed(stored, fields) == wanted):
-                continue
-            await self._write(ident, ref, wanted)
+                await asyncio.sleep(poll)
+
+    async def _sync_one(self, ident: ObjectKey) -> None:
+        """Write the status of queue ``ident`` as the fold has it now, unless the server has it already."""
+        state = self.view.cluster
+        kind, namespace, name = ident
+        fields: tuple[str, ...] = status.QUEUE_STATUS_FIELDS
+        if kind == "ClusterQueue" and name in state.cluster_queues:
+            ref, wanted = resources.CLUSTER_QUEUES, status.cluster_queue_status(state, name, feeding=self._feeding())
+            generation = state.cluster_queues[name].metadata.generation
+        elif kind == "LocalQueue" and (namespace, name) in state.local_queues:
+            ref, wanted = resources.LOCAL_QUEUES, status.local_queue_status(state, namespace, name)
+            generation = state.local_queues[(namespace, name)].metadata.generation
+        elif kind == "Cohort" and name in state.cohorts:
+            ref, wanted = resources.COHORTS, status.cohort_status(state, name)
+            generation, fields = state.cohorts[name].metadata.generation, status.COHORT_STATUS_FIELDS
+        else:
+            self.stored.objects.pop(ident, None)  # deleted, or a queue no object names
+            self.dirty.forget(ident)
+            return
+        stored = self.stored.objects.get(ident)
+        previous = _active_condition(stored)
+        generation = max(generation, int(objects.meta(stored).get("generation") or 0) if stored else 0)
+        condition = status.active_condition(
+            state, kind, namespace, name, previous=previous, generation=generation, now_ms=self.clock()
+        )
+        wanted = {"conditions": [condition], **wanted}
+        if ident in self.stored.absent or (stored is not None and _managed(stored, fields) == wanted):
+            return
+        await self._write(ident, ref, wanted)
 
     async def _write(self, ident: ObjectKey, ref: resources.ResourceRef, wanted: dict[str, Any]) -> None:
         kind, namespace, name = ident
         metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
         body = {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": metadata, "status": wanted}
         try:
-            self.stored.objects[ident] = await self.stored.apply(ref, body, subresource="status")
+            self.stored.objects[ident] = await self.stored.apply(
+                ref, body, subresource="status", write_class=WriteClass.QUEUES
+            )
         except kube_errors.NotFoundError:
             log.info("queue_not_in_cluster", kind=kind, namespace=namespace, name=name)
             self.stored.absent.add(ident)
         except API_ERRORS as err:
             if retryable(err):
-                self.view.dirty_queues.setdefault(ident)
+                self.dirty.mark([ident], self.monotonic())
             self.stored.failures += 1
             log.warning("queue_status_failed", kind=kind, namespace=namespace, name=name, error=str(err))
+        else:
+            self.writes += 1
+            self.dirty.written(ident, self.monotonic())
 
 
 def _with_cohorts_above(state: ClusterState, dirty: list[ObjectKey]) -> list[ObjectKey]:

@@ -15,20 +15,24 @@ The Dispatcher is the runner: it folds the log, consumes decisions in batches an
 routes each phase of a batch to one collaborator:
 
 1. :class:`~kueue_es.services.dispatcher.object_sync.WorkloadSync`: the
-   ``kueue.x-k8s.io/v1beta2`` Workload object and status of every workload made
-   from a job (before the batch's Job writes);
+   ``kueue.x-k8s.io/v1beta2`` Workload object and status of the batch's workloads made
+   from a job (before the batch's Job writes; every other changed one apart from the
+   batches);
 2. :class:`~kueue_es.services.dispatcher.job_writes.JobWrites`: each decision's Job,
    JobSet or Pod writes, then its result on the log; then the acks;
 3. :class:`~kueue_es.services.dispatcher.recording.Recording`: the Kubernetes Events
    of the batch;
-4. :class:`~kueue_es.services.dispatcher.object_sync.QueueStatusSync`: the status of
-   every ClusterQueue and LocalQueue that changed, once.
+and, apart from the batches, :class:`~kueue_es.services.dispatcher.object_sync.QueueStatusSync`
+writes the status of every ClusterQueue, LocalQueue and Cohort that changed, coalesced
+(at most once per object per interval, the latest state).
 
 Alongside, :class:`~kueue_es.services.dispatcher.ungating.Ungating` gives the gated
 pods of Admitted TAS workloads their topology domains (SEMANTICS-ADVANCED A.12).
 Every Kubernetes write waits for one write limiter
 (:class:`~kueue_es.services.dispatcher.kube_api.WriteLimiter`, QPS and burst as
-client-go's), the Events for a second one of the same size. The API server is
+client-go's) in its priority class (:mod:`~kueue_es.services.dispatcher.write_budget`:
+Job starts and stops, then Workload writes, then queue status), the Events for a second
+one of the same size. The API server is
 reached through :class:`~kueue_es.services.dispatcher.kube_api.KubeApi`.
 """
 
@@ -49,10 +53,18 @@ from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, action_name
-from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter, kube_api, limiter_from_env
+from kueue_es.services.dispatcher.kube_api import (
+    DEFAULT_QUEUE_STATUS_INTERVAL,
+    KubeApi,
+    WriteLimiter,
+    kube_api,
+    limiter_from_env,
+    queue_status_interval_from_env,
+)
 from kueue_es.services.dispatcher.object_sync import QueueStatusSync, StoredObjects, WorkloadSync
-from kueue_es.services.dispatcher.recording import Recording
+from kueue_es.services.dispatcher.recording import Recording, workload_key
 from kueue_es.services.dispatcher.ungating import Ungating
+from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.runtime import (
@@ -78,7 +90,8 @@ class Dispatcher:
     ``limiter`` rate-limits every write (default: Kueue's QPS 50, burst 100), the
     Kubernetes Events on Workloads with a second limiter of the same size
     (:attr:`event_limiter`); ``write_objects`` False leaves Workload objects, their
-    Events and queue status alone (only Jobs are written).
+    Events and queue status alone (only Jobs are written). ``queue_status_interval``:
+    seconds between two status writes of one queue.
     """
 
     def __init__(
@@ -91,6 +104,7 @@ class Dispatcher:
         field_manager: str = FIELD_MANAGER,
         write_objects: bool = True,
         start: StartPoint | None = None,
+        queue_status_interval: float = DEFAULT_QUEUE_STATUS_INTERVAL,
     ) -> None:
         self.bus, self.api, self.cluster = bus, kube_api(api), cluster
         self.start = start  # a snapshot to fold on from (its view: (DispatchState, orphaned decision seqs))
@@ -117,7 +131,7 @@ class Dispatcher:
             stored=self.stored,
             created=lambda item: self.recording.add_job_event(0, item),
         )
-        self.queues = QueueStatusSync(view=self.view, stored=self.stored)
+        self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)
         self.ungating = Ungating(api=self.api, limiter=self.limiter, view=self.view)
 
     @property
@@ -134,6 +148,14 @@ class Dispatcher:
     def object_failures(self) -> int:
         """Workload and queue status writes that failed for good."""
         return self.stored.failures
+
+    def backlog(self) -> dict[str, int]:
+        """Writes waiting, by write class (``jobs``, ``workloads``, ``queues``): those waiting for a token, and
+        the Workloads and queues changed and not yet written."""
+        waiting = {cls.label: self.limiter.waiting(cls) for cls in WriteClass}
+        waiting[WriteClass.WORKLOADS.label] += len(self.view.dirty_workloads)
+        waiting[WriteClass.QUEUES.label] += self.queues.pending()
+        return waiting
 
     @property
     def event_limiter(self) -> WriteLimiter:
@@ -272,15 +294,21 @@ class Dispatcher:
         self._gated = True  # not before the fold reaches the end: it would write the past on the way
         await self.prime()
         upcoming = asyncio.ensure_future(consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0))
+        apart = asyncio.ensure_future(self.write_apart_from_batches())
         try:
             while True:
                 deliveries = await upcoming
                 upcoming = asyncio.ensure_future(consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0))
                 await self.handle_batch(consumer, deliveries)
+                if apart.done():
+                    apart.result()  # the writes apart from the batches failed: raise it, as a batch's failure
         finally:
             upcoming.cancel()
+            apart.cancel()
             with contextlib.suppress(BaseException):
                 await upcoming
+            with contextlib.suppress(BaseException):
+                await apart
 
     async def handle(self, consumer: DurableConsumer, delivery: Delivery) -> None:
         """Execute one delivered decision; ack when its result is on the log."""
@@ -288,7 +316,9 @@ class Dispatcher:
 
     async def handle_batch(self, consumer: DurableConsumer, deliveries: list[Delivery]) -> None:
         """Execute a batch of delivered decisions (possibly none): Workload objects first, then each decision's
-        Job write and result, then the acks, then the queues' status, once.
+        Job write and result, then the acks, then the batch's Events. Only the Workloads of the batch's
+        decisions are written here, and no queue status (:meth:`write_apart_from_batches`): a flood of
+        those never holds up a decision.
 
         Results go out pipelined: each decision's Job write waits for the one before (the
         write limiter keeps its order), but its result is published without waiting for
@@ -315,7 +345,7 @@ class Dispatcher:
             done.append(delivery)
         if orphans:
             decoded = [(d, event) for d, event in decoded if d.message.seq not in self.orphaned_seqs]
-        await self.sync_workloads()
+        await self.sync_workloads([workload_key(event) for _, event in decoded])
         inflight: list[asyncio.Future[Any]] = []
         try:
             for delivery, event in decoded:
@@ -329,17 +359,17 @@ class Dispatcher:
         for delivery in done:
             await consumer.ack(delivery)
         await self.record_events([(d.message.seq, event) for d, event in decoded])
-        await self.sync_queues()
 
     async def prime(self) -> None:
         """Learn what the server holds of the objects we keep, so unchanged ones are not written again."""
         if self.write_objects:
             await self.stored.prime()
 
-    async def sync_workloads(self) -> None:
-        """Bring the Workload object and status of every changed workload made from a Job up to date."""
+    async def sync_workloads(self, keys: list[str] | None = None) -> None:
+        """Bring the Workload object and status of every changed workload made from a Job up to date (only
+        those of ``keys``, ``namespace/name``, when given)."""
         if self._ready():
-            await self.workloads.sync()
+            await self.workloads.sync(keys)
 
     async def record_events(self, decisions: list[tuple[int, types.Event]]) -> None:
         """Write the Kubernetes Events of these decisions (``(log sequence, decision)``) and of the batch's
@@ -351,9 +381,15 @@ class Dispatcher:
             self.recording.discard_job_events()
 
     async def sync_queues(self) -> None:
-        """Write the status of every ClusterQueue and LocalQueue whose counts or usage changed (once each)."""
+        """Write the status of every ClusterQueue, LocalQueue and Cohort whose status changed and is due
+        (at most once per object per interval)."""
         if self._ready():
             await self.queues.sync()
+
+    async def write_apart_from_batches(self) -> None:
+        """Keep writing, apart from the batches, the changed Workloads no decision of a batch is about and the
+        queues' status (cancel to stop); run by :meth:`consume`."""
+        await asyncio.gather(self.workloads.run(ready=self._ready), self.queues.run(ready=self._ready))
 
     @staticmethod
     async def _settle(inflight: list[asyncio.Future[Any]]) -> None:
@@ -474,11 +510,14 @@ async def serve_dispatcher(
     ``start``: a snapshot of the log to fold on from (kueue_es.snapshots), used only if it is of this log."""
     bus = await connect(nats_url)
     limiter = limiter_from_env(qps=qps, burst=burst)
-    dispatcher = Dispatcher(bus=bus, api=api, limiter=limiter, start=start)
+    interval = queue_status_interval_from_env()
+    dispatcher = Dispatcher(bus=bus, api=api, limiter=limiter, start=start, queue_status_interval=interval)
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
         dispatcher.on_orphan = bus.health.orphaned
+        bus.health.report_dispatch_backlog(dispatcher.backlog)
     consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
-    log.info("service_started", qps=limiter.qps, burst=limiter.burst)
+    shares = {cls.label: round(share, 3) for cls, share in limiter.shares.items()}
+    log.info("service_started", qps=limiter.qps, burst=limiter.burst, shares=shares, queue_status_interval=interval)
     try:
         await run_until_stopped(
             stop,

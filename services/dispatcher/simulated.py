@@ -3,7 +3,9 @@
 The real dispatcher (:mod:`.service`) reads a Job, patches it and records the
 result. Here there is no API server (:class:`SimulatedApi` holds no objects): each
 Job write (start an admitted workload, stop an evicted one, :class:`SimulatedJobWrites`)
-takes a slot from the same client-go-like write limiter and then "lands" at once,
+takes a slot from the same client-go-like write limiter (class ``jobs``, which has the
+whole budget here: the other classes write nothing and lend it their shares) and then
+"lands" at once,
 and the dispatcher records its DispatchApplied as usual, so a workload starts when
 its dispatch write lands. The limiter is the only cost of the
 API: ``qps`` None means no cap (the uncapped bench), ``--api-qps 50`` is Kueue's
@@ -21,8 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import structlog
 
@@ -33,6 +34,7 @@ from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, Result
 from kueue_es.services.dispatcher.kube_api import DEFAULT_BURST, RawObject, WriteLimiter
 from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
+from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
@@ -41,18 +43,16 @@ from kueue_es.services.runtime import run_until_stopped
 log = structlog.get_logger(__name__)
 
 
-@dataclass
 class UnlimitedWrites(WriteLimiter):
     """A limiter that never waits (counts the writes): the uncapped bench."""
 
-    qps: float = float("inf")
+    def __init__(self, qps: float = float("inf"), burst: int = DEFAULT_BURST, **options: Any) -> None:
+        super().__init__(qps=qps, burst=burst, **options)
 
-    def __post_init__(self) -> None:
-        pass
-
-    async def acquire(self) -> None:
+    async def acquire(self, write_class: WriteClass = WriteClass.JOBS) -> None:
         """Count the write; no wait."""
         self.writes += 1
+        self.writes_by_class[write_class] += 1
 
 
 def simulated_limiter(qps: float | None, burst: int | None = None) -> WriteLimiter:
@@ -123,7 +123,7 @@ class SimulatedJobWrites(JobWrites):
 
     async def start_job(self, action: core.StartJob, *, seq: int) -> Result:
         """Take a write slot; the Job has started."""
-        await self.limiter.acquire()
+        await self.limiter.acquire(WriteClass.JOBS)
         return types.DispatchApplied(
             workload=action.workload,
             decision_seq=seq,
@@ -134,7 +134,7 @@ class SimulatedJobWrites(JobWrites):
 
     async def stop_job(self, action: core.StopJob, *, seq: int) -> Result:
         """Take a write slot; the Job has stopped."""
-        await self.limiter.acquire()
+        await self.limiter.acquire(WriteClass.JOBS)
         return types.DispatchApplied(
             workload=action.workload, decision_seq=seq, action="Evict", target=f"Job {action.namespace}/{action.name}"
         )

@@ -23,6 +23,7 @@ from kueue_es.services.dispatcher import core, ungater
 from kueue_es.services.dispatcher.job_writes import POD_REF
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
 from kueue_es.services.dispatcher.object_sync import API_ERRORS
+from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects
@@ -150,7 +151,7 @@ class Ungating:
             "metadata": {"resourceVersion": meta.get("resourceVersion")},  # a precondition: 409 if it changed
             "spec": {"schedulingGates": gates or None, "nodeSelector": step.node_selector},
         }
-        await self.limiter.acquire()
+        await self.limiter.acquire(WriteClass.JOBS)  # a pod waits for it to run
         try:
             stored = await self.api.patch_object(POD_REF, namespace=meta.get("namespace"), name=step.name, patch=patch)
         except kube_errors.NotFoundError:

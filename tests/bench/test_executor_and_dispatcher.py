@@ -75,6 +75,16 @@ def test_the_simulated_limiter_is_none_or_client_gos() -> None:
         simulated_limiter(-1)
 
 
+async def test_the_uncapped_simulated_dispatcher_has_uncapped_event_writes_too() -> None:
+    """The Events' limiter is made like the dispatcher's: for the uncapped bench, another UnlimitedWrites."""
+    bus = MemoryBus()
+    dispatcher = SimulatedDispatcher(bus=bus, limiter=simulated_limiter(None))
+    assert isinstance(dispatcher.event_limiter, UnlimitedWrites) and dispatcher.event_limiter.qps == float("inf")
+    await dispatcher.event_limiter.acquire()
+    assert dispatcher.event_limiter.writes == 1 and dispatcher.limiter.writes == 0
+    await bus.close()
+
+
 async def test_each_admission_is_one_limited_write_then_dispatch_applied() -> None:
     bus = MemoryBus()
     workloads = []

@@ -23,6 +23,7 @@ from kueue_es.events.bus.base import Delivery
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
 from kueue_es.services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER, Dispatcher
+from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher.service import Watcher
@@ -561,8 +562,8 @@ async def test_every_write_waits_for_the_rate_limiter(api, bus: MemoryBus, emu: 
     times: list[float] = []
     acquire = limiter.acquire
 
-    async def timed_acquire() -> None:
-        await acquire()
+    async def timed_acquire(write_class: WriteClass = WriteClass.JOBS) -> None:
+        await acquire(write_class)
         times.append(asyncio.get_running_loop().time())
 
     limiter.acquire = timed_acquire  # type: ignore[method-assign]
@@ -591,6 +592,10 @@ async def test_every_write_waits_for_the_rate_limiter(api, bus: MemoryBus, emu: 
     events = dispatcher.event_limiter  # the Events' own budget, of the same size
     assert (events.qps, events.burst) == (limiter.qps, limiter.burst) and events.writes >= 6  # QuotaReserved, Admitted
     assert len(times) == limiter.writes >= server_writes - events.writes >= 3 + 3 * 2 + 2  # Jobs, Workloads, queues
+    by_class = limiter.writes_by_class  # each kind of write in its priority class
+    assert (
+        by_class[WriteClass.JOBS] == 3 and by_class[WriteClass.WORKLOADS] >= 3 * 2 and by_class[WriteClass.QUEUES] >= 2
+    )
     for k, moment in enumerate(times):
         assert moment - times[0] >= (k - limiter.burst + 1) / limiter.qps - 0.005, (k, moment - times[0])
     assert FIELD_MANAGER == "kueue-es"
