@@ -38,8 +38,10 @@ class OutgoingMessage(msgspec.Struct, frozen=True, kw_only=True):
 class LogMessage(msgspec.Struct, frozen=True, kw_only=True):
     """A stored message as a reader sees it.
 
-    ``seq`` is its stream sequence; ``pending`` is how many messages matching the
-    reader's filter followed it at delivery time (0 means the reader has caught up).
+    ``seq`` is its stream sequence; ``pending`` is 0 when no message matching the reader's
+    filters followed it at delivery time (the reader has caught up), else at least 1: how many
+    matching messages followed, or (a NATS reader of several filters, which reads the whole log)
+    how many messages of any subject did.
     """
 
     seq: int

@@ -683,10 +683,12 @@ class NatsBus(base.Bus):
         are dropped, so nothing is yielded twice.
         """
         filters = rules.normalize_filters(subjects)
-        reader = _Reader(filters=filters)
+        wanted = _subject_test(filters)
+        reader = _Reader(filters=filters, consumer_filters=(WHOLE_LOG,) if wanted is not None else filters)
         next_seq = max(start_seq, 1)
         self._readers.add(reader)
         sub: Any = None
+        held: tuple[Msg, int, int] | None = None  # (message, seq, pending) waiting for what follows it
         try:
             while True:
                 sub = await self._subscribe(reader, next_seq)
@@ -700,8 +702,25 @@ class NatsBus(base.Bus):
                     if seq < next_seq:
                         continue
                     next_seq = seq + 1
+                    if wanted is not None and not wanted(msg.subject):
+                        reader.delivered(seq, pending)
+                        if held is not None and pending == 0:  # only unwanted ones followed it: the end
+                            yield _log_message(held[0], seq=held[1], pending=0)
+                            held = None
+                        continue
+                    if held is not None:
+                        yield _log_message(held[0], seq=held[1], pending=held[2])
+                        held = None
                     reader.delivered(seq, pending)
+                    if wanted is not None and pending > 0:
+                        # the server's pending counts unwanted messages too: whether anything wanted
+                        # follows is known only from the next ones (already on their way)
+                        held = (msg, seq, pending)
+                        continue
                     yield _log_message(msg, seq=seq, pending=pending)
+                if held is not None:  # the consumer is made again from next_seq: nothing is lost
+                    yield _log_message(held[0], seq=held[1], pending=held[2])
+                    held = None
                 await _drop(sub)
                 sub = None
         finally:
@@ -726,7 +745,9 @@ class NatsBus(base.Bus):
                     last = await self._jsm.stream_info(base.STREAM_NAME)
                     end = int(last.state.last_seq)
                     # an ordered consumer asked to start past the end counts the skipped messages as pending
-                    config = _ordered_config(reader.filters, start=min(next_seq, end + 1), inbox=self.nc.new_inbox())
+                    config = _ordered_config(
+                        reader.consumer_filters, start=min(next_seq, end + 1), inbox=self.nc.new_inbox()
+                    )
                     # made here, not by js.subscribe, for its answer: what is pending (a service user may
                     # not ask CONSUMER.INFO of an ephemeral consumer)
                     info = await self._jsm.add_consumer(base.STREAM_NAME, config=config)
@@ -908,6 +929,24 @@ class NatsBus(base.Bus):
             durable.reconnected()
 
 
+WHOLE_LOG = "kq.>"
+"""The one filter a reader of several subject filters asks the server for (:func:`_subject_test`)."""
+
+
+def _subject_test(filters: Sequence[str]) -> Callable[[str], bool] | None:
+    """For several filters, the test a subject must pass, applied here to a consumer of the whole log;
+    None for one filter (the server filters). nats-server delivers to a consumer with several
+    filter subjects about 15 times slower than to one with a single filter (2.9k against 50k
+    messages a second, measured on a 145k-message bench log with nats-server 2.15), and the
+    services read nearly every message anyway."""
+    if len(filters) < 2 or not all(rules.covers(WHOLE_LOG, f) for f in filters):
+        return None
+    if all(f.endswith(".>") and "*" not in f for f in filters):
+        prefixes = tuple(f[:-1] for f in filters)
+        return lambda subject: subject.startswith(prefixes)
+    return lambda subject: any(rules.matches(subject, f) for f in filters)
+
+
 def _ordered_config(filters: Sequence[str], *, start: int, inbox: str) -> api.ConsumerConfig:
     """The configuration of an ordered push consumer from stream sequence ``start``, as nats-py's
     ``js.subscribe(ordered_consumer=True)`` makes it: flow control, no acks, idle heartbeats every
@@ -953,8 +992,9 @@ class _Reader:
     connection came back, the consumer must be made again.
     """
 
-    def __init__(self, *, filters: Sequence[str]) -> None:
+    def __init__(self, *, filters: Sequence[str], consumer_filters: Sequence[str] | None = None) -> None:
         self.filters = list(filters)
+        self.consumer_filters = list(consumer_filters or filters)  # what the server is asked for
         self.buffer = _ReadBuffer()
         self.consuming = False
         self.caught_up = False
