@@ -70,6 +70,7 @@ from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.runtime import (
     OrphanHook,
     StartPoint,
+    cancel_and_wait,
     log_mismatch,
     report_orphan,
     require_from_start,
@@ -114,6 +115,7 @@ class Dispatcher:
         self.write_objects = write_objects
         self._gated = False  # consume() writes objects only once the fold has caught up with the log
         self._caught_up = False
+        self._stranded: asyncio.Task[None] | None = None  # the check of a held batch under way (fold_forever)
         self.on_orphan: OrphanHook | None = None  # told of every orphaned message (a metric)
         self.orphaned_seqs: set[int] = set()  # orphaned decisions (kept: a redelivery is skipped too)
         self.applied = 0
@@ -182,6 +184,13 @@ class Dispatcher:
         decision batches are folded, orphans are logged and counted, never executed.
         """
         start_seq = await self._resume()
+        try:
+            await self._fold_from(start_seq)
+        finally:
+            if self._stranded is not None:
+                await cancel_and_wait([self._stranded])
+
+    async def _fold_from(self, start_seq: int) -> None:
         cluster = self.view.cluster
         async for message in self.bus.read(subjects=(subjects.FACTS, subjects.DECISIONS), start_seq=start_seq):
             try:
@@ -209,8 +218,10 @@ class Dispatcher:
                     self.stored.observed(accepted)
                     if isinstance(accepted, types.WorkloadAdmitted | types.TopologyAssigned):
                         self.ungating.mark(accepted.workload.key)
-            if message.pending == 0 and cluster.batches.holding:
-                await self._expire_stranded()
+            if message.pending == 0 and cluster.batches.holding and (self._stranded is None or self._stranded.done()):
+                # asked beside the fold: an answer that takes its whole timeout (NATS just came back)
+                # must not keep the reader from resuming
+                self._stranded = asyncio.create_task(self._expire_stranded())
             self._caught_up = self._caught_up or message.pending == 0
             async with self._folded:
                 self._folded.notify_all()
@@ -266,8 +277,10 @@ class Dispatcher:
         except BusError as err:
             log.warning("stranded_batch_unchecked", holding_until=held, error=str(err))
             return
-        if cluster.batches.holding_until == held:  # nothing folded meanwhile (this loop is the only folder)
+        if cluster.batches.holding_until == held:  # nothing folded meanwhile (the reader is the only folder)
             self._orphaned(cluster.batches.expire(last).orphans)
+            async with self._folded:
+                self._folded.notify_all()
 
     async def _wait_folded(self, seq: int) -> None:
         async with self._folded:
