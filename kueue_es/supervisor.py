@@ -52,7 +52,7 @@ from kueue_es.events.bus.server import LocalAuth, NatsServer, ServerError, die_w
 log = structlog.get_logger(__name__)
 
 SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
-COMPACTOR = "compactor"  # kueue-es compact, started by up --compact (kueue_es.snapshots); health port after SERVICES
+COMPACTOR = "compactor"  # kueue-es compact, started by up --compact (kueue_es.snapshots); health port after up's own
 #: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
 USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
 CREDS_DIR = "creds"
@@ -240,6 +240,12 @@ class _Watched:
     is_up: Callable[[], bool]
 
 
+def _port_offset(name: str) -> int:
+    """Where process ``name`` serves its health endpoints, counted from ``--health-port``: the services
+    in ``SERVICES`` order, then ``up``'s own (the supervisor, ``len(SERVICES)``), then the compactor."""
+    return len(SERVICES) + 1 if name == COMPACTOR else SERVICES.index(name)
+
+
 @dataclass(kw_only=True)
 class Supervisor:
     """Starts, restarts and stops the services; ``log_dir`` receives ``<service>.log`` files.
@@ -278,7 +284,7 @@ class Supervisor:
         """Where service ``name`` serves its health endpoints, if it does."""
         if self.health_port is None:
             return None
-        return f"http://127.0.0.1:{self.health_port + (*SERVICES, COMPACTOR).index(name)}"
+        return f"http://127.0.0.1:{self.health_port + _port_offset(name)}"
 
     @property
     def supervisor_port(self) -> int | None:
@@ -298,7 +304,7 @@ class Supervisor:
         else:
             args += self.decider_args
         if self.health_port is not None:
-            port = self.health_port + (*SERVICES, COMPACTOR).index(name)
+            port = self.health_port + _port_offset(name)
             args += ["--health-port", str(port), "--health-host", "127.0.0.1"]
         return args
 
@@ -692,7 +698,8 @@ async def run_up(args: argparse.Namespace) -> int:
             if auth is not None:
                 console.print(reader_help(nats_url, auth), highlight=False)
             if args.health_port is not None:
-                urls = ", ".join(f"{name} {supervisor.health_url(name)}" for name in SERVICES)
+                names = (*SERVICES, COMPACTOR) if getattr(args, "compact", None) else SERVICES
+                urls = ", ".join(f"{name} {supervisor.health_url(name)}" for name in names)
                 console.print(f"health and metrics: {urls}, supervisor {own_health}", highlight=False)
             console.print(
                 f"a process that exits is restarted (backoff {policy.backoff_initial:g}s to {policy.backoff_max:g}s); "

@@ -29,7 +29,9 @@ def test_each_service_gets_only_its_own_arguments() -> None:
     assert ports == [str(9000 + i) for i in range(len(SERVICES))]
 
 
-def test_the_compactor_gets_the_compact_command_and_the_next_health_port() -> None:
+def test_the_compactor_gets_the_compact_command_and_a_health_port_of_its_own() -> None:
+    """The compactor's health port comes after the supervisor's (PORT+5), so neither takes the other's:
+    a shared one made ``up --compact --health-port`` crash-loop the compactor."""
     from kueue_es.supervisor import COMPACTOR
 
     supervisor = Supervisor(
@@ -40,5 +42,11 @@ def test_the_compactor_gets_the_compact_command_and_the_next_health_port() -> No
     )
     args = supervisor.service_args(COMPACTOR)
     assert args[:3] == ["compact", "--nats", "nats://127.0.0.1:4222"] and "--retain-age" in args
-    assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES))
-    assert supervisor.health_url(COMPACTOR) == f"http://127.0.0.1:{9000 + len(SERVICES)}"
+    assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES) + 1)
+    assert supervisor.health_url(COMPACTOR) == f"http://127.0.0.1:{9000 + len(SERVICES) + 1}"
+    ports = [
+        int(supervisor.service_args(name)[supervisor.service_args(name).index("--health-port") + 1])
+        for name in (*SERVICES, COMPACTOR)
+    ]
+    assert supervisor.supervisor_port is not None
+    assert len({*ports, supervisor.supervisor_port}) == len(SERVICES) + 2
