@@ -339,6 +339,10 @@ class ObservedBus(Bus):
                 if folded:
                     health.events_folded.inc(folded)
 
+    def folded_through(self, seq: int) -> None:
+        if seq >= self.caught_up_at:
+            self.health.caught_up = True
+
     async def last_seq(self) -> int:
         return await self.inner.last_seq()
 

@@ -208,3 +208,9 @@ class Bus(abc.ABC):
         """The connection's and readers' state (:class:`BusStatus`); a bus without a connection
         (in memory) is always connected and consuming."""
         return BusStatus()
+
+    def folded_through(self, seq: int) -> None:
+        """The caller holds everything it reads up to ``seq`` without reading it here (it started
+        from a snapshot at ``seq``, or nothing it reads follows): a health wrapper counts it as
+        caught up once ``seq`` reaches the log's end it knew; a plain bus keeps nothing."""
+        del seq  # nothing to keep without a health wrapper

@@ -204,6 +204,7 @@ class Watcher:
                 self.config.learn(message)
                 if message.seq >= last or message.pending == 0:
                     break
+        self.bus.folded_through(last)  # read to the end, or nothing it reads followed (a snapshot at the end)
         self.publisher.learn(state=state, topology=topology)
 
     async def run(self, kinds: tuple[str, ...] = watched.WATCHED_KINDS) -> None:

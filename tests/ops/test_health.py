@@ -181,3 +181,20 @@ async def test_orphans_are_counted_and_a_stalled_decider_is_not_ready() -> None:
 
 async def _types(bus: MemoryBus) -> list[str]:
     return [(await bus.get(seq)).headers.get("Kq-Type", "") for seq in range(1, await bus.last_seq() + 1)]
+
+
+async def test_a_service_that_holds_the_log_to_its_end_without_reading_is_caught_up() -> None:
+    """A watcher started from a snapshot at the log's end reads nothing; saying it holds everything to
+    the end it knew (``folded_through``) makes it caught up, and nothing short of that end does."""
+    log_bus = MemoryBus()
+    for i in range(3):
+        finished = types.WorkloadFinished(workload=types.WorkloadRef(namespace="default", name=f"w{i}"), at_ms=i)
+        await log_bus.publish(subjects.fact_message(finished, version="1"))
+    assert await log_bus.last_seq() == 3
+    health = Health(service="watcher")
+    bus = await health.observe(log_bus.share())
+    assert not health.caught_up
+    bus.folded_through(2)
+    assert not health.caught_up
+    bus.folded_through(3)
+    assert health.caught_up
