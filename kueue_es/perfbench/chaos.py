@@ -333,7 +333,7 @@ class Chaos:
         folded = {name: await self._folded(name) for name in self.services}
         await self.server.restart_on_same_port()
         kill.up_s = round(time.monotonic() - killed_at, 3)
-        kill.detail = f"pid {self.server.pid}; services ready and reading again at"
+        kill.detail = f"pid {self.server.pid}"
         self.on_restart(NATS, self.server.pid or 0)
         await self.publisher.resume()
         await self._await_ready(kill, self.services, since=killed_at, folded_since=folded)
@@ -415,7 +415,9 @@ class Chaos:
         if up and kill.up_s is None:
             kill.up_s = round(max(up.values()), 3)
         if len(ready) > 1:
-            kill.detail += "; " + ", ".join(f"{name} {at:.2f}" for name, at in sorted(ready.items()))
+            kill.detail += "; ready and reading again after: " + ", ".join(
+                f"{name} {at:.2f} s" for name, at in sorted(ready.items())
+            )
 
     async def _readyz(self, name: str) -> int | None:
         """The status of the service's ``/readyz`` (200 ready, 503 not), None when it does not answer."""
