@@ -425,6 +425,7 @@ class DeciderLoop:
             await require_from_start(self.bus, f"{self.decider.role} decider")
             return
         self.state, self.position = start.state, start.seq
+        self.bus.folded_through(start.seq)  # ready at once when nothing follows the snapshot
         self.head_seq = start.head_seqs.get(self.partition, 0)
         await self._purged_head()
         with contextlib.suppress(BusError):  # nothing after the checkpoint: no message will say so

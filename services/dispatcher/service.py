@@ -245,6 +245,7 @@ class Dispatcher:
         for name in ("cluster", "reserved_seq", "records", "started", "dirty_workloads", "dirty_queues"):
             setattr(self.view, name, getattr(view, name))
         self.orphaned_seqs |= set(orphaned)
+        self.bus.folded_through(start.seq)  # ready at once when nothing follows the snapshot
         for key, wl in self.view.cluster.workloads.items():
             if wl.admitted:
                 self.ungating.mark(key)
