@@ -671,7 +671,7 @@ async def replay_from_snapshot(bus: Bus, *, progress: Any = None) -> ReplayRepor
     origin = f"from #{verified.from_seq}" if verified.from_seq else "from #1"
     report.start_note = (
         f"log starts at #{first}, covered by snapshot {oldest.name} (#{oldest.seq}) verified at {verified.at} "
-        f"({origin} through #{verified.through_seq}, {verified.matched} decisions matched)"
+        f"({origin} through #{verified.through_seq}, {verified.matched} decision{'' if verified.matched == 1 else 's'} matched)"
     )
     return report
 
