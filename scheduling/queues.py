@@ -65,7 +65,7 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
         result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
     triggers = layout.triggers
     shapes = _shapes(state)
-    sticky = _sticky_preemptors(state) if state.preemptors or state.nominations else {}
+    sticky = sticky_preemptors(state) if state.preemptors or state.nominations else {}
     known_inactive, mismatches, workloads, cluster_queues = (
         layout.inactive,
         layout.mismatches,
@@ -173,7 +173,7 @@ def lq_usage(state: ClusterState, queue: tuple[str, str], *, now_ms: int) -> flo
     )
 
 
-def _sticky_preemptors(state: ClusterState) -> dict[str, tuple[int, int, str, str]]:
+def sticky_preemptors(state: ClusterState) -> dict[str, tuple[int, int, str, str]]:
     """Per ClusterQueue, the queue order of its nominated preemptor still queued there
     (Kueue's preemptorWorkload, SEMANTICS §3.9); the earliest in queue order if several."""
     out: dict[str, tuple[int, int, str, str]] = {}
