@@ -17,7 +17,12 @@ from kueue_es.services.preemptor import core as preemptor_core
 from kueue_es.services.runtime import MAX_BATCH, Decider
 from kueue_es.services.tas_placer import core as placer_core
 
-ADMITTER = Decider(role=admitter_core.ROLE, logic_version=admitter_core.LOGIC_VERSION, decide=admitter_core.decide)
+ADMITTER = Decider(
+    role=admitter_core.ROLE,
+    logic_version=admitter_core.LOGIC_VERSION,
+    decide=admitter_core.decide,
+    yields_to=admitter_core.answered_by_others,
+)
 PREEMPTOR = Decider(role=preemptor_core.ROLE, logic_version=preemptor_core.LOGIC_VERSION, decide=preemptor_core.decide)
 PLACER = Decider(role=placer_core.ROLE, logic_version=placer_core.LOGIC_VERSION, decide=placer_core.decide)
 

@@ -24,7 +24,7 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO, cast
 
@@ -94,6 +94,11 @@ class Decider:
     role: str
     logic_version: int
     decide: Callable[..., Sequence[types.Output]]
+    yields_to: Callable[[ClusterState], Collection[str]] | None = None
+    """The open requests of ``state`` that another role answers next (the admitter: the nominations the
+    preemptor answers), by key: the loop holds its cycles for up to :data:`YIELD_SECONDS` after one
+    opens, so the two do not commit on the same basis (a conflict, issue 15). Timing only: what is
+    decided on a given state is the same."""
 
 
 OrphanHook = Callable[[batches.Orphan], None]
@@ -109,6 +114,10 @@ class Gate(Protocol):
 
 
 STANDBY_POLL = 0.1
+YIELD_SECONDS = 0.5
+"""How long a decider holds its cycles after another role's request opened (``Decider.yields_to``):
+the preemptor answers a nomination in milliseconds; past this a slow or dead one no longer holds the
+admitter up."""
 """Seconds a standby waits for a message before asking its gate again (a takeover is seen this soon)."""
 
 
@@ -388,6 +397,8 @@ class DeciderLoop:
         self.commit_failing = False  # the last commit failed without an answer (not a conflict)
         self.start = start
         self.position = 0  # the last sequence read before this loop's reader: a start point's
+        self.yield_seconds = YIELD_SECONDS
+        self._open_since: dict[str, float] = {}  # another role's open requests: when this loop saw each
 
     async def run(self) -> None:
         """Fold and decide forever (cancel to stop)."""
@@ -452,13 +463,18 @@ class DeciderLoop:
 
     async def _loop(self) -> None:
         waiting_for = 0  # the sequence our last commit reached: decide again only after folding it
+        held = 0.0  # seconds left of holding cycles for another role's request
         while True:
             standby = not self._open()  # a standby asks its gate often: a takeover decides at once
-            came = await self._drain(timeout=min(self.wakeup, STANDBY_POLL) if standby else self.wakeup)
+            timeout = min(self.wakeup, STANDBY_POLL) if standby else self.wakeup
+            came = await self._drain(timeout=min(timeout, held) if held > 0 else timeout)
             if self.state.last_seq < waiting_for or not self._caught_up or not self._open():
                 continue
             if self.state.batches.holding and (came or not await expire_stranded(self.bus, self.state, self.on_orphan)):
                 continue  # never decide on half a batch: its outputs are part of the basis
+            held = self._held_for()
+            if held > 0:
+                continue
             waiting_for = await self._cycle()
 
     async def _drain(self, *, timeout: float) -> bool:
@@ -483,6 +499,19 @@ class DeciderLoop:
 
     def _open(self) -> bool:
         return self.gate is None or self.gate.active()
+
+    def _held_for(self) -> float:
+        """Seconds to hold cycles yet: until the newest open request of another role (``Decider.yields_to``)
+        has been open :attr:`yield_seconds`; 0 when none is open or stepped (the scenario runner)."""
+        if self.decider.yields_to is None or self.stepped or self.yield_seconds <= 0:
+            return 0.0
+        keys = self.decider.yields_to(self.state)
+        if not keys:
+            self._open_since.clear()
+            return 0.0
+        now = self.monotonic()
+        self._open_since = {key: self._open_since.get(key, now) for key in keys}
+        return max(0.0, self.yield_seconds - (now - max(self._open_since.values())))
 
     async def _cycle(self) -> int:
         """Decide on the current state and commit; returns the sequence to wait for."""

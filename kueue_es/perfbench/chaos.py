@@ -452,8 +452,9 @@ class Chaos:
 
 
 def health_base_port() -> int:
-    """A base health port for the supervisor: every name of ``kueue_es.supervisor.SERVICES`` gets one."""
-    return free_port_block(len(ALL_SERVICES))
+    """A base health port for the supervisor: every name of ``kueue_es.supervisor.SERVICES`` gets one, then
+    ``up``'s own and the compactor's (``kueue_es.supervisor._port_offset``)."""
+    return free_port_block(len(ALL_SERVICES) + 2)
 
 
 # --- after the run -------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import sys
 from pathlib import Path
 
@@ -62,6 +63,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="with --chaos: seconds between kills (+-30%%, default 10)",
     )
+    parser.add_argument(
+        "--compact",
+        default=None,
+        metavar="ARGS",
+        help="also run the compactor (kueue-es compact ARGS: verified snapshots restarted services start from),"
+        " as deploy/ does; with --chaos it runs by default with '--every 10000 --interval 10s'; '' runs none",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
                 standby_lease=args.standby_lease,
                 chaos_seed=args.chaos,
                 kill_every=args.kill_every,
+                compact_args=None if args.compact is None else shlex.split(args.compact),
             )
         )
     except generator.ConfigError as err:
@@ -122,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         + ", ".join(f"{n} {p['commits']}/{p['conflicts']}" for n, p in deciders["processes"].items()),
         highlight=False,
     )
+    if result.compact_args:
+        console.print(f"compactor: kueue-es compact {' '.join(result.compact_args)}", highlight=False)
     status = 0 if result.complete else 1
     if result.chaos is not None:
         console.print(report.chaos_table(result.chaos))

@@ -59,7 +59,7 @@ from kueue_es.perfbench import chaos as chaos_mod
 from kueue_es.perfbench import generator, ideal, metrics
 from kueue_es.perfbench.executor import Executor
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.supervisor import Supervisor
+from kueue_es.supervisor import COMPACTOR, Supervisor
 
 SERVICES = ("admitter", "preemptor", "tas-placer", "dispatcher")
 DECIDERS = ("admitter", "preemptor", "tas-placer")
@@ -72,6 +72,10 @@ STALL_SECONDS = 60.0
 """A run whose log has not grown for this long while no workload runs and every one was created is
 stalled: nothing left in the system would ever produce another event."""
 STALL_SHOWN = 10
+CHAOS_COMPACT_ARGS = ("--every", "10000", "--interval", "10s")
+"""The compactor's arguments in a chaos run unless ``compact_args`` says otherwise: deploy/'s compactor
+(every 50,000 messages or 10 minutes) scaled to a run of minutes, so a restarted service starts from a
+snapshot seconds old, as one in a cluster starts from one minutes old (``kueue_es.snapshots``)."""
 
 
 def wall_ms() -> int:
@@ -117,6 +121,7 @@ class RunResult:
     stalled: list[str] = field(default_factory=list)  # why each unfinished workload is stuck, when the run stalled
     replicas: int = 1  # processes of each decider
     standby_lease: bool = True  # whether they take turns through the standby lease
+    compact_args: list[str] = field(default_factory=list)  # the compactor's arguments; [] when none ran
     deciders: dict[str, DeciderStats] = field(default_factory=dict)  # by process name: admitter, admitter-2, ...
     chaos: chaos_mod.ChaosResult | None = None  # with --chaos: the kills, recoveries and invariant checks
 
@@ -206,6 +211,7 @@ async def run_bench(
     standby_lease: bool = True,
     chaos_seed: int | None = None,
     kill_every: float = 10.0,
+    compact_args: list[str] | None = None,
 ) -> RunResult:
     """Run the configuration at ``config_path`` through nats-server and the services; returns what was measured.
 
@@ -215,6 +221,9 @@ async def run_bench(
     ``--no-standby-lease``), as before standby deciders.
     ``chaos_seed``: kill a service about every ``kill_every`` seconds, and nats-server once, during
     the run (:mod:`.chaos`), then check the stopped store (the result's ``chaos``).
+    ``compact_args``: also run the compactor (``kueue-es compact`` with these arguments: verified
+    snapshots that restarted services start from), as deploy/ does; [] runs none. None: a chaos run
+    runs it with :data:`CHAOS_COMPACT_ARGS`, any other none. It is never a chaos victim.
 
     Raises generator.ConfigError for a bad configuration, ValueError for ``replicas`` below 1 or a
     ``kill_every`` <= 0.
@@ -240,11 +249,14 @@ async def run_bench(
     server = chaos_mod.RestartableNatsServer(store_dir=run_dir / "nats")
     await server.start_async()
     decider_args = [] if standby_lease else ["--no-standby-lease"]
+    if compact_args is None:
+        compact_args = list(CHAOS_COMPACT_ARGS) if chaos_seed is not None else []
     supervisor = Supervisor(
         nats_url=server.url,
         log_dir=run_dir / "logs",
         kube_args=kube_args,
         decider_args=decider_args,
+        compact_args=compact_args,
         health_port=chaos_mod.health_base_port() if chaos_seed is not None else None,
     )
     standbys = {
@@ -277,6 +289,9 @@ async def run_bench(
         await bus.nc.flush()
         for started in supervisors:
             await _wait_started(started, timeout=60.0)
+        if compact_args:
+            await supervisor.start((COMPACTOR,))
+            sampler.replace(COMPACTOR, supervisor.running[-1].process.pid)
         executor = Executor(
             runtime_ms={f"{wl.namespace}/{wl.name}": wl.runtime_ms for wl in planned},
             clock=wall_ms,
@@ -369,6 +384,7 @@ async def run_bench(
         stalled=stalled,
         replicas=replicas,
         standby_lease=standby_lease,
+        compact_args=compact_args,
         deciders=_decider_stats(run_dir / "logs", replicas),
         chaos=chaos_result,
     )

@@ -124,6 +124,7 @@ def document(result: RunResult) -> dict[str, Any]:
             "wallToIdeal": _ratio(result.wall_ms, bound.makespan_ms),
         },
         "runDir": result.run_dir,
+        "compactor": " ".join(result.compact_args) if result.compact_args else None,
         "deciders": {
             "replicas": result.replicas,
             "standbyLease": result.standby_lease,

@@ -14,7 +14,7 @@ the cycle's DecisionRecord carries (``runtime.build_batch``, issue 15).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from kueue_es.events import types
 from kueue_es.projections import quota
@@ -47,6 +47,12 @@ def decide(state: ClusterState, *, now_ms: int) -> list[types.Output]:
         tree.rollback()
         if collecting:
             gc.enable()
+
+
+def answered_by_others(state: ClusterState) -> Collection[str]:
+    """The workload keys of the open nominations in ``state``: the preemptor answers them next, so the
+    admitter's runner holds its cycles briefly while one is new (``runtime.Decider.yields_to``)."""
+    return state.nominations.keys()
 
 
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
