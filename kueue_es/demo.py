@@ -25,7 +25,7 @@ from typing import Any
 
 from rich.console import Console
 
-from kueue_es import deciders, timeline
+from kueue_es import current, deciders, timeline
 from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
@@ -216,8 +216,16 @@ async def run_demo(
             done = await printer.wait_released(total, timeout=DEMO_TIMEOUT)
             if keep:
                 _print_keep(console, run_dir=run_dir, nats_url=server.url, api_url=emulator.url, auth=auth)
+                current.record(
+                    nats_url=server.url,
+                    reader=auth.credentials("reader"),
+                    kubeconfig=run_dir / "kubeconfig",
+                    run_dir=run_dir,
+                    command="demo",
+                )
                 await asyncio.Event().wait()
         finally:
+            current.forget()
             codes = await supervisor.stop()
             await cancel_and_wait(background)  # not one cancel: see cancel_and_wait
             await api.close()

@@ -47,6 +47,7 @@ from typing import Any
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
+from kueue_es import current
 from kueue_es.events.bus.server import LocalAuth, NatsServer, ServerError, die_with_parent
 
 log = structlog.get_logger(__name__)
@@ -697,6 +698,10 @@ async def run_up(args: argparse.Namespace) -> int:
             )
             if auth is not None:
                 console.print(reader_help(nats_url, auth), highlight=False)
+            reader = auth.credentials("reader") if auth is not None else None
+            kubeconfig = run_dir / "kubeconfig" if args.emulator else args.kubeconfig
+            with contextlib.suppress(OSError):  # only a convenience for the log readers (kueue_es.current)
+                current.record(nats_url=nats_url, reader=reader, kubeconfig=kubeconfig, run_dir=run_dir, command="up")
             if args.health_port is not None:
                 names = (*SERVICES, COMPACTOR) if getattr(args, "compact", None) else SERVICES
                 urls = ", ".join(f"{name} {supervisor.health_url(name)}" for name in names)
@@ -724,5 +729,6 @@ async def run_up(args: argparse.Namespace) -> int:
                 return 1
             raise AssertionError("supervise returned without a crash loop")  # it runs until cancelled
         finally:
+            current.forget()
             codes = await supervisor.stop()
             console.print(f"stopped: {', '.join(f'{name} {code}' for name, code in codes.items())}", highlight=False)

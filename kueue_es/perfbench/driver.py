@@ -279,6 +279,8 @@ async def run_bench(
             pids.update({f"{s.name}-{n}": s.process.pid for s in standby.running})
         sampler = _Sampler(pids)
         bus = await nats_bus.connect(server.url)
+        if compact_args:
+            await bus.ensure_snapshot_bucket()  # as nats-setup makes it beside the log
         publisher = chaos_mod.FactPublisher(bus)
         now = wall_ms()
         facts = generator.object_facts(generated, now_ms=now)

@@ -1,0 +1,129 @@
+"""Where the running kueue-es is: what ``demo --keep`` and ``up`` record, and what the log readers use.
+
+``kueue-es explain``, ``list``, ``status``, ``what-if`` and ``kubectl kueue`` read the log of a running
+system. As kubectl finds its cluster in a kubeconfig, they find the system here, first match wins:
+
+1. ``--nats URL`` on the command line (the NATS user from ``$KUEUE_ES_NATS_USER`` and
+   ``$KUEUE_ES_NATS_PASSWORD_FILE``, as every command takes it);
+2. ``$KUEUE_ES_NATS_URL``, with the same user variables;
+3. the file ``demo --keep`` and ``up`` write while they run (:func:`path`: ``$KUEUE_ES_CURRENT``, else
+   ``$XDG_STATE_HOME/kueue-es/current.json``, else ``~/.local/state/kueue-es/current.json``): the NATS URL,
+   the read-only ``reader`` user and its password file (never the password), the kubeconfig of an
+   emulated cluster, and the recording process, so a file left by a process that is gone is not used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kueue_es.events.bus.nats import PASSWORD_FILE_ENV, USER_ENV, credentials_from_env
+from kueue_es.events.bus.server import Credentials
+
+URL_ENV = "KUEUE_ES_NATS_URL"
+FILE_ENV = "KUEUE_ES_CURRENT"
+
+
+class NoSystemError(Exception):
+    """No running kueue-es was found; the message says how to name one."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class System:
+    """A running system's log: its NATS URL, the user to read it as (None: the environment's, or none),
+    where the answer came from (for messages), and the kubeconfig of its cluster when recorded."""
+
+    nats_url: str
+    credentials: Credentials | None
+    origin: str
+    kubeconfig: Path | None = None
+
+
+def path() -> Path:
+    """The current-system file (see the module)."""
+    if explicit := os.environ.get(FILE_ENV, "").strip():
+        return Path(explicit)
+    state_home = os.environ.get("XDG_STATE_HOME", "").strip()
+    base = Path(state_home) if state_home else Path.home() / ".local" / "state"
+    return base / "kueue-es" / "current.json"
+
+
+def record(*, nats_url: str, reader: Credentials | None, kubeconfig: Path | None, run_dir: Path, command: str) -> Path:
+    """Write the current-system file for this process (``command``: ``demo`` or ``up``); returns its path.
+    A later :func:`forget` by this process removes it. Raises OSError when it cannot be written."""
+    target = path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    body = {
+        "natsUrl": nats_url,
+        "user": reader.user if reader is not None else None,
+        "passwordFile": str(reader.password_file) if reader is not None else None,
+        "kubeconfig": str(kubeconfig) if kubeconfig is not None else None,
+        "runDir": str(run_dir),
+        "command": command,
+        "pid": os.getpid(),
+    }
+    temporary = target.with_suffix(".tmp")
+    temporary.write_text(json.dumps(body, indent=2) + "\n")
+    temporary.replace(target)
+    return target
+
+
+def forget() -> None:
+    """Remove the current-system file if this process wrote it (another system's record stays)."""
+    target = path()
+    try:
+        body = json.loads(target.read_text())
+    except (OSError, ValueError):
+        return
+    if body.get("pid") == os.getpid():
+        target.unlink(missing_ok=True)
+
+
+def find(nats_url: str | None = None) -> System:
+    """The system to read (see the module for the order). Raises NoSystemError when none is named or
+    recorded, and BusError when only one of the NATS user variables is set."""
+    if nats_url:
+        return System(nats_url=nats_url, credentials=credentials_from_env(), origin="--nats")
+    if from_env := os.environ.get(URL_ENV, "").strip():
+        return System(nats_url=from_env, credentials=credentials_from_env(), origin=f"${URL_ENV}")
+    target = path()
+    try:
+        body = json.loads(target.read_text())
+    except FileNotFoundError:
+        raise NoSystemError(_none_found(f"no {target}")) from None
+    except (OSError, ValueError) as err:
+        raise NoSystemError(_none_found(f"{target} is unreadable: {err}")) from None
+    pid = body.get("pid")
+    if not isinstance(pid, int) or not _alive(pid):
+        raise NoSystemError(_none_found(f"{target} names process {pid}, which is not running"))
+    url = body.get("natsUrl")
+    if not isinstance(url, str) or not url:
+        raise NoSystemError(_none_found(f"{target} has no natsUrl"))
+    user, password_file = body.get("user"), body.get("passwordFile")
+    credentials = Credentials(user=user, password_file=Path(password_file)) if user and password_file else None
+    kubeconfig = body.get("kubeconfig")
+    return System(
+        nats_url=url,
+        credentials=credentials or credentials_from_env(),
+        origin=f"{target} ({body.get('command', '?')}, pid {pid})",
+        kubeconfig=Path(kubeconfig) if kubeconfig else None,
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: it exists
+    return True
+
+
+def _none_found(why: str) -> str:
+    return (
+        f"no running kueue-es found ({why}): start one with `kueue-es demo --keep` or `kueue-es up`, or name one"
+        f" with --nats URL or ${URL_ENV} (as the read-only user: ${USER_ENV}=reader ${PASSWORD_FILE_ENV}=FILE)"
+    )
