@@ -116,7 +116,11 @@ def source_of(args: argparse.Namespace) -> logsource.Source:
 
 
 def _fold(
-    args: argparse.Namespace, *, observer: logsource.Observer | None = None, from_start: bool = False
+    args: argparse.Namespace,
+    *,
+    observer: logsource.Observer | None = None,
+    from_start: bool = False,
+    on_start: Any = None,
 ) -> logsource.Folded:
     from kueue_es import logsource
 
@@ -129,7 +133,12 @@ def _fold(
     source = source_of(args)
     try:
         return logsource.fold_source(
-            source, at=at, observer=observer, from_start=from_start, progress=True if args.progress else None
+            source,
+            at=at,
+            observer=observer,
+            from_start=from_start,
+            progress=True if args.progress else None,
+            on_start=on_start,
         )
     except logsource.LogSourceError as err:
         raise _Refused(str(err)) from None
@@ -197,7 +206,7 @@ def run_explain(args: argparse.Namespace) -> int:
     if not namespace or not name or "/" in name:
         raise _Refused(f"{args.target!r}: give NAMESPACE/NAME (or NAME in namespace default)")
     collector = core.StoryCollector(namespace=namespace, name=name)
-    folded = _fold(args, observer=collector.observe, from_start=True)
+    folded = _fold(args, observer=collector.observe, from_start=True, on_start=collector.start_from)
     _print_notes(folded)
     state = folded.state
     key = _chosen(collector, state, f"{namespace}/{name}")
@@ -208,7 +217,7 @@ def run_explain(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_NOT_FOUND
-    now_ms = folded.folder.last_ms
+    now_ms = folded.now_ms
     report = explanation(collector, state, key, now_ms=now_ms)
     report["asOf"] = {"seq": state.last_seq, "time": logsource.rfc3339(now_ms), "at": args.at}
     if args.output == "json":
@@ -372,7 +381,7 @@ def run_list(args: argparse.Namespace) -> int:
     _print_notes(folded)
     kind = KINDS[args.kind]
     namespace = None if args.all_namespaces else args.namespace
-    rows = list_rows(folded.state, kind, namespace=namespace, now_ms=folded.folder.last_ms)
+    rows = list_rows(folded.state, kind, namespace=namespace, now_ms=folded.now_ms)
     if args.output != "text":
         _dump(rows, args.output)
         return 0
@@ -395,21 +404,25 @@ def _age(created_ms: int, now_ms: int) -> str:
 
 
 def _status_of(wl: WorkloadState) -> str:
+    """kueuectl's STATUS: Kueue's workload.Status (pkg/workload) upper-cased."""
     if wl.finished is not None:
-        return "Finished"
+        return "FINISHED"
     if wl.admitted and wl.reservation is not None:
-        return "Admitted"
+        return "ADMITTED"
     if wl.reservation is not None:
-        return "QuotaReserved"
-    if not wl.active:
-        return "Inactive"
-    return "Pending"
+        return "QUOTARESERVED"
+    return "PENDING"
+
+
+def _job_type(owner: Any) -> str:
+    """kueuectl's JOB TYPE: the owner's singular resource name and API group (``job.batch``, ``pod``)."""
+    group = owner.api_version.rpartition("/")[0]
+    return f"{owner.kind.lower()}.{group}" if group else owner.kind.lower()
 
 
 def list_rows(state: ClusterState, kind: str, *, namespace: str | None, now_ms: int) -> list[dict[str, Any]]:
     """kueuectl's list columns for ``kind`` (clusterqueue, localqueue, workload, resourceflavor) as rows of
     column name -> value, from ``state``; ``namespace`` None: every namespace (LocalQueues, Workloads)."""
-    from kueue_es.projections.cluster import priority_of
     from kueue_es.scheduling import visibility
 
     if kind == "resourceflavor":
@@ -462,20 +475,21 @@ def list_rows(state: ClusterState, kind: str, *, namespace: str | None, now_ms: 
         queue = state.local_queues.get((meta.namespace, wl.workload.spec.queue_name))
         cq = wl.reservation.cluster_queue if wl.reservation is not None else (queue.spec.cluster_queue if queue else "")
         entry = positions.get(key)
-        exec_ms = now_ms - wl.admitted_at_ms if wl.admitted and wl.admitted_at_ms and wl.finished is None else 0
+        end_ms = wl.finished.at_ms if wl.finished is not None and wl.finished.at_ms else now_ms
+        running_ms = max(0, end_ms - wl.admitted_at_ms) if wl.admitted and wl.admitted_at_ms else 0
+        exec_ms = wl.accumulated_ms + running_ms  # admitted time so far, earlier admissions included
         owner = wl.workload.owner
         rows.append(
             {
                 "NAMESPACE": meta.namespace,
                 "NAME": meta.name,
-                "JOB TYPE": f"{owner.kind.lower()}" if owner is not None else "",
+                "JOB TYPE": _job_type(owner) if owner is not None else "",
                 "JOB NAME": owner.name if owner is not None else "",
                 "LOCALQUEUE": wl.workload.spec.queue_name,
                 "CLUSTERQUEUE": cq,
                 "STATUS": _status_of(wl),
                 "POSITION IN QUEUE": entry.position_in_local_queue if entry is not None else "",
-                "PRIORITY": priority_of(wl.workload, state),
-                "EXEC TIME": _age(wl.admitted_at_ms, wl.admitted_at_ms + exec_ms) if exec_ms else "",
+                "EXEC TIME": _age(1, 1 + exec_ms) if exec_ms > 0 else "",
                 "AGE": _age(meta.creation_timestamp_ms, now_ms),
             }
         )
@@ -531,8 +545,8 @@ def run_status(args: argparse.Namespace) -> int:
 
     folded = _fold(args)
     _print_notes(folded)
-    report = status_report(folded.state, now_ms=folded.folder.last_ms)
-    report["asOf"] = {"seq": folded.state.last_seq, "time": logsource.rfc3339(folded.folder.last_ms), "at": args.at}
+    report = status_report(folded.state, now_ms=folded.now_ms)
+    report["asOf"] = {"seq": folded.state.last_seq, "time": logsource.rfc3339(folded.now_ms), "at": args.at}
     if args.output != "text":
         _dump(report, args.output)
         return 0

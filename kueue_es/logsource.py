@@ -173,11 +173,20 @@ class Folded:
     start_seq: int = 0
     last_seq: int = 0
     notes: list[str] = field(default_factory=list)
+    live: bool = False  # a running system's log folded to its end: "now" is the wall clock
 
     @property
     def state(self) -> ClusterState:
         """The folded state."""
         return self.folder.state
+
+    @property
+    def now_ms(self) -> int:
+        """The time the fold stands for (ms since the epoch): the wall clock for a running system read to its
+        end (``live``), else the latest time in the log folded (as of ``--at``)."""
+        if self.live:
+            return max(self.folder.last_ms, int(time.time() * 1000))
+        return self.folder.last_ms
 
 
 class _LazyProgress:
@@ -247,6 +256,7 @@ def fold_source(
     observer: Observer | None = None,
     from_start: bool = False,
     progress: bool | None = None,
+    on_start: Callable[[ClusterState, int], None] | None = None,
 ) -> Folded:
     """Open ``source`` and fold it up to ``at`` (None: its end now).
 
@@ -254,7 +264,8 @@ def fold_source(
     from the newest verified snapshot (:mod:`kueue_es.snapshots`) at or before an ``--at SEQ`` (any
     snapshot when there is no ``--at``), when the log is on NATS and has one. On a purged log (first
     sequence > 1) the fold starts from the oldest snapshot whatever ``from_start`` says, and says so in
-    :attr:`Folded.notes`. ``progress`` None: a bar when stderr is a terminal.
+    :attr:`Folded.notes`. ``progress`` None: a bar when stderr is a terminal. ``on_start(state, seq)`` is
+    called when the fold starts from a snapshot's state at position ``seq``, before any message.
 
     Raises LogSourceError (no such file, a purged log without snapshot), BusError (NATS unreachable)."""
     if progress is None:
@@ -266,11 +277,20 @@ def fold_source(
         fold_messages(logfile.read_lines(source.file), folder, progress=progress)
         return Folded(folder=folder, last_seq=folder.last_read)
     if source.store is not None:
-        return asyncio.run(_fold_store(source, folder, from_start=from_start, progress=progress))
-    return asyncio.run(_fold_nats(source, folder, from_start=from_start, progress=progress))
+        return asyncio.run(_fold_store(source, folder, from_start=from_start, progress=progress, on_start=on_start))
+    folded = asyncio.run(_fold_nats(source, folder, from_start=from_start, progress=progress, on_start=on_start))
+    folded.live = at is None
+    return folded
 
 
-async def _fold_store(source: Source, folder: Folder, *, from_start: bool, progress: bool) -> Folded:
+async def _fold_store(
+    source: Source,
+    folder: Folder,
+    *,
+    from_start: bool,
+    progress: bool,
+    on_start: Callable[[ClusterState, int], None] | None,
+) -> Folded:
     from kueue_es.events.bus.server import open_stopped_store
 
     assert source.store is not None
@@ -278,11 +298,19 @@ async def _fold_store(source: Source, folder: Folder, *, from_start: bool, progr
         raise LogSourceError(f"no nats store directory {source.store}")
     async with open_stopped_store(source.store) as server:
         inner = Source(nats_url=server.url, origin=f"store {source.store}")
-        return await _fold_nats(inner, folder, from_start=from_start, progress=progress)
+        return await _fold_nats(inner, folder, from_start=from_start, progress=progress, on_start=on_start)
 
 
-async def _fold_nats(source: Source, folder: Folder, *, from_start: bool, progress: bool) -> Folded:
-    from kueue_es import snapshots
+async def _fold_nats(
+    source: Source,
+    folder: Folder,
+    *,
+    from_start: bool,
+    progress: bool,
+    on_start: Callable[[ClusterState, int], None] | None = None,
+) -> Folded:
+    from kueue_es import checkpoints, snapshots
+    from kueue_es.events.bus import base
     from kueue_es.events.bus import nats as nats_bus
 
     assert source.nats_url is not None
@@ -294,21 +322,24 @@ async def _fold_nats(source: Source, folder: Folder, *, from_start: bool, progre
         purged = first > 1
         at = folder.at
         if purged or not from_start:
-            with contextlib.suppress(Exception):  # a bucket that cannot be listed: fold from the log
-                found = [
-                    (seq, name)
-                    for seq, name in await snapshots.positions(bus)
-                    if seq >= first
-                    and (at is None or at.seq is None or seq <= at.seq)
-                    and (at is None or at.ms is None)
-                ]
-                choice = found[0:1] if purged and from_start else found[-1:]
-                for _, name in reversed(found) if not (purged and from_start) else choice:
+            with contextlib.suppress(base.BusError):  # a bucket that cannot be listed: fold from the log
+                usable = [(seq, name) for seq, name in await snapshots.positions(bus) if seq >= first]
+                if at is not None and at.seq is not None:
+                    usable = [(seq, name) for seq, name in usable if seq <= at.seq]
+                if purged and (from_start or (at is not None and at.ms is not None)):
+                    candidates = usable[:1]  # the whole story left, or a time we cannot place: the oldest
+                elif at is not None and at.ms is not None:
+                    candidates = []  # where a time falls is known only by reading: fold from #1
+                else:
+                    candidates = list(reversed(usable))  # the newest first
+                for _, name in candidates:
                     try:
                         loaded = await snapshots.load(bus, name)
                         break
-                    except Exception as err:  # noqa: BLE001 - a refused snapshot: try the next, say why
-                        notes.append(f"snapshot {name} refused: {err}")
+                    except checkpoints.CheckpointError as err:
+                        notes.append(f"snapshot refused: {err}")
+        if purged and at is not None and at.seq is not None and at.seq < first:
+            raise LogSourceError(f"--at {at.seq} is before the log's first sequence #{first} (purged below it)")
         if purged and loaded is None:
             raise LogSourceError(
                 f"the log starts at #{first} (purged below it) and no verified snapshot covers it: "
@@ -318,6 +349,8 @@ async def _fold_nats(source: Source, folder: Folder, *, from_start: bool, progre
         if loaded is not None:
             folder.state = loaded.state
             start = loaded.seq
+            if on_start is not None:
+                on_start(loaded.state, loaded.seq)
             notes.append(f"folded from snapshot {loaded.name} (#{loaded.seq}), not from #1")
             if purged:
                 notes.append(f"the log starts at #{first}: what happened before the snapshot is not in it")

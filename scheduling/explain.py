@@ -113,6 +113,38 @@ class StoryCollector:
             return
         self._workload_event(ref.key, seq, event, before)
 
+    def start_from(self, state: ClusterState, seq: int) -> None:
+        """Begin with the workloads of this name already in ``state``, a snapshot's fold at ``seq`` (the log
+        before it is not read): a line each saying where it stood there."""
+        for key, wl in state.workloads.items():
+            meta = wl.workload.metadata
+            owner = wl.workload.owner
+            if meta.namespace != self.namespace or (
+                meta.name != self.name and (owner is None or owner.name != self.name)
+            ):
+                continue
+            if key not in self.keys:
+                self.keys.append(key)
+            if owner is not None:
+                self.owners[key] = f"{owner.kind} {owner.name}"
+            if wl.finished is not None:
+                where = "finished"
+            elif wl.admitted:
+                where = f"admitted in ClusterQueue {wl.reservation.cluster_queue if wl.reservation else '?'}"
+            elif wl.reservation is not None:
+                where = f"holding quota in ClusterQueue {wl.reservation.cluster_queue}"
+            else:
+                where = f"pending ({wl.pending_reason}: {wl.pending_message})" if wl.pending_reason else "pending"
+            self.lines.setdefault(key, []).append(
+                StoryLine(
+                    seq=seq,
+                    time_ms=meta.creation_timestamp_ms,
+                    what="snapshot",
+                    text=f"the log before #{seq} is read from a snapshot: the Workload was submitted then and was {where}",
+                    approximate=True,
+                )
+            )
+
     def _observed(self, seq: int, event: types.WorkloadObserved, before: ClusterState) -> None:
         wl = event.workload
         meta = wl.metadata

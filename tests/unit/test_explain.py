@@ -210,9 +210,9 @@ def test_list_and_status_from_the_log(
     code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "-o", "json")
     assert code == 0
     rows = {row["NAME"]: row for row in json.loads(out)}
-    assert rows["low"]["STATUS"] == "Admitted" and rows["borrower"]["CLUSTERQUEUE"] == "team-b-cq"
-    assert rows["waiting"]["STATUS"] == "Pending" and rows["waiting"]["JOB NAME"] == "train"
-    assert rows["waiting"]["POSITION IN QUEUE"] == 0
+    assert rows["low"]["STATUS"] == "ADMITTED" and rows["borrower"]["CLUSTERQUEUE"] == "team-b-cq"
+    assert rows["waiting"]["STATUS"] == "PENDING" and rows["waiting"]["JOB NAME"] == "train"
+    assert rows["waiting"]["POSITION IN QUEUE"] == 0 and rows["waiting"]["JOB TYPE"] == "job.batch"
     code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "--at", str(before), "-o", "json")
     assert "waiting" not in {row["NAME"] for row in json.loads(out)}
     code, out, _ = _run(capsys, "list", "cq", "--file", str(path), "-o", "json")
