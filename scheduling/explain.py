@@ -443,6 +443,13 @@ class Needs:
                     continue
                 for r in flavor.resources:
                     out.extend(_need_sentences(r, cq=cq, cohort=cohort, policies=self))
+        if (
+            self.status == "pending"
+            and not self.blocked
+            and self.groups
+            and all(any(flavor.fits for flavor in group) for group in self.groups)
+        ):
+            out.append("it fits now: the admitter tries it again in its next cycle")
         return out
 
 

@@ -296,3 +296,28 @@ def test_preemptions_by_it_and_of_it_in_the_recorded_demo_log(
     assert victim["story"][evicted]["detail"]["preemptor"] == urgent["workload"]
     assert victim["story"][evicted]["detail"]["preemptionReason"] == "InClusterQueue"
     assert "admitted" in whats[:evicted] and "admitted" in whats[evicted:] and whats[-1] in ("released", "finished")
+
+
+def test_needs_name_what_blocks_besides_quota() -> None:
+    """A stopped ClusterQueue, a missing LocalQueue, a StrictFIFO head: said as such, not as quota."""
+    log = Recorder()
+    log.manifest(flavor("default-flavor"))
+    held = _cq("held-cq", 4)
+    held["spec"]["stopPolicy"] = "Hold"
+    held["spec"]["queueingStrategy"] = "StrictFIFO"
+    log.manifest(held)
+    log.manifest(local_queue("held", "held-cq"))
+    log.manifest(workload("first", queue="held", cpu="8", created=1))
+    log.manifest(workload("second", queue="held", cpu="1", created=2))
+    log.manifest(workload("lost", queue="nowhere", cpu="1", created=3))
+    log.settle()
+    second = core.needs(log.state, "default/second", now_ms=log.clock)
+    assert "ClusterQueue held-cq is stopped (stopPolicy Hold)" in second.blocked
+    assert "StrictFIFO: default/first is at the head of held-cq and waits first" in second.blocked
+    assert "it fits now: the admitter tries it again in its next cycle" not in second.summary()
+    lost = core.needs(log.state, "default/lost", now_ms=log.clock)
+    assert lost.blocked == ("LocalQueue default/nowhere does not exist",)
+    first = core.needs(log.state, "default/first", now_ms=log.clock)
+    [[cpu_in]] = [[flavor.resources[0] for flavor in group] for group in first.groups]
+    assert cpu_in.never and "never fits in flavor default-flavor of held-cq" in "\n".join(first.summary())
+    assert core.needs(log.state, "default/none").status == "unknown"
