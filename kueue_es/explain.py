@@ -176,10 +176,12 @@ def _print_notes(folded: logsource.Folded) -> None:
 
 
 def _console() -> Any:
-    """A rich console on stdout: the terminal's width, or wide enough for tables when piped."""
+    """A rich console on stdout: the terminal's width ($COLUMNS when set), or wide enough for tables when piped."""
+    import os
+
     from rich.console import Console
 
-    return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 240)
+    return Console(soft_wrap=False, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240)
 
 
 def _dump(value: Any, output: str) -> None:
