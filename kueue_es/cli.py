@@ -8,6 +8,8 @@ Commands (``kueue-es COMMAND --help`` for each):
 - ``apply -f FILE|DIR|-``: validate and apply manifests to the cluster, as kubectl would;
 - ``nats-setup``: as NATS user admin, create the log stream (the services only check it exists);
 - ``replay``: re-check every recorded decision against the log;
+- ``explain NS/NAME``, ``list KIND``, ``status``: a workload's story and needs, kueuectl-like lists,
+  usage against quota; from the log, as of now or ``--at SEQ|RFC3339``;
 - ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
 - ``events schema``: the JSON Schema of every event;
 - ``deploy crds``: the CRDs of the kueue.x-k8s.io kinds kueue-es serves, from its models.
@@ -260,6 +262,10 @@ def _parser() -> argparse.ArgumentParser:
     replay.set_defaults(run=_run_replay)
 
     _scenario_commands(sub)
+
+    from kueue_es.explain import add_commands as _log_reader_commands
+
+    _log_reader_commands(sub)  # explain, list, status
 
     checkpoint = sub.add_parser(
         "checkpoint", help="fold a log and write checkpoints of it, for service --checkpoints and replay"
