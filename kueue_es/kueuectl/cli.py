@@ -98,7 +98,9 @@ def parser() -> argparse.ArgumentParser:
     cq.add_argument("--queuing-strategy", help="StrictFIFO or BestEffortFIFO (the default).")
     cq.add_argument("--namespace-selector", action="append", metavar="KEY=VALUE", help="namespaces that may submit")
     cq.add_argument("--reclaim-within-cohort", help="Never (default), LowerPriority or Any.")
-    cq.add_argument("--preemption-within-cluster-queue", help="Never (default), LowerPriority or LowerOrNewerEqualPriority.")
+    cq.add_argument(
+        "--preemption-within-cluster-queue", help="Never (default), LowerPriority or LowerOrNewerEqualPriority."
+    )
     for flag in ("nominal-quota", "borrowing-limit", "lending-limit"):
         cq.add_argument(f"--{flag}", action="append", metavar="FLAVOR:RESOURCE=VALUE;...")
     lq = _leaf(create_sub, "localqueue", ["lq"], "Creates a localqueue", run="create")
@@ -127,7 +129,9 @@ def parser() -> argparse.ArgumentParser:
     lrf = _leaf(list_sub, "resourceflavor", ["rf"], "List ResourceFlavor", run="list")
     lpo = _leaf(list_sub, "pods", ["po"], "List Pods belong to a Job Kind", run="list")
     for leaf in (llq, lwl):
-        leaf.add_argument("-c", "--clusterqueue", help="Filter by cluster queue name which is associated with the resource.")
+        leaf.add_argument(
+            "-c", "--clusterqueue", help="Filter by cluster queue name which is associated with the resource."
+        )
     for leaf in (lwl, lpo):
         leaf.add_argument("--for", dest="for_object", metavar="TYPE[.API-GROUP]/NAME", help="Filter by this object.")
     for leaf in (llq, lwl, lpo):
@@ -196,7 +200,9 @@ def pass_through(argv: Sequence[str], *, execvpe: Callable[..., Any] = os.execvp
     find no kubeconfig, the one ``kubectl kueue`` falls back to (the running demo's) is given to it."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        sys.stderr.write(f'Error: pass-through command are not available: kubectl not found, PATH="{os.environ.get("PATH", "")}"\n')
+        sys.stderr.write(
+            f'Error: pass-through command are not available: kubectl not found, PATH="{os.environ.get("PATH", "")}"\n'
+        )
         return 1
     env = dict(os.environ)
     if not any(a == "--kubeconfig" or a.startswith("--kubeconfig=") for a in argv):
@@ -262,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         return pass_through(words)
     args = parser().parse_args(words)
     if args.command in ("get", "describe", "edit", "patch"):
-        sys.stderr.write(f"Error: {args.command} takes a Kueue kind: workload, clusterqueue, localqueue or resourceflavor\n")
+        sys.stderr.write(
+            f"Error: {args.command} takes a Kueue kind: workload, clusterqueue, localqueue or resourceflavor\n"
+        )
         return 1
     from kueue_es.services.runtime import configure_logging
 

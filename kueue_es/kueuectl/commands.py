@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import IO, Any
 
-
 from kueue_es.kueuectl import positions, printing, specs
 from kueue_es.kueuectl.connect import MERGE_PATCH, TABLE, Cluster, Failure
 from kueue_es.services.kube import resources
@@ -233,7 +232,14 @@ async def list_resource_flavors(cluster: Cluster, args: argparse.Namespace, out:
         ]
 
     return _print_list(
-        items, resources.RESOURCE_FLAVORS, args, out, err, headers=["Name", "Node Labels", "Age"], row=row, namespace=None
+        items,
+        resources.RESOURCE_FLAVORS,
+        args,
+        out,
+        err,
+        headers=["Name", "Node Labels", "Age"],
+        row=row,
+        namespace=None,
     )
 
 
@@ -300,7 +306,11 @@ async def list_workloads(cluster: Cluster, args: argparse.Namespace, out: IO[str
             return 0
         owner_uid = str(target["metadata"].get("uid", ""))
     items = await _list_all(
-        cluster, resources.WORKLOADS, namespace=namespace, args=args, label=f"{JOB_UID_LABEL}={owner_uid}" if owner_uid else ""
+        cluster,
+        resources.WORKLOADS,
+        namespace=namespace,
+        args=args,
+        label=f"{JOB_UID_LABEL}={owner_uid}" if owner_uid else "",
     )
     if owner_uid and not items:  # kueuectl: no job-uid label on the Workloads; match their owners instead
         items = [
@@ -327,14 +337,18 @@ async def list_workloads(cluster: Cluster, args: argparse.Namespace, out: IO[str
         if admitted_to(wl) or key in local_queues:
             continue
         try:
-            local_queues[key] = await cluster.request("GET", _path(resources.LOCAL_QUEUES, namespace=key[0], name=key[1]))
+            local_queues[key] = await cluster.request(
+                "GET", _path(resources.LOCAL_QUEUES, namespace=key[0], name=key[1])
+            )
         except Failure as failure:
             if failure.status != 404:
                 raise
             local_queues[key] = None
 
     def cluster_queue_of(wl: dict[str, Any]) -> str:
-        lq = local_queues.get((str(wl["metadata"].get("namespace", "")), str((wl.get("spec") or {}).get("queueName", ""))))
+        lq = local_queues.get(
+            (str(wl["metadata"].get("namespace", "")), str((wl.get("spec") or {}).get("queueName", "")))
+        )
         return admitted_to(wl) or (str((lq.get("spec") or {}).get("clusterQueue", "")) if lq else "")
 
     pending: dict[str, list[dict[str, Any]]] = {}
@@ -428,7 +442,9 @@ async def list_pods(cluster: Cluster, args: argparse.Namespace, out: IO[str], er
     headers: list[str] = []
     rows: list[list[Any]] = []
     names: list[str] = []
-    async for page in cluster.list_pages(path, label_selector=selector, field_selector=args.field_selector, accept=TABLE):
+    async for page in cluster.list_pages(
+        path, label_selector=selector, field_selector=args.field_selector, accept=TABLE
+    ):
         if page.get("kind") != "Table":  # a server without server-side printing: NAME and AGE
             now = datetime.now(UTC)
             headers = ["Name", "Age"]
@@ -505,7 +521,9 @@ async def set_spec_field(cluster: Cluster, args: argparse.Namespace, out: IO[str
 # -- delete workload --------------------------------------------------------------------------------
 
 
-async def delete_workloads(cluster: Cluster, args: argparse.Namespace, stdin: IO[str], out: IO[str], err: IO[str]) -> int:
+async def delete_workloads(
+    cluster: Cluster, args: argparse.Namespace, stdin: IO[str], out: IO[str], err: IO[str]
+) -> int:
     """``delete workload NAME... [--all] [-A] [-y] [--dry-run S]``: delete each Workload's owners (its Job;
     asking first, unless ``--yes`` or a dry run, ``Do you want to proceed (y/n)?``) and leave the Workload to
     the garbage collector, or delete the Workload itself when it has no owner. A name not found is reported
@@ -535,7 +553,9 @@ async def delete_workloads(cluster: Cluster, args: argparse.Namespace, stdin: IO
                 err.write(f"{failure}\n")
     if not workloads:
         return 0
-    owned: list[tuple[dict[str, Any], list[tuple[str, str]]]] = []  # (workload, [(collection path, "plural.group/name")])
+    owned: list[
+        tuple[dict[str, Any], list[tuple[str, str]]]
+    ] = []  # (workload, [(collection path, "plural.group/name")])
     for wl in workloads:
         targets = []
         for owner in wl["metadata"].get("ownerReferences") or []:
@@ -555,7 +575,9 @@ async def delete_workloads(cluster: Cluster, args: argparse.Namespace, stdin: IO
             base = f"/apis/{api_version}" if group else f"/api/{api_version}"
             ns = urllib.parse.quote(str(wl["metadata"].get("namespace", "")), safe="")
             path = f"{base}/namespaces/{ns}/{plural}/{urllib.parse.quote(str(owner.get('name', '')), safe='')}"
-            targets.append((path, f"{plural}.{group}/{owner.get('name')}" if group else f"{plural}/{owner.get('name')}"))
+            targets.append(
+                (path, f"{plural}.{group}/{owner.get('name')}" if group else f"{plural}/{owner.get('name')}")
+            )
         owned.append((wl, targets))
     if dry_run == "none" and not args.yes and any(targets for _, targets in owned):
         if args.all:
@@ -584,7 +606,9 @@ async def delete_workloads(cluster: Cluster, args: argparse.Namespace, stdin: IO
                         raise
             out.write(f"{shown} {printing.operation_text('deleted', dry_run)}\n")
         if not targets:
-            path = _path(resources.WORKLOADS, namespace=str(wl["metadata"].get("namespace", "")), name=wl["metadata"]["name"])
+            path = _path(
+                resources.WORKLOADS, namespace=str(wl["metadata"].get("namespace", "")), name=wl["metadata"]["name"]
+            )
             if dry_run != "client":
                 try:
                     await cluster.request("DELETE", path, query=_dry_run_query(dry_run))
@@ -633,4 +657,3 @@ async def version(cluster: Cluster | None, out: IO[str]) -> int:
         if image:
             out.write(f"{label}: {image}\n")
     return 0
-

@@ -90,8 +90,7 @@ def check_output(output: str | None) -> None:
     if output and output not in OUTPUT_FORMATS:
         allowed = ", ".join(OUTPUT_FORMATS)
         raise Failure(
-            f'unable to match a printer suitable for the output format "{output}", '
-            f"allowed formats are: {allowed}"
+            f'unable to match a printer suitable for the output format "{output}", allowed formats are: {allowed}'
         )
 
 
