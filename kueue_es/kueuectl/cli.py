@@ -178,15 +178,33 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+#: Flags taking a separate value before the command word (``kubectl kueue -n team list workload``).
+VALUE_FLAGS = ("--kubeconfig", "--context", "-n", "--namespace")
+
+
+def _words(argv: Sequence[str]) -> list[str]:
+    """The words of ``argv`` that are not flags, nor the value of a connection flag given before them."""
+    words: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in VALUE_FLAGS and not words:
+            skip = True
+        elif not arg.startswith("-"):
+            words.append(arg)
+    return words
+
+
 def _forwarded(argv: Sequence[str]) -> bool:
-    words = [a for a in argv if not a.startswith("-")]
+    words = _words(argv)
     if words and words[0] in FORWARDED:
         return True
     return bool(words) and words[0] == "list" and any(a == "--at" or a.startswith("--at=") for a in argv)
 
 
 def _passthrough_kind(argv: Sequence[str]) -> str | None:
-    words = [a for a in argv if not a.startswith("-")]
+    words = _words(argv)
     if len(words) < 2 or words[0] not in PASSTHROUGH:
         return None
     kind = PASSTHROUGH_KINDS.get(words[1])

@@ -369,3 +369,55 @@ async def test_the_real_kubectl_runs_the_plugin(plugin: Plugin, cluster: emulato
     ]
     assert row.split()[:6] == ["job-sample", "job.batch", "sample", "user-queue", "cluster-queue", "PENDING"]
     assert ages(out)[0].endswith("s")
+
+
+async def test_positions_come_from_the_visibility_api(plugin: Plugin, cluster: emulator.ClusterEmulator) -> None:
+    """POSITION IN QUEUE is the visibility API's positionInLocalQueue for each pending workload (kueuectl's
+    source), asked once for the ClusterQueue of the workloads' LocalQueue."""
+    await plugin.ok("create", "cq", "cluster-queue")
+    await plugin.ok("create", "lq", "user-queue", "-c", "cluster-queue")
+    api = await client.make_api_client(server=cluster.url)
+    try:
+        await _job_and_workload(api, "early")
+        await _job_and_workload(api, "late")
+    finally:
+        await api.close()
+    summary = {
+        "kind": "PendingWorkloadsSummary",
+        "apiVersion": "visibility.kueue.x-k8s.io/v1beta2",
+        "items": [
+            {
+                "metadata": {"name": name, "namespace": "default"},
+                "priority": 0,
+                "localQueueName": "user-queue",
+                "positionInClusterQueue": index,
+                "positionInLocalQueue": index,
+            }
+            for index, name in enumerate(["job-late", "job-early"])
+        ],
+    }
+    cluster["get /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue/pendingworkloads"] << summary
+    out = await plugin.ok("list", "workload")
+    column = out.splitlines()[0].index("POSITION IN QUEUE")
+    assert {line.split()[0]: line[column:].split()[0] for line in out.splitlines()[1:]} == {
+        "job-early": "1",
+        "job-late": "0",
+    }
+
+
+async def test_without_a_kubeconfig_the_running_demos_is_used(plugin: Plugin, tmp_path: Path) -> None:
+    """No --kubeconfig, no $KUBECONFIG, no ~/.kube/config: the kubeconfig the running demo recorded
+    (kueue_es.current's file) names the cluster, and pass-through commands get it too."""
+    import json
+
+    record = tmp_path / "current.json"
+    record.write_text(
+        json.dumps({"natsUrl": "nats://127.0.0.1:9", "kubeconfig": str(plugin.kubeconfig), "pid": os.getpid()})
+    )
+    plugin.env.pop("KUBECONFIG")
+    plugin.env.update(HOME=str(tmp_path / "home"), KUEUE_ES_CURRENT=str(record))
+    await plugin.ok("create", "cq", "cluster-queue")
+    assert (await plugin.ok("list", "cq", "-o", "name")) == "clusterqueue.kueue.x-k8s.io/cluster-queue\n"
+    if shutil.which("kubectl") is not None:
+        out = await plugin.ok("get", "cq", "cluster-queue", "-o", "name")
+        assert out == "clusterqueue.kueue.x-k8s.io/cluster-queue\n"
