@@ -68,7 +68,7 @@ def _output_flag(parser: argparse.ArgumentParser) -> None:
 def _dry_run_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
-        default="none",
+        default=argparse.SUPPRESS,  # given before or after the kind (kueuectl's flag is on the parent command)
         metavar="STRATEGY",
         help='"none", "server" or "client": client prints the object without sending it, server sends it '
         "without storing it",
@@ -90,6 +90,7 @@ def parser() -> argparse.ArgumentParser:
     sub.required = True
 
     create = sub.add_parser("create", help="Create a resource")
+    _dry_run_flag(create)
     create_sub = create.add_subparsers(dest="kind_word", metavar="KIND", parser_class=_Parser)
     create_sub.required = True
     cq = _leaf(create_sub, "clusterqueue", ["cq"], "Creates a clusterqueue", run="create")
@@ -143,6 +144,7 @@ def parser() -> argparse.ArgumentParser:
 
     for verb, help_text in (("stop", "Stop the resource"), ("resume", "Resume the resource")):
         parent = sub.add_parser(verb, help=help_text)
+        _dry_run_flag(parent)
         verb_sub = parent.add_subparsers(dest="kind_word", metavar="KIND", parser_class=_Parser)
         verb_sub.required = True
         for kind, aliases in (("workload", WORKLOAD_ALIASES), ("localqueue", ["lq"]), ("clusterqueue", ["cq"])):
@@ -158,6 +160,7 @@ def parser() -> argparse.ArgumentParser:
             _dry_run_flag(leaf)
 
     delete = sub.add_parser("delete", help="Delete a resource")
+    _dry_run_flag(delete)
     delete_sub = delete.add_subparsers(dest="kind_word", metavar="KIND", parser_class=_Parser)
     delete_sub.required = True
     dwl = _leaf(delete_sub, "workload", WORKLOAD_ALIASES, "Delete Workloads and their Jobs", run="delete")
@@ -292,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     from kueue_es.services.runtime import configure_logging
 
-    configure_logging(service="kubectl-kueue", level=logging.WARNING, cache=False)
+    configure_logging(service="kubectl-kueue", level=logging.CRITICAL, cache=False)  # errors are ours to print
     try:
         return asyncio.run(run(args, stdin=sys.stdin, out=sys.stdout, err=sys.stderr))
     except Failure as failure:

@@ -56,7 +56,7 @@ def _no_resources(err: IO[str], namespace: str | None) -> None:
 async def create(cluster: Cluster, args: argparse.Namespace, out: IO[str]) -> int:
     """``create clusterqueue|localqueue|resourceflavor NAME``: build the object (:mod:`.specs`), POST it
     (not with ``--dry-run=client``; ``dryRun=All`` with ``server``) and print it, ``... created`` by default."""
-    dry_run = check_dry_run(args.dry_run)
+    dry_run = check_dry_run(getattr(args, "dry_run", "none"))
     printing.check_output(args.output)
     namespace: str | None = None
     if args.kind == "clusterqueue":
@@ -487,7 +487,7 @@ async def set_spec_field(cluster: Cluster, args: argparse.Namespace, out: IO[str
     (stop: ``HoldAndDrain``, or ``Hold`` with ``--keep-already-running``; resume: ``None``) or, for a
     Workload, ``spec.active`` (stop: false, resume: true), merge-patch the difference and print the object
     (``workload.kueue.x-k8s.io/NAME stopped|resumed``; a queue prints its name alone, as kueuectl)."""
-    dry_run = check_dry_run(args.dry_run)
+    dry_run = check_dry_run(getattr(args, "dry_run", "none"))
     printing.check_output(args.output)
     ref = {
         "clusterqueue": resources.CLUSTER_QUEUES,
@@ -528,7 +528,7 @@ async def delete_workloads(
     asking first, unless ``--yes`` or a dry run, ``Do you want to proceed (y/n)?``) and leave the Workload to
     the garbage collector, or delete the Workload itself when it has no owner. A name not found is reported
     on stderr and skipped, as kueuectl."""
-    dry_run = check_dry_run(args.dry_run)
+    dry_run = check_dry_run(getattr(args, "dry_run", "none"))
     printing.check_output(args.output)
     if not args.all and not args.names:
         raise Failure("requires at least 1 arg(s), only received 0")

@@ -8,12 +8,14 @@ server in this cluster), the positions come from the running system's log instea
 :func:`kueue_es.scheduling.visibility.pending_in_cluster_queue`, the same order the visibility server
 answers from. The log is read only when the running system (:func:`kueue_es.current.find`) belongs to this
 cluster: it recorded no kubeconfig (``up`` against a real cluster) or the one in use. Otherwise the
-column stays empty, as kueuectl leaves it when the API answers NotFound.
+column stays empty, as kueuectl leaves it when the API answers NotFound (with a ``Warning:`` line on
+stderr when that log exists but cannot be read).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 import urllib.parse
 from typing import Any
@@ -43,6 +45,10 @@ async def from_visibility_api(cluster: Cluster, cluster_queue: str) -> dict[tupl
     return positions
 
 
+def _note(why: str) -> None:
+    sys.stderr.write(f"Warning: POSITION IN QUEUE left empty: no visibility API, and {why}\n")
+
+
 def _same_file(left: str, right: str) -> bool:
     try:
         return os.path.samefile(left, right)
@@ -68,14 +74,16 @@ async def from_log(cluster: Cluster, cluster_queues: set[str]) -> dict[str, dict
 
     try:
         bus = await nats_bus.connect(system.nats_url, credentials=system.credentials, create_stream=False)
-    except (BusError, OSError):
+    except (BusError, OSError) as err:
+        _note(f"the log of {system.origin} at {system.nats_url} could not be read ({err})")
         return {}
     try:
         state = ClusterState()
         last = await bus.last_seq()
         async for message in stream_log(bus, last=last, idle=LOG_IDLE_SECONDS):
             fold_message(state, message)
-    except BusError:
+    except BusError as err:
+        _note(f"the log of {system.origin} at {system.nats_url} could not be read ({err})")
         return {}
     finally:
         await bus.close()

@@ -421,3 +421,16 @@ async def test_without_a_kubeconfig_the_running_demos_is_used(plugin: Plugin, tm
     if shutil.which("kubectl") is not None:
         out = await plugin.ok("get", "cq", "cluster-queue", "-o", "name")
         assert out == "clusterqueue.kueue.x-k8s.io/cluster-queue\n"
+
+
+def test_dry_run_and_connection_flags_before_or_after_the_kind() -> None:
+    """kueuectl's --dry-run is a flag of create/stop/resume/delete, given before or after the kind; the
+    connection flags may come first (kubectl kueue -n team list workload)."""
+    parse = cli.parser().parse_args
+    assert parse(["create", "--dry-run", "client", "cq", "a"]).dry_run == "client"
+    assert parse(["stop", "cq", "a", "--dry-run=server"]).dry_run == "server"
+    assert not hasattr(parse(["resume", "cq", "a"]), "dry_run")  # commands read it as "none"
+    args = parse(["-n", "team", "list", "workload", "--context", "c"])
+    assert (args.namespace, args.context, args.kind) == ("team", "c", "workload")
+    assert cli._forwarded(["-n", "team", "explain", "team/job"])
+    assert not cli._forwarded(["-n", "explain", "list", "workload"])
