@@ -434,3 +434,34 @@ def test_dry_run_and_connection_flags_before_or_after_the_kind() -> None:
     assert (args.namespace, args.context, args.kind) == ("team", "c", "workload")
     assert cli._forwarded(["-n", "team", "explain", "team/job"])
     assert not cli._forwarded(["-n", "explain", "list", "workload"])
+
+
+async def test_list_pods_for_a_job_prints_the_servers_columns(
+    plugin: Plugin, cluster: emulator.ClusterEmulator
+) -> None:
+    """`list pods --for job/NAME` selects the Job's pods by batch.kubernetes.io/job-name and prints the
+    server's Table (kueuectl's expected header: NAME READY STATUS RESTARTS AGE)."""
+    api = await client.make_api_client(server=cluster.url)
+    try:
+        await _job_and_workload(api, "first")
+        for pod, job in (("first-abc", "first"), ("other-xyz", "other")):
+            await client.create_object(
+                api,
+                resources.PODS,
+                namespace="default",
+                body={
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": pod, "labels": {"batch.kubernetes.io/job-name": job}},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+                },
+            )
+    finally:
+        await api.close()
+    out = await plugin.ok("list", "pods", "--for", "job/first")
+    assert re.split(r"\s{2,}", out.splitlines()[0]) == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["first-abc"]
+    code, _, err = await plugin.run("list", "pods", "--for", "first")
+    assert code == 1 and "value must be in the format TYPE[.API-GROUP]/NAME" in err
+    code, out, err = await plugin.run("list", "pods", "--for", "job/missing")
+    assert (code, out, err) == (0, "", "No resources found in default namespace.\n")
