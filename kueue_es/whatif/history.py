@@ -6,13 +6,15 @@ From a log (in sequence order):
   WorkloadStopped, which the simulation makes itself) and SchedulingRequested (an operator's
   nudge to a decider): objects observed and deleted, workloads submitted, changed and deleted,
   admission check states, Configurations; each with its recorded time. Facts of objects carry
-  no time of their own, so a fact's time is when the deciders had it: the ``now_ms`` of the first
-  DecisionRecord whose basis includes it, and never earlier than the latest time the log has
-  shown up to it (creation timestamps, ``at_ms`` of facts, ``now_ms`` of DecisionRecords); a fact
-  no record saw gets that latest time.
+  no time of their own, so a fact's time is one cycle (:func:`cycle_length`) before the deciders
+  had it (the ``now_ms`` of the first DecisionRecord whose basis includes it: it arrived while the
+  cycle before that one ran), never earlier than the latest time the log has shown up to it
+  (creation timestamps, ``at_ms`` of facts, ``now_ms`` of DecisionRecords); a fact no record saw
+  gets that latest time.
 - per workload, its recorded run time (ms): from its recorded start (the first
   WorkloadPodsReady ready after its last admission, else that admission) to its recorded
-  WorkloadFinished, of the last run that finished, and how it finished. A workload that never
+  finish (WorkloadFinished, timed as a fact is: a Job's completionTime has 1 s resolution, the
+  deciders' first sight of it is closer), of the last run that finished, and how it finished. A workload that never
   finished in the log has no run time: once admitted in a simulation it runs to the end.
 - with ``--from`` (:func:`split`), the recorded prefix kept as it is, up to the end of the batch
   the cut falls in, and the runs going on at the cut.
@@ -27,6 +29,8 @@ from dataclasses import dataclass, field
 from kueue_es.events import codec, types
 from kueue_es.events.bus.base import LogMessage
 
+DEFAULT_CYCLE_MS = 10
+MAX_CYCLE_MS = 1_000
 JOB_SIDE = (types.WorkloadPodsReady, types.WorkloadFinished, types.WorkloadStopped)
 IGNORED = (types.SchedulingRequested,)
 
@@ -63,6 +67,7 @@ class History:
     stopping: list[str] = field(default_factory=list)
     cut_ms: int = 0
     last_seq: int = 0  # the recorded log's last sequence
+    cycle_ms: int = DEFAULT_CYCLE_MS  # how long a deciding cycle takes (:func:`cycle_length`)
 
     @property
     def start_ms(self) -> int:
@@ -88,8 +93,13 @@ def times(event: types.Event) -> int:
 def extract(messages: Sequence[LogMessage], *, cut_seq: int = 0) -> History:
     """The history of ``messages`` (a whole log, in order). ``cut_seq`` > 0 keeps the log up to
     there as the prefix (extended to the end of the batch it falls in)."""
-    history = History(last_seq=messages[-1].seq if messages else 0)
-    seen_by = _seen_by(messages)
+    seen_by, gaps = _seen_by(messages)
+    history = History(last_seq=messages[-1].seq if messages else 0, cycle_ms=cycle_length(gaps))
+
+    def observed_at(seq: int, clock: int) -> int:
+        position = bisect.bisect_left(seen_by[0], seq)
+        return max(clock, seen_by[1][position] - history.cycle_ms) if position < len(seen_by[0]) else clock
+
     clock = 0
     started: dict[str, int] = {}  # key -> start of the current run
     admitted: dict[str, int] = {}  # key -> last admission
@@ -122,6 +132,7 @@ def extract(messages: Sequence[LogMessage], *, cut_seq: int = 0) -> History:
                 admitted.pop(ref.key, None)
                 started.pop(ref.key, None)
             case types.WorkloadFinished(workload=ref, at_ms=at):
+                at = max(at, observed_at(message.seq, clock))  # completionTime has 1 s resolution
                 start = started.pop(ref.key, admitted.pop(ref.key, at))
                 admitted.pop(ref.key, None)
                 history.finishes[ref.key] = Finish(
@@ -133,19 +144,30 @@ def extract(messages: Sequence[LogMessage], *, cut_seq: int = 0) -> History:
             continue
         if isinstance(event, JOB_SIDE + IGNORED) or not isinstance(event, types.Fact):
             continue
-        position = bisect.bisect_left(seen_by[0], message.seq)
-        at = max(clock, seen_by[1][position]) if position < len(seen_by[0]) else clock
-        history.facts.append(TimedFact(seq=message.seq, at_ms=at, fact=event))
+        history.facts.append(TimedFact(seq=message.seq, at_ms=observed_at(message.seq, clock), fact=event))
     if in_prefix:  # the log ends inside the prefix
         history.running = {k: started.get(k, at) for k, at in admitted.items() if k not in stopping}
         history.stopping = list(stopping)
     return history
 
 
-def _seen_by(messages: Sequence[LogMessage]) -> tuple[list[int], list[int]]:
+def cycle_length(gaps: list[int]) -> int:
+    """How long a deciding cycle takes (ms): the median time between two DecisionRecords of one
+    decider in a row, the second decided on the first's batch and nothing else (back-to-back
+    cycles), at least 1 and at most :data:`MAX_CYCLE_MS`; :data:`DEFAULT_CYCLE_MS` when the log has none."""
+    if not gaps:
+        return DEFAULT_CYCLE_MS
+    ordered = sorted(gaps)
+    return max(1, min(MAX_CYCLE_MS, ordered[len(ordered) // 2]))
+
+
+def _seen_by(messages: Sequence[LogMessage]) -> tuple[tuple[list[int], list[int]], list[int]]:
     """(basis sequences ascending, for each the earliest ``now_ms`` of a DecisionRecord with that
-    basis or a later one): a fact at seq s was seen by ``now_ms[bisect_left(basis, s)]``."""
+    basis or a later one): a fact at seq s was seen by ``now_ms[bisect_left(basis, s)]``; and the
+    gaps (ms) between back-to-back cycles (:func:`cycle_length`)."""
     records: list[tuple[int, int]] = []
+    gaps: list[int] = []
+    last: dict[str, tuple[int, int]] = {}  # role -> (last seq of its batch, now_ms)
     for message in messages:
         if message.headers.get("Kq-Type") not in (None, "DecisionRecord"):
             continue
@@ -155,9 +177,13 @@ def _seen_by(messages: Sequence[LogMessage]) -> tuple[list[int], list[int]]:
             continue
         if isinstance(event, types.DecisionRecord):
             records.append((event.basis_seq, event.now_ms))
+            before = last.get(event.role)
+            if before is not None and before[0] == event.basis_seq and event.now_ms > before[1]:
+                gaps.append(event.now_ms - before[1])
+            last[event.role] = (message.seq + event.output_count, event.now_ms)
     records.sort()
     basis = [b for b, _ in records]
     earliest = [now for _, now in records]
     for i in range(len(earliest) - 2, -1, -1):
         earliest[i] = min(earliest[i], earliest[i + 1])
-    return basis, earliest
+    return (basis, earliest), gaps

@@ -10,8 +10,10 @@ simulated log like a recorded one.
 The clock is simulated, in ms. Instants come from the history's facts (their recorded times),
 the jobs' finishes and the lifecycle's wakeups (:func:`kueue_es.scheduling.lifecycle.next_wakeup_ms`:
 backoffs, timeouts). At each instant, in order: the finishes due, the facts due, then cycles
-until one decides nothing (at most :data:`MAX_SETTLE_CYCLES`), every decision taken at that
-instant's clock. The job side, standing in for the dispatcher, the jobs and the watcher (as
+until one decides nothing (at most :data:`MAX_SETTLE_CYCLES`). A cycle that decided something
+takes the recorded log's cycle length (:func:`kueue_es.whatif.history.cycle_length`), and what
+falls due meanwhile (a fact, a finish) is delivered before the next cycle, as a service folds
+what arrived while it decided. The job side, standing in for the dispatcher, the jobs and the watcher (as
 Kueue's performance runner does): an admitted workload starts at once (WorkloadPodsReady) and
 finishes (WorkloadFinished, as recorded) its recorded run time later; an evicted one stops at
 once (WorkloadStopped) and a readmitted one runs its whole run time again; a workload with no
@@ -35,7 +37,7 @@ from kueue_es.scenarios.core_engine import cycle_deciders, job_reports
 from kueue_es.scheduling import lifecycle
 from kueue_es.services.runtime import Decider, build_batch, fold_message
 from kueue_es.whatif.changes import Changes
-from kueue_es.whatif.history import History
+from kueue_es.whatif.history import History, TimedFact
 
 MAX_SETTLE_CYCLES = 1000
 _FINISH, _WAKE = 0, 1
@@ -81,6 +83,9 @@ class _Simulation:
         self.wakeups: set[int] = set()
         self.now = history.start_ms
         self.seen_overrides: set[str] = set()
+        self.facts: list[TimedFact] = []
+        self.index = 0
+        self.progress: Progress | None = None
 
     # --- the log ------------------------------------------------------------------------------
 
@@ -121,24 +126,27 @@ class _Simulation:
             self.publish(types.WorkloadStopped(workload=self.ref(key), reason="Preempted", at_ms=self.now))
         for key, start in history.running.items():
             self.start(key, start_ms=start)
-        facts = history.facts
-        index = 0
-        while index < len(facts) or self.timers:
-            next_fact = facts[index].at_ms if index < len(facts) else None
+        self.facts, self.index, self.progress = history.facts, 0, progress
+        while self.index < len(self.facts) or self.timers:
+            next_fact = self.facts[self.index].at_ms if self.index < len(self.facts) else None
             next_timer = self.timers[0][0] if self.timers else None
             self.now = max(self.now, min(t for t in (next_fact, next_timer) if t is not None))
-            while self.timers and self.timers[0][0] <= self.now:
-                _, kind, _, key, generation = heapq.heappop(self.timers)
-                if kind == _FINISH and self.generation.get(key) == generation:
-                    self.finish(key)
-                elif kind == _WAKE:
-                    self.wakeups.discard(int(key))
-            while index < len(facts) and facts[index].at_ms <= self.now:
-                self.fact(facts[index].fact)
-                index += 1
-                if progress is not None:
-                    progress(1)
+            self.deliver()
             self.settle()
+
+    def deliver(self) -> None:
+        """The finishes, wakeups and facts due by now, in that order."""
+        while self.timers and self.timers[0][0] <= self.now:
+            _, kind, _, key, generation = heapq.heappop(self.timers)
+            if kind == _FINISH and self.generation.get(key) == generation:
+                self.finish(key)
+            elif kind == _WAKE:
+                self.wakeups.discard(int(key))
+        while self.index < len(self.facts) and self.facts[self.index].at_ms <= self.now:
+            self.fact(self.facts[self.index].fact)
+            self.index += 1
+            if self.progress is not None:
+                self.progress(1)
 
     def inject_at_start(self) -> None:
         """The changed objects the history does not observe before the simulation's start are
@@ -199,6 +207,8 @@ class _Simulation:
         return workload
 
     def settle(self) -> None:
+        """Cycles until one decides nothing; a cycle that decided takes ``history.cycle_ms``, and
+        what falls due meanwhile is delivered before the next one."""
         for _ in range(MAX_SETTLE_CYCLES):
             decided: list[types.Output] = []
             for decider in cycle_deciders():
@@ -210,6 +220,8 @@ class _Simulation:
             if not decided:
                 break
             self.react(decided)
+            self.now += self.history.cycle_ms
+            self.deliver()
         else:
             raise SimulationError(
                 f"the simulation does not settle at {self.now} ms: decisions still change after "
