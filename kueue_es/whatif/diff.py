@@ -13,6 +13,7 @@ has and the other has not; then the two decisions side by side and how many late
 
 from __future__ import annotations
 
+import datetime
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,7 +180,7 @@ def object_differences(a: ClusterState, b: ClusterState, *, ignore_times: bool =
                 lines.append(
                     f"{kind} {name}: {diff.path or '(object)'}: {_short(diff.stored)} -> {_short(diff.replayed)}"
                 )
-    return lines
+    return list(dict.fromkeys(lines))  # a workload only one fold has is named once
 
 
 def _holding(state: ClusterState) -> dict[str, str]:
@@ -225,10 +226,14 @@ def describe_output(event: types.Event) -> str:
         parts.append(f"({event.message})")
     at = getattr(event, "at_ms", None)
     if isinstance(at, int) and at:
-        from kueue_es.events.manifests import format_time_ms
-
-        parts.append(f"at {format_time_ms(at)}")
+        parts.append(f"at {format_ms(at)}")
     return " ".join(parts)
+
+
+def format_ms(ms: int) -> str:
+    """RFC 3339 UTC with milliseconds (``2026-01-01T00:00:00.250Z``)."""
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def print_divergence(console: Any, found: Divergence | None, *, name_a: str, name_b: str) -> None:
@@ -241,6 +246,8 @@ def print_divergence(console: Any, found: Divergence | None, *, name_a: str, nam
     where_a = f"#{found.a.seq} (basis #{found.a.record.basis_seq}, {found.a.record.role})" if found.a else "none left"
     where_b = f"#{found.b.seq} (basis #{found.b.record.basis_seq}, {found.b.record.role})" if found.b else "none left"
     console.print(f"first divergence: decision {found.index + 1}: A {where_a}, B {where_b}")
+    if found.a and found.b and found.a.shape(ignore_times=True) == found.b.shape(ignore_times=True):
+        console.print("  (they differ only in their times: --ignore-times compares decisions without them)")
     console.print("why: at the two bases")
     if not (found.objects or found.facts_only_a or found.facts_only_b):
         console.print("  the folded objects and the facts are the same (a difference of time or order)")

@@ -154,7 +154,7 @@ def seconds(ms: int | None) -> str:
 
 
 def delta(before: int | None, after: int | None) -> str:
-    """``-3.0s`` / ``+1.2s`` / ``=``, or what changed between admitted and never."""
+    """``-3.0s`` / ``+1.2s`` / ``+15ms`` (under 0.1 s) / ``=``, or what changed between admitted and never."""
     if before is None and after is None:
         return "="
     if before is None:
@@ -162,7 +162,9 @@ def delta(before: int | None, after: int | None) -> str:
     if after is None:
         return "no longer admitted"
     diff = after - before
-    return "=" if diff == 0 else f"{diff / 1000:+.1f}s"
+    if diff == 0:
+        return "="
+    return f"{diff:+d}ms" if abs(diff) < 100 else f"{diff / 1000:+.1f}s"
 
 
 def changed(a: WorkloadOutcome, b: WorkloadOutcome) -> bool:
