@@ -192,3 +192,13 @@ def test_diff_finds_where_a_changed_quota_first_changes_a_decision(
 def test_diff_of_a_log_with_itself_finds_nothing(log_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["diff", str(log_file), str(log_file)]) == 0
     assert "the two logs decide the same" in capsys.readouterr().out
+
+
+def test_without_a_source_or_running_system_it_says_how_to_name_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUEUE_ES_CURRENT", str(tmp_path / "none.json"))
+    monkeypatch.delenv("KUEUE_ES_NATS_URL", raising=False)
+    path = _changes(tmp_path, CQ.format(cpu=12))
+    assert cli.main(["what-if", "-f", str(path)]) == 2
+    assert "no running kueue-es found" in capsys.readouterr().err
