@@ -333,8 +333,9 @@ def _what_if_commands(sub: Any) -> None:
     what_if = sub.add_parser(
         "what-if",
         help="re-run the recorded history with changed objects and report what would differ",
-        epilog="exit codes: 0 the report was printed; 2 bad input (the CHANGES file, the log source, --from) or "
-        "no running system found. See docs/what-if.md for the CHANGES format.",
+        epilog="exit codes: 0 the report was printed; 1 the simulation did not settle (a livelock); 2 bad input "
+        "(the CHANGES file, the log source, --from) or no running system found. See docs/what-if.md for the "
+        "CHANGES format.",
     )
     what_if.add_argument("-f", "--filename", dest="changes", required=True, metavar="CHANGES.yaml")
     what_if.add_argument(

@@ -1,6 +1,6 @@
 """``kueue-es what-if``: read the log, run the baseline and the changed history, print the report.
 
-Exit codes: 0 the report was printed; 2 bad input (the CHANGES file, the source, a priority
+Exit codes: 0 the report was printed; 1 the simulation did not settle (a livelock); 2 bad input (the CHANGES file, the source, a priority
 override naming no workload of the history, ``--from`` out of the log) or no system found.
 """
 
@@ -42,8 +42,12 @@ def run(args: Any) -> int:
             print(f"error: --from {args.start} is outside the log (#1..#{len(messages)})", file=sys.stderr)
             return EXIT_BAD_INPUT
         history = history_mod.extract(messages, cut_seq=cut)
-        baseline = simulate.simulate(history, progress=bars("baseline (unchanged)", len(history.facts)))
-        what_if = simulate.simulate(history, changes=changes, progress=bars("what-if", len(history.facts)))
+        try:
+            baseline = simulate.simulate(history, progress=bars("baseline (unchanged)", len(history.facts)))
+            what_if = simulate.simulate(history, changes=changes, progress=bars("what-if", len(history.facts)))
+        except simulate.SimulationError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
     unmatched = sorted(set(changes.priorities) - _named(what_if))
     if unmatched:
         print(
@@ -106,16 +110,21 @@ def print_report(
     )
     recorded = report.outcomes(_log(messages))
     before = report.outcomes(baseline.log)
-    gaps = [
-        abs((out.time_to_admission_ms or 0) - (before[key].time_to_admission_ms or 0))
-        for key, out in recorded.items()
-        if key in before and (out.time_to_admission_ms is None) == (before[key].time_to_admission_ms is None)
-    ]
-    close = sum(1 for gap in gaps if gap <= 1000)
-    console.print(
-        f"  the baseline admits {close} of {len(recorded)} workloads within 1 s of their recorded time to admission"
-        + (f" (largest gap {max(gaps) / 1000:.1f}s)" if gaps else "")
+    both = [key for key, out in recorded.items() if out.admitted_ms and key in before and before[key].admitted_ms]
+    gaps = [abs(recorded[key].admitted_ms - before[key].admitted_ms) for key in both]
+    admitted = sum(1 for out in recorded.values() if out.admitted_ms)
+    only_baseline = sum(1 for key, out in before.items() if out.admitted_ms and not recorded.get(key, out).admitted_ms)
+    line = (
+        f"  the baseline admits {sum(1 for gap in gaps if gap <= 1000)} of the {admitted} workloads the recording"
+        " admitted within 1 s of their recorded admission"
     )
+    if gaps:
+        line += f" (largest gap {max(gaps) / 1000:.1f}s)"
+    if admitted - len(both):
+        line += f"; {admitted - len(both)} not at all"
+    if only_baseline:
+        line += f"; it admits {only_baseline} the recording did not"
+    console.print(line)
     after = report.outcomes(what_if.log)
     table, earlier, later, differ = report.workload_table(before, after, show_all=show_all)
     console.print()

@@ -10,7 +10,7 @@ simulated log like a recorded one.
 The clock is simulated, in ms. Instants come from the history's facts (their recorded times),
 the jobs' finishes and the lifecycle's wakeups (:func:`kueue_es.scheduling.lifecycle.next_wakeup_ms`:
 backoffs, timeouts). At each instant, in order: the finishes due, the facts due, then cycles
-until one decides nothing (at most :data:`MAX_SETTLE_CYCLES`). A cycle that decided something
+until one decides nothing. A cycle that decided something
 takes the recorded log's cycle length (:func:`kueue_es.whatif.history.cycle_length`), and what
 falls due meanwhile (a fact, a finish) is delivered before the next cycle, as a service folds
 what arrived while it decided. The job side, standing in for the dispatcher, the jobs and the watcher (as
@@ -40,6 +40,10 @@ from kueue_es.whatif.changes import Changes
 from kueue_es.whatif.history import History, TimedFact
 
 MAX_SETTLE_CYCLES = 1000
+SETTLE_CYCLES_PER_WORKLOAD = 10
+"""A settle runs at most MAX_SETTLE_CYCLES + this many per workload known in a row with nothing new
+delivered: Kueue admits one workload per ClusterQueue a cycle, so a backlog takes about a cycle per
+workload; far more is a livelock."""
 _FINISH, _WAKE = 0, 1
 
 Progress = Callable[[int], None]
@@ -134,10 +138,12 @@ class _Simulation:
             self.deliver()
             self.settle()
 
-    def deliver(self) -> None:
-        """The finishes, wakeups and facts due by now, in that order."""
+    def deliver(self) -> int:
+        """The finishes, wakeups and facts due by now, in that order; how many were delivered."""
+        delivered = 0
         while self.timers and self.timers[0][0] <= self.now:
             _, kind, _, key, generation = heapq.heappop(self.timers)
+            delivered += 1
             if kind == _FINISH and self.generation.get(key) == generation:
                 self.finish(key)
             elif kind == _WAKE:
@@ -145,8 +151,10 @@ class _Simulation:
         while self.index < len(self.facts) and self.facts[self.index].at_ms <= self.now:
             self.fact(self.facts[self.index].fact)
             self.index += 1
+            delivered += 1
             if self.progress is not None:
                 self.progress(1)
+        return delivered
 
     def inject_at_start(self) -> None:
         """The changed objects the history does not observe before the simulation's start are
@@ -208,8 +216,10 @@ class _Simulation:
 
     def settle(self) -> None:
         """Cycles until one decides nothing; a cycle that decided takes ``history.cycle_ms``, and
-        what falls due meanwhile is delivered before the next one."""
-        for _ in range(MAX_SETTLE_CYCLES):
+        what falls due meanwhile is delivered before the next one. Raises SimulationError after
+        too many cycles in a row that decided with nothing delivered in between (a livelock)."""
+        idle_cycles = 0
+        while True:
             decided: list[types.Output] = []
             for decider in cycle_deciders():
                 outputs = list(decider.decide(self.out.state, now_ms=self.now))
@@ -221,12 +231,13 @@ class _Simulation:
                 break
             self.react(decided)
             self.now += self.history.cycle_ms
-            self.deliver()
-        else:
-            raise SimulationError(
-                f"the simulation does not settle at {self.now} ms: decisions still change after "
-                f"{MAX_SETTLE_CYCLES} cycles"
-            )
+            idle_cycles = 0 if self.deliver() else idle_cycles + 1
+            limit = MAX_SETTLE_CYCLES + SETTLE_CYCLES_PER_WORKLOAD * len(self.out.state.workloads)
+            if idle_cycles > limit:
+                raise SimulationError(
+                    f"the simulation does not settle at {self.now} ms: decisions still change after {limit} "
+                    "cycles with nothing new delivered"
+                )
         wake = lifecycle.next_wakeup_ms(self.out.state)
         if wake is not None and wake > self.now and wake not in self.wakeups:
             self.wakeups.add(wake)
