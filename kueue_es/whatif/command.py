@@ -32,7 +32,11 @@ def run(args: Any) -> int:
         return EXIT_BAD_INPUT
     progress = args.progress or sys.stderr.isatty()
     with _bars(progress) as bars:
-        messages = asyncio.run(source.read_log(src, progress=bars("reading the log", 0)))
+        try:
+            messages = asyncio.run(source.read_log(src, progress=bars("reading the log", 0)))
+        except source.SourceError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         try:
             cut = source.cut_seq(messages, args.start) if args.start else 0
         except source.SourceError as err:

@@ -36,7 +36,7 @@ from kueue_es.projections.cluster import ClusterState
 from kueue_es.scenarios.core_engine import cycle_deciders, job_reports
 from kueue_es.scheduling import lifecycle
 from kueue_es.services.runtime import Decider, build_batch, fold_message
-from kueue_es.whatif.changes import Changes
+from kueue_es.whatif.changes import Changes, identity_of
 from kueue_es.whatif.history import History, TimedFact
 
 MAX_SETTLE_CYCLES = 1000
@@ -167,7 +167,7 @@ class _Simulation:
             "LocalQueue": {f"{ns}/{name}": lq for (ns, name), lq in state.local_queues.items()},
             "WorkloadPriorityClass": dict(state.priority_classes),
         }
-        observed_later = {self._identity(f.fact) for f in self.history.facts}
+        observed_later = {identity_of(f.fact) for f in self.history.facts}
         for identity, fact in self.changes.objects.items():
             kind, namespace, name = identity
             current = known[kind].get(f"{namespace}/{name}" if namespace else name)
@@ -182,12 +182,6 @@ class _Simulation:
                 changed = self.override(wl.workload)
                 if changed is not wl.workload and wl.finished is None:
                     self.publish(types.WorkloadObserved(workload=changed))
-
-    @staticmethod
-    def _identity(fact: types.Fact) -> tuple[str, str, str] | None:
-        from kueue_es.whatif.changes import identity_of
-
-        return identity_of(fact)
 
     def fact(self, fact: types.Fact) -> None:
         replaced = self.changes.replacement(fact)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import msgspec
+
 from kueue_es import logfile
 from kueue_es.events import codec, types
 from kueue_es.events.bus.base import LogMessage
@@ -103,7 +105,7 @@ def _read_file(path: Path, progress: Progress | None) -> list[LogMessage]:
             messages.append(message)
             if progress is not None:
                 progress(1)
-    except (ValueError, KeyError) as err:
+    except (ValueError, KeyError, msgspec.MsgspecError) as err:
         raise SourceError(f"{path}: line {len(messages) + 1} is not a log message: {err}") from err
     return messages
 

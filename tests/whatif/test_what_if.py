@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kueue_es import cli, deciders, logfile, replay
-from kueue_es.events import codec
+from kueue_es.events import codec, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
@@ -202,3 +202,17 @@ def test_without_a_source_or_running_system_it_says_how_to_name_one(
     path = _changes(tmp_path, CQ.format(cpu=12))
     assert cli.main(["what-if", "-f", str(path)]) == 2
     assert "no running kueue-es found" in capsys.readouterr().err
+
+
+def test_from_a_time_keeps_the_log_up_to_the_first_decision_after_it(
+    recorded: list[LogMessage], log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [(m.seq, e) for m in recorded if isinstance(e := codec.decode(m.data), types.DecisionRecord)]
+    index = next(i for i in range(3, len(records)) if records[i][1].now_ms > records[i - 1][1].now_ms)
+    seq, record = records[index]
+    moment = diff.format_ms(record.now_ms - 1)  # after the records before it, 1 ms before it
+    path = _changes(tmp_path, CQ.format(cpu=12))
+    assert cli.main(["what-if", "-f", str(path), "--file", str(log_file), "--from", moment]) == 0
+    assert f"the log up to #{seq - 1} is kept as recorded" in capsys.readouterr().out
+    assert cli.main(["what-if", "-f", str(path), "--file", str(log_file), "--from", "yesterday"]) == 2
+    assert "'yesterday' is neither a sequence number nor an RFC 3339 time" in capsys.readouterr().err
