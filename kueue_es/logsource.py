@@ -34,7 +34,8 @@ from kueue_es import logfile
 from kueue_es.events import codec, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.events.bus.server import Credentials
-from kueue_es.projections.cluster import ClusterState, UnknownEventError, apply
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.services.runtime import fold_decoded
 
 Observer = Callable[[int, types.Event, ClusterState], None]
 """Called with (sequence, accepted event, the state just before the event is applied)."""
@@ -53,19 +54,20 @@ class At:
     ms: int | None = None
 
 
-def parse_at(text: str) -> At:
-    """``--at`` as a sequence (digits, >= 1) or an RFC 3339 time (``2026-12-01T23:00:00Z``; no zone: UTC).
+def parse_at(text: str, *, option: str = "--at") -> At:
+    """``--at`` (or another ``option``, named in errors) as a sequence (digits, >= 1) or an RFC 3339 time
+    (``2026-12-01T23:00:00Z``; no zone: UTC).
 
-    Raises ValueError naming the value when it is neither."""
+    Raises ValueError naming the option and the value when it is neither."""
     value = text.strip()
     if value.isdigit():
         if int(value) < 1:
-            raise ValueError(f"--at {text!r}: a sequence starts at 1")
+            raise ValueError(f"{option} {text!r}: a sequence starts at 1")
         return At(text=value, seq=int(value))
     try:
         moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"--at {text!r} is neither a log sequence nor an RFC 3339 time") from None
+        raise ValueError(f"{option} {text!r} is neither a log sequence nor an RFC 3339 time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
     return At(text=value, ms=int(moment.timestamp() * 1000))
@@ -125,22 +127,7 @@ class Folder:
         state = self.state
         if event is None:
             state.last_seq = max(state.last_seq, message.seq)
-        verdict = state.batches.offer(
-            seq=message.seq,
-            subject=message.subject,
-            msg_id_header=message.headers.get("Nats-Msg-Id", ""),
-            data=message.data,
-            event=event,
-        )
-        for orphan in verdict.orphans:
-            state.last_seq = max(state.last_seq, orphan.seq)
-        for seq, accepted in verdict.accepted:
-            if self.observer is not None:
-                self.observer(seq, accepted, state)
-            try:
-                apply(state, accepted, seq=seq)
-            except UnknownEventError:
-                state.last_seq = max(state.last_seq, seq)
+        fold_decoded(state, message, event, before_apply=self.observer)
         return True
 
 

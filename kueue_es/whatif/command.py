@@ -40,7 +40,7 @@ def run(args: Any) -> int:
         try:
             cut = source.cut_seq(messages, args.start) if args.start else 0
         except source.SourceError as err:
-            print(f"error: --from: {err}", file=sys.stderr)
+            print(f"error: {err}", file=sys.stderr)
             return EXIT_BAD_INPUT
         if args.start and not 0 < cut <= (messages[-1].seq if messages else 0):
             print(f"error: --from {args.start} is outside the log (#1..#{len(messages)})", file=sys.stderr)

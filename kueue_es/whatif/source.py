@@ -15,7 +15,6 @@ time keeps every message before the first DecisionRecord decided after it).
 from __future__ import annotations
 
 import asyncio
-import datetime
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from kueue_es import logfile
 from kueue_es.events import codec, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.events.bus.server import Credentials
+from kueue_es.logsource import parse_at
 
 Progress = Callable[[int], None]
 
@@ -136,25 +136,16 @@ async def _read_url(url: str, credentials: Credentials | None, progress: Progres
         return messages
 
 
-def position(value: str) -> tuple[int | None, int | None]:
-    """``SEQ`` or an RFC 3339 time as (seq, ms), one of them None. Raises SourceError otherwise."""
-    if value.isdigit():
-        return int(value), None
-    try:
-        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise SourceError(f"{value!r} is neither a sequence number nor an RFC 3339 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return None, int(moment.timestamp() * 1000)
-
-
 def cut_seq(messages: Sequence[LogMessage], value: str) -> int:
     """The last sequence of ``messages`` that ``value`` (SEQ or RFC 3339) keeps: a sequence as it is;
     a time: the message before the first DecisionRecord decided (``now_ms``) after it, else the end."""
-    seq, ms = position(value)
-    if seq is not None:
-        return seq
+    try:
+        at = parse_at(value, option="--from")
+    except ValueError as err:
+        raise SourceError(str(err)) from None
+    if at.seq is not None:
+        return at.seq
+    ms = at.ms
     assert ms is not None
     for message in messages:
         if message.headers.get("Kq-Type") not in (None, "DecisionRecord"):

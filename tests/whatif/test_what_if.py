@@ -215,4 +215,4 @@ def test_from_a_time_keeps_the_log_up_to_the_first_decision_after_it(
     assert cli.main(["what-if", "-f", str(path), "--file", str(log_file), "--from", moment]) == 0
     assert f"the log up to #{seq - 1} is kept as recorded" in capsys.readouterr().out
     assert cli.main(["what-if", "-f", str(path), "--file", str(log_file), "--from", "yesterday"]) == 2
-    assert "'yesterday' is neither a sequence number nor an RFC 3339 time" in capsys.readouterr().err
+    assert "--from 'yesterday' is neither a log sequence nor an RFC 3339 time" in capsys.readouterr().err
