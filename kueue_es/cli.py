@@ -430,6 +430,12 @@ def _visibility_options(parser: argparse.ArgumentParser) -> None:
         help="without --tls-cert-file: a self-signed certificate for localhost and 127.0.0.1 is kept here"
         " (made when missing; default a new temporary directory)",
     )
+    group.add_argument(
+        "--delegated-auth",
+        action="store_true",
+        help="in a pod: authenticate (front-proxy certificate, TokenReview) and authorize (SubjectAccessReview)"
+        " every request with the cluster, as an aggregated API server does",
+    )
 
 
 def _standby_options(parser: argparse.ArgumentParser) -> None:
@@ -817,8 +823,18 @@ async def _serve_visibility(args: argparse.Namespace, stop: asyncio.Event, conne
 
     from kueue_es.services.visibility import server
 
+    delegated = None
+    if args.delegated_auth:
+        from kueue_es.services.visibility import auth
+
+        delegated = await auth.in_cluster()
     cert_dir = args.cert_dir or Path(tempfile.mkdtemp(prefix="kueue-es-visibility-"))
-    context = server.tls_context(cert_file=args.tls_cert_file, key_file=args.tls_private_key_file, cert_dir=cert_dir)
+    context = server.tls_context(
+        cert_file=args.tls_cert_file,
+        key_file=args.tls_private_key_file,
+        cert_dir=cert_dir,
+        client_ca=delegated.client_ca() if delegated is not None else None,
+    )
     start = await _snapshot_start(args.nats, "admitter") if args.snapshots else None  # the whole fold
     await server.serve_visibility(
         nats_url=args.nats,
@@ -828,6 +844,7 @@ async def _serve_visibility(args: argparse.Namespace, stop: asyncio.Event, conne
         context=context,
         connect=connect,
         start=start,
+        delegated=delegated,
     )
 
 

@@ -36,6 +36,7 @@ from kueue_es.projections.cluster import ClusterState
 from kueue_es.services import runtime
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.visibility import api
+from kueue_es.services.visibility.auth import DelegatedAuth
 
 log = structlog.get_logger(__name__)
 
@@ -110,10 +111,14 @@ class VisibilityFold:
 
 
 def app(
-    fold: Callable[[], ClusterState | None], *, clock: Callable[[], int] = runtime.wall_clock_ms
+    fold: Callable[[], ClusterState | None],
+    *,
+    clock: Callable[[], int] = runtime.wall_clock_ms,
+    delegated: DelegatedAuth | None = None,
 ) -> aiohttp.web.Application:
     """The HTTP application: Kueue's visibility API (:func:`api.answer`) over ``fold()`` (the state, None
-    until caught up), and ``/healthz``, ``/livez``, ``/readyz``; ``clock``: ms since the epoch."""
+    until caught up), and ``/healthz``, ``/livez``, ``/readyz``; ``clock``: ms since the epoch.
+    ``delegated``: every API request is authenticated and authorized with the cluster first (401, 403)."""
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         path = request.path
@@ -122,6 +127,13 @@ def app(
         if path == "/readyz":
             ready = fold() is not None
             return aiohttp.web.Response(text="ok" if ready else "not caught up", status=200 if ready else 503)
+        if delegated is not None:
+            peercert = request.transport.get_extra_info("peercert") if request.transport is not None else None
+            refused = await delegated.check(
+                method=request.method, path=path, headers=request.headers, peercert=peercert
+            )
+            if refused is not None:
+                return aiohttp.web.json_response(refused.body, status=refused.status, dumps=_compact)
         reply = api.answer(fold(), request.method, path, request.query, now_ms=clock())
         if reply is None:
             reply = api.no_such_path()
@@ -177,14 +189,20 @@ def self_signed(cert_dir: Path, *, now: datetime.datetime | None = None) -> tupl
     return cert, key
 
 
-def tls_context(*, cert_file: Path | None, key_file: Path | None, cert_dir: Path) -> ssl.SSLContext:
+def tls_context(
+    *, cert_file: Path | None, key_file: Path | None, cert_dir: Path, client_ca: str | None = None
+) -> ssl.SSLContext:
     """The server's TLS context: ``cert_file`` and ``key_file`` when given, else :func:`self_signed` in
-    ``cert_dir``. Raises OSError or ssl.SSLError naming a file that cannot be used."""
+    ``cert_dir``; ``client_ca`` (PEM): client certificates are asked for and verified against it (the front
+    proxy's, :mod:`.auth`). Raises OSError or ssl.SSLError naming a file that cannot be used."""
     if cert_file is None or key_file is None:
         cert_file, key_file = self_signed(cert_dir)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(cert_file, key_file)
+    if client_ca is not None:
+        context.verify_mode = ssl.CERT_OPTIONAL
+        context.load_verify_locations(cadata=client_ca)
     return context
 
 
@@ -213,14 +231,18 @@ async def serve_visibility(
     context: ssl.SSLContext | None,
     connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
     start: runtime.StartPoint | None = None,
+    delegated: DelegatedAuth | None = None,
 ) -> None:
-    """Fold the log at ``nats_url`` and answer the visibility API on ``host:port`` until ``stop`` is set."""
+    """Fold the log at ``nats_url`` and answer the visibility API on ``host:port`` until ``stop`` is set
+    (``delegated``: with the cluster's authentication and authorization, :mod:`.auth`)."""
     bus = await connect(nats_url)
     fold = VisibilityFold(bus=bus, start=start)
     if isinstance(bus, ObservedBus):
         bus.health.add_check(fold.readiness)
     try:
-        async with serve_api(app(lambda: fold.ready_state), host=host, port=port, context=context) as url:
+        async with serve_api(
+            app(lambda: fold.ready_state, delegated=delegated), host=host, port=port, context=context
+        ) as url:
             log.info("service_started", role="visibility", url=url)
             await runtime.run_until_stopped(stop, fold.run())
     finally:

@@ -70,7 +70,13 @@ def test_cluster_queue_summary_has_kueues_shape_and_order() -> None:
         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "job-b-high", "uid": "job-uid-b-high"}],
     }
     rows = [
-        (i["metadata"]["name"], i["priority"], i["localQueueName"], i["positionInClusterQueue"], i["positionInLocalQueue"])
+        (
+            i["metadata"]["name"],
+            i["priority"],
+            i["localQueueName"],
+            i["positionInClusterQueue"],
+            i["positionInLocalQueue"],
+        )
         for i in body["items"]
     ]
     assert rows == [
