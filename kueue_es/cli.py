@@ -81,6 +81,13 @@ def _parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="start nats-server and the five services against a cluster")
     _kube_options(up)
     up.add_argument("--emulator", action="store_true", help="start an emulated API server instead of a cluster")
+    up.add_argument(
+        "--visibility-port",
+        type=int,
+        default=None,
+        help="HTTPS port of the visibility API on 127.0.0.1 (default a free one; with --emulator the emulated"
+        " API server proxies /apis/visibility.kueue.x-k8s.io to it)",
+    )
     up.add_argument("--nats", default=None, help="use this NATS server instead of starting one")
     up.add_argument(
         "--nats-auth-dir",
@@ -139,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
-    service.add_argument("name", choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher"])
+    service.add_argument("name", choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "visibility"])
     service.add_argument("--nats", required=True, help="NATS URL, e.g. nats://127.0.0.1:4222")
     _nats_credential_options(service)
     service.add_argument(
@@ -165,6 +172,7 @@ def _parser() -> argparse.ArgumentParser:
         " stream's, folding only what follows; else fold from the start",
     )
     _standby_options(service)
+    _visibility_options(service)
     service.add_argument(
         "--snapshots",
         action=argparse.BooleanOptionalAction,
@@ -464,6 +472,29 @@ def _ops_options(parser: argparse.ArgumentParser) -> None:
 STANDBY_LEASE_DURATION, STANDBY_RENEW_DEADLINE, STANDBY_RETRY_PERIOD = 1.5, 1.0, 0.5
 
 
+def _visibility_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("visibility (Kueue's visibility.kueue.x-k8s.io API over HTTPS)")
+    group.add_argument("--api-port", type=int, default=8082, help="port of the API (default 8082, as Kueue's)")
+    group.add_argument(
+        "--api-host", default="127.0.0.1", help="address the API binds (default 127.0.0.1; 0.0.0.0 in a pod)"
+    )
+    group.add_argument("--tls-cert-file", type=Path, default=None, help="the server's certificate (PEM)")
+    group.add_argument("--tls-private-key-file", type=Path, default=None, help="its private key (PEM)")
+    group.add_argument(
+        "--cert-dir",
+        type=Path,
+        default=None,
+        help="without --tls-cert-file: a self-signed certificate for localhost and 127.0.0.1 is kept here"
+        " (made when missing; default a new temporary directory)",
+    )
+    group.add_argument(
+        "--delegated-auth",
+        action="store_true",
+        help="in a pod: authenticate (front-proxy certificate, TokenReview) and authorize (SubjectAccessReview)"
+        " every request with the cluster, as an aggregated API server does",
+    )
+
+
 def _standby_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("standby deciders (admitter, preemptor, tas-placer)")
     group.add_argument(
@@ -723,7 +754,10 @@ def _run_service(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.name not in ("watcher", "dispatcher") and args.standby_lease is not False:
+    if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
+        print("error: give --tls-cert-file and --tls-private-key-file together", file=sys.stderr)
+        return 2
+    if args.name not in ("watcher", "dispatcher", "visibility") and args.standby_lease is not False:
         from kueue_es.services.standby import StandbySettings
 
         try:
@@ -796,6 +830,9 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             return
         if args.checkpoints is not None:
             _log_checkpoint_refused(f"the {args.name} folds from the start (only deciders start from checkpoints)")
+        if args.name == "visibility":
+            await _serve_visibility(args, stop, probe.connect)
+            return
         if args.name == "dispatcher" and args.simulate_api:
             from kueue_es.services.dispatcher.simulated import serve_simulated_dispatcher
 
@@ -836,6 +873,36 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             from kueue_es.services import leader
 
             await leader.run_with_lease(work, api=api, settings=settings, stop=stop, health=probe)
+
+
+async def _serve_visibility(args: argparse.Namespace, stop: asyncio.Event, connect: Any) -> None:
+    import tempfile
+
+    from kueue_es.services.visibility import server
+
+    delegated = None
+    if args.delegated_auth:
+        from kueue_es.services.visibility import auth
+
+        delegated = await auth.in_cluster()
+    cert_dir = args.cert_dir or Path(tempfile.mkdtemp(prefix="kueue-es-visibility-"))
+    context = server.tls_context(
+        cert_file=args.tls_cert_file,
+        key_file=args.tls_private_key_file,
+        cert_dir=cert_dir,
+        client_ca=delegated.client_ca() if delegated is not None else None,
+    )
+    start = await _snapshot_start(args.nats, "admitter") if args.snapshots else None  # the whole fold
+    await server.serve_visibility(
+        nats_url=args.nats,
+        stop=stop,
+        host=args.api_host,
+        port=args.api_port,
+        context=context,
+        connect=connect,
+        start=start,
+        delegated=delegated,
+    )
 
 
 async def _snapshot_start(url: str, role: str) -> Any:

@@ -36,9 +36,10 @@ from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, replay_url, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
+from kueue_es.sim import aggregator
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.supervisor import CREDS_DIR, Supervisor, reader_help
+from kueue_es.supervisor import CREDS_DIR, SERVICES, VISIBILITY, Supervisor, free_port, reader_help
 
 DEMO_TIMEOUT = 50.0
 _STYLES = {
@@ -192,8 +193,11 @@ async def run_demo(
             kube_args=["--kube-server", emulator.url],
             watcher_args=watcher_args or [],
             auth=auth,
+            visibility_port=free_port(),
         )
-        await supervisor.start()
+        assert supervisor.visibility_port is not None
+        emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
+        await supervisor.start((*SERVICES, VISIBILITY))
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))
         printer = TimelinePrinter(bus=bus, console=console)
@@ -258,6 +262,8 @@ def _print_keep(console: Console, *, run_dir: Path, nats_url: str, api_url: str,
   service logs           {run_dir / "logs"}
 Try:
   kueue-es apply -f MANIFEST.yaml --kubeconfig {run_dir / "kubeconfig"}
+  KUBECONFIG={run_dir / "kubeconfig"} kubectl get --raw \\
+    /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue/pendingworkloads
 """,
         highlight=False,
     )

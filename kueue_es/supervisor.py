@@ -54,6 +54,9 @@ log = structlog.get_logger(__name__)
 
 SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
 COMPACTOR = "compactor"  # kueue-es compact, started by up --compact (kueue_es.snapshots); health port after up's own
+VISIBILITY = (
+    "visibility"  # Kueue's visibility API (services/visibility), as NATS user reader; health port after the compactor's
+)
 #: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
 USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
 CREDS_DIR = "creds"
@@ -243,8 +246,20 @@ class _Watched:
 
 def _port_offset(name: str) -> int:
     """Where process ``name`` serves its health endpoints, counted from ``--health-port``: the services
-    in ``SERVICES`` order, then ``up``'s own (the supervisor, ``len(SERVICES)``), then the compactor."""
+    in ``SERVICES`` order, then ``up``'s own (the supervisor, ``len(SERVICES)``), the compactor, the
+    visibility server."""
+    if name == VISIBILITY:
+        return len(SERVICES) + 2
     return len(SERVICES) + 1 if name == COMPACTOR else SERVICES.index(name)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A loopback port that was free a moment ago (the visibility API's, when none is given)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 @dataclass(kw_only=True)
@@ -270,6 +285,7 @@ class Supervisor:
     decider_args: list[str] = field(default_factory=list)
     compact_args: list[str] = field(default_factory=list)
     health_port: int | None = None
+    visibility_port: int | None = None  # the visibility API's HTTPS port (127.0.0.1), when it runs
     auth: LocalAuth | None = None
     running: list[ServiceProcess] = field(default_factory=list)
     program: Sequence[str] = (sys.executable, "-m", "kueue_es.cli")
@@ -296,7 +312,11 @@ class Supervisor:
         """The ``kueue-es`` arguments service ``name`` runs with: the edges get ``kube_args`` (the watcher also
         ``watcher_args``), the deciders ``decider_args``; all the NATS URL and their health port."""
         args = ["service", name, "--nats", self.nats_url]
-        if name == COMPACTOR:
+        if name == VISIBILITY:
+            args += ["--cert-dir", str(self.log_dir.parent / "visibility-cert")]
+            if self.visibility_port is not None:
+                args += ["--api-port", str(self.visibility_port)]
+        elif name == COMPACTOR:
             args = ["compact", "--nats", self.nats_url, *self.compact_args]
         elif name in ("watcher", "dispatcher"):
             args += self.kube_args
@@ -322,7 +342,7 @@ class Supervisor:
         """Start service ``name``'s process, its output appended to ``log_path``."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         if self.auth is not None:
-            credentials = self.auth.credentials(name)
+            credentials = self.auth.credentials("reader" if name == VISIBILITY else name)
             env.update({USER_ENV: credentials.user, PASSWORD_FILE_ENV: str(credentials.password_file)})
         with log_path.open("ab") as sink:
             return await asyncio.create_subprocess_exec(
@@ -592,6 +612,11 @@ def watcher_config_args(args: argparse.Namespace) -> list[str]:
     return out + (["--feature-gates", args.feature_gates] if getattr(args, "feature_gates", "") else [])
 
 
+def _processes(args: argparse.Namespace) -> tuple[str, ...]:
+    """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server."""
+    return (*SERVICES, *((COMPACTOR,) if getattr(args, "compact", None) else ()), VISIBILITY)
+
+
 async def run_up(args: argparse.Namespace) -> int:
     """``kueue-es up``: nats-server (unless ``--nats``) and the five services, supervised, until Ctrl-C or SIGTERM.
 
@@ -608,6 +633,7 @@ async def run_up(args: argparse.Namespace) -> int:
     from kueue_es.events.bus import nats as nats_bus
     from kueue_es.services.kube import client as kube
     from kueue_es.services.runtime import configure_logging
+    from kueue_es.sim import aggregator
     from kueue_es.sim.emulator import serve_emulator
 
     console = Console(soft_wrap=True, stderr=True)
@@ -668,9 +694,12 @@ async def run_up(args: argparse.Namespace) -> int:
             decider_args=["--checkpoints", str(checkpoint_dir.resolve())] if checkpoint_dir else [],
             compact_args=getattr(args, "compact", None) or [],
             health_port=args.health_port,
+            visibility_port=getattr(args, "visibility_port", None) or free_port(),
             auth=auth,
             policy=policy,
         )
+        if args.emulator and supervisor.visibility_port is not None:  # as deploy/ registers it in a cluster
+            emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
         if server is not None:
             supervisor.watch_server(server)
         own_health = ""
@@ -688,7 +717,7 @@ async def run_up(args: argparse.Namespace) -> int:
                 )
                 return 2
         try:
-            await supervisor.start((*SERVICES, COMPACTOR) if getattr(args, "compact", None) else SERVICES)
+            await supervisor.start(_processes(args))
             target = args.kube_server or args.kubeconfig or "the emulator"
             if args.context:
                 target += f" (context {args.context})"
@@ -698,12 +727,22 @@ async def run_up(args: argparse.Namespace) -> int:
             )
             if auth is not None:
                 console.print(reader_help(nats_url, auth), highlight=False)
+            console.print(
+                f"visibility API (Kueue's visibility.kueue.x-k8s.io, HTTPS, self-signed): "
+                f"https://127.0.0.1:{supervisor.visibility_port}"
+                + (
+                    ", and through the emulated API server (kubectl get --raw /apis/visibility.kueue.x-k8s.io/...)"
+                    if args.emulator
+                    else ""
+                ),
+                highlight=False,
+            )
             reader = auth.credentials("reader") if auth is not None else None
             kubeconfig = run_dir / "kubeconfig" if args.emulator else args.kubeconfig
             with contextlib.suppress(OSError):  # only a convenience for the log readers (kueue_es.current)
                 current.record(nats_url=nats_url, reader=reader, kubeconfig=kubeconfig, run_dir=run_dir, command="up")
             if args.health_port is not None:
-                names = (*SERVICES, COMPACTOR) if getattr(args, "compact", None) else SERVICES
+                names = _processes(args)
                 urls = ", ".join(f"{name} {supervisor.health_url(name)}" for name in names)
                 console.print(f"health and metrics: {urls}, supervisor {own_health}", highlight=False)
             console.print(

@@ -58,7 +58,7 @@ import yaml
 
 from kueue_es import crds, validation
 from kueue_es.services.kube import resources
-from kueue_es.sim import openapi, patches, selectors, store, tables
+from kueue_es.sim import aggregator, openapi, patches, selectors, store, tables
 
 logger = structlog.get_logger(__name__)
 
@@ -173,7 +173,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             enforce_namespaces=self.enforce_namespaces,
             create_hooks=self.create_hooks,
         )
-        for ref in (*resources.RESOURCES.values(), *self.extra_resources):
+        for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *self.extra_resources):
             self.register_resource(ref)
 
     # -- public hooks --------------------------------------------------------------------
@@ -200,6 +200,20 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             subresources={"status"} if ref.status_subresource else set(),
         )
 
+    def put_objects(self, objects: list[dict[str, Any]]) -> None:
+        """Store ``objects`` (of registered kinds) as they are, replacing any of the same name: how ``up
+        --emulator`` and ``demo`` register the visibility server (:func:`aggregator.visibility_objects`).
+        Raises StoreError as a create would."""
+        for obj in objects:
+            ref = self._refs[_group_version(obj["apiVersion"]) + (_plural_of(self._refs, obj),)]
+            metadata = obj["metadata"]
+            namespace = metadata.get("namespace") if ref.namespaced else None
+            if ref == resources.NAMESPACES and self._store.select(ref, name=metadata["name"]):
+                continue  # a Namespace stays (deleting one would end what is in it)
+            with contextlib.suppress(store.StoreError):
+                self._store.delete(ref, namespace=namespace, name=metadata["name"], preconditions=None, dry_run=False)
+            self._store.create(ref, namespace=namespace, body=copy.deepcopy(obj))
+
     def reset_history(self) -> None:
         """Forget all watch history and end open watches.
 
@@ -218,7 +232,17 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     # -- request entry points ------------------------------------------------------------
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
-        """Serve discovery, OpenAPI and registered kinds directly; leave unknown paths and reactions to kmock."""
+        """Serve discovery, OpenAPI and registered kinds directly; leave unknown paths and reactions to kmock.
+        A group and version an APIService points elsewhere goes to its backend (:mod:`.aggregator`)."""
+        if (target := self._aggregated(raw_request.path)) is not None:
+            try:
+                url, tls = aggregator.backend(self._get_object, target)
+                return await aggregator.proxy(raw_request, await raw_request.read(), url=url, tls=tls)
+            except aggregator.BackendUnavailableError as err:
+                logger.info("aggregated_backend_unavailable", api_service=target["metadata"]["name"], error=str(err))
+                return await self._render_error(
+                    kmock.KubernetesError(status=503, reason="ServiceUnavailable", message=str(err), details={})
+                )
         if raw_request.method == "GET" and (document := self._discovery(raw_request.path)) is not None:
             if not _accepts_json(raw_request.headers.get("Accept", "")):
                 return await self._render_error(
@@ -285,6 +309,20 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     # kmock registers these as its fallback reactions; all of them lead to the same emulation.
     _serve_list = _serve_watch = _serve_fetch = _serve_create = _serve_update = _serve_delete = _serve_via_dsl  # type: ignore[assignment]
 
+    def _get_object(self, ref: resources.ResourceRef, namespace: str | None, name: str) -> dict[str, Any]:
+        return self._store.get(ref, namespace=namespace, name=name)
+
+    def _aggregated(self, path: str) -> dict[str, Any] | None:
+        """The APIService that sends ``path`` (``/apis/GROUP/VERSION[/...]``) to another server, if one does."""
+        segments = [segment for segment in path.split("/") if segment]
+        if len(segments) < 3 or segments[0] != "apis":
+            return None
+        with contextlib.suppress(store.StoreError):
+            found = self._store.get(aggregator.API_SERVICES, namespace=None, name=f"{segments[2]}.{segments[1]}")
+            if (found.get("spec") or {}).get("service"):
+                return found
+        return None
+
     def _has_user_reactions(self) -> bool:
         return any(id(payload) not in self._builtin_payload_ids for payload in self._payloads)
 
@@ -316,10 +354,17 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             case ["api", version]:
                 return self._resource_list("", version)
             case ["apis"]:
-                groups = sorted({ref.group for ref in refs if ref.group})
-                return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [self._group(g) for g in groups]}
+                remote = aggregator.api_services(self._store.select)
+                groups = sorted({ref.group for ref in refs if ref.group} | {obj["spec"]["group"] for obj in remote})
+                documents = [
+                    self._group(g) if any(r.group == g for r in refs) else aggregator.group_document(g, remote)
+                    for g in groups
+                ]
+                return {"kind": "APIGroupList", "apiVersion": "v1", "groups": documents}
             case ["apis", group]:
-                return self._group(group) if any(ref.group == group for ref in refs) else None
+                if any(ref.group == group for ref in refs):
+                    return self._group(group)
+                return aggregator.group_document(group, aggregator.api_services(self._store.select))
             case ["apis", group, version]:
                 return self._resource_list(group, version)
             case ["openapi", "v2"]:
@@ -826,6 +871,19 @@ def _check_allowed(call: _ApiCall) -> None:
             message="the server could not find the requested resource",
             details={"kind": call.ref.plural, "group": call.ref.group},
         )
+
+
+def _group_version(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def _plural_of(refs: Mapping[tuple[str, str, str], resources.ResourceRef], obj: dict[str, Any]) -> str:
+    group, version = _group_version(obj["apiVersion"])
+    for (ref_group, ref_version, plural), ref in refs.items():
+        if (ref_group, ref_version, ref.kind) == (group, version, obj["kind"]):
+            return plural
+    raise KeyError(f"{obj['apiVersion']} {obj['kind']} is not served by the emulator")
 
 
 def _version_priority(version: str) -> tuple[int, int, int]:

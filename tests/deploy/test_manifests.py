@@ -87,7 +87,10 @@ def test_kustomize_build_is_valid() -> None:
     (nats,) = [d for d in docs if d["kind"] == "StatefulSet"]
     assert pod_spec(nats)["volumes"][0]["configMap"]["name"] == config_maps[0]["metadata"]["name"]
     namespaced = [d for d in docs if d["kind"] not in CLUSTER_SCOPED]
-    assert all(d["metadata"].get("namespace") == "kueue-es" for d in namespaced)
+    # every aggregated API server reads kube-system's extension-apiserver-authentication: its RoleBinding is there
+    outside = [(d["kind"], d["metadata"]["name"]) for d in namespaced if d["metadata"].get("namespace") != "kueue-es"]
+    assert outside == [("RoleBinding", "kueue-es-visibility-auth-reader")]
+    assert next(d for d in namespaced if d["kind"] == "RoleBinding")["metadata"]["namespace"] == "kube-system"
     assert all("namespace" not in d["metadata"] for d in docs if d["kind"] in CLUSTER_SCOPED)
 
 
@@ -111,6 +114,7 @@ CLUSTER_SCOPED = {
     "ClusterRoleBinding",
     "MutatingAdmissionPolicy",
     "MutatingAdmissionPolicyBinding",
+    "APIService",
 }
 
 
@@ -119,7 +123,9 @@ def test_namespaced_objects_name_their_namespace() -> None:
         if doc.obj["kind"] in CLUSTER_SCOPED:
             assert "namespace" not in doc.obj["metadata"], doc.label
         else:
-            assert doc.obj["metadata"].get("namespace") == "kueue-es", doc.label
+            # the one exception: the RoleBinding an aggregated API server needs in kube-system
+            expected = "kube-system" if doc.obj["metadata"]["name"] == "kueue-es-visibility-auth-reader" else "kueue-es"
+            assert doc.obj["metadata"].get("namespace") == expected, doc.label
 
 
 # -- RBAC ---------------------------------------------------------------------------------------------
@@ -207,8 +213,10 @@ def test_no_wildcards_secrets_or_escalation() -> None:
 
 def test_only_watcher_and_dispatcher_are_bound_and_deciders_have_no_token() -> None:
     bound = {s["name"] for b in [*kinds("ClusterRoleBinding"), *kinds("RoleBinding")] for s in b["subjects"]}
-    assert bound == {"kueue-es-watcher", "kueue-es-dispatcher"}
+    assert bound == {"kueue-es-watcher", "kueue-es-dispatcher", "kueue-es-visibility"}
     for binding in kinds("ClusterRoleBinding"):
+        if binding["subjects"][0]["name"] == "kueue-es-visibility":
+            continue  # the built-in roles of an aggregated API server: below
         assert binding["roleRef"]["name"] == binding["subjects"][0]["name"]
     for account in kinds("ServiceAccount"):
         assert account["automountServiceAccountToken"] is False
@@ -297,7 +305,8 @@ def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() 
     assert grants(role["rules"]) - named == {("coordination.k8s.io", "leases", "create")}
     names = {n for rule in role["rules"] for n in rule.get("resourceNames", [])}
     assert names == {"kueue-es-watcher", "kueue-es-dispatcher"}
-    (binding,) = kinds("RoleBinding")
+    # the other RoleBinding: the visibility server's, to a built-in Role (test_visibility_is_an_aggregated...)
+    (binding,) = [b for b in kinds("RoleBinding") if b["metadata"]["namespace"] == "kueue-es"]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert {(s["name"], s["namespace"]) for s in binding["subjects"]} == {
         ("kueue-es-watcher", "kueue-es"),
@@ -467,6 +476,7 @@ def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None
         )
     assert ingress_ports == {
         **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor")},
+        "kueue-es-visibility": [8080, 8082],
         "kueue-es-nats": [4222, 6222],
     }
     (metrics,) = policies["kueue-es-metrics"]["ingress"]
@@ -537,3 +547,41 @@ def test_watcher_reads_kueue_s_manager_configuration_where_kueue_does() -> None:
             }
         ]
         assert "--config=/controller_manager_config.yaml" in container["args"]
+
+
+def test_visibility_is_an_aggregated_api_server_as_kueue_ships_it() -> None:
+    """Kueue's config/components/visibility: two APIServices (v1beta2, v1beta1) to the Service
+    visibility-server (443 to the https port 8082), insecureSkipTLSVerify; the server runs with delegated
+    authentication and authorization and exactly the two bindings those need; it reads NATS as reader."""
+    for version in ("v1beta2", "v1beta1"):
+        spec = find("APIService", f"{version}.visibility.kueue.x-k8s.io")["spec"]
+        assert spec == {
+            "group": "visibility.kueue.x-k8s.io",
+            "groupPriorityMinimum": 100,
+            "insecureSkipTLSVerify": True,
+            "service": {"name": "visibility-server", "namespace": "kueue-es"},
+            "version": version,
+            "versionPriority": 100,
+        }
+    service = find("Service", "visibility-server")["spec"]
+    assert service["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": "https"}]
+    deployment = find("Deployment", "kueue-es-visibility")
+    assert selects({"matchLabels": service["selector"]}, deployment["spec"]["template"]["metadata"]["labels"])
+    spec = pod_spec(deployment)
+    (container,) = spec["containers"]
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"health": 8080, "https": 8082}
+    args = container["args"]
+    assert args[:2] == ["service", "visibility"] and "--delegated-auth" in args
+    assert args[args.index("--api-port") + 1] == "8082"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["KUEUE_ES_NATS_USER"] == "reader"
+    assert spec["serviceAccountName"] == "kueue-es-visibility" and spec["automountServiceAccountToken"] is True
+    roles = {
+        (b["kind"], b["metadata"].get("namespace"), b["roleRef"]["kind"], b["roleRef"]["name"])
+        for b in [*kinds("ClusterRoleBinding"), *kinds("RoleBinding")]
+        if b["subjects"][0]["name"] == "kueue-es-visibility"
+    }
+    assert roles == {
+        ("ClusterRoleBinding", None, "ClusterRole", "system:auth-delegator"),
+        ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader"),
+    }

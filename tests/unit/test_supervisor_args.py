@@ -50,3 +50,29 @@ def test_the_compactor_gets_the_compact_command_and_a_health_port_of_its_own() -
     ]
     assert supervisor.supervisor_port is not None
     assert len({*ports, supervisor.supervisor_port}) == len(SERVICES) + 2
+
+
+def test_the_visibility_server_reads_as_reader_on_its_own_ports(tmp_path: Path) -> None:
+    """The visibility server's health port comes after the compactor's (PORT+7); it gets its API port and a
+    certificate directory that survives its restarts."""
+    from kueue_es.supervisor import COMPACTOR, VISIBILITY
+
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:4222",
+        log_dir=tmp_path / "logs",
+        kube_args=["--kube-server", "http://127.0.0.1:1"],
+        health_port=9000,
+        visibility_port=9443,
+    )
+    args = supervisor.service_args(VISIBILITY)
+    assert args[:4] == ["service", "visibility", "--nats", "nats://127.0.0.1:4222"]
+    assert args[args.index("--api-port") + 1] == "9443"
+    assert args[args.index("--cert-dir") + 1] == str(tmp_path / "visibility-cert")
+    assert "--kube-server" not in args
+    assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES) + 2)
+    ports = [
+        int(supervisor.service_args(name)[supervisor.service_args(name).index("--health-port") + 1])
+        for name in (*SERVICES, COMPACTOR, VISIBILITY)
+    ]
+    assert supervisor.supervisor_port is not None
+    assert len({*ports, supervisor.supervisor_port}) == len(SERVICES) + 3
