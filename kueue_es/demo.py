@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,7 +39,7 @@ from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.supervisor import CREDS_DIR, Supervisor, reader_help
+from kueue_es.supervisor import CREDS_DIR, SERVICES, Supervisor, reader_help
 
 DEMO_TIMEOUT = 50.0
 _STYLES = {
@@ -192,6 +193,7 @@ async def run_demo(
             kube_args=["--kube-server", emulator.url],
             watcher_args=watcher_args or [],
             auth=auth,
+            health_port=free_port_block(len(SERVICES)) if keep else None,
         )
         await supervisor.start()
         api = await kube.make_api_client(server=emulator.url)
@@ -215,7 +217,14 @@ async def run_demo(
                 total += sum(1 for doc in urgent if doc.get("kind") == "Job")
             done = await printer.wait_released(total, timeout=DEMO_TIMEOUT)
             if keep:
-                _print_keep(console, run_dir=run_dir, nats_url=server.url, api_url=emulator.url, auth=auth)
+                _print_keep(
+                    console,
+                    run_dir=run_dir,
+                    nats_url=server.url,
+                    api_url=emulator.url,
+                    auth=auth,
+                    supervisor=supervisor,
+                )
                 current.record(
                     nats_url=server.url,
                     reader=auth.credentials("reader"),
@@ -249,15 +258,45 @@ async def run_demo(
     return 0 if done and report.ok and not crashed else 1
 
 
-def _print_keep(console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth) -> None:
+def free_port_block(count: int, *, host: str = "127.0.0.1") -> int:
+    """A port P such that P .. P+count-1 are free on ``host`` now (another process may still take one
+    before the services bind it: they then exit and the demo says so). Raises OSError when none is found."""
+    for _ in range(100):
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            base = int(probe.getsockname()[1])
+        if base + count > 65536:
+            continue
+        taken: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                taken.append(sock)
+                sock.bind((host, port))
+        except OSError:
+            continue
+        finally:
+            for sock in taken:
+                sock.close()
+        return base
+    raise OSError(f"no {count} consecutive free ports on {host}")
+
+
+def _print_keep(
+    console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth, supervisor: Supervisor
+) -> None:
+    health = "\n".join(f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz" for name in SERVICES)
     console.print(
         f"""
 [bold]Still running[/bold] (Ctrl-C stops everything):
   API server (emulated)  {api_url}   kubeconfig: {run_dir / "kubeconfig"}
   NATS                   {nats_url}   (every connection needs a user: credentials in {auth.directory})
   service logs           {run_dir / "logs"}
+Health and metrics (Kueue's metrics on the admitter's, docs/metrics.md):
+{health}
 Try:
   kueue-es apply -f MANIFEST.yaml --kubeconfig {run_dir / "kubeconfig"}
+  curl -s {supervisor.health_url("admitter")}/metrics | grep kueue_pending_workloads
 """,
         highlight=False,
     )
