@@ -166,6 +166,10 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
 def _local_queues(state: ClusterState, held: _Held, out: _Series) -> None:
     """Status, workloads holding quota, finished workloads, reservation and usage, and admission fair
     sharing usage of every LocalQueue; finished workloads per ClusterQueue (by their LocalQueue's)."""
+    for cq_name in state.cluster_queues:
+        out.add("kueue_finished_workloads", (cq_name,), 0)
+    for namespace, lq_name in state.local_queues:
+        out.add("kueue_local_queue_finished_workloads", (lq_name, namespace), 0)
     for wl in state.workloads.values():
         if wl.finished is None or wl.deleted_seq:
             continue
