@@ -8,6 +8,10 @@ Commands (``kueue-es COMMAND --help`` for each):
 - ``apply -f FILE|DIR|-``: validate and apply manifests to the cluster, as kubectl would;
 - ``nats-setup``: as NATS user admin, create the log stream (the services only check it exists);
 - ``replay``: re-check every recorded decision against the log;
+- ``explain NS/NAME``, ``list KIND``, ``status``: a workload's story and needs, kueuectl-like lists,
+  usage against quota; from the log, as of now or ``--at SEQ|RFC3339``;
+- ``what-if -f CHANGES.yaml``: re-run the recorded history with changed objects (docs/what-if.md);
+- ``diff LOG_A LOG_B``: where two logs' decisions first diverge, and why;
 - ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
 - ``events schema``: the JSON Schema of every event;
 - ``deploy crds``: the CRDs of the kueue.x-k8s.io kinds kueue-es serves, from its models.
@@ -259,7 +263,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.set_defaults(run=_run_replay)
 
+    _what_if_commands(sub)
     _scenario_commands(sub)
+
+    from kueue_es.explain import add_commands as _log_reader_commands
+
+    _log_reader_commands(sub)  # explain, list, status
 
     checkpoint = sub.add_parser(
         "checkpoint", help="fold a log and write checkpoints of it, for service --checkpoints and replay"
@@ -323,6 +332,54 @@ def _parser() -> argparse.ArgumentParser:
     crds.add_argument("--check", action="store_true", help="with -o: exit 1 if the files there are not up to date")
     crds.set_defaults(run=_run_deploy_crds)
     return parser
+
+
+def _what_if_commands(sub: Any) -> None:
+    """``what-if`` and ``diff`` (kueue_es/whatif, docs/what-if.md)."""
+    what_if = sub.add_parser(
+        "what-if",
+        help="re-run the recorded history with changed objects and report what would differ",
+        epilog="exit codes: 0 the report was printed; 1 the simulation did not settle (a livelock); 2 bad input "
+        "(the CHANGES file, the log source, --from) or no running system found. See docs/what-if.md for the "
+        "CHANGES format.",
+    )
+    what_if.add_argument("-f", "--filename", dest="changes", required=True, metavar="CHANGES.yaml")
+    what_if.add_argument(
+        "--from", dest="start", default=None, metavar="SEQ|RFC3339", help="keep the log as recorded up to here"
+    )
+    what_if.add_argument("--nats", default=None, help="NATS URL of a running system (default: the one demo/up runs)")
+    what_if.add_argument("--store", type=Path, default=None, help="a stopped system's nats store directory")
+    what_if.add_argument("--file", type=Path, default=None, help="a log file of JSON lines")
+    what_if.add_argument("--all", action="store_true", help="list every workload, not only those that differ")
+    what_if.add_argument(
+        "--write-log", type=Path, default=None, metavar="FILE", help="write the what-if's log (JSON lines)"
+    )
+    what_if.add_argument("--progress", action="store_true", help="progress bars on stderr even when not a terminal")
+    what_if.set_defaults(run=_run_what_if)
+
+    diff = sub.add_parser(
+        "diff",
+        help="where two logs' decisions first diverge, and why",
+        epilog="LOG_A and LOG_B: each a nats:// or tls:// URL (the user from $KUEUE_ES_NATS_USER and "
+        "$KUEUE_ES_NATS_PASSWORD_FILE), a stopped system's store directory, or a JSON-lines log file. "
+        "Exit codes: 0 the logs decide the same; 1 they diverge; 2 bad input.",
+    )
+    diff.add_argument("log_a", metavar="LOG_A")
+    diff.add_argument("log_b", metavar="LOG_B")
+    diff.add_argument("--ignore-times", action="store_true", help="compare decisions without their times")
+    diff.set_defaults(run=_run_diff)
+
+
+def _run_what_if(args: argparse.Namespace) -> int:
+    from kueue_es.whatif import command
+
+    return command.run(args)
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    from kueue_es.whatif import command
+
+    return command.run_diff(args)
 
 
 def _scenario_commands(sub: Any) -> None:

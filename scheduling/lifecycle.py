@@ -286,3 +286,16 @@ def backoff_wakeup_ms(state: ClusterState) -> int | None:
     """When the next backoff ends (ms), or None: the only waits a scenario's settle sits out
     by itself (timeouts need the scenario's explicit ``wait`` event)."""
     return min((state.workloads[k].requeue_at_ms for k in state.backoffs if k in state.workloads), default=None)
+
+
+def next_wakeup_ms(state: ClusterState) -> int | None:
+    """When the lifecycle next has something to decide without any new fact (ms), or None: the
+    end of the next backoff, or the next PodsReady or maximum-execution-time deadline (from the
+    fold's deadline heaps; an entry no longer current still counts, so this may be early, never
+    late). For a simulated clock (``kueue-es what-if``), which must wake the deciders then."""
+    found = backoff_wakeup_ms(state)
+    for heap, offset in zip(state.timer_heaps, _offsets(state.configuration), strict=True):
+        if offset is not None and heap:
+            due = heap[0][0] + offset
+            found = due if found is None else min(found, due)
+    return found

@@ -144,11 +144,17 @@ def fold_message(state: ClusterState, message: LogMessage, *, on_orphan: OrphanH
 
 
 def fold_decoded(
-    state: ClusterState, message: LogMessage, event: types.Event | None, *, on_orphan: OrphanHook | None = None
+    state: ClusterState,
+    message: LogMessage,
+    event: types.Event | None,
+    *,
+    on_orphan: OrphanHook | None = None,
+    before_apply: Callable[[int, types.Event, ClusterState], None] | None = None,
 ) -> ClusterState:
     """:func:`fold_message` for a message already decoded (``event``; None when it does not decode,
     and the caller has logged that and moved ``state.last_seq`` past it), so a reader that needs the
-    event too (replay) decodes it once."""
+    event too (replay) decodes it once. ``before_apply(seq, event, state)`` sees each event the batch
+    verifier accepts just before it is folded (``kueue-es explain`` tells a workload's story so)."""
     verdict = state.batches.offer(
         seq=message.seq,
         subject=message.subject,
@@ -160,6 +166,8 @@ def fold_decoded(
         report_orphan(orphan, on_orphan)
         state.last_seq = max(state.last_seq, orphan.seq)
     for seq, accepted in verdict.accepted:
+        if before_apply is not None:
+            before_apply(seq, accepted, state)
         try:
             apply(state, accepted, seq=seq)
         except UnknownEventError as err:  # raised before the fold touches the state

@@ -75,10 +75,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the bench; 0 in range (or no --check), 1 out of range, incomplete or (``--chaos``) a violated
     invariant or a victim that never recovered, 2 bad input."""
+    import tempfile
+
     import yaml
     from rich.console import Console
 
     from kueue_es.perfbench import driver, generator, metrics, report
+    from kueue_es.services.runtime import configure_logging
 
     if args.config is None:
         print("error: give --config GENERATOR.yaml (or use `kueue-es bench core`)", file=sys.stderr)
@@ -97,13 +100,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {args.check}: {err}", file=sys.stderr)
             return 2
     console = Console(soft_wrap=True, width=max(Console().width, 120))
+    run_dir = args.dir or Path(tempfile.mkdtemp(prefix="kueue-es-bench-"))
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    # the harness's own log (reconnects during a chaos run's nats-server kill, ...) beside the services'
+    harness_log = (run_dir / "logs" / "bench.log").open("a")
+    configure_logging(service="kueue-es bench", file=harness_log, cache=False)
     try:
         result = asyncio.run(
             driver.run_bench(
                 config_path=args.config,
                 api_qps=args.api_qps,
                 api_burst=args.api_burst,
-                run_dir=args.dir,
+                run_dir=run_dir,
                 timeout=args.timeout,
                 stall_seconds=args.stall_timeout,
                 progress=not args.no_progress,

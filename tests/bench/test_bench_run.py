@@ -65,6 +65,8 @@ def test_tiny_run_reports_kueues_figures_and_exits_1_out_of_range(tmp_path: Path
     assert set(doc["deciders"]["processes"]) == {"admitter", "preemptor", "tas-placer"}
     assert doc["deciders"]["processes"]["admitter"]["commits"] >= 4  # a lone replica holds its lease
     assert yaml.safe_load((tmp_path / "summary.yaml").read_text()) == doc["summary"]  # Kueue's checker input
+    assert doc["compactor"] is None  # only a chaos run (or --compact) runs one
+    assert (tmp_path / "run" / "logs" / "bench.log").is_file()  # the harness logs beside the services
 
 
 @pytest.mark.slow

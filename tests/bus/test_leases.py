@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import sys
 from collections.abc import AsyncIterator
 
 import nats
@@ -39,6 +41,15 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+@pytest.fixture(autouse=True)
+def fresh_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key of its own per test: a replica left renewing by an earlier test on the session's server
+    (slow to stop on a loaded machine) must not hold this test's key."""
+    monkeypatch.setattr(
+        sys.modules[__name__], "KEY", leases.key_for(re.sub(r"[^-_a-zA-Z0-9]", "-", request.node.name)[:60], "p0")
+    )
 
 
 @pytest.fixture

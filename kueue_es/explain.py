@@ -1,0 +1,688 @@
+"""``kueue-es explain``, ``list`` and ``status``: answers from the log, as of now or as of ``--at``.
+
+Each reads the log of a running system (``--nats`` or :func:`kueue_es.current.find`), of a stopped one
+(``--store DIR``) or a JSON-lines file (``--file``), folds it up to ``--at SEQ|RFC3339``
+(:mod:`kueue_es.logsource`) and prints rich tables, or ``-o json`` / ``-o yaml`` for tools.
+
+- ``explain NAMESPACE/NAME``: a Workload's story (:class:`kueue_es.scheduling.explain.StoryCollector`),
+  its position in its LocalQueue and ClusterQueue (:func:`kueue_es.scheduling.visibility.position_of`)
+  and, while it waits, what it would take to fit (:func:`kueue_es.scheduling.explain.needs`). NAME may
+  be the Workload's or the job's that owns it. Exit 1 when the log names no such workload.
+- ``list clusterqueue|localqueue|workload|resourceflavor``: kueuectl's columns (cmd/kueuectl/app/list).
+- ``status``: per ClusterQueue, usage against quota per flavor and resource, pending (active and
+  inadmissible) and admitted workloads; the cohorts and their members.
+
+Exit codes: 0 done; 1 no such workload (explain); 2 the log cannot be read or the arguments are wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+# Imported where used: the parser is built for every kueue-es command, and these pull in the fold.
+if TYPE_CHECKING:
+    from kueue_es import logsource
+    from kueue_es.projections.cluster import ClusterState, WorkloadState
+    from kueue_es.scheduling import explain as core
+
+EXIT_NOT_FOUND = 1
+EXIT_USAGE = 2
+
+KINDS = {
+    "clusterqueue": "clusterqueue",
+    "clusterqueues": "clusterqueue",
+    "cq": "clusterqueue",
+    "localqueue": "localqueue",
+    "localqueues": "localqueue",
+    "lq": "localqueue",
+    "workload": "workload",
+    "workloads": "workload",
+    "wl": "workload",
+    "resourceflavor": "resourceflavor",
+    "resourceflavors": "resourceflavor",
+    "rf": "resourceflavor",
+}
+
+
+def add_source_options(parser: argparse.ArgumentParser) -> None:
+    """``--nats``, ``--store``, ``--file``, ``--at``, ``--progress``: where the log is and up to when."""
+    where = parser.add_argument_group("the log (default: the running system, see kueue_es/current.py)")
+    where.add_argument("--nats", default=None, help="NATS URL of a running system")
+    where.add_argument("--store", type=Path, default=None, help="a stopped system's nats store directory")
+    where.add_argument("--file", type=Path, default=None, help="a log file of JSON lines")
+    where.add_argument(
+        "--at",
+        default=None,
+        metavar="SEQ|RFC3339",
+        help="fold the log only up to this sequence, or to the last message at or before this time",
+    )
+    where.add_argument(
+        "--progress", action="store_true", help="a progress bar on stderr even when it is not a terminal"
+    )
+
+
+def add_commands(sub: Any) -> None:
+    """The ``explain``, ``list`` and ``status`` subcommands (for ``kueue-es`` and ``kubectl kueue``)."""
+    explain = sub.add_parser("explain", help="a workload's story from the log, its position, and what it waits for")
+    explain.add_argument("target", metavar="NAMESPACE/NAME", help="a Workload, or the Job (JobSet, Pod...) owning it")
+    explain.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_source_options(explain)
+    explain.set_defaults(run=run_explain)
+
+    listing = sub.add_parser("list", help="ClusterQueues, LocalQueues, Workloads or ResourceFlavors from the log")
+    listing.add_argument(
+        "kind", choices=sorted(KINDS), metavar="KIND", help="clusterqueue|localqueue|workload|resourceflavor"
+    )
+    listing.add_argument("-n", "--namespace", default="default", help="namespace of LocalQueues and Workloads")
+    listing.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    listing.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    add_source_options(listing)
+    listing.set_defaults(run=run_list)
+
+    status = sub.add_parser("status", help="per ClusterQueue: usage against quota, pending and admitted; cohorts")
+    status.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    add_source_options(status)
+    status.set_defaults(run=run_status)
+
+
+# --- opening the log ---------------------------------------------------------------------------------
+
+
+class _Refused(Exception):
+    """An argument error or an unreadable log: the message is printed, exit 2."""
+
+
+def source_of(args: argparse.Namespace) -> logsource.Source:
+    """The log the options name: ``--store``, ``--file``, else the running system (``--nats`` or
+    :func:`kueue_es.current.find`). Raises _Refused naming the problem."""
+    from kueue_es import current, logsource
+
+    given = [x for x in (args.nats, args.store, args.file) if x is not None]
+    if len(given) > 1:
+        raise _Refused("give at most one of --nats URL, --store DIR and --file FILE")
+    if args.store is not None:
+        return logsource.Source(store=args.store)
+    if args.file is not None:
+        return logsource.Source(file=args.file)
+    try:
+        system = current.find(args.nats)
+    except current.NoSystemError as err:
+        raise _Refused(str(err)) from None
+    return logsource.Source(nats_url=system.nats_url, credentials=system.credentials, origin=system.origin)
+
+
+def _fold(
+    args: argparse.Namespace,
+    *,
+    observer: logsource.Observer | None = None,
+    from_start: bool = False,
+    on_start: Any = None,
+) -> logsource.Folded:
+    from kueue_es import logsource
+
+    at = None
+    if args.at is not None:
+        try:
+            at = logsource.parse_at(args.at)
+        except ValueError as err:
+            raise _Refused(str(err)) from None
+    source = source_of(args)
+    try:
+        return logsource.fold_source(
+            source,
+            at=at,
+            observer=observer,
+            from_start=from_start,
+            progress=True if args.progress else None,
+            on_start=on_start,
+        )
+    except logsource.LogSourceError as err:
+        raise _Refused(str(err)) from None
+
+
+def _guarded(run: Any) -> Any:
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return int(run(args))
+        except _Refused as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_USAGE
+
+    wrapper.__doc__ = run.__doc__
+    return wrapper
+
+
+def _as_of(folded: logsource.Folded, args: argparse.Namespace) -> str:
+    from kueue_es import logsource
+
+    folder = folded.folder
+    when = logsource.rfc3339(folder.last_ms)
+    through = folder.state.last_seq
+    text = f"log read through #{through}" + (f" ({when})" if when else "")
+    if args.at is not None:
+        text += f", --at {args.at}"
+    elif folded.last_seq:
+        text += f" of #{folded.last_seq}"
+    return text
+
+
+def _print_notes(folded: logsource.Folded) -> None:
+    for note in folded.notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
+def _console() -> Any:
+    """A rich console on stdout: the terminal's width ($COLUMNS when set), or wide enough for tables when piped."""
+    import os
+
+    from rich.console import Console
+
+    return Console(soft_wrap=False, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240)
+
+
+def _dump(value: Any, output: str) -> None:
+    if output == "json":
+        print(json.dumps(value, indent=2))
+    else:
+        import yaml
+
+        print(yaml.safe_dump(value, sort_keys=False), end="")
+
+
+# --- explain ---------------------------------------------------------------------------------------------
+
+
+@_guarded
+def run_explain(args: argparse.Namespace) -> int:
+    """``kueue-es explain NAMESPACE/NAME``."""
+    from kueue_es import logsource
+    from kueue_es.scheduling import explain as core
+
+    namespace, _, name = args.target.partition("/")
+    if not name:
+        namespace, name = "default", args.target
+    if not namespace or not name or "/" in name:
+        raise _Refused(f"{args.target!r}: give NAMESPACE/NAME (or NAME in namespace default)")
+    collector = core.StoryCollector(namespace=namespace, name=name)
+    folded = _fold(args, observer=collector.observe, from_start=True, on_start=collector.start_from)
+    _print_notes(folded)
+    state = folded.state
+    key = _chosen(collector, state, f"{namespace}/{name}")
+    if key is None:
+        print(
+            f"error: the log names no Workload {namespace}/{name} and no Workload owned by a job {namespace}/{name}"
+            f" ({_as_of(folded, args)})",
+            file=sys.stderr,
+        )
+        return EXIT_NOT_FOUND
+    now_ms = folded.now_ms
+    report = explanation(collector, state, key, now_ms=now_ms)
+    report["asOf"] = {"seq": state.last_seq, "time": logsource.rfc3339(now_ms), "at": args.at}
+    if args.output == "json":
+        print(json.dumps(report, indent=2))
+        return 0
+    _render_explanation(report, as_of=_as_of(folded, args))
+    return 0
+
+
+def _chosen(collector: core.StoryCollector, state: ClusterState, named: str) -> str | None:
+    """The workload to explain: of those found, the last one still in the fold, else the last found."""
+    if not collector.keys:
+        return named if named in state.workloads else None
+    live = [k for k in collector.keys if k in state.workloads and not state.workloads[k].deleted_seq]
+    return live[-1] if live else collector.keys[-1]
+
+
+def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *, now_ms: int) -> dict[str, Any]:
+    """The JSON form of an explanation: the workload, its owner, story, position and needs."""
+    from kueue_es import logsource
+    from kueue_es.scheduling import explain as core
+    from kueue_es.scheduling import visibility
+
+    wl = state.workloads.get(key)
+    position = None
+    if wl is not None:
+        namespace, name = key.split("/", 1)
+        entry = visibility.position_of(state, namespace, name, now_ms=now_ms)
+        if entry is not None:
+            position = {
+                "localQueue": f"{entry.namespace}/{entry.local_queue}",
+                "clusterQueue": entry.cluster_queue,
+                "positionInLocalQueue": entry.position_in_local_queue,
+                "positionInClusterQueue": entry.position_in_cluster_queue,
+                "pendingInClusterQueue": len(visibility.pending_in_cluster_queue(state, entry.cluster_queue)),
+                "parked": entry.parked,
+            }
+    needed = core.needs(state, key, now_ms=now_ms)
+    return {
+        "workload": key,
+        "owner": collector.owners.get(key, ""),
+        "otherWorkloads": [k for k in collector.keys if k != key],
+        "status": needed.status,
+        "priority": needed.priority if wl is not None else None,
+        "story": [
+            {
+                "seq": line.seq,
+                "time": logsource.rfc3339(line.time_ms),
+                "approximateTime": line.approximate,
+                "what": line.what,
+                "text": line.text,
+                **({"detail": line.detail} if line.detail else {}),
+            }
+            for line in collector.lines.get(key, [])
+        ],
+        "repeatedPendingOutcomes": collector.repeats(key),
+        "position": position,
+        "needs": _needs_json(needed),
+    }
+
+
+def _needs_json(needed: core.Needs) -> dict[str, Any]:
+    return {
+        "clusterQueue": needed.cluster_queue,
+        "cohort": needed.cohort,
+        "queueingStrategy": needed.strategy,
+        "reason": needed.reason,
+        "message": needed.message,
+        "blocked": list(needed.blocked),
+        "nominatedVictims": list(needed.nominated),
+        "flavors": [
+            {
+                "flavor": flavor.flavor,
+                "exists": flavor.exists,
+                "fits": flavor.fits,
+                "resources": [
+                    {
+                        "resource": r.resource,
+                        "asks": r.asks,
+                        "nominal": r.nominal,
+                        "used": r.used,
+                        "available": r.available,
+                        "short": r.short,
+                        "lendable": r.lendable,
+                        "potential": r.potential,
+                        "borrowingLimit": r.borrowing_limit,
+                        "preemptible": [
+                            {"workload": h.key, "priority": h.priority, "amount": h.amount} for h in r.preemptible
+                        ],
+                        "reclaimable": [
+                            {
+                                "workload": h.key,
+                                "clusterQueue": h.cluster_queue,
+                                "priority": h.priority,
+                                "amount": h.amount,
+                            }
+                            for h in r.reclaimable
+                        ],
+                        "reclaimAmount": r.reclaim_amount,
+                    }
+                    for r in flavor.resources
+                ],
+            }
+            for group in needed.groups
+            for flavor in group
+        ],
+        "summary": needed.summary(),
+    }
+
+
+def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console()
+    owner = f" (for {report['owner']})" if report["owner"] else ""
+    console.print(Text(f"Workload {report['workload']}{owner}: {report['status']}", style="bold"))
+    console.print(Text(as_of, style="dim"))
+    if report["otherWorkloads"]:
+        console.print(Text(f"earlier workloads of the same name: {', '.join(report['otherWorkloads'])}", style="dim"))
+    table = Table(title="story", title_justify="left", show_lines=False, expand=False)
+    table.add_column("SEQ", justify="right", no_wrap=True)
+    table.add_column("TIME", no_wrap=True)
+    table.add_column("WHAT", no_wrap=True, style="cyan")
+    table.add_column("DETAIL", overflow="fold")
+    for line in report["story"]:
+        when = ("~" if line["approximateTime"] else "") + line["time"]
+        table.add_row(f"#{line['seq']}", when, line["what"], line["text"])
+    console.print(table)
+    if report["repeatedPendingOutcomes"]:
+        console.print(
+            Text(f"({report['repeatedPendingOutcomes']} more pending outcomes repeated the reason above)", style="dim")
+        )
+    position = report["position"]
+    if position is not None:
+        parked = ", inadmissible (parked)" if position["parked"] else ""
+        console.print(
+            f"position: {position['positionInLocalQueue']} in LocalQueue {position['localQueue']},"
+            f" {position['positionInClusterQueue']} of {position['pendingInClusterQueue']} pending in ClusterQueue"
+            f" {position['clusterQueue']} (0 is next){parked}"
+        )
+    needs = report["needs"]
+    if report["status"] == "pending":
+        if needs["message"]:
+            console.print(Text(f"Kueue's message: {needs['message']}"))
+        console.print(Text("what it would take:", style="bold"))
+        for line in needs["summary"] or ["nothing found that blocks it: it should be tried in the next cycle"]:
+            console.print(Text(("  " if not line.startswith("  ") else "  ") + line))
+    elif needs["blocked"]:
+        for line in needs["blocked"]:
+            console.print(Text(line))
+
+
+# --- list -------------------------------------------------------------------------------------------------
+
+
+@_guarded
+def run_list(args: argparse.Namespace) -> int:
+    """``kueue-es list KIND``."""
+    folded = _fold(args)
+    _print_notes(folded)
+    kind = KINDS[args.kind]
+    namespace = None if args.all_namespaces else args.namespace
+    rows = list_rows(folded.state, kind, namespace=namespace, now_ms=folded.now_ms)
+    if args.output != "text":
+        _dump(rows, args.output)
+        return 0
+    _print_table(
+        rows,
+        empty=f"No {kind} found"
+        + (f" in namespace {namespace}" if namespace and kind in ("localqueue", "workload") else ""),
+    )
+    return 0
+
+
+def _age(created_ms: int, now_ms: int) -> str:
+    if not created_ms or not now_ms or now_ms < created_ms:
+        return "<unknown>" if not created_ms else "0s"
+    seconds = (now_ms - created_ms) // 1000
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _status_of(wl: WorkloadState) -> str:
+    """kueuectl's STATUS: Kueue's workload.Status (pkg/workload) upper-cased."""
+    if wl.finished is not None:
+        return "FINISHED"
+    if wl.admitted and wl.reservation is not None:
+        return "ADMITTED"
+    if wl.reservation is not None:
+        return "QUOTARESERVED"
+    return "PENDING"
+
+
+def _job_type(owner: Any) -> str:
+    """kueuectl's JOB TYPE: the owner's singular resource name and API group (``job.batch``, ``pod``)."""
+    group = owner.api_version.rpartition("/")[0]
+    return f"{owner.kind.lower()}.{group}" if group else owner.kind.lower()
+
+
+def list_rows(state: ClusterState, kind: str, *, namespace: str | None, now_ms: int) -> list[dict[str, Any]]:
+    """kueuectl's list columns for ``kind`` (clusterqueue, localqueue, workload, resourceflavor) as rows of
+    column name -> value, from ``state``; ``namespace`` None: every namespace (LocalQueues, Workloads)."""
+    from kueue_es.scheduling import visibility
+
+    if kind == "resourceflavor":
+        return [
+            {
+                "NAME": name,
+                "NODE LABELS": ",".join(f"{k}={v}" for k, v in sorted(rf.spec.node_labels.items())),
+                "AGE": _age(rf.metadata.creation_timestamp_ms, now_ms),
+            }
+            for name, rf in sorted(state.flavors.items())
+        ]
+    pending = {name: visibility.pending_in_cluster_queue(state, name, now_ms=now_ms) for name in state.cluster_queues}
+    if kind == "clusterqueue":
+        return [
+            {
+                "NAME": name,
+                "COHORT": cq.spec.cohort_name or "",
+                "PENDING WORKLOADS": len(pending[name]),
+                "ADMITTED WORKLOADS": _admitted(state, cluster_queue=name),
+                "ACTIVE": cq.spec.stop_policy == "None" and _flavors_exist(state, name),
+                "AGE": _age(cq.metadata.creation_timestamp_ms, now_ms),
+            }
+            for name, cq in sorted(state.cluster_queues.items())
+        ]
+    if kind == "localqueue":
+        rows = []
+        for (ns, name), lq in sorted(state.local_queues.items()):
+            if namespace is not None and ns != namespace:
+                continue
+            waiting = [p for p in pending.get(lq.spec.cluster_queue, []) if p.namespace == ns and p.local_queue == name]
+            rows.append(
+                {
+                    "NAMESPACE": ns,
+                    "NAME": name,
+                    "CLUSTERQUEUE": lq.spec.cluster_queue,
+                    "PENDING WORKLOADS": len(waiting),
+                    "ADMITTED WORKLOADS": _admitted(state, local_queue=(ns, name)),
+                    "AGE": _age(lq.metadata.creation_timestamp_ms, now_ms),
+                }
+            )
+        return rows
+    if kind != "workload":
+        raise ValueError(f"unknown kind {kind!r}")
+    positions = {f"{p.namespace}/{p.name}": p for entries in pending.values() for p in entries}
+    rows = []
+    for key, wl in sorted(state.workloads.items()):
+        meta = wl.workload.metadata
+        if wl.deleted_seq or (namespace is not None and meta.namespace != namespace):
+            continue
+        queue = state.local_queues.get((meta.namespace, wl.workload.spec.queue_name))
+        cq = wl.reservation.cluster_queue if wl.reservation is not None else (queue.spec.cluster_queue if queue else "")
+        entry = positions.get(key)
+        end_ms = wl.finished.at_ms if wl.finished is not None and wl.finished.at_ms else now_ms
+        running_ms = max(0, end_ms - wl.admitted_at_ms) if wl.admitted and wl.admitted_at_ms else 0
+        exec_ms = wl.accumulated_ms + running_ms  # admitted time so far, earlier admissions included
+        owner = wl.workload.owner
+        rows.append(
+            {
+                "NAMESPACE": meta.namespace,
+                "NAME": meta.name,
+                "JOB TYPE": _job_type(owner) if owner is not None else "",
+                "JOB NAME": owner.name if owner is not None else "",
+                "LOCALQUEUE": wl.workload.spec.queue_name,
+                "CLUSTERQUEUE": cq,
+                "STATUS": _status_of(wl),
+                "POSITION IN QUEUE": entry.position_in_local_queue if entry is not None else "",
+                "EXEC TIME": _age(1, 1 + exec_ms) if exec_ms > 0 else "",
+                "AGE": _age(meta.creation_timestamp_ms, now_ms),
+            }
+        )
+    return rows
+
+
+def _admitted(state: ClusterState, *, cluster_queue: str = "", local_queue: tuple[str, str] | None = None) -> int:
+    count = 0
+    for wl in state.workloads.values():
+        if not wl.admitted or wl.reservation is None:
+            continue
+        if cluster_queue and wl.reservation.cluster_queue != cluster_queue:
+            continue
+        if local_queue is not None and (wl.workload.metadata.namespace, wl.workload.spec.queue_name) != local_queue:
+            continue
+        count += 1
+    return count
+
+
+def _flavors_exist(state: ClusterState, cq_name: str) -> bool:
+    cq = state.cluster_queues[cq_name]
+    return all(fq.name in state.flavors for group in cq.spec.resource_groups for fq in group.flavors)
+
+
+def _print_table(rows: list[dict[str, Any]], *, empty: str) -> None:
+    from rich.table import Table, box
+
+    console = _console()
+    if not rows:
+        console.print(empty)
+        return
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in rows[0]:
+        table.add_column(column, no_wrap=True)
+    for row in rows:
+        table.add_row(*(_cell(v) for v in row.values()))
+    console.print(table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# --- status -----------------------------------------------------------------------------------------------
+
+
+@_guarded
+def run_status(args: argparse.Namespace) -> int:
+    """``kueue-es status``."""
+    from kueue_es import logsource
+
+    folded = _fold(args)
+    _print_notes(folded)
+    report = status_report(folded.state, now_ms=folded.now_ms)
+    report["asOf"] = {"seq": folded.state.last_seq, "time": logsource.rfc3339(folded.now_ms), "at": args.at}
+    if args.output != "text":
+        _dump(report, args.output)
+        return 0
+    _render_status(report, as_of=_as_of(folded, args))
+    return 0
+
+
+def status_report(state: ClusterState, *, now_ms: int) -> dict[str, Any]:
+    """Per ClusterQueue: cohort, strategy, stop policy, workload counts (pending active / inadmissible,
+    quota reserved, admitted) and per flavor and resource the usage, nominal quota and limits (amounts
+    as Kubernetes quantities); the cohorts with parent and member ClusterQueues and cohorts."""
+    from kueue_es.events.quantities import format_amount
+    from kueue_es.projections import quota
+    from kueue_es.scheduling import visibility
+
+    tree = quota.build(state)
+    queues = []
+    for name, cq in sorted(state.cluster_queues.items()):
+        waiting = visibility.pending_in_cluster_queue(state, name, now_ms=now_ms)
+        reserved = [
+            wl for wl in state.workloads.values() if wl.reservation is not None and wl.reservation.cluster_queue == name
+        ]
+        resources = []
+        for group in cq.spec.resource_groups:
+            for fq in group.flavors:
+                for rq in fq.resources:
+                    fr = tree.fr(fq.name, rq.name)
+                    used = state.usage_of(name, fq.name, rq.name)
+                    resources.append(
+                        {
+                            "flavor": fq.name,
+                            "resource": rq.name,
+                            "usage": format_amount(rq.name, used),
+                            "nominalQuota": format_amount(rq.name, rq.nominal_quota),
+                            "borrowed": format_amount(rq.name, max(0, used - rq.nominal_quota)),
+                            "borrowingLimit": None
+                            if rq.borrowing_limit is None
+                            else format_amount(rq.name, rq.borrowing_limit),
+                            "lendingLimit": None
+                            if rq.lending_limit is None
+                            else format_amount(rq.name, rq.lending_limit),
+                            "available": format_amount(rq.name, tree.available(name, fr))
+                            if name in tree.cluster_queues
+                            else "0",
+                            "usagePercent": round(100 * used / rq.nominal_quota) if rq.nominal_quota else None,
+                        }
+                    )
+        queues.append(
+            {
+                "name": name,
+                "cohort": cq.spec.cohort_name or "",
+                "queueingStrategy": cq.spec.queueing_strategy,
+                "stopPolicy": cq.spec.stop_policy,
+                "pendingActive": sum(1 for p in waiting if not p.parked),
+                "pendingInadmissible": sum(1 for p in waiting if p.parked),
+                "quotaReserved": len(reserved),
+                "admitted": sum(1 for wl in reserved if wl.admitted),
+                "resources": resources,
+            }
+        )
+    names = set(state.cohorts) | {cq.spec.cohort_name for cq in state.cluster_queues.values() if cq.spec.cohort_name}
+    names |= {c.spec.parent_name for c in state.cohorts.values() if c.spec.parent_name}
+    cohorts = []
+    for name in sorted(n for n in names if n):
+        obj = state.cohorts.get(name)
+        cohorts.append(
+            {
+                "name": name,
+                "parent": (obj.spec.parent_name or "") if obj is not None else "",
+                "implicit": obj is None,
+                "clusterQueues": sorted(n for n, cq in state.cluster_queues.items() if cq.spec.cohort_name == name),
+                "cohorts": sorted(n for n, c in state.cohorts.items() if c.spec.parent_name == name),
+            }
+        )
+    return {"clusterQueues": queues, "cohorts": cohorts}
+
+
+def _render_status(report: dict[str, Any], *, as_of: str) -> None:
+    from rich.table import Table, box
+
+    console = _console()
+    console.print(f"[dim]{as_of}[/dim]")
+    if not report["clusterQueues"]:
+        console.print("No ClusterQueue in the log")
+        return
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title="ClusterQueues", title_justify="left")
+    for column in (
+        "CLUSTERQUEUE",
+        "COHORT",
+        "PENDING",
+        "INADMISSIBLE",
+        "RESERVED",
+        "ADMITTED",
+        "FLAVOR",
+        "RESOURCE",
+        "USAGE/QUOTA",
+        "BORROWED",
+        "BORROWING LIMIT",
+    ):
+        table.add_column(column, no_wrap=True)
+    for cq in report["clusterQueues"]:
+        first = True
+        for r in cq["resources"] or [{}]:
+            head = (
+                [
+                    cq["name"] + ("" if cq["stopPolicy"] == "None" else f" (stopped: {cq['stopPolicy']})"),
+                    cq["cohort"],
+                    str(cq["pendingActive"]),
+                    str(cq["pendingInadmissible"]),
+                    str(cq["quotaReserved"]),
+                    str(cq["admitted"]),
+                ]
+                if first
+                else [""] * 6
+            )
+            first = False
+            if r:
+                percent = f" ({r['usagePercent']}%)" if r["usagePercent"] is not None else ""
+                rest = [
+                    r["flavor"],
+                    r["resource"],
+                    f"{r['usage']}/{r['nominalQuota']}{percent}",
+                    r["borrowed"],
+                    r["borrowingLimit"] or "-",
+                ]
+            else:
+                rest = ["", "", "", "", ""]
+            table.add_row(*head, *rest)
+    console.print(table)
+    if report["cohorts"]:
+        cohorts = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title="Cohorts", title_justify="left")
+        for column in ("COHORT", "PARENT", "CLUSTERQUEUES", "COHORTS"):
+            cohorts.add_column(column, no_wrap=True)
+        for c in report["cohorts"]:
+            name = c["name"] + (" (implicit)" if c["implicit"] else "")
+            cohorts.add_row(name, c["parent"], ", ".join(c["clusterQueues"]), ", ".join(c["cohorts"]))
+        console.print(cohorts)

@@ -1,0 +1,302 @@
+"""A recorded history re-run through the real deciders, with a simulated job side and clock.
+
+The deciders are the services' pure cores (:data:`kueue_es.deciders.BY_ROLE`: admitter,
+preemptor, TAS placer, in that order each cycle, as :mod:`kueue_es.scenarios.core_engine` runs
+them), folding with :func:`kueue_es.services.runtime.fold_message` a log built as production
+builds it (facts by :func:`kueue_es.events.subjects.fact_message`, batches by
+:func:`kueue_es.services.runtime.build_batch`), so ``kueue-es replay --file`` re-checks a
+simulated log like a recorded one.
+
+The clock is simulated, in ms. Instants come from the history's facts (their recorded times),
+the jobs' finishes and the lifecycle's wakeups (:func:`kueue_es.scheduling.lifecycle.next_wakeup_ms`:
+backoffs, timeouts). At each instant, in order: the finishes due, the facts due, then cycles
+until one decides nothing. A cycle that decided something
+takes the recorded log's cycle length (:func:`kueue_es.whatif.history.cycle_length`), and what
+falls due meanwhile (a fact, a finish) is delivered before the next cycle, as a service folds
+what arrived while it decided. The job side, standing in for the dispatcher, the jobs and the watcher (as
+Kueue's performance runner does): an admitted workload starts at once (WorkloadPodsReady) and
+finishes (WorkloadFinished, as recorded) its recorded run time later; an evicted one stops at
+once (WorkloadStopped) and a readmitted one runs its whole run time again; a workload with no
+recorded finish runs to the end.
+
+Pure and deterministic: the same history and changes give the same log, byte for byte.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import msgspec
+
+from kueue_es.events import codec, models, subjects, types
+from kueue_es.events.bus.base import LogMessage, OutgoingMessage
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.scenarios.core_engine import cycle_deciders, job_reports
+from kueue_es.scheduling import lifecycle
+from kueue_es.services.runtime import Decider, build_batch, fold_message
+from kueue_es.whatif.changes import Changes, identity_of
+from kueue_es.whatif.history import History, TimedFact
+
+MAX_SETTLE_CYCLES = 1000
+SETTLE_CYCLES_PER_WORKLOAD = 10
+"""A settle runs at most MAX_SETTLE_CYCLES + this many per workload known in a row with nothing new
+delivered: Kueue admits one workload per ClusterQueue a cycle, so a backlog takes about a cycle per
+workload; far more is a livelock."""
+_FINISH, _WAKE = 0, 1
+
+Progress = Callable[[int], None]
+
+
+class SimulationError(RuntimeError):
+    """The simulation does not settle at an instant (decisions keep changing)."""
+
+
+@dataclass(kw_only=True)
+class Run:
+    """A finished simulation: its whole log (the recorded prefix, then the simulated part)."""
+
+    messages: list[LogMessage] = field(default_factory=list)
+    events: list[types.Event] = field(default_factory=list)
+    state: ClusterState = field(default_factory=ClusterState)
+    cycles: int = 0
+
+    @property
+    def log(self) -> list[tuple[int, types.Event]]:
+        """``(seq, event)`` of the whole log."""
+        return [(m.seq, e) for m, e in zip(self.messages, self.events, strict=True)]
+
+
+def simulate(history: History, *, changes: Changes | None = None, progress: Progress | None = None) -> Run:
+    """Run ``history`` with ``changes`` (None: unchanged, the baseline); see the module.
+    ``progress`` is called with 1 per fact handled. Raises SimulationError when an instant does
+    not settle."""
+    sim = _Simulation(history, changes or Changes())
+    sim.run(progress)
+    return sim.out
+
+
+class _Simulation:
+    def __init__(self, history: History, changes: Changes) -> None:
+        self.history, self.changes = history, changes
+        self.out = Run()
+        self.timers: list[tuple[int, int, int, str, int]] = []  # (ms, kind, order, key, generation)
+        self.order = 0
+        self.generation: dict[str, int] = {}
+        self.wakeups: set[int] = set()
+        self.now = history.start_ms
+        self.seen_overrides: set[str] = set()
+        self.facts: list[TimedFact] = []
+        self.index = 0
+        self.progress: Progress | None = None
+
+    # --- the log ------------------------------------------------------------------------------
+
+    def append(self, message: OutgoingMessage | LogMessage) -> None:
+        seq = self.out.messages[-1].seq + 1 if self.out.messages else 1
+        if isinstance(message, LogMessage):
+            stored = msgspec.structs.replace(message, seq=seq, pending=0)
+        else:
+            headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
+            stored = LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers)
+        self.out.messages.append(stored)
+        self.out.events.append(codec.decode(stored.data))
+        fold_message(self.out.state, stored)
+
+    def publish(self, fact: types.Fact) -> None:
+        self.append(subjects.fact_message(fact))
+
+    def commit(self, decider: Decider, outputs: list[types.Output]) -> None:
+        state = self.out.state
+        head, rest = build_batch(
+            decider,
+            outputs=outputs,
+            basis_seq=state.last_seq,
+            head_seq=state.heads.get(subjects.DEFAULT_PARTITION, 0),
+            now_ms=self.now,
+        )
+        for message in (head, *rest):
+            self.append(message)
+
+    # --- the run ------------------------------------------------------------------------------
+
+    def run(self, progress: Progress | None) -> None:
+        history = self.history
+        for message in history.prefix:
+            self.append(message)
+        self.inject_at_start()
+        for key in history.stopping:
+            self.publish(types.WorkloadStopped(workload=self.ref(key), reason="Preempted", at_ms=self.now))
+        for key, start in history.running.items():
+            self.start(key, start_ms=start)
+        self.facts, self.index, self.progress = history.facts, 0, progress
+        while self.index < len(self.facts) or self.timers:
+            next_fact = self.facts[self.index].at_ms if self.index < len(self.facts) else None
+            next_timer = self.timers[0][0] if self.timers else None
+            self.now = max(self.now, min(t for t in (next_fact, next_timer) if t is not None))
+            self.deliver()
+            self.settle()
+
+    def deliver(self) -> int:
+        """The finishes, wakeups and facts due by now, in that order; how many were delivered."""
+        delivered = 0
+        while self.timers and self.timers[0][0] <= self.now:
+            _, kind, _, key, generation = heapq.heappop(self.timers)
+            delivered += 1
+            if kind == _FINISH and self.generation.get(key) == generation:
+                self.finish(key)
+            elif kind == _WAKE:
+                self.wakeups.discard(int(key))
+        while self.index < len(self.facts) and self.facts[self.index].at_ms <= self.now:
+            self.fact(self.facts[self.index].fact)
+            self.index += 1
+            delivered += 1
+            if self.progress is not None:
+                self.progress(1)
+        return delivered
+
+    def inject_at_start(self) -> None:
+        """The changed objects the history does not observe before the simulation's start are
+        created now; those it already has (a --from cut) are replaced now."""
+        state = self.out.state
+        known: dict[str, dict[str, object]] = {
+            "ClusterQueue": dict(state.cluster_queues),
+            "Cohort": dict(state.cohorts),
+            "ResourceFlavor": dict(state.flavors),
+            "LocalQueue": {f"{ns}/{name}": lq for (ns, name), lq in state.local_queues.items()},
+            "WorkloadPriorityClass": dict(state.priority_classes),
+        }
+        observed_later = {identity_of(f.fact) for f in self.history.facts}
+        for identity, fact in self.changes.objects.items():
+            kind, namespace, name = identity
+            current = known[kind].get(f"{namespace}/{name}" if namespace else name)
+            if current is not None:
+                self.publish(self.changes.replacement(_observed(kind, current)) or fact)
+            elif identity not in observed_later:
+                self.publish(fact)
+        if self.changes.configuration is not None:
+            self.publish(types.ConfigurationObserved(configuration=self.changes.configuration))
+        if self.changes.priorities:
+            for wl in list(state.workloads.values()):
+                changed = self.override(wl.workload)
+                if changed is not wl.workload and wl.finished is None:
+                    self.publish(types.WorkloadObserved(workload=changed))
+
+    def fact(self, fact: types.Fact) -> None:
+        replaced = self.changes.replacement(fact)
+        if replaced is not None:
+            fact = replaced
+        elif isinstance(fact, types.WorkloadObserved) and self.changes.priorities:
+            fact = types.WorkloadObserved(workload=self.override(fact.workload))
+        elif isinstance(fact, types.ObjectDeleted) and fact.kind == "Workload":
+            self.bump(f"{fact.namespace}/{fact.name}")  # a deleted workload's job no longer finishes
+        self.publish(fact)
+
+    def override(self, workload: models.Workload) -> models.Workload:
+        """``workload`` with the priority the changes give it (itself when none)."""
+        meta = workload.metadata
+        keys = [f"{meta.namespace}/{meta.name}"]
+        if workload.owner is not None:
+            keys.append(f"{meta.namespace}/{workload.owner.name}")
+        for key in keys:
+            if key in self.changes.priorities:
+                self.seen_overrides.add(key)
+                spec = msgspec.structs.replace(
+                    workload.spec, priority=self.changes.priorities[key], priority_class_ref=None
+                )
+                return msgspec.structs.replace(workload, spec=spec)
+        return workload
+
+    def settle(self) -> None:
+        """Cycles until one decides nothing; a cycle that decided takes ``history.cycle_ms``, and
+        what falls due meanwhile is delivered before the next one. Raises SimulationError after
+        too many cycles in a row that decided with nothing delivered in between (a livelock)."""
+        idle_cycles = 0
+        while True:
+            decided: list[types.Output] = []
+            for decider in cycle_deciders():
+                outputs = list(decider.decide(self.out.state, now_ms=self.now))
+                if outputs:
+                    self.commit(decider, outputs)
+                    decided.extend(outputs)
+            self.out.cycles += 1
+            if not decided:
+                break
+            self.react(decided)
+            self.now += self.history.cycle_ms
+            idle_cycles = 0 if self.deliver() else idle_cycles + 1
+            limit = MAX_SETTLE_CYCLES + SETTLE_CYCLES_PER_WORKLOAD * len(self.out.state.workloads)
+            if idle_cycles > limit:
+                raise SimulationError(
+                    f"the simulation does not settle at {self.now} ms: decisions still change after {limit} "
+                    "cycles with nothing new delivered"
+                )
+        wake = lifecycle.next_wakeup_ms(self.out.state)
+        if wake is not None and wake > self.now and wake not in self.wakeups:
+            self.wakeups.add(wake)
+            self.push(wake, _WAKE, str(wake), 0)
+
+    def react(self, outputs: list[types.Output]) -> None:
+        """The job side's answer to a cycle's decisions (see the module)."""
+        decisions = [o for o in outputs if not isinstance(o, types.PendingOutcome)]
+        for output in decisions:
+            if isinstance(output, types.EvictionRequested):
+                self.bump(output.workload.key)
+        for fact in job_reports(decisions, pods_ready="auto", now_ms=self.now):
+            self.publish(fact)
+        for output in decisions:
+            if isinstance(output, types.WorkloadAdmitted):
+                self.start(output.workload.key, start_ms=self.now)
+
+    def start(self, key: str, *, start_ms: int) -> None:
+        finish = self.history.finishes.get(key)
+        generation = self.bump(key)
+        if finish is not None:
+            self.push(max(self.now, start_ms + finish.run_ms), _FINISH, key, generation)
+
+    def finish(self, key: str) -> None:
+        wl = self.out.state.workloads.get(key)
+        done = self.history.finishes[key]
+        if wl is None or wl.finished is not None:
+            return
+        self.publish(
+            types.WorkloadFinished(
+                workload=self.ref(key),
+                succeeded=done.succeeded,
+                reason=done.reason,
+                message=done.message,
+                at_ms=self.now,
+            )
+        )
+
+    def bump(self, key: str) -> int:
+        self.generation[key] = self.generation.get(key, 0) + 1
+        return self.generation[key]
+
+    def push(self, at_ms: int, kind: int, key: str, generation: int) -> None:
+        self.order += 1
+        heapq.heappush(self.timers, (at_ms, kind, self.order, key, generation))
+
+    def ref(self, key: str) -> types.WorkloadRef:
+        namespace, name = key.split("/", 1)
+        wl = self.out.state.workloads.get(key)
+        return types.WorkloadRef(namespace=namespace, name=name, uid=wl.workload.metadata.uid if wl else "")
+
+
+def _observed(kind: str, obj: object) -> types.Fact:
+    match kind:
+        case "ClusterQueue":
+            assert isinstance(obj, models.ClusterQueue)
+            return types.ClusterQueueObserved(cluster_queue=obj)
+        case "Cohort":
+            assert isinstance(obj, models.Cohort)
+            return types.CohortObserved(cohort=obj)
+        case "ResourceFlavor":
+            assert isinstance(obj, models.ResourceFlavor)
+            return types.ResourceFlavorObserved(flavor=obj)
+        case "LocalQueue":
+            assert isinstance(obj, models.LocalQueue)
+            return types.LocalQueueObserved(local_queue=obj)
+    assert isinstance(obj, models.WorkloadPriorityClass)
+    return types.WorkloadPriorityClassObserved(priority_class=obj)

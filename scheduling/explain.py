@@ -1,0 +1,696 @@
+"""Why a workload waits, and what happened to it: ``kueue-es explain``'s pure core.
+
+Two parts, both pure (no I/O, no clock):
+
+- :class:`StoryCollector` is fed every event a fold accepts (with its log sequence and the state just
+  before it) and keeps the lines of one workload's story: submitted, each change of its pending reason
+  with Kueue's message (Kueue's QuotaReserved=False condition, SEMANTICS §3.5), nominations and
+  preemptions by it and of it (Kueue's Preempted condition and Evicted events, §7), quota reserved with
+  flavors and topology, admission checks, admitted, the dispatcher's start, eviction, requeue, finish,
+  deletion. A workload is named as ``namespace/name`` of the Workload, or of the Job (JobSet, Pod...)
+  that owns it: Kueue names a Job's Workload ``job-<name>-<hash>`` (jobframework GetWorkloadNameForOwner).
+- :func:`needs` says, for a workload still pending in a folded state, what would have to change for it
+  to fit: per flavor of its ClusterQueue that covers what it asks, how much more free quota it needs,
+  what its cohort could lend now and which limit stops it, what lower-priority workloads of its
+  ClusterQueue hold that preemption (``withinClusterQueue``) could take, what borrowers in its cohort
+  hold above their nominal quota that reclaim (``reclaimWithinCohort``) could take; or what else blocks
+  it (a stopped queue, a missing object, a StrictFIFO head, a backoff, admission checks). The quota
+  figures come from the admitter's own quota tree (:mod:`kueue_es.projections.quota`, Kueue's
+  resource_node.go / clusterqueue_snapshot.go), the requests from the admitter's pod set requests
+  (:func:`kueue_es.scheduling.queues.pod_set_requests`, SEMANTICS §2.3), the preemption policies from
+  :func:`kueue_es.scheduling.preemption.satisfies` (Kueue's preemption_policy.go, §7.2).
+
+Amounts are integers as the fold keeps them (CPU millicores, memory bytes); times ms since the epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kueue_es.events import models, tas, types
+from kueue_es.events.quantities import format_amount
+from kueue_es.projections import quota
+from kueue_es.projections.cluster import ClusterState, priority_of
+from kueue_es.scheduling import lifecycle, preemption, queues, visibility
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoryLine:
+    """One step of a workload's story: its log sequence, its time (ms since the epoch; ``approximate``
+    when the event carries none and the latest time seen before it stands in), a short verb, the text
+    for people and the facts for tools (``detail``)."""
+
+    seq: int
+    time_ms: int
+    what: str
+    text: str
+    approximate: bool = False
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StoryCollector:
+    """Collects the story of workload ``namespace/name`` (or of the workloads a job of that name owns).
+
+    Feed it with :meth:`observe` (a :data:`kueue_es.logsource.Observer`). ``keys`` are the workload keys
+    found, in the order first seen; ``lines`` every step of each, in log order."""
+
+    namespace: str
+    name: str
+    keys: list[str] = field(default_factory=list)
+    owners: dict[str, str] = field(default_factory=dict)  # workload key -> "Kind name" of its owner
+    lines: dict[str, list[StoryLine]] = field(default_factory=dict)
+    now_ms: int = 0  # the latest time seen in the log
+    _pending: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (reason, message) last told
+    _repeats: dict[str, int] = field(default_factory=dict)
+
+    def _add(self, key: str, seq: int, event: types.Event, what: str, text: str, **detail: Any) -> None:
+        own = _time_of(event)
+        self.lines.setdefault(key, []).append(
+            StoryLine(
+                seq=seq,
+                time_ms=own or self.now_ms,
+                what=what,
+                text=text,
+                approximate=not own,
+                detail=detail,
+            )
+        )
+
+    def _mine(self, key: str) -> bool:
+        return key in self.lines
+
+    def observe(self, seq: int, event: types.Event, before: ClusterState) -> None:
+        """Take one accepted event (sequence ``seq``; ``before``: the state just before it is applied)."""
+        moment = _time_of(event)
+        if moment > self.now_ms:
+            self.now_ms = moment
+        if isinstance(event, types.WorkloadObserved):
+            self._observed(seq, event, before)
+            return
+        if isinstance(event, types.ObjectDeleted):
+            key = f"{event.namespace}/{event.name}"
+            if event.kind == "Workload" and self._mine(key):
+                self._add(key, seq, event, "deleted", "the Workload was deleted")
+            return
+        ref = getattr(event, "workload", None)
+        if isinstance(event, types.EvictionRequested) and event.preemptor is not None:
+            if self._mine(event.preemptor.key):
+                self._add(
+                    event.preemptor.key,
+                    seq,
+                    event,
+                    "preempting",
+                    f"evicts {event.workload.key} of ClusterQueue {event.cluster_queue}"
+                    f" ({event.preemption_reason or event.reason}): {event.message}",
+                    victim=event.workload.key,
+                    victimClusterQueue=event.cluster_queue,
+                    preemptionReason=event.preemption_reason,
+                    message=event.message,
+                )
+        if not isinstance(ref, types.WorkloadRef) or not self._mine(ref.key):
+            return
+        self._workload_event(ref.key, seq, event, before)
+
+    def start_from(self, state: ClusterState, seq: int) -> None:
+        """Begin with the workloads of this name already in ``state``, a snapshot's fold at ``seq`` (the log
+        before it is not read): a line each saying where it stood there."""
+        for key, wl in state.workloads.items():
+            meta = wl.workload.metadata
+            owner = wl.workload.owner
+            if meta.namespace != self.namespace or (
+                meta.name != self.name and (owner is None or owner.name != self.name)
+            ):
+                continue
+            if key not in self.keys:
+                self.keys.append(key)
+            if owner is not None:
+                self.owners[key] = f"{owner.kind} {owner.name}"
+            if wl.finished is not None:
+                where = "finished"
+            elif wl.admitted:
+                where = f"admitted in ClusterQueue {wl.reservation.cluster_queue if wl.reservation else '?'}"
+            elif wl.reservation is not None:
+                where = f"holding quota in ClusterQueue {wl.reservation.cluster_queue}"
+            else:
+                where = f"pending ({wl.pending_reason}: {wl.pending_message})" if wl.pending_reason else "pending"
+            self.lines.setdefault(key, []).append(
+                StoryLine(
+                    seq=seq,
+                    time_ms=meta.creation_timestamp_ms,
+                    what="snapshot",
+                    text=f"the log before #{seq} is read from a snapshot: the Workload was submitted then and was {where}",
+                    approximate=True,
+                )
+            )
+
+    def _observed(self, seq: int, event: types.WorkloadObserved, before: ClusterState) -> None:
+        wl = event.workload
+        meta = wl.metadata
+        if meta.namespace != self.namespace:
+            return
+        owned = wl.owner is not None and wl.owner.name == self.name
+        if meta.name != self.name and not owned:
+            return
+        key = wl.key
+        known = before.workloads.get(key)
+        if key not in self.lines or known is None:
+            if key not in self.keys:
+                self.keys.append(key)
+            if wl.owner is not None:
+                self.owners[key] = f"{wl.owner.kind} {wl.owner.name}"
+            self.lines.setdefault(key, [])
+            owner = f" for {wl.owner.kind} {meta.namespace}/{wl.owner.name}" if wl.owner is not None else ""
+            self.lines[key].append(
+                StoryLine(
+                    seq=seq,
+                    time_ms=meta.creation_timestamp_ms or self.now_ms,
+                    what="submitted",
+                    text=f"Workload {key}{owner} to LocalQueue {wl.spec.queue_name}, priority"
+                    f" {priority_of(wl, before)}: {shape(wl)}",
+                    approximate=not meta.creation_timestamp_ms,
+                    detail={"localQueue": wl.spec.queue_name, "priority": priority_of(wl, before), "shape": shape(wl)},
+                )
+            )
+            return
+        old = known.workload.spec
+        new = wl.spec
+        changes = []
+        if old.active != new.active:
+            changes.append("spec.active " + ("true (reactivated)" if new.active else "false (deactivated)"))
+        if old.queue_name != new.queue_name:
+            changes.append(f"LocalQueue {old.queue_name} -> {new.queue_name}")
+        if old.priority != new.priority or old.priority_class_ref != new.priority_class_ref:
+            changes.append(f"priority {priority_of(known.workload, before)} -> {priority_of(wl, before)}")
+        if old.pod_sets != new.pod_sets:
+            changes.append(f"pod sets now {shape(wl)}")
+        if changes:
+            self._add(key, seq, event, "updated", "; ".join(changes))
+
+    def _workload_event(self, key: str, seq: int, event: types.Event, before: ClusterState) -> None:
+        match event:
+            case types.WorkloadInadmissible():
+                told = (event.reason, event.message)
+                if self._pending.get(key) == told:
+                    self._repeats[key] = self._repeats.get(key, 0) + 1
+                    return
+                self._pending[key] = told
+                parked = " (parked until a requeue trigger)" if event.parked else ""
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "pending",
+                    f"{event.reason}: {event.message}{parked}",
+                    reason=event.reason,
+                    message=event.message,
+                    parked=event.parked,
+                )
+            case types.PreemptionRequired():
+                targets = ", ".join(f"{t.workload.key} ({t.reason})" for t in event.targets) or "none"
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "nominated",
+                    f"in ClusterQueue {event.cluster_queue} with flavors {_flavors(event.pod_set_assignments)};"
+                    f" needs the preemption of {targets}: {event.message}",
+                    clusterQueue=event.cluster_queue,
+                    targets=[{"workload": t.workload.key, "reason": t.reason} for t in event.targets],
+                    message=event.message,
+                )
+            case types.PreemptionIssued():
+                targets = ", ".join(f"{t.workload.key} ({t.reason})" for t in event.targets) or "none"
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "preemption",
+                    f"the preemptor evicts {targets}" + (f": {event.message}" if event.message else ""),
+                    targets=[{"workload": t.workload.key, "reason": t.reason} for t in event.targets],
+                )
+            case types.QuotaReserved():
+                self._pending.pop(key, None)
+                usage = _usage(event.pod_set_assignments)
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "quota reserved",
+                    f"in ClusterQueue {event.cluster_queue}, flavors {_flavors(event.pod_set_assignments)} ({usage})",
+                    clusterQueue=event.cluster_queue,
+                    podSetAssignments=[
+                        {"name": a.name, "count": a.count, "flavors": a.flavors, "resourceUsage": a.resource_usage}
+                        for a in event.pod_set_assignments
+                    ],
+                )
+            case types.TopologyAssigned():
+                parts = []
+                for pod_set, assignment in sorted(event.assignments.items()):
+                    try:
+                        counts = tas.decode(assignment).counts_by_domain()
+                    except ValueError:
+                        counts = {}
+                    where = ", ".join(f"{domain}: {count}" for domain, count in sorted(counts.items()))
+                    parts.append(f"{pod_set} on {'/'.join(assignment.levels)} [{where}]")
+                self._add(key, seq, event, "topology", "; ".join(parts))
+            case types.WorkloadAdmitted():
+                self._add(key, seq, event, "admitted", f"in ClusterQueue {event.cluster_queue}")
+            case types.AdmissionCheckStateChanged():
+                detail = f": {event.message}" if event.message else ""
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "check",
+                    f"admission check {event.check} is {event.state}{detail}",
+                    check=event.check,
+                )
+            case types.DispatchApplied(action="Evict"):
+                self._add(key, seq, event, "suspended", f"{event.target} suspended again (its template restored)")
+            case types.DispatchApplied():
+                selector = f" with nodeSelector {event.node_selector}" if event.node_selector else ""
+                self._add(key, seq, event, "started", f"{event.target or 'the job'} unsuspended{selector}")
+            case types.DispatchFailed():
+                retry = " (will retry)" if event.retryable else ""
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "dispatch failed",
+                    f"{event.action}: {event.status} {event.reason} {event.message}{retry}".rstrip(),
+                )
+            case types.EvictionRequested():
+                by = f" by {event.preemptor.key}" if event.preemptor is not None else ""
+                why = f"{event.reason}" + (f"/{event.preemption_reason}" if event.preemption_reason else "")
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "evicted",
+                    f"{why}{by} in ClusterQueue {event.cluster_queue}: {event.message}",
+                    reason=event.reason,
+                    preemptionReason=event.preemption_reason,
+                    preemptor=event.preemptor.key if event.preemptor is not None else None,
+                    message=event.message,
+                )
+            case types.WorkloadStopped():
+                self._add(key, seq, event, "stopped", f"its pods stopped ({event.reason})")
+            case types.QuotaReleased():
+                self._add(key, seq, event, "released", f"quota given back to {event.cluster_queue} ({event.reason})")
+            case types.WorkloadRequeued():
+                self._add(key, seq, event, "requeued", f"{event.reason}: {event.message}")
+            case types.WorkloadDeactivated():
+                self._add(key, seq, event, "deactivated", f"{event.reason}: {event.message}")
+            case types.WorkloadPodsReady():
+                self._add(key, seq, event, "pods ready" if event.ready else "pods not ready", event.reason or "")
+            case types.WorkloadFinished():
+                outcome = "succeeded" if event.succeeded else "failed"
+                message = f": {event.message}" if event.message else ""
+                self._add(key, seq, event, "finished", f"{outcome} ({event.reason}){message}")
+
+    def repeats(self, key: str) -> int:
+        """How many pending outcomes repeated the reason and message already told (not shown as lines)."""
+        return self._repeats.get(key, 0)
+
+
+def _time_of(event: types.Event) -> int:
+    if isinstance(event, types.DecisionRecord):
+        return event.now_ms
+    value = getattr(event, "at_ms", 0)
+    return value if isinstance(value, int) else 0
+
+
+def shape(wl: models.Workload) -> str:
+    """``3 pods x (cpu 1, memory 200Mi)`` per pod set, ``;``-separated."""
+    parts = []
+    for ps in wl.spec.pod_sets:
+        req = ", ".join(f"{r} {format_amount(r, v)}" for r, v in sorted(ps.requests.items()))
+        parts.append(f"{ps.count} pods x ({req})")
+    return "; ".join(parts)
+
+
+def _flavors(assignments: list[types.PodSetAssignment]) -> str:
+    return ", ".join(sorted({f for a in assignments for f in a.flavors.values()})) or "none"
+
+
+def _usage(assignments: list[types.PodSetAssignment]) -> str:
+    total: dict[str, int] = {}
+    for a in assignments:
+        for resource, amount in a.resource_usage.items():
+            total[resource] = total.get(resource, 0) + amount
+    return ", ".join(f"{r} {format_amount(r, v)}" for r, v in sorted(total.items()))
+
+
+# --- what it would take ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Holder:
+    """A workload holding quota that preemption or reclaim could take: its key, ClusterQueue, priority
+    and the amount of the resource in question it holds."""
+
+    key: str
+    cluster_queue: str
+    priority: int
+    amount: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResourceNeed:
+    """One resource of a workload against one flavor of its ClusterQueue (amounts as the fold keeps them).
+
+    ``asks`` the workload's total; ``nominal`` and ``used`` the ClusterQueue's; ``available`` what it may
+    take now, borrowing included (the admitter's figure); ``short`` = asks - available when positive;
+    ``lendable`` what the cohort could lend now beyond the ClusterQueue's own free nominal quota;
+    ``potential`` the most it could ever hold (nominal + what the cohort could lend, within its
+    borrowingLimit); ``borrowing_limit`` None: unlimited; ``preemptible``: lower-priority workloads of the
+    ClusterQueue that its ``withinClusterQueue`` policy lets it preempt; ``reclaimable``: workloads of other
+    ClusterQueues of the cohort, over their nominal quota, that ``reclaimWithinCohort`` lets it reclaim from,
+    with ``reclaim_amount`` what they hold above their nominal (at most what their workloads hold)."""
+
+    resource: str
+    flavor: str
+    asks: int
+    nominal: int
+    used: int
+    available: int
+    short: int
+    lendable: int
+    potential: int
+    borrowing_limit: int | None
+    preemptible: tuple[Holder, ...] = ()
+    reclaimable: tuple[Holder, ...] = ()
+    reclaim_amount: int = 0
+
+    @property
+    def fits(self) -> bool:
+        """Whether it fits now, borrowing included."""
+        return self.short <= 0
+
+    @property
+    def never(self) -> bool:
+        """Whether it can never fit in this flavor (beyond the potential capacity)."""
+        return self.asks > self.potential
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlavorNeed:
+    """One flavor tried for a resource group: the flavor, whether it exists, why it is not eligible
+    ("" when it is; not checked here beyond existence), and one :class:`ResourceNeed` per resource asked."""
+
+    flavor: str
+    exists: bool
+    resources: tuple[ResourceNeed, ...]
+
+    @property
+    def fits(self) -> bool:
+        """Every resource fits now."""
+        return self.exists and all(r.fits for r in self.resources)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Needs:
+    """What a workload waits for: ``state`` (pending, admitted, quota reserved, finished, deleted, unknown),
+    its ClusterQueue, cohort, queueing strategy and policies, the admitter's last message, the blockers that
+    are not quota (``blocked``), and per resource group the flavors in order (``groups``)."""
+
+    key: str
+    status: str
+    cluster_queue: str = ""
+    cohort: str = ""
+    strategy: str = ""
+    within_cluster_queue: str = ""
+    reclaim_within_cohort: str = ""
+    priority: int = 0
+    message: str = ""
+    reason: str = ""
+    blocked: tuple[str, ...] = ()
+    groups: tuple[tuple[FlavorNeed, ...], ...] = ()
+    nominated: tuple[str, ...] = ()  # victims of its nomination in force, if any
+
+    def summary(self) -> list[str]:
+        """One sentence a line: the blockers, then per flavor what it would take (Kueue's units)."""
+        out = list(self.blocked)
+        if self.nominated:
+            out.append(f"nominated: waits for the preemption of {', '.join(self.nominated)}")
+        cq, cohort = self.cluster_queue, self.cohort
+        for group in self.groups:
+            for flavor in group:
+                if not flavor.exists:
+                    out.append(f"flavor {flavor.flavor}: the ResourceFlavor does not exist")
+                    continue
+                for r in flavor.resources:
+                    out.extend(_need_sentences(r, cq=cq, cohort=cohort, policies=self))
+        if (
+            self.status == "pending"
+            and not self.blocked
+            and self.groups
+            and all(any(flavor.fits for flavor in group) for group in self.groups)
+        ):
+            out.append("it fits now: the admitter tries it again in its next cycle")
+        return out
+
+
+def _need_sentences(r: ResourceNeed, *, cq: str, cohort: str, policies: Needs) -> list[str]:
+    fmt = _formatter(r.resource)
+    where = f"in flavor {r.flavor} of {cq}"
+    head = f"{r.resource}: asks {fmt(r.asks)}; {fmt(r.nominal)} nominal, {fmt(r.used)} in use, {fmt(r.available)} available"
+    if r.fits:
+        return [f"{head}: fits {where} now"]
+    lines = [f"{head}: {fmt(r.short)} {r.resource} more free {where}"]
+    if r.never:
+        limit = "no borrowingLimit" if r.borrowing_limit is None else f"borrowingLimit {fmt(r.borrowing_limit)}"
+        source = f"with what cohort {cohort} could lend ({limit})" if cohort else "(no cohort to borrow from)"
+        lines.append(
+            f"  never fits {where}: asks {fmt(r.asks)}, at most {fmt(r.potential)} could ever be held there {source}"
+        )
+        return lines
+    if cohort:
+        limit = "no borrowingLimit" if r.borrowing_limit is None else f"borrowingLimit {fmt(r.borrowing_limit)}"
+        lines.append(f"  borrowing: cohort {cohort} can lend {fmt(r.lendable)} now ({limit})")
+    else:
+        lines.append(f"  borrowing: {cq} is in no cohort")
+    if r.preemptible:
+        held = sum(h.amount for h in r.preemptible)
+        names = ", ".join(f"{h.key} (priority {h.priority}, {fmt(h.amount)})" for h in r.preemptible)
+        lines.append(
+            f"  preemption: lower-priority workloads in {cq} hold {fmt(held)} {r.resource} that preemption could"
+            f" take ({policies.within_cluster_queue}): {names}"
+        )
+    elif policies.within_cluster_queue == "Never":
+        lines.append(f"  preemption: {cq} never preempts within itself (withinClusterQueue: Never)")
+    else:
+        lines.append(
+            f"  preemption: no workload in {cq} that {policies.within_cluster_queue} lets it preempt holds any"
+        )
+    if cohort:
+        if r.reclaimable:
+            names = ", ".join(f"{h.key} in {h.cluster_queue} ({fmt(h.amount)})" for h in r.reclaimable)
+            lines.append(
+                f"  reclaim: borrowers in cohort {cohort} hold {fmt(r.reclaim_amount)} {r.resource} that reclaim"
+                f" could take ({policies.reclaim_within_cohort}): {names}"
+            )
+        elif policies.reclaim_within_cohort == "Never":
+            lines.append(f"  reclaim: {cq} never reclaims from its cohort (reclaimWithinCohort: Never)")
+        else:
+            lines.append(f"  reclaim: no ClusterQueue of cohort {cohort} borrows {r.resource} in {r.flavor}")
+    return lines
+
+
+def _formatter(resource: str) -> Any:
+    def fmt(amount: int) -> str:
+        return format_amount(resource, amount) if amount >= 0 else "-" + format_amount(resource, -amount)
+
+    return fmt
+
+
+def needs(state: ClusterState, key: str, *, now_ms: int = 0) -> Needs:
+    """What workload ``key`` (``namespace/name``) waits for in ``state`` (see :class:`Needs`); ``now_ms`` is
+    the fold's time (ms; a backoff's end is compared with it). Never raises for a known or unknown key."""
+    wl = state.workloads.get(key)
+    if wl is None:
+        return Needs(key=key, status="unknown")
+    if wl.deleted_seq:
+        return Needs(key=key, status="deleted")
+    if wl.finished is not None:
+        return Needs(key=key, status="finished")
+    lq_key = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
+    lq = state.local_queues.get(lq_key)
+    priority = priority_of(wl.workload, state)
+    if wl.reservation is not None:
+        cq_name = wl.reservation.cluster_queue
+        if wl.admitted:
+            return Needs(key=key, status="admitted", cluster_queue=cq_name, priority=priority)
+        cq_obj = state.cluster_queues.get(cq_name)
+        blocked: list[str] = []
+        if cq_obj is not None:
+            required = lifecycle.required_checks(cq_obj, lifecycle.assigned_flavors(wl.reservation))
+            waiting = [c for c in required if c not in wl.checks or wl.checks[c].state != "Ready"]
+            if waiting:
+                states = ", ".join(f"{c} ({wl.checks[c].state if c in wl.checks else 'no state yet'})" for c in waiting)
+                blocked.append(f"quota reserved; waits for admission checks {states}")
+        return Needs(key=key, status="quota reserved", cluster_queue=cq_name, priority=priority, blocked=tuple(blocked))
+    blocked = []
+    if not wl.active:
+        blocked.append(f"inactive: spec.active is false{f' ({wl.deactivated})' if wl.deactivated else ''}")
+    if wl.backoff:
+        blocked.append(f"in backoff after an eviction until {wl.requeue_at_ms} ms (requeue count {wl.requeue_count})")
+    if lq is None:
+        blocked.append(f"LocalQueue {lq_key[0]}/{lq_key[1]} does not exist")
+        return Needs(key=key, status="pending", priority=priority, blocked=tuple(blocked), message=wl.pending_message)
+    if lq.spec.stop_policy != "None":
+        blocked.append(f"LocalQueue {lq_key[0]}/{lq_key[1]} is stopped (stopPolicy {lq.spec.stop_policy})")
+    cq_name = lq.spec.cluster_queue
+    cq = state.cluster_queues.get(cq_name)
+    if cq is None:
+        blocked.append(f"ClusterQueue {cq_name} does not exist")
+        return Needs(
+            key=key,
+            status="pending",
+            cluster_queue=cq_name,
+            priority=priority,
+            blocked=tuple(blocked),
+            message=wl.pending_message,
+        )
+    if cq.spec.stop_policy != "None":
+        blocked.append(f"ClusterQueue {cq_name} is stopped (stopPolicy {cq.spec.stop_policy})")
+    if cq.spec.queueing_strategy == "StrictFIFO":
+        head = _strict_head(state, cq_name)
+        if head is not None and head != key:
+            blocked.append(f"StrictFIFO: {head} is at the head of {cq_name} and waits first")
+    missing_checks = [c for c in lifecycle.required_checks(cq) if c not in state.admission_checks]
+    if missing_checks:
+        blocked.append(f"admission checks {', '.join(missing_checks)} of {cq_name} do not exist")
+    tree = quota.build(state)
+    requests = queues.pod_set_requests(wl.workload, cq=cq, config=state.configuration)
+    asks: dict[str, int] = {}
+    for ps in requests:
+        for resource, amount in ps.totals().items():
+            asks[resource] = asks.get(resource, 0) + amount
+    covered = {r for group in cq.spec.resource_groups for r in group.covered_resources}
+    for resource in sorted(asks):
+        if resource not in covered and asks[resource] > 0:
+            blocked.append(f"{resource}: {cq_name} has no quota for it (no resource group covers it)")
+    pool = preemption.CandidatePool(state, now_ms=now_ms)
+    preemptor = preemption.Preemptor(
+        key=key, cq=cq, priority=priority, queue_ts_ms=wl.queue_ts_ms, usage={}, frs_need=frozenset()
+    )
+    groups = []
+    for group in cq.spec.resource_groups:
+        asked = [r for r in group.covered_resources if asks.get(r, 0) > 0]
+        if not asked:
+            continue
+        tried = []
+        for fq in group.flavors:
+            exists = fq.name in state.flavors
+            resources = (
+                tuple(_resource_need(state, tree, pool, preemptor, cq, fq.name, r, asks[r]) for r in asked)
+                if exists
+                else ()
+            )
+            tried.append(FlavorNeed(flavor=fq.name, exists=exists, resources=resources))
+        groups.append(tuple(tried))
+    nomination = state.nominations.get(key)
+    issued = state.preemptors.get(key)
+    victims: tuple[str, ...] = ()
+    if nomination is not None:
+        victims = tuple(t.workload.key for t in nomination[1].targets)
+    elif issued is not None:
+        victims = tuple(t.workload.key for t in issued.targets)
+    node = tree.cluster_queues.get(cq_name)
+    cohort = node.parent.name if node is not None and node.parent is not None else (cq.spec.cohort_name or "")
+    return Needs(
+        key=key,
+        status="pending",
+        cluster_queue=cq_name,
+        cohort=cohort,
+        strategy=cq.spec.queueing_strategy,
+        within_cluster_queue=cq.spec.preemption.within_cluster_queue,
+        reclaim_within_cohort=cq.spec.preemption.reclaim_within_cohort,
+        priority=priority,
+        message=wl.pending_message,
+        reason=wl.pending_reason,
+        blocked=tuple(blocked),
+        groups=tuple(groups),
+        nominated=victims,
+    )
+
+
+def _strict_head(state: ClusterState, cq_name: str) -> str | None:
+    """The first workload of a StrictFIFO ClusterQueue in queue order (parked ones included: under
+    StrictFIFO they stay at the head, SEMANTICS §3.5)."""
+    pending = visibility.pending_in_cluster_queue(state, cq_name)
+    if not pending:
+        return None
+    return f"{pending[0].namespace}/{pending[0].name}"
+
+
+def _resource_need(
+    state: ClusterState,
+    tree: quota.QuotaTree,
+    pool: preemption.CandidatePool,
+    preemptor: preemption.Preemptor,
+    cq: models.ClusterQueue,
+    flavor: str,
+    resource: str,
+    asks: int,
+) -> ResourceNeed:
+    cq_name = cq.metadata.name
+    fr = tree.fr(flavor, resource)
+    node = tree.cluster_queues[cq_name]
+    limits = node.quotas.get(fr) or quota.Quota()
+    used = node.usage.get(fr, 0)
+    available = tree.available(cq_name, fr) if tree.declares(cq_name, fr) else 0
+    free_nominal = max(0, limits.nominal - used)
+    potential = tree.potential_available(cq_name, fr) if tree.declares(cq_name, fr) else 0
+    short = max(0, asks - available)
+    preemptible: list[Holder] = []
+    reclaimable: list[Holder] = []
+    reclaim_amount = 0
+    if short > 0:
+        policy = cq.spec.preemption.within_cluster_queue
+        if policy != "Never":
+            for candidate in pool.of(cq_name):
+                held = candidate.usage.get(fr, 0)
+                if held > 0 and not candidate.evicted and preemption.satisfies(policy, preemptor, candidate):
+                    preemptible.append(
+                        Holder(key=candidate.key, cluster_queue=cq_name, priority=candidate.priority, amount=held)
+                    )
+        reclaim = cq.spec.preemption.reclaim_within_cohort
+        if reclaim != "Never" and node.parent is not None:
+            root = node.root()
+            for other_name, other in tree.cluster_queues.items():
+                if other_name == cq_name or other.root() is not root:
+                    continue
+                other_nominal = (other.quotas.get(fr) or quota.Quota()).nominal
+                over = other.usage.get(fr, 0) - other_nominal
+                if over <= 0:
+                    continue
+                taken = 0
+                for candidate in pool.of(other_name):
+                    held = candidate.usage.get(fr, 0)
+                    if held > 0 and not candidate.evicted and preemption.satisfies(reclaim, preemptor, candidate):
+                        reclaimable.append(
+                            Holder(
+                                key=candidate.key, cluster_queue=other_name, priority=candidate.priority, amount=held
+                            )
+                        )
+                        taken += held
+                reclaim_amount += min(over, taken)
+    return ResourceNeed(
+        resource=resource,
+        flavor=flavor,
+        asks=asks,
+        nominal=limits.nominal,
+        used=used,
+        available=available,
+        short=short,
+        lendable=max(0, available - free_nominal),
+        potential=potential,
+        borrowing_limit=limits.borrowing_limit,
+        preemptible=tuple(sorted(preemptible, key=lambda h: (h.priority, h.key))),
+        reclaimable=tuple(sorted(reclaimable, key=lambda h: (h.cluster_queue, h.key))),
+        reclaim_amount=reclaim_amount,
+    )

@@ -1,0 +1,323 @@
+"""``kueue-es explain``, ``list`` and ``status`` over a recorded log, now and ``--at`` (issue 16, point 4).
+
+The log is made as the services make it: facts as the watcher writes them, decisions committed by the
+real admitter as batches (``runtime.build_batch``), written to a JSON-lines file (:mod:`kueue_es.logfile`)
+that the commands read with ``--file``. The cluster: ClusterQueues ``team-a-cq`` (4 CPU) and
+``team-b-cq`` (2 CPU) in cohort ``team-a``; ``borrower`` of team-b-cq holds 4 CPU (2 borrowed from
+team-a-cq), ``low`` (priority 0) holds 1 CPU of team-a-cq; ``waiting`` (priority 10, the Workload of
+Job ``train``) asks 4 CPU of team-a-cq: 1 is available, so it needs 3 more; preemption could take
+``low``'s 1 CPU, reclaim the 2 CPU team-b-cq borrows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from kueue_es import cli, deciders, logfile, logsource
+from kueue_es.events import codec, models, subjects, types
+from kueue_es.events.bus.base import LogMessage, OutgoingMessage
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.scheduling import explain as core
+from kueue_es.services.runtime import build_batch, fold_message
+from kueue_es.services.watcher.convert import kueue_fact
+from tests.builders import flavor, local_queue, workload
+
+NOW = 1_796_000_000_000  # 2026-11-30T...: the admitter's clock in this log
+
+
+def _cq(name: str, cpu: int, *, reclaim: str = "Any", within: str = "LowerPriority") -> dict:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "cohortName": "team-a",
+            "preemption": {"reclaimWithinCohort": reclaim, "withinClusterQueue": within},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": cpu}]}],
+                }
+            ],
+        },
+    }
+
+
+class Recorder:
+    """An in-memory log folded as every service folds it, written to a file at the end."""
+
+    def __init__(self) -> None:
+        self.state = ClusterState()
+        self.messages: list[LogMessage] = []
+        self.clock = NOW
+
+    def append(self, *messages: OutgoingMessage) -> None:
+        for message in messages:
+            stored = LogMessage(
+                seq=len(self.messages) + 1,
+                subject=message.subject,
+                data=message.data,
+                headers={**message.headers, "Nats-Msg-Id": message.msg_id},
+            )
+            self.messages.append(stored)
+            fold_message(self.state, stored)
+
+    def fact(self, event: types.Fact) -> None:
+        self.append(subjects.fact_message(event))
+
+    def manifest(self, doc: dict, *, owner: str = "") -> None:
+        fact = kueue_fact(doc)
+        if owner:
+            assert isinstance(fact, types.WorkloadObserved)
+            job = models.OwnerReference(api_version="batch/v1", kind="Job", name=owner, uid=f"job-{owner}")
+            fact = types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, owner=job))
+        self.fact(fact)
+
+    def settle(self) -> None:
+        """Admitter cycles, each committed as a batch, until one decides nothing (the clock moves 1 s a cycle)."""
+        for _ in range(20):
+            self.clock += 1000
+            out = deciders.ADMITTER.decide(self.state, now_ms=self.clock)
+            if not out:
+                return
+            head, rest = build_batch(
+                deciders.ADMITTER, outputs=out, basis_seq=self.state.last_seq, head_seq=0, now_ms=self.clock
+            )
+            self.append(head, *rest)
+        raise AssertionError("the admitter did not settle")
+
+    def write(self, path: Path) -> Path:
+        with path.open("wb") as out:
+            writer = logfile.LogWriter(out)
+            for message in self.messages:
+                writer.write(message)
+        return path
+
+
+def _recorded(*, reclaim: str = "Any", within: str = "LowerPriority") -> Recorder:
+    log = Recorder()
+    log.manifest(flavor("default-flavor"))
+    log.manifest(_cq("team-a-cq", 4, reclaim=reclaim, within=within))
+    log.manifest(_cq("team-b-cq", 2, reclaim=reclaim, within=within))
+    log.manifest(local_queue("a", "team-a-cq"))
+    log.manifest(local_queue("b", "team-b-cq"))
+    log.manifest(workload("low", queue="a", cpu="1", priority=0, created=1))
+    log.manifest(workload("borrower", queue="b", cpu="1", count=4, priority=0, created=2))
+    log.settle()
+    return log
+
+
+@pytest.fixture
+def waiting_log(tmp_path: Path) -> tuple[Recorder, Path, int]:
+    """The log with ``waiting`` submitted and the admitter's verdict on it; the sequence just before it."""
+    log = _recorded()
+    before = len(log.messages)
+    log.manifest(workload("waiting", queue="a", cpu="1", count=4, priority=10, created=30), owner="train")
+    return log, log.write(tmp_path / "log.jsonl"), before
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_needs_name_the_missing_quota_the_victim_and_the_borrower(waiting_log: tuple[Recorder, Path, int]) -> None:
+    log, _, _ = waiting_log
+    assert log.state.workloads["default/low"].admitted
+    assert log.state.usage_of("team-b-cq", "default-flavor", "cpu") == 4000  # 2 CPU borrowed from team-a-cq
+    needed = core.needs(log.state, "default/waiting", now_ms=log.clock)
+    assert needed.status == "pending" and needed.cohort == "team-a"
+    [[default]] = needed.groups
+    [cpu] = default.resources
+    assert (cpu.asks, cpu.nominal, cpu.used, cpu.available, cpu.short) == (4000, 4000, 1000, 1000, 3000)
+    assert [(h.key, h.amount) for h in cpu.preemptible] == [("default/low", 1000)]
+    assert [(h.key, h.cluster_queue, h.amount) for h in cpu.reclaimable] == [("default/borrower", "team-b-cq", 4000)]
+    assert cpu.reclaim_amount == 2000  # what team-b-cq holds above its nominal quota
+    text = "\n".join(needed.summary())
+    assert "3 cpu more free in flavor default-flavor of team-a-cq" in text
+    assert "borrowers in cohort team-a hold 2 cpu that reclaim could take" in text
+    assert "lower-priority workloads in team-a-cq hold 1 cpu" in text
+
+
+def test_explain_by_job_name_tells_the_story_position_and_needs(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, path, _ = waiting_log
+    code, out, err = _run(capsys, "explain", "default/train", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["workload"] == "default/waiting" and report["owner"] == "Job train"
+    assert report["status"] == "pending" and report["priority"] == 10
+    assert [line["what"] for line in report["story"]] == ["submitted"]
+    assert report["position"]["positionInClusterQueue"] == 0
+    [flavor_need] = report["needs"]["flavors"]
+    assert flavor_need["resources"][0]["short"] == 3000
+    code, out, _ = _run(capsys, "explain", "default/train", "--file", str(path))
+    assert code == 0
+    assert "Workload default/waiting (for Job train): pending" in out
+    assert "3 cpu more free in flavor default-flavor of team-a-cq" in out
+
+
+def test_explain_at_before_and_after_an_admission(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _recorded(reclaim="Never", within="Never")  # it waits: nothing to preempt
+    log.manifest(workload("big", queue="a", cpu="1", count=3, priority=0, created=40))
+    log.settle()  # 1 + 3 = 4 of team-a-cq's 4, but team-b-cq borrows 2 of them: it waits
+    waited = log.state.workloads["default/big"]
+    assert not waited.admitted and waited.pending_reason == "WaitingForQuota"
+    finished_at = len(log.messages)
+    log.fact(
+        types.WorkloadFinished(workload=types.WorkloadRef(namespace="default", name="borrower", uid="uid-borrower"))
+    )
+    log.settle()
+    assert log.state.workloads["default/big"].admitted
+    admitted_seq = next(
+        seq
+        for seq, message in enumerate(log.messages, start=1)
+        if message.headers.get("Kq-Type") == "WorkloadAdmitted" and b'"big"' in message.data
+    )
+    path = log.write(tmp_path / "log.jsonl")
+    code, out, _ = _run(capsys, "explain", "default/big", "--file", str(path), "--at", str(finished_at), "-o", "json")
+    assert code == 0
+    before = json.loads(out)
+    assert before["status"] == "pending" and before["asOf"]["seq"] <= finished_at
+    assert [line["what"] for line in before["story"]] == ["submitted", "pending"]
+    assert before["story"][1]["detail"]["reason"] == "WaitingForQuota"
+    assert before["needs"]["flavors"][0]["resources"][0]["short"] == 2000  # 3 asked, 1 available
+    code, out, _ = _run(capsys, "explain", "default/big", "--file", str(path), "-o", "json")
+    after = json.loads(out)
+    assert after["status"] == "admitted" and after["position"] is None
+    whats = [line["what"] for line in after["story"]]
+    assert whats[-2:] == ["quota reserved", "admitted"]
+    assert [line["seq"] for line in after["story"] if line["what"] == "admitted"] == [admitted_seq]
+    # --at a time: the admission's own time folds it; a millisecond earlier does not
+    admitted_ms = codec.decode(log.messages[admitted_seq - 1].data).at_ms  # type: ignore[union-attr]
+    for moment, status in ((admitted_ms, "admitted"), (admitted_ms - 1, "pending")):
+        at = logsource.rfc3339(moment)
+        code, out, _ = _run(capsys, "explain", "default/big", "--file", str(path), "--at", at, "-o", "json")
+        assert json.loads(out)["status"] == status, at
+
+
+def test_list_and_status_from_the_log(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, path, before = waiting_log
+    code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "-o", "json")
+    assert code == 0
+    rows = {row["NAME"]: row for row in json.loads(out)}
+    assert rows["low"]["STATUS"] == "ADMITTED" and rows["borrower"]["CLUSTERQUEUE"] == "team-b-cq"
+    assert rows["waiting"]["STATUS"] == "PENDING" and rows["waiting"]["JOB NAME"] == "train"
+    assert rows["waiting"]["POSITION IN QUEUE"] == 0 and rows["waiting"]["JOB TYPE"] == "job.batch"
+    code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "--at", str(before), "-o", "json")
+    assert "waiting" not in {row["NAME"] for row in json.loads(out)}
+    code, out, _ = _run(capsys, "list", "cq", "--file", str(path), "-o", "json")
+    queues = {row["NAME"]: row for row in json.loads(out)}
+    assert queues["team-a-cq"]["PENDING WORKLOADS"] == 1 and queues["team-a-cq"]["ADMITTED WORKLOADS"] == 1
+    assert queues["team-b-cq"]["COHORT"] == "team-a"
+    code, out, _ = _run(capsys, "list", "lq", "-A", "--file", str(path))
+    assert code == 0 and "team-b-cq" in out
+    code, out, _ = _run(capsys, "list", "rf", "--file", str(path), "-o", "yaml")
+    assert "default-flavor" in out
+    code, out, _ = _run(capsys, "status", "--file", str(path), "-o", "json")
+    report = json.loads(out)
+    by_name = {cq["name"]: cq for cq in report["clusterQueues"]}
+    assert (
+        by_name["team-b-cq"]["resources"][0]["usage"] == "4" and by_name["team-b-cq"]["resources"][0]["borrowed"] == "2"
+    )
+    assert by_name["team-a-cq"]["pendingActive"] + by_name["team-a-cq"]["pendingInadmissible"] == 1
+    assert report["cohorts"] == [
+        {"name": "team-a", "parent": "", "implicit": True, "clusterQueues": ["team-a-cq", "team-b-cq"], "cohorts": []}
+    ]
+    code, out, _ = _run(capsys, "status", "--file", str(path))
+    assert code == 0 and "4/2 (200%)" in out
+
+
+def test_unknown_workload_is_a_clear_error(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, path, _ = waiting_log
+    code, out, err = _run(capsys, "explain", "default/nothing", "--file", str(path))
+    assert code == 1 and out == ""
+    assert "names no Workload default/nothing and no Workload owned by a job default/nothing" in err
+
+
+def test_bad_arguments_exit_2(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _, path, _ = waiting_log
+    code, _, err = _run(capsys, "explain", "default/x", "--file", str(path), "--at", "yesterday")
+    assert code == 2 and "neither a log sequence nor an RFC 3339 time" in err
+    code, _, err = _run(capsys, "status", "--file", str(tmp_path / "missing.jsonl"))
+    assert code == 2 and "no log file" in err
+    code, _, err = _run(capsys, "status", "--file", str(path), "--store", str(tmp_path))
+    assert code == 2 and "at most one of" in err
+
+
+def test_parse_at() -> None:
+    assert logsource.parse_at("42").seq == 42
+    assert logsource.parse_at("2026-12-01T00:00:00Z").ms == 1_796_083_200_000
+    assert logsource.parse_at("2026-12-01T00:00:00").ms == 1_796_083_200_000  # no zone: UTC
+    with pytest.raises(ValueError, match="a sequence starts at 1"):
+        logsource.parse_at("0")
+
+
+def test_preemptions_by_it_and_of_it_in_the_recorded_demo_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recorded preemption demo (tests/fixtures/logs): the urgent Job's story names the two workloads it
+    evicted; a victim's story says it was evicted by it, then admitted again and finished."""
+    path = tmp_path / "demo.jsonl"
+    with path.open("wb") as out:
+        writer = logfile.LogWriter(out)
+        for line in (
+            (Path(__file__).parent.parent / "fixtures" / "logs" / "demo-preempt.jsonl").read_text().splitlines()
+        ):
+            raw = json.loads(line)
+            writer.write(
+                LogMessage(seq=raw["seq"], subject=raw["subject"], data=raw["data"].encode(), headers=raw["headers"])
+            )
+    code, out, _ = _run(capsys, "explain", "default/urgent-job-zslf2", "--file", str(path), "-o", "json")
+    assert code == 0
+    urgent = json.loads(out)
+    assert urgent["status"] == "finished"
+    nominated = next(line for line in urgent["story"] if line["what"] == "nominated")
+    victims = sorted(t["workload"] for t in nominated["detail"]["targets"])
+    assert victims == ["default/job-sample-job-xpx9k-671af", "default/job-sample-job-zlq5c-f71bf"]
+    assert sorted(line["detail"]["victim"] for line in urgent["story"] if line["what"] == "preempting") == victims
+    code, out, _ = _run(capsys, "explain", "default/sample-job-xpx9k", "--file", str(path), "-o", "json")
+    victim = json.loads(out)
+    whats = [line["what"] for line in victim["story"]]
+    evicted = whats.index("evicted")
+    assert victim["story"][evicted]["detail"]["preemptor"] == urgent["workload"]
+    assert victim["story"][evicted]["detail"]["preemptionReason"] == "InClusterQueue"
+    assert "admitted" in whats[:evicted] and "admitted" in whats[evicted:] and whats[-1] in ("released", "finished")
+
+
+def test_needs_name_what_blocks_besides_quota() -> None:
+    """A stopped ClusterQueue, a missing LocalQueue, a StrictFIFO head: said as such, not as quota."""
+    log = Recorder()
+    log.manifest(flavor("default-flavor"))
+    held = _cq("held-cq", 4)
+    held["spec"]["stopPolicy"] = "Hold"
+    held["spec"]["queueingStrategy"] = "StrictFIFO"
+    log.manifest(held)
+    log.manifest(local_queue("held", "held-cq"))
+    log.manifest(workload("first", queue="held", cpu="8", created=1))
+    log.manifest(workload("second", queue="held", cpu="1", created=2))
+    log.manifest(workload("lost", queue="nowhere", cpu="1", created=3))
+    log.settle()
+    second = core.needs(log.state, "default/second", now_ms=log.clock)
+    assert "ClusterQueue held-cq is stopped (stopPolicy Hold)" in second.blocked
+    assert "StrictFIFO: default/first is at the head of held-cq and waits first" in second.blocked
+    assert "it fits now: the admitter tries it again in its next cycle" not in second.summary()
+    lost = core.needs(log.state, "default/lost", now_ms=log.clock)
+    assert lost.blocked == ("LocalQueue default/nowhere does not exist",)
+    first = core.needs(log.state, "default/first", now_ms=log.clock)
+    [[cpu_in]] = [[flavor.resources[0] for flavor in group] for group in first.groups]
+    assert cpu_in.never and "never fits in flavor default-flavor of held-cq" in "\n".join(first.summary())
+    assert core.needs(log.state, "default/none").status == "unknown"

@@ -1,0 +1,218 @@
+"""``kueue-es what-if`` and ``kueue-es diff`` on a recorded log.
+
+The recorded log is made by the scenario runner's core engine (the production deciders, its own
+clock and job stand-in) from tests/whatif/history.yaml: ClusterQueue ``cq`` with 4 CPU
+preempting lower priorities; a, b, c, d (2 CPU each) submitted a second apart; a high-priority
+``hi`` (4 CPU) later preempts a and b; the jobs finish one after the other, so c and d wait
+(a and b run for 30 s after hi, longer than hi takes to come, so a simulation that runs them for
+their recorded run time replays the same preemptions).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kueue_es import cli, deciders, logfile, replay
+from kueue_es.events import codec, types
+from kueue_es.events.bus.base import LogMessage
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
+from kueue_es.whatif import changes, diff, history, report, simulate
+
+FIXTURE = Path(__file__).parent / "history.yaml"
+
+CQ = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: cq}}
+spec:
+  namespaceSelector: {{}}
+  preemption: {{withinClusterQueue: LowerPriority}}
+  resourceGroups:
+    - coveredResources: [cpu]
+      flavors:
+        - {{name: default-flavor, resources: [{{name: cpu, nominalQuota: {cpu}}}]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def recorded() -> list[LogMessage]:
+    return run_scenario(load_scenario(FIXTURE)).messages
+
+
+@pytest.fixture
+def log_file(recorded: list[LogMessage], tmp_path: Path) -> Path:
+    path = tmp_path / "recorded.log"
+    logfile.write_lines(path, recorded)
+    return path
+
+
+def _changes(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "changes.yaml"
+    path.write_text(text)
+    return path
+
+
+def _runs(recorded: list[LogMessage], text: str) -> tuple[simulate.Run, simulate.Run]:
+    past = history.extract(recorded)
+    return simulate.simulate(past), simulate.simulate(past, changes=changes.parse(text))
+
+
+def test_the_baseline_follows_the_recorded_history(recorded: list[LogMessage]) -> None:
+    """Unchanged, the simulation preempts as the recording did and admits every workload within one
+    cycle of its recorded time (the core engine's cycles take 1 s: the simulation's cycle length, as
+    it reads it from the log), and its log re-checks decision by decision under replay (the real
+    deciders made it)."""
+    assert history.extract(recorded).cycle_ms == 1000
+    baseline, _ = _runs(recorded, CQ.format(cpu=4))
+    before = report.outcomes(baseline.log)
+    for key, out in report.outcomes([(m.seq, codec.decode(m.data)) for m in recorded]).items():
+        assert before[key].time_to_admission_ms is not None
+        assert abs(before[key].time_to_admission_ms - out.time_to_admission_ms) <= 1000, key  # type: ignore[operator]
+        assert before[key].preempted == out.preempted, key
+    checked = replay.check_log(baseline.messages, deciders.BY_ROLE)
+    assert checked.mismatches == [] and checked.matched == checked.decisions > 0
+
+
+def test_more_quota_admits_c_earlier_and_preempts_less(recorded: list[LogMessage]) -> None:
+    baseline, more = _runs(recorded, CQ.format(cpu=12))
+    before, after = report.outcomes(baseline.log), report.outcomes(more.log)
+    assert after["default/c"].time_to_admission_ms < before["default/c"].time_to_admission_ms  # type: ignore[operator]
+    assert after["default/d"].time_to_admission_ms < before["default/d"].time_to_admission_ms  # type: ignore[operator]
+    assert sum(o.preempted for o in before.values()) == 2
+    assert sum(o.preempted for o in after.values()) == 0
+    assert before["default/hi"].preempting == 2 and after["default/hi"].preempting == 0
+    b, a = report.summaries(baseline.log, baseline.state)["cq"], report.summaries(more.log, more.state)["cq"]
+    assert a.average_time_to_admission_ms < b.average_time_to_admission_ms
+    assert (b.preemptions, a.preemptions) == (2, 0)
+
+
+def test_less_quota_admits_c_later(recorded: list[LogMessage]) -> None:
+    baseline, less = _runs(recorded, CQ.format(cpu=2))
+    before, after = report.outcomes(baseline.log), report.outcomes(less.log)
+    assert after["default/c"].time_to_admission_ms > before["default/c"].time_to_admission_ms  # type: ignore[operator]
+    assert after["default/hi"].time_to_admission_ms is None  # 4 CPU never fit in 2
+
+
+def test_a_priority_override_moves_d_first(recorded: list[LogMessage]) -> None:
+    override = "apiVersion: whatif.kueue-es.io/v1\nkind: WorkloadPriorities\npriorities: {default/d: 50}\n"
+    baseline, changed = _runs(recorded, override)
+    before, after = report.outcomes(baseline.log), report.outcomes(changed.log)
+    assert after["default/d"].time_to_admission_ms < before["default/d"].time_to_admission_ms  # type: ignore[operator]
+
+
+def test_from_keeps_the_recorded_prefix(recorded: list[LogMessage]) -> None:
+    past = history.extract(recorded, cut_seq=20)
+    run = simulate.simulate(past, changes=changes.parse(CQ.format(cpu=12)))
+    assert [m.data for m in run.messages[: len(past.prefix)]] == [m.data for m in recorded[: len(past.prefix)]]
+    assert len(past.prefix) >= 20
+    assert report.outcomes(run.log)["default/c"].time_to_admission_ms is not None
+
+
+def test_what_if_prints_the_same_bytes_twice(
+    log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _changes(tmp_path, CQ.format(cpu=12))
+    outputs = []
+    for _ in range(2):
+        assert cli.main(["what-if", "-f", str(path), "--file", str(log_file), "--all"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    assert "compared against the baseline" in outputs[0]
+    assert "default/c" in outputs[0] and "admitted earlier" in outputs[0]
+    assert "preemptions" in outputs[0] and "2 -> 0" in outputs[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w}\n",
+            "field apiVersion/kind: kueue.x-k8s.io/v1beta2/Workload cannot be changed by what-if",
+        ),
+        ("apiVersion: v1\nkind: Sandwich\nmetadata: {name: lunch}\n", "Sandwich lunch"),
+        (CQ.format(cpu='"lots"'), "nominalQuota"),
+        (CQ.format(cpu="-1"), "nominalQuota"),
+        (
+            "apiVersion: whatif.kueue-es.io/v1\nkind: WorkloadPriorities\npriorities: {default/c: high}\n",
+            "field priorities[default/c]: 'high' is not a 32-bit integer",
+        ),
+    ],
+)
+def test_a_bad_changes_file_is_refused_naming_object_and_field(
+    log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    path = _changes(tmp_path, text)
+    assert cli.main(["what-if", "-f", str(path), "--file", str(log_file)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert str(path) in err
+
+
+def test_a_malformed_quota_names_the_clusterqueue_and_its_field(tmp_path: Path) -> None:
+    with pytest.raises(changes.ChangesError) as caught:
+        changes.parse(CQ.format(cpu='"lots"'), source="doubled.yaml")
+    message = str(caught.value)
+    assert "ClusterQueue cq" in message
+    assert "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota" in message
+
+
+def test_an_override_of_no_workload_is_refused(
+    log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _changes(
+        tmp_path, "apiVersion: whatif.kueue-es.io/v1\nkind: WorkloadPriorities\npriorities: {default/zz: 5}\n"
+    )
+    assert cli.main(["what-if", "-f", str(path), "--file", str(log_file)]) == 2
+    assert "priorities[default/zz]: no workload or Job of that name" in capsys.readouterr().err
+
+
+def test_diff_finds_where_a_changed_quota_first_changes_a_decision(
+    log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _changes(tmp_path, CQ.format(cpu=12))
+    changed = tmp_path / "changed.log"
+    assert cli.main(["what-if", "-f", str(path), "--file", str(log_file), "--write-log", str(changed)]) == 0
+    baseline = tmp_path / "baseline.log"
+    logfile.write_lines(baseline, simulate.simulate(history.extract(list(logfile.read_lines(log_file)))).messages)
+    capsys.readouterr()
+    assert cli.main(["diff", str(baseline), str(changed)]) == 1
+    out = capsys.readouterr().out
+    assert "first divergence: decision" in out
+    assert "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: 4000 -> 12000" in out
+    assert "later decisions differ" in out
+    found = diff.compare(list(logfile.read_lines(baseline)), list(logfile.read_lines(changed)))
+    assert found is not None and found.a is not None and found.b is not None
+    # before the divergence every decision is the same; at it, c is admitted only with more quota
+    assert any("default/c" in diff.describe_output(o) for o in found.b.outputs)
+
+
+def test_diff_of_a_log_with_itself_finds_nothing(log_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["diff", str(log_file), str(log_file)]) == 0
+    assert "the two logs decide the same" in capsys.readouterr().out
+
+
+def test_without_a_source_or_running_system_it_says_how_to_name_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUEUE_ES_CURRENT", str(tmp_path / "none.json"))
+    monkeypatch.delenv("KUEUE_ES_NATS_URL", raising=False)
+    path = _changes(tmp_path, CQ.format(cpu=12))
+    assert cli.main(["what-if", "-f", str(path)]) == 2
+    assert "no running kueue-es found" in capsys.readouterr().err
+
+
+def test_from_a_time_keeps_the_log_up_to_the_first_decision_after_it(
+    recorded: list[LogMessage], log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [(m.seq, e) for m in recorded if isinstance(e := codec.decode(m.data), types.DecisionRecord)]
+    index = next(i for i in range(3, len(records)) if records[i][1].now_ms > records[i - 1][1].now_ms)
+    seq, record = records[index]
+    moment = diff.format_ms(record.now_ms - 1)  # after the records before it, 1 ms before it
+    path = _changes(tmp_path, CQ.format(cpu=12))
+    assert cli.main(["what-if", "-f", str(path), "--file", str(log_file), "--from", moment]) == 0
+    assert f"the log up to #{seq - 1} is kept as recorded" in capsys.readouterr().out
+    assert cli.main(["what-if", "-f", str(path), "--file", str(log_file), "--from", "yesterday"]) == 2
+    assert "--from 'yesterday' is neither a log sequence nor an RFC 3339 time" in capsys.readouterr().err
