@@ -39,7 +39,7 @@ from kueue_es.services.runtime import cancel_and_wait, configure_logging
 from kueue_es.sim import aggregator
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.supervisor import CREDS_DIR, SERVICES, VISIBILITY, Supervisor, free_port, reader_help
+from kueue_es.supervisor import CREDS_DIR, SERVICES, VISIBILITY, Supervisor, free_port, free_port_block, reader_help
 
 DEMO_TIMEOUT = 50.0
 _STYLES = {
@@ -194,6 +194,8 @@ async def run_demo(
             watcher_args=watcher_args or [],
             auth=auth,
             visibility_port=free_port(),
+            # every health port from the services' to the visibility server's (supervisor._port_offset)
+            health_port=free_port_block(len(SERVICES) + 3) if keep else None,
         )
         assert supervisor.visibility_port is not None
         emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
@@ -219,7 +221,14 @@ async def run_demo(
                 total += sum(1 for doc in urgent if doc.get("kind") == "Job")
             done = await printer.wait_released(total, timeout=DEMO_TIMEOUT)
             if keep:
-                _print_keep(console, run_dir=run_dir, nats_url=server.url, api_url=emulator.url, auth=auth)
+                _print_keep(
+                    console,
+                    run_dir=run_dir,
+                    nats_url=server.url,
+                    api_url=emulator.url,
+                    auth=auth,
+                    supervisor=supervisor,
+                )
                 current.record(
                     nats_url=server.url,
                     reader=auth.credentials("reader"),
@@ -253,17 +262,23 @@ async def run_demo(
     return 0 if done and report.ok and not crashed else 1
 
 
-def _print_keep(console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth) -> None:
+def _print_keep(
+    console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth, supervisor: Supervisor
+) -> None:
+    health = "\n".join(f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz" for name in SERVICES)
     console.print(
         f"""
 [bold]Still running[/bold] (Ctrl-C stops everything):
   API server (emulated)  {api_url}   kubeconfig: {run_dir / "kubeconfig"}
   NATS                   {nats_url}   (every connection needs a user: credentials in {auth.directory})
   service logs           {run_dir / "logs"}
+Health and metrics (Kueue's metrics on the admitter's, docs/metrics.md):
+{health}
 Try:
   kueue-es apply -f MANIFEST.yaml --kubeconfig {run_dir / "kubeconfig"}
   KUBECONFIG={run_dir / "kubeconfig"} kubectl get --raw \\
     /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue/pendingworkloads
+  curl -s {supervisor.health_url("admitter")}/metrics | grep kueue_pending_workloads
 """,
         highlight=False,
     )

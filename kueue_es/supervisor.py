@@ -36,7 +36,9 @@ import contextlib
 import dataclasses
 import functools
 import os
+import random
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -251,6 +253,28 @@ def _port_offset(name: str) -> int:
     if name == VISIBILITY:
         return len(SERVICES) + 2
     return len(SERVICES) + 1 if name == COMPACTOR else SERVICES.index(name)
+
+
+def free_port_block(count: int, *, attempts: int = 50) -> int:
+    """The first of ``count`` consecutive loopback ports that were free a moment ago (the health ports:
+    the supervisor gives process ``name`` ``base + _port_offset(name)``; another process may still take
+    one before it binds: it then exits, and is restarted or reported). Raises OSError."""
+    rng = random.Random()  # not a chaos seed: which ports are free is not part of any experiment
+    for _ in range(attempts):
+        base = rng.randrange(20_000, 60_000 - count)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sockets.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise OSError(f"no {count} consecutive free loopback ports after {attempts} attempts")
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Never, NoReturn
 
 from kueue_es.events import models, tas, types
-from kueue_es.projections import afs, quota, topology
+from kueue_es.projections import afs, kueue_metrics, quota, topology
 from kueue_es.projections.batches import BatchVerifier
 from kueue_es.projections.topology import TopologyState
 
@@ -337,6 +337,9 @@ class ClusterState:
     admit_cycle_seq: int = 0  # the sequence of the last record counted
     cq_generations: dict[str, int] = field(default_factory=dict)
     structure_generation: int = 0
+    # Kueue's metrics that only history gives (counters, wait-time histograms): folded here, so they
+    # are the same after a restart and in every replica (:mod:`kueue_es.projections.kueue_metrics`).
+    metrics: kueue_metrics.KueueMetrics = field(default_factory=kueue_metrics.KueueMetrics)
 
     def generation(self, cluster_queue: str) -> int:
         """Kueue's AllocatableResourceGeneration of ``cluster_queue`` as the log gives it:
@@ -398,6 +401,7 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
         case types.DecisionRecord():
             state.heads[event.partition] = seq
+            kueue_metrics.on_record(state, event, seq=seq, admitter=event.role == ADMITTER_ROLE)
             if event.role == ADMITTER_ROLE and event.decided and seq > state.admit_cycle_seq:
                 state.admit_cycles += 1  # once per record, however often it is folded
                 state.admit_cycle_seq = seq
@@ -497,7 +501,10 @@ def _apply_workload_fact(
             and current.gone
             and current.reservation is None
         ):
+            if current is not None:
+                kueue_metrics.on_forgotten(state, key)
             state.workloads[key] = WorkloadState(workload=event.workload, observed_seq=seq)
+            kueue_metrics.on_observed(state, state.workloads[key])
         else:
             if current.workload.spec != event.workload.spec:
                 current.parked_seq = 0  # a changed workload leaves the inadmissible list
@@ -521,6 +528,7 @@ def _apply_workload_fact(
         return
     current = state.workloads.get(event.workload.key)
     if current is not None and current.finished is None and _same_uid(current, event.workload):
+        kueue_metrics.on_finished(state, current, event)
         current.finished = event
         current.finished_seq = seq
         if current.reservation is not None:  # Kueue drops it from the ClusterQueue's cache now (§5.3)
@@ -540,6 +548,7 @@ def _apply_workload_status_fact(
         current.checks[event.check] = event
         current.parked_seq = 0  # a workload update: it leaves the inadmissible list (§3.4)
     elif current.reservation is not None:
+        kueue_metrics.on_pods_ready(state, current, event)
         current.pods_ready = event  # reported for this admission; forgotten when the quota goes
     _reindex(state, event.workload.key)
 
@@ -555,6 +564,7 @@ def _apply_requeue_decision(state: ClusterState, event: types.WorkloadDeactivate
         current.backoff = False
         current.accumulated_ms = 0
     else:
+        kueue_metrics.on_requeued(state, current, event)
         current.backoff = False
     _reindex(state, event.workload.key)
 
@@ -754,6 +764,7 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
                     _bump_generation(state, current.reservation.cluster_queue, seq)
                 if current.reservation is None:
                     del state.workloads[f"{event.namespace}/{event.name}"]
+                    kueue_metrics.on_forgotten(state, current.key)
                 _reindex(state, f"{event.namespace}/{event.name}", gone=current)
         case "ResourceFlavor":
             state.flavors.pop(event.name, None)
@@ -807,6 +818,7 @@ def _apply_workload_decision(
                 return
         case types.QuotaReserved():
             if current.reservation is None:
+                kueue_metrics.on_reserved(state, current, event)
                 current.reservation = event
                 current.parked_seq = 0
                 current.bookmark = None
@@ -817,12 +829,14 @@ def _apply_workload_decision(
                 _add_usage(state, event, sign=1)
         case types.WorkloadAdmitted():
             if current.reservation is not None and not current.admitted:
+                kueue_metrics.on_admitted(state, current, event)
                 _afs_admitted(state, current, at_ms=event.at_ms)
                 current.admitted_at_ms = event.at_ms
                 _bump_generation(state, current.reservation.cluster_queue, seq)
             current.admitted = current.reservation is not None
         case types.QuotaReleased():
             if current.reservation is not None:
+                kueue_metrics.on_released(state, current, event)
                 _afs_released(state, current, at_ms=event.at_ms)
                 _add_usage(state, current.reservation, sign=-1)
                 if current.topology is not None:
@@ -847,6 +861,7 @@ def _apply_workload_decision(
                 current.stopped_seq = 0
             if current.deleted_seq:
                 del state.workloads[key]
+                kueue_metrics.on_forgotten(state, key)
     _reindex(state, key, gone=current)
 
 
@@ -877,6 +892,7 @@ def _apply_preemption(
                 state.preemptors.pop(event.workload.key, None)
         case types.EvictionRequested():
             if current.reservation is not None and current.eviction is None:
+                kueue_metrics.on_evicted(state, current, event)
                 current.eviction = event
                 if event.reason == "Preempted":
                     current.preempted_count += 1

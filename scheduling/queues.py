@@ -447,6 +447,12 @@ def matches(selector: models.LabelSelector, labels: dict[str, str]) -> bool:
     return True
 
 
+def requeue_triggers(state: ClusterState, tree: quota.QuotaTree) -> dict[str, int]:
+    """Per ClusterQueue, the log sequence of the latest requeue trigger in its cohort tree (SEMANTICS
+    §3.6): a workload parked at or after it is still on Kueue's inadmissible list."""
+    return _trigger_seq_by_cq(state, tree)
+
+
 def _trigger_seq_by_cq(state: ClusterState, tree: quota.QuotaTree) -> dict[str, int]:
     """Per ClusterQueue, the latest requeue trigger anywhere in its cohort tree (SEMANTICS §3.6)."""
     triggers = state.requeue_triggers

@@ -3,6 +3,8 @@
 Connects to the bus and runs a :class:`kueue_es.services.runtime.DeciderLoop` with the
 service's pure core until SIGTERM; with ``standby`` settings, only while this replica
 holds the decider's lease (:mod:`kueue_es.services.standby`), folding the log meanwhile.
+The admitter's ``/metrics`` also carries Kueue's metrics from its fold (:mod:`kueue_es.services.kueue_metrics`),
+only while it holds that lease.
 The cores live in ``services/<name>/core.py``; this is the only async code they need.
 """
 
@@ -15,8 +17,10 @@ import structlog
 
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
+from kueue_es.projections.cluster import ADMITTER_ROLE
 from kueue_es.services import standby as standby_lease
 from kueue_es.services.health import ObservedBus
+from kueue_es.services.kueue_metrics import KueueCollector
 from kueue_es.services.runtime import Decider, DeciderLoop, StartPoint, run_until_stopped
 
 log = structlog.get_logger(__name__)
@@ -54,6 +58,10 @@ async def serve_decider(
         bus.health.add_check(loop.readiness)
         if lease is not None:
             standby_lease.observe(lease, bus.health, role=decider.role)
+        if decider.role == ADMITTER_ROLE:  # Kueue's metrics, from the admitter's fold, while it holds its lease
+            bus.health.registry.register(
+                KueueCollector(lambda: loop.state, active=lease.active if lease is not None else None)
+            )
     log.info(
         "service_started",
         role=decider.role,

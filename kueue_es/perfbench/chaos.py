@@ -37,7 +37,6 @@ import collections
 import contextlib
 import random
 import re
-import socket
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -55,7 +54,7 @@ from kueue_es.events.bus.server import NatsServer, open_stopped_store
 from kueue_es.perfbench import invariants
 from kueue_es.replay import LogChecker, ReplayReport, direct_records
 from kueue_es.supervisor import SERVICES as ALL_SERVICES
-from kueue_es.supervisor import Supervisor
+from kueue_es.supervisor import Supervisor, free_port_block
 
 log = structlog.get_logger(__name__)
 
@@ -207,27 +206,6 @@ class ChaosResult:
     def ok(self) -> bool:
         """Every invariant held, replay was clean and every victim recovered."""
         return not self.violations and not self.unrecovered
-
-
-def free_port_block(count: int, *, attempts: int = 50) -> int:
-    """The first of ``count`` consecutive loopback ports that were free a moment ago (the services'
-    health ports: the supervisor gives them ``base + SERVICES.index(name)``). Raises OSError."""
-    rng = random.Random()  # not the chaos seed: which ports are free is not part of the experiment
-    for _ in range(attempts):
-        base = rng.randrange(20_000, 60_000 - count)
-        sockets = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise OSError(f"no {count} consecutive free loopback ports after {attempts} attempts")
 
 
 class Chaos:
@@ -454,7 +432,7 @@ class Chaos:
 def health_base_port() -> int:
     """A base health port for the supervisor: every name of ``kueue_es.supervisor.SERVICES`` gets one, then
     ``up``'s own and the compactor's (``kueue_es.supervisor._port_offset``)."""
-    return free_port_block(len(ALL_SERVICES) + 2)
+    return free_port_block(len(ALL_SERVICES) + 3)
 
 
 # --- after the run -------------------------------------------------------------------------------

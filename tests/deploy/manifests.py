@@ -13,6 +13,9 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 KUSTOMIZATIONS = ("kustomization.yaml",)
 #: Files under deploy/ that are not Kubernetes objects: Kueue's manager configuration (a ConfigMap's content).
 NOT_MANIFESTS = ("controller_manager_config.yaml",)
+#: Monitoring with the Prometheus Operator's kinds (PrometheusRule), a kustomization of its own outside the base
+#: (tests/deploy/test_monitoring.py).
+MONITORING = DEPLOY / "monitoring"
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,12 @@ class Document:
 
 
 def manifest_files() -> list[Path]:
-    """Every Kubernetes manifest file under deploy/ (kustomizations excluded)."""
-    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name not in (*KUSTOMIZATIONS, *NOT_MANIFESTS))
+    """Every Kubernetes manifest file under deploy/ (kustomizations and deploy/monitoring excluded)."""
+    return sorted(
+        p
+        for p in DEPLOY.rglob("*.yaml")
+        if p.name not in (*KUSTOMIZATIONS, *NOT_MANIFESTS) and MONITORING not in p.parents
+    )
 
 
 def documents(path: Path) -> list[Document]:

@@ -1,0 +1,723 @@
+"""Kueue's Prometheus metrics as a fold of the log: the counters and histograms only history gives.
+
+Kueue (pkg/metrics/metrics.go, site/content/en/docs/reference/metrics.md; SEMANTICS-ADVANCED §G.1)
+counts and times what happens to workloads as its controllers see it. Here the same numbers are
+folded from the log, so they are the same after a restart, in every replica and in a replay, and
+reproducible from the log alone: :class:`KueueMetrics` lives in :class:`ClusterState` (``metrics``),
+goes into checkpoints and snapshots with it, and :mod:`kueue_es.projections.cluster` calls the
+``on_*`` functions below at the exact points where its own fold changes a workload (a reservation
+taken, an admission, an eviction, a release, a finish), with the state as it is before that change.
+
+Times are the events' own (``at_ms``, ms since the epoch), never a clock; observations are kept in
+integer milliseconds, so two folds of one log hold the same bytes. What is a gauge of the present
+(pending workloads, usage, quotas, ClusterQueue status) is not folded here: the exporter
+(:mod:`kueue_es.services.kueue_metrics`) computes it from the ClusterState at each scrape.
+
+:data:`FAMILIES` is every family on Kueue's reference page, with Kueue's name, type, label names and
+histogram buckets; ``docs/metrics.md`` says which carry no value in kueue-es and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal
+
+import msgspec
+
+if TYPE_CHECKING:
+    from kueue_es.events import types
+    from kueue_es.projections.cluster import ClusterState, WorkloadState
+
+Kind = Literal["counter", "gauge", "histogram"]
+
+
+def _exponential(count: int) -> tuple[int, ...]:
+    """Kueue's generateExponentialBuckets(count), in ms: 1 s, then 2.5 s doubling, ``count`` bounds."""
+    return (1000, *(2500 * 2**n for n in range(count - 1)))
+
+
+PROMETHEUS_DEFAULT: Final = (5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000)
+"""prometheus.DefBuckets in ms (Kueue's histograms without buckets of their own)."""
+EXP_14: Final = _exponential(14)
+EXP_16: Final = _exponential(16)
+CREATION_LATENCY: Final = tuple(10 * 2**n for n in range(11))  # prometheus.ExponentialBuckets(0.01, 2, 11)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One of Kueue's metric families: its name (``kueue_`` or ``multikueue_`` included), Prometheus
+    type, label names in Kueue's order (``replica_role`` included where Kueue has it), help text and,
+    for a histogram, its bucket upper bounds in ms."""
+
+    name: str
+    kind: Kind
+    labels: tuple[str, ...]
+    help: str
+    buckets: tuple[int, ...] = ()
+
+
+_R = "replica_role"
+_CQ_PC = ("cluster_queue", "priority_class", _R)
+_LQ_PC = ("name", "namespace", "priority_class", _R)
+_CQ_FR = ("cohort", "cluster_queue", "flavor", "resource", _R)
+_LQ_FR = ("name", "namespace", "flavor", "resource", _R)
+
+
+def _f(name: str, kind: Kind, labels: tuple[str, ...], help: str, buckets: tuple[int, ...] = ()) -> Family:
+    return Family(name, kind, labels, help, buckets)
+
+
+FAMILIES: Final[tuple[Family, ...]] = (
+    # health
+    _f("kueue_admission_attempts_total", "counter", ("result", _R), "The total number of attempts to admit workloads."),
+    _f(
+        "kueue_admission_attempt_duration_seconds",
+        "histogram",
+        ("result", _R),
+        "The latency of an admission attempt.",
+        PROMETHEUS_DEFAULT,
+    ),
+    _f(
+        "kueue_pod_scheduling_gate_removal_seconds",
+        "histogram",
+        ("name", "cluster_queue", "is_group", _R),
+        "Duration from Workload admission to removal of a Pod scheduling gate.",
+        PROMETHEUS_DEFAULT,
+    ),
+    _f(
+        "kueue_workload_creation_latency_seconds",
+        "histogram",
+        ("job_kind", _R),
+        "The time between a job was created until its workload was created, per 'job_kind'.",
+        CREATION_LATENCY,
+    ),
+    _f(
+        "multikueue_workloads_admitted_total",
+        "counter",
+        ("cluster_queue", "cluster", _R),
+        "The total number of remote workload admissions on a worker cluster.",
+    ),
+    _f(
+        "multikueue_workloads_dispatched_total",
+        "counter",
+        ("cluster_queue", "cluster", _R),
+        "The total number of remote workloads created by the MultiKueue manager on a worker cluster.",
+    ),
+    # ClusterQueue
+    _f(
+        "kueue_admission_checks_wait_time_seconds",
+        "histogram",
+        _CQ_PC,
+        "The time from when a workload got the quota reservation until admission, per 'cluster_queue'.",
+        EXP_14,
+    ),
+    _f(
+        "kueue_admission_cycle_preemption_skips",
+        "gauge",
+        ("cluster_queue", _R),
+        "The number of Workloads in the ClusterQueue that got preemption candidates but had to be skipped "
+        "because other ClusterQueues needed the same resources in the same cycle.",
+    ),
+    _f(
+        "kueue_admission_wait_time_seconds",
+        "histogram",
+        _CQ_PC,
+        "The time between a workload was created or requeued until admission, per 'cluster_queue'.",
+        EXP_16,
+    ),
+    _f(
+        "kueue_admitted_active_workloads",
+        "gauge",
+        ("cluster_queue", _R),
+        "The number of admitted Workloads that are active, per 'cluster_queue'.",
+    ),
+    _f(
+        "kueue_admitted_workloads_total",
+        "counter",
+        _CQ_PC,
+        "The total number of admitted workloads per 'cluster_queue'.",
+    ),
+    _f(
+        "kueue_build_info",
+        "gauge",
+        ("git_version", "git_commit", "build_date", "go_version", "compiler", "platform"),
+        "Kueue build information. 1 labeled by git version, git commit, build date, go version, compiler, platform.",
+    ),
+    _f(
+        "kueue_cluster_queue_info",
+        "gauge",
+        ("cluster_queue", "parent_cohort", "root_cohort", _R),
+        "Reports ClusterQueue hierarchy information. The metric has value 1 and can be joined using labels.",
+    ),
+    _f(
+        "kueue_cluster_queue_resource_pending",
+        "gauge",
+        ("cluster_queue", "resource", _R),
+        "Reports the cluster_queue's total pending resource requests.",
+    ),
+    _f(
+        "kueue_cluster_queue_status",
+        "gauge",
+        ("cluster_queue", "status", _R),
+        "Reports 'cluster_queue' with its 'status' (with possible values 'pending', 'active' or 'terminating').",
+    ),
+    _f(
+        "kueue_evicted_workloads_once_total",
+        "counter",
+        ("cluster_queue", "reason", "underlying_cause", "priority_class", _R),
+        "The number of unique workload evictions per 'cluster_queue'.",
+    ),
+    _f(
+        "kueue_evicted_workloads_total",
+        "counter",
+        ("cluster_queue", "reason", "underlying_cause", "priority_class", _R),
+        "The number of evicted workloads per 'cluster_queue'.",
+    ),
+    _f(
+        "kueue_execution_time_seconds",
+        "histogram",
+        _CQ_PC,
+        "The total execution time of a finished admitted workload (from first admission to completion, "
+        "including time across evict/readmit cycles), per 'cluster_queue'.",
+        EXP_16,
+    ),
+    _f(
+        "kueue_finished_workloads",
+        "gauge",
+        ("cluster_queue", _R),
+        "The number of finished workloads per 'cluster_queue'.",
+    ),
+    _f(
+        "kueue_finished_workloads_total",
+        "counter",
+        _CQ_PC,
+        "The total number of finished workloads per 'cluster_queue'.",
+    ),
+    _f(
+        "kueue_pending_scheduling_hashes",
+        "gauge",
+        ("cluster_queue", "status", _R),
+        "The number of unique pending scheduling equivalence hashes, per 'cluster_queue' and 'status'.",
+    ),
+    _f(
+        "kueue_pending_workloads",
+        "gauge",
+        ("cluster_queue", "status", _R),
+        "The number of pending workloads, per 'cluster_queue' and 'status' (active or inadmissible).",
+    ),
+    _f(
+        "kueue_pods_ready_to_evicted_time_seconds",
+        "histogram",
+        ("cluster_queue", "reason", "underlying_cause", _R),
+        "The number of seconds between a workload's pods being ready and eviction workloads per 'cluster_queue'.",
+        EXP_14,
+    ),
+    _f(
+        "kueue_preempted_workloads_total",
+        "counter",
+        ("preempting_cluster_queue", "reason", _R),
+        "The number of preempted workloads per 'preempting_cluster_queue'.",
+    ),
+    _f(
+        "kueue_preemption_target_recomputations_total",
+        "counter",
+        ("cluster_queue", "result", _R),
+        "The total number of preemption target recomputations triggered when a workload's preemption targets "
+        "overlap with targets selected by another workload in the same scheduling cycle.",
+    ),
+    _f(
+        "kueue_quota_reserved_wait_time_seconds",
+        "histogram",
+        _CQ_PC,
+        "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'.",
+        EXP_14,
+    ),
+    _f(
+        "kueue_quota_reserved_workloads_total",
+        "counter",
+        _CQ_PC,
+        "The total number of quota reserved workloads per 'cluster_queue'.",
+    ),
+    _f(
+        "kueue_replaced_workload_slices_total",
+        "counter",
+        ("cluster_queue", _R),
+        "The number of replaced workload slices per 'cluster_queue'.",
+    ),
+    _f(
+        "kueue_reserving_active_workloads",
+        "gauge",
+        ("cluster_queue", _R),
+        "The number of Workloads that are reserving quota, per 'cluster_queue'.",
+    ),
+    _f(
+        "kueue_unadmitted_workloads",
+        "gauge",
+        ("cluster_queue", "reason", "underlying_cause", _R),
+        "The number of unadmitted workloads, per 'cluster_queue', 'reason', and 'underlying_cause'.",
+    ),
+    _f(
+        "kueue_workload_eviction_latency_seconds",
+        "histogram",
+        ("cluster_queue", "reason", _R),
+        "The time from workload eviction until the workload returns to Pending (quota released).",
+        EXP_14,
+    ),
+    # LocalQueue
+    _f(
+        "kueue_local_queue_admission_checks_wait_time_seconds",
+        "histogram",
+        _LQ_PC,
+        "The time from when a workload got the quota reservation until admission, per 'local_queue'.",
+        EXP_14,
+    ),
+    _f(
+        "kueue_local_queue_admission_fair_sharing_usage",
+        "gauge",
+        ("name", "namespace", "cluster_queue", _R),
+        "Reports a value representing the LocalQueue's Admission Fair Sharing usage.",
+    ),
+    _f(
+        "kueue_local_queue_admission_wait_time_seconds",
+        "histogram",
+        _LQ_PC,
+        "The time between a workload was created or requeued until admission, per 'local_queue'.",
+        EXP_14,
+    ),
+    _f(
+        "kueue_local_queue_admitted_active_workloads",
+        "gauge",
+        ("name", "namespace", _R),
+        "The number of admitted Workloads that are active, per 'localQueue'.",
+    ),
+    _f(
+        "kueue_local_queue_admitted_workloads_total",
+        "counter",
+        _LQ_PC,
+        "The total number of admitted workloads per 'local_queue'.",
+    ),
+    _f(
+        "kueue_local_queue_evicted_workloads_total",
+        "counter",
+        ("name", "namespace", "reason", "underlying_cause", "priority_class", _R),
+        "The number of evicted workloads per 'local_queue'.",
+    ),
+    _f(
+        "kueue_local_queue_execution_time_seconds",
+        "histogram",
+        _LQ_PC,
+        "The total execution time of a finished admitted workload, per 'local_queue'.",
+        EXP_16,
+    ),
+    _f(
+        "kueue_local_queue_finished_workloads",
+        "gauge",
+        ("name", "namespace", _R),
+        "The number of finished workloads, per 'local_queue'.",
+    ),
+    _f(
+        "kueue_local_queue_finished_workloads_total",
+        "counter",
+        _LQ_PC,
+        "The total number of finished workloads per 'local_queue'.",
+    ),
+    _f(
+        "kueue_local_queue_pending_workloads",
+        "gauge",
+        ("name", "namespace", "status", _R),
+        "The number of pending workloads, per 'local_queue' and 'status'.",
+    ),
+    _f(
+        "kueue_local_queue_quota_reserved_wait_time_seconds",
+        "histogram",
+        _LQ_PC,
+        "The time between a workload was created or requeued until it got quota reservation, per 'local_queue'.",
+        EXP_14,
+    ),
+    _f(
+        "kueue_local_queue_quota_reserved_workloads_total",
+        "counter",
+        _LQ_PC,
+        "The total number of quota reserved workloads per 'local_queue'.",
+    ),
+    _f(
+        "kueue_local_queue_reserving_active_workloads",
+        "gauge",
+        ("name", "namespace", _R),
+        "The number of Workloads that are reserving quota, per 'localQueue'.",
+    ),
+    _f(
+        "kueue_local_queue_resource_reservation",
+        "gauge",
+        _LQ_FR,
+        "Reports the localQueue's total resource reservation within all the flavors.",
+    ),
+    _f(
+        "kueue_local_queue_resource_usage",
+        "gauge",
+        _LQ_FR,
+        "Reports the localQueue's total resource usage within all the flavors.",
+    ),
+    _f(
+        "kueue_local_queue_status",
+        "gauge",
+        ("name", "namespace", "active", _R),
+        "Reports 'localQueue' with its 'active' status (with possible values 'True', 'False', or 'Unknown').",
+    ),
+    _f(
+        "kueue_local_queue_unadmitted_workloads",
+        "gauge",
+        ("name", "namespace", "cluster_queue", "reason", "underlying_cause", _R),
+        "The number of unadmitted workloads, per 'name', 'namespace', 'cluster_queue', 'reason', and "
+        "'underlying_cause'.",
+    ),
+    # Cohort
+    _f(
+        "kueue_cohort_info",
+        "gauge",
+        ("cohort", "parent_cohort", "root_cohort", _R),
+        "Reports Cohort hierarchy information. The metric has value 1 and can be joined using labels.",
+    ),
+    _f(
+        "kueue_cohort_subtree_admitted_active_workloads",
+        "gauge",
+        ("cohort", _R),
+        "The number of admitted Workloads that are active, per cohort's subtree.",
+    ),
+    _f(
+        "kueue_cohort_subtree_admitted_workloads_total",
+        "counter",
+        ("cohort", "priority_class", _R),
+        "The total number of admitted workloads per cohort's subtree.",
+    ),
+    _f(
+        "kueue_cohort_subtree_quota",
+        "gauge",
+        ("cohort", "flavor", "resource", _R),
+        "Reports the cohort's nominal quota aggregated within the cohort's subtree, per resource and flavor.",
+    ),
+    _f(
+        "kueue_cohort_subtree_resource_reservations",
+        "gauge",
+        ("cohort", "flavor", "resource", _R),
+        "Reports the cohort's resource reservations aggregated within the cohort's subtree, per resource and flavor.",
+    ),
+    _f(
+        "kueue_cohort_weighted_share",
+        "gauge",
+        ("cohort", _R),
+        "The maximum of the ratios of usage above nominal quota to the lendable resources in the Cohort, "
+        "divided by the weight (0: below nominal; NaN: weight zero and borrowing).",
+    ),
+    # optional: ClusterQueue resources (Kueue: metrics.enableClusterQueueResources)
+    _f(
+        "kueue_cluster_queue_borrowing_limit",
+        "gauge",
+        _CQ_FR,
+        "Reports the cluster_queue's resource borrowing limit within all the flavors (+Inf when unset).",
+    ),
+    _f(
+        "kueue_cluster_queue_lending_limit",
+        "gauge",
+        _CQ_FR,
+        "Reports the cluster_queue's resource lending limit within all the flavors (+Inf when unset).",
+    ),
+    _f(
+        "kueue_cluster_queue_nominal_quota",
+        "gauge",
+        _CQ_FR,
+        "Reports the cluster_queue's resource nominal quota within all the flavors.",
+    ),
+    _f(
+        "kueue_cluster_queue_resource_reservation",
+        "gauge",
+        _CQ_FR,
+        "Reports the cluster_queue's total resource reservation within all the flavors.",
+    ),
+    _f(
+        "kueue_cluster_queue_resource_usage",
+        "gauge",
+        _CQ_FR,
+        "Reports the cluster_queue's total resource usage within all the flavors.",
+    ),
+    _f(
+        "kueue_cluster_queue_weighted_share",
+        "gauge",
+        ("cluster_queue", "cohort", _R),
+        "The maximum of the ratios of usage above nominal quota to the lendable resources in the cohort, "
+        "divided by the weight (0: below nominal; NaN: weight zero and borrowing).",
+    ),
+    # optional: waitForPodsReady
+    _f(
+        "kueue_admitted_until_ready_wait_time_seconds",
+        "histogram",
+        _CQ_PC,
+        "The time between a workload was admitted until ready, per 'cluster_queue'.",
+        EXP_14,
+    ),
+    _f(
+        "kueue_local_queue_admitted_until_ready_wait_time_seconds",
+        "histogram",
+        _LQ_PC,
+        "The time between a workload was admitted until ready, per 'local_queue'.",
+        EXP_14,
+    ),
+    _f(
+        "kueue_local_queue_ready_wait_time_seconds",
+        "histogram",
+        _LQ_PC,
+        "The time between a workload was created or requeued until ready, per 'local_queue'.",
+        EXP_14,
+    ),
+    _f(
+        "kueue_ready_wait_time_seconds",
+        "histogram",
+        _CQ_PC,
+        "The time between a workload was created or requeued until ready, per 'cluster_queue'.",
+        EXP_14,
+    ),
+)
+
+BY_NAME: Final[dict[str, Family]] = {family.name: family for family in FAMILIES}
+
+
+class Histogram(msgspec.Struct, array_like=True):
+    """One histogram series: observations per bucket of its family (not cumulative; the last one is
+    +Inf) and their sum in ms."""
+
+    counts: list[int]
+    sum_ms: int = 0
+
+
+class KueueMetrics(msgspec.Struct):
+    """The folded part of Kueue's metrics (kept in ``ClusterState.metrics``).
+
+    ``counters[family][label values]`` and ``histograms[family][label values]`` hold every series,
+    label values in the family's label order without ``replica_role`` (the exporter adds it).
+    ``queued_ms[workload key]`` is when the workload last went (back) to its queue: its creation,
+    or after an eviction the release of its quota (the end of its backoff when it had one): Kueue's
+    QueuedWaitTime basis (its Requeued condition, else its creation). ``evicted_once[workload key]``
+    the (reason, underlying cause) pairs it was already evicted for (Kueue's
+    schedulingStats.evictions, for ``evicted_workloads_once_total``). ``attempt_seq`` is the
+    admitter's DecisionRecord whose cycle is being counted, ``attempt_success`` whether it
+    reserved quota for some workload.
+    """
+
+    counters: dict[str, dict[tuple[str, ...], int]] = {}
+    histograms: dict[str, dict[tuple[str, ...], Histogram]] = {}
+    queued_ms: dict[str, int] = {}
+    evicted_once: dict[str, list[tuple[str, str]]] = {}
+    attempt_seq: int = 0
+    attempt_success: bool = False
+
+
+def _inc(metrics: KueueMetrics, family: str, labels: tuple[str, ...], by: int = 1) -> None:
+    series = metrics.counters.setdefault(family, {})
+    series[labels] = series.get(labels, 0) + by
+
+
+def _observe(metrics: KueueMetrics, family: str, labels: tuple[str, ...], ms: int) -> None:
+    ms = max(0, ms)
+    bounds = BY_NAME[family].buckets
+    series = metrics.histograms.setdefault(family, {})
+    hist = series.get(labels)
+    if hist is None:
+        hist = series[labels] = Histogram(counts=[0] * (len(bounds) + 1))
+    index = len(bounds)
+    for n, bound in enumerate(bounds):
+        if ms <= bound:
+            index = n
+            break
+    hist.counts[index] += 1
+    hist.sum_ms += ms
+
+
+def priority_class(wl: WorkloadState) -> str:
+    """Kueue's priority_class label (workloadpatching.PriorityClassName): the name of the workload's
+    priorityClassRef, "" without one."""
+    ref = wl.workload.spec.priority_class_ref
+    return ref.name if ref is not None else ""
+
+
+def cohort_path(state: ClusterState, cohort: str) -> list[str]:
+    """``cohort`` and its ancestors up to the root (each once; a loop stops where it repeats)."""
+    out: list[str] = []
+    current = cohort
+    while current and current not in out:
+        out.append(current)
+        parent = state.cohorts.get(current)
+        current = (parent.spec.parent_name or "") if parent is not None else ""
+    return out
+
+
+def underlying_cause(wl: WorkloadState, event: types.EvictionRequested) -> tuple[str, str]:
+    """Kueue's (reason, underlying_cause) labels of an eviction: ``DeactivatedDueTo<cause>`` is reason
+    ``Deactivated`` with that cause; a PodsReady timeout's cause is ``WaitForRecovery`` when the pods had
+    been ready since admission, else ``WaitForStart`` (pkg/workload/evict, metrics.go)."""
+    reason = event.reason
+    if reason.startswith("DeactivatedDueTo"):
+        return "Deactivated", reason.removeprefix("DeactivatedDueTo")
+    if reason == "PodsReadyTimeout":
+        recovering = wl.pods_ready is not None and wl.pods_ready.reason == "WaitForRecovery"
+        return reason, "WaitForRecovery" if recovering else "WaitForStart"
+    return reason, ""
+
+
+# --- the fold's hooks (called by projections.cluster with the state before its change) ----------
+
+
+def on_observed(state: ClusterState, wl: WorkloadState) -> None:
+    """A workload first seen: it is queued since its creation."""
+    state.metrics.queued_ms.setdefault(wl.key, wl.workload.metadata.creation_timestamp_ms)
+
+
+def on_forgotten(state: ClusterState, key: str) -> None:
+    """A workload gone from the fold: its per-workload records go too."""
+    state.metrics.queued_ms.pop(key, None)
+    state.metrics.evicted_once.pop(key, None)
+
+
+def on_record(state: ClusterState, record: types.DecisionRecord, *, seq: int, admitter: bool) -> None:
+    """A DecisionRecord folded: an admitter record that decides something is one admission attempt
+    (Kueue's scheduling cycle; a cycle that decides nothing leaves no trace on the log), counted
+    ``inadmissible`` until one of its outputs reserves quota (:func:`on_reserved`)."""
+    metrics = state.metrics
+    if admitter and record.decided and seq > metrics.attempt_seq:
+        metrics.attempt_seq, metrics.attempt_success = seq, False
+        _inc(metrics, "kueue_admission_attempts_total", ("inadmissible",))
+    elif not admitter:
+        metrics.attempt_seq, metrics.attempt_success = max(metrics.attempt_seq, seq), True
+
+
+def on_reserved(state: ClusterState, wl: WorkloadState, event: types.QuotaReserved) -> None:
+    """QuotaReserved for a workload holding none: quota_reserved_workloads_total and its wait
+    (scheduler.go recordQuotaReservationMetrics)."""
+    metrics = state.metrics
+    if not metrics.attempt_success and metrics.attempt_seq:
+        metrics.attempt_success = True
+        _inc(metrics, "kueue_admission_attempts_total", ("inadmissible",), -1)
+        _inc(metrics, "kueue_admission_attempts_total", ("success",))
+    pc = priority_class(wl)
+    lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
+    wait = event.at_ms - metrics.queued_ms.get(wl.key, wl.workload.metadata.creation_timestamp_ms)
+    _inc(metrics, "kueue_quota_reserved_workloads_total", (event.cluster_queue, pc))
+    _observe(metrics, "kueue_quota_reserved_wait_time_seconds", (event.cluster_queue, pc), wait)
+    _inc(metrics, "kueue_local_queue_quota_reserved_workloads_total", lq)
+    _observe(metrics, "kueue_local_queue_quota_reserved_wait_time_seconds", lq, wait)
+
+
+def on_admitted(state: ClusterState, wl: WorkloadState, event: types.WorkloadAdmitted) -> None:
+    """WorkloadAdmitted for a workload holding quota: admitted_workloads_total, its wait since queued,
+    the admission checks' wait since the reservation, and the cohort subtrees' totals
+    (workload_controller.go, scheduler.go recordWorkloadAdmissionEvents)."""
+    assert wl.reservation is not None
+    metrics = state.metrics
+    cq, pc = wl.reservation.cluster_queue, priority_class(wl)
+    lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
+    wait = event.at_ms - metrics.queued_ms.get(wl.key, wl.workload.metadata.creation_timestamp_ms)
+    _inc(metrics, "kueue_admitted_workloads_total", (cq, pc))
+    _observe(metrics, "kueue_admission_wait_time_seconds", (cq, pc), wait)
+    _inc(metrics, "kueue_local_queue_admitted_workloads_total", lq)
+    _observe(metrics, "kueue_local_queue_admission_wait_time_seconds", lq, wait)
+    if wl.checks or event.at_ms > wl.reservation.at_ms:
+        checks_wait = event.at_ms - wl.reservation.at_ms
+        _observe(metrics, "kueue_admission_checks_wait_time_seconds", (cq, pc), checks_wait)
+        _observe(metrics, "kueue_local_queue_admission_checks_wait_time_seconds", lq, checks_wait)
+    cluster_queue = state.cluster_queues.get(cq)
+    if cluster_queue is not None and cluster_queue.spec.cohort_name:
+        for cohort in cohort_path(state, cluster_queue.spec.cohort_name):
+            _inc(metrics, "kueue_cohort_subtree_admitted_workloads_total", (cohort, pc))
+
+
+def on_pods_ready(state: ClusterState, wl: WorkloadState, event: types.WorkloadPodsReady) -> None:
+    """PodsReady turned True with reason Started for an admitted workload (reconciler.go: once per start,
+    not on recovery): ready_wait_time (since queued) and admitted_until_ready_wait_time."""
+    previous = wl.pods_ready
+    if not (wl.admitted and wl.reservation is not None and event.ready and event.reason in ("Started", "")):
+        return
+    if previous is not None and previous.ready:
+        return
+    metrics = state.metrics
+    cq, pc = wl.reservation.cluster_queue, priority_class(wl)
+    lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
+    ready = event.at_ms - metrics.queued_ms.get(wl.key, wl.workload.metadata.creation_timestamp_ms)
+    since_admitted = event.at_ms - wl.admitted_at_ms
+    _observe(metrics, "kueue_ready_wait_time_seconds", (cq, pc), ready)
+    _observe(metrics, "kueue_local_queue_ready_wait_time_seconds", lq, ready)
+    _observe(metrics, "kueue_admitted_until_ready_wait_time_seconds", (cq, pc), since_admitted)
+    _observe(metrics, "kueue_local_queue_admitted_until_ready_wait_time_seconds", lq, since_admitted)
+
+
+def on_evicted(state: ClusterState, wl: WorkloadState, event: types.EvictionRequested) -> None:
+    """EvictionRequested for a workload holding quota and not yet evicted (evict.go): evicted_workloads_total
+    (and once per reason and cause), the LocalQueue's, pods_ready_to_evicted_time while its pods were
+    ready, and for a preemption preempted_workloads_total by the preemptor's ClusterQueue."""
+    assert wl.reservation is not None
+    metrics = state.metrics
+    cq, pc = wl.reservation.cluster_queue, priority_class(wl)
+    reason, cause = underlying_cause(wl, event)
+    _inc(metrics, "kueue_evicted_workloads_total", (cq, reason, cause, pc))
+    lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace)
+    _inc(metrics, "kueue_local_queue_evicted_workloads_total", (*lq, reason, cause, pc))
+    seen = metrics.evicted_once.setdefault(wl.key, [])
+    if (reason, cause) not in seen:
+        seen.append((reason, cause))
+        _inc(metrics, "kueue_evicted_workloads_once_total", (cq, reason, cause, pc))
+    if wl.pods_ready is not None and wl.pods_ready.ready:
+        ready_for = event.at_ms - wl.pods_ready.at_ms
+        _observe(metrics, "kueue_pods_ready_to_evicted_time_seconds", (cq, reason, cause), ready_for)
+    if event.reason == "Preempted" and event.preemption_reason:
+        _inc(
+            metrics,
+            "kueue_preempted_workloads_total",
+            (preempting_cluster_queue(state, event), event.preemption_reason),
+        )
+
+
+def preempting_cluster_queue(state: ClusterState, event: types.EvictionRequested) -> str:
+    """The ClusterQueue of an eviction's preemptor: its PreemptionIssued's, else its LocalQueue's; "" when
+    unknown."""
+    if event.preemptor is None:
+        return ""
+    issued = state.preemptors.get(event.preemptor.key)
+    if issued is not None:
+        return issued.cluster_queue
+    preemptor = state.workloads.get(event.preemptor.key)
+    if preemptor is None:
+        return ""
+    lq = state.local_queues.get((preemptor.workload.metadata.namespace, preemptor.workload.spec.queue_name))
+    return lq.spec.cluster_queue if lq is not None else ""
+
+
+def on_released(state: ClusterState, wl: WorkloadState, event: types.QuotaReleased) -> None:
+    """QuotaReleased for a workload holding quota: after an eviction, workload_eviction_latency (eviction
+    to release) and the workload is queued again from now (or from the end of its backoff)."""
+    if wl.eviction is None:
+        return
+    assert wl.reservation is not None
+    reason, _ = underlying_cause(wl, wl.eviction)
+    latency = event.at_ms - wl.eviction.at_ms
+    _observe(state.metrics, "kueue_workload_eviction_latency_seconds", (wl.reservation.cluster_queue, reason), latency)
+    state.metrics.queued_ms[wl.key] = event.at_ms
+
+
+def on_requeued(state: ClusterState, wl: WorkloadState, event: types.WorkloadRequeued) -> None:
+    """The backoff after an eviction is over: the workload is queued again from now (Requeued=True)."""
+    state.metrics.queued_ms[wl.key] = event.at_ms
+
+
+def on_finished(state: ClusterState, wl: WorkloadState, event: types.WorkloadFinished) -> None:
+    """WorkloadFinished of a workload holding quota (workload_controller.go reportFinishedWorkload):
+    finished_workloads_total and, when it was admitted, its execution time (this admission plus the
+    earlier ones: Kueue's accumulatedPastExecutionTimeSeconds)."""
+    if wl.reservation is None:
+        return
+    metrics = state.metrics
+    cq, pc = wl.reservation.cluster_queue, priority_class(wl)
+    lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
+    _inc(metrics, "kueue_finished_workloads_total", (cq, pc))
+    _inc(metrics, "kueue_local_queue_finished_workloads_total", lq)
+    if wl.admitted:
+        total = wl.accumulated_ms + max(0, event.at_ms - wl.admitted_at_ms)
+        _observe(metrics, "kueue_execution_time_seconds", (cq, pc), total)
+        _observe(metrics, "kueue_local_queue_execution_time_seconds", lq, total)

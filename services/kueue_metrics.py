@@ -1,0 +1,320 @@
+"""Kueue's Prometheus metrics on a service's ``/metrics``, read from its folded :class:`ClusterState`.
+
+:class:`KueueCollector` is a prometheus-client collector: at each scrape it turns the state into
+every family of :data:`kueue_es.projections.kueue_metrics.FAMILIES`, with Kueue's names, types,
+labels and buckets. The counters and histograms come from the fold (``state.metrics``, the same in
+every replica and after a restart); the gauges of the present (pending workloads active and
+inadmissible, reserving and admitted workloads, usage, quotas, ClusterQueue and LocalQueue status,
+cohorts, weighted shares) from the state as it is. Kueue's leader alone updates its metrics, so the
+collector exports Kueue's families only while ``active()`` says this replica does the work (the
+decider's standby lease, :mod:`kueue_es.services.standby`): a Prometheus scraping two replicas does not
+count twice. ``replica_role`` is ``leader`` under a lease and ``standalone`` without one, as in Kueue.
+
+The admitter registers it (:mod:`kueue_es.services.deciding`); ``docs/metrics.md`` lists every family.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kueue_es import __version__
+from kueue_es.events import quantities
+from kueue_es.projections import afs, quota
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.kueue_metrics import BY_NAME, FAMILIES, Family, cohort_path
+from kueue_es.scheduling import fairsharing, queues, readiness
+
+Labels = tuple[str, ...]
+
+
+def amount(resource: str, value: int) -> float:
+    """A quantity as Kueue's gauges give it (Quantity.AsApproximateFloat64): cpu in cores (from
+    millicores), anything else in its unit (memory in bytes)."""
+    return value / 1000 if quantities.is_milli_resource(resource) else float(value)
+
+
+class _Series:
+    """The samples of every family for one scrape: label values (without ``replica_role``) -> value."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, dict[Labels, float]] = {family.name: {} for family in FAMILIES}
+
+    def set(self, family: str, labels: Labels, value: float) -> None:
+        self.values[family][labels] = value
+
+    def add(self, family: str, labels: Labels, value: float) -> None:
+        series = self.values[family]
+        series[labels] = series.get(labels, 0.0) + value
+
+
+def gauges(state: ClusterState) -> dict[str, dict[Labels, float]]:
+    """The gauges of the present, per family and label values (``replica_role`` left out): what the state
+    says now. Pure: the same state gives the same values (see the module for what each means)."""
+    out = _Series()
+    tree = quota.cached(state)
+    held = _Held(state)
+    _cluster_queues(state, tree, held, out)
+    _pending(state, tree, out)
+    _local_queues(state, held, out)
+    _cohorts(state, tree, held, out)
+    return out.values
+
+
+FRUsage = dict[tuple[str, str], int]
+LQRef = tuple[str, str]  # (namespace, name)
+
+
+class _Held:
+    """Who holds quota now: counts and usage per ClusterQueue and per LocalQueue (``usage``: admitted only)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.reserving: dict[str, int] = {}
+        self.admitted: dict[str, int] = {}
+        self.usage: dict[str, FRUsage] = {}
+        self.lq_reserving: dict[LQRef, int] = {}
+        self.lq_admitted: dict[LQRef, int] = {}
+        self.lq_reserved: dict[LQRef, FRUsage] = {}
+        self.lq_usage: dict[LQRef, FRUsage] = {}
+        for cq_name, keys in state.reserved.items():
+            for key in keys:
+                wl = state.workloads.get(key)
+                if wl is None or wl.reservation is None:
+                    continue
+                lq_ref = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
+                usage = quota.reservation_usage(wl.reservation)
+                self.reserving[cq_name] = self.reserving.get(cq_name, 0) + 1
+                self.lq_reserving[lq_ref] = self.lq_reserving.get(lq_ref, 0) + 1
+                _merge(self.lq_reserved.setdefault(lq_ref, {}), usage)
+                if wl.admitted:
+                    self.admitted[cq_name] = self.admitted.get(cq_name, 0) + 1
+                    self.lq_admitted[lq_ref] = self.lq_admitted.get(lq_ref, 0) + 1
+                    _merge(self.usage.setdefault(cq_name, {}), usage)
+                    _merge(self.lq_usage.setdefault(lq_ref, {}), usage)
+
+
+def _cluster_queues(state: ClusterState, tree: quota.QuotaTree, held: _Held, out: _Series) -> None:
+    """Status, hierarchy, quotas and limits, reservation and usage, weighted share of every ClusterQueue."""
+    weights = fairsharing.Weights(state) if state.configuration.fair_sharing is not None else None
+    for cq_name, cq in sorted(state.cluster_queues.items()):
+        cohort = cq.spec.cohort_name or ""
+        path = cohort_path(state, cohort) if cohort else []
+        out.set("kueue_cluster_queue_info", (cq_name, cohort, path[-1] if path else ""), 1)
+        status = "active" if readiness.cluster_queue_active(cq, state=state).status else "pending"
+        for value in ("pending", "active", "terminating"):
+            out.set("kueue_cluster_queue_status", (cq_name, value), float(value == status))
+        out.set("kueue_reserving_active_workloads", (cq_name,), held.reserving.get(cq_name, 0))
+        out.set("kueue_admitted_active_workloads", (cq_name,), held.admitted.get(cq_name, 0))
+        out.set("kueue_replaced_workload_slices_total", (cq_name,), 0)  # no elastic workload slices in kueue-es
+        for group in cq.spec.resource_groups:
+            for fq in group.flavors:
+                for rq in fq.resources:
+                    labels = (cohort, cq_name, fq.name, rq.name)
+                    out.set("kueue_cluster_queue_nominal_quota", labels, amount(rq.name, rq.nominal_quota))
+                    borrowing = math.inf if rq.borrowing_limit is None else amount(rq.name, rq.borrowing_limit)
+                    lending = math.inf if rq.lending_limit is None else amount(rq.name, rq.lending_limit)
+                    out.set("kueue_cluster_queue_borrowing_limit", labels, borrowing)
+                    out.set("kueue_cluster_queue_lending_limit", labels, lending)
+                    reserved = state.usage_of(cq_name, fq.name, rq.name)
+                    used = held.usage.get(cq_name, {}).get((fq.name, rq.name), 0)
+                    out.set("kueue_cluster_queue_resource_reservation", labels, amount(rq.name, reserved))
+                    out.set("kueue_cluster_queue_resource_usage", labels, amount(rq.name, used))
+        node = tree.cluster_queues.get(cq_name)
+        if weights is not None and node is not None and cohort and not node.in_cycle:
+            share = fairsharing.share(node, weights).weighted
+            out.set("kueue_cluster_queue_weighted_share", (cq_name, cohort), math.nan if share == math.inf else share)
+
+
+def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
+    """Pending workloads per ClusterQueue and LocalQueue, ``active`` or ``inadmissible`` (parked since the
+    latest requeue trigger of their cohort tree: Kueue's inadmissible list), and their requests."""
+    triggers = queues.requeue_triggers(state, tree)
+    for cq_name in state.cluster_queues:
+        for status in ("active", "inadmissible"):
+            out.add("kueue_pending_workloads", (cq_name, status), 0)
+    for namespace, lq_name in state.local_queues:
+        for status in ("active", "inadmissible"):
+            out.add("kueue_local_queue_pending_workloads", (lq_name, namespace, status), 0)
+    for (namespace, lq_name), queued in state.queued.items():
+        feeding = state.local_queues.get((namespace, lq_name))
+        if feeding is None or feeding.spec.cluster_queue not in state.cluster_queues:
+            continue
+        target = feeding.spec.cluster_queue
+        trigger = triggers.get(target, 0)
+        parked = sum(1 for seq, _ in queued.parked.values() if seq >= trigger)
+        parked += sum(1 for seq, _ in queued.requeued.values() if seq >= trigger)
+        for status, count in (("active", len(queued) - parked), ("inadmissible", parked)):
+            out.add("kueue_pending_workloads", (target, status), count)
+            out.add("kueue_local_queue_pending_workloads", (lq_name, namespace, status), count)
+        for order in queued:
+            wl = state.workloads.get(order[-1])
+            if wl is None:
+                continue
+            for pod_set in wl.workload.spec.pod_sets:
+                for resource, per_pod in pod_set.requests.items():
+                    if per_pod:
+                        pending = amount(resource, per_pod * pod_set.count)
+                        out.add("kueue_cluster_queue_resource_pending", (target, resource), pending)
+
+
+def _local_queues(state: ClusterState, held: _Held, out: _Series) -> None:
+    """Status, workloads holding quota, finished workloads, reservation and usage, and admission fair
+    sharing usage of every LocalQueue; finished workloads per ClusterQueue (by their LocalQueue's)."""
+    for cq_name in state.cluster_queues:
+        out.add("kueue_finished_workloads", (cq_name,), 0)
+    for namespace, lq_name in state.local_queues:
+        out.add("kueue_local_queue_finished_workloads", (lq_name, namespace), 0)
+    for wl in state.workloads.values():
+        if wl.finished is None or wl.deleted_seq:
+            continue
+        lq_ref = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
+        finished_in = state.local_queues.get(lq_ref)
+        if finished_in is None:
+            continue
+        out.add("kueue_finished_workloads", (finished_in.spec.cluster_queue,), 1)
+        out.add("kueue_local_queue_finished_workloads", (lq_ref[1], lq_ref[0]), 1)
+    now_ms = max((ledger.last_ms for ledger in state.afs_ledgers.values()), default=0)
+    for lq_ref, lq in sorted(state.local_queues.items()):
+        namespace, name = lq_ref
+        status = "True" if readiness.local_queue_active(lq, state=state).status else "False"
+        for value in ("True", "False", "Unknown"):
+            out.set("kueue_local_queue_status", (name, namespace, value), float(value == status))
+        out.set("kueue_local_queue_reserving_active_workloads", (name, namespace), held.lq_reserving.get(lq_ref, 0))
+        out.set("kueue_local_queue_admitted_active_workloads", (name, namespace), held.lq_admitted.get(lq_ref, 0))
+        for (flavor, resource), reserved in sorted(held.lq_reserved.get(lq_ref, {}).items()):
+            used = held.lq_usage.get(lq_ref, {}).get((flavor, resource), 0)
+            labels = (name, namespace, flavor, resource)
+            out.set("kueue_local_queue_resource_reservation", labels, amount(resource, reserved))
+            out.set("kueue_local_queue_resource_usage", labels, amount(resource, used))
+        cq = state.cluster_queues.get(lq.spec.cluster_queue)
+        if cq is not None and afs.active(cq, state.configuration):
+            ledger = state.afs_ledgers.get(lq_ref)
+            usage = afs.usage_value(ledger, now_ms=now_ms, config=state.configuration, lq=lq)
+            out.set("kueue_local_queue_admission_fair_sharing_usage", (name, namespace, lq.spec.cluster_queue), usage)
+
+
+def _cohorts(state: ClusterState, tree: quota.QuotaTree, held: _Held, out: _Series) -> None:
+    """Hierarchy, subtree quota, reservations and admitted workloads, weighted share of every Cohort (named
+    by a Cohort object or by a ClusterQueue's cohortName)."""
+    weights = fairsharing.Weights(state) if state.configuration.fair_sharing is not None else None
+    for name, node in sorted(tree.cohorts.items()):
+        path = cohort_path(state, name)
+        obj = state.cohorts.get(name)
+        parent = (obj.spec.parent_name or "") if obj is not None else ""
+        out.set("kueue_cohort_info", (name, parent, path[-1] if path else name), 1)
+        if node.in_cycle:
+            continue
+        for (flavor, resource), nominal in sorted(node.subtree.items()):
+            out.set("kueue_cohort_subtree_quota", (name, flavor, resource), amount(resource, nominal))
+        subtree_admitted = 0
+        for leaf in _cluster_queues_under(node):
+            subtree_admitted += held.admitted.get(leaf.name, 0)
+            for leaf_flavor, resources in state.usage.get(leaf.name, {}).items():
+                for resource, reserved in resources.items():
+                    labels = (name, leaf_flavor, resource)
+                    out.add("kueue_cohort_subtree_resource_reservations", labels, amount(resource, reserved))
+        out.set("kueue_cohort_subtree_admitted_active_workloads", (name,), subtree_admitted)
+        if weights is not None and node.parent is not None:
+            share = fairsharing.share(node, weights).weighted
+            out.set("kueue_cohort_weighted_share", (name,), math.nan if share == math.inf else share)
+
+
+def _merge(into: dict[tuple[str, str], int], usage: dict[tuple[str, str], int]) -> None:
+    for fr, value in usage.items():
+        into[fr] = into.get(fr, 0) + value
+
+
+def _cluster_queues_under(node: quota.Node) -> Iterator[quota.Node]:
+    for child in node.children:
+        if child.is_cohort:
+            yield from _cluster_queues_under(child)
+        else:
+            yield child
+
+
+def build_info() -> Labels:
+    """``kueue_build_info``'s label values: kueue-es's version as git_version, the Python version as
+    go_version (there is no Go), the interpreter as compiler, OS/architecture as platform."""
+    return (
+        __version__,
+        "",
+        "",
+        platform.python_version(),
+        sys.implementation.name,
+        f"{sys.platform}/{platform.machine()}",
+    )
+
+
+def families(state: ClusterState, *, replica_role: str) -> list[Metric]:
+    """Every Kueue family of :data:`FAMILIES` for ``state``, ``replica_role`` added to the labels of the
+    families that have it; histograms with Kueue's buckets (stored in ms, exported in seconds)."""
+    present = gauges(state)
+    present["kueue_build_info"] = {build_info(): 1.0}
+    metrics = state.metrics
+    out: list[Metric] = []
+    for family in FAMILIES:
+        role = (replica_role,) if family.labels and family.labels[-1] == "replica_role" else ()
+        metric: Any
+        if family.kind == "counter":
+            metric = CounterMetricFamily(family.name, family.help, labels=family.labels)
+            values = dict(present.get(family.name, {}))
+            for labels, count in metrics.counters.get(family.name, {}).items():
+                values[labels] = values.get(labels, 0.0) + count
+            for labels, total in sorted(values.items()):
+                metric.add_metric([*labels, *role], total)
+        elif family.kind == "gauge":
+            metric = GaugeMetricFamily(family.name, family.help, labels=family.labels)
+            for labels, value in sorted(present.get(family.name, {}).items()):
+                metric.add_metric([*labels, *role], value)
+        else:
+            metric = HistogramMetricFamily(family.name, family.help, labels=family.labels)
+            for labels, hist in sorted(metrics.histograms.get(family.name, {}).items()):
+                buckets = []
+                running = 0
+                for bound, count in zip(family.buckets, hist.counts, strict=False):
+                    running += count
+                    buckets.append((_le(bound), float(running)))
+                running += hist.counts[-1]
+                buckets.append(("+Inf", float(running)))
+                metric.add_metric([*labels, *role], buckets, hist.sum_ms / 1000)
+        out.append(metric)
+    return out
+
+
+def _le(bound_ms: int) -> str:
+    return repr(bound_ms / 1000)
+
+
+class KueueCollector(Collector):
+    """Kueue's families from ``state()`` at each scrape, while ``active()`` (None: always; then
+    ``replica_role`` is ``standalone``, else ``leader``)."""
+
+    def __init__(self, state: Callable[[], ClusterState], *, active: Callable[[], bool] | None = None) -> None:
+        self.state, self.active = state, active
+
+    def collect(self) -> Iterator[Metric]:
+        if self.active is not None and not self.active():
+            return
+        yield from families(self.state(), replica_role="standalone" if self.active is None else "leader")
+
+    def describe(self) -> Iterator[Metric]:
+        """The families without samples (so registering does not run a scrape)."""
+        for family in FAMILIES:
+            yield _empty(family)
+
+
+def _empty(family: Family) -> Metric:
+    if family.kind == "counter":
+        return CounterMetricFamily(family.name, family.help, labels=family.labels)
+    if family.kind == "gauge":
+        return GaugeMetricFamily(family.name, family.help, labels=family.labels)
+    return HistogramMetricFamily(family.name, family.help, labels=family.labels)
+
+
+__all__ = ["BY_NAME", "KueueCollector", "amount", "families", "gauges"]

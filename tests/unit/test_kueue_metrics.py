@@ -1,0 +1,271 @@
+"""Kueue's Prometheus metrics folded from the log (issue 16, point 1).
+
+The families are held to Kueue's reference page (``tests/fixtures/metrics/kueue-reference.yaml``, taken
+from kubernetes-sigs/kueue's metrics.md and metrics.go); the values are checked after scenarios run
+through the production deciders (the core engine: admissions, a preemption, a requeue after it, a
+finish, a HoldAndDrain eviction, parked workloads); and a fold that starts from a checkpoint ends with
+the same metrics as one from message #1.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kueue_es import checkpoints
+from kueue_es.events import types
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.kueue_metrics import FAMILIES
+from kueue_es.scenarios.core_engine import CoreRun, run_scenario
+from kueue_es.scenarios.loading import load_scenario, parse_scenario
+from kueue_es.services.kueue_metrics import KueueCollector, families
+from kueue_es.services.runtime import fold_message
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+SCENARIOS = Path(__file__).parent.parent / "scenarios"
+API = "kueue.x-k8s.io/v1beta2"
+
+
+def _reference() -> list[dict[str, Any]]:
+    return yaml.safe_load((FIXTURES / "metrics" / "kueue-reference.yaml").read_text())["families"]
+
+
+def test_every_family_of_kueues_reference_with_its_type_labels_and_buckets() -> None:
+    reference = {family["name"]: family for family in _reference()}
+    ours = {family.name: family for family in FAMILIES}
+    assert sorted(ours) == sorted(reference)
+    for name, family in reference.items():
+        mine = ours[name]
+        assert (mine.kind, list(mine.labels)) == (family["type"], family["labels"]), name
+        if mine.kind == "histogram":
+            assert [bound / 1000 for bound in mine.buckets] == family["buckets"], name
+        else:
+            assert mine.buckets == (), name
+
+
+def _job(name: str, *, cpus: int, second: int, priority: int = 0) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default", "creationTimestamp": f"2026-01-01T00:00:{second:02d}Z"},
+        "spec": {
+            "queueName": "lq",
+            "priority": priority,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": cpus,
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+                }
+            ],
+        },
+    }
+
+
+def _preemption_run() -> CoreRun:
+    """cq (3 CPU, LowerPriority): low-1..3 (1 CPU each) admitted, huge (5 CPU) parked; high (2 CPU,
+    priority 10) preempts two lows, which wait; high finishes and they are admitted again."""
+    doc = {
+        "name": "metrics",
+        "source": "issue 16",
+        "objects": [
+            {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+            {
+                "apiVersion": API,
+                "kind": "ClusterQueue",
+                "metadata": {"name": "cq"},
+                "spec": {
+                    "namespaceSelector": {},
+                    "preemption": {"withinClusterQueue": "LowerPriority"},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": 3}]}],
+                        }
+                    ],
+                },
+            },
+            {
+                "apiVersion": API,
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq", "namespace": "default"},
+                "spec": {"clusterQueue": "cq"},
+            },
+        ],
+        "pending": [
+            _job("low-1", cpus=1, second=1),
+            _job("low-2", cpus=1, second=2),
+            _job("low-3", cpus=1, second=3),
+            _job("huge", cpus=5, second=4),
+        ],
+        "events": [{"apply": _job("high", cpus=2, second=5, priority=10)}, {"finish": "default/high"}],
+    }
+    return run_scenario(parse_scenario(yaml.safe_dump(doc, sort_keys=False), path="<metrics>"))
+
+
+def _fold(messages: list[Any], state: ClusterState | None = None) -> ClusterState:
+    state = state if state is not None else ClusterState()
+    for message in messages:
+        fold_message(state, message)
+    return state
+
+
+def _samples(state: ClusterState, *, role: str = "standalone") -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every exported sample, as Prometheus parses the text exposition: (sample name, labels) -> value."""
+    registry = CollectorRegistry()
+    registry.register(KueueCollector(lambda: state, active=None if role == "standalone" else lambda: True))
+    out = {}
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for sample in family.samples:
+            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return out
+
+
+def _value(samples: dict[Any, float], sample: str, /, **labels: str) -> float:
+    labels.setdefault("replica_role", "standalone")
+    return samples.get((sample, frozenset(labels.items())), 0.0)
+
+
+def test_exported_samples_carry_exactly_their_familys_labels() -> None:
+    state = _fold(_preemption_run().messages)
+    by_name = {family.name: family for family in FAMILIES}
+    seen = set()
+    for family in families(state, replica_role="standalone"):
+        spec = by_name[family.name if family.type != "counter" else f"{family.name}_total"]
+        assert family.type == spec.kind
+        for sample in family.samples:
+            names = set(sample.labels) - {"le"}
+            assert names == set(spec.labels), (family.name, sample)
+            seen.add(spec.name)
+    # the families a scenario of admissions, a preemption and a finish gives values to
+    for name in (
+        "kueue_pending_workloads",
+        "kueue_admitted_workloads_total",
+        "kueue_quota_reserved_wait_time_seconds",
+        "kueue_evicted_workloads_total",
+        "kueue_preempted_workloads_total",
+        "kueue_cluster_queue_resource_reservation",
+        "kueue_local_queue_admission_wait_time_seconds",
+        "kueue_execution_time_seconds",
+        "kueue_build_info",
+    ):
+        assert name in seen, name
+
+
+def test_values_after_admissions_a_preemption_and_a_finish() -> None:
+    run = _preemption_run()
+    events = dict(run.log)
+    state = _fold(run.messages)
+    samples = _samples(state)
+    cq = {"cluster_queue": "cq", "priority_class": ""}
+    # 3 lows, high, and the 2 preempted lows again once high finished: 6 reservations, all admitted at once
+    reserved = [e for e in events.values() if isinstance(e, types.QuotaReserved)]
+    assert len(reserved) == 6
+    assert _value(samples, "kueue_quota_reserved_workloads_total", **cq) == 6
+    assert _value(samples, "kueue_admitted_workloads_total", **cq) == 6
+    assert (
+        _value(samples, "kueue_local_queue_admitted_workloads_total", name="lq", namespace="default", priority_class="")
+        == 6
+    )
+    evicted = {"cluster_queue": "cq", "reason": "Preempted", "underlying_cause": "", "priority_class": ""}
+    assert _value(samples, "kueue_evicted_workloads_total", **evicted) == 2
+    assert _value(samples, "kueue_evicted_workloads_once_total", **evicted) == 2
+    assert (
+        _value(samples, "kueue_preempted_workloads_total", preempting_cluster_queue="cq", reason="InClusterQueue") == 2
+    )
+    assert _value(samples, "kueue_finished_workloads_total", **cq) == 1
+    assert _value(samples, "kueue_execution_time_seconds_count", **cq) == 1
+    # huge can never fit: parked on the inadmissible list; nothing else waits
+    assert _value(samples, "kueue_pending_workloads", cluster_queue="cq", status="inadmissible") == 1
+    assert _value(samples, "kueue_pending_workloads", cluster_queue="cq", status="active") == 0
+    assert _value(samples, "kueue_reserving_active_workloads", cluster_queue="cq") == 3
+    assert _value(samples, "kueue_admitted_active_workloads", cluster_queue="cq") == 3
+    usage = {"cohort": "", "cluster_queue": "cq", "flavor": "default", "resource": "cpu"}
+    assert _value(samples, "kueue_cluster_queue_resource_reservation", **usage) == 3.0
+    assert _value(samples, "kueue_cluster_queue_nominal_quota", **usage) == 3.0
+    assert _value(samples, "kueue_cluster_queue_borrowing_limit", **usage) == math.inf
+    assert _value(samples, "kueue_cluster_queue_resource_pending", cluster_queue="cq", resource="cpu") == 5.0
+    assert _value(samples, "kueue_cluster_queue_status", cluster_queue="cq", status="active") == 1
+    # wait times from the events' own times: since creation, and for a readmission since the release
+    # that sent the workload back to its queue
+    created = {f"default/{name}": ms for name, ms in (("low-1", 1), ("low-2", 2), ("low-3", 3), ("high", 5))}
+    released: dict[str, int] = {}
+    waits = []
+    for event in (e for _, e in sorted(events.items())):
+        if isinstance(event, types.QuotaReleased):
+            released[event.workload.key] = event.at_ms
+        elif isinstance(event, types.QuotaReserved):
+            since = released.get(event.workload.key)
+            start = since if since is not None else 1_767_225_600_000 + created[event.workload.key] * 1000
+            waits.append(event.at_ms - start)
+    assert len(released) == 3  # two preempted lows, and high after it finished
+    assert _value(samples, "kueue_quota_reserved_wait_time_seconds_count", **cq) == 6
+    assert _value(samples, "kueue_quota_reserved_wait_time_seconds_sum", **cq) == pytest.approx(sum(waits) / 1000)
+    assert _value(samples, "kueue_admission_wait_time_seconds_sum", **cq) == pytest.approx(sum(waits) / 1000)
+    assert all(w >= 0 for w in waits)
+    bucket_1s = _value(samples, "kueue_quota_reserved_wait_time_seconds_bucket", le="1.0", **cq)
+    assert bucket_1s == sum(1 for w in waits if w <= 1000)
+
+
+def test_before_the_first_cycle_every_pending_workload_is_active() -> None:
+    run = _preemption_run()
+    first_record = next(m.seq for m in run.messages if m.headers.get("Kq-Type") == "DecisionRecord")
+    state = _fold(run.messages[: first_record - 1])
+    samples = _samples(state)
+    assert _value(samples, "kueue_pending_workloads", cluster_queue="cq", status="active") == 4
+    assert _value(samples, "kueue_pending_workloads", cluster_queue="cq", status="inadmissible") == 0
+    assert _value(samples, "kueue_local_queue_pending_workloads", name="lq", namespace="default", status="active") == 4
+    assert _value(samples, "kueue_admission_attempts_total", result="success") == 0
+
+
+def test_hold_and_drain_eviction_is_counted_with_its_reason_and_the_queue_goes_pending() -> None:
+    run = run_scenario(load_scenario(SCENARIOS / "config" / "clusterqueue-hold-and-drain-evicts.yaml"))
+    samples = _samples(_fold(run.messages))
+    stopped = {"cluster_queue": "cq", "reason": "ClusterQueueStopped", "underlying_cause": "", "priority_class": ""}
+    assert _value(samples, "kueue_evicted_workloads_total", **stopped) == 1
+    assert (
+        _value(samples, "kueue_preempted_workloads_total", preempting_cluster_queue="cq", reason="InClusterQueue") == 0
+    )
+    assert _value(samples, "kueue_cluster_queue_status", cluster_queue="cq", status="pending") == 1
+    assert _value(samples, "kueue_cluster_queue_status", cluster_queue="cq", status="active") == 0
+    assert (
+        _value(
+            samples, "kueue_workload_eviction_latency_seconds_count", cluster_queue="cq", reason="ClusterQueueStopped"
+        )
+        == 1
+    )
+
+
+def test_a_fold_from_a_checkpoint_ends_with_the_same_metrics_as_one_from_the_start() -> None:
+    messages = _preemption_run().messages
+    full = _fold(messages)
+    middle = len(messages) // 2
+    early = _fold(messages[:middle])
+    assert early.metrics.counters, "the first half already counts something"
+    resumed = _fold(messages[middle:], checkpoints.loads(checkpoints.dumps(early)))
+    assert resumed.metrics == full.metrics
+    assert generate_latest_of(resumed) == generate_latest_of(full)
+    assert checkpoints.state_digest(resumed) == checkpoints.state_digest(full)
+
+
+def generate_latest_of(state: ClusterState) -> bytes:
+    registry = CollectorRegistry()
+    registry.register(KueueCollector(lambda: state))
+    return generate_latest(registry)
+
+
+def test_only_the_replica_holding_the_lease_exports_kueues_families() -> None:
+    state = _fold(_preemption_run().messages)
+    holding = [True]
+    registry = CollectorRegistry()
+    registry.register(KueueCollector(lambda: state, active=lambda: holding[0]))
+    text = generate_latest(registry).decode()
+    assert 'kueue_admitted_workloads_total{cluster_queue="cq",priority_class="",replica_role="leader"} 6.0' in text
+    holding[0] = False
+    assert generate_latest(registry) == b""
