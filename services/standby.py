@@ -307,10 +307,17 @@ class DeciderLease:
 
 
 async def open_lease(
-    bus: Bus, *, role: str, settings: StandbySettings, partition: str = subjects.DEFAULT_PARTITION
+    bus: Bus,
+    *,
+    role: str,
+    settings: StandbySettings,
+    partition: str = subjects.DEFAULT_PARTITION,
+    user: str | None = None,
 ) -> DeciderLease | None:
     """The lease of decider ``role`` (a DecisionRecord role: admit, preempt, place) in ``partition`` on
     ``bus``'s NATS connection; None on a bus that is not NATS (in memory: one process, nothing to share).
+    ``user``: the key's first token when it is not the role's head token (the dispatcher's
+    ``dispatcher``: ``services/dispatcher/service.py``, ``--standby-lease``).
 
     Raises NotFoundError when the bucket is missing and this connection may not create it, BusError.
     """
@@ -322,7 +329,8 @@ async def open_lease(
     store = await leases.open_store(
         inner.nc, create=inner.creates_streams, replicas=inner.replicas, timeout=settings.retry_period
     )
-    return DeciderLease(store, key=leases.key_for(subjects.HEAD_TOKENS[role], partition), settings=settings)
+    key = leases.key_for(user or subjects.HEAD_TOKENS[role], partition)
+    return DeciderLease(store, key=key, settings=settings)
 
 
 def observe(lease: DeciderLease, health: Health, *, role: str) -> None:
