@@ -396,6 +396,9 @@ class ObservedDurable(DurableConsumer):
     async def in_progress(self, delivery: Delivery) -> None:
         await keep_trying("in_progress", lambda: self.inner.in_progress(delivery), health=self.health)
 
+    async def close(self) -> None:
+        await self.inner.close()
+
 
 async def keep_trying(what: str, call: Callable[[], Awaitable[T]], *, health: Health | None = None) -> T:
     """Await ``call()`` until it does not raise :class:`TransientBusError`, and return its result.

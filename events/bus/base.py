@@ -142,6 +142,10 @@ class DurableConsumer(abc.ABC):
         """Say the message is still being worked on: its ``ack_wait`` starts again (JetStream's
         ``+WIP``); a no-op where the consumer has no such signal."""
 
+    async def close(self) -> None:  # noqa: B027 -- optional, not abstract
+        """Stop using this handle: no more fetches (the consumer and its position stay on the server;
+        what was delivered and not acked is delivered again after its ack wait)."""
+
 
 class Bus(abc.ABC):
     """The log: append, atomically commit decision batches, read in order."""

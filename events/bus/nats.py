@@ -1256,6 +1256,13 @@ class NatsDurable(base.DurableConsumer):
         ):
             await msg.nak(delay=delay or None)
 
+    async def close(self) -> None:
+        """Unsubscribe this handle's inbox (the durable stays); the bus no longer counts it as a reader."""
+        if self._bus is not None:
+            self._bus._durables.discard(self)
+        with contextlib.suppress(nats.errors.Error, ValueError):
+            await self._sub.unsubscribe()
+
     async def in_progress(self, delivery: base.Delivery) -> None:
         """Restart the message's ack wait (``+WIP``; fire and forget, a no-op once acked)."""
         msg = delivery.token

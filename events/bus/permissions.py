@@ -133,7 +133,12 @@ PUBLISH: dict[str, tuple[str, ...]] = {
     "admitter": decisions("admitter") + _reads(LOG) + lease_keys("admitter") + _lease_calls() + _snapshot_reads(),
     "preemptor": decisions("preemptor") + _reads(LOG) + lease_keys("preemptor") + _lease_calls() + _snapshot_reads(),
     "tas-placer": decisions("tas-placer") + _reads(LOG) + lease_keys("tas-placer") + _lease_calls() + _snapshot_reads(),
-    "dispatcher": DISPATCH + _reads(LOG) + DURABLE_CALLS + lease_keys("dispatcher") + _lease_calls() + _snapshot_reads(),
+    "dispatcher": DISPATCH
+    + _reads(LOG)
+    + DURABLE_CALLS
+    + lease_keys("dispatcher")
+    + _lease_calls()
+    + _snapshot_reads(),
     "reader": _reads(LOG) + _reads(PUBLIC) + (f"$JS.API.DIRECT.GET.{LOG}",) + _snapshot_reads(),
     COMPACTOR: _reads(LOG) + _snapshot_reads() + COMPACTS,
 }

@@ -560,7 +560,7 @@ standing by (a takeover starts them this soon)."""
 
 async def consume_while_leading(
     dispatcher: Dispatcher,
-    consumer: DurableConsumer,
+    bind: Callable[[], Awaitable[DurableConsumer]],
     lease: standby.DeciderLease,
     *,
     also: Sequence[Callable[[], Awaitable[None]]] = (),
@@ -569,7 +569,9 @@ async def consume_while_leading(
     """Consume decisions (and run ``also``, e.g. the ungater) only while ``lease`` is active, forever.
 
     A standby folds the log all along (:meth:`Dispatcher.fold_forever`, run beside this) and waits
-    for the lease; once it holds it, it consumes the durable consumer as the only dispatcher does.
+    for the lease; once it holds it, it binds the durable consumer (``bind()``) and consumes it as
+    the only dispatcher does, and lets go of it when it stops leading (a standby holds no consumer:
+    its readiness does not wait for a consumer it does not use).
     When the lease stops being active (the renew deadline passed without a renewal, or another
     replica took it), the writes stop: the Job write under way is the last (the gate is asked
     before each), the batch is not acked, and the work is cancelled within ``poll`` s, which is
@@ -583,12 +585,15 @@ async def consume_while_leading(
         while not lease.active():
             await asyncio.sleep(poll)
         log.info("dispatcher_leading", lease=lease.key, identity=lease.identity)
+        consumer = await bind()
         work = [asyncio.ensure_future(dispatcher.consume(consumer)), *(asyncio.ensure_future(run()) for run in also)]
         try:
             while lease.active() and not any(task.done() for task in work):
                 await asyncio.sleep(poll)
         finally:
             await cancel_and_wait(work)
+            with contextlib.suppress(BusError):
+                await consumer.close()
         for task in work:
             if not task.cancelled() and task.exception() is not None:
                 error = task.exception()
@@ -598,22 +603,24 @@ async def consume_while_leading(
         log.warning("dispatcher_standing_by", lease=lease.key, identity=lease.identity)
 
 
-async def standby_consumer(
+async def standby_lease(
     bus: Bus, dispatcher: Dispatcher, settings: standby.StandbySettings
-) -> tuple[DurableConsumer, standby.DeciderLease | None]:
-    """The durable consumer and, on a NATS bus, the dispatcher's lease (key ``dispatcher.<partition>`` in
-    KQ_LEASES) for a standby dispatcher: the consumer's ack wait is set to the lease duration and the
-    dispatcher marks what it holds in progress every retry period, so what a dead holder fetched and
-    did not ack comes to the next holder about when it takes over. On another bus (in memory): no
-    lease, the plain consumer. Raises BusError, NotFoundError when the lease bucket is missing."""
+) -> tuple[standby.DeciderLease | None, Callable[[], Awaitable[DurableConsumer]]]:
+    """On a NATS bus, the dispatcher's lease (key ``dispatcher.<partition>`` in KQ_LEASES) and how the
+    holder binds the durable consumer: with its ack wait set to the lease duration, while the dispatcher
+    marks what it holds in progress every retry period, so what a dead holder fetched and did not ack
+    comes to the next holder about when it takes over. On another bus (in memory): no lease (None).
+    Raises BusError, NotFoundError when the lease bucket is missing."""
     lease = await standby.open_lease(bus, role="dispatch", user=LEASE_USER, settings=settings)
-    if lease is None:
-        return await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,)), None
-    consumer = await bus.durable(
-        name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=settings.lease_duration, set_ack_wait=True
-    )
-    dispatcher.progress_every = settings.retry_period
-    return consumer, lease
+    if lease is not None:
+        dispatcher.progress_every = settings.retry_period
+
+    async def bind() -> DurableConsumer:
+        return await bus.durable(
+            name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=settings.lease_duration, set_ack_wait=True
+        )
+
+    return lease, bind
 
 
 async def serve_dispatcher(
@@ -641,8 +648,8 @@ async def serve_dispatcher(
         bus.health.report_dispatch_backlog(dispatcher.backlog)
     lease = None
     if standby_settings is not None:
-        consumer, lease = await standby_consumer(bus, dispatcher, standby_settings)
-    else:
+        lease, bind = await standby_lease(bus, dispatcher, standby_settings)
+    if lease is None:
         consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
     shares = {cls.label: round(share, 3) for cls, share in limiter.shares.items()}
     log.info(
@@ -659,7 +666,7 @@ async def serve_dispatcher(
     else:
         if isinstance(bus, ObservedBus):
             standby.observe(lease, bus.health, role="dispatch")
-        work = [consume_while_leading(dispatcher, consumer, lease, also=(dispatcher.ungate_forever,)), lease.run()]
+        work = [consume_while_leading(dispatcher, bind, lease, also=(dispatcher.ungate_forever,)), lease.run()]
     try:
         await run_until_stopped(stop, dispatcher.fold_forever(), dispatcher.watch_pods(), *work)
     finally:

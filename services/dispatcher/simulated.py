@@ -34,7 +34,7 @@ from kueue_es.services import standby
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, Result
 from kueue_es.services.dispatcher.kube_api import DEFAULT_BURST, RawObject, WriteLimiter
-from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher, consume_while_leading, standby_consumer
+from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher, consume_while_leading, standby_lease
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import client as kube
@@ -168,8 +168,8 @@ async def serve_simulated_dispatcher(
         dispatcher.on_orphan = bus.health.orphaned
     lease = None
     if standby_settings is not None:
-        consumer, lease = await standby_consumer(bus, dispatcher, standby_settings)
-    else:
+        lease, bind = await standby_lease(bus, dispatcher, standby_settings)
+    if lease is None:
         consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
     log.info(
         "service_started",
@@ -184,7 +184,7 @@ async def serve_simulated_dispatcher(
     else:
         if isinstance(bus, ObservedBus):
             standby.observe(lease, bus.health, role="dispatch")
-        work = [consume_while_leading(dispatcher, consumer, lease), lease.run()]
+        work = [consume_while_leading(dispatcher, bind, lease), lease.run()]
     try:
         await run_until_stopped(stop, dispatcher.fold_forever(), *work)
     finally:

@@ -9,6 +9,7 @@ that is still being written.
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import pytest
 
@@ -78,11 +79,11 @@ async def test_a_standby_writes_nothing_and_starts_at_once_when_it_takes_the_lea
     await admitted(bus, 3)
     limiter = WriteLimiter(qps=1000, burst=10)
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
     lease = Lease(active=False)
+    bind = functools.partial(bus.durable, name="dispatcher", subjects=(DECISION_FILTER,))
     tasks = [
         asyncio.create_task(dispatcher.fold_forever()),
-        asyncio.create_task(consume_while_leading(dispatcher, consumer, lease, poll=0.01)),  # type: ignore[arg-type]
+        asyncio.create_task(consume_while_leading(dispatcher, bind, lease, poll=0.01)),  # type: ignore[arg-type]
     ]
     try:
         await asyncio.sleep(0.3)
@@ -93,6 +94,7 @@ async def test_a_standby_writes_nothing_and_starts_at_once_when_it_takes_the_lea
         assert await results(bus) == ["w0", "w1", "w2"]
     finally:
         await cancel_and_wait(tasks)
+    consumer = await bind()
     assert await consumer.fetch(batch=10, timeout=0.05) == []  # every decision acked
 
 
@@ -105,12 +107,12 @@ async def test_a_lost_lease_stops_the_writes_and_the_rest_is_delivered_again() -
     await admitted(bus, 4)
     limiter = WriteLimiter(qps=10, burst=1)  # a write every 100 ms
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=0.3)
+    bind = functools.partial(bus.durable, name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=0.3)
     dispatcher.progress_every = 0.05
     lease = Lease(active=True)
     tasks = [
         asyncio.create_task(dispatcher.fold_forever()),
-        asyncio.create_task(consume_while_leading(dispatcher, consumer, lease, poll=0.01)),  # type: ignore[arg-type]
+        asyncio.create_task(consume_while_leading(dispatcher, bind, lease, poll=0.01)),  # type: ignore[arg-type]
     ]
     try:
         await wait_for(lambda: _count(bus, 1))
