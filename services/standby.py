@@ -7,7 +7,9 @@ replicas, issue 15). So the replicas take turns through a lease on the NATS
 key-value bucket ``KQ_LEASES`` (:mod:`kueue_es.events.bus.leases`; key
 ``<user>.<partition>``, e.g. ``admitter.p0``), much as client-go's leader election
 takes turns on a coordination.k8s.io Lease (``services/leader.py``, which the
-watcher and the dispatcher use):
+watcher uses, and the dispatcher with ``--leader-elect``; the dispatcher's warm standby,
+``--standby-lease``, takes this lease too, key ``dispatcher.<partition>``:
+``services/dispatcher/service.py`` ``consume_while_leading``):
 
 - a candidate takes a key that is missing or released (empty holder) at once, by
   compare-and-set on its revision;
