@@ -496,13 +496,14 @@ def _visibility_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _standby_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("standby deciders (admitter, preemptor, tas-placer)")
+    group = parser.add_argument_group("standby replicas (admitter, preemptor, tas-placer, dispatcher)")
     group.add_argument(
         "--standby-lease",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="decide and commit only while holding the decider's lease in the NATS bucket KQ_LEASES; other"
-        " replicas fold and stand by (default on for the deciders; a single replica just holds it)",
+        help="decide and commit (the dispatcher: write) only while holding the service's lease in the NATS"
+        " bucket KQ_LEASES; other replicas fold and stand by (default on for the deciders, off for the"
+        " dispatcher; a single replica just holds it)",
     )
     group.add_argument(
         "--standby-lease-duration",
@@ -748,16 +749,25 @@ def _run_service(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.standby_lease and args.name in ("watcher", "dispatcher"):
+    if args.standby_lease and args.name == "watcher":
         print(
-            f"error: --standby-lease is for the deciders; the {args.name} runs one replica with --leader-elect",
+            "error: --standby-lease is for the deciders and the dispatcher; the watcher has --leader-elect",
             file=sys.stderr,
         )
         return 2
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         print("error: give --tls-cert-file and --tls-private-key-file together", file=sys.stderr)
         return 2
-    if args.name not in ("watcher", "dispatcher", "visibility") and args.standby_lease is not False:
+    if args.standby_lease and args.leader_elect:
+        print(
+            "error: the dispatcher takes one lease: --standby-lease (NATS) or --leader-elect (Kubernetes)",
+            file=sys.stderr,
+        )
+        return 2
+    # on by default for the deciders; the dispatcher's warm standby only with --standby-lease
+    if (args.name not in ("watcher", "visibility") and args.standby_lease) or (
+        args.name not in ("watcher", "dispatcher", "visibility") and args.standby_lease is not False
+    ):
         from kueue_es.services.standby import StandbySettings
 
         try:
@@ -837,7 +847,12 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             from kueue_es.services.dispatcher.simulated import serve_simulated_dispatcher
 
             await serve_simulated_dispatcher(
-                nats_url=args.nats, stop=stop, qps=args.api_qps, burst=args.api_burst, connect=probe.connect
+                nats_url=args.nats,
+                stop=stop,
+                qps=args.api_qps,
+                burst=args.api_burst,
+                connect=probe.connect,
+                standby_settings=getattr(args, "standby", None),
             )
             return
         api = await _api_client(args)
@@ -864,7 +879,12 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
                 start = await _snapshot_start(args.nats, "dispatcher") if args.snapshots else None
                 await serve_dispatcher(
-                    nats_url=args.nats, api=api, stop=service_stop, connect=probe.connect, start=start
+                    nats_url=args.nats,
+                    api=api,
+                    stop=service_stop,
+                    connect=probe.connect,
+                    start=start,
+                    standby_settings=getattr(args, "standby", None),
                 )
 
         if settings is None:

@@ -355,10 +355,14 @@ class ObservedBus(Bus):
     async def get(self, seq: int) -> LogMessage:
         return await self.inner.get(seq)
 
-    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> DurableConsumer:
+    async def durable(
+        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0, set_ack_wait: bool = False
+    ) -> DurableConsumer:
         """The durable consumer, its fetches, acks and naks tried again while they fail transiently."""
         inner = await keep_trying(
-            "durable", lambda: self.inner.durable(name=name, subjects=subjects, ack_wait=ack_wait), health=self.health
+            "durable",
+            lambda: self.inner.durable(name=name, subjects=subjects, ack_wait=ack_wait, set_ack_wait=set_ack_wait),
+            health=self.health,
         )
         return ObservedDurable(inner, health=self.health)
 
@@ -388,6 +392,12 @@ class ObservedDurable(DurableConsumer):
 
     async def nak(self, delivery: Delivery, *, delay: float = 0.0) -> None:
         await keep_trying("nak", lambda: self.inner.nak(delivery, delay=delay), health=self.health)
+
+    async def in_progress(self, delivery: Delivery) -> None:
+        await keep_trying("in_progress", lambda: self.inner.in_progress(delivery), health=self.health)
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 async def keep_trying(what: str, call: Callable[[], Awaitable[T]], *, health: Health | None = None) -> T:

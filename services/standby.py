@@ -7,7 +7,9 @@ replicas, issue 15). So the replicas take turns through a lease on the NATS
 key-value bucket ``KQ_LEASES`` (:mod:`kueue_es.events.bus.leases`; key
 ``<user>.<partition>``, e.g. ``admitter.p0``), much as client-go's leader election
 takes turns on a coordination.k8s.io Lease (``services/leader.py``, which the
-watcher and the dispatcher use):
+watcher uses, and the dispatcher with ``--leader-elect``; the dispatcher's warm standby,
+``--standby-lease``, takes this lease too, key ``dispatcher.<partition>``:
+``services/dispatcher/service.py`` ``consume_while_leading``):
 
 - a candidate takes a key that is missing or released (empty holder) at once, by
   compare-and-set on its revision;
@@ -307,10 +309,17 @@ class DeciderLease:
 
 
 async def open_lease(
-    bus: Bus, *, role: str, settings: StandbySettings, partition: str = subjects.DEFAULT_PARTITION
+    bus: Bus,
+    *,
+    role: str,
+    settings: StandbySettings,
+    partition: str = subjects.DEFAULT_PARTITION,
+    user: str | None = None,
 ) -> DeciderLease | None:
     """The lease of decider ``role`` (a DecisionRecord role: admit, preempt, place) in ``partition`` on
     ``bus``'s NATS connection; None on a bus that is not NATS (in memory: one process, nothing to share).
+    ``user``: the key's first token when it is not the role's head token (the dispatcher's
+    ``dispatcher``: ``services/dispatcher/service.py``, ``--standby-lease``).
 
     Raises NotFoundError when the bucket is missing and this connection may not create it, BusError.
     """
@@ -322,7 +331,8 @@ async def open_lease(
     store = await leases.open_store(
         inner.nc, create=inner.creates_streams, replicas=inner.replicas, timeout=settings.retry_period
     )
-    return DeciderLease(store, key=leases.key_for(subjects.HEAD_TOKENS[role], partition), settings=settings)
+    key = leases.key_for(user or subjects.HEAD_TOKENS[role], partition)
+    return DeciderLease(store, key=key, settings=settings)
 
 
 def observe(lease: DeciderLease, health: Health, *, role: str) -> None:

@@ -138,6 +138,14 @@ class DurableConsumer(abc.ABC):
     async def nak(self, delivery: Delivery, *, delay: float = 0.0) -> None:
         """Ask for redelivery after ``delay`` seconds."""
 
+    async def in_progress(self, delivery: Delivery) -> None:  # noqa: B027 -- optional, not abstract
+        """Say the message is still being worked on: its ``ack_wait`` starts again (JetStream's
+        ``+WIP``); a no-op where the consumer has no such signal."""
+
+    async def close(self) -> None:  # noqa: B027 -- optional, not abstract
+        """Stop using this handle: no more fetches (the consumer and its position stay on the server;
+        what was delivered and not acked is delivered again after its ack wait)."""
+
 
 class Bus(abc.ABC):
     """The log: append, atomically commit decision batches, read in order."""
@@ -196,9 +204,12 @@ class Bus(abc.ABC):
         """The message stored at ``seq``; raises NotFoundError (a BusError) if none."""
 
     @abc.abstractmethod
-    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> DurableConsumer:
+    async def durable(
+        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0, set_ack_wait: bool = False
+    ) -> DurableConsumer:
         """Create or bind the durable consumer ``name`` over ``subjects``, starting at
-        the first message; a consumer bound again resumes after its last ack."""
+        the first message; a consumer bound again resumes after its last ack, with its
+        own ``ack_wait`` (seconds) unless ``set_ack_wait`` (then this one)."""
 
     @abc.abstractmethod
     async def close(self) -> None:

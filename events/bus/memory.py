@@ -192,14 +192,19 @@ class MemoryBus(base.Bus):
             raise base.NotFoundError(f"There is no message at sequence {seq} (last is {len(store.log)}).")
         return store.log[seq - 1]
 
-    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> base.DurableConsumer:
-        """Create the durable ``name`` or bind to the existing one (whose filter and ack_wait win)."""
+    async def durable(
+        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0, set_ack_wait: bool = False
+    ) -> base.DurableConsumer:
+        """Create the durable ``name`` or bind to the existing one (whose filter and ack_wait win, the
+        ack_wait unless ``set_ack_wait``)."""
         store = self._check_open()
         state = store.durables.get(name)
         if state is None:
             state = store.durables[name] = _DurableState(
                 name=name, accept=rules.SubjectFilter(subjects), ack_wait=ack_wait
             )
+        elif set_ack_wait:
+            state.ack_wait = ack_wait
         return MemoryDurable(bus=self, state=state)
 
     async def close(self) -> None:
@@ -272,3 +277,10 @@ class MemoryDurable(base.DurableConsumer):
         if entry is not None:
             entry.due = asyncio.get_running_loop().time() + delay
             store.notify()
+
+    async def in_progress(self, delivery: base.Delivery) -> None:
+        """Make the message due again ``ack_wait`` seconds from now (no-op once acked)."""
+        self._bus._check_open()
+        entry = self._state.outstanding.get(delivery.message.seq)
+        if entry is not None:
+            entry.due = asyncio.get_running_loop().time() + self._state.ack_wait

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -889,12 +890,15 @@ class NatsBus(base.Bus):
             headers=rules.stored_headers(raw.headers),
         )
 
-    async def durable(self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0) -> base.DurableConsumer:
+    async def durable(
+        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0, set_ack_wait: bool = False
+    ) -> base.DurableConsumer:
         """Create the durable pull consumer ``name`` (explicit ack) or bind to it.
 
-        An existing consumer keeps its own filter and ``ack_wait``. On a
-        replicated stream this returns once the consumer has a leader, so the
-        first fetch is not lost.
+        An existing consumer keeps its own filter, and its own ``ack_wait`` unless
+        ``set_ack_wait`` (then it is updated to ``ack_wait`` seconds when it differs:
+        the standby dispatcher's short ack wait). On a replicated stream this returns
+        once the consumer has a leader, so the first fetch is not lost.
         """
         filters = rules.normalize_filters(subjects)
         config = api.ConsumerConfig(
@@ -913,6 +917,12 @@ class NatsBus(base.Bus):
             while info.cluster is not None and info.cluster.leader is None and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
                 info = await self._jsm.consumer_info(base.STREAM_NAME, name)
+            if set_ack_wait and info.config.ack_wait is not None and abs(info.config.ack_wait - ack_wait) > 1e-3:
+                # nats-server updates an existing durable's ack wait in place (an editable field)
+                await self._jsm.add_consumer(
+                    base.STREAM_NAME, config=dataclasses.replace(info.config, ack_wait=ack_wait)
+                )
+                log.info("durable_ack_wait_set", durable=name, ack_wait=ack_wait, was=info.config.ack_wait)
         durable = NatsDurable(sub=sub, name=name, bus=self)
         self._durables.add(durable)
         return durable
@@ -1245,3 +1255,20 @@ class NatsDurable(base.DurableConsumer):
             contextlib.suppress(nats.errors.MsgAlreadyAckdError),
         ):
             await msg.nak(delay=delay or None)
+
+    async def close(self) -> None:
+        """Unsubscribe this handle's inbox (the durable stays); the bus no longer counts it as a reader."""
+        if self._bus is not None:
+            self._bus._durables.discard(self)
+        with contextlib.suppress(nats.errors.Error, ValueError):
+            await self._sub.unsubscribe()
+
+    async def in_progress(self, delivery: base.Delivery) -> None:
+        """Restart the message's ack wait (``+WIP``; fire and forget, a no-op once acked)."""
+        msg = delivery.token
+        assert isinstance(msg, Msg)
+        with (
+            _wrapped(f"Marking {delivery.message.seq} in progress"),
+            contextlib.suppress(nats.errors.MsgAlreadyAckdError),
+        ):
+            await msg.in_progress()

@@ -65,6 +65,8 @@ SNAPSHOTS = "OBJ_KQ_SNAPSHOTS"  # the stream of the Object Store bucket KQ_SNAPS
 FACTS = ("kq.in.>",)
 DECIDERS = ("admitter", "preemptor", "tas-placer")
 DISPATCH = ("kq.disp.>", "kq.in.wl.>")
+LEASE_USERS = (*DECIDERS, "dispatcher")
+"""The users with a key in KQ_LEASES: the deciders, and the dispatcher's warm standby (``--standby-lease``)."""
 
 
 def decisions(user: str) -> tuple[str, ...]:
@@ -131,7 +133,12 @@ PUBLISH: dict[str, tuple[str, ...]] = {
     "admitter": decisions("admitter") + _reads(LOG) + lease_keys("admitter") + _lease_calls() + _snapshot_reads(),
     "preemptor": decisions("preemptor") + _reads(LOG) + lease_keys("preemptor") + _lease_calls() + _snapshot_reads(),
     "tas-placer": decisions("tas-placer") + _reads(LOG) + lease_keys("tas-placer") + _lease_calls() + _snapshot_reads(),
-    "dispatcher": DISPATCH + _reads(LOG) + DURABLE_CALLS + _snapshot_reads(),
+    "dispatcher": DISPATCH
+    + _reads(LOG)
+    + DURABLE_CALLS
+    + lease_keys("dispatcher")
+    + _lease_calls()
+    + _snapshot_reads(),
     "reader": _reads(LOG) + _reads(PUBLIC) + (f"$JS.API.DIRECT.GET.{LOG}",) + _snapshot_reads(),
     COMPACTOR: _reads(LOG) + _snapshot_reads() + COMPACTS,
 }
@@ -151,7 +158,7 @@ def permissions(user: str) -> dict[str, object] | None:
         deny = tuple(d for d in deny if d != "$JS.API.STREAM.PURGE.>") + (f"$JS.API.STREAM.PURGE.{PUBLIC}",)
     return {
         "publish": {"allow": list(PUBLISH[user]), "deny": list(deny)},
-        "subscribe": {"allow": list(SUBSCRIBE + (lease_keys(user) if user in DECIDERS else ()))},
+        "subscribe": {"allow": list(SUBSCRIBE + (lease_keys(user) if user in LEASE_USERS else ()))},
     }
 
 
@@ -188,7 +195,8 @@ HEADER = """\
 #   tas-placer          kq.dec.*.head.tas-placer, ...    each decider also writes and follows its own
 #                                                        lease keys $KV.KQ_LEASES.<user>.> (standby)
 #   dispatcher          kq.disp.>, kq.in.wl.>            dispatch results, facts of gone workloads;
-#                                                        the only user of the durable "dispatcher"
+#                                                        the only user of the durable "dispatcher";
+#                                                        its lease keys $KV.KQ_LEASES.dispatcher.>
 #   reader              nothing                          reads KQ_LOG and KQ_PUB, and KQ_LOG in
 #                                                        Direct Get batches (kueue-es replay)
 #   compactor           $O.KQ_SNAPSHOTS.>                snapshots (kueue-es compact); the only

@@ -12,12 +12,25 @@ and intervals; when each kill lands still depends on the machine):
   file); nats-server again on the same port and JetStream store
   (:class:`RestartableNatsServer`);
 - a service that exits on its own is started again too and listed as a crash;
-- recovery is measured from the kill: a service has recovered when its new process's
-  ``/readyz`` answers 200 (connected to NATS and its fold caught up with the log as it
-  was when it connected, :mod:`kueue_es.services.health`); after nats-server, when
-  every service answers ``/readyz`` 200 *and* has read a message since the kill
-  (its ``kueue_es_events_folded_total`` went up: a green probe alone does not prove a
-  consumer that moves again).
+- with several replicas of each service (``replicas``: deploy/'s topology, two of each
+  decider and of the dispatcher, on the NATS standby lease), the victim is one process of
+  any replica, the lease holder or a standby;
+- recovery is measured from the kill, two ways for a service:
+
+  - *restart*: the killed process's replacement answers ``/readyz`` 200 (connected to
+    NATS and its fold caught up with the log as it was when it connected,
+    :mod:`kueue_es.services.health`): what a single-replica system waits for;
+  - *recovery*, what a user of the system sees, the role served again: with one replica,
+    the restart; with several, until some replica of the victim's service answers
+    ``/readyz`` 200 as the lease holder (``role`` active) and has worked since the kill:
+    a decider has read the log (``kueue_es_events_folded_total`` went up), the dispatcher
+    has written a decision (``kueue_es_dispatch_writes_total`` went up) or has nothing to
+    write (its durable consumer has nothing pending or unacked). A killed standby is
+    recovered as soon as the holder is seen so;
+
+  after nats-server, when every process answers ``/readyz`` 200 *and* has read a message
+  since the kill (its ``kueue_es_events_folded_total`` went up: a green probe alone does
+  not prove a consumer that moves again).
 
 The harness's own facts survive the nats-server kill (:class:`FactPublisher`): it
 stops publishing before the kill, and after the restart publishes again, in order, what
@@ -35,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import json
 import random
 import re
 import statistics
@@ -69,6 +83,17 @@ POLL_SECONDS = 0.05
 REPUBLISH_SECONDS = 10.0
 """Facts published this long before a nats-server kill are published again after it."""
 _FOLDED = re.compile(rb"^kueue_es_events_folded_total\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
+_DISPATCHED = re.compile(rb"^kueue_es_dispatch_writes_total\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
+SERVING_ROLES = ("active", "sole", "leader")
+"""A ``/readyz`` role that does the service's work (not ``standby`` or ``candidate``)."""
+Target = tuple[int, str]
+"""One process of the system under test: (replica number from 1, service name)."""
+
+
+def label(target: Target) -> str:
+    """How a process is named in the tables: the service, with ``-N`` for replica N > 1."""
+    n, name = target
+    return name if n == 1 else f"{name}-{n}"
 
 
 # --- nats-server, killed and restarted -----------------------------------------------------------
@@ -162,7 +187,8 @@ class Kill:
     at_s: float
     victim: str
     crash: bool = False  # the service exited on its own (the harness only restarted it)
-    recovery_s: float | None = None  # None: not recovered
+    recovery_s: float | None = None  # None: not recovered (with replicas: until the role was served again)
+    restart_s: float | None = None  # until the killed process's replacement was ready (None: not measured or not)
     up_s: float | None = None  # until the new process answered (a service's health endpoint; nats-server ready)
     detail: str = ""
     found_at: float = 0.0  # time.monotonic() of the kill, or when the crash was seen
@@ -198,9 +224,14 @@ class ChaosResult:
         return max(self.recoveries) if self.recoveries else None
 
     @property
+    def restarts(self) -> list[float]:
+        """The killed processes' own restart-to-ready times, s, in kill order (service kills)."""
+        return [k.restart_s for k in self.kills if k.restart_s is not None]
+
+    @property
     def unrecovered(self) -> list[Kill]:
-        """Kills whose victim never recovered."""
-        return [k for k in self.kills if k.recovery_s is None]
+        """Kills whose victim never recovered (its role not served again, or its process never ready)."""
+        return [k for k in self.kills if k.recovery_s is None or (k.victim != NATS and k.restart_s is None)]
 
     @property
     def ok(self) -> bool:
@@ -213,7 +244,12 @@ class Chaos:
 
     ``services``: the names the supervisor runs (it serves their health endpoints);
     ``clock_zero``: ``time.monotonic()`` when the creation streams started;
-    ``on_restart(name, pid)``: told each new process (the memory sampler follows it).
+    ``on_restart(name, pid)``: told each new process (the memory sampler follows it; ``name`` as
+    :func:`label` gives it);
+    ``replicas``: the supervisors of replicas 2, 3, ... (each with its own health ports), running
+    ``replica_services`` each; their processes are victims too, and a kill's recovery is its role
+    served again (see the module); ``bus``: the harness's connection, to ask the dispatcher's
+    durable consumer whether anything is left to write.
     """
 
     def __init__(
@@ -227,6 +263,9 @@ class Chaos:
         services: tuple[str, ...],
         clock_zero: float,
         on_restart: Callable[[str, int], None] = lambda name, pid: None,
+        replicas: Iterable[Supervisor] = (),
+        replica_services: tuple[str, ...] = (),
+        bus: nats_bus.NatsBus | None = None,
     ) -> None:
         if kill_every <= 0:
             raise ValueError(f"--kill-every must be positive, not {kill_every}")
@@ -235,6 +274,11 @@ class Chaos:
         self.kill_every = kill_every
         self.supervisor, self.server, self.publisher = supervisor, server, publisher
         self.services = services
+        self.supervisors = [supervisor, *replicas]
+        self.targets: list[Target] = [(1, name) for name in services] + [
+            (n, name) for n in range(2, len(self.supervisors) + 1) for name in replica_services
+        ]
+        self.bus = bus
         self.clock_zero = clock_zero
         self.on_restart = on_restart
         self.nats_kill = self.rng.randrange(NATS_AMONG_FIRST)
@@ -254,11 +298,11 @@ class Chaos:
                 index = 0
                 next_at = time.monotonic() + self._interval()
                 while True:
-                    victim = NATS if index == self.nats_kill else self.rng.choice(self.services)
+                    victim = None if index == self.nats_kill else self.rng.choice(self.targets)
                     await asyncio.sleep(max(0.0, next_at - time.monotonic()))
                     async with self.busy:
                         killed_at = time.monotonic()
-                        if victim == NATS:
+                        if victim is None:
                             await self._kill_nats(killed_at)
                         else:
                             await self._kill_service(victim, killed_at)
@@ -282,25 +326,47 @@ class Chaos:
     def _since_start(self, at: float) -> float:
         return round(at - self.clock_zero, 3)
 
-    async def _kill_service(self, name: str, killed_at: float) -> None:
-        service = next((s for s in self.supervisor.running if s.name == name), None)
+    def _supervisor(self, target: Target) -> Supervisor:
+        return self.supervisors[target[0] - 1]
+
+    async def _kill_service(self, target: Target, killed_at: float) -> None:
+        supervisor, name = self._supervisor(target), target[1]
+        service = next((s for s in supervisor.running if s.name == name), None)
         if service is None:
             return
-        kill = Kill(at_s=self._since_start(killed_at), victim=name, detail=f"pid {service.process.pid} killed")
+        role = await self._role(target)
+        kill = Kill(
+            at_s=self._since_start(killed_at),
+            victim=label(target),
+            detail=f"pid {service.process.pid} killed" + (f" ({role})" if role else ""),
+        )
         self.result.kills.append(kill)
-        self.supervisor.running.remove(service)  # not a dead service for the harness's watch
+        worked = await self._worked_by_replica(name)  # each replica's work counter before the kill
+        supervisor.running.remove(service)  # not a dead service for the harness's watch
         with contextlib.suppress(ProcessLookupError):
             service.process.kill()
         await service.process.wait()
-        log.info("chaos_killed", victim=name, pid=service.process.pid, at_s=kill.at_s)
-        await self._restart(name)
-        await self._await_ready(kill, (name,), since=killed_at, folded_since=None)
-        log.info("chaos_recovered", victim=name, recovery_s=kill.recovery_s)
+        log.info("chaos_killed", victim=kill.victim, pid=service.process.pid, at_s=kill.at_s)
+        await self._restart(target)
+        restart = Kill(at_s=kill.at_s, victim=kill.victim)
+        if len(self.supervisors) == 1:  # the role is the process: the old measure
+            await self._await_ready(restart, (target,), since=killed_at, folded_since=None)
+            kill.recovery_s = restart.recovery_s
+        else:
+            await asyncio.gather(
+                self._await_ready(restart, (target,), since=killed_at, folded_since=None),
+                self._await_served(kill, name, since=killed_at, worked=worked),
+            )
+        kill.restart_s, kill.up_s = restart.recovery_s, restart.up_s
+        if restart.detail:
+            kill.detail += restart.detail
+        log.info("chaos_recovered", victim=kill.victim, recovery_s=kill.recovery_s, restart_s=kill.restart_s)
 
-    async def _restart(self, name: str) -> None:
-        await self.supervisor.start((name,))
-        new = next(s for s in self.supervisor.running if s.name == name)
-        self.on_restart(name, new.process.pid)
+    async def _restart(self, target: Target) -> None:
+        supervisor, name = self._supervisor(target), target[1]
+        await supervisor.start((name,))
+        new = next(s for s in supervisor.running if s.name == name)
+        self.on_restart(label(target), new.process.pid)
 
     async def _kill_nats(self, killed_at: float) -> None:
         kill = Kill(at_s=self._since_start(killed_at), victim=NATS)
@@ -308,13 +374,13 @@ class Chaos:
         self.publisher.pause()
         await asyncio.to_thread(self.server.kill)
         log.info("chaos_killed", victim=NATS, at_s=kill.at_s)
-        folded = {name: await self._folded(name) for name in self.services}
+        folded = {target: await self._folded(target) for target in self.targets}
         await self.server.restart_on_same_port()
         kill.up_s = round(time.monotonic() - killed_at, 3)
         kill.detail = f"pid {self.server.pid}"
         self.on_restart(NATS, self.server.pid or 0)
         await self.publisher.resume()
-        await self._await_ready(kill, self.services, since=killed_at, folded_since=folded)
+        await self._await_ready(kill, self.targets, since=killed_at, folded_since=folded)
         self.result.republished = self.publisher.republished
         log.info("chaos_recovered", victim=NATS, recovery_s=kill.recovery_s)
 
@@ -322,35 +388,38 @@ class Chaos:
         """Start again a service that exited on its own, listed as a crash with its recovery."""
         while True:
             await asyncio.sleep(0.25)
-            if not self.supervisor.dead():
+            if not any(supervisor.dead() for supervisor in self.supervisors):
                 continue
             async with self.busy:
-                for kill in await self._restart_dead():
-                    await self._await_ready(kill, (kill.victim,), since=kill.found_at, folded_since=None)
+                for target, kill in await self._restart_dead():
+                    await self._await_ready(kill, (target,), since=kill.found_at, folded_since=None)
+                    kill.restart_s = kill.recovery_s
 
-    async def _restart_dead(self) -> list[Kill]:
+    async def _restart_dead(self) -> list[tuple[Target, Kill]]:
         """Start again every service that exited on its own; each is listed as a crash."""
         crashes = []
-        for service in self.supervisor.dead():
-            self.supervisor.running.remove(service)
-            found_at = time.monotonic()
-            kill = Kill(
-                at_s=self._since_start(found_at),
-                victim=service.name,
-                crash=True,
-                detail=f"exited with {service.process.returncode}; see {service.log_path}",
-                found_at=found_at,
-            )
-            self.result.kills.append(kill)
-            log.warning("chaos_crash", victim=service.name, code=service.process.returncode)
-            await self._restart(service.name)
-            crashes.append(kill)
+        for n, supervisor in enumerate(self.supervisors, start=1):
+            for service in supervisor.dead():
+                supervisor.running.remove(service)
+                found_at = time.monotonic()
+                target = (n, service.name)
+                kill = Kill(
+                    at_s=self._since_start(found_at),
+                    victim=label(target),
+                    crash=True,
+                    detail=f"exited with {service.process.returncode}; see {service.log_path}",
+                    found_at=found_at,
+                )
+                self.result.kills.append(kill)
+                log.warning("chaos_crash", victim=kill.victim, code=service.process.returncode)
+                await self._restart(target)
+                crashes.append((target, kill))
         return crashes
 
     # -- probes -------------------------------------------------------------------------------------
 
     async def _await_ready(
-        self, kill: Kill, names: Iterable[str], *, since: float, folded_since: dict[str, float | None] | None
+        self, kill: Kill, names: Iterable[Target], *, since: float, folded_since: dict[Target, float | None] | None
     ) -> None:
         """Set ``kill.recovery_s``: seconds from ``since`` until every named service is ready (and, with
         ``folded_since``, has read more than it had then); None after RECOVERY_TIMEOUT. ``kill.up_s``: until
@@ -360,17 +429,18 @@ class Chaos:
         waiting = set(names)
         folded_since = dict(folded_since or {})
         crashes: list[Kill] = []
-        up: dict[str, float] = {}
-        ready: dict[str, float] = {}
+        up: dict[Target, float] = {}
+        ready: dict[Target, float] = {}
         while waiting:
             if time.monotonic() - since > RECOVERY_TIMEOUT:
-                log.warning("chaos_not_recovered", waiting=sorted(waiting))
-                kill.detail += f"; not ready after {RECOVERY_TIMEOUT:g} s: {', '.join(sorted(waiting))}"
+                names_waiting = sorted(label(t) for t in waiting)
+                log.warning("chaos_not_recovered", waiting=names_waiting)
+                kill.detail += f"; not ready after {RECOVERY_TIMEOUT:g} s: {', '.join(names_waiting)}"
                 return
-            for crash in await self._restart_dead():
+            for target, crash in await self._restart_dead():
                 crashes.append(crash)
-                waiting.add(crash.victim)
-                folded_since.pop(crash.victim, None)  # a new process: its readiness says it all
+                waiting.add(target)
+                folded_since.pop(target, None)  # a new process: its readiness says it all
             for name in list(waiting):
                 status = await self._readyz(name)
                 if status is None:
@@ -388,18 +458,72 @@ class Chaos:
                 await asyncio.sleep(POLL_SECONDS)
         done = time.monotonic()
         for crash in crashes:
-            crash.recovery_s = round(done - crash.found_at, 3)
+            crash.recovery_s = crash.restart_s = round(done - crash.found_at, 3)
         kill.recovery_s = round(done - since, 3)
         if up and kill.up_s is None:
             kill.up_s = round(max(up.values()), 3)
         if len(ready) > 1:
             kill.detail += "; ready and reading again after: " + ", ".join(
-                f"{name} {at:.2f} s" for name, at in sorted(ready.items())
+                f"{label(target)} {at:.2f} s" for target, at in sorted(ready.items())
             )
 
-    async def _readyz(self, name: str) -> int | None:
+    async def _await_served(self, kill: Kill, name: str, *, since: float, worked: dict[int, float | None]) -> None:
+        """Set ``kill.recovery_s``: seconds from ``since`` until a replica of service ``name`` serves its role
+        (see the module: ready, the lease holder, and worked since the kill; ``worked``: each replica's
+        work counter then); None after RECOVERY_TIMEOUT. ``kill.detail`` gets which replica."""
+        while time.monotonic() - since <= RECOVERY_TIMEOUT:
+            for n in range(1, len(self.supervisors) + 1):
+                target = (n, name)
+                body = await self._readyz_body(target)
+                if body is None or not body.get("ready") or body.get("role") not in SERVING_ROLES:
+                    continue
+                now = await self._work_done(target)
+                before = worked.get(n)
+                moved = now is not None and (before is None or now > before)
+                if moved or (name == "dispatcher" and await self._nothing_to_dispatch()):
+                    kill.recovery_s = round(time.monotonic() - since, 3)
+                    kill.detail += f"; served by {label(target)}"
+                    return
+            await asyncio.sleep(POLL_SECONDS)
+        log.warning("chaos_role_not_served", victim=kill.victim)
+        kill.detail += f"; {name} not served after {RECOVERY_TIMEOUT:g} s"
+
+    async def _worked_by_replica(self, name: str) -> dict[int, float | None]:
+        return {n: await self._work_done((n, name)) for n in range(1, len(self.supervisors) + 1)}
+
+    async def _work_done(self, target: Target) -> float | None:
+        """The process's work counter: the dispatcher's decisions written, a decider's messages read."""
+        return await self._counter(target, _DISPATCHED if target[1] == "dispatcher" else _FOLDED)
+
+    async def _nothing_to_dispatch(self) -> bool:
+        """Whether the dispatcher's durable consumer has nothing pending or unacked (no work to show)."""
+        if self.bus is None:
+            return False
+        try:
+            done = await self.bus.durable_done_through("dispatcher")
+            return done is not None and done >= await self.bus.last_seq()
+        except Exception:  # noqa: BLE001 -- no answer: no proof of an idle dispatcher
+            return False
+
+    async def _role(self, target: Target) -> str:
+        body = await self._readyz_body(target)
+        return str(body.get("role", "")) if body is not None else ""
+
+    async def _readyz_body(self, target: Target) -> dict[str, Any] | None:
+        """The service's ``/readyz`` JSON body (``ready``, ``role``, ...), None when it does not answer."""
+        url = self._supervisor(target).health_url(target[1])
+        if url is None or self._session is None:
+            return None
+        try:
+            async with self._session.get(f"{url}/readyz") as response:
+                body = json.loads(await response.read())
+                return body if isinstance(body, dict) else None
+        except (OSError, TimeoutError, Exception):  # noqa: BLE001 -- any failure to answer
+            return None
+
+    async def _readyz(self, target: Target) -> int | None:
         """The status of the service's ``/readyz`` (200 ready, 503 not), None when it does not answer."""
-        url = self.supervisor.health_url(name)
+        url = self._supervisor(target).health_url(target[1])
         if url is None or self._session is None:
             return None
         try:
@@ -408,9 +532,13 @@ class Chaos:
         except (OSError, TimeoutError, Exception):  # noqa: BLE001 -- any failure to answer
             return None
 
-    async def _folded(self, name: str) -> float | None:
+    async def _folded(self, target: Target) -> float | None:
         """The service's ``kueue_es_events_folded_total``; None when it does not answer."""
-        url = self.supervisor.health_url(name)
+        return await self._counter(target, _FOLDED)
+
+    async def _counter(self, target: Target, pattern: re.Pattern[bytes]) -> float | None:
+        """The value of the service's metric that ``pattern`` finds; None when it does not answer."""
+        url = self._supervisor(target).health_url(target[1])
         if url is None or self._session is None:
             return None
         try:
@@ -418,7 +546,7 @@ class Chaos:
                 body = await response.read()
         except (OSError, TimeoutError, Exception):  # noqa: BLE001 -- not answering: no figure
             return None
-        found = _FOLDED.search(body)
+        found = pattern.search(body)
         return float(found.group(1)) if found else None
 
     async def stop(self, task: asyncio.Task[None]) -> None:

@@ -39,8 +39,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replicas",
         type=int,
-        default=1,
-        help="processes of each decider (deploy/ runs 2: one holds the standby lease, the other stands by)",
+        default=None,
+        help="processes of each decider and of the dispatcher (deploy/ runs 2: one holds the standby lease, the"
+        " other stands by; default 2 with --chaos, else 1)",
     )
     parser.add_argument(
         "--standby-lease",
@@ -86,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     if args.config is None:
         print("error: give --config GENERATOR.yaml (or use `kueue-es bench core`)", file=sys.stderr)
         return 2
+    if args.replicas is None:
+        args.replicas = 2 if args.chaos is not None else 1  # a chaos run: deploy/'s topology
     if args.replicas < 1:
         print(f"error: --replicas must be at least 1, got {args.replicas}", file=sys.stderr)
         return 2

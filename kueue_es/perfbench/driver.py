@@ -215,10 +215,12 @@ async def run_bench(
 ) -> RunResult:
     """Run the configuration at ``config_path`` through nats-server and the services; returns what was measured.
 
-    ``replicas``: processes of each decider (admitter, preemptor, TAS placer), as deploy/ runs two: one
-    holds the decider's standby lease and commits, the others fold and stand by; the logs of replica
-    N are in ``logs/replica-N/``. ``standby_lease`` False: every replica decides and commits (the deciders'
-    ``--no-standby-lease``), as before standby deciders.
+    ``replicas``: processes of each decider (admitter, preemptor, TAS placer) and of the dispatcher, as
+    deploy/ runs two: one holds the service's standby lease and works, the others fold and stand by
+    (the dispatcher's ``--standby-lease`` from 2 replicas on); the logs of replica N are in
+    ``logs/replica-N/``. ``standby_lease`` False: every decider replica decides and commits (the deciders'
+    ``--no-standby-lease``), as before standby deciders, and one dispatcher runs (two hot dispatchers
+    would share the durable consumer's decisions and write them out of order).
     ``chaos_seed``: kill a service about every ``kill_every`` seconds, and nats-server once, during
     the run (:mod:`.chaos`), then check the stopped store (the result's ``chaos``).
     ``compact_args``: also run the compactor (``kueue-es compact`` with these arguments: verified
@@ -237,6 +239,9 @@ async def run_bench(
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-bench-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     kube_args = ["--simulate-api"]
+    dispatcher_replicas = replicas if standby_lease else 1
+    if dispatcher_replicas > 1:
+        kube_args.append("--standby-lease")
     if api_qps:
         kube_args += ["--api-qps", str(api_qps)]
         if api_burst:
@@ -260,9 +265,16 @@ async def run_bench(
         health_port=chaos_mod.health_base_port() if chaos_seed is not None else None,
     )
     standbys = {
-        n: Supervisor(nats_url=server.url, log_dir=run_dir / "logs" / f"replica-{n}", decider_args=decider_args)
+        n: Supervisor(
+            nats_url=server.url,
+            log_dir=run_dir / "logs" / f"replica-{n}",
+            kube_args=kube_args,
+            decider_args=decider_args,
+            health_port=chaos_mod.health_base_port() if chaos_seed is not None else None,
+        )
         for n in range(2, replicas + 1)
     }
+    replica_services = (*DECIDERS, "dispatcher") if dispatcher_replicas > 1 else DECIDERS
     supervisors = [supervisor, *standbys.values()]
     bus = None
     tasks: list[asyncio.Task[Any]] = []
@@ -272,7 +284,7 @@ async def run_bench(
     try:
         await supervisor.start(SERVICES)
         for standby in standbys.values():
-            await standby.start(DECIDERS)
+            await standby.start(replica_services)
         pids = {"nats-server": server.pid or 0, "bench harness": os.getpid()}
         pids.update({s.name: s.process.pid for s in supervisor.running})
         for n, standby in standbys.items():
@@ -318,6 +330,9 @@ async def run_bench(
                 services=SERVICES,
                 clock_zero=time.monotonic(),
                 on_restart=sampler.replace,
+                replicas=standbys.values(),
+                replica_services=replica_services,
+                bus=bus,
             )
             tasks.append(asyncio.create_task(chaos.run()))
         complete = await _watch(

@@ -157,12 +157,14 @@ def chaos_document(chaos: ChaosResult) -> dict[str, Any]:
                 **({"crash": True} if k.crash else {}),
                 "upSeconds": k.up_s,
                 "recoverySeconds": k.recovery_s,
+                "restartSeconds": k.restart_s,
                 "detail": k.detail,
             }
             for k in chaos.kills
         ],
         "recoveryP50Seconds": chaos.p50_s,
         "recoveryMaxSeconds": chaos.max_s,
+        "restartP50Seconds": statistics.median(chaos.restarts) if chaos.restarts else None,
         "republishedFacts": chaos.republished,
         "checkedMessages": chaos.checked_messages,
         "checkedBatches": chaos.checked_batches,
@@ -177,15 +179,17 @@ def chaos_document(chaos: ChaosResult) -> dict[str, Any]:
 
 def chaos_table(chaos: ChaosResult) -> Table:
     """The kills: when (s since the creation streams started), the victim, and since the kill, s: until its
-    new process answered, until it recovered (ready and, after nats-server, every service reading again)."""
+    new process answered, until that process was ready (restart), until it recovered (the role served
+    again, see kueue_es.perfbench.chaos; after nats-server, every service reading again)."""
     out = Table(title=f"chaos --chaos {chaos.seed} --kill-every {chaos.kill_every_s:g}")
-    for column in ("at s", "victim", "process up s", "recovery s", ""):
+    for column in ("at s", "victim", "process up s", "restart s", "recovery s", ""):
         out.add_column(column, justify="left" if column in ("victim", "") else "right")
     for kill in chaos.kills:
         out.add_row(
             f"{kill.at_s:.1f}",
             kill.victim + (" (crashed)" if kill.crash else ""),
             "-" if kill.up_s is None else f"{kill.up_s:.2f}",
+            "-" if kill.restart_s is None else f"{kill.restart_s:.2f}",
             "not recovered" if kill.recovery_s is None else f"{kill.recovery_s:.2f}",
             kill.detail,
         )
@@ -203,10 +207,16 @@ def chaos_lines(chaos: ChaosResult) -> list[str]:
     ]
     services = [k.recovery_s for k in killed if k.victim != "nats-server" and k.recovery_s is not None]
     nats = [k.recovery_s for k in killed if k.victim == "nats-server" and k.recovery_s is not None]
+    restarts = [k.restart_s for k in killed if k.victim != "nats-server" and k.restart_s is not None]
     if services:
         lines.append(
             f"  service kills: p50 {statistics.median(services):.2f} s, max {max(services):.2f} s;"
             f" nats-server: {', '.join(f'{r:.2f} s' for r in nats) or '-'}"
+        )
+    if restarts:
+        lines.append(
+            f"  the killed processes' own restart to ready: p50 {statistics.median(restarts):.2f} s,"
+            f" max {max(restarts):.2f} s"
         )
     replay = chaos.replay
     if replay is not None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import structlog
@@ -51,6 +51,7 @@ from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, BusError, Delivery, DurableConsumer
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
+from kueue_es.services import standby
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, action_name
 from kueue_es.services.dispatcher.kube_api import (
@@ -81,7 +82,13 @@ from kueue_es.services.runtime import (
 log = structlog.get_logger(__name__)
 
 DECISION_FILTER = "kq.dec.*.wl.>"
+LEASE_USER = "dispatcher"
+"""The dispatcher's key in KQ_LEASES is ``dispatcher.<partition>`` (``--standby-lease``)."""
 FIELD_MANAGER = "kueue-es"
+
+
+class NotLeading(Exception):
+    """A standby dispatcher's lease is no longer held (or not yet): it must not write."""
 
 
 class Dispatcher:
@@ -93,6 +100,11 @@ class Dispatcher:
     (:attr:`event_limiter`); ``write_objects`` False leaves Workload objects, their
     Events and queue status alone (only Jobs are written). ``queue_status_interval``:
     seconds between two status writes of one queue.
+    ``gate``: a standby dispatcher's lease (:func:`consume_while_leading`): every Job write first asks
+    it and a closed gate raises :class:`NotLeading` (nothing more is written or acked).
+    ``progress_every``: seconds between in-progress acks (``+WIP``) of every delivery fetched and not
+    yet acked, while the gate is open, so a short ``ack_wait`` does not redeliver a batch being written
+    (None: none, the 30 s ack wait covers a batch).
     """
 
     def __init__(
@@ -106,8 +118,13 @@ class Dispatcher:
         write_objects: bool = True,
         start: StartPoint | None = None,
         queue_status_interval: float = DEFAULT_QUEUE_STATUS_INTERVAL,
+        gate: Callable[[], bool] | None = None,
+        progress_every: float | None = None,
     ) -> None:
         self.bus, self.api, self.cluster = bus, kube_api(api), cluster
+        self.gate = gate  # a standby dispatcher's lease: no Job write unless it says True
+        self.progress_every = progress_every  # seconds between in-progress acks of the deliveries held
+        self._held: dict[int, Delivery] = {}  # fetched, not yet acked or nak'ed (by sequence)
         self.start = start  # a snapshot to fold on from (its view: (DispatchState, orphaned decision seqs))
         self.view = core.DispatchState(track_objects=write_objects)
         self._folded = asyncio.Condition()
@@ -307,22 +324,47 @@ class Dispatcher:
         """
         self._gated = True  # not before the fold reaches the end: it would write the past on the way
         await self.prime()
-        upcoming = asyncio.ensure_future(consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0))
+        self._held.clear()
+        upcoming = asyncio.ensure_future(self._fetch(consumer))
         apart = asyncio.ensure_future(self.write_apart_from_batches())
+        progress = asyncio.ensure_future(self._keep_in_progress(consumer)) if self.progress_every else None
         try:
             while True:
                 deliveries = await upcoming
-                upcoming = asyncio.ensure_future(consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0))
+                upcoming = asyncio.ensure_future(self._fetch(consumer))
                 await self.handle_batch(consumer, deliveries)
+                for delivery in deliveries:
+                    self._held.pop(delivery.message.seq, None)
                 if apart.done():
                     apart.result()  # the writes apart from the batches failed: raise it, as a batch's failure
         finally:
-            upcoming.cancel()
-            apart.cancel()
-            with contextlib.suppress(BaseException):
-                await upcoming
-            with contextlib.suppress(BaseException):
-                await apart
+            for task in (upcoming, apart, progress):
+                if task is None:
+                    continue
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    async def _fetch(self, consumer: DurableConsumer) -> list[Delivery]:
+        deliveries = await consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0)
+        self._held.update((d.message.seq, d) for d in deliveries)
+        return deliveries
+
+    async def _keep_in_progress(self, consumer: DurableConsumer) -> None:
+        """Every ``progress_every`` s, while the gate is open, restart the ack wait of every delivery
+        held (fetched, not yet acked): a holder that stops (killed, or lost its lease) stops these, and
+        what it held is delivered again one ack wait later, to whoever holds the lease then."""
+        assert self.progress_every is not None
+        while True:
+            await asyncio.sleep(self.progress_every)
+            if self.gate is not None and not self.gate():
+                continue
+            for delivery in list(self._held.values()):
+                try:
+                    await consumer.in_progress(delivery)
+                except BusError as err:  # the next round tries again; redelivery is safe anyway
+                    log.warning("in_progress_failed", seq=delivery.message.seq, error=str(err))
+                    break
 
     async def handle(self, consumer: DurableConsumer, delivery: Delivery) -> None:
         """Execute one delivered decision; ack when its result is on the log."""
@@ -430,6 +472,8 @@ class Dispatcher:
             done.append(delivery)
             return
         name = action_name(action)
+        if self.gate is not None and not self.gate():
+            raise NotLeading(f"lost the dispatcher's lease before writing decision {message.seq}")
         try:
             result = await self.jobs.carry_out(action, seq=message.seq)
         except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
@@ -509,6 +553,76 @@ class Dispatcher:
         await self.ungating.run(retry_seconds=retry_seconds)
 
 
+LEADING_POLL = 0.05
+"""Seconds between two looks at the lease while leading (a lost lease stops the writes this soon) or
+standing by (a takeover starts them this soon)."""
+
+
+async def consume_while_leading(
+    dispatcher: Dispatcher,
+    bind: Callable[[], Awaitable[DurableConsumer]],
+    lease: standby.DeciderLease,
+    *,
+    also: Sequence[Callable[[], Awaitable[None]]] = (),
+    poll: float = LEADING_POLL,
+) -> None:
+    """Consume decisions (and run ``also``, e.g. the ungater) only while ``lease`` is active, forever.
+
+    A standby folds the log all along (:meth:`Dispatcher.fold_forever`, run beside this) and waits
+    for the lease; once it holds it, it binds the durable consumer (``bind()``) and consumes it as
+    the only dispatcher does, and lets go of it when it stops leading (a standby holds no consumer:
+    its readiness does not wait for a consumer it does not use).
+    When the lease stops being active (the renew deadline passed without a renewal, or another
+    replica took it), the writes stop: the Job write under way is the last (the gate is asked
+    before each), the batch is not acked, and the work is cancelled within ``poll`` s, which is
+    well inside the gap between the renew deadline and the lease duration, so before any other
+    replica may take over. What was fetched and not acked is delivered again one ack wait after
+    the last in-progress ack (:attr:`Dispatcher.progress_every`). Raises what the work raises
+    but :class:`NotLeading`.
+    """
+    dispatcher.gate = lease.active
+    while True:
+        while not lease.active():
+            await asyncio.sleep(poll)
+        log.info("dispatcher_leading", lease=lease.key, identity=lease.identity)
+        consumer = await bind()
+        work = [asyncio.ensure_future(dispatcher.consume(consumer)), *(asyncio.ensure_future(run()) for run in also)]
+        try:
+            while lease.active() and not any(task.done() for task in work):
+                await asyncio.sleep(poll)
+        finally:
+            await cancel_and_wait(work)
+            with contextlib.suppress(BusError):
+                await consumer.close()
+        for task in work:
+            if not task.cancelled() and task.exception() is not None:
+                error = task.exception()
+                if not isinstance(error, NotLeading):
+                    assert error is not None
+                    raise error
+        log.warning("dispatcher_standing_by", lease=lease.key, identity=lease.identity)
+
+
+async def standby_lease(
+    bus: Bus, dispatcher: Dispatcher, settings: standby.StandbySettings
+) -> tuple[standby.DeciderLease | None, Callable[[], Awaitable[DurableConsumer]]]:
+    """On a NATS bus, the dispatcher's lease (key ``dispatcher.<partition>`` in KQ_LEASES) and how the
+    holder binds the durable consumer: with its ack wait set to the lease duration, while the dispatcher
+    marks what it holds in progress every retry period, so what a dead holder fetched and did not ack
+    comes to the next holder about when it takes over. On another bus (in memory): no lease (None).
+    Raises BusError, NotFoundError when the lease bucket is missing."""
+    lease = await standby.open_lease(bus, role="dispatch", user=LEASE_USER, settings=settings)
+    if lease is not None:
+        dispatcher.progress_every = settings.retry_period
+
+    async def bind() -> DurableConsumer:
+        return await bus.durable(
+            name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=settings.lease_duration, set_ack_wait=True
+        )
+
+    return lease, bind
+
+
 async def serve_dispatcher(
     *,
     nats_url: str,
@@ -518,10 +632,13 @@ async def serve_dispatcher(
     burst: int | None = None,
     connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
     start: StartPoint | None = None,
+    standby_settings: standby.StandbySettings | None = None,
 ) -> None:
     """Run the dispatcher until ``stop`` is set; ``qps``/``burst`` default to the environment
     (:func:`~kueue_es.services.dispatcher.kube_api.limiter_from_env`); ``connect``: how to get the bus;
-    ``start``: a snapshot of the log to fold on from (kueue_es.snapshots), used only if it is of this log."""
+    ``start``: a snapshot of the log to fold on from (kueue_es.snapshots), used only if it is of this log;
+    ``standby_settings``: write only while holding the dispatcher's lease in KQ_LEASES, folding meanwhile
+    (:func:`consume_while_leading`); the lease is released on the way out."""
     bus = await connect(nats_url)
     limiter = limiter_from_env(qps=qps, burst=burst)
     interval = queue_status_interval_from_env()
@@ -529,18 +646,32 @@ async def serve_dispatcher(
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
         dispatcher.on_orphan = bus.health.orphaned
         bus.health.report_dispatch_backlog(dispatcher.backlog)
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    lease = None
+    if standby_settings is not None:
+        lease, bind = await standby_lease(bus, dispatcher, standby_settings)
+    if lease is None:
+        consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
     shares = {cls.label: round(share, 3) for cls, share in limiter.shares.items()}
-    log.info("service_started", qps=limiter.qps, burst=limiter.burst, shares=shares, queue_status_interval=interval)
+    log.info(
+        "service_started",
+        qps=limiter.qps,
+        burst=limiter.burst,
+        shares=shares,
+        queue_status_interval=interval,
+        lease=lease.key if lease is not None else None,
+        identity=lease.identity if lease is not None else None,
+    )
+    if lease is None:
+        work = [dispatcher.consume(consumer), dispatcher.ungate_forever()]
+    else:
+        if isinstance(bus, ObservedBus):
+            standby.observe(lease, bus.health, role="dispatch")
+        work = [consume_while_leading(dispatcher, bind, lease, also=(dispatcher.ungate_forever,)), lease.run()]
     try:
-        await run_until_stopped(
-            stop,
-            dispatcher.fold_forever(),
-            dispatcher.consume(consumer),
-            dispatcher.watch_pods(),
-            dispatcher.ungate_forever(),
-        )
+        await run_until_stopped(stop, dispatcher.fold_forever(), dispatcher.watch_pods(), *work)
     finally:
+        if lease is not None:
+            await lease.release()
         await bus.close()
         log.info(
             "service_stopped",

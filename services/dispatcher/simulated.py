@@ -30,10 +30,11 @@ import structlog
 from kueue_es.events import subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
+from kueue_es.services import standby
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, Result
 from kueue_es.services.dispatcher.kube_api import DEFAULT_BURST, RawObject, WriteLimiter
-from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
+from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher, consume_while_leading, standby_lease
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import client as kube
@@ -155,18 +156,39 @@ async def serve_simulated_dispatcher(
     qps: float | None = None,
     burst: int | None = None,
     connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
+    standby_settings: standby.StandbySettings | None = None,
 ) -> None:
     """Run the dispatcher against a simulated API until ``stop`` is set (``qps`` None: uncapped;
-    ``connect``: how to get the bus)."""
+    ``connect``: how to get the bus; ``standby_settings``: only while holding the dispatcher's lease,
+    as :func:`~kueue_es.services.dispatcher.service.serve_dispatcher`)."""
     bus = await connect(nats_url)
     limiter = simulated_limiter(qps, burst)
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
         dispatcher.on_orphan = bus.health.orphaned
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
-    log.info("service_started", simulated_api=True, qps=limiter.qps, burst=limiter.burst)
+    lease = None
+    if standby_settings is not None:
+        lease, bind = await standby_lease(bus, dispatcher, standby_settings)
+    if lease is None:
+        consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    log.info(
+        "service_started",
+        simulated_api=True,
+        qps=limiter.qps,
+        burst=limiter.burst,
+        lease=lease.key if lease is not None else None,
+        identity=lease.identity if lease is not None else None,
+    )
+    if lease is None:
+        work = [dispatcher.consume(consumer)]
+    else:
+        if isinstance(bus, ObservedBus):
+            standby.observe(lease, bus.health, role="dispatch")
+        work = [consume_while_leading(dispatcher, bind, lease), lease.run()]
     try:
-        await run_until_stopped(stop, dispatcher.fold_forever(), dispatcher.consume(consumer))
+        await run_until_stopped(stop, dispatcher.fold_forever(), *work)
     finally:
+        if lease is not None:
+            await lease.release()
         await bus.close()
         log.info("service_stopped", applied=dispatcher.applied, failed=dispatcher.failed, writes=limiter.writes)

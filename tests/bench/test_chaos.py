@@ -82,10 +82,20 @@ def test_a_chaos_run_kills_services_and_nats_server_and_every_invariant_holds(
     assert doc["complete"] is True and doc["timing"]["finished"] == 606
     kills = [k for k in chaos["kills"] if not k.get("crash")]
     assert sum(k["victim"] == NATS for k in kills) == 1
-    assert len([k for k in kills if k["victim"] != NATS]) >= 3
+    # a kill waits for the previous victim's role and its own process to be back: on a loaded machine a
+    # restart takes 2-20 s, so a 60 s run may kill only two services
+    assert len([k for k in kills if k["victim"] != NATS]) >= 2
     assert all(k["recoverySeconds"] is not None and k["recoverySeconds"] > 0 for k in chaos["kills"])
+    # deploy/'s topology by default: two of each decider and of the dispatcher, on the standby lease; a
+    # service kill's recovery is its role served again, next to the killed process's own restart to ready
+    assert doc["deciders"]["replicas"] == 2
+    for kill in kills:
+        if kill["victim"] != NATS:
+            assert kill["restartSeconds"] is not None and kill["restartSeconds"] > 0
+            assert "served by " in kill["detail"]
+    assert chaos["restartP50Seconds"] > 0
     assert chaos["invariantsHold"] is True and chaos["violations"] == []
     assert chaos["replay"]["exitCode"] == 0 and chaos["replay"]["matched"] == chaos["replay"]["decisions"] > 0
     assert chaos["checkedBatches"] == chaos["replay"]["decisions"]
     assert chaos["recoveryMaxSeconds"] >= chaos["recoveryP50Seconds"] > 0
-    assert "every invariant held" in printed and "recovery p50" in printed
+    assert "every invariant held" in printed and "recovery p50" in printed and "restart to ready: p50" in printed

@@ -295,8 +295,8 @@ def test_the_stream_is_created_by_admin_in_a_job() -> None:
 
 
 def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() -> None:
-    """get/update on the two Leases by name, create on leases (not restrictable by name), in the namespace
-    of the services, for the watcher and the dispatcher only (services/leader.py)."""
+    """get/update on the watcher's Lease by name, create on leases (not restrictable by name), in the namespace
+    of the services, for the watcher only (services/leader.py; the dispatcher's lease is on NATS)."""
     (role,) = kinds("Role")
     assert role["metadata"]["namespace"] == "kueue-es"
     named = {(g, r, v) for rule in role["rules"] if rule.get("resourceNames") for g in rule["apiGroups"]
@@ -304,20 +304,18 @@ def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() 
     assert named == {("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "update")}
     assert grants(role["rules"]) - named == {("coordination.k8s.io", "leases", "create")}
     names = {n for rule in role["rules"] for n in rule.get("resourceNames", [])}
-    assert names == {"kueue-es-watcher", "kueue-es-dispatcher"}
+    assert names == {"kueue-es-watcher"}
     # the other RoleBinding: the visibility server's, to a built-in Role (test_visibility_is_an_aggregated...)
     (binding,) = [b for b in kinds("RoleBinding") if b["metadata"]["namespace"] == "kueue-es"]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
-    assert {(s["name"], s["namespace"]) for s in binding["subjects"]} == {
-        ("kueue-es-watcher", "kueue-es"),
-        ("kueue-es-dispatcher", "kueue-es"),
-    }
+    assert {(s["name"], s["namespace"]) for s in binding["subjects"]} == {("kueue-es-watcher", "kueue-es")}
 
 
 @pytest.mark.parametrize("service", SERVICES)
 def test_health_port_probes_and_leader_election(service: str) -> None:
-    """Every service serves its health port, probed over HTTP; the watcher and the dispatcher elect a leader
-    (the default Lease name kueue-es-NAME, in the pod's namespace), the deciders do not."""
+    """Every service serves its health port, probed over HTTP; the watcher elects a leader (the default Lease
+    name kueue-es-watcher, in the pod's namespace); the dispatcher and the deciders take turns on the NATS
+    standby lease (the deciders by default, the dispatcher with --standby-lease)."""
     from kueue_es.cli import _parser
 
     (container,) = pod_spec(find("Deployment", f"kueue-es-{service}"))["containers"]
@@ -327,8 +325,9 @@ def test_health_port_probes_and_leader_election(service: str) -> None:
     assert container["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
-    leads = service in ("watcher", "dispatcher")
+    leads = service == "watcher"
     assert args.leader_elect is leads
+    assert args.standby_lease is (True if service == "dispatcher" else None)
     env = {e["name"]: e for e in container["env"]}
     if leads:
         assert args.leader_elect_lease_name is None and args.leader_elect_namespace is None
