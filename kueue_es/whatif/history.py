@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from kueue_es.events import codec, types
 from kueue_es.events.bus.base import LogMessage
+from kueue_es.whatif import source
 
 DEFAULT_CYCLE_MS = 10
 MAX_CYCLE_MS = 1_000
@@ -168,19 +169,12 @@ def _seen_by(messages: Sequence[LogMessage]) -> tuple[tuple[list[int], list[int]
     records: list[tuple[int, int]] = []
     gaps: list[int] = []
     last: dict[str, tuple[int, int]] = {}  # role -> (last seq of its batch, now_ms)
-    for message in messages:
-        if message.headers.get("Kq-Type") not in (None, "DecisionRecord"):
-            continue
-        try:
-            event = codec.decode(message.data)
-        except codec.DecodeError:
-            continue
-        if isinstance(event, types.DecisionRecord):
-            records.append((event.basis_seq, event.now_ms))
-            before = last.get(event.role)
-            if before is not None and before[0] == event.basis_seq and event.now_ms > before[1]:
-                gaps.append(event.now_ms - before[1])
-            last[event.role] = (message.seq + event.output_count, event.now_ms)
+    for message, event in source.decision_records(messages):
+        records.append((event.basis_seq, event.now_ms))
+        before = last.get(event.role)
+        if before is not None and before[0] == event.basis_seq and event.now_ms > before[1]:
+            gaps.append(event.now_ms - before[1])
+        last[event.role] = (message.seq + event.output_count, event.now_ms)
     records.sort()
     basis = [b for b, _ in records]
     earliest = [now for _, now in records]

@@ -15,7 +15,7 @@ time keeps every message before the first DecisionRecord decided after it).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -147,6 +147,15 @@ def cut_seq(messages: Sequence[LogMessage], value: str) -> int:
         return at.seq
     ms = at.ms
     assert ms is not None
+    for message, record in decision_records(messages):
+        if record.now_ms > ms:
+            return message.seq - 1
+    return messages[-1].seq if messages else 0
+
+
+def decision_records(messages: Sequence[LogMessage]) -> Iterator[tuple[LogMessage, types.DecisionRecord]]:
+    """Each DecisionRecord of ``messages`` with its message, in log order (a message that does not
+    decode is passed over: the fold reports it)."""
     for message in messages:
         if message.headers.get("Kq-Type") not in (None, "DecisionRecord"):
             continue
@@ -154,6 +163,5 @@ def cut_seq(messages: Sequence[LogMessage], value: str) -> int:
             event = codec.decode(message.data)
         except codec.DecodeError:
             continue
-        if isinstance(event, types.DecisionRecord) and event.now_ms > ms:
-            return message.seq - 1
-    return messages[-1].seq if messages else 0
+        if isinstance(event, types.DecisionRecord):
+            yield message, event
