@@ -6,24 +6,29 @@ system. As kubectl finds its cluster in a kubeconfig, they find the system here,
 1. ``--nats URL`` on the command line (the NATS user from ``$KUEUE_ES_NATS_USER`` and
    ``$KUEUE_ES_NATS_PASSWORD_FILE``, as every command takes it);
 2. ``$KUEUE_ES_NATS_URL``, with the same user variables;
-3. the file ``demo --keep`` and ``up`` write while they run (:func:`path`: ``$KUEUE_ES_CURRENT``, else
-   ``$XDG_STATE_HOME/kueue-es/current.json``, else ``~/.local/state/kueue-es/current.json``): the NATS URL,
-   the read-only ``reader`` user and its password file (never the password), the kubeconfig of an
-   emulated cluster, and the recording process, so a file left by a process that is gone is not used.
+3. what ``demo --keep`` and ``up`` record while they run, one file per process in
+   :func:`state_dir`/systems (``$KUEUE_ES_STATE_DIR``, else ``$XDG_STATE_HOME/kueue-es``, else
+   ``~/.local/state/kueue-es``), the newest still running first: the NATS URL, the read-only ``reader``
+   user and its password file (never the password), the kubeconfig of an emulated cluster, and the
+   recording process, so a record left by a process that is gone is not used (and is removed).
+   ``$KUEUE_ES_CURRENT=FILE`` pins one record file instead (read and written as that one file).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kueue_es.events.bus.nats import PASSWORD_FILE_ENV, USER_ENV, credentials_from_env
 from kueue_es.events.bus.server import Credentials
 
 URL_ENV = "KUEUE_ES_NATS_URL"
 FILE_ENV = "KUEUE_ES_CURRENT"
+STATE_ENV = "KUEUE_ES_STATE_DIR"
 
 
 class NoSystemError(Exception):
@@ -41,18 +46,28 @@ class System:
     kubeconfig: Path | None = None
 
 
-def path() -> Path:
-    """The current-system file (see the module)."""
-    if explicit := os.environ.get(FILE_ENV, "").strip():
+def state_dir() -> Path:
+    """Where running systems are recorded: ``$KUEUE_ES_STATE_DIR``, else ``$XDG_STATE_HOME/kueue-es``,
+    else ``~/.local/state/kueue-es``; one file per recording process in its ``systems/``."""
+    if explicit := os.environ.get(STATE_ENV, "").strip():
         return Path(explicit)
     state_home = os.environ.get("XDG_STATE_HOME", "").strip()
     base = Path(state_home) if state_home else Path.home() / ".local" / "state"
-    return base / "kueue-es" / "current.json"
+    return base / "kueue-es"
+
+
+def path() -> Path:
+    """This process's record: ``$KUEUE_ES_CURRENT`` when set (one file, pinned), else
+    ``state_dir()/systems/<pid>.json``."""
+    if explicit := os.environ.get(FILE_ENV, "").strip():
+        return Path(explicit)
+    return state_dir() / "systems" / f"{os.getpid()}.json"
 
 
 def record(*, nats_url: str, reader: Credentials | None, kubeconfig: Path | None, run_dir: Path, command: str) -> Path:
-    """Write the current-system file for this process (``command``: ``demo`` or ``up``); returns its path.
-    A later :func:`forget` by this process removes it. Raises OSError when it cannot be written."""
+    """Record this process's system (``command``: ``demo`` or ``up``); returns the file written. Several
+    running systems each have their own record; :func:`find` takes the newest still running, and
+    :func:`forget` removes only this process's. Raises OSError when it cannot be written."""
     target = path()
     target.parent.mkdir(parents=True, exist_ok=True)
     body = {
@@ -63,15 +78,16 @@ def record(*, nats_url: str, reader: Credentials | None, kubeconfig: Path | None
         "runDir": str(run_dir),
         "command": command,
         "pid": os.getpid(),
+        "recordedAt": time.time(),
     }
-    temporary = target.with_suffix(".tmp")
+    temporary = target.with_name(target.name + ".tmp")
     temporary.write_text(json.dumps(body, indent=2) + "\n")
     temporary.replace(target)
     return target
 
 
 def forget() -> None:
-    """Remove the current-system file if this process wrote it (another system's record stays)."""
+    """Remove this process's record (another system's record stays)."""
     target = path()
     try:
         body = json.loads(target.read_text())
@@ -88,26 +104,58 @@ def find(nats_url: str | None = None) -> System:
         return System(nats_url=nats_url, credentials=credentials_from_env(), origin="--nats")
     if from_env := os.environ.get(URL_ENV, "").strip():
         return System(nats_url=from_env, credentials=credentials_from_env(), origin=f"${URL_ENV}")
-    target = path()
-    try:
-        body = json.loads(target.read_text())
-    except FileNotFoundError:
-        raise NoSystemError(_none_found(f"no {target}")) from None
-    except (OSError, ValueError) as err:
-        raise NoSystemError(_none_found(f"{target} is unreadable: {err}")) from None
-    pid = body.get("pid")
-    if not isinstance(pid, int) or not _alive(pid):
-        raise NoSystemError(_none_found(f"{target} names process {pid}, which is not running"))
+    if os.environ.get(FILE_ENV, "").strip():
+        target = path()
+        try:
+            body = json.loads(target.read_text())
+        except FileNotFoundError:
+            raise NoSystemError(_none_found(f"no {target}")) from None
+        except (OSError, ValueError) as err:
+            raise NoSystemError(_none_found(f"{target} is unreadable: {err}")) from None
+        pid = body.get("pid")
+        if not isinstance(pid, int) or not _alive(pid):
+            raise NoSystemError(_none_found(f"{target} names process {pid}, which is not running"))
+        return _system(body, origin=f"{target} ({body.get('command', '?')}, pid {pid})")
+    running = _running(state_dir() / "systems")
+    if not running:
+        raise NoSystemError(_none_found(f"no running system recorded in {state_dir() / 'systems'}"))
+    body = running[0]
+    origin = f"{body.get('command', '?')} pid {body['pid']}, run dir {body.get('runDir')}"
+    if len(running) > 1:
+        others = ", ".join(f"{b.get('command', '?')} pid {b['pid']}" for b in running[1:])
+        origin += f" (the newest of {len(running)} running; also {others}: name one with --nats)"
+    return _system(body, origin=origin)
+
+
+def _running(directory: Path) -> list[dict[str, Any]]:
+    """The records in ``directory`` of processes still running, newest first; a dead one's is removed."""
+    found: list[dict[str, Any]] = []
+    for entry in directory.glob("*.json"):
+        try:
+            body = json.loads(entry.read_text())
+        except (OSError, ValueError):
+            continue
+        pid = body.get("pid")
+        if not isinstance(pid, int) or not _alive(pid):
+            entry.unlink(missing_ok=True)  # a system that did not stop cleanly (SIGKILL) left it
+            continue
+        if isinstance(body.get("natsUrl"), str) and body["natsUrl"]:
+            found.append(body)
+    found.sort(key=lambda b: (float(b.get("recordedAt") or 0), int(b["pid"])), reverse=True)
+    return found
+
+
+def _system(body: dict[str, Any], *, origin: str) -> System:
     url = body.get("natsUrl")
     if not isinstance(url, str) or not url:
-        raise NoSystemError(_none_found(f"{target} has no natsUrl"))
+        raise NoSystemError(_none_found(f"{origin} has no natsUrl"))
     user, password_file = body.get("user"), body.get("passwordFile")
     credentials = Credentials(user=user, password_file=Path(password_file)) if user and password_file else None
     kubeconfig = body.get("kubeconfig")
     return System(
         nats_url=url,
         credentials=credentials or credentials_from_env(),
-        origin=f"{target} ({body.get('command', '?')}, pid {pid})",
+        origin=origin,
         kubeconfig=Path(kubeconfig) if kubeconfig else None,
     )
 

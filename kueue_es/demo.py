@@ -265,7 +265,9 @@ async def run_demo(
 def _print_keep(
     console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth, supervisor: Supervisor
 ) -> None:
-    health = "\n".join(f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz" for name in SERVICES)
+    health = "\n".join(
+        f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz" for name in (*SERVICES, VISIBILITY)
+    )
     console.print(
         f"""
 [bold]Still running[/bold] (Ctrl-C stops everything):

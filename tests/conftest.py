@@ -10,11 +10,18 @@ and a later ``capture_logs`` would see nothing from its module.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import structlog
+
+# A demo or up started by a test records itself (kueue_es.current) where a user's own running demo is
+# recorded: every test, and every process it starts, records in a directory of the session's instead.
+os.environ["KUEUE_ES_STATE_DIR"] = tempfile.mkdtemp(prefix="kueue-es-test-state-")
+os.environ.pop("KUEUE_ES_CURRENT", None)
 
 _configure = structlog.configure
 _SESSION_CONFIG = {**structlog.get_config(), "cache_logger_on_first_use": False}

@@ -1,5 +1,6 @@
-"""Finding the running kueue-es (kueue_es.current): --nats, then $KUEUE_ES_NATS_URL, then the file that
-demo --keep and up write, never a file left by a process that is gone."""
+"""Finding the running kueue-es (kueue_es.current): --nats, then $KUEUE_ES_NATS_URL, then what demo --keep
+and up record, one record per process, the newest still running first; never a record left by a
+process that is gone; a pinned $KUEUE_ES_CURRENT file instead when set."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,10 +19,22 @@ from kueue_es.events.bus.server import Credentials
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(current.FILE_ENV, str(tmp_path / "state" / "current.json"))
-    for name in (current.URL_ENV, "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"):
+    monkeypatch.setenv(current.STATE_ENV, str(tmp_path / "state"))
+    for name in (current.FILE_ENV, current.URL_ENV, "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
+def _other_record(tmp_path: Path, *, pid: int, url: str, at: float) -> Path:
+    target = current.state_dir() / "systems" / f"{pid}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"natsUrl": url, "pid": pid, "command": "demo", "recordedAt": at}))
+    return target
 
 
 def test_nothing_recorded_says_how_to_name_a_system() -> None:
@@ -33,8 +47,8 @@ def test_the_recorded_system_is_found_with_its_reader(tmp_path: Path) -> None:
     written = current.record(
         nats_url="nats://127.0.0.1:4999", reader=reader, kubeconfig=tmp_path / "kc", run_dir=tmp_path, command="demo"
     )
-    assert json.loads(written.read_text())["pid"] == os.getpid()
-    assert "password" not in json.loads(written.read_text()).get("passwordFile", "x").replace("reader.password", "")
+    body = json.loads(written.read_text())
+    assert body["pid"] == os.getpid() and body["passwordFile"] == str(tmp_path / "reader.password")
     found = current.find()
     assert found.nats_url == "nats://127.0.0.1:4999"
     assert found.credentials == reader
@@ -51,19 +65,40 @@ def test_explicit_url_and_environment_win(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert current.find("nats://flag:3").nats_url == "nats://flag:3"
 
 
-def test_a_file_left_by_a_dead_process_is_not_used(tmp_path: Path) -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    pid = int(dead.stdout)
-    target = current.path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps({"natsUrl": "nats://gone:1", "pid": pid}))
+def test_the_newest_running_system_wins_and_stopping_it_leaves_the_older(tmp_path: Path) -> None:
+    older = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        _other_record(tmp_path, pid=older.pid, url="nats://older:1", at=time.time() - 100)
+        current.record(nats_url="nats://newer:2", reader=None, kubeconfig=None, run_dir=tmp_path, command="up")
+        found = current.find()
+        assert found.nats_url == "nats://newer:2"
+        assert f"the newest of 2 running; also demo pid {older.pid}" in found.origin
+        current.forget()  # the newer one stops: the older one, still running, is found again
+        assert current.find().nats_url == "nats://older:1"
+    finally:
+        older.kill()
+        older.wait()
+
+
+def test_a_record_left_by_a_dead_process_is_not_used_and_is_removed(tmp_path: Path) -> None:
+    left = _other_record(tmp_path, pid=_dead_pid(), url="nats://gone:1", at=time.time())
+    with pytest.raises(current.NoSystemError, match="no running system recorded"):
+        current.find()
+    assert not left.exists()
+
+
+def test_a_pinned_file_is_read_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pinned = tmp_path / "pinned.json"
+    monkeypatch.setenv(current.FILE_ENV, str(pinned))
+    pid = _dead_pid()
+    pinned.write_text(json.dumps({"natsUrl": "nats://gone:1", "pid": pid}))
     with pytest.raises(current.NoSystemError, match=f"process {pid}, which is not running"):
         current.find()
+    pinned.write_text(json.dumps({"natsUrl": "nats://pinned:1", "pid": os.getpid()}))
+    assert current.find().nats_url == "nats://pinned:1"
 
 
 def test_forget_leaves_another_process_record(tmp_path: Path) -> None:
-    target = current.path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps({"natsUrl": "nats://other:1", "pid": 1}))
+    other = _other_record(tmp_path, pid=1, url="nats://other:1", at=time.time())
     current.forget()
-    assert target.exists()
+    assert other.exists()
