@@ -5,10 +5,11 @@ every family of :data:`kueue_es.projections.kueue_metrics.FAMILIES`, with Kueue'
 labels and buckets. The counters and histograms come from the fold (``state.metrics``, the same in
 every replica and after a restart); the gauges of the present (pending workloads active and
 inadmissible, reserving and admitted workloads, usage, quotas, ClusterQueue and LocalQueue status,
-cohorts, weighted shares) from the state as it is. Kueue's leader alone updates its metrics, so the
-collector exports Kueue's families only while ``active()`` says this replica does the work (the
-decider's standby lease, :mod:`kueue_es.services.standby`): a Prometheus scraping two replicas does not
-count twice. ``replica_role`` is ``leader`` under a lease and ``standalone`` without one, as in Kueue.
+cohorts, weighted shares) from the state as it is; every pending workload of a ClusterQueue that
+cannot admit (stopped, or otherwise inactive: :func:`admits`) is ``inadmissible``, as in Kueue.
+Kueue's leader alone updates its metrics, so the collector exports Kueue's families only while
+``active()`` says this replica does the work (the decider's standby lease,
+:mod:`kueue_es.services.standby`): a Prometheus scraping two replicas does not count twice. ``replica_role`` is ``leader`` under a lease and ``standalone`` without one, as in Kueue.
 
 The admitter registers it (:mod:`kueue_es.services.deciding`); ``docs/metrics.md`` lists every family.
 """
@@ -131,10 +132,28 @@ def _cluster_queues(state: ClusterState, tree: quota.QuotaTree, held: _Held, out
             out.set("kueue_cluster_queue_weighted_share", (cq_name, cohort), math.nan if share == math.inf else share)
 
 
+def admits(state: ClusterState, tree: quota.QuotaTree, cq_name: str) -> bool:
+    """Whether the ClusterQueue ``cq_name`` (of ``state.cluster_queues``) can admit now, for the pending
+    gauges: its Active condition is True (:func:`readiness.cluster_queue_active`: not stopped, no missing
+    ResourceFlavor, AdmissionCheck or Topology, no inactive AdmissionCheck; Kueue's
+    ``ClusterQueueActive``, which ``kueue_cluster_queue_status`` reports too) and the admitter does not
+    hold it inactive (:func:`queues.inactive_reason`, which adds a cohort tree with a cycle: Kueue leaves
+    such a ClusterQueue out of its snapshot, so each of its workloads is inadmissible at its first pop)."""
+    cq = state.cluster_queues[cq_name]
+    if not readiness.cluster_queue_active(cq, state=state).status:
+        return False
+    return queues.inactive_reason(cq, state=state, tree=tree) is None
+
+
 def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
-    """Pending workloads per ClusterQueue and LocalQueue, ``active`` or ``inadmissible`` (parked since the
-    latest requeue trigger of their cohort tree: Kueue's inadmissible list), and their requests."""
+    """Pending workloads per ClusterQueue and LocalQueue, ``active`` or ``inadmissible``, and their requests.
+
+    ``inadmissible``: every pending workload of a ClusterQueue that cannot admit now (:func:`admits`:
+    stopped or otherwise inactive; Kueue reportCQPendingWorkloads / reportLQPendingWorkloads count a whole
+    inactive ClusterQueue so), else those parked since the latest requeue trigger of its cohort tree
+    (Kueue's inadmissible list); ``active``: the rest."""
     triggers = queues.requeue_triggers(state, tree)
+    admitting = {cq_name: admits(state, tree, cq_name) for cq_name in state.cluster_queues}
     for cq_name in state.cluster_queues:
         for status in ("active", "inadmissible"):
             out.add("kueue_pending_workloads", (cq_name, status), 0)
@@ -147,8 +166,11 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
             continue
         target = feeding.spec.cluster_queue
         trigger = triggers.get(target, 0)
-        parked = sum(1 for seq, _ in queued.parked.values() if seq >= trigger)
-        parked += sum(1 for seq, _ in queued.requeued.values() if seq >= trigger)
+        if admitting[target]:
+            parked = sum(1 for seq, _ in queued.parked.values() if seq >= trigger)
+            parked += sum(1 for seq, _ in queued.requeued.values() if seq >= trigger)
+        else:
+            parked = len(queued)
         for status, count in (("active", len(queued) - parked), ("inadmissible", parked)):
             out.add("kueue_pending_workloads", (target, status), count)
             out.add("kueue_local_queue_pending_workloads", (lq_name, namespace, status), count)
@@ -317,4 +339,4 @@ def _empty(family: Family) -> Metric:
     return HistogramMetricFamily(family.name, family.help, labels=family.labels)
 
 
-__all__ = ["BY_NAME", "KueueCollector", "amount", "families", "gauges"]
+__all__ = ["BY_NAME", "KueueCollector", "admits", "amount", "families", "gauges"]

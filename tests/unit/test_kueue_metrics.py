@@ -242,6 +242,154 @@ def test_hold_and_drain_eviction_is_counted_with_its_reason_and_the_queue_goes_p
     )
 
 
+def _cluster_queue(stop_policy: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": 3}]}],
+            }
+        ],
+    }
+    if stop_policy is not None:
+        spec["stopPolicy"] = stop_policy
+    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec}
+
+
+def _stop_and_resume_run(stop_policy: str) -> CoreRun:
+    """cq (3 CPU): low-1..3 (1 CPU each) admitted, huge (5 CPU) parked; cq stopped with ``stop_policy``;
+    late-1 and late-2 (1 CPU each) submitted to it while stopped; cq resumed (stopPolicy None)."""
+    doc = {
+        "name": "metrics-stop",
+        "source": "issue 16",
+        "objects": [
+            {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+            _cluster_queue(None),
+            {
+                "apiVersion": API,
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq", "namespace": "default"},
+                "spec": {"clusterQueue": "cq"},
+            },
+        ],
+        "pending": [
+            _job("low-1", cpus=1, second=1),
+            _job("low-2", cpus=1, second=2),
+            _job("low-3", cpus=1, second=3),
+            _job("huge", cpus=5, second=4),
+        ],
+        "events": [
+            {"apply": _cluster_queue(stop_policy)},
+            {"apply": _job("late-1", cpus=1, second=5)},
+            {"apply": _job("late-2", cpus=1, second=6)},
+            {"apply": _cluster_queue(None)},
+        ],
+    }
+    return run_scenario(parse_scenario(yaml.safe_dump(doc, sort_keys=False), path="<metrics-stop>"))
+
+
+def _pending_counts(state: ClusterState) -> tuple[float, float, float, float]:
+    """(active, inadmissible) of cq's kueue_pending_workloads, then of lq's local_queue_pending_workloads."""
+    samples = _samples(state)
+    lq = {"name": "lq", "namespace": "default"}
+    return (
+        _value(samples, "kueue_pending_workloads", cluster_queue="cq", status="active"),
+        _value(samples, "kueue_pending_workloads", cluster_queue="cq", status="inadmissible"),
+        _value(samples, "kueue_local_queue_pending_workloads", **lq, status="active"),
+        _value(samples, "kueue_local_queue_pending_workloads", **lq, status="inadmissible"),
+    )
+
+
+@pytest.mark.parametrize(("stop_policy", "evicted"), [("Hold", 0), ("HoldAndDrain", 3)])
+def test_a_stopped_cluster_queue_counts_every_pending_workload_inadmissible(stop_policy: str, evicted: int) -> None:
+    """Kueue reportCQPendingWorkloads / reportLQPendingWorkloads: while the ClusterQueue is inactive its
+    pending workloads are all inadmissible, even those no admission attempt has seen since the stop (the
+    stop itself is a requeue trigger, and a workload submitted to a stopped queue is not parked until
+    the admitter's next cycle); resumed, the requeue sends them back to active."""
+    run = _stop_and_resume_run(stop_policy)
+    cq_facts = [
+        (m.seq, e) for m, e in zip(run.messages, run.events, strict=True) if isinstance(e, types.ClusterQueueObserved)
+    ]
+    stop_seq = next(seq for seq, e in cq_facts if e.cluster_queue.spec.stop_policy == stop_policy)
+    resume_seq = next(seq for seq, e in cq_facts if seq > stop_seq and e.cluster_queue.spec.stop_policy == "None")
+    late_seqs = [
+        m.seq
+        for m, e in zip(run.messages, run.events, strict=True)
+        if isinstance(e, types.WorkloadObserved) and e.workload.metadata.name.startswith("late-")
+    ]
+    assert len(late_seqs) == 2 and stop_seq < late_seqs[0] < late_seqs[1] < resume_seq
+
+    # before the stop: huge parked after its failed attempt, nothing else waits
+    assert _pending_counts(_fold(run.messages[: stop_seq - 1])) == (0, 1, 0, 1)
+    # the stop (a requeue trigger) folded, no cycle since: all inadmissible, and the queue is pending
+    at_stop = _fold(run.messages[:stop_seq])
+    assert _pending_counts(at_stop) == (0, 1, 0, 1)
+    samples = _samples(at_stop)
+    assert _value(samples, "kueue_cluster_queue_status", cluster_queue="cq", status="pending") == 1
+    # a workload submitted to the stopped queue, folded before any admitter decision about it
+    for n, seq in enumerate(late_seqs, start=2):
+        state = _fold(run.messages[:seq])
+        assert state.workloads[run.events[seq - 1].workload.key].reservation is None
+        assert _pending_counts(state) == (0, n + evicted, 0, n + evicted)
+    # resumed (a requeue trigger), before the admitter's next cycle: all active again
+    resumed = _fold(run.messages[:resume_seq])
+    assert _pending_counts(resumed) == (3 + evicted, 0, 3 + evicted, 0)
+    assert _value(_samples(resumed), "kueue_cluster_queue_status", cluster_queue="cq", status="active") == 1
+    # and after it: admitted what fits, the rest parked as before the stop
+    end = _fold(run.messages)
+    assert _pending_counts(end) == (0, 3, 0, 3)
+
+
+def _cohort(name: str, parent: str) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "Cohort", "metadata": {"name": name}, "spec": {"parentName": parent}}
+
+
+@pytest.mark.parametrize(
+    ("why", "extra_objects", "status"),
+    [
+        ("a missing ResourceFlavor", [], "pending"),
+        ("a cohort tree with a cycle", [_cohort("a", "b"), _cohort("b", "a")], "active"),
+    ],
+)
+def test_an_inactive_cluster_queue_counts_its_pending_workloads_inadmissible_before_any_cycle(
+    why: str, extra_objects: list[dict[str, Any]], status: str
+) -> None:
+    """The other ways a ClusterQueue admits nothing: its Active condition False (here a ResourceFlavor it
+    names does not exist), or the admitter holds it inactive (a cohort tree with a cycle: Kueue's
+    ClusterQueue stays Active but is left out of the snapshot)."""
+    cq = _cluster_queue(None)
+    if extra_objects:
+        cq["spec"]["cohortName"] = "a"
+    doc = {
+        "name": "metrics-inactive",
+        "source": "issue 16",
+        "objects": [
+            *(
+                [{"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}}]
+                if extra_objects
+                else []
+            ),
+            *extra_objects,
+            cq,
+            {
+                "apiVersion": API,
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq", "namespace": "default"},
+                "spec": {"clusterQueue": "cq"},
+            },
+        ],
+        "pending": [_job("one", cpus=1, second=1), _job("two", cpus=1, second=2)],
+    }
+    run = run_scenario(parse_scenario(yaml.safe_dump(doc, sort_keys=False), path="<metrics-inactive>"))
+    first_record = next(m.seq for m in run.messages if m.headers.get("Kq-Type") == "DecisionRecord")
+    before = _fold(run.messages[: first_record - 1])
+    assert len(before.workloads) == 2, why
+    assert _pending_counts(before) == (0, 2, 0, 2), why
+    assert _value(_samples(before), "kueue_cluster_queue_status", cluster_queue="cq", status=status) == 1, why
+    assert _pending_counts(_fold(run.messages)) == (0, 2, 0, 2), why
+
+
 def test_a_fold_from_a_checkpoint_ends_with_the_same_metrics_as_one_from_the_start() -> None:
     messages = _preemption_run().messages
     full = _fold(messages)
