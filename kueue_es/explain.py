@@ -222,7 +222,7 @@ def run_explain(args: argparse.Namespace) -> int:
             f" ({_as_of(folded, args)})",
             file=sys.stderr,
         )
-        if namespace.lower() in _KIND_WORDS:
+        if "/" in args.target and namespace.lower() in _KIND_WORDS:
             print(
                 f"hint: explain takes NAMESPACE/NAME, not TYPE/NAME: {args.target!r} is the name {name!r} in a "
                 f"namespace {namespace!r}; for the job {name} in namespace default give default/{name} (or {name})",

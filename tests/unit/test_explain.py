@@ -358,6 +358,8 @@ def test_explain_takes_n_namespace_and_hints_at_namespace_slash_name(
     code, _, err = _run(capsys, "explain", "job/train", "--file", str(path))
     assert code == 1 and "hint: explain takes NAMESPACE/NAME, not TYPE/NAME" in err
     assert "give default/train" in err
+    code, _, err = _run(capsys, "explain", "-n", "job", "train", "--file", str(path))
+    assert code == 1 and "hint" not in err  # a namespace asked for as such
 
 
 def test_at_past_the_end_of_the_log_is_a_note(
