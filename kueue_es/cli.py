@@ -31,9 +31,10 @@ from typing import Any
 DEFAULT_HOME = Path(".kueue-es")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` and run the command; returns the process exit code."""
-    parser = _parser()
+def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
+    """Parse ``argv`` and run the command; returns the process exit code. ``prog`` names the command in
+    usage errors (``kubectl kueue`` when the plugin forwards to it)."""
+    parser = _parser(prog)
     args = parser.parse_args(argv)
     if args.command != "service":
         from kueue_es.services.runtime import configure_logging
@@ -61,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 CREDENTIAL_ENV_HINT = "KUEUE_ES_NATS_USER=reader KUEUE_ES_NATS_PASSWORD_FILE=<run dir>/creds/reader.password"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kueue-es", description="Kueue-compatible admission, event-sourced on NATS.")
+def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Kueue-compatible admission, event-sourced on NATS.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="run the quick start on an emulated cluster and replay it")

@@ -69,6 +69,9 @@ def add_commands(sub: Any) -> None:
     """The ``explain``, ``list`` and ``status`` subcommands (for ``kueue-es`` and ``kubectl kueue``)."""
     explain = sub.add_parser("explain", help="a workload's story from the log, its position, and what it waits for")
     explain.add_argument("target", metavar="NAMESPACE/NAME", help="a Workload, or the Job (JobSet, Pod...) owning it")
+    explain.add_argument(
+        "-n", "--namespace", default=None, help="the namespace of a bare NAME (default: default), as kubectl's -n"
+    )
     explain.add_argument("-o", "--output", choices=("text", "json"), default="text")
     add_source_options(explain)
     explain.set_defaults(run=run_explain)
@@ -132,7 +135,7 @@ def _fold(
             raise _Refused(str(err)) from None
     source = source_of(args)
     try:
-        return logsource.fold_source(
+        folded = logsource.fold_source(
             source,
             at=at,
             observer=observer,
@@ -142,6 +145,11 @@ def _fold(
         )
     except logsource.LogSourceError as err:
         raise _Refused(str(err)) from None
+    if at is not None and at.seq is not None and not folded.folder.stopped and at.seq > folded.last_seq:
+        folded.notes.append(
+            f"--at {at.seq} is past the end of the log (its last message is #{folded.last_seq}): read to its end"
+        )
+    return folded
 
 
 def _guarded(run: Any) -> Any:
@@ -202,11 +210,7 @@ def run_explain(args: argparse.Namespace) -> int:
     from kueue_es import logsource
     from kueue_es.scheduling import explain as core
 
-    namespace, _, name = args.target.partition("/")
-    if not name:
-        namespace, name = "default", args.target
-    if not namespace or not name or "/" in name:
-        raise _Refused(f"{args.target!r}: give NAMESPACE/NAME (or NAME in namespace default)")
+    namespace, name = explain_target(args.target, args.namespace)
     collector = core.StoryCollector(namespace=namespace, name=name)
     folded = _fold(args, observer=collector.observe, from_start=True, on_start=collector.start_from)
     _print_notes(folded)
@@ -218,6 +222,12 @@ def run_explain(args: argparse.Namespace) -> int:
             f" ({_as_of(folded, args)})",
             file=sys.stderr,
         )
+        if "/" in args.target and namespace.lower() in _KIND_WORDS:
+            print(
+                f"hint: explain takes NAMESPACE/NAME, not TYPE/NAME: {args.target!r} is the name {name!r} in a "
+                f"namespace {namespace!r}; for the job {name} in namespace default give default/{name} (or {name})",
+                file=sys.stderr,
+            )
         return EXIT_NOT_FOUND
     now_ms = folded.now_ms
     report = explanation(collector, state, key, now_ms=now_ms)
@@ -227,6 +237,27 @@ def run_explain(args: argparse.Namespace) -> int:
         return 0
     _render_explanation(report, as_of=_as_of(folded, args))
     return 0
+
+
+#: Kind words a user may put before a name (``job/NAME``, as kubectl's TYPE/NAME): explain's form is NAMESPACE/NAME.
+_KIND_WORDS = frozenset(
+    {"job", "jobs", "job.batch", "jobset", "jobsets", "pod", "pods", "workload", "workloads", "wl", "kwl"}
+    | {"rayjob", "rayjobs", "raycluster", "rayclusters", "mpijob", "pytorchjob", "deployment", "statefulset"}
+)
+
+
+def explain_target(target: str, namespace: str | None) -> tuple[str, str]:
+    """``(namespace, name)`` of explain's TARGET: ``NAMESPACE/NAME``, or a bare NAME in ``namespace`` (``-n``,
+    default ``default``). Raises _Refused for an empty part, a third part, or a ``-n`` other than the
+    target's namespace."""
+    ns, slash, name = target.partition("/")
+    if not slash:
+        ns, name = namespace or "default", target
+    if not ns or not name or "/" in name:
+        raise _Refused(f"{target!r}: give NAMESPACE/NAME (or NAME with -n NAMESPACE; namespace default without)")
+    if slash and namespace is not None and namespace != ns:
+        raise _Refused(f"{target!r} is in namespace {ns!r} but -n/--namespace says {namespace!r}")
+    return ns, name
 
 
 def _chosen(collector: core.StoryCollector, state: ClusterState, named: str) -> str | None:
@@ -257,7 +288,7 @@ def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *
                 "pendingInClusterQueue": len(visibility.pending_in_cluster_queue(state, entry.cluster_queue)),
                 "parked": entry.parked,
             }
-    needed = core.needs(state, key, now_ms=now_ms)
+    needed = core.needs(state, key, now_ms=now_ms, deleted=collector.ended_in_deletion(key))
     return {
         "workload": key,
         "owner": collector.owners.get(key, ""),
@@ -349,9 +380,13 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
         when = ("~" if line["approximateTime"] else "") + line["time"]
         table.add_row(f"#{line['seq']}", when, line["what"], line["text"])
     console.print(table)
-    if report["repeatedPendingOutcomes"]:
+    repeats = report["repeatedPendingOutcomes"]
+    if repeats:
         console.print(
-            Text(f"({report['repeatedPendingOutcomes']} more pending outcomes repeated the reason above)", style="dim")
+            Text(
+                f"({repeats} more pending {'outcome' if repeats == 1 else 'outcomes'} repeated the reason above)",
+                style="dim",
+            )
         )
     position = report["position"]
     if position is not None:

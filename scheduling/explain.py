@@ -78,6 +78,11 @@ class StoryCollector:
             )
         )
 
+    def ended_in_deletion(self, key: str) -> bool:
+        """The story of ``key`` ends in the Workload's deletion (the fold may have forgotten it since)."""
+        story = self.lines.get(key, [])
+        return bool(story) and story[-1].what == "deleted"
+
     def _mine(self, key: str) -> bool:
         return key in self.lines
 
@@ -506,12 +511,15 @@ def _formatter(resource: str) -> Any:
     return fmt
 
 
-def needs(state: ClusterState, key: str, *, now_ms: int = 0) -> Needs:
+def needs(state: ClusterState, key: str, *, now_ms: int = 0, deleted: bool = False) -> Needs:
     """What workload ``key`` (``namespace/name``) waits for in ``state`` (see :class:`Needs`); ``now_ms`` is
-    the fold's time (ms; a backoff's end is compared with it). Never raises for a known or unknown key."""
+    the fold's time (ms; a backoff's end is compared with it). ``deleted``: the log recorded the Workload's
+    deletion (:meth:`StoryCollector.ended_in_deletion`); the fold forgets a deleted Workload that holds no
+    quota (projections/cluster.py), so without it such a key is ``unknown``. Never raises for a known or
+    unknown key."""
     wl = state.workloads.get(key)
     if wl is None:
-        return Needs(key=key, status="unknown")
+        return Needs(key=key, status="deleted" if deleted else "unknown")
     if wl.deleted_seq:
         return Needs(key=key, status="deleted")
     if wl.finished is not None:

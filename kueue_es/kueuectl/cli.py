@@ -8,8 +8,9 @@ command are not answered here:
 - ``get``, ``describe``, ``edit``, ``patch`` and ``delete`` of the Kueue kinds (but ``delete workload``)
   are passed through to kubectl with the same arguments, as kueuectl's passthrough package does;
 - ``explain``, ``what-if``, ``diff``, ``status`` and ``list ... --at SEQ|TIME`` need kueue-es's log: they
-  run ``kueue-es`` (:func:`kueue_es.cli.main`) with the same arguments, so its own errors and exit codes
-  apply (a command this kueue-es does not have says so, exit 2).
+  run ``kueue-es`` (:func:`kueue_es.cli.main`) with the same arguments but kubectl's global flags, read
+  wherever they stand (:func:`forwarded_argv`), so its own errors and exit codes apply (a command this
+  kueue-es does not have says so, exit 2), its usage errors naming ``kubectl kueue``.
 """
 
 from __future__ import annotations
@@ -237,12 +238,76 @@ def pass_through(argv: Sequence[str], *, execvpe: Callable[..., Any] = os.execvp
     return 0  # only reached when execvpe is replaced (tests)
 
 
+class ForwardError(ValueError):
+    """kubectl's global flags given to a forwarded command in a way it cannot take (the message names them)."""
+
+
+#: kubectl's global flags that take a value: the connection flags kueuectl reads.
+_GLOBAL_VALUE_FLAGS = {
+    "--kubeconfig": "kubeconfig",
+    "--context": "context",
+    "-n": "namespace",
+    "--namespace": "namespace",
+}
+_ALL_NAMESPACES = ("-A", "--all-namespaces")
+
+
+def forwarded_argv(argv: Sequence[str]) -> list[str]:
+    """The arguments ``kueue-es`` gets for ``kubectl kueue ARGV`` (a forwarded command, see :func:`_forwarded`).
+
+    kubectl's global flags may stand anywhere, before or after the command word, as ``--flag VALUE`` or
+    ``--flag=VALUE`` (``-nVALUE`` too): ``--kubeconfig`` and ``--context`` are consumed (the forwarded
+    commands read the log of the running system, not the API server); ``-n/--namespace`` and
+    ``-A/--all-namespaces`` go after the command word for ``explain`` (``-n NS NAME`` is ``NS/NAME``) and
+    ``list``, and are consumed by ``status``, ``what-if`` and ``diff`` (cluster-wide, as kubectl ignores
+    ``-n`` for cluster-scoped kinds). Words after ``--`` are left alone. Raises ForwardError for a flag
+    without its value and for ``explain -A`` (one workload is in one namespace)."""
+    rest: list[str] = []
+    found: dict[str, str] = {}
+    all_namespaces = False
+    words = iter(argv)
+    for arg in words:
+        if arg == "--":
+            rest.append(arg)
+            rest.extend(words)
+            break
+        flag, eq, value = arg.partition("=")
+        if flag in _GLOBAL_VALUE_FLAGS:
+            if not eq:
+                value = next(words, "")
+                if not value:
+                    raise ForwardError(f"flag needs an argument: {flag}")
+            found[_GLOBAL_VALUE_FLAGS[flag]] = value
+        elif arg.startswith("-n") and not arg.startswith("--") and len(arg) > 2:
+            found["namespace"] = arg[2:]
+        elif arg in _ALL_NAMESPACES:
+            all_namespaces = True
+        else:
+            rest.append(arg)
+    command = next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)
+    word = rest[command] if rest else ""
+    extra: list[str] = []
+    if word in ("explain", "list") and "namespace" in found:
+        extra += ["--namespace", found["namespace"]]
+    if all_namespaces and word == "explain":
+        raise ForwardError("explain takes one workload, in one namespace: -A/--all-namespaces does not apply")
+    if all_namespaces and word == "list":
+        extra.append("--all-namespaces")
+    return [*rest[: command + 1], *extra, *rest[command + 1 :]]
+
+
 def forward(argv: Sequence[str]) -> int:
-    """Run ``kueue-es ARGV`` (:func:`kueue_es.cli.main`) and return its exit code."""
+    """Run ``kueue-es ARGV`` (:func:`kueue_es.cli.main`, its usage errors naming ``kubectl kueue``) after
+    :func:`forwarded_argv`; returns its exit code (1 for kubectl's flags given where they cannot apply)."""
     from kueue_es import cli as kueue_es_cli
 
     try:
-        return kueue_es_cli.main(list(argv))
+        words = forwarded_argv(argv)
+    except ForwardError as err:
+        sys.stderr.write(f"Error: {err}\n")
+        return 1
+    try:
+        return kueue_es_cli.main(words, prog="kubectl kueue")
     except SystemExit as done:  # argparse: an unknown command or a usage error, already printed
         return done.code if isinstance(done.code, int) else 1
 

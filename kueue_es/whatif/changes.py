@@ -27,6 +27,7 @@ file, the object and the field.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ import msgspec
 import yaml
 
 from kueue_es import validation
-from kueue_es.events import manager_config, manifests, models, types
+from kueue_es.events import codec, manager_config, manifests, models, types
+from kueue_es.events.bus.base import LogMessage
 
 OVERRIDES_API = "whatif.kueue-es.io/v1"
 OVERRIDES_KIND = "WorkloadPriorities"
@@ -76,6 +78,36 @@ class Changes:
         if identity is None or identity not in self.objects:
             return None
         return with_metadata(self.objects[identity], fact)
+
+
+#: The log's type tags (``Kq-Type``) of the facts :func:`identity_of` names.
+_OBSERVED_TAGS = frozenset(
+    {
+        "ClusterQueueObserved",
+        "CohortObserved",
+        "ResourceFlavorObserved",
+        "LocalQueueObserved",
+        "WorkloadPriorityClassObserved",
+    }
+)
+
+
+def not_recorded(changes: Changes, messages: Iterable[LogMessage]) -> list[tuple[str, str, str]]:
+    """The (kind, namespace, name) of ``changes``'s objects that no message of the recorded log observes:
+    the what-if adds them as new objects (a misspelt name is one); in the order of the CHANGES file."""
+    recorded: set[tuple[str, str, str]] = set()
+    for message in messages:
+        tag = message.headers.get("Kq-Type")
+        if tag is not None and tag not in _OBSERVED_TAGS:
+            continue
+        try:
+            event = codec.decode(message.data)
+        except codec.DecodeError:
+            continue
+        identity = identity_of(event) if isinstance(event, types.Fact) else None
+        if identity is not None:
+            recorded.add(identity)
+    return [identity for identity in changes.objects if identity not in recorded]
 
 
 def identity_of(fact: types.Fact) -> tuple[str, str, str] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ def run(args: Any) -> int:
         logfile.write_lines(Path(args.write_log), what_if.messages)
     print_report(
         report.console(),
+        new_objects=changes_mod.not_recorded(changes, messages),
         src=src,
         messages=messages,
         history=history,
@@ -95,8 +97,11 @@ def print_report(
     what_if: simulate.Run,
     show_all: bool,
     start: str | None,
+    new_objects: Sequence[tuple[str, str, str]] = (),
 ) -> None:
-    """The what-if report: what was re-run, the per-workload table, the ClusterQueue summary."""
+    """The what-if report: what was re-run, the per-workload table, the ClusterQueue summary.
+    ``new_objects``: the CHANGES objects the recorded log never observes (kind, namespace, name), each
+    warned about (a misspelt name adds an object instead of changing one)."""
     span = f"#1..#{history.last_seq}" if messages else "an empty log"
     console.print(f"what-if: {src.describe()} ({len(messages)} messages, {span}): {len(history.facts)} facts re-run")
     if start:
@@ -104,6 +109,17 @@ def print_report(
             f"  from {start}: the log up to #{history.prefix[-1].seq if history.prefix else 0} is kept as recorded"
         )
     console.print(f"  changed ({changes.source}): " + "; ".join(changes.describe()))
+    if changes.objects:
+        console.print(
+            "  each changed object replaces every recorded version of it: later changes of it in the log"
+            " (an edit, a patch) are not applied"
+        )
+    for kind, namespace, name in new_objects:
+        console.print(
+            f"  warning: {kind} {f'{namespace}/' if namespace else ''}{name} is not in the log: added as a new object",
+            style="yellow",
+            markup=False,
+        )
     console.print(
         "  compared against the baseline: the same history re-run unchanged through the same simulation,"
         " so every difference below is the change's"

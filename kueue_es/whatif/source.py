@@ -66,17 +66,32 @@ def from_options(*, nats: str | None, store: Path | None, file: Path | None) -> 
     from kueue_es import current
 
     system = current.find(nats)
-    return LogSource(kind="nats", where=system.nats_url, credentials=system.credentials)
+    return LogSource(kind="nats", where=system.nats_url, credentials=system.credentials or _running_reader(nats))
+
+
+def _running_reader(url: str | None) -> Credentials | None:
+    """The reading user of the running system (:func:`kueue_es.current.find`, as ``demo --keep`` and ``up``
+    record it) when ``url`` is its NATS URL, else None."""
+    if not url:
+        return None
+    from kueue_es import current
+
+    try:
+        system = current.find(None)
+    except current.NoSystemError:
+        return None
+    return system.credentials if system.nats_url.rstrip("/") == url.rstrip("/") else None
 
 
 def parse_spec(spec: str) -> LogSource:
     """One word naming a log: ``nats://HOST:PORT`` or ``tls://...`` (the user from
-    ``$KUEUE_ES_NATS_USER``/``$KUEUE_ES_NATS_PASSWORD_FILE``), a directory (a stopped store) or a
+    ``$KUEUE_ES_NATS_USER``/``$KUEUE_ES_NATS_PASSWORD_FILE``, else, for the running system's URL, the
+    reading user it recorded: :func:`kueue_es.current.find`), a directory (a stopped store) or a
     JSON-lines file. Raises SourceError when it is none of them."""
     if spec.startswith(("nats://", "tls://")):
         from kueue_es.events.bus.nats import credentials_from_env
 
-        return LogSource(kind="nats", where=spec, credentials=credentials_from_env())
+        return LogSource(kind="nats", where=spec, credentials=credentials_from_env() or _running_reader(spec))
     path = Path(spec)
     if path.is_dir():
         return LogSource(kind="store", where=spec)

@@ -204,7 +204,7 @@ def test_log_commands_are_forwarded_to_kueue_es_with_the_same_arguments(monkeypa
     seen: list[list[str]] = []
     from kueue_es import cli as kueue_es_cli
 
-    monkeypatch.setattr(kueue_es_cli, "main", lambda argv: seen.append(argv) or 7)
+    monkeypatch.setattr(kueue_es_cli, "main", lambda argv, prog: seen.append(argv) or 7)
     assert cli.main(["explain", "default/job", "--at", "12"]) == 7
     assert cli.main(["list", "workload", "--at=2026-01-01T00:00:00Z"]) == 7
     assert cli.main(["what-if", "-f", "changes.yaml"]) == 7
@@ -213,6 +213,56 @@ def test_log_commands_are_forwarded_to_kueue_es_with_the_same_arguments(monkeypa
         ["list", "workload", "--at=2026-01-01T00:00:00Z"],
         ["what-if", "-f", "changes.yaml"],
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "forwarded"),
+    [
+        (["-n", "team", "explain", "job-x"], ["explain", "--namespace", "team", "job-x"]),
+        (["explain", "-n", "team", "job-x"], ["explain", "--namespace", "team", "job-x"]),
+        (
+            ["explain", "job-x", "--namespace=team", "-o", "json"],
+            ["explain", "--namespace", "team", "job-x", "-o", "json"],
+        ),
+        (["-nteam", "explain", "job-x"], ["explain", "--namespace", "team", "job-x"]),
+        (["--kubeconfig", "/k", "status"], ["status"]),
+        (["status", "--context=c", "-n", "team", "-A"], ["status"]),
+        (
+            ["--kubeconfig=/k", "list", "workload", "-A", "--at", "5"],
+            ["list", "--all-namespaces", "workload", "--at", "5"],
+        ),
+        (["list", "workload", "-n", "team", "--at", "5"], ["list", "--namespace", "team", "workload", "--at", "5"]),
+        (["what-if", "-f", "c.yaml", "--context", "c", "-n", "x"], ["what-if", "-f", "c.yaml"]),
+        (["-n", "explain", "explain", "x"], ["explain", "--namespace", "explain", "x"]),
+    ],
+)
+def test_kubectls_global_flags_anywhere_are_read_before_forwarding(argv: list[str], forwarded: list[str]) -> None:
+    """kubectl's -n/--namespace, --kubeconfig, --context and -A stand anywhere; kueue-es gets what it takes."""
+    assert cli._forwarded(argv)
+    assert cli.forwarded_argv(argv) == forwarded
+
+
+def test_forwarded_usage_errors_name_kubectl_kueue(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A usage error of a forwarded command names `kubectl kueue`; -A with explain is refused; -n NS NAME
+    reaches kueue-es's explain as NS/NAME (here a log file without that workload: its not-found error)."""
+    assert cli.main(["explain", "-A", "x"]) == 1
+    assert "Error: explain takes one workload, in one namespace" in capsys.readouterr().err
+    assert cli.main(["explain", "-n"]) == 1
+    assert "Error: flag needs an argument: -n" in capsys.readouterr().err
+    assert cli.main(["status", "--bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "usage: kubectl kueue" in err and "kubectl kueue: error: unrecognized arguments: --bogus" in err
+    assert "kueue-es" not in err
+    assert cli.main(["-n", "team", "explain", "x", "-o", "xml"]) == 2
+    err = capsys.readouterr().err
+    assert "usage: kubectl kueue explain" in err and "kubectl kueue explain: error: argument -o/--output" in err
+    assert "kueue-es" not in err
+    log = tmp_path / "empty.jsonl"
+    log.write_text("")
+    assert cli.main(["--kubeconfig", str(tmp_path / "k"), "-n", "team", "explain", "job-x", "--file", str(log)]) == 1
+    assert "no Workload team/job-x" in capsys.readouterr().err
 
 
 def test_get_describe_edit_patch_of_kueue_kinds_run_kubectl(monkeypatch: pytest.MonkeyPatch) -> None:

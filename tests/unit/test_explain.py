@@ -321,3 +321,70 @@ def test_needs_name_what_blocks_besides_quota() -> None:
     [[cpu_in]] = [[flavor.resources[0] for flavor in group] for group in first.groups]
     assert cpu_in.never and "never fits in flavor default-flavor of held-cq" in "\n".join(first.summary())
     assert core.needs(log.state, "default/none").status == "unknown"
+
+
+def test_a_deleted_workload_is_deleted_not_unknown(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A pending Workload deleted (kubectl kueue delete workload, or its Job deleted): the fold forgets it, its
+    story ends in "deleted", and so does its status."""
+    log, _, _ = waiting_log
+    log.fact(types.ObjectDeleted(kind="Workload", namespace="default", name="waiting", uid="uid-waiting"))
+    assert "default/waiting" not in log.state.workloads  # it held no quota: the fold dropped it
+    path = log.write(tmp_path / "deleted.jsonl")
+    code, out, err = _run(capsys, "explain", "default/train", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["story"][-1]["what"] == "deleted"
+    assert report["status"] == "deleted"
+    code, out, _ = _run(capsys, "explain", "default/waiting", "--file", str(path))
+    assert code == 0 and "Workload default/waiting (for Job train): deleted" in out
+    assert core.needs(log.state, "default/waiting", deleted=True).status == "deleted"
+    assert core.needs(log.state, "default/waiting").status == "unknown"  # without its story
+
+
+def test_explain_takes_n_namespace_and_hints_at_namespace_slash_name(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-n NS NAME is NS/NAME (kubectl's way); a kind word before the slash (job/train) gets a hint."""
+    _, path, _ = waiting_log
+    code, out, err = _run(capsys, "explain", "-n", "default", "train", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["workload"] == "default/waiting"
+    code, _, err = _run(capsys, "explain", "-n", "other", "default/train", "--file", str(path))
+    assert code == 2 and "is in namespace 'default' but -n/--namespace says 'other'" in err
+    code, _, err = _run(capsys, "explain", "-n", "other", "train", "--file", str(path))
+    assert code == 1 and "no Workload other/train" in err and "hint" not in err
+    code, _, err = _run(capsys, "explain", "job/train", "--file", str(path))
+    assert code == 1 and "hint: explain takes NAMESPACE/NAME, not TYPE/NAME" in err
+    assert "give default/train" in err
+    code, _, err = _run(capsys, "explain", "-n", "job", "train", "--file", str(path))
+    assert code == 1 and "hint" not in err  # a namespace asked for as such
+
+
+def test_at_past_the_end_of_the_log_is_a_note(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    log, path, _ = waiting_log
+    last = len(log.messages)
+    for argv in (["explain", "default/train"], ["list", "workload"], ["status"]):
+        code, out, err = _run(capsys, *argv, "--file", str(path), "--at", str(last + 5), "-o", "json")
+        assert code == 0, (argv, err)
+        assert f"note: --at {last + 5} is past the end of the log (its last message is #{last})" in err, argv
+        assert out
+    code, _, err = _run(capsys, "status", "--file", str(path), "--at", str(last))
+    assert code == 0 and "past the end" not in err
+
+
+def test_one_repeated_pending_outcome_is_singular(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kueue_es import explain
+
+    _, path, _ = waiting_log
+    code, out, _ = _run(capsys, "explain", "default/train", "--file", str(path), "-o", "json")
+    report = json.loads(out)
+    for repeats, text in ((1, "(1 more pending outcome repeated"), (2, "(2 more pending outcomes repeated")):
+        report["repeatedPendingOutcomes"] = repeats
+        explain._render_explanation(report, as_of="log read through #1")
+        assert text in capsys.readouterr().out

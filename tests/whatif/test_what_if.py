@@ -216,3 +216,40 @@ def test_from_a_time_keeps_the_log_up_to_the_first_decision_after_it(
     assert f"the log up to #{seq - 1} is kept as recorded" in capsys.readouterr().out
     assert cli.main(["what-if", "-f", str(path), "--file", str(log_file), "--from", "yesterday"]) == 2
     assert "--from 'yesterday' is neither a log sequence nor an RFC 3339 time" in capsys.readouterr().err
+
+
+def test_a_changed_object_not_in_the_log_is_warned_about(
+    log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt ClusterQueue is added as a new object, and the report says so; the header says that a
+    changed object replaces every recorded version of it."""
+    path = _changes(tmp_path, CQ.format(cpu=12).replace("name: cq", "name: cq-typo"))
+    assert cli.main(["what-if", "-f", str(path), "--file", str(log_file)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: ClusterQueue cq-typo is not in the log: added as a new object" in out
+    assert "replaces every recorded version of it" in out
+    path = _changes(tmp_path, CQ.format(cpu=12))
+    assert cli.main(["what-if", "-f", str(path), "--file", str(log_file)]) == 0
+    out = capsys.readouterr().out
+    assert "not in the log" not in out and "replaces every recorded version of it" in out
+
+
+def test_not_recorded_names_only_the_objects_the_log_never_observes(recorded: list[LogMessage]) -> None:
+    both = changes.parse(CQ.format(cpu=12) + "---\n" + CQ.format(cpu=1).replace("name: cq", "name: other"))
+    assert changes.not_recorded(both, recorded) == [("ClusterQueue", "", "other")]
+
+
+def test_diff_of_the_running_systems_url_uses_its_reading_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`diff nats://...` of the system demo --keep (or up) runs: its recorded reader, without the env vars."""
+    from kueue_es import current
+    from kueue_es.events.bus.server import Credentials
+    from kueue_es.whatif import source
+
+    monkeypatch.setenv("KUEUE_ES_CURRENT", str(tmp_path / "current.json"))
+    for name in ("KUEUE_ES_NATS_URL", "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    reader = Credentials(user="reader", password_file=tmp_path / "reader.password")
+    current.record(nats_url="nats://127.0.0.1:4999", reader=reader, kubeconfig=None, run_dir=tmp_path, command="demo")
+    assert source.parse_spec("nats://127.0.0.1:4999").credentials == reader
+    assert source.parse_spec("nats://127.0.0.1:5000").credentials is None  # another system: the env's (none)
+    assert source.from_options(nats="nats://127.0.0.1:4999", store=None, file=None).credentials == reader
