@@ -36,7 +36,7 @@ import msgspec
 import yaml
 
 from kueue_es import validation
-from kueue_es.events import codec, manager_config, manifests, models, types
+from kueue_es.events import codec, manager_config, manifests, models, subjects, types
 from kueue_es.events.bus.base import LogMessage
 
 OVERRIDES_API = "whatif.kueue-es.io/v1"
@@ -111,19 +111,11 @@ def not_recorded(changes: Changes, messages: Iterable[LogMessage]) -> list[tuple
 
 
 def identity_of(fact: types.Fact) -> tuple[str, str, str] | None:
-    """(kind, namespace, name) of a replaceable object's fact, else None."""
-    match fact:
-        case types.ClusterQueueObserved(cluster_queue=obj):
-            return "ClusterQueue", "", obj.metadata.name
-        case types.CohortObserved(cohort=obj):
-            return "Cohort", "", obj.metadata.name
-        case types.ResourceFlavorObserved(flavor=obj):
-            return "ResourceFlavor", "", obj.metadata.name
-        case types.LocalQueueObserved(local_queue=obj):
-            return "LocalQueue", obj.metadata.namespace or "", obj.metadata.name
-        case types.WorkloadPriorityClassObserved(priority_class=obj):
-            return "WorkloadPriorityClass", "", obj.metadata.name
-    return None
+    """(kind, namespace, name) of a replaceable object's fact (one of :data:`_FIELDS`), else None."""
+    if type(fact) not in _FIELDS:
+        return None
+    kind, namespace, name = subjects.fact_identity(fact)
+    return kind, namespace or "", name
 
 
 def with_metadata(changed: types.Fact, recorded: types.Fact) -> types.Fact:
