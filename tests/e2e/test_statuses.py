@@ -117,7 +117,12 @@ async def test_statuses_and_partial_admission_live(tmp_path: Path) -> None:
                     ],
                 }
             ]
-            lq = await get(resources.LOCAL_QUEUES, "user-queue", "default")
+            # LocalQueue status is its own write, after the ClusterQueue's: wait for it too.
+            lq = await eventually(
+                lambda: get(resources.LOCAL_QUEUES, "user-queue", "default"),
+                lambda o: (o.get("status") or {}).get("admittedWorkloads") == 1 and active(o),
+                what="LocalQueue user-queue status",
+            )
             assert active(lq) == {
                 "status": "True",
                 "reason": "Ready",
