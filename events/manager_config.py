@@ -36,7 +36,8 @@ from kueue_es.events.quantities import QuantityError, to_amount
 
 CONFIG_GROUP = "config.kueue.x-k8s.io"
 API_VERSIONS = (f"{CONFIG_GROUP}/v1beta2", f"{CONFIG_GROUP}/v1beta1")
-#: Kueue's built-in integrations (pkg/controller/jobs/*: FrameworkName) ...
+#: Kueue's built-in integrations (pkg/controller/jobs/*: FrameworkName); the watcher maps those kueue-es runs to
+#: their job kinds (kueue_es.services.watcher.kinds.FRAMEWORK_KINDS).
 KUEUE_FRAMEWORKS = frozenset(
     {
         "batch/job",
@@ -59,8 +60,6 @@ KUEUE_FRAMEWORKS = frozenset(
         "leaderworkerset.x-k8s.io/leaderworkerset",
     }
 )
-#: ... and the job kind each one kueue-es supports watches.
-SUPPORTED_FRAMEWORKS = {"batch/job": "Job", "jobset.x-k8s.io/jobset": "JobSet", "pod": "Pod"}
 DEFAULT_FRAMEWORKS = ("batch/job",)  # Kueue's default when integrations.frameworks is empty
 _DURATION = re.compile(r"^-?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+$|^0$")
 _FAIR_SHARING_STRATEGIES = (
@@ -283,23 +282,13 @@ class ManagerConfig:
     ``manage_jobs_without_queue_name`` and ``managed_jobs_namespace_selector``: the watcher's
     (None: Kueue's default, every namespace but kube-system and kueue-system);
     ``frameworks``: ``integrations.frameworks`` as written (Kueue's default ``batch/job`` when
-    empty); ``job_kinds``: the job kinds of those kueue-es supports, ``unsupported``: the others.
+    empty).
     """
 
     configuration: models.Configuration
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: models.LabelSelector | None = None
     frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS
-
-    @property
-    def job_kinds(self) -> tuple[str, ...]:
-        """The job kinds (``Job``, ``JobSet``, ``Pod``) the listed integrations manage."""
-        return tuple(SUPPORTED_FRAMEWORKS[f] for f in self.frameworks if f in SUPPORTED_FRAMEWORKS)
-
-    @property
-    def unsupported(self) -> tuple[str, ...]:
-        """Listed integrations kueue-es does not run (their jobs are left alone)."""
-        return tuple(f for f in self.frameworks if f not in SUPPORTED_FRAMEWORKS)
 
 
 def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> ManagerConfig:

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kueue_es.events import manifests, models, quantities, types
-from kueue_es.jobframework import workloads
+from kueue_es.jobframework import integrations, workloads
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, SCHEDULING_GATE
 
 POD_API = "v1"
@@ -67,18 +67,24 @@ def is_managed(pod: Mapping[str, Any], context: workloads.Context) -> bool:
     if not marked:
         return False
     owner = workloads.controller_owner(ref.meta)
-    if owner is not None and (owner.get("apiVersion"), owner.get("kind")) in JOB_OWNERS:
-        # A pod of a batch/v1 Job or a JobSet's Job is part of that job's workload, whether or not
+    if owner is not None and is_job_owner(owner.get("apiVersion"), owner.get("kind")):
+        # A pod of a batch/v1 Job or of an integration's job is part of that job's workload, whether or not
         # its Job has been seen yet: the Pod and Job watches are separate streams, so the pod may
         # come first (Kueue's webhook looks the owner up at pod creation; IsOwnerManagedByKueue).
         return False
     return not workloads.owned_by_managed_job(ref, context)
 
 
-JOB_OWNERS = frozenset({("batch/v1", "Job"), ("jobset.x-k8s.io/v1alpha2", "JobSet")})
-"""Controllers whose pods the pod integration leaves to them (Kueue integrates these kinds). Ours, not
-Kueue's: a queue-labelled pod of a Job that is not queue-labelled is left alone too, where Kueue with
-its (opt-in) pod integration would admit such pods one by one."""
+def is_job_owner(api_version: Any, kind: Any) -> bool:
+    """Whether the pod integration leaves the pods of this controller to it: a batch/v1 Job and every
+    integration that suspends its job (a JobSet's Jobs, a PyTorchJob, a RayCluster, ...; not a Deployment,
+    StatefulSet or LeaderWorkerSet, whose pods are the workloads). Ours, not Kueue's: a queue-labelled pod
+    of a Job that is not queue-labelled is left alone too, where Kueue with its (opt-in) pod integration
+    would admit such pods one by one."""
+    if (api_version, kind) == ("batch/v1", "Job"):
+        return True
+    integration = integrations.by_kind(str(kind))
+    return integration is not None and integration.api_version == api_version and integration.suspend_path is not None
 
 
 def workload_name_for_pod(name: str, uid: str) -> str:

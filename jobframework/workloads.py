@@ -229,7 +229,11 @@ def max_execution_time(ref: JobRef) -> int | None:
 
 
 def priority(
-    ref: JobRef, *, pod_specs: list[tuple[str, Mapping[str, Any]]], context: Context
+    ref: JobRef,
+    *,
+    pod_specs: list[tuple[str, Mapping[str, Any]]],
+    context: Context,
+    job_priority_class: tuple[str, str] | None = None,
 ) -> tuple[models.PriorityClassRef | None, int | None]:
     """The workload's ``priorityClassRef`` and ``priority`` (SEMANTICS §2.4).
 
@@ -245,6 +249,8 @@ def priority(
     4. else no class and priority None (0).
     A PriorityClass value is fixed when the workload is created (Kueue never updates
     it), so the one in ``context.previous`` wins while the class name is unchanged.
+    ``job_priority_class``: (field path, PriorityClass name) a job names for all its pods
+    (Kubeflow's ``runPolicy.schedulingPolicy.priorityClass``), which wins over step 2's templates.
     """
     previous = context.previous.spec.priority_class_ref if context.previous is not None else None
     wpc = ref.labels.get(PRIORITY_CLASS_LABEL) or ""
@@ -253,15 +259,17 @@ def priority(
     if wpc:
         return models.PriorityClassRef(name=str(wpc)), None
     pinned = previous if previous is not None and previous.kind == "PriorityClass" else None
-    for where, pod_spec in pod_specs:
-        name = pod_spec.get("priorityClassName") or ""
+    named = [(f"{where}.priorityClassName", spec.get("priorityClassName") or "") for where, spec in pod_specs]
+    if job_priority_class is not None:
+        named.insert(0, job_priority_class)
+    for where, name in named:
         if not name:
             continue
         if pinned is not None and pinned.name == name and context.previous is not None:
             return pinned, context.previous.spec.priority
         found = context.priority_classes.get(str(name))
         if found is None:
-            raise ref.error(field=f"{where}.priorityClassName", problem=f'PriorityClass "{name}" not found')
+            raise ref.error(field=where, problem=f'PriorityClass "{name}" not found')
         return _pod_priority_ref(found.name), found.value
     if pinned is not None and context.previous is not None:
         return pinned, context.previous.spec.priority
@@ -478,6 +486,7 @@ def new_workload(
     creation_timestamp_ms: int | None = None,
     annotations: Mapping[str, str] | None = None,
     job_uid_label: bool = True,
+    job_priority_class: tuple[str, str] | None = None,
 ) -> models.Workload:
     """The Workload Kueue creates for a job (jobframework ConstructWorkload, utils.go NewWorkload).
 
@@ -485,7 +494,9 @@ def new_workload(
     (``job_uid_label``; pod groups have none). ``uid`` and creation time are the
     job's unless given (a pod group has neither of its own). Raises ManifestError.
     """
-    priority_class_ref, priority_value = priority(ref, pod_specs=pod_specs, context=context)
+    priority_class_ref, priority_value = priority(
+        ref, pod_specs=pod_specs, context=context, job_priority_class=job_priority_class
+    )
     labels = {k: str(v) for k, v in ref.labels.items() if str(k).startswith("kueue.x-k8s.io/")}
     if job_uid_label and ref.uid:
         labels[JOB_UID_LABEL] = ref.uid

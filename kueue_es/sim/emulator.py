@@ -57,6 +57,7 @@ import structlog
 import yaml
 
 from kueue_es import crds, validation
+from kueue_es.jobframework import integrations, pods
 from kueue_es.services.kube import resources
 from kueue_es.sim import aggregator, openapi, patches, selectors, store, tables
 
@@ -138,7 +139,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     existing Namespace (default, kube-system, kube-public, kube-node-lease
     exist).  ``create_hooks``: callables ``(ref, obj)`` run on every created
     object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
-    plays Kueue's Job, JobSet and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
+    plays Kueue's Job, integration (JobSet, Kubeflow, ...) and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
     ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
     refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
@@ -803,10 +804,15 @@ def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None
         obj.setdefault("spec", {})["suspend"] = True
 
 
-def suspend_queued_jobsets(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
-    """A create hook doing what Kueue's JobSet webhook does: a JobSet that names a queue is created suspended."""
-    if ref == resources.JOBSETS and obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
-        obj.setdefault("spec", {})["suspend"] = True
+def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """A create hook doing what the webhooks of Kueue's integrations do (a JobSet, a PyTorchJob, a RayJob,
+    ...: :mod:`kueue_es.jobframework.integrations`): a job that names a queue is created suspended, by its
+    kind's own suspend field (``spec.suspend``, ``spec.runPolicy.suspend``, ...)."""
+    integration = integrations.by_kind(ref.kind)
+    if integration is None or integration.api_version != ref.api_version or integration.suspend_path is None:
+        return
+    if obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
+        integrations.set_at(obj, integration.suspend_path, True)
 
 
 def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
@@ -816,14 +822,18 @@ def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     ``kueue.x-k8s.io/admission`` scheduling gate, which holds it until admitted,
     and (TopologyAwareScheduling is on by default) the ``kueue.x-k8s.io/topology``
     gate, which the start removes unless the pod's pod set got a topology assignment
-    (Kueue pkg/controller/jobs/pod/pod_webhook.go Default). Pods a Job or JobSet
-    controls are left alone: they belong to their owner's workload.
+    (Kueue pkg/controller/jobs/pod/pod_webhook.go Default). Pods a Job or an
+    integration's job controls are left alone: they belong to their owner's workload.
     """
     metadata = obj.get("metadata", {})
     if ref != resources.PODS or not metadata.get("labels", {}).get("kueue.x-k8s.io/queue-name"):
         return
     owners = metadata.get("ownerReferences") or []
-    if any(o.get("controller") and o.get("kind") in ("Job", "JobSet") for o in owners if isinstance(o, dict)):
+    if any(
+        o.get("controller") and pods.is_job_owner(o.get("apiVersion"), o.get("kind"))
+        for o in owners
+        if isinstance(o, dict)
+    ):
         return
     metadata["labels"]["kueue.x-k8s.io/managed"] = "true"
     gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
@@ -832,8 +842,8 @@ def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
             gates.append({"name": gate})
 
 
-#: The create hooks ClusterEmulator uses by default: Kueue's Job, JobSet and Pod webhooks.
-KUEUE_WEBHOOKS: tuple[store.CreateHook, ...] = (suspend_queued_jobs, suspend_queued_jobsets, gate_queued_pods)
+#: The create hooks ClusterEmulator uses by default: Kueue's Job, integrations' and Pod webhooks.
+KUEUE_WEBHOOKS: tuple[store.CreateHook, ...] = (suspend_queued_jobs, suspend_queued_integration_jobs, gate_queued_pods)
 
 
 @contextlib.asynccontextmanager

@@ -533,7 +533,7 @@ class Dispatcher:
         touched), which releases its quota. Msg-Ids carry the decision's sequence, so a
         redelivery publishes nothing new.
         """
-        if isinstance(action, core.StopJob | core.StopJobSet | core.StopPods):
+        if isinstance(action, core.StopJob | core.StopIntegration | core.StopPods):
             stopped = types.WorkloadStopped(workload=action.workload, reason=action.reason, at_ms=wall_clock_ms())
             await self.bus.publish(subjects.fact_message(stopped, version=f"evict-{seq}"))
         ref = action.workload

@@ -53,6 +53,7 @@ import msgspec
 
 from kueue_es.events import manifests, models, types
 from kueue_es.events.quantities import to_quantity
+from kueue_es.jobframework import integrations
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.scheduling import fairsharing, readiness
@@ -73,8 +74,6 @@ WORKLOAD_STATUS_FIELDS = (
     "schedulingStats",
     "accumulatedPastExecutionTimeSeconds",
 )
-#: The job kinds whose Workload objects the dispatcher keeps: (apiVersion, kind) of the owner.
-MANAGED_OWNERS = (("batch/v1", "Job"), ("jobset.x-k8s.io/v1alpha2", "JobSet"), ("v1", "Pod"))
 RESET_MESSAGE = "Reset to Pending after eviction. Previously: {state}"
 DEACTIVATED_PREFIX = "DeactivatedDueTo"
 # generatePodsReadyCondition's messages (jobframework/reconciler.go)
@@ -611,9 +610,15 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
 
 
 def is_job_workload(wl: WorkloadState) -> bool:
-    """A workload the watcher made from a batch/v1 Job, a JobSet or Pods: the dispatcher owns its Workload object."""
+    """A workload the watcher made from a batch/v1 Job, Pods or a registered integration's job (a JobSet, a
+    PyTorchJob, ...): the dispatcher owns its Workload object."""
     owner = wl.workload.owner
-    return owner is not None and (owner.api_version, owner.kind) in MANAGED_OWNERS
+    if owner is None:
+        return False
+    if (owner.api_version, owner.kind) in (("batch/v1", "Job"), ("v1", "Pod")):
+        return True
+    integration = integrations.by_kind(owner.kind)
+    return integration is not None and integration.api_version == owner.api_version
 
 
 def workload_object(wl: WorkloadState, state: ClusterState, record: WorkloadRecord | None = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import urllib.parse
 
+from kueue_es.jobframework import integrations
 from kueue_es.services.kube import errors
 
 
@@ -125,14 +126,17 @@ TOPOLOGIES = RESOURCES[KUEUE_V1BETA2, "Topology"]
 
 
 def ref_for(api_version: str, kind: str) -> ResourceRef:
-    """Return the ResourceRef of a kind.
+    """Return the ResourceRef of a kind: one of ``RESOURCES``, or a job integration's kind
+    (:func:`kueue_es.jobframework.integrations.by_kind`, served once its CRD is installed).
 
-    Raises ``errors.UnknownKindError`` (naming the kind) for kinds outside
-    ``RESOURCES``, e.g. ``kubeflow.org/v1 PyTorchJob``.
+    Raises ``errors.UnknownKindError`` (naming the kind) for any other, e.g. ``example.com/v1 Widget``.
     """
     try:
         return RESOURCES[api_version, kind]
     except KeyError:
+        integration = integrations.by_kind(kind)
+        if integration is not None and integration.api_version == api_version:
+            return _ref(api_version, kind, integration.plural, namespaced=integration.namespaced, status=True)
         known = ", ".join(sorted(f"{av} {k}" for av, k in RESOURCES))
         raise errors.UnknownKindError(
             f"kind {kind!r} of apiVersion {api_version!r} is not one kueue-es handles;"

@@ -17,19 +17,19 @@ from typing import Any, cast
 from kueue_es.events import models
 from kueue_es.jobframework import workloads
 from kueue_es.services.kube import objects
-from kueue_es.services.watcher.kinds import INPUT_KINDS, Key
+from kueue_es.services.watcher.kinds import INPUT_KINDS, JOB_KINDS, Key
 
 
 class ConversionInputs:
     """The cluster objects conversions read: PriorityClasses, RuntimeClasses, LimitRanges (``objects``), the
-    LocalQueues and WorkloadPriorityClasses that exist, and the Jobs and JobSets seen (by UID: ``owners``)."""
+    LocalQueues and WorkloadPriorityClasses that exist, and the jobs of every kind but Pod seen (by UID: ``owners``)."""
 
     def __init__(self, *, manage_jobs_without_queue_name: bool = False) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in INPUT_KINDS}
         self.local_queues: set[Key] = set()
         self.workload_priority_classes: set[str] = set()
-        self.owners: dict[str, Key] = {}  # UID of a Job or JobSet seen -> its (namespace, name)
+        self.owners: dict[str, Key] = {}  # UID of a job (not a Pod) seen -> its (namespace, name)
 
     # -- PriorityClasses, RuntimeClasses, LimitRanges ----------------------------------------------
 
@@ -50,7 +50,7 @@ class ConversionInputs:
     # -- the jobs that own other jobs ---------------------------------------------------------------
 
     def remember_owner(self, kind: str, obj: objects.KubeObject) -> None:
-        if kind in ("Job", "JobSet") and (uid := objects.uid_of(obj)):
+        if kind in JOB_KINDS and kind != "Pod" and (uid := objects.uid_of(obj)):
             self.owners[uid] = (objects.namespace_of(obj), objects.name_of(obj))
 
     def forget_owner(self, obj: objects.KubeObject) -> None:

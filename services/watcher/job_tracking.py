@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from kueue_es.events import manifests, types
-from kueue_es.jobframework import jobs, jobsets, pods, workloads
+from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.kinds import API_VERSIONS, JOB_KINDS, Key
@@ -27,9 +27,17 @@ from kueue_es.services.watcher.reporting import ProgressReporter
 
 _CONVERTERS: dict[str, Callable[..., types.Fact | None]] = {
     "Job": jobs.job_facts,
-    "JobSet": jobsets.jobset_facts,
     "Pod": pods.pod_facts,
 }
+
+
+def _convert(kind: str, obj: objects.KubeObject, *, now_ms: int, context: workloads.Context) -> types.Fact | None:
+    """The fact a job of ``kind`` stands for: its own converter, or the table-driven integration's."""
+    convert = _CONVERTERS.get(kind)
+    if convert is not None:
+        return convert(obj, now_ms=now_ms, context=context)
+    integration = integrations.registry()[kind]
+    return integrations.facts(integration, obj, now_ms=now_ms, context=context)
 
 
 class JobTracker:
@@ -119,7 +127,7 @@ class JobTracker:
             return
         now_ms = self.clock()
         context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
-        fact = _CONVERTERS[kind](obj, now_ms=now_ms, context=context)
+        fact = _convert(kind, obj, now_ms=now_ms, context=context)
         if fact is None:
             if self.publisher.sources.get(wl_key) == kind:  # it was managed and no longer is
                 await self.publisher.delete_workload(wl_key, version=version)
@@ -141,6 +149,9 @@ class JobTracker:
         (also after a restart: ``known`` comes from the log, ``Watcher.learn_from_log``)."""
         if kind == "Pod":
             return pods.is_running(objs)
+        integration = integrations.by_kind(kind) if kind not in _CONVERTERS else None
+        if integration is not None:
+            return not any(integrations.suspended(integration, obj) for obj in objs)
         return not any((cast(Mapping[str, Any], obj).get("spec") or {}).get("suspend", False) for obj in objs)
 
     def _managed(self, kind: str, obj: objects.KubeObject) -> bool:
@@ -158,8 +169,9 @@ class JobTracker:
         name, uid = objects.name_of(obj), objects.uid_of(obj)
         if kind == "Pod":
             return pods.workload_key(obj)
-        if kind == "JobSet":
-            return objects.namespace_of(obj), jobsets.workload_name_for_jobset(name, uid)
         if kind == "Job":
             return objects.namespace_of(obj), jobs.workload_name_for_job(name, uid)
+        integration = integrations.by_kind(kind)
+        if integration is not None:
+            return objects.namespace_of(obj), integration.workload_name(name, uid)
         return None

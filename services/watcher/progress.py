@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kueue_es.jobframework import pods, workloads
+from kueue_es.jobframework import integrations, pods, workloads
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 ReadyState = tuple[bool, str]
@@ -48,20 +48,6 @@ def job_ready(job: Mapping[str, Any]) -> bool:
     return done >= min(parallelism, completions)
 
 
-def jobset_ready(jobset: Mapping[str, Any]) -> bool:
-    """JobSet PodsReady (jobs/jobset/jobset_controller.go PodsReady): the ready and succeeded Jobs over
-    ``status.replicatedJobsStatus`` add up to the replicas of every replicated job (in Jobs, not pods)."""
-    replicas = sum(
-        _count(rjob.get("replicas"), 1) for rjob in _spec(jobset).get("replicatedJobs") or [] if isinstance(rjob, dict)
-    )
-    done = sum(
-        _count(rjs.get("ready"), 0) + _count(rjs.get("succeeded"), 0)
-        for rjs in _status(jobset).get("replicatedJobsStatus") or []
-        if isinstance(rjs, dict)
-    )
-    return done == replicas
-
-
 def pod_ready(pod: Mapping[str, Any]) -> bool:
     """A pod's PodReady condition is True (pod_controller.go hasPodReadyTrue)."""
     for condition in _status(pod).get("conditions") or []:
@@ -79,6 +65,9 @@ def started(kind: str, objs: Sequence[Mapping[str, Any]]) -> bool:
     """Whether the job was started by Kueue: a Job or JobSet not suspended, a pod no longer gated."""
     if kind == "Pod":
         return bool(objs) and not any(pods.is_gated(p) for p in objs)
+    integration = integrations.by_kind(kind) if kind != "Job" else None
+    if integration is not None:
+        return bool(objs) and not any(integrations.suspended(integration, o) for o in objs)
     return bool(objs) and not any(_spec(o).get("suspend") is True for o in objs)
 
 
@@ -113,12 +102,3 @@ def eviction_mark(objs: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
         return None
     _, reason, seq = max(found)
     return reason, seq
-
-
-def jobset_active(jobset: Mapping[str, Any]) -> bool:
-    """Whether a JobSet still has active Jobs (``status.replicatedJobsStatus[].active``), Kueue's IsActive."""
-    return any(
-        _count(rjs.get("active"), 0) > 0
-        for rjs in _status(jobset).get("replicatedJobsStatus") or []
-        if isinstance(rjs, dict)
-    )

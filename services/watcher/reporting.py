@@ -22,7 +22,7 @@ import structlog
 
 from kueue_es.events import codec, manifests, models, types
 from kueue_es.events.bus.base import LogMessage
-from kueue_es.jobframework import jobs, workloads
+from kueue_es.jobframework import integrations, jobs, workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import progress
 from kueue_es.services.watcher.kinds import Key
@@ -75,11 +75,12 @@ class ProgressReporter:
         raw: Mapping[str, Any] = obj
         if kind == "Job":
             await self.report_stopped(raw, now_ms=now_ms)
-        if kind == "JobSet":
-            running = progress.jobset_active(raw) or (raw.get("spec") or {}).get("suspend") is not True
+        integration = integrations.by_kind(kind) if kind not in ("Job", "Pod") else None
+        if integration is not None:
+            running = integration.active(raw) or not integrations.suspended(integration, raw)
             await self.report_mark_stopped(wl_key, [obj], running=running, now_ms=now_ms)
-        if kind in ("Job", "JobSet") and wl_key in self.publisher.known["Workload"]:
-            ready = progress.job_ready(raw) if kind == "Job" else progress.jobset_ready(raw)
+        if kind != "Pod" and wl_key in self.publisher.known["Workload"]:
+            ready = integration.pods_ready(raw) if integration is not None else progress.job_ready(raw)
             await self.report_pods_ready(wl_key, started=progress.started(kind, [raw]), ready=ready, version=version)
 
     async def report_stopped(self, job: Mapping[str, Any], *, now_ms: int) -> None:

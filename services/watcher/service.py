@@ -335,10 +335,10 @@ class Watcher:
 
 def watched_kinds(config: manager_config.ManagerConfig | None) -> tuple[str, ...]:
     """What the watcher watches: every kind, but of the job kinds only those of the integrations a
-    configuration file lists (``integrations.frameworks``; without a file all three)."""
+    configuration file lists (``integrations.frameworks``; without a file every integration kueue-es has)."""
     if config is None:
         return watched.WATCHED_KINDS
-    jobs = set(config.job_kinds)
+    jobs = {watched.FRAMEWORK_KINDS[name] for name in config.frameworks if name in watched.FRAMEWORK_KINDS}
     return tuple(kind for kind in watched.WATCHED_KINDS if kind not in watched.JOB_KINDS or kind in jobs)
 
 
@@ -388,7 +388,9 @@ async def serve_watcher(
         kinds=list(kinds),
         manage_jobs_without_queue_name=manage,
         config=str(config_path or "<defaults>"),
-        unsupported_integrations=list(config.unsupported) if config_path is not None and config else [],
+        unsupported_integrations=[f for f in config.frameworks if f not in watched.FRAMEWORK_KINDS]
+        if config_path is not None and config
+        else [],
     )
     try:
         await run_until_stopped(stop, watcher.run(kinds))

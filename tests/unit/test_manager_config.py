@@ -32,8 +32,7 @@ def test_kueue_s_shipped_file_is_read_as_kueue_s_defaults() -> None:
         text = V1BETA2 + "health: {healthProbeBindAddress: ':8081'}\nintegrations: {frameworks: [batch/job, pod]}\n"
     parsed = manager_config.parse(text, source="controller_manager_config.yaml")
     assert parsed.configuration == manager_config.parse(V1BETA2).configuration
-    assert "Job" in parsed.job_kinds and "Pod" in parsed.job_kinds
-    assert "batch/job" not in parsed.unsupported
+    assert {"batch/job", "pod"} <= set(parsed.frameworks)
 
 
 def test_the_settings_the_deciders_read() -> None:
@@ -57,8 +56,7 @@ def test_the_settings_the_deciders_read() -> None:
     assert config.resources is not None and config.resources.quota_check_strategy == "IgnoreUndeclared"
     assert config.resources.transformations[0].outputs == {"example.com/mem": "5Gi"}
     assert config.feature_gates == {"TASProfileMixed": False}
-    assert parsed.manage_jobs_without_queue_name and parsed.job_kinds == ("Job",)
-    assert parsed.unsupported == ("ray.io/rayjob",)
+    assert parsed.manage_jobs_without_queue_name and parsed.frameworks == ("batch/job", "ray.io/rayjob")
     # the same through the scenario files' Configuration (the one format both share)
     assert codec.decode(codec.encode(types.ConfigurationObserved(configuration=config))).configuration == config
 
