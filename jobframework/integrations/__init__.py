@@ -98,7 +98,9 @@ class Integration:
     (``counts``: admitted pods per pod set), in place. ``owner_kinds``: kinds of
     managed jobs that may own this one (their child is part of them).
     ``pod_sets_field``: the field named when the pod sets as a whole are wrong (none, too
-    many, a name twice).
+    many, a name twice). ``on_create(job)``: what Kueue's mutating webhook does to a managed
+    job at creation besides suspending it (in place; for kinds run through their pods, the
+    labels and annotations their pod templates get).
     """
 
     framework: str
@@ -115,6 +117,7 @@ class Integration:
     started: Callable[[dict[str, Any], Mapping[str, int]], None] | None = None
     owner_kinds: tuple[str, ...] = ()
     pod_sets_field: str = "spec"
+    on_create: Callable[[dict[str, Any]], None] | None = None
     namespaced: bool = True
 
     @property

@@ -807,12 +807,16 @@ def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None
 def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     """A create hook doing what the webhooks of Kueue's integrations do (a JobSet, a PyTorchJob, a RayJob,
     ...: :mod:`kueue_es.jobframework.integrations`): a job that names a queue is created suspended, by its
-    kind's own suspend field (``spec.suspend``, ``spec.runPolicy.suspend``, ...)."""
+    kind's own suspend field (``spec.suspend``, ``spec.runPolicy.suspend``, ...), and gets its kind's
+    ``on_create`` changes."""
     integration = integrations.by_kind(ref.kind)
-    if integration is None or integration.api_version != ref.api_version or integration.suspend_path is None:
+    if integration is None or integration.api_version != ref.api_version:
         return
     if obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
-        integrations.set_at(obj, integration.suspend_path, True)
+        if integration.suspend_path is not None:
+            integrations.set_at(obj, integration.suspend_path, True)
+        if integration.on_create is not None:
+            integration.on_create(obj)
 
 
 def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
