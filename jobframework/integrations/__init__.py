@@ -274,9 +274,12 @@ def facts(
     """The fact a job of ``integration`` stands for, or None when Kueue does not manage it.
 
     Managed as a batch/v1 Job is: the queue-name label (or ``manageJobsWithoutQueueName``),
-    and not owned by a job Kueue manages. Finished: WorkloadFinished; otherwise
+    and not owned by a job Kueue manages. A kind run through its pods (``suspend_path`` None:
+    Deployment, StatefulSet, LeaderWorkerSet) has no workload of its own: always None. Finished: WorkloadFinished; otherwise
     WorkloadObserved; a job that cannot be converted: ObjectRejected.
     """
+    if integration.suspend_path is None:
+        return None  # run through its pods: they are the workloads (pods.py)
     context = context or workloads.Context()
     ref = integration.ref(job)
     try:

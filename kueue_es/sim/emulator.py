@@ -44,6 +44,7 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import functools
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -58,6 +59,7 @@ import yaml
 
 from kueue_es import crds, validation
 from kueue_es.jobframework import integrations, pods
+from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
 from kueue_es.sim import aggregator, openapi, patches, selectors, store, tables
 
@@ -172,7 +174,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             history_limit=self.history_limit,
             clock=self.clock,
             enforce_namespaces=self.enforce_namespaces,
-            create_hooks=self.create_hooks,
+            create_hooks=tuple(
+                functools.partial(hook, lookup=self._lookup) if hook is gate_queued_pods else hook
+                for hook in self.create_hooks
+            ),
         )
         for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *self.extra_resources):
             self.register_resource(ref)
@@ -200,6 +205,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             verbs=_VERBS,
             subresources={"status"} if ref.status_subresource else set(),
         )
+
+    def _lookup(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The stored object of a served kind, or None (for create hooks that read another object)."""
+        for ref in self._refs.values():
+            if ref.api_version == api_version and ref.kind == kind:
+                found = self._store.select(ref, namespace=namespace if ref.namespaced else None, name=name)
+                return found[0] if found else None
+        return None
 
     def put_objects(self, objects: list[dict[str, Any]]) -> None:
         """Store ``objects`` (of registered kinds) as they are, replacing any of the same name: how ``up
@@ -819,7 +832,12 @@ def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, A
             integration.on_create(obj)
 
 
-def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+def gate_queued_pods(
+    ref: resources.ResourceRef,
+    obj: dict[str, Any],
+    *,
+    lookup: Callable[[str, str, str, str], dict[str, Any] | None] | None = None,
+) -> None:
     """A create hook doing what Kueue's Pod webhook does for a Pod that names a queue.
 
     It gets the ``kueue.x-k8s.io/managed: "true"`` label and the
@@ -828,9 +846,26 @@ def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     gate, which the start removes unless the pod's pod set got a topology assignment
     (Kueue pkg/controller/jobs/pod/pod_webhook.go Default). Pods a Job or an
     integration's job controls are left alone: they belong to their owner's workload.
+
+    A pod whose template a managed Deployment, StatefulSet or LeaderWorkerSet marked
+    (``kueue.x-k8s.io/pod-suspending-parent``) is gated whatever its labels
+    (suspendByParent); a StatefulSet's or LeaderWorkerSet's pod also gets, from its
+    parent (``lookup(apiVersion, kind, namespace, name)``), the labels that make it a
+    member of the parent's serving pod group, which Kueue's StatefulSet and
+    LeaderWorkerSet reconcilers write just after creation
+    (:func:`kueue_es.jobframework.integrations.serving.pod_defaults`).
     """
     metadata = obj.get("metadata", {})
-    if ref != resources.PODS or not metadata.get("labels", {}).get("kueue.x-k8s.io/queue-name"):
+    if ref != resources.PODS:
+        return
+    if serving.parent_framework(obj):
+        parent_key = serving.parent_of(obj)
+        if lookup is not None and parent_key is not None:
+            api_version, kind, name = parent_key
+            serving.pod_defaults(obj, lookup(api_version, kind, str(metadata.get("namespace") or ""), name))
+        _gate(obj)
+        return
+    if not metadata.get("labels", {}).get("kueue.x-k8s.io/queue-name"):
         return
     owners = metadata.get("ownerReferences") or []
     if any(
@@ -840,7 +875,12 @@ def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     ):
         return
     metadata["labels"]["kueue.x-k8s.io/managed"] = "true"
-    gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
+    _gate(obj)
+
+
+def _gate(pod: dict[str, Any]) -> None:
+    """Kueue's admission and topology scheduling gates on a pod (pod_webhook.go gate)."""
+    gates = pod.setdefault("spec", {}).setdefault("schedulingGates", [])
     for gate in ("kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"):
         if not any(isinstance(g, dict) and g.get("name") == gate for g in gates):
             gates.append({"name": gate})

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from kueue_es.events import models
-from kueue_es.jobframework import workloads
+from kueue_es.jobframework import integrations, workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.kinds import INPUT_KINDS, JOB_KINDS, Key
 
@@ -50,6 +50,11 @@ class ConversionInputs:
     # -- the jobs that own other jobs ---------------------------------------------------------------
 
     def remember_owner(self, kind: str, obj: objects.KubeObject) -> None:
+        """Keep a job's UID: what it controls is part of its workload. Not a Pod's, nor a kind run through its
+        pods (a StatefulSet's pods are the workloads: :mod:`kueue_es.jobframework.integrations.serving`)."""
+        integration = integrations.by_kind(kind)
+        if integration is not None and integration.suspend_path is None:
+            return
         if kind in JOB_KINDS and kind != "Pod" and (uid := objects.uid_of(obj)):
             self.owners[uid] = (objects.namespace_of(obj), objects.name_of(obj))
 

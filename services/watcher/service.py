@@ -64,7 +64,7 @@ import structlog
 from kueue_es.events import codec, manager_config, subjects
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
-from kueue_es.jobframework import workloads
+from kueue_es.jobframework import integrations, workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
 from kueue_es.services.kube import client as kube
@@ -339,6 +339,8 @@ def watched_kinds(config: manager_config.ManagerConfig | None) -> tuple[str, ...
     if config is None:
         return watched.WATCHED_KINDS
     jobs = {watched.FRAMEWORK_KINDS[name] for name in config.frameworks if name in watched.FRAMEWORK_KINDS}
+    if any((i := integrations.by_kind(kind)) is not None and i.suspend_path is None for kind in jobs):
+        jobs.add("Pod")  # Deployment, StatefulSet, LeaderWorkerSet run through pods (ImplicitlyEnabledFrameworkNames)
     return tuple(kind for kind in watched.WATCHED_KINDS if kind not in watched.JOB_KINDS or kind in jobs)
 
 
