@@ -55,7 +55,9 @@ def is_managed(pod: Mapping[str, Any], context: workloads.Context) -> bool:
     when ``manageJobsWithoutQueueName`` (the ``kueue.x-k8s.io/managed: "true"`` label,
     pod_webhook.go Default, pod_controller.go Skip), unless a job Kueue manages owns it
     or it is in a namespace ``managedJobsNamespaceSelector`` leaves out (kube-system,
-    kueue-system by default: ``context.unmanaged_namespaces``).
+    kueue-system by default: ``context.unmanaged_namespaces``), or its controller is of a kind
+    the Configuration's ``integrations.externalFrameworks`` names (``context.external_owners``;
+    Kueue asks whether that owner is managed, the watcher cannot see it and assumes so).
 
     The watcher cannot mark pods, so here a pod is managed when it carries the queue
     label or that mark: pods nobody gated are not taken over.
@@ -67,6 +69,8 @@ def is_managed(pod: Mapping[str, Any], context: workloads.Context) -> bool:
     if not marked:
         return False
     owner = workloads.controller_owner(ref.meta)
+    if owner is not None and (owner.get("apiVersion"), owner.get("kind")) in context.external_owners:
+        return False  # integrations.externalFrameworks: an outside controller runs its owner for Kueue
     if owner is not None and is_job_owner(owner.get("apiVersion"), owner.get("kind")):
         # A pod of a batch/v1 Job or of an integration's job is part of that job's workload, whether or not
         # its Job has been seen yet: the Pod and Job watches are separate streams, so the pod may

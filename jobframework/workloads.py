@@ -80,6 +80,9 @@ class Context:
     ``unmanaged_namespaces``: the namespaces Kueue's ``managedJobsNamespaceSelector``
     leaves out (its default: kube-system and kueue-system): jobs there without the
     queue-name label are not managed even with ``manage_jobs_without_queue_name``.
+    ``external_owners``: ``(apiVersion, kind)`` of the Configuration's
+    ``integrations.externalFrameworks``: a pod such an object controls is part of its
+    owner's workload, run by an outside controller, not a workload of its own.
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -91,6 +94,7 @@ class Context:
     runtime_classes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     limit_ranges: Sequence[Mapping[str, Any]] = ()
     previous: models.Workload | None = None
+    external_owners: Collection[tuple[str, str]] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -132,6 +132,12 @@ def _replicas(obj: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and value >= 0 else 1
 
 
+def _size(lws: Mapping[str, Any]) -> int:
+    """A LeaderWorkerSet's pods per group (``spec.leaderWorkerTemplate.size``, default 1)."""
+    size = ((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("size")
+    return size if isinstance(size, int) and size >= 1 else 1
+
+
 def _template(obj: Mapping[str, Any], *path: str) -> Object:
     node: Any = obj.get("spec") or {}
     for step in path or ("template",):
@@ -207,7 +213,7 @@ def lws_leader_statefulset(lws: Mapping[str, Any]) -> Object:
     template without one), all at once."""
     meta = lws["metadata"]
     template_spec = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
-    size = template_spec.get("size") if isinstance(template_spec.get("size"), int) else 1
+    size = _size(lws)
     chosen = template_spec.get("leaderTemplate") or template_spec.get("workerTemplate") or {}
     template = json.loads(json.dumps(chosen))
     template.setdefault("metadata", {}).setdefault("labels", {})[serving.LWS_NAME_LABEL] = meta["name"]
@@ -235,7 +241,7 @@ def lws_worker_statefulset(lws: Mapping[str, Any], leader: Mapping[str, Any]) ->
     """The worker StatefulSet of one group: named after its leader pod and owned by it, ``size - 1`` pods from
     ordinal 1; None when the group has no workers."""
     template_spec = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
-    size = template_spec.get("size") if isinstance(template_spec.get("size"), int) else 1
+    size = _size(lws)
     if size <= 1:
         return None
     leader_meta = leader["metadata"]
@@ -442,8 +448,8 @@ class SimulatedControllers:
             pod = pod_from_template(_template(rs), namespace=rs["metadata"].get("namespace", ""), owner=rs)
             pod["metadata"]["generateName"] = f"{rs['metadata']['name']}-"
             await self._create("Pod", pod)
-        for pod in scale_in_order(pods)[: max(0, len(pods) - wanted)]:
-            await self._delete("Pod", pod)
+        for extra in scale_in_order(pods)[: max(0, len(pods) - wanted)]:
+            await self._delete("Pod", dict(extra))
         pods = [p for p in self._owned("Pod", rs) if is_active(p)]
         ready = sum(1 for p in pods if is_ready(p))
         status = {"replicas": len(pods), "readyReplicas": ready, "availableReplicas": ready}

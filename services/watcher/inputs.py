@@ -24,8 +24,11 @@ class ConversionInputs:
     """The cluster objects conversions read: PriorityClasses, RuntimeClasses, LimitRanges (``objects``), the
     LocalQueues and WorkloadPriorityClasses that exist, and the jobs of every kind but Pod seen (by UID: ``owners``)."""
 
-    def __init__(self, *, manage_jobs_without_queue_name: bool = False) -> None:
+    def __init__(
+        self, *, manage_jobs_without_queue_name: bool = False, external_owners: frozenset[tuple[str, str]] = frozenset()
+    ) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
+        self.external_owners = external_owners  # integrations.externalFrameworks as (apiVersion, kind)
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in INPUT_KINDS}
         self.local_queues: set[Key] = set()
         self.workload_priority_classes: set[str] = set()
@@ -66,7 +69,9 @@ class ConversionInputs:
     def managed_context(self) -> workloads.Context:
         """Only what tells whether a job is managed at all."""
         return workloads.Context(
-            manage_jobs_without_queue_name=self.manage_jobs_without_queue_name, managed_owners=self.owners.keys()
+            manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
+            managed_owners=self.owners.keys(),
+            external_owners=self.external_owners,
         )
 
     def context(self, wl_key: Key, *, previous: models.Workload | None) -> workloads.Context:
@@ -80,6 +85,7 @@ class ConversionInputs:
             runtime_classes=self._runtime_classes(),
             limit_ranges=self._limit_ranges(wl_key[0]),
             previous=previous,
+            external_owners=self.external_owners,
         )
 
     def _priority_classes(self) -> dict[str, workloads.PriorityClass]:

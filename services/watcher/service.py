@@ -144,7 +144,10 @@ class Watcher:
         self.topology_ref = nodes.TOPOLOGY_REFS[0]  # the Topology version the cluster serves
         self.synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in watched.WATCHED_KINDS}
         self.publisher = Publisher(bus=bus, kinds=watched.LOGGED_KINDS)
-        self.inputs = ConversionInputs(manage_jobs_without_queue_name=manage_jobs_without_queue_name)
+        self.inputs = ConversionInputs(
+            manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+            external_owners=config.external_owners if config is not None else frozenset(),
+        )
         self.reporter = ProgressReporter(publisher=self.publisher, clock=_now_ms)
         self.jobs = JobTracker(publisher=self.publisher, inputs=self.inputs, reporter=self.reporter, clock=_now_ms)
         self.kueue = KueueTracker(
