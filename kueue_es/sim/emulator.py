@@ -76,6 +76,9 @@ _BUILT_IN_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] 
     ("", "namespaces"): (("ns",), ()),
     ("", "events"): (("ev",), ()),
     ("batch", "jobs"): ((), ("all",)),
+    ("apps", "deployments"): (("deploy",), ("all",)),
+    ("apps", "replicasets"): (("rs",), ("all",)),
+    ("apps", "statefulsets"): (("sts",), ("all",)),
 }
 _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -427,6 +430,18 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     **({"categories": list(categories)} if categories else {}),
                 }
             )
+            if (group, ref.plural) in SCALABLE:
+                entries.append(
+                    {
+                        "name": f"{ref.plural}/scale",
+                        "singularName": "",
+                        "namespaced": ref.namespaced,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
             if ref.status_subresource:
                 entries.append(
                     {
@@ -485,6 +500,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         """Run a routed call against the store; raises kmock.KubernetesError with a real-looking Status."""
         with _kubernetes_errors(call):
             _check_allowed(call)
+            if call.subresource == "scale":
+                return self._scale(call)
             match call.verb:
                 case "list":
                     return self._read_reply(call, self._list(call))
@@ -520,6 +537,52 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     )
                     return _Reply(status=200, payload=deleted)
         raise AssertionError(f"unrouted verb {call.verb!r}")  # pragma: no cover
+
+    def _scale(self, call: _ApiCall) -> _Reply:
+        """The ``scale`` subresource of a Deployment, ReplicaSet or StatefulSet (``kubectl scale``): an
+        autoscaling/v1 Scale read from, or written to, the object's ``spec.replicas``."""
+        assert call.name is not None
+        if call.verb in ("patch", "replace"):
+            body = _json_body(call)
+
+            def change(current: dict[str, Any]) -> Any:
+                scale = _scale_of(current)
+                if call.verb == "replace":
+                    wanted = body
+                else:
+                    wanted = patches.apply_patch(scale, body, content_type=call.content_type, schema=None)
+                replicas = (wanted.get("spec") or {}).get("replicas") if isinstance(wanted, dict) else None
+                if not isinstance(replicas, int) or replicas < 0:
+                    raise store.StoreError(
+                        status=422,
+                        reason="Invalid",
+                        message=f'Scale.autoscaling "{call.name}" is invalid: spec.replicas: Invalid value: '
+                        f"{replicas!r}: must be greater than or equal to 0",
+                        details={"kind": "Scale", "group": "autoscaling", "name": call.name},
+                    )
+                updated = copy.deepcopy(current)
+                updated.setdefault("spec", {})["replicas"] = replicas
+                return updated
+
+            stored = self._store.update(
+                call.ref,
+                namespace=call.namespace,
+                name=call.name,
+                subresource=None,
+                change=change,
+                dry_run=call.dry_run,
+            )
+            return _Reply(status=200, payload=_scale_of(stored))
+        if call.verb != "get":
+            raise store.StoreError(
+                status=405,
+                reason="MethodNotAllowed",
+                message="the server does not allow this method on the requested resource",
+                details={"kind": call.ref.plural, "group": call.ref.group},
+            )
+        return _Reply(
+            status=200, payload=_scale_of(self._store.get(call.ref, namespace=call.namespace, name=call.name))
+        )
 
     def _list(self, call: _ApiCall) -> dict[str, Any]:
         items = self._store.select(
@@ -909,6 +972,28 @@ async def serve_emulator(*, host: str = "127.0.0.1", port: int = 0, **options: A
             emulator.drop_watches()
 
 
+#: The kinds with a ``scale`` subresource (autoscaling/v1 Scale), as (group, plural).
+SCALABLE = frozenset({("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")})
+
+
+def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The autoscaling/v1 Scale of a scalable object: its ``spec.replicas`` (default 1) and ``status.replicas``."""
+    meta = obj.get("metadata") or {}
+    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {
+            k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta
+        },
+        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
+        "status": {
+            "replicas": (obj.get("status") or {}).get("replicas", 0),
+            "selector": ",".join(f"{k}={v}" for k, v in sorted(selector.items())),
+        },
+    }
+
+
 def _check_allowed(call: _ApiCall) -> None:
     """405 for methods a path does not take, 404 for subresources other than a kind's ``status``."""
     if call.verb == "not-allowed" or (call.subresource is not None and call.verb in ("watch", "delete")):
@@ -918,6 +1003,8 @@ def _check_allowed(call: _ApiCall) -> None:
             message="the server does not allow this method on the requested resource",
             details={"kind": call.ref.plural, "group": call.ref.group},
         )
+    if call.subresource == "scale" and (call.ref.group, call.ref.plural) in SCALABLE:
+        return
     if call.subresource is not None and (call.subresource != "status" or not call.ref.status_subresource):
         raise store.StoreError(
             status=404,
