@@ -91,8 +91,8 @@ class Ungating:
                 await self.limiter.acquire(WriteClass.JOBS)
                 try:
                     stored = await self.api.patch_object(POD_REF, namespace=namespace, name=name, patch=patch)
-                except kube_errors.NotFoundError:
-                    continue
+                except (kube_errors.NotFoundError, kube_errors.ConflictError):
+                    continue  # gone, or changed since listed: its watch event marks the group again if still gated
                 self.group_pods[(ns, name)] = objects.as_pod(stored)
                 log.info("pod_started_late", pod=f"{namespace}/{name}", workload=key)
 
