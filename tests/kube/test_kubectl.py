@@ -293,6 +293,12 @@ async def test_serving_samples_short_names_and_scale(kubectl: Kubectl, cluster: 
     assert annotations == {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"}
     assert "scaled" in await kubectl.ok("scale", "deploy", "nginx-deployment", "--replicas=1")
     assert await kubectl.ok("get", "deploy", "nginx-deployment", "-o", "jsonpath={.spec.replicas}") == "1"
+    # Kueue's StatefulSet webhook refuses a replica change of a managed StatefulSet; its webhooks do not see
+    # the scale subresource (Kueue's configuration lists statefulsets, not statefulsets/scale)
+    code, _, err = await kubectl.run(
+        "patch", "sts", "nginx-statefulset", "--type=merge", "-p", '{"spec":{"replicas":5}}'
+    )
+    assert code != 0 and "spec.replicas: Invalid value: 5: field is immutable" in err
     assert "scaled" in await kubectl.ok("scale", "sts", "nginx-statefulset", "--replicas=0")
     assert await kubectl.ok("get", "sts", "nginx-statefulset", "-o", "jsonpath={.spec.replicas}") == "0"
     code, _, err = await kubectl.run("scale", "deploy", "nginx-deployment", "--replicas=-1")

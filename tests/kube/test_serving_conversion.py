@@ -431,3 +431,44 @@ def test_pods_of_an_external_framework_are_left_to_it() -> None:
     assert pods.pod_facts(pod, context=context) is None
     assert not pods.is_managed(pod, context)
     assert pods.is_managed(pod, workloads.Context())
+
+
+# -- Kueue's StatefulSet webhook on updates -------------------------------------------------------------
+
+
+def test_statefulset_updates_kueue_refuses() -> None:
+    """statefulset_webhook.go ValidateUpdate: while managed, replicas only to or from 0 (and not up while the
+    scale-down's pods are still there), the pod spec's shape immutable, the queue name once a replica was ready."""
+    from kueue_es import validation
+
+    old = created(resources.STATEFUL_SETS, sample("sample-statefulset.yaml", uid="sts-uid"))
+
+    def causes(change: Any, *, before: dict[str, Any] = old) -> list[tuple[str, str]]:
+        new = copy.deepcopy(before)
+        change(new)
+        return [(c.field, c.message) for c in validation.validate(new, old=before)]
+
+    assert causes(lambda o: o["spec"].update(replicas=5)) == [("spec.replicas", "Invalid value: 5: field is immutable")]
+    assert causes(lambda o: o["spec"].update(replicas=0)) == []  # scale to zero is allowed
+    zero = copy.deepcopy(old)
+    zero["spec"]["replicas"] = 0
+    assert causes(lambda o: o["spec"].update(replicas=2), before=zero) == []
+    zero["status"] = {"replicas": 1}
+    assert causes(lambda o: o["spec"].update(replicas=2), before=zero) == [
+        ("spec.replicas", "Forbidden: scaling down is still in progress")
+    ]
+    assert causes(
+        lambda o: o["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"].update(cpu="2")
+    ) == [("spec.template.spec.containers[0].resources.requests.cpu", 'Invalid value: "2": field is immutable')]
+    assert (
+        causes(lambda o: o["spec"]["template"]["spec"]["containers"][0].update(image="other")) == []
+    )  # not in the shape
+    assert causes(lambda o: o["metadata"]["labels"].update({QUEUE: "other"})) == []  # nothing ready yet
+    ready = copy.deepcopy(old)
+    ready["status"] = {"readyReplicas": 1}
+    assert causes(lambda o: o["metadata"]["labels"].update({QUEUE: "other"}), before=ready) == [
+        (f"metadata.labels[{QUEUE}]", 'Invalid value: "other": field is immutable')
+    ]
+    unmanaged = sample("sample-statefulset.yaml")
+    del unmanaged["metadata"]["labels"][QUEUE]
+    assert causes(lambda o: o["spec"].update(replicas=5), before=unmanaged) == []
