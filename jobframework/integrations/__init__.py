@@ -100,7 +100,9 @@ class Integration:
     ``pod_sets_field``: the field named when the pod sets as a whole are wrong (none, too
     many, a name twice). ``on_create(job)``: what Kueue's mutating webhook does to a managed
     job at creation besides suspending it (in place; for kinds run through their pods, the
-    labels and annotations their pod templates get).
+    labels and annotations their pod templates get). ``pod_label_selector(job)``: the label
+    selector of its pods ("" when not known yet; Kueue's PodLabelSelector, what ``kubectl
+    kueue list pods --for`` lists).
     """
 
     framework: str
@@ -118,6 +120,7 @@ class Integration:
     owner_kinds: tuple[str, ...] = ()
     pod_sets_field: str = "spec"
     on_create: Callable[[dict[str, Any]], None] | None = None
+    pod_label_selector: Callable[[Mapping[str, Any]], str] | None = None
     namespaced: bool = True
 
     @property

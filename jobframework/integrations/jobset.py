@@ -97,6 +97,15 @@ def pods_ready(jobset: Mapping[str, Any]) -> bool:
     return done == replicas
 
 
+#: The label the JobSet controller puts on every pod of a JobSet (jobsetapi.JobSetNameKey).
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+def pod_label_selector(jobset: Mapping[str, Any]) -> str:
+    """``jobset.sigs.k8s.io/jobset-name=<name>`` (jobset_controller.go PodLabelSelector)."""
+    return f"{JOBSET_NAME_LABEL}={workloads.as_mapping(jobset.get('metadata')).get('name', '')}"
+
+
 INTEGRATIONS = (
     Integration(
         framework="jobset.x-k8s.io/jobset",
@@ -110,5 +119,6 @@ INTEGRATIONS = (
         active=active,
         pods_ready=pods_ready,
         owner_kinds=("TrainJob",),
+        pod_label_selector=pod_label_selector,
     ),
 )
