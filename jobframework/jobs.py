@@ -62,7 +62,7 @@ def job_facts(
             name=workload_name_for_job(ref.name, ref.uid),
             succeeded=succeeded,
             message=finished.get("message") or ("Job finished successfully" if succeeded else "Job failed"),
-            at_ms=manifests.parse_time_ms(finished.get("lastTransitionTime")) or now_ms,
+            at_ms=workloads.status_time_ms(finished.get("lastTransitionTime"), default=now_ms),
         )
     try:
         return types.WorkloadObserved(workload=job_to_workload(job, context=context))

@@ -533,10 +533,19 @@ def true_condition(obj: Mapping[str, Any], types: tuple[str, ...]) -> Mapping[st
     """The first ``status.conditions`` entry whose type is one of ``types`` and whose status is True."""
     status = obj.get("status")
     conditions = status.get("conditions") if isinstance(status, dict) else None
-    for condition in conditions or []:
+    for condition in conditions if isinstance(conditions, list) else []:
         if isinstance(condition, dict) and condition.get("type") in types and condition.get("status") == "True":
             return condition
     return None
+
+
+def status_time_ms(value: Any, *, default: int) -> int:
+    """A status time (RFC 3339, e.g. a condition's ``lastTransitionTime``) in ms since the epoch, or
+    ``default`` when absent or not a time: a controller's odd status must not keep a fact from being given."""
+    try:
+        return manifests.parse_time_ms(value) or default
+    except manifests.ManifestError:
+        return default
 
 
 def as_mapping(value: Any) -> Mapping[str, Any]:

@@ -294,7 +294,7 @@ def facts(
             name=integration.workload_name(ref.name, ref.uid),
             succeeded=finished.succeeded,
             message=finished.message or (f"{integration.kind} finished" if finished.succeeded else "failed"),
-            at_ms=manifests.parse_time_ms(finished.at) or now_ms,
+            at_ms=workloads.status_time_ms(finished.at, default=now_ms),
         )
     try:
         return types.WorkloadObserved(workload=to_workload(integration, job, context=context))
@@ -361,6 +361,12 @@ def count_of(value: Any, *, default: int = 1) -> int:
     """
     number = workloads.parse_int(value)
     return default if number is None else number
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` when it is a list (a JSON array), else an empty one: for status fields a controller may
+    leave out or a user may write wrong."""
+    return value if isinstance(value, list) else []
 
 
 def condition_true(job: Mapping[str, Any], *condition_types: str) -> Mapping[str, Any] | None:

@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from kueue_es.jobframework import workloads
-from kueue_es.jobframework.integrations import Finished, Integration, PodSetSource, count_of, finished_by_conditions
+from kueue_es.jobframework.integrations import (
+    Finished,
+    Integration,
+    PodSetSource,
+    as_list,
+    count_of,
+    finished_by_conditions,
+)
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 #: The label JobSet puts on the pods of each child Job: its index among the replicas (jobsetapi.JobIndexKey).
@@ -76,7 +83,7 @@ def finished(jobset: Mapping[str, Any]) -> Finished | None:
 
 
 def _replicated_statuses(jobset: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    statuses = workloads.as_mapping(jobset.get("status")).get("replicatedJobsStatus") or []
+    statuses = as_list(workloads.as_mapping(jobset.get("status")).get("replicatedJobsStatus"))
     return [s for s in statuses if isinstance(s, dict)]
 
 
@@ -88,7 +95,7 @@ def active(jobset: Mapping[str, Any]) -> bool:
 def pods_ready(jobset: Mapping[str, Any]) -> bool:
     """The ready and succeeded Jobs over ``status.replicatedJobsStatus`` add up to the replicas of every
     replicated job, in Jobs, not pods (jobset_controller.go PodsReady)."""
-    rjobs = workloads.as_mapping(jobset.get("spec")).get("replicatedJobs") or []
+    rjobs = as_list(workloads.as_mapping(jobset.get("spec")).get("replicatedJobs"))
     replicas = sum(count_of(r.get("replicas")) for r in rjobs if isinstance(r, dict))
     done = sum(
         count_of(s.get("ready"), default=0) + count_of(s.get("succeeded"), default=0)
