@@ -139,3 +139,33 @@ def _pod_set(
         ref, name=name, count=count, pod_spec=pod_spec, where=pod_where, context=context, topology_request=request
     )
     return pod_set, pod_where, pod_spec
+
+
+def reclaimable_pods(jobset: Mapping[str, Any]) -> dict[str, int]:
+    """The JobSet's reclaimable pods per pod set (replicated job), ``{}`` when none (Kueue
+    jobset_controller.go ReclaimablePods): a replicated job whose ``status.replicatedJobsStatus``
+    entry counts ``succeeded`` Jobs (at most its replicas) gives back that many Jobs' pods,
+    ``min(parallelism, completions)`` each (PodsCountPerReplica). Malformed values count as 0
+    or their default (the conversion reports them)."""
+    statuses = {
+        str(entry.get("name")): entry
+        for entry in workloads.as_mapping(jobset.get("status")).get("replicatedJobsStatus") or []
+        if isinstance(entry, dict)
+    }
+    out: dict[str, int] = {}
+    for rjob in workloads.as_mapping(jobset.get("spec")).get("replicatedJobs") or []:
+        if not isinstance(rjob, dict) or not isinstance(rjob.get("name"), str):
+            continue
+        entry = statuses.get(rjob["name"])
+        succeeded = workloads.parse_int(entry.get("succeeded")) if entry is not None else None
+        replicas = workloads.parse_int(rjob.get("replicas"))
+        replicas = 1 if replicas is None else replicas
+        if not succeeded or succeeded <= 0 or succeeded > replicas:
+            continue
+        job_spec = workloads.as_mapping(workloads.as_mapping(rjob.get("template")).get("spec"))
+        per_job = workloads.parse_int(job_spec.get("parallelism"))
+        per_job = 1 if per_job is None else per_job
+        completions = workloads.parse_int(job_spec.get("completions"))
+        per_job = min(per_job, per_job if completions is None else completions)
+        out[rjob["name"]] = succeeded * per_job
+    return out

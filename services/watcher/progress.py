@@ -11,13 +11,21 @@ WorkloadStopped); this module is the pure part: what "ready", "started" and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kueue_es.jobframework import pods, workloads
+from kueue_es.jobframework import jobs, jobsets, pods, workloads
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 ReadyState = tuple[bool, str]
+
+#: Each integration's reclaimable pods by kind (Kueue's optional JobWithReclaimablePods): the job's raw
+#: object to ``{pod set name: count}``. The one place the watcher looks them up; a kind not here
+#: reports none (Kueue: an integration that does not implement the interface).
+RECLAIMABLE_PODS: dict[str, Callable[[Mapping[str, Any]], dict[str, int]]] = {
+    "Job": jobs.reclaimable_pods,
+    "JobSet": jobsets.reclaimable_pods,
+}
 
 
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
