@@ -55,13 +55,13 @@ def is_managed(pod: Mapping[str, Any], context: workloads.Context) -> bool:
     when ``manageJobsWithoutQueueName`` (the ``kueue.x-k8s.io/managed: "true"`` label,
     pod_webhook.go Default, pod_controller.go Skip), unless a job Kueue manages owns it
     or it is in a namespace ``managedJobsNamespaceSelector`` leaves out (kube-system,
-    kueue-system by default: ``context.unmanaged_namespaces``).
+    kueue-system by default: ``context.namespace_managed``).
 
     The watcher cannot mark pods, so here a pod is managed when it carries the queue
     label or that mark: pods nobody gated are not taken over.
     """
     ref = _ref(pod)
-    if ref.namespace in context.unmanaged_namespaces:
+    if not context.namespace_managed(ref.namespace):
         return False  # managedJobsNamespaceSelector: the pod webhook leaves these namespaces alone
     marked = ref.labels.get(workloads.QUEUE_LABEL) or ref.labels.get(workloads.MANAGED_LABEL) == "true"
     if not marked:

@@ -311,8 +311,8 @@ class StoryCollector:
             case types.WorkloadPodsReady():
                 self._add(key, seq, event, "pods ready" if event.ready else "pods not ready", event.reason or "")
             case types.WorkloadReclaimablePods():
-                counts = ", ".join(f"{p.name}: {p.count}" for p in event.reclaimable_pods) or "none"
-                self._add(key, seq, event, "reclaimable pods", f"quota no longer needed for pods ({counts})")
+                listed = ", ".join(f"{p.name}: {p.count}" for p in event.reclaimable_pods) or "none"
+                self._add(key, seq, event, "reclaimable pods", f"quota no longer needed for pods ({listed})")
             case types.WorkloadFinished():
                 outcome = "succeeded" if event.succeeded else "failed"
                 message = f": {event.message}" if event.message else ""

@@ -441,20 +441,8 @@ def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: Clust
 
 
 def matches(selector: models.LabelSelector, labels: dict[str, str]) -> bool:
-    """Kubernetes LabelSelector semantics (matchLabels AND matchExpressions)."""
-    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
-        return False
-    for expr in selector.match_expressions:
-        present = expr.key in labels
-        if expr.operator == "In" and labels.get(expr.key) not in expr.values:
-            return False
-        if expr.operator == "NotIn" and present and labels[expr.key] in expr.values:
-            return False
-        if expr.operator == "Exists" and not present:
-            return False
-        if expr.operator == "DoesNotExist" and present:
-            return False
-    return True
+    """Kubernetes LabelSelector semantics (matchLabels AND matchExpressions): :meth:`models.LabelSelector.matches`."""
+    return selector.matches(labels)
 
 
 def requeue_triggers(state: ClusterState, tree: quota.QuotaTree) -> dict[str, int]:

@@ -117,6 +117,8 @@ class JobTracker:
         wl_key = self._workload_key(kind, obj)
         if wl_key is None:
             return
+        if not self.inputs.managed_context().namespace_managed(objects.namespace_of(obj)):
+            return  # Kueue's reconciler ignores the job; a workload it had stays as it is (managedJobsNamespaceSelector)
         now_ms = self.clock()
         context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
         fact = _CONVERTERS[kind](obj, now_ms=now_ms, context=context)
@@ -149,6 +151,9 @@ class JobTracker:
     def _managed(self, kind: str, obj: objects.KubeObject) -> bool:
         """Whether a job is one Kueue manages (an invalid one counts: its last valid workload stays)."""
         context = self.inputs.managed_context()
+        if not context.namespace_managed(objects.namespace_of(obj)):
+            # ignored by Kueue's reconciler, not deleted: a workload it had stays (managedJobsNamespaceSelector)
+            return self._workload_key(kind, obj) in self.publisher.known["Workload"]
         if kind == "Pod":
             return pods.is_managed(obj, context)
         ref = workloads.job_ref(obj, kind=kind, api_version=API_VERSIONS[kind])

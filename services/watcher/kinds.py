@@ -19,7 +19,8 @@ Key = tuple[str, str]
 
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
 #: Put on the log as they are, like Kueue's objects: AdmissionChecks (their Active condition, as the check's
-#: controller sets it) and Namespaces (their labels, for ClusterQueue namespaceSelectors).
+#: controller sets it) and Namespaces (their labels, for ClusterQueue namespaceSelectors and, read by the job
+#: conversions, for managedJobsNamespaceSelector).
 OBSERVED_KINDS = (*KUEUE_KINDS, "AdmissionCheck", "Namespace")
 JOB_KINDS = ("JobSet", "Job", "Pod")
 #: The Workload objects the dispatcher writes: read back for admission check states and spec.active.
@@ -45,7 +46,7 @@ RUNTIME_CLASSES = resources.ResourceRef(
 LIMIT_RANGES = resources.ResourceRef(group="", version="v1", plural="limitranges", kind="LimitRange", namespaced=True)
 INPUT_REFS = {"PriorityClass": PRIORITY_CLASSES, "RuntimeClass": RUNTIME_CLASSES, "LimitRange": LIMIT_RANGES}
 API_VERSIONS = {"Namespace": "v1", "Job": jobs.JOB_API, "JobSet": jobsets.JOBSET_API, "Pod": pods.POD_API}
-_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", *INPUT_KINDS)
+_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", "Namespace", *INPUT_KINDS)
 #: What each kind's conversion reads; Watcher.run lists these first.
 READS: dict[str, tuple[str, ...]] = {
     "JobSet": _SHARED_READS,
