@@ -99,15 +99,19 @@ class ProgressReporter:
         known = self.publisher.workloads.get(wl_key)
         if reclaimable is None or known is None or wl_key not in self.publisher.known["Workload"]:
             return
-        sizes = {ps.name: ps.count for ps in known.spec.pod_sets}
-        counts = {
-            name: min(count, sizes.get(name, count))
-            for name, count in sorted(reclaimable(cast(Mapping[str, Any], obj)).items())
-            if count > 0
-        }
+        counts = reclaimable(cast(Mapping[str, Any], obj))
+        await self.reclaimable_changed(self.publisher.workload_ref(wl_key), known, counts, version=version)
+
+    async def reclaimable_changed(
+        self, ref: types.WorkloadRef, workload: models.Workload, reported: Mapping[str, int], *, version: str
+    ) -> None:
+        """WorkloadReclaimablePods of ``workload`` when ``reported`` (pod set -> count), each count cut to its
+        pod set's size and zeros left out, differs from what was last reported."""
+        sizes = {ps.name: ps.count for ps in workload.spec.pod_sets}
+        counts = {name: min(count, sizes.get(name, count)) for name, count in sorted(reported.items()) if count > 0}
+        wl_key = (ref.namespace, ref.name)
         if self.reclaimable.get(wl_key, {}) == counts:
             return
-        ref = self.publisher.workload_ref(wl_key)
         pods = [types.ReclaimablePod(name=name, count=count) for name, count in counts.items()]
         fact = types.WorkloadReclaimablePods(workload=ref, reclaimable_pods=pods, at_ms=self.clock())
         await self.publisher.emit(fact, version=f"{version}.reclaim")
