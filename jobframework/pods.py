@@ -541,3 +541,24 @@ def _go_json(value: Any) -> str:
     ):
         text = text.replace(char, escaped)
     return text
+
+
+# -- dynamic reclaim ------------------------------------------------------------------------------
+
+
+def group_reclaimable_pods(members: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """A pod group's reclaimable pods: its Succeeded pods counted per role (pod set), ``{}`` for a
+    serving group or none succeeded (Kueue pod_controller.go ReclaimablePods, isReclaimable). A pod
+    whose role cannot be computed (a bad quantity: the conversion reports it) is not counted."""
+    if any(_ref(p).annotations.get(SERVING_ANNOTATION) == "true" for p in members):
+        return {}
+    out: dict[str, int] = {}
+    for pod in members:
+        if _phase(pod) != "Succeeded":
+            continue
+        try:
+            role = role_hash(pod)
+        except quantities.QuantityError:
+            continue
+        out[role] = out.get(role, 0) + 1
+    return out

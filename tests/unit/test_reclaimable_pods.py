@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kueue_es.events import types
-from kueue_es.jobframework import jobs, jobsets
+from kueue_es.jobframework import jobs, jobsets, pods
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.services.dispatcher import status
 from tests.builders import Log, cluster_queue, flavor, local_queue, workload
@@ -192,3 +192,21 @@ def test_jobset_reclaimable_pods() -> None:
     }
     assert jobsets.reclaimable_pods(jobset) == {"workers": 4}
     assert jobsets.reclaimable_pods({"spec": jobset["spec"]}) == {}
+
+
+def test_pod_group_reclaimable_pods() -> None:
+    """Kueue pod_controller.go ReclaimablePods: the Succeeded pods of a (non-serving) group, per role."""
+
+    def pod(name: str, phase: str, cpu: str = "1", serving: bool = False) -> dict[str, Any]:
+        annotations = {pods.SERVING_ANNOTATION: "true"} if serving else {}
+        return {
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+            "status": {"phase": phase},
+        }
+
+    members = [pod("a", "Succeeded"), pod("b", "Succeeded"), pod("c", "Running"), pod("d", "Succeeded", cpu="2")]
+    one, two = pods.role_hash(members[0]), pods.role_hash(members[3])
+    assert pods.group_reclaimable_pods(members) == {one: 2, two: 1}
+    assert pods.group_reclaimable_pods([pod("a", "Succeeded", serving=True)]) == {}
+    assert pods.group_reclaimable_pods([pod("a", "Failed")]) == {}
