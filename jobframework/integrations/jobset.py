@@ -104,6 +104,36 @@ def pods_ready(jobset: Mapping[str, Any]) -> bool:
     return done == replicas
 
 
+def reclaimable_pods(jobset: Mapping[str, Any]) -> dict[str, int]:
+    """The JobSet's reclaimable pods per pod set (replicated job), ``{}`` when none (Kueue
+    jobset_controller.go ReclaimablePods): a replicated job whose ``status.replicatedJobsStatus``
+    entry counts ``succeeded`` Jobs (at most its replicas) gives back that many Jobs' pods,
+    ``min(parallelism, completions)`` each (PodsCountPerReplica). Malformed values count as 0
+    or their default (the conversion reports them)."""
+    statuses = {
+        str(entry.get("name")): entry
+        for entry in as_list(workloads.as_mapping(jobset.get("status")).get("replicatedJobsStatus"))
+        if isinstance(entry, dict)
+    }
+    out: dict[str, int] = {}
+    for rjob in as_list(workloads.as_mapping(jobset.get("spec")).get("replicatedJobs")):
+        if not isinstance(rjob, dict) or not isinstance(rjob.get("name"), str):
+            continue
+        entry = statuses.get(rjob["name"])
+        succeeded = workloads.parse_int(entry.get("succeeded")) if entry is not None else None
+        replicas = workloads.parse_int(rjob.get("replicas"))
+        replicas = 1 if replicas is None else replicas
+        if not succeeded or succeeded <= 0 or succeeded > replicas:
+            continue
+        job_spec = workloads.as_mapping(workloads.as_mapping(rjob.get("template")).get("spec"))
+        per_job = workloads.parse_int(job_spec.get("parallelism"))
+        per_job = 1 if per_job is None else per_job
+        completions = workloads.parse_int(job_spec.get("completions"))
+        per_job = min(per_job, per_job if completions is None else completions)
+        out[rjob["name"]] = succeeded * per_job
+    return out
+
+
 #: The label the JobSet controller puts on every pod of a JobSet (jobsetapi.JobSetNameKey).
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
@@ -127,5 +157,6 @@ INTEGRATIONS = (
         pods_ready=pods_ready,
         owner_kinds=("TrainJob",),
         pod_label_selector=pod_label_selector,
+        reclaimable_pods=reclaimable_pods,
     ),
 )
