@@ -100,7 +100,9 @@ class Integration:
     ``pod_sets_field``: the field named when the pod sets as a whole are wrong (none, too
     many, a name twice). ``on_create(job)``: what Kueue's mutating webhook does to a managed
     job at creation besides suspending it (in place; for kinds run through their pods, the
-    labels and annotations their pod templates get).
+    labels and annotations their pod templates get). ``pod_label_selector(job)``: the label
+    selector of its pods ("" when not known yet; Kueue's PodLabelSelector, what ``kubectl
+    kueue list pods --for`` lists).
     """
 
     framework: str
@@ -118,6 +120,7 @@ class Integration:
     owner_kinds: tuple[str, ...] = ()
     pod_sets_field: str = "spec"
     on_create: Callable[[dict[str, Any]], None] | None = None
+    pod_label_selector: Callable[[Mapping[str, Any]], str] | None = None
     namespaced: bool = True
 
     @property
@@ -294,7 +297,7 @@ def facts(
             name=integration.workload_name(ref.name, ref.uid),
             succeeded=finished.succeeded,
             message=finished.message or (f"{integration.kind} finished" if finished.succeeded else "failed"),
-            at_ms=manifests.parse_time_ms(finished.at) or now_ms,
+            at_ms=workloads.status_time_ms(finished.at, default=now_ms),
         )
     try:
         return types.WorkloadObserved(workload=to_workload(integration, job, context=context))
@@ -361,6 +364,12 @@ def count_of(value: Any, *, default: int = 1) -> int:
     """
     number = workloads.parse_int(value)
     return default if number is None else number
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` when it is a list (a JSON array), else an empty one: for status fields a controller may
+    leave out or a user may write wrong."""
+    return value if isinstance(value, list) else []
 
 
 def condition_true(job: Mapping[str, Any], *condition_types: str) -> Mapping[str, Any] | None:

@@ -58,7 +58,8 @@ import structlog
 import yaml
 
 from kueue_es import crds, validation
-from kueue_es.jobframework import integrations, pods
+from kueue_es.events import models
+from kueue_es.jobframework import integrations, pods, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
 from kueue_es.sim import aggregator, openapi, patches, selectors, store, tables
@@ -144,7 +145,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     existing Namespace (default, kube-system, kube-public, kube-node-lease
     exist).  ``create_hooks``: callables ``(ref, obj)`` run on every created
     object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
-    plays Kueue's Job, integration (JobSet, Kubeflow, ...) and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
+    plays Kueue's Job, integration (JobSet, Kubeflow, ...) and Pod webhooks (pass ``()`` for a bare
+    cluster), and with them :class:`DefaultLocalQueue` runs first.  ``clock``:
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
     ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
     refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
@@ -171,6 +173,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         # kmock guesses no action for PUT; route it to the emulation too when reactions are in use.
         self.fallback[kmock.method.PUT] << self._serve_via_dsl
         self._builtin_payload_ids = {id(payload) for payload in self._payloads}
+        hooks = self.create_hooks
+        default_queue = DefaultLocalQueue() if suspend_queued_jobs in hooks else None
+        if default_queue is not None:  # Kueue's job webhooks default the queue before deciding to suspend
+            hooks = (default_queue, *hooks)
         self._store = store.ObjectStore(
             objects=self._objects,
             refs=(),
@@ -178,10 +184,11 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             clock=self.clock,
             enforce_namespaces=self.enforce_namespaces,
             create_hooks=tuple(
-                functools.partial(hook, lookup=self._lookup) if hook is gate_queued_pods else hook
-                for hook in self.create_hooks
+                functools.partial(hook, lookup=self._lookup) if hook is gate_queued_pods else hook for hook in hooks
             ),
         )
+        if default_queue is not None:
+            default_queue.store = self._store
         for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *self.extra_resources):
             self.register_resource(ref)
 
@@ -867,6 +874,52 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(waits) if waits else None):
                     await wakeup.wait()
+
+
+@attrs.define
+class DefaultLocalQueue:
+    """A create hook doing what the webhooks of Kueue's integrations do first (jobframework/defaults.go
+    ApplyDefaultLocalQueue; LocalQueueDefaulting, always on since Kueue v0.19): a Job or an
+    integration's job (a JobSet, a PyTorchJob, a Deployment, ...) created without the
+    ``kueue.x-k8s.io/queue-name`` label in a namespace that has a LocalQueue named ``default`` gets
+    the label ``default``, unless a job Kueue manages controls it (part of its owner's workload) or ``managedJobsNamespaceSelector`` (Kueue's default here: not kube-system
+    or kueue-system) does not select the namespace. Only at creation, as the webhook."""
+
+    store: store.ObjectStore | None = None
+    selector: models.LabelSelector = workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
+
+    def __call__(self, ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+        integration = integrations.by_kind(ref.kind)
+        is_integration = integration is not None and integration.api_version == ref.api_version
+        if (ref != resources.JOBS and not is_integration) or self.store is None:
+            return
+        metadata = obj.setdefault("metadata", {})
+        labels = metadata.get("labels") or {}
+        namespace = str(metadata.get("namespace") or "default")
+        if labels.get(workloads.QUEUE_LABEL) or _controlled_by_job(metadata):
+            return
+        try:
+            self.store.get(resources.LOCAL_QUEUES, namespace=namespace, name=workloads.DEFAULT_LOCAL_QUEUE)
+        except store.StoreError:
+            return
+        try:
+            ns_labels = self.store.get(resources.NAMESPACES, namespace=None, name=namespace)["metadata"].get("labels")
+        except store.StoreError:
+            ns_labels = None
+        context = workloads.Context(
+            managed_jobs_namespace_selector=self.selector, namespace_labels={namespace: ns_labels or {}}
+        )
+        if context.namespace_managed(namespace):
+            metadata["labels"] = {**labels, workloads.QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
+
+
+def _controlled_by_job(metadata: Mapping[str, Any]) -> bool:
+    """Whether a Job or an integration's job is the object's controller (Kueue: IsOwnerManagedByKueueForObject)."""
+    owners = metadata.get("ownerReferences") or []
+    return any(
+        isinstance(o, dict) and o.get("controller") and pods.is_job_owner(o.get("apiVersion"), o.get("kind"))
+        for o in owners
+    )
 
 
 def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:

@@ -611,7 +611,7 @@ def _queue_view(wl: WorkloadState | None) -> tuple[Any, ...]:
         return ()
     meta, spec = wl.workload.metadata, wl.workload.spec
     waiting = wl.reservation is None and not wl.gone and spec.active
-    return (meta.uid, meta.namespace, spec.queue_name, waiting, wl.reservation, wl.admitted)
+    return (meta.uid, meta.namespace, spec.queue_name, waiting, wl.reservation, wl.held, wl.admitted)
 
 
 def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tuple[str, str, str]]:
@@ -698,6 +698,7 @@ PLAN_IGNORED = (
     types.WorkloadStopped,
     types.AdmissionCheckStateChanged,
     types.WorkloadPodsReady,
+    types.WorkloadReclaimablePods,
     types.ObjectRejected,
     types.TopologyObserved,
     types.NodeObserved,

@@ -25,9 +25,19 @@ class ConversionInputs:
     LocalQueues and WorkloadPriorityClasses that exist, and the jobs of every kind but Pod seen (by UID: ``owners``)."""
 
     def __init__(
-        self, *, manage_jobs_without_queue_name: bool = False, external_owners: frozenset[tuple[str, str]] = frozenset()
+        self,
+        *,
+        manage_jobs_without_queue_name: bool = False,
+        managed_jobs_namespace_selector: models.LabelSelector | None = None,
+        external_owners: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
+        self.managed_jobs_namespace_selector = (
+            workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
+            if managed_jobs_namespace_selector is None
+            else managed_jobs_namespace_selector
+        )
+        self.namespace_labels: dict[str, dict[str, str]] = {}  # the Namespaces seen: name -> labels
         self.external_owners = external_owners  # integrations.externalFrameworks as (apiVersion, kind)
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in INPUT_KINDS}
         self.local_queues: set[Key] = set()
@@ -50,6 +60,17 @@ class ConversionInputs:
         else:
             self.objects[kind][key] = obj
 
+    # -- Namespaces (managedJobsNamespaceSelector) --------------------------------------------------
+
+    def namespace_changed(self, name: str, labels: dict[str, str] | None) -> bool:
+        """Keep a Namespace's labels (None: deleted); returns whether the selector's verdict on it changed."""
+        before = self.managed_context().namespace_managed(name)
+        if labels is None:
+            self.namespace_labels.pop(name, None)
+        else:
+            self.namespace_labels[name] = labels
+        return self.managed_context().namespace_managed(name) != before
+
     # -- the jobs that own other jobs ---------------------------------------------------------------
 
     def remember_owner(self, kind: str, obj: objects.KubeObject) -> None:
@@ -70,6 +91,8 @@ class ConversionInputs:
         """Only what tells whether a job is managed at all."""
         return workloads.Context(
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=self.managed_jobs_namespace_selector,
+            namespace_labels=self.namespace_labels,
             managed_owners=self.owners.keys(),
             external_owners=self.external_owners,
         )
@@ -78,6 +101,8 @@ class ConversionInputs:
         """What converting the job of workload ``wl_key`` reads; ``previous``: the workload published for it."""
         return workloads.Context(
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=self.managed_jobs_namespace_selector,
+            namespace_labels=self.namespace_labels,
             local_queues=self.local_queues,
             workload_priority_classes=self.workload_priority_classes,
             priority_classes=self._priority_classes(),

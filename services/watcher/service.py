@@ -59,6 +59,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+import msgspec
 import structlog
 
 from kueue_es.events import codec, manager_config, subjects
@@ -146,6 +147,7 @@ class Watcher:
         self.publisher = Publisher(bus=bus, kinds=watched.LOGGED_KINDS)
         self.inputs = ConversionInputs(
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=config.managed_jobs_namespace_selector if config is not None else None,
             external_owners=config.external_owners if config is not None else frozenset(),
         )
         self.reporter = ProgressReporter(publisher=self.publisher, clock=_now_ms)
@@ -382,16 +384,11 @@ async def serve_watcher(
         feature_gates=feature_gates,
     )
     await watcher.learn_from_log(start)
-    if config is not None and config.managed_jobs_namespace_selector is not None:
-        log.warning(
-            "config_not_honoured",
-            field="managedJobsNamespaceSelector",
-            detail="Kueue's default is used: jobs in kube-system and kueue-system are not managed",
-        )
     log.info(
         "service_started",
         kinds=list(kinds),
         manage_jobs_without_queue_name=manage,
+        managed_jobs_namespace_selector=msgspec.to_builtins(watcher.inputs.managed_jobs_namespace_selector),
         config=str(config_path or "<defaults>"),
         unsupported_integrations=[f for f in config.frameworks if f not in watched.FRAMEWORK_KINDS]
         if config_path is not None and config
