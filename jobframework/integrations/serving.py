@@ -76,11 +76,19 @@ def _never_finished(_: Mapping[str, Any]) -> Finished | None:
 
 
 def _template_meta(obj: dict[str, Any], path: tuple[str, ...]) -> tuple[dict[str, str], dict[str, str]]:
-    """The ``labels`` and ``annotations`` maps of the pod template at ``path`` (created when missing)."""
-    target: dict[str, Any] = obj
-    for step in path:
-        target = target.setdefault(step, {})
-    meta = target.setdefault("metadata", {})
+    """The ``labels`` and ``annotations`` maps of the pod template at ``path`` (created when missing); detached
+    empty maps when something on the way is not a mapping (a malformed object the API server refuses anyway),
+    so defaulting never fails on it."""
+    target: Any = obj
+    for step in (*path, "metadata"):
+        if not isinstance(target, dict):
+            return {}, {}
+        if target.get(step) is None:
+            target[step] = {}
+        target = target[step]
+    if not isinstance(target, dict):
+        return {}, {}
+    meta = target
     labels = meta.get("labels")
     if not isinstance(labels, dict):
         labels = meta["labels"] = {}

@@ -20,7 +20,6 @@ from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_A
 ReadyState = tuple[bool, str]
 
 
-
 def reclaimable_pods_of(kind: str) -> Callable[[Mapping[str, Any]], dict[str, int]] | None:
     """The reclaimable pods function of a job kind (Kueue's optional JobWithReclaimablePods: the job's raw
     object to ``{pod set name: count}``): a batch/v1 Job's, or a registered integration's
