@@ -343,6 +343,12 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     crds.add_argument("-o", "--output-dir", type=Path, default=None, help="write one file per CRD here (deploy/crds)")
     crds.add_argument("--check", action="store_true", help="with -o: exit 1 if the files there are not up to date")
     crds.set_defaults(run=_run_deploy_crds)
+    hooks = deploy_sub.add_parser(
+        "webhooks", help="the Mutating/ValidatingWebhookConfiguration of every kind the webhook serves"
+    )
+    hooks.add_argument("-o", "--output", type=Path, default=None, help="write them to this file")
+    hooks.add_argument("--check", action="store_true", help="with -o: exit 1 if the file is not up to date")
+    hooks.set_defaults(run=_run_deploy_webhooks)
     return parser
 
 
@@ -653,6 +659,23 @@ def _run_schema(args: argparse.Namespace) -> int:
         args.output.write_text(text + "\n")
     else:
         print(text)
+    return 0
+
+
+def _run_deploy_webhooks(args: argparse.Namespace) -> int:
+    from kueue_es.services.webhook import manifests
+
+    text = manifests.render()
+    if args.output is None:
+        print(text, end="")
+        return 0
+    if args.check:
+        if not args.output.is_file() or args.output.read_text() != text:
+            print(f"{args.output} is not up to date: run kueue-es deploy webhooks -o {args.output}", file=sys.stderr)
+            return 1
+        return 0
+    args.output.write_text(text)
+    print(f"wrote {args.output}")
     return 0
 
 
