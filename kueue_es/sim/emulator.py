@@ -144,6 +144,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
     refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
     pruned, or 400 with ``fieldValidation=Strict``); False plays a cluster without them.
+    ``kueue_validation``: with ``validate`` and Kueue's create hooks, also refuse what Kueue's validating
+    job webhooks refuse (:meth:`_kueue_validate`); False plays a cluster without the webhook (its
+    mutating part stays, as with the MutatingAdmissionPolicy), where invalid jobs are stored and
+    the watcher reports them.
     """
 
     history_limit: int = 1000
@@ -153,6 +157,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     clock: Callable[[], datetime.datetime] = store.utc_now
     extra_resources: tuple[resources.ResourceRef, ...] = ()
     validate: bool = True
+    kueue_validation: bool = True
 
     _store: store.ObjectStore = attrs.field(init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
@@ -709,7 +714,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         ``validate_update``), when the emulator plays Kueue's webhooks (its default ``create_hooks``):
         a refusal is 403 Forbidden with the message kube-apiserver gives for a denying webhook,
         ``admission webhook "vjob.kb.io" denied the request: <field errors>``."""
-        if not any(hook in self.create_hooks for hook in KUEUE_WEBHOOKS):
+        if not self.kueue_validation or not any(hook in self.create_hooks for hook in KUEUE_WEBHOOKS):
             return
         served = webhooks.target(ref.api_version, ref.kind)
         if served is None:

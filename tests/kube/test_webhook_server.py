@@ -377,3 +377,59 @@ async def served_serial(url: str, trust: ssl.SSLContext) -> int:
         writer.close()
         await writer.wait_closed()
     return x509.load_der_x509_certificate(der).serial_number
+
+
+# -- the emulated API server applies the same rules ----------------------------------------------
+
+
+async def test_the_emulator_refuses_what_the_validating_webhook_refuses(tmp_path: Path) -> None:
+    """Through the emulated API server (as kubectl reaches it): a Job with a bad queue name is refused 403
+    with kube-apiserver's wording for a denying webhook; a suspended Job may move queues, a running one not."""
+    from kueue_es.services.kube import errors
+
+    async with emulator.serve_emulator() as cluster:
+        api = await client.make_api_client(server=str(cluster.url))
+        try:
+            bad = sample_job(labels={QUEUE: "Bad_Queue"})
+            bad["metadata"]["namespace"] = "default"
+            with pytest.raises(errors.ApiError) as refused:
+                await client.create_object(api, resources.JOBS, namespace="default", body=bad)
+            assert refused.value.status == 403 and refused.value.reason == "Forbidden"
+            assert refused.value.message.startswith(
+                'admission webhook "vjob.kb.io" denied the request: metadata.labels[kueue.x-k8s.io/queue-name]:'
+                ' Invalid value: "Bad_Queue"'
+            )
+            good = sample_job(labels={QUEUE: "a"})
+            good["metadata"] = {"name": "j", "namespace": "default", "labels": {QUEUE: "a"}}
+            created = await client.create_object(api, resources.JOBS, namespace="default", body=good)
+            assert created["spec"]["suspend"] is True  # the mutating rules: created suspended
+            moved = await client.patch_object(
+                api, resources.JOBS, namespace="default", name="j", patch={"metadata": {"labels": {QUEUE: "b"}}}
+            )
+            assert moved["metadata"]["labels"][QUEUE] == "b"
+            await client.patch_object(
+                api, resources.JOBS, namespace="default", name="j", patch={"spec": {"suspend": False}}
+            )
+            with pytest.raises(errors.ApiError) as immutable:
+                await client.patch_object(
+                    api, resources.JOBS, namespace="default", name="j", patch={"metadata": {"labels": {QUEUE: "c"}}}
+                )
+            assert immutable.value.status == 403
+            assert immutable.value.message.endswith(
+                'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "c": field is immutable'
+            )
+        finally:
+            await api.close()
+
+
+def test_a_certificate_for_another_name_is_made_again_from_the_same_ca() -> None:
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    bundle = certs.new_bundle(["old-service.kueue-es.svc"], now)
+    assert certs.renewed(bundle, ["old-service.kueue-es.svc"], now) is None
+    renewed = certs.renewed(bundle, ["new-service.kueue-es.svc"], now)
+    assert renewed is not None and renewed.ca_cert == bundle.ca_cert and renewed.cert != bundle.cert
+    assert certs.serving_usable(renewed, ["new-service.kueue-es.svc"], now)
+    # a broken CA gives a new CA and certificate
+    broken = certs.Bundle(ca_cert=b"garbage", ca_key=bundle.ca_key, cert=bundle.cert, key=bundle.key)
+    fresh = certs.renewed(broken, ["new-service.kueue-es.svc"], now)
+    assert fresh is not None and fresh.ca_cert != bundle.ca_cert
