@@ -618,12 +618,17 @@ def _priority_class_update(old: Mapping[str, Any], new: Mapping[str, Any], *, su
 def _job_update(
     old: Mapping[str, Any], new: Mapping[str, Any], *, old_suspended: bool, new_suspended: bool
 ) -> list[FieldError]:
-    """job_webhook.go validatePartialAdmissionUpdate."""
+    """job_webhook.go validatePartialAdmissionUpdate.
+
+    One difference: Kueue refuses a parallelism change whenever the old Job runs, because its Job
+    Stop suspends in one write and restores the parallelism in a second; kueue-es's dispatcher does
+    both in one write (suspend and restore), so a change made together with suspending is allowed.
+    """
     errors: list[FieldError] = []
     old_spec = old.get("spec") if isinstance(old.get("spec"), dict) else {}
     new_spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
     assert isinstance(old_spec, dict) and isinstance(new_spec, dict)
-    if jobs.MIN_PARALLELISM_ANNOTATION in _annotations(old) and not old_suspended:
+    if jobs.MIN_PARALLELISM_ANNOTATION in _annotations(old) and not old_suspended and not new_suspended:
         old_parallelism = workloads.parse_int(old_spec.get("parallelism"))
         new_parallelism = workloads.parse_int(new_spec.get("parallelism"))
         if (1 if old_parallelism is None else old_parallelism) != (1 if new_parallelism is None else new_parallelism):

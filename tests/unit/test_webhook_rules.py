@@ -311,6 +311,9 @@ def test_partial_admission_parallelism_is_fixed_while_running() -> None:
     assert messages(webhooks.validate_update("batch/v1", "Job", old, new)) == [
         "spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended"
     ]
+    # the dispatcher's stop: suspended and the parallelism restored in one write
+    stopped = job(annotations=annotations, parallelism=10, suspend=True)
+    assert webhooks.validate_update("batch/v1", "Job", old, stopped) == []
 
 
 def test_an_integration_queue_name_is_immutable_while_unsuspended() -> None:
