@@ -59,7 +59,7 @@ import yaml
 
 from kueue_es import crds, validation
 from kueue_es.events import models
-from kueue_es.jobframework import integrations, pods, workloads
+from kueue_es.jobframework import integrations, pods, webhooks, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
 from kueue_es.sim import aggregator, openapi, patches, selectors, store, tables
@@ -151,6 +151,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
     refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
     pruned, or 400 with ``fieldValidation=Strict``); False plays a cluster without them.
+    ``kueue_validation``: with ``validate`` and Kueue's create hooks, also refuse what Kueue's validating
+    job webhooks refuse (:meth:`_kueue_validate`); False plays a cluster without the webhook (its
+    mutating part stays, as with the MutatingAdmissionPolicy), where invalid jobs are stored and
+    the watcher reports them.
     """
 
     history_limit: int = 1000
@@ -160,6 +164,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     clock: Callable[[], datetime.datetime] = store.utc_now
     extra_resources: tuple[resources.ResourceRef, ...] = ()
     validate: bool = True
+    kueue_validation: bool = True
 
     _store: store.ObjectStore = attrs.field(init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
@@ -777,12 +782,42 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             if call.field_validation == "Warn":
                 # kept, so the strict-field checker (validate_object) names them in Warning headers
                 validation.check(validation.prune(copy.deepcopy(manifest)), old=old)
-                return manifest
-            return validation.admit(manifest, old=old, field_validation=call.field_validation)
+                admitted = manifest
+            else:
+                admitted = validation.admit(manifest, old=old, field_validation=call.field_validation)
         except validation.Invalid as exc:
             raise store.StoreError(status=422, reason="Invalid", message=exc.message, details=exc.details()) from exc
         except validation.UnknownFields as exc:
             raise store.StoreError(status=400, reason="BadRequest", message=str(exc)) from exc
+        self._kueue_validate(call.ref, admitted, old=old)
+        return admitted
+
+    def _kueue_validate(self, ref: resources.ResourceRef, obj: dict[str, Any], *, old: dict[str, Any] | None) -> None:
+        """Kueue's validating job webhooks (:func:`kueue_es.jobframework.webhooks.validate_create` and
+        ``validate_update``), when the emulator plays Kueue's webhooks (its default ``create_hooks``):
+        a refusal is 403 Forbidden with the message kube-apiserver gives for a denying webhook,
+        ``admission webhook "vjob.kb.io" denied the request: <field errors>``."""
+        if not self.kueue_validation or not any(hook in self.create_hooks for hook in KUEUE_WEBHOOKS):
+            return
+        served = webhooks.target(ref.api_version, ref.kind)
+        if served is None:
+            return
+        namespace = str(obj.get("metadata", {}).get("namespace") or "default")
+        try:
+            self._store.get(resources.LOCAL_QUEUES, namespace=namespace, name="default")
+            context = webhooks.Context(default_local_queue=True)
+        except store.StoreError:
+            context = webhooks.Context()
+        if old is None:
+            errors = webhooks.validate_create(ref.api_version, ref.kind, obj, context=context)
+        else:
+            errors = webhooks.validate_update(ref.api_version, ref.kind, old, obj, context=context)
+        if errors:
+            raise store.StoreError(
+                status=403,
+                reason="Forbidden",
+                message=f'admission webhook "v{ref.kind.lower()}.kb.io" denied the request: {webhooks.message(errors)}',
+            )
 
     def _watch(self, call: _ApiCall) -> AsyncIterator[dict[str, Any]]:
         """Validate the watch parameters now (errors become HTTP statuses) and return the event stream."""
@@ -922,30 +957,35 @@ def _controlled_by_job(metadata: Mapping[str, Any]) -> bool:
     )
 
 
+def _kueue_default(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """Replace ``obj``'s content with what Kueue's mutating webhook makes of it
+    (:func:`kueue_es.jobframework.webhooks.default`, the webhook server's own function)."""
+    defaulted = webhooks.default(ref.api_version, ref.kind, obj)
+    if defaulted != obj:
+        obj.clear()
+        obj.update(defaulted)
+
+
 def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     """A create hook doing what Kueue's Job webhook does: suspend Jobs that name a queue.
 
     Jobs with the ``kueue.x-k8s.io/queue-name`` label are created with
-    ``spec.suspend: true``, so they wait for admission instead of running.
-    ClusterEmulator uses it unless given other ``create_hooks``.
+    ``spec.suspend: true``, so they wait for admission instead of running
+    (:func:`kueue_es.jobframework.webhooks.default`). ClusterEmulator uses it unless
+    given other ``create_hooks``.
     """
-    if ref == resources.JOBS and obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
-        obj.setdefault("spec", {})["suspend"] = True
+    if ref == resources.JOBS:
+        _kueue_default(ref, obj)
 
 
 def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     """A create hook doing what the webhooks of Kueue's integrations do (a JobSet, a PyTorchJob, a RayJob,
     ...: :mod:`kueue_es.jobframework.integrations`): a job that names a queue is created suspended, by its
     kind's own suspend field (``spec.suspend``, ``spec.runPolicy.suspend``, ...), and gets its kind's
-    ``on_create`` changes."""
+    ``on_create`` changes (:func:`kueue_es.jobframework.webhooks.default`)."""
     integration = integrations.by_kind(ref.kind)
-    if integration is None or integration.api_version != ref.api_version:
-        return
-    if obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
-        if integration.suspend_path is not None:
-            integrations.set_at(obj, integration.suspend_path, True)
-        if integration.on_create is not None:
-            integration.on_create(obj)
+    if integration is not None and integration.api_version == ref.api_version:
+        _kueue_default(ref, obj)
 
 
 def gate_queued_pods(
@@ -960,8 +1000,9 @@ def gate_queued_pods(
     ``kueue.x-k8s.io/admission`` scheduling gate, which holds it until admitted,
     and (TopologyAwareScheduling is on by default) the ``kueue.x-k8s.io/topology``
     gate, which the start removes unless the pod's pod set got a topology assignment
-    (Kueue pkg/controller/jobs/pod/pod_webhook.go Default). Pods a Job or an
-    integration's job controls are left alone: they belong to their owner's workload.
+    (Kueue pkg/controller/jobs/pod/pod_webhook.go Default;
+    :func:`kueue_es.jobframework.webhooks.default`). Pods a Job or an integration's job
+    controls are left alone: they belong to their owner's workload.
 
     A pod whose template a managed Deployment, StatefulSet or LeaderWorkerSet marked
     (``kueue.x-k8s.io/pod-suspending-parent``) is gated whatever its labels
@@ -981,17 +1022,7 @@ def gate_queued_pods(
             serving.pod_defaults(obj, lookup(api_version, kind, str(metadata.get("namespace") or ""), name))
         _gate(obj)
         return
-    if not metadata.get("labels", {}).get("kueue.x-k8s.io/queue-name"):
-        return
-    owners = metadata.get("ownerReferences") or []
-    if any(
-        o.get("controller") and pods.is_job_owner(o.get("apiVersion"), o.get("kind"))
-        for o in owners
-        if isinstance(o, dict)
-    ):
-        return
-    metadata["labels"]["kueue.x-k8s.io/managed"] = "true"
-    _gate(obj)
+    _kueue_default(ref, obj)
 
 
 def _gate(pod: dict[str, Any]) -> None:
