@@ -727,6 +727,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             def change(current: dict[str, Any]) -> Any:
                 return self._admit(call, self._decode(call, copy.deepcopy(body), warnings), old=current)
         else:
+            media_type = call.content_type.split(";", 1)[0].strip().lower()
+            if media_type == patches.STRATEGIC_MERGE_PATCH and self._is_custom(call.ref):
+                raise store.StoreError(
+                    status=415,
+                    reason="UnsupportedMediaType",
+                    message="the body of the request was in an unknown format - accepted media types include: "
+                    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                    details={"kind": call.ref.plural, "group": call.ref.group},
+                )
 
             def change(current: dict[str, Any]) -> Any:
                 patched = patches.apply_patch(
@@ -900,6 +909,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self.unregister_resource(kind.ref)
         if (placeholder := self._placeholders.get(key)) is not None:
             self.register_resource(placeholder)
+
+    def _is_custom(self, ref: resources.ResourceRef) -> bool:
+        """Whether ``ref`` is served from a CRD applied to the emulator."""
+        return (ref.group, ref.version, ref.plural) in self._custom
 
     def _printer_columns(self, ref: resources.ResourceRef) -> tuple[Mapping[str, Any], ...] | None:
         kind = self._custom.get((ref.group, ref.version, ref.plural))

@@ -346,6 +346,14 @@ async def test_objects_are_pruned_defaulted_and_refused_by_strict_validation(
     )
     assert replaced["spec"] == {"replicas": 1, "size": "large", "parts": [{"count": 2}]}
     assert replaced["metadata"]["generation"] == 2
+    status, refused = await request(
+        api,
+        "PATCH",
+        WIDGETS.path(namespace="default", name="w1"),
+        body={"spec": {"size": "x"}},
+        content_type="application/strategic-merge-patch+json",
+    )
+    assert (status, refused["reason"]) == (415, "UnsupportedMediaType")  # as for any custom resource
 
 
 async def test_status_and_scale_subresources_watch_and_tables(
