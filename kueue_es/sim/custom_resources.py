@@ -19,24 +19,31 @@ API server's apiextensions controllers do. This module holds the pure part of th
   ``nullable`` is dropped; then every ``default:`` of the schema is filled in where the field is
   absent and its parent object present (structural defaulting, Kubernetes
   apiextensions-apiserver pkg/apiserver/schema/defaulting and pruning);
+* :func:`validate` checks a decoded object against the schema's value constraints (``type``,
+  ``nullable``, ``required``, ``enum``, ``minimum``/``maximum``, ``minLength``/``maxLength``,
+  ``pattern``, ``minItems``/``maxItems``, ``minProperties``/``maxProperties``), with the API
+  server's messages, for a 422 Invalid;
 * :func:`load` reads CRD files (``tests/fixtures/crds/*.yaml``, the operators' published CRDs).
 
-Not done: the schema's value validation (types, enums, ``required``, CEL
-``x-kubernetes-validations``: a real API server answers 422), conversion webhooks (every served
-version shares one storage, converted by rewriting ``apiVersion``, which is the ``None``
-strategy), and ``metadata`` pruning inside embedded resources.
+Not done: CEL ``x-kubernetes-validations`` and ``format`` checks (a real API server runs them),
+``x-kubernetes-list-type`` uniqueness, ``anyOf``/``oneOf``/``allOf``/``not`` alternatives,
+conversion webhooks (every served version shares one storage, converted by rewriting
+``apiVersion``, which is the ``None`` strategy), and ``metadata`` pruning inside embedded
+resources.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kueue_es import validation
 from kueue_es.services.kube import resources
 
 GROUP = "apiextensions.k8s.io"
@@ -278,6 +285,150 @@ def _default(value: Any, schema: Mapping[str, Any], *, root: bool = False) -> No
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         for item in value:
             _default(item, schema["items"])
+
+
+# -- validation --------------------------------------------------------------------------------------
+
+_JSON_TYPES = {"object": "object", "array": "array", "string": "string", "boolean": "boolean", "integer": "integer"}
+
+
+def validate(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> list[validation.Cause]:
+    """What the API server refuses in ``obj`` (decoded: pruned and defaulted) by its CRD version's
+    ``schema``: one :class:`kueue_es.validation.Cause` per problem, with the field path and the
+    API server's message (``spec.replicas: Invalid value: "x": spec.replicas in body must be of
+    type integer: "string"``, ``spec.template: Required value``, ``spec.policy: Unsupported value:
+    "x": supported values: "A", "B"``). The root's metadata is not checked here. ``[]`` when valid."""
+    causes: list[validation.Cause] = []
+    if schema:
+        _check(obj, schema, path="", causes=causes, root=True)
+    return causes
+
+
+def _type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _shown(value: Any) -> str:
+    """A value as the API server quotes it in a message (Go's %#v of a JSON value, close enough)."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return "{...}" if isinstance(value, dict) else "[...]"
+    return "null" if value is None else str(value)
+
+
+def _check(
+    value: Any, schema: Mapping[str, Any], *, path: str, causes: list[validation.Cause], root: bool = False
+) -> None:
+    where = path or "<root>"
+
+    def invalid(message: str, *, kind: str = "FieldValueInvalid") -> None:
+        causes.append(validation.Cause(path, kind, f"Invalid value: {_shown(value)}: {message}"))
+
+    def wrong_type(types: str) -> None:  # the API server names the type it found, not the value
+        found = "null" if value is None else actual
+        message = f'Invalid value: "{found}": {where} in body must be of type {types}: "{found}"'
+        causes.append(validation.Cause(path, "FieldValueTypeInvalid", message))
+
+    wanted = schema.get("type")
+    actual = _type_of(value)
+    if value is None:
+        if not schema.get("nullable") and wanted:
+            wrong_type(str(wanted))
+        return
+    if schema.get("x-kubernetes-int-or-string"):
+        if actual not in ("integer", "string"):
+            wrong_type("integer,string")
+            return
+    elif wanted in _JSON_TYPES or wanted == "number":
+        if not (actual == wanted or (wanted == "number" and actual == "integer")):
+            wrong_type(str(wanted))
+            return
+    if "enum" in schema and value not in schema["enum"]:
+        listed = ", ".join(_shown(option) for option in schema["enum"])
+        causes.append(
+            validation.Cause(
+                path, "FieldValueNotSupported", f"Unsupported value: {_shown(value)}: supported values: {listed}"
+            )
+        )
+    if actual in ("integer", "number"):
+        if "minimum" in schema and (
+            value < schema["minimum"] or (schema.get("exclusiveMinimum") and value == schema["minimum"])
+        ):
+            invalid(f"{where} in body should be greater than or equal to {schema['minimum']}")
+        if "maximum" in schema and (
+            value > schema["maximum"] or (schema.get("exclusiveMaximum") and value == schema["maximum"])
+        ):
+            invalid(f"{where} in body should be less than or equal to {schema['maximum']}")
+    elif actual == "string":
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            invalid(f"{where} in body should be at least {schema['minLength']} chars long")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            causes.append(
+                validation.Cause(
+                    path, "FieldValueTooLong", f"Too long: may not be more than {schema['maxLength']} bytes"
+                )
+            )
+        if "pattern" in schema and not _matches(schema["pattern"], value):
+            invalid(f"{where} in body should match '{schema['pattern']}'")
+    elif actual == "array":
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            invalid(f"{where} in body should have at least {schema['minItems']} items")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            causes.append(
+                validation.Cause(
+                    path, "FieldValueTooMany", f"Too many: {len(value)}: must have at most {schema['maxItems']} items"
+                )
+            )
+        if isinstance(schema.get("items"), Mapping):
+            for index, item in enumerate(value):
+                _check(item, schema["items"], path=f"{path}[{index}]", causes=causes)
+    elif actual == "object":
+        if "minProperties" in schema and len(value) < schema["minProperties"]:
+            invalid(f"{where} in body should have at least {schema['minProperties']} properties")
+        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+            causes.append(
+                validation.Cause(
+                    path,
+                    "FieldValueTooMany",
+                    f"Too many: {len(value)}: must have at most {schema['maxProperties']} items",
+                )
+            )
+        for required in schema.get("required") or ():
+            if required not in value and not (root and required in _ROOT_FIELDS):
+                at = f"{path}.{required}" if path else str(required)
+                causes.append(validation.Cause(at, "FieldValueRequired", "Required value"))
+        properties = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            at = f"{path}.{key}" if path else str(key)
+            if root and key in _ROOT_FIELDS:
+                continue
+            if key in properties:
+                _check(item, properties[key], path=at, causes=causes)
+            elif isinstance(additional, Mapping):
+                _check(item, additional, path=at, causes=causes)
+
+
+def _matches(pattern: str, value: str) -> bool:
+    """Whether ``value`` matches an ECMA/RE2 ``pattern`` (searched, as JSON Schema does); a pattern Python
+    cannot compile is not held against the value."""
+    try:
+        return re.search(pattern, value) is not None
+    except re.error:
+        return True
 
 
 # -- loading CRD files ----------------------------------------------------------------------------

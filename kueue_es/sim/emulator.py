@@ -24,10 +24,11 @@ patch, and a minimal server-side apply: see ``_server_side_apply``), DELETE; the
 ``/openapi/v2`` (JSON; ``openapi.py``).  CustomResourceDefinitions
 (``apiextensions.k8s.io/v1``, :mod:`.custom_resources`): writing one serves its kinds (every
 served version, status and scale subresources, short names and categories, schema, printer
-columns), their objects pruned and defaulted by the schema; deleting it deletes their objects
+columns), their objects pruned, defaulted and validated by the schema (not its CEL rules);
+deleting it deletes their objects
 and ends their watches; ``crd_files`` / :meth:`ClusterEmulator.install_crds` install CRDs without
 HTTP.  Not served: aggregated discovery, the
-protobuf OpenAPI v2, the schema validation of custom resources, deletecollection, list pagination
+protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, list pagination
 (``limit``/``continue`` are ignored: every list is one page), apply conflicts
 between field managers and ``managedFields``, garbage collection of dependents.
 
@@ -152,7 +153,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
     ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
     refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
-    pruned, or 400 with ``fieldValidation=Strict``); False plays a cluster without them.
+    pruned, or 400 with ``fieldValidation=Strict``), and objects of CRD kinds that break their
+    schema's value constraints (422); False plays a cluster without those checks.
     ``crd_files``: CRD files or folders installed at start (:func:`custom_resources.load`), as
     if applied; more can be applied at any time (``kubectl apply --server-side -f``) or
     installed with :meth:`install_crds`.
@@ -688,11 +690,19 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         does not declare are refused with 400 under ``Strict`` (the message of a real
         API server's strict decoding), returned as warnings under ``Warn``, and let
         through otherwise (unlike a real server, which drops them, the emulator keeps
-        them). Raises ``store.StoreError``; returns warning texts for ``Warning`` headers.
+        them). An object of a CRD's kind (pruned already) is held to the values of its
+        schema (:func:`custom_resources.validate`: 422 Invalid) unless ``validate`` is off. Raises ``store.StoreError``; returns warning texts for ``Warning`` headers.
         Extend it (e.g. with Kueue's validation, 422) rather than adding other hooks.
         """
-        if field_validation not in ("Strict", "Warn") or (ref.group, ref.version, ref.plural) in self._custom:
-            return []  # a custom resource's unknown fields were pruned when decoded (_decode)
+        if (kind := self._custom.get((ref.group, ref.version, ref.plural))) is not None:
+            # its unknown fields were pruned when decoded (_decode); its values are held to its schema
+            if self.validate and (causes := custom_resources.validate(obj, kind.schema)):
+                name = str(obj.get("metadata", {}).get("name", ""))
+                invalid = validation.Invalid(kind=ref.kind, group=ref.group, name=name, causes=causes)
+                raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
+            return []
+        if field_validation not in ("Strict", "Warn"):
+            return []
         unknown = [f'unknown field "{path}"' for path in openapi.unknown_fields(obj, ref)]
         if unknown and field_validation == "Strict":
             raise store.StoreError(

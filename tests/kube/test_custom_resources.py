@@ -53,6 +53,21 @@ SAMPLES: dict[str, Path] = {
     "SparkApplication": EXAMPLES / "jobs" / "sample-sparkapplication.yaml",
     "JobSet": EXAMPLES / "jobs" / "sample-jobset.yaml",
 }
+#: Kueue's XGBoostJob example asks for ``cpu: 0.5``, a JSON number where the CRD's quantity takes an
+#: integer or a string: a real API server refuses it (``must be of type integer,string: "number"``).
+XGBOOST_INVALID_FIELDS = [
+    f"spec.xgbReplicaSpecs.{role}.template.spec.containers[0].resources.requests.cpu" for role in ("Master", "Worker")
+]
+
+
+def sample(kind: str) -> dict[str, Any]:
+    """The sample object of ``kind``, as published (Kueue's XGBoostJob with its cpu quoted: "0.5")."""
+    [doc] = [doc for doc in yaml.safe_load_all(SAMPLES[kind].read_text()) if doc and doc.get("kind") == kind]
+    if kind == "XGBoostJob":
+        for role in doc["spec"]["xgbReplicaSpecs"].values():
+            requests = role["template"]["spec"]["containers"][0]["resources"]["requests"]
+            requests["cpu"] = str(requests["cpu"])
+    return dict(doc)
 
 
 def widget_crd(*, scope: str = "Namespaced", versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
@@ -260,6 +275,53 @@ def test_decode_prunes_unknown_fields_and_fills_defaults() -> None:
         },
     }
     assert custom_resources.decode({"kind": "Widget", "status": {"x": 1}}, {}) == []  # no schema: all kept
+
+
+def test_validate_holds_values_to_the_schema() -> None:
+    """Types (int-or-string included), nullability, required fields, enums and bounds, with the API server's messages."""
+    schema = {
+        "type": "object",
+        "required": ["spec"],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["size"],
+                "properties": {
+                    "size": {"type": "string", "enum": ["small", "large"]},
+                    "replicas": {"type": "integer", "minimum": 0},
+                    "cpu": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True},
+                    "name": {"type": "string", "maxLength": 3, "pattern": "^[a-z]+$"},
+                    "tags": {"type": "array", "maxItems": 1, "items": {"type": "string"}},
+                    "ratio": {"type": "number"},
+                },
+            }
+        },
+    }
+
+    def problems(spec: Any) -> list[str]:
+        obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec}
+        return [str(cause) for cause in custom_resources.validate(obj, schema)]
+
+    assert problems({"size": "small", "replicas": 2, "cpu": "500m", "name": "abc", "tags": ["a"], "ratio": 1}) == []
+    assert problems({"size": "small", "cpu": 2, "ratio": 0.5}) == []
+    assert problems({"size": "medium"}) == [
+        'spec.size: Unsupported value: "medium": supported values: "small", "large"'
+    ]
+    assert problems({"replicas": -1}) == [
+        "spec.size: Required value",
+        "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0",
+    ]
+    assert problems({"size": "small", "cpu": 0.5}) == [
+        'spec.cpu: Invalid value: "number": spec.cpu in body must be of type integer,string: "number"'
+    ]
+    assert problems({"size": "small", "replicas": "2", "name": "ABCD", "tags": ["a", 1]}) == [
+        'spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"',
+        "spec.name: Too long: may not be more than 3 bytes",
+        "spec.name: Invalid value: \"ABCD\": spec.name in body should match '^[a-z]+$'",
+        "spec.tags: Too many: 2: must have at most 1 items",
+        'spec.tags[1]: Invalid value: "integer": spec.tags[1] in body must be of type string: "integer"',
+    ]
+    assert problems(None) == ['spec: Invalid value: "null": spec in body must be of type object: "null"']
 
 
 def test_accepted_status_keeps_the_time_of_conditions_already_true() -> None:
@@ -527,17 +589,22 @@ async def test_every_fixture_crd_and_a_sample_of_each_kind(
     cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
 ) -> None:
     """All the integrations' CRDs, installed through the API, serve one sample object each (Kueue's example for
-    the kind, created as it is), stored with the schema's defaults, listed, and printed as a Table."""
+    the kind, created as it is but for XGBoostJob's cpu, which the schema refuses as a JSON number), stored
+    with the schema's defaults, listed, and printed as a Table."""
     extensions = k8s_client.ApiextensionsV1Api(api)
     for crd in custom_resources.load([FIXTURES]):
         response = await extensions.create_custom_resource_definition(crd, _preload_content=False)
         assert response.status == 201
     objects = k8s_client.CustomObjectsApi(api)
     stored: dict[str, dict[str, Any]] = {}
-    for kind, path in SAMPLES.items():
-        docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc and doc.get("kind") == kind]
-        assert len(docs) == 1, path
-        [doc] = docs
+    [as_published] = [d for d in yaml.safe_load_all(SAMPLES["XGBoostJob"].read_text()) if d]
+    status, refused = await request(
+        api, "POST", "/apis/kubeflow.org/v1/namespaces/default/xgboostjobs", body=as_published
+    )
+    assert (status, [cause["field"] for cause in refused["details"]["causes"]]) == (422, XGBOOST_INVALID_FIELDS)
+    assert 'Invalid value: "number"' in refused["message"]
+    for kind in SAMPLES:
+        doc = sample(kind)
         group, version = doc["apiVersion"].split("/")
         plural = {"ClusterTrainingRuntime": "clustertrainingruntimes"}.get(kind, f"{kind.lower()}s")
         namespace = doc["metadata"].get("namespace", "default")
