@@ -36,7 +36,8 @@ from kueue_es.events.quantities import QuantityError, to_amount
 
 CONFIG_GROUP = "config.kueue.x-k8s.io"
 API_VERSIONS = (f"{CONFIG_GROUP}/v1beta2", f"{CONFIG_GROUP}/v1beta1")
-#: Kueue's built-in integrations (pkg/controller/jobs/*: FrameworkName) ...
+#: Kueue's built-in integrations (pkg/controller/jobs/*: FrameworkName); the watcher maps those kueue-es runs to
+#: their job kinds (kueue_es.services.watcher.kinds.FRAMEWORK_KINDS).
 KUEUE_FRAMEWORKS = frozenset(
     {
         "batch/job",
@@ -59,8 +60,6 @@ KUEUE_FRAMEWORKS = frozenset(
         "leaderworkerset.x-k8s.io/leaderworkerset",
     }
 )
-#: ... and the job kind each one kueue-es supports watches.
-SUPPORTED_FRAMEWORKS = {"batch/job": "Job", "jobset.x-k8s.io/jobset": "JobSet", "pod": "Pod"}
 DEFAULT_FRAMEWORKS = ("batch/job",)  # Kueue's default when integrations.frameworks is empty
 _DURATION = re.compile(r"^-?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+$|^0$")
 _FAIR_SHARING_STRATEGIES = (
@@ -283,23 +282,30 @@ class ManagerConfig:
     ``manage_jobs_without_queue_name`` and ``managed_jobs_namespace_selector``: the watcher's
     (None: Kueue's default, every namespace but kube-system and kueue-system);
     ``frameworks``: ``integrations.frameworks`` as written (Kueue's default ``batch/job`` when
-    empty); ``job_kinds``: the job kinds of those kueue-es supports, ``unsupported``: the others.
+    empty); ``external_frameworks``: ``integrations.externalFrameworks`` as written.
     """
 
     configuration: models.Configuration
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: models.LabelSelector | None = None
     frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS
+    external_frameworks: tuple[str, ...] = ()
 
     @property
-    def job_kinds(self) -> tuple[str, ...]:
-        """The job kinds (``Job``, ``JobSet``, ``Pod``) the listed integrations manage."""
-        return tuple(SUPPORTED_FRAMEWORKS[f] for f in self.frameworks if f in SUPPORTED_FRAMEWORKS)
+    def external_owners(self) -> frozenset[tuple[str, str]]:
+        """``(apiVersion, kind)`` of each ``integrations.externalFrameworks`` entry (``Kind.version.group``):
+        kinds an outside controller runs for Kueue, whose pods are part of their owner's workload."""
+        return frozenset(external_owner(name) for name in self.external_frameworks)
 
-    @property
-    def unsupported(self) -> tuple[str, ...]:
-        """Listed integrations kueue-es does not run (their jobs are left alone)."""
-        return tuple(f for f in self.frameworks if f not in SUPPORTED_FRAMEWORKS)
+
+def external_owner(name: str) -> tuple[str, str]:
+    """``(apiVersion, kind)`` of an externalFrameworks entry ``Kind.version.group`` (``AppWrapper.v1beta2.
+    workload.codeflare.dev``), as Kubernetes' schema.ParseKindArg reads it; ValueError when it is not one."""
+    parts = name.split(".", 2)
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"{name!r} must be format, 'Kind.version.group.com'")
+    kind, version, group = parts
+    return f"{group}/{version}", kind
 
 
 def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> ManagerConfig:
@@ -361,6 +367,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         manage_jobs_without_queue_name=file.manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=file.managed_jobs_namespace_selector,
         frameworks=_frameworks(file.integrations, source=source),
+        external_frameworks=_external_frameworks(file.integrations, source=source),
     )
 
 
@@ -484,6 +491,21 @@ def _frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...
         if name in listed[:index]:
             raise _error(source, f"integrations.frameworks[{index}]", f"duplicate value {name!r}")
     return listed or DEFAULT_FRAMEWORKS
+
+
+def _external_frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:
+    """integrations.externalFrameworks: each ``Kind.version.group``, none twice (Kueue pkg/config/validation.go;
+    a repeat of a built-in framework's kind is not detected here)."""
+    listed = tuple(section.external_frameworks) if section is not None else ()
+    for index, name in enumerate(listed):
+        field = f"integrations.externalFrameworks[{index}]"
+        try:
+            external_owner(name)
+        except ValueError as err:
+            raise _error(source, field, str(err)) from None
+        if name in listed[:index]:
+            raise _error(source, field, f"duplicate value {name!r}")
+    return listed
 
 
 def _feature_gates(in_file: dict[str, bool], flag: str, *, source: str) -> dict[str, bool]:

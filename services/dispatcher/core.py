@@ -12,8 +12,9 @@ has them performed (:mod:`kueue_es.services.dispatcher.job_writes`) and records 
 the log. :func:`plan` names the events it acts on (:data:`PLAN_HANDLED`) and those it ignores
 (:data:`PLAN_IGNORED`); any other fails it.
 
-The same for a JobSet (Kueue pkg/controller/jobs/jobset: ``spec.suspend``, one pod
-template per replicated job) and for plain Pods and pod groups (pkg/controller/jobs/pod:
+The same for the table-driven integrations (a JobSet, Kubeflow's jobs, ...:
+:mod:`kueue_es.jobframework.integrations`, one pod template per pod set, each job's own
+suspend field) and for plain Pods and pod groups (pkg/controller/jobs/pod:
 start = remove the ``kueue.x-k8s.io/admission`` scheduling gate and merge the pod set's
 node selector and tolerations into each pod; stop = delete the pods that run). What a
 start adds to a pod template is Kueue's PodSetInfo (:class:`PodSetInfo`): the assigned
@@ -31,10 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from kueue_es.events import models, tas, types
-from kueue_es.jobframework import jobs
+from kueue_es.jobframework import integrations, jobs
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION, SCHEDULING_GATE
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
-from kueue_es.jobframework.jobsets import JOBSET_API
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
 from kueue_es.scheduling.queues import required_checks
 from kueue_es.services.dispatcher import status, ungater
@@ -287,44 +287,42 @@ def _eviction_marks(reason: str | None, seq: int) -> dict[str, str | None]:
     return {EVICTED_ANNOTATION: reason, EVICTION_SEQ_ANNOTATION: str(seq)}
 
 
-def _replicated_jobs(current: Mapping[str, Any], change: Any) -> list[dict[str, Any]]:
-    """The JobSet's ``spec.replicatedJobs`` with ``change(info, pod template)`` applied to each one's template."""
-    rjobs = copy.deepcopy((current.get("spec") or {}).get("replicatedJobs") or [])
-    for rjob in rjobs:
-        info = change.get(rjob.get("name"))
-        if info is None:
-            continue
-        job_spec = rjob.setdefault("template", {}).setdefault("spec", {})
-        job_spec["template"] = info(job_spec.get("template") or {})
-    return rjobs
-
-
 @dataclass(frozen=True, kw_only=True)
-class StartJobSet:
-    """Unsuspend JobSet ``namespace/name`` with each replicated job's pod template started (Kueue's
-    jobset integration, RunWithPodSetsInfo: one PodSetInfo per replicated job, matched by name)."""
+class StartIntegration:
+    """Unsuspend job ``namespace/name`` of a table-driven integration (``kind``: a JobSet, a PyTorchJob, a
+    RayJob, ...) with each pod set's template started (Kueue's RunWithPodSetsInfo: one PodSetInfo per pod set,
+    matched by name; :mod:`kueue_es.jobframework.integrations`)."""
 
     workload: types.WorkloadRef
+    kind: str
     namespace: str
     name: str
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
 
     def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
-        """The merge patch for the JobSet as it is now (``replicatedJobs`` is a list: sent whole)."""
-        change = {info.name: info.started for info in self.pod_sets}
-        metadata: dict[str, Any] = {"annotations": _eviction_marks(None, 0)}
-        if self.uid:
-            metadata["uid"] = self.uid
-        return {"metadata": metadata, "spec": {"suspend": False, "replicatedJobs": _replicated_jobs(current, change)}}
+        """The JSON merge patch for the job as it is now: the changed fields only (a list, such as a JobSet's
+        ``replicatedJobs``, is sent whole), the eviction marks of an earlier stop removed, the UID as a
+        precondition. Raises ManifestError when the job no longer converts."""
+        integration = integrations.registry()[self.kind]
+        desired = integrations.changed_job(
+            integration,
+            current,
+            templates={info.name: info.started for info in self.pod_sets},
+            suspend=False,
+            counts={info.name: info.count for info in self.pod_sets},
+        )
+        return _integration_patch(current, desired, marks=_eviction_marks(None, 0), uid=self.uid)
 
 
 @dataclass(frozen=True, kw_only=True)
-class StopJobSet:
-    """Suspend JobSet ``namespace/name`` for an eviction and give each replicated job's template back
-    (jobset_controller.go RestorePodSetsInfo); marked as a stopped Job is (:data:`EVICTED_ANNOTATION`)."""
+class StopIntegration:
+    """Suspend job ``namespace/name`` of a table-driven integration for an eviction and give each pod set's
+    template back (Kueue's Suspend + RestorePodSetsInfo); marked as a stopped Job is
+    (:data:`EVICTED_ANNOTATION` with ``reason``, :data:`EVICTION_SEQ_ANNOTATION` with ``decision_seq``)."""
 
     workload: types.WorkloadRef
+    kind: str
     namespace: str
     name: str
     uid: str = ""
@@ -333,12 +331,25 @@ class StopJobSet:
     pod_sets: list[PodSetInfo] = field(default_factory=list)
 
     def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
-        """The merge patch for the JobSet as it is now; applied twice it changes nothing the second time."""
-        change = {info.name: info.stopped for info in self.pod_sets}
-        metadata: dict[str, Any] = {"annotations": _eviction_marks(self.reason, self.decision_seq)}
-        if self.uid:
-            metadata["uid"] = self.uid
-        return {"metadata": metadata, "spec": {"suspend": True, "replicatedJobs": _replicated_jobs(current, change)}}
+        """The merge patch for the job as it is now; applied twice it changes nothing the second time.
+        Raises ManifestError when the job no longer converts."""
+        integration = integrations.registry()[self.kind]
+        desired = integrations.changed_job(
+            integration, current, templates={info.name: info.stopped for info in self.pod_sets}, suspend=True
+        )
+        marks = _eviction_marks(self.reason, self.decision_seq)
+        return _integration_patch(current, desired, marks=marks, uid=self.uid)
+
+
+def _integration_patch(
+    current: Mapping[str, Any], desired: Mapping[str, Any], *, marks: dict[str, str | None], uid: str
+) -> dict[str, Any]:
+    """The merge patch from ``current`` to ``desired`` with the eviction ``marks`` and ``uid`` in its metadata."""
+    patch = {key: value for key, value in integrations.merge_patch(current, desired).items() if key != "metadata"}
+    metadata: dict[str, Any] = {"annotations": marks}
+    if uid:
+        metadata["uid"] = uid
+    return {"metadata": metadata, **patch}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -415,9 +426,18 @@ PODSET_LABEL = "kueue.x-k8s.io/podset"
 """The pod label naming a started pod's pod set (Kueue constants.PodSetLabel; the ungater lists pods by it)."""
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 """The pod annotation naming a started pod's Workload (Kueue WorkloadAnnotation)."""
-STARTABLE = (("batch/v1", "Job"), (JOBSET_API, "JobSet"), ("v1", "Pod"))
 
-Action = StartJob | StopJob | StartJobSet | StopJobSet | StartPods | StopPods | FailStart
+
+def startable(api_version: str, kind: str) -> bool:
+    """Whether the dispatcher starts and stops jobs of this kind: a batch/v1 Job, Pods, or a registered
+    integration's kind at its apiVersion."""
+    if (api_version, kind) in (("batch/v1", "Job"), ("v1", "Pod")):
+        return True
+    integration = integrations.by_kind(kind)
+    return integration is not None and integration.api_version == api_version and integration.suspend_path is not None
+
+
+Action = StartJob | StopJob | StartIntegration | StopIntegration | StartPods | StopPods | FailStart
 
 
 @dataclass
@@ -591,7 +611,7 @@ def _queue_view(wl: WorkloadState | None) -> tuple[Any, ...]:
         return ()
     meta, spec = wl.workload.metadata, wl.workload.spec
     waiting = wl.reservation is None and not wl.gone and spec.active
-    return (meta.uid, meta.namespace, spec.queue_name, waiting, wl.reservation, wl.admitted)
+    return (meta.uid, meta.namespace, spec.queue_name, waiting, wl.reservation, wl.held, wl.admitted)
 
 
 def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tuple[str, str, str]]:
@@ -678,6 +698,7 @@ PLAN_IGNORED = (
     types.WorkloadStopped,
     types.AdmissionCheckStateChanged,
     types.WorkloadPodsReady,
+    types.WorkloadReclaimablePods,
     types.ObjectRejected,
     types.TopologyObserved,
     types.NodeObserved,
@@ -705,7 +726,7 @@ unit test that walks the event union), so a new one is classified before it is d
 def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | None:
     """The write ``event`` (logged at ``seq``) calls for, given ``view`` folded at least up to it; None if none.
 
-    WorkloadAdmitted of a workload made for a batch/v1 Job, a JobSet or Pods starts
+    WorkloadAdmitted of a workload made for a batch/v1 Job, Pods or a registered integration's job starts
     it (FailStart when its pod set information conflicts); EvictionRequested of one
     that still holds quota stops it. The events of :data:`PLAN_IGNORED` call for
     nothing; any other raises AssertionError.
@@ -728,7 +749,7 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | 
     if current is None or current.reservation is None or current.gone or current.eviction is not None:
         return None  # an eviction already on the log: Kueue's reconciler does not start it either
     owner = current.workload.owner
-    if owner is None or (owner.api_version, owner.kind) not in STARTABLE:
+    if owner is None or not startable(owner.api_version, owner.kind):
         return None
     infos = view.started.get(event.workload.key)
     if infos is None:
@@ -736,8 +757,15 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | 
     namespace = current.workload.metadata.namespace
     if isinstance(infos, str):
         return FailStart(workload=event.workload, namespace=namespace, name=owner.name, kind=owner.kind, message=infos)
-    if owner.kind == "JobSet":
-        return StartJobSet(workload=event.workload, namespace=namespace, name=owner.name, uid=owner.uid, pod_sets=infos)
+    if owner.kind not in ("Job", "Pod"):
+        return StartIntegration(
+            workload=event.workload,
+            kind=owner.kind,
+            namespace=namespace,
+            name=owner.name,
+            uid=owner.uid,
+            pod_sets=infos,
+        )
     if owner.kind == "Pod":
         group = _group_of(current)
         return StartPods(
@@ -760,6 +788,32 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | 
         annotations=info.annotations,
         scheduling_gates=info.scheduling_gates,
         count=info.count,
+    )
+
+
+def late_start(view: DispatchState, key: str) -> StartPods | None:
+    """The start of the pods of an admitted pod group that came after its start, or None.
+
+    A serving group's controller (a StatefulSet, a LeaderWorkerSet) creates pods one by one or
+    replaces them; Kueue's pod group reconciler ungates every gated pod of a group whose workload
+    is admitted (pod_controller.go Run for a workload already admitted). None unless workload
+    ``key`` (``namespace/name``) is a Pod group's, admitted with a reservation, not being evicted,
+    and started (its :attr:`DispatchState.started` pod set information).
+    """
+    wl = view.cluster.workloads.get(key)
+    if wl is None or wl.gone or not wl.admitted or wl.reservation is None or wl.eviction is not None:
+        return None
+    owner = wl.workload.owner
+    infos = view.started.get(key)
+    group = _group_of(wl)
+    if owner is None or owner.kind != "Pod" or not group or not isinstance(infos, list):
+        return None
+    meta = wl.workload.metadata
+    return StartPods(
+        workload=types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid),
+        namespace=meta.namespace,
+        group=group,
+        pod_sets=infos,
     )
 
 
@@ -858,7 +912,7 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
     Nothing when the workload is unknown, finished or deleted (nothing runs), holds
     no quota (already stopped and released), is a namesake with another UID, holds a
     reservation recorded after the eviction (a redelivery of an old eviction), or is
-    not a batch/v1 Job's, a JobSet's or Pods'. What is taken out of the templates is
+    not a batch/v1 Job's, Pods' or a registered integration's job. What is taken out of the templates is
     what the admission put in (``view.started``), or, for a workload never started,
     what its flavors would have put in.
     """
@@ -871,7 +925,7 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
     if seq and view.reserved_seq.get(event.workload.key, 0) > seq:
         return None
     owner = current.workload.owner
-    if owner is None or (owner.api_version, owner.kind) not in STARTABLE:
+    if owner is None or not startable(owner.api_version, owner.kind):
         return None
     namespace = current.workload.metadata.namespace
     if owner.kind == "Pod":
@@ -888,9 +942,10 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
     if not isinstance(infos, list):
         computed = pod_set_infos(state, current, None)
         infos = computed if isinstance(computed, list) else []
-    if owner.kind == "JobSet":
-        return StopJobSet(
+    if owner.kind != "Job":
+        return StopIntegration(
             workload=event.workload,
+            kind=owner.kind,
             namespace=namespace,
             name=owner.name,
             uid=owner.uid,

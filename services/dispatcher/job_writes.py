@@ -5,7 +5,8 @@ decision calls for (an :data:`~kueue_es.services.dispatcher.core.Action`); this
 module writes it to the API server, for each kind of job Kueue integrates: a
 batch/v1 Job (unsuspend it with the flavors' node selectors, tolerations and the
 TAS gate, or suspend it and give its template back, Kueue job_controller.go
-Run/Stop), a JobSet (the same on every replicated job) and plain Pods (ungate them,
+Run/Stop), a table-driven integration's job (a JobSet, a PyTorchJob, ...: the same on each pod set's
+template, its own suspend field) and plain Pods (ungate them,
 or mark and delete them, pod_controller.go). Each write waits for the dispatcher's
 write limiter first, in the most urgent class (``WriteClass.JOBS``); the result is
 the DispatchApplied or DispatchFailed the dispatcher (:mod:`.service`) records on
@@ -19,7 +20,8 @@ from typing import assert_never
 
 import structlog
 
-from kueue_es.events import types
+from kueue_es.events import manifests, types
+from kueue_es.jobframework import integrations
 from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
@@ -30,17 +32,16 @@ from kueue_es.services.kube import objects, resources
 log = structlog.get_logger(__name__)
 
 JOB_REF = resources.ref_for("batch/v1", "Job")
-JOBSET_REF = resources.ref_for(core.JOBSET_API, "JobSet")
 POD_REF = resources.ref_for("v1", "Pod")
 
 Result = types.DispatchApplied | types.DispatchFailed
-JobAction = core.StartJob | core.StopJob | core.StartJobSet | core.StopJobSet
+JobAction = core.StartJob | core.StopJob | core.StartIntegration | core.StopIntegration
 PodsAction = core.StartPods | core.StopPods
 
 
 def action_name(action: core.Action) -> str:
     """``StartJob`` or ``Evict``, whatever the job kind (the DispatchApplied/Failed action)."""
-    return "Evict" if isinstance(action, core.StopJob | core.StopJobSet | core.StopPods) else "StartJob"
+    return "Evict" if isinstance(action, core.StopJob | core.StopIntegration | core.StopPods) else "StartJob"
 
 
 def target_name(action: core.Action) -> str:
@@ -66,8 +67,8 @@ class JobWrites:
                 return await self.start_job(action, seq=seq)
             case core.StopJob():
                 return await self.stop_job(action, seq=seq)
-            case core.StartJobSet() | core.StopJobSet():
-                return await self.write_jobset(action, seq=seq)
+            case core.StartIntegration() | core.StopIntegration():
+                return await self.write_integration(action, seq=seq)
             case core.StartPods():
                 return await self.start_pods(action, seq=seq)
             case core.StopPods():
@@ -85,12 +86,12 @@ class JobWrites:
             case _:
                 assert_never(action)
 
-    # -- Jobs and JobSets ------------------------------------------------------------------------
+    # -- Jobs and the integrations' jobs ------------------------------------------------------------------------
 
     async def _same_job(
         self, action: JobAction, *, seq: int, ref: resources.ResourceRef
     ) -> RawObject | types.DispatchFailed:
-        """The action's Job (or JobSet) as the API server has it, or DispatchFailed 404 when it is gone
+        """The action's Job (or integration job) as the API server has it, or DispatchFailed 404 when it is gone
         or a namesake with another UID took its place."""
         target = f"{ref.kind} {action.namespace}/{action.name}"
         try:
@@ -148,20 +149,35 @@ class JobWrites:
         log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
         return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
 
-    async def write_jobset(self, action: core.StartJobSet | core.StopJobSet, *, seq: int) -> Result:
-        """Unsuspend a JobSet with its templates started, or suspend it with them given back (Kueue's jobset
-        integration); a JobSet that is gone, or a namesake, is a DispatchFailed 404."""
-        target = f"JobSet {action.namespace}/{action.name}"
-        found = await self._same_job(action, seq=seq, ref=JOBSET_REF)
+    async def write_integration(self, action: core.StartIntegration | core.StopIntegration, *, seq: int) -> Result:
+        """Unsuspend a job of a table-driven integration (a JobSet, a PyTorchJob, ...) with its templates
+        started, or suspend it with them given back (:mod:`kueue_es.jobframework.integrations`).
+
+        A job that is gone, or a namesake, is a DispatchFailed 404; one that no longer converts (its pod
+        sets cannot be read) a DispatchFailed 422 ``Invalid`` naming the field.
+        """
+        integration = integrations.registry()[action.kind]
+        ref = resources.ref_for(integration.api_version, integration.kind)
+        target = f"{action.kind} {action.namespace}/{action.name}"
+        found = await self._same_job(action, seq=seq, ref=ref)
         if isinstance(found, types.DispatchFailed):
             return found
-        jobset = objects.as_jobset(found)
+        try:
+            patch = action.patch(found)
+        except manifests.ManifestError as err:
+            log.warning("job_not_written", job=target, workload=action.workload.key, error=str(err), seq=seq)
+            return types.DispatchFailed(
+                workload=action.workload,
+                decision_seq=seq,
+                action=action_name(action),
+                status=422,
+                reason="Invalid",
+                message=str(err),
+            )
         await self.limiter.acquire(WriteClass.JOBS)
-        await self.api.patch_object(
-            JOBSET_REF, namespace=action.namespace, name=action.name, patch=action.patch(jobset)
-        )
-        starting = isinstance(action, core.StartJobSet)
-        log.info("jobset_started" if starting else "jobset_stopped", jobset=target, workload=action.workload.key)
+        await self.api.patch_object(ref, namespace=action.namespace, name=action.name, patch=patch)
+        starting = isinstance(action, core.StartIntegration)
+        log.info("job_started" if starting else "job_stopped", job=target, workload=action.workload.key, seq=seq)
         selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()} if starting else {}
         return types.DispatchApplied(
             workload=action.workload,

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kueue_es.events import manifests, models, types
+from kueue_es.jobframework import integrations
 from kueue_es.projections.cluster import ClusterState, priority_of
 from kueue_es.services.dispatcher import status
 from kueue_es.services.kube import resources
@@ -92,9 +93,11 @@ def for_job_write(
 ) -> KubeEvent | None:
     """The job framework's Event on the job itself once its start or stop write landed
     (jobframework/reconciler.go startJob / stopJob): Normal ``Started`` "Admitted by
-    clusterQueue CQ", or Normal ``Stopped`` with the eviction message. ``kind`` is ``Job`` or
-    ``JobSet``; ``decision`` the WorkloadAdmitted or EvictionRequested carried out."""
-    api_version = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2"}.get(kind)
+    clusterQueue CQ", or Normal ``Stopped`` with the eviction message. ``kind`` is ``Job`` or a
+    registered integration's (``JobSet``, ``PyTorchJob``, ...); ``decision`` the WorkloadAdmitted or
+    EvictionRequested carried out."""
+    integration = integrations.by_kind(kind)
+    api_version = "batch/v1" if kind == "Job" else integration.api_version if integration is not None else None
     if api_version is None:
         return None
     ref = getattr(decision, "workload", None)
@@ -124,11 +127,11 @@ def for_job_write(
 
 
 def for_created_workload(workload: models.Workload) -> KubeEvent | None:
-    """Normal ``CreatedWorkload`` "Created Workload: NS/NAME" on the Job or JobSet whose Workload
+    """Normal ``CreatedWorkload`` "Created Workload: NS/NAME" on the Job or integration's job whose Workload
     object was just created (jobframework/reconciler.go handleJobWithNoWorkload); None for
     other owners."""
     owner, meta = workload.owner, workload.metadata
-    if owner is None or owner.kind not in ("Job", "JobSet"):
+    if owner is None or (owner.kind != "Job" and integrations.by_kind(owner.kind) is None):
         return None
     return KubeEvent(
         workload=types.WorkloadRef(namespace=meta.namespace, name=owner.name),
@@ -141,7 +144,7 @@ def for_created_workload(workload: models.Workload) -> KubeEvent | None:
 
 
 #: Kinds whose rejection is a job's: Kueue's job reconciler says ErrWorkloadCompose (jobframework/events.go).
-JOB_KINDS = frozenset({"Job", "JobSet", "Pod"})
+JOB_KINDS = frozenset({"Job", "Pod", *integrations.registry()})
 
 
 def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
@@ -150,6 +153,9 @@ def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
     for a job (Kueue's reason when it cannot build a job's Workload), ``Invalid`` (the API server's
     word for a refused object) for the others. None for a kind kueue-es does not address."""
     ref = next((r for r in resources.RESOURCES.values() if r.kind == fact.kind), None)
+    integration = integrations.by_kind(fact.kind)
+    if ref is None and integration is not None:
+        ref = resources.ref_for(integration.api_version, integration.kind)
     if ref is None:
         return None
     where = f"{fact.field}: " if fact.field else ""

@@ -59,11 +59,11 @@ class Recording:
         self._job_events.append((seq, item))
 
     def job_write(self, action: core.Action, *, seq: int, decision: types.Event) -> None:
-        """A Job or JobSet was started or stopped for ``decision``: its Started or Stopped Event, if Kueue
+        """A job (not Pods) was started or stopped for ``decision``: its Started or Stopped Event, if Kueue
         records one."""
-        if isinstance(action, core.StartJob | core.StartJobSet | core.StopJob | core.StopJobSet):
-            kind = "JobSet" if isinstance(action, core.StartJobSet | core.StopJobSet) else "Job"
-            started = isinstance(action, core.StartJob | core.StartJobSet)
+        if isinstance(action, core.StartJob | core.StartIntegration | core.StopJob | core.StopIntegration):
+            kind = action.kind if isinstance(action, core.StartIntegration | core.StopIntegration) else "Job"
+            started = isinstance(action, core.StartJob | core.StartIntegration)
             job_event = kube_events.for_job_write(
                 kind, action.name, action.uid, started=started, decision=decision, at_ms=decision_ms(decision)
             )

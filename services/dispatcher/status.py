@@ -53,6 +53,7 @@ import msgspec
 
 from kueue_es.events import manifests, models, types
 from kueue_es.events.quantities import to_quantity
+from kueue_es.jobframework import integrations
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.scheduling import fairsharing, readiness
@@ -72,9 +73,8 @@ WORKLOAD_STATUS_FIELDS = (
     "requeueState",
     "schedulingStats",
     "accumulatedPastExecutionTimeSeconds",
+    "reclaimablePods",
 )
-#: The job kinds whose Workload objects the dispatcher keeps: (apiVersion, kind) of the owner.
-MANAGED_OWNERS = (("batch/v1", "Job"), ("jobset.x-k8s.io/v1alpha2", "JobSet"), ("v1", "Pod"))
 RESET_MESSAGE = "Reset to Pending after eviction. Previously: {state}"
 DEACTIVATED_PREFIX = "DeactivatedDueTo"
 # generatePodsReadyCondition's messages (jobframework/reconciler.go)
@@ -147,6 +147,7 @@ class WorkloadRecord:
     requeue_at_ms: int | None = None
     deactivated: bool = False
     inactive_seen: bool = False
+    reclaimable: tuple[tuple[str, int], ...] = ()  # (pod set, count) in pod set order: status.reclaimablePods
 
     def set(self, kind: str, status: bool, reason: str, message: str, *, at_ms: int, generation: bool = True) -> None:
         """apimeta.SetStatusCondition: the transition time moves only when the status changes."""
@@ -211,6 +212,7 @@ def workload_key(event: types.Event) -> str | None:
             | types.EvictionRequested()
             | types.AdmissionCheckStateChanged()
             | types.WorkloadPodsReady()
+            | types.WorkloadReclaimablePods()
             | types.WorkloadDeactivated()
             | types.TopologyAssigned()
         ):
@@ -234,6 +236,7 @@ STATUS_HANDLED = (
     types.WorkloadFinished,
     types.AdmissionCheckStateChanged,
     types.WorkloadPodsReady,
+    types.WorkloadReclaimablePods,
     types.WorkloadDeactivated,
     types.TopologyAssigned,
 )
@@ -341,6 +344,12 @@ def _fold_into(
                 event.reason or ("Started" if event.ready else "WaitForStart"),
                 message,
                 at_ms=event.at_ms,
+            )
+        case types.WorkloadReclaimablePods():
+            # The counts the cluster fold took (Kueue's webhook refuses a lowered count while the
+            # workload holds quota), in pod set order, as the job reconciler writes them.
+            record.reclaimable = tuple(
+                (ps.name, wl.reclaimable[ps.name]) for ps in wl.workload.spec.pod_sets if ps.name in wl.reclaimable
             )
         case types.WorkloadDeactivated():
             _deactivate(record, event, holds_quota=wl.reservation is not None and before.eviction is None)
@@ -604,6 +613,7 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         record.requeue_at_ms,
         record.deactivated,
         record.inactive_seen,
+        record.reclaimable,
     )
 
 
@@ -611,9 +621,15 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
 
 
 def is_job_workload(wl: WorkloadState) -> bool:
-    """A workload the watcher made from a batch/v1 Job, a JobSet or Pods: the dispatcher owns its Workload object."""
+    """A workload the watcher made from a batch/v1 Job, Pods or a registered integration's job (a JobSet, a
+    PyTorchJob, ...): the dispatcher owns its Workload object."""
     owner = wl.workload.owner
-    return owner is not None and (owner.api_version, owner.kind) in MANAGED_OWNERS
+    if owner is None:
+        return False
+    if (owner.api_version, owner.kind) in (("batch/v1", "Job"), ("v1", "Pod")):
+        return True
+    integration = integrations.by_kind(owner.kind)
+    return integration is not None and integration.api_version == owner.api_version
 
 
 def workload_object(wl: WorkloadState, state: ClusterState, record: WorkloadRecord | None = None) -> dict[str, Any]:
@@ -734,6 +750,8 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
         }
     if record.accumulated_seconds is not None:
         status["accumulatedPastExecutionTimeSeconds"] = record.accumulated_seconds
+    if record.reclaimable:
+        status["reclaimablePods"] = [{"name": name, "count": count} for name, count in record.reclaimable]
     return status
 
 
@@ -951,7 +969,7 @@ def _usage(
             continue
         count += 1
         admitted_count += wl.admitted
-        for assignment in wl.reservation.pod_set_assignments:
+        for assignment in (wl.held or wl.reservation).pod_set_assignments:  # after dynamic reclaim
             for resource, amount in assignment.resource_usage.items():
                 flavor = assignment.flavors.get(resource)
                 if flavor is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import urllib.parse
 
+from kueue_es.jobframework import integrations
 from kueue_es.services.kube import errors
 
 
@@ -94,6 +95,9 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref("v1", "Pod", "pods", namespaced=True, status=True),
         _ref("v1", "Event", "events", namespaced=True, status=False),
         _ref("batch/v1", "Job", "jobs", namespaced=True, status=True),
+        _ref("apps/v1", "Deployment", "deployments", namespaced=True, status=True),
+        _ref("apps/v1", "ReplicaSet", "replicasets", namespaced=True, status=True),
+        _ref("apps/v1", "StatefulSet", "statefulsets", namespaced=True, status=True),
         _ref("coordination.k8s.io/v1", "Lease", "leases", namespaced=True, status=False),
         _ref("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", namespaced=True, status=True),
         _ref(KUEUE_V1BETA2, "ResourceFlavor", "resourceflavors", namespaced=False, status=False),
@@ -112,6 +116,9 @@ NODES = RESOURCES["v1", "Node"]
 PODS = RESOURCES["v1", "Pod"]
 EVENTS = RESOURCES["v1", "Event"]
 JOBS = RESOURCES["batch/v1", "Job"]
+DEPLOYMENTS = RESOURCES["apps/v1", "Deployment"]
+REPLICA_SETS = RESOURCES["apps/v1", "ReplicaSet"]
+STATEFUL_SETS = RESOURCES["apps/v1", "StatefulSet"]
 LEASES = RESOURCES["coordination.k8s.io/v1", "Lease"]
 JOBSETS = RESOURCES["jobset.x-k8s.io/v1alpha2", "JobSet"]
 RESOURCE_FLAVORS = RESOURCES[KUEUE_V1BETA2, "ResourceFlavor"]
@@ -125,14 +132,17 @@ TOPOLOGIES = RESOURCES[KUEUE_V1BETA2, "Topology"]
 
 
 def ref_for(api_version: str, kind: str) -> ResourceRef:
-    """Return the ResourceRef of a kind.
+    """Return the ResourceRef of a kind: one of ``RESOURCES``, or a job integration's kind
+    (:func:`kueue_es.jobframework.integrations.by_kind`, served once its CRD is installed).
 
-    Raises ``errors.UnknownKindError`` (naming the kind) for kinds outside
-    ``RESOURCES``, e.g. ``kubeflow.org/v1 PyTorchJob``.
+    Raises ``errors.UnknownKindError`` (naming the kind) for any other, e.g. ``example.com/v1 Widget``.
     """
     try:
         return RESOURCES[api_version, kind]
     except KeyError:
+        integration = integrations.by_kind(kind)
+        if integration is not None and integration.api_version == api_version:
+            return _ref(api_version, kind, integration.plural, namespaced=integration.namespaced, status=True)
         known = ", ".join(sorted(f"{av} {k}" for av, k in RESOURCES))
         raise errors.UnknownKindError(
             f"kind {kind!r} of apiVersion {api_version!r} is not one kueue-es handles;"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from kueue_es.events import manifests, types
-from kueue_es.jobframework import jobs, jobsets, pods, workloads
+from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.kinds import API_VERSIONS, JOB_KINDS, Key
@@ -27,9 +27,17 @@ from kueue_es.services.watcher.reporting import ProgressReporter
 
 _CONVERTERS: dict[str, Callable[..., types.Fact | None]] = {
     "Job": jobs.job_facts,
-    "JobSet": jobsets.jobset_facts,
     "Pod": pods.pod_facts,
 }
+
+
+def _convert(kind: str, obj: objects.KubeObject, *, now_ms: int, context: workloads.Context) -> types.Fact | None:
+    """The fact a job of ``kind`` stands for: its own converter, or the table-driven integration's."""
+    convert = _CONVERTERS.get(kind)
+    if convert is not None:
+        return convert(obj, now_ms=now_ms, context=context)
+    integration = integrations.registry()[kind]
+    return integrations.facts(integration, obj, now_ms=now_ms, context=context)
 
 
 class JobTracker:
@@ -117,9 +125,11 @@ class JobTracker:
         wl_key = self._workload_key(kind, obj)
         if wl_key is None:
             return
+        if not self.inputs.managed_context().namespace_managed(objects.namespace_of(obj)):
+            return  # Kueue's reconciler ignores the job; a workload it had stays as it is (managedJobsNamespaceSelector)
         now_ms = self.clock()
         context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
-        fact = _CONVERTERS[kind](obj, now_ms=now_ms, context=context)
+        fact = _convert(kind, obj, now_ms=now_ms, context=context)
         if fact is None:
             if self.publisher.sources.get(wl_key) == kind:  # it was managed and no longer is
                 await self.publisher.delete_workload(wl_key, version=version)
@@ -128,12 +138,15 @@ class JobTracker:
         if isinstance(fact, types.WorkloadObserved) and known and self._running(kind, [obj]):
             # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
             await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+            await self.reporter.report_reclaimable(kind, obj, wl_key, version=version)
             return
         log_rejection(fact)
         await self.publisher.publish(self.publisher.keep_active(wl_key, fact), version=version, source=kind)
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of this job is news again
             self.publisher.last_published.pop((kind, objects.namespace_of(obj), objects.name_of(obj)), None)
         await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+        if isinstance(fact, types.WorkloadObserved):  # not once finished (reconciler.go step 3 comes first)
+            await self.reporter.report_reclaimable(kind, obj, wl_key, version=version)
 
     def _running(self, kind: str, objs: list[objects.KubeObject]) -> bool:
         """A started job: its workload's template now carries the flavor's node selector and
@@ -141,11 +154,17 @@ class JobTracker:
         (also after a restart: ``known`` comes from the log, ``Watcher.learn_from_log``)."""
         if kind == "Pod":
             return pods.is_running(objs)
+        integration = integrations.by_kind(kind) if kind not in _CONVERTERS else None
+        if integration is not None:
+            return not any(integrations.suspended(integration, obj) for obj in objs)
         return not any((cast(Mapping[str, Any], obj).get("spec") or {}).get("suspend", False) for obj in objs)
 
     def _managed(self, kind: str, obj: objects.KubeObject) -> bool:
         """Whether a job is one Kueue manages (an invalid one counts: its last valid workload stays)."""
         context = self.inputs.managed_context()
+        if not context.namespace_managed(objects.namespace_of(obj)):
+            # ignored by Kueue's reconciler, not deleted: a workload it had stays (managedJobsNamespaceSelector)
+            return self._workload_key(kind, obj) in self.publisher.known["Workload"]
         if kind == "Pod":
             return pods.is_managed(obj, context)
         ref = workloads.job_ref(obj, kind=kind, api_version=API_VERSIONS[kind])
@@ -158,8 +177,9 @@ class JobTracker:
         name, uid = objects.name_of(obj), objects.uid_of(obj)
         if kind == "Pod":
             return pods.workload_key(obj)
-        if kind == "JobSet":
-            return objects.namespace_of(obj), jobsets.workload_name_for_jobset(name, uid)
         if kind == "Job":
             return objects.namespace_of(obj), jobs.workload_name_for_job(name, uid)
+        integration = integrations.by_kind(kind)
+        if integration is not None:
+            return objects.namespace_of(obj), integration.workload_name(name, uid)
         return None

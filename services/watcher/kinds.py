@@ -10,7 +10,7 @@ runner.
 
 from __future__ import annotations
 
-from kueue_es.jobframework import jobs, jobsets, pods
+from kueue_es.jobframework import integrations, jobs, jobsets, pods
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher import nodes
 
@@ -19,9 +19,18 @@ Key = tuple[str, str]
 
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
 #: Put on the log as they are, like Kueue's objects: AdmissionChecks (their Active condition, as the check's
-#: controller sets it) and Namespaces (their labels, for ClusterQueue namespaceSelectors).
+#: controller sets it) and Namespaces (their labels, for ClusterQueue namespaceSelectors and, read by the job
+#: conversions, for managedJobsNamespaceSelector).
 OBSERVED_KINDS = (*KUEUE_KINDS, "AdmissionCheck", "Namespace")
-JOB_KINDS = ("JobSet", "Job", "Pod")
+#: The kinds of the table-driven integrations (:mod:`kueue_es.jobframework.integrations`) but the JobSet, by name.
+INTEGRATION_KINDS = tuple(kind for kind in integrations.kinds_of(None) if kind != "JobSet")
+JOB_KINDS = ("JobSet", "Job", "Pod", *INTEGRATION_KINDS)
+#: Kueue's integrations.frameworks names of the job kinds (pkg/controller/jobs/*: FrameworkName).
+FRAMEWORK_KINDS = {
+    "batch/job": "Job",
+    "pod": "Pod",
+    **{integration.framework: kind for kind, integration in integrations.registry().items()},
+}
 #: The Workload objects the dispatcher writes: read back for admission check states and spec.active.
 WORKLOAD_KIND = "Workload"
 #: Cluster objects a job's conversion reads, kept in memory and never put on the log.
@@ -44,12 +53,21 @@ RUNTIME_CLASSES = resources.ResourceRef(
 #: v1 LimitRange: container defaults and bounds in a namespace (SEMANTICS §2.3 step 2).
 LIMIT_RANGES = resources.ResourceRef(group="", version="v1", plural="limitranges", kind="LimitRange", namespaced=True)
 INPUT_REFS = {"PriorityClass": PRIORITY_CLASSES, "RuntimeClass": RUNTIME_CLASSES, "LimitRange": LIMIT_RANGES}
-API_VERSIONS = {"Namespace": "v1", "Job": jobs.JOB_API, "JobSet": jobsets.JOBSET_API, "Pod": pods.POD_API}
-_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", *INPUT_KINDS)
+API_VERSIONS = {
+    "Namespace": "v1",
+    "Job": jobs.JOB_API,
+    "JobSet": jobsets.JOBSET_API,
+    "Pod": pods.POD_API,
+    **{kind: integrations.registry()[kind].api_version for kind in INTEGRATION_KINDS},
+}
+_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", "Namespace", *INPUT_KINDS)
 #: What each kind's conversion reads; Watcher.run lists these first.
+#: A job owned by a managed job is part of it (jobframework FindAncestorJobManagedByKueue), so the kinds
+#: that may own another are listed first: every integration may own a Job or pods, a TrainJob owns a JobSet,
+#: a RayJob or RayService owns a RayCluster (:attr:`Integration.owner_kinds`).
 READS: dict[str, tuple[str, ...]] = {
-    "JobSet": _SHARED_READS,
-    "Job": (*_SHARED_READS, "JobSet"),
-    "Pod": (*_SHARED_READS, "JobSet", "Job"),
+    "Job": (*_SHARED_READS, "JobSet", *INTEGRATION_KINDS),
+    "Pod": (*_SHARED_READS, "JobSet", "Job", *INTEGRATION_KINDS),
+    **{kind: (*_SHARED_READS, *i.owner_kinds) for kind, i in integrations.registry().items()},
     WORKLOAD_KIND: JOB_KINDS,
 }

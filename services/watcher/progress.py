@@ -11,13 +11,23 @@ WorkloadStopped); this module is the pure part: what "ready", "started" and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kueue_es.jobframework import pods, workloads
+from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 ReadyState = tuple[bool, str]
+
+
+def reclaimable_pods_of(kind: str) -> Callable[[Mapping[str, Any]], dict[str, int]] | None:
+    """The reclaimable pods function of a job kind (Kueue's optional JobWithReclaimablePods: the job's raw
+    object to ``{pod set name: count}``): a batch/v1 Job's, or a registered integration's
+    ``reclaimable_pods``. None: the kind reports none (an integration that does not implement it)."""
+    if kind == "Job":
+        return jobs.reclaimable_pods
+    integration = integrations.by_kind(kind)
+    return integration.reclaimable_pods if integration is not None else None
 
 
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -48,20 +58,6 @@ def job_ready(job: Mapping[str, Any]) -> bool:
     return done >= min(parallelism, completions)
 
 
-def jobset_ready(jobset: Mapping[str, Any]) -> bool:
-    """JobSet PodsReady (jobs/jobset/jobset_controller.go PodsReady): the ready and succeeded Jobs over
-    ``status.replicatedJobsStatus`` add up to the replicas of every replicated job (in Jobs, not pods)."""
-    replicas = sum(
-        _count(rjob.get("replicas"), 1) for rjob in _spec(jobset).get("replicatedJobs") or [] if isinstance(rjob, dict)
-    )
-    done = sum(
-        _count(rjs.get("ready"), 0) + _count(rjs.get("succeeded"), 0)
-        for rjs in _status(jobset).get("replicatedJobsStatus") or []
-        if isinstance(rjs, dict)
-    )
-    return done == replicas
-
-
 def pod_ready(pod: Mapping[str, Any]) -> bool:
     """A pod's PodReady condition is True (pod_controller.go hasPodReadyTrue)."""
     for condition in _status(pod).get("conditions") or []:
@@ -79,6 +75,9 @@ def started(kind: str, objs: Sequence[Mapping[str, Any]]) -> bool:
     """Whether the job was started by Kueue: a Job or JobSet not suspended, a pod no longer gated."""
     if kind == "Pod":
         return bool(objs) and not any(pods.is_gated(p) for p in objs)
+    integration = integrations.by_kind(kind) if kind != "Job" else None
+    if integration is not None:
+        return bool(objs) and not any(integrations.suspended(integration, o) for o in objs)
     return bool(objs) and not any(_spec(o).get("suspend") is True for o in objs)
 
 
@@ -113,12 +112,3 @@ def eviction_mark(objs: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
         return None
     _, reason, seq = max(found)
     return reason, seq
-
-
-def jobset_active(jobset: Mapping[str, Any]) -> bool:
-    """Whether a JobSet still has active Jobs (``status.replicatedJobsStatus[].active``), Kueue's IsActive."""
-    return any(
-        _count(rjs.get("active"), 0) > 0
-        for rjs in _status(jobset).get("replicatedJobsStatus") or []
-        if isinstance(rjs, dict)
-    )

@@ -147,16 +147,20 @@ def test_watcher_is_read_only_and_covers_what_it_watches() -> None:
     for kind in watcher.WATCHED_KINDS:
         refs = [ref for (_, k), ref in resources.RESOURCES.items() if k == kind]
         refs += [v for v in vars(watcher).values() if isinstance(v, resources.ResourceRef) and v.kind == kind]
+        if kind in watcher.API_VERSIONS:
+            refs.append(resources.ref_for(watcher.API_VERSIONS[kind], kind))
         assert refs, f"no resource known for {kind}"
         assert any({(ref.group, ref.plural, "list"), (ref.group, ref.plural, "watch")} <= granted for ref in refs), kind
 
 
 def test_dispatcher_has_only_the_verbs_it_uses() -> None:
+    from kueue_es.jobframework import integrations
+
+    suspended = [i for i in integrations.registry().values() if i.suspend_path is not None]
     assert grants(rules_of("dispatcher")) == {
+        *((i.group, i.plural, verb) for i in suspended for verb in ("get", "patch")),  # start and stop the jobs
         ("batch", "jobs", "get"),
         ("batch", "jobs", "patch"),
-        ("jobset.x-k8s.io", "jobsets", "get"),
-        ("jobset.x-k8s.io", "jobsets", "patch"),
         ("", "pods", "get"),  # plain Pods to start
         ("", "pods", "list"),
         ("", "pods", "watch"),  # the TAS ungater
@@ -527,7 +531,9 @@ def test_watcher_reads_kueue_s_manager_configuration_where_kueue_does() -> None:
     (generator,) = [g for g in kustomization["configMapGenerator"] if g["name"] == "kueue-manager-config"]
     assert generator["files"] == list(NOT_MANIFESTS)
     parsed = manager_config.parse((DEPLOY / "base" / NOT_MANIFESTS[0]).read_text(), source=NOT_MANIFESTS[0])
-    assert parsed.job_kinds == ("Job", "JobSet", "Pod") and not parsed.unsupported
+    from kueue_es.services.watcher.kinds import FRAMEWORK_KINDS
+
+    assert parsed.frameworks and all(name in FRAMEWORK_KINDS for name in parsed.frameworks)
     for service in SERVICES:
         spec = pod_spec(find("Deployment", f"kueue-es-{service}"))
         (container,) = spec["containers"]

@@ -51,8 +51,12 @@ def test_ref_for_names_unknown_kinds() -> None:
         == "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues/q/status"
     )
     assert resources.NODES.path(namespace="ignored", name="n1") == "/api/v1/nodes/n1"
+    pytorchjobs = client.ref_for("kubeflow.org/v1", "PyTorchJob")  # an integration's kind, served by its CRD
+    assert (pytorchjobs.plural, pytorchjobs.namespaced) == ("pytorchjobs", True)
+    with pytest.raises(errors.UnknownKindError, match="Widget"):
+        client.ref_for("example.com/v1", "Widget")
     with pytest.raises(errors.UnknownKindError, match="PyTorchJob"):
-        client.ref_for("kubeflow.org/v1", "PyTorchJob")
+        client.ref_for("kubeflow.org/v2", "PyTorchJob")  # not at the integration's apiVersion
 
 
 async def test_kubeconfig_written_for_the_emulator_loads_in_the_client(

@@ -122,14 +122,17 @@ def test_start_gates_tas_templates_of_jobsets_and_keeps_the_topology_gate_only_o
         {"name": "driver", "template": {"spec": {"template": {"spec": {"containers": []}}}}},
         {"name": "workers", "template": {"spec": {"template": {"spec": {"containers": []}}}}},
     ]}}  # fmt: skip
-    start = core.StartJobSet(workload=ref, namespace="default", name="js", pod_sets=[plain_info, tas_info])
+    start = core.StartIntegration(
+        workload=ref, kind="JobSet", namespace="default", name="js", pod_sets=[plain_info, tas_info]
+    )
     rjobs = start.patch(jobset)["spec"]["replicatedJobs"]
     templates = {r["name"]: r["template"]["spec"]["template"] for r in rjobs}
     assert templates["workers"]["spec"]["schedulingGates"] == [{"name": core.TOPOLOGY_GATE}]
     assert templates["workers"]["metadata"]["labels"] == {core.PODSET_LABEL: "workers"}
     assert "schedulingGates" not in templates["driver"]["spec"]
-    stopped = core.StopJobSet(
+    stopped = core.StopIntegration(
         workload=ref,
+        kind="JobSet",
         namespace="default",
         name="js",
         reason="Preempted",

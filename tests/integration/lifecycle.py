@@ -1,0 +1,162 @@
+"""One integration's whole life through the edge, the same for every kind: admitted, started, ready,
+preempted (suspended, templates given back), admitted again, finished.
+
+Each kind's test gives a manifest (Kueue's sample for it) and the statuses its controller would write
+(:class:`Statuses`); :func:`run_lifecycle` drives the watcher, the admitter and the dispatcher on one
+MemoryBus and one emulated API server that serves the kind, and checks what Kueue's job framework does
+for any integration (jobframework/reconciler.go): the Workload has the kind's pod sets and an owner
+reference to the job; the start unsuspends it with the flavor's node labels and toleration in every pod
+template; the job's PodsReady becomes WorkloadPodsReady; an eviction suspends it with its templates exactly
+as created and marks it; WorkloadStopped comes only once nothing of it is active; it is started again;
+its finished status gives WorkloadFinished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from kueue_es.events import types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.jobframework import integrations
+from kueue_es.jobframework.annotations import EVICTED_ANNOTATION
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher.service import Watcher
+from tests.integration.harness import (
+    SPOT_TOLERATION,
+    admitter,
+    commit,
+    dispatcher_with_consumer,
+    events_of,
+    eviction,
+    running,
+    set_up_queues,
+    wait_for,
+)
+
+SPOT_SELECTOR = {"instance-type": "spot"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Statuses:
+    """What the kind's controller writes in ``status``: pods running but not ready, all ready, nothing active
+    (after a stop), and finished successfully."""
+
+    running: dict[str, Any]
+    ready: dict[str, Any]
+    inactive: dict[str, Any]
+    finished: dict[str, Any]
+
+
+def served(kind: str) -> resources.ResourceRef:
+    """The ResourceRef of a registered integration's kind (what the emulator serves, given as an extra kind)."""
+    integration = integrations.registry()[kind]
+    return resources.ref_for(integration.api_version, kind)
+
+
+def templates_of(kind: str, job: dict[str, Any]) -> dict[str, Any]:
+    """Each pod set's pod template in ``job``, by pod set name."""
+    integration = integrations.registry()[kind]
+    return {
+        source.name: integrations.get_at(job, source.template_path)
+        for source in integration.pod_sets(integration.ref(job), job)
+    }
+
+
+async def until(api: Any, ref: resources.ResourceRef, name: str, check: Callable[[dict[str, Any]], bool]) -> Any:
+    """Poll object default/``name`` until ``check`` holds (10 s at most)."""
+    async with asyncio.timeout(10):
+        while True:
+            try:
+                obj = await kube.get_object(api, ref, namespace="default", name=name)
+            except kube_errors.NotFoundError:
+                obj = None
+            if obj is not None and check(obj):
+                return obj
+            await asyncio.sleep(0.02)
+
+
+async def write_status(api: Any, ref: resources.ResourceRef, name: str, status: dict[str, Any]) -> None:
+    """Replace the object's status as its controller would."""
+    current = await kube.get_object(api, ref, namespace="default", name=name)
+    current["status"] = status
+    await kube.replace_object(api, ref, namespace="default", name=name, body=current, subresource="status")
+
+
+async def run_lifecycle(
+    api: Any,
+    bus: MemoryBus,
+    manifest: dict[str, Any],
+    *,
+    pod_sets: list[tuple[str, int]],
+    statuses: Statuses,
+) -> None:
+    """Drive ``manifest`` (a queue-labelled job of a registered integration, in namespace default) through its
+    life and check each step (module docstring). ``pod_sets``: the (name, count) Kueue gives it, in order."""
+    kind = manifest["kind"]
+    integration = integrations.registry()[kind]
+    assert integration.suspend_path is not None
+    ref_kind = served(kind)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watcher = Watcher(bus=bus, api=api)
+    async with running(watcher.run(), admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        await set_up_queues(api, cpu=64)
+        created = await kube.apply_manifest(api, copy.deepcopy(manifest))
+        name, uid = created["metadata"]["name"], created["metadata"]["uid"]
+        assert integrations.get_at(created, integration.suspend_path) is True, "created suspended (the webhook)"
+
+        [applied] = await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+        started = await until(api, ref_kind, name, lambda o: integrations.get_at(o, integration.suspend_path) is False)
+        ref = applied.workload
+        assert ref.name == integration.workload_name(name, uid)
+        assert applied.target == f"{kind} default/{name}" and applied.node_selector == SPOT_SELECTOR
+        for template in templates_of(kind, started).values():
+            assert template["spec"]["nodeSelector"] == SPOT_SELECTOR
+            assert SPOT_TOLERATION in template["spec"]["tolerations"]
+        wl = await until(
+            api,
+            resources.WORKLOADS,
+            ref.name,
+            lambda o: any(
+                c["type"] == "Admitted" and c["status"] == "True" for c in o.get("status", {}).get("conditions", [])
+            ),
+        )
+        [owner] = wl["metadata"]["ownerReferences"]
+        assert (owner["apiVersion"], owner["kind"], owner["name"], owner["uid"]) == (
+            integration.api_version,
+            kind,
+            name,
+            uid,
+        )
+        assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == pod_sets
+
+        await write_status(api, ref_kind, name, statuses.running)
+        [waiting] = await wait_for(bus, types.WorkloadPodsReady)
+        assert (waiting.ready, waiting.reason) == (False, "WaitForStart")
+        await write_status(api, ref_kind, name, statuses.ready)
+        [ready] = await wait_for(bus, types.WorkloadPodsReady, ready=True)
+        assert (ready.workload.name, ready.reason) == (ref.name, "Started")
+
+        await commit(bus, eviction(ref))
+        stopped = await until(api, ref_kind, name, lambda o: integrations.get_at(o, integration.suspend_path) is True)
+        assert templates_of(kind, stopped) == templates_of(kind, created), "templates given back as created"
+        assert stopped["metadata"]["annotations"][EVICTED_ANNOTATION] == "Preempted"
+        await asyncio.sleep(0.2)
+        assert await events_of(bus, types.WorkloadStopped) == [], "its pods are still active"
+        await write_status(api, ref_kind, name, statuses.inactive)
+        [stop] = await wait_for(bus, types.WorkloadStopped)
+        assert (stop.workload.name, stop.reason) == (ref.name, "Preempted")
+
+        # back in its queue, the quota free: started again
+        applied_all = await wait_for(bus, types.DispatchApplied, count=3, timeout=10)
+        assert [e.action for e in applied_all] == ["StartJob", "Evict", "StartJob"]
+        await until(api, ref_kind, name, lambda o: integrations.get_at(o, integration.suspend_path) is False)
+
+        await write_status(api, ref_kind, name, statuses.finished)
+        [done] = await wait_for(bus, types.WorkloadFinished, timeout=10)
+        assert (done.workload.name, done.succeeded, done.reason) == (ref.name, True, "Succeeded")
