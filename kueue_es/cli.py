@@ -77,6 +77,7 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         help="let the ClusterQueue preempt lower priorities and submit a high-priority Job once the samples run",
     )
     _config_options(demo)
+    _crd_options(demo)
     demo.set_defaults(run=_run_demo)
 
     up = sub.add_parser("up", help="start nats-server and the five services against a cluster")
@@ -100,6 +101,7 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     up.add_argument("--dir", type=Path, default=DEFAULT_HOME, help="NATS store and logs (default ./.kueue-es)")
     _manage_option(up)
     _config_options(up)
+    _crd_options(up, note=" (with --emulator)")
     up.add_argument(
         "--health-port",
         type=int,
@@ -732,6 +734,33 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _crd_options(parser: argparse.ArgumentParser, *, note: str = "") -> None:
+    parser.add_argument(
+        "--crds",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PATH",
+        help=f"install the CRDs of this file or folder on the emulated API server at start{note}, e.g. "
+        "tests/fixtures/crds (repeatable; or later: kubectl apply --server-side -f PATH)",
+    )
+
+
+def _load_crds(args: argparse.Namespace) -> list[dict[str, Any]] | str:
+    """The CRDs ``--crds`` names, checked as the API server checks them; an error text when one is not."""
+    import yaml
+
+    from kueue_es.sim import custom_resources
+
+    try:
+        documents = custom_resources.load(args.crds)
+        for document in documents:
+            custom_resources.kinds_of(document)
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        return f"--crds: {err}"
+    return documents
+
+
 def _check_config(args: argparse.Namespace) -> Any:
     """Read ``--config`` (and ``--feature-gates``) now, so a bad file stops the command before anything
     starts; returns the settings, or an error string."""
@@ -1301,6 +1330,13 @@ def _run_up(args: argparse.Namespace) -> int:
     if isinstance(problem := _check_config(args), str):
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    if args.crds and not args.emulator:
+        print("error: --crds installs CRDs on the emulator: give --emulator, or kubectl apply them", file=sys.stderr)
+        return 2
+    if isinstance(crd_documents := _load_crds(args), str):
+        print(f"error: {crd_documents}", file=sys.stderr)
+        return 2
+    args.crd_documents = crd_documents
     return asyncio.run(run_up(args))
 
 
@@ -1311,8 +1347,12 @@ def _run_demo(args: argparse.Namespace) -> int:
     if isinstance(problem := _check_config(args), str):
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    if isinstance(crd_documents := _load_crds(args), str):
+        print(f"error: {crd_documents}", file=sys.stderr)
+        return 2
     return asyncio.run(
         run_demo(
+            crds=crd_documents,
             keep=args.keep,
             jobs=args.jobs,
             duration=args.duration,

@@ -163,8 +163,11 @@ async def run_demo(
     run_dir: Path | None,
     preempt: bool = False,
     watcher_args: list[str] | None = None,
+    crds: list[dict[str, Any]] | None = None,
 ) -> int:
     """Run the demo; returns 0 when every Job finished and replay matched every decision.
+
+    ``crds``: CustomResourceDefinitions installed on the emulated API server at start (``--crds``).
 
     ``watcher_args``: ``--config FILE`` / ``--feature-gates`` for the watcher (Kueue's manager configuration).
     ``preempt``: the ClusterQueue may preempt lower priorities, and once the sample
@@ -187,6 +190,8 @@ async def run_demo(
     auth = LocalAuth.create(run_dir / CREDS_DIR)
     async with NatsServer(store_dir=run_dir / "nats", auth=auth) as server, serve_emulator() as emulator:
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
+        if crds:
+            emulator.install_crds(crds)
         await nats_bus.ensure_log_stream(server.url, credentials=auth.credentials("admin"))
         supervisor = Supervisor(
             nats_url=server.url,

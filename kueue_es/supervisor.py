@@ -707,6 +707,7 @@ async def run_up(args: argparse.Namespace) -> int:
             await nats_bus.ensure_log_stream(nats_url, credentials=admin)  # the services only check it exists
         if args.emulator:
             emulator = await stack.enter_async_context(serve_emulator())
+            emulator.install_crds(getattr(args, "crd_documents", None) or [])
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
             kube_args = ["--kube-server", emulator.url] + kube_args
             console.print(f"emulated cluster: kubeconfig {run_dir / 'kubeconfig'}", highlight=False)

@@ -21,8 +21,14 @@ patch, and a minimal server-side apply: see ``_server_side_apply``), DELETE; the
 ``allowWatchBookmarks`` (BOOKMARK every ``bookmark_interval`` seconds) and
 ``timeoutSeconds``.  Also served, for kubectl: legacy discovery (``/api``,
 ``/apis``, ... with Kueue's short names), ``/version``, ``/openapi/v3`` and
-``/openapi/v2`` (JSON; ``openapi.py``).  Not served: aggregated discovery, the
-protobuf OpenAPI v2, CRD defaulting, deletecollection, list pagination
+``/openapi/v2`` (JSON; ``openapi.py``).  CustomResourceDefinitions
+(``apiextensions.k8s.io/v1``, :mod:`.custom_resources`): writing one serves its kinds (every
+served version, status and scale subresources, short names and categories, schema, printer
+columns), their objects pruned, defaulted and validated by the schema (not its CEL rules);
+deleting it deletes their objects
+and ends their watches; ``crd_files`` / :meth:`ClusterEmulator.install_crds` install CRDs without
+HTTP.  Not served: aggregated discovery, the
+protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, list pagination
 (``limit``/``continue`` are ignored: every list is one page), apply conflicts
 between field managers and ``managedFields``, garbage collection of dependents.
 
@@ -47,7 +53,8 @@ import datetime
 import functools
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import aiohttp.web
@@ -62,7 +69,7 @@ from kueue_es.events import models
 from kueue_es.jobframework import integrations, pods, webhooks, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
-from kueue_es.sim import aggregator, openapi, patches, selectors, store, tables
+from kueue_es.sim import aggregator, custom_resources, openapi, patches, selectors, store, tables
 
 logger = structlog.get_logger(__name__)
 
@@ -77,6 +84,10 @@ _BUILT_IN_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] 
     ("", "namespaces"): (("ns",), ()),
     ("", "events"): (("ev",), ()),
     ("batch", "jobs"): ((), ("all",)),
+    (custom_resources.GROUP, "customresourcedefinitions"): (
+        custom_resources.CRD_SHORT_NAMES,
+        custom_resources.CRD_CATEGORIES,
+    ),
     ("apps", "deployments"): (("deploy",), ("all",)),
     ("apps", "replicasets"): (("rs",), ("all",)),
     ("apps", "statefulsets"): (("sts",), ("all",)),
@@ -150,11 +161,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
     ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
     refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
-    pruned, or 400 with ``fieldValidation=Strict``); False plays a cluster without them.
+    pruned, or 400 with ``fieldValidation=Strict``), and objects of CRD kinds that break their
+    schema's value constraints (422); False plays a cluster without those checks.
     ``kueue_validation``: with ``validate`` and Kueue's create hooks, also refuse what Kueue's validating
     job webhooks refuse (:meth:`_kueue_validate`); False plays a cluster without the webhook (its
     mutating part stays, as with the MutatingAdmissionPolicy), where invalid jobs are stored and
     the watcher reports them.
+    ``crd_files``: CRD files or folders installed at start (:func:`custom_resources.load`), as
+    if applied; more can be applied at any time (``kubectl apply --server-side -f``) or
+    installed with :meth:`install_crds`.
     """
 
     history_limit: int = 1000
@@ -165,8 +180,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     extra_resources: tuple[resources.ResourceRef, ...] = ()
     validate: bool = True
     kueue_validation: bool = True
+    crd_files: tuple[str | Path, ...] = ()
 
     _store: store.ObjectStore = attrs.field(init=False)
+    #: The kinds of installed CRDs, by (group, version, plural); ``_crd_kinds`` by CRD name.
+    _custom: dict[tuple[str, str, str], custom_resources.CustomKind] = attrs.field(factory=dict, init=False)
+    _crd_kinds: dict[str, list[custom_resources.CustomKind]] = attrs.field(factory=dict, init=False)
+    #: The kinds the emulator serves by itself that a CRD may take over (schema-less placeholders: JobSet).
+    _placeholders: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
+    _documents: dict[tuple[Any, ...], dict[str, Any]] = attrs.field(factory=dict, init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
     _builtin_payload_ids: set[int] = attrs.field(factory=set, init=False)
     _watch_epoch: int = attrs.field(default=0, init=False)
@@ -196,6 +218,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             default_queue.store = self._store
         for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *self.extra_resources):
             self.register_resource(ref)
+        self.register_resource(custom_resources.CRDS)
+        self._placeholders = {
+            (ref.group, ref.version, ref.plural): ref
+            for ref in self._refs.values()
+            if openapi.schema_name(ref) not in openapi.core_schemas() and ref.group != crds.GROUP
+        }
+        if self.crd_files:
+            self.install_crds(custom_resources.load(self.crd_files))
 
     # -- public hooks --------------------------------------------------------------------
 
@@ -209,10 +239,16 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         """The latest resourceVersion handed out by this server."""
         return self._store.resource_version
 
-    def register_resource(self, ref: resources.ResourceRef) -> None:
-        """Serve one more kind (discovery, CRUD, watch); idempotent."""
-        self._refs[ref.group, ref.version, ref.plural] = ref
-        self._store.register(ref)
+    def register_resource(self, ref: resources.ResourceRef, *, storage: resources.ResourceRef | None = None) -> None:
+        """Serve one more kind (discovery, CRUD, watch); idempotent. ``storage``: the version whose
+        objects this one shares (another served version of a CRD; ``None``: its own)."""
+        key = (ref.group, ref.version, ref.plural)
+        if (old := self._refs.get(key)) is not None and old != ref:
+            self._store.register(ref, storage=storage or self._store.storage_of(old))
+        else:
+            self._store.register(ref, storage=storage)
+        self._refs[key] = ref
+        self._documents.clear()
         self.resources[kmock.resource(ref.group, ref.version, ref.plural)] = kmock.ResourceInfo(
             kind=ref.kind,
             singular=ref.singular,
@@ -220,6 +256,40 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             verbs=_VERBS,
             subresources={"status"} if ref.status_subresource else set(),
         )
+
+    def unregister_resource(self, ref: resources.ResourceRef) -> None:
+        """Stop serving a kind: its objects are deleted (watchers see DELETED), its watches end,
+        and requests for it get 404 as for any kind the server does not serve."""
+        key = (ref.group, ref.version, ref.plural)
+        served = self._refs.pop(key, None)
+        self._custom.pop(key, None)
+        self._documents.clear()
+        with contextlib.suppress(KeyError):
+            del self.resources[kmock.resource(ref.group, ref.version, ref.plural)]
+        if served is not None and self._store.serves(served):
+            self._store.unregister(served)
+
+    def install_crds(self, documents: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Create (or replace the spec of) CustomResourceDefinitions as ``kubectl apply`` would, without
+        HTTP; returns them as stored, Established. Raises StoreError (422) for a CRD the API server
+        refuses (:func:`custom_resources.kinds_of`)."""
+        installed = []
+        for document in documents:
+            name = str((document.get("metadata") or {}).get("name") or "")
+            body = copy.deepcopy(dict(document))
+            self._check_crd(body)
+            try:
+                self._store.get(custom_resources.CRDS, namespace=None, name=name)
+            except store.StoreError:
+                self._store.create(custom_resources.CRDS, namespace=None, body=body)
+            else:
+
+                def replace(current: dict[str, Any], body: dict[str, Any] = body) -> dict[str, Any]:
+                    return {**body, "metadata": {**current["metadata"], **body.get("metadata", {})}}
+
+                self._store.update(custom_resources.CRDS, namespace=None, name=name, subresource=None, change=replace)
+            installed.append(self._crd_changed(name))
+        return installed
 
     def _lookup(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The stored object of a served kind, or None (for create hooks that read another object)."""
@@ -396,15 +466,30 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 return aggregator.group_document(group, aggregator.api_services(self._store.select))
             case ["apis", group, version]:
                 return self._resource_list(group, version)
-            case ["openapi", "v2"]:
-                return openapi.v2_document(refs)
-            case ["openapi", "v3"]:
-                return openapi.v3_index(refs)
-            case ["openapi", "v3", "api", version]:
-                return openapi.v3_document(refs, group="", version=version)
-            case ["openapi", "v3", "apis", group, version]:
-                return openapi.v3_document(refs, group=group, version=version)
+            case ["openapi", *_]:
+                return self._openapi(tuple(segments[1:]), refs)
         return None
+
+    def _openapi(self, where: tuple[str, ...], refs: list[resources.ResourceRef]) -> dict[str, Any] | None:
+        """An OpenAPI document (``where``: ``("v2",)``, ``("v3",)``, ``("v3", "apis", GROUP, VERSION)``),
+        kept until the served kinds change (a CRD's schemas make these documents megabytes)."""
+        key = (where, tuple(refs))
+        if (cached := self._documents.get(key)) is not None:
+            return cached
+        custom = {kind.ref: kind.schema for kind in self._custom.values()}
+        match where:
+            case ("v2",):
+                document = openapi.v2_document(refs, custom)
+            case ("v3",):
+                document = openapi.v3_index(refs, custom)
+            case ("v3", "api", version):
+                document = openapi.v3_document(refs, group="", version=version, custom=custom)
+            case ("v3", "apis", group, version):
+                document = openapi.v3_document(refs, group=group, version=version, custom=custom)
+            case _:
+                return None
+        self._documents[key] = document
+        return document
 
     def _discoverable(self) -> list[resources.ResourceRef]:
         """The registered kinds still in kmock's ``resources`` (a test removes one there to hide it)."""
@@ -431,10 +516,13 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         entries = []
         for ref in sorted(refs, key=lambda r: r.plural):
             short_names, categories = _BUILT_IN_NAMES.get((group, ref.plural), (crd_names.get(ref.plural, ()), ()))
+            custom = self._custom.get((ref.group, ref.version, ref.plural))
+            if custom is not None:
+                short_names, categories = custom.short_names, custom.categories
             entries.append(
                 {
                     "name": ref.plural,
-                    "singularName": ref.singular,
+                    "singularName": custom.singular if custom is not None else ref.singular,
                     "namespaced": ref.namespaced,
                     "kind": ref.kind,
                     "verbs": sorted(_VERBS),
@@ -461,6 +549,18 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                         "singularName": "",
                         "namespaced": ref.namespaced,
                         "kind": ref.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+            if custom is not None and custom.scale is not None:
+                entries.append(
+                    {
+                        "name": f"{ref.plural}/scale",
+                        "singularName": "",
+                        "namespaced": ref.namespaced,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
                         "verbs": ["get", "patch", "update"],
                     }
                 )
@@ -509,10 +609,29 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         )
 
     def _execute(self, call: _ApiCall) -> _Reply | AsyncIterator[dict[str, Any]]:
-        """Run a routed call against the store; raises kmock.KubernetesError with a real-looking Status."""
+        """Run a routed call against the store; raises kmock.KubernetesError with a real-looking Status.
+
+        A write to a CustomResourceDefinition then updates the kinds served (:meth:`_crd_changed`);
+        objects of a CRD's other served versions are answered in the requested version."""
+        result = self._execute_call(call)
+        if call.ref == custom_resources.CRDS and call.verb not in ("get", "list", "watch"):
+            with _kubernetes_errors(call):
+                if isinstance(result, _Reply) and (name := call.name or result.payload["metadata"].get("name")):
+                    self._crd_changed(name)
+        if (storage := self._store.storage_of(call.ref)) is not None and storage.version != call.ref.version:
+            if isinstance(result, _Reply):
+                return dataclasses.replace(result, payload=_in_version(call.ref, result.payload))
+            return _events_in_version(call.ref, result)
+        return result
+
+    def _execute_call(self, call: _ApiCall) -> _Reply | AsyncIterator[dict[str, Any]]:
         with _kubernetes_errors(call):
-            _check_allowed(call)
+            kind = self._custom.get((call.ref.group, call.ref.version, call.ref.plural))
+            custom_scale = kind.scale if kind is not None else None
+            _check_allowed(call, scale=custom_scale is not None)
             if call.subresource == "scale":
+                if custom_scale is not None:
+                    return self._custom_scale(call, custom_scale)
                 return self._scale(call)
             match call.verb:
                 case "list":
@@ -528,7 +647,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     created = self._store.create(
                         call.ref,
                         namespace=call.namespace,
-                        body=self._admit(call, _json_body(call), old=None),
+                        body=self._admit(call, self._decode(call, _json_body(call), warnings), old=None),
                         dry_run=call.dry_run,
                         check=self._checker(call, warnings),
                     )
@@ -537,13 +656,18 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     return self._server_side_apply(call)
                 case "replace" | "patch":
                     warnings = []
-                    updated = self._update(call, check=self._checker(call, warnings))
+                    updated = self._update(call, check=self._checker(call, warnings), warnings=warnings)
                     return _Reply(status=200, payload=updated, warnings=tuple(warnings))
                 case "delete":
                     assert call.name is not None
                     options = _json_body(call) if call.body.strip() else {}
                     preconditions = options.get("preconditions") if isinstance(options, dict) else None
                     dry_run = call.dry_run or (isinstance(options, dict) and options.get("dryRun") == ["All"])
+                    if call.ref == custom_resources.CRDS and not dry_run:
+                        # the API server's CRD finalizer: the instances go first, then the CRD
+                        self._store.get(call.ref, namespace=None, name=call.name)
+                        for kind in self._crd_kinds.pop(call.name, []):
+                            self._unserve(kind)
                     deleted = self._store.delete(
                         call.ref, namespace=call.namespace, name=call.name, preconditions=preconditions, dry_run=dry_run
                     )
@@ -616,12 +740,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             return _Reply(status=200, payload=payload)
         objects = payload["items"] if "items" in payload else [payload]
         version = str(payload.get("metadata", {}).get("resourceVersion", ""))
+        if self._store.storage_of(call.ref) not in (None, call.ref):
+            objects = [_in_version(call.ref, obj) for obj in objects]
         table = tables.table(
             call.ref,
             objects,
             now=self.clock(),
             resource_version=version,
             include_object=call.params.get("includeObject") or "PartialObjectMetadata",
+            printer_columns=self._printer_columns(call.ref),
         )
         return _Reply(status=200, payload=table)
 
@@ -634,7 +761,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
                 version = str(event["object"].get("metadata", {}).get("resourceVersion", ""))
                 table = tables.table(
-                    call.ref, [event["object"]], now=self.clock(), resource_version=version, include_object=include
+                    call.ref,
+                    [event["object"]],
+                    now=self.clock(),
+                    resource_version=version,
+                    include_object=include,
+                    printer_columns=self._printer_columns(call.ref),
                 )
                 event = {"type": event["type"], "object": table}
             yield event
@@ -648,9 +780,17 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         does not declare are refused with 400 under ``Strict`` (the message of a real
         API server's strict decoding), returned as warnings under ``Warn``, and let
         through otherwise (unlike a real server, which drops them, the emulator keeps
-        them). Raises ``store.StoreError``; returns warning texts for ``Warning`` headers.
+        them). An object of a CRD's kind (pruned already) is held to the values of its
+        schema (:func:`custom_resources.validate`: 422 Invalid) unless ``validate`` is off. Raises ``store.StoreError``; returns warning texts for ``Warning`` headers.
         Extend it (e.g. with Kueue's validation, 422) rather than adding other hooks.
         """
+        if (kind := self._custom.get((ref.group, ref.version, ref.plural))) is not None:
+            # its unknown fields were pruned when decoded (_decode); its values are held to its schema
+            if self.validate and (causes := custom_resources.validate(obj, kind.schema)):
+                name = str(obj.get("metadata", {}).get("name", ""))
+                invalid = validation.Invalid(kind=ref.kind, group=ref.group, name=name, causes=causes)
+                raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
+            return []
         if field_validation not in ("Strict", "Warn"):
             return []
         unknown = [f'unknown field "{path}"' for path in openapi.unknown_fields(obj, ref)]
@@ -672,20 +812,36 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
         return check
 
-    def _update(self, call: _ApiCall, *, check: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    def _update(
+        self,
+        call: _ApiCall,
+        *,
+        check: Callable[[dict[str, Any]], None] | None = None,
+        warnings: list[str] | None = None,
+    ) -> dict[str, Any]:
         assert call.name is not None
+        warnings = [] if warnings is None else warnings
         body = _json_body(call)
         if call.verb == "replace":
 
             def change(current: dict[str, Any]) -> Any:
-                return self._admit(call, body, old=current)
+                return self._admit(call, self._decode(call, copy.deepcopy(body), warnings), old=current)
         else:
+            media_type = call.content_type.split(";", 1)[0].strip().lower()
+            if media_type == patches.STRATEGIC_MERGE_PATCH and self._is_custom(call.ref):
+                raise store.StoreError(
+                    status=415,
+                    reason="UnsupportedMediaType",
+                    message="the body of the request was in an unknown format - accepted media types include: "
+                    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                    details={"kind": call.ref.plural, "group": call.ref.group},
+                )
 
             def change(current: dict[str, Any]) -> Any:
                 patched = patches.apply_patch(
                     current, body, content_type=call.content_type, schema=openapi.patch_schema(call.ref)
                 )
-                return self._admit(call, patched, old=current)
+                return self._admit(call, self._decode(call, patched, warnings), old=current)
 
         return self._store.update(
             call.ref,
@@ -733,7 +889,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             created = self._store.create(
                 call.ref,
                 namespace=call.namespace,
-                body=self._admit(call, config, old=None),
+                body=self._admit(call, self._decode(call, config, warnings), old=None),
                 dry_run=call.dry_run,
                 check=check,
             )
@@ -756,9 +912,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     details={"kind": call.ref.plural, "group": call.ref.group, "name": call.name},
                 )
             old = copy.deepcopy(obj)
-            return self._admit(
-                call, _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part)), old=old
-            )
+            merged = _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
+            return self._admit(call, self._decode(call, merged, warnings), old=old)
 
         updated = self._store.update(
             call.ref,
@@ -772,6 +927,138 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if not call.dry_run:
             self._applied[key] = owned
         return _Reply(status=200, payload=updated, warnings=tuple(warnings))
+
+    def _decode(self, call: _ApiCall, obj: Any, warnings: list[str]) -> Any:
+        """What the API server does when it decodes a write, before admission: a CRD is checked
+        (422 when refused); an object of a CRD's kind is pruned and defaulted by its schema
+        (:func:`custom_resources.decode`): pruned fields refused with ``fieldValidation=Strict``
+        (400, strict decoding error), named in warnings with ``Warn``, dropped silently otherwise."""
+        if not isinstance(obj, dict):
+            return obj
+        if call.ref == custom_resources.CRDS:
+            self._check_crd(obj)
+            return obj
+        kind = self._custom.get((call.ref.group, call.ref.version, call.ref.plural))
+        if kind is None:
+            return obj
+        obj = {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj}
+        unknown = [f'unknown field "{path}"' for path in custom_resources.decode(obj, kind.schema)]
+        if unknown and call.field_validation == "Strict":
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message=f'{call.ref.kind} in version "{call.ref.version}" cannot be handled as a {call.ref.kind}: '
+                f"strict decoding error: {', '.join(unknown)}",
+                details={"kind": call.ref.plural, "group": call.ref.group, "name": call.name or ""},
+            )
+        if call.field_validation == "Warn":
+            warnings.extend(unknown)
+        return obj
+
+    def _check_crd(self, crd: dict[str, Any]) -> list[custom_resources.CustomKind]:
+        try:
+            return custom_resources.kinds_of(crd)
+        except custom_resources.CrdError as err:
+            raise store.StoreError(
+                status=422,
+                reason="Invalid",
+                message=str(err),
+                details={"group": custom_resources.GROUP, "kind": "customresourcedefinitions", "name": err.name},
+            ) from err
+
+    def _crd_changed(self, name: str) -> dict[str, Any]:
+        """Serve what the stored CRD ``name`` declares: its served versions' kinds registered (kinds
+        it no longer serves removed, with their objects), its status NamesAccepted and Established.
+        The kueue.x-k8s.io kinds stay the emulator's own (kueue-es's schemas and validation).
+        Returns the CRD as stored, or ``{}`` when it is gone (its kinds are then no longer served)."""
+        try:
+            crd = self._store.get(custom_resources.CRDS, namespace=None, name=name)
+        except store.StoreError:
+            for kind in self._crd_kinds.pop(name, []):
+                self._unserve(kind)
+            return {}
+        if crd["metadata"].get("deletionTimestamp"):  # held by a finalizer: its kinds are gone already
+            for kind in self._crd_kinds.pop(name, []):
+                self._unserve(kind)
+            return crd
+        kinds = [kind for kind in self._check_crd(crd) if kind.ref.group != crds.GROUP]
+        keys = {(k.ref.group, k.ref.version, k.ref.plural) for k in kinds}
+        for old in self._crd_kinds.get(name, []):
+            if (old.ref.group, old.ref.version, old.ref.plural) not in keys:
+                self._unserve(old)
+        for kind in kinds:
+            self._custom[kind.ref.group, kind.ref.version, kind.ref.plural] = kind
+            self.register_resource(kind.ref, storage=kind.storage)
+        self._crd_kinds[name] = kinds
+        self._documents.clear()
+        status = custom_resources.accepted_status(crd, now=store.format_timestamp(self.clock()))
+        if crd.get("status") == status:
+            return crd
+        return self._store.update(
+            custom_resources.CRDS,
+            namespace=None,
+            name=name,
+            subresource="status",
+            change=lambda current: {**current, "status": status},
+        )
+
+    def _unserve(self, kind: custom_resources.CustomKind) -> None:
+        """Stop serving a CRD's kind (its objects deleted); a kind the emulator serves without a CRD
+        (JobSet) goes back to that."""
+        key = (kind.ref.group, kind.ref.version, kind.ref.plural)
+        self.unregister_resource(kind.ref)
+        if (placeholder := self._placeholders.get(key)) is not None:
+            self.register_resource(placeholder)
+
+    def _is_custom(self, ref: resources.ResourceRef) -> bool:
+        """Whether ``ref`` is served from a CRD applied to the emulator."""
+        return (ref.group, ref.version, ref.plural) in self._custom
+
+    def _printer_columns(self, ref: resources.ResourceRef) -> tuple[Mapping[str, Any], ...] | None:
+        kind = self._custom.get((ref.group, ref.version, ref.plural))
+        return kind.printer_columns if kind is not None else None
+
+    def _custom_scale(self, call: _ApiCall, scale: custom_resources.Scale) -> _Reply:
+        """The ``scale`` subresource of a CRD's kind: an autoscaling/v1 Scale read from (and written to)
+        the object at the CRD's ``specReplicasPath``, ``statusReplicasPath`` and ``labelSelectorPath``."""
+        assert call.name is not None
+        current = self._store.get(call.ref, namespace=call.namespace, name=call.name)
+        if call.verb == "get":
+            return _Reply(status=200, payload=_custom_scale_of(current, scale))
+        if call.verb not in ("replace", "patch"):
+            raise store.StoreError(
+                status=405,
+                reason="MethodNotAllowed",
+                message="the server does not allow this method on the requested resource",
+            )
+        body = _json_body(call)
+        wanted = (
+            body
+            if call.verb == "replace"
+            else patches.apply_patch(_custom_scale_of(current, scale), body, content_type=call.content_type)
+        )
+        replicas = (wanted.get("spec") or {}).get("replicas") if isinstance(wanted, dict) else None
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise store.StoreError(
+                status=422,
+                reason="Invalid",
+                message=f'Scale.autoscaling "{call.name}" is invalid: spec.replicas: Invalid value: {replicas!r}: '
+                "must be a non-negative integer",
+            )
+
+        def change(obj: dict[str, Any]) -> dict[str, Any]:
+            _set_path(obj, scale.spec_replicas_path, replicas)
+            return obj
+
+        updated = self._store.update(
+            call.ref,
+            namespace=call.namespace,
+            name=call.name,
+            subresource=None,
+            change=change,
+            dry_run=call.dry_run,
+        )
+        return _Reply(status=200, payload=_custom_scale_of(updated, scale))
 
     def _admit(self, call: _ApiCall, obj: Any, *, old: dict[str, Any] | None) -> Any:
         """The validating admission of a write to the main resource (kueue_es.validation.admit)."""
@@ -895,6 +1182,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     if (shown := _as_seen_by(event, visible=visible)) is not None:
                         yield shown
                 continue
+            if not self._store.serves(ref) or self._store.log(ref) is not log:
+                return  # the kind's CRD was deleted (its objects' DELETED sent): a real API server ends the watch
             now = loop.time()
             if deadline is not None and now >= deadline:
                 return
@@ -1078,8 +1367,11 @@ def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _check_allowed(call: _ApiCall) -> None:
-    """405 for methods a path does not take, 404 for subresources other than a kind's ``status``."""
+def _check_allowed(call: _ApiCall, *, scale: bool = False) -> None:
+    """405 for methods a path does not take, 404 for subresources other than a kind's ``status``
+    (and ``scale``: the apps kinds', and a CRD kind's when its CRD declares one)."""
+    if scale and call.subresource == "scale" and call.verb not in ("watch", "delete", "not-allowed"):
+        return
     if call.verb == "not-allowed" or (call.subresource is not None and call.verb in ("watch", "delete")):
         raise store.StoreError(
             status=405,
@@ -1096,6 +1388,61 @@ def _check_allowed(call: _ApiCall) -> None:
             message="the server could not find the requested resource",
             details={"kind": call.ref.plural, "group": call.ref.group},
         )
+
+
+def _in_version(ref: resources.ResourceRef, payload: dict[str, Any]) -> dict[str, Any]:
+    """An object (or a list of them) of a CRD's storage version as another served version shows it:
+    the ``apiVersion`` rewritten (the API server's conversion strategy ``None``)."""
+    if "items" in payload and isinstance(payload["items"], list):
+        return {**payload, "apiVersion": ref.api_version, "items": [_in_version(ref, i) for i in payload["items"]]}
+    if payload.get("kind") == ref.kind:
+        return {**payload, "apiVersion": ref.api_version}
+    return payload
+
+
+async def _events_in_version(
+    ref: resources.ResourceRef, events: AsyncIterator[dict[str, Any]]
+) -> AsyncIterator[dict[str, Any]]:
+    async for event in events:
+        if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+            event = {**event, "object": _in_version(ref, event["object"])}
+        yield event
+
+
+def _path_value(obj: Mapping[str, Any], path: str) -> Any:
+    """The value at a simple JSON path (``.spec.replicas``, ``.status.replicaStatuses.Worker.active``), or None."""
+    value: Any = obj
+    for key in path.strip(".").split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def _set_path(obj: dict[str, Any], path: str, value: Any) -> None:
+    """Set the value at a simple JSON path, creating the maps on the way."""
+    keys = path.strip(".").split(".")
+    parent = obj
+    for key in keys[:-1]:
+        parent = parent.setdefault(key, {})
+    parent[keys[-1]] = value
+
+
+def _custom_scale_of(obj: dict[str, Any], scale: custom_resources.Scale) -> dict[str, Any]:
+    """The autoscaling/v1 Scale of an object of a kind with a ``scale`` subresource."""
+    metadata = obj.get("metadata", {})
+    status: dict[str, Any] = {"replicas": _path_value(obj, scale.status_replicas_path) or 0}
+    if scale.label_selector_path and (selector := _path_value(obj, scale.label_selector_path)):
+        status["selector"] = selector
+    return {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {
+            key: metadata[key]
+            for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if key in metadata
+        },
+        "spec": {"replicas": _path_value(obj, scale.spec_replicas_path) or 0},
+        "status": status,
+    }
 
 
 def _group_version(api_version: str) -> tuple[str, str]:

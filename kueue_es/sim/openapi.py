@@ -28,7 +28,10 @@ Where the schemas come from:
   Kubernetes :data:`KUBERNETES_VERSION`), turned back from JSON Schema into
   OpenAPI v3 (nullable types, ``$ref``), limited to what the served kinds reach;
   ``python -m kueue_es.sim.openapi`` rewrites it and a test checks it is current;
-* other kinds the emulator serves (JobSet, extra kinds in tests): an object that
+* the kinds of CustomResourceDefinitions applied to the emulator
+  (:mod:`kueue_es.sim.custom_resources`): the CRD version's ``openAPIV3Schema``, passed in as
+  ``custom`` (``{ref: schema}``), ``metadata`` as ObjectMeta;
+* other kinds the emulator serves (JobSet without its CRD, extra kinds in tests): an object that
   keeps unknown fields (no validation).
 """
 
@@ -62,6 +65,7 @@ CORE_KINDS: tuple[tuple[str, str, str], ...] = (
     ("apps", "v1", "Deployment"),
     ("apps", "v1", "ReplicaSet"),
     ("apps", "v1", "StatefulSet"),
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
 )
 
 
@@ -183,9 +187,35 @@ def schema_name(ref: resources.ResourceRef) -> str:
     return f"{reversed_group}.{ref.version}.{ref.kind}"
 
 
-def kind_schemas(refs: Iterable[resources.ResourceRef]) -> dict[str, Any]:
-    """``{components key: schema}`` of every kind in ``refs`` and everything they reference."""
-    return dict(_kind_schemas(tuple(refs)))
+#: The schemas of custom resources by kind (a CRD version's ``openAPIV3Schema``), as the emulator passes them.
+CustomSchemas = Mapping[resources.ResourceRef, Mapping[str, Any]]
+
+
+def kind_schemas(refs: Iterable[resources.ResourceRef], custom: CustomSchemas | None = None) -> dict[str, Any]:
+    """``{components key: schema}`` of every kind in ``refs`` and everything they reference;
+    ``custom`` gives the schemas of custom resources (kinds of CRDs)."""
+    refs = tuple(refs)
+    custom = {ref: schema for ref, schema in (custom or {}).items() if ref in refs and schema.get("properties")}
+    out = dict(_kind_schemas(tuple(ref for ref in refs if ref not in custom)))
+    for ref, schema in custom.items():
+        out[schema_name(ref)] = _custom_schema(ref, schema)
+    if custom and OBJECT_META not in out:
+        pending = [OBJECT_META]
+        while pending:
+            name = pending.pop()
+            if name not in out:
+                out[name] = core_schemas()[name]
+                pending.extend(_refs(out[name]))
+    return dict(sorted(out.items()))
+
+
+def _custom_schema(ref: resources.ResourceRef, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A CRD version's schema as the API server publishes it: ``metadata`` is ObjectMeta, and the kind's GVK."""
+    properties = {
+        **schema["properties"],
+        "metadata": {"allOf": [{"$ref": _REF_PREFIX + OBJECT_META}], "description": "Standard object's metadata."},
+    }
+    return {**schema, "properties": properties, "x-kubernetes-group-version-kind": [_gvk(ref)]}
 
 
 @functools.cache
@@ -243,31 +273,33 @@ def group_version_path(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-def v3_document(refs: Iterable[resources.ResourceRef], *, group: str, version: str) -> dict[str, Any]:
+def v3_document(
+    refs: Iterable[resources.ResourceRef], *, group: str, version: str, custom: CustomSchemas | None = None
+) -> dict[str, Any]:
     """The OpenAPI 3.0 document of one group-version: its kinds' paths and schemas."""
     served = [ref for ref in refs if (ref.group, ref.version) == (group, version)]
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}"},
         "paths": {path: item for ref in served for path, item in _paths(ref).items()},
-        "components": {"schemas": kind_schemas(served)},
+        "components": {"schemas": kind_schemas(served, custom)},
     }
 
 
-def v3_index(refs: Iterable[resources.ResourceRef]) -> dict[str, Any]:
+def v3_index(refs: Iterable[resources.ResourceRef], custom: CustomSchemas | None = None) -> dict[str, Any]:
     """``/openapi/v3``: ``{"paths": {"apis/batch/v1": {"serverRelativeURL": "/openapi/v3/apis/batch/v1?hash=..."}}}``."""
     refs = list(refs)
     paths = {}
     for group, version in sorted({(ref.group, ref.version) for ref in refs}):
         key = group_version_path(group, version)
         digest = hashlib.sha512(
-            json.dumps(v3_document(refs, group=group, version=version), sort_keys=True).encode()
+            json.dumps(v3_document(refs, group=group, version=version, custom=custom), sort_keys=True).encode()
         ).hexdigest()[:128]
         paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest.upper()}"}
     return {"paths": paths}
 
 
-def v2_document(refs: Iterable[resources.ResourceRef]) -> dict[str, Any]:
+def v2_document(refs: Iterable[resources.ResourceRef], custom: CustomSchemas | None = None) -> dict[str, Any]:
     """``/openapi/v2`` as Swagger 2.0 JSON: every kind's paths and schemas, refs under ``#/definitions/``."""
     refs = list(refs)
     paths = {path: item for ref in refs for path, item in _paths(ref, swagger=True).items()}
@@ -275,7 +307,7 @@ def v2_document(refs: Iterable[resources.ResourceRef]) -> dict[str, Any]:
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}"},
         "paths": paths,
-        "definitions": kind_schemas(refs),
+        "definitions": kind_schemas(refs, custom),
     }
     return _swagger_refs(document)
 
@@ -283,7 +315,11 @@ def v2_document(refs: Iterable[resources.ResourceRef]) -> dict[str, Any]:
 def _swagger_refs(node: Any) -> Any:
     if isinstance(node, dict):
         return {
-            key: (value.replace(_REF_PREFIX, "#/definitions/") if key == "$ref" else _swagger_refs(value))
+            key: (
+                value.replace(_REF_PREFIX, "#/definitions/")
+                if key == "$ref" and isinstance(value, str)  # JSONSchemaProps has a property named $ref
+                else _swagger_refs(value)
+            )
             for key, value in node.items()
         }
     if isinstance(node, list):
@@ -388,9 +424,9 @@ class SchemaNode:
         return "merge" in strategy.split(","), self._schema.get("x-kubernetes-patch-merge-key")
 
 
-def patch_schema(ref: resources.ResourceRef) -> SchemaNode:
+def patch_schema(ref: resources.ResourceRef, custom: CustomSchemas | None = None) -> SchemaNode:
     """The root of a kind's schema for strategic merge patches."""
-    schemas = kind_schemas([ref])
+    schemas = kind_schemas([ref], custom)
     return SchemaNode(schemas[schema_name(ref)], schemas)
 
 

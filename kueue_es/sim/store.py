@@ -168,7 +168,8 @@ class ObjectStore:
         self._create_hooks = tuple(create_hooks)
         self._resource_version = 0
         self._keys: dict[resources.ResourceRef, kmock.resource] = {}
-        self._logs: dict[resources.ResourceRef, EventLog] = {}
+        self._stored_as: dict[resources.ResourceRef, resources.ResourceRef] = {}
+        self._logs: dict[kmock.resource, EventLog] = {}
         for ref in (resources.NAMESPACES, *refs):
             self.register(ref)
         for namespace in INITIAL_NAMESPACES:
@@ -179,16 +180,51 @@ class ObjectStore:
         """The latest resourceVersion handed out (0 before the first write)."""
         return self._resource_version
 
-    def register(self, ref: resources.ResourceRef) -> None:
-        """Start storing a kind (idempotent)."""
-        if ref not in self._keys:
-            self._keys[ref] = kmock.resource(ref.group, ref.version, ref.plural)
+    def register(self, ref: resources.ResourceRef, *, storage: resources.ResourceRef | None = None) -> None:
+        """Start storing a kind (idempotent).
+
+        ``storage``: the version objects of this kind are kept in (a CRD's storage version), when
+        ``ref`` is another served version of the same kind: both then share objects and watch
+        history, and objects are stamped with the storage version's apiVersion (readers convert).
+        """
+        storage = storage or ref
+        key = kmock.resource(storage.group, storage.version, storage.plural)
+        self._keys[ref] = key
+        self._stored_as[ref] = storage
+        if key not in self._logs:
             # A new kind has no past events, so no resourceVersion is too old for it yet.
-            self._logs[ref] = EventLog(limit=self._history_limit, floor=0)
+            self._logs[key] = EventLog(limit=self._history_limit, floor=0)
+
+    def unregister(self, ref: resources.ResourceRef) -> list[dict[str, Any]]:
+        """Stop storing a kind. When no other registered version shares its storage, its objects are
+        removed (a DELETED event each, finalizers ignored) and its watch history ends; returns the
+        removed objects."""
+        key = self._keys.get(ref)
+        if key is None:
+            return []
+        if any(other != ref and other_key == key for other, other_key in self._keys.items()):
+            del self._keys[ref], self._stored_as[ref]
+            return []
+        removed = [
+            self._remove(ref, stored_key, obj.raw)
+            for stored_key, obj in list(self._objects.items())
+            if stored_key[0] == key
+        ]
+        del self._keys[ref], self._stored_as[ref]
+        self._logs.pop(key).notify()
+        return removed
+
+    def storage_of(self, ref: resources.ResourceRef) -> resources.ResourceRef | None:
+        """The version objects of ``ref`` are kept in (``ref`` itself unless it shares one); None if not served."""
+        return self._stored_as.get(ref)
+
+    def serves(self, ref: resources.ResourceRef) -> bool:
+        """Whether ``ref`` is registered (its event log is live)."""
+        return ref in self._keys
 
     def log(self, ref: resources.ResourceRef) -> EventLog:
-        """The event log of a kind."""
-        return self._logs[ref]
+        """The event log of a kind (shared by the versions of one storage)."""
+        return self._logs[self._keys[ref]]
 
     def reset_history(self) -> None:
         """Forget every kind's event history, so watches from any resourceVersion handed out so far expire.
@@ -267,7 +303,8 @@ class ObjectStore:
             obj.pop("status", None)
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "managedFields"):
             metadata.pop(field, None)
-        obj["apiVersion"], obj["kind"] = ref.api_version, ref.kind
+        stored_as = self._stored_as[ref]
+        obj["apiVersion"], obj["kind"] = stored_as.api_version, stored_as.kind
         metadata.update(
             name=name, uid=str(uuid.uuid4()), creationTimestamp=format_timestamp(self._clock()), generation=1
         )
@@ -276,6 +313,7 @@ class ObjectStore:
         _apply_defaults(ref, obj)
         for hook in self._create_hooks:
             hook(ref, obj)
+        _check_annotations(ref, obj)
         if check is not None:
             check(obj)
         if dry_run:
@@ -318,7 +356,8 @@ class ObjectStore:
         if subresource == "status":
             updated = _with_status_of(current, source=desired)
         else:
-            updated = _merged_main(ref, current=current, desired=desired)
+            updated = _merged_main(self._stored_as[ref], current=current, desired=desired)
+            _check_annotations(ref, updated)
         if check is not None:
             check(updated)
         if _same_content(updated, current):
@@ -383,7 +422,7 @@ class ObjectStore:
         self._resource_version += 1
         obj["metadata"]["resourceVersion"] = str(self._resource_version)
         self._objects[key] = obj
-        self._logs[ref].append(
+        self.log(ref).append(
             LoggedEvent(resource_version=self._resource_version, type=event_type, object=obj, previous=previous)
         )
 
@@ -392,7 +431,7 @@ class ObjectStore:
         gone = copy.deepcopy(obj)
         gone["metadata"]["resourceVersion"] = str(self._resource_version)
         del self._objects[key]
-        self._logs[ref].append(LoggedEvent(resource_version=self._resource_version, type="DELETED", object=gone))
+        self.log(ref).append(LoggedEvent(resource_version=self._resource_version, type="DELETED", object=gone))
         return gone
 
     def _namespace_for_create(
@@ -462,6 +501,40 @@ def _check_name(ref: resources.ResourceRef, name: Any) -> None:
             reason="Invalid",
             message=f"{ref.kind} \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
             details=_details(ref, str(name)),
+        )
+
+
+#: The most bytes an object's annotations may hold, keys and values together (apimachinery's TotalAnnotationSizeLimitB).
+ANNOTATIONS_LIMIT = 256 * 1024
+
+
+def _check_annotations(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """422 when the annotations exceed 256 KiB: what a client-side ``kubectl apply`` of a large CRD
+    meets (its last-applied-configuration annotation), hence ``kubectl apply --server-side``."""
+    annotations = obj["metadata"].get("annotations") or {}
+    if not isinstance(annotations, dict):
+        return
+    size = sum(len(str(key).encode()) + len(str(value).encode()) for key, value in annotations.items())
+    if size > ANNOTATIONS_LIMIT:
+        name = obj["metadata"].get("name", "")
+        kind = f"{ref.kind}.{ref.group}" if ref.group else ref.kind
+        raise StoreError(
+            status=422,
+            reason="Invalid",
+            message=f'{kind} "{name}" is invalid: metadata.annotations: Too long: must have at most '
+            f"{ANNOTATIONS_LIMIT} bytes",
+            details={
+                "group": ref.group,
+                "kind": ref.kind,
+                "name": name,
+                "causes": [
+                    {
+                        "reason": "FieldValueTooLong",
+                        "message": f"Too long: must have at most {ANNOTATIONS_LIMIT} bytes",
+                        "field": "metadata.annotations",
+                    }
+                ],
+            },
         )
 
 

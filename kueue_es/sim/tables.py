@@ -5,9 +5,10 @@ and prints the columns the server returns (``-o wide`` adds those of priority > 
 A real API server builds them from a CRD's ``additionalPrinterColumns`` (JSONPath
 evaluated on each object) and, for built-in kinds, from its own printers.  The
 emulator does the same: the kueue.x-k8s.io kinds from the columns of
-:mod:`kueue_es.crds` (Kueue's own columns), the built-in kinds it serves (Pod,
-Node, Namespace, Event, Job, Lease, ConfigMap) with the columns kubectl users know, anything
-else as NAME and AGE.
+:mod:`kueue_es.crds` (Kueue's own columns), the kinds of CRDs applied to it from their
+``additionalPrinterColumns`` (``printer_columns``), the built-in kinds it serves (Pod,
+Node, Namespace, Event, Job, Lease, ConfigMap, CustomResourceDefinition) with the columns
+kubectl users know, anything else as NAME and AGE.
 
 Cells are as the API server sends them: strings, integers, ``None`` for a
 missing value (kubectl prints ``<none>``), and ages as Kubernetes' short
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import datetime
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from jsonpath_ng import JSONPath
@@ -90,14 +91,18 @@ def table(
     now: datetime.datetime,
     resource_version: str = "",
     include_object: str = "PartialObjectMetadata",
+    printer_columns: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A ``meta.k8s.io/v1`` Table of ``objects`` of one kind, evaluated at ``now`` (UTC).
 
     ``include_object`` is the request's ``includeObject``: ``None`` (no object per
     row), ``Object`` (the whole object), or ``PartialObjectMetadata`` (its metadata:
     the default, which kubectl uses for ``-A`` and ``--show-labels``).
+    ``printer_columns``: a CRD version's ``additionalPrinterColumns`` (``name``, ``type``,
+    ``jsonPath``, ``description``, ``priority``, ``format``) for a kind of a CRD; an empty
+    list gives NAME and AGE, as the API server does.
     """
-    columns, row = _printer(ref)
+    columns, row = _printer(ref) if printer_columns is None else _additional_printer(printer_columns)
     rows = []
     for obj in objects:
         entry: dict[str, Any] = {"cells": row(obj, now)}
@@ -169,6 +174,42 @@ def _crd_printer(kind: crds.Kind) -> tuple[list[dict[str, Any]], _Row]:
     return definitions, row
 
 
+def _additional_printer(columns: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], _Row]:
+    """A CRD's additionalPrinterColumns; without any, the API server's Age column."""
+    if not columns:
+        columns = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+    definitions = [_NAME] + [
+        {
+            "name": str(c.get("name", "")),
+            "type": str(c.get("type", "string")),
+            "format": str(c.get("format", "")),
+            "description": str(c.get("description", "")),
+            "priority": int(c.get("priority", 0)),
+        }
+        for c in columns
+    ]
+
+    def row(obj: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        cells: list[Cell] = [_name(obj)]
+        for c in columns:
+            try:
+                cells.append(jsonpath_cell(obj, str(c.get("jsonPath", "")), type_=str(c.get("type", "")), now=now))
+            except Exception:  # noqa: BLE001 -- a JSONPath jsonpath-ng cannot read prints as <none>, not a 500
+                cells.append(None)
+        return cells
+
+    return definitions, row
+
+
+def _crd_definition_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [_NAME, _column("Created At", "date", "Time the CRD was created")]
+
+    def row(crd: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        return [_name(crd), _created(crd)]
+
+    return columns, row
+
+
 def _default_printer() -> tuple[list[dict[str, Any]], _Row]:
     def row(obj: dict[str, Any], now: datetime.datetime) -> list[Cell]:
         return [_name(obj), age(_created(obj), now)]
@@ -181,6 +222,8 @@ def _printer(ref: resources.ResourceRef) -> tuple[list[dict[str, Any]], _Row]:
         for kind in crds.KINDS:
             if kind.kind == ref.kind:
                 return _crd_printer(kind)
+    if (ref.group, ref.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        return _crd_definition_printer()
     built_in = _BUILT_IN.get(ref.kind) if ref.group in ("", "batch", "coordination.k8s.io", "apps") else None
     return built_in() if built_in is not None else _default_printer()
 

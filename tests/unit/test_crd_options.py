@@ -1,0 +1,34 @@
+"""``kueue-es demo --crds PATH`` and ``up --emulator --crds PATH``: CRD files are checked before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kueue_es import cli
+
+
+def test_a_crd_path_that_is_not_there_or_not_a_crd_stops_demo_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["demo", "--crds", str(tmp_path / "missing.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --crds:") and "missing.yaml" in err
+    job = tmp_path / "job.yaml"
+    job.write_text("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n")
+    assert cli.main(["demo", "--crds", str(job)]) == 2
+    assert "is not a CustomResourceDefinition" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a.b}\n"
+        "spec: {group: example.com, scope: Namespaced, names: {plural: widgets, kind: Widget}, versions: []}\n"
+    )
+    assert cli.main(["demo", "--crds", str(bad)]) == 2
+    assert 'metadata.name: Invalid value: "a.b"' in capsys.readouterr().err
+
+
+def test_up_takes_crds_only_with_the_emulator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    crds = Path(__file__).resolve().parents[1] / "fixtures" / "crds" / "workload.codeflare.dev_appwrappers.yaml"
+    assert cli.main(["up", "--kube-server", "http://127.0.0.1:1", "--dir", str(tmp_path), "--crds", str(crds)]) == 2
+    assert "--crds installs CRDs on the emulator" in capsys.readouterr().err
