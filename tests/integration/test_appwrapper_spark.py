@@ -7,16 +7,21 @@ node selector and tolerations."""
 
 from __future__ import annotations
 
+import asyncio
+import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
+from kueue_es.services.watcher.kinds import READS
+from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import serve_emulator
-from tests.integration.harness import SPOT_TOLERATION
+from tests.integration.harness import SPOT_TOLERATION, events_of, running, wait_for
 from tests.integration.lifecycle import SPOT_SELECTOR, Statuses, run_lifecycle, served
 from tests.kube import examples
 
@@ -26,7 +31,7 @@ pytestmark = pytest.mark.timeout(60)
 @pytest.fixture
 async def api() -> AsyncIterator[k8s_client.ApiClient]:
     """An emulated API server serving AppWrapper and SparkApplication, and a client for it."""
-    kinds = (served("AppWrapper"), served("SparkApplication"))
+    kinds = (served("AppWrapper"), served("SparkApplication"), served("PyTorchJob"))
     async with serve_emulator(bookmark_interval=0.2, extra_resources=kinds) as emu:
         client = await kube.make_api_client(server=emu.url)
         try:
@@ -81,6 +86,36 @@ async def test_sample_appwrapper_leaderworkerset(api: k8s_client.ApiClient, bus:
         api, bus, manifest, pod_sets=[(f"{name}-0", 2), (f"{name}-1", 3)], statuses=appwrapper_statuses()
     )
     assert len(seen["started"]["spec"]["components"][0]["podSetInfos"]) == 2
+
+
+async def test_wrapped_objects_are_part_of_the_appwrapper(api: k8s_client.ApiClient, bus: MemoryBus) -> None:
+    """The PyTorchJob the AppWrapper controller creates (owned by the AppWrapper; here even queue-labelled)
+    is not a workload of its own (jobframework FindAncestorJobManagedByKueue): the watcher lists AppWrappers
+    before the kinds they may wrap."""
+    assert "AppWrapper" in READS["PyTorchJob"] and "AppWrapper" in READS["JobSet"]
+    assert "AppWrapper" not in READS["AppWrapper"]
+    [manifest] = examples.load("appwrapper/pytorch-sample.yaml")
+    aw = await kube.apply_manifest(api, manifest)
+    wrapped = copy.deepcopy(manifest["spec"]["components"][0]["template"])
+    wrapped["metadata"] |= {
+        "namespace": "default",
+        "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+        "ownerReferences": [
+            {
+                "apiVersion": aw["apiVersion"],
+                "kind": "AppWrapper",
+                "name": aw["metadata"]["name"],
+                "uid": aw["metadata"]["uid"],
+                "controller": True,
+            }
+        ],
+    }
+    await kube.apply_manifest(api, wrapped)
+    async with running(Watcher(bus=bus, api=api).run()):  # lists both at start: AppWrappers first
+        await wait_for(bus, types.WorkloadObserved)
+        await asyncio.sleep(0.5)
+    observed = await events_of(bus, types.WorkloadObserved)
+    assert [e.workload.spec.pod_sets[0].name for e in observed] == ["sample-appwrapper-pytorch-job-0"]
 
 
 def spark_statuses(executors: int) -> Statuses:
