@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kueue_es.events import models, types
+from kueue_es.events import manager_config, models, types
 from kueue_es.jobframework import integrations
 from kueue_es.jobframework.integrations import appwrapper, sparkapplication
 
@@ -400,6 +400,13 @@ def test_spark_global_node_selector_goes_into_the_roles() -> None:
     assert "nodeSelector" not in started["spec"]
     for role in ("driver", "executor"):
         assert started["spec"][role]["nodeSelector"] == {"zone": "us-east", "instance-type": "spot"}
+
+
+def test_spark_is_gated_as_kueue_gates_it() -> None:
+    """The configuration refuses the framework without the gate this integration names."""
+    assert manager_config.GATED_FRAMEWORKS == {SPARK.framework: sparkapplication.FEATURE_GATE}
+    assert SPARK.framework == "sparkoperator.k8s.io/sparkapplication"
+    assert AW.framework == "workload.codeflare.dev/appwrapper" and AW.plural == "appwrappers"
 
 
 def test_spark_status() -> None:
