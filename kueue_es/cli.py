@@ -147,8 +147,10 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
-    service.add_argument("name", choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "visibility"])
-    service.add_argument("--nats", required=True, help="NATS URL, e.g. nats://127.0.0.1:4222")
+    service.add_argument(
+        "name", choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "visibility", "webhook"]
+    )
+    service.add_argument("--nats", default=None, help="NATS URL, e.g. nats://127.0.0.1:4222 (all but the webhook)")
     _nats_credential_options(service)
     service.add_argument(
         "--stepped", action="store_true", help="deciders: run cycles only when a SchedulingRequested fact asks"
@@ -174,6 +176,7 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     )
     _standby_options(service)
     _visibility_options(service)
+    _webhook_options(service)
     service.add_argument(
         "--snapshots",
         action=argparse.BooleanOptionalAction,
@@ -340,6 +343,12 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     crds.add_argument("-o", "--output-dir", type=Path, default=None, help="write one file per CRD here (deploy/crds)")
     crds.add_argument("--check", action="store_true", help="with -o: exit 1 if the files there are not up to date")
     crds.set_defaults(run=_run_deploy_crds)
+    hooks = deploy_sub.add_parser(
+        "webhooks", help="the Mutating/ValidatingWebhookConfiguration of every kind the webhook serves"
+    )
+    hooks.add_argument("-o", "--output", type=Path, default=None, help="write them to this file")
+    hooks.add_argument("--check", action="store_true", help="with -o: exit 1 if the file is not up to date")
+    hooks.set_defaults(run=_run_deploy_webhooks)
     return parser
 
 
@@ -496,6 +505,30 @@ def _visibility_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _webhook_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("webhook (Kueue's job admission webhooks over HTTPS; docs/webhooks.md)")
+    group.add_argument("--webhook-port", type=int, default=9443, help="HTTPS port (default 9443, as Kueue's)")
+    group.add_argument(
+        "--webhook-host", default="127.0.0.1", help="address it binds (default 127.0.0.1; 0.0.0.0 in a pod)"
+    )
+    group.add_argument(
+        "--internal-cert-management",
+        action="store_true",
+        help="keep a self-signed CA and serving certificate in a Secret, renew them before expiry and put the CA"
+        " into the webhook configurations (Kueue's internalCertManagement); else serve the files in --cert-dir",
+    )
+    group.add_argument("--webhook-namespace", default="kueue-es", help="namespace of the Service and Secret")
+    group.add_argument("--webhook-service-name", default="kueue-es-webhook-service", help="the webhook's Service")
+    group.add_argument(
+        "--webhook-secret-name", default="kueue-es-webhook-server-cert", help="the Secret holding the certificates"
+    )
+    group.add_argument("--mutating-webhook-configuration", default="kueue-es-mutating-webhook-configuration")
+    group.add_argument("--validating-webhook-configuration", default="kueue-es-validating-webhook-configuration")
+    group.add_argument(
+        "--cert-check-interval", type=float, default=60.0, help="seconds between certificate checks (default 60)"
+    )
+
+
 def _standby_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("standby replicas (admitter, preemptor, tas-placer, dispatcher)")
     group.add_argument(
@@ -629,6 +662,23 @@ def _run_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_deploy_webhooks(args: argparse.Namespace) -> int:
+    from kueue_es.services.webhook import manifests
+
+    text = manifests.render()
+    if args.output is None:
+        print(text, end="")
+        return 0
+    if args.check:
+        if not args.output.is_file() or args.output.read_text() != text:
+            print(f"{args.output} is not up to date: run kueue-es deploy webhooks -o {args.output}", file=sys.stderr)
+            return 1
+        return 0
+    args.output.write_text(text)
+    print(f"wrote {args.output}")
+    return 0
+
+
 def _run_deploy_crds(args: argparse.Namespace) -> int:
     from kueue_es import crds
 
@@ -732,6 +782,11 @@ def _run_service(args: argparse.Namespace) -> int:
     from kueue_es.services import runtime
 
     runtime.configure_logging(service=args.name)
+    if args.name == "webhook":
+        return _run_webhook(args)
+    if args.nats is None:
+        print(f"error: the {args.name} needs --nats", file=sys.stderr)
+        return 2
     if problem := _credentials_to_env(args):
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -924,6 +979,55 @@ async def _serve_visibility(args: argparse.Namespace, stop: asyncio.Event, conne
         start=start,
         delegated=delegated,
     )
+
+
+def _run_webhook(args: argparse.Namespace) -> int:
+    """``kueue-es service webhook``: no NATS; the Kubernetes API when one is named or in a pod."""
+    from kueue_es.services import runtime
+
+    async def serve(stop: asyncio.Event) -> None:
+        import tempfile
+
+        from kueue_es.services.webhook import rotation, server
+
+        in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+        api = None
+        if args.kube_server or args.kubeconfig or os.environ.get("KUBECONFIG") or in_cluster:
+            api = await _api_client(args)
+        settings = None
+        if args.internal_cert_management:
+            settings = rotation.Settings(
+                namespace=args.webhook_namespace,
+                service_name=args.webhook_service_name,
+                secret_name=args.webhook_secret_name,
+                mutating_name=args.mutating_webhook_configuration,
+                validating_name=args.validating_webhook_configuration,
+                check_every=args.cert_check_interval,
+            )
+        try:
+            await server.serve_webhook(
+                stop=stop,
+                cert_dir=args.cert_dir or Path(tempfile.mkdtemp(prefix="kueue-es-webhook-")),
+                host=args.webhook_host,
+                port=args.webhook_port,
+                api=api,
+                rotation_settings=settings,
+                manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
+            )
+        finally:
+            if api is not None:
+                await api.close()
+
+    if args.internal_cert_management and not (
+        args.kube_server or args.kubeconfig or os.environ.get("KUBECONFIG") or os.environ.get("KUBERNETES_SERVICE_HOST")
+    ):
+        print(
+            "error: --internal-cert-management needs the Kubernetes API (--kubeconfig, or run in a pod)",
+            file=sys.stderr,
+        )
+        return 2
+    asyncio.run(runtime.run_until_signalled(serve))
+    return 0
 
 
 async def _snapshot_start(url: str, role: str) -> Any:

@@ -89,6 +89,21 @@ def priority_class(job: Mapping[str, Any]) -> tuple[str, str] | None:
     return ("spec.runPolicy.schedulingPolicy.priorityClass", str(name)) if name else None
 
 
+#: The labels the training-operator puts on a job's pods (kftraining.JobNameLabel, OperatorNameLabel).
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+
+
+def _pod_label_selector(kind: str) -> Any:
+    """``job-name=<name>,operator-name=<kind>-controller`` (each kind's PodLabelSelector)."""
+
+    def selector(job: Mapping[str, Any]) -> str:
+        name = workloads.as_mapping(job.get("metadata")).get("name", "")
+        return f"{JOB_NAME_LABEL}={name},{OPERATOR_NAME_LABEL}={kind.lower()}-controller"
+
+    return selector
+
+
 def _kubeflow(kind: str, field: str, order: tuple[str, ...]) -> Integration:
     return Integration(
         framework=f"kubeflow.org/{kind.lower()}",
@@ -102,6 +117,7 @@ def _kubeflow(kind: str, field: str, order: tuple[str, ...]) -> Integration:
         active=active,
         pods_ready=pods_ready,
         priority_class=priority_class,
+        pod_label_selector=_pod_label_selector(kind),
     )
 
 

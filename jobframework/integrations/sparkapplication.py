@@ -248,6 +248,12 @@ def drop_global_selector(app: dict[str, Any], _counts: Mapping[str, int] | None 
     app["spec"].pop("nodeSelector", None)
 
 
+def pod_label_selector(app: Mapping[str, Any]) -> str:
+    """``sparkoperator.k8s.io/app-name=<name>``: the label the operator puts on the application's pods
+    (Kueue PodLabelSelector)."""
+    return f"sparkoperator.k8s.io/app-name={workloads.as_mapping(app.get('metadata')).get('name', '')}"
+
+
 # -- status -----------------------------------------------------------------------------------------
 
 
@@ -295,5 +301,6 @@ INTEGRATIONS = (
         pod_set_view=PodSetView(read=read_role, write=write_role),
         started=drop_global_selector,
         stopped=drop_global_selector,
+        pod_label_selector=pod_label_selector,
     ),
 )

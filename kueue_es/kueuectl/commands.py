@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import IO, Any
 
+from kueue_es.jobframework import integrations
 from kueue_es.kueuectl import positions, printing, specs
 from kueue_es.kueuectl.connect import MERGE_PATCH, TABLE, Cluster, Failure
 from kueue_es.services.kube import resources
@@ -24,10 +25,8 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"  # Kueue's constants.JobUIDLabel
 CRD_TYPE_MAX_LENGTH = 20  # list_workload_printer.go: longer JOB TYPEs are cut and end in "..."
 WORKLOAD_STATUSES = ("all", "pending", "quotareserved", "admitted", "finished")
 #: The label selecting a job's pods (each integration's PodLabelSelector in Kueue's jobframework).
-POD_SELECTORS = {
-    ("batch", "Job"): "batch.kubernetes.io/job-name",
-    ("jobset.x-k8s.io", "JobSet"): "jobset.sigs.k8s.io/jobset-name",
-}
+#: A batch/v1 Job's; the integrations' are theirs (Integration.pod_label_selector).
+POD_SELECTORS = {("batch", "Job"): "batch.kubernetes.io/job-name"}
 POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 
 
@@ -248,7 +247,8 @@ def resolve_type(text: str) -> resources.ResourceRef:
     group: ``job``, ``jobs.batch``, ``JobSet``); raises Failure (kubectl's ``the server doesn't have a
     resource type``) for another."""
     wanted = text.lower()
-    for ref in resources.RESOURCES.values():
+    served = [resources.ref_for(i.api_version, i.kind) for i in integrations.registry().values()]
+    for ref in (*resources.RESOURCES.values(), *served):
         for name in (ref.plural, ref.singular):
             if wanted == name or (ref.group and wanted == f"{name}.{ref.group}"):
                 return ref
@@ -404,8 +404,9 @@ async def list_workloads(cluster: Cluster, args: argparse.Namespace, out: IO[str
 
 
 async def list_pods(cluster: Cluster, args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    """``list pods --for TYPE/NAME [-l SEL] [--field-selector SEL] [-A]``: the pods of a Job, a JobSet, or
-    the group of a Pod (their integration's pod label), with the server's own columns (a Table) or ``-o``."""
+    """``list pods --for TYPE/NAME [-l SEL] [--field-selector SEL] [-A]``: the pods of a Job, of an
+    integration's job (a JobSet, a PyTorchJob, ...), or the group of a Pod (their integration's pod label
+    selector), with the server's own columns (a Table) or ``-o``."""
     printing.check_output(args.output)
     if not args.for_object:
         raise Failure('required flag(s) "for" not set')
@@ -425,9 +426,16 @@ async def list_pods(cluster: Cluster, args: argparse.Namespace, out: IO[str], er
             args.field_selector = ",".join(p for p in (args.field_selector, f"metadata.name={name}") if p)
     else:
         label = POD_SELECTORS.get((ref.group, ref.kind))
-        if label is None:
+        integration = integrations.by_kind(ref.kind)
+        if label is not None:
+            pod_selector = f"{label}={name}"
+        elif integration is not None and integration.pod_label_selector is not None:
+            pod_selector = integration.pod_label_selector(target)
+            if not pod_selector:  # Kueue's kueuectl: an empty selector lists nothing for it
+                err.write(f"No resources found in {namespace} namespace.\n" if namespace else "No resources found.\n")
+                return 0
+        else:
             raise Failure(f"unsupported kind: {ref.kind}")
-        pod_selector = f"{label}={name}"
     selector = ",".join(p for p in (args.selector, pod_selector) if p)
     path = _path(resources.PODS, namespace=namespace)
     if args.output:

@@ -44,6 +44,7 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import functools
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -57,7 +58,9 @@ import structlog
 import yaml
 
 from kueue_es import crds, validation
-from kueue_es.jobframework import integrations, pods
+from kueue_es.events import models
+from kueue_es.jobframework import integrations, pods, webhooks, workloads
+from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
 from kueue_es.sim import aggregator, openapi, patches, selectors, store, tables
 
@@ -74,6 +77,9 @@ _BUILT_IN_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] 
     ("", "namespaces"): (("ns",), ()),
     ("", "events"): (("ev",), ()),
     ("batch", "jobs"): ((), ("all",)),
+    ("apps", "deployments"): (("deploy",), ("all",)),
+    ("apps", "replicasets"): (("rs",), ("all",)),
+    ("apps", "statefulsets"): (("sts",), ("all",)),
 }
 _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -139,11 +145,16 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     existing Namespace (default, kube-system, kube-public, kube-node-lease
     exist).  ``create_hooks``: callables ``(ref, obj)`` run on every created
     object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
-    plays Kueue's Job, integration (JobSet, Kubeflow, ...) and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
+    plays Kueue's Job, integration (JobSet, Kubeflow, ...) and Pod webhooks (pass ``()`` for a bare
+    cluster), and with them :class:`DefaultLocalQueue` runs first.  ``clock``:
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
     ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
     refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
     pruned, or 400 with ``fieldValidation=Strict``); False plays a cluster without them.
+    ``kueue_validation``: with ``validate`` and Kueue's create hooks, also refuse what Kueue's validating
+    job webhooks refuse (:meth:`_kueue_validate`); False plays a cluster without the webhook (its
+    mutating part stays, as with the MutatingAdmissionPolicy), where invalid jobs are stored and
+    the watcher reports them.
     """
 
     history_limit: int = 1000
@@ -153,6 +164,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     clock: Callable[[], datetime.datetime] = store.utc_now
     extra_resources: tuple[resources.ResourceRef, ...] = ()
     validate: bool = True
+    kueue_validation: bool = True
 
     _store: store.ObjectStore = attrs.field(init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
@@ -166,14 +178,22 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         # kmock guesses no action for PUT; route it to the emulation too when reactions are in use.
         self.fallback[kmock.method.PUT] << self._serve_via_dsl
         self._builtin_payload_ids = {id(payload) for payload in self._payloads}
+        hooks = self.create_hooks
+        default_queue = DefaultLocalQueue() if suspend_queued_jobs in hooks else None
+        if default_queue is not None:  # Kueue's job webhooks default the queue before deciding to suspend
+            hooks = (default_queue, *hooks)
         self._store = store.ObjectStore(
             objects=self._objects,
             refs=(),
             history_limit=self.history_limit,
             clock=self.clock,
             enforce_namespaces=self.enforce_namespaces,
-            create_hooks=self.create_hooks,
+            create_hooks=tuple(
+                functools.partial(hook, lookup=self._lookup) if hook is gate_queued_pods else hook for hook in hooks
+            ),
         )
+        if default_queue is not None:
+            default_queue.store = self._store
         for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *self.extra_resources):
             self.register_resource(ref)
 
@@ -200,6 +220,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             verbs=_VERBS,
             subresources={"status"} if ref.status_subresource else set(),
         )
+
+    def _lookup(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The stored object of a served kind, or None (for create hooks that read another object)."""
+        for ref in self._refs.values():
+            if ref.api_version == api_version and ref.kind == kind:
+                found = self._store.select(ref, namespace=namespace if ref.namespaced else None, name=name)
+                return found[0] if found else None
+        return None
 
     def put_objects(self, objects: list[dict[str, Any]]) -> None:
         """Store ``objects`` (of registered kinds) as they are, replacing any of the same name: how ``up
@@ -414,6 +442,18 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     **({"categories": list(categories)} if categories else {}),
                 }
             )
+            if (group, ref.plural) in SCALABLE:
+                entries.append(
+                    {
+                        "name": f"{ref.plural}/scale",
+                        "singularName": "",
+                        "namespaced": ref.namespaced,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
             if ref.status_subresource:
                 entries.append(
                     {
@@ -472,6 +512,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         """Run a routed call against the store; raises kmock.KubernetesError with a real-looking Status."""
         with _kubernetes_errors(call):
             _check_allowed(call)
+            if call.subresource == "scale":
+                return self._scale(call)
             match call.verb:
                 case "list":
                     return self._read_reply(call, self._list(call))
@@ -507,6 +549,52 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     )
                     return _Reply(status=200, payload=deleted)
         raise AssertionError(f"unrouted verb {call.verb!r}")  # pragma: no cover
+
+    def _scale(self, call: _ApiCall) -> _Reply:
+        """The ``scale`` subresource of a Deployment, ReplicaSet or StatefulSet (``kubectl scale``): an
+        autoscaling/v1 Scale read from, or written to, the object's ``spec.replicas``."""
+        assert call.name is not None
+        if call.verb in ("patch", "replace"):
+            body = _json_body(call)
+
+            def change(current: dict[str, Any]) -> Any:
+                scale = _scale_of(current)
+                if call.verb == "replace":
+                    wanted = body
+                else:
+                    wanted = patches.apply_patch(scale, body, content_type=call.content_type, schema=None)
+                replicas = (wanted.get("spec") or {}).get("replicas") if isinstance(wanted, dict) else None
+                if not isinstance(replicas, int) or replicas < 0:
+                    raise store.StoreError(
+                        status=422,
+                        reason="Invalid",
+                        message=f'Scale.autoscaling "{call.name}" is invalid: spec.replicas: Invalid value: '
+                        f"{replicas!r}: must be greater than or equal to 0",
+                        details={"kind": "Scale", "group": "autoscaling", "name": call.name},
+                    )
+                updated = copy.deepcopy(current)
+                updated.setdefault("spec", {})["replicas"] = replicas
+                return updated
+
+            stored = self._store.update(
+                call.ref,
+                namespace=call.namespace,
+                name=call.name,
+                subresource=None,
+                change=change,
+                dry_run=call.dry_run,
+            )
+            return _Reply(status=200, payload=_scale_of(stored))
+        if call.verb != "get":
+            raise store.StoreError(
+                status=405,
+                reason="MethodNotAllowed",
+                message="the server does not allow this method on the requested resource",
+                details={"kind": call.ref.plural, "group": call.ref.group},
+            )
+        return _Reply(
+            status=200, payload=_scale_of(self._store.get(call.ref, namespace=call.namespace, name=call.name))
+        )
 
     def _list(self, call: _ApiCall) -> dict[str, Any]:
         items = self._store.select(
@@ -694,12 +782,42 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             if call.field_validation == "Warn":
                 # kept, so the strict-field checker (validate_object) names them in Warning headers
                 validation.check(validation.prune(copy.deepcopy(manifest)), old=old)
-                return manifest
-            return validation.admit(manifest, old=old, field_validation=call.field_validation)
+                admitted = manifest
+            else:
+                admitted = validation.admit(manifest, old=old, field_validation=call.field_validation)
         except validation.Invalid as exc:
             raise store.StoreError(status=422, reason="Invalid", message=exc.message, details=exc.details()) from exc
         except validation.UnknownFields as exc:
             raise store.StoreError(status=400, reason="BadRequest", message=str(exc)) from exc
+        self._kueue_validate(call.ref, admitted, old=old)
+        return admitted
+
+    def _kueue_validate(self, ref: resources.ResourceRef, obj: dict[str, Any], *, old: dict[str, Any] | None) -> None:
+        """Kueue's validating job webhooks (:func:`kueue_es.jobframework.webhooks.validate_create` and
+        ``validate_update``), when the emulator plays Kueue's webhooks (its default ``create_hooks``):
+        a refusal is 403 Forbidden with the message kube-apiserver gives for a denying webhook,
+        ``admission webhook "vjob.kb.io" denied the request: <field errors>``."""
+        if not self.kueue_validation or not any(hook in self.create_hooks for hook in KUEUE_WEBHOOKS):
+            return
+        served = webhooks.target(ref.api_version, ref.kind)
+        if served is None:
+            return
+        namespace = str(obj.get("metadata", {}).get("namespace") or "default")
+        try:
+            self._store.get(resources.LOCAL_QUEUES, namespace=namespace, name="default")
+            context = webhooks.Context(default_local_queue=True)
+        except store.StoreError:
+            context = webhooks.Context()
+        if old is None:
+            errors = webhooks.validate_create(ref.api_version, ref.kind, obj, context=context)
+        else:
+            errors = webhooks.validate_update(ref.api_version, ref.kind, old, obj, context=context)
+        if errors:
+            raise store.StoreError(
+                status=403,
+                reason="Forbidden",
+                message=f'admission webhook "v{ref.kind.lower()}.kb.io" denied the request: {webhooks.message(errors)}',
+            )
 
     def _watch(self, call: _ApiCall) -> AsyncIterator[dict[str, Any]]:
         """Validate the watch parameters now (errors become HTTP statuses) and return the event stream."""
@@ -793,54 +911,123 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     await wakeup.wait()
 
 
+@attrs.define
+class DefaultLocalQueue:
+    """A create hook doing what the webhooks of Kueue's integrations do first (jobframework/defaults.go
+    ApplyDefaultLocalQueue; LocalQueueDefaulting, always on since Kueue v0.19): a Job or an
+    integration's job (a JobSet, a PyTorchJob, a Deployment, ...) created without the
+    ``kueue.x-k8s.io/queue-name`` label in a namespace that has a LocalQueue named ``default`` gets
+    the label ``default``, unless a job Kueue manages controls it (part of its owner's workload) or ``managedJobsNamespaceSelector`` (Kueue's default here: not kube-system
+    or kueue-system) does not select the namespace. Only at creation, as the webhook."""
+
+    store: store.ObjectStore | None = None
+    selector: models.LabelSelector = workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
+
+    def __call__(self, ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+        integration = integrations.by_kind(ref.kind)
+        is_integration = integration is not None and integration.api_version == ref.api_version
+        if (ref != resources.JOBS and not is_integration) or self.store is None:
+            return
+        metadata = obj.setdefault("metadata", {})
+        labels = metadata.get("labels") or {}
+        namespace = str(metadata.get("namespace") or "default")
+        if labels.get(workloads.QUEUE_LABEL) or _controlled_by_job(metadata):
+            return
+        try:
+            self.store.get(resources.LOCAL_QUEUES, namespace=namespace, name=workloads.DEFAULT_LOCAL_QUEUE)
+        except store.StoreError:
+            return
+        try:
+            ns_labels = self.store.get(resources.NAMESPACES, namespace=None, name=namespace)["metadata"].get("labels")
+        except store.StoreError:
+            ns_labels = None
+        context = workloads.Context(
+            managed_jobs_namespace_selector=self.selector, namespace_labels={namespace: ns_labels or {}}
+        )
+        if context.namespace_managed(namespace):
+            metadata["labels"] = {**labels, workloads.QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
+
+
+def _controlled_by_job(metadata: Mapping[str, Any]) -> bool:
+    """Whether a Job or an integration's job is the object's controller (Kueue: IsOwnerManagedByKueueForObject)."""
+    owners = metadata.get("ownerReferences") or []
+    return any(
+        isinstance(o, dict) and o.get("controller") and pods.is_job_owner(o.get("apiVersion"), o.get("kind"))
+        for o in owners
+    )
+
+
+def _kueue_default(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """Replace ``obj``'s content with what Kueue's mutating webhook makes of it
+    (:func:`kueue_es.jobframework.webhooks.default`, the webhook server's own function)."""
+    defaulted = webhooks.default(ref.api_version, ref.kind, obj)
+    if defaulted != obj:
+        obj.clear()
+        obj.update(defaulted)
+
+
 def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     """A create hook doing what Kueue's Job webhook does: suspend Jobs that name a queue.
 
     Jobs with the ``kueue.x-k8s.io/queue-name`` label are created with
-    ``spec.suspend: true``, so they wait for admission instead of running.
-    ClusterEmulator uses it unless given other ``create_hooks``.
+    ``spec.suspend: true``, so they wait for admission instead of running
+    (:func:`kueue_es.jobframework.webhooks.default`). ClusterEmulator uses it unless
+    given other ``create_hooks``.
     """
-    if ref == resources.JOBS and obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
-        obj.setdefault("spec", {})["suspend"] = True
+    if ref == resources.JOBS:
+        _kueue_default(ref, obj)
 
 
 def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     """A create hook doing what the webhooks of Kueue's integrations do (a JobSet, a PyTorchJob, a RayJob,
     ...: :mod:`kueue_es.jobframework.integrations`): a job that names a queue is created suspended, by its
     kind's own suspend field (``spec.suspend``, ``spec.runPolicy.suspend``, ...), and gets its kind's
-    ``on_create`` changes."""
+    ``on_create`` changes (:func:`kueue_es.jobframework.webhooks.default`)."""
     integration = integrations.by_kind(ref.kind)
-    if integration is None or integration.api_version != ref.api_version:
-        return
-    if obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
-        if integration.suspend_path is not None:
-            integrations.set_at(obj, integration.suspend_path, True)
-        if integration.on_create is not None:
-            integration.on_create(obj)
+    if integration is not None and integration.api_version == ref.api_version:
+        _kueue_default(ref, obj)
 
 
-def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+def gate_queued_pods(
+    ref: resources.ResourceRef,
+    obj: dict[str, Any],
+    *,
+    lookup: Callable[[str, str, str, str], dict[str, Any] | None] | None = None,
+) -> None:
     """A create hook doing what Kueue's Pod webhook does for a Pod that names a queue.
 
     It gets the ``kueue.x-k8s.io/managed: "true"`` label and the
     ``kueue.x-k8s.io/admission`` scheduling gate, which holds it until admitted,
     and (TopologyAwareScheduling is on by default) the ``kueue.x-k8s.io/topology``
     gate, which the start removes unless the pod's pod set got a topology assignment
-    (Kueue pkg/controller/jobs/pod/pod_webhook.go Default). Pods a Job or an
-    integration's job controls are left alone: they belong to their owner's workload.
+    (Kueue pkg/controller/jobs/pod/pod_webhook.go Default;
+    :func:`kueue_es.jobframework.webhooks.default`). Pods a Job or an integration's job
+    controls are left alone: they belong to their owner's workload.
+
+    A pod whose template a managed Deployment, StatefulSet or LeaderWorkerSet marked
+    (``kueue.x-k8s.io/pod-suspending-parent``) is gated whatever its labels
+    (suspendByParent); a StatefulSet's or LeaderWorkerSet's pod also gets, from its
+    parent (``lookup(apiVersion, kind, namespace, name)``), the labels that make it a
+    member of the parent's serving pod group, which Kueue's StatefulSet and
+    LeaderWorkerSet reconcilers write just after creation
+    (:func:`kueue_es.jobframework.integrations.serving.pod_defaults`).
     """
     metadata = obj.get("metadata", {})
-    if ref != resources.PODS or not metadata.get("labels", {}).get("kueue.x-k8s.io/queue-name"):
+    if ref != resources.PODS:
         return
-    owners = metadata.get("ownerReferences") or []
-    if any(
-        o.get("controller") and pods.is_job_owner(o.get("apiVersion"), o.get("kind"))
-        for o in owners
-        if isinstance(o, dict)
-    ):
+    if serving.parent_framework(obj):
+        parent_key = serving.parent_of(obj)
+        if lookup is not None and parent_key is not None:
+            api_version, kind, name = parent_key
+            serving.pod_defaults(obj, lookup(api_version, kind, str(metadata.get("namespace") or ""), name))
+        _gate(obj)
         return
-    metadata["labels"]["kueue.x-k8s.io/managed"] = "true"
-    gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
+    _kueue_default(ref, obj)
+
+
+def _gate(pod: dict[str, Any]) -> None:
+    """Kueue's admission and topology scheduling gates on a pod (pod_webhook.go gate)."""
+    gates = pod.setdefault("spec", {}).setdefault("schedulingGates", [])
     for gate in ("kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"):
         if not any(isinstance(g, dict) and g.get("name") == gate for g in gates):
             gates.append({"name": gate})
@@ -869,6 +1056,28 @@ async def serve_emulator(*, host: str = "127.0.0.1", port: int = 0, **options: A
             emulator.drop_watches()
 
 
+#: The kinds with a ``scale`` subresource (autoscaling/v1 Scale), as (group, plural).
+SCALABLE = frozenset({("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")})
+
+
+def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The autoscaling/v1 Scale of a scalable object: its ``spec.replicas`` (default 1) and ``status.replicas``."""
+    meta = obj.get("metadata") or {}
+    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {
+            k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta
+        },
+        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
+        "status": {
+            "replicas": (obj.get("status") or {}).get("replicas", 0),
+            "selector": ",".join(f"{k}={v}" for k, v in sorted(selector.items())),
+        },
+    }
+
+
 def _check_allowed(call: _ApiCall) -> None:
     """405 for methods a path does not take, 404 for subresources other than a kind's ``status``."""
     if call.verb == "not-allowed" or (call.subresource is not None and call.verb in ("watch", "delete")):
@@ -878,6 +1087,8 @@ def _check_allowed(call: _ApiCall) -> None:
             message="the server does not allow this method on the requested resource",
             details={"kind": call.ref.plural, "group": call.ref.group},
         )
+    if call.subresource == "scale" and (call.ref.group, call.ref.plural) in SCALABLE:
+        return
     if call.subresource is not None and (call.subresource != "status" or not call.ref.status_subresource):
         raise store.StoreError(
             status=404,

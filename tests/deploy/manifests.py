@@ -16,6 +16,9 @@ NOT_MANIFESTS = ("controller_manager_config.yaml",)
 #: Monitoring with the Prometheus Operator's kinds (PrometheusRule), a kustomization of its own outside the base
 #: (tests/deploy/test_monitoring.py).
 MONITORING = DEPLOY / "monitoring"
+#: deploy/base with cert-manager's kinds (Issuer, Certificate) for the webhook's certificate, an overlay outside the
+#: base (tests/deploy/test_webhook_manifests.py).
+CERTMANAGER = DEPLOY / "certmanager"
 
 
 @dataclass(frozen=True)
@@ -35,11 +38,13 @@ class Document:
 
 
 def manifest_files() -> list[Path]:
-    """Every Kubernetes manifest file under deploy/ (kustomizations and deploy/monitoring excluded)."""
+    """Every Kubernetes manifest file under deploy/ (kustomizations, deploy/monitoring and deploy/certmanager excluded)."""
     return sorted(
         p
         for p in DEPLOY.rglob("*.yaml")
-        if p.name not in (*KUSTOMIZATIONS, *NOT_MANIFESTS) and MONITORING not in p.parents
+        if p.name not in (*KUSTOMIZATIONS, *NOT_MANIFESTS)
+        and MONITORING not in p.parents
+        and CERTMANAGER not in p.parents
     )
 
 

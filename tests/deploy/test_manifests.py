@@ -115,6 +115,8 @@ CLUSTER_SCOPED = {
     "MutatingAdmissionPolicy",
     "MutatingAdmissionPolicyBinding",
     "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
 }
 
 
@@ -203,21 +205,35 @@ def test_roles_grant_the_verbs_the_code_uses(service: str) -> None:
     assert {verb for _, _, verb in grants(rules_of(service))} == used
 
 
+#: What the webhook may update, each by name only: its certificates' Secret and its two configurations (the CA
+#: bundle), as Kueue's cert rotation (pkg/util/cert rbac markers).
+WEBHOOK_OWN = {
+    "secrets": ["kueue-es-webhook-server-cert"],
+    "mutatingwebhookconfigurations": ["kueue-es-mutating-webhook-configuration"],
+    "validatingwebhookconfigurations": ["kueue-es-validating-webhook-configuration"],
+}
+
+
 def test_no_wildcards_secrets_or_escalation() -> None:
     for role in [*kinds("ClusterRole"), *kinds("Role")]:
-        for group, resource, verb in grants(role["rules"]):
-            assert "*" not in (group, resource, verb), role["metadata"]["name"]
-            assert resource not in ("secrets", "serviceaccounts/token", "roles", "clusterroles"), role["metadata"][
-                "name"
-            ]
-            assert verb not in ("escalate", "bind", "impersonate", "deletecollection")
-            assert verb != "update" or resource == "leases", role["metadata"]["name"]  # renewing a Lease
-            assert verb != "delete" or resource == "workloads", role["metadata"]["name"]
+        name = role["metadata"]["name"]
+        for rule in role["rules"]:
+            if name == "kueue-es-webhook" and rule["resources"][0] in WEBHOOK_OWN:
+                # the webhook's own objects: get and update, by name, nothing else
+                assert rule["resourceNames"] == WEBHOOK_OWN[rule["resources"][0]] and len(rule["resources"]) == 1
+                assert rule["verbs"] == ["get", "update"]
+                continue
+            for group, resource, verb in grants([rule]):
+                assert "*" not in (group, resource, verb), name
+                assert resource not in ("secrets", "serviceaccounts/token", "roles", "clusterroles"), name
+                assert verb not in ("escalate", "bind", "impersonate", "deletecollection")
+                assert verb != "update" or resource == "leases", name  # renewing a Lease
+                assert verb != "delete" or resource == "workloads", name
 
 
 def test_only_watcher_and_dispatcher_are_bound_and_deciders_have_no_token() -> None:
     bound = {s["name"] for b in [*kinds("ClusterRoleBinding"), *kinds("RoleBinding")] for s in b["subjects"]}
-    assert bound == {"kueue-es-watcher", "kueue-es-dispatcher", "kueue-es-visibility"}
+    assert bound == {"kueue-es-watcher", "kueue-es-dispatcher", "kueue-es-visibility", "kueue-es-webhook"}
     for binding in kinds("ClusterRoleBinding"):
         if binding["subjects"][0]["name"] == "kueue-es-visibility":
             continue  # the built-in roles of an aggregated API server: below
@@ -300,8 +316,9 @@ def test_the_stream_is_created_by_admin_in_a_job() -> None:
 
 def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() -> None:
     """get/update on the watcher's Lease by name, create on leases (not restrictable by name), in the namespace
-    of the services, for the watcher only (services/leader.py; the dispatcher's lease is on NATS)."""
-    (role,) = kinds("Role")
+    of the services, for the watcher only (services/leader.py; the dispatcher's lease is on NATS). The other
+    Role is the webhook's, on its own Secret only (test_no_wildcards_secrets_or_escalation)."""
+    (role,) = [r for r in kinds("Role") if r["metadata"]["name"] != "kueue-es-webhook"]
     assert role["metadata"]["namespace"] == "kueue-es"
     named = {(g, r, v) for rule in role["rules"] if rule.get("resourceNames") for g in rule["apiGroups"]
              for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
@@ -310,7 +327,11 @@ def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() 
     names = {n for rule in role["rules"] for n in rule.get("resourceNames", [])}
     assert names == {"kueue-es-watcher"}
     # the other RoleBinding: the visibility server's, to a built-in Role (test_visibility_is_an_aggregated...)
-    (binding,) = [b for b in kinds("RoleBinding") if b["metadata"]["namespace"] == "kueue-es"]
+    (binding,) = [
+        b
+        for b in kinds("RoleBinding")
+        if b["metadata"]["namespace"] == "kueue-es" and b["metadata"]["name"] != "kueue-es-webhook"
+    ]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert {(s["name"], s["namespace"]) for s in binding["subjects"]} == {("kueue-es-watcher", "kueue-es")}
 
@@ -480,6 +501,7 @@ def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None
     assert ingress_ports == {
         **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor")},
         "kueue-es-visibility": [8080, 8082],
+        "kueue-es-webhook": [9443],
         "kueue-es-nats": [4222, 6222],
     }
     (metrics,) = policies["kueue-es-metrics"]["ingress"]

@@ -515,3 +515,38 @@ async def test_list_pods_for_a_job_prints_the_servers_columns(
     assert code == 1 and "value must be in the format TYPE[.API-GROUP]/NAME" in err
     code, out, err = await plugin.run("list", "pods", "--for", "job/missing")
     assert (code, out, err) == (0, "", "No resources found in default namespace.\n")
+
+
+async def test_list_pods_for_an_integrations_job_uses_its_pod_label_selector(
+    plugin: Plugin, cluster: emulator.ClusterEmulator
+) -> None:
+    """`list pods --for pytorchjob/NAME` selects the pods by the PyTorchJob's PodLabelSelector (job name and
+    operator labels: Kueue's pytorchjob_controller.go), as kueuectl does for every integration."""
+    pytorchjobs = client.ref_for("kubeflow.org/v1", "PyTorchJob")
+    cluster.register_resource(pytorchjobs)
+    api = await client.make_api_client(server=cluster.url)
+    try:
+        await client.create_object(
+            api,
+            pytorchjobs,
+            namespace="default",
+            body={"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "mnist"}, "spec": {}},
+        )
+        labels = {
+            "mnist-master-0": {"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/operator-name": "pytorchjob-controller"},
+            "mnist-other-0": {"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/operator-name": "tfjob-controller"},
+        }  # fmt: skip
+        for pod, pod_labels in labels.items():
+            body = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": pod, "labels": pod_labels},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            }
+            await client.create_object(api, resources.PODS, namespace="default", body=body)
+    finally:
+        await api.close()
+    out = await plugin.ok("list", "pods", "--for", "pytorchjob/mnist")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["mnist-master-0"]
+    out = await plugin.ok("list", "pods", "--for", "pytorchjobs.kubeflow.org/mnist")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["mnist-master-0"]

@@ -407,6 +407,8 @@ def test_spark_is_gated_as_kueue_gates_it() -> None:
     assert manager_config.GATED_FRAMEWORKS == {SPARK.framework: sparkapplication.FEATURE_GATE}
     assert SPARK.framework == "sparkoperator.k8s.io/sparkapplication"
     assert AW.framework == "workload.codeflare.dev/appwrapper" and AW.plural == "appwrappers"
+    assert SPARK.pod_label_selector is not None
+    assert SPARK.pod_label_selector(make_spark()) == "sparkoperator.k8s.io/app-name=sparkapp"
 
 
 def test_spark_status() -> None:

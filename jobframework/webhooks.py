@@ -1,0 +1,689 @@
+"""Kueue's job webhooks as pure functions: what a managed job gets at creation, and what is refused.
+
+Why this module exists: in a cluster, Kueue's admission webhooks do two things to
+every job before it is stored. The mutating one (``Default``) makes a job Kueue
+manages wait for admission -- a Job, JobSet, PyTorchJob, RayJob, ... is created
+suspended through its kind's suspend field, a plain Pod is created with Kueue's
+scheduling gates -- and gives a job without a queue the namespace's ``default``
+LocalQueue. The validating one (``ValidateCreate`` / ``ValidateUpdate``) refuses
+labels and annotations Kueue cannot honour, and changes it must not see while the
+job runs (the queue name of an admitted job). The rules are the same for every
+integration (Kueue pkg/controller/jobframework/base_webhook.go, defaults.go,
+validation.go, tas_validation.go) plus a few of the kind's own
+(pkg/controller/jobs/job/job_webhook.go, pod/pod_webhook.go). Both the webhook
+server (:mod:`kueue_es.services.webhook`) and the emulated API server's create
+hooks (:mod:`kueue_es.sim.emulator`) call these functions, so the demo and a
+cluster behave alike.
+
+Everything is pure: what the cluster knows (whether the namespace has a
+``default`` LocalQueue, whether ``managedJobsNamespaceSelector`` selects it) comes
+in a :class:`Context`. Errors are :class:`FieldError` values with Kubernetes' field
+paths and messages (``metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value:
+"a_b": a lowercase RFC 1123 subdomain must ...``), never exceptions.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from kueue_es.events import manifests
+from kueue_es.jobframework import integrations, jobs, pods, workloads
+from kueue_es.jobframework.integrations import serving
+
+QUEUE_LABEL: Final = workloads.QUEUE_LABEL
+PRIORITY_CLASS_LABEL: Final = workloads.PRIORITY_CLASS_LABEL
+MAX_EXEC_TIME_LABEL: Final = workloads.MAX_EXEC_TIME_LABEL
+MANAGED_LABEL: Final = workloads.MANAGED_LABEL
+#: The prebuilt Workload a job names (label, or annotation with WorkloadIdentifierAnnotations; constants.go).
+PREBUILT_WORKLOAD_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
+#: The scheduling gates Kueue's pod webhook adds (kueue.x-k8s.io/admission; TopologySchedulingGate).
+ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
+TOPOLOGY_GATE: Final = "kueue.x-k8s.io/topology"
+
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS1123_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must"
+    " start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is"
+    " '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_IMMUTABLE = "field is immutable"
+_GO_BOOL = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
+_GO_BOOL |= {"0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+class _Omit:
+    """The value an error leaves out (Kubernetes' field.OmitValueType)."""
+
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT: Final = _Omit()
+
+_TYPE_TEXT = {"Invalid": "Invalid value", "Forbidden": "Forbidden", "Required": "Required value"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FieldError:
+    """One refused field, as Kubernetes' ``field.Error``: ``type`` (``Invalid``, ``Forbidden`` or
+    ``Required``), ``field`` (``metadata.labels[kueue.x-k8s.io/queue-name]``), the ``value`` that was
+    refused (:data:`OMIT` for none) and ``detail``."""
+
+    type: str
+    field: str
+    detail: str
+    value: Any = OMIT
+
+    def __str__(self) -> str:
+        """``<field>: <Invalid value: "x"|Forbidden|Required value>: <detail>``, as field.Error.Error() writes it."""
+        body = _TYPE_TEXT[self.type]
+        if self.type == "Invalid" and self.value is not OMIT:
+            body += f": {_go_value(self.value)}"
+        return f"{self.field}: {body}: {self.detail}" if self.detail else f"{self.field}: {body}"
+
+
+def _go_value(value: Any) -> str:
+    """A refused value as Kubernetes prints it: strings quoted, numbers and booleans bare, null for none."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def message(errors: Sequence[FieldError]) -> str:
+    """The denial message of a list of errors: one error as it is, more as ``[e1, e2]`` (utilerrors.Aggregate)."""
+    if len(errors) == 1:
+        return str(errors[0])
+    return "[" + ", ".join(str(e) for e in errors) + "]"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Context:
+    """What the webhook knows about the cluster for one request.
+
+    ``manage_jobs_without_queue_name``: Kueue's option (a job without the queue-name label is
+    managed too). ``namespace_managed``: whether ``managedJobsNamespaceSelector`` selects the
+    object's namespace (in a cluster the webhook configurations' ``namespaceSelector`` already
+    leaves the others out). ``default_local_queue``: whether the object's namespace has a
+    LocalQueue named ``default`` (LocalQueueDefaulting, on since Kueue v0.19).
+    ``topology_aware_scheduling``: the feature gate (on by default): pods get the topology gate
+    and TAS annotations are validated.
+    """
+
+    manage_jobs_without_queue_name: bool = False
+    namespace_managed: bool = True
+    default_local_queue: bool = False
+    topology_aware_scheduling: bool = True
+
+
+# -- the kinds served ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Target:
+    """One kind the webhooks serve: ``api_version``, ``kind``, ``plural`` and its integration (None for
+    batch/v1 Job and v1 Pod, which have their own modules)."""
+
+    api_version: str
+    kind: str
+    plural: str
+    integration: integrations.Integration | None = None
+
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group)."""
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        """The API version within the group (``v1``)."""
+        return self.api_version.rpartition("/")[2]
+
+    def path(self, verb: str) -> str:
+        """Kueue's webhook path: ``/<mutate|validate>-<group, dots as dashes>-<version>-<kind lower-cased>``
+        (controller-runtime generateMutatePath; ``/mutate--v1-pod`` for the core group)."""
+        return f"/{verb}-{self.group.replace('.', '-')}-{self.version}-{self.kind.lower()}"
+
+
+JOB = Target(api_version=jobs.JOB_API, kind="Job", plural="jobs")
+POD = Target(api_version=pods.POD_API, kind="Pod", plural="pods")
+
+
+def targets() -> tuple[Target, ...]:
+    """Every kind served: batch/v1 Job, v1 Pod and each registered integration, in kind order."""
+    found = [JOB, POD]
+    for kind in sorted(integrations.registry()):
+        integration = integrations.registry()[kind]
+        found.append(
+            Target(
+                api_version=integration.api_version,
+                kind=integration.kind,
+                plural=integration.plural,
+                integration=integration,
+            )
+        )
+    return tuple(found)
+
+
+def target(api_version: str, kind: str) -> Target | None:
+    """The served kind of ``apiVersion``/``kind``, or None."""
+    return next((t for t in targets() if (t.api_version, t.kind) == (api_version, kind)), None)
+
+
+def target_of_path(path: str) -> tuple[str, Target] | None:
+    """``("mutate" | "validate", target)`` of a webhook path (:meth:`Target.path`), or None."""
+    for candidate in targets():
+        for verb in ("mutate", "validate"):
+            if candidate.path(verb) == path:
+                return verb, candidate
+    return None
+
+
+# -- helpers on metadata -------------------------------------------------------------------------
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    labels = _meta(obj).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    annotations = _meta(obj).get("annotations")
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def _label_path(key: str) -> str:
+    return f"metadata.labels[{key}]"
+
+
+def _annotation_path(key: str) -> str:
+    return f"metadata.annotations[{key}]"
+
+
+def queue_name(obj: Mapping[str, Any]) -> str:
+    """The ``kueue.x-k8s.io/queue-name`` label ("" when absent; jobframework QueueNameForObject)."""
+    return str(_labels(obj).get(QUEUE_LABEL) or "")
+
+
+def owner_managed(obj: Mapping[str, Any]) -> bool:
+    """Whether the object's controller is a kind whose jobs Kueue manages as a whole (a Job, a JobSet, a
+    PyTorchJob, ...; Kueue IsOwnerManagedByKueueForObject): such a child is part of its owner's workload and
+    is neither given a queue nor suspended."""
+    owner = workloads.controller_owner(_meta(obj))
+    return owner is not None and pods.is_job_owner(owner.get("apiVersion"), owner.get("kind"))
+
+
+def suspended(target_kind: Target, obj: Mapping[str, Any]) -> bool:
+    """Whether the object is suspended as Kueue's GenericJob.IsSuspended sees it: a Job's ``spec.suspend``,
+    an integration's suspend field, a Pod still holding the admission gate; False for kinds run through
+    their pods (a Deployment's)."""
+    if target_kind == JOB:
+        spec = obj.get("spec")
+        return isinstance(spec, dict) and spec.get("suspend") is True
+    if target_kind == POD:
+        return pods.is_gated(obj)
+    integration = target_kind.integration
+    return integration is not None and integrations.suspended(integration, obj)
+
+
+# -- Default (mutating) --------------------------------------------------------------------------
+
+
+def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Context | None = None) -> dict[str, Any]:
+    """The object as Kueue's mutating webhook leaves it at creation (a new dict; ``obj`` is not changed).
+
+    For a kind not served (:func:`target`) the object comes back unchanged. Otherwise, unless the
+    namespace is not managed (``context.namespace_managed``) or a managed job controls the object
+    (:func:`owner_managed`):
+
+    - without the queue-name label, in a namespace with a ``default`` LocalQueue, the label is set to
+      ``default`` (defaults.go ApplyDefaultLocalQueue);
+    - a job with the queue-name label (or any job with ``manageJobsWithoutQueueName``) is suspended
+      (ApplyDefaultForSuspend): a Job's ``spec.suspend``, an integration's ``suspend_path``, then the
+      integration's ``on_create`` changes (for kinds run through their pods: their templates' labels);
+    - such a Pod gets the ``kueue.x-k8s.io/managed: "true"`` label, the ``kueue.x-k8s.io/admission``
+      scheduling gate and, with TopologyAwareScheduling, the ``kueue.x-k8s.io/topology`` gate
+      (pod_webhook.go Default); a pod whose template a managed Deployment, StatefulSet or
+      LeaderWorkerSet marked (``kueue.x-k8s.io/pod-suspending-parent``) gets the gates whatever its
+      labels (suspendByParent).
+
+    Not done (docs/webhooks.md): the pod finalizer and role-hash annotation (kueue-es's dispatcher removes
+    no finalizer and computes the role hash itself), defaulting the WorkloadPriorityClass label, and
+    MultiKueue's ``managedBy``.
+    """
+    out = copy.deepcopy(dict(obj))
+    served = target(api_version, kind)
+    context = context or Context()
+    if served is None or not context.namespace_managed or owner_managed(out):
+        return out
+    if served == POD and serving.parent_framework(out):
+        # suspendByParent: a managed Deployment, StatefulSet or LeaderWorkerSet marked its template; the
+        # pod is gated whatever its labels (its serving group's labels come from the parent: serving.py)
+        _gate_pod(out, topology=context.topology_aware_scheduling, managed=False)
+        return out
+    if not queue_name(out) and context.default_local_queue:
+        metadata = out.setdefault("metadata", {})
+        metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
+    if not queue_name(out) and not context.manage_jobs_without_queue_name:
+        return out
+    if served == JOB:
+        out.setdefault("spec", {})["suspend"] = True
+    elif served == POD:
+        _gate_pod(out, topology=context.topology_aware_scheduling)
+    elif served.integration is not None:
+        if served.integration.suspend_path is not None:
+            integrations.set_at(out, served.integration.suspend_path, True)
+        if served.integration.on_create is not None:
+            served.integration.on_create(out)
+    return out
+
+
+def _gate_pod(pod: dict[str, Any], *, topology: bool, managed: bool = True) -> None:
+    metadata = pod.setdefault("metadata", {})
+    if managed:
+        metadata["labels"] = {**(metadata.get("labels") or {}), MANAGED_LABEL: "true"}
+    gates = pod.setdefault("spec", {}).setdefault("schedulingGates", [])
+    for gate in (ADMISSION_GATE, TOPOLOGY_GATE) if topology else (ADMISSION_GATE,):
+        if not any(isinstance(g, dict) and g.get("name") == gate for g in gates):
+            gates.append({"name": gate})
+
+
+# -- ValidateCreate ------------------------------------------------------------------------------
+
+
+def validate_create(
+    api_version: str, kind: str, obj: Mapping[str, Any], *, context: Context | None = None
+) -> list[FieldError]:
+    """What Kueue's validating webhook refuses when ``obj`` is created (empty: allowed).
+
+    Every kind (jobframework ValidateJobOnCreate): the queue-name label and the prebuilt-workload
+    label are DNS-1123 subdomains; the ``max-exec-time-seconds`` label is a positive integer; each pod
+    template's TAS annotations are valid (tas_validation.go ValidateTASPodSetRequest, through
+    :func:`kueue_es.jobframework.workloads.topology_request`). A Job: the partial-admission annotation
+    ``job-min-parallelism`` is an integer between 1 and its pods - 1, ``job-completions-equal-parallelism``
+    a boolean, only on Indexed Jobs whose completions equal parallelism (job_webhook.go). A Pod: the
+    managed label is ``"true"``, a pod group has both its name and total count (pod_webhook.go).
+    """
+    context = context or Context()
+    served = target(api_version, kind)
+    if served is None:
+        return []
+    errors = _common_create(obj)
+    if served == JOB:
+        errors += _job_create(obj)
+    elif served == POD:
+        errors += _pod_create(obj)
+    if context.topology_aware_scheduling:
+        errors += _topology(served, obj)
+    return errors
+
+
+def _common_create(obj: Mapping[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    labels = _labels(obj)
+    for key in (QUEUE_LABEL, PREBUILT_WORKLOAD_KEY):
+        if key in labels:
+            errors += _subdomain(labels[key], _label_path(key))
+    if PREBUILT_WORKLOAD_KEY in _annotations(obj):
+        errors += _subdomain(_annotations(obj)[PREBUILT_WORKLOAD_KEY], _annotation_path(PREBUILT_WORKLOAD_KEY))
+    if MAX_EXEC_TIME_LABEL in labels:
+        raw = str(labels[MAX_EXEC_TIME_LABEL])
+        value = _go_atoi(raw)
+        if value is None:
+            errors.append(
+                FieldError(
+                    type="Invalid",
+                    field=_label_path(MAX_EXEC_TIME_LABEL),
+                    value=raw,
+                    detail=f'strconv.Atoi: parsing "{raw}": invalid syntax',
+                )
+            )
+        elif value <= 0:
+            errors.append(
+                FieldError(
+                    type="Invalid",
+                    field=_label_path(MAX_EXEC_TIME_LABEL),
+                    value=value,
+                    detail="should be greater than 0",
+                )
+            )
+    return errors
+
+
+def _subdomain(value: Any, field: str) -> list[FieldError]:
+    text = str(value)
+    problems = []
+    if len(text) > 253:
+        problems.append("must be no more than 253 characters")
+    if not _DNS1123_SUBDOMAIN.fullmatch(text):
+        problems.append(_DNS1123_SUBDOMAIN_MESSAGE)
+    return [FieldError(type="Invalid", field=field, value=text, detail=",".join(problems))] if problems else []
+
+
+def _go_atoi(text: str) -> int | None:
+    """Go's strconv.Atoi: an optional sign and decimal digits, nothing else."""
+    return int(text) if re.fullmatch(r"[+-]?[0-9]+", text) else None
+
+
+def _job_pods_count(job: Mapping[str, Any]) -> int:
+    """min(parallelism, completions), parallelism 1 when absent (job_controller.go podsCount)."""
+    spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    parallelism = workloads.parse_int(spec.get("parallelism"))
+    count = 1 if parallelism is None else parallelism
+    completions = workloads.parse_int(spec.get("completions"))
+    return min(count, completions) if completions is not None else count
+
+
+def _job_create(job: Mapping[str, Any]) -> list[FieldError]:
+    return _job_partial_admission(job) + _job_sync_completions(job)
+
+
+def _job_partial_admission(job: Mapping[str, Any]) -> list[FieldError]:
+    annotations = _annotations(job)
+    if jobs.MIN_PARALLELISM_ANNOTATION not in annotations:
+        return []
+    raw = str(annotations[jobs.MIN_PARALLELISM_ANNOTATION])
+    where = _annotation_path(jobs.MIN_PARALLELISM_ANNOTATION)
+    value = _go_atoi(raw)
+    if value is None:
+        return [
+            FieldError(type="Invalid", field=where, value=raw, detail=f'strconv.Atoi: parsing "{raw}": invalid syntax')
+        ]
+    count = _job_pods_count(job)
+    if value >= count or value <= 0:
+        return [FieldError(type="Invalid", field=where, value=value, detail=f"should be between 0 and {count - 1}")]
+    return []
+
+
+def _job_sync_completions(job: Mapping[str, Any]) -> list[FieldError]:
+    annotations = _annotations(job)
+    key = jobs.COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION
+    if key not in annotations:
+        return []
+    raw = str(annotations[key])
+    where = _annotation_path(key)
+    enabled = _GO_BOOL.get(raw)
+    errors: list[FieldError] = []
+    if enabled is None:
+        errors.append(
+            FieldError(
+                type="Invalid", field=where, value=raw, detail=f'strconv.ParseBool: parsing "{raw}": invalid syntax'
+            )
+        )
+    if enabled:
+        spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        if spec.get("completionMode") in (None, "NonIndexed"):
+            errors.append(
+                FieldError(type="Invalid", field=where, value=raw, detail="should not be enabled for NonIndexed jobs")
+            )
+        parallelism = workloads.parse_int(spec.get("parallelism"))
+        completions = workloads.parse_int(spec.get("completions"))
+        if (1 if parallelism is None else parallelism) != (1 if completions is None else completions):
+            errors.append(
+                FieldError(
+                    type="Invalid",
+                    field="spec.completions",
+                    value=completions,
+                    detail=f"should be equal to parallelism when {key} annotation is true",
+                )
+            )
+    return errors
+
+
+def _pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    labels, annotations = _labels(pod), _annotations(pod)
+    if MANAGED_LABEL in labels and labels[MANAGED_LABEL] != "true":
+        errors.append(
+            FieldError(
+                type="Forbidden", field=_label_path(MANAGED_LABEL), detail="managed label value can only be 'true'"
+            )
+        )
+    group = annotations.get(pods.GROUP_NAME_KEY) or labels.get(pods.GROUP_NAME_KEY)
+    group_field = (
+        _annotation_path(pods.GROUP_NAME_KEY)
+        if annotations.get(pods.GROUP_NAME_KEY)
+        else _label_path(pods.GROUP_NAME_KEY)
+    )
+    total_field = _annotation_path(pods.GROUP_TOTAL_COUNT_ANNOTATION)
+    has_total = pods.GROUP_TOTAL_COUNT_ANNOTATION in annotations
+    detail = (
+        f"both the '{pods.GROUP_TOTAL_COUNT_ANNOTATION}' annotation and the '{pods.GROUP_NAME_KEY}' "
+        + ("annotation" if annotations.get(pods.GROUP_NAME_KEY) else "label")
+        + " should be set"
+    )
+    if not group:
+        if has_total:
+            return [*errors, FieldError(type="Required", field=group_field, detail=detail)]
+        return errors
+    errors += _subdomain(group, group_field)
+    if not has_total:
+        return [*errors, FieldError(type="Required", field=total_field, detail=detail)]
+    raw = str(annotations[pods.GROUP_TOTAL_COUNT_ANNOTATION])
+    total = _go_atoi(raw)
+    if total is None:
+        errors.append(
+            FieldError(
+                type="Invalid", field=total_field, value=raw, detail=f'strconv.Atoi: parsing "{raw}": invalid syntax'
+            )
+        )
+    elif total < 1:
+        errors.append(
+            FieldError(type="Invalid", field=total_field, value=raw, detail="should be greater than or equal to 1")
+        )
+    return errors
+
+
+def _templates(served: Target, obj: Mapping[str, Any]) -> Iterator[tuple[str, Any, int]]:
+    """``(annotations' field path, template-like object with metadata, pod count)`` of each pod set."""
+    if served == JOB:
+        spec = obj.get("spec")
+        yield (
+            "spec.template.metadata.annotations",
+            (spec or {}).get("template") if isinstance(spec, dict) else None,
+            (_job_pods_count(obj)),
+        )
+    elif served == POD:
+        yield "metadata.annotations", obj, 1
+    elif served.integration is not None:
+        integration = served.integration
+        try:
+            sources = integration.pod_sets(integration.ref(obj), obj) if isinstance(obj.get("spec"), dict) else []
+        except manifests.ManifestError:
+            return  # the kind's own schema refuses it; the watcher reports it
+        for source in sources:
+            where = integrations.field_name(source.template_path)
+            yield f"{where}.metadata.annotations", integrations.get_at(obj, source.template_path), source.count
+
+
+def _topology(served: Target, obj: Mapping[str, Any]) -> list[FieldError]:
+    ref = workloads.job_ref(obj, kind=served.kind, api_version=served.api_version)
+    errors: list[FieldError] = []
+    for where, template, count in _templates(served, obj):
+        try:
+            template_where = where.removesuffix("metadata.annotations").removesuffix(".") or "metadata"
+            annotations = workloads.template_annotations(ref, template, where=template_where)
+            workloads.topology_request(ref, annotations, where=where, count=count)
+        except manifests.ManifestError as err:
+            errors.append(FieldError(type="Invalid", field=err.field or where, value=OMIT, detail=err.problem))
+    return errors
+
+
+# -- ValidateUpdate ------------------------------------------------------------------------------
+
+
+def validate_update(
+    api_version: str,
+    kind: str,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    context: Context | None = None,
+) -> list[FieldError]:
+    """What Kueue's validating webhook refuses when ``old`` is changed into ``new`` (empty: allowed).
+
+    :func:`validate_create`'s rules on ``new``, then (jobframework ValidateJobOnUpdate): the queue-name
+    label is immutable while the job is not suspended (``field is immutable``: an admitted job cannot
+    move queues), and may not be removed in a namespace with a ``default`` LocalQueue; the prebuilt
+    workload is immutable while it runs; the max-exec-time label is immutable unless the job is
+    suspended before and after; the ``kueue.x-k8s.io/priority-class`` label may not be added to a
+    running job nor removed from any. A Job: ``spec.parallelism`` may not change while it runs with
+    partial admission, nor ``job-completions-equal-parallelism``. A Pod: its group name is immutable, and
+    a pod that is not retriable in its group may not become so.
+    """
+    context = context or Context()
+    served = target(api_version, kind)
+    if served is None:
+        return []
+    errors = validate_create(api_version, kind, new, context=context) if served != JOB else []
+    if served == JOB:
+        # Kueue's Job webhook re-checks the partial admission annotation only when it changed
+        errors = _common_create(new) + _job_sync_completions(new)
+        if _annotations(new).get(jobs.MIN_PARALLELISM_ANNOTATION) != _annotations(old).get(
+            jobs.MIN_PARALLELISM_ANNOTATION
+        ):
+            errors += _job_partial_admission(new)
+        if context.topology_aware_scheduling:
+            errors += _topology(served, new)
+    new_suspended, old_suspended = suspended(served, new), suspended(served, old)
+    old_queue, new_queue = queue_name(old), queue_name(new)
+    if not new_suspended and old_queue != new_queue:
+        errors.append(FieldError(type="Invalid", field=_label_path(QUEUE_LABEL), value=new_queue, detail=_IMMUTABLE))
+    if not new_queue and old_queue and context.default_local_queue:
+        errors.append(
+            FieldError(
+                type="Invalid",
+                field=_label_path(QUEUE_LABEL),
+                value="",
+                detail="queue-name must not be empty in namespace with default queue",
+            )
+        )
+    if not new_suspended:
+        old_prebuilt, new_prebuilt = _prebuilt(old), _prebuilt(new)
+        if old_prebuilt[1] != new_prebuilt[1]:
+            errors.append(FieldError(type="Invalid", field=new_prebuilt[0], value=new_prebuilt[1], detail=_IMMUTABLE))
+    if not new_suspended or not old_suspended:
+        old_max, new_max = _labels(old).get(MAX_EXEC_TIME_LABEL, ""), _labels(new).get(MAX_EXEC_TIME_LABEL, "")
+        if old_max != new_max:
+            errors.append(
+                FieldError(type="Invalid", field=_label_path(MAX_EXEC_TIME_LABEL), value=new_max, detail=_IMMUTABLE)
+            )
+    errors += _priority_class_update(old, new, suspended=new_suspended)
+    if served == JOB:
+        errors += _job_update(old, new, old_suspended=old_suspended, new_suspended=new_suspended)
+    elif served == POD:
+        errors += _pod_update(old, new)
+    return errors
+
+
+def _prebuilt(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """``(field path, name)`` of the prebuilt workload the object names (annotation first)."""
+    annotation = _annotations(obj).get(PREBUILT_WORKLOAD_KEY)
+    if annotation:
+        return _annotation_path(PREBUILT_WORKLOAD_KEY), str(annotation)
+    return _label_path(PREBUILT_WORKLOAD_KEY), str(_labels(obj).get(PREBUILT_WORKLOAD_KEY) or "")
+
+
+def _priority_class_update(old: Mapping[str, Any], new: Mapping[str, Any], *, suspended: bool) -> list[FieldError]:
+    """validation.go ValidateUpdateForWorkloadPriorityClassName."""
+    old_class = str(_labels(old).get(PRIORITY_CLASS_LABEL) or "")
+    new_class = str(_labels(new).get(PRIORITY_CLASS_LABEL) or "")
+    where = _label_path(PRIORITY_CLASS_LABEL)
+    if not suspended and not old_class and new_class:
+        return [
+            FieldError(
+                type="Invalid",
+                field=where,
+                value=new_class,
+                detail="WorkloadPriorityClass cannot be added to a non-suspended workload",
+            )
+        ]
+    if old_class and not new_class:
+        return [
+            FieldError(
+                type="Invalid", field=where, value="", detail="WorkloadPriorityClass cannot be removed from a workload"
+            )
+        ]
+    return []
+
+
+def _job_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, old_suspended: bool, new_suspended: bool
+) -> list[FieldError]:
+    """job_webhook.go validatePartialAdmissionUpdate.
+
+    One difference: Kueue refuses a parallelism change whenever the old Job runs, because its Job
+    Stop suspends in one write and restores the parallelism in a second; kueue-es's dispatcher does
+    both in one write (suspend and restore), so a change made together with suspending is allowed.
+    """
+    errors: list[FieldError] = []
+    old_spec = old.get("spec") if isinstance(old.get("spec"), dict) else {}
+    new_spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+    assert isinstance(old_spec, dict) and isinstance(new_spec, dict)
+    if jobs.MIN_PARALLELISM_ANNOTATION in _annotations(old) and not old_suspended and not new_suspended:
+        old_parallelism = workloads.parse_int(old_spec.get("parallelism"))
+        new_parallelism = workloads.parse_int(new_spec.get("parallelism"))
+        if (1 if old_parallelism is None else old_parallelism) != (1 if new_parallelism is None else new_parallelism):
+            errors.append(
+                FieldError(
+                    type="Forbidden",
+                    field="spec.parallelism",
+                    detail="cannot change when partial admission is enabled and the job is not suspended",
+                )
+            )
+    if old_suspended == new_suspended and not new_suspended:
+        if jobs.completions_follow_parallelism(_annotations(old)) != jobs.completions_follow_parallelism(
+            _annotations(new)
+        ):
+            errors.append(
+                FieldError(
+                    type="Forbidden",
+                    field=_annotation_path(jobs.COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION),
+                    detail=f"{_IMMUTABLE} while the job is not suspended",
+                )
+            )
+    return errors
+
+
+def _pod_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """pod_webhook.go ValidateUpdate: the group name, and retriable-in-group."""
+    errors: list[FieldError] = []
+    old_group, new_group = pods.group_name(old), pods.group_name(new)
+    if old_group and old_group != new_group:
+        field = (
+            _annotation_path(pods.GROUP_NAME_KEY)
+            if _annotations(new).get(pods.GROUP_NAME_KEY)
+            else _label_path(pods.GROUP_NAME_KEY)
+        )
+        errors.append(FieldError(type="Invalid", field=field, value=new_group, detail=_IMMUTABLE))
+    if new_group and _unretriable(old) and not _unretriable(new):
+        errors.append(
+            FieldError(
+                type="Forbidden",
+                field=_annotation_path(pods.RETRIABLE_IN_GROUP_ANNOTATION),
+                detail="unretriable pod group can't be converted to retriable",
+            )
+        )
+    return errors
+
+
+def _unretriable(pod: Mapping[str, Any]) -> bool:
+    """The pod says it may not be retried within its group (``retriable-in-group: "false"``)."""
+    return str(_annotations(pod).get(pods.RETRIABLE_IN_GROUP_ANNOTATION, "")).lower() == "false"

@@ -1,0 +1,147 @@
+"""AdmissionReview v1 in, AdmissionReview v1 out: Kueue's job webhooks answered from the pure rules.
+
+Why this module exists: kube-apiserver sends an admission webhook an
+``admission.k8s.io/v1`` AdmissionReview (``request``: uid, kind, resource,
+operation, object, oldObject, dryRun, ...) and expects one back whose
+``response`` echoes the uid and says ``allowed``; a mutating webhook's changes are
+a base64 JSONPatch (``patchType: JSONPatch``), a refusal a ``status`` with the
+message kubectl prints after ``admission webhook "vjob.kb.io" denied the
+request:``. This module does only that translation, around
+:mod:`kueue_es.jobframework.webhooks`; what the cluster knows (the namespace's
+``default`` LocalQueue) arrives in the :class:`~kueue_es.jobframework.webhooks.Context`.
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import jsonpatch
+
+from kueue_es.jobframework import webhooks
+
+API_VERSION = "admission.k8s.io/v1"
+
+
+class BadReview(ValueError):
+    """A body that is not an AdmissionReview v1 request (answered 400)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Request:
+    """The parts of ``AdmissionReview.request`` the webhooks read."""
+
+    uid: str
+    api_version: str
+    kind: str
+    operation: str
+    namespace: str
+    obj: Mapping[str, Any]
+    old: Mapping[str, Any] | None
+    dry_run: bool
+
+
+def parse(body: Any) -> Request:
+    """The request of an AdmissionReview v1 body (decoded JSON). Raises :class:`BadReview` naming the field."""
+    if not isinstance(body, dict) or body.get("apiVersion") != API_VERSION or body.get("kind") != "AdmissionReview":
+        raise BadReview(f"expected an AdmissionReview of {API_VERSION}")
+    request = body.get("request")
+    if not isinstance(request, dict):
+        raise BadReview("request: is required")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise BadReview("request.uid: is required")
+    kind = request.get("kind")
+    if not isinstance(kind, dict) or not isinstance(kind.get("kind"), str) or not isinstance(kind.get("version"), str):
+        raise BadReview("request.kind: must be a group/version/kind")
+    group = str(kind.get("group") or "")
+    obj = request.get("object")
+    old = request.get("oldObject")
+    operation = str(request.get("operation") or "")
+    if operation in ("CREATE", "UPDATE") and not isinstance(obj, dict):
+        raise BadReview("request.object: is required for CREATE and UPDATE")
+    if operation == "UPDATE" and not isinstance(old, dict):
+        raise BadReview("request.oldObject: is required for UPDATE")
+    return Request(
+        uid=uid,
+        api_version=f"{group}/{kind['version']}" if group else str(kind["version"]),
+        kind=str(kind["kind"]),
+        operation=operation,
+        namespace=str(request.get("namespace") or ""),
+        obj=obj if isinstance(obj, dict) else {},
+        old=old if isinstance(old, dict) else None,
+        dry_run=bool(request.get("dryRun")),
+    )
+
+
+def with_namespace(obj: Mapping[str, Any], namespace: str) -> Mapping[str, Any]:
+    """The object with ``metadata.namespace`` filled in from the request (a created object may lack it)."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    if meta.get("namespace") or not namespace:
+        return obj
+    return {**obj, "metadata": {**meta, "namespace": namespace}}
+
+
+def _review(uid: str, response: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": {"uid": uid, **response}}
+
+
+def mutate(request: Request, target: webhooks.Target, *, context: webhooks.Context) -> dict[str, Any]:
+    """The AdmissionReview answering a mutating call: allowed, with the JSONPatch (RFC 6902) that turns the
+    object into :func:`webhooks.default`'s when it changes anything. On UPDATE (Kueue's Deployment,
+    StatefulSet and LeaderWorkerSet webhooks are called then too) only the integration's ``on_create``
+    changes apply, never suspension."""
+    obj = dict(request.obj)
+    if request.operation == "CREATE":
+        changed = webhooks.default(request.api_version, request.kind, obj, context=context)
+    elif request.operation == "UPDATE" and target.integration is not None and target.integration.on_create:
+        changed = json.loads(json.dumps(obj))
+        if webhooks.queue_name(changed) and not webhooks.owner_managed(changed):
+            target.integration.on_create(changed)
+    else:
+        changed = obj
+    patch = jsonpatch.make_patch(obj, changed).patch
+    if not patch:
+        return _review(request.uid, {"allowed": True})
+    encoded = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
+    return _review(request.uid, {"allowed": True, "patchType": "JSONPatch", "patch": encoded})
+
+
+def validate(request: Request, target: webhooks.Target, *, context: webhooks.Context) -> dict[str, Any]:
+    """The AdmissionReview answering a validating call: allowed, or refused with ``status`` code 403,
+    reason Forbidden and Kueue's field errors as the message (controller-runtime admission.Denied).
+    DELETE and CONNECT are allowed (Kueue's ValidateDelete allows everything)."""
+    if request.operation == "CREATE":
+        errors = webhooks.validate_create(request.api_version, request.kind, request.obj, context=context)
+    elif request.operation == "UPDATE" and request.old is not None:
+        errors = webhooks.validate_update(request.api_version, request.kind, request.old, request.obj, context=context)
+    else:
+        errors = []
+    if not errors:
+        return _review(request.uid, {"allowed": True})
+    return _review(
+        request.uid,
+        {
+            "allowed": False,
+            "status": {
+                "metadata": {},
+                "status": "Failure",
+                "code": 403,
+                "reason": "Forbidden",
+                "message": webhooks.message(errors),
+            },
+        },
+    )
+
+
+def needs_default_queue(verb: str, request: Request) -> bool:
+    """Whether the answer depends on the namespace having a ``default`` LocalQueue (so the server asks the
+    API only then): a create without the queue-name label, an update that removes it."""
+    if verb == "mutate":
+        return request.operation == "CREATE" and not webhooks.queue_name(request.obj)
+    return request.operation == "UPDATE" and request.old is not None and bool(webhooks.queue_name(request.old))

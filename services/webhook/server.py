@@ -1,0 +1,261 @@
+"""The webhook service: Kueue's job admission webhooks over HTTPS, with its certificates kept current.
+
+``kueue-es service webhook [--webhook-port 9443] [--webhook-host H] [--cert-dir DIR]
+[--internal-cert-management ...] [--kubeconfig ...]``. It needs no NATS: each
+AdmissionReview is answered from the pure rules (:mod:`.review`,
+:mod:`kueue_es.jobframework.webhooks`); the Kubernetes API is asked only whether a
+namespace has a ``default`` LocalQueue, and only when the answer depends on it.
+
+Certificates, as Kueue's manager has them: with ``--internal-cert-management`` a
+:class:`~.rotation.Rotator` keeps a self-signed CA and a serving certificate for the
+Service's DNS names in a Secret, renews them before they expire and patches the CA
+into the webhook configurations; else the files in ``--cert-dir`` (``tls.crt``,
+``tls.key``; cert-manager's Secret mounted there) are used, reloaded when they
+change, and without any a self-signed pair for ``localhost``/``127.0.0.1`` is made
+there (for tests and the emulator). ``/healthz`` and ``/readyz`` are on the same port
+(ready once the certificates are loaded and, with internal management, the CA bundle
+is in both configurations).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import json
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp.web
+import structlog
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es.jobframework import webhooks
+from kueue_es.services.kube import client, errors, resources
+from kueue_es.services.webhook import certs, review, rotation
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_PORT = 9443  # Kueue's webhook port (controller-runtime's default)
+DefaultQueueLookup = Callable[[str], Awaitable[bool]]
+"""Whether namespace ``ns`` has a LocalQueue named ``default``."""
+
+
+def api_lookup(api: k8s_client.ApiClient) -> DefaultQueueLookup:
+    """The lookup through the Kubernetes API: GET the LocalQueue ``<ns>/default`` (404: none)."""
+
+    async def exists(namespace: str) -> bool:
+        try:
+            await client.get_object(api, resources.LOCAL_QUEUES, namespace=namespace, name="default")
+        except errors.NotFoundError:
+            return False
+        return True
+
+    return exists
+
+
+async def _no_default_queues(_: str) -> bool:
+    return False
+
+
+def app(
+    *,
+    manage_jobs_without_queue_name: bool = False,
+    default_queue: DefaultQueueLookup = _no_default_queues,
+    ready: Callable[[], bool] = lambda: True,
+) -> aiohttp.web.Application:
+    """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
+    :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``."""
+
+    async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
+        if request.path == "/healthz":
+            return aiohttp.web.Response(text="ok")
+        if request.path == "/readyz":
+            ok = ready()
+            return aiohttp.web.Response(text="ok" if ok else "certificates not ready", status=200 if ok else 503)
+        found = webhooks.target_of_path(request.path)
+        if found is None:
+            return aiohttp.web.Response(text=f"no webhook at {request.path}\n", status=404)
+        if request.method != "POST":
+            return aiohttp.web.Response(text="POST an AdmissionReview\n", status=405)
+        verb, target = found
+        try:
+            parsed = review.parse(await request.json())
+        except (review.BadReview, json.JSONDecodeError, UnicodeDecodeError) as err:
+            return aiohttp.web.Response(text=f"{err}\n", status=400)
+        parsed = review.Request(
+            uid=parsed.uid,
+            api_version=parsed.api_version,
+            kind=parsed.kind,
+            operation=parsed.operation,
+            namespace=parsed.namespace,
+            obj=review.with_namespace(parsed.obj, parsed.namespace),
+            old=parsed.old,
+            dry_run=parsed.dry_run,
+        )
+        has_default = False
+        if review.needs_default_queue(verb, parsed):
+            try:
+                has_default = await default_queue(parsed.namespace or "default")
+            except errors.KubeError as err:  # Kueue's webhook fails the call when its cache cannot answer
+                log.warning("webhook_lookup_failed", namespace=parsed.namespace, error=str(err))
+                return aiohttp.web.Response(text=f"cannot read LocalQueues: {err}\n", status=500)
+        context = webhooks.Context(
+            manage_jobs_without_queue_name=manage_jobs_without_queue_name, default_local_queue=has_default
+        )
+        answer = (review.mutate if verb == "mutate" else review.validate)(parsed, target, context=context)
+        log.info(
+            "admission_reviewed",
+            webhook=request.path,
+            operation=parsed.operation,
+            object=f"{parsed.namespace}/{(parsed.obj.get('metadata') or {}).get('name', '')}",
+            allowed=answer["response"]["allowed"],
+            patched="patch" in answer["response"],
+            dry_run=parsed.dry_run,
+        )
+        return aiohttp.web.json_response(answer)
+
+    application = aiohttp.web.Application()
+    application.router.add_route("*", "/{tail:.*}", handle)
+    return application
+
+
+class ServingCerts:
+    """The server's TLS context over the certificate files in ``cert_dir``, reloaded in place when they
+    change (new connections get the new certificate; the context object stays the one the server uses)."""
+
+    def __init__(self, cert_dir: Path) -> None:
+        self.cert_dir = cert_dir
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.loaded: tuple[bytes, bytes] | None = None
+
+    @property
+    def files(self) -> tuple[Path, Path]:
+        """``(tls.crt, tls.key)`` in the directory."""
+        return self.cert_dir / certs.CERT, self.cert_dir / certs.KEY
+
+    def reload(self) -> bool:
+        """Load the files when they are there and changed since the last load; True when loaded.
+        Raises ssl.SSLError or OSError for files that cannot be used."""
+        cert, key = self.files
+        if not (cert.is_file() and key.is_file()):
+            return False
+        stamp = (cert.read_bytes(), key.read_bytes())
+        if stamp == self.loaded:
+            return False
+        self.context.load_cert_chain(cert, key)
+        self.loaded = stamp
+        log.info("webhook_certificate_loaded", cert=str(cert), not_after=certs.not_after(cert.read_bytes()).isoformat())
+        return True
+
+
+def self_signed_for_localhost(cert_dir: Path, *, now: datetime.datetime | None = None) -> None:
+    """Make a CA and a serving certificate for ``localhost`` and ``127.0.0.1`` in ``cert_dir`` unless
+    ``tls.crt`` is there already (``ca.crt`` is what a client verifies against)."""
+    if (cert_dir / certs.CERT).is_file():
+        return
+    bundle = certs.new_bundle(["localhost", "127.0.0.1"], now or datetime.datetime.now(datetime.UTC))
+    rotation.write_files(bundle, cert_dir)
+
+
+@contextlib.asynccontextmanager
+async def serve_https(
+    application: aiohttp.web.Application, *, host: str, port: int, context: ssl.SSLContext
+) -> AsyncIterator[str]:
+    """Serve ``application`` over HTTPS on ``host:port`` until the block exits; yields its URL."""
+    runner = aiohttp.web.AppRunner(application, access_log=None)
+    await runner.setup()
+    site = aiohttp.web.TCPSite(runner, host=host, port=port, ssl_context=context)
+    try:
+        await site.start()
+        bound = port
+        server = getattr(site, "_server", None)
+        if port == 0 and server is not None and server.sockets:
+            bound = server.sockets[0].getsockname()[1]
+        yield f"https://{host}:{bound}"
+    finally:
+        await runner.cleanup()
+
+
+async def serve_webhook(
+    *,
+    stop: asyncio.Event,
+    cert_dir: Path,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    api: k8s_client.ApiClient | None = None,
+    rotation_settings: rotation.Settings | None = None,
+    manage_jobs_without_queue_name: bool = False,
+    reload_every: float = 10.0,
+    started: Callable[[str], None] | None = None,
+) -> None:
+    """Answer Kueue's job webhooks on ``host:port`` until ``stop`` is set.
+
+    ``api``: the Kubernetes API (for the ``default`` LocalQueue lookups and the rotation; None: no
+    lookups). ``rotation_settings``: internal certificate management through ``api``; without it the
+    files in ``cert_dir`` (made for localhost when missing) are served and reloaded every
+    ``reload_every`` seconds when they change. ``started``: called with the URL once serving.
+    Raises ValueError when rotation is asked for without an API.
+    """
+    serving = ServingCerts(cert_dir)
+    rotator: rotation.Rotator | None = None
+    tasks: list[asyncio.Task[Any]] = []
+    if rotation_settings is not None:
+        if api is None:
+            raise ValueError("internal certificate management needs the Kubernetes API")
+        rotator = rotation.Rotator(api, rotation_settings, cert_dir=cert_dir)
+        while not stop.is_set():  # the server cannot start without a certificate (Kueue's BootstrapCerts)
+            try:
+                await rotator.check()
+                break
+            except errors.KubeError as err:
+                log.warning("webhook_certificate_bootstrap_failed", error=str(err))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(2.0):
+                        await stop.wait()
+        if stop.is_set():
+            return
+    else:
+        self_signed_for_localhost(cert_dir)
+    serving.reload()
+
+    def ready() -> bool:
+        return serving.loaded is not None and (rotator is None or rotator.injected)
+
+    application = app(
+        manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+        default_queue=api_lookup(api) if api is not None else _no_default_queues,
+        ready=ready,
+    )
+    async with serve_https(application, host=host, port=port, context=serving.context) as url:
+        log.info("service_started", role="webhook", url=url, internal_cert_management=rotator is not None)
+        if started is not None:
+            started(url)
+        if rotator is not None:
+            tasks.append(asyncio.create_task(rotator.run(stop, on_change=serving.reload)))
+        else:
+            tasks.append(asyncio.create_task(_reload_files(serving, stop, every=reload_every)))
+        try:
+            await stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+    log.info("service_stopped", role="webhook")
+
+
+async def _reload_files(serving: ServingCerts, stop: asyncio.Event, *, every: float) -> None:
+    """cert-manager renews the Secret; the kubelet updates the mounted files: load them when they change."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(every):
+                await stop.wait()
+        try:
+            serving.reload()
+        except (OSError, ssl.SSLError) as err:
+            log.warning("webhook_certificate_reload_failed", error=str(err))

@@ -1,0 +1,189 @@
+"""deploy/: the webhook's configurations, Deployment, Service and RBAC agree with the server, and with Kueue.
+
+The configurations are generated (``kueue-es deploy webhooks``) from the kinds the server serves, so the
+file must be what the generator writes; each webhook has Kueue's name, path, operations, failurePolicy
+and sideEffects (config/components/webhook/manifests.yaml); the Deployment's flags name the Service,
+Secret and configurations the manifests define; deploy/certmanager swaps the internal certificate
+management for cert-manager's Certificate and CA injection.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from kueue_es.jobframework import webhooks
+from kueue_es.services.webhook import manifests
+from tests.deploy.manifests import CERTMANAGER, DEPLOY, find
+
+CONFIGURATIONS = DEPLOY / "base" / "webhook-configurations.yaml"
+
+#: Kueue's own entries for the kinds kueue-es has always served (config/components/webhook/manifests.yaml).
+KUEUE = {
+    "mjob.kb.io": ("/mutate-batch-v1-job", ["batch"], ["v1"], ["CREATE"], ["jobs"]),
+    "vjob.kb.io": ("/validate-batch-v1-job", ["batch"], ["v1"], ["CREATE", "UPDATE"], ["jobs"]),
+    "mpod.kb.io": ("/mutate--v1-pod", [""], ["v1"], ["CREATE"], ["pods"]),
+    "vpod.kb.io": ("/validate--v1-pod", [""], ["v1"], ["CREATE", "UPDATE"], ["pods"]),
+    "mjobset.kb.io": (
+        "/mutate-jobset-x-k8s-io-v1alpha2-jobset",
+        ["jobset.x-k8s.io"],
+        ["v1alpha2"],
+        ["CREATE"],
+        ["jobsets"],
+    ),
+    "vjobset.kb.io": (
+        "/validate-jobset-x-k8s-io-v1alpha2-jobset",
+        ["jobset.x-k8s.io"],
+        ["v1alpha2"],
+        ["CREATE", "UPDATE"],
+        ["jobsets"],
+    ),
+    "mpytorchjob.kb.io": ("/mutate-kubeflow-org-v1-pytorchjob", ["kubeflow.org"], ["v1"], ["CREATE"], ["pytorchjobs"]),
+    "vpytorchjob.kb.io": (
+        "/validate-kubeflow-org-v1-pytorchjob",
+        ["kubeflow.org"],
+        ["v1"],
+        ["CREATE", "UPDATE"],
+        ["pytorchjobs"],
+    ),
+}
+
+
+def configuration(kind: str) -> dict[str, Any]:
+    (found,) = [d for d in yaml.safe_load_all(CONFIGURATIONS.read_text()) if d and d["kind"] == kind]
+    return found
+
+
+def test_the_configurations_are_generated() -> None:
+    assert CONFIGURATIONS.read_text() == manifests.render(), "run: kueue-es deploy webhooks -o " + str(
+        CONFIGURATIONS.relative_to(DEPLOY.parent)
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "verb"), [("MutatingWebhookConfiguration", "mutate"), ("ValidatingWebhookConfiguration", "validate")]
+)
+def test_every_served_kind_has_a_webhook_the_server_answers(kind: str, verb: str) -> None:
+    hooks = configuration(kind)["webhooks"]
+    served = {t.kind for t in webhooks.targets()}
+    assert len(hooks) == len(served)
+    for hook in hooks:
+        path = hook["clientConfig"]["service"]["path"]
+        found = webhooks.target_of_path(path)
+        assert found is not None and found[0] == verb, path
+        target = found[1]
+        (rule,) = hook["rules"]
+        assert rule["apiGroups"] == [target.group] and rule["apiVersions"] == [target.version]
+        assert rule["resources"] == [target.plural]
+        assert hook["failurePolicy"] == "Fail" and hook["sideEffects"] == "None"
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert (
+            hook["clientConfig"]["service"]["name"] == find("Service", "kueue-es-webhook-service")["metadata"]["name"]
+        )
+        assert hook["clientConfig"]["service"]["namespace"] == "kueue-es"
+        (expression,) = hook["namespaceSelector"]["matchExpressions"]
+        assert expression["key"] == "kubernetes.io/metadata.name" and expression["operator"] == "NotIn"
+        assert {"kube-system", "kueue-es"} <= set(expression["values"])
+        served.discard(target.kind)
+    assert not served
+
+
+def test_webhooks_are_kueues() -> None:
+    hooks = {
+        h["name"]: h
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for h in configuration(kind)["webhooks"]
+    }
+    for name, (path, groups, versions, operations, resources) in KUEUE.items():
+        hook = hooks[name]
+        (rule,) = hook["rules"]
+        assert hook["clientConfig"]["service"]["path"] == path
+        assert (rule["apiGroups"], rule["apiVersions"], rule["operations"], rule["resources"]) == (
+            groups,
+            versions,
+            operations,
+            resources,
+        ), name
+
+
+def test_the_deployment_runs_the_webhook_with_internal_certificates() -> None:
+    from kueue_es.cli import _parser
+
+    deployment = find("Deployment", "kueue-es-webhook")
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    args = _parser().parse_args(container["args"])
+    assert (args.name, args.internal_cert_management, args.webhook_host) == ("webhook", True, "0.0.0.0")
+    assert args.nats is None  # it needs no NATS
+    assert args.webhook_secret_name == find("Secret", "kueue-es-webhook-server-cert")["metadata"]["name"]
+    assert args.webhook_service_name == find("Service", "kueue-es-webhook-service")["metadata"]["name"]
+    assert args.mutating_webhook_configuration == configuration("MutatingWebhookConfiguration")["metadata"]["name"]
+    assert args.validating_webhook_configuration == configuration("ValidatingWebhookConfiguration")["metadata"]["name"]
+    (port,) = container["ports"]
+    assert port["containerPort"] == args.webhook_port == 9443
+    service = find("Service", "kueue-es-webhook-service")
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port["name"]}]
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": "webhook", "scheme": "HTTPS"}
+    # the certificates are written where the pod can write: an emptyDir, under a read-only root
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert str(args.cert_dir).startswith("/tmp/") and mounts["/tmp"] == "tmp"
+    assert spec["serviceAccountName"] == "kueue-es-webhook" and spec["automountServiceAccountToken"] is True
+
+
+def test_the_webhook_may_touch_only_its_own_objects() -> None:
+    role = find("Role", "kueue-es-webhook")
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["kueue-es-webhook-server-cert"],
+            "verbs": ["get", "update"],
+        }
+    ]
+    cluster_role = find("ClusterRole", "kueue-es-webhook")
+    by_resource = {r["resources"][0]: r for r in cluster_role["rules"]}
+    assert by_resource["localqueues"]["verbs"] == ["get"]
+    for kind, resource in (
+        ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
+        ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"),
+    ):
+        assert by_resource[resource]["resourceNames"] == [configuration(kind)["metadata"]["name"]]
+        assert by_resource[resource]["verbs"] == ["get", "update"]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_certmanager_overlay_uses_cert_manager_instead() -> None:
+    from kueue_es.cli import _parser
+
+    built = subprocess.run(
+        ["kubectl", "kustomize", str(CERTMANAGER)], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    docs = [d for d in yaml.safe_load_all(built) if d]
+    by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    certificate = by_kind_name["Certificate", "kueue-es-webhook-cert"]
+    issuer = certificate["spec"]["issuerRef"]["name"]
+    assert by_kind_name["Issuer", issuer]["spec"] == {"selfSigned": {}}
+    assert "kueue-es-webhook-service.kueue-es.svc" in certificate["spec"]["dnsNames"]
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        (config,) = [d for d in docs if d["kind"] == kind]
+        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "kueue-es/kueue-es-webhook-cert"
+    # cert-manager owns the Secret: not shipped, and the webhook's Role on it is gone
+    assert ("Secret", "kueue-es-webhook-server-cert") not in by_kind_name
+    assert ("Role", "kueue-es-webhook") not in by_kind_name
+    deployment = by_kind_name["Deployment", "kueue-es-webhook"]
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    args = _parser().parse_args(container["args"])
+    assert args.internal_cert_management is False
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == str(args.cert_dir)]
+    assert volumes[mount["name"]]["secret"]["secretName"] == certificate["spec"]["secretName"]
+    for doc in docs:
+        if doc["kind"] not in ("Certificate", "Issuer"):
+            kubernetes_validate.validate(doc, "1.36", strict=True)

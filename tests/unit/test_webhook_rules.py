@@ -1,0 +1,345 @@
+"""Kueue's job webhooks as pure rules (kueue_es.jobframework.webhooks): Default, ValidateCreate, ValidateUpdate.
+
+Each case is one rule of Kueue's (pkg/controller/jobframework/defaults.go, validation.go,
+tas_validation.go, jobs/job/job_webhook.go, jobs/pod/pod_webhook.go), with Kueue's field path and message.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kueue_es.jobframework import integrations, webhooks
+
+QUEUE = "kueue.x-k8s.io/queue-name"
+
+
+def job(*, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None, **spec: Any) -> dict:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "sample", "namespace": "team", "labels": labels or {}, "annotations": annotations or {}},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}, **spec},
+    }
+
+
+def pod(*, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None, **meta: Any) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "team",
+            "labels": labels or {},
+            "annotations": annotations or {},
+            **meta,
+        },
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
+
+
+def pytorch(*, labels: dict[str, str] | None = None, worker_annotations: dict[str, str] | None = None) -> dict:
+    template = {"metadata": {"annotations": worker_annotations or {}}, "spec": {"containers": [{"name": "c"}]}}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "pt", "namespace": "team", "labels": labels or {}},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c"}]}}},
+                "Worker": {"replicas": 2, "template": template},
+            }
+        },
+    }
+
+
+# -- Default -------------------------------------------------------------------------------------
+
+
+def test_a_queued_job_is_created_suspended_and_the_input_is_left_alone() -> None:
+    given = job(labels={QUEUE: "user-queue"})
+    before = copy.deepcopy(given)
+    out = webhooks.default("batch/v1", "Job", given)
+    assert out["spec"]["suspend"] is True
+    assert given == before
+
+
+def test_a_job_without_queue_is_left_alone_unless_managed_without_queue_name() -> None:
+    assert "suspend" not in webhooks.default("batch/v1", "Job", job())["spec"]
+    managed = webhooks.default("batch/v1", "Job", job(), context=webhooks.Context(manage_jobs_without_queue_name=True))
+    assert managed["spec"]["suspend"] is True
+
+
+def test_the_default_local_queue_is_given_and_then_suspends() -> None:
+    out = webhooks.default("batch/v1", "Job", job(), context=webhooks.Context(default_local_queue=True))
+    assert out["metadata"]["labels"][QUEUE] == "default"
+    assert out["spec"]["suspend"] is True
+    # a named queue is kept
+    named = webhooks.default(
+        "batch/v1", "Job", job(labels={QUEUE: "mine"}), context=webhooks.Context(default_local_queue=True)
+    )
+    assert named["metadata"]["labels"][QUEUE] == "mine"
+
+
+def test_an_unmanaged_namespace_gets_nothing() -> None:
+    context = webhooks.Context(namespace_managed=False, default_local_queue=True)
+    out = webhooks.default("batch/v1", "Job", job(labels={QUEUE: "q"}), context=context)
+    assert "suspend" not in out["spec"]
+
+
+def test_a_child_of_a_managed_job_is_neither_queued_nor_suspended() -> None:
+    child = job(labels={QUEUE: "q"})
+    child["metadata"]["ownerReferences"] = [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "u", "controller": True}
+    ]
+    out = webhooks.default("batch/v1", "Job", child, context=webhooks.Context(default_local_queue=True))
+    assert "suspend" not in out["spec"]
+
+
+def test_a_queued_pod_is_gated_and_marked_managed() -> None:
+    out = webhooks.default("v1", "Pod", pod(labels={QUEUE: "q"}))
+    assert out["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+    assert [g["name"] for g in out["spec"]["schedulingGates"]] == [
+        "kueue.x-k8s.io/admission",
+        "kueue.x-k8s.io/topology",
+    ]
+    without_tas = webhooks.default(
+        "v1", "Pod", pod(labels={QUEUE: "q"}), context=webhooks.Context(topology_aware_scheduling=False)
+    )
+    assert [g["name"] for g in without_tas["spec"]["schedulingGates"]] == ["kueue.x-k8s.io/admission"]
+
+
+def test_a_pod_of_a_job_is_not_gated() -> None:
+    child = pod(labels={QUEUE: "q"}, ownerReferences=[{"apiVersion": "batch/v1", "kind": "Job", "controller": True}])
+    assert "schedulingGates" not in webhooks.default("v1", "Pod", child)["spec"]
+
+
+@pytest.mark.parametrize("kind", sorted(integrations.registry()))
+def test_every_integration_is_suspended_by_its_own_field(kind: str) -> None:
+    integration = integrations.registry()[kind]
+    obj = {
+        "apiVersion": integration.api_version,
+        "kind": kind,
+        "metadata": {"name": "x", "namespace": "team", "labels": {QUEUE: "q"}},
+        "spec": {},
+    }
+    out = webhooks.default(integration.api_version, kind, obj)
+    if integration.suspend_path is not None:
+        assert integrations.get_at(out, integration.suspend_path) is True
+    unqueued = {**obj, "metadata": {"name": "x", "namespace": "team"}}
+    assert webhooks.default(integration.api_version, kind, unqueued) == unqueued
+
+
+def test_an_unknown_kind_is_returned_unchanged() -> None:
+    obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"labels": {QUEUE: "q"}}, "spec": {}}
+    assert webhooks.default("example.com/v1", "Widget", obj) == obj
+
+
+# -- ValidateCreate ------------------------------------------------------------------------------
+
+
+def messages(errors: list[webhooks.FieldError]) -> list[str]:
+    return [str(e) for e in errors]
+
+
+def test_the_queue_name_must_be_a_dns_subdomain() -> None:
+    errors = webhooks.validate_create("batch/v1", "Job", job(labels={QUEUE: "User_Queue"}))
+    assert len(errors) == 1
+    assert str(errors[0]).startswith(
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "User_Queue": a lowercase RFC 1123 subdomain'
+    )
+    assert webhooks.validate_create("batch/v1", "Job", job(labels={QUEUE: "user-queue.a"})) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("0", "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: 0: should be greater than 0"),
+        (
+            "ten",
+            'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "ten":'
+            ' strconv.Atoi: parsing "ten": invalid syntax',
+        ),
+    ],
+)
+def test_the_max_exec_time_label_is_a_positive_integer(value: str, expected: str) -> None:
+    errors = webhooks.validate_create("batch/v1", "Job", job(labels={"kueue.x-k8s.io/max-exec-time-seconds": value}))
+    assert messages(errors) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("value", "parallelism", "expected"),
+    [
+        ("3", 3, "should be between 0 and 2"),
+        ("0", 3, "should be between 0 and 2"),
+        ("x", 3, 'strconv.Atoi: parsing "x": invalid syntax'),
+        ("2", 3, None),
+    ],
+)
+def test_partial_admission_annotation(value: str, parallelism: int, expected: str | None) -> None:
+    errors = webhooks.validate_create(
+        "batch/v1", "Job", job(annotations={"kueue.x-k8s.io/job-min-parallelism": value}, parallelism=parallelism)
+    )
+    if expected is None:
+        assert errors == []
+    else:
+        assert [(e.field, e.detail) for e in errors] == [
+            ("metadata.annotations[kueue.x-k8s.io/job-min-parallelism]", expected)
+        ]
+
+
+def test_completions_equal_parallelism_needs_an_indexed_job_with_equal_counts() -> None:
+    key = "kueue.x-k8s.io/job-completions-equal-parallelism"
+    errors = webhooks.validate_create("batch/v1", "Job", job(annotations={key: "true"}, parallelism=2, completions=3))
+    assert [(e.field, e.detail) for e in errors] == [
+        (f"metadata.annotations[{key}]", "should not be enabled for NonIndexed jobs"),
+        ("spec.completions", f"should be equal to parallelism when {key} annotation is true"),
+    ]
+    ok = job(annotations={key: "true"}, parallelism=2, completions=2, completionMode="Indexed")
+    assert webhooks.validate_create("batch/v1", "Job", ok) == []
+
+
+def test_tas_annotations_are_validated_with_the_template_field_path() -> None:
+    bad = job()
+    bad["spec"]["template"]["metadata"] = {
+        "annotations": {
+            "kueue.x-k8s.io/podset-required-topology": "rack",
+            "kueue.x-k8s.io/podset-preferred-topology": "block",
+        }
+    }
+    errors = webhooks.validate_create("batch/v1", "Job", bad)
+    assert len(errors) == 1
+    assert errors[0].field.startswith("spec.template.metadata.annotations[kueue.x-k8s.io/podset-")
+    assert (
+        webhooks.validate_create("batch/v1", "Job", bad, context=webhooks.Context(topology_aware_scheduling=False))
+        == []
+    )
+
+
+def test_tas_annotations_of_an_integration_name_its_replica_template() -> None:
+    bad = pytorch(worker_annotations={"kueue.x-k8s.io/podset-unconstrained-topology": "maybe"})
+    errors = webhooks.validate_create("kubeflow.org/v1", "PyTorchJob", bad)
+    assert len(errors) == 1
+    assert errors[0].field.startswith("spec.pytorchReplicaSpecs.Worker.template.metadata.annotations[")
+
+
+def test_pod_rules() -> None:
+    errors = webhooks.validate_create("v1", "Pod", pod(labels={"kueue.x-k8s.io/managed": "yes"}))
+    assert messages(errors) == [
+        "metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'"
+    ]
+    grouped = pod(labels={"kueue.x-k8s.io/pod-group-name": "g"})
+    assert messages(webhooks.validate_create("v1", "Pod", grouped)) == [
+        "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value: both the"
+        " 'kueue.x-k8s.io/pod-group-total-count' annotation and the 'kueue.x-k8s.io/pod-group-name' label should be set"
+    ]
+    grouped["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = "2"
+    assert webhooks.validate_create("v1", "Pod", grouped) == []
+
+
+def test_message_aggregates_like_kubernetes() -> None:
+    errors = webhooks.validate_create(
+        "batch/v1", "Job", job(labels={QUEUE: "A", "kueue.x-k8s.io/max-exec-time-seconds": "-1"})
+    )
+    text = webhooks.message(errors)
+    assert text.startswith('[metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "A"')
+    assert text.endswith(
+        "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: -1: should be greater than 0]"
+    )
+
+
+# -- ValidateUpdate ------------------------------------------------------------------------------
+
+
+def test_the_queue_name_is_immutable_while_the_job_runs() -> None:
+    old = job(labels={QUEUE: "a"}, suspend=False)
+    new = job(labels={QUEUE: "b"}, suspend=False)
+    assert messages(webhooks.validate_update("batch/v1", "Job", old, new)) == [
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is immutable'
+    ]
+    # suspended (not admitted yet): it may move
+    assert (
+        webhooks.validate_update(
+            "batch/v1", "Job", job(labels={QUEUE: "a"}, suspend=True), job(labels={QUEUE: "b"}, suspend=True)
+        )
+        == []
+    )
+
+
+def test_the_queue_name_cannot_be_removed_where_a_default_queue_exists() -> None:
+    old = job(labels={QUEUE: "a"}, suspend=True)
+    new = job(suspend=True)
+    assert webhooks.validate_update("batch/v1", "Job", old, new) == []
+    errors = webhooks.validate_update("batch/v1", "Job", old, new, context=webhooks.Context(default_local_queue=True))
+    assert [e.detail for e in errors] == ["queue-name must not be empty in namespace with default queue"]
+
+
+def test_priority_class_label_rules() -> None:
+    key = "kueue.x-k8s.io/priority-class"
+    added = webhooks.validate_update(
+        "batch/v1", "Job", job(labels={QUEUE: "a"}, suspend=False), job(labels={QUEUE: "a", key: "high"}, suspend=False)
+    )
+    assert [e.detail for e in added] == ["WorkloadPriorityClass cannot be added to a non-suspended workload"]
+    assert (
+        webhooks.validate_update(
+            "batch/v1",
+            "Job",
+            job(labels={QUEUE: "a"}, suspend=True),
+            job(labels={QUEUE: "a", key: "high"}, suspend=True),
+        )
+        == []
+    )
+    removed = webhooks.validate_update(
+        "batch/v1", "Job", job(labels={QUEUE: "a", key: "high"}, suspend=True), job(labels={QUEUE: "a"}, suspend=True)
+    )
+    assert [e.detail for e in removed] == ["WorkloadPriorityClass cannot be removed from a workload"]
+
+
+def test_max_exec_time_is_immutable_unless_suspended_before_and_after() -> None:
+    key = "kueue.x-k8s.io/max-exec-time-seconds"
+    old, new = job(labels={key: "10"}, suspend=True), job(labels={key: "20"}, suspend=False)
+    assert [e.field for e in webhooks.validate_update("batch/v1", "Job", old, new)] == [f"metadata.labels[{key}]"]
+    assert webhooks.validate_update("batch/v1", "Job", old, job(labels={key: "20"}, suspend=True)) == []
+
+
+def test_partial_admission_parallelism_is_fixed_while_running() -> None:
+    annotations = {"kueue.x-k8s.io/job-min-parallelism": "1"}
+    old = job(annotations=annotations, parallelism=3, suspend=False)
+    new = job(annotations=annotations, parallelism=2, suspend=False)
+    assert messages(webhooks.validate_update("batch/v1", "Job", old, new)) == [
+        "spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended"
+    ]
+    # the dispatcher's stop: suspended and the parallelism restored in one write
+    stopped = job(annotations=annotations, parallelism=10, suspend=True)
+    assert webhooks.validate_update("batch/v1", "Job", old, stopped) == []
+
+
+def test_an_integration_queue_name_is_immutable_while_unsuspended() -> None:
+    old = pytorch(labels={QUEUE: "a"})
+    new = pytorch(labels={QUEUE: "b"})
+    errors = webhooks.validate_update("kubeflow.org/v1", "PyTorchJob", old, new)
+    assert [e.detail for e in errors] == ["field is immutable"]
+    for obj in (old, new):
+        obj["spec"]["runPolicy"] = {"suspend": True}
+    assert webhooks.validate_update("kubeflow.org/v1", "PyTorchJob", old, new) == []
+
+
+def test_a_pod_group_name_is_immutable_and_unretriable_stays_so() -> None:
+    group = {"kueue.x-k8s.io/pod-group-name": "g"}
+    total = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    old = pod(labels=group, annotations={**total, "kueue.x-k8s.io/retriable-in-group": "false"})
+    new = pod(labels={"kueue.x-k8s.io/pod-group-name": "h"}, annotations=total)
+    details = [e.detail for e in webhooks.validate_update("v1", "Pod", old, new)]
+    assert details == ["field is immutable", "unretriable pod group can't be converted to retriable"]
+
+
+def test_paths_are_kueues() -> None:
+    paths = {t.kind: (t.path("mutate"), t.path("validate")) for t in webhooks.targets()}
+    assert paths["Job"] == ("/mutate-batch-v1-job", "/validate-batch-v1-job")
+    assert paths["Pod"] == ("/mutate--v1-pod", "/validate--v1-pod")
+    assert paths["JobSet"] == ("/mutate-jobset-x-k8s-io-v1alpha2-jobset", "/validate-jobset-x-k8s-io-v1alpha2-jobset")
+    assert paths["PyTorchJob"][0] == "/mutate-kubeflow-org-v1-pytorchjob"
+    assert webhooks.target_of_path("/validate-batch-v1-job") == ("validate", webhooks.JOB)
+    assert webhooks.target_of_path("/mutate-nothing") is None
