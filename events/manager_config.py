@@ -61,6 +61,9 @@ KUEUE_FRAMEWORKS = frozenset(
     }
 )
 DEFAULT_FRAMEWORKS = ("batch/job",)  # Kueue's default when integrations.frameworks is empty
+#: Alpha integrations Kueue sets up only with their feature gate on; listed without it, Kueue does not
+#: start (jobframework setup.go CanSupportIntegration; sparkapplication_controller.go).
+GATED_FRAMEWORKS = {"sparkoperator.k8s.io/sparkapplication": "SparkApplicationIntegration"}
 _DURATION = re.compile(r"^-?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+$|^0$")
 _FAIR_SHARING_STRATEGIES = (
     ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
@@ -366,7 +369,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         ),
         manage_jobs_without_queue_name=file.manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=file.managed_jobs_namespace_selector,
-        frameworks=_frameworks(file.integrations, source=source),
+        frameworks=_gated(_frameworks(file.integrations, source=source), gates, source=source),
         external_frameworks=_external_frameworks(file.integrations, source=source),
     )
 
@@ -491,6 +494,18 @@ def _frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...
         if name in listed[:index]:
             raise _error(source, f"integrations.frameworks[{index}]", f"duplicate value {name!r}")
     return listed or DEFAULT_FRAMEWORKS
+
+
+def _gated(frameworks: tuple[str, ...], gates: dict[str, bool], *, source: str) -> tuple[str, ...]:
+    for index, name in enumerate(frameworks):
+        gate = GATED_FRAMEWORKS.get(name)
+        if gate is not None and not gates.get(gate, False):
+            raise _error(
+                source,
+                f"integrations.frameworks[{index}]",
+                f"{name} integration is an alpha feature: enable the {gate} feature gate",
+            )
+    return frameworks
 
 
 def _external_frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:

@@ -50,7 +50,11 @@ class PodSetSource:
     its pod template (a PodTemplateSpec: ``metadata`` and ``spec``) in the job.
     ``min_count``: the fewest pods it may run with (partial admission), None when
     it may not. ``pod_index_label`` / ``sub_group_index_label`` /
-    ``sub_group_count``: TAS rank hints (SEMANTICS-ADVANCED A.4.1).
+    ``sub_group_count``: TAS rank hints (SEMANTICS-ADVANCED A.4.1). ``template``: the
+    pod template Kueue builds for the Workload when it is not the one at
+    ``template_path`` as written (a SparkApplication's driver and executor fields, an
+    AppWrapper's subset of a wrapped template); ``template_path`` then names the field
+    that errors point at.
     """
 
     name: str
@@ -60,6 +64,7 @@ class PodSetSource:
     pod_index_label: str | None = None
     sub_group_index_label: str | None = None
     sub_group_count: int | None = None
+    template: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -69,6 +74,22 @@ class Finished:
     succeeded: bool
     message: str
     at: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PodSetView:
+    """Where a start puts a pod set's PodSetInfo (flavor node labels, tolerations, the checks' labels,
+    annotations and scheduling gates) for kinds whose start does not change the pod template at
+    ``template_path`` (an AppWrapper's ``podSetInfos``, a SparkApplication's driver and executor fields).
+
+    ``read(job, source)``: those fields as a pod template (``metadata.labels`` / ``annotations``,
+    ``spec.nodeSelector`` / ``tolerations`` / ``schedulingGates``); ``write(job, source, template)``:
+    the changed template written back into ``job``, in place. The start and the stop change the template
+    as they change any other kind's.
+    """
+
+    read: Callable[[Mapping[str, Any], PodSetSource], dict[str, Any]]
+    write: Callable[[dict[str, Any], PodSetSource, dict[str, Any]], None]
 
 
 def _never(_: Mapping[str, Any]) -> bool:
@@ -103,6 +124,11 @@ class Integration:
     labels and annotations their pod templates get). ``pod_label_selector(job)``: the label
     selector of its pods ("" when not known yet; Kueue's PodLabelSelector, what ``kubectl
     kueue list pods --for`` lists).
+    ``pod_set_view``: where the start writes
+    when not into the templates (:class:`PodSetView`; None: the templates). ``stopped(job)``:
+    changes a stop makes besides the templates and the suspend field, in place.
+    ``owns_any_kind``: a wrapper (AppWrapper) whose controller creates objects of other kinds
+    it owns; they are part of its workload, so every kind's conversion reads it first.
     """
 
     framework: str
@@ -122,6 +148,9 @@ class Integration:
     on_create: Callable[[dict[str, Any]], None] | None = None
     pod_label_selector: Callable[[Mapping[str, Any]], str] | None = None
     namespaced: bool = True
+    pod_set_view: PodSetView | None = None
+    stopped: Callable[[dict[str, Any]], None] | None = None
+    owns_any_kind: bool = False
 
     @property
     def group(self) -> str:
@@ -232,7 +261,7 @@ def to_workload(
     annotation_fields: list[str] = []
     for source in sources:
         where = field_name(source.template_path)
-        template = get_at(job, source.template_path)
+        template = source.template if source.template is not None else get_at(job, source.template_path)
         pod_spec = workloads.pod_spec_at(ref, template, where=where)
         request = workloads.topology_request(
             ref,
@@ -322,19 +351,35 @@ def changed_job(
     """A copy of ``job`` with each pod set's template changed by ``templates[pod set name]`` and its
     suspend field set to ``suspend`` (Kueue RunWithPodSetsInfo / Suspend + RestorePodSetsInfo).
 
-    ``counts``: admitted pods per pod set, passed to the integration's ``started`` hook on a start.
-    Raises ManifestError when the job no longer converts.
+    ``counts``: admitted pods per pod set, passed to the integration's ``started`` hook on a start;
+    a stop runs its ``stopped`` hook. Kinds with a :class:`PodSetView` have that changed instead of
+    the templates. Raises ManifestError when the job no longer converts.
     """
     out = copy.deepcopy(dict(job))
+    view = integration.pod_set_view
     for source in integration.pod_sets(integration.ref(job), job):
         change = templates.get(source.name)
-        if change is not None:
+        if change is None:
+            continue
+        if view is None:
             set_at(out, source.template_path, change(get_at(out, source.template_path) or {}))
+        else:
+            view.write(out, source, change(view.read(out, source)))
     if integration.suspend_path is not None:
         set_at(out, integration.suspend_path, suspend)
     if not suspend and integration.started is not None:
         integration.started(out, counts or {})
+    if suspend and integration.stopped is not None:
+        integration.stopped(out)
     return out
+
+
+def start_template(integration: Integration, job: Mapping[str, Any], source: PodSetSource) -> Any:
+    """What a start changes for pod set ``source`` of ``job``, as a pod template: its :class:`PodSetView`
+    when the integration has one, else the template at ``template_path`` (None when absent)."""
+    if integration.pod_set_view is not None:
+        return integration.pod_set_view.read(job, source)
+    return get_at(job, source.template_path)
 
 
 def merge_patch(current: Any, desired: Any) -> Any:

@@ -64,10 +64,15 @@ _SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", "Namespace", *INPUT_KIND
 #: What each kind's conversion reads; Watcher.run lists these first.
 #: A job owned by a managed job is part of it (jobframework FindAncestorJobManagedByKueue), so the kinds
 #: that may own another are listed first: every integration may own a Job or pods, a TrainJob owns a JobSet,
-#: a RayJob or RayService owns a RayCluster (:attr:`Integration.owner_kinds`).
+#: a RayJob or RayService owns a RayCluster (:attr:`Integration.owner_kinds`), an AppWrapper owns what it
+#: wraps, of any kind (:attr:`Integration.owns_any_kind`).
+_WRAPPER_KINDS = tuple(kind for kind, i in integrations.registry().items() if i.owns_any_kind)
 READS: dict[str, tuple[str, ...]] = {
     "Job": (*_SHARED_READS, "JobSet", *INTEGRATION_KINDS),
     "Pod": (*_SHARED_READS, "JobSet", "Job", *INTEGRATION_KINDS),
-    **{kind: (*_SHARED_READS, *i.owner_kinds) for kind, i in integrations.registry().items()},
+    **{
+        kind: (*_SHARED_READS, *i.owner_kinds, *(w for w in _WRAPPER_KINDS if w != kind))
+        for kind, i in integrations.registry().items()
+    },
     WORKLOAD_KIND: JOB_KINDS,
 }

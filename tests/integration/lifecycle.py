@@ -60,10 +60,11 @@ def served(kind: str) -> resources.ResourceRef:
 
 
 def templates_of(kind: str, job: dict[str, Any]) -> dict[str, Any]:
-    """Each pod set's pod template in ``job``, by pod set name."""
+    """What a start changes of each pod set in ``job``, as a pod template, by pod set name: its pod template,
+    or its :class:`~kueue_es.jobframework.integrations.PodSetView` (an AppWrapper's podSetInfos)."""
     integration = integrations.registry()[kind]
     return {
-        source.name: integrations.get_at(job, source.template_path)
+        source.name: integrations.start_template(integration, job, source)
         for source in integration.pod_sets(integration.ref(job), job)
     }
 
@@ -95,9 +96,10 @@ async def run_lifecycle(
     *,
     pod_sets: list[tuple[str, int]],
     statuses: Statuses,
-) -> None:
+) -> dict[str, dict[str, Any]]:
     """Drive ``manifest`` (a queue-labelled job of a registered integration, in namespace default) through its
-    life and check each step (module docstring). ``pod_sets``: the (name, count) Kueue gives it, in order."""
+    life and check each step (module docstring). ``pod_sets``: the (name, count) Kueue gives it, in order.
+    Returns the job as ``created``, first ``started`` and ``stopped``, for the kind's own checks."""
     kind = manifest["kind"]
     integration = integrations.registry()[kind]
     assert integration.suspend_path is not None
@@ -160,3 +162,4 @@ async def run_lifecycle(
         await write_status(api, ref_kind, name, statuses.finished)
         [done] = await wait_for(bus, types.WorkloadFinished, timeout=10)
         assert (done.workload.name, done.succeeded, done.reason) == (ref.name, True, "Succeeded")
+    return {"created": created, "started": started, "stopped": stopped}

@@ -117,6 +117,21 @@ SHAPES: dict[str, list[Any]] = {
     "LeaderWorkerSet": [
         lambda t: {"replicas": 2, "leaderWorkerTemplate": {"size": 3, "leaderTemplate": t, "workerTemplate": t}}
     ],
+    "AppWrapper": [
+        lambda t: {
+            "components": [
+                {"podSets": [{"path": "template.spec.template", "replicas": 2}], "template": {"spec": {"template": t}}},
+                {"template": {"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": 2, "template": t}}},
+            ]
+        }
+    ],
+    "SparkApplication": [
+        lambda t: {
+            "mode": "cluster",
+            "driver": {"coreRequest": "1", "memory": "1g"},
+            "executor": {"instances": 2, "coreRequest": "1", "memory": "1g", "tolerations": []},
+        }
+    ],
 }
 
 

@@ -82,6 +82,7 @@ def test_v1beta1_needs_enable() -> None:
         (V1BETA2 + "fairSharing: {preemptionStrategies: [Sometimes]}\n", "fairSharing.preemptionStrategies[0]", "Invalid enum value"),
         (V1BETA2 + "integrations: {frameworks: [batch/jobs]}\n", "integrations.frameworks[0]", "not a Kueue integration"),
         (V1BETA2 + "integrations: {frameworks: [pod, pod]}\n", "integrations.frameworks[1]", "duplicate"),
+        (V1BETA2 + "integrations: {frameworks: [pod, sparkoperator.k8s.io/sparkapplication]}\n", "integrations.frameworks[1]", "enable the SparkApplicationIntegration feature gate"),
         (V1BETA2 + "integrations: {externalFrameworks: [Workflow.v1alpha1]}\n", "integrations.externalFrameworks[0]", "must be format, 'Kind.version.group.com'"),
         (V1BETA2 + "integrations: {externalFrameworks: [A.v1.x.io, A.v1.x.io]}\n", "integrations.externalFrameworks[1]", "duplicate"),
         (V1BETA2 + "resources: {transformations: [{input: a}, {input: a}]}\n", "resources.transformations[1].input", "duplicate"),
@@ -97,6 +98,15 @@ def test_bad_files_are_refused_naming_the_field(text: str, field: str, problem: 
         manager_config.parse(text, source="cfg.yaml")
     assert (caught.value.kind, caught.value.name, caught.value.field) == ("Configuration", "cfg.yaml", field)
     assert problem in caught.value.problem
+
+
+def test_the_alpha_spark_integration_needs_its_feature_gate() -> None:
+    """Kueue sets SparkApplication up only with SparkApplicationIntegration on (its CanSupportIntegration)."""
+    text = V1BETA2 + "integrations: {frameworks: [sparkoperator.k8s.io/sparkapplication]}\n"
+    parsed = manager_config.parse(text, feature_gates="SparkApplicationIntegration=true")
+    assert parsed.frameworks == ("sparkoperator.k8s.io/sparkapplication",)
+    gated_in_file = text + "featureGates: {SparkApplicationIntegration: true}\n"
+    assert manager_config.parse(gated_in_file).frameworks == ("sparkoperator.k8s.io/sparkapplication",)
 
 
 def test_external_frameworks_are_kinds_run_by_outside_controllers() -> None:
