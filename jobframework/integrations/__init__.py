@@ -51,6 +51,10 @@ class PodSetSource:
     ``min_count``: the fewest pods it may run with (partial admission), None when
     it may not. ``pod_index_label`` / ``sub_group_index_label`` /
     ``sub_group_count``: TAS rank hints (SEMANTICS-ADVANCED A.4.1).
+    ``default_template``: the pod template when the job has none at ``template_path`` (a start
+    writes it there, as Kueue does for a RayJob's submitter). ``workload_template``: the pod
+    template the Workload counts when it is not the job's own (the job's with containers its
+    operator adds to every pod, such as a Ray head's autoscaler sidecar); None: the job's.
     """
 
     name: str
@@ -60,6 +64,14 @@ class PodSetSource:
     pod_index_label: str | None = None
     sub_group_index_label: str | None = None
     sub_group_count: int | None = None
+    default_template: Mapping[str, Any] | None = None
+    workload_template: Mapping[str, Any] | None = None
+
+
+def template_of(source: PodSetSource, job: Mapping[str, Any]) -> Any:
+    """The job's pod template for ``source`` (at its ``template_path``), or its ``default_template``."""
+    found = get_at(job, source.template_path)
+    return copy.deepcopy(source.default_template) if found is None else found
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -102,7 +114,8 @@ class Integration:
     job at creation besides suspending it (in place; for kinds run through their pods, the
     labels and annotations their pod templates get). ``pod_label_selector(job)``: the label
     selector of its pods ("" when not known yet; Kueue's PodLabelSelector, what ``kubectl
-    kueue list pods --for`` lists).
+    kueue list pods --for`` lists). ``skip(job)``: Kueue leaves this job alone (JobWithSkip:
+    a RayJob running on an existing cluster), so it is no workload.
     """
 
     framework: str
@@ -122,6 +135,7 @@ class Integration:
     on_create: Callable[[dict[str, Any]], None] | None = None
     pod_label_selector: Callable[[Mapping[str, Any]], str] | None = None
     namespaced: bool = True
+    skip: Callable[[Mapping[str, Any]], bool] = _never
 
     @property
     def group(self) -> str:
@@ -232,7 +246,7 @@ def to_workload(
     annotation_fields: list[str] = []
     for source in sources:
         where = field_name(source.template_path)
-        template = get_at(job, source.template_path)
+        template = source.workload_template if source.workload_template is not None else template_of(source, job)
         pod_spec = workloads.pod_spec_at(ref, template, where=where)
         request = workloads.topology_request(
             ref,
@@ -286,7 +300,11 @@ def facts(
     context = context or workloads.Context()
     ref = integration.ref(job)
     try:
-        if workloads.owned_by_managed_job(ref, context) or workloads.queue_name(ref, context) is None:
+        if (
+            integration.skip(job)
+            or workloads.owned_by_managed_job(ref, context)
+            or workloads.queue_name(ref, context) is None
+        ):
             return None
     except manifests.ManifestError as err:
         return workloads.rejected(job, err, now_ms=now_ms)
@@ -329,7 +347,7 @@ def changed_job(
     for source in integration.pod_sets(integration.ref(job), job):
         change = templates.get(source.name)
         if change is not None:
-            set_at(out, source.template_path, change(get_at(out, source.template_path) or {}))
+            set_at(out, source.template_path, change(template_of(source, out) or {}))
     if integration.suspend_path is not None:
         set_at(out, integration.suspend_path, suspend)
     if not suspend and integration.started is not None:

@@ -937,9 +937,13 @@ def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, A
     """A create hook doing what the webhooks of Kueue's integrations do (a JobSet, a PyTorchJob, a RayJob,
     ...: :mod:`kueue_es.jobframework.integrations`): a job that names a queue is created suspended, by its
     kind's own suspend field (``spec.suspend``, ``spec.runPolicy.suspend``, ...), and gets its kind's
-    ``on_create`` changes."""
+    ``on_create`` changes. A job another managed job controls (a RayJob's RayCluster, which carries its queue
+    label) is left alone: it is part of its owner's workload (jobframework WorkloadShouldBeSuspended)."""
     integration = integrations.by_kind(ref.kind)
     if integration is None or integration.api_version != ref.api_version:
+        return
+    owners = obj.get("metadata", {}).get("ownerReferences") or []
+    if any(isinstance(o, dict) and o.get("controller") and o.get("kind") in integration.owner_kinds for o in owners):
         return
     if obj.get("metadata", {}).get("labels", {}).get("kueue.x-k8s.io/queue-name"):
         if integration.suspend_path is not None:
