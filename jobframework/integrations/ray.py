@@ -135,8 +135,8 @@ def head_workload_template(
                 problem="must hold the Ray container: GCS fault tolerance's Redis cleanup is counted in it",
             )
         ray = copy.deepcopy(containers[0])
-        resources = ray.get("resources") if isinstance(ray.get("resources"), dict) else {}
-        requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
+        resources = workloads.as_mapping(ray.get("resources"))
+        requests = workloads.as_mapping(resources.get("requests"))
         ray["resources"] = {**resources, "requests": _max_requests(requests, REDIS_CLEANUP_REQUESTS)}
         containers[0] = ray
     if autoscaling:
@@ -339,6 +339,29 @@ def rayservice_ready(job: Mapping[str, Any]) -> bool:
     return condition_true(job, "Ready") is not None
 
 
+#: The label KubeRay puts on every pod of a Ray cluster: the RayCluster's name (rayutils.RayClusterLabelKey).
+CLUSTER_LABEL = "ray.io/cluster"
+
+
+def _cluster_selector(name: Any) -> str:
+    return f"{CLUSTER_LABEL}={name}" if isinstance(name, str) and name else ""
+
+
+def rayjob_pod_label_selector(job: Mapping[str, Any]) -> str:
+    """``ray.io/cluster=<status.rayClusterName>``, "" before KubeRay names the cluster (PodLabelSelector)."""
+    return _cluster_selector(_status(job).get("rayClusterName"))
+
+
+def raycluster_pod_label_selector(job: Mapping[str, Any]) -> str:
+    """``ray.io/cluster=<its name>`` (raycluster_controller.go PodLabelSelector)."""
+    return _cluster_selector(workloads.as_mapping(job.get("metadata")).get("name"))
+
+
+def rayservice_pod_label_selector(job: Mapping[str, Any]) -> str:
+    """``ray.io/cluster=<status.activeServiceStatus.rayClusterName>``, "" before there is one (PodLabelSelector)."""
+    return _cluster_selector(workloads.as_mapping(_status(job).get("activeServiceStatus")).get("rayClusterName"))
+
+
 def never_finished(_: Mapping[str, Any]) -> Finished | None:
     """A RayCluster or RayService runs until deleted: Kueue's Finished is always false."""
     return None
@@ -357,6 +380,7 @@ INTEGRATIONS = (
         active=rayjob_active,
         pods_ready=rayjob_pods_ready,
         skip=rayjob_skip,
+        pod_label_selector=rayjob_pod_label_selector,
     ),
     Integration(
         framework="ray.io/raycluster",
@@ -370,6 +394,7 @@ INTEGRATIONS = (
         active=raycluster_ready,
         pods_ready=raycluster_ready,
         owner_kinds=("RayJob", "RayService"),
+        pod_label_selector=raycluster_pod_label_selector,
     ),
     Integration(
         framework="ray.io/rayservice",
@@ -382,5 +407,6 @@ INTEGRATIONS = (
         finished=never_finished,
         active=rayservice_ready,
         pods_ready=rayservice_ready,
+        pod_label_selector=rayservice_pod_label_selector,
     ),
 )

@@ -329,3 +329,21 @@ def test_start_and_stop_of_a_rayjob() -> None:
     service = sample("ray-service-sample")
     out = integrations.changed_job(rs, service, templates={}, suspend=True)
     assert out["spec"]["rayClusterConfig"]["suspend"] is True and "suspend" not in out["spec"]
+
+
+def test_pod_label_selectors() -> None:
+    """Each kind's pods by KubeRay's ``ray.io/cluster`` label: the RayCluster's name, the cluster a RayJob or
+    RayService reports in its status ("" before it has one) (each kind's PodLabelSelector)."""
+    registry = integrations.registry()
+    selector = {}
+    for kind in ("RayJob", "RayCluster", "RayService"):
+        found = registry[kind].pod_label_selector
+        assert found is not None
+        selector[kind] = found
+    job, cluster, service = sample("ray-job-sample"), sample("ray-cluster-sample"), sample("ray-service-sample")
+    assert selector["RayCluster"](cluster) == "ray.io/cluster=raycluster-complete"
+    assert selector["RayJob"](job) == selector["RayService"](service) == ""
+    job["status"] = {"rayClusterName": "rayjob-sample-raycluster-x"}
+    service["status"] = {"activeServiceStatus": {"rayClusterName": "test-rayservice-raycluster-y"}}
+    assert selector["RayJob"](job) == "ray.io/cluster=rayjob-sample-raycluster-x"
+    assert selector["RayService"](service) == "ray.io/cluster=test-rayservice-raycluster-y"
