@@ -117,7 +117,17 @@ SHAPES: dict[str, list[Any]] = {
     "LeaderWorkerSet": [
         lambda t: {"replicas": 2, "leaderWorkerTemplate": {"size": 3, "leaderTemplate": t, "workerTemplate": t}}
     ],
+    "RayCluster": [lambda t: _ray_cluster(t)],
+    "RayJob": [lambda t: {"shutdownAfterJobFinishes": True, "rayClusterSpec": _ray_cluster(t)}],
+    "RayService": [lambda t: {"rayClusterConfig": _ray_cluster(t)}],
 }
+
+
+def _ray_cluster(template: Any) -> dict[str, Any]:
+    return {
+        "headGroupSpec": {"template": template},
+        "workerGroupSpecs": [{"groupName": "w", "replicas": 2, "numOfHosts": 1, "template": template}],
+    }
 
 
 @pytest.mark.parametrize("kind", KINDS)
