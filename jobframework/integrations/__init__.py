@@ -50,11 +50,14 @@ class PodSetSource:
     its pod template (a PodTemplateSpec: ``metadata`` and ``spec``) in the job.
     ``min_count``: the fewest pods it may run with (partial admission), None when
     it may not. ``pod_index_label`` / ``sub_group_index_label`` /
-    ``sub_group_count``: TAS rank hints (SEMANTICS-ADVANCED A.4.1). ``template``: the
-    pod template Kueue builds for the Workload when it is not the one at
-    ``template_path`` as written (a SparkApplication's driver and executor fields, an
-    AppWrapper's subset of a wrapped template); ``template_path`` then names the field
-    that errors point at.
+    ``sub_group_count``: TAS rank hints (SEMANTICS-ADVANCED A.4.1).
+    ``default_template``: the pod template when the job has none at ``template_path`` (a start
+    writes it there, as Kueue does for a RayJob's submitter). ``workload_template``: the pod
+    template the Workload counts when it is not the one at ``template_path`` as written: one
+    Kueue builds (a SparkApplication's driver and executor fields, an AppWrapper's subset of a
+    wrapped template), or the job's with containers its operator adds to every pod (a Ray
+    head's autoscaler sidecar); None: the job's. ``template_path`` then names the field that
+    errors point at.
     """
 
     name: str
@@ -64,7 +67,14 @@ class PodSetSource:
     pod_index_label: str | None = None
     sub_group_index_label: str | None = None
     sub_group_count: int | None = None
-    template: Mapping[str, Any] | None = None
+    default_template: Mapping[str, Any] | None = None
+    workload_template: Mapping[str, Any] | None = None
+
+
+def template_of(source: PodSetSource, job: Mapping[str, Any]) -> Any:
+    """The job's pod template for ``source`` (at its ``template_path``), or its ``default_template``."""
+    found = get_at(job, source.template_path)
+    return copy.deepcopy(source.default_template) if found is None else found
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -123,12 +133,13 @@ class Integration:
     job at creation besides suspending it (in place; for kinds run through their pods, the
     labels and annotations their pod templates get). ``pod_label_selector(job)``: the label
     selector of its pods ("" when not known yet; Kueue's PodLabelSelector, what ``kubectl
-    kueue list pods --for`` lists).
-    ``pod_set_view``: where the start writes
+    kueue list pods --for`` lists). ``pod_set_view``: where the start writes
     when not into the templates (:class:`PodSetView`; None: the templates). ``stopped(job)``:
     changes a stop makes besides the templates and the suspend field, in place.
     ``owns_any_kind``: a wrapper (AppWrapper) whose controller creates objects of other kinds
     it owns; they are part of its workload, so every kind's conversion reads it first.
+    ``skip(job)``: Kueue leaves this job alone (JobWithSkip: a RayJob running on an existing
+    cluster), so it is no workload.
     """
 
     framework: str
@@ -151,6 +162,7 @@ class Integration:
     pod_set_view: PodSetView | None = None
     stopped: Callable[[dict[str, Any]], None] | None = None
     owns_any_kind: bool = False
+    skip: Callable[[Mapping[str, Any]], bool] = _never
 
     @property
     def group(self) -> str:
@@ -261,7 +273,7 @@ def to_workload(
     annotation_fields: list[str] = []
     for source in sources:
         where = field_name(source.template_path)
-        template = source.template if source.template is not None else get_at(job, source.template_path)
+        template = source.workload_template if source.workload_template is not None else template_of(source, job)
         pod_spec = workloads.pod_spec_at(ref, template, where=where)
         request = workloads.topology_request(
             ref,
@@ -315,7 +327,11 @@ def facts(
     context = context or workloads.Context()
     ref = integration.ref(job)
     try:
-        if workloads.owned_by_managed_job(ref, context) or workloads.queue_name(ref, context) is None:
+        if (
+            integration.skip(job)
+            or workloads.owned_by_managed_job(ref, context)
+            or workloads.queue_name(ref, context) is None
+        ):
             return None
     except manifests.ManifestError as err:
         return workloads.rejected(job, err, now_ms=now_ms)
@@ -362,7 +378,7 @@ def changed_job(
         if change is None:
             continue
         if view is None:
-            set_at(out, source.template_path, change(get_at(out, source.template_path) or {}))
+            set_at(out, source.template_path, change(template_of(source, out) or {}))
         else:
             view.write(out, source, change(view.read(out, source)))
     if integration.suspend_path is not None:
@@ -376,10 +392,11 @@ def changed_job(
 
 def start_template(integration: Integration, job: Mapping[str, Any], source: PodSetSource) -> Any:
     """What a start changes for pod set ``source`` of ``job``, as a pod template: its :class:`PodSetView`
-    when the integration has one, else the template at ``template_path`` (None when absent)."""
+    when the integration has one, else the template at ``template_path`` (its ``default_template`` when
+    absent)."""
     if integration.pod_set_view is not None:
         return integration.pod_set_view.read(job, source)
-    return get_at(job, source.template_path)
+    return template_of(source, job)
 
 
 def merge_patch(current: Any, desired: Any) -> Any:

@@ -303,7 +303,7 @@ def placed_pod_sets(ref: workloads.JobRef, aw: Mapping[str, Any]) -> list[tuple[
                 name=f"{name}-{len(out)}",
                 count=count,
                 template_path=path,
-                template=kueue_template(template),
+                workload_template=kueue_template(template),
                 pod_index_label=annotations.get(TAS_POD_INDEX_LABEL),
                 sub_group_index_label=annotations.get(TAS_SUB_GROUP_INDEX_LABEL),
                 sub_group_count=_sub_group_count(annotations.get(TAS_SUB_GROUP_COUNT)),

@@ -187,9 +187,14 @@ def pod_sets(ref: workloads.JobRef, app: Mapping[str, Any]) -> list[PodSetSource
     executor = _role(ref, app, EXECUTOR)
     instances = workloads.count_field(ref, executor.get("instances"), field="spec.executor.instances", default=0)
     return [
-        PodSetSource(name=DRIVER, count=1, template_path=("spec", DRIVER), template=pod_template(ref, app, DRIVER)),
         PodSetSource(
-            name=EXECUTOR, count=instances, template_path=("spec", EXECUTOR), template=pod_template(ref, app, EXECUTOR)
+            name=DRIVER, count=1, template_path=("spec", DRIVER), workload_template=pod_template(ref, app, DRIVER)
+        ),
+        PodSetSource(
+            name=EXECUTOR,
+            count=instances,
+            template_path=("spec", EXECUTOR),
+            workload_template=pod_template(ref, app, EXECUTOR),
         ),
     ]
 

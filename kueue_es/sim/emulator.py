@@ -1271,7 +1271,9 @@ def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, A
     """A create hook doing what the webhooks of Kueue's integrations do (a JobSet, a PyTorchJob, a RayJob,
     ...: :mod:`kueue_es.jobframework.integrations`): a job that names a queue is created suspended, by its
     kind's own suspend field (``spec.suspend``, ``spec.runPolicy.suspend``, ...), and gets its kind's
-    ``on_create`` changes (:func:`kueue_es.jobframework.webhooks.default`)."""
+    ``on_create`` changes (:func:`kueue_es.jobframework.webhooks.default`). A job another managed job
+    controls (a RayJob's RayCluster, which carries its queue label) is left alone: it is part of its
+    owner's workload (jobframework WorkloadShouldBeSuspended)."""
     integration = integrations.by_kind(ref.kind)
     if integration is not None and integration.api_version == ref.api_version:
         _kueue_default(ref, obj)

@@ -259,6 +259,8 @@ class PodSetInfo:
         out = copy.deepcopy(template)
         meta, spec = out.setdefault("metadata", {}), out.setdefault("spec", {})
         for kind, added in (("labels", self.labels), ("annotations", self.annotations)):
+            if not added:
+                continue  # untouched by the start: given back as it is, even an empty map
             kept = {k: v for k, v in (meta.get(kind) or {}).items() if k not in added}
             if kept:
                 meta[kind] = kept

@@ -291,19 +291,20 @@ def test_plan_restores_what_the_template_had_itself() -> None:
 
 
 def test_plan_ignores_non_job_workloads_and_other_events() -> None:
-    """Only the workload of a batch/v1 Job is stopped: a Workload object of its own (no owner) or one owned by
-    another kind gets no action, nor does an eviction of an unknown workload; StartJob is still planned for Jobs."""
+    """Only the workload of a job of a known kind is stopped: a Workload object of its own (no owner) or one
+    owned by a kind no integration registers gets no action, nor does an eviction of an unknown workload;
+    StartJob is still planned for Jobs."""
     log = Log()
     log.add(convert.kueue_fact(flavor("spot", node_labels={"instance-type": "spot"})))
     plain = convert.kueue_fact(workload_manifest("plain", cpu="1"))
     assert isinstance(plain, types.WorkloadObserved) and plain.workload.owner is None
-    ray = msgspec.structs.replace(
+    widget = msgspec.structs.replace(
         plain.workload,
-        metadata=msgspec.structs.replace(plain.workload.metadata, name="ray", uid="uid-ray"),
-        owner=models.OwnerReference(api_version="ray.io/v1", kind="RayJob", name="ray", uid="uid-ray"),
+        metadata=msgspec.structs.replace(plain.workload.metadata, name="widget", uid="uid-widget"),
+        owner=models.OwnerReference(api_version="example.com/v1", kind="Widget", name="widget", uid="uid-widget"),
     )
     refs = []
-    for wl in (plain.workload, ray):
+    for wl in (plain.workload, widget):
         ref = types.WorkloadRef(namespace=wl.metadata.namespace, name=wl.metadata.name, uid=wl.metadata.uid)
         log.add(types.WorkloadObserved(workload=wl), reservation(ref))
         refs.append(ref)

@@ -132,7 +132,17 @@ SHAPES: dict[str, list[Any]] = {
             "executor": {"instances": 2, "coreRequest": "1", "memory": "1g", "tolerations": []},
         }
     ],
+    "RayCluster": [lambda t: _ray_cluster(t)],
+    "RayJob": [lambda t: {"shutdownAfterJobFinishes": True, "rayClusterSpec": _ray_cluster(t)}],
+    "RayService": [lambda t: {"rayClusterConfig": _ray_cluster(t)}],
 }
+
+
+def _ray_cluster(template: Any) -> dict[str, Any]:
+    return {
+        "headGroupSpec": {"template": template},
+        "workerGroupSpecs": [{"groupName": "w", "replicas": 2, "numOfHosts": 1, "template": template}],
+    }
 
 
 @pytest.mark.parametrize("kind", KINDS)

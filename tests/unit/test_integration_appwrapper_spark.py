@@ -291,10 +291,10 @@ def test_spark_pod_sets_base() -> None:
         assert ps.requests == {"cpu": 100, "memory": 512 * Mi}
         assert ps.node_selector == {"test": "test"}
     [driver, executor] = SPARK.pod_sets(SPARK.ref(app), app)
-    assert driver.template is not None and executor.template is not None
-    assert driver.template["spec"]["containers"][0]["name"] == "spark-kubernetes-driver"
-    assert executor.template["spec"]["containers"][0]["name"] == "spark-kubernetes-executor"
-    assert driver.template["spec"]["tolerations"] == [TOLERATION]
+    assert driver.workload_template is not None and executor.workload_template is not None
+    assert driver.workload_template["spec"]["containers"][0]["name"] == "spark-kubernetes-driver"
+    assert executor.workload_template["spec"]["containers"][0]["name"] == "spark-kubernetes-executor"
+    assert driver.workload_template["spec"]["tolerations"] == [TOLERATION]
 
 
 def test_spark_topology_request_from_role_annotations() -> None:
@@ -318,8 +318,8 @@ def test_spark_resources_from_spark_fields() -> None:
     driver, executor = observed(SPARK, app).spec.pod_sets
     assert driver.requests == {"cpu": 100, "memory": 1024 * Mi}
     [_, source] = SPARK.pod_sets(SPARK.ref(app), app)
-    assert source.template is not None
-    assert source.template["spec"]["containers"][0]["resources"] == {
+    assert source.workload_template is not None
+    assert source.workload_template["spec"]["containers"][0]["resources"] == {
         "requests": {"cpu": "100m", "memory": "512Mi"},
         "limits": {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"},
     }
@@ -348,8 +348,8 @@ def test_spark_volumes_and_sidecars() -> None:
         driver__initContainers=[{"name": "init", "image": "i", "resources": {"requests": {"cpu": "3"}}}],
     )
     [driver, _] = SPARK.pod_sets(SPARK.ref(app), app)
-    assert driver.template is not None
-    spec = driver.template["spec"]
+    assert driver.workload_template is not None
+    spec = driver.workload_template["spec"]
     assert spec["volumes"] == [{"name": "data"}]
     assert [m["mountPath"] for m in spec["containers"][0]["volumeMounts"]] == ["/a", "/b"]
     assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-driver", "side"]
