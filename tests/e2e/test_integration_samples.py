@@ -82,6 +82,36 @@ SAMPLES = [
         "PaddleJob", EXAMPLES / "jobs/sample-paddlejob.yaml", [[("worker", 2)]], "suspend:{.spec.runPolicy.suspend}"
     ),
     Sample("JAXJob", EXAMPLES / "jobs/sample-jaxjob.yaml", [[("worker", 2)]], "suspend:{.spec.runPolicy.suspend}"),
+    Sample(
+        "RayJob",
+        EXAMPLES / "jobs/ray-job-sample.yaml",
+        [[("head", 1), ("small-group", 1), ("submitter", 1)]],
+        "suspend:{.spec.suspend}",
+    ),
+    Sample(
+        "RayCluster",
+        EXAMPLES / "jobs/ray-cluster-sample.yaml",
+        [[("head", 1), ("small-group", 1)]],
+        "suspend:{.spec.suspend}",
+    ),
+    Sample(
+        "RayService",
+        EXAMPLES / "jobs/ray-service-sample.yaml",
+        [[("head", 1), ("small-group", 1)]],
+        "suspend:{.spec.rayClusterConfig.suspend}",
+    ),
+    Sample(
+        "AppWrapper",
+        EXAMPLES / "appwrapper/pytorch-sample.yaml",
+        [[("sample-appwrapper-pytorch-job-0", 1), ("sample-appwrapper-pytorch-job-1", 1)]],
+        "suspend:{.spec.suspend}",
+    ),
+    Sample(
+        "SparkApplication",
+        EXAMPLES / "jobs/sample-sparkapplication.yaml",
+        [[("driver", 1), ("executor", 2)]],
+        "suspend:{.spec.suspend}",
+    ),
     Sample("Deployment", EXAMPLES / "serving-workloads/sample-deployment.yaml", [[("main", 1)]] * 3, "pods"),
     Sample("StatefulSet", EXAMPLES / "serving-workloads/sample-statefulset.yaml", [[("main", 3)]], "pods"),
     Sample(
