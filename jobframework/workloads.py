@@ -80,6 +80,9 @@ class Context:
     ``unmanaged_namespaces``: the namespaces Kueue's ``managedJobsNamespaceSelector``
     leaves out (its default: kube-system and kueue-system): jobs there without the
     queue-name label are not managed even with ``manage_jobs_without_queue_name``.
+    ``objects``: the objects of the kinds integrations read besides the job (a TrainJob's
+    TrainingRuntimes: ``Integration.inputs``), by kind, then ``(namespace, name)`` (namespace
+    "" for cluster-scoped kinds).
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -91,6 +94,7 @@ class Context:
     runtime_classes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     limit_ranges: Sequence[Mapping[str, Any]] = ()
     previous: models.Workload | None = None
+    objects: Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

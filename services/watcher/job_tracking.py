@@ -135,13 +135,13 @@ class JobTracker:
         known = wl_key in self.publisher.known["Workload"]
         if isinstance(fact, types.WorkloadObserved) and known and self._running(kind, [obj]):
             # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
-            await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+            await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
             return
         log_rejection(fact)
         await self.publisher.publish(self.publisher.keep_active(wl_key, fact), version=version, source=kind)
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of this job is news again
             self.publisher.last_published.pop((kind, objects.namespace_of(obj), objects.name_of(obj)), None)
-        await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+        await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
 
     def _running(self, kind: str, objs: list[objects.KubeObject]) -> bool:
         """A started job: its workload's template now carries the flavor's node selector and

@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
-from kueue_es.jobframework import integrations
+from kueue_es.jobframework import integrations, workloads
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
@@ -59,13 +59,22 @@ def served(kind: str) -> resources.ResourceRef:
     return resources.ref_for(integration.api_version, kind)
 
 
-def templates_of(kind: str, job: dict[str, Any]) -> dict[str, Any]:
-    """Each pod set's pod template in ``job``, by pod set name."""
+def templates_of(kind: str, job: dict[str, Any], context: workloads.Context | None = None) -> dict[str, Any]:
+    """Each pod set's pod template in ``job`` (or in what its integration derives from it and ``context``: a
+    TrainJob's JobSet), by pod set name."""
     integration = integrations.registry()[kind]
-    return {
-        source.name: integrations.get_at(job, source.template_path)
-        for source in integration.pod_sets(integration.ref(job), job)
-    }
+    holder, sources = integrations.pod_set_sources(integration, job, context=context)
+    return {source.name: integrations.get_at(holder, source.template_path) for source in sources}
+
+
+def context_of(inputs: Sequence[dict[str, Any]]) -> workloads.Context:
+    """The conversion context holding ``inputs`` (objects an integration reads, such as a TrainingRuntime)."""
+    objects: dict[str, dict[tuple[str, str], Any]] = {}
+    for obj in inputs:
+        namespaced = resources.ref_for(obj["apiVersion"], obj["kind"]).namespaced
+        key = (obj["metadata"].get("namespace", "default") if namespaced else "", obj["metadata"]["name"])
+        objects.setdefault(obj["kind"], {})[key] = obj
+    return workloads.Context(objects=objects)
 
 
 async def until(api: Any, ref: resources.ResourceRef, name: str, check: Callable[[dict[str, Any]], bool]) -> Any:
@@ -95,9 +104,11 @@ async def run_lifecycle(
     *,
     pod_sets: list[tuple[str, int]],
     statuses: Statuses,
+    inputs: Sequence[dict[str, Any]] = (),
 ) -> None:
     """Drive ``manifest`` (a queue-labelled job of a registered integration, in namespace default) through its
-    life and check each step (module docstring). ``pod_sets``: the (name, count) Kueue gives it, in order."""
+    life and check each step (module docstring). ``pod_sets``: the (name, count) Kueue gives it, in order.
+    ``inputs``: objects its conversion reads (a TrainJob's runtime), created first."""
     kind = manifest["kind"]
     integration = integrations.registry()[kind]
     assert integration.suspend_path is not None
@@ -106,6 +117,9 @@ async def run_lifecycle(
     watcher = Watcher(bus=bus, api=api)
     async with running(watcher.run(), admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
         await set_up_queues(api, cpu=64)
+        for obj in inputs:
+            await kube.apply_manifest(api, copy.deepcopy(obj))
+        context = context_of(inputs)
         created = await kube.apply_manifest(api, copy.deepcopy(manifest))
         name, uid = created["metadata"]["name"], created["metadata"]["uid"]
         assert integrations.get_at(created, integration.suspend_path) is True, "created suspended (the webhook)"
@@ -115,7 +129,7 @@ async def run_lifecycle(
         ref = applied.workload
         assert ref.name == integration.workload_name(name, uid)
         assert applied.target == f"{kind} default/{name}" and applied.node_selector == SPOT_SELECTOR
-        for template in templates_of(kind, started).values():
+        for template in templates_of(kind, started, context).values():
             assert template["spec"]["nodeSelector"] == SPOT_SELECTOR
             assert SPOT_TOLERATION in template["spec"]["tolerations"]
         wl = await until(
@@ -144,7 +158,11 @@ async def run_lifecycle(
 
         await commit(bus, eviction(ref))
         stopped = await until(api, ref_kind, name, lambda o: integrations.get_at(o, integration.suspend_path) is True)
-        assert templates_of(kind, stopped) == templates_of(kind, created), "templates given back as created"
+        assert templates_of(kind, stopped, context) == templates_of(kind, created, context), "templates given back"
+        if integration.write_templates is not None:  # written elsewhere (a TrainJob's runtimePatches): all given back
+            assert {k: v for k, v in stopped["spec"].items() if k != "suspend"} == {
+                k: v for k, v in created["spec"].items() if k != "suspend"
+            }
         assert stopped["metadata"]["annotations"][EVICTED_ANNOTATION] == "Preempted"
         await asyncio.sleep(0.2)
         assert await events_of(bus, types.WorkloadStopped) == [], "its pods are still active"
