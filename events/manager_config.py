@@ -282,13 +282,30 @@ class ManagerConfig:
     ``manage_jobs_without_queue_name`` and ``managed_jobs_namespace_selector``: the watcher's
     (None: Kueue's default, every namespace but kube-system and kueue-system);
     ``frameworks``: ``integrations.frameworks`` as written (Kueue's default ``batch/job`` when
-    empty).
+    empty); ``external_frameworks``: ``integrations.externalFrameworks`` as written.
     """
 
     configuration: models.Configuration
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: models.LabelSelector | None = None
     frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS
+    external_frameworks: tuple[str, ...] = ()
+
+    @property
+    def external_owners(self) -> frozenset[tuple[str, str]]:
+        """``(apiVersion, kind)`` of each ``integrations.externalFrameworks`` entry (``Kind.version.group``):
+        kinds an outside controller runs for Kueue, whose pods are part of their owner's workload."""
+        return frozenset(external_owner(name) for name in self.external_frameworks)
+
+
+def external_owner(name: str) -> tuple[str, str]:
+    """``(apiVersion, kind)`` of an externalFrameworks entry ``Kind.version.group`` (``AppWrapper.v1beta2.
+    workload.codeflare.dev``), as Kubernetes' schema.ParseKindArg reads it; ValueError when it is not one."""
+    parts = name.split(".", 2)
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"{name!r} must be format, 'Kind.version.group.com'")
+    kind, version, group = parts
+    return f"{group}/{version}", kind
 
 
 def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> ManagerConfig:
@@ -350,6 +367,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         manage_jobs_without_queue_name=file.manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=file.managed_jobs_namespace_selector,
         frameworks=_frameworks(file.integrations, source=source),
+        external_frameworks=_external_frameworks(file.integrations, source=source),
     )
 
 
@@ -473,6 +491,21 @@ def _frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...
         if name in listed[:index]:
             raise _error(source, f"integrations.frameworks[{index}]", f"duplicate value {name!r}")
     return listed or DEFAULT_FRAMEWORKS
+
+
+def _external_frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:
+    """integrations.externalFrameworks: each ``Kind.version.group``, none twice (Kueue pkg/config/validation.go;
+    a repeat of a built-in framework's kind is not detected here)."""
+    listed = tuple(section.external_frameworks) if section is not None else ()
+    for index, name in enumerate(listed):
+        field = f"integrations.externalFrameworks[{index}]"
+        try:
+            external_owner(name)
+        except ValueError as err:
+            raise _error(source, field, str(err)) from None
+        if name in listed[:index]:
+            raise _error(source, field, f"duplicate value {name!r}")
+    return listed
 
 
 def _feature_gates(in_file: dict[str, bool], flag: str, *, source: str) -> dict[str, bool]:

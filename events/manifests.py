@@ -198,9 +198,17 @@ def pod_requests(
     Raises ManifestError naming the container field of a bad quantity.
     """
 
+    def mapping(value: Any, field: str) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ManifestError(kind=kind, name=name, field=field, problem="must be a mapping")
+        return value
+
     def container_requests(container: dict[str, Any], path: str) -> dict[str, int]:
-        resources = container.get("resources") or {}
-        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        resources = mapping(container.get("resources"), f"{path}.resources")
+        limits = mapping(resources.get("limits"), f"{path}.resources.limits")
+        merged = {**limits, **mapping(resources.get("requests"), f"{path}.resources.requests")}
         return {
             res: _amount(res, q, field=f"{path}.resources.{res}", kind=kind, name=name) for res, q in merged.items()
         }
@@ -221,7 +229,7 @@ def pod_requests(
     pod_level = pod_spec.get("resources")
     if pod_level:
         total.update(container_requests({"resources": pod_level}, f"{where}"))
-    for res, q in (pod_spec.get("overhead") or {}).items():
+    for res, q in mapping(pod_spec.get("overhead"), f"{where}.overhead").items():
         total[res] = total.get(res, 0) + _amount(res, q, field=f"{where}.overhead.{res}", kind=kind, name=name)
     return {res: max(v, 0) for res, v in sorted(total.items())}
 

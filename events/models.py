@@ -13,6 +13,7 @@ Defaults are Kueue's (SEMANTICS §1; Kueue apis/kueue/v1beta2/*_types.go).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 import msgspec
@@ -124,6 +125,24 @@ class LabelSelector(_Model, frozen=True, kw_only=True):
 
     match_labels: dict[str, str] = {}
     match_expressions: list[LabelSelectorRequirement] = []
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes LabelSelector semantics (apimachinery labels.Selector): every ``matchLabels``
+        pair and every ``matchExpressions`` requirement holds (``NotIn`` and ``DoesNotExist`` hold
+        for a missing key)."""
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        for expr in self.match_expressions:
+            present = expr.key in labels
+            if expr.operator == "In" and labels.get(expr.key) not in expr.values:
+                return False
+            if expr.operator == "NotIn" and present and labels[expr.key] in expr.values:
+                return False
+            if expr.operator == "Exists" and not present:
+                return False
+            if expr.operator == "DoesNotExist" and present:
+                return False
+        return True
 
 
 class BorrowWithinCohort(_Model, frozen=True, kw_only=True):

@@ -154,6 +154,7 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             | types.WorkloadStopped(workload=ref)
             | types.AdmissionCheckStateChanged(workload=ref)
             | types.WorkloadPodsReady(workload=ref)
+            | types.WorkloadReclaimablePods(workload=ref)
         ):
             return "Workload", ref.namespace, ref.name
         case types.ObjectDeleted() | types.ObjectRejected():

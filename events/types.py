@@ -14,7 +14,7 @@ string that never changes when a class is renamed. Integers only: amounts
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -195,6 +195,35 @@ class WorkloadPodsReady(_Event, frozen=True, kw_only=True, tag="WorkloadPodsRead
     ready: bool
     reason: str = ""
     at_ms: int = 0
+
+
+class ReclaimablePod(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Kueue's ``status.reclaimablePods[]`` entry: ``count`` pods of pod set ``name`` no longer need
+    their quota (apis/kueue/v1beta2 workload_types.go ReclaimablePod)."""
+
+    name: str
+    count: Annotated[int, msgspec.Meta(ge=0)]
+
+
+class WorkloadReclaimablePods(_Event, frozen=True, kw_only=True, tag="WorkloadReclaimablePods"):
+    """The workload's reclaimable pods as its job reports them (Kueue's dynamic reclaim).
+
+    ``reclaimable_pods``: per pod set, how many of its pods finished and will not run again,
+    sorted by name, each count at most the pod set's (an empty list: none). Kueue's job
+    reconciler writes them to the Workload's ``status.reclaimablePods`` (jobframework
+    reconciler.go step 4, JobWithReclaimablePods); the quota of those pods is freed at once
+    (pkg/workload podSetsCountsAfterReclaim). While the workload holds quota a count never
+    goes down (Kueue's Workload webhook refuses it); the fold keeps the last one it took.
+    Reported by the watcher when the job's count changes; ``at_ms`` is when it saw it.
+    """
+
+    workload: WorkloadRef
+    reclaimable_pods: list[ReclaimablePod] = []
+    at_ms: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """``{pod set name: count}`` of the entries with a count above 0."""
+        return {p.name: p.count for p in self.reclaimable_pods if p.count > 0}
 
 
 class ObjectRejected(_Event, frozen=True, kw_only=True, tag="ObjectRejected"):
@@ -539,6 +568,7 @@ Fact = (
     | WorkloadStopped
     | AdmissionCheckStateChanged
     | WorkloadPodsReady
+    | WorkloadReclaimablePods
     | ObjectRejected
     | TopologyObserved
     | NodeObserved

@@ -62,7 +62,7 @@ def job_facts(
             name=workload_name_for_job(ref.name, ref.uid),
             succeeded=succeeded,
             message=finished.get("message") or ("Job finished successfully" if succeeded else "Job failed"),
-            at_ms=manifests.parse_time_ms(finished.get("lastTransitionTime")) or now_ms,
+            at_ms=workloads.status_time_ms(finished.get("lastTransitionTime"), default=now_ms),
         )
     try:
         return types.WorkloadObserved(workload=job_to_workload(job, context=context))
@@ -219,3 +219,49 @@ def _min_count(ref: workloads.JobRef, *, count: int) -> int | None:
             problem=f"{raw!r} should be an integer between 0 and {count - 1} (exclusive of 0)",
         )
     return value
+
+
+# -- dynamic reclaim ------------------------------------------------------------------------------
+
+
+def reclaimable_pods(job: Mapping[str, Any]) -> dict[str, int]:
+    """The Job's reclaimable pods, ``{"main": count}`` or ``{}`` (Kueue job_controller.go ReclaimablePods).
+
+    The pods that ended (``status.succeeded``; for an Indexed Job the indexes listed in
+    ``completedIndexes`` or ``failedIndexes`` below ``completions``, each counted once) leave
+    ``completions - ended`` to run; when that is fewer than ``parallelism`` the difference is
+    reclaimable. A Job of parallelism 1, or with nothing ended, has none. ``parallelism``
+    defaults to 1 and ``completions`` to ``parallelism``; malformed values count as the default
+    (the conversion reports them).
+    """
+    spec, status = workloads.as_mapping(job.get("spec")), workloads.as_mapping(job.get("status"))
+    parallelism = workloads.parse_int(spec.get("parallelism"))
+    parallelism = 1 if parallelism is None else parallelism
+    completions = workloads.parse_int(spec.get("completions"))
+    completions = parallelism if completions is None else completions
+    if spec.get("completionMode") == "Indexed":
+        ended = ended_indexes(status.get("completedIndexes"), status.get("failedIndexes"), completions=completions)
+    else:
+        ended = workloads.parse_int(status.get("succeeded")) or 0
+    if parallelism <= 1 or ended <= 0:
+        return {}
+    remaining = max(completions - ended, 0)
+    return {"main": parallelism - remaining} if remaining < parallelism else {}
+
+
+def ended_indexes(completed: Any, failed: Any, *, completions: int) -> int:
+    """How many indexes below ``completions`` the Job's ``completedIndexes`` and ``failedIndexes``
+    (``"1,3-5"``) name together, each once (Kueue job_controller.go terminalIndexesCount);
+    a malformed or descending interval is skipped."""
+    ended: set[int] = set()
+    for listed in (completed, failed):
+        if not isinstance(listed, str) or not listed:
+            continue
+        for interval in listed.split(","):
+            first, _, last = interval.partition("-")
+            if not first.isdigit() or (last and not last.isdigit()):
+                continue
+            low, high = int(first), int(last) if last else int(first)
+            if low <= high:
+                ended.update(range(low, min(high, completions - 1) + 1))
+    return len(ended)

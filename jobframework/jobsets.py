@@ -19,6 +19,7 @@ JOBSET_API = jobset.API_VERSION
 JOBSET_GROUP = "jobset.x-k8s.io"
 JOB_INDEX_LABEL = jobset.JOB_INDEX_LABEL
 INTEGRATION = jobset.INTEGRATIONS[0]
+reclaimable_pods = jobset.reclaimable_pods
 
 
 def workload_name_for_jobset(name: str, uid: str) -> str:

@@ -55,18 +55,22 @@ def is_managed(pod: Mapping[str, Any], context: workloads.Context) -> bool:
     when ``manageJobsWithoutQueueName`` (the ``kueue.x-k8s.io/managed: "true"`` label,
     pod_webhook.go Default, pod_controller.go Skip), unless a job Kueue manages owns it
     or it is in a namespace ``managedJobsNamespaceSelector`` leaves out (kube-system,
-    kueue-system by default: ``context.unmanaged_namespaces``).
+    kueue-system by default: ``context.namespace_managed``), or its controller is of a kind
+    the Configuration's ``integrations.externalFrameworks`` names (``context.external_owners``;
+    Kueue asks whether that owner is managed, the watcher cannot see it and assumes so).
 
     The watcher cannot mark pods, so here a pod is managed when it carries the queue
     label or that mark: pods nobody gated are not taken over.
     """
     ref = _ref(pod)
-    if ref.namespace in context.unmanaged_namespaces:
+    if not context.namespace_managed(ref.namespace):
         return False  # managedJobsNamespaceSelector: the pod webhook leaves these namespaces alone
     marked = ref.labels.get(workloads.QUEUE_LABEL) or ref.labels.get(workloads.MANAGED_LABEL) == "true"
     if not marked:
         return False
     owner = workloads.controller_owner(ref.meta)
+    if owner is not None and (owner.get("apiVersion"), owner.get("kind")) in context.external_owners:
+        return False  # integrations.externalFrameworks: an outside controller runs its owner for Kueue
     if owner is not None and is_job_owner(owner.get("apiVersion"), owner.get("kind")):
         # A pod of a batch/v1 Job or of an integration's job is part of that job's workload, whether or not
         # its Job has been seen yet: the Pod and Job watches are separate streams, so the pod may
@@ -547,3 +551,24 @@ def _go_json(value: Any) -> str:
     ):
         text = text.replace(char, escaped)
     return text
+
+
+# -- dynamic reclaim ------------------------------------------------------------------------------
+
+
+def group_reclaimable_pods(members: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """A pod group's reclaimable pods: its Succeeded pods counted per role (pod set), ``{}`` for a
+    serving group or none succeeded (Kueue pod_controller.go ReclaimablePods, isReclaimable). A pod
+    whose role cannot be computed (a bad quantity: the conversion reports it) is not counted."""
+    if any(_ref(p).annotations.get(SERVING_ANNOTATION) == "true" for p in members):
+        return {}
+    out: dict[str, int] = {}
+    for pod in members:
+        if _phase(pod) != "Succeeded":
+            continue
+        try:
+            role = role_hash(pod)
+        except quantities.QuantityError:
+            continue
+        out[role] = out.get(role, 0) + 1
+    return out

@@ -39,10 +39,17 @@ MANAGED_LABEL = "kueue.x-k8s.io/managed"
 DEFAULT_LOCAL_QUEUE = "default"
 #: The WorkloadPriorityClass a job without the priority-class label gets (WorkloadPriorityClassDefaulting).
 DEFAULT_WORKLOAD_PRIORITY_CLASS = "default"
+#: The label every Namespace carries with its own name (the API server sets it).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 #: Kueue's default managedJobsNamespaceSelector: ``kubernetes.io/metadata.name NotIn [kube-system, kueue-system]``
-#: (apis/config/v1beta2/defaults.go). Every namespace carries its name as that label, so the default selector is a
-#: list of names; other selectors are not supported (docs/kueue-job-integration.md).
-UNMANAGED_NAMESPACES = ("kube-system", "kueue-system")
+#: (apis/config/v1beta2/defaults.go).
+DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR = models.LabelSelector(
+    match_expressions=[
+        models.LabelSelectorRequirement(
+            key=NAMESPACE_NAME_LABEL, operator="NotIn", values=["kube-system", "kueue-system"]
+        )
+    ]
+)
 #: At most this many pod sets in one Workload (jobframework/constants.go MaxPodSets, the Workload CRD).
 MAX_POD_SETS = 18
 POD_PRIORITY_GROUP: Final = "scheduling.k8s.io"
@@ -77,16 +84,21 @@ class Context:
     ``previous``: the Workload last published for this job, which keeps what Kueue's
     webhook or workload creation fixed once (the defaulted queue and priority class,
     a PriorityClass value), or None.
-    ``unmanaged_namespaces``: the namespaces Kueue's ``managedJobsNamespaceSelector``
-    leaves out (its default: kube-system and kueue-system): jobs there without the
-    queue-name label are not managed even with ``manage_jobs_without_queue_name``.
+    ``managed_jobs_namespace_selector``: Kueue's option of that name (its default leaves out
+    kube-system and kueue-system), matched against ``namespace_labels``, the labels of the
+    Namespaces seen by name (one not seen has only its ``kubernetes.io/metadata.name``):
+    :meth:`namespace_managed`.
+    ``external_owners``: ``(apiVersion, kind)`` of the Configuration's
+    ``integrations.externalFrameworks``: a pod such an object controls is part of its
+    owner's workload, run by an outside controller, not a workload of its own.
     ``objects``: the objects of the kinds integrations read besides the job (a TrainJob's
     TrainingRuntimes: ``Integration.inputs``), by kind, then ``(namespace, name)`` (namespace
     "" for cluster-scoped kinds).
     """
 
     manage_jobs_without_queue_name: bool = False
-    unmanaged_namespaces: Collection[str] = UNMANAGED_NAMESPACES
+    managed_jobs_namespace_selector: models.LabelSelector = DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
+    namespace_labels: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
     local_queues: Collection[tuple[str, str]] = frozenset()
     workload_priority_classes: Collection[str] = frozenset()
     priority_classes: Mapping[str, PriorityClass] = dataclasses.field(default_factory=dict)
@@ -95,6 +107,16 @@ class Context:
     limit_ranges: Sequence[Mapping[str, Any]] = ()
     previous: models.Workload | None = None
     objects: Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
+    external_owners: Collection[tuple[str, str]] = frozenset()
+
+    def namespace_managed(self, namespace: str) -> bool:
+        """Whether ``managedJobsNamespaceSelector`` selects ``namespace``: Kueue's job reconciler
+        ignores every job elsewhere, queue-labelled or not (jobframework/reconciler.go; the gate
+        ManagedJobsNamespaceSelectorAlwaysRespected is GA and locked on since v0.19), and its
+        pod webhook every pod (pod_webhook.go Default)."""
+        labels = self.namespace_labels.get(namespace)
+        labels = {**(labels or {}), NAMESPACE_NAME_LABEL: namespace}
+        return self.managed_jobs_namespace_selector.matches(labels)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -191,7 +213,9 @@ def owned_by_managed_job(ref: JobRef, context: Context) -> bool:
 def queue_name(ref: JobRef, context: Context, *, managed_without_queue: bool | None = None) -> str | None:
     """The LocalQueue a job's workload goes to, or None when Kueue does not manage the job.
 
-    The ``kueue.x-k8s.io/queue-name`` label (validated as a DNS subdomain, as
+    None in a namespace ``managedJobsNamespaceSelector`` does not select
+    (:meth:`Context.namespace_managed`), whatever the job's labels. Else the
+    ``kueue.x-k8s.io/queue-name`` label (validated as a DNS subdomain, as
     Kueue's webhook does: jobframework/validation.go ValidateQueueName). Without it
     the job is managed only with ``manageJobsWithoutQueueName`` (jobframework
     reconciler.go ReconcileGenericJob), and then goes to the namespace's ``default``
@@ -199,13 +223,15 @@ def queue_name(ref: JobRef, context: Context, *, managed_without_queue: bool | N
     as the webhook's label is), else to no queue, where it waits until one is set.
     ``managed_without_queue`` overrides the option (pods carry their own mark).
     """
+    if not context.namespace_managed(ref.namespace):
+        return None
     name = ref.labels.get(QUEUE_LABEL) or ""
     if name:
         if not isinstance(name, str) or len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
             raise ref.error(field=f"metadata.labels[{QUEUE_LABEL}]", problem=f"{name!r} is not a valid LocalQueue name")
         return name
     manage = context.manage_jobs_without_queue_name if managed_without_queue is None else managed_without_queue
-    if not manage or (managed_without_queue is None and ref.namespace in context.unmanaged_namespaces):
+    if not manage:
         return None
     previous = context.previous
     if (ref.namespace, DEFAULT_LOCAL_QUEUE) in context.local_queues or (
@@ -537,10 +563,19 @@ def true_condition(obj: Mapping[str, Any], types: tuple[str, ...]) -> Mapping[st
     """The first ``status.conditions`` entry whose type is one of ``types`` and whose status is True."""
     status = obj.get("status")
     conditions = status.get("conditions") if isinstance(status, dict) else None
-    for condition in conditions or []:
+    for condition in conditions if isinstance(conditions, list) else []:
         if isinstance(condition, dict) and condition.get("type") in types and condition.get("status") == "True":
             return condition
     return None
+
+
+def status_time_ms(value: Any, *, default: int) -> int:
+    """A status time (RFC 3339, e.g. a condition's ``lastTransitionTime``) in ms since the epoch, or
+    ``default`` when absent or not a time: a controller's odd status must not keep a fact from being given."""
+    try:
+        return manifests.parse_time_ms(value) or default
+    except manifests.ManifestError:
+        return default
 
 
 def as_mapping(value: Any) -> Mapping[str, Any]:

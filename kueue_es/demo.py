@@ -37,6 +37,7 @@ from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, repl
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
 from kueue_es.sim import aggregator
+from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import CREDS_DIR, SERVICES, VISIBILITY, Supervisor, free_port, free_port_block, reader_help
@@ -206,6 +207,7 @@ async def run_demo(
         background = [
             asyncio.create_task(printer.follow()),
             asyncio.create_task(SimulatedKubelet(api, default_duration_seconds=duration).run()),
+            asyncio.create_task(SimulatedControllers(api).run()),
         ]
         try:
             for doc in setup:

@@ -217,7 +217,13 @@ class WatcherFold:
     def learn(self, message: LogMessage) -> None:
         """Keep ``message`` if it is a fact the reporter or the configuration learn from and decides it."""
         kind = message.headers.get("Kq-Type")
-        if kind not in ("WorkloadStopped", "WorkloadPodsReady", "AdmissionCheckStateChanged", "ConfigurationObserved"):
+        if kind not in (
+            "WorkloadStopped",
+            "WorkloadPodsReady",
+            "AdmissionCheckStateChanged",
+            "ConfigurationObserved",
+            "WorkloadReclaimablePods",
+        ):
             return
         try:
             event: Any = codec.decode(message.data)
@@ -230,6 +236,8 @@ class WatcherFold:
             self.learned[("stopped", event.workload.namespace, event.workload.name)] = message
         elif kind == "WorkloadPodsReady":
             self.learned.setdefault(("ready", event.workload.namespace, event.workload.name), message)
+        elif kind == "WorkloadReclaimablePods":
+            self.learned.setdefault(("reclaim", event.workload.namespace, event.workload.name), message)
         else:
             self.learned.setdefault(("check", event.workload.namespace, event.workload.name, event.check), message)
 

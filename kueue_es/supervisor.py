@@ -656,8 +656,9 @@ async def run_up(args: argparse.Namespace) -> int:
 
     from kueue_es.events.bus import nats as nats_bus
     from kueue_es.services.kube import client as kube
-    from kueue_es.services.runtime import configure_logging
+    from kueue_es.services.runtime import cancel_and_wait, configure_logging
     from kueue_es.sim import aggregator
+    from kueue_es.sim.controllers import SimulatedControllers
     from kueue_es.sim.emulator import serve_emulator
 
     console = Console(soft_wrap=True, stderr=True)
@@ -709,6 +710,11 @@ async def run_up(args: argparse.Namespace) -> int:
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
             kube_args = ["--kube-server", emulator.url] + kube_args
             console.print(f"emulated cluster: kubeconfig {run_dir / 'kubeconfig'}", highlight=False)
+            # Deployments, StatefulSets, LeaderWorkerSets make pods there, and ungated pods run
+            sim_api = await kube.make_api_client(server=emulator.url)
+            stack.push_async_callback(sim_api.close)
+            controllers = asyncio.create_task(SimulatedControllers(sim_api).run(), name="sim-controllers")
+            stack.push_async_callback(cancel_and_wait, [controllers])
         checkpoint_dir = getattr(args, "checkpoints", None)
         supervisor = Supervisor(
             nats_url=nats_url,

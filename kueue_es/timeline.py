@@ -48,6 +48,9 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
             return "check", f"{event.workload.key}: {event.check} is {event.state}{detail}"
         case types.WorkloadPodsReady():
             return ("ready" if event.ready else "not ready"), f"{event.workload.key} pods ({event.reason})"
+        case types.WorkloadReclaimablePods():
+            listed = ", ".join(f"{p.count} of pod set {p.name}" for p in event.reclaimable_pods) or "none"
+            return "reclaimed", f"{event.workload.key}: quota no longer needed for {listed}"
         case types.WorkloadRequeued():
             return "requeued", f"{event.workload.key}: {event.message}"
         case types.WorkloadDeactivated():

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Never, NoReturn
 
+import msgspec
+
 from kueue_es.events import models, tas, types
 from kueue_es.projections import afs, kueue_metrics, quota, topology
 from kueue_es.projections.batches import BatchVerifier
@@ -41,6 +43,12 @@ class WorkloadState:
     observed_seq: int
     reservation: types.QuotaReserved | None = None
     admitted: bool = False
+    # Dynamic reclaim (Kueue's status.reclaimablePods): the pods per pod set whose quota is no
+    # longer needed, as the job last reported them (WorkloadReclaimablePods); ``held`` is the
+    # reservation as it counts against quota, its pod set assignments scaled down by them
+    # (:func:`held_reservation`; the reservation itself when nothing is reclaimable).
+    reclaimable: dict[str, int] = field(default_factory=dict)
+    held: types.QuotaReserved | None = None
     finished: types.WorkloadFinished | None = None
     finished_seq: int = 0
     deleted_seq: int = 0
@@ -415,6 +423,8 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             _apply_workload_fact(state, event, seq=seq)
         case types.AdmissionCheckStateChanged() | types.WorkloadPodsReady():
             _apply_workload_status_fact(state, event, seq=seq)
+        case types.WorkloadReclaimablePods():
+            _apply_reclaimable(state, event, seq=seq)
         case types.WorkloadDeactivated() | types.WorkloadRequeued():
             _apply_requeue_decision(state, event)
         case types.WorkloadStopped():
@@ -551,6 +561,74 @@ def _apply_workload_status_fact(
         kueue_metrics.on_pods_ready(state, current, event)
         current.pods_ready = event  # reported for this admission; forgotten when the quota goes
     _reindex(state, event.workload.key)
+
+
+def _apply_reclaimable(state: ClusterState, event: types.WorkloadReclaimablePods, *, seq: int) -> None:
+    """Take the job's reclaimable pods (Kueue's dynamic reclaim): a workload holding quota gives
+    back the quota of those pods at once, which wakes the parked workloads of its cohort tree
+    (Kueue workload_controller.go: a change of reclaimablePods while admitted requeues them); a
+    pending one asks for that many pods fewer (pkg/workload podSetsCountsAfterReclaim).
+
+    Counts above the pod set's size are cut to it (LimitReclaimablePodsToPodSetSizes). Kueue's
+    Workload webhook refuses a report naming a pod set the workload does not have, and, while
+    the workload holds quota, one lowering or dropping a count (validateReclaimablePodsUpdate):
+    such a report is not taken and the counts in force stay."""
+    current = state.workloads.get(event.workload.key)
+    if current is None or current.gone or not _same_uid(current, event.workload):
+        return
+    sizes = {ps.name: ps.count for ps in current.workload.spec.pod_sets}
+    reported = event.counts()
+    if any(name not in sizes for name in reported):
+        return
+    counts = {name: min(count, sizes[name]) for name, count in sorted(reported.items())}
+    counts = {name: count for name, count in counts.items() if count > 0}
+    before = current.reclaimable
+    if counts == before:
+        return
+    if current.reservation is not None and any(counts.get(name, 0) < count for name, count in before.items()):
+        return
+    current.reclaimable = counts
+    current.requests_memo = None  # a pending workload now asks for fewer pods
+    if current.reservation is None:
+        current.parked_seq = 0  # an update of a pending workload: it leaves the inadmissible list (§3.4)
+        current.bookmark = None  # its scheduling shape changed (§5.3)
+    else:
+        cq = current.reservation.cluster_queue
+        _add_usage(state, current.held or current.reservation, sign=-1)
+        current.held = held_reservation(current.reservation, current.workload, counts)
+        _add_usage(state, current.held, sign=1)
+        _bump_generation(state, cq, seq)
+        state.trigger(f"cq:{cq}", seq, released=True)
+    _reindex(state, event.workload.key)
+
+
+def held_reservation(
+    reservation: types.QuotaReserved, workload: models.Workload, reclaimable: dict[str, int]
+) -> types.QuotaReserved:
+    """The reservation as it counts against quota once ``reclaimable`` pods (per pod set) are
+    given back: a pod set assignment whose pod set, less its reclaimable pods, needs fewer pods
+    than were admitted keeps only those, its ``resource_usage`` scaled per pod (integer
+    division, as Kueue's Requests.Divide then Mul: pkg/workload totalRequestsFromAdmission);
+    a partially admitted pod set that still needs at least its admitted count keeps it all.
+    Returns ``reservation`` itself when nothing changes."""
+    if not reclaimable:
+        return reservation
+    sizes = {ps.name: ps.count for ps in workload.spec.pod_sets}
+    changed = False
+    assignments: list[types.PodSetAssignment] = []
+    for psa in reservation.pod_set_assignments:
+        size = sizes.get(psa.name, psa.count)
+        left = size - min(reclaimable.get(psa.name, 0), size)
+        if left < psa.count:
+            per_pod = {r: amount // psa.count for r, amount in psa.resource_usage.items()} if psa.count else {}
+            psa = msgspec.structs.replace(
+                psa, count=left, resource_usage={r: amount * left for r, amount in per_pod.items()}
+            )
+            changed = True
+        assignments.append(psa)
+    if not changed:
+        return reservation
+    return msgspec.structs.replace(reservation, pod_set_assignments=assignments)
 
 
 def _apply_requeue_decision(state: ClusterState, event: types.WorkloadDeactivated | types.WorkloadRequeued) -> None:
@@ -826,7 +904,8 @@ def _apply_workload_decision(
                 current.order_ms = 0  # Evicted is reset on the next reservation (§9.1)
                 current.pods_ready = None
                 state.reserved.setdefault(event.cluster_queue, {})[key] = None
-                _add_usage(state, event, sign=1)
+                current.held = held_reservation(event, current.workload, current.reclaimable)
+                _add_usage(state, current.held, sign=1)
         case types.WorkloadAdmitted():
             if current.reservation is not None and not current.admitted:
                 kueue_metrics.on_admitted(state, current, event)
@@ -838,7 +917,7 @@ def _apply_workload_decision(
             if current.reservation is not None:
                 kueue_metrics.on_released(state, current, event)
                 _afs_released(state, current, at_ms=event.at_ms)
-                _add_usage(state, current.reservation, sign=-1)
+                _add_usage(state, current.held or current.reservation, sign=-1)
                 if current.topology is not None:
                     _release_topology(state, current)
                 cq = current.reservation.cluster_queue
@@ -852,7 +931,7 @@ def _apply_workload_decision(
                     current.accumulated_ms += max(0, event.at_ms - current.admitted_at_ms)
                 if current.eviction is not None and current.requeue_at_ms > event.at_ms:
                     current.backoff = not current.deactivated  # Requeued=False until requeueAt (§3.7)
-                current.reservation = None
+                current.reservation = current.held = None
                 current.admitted = False
                 current.admitted_at_ms = 0
                 current.pods_ready = None
@@ -925,7 +1004,7 @@ def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None
     if not afs.active(state.cluster_queues.get(wl.reservation.cluster_queue), config):
         return
     usage: dict[str, int] = {}
-    for (_, resource), amount in quota.reservation_usage(wl.reservation).items():
+    for (_, resource), amount in quota.reservation_usage(wl.held or wl.reservation).items():
         usage[resource] = usage.get(resource, 0) + amount
     lq = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
     ledger = state.afs_ledgers.setdefault(lq, afs.Ledger(last_ms=at_ms))

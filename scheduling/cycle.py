@@ -50,7 +50,9 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
         wl = state.workloads[key]
         assert wl.reservation is not None
         decisions.append(_release(wl, now_ms=now_ms))
-        tree.shift_reservation(wl.reservation.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
+        tree.shift_reservation(
+            wl.reservation.cluster_queue, quota.reservation_usage(wl.held or wl.reservation), sign=-1
+        )
     touched: set[str] = set()  # workloads already decided on in this cycle's first phases
     for decision in _drain_stopped_queues(state, now_ms=now_ms):
         decisions.append(decision)
@@ -58,7 +60,7 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
         if isinstance(decision, types.QuotaReleased):
             wl = state.workloads[decision.workload.key]
             assert wl.reservation is not None
-            tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.reservation), sign=-1)
+            tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.held or wl.reservation), sign=-1)
     cycle = tas_cycle.CycleTopology(state)
     if state.checks_due or state.timed or state.backoffs:
 

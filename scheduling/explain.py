@@ -310,6 +310,9 @@ class StoryCollector:
                 self._add(key, seq, event, "deactivated", f"{event.reason}: {event.message}")
             case types.WorkloadPodsReady():
                 self._add(key, seq, event, "pods ready" if event.ready else "pods not ready", event.reason or "")
+            case types.WorkloadReclaimablePods():
+                listed = ", ".join(f"{p.name}: {p.count}" for p in event.reclaimable_pods) or "none"
+                self._add(key, seq, event, "reclaimable pods", f"quota no longer needed for pods ({listed})")
             case types.WorkloadFinished():
                 outcome = "succeeded" if event.succeeded else "failed"
                 message = f": {event.message}" if event.message else ""
@@ -572,7 +575,7 @@ def needs(state: ClusterState, key: str, *, now_ms: int = 0, deleted: bool = Fal
     if missing_checks:
         blocked.append(f"admission checks {', '.join(missing_checks)} of {cq_name} do not exist")
     tree = quota.build(state)
-    requests = queues.pod_set_requests(wl.workload, cq=cq, config=state.configuration)
+    requests = queues.pod_set_requests(wl.workload, cq=cq, config=state.configuration, reclaimable=wl.reclaimable)
     asks: dict[str, int] = {}
     for ps in requests:
         for resource, amount in ps.totals().items():

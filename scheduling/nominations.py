@@ -99,11 +99,11 @@ def still_valid(
     name = nomination.cluster_queue
     for victim in victims:
         assert victim.reservation is not None
-        tree.remove_usage(victim.reservation.cluster_queue, quota.reservation_usage(victim.reservation))
+        tree.remove_usage(victim.reservation.cluster_queue, quota.reservation_usage(victim.held or victim.reservation))
     fits = tree.fits(name, usage)
     for victim in victims:
         assert victim.reservation is not None
-        tree.add_usage(victim.reservation.cluster_queue, quota.reservation_usage(victim.reservation))
+        tree.add_usage(victim.reservation.cluster_queue, quota.reservation_usage(victim.held or victim.reservation))
     if fits and topology_fits is not None:
         fits = topology_fits(frozenset(victim.workload.key for victim in victims))
     return list(nomination.targets) if fits else None

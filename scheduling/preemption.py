@@ -139,7 +139,7 @@ class CandidatePool:
                         key=key,
                         workload=wl,
                         cluster_queue=cluster_queue,
-                        usage=quota.reservation_usage(wl.reservation),
+                        usage=quota.reservation_usage(wl.held or wl.reservation),  # after dynamic reclaim
                         flavored=flavored,
                         priority=priority_of(wl.workload, self.state),
                         queue_ts_ms=wl.workload.metadata.creation_timestamp_ms,

@@ -11,6 +11,7 @@ active ClusterQueue per cycle (§4.1), in Kueue's heap order (§3.2).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kueue_es.events import models
@@ -242,11 +243,17 @@ def required_checks(cq: models.ClusterQueue) -> list[str]:
 
 
 def pod_set_requests(
-    workload: models.Workload, *, cq: models.ClusterQueue, config: models.Configuration
+    workload: models.Workload,
+    *,
+    cq: models.ClusterQueue,
+    config: models.Configuration,
+    reclaimable: Mapping[str, int] | None = None,
 ) -> list[PodSetRequest]:
     """Per-pod requests the quota check uses (SEMANTICS §2.3, §10.4): excluded prefixes
     dropped, transformations applied, undeclared resources ignored when configured,
-    and ``pods`` = 1 per pod when the ClusterQueue covers it."""
+    and ``pods`` = 1 per pod when the ClusterQueue covers it. ``reclaimable``: the pods per
+    pod set its job reported as done (dynamic reclaim), which a pod set no longer asks for
+    (Kueue pkg/workload podSetsCountsAfterReclaim)."""
     resources = config.resources or _NO_RESOURCES_CONFIG
     covered = {r for group in cq.spec.resource_groups for r in group.covered_resources}
     out = []
@@ -264,17 +271,20 @@ def pod_set_requests(
             requests = {r: v for r, v in requests.items() if r in covered}
         if "pods" in covered:
             requests["pods"] = 1
+        count = ps.count
+        if reclaimable and ps.name in reclaimable:
+            count -= min(reclaimable[ps.name], count)
         out.append(
             PodSetRequest(
                 name=ps.name,
-                count=ps.count,
+                count=count,
                 requests=dict(sorted(requests.items())),
                 node_selector=ps.node_selector,
                 tolerations=tuple(ps.tolerations),
                 affinity=tuple(ps.required_node_affinity),
                 topology_request=ps.topology_request,
                 raw_resources=frozenset(ps.requests),
-                min_count=ps.min_count,
+                min_count=ps.min_count if ps.min_count is None else min(ps.min_count, count),
             )
         )
     return out
@@ -305,7 +315,7 @@ def cached_pod_set_requests(
         and wl.requests_memo_config is config
     ):
         return memo
-    requests = pod_set_requests(wl.workload, cq=cq, config=config)
+    requests = pod_set_requests(wl.workload, cq=cq, config=config, reclaimable=wl.reclaimable)
     if shared is not None:
         requests = _shared(requests, shared)
     wl.requests_memo = requests
@@ -431,20 +441,8 @@ def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: Clust
 
 
 def matches(selector: models.LabelSelector, labels: dict[str, str]) -> bool:
-    """Kubernetes LabelSelector semantics (matchLabels AND matchExpressions)."""
-    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
-        return False
-    for expr in selector.match_expressions:
-        present = expr.key in labels
-        if expr.operator == "In" and labels.get(expr.key) not in expr.values:
-            return False
-        if expr.operator == "NotIn" and present and labels[expr.key] in expr.values:
-            return False
-        if expr.operator == "Exists" and not present:
-            return False
-        if expr.operator == "DoesNotExist" and present:
-            return False
-    return True
+    """Kubernetes LabelSelector semantics (matchLabels AND matchExpressions): :meth:`models.LabelSelector.matches`."""
+    return selector.matches(labels)
 
 
 def requeue_triggers(state: ClusterState, tree: quota.QuotaTree) -> dict[str, int]:

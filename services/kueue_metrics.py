@@ -89,7 +89,7 @@ class _Held:
                 if wl is None or wl.reservation is None:
                     continue
                 lq_ref = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
-                usage = quota.reservation_usage(wl.reservation)
+                usage = quota.reservation_usage(wl.held or wl.reservation)  # after dynamic reclaim
                 self.reserving[cq_name] = self.reserving.get(cq_name, 0) + 1
                 self.lq_reserving[lq_ref] = self.lq_reserving.get(lq_ref, 0) + 1
                 _merge(self.lq_reserved.setdefault(lq_ref, {}), usage)

@@ -321,9 +321,12 @@ def facts(
     """The fact a job of ``integration`` stands for, or None when Kueue does not manage it.
 
     Managed as a batch/v1 Job is: the queue-name label (or ``manageJobsWithoutQueueName``),
-    and not owned by a job Kueue manages. Finished: WorkloadFinished; otherwise
+    and not owned by a job Kueue manages. A kind run through its pods (``suspend_path`` None:
+    Deployment, StatefulSet, LeaderWorkerSet) has no workload of its own: always None. Finished: WorkloadFinished; otherwise
     WorkloadObserved; a job that cannot be converted: ObjectRejected.
     """
+    if integration.suspend_path is None:
+        return None  # run through its pods: they are the workloads (pods.py)
     context = context or workloads.Context()
     ref = integration.ref(job)
     try:
@@ -338,7 +341,7 @@ def facts(
             name=integration.workload_name(ref.name, ref.uid),
             succeeded=finished.succeeded,
             message=finished.message or (f"{integration.kind} finished" if finished.succeeded else "failed"),
-            at_ms=manifests.parse_time_ms(finished.at) or now_ms,
+            at_ms=workloads.status_time_ms(finished.at, default=now_ms),
         )
     try:
         return types.WorkloadObserved(workload=to_workload(integration, job, context=context))
@@ -409,6 +412,12 @@ def count_of(value: Any, *, default: int = 1) -> int:
     """
     number = workloads.parse_int(value)
     return default if number is None else number
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` when it is a list (a JSON array), else an empty one: for status fields a controller may
+    leave out or a user may write wrong."""
+    return value if isinstance(value, list) else []
 
 
 def condition_true(job: Mapping[str, Any], *condition_types: str) -> Mapping[str, Any] | None:

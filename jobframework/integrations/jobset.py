@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from kueue_es.jobframework import workloads
-from kueue_es.jobframework.integrations import Finished, Integration, PodSetSource, count_of, finished_by_conditions
+from kueue_es.jobframework.integrations import (
+    Finished,
+    Integration,
+    PodSetSource,
+    as_list,
+    count_of,
+    finished_by_conditions,
+)
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 #: The label JobSet puts on the pods of each child Job: its index among the replicas (jobsetapi.JobIndexKey).
@@ -76,7 +83,7 @@ def finished(jobset: Mapping[str, Any]) -> Finished | None:
 
 
 def _replicated_statuses(jobset: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    statuses = workloads.as_mapping(jobset.get("status")).get("replicatedJobsStatus") or []
+    statuses = as_list(workloads.as_mapping(jobset.get("status")).get("replicatedJobsStatus"))
     return [s for s in statuses if isinstance(s, dict)]
 
 
@@ -88,13 +95,43 @@ def active(jobset: Mapping[str, Any]) -> bool:
 def pods_ready(jobset: Mapping[str, Any]) -> bool:
     """The ready and succeeded Jobs over ``status.replicatedJobsStatus`` add up to the replicas of every
     replicated job, in Jobs, not pods (jobset_controller.go PodsReady)."""
-    rjobs = workloads.as_mapping(jobset.get("spec")).get("replicatedJobs") or []
+    rjobs = as_list(workloads.as_mapping(jobset.get("spec")).get("replicatedJobs"))
     replicas = sum(count_of(r.get("replicas")) for r in rjobs if isinstance(r, dict))
     done = sum(
         count_of(s.get("ready"), default=0) + count_of(s.get("succeeded"), default=0)
         for s in _replicated_statuses(jobset)
     )
     return done == replicas
+
+
+def reclaimable_pods(jobset: Mapping[str, Any]) -> dict[str, int]:
+    """The JobSet's reclaimable pods per pod set (replicated job), ``{}`` when none (Kueue
+    jobset_controller.go ReclaimablePods): a replicated job whose ``status.replicatedJobsStatus``
+    entry counts ``succeeded`` Jobs (at most its replicas) gives back that many Jobs' pods,
+    ``min(parallelism, completions)`` each (PodsCountPerReplica). Malformed values count as 0
+    or their default (the conversion reports them)."""
+    statuses = {
+        str(entry.get("name")): entry
+        for entry in as_list(workloads.as_mapping(jobset.get("status")).get("replicatedJobsStatus"))
+        if isinstance(entry, dict)
+    }
+    out: dict[str, int] = {}
+    for rjob in as_list(workloads.as_mapping(jobset.get("spec")).get("replicatedJobs")):
+        if not isinstance(rjob, dict) or not isinstance(rjob.get("name"), str):
+            continue
+        entry = statuses.get(rjob["name"])
+        succeeded = workloads.parse_int(entry.get("succeeded")) if entry is not None else None
+        replicas = workloads.parse_int(rjob.get("replicas"))
+        replicas = 1 if replicas is None else replicas
+        if not succeeded or succeeded <= 0 or succeeded > replicas:
+            continue
+        job_spec = workloads.as_mapping(workloads.as_mapping(rjob.get("template")).get("spec"))
+        per_job = workloads.parse_int(job_spec.get("parallelism"))
+        per_job = 1 if per_job is None else per_job
+        completions = workloads.parse_int(job_spec.get("completions"))
+        per_job = min(per_job, per_job if completions is None else completions)
+        out[rjob["name"]] = succeeded * per_job
+    return out
 
 
 #: The label the JobSet controller puts on every pod of a JobSet (jobsetapi.JobSetNameKey).
@@ -120,5 +157,6 @@ INTEGRATIONS = (
         pods_ready=pods_ready,
         owner_kinds=("TrainJob",),
         pod_label_selector=pod_label_selector,
+        reclaimable_pods=reclaimable_pods,
     ),
 )

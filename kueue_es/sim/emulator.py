@@ -44,6 +44,7 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import functools
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -57,7 +58,9 @@ import structlog
 import yaml
 
 from kueue_es import crds, validation
-from kueue_es.jobframework import integrations, pods
+from kueue_es.events import models
+from kueue_es.jobframework import integrations, pods, workloads
+from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
 from kueue_es.sim import aggregator, openapi, patches, selectors, store, tables
 
@@ -74,6 +77,9 @@ _BUILT_IN_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] 
     ("", "namespaces"): (("ns",), ()),
     ("", "events"): (("ev",), ()),
     ("batch", "jobs"): ((), ("all",)),
+    ("apps", "deployments"): (("deploy",), ("all",)),
+    ("apps", "replicasets"): (("rs",), ("all",)),
+    ("apps", "statefulsets"): (("sts",), ("all",)),
 }
 _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -139,7 +145,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     existing Namespace (default, kube-system, kube-public, kube-node-lease
     exist).  ``create_hooks``: callables ``(ref, obj)`` run on every created
     object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
-    plays Kueue's Job, integration (JobSet, Kubeflow, ...) and Pod webhooks (pass ``()`` for a bare cluster).  ``clock``:
+    plays Kueue's Job, integration (JobSet, Kubeflow, ...) and Pod webhooks (pass ``()`` for a bare
+    cluster), and with them :class:`DefaultLocalQueue` runs first.  ``clock``:
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
     ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
     refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
@@ -166,14 +173,22 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         # kmock guesses no action for PUT; route it to the emulation too when reactions are in use.
         self.fallback[kmock.method.PUT] << self._serve_via_dsl
         self._builtin_payload_ids = {id(payload) for payload in self._payloads}
+        hooks = self.create_hooks
+        default_queue = DefaultLocalQueue() if suspend_queued_jobs in hooks else None
+        if default_queue is not None:  # Kueue's job webhooks default the queue before deciding to suspend
+            hooks = (default_queue, *hooks)
         self._store = store.ObjectStore(
             objects=self._objects,
             refs=(),
             history_limit=self.history_limit,
             clock=self.clock,
             enforce_namespaces=self.enforce_namespaces,
-            create_hooks=self.create_hooks,
+            create_hooks=tuple(
+                functools.partial(hook, lookup=self._lookup) if hook is gate_queued_pods else hook for hook in hooks
+            ),
         )
+        if default_queue is not None:
+            default_queue.store = self._store
         for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *self.extra_resources):
             self.register_resource(ref)
 
@@ -200,6 +215,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             verbs=_VERBS,
             subresources={"status"} if ref.status_subresource else set(),
         )
+
+    def _lookup(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The stored object of a served kind, or None (for create hooks that read another object)."""
+        for ref in self._refs.values():
+            if ref.api_version == api_version and ref.kind == kind:
+                found = self._store.select(ref, namespace=namespace if ref.namespaced else None, name=name)
+                return found[0] if found else None
+        return None
 
     def put_objects(self, objects: list[dict[str, Any]]) -> None:
         """Store ``objects`` (of registered kinds) as they are, replacing any of the same name: how ``up
@@ -414,6 +437,18 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     **({"categories": list(categories)} if categories else {}),
                 }
             )
+            if (group, ref.plural) in SCALABLE:
+                entries.append(
+                    {
+                        "name": f"{ref.plural}/scale",
+                        "singularName": "",
+                        "namespaced": ref.namespaced,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
             if ref.status_subresource:
                 entries.append(
                     {
@@ -472,6 +507,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         """Run a routed call against the store; raises kmock.KubernetesError with a real-looking Status."""
         with _kubernetes_errors(call):
             _check_allowed(call)
+            if call.subresource == "scale":
+                return self._scale(call)
             match call.verb:
                 case "list":
                     return self._read_reply(call, self._list(call))
@@ -507,6 +544,52 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     )
                     return _Reply(status=200, payload=deleted)
         raise AssertionError(f"unrouted verb {call.verb!r}")  # pragma: no cover
+
+    def _scale(self, call: _ApiCall) -> _Reply:
+        """The ``scale`` subresource of a Deployment, ReplicaSet or StatefulSet (``kubectl scale``): an
+        autoscaling/v1 Scale read from, or written to, the object's ``spec.replicas``."""
+        assert call.name is not None
+        if call.verb in ("patch", "replace"):
+            body = _json_body(call)
+
+            def change(current: dict[str, Any]) -> Any:
+                scale = _scale_of(current)
+                if call.verb == "replace":
+                    wanted = body
+                else:
+                    wanted = patches.apply_patch(scale, body, content_type=call.content_type, schema=None)
+                replicas = (wanted.get("spec") or {}).get("replicas") if isinstance(wanted, dict) else None
+                if not isinstance(replicas, int) or replicas < 0:
+                    raise store.StoreError(
+                        status=422,
+                        reason="Invalid",
+                        message=f'Scale.autoscaling "{call.name}" is invalid: spec.replicas: Invalid value: '
+                        f"{replicas!r}: must be greater than or equal to 0",
+                        details={"kind": "Scale", "group": "autoscaling", "name": call.name},
+                    )
+                updated = copy.deepcopy(current)
+                updated.setdefault("spec", {})["replicas"] = replicas
+                return updated
+
+            stored = self._store.update(
+                call.ref,
+                namespace=call.namespace,
+                name=call.name,
+                subresource=None,
+                change=change,
+                dry_run=call.dry_run,
+            )
+            return _Reply(status=200, payload=_scale_of(stored))
+        if call.verb != "get":
+            raise store.StoreError(
+                status=405,
+                reason="MethodNotAllowed",
+                message="the server does not allow this method on the requested resource",
+                details={"kind": call.ref.plural, "group": call.ref.group},
+            )
+        return _Reply(
+            status=200, payload=_scale_of(self._store.get(call.ref, namespace=call.namespace, name=call.name))
+        )
 
     def _list(self, call: _ApiCall) -> dict[str, Any]:
         items = self._store.select(
@@ -793,6 +876,52 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     await wakeup.wait()
 
 
+@attrs.define
+class DefaultLocalQueue:
+    """A create hook doing what the webhooks of Kueue's integrations do first (jobframework/defaults.go
+    ApplyDefaultLocalQueue; LocalQueueDefaulting, always on since Kueue v0.19): a Job or an
+    integration's job (a JobSet, a PyTorchJob, a Deployment, ...) created without the
+    ``kueue.x-k8s.io/queue-name`` label in a namespace that has a LocalQueue named ``default`` gets
+    the label ``default``, unless a job Kueue manages controls it (part of its owner's workload) or ``managedJobsNamespaceSelector`` (Kueue's default here: not kube-system
+    or kueue-system) does not select the namespace. Only at creation, as the webhook."""
+
+    store: store.ObjectStore | None = None
+    selector: models.LabelSelector = workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
+
+    def __call__(self, ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+        integration = integrations.by_kind(ref.kind)
+        is_integration = integration is not None and integration.api_version == ref.api_version
+        if (ref != resources.JOBS and not is_integration) or self.store is None:
+            return
+        metadata = obj.setdefault("metadata", {})
+        labels = metadata.get("labels") or {}
+        namespace = str(metadata.get("namespace") or "default")
+        if labels.get(workloads.QUEUE_LABEL) or _controlled_by_job(metadata):
+            return
+        try:
+            self.store.get(resources.LOCAL_QUEUES, namespace=namespace, name=workloads.DEFAULT_LOCAL_QUEUE)
+        except store.StoreError:
+            return
+        try:
+            ns_labels = self.store.get(resources.NAMESPACES, namespace=None, name=namespace)["metadata"].get("labels")
+        except store.StoreError:
+            ns_labels = None
+        context = workloads.Context(
+            managed_jobs_namespace_selector=self.selector, namespace_labels={namespace: ns_labels or {}}
+        )
+        if context.namespace_managed(namespace):
+            metadata["labels"] = {**labels, workloads.QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
+
+
+def _controlled_by_job(metadata: Mapping[str, Any]) -> bool:
+    """Whether a Job or an integration's job is the object's controller (Kueue: IsOwnerManagedByKueueForObject)."""
+    owners = metadata.get("ownerReferences") or []
+    return any(
+        isinstance(o, dict) and o.get("controller") and pods.is_job_owner(o.get("apiVersion"), o.get("kind"))
+        for o in owners
+    )
+
+
 def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     """A create hook doing what Kueue's Job webhook does: suspend Jobs that name a queue.
 
@@ -819,7 +948,12 @@ def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, A
             integration.on_create(obj)
 
 
-def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+def gate_queued_pods(
+    ref: resources.ResourceRef,
+    obj: dict[str, Any],
+    *,
+    lookup: Callable[[str, str, str, str], dict[str, Any] | None] | None = None,
+) -> None:
     """A create hook doing what Kueue's Pod webhook does for a Pod that names a queue.
 
     It gets the ``kueue.x-k8s.io/managed: "true"`` label and the
@@ -828,9 +962,26 @@ def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     gate, which the start removes unless the pod's pod set got a topology assignment
     (Kueue pkg/controller/jobs/pod/pod_webhook.go Default). Pods a Job or an
     integration's job controls are left alone: they belong to their owner's workload.
+
+    A pod whose template a managed Deployment, StatefulSet or LeaderWorkerSet marked
+    (``kueue.x-k8s.io/pod-suspending-parent``) is gated whatever its labels
+    (suspendByParent); a StatefulSet's or LeaderWorkerSet's pod also gets, from its
+    parent (``lookup(apiVersion, kind, namespace, name)``), the labels that make it a
+    member of the parent's serving pod group, which Kueue's StatefulSet and
+    LeaderWorkerSet reconcilers write just after creation
+    (:func:`kueue_es.jobframework.integrations.serving.pod_defaults`).
     """
     metadata = obj.get("metadata", {})
-    if ref != resources.PODS or not metadata.get("labels", {}).get("kueue.x-k8s.io/queue-name"):
+    if ref != resources.PODS:
+        return
+    if serving.parent_framework(obj):
+        parent_key = serving.parent_of(obj)
+        if lookup is not None and parent_key is not None:
+            api_version, kind, name = parent_key
+            serving.pod_defaults(obj, lookup(api_version, kind, str(metadata.get("namespace") or ""), name))
+        _gate(obj)
+        return
+    if not metadata.get("labels", {}).get("kueue.x-k8s.io/queue-name"):
         return
     owners = metadata.get("ownerReferences") or []
     if any(
@@ -840,7 +991,12 @@ def gate_queued_pods(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     ):
         return
     metadata["labels"]["kueue.x-k8s.io/managed"] = "true"
-    gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
+    _gate(obj)
+
+
+def _gate(pod: dict[str, Any]) -> None:
+    """Kueue's admission and topology scheduling gates on a pod (pod_webhook.go gate)."""
+    gates = pod.setdefault("spec", {}).setdefault("schedulingGates", [])
     for gate in ("kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"):
         if not any(isinstance(g, dict) and g.get("name") == gate for g in gates):
             gates.append({"name": gate})
@@ -869,6 +1025,28 @@ async def serve_emulator(*, host: str = "127.0.0.1", port: int = 0, **options: A
             emulator.drop_watches()
 
 
+#: The kinds with a ``scale`` subresource (autoscaling/v1 Scale), as (group, plural).
+SCALABLE = frozenset({("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")})
+
+
+def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The autoscaling/v1 Scale of a scalable object: its ``spec.replicas`` (default 1) and ``status.replicas``."""
+    meta = obj.get("metadata") or {}
+    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {
+            k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta
+        },
+        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
+        "status": {
+            "replicas": (obj.get("status") or {}).get("replicas", 0),
+            "selector": ",".join(f"{k}={v}" for k, v in sorted(selector.items())),
+        },
+    }
+
+
 def _check_allowed(call: _ApiCall) -> None:
     """405 for methods a path does not take, 404 for subresources other than a kind's ``status``."""
     if call.verb == "not-allowed" or (call.subresource is not None and call.verb in ("watch", "delete")):
@@ -878,6 +1056,8 @@ def _check_allowed(call: _ApiCall) -> None:
             message="the server does not allow this method on the requested resource",
             details={"kind": call.ref.plural, "group": call.ref.group},
         )
+    if call.subresource == "scale" and (call.ref.group, call.ref.plural) in SCALABLE:
+        return
     if call.subresource is not None and (call.subresource != "status" or not call.ref.status_subresource):
         raise store.StoreError(
             status=404,

@@ -181,7 +181,7 @@ def _printer(ref: resources.ResourceRef) -> tuple[list[dict[str, Any]], _Row]:
         for kind in crds.KINDS:
             if kind.kind == ref.kind:
                 return _crd_printer(kind)
-    built_in = _BUILT_IN.get(ref.kind) if ref.group in ("", "batch", "coordination.k8s.io") else None
+    built_in = _BUILT_IN.get(ref.kind) if ref.group in ("", "batch", "coordination.k8s.io", "apps") else None
     return built_in() if built_in is not None else _default_printer()
 
 
@@ -400,7 +400,62 @@ def _config_map_printer() -> tuple[list[dict[str, Any]], _Row]:
     return columns, row
 
 
+def _deployment_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [
+        _NAME,
+        _column("Ready", description="Number of the pod with ready state"),
+        _column("Up-to-date", "integer", "Total number of non-terminated pods targeted by this deployment"),
+        _column("Available", "integer", "Total number of available pods targeted by this deployment."),
+        _column("Age"),
+    ]
+
+    def row(deployment: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
+        desired = spec.get("replicas", 1)
+        ready = f"{status.get('readyReplicas', 0)}/{desired}"
+        updated, available = status.get("updatedReplicas", 0), status.get("availableReplicas", 0)
+        return [_name(deployment), ready, updated, available, age(_created(deployment), now)]
+
+    return columns, row
+
+
+def _replica_set_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [
+        _NAME,
+        _column("Desired", "integer", "Number of desired pods"),
+        _column("Current", "integer", "Number of actual replicas"),
+        _column("Ready", "integer", "Number of ready replicas"),
+        _column("Age"),
+    ]
+
+    def row(rs: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        spec, status = rs.get("spec") or {}, rs.get("status") or {}
+        return [
+            _name(rs),
+            spec.get("replicas", 1),
+            status.get("replicas", 0),
+            status.get("readyReplicas", 0),
+            age(_created(rs), now),
+        ]
+
+    return columns, row
+
+
+def _stateful_set_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [_NAME, _column("Ready", description="Number of the pod with ready state"), _column("Age")]
+
+    def row(sts: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        spec, status = sts.get("spec") or {}, sts.get("status") or {}
+        ready = f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}"
+        return [_name(sts), ready, age(_created(sts), now)]
+
+    return columns, row
+
+
 _BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {
+    "Deployment": _deployment_printer,
+    "ReplicaSet": _replica_set_printer,
+    "StatefulSet": _stateful_set_printer,
     "Pod": _pod_printer,
     "Node": _node_printer,
     "Namespace": _namespace_printer,

@@ -3,7 +3,7 @@
 From a log (in sequence order):
 
 - the exogenous facts: every fact but the job side's (WorkloadPodsReady, WorkloadFinished,
-  WorkloadStopped, which the simulation makes itself) and SchedulingRequested (an operator's
+  WorkloadStopped, which the simulation makes itself, and WorkloadReclaimablePods, which it does not) and SchedulingRequested (an operator's
   nudge to a decider): objects observed and deleted, workloads submitted, changed and deleted,
   admission check states, Configurations; each with its recorded time. Facts of objects carry
   no time of their own, so a fact's time is one cycle (:func:`cycle_length`) before the deciders
@@ -32,7 +32,9 @@ from kueue_es.whatif import source
 
 DEFAULT_CYCLE_MS = 10
 MAX_CYCLE_MS = 1_000
-JOB_SIDE = (types.WorkloadPodsReady, types.WorkloadFinished, types.WorkloadStopped)
+# WorkloadReclaimablePods is the job side too, and the simulation does not make it: a simulated
+# run holds its whole reservation until it finishes (docs/what-if.md).
+JOB_SIDE = (types.WorkloadPodsReady, types.WorkloadFinished, types.WorkloadStopped, types.WorkloadReclaimablePods)
 IGNORED = (types.SchedulingRequested,)
 
 

@@ -611,7 +611,7 @@ def _queue_view(wl: WorkloadState | None) -> tuple[Any, ...]:
         return ()
     meta, spec = wl.workload.metadata, wl.workload.spec
     waiting = wl.reservation is None and not wl.gone and spec.active
-    return (meta.uid, meta.namespace, spec.queue_name, waiting, wl.reservation, wl.admitted)
+    return (meta.uid, meta.namespace, spec.queue_name, waiting, wl.reservation, wl.held, wl.admitted)
 
 
 def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tuple[str, str, str]]:
@@ -698,6 +698,7 @@ PLAN_IGNORED = (
     types.WorkloadStopped,
     types.AdmissionCheckStateChanged,
     types.WorkloadPodsReady,
+    types.WorkloadReclaimablePods,
     types.ObjectRejected,
     types.TopologyObserved,
     types.NodeObserved,
@@ -787,6 +788,32 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | 
         annotations=info.annotations,
         scheduling_gates=info.scheduling_gates,
         count=info.count,
+    )
+
+
+def late_start(view: DispatchState, key: str) -> StartPods | None:
+    """The start of the pods of an admitted pod group that came after its start, or None.
+
+    A serving group's controller (a StatefulSet, a LeaderWorkerSet) creates pods one by one or
+    replaces them; Kueue's pod group reconciler ungates every gated pod of a group whose workload
+    is admitted (pod_controller.go Run for a workload already admitted). None unless workload
+    ``key`` (``namespace/name``) is a Pod group's, admitted with a reservation, not being evicted,
+    and started (its :attr:`DispatchState.started` pod set information).
+    """
+    wl = view.cluster.workloads.get(key)
+    if wl is None or wl.gone or not wl.admitted or wl.reservation is None or wl.eviction is not None:
+        return None
+    owner = wl.workload.owner
+    infos = view.started.get(key)
+    group = _group_of(wl)
+    if owner is None or owner.kind != "Pod" or not group or not isinstance(infos, list):
+        return None
+    meta = wl.workload.metadata
+    return StartPods(
+        workload=types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid),
+        namespace=meta.namespace,
+        group=group,
+        pod_sets=infos,
     )
 
 

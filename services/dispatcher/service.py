@@ -543,8 +543,9 @@ class Dispatcher:
     # -- the TAS ungater ---------------------------------------------------------------------------
 
     async def watch_pods(self) -> None:
-        """Keep the pods that carry the pod set label and wake the ungater for their workloads (cancel to stop)."""
-        await self.ungating.watch_pods()
+        """Keep the pods that carry the pod set label and wake the ungater for their workloads, and the pods of
+        pod groups, whose gated late members of an admitted group it starts (cancel to stop)."""
+        await asyncio.gather(self.ungating.watch_pods(), self.ungating.watch_group_pods())
 
     async def ungate_forever(self, *, retry_seconds: float = 1.0) -> None:
         """Ungate the gated pods of Admitted TAS workloads whenever a pod or the workload changes (cancel to stop)."""

@@ -73,6 +73,7 @@ WORKLOAD_STATUS_FIELDS = (
     "requeueState",
     "schedulingStats",
     "accumulatedPastExecutionTimeSeconds",
+    "reclaimablePods",
 )
 RESET_MESSAGE = "Reset to Pending after eviction. Previously: {state}"
 DEACTIVATED_PREFIX = "DeactivatedDueTo"
@@ -146,6 +147,7 @@ class WorkloadRecord:
     requeue_at_ms: int | None = None
     deactivated: bool = False
     inactive_seen: bool = False
+    reclaimable: tuple[tuple[str, int], ...] = ()  # (pod set, count) in pod set order: status.reclaimablePods
 
     def set(self, kind: str, status: bool, reason: str, message: str, *, at_ms: int, generation: bool = True) -> None:
         """apimeta.SetStatusCondition: the transition time moves only when the status changes."""
@@ -210,6 +212,7 @@ def workload_key(event: types.Event) -> str | None:
             | types.EvictionRequested()
             | types.AdmissionCheckStateChanged()
             | types.WorkloadPodsReady()
+            | types.WorkloadReclaimablePods()
             | types.WorkloadDeactivated()
             | types.TopologyAssigned()
         ):
@@ -233,6 +236,7 @@ STATUS_HANDLED = (
     types.WorkloadFinished,
     types.AdmissionCheckStateChanged,
     types.WorkloadPodsReady,
+    types.WorkloadReclaimablePods,
     types.WorkloadDeactivated,
     types.TopologyAssigned,
 )
@@ -340,6 +344,12 @@ def _fold_into(
                 event.reason or ("Started" if event.ready else "WaitForStart"),
                 message,
                 at_ms=event.at_ms,
+            )
+        case types.WorkloadReclaimablePods():
+            # The counts the cluster fold took (Kueue's webhook refuses a lowered count while the
+            # workload holds quota), in pod set order, as the job reconciler writes them.
+            record.reclaimable = tuple(
+                (ps.name, wl.reclaimable[ps.name]) for ps in wl.workload.spec.pod_sets if ps.name in wl.reclaimable
             )
         case types.WorkloadDeactivated():
             _deactivate(record, event, holds_quota=wl.reservation is not None and before.eviction is None)
@@ -603,6 +613,7 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         record.requeue_at_ms,
         record.deactivated,
         record.inactive_seen,
+        record.reclaimable,
     )
 
 
@@ -739,6 +750,8 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
         }
     if record.accumulated_seconds is not None:
         status["accumulatedPastExecutionTimeSeconds"] = record.accumulated_seconds
+    if record.reclaimable:
+        status["reclaimablePods"] = [{"name": name, "count": count} for name, count in record.reclaimable]
     return status
 
 
@@ -956,7 +969,7 @@ def _usage(
             continue
         count += 1
         admitted_count += wl.admitted
-        for assignment in wl.reservation.pod_set_assignments:
+        for assignment in (wl.held or wl.reservation).pod_set_assignments:  # after dynamic reclaim
             for resource, amount in assignment.resource_usage.items():
                 flavor = assignment.flavors.get(resource)
                 if flavor is None:

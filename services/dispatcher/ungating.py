@@ -43,12 +43,58 @@ class Ungating:
         self.pods: dict[objects.PodKey, objects.Pod] = {}
         self.ungated = 0
         self._dirty: dict[str, None] = {}
+        self.group_pods: dict[objects.PodKey, objects.Pod] = {}
+        self._late: dict[str, None] = {}  # pod groups (namespace/name) with a gated pod
         self._wakeup = asyncio.Event()
 
     def mark(self, key: str) -> None:
         """Workload ``key``'s pods may need ungating."""
         self._dirty[key] = None
         self._wakeup.set()
+
+    async def watch_group_pods(self) -> None:
+        """Keep the pods of pod groups and start, as its member, each gated one that arrives after its group's
+        workload was admitted and started (:func:`core.late_start`; cancel to stop)."""
+        async for item in self.api.watch_objects(POD_REF, label_selector=pod_integration.GROUP_NAME_KEY):
+            if isinstance(item, kube.Resynced):
+                pods = [objects.as_pod(raw) for raw in item.objects]
+                self.group_pods = {objects.pod_key(pod): pod for pod in pods}
+                for pod in pods:
+                    self._group_pod_changed(pod)
+            elif item.type == "DELETED":
+                self.group_pods.pop(objects.pod_key(objects.as_pod(item.object)), None)
+            else:
+                pod = objects.as_pod(item.object)
+                self.group_pods[objects.pod_key(pod)] = pod
+                self._group_pod_changed(pod)
+
+    def _group_pod_changed(self, pod: objects.Pod) -> None:
+        if pod_integration.is_gated(pod) and (group := pod_integration.group_name(pod)):
+            self._late[f"{objects.pod_key(pod)[0]}/{group}"] = None
+            self._wakeup.set()
+
+    async def _start_late(self) -> None:
+        """Start the gated pods of the admitted groups marked by :meth:`watch_group_pods`."""
+        taken, self._late = list(self._late), {}
+        for key in taken:
+            action = core.late_start(self.view, key)
+            if action is None:
+                continue
+            namespace, _, group = key.partition("/")
+            for (ns, name), pod in sorted(self.group_pods.items()):
+                if ns != namespace or pod_integration.group_name(pod) != group:
+                    continue
+                patch = action.patch(pod, pod_set=pod_integration.role_hash(pod))
+                if patch is None:
+                    continue
+                patch["metadata"]["resourceVersion"] = objects.meta(pod).get("resourceVersion")
+                await self.limiter.acquire(WriteClass.JOBS)
+                try:
+                    stored = await self.api.patch_object(POD_REF, namespace=namespace, name=name, patch=patch)
+                except (kube_errors.NotFoundError, kube_errors.ConflictError):
+                    continue  # gone, or changed since listed: its watch event marks the group again if still gated
+                self.group_pods[(ns, name)] = objects.as_pod(stored)
+                log.info("pod_started_late", pod=f"{namespace}/{name}", workload=key)
 
     async def watch_pods(self) -> None:
         """Keep the pods that carry the pod set label (started pods of a workload) and mark their
@@ -76,6 +122,10 @@ class Ungating:
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
+            try:
+                await self._start_late()
+            except API_ERRORS as err:
+                log.warning("late_start_retry", error=str(err))
             if not await self.ungate_dirty():
                 await asyncio.sleep(retry_seconds)  # a write failed: the workload stays dirty
 

@@ -95,6 +95,9 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref("v1", "Pod", "pods", namespaced=True, status=True),
         _ref("v1", "Event", "events", namespaced=True, status=False),
         _ref("batch/v1", "Job", "jobs", namespaced=True, status=True),
+        _ref("apps/v1", "Deployment", "deployments", namespaced=True, status=True),
+        _ref("apps/v1", "ReplicaSet", "replicasets", namespaced=True, status=True),
+        _ref("apps/v1", "StatefulSet", "statefulsets", namespaced=True, status=True),
         _ref("coordination.k8s.io/v1", "Lease", "leases", namespaced=True, status=False),
         _ref("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", namespaced=True, status=True),
         _ref(KUEUE_V1BETA2, "ResourceFlavor", "resourceflavors", namespaced=False, status=False),
@@ -113,6 +116,9 @@ NODES = RESOURCES["v1", "Node"]
 PODS = RESOURCES["v1", "Pod"]
 EVENTS = RESOURCES["v1", "Event"]
 JOBS = RESOURCES["batch/v1", "Job"]
+DEPLOYMENTS = RESOURCES["apps/v1", "Deployment"]
+REPLICA_SETS = RESOURCES["apps/v1", "ReplicaSet"]
+STATEFUL_SETS = RESOURCES["apps/v1", "StatefulSet"]
 LEASES = RESOURCES["coordination.k8s.io/v1", "Lease"]
 JOBSETS = RESOURCES["jobset.x-k8s.io/v1alpha2", "JobSet"]
 RESOURCE_FLAVORS = RESOURCES[KUEUE_V1BETA2, "ResourceFlavor"]

@@ -17,7 +17,7 @@ Configuration (an earlier run's file), which is then replaced by the defaults. A
 fact naming the field, and an error in the log) and the last valid settings stay in
 force; a file invalid at start stops the watcher (:func:`load` raises), as it stops
 Kueue. The watcher's own settings in the file (manageJobsWithoutQueueName,
-integrations.frameworks) are read at start only; a change to them is logged as
+managedJobsNamespaceSelector, integrations.frameworks) are read at start only; a change to them is logged as
 needing a restart, as every change does for Kueue.
 
 The Msg-Id of a ConfigurationObserved is the number of Configurations the log held
@@ -130,14 +130,16 @@ class ConfigFile:
             )
             await self.publisher.publish(rejected, version=f"rejected.{hashlib.sha256(data).hexdigest()[:16]}")
             return
-        if (new.manage_jobs_without_queue_name, new.frameworks) != (
+        if (new.manage_jobs_without_queue_name, new.managed_jobs_namespace_selector, new.frameworks) != (
             self.current.manage_jobs_without_queue_name,
+            self.current.managed_jobs_namespace_selector,
             self.current.frameworks,
         ):
             log.warning(
                 "config_restart_needed",
                 path=str(self.path),
-                detail="manageJobsWithoutQueueName and integrations.frameworks are read at start: restart the watcher",
+                detail="manageJobsWithoutQueueName, managedJobsNamespaceSelector and integrations.frameworks are"
+                " read at start: restart the watcher",
             )
         self.current = new
         await self._publish(new.configuration)

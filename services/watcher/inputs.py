@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from kueue_es.events import models
-from kueue_es.jobframework import workloads
+from kueue_es.jobframework import integrations, workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.kinds import INPUT_KINDS, INTEGRATION_INPUTS, JOB_KINDS, Key
 
@@ -25,8 +25,21 @@ class ConversionInputs:
     read (TrainingRuntimes: ``objects``), the
     LocalQueues and WorkloadPriorityClasses that exist, and the jobs of every kind but Pod seen (by UID: ``owners``)."""
 
-    def __init__(self, *, manage_jobs_without_queue_name: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        manage_jobs_without_queue_name: bool = False,
+        managed_jobs_namespace_selector: models.LabelSelector | None = None,
+        external_owners: frozenset[tuple[str, str]] = frozenset(),
+    ) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
+        self.managed_jobs_namespace_selector = (
+            workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
+            if managed_jobs_namespace_selector is None
+            else managed_jobs_namespace_selector
+        )
+        self.namespace_labels: dict[str, dict[str, str]] = {}  # the Namespaces seen: name -> labels
+        self.external_owners = external_owners  # integrations.externalFrameworks as (apiVersion, kind)
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in INPUT_KINDS}
         self.local_queues: set[Key] = set()
         self.workload_priority_classes: set[str] = set()
@@ -48,9 +61,25 @@ class ConversionInputs:
         else:
             self.objects[kind][key] = obj
 
+    # -- Namespaces (managedJobsNamespaceSelector) --------------------------------------------------
+
+    def namespace_changed(self, name: str, labels: dict[str, str] | None) -> bool:
+        """Keep a Namespace's labels (None: deleted); returns whether the selector's verdict on it changed."""
+        before = self.managed_context().namespace_managed(name)
+        if labels is None:
+            self.namespace_labels.pop(name, None)
+        else:
+            self.namespace_labels[name] = labels
+        return self.managed_context().namespace_managed(name) != before
+
     # -- the jobs that own other jobs ---------------------------------------------------------------
 
     def remember_owner(self, kind: str, obj: objects.KubeObject) -> None:
+        """Keep a job's UID: what it controls is part of its workload. Not a Pod's, nor a kind run through its
+        pods (a StatefulSet's pods are the workloads: :mod:`kueue_es.jobframework.integrations.serving`)."""
+        integration = integrations.by_kind(kind)
+        if integration is not None and integration.suspend_path is None:
+            return
         if kind in JOB_KINDS and kind != "Pod" and (uid := objects.uid_of(obj)):
             self.owners[uid] = (objects.namespace_of(obj), objects.name_of(obj))
 
@@ -62,13 +91,19 @@ class ConversionInputs:
     def managed_context(self) -> workloads.Context:
         """Only what tells whether a job is managed at all."""
         return workloads.Context(
-            manage_jobs_without_queue_name=self.manage_jobs_without_queue_name, managed_owners=self.owners.keys()
+            manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=self.managed_jobs_namespace_selector,
+            namespace_labels=self.namespace_labels,
+            managed_owners=self.owners.keys(),
+            external_owners=self.external_owners,
         )
 
     def context(self, wl_key: Key, *, previous: models.Workload | None) -> workloads.Context:
         """What converting the job of workload ``wl_key`` reads; ``previous``: the workload published for it."""
         return workloads.Context(
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=self.managed_jobs_namespace_selector,
+            namespace_labels=self.namespace_labels,
             local_queues=self.local_queues,
             workload_priority_classes=self.workload_priority_classes,
             priority_classes=self._priority_classes(),
@@ -77,6 +112,7 @@ class ConversionInputs:
             limit_ranges=self._limit_ranges(wl_key[0]),
             previous=previous,
             objects={kind: self.objects[kind] for kind in INTEGRATION_INPUTS},
+            external_owners=self.external_owners,
         )
 
     def _priority_classes(self) -> dict[str, workloads.PriorityClass]:

@@ -125,6 +125,8 @@ class JobTracker:
         wl_key = self._workload_key(kind, obj)
         if wl_key is None:
             return
+        if not self.inputs.managed_context().namespace_managed(objects.namespace_of(obj)):
+            return  # Kueue's reconciler ignores the job; a workload it had stays as it is (managedJobsNamespaceSelector)
         now_ms = self.clock()
         context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
         fact = _convert(kind, obj, now_ms=now_ms, context=context)
@@ -136,12 +138,15 @@ class JobTracker:
         if isinstance(fact, types.WorkloadObserved) and known and self._running(kind, [obj]):
             # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
             await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
+            await self.reporter.report_reclaimable(kind, obj, wl_key, version=version)
             return
         log_rejection(fact)
         await self.publisher.publish(self.publisher.keep_active(wl_key, fact), version=version, source=kind)
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of this job is news again
             self.publisher.last_published.pop((kind, objects.namespace_of(obj), objects.name_of(obj)), None)
         await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
+        if isinstance(fact, types.WorkloadObserved):  # not once finished (reconciler.go step 3 comes first)
+            await self.reporter.report_reclaimable(kind, obj, wl_key, version=version)
 
     def _running(self, kind: str, objs: list[objects.KubeObject]) -> bool:
         """A started job: its workload's template now carries the flavor's node selector and
@@ -157,6 +162,9 @@ class JobTracker:
     def _managed(self, kind: str, obj: objects.KubeObject) -> bool:
         """Whether a job is one Kueue manages (an invalid one counts: its last valid workload stays)."""
         context = self.inputs.managed_context()
+        if not context.namespace_managed(objects.namespace_of(obj)):
+            # ignored by Kueue's reconciler, not deleted: a workload it had stays (managedJobsNamespaceSelector)
+            return self._workload_key(kind, obj) in self.publisher.known["Workload"]
         if kind == "Pod":
             return pods.is_managed(obj, context)
         ref = workloads.job_ref(obj, kind=kind, api_version=API_VERSIONS[kind])

@@ -19,7 +19,8 @@ Key = tuple[str, str]
 
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
 #: Put on the log as they are, like Kueue's objects: AdmissionChecks (their Active condition, as the check's
-#: controller sets it) and Namespaces (their labels, for ClusterQueue namespaceSelectors).
+#: controller sets it) and Namespaces (their labels, for ClusterQueue namespaceSelectors and, read by the job
+#: conversions, for managedJobsNamespaceSelector).
 OBSERVED_KINDS = (*KUEUE_KINDS, "AdmissionCheck", "Namespace")
 #: The kinds of the table-driven integrations (:mod:`kueue_es.jobframework.integrations`) but the JobSet, by name.
 INTEGRATION_KINDS = tuple(kind for kind in integrations.kinds_of(None) if kind != "JobSet")
@@ -71,7 +72,7 @@ API_VERSIONS = {
     "Pod": pods.POD_API,
     **{kind: integrations.registry()[kind].api_version for kind in INTEGRATION_KINDS},
 }
-_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", *_POD_INPUTS)
+_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", "Namespace", *_POD_INPUTS)
 #: What each kind's conversion reads; Watcher.run lists these first.
 #: A job owned by a managed job is part of it (jobframework FindAncestorJobManagedByKueue), so the kinds
 #: that may own another are listed first: every integration may own a Job or pods, a TrainJob owns a JobSet,

@@ -51,9 +51,19 @@ class KueueTracker:
             self.inputs.local_queues = set(live)
         if kind == "WorkloadPriorityClass":
             self.inputs.workload_priority_classes = {name for _, name in live}
+        selected = False
+        if kind == "Namespace":
+            for name in sorted(set(self.inputs.namespace_labels) - {name for _, name in live}):
+                selected |= self.inputs.namespace_changed(name, None)
+            for obj in listed:
+                selected |= self.inputs.namespace_changed(objects.name_of(obj), _labels(obj))
         for obj in listed:
             await self.changed(kind, "ADDED", obj, reconvert=False)
-        if kind == "WorkloadPriorityClass" or (kind == "LocalQueue" and self.inputs.manage_jobs_without_queue_name):
+        if (
+            kind == "WorkloadPriorityClass"
+            or (kind == "LocalQueue" and self.inputs.manage_jobs_without_queue_name)
+            or selected
+        ):
             await self.reconvert(trigger=version)
 
     async def changed(self, kind: str, change: str, obj: objects.KubeObject, *, reconvert: bool = True) -> None:
@@ -71,12 +81,21 @@ class KueueTracker:
             log_rejection(fact)
             await self.publisher.publish(fact, version=version)
         if reconvert:
-            await self._defaults_changed(kind, change, (namespace, name), version=version)
+            await self._defaults_changed(kind, change, (namespace, name), version=version, obj=obj)
 
-    async def _defaults_changed(self, kind: str, change: str, key: Key, *, version: str) -> None:
+    async def _defaults_changed(
+        self, kind: str, change: str, key: Key, *, version: str, obj: objects.KubeObject | None = None
+    ) -> None:
         """Keep the LocalQueues and WorkloadPriorityClasses conversions read; a ``default`` one
-        appearing changes what jobs without a queue or a priority class get."""
+        appearing changes what jobs without a queue or a priority class get. A Namespace whose
+        labels now make ``managedJobsNamespaceSelector`` select it, or no longer, changes which of
+        its jobs are managed: every job is converted again."""
         inputs = self.inputs
+        if kind == "Namespace":
+            labels = None if change == "DELETED" or obj is None else _labels(obj)
+            if inputs.namespace_changed(key[1], labels):
+                await self.reconvert(trigger=f"{kind}@{version}")
+            return
         if kind == "LocalQueue":
             (inputs.local_queues.discard if change == "DELETED" else inputs.local_queues.add)(key)
         elif kind == "WorkloadPriorityClass":
@@ -88,6 +107,12 @@ class KueueTracker:
             return  # only jobs without a queue label go to the default LocalQueue
         if key[1] == workloads.DEFAULT_LOCAL_QUEUE and change != "DELETED":
             await self.reconvert(trigger=f"{kind}@{version}")
+
+
+def _labels(obj: objects.KubeObject) -> dict[str, str]:
+    """An object's ``metadata.labels`` (empty when missing)."""
+    labels = objects.meta(obj).get("labels")
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
 
 
 def _key(kind: str, obj: objects.KubeObject) -> Key:

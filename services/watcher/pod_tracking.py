@@ -127,3 +127,8 @@ class PodGroups:
             ready = progress.pod_ready(members[0])
         started = progress.started("Pod", members)
         await self.reporter.report_pods_ready(wl_key, started=started, ready=ready, version=version)
+        known = self.publisher.workloads.get(wl_key)
+        if group and known is not None:  # a finished group's report is not taken by the fold
+            reclaimable = pods.group_reclaimable_pods(members)
+            ref = self.publisher.workload_ref(wl_key)
+            await self.reporter.reclaimable_changed(ref, known, reclaimable, version=version)

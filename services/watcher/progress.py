@@ -11,13 +11,23 @@ WorkloadStopped); this module is the pure part: what "ready", "started" and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kueue_es.jobframework import integrations, pods, workloads
+from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 ReadyState = tuple[bool, str]
+
+
+def reclaimable_pods_of(kind: str) -> Callable[[Mapping[str, Any]], dict[str, int]] | None:
+    """The reclaimable pods function of a job kind (Kueue's optional JobWithReclaimablePods: the job's raw
+    object to ``{pod set name: count}``): a batch/v1 Job's, or a registered integration's
+    ``reclaimable_pods``. None: the kind reports none (an integration that does not implement it)."""
+    if kind == "Job":
+        return jobs.reclaimable_pods
+    integration = integrations.by_kind(kind)
+    return integration.reclaimable_pods if integration is not None else None
 
 
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -45,13 +45,19 @@ class ProgressReporter:
         self.stopped: dict[Key, str] = {}  # workload (namespace, name) -> last stop version reported
         self.pods_ready: dict[Key, progress.ReadyState] = {}  # workload -> PodsReady last reported
         self.check_states: dict[tuple[str, str, str], tuple[Any, ...]] = {}  # (ns, workload, check) -> last seen
+        self.reclaimable: dict[Key, dict[str, int]] = {}  # workload -> reclaimable pods last reported
 
     # -- what the log already says ----------------------------------------------------------------
 
     def learn(self, message: LogMessage) -> None:
         """Remember a WorkloadStopped, a PodsReady or an admission check state already on the log."""
         kind = message.headers.get("Kq-Type")
-        if kind not in ("WorkloadStopped", "WorkloadPodsReady", "AdmissionCheckStateChanged"):
+        if kind not in (
+            "WorkloadStopped",
+            "WorkloadPodsReady",
+            "AdmissionCheckStateChanged",
+            "WorkloadReclaimablePods",
+        ):
             return
         try:
             event = codec.decode(message.data)
@@ -67,6 +73,8 @@ class ProgressReporter:
         elif isinstance(event, types.AdmissionCheckStateChanged):
             key = (event.workload.namespace, event.workload.name, event.check)
             self.check_states.setdefault(key, check_view(event))
+        elif isinstance(event, types.WorkloadReclaimablePods):
+            self.reclaimable.setdefault((event.workload.namespace, event.workload.name), event.counts())
 
     # -- Jobs and JobSets -------------------------------------------------------------------------
 
@@ -96,6 +104,34 @@ class ProgressReporter:
                 else progress.job_ready(raw)
             )
             await self.report_pods_ready(wl_key, started=progress.started(kind, [raw]), ready=ready, version=version)
+
+    async def report_reclaimable(self, kind: str, obj: objects.KubeObject, wl_key: Key, *, version: str) -> None:
+        """WorkloadReclaimablePods when the job's reclaimable pods change (Kueue jobframework/reconciler.go
+        step 4): the kind's function (:func:`progress.reclaimable_pods_of`) (none: nothing to report), each
+        count cut to its pod set's size (LimitReclaimablePodsToPodSetSizes); nothing before the log knows
+        the workload. Kueue updates them whatever the workload's state (pending too), not once finished."""
+        reclaimable = progress.reclaimable_pods_of(kind)
+        known = self.publisher.workloads.get(wl_key)
+        if reclaimable is None or known is None or wl_key not in self.publisher.known["Workload"]:
+            return
+        counts = reclaimable(cast(Mapping[str, Any], obj))
+        await self.reclaimable_changed(self.publisher.workload_ref(wl_key), known, counts, version=version)
+
+    async def reclaimable_changed(
+        self, ref: types.WorkloadRef, workload: models.Workload, reported: Mapping[str, int], *, version: str
+    ) -> None:
+        """WorkloadReclaimablePods of ``workload`` when ``reported`` (pod set -> count), each count cut to its
+        pod set's size and zeros left out, differs from what was last reported."""
+        sizes = {ps.name: ps.count for ps in workload.spec.pod_sets}
+        counts = {name: min(count, sizes.get(name, count)) for name, count in sorted(reported.items()) if count > 0}
+        wl_key = (ref.namespace, ref.name)
+        if self.reclaimable.get(wl_key, {}) == counts:
+            return
+        pods = [types.ReclaimablePod(name=name, count=count) for name, count in counts.items()]
+        fact = types.WorkloadReclaimablePods(workload=ref, reclaimable_pods=pods, at_ms=self.clock())
+        await self.publisher.emit(fact, version=f"{version}.reclaim")
+        self.reclaimable[wl_key] = counts
+        log.info("reclaimable_pods", workload=ref.key, reclaimable=counts)
 
     async def report_stopped(self, job: Mapping[str, Any], *, now_ms: int) -> None:
         """WorkloadStopped for an evicted Job that no longer runs, once per eviction (jobs.stop_version)."""

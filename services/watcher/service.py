@@ -59,12 +59,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+import msgspec
 import structlog
 
 from kueue_es.events import codec, manager_config, subjects
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
-from kueue_es.jobframework import workloads
+from kueue_es.jobframework import integrations, workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
 from kueue_es.services.kube import client as kube
@@ -144,7 +145,11 @@ class Watcher:
         self.topology_ref = nodes.TOPOLOGY_REFS[0]  # the Topology version the cluster serves
         self.synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in watched.WATCHED_KINDS}
         self.publisher = Publisher(bus=bus, kinds=watched.LOGGED_KINDS)
-        self.inputs = ConversionInputs(manage_jobs_without_queue_name=manage_jobs_without_queue_name)
+        self.inputs = ConversionInputs(
+            manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=config.managed_jobs_namespace_selector if config is not None else None,
+            external_owners=config.external_owners if config is not None else frozenset(),
+        )
         self.reporter = ProgressReporter(publisher=self.publisher, clock=_now_ms)
         self.jobs = JobTracker(publisher=self.publisher, inputs=self.inputs, reporter=self.reporter, clock=_now_ms)
         self.kueue = KueueTracker(
@@ -340,6 +345,8 @@ def watched_kinds(config: manager_config.ManagerConfig | None) -> tuple[str, ...
     if config is None:
         return watched.WATCHED_KINDS
     jobs = {watched.FRAMEWORK_KINDS[name] for name in config.frameworks if name in watched.FRAMEWORK_KINDS}
+    if any((i := integrations.by_kind(kind)) is not None and i.suspend_path is None for kind in jobs):
+        jobs.add("Pod")  # Deployment, StatefulSet, LeaderWorkerSet run through pods (ImplicitlyEnabledFrameworkNames)
     reads = {kind for job in jobs for kind in watched.READS.get(job, ())}  # a TrainJob's runtimes only with it
     return tuple(
         kind
@@ -383,16 +390,11 @@ async def serve_watcher(
         feature_gates=feature_gates,
     )
     await watcher.learn_from_log(start)
-    if config is not None and config.managed_jobs_namespace_selector is not None:
-        log.warning(
-            "config_not_honoured",
-            field="managedJobsNamespaceSelector",
-            detail="Kueue's default is used: jobs in kube-system and kueue-system are not managed",
-        )
     log.info(
         "service_started",
         kinds=list(kinds),
         manage_jobs_without_queue_name=manage,
+        managed_jobs_namespace_selector=msgspec.to_builtins(watcher.inputs.managed_jobs_namespace_selector),
         config=str(config_path or "<defaults>"),
         unsupported_integrations=[f for f in config.frameworks if f not in watched.FRAMEWORK_KINDS]
         if config_path is not None and config

@@ -14,7 +14,9 @@ FinishWorkloads, SetPodsReady):
   the admitter then releases the quota, SEMANTICS §7.8);
 - pods ready: a ``PodsReady`` condition (-> WorkloadPodsReady when it changes);
 - admission check states in ``status.admissionChecks`` (the job workloads' path,
-  :meth:`ProgressReporter.check_entries`).
+  :meth:`ProgressReporter.check_entries`);
+- pods whose quota is no longer needed: ``status.reclaimablePods`` (-> WorkloadReclaimablePods
+  when it changes; Kueue's Dynamic Reclaim for a custom integration).
 
 A Workload object is standalone when it has no owner reference: those the
 dispatcher writes for jobs always have one (the job).
@@ -91,6 +93,12 @@ class StandaloneTracker:
         conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
         await self.reporter.check_entries(ref, status, version=version)
         await self._pods_ready(key, ref, conditions.get("PodsReady"), version=version)
+        reclaimable = {
+            str(entry.get("name")): count
+            for entry in status.get("reclaimablePods") or []
+            if isinstance(entry, dict) and isinstance(count := entry.get("count"), int) and not isinstance(count, bool)
+        }
+        await self.reporter.reclaimable_changed(ref, fact.workload, reclaimable, version=version)
         await self._stopped(key, ref, conditions)
         await self._finished(key, ref, conditions.get("Finished"))
 

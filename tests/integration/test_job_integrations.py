@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kueue_es.events import types
+from kueue_es.events import manager_config, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.jobframework import jobs, jobsets, pods, workloads
 from kueue_es.services.kube import client as kube
@@ -335,3 +335,33 @@ async def test_runtime_class_overhead_and_limit_range_defaults(api, bus: MemoryB
 
     assert first.workload.spec.pod_sets[0].requests == {"cpu": 750, "memory": 224 * Mi}
     assert second.workload.spec.pod_sets[0].requests == {"cpu": 1250, "memory": 224 * Mi}
+
+
+async def test_managed_jobs_namespace_selector_from_the_configuration(api, bus: MemoryBus) -> None:
+    """The Configuration's managedJobsNamespaceSelector (matchLabels here) decides which namespaces' jobs
+    are managed, queue label or not (Kueue v0.20: ManagedJobsNamespaceSelectorAlwaysRespected is GA);
+    labelling a namespace later converts its jobs then."""
+    config = manager_config.parse(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "managedJobsNamespaceSelector:\n  matchLabels:\n    kueue: enabled\n",
+        source="test",
+    )
+    for name, labels in (("team-a", {"kueue": "enabled"}), ("team-b", {})):
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+        await kube.apply_manifest(api, ns)
+    watcher = Watcher(bus=bus, api=api, config=config)
+    assert watcher.inputs.managed_jobs_namespace_selector == config.managed_jobs_namespace_selector
+    async with running(watcher.run()):
+        for namespace in ("team-a", "team-b"):
+            manifest = examples.load("jobs/sample-job.yaml")[0]
+            manifest["metadata"]["namespace"] = namespace
+            await kube.apply_manifest(api, manifest)
+        [first] = await wait_for(bus, types.WorkloadObserved)
+        await asyncio.sleep(0.5)  # team-b's Job has been seen by now: still no workload for it
+        assert [f.workload.metadata.namespace for f in await events_of(bus, types.WorkloadObserved)] == ["team-a"]
+        labelled = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b", "labels": {"kueue": "enabled"}}}  # fmt: skip
+        await kube.apply_manifest(api, labelled)
+        facts = await wait_for(bus, types.WorkloadObserved, count=2)
+    assert first.workload.metadata.namespace == "team-a"
+    assert facts[-1].workload.metadata.namespace == "team-b"
+    assert facts[-1].workload.spec.queue_name == "user-queue"

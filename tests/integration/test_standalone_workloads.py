@@ -150,3 +150,33 @@ async def test_the_user_completes_an_eviction_and_deletes_the_workload(api, bus:
         [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload")
     assert stopped.workload == ref and stopped.reason == "Preempted"
     assert (deleted.namespace, deleted.name, deleted.uid) == ("default", "wl-a", ref.uid)
+
+
+async def test_the_users_reclaimable_pods_free_quota_for_the_next(api, bus: MemoryBus) -> None:
+    """A custom integration's Dynamic Reclaim: the user writes ``status.reclaimablePods`` on its Workload,
+    the watcher reports it, the quota of those pods is freed and the next workload admitted."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up_queues(api, cpu=3)
+        await kube.apply_manifest(api, standalone("wl-a", count=3))
+        await condition_of(api, "wl-a", "Admitted")
+        await kube.apply_manifest(api, standalone("wl-b", count=2))
+        await condition_of(api, "wl-b", "QuotaReserved", status="False")
+        obj = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="wl-a")
+        status = {**obj["status"], "reclaimablePods": [{"name": "main", "count": 2}]}
+        await kube.replace_object(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name="wl-a",
+            body={**obj, "status": status},
+            subresource="status",
+        )
+        await condition_of(api, "wl-b", "Admitted")
+    [reported] = await events_of(bus, types.WorkloadReclaimablePods)
+    assert reported.workload.key == "default/wl-a" and reported.counts() == {"main": 2}

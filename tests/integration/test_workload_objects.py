@@ -139,6 +139,7 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
         await kube.apply_manifest(api, job("b", parallelism=2))
         a, b = await workload_of(bus, "a"), await _pending_workload(bus, "b")
         [waiting] = [e for e in await events_of(bus, types.WorkloadInadmissible) if e.workload == b]
+
         workload_a = await eventually(
             api, resources.WORKLOADS, namespace="default", name=a.name, check=lambda o: "Admitted" in conditions(o)
         )
@@ -149,14 +150,14 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
             api,
             resources.CLUSTER_QUEUES,
             name="cluster-queue",
-            check=lambda o: o.get("status", {}).get("pendingWorkloads") == 1,
+            check=one_pending_one_admitted,
         )
         lq = await eventually(
             api,
             resources.LOCAL_QUEUES,
             namespace="default",
             name="user-queue",
-            check=lambda o: o.get("status", {}).get("pendingWorkloads") == 1,
+            check=one_pending_one_admitted,
         )
     [reserved] = await events_of(bus, types.QuotaReserved)
 
@@ -246,6 +247,13 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
     assert len(await events_of(bus, types.ClusterQueueObserved)) == 1
     assert len(await events_of(bus, types.LocalQueueObserved)) == 1
     assert dispatcher.object_failures == 0
+
+
+def one_pending_one_admitted(queue: dict[str, Any]) -> bool:
+    """A queue's status once a is admitted and b waits: not only ``pendingWorkloads`` 1, which a's own
+    pending moment, written before its admission, has too."""
+    status = queue.get("status", {})
+    return (status.get("pendingWorkloads"), status.get("admittedWorkloads")) == (1, 1)
 
 
 async def _pending_workload(bus: MemoryBus, job_name: str) -> types.WorkloadRef:
@@ -431,7 +439,7 @@ async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(
             api,
             resources.CLUSTER_QUEUES,
             name="cluster-queue",
-            check=lambda o: o.get("status", {}).get("pendingWorkloads") == 1,
+            check=one_pending_one_admitted,
         )
         await asyncio.sleep(0.3)  # let the admitter and the dispatcher go quiet
         decisions = [

@@ -274,3 +274,32 @@ async def test_every_supported_kueue_example_applies_or_creates_without_validate
             assert len(stored.split()) == len(docs), stored
             # examples reuse names (user-queue) with other ClusterQueues; spec.clusterQueue is immutable
             await kubectl.ok("delete", "-f", str(path), "--wait=false")
+
+
+async def test_serving_samples_short_names_and_scale(kubectl: Kubectl, cluster: emulator.ClusterEmulator) -> None:
+    """Kueue's serving samples apply as they are; `kubectl get deploy,sts` prints kubectl's columns, the templates
+    carry Kueue's marks (the webhooks' part), and `kubectl scale` writes spec.replicas through the scale subresource."""
+    serving = EXAMPLES / "serving-workloads"
+    out = await kubectl.ok(
+        "apply", "-f", str(serving / "sample-deployment.yaml"), "-f", str(serving / "sample-statefulset.yaml")
+    )
+    assert "deployment.apps/nginx-deployment created" in out and "statefulset.apps/nginx-statefulset created" in out
+    rows = table(await kubectl.ok("get", "deploy"))
+    assert rows[0] == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"] and rows[1][:2] == ["nginx-deployment", "0/3"]
+    assert table(await kubectl.ok("get", "sts"))[1][:2] == ["nginx-statefulset", "0/3"]
+    annotations = json.loads(
+        await kubectl.ok("get", "sts", "nginx-statefulset", "-o", "jsonpath={.spec.template.metadata.annotations}")
+    )
+    assert annotations == {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"}
+    assert "scaled" in await kubectl.ok("scale", "deploy", "nginx-deployment", "--replicas=1")
+    assert await kubectl.ok("get", "deploy", "nginx-deployment", "-o", "jsonpath={.spec.replicas}") == "1"
+    # Kueue's StatefulSet webhook refuses a replica change of a managed StatefulSet; its webhooks do not see
+    # the scale subresource (Kueue's configuration lists statefulsets, not statefulsets/scale)
+    code, _, err = await kubectl.run(
+        "patch", "sts", "nginx-statefulset", "--type=merge", "-p", '{"spec":{"replicas":5}}'
+    )
+    assert code != 0 and "spec.replicas: Invalid value: 5: field is immutable" in err
+    assert "scaled" in await kubectl.ok("scale", "sts", "nginx-statefulset", "--replicas=0")
+    assert await kubectl.ok("get", "sts", "nginx-statefulset", "-o", "jsonpath={.spec.replicas}") == "0"
+    code, _, err = await kubectl.run("scale", "deploy", "nginx-deployment", "--replicas=-1")
+    assert code != 0 and "replicas" in err

@@ -100,6 +100,7 @@ SAMPLES: list[types.Event] = [
         at_ms=6,
     ),
     types.WorkloadPodsReady(workload=REF, ready=True, reason="Started", at_ms=7),
+    types.WorkloadReclaimablePods(workload=REF, reclaimable_pods=[types.ReclaimablePod(name="main", count=2)], at_ms=7),
     types.WorkloadRequeued(workload=REF, at_ms=8),
     types.TopologyObserved(
         topology=models.Topology(

@@ -82,6 +82,8 @@ def test_v1beta1_needs_enable() -> None:
         (V1BETA2 + "fairSharing: {preemptionStrategies: [Sometimes]}\n", "fairSharing.preemptionStrategies[0]", "Invalid enum value"),
         (V1BETA2 + "integrations: {frameworks: [batch/jobs]}\n", "integrations.frameworks[0]", "not a Kueue integration"),
         (V1BETA2 + "integrations: {frameworks: [pod, pod]}\n", "integrations.frameworks[1]", "duplicate"),
+        (V1BETA2 + "integrations: {externalFrameworks: [Workflow.v1alpha1]}\n", "integrations.externalFrameworks[0]", "must be format, 'Kind.version.group.com'"),
+        (V1BETA2 + "integrations: {externalFrameworks: [A.v1.x.io, A.v1.x.io]}\n", "integrations.externalFrameworks[1]", "duplicate"),
         (V1BETA2 + "resources: {transformations: [{input: a}, {input: a}]}\n", "resources.transformations[1].input", "duplicate"),
         (V1BETA2 + "resources: {transformations: [{input: a, outputs: {b: lots}}]}\n", "resources.transformations[0].outputs.b", "lots"),
         (V1BETA2 + "webhook: {port: high}\n", "webhook.port", "Expected"),
@@ -95,6 +97,22 @@ def test_bad_files_are_refused_naming_the_field(text: str, field: str, problem: 
         manager_config.parse(text, source="cfg.yaml")
     assert (caught.value.kind, caught.value.name, caught.value.field) == ("Configuration", "cfg.yaml", field)
     assert problem in caught.value.problem
+
+
+def test_external_frameworks_are_kinds_run_by_outside_controllers() -> None:
+    """integrations.externalFrameworks ``Kind.version.group`` (Kueue configuration_types.go, validation.go:
+    schema.ParseKindArg), read as (apiVersion, kind) for the pods they own."""
+    text = (
+        V1BETA2
+        + "integrations: {externalFrameworks: [Workflow.v1alpha1.argoproj.io, AppWrapper.v1beta2.workload.codeflare.dev]}\n"
+    )
+    parsed = manager_config.parse(text)
+    assert parsed.external_frameworks == ("Workflow.v1alpha1.argoproj.io", "AppWrapper.v1beta2.workload.codeflare.dev")
+    assert parsed.external_owners == {
+        ("argoproj.io/v1alpha1", "Workflow"),
+        ("workload.codeflare.dev/v1beta2", "AppWrapper"),
+    }
+    assert manager_config.parse(V1BETA2).external_owners == frozenset()
 
 
 def test_feature_gates_from_the_flag_not_together_with_the_file() -> None:

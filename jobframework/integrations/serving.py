@@ -1,0 +1,433 @@
+"""Deployment, StatefulSet (apps/v1) and LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): kinds Kueue runs
+through their pods.
+
+Why this module exists: these serving kinds have no suspend field. Kueue's webhook
+marks their pod templates instead (Kueue pkg/controller/jobs/deployment,
+statefulset, leaderworkerset: ``*_webhook.go`` Default), the pods their controllers
+create are gated by Kueue's pod webhook, and the pods are the workloads:
+
+* Deployment: every pod is a plain-Pod workload of its own (pod set ``main`` of one pod);
+  the template gets the ``kueue.x-k8s.io/pod-suspending-parent: deployment`` annotation,
+  the ``kueue.x-k8s.io/managed`` label, and the queue-name and priority-class labels of
+  the Deployment. Scaling out adds workloads, scaling in deletes pods and frees their quota.
+* StatefulSet: one serving pod group for the set, named ``statefulset-<name>-<5 hex>``,
+  with one pod set ``main`` counting ``replicas``; the template gets the
+  ``pod-suspending-parent: statefulset`` annotation, and each pod the labels and
+  annotations of :func:`pod_defaults` (Kueue statefulset_pod_reconciler.go setDefault):
+  the group's name and total count, fast admission (pods come one by one), serving
+  (never finished), role ``main``.
+* LeaderWorkerSet: one serving pod group per LWS group (replica), named
+  ``leaderworkerset-<name>-<group index>-<5 hex>``, with pod sets ``leader`` (1) and
+  ``worker`` (size - 1), or ``main`` (size) without a leader template
+  (leaderworkerset_reconciler.go podSets / setDefault).
+
+Kueue writes the group labels on StatefulSet and LeaderWorkerSet pods from a controller
+after they are created; :func:`pod_defaults` computes the same labels from the pod and
+its parent so that the pod webhook (the emulator's create hook, the webhook server) can
+add them at creation, which gives the pod integration the group at once.
+
+The integrations here report no workload of their own (:func:`~kueue_es.jobframework.integrations.facts`
+returns None for a kind with ``suspend_path`` None); ``pod_sets`` names the pod sets of the
+workload(s) their pods make up, for the tests and the docs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kueue_es.jobframework import workloads
+from kueue_es.jobframework.integrations import Finished, Integration, PodSetSource
+
+APPS_API = "apps/v1"
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+DEPLOYMENT_FRAMEWORK = "deployment"
+STATEFULSET_FRAMEWORK = "statefulset"
+LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
+
+#: The pod template annotation naming the framework whose pods Kueue's pod webhook gates
+#: (pod constants SuspendedByParentAnnotation).
+SUSPENDED_BY_PARENT_ANNOTATION = "kueue.x-k8s.io/pod-suspending-parent"
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
+POD_INDEX_OFFSET_ANNOTATION = "kueue.x-k8s.io/pod-index-offset"
+#: apps/v1 PodIndexLabel: a StatefulSet pod's ordinal.
+STATEFULSET_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+# LeaderWorkerSet's own labels and annotations (sigs.k8s.io/lws api/leaderworkerset/v1).
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
+LWS_SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
+LWS_LEADER_NAME_ANNOTATION = "leaderworkerset.sigs.k8s.io/leader-name"
+
+# The pod-group keys (kept here rather than imported from pods.py, which imports this package).
+_GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
+_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+_FAST_ADMISSION = "kueue.x-k8s.io/pod-group-fast-admission"
+_SERVING = "kueue.x-k8s.io/pod-group-serving"
+_ROLE_HASH = "kueue.x-k8s.io/role-hash"
+
+
+def _never_finished(_: Mapping[str, Any]) -> Finished | None:
+    """Serving kinds never finish (a serving pod group is never finished: pod_controller.go Finished)."""
+    return None
+
+
+def _template_meta(obj: dict[str, Any], path: tuple[str, ...]) -> tuple[dict[str, str], dict[str, str]]:
+    """The ``labels`` and ``annotations`` maps of the pod template at ``path`` (created when missing); detached
+    empty maps when something on the way is not a mapping (a malformed object the API server refuses anyway),
+    so defaulting never fails on it."""
+    target: Any = obj
+    for step in (*path, "metadata"):
+        if not isinstance(target, dict):
+            return {}, {}
+        if target.get(step) is None:
+            target[step] = {}
+        target = target[step]
+    if not isinstance(target, dict):
+        return {}, {}
+    meta = target
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = meta["labels"] = {}
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = meta["annotations"] = {}
+    return labels, annotations
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return workloads.as_mapping(workloads.as_mapping(obj.get("metadata")).get("labels"))
+
+
+def _copy_queue_and_priority(obj: Mapping[str, Any], labels: dict[str, str]) -> None:
+    """The object's queue-name and priority-class labels onto a template's labels (QueueNameForObject,
+    WorkloadPriorityClassName)."""
+    for key in (workloads.QUEUE_LABEL, workloads.PRIORITY_CLASS_LABEL):
+        value = _labels(obj).get(key)
+        if value:
+            labels[key] = str(value)
+
+
+# -- Deployment -----------------------------------------------------------------------------------
+
+
+def deployment_on_create(deployment: dict[str, Any]) -> None:
+    """Kueue deployment_webhook.go Default for a managed Deployment: its template gets the suspending-parent
+    annotation, the managed label, and the Deployment's queue-name and priority-class labels (in place)."""
+    labels, annotations = _template_meta(deployment, ("spec", "template"))
+    annotations[SUSPENDED_BY_PARENT_ANNOTATION] = DEPLOYMENT_FRAMEWORK
+    labels[workloads.MANAGED_LABEL] = "true"
+    _copy_queue_and_priority(deployment, labels)
+
+
+def deployment_pod_sets(ref: workloads.JobRef, deployment: Mapping[str, Any]) -> list[PodSetSource]:
+    """The pod set of each of a Deployment's pod workloads: ``main`` of one pod (a plain Pod's)."""
+    _template(ref, deployment, ("spec", "template"))
+    return [PodSetSource(name="main", count=1, template_path=("spec", "template"))]
+
+
+# -- StatefulSet ----------------------------------------------------------------------------------
+
+
+def statefulset_managed_by_other(sts: Mapping[str, Any]) -> bool:
+    """A StatefulSet whose template another framework marked (a LeaderWorkerSet's): Kueue's StatefulSet
+    integration leaves it alone (statefulset_controller.go managedByAnotherFramework)."""
+    template = workloads.as_mapping(workloads.as_mapping(sts.get("spec")).get("template"))
+    parent = workloads.as_mapping(workloads.as_mapping(template.get("metadata")).get("annotations")).get(
+        SUSPENDED_BY_PARENT_ANNOTATION
+    )
+    return bool(parent) and parent != STATEFULSET_FRAMEWORK
+
+
+def statefulset_on_create(sts: dict[str, Any]) -> None:
+    """Kueue statefulset_webhook.go Default: the template gets the suspending-parent annotation, unless
+    another framework (a LeaderWorkerSet) manages the StatefulSet (in place)."""
+    if statefulset_managed_by_other(sts):
+        return
+    _, annotations = _template_meta(sts, ("spec", "template"))
+    annotations[SUSPENDED_BY_PARENT_ANNOTATION] = STATEFULSET_FRAMEWORK
+
+
+def statefulset_replicas(ref: workloads.JobRef, sts: Mapping[str, Any]) -> int:
+    """``spec.replicas`` (default 1); raises ManifestError naming the field when it is not a count."""
+    return workloads.count_field(
+        ref, workloads.as_mapping(sts.get("spec")).get("replicas"), field="spec.replicas", default=1
+    )
+
+
+def statefulset_pod_sets(ref: workloads.JobRef, sts: Mapping[str, Any]) -> list[PodSetSource]:
+    """The StatefulSet's workload: one pod set ``main`` counting ``replicas`` (statefulset_reconciler.go
+    constructWorkload), TAS rank by the pod's ``apps.kubernetes.io/pod-index`` label."""
+    _template(ref, sts, ("spec", "template"))
+    return [
+        PodSetSource(
+            name="main",
+            count=statefulset_replicas(ref, sts),
+            template_path=("spec", "template"),
+            pod_index_label=STATEFULSET_POD_INDEX_LABEL,
+        )
+    ]
+
+
+def statefulset_workload_name(name: str, uid: str) -> str:
+    """``statefulset-<name>-<5 hex>`` (statefulset GetWorkloadName): the name of its pod group."""
+    return workloads.workload_name(owner_name=name, owner_uid=uid, kind="StatefulSet", group="apps")
+
+
+# -- LeaderWorkerSet ------------------------------------------------------------------------------
+
+
+def lws_on_create(lws: dict[str, Any]) -> None:
+    """Kueue leaderworkerset_webhook.go Default: the leader (if any) and worker templates get the LWS's
+    queue-name and priority-class labels, the suspending-parent and serving annotations; with a leader,
+    the worker template counts its TAS ranks from 1 unless it is in a pod set group (in place)."""
+    template = workloads.as_mapping(workloads.as_mapping(lws.get("spec")).get("leaderWorkerTemplate"))
+    has_leader = isinstance(template.get("leaderTemplate"), dict)
+    paths = [("leaderTemplate", False)] if has_leader else []
+    for name, is_worker in [*paths, ("workerTemplate", True)]:
+        labels, annotations = _template_meta(lws, ("spec", "leaderWorkerTemplate", name))
+        _copy_queue_and_priority(lws, labels)
+        annotations[SUSPENDED_BY_PARENT_ANNOTATION] = LWS_FRAMEWORK
+        annotations[_SERVING] = "true"
+        if is_worker and has_leader and "kueue.x-k8s.io/podset-group-name" not in annotations:
+            annotations[POD_INDEX_OFFSET_ANNOTATION] = "1"
+
+
+def lws_size(ref: workloads.JobRef, lws: Mapping[str, Any]) -> int:
+    """``spec.leaderWorkerTemplate.size`` (default 1): pods per group."""
+    template = workloads.as_mapping(workloads.as_mapping(lws.get("spec")).get("leaderWorkerTemplate"))
+    size = workloads.count_field(ref, template.get("size"), field="spec.leaderWorkerTemplate.size", default=1)
+    if size < 1:
+        raise ref.error(field="spec.leaderWorkerTemplate.size", problem="must be at least 1")
+    return size
+
+
+def lws_pod_sets(ref: workloads.JobRef, lws: Mapping[str, Any]) -> list[PodSetSource]:
+    """The pod sets of each group's workload (leaderworkerset_reconciler.go podSets): ``leader`` (1) and
+    ``worker`` (size - 1), or ``main`` (size) without a leader template; the workers rank by
+    ``leaderworkerset.sigs.k8s.io/worker-index``. Raises ManifestError naming the field."""
+    spec = workloads.as_mapping(lws.get("spec"))
+    template = spec.get("leaderWorkerTemplate")
+    if not isinstance(template, dict):
+        raise ref.error(field="spec.leaderWorkerTemplate", problem="is required")
+    size = lws_size(ref, lws)
+    base = ("spec", "leaderWorkerTemplate")
+    _template(ref, lws, (*base, "workerTemplate"))
+    if template.get("leaderTemplate") is None:
+        return [
+            PodSetSource(
+                name="main",
+                count=size,
+                template_path=(*base, "workerTemplate"),
+                pod_index_label=LWS_WORKER_INDEX_LABEL,
+            )
+        ]
+    _template(ref, lws, (*base, "leaderTemplate"))
+    return [
+        PodSetSource(name="leader", count=1, template_path=(*base, "leaderTemplate")),
+        PodSetSource(
+            name="worker",
+            count=size - 1,
+            template_path=(*base, "workerTemplate"),
+            pod_index_label=LWS_WORKER_INDEX_LABEL,
+        ),
+    ]
+
+
+def lws_workload_name(name: str, uid: str, group_index: str) -> str:
+    """``leaderworkerset-<name>-<group index>-<5 hex>`` (leaderworkerset GetWorkloadName)."""
+    return workloads.workload_name(
+        owner_name=f"{name}-{group_index}", owner_uid=uid, kind="LeaderWorkerSet", group="leaderworkerset.x-k8s.io"
+    )
+
+
+# -- the pods' group labels -----------------------------------------------------------------------
+
+
+def parent_framework(pod: Mapping[str, Any]) -> str:
+    """The framework that suspends the pod through its template (its suspending-parent annotation), or ""."""
+    meta = workloads.as_mapping(pod.get("metadata"))
+    return str(workloads.as_mapping(meta.get("annotations")).get(SUSPENDED_BY_PARENT_ANNOTATION) or "")
+
+
+def pod_defaults(pod: dict[str, Any], parent: Mapping[str, Any] | None) -> bool:
+    """Give a StatefulSet's or LeaderWorkerSet's pod the labels and annotations that make it a member of
+    its parent's serving pod group, in place; True when the pod is managed (changed), False when left alone.
+
+    ``parent``: the pod's StatefulSet (its controller) or LeaderWorkerSet (named by the pod's
+    ``leaderworkerset.sigs.k8s.io/name`` label), as the API server has it; None when it is not found.
+    Kueue statefulset_pod_reconciler.go setDefault: the managed, queue-name and priority-class labels,
+    group name and prebuilt-workload name ``statefulset-<name>-<hash>``, total count ``replicas``, fast
+    admission, serving, TAS index label ``apps.kubernetes.io/pod-index``, role ``main``.
+    leaderworkerset_reconciler.go setDefault: the same with the group ``leaderworkerset-<name>-<index>-<hash>``,
+    total count ``size``, role ``leader`` (no leader-name annotation) or ``worker``, or ``main``
+    without a leader template; it waits for the pod's group-index label (False without one).
+    A parent without the queue-name label is not managed (manageJobsWithoutQueueName is not read here).
+    """
+    framework = parent_framework(pod)
+    if parent is None or framework not in (STATEFULSET_FRAMEWORK, LWS_FRAMEWORK):
+        return False
+    queue = str(_labels(parent).get(workloads.QUEUE_LABEL) or "")
+    if not queue:
+        return False
+    parent_meta = workloads.as_mapping(parent.get("metadata"))
+    name, uid = str(parent_meta.get("name") or ""), str(parent_meta.get("uid") or "")
+    ref = workloads.job_ref(parent, kind=str(parent.get("kind") or ""), api_version=str(parent.get("apiVersion") or ""))
+    meta = pod.setdefault("metadata", {})
+    labels = meta.setdefault("labels", {})
+    annotations = meta.setdefault("annotations", {})
+    if framework == STATEFULSET_FRAMEWORK:
+        group = statefulset_workload_name(name, uid)
+        total = statefulset_replicas(ref, parent)
+        role = "main"
+        annotations[_FAST_ADMISSION] = "true"
+        annotations[_SERVING] = "true"
+        annotations[POD_INDEX_LABEL_ANNOTATION] = STATEFULSET_POD_INDEX_LABEL
+    else:
+        index = labels.get(LWS_GROUP_INDEX_LABEL)
+        if index is None:
+            return False
+        group = lws_workload_name(name, uid, str(index))
+        total = lws_size(ref, parent)
+        has_leader = isinstance(
+            workloads.as_mapping(workloads.as_mapping(parent.get("spec")).get("leaderWorkerTemplate")).get(
+                "leaderTemplate"
+            ),
+            dict,
+        )
+        role = ("worker" if LWS_LEADER_NAME_ANNOTATION in annotations else "leader") if has_leader else "main"
+    labels[workloads.MANAGED_LABEL] = "true"
+    labels[workloads.QUEUE_LABEL] = queue
+    priority = _labels(parent).get(workloads.PRIORITY_CLASS_LABEL)
+    if priority:
+        labels[workloads.PRIORITY_CLASS_LABEL] = str(priority)
+    labels[_GROUP_NAME] = group
+    labels[PREBUILT_WORKLOAD_LABEL] = group
+    annotations[_TOTAL_COUNT] = str(total)
+    annotations[_ROLE_HASH] = role
+    return True
+
+
+def parent_of(pod: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """``(apiVersion, kind, name)`` of the object :func:`pod_defaults` needs for this pod, in its namespace:
+    the controlling StatefulSet of a ``statefulset`` pod, the LeaderWorkerSet its label names for a
+    ``leaderworkerset.x-k8s.io/leaderworkerset`` pod; None for other pods."""
+    framework = parent_framework(pod)
+    meta = workloads.as_mapping(pod.get("metadata"))
+    if framework == STATEFULSET_FRAMEWORK:
+        owner = workloads.controller_owner(meta)
+        if owner is not None and owner.get("apiVersion") == APPS_API and owner.get("kind") == "StatefulSet":
+            return APPS_API, "StatefulSet", str(owner.get("name") or "")
+        return None
+    if framework == LWS_FRAMEWORK:
+        name = workloads.as_mapping(meta.get("labels")).get(LWS_NAME_LABEL)
+        return (LWS_API, "LeaderWorkerSet", str(name)) if name else None
+    return None
+
+
+# -- Kueue's validating webhook ------------------------------------------------------------------
+
+FieldError = tuple[str, str, Any]
+"""``(field path, "Invalid" | "Forbidden", detail)``: Invalid carries the new value, Forbidden a message."""
+
+
+def validate_statefulset_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """What Kueue's StatefulSet webhook refuses in an update of a managed StatefulSet (statefulset_webhook.go
+    ValidateUpdate), as ``(field, kind, detail)``:
+
+    * the queue-name label, once a replica was ready (old ``status.readyReplicas`` > 0) or when removed;
+    * while managed (the new one names a queue and no other framework marked it): the admission-relevant
+      shape of the pod spec (:func:`kueue_es.jobframework.pods.spec_shape`, ValidateImmutablePodGroupPodSpec),
+      and ``spec.replicas`` unless the old or the new count is 0; scaling up from 0 while pods of the
+      scale-down are still there (``status.replicas`` > 0) is Forbidden.
+
+    Not checked: a workload from the previous scale-down still being deleted (Kueue reads the Workload),
+    the priority-class label and AdmissionGatedBy rules.
+    """
+    from kueue_es.jobframework import pods  # imports this package
+
+    errors: list[FieldError] = []
+    queue_field = f"metadata.labels[{workloads.QUEUE_LABEL}]"
+    old_queue = str(_labels(old).get(workloads.QUEUE_LABEL) or "")
+    new_queue = str(_labels(new).get(workloads.QUEUE_LABEL) or "")
+    ready = workloads.parse_int(workloads.as_mapping(old.get("status")).get("readyReplicas")) or 0
+    if (ready > 0 or not new_queue) and new_queue != old_queue:
+        errors.append((queue_field, "Invalid", new_queue))
+    if not new_queue or statefulset_managed_by_other(new):
+        return errors
+    new_spec, old_spec = workloads.as_mapping(new.get("spec")), workloads.as_mapping(old.get("spec"))
+    new_pod = workloads.as_mapping(workloads.as_mapping(new_spec.get("template")).get("spec"))
+    old_pod = workloads.as_mapping(workloads.as_mapping(old_spec.get("template")).get("spec"))
+    errors += _shape_changes(pods.spec_shape(new_pod), pods.spec_shape(old_pod), "spec.template.spec")
+    old_replicas, new_replicas = old_spec.get("replicas", 1), new_spec.get("replicas", 1)
+    if old_replicas != 0 and new_replicas != 0 and old_replicas != new_replicas:
+        errors.append(("spec.replicas", "Invalid", new_replicas))
+    replicas_now = workloads.parse_int(workloads.as_mapping(new.get("status")).get("replicas")) or 0
+    if old_replicas == 0 and isinstance(new_replicas, int) and new_replicas > 0 and replicas_now > 0:
+        errors.append(("spec.replicas", "Forbidden", "scaling down is still in progress"))
+    return errors
+
+
+def _shape_changes(new: Any, old: Any, path: str) -> list[FieldError]:
+    """The fields of two pod spec shapes that differ (validateImmutablePodGroupPodSpecPath)."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        out: list[FieldError] = []
+        for key in sorted(set(new) | set(old)):
+            out += _shape_changes(new.get(key), old.get(key), f"{path}.{key}")
+        return out
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        if all(isinstance(item, dict) for item in new + old):
+            return [
+                e for i, (n, o) in enumerate(zip(new, old, strict=True)) for e in _shape_changes(n, o, f"{path}[{i}]")
+            ]
+    return [] if new == old else [(path, "Invalid", new)]
+
+
+def _template(ref: workloads.JobRef, obj: Mapping[str, Any], path: tuple[str, ...]) -> Mapping[str, Any]:
+    """The pod template at ``path``, or ManifestError naming it when it is not a mapping with a pod spec."""
+    target: Any = obj
+    for step in path:
+        target = target.get(step) if isinstance(target, dict) else None
+    where = ".".join(path)
+    if not isinstance(target, dict):
+        raise ref.error(field=where, problem="is required (a pod template)")
+    if not isinstance(target.get("spec"), dict):
+        raise ref.error(field=f"{where}.spec", problem="is required (a pod spec)")
+    return target
+
+
+INTEGRATIONS = (
+    Integration(
+        framework=DEPLOYMENT_FRAMEWORK,
+        api_version=APPS_API,
+        kind="Deployment",
+        plural="deployments",
+        suspend_path=None,
+        pod_sets=deployment_pod_sets,
+        finished=_never_finished,
+        on_create=deployment_on_create,
+    ),
+    Integration(
+        framework=STATEFULSET_FRAMEWORK,
+        api_version=APPS_API,
+        kind="StatefulSet",
+        plural="statefulsets",
+        suspend_path=None,
+        pod_sets=statefulset_pod_sets,
+        finished=_never_finished,
+        on_create=statefulset_on_create,
+    ),
+    Integration(
+        framework=LWS_FRAMEWORK,
+        api_version=LWS_API,
+        kind="LeaderWorkerSet",
+        plural="leaderworkersets",
+        suspend_path=None,
+        pod_sets=lws_pod_sets,
+        finished=_never_finished,
+        on_create=lws_on_create,
+    ),
+)

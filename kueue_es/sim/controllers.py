@@ -1,0 +1,597 @@
+"""Simulated workload controllers: Deployments, ReplicaSets, StatefulSets and LeaderWorkerSets make pods, and
+ungated pods run.
+
+Why this module exists: the emulated API server has no kube-controller-manager, no
+LeaderWorkerSet controller and no kubelet, so a Deployment applied to ``kueue-es demo
+--keep`` would make no pods, and Kueue admits these serving kinds through their pods
+(:mod:`kueue_es.jobframework.integrations.serving`). :class:`SimulatedControllers`
+watches the kinds and creates and deletes pods from their templates as the real
+controllers do, enough for Kueue's view of them:
+
+* Deployment: one ReplicaSet ``<name>-<pod-template-hash>`` per template (owner
+  reference to the Deployment, the ``pod-template-hash`` label); a new template scales
+  the older ReplicaSets to zero at once (no surge: Recreate rather than RollingUpdate).
+* ReplicaSet: pods ``<name>-<5 chars>`` up to ``replicas``; scaling in deletes gated
+  (unscheduled) pods first, then not-ready ones, then the youngest (controller.ActivePods order).
+* StatefulSet: pods ``<name>-<ordinal>`` from ``spec.ordinals.start`` with the
+  ``apps.kubernetes.io/pod-index``, ``statefulset.kubernetes.io/pod-name`` and
+  ``controller-revision-hash`` labels; ``OrderedReady`` (the default) creates the next
+  ordinal only once every lower one runs and is Ready, ``Parallel`` all at once; scaling
+  in deletes the highest ordinals.
+* LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): a leader StatefulSet ``<name>`` of
+  ``replicas`` pods (the leader template, or the worker template without one), and per
+  leader pod a worker StatefulSet named after it with ``size - 1`` pods from ordinal 1,
+  owned by the leader pod; pods get LWS's ``leaderworkerset.sigs.k8s.io/name``,
+  ``group-index``, ``worker-index``, ``group-key`` labels and ``size`` / ``leader-name``
+  annotations, as LWS's pod webhook sets them. Both StatefulSets are ``Parallel``.
+* Garbage collection: an object whose controller (one of these kinds) is gone is deleted.
+* Pods: a pod with no scheduling gate left that is not running gets phase Running and
+  Ready (serving pods never finish here); the status of each controller counts its
+  ready pods.
+
+Not simulated: rolling updates, surge, minReadySeconds, PVCs, pod failures and restarts,
+LWS startup and restart policies, topology. Do not point it at a real cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import structlog
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es.jobframework.integrations import serving
+from kueue_es.services.kube import client, errors, resources
+from kueue_es.services.runtime import cancel_and_wait
+from kueue_es.sim import store
+
+logger = structlog.get_logger(__name__)
+
+LWS_REF = resources.ResourceRef(
+    group="leaderworkerset.x-k8s.io",
+    version="v1",
+    plural="leaderworkersets",
+    kind="LeaderWorkerSet",
+    namespaced=True,
+    status_subresource=True,
+)
+CRD_POLL_SECONDS = 2.0
+POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
+STS_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+REVISION_LABEL = "controller-revision-hash"
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery rand.SafeEncodeString's alphabet
+_KINDS = {
+    "Deployment": resources.DEPLOYMENTS,
+    "ReplicaSet": resources.REPLICA_SETS,
+    "StatefulSet": resources.STATEFUL_SETS,
+    "Pod": resources.PODS,
+    "LeaderWorkerSet": LWS_REF,
+}
+_OWNER_API = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "Pod": "v1"}
+_OWNER_API["LeaderWorkerSet"] = LWS_REF.api_version
+
+Object = dict[str, Any]
+Key = tuple[str, str]
+
+
+# -- pure helpers -----------------------------------------------------------------------------------
+
+
+def safe_hash(value: Any, length: int = 10) -> str:
+    """A short stable hash of ``value`` (its JSON) in Kubernetes' safe alphabet, as a pod-template-hash looks."""
+    digest = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()
+    return "".join(_SAFE[b % len(_SAFE)] for b in digest[:length])
+
+
+def owner_ref(obj: Mapping[str, Any], *, block: bool = True) -> Object:
+    """The controller owner reference Kubernetes' controllers put on what they create."""
+    meta = obj["metadata"]
+    return {
+        "apiVersion": obj.get("apiVersion") or _OWNER_API[str(obj.get("kind"))],
+        "kind": obj.get("kind"),
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": block,
+    }
+
+
+def controller_uid(obj: Mapping[str, Any]) -> str:
+    """The UID of the object's controller (``ownerReferences`` with ``controller: true``), or ""."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return str(ref.get("uid") or "")
+    return ""
+
+
+def is_gated(pod: Mapping[str, Any]) -> bool:
+    """Whether a scheduling gate still holds the pod."""
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
+    """Phase Running and the Ready condition True."""
+    status = pod.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return status.get("phase") == "Running" and ready
+
+
+def is_active(pod: Mapping[str, Any]) -> bool:
+    """Not being deleted and not terminated (controller.IsPodActive)."""
+    phase = (pod.get("status") or {}).get("phase")
+    return not (pod.get("metadata") or {}).get("deletionTimestamp") and phase not in ("Succeeded", "Failed")
+
+
+def _replicas(obj: Mapping[str, Any]) -> int:
+    value = (obj.get("spec") or {}).get("replicas")
+    return value if isinstance(value, int) and value >= 0 else 1
+
+
+def _size(lws: Mapping[str, Any]) -> int:
+    """A LeaderWorkerSet's pods per group (``spec.leaderWorkerTemplate.size``, default 1)."""
+    size = ((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("size")
+    return size if isinstance(size, int) and size >= 1 else 1
+
+
+def _template(obj: Mapping[str, Any], *path: str) -> Object:
+    node: Any = obj.get("spec") or {}
+    for step in path or ("template",):
+        node = node.get(step) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else {}
+
+
+def pod_from_template(template: Mapping[str, Any], *, namespace: str, owner: Mapping[str, Any]) -> Object:
+    """A pod body from a pod template: its labels, annotations and spec, owned by ``owner``."""
+    meta = template.get("metadata") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "namespace": namespace,
+            "labels": dict(meta.get("labels") or {}),
+            "annotations": dict(meta.get("annotations") or {}),
+            "ownerReferences": [owner_ref(owner)],
+        },
+        "spec": json.loads(json.dumps(template.get("spec") or {})),
+    }
+
+
+def replica_set_for(deployment: Mapping[str, Any]) -> Object:
+    """The ReplicaSet a Deployment's current template runs in (deployment controller getNewReplicaSet)."""
+    meta = deployment["metadata"]
+    template = json.loads(json.dumps(_template(deployment)))
+    template_hash = safe_hash(template)
+    template.setdefault("metadata", {}).setdefault("labels", {})[POD_TEMPLATE_HASH_LABEL] = template_hash
+    selector = json.loads(json.dumps((deployment.get("spec") or {}).get("selector") or {}))
+    selector.setdefault("matchLabels", {})[POD_TEMPLATE_HASH_LABEL] = template_hash
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": f"{meta['name']}-{template_hash}",
+            "namespace": meta.get("namespace"),
+            "labels": dict(template["metadata"]["labels"]),
+            "ownerReferences": [owner_ref(deployment)],
+        },
+        "spec": {"replicas": _replicas(deployment), "selector": selector, "template": template},
+    }
+
+
+def statefulset_pod(sts: Mapping[str, Any], ordinal: int, *, leader_pods: Mapping[str, Any] | None = None) -> Object:
+    """Pod ``<name>-<ordinal>`` of a StatefulSet (statefulset newVersionedStatefulSetPod), with LWS's labels when
+    the StatefulSet is a LeaderWorkerSet's (its pod webhook: leader pods get their group index from the ordinal,
+    worker pods their worker index)."""
+    meta = sts["metadata"]
+    name = f"{meta['name']}-{ordinal}"
+    pod = pod_from_template(_template(sts), namespace=meta.get("namespace"), owner=sts)
+    pod["metadata"]["name"] = name
+    labels = pod["metadata"]["labels"]
+    labels[STS_POD_NAME_LABEL] = name
+    labels[serving.STATEFULSET_POD_INDEX_LABEL] = str(ordinal)
+    labels[REVISION_LABEL] = f"{meta['name']}-{safe_hash(_template(sts))}"
+    pod["spec"].setdefault("hostname", name)
+    if (sts.get("spec") or {}).get("serviceName"):
+        pod["spec"].setdefault("subdomain", sts["spec"]["serviceName"])
+    lws_name = labels.get(serving.LWS_NAME_LABEL)
+    if lws_name:
+        if serving.LWS_GROUP_INDEX_LABEL in labels:  # a worker StatefulSet
+            labels[serving.LWS_WORKER_INDEX_LABEL] = str(ordinal)
+        else:  # the leader StatefulSet
+            labels[serving.LWS_GROUP_INDEX_LABEL] = str(ordinal)
+            labels[serving.LWS_WORKER_INDEX_LABEL] = "0"
+            labels[serving.LWS_GROUP_KEY_LABEL] = safe_hash([pod["metadata"]["namespace"], lws_name, ordinal], 40)
+    return pod
+
+
+def lws_leader_statefulset(lws: Mapping[str, Any]) -> Object:
+    """The leader StatefulSet of a LeaderWorkerSet: ``replicas`` leader pods (the leader template, or the worker
+    template without one), all at once."""
+    meta = lws["metadata"]
+    template_spec = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+    size = _size(lws)
+    chosen = template_spec.get("leaderTemplate") or template_spec.get("workerTemplate") or {}
+    template = json.loads(json.dumps(chosen))
+    template.setdefault("metadata", {}).setdefault("labels", {})[serving.LWS_NAME_LABEL] = meta["name"]
+    template["metadata"].setdefault("annotations", {})[serving.LWS_SIZE_ANNOTATION] = str(size)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta.get("namespace"),
+            "labels": {serving.LWS_NAME_LABEL: meta["name"]},
+            "ownerReferences": [owner_ref(lws)],
+        },
+        "spec": {
+            "replicas": _replicas(lws),
+            "podManagementPolicy": "Parallel",
+            "serviceName": meta["name"],
+            "selector": {"matchLabels": {serving.LWS_NAME_LABEL: meta["name"], serving.LWS_WORKER_INDEX_LABEL: "0"}},
+            "template": template,
+        },
+    }
+
+
+def lws_worker_statefulset(lws: Mapping[str, Any], leader: Mapping[str, Any]) -> Object | None:
+    """The worker StatefulSet of one group: named after its leader pod and owned by it, ``size - 1`` pods from
+    ordinal 1; None when the group has no workers."""
+    template_spec = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+    size = _size(lws)
+    if size <= 1:
+        return None
+    leader_meta = leader["metadata"]
+    leader_labels = leader_meta.get("labels") or {}
+    template = json.loads(json.dumps(template_spec.get("workerTemplate") or {}))
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    for key in (serving.LWS_NAME_LABEL, serving.LWS_GROUP_INDEX_LABEL, serving.LWS_GROUP_KEY_LABEL):
+        if key in leader_labels:
+            labels[key] = leader_labels[key]
+    annotations = template["metadata"].setdefault("annotations", {})
+    annotations[serving.LWS_SIZE_ANNOTATION] = str(size)
+    annotations[serving.LWS_LEADER_NAME_ANNOTATION] = leader_meta["name"]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": leader_meta["name"],
+            "namespace": leader_meta.get("namespace"),
+            "labels": {k: labels[k] for k in (serving.LWS_NAME_LABEL, serving.LWS_GROUP_INDEX_LABEL) if k in labels},
+            "ownerReferences": [owner_ref({"apiVersion": "v1", "kind": "Pod", "metadata": leader_meta})],
+        },
+        "spec": {
+            "replicas": size - 1,
+            "podManagementPolicy": "Parallel",
+            "ordinals": {"start": 1},
+            "serviceName": lws["metadata"]["name"],
+            "selector": {"matchLabels": {k: v for k, v in labels.items() if k != serving.LWS_WORKER_INDEX_LABEL}},
+            "template": template,
+        },
+    }
+
+
+def scale_in_order(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Pods in the order a ReplicaSet deletes them: gated (unscheduled) first, then not ready, then youngest."""
+
+    def key(pod: Mapping[str, Any]) -> tuple[bool, bool, str]:
+        created = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
+        return (not is_gated(pod), is_ready(pod), "".join(chr(0x10FFFF - ord(c)) for c in created))
+
+    return sorted(pods, key=key)
+
+
+def running_status(pod: Mapping[str, Any], now: str) -> Object:
+    """The status a kubelet writes for a pod whose containers all started and are ready."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    condition_types = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+    return {
+        "phase": "Running",
+        "startTime": now,
+        "conditions": [{"type": t, "status": "True", "lastTransitionTime": now} for t in condition_types],
+        "containerStatuses": [
+            {
+                "name": c.get("name", ""),
+                "image": c.get("image", ""),
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in containers
+            if isinstance(c, dict)
+        ],
+    }
+
+
+# -- the runner -------------------------------------------------------------------------------------
+
+
+class SimulatedControllers:
+    """Runs the simulated controllers against ``api`` (the emulator) until cancelled; see the module docstring.
+
+    ``lws``: also run the LeaderWorkerSet controller (its kind must be served; without it the watch retries
+    quietly in the background). ``clock``: the UTC time for pod start times.
+    """
+
+    def __init__(
+        self,
+        api: k8s_client.ApiClient,
+        *,
+        lws: bool = True,
+        clock: Callable[[], datetime.datetime] = store.utc_now,
+        watch_options: dict[str, Any] | None = None,
+    ) -> None:
+        self._api = api
+        self._clock = clock
+        self._watch_options = watch_options or {}
+        self._kinds = {k: ref for k, ref in _KINDS.items() if lws or k != "LeaderWorkerSet"}
+        self.objects: dict[str, dict[Key, Object]] = {kind: {} for kind in self._kinds}
+        self._synced: set[str] = set()
+        self._wakeup = asyncio.Event()
+
+    async def run(self) -> None:
+        """Watch every kind and reconcile whenever something changed (cancel to stop)."""
+        tasks = [asyncio.create_task(self._watch(kind, ref), name=f"sim-{kind}") for kind, ref in self._kinds.items()]
+        try:
+            while True:
+                await self._wakeup.wait()
+                self._wakeup.clear()
+                try:
+                    await self.reconcile()
+                except errors.KubeError as err:
+                    logger.warning("sim_controllers_retry", error=str(err))
+                    await asyncio.sleep(0.5)
+                    self._wakeup.set()
+        finally:
+            await cancel_and_wait(tasks)
+
+    async def _watch(self, kind: str, ref: resources.ResourceRef) -> None:
+        if kind == "LeaderWorkerSet":  # its CRD may come later (kubectl apply): wait quietly until it is served
+            while True:
+                try:
+                    await client.list_objects(self._api, ref)
+                    break
+                except errors.KubeError:
+                    await asyncio.sleep(CRD_POLL_SECONDS)
+        async for item in client.watch_objects(self._api, ref, **self._watch_options):
+            if isinstance(item, client.Resynced):
+                self.objects[kind] = {_key(o): o for o in item.objects}
+                self._synced.add(kind)
+            elif item.type == "DELETED":
+                self.objects[kind].pop(_key(item.object), None)
+            else:
+                self._remember(kind, item.object)
+            self._wakeup.set()
+
+    def _remember(self, kind: str, obj: Object) -> None:
+        old = self.objects[kind].get(_key(obj))
+        if old is not None and _version(old) > _version(obj):
+            return  # an older event than what a write of ours returned
+        self.objects[kind][_key(obj)] = obj
+
+    # -- reconcile ------------------------------------------------------------------------------
+
+    async def reconcile(self) -> None:
+        """One pass over every controller: create and delete what is missing or too many, write statuses."""
+        if not {"Deployment", "ReplicaSet", "StatefulSet", "Pod"} <= self._synced:
+            return
+        await self._collect_garbage()
+        for deployment in list(self.objects["Deployment"].values()):
+            await self._deployment(deployment)
+        for rs in list(self.objects["ReplicaSet"].values()):
+            await self._replica_set(rs)
+        for lws in list(self.objects.get("LeaderWorkerSet", {}).values()):
+            await self._lws(lws)
+        for sts in list(self.objects["StatefulSet"].values()):
+            await self._statefulset(sts)
+        await self._run_pods()
+
+    def _owned(self, kind: str, owner: Mapping[str, Any]) -> list[Object]:
+        uid = owner["metadata"]["uid"]
+        return [o for o in self.objects[kind].values() if controller_uid(o) == uid]
+
+    async def _collect_garbage(self) -> None:
+        uids = {
+            o["metadata"]["uid"]: kind
+            for kind, objs in self.objects.items()
+            for o in objs.values()
+            if o.get("metadata", {}).get("uid")
+        }
+        for kind in ("ReplicaSet", "StatefulSet", "Pod"):
+            for obj in list(self.objects[kind].values()):
+                owner = next(
+                    (
+                        r
+                        for r in obj["metadata"].get("ownerReferences") or []
+                        if isinstance(r, dict) and r.get("controller")
+                    ),
+                    None,
+                )
+                owner_kind = str((owner or {}).get("kind") or "")
+                if owner is None or owner_kind not in self._kinds or owner_kind not in self._synced:
+                    continue
+                if owner.get("uid") not in uids:
+                    await self._delete(kind, obj)
+
+    async def _deployment(self, deployment: Object) -> None:
+        wanted = replica_set_for(deployment)
+        current = self.objects["ReplicaSet"].get(
+            (deployment["metadata"].get("namespace", ""), wanted["metadata"]["name"])
+        )
+        if current is None:
+            await self._create("ReplicaSet", wanted)
+        elif _replicas(current) != _replicas(deployment):
+            await self._patch("ReplicaSet", current, {"spec": {"replicas": _replicas(deployment)}})
+        pods: list[Object] = []
+        for rs in self._owned("ReplicaSet", deployment):
+            if rs["metadata"]["name"] != wanted["metadata"]["name"] and _replicas(rs):
+                await self._patch("ReplicaSet", rs, {"spec": {"replicas": 0}})
+            pods += [p for p in self._owned("Pod", rs) if is_active(p)]
+        ready = sum(1 for p in pods if is_ready(p))
+        status = {
+            "observedGeneration": deployment["metadata"].get("generation", 1),
+            "replicas": len(pods),
+            "updatedReplicas": len(pods),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+        }
+        await self._status("Deployment", deployment, status)
+
+    async def _replica_set(self, rs: Object) -> None:
+        pods = [p for p in self._owned("Pod", rs) if is_active(p)]
+        wanted = _replicas(rs)
+        for _ in range(wanted - len(pods)):
+            pod = pod_from_template(_template(rs), namespace=rs["metadata"].get("namespace", ""), owner=rs)
+            pod["metadata"]["generateName"] = f"{rs['metadata']['name']}-"
+            await self._create("Pod", pod)
+        for extra in scale_in_order(pods)[: max(0, len(pods) - wanted)]:
+            await self._delete("Pod", dict(extra))
+        pods = [p for p in self._owned("Pod", rs) if is_active(p)]
+        ready = sum(1 for p in pods if is_ready(p))
+        status = {"replicas": len(pods), "readyReplicas": ready, "availableReplicas": ready}
+        await self._status("ReplicaSet", rs, status)
+
+    async def _statefulset(self, sts: Object) -> None:
+        spec = sts.get("spec") or {}
+        start = (spec.get("ordinals") or {}).get("start", 0)
+        wanted = range(start, start + _replicas(sts))
+        pods = {p["metadata"]["name"]: p for p in self._owned("Pod", sts)}
+        parallel = spec.get("podManagementPolicy") == "Parallel"
+        for ordinal in wanted:
+            pod = pods.get(f"{sts['metadata']['name']}-{ordinal}")
+            if pod is None:
+                await self._create("Pod", statefulset_pod(sts, ordinal))
+                if not parallel:
+                    break
+            elif not parallel and not is_ready(pod):
+                break
+        extra = sorted(
+            (p for p in pods.values() if _ordinal(p) not in wanted and is_active(p)), key=_ordinal, reverse=True
+        )
+        for pod in extra if parallel else extra[:1]:
+            await self._delete("Pod", pod)
+        live = [p for p in self._owned("Pod", sts) if is_active(p)]
+        ready = sum(1 for p in live if is_ready(p))
+        revision = f"{sts['metadata']['name']}-{safe_hash(_template(sts))}"
+        status = {
+            "observedGeneration": sts["metadata"].get("generation", 1),
+            "replicas": len(live),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "currentReplicas": len(live),
+            "updatedReplicas": len(live),
+            "currentRevision": revision,
+            "updateRevision": revision,
+        }
+        await self._status("StatefulSet", sts, status)
+
+    async def _lws(self, lws: Object) -> None:
+        namespace = lws["metadata"].get("namespace", "")
+        leader_sts = lws_leader_statefulset(lws)
+        current = self.objects["StatefulSet"].get((namespace, leader_sts["metadata"]["name"]))
+        if current is None:
+            await self._create("StatefulSet", leader_sts)
+            return
+        if _replicas(current) != _replicas(lws):
+            await self._patch("StatefulSet", current, {"spec": {"replicas": _replicas(lws)}})
+        groups_ready = 0
+        for leader in self._owned("Pod", current):
+            if not is_active(leader):
+                continue
+            workers_sts = lws_worker_statefulset(lws, leader)
+            workers: list[Object] = []
+            if workers_sts is not None:
+                existing = self.objects["StatefulSet"].get((namespace, workers_sts["metadata"]["name"]))
+                if existing is None or controller_uid(existing) != leader["metadata"]["uid"]:
+                    if existing is None:
+                        await self._create("StatefulSet", workers_sts)
+                    continue
+                workers = [p for p in self._owned("Pod", existing) if is_active(p)]
+            if is_ready(leader) and all(is_ready(w) for w in workers):
+                groups_ready += 1
+        status = {"replicas": _replicas(lws), "readyReplicas": groups_ready, "updatedReplicas": _replicas(lws)}
+        await self._status("LeaderWorkerSet", lws, status)
+
+    async def _run_pods(self) -> None:
+        now = store.format_timestamp(self._clock())
+        for pod in list(self.objects["Pod"].values()):
+            phase = (pod.get("status") or {}).get("phase")
+            if is_gated(pod) or not is_active(pod) or phase == "Running":
+                continue
+            await self._write_status("Pod", pod, running_status(pod, now))
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def _create(self, kind: str, body: Object) -> None:
+        ref = self._kinds[kind]
+        try:
+            created = await client.create_object(self._api, ref, namespace=body["metadata"].get("namespace"), body=body)
+        except errors.ConflictError:
+            return
+        self._remember(kind, created)
+        logger.info(
+            "sim_created", kind=kind, name=f"{created['metadata'].get('namespace')}/{created['metadata']['name']}"
+        )
+
+    async def _delete(self, kind: str, obj: Object) -> None:
+        meta = obj["metadata"]
+        try:
+            await client.delete_object(self._api, self._kinds[kind], namespace=meta.get("namespace"), name=meta["name"])
+        except errors.NotFoundError:
+            pass
+        self.objects[kind].pop(_key(obj), None)
+        logger.info("sim_deleted", kind=kind, name=f"{meta.get('namespace')}/{meta['name']}")
+
+    async def _patch(self, kind: str, obj: Object, patch: Object) -> None:
+        meta = obj["metadata"]
+        try:
+            stored = await client.patch_object(
+                self._api, self._kinds[kind], namespace=meta.get("namespace"), name=meta["name"], patch=patch
+            )
+        except errors.NotFoundError:
+            return
+        self._remember(kind, stored)
+
+    async def _status(self, kind: str, obj: Object, status: Object) -> None:
+        current = obj.get("status") or {}
+        if all(current.get(k) == v for k, v in status.items()):
+            return
+        await self._write_status(kind, obj, status)
+
+    async def _write_status(self, kind: str, obj: Object, status: Object) -> None:
+        meta = obj["metadata"]
+        try:
+            stored = await client.patch_object(
+                self._api,
+                self._kinds[kind],
+                namespace=meta.get("namespace"),
+                name=meta["name"],
+                patch={"status": status},
+                subresource="status",
+            )
+        except errors.NotFoundError:
+            return
+        self._remember(kind, stored)
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _version(obj: Mapping[str, Any]) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _ordinal(pod: Mapping[str, Any]) -> int:
+    try:
+        return int(((pod.get("metadata") or {}).get("labels") or {}).get(serving.STATEFULSET_POD_INDEX_LABEL, -1))
+    except ValueError:
+        return -1

@@ -1,0 +1,223 @@
+"""Deployment, StatefulSet and LeaderWorkerSet through the edge, their pods made by the simulated controllers
+(kueue_es/sim/controllers.py): Kueue's serving samples applied as they are, admitted through their pods.
+
+Kueue (pkg/controller/jobs/deployment, statefulset, leaderworkerset): a Deployment's pods are single-pod
+workloads (scale in deletes pods and their workloads, freeing the quota); a StatefulSet is one serving pod
+group ``statefulset-<name>-<hash>`` with pod set ``main`` counting its replicas, whose pods come one by one
+(OrderedReady) and are started as they come; a LeaderWorkerSet is one serving group per replica with pod
+sets ``leader`` and ``worker``. A preempted group's running pods are deleted; the controllers make them again,
+gated, and the group is admitted and started again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es.events import types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.jobframework import pods as pod_integration
+from kueue_es.jobframework.annotations import SCHEDULING_GATE
+from kueue_es.jobframework.integrations import serving
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim.controllers import LWS_REF, SimulatedControllers
+from kueue_es.sim.emulator import serve_emulator
+from tests.integration.harness import (
+    admitter,
+    commit,
+    dispatcher_with_consumer,
+    eviction,
+    running,
+    set_up_queues,
+    wait_for,
+)
+from tests.kube import examples
+
+pytestmark = pytest.mark.timeout(90)
+
+SPOT_SELECTOR = {"instance-type": "spot"}
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[k8s_client.ApiClient]:
+    """An emulated API server that also serves LeaderWorkerSets, and a client for it."""
+    async with serve_emulator(bookmark_interval=0.2, extra_resources=(LWS_REF,)) as emu:
+        client = await kube.make_api_client(server=emu.url)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def services(bus: MemoryBus, api: Any, dispatcher: Any, consumer: Any) -> list[Any]:
+    """Watcher, admitter, dispatcher (with its pod watches and ungater) and the simulated controllers."""
+    return [
+        Watcher(bus=bus, api=api).run(),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+        dispatcher.watch_pods(),
+        dispatcher.ungate_forever(),
+        SimulatedControllers(api, watch_options={"timeout_seconds": 5}).run(),
+    ]
+
+
+async def pods_until(
+    api: Any, check: Callable[[list[dict[str, Any]]], bool], *, timeout: float = 20
+) -> list[dict[str, Any]]:
+    """Poll the pods of ``default`` until ``check(pods)`` holds."""
+    async with asyncio.timeout(timeout):
+        while True:
+            listed, _ = await kube.list_objects(api, resources.PODS, namespace="default")
+            if check(listed):
+                return listed
+            await asyncio.sleep(0.05)
+
+
+def started(pod: dict[str, Any]) -> bool:
+    """Ungated with the flavor's node selector, and running (the simulated kubelet)."""
+    return (
+        not pod_integration.is_gated(pod)
+        and pod["spec"].get("nodeSelector") == SPOT_SELECTOR
+        and pod.get("status", {}).get("phase") == "Running"
+    )
+
+
+def live(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+async def workload(api: Any, name: str) -> dict[str, Any]:
+    return await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+
+
+async def apply(api: Any, relative: str) -> dict[str, Any]:
+    [doc] = examples.load(relative)
+    return await kube.apply_manifest(api, {**doc, "metadata": {**doc["metadata"], "namespace": "default"}})
+
+
+async def test_sample_deployment_pods_are_single_pod_workloads(api: Any, bus: MemoryBus) -> None:
+    """sample-deployment (3 replicas): three Pod workloads with pod set main, each pod ungated on the flavor and
+    running; scaling in to 1 deletes two pods and their workloads; a preempted pod is deleted, its ReplicaSet
+    makes another, which is admitted and started."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        deployment = await apply(api, "serving-workloads/sample-deployment.yaml")
+        template = deployment["spec"]["template"]["metadata"]
+        assert template["annotations"] == {serving.SUSPENDED_BY_PARENT_ANNOTATION: "deployment"}
+        assert template["labels"]["kueue.x-k8s.io/queue-name"] == "user-queue"
+        assert template["labels"]["kueue.x-k8s.io/managed"] == "true"
+        pods = await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        applied = await wait_for(bus, types.DispatchApplied, action="StartJob", count=3, timeout=10)
+        names = sorted(p["metadata"]["name"] for p in pods)
+        assert sorted(a.target for a in applied) == [f"Pod default/{n}" for n in names]
+        for pod in pods:
+            [owner] = pod["metadata"]["ownerReferences"]
+            assert owner["kind"] == "ReplicaSet" and owner["name"].startswith("nginx-deployment-")
+            wl = await workload(
+                api, pod_integration.workload_name_for_pod(pod["metadata"]["name"], pod["metadata"]["uid"])
+            )
+            assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 1)]
+
+        # scale in: two pods and their workloads go, their quota is free
+        await kube.patch_object(
+            api, resources.DEPLOYMENTS, namespace="default", name="nginx-deployment", patch={"spec": {"replicas": 1}}
+        )
+        await pods_until(api, lambda ps: len(live(ps)) == 1)
+        deleted = await wait_for(bus, types.ObjectDeleted, kind="Workload", count=2, timeout=10)
+        assert all(d.name.startswith("pod-nginx-deployment-") for d in deleted)
+
+        # preempted: the pod is deleted, the ReplicaSet makes another, admitted and started
+        [kept] = [a.workload for a in applied if a.workload.name not in {d.name for d in deleted}]
+        await commit(bus, eviction(kept))
+        await wait_for(bus, types.DispatchApplied, action="Evict", timeout=10)
+        [replacement] = await pods_until(
+            api, lambda ps: len(ps) == 1 and ps[0]["metadata"]["name"] not in names and started(ps[0])
+        )
+        await wait_for(bus, types.DispatchApplied, action="StartJob", count=4, timeout=10)
+        assert replacement["metadata"]["annotations"][serving.SUSPENDED_BY_PARENT_ANNOTATION] == "deployment"
+
+
+async def test_sample_statefulset_is_one_serving_group_started_pod_by_pod(api: Any, bus: MemoryBus) -> None:
+    """sample-statefulset (3 replicas, OrderedReady): one workload statefulset-nginx-statefulset-<hash> with pod
+    set main of 3, admitted with the first pod; each pod after it is started as it comes; PodsReady once all
+    three are ready; preempted: the running pods are deleted, made again gated, and the group admitted again."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        assert sts["spec"]["template"]["metadata"]["annotations"] == {
+            serving.SUSPENDED_BY_PARENT_ANNOTATION: "statefulset"
+        }
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        pods = await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        assert sorted(p["metadata"]["name"] for p in pods) == [f"nginx-statefulset-{i}" for i in range(3)]
+        for pod in pods:
+            assert pod_integration.group_name(pod) == name
+            assert pod["metadata"]["annotations"][pod_integration.GROUP_TOTAL_COUNT_ANNOTATION] == "3"
+        [applied] = await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+        assert applied.workload.name == name and applied.target == f"Pod group default/{name}"
+        wl = await workload(api, name)
+        assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 3)]
+        await wait_for(bus, types.WorkloadPodsReady, ready=True, workload__name=name, timeout=10)
+
+        before = {p["metadata"]["uid"] for p in pods}
+        await commit(bus, eviction(applied.workload))
+        await wait_for(bus, types.DispatchApplied, action="Evict", timeout=10)
+        await wait_for(bus, types.WorkloadStopped, workload__name=name, timeout=10)
+        again = await wait_for(bus, types.DispatchApplied, action="StartJob", count=2, timeout=20)
+        assert again[1].workload.name == name
+        pods = await pods_until(
+            api, lambda ps: len(ps) == 3 and all(started(p) and p["metadata"]["uid"] not in before for p in ps)
+        )
+        assert sorted(p["metadata"]["name"] for p in pods) == [f"nginx-statefulset-{i}" for i in range(3)]
+
+
+async def test_sample_leaderworkerset_is_one_group_per_replica(api: Any, bus: MemoryBus) -> None:
+    """sample-leaderworkerset (2 replicas of size 3): two workloads leaderworkerset-nginx-leaderworkerset-<i>-<hash>
+    with pod sets leader (1) and worker (2); all six pods started on the flavor; one group preempted: its pods
+    are deleted and made again, and only that group is admitted and started again."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        lws = await apply(api, "serving-workloads/sample-leaderworkerset.yaml")
+        worker_meta = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]
+        assert worker_meta["labels"] == {"kueue.x-k8s.io/queue-name": "user-queue"}
+        assert worker_meta["annotations"][serving.SUSPENDED_BY_PARENT_ANNOTATION] == serving.LWS_FRAMEWORK
+        assert worker_meta["annotations"][pod_integration.SERVING_ANNOTATION] == "true"
+        uid = lws["metadata"]["uid"]
+        pods = await pods_until(api, lambda ps: len(ps) == 6 and all(started(p) for p in ps))
+        groups = {serving.lws_workload_name("nginx-leaderworkerset", uid, str(i)) for i in range(2)}
+        assert {pod_integration.group_name(p) for p in pods} == groups
+        applied = await wait_for(bus, types.DispatchApplied, action="StartJob", count=2, timeout=10)
+        assert {a.workload.name for a in applied} == groups
+        for group in groups:
+            wl = await workload(api, group)
+            assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("leader", 1), ("worker", 2)]
+
+        target = next(
+            a.workload for a in applied if a.workload.name.startswith("leaderworkerset-nginx-leaderworkerset-0-")
+        )
+        before = {p["metadata"]["uid"] for p in pods}
+        await commit(bus, eviction(target))
+        await wait_for(bus, types.WorkloadStopped, workload__name=target.name, timeout=10)
+        again = await wait_for(bus, types.DispatchApplied, action="StartJob", count=3, timeout=20)
+        assert again[2].workload.name == target.name
+        pods = await pods_until(
+            api,
+            lambda ps: (
+                len(live(ps)) == 6
+                and all(started(p) for p in live(ps))
+                and sum(p["metadata"]["uid"] not in before for p in live(ps)) == 3
+            ),
+        )
+        renewed = {pod_integration.group_name(p) for p in pods if p["metadata"]["uid"] not in before}
+        assert renewed == {target.name}
+        assert not any(SCHEDULING_GATE in str(p["spec"].get("schedulingGates")) for p in pods)

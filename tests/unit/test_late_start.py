@@ -1,0 +1,73 @@
+"""The start of pod group members that arrive after their group was admitted (services/dispatcher/core.py
+late_start): a StatefulSet's pods come one by one, a serving group's replacements come back gated, and Kueue's
+pod group reconciler ungates them while the workload is admitted (pod_controller.go)."""
+
+from kueue_es.events import models, types
+from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION
+from kueue_es.services.dispatcher import core
+
+REF = types.WorkloadRef(namespace="ns", name="statefulset-web-abcde", uid="u1")
+RF = types.ResourceFlavorObserved(
+    flavor=models.ResourceFlavor(
+        metadata=models.ObjectMeta(name="rf"), spec=models.ResourceFlavorSpec(node_labels={"pool": "a"})
+    )
+)
+
+
+def observed(*, group: bool = True, name: str = REF.name) -> types.WorkloadObserved:
+    annotations = {IS_GROUP_WORKLOAD_ANNOTATION: "true"} if group else {}
+    return types.WorkloadObserved(
+        workload=models.Workload(
+            metadata=models.ObjectMeta(name=name, namespace="ns", uid="u1", annotations=annotations),
+            spec=models.WorkloadSpec(
+                queue_name="lq", pod_sets=[models.PodSet(name="main", count=3, requests={"cpu": 100})]
+            ),
+            owner=models.OwnerReference(api_version="v1", kind="Pod", name="web-0", uid="pod-0"),
+        )
+    )
+
+
+def admitted(view: core.DispatchState, first: types.WorkloadObserved, *, ref: types.WorkloadRef = REF) -> int:
+    assignment = types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 300}, count=3)
+    events: list[types.Event] = [
+        RF,
+        first,
+        types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[assignment], at_ms=1),
+        types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=2),
+    ]
+    for seq, event in enumerate(events, start=1):
+        core.fold(view, event, seq=seq)
+    return len(events)
+
+
+def test_an_admitted_started_group_starts_its_late_pods_on_the_flavor() -> None:
+    view = core.DispatchState()
+    seq = admitted(view, observed())
+    action = core.late_start(view, REF.key)
+    assert action is not None
+    assert (action.group, action.namespace, action.pod_name, action.workload) == (REF.name, "ns", "", REF)
+    pod = {"metadata": {"name": "web-1"}, "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}}
+    patch = action.patch(pod, pod_set="main")
+    assert patch is not None and patch["spec"]["nodeSelector"] == {"pool": "a"}
+    assert patch["spec"]["schedulingGates"] is None
+    assert action.patch({"metadata": {}, "spec": {}}, pod_set="main") is None  # already started
+
+    # being evicted: nothing more starts
+    core.fold(
+        view, types.EvictionRequested(workload=REF, cluster_queue="cq", message="preempted", at_ms=3), seq=seq + 1
+    )
+    assert core.late_start(view, REF.key) is None
+
+
+def test_nothing_for_a_single_pod_or_a_group_not_admitted() -> None:
+    view = core.DispatchState()
+    admitted(
+        view,
+        observed(group=False, name="pod-web-0-abcde"),
+        ref=types.WorkloadRef(namespace="ns", name="pod-web-0-abcde", uid="u1"),
+    )
+    assert core.late_start(view, "ns/pod-web-0-abcde") is None
+    pending = core.DispatchState()
+    core.fold(pending, observed(), seq=1)
+    assert core.late_start(pending, REF.key) is None
+    assert core.late_start(pending, "ns/unknown") is None

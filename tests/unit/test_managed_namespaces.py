@@ -1,0 +1,131 @@
+"""Which jobs Kueue manages: managedJobsNamespaceSelector (labels, expressions, Kueue's default) and the
+default LocalQueue the job webhooks give a job created without a queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kmock
+import pytest
+
+from kueue_es.events import manager_config, models
+from kueue_es.jobframework import jobs, pods, workloads
+from kueue_es.services.kube import resources
+from kueue_es.sim import store
+from kueue_es.sim.emulator import KUEUE_WEBHOOKS, DefaultLocalQueue
+
+TEAM = models.LabelSelector(match_labels={"team": "a"})
+EXISTS = models.LabelSelector(
+    match_expressions=[models.LabelSelectorRequirement(key="kueue-managed", operator="Exists")]
+)
+
+
+def job(namespace: str, *, queue: str | None = "user-queue") -> dict[str, Any]:
+    labels = {workloads.QUEUE_LABEL: queue} if queue else {}
+    pod = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": namespace, "uid": "u", "labels": labels},
+        "spec": {"template": {"spec": pod}},
+    }
+
+
+def queue_of(manifest: dict[str, Any], context: workloads.Context) -> str | None:
+    ref = workloads.job_ref(manifest, kind="Job", api_version="batch/v1")
+    return workloads.queue_name(ref, context)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "context", "want"),
+    [
+        ("default", workloads.Context(), "user-queue"),
+        ("kube-system", workloads.Context(), None),  # Kueue's default selector, even with the queue label
+        ("kueue-system", workloads.Context(manage_jobs_without_queue_name=True), None),
+        (
+            "a",
+            workloads.Context(managed_jobs_namespace_selector=TEAM, namespace_labels={"a": {"team": "a"}}),
+            "user-queue",
+        ),
+        ("b", workloads.Context(managed_jobs_namespace_selector=TEAM, namespace_labels={"b": {"team": "b"}}), None),
+        ("c", workloads.Context(managed_jobs_namespace_selector=TEAM), None),  # not seen: only its name label
+        (
+            "d",
+            workloads.Context(managed_jobs_namespace_selector=EXISTS, namespace_labels={"d": {"kueue-managed": ""}}),
+            "user-queue",
+        ),
+        ("kube-system", workloads.Context(managed_jobs_namespace_selector=models.LabelSelector()), "user-queue"),
+    ],
+)
+def test_the_selector_decides_for_labelled_jobs_too(
+    namespace: str, context: workloads.Context, want: str | None
+) -> None:
+    """Kueue's reconciler ignores jobs in namespaces the selector does not pick (GA since v0.19)."""
+    assert queue_of(job(namespace), context) == want
+    if want is None:
+        assert jobs.job_facts(job(namespace), context=context) is None
+
+
+def test_the_name_label_is_matched_and_unlabelled_jobs_need_the_option() -> None:
+    by_name = models.LabelSelector(
+        match_expressions=[
+            models.LabelSelectorRequirement(key="kubernetes.io/metadata.name", operator="In", values=["ml"])
+        ]
+    )
+    managed = workloads.Context(managed_jobs_namespace_selector=by_name, manage_jobs_without_queue_name=True)
+    assert queue_of(job("ml", queue=None), managed) == ""
+    assert queue_of(job("web", queue=None), managed) is None
+    assert queue_of(job("ml", queue=None), workloads.Context(managed_jobs_namespace_selector=by_name)) is None
+
+
+def test_pods_follow_the_selector() -> None:
+    """The pod webhook leaves pods of unselected namespaces alone, queue label or not."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "b", "uid": "p", "labels": {workloads.QUEUE_LABEL: "q"}},
+        "spec": {"containers": [{"name": "c"}]},
+    }
+    context = workloads.Context(managed_jobs_namespace_selector=TEAM, namespace_labels={"b": {"team": "a"}})
+    assert pods.is_managed(pod, context)
+    assert not pods.is_managed(pod, workloads.Context(managed_jobs_namespace_selector=TEAM))
+
+
+def test_the_configuration_file_gives_the_selector() -> None:
+    config = manager_config.parse(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmanageJobsWithoutQueueName: true\n"
+        "managedJobsNamespaceSelector:\n  matchExpressions:\n  - {key: team, operator: In, values: [a, b]}\n",
+        source="test",
+    )
+    assert config.manage_jobs_without_queue_name
+    selector = config.managed_jobs_namespace_selector
+    assert selector is not None and selector.matches({"team": "b"}) and not selector.matches({"team": "c"})
+
+
+def emulated_store() -> store.ObjectStore:
+    hook = DefaultLocalQueue()
+    objects = store.ObjectStore(objects=kmock.ObjectsArray(), create_hooks=(hook, *KUEUE_WEBHOOKS))
+    hook.store = objects
+    objects.create(resources.NAMESPACES, namespace=None, body={"metadata": {"name": "other"}})
+    return objects
+
+
+def test_a_job_created_without_a_queue_goes_to_the_default_local_queue() -> None:
+    """Kueue's job webhook (ApplyDefaultLocalQueue): the ``default`` LocalQueue of the namespace, at
+    creation, then suspended as any queued Job; not in a namespace without one, nor in kube-system."""
+    objects = emulated_store()
+    for namespace in ("default", "kube-system"):
+        lq = {"metadata": {"name": "default"}, "spec": {"clusterQueue": "cq"}}
+        objects.create(resources.LOCAL_QUEUES, namespace=namespace, body=lq)
+    for namespace, want_queue in (("default", "default"), ("kube-system", None), ("other", None)):
+        body = job(namespace, queue=None)
+        del body["metadata"]["uid"]
+        created = objects.create(resources.JOBS, namespace=namespace, body=body)
+        assert created["metadata"].get("labels", {}).get(workloads.QUEUE_LABEL) == want_queue, namespace
+        assert created["spec"].get("suspend", False) is (want_queue is not None), namespace
+    labelled = objects.create(
+        resources.JOBS,
+        namespace="default",
+        body={**job("default"), "metadata": {"name": "k", "labels": {workloads.QUEUE_LABEL: "mine"}}},
+    )
+    assert labelled["metadata"]["labels"][workloads.QUEUE_LABEL] == "mine"
