@@ -123,7 +123,9 @@ def runtime_of(ref: workloads.JobRef, trainjob: Mapping[str, Any], context: work
     (apiGroup ``trainer.kubeflow.org`` and kind ClusterTrainingRuntime by default, as the CRD defaults them),
     from ``context.objects``. Raises ManifestError for another kind or one not found (Kueue: "unsupported
     runtime", "runtime not found": no Workload until it exists)."""
-    runtime_ref = _mapping(ref, trainjob["spec"].get("runtimeRef"), field="spec.runtimeRef")
+    runtime_ref = _mapping(
+        ref, _mapping(ref, trainjob.get("spec"), field="spec").get("runtimeRef"), field="spec.runtimeRef"
+    )
     name = runtime_ref.get("name")
     if not isinstance(name, str) or not name:
         raise ref.error(field="spec.runtimeRef.name", problem="is required")
@@ -144,6 +146,10 @@ def _merge_resources(base: Any, override: Mapping[str, Any]) -> dict[str, Any]:
     (trainingruntime.MergeResourceRequirements)."""
     merged = strategic_merge(base if isinstance(base, dict) else {}, dict(override))
     return dict(merged)
+
+
+def _named(rjob: Mapping[str, Any]) -> bool:
+    return isinstance(rjob.get("name"), str)
 
 
 def _ancestor(rjob: Mapping[str, Any]) -> Any:
@@ -169,8 +175,8 @@ def child_jobset(ref: workloads.JobRef, trainjob: Mapping[str, Any], context: wo
        steps have ``replicas`` 1, the others keep theirs (1 when absent, the CRD default) (the JobSet builder).
     Raises ManifestError naming the TrainJob's field, or the runtime's in the JobSet's terms.
     """
-    spec = trainjob["spec"]
     runtime = runtime_of(ref, trainjob, context)
+    spec = _mapping(ref, trainjob.get("spec"), field="spec")
     runtime_spec = _mapping(ref, runtime.get("spec"), field="spec.runtimeRef (the runtime's spec)")
     ml_policy = runtime_spec.get("mlPolicy")
     ml_policy = ml_policy if isinstance(ml_policy, dict) else None
@@ -178,7 +184,7 @@ def child_jobset(ref: workloads.JobRef, trainjob: Mapping[str, Any], context: wo
     js_spec: Any = copy.deepcopy(dict(template))
     if not isinstance(js_spec.get("replicatedJobs"), list):
         raise ref.error(field="spec.runtimeRef", problem="names a runtime without spec.template.spec.replicatedJobs")
-    order = {rj.get("name"): i for i, rj in enumerate(js_spec["replicatedJobs"]) if isinstance(rj, dict)}
+    order = {rj["name"]: i for i, rj in enumerate(js_spec["replicatedJobs"]) if isinstance(rj, dict) and _named(rj)}
     patches = spec.get("runtimePatches") or []
     if not isinstance(patches, list):
         raise ref.error(field="spec.runtimePatches", problem="must be a list")
@@ -193,7 +199,7 @@ def child_jobset(ref: workloads.JobRef, trainjob: Mapping[str, Any], context: wo
     replicated = js_spec.get("replicatedJobs")
     if not isinstance(replicated, list) or not all(isinstance(rj, dict) for rj in replicated):
         raise ref.error(field="spec.runtimePatches", problem="must leave replicatedJobs a list of mappings")
-    replicated.sort(key=lambda rj: order.get(rj.get("name"), 0))  # stable, as sort.SliceStable
+    replicated.sort(key=lambda rj: order.get(rj["name"], 0) if _named(rj) else 0)  # stable, as sort.SliceStable
     trainer = _mapping(ref, spec.get("trainer"), field="spec.trainer")
     resources = trainer.get("resourcesPerNode")
     if resources is not None and not isinstance(resources, dict):
