@@ -91,6 +91,9 @@ class Context:
     ``external_owners``: ``(apiVersion, kind)`` of the Configuration's
     ``integrations.externalFrameworks``: a pod such an object controls is part of its
     owner's workload, run by an outside controller, not a workload of its own.
+    ``objects``: the objects of the kinds integrations read besides the job (a TrainJob's
+    TrainingRuntimes: ``Integration.inputs``), by kind, then ``(namespace, name)`` (namespace
+    "" for cluster-scoped kinds).
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -103,6 +106,7 @@ class Context:
     runtime_classes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     limit_ranges: Sequence[Mapping[str, Any]] = ()
     previous: models.Workload | None = None
+    objects: Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
     external_owners: Collection[tuple[str, str]] = frozenset()
 
     def namespace_managed(self, namespace: str) -> bool:

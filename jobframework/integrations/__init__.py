@@ -42,6 +42,18 @@ Path = tuple[str | int, ...]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class InputKind:
+    """A kind an integration's conversion reads besides the job (a TrainJob's TrainingRuntime): the watcher
+    lists and watches it, keeps its objects in memory for :attr:`workloads.Context.objects` and converts
+    the pending jobs again when one changes."""
+
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PodSetSource:
     """One pod set of a job, and where its pod template is.
 
@@ -140,6 +152,16 @@ class Integration:
     it owns; they are part of its workload, so every kind's conversion reads it first.
     ``skip(job)``: Kueue leaves this job alone (JobWithSkip: a RayJob running on an existing
     cluster), so it is no workload.
+
+
+    For a kind whose pod templates are not in the job itself (a TrainJob: they are in the
+    JobSet its runtime gives): ``inputs``, the kinds its conversion reads (in
+    ``context.objects``); ``pod_set_object(ref, job, context)``, the object ``pod_sets``
+    reads and the template paths point into (raises ManifestError); ``pods_ready_in(job,
+    context)``, PodsReady when it needs those inputs too (used instead of ``pods_ready``);
+    ``write_templates(job, templates, suspend)``, how a start or a stop writes the pod sets'
+    template changes (by pod set name) into the job, in place, instead of at the templates'
+    paths. All None or empty for the kinds that carry their templates.
     """
 
     framework: str
@@ -163,6 +185,10 @@ class Integration:
     stopped: Callable[[dict[str, Any]], None] | None = None
     owns_any_kind: bool = False
     skip: Callable[[Mapping[str, Any]], bool] = _never
+    inputs: tuple[InputKind, ...] = ()
+    pod_set_object: Callable[[workloads.JobRef, Mapping[str, Any], workloads.Context], Mapping[str, Any]] | None = None
+    pods_ready_in: Callable[[Mapping[str, Any], workloads.Context], bool] | None = None
+    write_templates: Callable[[dict[str, Any], Mapping[str, TemplateChange], bool], None] | None = None
 
     @property
     def group(self) -> str:
@@ -248,6 +274,25 @@ def field_name(path: Path) -> str:
     return out
 
 
+def pod_set_sources(
+    integration: Integration, job: Mapping[str, Any], *, context: workloads.Context | None = None
+) -> tuple[Mapping[str, Any], list[PodSetSource]]:
+    """(the object holding the pod templates, the job's pod sets): the job itself, or what the integration's
+    ``pod_set_object`` derives from it and ``context``. Raises ManifestError."""
+    ref = integration.ref(job)
+    holder = job
+    if integration.pod_set_object is not None:
+        holder = integration.pod_set_object(ref, job, context or workloads.Context())
+    return holder, integration.pod_sets(ref, holder)
+
+
+def pods_ready(integration: Integration, job: Mapping[str, Any], *, context: workloads.Context | None = None) -> bool:
+    """Kueue's PodsReady of ``job``: ``pods_ready_in`` with ``context`` when the kind has it, else ``pods_ready``."""
+    if integration.pods_ready_in is not None:
+        return integration.pods_ready_in(job, context or workloads.Context())
+    return integration.pods_ready(job)
+
+
 def suspended(integration: Integration, job: Mapping[str, Any]) -> bool:
     """Whether the job is suspended (its ``suspend_path`` is true); False for kinds run through pods."""
     return integration.suspend_path is not None and get_at(job, integration.suspend_path) is True
@@ -267,13 +312,13 @@ def to_workload(
     ref = integration.ref(job)
     if not isinstance(job.get("spec"), dict):
         raise ref.error(field="spec", problem="must be a mapping")
-    sources = integration.pod_sets(ref, job)
+    holder, sources = pod_set_sources(integration, job, context=context)
     pod_sets: list[models.PodSet] = []
     pod_specs: list[tuple[str, Mapping[str, Any]]] = []
     annotation_fields: list[str] = []
     for source in sources:
         where = field_name(source.template_path)
-        template = source.workload_template if source.workload_template is not None else template_of(source, job)
+        template = source.workload_template if source.workload_template is not None else template_of(source, holder)
         pod_spec = workloads.pod_spec_at(ref, template, where=where)
         request = workloads.topology_request(
             ref,
@@ -369,18 +414,22 @@ def changed_job(
 
     ``counts``: admitted pods per pod set, passed to the integration's ``started`` hook on a start;
     a stop runs its ``stopped`` hook. Kinds with a :class:`PodSetView` have that changed instead of
-    the templates. Raises ManifestError when the job no longer converts.
+    the templates; a kind with ``write_templates`` writes the changes its own way. Raises
+    ManifestError when the job no longer converts.
     """
     out = copy.deepcopy(dict(job))
     view = integration.pod_set_view
-    for source in integration.pod_sets(integration.ref(job), job):
-        change = templates.get(source.name)
-        if change is None:
-            continue
-        if view is None:
-            set_at(out, source.template_path, change(template_of(source, out) or {}))
-        else:
-            view.write(out, source, change(view.read(out, source)))
+    if integration.write_templates is not None:
+        integration.write_templates(out, templates, suspend)
+    else:
+        for source in integration.pod_sets(integration.ref(job), job):
+            change = templates.get(source.name)
+            if change is None:
+                continue
+            if view is None:
+                set_at(out, source.template_path, change(template_of(source, out) or {}))
+            else:
+                view.write(out, source, change(view.read(out, source)))
     if integration.suspend_path is not None:
         set_at(out, integration.suspend_path, suspend)
     if not suspend and integration.started is not None:

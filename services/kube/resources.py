@@ -133,7 +133,8 @@ TOPOLOGIES = RESOURCES[KUEUE_V1BETA2, "Topology"]
 
 def ref_for(api_version: str, kind: str) -> ResourceRef:
     """Return the ResourceRef of a kind: one of ``RESOURCES``, or a job integration's kind
-    (:func:`kueue_es.jobframework.integrations.by_kind`, served once its CRD is installed).
+    (:func:`kueue_es.jobframework.integrations.by_kind`, served once its CRD is installed) or one
+    its conversion reads (``Integration.inputs``: a TrainingRuntime).
 
     Raises ``errors.UnknownKindError`` (naming the kind) for any other, e.g. ``example.com/v1 Widget``.
     """
@@ -143,6 +144,9 @@ def ref_for(api_version: str, kind: str) -> ResourceRef:
         integration = integrations.by_kind(kind)
         if integration is not None and integration.api_version == api_version:
             return _ref(api_version, kind, integration.plural, namespaced=integration.namespaced, status=True)
+        for read in (ik for i in integrations.registry().values() for ik in i.inputs):
+            if (read.api_version, read.kind) == (api_version, kind):
+                return _ref(api_version, kind, read.plural, namespaced=read.namespaced, status=False)
         known = ", ".join(sorted(f"{av} {k}" for av, k in RESOURCES))
         raise errors.UnknownKindError(
             f"kind {kind!r} of apiVersion {api_version!r} is not one kueue-es handles;"

@@ -17,11 +17,12 @@ from typing import Any, cast
 from kueue_es.events import models
 from kueue_es.jobframework import integrations, workloads
 from kueue_es.services.kube import objects
-from kueue_es.services.watcher.kinds import INPUT_KINDS, JOB_KINDS, Key
+from kueue_es.services.watcher.kinds import INPUT_KINDS, INTEGRATION_INPUTS, JOB_KINDS, Key
 
 
 class ConversionInputs:
-    """The cluster objects conversions read: PriorityClasses, RuntimeClasses, LimitRanges (``objects``), the
+    """The cluster objects conversions read: PriorityClasses, RuntimeClasses, LimitRanges and what integrations
+    read (TrainingRuntimes: ``objects``), the
     LocalQueues and WorkloadPriorityClasses that exist, and the jobs of every kind but Pod seen (by UID: ``owners``)."""
 
     def __init__(
@@ -110,6 +111,7 @@ class ConversionInputs:
             runtime_classes=self._runtime_classes(),
             limit_ranges=self._limit_ranges(wl_key[0]),
             previous=previous,
+            objects={kind: self.objects[kind] for kind in INTEGRATION_INPUTS},
             external_owners=self.external_owners,
         )
 

@@ -137,14 +137,14 @@ class JobTracker:
         known = wl_key in self.publisher.known["Workload"]
         if isinstance(fact, types.WorkloadObserved) and known and self._running(kind, [obj]):
             # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
-            await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+            await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version)
             return
         log_rejection(fact)
         await self.publisher.publish(self.publisher.keep_active(wl_key, fact), version=version, source=kind)
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of this job is news again
             self.publisher.last_published.pop((kind, objects.namespace_of(obj), objects.name_of(obj)), None)
-        await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms)
+        await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
         if isinstance(fact, types.WorkloadObserved):  # not once finished (reconciler.go step 3 comes first)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version)
 

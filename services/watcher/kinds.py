@@ -33,8 +33,15 @@ FRAMEWORK_KINDS = {
 }
 #: The Workload objects the dispatcher writes: read back for admission check states and spec.active.
 WORKLOAD_KIND = "Workload"
+#: What the integrations' conversions read besides the job (a TrainJob's TrainingRuntimes), by kind.
+INTEGRATION_INPUTS = {
+    ik.kind: resources.ref_for(ik.api_version, ik.kind)
+    for integration in integrations.registry().values()
+    for ik in integration.inputs
+}
 #: Cluster objects a job's conversion reads, kept in memory and never put on the log.
-INPUT_KINDS = ("PriorityClass", "RuntimeClass", "LimitRange")
+_POD_INPUTS = ("PriorityClass", "RuntimeClass", "LimitRange")
+INPUT_KINDS = (*_POD_INPUTS, *INTEGRATION_INPUTS)
 #: What Topology-Aware Scheduling reads: Topologies, Nodes and the pods bound to nodes (:mod:`.nodes`).
 TAS_KINDS = nodes.TAS_KINDS
 BOUND_PODS_REF = nodes.BOUND_PODS_REF
@@ -52,7 +59,12 @@ RUNTIME_CLASSES = resources.ResourceRef(
 )
 #: v1 LimitRange: container defaults and bounds in a namespace (SEMANTICS §2.3 step 2).
 LIMIT_RANGES = resources.ResourceRef(group="", version="v1", plural="limitranges", kind="LimitRange", namespaced=True)
-INPUT_REFS = {"PriorityClass": PRIORITY_CLASSES, "RuntimeClass": RUNTIME_CLASSES, "LimitRange": LIMIT_RANGES}
+INPUT_REFS = {
+    "PriorityClass": PRIORITY_CLASSES,
+    "RuntimeClass": RUNTIME_CLASSES,
+    "LimitRange": LIMIT_RANGES,
+    **INTEGRATION_INPUTS,
+}
 API_VERSIONS = {
     "Namespace": "v1",
     "Job": jobs.JOB_API,
@@ -60,7 +72,7 @@ API_VERSIONS = {
     "Pod": pods.POD_API,
     **{kind: integrations.registry()[kind].api_version for kind in INTEGRATION_KINDS},
 }
-_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", "Namespace", *INPUT_KINDS)
+_SHARED_READS = ("LocalQueue", "WorkloadPriorityClass", "Namespace", *_POD_INPUTS)
 #: What each kind's conversion reads; Watcher.run lists these first.
 #: A job owned by a managed job is part of it (jobframework FindAncestorJobManagedByKueue), so the kinds
 #: that may own another are listed first: every integration may own a Job or pods, a TrainJob owns a JobSet,
@@ -71,7 +83,12 @@ READS: dict[str, tuple[str, ...]] = {
     "Job": (*_SHARED_READS, "JobSet", *INTEGRATION_KINDS),
     "Pod": (*_SHARED_READS, "JobSet", "Job", *INTEGRATION_KINDS),
     **{
-        kind: (*_SHARED_READS, *i.owner_kinds, *(w for w in _WRAPPER_KINDS if w != kind))
+        kind: (
+            *_SHARED_READS,
+            *(read.kind for read in i.inputs),
+            *i.owner_kinds,
+            *(w for w in _WRAPPER_KINDS if w != kind),
+        )
         for kind, i in integrations.registry().items()
     },
     WORKLOAD_KIND: JOB_KINDS,

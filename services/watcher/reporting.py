@@ -78,8 +78,18 @@ class ProgressReporter:
 
     # -- Jobs and JobSets -------------------------------------------------------------------------
 
-    async def job_progress(self, kind: str, obj: objects.KubeObject, wl_key: Key, *, version: str, now_ms: int) -> None:
-        """WorkloadStopped of an evicted Job or JobSet that no longer runs, and its PodsReady."""
+    async def job_progress(
+        self,
+        kind: str,
+        obj: objects.KubeObject,
+        wl_key: Key,
+        *,
+        version: str,
+        now_ms: int,
+        context: workloads.Context | None = None,
+    ) -> None:
+        """WorkloadStopped of an evicted Job or JobSet that no longer runs, and its PodsReady (``context``: what
+        the job's conversion reads, for a kind whose PodsReady needs it: a TrainJob's runtime)."""
         raw: Mapping[str, Any] = obj
         if kind == "Job":
             await self.report_stopped(raw, now_ms=now_ms)
@@ -88,7 +98,11 @@ class ProgressReporter:
             running = integration.active(raw) or not integrations.suspended(integration, raw)
             await self.report_mark_stopped(wl_key, [obj], running=running, now_ms=now_ms)
         if kind != "Pod" and wl_key in self.publisher.known["Workload"]:
-            ready = integration.pods_ready(raw) if integration is not None else progress.job_ready(raw)
+            ready = (
+                integrations.pods_ready(integration, raw, context=context)
+                if integration is not None
+                else progress.job_ready(raw)
+            )
             await self.report_pods_ready(wl_key, started=progress.started(kind, [raw]), ready=ready, version=version)
 
     async def report_reclaimable(self, kind: str, obj: objects.KubeObject, wl_key: Key, *, version: str) -> None:

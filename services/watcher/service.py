@@ -340,13 +340,19 @@ class Watcher:
 
 def watched_kinds(config: manager_config.ManagerConfig | None) -> tuple[str, ...]:
     """What the watcher watches: every kind, but of the job kinds only those of the integrations a
-    configuration file lists (``integrations.frameworks``; without a file every integration kueue-es has)."""
+    configuration file lists (``integrations.frameworks``; without a file every integration kueue-es has),
+    and of the kinds integrations read (TrainingRuntimes) only those a listed integration reads."""
     if config is None:
         return watched.WATCHED_KINDS
     jobs = {watched.FRAMEWORK_KINDS[name] for name in config.frameworks if name in watched.FRAMEWORK_KINDS}
     if any((i := integrations.by_kind(kind)) is not None and i.suspend_path is None for kind in jobs):
         jobs.add("Pod")  # Deployment, StatefulSet, LeaderWorkerSet run through pods (ImplicitlyEnabledFrameworkNames)
-    return tuple(kind for kind in watched.WATCHED_KINDS if kind not in watched.JOB_KINDS or kind in jobs)
+    reads = {kind for job in jobs for kind in watched.READS.get(job, ())}  # a TrainJob's runtimes only with it
+    return tuple(
+        kind
+        for kind in watched.WATCHED_KINDS
+        if (kind not in watched.JOB_KINDS or kind in jobs) and (kind not in watched.INTEGRATION_INPUTS or kind in reads)
+    )
 
 
 def _now_ms() -> int:

@@ -149,6 +149,7 @@ def test_watcher_is_read_only_and_covers_what_it_watches() -> None:
     for kind in watcher.WATCHED_KINDS:
         refs = [ref for (_, k), ref in resources.RESOURCES.items() if k == kind]
         refs += [v for v in vars(watcher).values() if isinstance(v, resources.ResourceRef) and v.kind == kind]
+        refs += [ref for k, ref in watcher.INPUT_REFS.items() if k == kind]
         if kind in watcher.API_VERSIONS:
             refs.append(resources.ref_for(watcher.API_VERSIONS[kind], kind))
         assert refs, f"no resource known for {kind}"

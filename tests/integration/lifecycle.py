@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
-from kueue_es.jobframework import integrations
+from kueue_es.jobframework import integrations, workloads
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
@@ -60,14 +60,28 @@ def served(kind: str) -> resources.ResourceRef:
     return resources.ref_for(integration.api_version, kind)
 
 
-def templates_of(kind: str, job: dict[str, Any]) -> dict[str, Any]:
+def templates_of(kind: str, job: dict[str, Any], context: workloads.Context | None = None) -> dict[str, Any]:
     """What a start changes of each pod set in ``job``, as a pod template, by pod set name: its pod template
-    (or the default one when the job has none), or its :class:`~kueue_es.jobframework.integrations.PodSetView` (an AppWrapper's podSetInfos)."""
+    (or the default one when the job has none; for a TrainJob, in the JobSet its runtime and ``context``
+    give), or its :class:`~kueue_es.jobframework.integrations.PodSetView` (an AppWrapper's podSetInfos)."""
     integration = integrations.registry()[kind]
+    holder, sources = integrations.pod_set_sources(integration, job, context=context)
     return {
         source.name: integrations.start_template(integration, job, source)
-        for source in integration.pod_sets(integration.ref(job), job)
+        if integration.pod_set_view is not None
+        else integrations.template_of(source, holder)
+        for source in sources
     }
+
+
+def context_of(inputs: Sequence[dict[str, Any]]) -> workloads.Context:
+    """The conversion context holding ``inputs`` (objects an integration reads, such as a TrainingRuntime)."""
+    objects: dict[str, dict[tuple[str, str], Any]] = {}
+    for obj in inputs:
+        namespaced = resources.ref_for(obj["apiVersion"], obj["kind"]).namespaced
+        key = (obj["metadata"].get("namespace", "default") if namespaced else "", obj["metadata"]["name"])
+        objects.setdefault(obj["kind"], {})[key] = obj
+    return workloads.Context(objects=objects)
 
 
 async def until(api: Any, ref: resources.ResourceRef, name: str, check: Callable[[dict[str, Any]], bool]) -> Any:
@@ -97,10 +111,12 @@ async def run_lifecycle(
     *,
     pod_sets: list[tuple[str, int]],
     statuses: Statuses,
+    inputs: Sequence[dict[str, Any]] = (),
 ) -> dict[str, dict[str, Any]]:
     """Drive ``manifest`` (a queue-labelled job of a registered integration, in namespace default) through its
     life and check each step (module docstring). ``pod_sets``: the (name, count) Kueue gives it, in order.
-    Returns the job as ``created``, first ``started`` and ``stopped``, for the kind's own checks."""
+    ``inputs``: objects its conversion reads (a TrainJob's runtime), created first. Returns the job as
+    ``created``, first ``started`` and ``stopped``, for the kind's own checks."""
     kind = manifest["kind"]
     integration = integrations.registry()[kind]
     assert integration.suspend_path is not None
@@ -109,6 +125,9 @@ async def run_lifecycle(
     watcher = Watcher(bus=bus, api=api)
     async with running(watcher.run(), admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
         await set_up_queues(api, cpu=64)
+        for obj in inputs:
+            await kube.apply_manifest(api, copy.deepcopy(obj))
+        context = context_of(inputs)
         created = await kube.apply_manifest(api, copy.deepcopy(manifest))
         name, uid = created["metadata"]["name"], created["metadata"]["uid"]
         assert integrations.get_at(created, integration.suspend_path) is True, "created suspended (the webhook)"
@@ -118,7 +137,7 @@ async def run_lifecycle(
         ref = applied.workload
         assert ref.name == integration.workload_name(name, uid)
         assert applied.target == f"{kind} default/{name}" and applied.node_selector == SPOT_SELECTOR
-        for template in templates_of(kind, started).values():
+        for template in templates_of(kind, started, context).values():
             assert template["spec"]["nodeSelector"] == SPOT_SELECTOR
             assert SPOT_TOLERATION in template["spec"]["tolerations"]
         wl = await until(
@@ -147,7 +166,11 @@ async def run_lifecycle(
 
         await commit(bus, eviction(ref))
         stopped = await until(api, ref_kind, name, lambda o: integrations.get_at(o, integration.suspend_path) is True)
-        assert templates_of(kind, stopped) == templates_of(kind, created), "templates given back as created"
+        assert templates_of(kind, stopped, context) == templates_of(kind, created, context), "templates given back"
+        if integration.write_templates is not None:  # written elsewhere (a TrainJob's runtimePatches): all given back
+            assert {k: v for k, v in stopped["spec"].items() if k != "suspend"} == {
+                k: v for k, v in created["spec"].items() if k != "suspend"
+            }
         assert stopped["metadata"]["annotations"][EVICTED_ANNOTATION] == "Preempted"
         await asyncio.sleep(0.2)
         assert await events_of(bus, types.WorkloadStopped) == [], "its pods are still active"
@@ -162,7 +185,7 @@ async def run_lifecycle(
 
         if statuses.finished is None:
             assert integration.finished({**created, "status": statuses.ready}) is None
-            return
+            return {"created": created, "started": started, "stopped": stopped}
         await write_status(api, ref_kind, name, statuses.finished)
         [done] = await wait_for(bus, types.WorkloadFinished, timeout=10)
         assert (done.workload.name, done.succeeded, done.reason) == (ref.name, True, "Succeeded")

@@ -96,7 +96,8 @@ def _sample(kind: str) -> dict[str, Any]:
     for candidate in SHAPES[kind]:
         job = copy.deepcopy(base)
         job["spec"] = candidate(template)
-        if integration.suspend_path is None or isinstance(integrations.facts(integration, job), types.WorkloadObserved):
+        fact = integrations.facts(integration, job, context=CONTEXTS.get(kind))
+        if integration.suspend_path is None or isinstance(fact, types.WorkloadObserved):
             return job
     raise AssertionError(f"no shape in SHAPES gives {kind} a workload")
 
@@ -112,6 +113,11 @@ SHAPES: dict[str, list[Any]] = {
     "XGBoostJob": [_replicas("xgbReplicaSpecs", "Master", "Worker")],
     "PaddleJob": [_replicas("paddleReplicaSpecs", "Worker")],
     "JAXJob": [_replicas("jaxReplicaSpecs", "Worker")],
+    "MPIJob": [_replicas("mpiReplicaSpecs", "Launcher", "Worker")],
+    # the template is the runtime's (CONTEXTS): a TrainJob names it and sets the node count
+    "TrainJob": [
+        lambda t: {"runtimeRef": {"name": "rt", "kind": "ClusterTrainingRuntime"}, "trainer": {"numNodes": 2}}
+    ],
     "Deployment": [lambda t: {"replicas": 2, "template": t}],
     "StatefulSet": [lambda t: {"replicas": 2, "template": t}],
     "LeaderWorkerSet": [
@@ -145,6 +151,32 @@ def _ray_cluster(template: Any) -> dict[str, Any]:
     }
 
 
+def _runtime(template: dict[str, Any]) -> dict[str, Any]:
+    """A ClusterTrainingRuntime ``rt`` whose one replicated job, the trainer step, runs ``template``."""
+    step = {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}}}
+    replicated = [{"name": "node", "template": {**step, "spec": {"template": template}}}]
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "rt"},
+        "spec": {"mlPolicy": {"numNodes": 1}, "template": {"spec": {"replicatedJobs": replicated}}},
+    }
+
+
+#: What a kind's conversion reads besides the job (Integration.inputs), when it reads anything.
+CONTEXTS: dict[str, workloads.Context] = {
+    "TrainJob": workloads.Context(
+        objects={
+            "ClusterTrainingRuntime": {
+                ("", "rt"): _runtime(
+                    {"spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "1"}}}]}}
+                )
+            }
+        }
+    ),
+}
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
@@ -153,14 +185,15 @@ def test_any_job_of_a_registered_kind_converts_or_is_rejected(kind: str, data: s
     job = data.draw(_mutations(_sample(kind)))
     if integration.on_create is not None:
         integration.on_create(copy.deepcopy(job))  # the webhook's defaulting takes any shape too
-    fact = integrations.facts(integration, job, context=workloads.Context())
+    context = CONTEXTS.get(kind, workloads.Context())
+    fact = integrations.facts(integration, job, context=context)
     assert fact is None or isinstance(fact, types.WorkloadObserved | types.WorkloadFinished | types.ObjectRejected), (
         fact
     )
     if isinstance(fact, types.ObjectRejected):
         assert (fact.kind, fact.name) == (kind, "j")
     integration.active(job)
-    integration.pods_ready(job)
+    integrations.pods_ready(integration, job, context=context)
     integration.finished(job)
     if integration.reclaimable_pods is not None:
         integration.reclaimable_pods(job)
