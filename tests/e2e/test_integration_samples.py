@@ -55,6 +55,12 @@ def _quote_xgboost_cpu(text: str) -> str:
     return re.sub(r"cpu: 0\.5", 'cpu: "0.5"', text)
 
 
+def _without_gpus(text: str) -> str:
+    """The TrainJob of Kueue's TrainJob page asks for one nvidia.com/gpu per node; the demo's ClusterQueue has
+    none (it would wait, as in Kueue), so the GPU request is taken out."""
+    return "\n".join(line for line in text.splitlines() if "nvidia.com/gpu" not in line) + "\n"
+
+
 SAMPLES = [
     Sample("Job", EXAMPLES / "jobs/sample-job.yaml", [[("main", 3)]], "suspend:{.spec.suspend}"),
     Sample(
@@ -82,6 +88,20 @@ SAMPLES = [
         "PaddleJob", EXAMPLES / "jobs/sample-paddlejob.yaml", [[("worker", 2)]], "suspend:{.spec.runPolicy.suspend}"
     ),
     Sample("JAXJob", EXAMPLES / "jobs/sample-jaxjob.yaml", [[("worker", 2)]], "suspend:{.spec.runPolicy.suspend}"),
+    Sample(
+        "MPIJob",
+        EXAMPLES / "jobs/sample-mpijob.yaml",
+        [[("launcher", 1), ("worker", 2)]],
+        "suspend:{.spec.runPolicy.suspend}",
+    ),
+    Sample(
+        "TrainJob",
+        FIXTURES / "samples/trainjob-pytorch-distributed.yaml",
+        [[("node", 2)]],
+        "suspend:{.spec.suspend}",
+        stdin_fix=_without_gpus,
+        extra=[FIXTURES / "samples/clustertrainingruntime-torch-distributed.yaml"],
+    ),
     Sample(
         "RayJob",
         EXAMPLES / "jobs/ray-job-sample.yaml",
