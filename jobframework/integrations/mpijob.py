@@ -15,15 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kueue_es.jobframework import workloads
-from kueue_es.jobframework.integrations import (
-    Finished,
-    Integration,
-    PodSetSource,
-    condition_true,
-    count_of,
-    finished_by_conditions,
-    kubeflow,
-)
+from kueue_es.jobframework.integrations import Integration, PodSetSource, kubeflow
 
 API_VERSION = "kubeflow.org/v2beta1"
 #: The replica types Kueue makes pod sets of, in its order (orderedReplicaTypes); any other key is ignored.
@@ -71,20 +63,12 @@ def pod_sets(ref: workloads.JobRef, job: Mapping[str, Any]) -> list[PodSetSource
     return out
 
 
-def finished(job: Mapping[str, Any]) -> Finished | None:
-    """The ``Succeeded`` or ``Failed`` condition when True (mpijob_controller.go Finished)."""
-    return finished_by_conditions(job, succeeded=("Succeeded",), failed=("Failed",))
-
-
-def active(job: Mapping[str, Any]) -> bool:
-    """Any replica type with active pods in ``status.replicaStatuses`` (IsActive)."""
-    statuses = workloads.as_mapping(workloads.as_mapping(job.get("status")).get("replicaStatuses"))
-    return any(count_of(workloads.as_mapping(s).get("active"), default=0) > 0 for s in statuses.values())
-
-
-def pods_ready(job: Mapping[str, Any]) -> bool:
-    """The MPIJob's ``Running`` condition is True (mpijob_controller.go PodsReady)."""
-    return condition_true(job, "Running") is not None
+# The MPI operator's status has the Kubeflow v1 jobs' shape (conditions Succeeded, Failed, Running;
+# replicaStatuses[type].active), and Kueue reads it the same way (mpijob_controller.go Finished, IsActive,
+# PodsReady): the readers are :mod:`.kubeflow`'s.
+finished = kubeflow.finished
+active = kubeflow.active
+pods_ready = kubeflow.pods_ready
 
 
 def on_create(job: dict[str, Any]) -> None:

@@ -530,7 +530,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     **({"categories": list(categories)} if categories else {}),
                 }
             )
-            if (group, ref.plural) in SCALABLE:
+            if (group, ref.plural) in SCALABLE or (custom is not None and custom.scale is not None):
                 entries.append(
                     {
                         "name": f"{ref.plural}/scale",
@@ -549,18 +549,6 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                         "singularName": "",
                         "namespaced": ref.namespaced,
                         "kind": ref.kind,
-                        "verbs": ["get", "patch", "update"],
-                    }
-                )
-            if custom is not None and custom.scale is not None:
-                entries.append(
-                    {
-                        "name": f"{ref.plural}/scale",
-                        "singularName": "",
-                        "namespaced": ref.namespaced,
-                        "group": "autoscaling",
-                        "version": "v1",
-                        "kind": "Scale",
                         "verbs": ["get", "patch", "update"],
                     }
                 )
