@@ -158,7 +158,8 @@ class Integration:
     JobSet its runtime gives): ``inputs``, the kinds its conversion reads (in
     ``context.objects``); ``pod_set_object(ref, job, context)``, the object ``pod_sets``
     reads and the template paths point into (raises ManifestError); ``pods_ready_in(job,
-    context)``, PodsReady when it needs those inputs too (used instead of ``pods_ready``);
+    context)``, PodsReady when it needs those inputs too (used instead of ``pods_ready``), and
+    ``reclaimable_pods_in(job, context)`` its reclaimable pods likewise;
     ``write_templates(job, templates, suspend)``, how a start or a stop writes the pod sets'
     template changes (by pod set name) into the job, in place, instead of at the templates'
     paths. All None or empty for the kinds that carry their templates.
@@ -188,6 +189,7 @@ class Integration:
     inputs: tuple[InputKind, ...] = ()
     pod_set_object: Callable[[workloads.JobRef, Mapping[str, Any], workloads.Context], Mapping[str, Any]] | None = None
     pods_ready_in: Callable[[Mapping[str, Any], workloads.Context], bool] | None = None
+    reclaimable_pods_in: Callable[[Mapping[str, Any], workloads.Context], dict[str, int]] | None = None
     write_templates: Callable[[dict[str, Any], Mapping[str, TemplateChange], bool], None] | None = None
 
     @property
@@ -291,6 +293,18 @@ def pods_ready(integration: Integration, job: Mapping[str, Any], *, context: wor
     if integration.pods_ready_in is not None:
         return integration.pods_ready_in(job, context or workloads.Context())
     return integration.pods_ready(job)
+
+
+def reclaimable_pods(
+    integration: Integration, job: Mapping[str, Any], *, context: workloads.Context | None = None
+) -> dict[str, int] | None:
+    """The job's reclaimable pods by pod set (Kueue's JobWithReclaimablePods): ``reclaimable_pods_in`` with
+    ``context`` when the kind has it, else ``reclaimable_pods``; None when the kind reports none."""
+    if integration.reclaimable_pods_in is not None:
+        return integration.reclaimable_pods_in(job, context or workloads.Context())
+    if integration.reclaimable_pods is not None:
+        return integration.reclaimable_pods(job)
+    return None
 
 
 def suspended(integration: Integration, job: Mapping[str, Any]) -> bool:

@@ -39,6 +39,7 @@ from kueue_es.jobframework.integrations import (
     Integration,
     PodSetSource,
     TemplateChange,
+    as_list,
     count_of,
     finished_by_conditions,
     jobset,
@@ -268,8 +269,23 @@ def finished(trainjob: Mapping[str, Any]) -> Finished | None:
 
 
 def _jobs_status(trainjob: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    statuses = workloads.as_mapping(trainjob.get("status")).get("jobsStatus") or []
+    statuses = as_list(workloads.as_mapping(trainjob.get("status")).get("jobsStatus"))
     return [s for s in statuses if isinstance(s, dict)]
+
+
+def reclaimable_pods_in(trainjob: Mapping[str, Any], context: workloads.Context) -> dict[str, int]:
+    """Succeeded child Jobs' pods by replicated job (trainjob_controller.go ReclaimablePods): the JobSet rule
+    (:func:`.jobset.reclaimable_pods`) over the child JobSet the runtime gives and ``status.jobsStatus``;
+    ``{}`` when the TrainJob reports no Jobs or its runtime is not known."""
+    statuses = _jobs_status(trainjob)
+    if not statuses:
+        return {}
+    ref = workloads.job_ref(trainjob, kind="TrainJob", api_version=API_VERSION)
+    try:
+        child = child_jobset(ref, trainjob, context)
+    except manifests.ManifestError:
+        return {}
+    return jobset.reclaimable_pods({"spec": child["spec"], "status": {"replicatedJobsStatus": statuses}})
 
 
 def active(trainjob: Mapping[str, Any]) -> bool:
@@ -360,6 +376,7 @@ INTEGRATIONS = (
         inputs=(TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME),
         pod_set_object=child_jobset,
         pods_ready_in=pods_ready_in,
+        reclaimable_pods_in=reclaimable_pods_in,
         write_templates=write_templates,
     ),
 )

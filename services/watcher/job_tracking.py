@@ -138,7 +138,7 @@ class JobTracker:
         if isinstance(fact, types.WorkloadObserved) and known and self._running(kind, [obj]):
             # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
             await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
-            await self.reporter.report_reclaimable(kind, obj, wl_key, version=version)
+            await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
             return
         log_rejection(fact)
         await self.publisher.publish(self.publisher.keep_active(wl_key, fact), version=version, source=kind)
@@ -146,7 +146,7 @@ class JobTracker:
             self.publisher.last_published.pop((kind, objects.namespace_of(obj), objects.name_of(obj)), None)
         await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
         if isinstance(fact, types.WorkloadObserved):  # not once finished (reconciler.go step 3 comes first)
-            await self.reporter.report_reclaimable(kind, obj, wl_key, version=version)
+            await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
 
     def _running(self, kind: str, objs: list[objects.KubeObject]) -> bool:
         """A started job: its workload's template now carries the flavor's node selector and

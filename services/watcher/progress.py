@@ -11,7 +11,7 @@ WorkloadStopped); this module is the pure part: what "ready", "started" and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kueue_es.jobframework import integrations, jobs, pods, workloads
@@ -20,14 +20,16 @@ from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_A
 ReadyState = tuple[bool, str]
 
 
-def reclaimable_pods_of(kind: str) -> Callable[[Mapping[str, Any]], dict[str, int]] | None:
-    """The reclaimable pods function of a job kind (Kueue's optional JobWithReclaimablePods: the job's raw
-    object to ``{pod set name: count}``): a batch/v1 Job's, or a registered integration's
-    ``reclaimable_pods``. None: the kind reports none (an integration that does not implement it)."""
+def reclaimable_pods(
+    kind: str, job: Mapping[str, Any], *, context: workloads.Context | None = None
+) -> dict[str, int] | None:
+    """A job's reclaimable pods by pod set (Kueue's optional JobWithReclaimablePods): a batch/v1 Job's, or a
+    registered integration's (:func:`kueue_es.jobframework.integrations.reclaimable_pods`, with ``context``
+    for a kind that reads inputs). None: the kind reports none (an integration that does not implement it)."""
     if kind == "Job":
-        return jobs.reclaimable_pods
+        return jobs.reclaimable_pods(job)
     integration = integrations.by_kind(kind)
-    return integration.reclaimable_pods if integration is not None else None
+    return integrations.reclaimable_pods(integration, job, context=context) if integration is not None else None
 
 
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:

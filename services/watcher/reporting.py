@@ -105,16 +105,26 @@ class ProgressReporter:
             )
             await self.report_pods_ready(wl_key, started=progress.started(kind, [raw]), ready=ready, version=version)
 
-    async def report_reclaimable(self, kind: str, obj: objects.KubeObject, wl_key: Key, *, version: str) -> None:
+    async def report_reclaimable(
+        self,
+        kind: str,
+        obj: objects.KubeObject,
+        wl_key: Key,
+        *,
+        version: str,
+        context: workloads.Context | None = None,
+    ) -> None:
         """WorkloadReclaimablePods when the job's reclaimable pods change (Kueue jobframework/reconciler.go
-        step 4): the kind's function (:func:`progress.reclaimable_pods_of`) (none: nothing to report), each
+        step 4): the kind's (:func:`progress.reclaimable_pods`; none: nothing to report; ``context`` for a
+        kind that needs its inputs, a TrainJob's runtime), each
         count cut to its pod set's size (LimitReclaimablePodsToPodSetSizes); nothing before the log knows
         the workload. Kueue updates them whatever the workload's state (pending too), not once finished."""
-        reclaimable = progress.reclaimable_pods_of(kind)
         known = self.publisher.workloads.get(wl_key)
-        if reclaimable is None or known is None or wl_key not in self.publisher.known["Workload"]:
+        if known is None or wl_key not in self.publisher.known["Workload"]:
             return
-        counts = reclaimable(cast(Mapping[str, Any], obj))
+        counts = progress.reclaimable_pods(kind, cast(Mapping[str, Any], obj), context=context)
+        if counts is None:
+            return
         await self.reclaimable_changed(self.publisher.workload_ref(wl_key), known, counts, version=version)
 
     async def reclaimable_changed(

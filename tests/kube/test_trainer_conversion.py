@@ -470,3 +470,18 @@ def test_runtimes_are_watched_only_with_trainjob() -> None:
     with_trainjob = watcher_service.watched_kinds(config("batch/job", "trainer.kubeflow.org/trainjob"))
     assert {"TrainJob", "TrainingRuntime", "ClusterTrainingRuntime"} <= set(with_trainjob)
     assert "MPIJob" in watcher_service.watched_kinds(config("kubeflow.org/mpijob"))
+
+
+def test_trainjob_reclaimable_pods_from_its_succeeded_child_jobs() -> None:
+    """trainjob_controller.go ReclaimablePods: for each replicated job of the child JobSet, succeeded Jobs (at most
+    its replicas) times the pods of one Job; nothing without jobsStatus or without the runtime."""
+    context = context_with(RECONCILER_RUNTIME)
+    job = train_job(trainer={"numNodes": 3})
+    integration = integrations.registry()["TrainJob"]
+    assert integrations.reclaimable_pods(integration, job, context=context) == {}
+    # numNodes is the node Job's parallelism (one replica of 3 pods), so its one succeeded Job frees 3 pods
+    job["status"] = {"jobsStatus": [{"name": "node", "succeeded": 1}, {"name": "foo", "succeeded": 0, "active": 1}]}
+    assert integrations.reclaimable_pods(integration, job, context=context) == {"node": 3}
+    job["status"]["jobsStatus"][0]["succeeded"] = 2  # more than its one replica: Kueue reports none
+    assert integrations.reclaimable_pods(integration, job, context=context) == {}
+    assert integrations.reclaimable_pods(integration, job, context=workloads.Context()) == {}  # no runtime
