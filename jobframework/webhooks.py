@@ -330,7 +330,23 @@ def validate_create(
         errors += _pod_create(obj)
     if context.topology_aware_scheduling:
         errors += _topology(served, obj)
+    integration = served.integration
+    if integration is not None and integration.refused_at_create and queue_name(obj) and not owner_managed(obj):
+        errors += _pod_set_rules(integration, obj)
     return errors
+
+
+def _pod_set_rules(integration: integrations.Integration, obj: Mapping[str, Any]) -> list[FieldError]:
+    """The kind's own webhook rules, which its pod sets enforce (``Integration.refused_at_create``): the first
+    one broken as an Invalid FieldError naming the field (Kueue's rayjob_webhook.go, raycluster_webhook.go,
+    rayservice_webhook.go, sparkapplication_webhook.go ValidateOnCreate)."""
+    if not isinstance(obj.get("spec"), dict):
+        return []
+    try:
+        integrations.pod_set_sources(integration, obj)
+    except manifests.ManifestError as err:
+        return [FieldError(type="Forbidden", field=err.field, detail=err.problem)]
+    return []
 
 
 def _common_create(obj: Mapping[str, Any]) -> list[FieldError]:

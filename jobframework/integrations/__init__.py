@@ -141,7 +141,10 @@ class Integration:
     (``counts``: admitted pods per pod set), in place. ``owner_kinds``: kinds of
     managed jobs that may own this one (their child is part of them).
     ``pod_sets_field``: the field named when the pod sets as a whole are wrong (none, too
-    many, a name twice). ``on_create(job)``: what Kueue's mutating webhook does to a managed
+    many, a name twice). ``refused_at_create``: what ``pod_sets`` refuses is what Kueue's
+    validating webhook for the kind refuses (its ValidateOnCreate / ValidateOnUpdate: a RayJob
+    with autoscaling, a SparkApplication with dynamic allocation), so the webhook refuses it at
+    create and update instead of the watcher reporting it afterwards. ``on_create(job)``: what Kueue's mutating webhook does to a managed
     job at creation besides suspending it (in place; for kinds run through their pods, the
     labels and annotations their pod templates get). ``pod_label_selector(job)``: the label
     selector of its pods ("" when not known yet; Kueue's PodLabelSelector, what ``kubectl
@@ -179,6 +182,7 @@ class Integration:
     started: Callable[[dict[str, Any], Mapping[str, int]], None] | None = None
     owner_kinds: tuple[str, ...] = ()
     pod_sets_field: str = "spec"
+    refused_at_create: bool = False
     on_create: Callable[[dict[str, Any]], None] | None = None
     pod_label_selector: Callable[[Mapping[str, Any]], str] | None = None
     namespaced: bool = True

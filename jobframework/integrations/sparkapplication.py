@@ -297,6 +297,7 @@ INTEGRATIONS = (
         api_version=API_VERSION,
         kind="SparkApplication",
         plural="sparkapplications",
+        refused_at_create=True,
         suspend_path=("spec", "suspend"),
         pod_sets=pod_sets,
         pod_sets_field="spec",

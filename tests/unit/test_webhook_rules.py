@@ -343,3 +343,44 @@ def test_paths_are_kueues() -> None:
     assert paths["PyTorchJob"][0] == "/mutate-kubeflow-org-v1-pytorchjob"
     assert webhooks.target_of_path("/validate-batch-v1-job") == ("validate", webhooks.JOB)
     assert webhooks.target_of_path("/mutate-nothing") is None
+
+
+def test_kueues_ray_and_spark_webhook_rules_refuse_at_create_and_update() -> None:
+    """rayjob_webhook.go / sparkapplication_webhook.go ValidateOnCreate: a queued RayJob with in-tree
+    autoscaling (without elastic jobs), or not shut down after it finishes, and a SparkApplication with dynamic
+    allocation are refused by the webhook, naming the field; not queued, or a managed job's child, they pass."""
+    from tests.kube.examples import load
+
+    [rayjob] = [d for d in load("jobs/ray-job-sample.yaml") if d["kind"] == "RayJob"]
+    ray_api = rayjob["apiVersion"]
+    assert webhooks.validate_create(ray_api, "RayJob", rayjob) == []
+    autoscaling = copy.deepcopy(rayjob)
+    autoscaling["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = True
+    [error] = webhooks.validate_create(ray_api, "RayJob", autoscaling)
+    assert error.field == "spec.rayClusterSpec.enableInTreeAutoscaling" and error.type == "Forbidden"
+    assert error.field in str(error)
+    assert webhooks.validate_update(ray_api, "RayJob", rayjob, autoscaling), "refused on update too"
+    kept = copy.deepcopy(rayjob)
+    kept["spec"]["shutdownAfterJobFinishes"] = False
+    assert [e.field for e in webhooks.validate_create(ray_api, "RayJob", kept)] == ["spec.shutdownAfterJobFinishes"]
+    unqueued = copy.deepcopy(autoscaling)
+    del unqueued["metadata"]["labels"]
+    assert webhooks.validate_create(ray_api, "RayJob", unqueued) == []
+    child = {
+        "apiVersion": ray_api,
+        "kind": "RayCluster",
+        "metadata": {
+            "name": "c",
+            "labels": rayjob["metadata"]["labels"],
+            "ownerReferences": [{"apiVersion": ray_api, "kind": "RayJob", "name": "j", "uid": "u", "controller": True}],
+        },
+        "spec": {**autoscaling["spec"]["rayClusterSpec"]},
+    }
+    assert webhooks.validate_create(ray_api, "RayCluster", child) == []
+
+    [spark] = load("jobs/sample-sparkapplication.yaml")
+    assert webhooks.validate_create(spark["apiVersion"], "SparkApplication", spark) == []
+    dynamic = copy.deepcopy(spark)
+    dynamic["spec"]["dynamicAllocation"] = {"enabled": True}
+    errors = webhooks.validate_create(spark["apiVersion"], "SparkApplication", dynamic)
+    assert [e.field for e in errors] == ["spec.dynamicAllocation.enabled"]
