@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e.waiting import eventually as _eventually
 from tests.kube.examples import EXAMPLES
 from tests.kube.test_custom_resources import FIXTURES
 from tests.kube.test_kubectl import Kubectl
@@ -222,16 +223,8 @@ def matches(want: list[PodSets], got: list[PodSets]) -> bool:
 
 
 async def eventually(check: Callable[[], Any], *, what: str, timeout: float = 90) -> Any:
-    last: Any = None
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                last = await check()
-                if last:
-                    return last
-                await asyncio.sleep(0.5)
-    except TimeoutError:
-        raise AssertionError(f"{what}: never") from None
+    """``check()`` until it gives something true (90 s at most, every half second)."""
+    return await _eventually(check, what=what, timeout=timeout, interval=0.5)
 
 
 async def test_every_kinds_sample_is_admitted_and_started_on_the_demo(tmp_path: Path) -> None:

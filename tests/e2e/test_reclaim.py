@@ -12,8 +12,6 @@ what is held after reclaim, and every decision replays.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,25 +27,12 @@ from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.supervisor import Supervisor
+from tests.e2e.waiting import eventually
 from tests.integration.harness import cluster_queue, flavor, job, local_queue
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 JOB_REF = kube.ref_for("batch/v1", "Job")
-
-
-async def eventually(read: Callable[[], Awaitable[Any]], check: Callable[[Any], bool], *, what: str) -> Any:
-    """Read until ``check`` holds (60 s at most); the last value read is in the failure."""
-    last: Any = None
-    try:
-        async with asyncio.timeout(60):
-            while True:
-                last = await read()
-                if check(last):
-                    return last
-                await asyncio.sleep(0.2)
-    except TimeoutError:
-        raise AssertionError(f"{what}: never, last seen {last!r}") from None
 
 
 def cpu_usage(cq: dict[str, Any]) -> str | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from kueue_es.services.kube import resources
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SIM_DURATION_ANNOTATION, SimulatedKubelet
 from kueue_es.supervisor import Supervisor
+from tests.e2e.waiting import eventually
 from tests.integration.harness import cluster_queue, flavor, job, local_queue
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -44,20 +44,6 @@ def active(obj: dict[str, Any]) -> dict[str, Any]:
         if condition.get("type") == "Active":
             return {k: condition.get(k) for k in ("status", "reason", "message")}
     return {}
-
-
-async def eventually(read: Callable[[], Awaitable[Any]], check: Callable[[Any], bool], *, what: str) -> Any:
-    """Read until ``check`` holds (60 s at most); the last value read is in the failure."""
-    last: Any = None
-    try:
-        async with asyncio.timeout(60):
-            while True:
-                last = await read()
-                if check(last):
-                    return last
-                await asyncio.sleep(0.2)
-    except TimeoutError:
-        raise AssertionError(f"{what}: never, last seen {last!r}") from None
 
 
 async def test_statuses_and_partial_admission_live(tmp_path: Path) -> None:
