@@ -113,6 +113,26 @@ async def wait_until(condition: Callable[[], bool], *, timeout: float = 5.0, wha
         await asyncio.sleep(0.02)
 
 
+async def until_steady(
+    probe: Callable[[], Coroutine[Any, Any, Any]], *, quiet: float = 0.5, timeout: float = 30.0, what: str = "it"
+) -> Any:
+    """Poll ``await probe()`` every 50 ms until its value has not changed for ``quiet`` s, and return that value.
+
+    A fixed sleep is not enough for "everything is written": on a loaded machine a last status write can land
+    seconds later. Fails naming ``what`` if the value still moves after ``timeout`` s."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    value, since = await probe(), loop.time()
+    while loop.time() - since < quiet:
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} kept changing for {timeout}s (last {value!r})")
+        await asyncio.sleep(0.05)
+        now = await probe()
+        if now != value:
+            value, since = now, loop.time()
+    return value
+
+
 async def folded(bus: Bus) -> ClusterState:
     """The whole log folded into a ClusterState, as every service folds it."""
     state = ClusterState()

@@ -30,6 +30,7 @@ from kueue_es.scenarios.loading import parse_scenario
 from kueue_es.scenarios.outcome import build_outcome
 from kueue_es.scenarios.specs import Scenario
 from kueue_es.services.runtime import DeciderLoop, build_batch, cancel_and_wait
+from tests.integration.harness import until_steady
 
 API = "kueue.x-k8s.io/v1beta2"
 
@@ -168,15 +169,7 @@ async def _fold(bus: Bus) -> tuple[ClusterState, list[tuple[int, types.Event]], 
 
 async def _until_quiet(bus: Bus, *, quiet: float = 1.5, timeout: float = 60.0) -> None:
     """Wait until the log stops growing for ``quiet`` seconds."""
-    async with asyncio.timeout(timeout):
-        last, since = await bus.last_seq(), asyncio.get_running_loop().time()
-        while True:
-            await asyncio.sleep(0.1)
-            now_last = await bus.last_seq()
-            if now_last != last:
-                last, since = now_last, asyncio.get_running_loop().time()
-            elif asyncio.get_running_loop().time() - since >= quiet:
-                return
+    await until_steady(bus.last_seq, quiet=quiet, timeout=timeout, what="the log")
 
 
 def _overuse(log: list[tuple[int, types.Event]]) -> list[str]:

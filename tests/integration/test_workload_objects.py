@@ -42,6 +42,7 @@ from tests.integration.harness import (
     local_queue,
     log_entries,
     running,
+    until_steady,
     wait_for,
     wait_until,
     watch_all,
@@ -441,14 +442,18 @@ async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(
             name="cluster-queue",
             check=one_pending_one_admitted,
         )
-        await asyncio.sleep(0.3)  # let the admitter and the dispatcher go quiet
+
+        async def written() -> tuple[int, int, int]:
+            return emu.resource_version, await bus.last_seq(), dispatcher.object_writes
+
+        await until_steady(written, timeout=15.0, what="the server, the log and the dispatcher's writes")
         decisions = [
             m
             for m, e in await log_entries(bus)
             if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible)
         ]
         await wait_until(lambda: all(m.seq in consumer.acked for m in decisions), what="the acks")
-        version, last, writes = emu.resource_version, await bus.last_seq(), dispatcher.object_writes
+        version, last, writes = await written()
         objects = {
             o["metadata"]["name"]: o["metadata"]["resourceVersion"]
             for ref in (resources.WORKLOADS, resources.CLUSTER_QUEUES, resources.LOCAL_QUEUES)
