@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import yaml
@@ -127,3 +128,15 @@ def test_bad_config_names_the_field(change: tuple[str, str], message: str) -> No
 def test_config_without_cohorts_is_refused() -> None:
     with pytest.raises(generator.ConfigError, match="at least one cohort"):
         generator.parse_config({"cohorts": []})
+
+
+def test_ten_times_file_is_large_scale_with_ten_times_the_cohort_trees() -> None:
+    """bench/ten-times.yaml (the scale-out run, docs/benchmarks.md) reads as Kueue's schema: Kueue's
+    large-scale ClusterQueues and workload mix (35 small, 11 medium, 4 large per queue), with 100 cohorts."""
+    root = Path(__file__).resolve().parents[2]
+    ten = generator.generate(generator.load_config(root / "bench" / "ten-times.yaml"))
+    assert len(ten.cohorts) == 100
+    assert len(ten.queues) == 10_000 and {len([q for q in ten.queues if q.cohort == c]) for c in ten.cohorts} == {100}
+    planned = ten.planned()
+    assert len(planned) == 500_000
+    assert Counter(wl.class_name for wl in planned) == {"small": 350_000, "medium": 110_000, "large": 40_000}
