@@ -73,7 +73,7 @@ async def serve_decider(
             standby_lease.observe(lease, bus.health, role=decider.role)
         if decider.role == ADMITTER_ROLE:  # Kueue's metrics, from the admitter's fold, by the holder of slot 0
             bus.health.registry.register(
-                KueueCollector(lambda: loop.state, active=(lambda: lease.slots[0].active()) if lease else None)
+                KueueCollector(lambda: loop.state, active=(lambda: 0 in lease.held()) if lease else None)
             )
     log.info(
         "service_started",

@@ -696,7 +696,7 @@ class DeciderLoop:
             due = self.owned()[:1] or list(self.partitions or ())[:1]
         now_ms = self.clock()
         partitions = self.state.partitions
-        batches_: list[tuple[str, list[types.Output], str]] = []
+        commits: dict[str, asyncio.Task[int]] = {}
         answers = request.request_id if request is not None else ""
         for p in due:
             if partitions.blocked(p):  # something is in transit into it: its decide is empty until the fence
@@ -707,15 +707,21 @@ class DeciderLoop:
             if answers and (request is not None and (request.mode == "cycle" or not outputs)):
                 answer, answers = answers, ""  # one record answers the request
             if outputs or answer or partitions.fence_needed(p) is not None:
-                batches_.append((p, outputs, answer))
+                # committed while the next partition is decided; the state does not change meanwhile
+                # (only this task folds), and the lease renewals get their turn between partitions
+                commits[p] = asyncio.create_task(self._commit(p, outputs, answer, now_ms))
+                await asyncio.sleep(0)
             else:
                 stats = self.partition_stats(p)
                 stats.blocked_since, stats.commit_failing = None, False  # nothing to commit: not blocked
-        if not batches_:
+        if not commits:
             return
-        results = await asyncio.gather(*(self._commit(p, outputs, answer, now_ms) for p, outputs, answer in batches_))
-        for (p, _, _), waiting_for in zip(batches_, results, strict=True):
-            self.partition_stats(p).waiting_for = waiting_for
+        try:
+            await asyncio.gather(*commits.values())
+        finally:
+            for p, task in commits.items():
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    self.partition_stats(p).waiting_for = task.result()
 
     async def _commit(self, partition: str, outputs: list[types.Output], answers: str, now_ms: int) -> int:
         """Commit ``partition``'s batch; returns the sequence to wait for before deciding it again."""
