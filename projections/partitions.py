@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from kueue_es.events import subjects
+from kueue_es.projections import quota
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -94,6 +95,21 @@ def is_tas(state: ClusterState, cq: models.ClusterQueue) -> bool:
             if obj is not None and obj.spec.topology_name:
                 return True
     return False
+
+
+class TreeView:
+    """The whole quota tree as one partition's cycle sees it: ``cluster_queues`` holds only the
+    partition's ClusterQueues (what a cycle walks, e.g. the requeue triggers per ClusterQueue);
+    every other attribute and method is the tree's own, so usage, what-ifs and cohorts are shared."""
+
+    __slots__ = ("tree", "cluster_queues")
+
+    def __init__(self, tree: quota.QuotaTree, members: list[str]) -> None:
+        self.tree = tree
+        self.cluster_queues = {n: node for n in members if (node := tree.cluster_queues.get(n)) is not None}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tree, name)
 
 
 class _Part:
@@ -210,19 +226,28 @@ class Partitions:
         decide brackets its what-ifs with ``begin``/``rollback`` as before). The PodsReady gate
         (``not_ready``) stays the whole cluster's: Kueue's waitForPodsReady.blockAdmission blocks
         every admission while any admitted workload is not ready (SEMANTICS §4.5)."""
-        from kueue_es.projections import quota
-
         part = self.parts.get(partition) or _Part()
         tree = quota.cached(state)
         cached = part.caches.get("partitions.view.objects")
         if cached is None or cached[0] != (state.objects_version, self.version) or cached[1] is not tree:
             members = sorted(part.cluster_queues)
             cluster_queues = {n: state.cluster_queues[n] for n in members if n in state.cluster_queues}
-            lqs = sorted(lq for n in members for lq in self.lqs_of_cq.get(n, ()))
-            cached = ((state.objects_version, self.version), tree, cluster_queues, lqs)
+            if partition == UNROUTED:
+                lqs = sorted(k for k in state.local_queues if self._lq_partition(k) == UNROUTED)
+            else:
+                lqs = sorted(lq for n in members for lq in self.lqs_of_cq.get(n, ()))
+            local_queues = {k: state.local_queues[k] for k in lqs if k in state.local_queues}
+            cached = (
+                (state.objects_version, self.version),
+                tree,
+                cluster_queues,
+                lqs,
+                local_queues,
+                TreeView(tree, members),
+            )
             part.caches["partitions.view.objects"] = cached
-        cluster_queues, lqs = cached[2], cached[3]
-        if partition == UNROUTED:
+        cluster_queues, lqs, local_queues, tree_view = cached[2], cached[3], cached[4], cached[5]
+        if partition == UNROUTED:  # its queues are those of no LocalQueue, or of one no ClusterQueue takes
             queued = {k: q for k, q in state.queued.items() if self._lq_partition(k) == UNROUTED}
         else:
             queued = {k: q for k in lqs if (q := state.queued.get(k)) is not None}
@@ -232,6 +257,7 @@ class Partitions:
         return dataclasses.replace(
             state,
             cluster_queues=cluster_queues,
+            local_queues=local_queues,
             workloads=part.workloads,
             queued=queued,
             reserved=reserved,
@@ -244,7 +270,7 @@ class Partitions:
             backoffs=part.backoffs,
             timer_heaps=part.timer_heaps,
             caches=part.caches,
-            quota_tree=tree,
+            quota_tree=cast("quota.QuotaTree", tree_view),  # a QuotaTree to its readers (TreeView)
             admit_cycles=state.partition_cycles.get(partition, 0),
         )
 
