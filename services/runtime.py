@@ -1,15 +1,16 @@
-"""The shared service runtime: fold the log, decide, commit one atomic batch per cycle.
+"""The shared service runtime: fold the log, decide, commit one atomic batch per partition and cycle.
 
 Every decider (admitter, preemptor, TAS placer) is this loop around its own pure
-``decide(state, now_ms=...)`` (ARCHITECTURE.md §3, research/event-sourcing.md §5.6):
+``decide(state, now_ms=..., partition=...)`` (ARCHITECTURE.md §3, research/event-sourcing.md §5.6):
 
-1. catch up: fold every message into a :class:`ClusterState`, remembering the last
-   sequence folded (the basis) and the partition's last head sequence;
-2. decide once caught up, reading the clock once per cycle;
-3. commit the outputs as one batch headed by a DecisionRecord on the decider's own
-   head (``kq.dec.<p>.head.<user>``) that expects the last sequence seen on every head
-   of the partition (``kq.dec.<p>.head.*``); a stale view is rejected whole
-   (ConflictError) and the loop folds on;
+1. catch up: fold every message (every partition's) into a :class:`ClusterState`,
+   remembering the last sequence folded (the basis) and each partition's last head sequence;
+2. decide once caught up, reading the clock once per cycle, each partition it owns
+   (``--partitions``, slot leases) that something touched;
+3. commit each partition's outputs as one batch headed by a DecisionRecord on the decider's
+   own head (``kq.dec.<p>.head.<user>``) that expects the last sequence seen on every head
+   of that partition (``kq.dec.<p>.head.*``), the partitions concurrently; a stale view is
+   rejected whole (ConflictError) and that partition is decided again once folded on;
 4. never apply its own decisions: wait until they come back through the log.
 
 Also here: structlog set-up (JSON lines) and graceful SIGTERM handling shared by

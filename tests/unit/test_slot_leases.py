@@ -125,3 +125,12 @@ def test_cli_partition_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--partition-slots must be at least 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["service", "admitter", "--partitions", ",", "--nats", "nats://127.0.0.1:1"])
+
+
+def test_up_passes_the_partition_options_to_the_deciders() -> None:
+    from kueue_es import cli, supervisor
+
+    parser = cli._parser()
+    given = parser.parse_args(["up", "--emulator", "--partitions", "c-a,q-b", "--partition-slots", "8"])
+    assert supervisor.partition_args(given) == ["--partitions", "c-a,q-b", "--partition-slots", "8"]
+    assert supervisor.partition_args(parser.parse_args(["up", "--emulator"])) == []  # the deciders' defaults
