@@ -351,7 +351,7 @@ class ClusterState:
     metrics: kueue_metrics.KueueMetrics = field(default_factory=kueue_metrics.KueueMetrics)
     # Decision partitions (issue 18, :mod:`kueue_es.projections.partitions`): ``partitions`` is
     # derived (rebuilt from the rest after a checkpoint); ``transits`` is state: the objects handed
-    # over between partitions and not yet fenced, ``"wl:<key>"`` or ``"cq:<name>"`` -> (source
+    # over between partitions and not yet fenced, ``"wl:<key>"``, ``"cq:<name>"`` or ``"cohort:<name>"`` -> (source
     # partition, sequence of the move, target partition).
     partitions: Partitions = field(default_factory=Partitions)
     transits: dict[str, tuple[str, int, str]] = field(default_factory=dict)

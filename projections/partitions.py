@@ -152,6 +152,7 @@ class Partitions:
         self.tas: set[str] = set()  # the ClusterQueues naming a TAS flavor
         self.tas_trees: dict[str, int] = {}  # tree id -> how many TAS ClusterQueues it holds
         self.cq_part: dict[str, str] = {}  # ClusterQueue -> partition
+        self.cohort_part: dict[str, str] = {}  # Cohort (an object, or named by a ClusterQueue) -> partition
         self.lq_cq: dict[tuple[str, str], str] = {}  # LocalQueue -> the ClusterQueue it names
         self.lqs_of_cq: dict[str, set[tuple[str, str]]] = {}
         self.wl_part: dict[str, str] = {}  # workload key -> partition
@@ -290,6 +291,8 @@ class Partitions:
                 self.cq_tree.pop(name, None)
             else:
                 self.cq_tree[name] = new_tree
+                if cq is not None and cq.spec.cohort_name:
+                    self.cohort_part.setdefault(cq.spec.cohort_name, self._of_tree(new_tree))
             self._assign(state, [name], seq)
             return
         self.recompute(state, seq)
@@ -404,6 +407,13 @@ class Partitions:
             tree = self.cq_tree[n]
             self.tas_trees[tree] = self.tas_trees.get(tree, 0) + 1
         self._assign(state, sorted(state.cluster_queues.keys() | self.cq_part.keys()), seq)
+        named = {cq.spec.cohort_name for cq in state.cluster_queues.values() if cq.spec.cohort_name}
+        cohorts = {name: self.of_cohort(state, name) for name in sorted(named | state.cohorts.keys())}
+        for name, new in cohorts.items():
+            old = self.cohort_part.get(name)
+            if old is not None and old != new:
+                self._move(state, "cohort:" + name, old, new, seq)  # its own hand-over, with its tree's
+        self.cohort_part = cohorts
 
     def _of_tree(self, tree: str) -> str:
         return min(self.tas_trees) if tree in self.tas_trees else tree
@@ -478,7 +488,7 @@ class Partitions:
             del self.parts[partition]
 
     def _move(self, state: ClusterState, name: str, source: str, target: str, seq: int) -> None:
-        """``name`` (``wl:<key>`` or ``cq:<name>``) moved from ``source`` to ``target`` at ``seq``."""
+        """``name`` (``wl:<key>``, ``cq:<name>`` or ``cohort:<name>``) moved from ``source`` to ``target`` at ``seq``."""
         transit = state.transits.get(name)
         if transit is None:
             if source == target:

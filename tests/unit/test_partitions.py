@@ -227,6 +227,7 @@ def test_a_split_fences_the_old_tree_and_blocks_the_new_one() -> None:
     assert parts.of_cluster_queue("b") == "c-y" and parts.of_cluster_queue("a") == "c-x"
     assert parts.of_workload("default/w") == "c-y"
     assert parts.fence_needed("c-x") == moved_at and parts.blocked("c-y")
+    assert set(log.state.transits) == {"cq:b", "cohort:y", "wl:default/w"}
     assert log.decide("c-y") == []
     log.cycle("c-x")
     assert not parts.blocked("c-y")
