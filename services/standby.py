@@ -175,6 +175,13 @@ class DeciderLease:
         try:
             revision = await self.store.update(self.key, record, last=self.revision)
         except ConflictError:
+            # our previous write may have landed after its answer timed out: still ours, at its revision
+            entry = await self.store.get(self.key)
+            if entry is not None and entry.record.holder == self.identity:
+                self.revision = entry.revision
+                revision = await self.store.update(self.key, record, last=entry.revision)
+                self.revision, self.renewed_at, self.record = revision, sent, record
+                return
             log.warning("lease_lost", lease=self.key, identity=self.identity, revision=self.revision)
             self.revision, self.observed = None, None
             return
