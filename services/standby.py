@@ -466,6 +466,7 @@ class SlotLeases:
             "role": "active" if held else "standby",
             "lease": self.key,
             "slots": held,
+            "of": self.count,
             "share": self.share(),
             "identity": self.identity,
         }
