@@ -497,6 +497,23 @@ class SlotLeases:
             return True
         return self.clock() - seen[1] >= self.settings.retry_period * 2 or lease.observed is not None
 
+    def _stale(self, lease: DeciderLease) -> bool:
+        """Held by another replica whose last write to it was passed on two retry periods ago or more."""
+        seen = self.seen.get(lease.key)
+        return (
+            seen is not None
+            and bool(seen[0])
+            and seen[0] != self.identity
+            and self.clock() - seen[1] >= self.settings.retry_period * 2
+        )
+
+    async def _observe(self, lease: DeciderLease) -> None:
+        """Read ``lease``'s key and note when its revision was first seen (what :meth:`DeciderLease.attempt`
+        times an expiry from), without taking it."""
+        entry = await self.store.get(lease.key)
+        if entry is not None and (lease.observed is None or lease.observed.revision != entry.revision):
+            lease.observed, lease.observed_at = entry, self.clock()
+
     def _seen(self, key: str, data: bytes) -> None:
         try:
             holder = leases._DECODER.decode(data).holder if data else ""
@@ -527,11 +544,13 @@ class SlotLeases:
                 log.info("slot_released", lease=lease.key, identity=self.identity, share=share)
             want = share - min(len(held), share)
             for lease in self.slots:
-                if want <= 0:
-                    break
-                if lease.revision is None and self._candidate(lease):
+                if lease.revision is not None or not self._candidate(lease):
+                    continue
+                if want > 0:
                     if await lease.attempt():
                         want -= 1
+                elif self._stale(lease):
+                    await self._observe(lease)  # start timing it now: taken at once if its holder turns out dead
         finally:
             self._note()
         return self.active()

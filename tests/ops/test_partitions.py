@@ -267,7 +267,7 @@ async def test_a_cohort_merge_hands_the_moved_queue_over_through_a_fence(tmp_pat
 
         # merge: b joins a's tree; b's partition c-<right> must fence before c-<left> decides b
         await handle.publish(cohort_queue("b", left, cpu=2))
-        merged_at = await handle.bus.last_seq()
+        merged_at = await handle.bus.last_subject_seq("kq.in.cq._.b")  # the merge's own sequence
         # b's full (2 of 2 CPU held), a has 1 free: b's next workload borrows it, decided in the merged tree
         await handle.publish(workload("b-w2", queue="lq-b", created=5, cpu="1"))
         async with asyncio.timeout(60):
