@@ -405,3 +405,19 @@ def test_a_checkpoint_keeps_the_transits_and_rebuilds_the_partitions() -> None:
     assert parts.of_workload("default/w") == "q-b" and parts.members("q-b") == {"b"}
     assert checkpoints.state_digest(loaded) == checkpoints.state_digest(log.state)
     assert loaded.batches.judge is not None
+
+
+def test_a_partitions_view_holds_only_what_its_cycle_walks() -> None:
+    docs: list[dict[str, Any]] = [flavor("f")]
+    for i in range(30):
+        docs += [cq(f"q{i}"), local_queue(f"l{i}", f"q{i}")]
+        docs += [workload(f"w{i}-{j}", queue=f"l{i}", cpu="100") for j in range(2)]
+    log = PLog(*docs)
+    log.cycle("q-q7")  # parks both: a cycle's caches are made
+    view = log.state.partitions.view(log.state, "q-q7")
+    assert list(view.cluster_queues) == ["q7"] and list(view.local_queues) == [("default", "l7")]
+    assert list(view.queued) == [("default", "l7")]
+    assert sorted(view.workloads) == ["default/w7-0", "default/w7-1"]
+    assert list(view.quota_tree.cluster_queues) == ["q7"]  # type: ignore[union-attr]
+    assert view.quota_tree.tree is log.state.quota_tree  # type: ignore[union-attr]  # usage is shared
+    assert len(log.state.workloads) == 60 and len(log.state.queued) == 30
