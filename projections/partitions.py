@@ -196,6 +196,11 @@ class Partitions:
         waiting = self.out_of.get(partition)
         return min(waiting.values()) if waiting else None
 
+    def fencing(self) -> list[str]:
+        """The partitions that owe a fence now (``fence_needed`` is not None), sorted: a partition
+        whose objects all moved away is in :meth:`all` only through this."""
+        return sorted(p for p, waiting in self.out_of.items() if waiting)
+
     def blocked(self, partition: str) -> bool:
         """True while an object is in transit into ``partition``: its deciders decide nothing
         until every source partition's fence record is folded."""

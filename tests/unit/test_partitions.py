@@ -200,12 +200,14 @@ def test_a_merge_hands_the_moved_workloads_over_behind_a_fence() -> None:
     assert parts.fence_needed("q-b") == moved_at
     assert parts.blocked("c-x") and not parts.blocked("q-b")
     assert "q-b" in parts.all()  # it has no ClusterQueue left, but owes a fence
+    assert parts.fencing() == ["q-b"]
     # B (c-x) decides nothing while the hand-over waits; A (q-b) no longer holds the workloads
     assert log.decide("c-x") == []
     assert log.decide("q-b") == []
     log.cycle("q-b")  # the fence: an empty record of q-b with a basis after the move
     assert parts.fence_needed("q-b") is None and not parts.blocked("c-x")
     assert "q-b" not in parts.all()
+    assert parts.fencing() == []
     decided = log.decide("c-x")
     assert {o.workload.key for o in decided} == {"default/v"}  # B now decides the moved workload
     assert log.orphans == []
