@@ -49,7 +49,8 @@ from kueue_es import __version__, deciders
 from kueue_es.events import models, subjects, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.projections import batches
-from kueue_es.projections.cluster import ClusterState, Order, Queued, Ready, WorkloadState
+from kueue_es.projections.cluster import ClusterState, Order, Queued, Ready, WorkloadState, wire
+from kueue_es.projections.partitions import Partitions
 from kueue_es.projections.topology import TopologyState
 from kueue_es.services.runtime import StartPoint, message_digest
 
@@ -60,7 +61,8 @@ MAX_HEADER = 1 << 16  # bytes: a header line longer than this is not one of ours
 
 # Fields that are caches, not state: never written, rebuilt on use after a load.
 DERIVED: Final[dict[type, frozenset[str]]] = {
-    ClusterState: frozenset({"caches", "quota_tree"}),
+    # ``partitions`` (issue 18) is rebuilt from the rest (its transits are the state's ``transits``)
+    ClusterState: frozenset({"caches", "quota_tree", "partitions"}),
     WorkloadState: frozenset(
         {
             "requests_memo",
@@ -73,6 +75,7 @@ DERIVED: Final[dict[type, frozenset[str]]] = {
         }
     ),
     TopologyState: frozenset({"_cache"}),
+    batches.BatchVerifier: frozenset({"judge"}),  # the fold's partition rule, wired on load
 }
 
 
@@ -218,6 +221,14 @@ class QueuedSnapshot(msgspec.Struct, array_like=True, forbid_unknown_fields=True
     last_parked: int
 
 
+class BatchesSnapshot(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """A :class:`batches.BatchVerifier` without its partition rule (``judge``, the fold's own,
+    wired again on load)."""
+
+    open: batches._OpenBatch | None
+    orphaned: int
+
+
 # ``queued_for`` is None, True (the workload object itself, as the fold sets it) or another object.
 WorkloadSnapshot = _mirror(WorkloadState, "WorkloadSnapshot", queued_for=models.Workload | bool | None)
 TopologySnapshot = _mirror(TopologyState, "TopologySnapshot")
@@ -227,6 +238,7 @@ Snapshot = _mirror(
     workloads=dict[str, WorkloadSnapshot],  # type: ignore[valid-type]
     queued=dict[tuple[str, str], QueuedSnapshot],
     topology=TopologySnapshot,
+    batches=BatchesSnapshot,
 )
 _WL_FIELDS = tuple(WorkloadSnapshot.__struct_fields__)
 _WL_GET = operator.attrgetter(*_WL_FIELDS)
@@ -277,6 +289,7 @@ def snapshot(state: ClusterState) -> Any:
     values["queued"] = {key: _queued(q) for key, q in state.queued.items()}
     topology = state.topology
     values["topology"] = TopologySnapshot(*(getattr(topology, f) for f in _TOPOLOGY_FIELDS))
+    values["batches"] = BatchesSnapshot(open=state.batches.open, orphaned=state.batches.orphaned)
     return Snapshot(**values)
 
 
@@ -346,6 +359,9 @@ def restore(snap: Any) -> ClusterState:
     for field_name in _TOPOLOGY_FIELDS:
         setattr(topology, field_name, getattr(snap.topology, field_name))
     state.topology = topology
+    state.batches = batches.BatchVerifier(open=snap.batches.open, orphaned=snap.batches.orphaned)
+    wire(state)
+    state.partitions = Partitions.rebuilt(state)
     return state
 
 

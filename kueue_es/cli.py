@@ -146,6 +146,7 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         help="also run the compactor (kueue-es compact: verified snapshots, retention) with these arguments,"
         " e.g. --compact '--retain-age 30d'",
     )
+    _partition_options(up)
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
@@ -531,7 +532,40 @@ def _webhook_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _partition_list(text: str) -> list[str] | None:
+    """``--partitions``: ``all`` (None) or a comma list of partition ids (``c-<root cohort>``,
+    ``q-<cluster queue>``, ``x-unrouted``, ``p0``); raises ArgumentTypeError for an empty list."""
+    if text.strip() == "all":
+        return None
+    partitions = [p.strip() for p in text.split(",") if p.strip()]
+    if not partitions or any(not p.replace("-", "").replace("_", "").replace("%", "").isalnum() for p in partitions):
+        raise argparse.ArgumentTypeError(f"--partitions takes 'all' or a comma list of partition ids, not {text!r}")
+    return partitions
+
+
+def _partition_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("partitions (admitter, preemptor, tas-placer; docs/design.md Partitions)")
+    group.add_argument(
+        "--partitions",
+        type=_partition_list,
+        default=None,
+        metavar="all|LIST",
+        help="the partitions (cohort trees) to decide: all (default; with the standby lease spread over the"
+        " replicas through --partition-slots lease slots) or a comma list of partition ids (static: no lease)",
+    )
+    group.add_argument(
+        "--partition-slots",
+        type=int,
+        default=16,
+        metavar="S",
+        help="with --partitions all and the standby lease: lease slots the partitions are spread over"
+        " (crc32(partition) %% S; keys <user>.s<k> in KQ_LEASES); N replicas take about S/N each (default 16)."
+        " Every replica of a decider must use the same S",
+    )
+
+
 def _standby_options(parser: argparse.ArgumentParser) -> None:
+    _partition_options(parser)
     group = parser.add_argument_group("standby replicas (admitter, preemptor, tas-placer, dispatcher)")
     group.add_argument(
         "--standby-lease",
@@ -840,6 +874,12 @@ def _run_service(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.partition_slots < 1:
+        print(f"error: --partition-slots must be at least 1, got {args.partition_slots}", file=sys.stderr)
+        return 2
+    if args.partitions is not None and args.name not in ("admitter", "preemptor", "tas-placer"):
+        print("error: --partitions is for the deciders (admitter, preemptor, tas-placer)", file=sys.stderr)
+        return 2
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         print("error: give --tls-cert-file and --tls-private-key-file together", file=sys.stderr)
         return 2
@@ -921,6 +961,8 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                 connect=probe.connect,
                 start=start,
                 standby=getattr(args, "standby", None),
+                partitions=args.partitions,
+                slots=args.partition_slots,
             )
             return
         if args.checkpoints is not None:

@@ -306,6 +306,8 @@ class LogChecker:
         self._done = 0
         # the services' own rule (projections/batches.py): a batch its fold would not take is an orphan
         self._verifier = batches.BatchVerifier()
+        if self.fold:  # the fold's partition rule, on the fold this checker keeps (issue 18)
+            self._verifier.judge = self.state.batches.judge
         self._verifier_orphans: list[Orphan] = []
         self._wrong_role: set[int] = set()  # seqs the verifier orphaned for their role
         self._held_types: dict[int, str] = {}  # seq -> Kq-Type of the decision messages the verifier holds
@@ -451,7 +453,7 @@ class LogChecker:
 
     def _verified(self, verdict: batches.Verdict) -> None:
         for orphan in verdict.orphans:
-            if orphan.reason == batches.WRONG_ROLE:
+            if orphan.reason in (batches.WRONG_ROLE, batches.WRONG_PARTITION):
                 self._wrong_role.add(orphan.seq)
             kind = self._held_types.get(orphan.seq, "?")
             self._verifier_orphans.append(
@@ -570,6 +572,15 @@ class LogChecker:
         if cut is not msgspec.UNSET and cut not in registry.CUTS:
             pending.refused = f"it claims an output cut of {cut}; the services cut at {sorted(registry.CUTS)} only"
             return
+        chained = self.state.heads.get(record.partition, 0)
+        if self.fold and record.expected_head_seq != chained:
+            # each partition's records form a chain (issue 18): a record names the last record of
+            # its partition that its decider had folded, which is the fold's at its basis
+            pending.refused = (
+                f"its expected_head_seq {record.expected_head_seq} is not the last record of partition"
+                f" {record.partition} at its basis ({chained})"
+            )
+            return
         pending.expected = rerun_batch(decider, self.state, record)
 
     def _compare(self, pending: _Pending) -> None:
@@ -617,7 +628,7 @@ class LogChecker:
 def rerun_batch(decider: Decider, state: ClusterState, record: types.DecisionRecord) -> list[bytes]:
     """The bytes ``decider`` writes for ``record`` on ``state`` (the fold at its basis): the
     record, then its outputs, with the record's own ``now_ms``, cut and versions."""
-    outputs = list(decider.decide(state, now_ms=record.now_ms))
+    outputs = list(decider.decide(state, now_ms=record.now_ms, partition=record.partition))
     head, rest = build_batch(
         decider,
         outputs=outputs,

@@ -636,6 +636,15 @@ def watcher_config_args(args: argparse.Namespace) -> list[str]:
     return out + (["--feature-gates", args.feature_gates] if getattr(args, "feature_gates", "") else [])
 
 
+def partition_args(args: argparse.Namespace) -> list[str]:
+    """The deciders' ``--partitions`` and ``--partition-slots`` as ``up`` was given them (none: their defaults,
+    every partition over 16 slots)."""
+    partitions = getattr(args, "partitions", None)
+    out = ["--partitions", ",".join(partitions)] if partitions else []
+    slots = getattr(args, "partition_slots", 16)
+    return out + (["--partition-slots", str(slots)] if slots != 16 else [])
+
+
 def _processes(args: argparse.Namespace) -> tuple[str, ...]:
     """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server."""
     return (*SERVICES, *((COMPACTOR,) if getattr(args, "compact", None) else ()), VISIBILITY)
@@ -722,7 +731,8 @@ async def run_up(args: argparse.Namespace) -> int:
             log_dir=run_dir / "logs",
             kube_args=kube_args,
             watcher_args=watcher_config_args(args),
-            decider_args=["--checkpoints", str(checkpoint_dir.resolve())] if checkpoint_dir else [],
+            decider_args=(["--checkpoints", str(checkpoint_dir.resolve())] if checkpoint_dir else [])
+            + partition_args(args),
             compact_args=getattr(args, "compact", None) or [],
             health_port=args.health_port,
             visibility_port=getattr(args, "visibility_port", None) or free_port(),

@@ -30,6 +30,11 @@ record at sequence ``r`` is exactly the messages at ``r+1 .. r+n``. The rule (AR
   mismatch, an output of a kind its role does not make) is orphaned whole, record
   included, and the breaking message is then judged on its own (it may head the next
   batch);
+- a complete batch (or a record without outputs) that the fold's partition rule refuses
+  (:attr:`BatchVerifier.judge`, :func:`kueue_es.projections.partitions.record_problem`: an
+  output or pending outcome about a workload outside the record's partition at its basis, or
+  a record of a partition whose basis lies before the last ``p0`` record) is orphaned whole
+  (:data:`WRONG_PARTITION`), so a forged cross-partition decision is never folded;
 - a batch whose end lies past the end of the log is never completed: the bus stores a
   batch whole, so its outputs cannot come later. A reader that has read to the end of
   the log and finds the stream's last sequence before the held batch's end orphans it
@@ -41,6 +46,7 @@ so replay and every service agree on what was folded.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -66,6 +72,7 @@ BATCH_BROKEN: Final = "batch_broken"
 DIGEST_MISMATCH: Final = "digest_mismatch"
 WRONG_ROLE: Final = "wrong_role"
 BATCH_INCOMPLETE: Final = "batch_incomplete"
+WRONG_PARTITION: Final = "wrong_partition"
 REASONS: Final = (
     NOT_A_RECORD,
     OUTSIDE_BATCH,
@@ -74,12 +81,14 @@ REASONS: Final = (
     DIGEST_MISMATCH,
     WRONG_ROLE,
     BATCH_INCOMPLETE,
+    WRONG_PARTITION,
 )
 """Why a message is an orphan: a non-record on a head subject; a decision-subject message
 outside any batch; a decision type on another subject; part of a batch that broke (a message
 at an output's place that is not that output, or a gap); a complete batch whose outputs do
 not hash to the record's digest; a record on another role's head, or a batch with an output
-of a kind its role does not make; a batch whose end lies past the end of the log."""
+of a kind its role does not make; a batch whose end lies past the end of the log; a batch that
+decides a workload outside its record's partition (issue 18)."""
 
 ROLE_OUTPUTS: Final[dict[str, frozenset[type[types.Decision]]]] = {
     # the admitter's cycle (scheduling/cycle.py, lifecycle.py, tas/cycle.py): reservations with
@@ -235,6 +244,11 @@ class BatchVerifier:
 
     open: _OpenBatch | None = None
     orphaned: int = 0
+    # The fold's partition rule: why a complete batch (record, outputs) may not be folded, or None
+    # (``cluster.wire`` sets it; None: no rule). Not state: a checkpoint leaves it out.
+    judge: Callable[[types.DecisionRecord, Sequence[types.Event]], str | None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def holding(self) -> bool:
@@ -276,6 +290,12 @@ class BatchVerifier:
                     return self._orphan_batch(
                         batch, DIGEST_MISMATCH, f"batch {batch.record.decision_id}: outputs do not match its digest"
                     )
+                if self.judge is not None:
+                    problem = self.judge(batch.record, [h.event for h in batch.outputs])
+                    if problem is not None:
+                        return self._orphan_batch(
+                            batch, WRONG_PARTITION, f"batch {batch.record.decision_id}: {problem}"
+                        )
                 held = [batch.head, *batch.outputs]
                 accepted = tuple((h.seq, h.event) for h in held)
                 return Verdict(accepted=accepted + _pending(batch.record, at_seq=held[-1].seq))
@@ -307,6 +327,10 @@ class BatchVerifier:
             if problem is not None and event.output_count == 0:
                 return self._orphan(seq, subject, WRONG_ROLE, problem)
             if event.output_count == 0:
+                if problem is None and self.judge is not None:
+                    problem = self.judge(event, ())
+                    if problem is not None:
+                        return self._orphan(seq, subject, WRONG_PARTITION, f"record {event.decision_id}: {problem}")
                 return Verdict(accepted=((seq, event), *_pending(event, at_seq=seq)))
             self.open = _OpenBatch(
                 record=event, head=_Held(seq=seq, subject=subject, data=data, event=event), wrong=problem or ""

@@ -22,8 +22,9 @@ from typing import Any, Final, Never, NoReturn
 import msgspec
 
 from kueue_es.events import models, tas, types
-from kueue_es.projections import afs, kueue_metrics, quota, topology
+from kueue_es.projections import afs, kueue_metrics, partitions, quota, topology
 from kueue_es.projections.batches import BatchVerifier
+from kueue_es.projections.partitions import Partitions
 from kueue_es.projections.topology import TopologyState
 
 
@@ -348,6 +349,18 @@ class ClusterState:
     # Kueue's metrics that only history gives (counters, wait-time histograms): folded here, so they
     # are the same after a restart and in every replica (:mod:`kueue_es.projections.kueue_metrics`).
     metrics: kueue_metrics.KueueMetrics = field(default_factory=kueue_metrics.KueueMetrics)
+    # Decision partitions (issue 18, :mod:`kueue_es.projections.partitions`): ``partitions`` is
+    # derived (rebuilt from the rest after a checkpoint); ``transits`` is state: the objects handed
+    # over between partitions and not yet fenced, ``"wl:<key>"``, ``"cq:<name>"`` or ``"cohort:<name>"`` -> (source
+    # partition, sequence of the move, target partition).
+    partitions: Partitions = field(default_factory=Partitions)
+    transits: dict[str, tuple[str, int, str]] = field(default_factory=dict)
+    # ``admit_cycles`` per partition: a partition's own scheduling cycles, the clock of its
+    # workloads' bookmarks (a partition's view reads its count as ``admit_cycles``).
+    partition_cycles: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        wire(self)
 
     def generation(self, cluster_queue: str) -> int:
         """Kueue's AllocatableResourceGeneration of ``cluster_queue`` as the log gives it:
@@ -374,6 +387,14 @@ class ClusterState:
     def usage_of(self, cluster_queue: str, flavor: str, resource: str) -> int:
         """Reserved amount of ``resource`` in ``flavor`` of ``cluster_queue`` (0 when none)."""
         return self.usage.get(cluster_queue, {}).get(flavor, {}).get(resource, 0)
+
+
+def wire(state: ClusterState) -> None:
+    """Give ``state``'s batch verifier the fold's partition rule (a batch deciding a workload
+    outside its record's partition is an orphan, :func:`partitions.record_problem`), once: a
+    copy of the state (a partition's view) shares the verifier and leaves it as it is."""
+    if state.batches.judge is None:
+        state.batches.judge = lambda record, outputs: partitions.record_problem(state, record, outputs)
 
 
 class UnknownEventError(TypeError):
@@ -404,15 +425,19 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
     """
     if isinstance(event, types.PendingOutcome):
         event = event.inadmissible(at_ms=0)  # the fold does not read a WorkloadInadmissible's time
+    state.partitions.seq = seq  # a workload moved by this event moves at ``seq``
     match event:
         case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
         case types.DecisionRecord():
             state.heads[event.partition] = seq
+            state.partitions.on_record(state, event.partition, event.basis_seq)
             kueue_metrics.on_record(state, event, seq=seq, admitter=event.role == ADMITTER_ROLE)
             if event.role == ADMITTER_ROLE and event.decided and seq > state.admit_cycle_seq:
                 state.admit_cycles += 1  # once per record, however often it is folded
                 state.admit_cycle_seq = seq
+                cycles = state.partition_cycles
+                cycles[event.partition] = cycles.get(event.partition, 0) + 1
             if event.answers:
                 state.requests.pop(event.answers, None)
         case types.SchedulingRequested():
@@ -441,9 +466,12 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             if event.kind == "ResourceFlavor":
                 state.topology.apply(event)
         case types.ResourceFlavorObserved(flavor=obj):
+            old_flavor = state.flavors.get(obj.metadata.name)
             state.flavors[obj.metadata.name] = obj
             state.topology.apply(event)
             state.trigger("*", seq)
+            if old_flavor is None or old_flavor.spec.topology_name != obj.spec.topology_name:
+                state.partitions.on_flavor(state, seq)
         case types.ClusterQueueObserved(cluster_queue=obj):
             old = state.cluster_queues.get(obj.metadata.name)
             if old is None or (old.spec.resource_groups, old.spec.cohort_name) != (
@@ -454,6 +482,7 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             state.cluster_queues[obj.metadata.name] = obj
             state.quota_tree = None
             state.trigger(f"cq:{obj.metadata.name}", seq)
+            state.partitions.on_cluster_queue(state, obj.metadata.name, seq)
         case types.CohortObserved(cohort=obj):
             old_cohort = state.cohorts.get(obj.metadata.name)
             if old_cohort is None or old_cohort.spec != obj.spec:
@@ -461,9 +490,12 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             state.cohorts[obj.metadata.name] = obj
             state.quota_tree = None
             state.trigger(f"cohort:{obj.metadata.name}", seq)
+            if (old_cohort.spec.parent_name if old_cohort is not None else None) != obj.spec.parent_name:
+                state.partitions.on_cohort(state, seq)
         case types.LocalQueueObserved(local_queue=obj):
             state.local_queues[(obj.metadata.namespace, obj.metadata.name)] = obj
             state.trigger(f"cq:{obj.spec.cluster_queue}", seq)
+            state.partitions.on_local_queue(state, (obj.metadata.namespace, obj.metadata.name), seq)
         case types.WorkloadPriorityClassObserved(priority_class=obj):
             state.priority_classes[obj.metadata.name] = obj
             _reorder_priority_class(state, obj.metadata.name)
@@ -708,6 +740,7 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
     current = wl or gone
     if current is not None:
         _place(state, current, queued=waiting and active)
+    state.partitions.on_workload(state, key)
 
 
 def _index_status(state: ClusterState, key: str, wl: WorkloadState | None) -> None:
@@ -845,17 +878,23 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
                     kueue_metrics.on_forgotten(state, current.key)
                 _reindex(state, f"{event.namespace}/{event.name}", gone=current)
         case "ResourceFlavor":
-            state.flavors.pop(event.name, None)
+            gone_flavor = state.flavors.pop(event.name, None)
+            if gone_flavor is not None and gone_flavor.spec.topology_name:
+                state.partitions.on_flavor(state, seq)
         case "ClusterQueue":
             state.cluster_queues.pop(event.name, None)
             state.structure_generation = max(state.structure_generation, seq)
             state.quota_tree = None
+            state.partitions.on_cluster_queue(state, event.name, seq)
         case "Cohort":
-            state.cohorts.pop(event.name, None)
+            gone_cohort = state.cohorts.pop(event.name, None)
             state.structure_generation = max(state.structure_generation, seq)
             state.quota_tree = None
+            if gone_cohort is not None and gone_cohort.spec.parent_name:
+                state.partitions.on_cohort(state, seq)
         case "LocalQueue":
             state.local_queues.pop((event.namespace, event.name), None)
+            state.partitions.on_local_queue(state, (event.namespace, event.name), seq)
         case "WorkloadPriorityClass":
             state.priority_classes.pop(event.name, None)
             _reorder_priority_class(state, event.name)

@@ -11,9 +11,11 @@ The cores live in ``services/<name>/core.py``; this is the only async code they 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Iterator
 
 import structlog
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
@@ -36,37 +38,50 @@ async def serve_decider(
     connect: Callable[[str], Awaitable[Bus]] = nats_bus.connect,
     start: StartPoint | None = None,
     standby: standby_lease.StandbySettings | None = None,
+    partitions: Collection[str] | None = None,
+    slots: int = standby_lease.DEFAULT_SLOTS,
 ) -> None:
     """Run ``decider`` against the log at ``nats_url`` until ``stop`` is set (``stepped``: see DeciderLoop;
     ``connect``: how to get the bus, e.g. ``kueue_es.services.health.Health.connect`` to observe it;
     ``start``: a checkpoint to fold on from, used only if it is of this log, see DeciderLoop).
 
-    ``standby``: decide and commit only while holding the decider's lease (on a NATS bus), with
-    these timings; on the way out the lease is released, after the loop stopped. None: always
-    decide (every replica hot). Raises NotFoundError when the lease bucket is missing and this
-    NATS user may not create it.
+    ``partitions``: the partitions to decide (``--partitions LIST``: exactly these, no lease); None
+    (``--partitions all``): every partition, spread over ``slots`` lease slots among the replicas when
+    ``standby`` is given (:class:`standby_lease.SlotLeases`, with these timings; on a NATS bus), else
+    every partition in this process (every replica hot). On the way out the slots are released, after
+    the loop stopped. Raises NotFoundError when the lease bucket is missing and this NATS user may
+    not create it, ValueError for ``slots`` < 1.
     """
     bus = await connect(nats_url)
     try:
-        lease = None if standby is None else await standby_lease.open_lease(bus, role=decider.role, settings=standby)
+        lease = (
+            await standby_lease.open_slots(bus, role=decider.role, settings=standby, slots=slots)
+            if standby is not None and partitions is None
+            else None
+        )
     except BaseException:
         await bus.close()
         raise
-    loop = DeciderLoop(bus=bus, decider=decider, wakeup=wakeup, stepped=stepped, start=start, gate=lease)
+    loop = DeciderLoop(
+        bus=bus, decider=decider, partitions=partitions, wakeup=wakeup, stepped=stepped, start=start, gate=lease
+    )
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
         loop.on_orphan = bus.health.orphaned
         bus.health.add_check(loop.readiness)
+        bus.health.registry.register(PartitionCollector(loop, service=bus.health.service))
         if lease is not None:
             standby_lease.observe(lease, bus.health, role=decider.role)
-        if decider.role == ADMITTER_ROLE:  # Kueue's metrics, from the admitter's fold, while it holds its lease
+        if decider.role == ADMITTER_ROLE:  # Kueue's metrics, from the admitter's fold, by the holder of slot 0
             bus.health.registry.register(
-                KueueCollector(lambda: loop.state, active=lease.active if lease is not None else None)
+                KueueCollector(lambda: loop.state, active=(lambda: 0 in lease.held()) if lease else None)
             )
     log.info(
         "service_started",
         role=decider.role,
         logic_version=decider.logic_version,
+        partitions="all" if partitions is None else sorted(partitions),
         lease=lease.key if lease is not None else None,
+        slots=lease.count if lease is not None else None,
         identity=lease.identity if lease is not None else None,
     )
     try:
@@ -80,6 +95,35 @@ async def serve_decider(
             role=decider.role,
             commits=loop.commits,
             conflicts=loop.conflicts,
+            partitions=len(loop.stats),
             folded_seq=loop.state.last_seq,
             lease_transitions=lease.transitions if lease is not None else None,
         )
+
+
+class PartitionCollector(Collector):
+    """The loop's per-partition metrics: ``kueue_es_decider_commits_total{service,role,partition}``,
+    ``kueue_es_decider_conflicts_total{...}`` (commit attempts the head check refused) and
+    ``kueue_es_decider_partitions{service,role}`` (partitions this replica decides now)."""
+
+    def __init__(self, loop: DeciderLoop, *, service: str) -> None:
+        self.loop, self.service = loop, service
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """One sample per partition this loop has committed in or been refused in."""
+        role = self.loop.decider.role
+        labels = ["service", "role", "partition"]
+        commits = CounterMetricFamily(
+            "kueue_es_decider_commits", "Batches this replica committed, by partition.", labels=labels
+        )
+        conflicts = CounterMetricFamily(
+            "kueue_es_decider_conflicts", "Commits the head check refused, by partition.", labels=labels
+        )
+        for partition, stats in sorted(self.loop.stats.items()):
+            commits.add_metric([self.service, role, partition], stats.commits)
+            conflicts.add_metric([self.service, role, partition], stats.conflicts)
+        owned = GaugeMetricFamily(
+            "kueue_es_decider_partitions", "Partitions this replica decides now.", labels=["service", "role"]
+        )
+        owned.add_metric([self.service, role], len(self.loop.owned()))
+        yield from (commits, conflicts, owned)

@@ -1,15 +1,16 @@
-"""The shared service runtime: fold the log, decide, commit one atomic batch per cycle.
+"""The shared service runtime: fold the log, decide, commit one atomic batch per partition and cycle.
 
 Every decider (admitter, preemptor, TAS placer) is this loop around its own pure
-``decide(state, now_ms=...)`` (ARCHITECTURE.md §3, research/event-sourcing.md §5.6):
+``decide(state, now_ms=..., partition=...)`` (ARCHITECTURE.md §3, research/event-sourcing.md §5.6):
 
-1. catch up: fold every message into a :class:`ClusterState`, remembering the last
-   sequence folded (the basis) and the partition's last head sequence;
-2. decide once caught up, reading the clock once per cycle;
-3. commit the outputs as one batch headed by a DecisionRecord on the decider's own
-   head (``kq.dec.<p>.head.<user>``) that expects the last sequence seen on every head
-   of the partition (``kq.dec.<p>.head.*``); a stale view is rejected whole
-   (ConflictError) and the loop folds on;
+1. catch up: fold every message (every partition's) into a :class:`ClusterState`,
+   remembering the last sequence folded (the basis) and each partition's last head sequence;
+2. decide once caught up, reading the clock once per cycle, each partition it owns
+   (``--partitions``, slot leases) that something touched;
+3. commit each partition's outputs as one batch headed by a DecisionRecord on the decider's
+   own head (``kq.dec.<p>.head.<user>``) that expects the last sequence seen on every head
+   of that partition (``kq.dec.<p>.head.*``), the partitions concurrently; a stale view is
+   rejected whole (ConflictError) and that partition is decided again once folded on;
 4. never apply its own decisions: wait until they come back through the log.
 
 Also here: structlog set-up (JSON lines) and graceful SIGTERM handling shared by
@@ -348,8 +349,68 @@ async def log_mismatch(bus: Bus, start: StartPoint) -> str | None:
     return None
 
 
+class PartitionGate(Protocol):
+    """Which partitions this replica decides (``kueue_es.services.standby.SlotLeases``: the partitions of
+    the lease slots it holds)."""
+
+    def active(self) -> bool:
+        """True while this replica holds at least one slot."""
+        ...
+
+    def owns(self, partition: str) -> bool:
+        """True while this replica may decide and commit ``partition``."""
+        ...
+
+
+WORKLOAD_TOKENS = ("kq.in.wl.", "kq.in.pod.")
+
+
+def _untoken(text: str) -> str:
+    """The name :func:`subjects.token` made ``text`` of."""
+    return "" if text == "_" else text.replace("%2E", ".").replace("%25", "%")
+
+
+def workload_key_of(subject: str) -> str | None:
+    """The workload key (``<namespace>/<name>``) a message on ``subject`` is about, from the subject alone:
+    a workload fact (``kq.in.wl.<ns>.<name>``), a per-workload decision (``kq.dec.<p>.wl.<ns>.<name>``)
+    or a dispatch result (``kq.disp.<cluster>.wl.<ns>.<name>``); None for any other subject."""
+    parts = subject.split(".")
+    if len(parts) == 5 and parts[1] == "in" and parts[2] == "wl":
+        return f"{_untoken(parts[3])}/{_untoken(parts[4])}"
+    if len(parts) == 6 and parts[1] in ("dec", "disp") and parts[3] == "wl":
+        return f"{_untoken(parts[4])}/{_untoken(parts[5])}"
+    return None
+
+
+@dataclass(kw_only=True)
+class PartitionStats:
+    """One partition's side of a :class:`DeciderLoop`: its heads' last sequence, commit attempts and block."""
+
+    head_seq: int = 0
+    """The last sequence on the partition's heads (every role's) as the server has it: every message there
+    counts, a record or not, so a non-record on a head is skipped, never a permanent fence."""
+    commits: int = 0
+    conflicts: int = 0
+    waiting_for: int = 0  # the sequence our last commit reached: decide again only after folding it
+    blocked_since: float | None = None  # when a batch to commit first failed to commit
+    commit_failing: bool = False  # the last commit failed without an answer (not a conflict)
+
+
 class DeciderLoop:
-    """Runs one :class:`Decider` against a bus until stopped.
+    """Runs one :class:`Decider` against a bus until stopped, per partition (issue 18).
+
+    ``partitions``: the partitions it decides: None (``--partitions all``) every partition of the
+    fold (``state.partitions``), or only those the ``gate`` owns when the gate is a
+    :class:`PartitionGate` (slot leases); a list: exactly those (static, no lease), ``["p0"]`` the
+    legacy single partition deciding over the whole state. Every partition is folded whatever it
+    owns: a workload or ClusterQueue that moves between partitions is handed over through the log
+    (a fence record, ``state.partitions.fence_needed``), and its state comes with it.
+
+    Each cycle decides every owned partition that something touched since its last cycle (a
+    message about one of its workloads, a decision of it; a fact about a ClusterQueue, Cohort,
+    flavor, ... touches all; every ``wakeup`` s all, for timers), or that owes a fence, and commits
+    each partition's batch on its own heads (``kq.dec.<p>.head.*``) concurrently; a conflict in one
+    re-decides only that one, after folding on.
 
     ``clock`` returns ms since the epoch (injectable for tests); ``wakeup`` is the
     idle interval in seconds after which a cycle runs even without new messages.
@@ -358,7 +419,7 @@ class DeciderLoop:
     request is answered by the cycle that completes it.
 
     ``stall_after`` (seconds, on the ``monotonic`` clock): the loop counts as stalled
-    (:meth:`readiness` false) once it has had a batch to commit for that long without
+    (:meth:`readiness` false) once a partition has had a batch to commit for that long without
     a commit succeeding: from the first cycle whose commit failed until a commit
     succeeds or a cycle finds nothing to decide. ``on_orphan`` is told of every orphaned
     message (:func:`fold_message`), e.g. to count it.
@@ -367,8 +428,8 @@ class DeciderLoop:
     only when the log on the bus is the one it was folded from (:func:`log_mismatch`);
     otherwise the loop folds from the start and says why (``checkpoint_not_used``).
 
-    ``gate``: while it is shut (another replica holds the decider's lease) the loop only folds:
-    it neither decides nor commits, and a batch decided while the gate shut is dropped.
+    ``gate``: a :class:`Gate` (a standby lease): while it is shut the loop only folds, and a batch
+    decided while it shut is dropped; a :class:`PartitionGate`: the same per partition.
     """
 
     def __init__(
@@ -376,7 +437,7 @@ class DeciderLoop:
         *,
         bus: Bus,
         decider: Decider,
-        partition: str = subjects.DEFAULT_PARTITION,
+        partitions: Collection[str] | None = None,
         clock: Callable[[], int] = wall_clock_ms,
         wakeup: float = 1.0,
         stepped: bool = False,
@@ -384,29 +445,50 @@ class DeciderLoop:
         monotonic: Callable[[], float] = time.monotonic,
         on_orphan: OrphanHook | None = None,
         start: StartPoint | None = None,
-        gate: Gate | None = None,
+        gate: Gate | PartitionGate | None = None,
     ) -> None:
-        self.bus, self.decider, self.partition = bus, decider, partition
+        self.bus, self.decider = bus, decider
+        self.partitions = None if partitions is None else tuple(sorted(set(partitions)))
         self.gate = gate
         self.clock, self.wakeup, self.stepped = clock, wakeup, stepped
         self.stall_after, self.monotonic, self.on_orphan = stall_after, monotonic, on_orphan
         self.state = ClusterState()
-        self.commits = 0
-        self.conflicts = 0
+        self.stats: dict[str, PartitionStats] = {}
         self._inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
         self._caught_up = False
-        self._heads = subjects.heads_of(partition)
-        self._head_prefix = self._heads.removesuffix("*")
-        # The last sequence on the partition's heads (every role's) as the server has it: every
-        # message there counts, a record or not, so a non-record on a head is skipped, never a
-        # permanent fence.
-        self.head_seq = 0
-        self.blocked_since: float | None = None  # when a batch to commit first failed to commit
-        self.commit_failing = False  # the last commit failed without an answer (not a conflict)
+        self._dirty: set[str] = set()
+        self._all_dirty = True
+        self._swept_at = 0.0  # monotonic() when every owned partition was last decided
+        self._fence_scan = True  # something may have moved: look for fences owed among every owned partition
+        self._owed: set[str] = set()  # owned partitions that owed a fence at the last look
         self.start = start
         self.position = 0  # the last sequence read before this loop's reader: a start point's
         self.yield_seconds = YIELD_SECONDS
         self._open_since: dict[str, float] = {}  # another role's open requests: when this loop saw each
+
+    # -- counters, as before partitions: the sums -------------------------------------------------
+
+    @property
+    def commits(self) -> int:
+        """Batches committed, every partition."""
+        return sum(s.commits for s in self.stats.values())
+
+    @property
+    def conflicts(self) -> int:
+        """Commits refused by the head check (or as duplicates), every partition."""
+        return sum(s.conflicts for s in self.stats.values())
+
+    @property
+    def head_seq(self) -> int:
+        """The last sequence on any partition's heads this loop has seen."""
+        return max((s.head_seq for s in self.stats.values()), default=0)
+
+    def partition_stats(self, partition: str) -> PartitionStats:
+        """``partition``'s stats (made on first use)."""
+        stats = self.stats.get(partition)
+        if stats is None:
+            stats = self.stats[partition] = PartitionStats()
+        return stats
 
     async def run(self) -> None:
         """Fold and decide forever (cancel to stop)."""
@@ -418,19 +500,26 @@ class DeciderLoop:
             await cancel_and_wait([reader])
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """Ready unless stalled (see the class) or the last commit failed on the bus (a timeout, no
-        responders: ``commit_failing``, until a commit is answered or nothing is left to commit);
-        the facts say for how long it has been blocked."""
-        failing = {"commit_failing": True} if self.commit_failing else {}
-        if self.blocked_since is None:
-            return not self.commit_failing, {"stalled": False, **failing}
-        blocked = self.monotonic() - self.blocked_since
-        stalled = blocked > self.stall_after
-        return not stalled and not self.commit_failing, {
-            "stalled": stalled,
-            "uncommitted_for_s": round(blocked, 1),
-            **failing,
-        }
+        """Ready unless stalled (see the class) or the last commit of a partition failed on the bus (a
+        timeout, no responders: ``commit_failing``, until a commit is answered or nothing is left to
+        commit); the facts say for how long and which partitions."""
+        failing = sorted(p for p, s in self.stats.items() if s.commit_failing)
+        blocked = [s.blocked_since for s in self.stats.values() if s.blocked_since is not None]
+        facts: dict[str, Any] = {"partitions": len(self.owned())}
+        if failing:
+            facts.update(commit_failing=True, failing_partitions=failing[:10])
+        if not blocked:
+            return not failing, {"stalled": False, **facts}
+        longest = self.monotonic() - min(blocked)
+        stalled = longest > self.stall_after
+        stalled_partitions = sorted(
+            p
+            for p, s in self.stats.items()
+            if s.blocked_since is not None and self.monotonic() - s.blocked_since > self.stall_after
+        )
+        if stalled_partitions:
+            facts["stalled_partitions"] = stalled_partitions[:10]
+        return not stalled and not failing, {"stalled": stalled, "uncommitted_for_s": round(longest, 1), **facts}
 
     async def _resume(self) -> None:
         """Take the start point if it is of this log; else fold from the start, saying why."""
@@ -445,7 +534,8 @@ class DeciderLoop:
             return
         self.state, self.position = start.state, start.seq
         self.bus.folded_through(start.seq)  # ready at once when nothing follows the snapshot
-        self.head_seq = start.head_seqs.get(self.partition, 0)
+        for partition, seq in start.head_seqs.items():
+            self.partition_stats(partition).head_seq = seq
         await self._purged_head()
         with contextlib.suppress(BusError):  # nothing after the checkpoint: no message will say so
             self._caught_up = await self.bus.last_seq() <= start.seq
@@ -453,37 +543,46 @@ class DeciderLoop:
             "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(start.state.workloads)
         )
 
-    async def _purged_head(self) -> bool:
+    async def _purged_head(self, partition: str | None = None) -> bool:
         """The server compares a batch with the last message on the partition's heads that it still
         has: once the log is purged past the last head this loop folded (kueue_es.snapshots), none
-        (0), not the purged sequence, which would be refused for ever. True when it was reset so."""
-        if self.head_seq and self.head_seq < await self.bus.first_seq():
-            log.info("head_purged", head_seq=self.head_seq)
-            self.head_seq = 0
-            return True
-        return False
+        (0), not the purged sequence, which would be refused for ever. True when one (``partition``'s,
+        or any) was reset so."""
+        chosen = self.stats.items() if partition is None else [(partition, self.partition_stats(partition))]
+        candidates = [(p, s) for p, s in chosen if s.head_seq]
+        if not candidates:
+            return False
+        first = await self.bus.first_seq()
+        reset = False
+        for p, stats in candidates:
+            if stats.head_seq < first:
+                log.info("head_purged", partition=p, head_seq=stats.head_seq)
+                stats.head_seq = 0
+                reset = True
+        return reset
 
     async def _read(self) -> None:
-        filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
+        filters = [subjects.FACTS, subjects.DISPATCH, subjects.DECISIONS]  # every partition: hand-overs fold
         start_seq = max(self.state.last_seq, self.position) + 1  # a held batch's messages are not read twice
         async for message in self.bus.read(subjects=filters, start_seq=start_seq):
             await self._inbox.put(message)
 
     async def _loop(self) -> None:
-        waiting_for = 0  # the sequence our last commit reached: decide again only after folding it
         held = 0.0  # seconds left of holding cycles for another role's request
         while True:
-            standby = not self._open()  # a standby asks its gate often: a takeover decides at once
+            standby = not self._open_any()  # a standby asks its gate often: a takeover decides at once
             timeout = min(self.wakeup, STANDBY_POLL) if standby else self.wakeup
             came = await self._drain(timeout=min(timeout, held) if held > 0 else timeout)
-            if self.state.last_seq < waiting_for or not self._caught_up or not self._open():
+            if not came or self.monotonic() - self._swept_at >= self.wakeup:
+                self._all_dirty = True  # timers (backoff, requeue) and partitions a lease just gave us
+            if not self._caught_up or not self._open_any():
                 continue
             if self.state.batches.holding and (came or not await expire_stranded(self.bus, self.state, self.on_orphan)):
                 continue  # never decide on half a batch: its outputs are part of the basis
             held = self._held_for()
             if held > 0:
                 continue
-            waiting_for = await self._cycle()
+            await self._cycle()
 
     async def _drain(self, *, timeout: float) -> bool:
         """Fold everything available; True if at least one message came."""
@@ -494,19 +593,62 @@ class DeciderLoop:
                 message = await self._inbox.get()
         except TimeoutError:
             return False
+        partitions = self.state.partitions
+        dirty = self._dirty
         while True:
-            fold_message(self.state, message, on_orphan=self.on_orphan)
             subject = message.subject
-            if subject.startswith(self._head_prefix) and "." not in subject[len(self._head_prefix) :]:
-                self.head_seq = max(self.head_seq, message.seq)  # on one of the partition's heads
+            key = workload_key_of(subject)
+            before = partitions.of_workload(key) if key is not None else None
+            fold_message(self.state, message, on_orphan=self.on_orphan)
+            partitions = self.state.partitions
+            if key is not None:
+                after = partitions.of_workload(key)
+                dirty.add(before or "")
+                if after != before:
+                    dirty.add(after or "")
+                    self._fence_scan = self._fence_scan or before is not None
+            if subject.startswith(_DECISION_PREFIX):
+                partition, _, rest = subject[len(_DECISION_PREFIX) :].partition(".")
+                dirty.add(partition)
+                if rest.startswith("head.") and "." not in rest[5:]:  # on one of the partition's heads
+                    stats = self.partition_stats(partition)
+                    stats.head_seq = max(stats.head_seq, message.seq)
+            elif key is None:
+                self._all_dirty = True  # a ClusterQueue, Cohort, flavor, pod, ...: any partition may care
+                self._fence_scan = True
             self._caught_up = message.pending == 0
             try:
                 message = self._inbox.get_nowait()
             except asyncio.QueueEmpty:
                 return True
 
-    def _open(self) -> bool:
+    def _open_any(self) -> bool:
         return self.gate is None or self.gate.active()
+
+    def _owns(self, partition: str) -> bool:
+        gate = self.gate
+        if gate is None:
+            return True
+        owns = getattr(gate, "owns", None)
+        return owns(partition) if owns is not None else gate.active()
+
+    def owned(self) -> list[str]:
+        """The partitions this loop decides now (see the class), sorted."""
+        if self.partitions is not None:
+            return [p for p in self.partitions if self._owns(p)]
+        return [p for p in self.state.partitions.all() if self._owns(p)]
+
+    def _fencing(self) -> list[str]:
+        """Partitions this loop owns that owe a fence record now (``state.partitions.fence_needed``): looked
+        for among every owned partition only after something may have moved (a fact other than a
+        workload's, a workload that changed partition), else among those that owed one last cycle."""
+        partitions = self.state.partitions
+        if self._fence_scan:
+            self._fence_scan = False
+            self._owed.update(self.owned())
+        owed = {p for p in self._owed if self._owns(p) and partitions.fence_needed(p) is not None}
+        self._owed = owed
+        return sorted(owed)
 
     def _held_for(self) -> float:
         """Seconds to hold cycles yet: until the newest open request of another role (``Decider.yields_to``)
@@ -521,69 +663,130 @@ class DeciderLoop:
         self._open_since = {key: self._open_since.get(key, now) for key in keys}
         return max(0.0, self.yield_seconds - (now - max(self._open_since.values())))
 
-    async def _cycle(self) -> int:
-        """Decide on the current state and commit; returns the sequence to wait for."""
+    def _due(self) -> list[str]:
+        """The owned partitions to decide this cycle: touched since their last cycle (all after a sweep),
+        owing a fence, and not waiting for their own last commit to come back."""
+        if self._all_dirty:
+            candidates = set(self.owned())
+            self._swept_at = self.monotonic()
+            for p, stats in self.stats.items():
+                if p not in candidates:  # gone, or no longer ours: nothing of it left to commit here
+                    stats.blocked_since, stats.commit_failing = None, False
+        else:
+            candidates = {p for p in self._dirty if p and self._owns(p)}
+            if self.partitions is not None:
+                candidates &= set(self.partitions)
+        candidates.update(self._fencing())
+        self._dirty, self._all_dirty = set(), False
+        last = self.state.last_seq
+        due = []
+        for p in sorted(candidates):
+            if self.partition_stats(p).waiting_for > last:
+                self._dirty.add(p)  # decide it once our commit is folded
+            else:
+                due.append(p)
+        return due
+
+    async def _cycle(self) -> None:
+        """Decide every due partition on the current state and commit their batches concurrently."""
         request = self.state.open_request(self.decider.role)
         if self.stepped and request is None:
-            return 0
+            return
+        due = self._due()
+        if request is not None and not due:
+            due = self.owned()[:1] or list(self.partitions or ())[:1]
         now_ms = self.clock()
-        outputs = cut_batch(list(self.decider.decide(self.state, now_ms=now_ms)), MAX_BATCH)
-        answers = ""
-        if request is not None and (request.mode == "cycle" or not outputs):
-            answers = request.request_id
-        if not outputs and not answers:
-            self.blocked_since = None  # nothing to commit: not blocked
-            self.commit_failing = False
-            return 0
+        partitions = self.state.partitions
+        commits: dict[str, asyncio.Task[int]] = {}
+        answers = request.request_id if request is not None else ""
+        for p in due:
+            if partitions.blocked(p):  # something is in transit into it: its decide is empty until the fence
+                self._dirty.add(p)
+                continue
+            outputs = cut_batch(list(self.decider.decide(self.state, now_ms=now_ms, partition=p)), MAX_BATCH)
+            answer = ""
+            if answers and (request is not None and (request.mode == "cycle" or not outputs)):
+                answer, answers = answers, ""  # one record answers the request
+            if outputs or answer or partitions.fence_needed(p) is not None:
+                # committed while the next partition is decided; the state does not change meanwhile
+                # (only this task folds), and the lease renewals get their turn between partitions
+                commits[p] = asyncio.create_task(self._commit(p, outputs, answer, now_ms))
+                await asyncio.sleep(0)
+            else:
+                stats = self.partition_stats(p)
+                stats.blocked_since, stats.commit_failing = None, False  # nothing to commit: not blocked
+        if not commits:
+            return
+        try:
+            await asyncio.gather(*commits.values())
+        finally:
+            for p, task in commits.items():
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    self.partition_stats(p).waiting_for = task.result()
+
+    async def _commit(self, partition: str, outputs: list[types.Output], answers: str, now_ms: int) -> int:
+        """Commit ``partition``'s batch; returns the sequence to wait for before deciding it again."""
+        stats = self.partition_stats(partition)
+        basis = self.state.last_seq
         head, rest = build_batch(
             self.decider,
             outputs=outputs,
-            basis_seq=self.state.last_seq,
-            head_seq=self.state.heads.get(self.partition, 0),  # the record's content: the last record folded
+            basis_seq=basis,
+            head_seq=self.state.heads.get(partition, 0),  # the record's content: the last record folded
             now_ms=now_ms,
-            partition=self.partition,
+            partition=partition,
             answers=answers,
             max_outputs=MAX_BATCH,
         )
-        if not self._open():  # the lease was lost while deciding: the holder decides it now
-            log.info("commit_dropped_standby", basis_seq=self.state.last_seq, outputs=len(rest))
+        if not self._owns(partition):  # the lease was lost while deciding: the holder decides it now
+            log.info("commit_dropped_standby", partition=partition, basis_seq=basis, outputs=len(rest))
             return 0
         try:
             last = await self.bus.commit_batch(
-                head=head, expected_head_seq=self.head_seq, rest=rest, head_filter=self._heads
+                head=head, expected_head_seq=stats.head_seq, rest=rest, head_filter=subjects.heads_of(partition)
             )
         except (ConflictError, DuplicateBatchError) as err:
-            self.conflicts += 1
-            self.commit_failing = False
-            self._blocked()
-            log.info("commit_rejected", basis_seq=self.state.last_seq, head_seq=self.head_seq, error=type(err).__name__)
+            stats.conflicts += 1
+            stats.commit_failing = False
+            self._blocked(stats)
+            log.info(
+                "commit_rejected",
+                partition=partition,
+                basis_seq=basis,
+                head_seq=stats.head_seq,
+                error=type(err).__name__,
+            )
             with contextlib.suppress(BusError):
-                if await self._purged_head():
+                if await self._purged_head(partition):
                     return 0  # the head was purged, nobody moved it: decide again now
-            return self.state.last_seq + 1  # someone else moved the head: fold it first
+            return basis + 1  # someone else moved the head: fold it first
         except BusError as err:
             # no answer (or a refusal): decide again at the next wakeup, not only once a new message
             # comes (none may). Safe whether or not it landed: the same basis makes the same Msg-Ids
             # and expects the same head, so a repeat of a batch that landed is rejected whole.
-            self._blocked()
-            self.commit_failing = True
-            log.warning("commit_failed", basis_seq=self.state.last_seq, error=str(err))
+            self._blocked(stats)
+            stats.commit_failing = True
+            log.warning("commit_failed", partition=partition, basis_seq=basis, error=str(err))
             return 0
-        self.commits += 1
-        self.blocked_since = None
-        self.commit_failing = False
+        stats.commits += 1
+        stats.blocked_since = None
+        stats.commit_failing = False
         log.info(
             "committed",
-            basis_seq=self.state.last_seq,
+            partition=partition,
+            basis_seq=basis,
             head_seq=last - len(rest),
             outputs=len(rest),
             role=self.decider.role,
         )
         return last
 
-    def _blocked(self) -> None:
-        if self.blocked_since is None:
-            self.blocked_since = self.monotonic()
+    def _blocked(self, stats: PartitionStats) -> None:
+        if stats.blocked_since is None:
+            stats.blocked_since = self.monotonic()
+
+
+_DECISION_PREFIX = subjects.DECISIONS.removesuffix(">")
 
 
 async def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[object]], *, slow_stop: float = 3.0) -> None:

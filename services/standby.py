@@ -38,11 +38,13 @@ one key write per holder every 0.5 s, and a read per standby at each write.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import os
 import socket
 import time
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -173,6 +175,13 @@ class DeciderLease:
         try:
             revision = await self.store.update(self.key, record, last=self.revision)
         except ConflictError:
+            # our previous write may have landed after its answer timed out: still ours, at its revision
+            entry = await self.store.get(self.key)
+            if entry is not None and entry.record.holder == self.identity:
+                self.revision = entry.revision
+                revision = await self.store.update(self.key, record, last=entry.revision)
+                self.revision, self.renewed_at, self.record = revision, sent, record
+                return
             log.warning("lease_lost", lease=self.key, identity=self.identity, revision=self.revision)
             self.revision, self.observed = None, None
             return
@@ -335,7 +344,7 @@ async def open_lease(
     return DeciderLease(store, key=key, settings=settings)
 
 
-def observe(lease: DeciderLease, health: Health, *, role: str) -> None:
+def observe(lease: DeciderLease | SlotLeases, health: Health, *, role: str) -> None:
     """Report ``lease`` through ``health``: readiness facts (role active or standby, always ready),
     ``kueue_es_leader`` from the lease, and the metrics ``kueue_es_lease_holder{service,role}`` (1 while
     active) and ``kueue_es_lease_transitions_total{service,role}`` (times this replica became active or
@@ -364,3 +373,270 @@ def observe(lease: DeciderLease, health: Health, *, role: str) -> None:
             previous(active)
 
     lease.on_change = changed
+
+
+DEFAULT_SLOTS = 16
+"""Lease slots a decider's partitions are spread over by default (``--partition-slots``)."""
+
+
+def slot_of(partition: str, slots: int) -> int:
+    """The lease slot of ``partition`` among ``slots``: ``crc32(partition) % slots`` (stable across
+    processes and versions, unlike ``hash``)."""
+    return zlib.crc32(partition.encode()) % slots
+
+
+class SlotLeases:
+    """Dynamic assignment of a decider's partitions among its replicas (issue 18).
+
+    Partitions are spread over ``slots`` lease keys (``<user>.s<k>``, :func:`slot_of`); a replica
+    decides the partitions of the slots it holds. Each slot key is a :class:`DeciderLease` (the
+    same compare-and-set, renewals, renew deadline and expiry as a standby lease). To share the slots
+    fairly, each replica also holds one member key (``<user>.m<j>``, ``j < slots``: a bounded set, so
+    restarts never fill the bucket) and follows every write to its user's keys (``$KV.KQ_LEASES.<user>.>``):
+    the members written less than ``lease_duration`` ago are the live replicas, and of ``n`` of them,
+    the one ranked ``r`` (by identity) keeps ``slots // n`` slots, plus one when ``r < slots % n``.
+    A replica above its share releases slots (the highest first), one below it takes free, released
+    or expired ones; so N replicas end with about ``slots / N`` each, a new one gets its share within a
+    few retry periods, and a dead one's slots are taken over once their keys have not moved for
+    ``lease_duration`` (as a standby takes a lease). Fairness rests on what the subscription
+    passes on (a hint); ownership rests on the keys; safety on neither: two replicas deciding one
+    partition are refused by the head check, as two hot replicas are.
+    """
+
+    def __init__(
+        self,
+        store: leases.LeaseStore,
+        *,
+        user: str,
+        slots: int = DEFAULT_SLOTS,
+        identity: str | None = None,
+        settings: StandbySettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], int] = _wall_ms,
+    ) -> None:
+        if slots < 1:
+            raise ValueError(f"partition slots must be at least 1, got {slots}")
+        self.store, self.user, self.count = store, user, slots
+        self.identity = identity or default_identity()
+        self.settings = settings or StandbySettings()
+        self.clock = clock
+
+        def lease(key: str) -> DeciderLease:
+            return DeciderLease(store, key=key, identity=self.identity, settings=self.settings, clock=clock, wall=wall)
+
+        self.slots = [lease(f"{user}.s{k}") for k in range(slots)]
+        self.members = [lease(f"{user}.m{j}") for j in range(slots)]
+        self.seen: dict[str, tuple[str, float]] = {}  # key -> (holder, clock()) of the last write passed on
+        self.on_change: Callable[[bool], None] | None = None
+        self.transitions = 0
+        self._was_active = False
+
+    # -- the gate --------------------------------------------------------------------------------
+
+    def slot(self, partition: str) -> int:
+        """The slot of ``partition`` (:func:`slot_of`)."""
+        return slot_of(partition, self.count)
+
+    def owns(self, partition: str) -> bool:
+        """True while this replica holds the slot of ``partition`` as far as it knows: from taking the
+        key until a renewal finds it taken or it is released. Unlike a standby lease's :meth:`active`,
+        no renew deadline: a replica whose event loop was busy deciding past the deadline keeps
+        deciding until its next renewal says otherwise, rather than dropping the work it did (a busy
+        machine did that for a third of the batches); a replica that took the slot over meanwhile
+        races it for at most one batch, which the partition's head check refuses."""
+        return self.slots[slot_of(partition, self.count)].revision is not None
+
+    def active(self) -> bool:
+        """True while this replica holds at least one slot (:meth:`owns`)."""
+        return any(lease.revision is not None for lease in self.slots)
+
+    def held(self) -> list[int]:
+        """The slots this replica holds (active or not yet stepped down), in order."""
+        return [k for k, lease in enumerate(self.slots) if lease.revision is not None]
+
+    @property
+    def key(self) -> str:
+        """The keys, for log lines: ``<user>.s*``."""
+        return f"{self.user}.s*"
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Always ready (a replica holding no slot folds and waits); the facts say which slots it holds."""
+        held = self.held()
+        return True, {
+            "role": "active" if held else "standby",
+            "lease": self.key,
+            "slots": held,
+            "of": self.count,
+            "share": self.share(),
+            "identity": self.identity,
+        }
+
+    # -- sharing ---------------------------------------------------------------------------------
+
+    def live_members(self) -> list[str]:
+        """The identities of the live replicas (member keys written less than ``lease_duration`` ago,
+        as the subscription passed them on), this one included, sorted."""
+        now = self.clock()
+        live = {self.identity}
+        for key, (holder, at) in self.seen.items():
+            if holder and key.startswith(f"{self.user}.m") and now - at < self.settings.lease_duration:
+                live.add(holder)
+        return sorted(live)
+
+    def share(self) -> int:
+        """How many slots this replica should hold: see the class."""
+        live = self.live_members()
+        n, rank = len(live), live.index(self.identity)
+        return self.count // n + (1 if rank < self.count % n else 0)
+
+    def _candidate(self, lease: DeciderLease) -> bool:
+        """Worth a read: the key is not known to be held by a live other replica (free, released, ours,
+        unknown, or not written for a retry period: it may be expiring)."""
+        seen = self.seen.get(lease.key)
+        if seen is None or not seen[0] or seen[0] == self.identity:
+            return True
+        return self.clock() - seen[1] >= self.settings.retry_period * 2 or lease.observed is not None
+
+    def _stale(self, lease: DeciderLease) -> bool:
+        """Held by another replica whose last write to it was passed on two retry periods ago or more."""
+        seen = self.seen.get(lease.key)
+        return (
+            seen is not None
+            and bool(seen[0])
+            and seen[0] != self.identity
+            and self.clock() - seen[1] >= self.settings.retry_period * 2
+        )
+
+    async def _observe(self, lease: DeciderLease) -> None:
+        """Read ``lease``'s key and note when its revision was first seen (what :meth:`DeciderLease.attempt`
+        times an expiry from), without taking it."""
+        entry = await self.store.get(lease.key)
+        if entry is not None and (lease.observed is None or lease.observed.revision != entry.revision):
+            lease.observed, lease.observed_at = entry, self.clock()
+
+    def _seen(self, key: str, data: bytes) -> None:
+        try:
+            holder = leases._DECODER.decode(data).holder if data else ""
+        except Exception:  # noqa: BLE001 - a value that does not decode counts as held by someone
+            holder = leases.UNDECODABLE_HOLDER
+        self.seen[key] = (holder, self.clock())
+
+    async def seed(self) -> None:
+        """Read every key once (who holds what at start). Raises BusError."""
+        for lease in (*self.members, *self.slots):
+            entry = await self.store.get(lease.key)
+            if entry is not None:
+                self.seen[lease.key] = (entry.record.holder, self.clock())
+
+    # -- one round -------------------------------------------------------------------------------
+
+    async def attempt(self) -> bool:
+        """Renew what this replica holds, hold a member key, then move towards its share: release
+        slots above it, take free or expired ones below it. Returns :meth:`active`. Raises BusError."""
+        try:
+            await self._member()
+            held = [lease for lease in self.slots if lease.revision is not None]
+            await asyncio.gather(*(lease.attempt() for lease in held))
+            held = [lease for lease in self.slots if lease.revision is not None]
+            share = self.share()
+            for lease in reversed(held[share:]):
+                await lease.release()
+                log.info("slot_released", lease=lease.key, identity=self.identity, share=share)
+            want = share - min(len(held), share)
+            for lease in self.slots:
+                if lease.revision is not None or not self._candidate(lease):
+                    continue
+                if want > 0:
+                    if await lease.attempt():
+                        want -= 1
+                elif self._stale(lease):
+                    await self._observe(lease)  # start timing it now: taken at once if its holder turns out dead
+        finally:
+            self._note()
+        return self.active()
+
+    async def _member(self) -> None:
+        mine = [lease for lease in self.members if lease.revision is not None]
+        if mine:
+            await mine[0].attempt()
+            if mine[0].revision is not None:
+                return
+        for lease in self.members:
+            if self._candidate(lease) and await lease.attempt():
+                return
+
+    def _note(self) -> None:
+        active = self.active()
+        if active != self._was_active:
+            self._was_active = active
+            self.transitions += 1
+            if self.on_change is not None:
+                self.on_change(active)
+
+    async def run(self) -> None:
+        """Run rounds every retry period (a write to any of the user's keys wakes a round sooner) until
+        cancelled; then call :meth:`release`."""
+        wake = asyncio.Event()
+        sub = None
+
+        async def on_write(msg: Any) -> None:
+            self._on_write(msg, wake)
+
+        try:
+            sub = await self.store.nc.subscribe(f"{leases.SUBJECT_PREFIX}{self.user}.>", cb=on_write)
+        except Exception as err:  # noqa: BLE001 - nats-py raises its own errors and OSError
+            log.warning("slots_not_followed", user=self.user, error=str(err))
+        failing = False
+        try:
+            with contextlib.suppress(BusError):
+                await self.seed()
+            while True:
+                wake.clear()
+                began = self.clock()
+                try:
+                    await self.attempt()
+                    if failing:
+                        log.info("lease_reachable", lease=self.key)
+                    failing = False
+                except BusError as err:
+                    if not failing:
+                        log.warning("lease_unreachable", lease=self.key, error=str(err))
+                    failing = True
+                delay = max(0.0, began + self.settings.retry_period - self.clock())
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await wake.wait()
+        finally:
+            if sub is not None:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
+
+    def _on_write(self, msg: Any, wake: asyncio.Event) -> None:
+        key = msg.subject.removeprefix(leases.SUBJECT_PREFIX)
+        before = self.seen.get(key, ("", 0.0))[0]
+        self._seen(key, msg.data)
+        holder = self.seen[key][0]
+        if holder != before and holder != self.identity:  # a release, a newcomer, a takeover: act soon
+            wake.set()
+
+    async def release(self) -> None:
+        """Release every slot and the member key (so the others take them at once); errors only logged."""
+        await asyncio.gather(*(lease.release() for lease in (*self.slots, *self.members)))
+        self._note()
+
+
+async def open_slots(
+    bus: Bus, *, role: str, settings: StandbySettings, slots: int = DEFAULT_SLOTS, user: str | None = None
+) -> SlotLeases | None:
+    """The slot leases of decider ``role`` (admit, preempt, place) on ``bus``'s NATS connection; None on a
+    bus that is not NATS (in memory: one process decides every partition). Raises NotFoundError when the
+    bucket is missing and this connection may not create it, BusError, ValueError for ``slots`` < 1."""
+    from kueue_es.events.bus.nats import NatsBus  # nats-py only where a NATS bus is used
+
+    inner = getattr(bus, "inner", bus)
+    if not isinstance(inner, NatsBus):
+        return None
+    store = await leases.open_store(
+        inner.nc, create=inner.creates_streams, replicas=inner.replicas, timeout=settings.retry_period
+    )
+    return SlotLeases(store, user=user or subjects.HEAD_TOKENS[role], slots=slots, settings=settings)

@@ -22,7 +22,8 @@ and intervals; when each kill lands still depends on the machine):
     :mod:`kueue_es.services.health`): what a single-replica system waits for;
   - *recovery*, what a user of the system sees, the role served again: with one replica,
     the restart; with several, until some replica of the victim's service answers
-    ``/readyz`` 200 as the lease holder (``role`` active) and has worked since the kill:
+    ``/readyz`` 200 as the lease holder (``role`` active; a decider: once the ready replicas hold
+    every partition slot between them, the killed one's taken over) and has worked since the kill:
     a decider has read the log (``kueue_es_events_folded_total`` went up), the dispatcher
     has written a decision (``kueue_es_dispatch_writes_total`` went up) or has nothing to
     write (its durable consumer has nothing pending or unacked). A killed standby is
@@ -472,9 +473,12 @@ class Chaos:
         (see the module: ready, the lease holder, and worked since the kill; ``worked``: each replica's
         work counter then); None after RECOVERY_TIMEOUT. ``kill.detail`` gets which replica."""
         while time.monotonic() - since <= RECOVERY_TIMEOUT:
-            for n in range(1, len(self.supervisors) + 1):
+            bodies = {n: await self._readyz_body((n, name)) for n in range(1, len(self.supervisors) + 1)}
+            if not _slots_covered(bodies.values()):
+                await asyncio.sleep(POLL_SECONDS)  # a decider's partitions: every slot held by a live replica
+                continue
+            for n, body in bodies.items():
                 target = (n, name)
-                body = await self._readyz_body(target)
                 if body is None or not body.get("ready") or body.get("role") not in SERVING_ROLES:
                     continue
                 now = await self._work_done(target)
@@ -593,3 +597,13 @@ def _check_url(url: str, expected: list[str]) -> tuple[ReplayReport, invariants.
 def violations_of(report: ReplayReport, checker: invariants.InvariantChecker) -> list[invariants.Violation]:
     """Every violation: the invariants', then the replay's."""
     return checker.finish() + invariants.replay_violations(report)
+
+
+def _slots_covered(bodies: Iterable[dict[str, Any] | None]) -> bool:
+    """Whether the ready replicas of a decider that shares partition slots (``/readyz`` ``slots`` of ``of``,
+    services/standby.py SlotLeases) hold every slot between them; True for a service without slots."""
+    ready = [b for b in bodies if b is not None and b.get("ready")]
+    count = max((int(b.get("of", 0)) for b in ready), default=0)
+    if not count:
+        return True
+    return {int(k) for b in ready for k in b.get("slots", [])} >= set(range(count))

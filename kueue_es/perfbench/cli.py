@@ -44,6 +44,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         " other stands by; default 2 with --chaos, else 1)",
     )
     parser.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run N admitter processes sharing the partitions (cohort trees) through the slot leases"
+        " (--partitions all); the table shows each process's CPU seconds and commits",
+    )
+    parser.add_argument(
         "--standby-lease",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -92,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
     if args.replicas < 1:
         print(f"error: --replicas must be at least 1, got {args.replicas}", file=sys.stderr)
         return 2
+    if args.partitions is not None and (args.partitions < 1 or args.chaos is not None):
+        print("error: --partitions N takes N >= 1 and no --chaos", file=sys.stderr)
+        return 2
     if args.chaos is not None and args.kill_every <= 0:
         print(f"error: --kill-every must be positive, not {args.kill_every:g}", file=sys.stderr)
         return 2
@@ -123,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
                 chaos_seed=args.chaos,
                 kill_every=args.kill_every,
                 compact_args=None if args.compact is None else shlex.split(args.compact),
+                partitions=args.partitions,
             )
         )
     except generator.ConfigError as err:
@@ -135,8 +147,13 @@ def run(args: argparse.Namespace) -> int:
     deciders = doc["deciders"]
     attempts = deciders["commits"] + deciders["conflicts"]
     share = f"{100 * deciders['conflicts'] / attempts:.1f} %" if attempts else "-"
+    head = (
+        f"deciders: {deciders['partitions']} admitter processes sharing the partitions (one preemptor, placer),"
+        if deciders.get("partitions")
+        else f"deciders: {deciders['replicas']} replica(s) each,"
+    )
     console.print(
-        f"deciders: {deciders['replicas']} replica(s) each, standby lease"
+        f"{head} standby lease"
         f" {'on' if deciders['standbyLease'] else 'off'}; {deciders['commits']} commits, {deciders['conflicts']}"
         f" conflicts ({share} of commit attempts): "
         + ", ".join(f"{n} {p['commits']}/{p['conflicts']}" for n, p in deciders["processes"].items()),

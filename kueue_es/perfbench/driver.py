@@ -124,6 +124,7 @@ class RunResult:
     compact_args: list[str] = field(default_factory=list)  # the compactor's arguments; [] when none ran
     deciders: dict[str, DeciderStats] = field(default_factory=dict)  # by process name: admitter, admitter-2, ...
     chaos: chaos_mod.ChaosResult | None = None  # with --chaos: the kills, recoveries and invariant checks
+    partitions: int | None = None  # with --partitions N: the admitter processes sharing the partitions
 
     @property
     def wall_ms(self) -> int:
@@ -212,6 +213,7 @@ async def run_bench(
     chaos_seed: int | None = None,
     kill_every: float = 10.0,
     compact_args: list[str] | None = None,
+    partitions: int | None = None,
 ) -> RunResult:
     """Run the configuration at ``config_path`` through nats-server and the services; returns what was measured.
 
@@ -227,9 +229,17 @@ async def run_bench(
     snapshots that restarted services start from), as deploy/ does; [] runs none. None: a chaos run
     runs it with :data:`CHAOS_COMPACT_ARGS`, any other none. It is never a chaos victim.
 
-    Raises generator.ConfigError for a bad configuration, ValueError for ``replicas`` below 1 or a
-    ``kill_every`` <= 0.
+    ``partitions``: run this many admitter processes (``admitter``, ``admitter-2``, ...; one of each other
+    service), every one with ``--partitions all`` over the slot leases, so they share the partitions
+    (docs/design.md, Partitions); ``replicas`` is then ignored.
+
+    Raises generator.ConfigError for a bad configuration, ValueError for ``replicas`` or ``partitions``
+    below 1 or a ``kill_every`` <= 0.
     """
+    if partitions is not None:
+        if partitions < 1:
+            raise ValueError(f"partitions must be at least 1, got {partitions}")
+        replicas = partitions
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, got {replicas}")
     console = console or Console(stderr=True)
@@ -239,7 +249,7 @@ async def run_bench(
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-bench-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     kube_args = ["--simulate-api"]
-    dispatcher_replicas = replicas if standby_lease else 1
+    dispatcher_replicas = replicas if standby_lease and partitions is None else 1
     if dispatcher_replicas > 1:
         kube_args.append("--standby-lease")
     if api_qps:
@@ -274,7 +284,9 @@ async def run_bench(
         )
         for n in range(2, replicas + 1)
     }
-    replica_services = (*DECIDERS, "dispatcher") if dispatcher_replicas > 1 else DECIDERS
+    replica_services: tuple[str, ...] = (*DECIDERS, "dispatcher") if dispatcher_replicas > 1 else DECIDERS
+    if partitions is not None:
+        replica_services = ("admitter",)  # N admitters share the partitions; one preemptor, placer, dispatcher
     supervisors = [supervisor, *standbys.values()]
     bus = None
     tasks: list[asyncio.Task[Any]] = []
@@ -403,6 +415,7 @@ async def run_bench(
         standby_lease=standby_lease,
         compact_args=compact_args,
         deciders=_decider_stats(run_dir / "logs", replicas),
+        partitions=partitions,
         chaos=chaos_result,
     )
 
@@ -497,7 +510,7 @@ async def _read(
 
     ``last`` gets the sequence and type of the latest message on each subject (read back
     only when the run stalls, to say why)."""
-    async for message in bus.read(subjects=(subjects.decisions_of(), subjects.DISPATCH), start_seq=1):
+    async for message in bus.read(subjects=(subjects.DECISIONS, subjects.DISPATCH), start_seq=1):
         kind = message.headers.get("Kq-Type", "")
         last[message.subject] = (message.seq, kind)
         if kind not in DECODED:
@@ -623,8 +636,11 @@ async def _why_unfinished(
             state = "finished, quota still reserved"
         else:
             state = "admitted" if record.admitted_ms else "quota reserved" if key in recorder.held else "pending"
-        subject = subjects.workload_decision_subject(ref)
-        seen_seq, kind = last.get(subject, (0, ""))
+        subject = subjects.workload_decision_subject(ref, "*")  # whichever partition decided it
+        suffix = subject.removeprefix("kq.dec.*")
+        seen_seq, kind = max(
+            (v for s, v in last.items() if s.startswith("kq.dec.") and s.endswith(suffix)), default=(0, "")
+        )
         seq = seen_seq
         with contextlib.suppress(Exception):  # the log itself, in case the harness's reader fell behind
             seq = await bus.last_subject_seq(subject)

@@ -127,6 +127,7 @@ def document(result: RunResult) -> dict[str, Any]:
         "compactor": " ".join(result.compact_args) if result.compact_args else None,
         "deciders": {
             "replicas": result.replicas,
+            "partitions": result.partitions,
             "standbyLease": result.standby_lease,
             "commits": sum(d.commits for d in result.deciders.values()),
             "conflicts": sum(d.conflicts for d in result.deciders.values()),

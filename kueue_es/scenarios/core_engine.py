@@ -21,6 +21,11 @@ nothing, at most :data:`MAX_SETTLE_CYCLES` (more is a RunError). A cycle asks
 the admitter, then the preemptor, then the TAS placer (then any other role of
 ``kueue_es.deciders.BY_ROLE``), each deciding on the state its predecessors'
 batches were folded into, as the services do against one token (every head of the partition).
+Each decider decides per partition (issue 18: ``state.partitions``, in id order), each
+partition's batch on its own chain; a partition that owes a fence (an object handed over to
+another partition) commits its record even when it decides nothing, and a blocked one (waiting
+for such a fence) decides nothing until the fence is folded. Seed batches are in their
+workload's partition.
 
 The clock is deterministic: cycle ``i`` (counted over the whole run) reads
 ``base + 60 s + i s``, ``base`` being the latest workload creationTimestamp, or
@@ -42,6 +47,7 @@ from kueue_es import deciders
 from kueue_es.events import codec, manifests, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.partitions import LEGACY, UNROUTED
 from kueue_es.scenarios.engines import RunError
 from kueue_es.scenarios.outcome import Outcome, build_outcome
 from kueue_es.scenarios.specs import (
@@ -153,15 +159,18 @@ class _Runner:
         """Log one fact on its production subject."""
         self.append(subjects.fact_message(fact))
 
-    def commit(self, decider: Decider, outputs: Sequence[types.Output], *, now_ms: int) -> None:
-        """Log one decision batch (DecisionRecord first), built as the services build it."""
+    def commit(
+        self, decider: Decider, outputs: Sequence[types.Output], *, now_ms: int, partition: str = LEGACY
+    ) -> None:
+        """Log one decision batch (DecisionRecord first) of ``partition``, built as the services build it."""
         state = self.run.state
         head, rest = build_batch(
             decider,
             outputs=outputs,
             basis_seq=state.last_seq,
-            head_seq=state.heads.get(subjects.DEFAULT_PARTITION, 0),
+            head_seq=state.heads.get(partition, 0),
             now_ms=now_ms,
+            partition=partition,
         )
         for message in (head, *rest):
             self.append(message)
@@ -186,7 +195,8 @@ class _Runner:
             accepted = types.WorkloadAdmitted(
                 workload=ref, cluster_queue=admitted.cluster_queue, at_ms=admitted.reserved_at_ms
             )
-            self.commit(SEED, [reserved, accepted], now_ms=self.now_ms())
+            partition = self.run.state.partitions.of_workload(ref.key) or UNROUTED
+            self.commit(SEED, [reserved, accepted], now_ms=self.now_ms(), partition=partition)
             for fact in job_reports([accepted], pods_ready=scenario.pods_ready, now_ms=admitted.reserved_at_ms):
                 self.publish_fact(fact)
         for pending in scenario.pending:
@@ -227,13 +237,17 @@ class _Runner:
         """
         now_ms, changed = self.now_ms(), False
         outputs_of_cycle: list[types.Output] = []
+        state = self.run.state
         for decider in cycle_deciders():
-            outputs = list(decider.decide(self.run.state, now_ms=now_ms))
-            if outputs:
-                self.commit(decider, outputs, now_ms=now_ms)
-                changed = True
-                outputs_of_cycle.extend(outputs)
-            log.debug("decided", cycle=self.run.cycles, role=decider.role, outputs=len(outputs))
+            for partition in state.partitions.all():
+                outputs = list(decider.decide(state, now_ms=now_ms, partition=partition))
+                if outputs or state.partitions.fence_needed(partition) is not None:
+                    self.commit(decider, outputs, now_ms=now_ms, partition=partition)
+                    changed = True
+                    outputs_of_cycle.extend(outputs)
+                log.debug(
+                    "decided", cycle=self.run.cycles, role=decider.role, partition=partition, outputs=len(outputs)
+                )
         for fact in job_reports(outputs_of_cycle, pods_ready=self.run.scenario.pods_ready, now_ms=now_ms):
             self.publish_fact(fact)
         self.run.cycles += 1

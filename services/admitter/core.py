@@ -17,7 +17,7 @@ import gc
 from collections.abc import Callable, Collection
 
 from kueue_es.events import types
-from kueue_es.projections import quota
+from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
@@ -28,11 +28,19 @@ EARLIER_LOGIC_VERSIONS = (9,)
 outcome as a WorkloadInadmissible message (issue 15), so replay re-checks its logs too."""
 
 
-def decide(state: ClusterState, *, now_ms: int) -> list[types.Output]:
-    """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch).
+def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
+    """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), for ``partition``
+    (issue 18): its ClusterQueues, queues and workloads only (``state.partitions.view``), costing
+    in proportion to the partition; nothing while it is blocked (an object in transit into it
+    waits for its source's fence). ``partitions.LEGACY`` (``p0``, the default): the whole state,
+    as every record before partitions decided.
 
     Returns decisions in a deterministic order; empty when nothing changes.
     """
+    if partition != partitions.LEGACY:
+        if state.partitions.blocked(partition):
+            return []
+        state = state.partitions.view(state, partition)
     tree = quota.cached(state)
     tree.begin()  # the cycle's releases and admissions are what-ifs until they come back through the log
     # A cycle's records are short-lived and make no reference cycles: the collector would only walk
@@ -66,11 +74,11 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"admitter logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
 
-    def decide_v9(state: ClusterState, *, now_ms: int) -> list[types.Output]:
+    def decide_v9(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide`, each pending outcome written as its WorkloadInadmissible (logic version 9)."""
         return [
             out.inadmissible(at_ms=now_ms) if isinstance(out, types.PendingOutcome) else out
-            for out in decide(state, now_ms=now_ms)
+            for out in decide(state, now_ms=now_ms, partition=partition)
         ]
 
     return decide_v9

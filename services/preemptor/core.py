@@ -17,7 +17,7 @@ different views of the quota.
 from __future__ import annotations
 
 from kueue_es.events import types
-from kueue_es.projections import quota
+from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import nominations
 from kueue_es.scheduling import preemption as targets
@@ -27,14 +27,22 @@ LOGIC_VERSION = 4
 ROLE = "preempt"
 
 
-def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
-    """Answer every open nomination of ``state`` (oldest first) at ``now_ms`` (ms since the epoch).
+def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
+    """Answer every open nomination of ``state`` (oldest first) at ``now_ms`` (ms since the epoch),
+    those of ``partition``'s workloads only (issue 18: ``state.partitions.view``; nothing while
+    the partition is blocked by a hand-over; ``p0``, the default: every nomination).
 
     Returns PreemptionIssued and EvictionRequested decisions; empty when no
     nomination waits.
     """
     if not state.nominations:
         return []
+    if partition != partitions.LEGACY:
+        if state.partitions.blocked(partition):
+            return []
+        state = state.partitions.view(state, partition)
+        if not state.nominations:
+            return []
     tree = quota.cached(state)
     tree.begin()
     try:

@@ -18,6 +18,7 @@ Delayed topology requests (A.9) are the admitter's second pass
 from __future__ import annotations
 
 from kueue_es.events import types
+from kueue_es.projections import partitions
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling.tas import replacement
 
@@ -25,11 +26,18 @@ LOGIC_VERSION = 6
 ROLE = "place"
 
 
-def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
+def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
     """Replace or evict for every admitted workload with a failed node in its topology
-    assignment (in workload key order). Empty when no assignment names a failed node."""
+    assignment (in workload key order), those of ``partition`` only (issue 18: every TAS
+    ClusterQueue is in one partition, so one partition holds every such workload; nothing while
+    it is blocked by a hand-over; ``p0``, the default: every workload). Empty when no assignment
+    names a failed node."""
     if not state.tas_usage:
         return []
+    if partition != partitions.LEGACY:
+        if state.partitions.blocked(partition):
+            return []
+        state = state.partitions.view(state, partition)
     gates = state.configuration.feature_gates
     fail_fast = gates.get("TASFailedNodeReplacementFailFast", True)
     if not gates.get("TASFailedNodeReplacement", True):

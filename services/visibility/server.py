@@ -105,7 +105,7 @@ class VisibilityFold:
             self.caught_up = await self.bus.last_seq() == 0
 
     async def _read(self) -> None:
-        filters = [subjects.FACTS, subjects.DISPATCH, subjects.decisions_of(self.partition)]
+        filters = [subjects.FACTS, subjects.DISPATCH, subjects.DECISIONS]  # every partition's decisions
         async for message in self.bus.read(subjects=filters, start_seq=max(self.state.last_seq, self.position) + 1):
             await self._inbox.put(message)
 

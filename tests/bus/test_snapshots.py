@@ -165,10 +165,11 @@ async def test_services_start_from_the_snapshot_of_a_purged_log_and_refuse_witho
     assert loop.position == cut and loop.state is start.state
 
     # a decider whose last head was purged expects what the server compares with: no head (0)
-    loop.head_seq = cut - 1
-    assert await loop._purged_head() and loop.head_seq == 0
-    loop.head_seq = cut
-    assert not await loop._purged_head() and loop.head_seq == cut
+    heads = loop.partition_stats("p0")
+    heads.head_seq = cut - 1
+    assert await loop._purged_head() and heads.head_seq == 0
+    heads.head_seq = cut
+    assert not await loop._purged_head() and heads.head_seq == cut
 
     # the dispatcher's view: from the snapshot, folded on to the end, as folded from #1
     dispatch_start = loaded.start_point(snapshots.DISPATCHER)

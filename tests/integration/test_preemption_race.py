@@ -148,7 +148,7 @@ async def _seed(bus: Bus, scenario: Scenario) -> None:
 async def _job_side(bus: Bus) -> None:
     """Every eviction completes (the job stops) and every admitted job gets its pods ready,
     and the watcher says so."""
-    async for message in bus.read(subjects=(subjects.decisions_of(subjects.DEFAULT_PARTITION),), start_seq=1):
+    async for message in bus.read(subjects=(subjects.DECISIONS,), start_seq=1):  # every partition's
         event = codec.decode(message.data)
         if isinstance(event, types.DECISION_TYPES):
             for fact in core_engine.job_reports([event], pods_ready="auto", now_ms=0):

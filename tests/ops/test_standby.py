@@ -1,10 +1,10 @@
 """Standby deciders as processes: two admitters on one nats-server, one commits, the other takes over.
 
 Two ``kueue-es service admitter`` processes (each as NATS user ``admitter`` on a server
-with the users of events/bus/permissions.py) share the lease ``admitter.p0``: one is
-active and admits, the other folds and commits nothing; after a SIGKILL of the active
-one, the standby takes the lease over once it stops moving (lease duration 1.5 s) and
-admits the next workload. The takeover time is printed (``pytest -s``); the issue's bound
+with the users of events/bus/permissions.py) share the 16 partition slots ``admitter.s<k>``:
+the one holding the slot of the only ClusterQueue's partition admits, the other folds and
+commits nothing; after a SIGKILL of that one, the other takes its slots over once they stop
+moving (lease duration 1.5 s) and admits the next workload. The takeover time is printed (``pytest -s``); the issue's bound
 is 5 s. Kueue's metrics come from the active replica only, and the one that takes over
 exports the counts of the whole log (issue 16).
 """
@@ -26,10 +26,12 @@ from kueue_es.events import subjects
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus import permissions
 from kueue_es.events.bus.server import LocalAuth, NatsServer, free_ports
+from kueue_es.services.standby import DEFAULT_SLOTS, slot_of
 from kueue_es.services.watcher.convert import kueue_fact
 from tests.builders import cluster_queue, flavor, local_queue, workload
 from tests.ops.test_health import samples
 
+PARTITION = "q-cq"  # a ClusterQueue without a cohort is its own partition (docs/design.md, Partitions)
 TAKEOVER_BOUND_S = 5.0  # issue 15: a kill of the active replica is taken over within 5 s
 
 
@@ -48,7 +50,7 @@ async def metrics(session: aiohttp.ClientSession, port: int) -> dict:
 
 async def decided(bus: nats_bus.NatsBus, name: str) -> str:
     """The type of the last decision about workload ``default/name``, once there is one."""
-    subject = f"kq.dec.{subjects.DEFAULT_PARTITION}.wl.default.{name}"
+    subject = f"kq.dec.{PARTITION}.wl.default.{name}"
     while True:
         seq = await bus.last_subject_seq(subject)
         if seq:
@@ -81,18 +83,21 @@ async def test_two_admitters_one_commits_and_the_standby_takes_over_a_kill(tmp_p
                         sys.executable, "-m", "kueue_es.cli", *args, stdout=sink, stderr=sink, env=env
                     )
                 )
+        cq_slot = slot_of(PARTITION, DEFAULT_SLOTS)
         try:
             async with aiohttp.ClientSession() as session:
                 states: list[dict] = []
-                async with asyncio.timeout(60):
-                    while sorted(s.get("role", "") for s in states) != ["active", "standby"] or not all(
-                        s.get("ready") for s in states
+                async with asyncio.timeout(60):  # the 16 slots split between the two, and both ready
+                    while not (
+                        all(s.get("ready") and s.get("slots") for s in states)
+                        and sum(len(s["slots"]) for s in states) == DEFAULT_SLOTS
                     ):
                         await asyncio.sleep(0.1)
                         states = [await readyz(session, port) for port in ports]
-                active = next(i for i, s in enumerate(states) if s["role"] == "active")
+                active = next(i for i, s in enumerate(states) if cq_slot in s["slots"])  # holds the queue's slot
                 standby = 1 - active
-                assert states[standby]["caught_up"] is True and states[standby]["holder"] == states[active]["holder"]
+                kueue = next(i for i, s in enumerate(states) if 0 in s["slots"])  # Kueue's metrics: slot 0's holder
+                assert states[standby]["caught_up"] is True
 
                 for i in range(3):
                     await bus.publish(subjects.fact_message(kueue_fact(workload(f"w{i}", created=i, cpu="1"))))
@@ -102,19 +107,19 @@ async def test_two_admitters_one_commits_and_the_standby_takes_over_a_kill(tmp_p
                 label = (("service", "admitter"),)
                 both = [await metrics(session, port) for port in ports]
                 assert both[active]["kueue_es_decisions_committed_total", label] >= 1
-                assert both[standby]["kueue_es_decisions_committed_total", label] == 0  # it stands by ...
+                assert both[standby]["kueue_es_decisions_committed_total", label] == 0  # not its partition ...
                 assert both[standby]["kueue_es_commit_conflicts_total", label] == 0
                 assert both[standby]["kueue_es_events_folded_total", label] >= await bus.last_seq() - 1  # ... folding
-                lease_label = (("role", "admit"), ("service", "admitter"))
-                assert both[active]["kueue_es_lease_holder", lease_label] == 1
-                assert both[standby]["kueue_es_lease_holder", lease_label] == 0
-                assert both[standby]["kueue_es_leader", label] == 0
-                # Kueue's metrics (docs/metrics.md): only from the replica holding the lease
+                by_partition = (("partition", PARTITION), ("role", "admit"), ("service", "admitter"))
+                assert both[active]["kueue_es_decider_commits_total", by_partition] >= 1
+                assert both[standby].get(("kueue_es_decider_commits_total", by_partition), 0) == 0
+                # Kueue's metrics (docs/metrics.md): only from the replica holding slot 0
                 admitted_cq = (("cluster_queue", "cq"), ("priority_class", ""), ("replica_role", "leader"))
-                assert both[active]["kueue_admitted_workloads_total", admitted_cq] == 3
+                assert both[kueue]["kueue_admitted_workloads_total", admitted_cq] == 3
                 pending = (("cluster_queue", "cq"), ("replica_role", "leader"), ("status", "active"))
-                assert both[active]["kueue_pending_workloads", pending] == 0
-                assert not [key for key in both[standby] if key[0].startswith("kueue_") and "kueue_es_" not in key[0]]
+                assert both[kueue]["kueue_pending_workloads", pending] == 0
+                other = both[1 - kueue]
+                assert not [key for key in other if key[0].startswith("kueue_") and "kueue_es_" not in key[0]]
 
                 processes[active].send_signal(signal.SIGKILL)
                 killed = time.monotonic()
@@ -123,11 +128,13 @@ async def test_two_admitters_one_commits_and_the_standby_takes_over_a_kill(tmp_p
                     kind = await decided(bus, "after-kill")
                 admitted = time.monotonic() - killed
                 assert kind == "WorkloadAdmitted"
-                state = await readyz(session, ports[standby])
+                async with asyncio.timeout(30):  # the survivor ends up with every slot
+                    while len((state := await readyz(session, ports[standby])).get("slots", [])) < DEFAULT_SLOTS:
+                        await asyncio.sleep(0.1)
                 assert state["role"] == "active" and state["ready"] is True
                 survivor = await metrics(session, ports[standby])
-                assert survivor["kueue_es_lease_transitions_total", lease_label] == 1
-                # the new leader counts the admissions of the old one too: they are folded from the log
+                assert survivor["kueue_es_decider_commits_total", by_partition] >= 1
+                # the holder of slot 0 now counts the admissions of the old one too: folded from the log
                 assert survivor["kueue_admitted_workloads_total", admitted_cq] == 4
                 print(f"\nstandby admitter took over and admitted the next workload {admitted:.2f} s after SIGKILL")
                 assert admitted < TAKEOVER_BOUND_S
@@ -140,7 +147,7 @@ async def test_two_admitters_one_commits_and_the_standby_takes_over_a_kill(tmp_p
         assert codes[standby] == 0 and codes[active] == -signal.SIGKILL
         log = (tmp_path / f"admitter-{ports[standby]}.log").read_text()
         assert '"lease_acquired"' in log and '"why": "expired"' in log
-        assert '"lease_released"' in log  # a clean stop releases the lease
+        assert '"lease_released"' in log  # a clean stop releases the slots
 
 
 def test_cli_standby_defaults_are_the_settings_defaults() -> None:

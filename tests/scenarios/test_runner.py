@@ -210,7 +210,7 @@ def test_pre_admitted_workloads_hold_their_quota(tmp_path: Path) -> None:
 def test_a_run_that_never_settles_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A decider that always has something to say makes settle give up with a RunError."""
 
-    def restless(state: Any, *, now_ms: int) -> list[types.Decision]:
+    def restless(state: Any, *, now_ms: int, partition: str = "p0") -> list[types.Decision]:
         ref = types.WorkloadRef(namespace="default", name="w1")
         return [types.WorkloadInadmissible(workload=ref, reason="Pending", message=str(now_ms), at_ms=now_ms)]
 

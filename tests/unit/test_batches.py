@@ -230,7 +230,8 @@ async def test_garbage_on_the_head_does_not_fence_the_decider() -> None:
     """Issue 13: the loop expects the last sequence on the partition's heads as the log has it, not its
     last record's; garbage on another decider's head counts too (one token for every role's head)."""
     bus = MemoryBus()
-    await bus.publish(OutgoingMessage(subject=subjects.head_subject("preempt"), data=b"garbage", msg_id="g"))
+    # on a head of the ClusterQueue's partition (q-cq: it has no cohort), where the admitter commits
+    await bus.publish(OutgoingMessage(subject=subjects.head_subject("preempt", "q-cq"), data=b"garbage", msg_id="g"))
     loop = DeciderLoop(bus=bus, decider=deciders.ADMITTER, clock=lambda: 1, wakeup=0.02)
     task = asyncio.create_task(loop.run())
     try:
@@ -245,7 +246,7 @@ async def test_garbage_on_the_head_does_not_fence_the_decider() -> None:
         await cancel_and_wait([task])
     assert loop.commits >= 1 and loop.conflicts == 0
     assert loop.state.workloads["default/small"].reservation is not None
-    assert loop.head_seq > 1 and loop.readiness()[0]
+    assert loop.stats["q-cq"].head_seq > 1 and loop.stats["q-cq"].commits >= 1 and loop.readiness()[0]
 
 
 class _AlwaysConflicting(MemoryBus):
@@ -281,10 +282,11 @@ async def test_readiness_goes_false_when_commits_keep_failing() -> None:
 
 async def test_readiness_recovers_once_there_is_nothing_left_to_commit() -> None:
     loop = DeciderLoop(bus=MemoryBus(), decider=deciders.ADMITTER, monotonic=lambda: 100.0, stall_after=1)
-    loop.blocked_since = 0.0
-    assert not loop.readiness()[0]
-    assert await loop._cycle() == 0  # an empty state: nothing to decide
-    assert loop.readiness() == (True, {"stalled": False})
+    loop.partition_stats("q-cq").blocked_since = 0.0
+    ready, facts = loop.readiness()
+    assert not ready and facts["stalled_partitions"] == ["q-cq"]
+    await loop._cycle()  # an empty state: nothing to decide in any partition
+    assert loop.readiness() == (True, {"stalled": False, "partitions": 0})
 
 
 # -- roles: each decider's own head, and only the kinds of decision its role makes -------------

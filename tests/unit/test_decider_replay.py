@@ -183,7 +183,7 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
     its evictions). The loop waits until the whole batch is folded before deciding."""
     seen: list[int] = []
 
-    def decide(state, *, now_ms: int) -> list[types.Decision]:  # noqa: ANN001
+    def decide(state, *, now_ms: int, partition: str = "p0") -> list[types.Decision]:  # noqa: ANN001
         seen.append(state.last_seq)
         return []
 
@@ -191,6 +191,7 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
     loop = DeciderLoop(
         bus=bus,
         decider=Decider(role="probe", logic_version=1, decide=decide),
+        partitions=["p0"],  # no ClusterQueue here: the legacy partition decides over the whole state
         clock=lambda: 1_000,
         wakeup=0.02,
         stepped=False,

@@ -62,7 +62,7 @@ async def test_cycles_wait_while_a_request_is_open_then_run() -> None:
     cycles: list[float] = []
     loop_clock = asyncio.get_running_loop().time
 
-    def decide(state: ClusterState, *, now_ms: int) -> list[types.Decision]:
+    def decide(state: ClusterState, *, now_ms: int, partition: str) -> list[types.Decision]:
         cycles.append(loop_clock())
         return []
 
@@ -71,7 +71,7 @@ async def test_cycles_wait_while_a_request_is_open_then_run() -> None:
         subjects.fact_message(types.WorkloadFinished(workload=types.WorkloadRef(namespace="default", name="w")))
     )
     decider = Decider(role="admit", logic_version=1, decide=decide, yields_to=lambda s: open_keys)
-    loop = DeciderLoop(bus=bus, decider=decider, wakeup=0.02, clock=lambda: 0)
+    loop = DeciderLoop(bus=bus, decider=decider, partitions=["p0"], wakeup=0.02, clock=lambda: 0)
     loop.yield_seconds = 0.3
     started = loop_clock()
     task = asyncio.create_task(loop.run())

@@ -68,7 +68,12 @@ class Log:
     def commit(self, outputs: Sequence[types.Output], *, decider: Decider = deciders.ADMITTER) -> types.DecisionRecord:
         """Commit ``outputs`` as a decider does; returns the record."""
         head, rest = build_batch(
-            decider, outputs=outputs, basis_seq=self.state.last_seq, head_seq=0, now_ms=NOW, max_outputs=0
+            decider,
+            outputs=outputs,
+            basis_seq=self.state.last_seq,
+            head_seq=self.state.heads.get("p0", 0),  # the partition's chain: its last record folded
+            now_ms=NOW,
+            max_outputs=0,
         )
         self.append(head, *rest)
         record = codec.decode(head.data)

@@ -130,7 +130,7 @@ def test_a_difference_wins_over_unverifiable_records() -> None:
 BULK_WORKLOADS = 2 * MAX_BATCH + 100
 
 
-def bulk_decide(state: object, *, now_ms: int) -> list[types.Decision]:
+def bulk_decide(state: object, *, now_ms: int, partition: str = "p0") -> list[types.Decision]:
     """More than MAX_BATCH outputs while the log is short: one per workload not yet decided."""
     decided = getattr(state, "last_seq", 0)
     return [
@@ -152,7 +152,7 @@ BULK = Decider(
 async def bulk_log() -> tuple[MemoryBus, DeciderLoop]:
     bus = MemoryBus()
     await bus.publish(subjects.fact_message(kueue_fact(flavor("f"))))  # the loop decides once caught up with something
-    loop = DeciderLoop(bus=bus, decider=BULK, clock=lambda: 7, wakeup=0.01)
+    loop = DeciderLoop(bus=bus, decider=BULK, partitions=["p0"], clock=lambda: 7, wakeup=0.01)
     task = asyncio.create_task(loop.run())
     try:
         for _ in range(600):

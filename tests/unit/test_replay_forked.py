@@ -145,7 +145,7 @@ def test_a_line_reader_resumes_at_a_line_start(messages: list[LogMessage], tmp_p
 
 
 def test_a_failing_part_stops_the_replay(messages: list[LogMessage], tmp_path: Path) -> None:
-    def broken(state: object, *, now_ms: int) -> list[types.Decision]:
+    def broken(state: object, *, now_ms: int, partition: str = "p0") -> list[types.Decision]:
         raise ValueError("broken on purpose")
 
     path = written(tmp_path, messages)

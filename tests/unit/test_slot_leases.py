@@ -1,0 +1,136 @@
+"""Slot leases (services/standby.py SlotLeases): replicas of a decider share the partition slots fairly,
+take a dead replica's slots over after expiry, and the CLI's partition options (issue 18).
+
+The store here is in memory (compare-and-set on a revision, as the KV bucket does) and tells every
+replica of each write, as the subscription to ``$KV.KQ_LEASES.<user>.>`` does;
+``tests/ops/test_partitions.py`` runs the same with processes on a real nats-server.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+from kueue_es.events.bus import leases
+from kueue_es.events.bus.base import ConflictError
+from kueue_es.services.standby import SlotLeases, StandbySettings, slot_of
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class MemoryStore:
+    """Lease keys in memory; each write is passed on to every follower (``SlotLeases._seen``)."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, leases.LeaseEntry] = {}
+        self.revision = 0
+        self.followers: list[SlotLeases] = []
+
+    def _write(self, key: str, record: leases.LeaseRecord) -> int:
+        self.revision += 1
+        self.keys[key] = leases.LeaseEntry(revision=self.revision, record=record)
+        data = leases._ENCODER.encode(record)
+        for follower in self.followers:
+            follower._seen(key, data)
+        return self.revision
+
+    async def get(self, key: str) -> leases.LeaseEntry | None:
+        return self.keys.get(key)
+
+    async def create(self, key: str, record: leases.LeaseRecord) -> int:
+        if key in self.keys:
+            raise ConflictError(key)
+        return self._write(key, record)
+
+    async def update(self, key: str, record: leases.LeaseRecord, *, last: int) -> int:
+        if key not in self.keys or self.keys[key].revision != last:
+            raise ConflictError(key)
+        return self._write(key, record)
+
+
+def replica(store: MemoryStore, clock: Clock, identity: str, slots: int = 4) -> SlotLeases:
+    leases_ = SlotLeases(
+        store, user="admitter", slots=slots, identity=identity, settings=StandbySettings(), clock=clock
+    )  # type: ignore[arg-type]
+    store.followers.append(leases_)
+    return leases_
+
+
+async def rounds(clock: Clock, *replicas: SlotLeases, count: int = 6) -> None:
+    for _ in range(count):
+        for r in replicas:
+            await r.attempt()
+        clock.now += 0.5
+
+
+def test_a_partitions_slot_is_its_crc32_modulo_the_slots() -> None:
+    assert slot_of("c-team-a", 16) == zlib.crc32(b"c-team-a") % 16
+    assert {slot_of(f"q-cq{i}", 4) for i in range(40)} == {0, 1, 2, 3}
+
+
+async def test_replicas_share_the_slots_and_one_takes_a_dead_ones_over() -> None:
+    store, clock = MemoryStore(), Clock()
+    a = replica(store, clock, "a")
+    await rounds(clock, a)
+    assert a.held() == [0, 1, 2, 3] and all(a.owns(f"q-cq{i}") for i in range(10))  # alone: every slot
+
+    b = replica(store, clock, "b")
+    await rounds(clock, a, b)
+    assert (a.held(), b.held()) == ([0, 1], [2, 3])  # two live members: half each, a released its highest
+    assert a.share() == b.share() == 2
+    partition = next(f"q-cq{i}" for i in range(40) if slot_of(f"q-cq{i}", 4) == 3)
+    assert b.owns(partition) and not a.owns(partition)
+
+    # a dies (no more renewals): b sees its member key and slots stop moving and takes them over
+    for _ in range(8):
+        await b.attempt()
+        clock.now += 0.5
+    assert b.held() == [0, 1, 2, 3] and b.owns("anything")
+    assert store.keys["admitter.s0"].record.holder == "b" and store.keys["admitter.s0"].record.transitions == 1
+
+
+async def test_three_replicas_split_sixteen_slots_by_rank_and_a_clean_stop_hands_over_at_once() -> None:
+    store, clock = MemoryStore(), Clock()
+    replicas = [replica(store, clock, name, slots=16) for name in ("a", "b", "c")]
+    await rounds(clock, *replicas, count=8)
+    assert [len(r.held()) for r in replicas] == [6, 5, 5]  # 16 // 3, the first by rank one more
+    assert sorted(k for r in replicas for k in r.held()) == list(range(16))  # every slot held once
+    await replicas[2].release()
+    store.followers.remove(replicas[2])
+    clock.now += 1.6  # its member key is no longer live for the others
+    await rounds(clock, *replicas[:2], count=3)
+    assert [len(r.held()) for r in replicas[:2]] == [8, 8]
+
+
+def test_slot_leases_need_a_slot() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        SlotLeases(MemoryStore(), user="admitter", slots=0)  # type: ignore[arg-type]
+
+
+def test_cli_partition_options(capsys: pytest.CaptureFixture[str]) -> None:
+    from kueue_es.cli import _partition_list, main
+
+    assert _partition_list("all") is None
+    assert _partition_list("c-team-a, q-solo") == ["c-team-a", "q-solo"]
+    assert main(["service", "watcher", "--partitions", "q-a", "--nats", "nats://127.0.0.1:1"]) == 2
+    assert "--partitions is for the deciders" in capsys.readouterr().err
+    assert main(["service", "admitter", "--partition-slots", "0", "--nats", "nats://127.0.0.1:1"]) == 2
+    assert "--partition-slots must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["service", "admitter", "--partitions", ",", "--nats", "nats://127.0.0.1:1"])
+
+
+def test_up_passes_the_partition_options_to_the_deciders() -> None:
+    from kueue_es import cli, supervisor
+
+    parser = cli._parser()
+    given = parser.parse_args(["up", "--emulator", "--partitions", "c-a,q-b", "--partition-slots", "8"])
+    assert supervisor.partition_args(given) == ["--partitions", "c-a,q-b", "--partition-slots", "8"]
+    assert supervisor.partition_args(parser.parse_args(["up", "--emulator"])) == []  # the deciders' defaults
