@@ -40,7 +40,7 @@ class Quota:
     lending_limit: int | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     """A ClusterQueue (``is_cohort`` False) or a Cohort in the quota tree."""
 
@@ -197,6 +197,27 @@ class QuotaTree:
             for fr, amount in usage.items():
                 self._remove(node, fr, amount)
 
+    def reserve_capacity(self, cq: str, usage: dict[FR, int], *, borrowing: bool) -> None:
+        """Reserve for a Preempt entry without candidates what it keeps from the cycle's lower
+        entries out of ``usage`` (its assignment's, never negative), as :meth:`add_usage`: per
+        FR, no more than its room below the ClusterQueue's nominal quota, or below nominal plus
+        borrowingLimit when ``borrowing`` (no limit: all of it), and never below 0. Kueue:
+        scheduler.go quotaResourcesToReserve (SEMANTICS §7.12)."""
+        node = self.cluster_queues[cq]
+        quotas, used_now = node.quotas, node.usage
+        for fr, amount in usage.items():
+            limits = quotas.get(fr)
+            used = used_now.get(fr, 0)
+            if limits is None:
+                room = amount if borrowing else -used
+            elif borrowing:
+                limit = limits.borrowing_limit
+                room = amount if limit is None else limits.nominal + limit - used
+            else:
+                room = limits.nominal - used
+            reserve = amount if amount < room else room
+            self._add(node, fr, reserve if reserve > 0 else 0)
+
     def shift_reservation(self, cq: str, usage: dict[FR, int], *, sign: int) -> None:
         """Add (``sign`` 1) or remove (-1) a reservation's usage, as :func:`build` counts it:
         ClusterQueues that are deleted or under a cohort cycle are left out."""
@@ -212,26 +233,33 @@ class QuotaTree:
 
     def _add(self, node: Node | None, fr: FR, amount: int) -> None:
         journal = self._journal
+        stamps = self._stamps
         while node is not None:
             usage = node.usage
             used = usage.get(fr, 0)
-            local = node.kept.get(fr, 0)
             if journal is not None:
                 journal[0].append(node)
                 journal[1].append(fr)
                 journal[2].append(used)
                 journal[3].append(node.stamp)
             usage[fr] = used + amount
-            self._stamps += 1
-            node.stamp = self._stamps
-            room = local - used if local > used else 0
-            if amount <= room:
-                return
-            amount -= room
+            stamps += 1
+            node.stamp = stamps
+            kept = node.kept  # mostly empty: no lendingLimit, no local quota to fill first
+            if kept:
+                local = kept.get(fr, 0)
+                room = local - used if local > used else 0
+                if amount <= room:
+                    break
+                amount -= room
+            elif amount <= 0:
+                break
             node = node.parent
+        self._stamps = stamps
 
     def _remove(self, node: Node | None, fr: FR, amount: int) -> None:
         journal = self._journal
+        stamps = self._stamps
         while node is not None:
             usage = node.usage
             used = usage.get(fr, 0)
@@ -242,16 +270,17 @@ class QuotaTree:
                 journal[2].append(used)
                 journal[3].append(node.stamp)
             usage[fr] = used - amount
-            self._stamps += 1
-            node.stamp = self._stamps
+            stamps += 1
+            node.stamp = stamps
             before = used - local if used > local else 0
             after = used - amount - local
             if after < 0:
                 after = 0
             if before <= after:
-                return
+                break
             amount = before - after
             node = node.parent
+        self._stamps = stamps
 
 
 def cached(state: ClusterState) -> QuotaTree:

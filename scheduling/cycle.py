@@ -99,15 +99,28 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
             message = lifecycle.FAILED_CHECKS_MESSAGE
             decisions.extend(_inadmissible(head, "PendingEvaluation", message, parked=True, now_ms=now_ms))
             continue
-        requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared)
-        start = None if head.bookmark is None else bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
-        exhausted = start is not None and not start.tried
-        assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
-        bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
-        if exhausted:
-            bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
-        elif start is not None:
-            bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
+        requests = head.requests_memo  # queues.cached_pod_set_requests, its memo checked here first
+        if (
+            requests is None
+            or head.requests_memo_workload is not head.workload
+            or head.requests_memo_cq is not cq
+            or head.requests_memo_config is not config
+        ):
+            requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared)
+        if head.bookmark is None:
+            assignment, victims = search.assignments(head, requests, cq=cq)
+            bookmark = (
+                _bookmark(assignment, cq_name, state=state, cycle=cycle_no) if assignment.pending_flavors else None
+            )
+        else:
+            start = bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
+            exhausted = start is not None and not start.tried
+            assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
+            bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
+            if exhausted:
+                bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
+            elif start is not None:
+                bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
         if assignment.mode == "NoFit":
             # SEMANTICS §3.5: a BestEffortFIFO head is parked unless flavors remain to be tried.
             parked = cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
@@ -243,13 +256,15 @@ def _process(
     Preempt entry reserves the domains it would take (with its targets removed, or on an
     empty tree when it has none) against later entries of the cycle.
     """
-    name = entry.cq.metadata.name
-    usage = entry.assignment.usage()
+    cq = entry.cq
+    name = cq.metadata.name
+    assignment = entry.assignment
+    usage = assignment.usage()
     victims = entry.targets
-    part: tas_cycle.TASPart | None = entry.assignment.tas
-    if entry.assignment.mode == "Preempt" and not victims:
-        if entry.cq.spec.preemption.reclaim_within_cohort != "Any":
-            tree.add_usage(name, _capacity_to_reserve(entry, tree, usage))  # SEMANTICS §7.12
+    part: tas_cycle.TASPart | None = assignment.tas
+    if not victims and assignment.mode == "Preempt":
+        if cq.spec.preemption.reclaim_within_cohort != "Any":
+            tree.reserve_capacity(name, usage, borrowing=assignment.borrowing > 0)  # SEMANTICS §7.12
             if part is not None:
                 reserved = cycle.place(part.wanted, simulate_empty=True)
                 if isinstance(reserved, tas_cycle.Placed):
@@ -301,26 +316,6 @@ def _process(
     if placed is not None:
         cycle.add(placed.usage)
     return _admit(entry, placed=placed, now_ms=now_ms)
-
-
-def _capacity_to_reserve(entry: Entry, tree: quota.QuotaTree, usage: dict[quota.FR, int]) -> dict[quota.FR, int]:
-    """scheduler.go quotaResourcesToReserve: what a Preempt entry without candidates keeps
-    from lower entries of the cycle out of ``usage``, its assignment's (never negative here)."""
-    node = tree.cluster_queues[entry.cq.metadata.name]
-    borrowing = entry.assignment.borrowing > 0
-    out: dict[quota.FR, int] = {}
-    for fr, amount in usage.items():
-        limits = node.quotas.get(fr) or _NO_QUOTA
-        used = node.usage.get(fr, 0)
-        if borrowing:
-            room = amount if limits.borrowing_limit is None else limits.nominal + limits.borrowing_limit - used
-        else:
-            room = limits.nominal - used
-        out[fr] = max(0, min(amount, room))
-    return out
-
-
-_NO_QUOTA = quota.Quota()
 
 
 def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.Output]:

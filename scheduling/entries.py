@@ -8,6 +8,7 @@ Kueue: pkg/scheduler/scheduler.go (``entry``, ``entryOrdering``; SEMANTICS §4.3
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 
 import msgspec
@@ -45,7 +46,31 @@ def ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree)
         rest = [e for e in entries if not e.nominated]
         yield from fairsharing.entry_order(rest, tree=tree, weights=fairsharing.Weights(state))
         return
-    yield from sorted(entries, key=order_key)
+    yield from _sorted(entries)
+
+
+def _sorted(entries: list[Entry]) -> list[Entry]:
+    """``sorted(entries, key=order_key)``, quicker: the entries are grouped by their first keys
+    (nominated, borrowing level), groups in that order, each sorted by its queue order tuple
+    read in C (``attrgetter``). Comparing the three-part keys was most of a cycle's sort in
+    ``kueue-es bench core`` (half the sort's time saved, issue 18)."""
+    groups: dict[tuple[bool, int], list[Entry]] = {}
+    for entry in entries:
+        first = (not entry.nominated, entry.assignment.borrowing)
+        group = groups.get(first)
+        if group is None:
+            groups[first] = [entry]
+        else:
+            group.append(entry)
+    if len(groups) == 1:
+        return sorted(entries, key=_QUEUE_ORDER)
+    out: list[Entry] = []
+    for first in sorted(groups):
+        out += sorted(groups[first], key=_QUEUE_ORDER)
+    return out
+
+
+_QUEUE_ORDER = operator.attrgetter("order")
 
 
 def order_key(entry: Entry) -> tuple[bool, int, tuple[int, int, str, str]]:

@@ -16,7 +16,6 @@ stops the search.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -234,16 +233,6 @@ def _try_next(mode: GranularMode, fungibility: models.FlavorFungibility) -> bool
 
 _MEMO_SIZE = 64  # request lists a Picker remembers results for (then it starts over)
 
-_MEMOS: weakref.WeakKeyDictionary[Picker, dict[int, tuple[list[PodSetRequest], tuple[int, ...], Assignment]]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Per Picker, recent results of :meth:`Picker.assign` without oracle or bookmark, per request
-list (by identity; the admitter shares one list among workloads that ask the same, see
-queues.cached_pod_set_requests): the list, the usage stamps of the quota node and its ancestors
-it was computed at (quota.path_stamps), and the assignment. Kept beside the picker, not in it:
-a memo keyed by object identity is no part of a state that is pickled into a checkpoint and
-compared with a fresh fold (``kueue-es replay --verify-checkpoints``)."""
-
 
 class _Group(msgspec.Struct, frozen=True, gc=False):
     """A resource group as the picker reads it: covered resources and, per listed flavor,
@@ -272,7 +261,7 @@ class Picker:
         "tas_levels",
         "tas_only",
         "preempting",
-        "__weakref__",
+        "memo",
     )
 
     def __init__(
@@ -318,6 +307,12 @@ class Picker:
         self.preempting = preemption.within_cluster_queue != "Never" or (
             preemption.reclaim_within_cohort != "Never" and self.node.parent is not None
         )
+        # Recent results of :meth:`assign` without oracle or bookmark, per request list (by
+        # identity; the admitter shares one list among workloads that ask the same, see
+        # queues.cached_pod_set_requests): the list, the usage stamps of the quota node and its
+        # ancestors it was computed at (quota.path_stamps), and the assignment. A picker lives
+        # in the admitter's caches, which checkpoints never write (kueue_es/checkpoints.py).
+        self.memo: dict[int, tuple[list[PodSetRequest], tuple[int, ...], Assignment]] = {}
 
     def assign(
         self,
@@ -336,9 +331,7 @@ class Picker:
         if oracle is not None or start is not None:
             return self._assign(pod_sets, oracle=oracle, start=start)
         stamps = quota_math.path_stamps(self.node)
-        memo = _MEMOS.get(self)
-        if memo is None:
-            memo = _MEMOS[self] = {}
+        memo = self.memo
         found = memo.get(id(pod_sets))
         if found is not None and found[0] is pod_sets and found[1] == stamps:
             return found[2]

@@ -73,6 +73,8 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
         state.workloads,
         state.cluster_queues,
     )
+    heads, orders, queued_by_lq, priority_classes = result.heads, result.orders, state.queued, state.priority_classes
+    mismatches_by_queue = layout.mismatches_by_queue
     for cq_name, local_queues in by_cq.items():
         inactive = known_inactive.get(cq_name, _UNKNOWN)
         if inactive is _UNKNOWN:
@@ -84,12 +86,25 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
             continue
         cq = cluster_queues[cq_name]
         head_order: tuple[int, int, str, str] | None
+        memo = None
         if sticky and (preemptor := sticky.get(cq_name)) is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
             head_order = preemptor  # SEMANTICS §3.9: the nominated preemptor is tried first
         elif len(local_queues) == 1:
-            head_order = _front(state, local_queues[0], triggers[cq_name], result, shapes)
+            # _front, inline for the common case of one LocalQueue (once per ClusterQueue a cycle)
+            queued = queued_by_lq[local_queues[0]]
+            trigger = triggers[cq_name]
+            head_order = (queued.requeue(trigger) if trigger != queued.trigger else queued.ready).first()
             if head_order is None:
                 continue
+            head = workloads[head_order[-1]]
+            memo = shapes.get(head.key)
+            if memo is None or memo[0] is not head.workload:
+                memo = _shape(head, shapes)
+            if memo[2] is not None and memo[2] not in priority_classes:
+                memo = None
+                head_order = _front(state, local_queues[0], trigger, result, shapes)
+                if head_order is None:
+                    continue
         else:
             fronts = [(q, c) for q in local_queues if (c := _front(state, q, triggers[cq_name], result, shapes))]
             if not fronts:
@@ -100,16 +115,22 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
             else:
                 head_order = min(c for _, c in fronts)
         head = workloads[head_order[-1]]
-        selected = (cq_name, head.key.partition("/")[0])  # the workload's namespace
-        mismatch = mismatches.get(selected, _UNKNOWN)
-        if mismatch is _UNKNOWN:
-            mismatch = mismatches[selected] = _namespace_mismatch(head, cq, state)
-        mismatch = mismatch or _shape(head, shapes)[1]  # misconfigured (SEMANTICS §4.3)
+        if memo is not None:  # the head of the one LocalQueue: its namespace is the queue's
+            mismatch = mismatches_by_queue.get(local_queues[0], _UNKNOWN)
+            if mismatch is _UNKNOWN:
+                mismatch = mismatches_by_queue[local_queues[0]] = _namespace_mismatch(head, cq, state)
+        else:
+            selected = (cq_name, head.key.partition("/")[0])  # the workload's namespace
+            mismatch = mismatches.get(selected, _UNKNOWN)
+            if mismatch is _UNKNOWN:
+                mismatch = mismatches[selected] = _namespace_mismatch(head, cq, state)
+        if mismatch is None:  # misconfigured (SEMANTICS §4.3)
+            mismatch = (memo if memo is not None else _shape(head, shapes))[1]
         if mismatch is not None:
             result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
             continue
-        result.heads[cq_name] = head
-        result.orders[cq_name] = head_order
+        heads[cq_name] = head
+        orders[cq_name] = head_order
     result.unqueued.sort(key=lambda pair: pair[0].workload.key)
     return result
 
@@ -152,6 +173,8 @@ class _Layout:
     local_queues: dict[tuple[str, str], tuple[str, Why | None]] = field(default_factory=dict)
     inactive: dict[str, Why | None] = field(default_factory=dict)
     mismatches: dict[tuple[str, str], Why | None] = field(default_factory=dict)
+    # The same per LocalQueue (namespace, name) that feeds a ClusterQueue on its own.
+    mismatches_by_queue: dict[tuple[str, str], Why | None] = field(default_factory=dict)
     # :func:`_group` of the LocalQueues in ``state.queued`` (in its order) it was made for.
     grouped_for: tuple[tuple[str, str], ...] | None = None
     grouped: tuple[list[tuple[tuple[str, str], Why]], dict[str, list[tuple[str, str]]]] = ([], {})
