@@ -417,6 +417,7 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
     assert {"EvictedDueToPreempted", "Preempted"} <= set(on_workload)
 
 
+@pytest.mark.timeout(60)  # waits for the coalesced queue status writes to settle, slow under load
 async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(
     api, bus: MemoryBus, emu: ClusterEmulator
 ) -> None:
@@ -446,7 +447,11 @@ async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(
         async def written() -> tuple[int, int, int]:
             return emu.resource_version, await bus.last_seq(), dispatcher.object_writes
 
-        await until_steady(written, timeout=15.0, what="the server, the log and the dispatcher's writes")
+        async def settled() -> tuple[int, int, int, int]:  # queue status is coalesced: 1 s apart at most
+            return (*await written(), dispatcher.queues.pending())
+
+        await wait_until(lambda: dispatcher.queues.pending() == 0, timeout=15.0, what="the queue status writes")
+        await until_steady(settled, quiet=1.5, timeout=15.0, what="the server, the log and the dispatcher's writes")
         decisions = [
             m
             for m, e in await log_entries(bus)
