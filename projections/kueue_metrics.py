@@ -607,9 +607,9 @@ def on_reserved(state: ClusterState, wl: WorkloadState, event: types.QuotaReserv
     pc = priority_class(wl)
     lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
     wait = event.at_ms - metrics.queued_ms.get(wl.key, wl.workload.metadata.creation_timestamp_ms)
-    cq = (event.cluster_queue, pc)
-    _inc(metrics, "kueue_quota_reserved_workloads_total", cq)
-    _observe(metrics, "kueue_quota_reserved_wait_time_seconds", cq, wait)
+    cq_pc = (event.cluster_queue, pc)
+    _inc(metrics, "kueue_quota_reserved_workloads_total", cq_pc)
+    _observe(metrics, "kueue_quota_reserved_wait_time_seconds", cq_pc, wait)
     _inc(metrics, "kueue_local_queue_quota_reserved_workloads_total", lq)
     _observe(metrics, "kueue_local_queue_quota_reserved_wait_time_seconds", lq, wait)
 
