@@ -1,4 +1,5 @@
-"""``kueue-es bench core``: how fast the pure admission core decides, on Kueue's large-scale shape.
+"""``kueue-es bench core``: how fast the pure admission core decides, on Kueue's large-scale shape;
+``kueue-es bench fold``: how fast a log file folds as every service folds it (:func:`run_fold_bench`).
 
 The shape is ``shared/perf/large-scale/generator.yaml``: 10 cohorts of 100
 ClusterQueues (20 CPU nominal, borrowingLimit 100), each with 50 pending
@@ -16,6 +17,7 @@ in decide and in folding, decisions per second, and peak memory (RSS, MiB).
 from __future__ import annotations
 
 import resource
+import statistics
 import time
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
@@ -503,3 +505,83 @@ async def load_store(path: Path, store_dir: Path) -> int:
             return await load_into_bus(bus, read_lines(path))
         finally:
             await bus.close()
+
+
+# --- kueue-es bench fold ------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class FoldBenchResult:
+    """What folding a log file took, per run: CPU and wall seconds over ``messages`` messages, the
+    state digest each run ended with (:func:`kueue_es.checkpoints.state_digest`), peak RSS in MiB."""
+
+    messages: int
+    cpu_seconds: list[float]
+    wall_seconds: list[float]
+    digests: list[str]
+    peak_rss_mib: float
+
+    @property
+    def cpu_median(self) -> float:
+        """The median of the runs' CPU seconds."""
+        return statistics.median(self.cpu_seconds)
+
+    @property
+    def wall_median(self) -> float:
+        """The median of the runs' wall seconds."""
+        return statistics.median(self.wall_seconds)
+
+    @property
+    def messages_per_second(self) -> float:
+        """Messages folded per CPU second (median run)."""
+        return self.messages / max(self.cpu_median, 1e-9)
+
+    @property
+    def cpu_seconds_per_1000(self) -> float:
+        """CPU seconds per 1,000 messages (median run); times 1,000: CPU µs a message."""
+        return self.cpu_median * 1000 / max(self.messages, 1)
+
+
+def run_fold_bench(path: Path, *, runs: int = 3) -> FoldBenchResult:
+    """Fold the log file at ``path`` (JSON lines, :mod:`kueue_es.logfile`) ``runs`` times, each from
+    an empty state, as every service folds it: decode each message once, the batch verifier, the
+    projection with Kueue's metrics (:class:`kueue_es.logsource.Folder`, ``runtime.fold_decoded``).
+
+    The file is read into memory first and not timed (a service receives its messages one by one);
+    the messages read are moved out of the collector's generations (``gc.freeze``), so collections
+    during a run walk the fold's own objects, as in a service, not the bench's copy of the log.
+    Raises FileNotFoundError when there is no such file, ValueError when ``runs`` < 1."""
+    import gc
+
+    from kueue_es import checkpoints, logfile, logsource
+
+    if runs < 1:
+        raise ValueError(f"runs {runs}: at least one run")
+    if not path.is_file():
+        raise FileNotFoundError(f"no log file {path}")
+    messages = list(logfile.read_lines(path))
+    gc.collect()
+    gc.freeze()
+    cpu: list[float] = []
+    wall: list[float] = []
+    digests: list[str] = []
+    try:
+        for _ in range(runs):
+            folder = logsource.Folder()
+            started_cpu, started_wall = time.process_time(), time.perf_counter()
+            for message in messages:
+                folder.feed(message)
+            cpu.append(time.process_time() - started_cpu)
+            wall.append(time.perf_counter() - started_wall)
+            digests.append(checkpoints.state_digest(folder.state))
+            del folder
+            gc.collect()
+    finally:
+        gc.unfreeze()
+    return FoldBenchResult(
+        messages=len(messages),
+        cpu_seconds=cpu,
+        wall_seconds=wall,
+        digests=digests,
+        peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )

@@ -333,6 +333,12 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         help="with --write-log: also load the log into a new nats store here (kueue-es replay --store DIR)",
     )
     core.set_defaults(run=_run_bench_core)
+    fold = bench_sub.add_parser("fold", help="how fast a log file folds, as every service folds it (medians of three)")
+    fold.add_argument(
+        "--file", type=Path, required=True, metavar="LOG", help="a JSON-lines log (bench core --write-log)"
+    )
+    fold.add_argument("--runs", type=int, default=3, help="runs, each from an empty state (default 3)")
+    fold.set_defaults(run=_run_bench_fold)
 
     events = sub.add_parser("events", help="the event vocabulary")
     events_sub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
@@ -666,6 +672,25 @@ def _run_bench_core(args: argparse.Namespace) -> int:
         f"{os.cpu_count()} CPUs"
     )
     return 0
+
+
+def _run_bench_fold(args: argparse.Namespace) -> int:
+    from kueue_es.bench import run_fold_bench
+
+    try:
+        result = run_fold_bench(args.file, runs=args.runs)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"kueue-es bench fold: {err}", file=sys.stderr)
+        return 2
+    runs = ", ".join(f"{cpu:.2f}" for cpu in result.cpu_seconds)
+    print(
+        f"folded {result.messages:,} messages from {args.file}, {len(result.cpu_seconds)} runs (CPU s: {runs})\n"
+        f"median: {result.messages_per_second:,.0f} messages/s, {result.cpu_seconds_per_1000:.4f} CPU s per 1,000"
+        f" messages ({result.cpu_seconds_per_1000 * 1000:.1f} us a message), wall {result.wall_median:.2f} s;"
+        f" peak RSS {result.peak_rss_mib:.0f} MiB"
+    )
+    print(f"state digest: {result.digests[-1]}" + ("" if len(set(result.digests)) == 1 else " (runs differ!)"))
+    return 0 if len(set(result.digests)) == 1 else 1
 
 
 def _run_bench_write_log(args: argparse.Namespace) -> int:

@@ -81,10 +81,14 @@ def rfc3339(ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
+_EXACT_TYPES = frozenset(types.ALL_TYPES)  # an event of one of these is a DecisionRecord only if it is that type
+
+
 def event_time(event: types.Event) -> int:
     """The time an event carries (``atMs``, a DecisionRecord's ``nowMs``), 0 when none."""
-    if isinstance(event, types.DecisionRecord):
-        return event.now_ms
+    kind = type(event)
+    if kind is types.DecisionRecord or (kind not in _EXACT_TYPES and isinstance(event, types.DecisionRecord)):
+        return event.now_ms  # type: ignore[union-attr]
     value = getattr(event, "at_ms", 0)
     return value if isinstance(value, int) else 0
 

@@ -129,6 +129,16 @@ class Verdict:
     orphans: tuple[Orphan, ...] = ()
 
 
+_NOTHING: Final = Verdict()  # what most offers return: shared, as a Verdict is immutable
+
+_OUTPUT_TYPES: Final[frozenset[type[types.Event]]] = frozenset(
+    t for t in types.DECISION_TYPES if t is not types.DecisionRecord
+)
+"""The per-workload decision types (a batch's outputs), for an exact type test on the fast path."""
+_PLAIN_TYPES: Final[frozenset[type[types.Event]]] = frozenset(types.FACT_TYPES + types.DISPATCH_TYPES)
+"""The event types that are no decision (facts and dispatch results), for the same on :meth:`BatchVerifier.passes`."""
+
+
 @dataclass(slots=True)
 class _Held:
     seq: int
@@ -234,6 +244,22 @@ def output_problem(
     return None
 
 
+def _is_output(
+    batch_record: types.DecisionRecord, index: int, *, subject: str, msg_id_header: str, event: types.Event | None
+) -> bool:
+    """True only when :func:`output_problem` finds no problem: the fast test of the common case (an
+    exact decision type, its Msg-Id, its workload's subject, which is on the record's partition and
+    no head); anything it does not pass is judged by :func:`output_problem`, which says why."""
+    if type(event) not in _OUTPUT_TYPES:
+        return False
+    ref = getattr(event, "workload", None)
+    return (
+        type(ref) is types.WorkloadRef
+        and msg_id_header == f"{batch_record.role}:{batch_record.partition}:{batch_record.basis_seq}:{index}"
+        and subject == subjects.workload_decision_subject(ref, batch_record.partition)
+    )
+
+
 @dataclass(slots=True)
 class BatchVerifier:
     """Holds the batch being received and judges every message of a log, in sequence order.
@@ -270,35 +296,40 @@ class BatchVerifier:
         batch = self.open
         if batch is not None:
             index = len(batch.outputs) + 1
+            record = batch.record
             if seq != batch.head.seq + index:
                 problem: str | None = f"output {index} expected at {batch.head.seq + index}, next message is at {seq}"
+            elif _is_output(record, index, subject=subject, msg_id_header=msg_id_header, event=event):
+                problem = None  # what output_problem would say, found without building its messages
             else:
-                problem = output_problem(batch.record, index, subject=subject, msg_id_header=msg_id_header, event=event)
+                problem = output_problem(record, index, subject=subject, msg_id_header=msg_id_header, event=event)
             if problem is None:
                 assert event is not None  # output_problem refuses undecodable messages
                 batch.outputs.append(_Held(seq=seq, subject=subject, data=data, event=event))
-                if not batch.wrong and type(event) not in ROLE_OUTPUTS.get(batch.record.role, ()):
+                if not batch.wrong and type(event) not in ROLE_OUTPUTS.get(record.role, ()):
                     batch.wrong = (
-                        f"output {index} is a {codec.type_name(event)}, which role {batch.record.role!r} does not make"
+                        f"output {index} is a {codec.type_name(event)}, which role {record.role!r} does not make"
                     )
-                if index < batch.record.output_count:
-                    return Verdict()
+                if index < record.output_count:
+                    return _NOTHING
                 self.open = None
                 if batch.wrong:
-                    return self._orphan_batch(batch, WRONG_ROLE, f"batch {batch.record.decision_id}: {batch.wrong}")
-                if codec.digest(held.data for held in batch.outputs) != batch.record.outputs_sha256:
+                    return self._orphan_batch(batch, WRONG_ROLE, f"batch {record.decision_id}: {batch.wrong}")
+                # the digest, once per batch, over the outputs' bytes as stored (nothing is encoded again)
+                if codec.digest([held.data for held in batch.outputs]) != record.outputs_sha256:
                     return self._orphan_batch(
-                        batch, DIGEST_MISMATCH, f"batch {batch.record.decision_id}: outputs do not match its digest"
+                        batch, DIGEST_MISMATCH, f"batch {record.decision_id}: outputs do not match its digest"
                     )
                 if self.judge is not None:
-                    problem = self.judge(batch.record, [h.event for h in batch.outputs])
+                    problem = self.judge(record, [h.event for h in batch.outputs])
                     if problem is not None:
-                        return self._orphan_batch(
-                            batch, WRONG_PARTITION, f"batch {batch.record.decision_id}: {problem}"
-                        )
-                held = [batch.head, *batch.outputs]
-                accepted = tuple((h.seq, h.event) for h in held)
-                return Verdict(accepted=accepted + _pending(batch.record, at_seq=held[-1].seq))
+                        return self._orphan_batch(batch, WRONG_PARTITION, f"batch {record.decision_id}: {problem}")
+                head = batch.head
+                accepted = [(head.seq, head.event)]
+                accepted.extend([(h.seq, h.event) for h in batch.outputs])
+                if record.pending:
+                    accepted.extend(_pending(record, at_seq=seq))
+                return Verdict(accepted=tuple(accepted))
             self.open = None
             broken = self._orphan_batch(batch, BATCH_BROKEN, f"batch {batch.record.decision_id} broken: {problem}")
             orphans.extend(broken.orphans)
@@ -307,12 +338,18 @@ class BatchVerifier:
             return Verdict(accepted=verdict.accepted, orphans=(*orphans, *verdict.orphans))
         return verdict
 
+    def passes(self, subject: str, event: types.Event | None) -> bool:
+        """True when :meth:`offer` would accept this message as it is, alone, and change nothing: no
+        batch is held, it is not on a decision subject and its event decodes to no decision type. A
+        fold may then apply it without offering it (the common case: a fact or a dispatch result)."""
+        return self.open is None and type(event) in _PLAIN_TYPES and not subject.startswith(DECISION_PREFIX)
+
     def _fresh(self, *, seq: int, subject: str, msg_id_header: str, data: bytes, event: types.Event | None) -> Verdict:
         """Judge a message while no batch is open."""
         partition = partition_of(subject)
         if partition is None:
             if event is None:
-                return Verdict()
+                return _NOTHING
             if isinstance(event, types.DECISION_TYPES):
                 return self._orphan(
                     seq, subject, OFF_DECISION_SUBJECT, f"{codec.type_name(event)} outside the decision subjects"
@@ -335,7 +372,7 @@ class BatchVerifier:
             self.open = _OpenBatch(
                 record=event, head=_Held(seq=seq, subject=subject, data=data, event=event), wrong=problem or ""
             )
-            return Verdict()  # a record on the wrong head is read with its outputs and orphaned with them
+            return _NOTHING  # a record on the wrong head is read with its outputs and orphaned with them
         what = "undecodable message" if event is None else codec.type_name(event)
         if subjects.is_old_head(subject):
             what += " on the single partition head of kueue-es before per-role heads"
@@ -348,7 +385,7 @@ class BatchVerifier:
         is stored."""
         batch = self.open
         if batch is None or self.holding_until <= last_seq:
-            return Verdict()
+            return _NOTHING
         self.open = None
         return self._orphan_batch(
             batch,

@@ -410,6 +410,7 @@ class UnknownEventError(TypeError):
 # DispatchApplied and DispatchFailed are the Kubernetes side's echo of a decision; quota and
 # workload status follow the watcher's facts instead.
 IGNORED: Final[tuple[type[types.Event], ...]] = (types.DispatchApplied, types.DispatchFailed)
+_IGNORED_EXACT: Final[frozenset[type[types.Event]]] = frozenset(IGNORED)
 
 
 def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq: int) -> ClusterState:
@@ -423,9 +424,20 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
     readers get those from the batch verifier, a caller folding ``decide``'s outputs
     directly may pass it as it is.
     """
+    # The frequent types first, by their exact type: a class pattern (isinstance of a msgspec Struct
+    # class) costs a call of the metaclass's __instancecheck__, and a workload fact would pass ten.
+    state.partitions.seq = seq  # a workload moved by this event moves at ``seq``
+    kind = type(event)
+    fold = _FOLD_BY_TYPE.get(kind)
+    if fold is not None:  # the same function its case below calls
+        fold(state, event, seq=seq)
+        state.last_seq = max(state.last_seq, seq)
+        return state
+    if kind in _IGNORED_EXACT:  # a dispatch result per admission: IGNORED, as its case below
+        state.last_seq = max(state.last_seq, seq)
+        return state
     if isinstance(event, types.PendingOutcome):
         event = event.inadmissible(at_ms=0)  # the fold does not read a WorkloadInadmissible's time
-    state.partitions.seq = seq  # a workload moved by this event moves at ``seq``
     match event:
         case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
@@ -718,12 +730,14 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
     wl = state.workloads.get(key)
     if wl is None:
         waiting = releasing = active = False
+        _index_status(state, key, None)
     else:
         ended = wl.finished is not None or wl.deleted_seq > 0
         active = wl.active and not wl.backoff
-        waiting = wl.reservation is None and not ended
-        releasing = wl.reservation is not None and (ended or not wl.workload.spec.active or wl.stopped_seq > 0)
-    _index_status(state, key, wl if wl is not None and not (wl.finished is not None or wl.deleted_seq > 0) else None)
+        reserved = wl.reservation is not None
+        waiting = not reserved and not ended
+        releasing = reserved and (ended or not wl.workload.spec.active or wl.stopped_seq > 0)
+        _index_status(state, key, None if ended else wl)
     if not (waiting and active):
         state.nominations.pop(key, None)  # a preemptor that got quota or left needs nothing more
         state.preemptors.pop(key, None)
@@ -738,8 +752,8 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
     else:
         state.releasable.pop(key, None)
     current = wl or gone
-    if current is not None:
-        _place(state, current, queued=waiting and active)
+    if current is not None and (waiting and active or current.queued_as is not None or current.queued_parked):
+        _place(state, current, queued=waiting and active)  # (else not queued, nor to be: nothing to move)
     state.partitions.on_workload(state, key)
 
 
@@ -1254,3 +1268,16 @@ def _shift_tas_usage(
                 del per_leaf[leaf]
         if not per_leaf:
             del into[flavor]
+
+
+_FOLD_BY_TYPE: Final[dict[type, Any]] = {
+    **dict.fromkeys(
+        (types.WorkloadInadmissible, types.QuotaReserved, types.WorkloadAdmitted, types.QuotaReleased),
+        _apply_workload_decision,
+    ),
+    **dict.fromkeys((types.WorkloadObserved, types.WorkloadFinished), _apply_workload_fact),
+    **dict.fromkeys((types.AdmissionCheckStateChanged, types.WorkloadPodsReady), _apply_workload_status_fact),
+    **dict.fromkeys((types.PreemptionRequired, types.PreemptionIssued, types.EvictionRequested), _apply_preemption),
+}
+"""The event types :func:`apply` hands to one function whatever the event holds (its first cases), by
+exact type, called as its ``match`` calls them (``fn(state, event, seq=seq)``)."""

@@ -19,6 +19,7 @@ histogram buckets; ``docs/metrics.md`` says which carry no value in kueue-es and
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -511,24 +512,30 @@ class KueueMetrics(msgspec.Struct):
     attempt_success: bool = False
 
 
+_BOUNDS: Final[dict[str, tuple[int, ...]]] = {f.name: f.buckets for f in FAMILIES if f.kind == "histogram"}
+
+
 def _inc(metrics: KueueMetrics, family: str, labels: tuple[str, ...], by: int = 1) -> None:
-    series = metrics.counters.setdefault(family, {})
+    counters = metrics.counters
+    series = counters.get(family)
+    if series is None:
+        series = counters[family] = {}
     series[labels] = series.get(labels, 0) + by
 
 
 def _observe(metrics: KueueMetrics, family: str, labels: tuple[str, ...], ms: int) -> None:
-    ms = max(0, ms)
-    bounds = BY_NAME[family].buckets
-    series = metrics.histograms.setdefault(family, {})
+    if ms < 0:
+        ms = 0
+    bounds = _BOUNDS[family]
+    histograms = metrics.histograms
+    series = histograms.get(family)
+    if series is None:
+        series = histograms[family] = {}
     hist = series.get(labels)
     if hist is None:
         hist = series[labels] = Histogram(counts=[0] * (len(bounds) + 1))
-    index = len(bounds)
-    for n, bound in enumerate(bounds):
-        if ms <= bound:
-            index = n
-            break
-    hist.counts[index] += 1
+    # the first bucket whose upper bound is at least ``ms`` (the +Inf one past them all)
+    hist.counts[bisect_left(bounds, ms)] += 1
     hist.sum_ms += ms
 
 
@@ -600,8 +607,9 @@ def on_reserved(state: ClusterState, wl: WorkloadState, event: types.QuotaReserv
     pc = priority_class(wl)
     lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
     wait = event.at_ms - metrics.queued_ms.get(wl.key, wl.workload.metadata.creation_timestamp_ms)
-    _inc(metrics, "kueue_quota_reserved_workloads_total", (event.cluster_queue, pc))
-    _observe(metrics, "kueue_quota_reserved_wait_time_seconds", (event.cluster_queue, pc), wait)
+    cq_pc = (event.cluster_queue, pc)
+    _inc(metrics, "kueue_quota_reserved_workloads_total", cq_pc)
+    _observe(metrics, "kueue_quota_reserved_wait_time_seconds", cq_pc, wait)
     _inc(metrics, "kueue_local_queue_quota_reserved_workloads_total", lq)
     _observe(metrics, "kueue_local_queue_quota_reserved_wait_time_seconds", lq, wait)
 
@@ -615,13 +623,14 @@ def on_admitted(state: ClusterState, wl: WorkloadState, event: types.WorkloadAdm
     cq, pc = wl.reservation.cluster_queue, priority_class(wl)
     lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
     wait = event.at_ms - metrics.queued_ms.get(wl.key, wl.workload.metadata.creation_timestamp_ms)
-    _inc(metrics, "kueue_admitted_workloads_total", (cq, pc))
-    _observe(metrics, "kueue_admission_wait_time_seconds", (cq, pc), wait)
+    cq_pc = (cq, pc)
+    _inc(metrics, "kueue_admitted_workloads_total", cq_pc)
+    _observe(metrics, "kueue_admission_wait_time_seconds", cq_pc, wait)
     _inc(metrics, "kueue_local_queue_admitted_workloads_total", lq)
     _observe(metrics, "kueue_local_queue_admission_wait_time_seconds", lq, wait)
     if wl.checks or event.at_ms > wl.reservation.at_ms:
         checks_wait = event.at_ms - wl.reservation.at_ms
-        _observe(metrics, "kueue_admission_checks_wait_time_seconds", (cq, pc), checks_wait)
+        _observe(metrics, "kueue_admission_checks_wait_time_seconds", cq_pc, checks_wait)
         _observe(metrics, "kueue_local_queue_admission_checks_wait_time_seconds", lq, checks_wait)
     cluster_queue = state.cluster_queues.get(cq)
     if cluster_queue is not None and cluster_queue.spec.cohort_name:
@@ -642,9 +651,10 @@ def on_pods_ready(state: ClusterState, wl: WorkloadState, event: types.WorkloadP
     lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
     ready = event.at_ms - metrics.queued_ms.get(wl.key, wl.workload.metadata.creation_timestamp_ms)
     since_admitted = event.at_ms - wl.admitted_at_ms
-    _observe(metrics, "kueue_ready_wait_time_seconds", (cq, pc), ready)
+    cq_pc = (cq, pc)
+    _observe(metrics, "kueue_ready_wait_time_seconds", cq_pc, ready)
     _observe(metrics, "kueue_local_queue_ready_wait_time_seconds", lq, ready)
-    _observe(metrics, "kueue_admitted_until_ready_wait_time_seconds", (cq, pc), since_admitted)
+    _observe(metrics, "kueue_admitted_until_ready_wait_time_seconds", cq_pc, since_admitted)
     _observe(metrics, "kueue_local_queue_admitted_until_ready_wait_time_seconds", lq, since_admitted)
 
 
@@ -715,9 +725,10 @@ def on_finished(state: ClusterState, wl: WorkloadState, event: types.WorkloadFin
     metrics = state.metrics
     cq, pc = wl.reservation.cluster_queue, priority_class(wl)
     lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
-    _inc(metrics, "kueue_finished_workloads_total", (cq, pc))
+    cq_pc = (cq, pc)
+    _inc(metrics, "kueue_finished_workloads_total", cq_pc)
     _inc(metrics, "kueue_local_queue_finished_workloads_total", lq)
     if wl.admitted:
         total = wl.accumulated_ms + max(0, event.at_ms - wl.admitted_at_ms)
-        _observe(metrics, "kueue_execution_time_seconds", (cq, pc), total)
+        _observe(metrics, "kueue_execution_time_seconds", cq_pc, total)
         _observe(metrics, "kueue_local_queue_execution_time_seconds", lq, total)

@@ -156,7 +156,18 @@ def fold_decoded(
     and the caller has logged that and moved ``state.last_seq`` past it), so a reader that needs the
     event too (replay) decodes it once. ``before_apply(seq, event, state)`` sees each event the batch
     verifier accepts just before it is folded (``kueue-es explain`` tells a workload's story so)."""
-    verdict = state.batches.offer(
+    verifier = state.batches
+    if verifier.passes(message.subject, event):  # a fact or a dispatch result, no batch held: taken as it is
+        assert event is not None
+        if before_apply is not None:
+            before_apply(message.seq, event, state)
+        try:
+            apply(state, event, seq=message.seq)
+        except UnknownEventError as err:  # raised before the fold touches the state
+            log.warning("event_unclassified", seq=message.seq, error=str(err))
+            state.last_seq = max(state.last_seq, message.seq)
+        return state
+    verdict = verifier.offer(
         seq=message.seq,
         subject=message.subject,
         msg_id_header=message.headers.get("Nats-Msg-Id", ""),

@@ -374,3 +374,99 @@ def test_a_batch_whose_end_is_past_the_end_of_the_log_expires() -> None:
         (6, batches.BATCH_INCOMPLETE),
     ]
     assert not state.batches.holding and state.batches.expire(6) == batches.Verdict()
+
+
+# -- the fast paths (issue 18): they take only what the full rules take -----------------------
+
+
+def _recorded() -> list[LogMessage]:
+    from tests.unit.test_golden_log import _load
+
+    return _load("demo-preempt.jsonl")
+
+
+def test_what_passes_unoffered_is_what_offer_accepts_alone() -> None:
+    """``passes`` lets a fold apply a fact or dispatch result without offering it: on the recorded demo
+    log, every message it lets through is one ``offer`` accepts as it is, with nothing held or orphaned;
+    and every message on a decision subject, or while a batch is held, is offered."""
+    verifier = batches.BatchVerifier()
+    passed = offered = 0
+    for message in _recorded():
+        event = codec.decode(message.data)
+        fast = verifier.passes(message.subject, event)
+        holding = verifier.holding
+        verdict = verifier.offer(
+            seq=message.seq,
+            subject=message.subject,
+            msg_id_header=message.headers.get("Nats-Msg-Id", ""),
+            data=message.data,
+            event=event,
+        )
+        if fast:
+            passed += 1
+            assert verdict == batches.Verdict(accepted=((message.seq, event),))
+            assert not holding and not verifier.holding
+        else:
+            offered += 1
+            assert holding or message.subject.startswith(batches.DECISION_PREFIX)
+    assert passed and offered and verifier.orphaned == 0
+
+
+def test_nothing_passes_unoffered_while_a_batch_is_held_or_on_a_decision_subject() -> None:
+    verifier = batches.BatchVerifier()
+    fact = kueue_fact(flavor("f"))
+    assert verifier.passes(FACTS[0].subject, fact)
+    assert not verifier.passes(FACTS[0].subject, None)  # undecodable: offered (and logged)
+    assert not verifier.passes(FACTS[0].subject, RESERVED)  # a decision off its subjects: an orphan
+    assert not verifier.passes(subjects.workload_decision_subject(REF), fact)
+    head = stored(a_batch(), start=len(FACTS) + 1)[0]
+    verifier.offer(
+        seq=head.seq,
+        subject=head.subject,
+        msg_id_header=head.headers["Nats-Msg-Id"],
+        data=head.data,
+        event=codec.decode(head.data),
+    )
+    assert verifier.holding and not verifier.passes(FACTS[0].subject, fact)
+
+
+OTHER = types.WorkloadRef(namespace="default", name="other", uid="uid-other")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    subject=st.sampled_from(
+        [
+            subjects.workload_decision_subject(REF),
+            subjects.workload_decision_subject(OTHER),
+            subjects.workload_decision_subject(REF, "p1"),
+            subjects.head_subject("admit"),
+            "kq.in.wl.default.big",
+        ]
+    ),
+    msg_index=st.integers(0, 3),
+    forged=st.booleans(),
+    event=st.sampled_from(
+        [RESERVED, ADMITTED, types.WorkloadAdmitted(workload=OTHER, cluster_queue="cq", at_ms=5), None]
+    ),
+    index=st.integers(1, 2),
+)
+def test_the_fast_output_test_never_takes_what_output_problem_refuses(
+    subject: str, msg_index: int, forged: bool, event: types.Event | None, index: int
+) -> None:
+    """``_is_output`` (the common case, no messages built) is True only where ``output_problem`` finds
+    nothing wrong, and True for every output as ``build_batch`` makes it."""
+    head = codec.decode(a_batch()[0].data)
+    assert isinstance(head, types.DecisionRecord)
+    msg_id = f"forged:{msg_index}" if forged else batches.msg_id(head, msg_index)
+    fast = batches._is_output(head, index, subject=subject, msg_id_header=msg_id, event=event)
+    problem = batches.output_problem(head, index, subject=subject, msg_id_header=msg_id, event=event)
+    if fast:
+        assert problem is None
+    exact = (
+        event is not None
+        and subject == subjects.workload_decision_subject(event.workload)  # type: ignore[union-attr]
+        and not forged
+        and msg_index == index
+    )
+    assert fast == exact == (problem is None)

@@ -417,3 +417,21 @@ def test_only_the_replica_holding_the_lease_exports_kueues_families() -> None:
     assert 'kueue_admitted_workloads_total{cluster_queue="cq",priority_class="",replica_role="leader"} 6.0' in text
     holding[0] = False
     assert generate_latest(registry) == b""
+
+
+def test_an_observation_lands_in_the_first_bucket_whose_bound_it_does_not_exceed() -> None:
+    """Prometheus's ``le`` buckets: ``ms`` counts in the first bucket with ``ms <= bound`` (+Inf past the
+    last), a negative time as 0; at, just below and just above every bound of every histogram family."""
+    from kueue_es.projections import kueue_metrics as km
+
+    for family in km.FAMILIES:
+        if family.kind != "histogram":
+            continue
+        bounds = family.buckets
+        for ms in {-5, 0, *(b + d for b in bounds for d in (-1, 0, 1)), bounds[-1] * 10}:
+            metrics = km.KueueMetrics()
+            km._observe(metrics, family.name, ("x",), ms)
+            hist = metrics.histograms[family.name][("x",)]
+            expected = next((n for n, bound in enumerate(bounds) if max(ms, 0) <= bound), len(bounds))
+            assert hist.counts == [int(n == expected) for n in range(len(bounds) + 1)], (family.name, ms)
+            assert hist.sum_ms == max(ms, 0)
