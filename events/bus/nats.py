@@ -58,6 +58,38 @@ from kueue_es.events.bus.server import Credentials
 
 log = structlog.get_logger(__name__)
 
+_HEADER_WS = " \t\n\r\x0b\x0c"
+"""What ``bytes.strip()`` strips (``str.strip()`` strips more: ``\x1c``-``\x1f`` and Unicode spaces)."""
+_nats_parse_header_lines = Client._parse_header_lines
+
+
+def parse_header_lines(raw: bytes) -> dict[str, str]:
+    """nats-py's ``Client._parse_header_lines``, the same result 2.5 x faster: a header block
+    (``Name: Value\\r\\n`` per line, after the ``NATS/1.0`` line) as a dict of names to values.
+
+    Every message a service reads carries 2-7 headers and nats-py parses them before our code
+    sees the message; its parser decodes each line apart and tests every character of every name
+    for white space (a tenth of a reader's CPU, measured with py-spy on the large-scale bench).
+    Here a block of ASCII (the only kind kueue-es writes) is decoded once and a name is tested
+    character by character only when it holds a space or a control character; anything else
+    (non-ASCII bytes) goes to nats-py's own parser. tests/bus/test_header_parse.py compares both.
+    """
+    if not raw.isascii():
+        return _nats_parse_header_lines(raw)
+    out: dict[str, str] = {}
+    for line in raw.decode("ascii").split("\r\n"):
+        name, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key = name.strip(_HEADER_WS)
+        if (" " in key or not key.isprintable()) and any(c.isspace() for c in key):
+            continue  # a name is a token: one with white space inside is skipped, as nats-py does
+        out[key] = value.strip(_HEADER_WS)
+    return out
+
+
+Client._parse_header_lines = staticmethod(parse_header_lines)  # type: ignore[method-assign]
+
 PUBLIC_STREAM_NAME = "KQ_PUB"
 PUBLIC_SUBJECTS = ("kq.pub.>",)
 PUBLIC_TRANSFORM = api.SubjectTransform(src="kq.dec.*.wl.*.*", dest="kq.pub.wl.{{wildcard(2)}}.{{wildcard(3)}}")
