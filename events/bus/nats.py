@@ -1146,6 +1146,32 @@ def _delivery_position(msg: Msg) -> tuple[int, int, int]:
     return metadata.sequence.stream, metadata.num_pending, metadata.num_delivered
 
 
+def _take_queued_at_once(sub: Any) -> None:
+    """Make ``sub.next_msg`` (a nats-py Subscription without a callback) hand over a message already
+    queued without a task, a ``uuid4`` and a ``wait_for`` of its own; only an empty queue waits, in
+    nats-py's own ``next_msg``.
+
+    nats-py's pull ``fetch`` takes every message of a batch but the first one through ``next_msg``,
+    which builds those three per message even when the message is there already (it nearly always
+    is: a batch arrives in one or two socket reads): two thirds of a durable's CPU per message,
+    measured with cProfile on 10,000 fetched and acked messages. What is handed over, and the
+    pending counts nats-py keeps, are the same."""
+    original = sub.next_msg
+    queue = sub._pending_queue
+
+    async def next_msg(timeout: float | None = 1.0) -> Msg:
+        msg: Msg
+        if queue.empty() or sub._conn.is_closed:
+            msg = await original(timeout)
+            return msg
+        msg = queue.get_nowait()
+        sub._pending_size -= len(msg.data)
+        queue.task_done()
+        return msg
+
+    sub.next_msg = next_msg
+
+
 class NatsDurable(base.DurableConsumer):
     """A durable pull consumer; ``Delivery.token`` is the nats-py message.
 
@@ -1166,6 +1192,7 @@ class NatsDurable(base.DurableConsumer):
 
     def __init__(self, *, sub: Any, name: str, bus: NatsBus | None = None) -> None:
         self._sub = sub
+        _take_queued_at_once(sub._sub)
         self.name = name
         self._backlog = 0  # num_pending of the last message fetched
         self._bus = bus
