@@ -19,6 +19,11 @@ that stands for each Kubernetes observation:
   = the sum of their nominal CPU (mCPU); ``firstEventTime`` = the earliest
   creation of one of them, ``lastEventTime`` = the last change of their usage;
   usage % = cpuUsed x 100 / (nominalQuota x (last - first));
+- per workload class, ours (issue 18): the median and p99 of quota held - runtime (ms): per finished
+  workload, the time its ClusterQueue counted its quota (every ``QuotaReserved`` to its
+  ``QuotaReleased``, evicted runs included) less its ``runtimeMs`` (the generator's running-ms
+  label). Kueue's usage figure grows with quota held past the work; this says how much of it
+  is that (the admission-to-start and finish-to-release latencies) rather than admitting sooner;
 - wall time = from the start of the system under test to the last quota release
   (Kueue: minimalkueue's process lifetime, which also holds up to 5 s of
   end detection and its shutdown).
@@ -36,12 +41,14 @@ The recorder is pure: events and their times in, figures out.
 from __future__ import annotations
 
 import datetime as dt
+import math
+import statistics
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from kueue_es.events import models, tas, types
-from kueue_es.perfbench.generator import CLASS_LABEL
+from kueue_es.perfbench.generator import CLASS_LABEL, RUNTIME_LABEL
 from kueue_es.projections.topology import TopologyState
 
 RATE_WINDOW_MS = 5_000
@@ -56,6 +63,8 @@ class WorkloadRecord:
     admitted_ms: int = 0
     finished_ms: int = 0
     evictions: int = 0
+    runtime_ms: int = 0  # the generator's runtimeMs (its running-ms label; 0 without one)
+    held_ms: int = 0  # quota held so far, over every reservation released
 
 
 @dataclass(kw_only=True)
@@ -290,8 +299,11 @@ class Recorder:
             case types.WorkloadObserved(workload=wl):
                 key = f"{wl.metadata.namespace}/{wl.metadata.name}"
                 if key not in self.workloads:
+                    runtime = wl.metadata.labels.get(RUNTIME_LABEL, "")
                     self.workloads[key] = WorkloadRecord(
-                        class_name=wl.metadata.labels.get(CLASS_LABEL, ""), created_ms=wl.metadata.creation_timestamp_ms
+                        class_name=wl.metadata.labels.get(CLASS_LABEL, ""),
+                        created_ms=wl.metadata.creation_timestamp_ms,
+                        runtime_ms=int(runtime) if runtime.isdigit() else 0,
                     )
                     if self.topology is not None:
                         self.topology.observed(wl)
@@ -310,6 +322,9 @@ class Recorder:
                 if held is not None:
                     self._shift(held[0], -held[1], at)
                     self.released += 1
+                    record = self.workloads.get(ref.key)
+                    if record is not None:
+                        record.held_ms += max(0, at - held[2])
                     self.last_release_ms = max(self.last_release_ms, at)
             case types.WorkloadAdmitted(workload=ref, at_ms=at):
                 record = self.workloads.get(ref.key)
@@ -380,6 +395,24 @@ class Recorder:
             group["averageTimeToAdmissionMs"] = totals[name][0] // group["count"]
             group["averageTimeToFinishMs"] = totals[name][1] // group["count"]
         return {"clusterQueueClasses": cq_classes, "workloadClasses": wl_classes, "droppedWorkloadEvents": 0}
+
+    def held_over_runtime(self) -> dict[str, dict[str, int]]:
+        """Per workload class, quota held - runtime (ms) over its finished workloads that hold no quota
+        now: ``{"count": n, "medianMs": ..., "p99Ms": ...}`` (median of the middle two rounded down for an
+        even count; p99 by nearest rank). Classes with no such workload are left out."""
+        spans: dict[str, list[int]] = defaultdict(list)
+        for key, record in self.workloads.items():
+            if record.finished_ms and key not in self.held:
+                spans[record.class_name].append(record.held_ms - record.runtime_ms)
+        out: dict[str, dict[str, int]] = {}
+        for name, values in sorted(spans.items()):
+            values.sort()
+            out[name] = {
+                "count": len(values),
+                "medianMs": math.floor(statistics.median(values)),
+                "p99Ms": values[max(0, math.ceil(0.99 * len(values)) - 1)],
+            }
+        return out
 
     def usage_percent(self) -> dict[str, float]:
         """Per ClusterQueue class, the checker's usage %: cpuUsed x 100 / (nominalQuota x monitoring ms)."""

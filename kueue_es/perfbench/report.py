@@ -90,6 +90,7 @@ def document(result: RunResult) -> dict[str, Any]:
             "admitted": rec.admitted,
             "finished": rec.finished,
             "evictionReasons": dict(sorted(rec.eviction_reasons.items())),
+            "quotaHeldOverRuntimeMs": rec.held_over_runtime(),
         },
         "throughput": {
             "admissionsPerSecond": round(mean_rate, 1),
@@ -305,6 +306,16 @@ def table(doc: dict[str, Any]) -> Table:
             "s",
         )
         row(f"{name}: evictions", group["totalEvictions"], None, 0, "n")
+        held = (timing.get("quotaHeldOverRuntimeMs") or {}).get(name)
+        if held:
+            out.add_row(
+                f"{name}: quota held - runtime ms (median / p99)",
+                f"{held['medianMs']:,} / {held['p99Ms']:,}",
+                "",
+                "0 / 0",
+                "",
+                "",
+            )
     if topo := doc.get("topology"):
         out.add_row(
             "TAS: placements / admitted without one",

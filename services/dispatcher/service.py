@@ -128,6 +128,7 @@ class Dispatcher:
         self.start = start  # a snapshot to fold on from (its view: (DispatchState, orphaned decision seqs))
         self.view = core.DispatchState(track_objects=write_objects)
         self._folded = asyncio.Condition()
+        self._fold_waiters = 0  # tasks waiting in _wait_fold_until: the fold notifies only while there are some
         self.limiter = limiter if limiter is not None else WriteLimiter()
         self.write_objects = write_objects
         self._gated = False  # consume() writes objects only once the fold has caught up with the log
@@ -240,8 +241,9 @@ class Dispatcher:
                 # must not keep the reader from resuming
                 self._stranded = asyncio.create_task(self._expire_stranded())
             self._caught_up = self._caught_up or message.pending == 0
-            async with self._folded:
-                self._folded.notify_all()
+            if self._fold_waiters:  # a notify per message (a lock taken) was 2 % of the dispatcher's CPU
+                async with self._folded:
+                    self._folded.notify_all()
 
     async def _resume(self) -> int:
         """Take the start point (a snapshot of this log: its view becomes the fold, in place, as the
@@ -301,8 +303,19 @@ class Dispatcher:
                 self._folded.notify_all()
 
     async def _wait_folded(self, seq: int) -> None:
-        async with self._folded:
-            await self._folded.wait_for(lambda: self.state.last_seq >= seq)
+        await self._wait_fold_until(lambda: self.state.last_seq >= seq)
+
+    async def _wait_fold_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once ``predicate()`` holds, looking again after every message folded (the fold
+        notifies only while someone waits here)."""
+        if predicate():
+            return
+        self._fold_waiters += 1
+        try:
+            async with self._folded:
+                await self._folded.wait_for(predicate)
+        finally:
+            self._fold_waiters -= 1
 
     def _ready(self) -> bool:
         return self.write_objects and (self._caught_up or not self._gated)
@@ -549,8 +562,8 @@ class Dispatcher:
 
     async def ungate_forever(self, *, retry_seconds: float = 1.0) -> None:
         """Ungate the gated pods of Admitted TAS workloads whenever a pod or the workload changes (cancel to stop)."""
-        async with self._folded:  # not on a half-folded past: a workload admitted then may be evicted since
-            await self._folded.wait_for(lambda: self._caught_up)
+        # not on a half-folded past: a workload admitted then may be evicted since
+        await self._wait_fold_until(lambda: self._caught_up)
         await self.ungating.run(retry_seconds=retry_seconds)
 
 

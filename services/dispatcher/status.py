@@ -484,6 +484,8 @@ def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, hol
 
 def _sync_checks(record: WorkloadRecord, required: list[str], *, at_ms: int) -> None:
     """syncAdmissionCheckConditions: the entries are exactly the required checks, missing ones added Pending."""
+    if not required and not record.checks:
+        return  # nothing required, nothing there (nearly every workload): nothing to rebuild
     kept = {name: record.checks[name] for name in required if name in record.checks}
     for name in required:
         kept.setdefault(name, CheckEntry(name=name, state="Pending", message="", since_ms=at_ms))

@@ -144,3 +144,60 @@ def test_rangespec_in_and_out_of_range() -> None:
 def test_rangespec_with_unknown_keys_is_refused() -> None:
     with pytest.raises(ValueError, match="maxWall"):
         metrics.check_rangespec({"maxWall": 1}, wall_ms=0, usage={}, summary={"workloadClasses": {}})
+
+
+def test_quota_held_over_runtime_per_class() -> None:
+    """a held 200-400 and 500-1500 (1,200 ms) and b 600-1100 (500 ms); with runtimes of 900 and 450 ms
+    a held 300 ms past its work (its lost run included) and b 50 ms."""
+
+    def with_runtime(observed: types.WorkloadObserved, runtime_ms: int) -> types.WorkloadObserved:
+        meta = observed.workload.metadata
+        labels = {**meta.labels, generator.RUNTIME_LABEL: str(runtime_ms)}
+        wl = models.Workload(
+            metadata=models.ObjectMeta(
+                name=meta.name,
+                namespace=meta.namespace,
+                uid=meta.uid,
+                labels=labels,
+                creation_timestamp_ms=meta.creation_timestamp_ms,
+            ),
+            spec=observed.workload.spec,
+        )
+        return types.WorkloadObserved(workload=wl)
+
+    recorder = metrics.Recorder()
+    recorder.record(with_runtime(workload("a", "small", 100), 900))
+    recorder.record(with_runtime(workload("b", "big", 250), 450))
+    recorder.record(workload("c", "small", 260))  # no runtime label: counts as 0
+    for event in [
+        reserved("a", 200),
+        released("a", 400, "Preempted"),
+        reserved("a", 500),
+        reserved("b", 600),
+        reserved("c", 700),
+        types.WorkloadFinished(workload=ref("b"), at_ms=1_100),
+        released("b", 1_100),
+        types.WorkloadFinished(workload=ref("a"), at_ms=1_500),
+    ]:
+        recorder.record(event)
+    # a finished but still holds its quota: not counted yet; c never finished
+    assert recorder.held_over_runtime() == {"big": {"count": 1, "medianMs": 50, "p99Ms": 50}}
+    recorder.record(released("a", 1_500))
+    recorder.record(types.WorkloadFinished(workload=ref("c"), at_ms=1_700))
+    recorder.record(released("c", 1_710))
+    assert recorder.held_over_runtime() == {
+        "big": {"count": 1, "medianMs": 50, "p99Ms": 50},
+        "small": {"count": 2, "medianMs": 655, "p99Ms": 1_010},
+    }
+
+
+def test_held_over_runtime_p99_by_nearest_rank() -> None:
+    recorder = metrics.Recorder()
+    for i in range(200):
+        name = f"w{i}"
+        recorder.record(workload(name, "small", 0))
+        recorder.record(reserved(name, 0))
+        recorder.record(types.WorkloadFinished(workload=ref(name), at_ms=i + 1))
+        recorder.record(released(name, i + 1))
+    # held 1..200 ms, runtime 0: the mean of 100 and 101 rounded down, p99 the 198th smallest
+    assert recorder.held_over_runtime() == {"small": {"count": 200, "medianMs": 100, "p99Ms": 198}}

@@ -149,3 +149,39 @@ async def test_a_publish_that_times_out_is_tried_again_and_stored_once(nats_serv
         assert await bus.last_seq() == ack.seq
     finally:
         await bus.close()
+
+
+@pytest.mark.parametrize("harness", ["nats"], indirect=True)
+async def test_a_durable_fetch_takes_queued_messages_without_a_task_each(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fetched batch comes whole and in order, and only a wait for a message not yet there goes through
+    nats-py's next_msg (a task and a uuid4 each): nats-py alone made one per message of the batch."""
+    import nats.aio.subscription
+
+    bus = await harness.open()
+    for i in range(40):
+        await bus.publish(msg(f"kq.dec.p0.wl.default.w{i}", f"d{i}"))
+    durable = await bus.durable(name="fast-fetch", subjects=("kq.dec.>",))
+    waits = []
+    real_uuid4 = nats.aio.subscription.uuid4
+
+    def counted() -> object:
+        waits.append(1)
+        return real_uuid4()
+
+    monkeypatch.setattr(nats.aio.subscription, "uuid4", counted)
+    got: list[base.Delivery] = []
+    while len(got) < 40:
+        batch = await durable.fetch(batch=40, timeout=5.0)
+        assert batch, "no message within 5 s"
+        got += batch
+        for delivery in batch:
+            await durable.ack(delivery)
+    assert [d.message.seq for d in got] == list(range(1, 41))
+    assert [d.message.subject for d in got] == [f"kq.dec.p0.wl.default.w{i}" for i in range(40)]
+    assert len(waits) <= 8, f"{len(waits)} waits in nats-py's next_msg for 40 messages"
+    assert isinstance(durable, nats_bus.NatsDurable)
+    assert durable._sub._sub._pending_size == 0 and durable._sub._sub._pending_queue.empty()
+    assert await durable.fetch(batch=10, timeout=0.2) == []
+    await durable.close()
