@@ -1,10 +1,13 @@
 """Checking a nomination against the log before anybody is evicted.
 
 Why this module exists: the admitter nominates (PreemptionRequired) on the state it saw; the
-preemptor evicts on the state it folds, later. Whether the nominated targets still make the
-preemptor fit, and which targets do otherwise, are Kueue's rules (pkg/scheduler/preemption/
-preemption.go IssuePreemptions and workloadFits; SEMANTICS §7.8, SEMANTICS-ADVANCED A.11),
-so they live here; the preemptor service turns the answer into decisions.
+preemptor evicts on the state it folds, later. Kueue computes the targets and issues them on one
+snapshot (pkg/scheduler/scheduler.go processEntry, preemption.go IssuePreemptions); here the log
+may have moved in between (workloads finished, victims stopped), so the preemptor applies Kueue's
+rules again to the state it evicts on: quota as Kueue's cache holds it (:func:`release_ended`),
+no eviction when the workload fits (:func:`fits_without_preemption`), else the targets Kueue's
+search finds now (:func:`recomputed_targets`; SEMANTICS §4.3.1, §6.4, §7, SEMANTICS-ADVANCED
+A.11). The preemptor service turns the answer into decisions.
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ def recomputed_targets(
     usage: dict[quota.FR, int],
     topology_fits: Callable[[frozenset[str]], bool] | None,
 ) -> list[types.PreemptionTarget]:
-    """The targets that make ``wl`` fit on the current state when the nominated ones no longer
-    do (the FRs short of quota now, else all it asks); [] when none do."""
+    """The targets Kueue's search finds for ``wl`` asking ``usage`` on the current state (the FRs
+    short of quota now, else all it asks); [] when none make it fit."""
     tree = search.tree
     need = frozenset(fr for fr, amount in usage.items() if amount > tree.available(cq.metadata.name, fr))
     preemptor = search.preemptor(wl, cq, usage, need or frozenset(usage))
@@ -71,39 +74,37 @@ def topology_check(
     return topology_fits
 
 
-def still_valid(
-    state: ClusterState,
+def release_ended(state: ClusterState, tree: quota.QuotaTree) -> frozenset[str]:
+    """Take out of ``tree`` the quota of every workload that must give it back (finished,
+    deleted, deactivated, or evicted with its job stopped: ``state.releasable``), and return
+    their keys.
+
+    The admitter logs their QuotaReleased in its next cycle, but Kueue's cache holds nothing for
+    them by then: finishing or deactivating releases quota in the cache at once, and a victim's
+    as soon as its job stops (pkg/cache/scheduler/cache.go; SEMANTICS §6.4, §7.8). The preemptor
+    checks a nomination against this view, so it never evicts for quota that is already free.
+    ``tree`` must be inside ``begin()``/``rollback()``."""
+    released = []
+    for key in state.releasable:
+        wl = state.workloads[key]
+        if wl.reservation is not None:
+            tree.shift_reservation(
+                wl.reservation.cluster_queue, quota.reservation_usage(wl.held or wl.reservation), sign=-1
+            )
+            released.append(key)
+    return frozenset(released)
+
+
+def fits_without_preemption(
     tree: quota.QuotaTree,
     nomination: types.PreemptionRequired,
     *,
     usage: dict[quota.FR, int],
     topology_fits: Callable[[frozenset[str]], bool] | None,
-) -> list[types.PreemptionTarget] | None:
-    """The nominated targets when they still hold quota where the admitter saw them and
-    evicting them still makes the preemptor fit (quota and, for TAS pod sets, the placement,
-    A.11); else None (recompute)."""
-    victims = []
-    for target in nomination.targets:
-        victim = state.workloads.get(target.workload.key)
-        if (
-            victim is None
-            or victim.gone
-            or victim.reservation is None
-            or victim.reservation.cluster_queue != target.cluster_queue
-            or (target.workload.uid and victim.workload.metadata.uid != target.workload.uid)
-        ):
-            return None
-        victims.append(victim)
-    if not victims:
-        return None
-    name = nomination.cluster_queue
-    for victim in victims:
-        assert victim.reservation is not None
-        tree.remove_usage(victim.reservation.cluster_queue, quota.reservation_usage(victim.held or victim.reservation))
-    fits = tree.fits(name, usage)
-    for victim in victims:
-        assert victim.reservation is not None
-        tree.add_usage(victim.reservation.cluster_queue, quota.reservation_usage(victim.held or victim.reservation))
-    if fits and topology_fits is not None:
-        fits = topology_fits(frozenset(victim.workload.key for victim in victims))
-    return list(nomination.targets) if fits else None
+) -> bool:
+    """Whether the nominated assignment fits as things stand, nobody evicted (quota and, for TAS
+    pod sets, the placement). Kueue computes targets only for an assignment that needs
+    preemption (scheduler.go getAssignments, SEMANTICS §4.3.1): one that fits is admitted."""
+    if not tree.fits(nomination.cluster_queue, usage):
+        return False
+    return topology_fits is None or topology_fits(frozenset())

@@ -19,7 +19,7 @@ always left as it was found.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from kueue_es.events import models
@@ -111,10 +111,13 @@ class Preemptor:
 @dataclass
 class CandidatePool:
     """The quota-holding workloads of ``state`` as candidates, built once per cycle and
-    per ClusterQueue on first use."""
+    per ClusterQueue on first use. ``released``: keys of workloads whose quota the caller
+    has already taken out of its tree (they are no candidates: Kueue's cache holds nothing
+    for them, SEMANTICS §6.4)."""
 
     state: ClusterState
     now_ms: int = 0
+    released: Collection[str] = ()
     _by_cq: dict[str, list[Candidate]] = field(default_factory=dict)
 
     def of(self, cluster_queue: str) -> list[Candidate]:
@@ -123,9 +126,12 @@ class CandidatePool:
         if found is None:
             found = []
             fair_admission = afs.active(self.state.cluster_queues.get(cluster_queue), self.state.configuration)
+            released = self.released
             for key in self.state.reserved.get(cluster_queue, {}):
                 wl = self.state.workloads[key]
                 if wl.reservation is None or wl.gone or not wl.workload.spec.active:
+                    continue
+                if released and key in released:
                     continue
                 if wl.preempted_count >= PREEMPTION_BUDGET and wl.eviction is None:
                     continue  # evicted often enough: it keeps its quota now

@@ -13,6 +13,7 @@ pkg/scheduler/flavorassigner, pkg/scheduler/preemption/preemption_oracle.go (SEM
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 
 import msgspec
 
@@ -25,7 +26,10 @@ from kueue_es.scheduling.tas import cycle as tas_cycle
 
 class Search:
     """Flavor assignment with preemption for one cycle: the oracle and target search of
-    :mod:`kueue_es.scheduling.preemption` (classical) or :mod:`kueue_es.scheduling.fairsharing`."""
+    :mod:`kueue_es.scheduling.preemption` (classical) or :mod:`kueue_es.scheduling.fairsharing`.
+
+    ``released``: keys of workloads whose quota the caller took out of ``tree`` (the
+    preemptor's view, :func:`kueue_es.scheduling.nominations.release_ended`): no candidates."""
 
     def __init__(
         self,
@@ -34,9 +38,10 @@ class Search:
         *,
         now_ms: int,
         tas: tas_cycle.CycleTopology | None = None,
+        released: Collection[str] = (),
     ) -> None:
         self.state, self.tree = state, tree
-        self.pool = preemption.CandidatePool(state, now_ms=now_ms)
+        self.pool = preemption.CandidatePool(state, now_ms=now_ms, released=released)
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fairsharing.Weights(state)
         self.tas = tas if tas is not None else tas_cycle.CycleTopology(state)

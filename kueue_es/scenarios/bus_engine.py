@@ -35,6 +35,7 @@ from kueue_es.scenarios.specs import (
     AdmittedWorkload,
     ApplyEvent,
     CheckEvent,
+    DecideEvent,
     DeleteEvent,
     FinishEvent,
     PodsReadyEvent,
@@ -171,6 +172,8 @@ class _BusRun:
                 await self._publish(status_fact(event, ref, state, at_ms=wall_clock_ms()))
             case WaitEvent(ms=ms):
                 await self._sit_out(ms)
+            case DecideEvent(role=role):
+                await self._cycle(only=role)
             case _:
                 pass
 
@@ -209,14 +212,17 @@ class _BusRun:
             self.scenario.path, f"the run does not settle: decisions still change after {MAX_SETTLE_CYCLES} cycles"
         )
 
-    async def _cycle(self) -> bool:
+    async def _cycle(self, *, only: str = "") -> bool:
         """One cycle as the core engine runs it: a ``cycle`` request to each decider role in
-        turn (each answered by that decider's DecisionRecord), then every eviction the
+        turn (``only``: to that role alone, a ``decide`` event; each answered by that
+        decider's DecisionRecord), then every eviction the
         cycle requested completes (a WorkloadStopped, as the watcher would report the
         stopped job). True when some decider decided something."""
         changed = False
         decided: list[types.Decision] = []
         for decider in cycle_deciders():
+            if only and decider.role != only:
+                continue  # a decide event: that decider alone
             record, outputs = await self._request("cycle", role=decider.role)
             changed = changed or record.decided
             decided.extend(o for o in outputs if isinstance(o, types.DECISION_TYPES))

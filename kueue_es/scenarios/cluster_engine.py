@@ -58,6 +58,7 @@ from kueue_es.scenarios.specs import (
     AdmittedWorkload,
     ApplyEvent,
     CheckEvent,
+    DecideEvent,
     DeleteEvent,
     FinishEvent,
     PodsReadyEvent,
@@ -287,6 +288,8 @@ class _ClusterRun(_BusRun):
                 await self._pods_ready(key, ready=ready, reason=reason)
             case WaitEvent(ms=ms):
                 await self._sit_out(ms)
+            case DecideEvent(role=role):
+                await self._cycle(only=role)
             case _:
                 pass
 
@@ -362,10 +365,12 @@ class _ClusterRun(_BusRun):
 
     # -- a cycle, and what the jobs report --------------------------------------------------
 
-    async def _cycle(self) -> bool:
+    async def _cycle(self, *, only: str = "") -> bool:
         changed = False
         decided: list[types.Decision] = []
         for decider in cycle_deciders():
+            if only and decider.role != only:
+                continue  # a decide event: that decider alone
             record, outputs = await self._request("cycle", role=decider.role)
             changed = changed or record.decided
             decided.extend(o for o in outputs if isinstance(o, types.DECISION_TYPES))

@@ -53,6 +53,7 @@ from kueue_es.scenarios.outcome import Outcome, build_outcome
 from kueue_es.scenarios.specs import (
     ApplyEvent,
     CheckEvent,
+    DecideEvent,
     DeleteEvent,
     FinishEvent,
     PodsReadyEvent,
@@ -219,6 +220,8 @@ class _Runner:
                 self.publish_fact(status_fact(event, self._ref(event.workload), self.run.state, at_ms=self.now_ms()))
             case WaitEvent(ms=ms):
                 self.waited_ms += ms
+            case DecideEvent(role=role):
+                self.cycle(only=role)
             case _:
                 log.debug("scenario_event_not_modelled", scenario=self.run.scenario.name, scenario_event=repr(event))
 
@@ -228,8 +231,9 @@ class _Runner:
         uid = known.workload.metadata.uid if known is not None else ""
         return types.WorkloadRef(namespace=namespace, name=name, uid=uid)
 
-    def cycle(self) -> bool:
-        """One scheduling cycle; True when some decider committed something.
+    def cycle(self, *, only: str = "") -> bool:
+        """One scheduling cycle (``only``: of that decider role alone, a ``decide`` event);
+        True when some decider committed something.
 
         After the deciders, every eviction requested in the cycle completes: the
         runner stands in for the dispatcher, the job and the watcher and logs a
@@ -239,6 +243,8 @@ class _Runner:
         outputs_of_cycle: list[types.Output] = []
         state = self.run.state
         for decider in cycle_deciders():
+            if only and decider.role != only:
+                continue
             for partition in state.partitions.all():
                 outputs = list(decider.decide(state, now_ms=now_ms, partition=partition))
                 if outputs or state.partitions.fence_needed(partition) is not None:

@@ -12,6 +12,9 @@ Two top-level keys beyond the README, for test suites:
   marks it ``xfail(strict=True)``; ``scenario check`` reports XFAIL/XPASS);
 - ``engines: [core]``: run only on these engines (default: every engine).
 
+and one event kind beyond it: ``{decide: admit|preempt|place}``, one decider alone takes a step
+(:class:`~kueue_es.scenarios.specs.DecideEvent`), for the moments between two deciders.
+
 Topology, v1 Node and v1 Pod objects become TopologyObserved / NodeObserved / PodObserved
 facts (:func:`kueue_es.events.tas.tas_fact`; a TAS pod, one with a topology annotation, gives no fact and
 is kept in ``Scenario.ignored_objects``); an ``expect`` that relies on a topology assignment (a
@@ -36,6 +39,7 @@ from kueue_es.scenarios.specs import (
     AdmittedWorkload,
     ApplyEvent,
     CheckEvent,
+    DecideEvent,
     DeleteEvent,
     Expect,
     FinishEvent,
@@ -52,7 +56,9 @@ TOP_LEVEL_KEYS = (
     "name", "source", "description", "objects", "admitted", "pending", "events", "run", "expect", "xfail", "engines",
     "podsReady",
 )  # fmt: skip
-EVENT_KINDS = ("finish", "delete", "apply", "check", "podsReady", "wait")
+EVENT_KINDS = ("finish", "delete", "apply", "check", "podsReady", "wait", "decide")
+DECIDER_ROLES = ("admit", "preempt", "place")
+"""The roles a ``decide`` event may name (the services' deciders, kueue_es.deciders.BY_ROLE)."""
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
 TAS_KINDS = frozenset(
     {
@@ -331,6 +337,10 @@ def _event(raw: Any, *, where: str, known: set[str]) -> ScenarioEvent:
             return PodsReadyEvent(workload=key, ready=ready)
         case "wait":
             return WaitEvent(ms=_duration_ms(value, where=f"{where}.wait"))
+        case "decide":
+            if value not in DECIDER_ROLES:
+                raise _Problem(f"{where}.decide: must be one of {', '.join(DECIDER_ROLES)}, got {value!r}")
+            return DecideEvent(role=value)
     raise _Problem(f"{where}: unknown event kind {kind!r} (use {', '.join(EVENT_KINDS)})")
 
 

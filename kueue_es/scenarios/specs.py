@@ -116,7 +116,16 @@ class WaitEvent(msgspec.Struct, frozen=True, kw_only=True):
     ms: int
 
 
-ScenarioEvent = FinishEvent | DeleteEvent | ApplyEvent | CheckEvent | PodsReadyEvent | WaitEvent
+class DecideEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """``{decide: ROLE}``: one decider alone (``admit``, ``preempt`` or ``place``) takes one step on
+    the log as it stands, then the evictions it requested complete (ours: the deciders are
+    separate services, and a fact can land between the admitter's nomination and the
+    preemptor's answer; Kueue's single scheduler loop has no such moment)."""
+
+    role: str
+
+
+ScenarioEvent = FinishEvent | DeleteEvent | ApplyEvent | CheckEvent | PodsReadyEvent | WaitEvent | DecideEvent
 
 
 class RunSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -3,10 +3,11 @@
 The admitter's cycle finds that a head fits only if some workloads are evicted and
 logs a PreemptionRequired with those targets (it runs the same target search as
 Kueue's scheduler does inline, :mod:`kueue_es.scheduling.preemption`). The preemptor,
-folding the same log, owns the evictions: for each open nomination it checks that
-the preemptor still waits and that every target still holds quota, recomputing the
-targets on the current state when they do not (the log moved since the
-nomination; both checks are :mod:`kueue_es.scheduling.nominations`), and commits a
+folding the same log, owns the evictions: for each open nomination it applies Kueue's
+rules again to the state it folds (the log may have moved since the nomination:
+workloads finished, victims stopped): quota as Kueue's cache holds it, no eviction when
+the workload fits now, else the targets Kueue's search finds now (all three are
+:mod:`kueue_es.scheduling.nominations`), and commits a
 PreemptionIssued plus one EvictionRequested per victim not already being evicted, with
 Kueue's Preempted reason and message (SEMANTICS §7.8; pkg/scheduler/preemption/preemption.go
 IssuePreemptions). Its batch is committed on its own head against the same token as the
@@ -23,7 +24,11 @@ from kueue_es.scheduling import nominations
 from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 
-LOGIC_VERSION = 4
+LOGIC_VERSION = 5
+"""5: a nomination is checked on quota as Kueue's cache holds it (finished, deactivated and
+stopped workloads hold none), a workload that fits now evicts nobody, and the targets are always
+the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
+the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
 
 
@@ -47,7 +52,8 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     tree.begin()
     try:
         out: list[types.Decision] = []
-        search = Search(state, tree, now_ms=now_ms)
+        released = nominations.release_ended(state, tree)
+        search = Search(state, tree, now_ms=now_ms, released=released)
         evicting: set[str] = set()
         for _key, (seq, nomination) in sorted(state.nominations.items(), key=lambda item: item[1][0]):
             out.extend(_answer(state, tree, search, nomination, seq=seq, evicting=evicting, now_ms=now_ms))
@@ -79,11 +85,12 @@ def _answer(
         return [_with(issued, message=f"ClusterQueue {nomination.cluster_queue} doesn't exist")]
     usage = nominations.usage_of(nomination)
     topology_fits = nominations.topology_check(state, search, wl, nomination)
-    chosen = nominations.still_valid(state, tree, nomination, usage=usage, topology_fits=topology_fits)
-    if chosen is None:
-        chosen = nominations.recomputed_targets(search, wl, cq, usage=usage, topology_fits=topology_fits)
-        if not chosen:
-            return [_with(issued, message="the nomination is no longer current: no targets make the workload fit")]
+    if nominations.fits_without_preemption(tree, nomination, usage=usage, topology_fits=topology_fits):
+        tree.add_usage(cq.metadata.name, usage)  # later nominations of this batch do not count on it
+        return [_with(issued, message="the nomination is no longer current: the workload fits without preemption")]
+    chosen = nominations.recomputed_targets(search, wl, cq, usage=usage, topology_fits=topology_fits)
+    if not chosen:
+        return [_with(issued, message="the nomination is no longer current: no targets make the workload fit")]
     if any(t.workload.key in evicting for t in chosen):
         return [_with(issued, message="the targets overlap another preemption decided in this cycle")]
     evictions: list[types.Decision] = []

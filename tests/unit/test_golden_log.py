@@ -8,6 +8,14 @@ refactor that changes any decision, or the bytes of its encoding, fails here.
 Per-role head subjects (issue 13) moved its 22 DecisionRecords from ``kq.dec.p0.head`` to
 their role's head (``kq.dec.p0.head.admitter``, ``...head.preemptor``); every payload,
 header and sequence is as recorded (checked line by line when the subjects were rewritten).
+
+The preemptor's logic version 5 (issue 18: a nomination is checked on quota as Kueue's cache
+holds it) re-decided the log's one preemptor decision, ``preempt:p0:24``, to the same outputs
+(same bytes, same ``outputsSha256``): its DecisionRecord now says ``logicVersion`` 5 instead of 4,
+the only byte changed, so this test re-runs it with the installed logic. A logic change that
+decides it differently needs a new recording (``kueue-es demo --preempt --jobs 4 --duration 1
+--dir DIR``, every message of ``DIR/nats`` a line in this form) and the tests that name its
+workloads and sequences updated with it.
 """
 
 from __future__ import annotations
