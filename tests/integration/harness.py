@@ -189,14 +189,14 @@ async def commit(bus: Bus, *outputs: types.Decision) -> list[int]:
     """Commit ``outputs`` as one batch (of :func:`decider_for`'s role) at the current heads; their log sequences."""
     for _ in range(20):
         state = await folded(bus)
-        head_seq = await bus.last_subject_seq(subjects.heads_of())
+        # a p0 (whole-state) batch must not land after any partition's record past its basis (the fold
+        # orphans it as wrong_partition), so it expects the last message on every partition's heads
+        head_seq = await bus.last_subject_seq(subjects.HEADS)
         head, rest = build_batch(
             decider_for(outputs), outputs=outputs, basis_seq=state.last_seq, head_seq=head_seq, now_ms=NOW_MS
         )
         try:
-            last = await bus.commit_batch(
-                head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of()
-            )
+            last = await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.HEADS)
         except ConflictError:
             continue
         return list(range(last - len(rest) + 1, last + 1))

@@ -281,8 +281,19 @@ async def test_a_rogue_record_as_the_last_message_does_not_stall_the_dispatcher(
             types.EvictionRequested(workload=ref, cluster_queue="cluster-queue", message="rogue", at_ms=1),
             types.QuotaReleased(workload=ref, cluster_queue="cluster-queue", reason="Rogue", cause_seq=1, at_ms=1),
         ]
+        # in the workload's own partition, so that the fold judges the batch only by its missing output
+        # (a p0 record whose basis is older than another partition's last record is wrong_partition)
+        partition = dispatcher.state.partitions.of_workload(f"{ref.namespace}/{ref.name}")
+        assert partition is not None
         basis = await bus.last_seq()
-        head, rest = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=basis, head_seq=0, now_ms=1)
+        head, rest = build_batch(
+            deciders.ADMITTER,
+            outputs=outputs,
+            basis_seq=basis,
+            head_seq=dispatcher.state.heads.get(partition, 0),
+            now_ms=1,
+            partition=partition,
+        )
         record = await bus.publish(head)  # published one by one, not as a batch: the second never comes
         stored = await bus.publish(rest[0])
         assert await bus.last_seq() == stored.seq == record.seq + 1

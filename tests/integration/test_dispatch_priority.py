@@ -142,11 +142,11 @@ async def admit_now(bus: MemoryBus, ref: types.WorkloadRef | None) -> None:
         ),
         types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=now_ms),
     )
-    head_seq = await bus.last_subject_seq(subjects.heads_of())
+    head_seq = await bus.last_subject_seq(subjects.HEADS)  # p0: after every partition's records
     head, rest = build_batch(
         deciders.ADMITTER, outputs=outputs, basis_seq=await bus.last_seq(), head_seq=head_seq, now_ms=now_ms
     )
-    await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of())
+    await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.HEADS)
 
 
 async def local_queue_statuses(api: Any) -> dict[tuple[str, str], dict[str, Any]]:
