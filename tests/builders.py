@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from kueue_es.events import manifests, types
+from kueue_es.events.bus.base import LogMessage, OutgoingMessage
+from kueue_es.projections.batches import Orphan
 from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.services.runtime import fold_message
 from kueue_es.services.watcher.convert import kueue_fact
 
 
@@ -134,3 +137,27 @@ class Log:
 def parse(doc: dict[str, Any]) -> Any:
     """Shorthand for manifests.parse_object."""
     return manifests.parse_object(doc)
+
+
+class FoldedLog:
+    """An in-memory log folded message by message as every service folds it (``runtime.fold_message``):
+    ``messages`` as stored (sequence from 1, the Msg-Id in the headers), ``state`` the fold, ``orphans``
+    what the batch verifier refused."""
+
+    def __init__(self) -> None:
+        self.state = ClusterState()
+        self.messages: list[LogMessage] = []
+        self.orphans: list[Orphan] = []
+
+    def append(self, *messages: OutgoingMessage) -> int:
+        """Store and fold ``messages``; the last sequence."""
+        for message in messages:
+            stored = LogMessage(
+                seq=len(self.messages) + 1,
+                subject=message.subject,
+                data=message.data,
+                headers={**message.headers, "Nats-Msg-Id": message.msg_id},
+            )
+            self.messages.append(stored)
+            fold_message(self.state, stored, on_orphan=self.orphans.append)
+        return len(self.messages)

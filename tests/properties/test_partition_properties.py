@@ -32,12 +32,10 @@ from hypothesis import strategies as st
 
 from kueue_es import deciders
 from kueue_es.events import subjects, types
-from kueue_es.events.bus.base import LogMessage, OutgoingMessage
-from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.partitions import LEGACY
-from kueue_es.services.runtime import Decider, build_batch, fold_message
+from kueue_es.services.runtime import Decider, build_batch
 from kueue_es.services.watcher.convert import kueue_fact
-from tests.builders import cluster_queue, flavor, local_queue, workload
+from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, workload
 
 NOW = 1_796_000_000_000
 ROLES = (deciders.ADMITTER, deciders.PREEMPTOR)
@@ -76,23 +74,7 @@ def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
     return docs, queues
 
 
-class _Log:
-    def __init__(self) -> None:
-        self.state = ClusterState()
-        self.messages: list[LogMessage] = []
-        self.orphans: list[Any] = []
-
-    def append(self, *messages: OutgoingMessage) -> None:
-        for message in messages:
-            stored = LogMessage(
-                seq=len(self.messages) + 1,
-                subject=message.subject,
-                data=message.data,
-                headers={**message.headers, "Nats-Msg-Id": message.msg_id},
-            )
-            self.messages.append(stored)
-            fold_message(self.state, stored, on_orphan=self.orphans.append)
-
+class _Log(FoldedLog):
     def commit(self, decider: Decider, outputs: list[types.Output], partition: str) -> None:
         head, rest = build_batch(
             decider,

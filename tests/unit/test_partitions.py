@@ -13,14 +13,11 @@ import msgspec
 
 from kueue_es import checkpoints, deciders
 from kueue_es.events import codec, subjects, types
-from kueue_es.events.bus.base import LogMessage, OutgoingMessage
-from kueue_es.projections import batches
-from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.partitions import LEGACY, UNROUTED, Partitions
 from kueue_es.replay import check_log
-from kueue_es.services.runtime import Decider, build_batch, fold_message
+from kueue_es.services.runtime import Decider, build_batch
 from kueue_es.services.watcher.convert import kueue_fact
-from tests.builders import cluster_queue, flavor, local_queue, workload
+from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, workload
 
 NOW = 1_796_000_000_000
 
@@ -51,26 +48,12 @@ def ref(name: str) -> types.WorkloadRef:
     return types.WorkloadRef(namespace="default", name=name, uid=f"uid-{name}")
 
 
-class PLog:
+class PLog(FoldedLog):
     """An in-memory log folded as every service folds it, with per-partition commits."""
 
     def __init__(self, *docs: dict[str, Any]) -> None:
-        self.state = ClusterState()
-        self.messages: list[LogMessage] = []
-        self.orphans: list[batches.Orphan] = []
+        super().__init__()
         self.facts(*docs)
-
-    def append(self, *messages: OutgoingMessage) -> int:
-        for message in messages:
-            stored = LogMessage(
-                seq=len(self.messages) + 1,
-                subject=message.subject,
-                data=message.data,
-                headers={**message.headers, "Nats-Msg-Id": message.msg_id},
-            )
-            self.messages.append(stored)
-            fold_message(self.state, stored, on_orphan=self.orphans.append)
-        return len(self.messages)
 
     def facts(self, *docs: dict[str, Any]) -> int:
         """Log each manifest's fact; the sequence of the last."""

@@ -17,12 +17,11 @@ from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.projections import batches
-from kueue_es.projections.cluster import ClusterState
 from kueue_es.replay import check_log
 from kueue_es.services.admitter import core as admitter_core
-from kueue_es.services.runtime import Decider, build_batch, fold_message
+from kueue_es.services.runtime import Decider, build_batch
 from kueue_es.services.watcher.convert import kueue_fact
-from tests.builders import cluster_queue, flavor, local_queue, workload
+from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, workload
 
 NOW = 1_796_000_000_000
 BIG = types.WorkloadRef(namespace="default", name="big", uid="uid-big")
@@ -42,24 +41,8 @@ def facts(*, small: bool = True) -> list[OutgoingMessage]:
     return [subjects.fact_message(kueue_fact(doc)) for doc in docs]
 
 
-class Log:
+class Log(FoldedLog):
     """An in-memory log folded as every service folds it (``runtime.fold_message``)."""
-
-    def __init__(self) -> None:
-        self.state = ClusterState()
-        self.messages: list[LogMessage] = []
-        self.orphans: list[batches.Orphan] = []
-
-    def append(self, *messages: OutgoingMessage) -> None:
-        for message in messages:
-            stored = LogMessage(
-                seq=len(self.messages) + 1,
-                subject=message.subject,
-                data=message.data,
-                headers={**message.headers, "Nats-Msg-Id": message.msg_id},
-            )
-            self.messages.append(stored)
-            fold_message(self.state, stored, on_orphan=self.orphans.append)
 
     def trigger(self) -> None:
         """The LocalQueue observed again: a requeue trigger for its ClusterQueue (SEMANTICS §3.6)."""
