@@ -45,7 +45,7 @@ import socket
 import time
 import uuid
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,20 @@ from kueue_es.events.bus.base import Bus, BusError, ConflictError
 from kueue_es.services.health import Health
 
 log = structlog.get_logger(__name__)
+
+
+async def attempt_noting_reachability(attempt: Callable[[], Awaitable[object]], *, key: str, failing: bool) -> bool:
+    """Run one lease ``attempt()``; log ``lease_unreachable`` when it starts failing on the bus and
+    ``lease_reachable`` when it works again (once each, not every retry). Returns whether it failed."""
+    try:
+        await attempt()
+    except BusError as err:
+        if not failing:
+            log.warning("lease_unreachable", lease=key, error=str(err))
+        return True
+    if failing:
+        log.info("lease_reachable", lease=key)
+    return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -276,15 +290,7 @@ class DeciderLease:
         try:
             while True:
                 wake.clear()
-                try:
-                    await self.attempt()
-                    if failing:
-                        log.info("lease_reachable", lease=self.key)
-                    failing = False
-                except BusError as err:
-                    if not failing:
-                        log.warning("lease_unreachable", lease=self.key, error=str(err))
-                    failing = True
+                failing = await attempt_noting_reachability(self.attempt, key=self.key, failing=failing)
                 delay = self.next_delay()
                 if self.revision is not None:
                     await asyncio.sleep(delay)  # our own renewals wake us too: the holder keeps its pace
@@ -593,15 +599,7 @@ class SlotLeases:
             while True:
                 wake.clear()
                 began = self.clock()
-                try:
-                    await self.attempt()
-                    if failing:
-                        log.info("lease_reachable", lease=self.key)
-                    failing = False
-                except BusError as err:
-                    if not failing:
-                        log.warning("lease_unreachable", lease=self.key, error=str(err))
-                    failing = True
+                failing = await attempt_noting_reachability(self.attempt, key=self.key, failing=failing)
                 delay = max(0.0, began + self.settings.retry_period - self.clock())
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(delay):
