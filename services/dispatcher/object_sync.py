@@ -321,12 +321,14 @@ class QueueStatusSync:
         self.view, self.stored, self.clock, self.monotonic = view, stored, clock, monotonic
         self.dirty: Coalescer[ObjectKey] = Coalescer(interval=interval)
         self.writes = 0  # queue status writes so far
+        self.writing = 0  # queue status writes under way (popped from the dirty set, not yet answered)
         self._feeding_cache: dict[str, list[tuple[str, str]]] = {}
         self._feeding_at = -1
 
     def pending(self) -> int:
-        """How many queues' status is still to be written (changed, not yet written)."""
-        return len(self.dirty) + len(self.view.dirty_queues)
+        """How many queues' status is still to be written (changed, and not yet written or its write not
+        yet answered: the last write of a backlog is under way while the dirty sets are already empty)."""
+        return len(self.dirty) + len(self.view.dirty_queues) + self.writing
 
     def collect(self) -> None:
         """Move the queues the fold marked dirty into the dirty set (with the Cohorts above a dirty
@@ -347,7 +349,11 @@ class QueueStatusSync:
             ident = self.dirty.pop_due(self.monotonic())
             if ident is None:
                 return
-            await self._sync_one(ident)
+            self.writing += 1
+            try:
+                await self._sync_one(ident)
+            finally:
+                self.writing -= 1
 
     def _feeding(self) -> dict[str, list[tuple[str, str]]]:
         """The LocalQueues of each ClusterQueue, scanned once for the ClusterQueues written while nothing is
