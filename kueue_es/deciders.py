@@ -2,7 +2,7 @@
 
 Replay looks a DecisionRecord's ``role`` up here and re-runs it only when the
 record's ``logic_version`` is the installed one, or one of :data:`EARLIER` (versions
-that decided the same and only wrote it differently). A record made by another logic
+this install still re-runs as they decided). A record made by another logic
 version cannot be re-checked by this install; replay reports it as unverifiable, naming
 the kueue-es version recorded in it (``pip install kueue-es==<version>`` and replay again).
 
@@ -29,13 +29,22 @@ PLACER = Decider(role=placer_core.ROLE, logic_version=placer_core.LOGIC_VERSION,
 BY_ROLE: dict[str, Decider] = {d.role: d for d in (ADMITTER, PREEMPTOR, PLACER)}
 
 EARLIER: dict[tuple[str, int], Decider] = {
-    (admitter_core.ROLE, version): Decider(
-        role=admitter_core.ROLE, logic_version=version, decide=admitter_core.decide_as(version)
-    )
-    for version in admitter_core.EARLIER_LOGIC_VERSIONS
+    **{
+        (admitter_core.ROLE, version): Decider(
+            role=admitter_core.ROLE, logic_version=version, decide=admitter_core.decide_as(version)
+        )
+        for version in admitter_core.EARLIER_LOGIC_VERSIONS
+    },
+    **{
+        (preemptor_core.ROLE, version): Decider(
+            role=preemptor_core.ROLE, logic_version=version, decide=preemptor_core.decide_as(version)
+        )
+        for version in preemptor_core.EARLIER_LOGIC_VERSIONS
+    },
 }
-"""Earlier logic versions replay still re-runs, by (role, logic version): those that decided as the
-current one does and differ only in how they wrote it (the admitter's 9, before pending outcomes
-moved into the DecisionRecord, issue 15)."""
+"""Earlier logic versions replay still re-runs, by (role, logic version): the admitter's 9 (pending
+outcomes written as messages, before they moved into the DecisionRecord, issue 15) and 10, and the
+preemptor's 5 (both before workloads giving quota back stopped counting as candidates or TAS usage
+in the cycle that releases them, issue 18)."""
 
 CUTS: frozenset[int] = frozenset({0, MAX_BATCH})

@@ -40,16 +40,26 @@ from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
 
-def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[types.Output]:
+def run(
+    state: ClusterState, *, tree: quota.QuotaTree, now_ms: int, released_are_candidates: bool = False
+) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
     they come back through the log). Decisions in a deterministic order; empty when nothing
-    changes."""
+    changes.
+
+    A workload the cycle releases holds nothing in Kueue's cache (SEMANTICS §6.4): it is no
+    preemption candidate and its topology usage is left out of TAS placement.
+    ``released_are_candidates`` keeps admitter logic 10's behaviour for replay, which still
+    offered an evicted, stopped workload as a candidate (so counting its quota as freed
+    twice) and placed around its topology usage."""
     decisions: list[types.Output] = []
+    released: list[str] = []
     for key in sorted(state.releasable):
         wl = state.workloads[key]
         assert wl.reservation is not None
         decisions.append(_release(wl, now_ms=now_ms))
+        released.append(key)
         tree.shift_reservation(
             wl.reservation.cluster_queue, quota.reservation_usage(wl.held or wl.reservation), sign=-1
         )
@@ -60,8 +70,9 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
         if isinstance(decision, types.QuotaReleased):
             wl = state.workloads[decision.workload.key]
             assert wl.reservation is not None
+            released.append(decision.workload.key)
             tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.held or wl.reservation), sign=-1)
-    cycle = tas_cycle.CycleTopology(state)
+    cycle = tas_cycle.CycleTopology(state, released=() if released_are_candidates else released)
     if state.checks_due or state.timed or state.backoffs:
 
         def second_pass(wl: WorkloadState) -> types.TopologyAssigned | None:
@@ -77,7 +88,7 @@ def run(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int) -> list[type
     plan = queues.plan(state, tree=tree, now_ms=now_ms)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
-    search = Search(state, tree, now_ms=now_ms, tas=cycle)
+    search = Search(state, tree, now_ms=now_ms, tas=cycle, released=() if released_are_candidates else released)
     cycle_no = state.admit_cycles + 1  # this cycle's number, should it commit anything (SEMANTICS §5.3)
     entries: list[Entry] = []
     orders = plan.orders

@@ -18,7 +18,7 @@ Pure: no I/O, no clock. One :class:`CycleTopology` per cycle.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import msgspec
 
@@ -88,10 +88,15 @@ class _UsageHistory:
 
 class CycleTopology:
     """The TAS view of one cycle: the trees of the TAS flavors, the TAS usage of the workloads
-    holding quota, and what this cycle's admissions and reservations added (A.10)."""
+    holding quota, and what this cycle's admissions and reservations added (A.10).
 
-    def __init__(self, state: ClusterState) -> None:
+    ``released``: keys of workloads whose quota the cycle gives back (finished, deleted,
+    deactivated, evicted with the job stopped): Kueue's cache holds no TAS usage for them
+    either (SEMANTICS §6.4), so their usage is left out of every placement."""
+
+    def __init__(self, state: ClusterState, *, released: Collection[str] = ()) -> None:
         self.state = state
+        self.released = tuple(k for k in released if (wl := state.workloads.get(k)) is not None and wl.tas_usage)
         self.active = bool(state.topology.topologies) and any(f.spec.topology_name for f in state.flavors.values())
         self.added: Usage = {}
         # Names the contents of :meth:`usage`: a serial per instance and a version bumped by
@@ -154,7 +159,7 @@ class CycleTopology:
         for name in shared:
             add_usage(out, state.tas_usage.get(name, {}))
             add_usage(out, self.added.get(name, {}))
-        for key_removed in removed:
+        for key_removed in removed.union(self.released) if self.released else removed:
             victim = state.workloads.get(key_removed)
             if victim is None or not victim.tas_usage:
                 continue

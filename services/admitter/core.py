@@ -21,11 +21,13 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 10
+LOGIC_VERSION = 11
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9,)
-"""Logic versions :func:`decide_as` still re-runs: 9 decided as 10 does and wrote every pending
-outcome as a WorkloadInadmissible message (issue 15), so replay re-checks its logs too."""
+EARLIER_LOGIC_VERSIONS = (9, 10)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 10 offered a
+workload released in the same cycle (evicted, its job stopped) as a preemption candidate, counting
+its quota as freed twice in a nomination (11 does not: Kueue's cache holds nothing for it); 9
+decided as 10 and wrote every pending outcome as a WorkloadInadmissible message (issue 15)."""
 
 
 def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
@@ -37,6 +39,10 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
 
     Returns decisions in a deterministic order; empty when nothing changes.
     """
+    return _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=False)
+
+
+def _decide(state: ClusterState, *, now_ms: int, partition: str, released_are_candidates: bool) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
             return []
@@ -50,7 +56,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     if collecting:
         gc.disable()
     try:
-        return cycle.run(state, tree=tree, now_ms=now_ms)
+        return cycle.run(state, tree=tree, now_ms=now_ms, released_are_candidates=released_are_candidates)
     finally:
         tree.rollback()
         if collecting:
@@ -66,19 +72,24 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Version 9 made the same decisions as 10 (the fold takes a PendingOutcome as the
-    WorkloadInadmissible it stands for, so the state, and every later cycle, is the same);
-    it only wrote each pending outcome as a WorkloadInadmissible message, at the cycle's
-    ``now_ms``. Raises ValueError for any other version.
+    Version 10 offered a workload the cycle releases as a preemption candidate (see
+    :data:`EARLIER_LOGIC_VERSIONS`). Version 9 made the same decisions as 10 (the fold takes
+    a PendingOutcome as the WorkloadInadmissible it stands for, so the state, and every later
+    cycle, is the same); it only wrote each pending outcome as a WorkloadInadmissible
+    message, at the cycle's ``now_ms``. Raises ValueError for any other version.
     """
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"admitter logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
 
+    def decide_v10(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
+        """:func:`decide` as logic version 10 decided."""
+        return _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=True)
+
     def decide_v9(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
-        """:func:`decide`, each pending outcome written as its WorkloadInadmissible (logic version 9)."""
+        """:func:`decide` of version 10, each pending outcome written as its WorkloadInadmissible (version 9)."""
         return [
             out.inadmissible(at_ms=now_ms) if isinstance(out, types.PendingOutcome) else out
-            for out in decide(state, now_ms=now_ms, partition=partition)
+            for out in decide_v10(state, now_ms=now_ms, partition=partition)
         ]
 
-    return decide_v9
+    return decide_v10 if version == 10 else decide_v9

@@ -17,19 +17,25 @@ different views of the quota.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kueue_es.events import types
 from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import nominations
 from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
+from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 5
-"""5: a nomination is checked on quota as Kueue's cache holds it (finished, deactivated and
+LOGIC_VERSION = 6
+"""6: a workload that gives its quota back holds no TAS usage either. 5: a nomination is checked on quota as Kueue's cache holds it (finished, deactivated and
 stopped workloads hold none), a workload that fits now evicts nobody, and the targets are always
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
+EARLIER_LOGIC_VERSIONS = (5,)
+"""Logic versions :func:`decide_as` still re-runs: 5 placed TAS pod sets counting the topology usage
+of workloads that had given their quota back (6 leaves it out, as Kueue's cache does)."""
 
 
 def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
@@ -40,6 +46,25 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     Returns PreemptionIssued and EvictionRequested decisions; empty when no
     nomination waits.
     """
+    return _decide(state, now_ms=now_ms, partition=partition, released_hold_topology=False)
+
+
+def decide_as(version: int) -> Callable[..., list[types.Decision]]:
+    """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
+    Raises ValueError for any other version."""
+    if version not in EARLIER_LOGIC_VERSIONS:
+        raise ValueError(
+            f"preemptor logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}"
+        )
+
+    def decide_v5(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
+        """:func:`decide` as logic version 5 decided: released workloads' TAS usage still counted."""
+        return _decide(state, now_ms=now_ms, partition=partition, released_hold_topology=True)
+
+    return decide_v5
+
+
+def _decide(state: ClusterState, *, now_ms: int, partition: str, released_hold_topology: bool) -> list[types.Decision]:
     if not state.nominations:
         return []
     if partition != partitions.LEGACY:
@@ -53,7 +78,8 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     try:
         out: list[types.Decision] = []
         released = nominations.release_ended(state, tree)
-        search = Search(state, tree, now_ms=now_ms, released=released)
+        topology = tas_cycle.CycleTopology(state, released=() if released_hold_topology else released)
+        search = Search(state, tree, now_ms=now_ms, tas=topology, released=released)
         evicting: set[str] = set()
         for _key, (seq, nomination) in sorted(state.nominations.items(), key=lambda item: item[1][0]):
             out.extend(_answer(state, tree, search, nomination, seq=seq, evicting=evicting, now_ms=now_ms))

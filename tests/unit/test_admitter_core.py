@@ -152,3 +152,42 @@ def test_partial_admission_takes_the_largest_count_that_fits() -> None:
     out = log.settle(1)
     counts = {d.workload.name: d.pod_set_assignments[0].count for d in out if isinstance(d, types.QuotaReserved)}
     assert counts == {"other": 1, "elastic": 4}
+
+
+def stopped_victim_log() -> Log:
+    """standalone (4 CPU, LowerPriority) holds low (2 CPU) and stopped (1 CPU); stopped was evicted and its
+    job has stopped, but the admitter has not released it yet; high (priority 10, 3 CPU) arrives."""
+    log = Log()
+    standalone = cluster_queue("standalone", flavors={"default": {"cpu": 4}})
+    standalone["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    log.apply_manifests(flavor("default"), standalone, local_queue("lq", "standalone"))
+    log.apply_manifests(workload("low", created=1, cpu="2"), workload("stopped", created=2, cpu="1"))
+    assert admitted(log.settle(1000)) == ["low", "stopped"]
+    ref = types.WorkloadRef(namespace="default", name="stopped", uid="uid-stopped")
+    log.add(
+        types.EvictionRequested(workload=ref, cluster_queue="standalone", message="evicted", at_ms=2000),
+        types.WorkloadStopped(workload=ref, at_ms=2100),
+    )
+    log.apply_manifests(workload("high", created=3, priority=10, cpu="3"))
+    return log
+
+
+def test_a_workload_released_in_the_cycle_is_no_preemption_candidate() -> None:
+    """Kueue's cache drops an evicted workload's usage once its job has stopped (its QuotaReserved condition
+    is cleared; pkg/cache/scheduler/cache.go, SEMANTICS §6.4, §7.8): it is no candidate any more. The cycle
+    that releases it must not count its quota as freed a second time by nominating it (evicted workloads
+    come first in Kueue's candidate order): high needs 3 CPU, 2 are free after the release, so low is the
+    victim."""
+    from kueue_es.services.admitter.core import decide_as
+
+    log = stopped_victim_log()
+    out = decide(log.state, now_ms=3000)
+    assert [(type(d).__name__, d.workload.name) for d in out][:1] == [("QuotaReleased", "stopped")]
+    [nomination] = [d for d in out if isinstance(d, types.PreemptionRequired)]
+    assert nomination.workload.name == "high"
+    assert [t.workload.name for t in nomination.targets] == ["low"]
+
+    # logic 10 counted it twice (released, then removed again as a candidate) and named it: replay keeps that
+    old_out = decide_as(10)(stopped_victim_log().state, now_ms=3000)
+    [old] = [d for d in old_out if isinstance(d, types.PreemptionRequired)]
+    assert [t.workload.name for t in old.targets] == ["stopped"]
