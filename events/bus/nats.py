@@ -977,10 +977,20 @@ WHOLE_LOG = "kq.>"
 
 def _subject_test(filters: Sequence[str]) -> Callable[[str], bool] | None:
     """For several filters, the test a subject must pass, applied here to a consumer of the whole log;
-    None for one filter (the server filters). nats-server delivers to a consumer with several
-    filter subjects about 15 times slower than to one with a single filter (2.9k against 50k
-    messages a second, measured on a 145k-message bench log with nats-server 2.15), and the
-    services read nearly every message anyway."""
+    None for one filter (the server filters).
+
+    nats-server (its source at the 2.15 line) looks for a multi-filter consumer's next message in
+    ``msgBlock.firstMatchingMulti``, which, while the block holds fewer subjects than messages
+    after the position, walks every subject of the block that matches a filter, once per message
+    delivered. The log has a subject per workload and a few messages on each (a bench log: 3
+    subjects for 7 messages), so that walk is thousands of subjects for every message: measured
+    with nats-server 2.15.1 (``scripts/bus_read_bench.py``, docs/benchmarks.md), ``kq.in.>`` and
+    ``kq.dec.>`` as ``filter_subjects`` took the server 4.0-4.4 CPU s for 17,500 messages of a
+    20,000-message log, against 0.07 s to send the whole log to this reader, whose own CPU was the
+    same either way (0.28-0.33 s). A single filter takes the linear scan and is as cheap as
+    ``kq.>`` (measured). So the server filters only a reader of one filter; one of several reads the whole
+    log and drops here what its filters do not match (the deciders skip the dispatch results so,
+    ``runtime.DECIDER_SUBJECTS``)."""
     if len(filters) < 2 or not all(rules.covers(WHOLE_LOG, f) for f in filters):
         return None
     if all(f.endswith(".>") and "*" not in f for f in filters):
