@@ -41,11 +41,15 @@ def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
 
         configure_logging(service=f"kueue-es {args.command}", level=logging.WARNING, cache=False)
     from kueue_es.events.bus.base import BusError
+    from kueue_es.events.bus.server import StoreNotFoundError
 
     try:
         return int(args.run(args) or 0)
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM for demo and up
         return 130
+    except StoreNotFoundError as err:  # --store DIR that holds no store: the path to give, not a NATS hint
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except BusError as err:
         if args.command == "service":  # a service's failure is its supervisor's to report, with the traceback
             raise
@@ -243,7 +247,9 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         "1 wins over 4, 4 over 3.",
     )
     replay.add_argument("--nats", default=None, help="NATS URL of a running system")
-    replay.add_argument("--store", type=Path, default=None, help="a stopped system's nats store directory")
+    replay.add_argument(
+        "--store", type=Path, default=None, help="a stopped system's nats store directory, or its up/demo run directory"
+    )
     replay.add_argument(
         "--file", type=Path, default=None, help="a log file of JSON lines (kueue-es bench core --write-log)"
     )
