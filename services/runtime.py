@@ -402,6 +402,10 @@ class PartitionStats:
     counts, a record or not, so a non-record on a head is skipped, never a permanent fence."""
     commits: int = 0
     conflicts: int = 0
+    """Batches with decisions (or an answer) the head check refused: real contention."""
+    fence_conflicts: int = 0
+    """Fence-only batches (empty, committed only because a hand-over waits for one) the head check refused:
+    harmless, another record of the partition came first and the fence is committed again if still owed."""
     waiting_for: int = 0  # the sequence our last commit reached: decide again only after folding it
     blocked_since: float | None = None  # when a batch to commit first failed to commit
     commit_failing: bool = False  # the last commit failed without an answer (not a conflict)
@@ -486,8 +490,14 @@ class DeciderLoop:
 
     @property
     def conflicts(self) -> int:
-        """Commits refused by the head check (or as duplicates), every partition."""
+        """Commits with decisions refused by the head check (or as duplicates), every partition: real
+        contention, not counting refused fence-only commits (:attr:`fence_conflicts`)."""
         return sum(s.conflicts for s in self.stats.values())
+
+    @property
+    def fence_conflicts(self) -> int:
+        """Fence-only commits refused (harmless, :attr:`PartitionStats.fence_conflicts`), every partition."""
+        return sum(s.fence_conflicts for s in self.stats.values())
 
     @property
     def head_seq(self) -> int:
@@ -757,7 +767,11 @@ class DeciderLoop:
                 head=head, expected_head_seq=stats.head_seq, rest=rest, head_filter=subjects.heads_of(partition)
             )
         except (ConflictError, DuplicateBatchError) as err:
-            stats.conflicts += 1
+            fence_only = not outputs and not answers  # committed only for a hand-over's fence
+            if fence_only:
+                stats.fence_conflicts += 1
+            else:
+                stats.conflicts += 1
             stats.commit_failing = False
             self._blocked(stats)
             log.info(
@@ -766,6 +780,7 @@ class DeciderLoop:
                 basis_seq=basis,
                 head_seq=stats.head_seq,
                 error=type(err).__name__,
+                fence_only=fence_only,
             )
             with contextlib.suppress(BusError):
                 if await self._purged_head(partition):

@@ -1,0 +1,63 @@
+"""What the partition runtime tells its users (issue 18): conflicts counted apart from the fence's."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kueue_es import deciders
+from kueue_es.events import subjects
+from kueue_es.events.bus.base import ConflictError
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.deciding import PartitionCollector
+from kueue_es.services.health import Health
+from kueue_es.services.runtime import DeciderLoop, cancel_and_wait
+from kueue_es.services.watcher.convert import kueue_fact
+from tests.builders import cluster_queue, flavor, local_queue, workload
+from tests.ops.test_health import samples
+
+
+async def publish(bus: MemoryBus, *docs: dict) -> None:
+    for doc in docs:
+        await bus.publish(subjects.fact_message(kueue_fact(doc)))
+
+
+def in_cohort(name: str, cohort: str) -> dict:
+    doc = cluster_queue(name, flavors={"f": {"cpu": 4}})
+    doc["spec"]["cohortName"] = cohort
+    return doc
+
+
+class Refusing(MemoryBus):
+    """A bus whose head check refuses every batch (another replica always came first)."""
+
+    async def commit_batch(self, **_: object) -> int:
+        raise ConflictError("the head moved")
+
+
+async def test_a_refused_fence_is_counted_apart_from_contention() -> None:
+    """A batch with decisions refused is contention (``conflicts``); an empty batch committed only as the
+    fence of a hand-over (q-b's, after ClusterQueue b joined cohort x) refused is harmless and counted
+    apart (``fence_conflicts``), in the loop, its per-partition metrics and the bus's metrics."""
+    bus = Refusing()
+    await publish(bus, flavor("f"), cluster_queue("solo", flavors={"f": {"cpu": 4}}), local_queue("lq", "solo"))
+    await publish(bus, workload("w", cpu="1"))  # q-solo admits it: a batch with decisions
+    await publish(bus, cluster_queue("b", flavors={"f": {"cpu": 4}}), in_cohort("b", "x"))  # q-b owes a fence
+    health = Health(service="admitter")
+    loop = DeciderLoop(bus=await health.observe(bus), decider=deciders.ADMITTER, wakeup=0.02)
+    health.registry.register(PartitionCollector(loop, service="admitter"))
+    running = asyncio.create_task(loop.run())
+    try:
+        async with asyncio.timeout(10):
+            while not (loop.partition_stats("q-b").fence_conflicts and loop.partition_stats("q-solo").conflicts):
+                await asyncio.sleep(0.02)
+    finally:
+        await cancel_and_wait([running])
+    assert loop.partition_stats("q-b").conflicts == 0  # the fence never counts as contention
+    assert loop.partition_stats("q-solo").fence_conflicts == 0
+    found = samples(health.metrics())
+    label = (("partition", "q-b"), ("role", "admit"), ("service", "admitter"))
+    assert found["kueue_es_decider_fence_conflicts_total", label] == loop.partition_stats("q-b").fence_conflicts
+    assert found["kueue_es_decider_conflicts_total", label] == 0
+    service = (("service", "admitter"),)
+    assert found["kueue_es_commit_fence_conflicts_total", service] == loop.fence_conflicts
+    assert found["kueue_es_commit_conflicts_total", service] == loop.conflicts
