@@ -106,8 +106,9 @@ class PartitionCollector(Collector):
     """The loop's per-partition metrics: ``kueue_es_decider_commits_total{service,role,partition}``,
     ``kueue_es_decider_conflicts_total{...}`` (commit attempts with decisions the head check refused: real
     contention), ``kueue_es_decider_fence_conflicts_total{...}`` (fence-only commits refused: harmless,
-    another record of the partition came first) and ``kueue_es_decider_partitions{service,role}``
-    (partitions this replica decides now)."""
+    another record of the partition came first), ``kueue_es_decider_partitions{service,role}``
+    (partitions this replica decides now) and ``kueue_es_partitions_unowned{service,role}`` (partitions
+    outside its static list showing no decider at work, ``DeciderLoop.unowned_partitions``)."""
 
     def __init__(self, loop: DeciderLoop, *, service: str) -> None:
         self.loop, self.service = loop, service
@@ -137,4 +138,11 @@ class PartitionCollector(Collector):
             "kueue_es_decider_partitions", "Partitions this replica decides now.", labels=["service", "role"]
         )
         owned.add_metric([self.service, role], len(self.loop.owned()))
-        yield from (commits, conflicts, fences, owned)
+        unowned = GaugeMetricFamily(
+            "kueue_es_partitions_unowned",
+            "Partitions outside this replica's static --partitions list that show no decider at work"
+            " (DeciderLoop.unowned_partitions): what waits on them waits for ever.",
+            labels=["service", "role"],
+        )
+        unowned.add_metric([self.service, role], len(self.loop.unowned))
+        yield from (commits, conflicts, fences, owned, unowned)

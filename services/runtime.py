@@ -115,6 +115,10 @@ class Gate(Protocol):
 
 
 STANDBY_POLL = 0.1
+UNOWNED_AFTER = 10.0
+"""Seconds a partition outside a static ``--partitions`` list must show no decider at work (see
+:meth:`DeciderLoop.unowned_partitions`) before the loop reports it: any decider owning it commits within
+a cycle or two."""
 YIELD_SECONDS = 0.5
 """How long a decider holds its cycles after another role's request opened (``Decider.yields_to``):
 the preemptor answers a nomination in milliseconds; past this a slow or dead one no longer holds the
@@ -480,6 +484,10 @@ class DeciderLoop:
         self.position = 0  # the last sequence read before this loop's reader: a start point's
         self.yield_seconds = YIELD_SECONDS
         self._open_since: dict[str, float] = {}  # another role's open requests: when this loop saw each
+        self.unowned_after = UNOWNED_AFTER
+        self._suspect: dict[str, float] = {}  # partitions outside a static list showing no decider: since when
+        self.unowned: dict[str, str] = {}  # those reported (past unowned_after): partition -> why
+        self._unowned_at = -1e9  # monotonic() of the last look for them
 
     # -- counters, as before partitions: the sums -------------------------------------------------
 
@@ -527,6 +535,8 @@ class DeciderLoop:
         failing = sorted(p for p, s in self.stats.items() if s.commit_failing)
         blocked = [s.blocked_since for s in self.stats.values() if s.blocked_since is not None]
         facts: dict[str, Any] = {"partitions": len(self.owned())}
+        if self.unowned:
+            facts["unowned_partitions"] = sorted(self.unowned)[:10]
         if failing:
             facts.update(commit_failing=True, failing_partitions=failing[:10])
         if not blocked:
@@ -684,12 +694,73 @@ class DeciderLoop:
         self._open_since = {key: self._open_since.get(key, now) for key in keys}
         return max(0.0, self.yield_seconds - (now - max(self._open_since.values())))
 
+    def unowned_partitions(self) -> dict[str, str]:
+        """With a static ``--partitions`` list: the partitions of the fold outside it that show no decider
+        at work, each with why (a replica cannot see the others' lists; the log shows who decides):
+
+        - one that owes a fence (``state.partitions.fence_needed``): a ClusterQueue, Cohort or workload
+          moved out of it and the partition it moved into waits for its record, which any decider
+          owning it commits at once;
+        - one holding workloads with no DecisionRecord of it in the log (``state.heads``): a decider
+          owning it records a new workload's first pending reason or admission within a cycle.
+
+        Only those showing it for :attr:`unowned_after` seconds, as of the last call of :meth:`_note_unowned`
+        (each sweep). Empty with ``--partitions all``: every partition has a lease slot."""
+        return self.unowned
+
+    def _note_unowned(self) -> None:
+        """Keep :attr:`unowned` (see :meth:`unowned_partitions`); log ``partition_unowned`` (a warning naming
+        the partition, its ClusterQueues and what waits) when one is reported, ``partition_decided`` when
+        the log shows a decider at work in it again."""
+        now = self.monotonic()
+        if self.partitions is None or now - self._unowned_at < 1.0:  # at most once a second: a walk of the partitions
+            return
+        self._unowned_at = now
+        partitions, heads, mine = self.state.partitions, self.state.heads, set(self.partitions)
+        if subjects.DEFAULT_PARTITION in heads and len(heads) == 1:
+            return  # a legacy log: its p0 records decide over everything
+        found: dict[str, str] = {}
+        for p in partitions.all():
+            if p in mine or p == subjects.DEFAULT_PARTITION:
+                continue
+            owed = partitions.fence_needed(p)
+            if owed is not None:
+                waiting = sorted({t for source, _, t in self.state.transits.values() if source == p})
+                found[p] = (
+                    f"it owes the fence of a hand-over (a record of {p} with a basis at or after #{owed}) that"
+                    f" {', '.join(waiting)} wait{'s' if len(waiting) == 1 else ''} for, and no decider commits it"
+                )
+                continue
+            part = partitions.parts.get(p)
+            if part is not None and part.workloads and p not in heads:
+                found[p] = f"{len(part.workloads)} workloads are in it and no decider has committed a record of it"
+        for p in list(self._suspect):
+            if p not in found:
+                del self._suspect[p]
+                if self.unowned.pop(p, None) is not None:
+                    log.info("partition_decided", partition=p)
+        for p, why in found.items():
+            since = self._suspect.setdefault(p, now)
+            if p in self.unowned or now - since < self.unowned_after:
+                continue
+            self.unowned[p] = why
+            log.warning(
+                "partition_unowned",
+                partition=p,
+                cluster_queues=sorted(partitions.members(p))[:20],
+                why=why,
+                decides=list(self.partitions),
+                hint=f"if no --partitions list of this decider's replicas names {p}, what waits on it waits for"
+                " ever: add it to one, or run the replicas with --partitions all",
+            )
+
     def _due(self) -> list[str]:
         """The owned partitions to decide this cycle: touched since their last cycle (all after a sweep),
         owing a fence, and not waiting for their own last commit to come back."""
         if self._all_dirty:
             candidates = set(self.owned())
             self._swept_at = self.monotonic()
+            self._note_unowned()
             for p, stats in self.stats.items():
                 if p not in candidates:  # gone, or no longer ours: nothing of it left to commit here
                     stats.blocked_since, stats.commit_failing = None, False

@@ -1,8 +1,11 @@
-"""What the partition runtime tells its users (issue 18): conflicts counted apart from the fence's."""
+"""What the partition runtime tells its users (issue 18): a partition no decider owns, and conflicts
+counted apart from the fence's."""
 
 from __future__ import annotations
 
 import asyncio
+
+from structlog.testing import capture_logs
 
 from kueue_es import deciders
 from kueue_es.events import subjects
@@ -61,3 +64,53 @@ async def test_a_refused_fence_is_counted_apart_from_contention() -> None:
     service = (("service", "admitter"),)
     assert found["kueue_es_commit_fence_conflicts_total", service] == loop.fence_conflicts
     assert found["kueue_es_commit_conflicts_total", service] == loop.conflicts
+
+
+async def watch_unowned(bus: MemoryBus, partitions: list[str], wanted: str) -> tuple[DeciderLoop, Health, list[dict]]:
+    """Run an admitter owning ``partitions`` (static) on ``bus`` until it reports ``wanted`` unowned."""
+    health = Health(service="admitter")
+    loop = DeciderLoop(bus=await health.observe(bus), decider=deciders.ADMITTER, partitions=partitions, wakeup=0.05)
+    loop.unowned_after = 0.0
+    health.add_check(loop.readiness)
+    health.registry.register(PartitionCollector(loop, service="admitter"))
+    with capture_logs() as logs:
+        running = asyncio.create_task(loop.run())
+        try:
+            async with asyncio.timeout(10):
+                while wanted not in loop.unowned_partitions():
+                    await asyncio.sleep(0.05)
+        finally:
+            await cancel_and_wait([running])
+    return loop, health, logs
+
+
+async def test_a_partition_outside_every_static_list_is_reported_where_users_look() -> None:
+    """An admitter deciding only q-a sees q-b hold a workload that no decider has recorded anything
+    about: it logs a warning naming q-b and its ClusterQueue, /readyz lists it (still ready: not this
+    replica's fault), and kueue_es_partitions_unowned counts it. Its own partition is never reported."""
+    bus = MemoryBus()
+    await publish(bus, flavor("f"), cluster_queue("a", flavors={"f": {"cpu": 4}}), local_queue("lq-a", "a"))
+    await publish(bus, cluster_queue("b", flavors={"f": {"cpu": 4}}), local_queue("lq-b", "b"))
+    await publish(bus, workload("wa", cpu="1", queue="lq-a"), workload("wb", cpu="1", queue="lq-b"))
+    loop, health, logs = await watch_unowned(bus, ["q-a"], "q-b")
+    assert set(loop.unowned_partitions()) == {"q-b"}
+    assert "no decider has committed a record of it" in loop.unowned_partitions()["q-b"]
+    warning = next(e for e in logs if e["event"] == "partition_unowned")
+    assert warning["log_level"] == "warning" and warning["partition"] == "q-b" and warning["cluster_queues"] == ["b"]
+    assert warning["decides"] == ["q-a"]
+    ready, facts = health.readiness()
+    assert ready and facts["unowned_partitions"] == ["q-b"]
+    found = samples(health.metrics())
+    assert found["kueue_es_partitions_unowned", (("role", "admit"), ("service", "admitter"))] == 1
+
+
+async def test_a_hand_over_out_of_an_unowned_partition_is_reported_naming_who_waits() -> None:
+    """ClusterQueue b (alone: q-b) joins cohort x: c-x waits for q-b's fence. An admitter deciding only c-x
+    reports q-b: it owes the fence c-x waits for and no decider commits it."""
+    bus = MemoryBus()
+    await publish(bus, flavor("f"), cluster_queue("b", flavors={"f": {"cpu": 4}}), local_queue("lq-b", "b"))
+    await publish(bus, workload("wb", cpu="1", queue="lq-b"), in_cohort("b", "x"))
+    loop, _, _ = await watch_unowned(bus, ["c-x"], "q-b")
+    assert loop.state.partitions.blocked("c-x")
+    why = loop.unowned_partitions()["q-b"]
+    assert "owes the fence of a hand-over" in why and "c-x waits for" in why
