@@ -364,7 +364,8 @@ def workload_partition(state: ClusterState, key: str, *, pending: bool) -> dict[
             f" has no decider (a static --partitions list without it) that record never comes"
         )
         if len(blocked_by) > 1:
-            why += f" ({len(blocked_by) - 1} more hand-overs into {partition} under way)"
+            more = len(blocked_by) - 1
+            why += f" ({more} more hand-over{'' if more == 1 else 's'} into {partition} under way)"
     elif pending and last is None and not _legacy(state):
         why = (
             f"partition {partition} has no decider at work: no DecisionRecord of {partition} is in the log. A"
@@ -478,7 +479,10 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
     if report["status"] == "pending":
         if needs["message"]:
             console.print(Text(f"Kueue's message: {needs['message']}"))
-        console.print(Text("what it would take:", style="bold"))
+        held_up = part is not None and part["why"]
+        console.print(
+            Text(f"what it would take{' (once its partition decides again)' if held_up else ''}:", style="bold")
+        )
         for line in needs["summary"] or ["nothing found that blocks it: it should be tried in the next cycle"]:
             console.print(Text(("  " if not line.startswith("  ") else "  ") + line))
     elif needs["blocked"]:

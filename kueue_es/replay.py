@@ -933,7 +933,7 @@ def _partition_lines(report: ReplayReport) -> list[tuple[str, str]]:
     for partition in sorted(records)[:MAX_PARTITION_LINES]:
         count, good = records[partition], matched.get(partition, 0)
         style = "" if good == count else "yellow"
-        lines.append((f"  partition {partition}: {count} records, {good} matched", style))
+        lines.append((f"  partition {partition}: {count} record{'' if count == 1 else 's'}, {good} matched", style))
     if len(records) > MAX_PARTITION_LINES:
         lines.append((f"  ... and {len(records) - MAX_PARTITION_LINES} more partitions", ""))
     return lines

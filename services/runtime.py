@@ -733,7 +733,11 @@ class DeciderLoop:
                 continue
             part = partitions.parts.get(p)
             if part is not None and part.workloads and p not in heads:
-                found[p] = f"{len(part.workloads)} workloads are in it and no decider has committed a record of it"
+                count = len(part.workloads)
+                found[p] = (
+                    f"{count} workload{' is' if count == 1 else 's are'} in it and no decider has committed a record"
+                    " of it"
+                )
         for p in list(self._suspect):
             if p not in found:
                 del self._suspect[p]
@@ -741,8 +745,8 @@ class DeciderLoop:
                     log.info("partition_decided", partition=p)
         for p, why in found.items():
             since = self._suspect.setdefault(p, now)
-            if p in self.unowned or now - since < self.unowned_after:
-                continue
+            if self.unowned.get(p) == why or now - since < self.unowned_after:
+                continue  # reported already (a new reason is reported again), or not for long enough
             self.unowned[p] = why
             log.warning(
                 "partition_unowned",

@@ -376,7 +376,7 @@ def test_a_partitioned_log_replays_every_record_and_checks_each_chain() -> None:
     assert report.partition_records == by_partition == report.partition_matched
     printed = [line for line, _ in summary(report)]
     for p, count in by_partition.items():  # the summary says per partition: records, decisions matched
-        assert f"  partition {p}: {count} records, {count} matched" in printed
+        assert f"  partition {p}: {count} record{'' if count == 1 else 's'}, {count} matched" in printed
     # a record that does not name its partition's last record breaks the chain
     at = next(n for n, m in enumerate(log.messages) if m.seq == records[-1].seq)
     record = codec.decode(log.messages[at].data)
@@ -388,7 +388,8 @@ def test_a_partitioned_log_replays_every_record_and_checks_each_chain() -> None:
     assert [m.head_seq for m in report.mismatches] == [records[-1].seq]
     assert "is not the last record of partition" in report.mismatches[0].reason
     p = record.partition
-    assert f"  partition {p}: {by_partition[p]} records, {by_partition[p] - 1} matched" in [
+    plural = "" if by_partition[p] == 1 else "s"
+    assert f"  partition {p}: {by_partition[p]} record{plural}, {by_partition[p] - 1} matched" in [
         line for line, _ in summary(report)
     ]
 
