@@ -36,7 +36,7 @@ from kueue_es import __version__
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, BusError, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage
 from kueue_es.projections import batches
-from kueue_es.projections.cluster import ClusterState, UnknownEventError, apply
+from kueue_es.projections.cluster import ClusterState, UnknownEventError, WorkloadState, apply
 
 log = structlog.get_logger(__name__)
 
@@ -701,8 +701,9 @@ class DeciderLoop:
         - one that owes a fence (``state.partitions.fence_needed``): a ClusterQueue, Cohort or workload
           moved out of it and the partition it moved into waits for its record, which any decider
           owning it commits at once;
-        - one holding workloads with no DecisionRecord of it in the log (``state.heads``): a decider
-          owning it records a new workload's first pending reason or admission within a cycle.
+        - one holding waiting workloads (no quota, not finished) with no DecisionRecord of it in the log
+          (``state.heads``): a decider owning it records a new workload's first pending reason or
+          admission within a cycle.
 
         Only those showing it for :attr:`unowned_after` seconds, as of the last call of :meth:`_note_unowned`
         (each sweep). Empty with ``--partitions all``: every partition has a lease slot."""
@@ -732,11 +733,13 @@ class DeciderLoop:
                 )
                 continue
             part = partitions.parts.get(p)
-            if part is not None and part.workloads and p not in heads:
-                count = len(part.workloads)
+            if part is None or p in heads:
+                continue
+            count = sum(1 for wl in part.workloads.values() if _waits(wl))
+            if count:
                 found[p] = (
-                    f"{count} workload{' is' if count == 1 else 's are'} in it and no decider has committed a record"
-                    " of it"
+                    f"{count} workload{' waits' if count == 1 else 's wait'} in it and no decider has committed a"
+                    " record of it"
                 )
         for p in list(self._suspect):
             if p not in found:
@@ -888,6 +891,11 @@ class DeciderLoop:
 
 
 _DECISION_PREFIX = subjects.DECISIONS.removesuffix(">")
+
+
+def _waits(wl: WorkloadState) -> bool:
+    """A workload waiting for a decision of its partition: no quota, not finished, not deleted."""
+    return wl.reservation is None and wl.finished is None and not wl.deleted_seq
 
 
 async def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[object]], *, slow_stop: float = 3.0) -> None:

@@ -94,7 +94,7 @@ async def test_a_partition_outside_every_static_list_is_reported_where_users_loo
     await publish(bus, workload("wa", cpu="1", queue="lq-a"), workload("wb", cpu="1", queue="lq-b"))
     loop, health, logs = await watch_unowned(bus, ["q-a"], "q-b")
     assert set(loop.unowned_partitions()) == {"q-b"}
-    assert "no decider has committed a record of it" in loop.unowned_partitions()["q-b"]
+    assert loop.unowned_partitions()["q-b"] == "1 workload waits in it and no decider has committed a record of it"
     warning = next(e for e in logs if e["event"] == "partition_unowned")
     assert warning["log_level"] == "warning" and warning["partition"] == "q-b" and warning["cluster_queues"] == ["b"]
     assert warning["decides"] == ["q-a"]
