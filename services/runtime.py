@@ -718,8 +718,8 @@ class DeciderLoop:
             return
         self._unowned_at = now
         partitions, heads, mine = self.state.partitions, self.state.heads, set(self.partitions)
-        if subjects.DEFAULT_PARTITION in heads and len(heads) == 1:
-            return  # a legacy log: its p0 records decide over everything
+        if subjects.DEFAULT_PARTITION in mine or (subjects.DEFAULT_PARTITION in heads and len(heads) == 1):
+            return  # p0 decides over everything (this loop's, or a legacy log's records)
         found: dict[str, str] = {}
         for p in partitions.all():
             if p in mine or p == subjects.DEFAULT_PARTITION:
