@@ -41,11 +41,15 @@ def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
 
         configure_logging(service=f"kueue-es {args.command}", level=logging.WARNING, cache=False)
     from kueue_es.events.bus.base import BusError
+    from kueue_es.events.bus.server import StoreNotFoundError
 
     try:
         return int(args.run(args) or 0)
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM for demo and up
         return 130
+    except StoreNotFoundError as err:  # --store DIR that holds no store: the path to give, not a NATS hint
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except BusError as err:
         if args.command == "service":  # a service's failure is its supervisor's to report, with the traceback
             raise
@@ -243,7 +247,9 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         "1 wins over 4, 4 over 3.",
     )
     replay.add_argument("--nats", default=None, help="NATS URL of a running system")
-    replay.add_argument("--store", type=Path, default=None, help="a stopped system's nats store directory")
+    replay.add_argument(
+        "--store", type=Path, default=None, help="a stopped system's nats store directory, or its up/demo run directory"
+    )
     replay.add_argument(
         "--file", type=Path, default=None, help="a log file of JSON lines (kueue-es bench core --write-log)"
     )
@@ -562,12 +568,42 @@ def _partition_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--partition-slots",
         type=int,
-        default=16,
+        default=None,
         metavar="S",
         help="with --partitions all and the standby lease: lease slots the partitions are spread over"
         " (crc32(partition) %% S; keys <user>.s<k> in KQ_LEASES); N replicas take about S/N each (default 16)."
-        " Every replica of a decider must use the same S",
+        " Every replica of a decider must use the same S. Refused with a static --partitions LIST or"
+        " --no-standby-lease, where there are no slots",
     )
+
+
+DEFAULT_PARTITION_SLOTS = 16
+"""``--partition-slots`` when not given (``kueue_es.services.standby.DEFAULT_SLOTS``)."""
+
+
+def _partition_slots_problem(args: argparse.Namespace, *, decider: bool = True) -> str | None:
+    """Why ``--partition-slots`` (given) has no effect here, or None: it is for the deciders, with
+    ``--partitions all`` and the standby lease; a static list takes no lease (docs/design.md Partitions)."""
+    slots = args.partition_slots
+    if slots is None:
+        return None
+    if slots < 1:
+        return f"--partition-slots must be at least 1, got {slots}"
+    if not decider:
+        return "--partition-slots is for the deciders (admitter, preemptor, tas-placer)"
+    if args.partitions is not None:
+        return (
+            f"--partition-slots {slots} has no effect with a static --partitions {','.join(args.partitions)}:"
+            " a static list takes no lease slots, the replica decides exactly the partitions listed; give"
+            " --partitions all (the lease slots spread the partitions over the replicas) or leave"
+            " --partition-slots out"
+        )
+    if getattr(args, "standby_lease", None) is False:
+        return (
+            f"--partition-slots {slots} has no effect with --no-standby-lease: the slots are standby leases;"
+            " without them every replica decides every partition"
+        )
+    return None
 
 
 def _standby_options(parser: argparse.ArgumentParser) -> None:
@@ -899,11 +935,11 @@ def _run_service(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.partition_slots < 1:
-        print(f"error: --partition-slots must be at least 1, got {args.partition_slots}", file=sys.stderr)
-        return 2
     if args.partitions is not None and args.name not in ("admitter", "preemptor", "tas-placer"):
         print("error: --partitions is for the deciders (admitter, preemptor, tas-placer)", file=sys.stderr)
+        return 2
+    if problem := _partition_slots_problem(args, decider=args.name in ("admitter", "preemptor", "tas-placer")):
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         print("error: give --tls-cert-file and --tls-private-key-file together", file=sys.stderr)
@@ -987,7 +1023,7 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                 start=start,
                 standby=getattr(args, "standby", None),
                 partitions=args.partitions,
-                slots=args.partition_slots,
+                slots=args.partition_slots or DEFAULT_PARTITION_SLOTS,
             )
             return
         if args.checkpoints is not None:
@@ -1404,6 +1440,18 @@ def _run_up(args: argparse.Namespace) -> int:
         print(f"error: {crd_documents}", file=sys.stderr)
         return 2
     args.crd_documents = crd_documents
+    if args.partitions is not None:
+        print(
+            f"error: up runs one replica of each decider: --partitions {','.join(args.partitions)} would leave every"
+            " partition not listed with no decider, its workloads waiting for ever; up decides every partition"
+            " (--partitions all, the default). A static list is for `kueue-es service` replicas whose lists"
+            " together cover every partition",
+            file=sys.stderr,
+        )
+        return 2
+    if problem := _partition_slots_problem(args):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     return asyncio.run(run_up(args))
 
 

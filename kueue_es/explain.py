@@ -7,10 +7,12 @@ Each reads the log of a running system (``--nats`` or :func:`kueue_es.current.fi
 - ``explain NAMESPACE/NAME``: a Workload's story (:class:`kueue_es.scheduling.explain.StoryCollector`),
   its position in its LocalQueue and ClusterQueue (:func:`kueue_es.scheduling.visibility.position_of`)
   and, while it waits, what it would take to fit (:func:`kueue_es.scheduling.explain.needs`). NAME may
-  be the Workload's or the job's that owns it. Exit 1 when the log names no such workload.
+  be the Workload's or the job's that owns it; its partition, and why it waits when a hand-over into it
+  is under way or no decider has committed in it. Exit 1 when the log names no such workload.
 - ``list clusterqueue|localqueue|workload|resourceflavor``: kueuectl's columns (cmd/kueuectl/app/list).
-- ``status``: per ClusterQueue, usage against quota per flavor and resource, pending (active and
-  inadmissible) and admitted workloads; the cohorts and their members.
+- ``status``: per ClusterQueue, its partition (and a hand-over under way), usage against quota per flavor
+  and resource, pending (active and inadmissible) and admitted workloads; the cohorts and their members;
+  the partitions with their last DecisionRecord and hand-overs (docs/design.md Partitions).
 
 Exit codes: 0 done; 1 no such workload (explain); 2 the log cannot be read or the arguments are wrong.
 """
@@ -290,6 +292,7 @@ def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *
             }
     needed = core.needs(state, key, now_ms=now_ms, deleted=collector.ended_in_deletion(key))
     return {
+        "partition": workload_partition(state, key, pending=needed.status == "pending"),
         "workload": key,
         "owner": collector.owners.get(key, ""),
         "otherWorkloads": [k for k in collector.keys if k != key],
@@ -309,6 +312,72 @@ def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *
         "repeatedPendingOutcomes": collector.repeats(key),
         "position": position,
         "needs": _needs_json(needed),
+    }
+
+
+def _transit_json(transit: tuple[str, int, str]) -> dict[str, Any]:
+    source, moved_at, target = transit
+    return {
+        "from": source,
+        "into": target,
+        "movedAt": moved_at,
+        "waitsFor": f"a DecisionRecord of {source} with a basis at or after #{moved_at} (its fence)",
+    }
+
+
+def _transits_into(state: ClusterState, partition: str) -> list[dict[str, Any]]:
+    """The hand-overs into ``partition`` under way: what moved (``cq:NAME``, ``cohort:NAME``, ``wl:NS/NAME``),
+    from where, at which sequence, and the fence it waits for."""
+    return [
+        {"object": name, **_transit_json(transit)}
+        for name, transit in sorted(state.transits.items())
+        if transit[2] == partition
+    ]
+
+
+def _legacy(state: ClusterState) -> bool:
+    """A log of the single legacy partition (``p0``): its records decide over everything."""
+    from kueue_es.projections.partitions import LEGACY
+
+    return LEGACY in state.heads and len(state.heads) == 1
+
+
+def workload_partition(state: ClusterState, key: str, *, pending: bool) -> dict[str, Any] | None:
+    """The partition of workload ``key`` (docs/design.md Partitions) as the log shows it: its id, the last
+    DecisionRecord of it (``lastRecordSeq``, None when no decider has committed in it), the workload's own
+    hand-over under way (``transit``) and those into its partition (``blockedBy``: it decides nothing until
+    each source's fence), and, when the workload waits because of them, ``why`` in words. None for a
+    workload the fold does not hold."""
+    parts = state.partitions
+    partition = parts.of_workload(key)
+    if partition is None:
+        return None
+    transit = state.transits.get("wl:" + key)
+    blocked_by = _transits_into(state, partition)
+    last = state.heads.get(partition)
+    why = ""
+    if pending and blocked_by:
+        first = blocked_by[0]
+        why = (
+            f"partition {partition} decides nothing until the hand-over into it is over: {first['object']} moved"
+            f" from {first['from']} at #{first['movedAt']} and waits for {first['waitsFor']}; if {first['from']}"
+            f" has no decider (a static --partitions list without it) that record never comes"
+        )
+        if len(blocked_by) > 1:
+            more = len(blocked_by) - 1
+            why += f" ({more} more hand-over{'' if more == 1 else 's'} into {partition} under way)"
+    elif pending and last is None and not _legacy(state):
+        why = (
+            f"partition {partition} has no decider at work: no DecisionRecord of {partition} is in the log. A"
+            f" decider decides it only with --partitions all or a static --partitions list naming {partition}"
+            " (the deciders log partition_unowned and /readyz lists unowned_partitions)"
+        )
+    return {
+        "partition": partition,
+        "lastRecordSeq": last,
+        "transit": _transit_json(transit) if transit is not None else None,
+        "blockedBy": blocked_by,
+        "why": why,
     }
 
 
@@ -396,11 +465,24 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
             f" {position['positionInClusterQueue']} of {position['pendingInClusterQueue']} pending in ClusterQueue"
             f" {position['clusterQueue']} (0 is next){parked}"
         )
+    part = report["partition"]
+    if part is not None:
+        last = f"last record #{part['lastRecordSeq']}" if part["lastRecordSeq"] is not None else "no record yet"
+        line = f"partition: {part['partition']} ({last})"
+        if part["transit"] is not None:
+            t = part["transit"]
+            line += f"; in transit from {t['from']} since #{t['movedAt']}, waiting for {t['waitsFor']}"
+        console.print(Text(line))
+        if part["why"]:
+            console.print(Text(f"  why it waits: {part['why']}", style="bold yellow"))
     needs = report["needs"]
     if report["status"] == "pending":
         if needs["message"]:
             console.print(Text(f"Kueue's message: {needs['message']}"))
-        console.print(Text("what it would take:", style="bold"))
+        held_up = part is not None and part["why"]
+        console.print(
+            Text(f"what it would take{' (once its partition decides again)' if held_up else ''}:", style="bold")
+        )
         for line in needs["summary"] or ["nothing found that blocks it: it should be tried in the next cycle"]:
             console.print(Text(("  " if not line.startswith("  ") else "  ") + line))
     elif needs["blocked"]:
@@ -631,9 +713,12 @@ def status_report(state: ClusterState, *, now_ms: int) -> dict[str, Any]:
                             "usagePercent": round(100 * used / rq.nominal_quota) if rq.nominal_quota else None,
                         }
                     )
+        transit = state.transits.get("cq:" + name)
         queues.append(
             {
                 "name": name,
+                "partition": state.partitions.of_cluster_queue(name) or "",
+                "transit": _transit_json(transit) if transit is not None else None,
                 "cohort": cq.spec.cohort_name or "",
                 "queueingStrategy": cq.spec.queueing_strategy,
                 "stopPolicy": cq.spec.stop_policy,
@@ -658,7 +743,17 @@ def status_report(state: ClusterState, *, now_ms: int) -> dict[str, Any]:
                 "cohorts": sorted(n for n, c in state.cohorts.items() if c.spec.parent_name == name),
             }
         )
-    return {"clusterQueues": queues, "cohorts": cohorts}
+    partitions = [
+        {
+            "partition": p,
+            "clusterQueues": sorted(state.partitions.members(p)),
+            "lastRecordSeq": state.heads.get(p),
+            "fenceOwedFrom": state.partitions.fence_needed(p),
+            "blockedBy": _transits_into(state, p),
+        }
+        for p in state.partitions.all()
+    ]
+    return {"clusterQueues": queues, "cohorts": cohorts, "partitions": partitions}
 
 
 def _render_status(report: dict[str, Any], *, as_of: str) -> None:
@@ -672,6 +767,7 @@ def _render_status(report: dict[str, Any], *, as_of: str) -> None:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title="ClusterQueues", title_justify="left")
     for column in (
         "CLUSTERQUEUE",
+        "PARTITION",
         "COHORT",
         "PENDING",
         "INADMISSIBLE",
@@ -690,6 +786,12 @@ def _render_status(report: dict[str, Any], *, as_of: str) -> None:
             head = (
                 [
                     cq["name"] + ("" if cq["stopPolicy"] == "None" else f" (stopped: {cq['stopPolicy']})"),
+                    cq["partition"]
+                    + (
+                        f" (from {cq['transit']['from']} since #{cq['transit']['movedAt']}, waits for its fence)"
+                        if cq["transit"]
+                        else ""
+                    ),
                     cq["cohort"],
                     str(cq["pendingActive"]),
                     str(cq["pendingInadmissible"]),
@@ -697,7 +799,7 @@ def _render_status(report: dict[str, Any], *, as_of: str) -> None:
                     str(cq["admitted"]),
                 ]
                 if first
-                else [""] * 6
+                else [""] * 7
             )
             first = False
             if r:
@@ -721,3 +823,17 @@ def _render_status(report: dict[str, Any], *, as_of: str) -> None:
             name = c["name"] + (" (implicit)" if c["implicit"] else "")
             cohorts.add_row(name, c["parent"], ", ".join(c["clusterQueues"]), ", ".join(c["cohorts"]))
         console.print(cohorts)
+    if report["partitions"]:
+        parts = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title="Partitions", title_justify="left")
+        for column in ("PARTITION", "CLUSTERQUEUES", "LAST RECORD", "HAND-OVERS"):
+            parts.add_column(column, no_wrap=True)
+        for p in report["partitions"]:
+            hand_overs = [
+                f"{t['object']} from {t['from']} since #{t['movedAt']}: waits for {t['from']}'s fence"
+                for t in p["blockedBy"]
+            ]
+            if p["fenceOwedFrom"] is not None:
+                hand_overs.append(f"owes a fence: a record with a basis at or after #{p['fenceOwedFrom']}")
+            last = f"#{p['lastRecordSeq']}" if p["lastRecordSeq"] is not None else "none"
+            parts.add_row(p["partition"], ", ".join(p["clusterQueues"]), last, "; ".join(hand_overs))
+        console.print(parts)

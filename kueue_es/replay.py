@@ -124,6 +124,8 @@ class ReplayReport:
     start_seq: int = 0  # > 0: re-checked from a snapshot at this position (a purged log), not from #1
     start_note: str = ""  # which snapshot, verified when (printed first)
     covered: int = 0  # records before the snapshot's position verified when the snapshot was made
+    partition_records: dict[str, int] = field(default_factory=dict)  # partition -> its records to re-check
+    partition_matched: dict[str, int] = field(default_factory=dict)  # partition -> those that matched
 
     @property
     def skipped(self) -> int:
@@ -280,7 +282,7 @@ class LogChecker:
         self.state = state if state is not None else ClusterState()
         self.progress = progress
         self.rerun, self.completeness, self.on_position = rerun, completeness, on_position
-        self.report = ReplayReport(decisions=len(rerun_records))
+        self.report = ReplayReport(decisions=len(rerun_records), partition_records=count_by_partition(rerun_records))
         self._by_head = (
             [_Pending(order=(record.basis_seq, seq), head_seq=seq, record=record) for seq, record in rerun_records]
             if rerun
@@ -623,6 +625,16 @@ class LogChecker:
                 )
                 return
         self.report.matched += 1
+        matched = self.report.partition_matched
+        matched[record.partition] = matched.get(record.partition, 0) + 1
+
+
+def count_by_partition(records: Iterable[tuple[int, types.DecisionRecord]]) -> dict[str, int]:
+    """How many of ``records`` each partition has (``DecisionRecord.partition``)."""
+    counts: dict[str, int] = {}
+    for _, record in records:
+        counts[record.partition] = counts.get(record.partition, 0) + 1
+    return counts
 
 
 def rerun_batch(decider: Decider, state: ClusterState, record: types.DecisionRecord) -> list[bytes]:
@@ -852,6 +864,7 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
             "",
         )
     )
+    lines.extend(_partition_lines(report))
     if report.covered:
         lines.append((f"{report.covered} decisions with a basis before the snapshot were verified by it", ""))
     if report.outside:
@@ -906,6 +919,23 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
                 "bold yellow",
             )
         )
+    return lines
+
+
+MAX_PARTITION_LINES = 20
+
+
+def _partition_lines(report: ReplayReport) -> list[tuple[str, str]]:
+    """One line per partition (docs/design.md Partitions): its records re-checked and how many matched
+    (each partition's chain is checked on its own); the first :data:`MAX_PARTITION_LINES` by id."""
+    records, matched = report.partition_records, report.partition_matched
+    lines = []
+    for partition in sorted(records)[:MAX_PARTITION_LINES]:
+        count, good = records[partition], matched.get(partition, 0)
+        style = "" if good == count else "yellow"
+        lines.append((f"  partition {partition}: {count} record{'' if count == 1 else 's'}, {good} matched", style))
+    if len(records) > MAX_PARTITION_LINES:
+        lines.append((f"  ... and {len(records) - MAX_PARTITION_LINES} more partitions", ""))
     return lines
 
 

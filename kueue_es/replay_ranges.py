@@ -42,6 +42,7 @@ from kueue_es.replay import (
     ReplayReport,
     Unverifiable,
     bus_records,
+    count_by_partition,
     direct_records,
     file_records,
     stream_log,
@@ -304,6 +305,11 @@ def merged(report: ReplayReport, results: Sequence[PartResult], all_records: Rec
     """The completeness pass's ``report`` with the parts' re-checks, in the one-pass order."""
     report.decisions = len(all_records)
     report.matched = sum(r.matched for r in results)
+    report.partition_records = count_by_partition(chosen)  # those re-checked: --from/--to leave the rest out
+    report.partition_matched = {}
+    for result in results:
+        for partition, count in result.partition_matched.items():
+            report.partition_matched[partition] = report.partition_matched.get(partition, 0) + count
     report.mismatches = [m for _, m in sorted((x for r in results for x in r.mismatches), key=lambda p: p[0])]
     report.unverifiable = [
         u for _, u in sorted((x for r in results for x in r.unverifiable), key=lambda p: p[0])
@@ -320,6 +326,7 @@ class PartResult:
     """What one part re-checked."""
 
     matched: int = 0
+    partition_matched: dict[str, int] = field(default_factory=dict)
     mismatches: list[tuple[tuple[int, int], Mismatch]] = field(default_factory=list)
     unverifiable: list[tuple[tuple[int, int], Unverifiable]] = field(default_factory=list)
     folded: int = 0
@@ -359,6 +366,7 @@ def check_part(
     checker.finish()
     return PartResult(
         matched=checker.report.matched,
+        partition_matched=checker.report.partition_matched,
         mismatches=checker._mismatches,
         unverifiable=checker._unverifiable,
         folded=checker.report.messages,

@@ -637,12 +637,15 @@ def watcher_config_args(args: argparse.Namespace) -> list[str]:
 
 
 def partition_args(args: argparse.Namespace) -> list[str]:
-    """The deciders' ``--partitions`` and ``--partition-slots`` as ``up`` was given them (none: their defaults,
-    every partition over 16 slots)."""
+    """The deciders' ``--partition-slots`` as ``up`` was given it (none: their default, 16 slots); ``up`` runs
+    one replica of each decider, deciding every partition (the CLI refuses a static ``--partitions LIST``
+    there: it would leave every other partition undecided). A static list, were one given, goes without
+    ``--partition-slots``, which the deciders refuse beside it."""
     partitions = getattr(args, "partitions", None)
-    out = ["--partitions", ",".join(partitions)] if partitions else []
-    slots = getattr(args, "partition_slots", 16)
-    return out + (["--partition-slots", str(slots)] if slots != 16 else [])
+    if partitions:
+        return ["--partitions", ",".join(partitions)]
+    slots = getattr(args, "partition_slots", None)
+    return ["--partition-slots", str(slots)] if slots is not None else []
 
 
 def _processes(args: argparse.Namespace) -> tuple[str, ...]:

@@ -95,6 +95,7 @@ async def serve_decider(
             role=decider.role,
             commits=loop.commits,
             conflicts=loop.conflicts,
+            fence_conflicts=loop.fence_conflicts,
             partitions=len(loop.stats),
             folded_seq=loop.state.last_seq,
             lease_transitions=lease.transitions if lease is not None else None,
@@ -103,8 +104,11 @@ async def serve_decider(
 
 class PartitionCollector(Collector):
     """The loop's per-partition metrics: ``kueue_es_decider_commits_total{service,role,partition}``,
-    ``kueue_es_decider_conflicts_total{...}`` (commit attempts the head check refused) and
-    ``kueue_es_decider_partitions{service,role}`` (partitions this replica decides now)."""
+    ``kueue_es_decider_conflicts_total{...}`` (commit attempts with decisions the head check refused: real
+    contention), ``kueue_es_decider_fence_conflicts_total{...}`` (fence-only commits refused: harmless,
+    another record of the partition came first), ``kueue_es_decider_partitions{service,role}``
+    (partitions this replica decides now) and ``kueue_es_partitions_unowned{service,role}`` (partitions
+    outside its static list showing no decider at work, ``DeciderLoop.unowned_partitions``)."""
 
     def __init__(self, loop: DeciderLoop, *, service: str) -> None:
         self.loop, self.service = loop, service
@@ -117,13 +121,28 @@ class PartitionCollector(Collector):
             "kueue_es_decider_commits", "Batches this replica committed, by partition.", labels=labels
         )
         conflicts = CounterMetricFamily(
-            "kueue_es_decider_conflicts", "Commits the head check refused, by partition.", labels=labels
+            "kueue_es_decider_conflicts",
+            "Commits with decisions the head check refused (contention), by partition.",
+            labels=labels,
+        )
+        fences = CounterMetricFamily(
+            "kueue_es_decider_fence_conflicts",
+            "Fence-only commits the head check refused (harmless: another record came first), by partition.",
+            labels=labels,
         )
         for partition, stats in sorted(self.loop.stats.items()):
             commits.add_metric([self.service, role, partition], stats.commits)
             conflicts.add_metric([self.service, role, partition], stats.conflicts)
+            fences.add_metric([self.service, role, partition], stats.fence_conflicts)
         owned = GaugeMetricFamily(
             "kueue_es_decider_partitions", "Partitions this replica decides now.", labels=["service", "role"]
         )
         owned.add_metric([self.service, role], len(self.loop.owned()))
-        yield from (commits, conflicts, owned)
+        unowned = GaugeMetricFamily(
+            "kueue_es_partitions_unowned",
+            "Partitions outside this replica's static --partitions list that show no decider at work"
+            " (DeciderLoop.unowned_partitions): what waits on them waits for ever.",
+            labels=["service", "role"],
+        )
+        unowned.add_metric([self.service, role], len(self.loop.unowned))
+        yield from (commits, conflicts, fences, owned, unowned)

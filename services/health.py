@@ -53,6 +53,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import (
     Bus,
@@ -92,7 +93,9 @@ class Health:
     - ``fold_lag_messages``: messages on the log after the last one read (what the
       fold has still to read, as JetStream counts it);
     - ``decisions_committed_total`` / ``commit_conflicts_total``: decision batches
-      committed, and rejected because the head moved (another replica, or a stale view);
+      committed, and batches with decisions rejected because the head moved (another replica, or
+      a stale view: contention); ``commit_fence_conflicts_total``: fence-only batches (empty, only
+      for a hand-over, :func:`fence_only`) rejected so: harmless, another record came first;
     - ``published_total{type}``: events published, by event type (not counting
       duplicates the log dropped);
     - ``dispatch_writes_total`` / ``dispatch_failures_total``: dispatch results
@@ -138,7 +141,13 @@ class Health:
         ).labels(service)
         self.conflicts = Counter(
             "kueue_es_commit_conflicts",
-            "Decision batches the log rejected because its head had moved.",
+            "Decision batches with decisions the log rejected because its head had moved (contention).",
+            labels,
+            registry=self.registry,
+        ).labels(service)
+        self.fence_conflicts = Counter(
+            "kueue_es_commit_fence_conflicts",
+            "Fence-only decision batches the log rejected because its head had moved (harmless).",
             labels,
             registry=self.registry,
         ).labels(service)
@@ -275,6 +284,19 @@ class Health:
         return generate_latest(self.registry)
 
 
+def fence_only(head: OutgoingMessage, rest: Sequence[OutgoingMessage]) -> bool:
+    """Whether a decision batch is only a fence: a DecisionRecord with no outputs, no pending outcomes and
+    no answer, which a decider commits only because a hand-over out of its partition waits for a record
+    (docs/design.md Partitions). Its refusal by the head check is harmless: another record came first."""
+    if rest:
+        return False
+    try:
+        record = codec.decode(head.data)
+    except codec.DecodeError:
+        return False
+    return isinstance(record, types.DecisionRecord) and not record.pending and not record.answers
+
+
 class ObservedBus(Bus):
     """A bus that behaves as ``inner`` and tells ``health`` what went through it.
 
@@ -309,7 +331,7 @@ class ObservedBus(Bus):
                 head=head, expected_head_seq=expected_head_seq, rest=rest, head_filter=head_filter
             )
         except (ConflictError, DuplicateBatchError):
-            self.health.conflicts.inc()
+            (self.health.fence_conflicts if fence_only(head, rest) else self.health.conflicts).inc()
             raise
         self.health.committed.inc()
         for message in (head, *rest):

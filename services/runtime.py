@@ -36,7 +36,7 @@ from kueue_es import __version__
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, BusError, ConflictError, DuplicateBatchError, LogMessage, OutgoingMessage
 from kueue_es.projections import batches
-from kueue_es.projections.cluster import ClusterState, UnknownEventError, apply
+from kueue_es.projections.cluster import ClusterState, UnknownEventError, WorkloadState, apply
 
 log = structlog.get_logger(__name__)
 
@@ -115,6 +115,10 @@ class Gate(Protocol):
 
 
 STANDBY_POLL = 0.1
+UNOWNED_AFTER = 10.0
+"""Seconds a partition outside a static ``--partitions`` list must show no decider at work (see
+:meth:`DeciderLoop.unowned_partitions`) before the loop reports it: any decider owning it commits within
+a cycle or two."""
 YIELD_SECONDS = 0.5
 """How long a decider holds its cycles after another role's request opened (``Decider.yields_to``):
 the preemptor answers a nomination in milliseconds; past this a slow or dead one no longer holds the
@@ -413,6 +417,10 @@ class PartitionStats:
     counts, a record or not, so a non-record on a head is skipped, never a permanent fence."""
     commits: int = 0
     conflicts: int = 0
+    """Batches with decisions (or an answer) the head check refused: real contention."""
+    fence_conflicts: int = 0
+    """Fence-only batches (empty, committed only because a hand-over waits for one) the head check refused:
+    harmless, another record of the partition came first and the fence is committed again if still owed."""
     waiting_for: int = 0  # the sequence our last commit reached: decide again only after folding it
     blocked_since: float | None = None  # when a batch to commit first failed to commit
     commit_failing: bool = False  # the last commit failed without an answer (not a conflict)
@@ -487,6 +495,10 @@ class DeciderLoop:
         self.position = 0  # the last sequence read before this loop's reader: a start point's
         self.yield_seconds = YIELD_SECONDS
         self._open_since: dict[str, float] = {}  # another role's open requests: when this loop saw each
+        self.unowned_after = UNOWNED_AFTER
+        self._suspect: dict[str, float] = {}  # partitions outside a static list showing no decider: since when
+        self.unowned: dict[str, str] = {}  # those reported (past unowned_after): partition -> why
+        self._unowned_at = -1e9  # monotonic() of the last look for them
 
     # -- counters, as before partitions: the sums -------------------------------------------------
 
@@ -497,8 +509,14 @@ class DeciderLoop:
 
     @property
     def conflicts(self) -> int:
-        """Commits refused by the head check (or as duplicates), every partition."""
+        """Commits with decisions refused by the head check (or as duplicates), every partition: real
+        contention, not counting refused fence-only commits (:attr:`fence_conflicts`)."""
         return sum(s.conflicts for s in self.stats.values())
+
+    @property
+    def fence_conflicts(self) -> int:
+        """Fence-only commits refused (harmless, :attr:`PartitionStats.fence_conflicts`), every partition."""
+        return sum(s.fence_conflicts for s in self.stats.values())
 
     @property
     def head_seq(self) -> int:
@@ -528,6 +546,8 @@ class DeciderLoop:
         failing = sorted(p for p, s in self.stats.items() if s.commit_failing)
         blocked = [s.blocked_since for s in self.stats.values() if s.blocked_since is not None]
         facts: dict[str, Any] = {"partitions": len(self.owned())}
+        if self.unowned:
+            facts["unowned_partitions"] = sorted(self.unowned)[:10]
         if failing:
             facts.update(commit_failing=True, failing_partitions=failing[:10])
         if not blocked:
@@ -685,12 +705,80 @@ class DeciderLoop:
         self._open_since = {key: self._open_since.get(key, now) for key in keys}
         return max(0.0, self.yield_seconds - (now - max(self._open_since.values())))
 
+    def unowned_partitions(self) -> dict[str, str]:
+        """With a static ``--partitions`` list: the partitions of the fold outside it that show no decider
+        at work, each with why (a replica cannot see the others' lists; the log shows who decides):
+
+        - one that owes a fence (``state.partitions.fence_needed``): a ClusterQueue, Cohort or workload
+          moved out of it and the partition it moved into waits for its record, which any decider
+          owning it commits at once;
+        - one holding waiting workloads (no quota, not finished) with no DecisionRecord of it in the log
+          (``state.heads``): a decider owning it records a new workload's first pending reason or
+          admission within a cycle.
+
+        Only those showing it for :attr:`unowned_after` seconds, as of the last call of :meth:`_note_unowned`
+        (each sweep). Empty with ``--partitions all``: every partition has a lease slot."""
+        return self.unowned
+
+    def _note_unowned(self) -> None:
+        """Keep :attr:`unowned` (see :meth:`unowned_partitions`); log ``partition_unowned`` (a warning naming
+        the partition, its ClusterQueues and what waits) when one is reported, ``partition_decided`` when
+        the log shows a decider at work in it again."""
+        now = self.monotonic()
+        if self.partitions is None or now - self._unowned_at < 1.0:  # at most once a second: a walk of the partitions
+            return
+        self._unowned_at = now
+        partitions, heads, mine = self.state.partitions, self.state.heads, set(self.partitions)
+        if subjects.DEFAULT_PARTITION in mine or (subjects.DEFAULT_PARTITION in heads and len(heads) == 1):
+            return  # p0 decides over everything (this loop's, or a legacy log's records)
+        found: dict[str, str] = {}
+        for p in partitions.all():
+            if p in mine or p == subjects.DEFAULT_PARTITION:
+                continue
+            owed = partitions.fence_needed(p)
+            if owed is not None:
+                waiting = sorted({t for source, _, t in self.state.transits.values() if source == p})
+                found[p] = (
+                    f"it owes the fence of a hand-over (a record of {p} with a basis at or after #{owed}) that"
+                    f" {', '.join(waiting)} wait{'s' if len(waiting) == 1 else ''} for, and no decider commits it"
+                )
+                continue
+            part = partitions.parts.get(p)
+            if part is None or p in heads:
+                continue
+            count = sum(1 for wl in part.workloads.values() if _waits(wl))
+            if count:
+                found[p] = (
+                    f"{count} workload{' waits' if count == 1 else 's wait'} in it and no decider has committed a"
+                    " record of it"
+                )
+        for p in list(self._suspect):
+            if p not in found:
+                del self._suspect[p]
+                if self.unowned.pop(p, None) is not None:
+                    log.info("partition_decided", partition=p)
+        for p, why in found.items():
+            since = self._suspect.setdefault(p, now)
+            if self.unowned.get(p) == why or now - since < self.unowned_after:
+                continue  # reported already (a new reason is reported again), or not for long enough
+            self.unowned[p] = why
+            log.warning(
+                "partition_unowned",
+                partition=p,
+                cluster_queues=sorted(partitions.members(p))[:20],
+                why=why,
+                decides=list(self.partitions),
+                hint=f"if no --partitions list of this decider's replicas names {p}, what waits on it waits for"
+                " ever: add it to one, or run the replicas with --partitions all",
+            )
+
     def _due(self) -> list[str]:
         """The owned partitions to decide this cycle: touched since their last cycle (all after a sweep),
         owing a fence, and not waiting for their own last commit to come back."""
         if self._all_dirty:
             candidates = set(self.owned())
             self._swept_at = self.monotonic()
+            self._note_unowned()
             for p, stats in self.stats.items():
                 if p not in candidates:  # gone, or no longer ours: nothing of it left to commit here
                     stats.blocked_since, stats.commit_failing = None, False
@@ -768,7 +856,11 @@ class DeciderLoop:
                 head=head, expected_head_seq=stats.head_seq, rest=rest, head_filter=subjects.heads_of(partition)
             )
         except (ConflictError, DuplicateBatchError) as err:
-            stats.conflicts += 1
+            fence_only = not outputs and not answers  # committed only for a hand-over's fence
+            if fence_only:
+                stats.fence_conflicts += 1
+            else:
+                stats.conflicts += 1
             stats.commit_failing = False
             self._blocked(stats)
             log.info(
@@ -777,6 +869,7 @@ class DeciderLoop:
                 basis_seq=basis,
                 head_seq=stats.head_seq,
                 error=type(err).__name__,
+                fence_only=fence_only,
             )
             with contextlib.suppress(BusError):
                 if await self._purged_head(partition):
@@ -809,6 +902,11 @@ class DeciderLoop:
 
 
 _DECISION_PREFIX = subjects.DECISIONS.removesuffix(">")
+
+
+def _waits(wl: WorkloadState) -> bool:
+    """A workload waiting for a decision of its partition: no quota, not finished, not deleted."""
+    return wl.reservation is None and wl.finished is None and not wl.deleted_seq
 
 
 async def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[object]], *, slow_stop: float = 3.0) -> None:

@@ -517,9 +517,34 @@ def _stop_all() -> None:
         server.stop(timeout=2.0)
 
 
+class StoreNotFoundError(ServerError):
+    """A directory given as a stopped system's nats store holds no JetStream store."""
+
+
+def store_dir_of(path: Path) -> Path:
+    """The nats store directory ``path`` names: ``path`` itself when it holds a JetStream store
+    (``jetstream/``), or the store of a ``kueue-es up`` or ``demo`` run directory (``path/nats``).
+
+    Raises :class:`StoreNotFoundError` naming the path to give when neither holds one (a server
+    started on a directory without a store would make an empty one there and find no log)."""
+    path = Path(path)
+    if (path / "jetstream").is_dir():
+        return path
+    if (path / "nats" / "jetstream").is_dir():
+        return path / "nats"
+    if not path.is_dir():
+        raise StoreNotFoundError(f"{path} is not a directory: give a stopped system's nats store directory")
+    raise StoreNotFoundError(
+        f"{path} holds no nats store (no jetstream/ directory, nor nats/jetstream/ as a kueue-es up or demo"
+        " run directory has): give the store directory, <run dir>/nats for a run of up or demo"
+    )
+
+
 @contextlib.asynccontextmanager
 async def open_stopped_store(store_dir: Path) -> AsyncIterator[NatsServer]:
     """A nats-server over a stopped system's store, to read its log (``kueue-es replay --store``).
+    ``store_dir`` may also be a ``kueue-es up`` or ``demo`` run directory (:func:`store_dir_of`, which
+    raises :class:`StoreNotFoundError` for a directory holding neither).
 
     A log written with users (``kueue-es up`` and ``demo``) lives in the :data:`permissions.ACCOUNT`
     account: the server then gets that account with fresh passwords (in a temporary
@@ -527,7 +552,8 @@ async def open_stopped_store(store_dir: Path) -> AsyncIterator[NatsServer]:
     read-only ``reader``, so a reader needs no password and can change nothing. A store
     written without users (older versions, the bench, tests) is served as it was written.
     """
-    if not (Path(store_dir) / "jetstream" / permissions.ACCOUNT).is_dir():
+    store_dir = store_dir_of(store_dir)
+    if not (store_dir / "jetstream" / permissions.ACCOUNT).is_dir():
         async with NatsServer(store_dir=store_dir) as server:
             yield server
         return

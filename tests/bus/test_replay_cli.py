@@ -191,3 +191,19 @@ async def test_replay_without_a_user_is_refused_with_a_clean_error(
     assert any(line.startswith("error: Connecting to nats://127.0.0.1:") for line in err.splitlines()), err
     assert "KUEUE_ES_NATS_USER=reader" in err
     assert "Traceback" not in err
+
+
+def test_a_run_directory_of_up_or_demo_replays_its_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--store`` takes the run directory of ``up`` or ``demo`` (its store is ``<run dir>/nats``);
+    a directory holding no store is refused naming the path to give, and is left as it was."""
+    run = tmp_path / "run"
+    asyncio.run(_write(run / "nats", golden(), auth=LocalAuth.create(run / "creds")))
+    assert main(["replay", "--store", str(run)]) == 0
+    assert "every decision matched; the log is complete" in capsys.readouterr().out
+    logs = run / "logs"
+    logs.mkdir()
+    assert main(["replay", "--store", str(logs)]) == 2
+    err = capsys.readouterr().err
+    assert f"{logs} holds no nats store" in err and "<run dir>/nats" in err
+    assert "KUEUE_ES_NATS_USER" not in err  # not the credentials hint: they are not the problem
+    assert list(logs.iterdir()) == []  # no empty store started there

@@ -613,3 +613,16 @@ def test_visibility_is_an_aggregated_api_server_as_kueue_ships_it() -> None:
         ("ClusterRoleBinding", None, "ClusterRole", "system:auth-delegator"),
         ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader"),
     }
+
+
+@pytest.mark.parametrize("service", ["admitter", "preemptor", "tas-placer"])
+def test_deciders_decide_every_partition(service: str) -> None:
+    """deploy/ cannot leave a partition without a decider: its replicas run --partitions all over the lease
+    slots (every partition has a slot, every slot a holder while one replica lives), never a static list,
+    and the CLI takes their --partition-slots (it refuses it where there are no slots)."""
+    from kueue_es.cli import _parser, _partition_slots_problem
+
+    (container,) = pod_spec(find("Deployment", f"kueue-es-{service}"))["containers"]
+    args = _parser().parse_args(container["args"])
+    assert args.partitions is None and args.standby_lease is not False
+    assert args.partition_slots == 16 and _partition_slots_problem(args) is None

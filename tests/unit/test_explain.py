@@ -388,3 +388,83 @@ def test_one_repeated_pending_outcome_is_singular(
         report["repeatedPendingOutcomes"] = repeats
         explain._render_explanation(report, as_of="log read through #1")
         assert text in capsys.readouterr().out
+
+
+def _lone(name: str, cpu: int, cohort: str = "") -> dict:
+    from tests.builders import cluster_queue
+
+    doc = cluster_queue(name, flavors={"default-flavor": {"cpu": cpu}})
+    if cohort:
+        doc["spec"]["cohortName"] = cohort
+    return doc
+
+
+def _decide(log: Recorder, partition: str) -> None:
+    """One admitter cycle of ``partition`` committed as its deciders commit it (its own chain)."""
+    log.clock += 1000
+    out = deciders.ADMITTER.decide(log.state, now_ms=log.clock, partition=partition)
+    head, rest = build_batch(
+        deciders.ADMITTER,
+        outputs=out,
+        basis_seq=log.state.last_seq,
+        head_seq=log.state.heads.get(partition, 0),
+        now_ms=log.clock,
+        partition=partition,
+    )
+    log.append(head, *rest)
+
+
+def test_explain_and_status_show_partitions_hand_overs_and_a_partition_nobody_decides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Partitions q-a and q-b have deciders (records); q-c has none: its waiting workload's explanation
+    says so. ClusterQueue b then joins cohort x: its workload wb waits in c-x for q-b's fence, which
+    explain and status show (the ClusterQueue's partition, the hand-over, what it waits for)."""
+    log = Recorder()
+    log.manifest(flavor("default-flavor"))
+    for name, cpu in (("a", 4), ("b", 1), ("c", 4)):
+        log.manifest(_lone(name, cpu))
+        log.manifest(local_queue(name, name))
+    log.manifest(workload("wa", queue="a", cpu="1"))
+    log.manifest(workload("wb", queue="b", cpu="2"))  # more than b's quota: it waits
+    log.manifest(workload("wc", queue="c", cpu="1"))
+    _decide(log, "q-a")
+    _decide(log, "q-b")
+    log.manifest(_lone("b", 1, cohort="x"))
+    moved = len(log.messages)
+    path = log.write(tmp_path / "log.jsonl")
+
+    code, out, _ = _run(capsys, "explain", "default/wc", "--file", str(path), "-o", "json")
+    assert code == 0
+    part = json.loads(out)["partition"]
+    assert part["partition"] == "q-c" and part["lastRecordSeq"] is None and part["transit"] is None
+    assert "partition q-c has no decider at work: no DecisionRecord of q-c is in the log" in part["why"]
+    code, out, _ = _run(capsys, "explain", "default/wc", "--file", str(path))
+    assert "partition: q-c (no record yet)" in out and "why it waits: partition q-c has no decider" in out
+
+    code, out, _ = _run(capsys, "explain", "default/wb", "--file", str(path), "-o", "json")
+    part = json.loads(out)["partition"]
+    assert part["partition"] == "c-x" and part["lastRecordSeq"] is None
+    assert part["transit"] == {
+        "from": "q-b",
+        "into": "c-x",
+        "movedAt": moved,
+        "waitsFor": f"a DecisionRecord of q-b with a basis at or after #{moved} (its fence)",
+    }
+    assert {t["object"] for t in part["blockedBy"]} == {"cq:b", "wl:default/wb"}
+    assert part["why"].startswith("partition c-x decides nothing until the hand-over into it is over")
+    code, out, _ = _run(capsys, "explain", "default/wa", "--file", str(path), "-o", "json")
+    part = json.loads(out)["partition"]
+    assert part["partition"] == "q-a" and part["lastRecordSeq"] is not None and part["why"] == ""
+
+    code, out, _ = _run(capsys, "status", "--file", str(path), "-o", "json")
+    report = json.loads(out)
+    by_name = {cq["name"]: cq for cq in report["clusterQueues"]}
+    assert by_name["a"]["partition"] == "q-a" and by_name["a"]["transit"] is None
+    assert by_name["b"]["partition"] == "c-x" and by_name["b"]["transit"]["from"] == "q-b"
+    parts = {p["partition"]: p for p in report["partitions"]}
+    assert parts["q-b"]["fenceOwedFrom"] == moved and parts["q-b"]["clusterQueues"] == []
+    assert parts["q-c"]["lastRecordSeq"] is None and parts["q-a"]["lastRecordSeq"] is not None
+    code, out, _ = _run(capsys, "status", "--file", str(path))
+    assert f"c-x (from q-b since #{moved}, waits for its fence)" in out
+    assert f"owes a fence: a record with a basis at or after #{moved}" in out

@@ -14,7 +14,7 @@ import msgspec
 from kueue_es import checkpoints, deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.projections.partitions import LEGACY, UNROUTED, Partitions
-from kueue_es.replay import check_log
+from kueue_es.replay import check_log, summary
 from kueue_es.services.runtime import Decider, build_batch
 from kueue_es.services.watcher.convert import kueue_fact
 from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, workload
@@ -369,6 +369,14 @@ def test_a_partitioned_log_replays_every_record_and_checks_each_chain() -> None:
     assert log.orphans == []
     report = check_log(log.messages, deciders.BY_ROLE)
     assert report.mismatches == [] and report.orphans == [] and report.matched == len(records)
+    by_partition: dict[str, int] = {}
+    for m in records:
+        p = codec.decode(m.data).partition  # type: ignore[union-attr]
+        by_partition[p] = by_partition.get(p, 0) + 1
+    assert report.partition_records == by_partition == report.partition_matched
+    printed = [line for line, _ in summary(report)]
+    for p, count in by_partition.items():  # the summary says per partition: records, decisions matched
+        assert f"  partition {p}: {count} record{'' if count == 1 else 's'}, {count} matched" in printed
     # a record that does not name its partition's last record breaks the chain
     at = next(n for n, m in enumerate(log.messages) if m.seq == records[-1].seq)
     record = codec.decode(log.messages[at].data)
@@ -379,6 +387,11 @@ def test_a_partitioned_log_replays_every_record_and_checks_each_chain() -> None:
     report = check_log(messages, deciders.BY_ROLE)
     assert [m.head_seq for m in report.mismatches] == [records[-1].seq]
     assert "is not the last record of partition" in report.mismatches[0].reason
+    p = record.partition
+    plural = "" if by_partition[p] == 1 else "s"
+    assert f"  partition {p}: {by_partition[p]} record{plural}, {by_partition[p] - 1} matched" in [
+        line for line, _ in summary(report)
+    ]
 
 
 def test_a_checkpoint_keeps_the_transits_and_rebuilds_the_partitions() -> None:

@@ -127,10 +127,36 @@ def test_cli_partition_options(capsys: pytest.CaptureFixture[str]) -> None:
         main(["service", "admitter", "--partitions", ",", "--nats", "nats://127.0.0.1:1"])
 
 
-def test_up_passes_the_partition_options_to_the_deciders() -> None:
+def test_partition_slots_are_refused_where_there_are_no_slots(capsys: pytest.CaptureFixture[str]) -> None:
+    """A static ``--partitions LIST`` takes no lease, nor does ``--no-standby-lease``: ``--partition-slots``
+    would change nothing there, so it is refused naming why; so it is for a service that is no decider."""
+    from kueue_es.cli import main
+
+    nats = ["--nats", "nats://127.0.0.1:1"]
+    assert main(["service", "admitter", "--partitions", "c-a,q-b", "--partition-slots", "8", *nats]) == 2
+    err = capsys.readouterr().err
+    assert "--partition-slots 8 has no effect with a static --partitions c-a,q-b" in err
+    assert main(["service", "preemptor", "--no-standby-lease", "--partition-slots", "4", *nats]) == 2
+    assert "--partition-slots 4 has no effect with --no-standby-lease" in capsys.readouterr().err
+    assert main(["service", "dispatcher", "--partition-slots", "4", *nats]) == 2
+    assert "--partition-slots is for the deciders" in capsys.readouterr().err
+
+
+def test_up_passes_only_the_slots_and_refuses_a_static_list(capsys: pytest.CaptureFixture[str]) -> None:
+    """``up`` runs one replica of each decider: a static list would leave every other partition with no
+    decider, so it is refused; ``--partition-slots`` goes to the deciders when given."""
     from kueue_es import cli, supervisor
 
     parser = cli._parser()
-    given = parser.parse_args(["up", "--emulator", "--partitions", "c-a,q-b", "--partition-slots", "8"])
-    assert supervisor.partition_args(given) == ["--partitions", "c-a,q-b", "--partition-slots", "8"]
+    assert supervisor.partition_args(parser.parse_args(["up", "--emulator", "--partition-slots", "8"])) == [
+        "--partition-slots",
+        "8",
+    ]
     assert supervisor.partition_args(parser.parse_args(["up", "--emulator"])) == []  # the deciders' defaults
+    given = parser.parse_args(["up", "--emulator", "--partitions", "c-a,q-b"])
+    assert "--partition-slots" not in supervisor.partition_args(given)
+    assert cli.main(["up", "--emulator", "--partitions", "c-a,q-b", "--partition-slots", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "up runs one replica of each decider: --partitions c-a,q-b would leave every partition" in err
+    assert cli.main(["up", "--emulator", "--partition-slots", "0"]) == 2
+    assert "--partition-slots must be at least 1, got 0" in capsys.readouterr().err
