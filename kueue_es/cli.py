@@ -10,6 +10,7 @@ Commands (``kueue-es COMMAND --help`` for each):
 - ``replay``: re-check every recorded decision against the log;
 - ``explain NS/NAME``, ``list KIND``, ``status``: a workload's story and needs, kueuectl-like lists,
   usage against quota; from the log, as of now or ``--at SEQ|RFC3339``;
+- ``dashboard``: a read-only web UI over the log, folded live, with a history slider (docs/dashboard.md);
 - ``what-if -f CHANGES.yaml``: re-run the recorded history with changed objects (docs/what-if.md);
 - ``diff LOG_A LOG_B``: where two logs' decisions first diverge, and why;
 - ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
@@ -93,6 +94,15 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         default=None,
         help="HTTPS port of the visibility API on 127.0.0.1 (default a free one; with --emulator the emulated"
         " API server proxies /apis/visibility.kueue.x-k8s.io to it)",
+    )
+    up.add_argument(
+        "--dashboard",
+        nargs="?",
+        type=int,
+        const=0,
+        default=None,
+        metavar="PORT",
+        help="also run the dashboard (kueue-es dashboard, read-only web UI) on 127.0.0.1:PORT (default a free port)",
     )
     up.add_argument("--nats", default=None, help="use this NATS server instead of starting one")
     up.add_argument(
@@ -290,6 +300,13 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     from kueue_es.explain import add_commands as _log_reader_commands
 
     _log_reader_commands(sub)  # explain, list, status
+
+    dashboard = sub.add_parser("dashboard", help="a read-only web UI over the log, folded live (docs/dashboard.md)")
+    dashboard.add_argument("--nats", default=None, help="NATS URL of a running system (default: the one demo/up runs)")
+    _nats_credential_options(dashboard)
+    dashboard.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    dashboard.add_argument("--port", type=int, default=8090, help="port to serve on (default 8090; 0: a free one)")
+    dashboard.set_defaults(run=_run_dashboard)
 
     checkpoint = sub.add_parser(
         "checkpoint", help="fold a log and write checkpoints of it, for service --checkpoints and replay"
@@ -1453,6 +1470,39 @@ def _run_up(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     return asyncio.run(run_up(args))
+
+
+def _run_dashboard(args: argparse.Namespace) -> int:
+    """``kueue-es dashboard``: serve until Ctrl-C or SIGTERM; 2 when no system is found or the port is taken."""
+    from kueue_es import current
+    from kueue_es.dashboard.server import run_dashboard
+    from kueue_es.demo import stop_on_sigterm
+
+    if problem := _credentials_to_env(args):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        system = current.find(args.nats)
+    except current.NoSystemError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+    async def run() -> None:
+        stop_on_sigterm()
+        await run_dashboard(
+            nats_url=system.nats_url,
+            credentials=system.credentials,
+            host=args.host,
+            port=args.port,
+            on_url=lambda url: print(f"dashboard {url} (log {system.nats_url}, {system.origin})", flush=True),
+        )
+
+    try:
+        asyncio.run(run())
+    except OSError as err:
+        print(f"error: dashboard on {args.host}:{args.port}: {err}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _run_demo(args: argparse.Namespace) -> int:

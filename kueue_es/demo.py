@@ -40,7 +40,16 @@ from kueue_es.sim import aggregator
 from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.supervisor import CREDS_DIR, SERVICES, VISIBILITY, Supervisor, free_port, free_port_block, reader_help
+from kueue_es.supervisor import (
+    CREDS_DIR,
+    DASHBOARD,
+    SERVICES,
+    VISIBILITY,
+    Supervisor,
+    free_port,
+    free_port_block,
+    reader_help,
+)
 
 DEMO_TIMEOUT = 50.0
 _STYLES = {
@@ -200,12 +209,13 @@ async def run_demo(
             watcher_args=watcher_args or [],
             auth=auth,
             visibility_port=free_port(),
+            dashboard_port=free_port() if keep else None,  # the dashboard runs with --keep (docs/dashboard.md)
             # every health port from the services' to the visibility server's (supervisor._port_offset)
             health_port=free_port_block(len(SERVICES) + 3) if keep else None,
         )
         assert supervisor.visibility_port is not None
         emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
-        await supervisor.start((*SERVICES, VISIBILITY))
+        await supervisor.start((*SERVICES, VISIBILITY, *((DASHBOARD,) if keep else ())))
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))
         printer = TimelinePrinter(bus=bus, console=console)
@@ -228,6 +238,8 @@ async def run_demo(
                 total += sum(1 for doc in urgent if doc.get("kind") == "Job")
             done = await printer.wait_released(total, timeout=DEMO_TIMEOUT)
             if keep:
+                if supervisor.dashboard_url is not None:
+                    await wait_ready(supervisor.dashboard_url + "readyz", timeout=DEMO_TIMEOUT)
                 _print_keep(
                     console,
                     run_dir=run_dir,
@@ -269,6 +281,21 @@ async def run_demo(
     return 0 if done and report.ok and not crashed else 1
 
 
+async def wait_ready(url: str, *, timeout: float) -> bool:
+    """Poll ``url`` (a /readyz) until it answers 200; False after ``timeout`` s (the URL is printed anyway)."""
+    import aiohttp
+
+    deadline = time.monotonic() + timeout
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with session.get(url) as answer:
+                    if answer.status == 200:
+                        return True
+            await asyncio.sleep(0.2)
+    return False
+
+
 def _print_keep(
     console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth, supervisor: Supervisor
 ) -> None:
@@ -281,6 +308,7 @@ def _print_keep(
   API server (emulated)  {api_url}   kubeconfig: {run_dir / "kubeconfig"}
   NATS                   {nats_url}   (every connection needs a user: credentials in {auth.directory})
   service logs           {run_dir / "logs"}
+  dashboard              {supervisor.dashboard_url}   (read-only web UI, live; docs/dashboard.md)
 Health and metrics (Kueue's metrics on the admitter's, docs/metrics.md):
 {health}
 Try:

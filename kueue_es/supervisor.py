@@ -59,6 +59,7 @@ COMPACTOR = "compactor"  # kueue-es compact, started by up --compact (kueue_es.s
 VISIBILITY = (
     "visibility"  # Kueue's visibility API (services/visibility), as NATS user reader; health port after the compactor's
 )
+DASHBOARD = "dashboard"  # kueue-es dashboard (kueue_es/dashboard), as NATS user reader; serves its own /healthz
 #: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
 USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
 CREDS_DIR = "creds"
@@ -310,6 +311,7 @@ class Supervisor:
     compact_args: list[str] = field(default_factory=list)
     health_port: int | None = None
     visibility_port: int | None = None  # the visibility API's HTTPS port (127.0.0.1), when it runs
+    dashboard_port: int | None = None  # the dashboard's HTTP port (127.0.0.1), when it runs
     auth: LocalAuth | None = None
     running: list[ServiceProcess] = field(default_factory=list)
     program: Sequence[str] = (sys.executable, "-m", "kueue_es.cli")
@@ -323,9 +325,16 @@ class Supervisor:
 
     def health_url(self, name: str) -> str | None:
         """Where service ``name`` serves its health endpoints, if it does."""
+        if name == DASHBOARD:
+            return self.dashboard_url.rstrip("/") if self.dashboard_url else None
         if self.health_port is None:
             return None
         return f"http://127.0.0.1:{self.health_port + _port_offset(name)}"
+
+    @property
+    def dashboard_url(self) -> str | None:
+        """Where the dashboard serves (``dashboard_port`` on 127.0.0.1), when it runs."""
+        return None if self.dashboard_port is None else f"http://127.0.0.1:{self.dashboard_port}/"
 
     @property
     def supervisor_port(self) -> int | None:
@@ -342,6 +351,9 @@ class Supervisor:
                 args += ["--api-port", str(self.visibility_port)]
         elif name == COMPACTOR:
             args = ["compact", "--nats", self.nats_url, *self.compact_args]
+        elif name == DASHBOARD:
+            port = self.dashboard_port if self.dashboard_port is not None else 0
+            return ["dashboard", "--nats", self.nats_url, "--host", "127.0.0.1", "--port", str(port)]
         elif name in ("watcher", "dispatcher"):
             args += self.kube_args
             if name == "watcher":
@@ -366,7 +378,7 @@ class Supervisor:
         """Start service ``name``'s process, its output appended to ``log_path``."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         if self.auth is not None:
-            credentials = self.auth.credentials("reader" if name == VISIBILITY else name)
+            credentials = self.auth.credentials("reader" if name in (VISIBILITY, DASHBOARD) else name)
             env.update({USER_ENV: credentials.user, PASSWORD_FILE_ENV: str(credentials.password_file)})
         with log_path.open("ab") as sink:
             return await asyncio.create_subprocess_exec(
@@ -649,8 +661,10 @@ def partition_args(args: argparse.Namespace) -> list[str]:
 
 
 def _processes(args: argparse.Namespace) -> tuple[str, ...]:
-    """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server."""
-    return (*SERVICES, *((COMPACTOR,) if getattr(args, "compact", None) else ()), VISIBILITY)
+    """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server, the
+    dashboard with ``--dashboard``."""
+    dashboard = (DASHBOARD,) if getattr(args, "dashboard", None) is not None else ()
+    return (*SERVICES, *((COMPACTOR,) if getattr(args, "compact", None) else ()), VISIBILITY, *dashboard)
 
 
 async def run_up(args: argparse.Namespace) -> int:
@@ -739,6 +753,9 @@ async def run_up(args: argparse.Namespace) -> int:
             compact_args=getattr(args, "compact", None) or [],
             health_port=args.health_port,
             visibility_port=getattr(args, "visibility_port", None) or free_port(),
+            dashboard_port=(getattr(args, "dashboard", None) or free_port())
+            if getattr(args, "dashboard", None) is not None
+            else None,
             auth=auth,
             policy=policy,
         )
@@ -781,6 +798,8 @@ async def run_up(args: argparse.Namespace) -> int:
                 ),
                 highlight=False,
             )
+            if supervisor.dashboard_url is not None:
+                console.print(f"dashboard {supervisor.dashboard_url} (read-only, docs/dashboard.md)", highlight=False)
             reader = auth.credentials("reader") if auth is not None else None
             kubeconfig = run_dir / "kubeconfig" if args.emulator else args.kubeconfig
             with contextlib.suppress(OSError):  # only a convenience for the log readers (kueue_es.current)
