@@ -502,6 +502,7 @@ def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None
     assert ingress_ports == {
         **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor")},
         "kueue-es-visibility": [8080, 8082],
+        "kueue-es-dashboard": [8080, 8090],  # 8080: every NATS client's metrics policy (the dashboard has none)
         "kueue-es-webhook": [9443],
         "kueue-es-nats": [4222, 6222],
     }
@@ -626,3 +627,30 @@ def test_deciders_decide_every_partition(service: str) -> None:
     args = _parser().parse_args(container["args"])
     assert args.partitions is None and args.standby_lease is not False
     assert args.partition_slots == 16 and _partition_slots_problem(args) is None
+
+
+def test_dashboard_reads_as_reader_without_a_token_and_serves_http() -> None:
+    """kueue-es dashboard (docs/dashboard.md): the read-only NATS user, no Kubernetes token, its port behind a
+    Service and a policy that admits only namespaces labelled for it."""
+    from kueue_es.cli import _parser
+
+    deployment = find("Deployment", "kueue-es-dashboard")
+    spec = pod_spec(deployment)
+    (container,) = spec["containers"]
+    args = _parser().parse_args(container["args"])
+    assert container["args"][0] == "dashboard"
+    assert (args.nats, args.host, args.port) == ("tls://kueue-es-nats.kueue-es.svc:4222", "0.0.0.0", 8090)
+    assert args.nats_user is None and args.nats_password_file is None  # from the environment
+    assert_nats_credentials(deployment, user="reader")
+    assert spec["automountServiceAccountToken"] is False and spec["serviceAccountName"] == "kueue-es-dashboard"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    service = find("Service", "kueue-es-dashboard")["spec"]
+    assert service["ports"] == [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"}]
+    policy = find("NetworkPolicy", "kueue-es-dashboard")["spec"]
+    assert policy["ingress"] == [
+        {
+            "from": [{"namespaceSelector": {"matchLabels": {"kueue-es.dev/dashboard": "allowed"}}}],
+            "ports": [{"protocol": "TCP", "port": 8090}],
+        }
+    ]
