@@ -1476,7 +1476,7 @@ def _run_dashboard(args: argparse.Namespace) -> int:
     """``kueue-es dashboard``: serve until Ctrl-C or SIGTERM; 2 when no system is found or the port is taken."""
     from kueue_es import current
     from kueue_es.dashboard.server import run_dashboard
-    from kueue_es.demo import stop_on_sigterm
+    from kueue_es.services.runtime import run_until_signalled
 
     if problem := _credentials_to_env(args):
         print(f"error: {problem}", file=sys.stderr)
@@ -1487,18 +1487,18 @@ def _run_dashboard(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
-    async def run() -> None:
-        stop_on_sigterm()
+    async def run(stop: asyncio.Event) -> None:
         await run_dashboard(
             nats_url=system.nats_url,
             credentials=system.credentials,
             host=args.host,
             port=args.port,
             on_url=lambda url: print(f"dashboard {url} (log {system.nats_url}, {system.origin})", flush=True),
+            stop=stop,
         )
 
     try:
-        asyncio.run(run())
+        asyncio.run(run_until_signalled(run))
     except OSError as err:
         print(f"error: dashboard on {args.host}:{args.port}: {err}", file=sys.stderr)
         return 2

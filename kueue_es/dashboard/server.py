@@ -341,13 +341,13 @@ async def serve(application: aiohttp.web.Application, *, host: str, port: int) -
 
 
 async def run_dashboard(
-    *, nats_url: str, credentials: Any, host: str, port: int, on_url: Callable[[str], None]
+    *, nats_url: str, credentials: Any, host: str, port: int, on_url: Callable[[str], None], stop: asyncio.Event
 ) -> None:
     """Fold the log at ``nats_url`` (as ``credentials``' user) and serve the dashboard on ``host:port``
-    until cancelled; ``on_url`` is told the URL once it serves. Raises BusError (NATS), LogPurgedError,
-    OSError (the port)."""
+    until ``stop`` is set; ``on_url`` is told the URL once it serves. Raises BusError (NATS),
+    LogPurgedError, OSError (the port)."""
     from kueue_es.events.bus import nats as nats_bus
-    from kueue_es.services.runtime import cancel_and_wait
+    from kueue_es.services.runtime import run_until_stopped
 
     bus = await nats_bus.connect(nats_url, credentials=credentials, create_stream=False)
     live = LiveLog()
@@ -355,10 +355,6 @@ async def run_dashboard(
         async with serve(app(live), host=host, port=port) as url:
             log.info("dashboard_started", url=url)
             on_url(url)
-            follower = asyncio.create_task(live.follow(bus), name="dashboard-fold")
-            try:
-                await follower
-            finally:
-                await cancel_and_wait([follower])
+            await run_until_stopped(stop, live.follow(bus))
     finally:
         await bus.close()

@@ -76,3 +76,38 @@ def test_the_visibility_server_reads_as_reader_on_its_own_ports(tmp_path: Path) 
     ]
     assert supervisor.supervisor_port is not None
     assert len({*ports, supervisor.supervisor_port}) == len(SERVICES) + 3
+
+
+async def test_the_dashboard_reads_as_reader_on_its_own_port(tmp_path: Path) -> None:
+    """``up --dashboard [PORT]`` and ``demo --keep`` run ``kueue-es dashboard`` on 127.0.0.1, as NATS user
+    reader (its password file in the environment, as every service gets its own)."""
+    import argparse
+    import sys
+
+    from kueue_es.cli import _parser
+    from kueue_es.events.bus.server import LocalAuth
+    from kueue_es.supervisor import DASHBOARD, VISIBILITY, _processes
+
+    auth = LocalAuth.create(tmp_path / "creds")
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:4222",
+        log_dir=tmp_path / "logs",
+        health_port=9000,
+        dashboard_port=8091,
+        auth=auth,
+        program=(sys.executable, "-c", "import os, sys; print(os.environ['KUEUE_ES_NATS_USER'], sys.argv[1:])"),
+    )
+    args = supervisor.service_args(DASHBOARD)
+    assert args == ["dashboard", "--nats", "nats://127.0.0.1:4222", "--host", "127.0.0.1", "--port", "8091"]
+    parsed = _parser().parse_args(args)
+    assert (parsed.nats, parsed.host, parsed.port) == ("nats://127.0.0.1:4222", "127.0.0.1", 8091)
+    assert supervisor.dashboard_url == "http://127.0.0.1:8091/"
+    await supervisor.start((DASHBOARD,))
+    [process] = supervisor.running
+    assert await process.process.wait() == 0
+    assert (tmp_path / "logs" / "dashboard.log").read_text().startswith("reader ['dashboard', '--nats'")
+
+    up = _parser().parse_args(["up", "--emulator", "--dashboard"])
+    assert up.dashboard == 0 and _processes(up)[-2:] == (VISIBILITY, DASHBOARD)
+    assert _parser().parse_args(["up", "--emulator", "--dashboard", "8092"]).dashboard == 8092
+    assert DASHBOARD not in _processes(argparse.Namespace(dashboard=None))
