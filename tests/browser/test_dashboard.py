@@ -38,6 +38,7 @@ WAIT_MS = 60_000  # for the page to show what the log says (the services run on 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.browser,
+    pytest.mark.timeout(420),
     pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium: .ci/run installs Debian's chromium"),
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one"),
 ]
@@ -102,7 +103,7 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
             env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"},
         )
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 180
         url = None
         while url is None:
             assert process.poll() is None, f"the demo exited ({process.returncode}):\n{out.read_text()}"
