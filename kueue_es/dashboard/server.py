@@ -300,8 +300,8 @@ def app(live: LiveLog, *, clock: Callable[[], int] | None = None) -> aiohttp.web
                     continue
                 if not await live.wait_change(sent, timeout=KEEPALIVE):
                     await response.write(b": keep-alive\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:
+            pass  # the page went away
         return response
 
     async def healthz(_: aiohttp.web.Request) -> aiohttp.web.Response:
