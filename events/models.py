@@ -36,8 +36,9 @@ StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
 QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
 
 
-class _Model(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """Base of the API models: frozen, keyword-only, camelCase on the wire."""
+class _Model(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, gc=False):
+    """Base of the API models: frozen, keyword-only, camelCase on the wire; never tracked by the
+    cyclic garbage collector (``gc=False``: a model holds no reference cycle, tests/unit/test_gc_untracked.py)."""
 
 
 class ObjectMeta(_Model, frozen=True, kw_only=True):

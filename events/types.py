@@ -23,11 +23,13 @@ from kueue_es.events import models
 SCHEMA_VERSION = 1
 
 
-class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", rename="camel"):
-    """Base of all events."""
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", rename="camel", gc=False):
+    """Base of all events. Never tracked by Python's cyclic garbage collector (msgspec ``gc=False``,
+    as every Struct here): frozen, holding scalars, models and containers of them, an event can be
+    in no reference cycle (tests/unit/test_gc_untracked.py, services/collector.py)."""
 
 
-class WorkloadRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class WorkloadRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """Which workload a decision is about: namespace, name and UID."""
 
     namespace: str
@@ -197,7 +199,7 @@ class WorkloadPodsReady(_Event, frozen=True, kw_only=True, tag="WorkloadPodsRead
     at_ms: int = 0
 
 
-class ReclaimablePod(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class ReclaimablePod(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """Kueue's ``status.reclaimablePods[]`` entry: ``count`` pods of pod set ``name`` no longer need
     their quota (apis/kueue/v1beta2 workload_types.go ReclaimablePod)."""
 
@@ -294,7 +296,7 @@ class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
         return [outcome.inadmissible(at_ms=self.now_ms) for outcome in self.pending]
 
 
-class PodSetAssignment(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+class PodSetAssignment(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, gc=False):
     """Kueue's podSetAssignment: flavor per resource, total quota held, admitted pod count.
 
     ``delayed_topology_request`` is Kueue's ``delayedTopologyRequest``: ``"Pending"`` when the
@@ -327,7 +329,7 @@ class WorkloadAdmitted(_Event, frozen=True, kw_only=True, tag="WorkloadAdmitted"
     at_ms: int
 
 
-class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """Kueue's flavor-scan bookmark (``LastTriedFlavorIdx``, SEMANTICS §5.3): where the next
     flavor scan of a workload resumes (FlavorFungibility + FlavorFungibilityPreserveScanProgress).
 
@@ -376,7 +378,7 @@ class WorkloadInadmissible(_Event, frozen=True, kw_only=True, tag="WorkloadInadm
     bookmark: FlavorBookmark | None = None
 
 
-class PendingOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+class PendingOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, gc=False):
     """A WorkloadInadmissible carried in its cycle's DecisionRecord (``DecisionRecord.pending``)
     instead of as a message of its own (issue 15: a pending workload's reason is recorded,
     on its own subject, only when it changes). Its fields are that decision's, ``at_ms``
@@ -419,7 +421,7 @@ class QuotaReleased(_Event, frozen=True, kw_only=True, tag="QuotaReleased"):
     at_ms: int
 
 
-class PreemptionTarget(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class PreemptionTarget(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """One victim of a preemption: where it holds quota and Kueue's preemption reason.
 
     ``reason`` is one of ``InClusterQueue``, ``InCohortReclamation``,

@@ -549,11 +549,13 @@ def run_fold_bench(path: Path, *, runs: int = 3) -> FoldBenchResult:
 
     The file is read into memory first and not timed (a service receives its messages one by one);
     the messages read are moved out of the collector's generations (``gc.freeze``), so collections
-    during a run walk the fold's own objects, as in a service, not the bench's copy of the log.
-    Raises FileNotFoundError when there is no such file, ValueError when ``runs`` < 1."""
+    during a run walk the fold's own objects, as in a service, not the bench's copy of the log. The
+    collector runs as in a service (:func:`kueue_es.services.collector.install`), as Python sets it
+    again after. Raises FileNotFoundError when there is no such file, ValueError when ``runs`` < 1."""
     import gc
 
     from kueue_es import checkpoints, logfile, logsource
+    from kueue_es.services import collector
 
     if runs < 1:
         raise ValueError(f"runs {runs}: at least one run")
@@ -562,6 +564,7 @@ def run_fold_bench(path: Path, *, runs: int = 3) -> FoldBenchResult:
     messages = list(logfile.read_lines(path))
     gc.collect()
     gc.freeze()
+    collector.install()
     cpu: list[float] = []
     wall: list[float] = []
     digests: list[str] = []
@@ -577,7 +580,7 @@ def run_fold_bench(path: Path, *, runs: int = 3) -> FoldBenchResult:
             del folder
             gc.collect()
     finally:
-        gc.unfreeze()
+        collector.uninstall()  # and every object unfrozen
     return FoldBenchResult(
         messages=len(messages),
         cpu_seconds=cpu,

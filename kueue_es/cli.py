@@ -1004,8 +1004,10 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     import contextlib
 
     from kueue_es import deciders
-    from kueue_es.services import health
+    from kueue_es.services import collector, health
     from kueue_es.services.deciding import serve_decider
+
+    collector.install()  # full collections walk only what changed since the last one (services/collector.py)
 
     settings = None
     if args.leader_elect:

@@ -15,7 +15,8 @@ QuotaReserved minus QuotaReleased, per flavor and resource (research §5.7).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Never, NoReturn
 
@@ -392,9 +393,21 @@ class ClusterState:
 def wire(state: ClusterState) -> None:
     """Give ``state``'s batch verifier the fold's partition rule (a batch deciding a workload
     outside its record's partition is an orphan, :func:`partitions.record_problem`), once: a
-    copy of the state (a partition's view) shares the verifier and leaves it as it is."""
+    copy of the state (a partition's view) shares the verifier and leaves it as it is.
+
+    The rule holds the state by a weak reference, so the state and its verifier make no reference
+    cycle: a state dropped is freed at once by reference counting, never left to the cyclic
+    collector (kueue_es.services.collector). Judging for a state that is gone raises ReferenceError."""
     if state.batches.judge is None:
-        state.batches.judge = lambda record, outputs: partitions.record_problem(state, record, outputs)
+        held = weakref.ref(state)
+
+        def judge(record: types.DecisionRecord, outputs: Sequence[types.Event]) -> str | None:
+            folded = held()
+            if folded is None:
+                raise ReferenceError("the state this batch verifier judges for is gone")
+            return partitions.record_problem(folded, record, outputs)
+
+        state.batches.judge = judge
 
 
 class UnknownEventError(TypeError):

@@ -482,9 +482,10 @@ FAMILIES: Final[tuple[Family, ...]] = (
 BY_NAME: Final[dict[str, Family]] = {family.name: family for family in FAMILIES}
 
 
-class Histogram(msgspec.Struct, array_like=True):
+class Histogram(msgspec.Struct, array_like=True, gc=False):
     """One histogram series: observations per bucket of its family (not cumulative; the last one is
-    +Inf) and their sum in ms."""
+    +Inf) and their sum in ms. Never tracked by the cyclic collector (``gc=False``): it holds only
+    integers, so it can be in no reference cycle."""
 
     counts: list[int]
     sum_ms: int = 0

@@ -21,7 +21,7 @@ STREAM_NAME = "KQ_LOG"
 STREAM_SUBJECTS = ("kq.in.>", "kq.dec.>", "kq.disp.>")
 
 
-class OutgoingMessage(msgspec.Struct, frozen=True, kw_only=True):
+class OutgoingMessage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A message to append: subject, payload bytes, and the dedup id.
 
     ``msg_id`` becomes the ``Nats-Msg-Id`` header; a second publish with the same
@@ -35,7 +35,7 @@ class OutgoingMessage(msgspec.Struct, frozen=True, kw_only=True):
     headers: dict[str, str] = {}
 
 
-class LogMessage(msgspec.Struct, frozen=True, kw_only=True):
+class LogMessage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A stored message as a reader sees it.
 
     ``seq`` is its stream sequence; ``pending`` is 0 when no message matching the reader's
