@@ -40,7 +40,16 @@ from kueue_es.sim import aggregator
 from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.supervisor import CREDS_DIR, SERVICES, VISIBILITY, Supervisor, free_port, free_port_block, reader_help
+from kueue_es.supervisor import (
+    CREDS_DIR,
+    PUBLISHER,
+    SERVICES,
+    VISIBILITY,
+    Supervisor,
+    free_port,
+    free_port_block,
+    reader_help,
+)
 
 DEMO_TIMEOUT = 50.0
 _STYLES = {
@@ -200,12 +209,12 @@ async def run_demo(
             watcher_args=watcher_args or [],
             auth=auth,
             visibility_port=free_port(),
-            # every health port from the services' to the visibility server's (supervisor._port_offset)
-            health_port=free_port_block(len(SERVICES) + 3) if keep else None,
+            # every health port from the services' to the publisher's (supervisor._port_offset)
+            health_port=free_port_block(len(SERVICES) + 4) if keep else None,
         )
         assert supervisor.visibility_port is not None
         emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
-        await supervisor.start((*SERVICES, VISIBILITY))
+        await supervisor.start((*SERVICES, VISIBILITY, PUBLISHER))
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))
         printer = TimelinePrinter(bus=bus, console=console)
@@ -273,7 +282,8 @@ def _print_keep(
     console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth, supervisor: Supervisor
 ) -> None:
     health = "\n".join(
-        f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz" for name in (*SERVICES, VISIBILITY)
+        f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz"
+        for name in (*SERVICES, VISIBILITY, PUBLISHER)
     )
     console.print(
         f"""
@@ -288,6 +298,8 @@ Try:
   KUBECONFIG={run_dir / "kubeconfig"} kubectl get --raw \\
     /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue/pendingworkloads
   curl -s {supervisor.health_url("admitter")}/metrics | grep kueue_pending_workloads
+Subscribe to the public stream KQ_PUB (verified admissions, docs/subscribing.md):
+  python docs/examples/subscriber.py --nats {nats_url} --user reader --password-file {auth.directory}/reader.password
 """,
         highlight=False,
     )

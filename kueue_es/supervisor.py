@@ -59,6 +59,9 @@ COMPACTOR = "compactor"  # kueue-es compact, started by up --compact (kueue_es.s
 VISIBILITY = (
     "visibility"  # Kueue's visibility API (services/visibility), as NATS user reader; health port after the compactor's
 )
+PUBLISHER = (
+    "publisher"  # the public stream KQ_PUB (services/publisher), as NATS user publisher; port after visibility's
+)
 #: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
 USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
 CREDS_DIR = "creds"
@@ -250,6 +253,8 @@ def _port_offset(name: str) -> int:
     """Where process ``name`` serves its health endpoints, counted from ``--health-port``: the services
     in ``SERVICES`` order, then ``up``'s own (the supervisor, ``len(SERVICES)``), the compactor, the
     visibility server."""
+    if name == PUBLISHER:
+        return len(SERVICES) + 3
     if name == VISIBILITY:
         return len(SERVICES) + 2
     return len(SERVICES) + 1 if name == COMPACTOR else SERVICES.index(name)
@@ -342,6 +347,8 @@ class Supervisor:
                 args += ["--api-port", str(self.visibility_port)]
         elif name == COMPACTOR:
             args = ["compact", "--nats", self.nats_url, *self.compact_args]
+        elif name == PUBLISHER:
+            pass  # the NATS URL only
         elif name in ("watcher", "dispatcher"):
             args += self.kube_args
             if name == "watcher":
@@ -646,8 +653,8 @@ def partition_args(args: argparse.Namespace) -> list[str]:
 
 
 def _processes(args: argparse.Namespace) -> tuple[str, ...]:
-    """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server."""
-    return (*SERVICES, *((COMPACTOR,) if getattr(args, "compact", None) else ()), VISIBILITY)
+    """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server, the publisher."""
+    return (*SERVICES, *((COMPACTOR,) if getattr(args, "compact", None) else ()), VISIBILITY, PUBLISHER)
 
 
 async def run_up(args: argparse.Namespace) -> int:

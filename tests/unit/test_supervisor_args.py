@@ -76,3 +76,24 @@ def test_the_visibility_server_reads_as_reader_on_its_own_ports(tmp_path: Path) 
     ]
     assert supervisor.supervisor_port is not None
     assert len({*ports, supervisor.supervisor_port}) == len(SERVICES) + 3
+
+
+def test_the_publisher_runs_as_its_own_user_on_the_port_after_visibility(tmp_path: Path) -> None:
+    """``up`` and ``demo`` run the publisher (KQ_PUB, services/publisher) with its health port after the
+    visibility server's (PORT+8), no Kubernetes arguments, as NATS user publisher."""
+    import argparse
+
+    from kueue_es.supervisor import PUBLISHER, VISIBILITY, _processes
+
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:4222",
+        log_dir=tmp_path / "logs",
+        kube_args=["--kube-server", "http://127.0.0.1:1"],
+        decider_args=["--partitions", "p1"],
+        health_port=9000,
+    )
+    args = supervisor.service_args(PUBLISHER)
+    assert args[:4] == ["service", "publisher", "--nats", "nats://127.0.0.1:4222"]
+    assert "--kube-server" not in args and "--partitions" not in args
+    assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES) + 3)
+    assert _processes(argparse.Namespace(compact=None))[-2:] == (VISIBILITY, PUBLISHER)
