@@ -299,7 +299,9 @@ Try:
     /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue/pendingworkloads
   curl -s {supervisor.health_url("admitter")}/metrics | grep kueue_pending_workloads
 Subscribe to the public stream KQ_PUB (verified admissions, docs/subscribing.md):
-  python docs/examples/subscriber.py --nats {nats_url} --user reader --password-file {auth.directory}/reader.password
+  kueue-es events asyncapi --output asyncapi.json --server {nats_url.removeprefix("nats://")}
+  python docs/examples/subscriber.py --nats {nats_url} --user reader \\
+    --password-file {auth.directory}/reader.password --asyncapi asyncapi.json
 """,
         highlight=False,
     )
