@@ -57,13 +57,13 @@ def _schemas() -> dict[str, Any]:
 
 
 def _rewrite(node: Any) -> Any:
-    """``#/$defs/X`` -> ``#/components/schemas/X``; an OpenAPI-style ``discriminator`` object -> its
+    """``#/$defs/X`` (or ``<$id>#/$defs/X``) -> ``#/components/schemas/X``; an OpenAPI-style ``discriminator`` object -> its
     property name (an AsyncAPI Schema's ``discriminator`` is a string)."""
     if isinstance(node, dict):
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
-                out[key] = "#/components/schemas/" + value.removeprefix("#/$defs/")
+            if key == "$ref" and isinstance(value, str) and "#/$defs/" in value:  # relative, or after an $id
+                out[key] = "#/components/schemas/" + value.split("#/$defs/", 1)[1]
             elif key == "discriminator" and isinstance(value, dict):
                 out[key] = value.get("propertyName", "type")
             else:

@@ -70,8 +70,8 @@ class Publisher:
                         message = await self._inbox.get()
                 except TimeoutError:
                     if self.state.batches.holding:  # the log ended inside a batch: a rogue record
-                        await runtime.expire_stranded(self.bus, self.state, self._orphaned)
-                        self._raw.clear()
+                        if await runtime.expire_stranded(self.bus, self.state, self._orphaned):
+                            self._raw.clear()  # orphaned whole: nothing of it is published
                     if not self.caught_up:
                         with contextlib.suppress(base.BusError):
                             self.caught_up = await self.bus.last_seq() <= self.position
@@ -177,10 +177,15 @@ async def serve_publisher(
     start: runtime.StartPoint | None = None,
 ) -> None:
     """Run the publisher against ``nats_url`` until ``stop`` is set (``connect``: the health probe's,
-    so the bus is observed). Waits for ``KQ_PUB`` to exist (an admin creates it: ``kueue-es nats-setup``)."""
+    so the bus is observed). Waits for ``KQ_PUB`` to exist (an admin creates it: ``kueue-es nats-setup``;
+    on a server without users, where every connection may, the publisher creates it). Raises
+    NotFoundError when it is still missing after the wait (the supervisor restarts the publisher)."""
     bus = await connect(nats_url)
     try:
-        await bus.check_stream(nats_bus.PUBLIC_STREAM_NAME)
+        if getattr(bus, "creates_streams", False):  # a server without users (tests, a bare `up --nats URL`)
+            await bus.ensure_public_stream()
+        else:
+            await bus.check_stream(nats_bus.PUBLIC_STREAM_NAME)
         health = bus.health if isinstance(bus, ObservedBus) else None
         publisher = Publisher(bus=bus, start=start, health=health)
         if health is not None:
