@@ -201,7 +201,7 @@ async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
             if "kueue-es is up" not in out.read_text():
                 return False
             async with aiohttp.ClientSession() as session:
-                for offset in range(len(SERVICES)):
+                for offset in (*range(len(SERVICES)), len(SERVICES) + 3):  # and the publisher, PORT+8
                     try:
                         async with session.get(f"http://127.0.0.1:{port + offset}/readyz") as response:
                             if response.status != 200:
@@ -232,6 +232,9 @@ async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
             forged = base.OutgoingMessage(subject="kq.in.wl.ns.a", data=b"{}", msg_id="forged", headers={})
             with pytest.raises(base.BusError):
                 await bus.publish(forged)
+            await bus.check_stream(nats_bus.PUBLIC_STREAM_NAME)  # up made KQ_PUB, which reader may read
+            with pytest.raises(base.BusError):
+                await bus.publish_public(base.OutgoingMessage(subject="kq.pub.wl.ns.a", data=b"{}", msg_id="forged"))
         finally:
             await bus.close()
     finally:
