@@ -14,7 +14,8 @@ Commands (``kueue-es COMMAND --help`` for each):
 - ``what-if -f CHANGES.yaml``: re-run the recorded history with changed objects (docs/what-if.md);
 - ``diff LOG_A LOG_B``: where two logs' decisions first diverge, and why;
 - ``scenario check|run``: admission scenarios (shared/scenarios/README.md) on an engine;
-- ``events schema``: the JSON Schema of every event;
+- ``events schema``: the JSON Schema of every event; ``events asyncapi``: the AsyncAPI 3.0 document of the
+  public stream KQ_PUB and the log (docs/subscribing.md);
 - ``deploy crds``: the CRDs of the kueue.x-k8s.io kinds kueue-es serves, from its models.
 """
 
@@ -165,7 +166,8 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
 
     service = sub.add_parser("service", help="run one service in this process")
     service.add_argument(
-        "name", choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "visibility", "webhook"]
+        "name",
+        choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "visibility", "publisher", "webhook"],
     )
     service.add_argument("--nats", default=None, help="NATS URL, e.g. nats://127.0.0.1:4222 (all but the webhook)")
     _nats_credential_options(service)
@@ -245,7 +247,12 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     setup = sub.add_parser("nats-setup", help="as NATS user admin: create the log stream, or bring it up to date")
     setup.add_argument("--nats", required=True, help="NATS URL, e.g. tls://kueue-es-nats.kueue-es.svc:4222")
     _nats_credential_options(setup)
-    setup.add_argument("--public", action="store_true", help="also the public stream KQ_PUB")
+    setup.add_argument(
+        "--public",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also the public stream KQ_PUB, which the publisher writes (default on)",
+    )
     setup.set_defaults(run=_run_nats_setup)
 
     replay = sub.add_parser(
@@ -368,6 +375,16 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     schema = events_sub.add_parser("schema", help="print the JSON Schema of every event")
     schema.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     schema.set_defaults(run=_run_schema)
+    asyncapi = events_sub.add_parser(
+        "asyncapi", help="print the AsyncAPI 3.0 document of KQ_PUB and KQ_LOG (channels, messages, headers)"
+    )
+    asyncapi.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
+    asyncapi.add_argument(
+        "--server",
+        default="127.0.0.1:4222",
+        help="host:port the document names as its NATS server (default %(default)s)",
+    )
+    asyncapi.set_defaults(run=_run_asyncapi)
 
     deploy = sub.add_parser("deploy", help="Kubernetes manifests")
     deploy_sub = deploy.add_subparsers(dest="deploy_command", required=True, metavar="SUBCOMMAND")
@@ -776,6 +793,17 @@ def _run_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_asyncapi(args: argparse.Namespace) -> int:
+    from kueue_es import asyncapi
+
+    text = json.dumps(asyncapi.document(server=args.server), indent=2, sort_keys=True)
+    if args.output:
+        args.output.write_text(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
 def _run_deploy_webhooks(args: argparse.Namespace) -> int:
     from kueue_es.services.webhook import manifests
 
@@ -968,8 +996,8 @@ def _run_service(args: argparse.Namespace) -> int:
         )
         return 2
     # on by default for the deciders; the dispatcher's warm standby only with --standby-lease
-    if (args.name not in ("watcher", "visibility") and args.standby_lease) or (
-        args.name not in ("watcher", "dispatcher", "visibility") and args.standby_lease is not False
+    if (args.name not in ("watcher", "visibility", "publisher") and args.standby_lease) or (
+        args.name not in ("watcher", "dispatcher", "visibility", "publisher") and args.standby_lease is not False
     ):
         from kueue_es.services.standby import StandbySettings
 
@@ -1049,6 +1077,12 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             _log_checkpoint_refused(f"the {args.name} folds from the start (only deciders start from checkpoints)")
         if args.name == "visibility":
             await _serve_visibility(args, stop, probe.connect)
+            return
+        if args.name == "publisher":
+            from kueue_es.services.publisher.service import serve_publisher
+
+            start = await _snapshot_start(args.nats, "admitter") if args.snapshots else None  # the whole fold
+            await serve_publisher(nats_url=args.nats, stop=stop, connect=probe.connect, start=start)
             return
         if args.name == "dispatcher" and args.simulate_api:
             from kueue_es.services.dispatcher.simulated import serve_simulated_dispatcher

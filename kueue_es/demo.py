@@ -45,6 +45,7 @@ from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import (
     CREDS_DIR,
     DASHBOARD,
+    PUBLISHER,
     SERVICES,
     VISIBILITY,
     Supervisor,
@@ -212,12 +213,12 @@ async def run_demo(
             auth=auth,
             visibility_port=free_port(),
             dashboard_port=free_port() if keep else None,  # the dashboard runs with --keep (docs/dashboard.md)
-            # every health port from the services' to the visibility server's (supervisor._port_offset)
-            health_port=free_port_block(len(SERVICES) + 3) if keep else None,
+            # every health port from the services' to the publisher's (supervisor._port_offset)
+            health_port=free_port_block(len(SERVICES) + 4) if keep else None,
         )
         assert supervisor.visibility_port is not None
         emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
-        await supervisor.start((*SERVICES, VISIBILITY, *((DASHBOARD,) if keep else ())))
+        await supervisor.start((*SERVICES, VISIBILITY, PUBLISHER, *((DASHBOARD,) if keep else ())))
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))
         printer = TimelinePrinter(bus=bus, console=console)
@@ -302,7 +303,8 @@ def _print_keep(
     console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth, supervisor: Supervisor
 ) -> None:
     health = "\n".join(
-        f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz" for name in (*SERVICES, VISIBILITY)
+        f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz"
+        for name in (*SERVICES, VISIBILITY, PUBLISHER)
     )
     console.print(
         f"""
@@ -318,6 +320,10 @@ Try:
   KUBECONFIG={run_dir / "kubeconfig"} kubectl get --raw \\
     /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue/pendingworkloads
   curl -s {supervisor.health_url("admitter")}/metrics | grep kueue_pending_workloads
+Subscribe to the public stream KQ_PUB (verified admissions, docs/subscribing.md):
+  kueue-es events asyncapi --output asyncapi.json --server {nats_url.removeprefix("nats://")}
+  python docs/examples/subscriber.py --nats {nats_url} --user reader \\
+    --password-file {auth.directory}/reader.password --asyncapi asyncapi.json
 """,
         highlight=False,
     )

@@ -60,6 +60,9 @@ VISIBILITY = (
     "visibility"  # Kueue's visibility API (services/visibility), as NATS user reader; health port after the compactor's
 )
 DASHBOARD = "dashboard"  # kueue-es dashboard (kueue_es/dashboard), as NATS user reader; serves its own /healthz
+PUBLISHER = (
+    "publisher"  # the public stream KQ_PUB (services/publisher), as NATS user publisher; port after visibility's
+)
 #: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
 USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
 CREDS_DIR = "creds"
@@ -250,7 +253,9 @@ class _Watched:
 def _port_offset(name: str) -> int:
     """Where process ``name`` serves its health endpoints, counted from ``--health-port``: the services
     in ``SERVICES`` order, then ``up``'s own (the supervisor, ``len(SERVICES)``), the compactor, the
-    visibility server."""
+    visibility server, the publisher (the dashboard serves on its own port)."""
+    if name == PUBLISHER:
+        return len(SERVICES) + 3
     if name == VISIBILITY:
         return len(SERVICES) + 2
     return len(SERVICES) + 1 if name == COMPACTOR else SERVICES.index(name)
@@ -351,6 +356,8 @@ class Supervisor:
                 args += ["--api-port", str(self.visibility_port)]
         elif name == COMPACTOR:
             args = ["compact", "--nats", self.nats_url, *self.compact_args]
+        elif name == PUBLISHER:
+            pass  # the NATS URL only
         elif name == DASHBOARD:
             port = self.dashboard_port if self.dashboard_port is not None else 0
             return ["dashboard", "--nats", self.nats_url, "--host", "127.0.0.1", "--port", str(port)]
@@ -662,9 +669,9 @@ def partition_args(args: argparse.Namespace) -> list[str]:
 
 def _processes(args: argparse.Namespace) -> tuple[str, ...]:
     """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server, the
-    dashboard with ``--dashboard``."""
+    publisher, the dashboard with ``--dashboard``."""
     dashboard = (DASHBOARD,) if getattr(args, "dashboard", None) is not None else ()
-    return (*SERVICES, *((COMPACTOR,) if getattr(args, "compact", None) else ()), VISIBILITY, *dashboard)
+    return (*SERVICES, *((COMPACTOR,) if getattr(args, "compact", None) else ()), VISIBILITY, PUBLISHER, *dashboard)
 
 
 async def run_up(args: argparse.Namespace) -> int:

@@ -92,7 +92,10 @@ Client._parse_header_lines = staticmethod(parse_header_lines)  # type: ignore[me
 
 PUBLIC_STREAM_NAME = "KQ_PUB"
 PUBLIC_SUBJECTS = ("kq.pub.>",)
-PUBLIC_TRANSFORM = api.SubjectTransform(src="kq.dec.*.wl.*.*", dest="kq.pub.wl.{{wildcard(2)}}.{{wildcard(3)}}")
+"""KQ_PUB's subjects: what the publisher (services/publisher) writes there from the verified log,
+``kq.pub.wl.<ns>.<name>`` per workload and ``kq.pub.rec.<partition>.<decider>`` for the records."""
+PUBLIC_DUPLICATE_WINDOW = 600
+"""Seconds KQ_PUB remembers a Nats-Msg-Id (the log message's): a publisher's repeat is stored once."""
 ERR_WRONG_LAST_SEQUENCE = 10071
 ERR_WRONG_LAST_SEQUENCE_IN_FLIGHT = 10164
 """A clustered stream's answer when another write expecting on the same subject (or filter) is
@@ -304,9 +307,10 @@ async def ensure_log_stream(
     credentials: Credentials | None = None,
     replicas: int | None = None,
     timeout: float = 5.0,
-    public: bool = False,
+    public: bool = True,
 ) -> None:
-    """As ``admin``: create ``KQ_LOG`` (and with ``public`` ``KQ_PUB``) or bring it to its configuration,
+    """As ``admin``: create ``KQ_LOG`` and the public stream ``KQ_PUB`` (unless ``public`` is False) or bring
+    them to their configuration,
     the deciders' lease bucket ``KQ_LEASES`` (:mod:`kueue_es.events.bus.leases`) and the snapshot bucket
     ``KQ_SNAPSHOTS`` (:mod:`kueue_es.snapshots`).
 
@@ -387,6 +391,41 @@ def _log_config(replicas: int) -> api.StreamConfig:
         # API is denied to every other user but admin (permissions.py), not by the stream
         deny_purge=False,
     )
+
+
+def _public_config(replicas: int) -> api.StreamConfig:
+    """KQ_PUB: the public stream, written only by the publisher (no source: an outside subscriber reads
+    what the batch verifier passed, nothing else), kept like the log (limits, file storage), a repeated
+    Nats-Msg-Id within PUBLIC_DUPLICATE_WINDOW seconds stored once."""
+    return api.StreamConfig(
+        name=PUBLIC_STREAM_NAME,
+        subjects=list(PUBLIC_SUBJECTS),
+        storage=api.StorageType.FILE,
+        num_replicas=replicas,
+        retention=api.RetentionPolicy.LIMITS,
+        discard=api.DiscardPolicy.NEW,
+        duplicate_window=PUBLIC_DUPLICATE_WINDOW,
+        allow_direct=True,
+        max_msg_size=rules.MAX_MESSAGE_BYTES,
+        sources=[],
+    )
+
+
+def _check_public(message: base.OutgoingMessage) -> None:
+    """Raise BusError unless ``message`` can go to KQ_PUB: a literal subject under ``kq.pub.>``, a Msg-Id,
+    no ``Nats-*`` header of its own, within the size limit (:mod:`kueue_es.events.bus.rules`)."""
+    subject = message.subject
+    if not rules.is_literal(subject) or not any(rules.matches(subject, p) for p in PUBLIC_SUBJECTS):
+        raise base.BusError(
+            f"The subject {subject!r} is not a literal subject of {PUBLIC_STREAM_NAME} {PUBLIC_SUBJECTS}."
+        )
+    if not message.msg_id:
+        raise base.BusError(f"The message for {subject!r} has an empty msg_id; every message needs one.")
+    if any(key.lower().startswith("nats-") for key in message.headers):
+        raise base.BusError(f"The message {message.msg_id!r} on {subject!r} carries a Nats-* header of its own.")
+    size = len(message.data) + rules.headers_size({**message.headers, "Nats-Msg-Id": message.msg_id})
+    if size + rules.HEADER_ALLOWANCE > rules.MAX_MESSAGE_BYTES:
+        raise base.BusError(f"The message {message.msg_id!r} on {subject!r} takes {size} bytes with headers.")
 
 
 SNAPSHOT_BUCKET = "KQ_SNAPSHOTS"
@@ -583,22 +622,50 @@ class NatsBus(base.Bus):
             await asyncio.sleep(0.1)
 
     async def ensure_public_stream(self) -> None:
-        """Create ``KQ_PUB``: the per-workload decisions, renamed ``kq.pub.wl.<ns>.<name>``.
+        """Create ``KQ_PUB`` (:func:`_public_config`) or bring it to its configuration (as admin).
 
-        Sourced from ``KQ_LOG`` through a subject transform (research §2.9), so
-        outside subscribers get a contract that does not move with partitions.
-        """
-        source = api.StreamSource(name=base.STREAM_NAME, subject_transforms=[PUBLIC_TRANSFORM])
-        await self.ensure_stream(
-            api.StreamConfig(
-                name=PUBLIC_STREAM_NAME,
-                subjects=list(PUBLIC_SUBJECTS),
-                storage=api.StorageType.FILE,
-                num_replicas=self.replicas,
-                retention=api.RetentionPolicy.LIMITS,
-                sources=[source],
-                allow_direct=True,
-            )
+        Its messages are written by the publisher (``kueue-es service publisher``) from the verified log;
+        a KQ_PUB of kueue-es before the publisher, sourced from KQ_LOG through a subject transform, loses
+        its source here (its messages stay)."""
+        await self.ensure_stream(_public_config(self.replicas))
+
+    async def publish_public(self, message: base.OutgoingMessage) -> base.PublishAck:
+        """Append ``message`` to ``KQ_PUB`` (the publisher's right only: events/bus/permissions.py), with
+        ``Nats-Msg-Id`` = ``message.msg_id``: a repeat within PUBLIC_DUPLICATE_WINDOW seconds returns the
+        first one's sequence. Raises BusError for a subject outside ``kq.pub.>``, a ``Nats-*`` header or
+        a message over the size limit; TransientBusError (after retrying for up to PUBLISH_RETRY_SECONDS)
+        while the server does not answer."""
+        _check_public(message)
+        headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
+        what = f"Publishing {message.msg_id!r} on {message.subject!r}"
+        with _wrapped(what):
+            try:
+                ack = await self._js.publish(message.subject, message.data, headers=headers, stream=PUBLIC_STREAM_NAME)
+            except Exception as err:
+                if not _publish_retryable(err) or message.subject in self.refused:
+                    raise  # a refused publish times out too: not worth trying again
+                retrying = _retrying(what, retryable=_publish_retryable, seconds=PUBLISH_RETRY_SECONDS)
+                with self._noting_retries("publish"):
+                    async for attempt in retrying:
+                        with attempt:
+                            await self._connected(within=self.timeout)
+                            ack = await self._js.publish(
+                                message.subject, message.data, headers=headers, stream=PUBLIC_STREAM_NAME
+                            )
+        return base.PublishAck(seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    async def last_public(self) -> base.LogMessage | None:
+        """The last message of ``KQ_PUB`` (its sequence there, subject, data, headers), None when it is
+        empty. Raises NotFoundError when there is no KQ_PUB."""
+        with _wrapped(f"Reading the state of {PUBLIC_STREAM_NAME}"):
+            info = await self._jsm.stream_info(PUBLIC_STREAM_NAME)
+        last = int(info.state.last_seq or 0)
+        if last == 0 or int(info.state.messages or 0) == 0:
+            return None
+        with _wrapped(f"Reading the message at {last} of {PUBLIC_STREAM_NAME}"):
+            raw = await self._jsm.get_msg(PUBLIC_STREAM_NAME, seq=last)
+        return base.LogMessage(
+            seq=int(raw.seq or last), subject=str(raw.subject), data=raw.data or b"", headers=dict(raw.headers or {})
         )
 
     async def publish(self, message: base.OutgoingMessage) -> base.PublishAck:

@@ -32,6 +32,9 @@ control) and publish its own subjects (events/subjects.py):
   also forge other facts about workloads); the only user that may bind, read
   and ack the durable consumer ``dispatcher``;
 - ``reader``: publishes nothing on the log; reads ``KQ_LOG`` and ``KQ_PUB``;
+- ``publisher`` (``kueue-es service publisher``, services/publisher): publishes nothing on the log;
+  reads ``KQ_LOG`` and writes the public stream ``KQ_PUB`` (``kq.pub.>``; its info and last message,
+  to resume), the only user but admin that may;
 - ``compactor`` (``kueue-es compact``, kueue_es/snapshots.py): publishes nothing on the log;
   writes and deletes snapshots in the Object Store bucket ``KQ_SNAPSHOTS`` (its stream
   ``OBJ_KQ_SNAPSHOTS``), reads the dispatcher's consumer's ack floor, and is the only
@@ -52,8 +55,9 @@ ACCOUNT = "KQ"
 ADMIN = "admin"
 READER = "reader"
 COMPACTOR = "compactor"
+PUBLISHER = "publisher"
 SERVICE_USERS = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
-USERS = (ADMIN, *SERVICE_USERS, READER, COMPACTOR)
+USERS = (ADMIN, *SERVICE_USERS, READER, COMPACTOR, PUBLISHER)
 
 LOG = "KQ_LOG"
 PUBLIC = "KQ_PUB"
@@ -110,6 +114,9 @@ COMPACTS = (
     f"$JS.API.CONSUMER.INFO.{LOG}.{DURABLE}",
 )
 
+#: What the publisher may do beyond reading the log: write KQ_PUB, and read where it stands there.
+PUBLISHES = ("kq.pub.>", f"$JS.API.STREAM.INFO.{PUBLIC}", f"$JS.API.STREAM.MSG.GET.{PUBLIC}")
+
 #: What no user but admin may call, whatever its allow list says.
 ADMIN_ONLY = (
     "$JS.API.STREAM.CREATE.>",
@@ -141,6 +148,7 @@ PUBLISH: dict[str, tuple[str, ...]] = {
     + _snapshot_reads(),
     "reader": _reads(LOG) + _reads(PUBLIC) + (f"$JS.API.DIRECT.GET.{LOG}",) + _snapshot_reads(),
     COMPACTOR: _reads(LOG) + _snapshot_reads() + COMPACTS,
+    PUBLISHER: PUBLISHES + _reads(LOG) + _snapshot_reads(),
 }
 """Per user but admin: the subjects it may publish (its events and its JetStream API calls)."""
 
@@ -201,6 +209,8 @@ HEADER = """\
 #                                                        Direct Get batches (kueue-es replay)
 #   compactor           $O.KQ_SNAPSHOTS.>                snapshots (kueue-es compact); the only
 #                                                        user but admin that may purge KQ_LOG
+#   publisher           kq.pub.>                         the public stream KQ_PUB from the verified
+#                                                        log (kueue-es service publisher)
 #
 # Every user but admin reads KQ_LOG (stream info, single messages, ordered consumers) and the
 # snapshot bucket KQ_SNAPSHOTS, and may not create, update, delete or purge a stream (but the

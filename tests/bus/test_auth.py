@@ -307,6 +307,31 @@ async def test_the_reader_reads_and_publishes_nothing(secured: server.NatsServer
         await reader.close()
 
 
+@pytest.mark.usefixtures("log_stream")
+async def test_only_the_publisher_writes_the_public_stream(secured: server.NatsServer, auth: server.LocalAuth) -> None:
+    """The publisher reads KQ_LOG and writes KQ_PUB (and finds its last message there); it may publish nothing
+    on the log. No other service user may write KQ_PUB."""
+    watcher = await bus_as(secured, auth, "watcher")
+    publisher = await bus_as(secured, auth, permissions.PUBLISHER)
+    admitter = await bus_as(secured, auth, "admitter")
+    try:
+        await watcher.publish(msg("kq.in.wl.ns.a", "fact:a"))
+        assert (await publisher.get(1)).subject == "kq.in.wl.ns.a"
+        ack = await publisher.publish_public(msg("kq.pub.wl.ns.a", "fact:a"))
+        assert ack.seq == 1 and (await publisher.publish_public(msg("kq.pub.wl.ns.a", "fact:a"))).duplicate
+        last = await publisher.last_public()
+        assert last is not None and last.subject == "kq.pub.wl.ns.a"
+        for subject in ("kq.in.wl.ns.b", "kq.dec.p0.wl.ns.a", "kq.disp.local.wl.ns.a"):
+            assert await refused(publisher.publish(msg(subject, f"publisher:{subject}")))
+        for other in (watcher, admitter):
+            assert await refused(other.publish_public(msg("kq.pub.wl.ns.b", "forged:b")))
+        assert (await publisher.last_public()) == last
+    finally:
+        await watcher.close()
+        await publisher.close()
+        await admitter.close()
+
+
 async def test_services_wait_for_the_admin_to_create_the_stream(
     secured: server.NatsServer, auth: server.LocalAuth
 ) -> None:

@@ -78,28 +78,47 @@ async def test_an_existing_log_with_deny_purge_keeps_it(harness: Harness) -> Non
 
 
 @pytest.mark.parametrize("harness", NATS_KINDS, indirect=True)
-async def test_public_stream_carries_workload_decisions(harness: Harness) -> None:
-    """A decision committed in a batch reaches an outside subscriber of KQ_PUB as kq.pub.wl.<ns>.<name>."""
+async def test_public_stream_is_written_not_sourced(harness: Harness) -> None:
+    """KQ_PUB holds only what is published to it (the publisher: services/publisher): no source from the
+    log, so a decision committed on KQ_LOG is not there by itself; a KQ_PUB of before the publisher,
+    sourced through a subject transform, loses its source. A repeated Msg-Id is stored once, and the
+    last message says where the publisher stands."""
     bus = await harness.open()
     assert isinstance(bus, nats_bus.NatsBus)
-    await bus.ensure_public_stream()
-    await bus.ensure_public_stream()
-    await bus.publish(msg("kq.in.wl.ns1.job-a", "fact:1"))
-    await bus.commit_batch(
-        head=msg("kq.dec.p0.head", "d1:0"),
-        expected_head_seq=0,
-        rest=[msg("kq.dec.p0.wl.ns1.job-a", "d1:1", data=b'{"type":"QuotaReserved"}')],
-    )
-    outside = await nats.connect(harness.urls)
+    nc = await nats.connect(harness.urls)
     try:
-        sub = await outside.jetstream().subscribe("kq.pub.wl.>", ordered_consumer=True)
-        got = await sub.next_msg(timeout=10)
-        await sub.unsubscribe()
+        jsm = nc.jsm()
+        old = nats_bus._public_config(harness.replicas)
+        transform = nats.js.api.SubjectTransform(
+            src="kq.dec.*.wl.*.*", dest="kq.pub.wl.{{wildcard(2)}}.{{wildcard(3)}}"
+        )
+        old.sources = [nats.js.api.StreamSource(name=base.STREAM_NAME, subject_transforms=[transform])]
+        await jsm.add_stream(old)
+        await bus.ensure_public_stream()
+        await bus.ensure_public_stream()
+        config = (await jsm.stream_info(nats_bus.PUBLIC_STREAM_NAME)).config
+        assert not config.sources
+        assert config.subjects == ["kq.pub.>"] and config.duplicate_window == 600
+        assert config.num_replicas == harness.replicas
+        await bus.commit_batch(
+            head=msg("kq.dec.p0.head.admitter", "d1:0"),
+            expected_head_seq=0,
+            rest=[msg("kq.dec.p0.wl.ns1.job-a", "d1:1", data=b'{"type":"QuotaReserved"}')],
+        )
+        assert await bus.last_public() is None
+        first = await bus.publish_public(msg("kq.pub.wl.ns1.job-a", "d1:1", data=b"{}"))
+        again = await bus.publish_public(msg("kq.pub.wl.ns1.job-a", "d1:1", data=b"{}"))
+        assert (first.seq, again.seq, again.duplicate) == (1, 1, True)
+        last = await bus.last_public()
+        assert last is not None and (last.seq, last.subject, last.headers["Nats-Msg-Id"]) == (
+            1,
+            "kq.pub.wl.ns1.job-a",
+            "d1:1",
+        )
+        with pytest.raises(base.BusError, match="not a literal subject of KQ_PUB"):
+            await bus.publish_public(msg("kq.in.wl.ns1.job-a", "x"))
     finally:
-        await outside.close()
-    assert got.subject == "kq.pub.wl.ns1.job-a"
-    assert got.data == b'{"type":"QuotaReserved"}'
-    assert got.headers is not None and got.headers["Nats-Msg-Id"] == "d1:1"
+        await nc.close()
 
 
 async def test_connect_to_nowhere_raises_bus_error() -> None:

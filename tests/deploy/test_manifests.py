@@ -31,7 +31,7 @@ DOCUMENTS = all_documents()
 VERSIONS = ("1.36", kubernetes_validate.latest_version())
 SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
 DECIDERS = ("admitter", "preemptor", "tas-placer")
-NATS_USERS = ("admin", *SERVICES, "reader", "compactor")
+NATS_USERS = ("admin", *SERVICES, "reader", "compactor", "publisher")
 
 
 def kinds(kind: str) -> list[dict[str, Any]]:
@@ -500,7 +500,7 @@ def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None
             for port in rule.get("ports", [])
         )
     assert ingress_ports == {
-        **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor")},
+        **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor", "publisher")},
         "kueue-es-visibility": [8080, 8082],
         "kueue-es-dashboard": [8080, 8090],  # 8080: every NATS client's metrics policy (the dashboard has none)
         "kueue-es-webhook": [9443],

@@ -26,7 +26,7 @@ from kueue_es.events.bus import base, permissions, server
 from kueue_es.events.bus import nats as nats_bus
 
 ACCOUNTS = Path(__file__).resolve().parents[2] / "deploy" / "base" / "nats-accounts.conf"
-USERS = ("admin", "watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "reader", "compactor")
+USERS = ("admin", "watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "reader", "compactor", "publisher")
 TIMEOUT = 0.5
 
 

@@ -92,7 +92,7 @@ async def test_up_runs_kueue_quick_start_on_a_cluster_through_a_kubeconfig(tmp_p
     async with serve_emulator() as emulator:
         kubeconfig = tmp_path / "kubeconfig"
         write_kubeconfig(kubeconfig, server=emulator.url)
-        port = free_ports(len(SERVICES) + 3)  # up to the visibility server's health port, PORT+7
+        port = free_ports(len(SERVICES) + 4)  # up to the publisher's health port, PORT+8
         out = tmp_path / "up.out"
         up = await start_up(
             "--kubeconfig", str(kubeconfig), "--context", "emulated", "--dir", str(tmp_path / "home"),
@@ -192,7 +192,7 @@ async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
 
     home = tmp_path / "home"
     out = tmp_path / "up.out"
-    port = free_ports(len(SERVICES) + 3)  # up to the visibility server's health port, PORT+7
+    port = free_ports(len(SERVICES) + 4)  # up to the publisher's health port, PORT+8
     up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
     try:
 
@@ -201,7 +201,7 @@ async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
             if "kueue-es is up" not in out.read_text():
                 return False
             async with aiohttp.ClientSession() as session:
-                for offset in range(len(SERVICES)):
+                for offset in (*range(len(SERVICES)), len(SERVICES) + 3):  # and the publisher, PORT+8
                     try:
                         async with session.get(f"http://127.0.0.1:{port + offset}/readyz") as response:
                             if response.status != 200:
@@ -232,6 +232,9 @@ async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
             forged = base.OutgoingMessage(subject="kq.in.wl.ns.a", data=b"{}", msg_id="forged", headers={})
             with pytest.raises(base.BusError):
                 await bus.publish(forged)
+            await bus.check_stream(nats_bus.PUBLIC_STREAM_NAME)  # up made KQ_PUB, which reader may read
+            with pytest.raises(base.BusError):
+                await bus.publish_public(base.OutgoingMessage(subject="kq.pub.wl.ns.a", data=b"{}", msg_id="forged"))
         finally:
             await bus.close()
     finally:
@@ -275,7 +278,7 @@ async def test_up_restarts_a_killed_admitter_and_nats_server_and_still_admits(tm
     created after each restart is admitted (through the real kubectl)."""
     home = tmp_path / "home"
     out = tmp_path / "up.out"
-    port = free_ports(len(SERVICES) + 3)  # up to the visibility server's health port, PORT+7
+    port = free_ports(len(SERVICES) + 4)  # up to the publisher's health port, PORT+8
     supervisor_url = f"http://127.0.0.1:{port + len(SERVICES)}"
     up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
     kubeconfig = home / "kubeconfig"

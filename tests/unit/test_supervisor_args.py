@@ -86,7 +86,7 @@ async def test_the_dashboard_reads_as_reader_on_its_own_port(tmp_path: Path) -> 
 
     from kueue_es.cli import _parser
     from kueue_es.events.bus.server import LocalAuth
-    from kueue_es.supervisor import DASHBOARD, VISIBILITY, _processes
+    from kueue_es.supervisor import DASHBOARD, PUBLISHER, VISIBILITY, _processes
 
     auth = LocalAuth.create(tmp_path / "creds")
     supervisor = Supervisor(
@@ -108,6 +108,27 @@ async def test_the_dashboard_reads_as_reader_on_its_own_port(tmp_path: Path) -> 
     assert (tmp_path / "logs" / "dashboard.log").read_text().startswith("reader ['dashboard', '--nats'")
 
     up = _parser().parse_args(["up", "--emulator", "--dashboard"])
-    assert up.dashboard == 0 and _processes(up)[-2:] == (VISIBILITY, DASHBOARD)
+    assert up.dashboard == 0 and _processes(up)[-3:] == (VISIBILITY, PUBLISHER, DASHBOARD)
     assert _parser().parse_args(["up", "--emulator", "--dashboard", "8092"]).dashboard == 8092
     assert DASHBOARD not in _processes(argparse.Namespace(dashboard=None))
+
+
+def test_the_publisher_runs_as_its_own_user_on_the_port_after_visibility(tmp_path: Path) -> None:
+    """``up`` and ``demo`` run the publisher (KQ_PUB, services/publisher) with its health port after the
+    visibility server's (PORT+8), no Kubernetes arguments, as NATS user publisher."""
+    import argparse
+
+    from kueue_es.supervisor import PUBLISHER, VISIBILITY, _processes
+
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:4222",
+        log_dir=tmp_path / "logs",
+        kube_args=["--kube-server", "http://127.0.0.1:1"],
+        decider_args=["--partitions", "p1"],
+        health_port=9000,
+    )
+    args = supervisor.service_args(PUBLISHER)
+    assert args[:4] == ["service", "publisher", "--nats", "nats://127.0.0.1:4222"]
+    assert "--kube-server" not in args and "--partitions" not in args
+    assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES) + 3)
+    assert _processes(argparse.Namespace(compact=None))[-2:] == (VISIBILITY, PUBLISHER)

@@ -1,0 +1,186 @@
+"""What an outside subscriber gets on ``KQ_PUB``: which log messages, on which subject, with which headers.
+
+Pure (no I/O, no clock): the runner (:mod:`.service`) folds the log through the batch verifier and hands
+every message the fold accepts to :func:`public_message`, in log order. What is public:
+
+- per workload, on ``kq.pub.wl.<ns>.<name>`` (the tokens of the log subject, escaped as
+  :func:`kueue_es.events.subjects.token` escapes them): its facts (``kq.in.wl.<ns>.<name>``:
+  WorkloadObserved, WorkloadPodsReady, WorkloadFinished, WorkloadStopped, ...), its decisions
+  (``kq.dec.<p>.wl.<ns>.<name>``, only as outputs of a batch the verifier passed) and its dispatch
+  results (``kq.disp.<cluster>.wl.<ns>.<name>``);
+- the DecisionRecord heading each such batch with outputs, on ``kq.pub.rec.<partition>.<decider>``
+  (before its outputs), so a subscriber of ``KQ_PUB`` alone can check a decision against its record
+  (docs/subscribing.md). A record without outputs (a cycle that only kept pending reasons) verifies
+  nothing published and is left out.
+
+Nothing else: no orphan (a message outside a verified batch, a forged or broken batch) is ever
+published, and no fact about other objects (ClusterQueues, Nodes, ...).
+
+Every public message carries the log message's bytes unchanged and these headers:
+
+- ``Nats-Msg-Id``: the log message's Msg-Id (the bus adds it: JetStream dedupes a repeat);
+- ``Kq-Type``, ``Kq-Schema``: the event's type tag and schema version, as on the log;
+- ``Kq-Seq``: its sequence in ``KQ_LOG``; ``Kq-Log-Subject``: its subject there;
+- on a decision and on a record itself: ``Kq-Record-Seq`` (the record's sequence in ``KQ_LOG``),
+  ``Kq-Record-Id`` (its ``decision_id``) and ``Kq-Record-Digest`` (hex SHA-256 of the record's
+  bytes as stored);
+- CloudEvents 1.0 attributes in binary content mode of the CloudEvents NATS protocol binding:
+  ``ce-specversion`` ``1.0``, ``ce-id`` (the Msg-Id), ``ce-source`` (:data:`SOURCE`), ``ce-type``
+  (``dev.kueue-es.<Kq-Type>``), ``ce-time`` (RFC 3339, UTC, milliseconds), ``ce-subject`` (the
+  workload ``<ns>/<name>``, or the record's ``decision_id``), and ``content-type: application/json``
+  (the binding's ``datacontenttype``). Values are percent-encoded as the binding says (only a
+  space, ``"``, ``%`` and what is not printable ASCII; kueue-es's ids hold none of them).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import quote
+
+from kueue_es.events import codec, types
+from kueue_es.events.bus.base import LogMessage, OutgoingMessage
+
+PUBLIC_WORKLOAD: Final = "kq.pub.wl"
+PUBLIC_RECORD: Final = "kq.pub.rec"
+SOURCE: Final = "/kueue-es/KQ_LOG"
+"""``ce-source``: the log the events come from (a URI reference, the same for every kueue-es)."""
+TYPE_PREFIX: Final = "dev.kueue-es."
+"""``ce-type`` is this followed by the event's type tag (reverse DNS of the ``kueue-es.dev`` domain)."""
+SPECVERSION: Final = "1.0"
+CONTENT_TYPE: Final = "application/json"
+
+MSG_ID: Final = "Nats-Msg-Id"
+KQ_TYPE: Final = "Kq-Type"
+KQ_SCHEMA: Final = "Kq-Schema"
+KQ_SEQ: Final = "Kq-Seq"
+KQ_LOG_SUBJECT: Final = "Kq-Log-Subject"
+KQ_RECORD_SEQ: Final = "Kq-Record-Seq"
+KQ_RECORD_ID: Final = "Kq-Record-Id"
+KQ_RECORD_DIGEST: Final = "Kq-Record-Digest"
+CE_HEADERS: Final = ("ce-specversion", "ce-id", "ce-source", "ce-type", "ce-time", "ce-subject")
+
+# printable ASCII but a space, '"' and '%': what a CloudEvents binding header value keeps as it is
+_CE_SAFE: Final = "".join(c for c in map(chr, range(0x21, 0x7F)) if c not in '"%')
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRef:
+    """The DecisionRecord a published decision was verified by: its sequence in ``KQ_LOG``, its
+    ``decision_id`` and the hex SHA-256 of its stored bytes."""
+
+    seq: int
+    decision_id: str
+    digest: str
+
+
+def record_ref(seq: int, data: bytes, record: types.DecisionRecord) -> RecordRef:
+    """The :class:`RecordRef` of ``record``, stored at ``seq`` as ``data``."""
+    return RecordRef(seq=seq, decision_id=record.decision_id, digest=hashlib.sha256(data).hexdigest())
+
+
+def public_subject(log_subject: str) -> str | None:
+    """``kq.pub.wl.<ns>.<name>`` for a workload's fact, decision or dispatch result on the log
+    (``kq.in.wl.<ns>.<name>``, ``kq.dec.<p>.wl.<ns>.<name>``, ``kq.disp.<cluster>.wl.<ns>.<name>``),
+    the name tokens kept as escaped there; ``kq.pub.rec.<p>.<decider>`` for a record's head
+    ``kq.dec.<p>.head.<decider>``; None for any other subject."""
+    tokens = log_subject.split(".")
+    if tokens[0] != "kq":
+        return None
+    if len(tokens) == 5 and tokens[1] == "in" and tokens[2] == "wl":
+        return f"{PUBLIC_WORKLOAD}.{tokens[3]}.{tokens[4]}"
+    if len(tokens) == 6 and tokens[1] in ("dec", "disp") and tokens[3] == "wl":
+        return f"{PUBLIC_WORKLOAD}.{tokens[4]}.{tokens[5]}"
+    if len(tokens) == 5 and tokens[1] == "dec" and tokens[3] == "head":
+        return f"{PUBLIC_RECORD}.{tokens[2]}.{tokens[4]}"
+    return None
+
+
+def untoken(token: str) -> str:
+    """The Kubernetes name a subject token stands for (the reverse of ``subjects.token``)."""
+    return "" if token == "_" else token.replace("%2E", ".").replace("%25", "%")
+
+
+def event_time_ms(event: types.Event) -> int:
+    """When the event happened, ms since the epoch, as it says itself (``at_ms``, a record's ``now_ms``);
+    0 when it does not say (the runner then takes the time the log stored it)."""
+    value = getattr(event, "now_ms", None) if isinstance(event, types.DecisionRecord) else getattr(event, "at_ms", None)
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def rfc3339(ms: int) -> str:
+    """``ms`` since the epoch as RFC 3339 in UTC with milliseconds (``2026-12-02T08:01:17.123Z``)."""
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def ce_value(text: str) -> str:
+    """A CloudEvents attribute as a NATS header value (percent-encoded as the binding says)."""
+    return quote(text, safe=_CE_SAFE)
+
+
+def public_message(
+    message: LogMessage, event: types.Event, *, record: RecordRef | None, time_ms: int
+) -> OutgoingMessage | None:
+    """The ``KQ_PUB`` message for the log ``message`` (decoded: ``event``), None when it is not public.
+
+    ``record``: the verified batch's record, for a decision and for the record itself (None for a fact
+    or a dispatch result; a decision without one is refused: ValueError); ``time_ms``: when it happened
+    (:func:`event_time_ms`, else the log's stored time), for ``ce-time``. A record without outputs is
+    not public.
+    """
+    if isinstance(event, types.DecisionRecord) and event.output_count == 0:
+        return None
+    is_record = isinstance(event, types.DecisionRecord)
+    subject = public_subject(message.subject)
+    if subject is None or subject.startswith(PUBLIC_RECORD) != is_record:
+        return None
+    is_decision = isinstance(event, types.DECISION_TYPES)
+    if is_decision and record is None:
+        raise ValueError(f"the decision at #{message.seq} ({message.subject}) is published only with its record")
+    type_name = codec.type_name(event)
+    msg_id = message.headers.get(MSG_ID) or f"{type_name}:seq:{message.seq}"
+    if isinstance(event, types.DecisionRecord):
+        about = event.decision_id
+    else:
+        namespace, name = subject.split(".")[3:]
+        about = f"{untoken(namespace)}/{untoken(name)}"
+    headers = {
+        KQ_TYPE: type_name,
+        KQ_SCHEMA: message.headers.get(KQ_SCHEMA) or str(types.SCHEMA_VERSION),
+        KQ_SEQ: str(message.seq),
+        KQ_LOG_SUBJECT: message.subject,
+    }
+    if is_decision and record is not None:  # a record is a decision too: it names itself
+        headers.update(
+            {KQ_RECORD_SEQ: str(record.seq), KQ_RECORD_ID: record.decision_id, KQ_RECORD_DIGEST: record.digest}
+        )
+    headers.update(
+        {
+            "ce-specversion": SPECVERSION,
+            "ce-id": ce_value(msg_id),
+            "ce-source": ce_value(SOURCE),
+            "ce-type": ce_value(TYPE_PREFIX + type_name),
+            "ce-time": rfc3339(time_ms),
+            "ce-subject": ce_value(about),
+            "content-type": CONTENT_TYPE,
+        }
+    )
+    return OutgoingMessage(subject=subject, data=message.data, msg_id=msg_id, headers=headers)
+
+
+def resume_point(last: LogMessage | None) -> tuple[int, int]:
+    """``(published_through, fold_from)`` from ``KQ_PUB``'s last message (None: empty): every log
+    message up to ``published_through`` is published; the fold must read from ``fold_from`` on, the
+    record heading the last one's batch when it was part of one (its other outputs follow), else the
+    message after it. Raises ValueError naming a header that is missing or not a number."""
+    if last is None:
+        return 0, 1
+    try:
+        through = int(last.headers[KQ_SEQ])
+        record = int(last.headers.get(KQ_RECORD_SEQ, "0"))
+    except (KeyError, ValueError) as err:
+        raise ValueError(f"KQ_PUB's last message (#{last.seq}, {last.subject}) has no usable {KQ_SEQ}: {err}") from err
+    return through, (record if 0 < record <= through else through + 1)

@@ -1,0 +1,178 @@
+"""The publisher's choice of what goes on KQ_PUB, and how it is written (services/publisher), without NATS.
+
+The log of tests/publisher_log.py holds a verified admitter batch, a forged batch, a stray decision,
+facts and a dispatch result; the publisher folds it as every service does and must release exactly the
+workload's facts, the verified record and its outputs, and the dispatch result, in log order.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import re
+
+import pytest
+from cloudevents.core.bindings import http as ce_http
+
+from kueue_es.events import codec, types
+from kueue_es.events.bus.base import LogMessage, OutgoingMessage
+from kueue_es.projections import batches
+from kueue_es.services.publisher import core
+from kueue_es.services.publisher.service import Publisher
+from tests import publisher_log
+
+PUBLIC_SEQS = [4, 5, 6, 7, 11, 12]
+
+
+def publish_all(log: list[LogMessage], *, through: int = 0) -> tuple[list[OutgoingMessage], list[batches.Orphan]]:
+    """What a publisher that had published every log message up to ``through`` puts on KQ_PUB for ``log``."""
+    publisher = Publisher(bus=None)  # type: ignore[arg-type]  # take() does no I/O
+    publisher.published_through = through
+    orphans: list[batches.Orphan] = []
+    publisher._orphaned = orphans.append  # type: ignore[method-assign]
+    out = []
+    for message in log:
+        for raw, event, record in publisher.take(message):
+            public = core.public_message(raw, event, record=record, time_ms=core.event_time_ms(event) or 1)
+            assert public is not None
+            out.append(public)
+    return out, orphans
+
+
+def test_only_verified_batches_and_the_workloads_messages_are_published() -> None:
+    """Facts of the workload, the admitter's record and outputs, the dispatch result: published, in log
+    order, each decision with its record's sequence, id and digest. The forged batch (a preemptor record
+    with a QuotaReserved), the stray QuotaReserved and the queue objects' facts: not."""
+    log = publisher_log.stored(publisher_log.messages())
+    out, orphans = publish_all(log)
+    assert [int(m.headers[core.KQ_SEQ]) for m in out] == PUBLIC_SEQS
+    assert [(o.seq, o.reason) for o in orphans] == [
+        (8, batches.WRONG_ROLE),
+        (9, batches.WRONG_ROLE),
+        (10, batches.OUTSIDE_BATCH),
+    ]
+    assert [m.subject for m in out] == ["kq.pub.wl.team-a.w%2E1", "kq.pub.rec.p0.admitter"] + [
+        "kq.pub.wl.team-a.w%2E1"
+    ] * 4
+    assert not any("w2" in m.subject or "w3" in m.subject for m in out)
+    record_digest = hashlib.sha256(log[4].data).hexdigest()
+    for message in out:
+        stored = log[int(message.headers[core.KQ_SEQ]) - 1]
+        assert message.data == stored.data  # the log's bytes, unchanged
+        assert message.msg_id == stored.headers["Nats-Msg-Id"]
+        assert message.headers[core.KQ_LOG_SUBJECT] == stored.subject
+        verified = message.headers[core.KQ_TYPE] in {"DecisionRecord", "QuotaReserved", "WorkloadAdmitted"}
+        assert (core.KQ_RECORD_SEQ in message.headers) == verified
+        if verified:
+            assert message.headers[core.KQ_RECORD_SEQ] == "5"
+            assert message.headers[core.KQ_RECORD_ID] == "admit:p0:4"
+            assert message.headers[core.KQ_RECORD_DIGEST] == record_digest
+
+
+def test_a_decision_checks_out_against_its_published_record() -> None:
+    """What docs/subscribing.md tells a subscriber to do: the record's bytes hash to Kq-Record-Digest, the
+    decision is output Kq-Seq - Kq-Record-Seq with that Msg-Id, and the outputs hash to outputs_sha256."""
+    out, _ = publish_all(publisher_log.stored(publisher_log.messages()))
+    [record_message] = [m for m in out if m.headers[core.KQ_TYPE] == "DecisionRecord"]
+    record = codec.decode(record_message.data)
+    assert isinstance(record, types.DecisionRecord)
+    outputs = [m for m in out if m.headers.get(core.KQ_RECORD_SEQ) == "5" and m is not record_message]
+    for message in outputs:
+        assert hashlib.sha256(record_message.data).hexdigest() == message.headers[core.KQ_RECORD_DIGEST]
+        index = int(message.headers[core.KQ_SEQ]) - int(message.headers[core.KQ_RECORD_SEQ])
+        assert message.msg_id == f"{record.decision_id}:{index}"
+    assert len(outputs) == record.output_count
+    assert codec.digest(m.data for m in outputs) == record.outputs_sha256
+
+
+@pytest.mark.parametrize("done", range(len(PUBLIC_SEQS) + 1))
+def test_a_restart_publishes_each_message_once(done: int) -> None:
+    """A publisher restarted after ``done`` public messages (``KQ_PUB``'s last one tells where) publishes
+    exactly the rest, also when it stopped inside a batch (after the record, or after one output)."""
+    log = publisher_log.stored(publisher_log.messages())
+    first, _ = publish_all(log)
+    last = None
+    if done:
+        sent = first[done - 1]
+        last = LogMessage(seq=done, subject=sent.subject, data=sent.data, headers=sent.headers)
+    through, fold_from = core.resume_point(last)
+    if done and first[done - 1].headers.get(core.KQ_RECORD_SEQ):
+        assert fold_from == 5  # the batch's record: its outputs are verified again from there
+    again, _ = publish_all(log, through=through)
+    assert [m.msg_id for m in first[:done] + again] == [m.msg_id for m in first]
+
+
+def test_resume_point_needs_the_log_sequence() -> None:
+    """A KQ_PUB message without Kq-Seq is not one the publisher wrote: refused, naming the header."""
+    with pytest.raises(ValueError, match="Kq-Seq"):
+        core.resume_point(LogMessage(seq=3, subject="kq.pub.wl.a.b", data=b"{}", headers={}))
+    assert core.resume_point(None) == (0, 1)
+
+
+def test_public_subjects() -> None:
+    """Workload facts, decisions and dispatch results map to kq.pub.wl.<ns>.<name> (tokens kept escaped),
+    records to kq.pub.rec.<p>.<decider>; nothing else is public."""
+    assert core.public_subject("kq.in.wl.ns.a%2Eb") == "kq.pub.wl.ns.a%2Eb"
+    assert core.public_subject("kq.dec.p3.wl.ns.a") == "kq.pub.wl.ns.a"
+    assert core.public_subject("kq.disp.local.wl._.a") == "kq.pub.wl._.a"
+    assert core.public_subject("kq.dec.p0.head.preemptor") == "kq.pub.rec.p0.preemptor"
+    for other in ("kq.in.cq._.cq", "kq.in.pod.ns.p", "kq.dec.p0.head", "other.in.wl.a.b"):
+        assert core.public_subject(other) is None
+    assert core.untoken("a%2Eb%25c") == "a.b%c"
+    assert core.untoken("_") == ""
+
+
+def test_a_record_without_outputs_and_a_decision_without_its_record() -> None:
+    """A record with no outputs verifies nothing published: not public. A decision is never written
+    without the record that verified it."""
+    [head, *_] = publisher_log.stored(publisher_log.messages()[4:7])
+    record = codec.decode(head.data)
+    assert isinstance(record, types.DecisionRecord)
+    empty = types.DecisionRecord(**{**{f: getattr(record, f) for f in record.__struct_fields__}, "output_count": 0})
+    assert core.public_message(head, empty, record=None, time_ms=1) is None
+    decision = publisher_log.reserved("w.1", namespace="team-a")[0]
+    message = LogMessage(seq=6, subject="kq.dec.p0.wl.team-a.w%2E1", data=codec.encode(decision), headers={})
+    with pytest.raises(ValueError, match="only with its record"):
+        core.public_message(message, decision, record=None, time_ms=1)
+
+
+_CE_VALUE = re.compile(r"^[\x21-\x7e]*$")
+
+
+def test_cloudevents_attributes_follow_the_nats_binding() -> None:
+    """Every public message is a CloudEvent in binary content mode: the SDK's decoder of that mode (the
+    cloudevents PyPI SDK has no NATS binding; its HTTP binding's binary mode uses the same ``ce-`` headers,
+    percent-encoding and content-type rule as the NATS binding) reads each, and the binding's rules hold:
+    specversion 1.0, the required attributes, time as RFC 3339, datacontenttype from content-type, header
+    values printable ASCII with no space, '"' or unencoded '%'."""
+    out, _ = publish_all(publisher_log.stored(publisher_log.messages()))
+    ids = set()
+    for message in out:
+        ce_headers = {k: v for k, v in message.headers.items() if k.startswith("ce-")}
+        assert set(ce_headers) == set(core.CE_HEADERS)
+        for value in ce_headers.values():
+            assert _CE_VALUE.match(value) and '"' not in value
+            assert "%" not in value or re.search(r"%[0-9A-F]{2}", value)
+        event = ce_http.from_binary_event(ce_http.HTTPMessage(headers=dict(message.headers), body=message.data))
+        assert event.get_specversion() == "1.0"
+        assert event.get_id() == message.msg_id
+        assert event.get_source() == core.SOURCE
+        assert event.get_type() == "dev.kueue-es." + message.headers[core.KQ_TYPE]
+        assert event.get_datacontenttype() == "application/json"
+        assert event.get_data() == json.loads(message.data)
+        when = event.get_time()
+        assert isinstance(when, datetime.datetime) and when.tzinfo is not None
+        assert message.headers["ce-time"].endswith("Z")
+        ids.add((event.get_source(), event.get_id()))
+    assert len(ids) == len(out)  # source + id names one event
+
+
+def test_ce_time_is_the_events_own_time() -> None:
+    """ce-time: the event's at_ms (a record's now_ms), in RFC 3339 UTC with milliseconds."""
+    out, _ = publish_all(publisher_log.stored(publisher_log.messages()))
+    times = {m.headers[core.KQ_TYPE]: m.headers["ce-time"] for m in out}
+    assert times["QuotaReserved"] == "2026-01-01T00:00:00.000Z"
+    assert times["WorkloadFinished"] == "2026-01-01T00:00:05.000Z"
+    assert core.rfc3339(1_767_225_600_123) == "2026-01-01T00:00:00.123Z"
+    assert core.ce_value('a b"%') == "a%20b%22%25"
