@@ -16,16 +16,19 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Collection
 
+import msgspec
+
 from kueue_es.events import types
 from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 10
+LOGIC_VERSION = 11
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9,)
-"""Logic versions :func:`decide_as` still re-runs: 9 decided as 10 does and wrote every pending
-outcome as a WorkloadInadmissible message (issue 15), so replay re-checks its logs too."""
+EARLIER_LOGIC_VERSIONS = (9, 10)
+"""Logic versions :func:`decide_as` still re-runs: 10 decided as 11 does and wrote each WorkloadAdmitted
+without its pod set assignments (schema version 1, issue 19); 9 also wrote every pending outcome as a
+WorkloadInadmissible message (issue 15). So replay re-checks their logs too."""
 
 
 def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
@@ -66,19 +69,25 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Version 9 made the same decisions as 10 (the fold takes a PendingOutcome as the
-    WorkloadInadmissible it stands for, so the state, and every later cycle, is the same);
-    it only wrote each pending outcome as a WorkloadInadmissible message, at the cycle's
-    ``now_ms``. Raises ValueError for any other version.
+    Versions 9 and 10 made the same decisions as 11 (the state, and every later cycle, is the
+    same); they wrote them differently: each WorkloadAdmitted without its pod set assignments
+    (schema version 1, before issue 19), and 9 each pending outcome as a WorkloadInadmissible
+    message at the cycle's ``now_ms`` (before issue 15; the fold takes a PendingOutcome as the
+    WorkloadInadmissible it stands for). Raises ValueError for any other version.
     """
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"admitter logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
+    inline_pending = version == 9
 
-    def decide_v9(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
-        """:func:`decide`, each pending outcome written as its WorkloadInadmissible (logic version 9)."""
-        return [
-            out.inadmissible(at_ms=now_ms) if isinstance(out, types.PendingOutcome) else out
-            for out in decide(state, now_ms=now_ms, partition=partition)
-        ]
+    def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
+        """:func:`decide`, written as logic ``version`` wrote it."""
+        outputs: list[types.Output] = []
+        for out in decide(state, now_ms=now_ms, partition=partition):
+            if isinstance(out, types.WorkloadAdmitted):
+                out = msgspec.structs.replace(out, pod_set_assignments=msgspec.UNSET)
+            elif inline_pending and isinstance(out, types.PendingOutcome):
+                out = out.inadmissible(at_ms=now_ms)
+            outputs.append(out)
+        return outputs
 
-    return decide_v9
+    return decide_earlier
