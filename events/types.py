@@ -330,11 +330,11 @@ class WorkloadAdmitted(_Event, frozen=True, kw_only=True, tag="WorkloadAdmitted"
 
     ``pod_set_assignments`` (schema version 2) are the flavors it was admitted with, so a subscriber
     need not pair this event with the QuotaReserved before it: the reservation's assignments (flavor
-    per resource, quota held, pod count, as :class:`QuotaReserved` has them), with a delayed topology
-    request ``Ready`` (admission waits for its placement, SEMANTICS-ADVANCED A.9), as Kueue's
-    Workload ``status.admission.podSetAssignments`` then reads. Made by :func:`admitted`. A payload
-    of schema version 1 has none: decoded, the field is ``UNSET`` (falsy); the QuotaReserved before
-    it on the same subject has them.
+    per resource, quota held, pod count, as QuotaReserved has them), a delayed topology request
+    reading ``Ready`` (admission waits for the placement, SEMANTICS-ADVANCED A.9), as Kueue's
+    Workload ``status.admission.podSetAssignments`` reads once admitted. Made by ``admitted()``. A
+    payload of schema version 1 leaves the field out (the QuotaReserved before it on the same
+    subject has the assignments); decoded by kueue-es it is ``UNSET``, which is falsy.
     """
 
     workload: WorkloadRef
