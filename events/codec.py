@@ -40,6 +40,11 @@ def type_name(event: types.Event) -> str:
     return type(event).__struct_config__.tag  # type: ignore[return-value]
 
 
+def tag_of(cls: type[types.Event]) -> str:
+    """The wire tag of event class ``cls`` (``QuotaReserved``): its ``type`` and ``Kq-Type``."""
+    return cls.__struct_config__.tag  # type: ignore[return-value]
+
+
 def digest(chunks: Iterable[bytes]) -> str:
     """Hex SHA-256 over length-prefixed chunks (so boundaries count)."""
     hasher = hashlib.sha256()
@@ -49,8 +54,35 @@ def digest(chunks: Iterable[bytes]) -> str:
     return hasher.hexdigest()
 
 
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+"""The JSON Schema dialect :func:`json_schema` is written in (``$schema``)."""
+
+SCHEMA_ID_PREFIX = "https://kueue-es.dev/schemas/events/v"
+"""Start of every schema version's ``$id``: :func:`schema_id`."""
+
+
+def schema_id(version: int = types.SCHEMA_VERSION) -> str:
+    """The ``$id`` of the events' JSON Schema of ``version`` (an integer, the ``Kq-Schema`` header):
+    ``https://kueue-es.dev/schemas/events/v<version>.json``. One URL per version, never reused for
+    another document (docs/events.md, Stability); it names the schema, it is not fetched."""
+    return f"{SCHEMA_ID_PREFIX}{version}.json"
+
+
 def json_schema() -> dict[str, object]:
-    """The JSON Schema of every event type (a tagged union on ``type``), for outside tools."""
-    schema = msgspec.json.schema(types.Event)
-    schema["$comment"] = f"kueue-es events, schema version {types.SCHEMA_VERSION}"
+    """The JSON Schema (draft 2020-12) of every event type, a tagged union on ``type``, for outside tools.
+
+    ``$schema`` is the dialect, ``$id`` carries the schema version (:func:`schema_id`,
+    ``types.SCHEMA_VERSION``, the ``Kq-Schema`` header of every message written in it);
+    ``$defs`` holds one definition per event type, named as its ``type`` tag, and the
+    structures they share. Objects allow properties the schema does not name: a later
+    version may add optional fields (docs/events.md, Stability).
+    """
+    body = msgspec.json.schema(types.Event)
+    schema: dict[str, object] = {
+        "$schema": JSON_SCHEMA_DIALECT,
+        "$id": schema_id(),
+        "title": f"kueue-es events, schema version {types.SCHEMA_VERSION}",
+        "$comment": f"kueue-es events, schema version {types.SCHEMA_VERSION}; see docs/events.md",
+    }
+    schema.update(body)
     return schema

@@ -9,7 +9,7 @@ ARCHITECTURE.md §2-§3 and research/event-sourcing.md §5.4 are the catalogue.
 All events are frozen, keyword-only msgspec Structs tagged by an explicit ``type``
 string that never changes when a class is renamed. Integers only: amounts
 (millicores, bytes), times in milliseconds since the epoch. Evolution policy
-(docs/events.md): add fields only with defaults, never change a field's type.
+(docs/events.md): add fields only with defaults, never change a field's type or a tag.
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
+``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
+its ``podSetAssignments``. docs/events.md holds the history and the stability policy."""
+
+EARLIER_SCHEMA_VERSIONS = (1,)
+"""Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", rename="camel", gc=False):
@@ -322,11 +328,36 @@ class QuotaReserved(_Event, frozen=True, kw_only=True, tag="QuotaReserved"):
 
 
 class WorkloadAdmitted(_Event, frozen=True, kw_only=True, tag="WorkloadAdmitted"):
-    """The workload is admitted (quota reserved and every admission check Ready): it may start."""
+    """The workload is admitted (quota reserved and every admission check Ready): it may start.
+
+    ``pod_set_assignments`` (schema version 2) are the flavors it was admitted with, so a subscriber
+    need not pair this event with the QuotaReserved before it: the reservation's assignments (flavor
+    per resource, quota held, pod count, as QuotaReserved has them), a delayed topology request
+    reading ``Ready`` (admission waits for the placement, SEMANTICS-ADVANCED A.9), as Kueue's
+    Workload ``status.admission.podSetAssignments`` reads once admitted. Made by ``admitted()``. A
+    payload of schema version 1 leaves the field out (the QuotaReserved before it on the same
+    subject has the assignments); decoded by kueue-es it is ``UNSET``, which is falsy.
+    """
 
     workload: WorkloadRef
     cluster_queue: str
     at_ms: int
+    pod_set_assignments: list[PodSetAssignment] | msgspec.UnsetType = msgspec.UNSET
+
+
+def admitted(reservation: QuotaReserved, *, at_ms: int) -> WorkloadAdmitted:
+    """The WorkloadAdmitted of the workload holding ``reservation``, at ``at_ms`` (ms since the epoch),
+    carrying the reservation's pod set assignments (a delayed topology request ``Pending`` reads
+    ``Ready``: a workload is admitted only once the second pass placed it, SEMANTICS-ADVANCED A.9)."""
+    return WorkloadAdmitted(
+        workload=reservation.workload,
+        cluster_queue=reservation.cluster_queue,
+        at_ms=at_ms,
+        pod_set_assignments=[
+            msgspec.structs.replace(a, delayed_topology_request="Ready") if a.delayed_topology_request else a
+            for a in reservation.pod_set_assignments
+        ],
+    )
 
 
 class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):

@@ -639,7 +639,7 @@ def count_by_partition(records: Iterable[tuple[int, types.DecisionRecord]]) -> d
 
 def rerun_batch(decider: Decider, state: ClusterState, record: types.DecisionRecord) -> list[bytes]:
     """The bytes ``decider`` writes for ``record`` on ``state`` (the fold at its basis): the
-    record, then its outputs, with the record's own ``now_ms``, cut and versions."""
+    record, then its outputs, with the record's own ``now_ms``, cut and versions (logic, kueue-es, schema)."""
     outputs = list(decider.decide(state, now_ms=record.now_ms, partition=record.partition))
     head, rest = build_batch(
         decider,
@@ -651,6 +651,7 @@ def rerun_batch(decider: Decider, state: ClusterState, record: types.DecisionRec
         answers=record.answers,
         max_outputs=record.max_outputs,
         kueue_es_version=record.kueue_es_version,
+        schema_version=record.schema_version,
     )
     return [head.data, *(m.data for m in rest)]
 

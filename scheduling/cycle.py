@@ -358,9 +358,8 @@ def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.O
 def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int) -> list[types.Output]:
     ref, cq = entry.workload.ref, entry.cq.metadata.name
     assignments = pod_set_assignments(entry)
-    reserved: list[types.Output] = [
-        types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms)
-    ]
+    reservation = types.QuotaReserved(workload=ref, cluster_queue=cq, pod_set_assignments=assignments, at_ms=now_ms)
+    reserved: list[types.Output] = [reservation]
     if placed is not None and placed.assignments:  # the placement is committed with the reservation (A.5)
         reserved.append(tas_cycle.topology_assigned(entry.workload, cq, placed, now_ms=now_ms))
     if any(a.delayed_topology_request for a in assignments):
@@ -368,7 +367,7 @@ def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int)
     required = lifecycle.required_checks(entry.cq, {f for a in assignments for f in a.flavors.values()})
     if not lifecycle.checks_ready(entry.workload, required):
         return reserved  # admitted once every check required for its flavors is Ready (SEMANTICS §9.5)
-    return [*reserved, types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=now_ms)]
+    return [*reserved, types.admitted(reservation, at_ms=now_ms)]
 
 
 _KEEP: types.FlavorBookmark = types.FlavorBookmark(tried=(), cycle=-1, generation=-1)

@@ -148,7 +148,7 @@ def _check_decisions(
     required = required_checks(cq, assigned_flavors(wl.reservation)) if cq is not None else []
     if not checks_ready(wl, required):
         return []
-    admitted = types.WorkloadAdmitted(workload=wl.ref, cluster_queue=wl.reservation.cluster_queue, at_ms=now_ms)
+    admitted = types.admitted(wl.reservation, at_ms=now_ms)
     if not topology.pending_delayed(wl):
         return [admitted]
     placed = second_pass(wl) if second_pass is not None else None

@@ -238,6 +238,7 @@ def build_batch(
     answers: str = "",
     max_outputs: int | msgspec.UnsetType = 0,
     kueue_es_version: str | msgspec.UnsetType | None = None,
+    schema_version: int = types.SCHEMA_VERSION,
 ) -> tuple[OutgoingMessage, list[OutgoingMessage]]:
     """The head DecisionRecord and the output messages of one committed cycle: one message per
     decision of ``outputs``; its PendingOutcomes go into the record (``DecisionRecord.pending``,
@@ -248,7 +249,8 @@ def build_batch(
 
     ``max_outputs`` > 0 cuts the outputs (:func:`cut_batch`) and is recorded, so
     replay re-runs the same cut; ``kueue_es_version`` (None: this one) is recorded
-    too. Replay passes a stored record's own values, ``UNSET`` for a record written
+    too, and ``schema_version``, the payload schema the batch is written in (this one's unless
+    given). Replay passes a stored record's own values, ``UNSET`` for a record written
     before these fields existed: they are then left out, as they were.
     """
     if isinstance(max_outputs, int) and max_outputs > 0:
@@ -268,6 +270,7 @@ def build_batch(
         expected_head_seq=head_seq,
         now_ms=now_ms,
         logic_version=decider.logic_version,
+        schema_version=schema_version,
         output_count=len(rest),
         outputs_sha256=codec.digest(m.data for m in rest),
         answers=answers,

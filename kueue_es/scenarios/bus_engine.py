@@ -143,12 +143,10 @@ class _BusRun:
         meta = admitted.workload.fact.workload.metadata
         ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
         at_ms, cq = admitted.reserved_at_ms, admitted.cluster_queue
-        outputs: list[types.Decision] = [
-            types.QuotaReserved(
-                workload=ref, cluster_queue=cq, at_ms=at_ms, pod_set_assignments=list(admitted.pod_set_assignments)
-            ),
-            types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at_ms),
-        ]
+        reserved = types.QuotaReserved(
+            workload=ref, cluster_queue=cq, at_ms=at_ms, pod_set_assignments=list(admitted.pod_set_assignments)
+        )
+        outputs: list[types.Decision] = [reserved, types.admitted(reserved, at_ms=at_ms)]
         head_seq = await self.bus.last_subject_seq(subjects.heads_of())
         basis = await self.bus.last_seq()
         head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)

@@ -193,9 +193,7 @@ class _Runner:
                 pod_set_assignments=list(admitted.pod_set_assignments),
                 at_ms=admitted.reserved_at_ms,
             )
-            accepted = types.WorkloadAdmitted(
-                workload=ref, cluster_queue=admitted.cluster_queue, at_ms=admitted.reserved_at_ms
-            )
+            accepted = types.admitted(reserved, at_ms=admitted.reserved_at_ms)
             partition = self.run.state.partitions.of_workload(ref.key) or UNROUTED
             self.commit(SEED, [reserved, accepted], now_ms=self.now_ms(), partition=partition)
             for fact in job_reports([accepted], pods_ready=scenario.pods_ready, now_ms=admitted.reserved_at_ms):

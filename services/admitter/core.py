@@ -16,6 +16,8 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Collection
 
+import msgspec
+
 from kueue_es.events import types
 from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
@@ -24,10 +26,12 @@ from kueue_es.scheduling import cycle
 LOGIC_VERSION = 11
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (9, 10)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 10 offered a
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 10 offered a
 workload released in the same cycle (evicted, its job stopped) as a preemption candidate, counting
-its quota as freed twice in a nomination (11 does not: Kueue's cache holds nothing for it); 9
-decided as 10 and wrote every pending outcome as a WorkloadInadmissible message (issue 15)."""
+its quota as freed twice in a nomination, and placed TAS pod sets around its topology usage (11
+does not: Kueue's cache holds nothing for it, issue 18); it also wrote each WorkloadAdmitted
+without its pod set assignments (schema version 1, issue 19). 9 decided as 10 and also wrote every
+pending outcome as a WorkloadInadmissible message (issue 15)."""
 
 
 def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
@@ -72,24 +76,27 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Version 10 offered a workload the cycle releases as a preemption candidate (see
-    :data:`EARLIER_LOGIC_VERSIONS`). Version 9 made the same decisions as 10 (the fold takes
-    a PendingOutcome as the WorkloadInadmissible it stands for, so the state, and every later
-    cycle, is the same); it only wrote each pending outcome as a WorkloadInadmissible
-    message, at the cycle's ``now_ms``. Raises ValueError for any other version.
+    Versions 9 and 10 offered a workload the cycle releases as a preemption candidate and
+    counted its topology usage (see :data:`EARLIER_LOGIC_VERSIONS`), and wrote each
+    WorkloadAdmitted without its pod set assignments (schema version 1, before issue 19); 9
+    also wrote each pending outcome as a WorkloadInadmissible message at the cycle's
+    ``now_ms`` (before issue 15; the fold takes a PendingOutcome as the WorkloadInadmissible it
+    stands for, so the state, and every later cycle, is the same). Raises ValueError for any
+    other version.
     """
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"admitter logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
+    inline_pending = version == 9
 
-    def decide_v10(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
-        """:func:`decide` as logic version 10 decided."""
-        return _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=True)
+    def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
+        """:func:`decide` as logic ``version`` decided and wrote it."""
+        outputs: list[types.Output] = []
+        for out in _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=True):
+            if isinstance(out, types.WorkloadAdmitted):
+                out = msgspec.structs.replace(out, pod_set_assignments=msgspec.UNSET)
+            elif inline_pending and isinstance(out, types.PendingOutcome):
+                out = out.inadmissible(at_ms=now_ms)
+            outputs.append(out)
+        return outputs
 
-    def decide_v9(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
-        """:func:`decide` of version 10, each pending outcome written as its WorkloadInadmissible (version 9)."""
-        return [
-            out.inadmissible(at_ms=now_ms) if isinstance(out, types.PendingOutcome) else out
-            for out in decide_v10(state, now_ms=now_ms, partition=partition)
-        ]
-
-    return decide_v10 if version == 10 else decide_v9
+    return decide_earlier

@@ -74,7 +74,7 @@ class HandLog:
         )
 
     def admit(self, i: int) -> types.WorkloadAdmitted:
-        return types.WorkloadAdmitted(workload=self.ref(i), cluster_queue=self.planned[i].cluster_queue, at_ms=3_000)
+        return types.admitted(self.reserve(i), at_ms=3_000)
 
     def release(self, i: int) -> types.QuotaReleased:
         cq = self.planned[i].cluster_queue

@@ -136,12 +136,10 @@ async def admit_now(bus: MemoryBus, ref: types.WorkloadRef | None) -> None:
         count=1,
     )
     now_ms = wall_clock_ms()
-    outputs = (
-        types.QuotaReserved(
-            workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=now_ms
-        ),
-        types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=now_ms),
+    reserved = types.QuotaReserved(
+        workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=now_ms
     )
+    outputs = (reserved, types.admitted(reserved, at_ms=now_ms))
     head_seq = await bus.last_subject_seq(subjects.HEADS)  # p0: after every partition's records
     head, rest = build_batch(
         deciders.ADMITTER, outputs=outputs, basis_seq=await bus.last_seq(), head_seq=head_seq, now_ms=now_ms

@@ -111,11 +111,8 @@ def admitted_job_log(
     assert isinstance(observed, types.WorkloadObserved)
     meta = observed.workload.metadata
     ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
-    log.add(
-        observed,
-        reservation(ref, count=count),
-        types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=0),
-    )
+    reserved = reservation(ref, count=count)
+    log.add(observed, reserved, types.admitted(reserved, at_ms=0))
     return log, ref
 
 

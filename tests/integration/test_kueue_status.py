@@ -113,10 +113,8 @@ def reserved(ref: types.WorkloadRef, seconds: int) -> types.QuotaReserved:
 
 
 def admitted(ref: types.WorkloadRef, seconds: int) -> list[types.Event]:
-    return [
-        reserved(ref, seconds),
-        types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=at(seconds)),
-    ]
+    reservation = reserved(ref, seconds)
+    return [reservation, types.admitted(reservation, at_ms=at(seconds))]
 
 
 def preempted(ref: types.WorkloadRef, seconds: int) -> types.EvictionRequested:

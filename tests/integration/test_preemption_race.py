@@ -124,15 +124,13 @@ async def _seed(bus: Bus, scenario: Scenario) -> None:
         await bus.publish(subjects.fact_message(admitted.workload.fact))
         meta = admitted.workload.fact.workload.metadata
         ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
-        outputs: list[types.Decision] = [
-            types.QuotaReserved(
-                workload=ref,
-                cluster_queue=admitted.cluster_queue,
-                pod_set_assignments=list(admitted.pod_set_assignments),
-                at_ms=admitted.reserved_at_ms,
-            ),
-            types.WorkloadAdmitted(workload=ref, cluster_queue=admitted.cluster_queue, at_ms=admitted.reserved_at_ms),
-        ]
+        reserved = types.QuotaReserved(
+            workload=ref,
+            cluster_queue=admitted.cluster_queue,
+            pod_set_assignments=list(admitted.pod_set_assignments),
+            at_ms=admitted.reserved_at_ms,
+        )
+        outputs: list[types.Decision] = [reserved, types.admitted(reserved, at_ms=admitted.reserved_at_ms)]
         head_seq = await bus.last_subject_seq(subjects.heads_of())
         head, rest = build_batch(
             core_engine.SEED, outputs=outputs, basis_seq=await bus.last_seq(), head_seq=head_seq, now_ms=0

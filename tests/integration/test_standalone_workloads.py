@@ -139,7 +139,7 @@ async def test_the_user_completes_an_eviction_and_deletes_the_workload(api, bus:
         reserved = types.QuotaReserved(
             workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[assignment], at_ms=1
         )
-        await commit(bus, reserved, types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=1))
+        await commit(bus, reserved, types.admitted(reserved, at_ms=1))
         await condition_of(api, "wl-a", "Admitted")
         await commit(bus, eviction(ref))
         await condition_of(api, "wl-a", "Evicted")

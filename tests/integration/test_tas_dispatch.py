@@ -121,7 +121,7 @@ async def admit_with_topology(bus: MemoryBus, ref: types.WorkloadRef, assignment
     assigned = types.TopologyAssigned(
         workload=ref, cluster_queue="cluster-queue", assignments={"main": tas.encode(assignment)}, at_ms=NOW_MS
     )
-    admitted = types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=NOW_MS)
+    admitted = types.admitted(reserved, at_ms=NOW_MS)
     return await commit(bus, reserved, assigned, admitted)
 
 

@@ -360,7 +360,7 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
             ),
         )
         requeued = await workload_where(lambda o: "Requeued" in conditions(o))
-        await commit(bus, reservation, types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=0))
+        await commit(bus, reservation, types.admitted(reservation, at_ms=0))
         readmitted = await workload_where(lambda o: conditions(o)["QuotaReserved"]["status"] == "True")
         complete = [{"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:10:00Z"}]
         await kube.patch_object(
