@@ -145,17 +145,18 @@ class Dispatcher:
         # second client built from the same QPS and burst)
         event_limiter = type(self.limiter)(qps=self.limiter.qps, burst=self.limiter.burst)
         self.recording = Recording(api=self.api, limiter=event_limiter, view=self.view, stored=self.stored)
+        # results and acks settle beside the next decisions; a delivery settled is no longer marked in progress
+        self.settling = Settling(on_settled=lambda delivery: self._held.pop(delivery.message.seq, None))
         self.workloads = WorkloadSync(
             bus=bus,
             cluster=cluster,
             view=self.view,
             stored=self.stored,
             created=lambda item: self.recording.add_job_event(0, item),
+            record=self.settling.record,
         )
         self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)
         self.ungating = Ungating(api=self.api, limiter=self.limiter, view=self.view)
-        # results and acks settle beside the next decisions; a delivery settled is no longer marked in progress
-        self.settling = Settling(on_settled=lambda delivery: self._held.pop(delivery.message.seq, None))
 
     @property
     def state(self) -> ClusterState:
@@ -379,12 +380,15 @@ class Dispatcher:
             await asyncio.sleep(self.progress_every)
             if self.gate is not None and not self.gate():
                 continue
-            for delivery in list(self._held.values()):
-                try:
-                    await consumer.in_progress(delivery)
-                except BusError as err:  # the next round tries again; redelivery is safe anyway
-                    log.warning("in_progress_failed", seq=delivery.message.seq, error=str(err))
-                    break
+            window = asyncio.timeout(self.progress_every)  # a mark tried again for longer waits for the next round
+            try:
+                async with window:
+                    for delivery in list(self._held.values()):
+                        await consumer.in_progress(delivery)
+            except (BusError, TimeoutError) as err:  # the next round tries again; redelivery is safe anyway
+                if isinstance(err, TimeoutError) and not window.expired():
+                    raise
+                log.warning("in_progress_failed", error=str(err) or "still being tried again")
 
     async def handle(self, consumer: DurableConsumer, delivery: Delivery) -> None:
         """Execute one delivered decision; return once it is acked (its result on the log first)."""
@@ -504,7 +508,7 @@ class Dispatcher:
         except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
             if not isinstance(err, kube_errors.ApiError) or err.status >= 500 or err.status == 429:
                 log.warning("dispatch_retry", seq=message.seq, action=name, error=str(err))
-                await consumer.nak(delivery, delay=min(2.0**delivery.attempt, 30.0))
+                self.settling.nak(consumer, delivery, delay=min(2.0**delivery.attempt, 30.0))
                 self._held.pop(message.seq, None)  # delivered again after the delay, not marked in progress
                 return
             result = types.DispatchFailed(

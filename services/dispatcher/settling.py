@@ -18,6 +18,9 @@ settles in a task of its own (:meth:`Settling.settle`). What stays as it was:
   every result of the batch is stored); a result that fails for good (not transiently) acks
   nothing more of its batch and is raised by :meth:`Settling.check` (the runner raises it,
   as it raised a batch's failure);
+- a nak (a Job write the API server refused for now) and a result no ack waits for (a
+  Workload write refused) go out the same way, without waiting (:meth:`Settling.nak`,
+  :meth:`Settling.record`);
 - a decision delivered again while it settles is not executed again
   (:meth:`Settling.redelivered`): its newest delivery is the one acked; nor is one whose
   result was stored and whose ack was given up (:meth:`Settling.stored_before`): it is acked.
@@ -142,6 +145,38 @@ class Settling:
         self._barrier = future
         return future
 
+    def record(self, publish: Awaitable[Any]) -> None:
+        """Publish a result no ack waits for (a Workload write refused: DispatchFailed ``SyncWorkload``) in
+        its turn among the results, without waiting for it; a failure is kept for :meth:`check`."""
+        self.result(publish).add_done_callback(self._keep_error)
+
+    def nak(self, consumer: DurableConsumer, delivery: Delivery, *, delay: float) -> None:
+        """Ask for ``delivery`` again after ``delay`` seconds, without waiting: tried again for up to
+        ``retry_seconds``, then given up (the server delivers it again one ack wait after its delivery)."""
+        task = asyncio.ensure_future(self._nak(consumer, delivery, delay))
+        self._batches.add(task)
+        task.add_done_callback(self._batch_done)
+
+    async def _nak(self, consumer: DurableConsumer, delivery: Delivery, delay: float) -> None:
+        window = asyncio.timeout(self.retry_seconds)
+        try:
+            async with window:
+                async for attempt in tenacity.AsyncRetrying(
+                    retry=tenacity.retry_if_exception_type(TransientBusError),
+                    wait=tenacity.wait_exponential_jitter(initial=0.05, max=ACK_WAIT_MAX, jitter=0.1),
+                    reraise=True,
+                ):
+                    with attempt:
+                        await consumer.nak(delivery, delay=delay)
+        except TimeoutError:
+            if not window.expired():
+                raise
+            log.warning("nak_abandoned", seq=delivery.message.seq, after_s=self.retry_seconds)
+
+    def _keep_error(self, future: asyncio.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None and self.error is None:
+            self.error = future.exception()
+
     def _track(self, future: asyncio.Future[T]) -> asyncio.Future[T]:
         self._results.add(future)
         future.add_done_callback(self._results.discard)
@@ -192,8 +227,7 @@ class Settling:
 
     def _batch_done(self, task: asyncio.Task[None]) -> None:
         self._batches.discard(task)
-        if not task.cancelled() and task.exception() is not None and self.error is None:
-            self.error = task.exception()
+        self._keep_error(task)
         self._room.set()
 
     async def _settle(self, entries: list[Settlement]) -> None:
