@@ -136,8 +136,13 @@ class Settling:
         earlier = [future for future in self._results if not future.done()]
 
         async def in_order() -> None:
-            if earlier:
-                await asyncio.gather(*earlier)
+            try:
+                if earlier:
+                    await asyncio.gather(*earlier)
+            except BaseException:
+                if asyncio.iscoroutine(publish):
+                    publish.close()  # never sent
+                raise
             await publish
             await then()
 
