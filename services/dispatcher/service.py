@@ -423,12 +423,14 @@ class Dispatcher:
         decoded: list[tuple[Delivery, types.Event]] = []
         done: list[Settlement] = []  # acked once the results published before are stored
         joined: list[asyncio.Task[None]] = []  # the settling of decisions delivered again while they settle
+        settling = self.settling
         for delivery in deliveries:
-            settling = self.settling.redelivered(consumer, delivery)
-            if settling is not None:
-                joined.append(settling)
+            if delivery.message.seq in settling.entries:  # delivered again while it settles: not redone
+                joining = settling.redelivered(consumer, delivery)
+                if joining is not None:
+                    joined.append(joining)
                 continue
-            if self.settling.stored_before(delivery.message.seq):  # its result is on the log: acked, not redone
+            if settling.stored_before(delivery.message.seq):  # its result is on the log: acked, not redone
                 done.append(Settlement(consumer=consumer, delivery=delivery))
                 continue
             try:

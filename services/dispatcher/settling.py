@@ -107,11 +107,11 @@ class Settling:
         self.acked = 0  # acks that went through
         self.abandoned = 0  # acks given up, left to the server's redelivery
         self.abandoned_since_ack = 0  # given up since the last ack that went through: not ready while > 0
-        self.retrying = 0  # acks under way that are waiting (an ack is fire and forget: one that waits is retried)
+        self.retrying = 0  # acks under way; one seen waiting is being tried again (an ack is fire and forget)
         self.error: BaseException | None = None  # the first failure of a settlement (raised by check)
         self._stored_unacked: dict[int, None] = {}  # decisions whose result is stored and ack given up, oldest first
         self._batches: set[asyncio.Task[None]] = set()
-        self._results: set[asyncio.Future[Any]] = set()  # result publishes under way
+        self._results: list[asyncio.Future[Any]] = []  # result publishes started (done ones pruned now and then)
         self._barrier: asyncio.Future[Any] | None = None  # the last result that later results wait for
         self._room = asyncio.Event()
 
@@ -183,8 +183,10 @@ class Settling:
             self.error = future.exception()
 
     def _track(self, future: asyncio.Future[T]) -> asyncio.Future[T]:
-        self._results.add(future)
-        future.add_done_callback(self._results.discard)
+        results = self._results
+        results.append(future)
+        if len(results) > 2 * self.limit:  # pruned in bulk: a done callback per result cost a loop turn each
+            self._results = [result for result in results if not result.done()]
         return future
 
     @staticmethod
@@ -216,7 +218,8 @@ class Settling:
     def stored_before(self, seq: int) -> bool:
         """Whether the decision at ``seq`` was settled here but for its ack, given up (its result is on
         the log): a delivery of it again is acked, not executed again."""
-        return seq in self._stored_unacked
+        unacked = self._stored_unacked
+        return bool(unacked) and seq in unacked
 
     def settle(self, entries: list[Settlement]) -> asyncio.Task[None]:
         """Settle a batch in a task of its own: wait for its results, then ack each of its decisions
@@ -241,9 +244,10 @@ class Settling:
             if stored:
                 await asyncio.gather(*stored)
             await self._ack_all(entries)
-        finally:
+        except BaseException:
             for entry in entries:
                 self._forget(entry)
+            raise
 
     def _forget(self, entry: Settlement) -> None:
         seq = entry.delivery.message.seq
@@ -253,49 +257,57 @@ class Settling:
                 self.on_settled(entry.delivery)
 
     async def _ack_all(self, entries: list[Settlement]) -> None:
+        """Ack each of ``entries``' newest delivery in turn, an ack that fails transiently tried again (tenacity),
+        all within ``retry_seconds``; what is left then is given up."""
         done = 0
+        unacked = self._stored_unacked
         window = asyncio.timeout(self.retry_seconds)
         try:
             async with window:
                 for entry in entries:
-                    await self._ack(entry)
+                    self.retrying += 1  # seen by a probe only while the ack waits: it is being tried again
+                    try:
+                        await entry.consumer.ack(entry.delivery)
+                    except TransientBusError as err:
+                        await self._ack_again(entry, err)
+                    finally:
+                        self.retrying -= 1
                     self._forget(entry)
-                    self._stored_unacked.pop(entry.delivery.message.seq, None)
+                    if unacked:
+                        unacked.pop(entry.delivery.message.seq, None)
                     done += 1
-                    self.acked += 1
-                    self.abandoned_since_ack = 0
         except TimeoutError:
             if not window.expired():
                 raise
-            left = [entry.delivery.message.seq for entry in entries[done:]]
-            self._stored_unacked.update(dict.fromkeys(left))
-            while len(self._stored_unacked) > MAX_REMEMBERED:
-                del self._stored_unacked[next(iter(self._stored_unacked))]
-            self.abandoned += len(left)
-            self.abandoned_since_ack += len(left)
+            left = entries[done:]
+            for entry in left:
+                self._forget(entry)
+            seqs = [entry.delivery.message.seq for entry in left]
+            unacked.update(dict.fromkeys(seqs))
+            while len(unacked) > MAX_REMEMBERED:
+                del unacked[next(iter(unacked))]
+            self.abandoned += len(seqs)
+            self.abandoned_since_ack += len(seqs)
             if self.on_abandoned is not None:
-                self.on_abandoned(len(left))
-            log.warning("acks_abandoned", count=len(left), seqs=left[:10], after_s=self.retry_seconds)
-
-    async def _ack(self, entry: Settlement) -> None:
-        """Ack ``entry``'s newest delivery, trying again while it fails transiently (the caller bounds it)."""
-        self.retrying += 1
-        try:
-            try:  # the retrying machinery only once a first try failed
-                await entry.consumer.ack(entry.delivery)
-                return
-            except TransientBusError as err:
-                log.warning("ack_retry", seq=entry.delivery.message.seq, error=str(err))
-            retrying = tenacity.AsyncRetrying(
-                retry=tenacity.retry_if_exception_type(TransientBusError),
-                wait=tenacity.wait_exponential_jitter(initial=0.05, max=ACK_WAIT_MAX, jitter=0.1),
-                reraise=True,
-            )
-            async for attempt in retrying:
-                with attempt:
-                    await entry.consumer.ack(entry.delivery)
+                self.on_abandoned(len(seqs))
+            log.warning("acks_abandoned", count=len(seqs), seqs=seqs[:10], after_s=self.retry_seconds)
         finally:
-            self.retrying -= 1
+            if done:
+                self.acked += done
+                if done == len(entries):
+                    self.abandoned_since_ack = 0
+
+    async def _ack_again(self, entry: Settlement, error: TransientBusError) -> None:
+        """Ack ``entry``'s newest delivery again until it does not fail transiently (the caller bounds it)."""
+        log.warning("ack_retry", seq=entry.delivery.message.seq, error=str(error))
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(TransientBusError),
+            wait=tenacity.wait_exponential_jitter(initial=0.05, max=ACK_WAIT_MAX, jitter=0.1),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                await entry.consumer.ack(entry.delivery)
 
     # -- what the runner and the probes ask ------------------------------------------------------
 
