@@ -458,6 +458,9 @@ class Dispatcher:
             raise
         if done:
             joined.append(self.settling.settle(done))
+            # one turn of the loop for the batch's result publishes and settling: with Job writes that never
+            # wait (the simulated API) the next batches would otherwise pile up ahead of them
+            await asyncio.sleep(0)
         await self.record_events([(d.message.seq, event) for d, event in decoded])
         return joined
 

@@ -72,7 +72,7 @@ ACK_WAIT_MAX = 2.0
 """Seconds at most between two tries of an ack that fails transiently (50 ms doubling, with jitter)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Settlement:
     """One decision handed over: ``delivery`` (the newest, see :meth:`Settling.redelivered`) is acked
     through ``consumer`` once ``stored`` (its result's publish, None when it has none) is done."""
@@ -183,10 +183,7 @@ class Settling:
             self.error = future.exception()
 
     def _track(self, future: asyncio.Future[T]) -> asyncio.Future[T]:
-        results = self._results
-        results.append(future)
-        if len(results) > 2 * self.limit:  # pruned in bulk: a done callback per result cost a loop turn each
-            self._results = [result for result in results if not result.done()]
+        self._results.append(future)  # pruned once a batch (settle): a done callback per result cost a loop turn
         return future
 
     @staticmethod
@@ -225,6 +222,7 @@ class Settling:
         """Settle a batch in a task of its own: wait for its results, then ack each of its decisions
         (tried again for up to ``retry_seconds``). Returns the task (its failure is also kept for
         :meth:`check`)."""
+        self._results = [result for result in self._results if not result.done()]  # no done one kept alive
         task = asyncio.ensure_future(self._settle(entries))
         for entry in entries:
             entry.batch = task
