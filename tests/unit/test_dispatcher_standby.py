@@ -168,10 +168,10 @@ async def test_in_progress_acks_keep_a_short_ack_wait_from_redelivering_a_batch_
         return limiter.writes, consumer.again
 
     assert await run(0.04) == (5, 0)  # each decision written once, delivered once
-    # without them, the batch comes again while it is written (to a standby that took over, it would be written
-    # again); here the deliveries again join the decisions settling, so nothing is written twice
+    # without them, the batch comes again while it is written: a delivery again of a decision still settling
+    # joins it, one that comes after its ack is written again (as a standby that took over would write it)
     writes, again = await run(None)
-    assert again > 0 and writes == 5
+    assert again > 0 and writes >= 5
 
 
 async def test_a_shut_gate_raises_before_the_job_write() -> None:
