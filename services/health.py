@@ -107,6 +107,10 @@ class Health:
       ``workloads``, ``queues``; :mod:`kueue_es.services.dispatcher.write_budget`): waiting for a
       token, and Workloads and queues changed but not yet written (set by
       :meth:`report_dispatch_backlog`);
+    - ``dispatch_acks_outstanding`` / ``dispatch_acks_retrying`` / ``dispatch_acks_abandoned_total``: the
+      dispatcher's decisions executed and not yet acked (their results being stored, or their acks under
+      way), its acks being tried again, and its acks given up (left to the server's redelivery), set by
+      :meth:`report_dispatch_acks` (:mod:`kueue_es.services.dispatcher.settling`);
     - ``leader``: 1 while this replica holds its lease (or runs without election); for a decider with
       a standby lease, while it holds that (:mod:`kueue_es.services.standby`, which adds
       ``lease_holder{role}`` and ``lease_transitions_total{role}``);
@@ -173,6 +177,19 @@ class Health:
             [*labels, "class"],
             registry=self.registry,
         )
+        self._dispatch_acks = {
+            what: Gauge(f"kueue_es_dispatch_acks_{what}", text, labels, registry=self.registry)
+            for what, text in (
+                ("outstanding", "The dispatcher's decisions executed and not yet acked."),
+                ("retrying", "The dispatcher's acks being tried again."),
+            )
+        }
+        self._dispatch_acks_abandoned = Counter(
+            "kueue_es_dispatch_acks_abandoned",
+            "The dispatcher's acks given up after retrying (their decisions are delivered again).",
+            labels,
+            registry=self.registry,
+        )
         self.checks: list[Callable[[], tuple[bool, dict[str, Any]]]] = []
         self.failing: collections.Counter[str] = collections.Counter()  # operations being tried again
         self.reader_failed = ""  # why a reader of the log ended with an error (never ready again)
@@ -229,6 +246,20 @@ class Health:
 
         for write_class in backlog():
             self._dispatch_backlog.labels(self.service, write_class).set_function(reader(write_class))
+
+    def report_dispatch_acks(self, readiness: Callable[[], tuple[bool, dict[str, Any]]]) -> Callable[[float], None]:
+        """Make ``readiness()`` (the dispatcher's ``Settling.readiness``: ok, and facts with
+        ``acks_outstanding`` and ``acks_retrying``) a check of /readyz and export those two facts as
+        ``kueue_es_dispatch_acks_outstanding`` / ``_retrying``, read at each scrape. Returns the hook that
+        counts ``n`` acks given up (``kueue_es_dispatch_acks_abandoned_total``)."""
+        self.add_check(readiness)
+
+        def reader(what: str) -> Callable[[], float]:
+            return lambda: float(readiness()[1][f"acks_{what}"])
+
+        for what, gauge in self._dispatch_acks.items():
+            gauge.labels(self.service).set_function(reader(what))
+        return self._dispatch_acks_abandoned.labels(self.service).inc
 
     def add_check(self, check: Callable[[], tuple[bool, dict[str, Any]]]) -> None:
         """Make readiness also depend on ``check`` (ready or not, and facts for the /readyz body),

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import structlog
@@ -148,6 +148,9 @@ class StoredObjects:
 class WorkloadSync:
     """Brings the Workload object and status of every changed workload made from a Job up to date; the
     CreatedWorkload Event of a Workload it creates goes to ``created`` (to be recorded after the batch).
+    A write the server refuses is recorded as DispatchFailed ``SyncWorkload``, published through
+    ``record`` when given (the dispatcher's results, without waiting: a publish that keeps failing
+    holds no decision), else awaited.
 
     The workloads of a batch's decisions are written in the batch, before its Job writes
     (:meth:`sync` with their keys: Kueue's Workload says Admitted before its Job runs); every
@@ -163,9 +166,10 @@ class WorkloadSync:
         view: core.DispatchState,
         stored: StoredObjects,
         created: Callable[[kube_events.KubeEvent], None],
+        record: Callable[[Awaitable[Any]], None] | None = None,
     ) -> None:
         self.bus, self.cluster, self.view = bus, cluster, view
-        self.stored, self.created = stored, created
+        self.stored, self.created, self.record = stored, created, record
         self._writing = asyncio.Lock()  # the batch's writes and run()'s never interleave
 
     def _take(self, keys: Iterable[str] | None) -> dict[str, int]:
@@ -285,13 +289,17 @@ class WorkloadSync:
             reason=err.reason,
             message=str(err),
         )
-        await self.bus.publish(
+        publish = self.bus.publish(
             subjects.message(
                 failed,
                 subject=subjects.dispatch_subject(wl.ref, self.cluster),
                 msg_id=f"disp:{self.cluster}:{seq}:{SYNC_WORKLOAD}",
             )
         )
+        if self.record is not None:
+            self.record(publish)
+        else:
+            await publish
 
 
 class QueueStatusSync:

@@ -64,6 +64,7 @@ from kueue_es.services.dispatcher.kube_api import (
 )
 from kueue_es.services.dispatcher.object_sync import QueueStatusSync, StoredObjects, WorkloadSync
 from kueue_es.services.dispatcher.recording import Recording, workload_key
+from kueue_es.services.dispatcher.settling import Settlement, Settling
 from kueue_es.services.dispatcher.ungating import Ungating
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.health import ObservedBus
@@ -144,12 +145,15 @@ class Dispatcher:
         # second client built from the same QPS and burst)
         event_limiter = type(self.limiter)(qps=self.limiter.qps, burst=self.limiter.burst)
         self.recording = Recording(api=self.api, limiter=event_limiter, view=self.view, stored=self.stored)
+        # results and acks settle beside the next decisions; a delivery settled is no longer marked in progress
+        self.settling = Settling(on_settled=lambda delivery: self._held.pop(delivery.message.seq, None))
         self.workloads = WorkloadSync(
             bus=bus,
             cluster=cluster,
             view=self.view,
             stored=self.stored,
             created=lambda item: self.recording.add_job_event(0, item),
+            record=self.settling.record,
         )
         self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)
         self.ungating = Ungating(api=self.api, limiter=self.limiter, view=self.view)
@@ -328,12 +332,15 @@ class Dispatcher:
     delivery and its ack, well inside the consumer's 30 s ack wait."""
 
     async def consume(self, consumer: DurableConsumer) -> None:
-        """Fetch, execute and ack decisions forever; objects are brought up to date after every fetch.
+        """Fetch, execute and settle decisions forever; objects are brought up to date after every fetch.
 
         The next fetch is under way while a batch is handled (one fetch at a time, batches
         handled one after the other in delivery order), so a batch does not wait a round
         trip to the server after the one before: on a busy machine that wait was most of
-        the time from an admission to its Job write.
+        the time from an admission to its Job write. A batch's results and acks settle
+        beside the next batches (:mod:`~kueue_es.services.dispatcher.settling`): an ack that
+        keeps failing holds no later decision; once :data:`~.settling.MAX_SETTLING` decisions
+        settle, nothing more is fetched until some have. Raises what a settlement raises.
         """
         self._gated = True  # not before the fold reaches the end: it would write the past on the way
         await self.prime()
@@ -344,10 +351,10 @@ class Dispatcher:
         try:
             while True:
                 deliveries = await upcoming
+                await self.settling.room()
                 upcoming = asyncio.ensure_future(self._fetch(consumer))
-                await self.handle_batch(consumer, deliveries)
-                for delivery in deliveries:
-                    self._held.pop(delivery.message.seq, None)
+                await self._dispatch_batch(consumer, deliveries)
+                self.settling.check()
                 if apart.done():
                     apart.result()  # the writes apart from the batches failed: raise it, as a batch's failure
         finally:
@@ -357,6 +364,7 @@ class Dispatcher:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+            await self.settling.close()
 
     async def _fetch(self, consumer: DurableConsumer) -> list[Delivery]:
         deliveries = await consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0)
@@ -372,62 +380,89 @@ class Dispatcher:
             await asyncio.sleep(self.progress_every)
             if self.gate is not None and not self.gate():
                 continue
-            for delivery in list(self._held.values()):
-                try:
-                    await consumer.in_progress(delivery)
-                except BusError as err:  # the next round tries again; redelivery is safe anyway
-                    log.warning("in_progress_failed", seq=delivery.message.seq, error=str(err))
-                    break
+            window = asyncio.timeout(self.progress_every)  # a mark tried again for longer waits for the next round
+            try:
+                async with window:
+                    for delivery in list(self._held.values()):
+                        await consumer.in_progress(delivery)
+            except (BusError, TimeoutError) as err:  # the next round tries again; redelivery is safe anyway
+                if isinstance(err, TimeoutError) and not window.expired():
+                    raise
+                log.warning("in_progress_failed", error=str(err) or "still being tried again")
 
     async def handle(self, consumer: DurableConsumer, delivery: Delivery) -> None:
-        """Execute one delivered decision; ack when its result is on the log."""
+        """Execute one delivered decision; return once it is acked (its result on the log first)."""
         await self.handle_batch(consumer, [delivery])
 
     async def handle_batch(self, consumer: DurableConsumer, deliveries: list[Delivery]) -> None:
-        """Execute a batch of delivered decisions (possibly none): Workload objects first, then each decision's
-        Job write and result, then the acks, then the batch's Events. Only the Workloads of the batch's
-        decisions are written here, and no queue status (:meth:`write_apart_from_batches`): a flood of
-        those never holds up a decision.
+        """Execute a batch of delivered decisions (possibly none) as :meth:`consume` does, and return once
+        the batch is settled: every result stored and every decision acked (or its ack given up).
+        Raises the batch's failure (nothing more of it acked)."""
+        settled = await self._dispatch_batch(consumer, deliveries)
+        if settled:
+            await asyncio.gather(*settled)
+        self.settling.check()
+
+    async def _dispatch_batch(self, consumer: DurableConsumer, deliveries: list[Delivery]) -> list[asyncio.Task[None]]:
+        """Execute a batch of delivered decisions: Workload objects first, then each decision's Job write and
+        result, then hand the batch over to settle (:mod:`~kueue_es.services.dispatcher.settling`: its acks once
+        its results are stored), then the batch's Events; returns the tasks the batch's settling is in
+        (a decision delivered again while it settles joins its first delivery's). Only the Workloads of the
+        batch's decisions are written here, and no queue status (:meth:`write_apart_from_batches`): a flood
+        of those never holds up a decision; nor does a result or an ack that keeps failing.
 
         Results go out pipelined: each decision's Job write waits for the one before (the
         write limiter keeps its order), but its result is published without waiting for
         the JetStream ack of the previous result (one connection keeps them in order on
         the log), and the batch's acks go out together once every result is stored. A
         decision that needs more facts after its result (a gone Job, a job that cannot
-        start) first waits for the results before it, so the log's order is the
-        one-at-a-time order. A failure stops the batch with nothing more acked:
-        redelivery repeats what was not recorded (the results' Msg-Ids make a repeat a
-        duplicate)."""
+        start) has them published once every result before it is stored, and the results
+        after it wait for them, so the log's order is the one-at-a-time order. A failure
+        while executing stops the batch with nothing of it acked: redelivery repeats what
+        was not recorded (the results' Msg-Ids make a repeat a duplicate)."""
         decoded: list[tuple[Delivery, types.Event]] = []
-        done: list[Delivery] = []  # acked once the results published before are stored
+        done: list[Settlement] = []  # acked once the results published before are stored
+        joined: list[asyncio.Task[None]] = []  # the settling of decisions delivered again while they settle
+        settling = self.settling
         for delivery in deliveries:
+            if delivery.message.seq in settling.entries:  # delivered again while it settles: not redone
+                joining = settling.redelivered(consumer, delivery)
+                if joining is not None:
+                    joined.append(joining)
+                continue
+            if settling.stored_before(delivery.message.seq):  # its result is on the log: acked, not redone
+                done.append(Settlement(consumer=consumer, delivery=delivery))
+                continue
             try:
                 decoded.append((delivery, codec.decode(delivery.message.data)))
             except codec.DecodeError as err:
                 log.warning("decision_undecodable", seq=delivery.message.seq, error=str(err))
-                done.append(delivery)
+                done.append(Settlement(consumer=consumer, delivery=delivery))
         if decoded:
             await self._wait_folded(max(d.message.seq for d, _ in decoded))
         orphans = [(d, event) for d, event in decoded if d.message.seq in self.orphaned_seqs]
         for delivery, _ in orphans:  # decisions outside a verified batch are never executed (acked, skipped)
             log.warning("orphan_not_executed", seq=delivery.message.seq, subject=delivery.message.subject)
-            done.append(delivery)
+            done.append(Settlement(consumer=consumer, delivery=delivery))
         if orphans:
             decoded = [(d, event) for d, event in decoded if d.message.seq not in self.orphaned_seqs]
         await self.sync_workloads([workload_key(event) for _, event in decoded])
-        inflight: list[asyncio.Future[Any]] = []
         try:
             for delivery, event in decoded:
-                await self._execute(consumer, delivery, event, inflight=inflight, done=done)
-            await self._settle(inflight)
+                await self._execute(consumer, delivery, event, done=done)
         except BaseException:
-            for future in inflight:
+            results = [entry.stored for entry in done if entry.stored is not None]
+            for future in results:
                 future.cancel()
-            await asyncio.gather(*inflight, return_exceptions=True)
+            await asyncio.gather(*results, return_exceptions=True)
             raise
-        for delivery in done:
-            await consumer.ack(delivery)
+        if done:
+            joined.append(self.settling.settle(done))
+            # one turn of the loop for the batch's result publishes and settling: with Job writes that never
+            # wait (the simulated API) the next batches would otherwise pile up ahead of them
+            await asyncio.sleep(0)
         await self.record_events([(d.message.seq, event) for d, event in decoded])
+        return joined
 
     async def prime(self) -> None:
         """Learn what the server holds of the objects we keep, so unchanged ones are not written again."""
@@ -460,29 +495,15 @@ class Dispatcher:
         queues' status (cancel to stop); run by :meth:`consume`."""
         await asyncio.gather(self.workloads.run(ready=self._ready), self.queues.run(ready=self._ready))
 
-    @staticmethod
-    async def _settle(inflight: list[asyncio.Future[Any]]) -> None:
-        """Wait until every result published so far is stored; raises the first failure."""
-        if inflight:
-            pending = list(inflight)
-            inflight.clear()
-            await asyncio.gather(*pending)
-
     # -- the Job writes of decisions -----------------------------------------------------------
 
     async def _execute(
-        self,
-        consumer: DurableConsumer,
-        delivery: Delivery,
-        event: types.Event,
-        *,
-        inflight: list[asyncio.Future[Any]],
-        done: list[Delivery],
+        self, consumer: DurableConsumer, delivery: Delivery, event: types.Event, *, done: list[Settlement]
     ) -> None:
         message = delivery.message
         action = core.plan(self.view, event, seq=message.seq)
         if action is None:
-            done.append(delivery)
+            done.append(Settlement(consumer=consumer, delivery=delivery))
             return
         name = action_name(action)
         if self.gate is not None and not self.gate():
@@ -492,7 +513,8 @@ class Dispatcher:
         except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
             if not isinstance(err, kube_errors.ApiError) or err.status >= 500 or err.status == 429:
                 log.warning("dispatch_retry", seq=message.seq, action=name, error=str(err))
-                await consumer.nak(delivery, delay=min(2.0**delivery.attempt, 30.0))
+                self.settling.nak(consumer, delivery, delay=min(2.0**delivery.attempt, 30.0))
+                self._held.pop(message.seq, None)  # delivered again after the delay, not marked in progress
                 return
             result = types.DispatchFailed(
                 workload=action.workload,
@@ -510,21 +532,24 @@ class Dispatcher:
             )
         )
         gone = isinstance(result, types.DispatchFailed) and result.status == 404
+        stored: asyncio.Future[Any]
         if gone or isinstance(action, core.FailStart):
-            await self._settle(inflight)
-            await publish
-            if gone:
-                await self._report_gone(action, seq=message.seq)
-            if isinstance(action, core.FailStart):
-                await self._report_failed_start(action, seq=message.seq)
+
+            async def facts(action: core.Action = action, seq: int = message.seq) -> None:
+                if gone:
+                    await self._report_gone(action, seq=seq)
+                if isinstance(action, core.FailStart):
+                    await self._report_failed_start(action, seq=seq)
+
+            stored = self.settling.result_then(publish, facts)
         else:
-            inflight.append(asyncio.ensure_future(publish))
+            stored = self.settling.result(publish)
         if isinstance(result, types.DispatchApplied):
             self.applied += 1
             self.recording.job_write(action, seq=message.seq, decision=event)
         else:
             self.failed += 1
-        done.append(delivery)
+        done.append(Settlement(consumer=consumer, delivery=delivery, stored=stored))
 
     async def _report_failed_start(self, action: core.FailStart, *, seq: int) -> None:
         """The job cannot start: Kueue finishes its workload with reason FailedToStart (reconciler.go)."""
@@ -637,6 +662,13 @@ async def standby_lease(
     return lease, bind
 
 
+def observe(dispatcher: Dispatcher, bus: ObservedBus) -> None:
+    """Tell the Health the observed ``bus`` carries of ``dispatcher``'s orphans and acks (its readiness
+    then also asks :meth:`~kueue_es.services.dispatcher.settling.Settling.readiness`)."""
+    dispatcher.on_orphan = bus.health.orphaned
+    dispatcher.settling.on_abandoned = bus.health.report_dispatch_acks(dispatcher.settling.readiness)
+
+
 async def serve_dispatcher(
     *,
     nats_url: str,
@@ -658,7 +690,7 @@ async def serve_dispatcher(
     interval = queue_status_interval_from_env()
     dispatcher = Dispatcher(bus=bus, api=api, limiter=limiter, start=start, queue_status_interval=interval)
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
-        dispatcher.on_orphan = bus.health.orphaned
+        observe(dispatcher, bus)
         bus.health.report_dispatch_backlog(dispatcher.backlog)
     lease = None
     if standby_settings is not None:

@@ -34,7 +34,13 @@ from kueue_es.services import standby
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, Result
 from kueue_es.services.dispatcher.kube_api import DEFAULT_BURST, RawObject, WriteLimiter
-from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher, consume_while_leading, standby_lease
+from kueue_es.services.dispatcher.service import (
+    DECISION_FILTER,
+    Dispatcher,
+    consume_while_leading,
+    observe,
+    standby_lease,
+)
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import client as kube
@@ -165,7 +171,7 @@ async def serve_simulated_dispatcher(
     limiter = simulated_limiter(qps, burst)
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
-        dispatcher.on_orphan = bus.health.orphaned
+        observe(dispatcher, bus)
     lease = None
     if standby_settings is not None:
         lease, bind = await standby_lease(bus, dispatcher, standby_settings)
