@@ -472,6 +472,9 @@ class NatsBus(base.Bus):
         if nc.is_connected:
             self._back.set()
         self._retrying: collections.Counter[str] = collections.Counter()  # operations being tried again
+        # called (no arguments) each time the connection comes back: a core-NATS publisher may
+        # have lost what it wrote just before the connection went (perfbench.chaos.FactPublisher)
+        self.reconnect_hooks: list[Callable[[], None]] = []
 
     # -- the connection's comings and goings -------------------------------------------------------
 
@@ -494,6 +497,11 @@ class NatsBus(base.Bus):
             reader.resubscribe()
         for durable in self._durables:
             durable.reconnected()
+        for hook in list(self.reconnect_hooks):
+            try:
+                hook()
+            except Exception as err:  # a hook's fault must not keep the readers from resuming
+                log.warning("reconnect_hook_failed", hook=repr(hook), error=repr(err))
 
     async def _connected(self, *, within: float | None = None) -> None:
         """Return once connected (a request sent meanwhile would only wait out its timeout); raise

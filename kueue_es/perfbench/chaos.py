@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import nats.errors
 import structlog
 
 from kueue_es import deciders
@@ -134,7 +135,14 @@ class RestartableNatsServer(NatsServer):
 class FactPublisher:
     """Publishes the harness's facts on ``bus`` without waiting for JetStream's ack (core NATS publish
     with a ``Nats-Msg-Id``: the stream stores and dedups them all the same), and can hold them back
-    while nats-server is down and publish again what the dead server may have lost."""
+    while nats-server is down and publish again what the dead server may have lost.
+
+    Any comeback of the connection, not only a chaos kill, republishes the last ``keep_seconds``
+    of facts: what the client had written to a socket that was then reset (nats-server drops a
+    client whose reads lag too far behind, as the harness's may on a ten-times cluster) is gone,
+    and a core publish is never answered. The stream's duplicate window makes the repeats
+    harmless. A publish refused while the client's reconnect buffer is full waits and is sent again.
+    """
 
     def __init__(self, bus: nats_bus.NatsBus, *, keep_seconds: float = REPUBLISH_SECONDS) -> None:
         self.bus = bus
@@ -143,6 +151,9 @@ class FactPublisher:
         self.open = asyncio.Event()
         self.open.set()
         self.republished = 0
+        self.comebacks = 0  # connection comebacks that republished the recent facts
+        self._republishing: set[asyncio.Task[None]] = set()
+        bus.reconnect_hooks.append(self._comeback)
 
     async def publish(self, message: OutgoingMessage) -> None:
         """Publish ``message`` (waiting while publishing is paused)."""
@@ -157,7 +168,27 @@ class FactPublisher:
 
     async def _send(self, message: OutgoingMessage) -> None:
         headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
-        await self.bus.nc.publish(message.subject, message.data, headers=headers)
+        while True:
+            try:
+                await self.bus.nc.publish(message.subject, message.data, headers=headers)
+                return
+            except nats.errors.OutboundBufferLimitError:
+                await asyncio.sleep(POLL_SECONDS)  # reconnecting with a full buffer: wait for the comeback
+
+    def _comeback(self) -> None:
+        """The connection is back: publish the recent facts again (unless a chaos pause holds them:
+        :meth:`resume` does it then)."""
+        if not self.open.is_set():
+            return
+        self.comebacks += 1
+        task = asyncio.get_running_loop().create_task(self._republish(list(self.recent)))
+        self._republishing.add(task)
+        task.add_done_callback(self._republishing.discard)
+
+    async def _republish(self, recent: list[tuple[float, OutgoingMessage]]) -> None:
+        for _, message in recent:
+            await self._send(message)
+            self.republished += 1
 
     def pause(self) -> None:
         """Hold every publish back from now on (before nats-server is killed)."""

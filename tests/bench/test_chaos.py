@@ -99,3 +99,30 @@ def test_a_chaos_run_kills_services_and_nats_server_and_every_invariant_holds(
     assert chaos["checkedBatches"] == chaos["replay"]["decisions"]
     assert chaos["recoveryMaxSeconds"] >= chaos["recoveryP50Seconds"] > 0
     assert "every invariant held" in printed and "recovery p50" in printed and "restart to ready: p50" in printed
+
+
+@pytest.mark.timeout(60)
+async def test_any_comeback_of_the_connection_publishes_the_recent_facts_again(tmp_path: Path) -> None:
+    """Not only a chaos kill: a connection reset (nats-server drops a lagging client) loses what the client
+    had written, and core publishes are never answered. Every comeback republishes the recent facts by
+    itself (the ten-times bench lost 6,466 WorkloadObserved to two resets and stalled)."""
+    server = RestartableNatsServer(store_dir=tmp_path / "nats")
+    await server.start_async()
+    try:
+        bus = await nats_bus.connect(server.url)
+        publisher = FactPublisher(bus, keep_seconds=60.0)
+        for i in range(3):
+            await publisher.publish(subjects.fact_message(finished(i), version="1"))
+        await bus.nc.flush()
+        server.kill()  # no pause: the publisher does not know
+        await server.restart_on_same_port()
+        await publisher.publish(subjects.fact_message(finished(3), version="1"))  # buffered while reconnecting
+        deadline = asyncio.get_running_loop().time() + 20
+        while publisher.republished < 4 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        await bus.nc.flush()
+        assert publisher.comebacks == 1 and publisher.republished == 4
+        assert await stored(bus, 4) == 4  # every fact stored once, whatever the reset lost
+        await bus.close()
+    finally:
+        server.stop()
