@@ -104,6 +104,11 @@ def _public_headers(tag: str, *, verified: bool) -> dict[str, Any]:
         "ce-time": {"type": "string", "format": "date-time", "description": "RFC 3339, UTC"},
         "ce-subject": {"type": "string", "description": "the workload <namespace>/<name>, or the record's decision_id"},
         "content-type": {"type": "string", "const": core.CONTENT_TYPE},
+        "Nats-Expected-Stream": {
+            "type": "string",
+            "const": "KQ_PUB",
+            "description": "the publisher's guard that its write lands in KQ_PUB, kept on the stored message",
+        },
     }
     required = [core.MSG_ID, core.KQ_TYPE, core.KQ_SCHEMA, core.KQ_SEQ, core.KQ_LOG_SUBJECT, *core.CE_HEADERS]
     required.append("content-type")

@@ -85,10 +85,18 @@ _EXACT_TYPES = frozenset(types.ALL_TYPES)  # an event of one of these is a Decis
 
 
 def event_time(event: types.Event) -> int:
-    """The time an event carries (``atMs``, a DecisionRecord's ``nowMs``), 0 when none."""
+    """The time an event carries (``atMs``, a DecisionRecord's ``nowMs``, a WorkloadObserved's
+    Workload ``creationTimestamp``), ms since the epoch; 0 when none.
+
+    A WorkloadObserved carries no ``atMs``: without its creation time, a fold "as of" a time
+    would take a workload created later for one that existed then (the fold's clock is the
+    latest time met, and the message before may be minutes older). A later observation of the
+    same workload carries the same creation time, which never moves the clock back."""
     kind = type(event)
     if kind is types.DecisionRecord or (kind not in _EXACT_TYPES and isinstance(event, types.DecisionRecord)):
         return event.now_ms  # type: ignore[union-attr]
+    if kind is types.WorkloadObserved:
+        return event.workload.metadata.creation_timestamp_ms  # type: ignore[union-attr]
     value = getattr(event, "at_ms", 0)
     return value if isinstance(value, int) else 0
 
