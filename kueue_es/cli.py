@@ -33,6 +33,16 @@ from typing import Any
 DEFAULT_HOME = Path(".kueue-es")
 
 
+def _ignore_late_stop_signals() -> None:
+    """The command is done and the process exits: a SIGTERM or SIGINT now (``up`` stopping a service that
+    Ctrl-C already reached through the terminal's process group) must not turn a clean exit into -15.
+    Only for a process of its own (``argv`` None), never for a caller such as a test."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
     """Parse ``argv`` and run the command; returns the process exit code. ``prog`` names the command in
     usage errors (``kubectl kueue`` when the plugin forwards to it)."""
@@ -62,6 +72,9 @@ def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
             file=sys.stderr,
         )
         return 2
+    finally:
+        if argv is None:
+            _ignore_late_stop_signals()
 
 
 #: How a one-shot command is told its NATS user (events/bus/nats.py credentials_from_env).

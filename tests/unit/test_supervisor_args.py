@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kueue_es.supervisor import SERVICES, Supervisor
 
 
@@ -132,3 +134,25 @@ def test_the_publisher_runs_as_its_own_user_on_the_port_after_visibility(tmp_pat
     assert "--kube-server" not in args and "--partitions" not in args
     assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES) + 3)
     assert _processes(argparse.Namespace(compact=None))[-2:] == (VISIBILITY, PUBLISHER)
+
+
+def test_a_finished_command_ignores_a_late_stop_signal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``up`` stops its services with SIGTERM; Ctrl-C reaches them first through the terminal's process group,
+    so the SIGTERM can land while one is already exiting: it then exited -15 instead of 0 (found by a new
+    user). Run as a process (no argv), the command ignores stop signals once it has returned; called with
+    argv (a test, a caller) it leaves the caller's handlers alone."""
+    import signal
+
+    from kueue_es.cli import main
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        assert main(["events", "schema", "--output", str(tmp_path / "a.json")]) == 0
+        assert signal.getsignal(signal.SIGTERM) == saved[signal.SIGTERM]
+        monkeypatch.setattr("sys.argv", ["kueue-es", "events", "schema", "--output", str(tmp_path / "b.json")])
+        assert main() == 0
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
