@@ -481,7 +481,55 @@ def _resources(section: _Resources | None, *, source: str) -> models.ResourcesCo
         exclude_resource_prefixes=list(section.exclude_resource_prefixes),
         transformations=transformations,
         quota_check_strategy=section.quota_check_strategy or "BlockUndeclared",
+        device_class_mappings=_device_class_mappings(section.device_class_mappings, source=source),
     )
+
+
+_LABEL_KEY = re.compile(models.LABEL_KEY_PATTERN)
+
+
+def _device_class_mappings(mappings: list[_DeviceClassMapping], *, source: str) -> list[models.DeviceClassMapping]:
+    """``resources.deviceClassMappings`` checked as Kueue checks them (pkg/config/validation.go
+    validateDeviceClassMappings): at most 16 mappings; each name a qualified resource name, not
+    repeated; 1 to 8 DeviceClass names, each a qualified name, not repeated in the mapping and not
+    mapped to another resource name by an earlier mapping. ``sources`` (counter / capacity) are refused:
+    kueue-es charges one unit a device only."""
+    where = "resources.deviceClassMappings"
+    if len(mappings) > 16:
+        raise _error(source, where, f"must have at most 16 items, has {len(mappings)}")
+    names: set[str] = set()
+    mapped: dict[str, str] = {}
+    out = []
+    for index, mapping in enumerate(mappings):
+        at = f"{where}[{index}]"
+        if len(mapping.name) > 253 or not _LABEL_KEY.match(mapping.name):
+            raise _error(source, f"{at}.name", f"{mapping.name!r} is not a qualified name (a resource name)")
+        if mapping.name in names:
+            raise _error(source, f"{at}.name", f"Duplicate value: {mapping.name!r}")
+        names.add(mapping.name)
+        if not mapping.device_class_names:
+            raise _error(source, f"{at}.deviceClassNames", "Required value: at least one device class name is required")
+        if len(mapping.device_class_names) > 8:
+            raise _error(
+                source, f"{at}.deviceClassNames", f"must have at most 8 items, has {len(mapping.device_class_names)}"
+            )
+        for j, device_class in enumerate(mapping.device_class_names):
+            field = f"{at}.deviceClassNames[{j}]"
+            if len(device_class) > 253 or not _LABEL_KEY.match(device_class):
+                raise _error(source, field, f"{device_class!r} is not a qualified name")
+            if device_class in mapping.device_class_names[:j]:
+                raise _error(source, field, f"Duplicate value: {device_class!r}")
+            if mapped.get(device_class, mapping.name) != mapping.name:
+                raise _error(source, field, f"device class already mapped to resource {mapped[device_class]}")
+            mapped[device_class] = mapping.name
+        if mapping.sources:
+            raise _error(
+                source,
+                f"{at}.sources",
+                "counter and capacity sources are not supported by kueue-es (one unit a device)",
+            )
+        out.append(models.DeviceClassMapping(name=mapping.name, device_class_names=list(mapping.device_class_names)))
+    return out
 
 
 def _frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import datetime
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -259,6 +259,12 @@ def _as_list(value: Any, field: str, kind: str, name: str) -> list[Any]:
     return value
 
 
+def normalize_meta(meta: Any, *, kind: str, name: str) -> dict[str, Any]:
+    """An object's ``metadata`` as the models keep it (no resourceVersion; ``creationTimestampMs``);
+    ManifestError when it is not a mapping or its name is missing or not a DNS-1123 subdomain."""
+    return _normalize_meta(meta, kind=kind, name=name)
+
+
 def _normalize_meta(meta: Any, *, kind: str, name: str) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise ManifestError(kind=kind, name=name, field="metadata", problem="is missing or not a mapping")
@@ -440,6 +446,31 @@ def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str, strict: 
     problem = requests_over_limits(pod_spec, where=f"{where}.template.spec")
     if problem:
         out["misconfigured"] = problem
+    claims = pod_resource_claims(pod_spec, where=f"{where}.template.spec", kind=kind, name=name)
+    if claims:
+        out["resourceClaims"] = claims
+    return out
+
+
+def pod_resource_claims(pod_spec: Mapping[str, Any], *, where: str, kind: str, name: str) -> list[dict[str, str]]:
+    """A pod spec's ``resourceClaims`` in the wire shape of :class:`models.PodResourceClaim` (camelCase),
+    for a pod set; ManifestError when it is not a list of mappings with a name."""
+    raw = pod_spec.get("resourceClaims")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ManifestError(kind=kind, name=name, field=f"{where}.resourceClaims", problem="must be a list")
+    out = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ManifestError(
+                kind=kind, name=name, field=f"{where}.resourceClaims[{index}]", problem="must be a mapping with a name"
+            )
+        claim = {"name": item["name"]}
+        for key in ("resourceClaimTemplateName", "resourceClaimName"):
+            if isinstance(item.get(key), str):
+                claim[key] = item[key]
+        out.append(claim)
     return out
 
 

@@ -326,6 +326,17 @@ class PodSet(_Model, frozen=True, kw_only=True):
     required_node_affinity: list[NodeSelectorTerm] = []
     topology_request: PodSetTopologyRequest | None = None
     misconfigured: str = ""  # why the pod set fails Kueue's admissibility checks, e.g. requests over limits
+    resource_claims: list[PodResourceClaim] = []  # the template's spec.resourceClaims (DRA, SEMANTICS-ADVANCED F)
+
+
+class PodResourceClaim(_Model, frozen=True, kw_only=True):
+    """One ``spec.resourceClaims[]`` entry of a pod template: a claim made per pod from the
+    ResourceClaimTemplate ``resource_claim_template_name``, or the existing ResourceClaim
+    ``resource_claim_name`` every pod shares (Kueue refuses that one: SEMANTICS-ADVANCED F)."""
+
+    name: str
+    resource_claim_template_name: str | None = None
+    resource_claim_name: str | None = None
 
 
 class PodSetUpdate(_Model, frozen=True, kw_only=True):
@@ -446,12 +457,61 @@ class ResourceTransformation(_Model, frozen=True, kw_only=True):
     multiply_by: str | None = None
 
 
+class DeviceClassMapping(_Model, frozen=True, kw_only=True):
+    """One ``resources.deviceClassMappings`` entry (SEMANTICS-ADVANCED F): the devices of the
+    DeviceClasses ``device_class_names`` are charged as quota resource ``name``, one unit a device.
+    ``sources`` (counter / capacity sources) are kept as written; kueue-es does not charge by them."""
+
+    name: str
+    device_class_names: list[str]
+    sources: list[dict[str, object]] = []
+
+
 class ResourcesConfig(_Model, frozen=True, kw_only=True):
-    """Configuration ``resources``: excluded prefixes, transformations, undeclared-resource policy."""
+    """Configuration ``resources``: excluded prefixes, transformations, undeclared-resource policy,
+    DRA device classes mapped to quota resources."""
 
     exclude_resource_prefixes: list[str] = []
     transformations: list[ResourceTransformation] = []
     quota_check_strategy: Literal["BlockUndeclared", "IgnoreUndeclared"] = "BlockUndeclared"
+    device_class_mappings: list[DeviceClassMapping] = []
+
+
+class ExactDeviceRequest(_Model, frozen=True, kw_only=True):
+    """resource.k8s.io/v1 ExactDeviceRequest, the part quota reads: the class, how many devices
+    (``allocation_mode`` ExactCount with ``count``, or All), admin access; ``selectors``: how many
+    selectors it has (CEL selectors are not evaluated by kueue-es)."""
+
+    device_class_name: str = ""
+    allocation_mode: str = "ExactCount"
+    count: int = 1
+    admin_access: bool = False
+    selectors: int = 0
+
+
+class DeviceRequest(_Model, frozen=True, kw_only=True):
+    """One ``spec.devices.requests[]`` entry of a ResourceClaim(Template): ``exactly`` one kind of
+    device, or ``first_available`` (the number of alternatives; Kueue refuses those)."""
+
+    name: str
+    exactly: ExactDeviceRequest | None = None
+    first_available: int = 0
+
+
+class ResourceClaimTemplate(_Model, frozen=True, kw_only=True):
+    """A resource.k8s.io/v1 ResourceClaimTemplate: ``requests`` is its ``spec.spec.devices.requests``
+    (each pod that names the template gets a claim for those devices)."""
+
+    metadata: ObjectMeta
+    requests: list[DeviceRequest] = []
+
+
+class DeviceClass(_Model, frozen=True, kw_only=True):
+    """A resource.k8s.io/v1 DeviceClass (cluster-scoped), the part quota reads: the extended
+    resource name its devices may be requested by (``spec.extendedResourceName``, "" when none)."""
+
+    metadata: ObjectMeta
+    extended_resource_name: str = ""
 
 
 class Configuration(_Model, frozen=True, kw_only=True):

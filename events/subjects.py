@@ -147,6 +147,10 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             return "Node", "", obj.metadata.name
         case types.PodObserved(pod=obj):
             return "Pod", obj.namespace, obj.name
+        case types.DeviceClassObserved(device_class=obj):
+            return "DeviceClass", "", obj.metadata.name
+        case types.ResourceClaimTemplateObserved(resource_claim_template=obj):
+            return "ResourceClaimTemplate", obj.metadata.namespace, obj.metadata.name
         case types.SchedulingRequested():
             return "SchedulingRequest", "", event.request_id
         case (

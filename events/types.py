@@ -20,12 +20,14 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
-its ``podSetAssignments``. docs/events.md holds the history and the stability policy."""
+its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
+``resourceClaims``, the Configuration's ``deviceClassMappings``). docs/events.md holds the history
+and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1,)
+EARLIER_SCHEMA_VERSIONS = (1, 2)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -121,6 +123,18 @@ class PodObserved(_Event, frozen=True, kw_only=True, tag="PodObserved"):
     """A pod kueue-es does not manage (and not a TAS pod), taking node capacity (A.2.2)."""
 
     pod: models.PodUsage
+
+
+class DeviceClassObserved(_Event, frozen=True, kw_only=True, tag="DeviceClassObserved"):
+    """A resource.k8s.io/v1 DeviceClass as it now is (DRA, SEMANTICS-ADVANCED F)."""
+
+    device_class: models.DeviceClass
+
+
+class ResourceClaimTemplateObserved(_Event, frozen=True, kw_only=True, tag="ResourceClaimTemplateObserved"):
+    """A resource.k8s.io/v1 ResourceClaimTemplate as it now is: its device requests (DRA, F)."""
+
+    resource_claim_template: models.ResourceClaimTemplate
 
 
 class SchedulingRequested(_Event, frozen=True, kw_only=True, tag="SchedulingRequested"):
@@ -606,6 +620,8 @@ Fact = (
     | TopologyObserved
     | NodeObserved
     | PodObserved
+    | DeviceClassObserved
+    | ResourceClaimTemplateObserved
 )
 Decision = (
     DecisionRecord

@@ -394,6 +394,12 @@ def pod_set(
         ),
         topology_request=topology_request,
         misconfigured=misconfigured,
+        resource_claims=_converted(
+            ref,
+            manifests.pod_resource_claims(pod_spec, where=where, kind=ref.kind, name=ref.display),
+            list[models.PodResourceClaim],
+            f"{where}.resourceClaims",
+        ),
     )
 
 

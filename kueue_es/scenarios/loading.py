@@ -16,7 +16,8 @@ and one event kind beyond it: ``{decide: admit|preempt|place}``, one decider alo
 (:class:`~kueue_es.scenarios.specs.DecideEvent`), for the moments between two deciders.
 
 Topology, v1 Node and v1 Pod objects become TopologyObserved / NodeObserved / PodObserved
-facts (:func:`kueue_es.events.tas.tas_fact`; a TAS pod, one with a topology annotation, gives no fact and
+facts (:func:`kueue_es.events.tas.tas_fact`; resource.k8s.io/v1 DeviceClass and ResourceClaimTemplate
+objects become DeviceClassObserved / ResourceClaimTemplateObserved, :func:`kueue_es.events.dra.dra_fact`; a TAS pod, one with a topology annotation, gives no fact and
 is kept in ``Scenario.ignored_objects``); an ``expect`` that relies on a topology assignment (a
 pod set's ``topology``) is checked at check time.
 """
@@ -31,7 +32,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from kueue_es.events import manifests, models, tas, types
+from kueue_es.events import dra, manifests, models, tas, types
 from kueue_es.events.quantities import QuantityError, to_amount
 from kueue_es.projections import afs
 from kueue_es.scenarios.specs import (
@@ -215,6 +216,11 @@ def _object(raw: Any, *, where: str) -> ScenarioObject:
     if (raw.get("apiVersion"), kind) in TAS_KINDS:
         try:
             return ScenarioObject(manifest=raw, fact=tas.tas_fact(raw))
+        except manifests.ManifestError as err:
+            raise _Problem(f"{where}: {err}") from err
+    if (raw.get("apiVersion"), kind) in dra.DRA_KINDS:
+        try:
+            return ScenarioObject(manifest=raw, fact=dra.dra_fact(raw))
         except manifests.ManifestError as err:
             raise _Problem(f"{where}: {err}") from err
     try:

@@ -705,6 +705,8 @@ PLAN_IGNORED = (
     types.TopologyObserved,
     types.NodeObserved,
     types.PodObserved,
+    types.DeviceClassObserved,
+    types.ResourceClaimTemplateObserved,
     # decisions that write no job (the Workload's status, if any, is object_sync's): a reservation is not
     # an admission until WorkloadAdmitted; a release follows the eviction that stopped the job; a
     # deactivation stops it through the EvictionRequested that follows

@@ -262,6 +262,8 @@ STATUS_IGNORED = (
     types.TopologyObserved,
     types.NodeObserved,
     types.PodObserved,
+    types.DeviceClassObserved,
+    types.ResourceClaimTemplateObserved,
     types.DecisionRecord,
     types.PreemptionIssued,
     types.WorkloadRequeued,
