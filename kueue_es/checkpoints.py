@@ -69,6 +69,7 @@ DERIVED: Final[dict[type, frozenset[str]]] = {
             "requests_memo_workload",
             "requests_memo_cq",
             "requests_memo_config",
+            "requests_memo_devices",
             "_ref",
             "_ref_of",
             "key",

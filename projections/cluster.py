@@ -87,6 +87,7 @@ class WorkloadState:
     requests_memo_workload: models.Workload | None = None
     requests_memo_cq: models.ClusterQueue | None = None
     requests_memo_config: models.Configuration | None = None
+    requests_memo_devices: int = -1  # ClusterState.devices_version the memo was made at (DRA)
     # TAS (SEMANTICS-ADVANCED A.2.2): the topology assignments of the reservation, per pod set
     # (from TopologyAssigned; gone with the quota), and the TAS usage they take, per flavor and leaf.
     topology: dict[str, models.TopologyAssignment] | None = None
@@ -359,6 +360,12 @@ class ClusterState:
     # ``admit_cycles`` per partition: a partition's own scheduling cycles, the clock of its
     # workloads' bookmarks (a partition's view reads its count as ``admit_cycles``).
     partition_cycles: dict[str, int] = field(default_factory=dict)
+    # DRA (SEMANTICS-ADVANCED F): the DeviceClasses by name and the ResourceClaimTemplates by
+    # (namespace, name) the watcher reported; ``devices_version`` counts their changes (what the
+    # admitter derives from them stays valid while it stays the same).
+    device_classes: dict[str, models.DeviceClass] = field(default_factory=dict)
+    claim_templates: dict[tuple[str, str], models.ResourceClaimTemplate] = field(default_factory=dict)
+    devices_version: int = 0
 
     def __post_init__(self) -> None:
         wire(self)
@@ -533,6 +540,14 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             state.trigger("*", seq)
         case types.ConfigurationObserved(configuration=obj):
             state.configuration = obj
+            state.trigger("*", seq)
+        case types.DeviceClassObserved(device_class=obj):
+            state.device_classes[obj.metadata.name] = obj
+            state.devices_version += 1
+            state.trigger("*", seq)  # Kueue requeues the workloads DRA made inadmissible
+        case types.ResourceClaimTemplateObserved(resource_claim_template=obj):
+            state.claim_templates[(obj.metadata.namespace, obj.metadata.name)] = obj
+            state.devices_version += 1
             state.trigger("*", seq)
         case types.ObjectRejected():
             state.rejections[(event.kind, event.namespace, event.name)] = event
@@ -931,6 +946,12 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             state.admission_checks.pop(event.name, None)
         case "Configuration":
             state.configuration = models.Configuration()
+        case "DeviceClass":
+            state.device_classes.pop(event.name, None)
+            state.devices_version += 1
+        case "ResourceClaimTemplate":
+            state.claim_templates.pop((event.namespace, event.name), None)
+            state.devices_version += 1
 
 
 def _same_uid(current: WorkloadState, ref: types.WorkloadRef | types.ObjectDeleted) -> bool:

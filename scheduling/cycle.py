@@ -116,8 +116,9 @@ def run(
             or head.requests_memo_workload is not head.workload
             or head.requests_memo_cq is not cq
             or head.requests_memo_config is not config
+            or head.requests_memo_devices != state.devices_version
         ):
-            requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared)
+            requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared, state=state)
         if head.bookmark is None:
             assignment, victims = search.assignments(head, requests, cq=cq)
             bookmark = (

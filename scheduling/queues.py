@@ -18,6 +18,7 @@ from kueue_es.events import models
 from kueue_es.events.quantities import to_amount
 from kueue_es.projections import afs, cluster, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.scheduling import dra
 from kueue_es.scheduling.flavors import PodSetRequest
 
 METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -126,6 +127,8 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
                 mismatch = mismatches[selected] = _namespace_mismatch(head, cq, state)
         if mismatch is None:  # misconfigured (SEMANTICS §4.3)
             mismatch = (memo if memo is not None else _shape(head, shapes))[1]
+        if mismatch is None and (problem := dra.charge_in(state, head.workload).problem):
+            mismatch = Why("Misconfigured", problem, parked=True)  # DRA (SEMANTICS-ADVANCED F)
         if mismatch is not None:
             result.unqueued.append((head, mismatch))  # parked, even under StrictFIFO (SEMANTICS §10.3)
             continue
@@ -271,9 +274,11 @@ def pod_set_requests(
     cq: models.ClusterQueue,
     config: models.Configuration,
     reclaimable: Mapping[str, int] | None = None,
+    devices: dra.Charge = dra.NO_CHARGE,
 ) -> list[PodSetRequest]:
     """Per-pod requests the quota check uses (SEMANTICS §2.3, §10.4): excluded prefixes
-    dropped, transformations applied, undeclared resources ignored when configured,
+    dropped, transformations applied, the DRA ``devices`` charge added (:func:`dra.charge_in`,
+    SEMANTICS-ADVANCED F), undeclared resources ignored when configured,
     and ``pods`` = 1 per pod when the ClusterQueue covers it. ``reclaimable``: the pods per
     pod set its job reported as done (dynamic reclaim), which a pod set no longer asks for
     (Kueue pkg/workload podSetsCountsAfterReclaim)."""
@@ -290,6 +295,8 @@ def pod_set_requests(
             requests = _transform(requests, resources.transformations)
         else:  # what the two steps above leave of them: a copy, negative amounts as 0
             requests = {r: v if v > 0 else 0 for r, v in ps.requests.items()}
+        if devices.charged or devices.replaced:
+            requests = dra.apply(requests, ps, devices)
         if resources.quota_check_strategy == "IgnoreUndeclared":
             requests = {r: v for r, v in requests.items() if r in covered}
         if "pods" in covered:
@@ -322,6 +329,7 @@ def cached_pod_set_requests(
     cq: models.ClusterQueue,
     config: models.Configuration,
     shared: dict[tuple[object, ...], list[PodSetRequest]] | None = None,
+    state: ClusterState | None = None,
 ) -> list[PodSetRequest]:
     """:func:`pod_set_requests`, remembered on the workload's state for as long as the same
     workload, ClusterQueue and Configuration objects are in force (compared by identity:
@@ -336,13 +344,16 @@ def cached_pod_set_requests(
         and wl.requests_memo_workload is wl.workload
         and wl.requests_memo_cq is cq
         and wl.requests_memo_config is config
+        and wl.requests_memo_devices == (state.devices_version if state is not None else -1)
     ):
         return memo
-    requests = pod_set_requests(wl.workload, cq=cq, config=config, reclaimable=wl.reclaimable)
+    devices = dra.charge_in(state, wl.workload) if state is not None else dra.NO_CHARGE
+    requests = pod_set_requests(wl.workload, cq=cq, config=config, reclaimable=wl.reclaimable, devices=devices)
     if shared is not None:
         requests = _shared(requests, shared)
     wl.requests_memo = requests
     wl.requests_memo_workload, wl.requests_memo_cq, wl.requests_memo_config = wl.workload, cq, config
+    wl.requests_memo_devices = state.devices_version if state is not None else -1
     return requests
 
 

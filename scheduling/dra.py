@@ -1,0 +1,252 @@
+"""DRA device quota: the quota a workload's device claims take, or why Kueue refuses it.
+
+Why this module exists: Kueue charges the devices a pod asks for through Dynamic Resource
+Allocation as quota of the resource names the Configuration's ``resources.deviceClassMappings``
+give their DeviceClasses, and refuses (QuotaReserved=False, Misconfigured, not requeued until
+something changes) the device requests it cannot count (SEMANTICS-ADVANCED F; Kueue pkg/dra
+claims.go, extended_resources.go, pkg/controller/core/workload_controller.go handleDRA). The
+log holds what that needs -- each pod set's ``resourceClaims``, the ResourceClaimTemplates and
+DeviceClasses (facts), the Configuration -- so this is a pure function of them, and its result
+joins a pod set's per-pod requests at step 7 of the request pipeline (SEMANTICS §2.3,
+:func:`kueue_es.scheduling.queues.pod_set_requests`).
+
+The rules, per pod set (amounts are per pod, multiplied by the pod count by the quota check):
+
+- every ResourceClaimTemplate a pod names: every device request ``exactly`` with allocation
+  mode ExactCount charges ``count`` units of ``mapping(deviceClassName)``; adminAccess requests
+  are free; ``firstAvailable``, allocation mode All, an unmapped DeviceClass or a template that
+  does not exist refuse the workload;
+- a pod naming a ResourceClaim (``resourceClaimName``, shared by every pod) refuses it;
+- a positive request of an extended resource that a DeviceClass backs
+  (``spec.extendedResourceName``; of several the newest, ties by name) is charged under the
+  class's mapping name (the extended name itself when the class is not mapped), and the raw
+  request is dropped (gate KueueDRAIntegrationExtendedResource, on by default);
+- gate KueueDRAIntegration (on by default) off: a workload with resource claims is refused
+  (KueueDRARejectWorkloadsWhenDRADisabled, on by default) or charged for its other requests only.
+
+Messages are Kueue's: its field errors as Kubernetes prints them (``<field>: <type>: <value>:
+<detail>``). Not done (Kueue does them): CEL selectors are not compiled nor matched against
+ResourceSlices, counter and capacity sources are not charged (the Configuration refuses them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kueue_es.events import models
+from kueue_es.projections.cluster import ClusterState
+
+DRA_GATE = "KueueDRAIntegration"
+EXTENDED_GATE = "KueueDRAIntegrationExtendedResource"
+REJECT_WHEN_DISABLED_GATE = "KueueDRARejectWorkloadsWhenDRADisabled"
+DISABLED_MESSAGE = "Workload uses DRA resources but the KueueDRAIntegration feature gate is not enabled"
+CLAIMS_MESSAGE = "KueueDRAIntegration feature does not support use of resource claims"
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What DRA adds to a workload's requests: per pod set name, the quota resources charged per
+    pod (``charged``: resource name -> units) and the extended resources those replace
+    (``replaced``: dropped from the pod set's requests); or ``problem``, Kueue's message for a
+    workload it refuses (then nothing is charged)."""
+
+    charged: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    replaced: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    problem: str = ""
+
+
+NO_CHARGE = Charge()
+
+
+def uses_dra(workload: models.Workload) -> bool:
+    """Whether a pod set names a ResourceClaimTemplate or a ResourceClaim (Kueue workload.HasDRA)."""
+    return any(
+        claim.resource_claim_template_name is not None or claim.resource_claim_name is not None
+        for ps in workload.spec.pod_sets
+        for claim in ps.resource_claims
+    )
+
+
+def charge(
+    workload: models.Workload,
+    *,
+    config: models.Configuration,
+    device_classes: Mapping[str, models.DeviceClass],
+    claim_templates: Mapping[tuple[str, str], models.ResourceClaimTemplate],
+) -> Charge:
+    """The DRA :class:`Charge` of ``workload`` (:data:`NO_CHARGE` when it uses no DRA).
+
+    ``device_classes`` by name and ``claim_templates`` by ``(namespace, name)``: the objects the
+    log holds. Never raises: what Kueue refuses is the Charge's ``problem``.
+    """
+    gates = config.feature_gates
+    claims = uses_dra(workload)
+    if not gates.get(DRA_GATE, True):
+        if claims and gates.get(REJECT_WHEN_DISABLED_GATE, True):
+            return Charge(problem=DISABLED_MESSAGE)
+        return NO_CHARGE
+    extended = gates.get(EXTENDED_GATE, True) and _backed(workload, device_classes)
+    if not claims and not extended:
+        return NO_CHARGE
+    if any(c.resource_claim_name is not None for ps in workload.spec.pod_sets for c in ps.resource_claims):
+        return Charge(problem=CLAIMS_MESSAGE)
+    mapping = _mapping(config)
+    charged: dict[str, dict[str, int]] = {}
+    replaced: dict[str, frozenset[str]] = {}
+    namespace = workload.metadata.namespace
+    for i, ps in enumerate(workload.spec.pod_sets):
+        amounts: dict[str, int] = {}
+        for j, claim in enumerate(ps.resource_claims):
+            name = claim.resource_claim_template_name
+            if name is None:
+                continue
+            where = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
+            template = claim_templates.get((namespace, name))
+            if template is None:
+                return Charge(
+                    problem=f"{where}: Internal error: failed to get claim spec for ResourceClaimTemplate {name} "
+                    f'in podset {ps.name}: resourceclaimtemplates.resource.k8s.io "{name}" not found'
+                )
+            counts, problem = _devices_per_class(template, where=where)
+            if problem:
+                return Charge(problem=problem)
+            for device_class in sorted(counts):
+                resource = mapping.get(device_class)
+                if resource is None:
+                    detail = f"DeviceClass {device_class} is not mapped in DRA configuration for podset {ps.name}"
+                    return Charge(problem=f"{where}.resourceClaimTemplateName: Not found: {json.dumps(detail)}")
+                amounts[resource] = amounts.get(resource, 0) + counts[device_class]
+        if extended:
+            swapped: set[str] = set()
+            for resource_name, amount in sorted(ps.requests.items()):
+                if amount <= 0 or not is_extended_resource(resource_name):
+                    continue
+                backing = backing_class(resource_name, device_classes)
+                if backing is None:
+                    continue
+                key = mapping.get(backing.metadata.name, resource_name)
+                amounts[key] = amounts.get(key, 0) + amount
+                swapped.add(resource_name)
+            if swapped:
+                replaced[ps.name] = frozenset(swapped)
+        if amounts:
+            charged[ps.name] = dict(sorted(amounts.items()))
+    return Charge(charged=charged, replaced=replaced)
+
+
+def apply(requests: dict[str, int], ps: models.PodSet, result: Charge) -> dict[str, int]:
+    """A pod set's per-pod ``requests`` (after transformations) with its DRA charge: the replaced
+    extended resources dropped, the charged quota resources added (SEMANTICS §2.3 step 7)."""
+    gone = result.replaced.get(ps.name, frozenset())
+    out = {r: v for r, v in requests.items() if r not in gone}
+    for resource, amount in result.charged.get(ps.name, {}).items():
+        out[resource] = out.get(resource, 0) + amount
+    return out
+
+
+def is_extended_resource(name: str) -> bool:
+    """Kubernetes' IsExtendedResourceName: a qualified name outside the ``kubernetes.io/`` namespace,
+    with a prefix, not a quota ``requests.`` name."""
+    prefix, slash, _ = name.partition("/")
+    if not slash or name.startswith("requests."):
+        return False
+    return prefix != "kubernetes.io" and not prefix.endswith(".kubernetes.io")
+
+
+def backing_class(resource_name: str, device_classes: Mapping[str, models.DeviceClass]) -> models.DeviceClass | None:
+    """The DeviceClass whose ``spec.extendedResourceName`` is ``resource_name``: of several the newest,
+    ties by the smaller name (Kueue extended_resources.go selectedDeviceClass); None when none is."""
+    found = [dc for dc in device_classes.values() if dc.extended_resource_name == resource_name]
+    if not found:
+        return None
+    return min(found, key=lambda dc: (-dc.metadata.creation_timestamp_ms, dc.metadata.name))
+
+
+def _backed(workload: models.Workload, device_classes: Mapping[str, models.DeviceClass]) -> bool:
+    names = {dc.extended_resource_name for dc in device_classes.values() if dc.extended_resource_name}
+    return bool(names) and any(r in names and v > 0 for ps in workload.spec.pod_sets for r, v in ps.requests.items())
+
+
+def _mapping(config: models.Configuration) -> dict[str, str]:
+    """DeviceClass name -> quota resource name; the first mapping that names a class wins."""
+    out: dict[str, str] = {}
+    for mapping in config.resources.device_class_mappings if config.resources else ():
+        for device_class in mapping.device_class_names:
+            out.setdefault(device_class, mapping.name)
+    return out
+
+
+def _devices_per_class(template: models.ResourceClaimTemplate, *, where: str) -> tuple[dict[str, int], str]:
+    """Devices per DeviceClass one claim from ``template`` asks for (Kueue claims.go countDevicesPerClass),
+    or Kueue's message for the first request it cannot count."""
+    counts: dict[str, int] = {}
+    prefix = f"ResourceClaimTemplate {template.metadata.name}: "
+    for k, request in enumerate(template.requests):
+        at = f"{where}.devices.requests[{k}]"
+        if request.first_available:
+            return {}, f"{at}: Invalid value: null: {prefix}FirstAvailable device selection is not supported"
+        exact = request.exactly
+        if exact is None:
+            return {}, f"{at}: Invalid value: null: {prefix}Exactly must be set if FirstAvailable is nil"
+        if exact.admin_access:
+            continue
+        mode = exact.allocation_mode
+        if mode == "All":
+            return (
+                {},
+                f"{at}.exactly.allocationMode: Invalid value: \"All\": {prefix}AllocationMode 'All' is not supported",
+            )
+        if mode != "ExactCount":
+            return (
+                {},
+                f"{at}.exactly.allocationMode: Invalid value: {json.dumps(mode)}: {prefix}unsupported allocation mode: {mode}",
+            )
+        if exact.device_class_name:
+            counts[exact.device_class_name] = counts.get(exact.device_class_name, 0) + exact.count
+    return counts, ""
+
+
+def charge_in(state: ClusterState, workload: models.Workload) -> Charge:
+    """:func:`charge` of ``workload`` against the objects and Configuration ``state`` folded, remembered
+    in ``state.caches`` per workload object while the Configuration object and
+    ``state.devices_version`` stay the same."""
+    if not state.device_classes and not uses_dra(workload):
+        return NO_CHARGE  # the common case: nothing of DRA to read
+    basis = (state.configuration, state.devices_version)
+    memo = state.caches.get("dra.charges")
+    if memo is None or memo[0][0] is not basis[0] or memo[0][1] != basis[1]:
+        memo = state.caches["dra.charges"] = (basis, {})
+    charges: dict[str, tuple[models.Workload, Charge]] = memo[1]
+    found = charges.get(workload.key)
+    if found is not None and found[0] is workload:
+        return found[1]
+    result = charge(
+        workload, config=state.configuration, device_classes=state.device_classes, claim_templates=state.claim_templates
+    )
+    if len(charges) > 4096:
+        charges.clear()
+    charges[workload.key] = (workload, result)
+    return result
+
+
+def describe(workload: models.Workload, result: Charge) -> list[str]:
+    """One line a pod set of what ``result`` charges ``workload`` (per pod, times its pods), and the
+    templates and extended resources it comes from; or the refusal. For ``kueue-es explain``."""
+    if result.problem:
+        return [f"refused (Misconfigured): {result.problem}"]
+    lines = []
+    for ps in workload.spec.pod_sets:
+        charged = result.charged.get(ps.name)
+        if not charged:
+            continue
+        amounts = ", ".join(f"{resource} {amount}" for resource, amount in charged.items())
+        sources = [
+            f"ResourceClaimTemplate {c.resource_claim_template_name}"
+            for c in ps.resource_claims
+            if c.resource_claim_template_name
+        ]
+        sources += [f"extended resource {r}" for r in sorted(result.replaced.get(ps.name, ()))]
+        lines.append(f"pod set {ps.name}: {amounts} a pod x {ps.count} pods, from {', '.join(sources)}")
+    return lines
