@@ -427,6 +427,7 @@ def _needs_json(needed: core.Needs) -> dict[str, Any]:
             for flavor in group
         ],
         "summary": needed.summary(),
+        "devices": list(needed.devices),
     }
 
 
@@ -476,6 +477,10 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
         if part["why"]:
             console.print(Text(f"  why it waits: {part['why']}", style="bold yellow"))
     needs = report["needs"]
+    if needs["devices"]:
+        console.print(Text("devices (DRA):", style="bold"))
+        for line in needs["devices"]:
+            console.print(Text(f"  {line}"))
     if report["status"] == "pending":
         if needs["message"]:
             console.print(Text(f"Kueue's message: {needs['message']}"))

@@ -25,14 +25,15 @@ Amounts are integers as the fold keeps them (CPU millicores, memory bytes); time
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from kueue_es.events import models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections import quota
-from kueue_es.projections.cluster import ClusterState, priority_of
-from kueue_es.scheduling import lifecycle, preemption, queues, visibility
+from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
+from kueue_es.scheduling import dra, lifecycle, preemption, queues, visibility
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -437,6 +438,7 @@ class Needs:
     blocked: tuple[str, ...] = ()
     groups: tuple[tuple[FlavorNeed, ...], ...] = ()
     nominated: tuple[str, ...] = ()  # victims of its nomination in force, if any
+    devices: tuple[str, ...] = ()  # the DRA device quota it is charged, or why it is refused (dra.describe)
 
     def summary(self) -> list[str]:
         """One sentence a line: the blockers, then per flavor what it would take (Kueue's units)."""
@@ -527,6 +529,13 @@ def needs(state: ClusterState, key: str, *, now_ms: int = 0, deleted: bool = Fal
         return Needs(key=key, status="deleted")
     if wl.finished is not None:
         return Needs(key=key, status="finished")
+    found = _needs(state, wl, now_ms=now_ms)
+    devices = dra.describe(wl.workload, dra.charge_in(state, wl.workload))
+    return dataclasses.replace(found, devices=tuple(devices)) if devices else found
+
+
+def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
+    key = wl.key
     lq_key = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
     lq = state.local_queues.get(lq_key)
     priority = priority_of(wl.workload, state)
@@ -575,7 +584,12 @@ def needs(state: ClusterState, key: str, *, now_ms: int = 0, deleted: bool = Fal
     if missing_checks:
         blocked.append(f"admission checks {', '.join(missing_checks)} of {cq_name} do not exist")
     tree = quota.build(state)
-    requests = queues.pod_set_requests(wl.workload, cq=cq, config=state.configuration, reclaimable=wl.reclaimable)
+    devices = dra.charge_in(state, wl.workload)
+    if devices.problem:
+        blocked.append(f"devices (DRA): refused: {devices.problem}")
+    requests = queues.pod_set_requests(
+        wl.workload, cq=cq, config=state.configuration, reclaimable=wl.reclaimable, devices=devices
+    )
     asks: dict[str, int] = {}
     for ps in requests:
         for resource, amount in ps.totals().items():

@@ -85,6 +85,7 @@ def _ref(api_version: str, kind: str, plural: str, *, namespaced: bool, status: 
 
 
 KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"
+RESOURCE_V1 = "resource.k8s.io/v1"
 
 #: Every kind kueue-es knows, keyed by (apiVersion, kind).
 RESOURCES: dict[tuple[str, str], ResourceRef] = {
@@ -108,11 +109,19 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref(KUEUE_V1BETA2, "Workload", "workloads", namespaced=True, status=True),
         _ref(KUEUE_V1BETA2, "AdmissionCheck", "admissionchecks", namespaced=False, status=True),
         _ref(KUEUE_V1BETA2, "Topology", "topologies", namespaced=False, status=False),
+        # DRA (SEMANTICS-ADVANCED F): what device quota reads (ResourceClaims and ResourceSlices are
+        # served so a DRA manifest applies; quota does not read them)
+        _ref(RESOURCE_V1, "DeviceClass", "deviceclasses", namespaced=False, status=False),
+        _ref(RESOURCE_V1, "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True, status=False),
+        _ref(RESOURCE_V1, "ResourceClaim", "resourceclaims", namespaced=True, status=True),
+        _ref(RESOURCE_V1, "ResourceSlice", "resourceslices", namespaced=False, status=False),
     )
 }
 
 NAMESPACES = RESOURCES["v1", "Namespace"]
 NODES = RESOURCES["v1", "Node"]
+DEVICE_CLASSES = RESOURCES[RESOURCE_V1, "DeviceClass"]
+RESOURCE_CLAIM_TEMPLATES = RESOURCES[RESOURCE_V1, "ResourceClaimTemplate"]
 PODS = RESOURCES["v1", "Pod"]
 EVENTS = RESOURCES["v1", "Event"]
 JOBS = RESOURCES["batch/v1", "Job"]

@@ -45,9 +45,12 @@ INPUT_KINDS = (*_POD_INPUTS, *INTEGRATION_INPUTS)
 #: What Topology-Aware Scheduling reads: Topologies, Nodes and the pods bound to nodes (:mod:`.nodes`).
 TAS_KINDS = nodes.TAS_KINDS
 BOUND_PODS_REF = nodes.BOUND_PODS_REF
-WATCHED_KINDS = (*OBSERVED_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND, *TAS_KINDS)
+#: What DRA device quota reads (SEMANTICS-ADVANCED F), put on the log as facts (:mod:`.dra_tracking`).
+DRA_KINDS = ("DeviceClass", "ResourceClaimTemplate")
+DRA_REFS = {"DeviceClass": resources.DEVICE_CLASSES, "ResourceClaimTemplate": resources.RESOURCE_CLAIM_TEMPLATES}
+WATCHED_KINDS = (*OBSERVED_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND, *TAS_KINDS, *DRA_KINDS)
 #: The kinds whose objects the log holds, so their deletion while no watcher ran can be found.
-LOGGED_KINDS = (*OBSERVED_KINDS, "Workload", "Topology", "Node", "Pod")
+LOGGED_KINDS = (*OBSERVED_KINDS, "Workload", "Topology", "Node", "Pod", *DRA_KINDS)
 
 #: scheduling.k8s.io/v1 PriorityClass: read for the priority of jobs naming one (SEMANTICS §2.4).
 PRIORITY_CLASSES = resources.ResourceRef(

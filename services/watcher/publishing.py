@@ -41,7 +41,7 @@ class Publisher:
     # -- what the log holds -------------------------------------------------------------------
 
     def learn(self, *, state: ClusterState, topology: TopologyState) -> None:
-        """Know the Kueue objects, the jobs' workloads and the TAS objects of the folded log."""
+        """Know the Kueue objects, the jobs' workloads, the TAS and DRA objects of the folded log."""
         self.known["ResourceFlavor"] = {("", n) for n in state.flavors}
         self.known["Cohort"] = {("", n) for n in state.cohorts}
         self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
@@ -50,6 +50,14 @@ class Publisher:
         self.known["AdmissionCheck"] = {("", n) for n in state.admission_checks}
         self.known["Namespace"] = {("", n) for n in state.namespaces}
         self._learn_tas(topology)
+        dra_facts: list[types.Fact] = [types.DeviceClassObserved(device_class=d) for d in state.device_classes.values()]
+        dra_facts += [
+            types.ResourceClaimTemplateObserved(resource_claim_template=t) for t in state.claim_templates.values()
+        ]
+        for fact in dra_facts:
+            kind, namespace, name = subjects.fact_identity(fact)
+            self.known[kind].add((namespace, name))
+            self.last_published[(kind, namespace, name)] = codec.encode(fact)
         for wl in state.workloads.values():
             if not wl.deleted_seq:  # a job's workload, or a standalone one (source "")
                 key = (wl.workload.metadata.namespace, wl.workload.metadata.name)

@@ -76,6 +76,7 @@ from kueue_es.services.watcher import kinds as watched
 from kueue_es.services.watcher import nodes, standalone
 from kueue_es.services.watcher.config_file import DEFAULT_POLL_SECONDS, ConfigFile
 from kueue_es.services.watcher.config_file import load as load_config
+from kueue_es.services.watcher.dra_tracking import DeviceTracker
 from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.job_tracking import JobTracker
 from kueue_es.services.watcher.kueue_tracking import KueueTracker
@@ -156,6 +157,7 @@ class Watcher:
             publisher=self.publisher, inputs=self.inputs, reconvert=self.jobs.reconvert, clock=_now_ms
         )
         self.topology = TopologyTracker(publisher=self.publisher, clock=_now_ms)
+        self.devices = DeviceTracker(publisher=self.publisher, clock=_now_ms)
         self.standalone = standalone.StandaloneTracker(publisher=self.publisher, reporter=self.reporter, clock=_now_ms)
         self.config = ConfigFile(
             path=config_path,
@@ -246,6 +248,8 @@ class Watcher:
         """Where ``kind`` may be served, the preferred version first."""
         if kind in watched.INPUT_REFS:
             return (watched.INPUT_REFS[kind],)
+        if kind in watched.DRA_REFS:
+            return (watched.DRA_REFS[kind],)
         if kind == "Topology":
             return nodes.TOPOLOGY_REFS
         if kind == "Node":
@@ -316,6 +320,8 @@ class Watcher:
                     await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.TAS_KINDS:
             await self.topology.resynced(kind, listed, version=version)
+        elif kind in watched.DRA_KINDS:
+            await self.devices.resynced(kind, listed, version=version)
         else:
             await self.kueue.resynced(kind, listed, version=version)
 
@@ -334,6 +340,8 @@ class Watcher:
             await self.jobs.reconvert(trigger=f"{kind}@{objects.meta(obj).get('resourceVersion', '')}")
         elif kind in watched.TAS_KINDS:
             await self.topology.changed(kind, change, obj)
+        elif kind in watched.DRA_KINDS:
+            await self.devices.changed(kind, change, obj)
         else:
             await self.kueue.changed(kind, change, obj)
 
