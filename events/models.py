@@ -459,12 +459,11 @@ class ResourceTransformation(_Model, frozen=True, kw_only=True):
 
 class DeviceClassMapping(_Model, frozen=True, kw_only=True):
     """One ``resources.deviceClassMappings`` entry (SEMANTICS-ADVANCED F): the devices of the
-    DeviceClasses ``device_class_names`` are charged as quota resource ``name``, one unit a device.
-    ``sources`` (counter / capacity sources) are kept as written; kueue-es does not charge by them."""
+    DeviceClasses ``device_class_names`` are charged as quota resource ``name``, one unit a device
+    (Kueue's counter and capacity ``sources`` are refused by :mod:`kueue_es.events.manager_config`)."""
 
     name: str
     device_class_names: list[str]
-    sources: list[dict[str, object]] = []
 
 
 class ResourcesConfig(_Model, frozen=True, kw_only=True):
