@@ -123,6 +123,23 @@ SAMPLES: list[types.Event] = [
     types.PodObserved(
         pod=models.PodUsage(namespace="kube-system", name="ds-1", node_name="n1", phase="Running", requests={"pods": 1})
     ),
+    types.DeviceClassObserved(
+        device_class=models.DeviceClass(
+            metadata=models.ObjectMeta(name="gpu.example.com", creation_timestamp_ms=5),
+            extended_resource_name="example.com/gpu",
+        )
+    ),
+    types.ResourceClaimTemplateObserved(
+        resource_claim_template=models.ResourceClaimTemplate(
+            metadata=models.ObjectMeta(name="gpus", namespace="default"),
+            requests=[
+                models.DeviceRequest(
+                    name="gpu", exactly=models.ExactDeviceRequest(device_class_name="gpu.example.com", count=2)
+                ),
+                models.DeviceRequest(name="any", first_available=2),
+            ],
+        )
+    ),
     types.TopologyAssigned(
         workload=REF,
         cluster_queue="cq",
