@@ -43,6 +43,8 @@ def dra_fact(manifest: Mapping[str, Any]) -> types.DeviceClassObserved | types.R
             kind=kind, name=name, field="apiVersion/kind", problem=f"is not a {RESOURCE_API} DRA kind"
         )
     meta = manifests.normalize_meta(raw.get("metadata"), kind=kind, name=name)
+    for unread in ("labels", "annotations", "generation"):  # quota reads none: a change of them is no new fact
+        meta.pop(unread, None)
     spec = raw.get("spec") or {}
     if not isinstance(spec, dict):
         raise manifests.ManifestError(kind=kind, name=name, field="spec", problem="must be a mapping")
