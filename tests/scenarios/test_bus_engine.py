@@ -26,6 +26,7 @@ EXAMPLES = HERE.parents[1].parent / "shared" / "scenarios" / "examples"
 ALSO_ON_BUS = (
     "checks/check-retry-backoff-then-readmitted.yaml",  # a real backoff sat out by the services' clock
     "podsready/block-admission-waits-for-ready.yaml",
+    "dra/rct-devices-charged-per-pod.yaml",  # device quota charged (the first dra/ one is a refusal)
 )
 
 

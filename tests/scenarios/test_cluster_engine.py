@@ -26,6 +26,7 @@ EXAMPLES = HERE.parents[1].parent / "shared" / "scenarios" / "examples"
 ALSO_ON_CLUSTER = (
     "preemption/reclaim-within-cohort.yaml",
     "lifecycle/finished-releases-quota.yaml",
+    "dra/rct-devices-charged-per-pod.yaml",  # device quota charged through the API (the first dra/ one refuses)
 )
 
 
