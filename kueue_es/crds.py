@@ -92,6 +92,7 @@ WIRE: dict[str, dict[str, dict[str, Any] | None]] = {
         "tolerations": DROP,
         "requiredNodeAffinity": DROP,
         "misconfigured": DROP,
+        "resourceClaims": DROP,  # the template's spec.resourceClaims (DRA), read from the template
         "template": preserved("The pod template of the pods of this pod set (a core/v1 PodTemplateSpec)."),
     },
     "Workload": {"owner": DROP},  # metadata.ownerReferences on the wire
