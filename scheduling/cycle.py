@@ -31,17 +31,24 @@ which the cycle's DecisionRecord carries and every reader folds as that Workload
 
 from __future__ import annotations
 
+import contextlib
+
 from kueue_es.events import models, types
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
-from kueue_es.scheduling import flavors, lifecycle, preemption, queues
+from kueue_es.scheduling import flavors, lifecycle, preemption, queues, slices
 from kueue_es.scheduling.entries import Entry, ordered, pod_set_assignments
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
 
 def run(
-    state: ClusterState, *, tree: quota.QuotaTree, now_ms: int, released_are_candidates: bool = False
+    state: ClusterState,
+    *,
+    tree: quota.QuotaTree,
+    now_ms: int,
+    released_are_candidates: bool = False,
+    workload_slices: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -52,7 +59,13 @@ def run(
     preemption candidate and its topology usage is left out of TAS placement.
     ``released_are_candidates`` keeps admitter logic 10's behaviour for replay, which still
     offered an evicted, stopped workload as a candidate (so counting its quota as freed
-    twice) and placed around its topology usage."""
+    twice) and placed around its topology usage.
+
+    Elastic slices (SEMANTICS-ADVANCED D.3, when the Configuration turns
+    ElasticJobsViaWorkloadSlices on; ``workload_slices`` False: admitter logic 11, before them):
+    a head that replaces a slice holding quota in its ClusterQueue is tried with that slice's
+    usage out of the tree, that slice out of the candidates and its flavors pinned; admitted, it
+    releases that slice (``WorkloadSliceReplaced``) in the same batch."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -101,9 +114,14 @@ def run(
         state.preemptors,
         state.nominations,
     )
+    replacing: dict[str, WorkloadState] = {}  # replacement head key -> the slice it replaces
+    elastic = workload_slices and slices.enabled(state)
     for cq_name, head in plan.heads.items():
         if touched and head.key in touched:
             continue  # deactivated or requeued just now: decided again next cycle
+        old = slices.replaced_slice(state, head, cq_name) if elastic else None
+        if old is not None:
+            replacing[head.key] = old
         cq = cluster_queues[cq_name]
         if head.checks and lifecycle.failed_checks(head, cq):
             # SEMANTICS §4.3 step 2: not nominated while a check is in Retry or Rejected.
@@ -118,20 +136,26 @@ def run(
             or head.requests_memo_config is not config
         ):
             requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared)
-        if head.bookmark is None:
-            assignment, victims = search.assignments(head, requests, cq=cq)
-            bookmark = (
-                _bookmark(assignment, cq_name, state=state, cycle=cycle_no) if assignment.pending_flavors else None
-            )
-        else:
-            start = bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
-            exhausted = start is not None and not start.tried
-            assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
-            bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
-            if exhausted:
-                bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
-            elif start is not None:
-                bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
+        if old is not None:
+            requests = slices.pinned(requests, old)
+            tree.shift_reservation(cq_name, slices.usage(old), sign=-1)
+        with search.excluding(old.key) if old is not None else contextlib.nullcontext():
+            if head.bookmark is None:
+                assignment, victims = search.assignments(head, requests, cq=cq)
+                bookmark = (
+                    _bookmark(assignment, cq_name, state=state, cycle=cycle_no) if assignment.pending_flavors else None
+                )
+            else:
+                start = bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
+                exhausted = start is not None and not start.tried
+                assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
+                bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
+                if exhausted:
+                    bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
+                elif start is not None:
+                    bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
+        if old is not None:
+            tree.shift_reservation(cq_name, slices.usage(old), sign=1)
         if assignment.mode == "NoFit":
             # SEMANTICS §3.5: a BestEffortFIFO head is parked unless flavors remain to be tried.
             parked = cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
@@ -149,10 +173,45 @@ def run(
     chosen: set[str] = set()
     gate = _PodsReadyGate(state)
     for entry in ordered(entries, state=state, tree=tree):
+        old = replacing.get(entry.workload.key) if replacing else None
+        if old is not None:
+            decisions.extend(
+                _process_replacement(
+                    entry, old, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms
+                )
+            )
+            continue
         decisions.extend(
             _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms)
         )
     return decisions
+
+
+def _process_replacement(
+    entry: Entry,
+    old: WorkloadState,
+    *,
+    state: ClusterState,
+    tree: quota.QuotaTree,
+    chosen: set[str],
+    gate: _PodsReadyGate,
+    cycle: tas_cycle.CycleTopology,
+    now_ms: int,
+) -> list[types.Output]:
+    """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): the slice it replaces
+    counts as released for the re-check and, once the replacement is booked, for the rest of the
+    cycle (Kueue carries it as the entry's first target); a replacement that gets quota releases
+    it, finished ``WorkloadSliceReplaced``, in the same batch."""
+    name = entry.cq.metadata.name
+    tree.shift_reservation(name, slices.usage(old), sign=-1)
+    out = _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=cycle, now_ms=now_ms)
+    booked = any(isinstance(o, types.QuotaReserved | types.PreemptionRequired) for o in out)
+    if not booked:
+        tree.shift_reservation(name, slices.usage(old), sign=1)
+    if any(isinstance(o, types.QuotaReserved) for o in out):
+        chosen.add(old.key)  # not a victim of a later entry of this cycle: it is gone
+        out.append(slices.replaced(old, cause_seq=entry.workload.observed_seq, now_ms=now_ms))
+    return out
 
 
 def _workload_key(decision: types.Output) -> str:

@@ -16,7 +16,7 @@ stops the search.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,9 @@ class PodSetRequest:
     topology_request: models.PodSetTopologyRequest | None = None
     raw_resources: frozenset[str] = frozenset()
     min_count: int | None = None  # partial admission (SEMANTICS §5.9): the fewest pods it may run with
+    # An elastic replacement slice (SEMANTICS-ADVANCED D.3): resource -> the flavor the slice it
+    # replaces holds; every other flavor is refused for that resource.
+    original_flavors: dict[str, str] | None = None
 
     def totals(self) -> dict[str, int]:
         """Per-resource totals for all ``count`` pods."""
@@ -557,6 +560,14 @@ class Picker:
             if flavor is None:
                 problems.append(f"flavor {flavor_name} not found")
                 continue
+            if ps.original_flavors is not None and (
+                held := _held_elsewhere(ps.original_flavors, resources, flavor_name)
+            ):
+                # flavorassigner.go: a replacement slice keeps the flavors of the slice it replaces
+                problems.append(
+                    f"could not assign {flavor_name} flavor since the original workload is assigned: {held}"
+                )
+                continue
             mismatch = "" if open_to_all else _eligibility_problem(ps, flavor)
             if not mismatch and (self.tas_levels or ps.topology_request is not None):
                 mismatch = self._tas_problem(ps, flavor_name, flavor, group)
@@ -697,6 +708,15 @@ def no_fit_reason(problems: list[str]) -> str:
     """
     reasons = [_problem_reason(p) for p in problems]
     return min(reasons, key=_SEVERITY.__getitem__, default="NoMatchingFlavor")
+
+
+def _held_elsewhere(original: dict[str, str], resources: Iterable[str], flavor: str) -> str:
+    """The flavor the replaced slice holds for one of ``resources`` when it is not ``flavor``, else ""."""
+    for resource in resources:
+        held = original.get(resource)
+        if held is not None and held != flavor:
+            return held
+    return ""
 
 
 def _problem_reason(problem: str) -> str:
