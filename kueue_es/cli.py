@@ -1489,6 +1489,7 @@ def _run_nats_setup(args: argparse.Namespace) -> int:
 def _run_up(args: argparse.Namespace) -> int:
     import shlex
 
+    from kueue_es.events import slices
     from kueue_es.supervisor import run_up
 
     if args.compact is not None:
@@ -1506,6 +1507,7 @@ def _run_up(args: argparse.Namespace) -> int:
         print(f"error: {crd_documents}", file=sys.stderr)
         return 2
     args.crd_documents = crd_documents
+    args.elastic_jobs = slices.gate_enabled(problem.configuration.feature_gates)  # the emulator's Job webhook
     if args.partitions is not None:
         print(
             f"error: up runs one replica of each decider: --partitions {','.join(args.partitions)} would leave every"
@@ -1556,6 +1558,7 @@ def _run_dashboard(args: argparse.Namespace) -> int:
 
 def _run_demo(args: argparse.Namespace) -> int:
     from kueue_es.demo import run_demo
+    from kueue_es.events import slices
     from kueue_es.supervisor import watcher_config_args
 
     if isinstance(problem := _check_config(args), str):
@@ -1573,6 +1576,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             run_dir=args.dir,
             preempt=args.preempt,
             watcher_args=watcher_config_args(args),
+            elastic_jobs=slices.gate_enabled(problem.configuration.feature_gates),
         )
     )
 
