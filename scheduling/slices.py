@@ -65,3 +65,20 @@ def replaced(old: WorkloadState, *, cause_seq: int, now_ms: int) -> types.QuotaR
         cause_seq=cause_seq,
         at_ms=now_ms,
     )
+
+
+def chain_of(state: ClusterState, key: str) -> list[WorkloadState]:
+    """Every slice of the chain workload ``key`` belongs to (same namespace and first slice), oldest
+    first by creation time and name; [] for a workload that is not elastic (``kueue-es explain``)."""
+    wl = state.workloads.get(key)
+    if wl is None or not slices.is_elastic(wl.workload.metadata.annotations):
+        return []
+    origin, namespace = slices.slice_name(wl.workload), wl.workload.metadata.namespace
+    members = [
+        other
+        for other in state.workloads.values()
+        if other.workload.metadata.namespace == namespace
+        and slices.is_elastic(other.workload.metadata.annotations)
+        and slices.slice_name(other.workload) == origin
+    ]
+    return sorted(members, key=lambda w: (w.workload.metadata.creation_timestamp_ms, w.workload.metadata.name))
