@@ -26,6 +26,11 @@ EXAMPLES = HERE.parents[1].parent / "shared" / "scenarios" / "examples"
 ALSO_ON_BUS = (
     "checks/check-retry-backoff-then-readmitted.yaml",  # a real backoff sat out by the services' clock
     "podsready/block-admission-waits-for-ready.yaml",
+    # elastic workload slices (issue 21): each behaviour through the services
+    "elastic/replacement-keeps-the-original-flavor.yaml",
+    "elastic/scale-down-releases-quota-to-waiting.yaml",
+    "elastic/scale-up-admits-replacement-slice.yaml",
+    "elastic/scale-up-waits-for-quota-then-preempts.yaml",
 )
 
 
