@@ -138,7 +138,6 @@ def run(
             requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared)
         if old is not None:
             requests = slices.pinned(requests, old)
-            tree.shift_reservation(cq_name, slices.usage(old), sign=-1)
         with search.excluding(old.key) if old is not None else contextlib.nullcontext():
             if head.bookmark is None:
                 assignment, victims = search.assignments(head, requests, cq=cq)
@@ -154,8 +153,6 @@ def run(
                     bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
                 elif start is not None:
                     bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
-        if old is not None:
-            tree.shift_reservation(cq_name, slices.usage(old), sign=1)
         if assignment.mode == "NoFit":
             # SEMANTICS §3.5: a BestEffortFIFO head is parked unless flavors remain to be tried.
             parked = cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
@@ -198,20 +195,24 @@ def _process_replacement(
     cycle: tas_cycle.CycleTopology,
     now_ms: int,
 ) -> list[types.Output]:
-    """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): the slice it replaces
-    counts as released for the re-check and, once the replacement is booked, for the rest of the
-    cycle (Kueue carries it as the entry's first target); a replacement that gets quota releases
-    it, finished ``WorkloadSliceReplaced``, in the same batch."""
-    name = entry.cq.metadata.name
-    tree.shift_reservation(name, slices.usage(old), sign=-1)
+    """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): it asks the delta, checked
+    against usage that still counts the slice it replaces, so once booked the tree holds the new
+    slice's full counts for the rest of the cycle; a replacement that gets quota reserves its full
+    counts and releases that slice, finished ``WorkloadSliceReplaced``, in the same batch."""
     out = _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=cycle, now_ms=now_ms)
-    booked = any(isinstance(o, types.QuotaReserved | types.PreemptionRequired) for o in out)
-    if not booked:
-        tree.shift_reservation(name, slices.usage(old), sign=1)
-    if any(isinstance(o, types.QuotaReserved) for o in out):
-        chosen.add(old.key)  # not a victim of a later entry of this cycle: it is gone
-        out.append(slices.replaced(old, cause_seq=entry.workload.observed_seq, now_ms=now_ms))
-    return out
+    reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
+    if reserved is None:
+        return out
+    chosen.add(old.key)  # not a victim of a later entry of this cycle: it is gone
+    full = slices.full_usage(reserved, old)
+    replaced: list[types.Output] = []
+    for o in out:
+        if isinstance(o, types.QuotaReserved):
+            o = full
+        elif isinstance(o, types.WorkloadAdmitted):
+            o = types.admitted(full, at_ms=now_ms)
+        replaced.append(o)
+    return [*replaced, slices.replaced(old, cause_seq=entry.workload.observed_seq, now_ms=now_ms)]
 
 
 def _workload_key(decision: types.Output) -> str:

@@ -44,8 +44,10 @@ class PodSetRequest:
     raw_resources: frozenset[str] = frozenset()
     min_count: int | None = None  # partial admission (SEMANTICS §5.9): the fewest pods it may run with
     # An elastic replacement slice (SEMANTICS-ADVANCED D.3): resource -> the flavor the slice it
-    # replaces holds; every other flavor is refused for that resource.
+    # replaces holds (every other flavor is refused for that resource), and resource -> what that
+    # slice holds for this pod set, taken off the request (the slice asks only the delta).
     original_flavors: dict[str, str] | None = None
+    released: dict[str, int] | None = None
 
     def totals(self) -> dict[str, int]:
         """Per-resource totals for all ``count`` pods."""
@@ -373,8 +375,11 @@ class Picker:
             # uncovered one it is ignored (SEMANTICS §10.4).
             count = ps.count
             totals: dict[str, int] = {}
+            released = ps.released
             for resource, amount in ps.requests.items():
                 total = amount * count
+                if released:
+                    total = max(0, total - released.get(resource, 0))
                 if total > 0 or resource in covering:
                     totals[resource] = total
             chosen: dict[str, str] = {}
@@ -423,6 +428,8 @@ class Picker:
         ((resource, amount),) = ps.requests.items()
         count = ps.count
         total = amount * count
+        if ps.released:
+            total = max(0, total - ps.released.get(resource, 0))
         group = self.covering.get(resource)
         if total <= 0 and group is None:  # an uncovered zero request is ignored (SEMANTICS §10.4)
             return Assignment("Fit", (ps.name, count, 0), 0, "", "", None, ({},))

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgspec
+
 from kueue_es.events import slices, types
-from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.scheduling import flavors
 
@@ -41,17 +42,33 @@ def replaced_slice(state: ClusterState, wl: WorkloadState, cluster_queue: str) -
     return old
 
 
-def usage(old: WorkloadState) -> dict[quota.FR, int]:
-    """What the replaced slice counts against quota now (after a scale-down or reclaim), per FR."""
-    assert old.reservation is not None
-    return quota.reservation_usage(old.held or old.reservation)
-
-
 def pinned(requests: list[flavors.PodSetRequest], old: WorkloadState) -> list[flavors.PodSetRequest]:
-    """``requests`` with each pod set held to the flavors the replaced slice got for it."""
+    """``requests`` with each pod set held to the flavors the replaced slice got for it and asking
+    only what it grew by: less what that slice holds for the pod set now (flavorassigner.go)."""
     assert old.reservation is not None
     held = {psa.name: psa.flavors for psa in old.reservation.pod_set_assignments}
-    return [dataclasses.replace(ps, original_flavors=dict(held.get(ps.name, {}))) for ps in requests]
+    holds = {psa.name: psa.resource_usage for psa in (old.held or old.reservation).pod_set_assignments}
+    return [
+        dataclasses.replace(ps, original_flavors=dict(held.get(ps.name, {})), released=dict(holds.get(ps.name, {})))
+        for ps in requests
+    ]
+
+
+def full_usage(reserved: types.QuotaReserved, old: WorkloadState) -> types.QuotaReserved:
+    """The replacement's reservation as it holds quota: the delta it was admitted for plus what the
+    replaced slice held, per pod set (net reserved quota = the new slice's full counts)."""
+    assert old.reservation is not None
+    holds = {psa.name: psa.resource_usage for psa in (old.held or old.reservation).pod_set_assignments}
+    assignments = [
+        msgspec.structs.replace(
+            psa,
+            resource_usage={
+                r: amount + holds.get(psa.name, {}).get(r, 0) for r, amount in sorted(psa.resource_usage.items())
+            },
+        )
+        for psa in reserved.pod_set_assignments
+    ]
+    return msgspec.structs.replace(reserved, pod_set_assignments=assignments)
 
 
 def replaced(old: WorkloadState, *, cause_seq: int, now_ms: int) -> types.QuotaReleased:

@@ -112,14 +112,10 @@ def _answer(
     old = slices.replaced_slice(state, wl, cq.metadata.name) if slices.enabled(state) else None
     if old is None:
         return _answer_usage(state, tree, search, nomination, wl, cq, issued, evicting=evicting, now_ms=now_ms)
-    # An elastic replacement slice (SEMANTICS-ADVANCED D.3): the slice it replaces counts as
-    # released and is never its victim.
-    tree.shift_reservation(cq.metadata.name, slices.usage(old), sign=-1)
-    try:
-        with search.excluding(old.key):
-            return _answer_usage(state, tree, search, nomination, wl, cq, issued, evicting=evicting, now_ms=now_ms)
-    finally:
-        tree.shift_reservation(cq.metadata.name, slices.usage(old), sign=1)
+    # An elastic replacement slice (SEMANTICS-ADVANCED D.3): its nomination asks the delta over the
+    # slice it replaces, which is never its victim.
+    with search.excluding(old.key):
+        return _answer_usage(state, tree, search, nomination, wl, cq, issued, evicting=evicting, now_ms=now_ms)
 
 
 def _answer_usage(
