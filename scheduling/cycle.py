@@ -114,14 +114,13 @@ def run(
         state.preemptors,
         state.nominations,
     )
-    replacing: dict[str, WorkloadState] = {}  # replacement head key -> the slice it replaces
+    # replacement head key -> the slice it replaces and the head's requests (per pod, pinned)
+    replacing: dict[str, tuple[WorkloadState, list[flavors.PodSetRequest]]] = {}
     elastic = workload_slices and slices.enabled(state)
     for cq_name, head in plan.heads.items():
         if touched and head.key in touched:
             continue  # deactivated or requeued just now: decided again next cycle
         old = slices.replaced_slice(state, head, cq_name) if elastic else None
-        if old is not None:
-            replacing[head.key] = old
         cq = cluster_queues[cq_name]
         if head.checks and lifecycle.failed_checks(head, cq):
             # SEMANTICS §4.3 step 2: not nominated while a check is in Retry or Rejected.
@@ -138,6 +137,7 @@ def run(
             requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared)
         if old is not None:
             requests = slices.pinned(requests, old)
+            replacing[head.key] = (old, requests)
         with search.excluding(old.key) if old is not None else contextlib.nullcontext():
             if head.bookmark is None:
                 assignment, victims = search.assignments(head, requests, cq=cq)
@@ -170,11 +170,11 @@ def run(
     chosen: set[str] = set()
     gate = _PodsReadyGate(state)
     for entry in ordered(entries, state=state, tree=tree):
-        old = replacing.get(entry.workload.key) if replacing else None
-        if old is not None:
+        replaced = replacing.get(entry.workload.key) if replacing else None
+        if replaced is not None:
             decisions.extend(
                 _process_replacement(
-                    entry, old, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms
+                    entry, *replaced, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms
                 )
             )
             continue
@@ -187,6 +187,7 @@ def run(
 def _process_replacement(
     entry: Entry,
     old: WorkloadState,
+    requests: list[flavors.PodSetRequest],
     *,
     state: ClusterState,
     tree: quota.QuotaTree,
@@ -204,7 +205,7 @@ def _process_replacement(
     if reserved is None:
         return out
     chosen.add(old.key)  # not a victim of a later entry of this cycle: it is gone
-    full = slices.full_usage(reserved, old)
+    full = slices.full_usage(reserved, requests)
     replaced: list[types.Output] = []
     for o in out:
         if isinstance(o, types.QuotaReserved):

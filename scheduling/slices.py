@@ -54,17 +54,15 @@ def pinned(requests: list[flavors.PodSetRequest], old: WorkloadState) -> list[fl
     ]
 
 
-def full_usage(reserved: types.QuotaReserved, old: WorkloadState) -> types.QuotaReserved:
-    """The replacement's reservation as it holds quota: the delta it was admitted for plus what the
-    replaced slice held, per pod set (net reserved quota = the new slice's full counts)."""
-    assert old.reservation is not None
-    holds = {psa.name: psa.resource_usage for psa in (old.held or old.reservation).pod_set_assignments}
+def full_usage(reserved: types.QuotaReserved, requests: list[flavors.PodSetRequest]) -> types.QuotaReserved:
+    """The replacement's reservation as it holds quota: each pod set's per-pod request times its
+    count (``requests``: the head's, per pod), not the delta it was admitted for (net reserved quota
+    = the new slice's full counts, whatever the old slice held)."""
+    per_pod = {ps.name: ps.requests for ps in requests}
     assignments = [
         msgspec.structs.replace(
             psa,
-            resource_usage={
-                r: amount + holds.get(psa.name, {}).get(r, 0) for r, amount in sorted(psa.resource_usage.items())
-            },
+            resource_usage={r: per_pod.get(psa.name, {}).get(r, 0) * psa.count for r in sorted(psa.resource_usage)},
         )
         for psa in reserved.pod_set_assignments
     ]

@@ -203,3 +203,17 @@ def test_release_fills_the_room_lowest_names_first() -> None:
     assert ungater.elastic_release(4, pods) == ["j-0", "j-c"]
     assert ungater.elastic_release(3, pods) == ["j-0"]
     assert ungater.elastic_release(2, pods) == []
+
+
+def test_a_replacement_smaller_than_the_slice_it_replaces_holds_only_its_own_counts() -> None:
+    log = Log()
+    log.add(types.ConfigurationObserved(configuration=GATES))
+    log.apply_manifests(flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": "6"}}), local_queue("lq", "cq"))
+    log.apply_manifests(elastic("a-1", 4))
+    log.settle(1_000)
+    log.apply_manifests(elastic("a-2", 1, created=60, replaces="a-1"))  # a pending replacement scaled back down
+    log.settle(2_000)
+    new = log.state.workloads["default/a-2"]
+    assert new.reservation is not None
+    assert new.reservation.pod_set_assignments[0].resource_usage == {"cpu": 1_000}
+    assert log.state.usage_of("cq", "f", "cpu") == 1_000
