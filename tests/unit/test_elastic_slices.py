@@ -217,3 +217,27 @@ def test_a_replacement_smaller_than_the_slice_it_replaces_holds_only_its_own_cou
     assert new.reservation is not None
     assert new.reservation.pod_set_assignments[0].resource_usage == {"cpu": 1_000}
     assert log.state.usage_of("cq", "f", "cpu") == 1_000
+
+
+def test_explain_lists_the_slice_chain_and_asks_only_the_delta() -> None:
+    from kueue_es import explain
+    from kueue_es.scheduling import explain as core
+
+    log = Log()
+    log.add(types.ConfigurationObserved(configuration=GATES))
+    log.apply_manifests(flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": "4"}}), local_queue("lq", "cq"))
+    log.apply_manifests(elastic("a-1", 2))
+    log.settle(1_000)
+    log.apply_manifests(elastic("a-2", 3, created=60, replaces="a-1"))
+    log.settle(2_000)
+    log.apply_manifests(elastic("a-3", 8, created=120, replaces="a-2"))
+    log.settle(3_000)
+    chain = explain._slice_chain(log.state, "default/a-3")
+    assert [(c["workload"], c["podSets"], c["replacementFor"], c["status"]) for c in chain] == [
+        ("default/a-1", {"main": 2}, "", "finished (WorkloadSliceReplaced)"),
+        ("default/a-2", {"main": 3}, "default/a-1", "admitted"),
+        ("default/a-3", {"main": 8}, "default/a-2", "pending"),
+    ]
+    assert explain._slice_chain(log.state, "default/nothing") == []
+    summary = core.needs(log.state, "default/a-3").summary()
+    assert any(line.startswith("cpu: asks 5;") for line in summary), summary  # 8 pods less the 3 a-2 holds
