@@ -165,3 +165,39 @@ def is_elastic_job(job: Mapping[str, object], *, enabled: bool) -> bool:
     meta = job.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     return enabled and isinstance(annotations, dict) and slices.is_elastic(annotations)
+
+
+def extras(
+    slices_now: list[models.Workload], *, reserved: Mapping[str, bool]
+) -> list[tuple[models.Workload, str, str]]:
+    """The slices Kueue's job reconciler finishes when a job has more than two unfinished ones
+    (workloadslicing.go EnsureWorkloadSlices): it keeps the newest slice holding quota and its pending
+    replacement (or else the newest slice) and finishes each other one, ``WorkloadSliceReplaced``
+    ("Replaced to accommodate a new workload slice") when a later slice replaces it, else
+    ``OutOfSync`` ("The workload slice is out of sync with its parent job"). Returns ``(slice,
+    reason, message)`` for each. With one or two slices nothing is finished: which of them holds
+    quota is read from their Workload objects, which can lag, and two is the normal chain (a slice
+    and its pending replacement)."""
+    if len(slices_now) <= 2:
+        return []
+    replaced = {key for wl in slices_now if (key := slices.replacement_for(wl)) is not None}
+    holding = [wl for wl in slices_now if reserved.get(wl.key, False)]
+    latest = holding[-1] if holding else None
+    pending = next(
+        (
+            wl
+            for wl in slices_now
+            if latest is not None and slices.replacement_for(wl) == latest.key and not reserved.get(wl.key, False)
+        ),
+        None,
+    )
+    selected = pending or latest or slices_now[-1]
+    out = []
+    for wl in slices_now:
+        if wl is selected or wl is latest:
+            continue
+        if wl.key in replaced:
+            out.append((wl, slices.REPLACED_REASON, "Replaced to accommodate a new workload slice"))
+        else:
+            out.append((wl, slices.OUT_OF_SYNC_REASON, "The workload slice is out of sync with its parent job"))
+    return out

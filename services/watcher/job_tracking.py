@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import msgspec
 
-from kueue_es.events import manifests, models, types
+from kueue_es.events import manifests, models, slices, types
 from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.jobframework import slices as job_slices
 from kueue_es.services.kube import objects
@@ -183,6 +183,16 @@ class JobTracker:
         a replacement slice (:func:`kueue_es.jobframework.slices.plan`); a finished Job finishes every
         unfinished slice."""
         chain = self._slices(obj)
+        for extra, reason, message in job_slices.extras(chain, reserved=self.slice_reserved):
+            ref = types.WorkloadRef(
+                namespace=extra.metadata.namespace, name=extra.metadata.name, uid=extra.metadata.uid
+            )
+            finished = types.WorkloadFinished(
+                workload=ref, succeeded=reason == slices.REPLACED_REASON, reason=reason, message=message, at_ms=now_ms
+            )
+            await self.publisher.publish(finished, version=f"{version}~{reason}", source="Job")
+            self.slice_finished[extra.key] = True  # the Workload object says so once the dispatcher wrote it
+            chain = [wl for wl in chain if wl is not extra]
         if isinstance(fact, types.WorkloadFinished):
             for wl in chain:
                 ref = types.WorkloadRef(namespace=wl.metadata.namespace, name=wl.metadata.name, uid=wl.metadata.uid)

@@ -241,3 +241,20 @@ def test_explain_lists_the_slice_chain_and_asks_only_the_delta() -> None:
     assert explain._slice_chain(log.state, "default/nothing") == []
     summary = core.needs(log.state, "default/a-3").summary()
     assert any(line.startswith("cpu: asks 5;") for line in summary), summary  # 8 pods less the 3 a-2 holds
+
+
+def test_extra_slices_are_finished_with_kueues_reasons() -> None:
+    (first,) = job_slices.plan(observed(2), slices_now=[], reserved={}, running=False, generation=1, now_ms=5)
+    (second,) = job_slices.plan(observed(4), slices_now=[first], reserved={}, running=True, generation=2, now_ms=9)
+    stray = msgspec.structs.replace(first, metadata=msgspec.structs.replace(first.metadata, name="stray"))
+    (third,) = job_slices.plan(
+        observed(6), slices_now=[second], reserved={second.key: True}, running=True, generation=3, now_ms=11
+    )
+    assert job_slices.extras([first, second], reserved={}) == []  # the normal chain: nothing finished
+    chain = [first, stray, second, third]
+    finished = job_slices.extras(chain, reserved={second.key: True})
+    assert [(wl.metadata.name, reason) for wl, reason, _ in finished] == [
+        (first.metadata.name, slices.REPLACED_REASON),  # second replaces it
+        ("stray", slices.OUT_OF_SYNC_REASON),
+    ]
+    assert finished[1][2] == "The workload slice is out of sync with its parent job"
