@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from kueue_es.events import manifests
+from kueue_es.events import manifests, slices
 from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.jobframework.integrations import serving
 
@@ -117,13 +117,16 @@ class Context:
     leaves the others out). ``default_local_queue``: whether the object's namespace has a
     LocalQueue named ``default`` (LocalQueueDefaulting, on since Kueue v0.19).
     ``topology_aware_scheduling``: the feature gate (on by default): pods get the topology gate
-    and TAS annotations are validated.
+    and TAS annotations are validated. ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices
+    (alpha, off by default): a Job annotated ``kueue.x-k8s.io/elastic-job: "true"`` gets the
+    elastic-job scheduling gate on its pod template, and the annotation is checked.
     """
 
     manage_jobs_without_queue_name: bool = False
     namespace_managed: bool = True
     default_local_queue: bool = False
     topology_aware_scheduling: bool = True
+    elastic_jobs: bool = False
 
 
 # -- the kinds served ----------------------------------------------------------------------------
@@ -283,6 +286,8 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         return out
     if served == JOB:
         out.setdefault("spec", {})["suspend"] = True
+        if context.elastic_jobs and slices.is_elastic(_annotations(out)):
+            _gate_template(out)
     elif served == POD:
         _gate_pod(out, topology=context.topology_aware_scheduling)
     elif served.integration is not None:
@@ -291,6 +296,23 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         if served.integration.on_create is not None:
             served.integration.on_create(out)
     return out
+
+
+def _gate_template(job: dict[str, Any]) -> None:
+    """An elastic Job's pods wait for a slice holding quota for them: the ``kueue.x-k8s.io/elastic-job``
+    scheduling gate on its pod template (job_webhook.go applyWorkloadSliceSchedulingGate)."""
+    spec = job.setdefault("spec", {})
+    template = spec.setdefault("template", {}) if isinstance(spec, dict) else None
+    if not isinstance(template, dict):
+        return
+    pod_spec = template.setdefault("spec", {})
+    if not isinstance(pod_spec, dict):
+        return
+    gates = pod_spec.setdefault("schedulingGates", [])
+    if isinstance(gates, list) and not any(
+        isinstance(g, dict) and g.get("name") == slices.ELASTIC_JOB_GATE for g in gates
+    ):
+        gates.append({"name": slices.ELASTIC_JOB_GATE})
 
 
 def _gate_pod(pod: dict[str, Any], *, topology: bool, managed: bool = True) -> None:
@@ -324,8 +346,12 @@ def validate_create(
     if served is None:
         return []
     errors = _common_create(obj)
+    if context.elastic_jobs:
+        errors += _elastic_kind(served, obj)
     if served == JOB:
         errors += _job_create(obj)
+        if context.elastic_jobs:
+            errors += _elastic_partial_admission(obj)
     elif served == POD:
         errors += _pod_create(obj)
     if context.topology_aware_scheduling:
@@ -334,6 +360,47 @@ def validate_create(
     if integration is not None and integration.refused_at_create and queue_name(obj) and not owner_managed(obj):
         errors += _pod_set_rules(integration, obj)
     return errors
+
+
+#: The kinds that may be elastic (validation.go supportedElasticJobGVKs), as Go prints their GVK.
+_ELASTIC_KINDS: Final = frozenset(
+    {
+        ("batch/v1", "Job"),
+        ("ray.io/v1", "RayCluster"),
+        ("ray.io/v1", "RayJob"),
+        ("ray.io/v1", "RayService"),
+    }
+)
+
+
+def _elastic_kind(served: Target, obj: Mapping[str, Any]) -> list[FieldError]:
+    """validation.go ValidateElasticJobAnnotation: only a Job and the Ray kinds may be elastic."""
+    if not slices.is_elastic(_annotations(obj)) or (served.api_version, served.kind) in _ELASTIC_KINDS:
+        return []
+    group, _, version = served.api_version.rpartition("/")
+    gvk = f"{group}/{version}, Kind={served.kind}" if group else f"/{version}, Kind={served.kind}"
+    return [
+        FieldError(
+            type="Forbidden",
+            field=_annotation_path(slices.ELASTIC_JOB_ANNOTATION),
+            detail=f'elastic job is not supported for "{gvk}"',
+        )
+    ]
+
+
+def _elastic_partial_admission(job: Mapping[str, Any]) -> list[FieldError]:
+    """job_webhook.go validatePartialAdmissionCreate: an elastic Job may not ask for partial admission."""
+    annotations = _annotations(job)
+    if not slices.is_elastic(annotations) or jobs.MIN_PARALLELISM_ANNOTATION not in annotations:
+        return []
+    return [
+        FieldError(
+            type="Invalid",
+            field=_annotation_path(jobs.MIN_PARALLELISM_ANNOTATION),
+            value=str(annotations[jobs.MIN_PARALLELISM_ANNOTATION]),
+            detail="partial admission and elastic job cannot be used together",
+        )
+    ]
 
 
 def _pod_set_rules(integration: integrations.Integration, obj: Mapping[str, Any]) -> list[FieldError]:
@@ -576,6 +643,8 @@ def validate_update(
             jobs.MIN_PARALLELISM_ANNOTATION
         ):
             errors += _job_partial_admission(new)
+            if context.elastic_jobs:
+                errors += _elastic_partial_admission(new)
         if context.topology_aware_scheduling:
             errors += _topology(served, new)
     new_suspended, old_suspended = suspended(served, new), suspended(served, old)
@@ -602,6 +671,16 @@ def validate_update(
                 FieldError(type="Invalid", field=_label_path(MAX_EXEC_TIME_LABEL), value=new_max, detail=_IMMUTABLE)
             )
     errors += _priority_class_update(old, new, suspended=new_suspended)
+    if context.elastic_jobs and slices.is_elastic(_annotations(old)) != slices.is_elastic(_annotations(new)):
+        # validation.go validatedUpdateForEnabledWorkloadSlice
+        errors.append(
+            FieldError(
+                type="Invalid",
+                field=_annotation_path(slices.ELASTIC_JOB_ANNOTATION),
+                value=slices.is_elastic(_annotations(new)),
+                detail=_IMMUTABLE,
+            )
+        )
     if served == JOB:
         errors += _job_update(old, new, old_suspended=old_suspended, new_suspended=new_suspended)
     elif served == POD:

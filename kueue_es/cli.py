@@ -883,7 +883,8 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
         "--feature-gates",
         default="",
         metavar="GATE=BOOL,...",
-        help="watcher: Kueue's feature gates, as Kueue's flag (not together with featureGates in --config)",
+        help="watcher (and webhook: ElasticJobsViaWorkloadSlices): Kueue's feature gates, as Kueue's flag (not"
+        " together with featureGates in --config)",
     )
 
 
@@ -1180,8 +1181,17 @@ async def _serve_visibility(args: argparse.Namespace, stop: asyncio.Event, conne
 
 
 def _run_webhook(args: argparse.Namespace) -> int:
-    """``kueue-es service webhook``: no NATS; the Kubernetes API when one is named or in a pod."""
+    """``kueue-es service webhook``: no NATS; the Kubernetes API when one is named or in a pod.
+    ``--config``/``--feature-gates``: Kueue's feature gates the job webhooks follow
+    (ElasticJobsViaWorkloadSlices, docs/elastic.md)."""
+    from kueue_es.events import slices
     from kueue_es.services import runtime
+
+    config = _check_config(args)
+    if isinstance(config, str):
+        print(f"error: {config}", file=sys.stderr)
+        return 2
+    elastic_jobs = slices.gate_enabled(config.configuration.feature_gates)
 
     async def serve(stop: asyncio.Event) -> None:
         import tempfile
@@ -1211,6 +1221,7 @@ def _run_webhook(args: argparse.Namespace) -> int:
                 api=api,
                 rotation_settings=settings,
                 manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
+                elastic_jobs=elastic_jobs,
             )
         finally:
             if api is not None:
@@ -1489,6 +1500,7 @@ def _run_nats_setup(args: argparse.Namespace) -> int:
 def _run_up(args: argparse.Namespace) -> int:
     import shlex
 
+    from kueue_es.events import slices
     from kueue_es.supervisor import run_up
 
     if args.compact is not None:
@@ -1506,6 +1518,7 @@ def _run_up(args: argparse.Namespace) -> int:
         print(f"error: {crd_documents}", file=sys.stderr)
         return 2
     args.crd_documents = crd_documents
+    args.elastic_jobs = slices.gate_enabled(problem.configuration.feature_gates)  # the emulator's Job webhook
     if args.partitions is not None:
         print(
             f"error: up runs one replica of each decider: --partitions {','.join(args.partitions)} would leave every"
@@ -1556,6 +1569,7 @@ def _run_dashboard(args: argparse.Namespace) -> int:
 
 def _run_demo(args: argparse.Namespace) -> int:
     from kueue_es.demo import run_demo
+    from kueue_es.events import slices
     from kueue_es.supervisor import watcher_config_args
 
     if isinstance(problem := _check_config(args), str):
@@ -1573,6 +1587,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             run_dir=args.dir,
             preempt=args.preempt,
             watcher_args=watcher_config_args(args),
+            elastic_jobs=slices.gate_enabled(problem.configuration.feature_gates),
         )
     )
 

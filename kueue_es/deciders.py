@@ -43,7 +43,8 @@ EARLIER: dict[tuple[str, int], Decider] = {
     },
 }
 """Earlier logic versions replay still re-runs, by (role, logic version): the admitter's 9 (pending
-outcomes written as messages, before they moved into the DecisionRecord, issue 15) and 10, and the
+outcomes written as messages, before they moved into the DecisionRecord, issue 15), 10 and 11 (before
+elastic workload slices, issue 21), and the
 preemptor's 5 (both before workloads giving quota back stopped counting as candidates or TAS usage
 in the cycle that releases them, issue 18)."""
 

@@ -176,10 +176,13 @@ async def run_demo(
     preempt: bool = False,
     watcher_args: list[str] | None = None,
     crds: list[dict[str, Any]] | None = None,
+    elastic_jobs: bool = False,
 ) -> int:
     """Run the demo; returns 0 when every Job finished and replay matched every decision.
 
     ``crds``: CustomResourceDefinitions installed on the emulated API server at start (``--crds``).
+    ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices is on (``--feature-gates``), for the
+    emulated API server's Kueue Job webhook.
 
     ``watcher_args``: ``--config FILE`` / ``--feature-gates`` for the watcher (Kueue's manager configuration).
     ``preempt``: the ClusterQueue may preempt lower priorities, and once the sample
@@ -200,7 +203,10 @@ async def run_demo(
     if preempt:
         setup, urgent = preemption_manifests(setup)
     auth = LocalAuth.create(run_dir / CREDS_DIR)
-    async with NatsServer(store_dir=run_dir / "nats", auth=auth) as server, serve_emulator() as emulator:
+    async with (
+        NatsServer(store_dir=run_dir / "nats", auth=auth) as server,
+        serve_emulator(elastic_jobs=elastic_jobs) as emulator,
+    ):
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
         if crds:
             emulator.install_crds(crds)

@@ -310,9 +310,39 @@ def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *
             for line in collector.lines.get(key, [])
         ],
         "repeatedPendingOutcomes": collector.repeats(key),
+        "sliceChain": _slice_chain(state, key),
         "position": position,
         "needs": _needs_json(needed),
     }
+
+
+def _slice_chain(state: ClusterState, key: str) -> list[dict[str, Any]]:
+    """An elastic workload's slices, oldest first (SEMANTICS-ADVANCED D.1): each slice's name, pod
+    counts, the slice it replaces and where it stands; [] for a workload that is not elastic."""
+    from kueue_es.events import slices as slice_names
+    from kueue_es.scheduling import slices
+
+    out = []
+    for member in slices.chain_of(state, key):
+        if member.finished is not None:
+            stands = f"finished ({member.finished.reason})"
+        elif member.deleted_seq:
+            stands = "deleted"
+        elif member.admitted:
+            stands = "admitted"
+        elif member.reservation is not None:
+            stands = "quota reserved"
+        else:
+            stands = "pending"
+        out.append(
+            {
+                "workload": member.key,
+                "podSets": {ps.name: ps.count for ps in member.workload.spec.pod_sets},
+                "replacementFor": slice_names.replacement_for(member.workload) or "",
+                "status": stands,
+            }
+        )
+    return out
 
 
 def _transit_json(transit: tuple[str, int, str]) -> dict[str, Any]:
@@ -458,6 +488,13 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
                 style="dim",
             )
         )
+    chain = report.get("sliceChain") or []
+    if chain:
+        links = " -> ".join(
+            f"{c['workload']} ({', '.join(f'{n}: {k}' for n, k in c['podSets'].items())} pods, {c['status']})"
+            for c in chain
+        )
+        console.print(Text(f"elastic slice chain: {links}"))
     position = report["position"]
     if position is not None:
         parked = ", inadmissible (parked)" if position["parked"] else ""

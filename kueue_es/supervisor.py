@@ -739,7 +739,9 @@ async def run_up(args: argparse.Namespace) -> int:
         if auth is not None and (admin := auth.credentials("admin")).password_file.is_file():
             await nats_bus.ensure_log_stream(nats_url, credentials=admin)  # the services only check it exists
         if args.emulator:
-            emulator = await stack.enter_async_context(serve_emulator())
+            emulator = await stack.enter_async_context(
+                serve_emulator(elastic_jobs=getattr(args, "elastic_jobs", False))
+            )
             emulator.install_crds(getattr(args, "crd_documents", None) or [])
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
             kube_args = ["--kube-server", emulator.url] + kube_args

@@ -22,7 +22,7 @@ from typing import Any, Final, Never, NoReturn
 
 import msgspec
 
-from kueue_es.events import models, tas, types
+from kueue_es.events import models, slices, tas, types
 from kueue_es.projections import afs, kueue_metrics, partitions, quota, topology
 from kueue_es.projections.batches import BatchVerifier
 from kueue_es.projections.partitions import Partitions
@@ -606,6 +606,8 @@ def _apply_workload_fact(
                 current.backoff = False
             current.workload = event.workload
             current.observed_seq = seq
+            if current.reservation is not None and _elastic(state, event.workload):
+                _rescale_elastic(state, current, seq=seq)
         _reindex(state, key)
         return
     current = state.workloads.get(event.workload.key)
@@ -616,6 +618,29 @@ def _apply_workload_fact(
         if current.reservation is not None:  # Kueue drops it from the ClusterQueue's cache now (§5.3)
             _bump_generation(state, current.reservation.cluster_queue, seq)
         _reindex(state, event.workload.key)
+
+
+def _elastic(state: ClusterState, workload: models.Workload) -> bool:
+    """An elastic slice while ElasticJobsViaWorkloadSlices is on (SEMANTICS-ADVANCED D.1)."""
+    return slices.is_elastic(workload.metadata.annotations) and slices.gate_enabled(state.configuration.feature_gates)
+
+
+def _rescale_elastic(state: ClusterState, current: WorkloadState, *, seq: int) -> None:
+    """An elastic slice holding quota scaled down in place (SEMANTICS-ADVANCED D.2): its usage is
+    its admission's scaled by the new count over the admitted one, at once (the admission itself
+    is not rewritten), and the parked workloads of its cohort tree are requeued. A count above
+    the admitted one changes nothing here: a scale-up is a new slice."""
+    assert current.reservation is not None
+    held = held_reservation(current.reservation, current.workload, current.reclaimable, elastic=True)
+    before = current.held or current.reservation
+    if held == before:
+        return
+    cq = current.reservation.cluster_queue
+    _add_usage(state, before, sign=-1)
+    current.held = held
+    _add_usage(state, held, sign=1)
+    _bump_generation(state, cq, seq)
+    state.trigger(f"cq:{cq}", seq, released=True)
 
 
 def _apply_workload_status_fact(
@@ -675,15 +700,17 @@ def _apply_reclaimable(state: ClusterState, event: types.WorkloadReclaimablePods
 
 
 def held_reservation(
-    reservation: types.QuotaReserved, workload: models.Workload, reclaimable: dict[str, int]
+    reservation: types.QuotaReserved, workload: models.Workload, reclaimable: dict[str, int], *, elastic: bool = False
 ) -> types.QuotaReserved:
     """The reservation as it counts against quota once ``reclaimable`` pods (per pod set) are
     given back: a pod set assignment whose pod set, less its reclaimable pods, needs fewer pods
     than were admitted keeps only those, its ``resource_usage`` scaled per pod (integer
     division, as Kueue's Requests.Divide then Mul: pkg/workload totalRequestsFromAdmission);
     a partially admitted pod set that still needs at least its admitted count keeps it all.
+    ``elastic``: an elastic slice scaled down in place counts its pod sets' new sizes the same
+    way (SEMANTICS-ADVANCED D.2, usage scaled by newCount/admittedCount).
     Returns ``reservation`` itself when nothing changes."""
-    if not reclaimable:
+    if not reclaimable and not elastic:
         return reservation
     sizes = {ps.name: ps.count for ps in workload.spec.pod_sets}
     changed = False
@@ -991,7 +1018,12 @@ def _apply_workload_decision(
                 current.order_ms = 0  # Evicted is reset on the next reservation (§9.1)
                 current.pods_ready = None
                 state.reserved.setdefault(event.cluster_queue, {})[key] = None
-                current.held = held_reservation(event, current.workload, current.reclaimable)
+                current.held = held_reservation(
+                    event,
+                    current.workload,
+                    current.reclaimable,
+                    elastic=_elastic(state, current.workload),
+                )
                 _add_usage(state, current.held, sign=1)
         case types.WorkloadAdmitted():
             if current.reservation is not None and not current.admitted:
@@ -1003,6 +1035,8 @@ def _apply_workload_decision(
         case types.QuotaReleased():
             if current.reservation is not None:
                 kueue_metrics.on_released(state, current, event)
+                if event.reason == slices.REPLACED_REASON and current.finished is None:
+                    _slice_replaced(state, current, event, seq=seq)
                 _afs_released(state, current, at_ms=event.at_ms)
                 _add_usage(state, current.held or current.reservation, sign=-1)
                 if current.topology is not None:
@@ -1029,6 +1063,33 @@ def _apply_workload_decision(
                 del state.workloads[key]
                 kueue_metrics.on_forgotten(state, key)
     _reindex(state, key, gone=current)
+
+
+def _slice_replaced(state: ClusterState, current: WorkloadState, event: types.QuotaReleased, *, seq: int) -> None:
+    """The admitter released an elastic slice because its replacement was admitted in the same
+    batch (SEMANTICS-ADVANCED D.3): the slice is Finished ``WorkloadSliceReplaced``, naming the
+    replacement's UID and its job's UID, and kueue_replaced_workload_slices_total counts it
+    (scheduler.go replaceWorkloadSlice)."""
+    key = current.workload.key
+    new = next(
+        (
+            wl.workload
+            for wl in state.workloads.values()
+            if wl.reservation is not None and slices.replacement_for(wl.workload) == key
+        ),
+        None,
+    )
+    uid = new.metadata.uid if new is not None else ""
+    job_uid = new.metadata.labels.get("kueue.x-k8s.io/job-uid", "") if new is not None else ""
+    current.finished = types.WorkloadFinished(
+        workload=current.ref,
+        succeeded=True,
+        reason=slices.REPLACED_REASON,
+        message=slices.replaced_message(uid=uid, job_uid=job_uid),
+        at_ms=event.at_ms,
+    )
+    current.finished_seq = seq
+    kueue_metrics.on_slice_replaced(state, event)
 
 
 def _apply_preemption(

@@ -733,3 +733,9 @@ def on_finished(state: ClusterState, wl: WorkloadState, event: types.WorkloadFin
         total = wl.accumulated_ms + max(0, event.at_ms - wl.admitted_at_ms)
         _observe(metrics, "kueue_execution_time_seconds", cq_pc, total)
         _observe(metrics, "kueue_local_queue_execution_time_seconds", lq, total)
+
+
+def on_slice_replaced(state: ClusterState, event: types.QuotaReleased) -> None:
+    """An elastic slice replaced by a newer one of its chain (QuotaReleased ``WorkloadSliceReplaced``):
+    replaced_workload_slices_total of its ClusterQueue (scheduler.go replaceWorkloadSlice)."""
+    _inc(state.metrics, "kueue_replaced_workload_slices_total", (event.cluster_queue,))

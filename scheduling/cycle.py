@@ -31,17 +31,24 @@ which the cycle's DecisionRecord carries and every reader folds as that Workload
 
 from __future__ import annotations
 
+import contextlib
+
 from kueue_es.events import models, types
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
-from kueue_es.scheduling import flavors, lifecycle, preemption, queues
+from kueue_es.scheduling import flavors, lifecycle, preemption, queues, slices
 from kueue_es.scheduling.entries import Entry, ordered, pod_set_assignments
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
 
 def run(
-    state: ClusterState, *, tree: quota.QuotaTree, now_ms: int, released_are_candidates: bool = False
+    state: ClusterState,
+    *,
+    tree: quota.QuotaTree,
+    now_ms: int,
+    released_are_candidates: bool = False,
+    workload_slices: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -52,7 +59,13 @@ def run(
     preemption candidate and its topology usage is left out of TAS placement.
     ``released_are_candidates`` keeps admitter logic 10's behaviour for replay, which still
     offered an evicted, stopped workload as a candidate (so counting its quota as freed
-    twice) and placed around its topology usage."""
+    twice) and placed around its topology usage.
+
+    Elastic slices (SEMANTICS-ADVANCED D.3, when the Configuration turns
+    ElasticJobsViaWorkloadSlices on; ``workload_slices`` False: admitter logic 11, before them):
+    a head that replaces a slice holding quota in its ClusterQueue is tried with that slice's
+    usage out of the tree, that slice out of the candidates and its flavors pinned; admitted, it
+    releases that slice (``WorkloadSliceReplaced``) in the same batch."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -101,9 +114,13 @@ def run(
         state.preemptors,
         state.nominations,
     )
+    # replacement head key -> the slice it replaces and the head's requests (per pod, pinned)
+    replacing: dict[str, tuple[WorkloadState, list[flavors.PodSetRequest]]] = {}
+    elastic = workload_slices and slices.enabled(state)
     for cq_name, head in plan.heads.items():
         if touched and head.key in touched:
             continue  # deactivated or requeued just now: decided again next cycle
+        old = slices.replaced_slice(state, head, cq_name) if elastic else None
         cq = cluster_queues[cq_name]
         if head.checks and lifecycle.failed_checks(head, cq):
             # SEMANTICS §4.3 step 2: not nominated while a check is in Retry or Rejected.
@@ -119,20 +136,24 @@ def run(
             or head.requests_memo_devices != state.devices_version
         ):
             requests = queues.cached_pod_set_requests(head, cq=cq, config=config, shared=shared, state=state)
-        if head.bookmark is None:
-            assignment, victims = search.assignments(head, requests, cq=cq)
-            bookmark = (
-                _bookmark(assignment, cq_name, state=state, cycle=cycle_no) if assignment.pending_flavors else None
-            )
-        else:
-            start = bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
-            exhausted = start is not None and not start.tried
-            assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
-            bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
-            if exhausted:
-                bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
-            elif start is not None:
-                bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
+        if old is not None:
+            requests = slices.pinned(requests, old)
+            replacing[head.key] = (old, requests)
+        with search.excluding(old.key) if old is not None else contextlib.nullcontext():
+            if head.bookmark is None:
+                assignment, victims = search.assignments(head, requests, cq=cq)
+                bookmark = (
+                    _bookmark(assignment, cq_name, state=state, cycle=cycle_no) if assignment.pending_flavors else None
+                )
+            else:
+                start = bookmark_in_force(head, cq_name, state=state, cycle=cycle_no)
+                exhausted = start is not None and not start.tried
+                assignment, victims = search.assignments(head, requests, cq=cq, start=None if exhausted else start)
+                bookmark = _bookmark(assignment, cq_name, state=state, cycle=cycle_no)
+                if exhausted:
+                    bookmark = start  # ours: no progress until the generation moves (note above bookmark_in_force)
+                elif start is not None:
+                    bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
         if assignment.mode == "NoFit":
             # SEMANTICS §3.5: a BestEffortFIFO head is parked unless flavors remain to be tried.
             parked = cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
@@ -150,10 +171,50 @@ def run(
     chosen: set[str] = set()
     gate = _PodsReadyGate(state)
     for entry in ordered(entries, state=state, tree=tree):
+        replaced = replacing.get(entry.workload.key) if replacing else None
+        if replaced is not None:
+            decisions.extend(
+                _process_replacement(
+                    entry, *replaced, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms
+                )
+            )
+            continue
         decisions.extend(
             _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms)
         )
     return decisions
+
+
+def _process_replacement(
+    entry: Entry,
+    old: WorkloadState,
+    requests: list[flavors.PodSetRequest],
+    *,
+    state: ClusterState,
+    tree: quota.QuotaTree,
+    chosen: set[str],
+    gate: _PodsReadyGate,
+    cycle: tas_cycle.CycleTopology,
+    now_ms: int,
+) -> list[types.Output]:
+    """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): it asks the delta, checked
+    against usage that still counts the slice it replaces, so once booked the tree holds the new
+    slice's full counts for the rest of the cycle; a replacement that gets quota reserves its full
+    counts and releases that slice, finished ``WorkloadSliceReplaced``, in the same batch."""
+    out = _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=cycle, now_ms=now_ms)
+    reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
+    if reserved is None:
+        return out
+    chosen.add(old.key)  # not a victim of a later entry of this cycle: it is gone
+    full = slices.full_usage(reserved, requests)
+    replaced: list[types.Output] = []
+    for o in out:
+        if isinstance(o, types.QuotaReserved):
+            o = full
+        elif isinstance(o, types.WorkloadAdmitted):
+            o = types.admitted(full, at_ms=now_ms)
+        replaced.append(o)
+    return [*replaced, slices.replaced(old, cause_seq=entry.workload.observed_seq, now_ms=now_ms)]
 
 
 def _workload_key(decision: types.Output) -> str:

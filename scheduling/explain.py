@@ -33,7 +33,7 @@ from kueue_es.events import models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
-from kueue_es.scheduling import dra, lifecycle, preemption, queues, visibility
+from kueue_es.scheduling import dra, lifecycle, preemption, queues, slices, visibility
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -594,6 +594,11 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
     for ps in requests:
         for resource, amount in ps.totals().items():
             asks[resource] = asks.get(resource, 0) + amount
+    old = slices.replaced_slice(state, wl, cq_name) if slices.enabled(state) else None
+    if old is not None and old.reservation is not None:
+        # an elastic replacement slice asks only what its job grew by (SEMANTICS-ADVANCED D.3)
+        for (_, resource), amount in quota.reservation_usage(old.held or old.reservation).items():
+            asks[resource] = max(0, asks.get(resource, 0) - amount)
     covered = {r for group in cq.spec.resource_groups for r in group.covered_resources}
     for resource in sorted(asks):
         if resource not in covered and asks[resource] > 0:

@@ -16,7 +16,7 @@ stops the search.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,11 @@ class PodSetRequest:
     topology_request: models.PodSetTopologyRequest | None = None
     raw_resources: frozenset[str] = frozenset()
     min_count: int | None = None  # partial admission (SEMANTICS §5.9): the fewest pods it may run with
+    # An elastic replacement slice (SEMANTICS-ADVANCED D.3): resource -> the flavor the slice it
+    # replaces holds (every other flavor is refused for that resource), and resource -> what that
+    # slice holds for this pod set, taken off the request (the slice asks only the delta).
+    original_flavors: dict[str, str] | None = None
+    released: dict[str, int] | None = None
 
     def totals(self) -> dict[str, int]:
         """Per-resource totals for all ``count`` pods."""
@@ -370,8 +375,11 @@ class Picker:
             # uncovered one it is ignored (SEMANTICS §10.4).
             count = ps.count
             totals: dict[str, int] = {}
+            released = ps.released
             for resource, amount in ps.requests.items():
                 total = amount * count
+                if released:
+                    total = max(0, total - released.get(resource, 0))
                 if total > 0 or resource in covering:
                     totals[resource] = total
             chosen: dict[str, str] = {}
@@ -420,6 +428,8 @@ class Picker:
         ((resource, amount),) = ps.requests.items()
         count = ps.count
         total = amount * count
+        if ps.released:
+            total = max(0, total - ps.released.get(resource, 0))
         group = self.covering.get(resource)
         if total <= 0 and group is None:  # an uncovered zero request is ignored (SEMANTICS §10.4)
             return Assignment("Fit", (ps.name, count, 0), 0, "", "", None, ({},))
@@ -556,6 +566,14 @@ class Picker:
             examined += 1
             if flavor is None:
                 problems.append(f"flavor {flavor_name} not found")
+                continue
+            if ps.original_flavors is not None and (
+                held := _held_elsewhere(ps.original_flavors, resources, flavor_name)
+            ):
+                # flavorassigner.go: a replacement slice keeps the flavors of the slice it replaces
+                problems.append(
+                    f"could not assign {flavor_name} flavor since the original workload is assigned: {held}"
+                )
                 continue
             mismatch = "" if open_to_all else _eligibility_problem(ps, flavor)
             if not mismatch and (self.tas_levels or ps.topology_request is not None):
@@ -697,6 +715,15 @@ def no_fit_reason(problems: list[str]) -> str:
     """
     reasons = [_problem_reason(p) for p in problems]
     return min(reasons, key=_SEVERITY.__getitem__, default="NoMatchingFlavor")
+
+
+def _held_elsewhere(original: dict[str, str], resources: Iterable[str], flavor: str) -> str:
+    """The flavor the replaced slice holds for one of ``resources`` when it is not ``flavor``, else ""."""
+    for resource in resources:
+        held = original.get(resource)
+        if held is not None and held != flavor:
+            return held
+    return ""
 
 
 def _problem_reason(problem: str) -> str:

@@ -120,6 +120,10 @@ class CandidatePool:
     released: Collection[str] = ()
     _by_cq: dict[str, list[Candidate]] = field(default_factory=dict)
 
+    def forget(self) -> None:
+        """Drop the candidates built so far (``released`` changed): they are built again on use."""
+        self._by_cq.clear()
+
     def of(self, cluster_queue: str) -> list[Candidate]:
         """Candidates holding quota in ``cluster_queue`` (finished or deleted ones excluded)."""
         found = self._by_cq.get(cluster_queue)

@@ -12,8 +12,9 @@ pkg/scheduler/flavorassigner, pkg/scheduler/preemption/preemption_oracle.go (SEM
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 import msgspec
 
@@ -51,6 +52,20 @@ class Search:
         if not isinstance(kept, tuple) or kept[:3] != (state.objects_version, tree, self.fair):
             kept = state.caches["admitter.pickers"] = (state.objects_version, tree, self.fair, {})
         self._pickers: dict[str, flavors.Picker] = kept[3]
+
+    @contextlib.contextmanager
+    def excluding(self, key: str) -> Iterator[None]:
+        """Candidates without workload ``key`` while inside (an elastic slice being replaced is
+        never its replacement's victim, SEMANTICS-ADVANCED D.3); the pool is built again after."""
+        pool = self.pool
+        before = pool.released
+        pool.released = {*before, key}
+        pool.forget()
+        try:
+            yield
+        finally:
+            pool.released = before
+            pool.forget()
 
     def preemptor(
         self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]

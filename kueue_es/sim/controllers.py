@@ -45,6 +45,7 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_es.events import slices
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
@@ -71,8 +72,15 @@ _KINDS = {
     "StatefulSet": resources.STATEFUL_SETS,
     "Pod": resources.PODS,
     "LeaderWorkerSet": LWS_REF,
+    "Job": resources.JOBS,
 }
-_OWNER_API = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "Pod": "v1"}
+_OWNER_API = {
+    "Deployment": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "Pod": "v1",
+    "Job": "batch/v1",
+}
 _OWNER_API["LeaderWorkerSet"] = LWS_REF.api_version
 
 Object = dict[str, Any]
@@ -388,6 +396,8 @@ class SimulatedControllers:
             await self._lws(lws)
         for sts in list(self.objects["StatefulSet"].values()):
             await self._statefulset(sts)
+        for job in list(self.objects["Job"].values()):
+            await self._elastic_job(job)
         await self._run_pods()
 
     def _owned(self, kind: str, owner: Mapping[str, Any]) -> list[Object]:
@@ -454,6 +464,36 @@ class SimulatedControllers:
         ready = sum(1 for p in pods if is_ready(p))
         status = {"replicas": len(pods), "readyReplicas": ready, "availableReplicas": ready}
         await self._status("ReplicaSet", rs, status)
+
+    async def _elastic_job(self, job: Object) -> None:
+        """The Job controller's pods, for an elastic Job only (``kueue.x-k8s.io/elastic-job: "true"``; other
+        Jobs "run" without pods, :mod:`kueue_es.sim.kubelet`): while it is not suspended, pods
+        ``<job>-<5 chars>`` from its template up to ``parallelism``, scaling in gated pods first; none while
+        suspended; its pods succeed once it is Complete. A scale-up adds pods and leaves the running ones be."""
+        meta, spec = job.get("metadata") or {}, job.get("spec") or {}
+        if (meta.get("annotations") or {}).get(slices.ELASTIC_JOB_ANNOTATION) != "true":
+            return
+        pods = [p for p in self._owned("Pod", job) if is_active(p)]
+        conditions = (job.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Complete" and c.get("status") == "True" for c in conditions if isinstance(c, dict)):
+            for pod in pods:
+                await self._write_status("Pod", pod, {**(pod.get("status") or {}), "phase": "Succeeded"})
+            return
+        parallelism = spec.get("parallelism")
+        wanted = 0 if spec.get("suspend") else (int(parallelism) if isinstance(parallelism, int) else 1)
+        template = json.loads(json.dumps(_template(job)))
+        template_meta = template.setdefault("metadata", {})
+        template_meta["labels"] = {
+            **(template_meta.get("labels") or {}),
+            "batch.kubernetes.io/job-name": meta.get("name", ""),
+            "batch.kubernetes.io/controller-uid": meta.get("uid", ""),
+        }
+        for _ in range(wanted - len(pods)):
+            pod = pod_from_template(template, namespace=meta.get("namespace", ""), owner=job)
+            pod["metadata"]["generateName"] = f"{meta.get('name', '')}-"
+            await self._create("Pod", pod)
+        for extra in scale_in_order(pods)[: max(0, len(pods) - wanted)]:
+            await self._delete("Pod", dict(extra))
 
     async def _statefulset(self, sts: Object) -> None:
         spec = sts.get("spec") or {}

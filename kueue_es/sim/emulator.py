@@ -167,6 +167,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     job webhooks refuse (:meth:`_kueue_validate`); False plays a cluster without the webhook (its
     mutating part stays, as with the MutatingAdmissionPolicy), where invalid jobs are stored and
     the watcher reports them.
+    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices, for Kueue's Job webhook (an elastic
+    Job's pod template gets the elastic-job scheduling gate; the annotation is validated).
     ``crd_files``: CRD files or folders installed at start (:func:`custom_resources.load`), as
     if applied; more can be applied at any time (``kubectl apply --server-side -f``) or
     installed with :meth:`install_crds`.
@@ -181,6 +183,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     validate: bool = True
     kueue_validation: bool = True
     crd_files: tuple[str | Path, ...] = ()
+    elastic_jobs: bool = False
 
     _store: store.ObjectStore = attrs.field(init=False)
     #: The kinds of installed CRDs, by (group, version, plural); ``_crd_kinds`` by CRD name.
@@ -211,7 +214,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             clock=self.clock,
             enforce_namespaces=self.enforce_namespaces,
             create_hooks=tuple(
-                functools.partial(hook, lookup=self._lookup) if hook is gate_queued_pods else hook for hook in hooks
+                functools.partial(hook, lookup=self._lookup)
+                if hook is gate_queued_pods
+                else functools.partial(hook, elastic_jobs=True)
+                if hook is suspend_queued_jobs and self.elastic_jobs
+                else hook
+                for hook in hooks
             ),
         )
         if default_queue is not None:
@@ -1080,9 +1088,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         namespace = str(obj.get("metadata", {}).get("namespace") or "default")
         try:
             self._store.get(resources.LOCAL_QUEUES, namespace=namespace, name="default")
-            context = webhooks.Context(default_local_queue=True)
+            context = webhooks.Context(default_local_queue=True, elastic_jobs=self.elastic_jobs)
         except store.StoreError:
-            context = webhooks.Context()
+            context = webhooks.Context(elastic_jobs=self.elastic_jobs)
         if old is None:
             errors = webhooks.validate_create(ref.api_version, ref.kind, obj, context=context)
         else:
@@ -1234,25 +1242,26 @@ def _controlled_by_job(metadata: Mapping[str, Any]) -> bool:
     )
 
 
-def _kueue_default(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+def _kueue_default(ref: resources.ResourceRef, obj: dict[str, Any], *, elastic_jobs: bool = False) -> None:
     """Replace ``obj``'s content with what Kueue's mutating webhook makes of it
     (:func:`kueue_es.jobframework.webhooks.default`, the webhook server's own function)."""
-    defaulted = webhooks.default(ref.api_version, ref.kind, obj)
+    defaulted = webhooks.default(ref.api_version, ref.kind, obj, context=webhooks.Context(elastic_jobs=elastic_jobs))
     if defaulted != obj:
         obj.clear()
         obj.update(defaulted)
 
 
-def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any], *, elastic_jobs: bool = False) -> None:
     """A create hook doing what Kueue's Job webhook does: suspend Jobs that name a queue.
 
     Jobs with the ``kueue.x-k8s.io/queue-name`` label are created with
     ``spec.suspend: true``, so they wait for admission instead of running
     (:func:`kueue_es.jobframework.webhooks.default`). ClusterEmulator uses it unless
-    given other ``create_hooks``.
+    given other ``create_hooks``. ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices
+    (an elastic Job's pod template gets the elastic-job scheduling gate).
     """
     if ref == resources.JOBS:
-        _kueue_default(ref, obj)
+        _kueue_default(ref, obj, elastic_jobs=elastic_jobs)
 
 
 def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:

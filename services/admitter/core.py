@@ -23,10 +23,11 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 11
+LOGIC_VERSION = 12
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 10 offered a
+EARLIER_LOGIC_VERSIONS = (9, 10, 11)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 11 knew no
+elastic workload slices (issue 21: a replacement slice was scheduled as any workload). 10 offered a
 workload released in the same cycle (evicted, its job stopped) as a preemption candidate, counting
 its quota as freed twice in a nomination, and placed TAS pod sets around its topology usage (11
 does not: Kueue's cache holds nothing for it, issue 18); it also wrote each WorkloadAdmitted
@@ -43,10 +44,12 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
 
     Returns decisions in a deterministic order; empty when nothing changes.
     """
-    return _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=False)
+    return _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=False, workload_slices=True)
 
 
-def _decide(state: ClusterState, *, now_ms: int, partition: str, released_are_candidates: bool) -> list[types.Output]:
+def _decide(
+    state: ClusterState, *, now_ms: int, partition: str, released_are_candidates: bool, workload_slices: bool
+) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
             return []
@@ -60,7 +63,13 @@ def _decide(state: ClusterState, *, now_ms: int, partition: str, released_are_ca
     if collecting:
         gc.disable()
     try:
-        return cycle.run(state, tree=tree, now_ms=now_ms, released_are_candidates=released_are_candidates)
+        return cycle.run(
+            state,
+            tree=tree,
+            now_ms=now_ms,
+            released_are_candidates=released_are_candidates,
+            workload_slices=workload_slices,
+        )
     finally:
         tree.rollback()
         if collecting:
@@ -76,7 +85,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 and 10 offered a workload the cycle releases as a preemption candidate and
+    Version 11 decided as 12 without elastic workload slices. Versions 9 and 10 offered a workload the cycle releases as a preemption candidate and
     counted its topology usage (see :data:`EARLIER_LOGIC_VERSIONS`), and wrote each
     WorkloadAdmitted without its pod set assignments (schema version 1, before issue 19); 9
     also wrote each pending outcome as a WorkloadInadmissible message at the cycle's
@@ -87,12 +96,15 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"admitter logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
     inline_pending = version == 9
+    earlier_release = version in (9, 10)
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
         outputs: list[types.Output] = []
-        for out in _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=True):
-            if isinstance(out, types.WorkloadAdmitted):
+        for out in _decide(
+            state, now_ms=now_ms, partition=partition, released_are_candidates=earlier_release, workload_slices=False
+        ):
+            if earlier_release and isinstance(out, types.WorkloadAdmitted):
                 out = msgspec.structs.replace(out, pod_set_assignments=msgspec.UNSET)
             elif inline_pending and isinstance(out, types.PendingOutcome):
                 out = out.inadmissible(at_ms=now_ms)

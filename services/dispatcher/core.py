@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from kueue_es.events import models, tas, types
+from kueue_es.events import models, slices, tas, types
 from kueue_es.jobframework import integrations, jobs
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION, SCHEDULING_GATE
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
@@ -755,6 +755,10 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | 
     owner = current.workload.owner
     if owner is None or not startable(owner.api_version, owner.kind):
         return None
+    if slices.replacement_for(current.workload) is not None:
+        # A replacement slice of an elastic job: the job runs on, never suspended; its new pods are
+        # released by the ungater (SEMANTICS-ADVANCED D.4).
+        return None
     infos = view.started.get(event.workload.key)
     if infos is None:
         infos = pod_set_infos(state, current, view.records.get(event.workload.key))
@@ -861,6 +865,12 @@ def pod_set_infos(
         pod_set = own.get(assignment.name)
         own_selector = dict(pod_set.node_selector) if pod_set is not None else {}
         gates: list[str] = []
+        if slices.is_elastic(wl.workload.metadata.annotations):
+            # An elastic Job's pods name their pod set and the chain's first slice (SEMANTICS-ADVANCED D.1):
+            # the ungater finds them by these and releases them up to the newest admitted slice's count.
+            labels[PODSET_LABEL] = assignment.name
+            annotations[WORKLOAD_ANNOTATION] = wl.workload.metadata.name
+            annotations[slices.SLICE_NAME_ANNOTATION] = slices.slice_name(wl.workload)
         if record is not None and assignment.name in record.topology:
             gates.append(TOPOLOGY_GATE)
             labels[PODSET_LABEL] = assignment.name

@@ -51,7 +51,7 @@ from typing import Any, assert_never
 
 import msgspec
 
-from kueue_es.events import manifests, models, types
+from kueue_es.events import manifests, models, slices, types
 from kueue_es.events.quantities import to_quantity
 from kueue_es.jobframework import integrations
 from kueue_es.projections import quota
@@ -528,6 +528,10 @@ def _release(
     """The quota is given back: what Kueue writes depends on why."""
     if event.reason in ("Finished", "Deleted"):
         return  # a finished Workload keeps its admission; a deleted one is gone with its Job
+    if event.reason == slices.REPLACED_REASON and wl.finished is not None:
+        # An elastic slice replaced by a newer one (scheduler.go replaceWorkloadSlice): Finished, admission kept.
+        record.set("Finished", True, wl.finished.reason, wl.finished.message, at_ms=event.at_ms)
+        return
     pending = "PendingEvaluation" if granular else "Pending"
     if event.reason == "Deactivated" and before.eviction is None:
         message = "The workload is deactivated"

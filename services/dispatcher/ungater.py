@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kueue_es.events import models, tas
+from kueue_es.events import models, slices, tas
 
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 POD_INDEX_OFFSET_ANNOTATION = "kueue.x-k8s.io/pod-index-offset"
@@ -186,3 +186,21 @@ def _label_int(pod: Mapping[str, Any], label: str, *, bound: int) -> int | None:
 
 def _name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("name") or "")
+
+
+def is_elastic_gated(pod: Mapping[str, Any]) -> bool:
+    """Whether the elastic-job gate still holds ``pod`` (SEMANTICS-ADVANCED D.4)."""
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return any(isinstance(g, dict) and g.get("name") == slices.ELASTIC_JOB_GATE for g in gates)
+
+
+def elastic_release(count: int, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Which gated pods of one pod set of an elastic job to release: room = ``count`` (the pod set's
+    count in the chain's newest admitted slice) less the pods already released, filled with the
+    gated pods of lowest name first (elastic_job_ungater.go). ``pods``: the pod set's live pods."""
+    released = sum(1 for pod in pods if not is_elastic_gated(pod))
+    room = count - released
+    if room <= 0:
+        return []
+    gated = sorted(_name(pod) for pod in pods if is_elastic_gated(pod))
+    return gated[:room]

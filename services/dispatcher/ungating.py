@@ -17,8 +17,9 @@ import asyncio
 
 import structlog
 
-from kueue_es.events import tas
+from kueue_es.events import slices, tas
 from kueue_es.jobframework import pods as pod_integration
+from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, ungater
 from kueue_es.services.dispatcher.job_writes import POD_REF
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
@@ -114,7 +115,7 @@ class Ungating:
 
     def _pod_changed(self, pod: objects.Pod) -> None:
         workload = (objects.meta(pod).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION)
-        if workload and ungater.is_gated(pod):
+        if workload and (ungater.is_gated(pod) or ungater.is_elastic_gated(pod)):
             self.mark(f"{objects.pod_key(pod)[0]}/{workload}")
 
     async def run(self, *, retry_seconds: float = 1.0) -> None:
@@ -174,8 +175,63 @@ class Ungating:
             key=objects.name_of,
         )
 
+    def _elastic_head(self, key: str) -> WorkloadState | None:
+        """The newest slice of the chain of elastic workload ``key`` that is admitted, holds quota and is
+        not being evicted (elastic_job_ungater.go), or None."""
+        state = self.view.cluster
+        wl = state.workloads.get(key)
+        if wl is None or not slices.is_elastic(wl.workload.metadata.annotations):
+            return None
+        origin, namespace = slices.slice_name(wl.workload), wl.workload.metadata.namespace
+        heads = [
+            other
+            for other in state.workloads.values()
+            if other.workload.metadata.namespace == namespace
+            and slices.slice_name(other.workload) == origin
+            and other.admitted
+            and other.reservation is not None
+            and other.eviction is None
+            and not other.gone
+        ]
+        return max(heads, key=lambda w: (w.workload.metadata.creation_timestamp_ms, w.key), default=None)
+
+    async def _ungate_elastic(self, key: str) -> None:
+        """Release the gated pods of an elastic job up to its newest admitted slice's counts, lowest
+        names first (SEMANTICS-ADVANCED D.4): the pods that run keep running."""
+        head = self._elastic_head(key)
+        if head is None:
+            return
+        namespace, origin = head.workload.metadata.namespace, slices.slice_name(head.workload)
+        for pod_set in head.workload.spec.pod_sets:
+            pods = self._pods_of(namespace, origin, pod_set.name)
+            by_name = {objects.name_of(p): p for p in pods}
+            for name in ungater.elastic_release(pod_set.count, pods):
+                await self._release_elastic(by_name[name], workload=head.key)
+
+    async def _release_elastic(self, pod: objects.Pod, *, workload: str) -> None:
+        """Remove the elastic-job gate of ``pod``, if the pod is still as listed."""
+        meta, spec = objects.meta(pod), pod.get("spec") or {}
+        gates = core.without_gates(list(spec.get("schedulingGates") or []), [slices.ELASTIC_JOB_GATE])
+        patch = {
+            "metadata": {"resourceVersion": meta.get("resourceVersion")},  # a precondition: 409 if it changed
+            "spec": {"schedulingGates": gates or None},
+        }
+        await self.limiter.acquire(WriteClass.JOBS)
+        try:
+            stored = await self.api.patch_object(
+                POD_REF, namespace=meta.get("namespace"), name=objects.name_of(pod), patch=patch
+            )
+        except kube_errors.NotFoundError:
+            self.pods.pop(objects.pod_key(pod), None)
+            return
+        self.pods[objects.pod_key(objects.as_pod(stored))] = objects.as_pod(stored)
+        self.ungated += 1
+        log.info("elastic_pod_released", pod=f"{meta.get('namespace')}/{objects.name_of(pod)}", workload=workload)
+
     async def _ungate(self, key: str) -> None:
-        """Give the gated pods of workload ``key`` their domains (topology_ungater.go Reconcile)."""
+        """Give the gated pods of workload ``key`` their domains (topology_ungater.go Reconcile), and
+        release an elastic job's pods its newest admitted slice has room for."""
+        await self._ungate_elastic(key)
         pod_sets = self._topology_pod_sets(key)
         if not pod_sets:
             return

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kueue_es.events import types
+from kueue_es.events import models, types
 from kueue_es.projections import partitions, quota
-from kueue_es.projections.cluster import ClusterState
-from kueue_es.scheduling import nominations
+from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.scheduling import nominations, slices
 from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
@@ -109,6 +109,27 @@ def _answer(
     )
     if cq is None:
         return [_with(issued, message=f"ClusterQueue {nomination.cluster_queue} doesn't exist")]
+    old = slices.replaced_slice(state, wl, cq.metadata.name) if slices.enabled(state) else None
+    if old is None:
+        return _answer_usage(state, tree, search, nomination, wl, cq, issued, evicting=evicting, now_ms=now_ms)
+    # An elastic replacement slice (SEMANTICS-ADVANCED D.3): its nomination asks the delta over the
+    # slice it replaces, which is never its victim.
+    with search.excluding(old.key):
+        return _answer_usage(state, tree, search, nomination, wl, cq, issued, evicting=evicting, now_ms=now_ms)
+
+
+def _answer_usage(
+    state: ClusterState,
+    tree: quota.QuotaTree,
+    search: Search,
+    nomination: types.PreemptionRequired,
+    wl: WorkloadState,
+    cq: models.ClusterQueue,
+    issued: types.PreemptionIssued,
+    *,
+    evicting: set[str],
+    now_ms: int,
+) -> list[types.Decision]:
     usage = nominations.usage_of(nomination)
     topology_fits = nominations.topology_check(state, search, wl, nomination)
     if nominations.fits_without_preemption(tree, nomination, usage=usage, topology_fits=topology_fits):

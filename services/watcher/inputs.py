@@ -31,8 +31,10 @@ class ConversionInputs:
         manage_jobs_without_queue_name: bool = False,
         managed_jobs_namespace_selector: models.LabelSelector | None = None,
         external_owners: frozenset[tuple[str, str]] = frozenset(),
+        elastic_jobs: bool = False,
     ) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
+        self.elastic_jobs = elastic_jobs  # the gate ElasticJobsViaWorkloadSlices (jobframework.slices)
         self.managed_jobs_namespace_selector = (
             workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
             if managed_jobs_namespace_selector is None

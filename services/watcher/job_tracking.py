@@ -16,8 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from kueue_es.events import manifests, types
+import msgspec
+
+from kueue_es.events import manifests, models, slices, types
 from kueue_es.jobframework import integrations, jobs, pods, workloads
+from kueue_es.jobframework import slices as job_slices
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.kinds import API_VERSIONS, JOB_KINDS, Key
@@ -53,6 +56,9 @@ class JobTracker:
     ) -> None:
         self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in JOB_KINDS}
+        # Elastic slices (SEMANTICS-ADVANCED D.2): what their Workload objects say, by workload key.
+        self.slice_reserved: dict[str, bool] = {}
+        self.slice_finished: dict[str, bool] = {}
         self.groups = PodGroups(
             pods=self.objects["Pod"], publisher=publisher, inputs=inputs, reporter=reporter, clock=clock
         )
@@ -79,8 +85,7 @@ class JobTracker:
             self.groups.index(key, group, present=change != "DELETED")
             await self.groups.sync((key[0], group), version=version)
         elif change == "DELETED":
-            wl_key = self._workload_key(kind, obj)
-            if wl_key is not None:
+            for wl_key in self._workload_keys(kind, obj):
                 await self.publisher.delete_workload(wl_key, version=version, uid=objects.uid_of(obj))
         else:
             await self._sync_job(kind, obj, version=version)
@@ -96,7 +101,7 @@ class JobTracker:
             self.inputs.remember_owner(kind, obj)
         if kind == "Pod":
             self.groups.reindex()
-        live = {k for obj in listed if self._managed(kind, obj) and (k := self._workload_key(kind, obj))}
+        live = {k for obj in listed if self._managed(kind, obj) for k in self._workload_keys(kind, obj)}
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
         for key in sorted(gone):
             await self.publisher.delete_workload(key, version=version)
@@ -130,6 +135,9 @@ class JobTracker:
         now_ms = self.clock()
         context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
         fact = _convert(kind, obj, now_ms=now_ms, context=context)
+        if kind == "Job" and job_slices.is_elastic_job(obj, enabled=self.inputs.elastic_jobs) and fact is not None:
+            await self._sync_elastic(obj, fact, version=version, now_ms=now_ms, context=context)
+            return
         if fact is None:
             if self.publisher.sources.get(wl_key) == kind:  # it was managed and no longer is
                 await self.publisher.delete_workload(wl_key, version=version)
@@ -147,6 +155,86 @@ class JobTracker:
         await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
         if isinstance(fact, types.WorkloadObserved):  # not once finished (reconciler.go step 3 comes first)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
+
+    # -- elastic Jobs (SEMANTICS-ADVANCED D.2) ----------------------------------------------------
+
+    def workload_status(self, obj: objects.KubeObject) -> None:
+        """A job's Workload object changed: remember whether it holds quota and whether it finished
+        (an elastic slice replaced by a newer one finishes ``WorkloadSliceReplaced``)."""
+        key = f"{objects.namespace_of(obj)}/{objects.name_of(obj)}"
+        conditions = (cast(Mapping[str, Any], obj).get("status") or {}).get("conditions") or []
+        states = {c.get("type"): c.get("status") == "True" for c in conditions if isinstance(c, dict)}
+        self.slice_reserved[key] = bool(states.get("QuotaReserved"))
+        self.slice_finished[key] = bool(states.get("Finished"))
+
+    def _slices(self, obj: objects.KubeObject) -> list[models.Workload]:
+        """The unfinished slices of an elastic Job the log holds, oldest first."""
+        namespace = objects.namespace_of(obj)
+        return job_slices.chain(
+            (wl for (ns, _), wl in self.publisher.workloads.items() if ns == namespace),
+            job_uid=objects.uid_of(obj),
+            finished=self.slice_finished,
+        )
+
+    async def _sync_elastic(
+        self, obj: objects.KubeObject, fact: types.Fact, *, version: str, now_ms: int, context: workloads.Context
+    ) -> None:
+        """Publish what an elastic Job's slices are now: the first slice, a slice updated in place, or
+        a replacement slice (:func:`kueue_es.jobframework.slices.plan`); a finished Job finishes every
+        unfinished slice."""
+        chain = self._slices(obj)
+        for extra, reason, message in job_slices.extras(chain, reserved=self.slice_reserved):
+            ref = types.WorkloadRef(
+                namespace=extra.metadata.namespace, name=extra.metadata.name, uid=extra.metadata.uid
+            )
+            finished = types.WorkloadFinished(
+                workload=ref, succeeded=reason == slices.REPLACED_REASON, reason=reason, message=message, at_ms=now_ms
+            )
+            await self.publisher.publish(finished, version=f"{version}~{reason}", source="Job")
+            self.slice_finished[extra.key] = True  # the Workload object says so once the dispatcher wrote it
+            chain = [wl for wl in chain if wl is not extra]
+        if isinstance(fact, types.WorkloadFinished):
+            for wl in chain:
+                ref = types.WorkloadRef(namespace=wl.metadata.namespace, name=wl.metadata.name, uid=wl.metadata.uid)
+                await self.publisher.publish(msgspec.structs.replace(fact, workload=ref), version=version, source="Job")
+            return
+        if not isinstance(fact, types.WorkloadObserved):
+            log_rejection(fact)
+            await self.publisher.publish(fact, version=version, source="Job")
+            return
+        generation = workloads.parse_int((cast(Mapping[str, Any], obj).get("metadata") or {}).get("generation")) or 1
+        running = self._running("Job", [obj])
+        planned = job_slices.plan(
+            fact.workload,
+            slices_now=chain,
+            reserved=self.slice_reserved,
+            running=running,
+            generation=generation,
+            now_ms=now_ms,
+        )
+        for workload in planned:
+            key = (workload.metadata.namespace, workload.metadata.name)
+            await self.publisher.publish(
+                self.publisher.keep_active(key, types.WorkloadObserved(workload=workload)),
+                version=version,
+                source="Job",
+            )
+        head = self._slices(obj)
+        if head:
+            wl_key = (head[-1].metadata.namespace, head[-1].metadata.name)
+            await self.reporter.job_progress("Job", obj, wl_key, version=version, now_ms=now_ms, context=context)
+
+    def _workload_keys(self, kind: str, obj: objects.KubeObject) -> list[Key]:
+        """Every workload of a job: its slices for an elastic Job, else its one workload."""
+        if kind == "Job" and job_slices.is_elastic_job(obj, enabled=self.inputs.elastic_jobs):
+            uid = objects.uid_of(obj)
+            return sorted(
+                key
+                for key, wl in self.publisher.workloads.items()
+                if key[0] == objects.namespace_of(obj) and wl.owner is not None and wl.owner.uid == uid
+            )
+        key = self._workload_key(kind, obj)
+        return [key] if key is not None else []
 
     def _running(self, kind: str, objs: list[objects.KubeObject]) -> bool:
         """A started job: its workload's template now carries the flavor's node selector and

@@ -92,7 +92,7 @@ class ProgressReporter:
         the job's conversion reads, for a kind whose PodsReady needs it: a TrainJob's runtime)."""
         raw: Mapping[str, Any] = obj
         if kind == "Job":
-            await self.report_stopped(raw, now_ms=now_ms)
+            await self.report_stopped(raw, now_ms=now_ms, workload=wl_key)
         integration = integrations.by_kind(kind) if kind not in ("Job", "Pod") else None
         if integration is not None:
             running = integration.active(raw) or not integrations.suspended(integration, raw)
@@ -143,11 +143,15 @@ class ProgressReporter:
         self.reclaimable[wl_key] = counts
         log.info("reclaimable_pods", workload=ref.key, reclaimable=counts)
 
-    async def report_stopped(self, job: Mapping[str, Any], *, now_ms: int) -> None:
-        """WorkloadStopped for an evicted Job that no longer runs, once per eviction (jobs.stop_version)."""
+    async def report_stopped(self, job: Mapping[str, Any], *, now_ms: int, workload: Key | None = None) -> None:
+        """WorkloadStopped for an evicted Job that no longer runs, once per eviction (jobs.stop_version);
+        ``workload``: the workload it stops when not the Job's own name (an elastic Job's newest slice)."""
         stopped = jobs.stopped_fact(job, now_ms=now_ms)
         if stopped is None:
             return
+        if workload is not None:
+            ref = types.WorkloadRef(namespace=workload[0], name=workload[1], uid=stopped.workload.uid)
+            stopped = msgspec.structs.replace(stopped, workload=ref)
         key, version = (stopped.workload.namespace, stopped.workload.name), jobs.stop_version(job)
         if self.stopped.get(key) == version:
             return

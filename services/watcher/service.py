@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, cast
 import msgspec
 import structlog
 
-from kueue_es.events import codec, manager_config, subjects
+from kueue_es.events import codec, manager_config, slices, subjects
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.jobframework import integrations, workloads
@@ -146,10 +146,12 @@ class Watcher:
         self.topology_ref = nodes.TOPOLOGY_REFS[0]  # the Topology version the cluster serves
         self.synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in watched.WATCHED_KINDS}
         self.publisher = Publisher(bus=bus, kinds=watched.LOGGED_KINDS)
+        initial = config or load_config(None, feature_gates=feature_gates)
         self.inputs = ConversionInputs(
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=config.managed_jobs_namespace_selector if config is not None else None,
             external_owners=config.external_owners if config is not None else frozenset(),
+            elastic_jobs=slices.gate_enabled(initial.configuration.feature_gates),
         )
         self.reporter = ProgressReporter(publisher=self.publisher, clock=_now_ms)
         self.jobs = JobTracker(publisher=self.publisher, inputs=self.inputs, reporter=self.reporter, clock=_now_ms)
@@ -161,7 +163,7 @@ class Watcher:
         self.standalone = standalone.StandaloneTracker(publisher=self.publisher, reporter=self.reporter, clock=_now_ms)
         self.config = ConfigFile(
             path=config_path,
-            initial=config or load_config(None, feature_gates=feature_gates),
+            initial=initial,
             publisher=self.publisher,
             feature_gates=feature_gates,
             poll_seconds=config_poll_seconds,
@@ -317,6 +319,7 @@ class Watcher:
             await self.standalone.resynced(listed, version=version)
             for obj in listed:
                 if not standalone.is_standalone(obj):
+                    self.jobs.workload_status(obj)
                     await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.TAS_KINDS:
             await self.topology.resynced(kind, listed, version=version)
@@ -330,6 +333,7 @@ class Watcher:
             if standalone.is_standalone(obj):
                 await self.standalone.changed(change, obj)
             elif change != "DELETED":
+                self.jobs.workload_status(obj)
                 await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.JOB_KINDS:
             await self.jobs.changed(kind, change, obj)

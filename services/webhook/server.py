@@ -63,11 +63,13 @@ async def _no_default_queues(_: str) -> bool:
 def app(
     *,
     manage_jobs_without_queue_name: bool = False,
+    elastic_jobs: bool = False,
     default_queue: DefaultQueueLookup = _no_default_queues,
     ready: Callable[[], bool] = lambda: True,
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
-    :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``."""
+    :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
+    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices (:class:`webhooks.Context`)."""
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         if request.path == "/healthz":
@@ -103,7 +105,9 @@ def app(
                 log.warning("webhook_lookup_failed", namespace=parsed.namespace, error=str(err))
                 return aiohttp.web.Response(text=f"cannot read LocalQueues: {err}\n", status=500)
         context = webhooks.Context(
-            manage_jobs_without_queue_name=manage_jobs_without_queue_name, default_local_queue=has_default
+            manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+            default_local_queue=has_default,
+            elastic_jobs=elastic_jobs,
         )
         answer = (review.mutate if verb == "mutate" else review.validate)(parsed, target, context=context)
         log.info(
@@ -189,6 +193,7 @@ async def serve_webhook(
     api: k8s_client.ApiClient | None = None,
     rotation_settings: rotation.Settings | None = None,
     manage_jobs_without_queue_name: bool = False,
+    elastic_jobs: bool = False,
     reload_every: float = 10.0,
     started: Callable[[str], None] | None = None,
 ) -> None:
@@ -198,6 +203,7 @@ async def serve_webhook(
     lookups). ``rotation_settings``: internal certificate management through ``api``; without it the
     files in ``cert_dir`` (made for localhost when missing) are served and reloaded every
     ``reload_every`` seconds when they change. ``started``: called with the URL once serving.
+    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks.
     Raises ValueError when rotation is asked for without an API.
     """
     serving = ServingCerts(cert_dir)
@@ -227,6 +233,7 @@ async def serve_webhook(
 
     application = app(
         manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+        elastic_jobs=elastic_jobs,
         default_queue=api_lookup(api) if api is not None else _no_default_queues,
         ready=ready,
     )

@@ -1,0 +1,68 @@
+"""Elastic workloads' vocabulary: the annotations that chain workload slices, and reading them.
+
+Why this module exists: Kueue's elastic jobs (gate ElasticJobsViaWorkloadSlices, alpha, off;
+SEMANTICS-ADVANCED §D) run a job that scales up as a chain of Workloads, each slice replacing
+the one before it. The watcher writes the chain's annotations, the fold and the admitter read
+them and the dispatcher follows them, so their names and readers live here, below every layer
+(Kueue pkg/workloadslicing/workloadslicing.go, apis/kueue/v1beta2 WorkloadSliceNameAnnotation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kueue_es.events import models
+
+GATE = "ElasticJobsViaWorkloadSlices"
+"""Kueue's feature gate (alpha since v0.13, off by default)."""
+
+ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+"""On a job (``"true"``) and on every slice of its chain: the job is elastic."""
+
+ELASTIC_JOB_GATE = "kueue.x-k8s.io/elastic-job"
+"""The scheduling gate Kueue's job webhooks put on an elastic job's pod template: each pod waits
+until a slice that holds quota for it is admitted (elastic_job_ungater.go)."""
+
+SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"
+"""On every slice (and on the job's pods): the name of the chain's first slice."""
+
+REPLACEMENT_FOR_ANNOTATION = "kueue.x-k8s.io/workload-slice-replacement-for"
+"""On a replacement slice: ``<namespace>/<name>`` of the slice it replaces."""
+
+REPLACED_REASON = "WorkloadSliceReplaced"
+"""The Finished reason of a slice a newer one replaced (kueue.WorkloadSliceReplaced)."""
+
+OUT_OF_SYNC_REASON = "OutOfSync"
+"""The Finished reason of an extra slice the job reconciler drops (workloadslicing.go)."""
+
+
+def gate_enabled(gates: Mapping[str, bool]) -> bool:
+    """Whether ElasticJobsViaWorkloadSlices is on in ``gates`` (the Configuration's feature gates);
+    off unless set (Kueue's default at v0.13+)."""
+    return bool(gates.get(GATE, False))
+
+
+def is_elastic(annotations: Mapping[str, str]) -> bool:
+    """Whether an object carries ``kueue.x-k8s.io/elastic-job: "true"`` (workloadslicing.Enabled)."""
+    return annotations.get(ELASTIC_JOB_ANNOTATION) == "true"
+
+
+def replacement_for(workload: models.Workload) -> str | None:
+    """The ``namespace/name`` key of the slice ``workload`` replaces, or None
+    (workloadslicing.ReplacementForKey). Only an elastic workload replaces one."""
+    annotations = workload.metadata.annotations
+    if not is_elastic(annotations):
+        return None
+    return annotations.get(REPLACEMENT_FOR_ANNOTATION) or None
+
+
+def slice_name(workload: models.Workload) -> str:
+    """The name of the first slice of ``workload``'s chain: its annotation, else its own name
+    (workloadslicing.SliceName)."""
+    return workload.metadata.annotations.get(SLICE_NAME_ANNOTATION) or workload.metadata.name
+
+
+def replaced_message(*, uid: str, job_uid: str) -> str:
+    """The Finished message of a replaced slice, naming the new slice's UID and its job's UID
+    (scheduler.go replaceWorkloadSlice)."""
+    return f"Replaced to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to workload slice aggregation"
