@@ -1200,7 +1200,7 @@ def _run_provisioning(args: argparse.Namespace) -> int:
 
         api = await _api_client(args)
         try:
-            await service.serve(api, stop)
+            await service.serve(api, stop, health_port=args.health_port, health_host=args.health_host)
         finally:
             await api.close()
 

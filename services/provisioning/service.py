@@ -49,6 +49,8 @@ class ProvisioningController:
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.resync = resync
         self.wake = asyncio.Event()
+        self.rounds = 0  # reconcile rounds that went through (readiness: the last one did)
+        self.last_failed = False
 
     async def run(self, stop: asyncio.Event) -> None:
         """Reconcile on every watch event and every ``resync`` seconds until ``stop`` is set."""
@@ -58,7 +60,9 @@ class ProvisioningController:
                 self.wake.clear()
                 try:
                     await self.reconcile_all()
+                    self.rounds, self.last_failed = self.rounds + 1, False
                 except errors.KubeError as err:
+                    self.last_failed = True
                     log.warning("provisioning_reconcile_failed", error=str(err))
                 stopping: asyncio.Task[bool] = asyncio.create_task(stop.wait())
                 woken: asyncio.Task[bool] = asyncio.create_task(self.wake.wait())
@@ -244,6 +248,32 @@ def _evicted(wl: Mapping[str, Any]) -> bool:
     return str(reserved.get("lastTransitionTime", "")) < str(evicted.get("lastTransitionTime", ""))
 
 
-async def serve(api: Any, stop: asyncio.Event) -> None:
-    """Run the controller until ``stop`` is set (``kueue-es service provisioning``)."""
-    await ProvisioningController(api).run(stop)
+async def serve(
+    api: Any, stop: asyncio.Event, *, health_port: int | None = None, health_host: str = "127.0.0.1"
+) -> None:
+    """Run the controller until ``stop`` is set (``kueue-es service provisioning``); with ``health_port``,
+    serve ``/healthz`` (the process answers) and ``/readyz`` (200 once the last reconcile round went through)."""
+    controller = ProvisioningController(api)
+    if health_port is None:
+        await controller.run(stop)
+        return
+    import aiohttp.web
+
+    async def healthz(_: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.json_response({"service": "provisioning", "alive": True})
+
+    async def readyz(_: aiohttp.web.Request) -> aiohttp.web.Response:
+        ready = controller.rounds > 0 and not controller.last_failed
+        body = {"ready": ready, "rounds": controller.rounds, "last_failed": controller.last_failed}
+        return aiohttp.web.json_response(body, status=200 if ready else 503)
+
+    app = aiohttp.web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    runner = aiohttp.web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await aiohttp.web.TCPSite(runner, host=health_host, port=health_port).start()
+        await controller.run(stop)
+    finally:
+        await runner.cleanup()
