@@ -158,7 +158,9 @@ def _parse_other(manifest: dict[str, Any], *, kind: str, name: str) -> models.Na
 
 def parse_objects(
     manifests: Iterable[dict[str, Any]],
-) -> Iterator[models.APIObject | models.ProvisioningRequestConfig | models.Namespace | models.Configuration | models.Topology]:
+) -> Iterator[
+    models.APIObject | models.ProvisioningRequestConfig | models.Namespace | models.Configuration | models.Topology
+]:
     """Parse many manifests; stops at the first error (ManifestError)."""
     for manifest in manifests:
         yield parse_object(manifest)

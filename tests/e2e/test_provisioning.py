@@ -5,6 +5,7 @@ server, the fake autoscaler (kueue_es/sim/autoscaler.py) in this process; Kueue'
 provisioning-setup.yaml (../shared/kueue-examples/provisioning) applied unchanged, with
 backoffLimitCount lowered to 1 for the failure case:
 
+* an AdmissionCheck whose parameters name no config: Active False, BadParametersRef;
 * a GPU Job: its Workload reserves quota, the check goes Pending, the request
   ``<wl>-sample-prov-1`` with its PodTemplate is created, Provisioned, the check goes Ready
   with Kueue's podSetUpdates, the Workload is admitted and the Job starts with the
@@ -127,6 +128,25 @@ async def test_pending_then_ready_and_the_job_starts_with_the_pod_set_updates(tm
             )
 
         await until(active, what="AdmissionCheck Active", logs=logs)
+        missing = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": "missing-prov"},
+            "spec": {
+                "controllerName": "kueue.x-k8s.io/provisioning-request",
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "nope"},
+            },
+        }
+        await kube.apply_manifest(api, missing)
+
+        async def bad_parameters() -> dict[str, Any] | None:
+            ac = await kube.get_object(api, resources.ADMISSION_CHECKS, name="missing-prov")
+            conds = {c["type"]: c for c in ac.get("status", {}).get("conditions", [])}
+            return conds.get("Active") if conds.get("Active", {}).get("status") == "False" else None
+
+        cond = await until(bad_parameters, what="AdmissionCheck missing-prov Active False", logs=logs)
+        assert cond["reason"] == "BadParametersRef"
+        assert cond["message"] == 'provisioningrequestconfigs.kueue.x-k8s.io "nope" not found'
         await kube.apply_manifest(api, sample_job("gpu"))
 
         async def request() -> dict[str, Any] | None:

@@ -245,3 +245,24 @@ def test_explain_tells_the_requests_story() -> None:
         " (pod set main consumes ProvisioningRequest job-a-1-prov-2"
         " (check-capacity.autoscaling.x-k8s.io, nodeSelector {'zone': 'eu-1'}))"
     )
+
+
+def test_the_config_is_validated_as_kueues_crd_validates_it() -> None:
+    from kueue_es import validation
+
+    good = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ProvisioningRequestConfig",
+        "metadata": {"name": "prc"},
+        "spec": {
+            "provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+            "managedResources": ["nvidia.com/gpu"],
+        },
+    }
+    assert validation.validate(good) == []
+    bad = {**good, "spec": {"provisioningClassName": "Not_A_Class", "podSetMergePolicy": "Sometimes"}}
+    causes = [str(c) for c in validation.validate(bad)]
+    assert any("spec.provisioningClassName" in c for c in causes), causes
+    assert any("spec.podSetMergePolicy" in c and "Sometimes" in c for c in causes), causes
+    too_many = {**good, "spec": {**good["spec"], "parameters": {f"p{i}": "v" for i in range(101)}}}
+    assert any("spec.parameters" in str(c) for c in validation.validate(too_many))
