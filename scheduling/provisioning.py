@@ -333,12 +333,18 @@ def _scheduling_view(template: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def merge_pod_sets(workload: Mapping[str, Any], config: models.ProvisioningRequestConfig) -> list[MergedPodSet]:
+def merge_pod_sets(
+    workload: Mapping[str, Any],
+    config: models.ProvisioningRequestConfig,
+    job_templates: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[MergedPodSet]:
     """The pod sets of the request (Kueue mergePodSets): the required ones with an admitted count > 0,
     merged by podSetMergePolicy (IdenticalPodTemplates: equal templates; IdenticalWorkloadSchedulingRequirements:
     equal container requests, pod resources, nodeSelector, tolerations, affinity and resource claims;
-    none: no merging)."""
+    none: no merging). ``job_templates``: the job's own pod templates by pod set name, which Kueue's
+    Workload carries (images and all); a pod set without one uses the Workload object's template."""
     pod_sets = {str(ps["name"]): ps for ps in (workload.get("spec") or {}).get("podSets") or []}
+    job_templates = job_templates or {}
     assignments = {
         str(a.get("name")): a
         for a in ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
@@ -347,7 +353,7 @@ def merge_pod_sets(workload: Mapping[str, Any], config: models.ProvisioningReque
     policy = config.spec.pod_set_merge_policy
     merged: list[MergedPodSet] = []
     for name in required_pod_sets(workload, config):
-        template = pod_sets[name].get("template") or {}
+        template = job_templates.get(name) or pod_sets[name].get("template") or {}
         count = counts.get(name, 0)
         if count <= 0:
             continue

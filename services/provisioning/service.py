@@ -27,6 +27,7 @@ from typing import Any
 import structlog
 
 from kueue_es.events import manifests, models
+from kueue_es.jobframework import integrations
 from kueue_es.scheduling import provisioning as rules
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors, resources
@@ -202,7 +203,7 @@ class ProvisioningController:
         flavors: Mapping[str, Mapping[str, Any]],
     ) -> dict[str, Any]:
         namespace = wl["metadata"]["namespace"]
-        pod_sets = rules.merge_pod_sets(wl, config)
+        pod_sets = rules.merge_pod_sets(wl, config, await self._job_templates(wl))
         body = rules.provisioning_request(wl, check, attempt, config, pod_sets)
         try:
             created = await kube.create_object(
@@ -218,6 +219,30 @@ class ProvisioningController:
         log.info("provisioning_request_created", workload=_key(wl), check=check, request=body["metadata"]["name"],
                  attempt=attempt)  # fmt: skip
         return created
+
+    async def _job_templates(self, wl: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+        """The pod templates of the workload's job by pod set name (the job's containers, images and all,
+        as Kueue's Workload carries them); empty when the job cannot be read or its kind's pod sets need
+        more than the job (the Workload object's templates are used then)."""
+        owner = next((o for o in (wl["metadata"].get("ownerReferences") or []) if o.get("controller")), None)
+        if owner is None:
+            return {}
+        try:
+            ref = resources.ref_for(str(owner.get("apiVersion")), str(owner.get("kind")))
+            job = await kube.get_object(self.api, ref, namespace=wl["metadata"]["namespace"], name=owner["name"])
+            if owner.get("kind") == "Job" and ref.group == "batch":
+                return {"main": job["spec"]["template"]}
+            integration = integrations.by_kind(str(owner.get("kind")))
+            if integration is None:
+                return {}
+            holder, sources = integrations.pod_set_sources(integration, job)
+            return {
+                s.name: s.workload_template if s.workload_template is not None else integrations.template_of(s, holder)
+                for s in sources
+            }
+        except (errors.KubeError, manifests.ManifestError, KeyError) as err:
+            log.info("provisioning_job_template_unread", workload=_key(wl), error=str(err))
+            return {}
 
     async def _delete_request(self, req: Mapping[str, Any]) -> None:
         """Delete a request and its PodTemplates (the emulator has no garbage collector; a cluster's would)."""

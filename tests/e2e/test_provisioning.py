@@ -172,6 +172,9 @@ async def test_pending_then_ready_and_the_job_starts_with_the_pod_set_updates(tm
             api, resources.POD_TEMPLATES, namespace="default", name=ps["podTemplateRef"]["name"]
         )
         assert template["metadata"]["name"] == f"ppt-{pr['metadata']['name']}-main"
+        [c] = template["template"]["spec"]["containers"]  # the Job's container, image and all
+        assert (c["name"], c["image"]) == ("dummy-job", "registry.k8s.io/e2e-test-images/agnhost:2.53")
+        assert c["resources"]["requests"]["nvidia.com/gpu"] == 1
 
         async def started() -> dict[str, Any] | None:
             job = await kube.get_object(api, resources.JOBS, namespace="default", name="gpu")
@@ -197,11 +200,13 @@ async def test_failed_then_retry_then_rejected(tmp_path: Path) -> None:
 
         async def deactivated() -> dict[str, Any] | None:
             wl = await workload_of(api, "doomed")
-            return wl if wl is not None and wl["spec"].get("active") is False else None
+            if wl is None or wl["spec"].get("active") is not False:
+                return None
+            evicted = {c["type"]: c for c in wl["status"].get("conditions") or []}.get("Evicted", {})
+            return wl if evicted.get("reason") == "DeactivatedDueToAdmissionCheck" else None  # spec, then status
 
         wl = await until(deactivated, what="Workload deactivated", logs=logs, timeout=90)
         evicted = {c["type"]: c for c in wl["status"]["conditions"]}["Evicted"]
-        assert evicted["reason"] == "DeactivatedDueToAdmissionCheck"
         assert "the request asked to fail" in evicted["message"]
         # the deactivation's eviction reset the check, as Kueue resets every check on eviction
         assert wl["status"]["admissionChecks"][0]["message"] == "Reset to Pending after eviction. Previously: Rejected"

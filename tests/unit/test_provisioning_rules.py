@@ -266,3 +266,14 @@ def test_the_config_is_validated_as_kueues_crd_validates_it() -> None:
     assert any("spec.podSetMergePolicy" in c and "Sometimes" in c for c in causes), causes
     too_many = {**good, "spec": {**good["spec"], "parameters": {f"p{i}": "v" for i in range(101)}}}
     assert any("spec.parameters" in str(c) for c in validation.validate(too_many))
+
+
+def test_the_jobs_templates_win_over_the_workload_objects() -> None:
+    wl = workload(("a", 2, {"cpu": "1"}), ("b", 3, {"cpu": "1"}))
+    job = {"spec": {"containers": [{"name": "app", "image": "busybox", "resources": {"limits": {"cpu": "1"}}}]}}
+    merged = rules.merge_pod_sets(wl, config(pod_set_merge_policy="IdenticalPodTemplates"), {"a": job, "b": job})
+    assert [(m.name, m.count) for m in merged] == [("a", 5)]  # the same job template: merged
+    template = rules.pod_template(wl, "job-a-1-prov-1", merged[0], {})
+    [c] = template["template"]["spec"]["containers"]
+    assert (c["image"], c["resources"]["requests"]) == ("busybox", {"cpu": "1"})  # limits copied to requests
+    assert job["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1"}}  # the input is not changed
