@@ -333,7 +333,7 @@ class Supervisor:
         """Where service ``name`` serves its health endpoints, if it does."""
         if name == DASHBOARD:
             return self.dashboard_url.rstrip("/") if self.dashboard_url else None
-        if self.health_port is None:
+        if self.health_port is None or name == PROVISIONING:  # up and demo give it no health port
             return None
         return f"http://127.0.0.1:{self.health_port + _port_offset(name)}"
 
@@ -819,7 +819,7 @@ async def run_up(args: argparse.Namespace) -> int:
                 current.record(nats_url=nats_url, reader=reader, kubeconfig=kubeconfig, run_dir=run_dir, command="up")
             if args.health_port is not None:
                 names = _processes(args)
-                urls = ", ".join(f"{name} {supervisor.health_url(name)}" for name in names)
+                urls = ", ".join(f"{name} {url}" for name in names if (url := supervisor.health_url(name)) is not None)
                 console.print(f"health and metrics: {urls}, supervisor {own_health}", highlight=False)
             console.print(
                 f"a process that exits is restarted (backoff {policy.backoff_initial:g}s to {policy.backoff_max:g}s); "

@@ -151,6 +151,7 @@ def test_the_provisioning_controller_gets_the_kubernetes_api_and_no_nats(tmp_pat
     assert args == ["service", "provisioning", "--kube-server", "http://127.0.0.1:1"]
     parsed = _parser().parse_args(args)
     assert (parsed.name, parsed.kube_server, parsed.nats) == ("provisioning", "http://127.0.0.1:1", None)
+    assert supervisor.health_url(PROVISIONING) is None  # up's list of health URLs leaves it out
 
 
 def test_a_finished_command_ignores_a_late_stop_signal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
