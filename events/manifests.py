@@ -26,7 +26,7 @@ from kueue_es.events.quantities import QuantityError, to_amount
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
-KUEUE_KINDS: dict[str, type[models.APIObject]] = {
+KUEUE_KINDS: dict[str, type[models.APIObject | models.ProvisioningRequestConfig]] = {
     "ResourceFlavor": models.ResourceFlavor,
     "ClusterQueue": models.ClusterQueue,
     "Cohort": models.Cohort,
@@ -34,6 +34,7 @@ KUEUE_KINDS: dict[str, type[models.APIObject]] = {
     "WorkloadPriorityClass": models.WorkloadPriorityClass,
     "Workload": models.Workload,
     "AdmissionCheck": models.AdmissionCheck,
+    "ProvisioningRequestConfig": models.ProvisioningRequestConfig,
 }
 NAMESPACED_KINDS = frozenset({"LocalQueue", "Workload"})
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -79,7 +80,7 @@ def describe(manifest: dict[str, Any]) -> tuple[str, str]:
 
 def parse_object(
     manifest: dict[str, Any], *, strict: bool = True
-) -> models.APIObject | models.Namespace | models.Configuration | models.Topology:
+) -> models.APIObject | models.ProvisioningRequestConfig | models.Namespace | models.Configuration | models.Topology:
     """Convert one kueue.x-k8s.io/v1beta2 manifest into its model, validated.
 
     Raises ManifestError for an unknown kind or API version, a missing or invalid
@@ -157,7 +158,9 @@ def _parse_other(manifest: dict[str, Any], *, kind: str, name: str) -> models.Na
 
 def parse_objects(
     manifests: Iterable[dict[str, Any]],
-) -> Iterator[models.APIObject | models.Namespace | models.Configuration | models.Topology]:
+) -> Iterator[
+    models.APIObject | models.ProvisioningRequestConfig | models.Namespace | models.Configuration | models.Topology
+]:
     """Parse many manifests; stops at the first error (ManifestError)."""
     for manifest in manifests:
         yield parse_object(manifest)
@@ -505,7 +508,7 @@ _LIMIT_PROBLEMS = (
 )
 
 
-def _validate(obj: models.APIObject, *, kind: str, name: str) -> None:
+def _validate(obj: models.APIObject | models.ProvisioningRequestConfig, *, kind: str, name: str) -> None:
     """The webhook rules of SEMANTICS §1 that this version enforces."""
     match obj:
         case models.ClusterQueue() | models.Cohort():

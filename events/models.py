@@ -402,6 +402,54 @@ class AdmissionCheck(_Model, frozen=True, kw_only=True):
     active: bool = True
 
 
+PodSetMergePolicy = Literal["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"]
+
+
+class ProvisioningRequestRetryStrategy(_Model, frozen=True, kw_only=True):
+    """How often a failed ProvisioningRequest is retried, and the backoff between tries (seconds)."""
+
+    backoff_limit_count: int = 3
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 1800
+
+
+class ProvisioningRequestPodSetUpdatesNodeSelector(_Model, frozen=True, kw_only=True):
+    """A nodeSelector key whose value comes from the request's ``status.provisioningClassDetails``."""
+
+    key: Annotated[str, msgspec.Meta(min_length=1, max_length=317, pattern=LABEL_KEY_PATTERN)]
+    value_from_provisioning_class_detail: Annotated[str, msgspec.Meta(min_length=1, max_length=32768)]
+
+
+class ProvisioningRequestPodSetUpdates(_Model, frozen=True, kw_only=True):
+    """What a Provisioned request adds to the pod sets besides Kueue's two annotations."""
+
+    node_selector: Annotated[list[ProvisioningRequestPodSetUpdatesNodeSelector], msgspec.Meta(max_length=8)] = []
+
+
+class ProvisioningRequestConfigSpec(_Model, frozen=True, kw_only=True):
+    """ProvisioningRequestConfig spec (Kueue apis/kueue/v1beta2/provisioningrequestconfig_types.go).
+
+    ``managed_resources`` empty: every resource is managed. ``retry_strategy`` None: Kueue's
+    default (3 tries, 60 s base, 1800 s cap); ``pod_set_merge_policy`` None: no merging.
+    """
+
+    provisioning_class_name: Annotated[str, msgspec.Meta(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)]
+    parameters: Annotated[dict[str, Annotated[str, msgspec.Meta(max_length=255)]], msgspec.Meta(max_length=100)] = {}
+    managed_resources: Annotated[list[str], msgspec.Meta(max_length=100)] = []
+    retry_strategy: ProvisioningRequestRetryStrategy | None = None
+    pod_set_updates: ProvisioningRequestPodSetUpdates | None = None
+    pod_set_merge_policy: PodSetMergePolicy | None = None
+
+
+class ProvisioningRequestConfig(_Model, frozen=True, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 ProvisioningRequestConfig (cluster-scoped): the parameters of an
+    AdmissionCheck of controller ``kueue.x-k8s.io/provisioning-request`` (SEMANTICS-ADVANCED B.4).
+    Read by the provisioning service from the API, not carried on the log."""
+
+    metadata: ObjectMeta
+    spec: ProvisioningRequestConfigSpec
+
+
 class Namespace(_Model, frozen=True, kw_only=True):
     """A v1 Namespace: only its labels matter (ClusterQueue ``namespaceSelector``)."""
 

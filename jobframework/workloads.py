@@ -33,6 +33,8 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+#: Job annotations Kueue copies onto the Workload: the parameters of its ProvisioningRequests.
+PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
 #: Kueue's webhooks put it on the pods (and only the pods) they manage (pkg/constants).
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 #: The LocalQueue a job without the queue-name label goes to (jobframework/defaults.go).
@@ -526,7 +528,8 @@ def new_workload(
 ) -> models.Workload:
     """The Workload Kueue creates for a job (jobframework ConstructWorkload, utils.go NewWorkload).
 
-    Labels: the job's ``kueue.x-k8s.io/`` labels, plus ``kueue.x-k8s.io/job-uid``
+    Annotations: the job's ``provreq.kueue.x-k8s.io/`` ones (a ProvisioningRequest's parameters), plus
+    ``annotations``. Labels: the job's ``kueue.x-k8s.io/`` labels, plus ``kueue.x-k8s.io/job-uid``
     (``job_uid_label``; pod groups have none). ``uid`` and creation time are the
     job's unless given (a pod group has neither of its own). Raises ManifestError.
     """
@@ -534,6 +537,12 @@ def new_workload(
         ref, pod_specs=pod_specs, context=context, job_priority_class=job_priority_class
     )
     labels = {k: str(v) for k, v in ref.labels.items() if str(k).startswith("kueue.x-k8s.io/")}
+    # the job's ProvisioningRequest parameters (Kueue admissioncheck.FilterProvReqAnnotations)
+    provreq = {
+        str(k): str(v)
+        for k, v in (ref.meta.get("annotations") or {}).items()
+        if str(k).startswith(PROVREQ_ANNOTATION_PREFIX)
+    }
     if job_uid_label and ref.uid:
         labels[JOB_UID_LABEL] = ref.uid
     if creation_timestamp_ms is None:
@@ -546,7 +555,7 @@ def new_workload(
             namespace=ref.namespace,
             uid=ref.uid if uid is None else uid,
             labels=labels,
-            annotations=dict(annotations or {}),
+            annotations={**provreq, **(annotations or {})},
             creation_timestamp_ms=creation_timestamp_ms,
         ),
         spec=models.WorkloadSpec(

@@ -180,7 +180,17 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     service = sub.add_parser("service", help="run one service in this process")
     service.add_argument(
         "name",
-        choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "visibility", "publisher", "webhook"],
+        choices=[
+            "watcher",
+            "admitter",
+            "preemptor",
+            "tas-placer",
+            "dispatcher",
+            "visibility",
+            "publisher",
+            "webhook",
+            "provisioning",
+        ],
     )
     service.add_argument("--nats", default=None, help="NATS URL, e.g. nats://127.0.0.1:4222 (all but the webhook)")
     _nats_credential_options(service)
@@ -967,6 +977,8 @@ def _run_service(args: argparse.Namespace) -> int:
     runtime.configure_logging(service=args.name)
     if args.name == "webhook":
         return _run_webhook(args)
+    if args.name == "provisioning":
+        return _run_provisioning(args)
     if args.nats is None:
         print(f"error: the {args.name} needs --nats", file=sys.stderr)
         return 2
@@ -1178,6 +1190,23 @@ async def _serve_visibility(args: argparse.Namespace, stop: asyncio.Event, conne
         start=start,
         delegated=delegated,
     )
+
+
+def _run_provisioning(args: argparse.Namespace) -> int:
+    """``kueue-es service provisioning``: the ProvisioningRequest check controller; the Kubernetes API only, no NATS."""
+    from kueue_es.services import runtime
+
+    async def serve(stop: asyncio.Event) -> None:
+        from kueue_es.services.provisioning import service
+
+        api = await _api_client(args)
+        try:
+            await service.serve(api, stop, health_port=args.health_port, health_host=args.health_host)
+        finally:
+            await api.close()
+
+    asyncio.run(runtime.run_until_signalled(serve))
+    return 0
 
 
 def _run_webhook(args: argparse.Namespace) -> int:

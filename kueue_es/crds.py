@@ -532,6 +532,14 @@ KINDS: tuple[Kind, ...] = (
         status=True,
         description="A check a workload must pass, besides quota, before it is admitted.",
     ),
+    Kind(
+        models.ProvisioningRequestConfig,
+        plural="provisioningrequestconfigs",
+        short_names=("prc",),
+        namespaced=False,
+        status=False,
+        description="The ProvisioningRequest class, parameters and retries of a provisioning-request admission check.",
+    ),
 )
 
 

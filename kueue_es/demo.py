@@ -39,12 +39,14 @@ from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, repl
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
 from kueue_es.sim import aggregator
+from kueue_es.sim.autoscaler import FakeAutoscaler
 from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import (
     CREDS_DIR,
     DASHBOARD,
+    PROVISIONING,
     PUBLISHER,
     SERVICES,
     VISIBILITY,
@@ -224,7 +226,7 @@ async def run_demo(
         )
         assert supervisor.visibility_port is not None
         emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
-        await supervisor.start((*SERVICES, VISIBILITY, PUBLISHER, *((DASHBOARD,) if keep else ())))
+        await supervisor.start((*SERVICES, VISIBILITY, PUBLISHER, PROVISIONING, *((DASHBOARD,) if keep else ())))
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))
         printer = TimelinePrinter(bus=bus, console=console)
@@ -232,6 +234,7 @@ async def run_demo(
             asyncio.create_task(printer.follow()),
             asyncio.create_task(SimulatedKubelet(api, default_duration_seconds=duration).run()),
             asyncio.create_task(SimulatedControllers(api).run()),
+            asyncio.create_task(FakeAutoscaler(api).run()),
         ]
         try:
             for doc in setup:

@@ -63,6 +63,7 @@ DASHBOARD = "dashboard"  # kueue-es dashboard (kueue_es/dashboard), as NATS user
 PUBLISHER = (
     "publisher"  # the public stream KQ_PUB (services/publisher), as NATS user publisher; port after visibility's
 )
+PROVISIONING = "provisioning"  # Kueue's ProvisioningRequest check controller (services/provisioning): API only, no NATS
 #: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
 USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
 CREDS_DIR = "creds"
@@ -332,7 +333,7 @@ class Supervisor:
         """Where service ``name`` serves its health endpoints, if it does."""
         if name == DASHBOARD:
             return self.dashboard_url.rstrip("/") if self.dashboard_url else None
-        if self.health_port is None:
+        if self.health_port is None or name == PROVISIONING:  # up and demo give it no health port
             return None
         return f"http://127.0.0.1:{self.health_port + _port_offset(name)}"
 
@@ -349,6 +350,8 @@ class Supervisor:
     def service_args(self, name: str) -> list[str]:
         """The ``kueue-es`` arguments service ``name`` runs with: the edges get ``kube_args`` (the watcher also
         ``watcher_args``), the deciders ``decider_args``; all the NATS URL and their health port."""
+        if name == PROVISIONING:  # the Kubernetes API only: no NATS URL, no credentials, no health port
+            return ["service", name, *self.kube_args]
         args = ["service", name, "--nats", self.nats_url]
         if name == VISIBILITY:
             args += ["--cert-dir", str(self.log_dir.parent / "visibility-cert")]
@@ -384,7 +387,7 @@ class Supervisor:
     async def _spawn(self, name: str, log_path: Path) -> asyncio.subprocess.Process:
         """Start service ``name``'s process, its output appended to ``log_path``."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        if self.auth is not None:
+        if self.auth is not None and name != PROVISIONING:
             credentials = self.auth.credentials("reader" if name in (VISIBILITY, DASHBOARD) else name)
             env.update({USER_ENV: credentials.user, PASSWORD_FILE_ENV: str(credentials.password_file)})
         with log_path.open("ab") as sink:
@@ -669,9 +672,10 @@ def partition_args(args: argparse.Namespace) -> list[str]:
 
 def _processes(args: argparse.Namespace) -> tuple[str, ...]:
     """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server, the
-    publisher, the dashboard with ``--dashboard``."""
+    publisher, the ProvisioningRequest check controller, the dashboard with ``--dashboard``."""
     dashboard = (DASHBOARD,) if getattr(args, "dashboard", None) is not None else ()
-    return (*SERVICES, *((COMPACTOR,) if getattr(args, "compact", None) else ()), VISIBILITY, PUBLISHER, *dashboard)
+    compactor = (COMPACTOR,) if getattr(args, "compact", None) else ()
+    return (*SERVICES, *compactor, VISIBILITY, PUBLISHER, PROVISIONING, *dashboard)
 
 
 async def run_up(args: argparse.Namespace) -> int:
@@ -691,6 +695,7 @@ async def run_up(args: argparse.Namespace) -> int:
     from kueue_es.services.kube import client as kube
     from kueue_es.services.runtime import cancel_and_wait, configure_logging
     from kueue_es.sim import aggregator
+    from kueue_es.sim.autoscaler import FakeAutoscaler
     from kueue_es.sim.controllers import SimulatedControllers
     from kueue_es.sim.emulator import serve_emulator
 
@@ -750,7 +755,8 @@ async def run_up(args: argparse.Namespace) -> int:
             sim_api = await kube.make_api_client(server=emulator.url)
             stack.push_async_callback(sim_api.close)
             controllers = asyncio.create_task(SimulatedControllers(sim_api).run(), name="sim-controllers")
-            stack.push_async_callback(cancel_and_wait, [controllers])
+            autoscaler = asyncio.create_task(FakeAutoscaler(sim_api).run(), name="fake-autoscaler")
+            stack.push_async_callback(cancel_and_wait, [controllers, autoscaler])
         checkpoint_dir = getattr(args, "checkpoints", None)
         supervisor = Supervisor(
             nats_url=nats_url,
@@ -815,7 +821,7 @@ async def run_up(args: argparse.Namespace) -> int:
                 current.record(nats_url=nats_url, reader=reader, kubeconfig=kubeconfig, run_dir=run_dir, command="up")
             if args.health_port is not None:
                 names = _processes(args)
-                urls = ", ".join(f"{name} {supervisor.health_url(name)}" for name in names)
+                urls = ", ".join(f"{name} {url}" for name in names if (url := supervisor.health_url(name)) is not None)
                 console.print(f"health and metrics: {urls}, supervisor {own_health}", highlight=False)
             console.print(
                 f"a process that exits is restarted (backoff {policy.backoff_initial:g}s to {policy.backoff_max:g}s); "

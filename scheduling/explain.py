@@ -33,7 +33,7 @@ from kueue_es.events import models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
-from kueue_es.scheduling import dra, lifecycle, preemption, queues, slices, visibility
+from kueue_es.scheduling import dra, lifecycle, preemption, provisioning, queues, slices, visibility
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,7 +270,7 @@ class StoryCollector:
                     seq,
                     event,
                     "check",
-                    f"admission check {event.check} is {event.state}{detail}",
+                    f"admission check {event.check} is {event.state}{detail}{_check_story(event)}",
                     check=event.check,
                 )
             case types.DispatchApplied(action="Evict"):
@@ -724,3 +724,18 @@ def _resource_need(
         reclaimable=tuple(sorted(reclaimable, key=lambda h: (h.cluster_queue, h.key))),
         reclaim_amount=reclaim_amount,
     )
+
+
+def _check_story(event: types.AdmissionCheckStateChanged) -> str:
+    """What a check's state adds to its line: the backoff of a Retry, the retry count, the
+    ProvisioningRequest (and class, node selector) a Ready check's pods will consume."""
+    parts = []
+    if event.state == "Retry" and event.requeue_after_seconds is not None:
+        parts.append(f"requeued after {event.requeue_after_seconds}s")
+    for update in event.pod_set_updates:
+        request = update.annotations.get(provisioning.CONSUME_ANNOTATION)
+        if request:
+            klass = update.annotations.get(provisioning.CLASS_ANNOTATION, "")
+            selector = f", nodeSelector {dict(sorted(update.node_selector.items()))}" if update.node_selector else ""
+            parts.append(f"pod set {update.name} consumes ProvisioningRequest {request} ({klass}{selector})")
+    return f" ({'; '.join(parts)})" if parts else ""

@@ -7,8 +7,8 @@ evaluated on each object) and, for built-in kinds, from its own printers.  The
 emulator does the same: the kueue.x-k8s.io kinds from the columns of
 :mod:`kueue_es.crds` (Kueue's own columns), the kinds of CRDs applied to it from their
 ``additionalPrinterColumns`` (``printer_columns``), the built-in kinds it serves (Pod,
-Node, Namespace, Event, Job, Lease, ConfigMap, CustomResourceDefinition) with the columns
-kubectl users know, anything else as NAME and AGE.
+Node, Namespace, Event, Job, Lease, ConfigMap, CustomResourceDefinition, PodTemplate) with the
+columns kubectl users know, ProvisioningRequests with their class and conditions, anything else as NAME and AGE.
 
 Cells are as the API server sends them: strings, integers, ``None`` for a
 missing value (kubectl prints ``<none>``), and ages as Kubernetes' short
@@ -224,6 +224,8 @@ def _printer(ref: resources.ResourceRef) -> tuple[list[dict[str, Any]], _Row]:
                 return _crd_printer(kind)
     if (ref.group, ref.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
         return _crd_definition_printer()
+    if (ref.group, ref.kind) == ("autoscaling.x-k8s.io", "ProvisioningRequest"):
+        return _additional_printer(_PROVISIONING_REQUEST_COLUMNS)
     built_in = _BUILT_IN.get(ref.kind) if ref.group in ("", "batch", "coordination.k8s.io", "apps") else None
     return built_in() if built_in is not None else _default_printer()
 
@@ -495,7 +497,40 @@ def _stateful_set_printer() -> tuple[list[dict[str, Any]], _Row]:
     return columns, row
 
 
+def _pod_template_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [
+        _NAME,
+        _column("Containers", description="Names of each container in the template."),
+        _column("Images", description="Images referenced by each container in the template."),
+        _column("Pod Labels", description="The labels of the pod template."),
+    ]
+
+    def row(template: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        body = template.get("template") or {}
+        containers = (body.get("spec") or {}).get("containers") or []
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        return [
+            _name(template),
+            ",".join(str(c.get("name", "")) for c in containers),
+            ",".join(str(c.get("image", "")) for c in containers) or None,
+            ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>",
+        ]
+
+    return columns, row
+
+
+#: autoscaling.x-k8s.io ProvisioningRequest: its class and the status of its conditions.
+_PROVISIONING_REQUEST_COLUMNS = (
+    {"name": "Class", "type": "string", "jsonPath": ".spec.provisioningClassName"},
+    {"name": "Accepted", "type": "string", "jsonPath": ".status.conditions[?(@.type=='Accepted')].status"},
+    {"name": "Provisioned", "type": "string", "jsonPath": ".status.conditions[?(@.type=='Provisioned')].status"},
+    {"name": "Failed", "type": "string", "jsonPath": ".status.conditions[?(@.type=='Failed')].status"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+)
+
+
 _BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {
+    "PodTemplate": _pod_template_printer,
     "Deployment": _deployment_printer,
     "ReplicaSet": _replica_set_printer,
     "StatefulSet": _stateful_set_printer,

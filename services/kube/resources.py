@@ -86,6 +86,8 @@ def _ref(api_version: str, kind: str, plural: str, *, namespaced: bool, status: 
 
 KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"
 RESOURCE_V1 = "resource.k8s.io/v1"
+#: The cluster-autoscaler's ProvisioningRequest API, the version Kueue's provisioning controller uses.
+AUTOSCALING_V1 = "autoscaling.x-k8s.io/v1"
 
 #: Every kind kueue-es knows, keyed by (apiVersion, kind).
 RESOURCES: dict[tuple[str, str], ResourceRef] = {
@@ -115,6 +117,9 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref(RESOURCE_V1, "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True, status=False),
         _ref(RESOURCE_V1, "ResourceClaim", "resourceclaims", namespaced=True, status=True),
         _ref(RESOURCE_V1, "ResourceSlice", "resourceslices", namespaced=False, status=False),
+        _ref(KUEUE_V1BETA2, "ProvisioningRequestConfig", "provisioningrequestconfigs", namespaced=False, status=False),
+        _ref("v1", "PodTemplate", "podtemplates", namespaced=True, status=False),
+        _ref(AUTOSCALING_V1, "ProvisioningRequest", "provisioningrequests", namespaced=True, status=True),
     )
 }
 
@@ -138,6 +143,9 @@ WORKLOAD_PRIORITY_CLASSES = RESOURCES[KUEUE_V1BETA2, "WorkloadPriorityClass"]
 WORKLOADS = RESOURCES[KUEUE_V1BETA2, "Workload"]
 ADMISSION_CHECKS = RESOURCES[KUEUE_V1BETA2, "AdmissionCheck"]
 TOPOLOGIES = RESOURCES[KUEUE_V1BETA2, "Topology"]
+PROVISIONING_REQUEST_CONFIGS = RESOURCES[KUEUE_V1BETA2, "ProvisioningRequestConfig"]
+POD_TEMPLATES = RESOURCES["v1", "PodTemplate"]
+PROVISIONING_REQUESTS = RESOURCES[AUTOSCALING_V1, "ProvisioningRequest"]
 
 
 def ref_for(api_version: str, kind: str) -> ResourceRef:

@@ -35,7 +35,6 @@ NOT_SERVED = {
     "Topology": "topology-aware scheduling is not modelled yet (the TAS placer decides nothing)",
     "MultiKueueCluster": "MultiKueue (dispatching to worker clusters) is not part of kueue-es",
     "MultiKueueConfig": "MultiKueue (dispatching to worker clusters) is not part of kueue-es",
-    "ProvisioningRequestConfig": "the ProvisioningRequest admission check controller is not part of kueue-es",
 }
 SCHEMAS = {kind.kind: crds.object_schema(kind) for kind in crds.KINDS}
 

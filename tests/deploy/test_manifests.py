@@ -197,7 +197,7 @@ CALL_VERBS = {
 }
 
 
-@pytest.mark.parametrize("service", ["watcher", "dispatcher"])
+@pytest.mark.parametrize("service", ["watcher", "dispatcher", "provisioning"])
 def test_roles_grant_the_verbs_the_code_uses(service: str) -> None:
     """The verbs of each service's ClusterRole are those of the Kubernetes calls in its code, no more, no less."""
     package = DEPLOY.parent / "services" / service.replace("-", "_")
@@ -229,12 +229,20 @@ def test_no_wildcards_secrets_or_escalation() -> None:
                 assert resource not in ("secrets", "serviceaccounts/token", "roles", "clusterroles"), name
                 assert verb not in ("escalate", "bind", "impersonate", "deletecollection")
                 assert verb != "update" or resource == "leases", name  # renewing a Lease
-                assert verb != "delete" or resource == "workloads", name
+                # the Workload of a Job that is gone; the ProvisioningRequests (and their PodTemplates) of
+                # finished or evicted workloads
+                assert verb != "delete" or resource in ("workloads", "provisioningrequests", "podtemplates"), name
 
 
 def test_only_watcher_and_dispatcher_are_bound_and_deciders_have_no_token() -> None:
     bound = {s["name"] for b in [*kinds("ClusterRoleBinding"), *kinds("RoleBinding")] for s in b["subjects"]}
-    assert bound == {"kueue-es-watcher", "kueue-es-dispatcher", "kueue-es-visibility", "kueue-es-webhook"}
+    assert bound == {
+        "kueue-es-watcher",
+        "kueue-es-dispatcher",
+        "kueue-es-visibility",
+        "kueue-es-webhook",
+        "kueue-es-provisioning",
+    }
     for binding in kinds("ClusterRoleBinding"):
         if binding["subjects"][0]["name"] == "kueue-es-visibility":
             continue  # the built-in roles of an aggregated API server: below
@@ -504,6 +512,7 @@ def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None
         "kueue-es-visibility": [8080, 8082],
         "kueue-es-dashboard": [8080, 8090],  # 8080: every NATS client's metrics policy (the dashboard has none)
         "kueue-es-webhook": [9443],
+        "kueue-es-provisioning": [],  # only the kubelet's probes reach its health port (no metrics)
         "kueue-es-nats": [4222, 6222],
     }
     (metrics,) = policies["kueue-es-metrics"]["ingress"]

@@ -602,3 +602,12 @@ def test_adjusted_requests(pod: dict, ctx: workloads.Context, want_requests: dic
     """Kueue pkg/workload/resources.go AdjustResources then the admissibility checks."""
     pod_set = the_pod_set(jobs.job_facts(job(pod=pod), context=ctx))
     assert (pod_set.requests, pod_set.misconfigured) == (want_requests, want_misconfigured)
+
+
+def test_provisioning_request_annotations_are_copied_to_the_workload() -> None:
+    """The Job's ``provreq.kueue.x-k8s.io/`` annotations become the Workload's (the parameters of its
+    ProvisioningRequests, Kueue's FilterProvReqAnnotations); other annotations are not copied."""
+    manifest = job(annotations={"provreq.kueue.x-k8s.io/maxRunDurationSeconds": "600", "team": "a"})
+    wl = workload_of(jobs.job_facts(manifest))
+    assert wl.metadata.annotations == {"provreq.kueue.x-k8s.io/maxRunDurationSeconds": "600"}
+    assert workload_of(jobs.job_facts(job())).metadata.annotations == {}

@@ -303,3 +303,37 @@ async def test_serving_samples_short_names_and_scale(kubectl: Kubectl, cluster: 
     assert await kubectl.ok("get", "sts", "nginx-statefulset", "-o", "jsonpath={.spec.replicas}") == "0"
     code, _, err = await kubectl.run("scale", "deploy", "nginx-deployment", "--replicas=-1")
     assert code != 0 and "replicas" in err
+
+
+PROVISIONING = EXAMPLES / "provisioning" / "provisioning-setup.yaml"
+
+
+@pytest.mark.skipif(not PROVISIONING.is_file(), reason="../shared/kueue-examples is not beside the repo")
+async def test_provisioning_kinds_print_their_columns(kubectl: Kubectl, tmp_path: Path) -> None:
+    """Kueue's provisioning-setup.yaml applies unchanged (ProvisioningRequestConfig, short name prc); a
+    ProvisioningRequest prints its class and conditions, a PodTemplate its containers (kubectl's columns)."""
+    out = await kubectl.ok("apply", "-f", str(PROVISIONING))
+    assert "provisioningrequestconfig.kueue.x-k8s.io/prov-test-config created" in out
+    assert table(await kubectl.ok("get", "prc"))[1][0] == "prov-test-config"
+    objects = [
+        {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "ppt-wl-prov-1-main", "namespace": "default"},
+         "template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}},
+        {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+         "metadata": {"name": "wl-prov-1", "namespace": "default"},
+         "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+                  "podSets": [{"podTemplateRef": {"name": "ppt-wl-prov-1-main"}, "count": 3}]}},
+    ]  # fmt: skip
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    await kubectl.ok("apply", "-f", str(path))
+    await kubectl.ok(
+        "patch", "provisioningrequest", "wl-prov-1", "--subresource=status", "--type=merge", "-p",
+        json.dumps({"status": {"conditions": [
+            {"type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        ]}}),
+    )  # fmt: skip
+    rows = table(await kubectl.ok("get", "provisioningrequests"))
+    assert rows[0] == ["NAME", "CLASS", "ACCEPTED", "PROVISIONED", "FAILED", "AGE"]
+    assert rows[1][:3] == ["wl-prov-1", "check-capacity.autoscaling.x-k8s.io", "True"]
+    rows = table(await kubectl.ok("get", "podtemplates"))
+    assert rows == [["NAME", "CONTAINERS", "IMAGES", "POD LABELS"], ["ppt-wl-prov-1-main", "main", "busybox", "<none>"]]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kueue_es.supervisor import SERVICES, Supervisor
+from kueue_es.supervisor import PROVISIONING, SERVICES, Supervisor
 
 
 def test_each_service_gets_only_its_own_arguments() -> None:
@@ -110,7 +110,7 @@ async def test_the_dashboard_reads_as_reader_on_its_own_port(tmp_path: Path) -> 
     assert (tmp_path / "logs" / "dashboard.log").read_text().startswith("reader ['dashboard', '--nats'")
 
     up = _parser().parse_args(["up", "--emulator", "--dashboard"])
-    assert up.dashboard == 0 and _processes(up)[-3:] == (VISIBILITY, PUBLISHER, DASHBOARD)
+    assert up.dashboard == 0 and _processes(up)[-4:] == (VISIBILITY, PUBLISHER, PROVISIONING, DASHBOARD)
     assert _parser().parse_args(["up", "--emulator", "--dashboard", "8092"]).dashboard == 8092
     assert DASHBOARD not in _processes(argparse.Namespace(dashboard=None))
 
@@ -133,7 +133,25 @@ def test_the_publisher_runs_as_its_own_user_on_the_port_after_visibility(tmp_pat
     assert args[:4] == ["service", "publisher", "--nats", "nats://127.0.0.1:4222"]
     assert "--kube-server" not in args and "--partitions" not in args
     assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES) + 3)
-    assert _processes(argparse.Namespace(compact=None))[-2:] == (VISIBILITY, PUBLISHER)
+    assert _processes(argparse.Namespace(compact=None))[-3:] == (VISIBILITY, PUBLISHER, PROVISIONING)
+
+
+def test_the_provisioning_controller_gets_the_kubernetes_api_and_no_nats(tmp_path: Path) -> None:
+    """``up`` and ``demo`` run the ProvisioningRequest check controller with the Kubernetes arguments only:
+    no NATS URL, no NATS credentials in its environment (it talks to the API server alone)."""
+    from kueue_es.cli import _parser
+
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:4222",
+        log_dir=tmp_path / "logs",
+        kube_args=["--kube-server", "http://127.0.0.1:1"],
+        health_port=9000,
+    )
+    args = supervisor.service_args(PROVISIONING)
+    assert args == ["service", "provisioning", "--kube-server", "http://127.0.0.1:1"]
+    parsed = _parser().parse_args(args)
+    assert (parsed.name, parsed.kube_server, parsed.nats) == ("provisioning", "http://127.0.0.1:1", None)
+    assert supervisor.health_url(PROVISIONING) is None  # up's list of health URLs leaves it out
 
 
 def test_a_finished_command_ignores_a_late_stop_signal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,1 @@
+"""The controller of Kueue's ProvisioningRequest admission check (``kueue-es service provisioning``)."""
