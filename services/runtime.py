@@ -978,3 +978,69 @@ async def cancel_and_wait(tasks: Sequence[asyncio.Task[Any]], *, retry: float = 
     for task in tasks:
         if not task.cancelled() and task.exception() is not None:
             log.warning("task_failed_on_stop", task=task.get_name(), error=repr(task.exception()))
+
+
+class LogFollower:
+    """A reader that folds the whole log and follows it for ever: the publisher's and the visibility
+    server's loop (a decider has its own, :class:`DeciderLoop`).
+
+    Subclasses set ``bus`` and ``state`` and implement :meth:`take` (fold one message, and whatever
+    else they do with it). :meth:`follow` reads every fact, dispatch result and decision (every
+    partition's) after ``max(state.last_seq, position)`` and hands them to :meth:`take` in log
+    order; after ``idle_s`` seconds without a message it orphans a batch the log ended inside
+    (:func:`expire_stranded`, then :meth:`stranded_expired`) and asks the log's end to learn it has
+    caught up. ``caught_up`` turns true at the first message with nothing pending behind it.
+    """
+
+    bus: Bus
+    state: ClusterState
+    position: int = 0  # the last log sequence read
+    caught_up: bool = False
+    idle_s: float = 1.0
+
+    async def take(self, message: LogMessage) -> None:
+        """Fold ``message`` (and act on it); called in log order."""
+        raise NotImplementedError
+
+    def on_orphan(self, orphan: batches.Orphan) -> None:
+        """A message the fold orphaned (logged already by :func:`report_orphan`)."""
+
+    def stranded_expired(self) -> None:
+        """The batch the log ended inside was orphaned whole."""
+
+    def progress(self) -> dict[str, Any]:
+        """Fields for the ``caught_up`` log line."""
+        return {"folded_seq": self.state.last_seq}
+
+    async def follow(self) -> None:
+        """Read and fold for ever (cancel to stop). The reader runs as its own task, so a slow
+        :meth:`take` never holds up the bus's delivery."""
+        inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
+        reader = asyncio.create_task(self._read(inbox))
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(self.idle_s):
+                        message = await inbox.get()
+                except TimeoutError:
+                    await self._idle()
+                    continue
+                self.position = max(self.position, message.seq)
+                await self.take(message)
+                if message.pending == 0 and not self.caught_up:
+                    self.caught_up = True
+                    log.info("caught_up", seq=message.seq, **self.progress())
+        finally:
+            await cancel_and_wait([reader])
+
+    async def _idle(self) -> None:
+        if self.state.batches.holding and await expire_stranded(self.bus, self.state, self.on_orphan):
+            self.stranded_expired()
+        if not self.caught_up:
+            with contextlib.suppress(Exception):  # the bus is down: ask again at the next idle
+                self.caught_up = await self.bus.last_seq() <= max(self.state.last_seq, self.position)
+
+    async def _read(self, inbox: asyncio.Queue[LogMessage]) -> None:
+        filters = [subjects.FACTS, subjects.DISPATCH, subjects.DECISIONS]  # every partition's decisions
+        async for message in self.bus.read(subjects=filters, start_seq=max(self.state.last_seq, self.position) + 1):
+            await inbox.put(message)

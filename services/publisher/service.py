@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from kueue_es.events import codec, subjects, types
+from kueue_es.events import codec, types
 from kueue_es.events.bus import base
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, LogMessage, OutgoingMessage
@@ -36,7 +36,7 @@ from kueue_es.services.publisher import core
 log = structlog.get_logger(__name__)
 
 
-class Publisher:
+class Publisher(runtime.LogFollower):
     """Folds the log on ``bus`` and publishes the verified per-workload messages to ``KQ_PUB``.
 
     ``start``: a snapshot's start point (used only when it lies at or before where ``KQ_PUB`` stands);
@@ -53,7 +53,6 @@ class Publisher:
         self._raw: dict[int, LogMessage] = {}  # the messages of the batch being verified, by sequence
         self._record: core.RecordRef | None = None  # the record of the batch being released
         self._ready: list[tuple[LogMessage, types.Event, core.RecordRef | None]] = []
-        self._inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """A :meth:`Health.add_check`: ready once caught up; says how far it published."""
@@ -62,29 +61,20 @@ class Publisher:
     async def run(self) -> None:
         """Find where ``KQ_PUB`` stands, then fold and publish for ever (cancel to stop)."""
         await self._resume()
-        reader = asyncio.create_task(self._read())
-        try:
-            while True:
-                try:
-                    async with asyncio.timeout(1.0):
-                        message = await self._inbox.get()
-                except TimeoutError:
-                    if self.state.batches.holding:  # the log ended inside a batch: a rogue record
-                        if await runtime.expire_stranded(self.bus, self.state, self._orphaned):
-                            self._raw.clear()  # orphaned whole: nothing of it is published
-                    if not self.caught_up:
-                        with contextlib.suppress(base.BusError):
-                            self.caught_up = await self.bus.last_seq() <= self.position
-                    continue
-                for out in self.take(message):
-                    await self._publish(out)
-                if message.pending == 0 and not self.caught_up:
-                    self.caught_up = True
-                    log.info("caught_up", seq=message.seq, published_through=self.published_through)
-        finally:
-            await runtime.cancel_and_wait([reader])
+        await self.follow()
 
-    def take(self, message: LogMessage) -> list[tuple[LogMessage, types.Event, core.RecordRef | None]]:
+    async def take(self, message: LogMessage) -> None:
+        """Fold ``message`` and publish what it releases (:meth:`released`)."""
+        for out in self.released(message):
+            await self._publish(out)
+
+    def stranded_expired(self) -> None:
+        self._raw.clear()  # orphaned whole: nothing of it is published
+
+    def progress(self) -> dict[str, Any]:
+        return {"published_through": self.published_through}
+
+    def released(self, message: LogMessage) -> list[tuple[LogMessage, types.Event, core.RecordRef | None]]:
         """Fold ``message`` and return what it releases for ``KQ_PUB``, in log order: ``(log message,
         event, record)`` for every accepted message past ``published_through`` whose subject is public
         (a record only with outputs; the pending outcomes a record stands for are not messages)."""
@@ -98,7 +88,7 @@ class Publisher:
             if batches.partition_of(message.subject) is None:
                 log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
             self.state.last_seq = max(self.state.last_seq, message.seq)
-        runtime.fold_decoded(self.state, message, event, on_orphan=self._orphaned, before_apply=self._accepted)
+        runtime.fold_decoded(self.state, message, event, on_orphan=self.on_orphan, before_apply=self._accepted)
         open_batch = self.state.batches.open
         if open_batch is None:
             self._raw.clear()
@@ -121,7 +111,7 @@ class Publisher:
         if core.public_subject(raw.subject) is not None:
             self._ready.append((raw, event, record))
 
-    def _orphaned(self, orphan: batches.Orphan) -> None:
+    def on_orphan(self, orphan: batches.Orphan) -> None:
         if self.health is not None:
             self.health.orphaned(orphan)
 
@@ -162,11 +152,6 @@ class Publisher:
         if self.position == 0:  # a log purged below a snapshot cannot be folded from #1
             await runtime.require_from_start(self.bus, "publisher")
         log.info("publisher_resumes", published_through=self.published_through, fold_from=self.position + 1)
-
-    async def _read(self) -> None:
-        filters = [subjects.FACTS, subjects.DISPATCH, subjects.DECISIONS]
-        async for message in self.bus.read(subjects=filters, start_seq=self.position + 1):
-            await self._inbox.put(message)
 
 
 async def serve_publisher(

@@ -44,7 +44,7 @@ DEFAULT_PORT = 8082  # Kueue's DefaultVisibilityBindPort
 CERT_FILE, KEY_FILE = "tls.crt", "tls.key"
 
 
-class VisibilityFold:
+class VisibilityFold(runtime.LogFollower):
     """The log folded for the visibility API: ``state`` once caught up (None before), kept current."""
 
     def __init__(
@@ -54,7 +54,6 @@ class VisibilityFold:
         self.state = ClusterState()
         self.position = 0
         self.caught_up = False
-        self._inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
 
     @property
     def ready_state(self) -> ClusterState | None:
@@ -68,25 +67,13 @@ class VisibilityFold:
     async def run(self) -> None:
         """Take the start point if it is of this log, then fold every message for ever (cancel to stop)."""
         await self._resume()
-        reader = asyncio.create_task(self._read())
-        try:
-            while True:
-                try:
-                    async with asyncio.timeout(1.0):
-                        message = await self._inbox.get()
-                except TimeoutError:
-                    if self.state.batches.holding:  # the log ended inside a batch: a rogue record
-                        await runtime.expire_stranded(self.bus, self.state)
-                    if not self.caught_up:
-                        with contextlib.suppress(Exception):
-                            self.caught_up = await self.bus.last_seq() <= max(self.state.last_seq, self.position)
-                    continue
-                runtime.fold_message(self.state, message)
-                if message.pending == 0 and not self.caught_up:
-                    self.caught_up = True
-                    log.info("caught_up", seq=message.seq, workloads=len(self.state.workloads))
-        finally:
-            await runtime.cancel_and_wait([reader])
+        await self.follow()
+
+    async def take(self, message: LogMessage) -> None:
+        runtime.fold_message(self.state, message)
+
+    def progress(self) -> dict[str, Any]:
+        return {"workloads": len(self.state.workloads)}
 
     async def _resume(self) -> None:
         start, self.start = self.start, None
@@ -103,11 +90,6 @@ class VisibilityFold:
         await runtime.require_from_start(self.bus, "visibility server")
         with contextlib.suppress(Exception):
             self.caught_up = await self.bus.last_seq() == 0
-
-    async def _read(self) -> None:
-        filters = [subjects.FACTS, subjects.DISPATCH, subjects.DECISIONS]  # every partition's decisions
-        async for message in self.bus.read(subjects=filters, start_seq=max(self.state.last_seq, self.position) + 1):
-            await self._inbox.put(message)
 
 
 def app(

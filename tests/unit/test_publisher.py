@@ -30,10 +30,10 @@ def publish_all(log: list[LogMessage], *, through: int = 0) -> tuple[list[Outgoi
     publisher = Publisher(bus=None)  # type: ignore[arg-type]  # take() does no I/O
     publisher.published_through = through
     orphans: list[batches.Orphan] = []
-    publisher._orphaned = orphans.append  # type: ignore[method-assign]
+    publisher.on_orphan = orphans.append  # type: ignore[method-assign]
     out = []
     for message in log:
-        for raw, event, record in publisher.take(message):
+        for raw, event, record in publisher.released(message):
             public = core.public_message(raw, event, record=record, time_ms=core.event_time_ms(event) or 1)
             assert public is not None
             out.append(public)

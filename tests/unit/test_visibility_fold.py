@@ -74,7 +74,8 @@ async def test_fold_follows_the_admitter_and_starts_from_a_snapshot(tmp_path: Pa
     task = asyncio.create_task(later.run())
     try:
         await until(lambda: later.caught_up and later.state.last_seq == seq + 1)
-        assert later.position == seq
+        assert later.state is start.state  # started from the snapshot's state, not from #1
+        assert later.position == seq + 1  # and read on from there
         assert pending_names(later) == ["w4", "w5", "w6"]
     finally:
         await runtime.cancel_and_wait([task])
