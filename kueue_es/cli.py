@@ -95,6 +95,17 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         action="store_true",
         help="let the ClusterQueue preempt lower priorities and submit a high-priority Job once the samples run",
     )
+    demo.add_argument(
+        "--multikueue",
+        action="store_true",
+        help="a manager and two emulated worker clusters, each with its own kueue-es: Jobs run on the workers,"
+        " one worker is stopped mid-run (docs/multikueue.md)",
+    )
+    demo.add_argument(
+        "--worker-lost-timeout",
+        default="5s",
+        help="with --multikueue: the manager's multiKueue.workerLostTimeout (a Go duration; default 5s)",
+    )
     _config_options(demo)
     _crd_options(demo)
     demo.set_defaults(run=_run_demo)
@@ -180,7 +191,17 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     service = sub.add_parser("service", help="run one service in this process")
     service.add_argument(
         "name",
-        choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "visibility", "publisher", "webhook"],
+        choices=[
+            "watcher",
+            "admitter",
+            "preemptor",
+            "tas-placer",
+            "dispatcher",
+            "visibility",
+            "publisher",
+            "webhook",
+            "multikueue-edge",
+        ],
     )
     service.add_argument("--nats", default=None, help="NATS URL, e.g. nats://127.0.0.1:4222 (all but the webhook)")
     _nats_credential_options(service)
@@ -198,6 +219,12 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     )
     service.add_argument("--api-qps", type=float, default=None, help="with --simulate-api: writes/s (default uncapped)")
     service.add_argument("--api-burst", type=int, default=None, help="with --simulate-api: burst (default 100)")
+    service.add_argument(
+        "--multikueue-namespace",
+        default=None,
+        help="multikueue-edge: the namespace of the workers' kubeconfig Secrets (default $POD_NAMESPACE,"
+        " the pod's namespace, or default)",
+    )
     service.add_argument(
         "--checkpoints",
         type=Path,
@@ -1009,8 +1036,9 @@ def _run_service(args: argparse.Namespace) -> int:
         )
         return 2
     # on by default for the deciders; the dispatcher's warm standby only with --standby-lease
-    if (args.name not in ("watcher", "visibility", "publisher") and args.standby_lease) or (
-        args.name not in ("watcher", "dispatcher", "visibility", "publisher") and args.standby_lease is not False
+    if (args.name not in ("watcher", "visibility", "publisher", "multikueue-edge") and args.standby_lease) or (
+        args.name not in ("watcher", "dispatcher", "visibility", "publisher", "multikueue-edge")
+        and args.standby_lease is not False
     ):
         from kueue_es.services.standby import StandbySettings
 
@@ -1113,6 +1141,18 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         stack.push_async_callback(api.close)
 
         async def work(service_stop: asyncio.Event) -> None:
+            if args.name == "multikueue-edge":
+                from kueue_es.services import leader
+                from kueue_es.services.multikueue_edge.service import serve_multikueue_edge
+
+                await serve_multikueue_edge(
+                    nats_url=args.nats,
+                    api=api,
+                    namespace=args.multikueue_namespace or leader.default_namespace(),
+                    stop=service_stop,
+                    connect=probe.connect,
+                )
+                return
             if args.name == "watcher":
                 from kueue_es.services.watcher.service import serve_watcher
 
@@ -1556,6 +1596,23 @@ def _run_dashboard(args: argparse.Namespace) -> int:
 
 def _run_demo(args: argparse.Namespace) -> int:
     from kueue_es.demo import run_demo
+
+    if args.multikueue:
+        from importlib import resources as package_files
+
+        from kueue_es.multikueue_demo import run_multikueue_demo
+
+        setup = Path(str(package_files.files("kueue_es") / "demo_manifests" / "multikueue-setup.yaml"))
+        return asyncio.run(
+            run_multikueue_demo(
+                keep=args.keep,
+                jobs=args.jobs,
+                duration=args.duration,
+                run_dir=args.dir,
+                setup_path=setup,
+                worker_lost_timeout=args.worker_lost_timeout,
+            )
+        )
     from kueue_es.supervisor import watcher_config_args
 
     if isinstance(problem := _check_config(args), str):

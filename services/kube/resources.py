@@ -94,6 +94,7 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref("v1", "Node", "nodes", namespaced=False, status=True),
         _ref("v1", "Pod", "pods", namespaced=True, status=True),
         _ref("v1", "Event", "events", namespaced=True, status=False),
+        _ref("v1", "Secret", "secrets", namespaced=True, status=False),
         _ref("batch/v1", "Job", "jobs", namespaced=True, status=True),
         _ref("apps/v1", "Deployment", "deployments", namespaced=True, status=True),
         _ref("apps/v1", "ReplicaSet", "replicasets", namespaced=True, status=True),
@@ -108,6 +109,8 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref(KUEUE_V1BETA2, "Workload", "workloads", namespaced=True, status=True),
         _ref(KUEUE_V1BETA2, "AdmissionCheck", "admissionchecks", namespaced=False, status=True),
         _ref(KUEUE_V1BETA2, "Topology", "topologies", namespaced=False, status=False),
+        _ref(KUEUE_V1BETA2, "MultiKueueCluster", "multikueueclusters", namespaced=False, status=True),
+        _ref(KUEUE_V1BETA2, "MultiKueueConfig", "multikueueconfigs", namespaced=False, status=False),
     )
 }
 
@@ -115,6 +118,7 @@ NAMESPACES = RESOURCES["v1", "Namespace"]
 NODES = RESOURCES["v1", "Node"]
 PODS = RESOURCES["v1", "Pod"]
 EVENTS = RESOURCES["v1", "Event"]
+SECRETS = RESOURCES["v1", "Secret"]
 JOBS = RESOURCES["batch/v1", "Job"]
 DEPLOYMENTS = RESOURCES["apps/v1", "Deployment"]
 REPLICA_SETS = RESOURCES["apps/v1", "ReplicaSet"]
@@ -129,6 +133,8 @@ WORKLOAD_PRIORITY_CLASSES = RESOURCES[KUEUE_V1BETA2, "WorkloadPriorityClass"]
 WORKLOADS = RESOURCES[KUEUE_V1BETA2, "Workload"]
 ADMISSION_CHECKS = RESOURCES[KUEUE_V1BETA2, "AdmissionCheck"]
 TOPOLOGIES = RESOURCES[KUEUE_V1BETA2, "Topology"]
+MULTIKUEUE_CLUSTERS = RESOURCES[KUEUE_V1BETA2, "MultiKueueCluster"]
+MULTIKUEUE_CONFIGS = RESOURCES[KUEUE_V1BETA2, "MultiKueueConfig"]
 
 
 def ref_for(api_version: str, kind: str) -> ResourceRef:

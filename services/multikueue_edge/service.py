@@ -42,9 +42,9 @@ import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
-from kueue_es.events import codec, subjects, types
+from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.base import Bus, LogMessage
-from kueue_es.projections import batches
+from kueue_es.projections import afs, batches
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services import runtime
 from kueue_es.services.kube import client, errors, resources
@@ -54,17 +54,9 @@ log = structlog.get_logger(__name__)
 
 USER = "multikueue-edge"
 """The edge's NATS user (events/bus/permissions.py)."""
-MULTIKUEUE_CLUSTERS = resources.ResourceRef(
-    group="kueue.x-k8s.io",
-    version="v1beta2",
-    plural="multikueueclusters",
-    kind="MultiKueueCluster",
-    namespaced=False,
-    status_subresource=True,
-)
-SECRETS = resources.ResourceRef(group="", version="v1", plural="secrets", kind="Secret", namespaced=True)
+MULTIKUEUE_CLUSTERS = resources.MULTIKUEUE_CLUSTERS
+SECRETS = resources.SECRETS
 DEFAULT_ORIGIN = "multikueue"
-DEFAULT_GC_INTERVAL_S = 60.0
 TICK_S = 0.5
 PROBE_S = 2.0
 ACTIVE_REASON = "Active"
@@ -175,20 +167,19 @@ class Edge:
     # -- configuration --------------------------------------------------------------------
 
     @property
+    def settings(self) -> models.MultiKueueConfiguration:
+        """The manager Configuration's ``multiKueue`` section (Kueue's defaults when absent)."""
+        return self.state.configuration.multi_kueue or models.MultiKueueConfiguration()
+
+    @property
     def origin(self) -> str:
-        """The manager Configuration's ``multiKueue.origin`` (default ``multikueue``)."""
-        mk = getattr(self.state.configuration, "multi_kueue", None)
-        return str(getattr(mk, "origin", "") or DEFAULT_ORIGIN)
+        """``multiKueue.origin``: the value of the origin label on every remote object."""
+        return self.settings.origin or DEFAULT_ORIGIN
 
     @property
     def gc_interval_s(self) -> float:
-        """``multiKueue.gcInterval`` in seconds (0 disables GC)."""
-        mk = getattr(self.state.configuration, "multi_kueue", None)
-        value = getattr(mk, "gc_interval_seconds", None)
-        if value is None:
-            ms = getattr(mk, "gc_interval_ms", None)
-            return DEFAULT_GC_INTERVAL_S if ms is None else ms / 1000
-        return float(value)
+        """``multiKueue.gcInterval`` in seconds (0 turns GC off)."""
+        return afs.go_duration_seconds(self.settings.gc_interval)
 
     # -- the log --------------------------------------------------------------------------
 
@@ -323,7 +314,7 @@ class Edge:
             watch: asyncio.Task[None] | None = None
             try:
                 config = await self._kubeconfig(worker)
-                worker.api = await k8s_config.new_client_from_config_dict(config_dict=config, persist_config=False)
+                worker.api = await k8s_config.new_client_from_config_dict(config_dict=config)
                 async with asyncio.timeout(5.0):
                     items, _ = await client.list_objects(
                         worker.api, resources.WORKLOADS, label_selector=f"{remote.ORIGIN_LABEL}={self.origin}"
@@ -407,8 +398,8 @@ class Edge:
 
     async def _set_active(self, worker: Worker, active: bool, reason: str, message: str) -> None:
         worker.active = active
-        if worker.reported == (active, reason, message):
-            return
+        if worker.reported is not None and worker.reported[:2] == (active, reason):
+            return  # the same state again (a retry's message differs: not a new fact)
         worker.reported = (active, reason, message)
         log.info("worker_connectivity", cluster=worker.name, active=active, reason=reason, message=message)
         await self._publish_fact(
@@ -568,9 +559,34 @@ class Edge:
                 log.warning("publish_failed", error=str(err), type=codec.type_name(result))
                 await asyncio.sleep(1.0)
 
+    async def _stopped(self, ref: types.WorkloadRef, job: core.JobRef) -> None:
+        """An evicted workload's manager Job, suspended by the dispatcher, shows no pods once its remote
+        copies are being removed (:func:`stopped_status`)."""
+        if job.kind != "Job":
+            return
+        try:
+            local_job = await client.get_object(self.api, resources.JOBS, namespace=ref.namespace, name=job.name)
+            status = stopped_status(local_job)
+            if status is not None:
+                await client.replace_object(
+                    self.api,
+                    resources.JOBS,
+                    namespace=ref.namespace,
+                    name=job.name,
+                    subresource="status",
+                    body={**local_job, "status": status},
+                )
+                log.info("job_status_stopped", job=f"{ref.namespace}/{job.name}")
+        except (TimeoutError, errors.KubeError, OSError) as err:
+            log.info("job_status_not_stopped", workload=ref.key, error=str(err))
+
     async def _mirror_jobs(self) -> None:
         """Copy each winning worker's job status to the manager's job (batch Job rules: remote.py)."""
         for key, local in self.locals().items():
+            wl = self.state.workloads.get(key)
+            if not local.live and local.job is not None and wl is not None and wl.eviction is not None:
+                await self._stopped(local.ref, local.job)
+                continue
             if not local.live or not local.chosen or local.job is None:
                 continue
             worker = self.workers.get(local.chosen)
@@ -600,6 +616,16 @@ class Edge:
                         )
             except (TimeoutError, errors.KubeError, OSError) as err:
                 log.info("job_status_not_mirrored", workload=key, error=str(err))
+
+
+def stopped_status(job: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The status an evicted (suspended) manager Job takes once nothing runs for it on a worker: no
+    active or ready pods, so the manager's watcher sees the eviction done (Kueue's IsActive is
+    ``status.active != 0``); None when it shows none already, or the Job is not suspended."""
+    status = dict(job.get("status") or {})
+    if not (job.get("spec") or {}).get("suspend") or not (status.get("active") or status.get("ready")):
+        return None
+    return {**status, "active": 0, "ready": 0}
 
 
 def _same(a: types.RemoteWorkloadObserved, b: types.RemoteWorkloadObserved) -> bool:
