@@ -568,13 +568,13 @@ class Edge:
             local_job = await client.get_object(self.api, resources.JOBS, namespace=ref.namespace, name=job.name)
             status = stopped_status(local_job)
             if status is not None:
-                await client.replace_object(
+                await client.patch_object(
                     self.api,
                     resources.JOBS,
                     namespace=ref.namespace,
                     name=job.name,
                     subresource="status",
-                    body={**local_job, "status": status},
+                    patch=status_patch(local_job, status),
                 )
                 log.info("job_status_stopped", job=f"{ref.namespace}/{job.name}")
         except (TimeoutError, errors.KubeError, OSError) as err:
@@ -603,19 +603,25 @@ class Edge:
                     )
                     status = remote.mirrored_job_status(local_job, remote_job)
                     if status is not None:
-                        await client.replace_object(
+                        await client.patch_object(
                             self.api,
                             job_ref,
                             namespace=local.ref.namespace,
                             name=local.job.name,
                             subresource="status",
-                            body={**local_job, "status": status},
+                            patch=status_patch(local_job, status),
                         )
                         log.info(
                             "job_status_mirrored", job=f"{local.ref.namespace}/{local.job.name}", cluster=local.chosen
                         )
             except (TimeoutError, errors.KubeError, OSError) as err:
                 log.info("job_status_not_mirrored", workload=key, error=str(err))
+
+
+def status_patch(job: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch that makes ``job``'s status exactly ``status`` (fields it lacks set to null)."""
+    removed = {key: None for key in (job.get("status") or {}) if key not in status}
+    return {"status": {**removed, **status}}
 
 
 def stopped_status(job: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -184,6 +184,28 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
     }
 
 
+def test_multikueue_edge_has_only_the_verbs_it_uses_on_the_manager() -> None:
+    """The edge reads the MultiKueueClusters (and writes their Active condition), the Workloads and jobs it
+    copies, mirrors job status, and reads the kubeconfig Secrets (a Role in kueue-es's namespace)."""
+    assert grants(rules_of("multikueue-edge")) == {
+        ("kueue.x-k8s.io", "multikueueclusters", "get"),
+        ("kueue.x-k8s.io", "multikueueclusters", "list"),
+        ("kueue.x-k8s.io", "multikueueclusters", "watch"),
+        ("kueue.x-k8s.io", "multikueueclusters/status", "patch"),
+        ("kueue.x-k8s.io", "workloads", "get"),
+        ("batch", "jobs", "get"),
+        ("batch", "jobs/status", "patch"),
+        ("jobset.x-k8s.io", "jobsets", "get"),
+        ("jobset.x-k8s.io", "jobsets/status", "patch"),
+    }
+    role = find("Role", "kueue-es-multikueue-edge")
+    assert grants(role["rules"]) == {("", "secrets", "get")}
+    deployment = find("Deployment", "kueue-es-multikueue-edge")
+    (container,) = pod_spec(deployment)["containers"]
+    assert container["args"][:2] == ["service", "multikueue-edge"] and "--kubeconfig" in container["args"]
+    assert_nats_credentials(deployment, user="multikueue-edge")
+
+
 #: The verbs each client call of services/kube/client.py needs.
 CALL_VERBS = {
     "get_object": {"get"},
@@ -219,6 +241,10 @@ def test_no_wildcards_secrets_or_escalation() -> None:
     for role in [*kinds("ClusterRole"), *kinds("Role")]:
         name = role["metadata"]["name"]
         for rule in role["rules"]:
+            if name == "kueue-es-multikueue-edge" and role["kind"] == "Role" and rule["resources"] == ["secrets"]:
+                # the workers' kubeconfigs: get only, in kueue-es's namespace (Kueue's multikueue rbac marker)
+                assert rule["verbs"] == ["get"] and role["metadata"]["namespace"] == "kueue-es"
+                continue
             if name == "kueue-es-webhook" and rule["resources"][0] in WEBHOOK_OWN:
                 # the webhook's own objects: get and update, by name, nothing else
                 assert rule["resourceNames"] == WEBHOOK_OWN[rule["resources"][0]] and len(rule["resources"]) == 1
@@ -234,7 +260,13 @@ def test_no_wildcards_secrets_or_escalation() -> None:
 
 def test_only_watcher_and_dispatcher_are_bound_and_deciders_have_no_token() -> None:
     bound = {s["name"] for b in [*kinds("ClusterRoleBinding"), *kinds("RoleBinding")] for s in b["subjects"]}
-    assert bound == {"kueue-es-watcher", "kueue-es-dispatcher", "kueue-es-visibility", "kueue-es-webhook"}
+    assert bound == {
+        "kueue-es-watcher",
+        "kueue-es-dispatcher",
+        "kueue-es-visibility",
+        "kueue-es-webhook",
+        "kueue-es-multikueue-edge",
+    }
     for binding in kinds("ClusterRoleBinding"):
         if binding["subjects"][0]["name"] == "kueue-es-visibility":
             continue  # the built-in roles of an aggregated API server: below
@@ -318,8 +350,11 @@ def test_the_stream_is_created_by_admin_in_a_job() -> None:
 def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() -> None:
     """get/update on the watcher's Lease by name, create on leases (not restrictable by name), in the namespace
     of the services, for the watcher only (services/leader.py; the dispatcher's lease is on NATS). The other
-    Role is the webhook's, on its own Secret only (test_no_wildcards_secrets_or_escalation)."""
-    (role,) = [r for r in kinds("Role") if r["metadata"]["name"] != "kueue-es-webhook"]
+    Roles are the webhook's, on its own Secret only, and the MultiKueue edge's, reading the workers' kubeconfig
+    Secrets (test_no_wildcards_secrets_or_escalation)."""
+    (role,) = [
+        r for r in kinds("Role") if r["metadata"]["name"] not in ("kueue-es-webhook", "kueue-es-multikueue-edge")
+    ]
     assert role["metadata"]["namespace"] == "kueue-es"
     named = {(g, r, v) for rule in role["rules"] if rule.get("resourceNames") for g in rule["apiGroups"]
              for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
@@ -331,7 +366,8 @@ def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() 
     (binding,) = [
         b
         for b in kinds("RoleBinding")
-        if b["metadata"]["namespace"] == "kueue-es" and b["metadata"]["name"] != "kueue-es-webhook"
+        if b["metadata"]["namespace"] == "kueue-es"
+        and b["metadata"]["name"] not in ("kueue-es-webhook", "kueue-es-multikueue-edge")
     ]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert {(s["name"], s["namespace"]) for s in binding["subjects"]} == {("kueue-es-watcher", "kueue-es")}
@@ -500,7 +536,7 @@ def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None
             for port in rule.get("ports", [])
         )
     assert ingress_ports == {
-        **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor", "publisher")},
+        **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor", "publisher", "multikueue-edge")},
         "kueue-es-visibility": [8080, 8082],
         "kueue-es-dashboard": [8080, 8090],  # 8080: every NATS client's metrics policy (the dashboard has none)
         "kueue-es-webhook": [9443],
