@@ -46,7 +46,7 @@ def job_facts(
     managed like any other (its label comes from the CronJob's ``jobTemplate``). A
     finished Job (condition Complete or Failed) gives WorkloadFinished; any other
     WorkloadObserved; a Job that cannot be converted ObjectRejected. A Job naming a prebuilt
-    Workload (:func:`prebuilt_workload`, Kueue's ``kueue.x-k8s.io/prebuilt-workload-name``) adopts it:
+    Workload (:func:`~kueue_es.jobframework.workloads.prebuilt_workload`, Kueue's ``kueue.x-k8s.io/prebuilt-workload-name``) adopts it:
     no WorkloadObserved of its own, and its finish is that Workload's WorkloadFinished.
     """
     context = context or workloads.Context()
@@ -57,7 +57,7 @@ def job_facts(
     except manifests.ManifestError as err:
         return workloads.rejected(job, err, now_ms=now_ms)
     finished = finished_condition(job)
-    prebuilt = prebuilt_workload(job)
+    prebuilt = workloads.prebuilt_workload(job)
     if finished is not None:
         succeeded = finished.get("type") == "Complete"
         return workloads.finished_fact(
@@ -74,17 +74,6 @@ def job_facts(
         return types.WorkloadObserved(workload=job_to_workload(job, context=context))
     except manifests.ManifestError as err:
         return workloads.rejected(job, err, now_ms=now_ms)
-
-
-PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
-"""The label naming the Workload a job uses instead of one made for it (Kueue constants.go)."""
-
-
-def prebuilt_workload(job: Mapping[str, Any]) -> str:
-    """The prebuilt Workload a job names by the ``kueue.x-k8s.io/prebuilt-workload-name`` label ("" none):
-    MultiKueue's remote job names its remote Workload so (SEMANTICS-ADVANCED E.2 step 5)."""
-    labels = (job.get("metadata") or {}).get("labels") or {}
-    return str(labels.get(PREBUILT_WORKLOAD_LABEL) or "")
 
 
 def stopped_fact(job: Mapping[str, Any], *, now_ms: int = 0) -> types.WorkloadStopped | None:

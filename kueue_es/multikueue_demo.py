@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import kmock
 import yaml
 from rich.console import Console
 
@@ -43,7 +44,7 @@ from kueue_es.events.manifests import load_documents
 from kueue_es.replay import replay_bus, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
-from kueue_es.sim.emulator import serve_emulator
+from kueue_es.sim.emulator import ClusterEmulator
 from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, Supervisor
 
@@ -128,16 +129,43 @@ class Cluster:
     nats_url: str = ""
     auth: LocalAuth | None = None
     stopped: bool = False
+    emulator: ClusterEmulator | None = None
+    port: int = 0
+    _server: Any = None
+
+    async def resume(self) -> None:
+        """Serve the API server (again, on the same port after :meth:`pause`; its objects are kept)."""
+        assert self.emulator is not None
+        self._server = kmock.Server(self.emulator, port=self.port or None)
+        await self._server.__aenter__()
+        self.port = int(self._server.port)
+
+    async def pause(self) -> None:
+        """Stop serving the API server (the worker is unreachable) without losing its objects."""
+        if self._server is not None and self.emulator is not None:
+            self.emulator.drop_watches()
+            server, self._server = self._server, None
+            await server.__aexit__(None, None, None)
 
     async def start(
-        self, *, services: tuple[str, ...], duration: float, watcher_args: list[str], extra: list[str]
+        self,
+        *,
+        services: tuple[str, ...],
+        duration: float,
+        watcher_args: list[str],
+        extra: list[str],
+        crds: list[dict[str, Any]] | None = None,
     ) -> None:
         """Start the API server, the nats-server, the services and a simulated kubelet."""
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         self.auth = LocalAuth.create(self.run_dir / CREDS_DIR)
         server = await self.stack.enter_async_context(NatsServer(store_dir=self.run_dir / "nats", auth=self.auth))
-        emulator = await self.stack.enter_async_context(serve_emulator())
-        self.url, self.nats_url = str(emulator.url), server.url
+        self.emulator = await self.stack.enter_async_context(ClusterEmulator())
+        if crds:
+            self.emulator.install_crds(crds)
+        await self.resume()
+        self.stack.push_async_callback(self.pause)
+        self.url, self.nats_url = str(self.emulator.url), server.url
         self.kubeconfig = self.run_dir / "kubeconfig"
         kube.write_kubeconfig(self.kubeconfig, server=self.url, context=self.name)
         await nats_bus.ensure_log_stream(server.url, credentials=self.auth.credentials("admin"))
@@ -228,6 +256,51 @@ def _describe(event: types.Event) -> tuple[str, str] | None:
     return None
 
 
+async def start_system(
+    stack: contextlib.AsyncExitStack,
+    *,
+    manager: Cluster,
+    workers: list[Cluster],
+    setup: list[dict[str, Any]],
+    duration: float,
+    config_file: Path,
+    crds: list[dict[str, Any]] | None = None,
+) -> None:
+    """Start the workers (their queues from ``setup``), then the manager with the ``multikueue`` decider and
+    the edge (``config_file``: its Configuration), the kubeconfig Secrets, ``setup`` unchanged and the
+    second worker; ``stack`` stops each cluster (one already stopped is left alone)."""
+    for worker in workers:
+        await worker.start(services=WORKER_SERVICES, duration=duration, watcher_args=[], extra=[], crds=crds)
+        stack.push_async_callback(_stop_unless_stopped, worker)
+        for doc in worker_manifests(setup):
+            await kube.apply_manifest(worker.api, doc)
+    manager_services = (
+        *SERVICES,
+        *((MULTIKUEUE_DECIDER,) if MULTIKUEUE_DECIDER not in SERVICES else ()),
+        MULTIKUEUE_EDGE,
+    )
+    await manager.start(
+        services=manager_services,
+        duration=duration,
+        watcher_args=["--config", str(config_file)],
+        extra=["--multikueue-namespace", SECRET_NAMESPACE],
+        crds=crds,
+    )
+    stack.push_async_callback(_stop_unless_stopped, manager)
+    await kube.apply_manifest(
+        manager.api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SECRET_NAMESPACE}}
+    )
+    for worker in workers:
+        secret = kubeconfig_secret(
+            name=secret_name(worker.name), namespace=SECRET_NAMESPACE, kubeconfig=worker.kubeconfig
+        )
+        await kube.apply_manifest(manager.api, secret)
+    for doc in setup:
+        await kube.apply_manifest(manager.api, doc)
+    for doc in second_worker(setup, workers[1].name):
+        await kube.apply_manifest(manager.api, doc)
+
+
 async def run_multikueue_demo(
     *,
     keep: bool,
@@ -258,36 +331,10 @@ async def run_multikueue_demo(
     done = relocated = False
     report = None
     async with contextlib.AsyncExitStack() as stack:
-        for worker in workers:
-            await worker.start(services=WORKER_SERVICES, duration=duration, watcher_args=[], extra=[])
-            stack.push_async_callback(_stop_unless_stopped, worker)
-            for doc in worker_manifests(setup):
-                await kube.apply_manifest(worker.api, doc)
-        manager_services = (
-            *SERVICES,
-            *((MULTIKUEUE_DECIDER,) if MULTIKUEUE_DECIDER not in SERVICES else ()),
-            MULTIKUEUE_EDGE,
+        await start_system(
+            stack, manager=manager, workers=workers, setup=setup, duration=duration, config_file=config_file
         )
-        await manager.start(
-            services=manager_services,
-            duration=duration,
-            watcher_args=["--config", str(config_file)],
-            extra=["--multikueue-namespace", SECRET_NAMESPACE],
-        )
-        stack.push_async_callback(_stop_unless_stopped, manager)
         assert manager.auth is not None
-        await kube.apply_manifest(
-            manager.api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SECRET_NAMESPACE}}
-        )
-        for worker in workers:
-            secret = kubeconfig_secret(
-                name=secret_name(worker.name), namespace=SECRET_NAMESPACE, kubeconfig=worker.kubeconfig
-            )
-            await kube.apply_manifest(manager.api, secret)
-        for doc in setup:
-            await kube.apply_manifest(manager.api, doc)
-        for doc in second_worker(setup, WORKERS[1]):
-            await kube.apply_manifest(manager.api, doc)
         bus = await nats_bus.connect(manager.nats_url, credentials=manager.auth.credentials("reader"))
         printer = MultiKueueTimeline(bus=bus, console=console)
         follower = asyncio.create_task(printer.follow())

@@ -274,3 +274,34 @@ def test_a_job_naming_a_prebuilt_workload_adopts_it():
     fact = jobs.job_facts(job)
     assert isinstance(fact, types.WorkloadFinished)
     assert fact.workload == types.WorkloadRef(namespace="default", name="job-sample-abcde", uid="") and fact.succeeded
+
+
+def test_a_jobset_naming_a_prebuilt_workload_adopts_it():
+    from kueue_es.jobframework import integrations
+
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "js",
+            "namespace": "default",
+            "uid": "js-uid",
+            "labels": {"kueue.x-k8s.io/queue-name": "user-queue", remote.PREBUILT_WORKLOAD_LABEL: "jobset-js-abcde"},
+        },
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "w",
+                    "replicas": 1,
+                    "template": {"spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}},
+                }
+            ]
+        },
+    }
+    integration = integrations.registry()["JobSet"]
+    assert integrations.facts(integration, jobset) is None
+    jobset["status"] = {"conditions": [{"type": "Completed", "status": "True", "message": "done"}]}
+    fact = integrations.facts(integration, jobset)
+    assert isinstance(fact, types.WorkloadFinished) and fact.workload.name == "jobset-js-abcde" and fact.succeeded
+    del jobset["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL]
+    assert integrations.facts(integration, jobset).workload.name.startswith("jobset-js-")
