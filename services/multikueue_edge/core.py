@@ -161,8 +161,8 @@ def plan(
         if not local.live:
             continue
         if local.chosen:
-            copy = (remote.get(local.chosen) or {}).get(key)
-            if local.chosen in up and copy is not None and copy.admitted and not copy.has_job and local.job is not None:
+            won = (remote.get(local.chosen) or {}).get(key)
+            if local.chosen in up and won is not None and won.admitted and not won.has_job and local.job is not None:
                 creates.append(
                     CreateJob(cluster=local.chosen, workload=local.ref, job=local.job, decision_seq=local.chosen_seq)
                 )
