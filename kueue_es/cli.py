@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_HOME = Path(".kueue-es")
+#: The decider services (kueue_es.deciders): the roles replay re-checks, each on its own NATS head.
+DECIDER_SERVICES = ("admitter", "preemptor", "tas-placer", "multikueue")
 
 
 def _ignore_late_stop_signals() -> None:
@@ -180,7 +182,17 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     service = sub.add_parser("service", help="run one service in this process")
     service.add_argument(
         "name",
-        choices=["watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "visibility", "publisher", "webhook"],
+        choices=[
+            "watcher",
+            "admitter",
+            "preemptor",
+            "tas-placer",
+            "multikueue",
+            "dispatcher",
+            "visibility",
+            "publisher",
+            "webhook",
+        ],
     )
     service.add_argument("--nats", default=None, help="NATS URL, e.g. nats://127.0.0.1:4222 (all but the webhook)")
     _nats_credential_options(service)
@@ -993,10 +1005,10 @@ def _run_service(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.partitions is not None and args.name not in ("admitter", "preemptor", "tas-placer"):
-        print("error: --partitions is for the deciders (admitter, preemptor, tas-placer)", file=sys.stderr)
+    if args.partitions is not None and args.name not in DECIDER_SERVICES:
+        print("error: --partitions is for the deciders (admitter, preemptor, tas-placer, multikueue)", file=sys.stderr)
         return 2
-    if problem := _partition_slots_problem(args, decider=args.name in ("admitter", "preemptor", "tas-placer")):
+    if problem := _partition_slots_problem(args, decider=args.name in DECIDER_SERVICES):
         print(f"error: {problem}", file=sys.stderr)
         return 2
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
@@ -1065,8 +1077,13 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     async with contextlib.AsyncExitStack() as stack:
         if args.health_port is not None:
             await stack.enter_async_context(health.serve_health(probe, port=args.health_port, host=args.health_host))
-        if args.name in ("admitter", "preemptor", "tas-placer"):
-            decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
+        if args.name in DECIDER_SERVICES:
+            decider = {
+                "admitter": deciders.ADMITTER,
+                "preemptor": deciders.PREEMPTOR,
+                "tas-placer": deciders.PLACER,
+                "multikueue": deciders.MULTIKUEUE,
+            }
             start = None
             if args.checkpoints is not None:
                 from kueue_es import checkpoints

@@ -108,6 +108,8 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref(KUEUE_V1BETA2, "Workload", "workloads", namespaced=True, status=True),
         _ref(KUEUE_V1BETA2, "AdmissionCheck", "admissionchecks", namespaced=False, status=True),
         _ref(KUEUE_V1BETA2, "Topology", "topologies", namespaced=False, status=False),
+        _ref(KUEUE_V1BETA2, "MultiKueueCluster", "multikueueclusters", namespaced=False, status=True),
+        _ref(KUEUE_V1BETA2, "MultiKueueConfig", "multikueueconfigs", namespaced=False, status=False),
     )
 }
 
@@ -129,6 +131,8 @@ WORKLOAD_PRIORITY_CLASSES = RESOURCES[KUEUE_V1BETA2, "WorkloadPriorityClass"]
 WORKLOADS = RESOURCES[KUEUE_V1BETA2, "Workload"]
 ADMISSION_CHECKS = RESOURCES[KUEUE_V1BETA2, "AdmissionCheck"]
 TOPOLOGIES = RESOURCES[KUEUE_V1BETA2, "Topology"]
+MULTIKUEUE_CLUSTERS = RESOURCES[KUEUE_V1BETA2, "MultiKueueCluster"]
+MULTIKUEUE_CONFIGS = RESOURCES[KUEUE_V1BETA2, "MultiKueueConfig"]
 
 
 def ref_for(api_version: str, kind: str) -> ResourceRef:
