@@ -434,7 +434,7 @@ class ClusterSource(_Model, frozen=True, kw_only=True):
 class MultiKueueClusterSpec(_Model, frozen=True, kw_only=True):
     """MultiKueueCluster spec."""
 
-    cluster_source: ClusterSource = ClusterSource()
+    cluster_source: ClusterSource
 
 
 class Condition(_Model, frozen=True, kw_only=True):
@@ -456,7 +456,7 @@ class MultiKueueCluster(_Model, frozen=True, kw_only=True):
     """kueue.x-k8s.io/v1beta2 MultiKueueCluster (cluster-scoped): one worker cluster."""
 
     metadata: ObjectMeta
-    spec: MultiKueueClusterSpec = MultiKueueClusterSpec()
+    spec: MultiKueueClusterSpec
     status: MultiKueueClusterStatus = MultiKueueClusterStatus()
 
     @property

@@ -20,12 +20,13 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
-its ``podSetAssignments``. docs/events.md holds the history and the stability policy."""
+its ``podSetAssignments``; 3: MultiKueue's events (issue 20) and ``AdmissionCheck.spec.parameters``.
+docs/events.md holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1,)
+EARLIER_SCHEMA_VERSIONS = (1, 2)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_HOME = Path(".kueue-es")
+#: The decider services (kueue_es.deciders): the roles replay re-checks, each on its own NATS head.
+DECIDER_SERVICES = ("admitter", "preemptor", "tas-placer", "multikueue")
 
 
 def _ignore_late_stop_signals() -> None:
@@ -196,6 +198,7 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
             "admitter",
             "preemptor",
             "tas-placer",
+            "multikueue",
             "dispatcher",
             "visibility",
             "publisher",
@@ -1020,10 +1023,10 @@ def _run_service(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.partitions is not None and args.name not in ("admitter", "preemptor", "tas-placer"):
-        print("error: --partitions is for the deciders (admitter, preemptor, tas-placer)", file=sys.stderr)
+    if args.partitions is not None and args.name not in DECIDER_SERVICES:
+        print("error: --partitions is for the deciders (admitter, preemptor, tas-placer, multikueue)", file=sys.stderr)
         return 2
-    if problem := _partition_slots_problem(args, decider=args.name in ("admitter", "preemptor", "tas-placer")):
+    if problem := _partition_slots_problem(args, decider=args.name in DECIDER_SERVICES):
         print(f"error: {problem}", file=sys.stderr)
         return 2
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
@@ -1093,8 +1096,13 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     async with contextlib.AsyncExitStack() as stack:
         if args.health_port is not None:
             await stack.enter_async_context(health.serve_health(probe, port=args.health_port, host=args.health_host))
-        if args.name in ("admitter", "preemptor", "tas-placer"):
-            decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
+        if args.name in DECIDER_SERVICES:
+            decider = {
+                "admitter": deciders.ADMITTER,
+                "preemptor": deciders.PREEMPTOR,
+                "tas-placer": deciders.PLACER,
+                "multikueue": deciders.MULTIKUEUE,
+            }
             start = None
             if args.checkpoints is not None:
                 from kueue_es import checkpoints

@@ -54,7 +54,7 @@ from kueue_es.events.bus.server import LocalAuth, NatsServer, ServerError, die_w
 
 log = structlog.get_logger(__name__)
 
-SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
+SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "multikueue")
 COMPACTOR = "compactor"  # kueue-es compact, started by up --compact (kueue_es.snapshots); health port after up's own
 VISIBILITY = (
     "visibility"  # Kueue's visibility API (services/visibility), as NATS user reader; health port after the compactor's

@@ -641,7 +641,19 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
         case types.ObjectDeleted(kind="ResourceFlavor"):
             return _naming(state, lambda cq: event.name in _flavors_of(cq))
         case types.AdmissionCheckObserved(admission_check=obj):
-            return _naming(state, lambda cq: obj.metadata.name in required_checks(cq))
+            mine = [("AdmissionCheck", "", obj.metadata.name)] if obj.metadata.name in state.multikueue.checks else []
+            return mine + _naming(state, lambda cq: obj.metadata.name in required_checks(cq))
+        case (
+            types.MultiKueueClusterObserved()
+            | types.MultiKueueConfigObserved()
+            | types.WorkerClusterConnectivity()
+            | types.ObjectDeleted(kind="MultiKueueCluster" | "MultiKueueConfig")
+        ):
+            # MultiKueue's checks' Active condition follows their workers, and the ClusterQueues' theirs
+            checks = set(state.multikueue.checks)
+            return [("AdmissionCheck", "", n) for n in sorted(checks)] + _naming(
+                state, lambda cq: any(c in checks for c in required_checks(cq))
+            )
         case types.ObjectDeleted(kind="AdmissionCheck"):
             return _naming(state, lambda cq: event.name in required_checks(cq))
         case types.TopologyObserved(topology=obj):
@@ -705,6 +717,15 @@ PLAN_IGNORED = (
     types.TopologyObserved,
     types.NodeObserved,
     types.PodObserved,
+    # MultiKueue: the workers and the copies on them are the MultiKueue edge's to write
+    types.MultiKueueClusterObserved,
+    types.MultiKueueConfigObserved,
+    types.RemoteWorkloadObserved,
+    types.WorkerClusterConnectivity,
+    types.WorkersNominated,
+    types.RemoteAdmissionChosen,
+    types.MultiKueueCheckRetry,
+    types.MultiKueueCheckRejected,
     # decisions that write no job (the Workload's status, if any, is object_sync's): a reservation is not
     # an admission until WorkloadAdmitted; a release follows the eviction that stopped the job; a
     # deactivation stops it through the EvictionRequested that follows

@@ -397,6 +397,10 @@ class QueueStatusSync:
         elif kind == "Cohort" and name in state.cohorts:
             ref, wanted = resources.COHORTS, status.cohort_status(state, name)
             generation, fields = state.cohorts[name].metadata.generation, status.COHORT_STATUS_FIELDS
+        elif kind == "AdmissionCheck" and name in state.multikueue.checks:
+            # MultiKueue's checks: kueue-es is their controller, the Active condition is written here
+            ref, wanted, fields = resources.ADMISSION_CHECKS, {}, ("conditions",)
+            generation = state.multikueue.checks[name].metadata.generation
         else:
             self.stored.objects.pop(ident, None)  # deleted, or a queue no object names
             self.dirty.forget(ident)

@@ -49,6 +49,8 @@ class Publisher:
         self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
         self.known["AdmissionCheck"] = {("", n) for n in state.admission_checks}
         self.known["Namespace"] = {("", n) for n in state.namespaces}
+        self.known["MultiKueueCluster"] = {("", n) for n in state.multikueue.clusters}
+        self.known["MultiKueueConfig"] = {("", n) for n in state.multikueue.configs}
         self._learn_tas(topology)
         for wl in state.workloads.values():
             if not wl.deleted_seq:  # a job's workload, or a standalone one (source "")

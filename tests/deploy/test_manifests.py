@@ -29,9 +29,9 @@ from tests.deploy.manifests import DEPLOY, Document, all_documents, find
 
 DOCUMENTS = all_documents()
 VERSIONS = ("1.36", kubernetes_validate.latest_version())
-SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
-DECIDERS = ("admitter", "preemptor", "tas-placer")
-NATS_USERS = ("admin", *SERVICES, "reader", "compactor", "publisher")
+SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "multikueue", "dispatcher")
+DECIDERS = ("admitter", "preemptor", "tas-placer", "multikueue")
+NATS_USERS = ("admin", *SERVICES, "multikueue-edge", "reader", "compactor", "publisher")
 
 
 def kinds(kind: str) -> list[dict[str, Any]]:
@@ -652,7 +652,7 @@ def test_visibility_is_an_aggregated_api_server_as_kueue_ships_it() -> None:
     }
 
 
-@pytest.mark.parametrize("service", ["admitter", "preemptor", "tas-placer"])
+@pytest.mark.parametrize("service", ["admitter", "preemptor", "tas-placer", "multikueue"])
 def test_deciders_decide_every_partition(service: str) -> None:
     """deploy/ cannot leave a partition without a decider: its replicas run --partitions all over the lease
     slots (every partition has a slot, every slot a holder while one replica lives), never a static list,
