@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import kmock
 import yaml
 from rich.console import Console
 
@@ -44,7 +43,7 @@ from kueue_es.events.manifests import load_documents
 from kueue_es.replay import replay_bus, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
-from kueue_es.sim.emulator import ClusterEmulator
+from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, Supervisor
 
@@ -115,9 +114,77 @@ def manager_configuration(*, worker_lost_timeout: str, gc_interval: str) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
+class Gate:
+    """A TCP relay in front of a cluster's API server that can be shut and opened again on the same port:
+    what the manager (and kubectl) reach a worker through, so a worker can be lost and come back while its
+    emulated API server keeps its objects (the emulators themselves stop only at the end, in order)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port, self.port = target_port, 0
+        self._server: asyncio.Server | None = None
+        self._relays: set[asyncio.Task[Any]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    async def open(self) -> None:
+        """Listen (on the port of the first opening, after a :meth:`shut`)."""
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+
+    async def shut(self) -> None:
+        """Stop listening and cut every open connection (watches too)."""
+        if self._server is not None:
+            self._server.close()
+            for writer in list(self._writers):
+                writer.close()  # both ends of each relay: its pipes see the end and return
+            if self._relays:
+                await asyncio.wait(list(self._relays), timeout=5)
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._relays.add(task)
+        self._writers.add(writer)
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            self._relays.discard(task)
+            self._writers.discard(writer)
+            return
+        self._writers.add(up_writer)
+        try:
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        finally:
+            for w in (writer, up_writer):
+                w.close()
+                self._writers.discard(w)
+            self._relays.discard(task)
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError, OSError):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    with contextlib.suppress(OSError, RuntimeError):
+        writer.write_eof()
+
+
 @dataclass(kw_only=True)
 class Cluster:
-    """One emulated cluster with its nats-server and kueue-es services (``stack`` closes all of it)."""
+    """One emulated cluster with its nats-server and kueue-es services.
+
+    ``stack`` (:meth:`stop`) closes the services, the kubelet, the nats-server and the :class:`Gate`;
+    the emulated API server is closed by the caller's stack given to :meth:`start` (kmock's servers must
+    close in the reverse order of their start). ``url`` and ``kubeconfig`` go through the gate.
+    """
 
     name: str
     run_dir: Path
@@ -129,26 +196,21 @@ class Cluster:
     nats_url: str = ""
     auth: LocalAuth | None = None
     stopped: bool = False
-    emulator: ClusterEmulator | None = None
-    port: int = 0
-    _server: Any = None
-
-    async def resume(self) -> None:
-        """Serve the API server (again, on the same port after :meth:`pause`; its objects are kept)."""
-        assert self.emulator is not None
-        self._server = kmock.Server(self.emulator, port=self.port or None)
-        await self._server.__aenter__()
-        self.port = int(self._server.port)
+    gate: Gate | None = None
 
     async def pause(self) -> None:
-        """Stop serving the API server (the worker is unreachable) without losing its objects."""
-        if self._server is not None and self.emulator is not None:
-            self.emulator.drop_watches()
-            server, self._server = self._server, None
-            await server.__aexit__(None, None, None)
+        """Make the API server unreachable through the gate (a lost worker); its objects are kept."""
+        if self.gate is not None:
+            await self.gate.shut()
+
+    async def resume(self) -> None:
+        """Open the gate again, on the same port."""
+        if self.gate is not None:
+            await self.gate.open()
 
     async def start(
         self,
+        servers: contextlib.AsyncExitStack,
         *,
         services: tuple[str, ...],
         duration: float,
@@ -156,36 +218,38 @@ class Cluster:
         extra: list[str],
         crds: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Start the API server, the nats-server, the services and a simulated kubelet."""
+        """Start the API server (closed by ``servers``), the nats-server, the services and a simulated kubelet."""
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         self.auth = LocalAuth.create(self.run_dir / CREDS_DIR)
-        server = await self.stack.enter_async_context(NatsServer(store_dir=self.run_dir / "nats", auth=self.auth))
-        self.emulator = await self.stack.enter_async_context(ClusterEmulator())
+        emulator = await servers.enter_async_context(serve_emulator())
         if crds:
-            self.emulator.install_crds(crds)
-        await self.resume()
+            emulator.install_crds(crds)
+        direct = str(emulator.url)
+        self.gate = Gate(int(direct.rsplit(":", 1)[1]))
+        await self.gate.open()
         self.stack.push_async_callback(self.pause)
-        self.url, self.nats_url = str(self.emulator.url), server.url
+        server = await self.stack.enter_async_context(NatsServer(store_dir=self.run_dir / "nats", auth=self.auth))
+        self.url, self.nats_url = self.gate.url, server.url
         self.kubeconfig = self.run_dir / "kubeconfig"
         kube.write_kubeconfig(self.kubeconfig, server=self.url, context=self.name)
         await nats_bus.ensure_log_stream(server.url, credentials=self.auth.credentials("admin"))
         self.supervisor = Supervisor(
             nats_url=server.url,
             log_dir=self.run_dir / "logs",
-            kube_args=["--kube-server", self.url],
+            kube_args=["--kube-server", direct],
             watcher_args=watcher_args,
             multikueue_args=extra,
             auth=self.auth,
         )
         self.stack.push_async_callback(self.supervisor.stop)
         await self.supervisor.start(services)
-        self.api = await kube.make_api_client(server=self.url)
+        self.api = await kube.make_api_client(server=direct)
         self.stack.push_async_callback(self.api.close)
         kubelet = asyncio.create_task(SimulatedKubelet(self.api, default_duration_seconds=duration).run())
         self.stack.push_async_callback(cancel_and_wait, [kubelet])
 
     async def stop(self) -> None:
-        """Stop everything of this cluster (the API server goes away: a lost worker)."""
+        """Stop this cluster's kueue-es, kubelet and gate: the manager cannot reach it any more."""
         self.stopped = True
         await self.stack.aclose()
 
@@ -196,6 +260,7 @@ class MultiKueueTimeline(TimelinePrinter):
     def __init__(self, *, bus: Bus, console: Console) -> None:
         super().__init__(bus=bus, console=console)
         self.chosen: dict[str, str] = {}  # workload key -> the worker that won (latest)
+        self.running_on: dict[str, str] = {}  # workload key -> the worker its remote job was created on (latest)
         self.retried: set[str] = set()
 
     async def follow(self) -> None:
@@ -210,6 +275,8 @@ class MultiKueueTimeline(TimelinePrinter):
                 self.chosen[event.workload.key] = event.cluster
             if isinstance(event, types.MultiKueueCheckRetry):
                 self.retried.add(event.workload.key)
+            if isinstance(event, types.DispatchApplied) and event.action == "create-remote-job":
+                self.running_on[event.workload.key] = event.target.split("/", 1)[0]
             if line is not None:
                 verb, text = line
                 self.console.print(
@@ -222,7 +289,8 @@ class MultiKueueTimeline(TimelinePrinter):
         from kueue_es import timeline
         from kueue_es.projections.cluster import apply
 
-        line = timeline.describe(event, self.state)
+        remote_write = isinstance(event, (types.DispatchApplied, types.DispatchFailed)) and "remote" in event.action
+        line = None if remote_write else timeline.describe(event, self.state)  # the edge's: printed above
         apply(self.state, event, seq=message.seq)
         if isinstance(event, types.QuotaReserved):
             self.admitted.add(event.workload.key)
@@ -270,7 +338,7 @@ async def start_system(
     the edge (``config_file``: its Configuration), the kubeconfig Secrets, ``setup`` unchanged and the
     second worker; ``stack`` stops each cluster (one already stopped is left alone)."""
     for worker in workers:
-        await worker.start(services=WORKER_SERVICES, duration=duration, watcher_args=[], extra=[], crds=crds)
+        await worker.start(stack, services=WORKER_SERVICES, duration=duration, watcher_args=[], extra=[], crds=crds)
         stack.push_async_callback(_stop_unless_stopped, worker)
         for doc in worker_manifests(setup):
             await kube.apply_manifest(worker.api, doc)
@@ -280,6 +348,7 @@ async def start_system(
         MULTIKUEUE_EDGE,
     )
     await manager.start(
+        stack,
         services=manager_services,
         duration=duration,
         watcher_args=["--config", str(config_file)],
@@ -342,8 +411,8 @@ async def run_multikueue_demo(
             for _ in range(jobs):
                 await kube.apply_manifest(manager.api, job)
             # once worker 1 runs a Job, stop it: that workload must run again on worker 2
-            if await printer.wait_until(lambda: WORKERS[0] in printer.chosen.values(), timeout=DEMO_TIMEOUT):
-                lost = sorted(k for k, c in printer.chosen.items() if c == WORKERS[0])
+            if await printer.wait_until(lambda: WORKERS[0] in printer.running_on.values(), timeout=DEMO_TIMEOUT):
+                lost = sorted(k for k, c in printer.running_on.items() if c == WORKERS[0])
                 console.print(f"[bold red]stopping {WORKERS[0]}[/bold red] (it runs {', '.join(lost)})")
                 await workers[0].stop()
                 relocated = await printer.wait_until(
