@@ -105,11 +105,13 @@ def worker_manifests(setup: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def manager_configuration(*, worker_lost_timeout: str, gc_interval: str) -> str:
-    """The manager's Configuration file: Kueue's defaults with a short ``workerLostTimeout``."""
+    """The manager's Configuration file: Kueue's defaults with a short ``workerLostTimeout`` and ``gcInterval``,
+    and the integrations MultiKueue has adapters for here (Job, JobSet)."""
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "multiKueue": {"workerLostTimeout": worker_lost_timeout, "gcInterval": gc_interval},
+        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},  # MultiKueue's adapters
     }
     return yaml.safe_dump(config, sort_keys=False)
 

@@ -450,8 +450,11 @@ class Edge:
             collect = gc_every > 0 and loop.time() - self._last_gc >= gc_every
             if collect:
                 self._last_gc = loop.time()
-            await self.reconcile(collect_garbage=collect)
-            await self._mirror_jobs()
+            try:
+                await self.reconcile(collect_garbage=collect)
+                await self._mirror_jobs()
+            except Exception as err:  # a worker's client closed under a write, ...: the next tick tries again
+                log.warning("reconcile_failed", error=f"{type(err).__name__}: {err}")
 
     async def reconcile(self, *, collect_garbage: bool = False) -> None:
         """Compute the plan (:func:`core.plan`) and write it; each write's result goes on the log."""
@@ -529,7 +532,7 @@ class Edge:
                 retryable=err.status >= 500 or err.status == 429,
             )
             log.warning("remote_write_failed", action=_action_name(action), target=target, error=str(err))
-        except (TimeoutError, remote.RemoteCopyError, OSError, errors.KubeError) as err:
+        except Exception as err:  # unreachable, closed client, bad copy: tried again at the next tick
             log.warning("remote_write_failed", action=_action_name(action), target=target, error=str(err))
             return  # tried again at the next tick
         await self._publish_result(action, result)
@@ -614,8 +617,8 @@ class Edge:
                         log.info(
                             "job_status_mirrored", job=f"{local.ref.namespace}/{local.job.name}", cluster=local.chosen
                         )
-            except (TimeoutError, errors.KubeError, OSError) as err:
-                log.info("job_status_not_mirrored", workload=key, error=str(err))
+            except Exception as err:  # the worker went away meanwhile: the next tick tries again
+                log.info("job_status_not_mirrored", workload=key, error=f"{type(err).__name__}: {err}")
 
 
 def status_patch(job: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from kueue_es.multikueue_demo import (
     start_system,
 )
 from kueue_es.services.kube import client as kube
-from kueue_es.services.kube import resources
+from kueue_es.services.kube import errors, resources
 from kueue_es.services.multikueue_edge import remote
 from kueue_es.sim import custom_resources
 from tests.e2e.waiting import eventually
@@ -68,7 +68,17 @@ async def _workloads(cluster: Cluster) -> dict[str, dict[str, Any]]:
     return {item["metadata"]["name"]: item for item in items}
 
 
-def _conditions(obj: dict[str, Any]) -> dict[str, str]:
+async def _get(cluster: Cluster, ref: resources.ResourceRef, name: str) -> dict[str, Any] | None:
+    """The object, or None while it does not exist (yet)."""
+    try:
+        return await kube.get_object(cluster.api, ref, namespace="default" if ref.namespaced else None, name=name)
+    except errors.NotFoundError:
+        return None
+
+
+def _conditions(obj: dict[str, Any] | None) -> dict[str, str]:
+    if obj is None:
+        return {}
     return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
 
 
@@ -170,7 +180,7 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
         [winner] = await eventually(lambda: _chosen(manager, f"default/{first}"), what="the first Job's worker")
         cluster = {w.name: w for w in workers}[winner]
         remote_job = await eventually(
-            lambda: kube.get_object(cluster.api, resources.JOBS, namespace="default", name="first"),
+            lambda: _get(cluster, resources.JOBS, "first"),
             what="the remote Job",
             timeout=60,
         )
@@ -200,7 +210,7 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
         [js_winner] = await eventually(lambda: _chosen(manager, f"default/{js}"), what="the JobSet's worker")
         js_cluster = {w.name: w for w in workers}[js_winner]
         remote_js = await eventually(
-            lambda: kube.get_object(js_cluster.api, resources.JOBSETS, namespace="default", name="js"),
+            lambda: _get(js_cluster, resources.JOBSETS, "js"),
             what="the remote JobSet",
             timeout=60,
         )
@@ -231,7 +241,7 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
         lost = {w.name: w for w in workers}[long_winner]
         other = w2 if lost is w1 else w1
         await eventually(
-            lambda: kube.get_object(lost.api, resources.JOBS, namespace="default", name="long"),
+            lambda: _get(lost, resources.JOBS, "long"),
             what="the long Job on its worker",
         )
         await lost.pause()
