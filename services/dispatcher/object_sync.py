@@ -400,6 +400,11 @@ class QueueStatusSync:
         elif kind == "Cohort" and name in state.cohorts:
             ref, wanted = resources.COHORTS, status.cohort_status(state, name)
             generation, fields = state.cohorts[name].metadata.generation, status.COHORT_STATUS_FIELDS
+        elif (
+            kind == "MultiKueueCluster" and name in state.multikueue.clusters and name in state.multikueue.connectivity
+        ):
+            ref, wanted, fields = resources.MULTIKUEUE_CLUSTERS, {}, ("conditions",)
+            generation = state.multikueue.clusters[name].metadata.generation
         elif kind == "AdmissionCheck" and name in state.multikueue.checks:
             # MultiKueue's checks: kueue-es is their controller, the Active condition is written here
             ref, wanted, fields = resources.ADMISSION_CHECKS, {}, ("conditions",)

@@ -402,3 +402,31 @@ def test_multikueue_metrics_count_dispatches_and_admissions() -> None:
     counters = done.state.metrics.counters
     assert counters["multikueue_workloads_dispatched_total"] == {("cq", "worker-a"): 2, ("cq", "worker-b"): 2}
     assert counters["multikueue_workloads_admitted_total"] == {("cq", "worker-a"): 1, ("cq", "worker-b"): 1}
+
+
+def test_dispatcher_writes_the_workers_connected_condition() -> None:
+    """A MultiKueueCluster's Active condition follows the edge's WorkerClusterConnectivity (kubectl's
+    Connected column); before any report the object's own condition stands (nothing is written)."""
+    from kueue_es.services.dispatcher import core, status
+
+    done = run("all-at-once-first-admission-wins")
+    view = core.DispatchState()
+    for message, event in zip(done.messages, done.events, strict=True):
+        core.fold(view, event, seq=message.seq)
+    with pytest.raises(KeyError):
+        status.active_condition(
+            view.cluster, "MultiKueueCluster", "", "worker-a", previous=None, generation=1, now_ms=0
+        )
+    lost = types.WorkerClusterConnectivity(
+        cluster="worker-a", active=False, reason="ClientConnectionFailed", message="dial tcp: refused", at_ms=5
+    )
+    core.fold(view, lost, seq=len(done.messages) + 1)
+    assert ("MultiKueueCluster", "", "worker-a") in view.dirty_queues
+    condition = status.active_condition(
+        view.cluster, "MultiKueueCluster", "", "worker-a", previous=None, generation=1, now_ms=7
+    )
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "False",
+        "ClientConnectionFailed",
+        "dial tcp: refused",
+    )
