@@ -662,6 +662,9 @@ def _apply_multikueue_decision(
     current = state.workloads.get(event.workload.key)
     if current is None or current.gone or not _same_uid(current, event.workload):
         return
+    before = state.multikueue.nominations.get(current.key)
+    if isinstance(event, types.WorkersNominated | types.RemoteAdmissionChosen):
+        kueue_metrics.on_multikueue(state, current, event, nominated_before=before.clusters if before else ())
     multikueue.fold_decision(state.multikueue, event)
     outcome = multikueue.check_outcome(event)
     if outcome is not None:

@@ -121,7 +121,10 @@ def _judge(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> tuple[type
     check_state = entry.state if entry is not None else "Pending"
     nomination = mk.nominations.get(wl.key)
     nominated = tuple(nomination.clusters) if nomination is not None else ()
-    copies = {c: _copy_state(r) for c, r in sorted(mk.remotes.get(wl.key, {}).items())}
+    copies = {
+        c: _copy_state(r) + ("" if mk.connected(c) else " (worker unreachable)")
+        for c, r in sorted(mk.remotes.get(wl.key, {}).items())
+    }
     cluster_name = mk.cluster_names.get(wl.key, "")
 
     def why(waiting: str) -> Why:

@@ -121,6 +121,18 @@ def admission_check_active(check: models.AdmissionCheck, *, state: ClusterState)
     return Active(status, reason, message[:MAX_CONDITION_MESSAGE])
 
 
+def multikueue_cluster_active(name: str, *, state: ClusterState) -> Active | None:
+    """The ``Active`` condition of MultiKueueCluster ``name`` as the MultiKueue edge last reported the
+    connection (WorkerClusterConnectivity: its reason and message); None before any report (the object's
+    own condition stands)."""
+    seen = state.multikueue.connectivity.get(name)
+    if seen is None:
+        return None
+    reason = seen.reason or ("Active" if seen.active else "ClientConnectionFailed")
+    message = seen.message or ("Connected" if seen.active else "")
+    return Active(seen.active, reason, message[:MAX_CONDITION_MESSAGE])
+
+
 def local_queue_active(lq: models.LocalQueue, *, state: ClusterState) -> Active:
     """A LocalQueue's ``Active`` condition (Kueue localqueue_controller.go Reconcile): ``Stopped`` when its
     own stopPolicy is not None, ``ClusterQueueDoesNotExist``, ``Ready`` when its ClusterQueue is Active,

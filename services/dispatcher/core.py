@@ -649,10 +649,16 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
             | types.WorkerClusterConnectivity()
             | types.ObjectDeleted(kind="MultiKueueCluster" | "MultiKueueConfig")
         ):
-            # MultiKueue's checks' Active condition follows their workers, and the ClusterQueues' theirs
+            # MultiKueue's checks' Active condition follows their workers, and the ClusterQueues' theirs;
+            # a worker's own Active condition follows the edge's report of the connection
             checks = set(state.multikueue.checks)
-            return [("AdmissionCheck", "", n) for n in sorted(checks)] + _naming(
-                state, lambda cq: any(c in checks for c in required_checks(cq))
+            worker = (
+                [("MultiKueueCluster", "", event.cluster)] if isinstance(event, types.WorkerClusterConnectivity) else []
+            )
+            return (
+                worker
+                + [("AdmissionCheck", "", n) for n in sorted(checks)]
+                + _naming(state, lambda cq: any(c in checks for c in required_checks(cq)))
             )
         case types.ObjectDeleted(kind="AdmissionCheck"):
             return _naming(state, lambda cq: event.name in required_checks(cq))

@@ -934,6 +934,11 @@ def active_condition(
         if check is None:
             raise KeyError(f"AdmissionCheck {name} is not MultiKueue's: its condition is its controller's")
         active = check
+    elif kind == "MultiKueueCluster":  # the connection as the MultiKueue edge reported it
+        connected = readiness.multikueue_cluster_active(name, state=state)
+        if connected is None:
+            raise KeyError(f"MultiKueueCluster {name}: no connectivity reported yet")
+        active = connected
     elif kind == "LocalQueue":
         active = readiness.local_queue_active(state.local_queues[(namespace, name)], state=state)
     else:

@@ -36,6 +36,8 @@ class Publisher:
         self.last_published: dict[tuple[str, str, str], bytes] = {}
         self.workloads: dict[Key, models.Workload] = {}  # the last workload published for each job
         self.sources: dict[Key, str] = {}  # workload -> the job kind it came from
+        # MultiKueue's AdmissionChecks: kueue-es is their controller, their Workload entries are its own
+        self.own_checks: set[str] = set()
         self.published = 0
 
     # -- what the log holds -------------------------------------------------------------------
@@ -51,6 +53,7 @@ class Publisher:
         self.known["Namespace"] = {("", n) for n in state.namespaces}
         self.known["MultiKueueCluster"] = {("", n) for n in state.multikueue.clusters}
         self.known["MultiKueueConfig"] = {("", n) for n in state.multikueue.configs}
+        self.own_checks = set(state.multikueue.checks)
         self._learn_tas(topology)
         for wl in state.workloads.values():
             if not wl.deleted_seq:  # a job's workload, or a standalone one (source "")
