@@ -234,6 +234,16 @@ class Edge:
                     out[key] = core.LocalWorkload(ref=_ref(key, wl), live=False, job=_job(wl))
         return out
 
+    def prune(self) -> None:
+        """Forget the decisions of workloads that are done (finished, deleted or gone from the fold) once no
+        worker holds a copy of them, so the edge's memory follows the live workloads, not the history."""
+        held = {key for worker in self.workers.values() for key in worker.copies}
+        for key in list(self.decided):
+            wl = self.state.workloads.get(key)
+            done = wl is None or wl.finished is not None or bool(wl.deleted_seq)
+            if done and key not in held:
+                del self.decided[key]
+
     # -- running ----------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -394,6 +404,8 @@ class Edge:
             return
         worker.observed[key] = fact
         await self._publish_fact(fact)
+        if deleted:
+            worker.observed.pop(key, None)  # said once; a new copy is a new first observation
         self.wake.set()
 
     async def _set_active(self, worker: Worker, active: bool, reason: str, message: str) -> None:
@@ -453,6 +465,7 @@ class Edge:
             try:
                 await self.reconcile(collect_garbage=collect)
                 await self._mirror_jobs()
+                self.prune()
             except Exception as err:  # a worker's client closed under a write, ...: the next tick tries again
                 log.warning("reconcile_failed", error=f"{type(err).__name__}: {err}")
 

@@ -305,3 +305,37 @@ def test_a_jobset_naming_a_prebuilt_workload_adopts_it():
     assert isinstance(fact, types.WorkloadFinished) and fact.workload.name == "jobset-js-abcde" and fact.succeeded
     del jobset["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL]
     assert integrations.facts(integration, jobset).workload.name.startswith("jobset-js-")
+
+
+def test_the_edge_folds_only_verified_decisions_and_forgets_done_workloads():
+    """WorkersNominated / RemoteAdmissionChosen set what the edge acts on, a Retry resets it; a workload
+    the fold does not hold (gone) with no copy left is forgotten (Edge.prune)."""
+    from kueue_es import deciders
+    from kueue_es.services import runtime
+    from kueue_es.services.multikueue_edge.service import Edge
+    from tests.builders import FoldedLog
+
+    log = FoldedLog()
+    edge = Edge(bus=None, api=None, namespace="kueue-system")  # type: ignore[arg-type]
+    ref = types.WorkloadRef(namespace="default", name="wl")
+
+    def commit(*outputs: types.Output) -> None:
+        head_seq = max((m.seq for m in log.messages if ".head." in m.subject), default=0)
+        head, rest = runtime.build_batch(
+            deciders.MULTIKUEUE, outputs=list(outputs), basis_seq=len(log.messages), head_seq=head_seq, now_ms=1
+        )
+        first = len(log.messages)
+        log.append(head, *rest)
+        for message in log.messages[first:]:
+            edge.take(message)
+
+    commit(types.WorkersNominated(workload=ref, check="mk", clusters=["w1", "w2"]))
+    assert (edge.decided["default/wl"].nominated, edge.decided["default/wl"].chosen) == (("w1", "w2"), "")
+    commit(types.RemoteAdmissionChosen(workload=ref, check="mk", cluster="w2", message="admitted on w2"))
+    assert edge.decided["default/wl"].chosen == "w2" and edge.decided["default/wl"].chosen_seq > 0
+    assert edge.locals()["default/wl"].live is False  # the fold holds no such workload
+    commit(types.MultiKueueCheckRetry(workload=ref, check="mk", message="Admitting remote lost"))
+    assert "default/wl" not in edge.decided
+    commit(types.WorkersNominated(workload=ref, check="mk", clusters=["w1"]))
+    edge.prune()
+    assert "default/wl" not in edge.decided and not log.orphans
