@@ -25,6 +25,7 @@ DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 LABEL_KEY_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 )
+KIND_PATTERN = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
 #: A reference to a cluster-scoped object by name (ClusterQueue, Cohort, ResourceFlavor, LocalQueue, Topology).
 ObjectName = Annotated[str, msgspec.Meta(pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)]
 #: A pod set name: a DNS label (Kueue's PodSetReference).
@@ -380,9 +381,10 @@ class AdmissionCheckParametersReference(_Model, frozen=True, kw_only=True):
     """``spec.parameters`` of an AdmissionCheck: the controller's configuration object (for MultiKueue
     ``kueue.x-k8s.io`` / ``MultiKueueConfig`` / its name; Kueue admissioncheck_types.go)."""
 
-    api_group: Annotated[str, msgspec.Meta(max_length=253)]
-    kind: Annotated[str, msgspec.Meta(max_length=63)]
-    name: Annotated[str, msgspec.Meta(max_length=63)]
+    api_group: Annotated[str, msgspec.Meta(pattern=DNS_SUBDOMAIN_PATTERN, min_length=1, max_length=253)]
+    # Kueue's ``^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$`` without the inline flag Python's re refuses there
+    kind: Annotated[str, msgspec.Meta(pattern=KIND_PATTERN, min_length=1, max_length=63)]
+    name: Annotated[str, msgspec.Meta(pattern=DNS_LABEL_PATTERN, min_length=1, max_length=63)]
 
 
 class AdmissionCheckSpec(_Model, frozen=True, kw_only=True):
