@@ -71,6 +71,24 @@ KNOWN_FIELDS: dict[str, Any] = {
         "spec": {"clusterQueue": None, "fairSharing": {"weight": None}, "stopPolicy": None},
         "status": None,
     },
+    "MultiKueueCluster": {
+        "apiVersion": None,
+        "kind": None,
+        "metadata": None,
+        "spec": {
+            "clusterSource": {
+                "clusterProfileRef": {"name": None},
+                "kubeConfig": {"location": None, "locationType": None},
+            }
+        },
+        "status": None,
+    },
+    "MultiKueueConfig": {
+        "apiVersion": None,
+        "kind": None,
+        "metadata": None,
+        "spec": {"clusters": None, "quotaManagement": None},
+    },
     "ResourceFlavor": {
         "apiVersion": None,
         "kind": None,

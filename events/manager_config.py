@@ -13,8 +13,9 @@ deciders use become a :class:`kueue_es.events.models.Configuration` (what a
 ConfigurationObserved fact carries), and the watcher's own settings
 (manageJobsWithoutQueueName, managedJobsNamespaceSelector, integrations.frameworks)
 stay beside it in :class:`ManagerConfig`. The sections that configure Kueue's
-process (webhook, metrics, leader election, client connection, MultiKueue, ...) are
-checked for shape and otherwise ignored: kueue-es has its own flags for those.
+process (webhook, metrics, leader election, client connection, ...) are checked for
+shape and otherwise ignored: kueue-es has its own flags for those. ``multiKueue`` is read
+(gcInterval, origin, workerLostTimeout, the dispatcher) into the Configuration.
 
 Defaults are Kueue's (apis/config/*/defaults.go): in v1beta2 a present ``fairSharing``
 turns fair sharing on and waitForPodsReady is always on (timeout 30m unless set); in
@@ -149,6 +150,10 @@ class _ExternalFramework(_Strict, frozen=True, kw_only=True):
     name: str
 
 
+class _IncrementalDispatcherConfig(_Strict, frozen=True, kw_only=True):
+    step_size: int | None = None
+
+
 class _MultiKueue(_Strict, frozen=True, kw_only=True):
     gc_interval: str | None = None
     origin: str | None = None
@@ -156,7 +161,7 @@ class _MultiKueue(_Strict, frozen=True, kw_only=True):
     dispatcher_name: str | None = None
     external_frameworks: list[_ExternalFramework] = []
     cluster_profile: dict[str, Any] | None = None  # exec plugin configs: client-go's, not checked here
-    incremental_dispatcher_config: dict[str, Any] | None = None
+    incremental_dispatcher_config: _IncrementalDispatcherConfig | None = None
 
 
 class _PodOptions(_Strict, frozen=True, kw_only=True):  # v1beta1 only
@@ -366,6 +371,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
             ),
             resources=_resources(file.resources, source=source),
             feature_gates=gates,
+            multi_kueue=_multi_kueue(file.multi_kueue, source=source),
         ),
         manage_jobs_without_queue_name=file.manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=file.managed_jobs_namespace_selector,
@@ -452,6 +458,59 @@ def _wait_for_pods_ready(
             backoff_base_seconds=strategy.backoff_base_seconds,
             backoff_max_seconds=strategy.backoff_max_seconds,
         ),
+    )
+
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _multi_kueue(section: _MultiKueue | None, *, source: str) -> models.MultiKueueConfiguration | None:
+    """``multiKueue`` with Kueue's defaults (gcInterval 1m, origin multikueue, workerLostTimeout 15m,
+    the AllAtOnce dispatcher; stepSize 3 for the Incremental one) and its checks (pkg/config/validation.go
+    validateMultiKueue): no negative duration, the origin a label value, incrementalDispatcherConfig only
+    with the Incremental dispatcher and a stepSize of at least 1. None when the file has no section."""
+    if section is None:
+        return None
+    durations: dict[str, str] = {}
+    for camel, value, default in (
+        ("gcInterval", section.gc_interval, "1m"),
+        ("workerLostTimeout", section.worker_lost_timeout, "15m"),
+    ):
+        text = _duration(value or default, f"multiKueue.{camel}", source)
+        if text.startswith("-") and not _zero(text):
+            raise _error(source, f"multiKueue.{camel}", "must be greater than or equal to 0")
+        durations[camel] = text
+    origin = section.origin or "multikueue"
+    if len(origin) > 63 or not _LABEL_VALUE.match(origin):
+        raise _error(
+            source,
+            "multiKueue.origin",
+            f"{origin!r} is not a label value (at most 63 characters: alphanumerics, '-', '_' or '.', "
+            "starting and ending with an alphanumeric)",
+        )
+    dispatcher = section.dispatcher_name or models.DISPATCHER_ALL_AT_ONCE
+    incremental = None
+    if section.incremental_dispatcher_config is not None:
+        if dispatcher != models.DISPATCHER_INCREMENTAL:
+            raise _error(
+                source,
+                "multiKueue.incrementalDispatcherConfig",
+                "incrementalDispatcherConfig is only valid when dispatcherName is set to the incremental dispatcher",
+            )
+        step = section.incremental_dispatcher_config.step_size
+        if step is not None and step < 1:
+            raise _error(
+                source, "multiKueue.incrementalDispatcherConfig.stepSize", "must be greater than or equal to 1"
+            )
+        incremental = models.IncrementalDispatcherConfig(step_size=step or 3)
+    elif dispatcher == models.DISPATCHER_INCREMENTAL:
+        incremental = models.IncrementalDispatcherConfig()
+    return models.MultiKueueConfiguration(
+        gc_interval=durations["gcInterval"],
+        origin=origin,
+        worker_lost_timeout=durations["workerLostTimeout"],
+        dispatcher_name=dispatcher,
+        incremental_dispatcher_config=incremental,
     )
 
 

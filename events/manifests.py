@@ -35,6 +35,8 @@ KUEUE_KINDS: dict[str, type[models.APIObject | models.ProvisioningRequestConfig]
     "Workload": models.Workload,
     "AdmissionCheck": models.AdmissionCheck,
     "ProvisioningRequestConfig": models.ProvisioningRequestConfig,
+    "MultiKueueCluster": models.MultiKueueCluster,
+    "MultiKueueConfig": models.MultiKueueConfig,
 }
 NAMESPACED_KINDS = frozenset({"LocalQueue", "Workload"})
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -122,6 +124,16 @@ def parse_object(
         # ClusterQueue that needs the check inactive (SEMANTICS §10.2, SEMANTICS-ADVANCED B.1).
         conditions = (raw.pop("status", None) or {}).get("conditions") or []
         raw["active"] = any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions)
+    elif kind == "MultiKueueCluster":
+        # conditions without their timestamps (models.Condition): a heartbeat is no new fact
+        conditions = (raw.pop("status", None) or {}).get("conditions") or []
+        raw["status"] = {
+            "conditions": [
+                {k: c[k] for k in ("type", "status", "reason", "message") if k in c}
+                for c in conditions
+                if isinstance(c, dict)
+            ]
+        }
     elif kind == "Workload" and spec:
         priority_class_name_to_ref(spec)
         spec["podSets"] = [
@@ -537,6 +549,23 @@ def _validate(obj: models.APIObject | models.ProvisioningRequestConfig, *, kind:
                                 field=f"{path}.lendingLimit",
                                 problem="must be less than or equal to nominalQuota",
                             )
+        case models.MultiKueueCluster():
+            source = obj.spec.cluster_source
+            if (source.kube_config is None) == (source.cluster_profile_ref is None):
+                raise ManifestError(
+                    kind=kind,
+                    name=name,
+                    field="spec.clusterSource",
+                    problem="exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
+                )
+        case models.MultiKueueConfig():
+            seen: set[str] = set()
+            for i, cluster in enumerate(obj.spec.clusters):
+                if cluster in seen:
+                    raise ManifestError(
+                        kind=kind, name=name, field=f"spec.clusters[{i}]", problem=f"must be unique ({cluster!r} again)"
+                    )
+                seen.add(cluster)
         case models.Workload():
             if not obj.spec.pod_sets:
                 raise ManifestError(kind=kind, name=name, field="spec.podSets", problem="needs at least one pod set")

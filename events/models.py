@@ -25,6 +25,7 @@ DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 LABEL_KEY_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 )
+KIND_PATTERN = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
 #: A reference to a cluster-scoped object by name (ClusterQueue, Cohort, ResourceFlavor, LocalQueue, Topology).
 ObjectName = Annotated[str, msgspec.Meta(pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)]
 #: A pod set name: a DNS label (Kueue's PodSetReference).
@@ -387,10 +388,21 @@ class Workload(_Model, frozen=True, kw_only=True):
         return self.spec.priority or 0
 
 
+class AdmissionCheckParametersReference(_Model, frozen=True, kw_only=True):
+    """``spec.parameters`` of an AdmissionCheck: the controller's configuration object (for MultiKueue
+    ``kueue.x-k8s.io`` / ``MultiKueueConfig`` / its name; Kueue admissioncheck_types.go)."""
+
+    api_group: Annotated[str, msgspec.Meta(pattern=DNS_SUBDOMAIN_PATTERN, min_length=1, max_length=253)]
+    # Kueue's ``^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$`` without the inline flag Python's re refuses there
+    kind: Annotated[str, msgspec.Meta(pattern=KIND_PATTERN, min_length=1, max_length=63)]
+    name: Annotated[str, msgspec.Meta(pattern=DNS_LABEL_PATTERN, min_length=1, max_length=63)]
+
+
 class AdmissionCheckSpec(_Model, frozen=True, kw_only=True):
-    """AdmissionCheck spec: the controller that decides it."""
+    """AdmissionCheck spec: the controller that decides it, and its parameters object."""
 
     controller_name: Annotated[str, msgspec.Meta(min_length=1, max_length=253)] = ""
+    parameters: AdmissionCheckParametersReference | None = None
 
 
 class AdmissionCheck(_Model, frozen=True, kw_only=True):
@@ -448,6 +460,85 @@ class ProvisioningRequestConfig(_Model, frozen=True, kw_only=True):
 
     metadata: ObjectMeta
     spec: ProvisioningRequestConfigSpec
+
+
+#: The controllerName of MultiKueue's admission checks (Kueue multikueue_types.go MultiKueueControllerName).
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+#: The label a remote copy carries with the manager's ``multiKueue.origin`` (MultiKueueOriginLabel).
+MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+
+
+class KubeConfig(_Model, frozen=True, kw_only=True):
+    """``clusterSource.kubeConfig`` of a MultiKueueCluster: where the worker's kubeconfig is.
+
+    ``Secret`` (default): ``location`` names a Secret in Kueue's namespace whose key ``kubeconfig``
+    holds it; ``Path``: a file path on the manager (SEMANTICS-ADVANCED E.1)."""
+
+    location: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+    location_type: Literal["Secret", "Path"] = "Secret"
+
+
+class ClusterProfileReference(_Model, frozen=True, kw_only=True):
+    """``clusterSource.clusterProfileRef``: a ClusterProfile (sigs.k8s.io cluster-inventory API) by name."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+
+
+class ClusterSource(_Model, frozen=True, kw_only=True):
+    """How the manager reaches a worker: exactly one of ``kubeConfig`` or ``clusterProfileRef``
+    (Kueue's ExactlyOneOf marker; checked by kueue_es.validation)."""
+
+    kube_config: KubeConfig | None = None
+    cluster_profile_ref: ClusterProfileReference | None = None
+
+
+class MultiKueueClusterSpec(_Model, frozen=True, kw_only=True):
+    """MultiKueueCluster spec."""
+
+    cluster_source: ClusterSource
+
+
+class Condition(_Model, frozen=True, kw_only=True):
+    """A status condition without its timestamps (they would make a new fact at every heartbeat)."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+
+
+class MultiKueueClusterStatus(_Model, frozen=True, kw_only=True):
+    """MultiKueueCluster status: ``Active`` says whether the manager is connected to the worker."""
+
+    conditions: Annotated[list[Condition], msgspec.Meta(max_length=16)] = []
+
+
+class MultiKueueCluster(_Model, frozen=True, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 MultiKueueCluster (cluster-scoped): one worker cluster."""
+
+    metadata: ObjectMeta
+    spec: MultiKueueClusterSpec
+    status: MultiKueueClusterStatus = MultiKueueClusterStatus()
+
+    @property
+    def active(self) -> bool:
+        """Whether its ``Active`` condition is True."""
+        return any(c.type == "Active" and c.status == "True" for c in self.status.conditions)
+
+
+class MultiKueueConfigSpec(_Model, frozen=True, kw_only=True):
+    """MultiKueueConfig spec: 1..20 unique MultiKueueCluster names, in preference order (the
+    Incremental dispatcher nominates them in this order), and the quota management mode."""
+
+    clusters: Annotated[list[Annotated[str, msgspec.Meta(max_length=256)]], msgspec.Meta(min_length=1, max_length=20)]
+    quota_management: Literal["Manual", "Automated"] = "Manual"
+
+
+class MultiKueueConfig(_Model, frozen=True, kw_only=True):
+    """kueue.x-k8s.io/v1beta2 MultiKueueConfig (cluster-scoped): the workers of a MultiKueue check."""
+
+    metadata: ObjectMeta
+    spec: MultiKueueConfigSpec
 
 
 class Namespace(_Model, frozen=True, kw_only=True):
@@ -561,6 +652,31 @@ class DeviceClass(_Model, frozen=True, kw_only=True):
     extended_resource_name: str = ""
 
 
+#: Kueue's MultiKueue dispatcher names (apis/config/v1beta2 configuration_types.go).
+DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+
+
+class IncrementalDispatcherConfig(_Model, frozen=True, kw_only=True):
+    """``multiKueue.incrementalDispatcherConfig``: how many workers each step nominates (default 3)."""
+
+    step_size: Positive = 3
+
+
+class MultiKueueConfiguration(_Model, frozen=True, kw_only=True):
+    """Configuration ``multiKueue`` with Kueue's defaults (apis/config/v1beta2 defaults.go): durations
+    as Go duration strings; ``gc_interval`` ``0s`` turns the garbage collector off; ``dispatcher_name``
+    :data:`DISPATCHER_ALL_AT_ONCE`, :data:`DISPATCHER_INCREMENTAL` or another controller's (External:
+    kueue-es only synchronises the nominations it writes); ``incremental_dispatcher_config`` is set
+    (step 3 by default) only for the Incremental dispatcher."""
+
+    gc_interval: str = "1m"
+    origin: str = "multikueue"
+    worker_lost_timeout: str = "15m"
+    dispatcher_name: str = DISPATCHER_ALL_AT_ONCE
+    incremental_dispatcher_config: IncrementalDispatcherConfig | None = None
+
+
 class Configuration(_Model, frozen=True, kw_only=True):
     """config.kueue.x-k8s.io/v1beta2 Configuration: the manager settings that change admission.
 
@@ -573,6 +689,7 @@ class Configuration(_Model, frozen=True, kw_only=True):
     wait_for_pods_ready: WaitForPodsReadyConfig | None = None
     resources: ResourcesConfig | None = None
     feature_gates: dict[str, bool] = {}
+    multi_kueue: MultiKueueConfiguration | None = None  # None: Kueue's defaults (MultiKueueConfiguration())
 
 
 class TopologyLevel(_Model, frozen=True, kw_only=True):
@@ -694,4 +811,14 @@ class TopologyAssignment(_Model, frozen=True, kw_only=True):
     slices: list[TopologyAssignmentSlice] = []
 
 
-APIObject = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload | AdmissionCheck
+APIObject = (
+    ResourceFlavor
+    | ClusterQueue
+    | Cohort
+    | LocalQueue
+    | WorkloadPriorityClass
+    | Workload
+    | AdmissionCheck
+    | MultiKueueCluster
+    | MultiKueueConfig
+)

@@ -4,11 +4,14 @@ Layout (ARCHITECTURE.md §2, research/event-sourcing.md §5.3):
 
 - ``kq.in.<kind>.<ns|_>.<name>``: facts from the cluster;
 - ``kq.dec.<partition>.head.<role>``: one DecisionRecord per committed batch, on the head
-  of the decider that made it (``admitter``, ``preemptor``, ``tas-placer``: its NATS user;
+  of the decider that made it (``admitter``, ``preemptor``, ``tas-placer``, ``multikueue``: its NATS user;
   ``seed`` for the scenario runner). The optimistic-concurrency token is the last sequence
   on every head of the partition, ``kq.dec.<partition>.head.*`` (:func:`heads_of`);
 - ``kq.dec.<partition>.wl.<ns>.<name>``: per-workload decisions;
-- ``kq.disp.<cluster>.wl.<ns>.<name>``: dispatch results.
+- ``kq.disp.<cluster>.wl.<ns>.<name>``: dispatch results (``local``: the dispatcher; a MultiKueue
+  worker's name: the MultiKueue edge's remote creates and deletes);
+- ``kq.in.remote.<cluster>.<ns>.<name>`` and ``kq.in.worker.<cluster>``: the MultiKueue edge's facts
+  (a workload's copy on a worker, a worker's connectivity).
 
 Kubernetes names may contain dots, which NATS reads as token separators, so a
 dot in a name is written ``%2E``.
@@ -50,7 +53,13 @@ def token(name: str) -> str:
     return name.replace("%", "%25").replace(".", "%2E") if name else "_"
 
 
-HEAD_TOKENS: dict[str, str] = {"admit": "admitter", "preempt": "preemptor", "place": "tas-placer", "seed": "seed"}
+HEAD_TOKENS: dict[str, str] = {
+    "admit": "admitter",
+    "preempt": "preemptor",
+    "place": "tas-placer",
+    "multikueue": "multikueue",
+    "seed": "seed",
+}
 """A DecisionRecord's role -> the last token of its head subject: the NATS user of the decider
 that makes it (events/bus/permissions.py lets each decider publish only its own head), and
 ``seed`` for the scenario runner's set-up batches."""
@@ -113,8 +122,22 @@ def dispatch_subject(ref: types.WorkloadRef, cluster: str = DEFAULT_CLUSTER) -> 
     return f"kq.disp.{cluster}.wl.{token(ref.namespace)}.{token(ref.name)}"
 
 
+def remote_subject(ref: types.WorkloadRef, cluster: str) -> str:
+    """Subject of a RemoteWorkloadObserved: ``kq.in.remote.<cluster>.<ns>.<name>``."""
+    return f"kq.in.remote.{token(cluster)}.{token(ref.namespace)}.{token(ref.name)}"
+
+
+def worker_subject(cluster: str) -> str:
+    """Subject of a WorkerClusterConnectivity: ``kq.in.worker.<cluster>``."""
+    return f"kq.in.worker.{token(cluster)}"
+
+
 def fact_subject(event: types.Fact) -> str:
-    """Subject of a fact, keyed by the object it is about."""
+    """Subject of a fact, keyed by the object it is about (MultiKueue's remote facts: by worker too)."""
+    if isinstance(event, types.RemoteWorkloadObserved):
+        return remote_subject(event.workload, event.cluster)
+    if isinstance(event, types.WorkerClusterConnectivity):
+        return worker_subject(event.cluster)
     kind, namespace, name = fact_identity(event)
     kind_token = _FACT_KIND_TOKENS.get(kind, kind.lower())
     return f"kq.in.{kind_token}.{token(namespace)}.{token(name)}"
@@ -151,6 +174,14 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             return "DeviceClass", "", obj.metadata.name
         case types.ResourceClaimTemplateObserved(resource_claim_template=obj):
             return "ResourceClaimTemplate", obj.metadata.namespace, obj.metadata.name
+        case types.MultiKueueClusterObserved(cluster=obj):
+            return "MultiKueueCluster", "", obj.metadata.name
+        case types.MultiKueueConfigObserved(config=obj):
+            return "MultiKueueConfig", "", obj.metadata.name
+        case types.RemoteWorkloadObserved(workload=ref, cluster=cluster):
+            return "RemoteWorkload", cluster, f"{ref.namespace}/{ref.name}"
+        case types.WorkerClusterConnectivity(cluster=cluster):
+            return "WorkerCluster", "", cluster
         case types.SchedulingRequested():
             return "SchedulingRequest", "", event.request_id
         case (

@@ -24,8 +24,8 @@ SCHEMA_VERSION = 3
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
-``resourceClaims``, the Configuration's ``deviceClassMappings``). docs/events.md holds the history
-and the stability policy."""
+``resourceClaims``, the Configuration's ``deviceClassMappings``), MultiKueue's events (issue 20) and
+``AdmissionCheck.spec.parameters``. docs/events.md holds the history and the stability policy."""
 
 EARLIER_SCHEMA_VERSIONS = (1, 2)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
@@ -135,6 +135,58 @@ class ResourceClaimTemplateObserved(_Event, frozen=True, kw_only=True, tag="Reso
     """A resource.k8s.io/v1 ResourceClaimTemplate as it now is: its device requests (DRA, F)."""
 
     resource_claim_template: models.ResourceClaimTemplate
+
+
+class MultiKueueClusterObserved(_Event, frozen=True, kw_only=True, tag="MultiKueueClusterObserved"):
+    """A MultiKueueCluster as it now is (SEMANTICS-ADVANCED E.1); subject ``kq.in.multikueuecluster._.<name>``."""
+
+    cluster: models.MultiKueueCluster
+
+
+class MultiKueueConfigObserved(_Event, frozen=True, kw_only=True, tag="MultiKueueConfigObserved"):
+    """A MultiKueueConfig as it now is (E.1); subject ``kq.in.multikueueconfig._.<name>``."""
+
+    config: models.MultiKueueConfig
+
+
+class RemoteWorkloadObserved(_Event, frozen=True, kw_only=True, tag="RemoteWorkloadObserved"):
+    """The copy of manager workload ``workload`` on worker ``cluster`` as it now is (SEMANTICS-ADVANCED
+    E.2, E.3), written by the MultiKueue edge (NATS user ``multikueue-edge``) on
+    ``kq.in.remote.<cluster>.<ns>.<name>``.
+
+    ``present`` False: the worker has no copy (deleted, or never made); then every other field is
+    its default. ``quota_reserved`` / ``admitted`` / ``evicted`` / ``finished``: the copy's
+    QuotaReserved, Admitted, Evicted and Finished conditions are True; ``admitted_at_ms`` is the
+    Admitted condition's lastTransitionTime (ms since the epoch; the earliest wins, E.2 step 5);
+    ``eviction_reason`` the Evicted condition's reason; ``finish_reason`` / ``finish_message`` the
+    Finished condition's (``OutOfSync`` asks the manager to dispatch again, E.2 step 7). ``at_ms``:
+    when the edge saw it."""
+
+    workload: WorkloadRef
+    cluster: str
+    present: bool = True
+    quota_reserved: bool = False
+    admitted: bool = False
+    admitted_at_ms: int = 0
+    evicted: bool = False
+    eviction_reason: str = ""
+    finished: bool = False
+    finish_reason: str = ""
+    finish_message: str = ""
+    at_ms: int = 0
+
+
+class WorkerClusterConnectivity(_Event, frozen=True, kw_only=True, tag="WorkerClusterConnectivity"):
+    """Whether the manager is connected to worker ``cluster`` (its MultiKueueCluster's Active condition:
+    ``reason`` / ``message`` as Kueue writes them), written by the MultiKueue edge on
+    ``kq.in.worker.<cluster>`` when it changes. ``at_ms`` is when it changed: the workerLostTimeout of an
+    admitting worker that went away runs from it (SEMANTICS-ADVANCED E.3)."""
+
+    cluster: str
+    active: bool
+    reason: str = ""
+    message: str = ""
+    at_ms: int = 0
 
 
 class SchedulingRequested(_Event, frozen=True, kw_only=True, tag="SchedulingRequested"):
@@ -574,6 +626,55 @@ class TopologyAssigned(_Event, frozen=True, kw_only=True, tag="TopologyAssigned"
     at_ms: int
 
 
+class WorkersNominated(_Event, frozen=True, kw_only=True, tag="WorkersNominated"):
+    """The multikueue decider nominates worker ``clusters`` (sorted names) for ``workload``, whose
+    MultiKueue admission check ``check`` is Pending (SEMANTICS-ADVANCED E.2 step 3): Kueue's
+    ``status.nominatedClusterNames``. AllAtOnce: every configured, connected worker (``step`` 0);
+    Incremental: the first ``stepSize`` in the MultiKueueConfig's order, then the next ``stepSize``
+    every 5 minutes without an admission (``step`` 0, 1, ...). The MultiKueue edge makes a remote
+    copy on each nominated worker and removes the copies on the others."""
+
+    workload: WorkloadRef
+    check: str
+    clusters: list[str]
+    step: int = 0
+    at_ms: int = 0
+
+
+class RemoteAdmissionChosen(_Event, frozen=True, kw_only=True, tag="RemoteAdmissionChosen"):
+    """The remote copy on ``cluster`` won (the earliest Admitted, ties by cluster name; E.2 step 5):
+    check ``check`` is Ready with ``message`` ("The workload was admitted on "<c>""), the workload's
+    ``status.clusterName`` is ``cluster`` and its nominatedClusterNames are cleared. The edge deletes
+    the other copies and creates the job on ``cluster``."""
+
+    workload: WorkloadRef
+    check: str
+    cluster: str
+    message: str
+    at_ms: int = 0
+
+
+class MultiKueueCheckRetry(_Event, frozen=True, kw_only=True, tag="MultiKueueCheckRetry"):
+    """Check ``check`` goes to Retry (SEMANTICS-ADVANCED E.3): the copy was evicted on the worker, the
+    admitting worker stayed unreachable past workerLostTimeout, its copy is gone, or it finished
+    ``OutOfSync``. The admitter evicts the workload (reason AdmissionCheck) as for any Retry check."""
+
+    workload: WorkloadRef
+    check: str
+    message: str
+    at_ms: int = 0
+
+
+class MultiKueueCheckRejected(_Event, frozen=True, kw_only=True, tag="MultiKueueCheckRejected"):
+    """Check ``check`` goes to Rejected: the job is not managed by MultiKueue, or no MultiKueue
+    adapter supports its kind (E.2 step 1). The admitter deactivates the workload."""
+
+    workload: WorkloadRef
+    check: str
+    message: str
+    at_ms: int = 0
+
+
 # --- dispatch results ------------------------------------------------------------------------
 
 
@@ -622,6 +723,10 @@ Fact = (
     | PodObserved
     | DeviceClassObserved
     | ResourceClaimTemplateObserved
+    | MultiKueueClusterObserved
+    | MultiKueueConfigObserved
+    | RemoteWorkloadObserved
+    | WorkerClusterConnectivity
 )
 Decision = (
     DecisionRecord
@@ -635,6 +740,10 @@ Decision = (
     | WorkloadDeactivated
     | WorkloadRequeued
     | TopologyAssigned
+    | WorkersNominated
+    | RemoteAdmissionChosen
+    | MultiKueueCheckRetry
+    | MultiKueueCheckRejected
 )
 DispatchResult = DispatchApplied | DispatchFailed
 Event = Fact | Decision | DispatchResult

@@ -45,7 +45,9 @@ def job_facts(
     Job: jobframework FindAncestorJobManagedByKueue). A Job created by a CronJob is
     managed like any other (its label comes from the CronJob's ``jobTemplate``). A
     finished Job (condition Complete or Failed) gives WorkloadFinished; any other
-    WorkloadObserved; a Job that cannot be converted ObjectRejected.
+    WorkloadObserved; a Job that cannot be converted ObjectRejected. A Job naming a prebuilt
+    Workload (:func:`~kueue_es.jobframework.workloads.prebuilt_workload`, Kueue's ``kueue.x-k8s.io/prebuilt-workload-name``) adopts it:
+    no WorkloadObserved of its own, and its finish is that Workload's WorkloadFinished.
     """
     context = context or workloads.Context()
     ref = workloads.job_ref(job, kind="Job", api_version=JOB_API)
@@ -55,15 +57,19 @@ def job_facts(
     except manifests.ManifestError as err:
         return workloads.rejected(job, err, now_ms=now_ms)
     finished = finished_condition(job)
+    prebuilt = workloads.prebuilt_workload(job)
     if finished is not None:
         succeeded = finished.get("type") == "Complete"
         return workloads.finished_fact(
             ref,
-            name=workload_name_for_job(ref.name, ref.uid),
+            name=prebuilt or workload_name_for_job(ref.name, ref.uid),
             succeeded=succeeded,
             message=finished.get("message") or ("Job finished successfully" if succeeded else "Job failed"),
             at_ms=workloads.status_time_ms(finished.get("lastTransitionTime"), default=now_ms),
+            uid="" if prebuilt else None,
         )
+    if prebuilt:
+        return None  # the Workload exists already (a MultiKueue copy on a worker): adopted, not made again
     try:
         return types.WorkloadObserved(workload=job_to_workload(job, context=context))
     except manifests.ManifestError as err:

@@ -120,6 +120,9 @@ class Context:
     and TAS annotations are validated. ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices
     (alpha, off by default): a Job annotated ``kueue.x-k8s.io/elastic-job: "true"`` gets the
     elastic-job scheduling gate on its pod template, and the annotation is checked.
+    ``multikueue_queue``: whether the object's LocalQueue points
+    at a ClusterQueue with a MultiKueue admission check (:func:`uses_multikueue`), so a Job or
+    JobSet gets ``spec.managedBy: kueue.x-k8s.io/multikueue``.
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -127,6 +130,25 @@ class Context:
     default_local_queue: bool = False
     topology_aware_scheduling: bool = True
     elastic_jobs: bool = False
+    multikueue_queue: bool = False
+
+
+MULTIKUEUE_MANAGED_BY: Final = "kueue.x-k8s.io/multikueue"
+"""The ``spec.managedBy`` of a job MultiKueue runs on a worker cluster, and the MultiKueue AdmissionCheck's
+controllerName (Kueue apis/kueue/v1beta2/constants.go MultiKueueControllerName)."""
+#: The kinds whose ``spec.managedBy`` Kueue defaults for MultiKueue here (Job, JobSet: their adapters).
+MULTIKUEUE_KINDS: Final = frozenset({("batch/v1", "Job"), ("jobset.x-k8s.io/v1alpha2", "JobSet")})
+
+
+def uses_multikueue(cluster_queue: Mapping[str, Any], controllers: Mapping[str, str]) -> bool:
+    """Whether a raw ClusterQueue has a MultiKueue admission check: one of its checks
+    (``spec.admissionChecksStrategy.admissionChecks[].name`` or the older ``spec.admissionChecks``)
+    whose AdmissionCheck's controllerName (``controllers``: check name -> controllerName) is
+    ``kueue.x-k8s.io/multikueue`` (Kueue jobframework/defaults.go ApplyDefaultForManagedBy)."""
+    spec = cluster_queue.get("spec") or {}
+    names = [str(c.get("name")) for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []]
+    names += [str(n) for n in spec.get("admissionChecks") or []]
+    return any(controllers.get(name) == MULTIKUEUE_MANAGED_BY for name in names)
 
 
 # -- the kinds served ----------------------------------------------------------------------------
@@ -265,9 +287,11 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
       LeaderWorkerSet marked (``kueue.x-k8s.io/pod-suspending-parent``) gets the gates whatever its
       labels (suspendByParent).
 
+    - a Job or JobSet with a queue whose ClusterQueue has a MultiKueue check (``context.multikueue_queue``)
+      and no ``spec.managedBy`` gets ``kueue.x-k8s.io/multikueue`` (ApplyDefaultForManagedBy).
+
     Not done (docs/webhooks.md): the pod finalizer and role-hash annotation (kueue-es's dispatcher removes
-    no finalizer and computes the role hash itself), defaulting the WorkloadPriorityClass label, and
-    MultiKueue's ``managedBy``.
+    no finalizer and computes the role hash itself), and defaulting the WorkloadPriorityClass label.
     """
     out = copy.deepcopy(dict(obj))
     served = target(api_version, kind)
@@ -284,6 +308,10 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
     if not queue_name(out) and not context.manage_jobs_without_queue_name:
         return out
+    if context.multikueue_queue and (served.api_version, served.kind) in MULTIKUEUE_KINDS:
+        spec = out.setdefault("spec", {})
+        if not spec.get("managedBy"):  # ApplyDefaultForManagedBy: only when the user set none
+            spec["managedBy"] = MULTIKUEUE_MANAGED_BY
     if served == JOB:
         out.setdefault("spec", {})["suspend"] = True
         if context.elastic_jobs and slices.is_elastic(_annotations(out)):

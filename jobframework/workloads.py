@@ -593,6 +593,17 @@ def status_time_ms(value: Any, *, default: int) -> int:
         return default
 
 
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+"""The label naming the Workload a job uses instead of one made for it (Kueue constants.go)."""
+
+
+def prebuilt_workload(job: Mapping[str, Any]) -> str:
+    """The prebuilt Workload a job names by the ``kueue.x-k8s.io/prebuilt-workload-name`` label ("" none):
+    MultiKueue's remote job names its remote Workload so (SEMANTICS-ADVANCED E.2 step 5)."""
+    labels = (job.get("metadata") or {}).get("labels") or {}
+    return str(labels.get(PREBUILT_WORKLOAD_LABEL) or "")
+
+
 def as_mapping(value: Any) -> Mapping[str, Any]:
     """``value`` when it is a mapping (a JSON object), else an empty one: for fields the API server may leave out."""
     return value if isinstance(value, dict) else {}

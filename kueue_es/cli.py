@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_HOME = Path(".kueue-es")
+#: The decider services (kueue_es.deciders): the roles replay re-checks, each on its own NATS head.
+DECIDER_SERVICES = ("admitter", "preemptor", "tas-placer", "multikueue")
 
 
 def _ignore_late_stop_signals() -> None:
@@ -94,6 +96,17 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         "--preempt",
         action="store_true",
         help="let the ClusterQueue preempt lower priorities and submit a high-priority Job once the samples run",
+    )
+    demo.add_argument(
+        "--multikueue",
+        action="store_true",
+        help="a manager and two emulated worker clusters, each with its own kueue-es: Jobs run on the workers,"
+        " one worker is stopped mid-run (docs/multikueue.md)",
+    )
+    demo.add_argument(
+        "--worker-lost-timeout",
+        default="5s",
+        help="with --multikueue: the manager's multiKueue.workerLostTimeout (a Go duration; default 5s)",
     )
     _config_options(demo)
     _crd_options(demo)
@@ -185,11 +198,13 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
             "admitter",
             "preemptor",
             "tas-placer",
+            "multikueue",
             "dispatcher",
             "visibility",
             "publisher",
             "webhook",
             "provisioning",
+            "multikueue-edge",
         ],
     )
     service.add_argument("--nats", default=None, help="NATS URL, e.g. nats://127.0.0.1:4222 (all but the webhook)")
@@ -208,6 +223,12 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     )
     service.add_argument("--api-qps", type=float, default=None, help="with --simulate-api: writes/s (default uncapped)")
     service.add_argument("--api-burst", type=int, default=None, help="with --simulate-api: burst (default 100)")
+    service.add_argument(
+        "--multikueue-namespace",
+        default=None,
+        help="multikueue-edge: the namespace of the workers' kubeconfig Secrets (default $POD_NAMESPACE,"
+        " the pod's namespace, or default)",
+    )
     service.add_argument(
         "--checkpoints",
         type=Path,
@@ -1006,10 +1027,10 @@ def _run_service(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.partitions is not None and args.name not in ("admitter", "preemptor", "tas-placer"):
-        print("error: --partitions is for the deciders (admitter, preemptor, tas-placer)", file=sys.stderr)
+    if args.partitions is not None and args.name not in DECIDER_SERVICES:
+        print("error: --partitions is for the deciders (admitter, preemptor, tas-placer, multikueue)", file=sys.stderr)
         return 2
-    if problem := _partition_slots_problem(args, decider=args.name in ("admitter", "preemptor", "tas-placer")):
+    if problem := _partition_slots_problem(args, decider=args.name in DECIDER_SERVICES):
         print(f"error: {problem}", file=sys.stderr)
         return 2
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
@@ -1022,8 +1043,9 @@ def _run_service(args: argparse.Namespace) -> int:
         )
         return 2
     # on by default for the deciders; the dispatcher's warm standby only with --standby-lease
-    if (args.name not in ("watcher", "visibility", "publisher") and args.standby_lease) or (
-        args.name not in ("watcher", "dispatcher", "visibility", "publisher") and args.standby_lease is not False
+    if (args.name not in ("watcher", "visibility", "publisher", "multikueue-edge") and args.standby_lease) or (
+        args.name not in ("watcher", "dispatcher", "visibility", "publisher", "multikueue-edge")
+        and args.standby_lease is not False
     ):
         from kueue_es.services.standby import StandbySettings
 
@@ -1078,8 +1100,13 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     async with contextlib.AsyncExitStack() as stack:
         if args.health_port is not None:
             await stack.enter_async_context(health.serve_health(probe, port=args.health_port, host=args.health_host))
-        if args.name in ("admitter", "preemptor", "tas-placer"):
-            decider = {"admitter": deciders.ADMITTER, "preemptor": deciders.PREEMPTOR, "tas-placer": deciders.PLACER}
+        if args.name in DECIDER_SERVICES:
+            decider = {
+                "admitter": deciders.ADMITTER,
+                "preemptor": deciders.PREEMPTOR,
+                "tas-placer": deciders.PLACER,
+                "multikueue": deciders.MULTIKUEUE,
+            }
             start = None
             if args.checkpoints is not None:
                 from kueue_es import checkpoints
@@ -1126,6 +1153,18 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         stack.push_async_callback(api.close)
 
         async def work(service_stop: asyncio.Event) -> None:
+            if args.name == "multikueue-edge":
+                from kueue_es.services import leader
+                from kueue_es.services.multikueue_edge.service import serve_multikueue_edge
+
+                await serve_multikueue_edge(
+                    nats_url=args.nats,
+                    api=api,
+                    namespace=args.multikueue_namespace or leader.default_namespace(),
+                    stop=service_stop,
+                    connect=probe.connect,
+                )
+                return
             if args.name == "watcher":
                 from kueue_es.services.watcher.service import serve_watcher
 
@@ -1599,6 +1638,23 @@ def _run_dashboard(args: argparse.Namespace) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     from kueue_es.demo import run_demo
     from kueue_es.events import slices
+
+    if args.multikueue:
+        from importlib import resources as package_files
+
+        from kueue_es.multikueue_demo import run_multikueue_demo
+
+        setup = Path(str(package_files.files("kueue_es") / "demo_manifests" / "multikueue-setup.yaml"))
+        return asyncio.run(
+            run_multikueue_demo(
+                keep=args.keep,
+                jobs=args.jobs,
+                duration=args.duration,
+                run_dir=args.dir,
+                setup_path=setup,
+                worker_lost_timeout=args.worker_lost_timeout,
+            )
+        )
     from kueue_es.supervisor import watcher_config_args
 
     if isinstance(problem := _check_config(args), str):

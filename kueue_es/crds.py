@@ -97,6 +97,7 @@ WIRE: dict[str, dict[str, dict[str, Any] | None]] = {
     },
     "Workload": {"owner": DROP},  # metadata.ownerReferences on the wire
     "AdmissionCheck": {"active": DROP},  # status.conditions Active on the wire
+    "MultiKueueCluster": {"status": DROP},  # the status subresource, kept as written
 }
 
 #: Per model struct: wire fields the models do not carry, with their required fields.
@@ -108,9 +109,6 @@ UNMODELLED: dict[str, dict[str, dict[str, Any]]] = {
         "concurrentAdmissionPolicy": preserved("Kueue's concurrent admission policy; not used by kueue-es."),
     },
     "Taint": {"timeAdded": {"type": "string", "format": "date-time"}},
-    "AdmissionCheckSpec": {
-        "parameters": preserved("A reference to the parameters of the admission check's controller."),
-    },
     "WorkloadSpec": {
         "preemptionGates": {
             "description": "Gates that hold preemption by this workload; not used by kueue-es.",
@@ -336,6 +334,22 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
             source="Kueue resourceflavor_types.go ResourceFlavorSpec.Tolerations (XValidation)",
         ),
     ),
+    ("ClusterSource", ""): (
+        Rule(
+            "[has(self.kubeConfig),has(self.clusterProfileRef)].filter(x,x==true).size() == 1",
+            "exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
+            lambda source, _old: ("kubeConfig" in source) + ("clusterProfileRef" in source) == 1,
+            source="Kueue multikueue_types.go ClusterSource (ExactlyOneOf)",
+        ),
+    ),
+    ("MultiKueueConfigSpec", "clusters"): (
+        Rule(
+            "size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0",
+            "must be unique",
+            _levels_unique,
+            source="Kueue multikueue_types.go MultiKueueConfigSpec.Clusters (XValidation)",
+        ),
+    ),
     ("LocalQueueSpec", "clusterQueue"): (_IMMUTABLE,),
     ("AdmissionCheckSpec", "controllerName"): (_IMMUTABLE,),
     ("PodSet", ""): (
@@ -539,6 +553,26 @@ KINDS: tuple[Kind, ...] = (
         namespaced=False,
         status=False,
         description="The ProvisioningRequest class, parameters and retries of a provisioning-request admission check.",
+    ),
+    Kind(
+        models.MultiKueueCluster,
+        plural="multikueueclusters",
+        short_names=("mkc",),
+        namespaced=False,
+        status=True,
+        description="A MultiKueue worker cluster and how the manager connects to it.",
+        columns=(
+            Column("Connected", ".status.conditions[?(@.type=='Active')].status", description="Connected or not"),
+            Column("Age", ".metadata.creationTimestamp", "date", "Time since the cluster was created"),
+        ),
+    ),
+    Kind(
+        models.MultiKueueConfig,
+        plural="multikueueconfigs",
+        short_names=("mkconf",),
+        namespaced=False,
+        status=False,
+        description="The worker clusters of a MultiKueue admission check, in preference order.",
     ),
 )
 

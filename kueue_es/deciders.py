@@ -13,6 +13,7 @@ the kueue-es version recorded in it (``pip install kueue-es==<version>`` and rep
 from __future__ import annotations
 
 from kueue_es.services.admitter import core as admitter_core
+from kueue_es.services.multikueue import core as multikueue_core
 from kueue_es.services.preemptor import core as preemptor_core
 from kueue_es.services.runtime import MAX_BATCH, Decider
 from kueue_es.services.tas_placer import core as placer_core
@@ -25,8 +26,11 @@ ADMITTER = Decider(
 )
 PREEMPTOR = Decider(role=preemptor_core.ROLE, logic_version=preemptor_core.LOGIC_VERSION, decide=preemptor_core.decide)
 PLACER = Decider(role=placer_core.ROLE, logic_version=placer_core.LOGIC_VERSION, decide=placer_core.decide)
+MULTIKUEUE = Decider(
+    role=multikueue_core.ROLE, logic_version=multikueue_core.LOGIC_VERSION, decide=multikueue_core.decide
+)
 
-BY_ROLE: dict[str, Decider] = {d.role: d for d in (ADMITTER, PREEMPTOR, PLACER)}
+BY_ROLE: dict[str, Decider] = {d.role: d for d in (ADMITTER, PREEMPTOR, PLACER, MULTIKUEUE)}
 
 EARLIER: dict[tuple[str, int], Decider] = {
     **{

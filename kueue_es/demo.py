@@ -46,6 +46,7 @@ from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import (
     CREDS_DIR,
     DASHBOARD,
+    MULTIKUEUE_EDGE,
     PROVISIONING,
     PUBLISHER,
     SERVICES,
@@ -221,12 +222,14 @@ async def run_demo(
             auth=auth,
             visibility_port=free_port(),
             dashboard_port=free_port() if keep else None,  # the dashboard runs with --keep (docs/dashboard.md)
-            # every health port from the services' to the publisher's (supervisor._port_offset)
-            health_port=free_port_block(len(SERVICES) + 4) if keep else None,
+            # every health port from the services' to the MultiKueue edge's (supervisor._port_offset)
+            health_port=free_port_block(len(SERVICES) + 5) if keep else None,
         )
         assert supervisor.visibility_port is not None
         emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
-        await supervisor.start((*SERVICES, VISIBILITY, PUBLISHER, PROVISIONING, *((DASHBOARD,) if keep else ())))
+        await supervisor.start(
+            (*SERVICES, VISIBILITY, PUBLISHER, PROVISIONING, MULTIKUEUE_EDGE, *((DASHBOARD,) if keep else ()))
+        )
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))
         printer = TimelinePrinter(bus=bus, console=console)
@@ -313,7 +316,7 @@ def _print_keep(
 ) -> None:
     health = "\n".join(
         f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz"
-        for name in (*SERVICES, VISIBILITY, PUBLISHER)
+        for name in (*SERVICES, VISIBILITY, PUBLISHER, MULTIKUEUE_EDGE)
     )
     console.print(
         f"""

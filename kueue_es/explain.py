@@ -313,6 +313,26 @@ def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *
         "sliceChain": _slice_chain(state, key),
         "position": position,
         "needs": _needs_json(needed),
+        "multikueue": _multikueue_json(state, key, now_ms=now_ms),
+    }
+
+
+def _multikueue_json(state: ClusterState, key: str, *, now_ms: int) -> dict[str, Any] | None:
+    """MultiKueue (SEMANTICS-ADVANCED E): the workload's check, the workers nominated, each copy's state,
+    the winner and, while nothing is decided, why (None for a workload without a MultiKueue check now)."""
+    from kueue_es.scheduling import multikueue
+
+    wl = state.workloads.get(key)
+    why = multikueue.explain(state, wl, now_ms=now_ms) if wl is not None else None
+    if why is None:
+        return None
+    return {
+        "check": why.check,
+        "state": why.state,
+        "nominated": list(why.nominated),
+        "copies": dict(why.copies),
+        "clusterName": why.cluster_name,
+        "waiting": why.waiting,
     }
 
 
@@ -513,6 +533,17 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
         console.print(Text(line))
         if part["why"]:
             console.print(Text(f"  why it waits: {part['why']}", style="bold yellow"))
+    mk = report.get("multikueue")
+    if mk is not None:
+        copies = ", ".join(f"{c}: {st}" for c, st in mk["copies"].items()) or "none"
+        console.print(
+            Text(
+                f"MultiKueue: check {mk['check']} is {mk['state']}; nominated: {', '.join(mk['nominated']) or 'none'};"
+                f" copies: {copies}; clusterName: {mk['clusterName'] or 'none'}"
+            )
+        )
+        if mk["waiting"]:
+            console.print(Text(f"  MultiKueue waits: {mk['waiting']}", style="bold yellow"))
     needs = report["needs"]
     if needs["devices"]:
         console.print(Text("devices (DRA):", style="bold"))

@@ -54,7 +54,7 @@ from kueue_es.events.bus.server import LocalAuth, NatsServer, ServerError, die_w
 
 log = structlog.get_logger(__name__)
 
-SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
+SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "multikueue")
 COMPACTOR = "compactor"  # kueue-es compact, started by up --compact (kueue_es.snapshots); health port after up's own
 VISIBILITY = (
     "visibility"  # Kueue's visibility API (services/visibility), as NATS user reader; health port after the compactor's
@@ -64,6 +64,9 @@ PUBLISHER = (
     "publisher"  # the public stream KQ_PUB (services/publisher), as NATS user publisher; port after visibility's
 )
 PROVISIONING = "provisioning"  # Kueue's ProvisioningRequest check controller (services/provisioning): API only, no NATS
+MULTIKUEUE_EDGE = (
+    "multikueue-edge"  # the link to MultiKueue's workers (services/multikueue_edge); port after the publisher's
+)
 #: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
 USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
 CREDS_DIR = "creds"
@@ -254,7 +257,9 @@ class _Watched:
 def _port_offset(name: str) -> int:
     """Where process ``name`` serves its health endpoints, counted from ``--health-port``: the services
     in ``SERVICES`` order, then ``up``'s own (the supervisor, ``len(SERVICES)``), the compactor, the
-    visibility server, the publisher (the dashboard serves on its own port)."""
+    visibility server, the publisher, the MultiKueue edge (the dashboard serves on its own port)."""
+    if name == MULTIKUEUE_EDGE:
+        return len(SERVICES) + 4
     if name == PUBLISHER:
         return len(SERVICES) + 3
     if name == VISIBILITY:
@@ -315,6 +320,7 @@ class Supervisor:
     watcher_args: list[str] = field(default_factory=list)
     decider_args: list[str] = field(default_factory=list)
     compact_args: list[str] = field(default_factory=list)
+    multikueue_args: list[str] = field(default_factory=list)  # the edge's own (--multikueue-namespace)
     health_port: int | None = None
     visibility_port: int | None = None  # the visibility API's HTTPS port (127.0.0.1), when it runs
     dashboard_port: int | None = None  # the dashboard's HTTP port (127.0.0.1), when it runs
@@ -364,6 +370,8 @@ class Supervisor:
         elif name == DASHBOARD:
             port = self.dashboard_port if self.dashboard_port is not None else 0
             return ["dashboard", "--nats", self.nats_url, "--host", "127.0.0.1", "--port", str(port)]
+        elif name == MULTIKUEUE_EDGE:
+            args += [a for a in self.kube_args if not a.startswith("--leader-elect")] + self.multikueue_args
         elif name in ("watcher", "dispatcher"):
             args += self.kube_args
             if name == "watcher":
@@ -672,10 +680,10 @@ def partition_args(args: argparse.Namespace) -> list[str]:
 
 def _processes(args: argparse.Namespace) -> tuple[str, ...]:
     """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server, the
-    publisher, the ProvisioningRequest check controller, the dashboard with ``--dashboard``."""
+    publisher, the ProvisioningRequest check controller, the MultiKueue edge, the dashboard with ``--dashboard``."""
     dashboard = (DASHBOARD,) if getattr(args, "dashboard", None) is not None else ()
     compactor = (COMPACTOR,) if getattr(args, "compact", None) else ()
-    return (*SERVICES, *compactor, VISIBILITY, PUBLISHER, PROVISIONING, *dashboard)
+    return (*SERVICES, *compactor, VISIBILITY, PUBLISHER, PROVISIONING, MULTIKUEUE_EDGE, *dashboard)
 
 
 async def run_up(args: argparse.Namespace) -> int:

@@ -111,6 +111,10 @@ ROLE_OUTPUTS: Final[dict[str, frozenset[type[types.Decision]]]] = {
     "preempt": frozenset({types.PreemptionIssued, types.EvictionRequested}),
     # the TAS placer (scheduling/tas/replacement.py): a failed node's pods placed again, or an eviction
     "place": frozenset({types.TopologyAssigned, types.EvictionRequested}),
+    # the MultiKueue decider (scheduling/multikueue.py): workers nominated, the winner, Retry, Rejected
+    "multikueue": frozenset(
+        {types.WorkersNominated, types.RemoteAdmissionChosen, types.MultiKueueCheckRetry, types.MultiKueueCheckRejected}
+    ),
     # the scenario engines' pre-admitted workloads (kueue_es/scenarios)
     "seed": frozenset({types.QuotaReserved, types.TopologyAssigned, types.WorkloadAdmitted}),
 }

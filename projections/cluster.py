@@ -23,7 +23,7 @@ from typing import Any, Final, Never, NoReturn
 import msgspec
 
 from kueue_es.events import models, slices, tas, types
-from kueue_es.projections import afs, kueue_metrics, partitions, quota, topology
+from kueue_es.projections import afs, kueue_metrics, multikueue, partitions, quota, topology
 from kueue_es.projections.batches import BatchVerifier
 from kueue_es.projections.partitions import Partitions
 from kueue_es.projections.topology import TopologyState
@@ -366,6 +366,9 @@ class ClusterState:
     device_classes: dict[str, models.DeviceClass] = field(default_factory=dict)
     claim_templates: dict[tuple[str, str], models.ResourceClaimTemplate] = field(default_factory=dict)
     devices_version: int = 0
+    # MultiKueue (SEMANTICS-ADVANCED E, :mod:`kueue_es.projections.multikueue`): the workers, their
+    # connectivity, the remote copies, the nominations and each workload's clusterName.
+    multikueue: multikueue.MultiKueueState = field(default_factory=multikueue.MultiKueueState)
 
     def __post_init__(self) -> None:
         wire(self)
@@ -493,6 +496,8 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             _apply_topology_fact(state, event, seq=seq)
         case types.ObjectDeleted():
             _apply_deleted(state, event, seq=seq)
+            if multikueue.fold_deleted(state.multikueue, event.kind, event.name):
+                multikueue.refresh_checks(state.multikueue, state.admission_checks)
             if event.kind != "Workload":
                 state.trigger("*", seq)
             if event.kind == "ResourceFlavor":
@@ -533,8 +538,31 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             _reorder_priority_class(state, obj.metadata.name)
             state.trigger("*", seq)
         case types.AdmissionCheckObserved(admission_check=obj):
+            mk = state.multikueue
+            if multikueue.is_multikueue(obj):  # Active from its workers, not as observed (E.1)
+                mk.checks[obj.metadata.name] = obj
+                obj = multikueue.effective_check(mk, obj)
+            elif mk.checks.pop(obj.metadata.name, None) is not None:
+                mk.version += 1
             state.admission_checks[obj.metadata.name] = obj
             state.trigger("*", seq)
+        case (
+            types.MultiKueueClusterObserved()
+            | types.MultiKueueConfigObserved()
+            | types.WorkerClusterConnectivity()
+            | types.RemoteWorkloadObserved()
+        ):
+            multikueue.fold_fact(state.multikueue, event)
+            if not isinstance(event, types.RemoteWorkloadObserved):
+                if multikueue.refresh_checks(state.multikueue, state.admission_checks):
+                    state.trigger("*", seq)  # a ClusterQueue may have turned (in)active
+        case (
+            types.WorkersNominated()
+            | types.RemoteAdmissionChosen()
+            | types.MultiKueueCheckRetry()
+            | types.MultiKueueCheckRejected()
+        ):
+            _apply_multikueue_decision(state, event, seq=seq)
         case types.NamespaceObserved(namespace=obj):
             state.namespaces[obj.metadata.name] = obj
             state.trigger("*", seq)
@@ -660,6 +688,29 @@ def _apply_workload_status_fact(
     _reindex(state, event.workload.key)
 
 
+def _apply_multikueue_decision(
+    state: ClusterState,
+    event: types.WorkersNominated
+    | types.RemoteAdmissionChosen
+    | types.MultiKueueCheckRetry
+    | types.MultiKueueCheckRejected,
+    *,
+    seq: int,
+) -> None:
+    """A MultiKueue decision (SEMANTICS-ADVANCED E.2, E.3): the nomination and clusterName, and the
+    check state it sets, folded as the AdmissionCheckStateChanged it stands for."""
+    current = state.workloads.get(event.workload.key)
+    if current is None or current.gone or not _same_uid(current, event.workload):
+        return
+    before = state.multikueue.nominations.get(current.key)
+    if isinstance(event, types.WorkersNominated | types.RemoteAdmissionChosen):
+        kueue_metrics.on_multikueue(state, current, event, nominated_before=before.clusters if before else ())
+    multikueue.fold_decision(state.multikueue, event)
+    outcome = multikueue.check_outcome(event)
+    if outcome is not None:
+        _apply_workload_status_fact(state, outcome, seq=seq)
+
+
 def _apply_reclaimable(state: ClusterState, event: types.WorkloadReclaimablePods, *, seq: int) -> None:
     """Take the job's reclaimable pods (Kueue's dynamic reclaim): a workload holding quota gives
     back the quota of those pods at once, which wakes the parked workloads of its cohort tree
@@ -749,7 +800,9 @@ def _apply_requeue_decision(state: ClusterState, event: types.WorkloadDeactivate
 def _evicted(state: ClusterState, wl: WorkloadState, event: types.EvictionRequested) -> None:
     """What an eviction changes at once (SEMANTICS §9.5, §3.3, §3.7): every admission check that is
     not Pending goes back to Pending (a Retry one counts a retry), the requeue state is the
-    eviction's, and after a PodsReady timeout or a check's Retry the queue order is by eviction time."""
+    eviction's, and after a PodsReady timeout or a check's Retry the queue order is by eviction time.
+    MultiKueue: the clusterName and the nominated workers go (Kueue evict.go resetClusterNomination)."""
+    multikueue.forget_reservation(state.multikueue, wl.key)
     for name, check in list(wl.checks.items()):
         if check.state != "Pending":
             if check.state == "Retry":
@@ -945,6 +998,7 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
                 if current.reservation is None:
                     del state.workloads[f"{event.namespace}/{event.name}"]
                     kueue_metrics.on_forgotten(state, current.key)
+                    multikueue.forget_workload(state.multikueue, current.key)
                 _reindex(state, f"{event.namespace}/{event.name}", gone=current)
         case "ResourceFlavor":
             gone_flavor = state.flavors.pop(event.name, None)
@@ -1059,9 +1113,12 @@ def _apply_workload_decision(
                 current.pending_message = current.pending_reason = ""
                 current.eviction = None
                 current.stopped_seq = 0
+                if current.finished is None:
+                    multikueue.forget_reservation(state.multikueue, key)
             if current.deleted_seq:
                 del state.workloads[key]
                 kueue_metrics.on_forgotten(state, key)
+                multikueue.forget_workload(state.multikueue, key)
     _reindex(state, key, gone=current)
 
 

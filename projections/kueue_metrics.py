@@ -20,6 +20,7 @@ histogram buckets; ``docs/metrics.md`` says which carry no value in kueue-es and
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -613,6 +614,27 @@ def on_reserved(state: ClusterState, wl: WorkloadState, event: types.QuotaReserv
     _observe(metrics, "kueue_quota_reserved_wait_time_seconds", cq_pc, wait)
     _inc(metrics, "kueue_local_queue_quota_reserved_workloads_total", lq)
     _observe(metrics, "kueue_local_queue_quota_reserved_wait_time_seconds", lq, wait)
+
+
+def on_multikueue(
+    state: ClusterState,
+    wl: WorkloadState,
+    event: types.WorkersNominated | types.RemoteAdmissionChosen,
+    *,
+    nominated_before: Sequence[str] = (),
+) -> None:
+    """MultiKueue's counters (pkg/metrics ReportMultiKueueWorkloadDispatched, ...Admitted), per ClusterQueue
+    and worker: a copy dispatched to each worker a nomination adds (the MultiKueue edge creates it; Kueue
+    counts the create), an admission when the check turns Ready on a worker."""
+    if wl.reservation is None:
+        return
+    cq = wl.reservation.cluster_queue
+    if not hasattr(event, "clusters"):  # RemoteAdmissionChosen
+        _inc(state.metrics, "multikueue_workloads_admitted_total", (cq, event.cluster))
+        return
+    for cluster in event.clusters:
+        if cluster not in nominated_before:
+            _inc(state.metrics, "multikueue_workloads_dispatched_total", (cq, cluster))
 
 
 def on_admitted(state: ClusterState, wl: WorkloadState, event: types.WorkloadAdmitted) -> None:

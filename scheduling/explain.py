@@ -29,7 +29,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from kueue_es.events import models, tas, types
+from kueue_es.events import manifests, models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
@@ -314,6 +314,32 @@ class StoryCollector:
             case types.WorkloadReclaimablePods():
                 listed = ", ".join(f"{p.name}: {p.count}" for p in event.reclaimable_pods) or "none"
                 self._add(key, seq, event, "reclaimable pods", f"quota no longer needed for pods ({listed})")
+            case types.WorkersNominated():
+                step = f" (step {event.step})" if event.step else ""
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "workers nominated",
+                    f"MultiKueue check {event.check}: copies go to {', '.join(event.clusters)}{step}",
+                    check=event.check,
+                    clusters=list(event.clusters),
+                )
+            case types.RemoteWorkloadObserved():
+                state = "gone" if not event.present else _remote_state(event)
+                self._add(key, seq, event, "remote copy", f"on {event.cluster}: {state}", cluster=event.cluster)
+            case types.RemoteAdmissionChosen():
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "worker chosen",
+                    f"{event.cluster}: its copy was admitted first (check {event.check} Ready: {event.message})",
+                    cluster=event.cluster,
+                )
+            case types.MultiKueueCheckRetry() | types.MultiKueueCheckRejected():
+                state = "Retry" if isinstance(event, types.MultiKueueCheckRetry) else "Rejected"
+                self._add(key, seq, event, "check", f"MultiKueue check {event.check} is {state}: {event.message}")
             case types.WorkloadFinished():
                 outcome = "succeeded" if event.succeeded else "failed"
                 message = f": {event.message}" if event.message else ""
@@ -322,6 +348,17 @@ class StoryCollector:
     def repeats(self, key: str) -> int:
         """How many pending outcomes repeated the reason and message already told (not shown as lines)."""
         return self._repeats.get(key, 0)
+
+
+def _remote_state(copy: types.RemoteWorkloadObserved) -> str:
+    """A remote copy's state in words: finished, evicted, admitted (when), reserving or pending."""
+    if copy.finished:
+        return f"finished ({copy.finish_reason})"
+    if copy.evicted:
+        return f"evicted ({copy.eviction_reason})"
+    if copy.admitted:
+        return f"admitted at {manifests.format_time_ms(copy.admitted_at_ms)}"
+    return "quota reserved" if copy.quota_reserved else "pending"
 
 
 def _time_of(event: types.Event) -> int:

@@ -258,7 +258,65 @@ def inactive_reason(cq: models.ClusterQueue, *, state: ClusterState, tree: quota
     for check in required_checks(cq):
         if check not in state.admission_checks or not state.admission_checks[check].active:
             return Why("Suspended", f"ClusterQueue {name} is inactive")
+    if multikueue_problems(cq, state.admission_checks):
+        return Why("Suspended", f"ClusterQueue {name} is inactive")
     return None
+
+
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+
+
+def multikueue_problems(
+    cq: models.ClusterQueue, admission_checks: dict[str, models.AdmissionCheck]
+) -> list[tuple[str, str]]:
+    """Kueue's MultiKueue rules for a ClusterQueue's admission checks (SEMANTICS-ADVANCED E.1), as
+    ``(reason, message part)`` in Kueue's order: more than one MultiKueue check
+    (``MultipleMultiKueueAdmissionChecks``), a MultiKueue check on only some flavors
+    (``MultiKueueAdmissionCheckAppliedPerFlavor``), a MultiKueue check with a ProvisioningRequest one
+    (``MultiKueueWithProvisioningRequest``). Any of them makes the ClusterQueue inactive. Names sorted,
+    joined by ``,`` (Kueue pkg/cache/scheduler/clusterqueue.go updateWithAdmissionChecks, inactiveReason)."""
+    strategy = cq.spec.admission_checks_strategy
+    if strategy is None:
+        return []
+    all_flavors = {fq.name for group in cq.spec.resource_groups for fq in group.flavors}
+    multi: set[str] = set()
+    per_flavor: set[str] = set()
+    provisioning: set[str] = set()
+    for rule in strategy.admission_checks:
+        check = admission_checks.get(rule.name)
+        if check is None:
+            continue
+        if check.spec.controller_name == PROVISIONING_CONTROLLER:
+            provisioning.add(rule.name)
+        if check.spec.controller_name == models.MULTIKUEUE_CONTROLLER:
+            multi.add(rule.name)
+            if rule.on_flavors and set(rule.on_flavors) != all_flavors:
+                per_flavor.add(rule.name)
+    out: list[tuple[str, str]] = []
+    if len(multi) > 1:
+        out.append(
+            (
+                "MultipleMultiKueueAdmissionChecks",
+                "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, found: "
+                + ",".join(sorted(multi)),
+            )
+        )
+    if per_flavor:
+        out.append(
+            (
+                "MultiKueueAdmissionCheckAppliedPerFlavor",
+                "Cannot specify MultiKueue AdmissionCheck per flavor, found: " + ",".join(sorted(per_flavor)),
+            )
+        )
+    if multi and provisioning:
+        out.append(
+            (
+                "MultiKueueWithProvisioningRequest",
+                "Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: "
+                f"{','.join(sorted(multi))}, {','.join(sorted(provisioning))}",
+            )
+        )
+    return out
 
 
 def required_checks(cq: models.ClusterQueue) -> list[str]:

@@ -22,12 +22,14 @@ too (Kueue's CohortStatus has only ``fairSharing``), False with reason
 or a longer loop), so a user can see why every ClusterQueue under it admits
 nothing. Kueue accepts such a Cohort and only leaves its tree out of scheduling
 (SEMANTICS §1.4, §4.2); the ClusterQueues' own condition stays as Kueue writes it
-(a cycle is not among Kueue's ClusterQueue reasons). The MultiKueue reasons are
-not produced: kueue-es has no MultiKueue. ``Terminating`` is not either: kueue-es
-puts no finalizer on a ClusterQueue. No AdmissionCheck condition is made here: an
-AdmissionCheck's ``Active`` belongs to the check's controller (Kueue's core writes
-none, pkg/controller/core/admissioncheck_controller.go), and kueue-es has no built-in
-check controller; it only reads it.
+(a cycle is not among Kueue's ClusterQueue reasons). The MultiKueue reasons
+(MultipleMultiKueueAdmissionChecks, MultiKueueAdmissionCheckAppliedPerFlavor,
+MultiKueueWithProvisioningRequest) follow AdmissionCheckInactive, as in Kueue
+(:func:`kueue_es.scheduling.queues.multikueue_problems`). ``Terminating`` is not
+produced: kueue-es puts no finalizer on a ClusterQueue. An AdmissionCheck's ``Active``
+belongs to the check's controller (Kueue's core writes none); the one controller
+kueue-es has is MultiKueue's (:func:`admission_check_active`, computed by
+:func:`kueue_es.projections.multikueue.check_condition`).
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueue_es.events import manifests, models
+from kueue_es.projections import multikueue
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.scheduling.queues import required_checks
+from kueue_es.scheduling.queues import multikueue_problems, required_checks
 
 ACTIVE = "Active"
 READY_REASON = "Ready"
@@ -92,6 +95,9 @@ def cluster_queue_active(cq: models.ClusterQueue, *, state: ClusterState) -> Act
     if inactive_checks:
         reasons.append("AdmissionCheckInactive")
         messages.append(f"references inactive AdmissionCheck(s): {','.join(inactive_checks)}")
+    for reason, message in multikueue_problems(cq, state.admission_checks):
+        reasons.append(reason)
+        messages.append(message)
     topologies = state.topology.topologies
     for name in sorted(dict.fromkeys(flavor_names)):
         flavor = state.flavors.get(name)
@@ -103,6 +109,28 @@ def cluster_queue_active(cq: models.ClusterQueue, *, state: ClusterState) -> Act
         return Active(True, READY_REASON, CQ_READY_MESSAGE)
     message = f"Can't admit new workloads: {', '.join(messages)}."
     return Active(False, reasons[0], message[:MAX_CONDITION_MESSAGE])
+
+
+def admission_check_active(check: models.AdmissionCheck, *, state: ClusterState) -> Active | None:
+    """The ``Active`` condition of a MultiKueue AdmissionCheck (controllerName ``kueue.x-k8s.io/multikueue``)
+    from its MultiKueueConfig and the workers' connectivity (SEMANTICS-ADVANCED E.1); None for a check
+    of another controller, whose condition is its controller's to write."""
+    if not multikueue.is_multikueue(check):
+        return None
+    status, reason, message = multikueue.check_condition(state.multikueue, check)
+    return Active(status, reason, message[:MAX_CONDITION_MESSAGE])
+
+
+def multikueue_cluster_active(name: str, *, state: ClusterState) -> Active | None:
+    """The ``Active`` condition of MultiKueueCluster ``name`` as the MultiKueue edge last reported the
+    connection (WorkerClusterConnectivity: its reason and message); None before any report (the object's
+    own condition stands)."""
+    seen = state.multikueue.connectivity.get(name)
+    if seen is None:
+        return None
+    reason = seen.reason or ("Active" if seen.active else "ClientConnectionFailed")
+    message = seen.message or ("Connected" if seen.active else "")
+    return Active(seen.active, reason, message[:MAX_CONDITION_MESSAGE])
 
 
 def local_queue_active(lq: models.LocalQueue, *, state: ClusterState) -> Active:

@@ -21,6 +21,8 @@ KINDS = (
     "clusterqueues",
     "cohorts",
     "localqueues",
+    "multikueueclusters",
+    "multikueueconfigs",
     "resourceflavors",
     "topologies",
     "workloadpriorityclasses",

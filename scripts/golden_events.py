@@ -70,7 +70,7 @@ def _scenario_messages() -> Iterator[tuple[str, str, dict[str, str], str]]:
 
 
 def _built() -> Iterator[tuple[str, str, dict[str, str], str]]:
-    from kueue_es.events import codec, subjects, types
+    from kueue_es.events import codec, models, subjects, types
 
     ref = types.WorkloadRef(namespace="team-a", name="job-train-7f3c2", uid="0b6c3f9e-1d2a-4e5b-9c8d-7a6b5c4d3e2f")
     built: list[tuple[types.Event, str]] = [
@@ -113,6 +113,95 @@ def _built() -> Iterator[tuple[str, str, dict[str, str], str]]:
                 retryable=True,
             ),
             subjects.dispatch_subject(ref),
+        ),
+        (
+            types.MultiKueueClusterObserved(
+                cluster=models.MultiKueueCluster(
+                    metadata=models.ObjectMeta(name="worker-1", uid="6f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"),
+                    spec=models.MultiKueueClusterSpec(
+                        cluster_source=models.ClusterSource(kube_config=models.KubeConfig(location="worker-1-secret"))
+                    ),
+                    status=models.MultiKueueClusterStatus(
+                        conditions=[
+                            models.Condition(type="Active", status="True", reason="Active", message="Connected")
+                        ]
+                    ),
+                )
+            ),
+            "",
+        ),
+        (
+            types.MultiKueueConfigObserved(
+                config=models.MultiKueueConfig(
+                    metadata=models.ObjectMeta(name="multikueue-test"),
+                    spec=models.MultiKueueConfigSpec(clusters=["worker-1", "worker-2"]),
+                )
+            ),
+            "",
+        ),
+        (
+            types.RemoteWorkloadObserved(
+                workload=ref,
+                cluster="worker-1",
+                quota_reserved=True,
+                admitted=True,
+                admitted_at_ms=1_796_198_953_000,
+                evicted=True,
+                eviction_reason="Preempted",
+                finished=True,
+                finish_reason="Succeeded",
+                finish_message="Job finished successfully",
+                at_ms=1_796_198_954_000,
+            ),
+            "",
+        ),
+        (
+            types.WorkerClusterConnectivity(
+                cluster="worker-1",
+                active=False,
+                reason="ClientConnectionFailed",
+                message="dial tcp 10.0.0.7:6443: connect: connection refused",
+                at_ms=1_796_198_953_000,
+            ),
+            "",
+        ),
+        (
+            types.WorkersNominated(
+                workload=ref,
+                check="sample-multikueue",
+                clusters=["worker-1", "worker-2"],
+                step=1,
+                at_ms=1_796_198_953_000,
+            ),
+            subjects.workload_decision_subject(ref),
+        ),
+        (
+            types.RemoteAdmissionChosen(
+                workload=ref,
+                check="sample-multikueue",
+                cluster="worker-1",
+                message='The workload was admitted on "worker-1"',
+                at_ms=1_796_198_953_000,
+            ),
+            subjects.workload_decision_subject(ref),
+        ),
+        (
+            types.MultiKueueCheckRetry(
+                workload=ref,
+                check="sample-multikueue",
+                message="Workload evicted on worker cluster",
+                at_ms=1_796_198_953_000,
+            ),
+            subjects.workload_decision_subject(ref),
+        ),
+        (
+            types.MultiKueueCheckRejected(
+                workload=ref,
+                check="sample-multikueue",
+                message='No multikueue adapter found for owner kind "apps/v1, Kind=Deployment"',
+                at_ms=1_796_198_953_000,
+            ),
+            subjects.workload_decision_subject(ref),
         ),
     ]
     for event, subject in built:

@@ -13,7 +13,7 @@ stream (stream info, single-message reads, ordered consumers and their flow
 control) and publish its own subjects (events/subjects.py):
 
 - ``watcher``: facts, ``kq.in.>``;
-- ``admitter``, ``preemptor``, ``tas-placer``: decisions, each only on its own head
+- ``admitter``, ``preemptor``, ``tas-placer``, ``multikueue``: decisions, each only on its own head
   ``kq.dec.*.head.<user>`` and on ``kq.dec.*.wl.>``. The batches of all three are
   checked against one optimistic-concurrency token, the last sequence on every head
   of the partition (``kq.dec.<p>.head.*``, events/subjects.py), but each may write
@@ -31,6 +31,9 @@ control) and publish its own subjects (events/subjects.py):
   WorkloadStopped and ObjectDeleted of a workload whose Job is gone: so it can
   also forge other facts about workloads); the only user that may bind, read
   and ack the durable consumer ``dispatcher``;
+- ``multikueue-edge`` (services/multikueue_edge): the MultiKueue facts about the workers,
+  ``kq.in.remote.>`` and ``kq.in.worker.>``, and the dispatch results of its remote writes,
+  ``kq.disp.<cluster>.wl.>`` for every cluster but ``local``; its lease keys;
 - ``reader``: publishes nothing on the log; reads ``KQ_LOG`` and ``KQ_PUB``;
 - ``publisher`` (``kueue-es service publisher``, services/publisher): publishes nothing on the log;
   reads ``KQ_LOG`` and writes the public stream ``KQ_PUB`` (``kq.pub.>``; its info and last message,
@@ -56,7 +59,8 @@ ADMIN = "admin"
 READER = "reader"
 COMPACTOR = "compactor"
 PUBLISHER = "publisher"
-SERVICE_USERS = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
+MULTIKUEUE_EDGE = "multikueue-edge"
+SERVICE_USERS = ("watcher", "admitter", "preemptor", "tas-placer", "multikueue", "dispatcher", MULTIKUEUE_EDGE)
 USERS = (ADMIN, *SERVICE_USERS, READER, COMPACTOR, PUBLISHER)
 
 LOG = "KQ_LOG"
@@ -67,9 +71,13 @@ DURABLE = "dispatcher"
 SNAPSHOTS = "OBJ_KQ_SNAPSHOTS"  # the stream of the Object Store bucket KQ_SNAPSHOTS
 
 FACTS = ("kq.in.>",)
-DECIDERS = ("admitter", "preemptor", "tas-placer")
+DECIDERS = ("admitter", "preemptor", "tas-placer", "multikueue")
 DISPATCH = ("kq.disp.>", "kq.in.wl.>")
-LEASE_USERS = (*DECIDERS, "dispatcher")
+#: The MultiKueue edge: its facts about the workers and the dispatch results of its remote writes.
+EDGE = ("kq.in.remote.>", "kq.in.worker.>", "kq.disp.*.wl.>")
+#: ... but never a dispatch result of the local cluster (the dispatcher's).
+EDGE_DENY = ("kq.disp.local.>",)
+LEASE_USERS = (*DECIDERS, "dispatcher", MULTIKUEUE_EDGE)
 """The users with a key in KQ_LEASES: the deciders, and the dispatcher's warm standby (``--standby-lease``)."""
 
 
@@ -140,6 +148,8 @@ PUBLISH: dict[str, tuple[str, ...]] = {
     "admitter": decisions("admitter") + _reads(LOG) + lease_keys("admitter") + _lease_calls() + _snapshot_reads(),
     "preemptor": decisions("preemptor") + _reads(LOG) + lease_keys("preemptor") + _lease_calls() + _snapshot_reads(),
     "tas-placer": decisions("tas-placer") + _reads(LOG) + lease_keys("tas-placer") + _lease_calls() + _snapshot_reads(),
+    "multikueue": decisions("multikueue") + _reads(LOG) + lease_keys("multikueue") + _lease_calls() + _snapshot_reads(),
+    MULTIKUEUE_EDGE: EDGE + _reads(LOG) + lease_keys(MULTIKUEUE_EDGE) + _lease_calls() + _snapshot_reads(),
     "dispatcher": DISPATCH
     + _reads(LOG)
     + DURABLE_CALLS
@@ -162,6 +172,8 @@ def permissions(user: str) -> dict[str, object] | None:
     if user == ADMIN:
         return None
     deny: tuple[str, ...] = ADMIN_ONLY if user == "dispatcher" else ADMIN_ONLY + DURABLE_ONLY
+    if user == MULTIKUEUE_EDGE:
+        deny += EDGE_DENY
     if user == COMPACTOR:  # its purges (COMPACTS) are allowed by name; every other stream's stays denied
         deny = tuple(d for d in deny if d != "$JS.API.STREAM.PURGE.>") + (f"$JS.API.STREAM.PURGE.{PUBLIC}",)
     return {
@@ -201,10 +213,12 @@ HEADER = """\
 #                       kq.dec.*.wl.>                    head (the record names its role; the fold
 #   preemptor           kq.dec.*.head.preemptor, ...     checks the outputs are kinds that role makes)
 #   tas-placer          kq.dec.*.head.tas-placer, ...    each decider also writes and follows its own
-#                                                        lease keys $KV.KQ_LEASES.<user>.> (standby)
+#   multikueue          kq.dec.*.head.multikueue, ...    lease keys $KV.KQ_LEASES.<user>.> (standby)
 #   dispatcher          kq.disp.>, kq.in.wl.>            dispatch results, facts of gone workloads;
 #                                                        the only user of the durable "dispatcher";
 #                                                        its lease keys $KV.KQ_LEASES.dispatcher.>
+#   multikueue-edge     kq.in.remote.>, kq.in.worker.>,  MultiKueue's facts about the workers and the
+#                       kq.disp.*.wl.> (not local)       results of its remote writes; its lease keys
 #   reader              nothing                          reads KQ_LOG and KQ_PUB, and KQ_LOG in
 #                                                        Direct Get batches (kueue-es replay)
 #   compactor           $O.KQ_SNAPSHOTS.>                snapshots (kueue-es compact); the only

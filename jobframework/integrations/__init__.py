@@ -383,7 +383,8 @@ def facts(
     Managed as a batch/v1 Job is: the queue-name label (or ``manageJobsWithoutQueueName``),
     and not owned by a job Kueue manages. A kind run through its pods (``suspend_path`` None:
     Deployment, StatefulSet, LeaderWorkerSet) has no workload of its own: always None. Finished: WorkloadFinished; otherwise
-    WorkloadObserved; a job that cannot be converted: ObjectRejected.
+    WorkloadObserved; a job that cannot be converted: ObjectRejected. A job naming a prebuilt Workload
+    (:func:`workloads.prebuilt_workload`) adopts it: no WorkloadObserved, its finish is that Workload's.
     """
     if integration.suspend_path is None:
         return None  # run through its pods: they are the workloads (pods.py)
@@ -399,14 +400,18 @@ def facts(
     except manifests.ManifestError as err:
         return workloads.rejected(job, err, now_ms=now_ms)
     finished = integration.finished(job)
+    prebuilt = workloads.prebuilt_workload(job)
     if finished is not None:
         return workloads.finished_fact(
             ref,
-            name=integration.workload_name(ref.name, ref.uid),
+            name=prebuilt or integration.workload_name(ref.name, ref.uid),
             succeeded=finished.succeeded,
             message=finished.message or (f"{integration.kind} finished" if finished.succeeded else "failed"),
             at_ms=workloads.status_time_ms(finished.at, default=now_ms),
+            uid="" if prebuilt else None,
         )
+    if prebuilt:
+        return None  # adopts the Workload that exists already (MultiKueue's copy on a worker)
     try:
         return types.WorkloadObserved(workload=to_workload(integration, job, context=context))
     except manifests.ManifestError as err:

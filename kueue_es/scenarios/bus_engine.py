@@ -28,7 +28,14 @@ from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.server import NatsServer
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.scenarios.core_engine import MAX_SETTLE_CYCLES, SEED, cycle_deciders, job_reports, status_fact
+from kueue_es.scenarios.core_engine import (
+    MAX_SETTLE_CYCLES,
+    SEED,
+    cycle_deciders,
+    job_reports,
+    multikueue_fact,
+    status_fact,
+)
 from kueue_es.scenarios.engines import RunError
 from kueue_es.scenarios.outcome import Outcome, build_outcome
 from kueue_es.scenarios.specs import (
@@ -39,9 +46,11 @@ from kueue_es.scenarios.specs import (
     DeleteEvent,
     FinishEvent,
     PodsReadyEvent,
+    RemoteEvent,
     Scenario,
     ScenarioEvent,
     WaitEvent,
+    WorkerEvent,
 )
 from kueue_es.scheduling import lifecycle
 from kueue_es.services.runtime import build_batch, fold_message, wall_clock_ms
@@ -172,6 +181,13 @@ class _BusRun:
                 await self._sit_out(ms)
             case DecideEvent(role=role):
                 await self._cycle(only=role)
+            case RemoteEvent():
+                ref = await self._ref(event.workload)
+                await self._publish(multikueue_fact(event, lambda _key: ref, at_ms=wall_clock_ms()))
+            case WorkerEvent():
+                await self._publish(
+                    multikueue_fact(event, lambda _key: types.WorkloadRef(namespace="", name=""), at_ms=wall_clock_ms())
+                )
             case _:
                 pass
 

@@ -37,6 +37,12 @@ def check(*, expect: Expect, outcome: Outcome) -> list[str]:
     for key in expect.pending or ():
         if key not in outcome.pending:
             lines.append(f"{key}: expected pending, got {outcome.status(key)}")
+    for key, mk in expect.multikueue.items():
+        cluster, nominated = outcome.multikueue.get(key, ("", ()))
+        if mk.cluster_name is not None and mk.cluster_name != cluster:
+            lines.append(f"{key}: clusterName: expected {mk.cluster_name!r}, got {cluster!r}")
+        if mk.nominated is not None and list(mk.nominated) != list(nominated):
+            lines.append(f"{key}: nominatedClusterNames: expected {mk.nominated}, got {list(nominated)}")
     if expect.preempted is not None:
         wanted, actual = set(expect.preempted), set(outcome.preempted)
         lines.extend(f"{key}: expected preempted, got not preempted" for key in sorted(wanted - actual))

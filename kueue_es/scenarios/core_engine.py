@@ -38,7 +38,7 @@ in a cycle report PodsReady at its end (:func:`job_reports`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -57,9 +57,11 @@ from kueue_es.scenarios.specs import (
     DeleteEvent,
     FinishEvent,
     PodsReadyEvent,
+    RemoteEvent,
     Scenario,
     ScenarioEvent,
     WaitEvent,
+    WorkerEvent,
 )
 from kueue_es.scheduling import lifecycle
 from kueue_es.services.runtime import Decider, build_batch, fold_message
@@ -220,6 +222,8 @@ class _Runner:
                 self.waited_ms += ms
             case DecideEvent(role=role):
                 self.cycle(only=role)
+            case RemoteEvent() | WorkerEvent():
+                self.publish_fact(multikueue_fact(event, self._ref, at_ms=self.now_ms()))
             case _:
                 log.debug("scenario_event_not_modelled", scenario=self.run.scenario.name, scenario_event=repr(event))
 
@@ -314,6 +318,34 @@ def status_fact(
     else:
         reason = "WaitForRecovery" if was_ready else "WaitForStart"
     return types.WorkloadPodsReady(workload=ref, ready=event.ready, reason=reason, at_ms=at_ms)
+
+
+def multikueue_fact(
+    event: RemoteEvent | WorkerEvent, ref_of: Callable[[str], types.WorkloadRef], *, at_ms: int
+) -> types.Fact:
+    """The fact of a scenario's ``remote`` or ``worker`` event, as the MultiKueue edge would report it at
+    ``at_ms`` (``ref_of``: a workload key's reference)."""
+    if isinstance(event, WorkerEvent):
+        return types.WorkerClusterConnectivity(
+            cluster=event.cluster, active=event.active, reason=event.reason, message=event.message, at_ms=at_ms
+        )
+    ref = ref_of(event.workload)
+    if event.state == "Gone":
+        return types.RemoteWorkloadObserved(workload=ref, cluster=event.cluster, present=False, at_ms=at_ms)
+    admitted = event.state == "Admitted"
+    return types.RemoteWorkloadObserved(
+        workload=ref,
+        cluster=event.cluster,
+        quota_reserved=event.state in ("QuotaReserved", "Admitted"),
+        admitted=admitted,
+        admitted_at_ms=at_ms - event.admitted_ago_ms if admitted else 0,
+        evicted=event.state == "Evicted",
+        eviction_reason=event.reason if event.state == "Evicted" else "",
+        finished=event.state == "Finished",
+        finish_reason=event.reason if event.state == "Finished" else "",
+        finish_message=event.message if event.state == "Finished" else "",
+        at_ms=at_ms,
+    )
 
 
 def cycle_deciders() -> list[Decider]:

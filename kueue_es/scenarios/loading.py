@@ -45,11 +45,13 @@ from kueue_es.scenarios.specs import (
     Expect,
     FinishEvent,
     PodsReadyEvent,
+    RemoteEvent,
     RunSpec,
     Scenario,
     ScenarioEvent,
     ScenarioObject,
     WaitEvent,
+    WorkerEvent,
 )
 from kueue_es.services.watcher.convert import kueue_fact
 
@@ -57,10 +59,11 @@ TOP_LEVEL_KEYS = (
     "name", "source", "description", "objects", "admitted", "pending", "events", "run", "expect", "xfail", "engines",
     "podsReady",
 )  # fmt: skip
-EVENT_KINDS = ("finish", "delete", "apply", "check", "podsReady", "wait", "decide")
-DECIDER_ROLES = ("admit", "preempt", "place")
+EVENT_KINDS = ("finish", "delete", "apply", "check", "podsReady", "wait", "decide", "remote", "worker")
+DECIDER_ROLES = ("admit", "preempt", "place", "multikueue")
 """The roles a ``decide`` event may name (the services' deciders, kueue_es.deciders.BY_ROLE)."""
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
+REMOTE_STATES = ("QuotaReserved", "Admitted", "Evicted", "Finished", "Gone")
 TAS_KINDS = frozenset(
     {
         ("v1", "Node"),
@@ -230,7 +233,23 @@ def _object(raw: Any, *, where: str) -> ScenarioObject:
     fact = kueue_fact(raw)
     if isinstance(fact, types.ObjectRejected):  # parse_object passed, so this is a converter bug
         raise _Problem(f"{where}: {kind} {name}: {fact.problem}")
+    if isinstance(fact, types.WorkloadObserved):
+        fact = _with_owner(fact, raw, where=where)
     return ScenarioObject(manifest=raw, fact=fact)
+
+
+def _with_owner(fact: types.WorkloadObserved, raw: dict[str, Any], *, where: str) -> types.WorkloadObserved:
+    """A Workload with a controller ``metadata.ownerReferences`` entry stands for that job (ours: the job
+    a scenario has no object for, e.g. a batch/v1 Job for MultiKueue's adapters, SEMANTICS-ADVANCED E.2)."""
+    owners = (raw.get("metadata") or {}).get("ownerReferences") or []
+    controller = [o for o in owners if isinstance(o, dict) and o.get("controller")]
+    if not controller:
+        return fact
+    try:
+        owner = msgspec.convert(controller[0], models.OwnerReference, str_keys=True)
+    except msgspec.ValidationError as err:
+        raise _Problem(f"{where}.metadata.ownerReferences: {err}") from None
+    return types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, owner=owner))
 
 
 def _workload_object(raw: Any, *, where: str) -> ScenarioObject:
@@ -347,6 +366,23 @@ def _event(raw: Any, *, where: str, known: set[str]) -> ScenarioEvent:
             if value not in DECIDER_ROLES:
                 raise _Problem(f"{where}.decide: must be one of {', '.join(DECIDER_ROLES)}, got {value!r}")
             return DecideEvent(role=value)
+        case "remote":
+            return _remote_event(value, where=f"{where}.remote", known=known)
+        case "worker":
+            spec = _mapping(
+                value,
+                where=f"{where}.worker",
+                allowed=("cluster", "active", "reason", "message"),
+                required=("cluster", "active"),
+            )
+            if not isinstance(spec["active"], bool):
+                raise _Problem(f"{where}.worker.active: must be true or false")
+            return WorkerEvent(
+                cluster=str(spec["cluster"]),
+                active=spec["active"],
+                reason=str(spec.get("reason", "")),
+                message=str(spec.get("message", "")),
+            )
     raise _Problem(f"{where}: unknown event kind {kind!r} (use {', '.join(EVENT_KINDS)})")
 
 
@@ -374,6 +410,24 @@ def _check_event(value: Any, *, where: str, known: set[str]) -> CheckEvent:
         message=message,
         requeue_after_seconds=after,
         pod_set_updates=updates,
+    )
+
+
+def _remote_event(value: Any, *, where: str, known: set[str]) -> RemoteEvent:
+    allowed = ("workload", "cluster", "state", "reason", "message", "admittedAgo")
+    spec = _mapping(value, where=where, allowed=allowed, required=("workload", "cluster", "state"))
+    if spec["state"] not in REMOTE_STATES:
+        raise _Problem(f"{where}.state: must be one of {', '.join(REMOTE_STATES)}, got {spec['state']!r}")
+    ago = spec.get("admittedAgo")
+    if ago is not None and spec["state"] != "Admitted":
+        raise _Problem(f"{where}.admittedAgo: only for state Admitted")
+    return RemoteEvent(
+        workload=_workload_key(spec["workload"], where=f"{where}.workload", known=known),
+        cluster=str(spec["cluster"]),
+        state=spec["state"],
+        reason=str(spec.get("reason", "")),
+        message=str(spec.get("message", "")),
+        admitted_ago_ms=_duration_ms(ago, where=f"{where}.admittedAgo") if ago is not None else 0,
     )
 
 
@@ -438,6 +492,7 @@ def _expect(value: Any) -> Expect:
         raise _Problem(f"expect{where}: {problem}") from err
     for where, keys in (
         ("admitted", expect.admitted),
+        ("multikueue", expect.multikueue),
         ("reserved", expect.reserved),
         ("preempted", expect.preempted),
         ("pending", expect.pending),

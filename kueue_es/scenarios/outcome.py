@@ -73,6 +73,8 @@ class Outcome:
     finished: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
     why: Mapping[str, str] = field(default_factory=dict)
+    multikueue: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """MultiKueue (ours): per workload with either, its ``(status.clusterName, status.nominatedClusterNames)``."""
 
     def status(self, key: str) -> str:
         """One word or phrase for ``key``: ``admitted to <cq>``, ``pending``, ``finished``,
@@ -96,6 +98,15 @@ class Outcome:
             "finished": list(self.finished),
             "deleted": list(self.deleted),
             "why": dict(self.why),
+            **(
+                {
+                    "multikueue": {
+                        k: {"clusterName": c, "nominated": list(n)} for k, (c, n) in sorted(self.multikueue.items())
+                    }
+                }
+                if self.multikueue
+                else {}
+            ),
         }
 
 
@@ -139,7 +150,20 @@ def build_outcome(
         finished=tuple(sorted(finished)),
         deleted=tuple(sorted(deleted)),
         why=dict(sorted(why.items())),
+        multikueue=_multikueue(state, submitted),
     )
+
+
+def _multikueue(state: ClusterState, submitted: Iterable[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``(clusterName, nominated clusters)`` of each submitted workload that has either."""
+    mk = state.multikueue
+    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for key in dict.fromkeys(submitted):
+        nomination = mk.nominations.get(key)
+        nominated = tuple(nomination.clusters) if nomination is not None else ()
+        if key in mk.cluster_names or nominated:
+            out[key] = (mk.cluster_names.get(key, ""), nominated)
+    return dict(sorted(out.items()))
 
 
 def preempted_keys(events: Iterable[object]) -> set[str]:

@@ -125,7 +125,42 @@ class DecideEvent(msgspec.Struct, frozen=True, kw_only=True):
     role: str
 
 
-ScenarioEvent = FinishEvent | DeleteEvent | ApplyEvent | CheckEvent | PodsReadyEvent | WaitEvent | DecideEvent
+class RemoteEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """``{remote: {workload: ns/name, cluster: WORKER, state: QuotaReserved|Admitted|Evicted|Finished|Gone,
+    reason?, message?, admittedAgo?}}``: the MultiKueue edge reports the workload's copy on worker
+    ``cluster`` (ours, SEMANTICS-ADVANCED E): a RemoteWorkloadObserved. ``Admitted`` is admitted
+    ``admitted_ago_ms`` before now; ``Evicted`` / ``Finished`` take ``reason`` and ``message``; ``Gone``:
+    no copy on the worker."""
+
+    workload: str
+    cluster: str
+    state: str
+    reason: str = ""
+    message: str = ""
+    admitted_ago_ms: int = 0
+
+
+class WorkerEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """``{worker: {cluster: WORKER, active: true|false, reason?, message?}}``: the MultiKueue edge reports
+    whether the manager reaches worker ``cluster`` (ours): a WorkerClusterConnectivity at the time it runs."""
+
+    cluster: str
+    active: bool
+    reason: str = ""
+    message: str = ""
+
+
+ScenarioEvent = (
+    FinishEvent
+    | DeleteEvent
+    | ApplyEvent
+    | CheckEvent
+    | PodsReadyEvent
+    | WaitEvent
+    | DecideEvent
+    | RemoteEvent
+    | WorkerEvent
+)
 
 
 class RunSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -149,10 +184,19 @@ class AdmittedExpectation(msgspec.Struct, frozen=True, kw_only=True, rename="cam
     pod_sets: dict[str, PodSetExpectation] | None = None
 
 
+class MultiKueueExpectation(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """An ``expect.multikueue`` entry (ours): the workload's ``status.clusterName`` ("": none) and
+    ``status.nominatedClusterNames`` at the end; None fields are not checked."""
+
+    cluster_name: str | None = None
+    nominated: list[str] | None = None
+
+
 class Expect(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The scenario's ``expect``: None lists are absent (not checked); keys are ``ns/name``."""
 
     admitted: dict[str, AdmittedExpectation] = {}
+    multikueue: dict[str, MultiKueueExpectation] = {}
     reserved: list[str] | None = None  # ours: holding quota, waiting for admission checks
     preempted: list[str] | None = None
     pending: list[str] | None = None

@@ -205,6 +205,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self._builtin_payload_ids = {id(payload) for payload in self._payloads}
         hooks = self.create_hooks
         default_queue = DefaultLocalQueue() if suspend_queued_jobs in hooks else None
+        multikueue = MultiKueueManagedBy() if suspend_queued_jobs in hooks else None
+        if multikueue is not None:  # after the queue's defaulting, before the suspending
+            hooks = (multikueue, *hooks)
         if default_queue is not None:  # Kueue's job webhooks default the queue before deciding to suspend
             hooks = (default_queue, *hooks)
         self._store = store.ObjectStore(
@@ -224,6 +227,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         )
         if default_queue is not None:
             default_queue.store = self._store
+        if multikueue is not None:
+            multikueue.store = self._store
         for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *self.extra_resources):
             self.register_resource(ref)
         self.register_resource(custom_resources.CRDS)
@@ -1231,6 +1236,42 @@ class DefaultLocalQueue:
         )
         if context.namespace_managed(namespace):
             metadata["labels"] = {**labels, workloads.QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
+
+
+@attrs.define
+class MultiKueueManagedBy:
+    """A create hook doing what Kueue's Job and JobSet webhooks do for MultiKueue (jobframework/defaults.go
+    ApplyDefaultForManagedBy): a Job or JobSet naming a LocalQueue whose ClusterQueue has an
+    AdmissionCheck with controllerName ``kueue.x-k8s.io/multikueue`` gets ``spec.managedBy:
+    kueue.x-k8s.io/multikueue`` unless it sets one (:func:`kueue_es.jobframework.webhooks.uses_multikueue`).
+    Only at creation, as the webhook."""
+
+    store: store.ObjectStore | None = None
+
+    def __call__(self, ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+        if (ref.api_version, ref.kind) not in webhooks.MULTIKUEUE_KINDS or self.store is None:
+            return
+        metadata = obj.get("metadata") or {}
+        queue = (metadata.get("labels") or {}).get(workloads.QUEUE_LABEL)
+        if not queue or _controlled_by_job(metadata):
+            return
+        namespace = str(metadata.get("namespace") or "default")
+        try:
+            local_queue = self.store.get(resources.LOCAL_QUEUES, namespace=namespace, name=queue)
+            cq_name = str((local_queue.get("spec") or {}).get("clusterQueue") or "")
+            cluster_queue = self.store.get(resources.CLUSTER_QUEUES, namespace=None, name=cq_name)
+        except store.StoreError:
+            return  # no such queue: the job waits, as with Kueue, and MultiKueue does not apply
+        controllers: dict[str, str] = {}
+        for check in self.store.select(resources.ADMISSION_CHECKS):
+            name = str((check.get("metadata") or {}).get("name") or "")
+            controllers[name] = str((check.get("spec") or {}).get("controllerName") or "")
+        if webhooks.uses_multikueue(cluster_queue, controllers):
+            defaulted = webhooks.default(
+                ref.api_version, ref.kind, obj, context=webhooks.Context(multikueue_queue=True)
+            )
+            obj.clear()
+            obj.update(defaulted)
 
 
 def _controlled_by_job(metadata: Mapping[str, Any]) -> bool:

@@ -21,6 +21,10 @@ real Job controller would write:
   this kubelet never ran (a restart) but whose status still counts active
   pods gets the same status when seen suspended.
 
+A Job whose ``spec.managedBy`` names another controller than Kubernetes' Job
+controller (MultiKueue's ``kueue.x-k8s.io/multikueue`` on a manager cluster) is left
+alone: it runs on a worker, and its status comes from there.
+
 No pods are created.  A restarted kubelet resumes running Jobs from their
 ``startTime``, so a Job never runs much longer than declared.
 """
@@ -119,6 +123,8 @@ class SimulatedKubelet:
 
     async def _reconcile(self, job: dict[str, Any]) -> None:
         uid = _uid(job)
+        if not _managed_here(job):
+            return  # another controller runs it (MultiKueue's copy on a worker: docs/multikueue.md)
         if _is_finished(job) or job["metadata"].get("deletionTimestamp"):
             self._cancel_run(uid)
         elif job.get("spec", {}).get("suspend"):
@@ -197,6 +203,16 @@ async def _until_reachable(fn: Callable[..., Awaitable[_T]], *args: Any, **kwarg
         reraise=True,
     )
     return await retrying(fn, *args, **kwargs)
+
+
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+"""The ``spec.managedBy`` value (or none) under which Kubernetes' Job controller runs a Job."""
+
+
+def _managed_here(job: dict[str, Any]) -> bool:
+    """Whether the Job controller runs ``job``: no ``spec.managedBy``, or Kubernetes' own (a Job
+    managed by ``kueue.x-k8s.io/multikueue`` runs on a worker cluster, never here)."""
+    return (job.get("spec") or {}).get("managedBy") in (None, "", JOB_CONTROLLER)
 
 
 def _uid(job: dict[str, Any]) -> str:

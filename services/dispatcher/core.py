@@ -641,7 +641,25 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
         case types.ObjectDeleted(kind="ResourceFlavor"):
             return _naming(state, lambda cq: event.name in _flavors_of(cq))
         case types.AdmissionCheckObserved(admission_check=obj):
-            return _naming(state, lambda cq: obj.metadata.name in required_checks(cq))
+            mine = [("AdmissionCheck", "", obj.metadata.name)] if obj.metadata.name in state.multikueue.checks else []
+            return mine + _naming(state, lambda cq: obj.metadata.name in required_checks(cq))
+        case (
+            types.MultiKueueClusterObserved()
+            | types.MultiKueueConfigObserved()
+            | types.WorkerClusterConnectivity()
+            | types.ObjectDeleted(kind="MultiKueueCluster" | "MultiKueueConfig")
+        ):
+            # MultiKueue's checks' Active condition follows their workers, and the ClusterQueues' theirs;
+            # a worker's own Active condition follows the edge's report of the connection
+            checks = set(state.multikueue.checks)
+            worker = (
+                [("MultiKueueCluster", "", event.cluster)] if isinstance(event, types.WorkerClusterConnectivity) else []
+            )
+            return (
+                worker
+                + [("AdmissionCheck", "", n) for n in sorted(checks)]
+                + _naming(state, lambda cq: any(c in checks for c in required_checks(cq)))
+            )
         case types.ObjectDeleted(kind="AdmissionCheck"):
             return _naming(state, lambda cq: event.name in required_checks(cq))
         case types.TopologyObserved(topology=obj):
@@ -707,6 +725,15 @@ PLAN_IGNORED = (
     types.PodObserved,
     types.DeviceClassObserved,
     types.ResourceClaimTemplateObserved,
+    # MultiKueue: the workers and the copies on them are the MultiKueue edge's to write
+    types.MultiKueueClusterObserved,
+    types.MultiKueueConfigObserved,
+    types.RemoteWorkloadObserved,
+    types.WorkerClusterConnectivity,
+    types.WorkersNominated,
+    types.RemoteAdmissionChosen,
+    types.MultiKueueCheckRetry,
+    types.MultiKueueCheckRejected,
     # decisions that write no job (the Workload's status, if any, is object_sync's): a reservation is not
     # an admission until WorkloadAdmitted; a release follows the eviction that stopped the job; a
     # deactivation stops it through the EvictionRequested that follows

@@ -20,7 +20,8 @@ batch; the other Workloads, and queue status (coalesced, :class:`QueueStatusSync
 written apart from the batches, so a flood of them never holds up a decision.
 
 ``status.admissionChecks`` is shared with the admission check controllers, which set
-each entry's state through the API (SEMANTICS-ADVANCED B.1). A status write that
+each entry's state through the API (SEMANTICS-ADVANCED B.1); MultiKueue's checks are
+kueue-es's own (the multikueue decider's, on the log), written as the log has them. A status write that
 carries the entries first reads the Workload and keeps what a controller wrote
 (:func:`keep_controller_checks`): the dispatcher only adds entries Pending and resets
 them after an eviction; every other state it knows is the controller's own, read
@@ -247,7 +248,9 @@ class WorkloadSync:
                     resources.WORKLOADS, namespace=meta.namespace, name=meta.name
                 )
                 server = (current.get("status") or {}).get("admissionChecks") or []
-                wanted = {**wanted, "admissionChecks": keep_controller_checks(wanted["admissionChecks"], server)}
+                own = set(self.view.cluster.multikueue.checks)  # MultiKueue's: kueue-es is their controller
+                checks = keep_controller_checks(wanted["admissionChecks"], server, own=own)
+                wanted = {**wanted, "admissionChecks": checks}
                 version = (current.get("metadata") or {}).get("resourceVersion")
                 body = {**_identity(desired), "status": wanted}
                 body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
@@ -397,6 +400,15 @@ class QueueStatusSync:
         elif kind == "Cohort" and name in state.cohorts:
             ref, wanted = resources.COHORTS, status.cohort_status(state, name)
             generation, fields = state.cohorts[name].metadata.generation, status.COHORT_STATUS_FIELDS
+        elif (
+            kind == "MultiKueueCluster" and name in state.multikueue.clusters and name in state.multikueue.connectivity
+        ):
+            ref, wanted, fields = resources.MULTIKUEUE_CLUSTERS, {}, ("conditions",)
+            generation = state.multikueue.clusters[name].metadata.generation
+        elif kind == "AdmissionCheck" and name in state.multikueue.checks:
+            # MultiKueue's checks: kueue-es is their controller, the Active condition is written here
+            ref, wanted, fields = resources.ADMISSION_CHECKS, {}, ("conditions",)
+            generation = state.multikueue.checks[name].metadata.generation
         else:
             self.stored.objects.pop(ident, None)  # deleted, or a queue no object names
             self.dirty.forget(ident)
@@ -452,7 +464,9 @@ def _active_condition(stored: objects.StoredObject | None) -> Any:
 _RESET_PREFIX = status.RESET_MESSAGE.split("{", 1)[0]
 
 
-def keep_controller_checks(wanted: list[dict[str, Any]], server: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def keep_controller_checks(
+    wanted: list[dict[str, Any]], server: list[dict[str, Any]], *, own: Iterable[str] = ()
+) -> list[dict[str, Any]]:
     """The ``status.admissionChecks`` to write: ``wanted`` (the log's view, in its order), with the
     server's entry kept wherever a check controller wrote it.
 
@@ -463,11 +477,16 @@ def keep_controller_checks(wanted: list[dict[str, Any]], server: list[dict[str, 
     before the dispatcher wrote again); a reset wins unless the server's
     lastTransitionTime is later (the controller answered after the reset). Entries are
     dicts as the API has them (name, state, lastTransitionTime RFC 3339, message, ...).
+    The checks named in ``own`` are kueue-es's to decide (MultiKueue's): the log's entry wins.
     """
     on_server = {str(entry.get("name")): entry for entry in server if isinstance(entry, dict)}
+    mine = set(own)
     merged = []
     for entry in wanted:
         theirs = on_server.get(str(entry.get("name")))
+        if str(entry.get("name")) in mine:
+            merged.append(entry)
+            continue
         message = str(entry.get("message") or "")
         if theirs is None or theirs == entry:
             merged.append(entry)

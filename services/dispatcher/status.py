@@ -54,7 +54,7 @@ import msgspec
 from kueue_es.events import manifests, models, slices, types
 from kueue_es.events.quantities import to_quantity
 from kueue_es.jobframework import integrations
-from kueue_es.projections import quota
+from kueue_es.projections import multikueue, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.scheduling import fairsharing, readiness
 
@@ -74,6 +74,8 @@ WORKLOAD_STATUS_FIELDS = (
     "schedulingStats",
     "accumulatedPastExecutionTimeSeconds",
     "reclaimablePods",
+    "clusterName",
+    "nominatedClusterNames",
 )
 RESET_MESSAGE = "Reset to Pending after eviction. Previously: {state}"
 DEACTIVATED_PREFIX = "DeactivatedDueTo"
@@ -148,6 +150,8 @@ class WorkloadRecord:
     deactivated: bool = False
     inactive_seen: bool = False
     reclaimable: tuple[tuple[str, int], ...] = ()  # (pod set, count) in pod set order: status.reclaimablePods
+    cluster_name: str = ""  # MultiKueue: the worker that admitted it (status.clusterName)
+    nominated: tuple[str, ...] = ()  # MultiKueue: the workers nominated (status.nominatedClusterNames)
 
     def set(self, kind: str, status: bool, reason: str, message: str, *, at_ms: int, generation: bool = True) -> None:
         """apimeta.SetStatusCondition: the transition time moves only when the status changes."""
@@ -215,6 +219,10 @@ def workload_key(event: types.Event) -> str | None:
             | types.WorkloadReclaimablePods()
             | types.WorkloadDeactivated()
             | types.TopologyAssigned()
+            | types.WorkersNominated()
+            | types.RemoteAdmissionChosen()
+            | types.MultiKueueCheckRetry()
+            | types.MultiKueueCheckRejected()
         ):
             return event.workload.key
     return None
@@ -239,6 +247,10 @@ STATUS_HANDLED = (
     types.WorkloadReclaimablePods,
     types.WorkloadDeactivated,
     types.TopologyAssigned,
+    types.WorkersNominated,
+    types.RemoteAdmissionChosen,
+    types.MultiKueueCheckRetry,
+    types.MultiKueueCheckRejected,
 )
 """The events :func:`fold_record` folds into a workload's record (its Kueue status)."""
 
@@ -264,6 +276,11 @@ STATUS_IGNORED = (
     types.PodObserved,
     types.DeviceClassObserved,
     types.ResourceClaimTemplateObserved,
+    # MultiKueue's facts: the workers and the remote copies (the check states follow the decisions)
+    types.MultiKueueClusterObserved,
+    types.MultiKueueConfigObserved,
+    types.RemoteWorkloadObserved,
+    types.WorkerClusterConnectivity,
     types.DecisionRecord,
     types.PreemptionIssued,
     types.WorkloadRequeued,
@@ -358,6 +375,16 @@ def _fold_into(
         case types.TopologyAssigned():
             # It comes in the batch of the QuotaReserved (before or after it), before WorkloadAdmitted (A.12).
             record.topology = dict(event.assignments)
+        case types.WorkersNominated():
+            record.nominated = tuple(event.clusters)
+        case types.RemoteAdmissionChosen() | types.MultiKueueCheckRetry() | types.MultiKueueCheckRejected():
+            # SEMANTICS-ADVANCED E.2 step 5: Ready sets clusterName (immutable) and clears the nominations
+            if isinstance(event, types.RemoteAdmissionChosen):
+                record.cluster_name = record.cluster_name or event.cluster
+            record.nominated = ()
+            outcome = multikueue.check_outcome(event)
+            if outcome is not None:
+                _check_changed(record, outcome)
         case _:
             assert_never(event)
 
@@ -368,6 +395,7 @@ def _evicted(record: WorkloadRecord, event: types.EvictionRequested) -> None:
     if event.preemption_reason:
         record.set("Preempted", True, event.preemption_reason, event.message, at_ms=event.at_ms, generation=False)
     _reset_checks(record, at_ms=event.at_ms)
+    record.cluster_name, record.nominated = "", ()  # evict.go resetClusterNomination
     if event.requeue_at_ms or event.requeue_count:
         record.requeue_at_ms = event.requeue_at_ms or None
         if event.requeue_count:
@@ -622,6 +650,8 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         record.deactivated,
         record.inactive_seen,
         record.reclaimable,
+        record.cluster_name,
+        record.nominated,
     )
 
 
@@ -760,6 +790,10 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
         status["accumulatedPastExecutionTimeSeconds"] = record.accumulated_seconds
     if record.reclaimable:
         status["reclaimablePods"] = [{"name": name, "count": count} for name, count in record.reclaimable]
+    if record.cluster_name:
+        status["clusterName"] = record.cluster_name
+    if record.nominated:
+        status["nominatedClusterNames"] = list(record.nominated)
     return status
 
 
@@ -895,11 +929,22 @@ def weighted_share(state: ClusterState, name: str, *, cohort: bool) -> int:
 def active_condition(
     state: ClusterState, kind: str, namespace: str, name: str, *, previous: Any, generation: int, now_ms: int
 ) -> dict[str, Any]:
-    """The ``Active`` condition of ClusterQueue, LocalQueue (``namespace``/``name``) or Cohort ``name``
+    """The ``Active`` condition of ClusterQueue, LocalQueue (``namespace``/``name``), Cohort or MultiKueue
+    AdmissionCheck ``name``
     (:mod:`kueue_es.scheduling.readiness`), with ``lastTransitionTime`` kept from ``previous`` (the stored
     condition) while its status stays, else ``now_ms``. Raises KeyError for an object not in ``state``."""
     if kind == "ClusterQueue":
         active = readiness.cluster_queue_active(state.cluster_queues[name], state=state)
+    elif kind == "AdmissionCheck":  # MultiKueue's, from its workers (SEMANTICS-ADVANCED E.1)
+        check = readiness.admission_check_active(state.multikueue.checks[name], state=state)
+        if check is None:
+            raise KeyError(f"AdmissionCheck {name} is not MultiKueue's: its condition is its controller's")
+        active = check
+    elif kind == "MultiKueueCluster":  # the connection as the MultiKueue edge reported it
+        connected = readiness.multikueue_cluster_active(name, state=state)
+        if connected is None:
+            raise KeyError(f"MultiKueueCluster {name}: no connectivity reported yet")
+        active = connected
     elif kind == "LocalQueue":
         active = readiness.local_queue_active(state.local_queues[(namespace, name)], state=state)
     else:

@@ -97,6 +97,7 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref("v1", "Node", "nodes", namespaced=False, status=True),
         _ref("v1", "Pod", "pods", namespaced=True, status=True),
         _ref("v1", "Event", "events", namespaced=True, status=False),
+        _ref("v1", "Secret", "secrets", namespaced=True, status=False),
         _ref("batch/v1", "Job", "jobs", namespaced=True, status=True),
         _ref("apps/v1", "Deployment", "deployments", namespaced=True, status=True),
         _ref("apps/v1", "ReplicaSet", "replicasets", namespaced=True, status=True),
@@ -120,6 +121,8 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref(KUEUE_V1BETA2, "ProvisioningRequestConfig", "provisioningrequestconfigs", namespaced=False, status=False),
         _ref("v1", "PodTemplate", "podtemplates", namespaced=True, status=False),
         _ref(AUTOSCALING_V1, "ProvisioningRequest", "provisioningrequests", namespaced=True, status=True),
+        _ref(KUEUE_V1BETA2, "MultiKueueCluster", "multikueueclusters", namespaced=False, status=True),
+        _ref(KUEUE_V1BETA2, "MultiKueueConfig", "multikueueconfigs", namespaced=False, status=False),
     )
 }
 
@@ -129,6 +132,7 @@ DEVICE_CLASSES = RESOURCES[RESOURCE_V1, "DeviceClass"]
 RESOURCE_CLAIM_TEMPLATES = RESOURCES[RESOURCE_V1, "ResourceClaimTemplate"]
 PODS = RESOURCES["v1", "Pod"]
 EVENTS = RESOURCES["v1", "Event"]
+SECRETS = RESOURCES["v1", "Secret"]
 JOBS = RESOURCES["batch/v1", "Job"]
 DEPLOYMENTS = RESOURCES["apps/v1", "Deployment"]
 REPLICA_SETS = RESOURCES["apps/v1", "ReplicaSet"]
@@ -146,6 +150,8 @@ TOPOLOGIES = RESOURCES[KUEUE_V1BETA2, "Topology"]
 PROVISIONING_REQUEST_CONFIGS = RESOURCES[KUEUE_V1BETA2, "ProvisioningRequestConfig"]
 POD_TEMPLATES = RESOURCES["v1", "PodTemplate"]
 PROVISIONING_REQUESTS = RESOURCES[AUTOSCALING_V1, "ProvisioningRequest"]
+MULTIKUEUE_CLUSTERS = RESOURCES[KUEUE_V1BETA2, "MultiKueueCluster"]
+MULTIKUEUE_CONFIGS = RESOURCES[KUEUE_V1BETA2, "MultiKueueConfig"]
 
 
 def ref_for(api_version: str, kind: str) -> ResourceRef:

@@ -26,6 +26,8 @@ _OBSERVED: dict[str, Callable[[Any], types.Fact]] = {
     "Namespace": lambda obj: types.NamespaceObserved(namespace=obj),
     "AdmissionCheck": lambda obj: types.AdmissionCheckObserved(admission_check=obj),
     "Configuration": lambda obj: types.ConfigurationObserved(configuration=obj),
+    "MultiKueueCluster": lambda obj: types.MultiKueueClusterObserved(cluster=obj),
+    "MultiKueueConfig": lambda obj: types.MultiKueueConfigObserved(config=obj),
 }
 
 

@@ -19,9 +19,9 @@ Key = tuple[str, str]
 
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
 #: Put on the log as they are, like Kueue's objects: AdmissionChecks (their Active condition, as the check's
-#: controller sets it) and Namespaces (their labels, for ClusterQueue namespaceSelectors and, read by the job
-#: conversions, for managedJobsNamespaceSelector).
-OBSERVED_KINDS = (*KUEUE_KINDS, "AdmissionCheck", "Namespace")
+#: controller sets it), Namespaces (their labels, for ClusterQueue namespaceSelectors and, read by the job
+#: conversions, for managedJobsNamespaceSelector) and MultiKueue's MultiKueueClusters and MultiKueueConfigs.
+OBSERVED_KINDS = (*KUEUE_KINDS, "AdmissionCheck", "Namespace", "MultiKueueCluster", "MultiKueueConfig")
 #: The kinds of the table-driven integrations (:mod:`kueue_es.jobframework.integrations`) but the JobSet, by name.
 INTEGRATION_KINDS = tuple(kind for kind in integrations.kinds_of(None) if kind != "JobSet")
 JOB_KINDS = ("JobSet", "Job", "Pod", *INTEGRATION_KINDS)

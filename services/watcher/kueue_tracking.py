@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
-from kueue_es.events import types
+from kueue_es.events import models, types
 from kueue_es.jobframework import workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import convert
@@ -71,6 +71,12 @@ class KueueTracker:
         meta = objects.meta(obj)
         namespace, name = _key(kind, obj)
         version = str(meta.get("resourceVersion") or "")
+        if kind == "AdmissionCheck":  # MultiKueue's checks are kueue-es's own (their entries are not reported)
+            controller = (cast(dict[str, Any], obj).get("spec") or {}).get("controllerName")
+            if change != "DELETED" and controller == models.MULTIKUEUE_CONTROLLER:
+                self.publisher.own_checks.add(name)
+            else:
+                self.publisher.own_checks.discard(name)
         if change == "DELETED":
             await self.publisher.publish(
                 types.ObjectDeleted(kind=kind, namespace=namespace, name=name, uid=meta.get("uid", "")),

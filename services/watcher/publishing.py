@@ -36,6 +36,8 @@ class Publisher:
         self.last_published: dict[tuple[str, str, str], bytes] = {}
         self.workloads: dict[Key, models.Workload] = {}  # the last workload published for each job
         self.sources: dict[Key, str] = {}  # workload -> the job kind it came from
+        # MultiKueue's AdmissionChecks: kueue-es is their controller, their Workload entries are its own
+        self.own_checks: set[str] = set()
         self.published = 0
 
     # -- what the log holds -------------------------------------------------------------------
@@ -49,6 +51,9 @@ class Publisher:
         self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
         self.known["AdmissionCheck"] = {("", n) for n in state.admission_checks}
         self.known["Namespace"] = {("", n) for n in state.namespaces}
+        self.known["MultiKueueCluster"] = {("", n) for n in state.multikueue.clusters}
+        self.known["MultiKueueConfig"] = {("", n) for n in state.multikueue.configs}
+        self.own_checks = set(state.multikueue.checks)
         self._learn_tas(topology)
         dra_facts: list[types.Fact] = [types.DeviceClassObserved(device_class=d) for d in state.device_classes.values()]
         dra_facts += [

@@ -235,6 +235,8 @@ class ProgressReporter:
         except (msgspec.ValidationError, manifests.ManifestError, TypeError) as err:
             log.warning("admission_check_entry_invalid", workload=ref.key, entry=entry, error=str(err))
             return
+        if fact.check in self.publisher.own_checks:
+            return  # a MultiKueue check: its states are the multikueue decider's, on the log already
         key = (ref.namespace, ref.name, fact.check)
         view = check_view(fact)
         if self.check_states.get(key) == view:

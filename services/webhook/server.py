@@ -60,12 +60,42 @@ async def _no_default_queues(_: str) -> bool:
     return False
 
 
+MultiKueueLookup = Callable[[str, str], Awaitable[bool]]
+"""Whether LocalQueue ``ns/name`` points at a ClusterQueue with a MultiKueue admission check."""
+
+
+def api_multikueue_lookup(api: k8s_client.ApiClient) -> MultiKueueLookup:
+    """The lookup through the Kubernetes API: GET the LocalQueue and its ClusterQueue, LIST the
+    AdmissionChecks (:func:`webhooks.uses_multikueue`); a missing queue is no MultiKueue."""
+
+    async def uses(namespace: str, queue: str) -> bool:
+        try:
+            local_queue = await client.get_object(api, resources.LOCAL_QUEUES, namespace=namespace, name=queue)
+            cq_name = str((local_queue.get("spec") or {}).get("clusterQueue") or "")
+            cluster_queue = await client.get_object(api, resources.CLUSTER_QUEUES, name=cq_name)
+        except errors.NotFoundError:
+            return False
+        checks, _ = await client.list_objects(api, resources.ADMISSION_CHECKS)
+        controllers = {
+            str((c.get("metadata") or {}).get("name")): str((c.get("spec") or {}).get("controllerName") or "")
+            for c in checks
+        }
+        return webhooks.uses_multikueue(cluster_queue, controllers)
+
+    return uses
+
+
+async def _no_multikueue(_namespace: str, _queue: str) -> bool:
+    return False
+
+
 def app(
     *,
     manage_jobs_without_queue_name: bool = False,
     elastic_jobs: bool = False,
     default_queue: DefaultQueueLookup = _no_default_queues,
     ready: Callable[[], bool] = lambda: True,
+    multikueue: MultiKueueLookup = _no_multikueue,
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
     :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
@@ -104,10 +134,19 @@ def app(
             except errors.KubeError as err:  # Kueue's webhook fails the call when its cache cannot answer
                 log.warning("webhook_lookup_failed", namespace=parsed.namespace, error=str(err))
                 return aiohttp.web.Response(text=f"cannot read LocalQueues: {err}\n", status=500)
+        uses_multikueue = False
+        queue = webhooks.queue_name(parsed.obj) or ("default" if has_default else "")
+        if verb == "mutate" and parsed.operation == "CREATE" and queue and target.kind in ("Job", "JobSet"):
+            try:
+                uses_multikueue = await multikueue(parsed.namespace or "default", queue)
+            except errors.KubeError as err:
+                log.warning("webhook_lookup_failed", namespace=parsed.namespace, error=str(err))
+                return aiohttp.web.Response(text=f"cannot read the queues: {err}\n", status=500)
         context = webhooks.Context(
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
             default_local_queue=has_default,
             elastic_jobs=elastic_jobs,
+            multikueue_queue=uses_multikueue,
         )
         answer = (review.mutate if verb == "mutate" else review.validate)(parsed, target, context=context)
         log.info(
@@ -235,6 +274,7 @@ async def serve_webhook(
         manage_jobs_without_queue_name=manage_jobs_without_queue_name,
         elastic_jobs=elastic_jobs,
         default_queue=api_lookup(api) if api is not None else _no_default_queues,
+        multikueue=api_multikueue_lookup(api) if api is not None else _no_multikueue,
         ready=ready,
     )
     async with serve_https(application, host=host, port=port, context=serving.context) as url:

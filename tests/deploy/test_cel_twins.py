@@ -180,6 +180,14 @@ OBJECTS = [
         "Topology", {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "rack"}, {"nodeLabel": "rack"}]}
     ),
     obj("Topology", {"levels": [{"nodeLabel": "rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}),
+    obj("MultiKueueCluster", {"clusterSource": {"kubeConfig": {"location": "w1-secret"}}}),
+    obj(
+        "MultiKueueCluster",
+        {"clusterSource": {"kubeConfig": {"location": "w1-secret"}, "clusterProfileRef": {"name": "w1"}}},
+    ),
+    obj("MultiKueueCluster", {"clusterSource": {}}),
+    obj("MultiKueueConfig", {"clusters": ["w1", "w2"]}),
+    obj("MultiKueueConfig", {"clusters": ["w1", "w2", "w1"]}),
 ]
 
 #: (kind, old spec, new spec): updates for the transition rules (``oldSelf``).

@@ -29,9 +29,9 @@ from tests.deploy.manifests import DEPLOY, Document, all_documents, find
 
 DOCUMENTS = all_documents()
 VERSIONS = ("1.36", kubernetes_validate.latest_version())
-SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher")
-DECIDERS = ("admitter", "preemptor", "tas-placer")
-NATS_USERS = ("admin", *SERVICES, "reader", "compactor", "publisher")
+SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "multikueue", "dispatcher")
+DECIDERS = ("admitter", "preemptor", "tas-placer", "multikueue")
+NATS_USERS = ("admin", *SERVICES, "multikueue-edge", "reader", "compactor", "publisher")
 
 
 def kinds(kind: str) -> list[dict[str, Any]]:
@@ -184,6 +184,28 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
     }
 
 
+def test_multikueue_edge_has_only_the_verbs_it_uses_on_the_manager() -> None:
+    """The edge reads the MultiKueueClusters (and writes their Active condition), the Workloads and jobs it
+    copies, mirrors job status, and reads the kubeconfig Secrets (a Role in kueue-es's namespace)."""
+    assert grants(rules_of("multikueue-edge")) == {
+        ("kueue.x-k8s.io", "multikueueclusters", "get"),
+        ("kueue.x-k8s.io", "multikueueclusters", "list"),
+        ("kueue.x-k8s.io", "multikueueclusters", "watch"),
+        ("kueue.x-k8s.io", "multikueueclusters/status", "patch"),
+        ("kueue.x-k8s.io", "workloads", "get"),
+        ("batch", "jobs", "get"),
+        ("batch", "jobs/status", "patch"),
+        ("jobset.x-k8s.io", "jobsets", "get"),
+        ("jobset.x-k8s.io", "jobsets/status", "patch"),
+    }
+    role = find("Role", "kueue-es-multikueue-edge")
+    assert grants(role["rules"]) == {("", "secrets", "get")}
+    deployment = find("Deployment", "kueue-es-multikueue-edge")
+    (container,) = pod_spec(deployment)["containers"]
+    assert container["args"][:2] == ["service", "multikueue-edge"] and "--kubeconfig" in container["args"]
+    assert_nats_credentials(deployment, user="multikueue-edge")
+
+
 #: The verbs each client call of services/kube/client.py needs.
 CALL_VERBS = {
     "get_object": {"get"},
@@ -219,6 +241,10 @@ def test_no_wildcards_secrets_or_escalation() -> None:
     for role in [*kinds("ClusterRole"), *kinds("Role")]:
         name = role["metadata"]["name"]
         for rule in role["rules"]:
+            if name == "kueue-es-multikueue-edge" and role["kind"] == "Role" and rule["resources"] == ["secrets"]:
+                # the workers' kubeconfigs: get only, in kueue-es's namespace (Kueue's multikueue rbac marker)
+                assert rule["verbs"] == ["get"] and role["metadata"]["namespace"] == "kueue-es"
+                continue
             if name == "kueue-es-webhook" and rule["resources"][0] in WEBHOOK_OWN:
                 # the webhook's own objects: get and update, by name, nothing else
                 assert rule["resourceNames"] == WEBHOOK_OWN[rule["resources"][0]] and len(rule["resources"]) == 1
@@ -242,6 +268,7 @@ def test_only_watcher_and_dispatcher_are_bound_and_deciders_have_no_token() -> N
         "kueue-es-visibility",
         "kueue-es-webhook",
         "kueue-es-provisioning",
+        "kueue-es-multikueue-edge",
     }
     for binding in kinds("ClusterRoleBinding"):
         if binding["subjects"][0]["name"] == "kueue-es-visibility":
@@ -326,8 +353,11 @@ def test_the_stream_is_created_by_admin_in_a_job() -> None:
 def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() -> None:
     """get/update on the watcher's Lease by name, create on leases (not restrictable by name), in the namespace
     of the services, for the watcher only (services/leader.py; the dispatcher's lease is on NATS). The other
-    Role is the webhook's, on its own Secret only (test_no_wildcards_secrets_or_escalation)."""
-    (role,) = [r for r in kinds("Role") if r["metadata"]["name"] != "kueue-es-webhook"]
+    Roles are the webhook's, on its own Secret only, and the MultiKueue edge's, reading the workers' kubeconfig
+    Secrets (test_no_wildcards_secrets_or_escalation)."""
+    (role,) = [
+        r for r in kinds("Role") if r["metadata"]["name"] not in ("kueue-es-webhook", "kueue-es-multikueue-edge")
+    ]
     assert role["metadata"]["namespace"] == "kueue-es"
     named = {(g, r, v) for rule in role["rules"] if rule.get("resourceNames") for g in rule["apiGroups"]
              for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
@@ -339,7 +369,8 @@ def test_leases_are_the_only_namespaced_grant_and_only_what_the_election_does() 
     (binding,) = [
         b
         for b in kinds("RoleBinding")
-        if b["metadata"]["namespace"] == "kueue-es" and b["metadata"]["name"] != "kueue-es-webhook"
+        if b["metadata"]["namespace"] == "kueue-es"
+        and b["metadata"]["name"] not in ("kueue-es-webhook", "kueue-es-multikueue-edge")
     ]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert {(s["name"], s["namespace"]) for s in binding["subjects"]} == {("kueue-es-watcher", "kueue-es")}
@@ -508,7 +539,7 @@ def test_network_policies_deny_by_default_and_open_only_what_is_needed() -> None
             for port in rule.get("ports", [])
         )
     assert ingress_ports == {
-        **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor", "publisher")},
+        **{f"kueue-es-{s}": [8080] for s in (*SERVICES, "compactor", "publisher", "multikueue-edge")},
         "kueue-es-visibility": [8080, 8082],
         "kueue-es-dashboard": [8080, 8090],  # 8080: every NATS client's metrics policy (the dashboard has none)
         "kueue-es-webhook": [9443],
@@ -625,7 +656,7 @@ def test_visibility_is_an_aggregated_api_server_as_kueue_ships_it() -> None:
     }
 
 
-@pytest.mark.parametrize("service", ["admitter", "preemptor", "tas-placer"])
+@pytest.mark.parametrize("service", ["admitter", "preemptor", "tas-placer", "multikueue"])
 def test_deciders_decide_every_partition(service: str) -> None:
     """deploy/ cannot leave a partition without a decider: its replicas run --partitions all over the lease
     slots (every partition has a slot, every slot a holder while one replica lives), never a static list,

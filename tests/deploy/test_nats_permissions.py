@@ -26,7 +26,19 @@ from kueue_es.events.bus import base, permissions, server
 from kueue_es.events.bus import nats as nats_bus
 
 ACCOUNTS = Path(__file__).resolve().parents[2] / "deploy" / "base" / "nats-accounts.conf"
-USERS = ("admin", "watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "reader", "compactor", "publisher")
+USERS = (
+    "admin",
+    "watcher",
+    "admitter",
+    "preemptor",
+    "tas-placer",
+    "multikueue",
+    "dispatcher",
+    "multikueue-edge",
+    "reader",
+    "compactor",
+    "publisher",
+)
 TIMEOUT = 0.5
 
 
@@ -158,7 +170,7 @@ async def test_each_service_does_its_part_and_only_that(
     assert "consumer.info.kq_log.dispatcher" in reported
 
 
-@pytest.mark.parametrize("user", ["admitter", "preemptor", "tas-placer"])
+@pytest.mark.parametrize("user", ["admitter", "preemptor", "tas-placer", "multikueue"])
 async def test_deciders_commit_decisions(nats_server: AccountsServer, user: str) -> None:
     bus = await nats_bus.connect(url(nats_server, user), timeout=TIMEOUT)
     try:
@@ -171,6 +183,21 @@ async def test_deciders_commit_decisions(nats_server: AccountsServer, user: str)
         assert await refused(bus.publish(msg("kq.disp.local.wl.ns.x", f"{user}:forged")))
         other = next(u for u in permissions.DECIDERS if u != user)
         assert await refused(bus.publish(msg(f"kq.dec.{partition}.head.{other}", f"{user}:forged-head")))
+    finally:
+        await bus.close()
+
+
+async def test_the_multikueue_edge_writes_worker_facts_and_remote_dispatch_results_only(
+    nats_server: AccountsServer,
+) -> None:
+    """The MultiKueue edge publishes its facts about the workers and the results of its remote writes;
+    not the dispatcher's results for the local cluster, nor another fact, nor a decision."""
+    bus = await nats_bus.connect(url(nats_server, "multikueue-edge"), timeout=TIMEOUT)
+    try:
+        for subject in ("kq.in.remote.worker1.ns.wl", "kq.in.worker.worker1", "kq.disp.worker1.wl.ns.wl"):
+            await bus.publish(msg(subject, f"edge:{subject}"))
+        for subject in ("kq.disp.local.wl.ns.wl", "kq.in.wl.ns.wl", "kq.dec.p0.wl.ns.wl", "kq.dec.p0.head.multikueue"):
+            assert await refused(bus.publish(msg(subject, f"edge:forged:{subject}"))), subject
     finally:
         await bus.close()
 

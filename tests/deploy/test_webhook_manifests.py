@@ -149,6 +149,8 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
     cluster_role = find("ClusterRole", "kueue-es-webhook")
     by_resource = {r["resources"][0]: r for r in cluster_role["rules"]}
     assert by_resource["localqueues"]["verbs"] == ["get"]
+    assert by_resource["clusterqueues"]["verbs"] == ["get"]  # MultiKueue's managedBy (docs/multikueue.md)
+    assert by_resource["admissionchecks"]["verbs"] == ["list"]
     for kind, resource in (
         ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
         ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"),

@@ -28,6 +28,7 @@ from kueue_es.services.webhook import certs, rotation, server
 from kueue_es.sim import emulator
 
 QUEUE = "kueue.x-k8s.io/queue-name"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def admission_review(
@@ -433,3 +434,50 @@ def test_a_certificate_for_another_name_is_made_again_from_the_same_ca() -> None
     broken = certs.Bundle(ca_cert=b"garbage", ca_key=bundle.ca_key, cert=bundle.cert, key=bundle.key)
     fresh = certs.renewed(broken, ["new-service.kueue-es.svc"], now)
     assert fresh is not None and fresh.ca_cert != bundle.ca_cert
+
+
+async def test_a_job_of_a_multikueue_queue_is_managed_by_multikueue(tmp_path: Path) -> None:
+    """Kueue's ApplyDefaultForManagedBy through the API server: a queued Job whose LocalQueue's ClusterQueue
+    has a MultiKueue admission check gets ``spec.managedBy: kueue.x-k8s.io/multikueue``; one in a queue
+    without it does not (docs/multikueue.md)."""
+    from kueue_es.events.manifests import load_documents
+
+    setup = ROOT / "kueue_es" / "demo_manifests" / "multikueue-setup.yaml"
+    async with emulator.serve_emulator() as emu:
+        api = await client.make_api_client(server=emu.url)
+        try:
+            for doc in load_documents(setup.read_text(), source=str(setup)):
+                await client.apply_manifest(api, doc)
+            await client.apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+            await client.apply_manifest(
+                api,
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "LocalQueue",
+                    "metadata": {"name": "user-queue", "namespace": "team"},
+                    "spec": {"clusterQueue": "cluster-queue"},
+                },
+            )
+            stop = asyncio.Event()
+            urls: asyncio.Queue[str] = asyncio.Queue()
+            task = asyncio.create_task(
+                server.serve_webhook(stop=stop, cert_dir=tmp_path, port=0, api=api, started=urls.put_nowait)
+            )
+            try:
+                url = await asyncio.wait_for(urls.get(), 30)
+                trust = ssl.create_default_context(cafile=str(tmp_path / certs.CA_CERT))
+                managed = {}
+                for queue in ("user-queue", "other-queue"):
+                    job = sample_job(labels={QUEUE: queue})
+                    review = admission_review(
+                        group="batch", version="v1", kind="Job", resource="jobs", operation="CREATE", obj=job
+                    )
+                    response = (await post(url, trust, "/mutate-batch-v1-job", review))["response"]
+                    patched = jsonpatch.apply_patch(job, json.loads(base64.b64decode(response["patch"])))
+                    managed[queue] = patched["spec"].get("managedBy")
+                assert managed == {"user-queue": "kueue.x-k8s.io/multikueue", "other-queue": None}
+            finally:
+                stop.set()
+                await task
+        finally:
+            await api.close()

@@ -26,7 +26,7 @@ GROUP = "visibility.kueue.x-k8s.io"
 async def test_kubectl_get_raw_shows_pending_positions_under_up(tmp_path: Path) -> None:
     home = tmp_path / "home"
     out = tmp_path / "up.out"
-    port = free_ports(len(SERVICES) + 4)  # the services, the supervisor, the compactor's, the visibility's and the publisher's
+    port = free_ports(len(SERVICES) + 5)  # the services, supervisor, compactor, visibility, publisher, edge
     visibility_health = f"http://127.0.0.1:{port + len(SERVICES) + 2}"
     up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
     kubeconfig = home / "kubeconfig"

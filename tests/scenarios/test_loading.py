@@ -76,12 +76,12 @@ MALFORMED = [
     Case(
         name="an unknown event kind",
         doc=_with(events=[{"suspend": "default/w1"}]),
-        want_problem="events[0]: unknown event kind 'suspend' (use finish, delete, apply, check, podsReady, wait, decide)",
+        want_problem="events[0]: unknown event kind 'suspend' (use finish, delete, apply, check, podsReady, wait, decide, remote, worker)",
     ),
     Case(
         name="a decide event naming no decider",
         doc=_with(events=[{"decide": "admitter"}]),
-        want_problem="events[0].decide: must be one of admit, preempt, place, got 'admitter'",
+        want_problem="events[0].decide: must be one of admit, preempt, place, multikueue, got 'admitter'",
     ),
     Case(
         name="an event with two kinds",

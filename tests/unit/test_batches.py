@@ -344,9 +344,8 @@ def test_the_role_table_covers_every_decider_and_what_it_made() -> None:
 
     assert set(batches.ROLE_OUTPUTS) == set(subjects.HEAD_TOKENS)
     assert {d.role for d in deciders.BY_ROLE.values()} | {SEED.role} == set(subjects.HEAD_TOKENS)
-    assert [subjects.HEAD_TOKENS[d.role] for d in (deciders.ADMITTER, deciders.PREEMPTOR, deciders.PLACER)] == list(
-        permissions.DECIDERS
-    )
+    deciding = (deciders.ADMITTER, deciders.PREEMPTOR, deciders.PLACER, deciders.MULTIKUEUE)
+    assert [subjects.HEAD_TOKENS[d.role] for d in deciding] == list(permissions.DECIDERS)
     made: dict[str, set[str]] = {}
     record: types.DecisionRecord | None = None
     for message in _load("demo-preempt.jsonl"):

@@ -161,6 +161,26 @@ SAMPLES: list[types.Event] = [
         },
         at_ms=9,
     ),
+    types.MultiKueueClusterObserved(
+        cluster=models.MultiKueueCluster(
+            metadata=models.ObjectMeta(name="w1"),
+            spec=models.MultiKueueClusterSpec(
+                cluster_source=models.ClusterSource(kube_config=models.KubeConfig(location="w1-secret"))
+            ),
+            status=models.MultiKueueClusterStatus(conditions=[models.Condition(type="Active", status="True")]),
+        )
+    ),
+    types.MultiKueueConfigObserved(
+        config=models.MultiKueueConfig(
+            metadata=models.ObjectMeta(name="mk"), spec=models.MultiKueueConfigSpec(clusters=["w1", "w2"])
+        )
+    ),
+    types.RemoteWorkloadObserved(workload=REF, cluster="w1", quota_reserved=True, admitted=True, admitted_at_ms=5),
+    types.WorkerClusterConnectivity(cluster="w1", active=False, reason="ClientConnectionFailed", at_ms=6),
+    types.WorkersNominated(workload=REF, check="mk", clusters=["w1", "w2"], step=0, at_ms=7),
+    types.RemoteAdmissionChosen(workload=REF, check="mk", cluster="w1", message='admitted on "w1"', at_ms=8),
+    types.MultiKueueCheckRetry(workload=REF, check="mk", message="Workload evicted on worker cluster", at_ms=9),
+    types.MultiKueueCheckRejected(workload=REF, check="mk", message="no adapter", at_ms=9),
     types.DispatchApplied(workload=REF, decision_seq=8, action="StartJob"),
     types.DispatchFailed(workload=REF, decision_seq=8, action="StartJob", status=404, reason="NotFound"),
 ]

@@ -88,7 +88,7 @@ async def test_the_dashboard_reads_as_reader_on_its_own_port(tmp_path: Path) -> 
 
     from kueue_es.cli import _parser
     from kueue_es.events.bus.server import LocalAuth
-    from kueue_es.supervisor import DASHBOARD, PUBLISHER, VISIBILITY, _processes
+    from kueue_es.supervisor import DASHBOARD, MULTIKUEUE_EDGE, PUBLISHER, VISIBILITY, _processes
 
     auth = LocalAuth.create(tmp_path / "creds")
     supervisor = Supervisor(
@@ -110,7 +110,13 @@ async def test_the_dashboard_reads_as_reader_on_its_own_port(tmp_path: Path) -> 
     assert (tmp_path / "logs" / "dashboard.log").read_text().startswith("reader ['dashboard', '--nats'")
 
     up = _parser().parse_args(["up", "--emulator", "--dashboard"])
-    assert up.dashboard == 0 and _processes(up)[-4:] == (VISIBILITY, PUBLISHER, PROVISIONING, DASHBOARD)
+    assert up.dashboard == 0 and _processes(up)[-5:] == (
+        VISIBILITY,
+        PUBLISHER,
+        PROVISIONING,
+        MULTIKUEUE_EDGE,
+        DASHBOARD,
+    )
     assert _parser().parse_args(["up", "--emulator", "--dashboard", "8092"]).dashboard == 8092
     assert DASHBOARD not in _processes(argparse.Namespace(dashboard=None))
 
@@ -120,7 +126,7 @@ def test_the_publisher_runs_as_its_own_user_on_the_port_after_visibility(tmp_pat
     visibility server's (PORT+8), no Kubernetes arguments, as NATS user publisher."""
     import argparse
 
-    from kueue_es.supervisor import PUBLISHER, VISIBILITY, _processes
+    from kueue_es.supervisor import MULTIKUEUE_EDGE, PUBLISHER, VISIBILITY, _processes
 
     supervisor = Supervisor(
         nats_url="nats://127.0.0.1:4222",
@@ -133,7 +139,7 @@ def test_the_publisher_runs_as_its_own_user_on_the_port_after_visibility(tmp_pat
     assert args[:4] == ["service", "publisher", "--nats", "nats://127.0.0.1:4222"]
     assert "--kube-server" not in args and "--partitions" not in args
     assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES) + 3)
-    assert _processes(argparse.Namespace(compact=None))[-3:] == (VISIBILITY, PUBLISHER, PROVISIONING)
+    assert _processes(argparse.Namespace(compact=None))[-4:] == (VISIBILITY, PUBLISHER, PROVISIONING, MULTIKUEUE_EDGE)
 
 
 def test_the_provisioning_controller_gets_the_kubernetes_api_and_no_nats(tmp_path: Path) -> None:
@@ -152,6 +158,30 @@ def test_the_provisioning_controller_gets_the_kubernetes_api_and_no_nats(tmp_pat
     parsed = _parser().parse_args(args)
     assert (parsed.name, parsed.kube_server, parsed.nats) == ("provisioning", "http://127.0.0.1:1", None)
     assert supervisor.health_url(PROVISIONING) is None  # up's list of health URLs leaves it out
+
+
+def test_the_multikueue_edge_gets_the_kubernetes_arguments_and_its_namespace(tmp_path: Path) -> None:
+    """``up`` runs the MultiKueue edge after the publisher (health port PORT+9), against the API server the
+    edges use (no ``--leader-elect``: it takes no Kubernetes lease), with its own arguments, as NATS user
+    multikueue-edge."""
+    import argparse
+
+    from kueue_es.supervisor import MULTIKUEUE_EDGE, _processes
+
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:4222",
+        log_dir=tmp_path / "logs",
+        kube_args=["--kube-server", "http://127.0.0.1:1", "--leader-elect"],
+        decider_args=["--partitions", "p1"],
+        multikueue_args=["--multikueue-namespace", "kueue-system"],
+        health_port=9000,
+    )
+    args = supervisor.service_args(MULTIKUEUE_EDGE)
+    assert args[:4] == ["service", "multikueue-edge", "--nats", "nats://127.0.0.1:4222"]
+    assert args[args.index("--kube-server") + 1] == "http://127.0.0.1:1" and "--leader-elect" not in args
+    assert args[args.index("--multikueue-namespace") + 1] == "kueue-system" and "--partitions" not in args
+    assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES) + 4)
+    assert _processes(argparse.Namespace(compact=None))[-1] == MULTIKUEUE_EDGE
 
 
 def test_a_finished_command_ignores_a_late_stop_signal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

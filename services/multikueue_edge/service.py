@@ -1,0 +1,706 @@
+"""The MultiKueue edge: the manager's link to its worker clusters (``kueue-es service multikueue-edge``).
+
+Why this module exists: the ``multikueue`` decider chooses on the log (which workers get a copy,
+which one won); something must carry that to the workers and bring back what they do, as Kueue's
+MultiKueue controllers do (SEMANTICS-ADVANCED E; Kueue pkg/controller/admissionchecks/multikueue).
+This runner, as NATS user ``multikueue-edge``:
+
+- follows every MultiKueueCluster on the manager's API server, reads its kubeconfig as Kueue does
+  (the Secret key ``kubeconfig`` in the kueue-es namespace, or a Path), connects with
+  kubernetes-asyncio, keeps the cluster's ``Active`` condition and publishes
+  WorkerClusterConnectivity (``kq.in.worker.<cluster>``) when it changes; a failed connection is
+  tried again after 5 s·2^(n−1) (7 steps, :func:`remote.reconnect_delay_seconds`);
+- watches, on each connected worker, the Workloads with its origin label and publishes each change
+  as RemoteWorkloadObserved (``kq.in.remote.<cluster>.<ns>.<name>``);
+- folds the log (:class:`~kueue_es.projections.cluster.ClusterState`, the verified decisions only)
+  and writes what :func:`core.plan` says: remote Workload copies on the nominated workers
+  (WorkersNominated), the job on the winner and no copy elsewhere (RemoteAdmissionChosen), nothing
+  left for a workload that finished, was evicted or deleted, and, every ``gcInterval``, no copy of
+  this origin whose manager workload is gone. Each write is a DispatchApplied or DispatchFailed on
+  ``kq.disp.<cluster>.wl.<ns>.<name>``;
+- copies the remote job's status to the manager's job (:func:`remote.mirrored_job_status`).
+
+Transient errors are retried (tenacity for single writes; every plan is recomputed each tick), never
+fatal. Stand-in, documented in docs/multikueue.md: the worker's kueue-es adopts the prebuilt Workload
+(the job's label) but does not itself start a job that names an already admitted Workload, so the
+edge unsuspends the remote job it created, as the worker's Kueue job reconciler would at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+import tenacity
+import yaml
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from kueue_es.events import codec, models, subjects, types
+from kueue_es.events.bus.base import Bus, LogMessage
+from kueue_es.projections import afs, batches
+from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.services import runtime
+from kueue_es.services.kube import client, errors, resources
+from kueue_es.services.multikueue_edge import core, remote
+
+log = structlog.get_logger(__name__)
+
+USER = "multikueue-edge"
+"""The edge's NATS user (events/bus/permissions.py)."""
+MULTIKUEUE_CLUSTERS = resources.MULTIKUEUE_CLUSTERS
+SECRETS = resources.SECRETS
+DEFAULT_ORIGIN = "multikueue"
+TICK_S = 0.5
+PROBE_S = 2.0
+ACTIVE_REASON = "Active"
+INACTIVE_REASON = "ClientConnectionFailed"
+BAD_CONFIG_REASON = "BadConfig"
+
+
+def _retry() -> Any:
+    """Retry a single remote write a few times on network errors and 5xx/429 (not on 4xx answers)."""
+    return tenacity.retry(
+        retry=tenacity.retry_if_exception(
+            lambda e: (
+                isinstance(e, (OSError, asyncio.TimeoutError))
+                or (isinstance(e, errors.ApiError) and (e.status >= 500 or e.status == 429))
+            )
+        ),
+        wait=tenacity.wait_exponential(multiplier=0.2, max=2.0),
+        stop=tenacity.stop_after_attempt(4),
+        reraise=True,
+    )
+
+
+@dataclasses.dataclass(kw_only=True)
+class Worker:
+    """One MultiKueueCluster: where its kubeconfig is, its client, whether it is Active, what it holds."""
+
+    name: str
+    spec: dict[str, Any]
+    api: k8s_client.ApiClient | None = None
+    active: bool = False
+    reported: tuple[bool, str, str] | None = None  # the last connectivity published
+    failures: int = 0
+    copies: dict[str, core.RemoteCopy] = dataclasses.field(default_factory=dict)
+    raw: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    jobs: set[str] = dataclasses.field(default_factory=set)  # keys whose remote job exists
+    observed: dict[str, types.RemoteWorkloadObserved] = dataclasses.field(default_factory=dict)
+    task: asyncio.Task[None] | None = None
+
+
+@dataclasses.dataclass(kw_only=True)
+class Decided:
+    """The verified MultiKueue decisions of one workload, since its last Retry (or reset)."""
+
+    nominated: tuple[str, ...] = ()
+    nominated_seq: int = 0
+    chosen: str = ""
+    chosen_seq: int = 0
+
+
+def remote_observation(
+    cluster: str, obj: Mapping[str, Any] | None, *, ref: types.WorkloadRef, now_ms: int
+) -> types.RemoteWorkloadObserved:
+    """The RemoteWorkloadObserved of the copy ``obj`` of ``ref`` on ``cluster`` (None: no copy):
+    its QuotaReserved, Admitted, Evicted and Finished conditions (SEMANTICS-ADVANCED E.2 5-7, E.3)."""
+    if obj is None:
+        return types.RemoteWorkloadObserved(workload=ref, cluster=cluster, present=False, at_ms=now_ms)
+    conditions = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}
+
+    def true(kind: str) -> Mapping[str, Any] | None:
+        cond = conditions.get(kind)
+        return cond if cond is not None and cond.get("status") == "True" else None
+
+    admitted, evicted, finished = true("Admitted"), true("Evicted"), true("Finished")
+    return types.RemoteWorkloadObserved(
+        workload=ref,
+        cluster=cluster,
+        present=True,
+        quota_reserved=true("QuotaReserved") is not None,
+        admitted=admitted is not None,
+        admitted_at_ms=_time_ms(admitted.get("lastTransitionTime")) if admitted else 0,
+        evicted=evicted is not None,
+        eviction_reason=str(evicted.get("reason") or "") if evicted else "",
+        finished=finished is not None,
+        finish_reason=str(finished.get("reason") or "") if finished else "",
+        finish_message=str(finished.get("message") or "") if finished else "",
+        at_ms=now_ms,
+    )
+
+
+def _time_ms(text: Any) -> int:
+    import datetime
+
+    if not text:
+        return 0
+    try:
+        return int(datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0
+
+
+class Edge:
+    """Folds the manager's log and keeps the workers in line with it (the module's docstring).
+
+    ``bus``: the log, as NATS user ``multikueue-edge``; ``api``: the manager's API server;
+    ``namespace``: where the kubeconfig Secrets are (kueue-es's namespace, Kueue's ``kueue-system``).
+    """
+
+    def __init__(self, *, bus: Bus, api: k8s_client.ApiClient, namespace: str, clock: Any = None) -> None:
+        self.bus, self.api, self.namespace = bus, api, namespace
+        self.clock = clock or runtime.wall_clock_ms
+        self.state = ClusterState()
+        self.decided: dict[str, Decided] = {}
+        self.workers: dict[str, Worker] = {}
+        self.caught_up = False
+        self.wake = asyncio.Event()
+        self._last_gc = 0.0
+
+    # -- configuration --------------------------------------------------------------------
+
+    @property
+    def settings(self) -> models.MultiKueueConfiguration:
+        """The manager Configuration's ``multiKueue`` section (Kueue's defaults when absent)."""
+        return self.state.configuration.multi_kueue or models.MultiKueueConfiguration()
+
+    @property
+    def origin(self) -> str:
+        """``multiKueue.origin``: the value of the origin label on every remote object."""
+        return self.settings.origin or DEFAULT_ORIGIN
+
+    @property
+    def gc_interval_s(self) -> float:
+        """``multiKueue.gcInterval`` in seconds (0 turns GC off)."""
+        return afs.go_duration_seconds(self.settings.gc_interval)
+
+    # -- the log --------------------------------------------------------------------------
+
+    def take(self, message: LogMessage) -> None:
+        """Fold one log message; remember the verified MultiKueue decisions it carries."""
+        try:
+            event: types.Event | None = codec.decode(message.data)
+        except codec.DecodeError as err:
+            event = None
+            if batches.partition_of(message.subject) is None:
+                log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
+            self.state.last_seq = max(self.state.last_seq, message.seq)
+        runtime.fold_decoded(self.state, message, event, before_apply=self._accepted)
+        if message.pending == 0:
+            self.caught_up = True
+        self.wake.set()
+
+    def _accepted(self, seq: int, event: types.Event, _state: ClusterState) -> None:
+        match event:
+            case types.WorkersNominated(workload=ref, clusters=clusters):
+                d = self.decided.setdefault(ref.key, Decided())
+                d.nominated, d.nominated_seq = tuple(clusters), seq
+            case types.RemoteAdmissionChosen(workload=ref, cluster=cluster):
+                d = self.decided.setdefault(ref.key, Decided())
+                d.chosen, d.chosen_seq = cluster, seq
+            case types.MultiKueueCheckRetry(workload=ref) | types.MultiKueueCheckRejected(workload=ref):
+                self.decided.pop(ref.key, None)  # nomination starts again after the eviction
+            case types.QuotaReleased(workload=ref) | types.EvictionRequested(workload=ref):
+                self.decided.pop(ref.key, None)
+            case _:
+                pass
+
+    def locals(self) -> dict[str, core.LocalWorkload]:
+        """The manager workloads the edge acts on: those with a MultiKueue decision, and whether they are live."""
+        out: dict[str, core.LocalWorkload] = {}
+        for key, d in self.decided.items():
+            wl = self.state.workloads.get(key)
+            out[key] = core.LocalWorkload(
+                ref=_ref(key, wl),
+                live=_live(wl),
+                nominated=d.nominated,
+                nominated_seq=d.nominated_seq,
+                chosen=d.chosen,
+                chosen_seq=d.chosen_seq,
+                job=_job(wl),
+            )
+        # workloads whose decisions were reset but whose copies may remain: not live
+        for worker in self.workers.values():
+            for key in worker.copies:
+                if key not in out and key in self.state.workloads:
+                    wl = self.state.workloads[key]
+                    out[key] = core.LocalWorkload(ref=_ref(key, wl), live=False, job=_job(wl))
+        return out
+
+    def prune(self) -> None:
+        """Forget the decisions of workloads that are done (finished, deleted or gone from the fold) once no
+        worker holds a copy of them, so the edge's memory follows the live workloads, not the history."""
+        held = {key for worker in self.workers.values() for key in worker.copies}
+        for key in list(self.decided):
+            wl = self.state.workloads.get(key)
+            done = wl is None or wl.finished is not None or bool(wl.deleted_seq)
+            if done and key not in held:
+                del self.decided[key]
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Follow the log, the MultiKueueClusters and the workers, and write the plans, for ever."""
+        tasks = [
+            asyncio.create_task(self._follow_log(), name="mk-log"),
+            asyncio.create_task(self._follow_clusters(), name="mk-clusters"),
+            asyncio.create_task(self._reconcile_loop(), name="mk-reconcile"),
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            workers = [w.task for w in self.workers.values() if w.task is not None]
+            await runtime.cancel_and_wait([*tasks, *workers])
+            for worker in self.workers.values():
+                if worker.api is not None:
+                    with contextlib.suppress(Exception):
+                        await worker.api.close()
+
+    async def _follow_log(self) -> None:
+        filters = [subjects.FACTS, subjects.DISPATCH, subjects.DECISIONS]
+        async for message in self.bus.read(subjects=filters, start_seq=1):
+            self.take(message)
+
+    async def _follow_clusters(self) -> None:
+        async for change in client.watch_objects(self.api, MULTIKUEUE_CLUSTERS, max_backoff_seconds=5.0):
+            if isinstance(change, client.Resynced):
+                seen = {str(o["metadata"]["name"]): o for o in change.objects}
+                for name in list(self.workers):
+                    if name not in seen:
+                        await self._forget(name)
+                for name, obj in seen.items():
+                    self._upsert(name, obj)
+            elif change.type == "DELETED":
+                await self._forget(str(change.object["metadata"]["name"]))
+            else:
+                self._upsert(str(change.object["metadata"]["name"]), change.object)
+
+    def _upsert(self, name: str, obj: dict[str, Any]) -> None:
+        spec = dict(obj.get("spec") or {})
+        worker = self.workers.get(name)
+        if worker is not None and worker.spec == spec and worker.task is not None:
+            return
+        if worker is not None and worker.task is not None:
+            worker.task.cancel()
+        worker = worker or Worker(name=name, spec=spec)
+        worker.spec = spec
+        self.workers[name] = worker
+        worker.task = asyncio.create_task(self._keep_connected(worker), name=f"mk-worker-{name}")
+
+    async def _forget(self, name: str) -> None:
+        worker = self.workers.pop(name, None)
+        if worker is not None and worker.task is not None:
+            await runtime.cancel_and_wait([worker.task])
+
+    # -- one worker ------------------------------------------------------------------------
+
+    async def _kubeconfig(self, worker: Worker) -> dict[str, Any]:
+        source = remote.kubeconfig_source({"metadata": {"name": worker.name}, "spec": worker.spec})
+        if source.path:
+            text = await asyncio.to_thread(pathlib.Path(source.location).read_text)
+        else:
+            secret = await client.get_object(self.api, SECRETS, namespace=self.namespace, name=source.location)
+            data = (secret.get("data") or {}).get(remote.KUBECONFIG_KEY)
+            if not data:
+                raise remote.RemoteCopyError(
+                    f"Secret {self.namespace}/{source.location} has no key {remote.KUBECONFIG_KEY!r}"
+                )
+            text = base64.b64decode(data).decode()
+        config = yaml.safe_load(text)
+        if not isinstance(config, dict):
+            raise remote.RemoteCopyError(f"MultiKueueCluster {worker.name}: the kubeconfig is not a YAML mapping")
+        return config
+
+    async def _keep_connected(self, worker: Worker) -> None:
+        """Connect, watch and probe ``worker`` until cancelled; back off after each failure."""
+        while True:
+            watch: asyncio.Task[None] | None = None
+            try:
+                config = await self._kubeconfig(worker)
+                worker.api = await k8s_config.new_client_from_config_dict(config_dict=config)
+                async with asyncio.timeout(5.0):
+                    items, _ = await client.list_objects(
+                        worker.api, resources.WORKLOADS, label_selector=f"{remote.ORIGIN_LABEL}={self.origin}"
+                    )
+                await self._resync(worker, items)
+                worker.failures = 0
+                await self._set_active(worker, True, ACTIVE_REASON, "Connected")
+                watch = asyncio.create_task(self._watch(worker), name=f"mk-watch-{worker.name}")
+                while True:  # a stopped worker is seen by the probe (the watch retries quietly)
+                    await asyncio.sleep(PROBE_S)
+                    if watch.done():
+                        watch.result()
+                    async with asyncio.timeout(5.0):
+                        await client.list_objects(
+                            worker.api, resources.NAMESPACES, field_selector="metadata.name=default"
+                        )
+            except asyncio.CancelledError:
+                raise
+            except (remote.RemoteCopyError, errors.NotFoundError, ValueError, k8s_config.ConfigException) as err:
+                worker.failures += 1
+                await self._set_active(worker, False, BAD_CONFIG_REASON, str(err))
+            except Exception as err:  # unreachable: never fatal
+                worker.failures += 1
+                await self._set_active(worker, False, INACTIVE_REASON, f"{type(err).__name__}: {err}")
+            finally:
+                if watch is not None:
+                    await runtime.cancel_and_wait([watch])
+                if worker.api is not None:
+                    with contextlib.suppress(Exception):
+                        await worker.api.close()
+                    worker.api = None
+            delay = remote.reconnect_delay_seconds(worker.failures)
+            log.info("worker_retry", cluster=worker.name, failures=worker.failures, after_s=delay)
+            await asyncio.sleep(delay)
+
+    async def _watch(self, worker: Worker) -> None:
+        assert worker.api is not None
+        selector = f"{remote.ORIGIN_LABEL}={self.origin}"
+        async for change in client.watch_objects(
+            worker.api, resources.WORKLOADS, label_selector=selector, max_backoff_seconds=2.0
+        ):
+            if isinstance(change, client.Resynced):
+                await self._resync(worker, list(change.objects))
+            else:
+                await self._observe(worker, change.object, deleted=change.type == "DELETED")
+
+    async def _resync(self, worker: Worker, items: list[dict[str, Any]]) -> None:
+        seen = {f"{o['metadata'].get('namespace')}/{o['metadata']['name']}" for o in items}
+        for key in list(worker.raw):
+            if key not in seen:
+                await self._observe(worker, worker.raw[key], deleted=True)
+        for obj in items:
+            await self._observe(worker, obj, deleted=False)
+
+    async def _observe(self, worker: Worker, obj: dict[str, Any], *, deleted: bool) -> None:
+        meta = obj.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        key = f"{namespace}/{name}"
+        local = self.state.workloads.get(key)
+        ref = _ref(key, local)
+        fact = remote_observation(worker.name, None if deleted else obj, ref=ref, now_ms=self.clock())
+        if deleted:
+            worker.raw.pop(key, None)
+            worker.copies.pop(key, None)
+            worker.jobs.discard(key)
+        else:
+            worker.raw[key] = obj
+            worker.copies[key] = core.RemoteCopy(
+                namespace=namespace,
+                name=name,
+                uid=str(meta.get("uid") or ""),
+                admitted=fact.admitted,
+                has_job=key in worker.jobs,
+            )
+        previous = worker.observed.get(key)
+        if (previous is not None and _same(previous, fact)) or (previous is None and deleted):
+            return
+        worker.observed[key] = fact
+        await self._publish_fact(fact)
+        if deleted:
+            worker.observed.pop(key, None)  # said once; a new copy is a new first observation
+        self.wake.set()
+
+    async def _set_active(self, worker: Worker, active: bool, reason: str, message: str) -> None:
+        worker.active = active
+        if worker.reported is not None and worker.reported[:2] == (active, reason):
+            return  # the same state again (a retry's message differs: not a new fact)
+        worker.reported = (active, reason, message)
+        log.info("worker_connectivity", cluster=worker.name, active=active, reason=reason, message=message)
+        await self._publish_fact(
+            types.WorkerClusterConnectivity(
+                cluster=worker.name, active=active, reason=reason, message=message, at_ms=self.clock()
+            )
+        )
+        now = _rfc3339(self.clock())
+        condition = {
+            "type": "Active",
+            "status": "True" if active else "False",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": now,
+            "observedGeneration": 0,
+        }
+        with contextlib.suppress(Exception):
+            await client.patch_object(
+                self.api,
+                MULTIKUEUE_CLUSTERS,
+                name=worker.name,
+                subresource="status",
+                patch={"status": {"conditions": [condition]}},
+            )
+        self.wake.set()
+
+    async def _publish_fact(self, fact: types.Fact) -> None:
+        while True:
+            try:
+                await self.bus.publish(subjects.fact_message(fact))
+                return
+            except Exception as err:  # the bus is back soon; never fatal
+                log.warning("publish_failed", error=str(err), type=codec.type_name(fact))
+                await asyncio.sleep(1.0)
+
+    # -- writing the plans ----------------------------------------------------------------
+
+    async def _reconcile_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TICK_S):
+                    await self.wake.wait()
+            self.wake.clear()
+            if not self.caught_up:
+                continue
+            gc_every = self.gc_interval_s
+            collect = gc_every > 0 and loop.time() - self._last_gc >= gc_every
+            if collect:
+                self._last_gc = loop.time()
+            try:
+                await self.reconcile(collect_garbage=collect)
+                await self._mirror_jobs()
+                self.prune()
+            except Exception as err:  # a worker's client closed under a write, ...: the next tick tries again
+                log.warning("reconcile_failed", error=f"{type(err).__name__}: {err}")
+
+    async def reconcile(self, *, collect_garbage: bool = False) -> None:
+        """Compute the plan (:func:`core.plan`) and write it; each write's result goes on the log."""
+        connected = {name for name, w in self.workers.items() if w.active and w.api is not None}
+        remote_view = {name: dict(w.copies) for name, w in self.workers.items() if name in connected}
+        for name in connected:
+            worker = self.workers[name]
+            for key, copy in list(remote_view[name].items()):
+                if copy.has_job != (key in worker.jobs):
+                    remote_view[name][key] = dataclasses.replace(copy, has_job=key in worker.jobs)
+        actions = core.plan(
+            self.locals(),
+            remote_view,
+            connected=connected,
+            collect_garbage=collect_garbage,
+            known=self.state.workloads.keys(),
+        )
+        for action in actions:
+            await self._write(action)
+
+    async def _write(self, action: core.Action) -> None:
+        worker = self.workers.get(action.cluster)
+        if worker is None or worker.api is None:
+            return
+        api = worker.api
+        ref = action.workload
+        target = f"{action.cluster}/{ref.key}"
+        try:
+            if isinstance(action, core.CreateWorkload):
+                local = await client.get_object(self.api, resources.WORKLOADS, namespace=ref.namespace, name=ref.name)
+                body = remote.remote_workload(local, origin=self.origin)
+                await _retry()(client.create_object)(api, resources.WORKLOADS, namespace=ref.namespace, body=body)
+            elif isinstance(action, core.CreateJob):
+                job_ref = resources.ref_for(action.job.api_version, action.job.kind)
+                local_job = await client.get_object(self.api, job_ref, namespace=ref.namespace, name=action.job.name)
+                body = remote.remote_job(local_job, workload_name=ref.name, origin=self.origin)
+                try:
+                    created = await _retry()(client.create_object)(api, job_ref, namespace=ref.namespace, body=body)
+                except errors.ConflictError:
+                    created = await client.get_object(api, job_ref, namespace=ref.namespace, name=action.job.name)
+                worker.jobs.add(ref.key)
+                if action.job.kind == "Job" and (created.get("spec") or {}).get("suspend"):
+                    # the worker's Kueue starts a job of an admitted prebuilt Workload at once (module docstring)
+                    await _retry()(client.patch_object)(
+                        api, job_ref, namespace=ref.namespace, name=action.job.name, patch={"spec": {"suspend": False}}
+                    )
+            else:
+                if action.job is not None:
+                    job_ref = resources.ref_for(action.job.api_version, action.job.kind)
+                    with contextlib.suppress(errors.NotFoundError):
+                        await _retry()(client.delete_object)(
+                            api, job_ref, namespace=ref.namespace, name=action.job.name
+                        )
+                else:
+                    await self._delete_owned_jobs(api, ref)
+                worker.jobs.discard(ref.key)
+                with contextlib.suppress(errors.NotFoundError):
+                    await _retry()(client.delete_object)(
+                        api, resources.WORKLOADS, namespace=ref.namespace, name=ref.name
+                    )
+            result: types.Event = types.DispatchApplied(
+                workload=ref, decision_seq=action.decision_seq, action=_action_name(action), target=target
+            )
+            log.info("remote_written", action=_action_name(action), target=target, seq=action.decision_seq)
+        except errors.ConflictError:
+            return  # the copy exists already; the watch shows it
+        except errors.ApiError as err:
+            result = types.DispatchFailed(
+                workload=ref,
+                decision_seq=action.decision_seq,
+                action=_action_name(action),
+                status=err.status,
+                reason=err.reason,
+                message=str(err),
+                retryable=err.status >= 500 or err.status == 429,
+            )
+            log.warning("remote_write_failed", action=_action_name(action), target=target, error=str(err))
+        except Exception as err:  # unreachable, closed client, bad copy: tried again at the next tick
+            log.warning("remote_write_failed", action=_action_name(action), target=target, error=str(err))
+            return  # tried again at the next tick
+        await self._publish_result(action, result)
+
+    async def _delete_owned_jobs(self, api: k8s_client.ApiClient, ref: types.WorkloadRef) -> None:
+        """GC: delete the remote Jobs and JobSets that name ``ref`` as their prebuilt Workload."""
+        selector = f"{remote.PREBUILT_WORKLOAD_LABEL}={ref.name},{remote.ORIGIN_LABEL}={self.origin}"
+        for job_ref in (resources.JOBS, resources.JOBSETS):
+            with contextlib.suppress(errors.KubeError):
+                jobs, _ = await client.list_objects(api, job_ref, namespace=ref.namespace, label_selector=selector)
+                for job in jobs:
+                    with contextlib.suppress(errors.NotFoundError):
+                        await client.delete_object(api, job_ref, namespace=ref.namespace, name=job["metadata"]["name"])
+
+    async def _publish_result(self, action: core.Action, result: types.Event) -> None:
+        msg_id = f"disp:{action.cluster}:{_action_name(action)}:{action.workload.key}:{action.decision_seq}"
+        if action.decision_seq == 0:
+            msg_id += f":{self.clock()}"
+        message = subjects.message(
+            result, subject=subjects.dispatch_subject(action.workload, action.cluster), msg_id=msg_id
+        )
+        while True:
+            try:
+                await self.bus.publish(message)
+                return
+            except Exception as err:
+                log.warning("publish_failed", error=str(err), type=codec.type_name(result))
+                await asyncio.sleep(1.0)
+
+    async def _stopped(self, ref: types.WorkloadRef, job: core.JobRef) -> None:
+        """An evicted workload's manager Job, suspended by the dispatcher, shows no pods once its remote
+        copies are being removed (:func:`stopped_status`)."""
+        if job.kind != "Job":
+            return
+        try:
+            local_job = await client.get_object(self.api, resources.JOBS, namespace=ref.namespace, name=job.name)
+            status = stopped_status(local_job)
+            if status is not None:
+                await client.patch_object(
+                    self.api,
+                    resources.JOBS,
+                    namespace=ref.namespace,
+                    name=job.name,
+                    subresource="status",
+                    patch=status_patch(local_job, status),
+                )
+                log.info("job_status_stopped", job=f"{ref.namespace}/{job.name}")
+        except (TimeoutError, errors.KubeError, OSError) as err:
+            log.info("job_status_not_stopped", workload=ref.key, error=str(err))
+
+    async def _mirror_jobs(self) -> None:
+        """Copy each winning worker's job status to the manager's job (batch Job rules: remote.py)."""
+        for key, local in self.locals().items():
+            wl = self.state.workloads.get(key)
+            if not local.live and local.job is not None and wl is not None and wl.eviction is not None:
+                await self._stopped(local.ref, local.job)
+                continue
+            if not local.live or not local.chosen or local.job is None:
+                continue
+            worker = self.workers.get(local.chosen)
+            if worker is None or worker.api is None or key not in worker.jobs:
+                continue
+            job_ref = resources.ref_for(local.job.api_version, local.job.kind)
+            try:
+                async with asyncio.timeout(5.0):
+                    remote_job = await client.get_object(
+                        worker.api, job_ref, namespace=local.ref.namespace, name=local.job.name
+                    )
+                    local_job = await client.get_object(
+                        self.api, job_ref, namespace=local.ref.namespace, name=local.job.name
+                    )
+                    status = remote.mirrored_job_status(local_job, remote_job)
+                    if status is not None:
+                        await client.patch_object(
+                            self.api,
+                            job_ref,
+                            namespace=local.ref.namespace,
+                            name=local.job.name,
+                            subresource="status",
+                            patch=status_patch(local_job, status),
+                        )
+                        log.info(
+                            "job_status_mirrored", job=f"{local.ref.namespace}/{local.job.name}", cluster=local.chosen
+                        )
+            except Exception as err:  # the worker went away meanwhile: the next tick tries again
+                log.info("job_status_not_mirrored", workload=key, error=f"{type(err).__name__}: {err}")
+
+
+def status_patch(job: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch that makes ``job``'s status exactly ``status`` (fields it lacks set to null)."""
+    removed = {key: None for key in (job.get("status") or {}) if key not in status}
+    return {"status": {**removed, **status}}
+
+
+def stopped_status(job: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The status an evicted (suspended) manager Job takes once nothing runs for it on a worker: no
+    active or ready pods, so the manager's watcher sees the eviction done (Kueue's IsActive is
+    ``status.active != 0``); None when it shows none already, or the Job is not suspended."""
+    status = dict(job.get("status") or {})
+    if not (job.get("spec") or {}).get("suspend") or not (status.get("active") or status.get("ready")):
+        return None
+    return {**status, "active": 0, "ready": 0}
+
+
+def _same(a: types.RemoteWorkloadObserved, b: types.RemoteWorkloadObserved) -> bool:
+    import msgspec
+
+    return msgspec.structs.replace(a, at_ms=0) == msgspec.structs.replace(b, at_ms=0)
+
+
+def _action_name(action: core.Action) -> str:
+    return action.action if not isinstance(action, core.DeleteRemote) else f"{action.action}:{action.why}"
+
+
+def _rfc3339(ms: int) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _ref(key: str, wl: WorkloadState | None) -> types.WorkloadRef:
+    namespace, _, name = key.partition("/")
+    uid = wl.workload.metadata.uid if wl is not None else ""
+    return types.WorkloadRef(namespace=namespace, name=name, uid=uid)
+
+
+def _live(wl: WorkloadState | None) -> bool:
+    """A manager workload keeps its remote copies while it holds quota, unfinished, not evicted, not deleted."""
+    return (
+        wl is not None
+        and wl.reservation is not None
+        and wl.finished is None
+        and not wl.deleted_seq
+        and wl.eviction is None
+    )
+
+
+def _job(wl: WorkloadState | None) -> core.JobRef | None:
+    owner = wl.workload.owner if wl is not None else None
+    if owner is None:
+        return None
+    return core.JobRef(api_version=owner.api_version, kind=owner.kind, name=owner.name)
+
+
+async def serve_multikueue_edge(
+    *, nats_url: str, api: k8s_client.ApiClient, namespace: str, stop: asyncio.Event, connect: Any
+) -> None:
+    """Run the edge against ``nats_url`` and the manager ``api`` until ``stop`` is set."""
+    bus = await connect(nats_url)
+    try:
+        edge = Edge(bus=bus, api=api, namespace=namespace)
+        log.info("service_started", role=USER, namespace=namespace)
+        try:
+            await runtime.run_until_stopped(stop, edge.run())
+        finally:
+            log.info("service_stopped", role=USER)
+    finally:
+        await bus.close()

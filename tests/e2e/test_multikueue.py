@@ -1,0 +1,269 @@
+"""Issue 20's done-when with real processes: a manager and two worker clusters, each its own kueue-es.
+
+Each cluster is an emulated API server with its own nats-server and kueue-es services as processes
+(:mod:`kueue_es.multikueue_demo`); the manager also runs the ``multikueue`` decider and the MultiKueue
+edge, and has Kueue's ``multikueue-setup.yaml`` applied unchanged (plus the second worker). Checked
+here, on the API servers and on the manager's log:
+
+- a Job is copied to the workers, runs on one, and its finish comes back to the manager's Job
+  (status mirrored: the manager's watcher sees it Complete and the workload finishes);
+- a JobSet is dispatched the same way (the remote JobSet, ``managedBy`` cleared and naming the
+  Workload it adopts; finished here by writing its status, as the JobSet controller would);
+- a worker that becomes unreachable is marked inactive, its workload is dispatched again to the other
+  worker after ``workerLostTimeout``, and once it is back its stale copy is removed;
+- an orphan (a Workload of this origin the manager does not know) is collected by the GC.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kueue_es.events import codec, types
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.multikueue_demo import (
+    WORKERS,
+    Cluster,
+    demo_manifests,
+    manager_configuration,
+    setup_manifests,
+    start_system,
+)
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import errors, resources
+from kueue_es.services.multikueue_edge import remote
+from kueue_es.sim import custom_resources
+from tests.e2e.waiting import eventually
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP = ROOT / "kueue_es" / "demo_manifests" / "multikueue-setup.yaml"
+JOBSET_CRD = ROOT / "tests" / "fixtures" / "crds" / "jobset.x-k8s.io_jobsets.yaml"
+ORIGIN = remote.ORIGIN_LABEL
+
+
+async def _log(cluster: Cluster) -> list[tuple[str, types.Event]]:
+    assert cluster.auth is not None
+    bus = await nats_bus.connect(cluster.nats_url, credentials=cluster.auth.credentials("reader"))
+    try:
+        last = await bus.last_seq()
+        out: list[tuple[str, types.Event]] = []
+        if last == 0:
+            return out
+        async for message in bus.read(subjects=("kq.>",), start_seq=1):
+            out.append((message.subject, codec.decode(message.data)))
+            if message.seq >= last:
+                break
+        return out
+    finally:
+        await bus.close()
+
+
+async def _workloads(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    items, _ = await kube.list_objects(cluster.api, resources.WORKLOADS, namespace="default")
+    return {item["metadata"]["name"]: item for item in items}
+
+
+async def _get(cluster: Cluster, ref: resources.ResourceRef, name: str) -> dict[str, Any] | None:
+    """The object, or None while it does not exist (yet)."""
+    try:
+        return await kube.get_object(cluster.api, ref, namespace="default" if ref.namespaced else None, name=name)
+    except errors.NotFoundError:
+        return None
+
+
+def _conditions(obj: dict[str, Any] | None) -> dict[str, str]:
+    if obj is None:
+        return {}
+    return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def _job(name: str, *, seconds: float) -> dict[str, Any]:
+    _, job = demo_manifests()
+    job = {**job, "metadata": {**job["metadata"], "name": name}}
+    job["metadata"].pop("generateName", None)
+    job["metadata"]["annotations"] = {"kueue-es.dev/sim-duration-seconds": str(seconds)}
+    return job
+
+
+def _jobset(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "parallelism": 2,
+                            "completions": 2,
+                            "template": {
+                                "spec": {
+                                    "restartPolicy": "Never",
+                                    "containers": [
+                                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                                    ],
+                                }
+                            },
+                        }
+                    },
+                }
+            ]
+        },
+    }
+
+
+async def _chosen(manager: Cluster, key: str) -> list[str]:
+    return [
+        e.cluster
+        for _, e in await _log(manager)
+        if isinstance(e, types.RemoteAdmissionChosen) and e.workload.key == key
+    ]
+
+
+async def _manager_workload_of(manager: Cluster, owner: str) -> str:
+    async def read() -> str:
+        for name, wl in (await _workloads(manager)).items():
+            if any(o.get("name") == owner for o in wl["metadata"].get("ownerReferences") or []):
+                return name
+        return ""
+
+    return await eventually(read, what=f"the manager's Workload of {owner}")
+
+
+async def test_multikueue_end_to_end(tmp_path: Path) -> None:
+    setup = setup_manifests(SETUP)
+    config = tmp_path / "manager-config.yaml"
+    config.write_text(manager_configuration(worker_lost_timeout="4s", gc_interval="2s"))
+    crds = custom_resources.load([JOBSET_CRD])
+    manager = Cluster(name="manager", run_dir=tmp_path / "manager")
+    workers = [Cluster(name=name, run_dir=tmp_path / name) for name in WORKERS]
+    w1, w2 = workers
+    async with contextlib.AsyncExitStack() as stack:
+        await start_system(
+            stack, manager=manager, workers=workers, setup=setup, duration=2.0, config_file=config, crds=crds
+        )
+        # an orphan on worker 2: a copy of this origin whose workload the manager never had
+        orphan = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": "orphan", "namespace": "default", "labels": {ORIGIN: "multikueue"}},
+            "spec": {
+                "queueName": "no-such-queue",
+                "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}],
+            },
+        }
+        await kube.create_object(w2.api, resources.WORKLOADS, namespace="default", body=orphan)
+
+        # both workers connected: the clusters' Active condition on the manager
+        for worker in workers:
+            await eventually(
+                lambda w=worker: kube.get_object(manager.api, resources.MULTIKUEUE_CLUSTERS, name=w.name),
+                lambda c: _conditions(c).get("Active") == "True",
+                what=f"{worker.name} Active",
+            )
+        await eventually(lambda: _workloads(w2), lambda wls: "orphan" not in wls, what="the orphan collected")
+
+        # a Job: the webhook makes it MultiKueue's, it runs on a worker, its finish comes back
+        created = await kube.create_object(
+            manager.api, resources.JOBS, namespace="default", body=_job("first", seconds=2)
+        )
+        assert created["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+        first = await _manager_workload_of(manager, "first")
+        [winner] = await eventually(lambda: _chosen(manager, f"default/{first}"), what="the first Job's worker")
+        cluster = {w.name: w for w in workers}[winner]
+        remote_job = await eventually(
+            lambda: _get(cluster, resources.JOBS, "first"),
+            what="the remote Job",
+            timeout=60,
+        )
+        assert "managedBy" not in remote_job["spec"]
+        assert remote_job["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] == first
+        assert remote_job["metadata"]["labels"][ORIGIN] == "multikueue"
+        local_job = await eventually(
+            lambda: kube.get_object(manager.api, resources.JOBS, namespace="default", name="first"),
+            lambda j: _conditions(j).get("Complete") == "True",
+            what="the manager's Job Complete (mirrored)",
+            timeout=90,
+        )
+        assert local_job["status"]["succeeded"] == 3
+        events = [e for _, e in await _log(manager)]
+        assert any(isinstance(e, types.WorkloadFinished) and e.workload.name == first for e in events)
+        # finished: no copy left on either worker, and the job on the winner gone
+        for worker in workers:
+            await eventually(lambda w=worker: _workloads(w), lambda wls: first not in wls, what=f"{first} gone")
+        applied = [
+            (s, e) for s, e in await _log(manager) if isinstance(e, types.DispatchApplied) and e.workload.name == first
+        ]
+        assert any(s.startswith(f"kq.disp.{winner}.wl.") and e.action == "create-remote-job" for s, e in applied)
+
+        # a JobSet, dispatched the same way; finished by its (absent) controller's status on the worker
+        await kube.create_object(manager.api, resources.JOBSETS, namespace="default", body=_jobset("js"))
+        js = await _manager_workload_of(manager, "js")
+        [js_winner] = await eventually(lambda: _chosen(manager, f"default/{js}"), what="the JobSet's worker")
+        js_cluster = {w.name: w for w in workers}[js_winner]
+        remote_js = await eventually(
+            lambda: _get(js_cluster, resources.JOBSETS, "js"),
+            what="the remote JobSet",
+            timeout=60,
+        )
+        assert (
+            "managedBy" not in remote_js["spec"]
+            and remote_js["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] == js
+        )
+        done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "message": "jobset completed"}
+        await kube.patch_object(
+            js_cluster.api,
+            resources.JOBSETS,
+            namespace="default",
+            name="js",
+            subresource="status",
+            patch={"status": {"conditions": [{**done, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+        )
+        await eventually(
+            lambda: kube.get_object(manager.api, resources.JOBSETS, namespace="default", name="js"),
+            lambda j: _conditions(j).get("Completed") == "True",
+            what="the manager's JobSet Completed (mirrored)",
+            timeout=60,
+        )
+
+        # a worker lost while it runs a Job: dispatched again to the other one after workerLostTimeout
+        await kube.create_object(manager.api, resources.JOBS, namespace="default", body=_job("long", seconds=30))
+        long = await _manager_workload_of(manager, "long")
+        [long_winner] = await eventually(lambda: _chosen(manager, f"default/{long}"), what="the long Job's worker")
+        lost = {w.name: w for w in workers}[long_winner]
+        other = w2 if lost is w1 else w1
+        await eventually(
+            lambda: _get(lost, resources.JOBS, "long"),
+            what="the long Job on its worker",
+        )
+        await lost.pause()
+        await eventually(
+            lambda: kube.get_object(manager.api, resources.MULTIKUEUE_CLUSTERS, name=lost.name),
+            lambda c: _conditions(c).get("Active") == "False",
+            what=f"{lost.name} inactive",
+        )
+        await eventually(
+            lambda: _chosen(manager, f"default/{long}"),
+            lambda chosen: chosen[-1:] == [other.name],
+            what="the long Job dispatched again to the other worker",
+            timeout=120,
+        )
+        events = [e for _, e in await _log(manager)]
+        assert any(isinstance(e, types.MultiKueueCheckRetry) and e.workload.name == long for e in events)
+        # the lost worker comes back: its stale copy (and job) are removed
+        await lost.resume()
+        await eventually(
+            lambda: kube.get_object(manager.api, resources.MULTIKUEUE_CLUSTERS, name=lost.name),
+            lambda c: _conditions(c).get("Active") == "True",
+            what=f"{lost.name} active again",
+            timeout=400,
+        )
+        await eventually(lambda: _workloads(lost), lambda wls: long not in wls, what="the stale copy removed")

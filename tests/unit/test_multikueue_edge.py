@@ -1,0 +1,341 @@
+"""The MultiKueue edge's pure parts: the remote copies, the status mirror, the plan (SEMANTICS-ADVANCED E)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from kueue_es.events import types
+from kueue_es.jobframework import jobs, webhooks
+from kueue_es.services.multikueue_edge import core, remote
+from kueue_es.services.multikueue_edge.service import remote_observation
+
+LOCAL_WORKLOAD = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "Workload",
+    "metadata": {
+        "name": "job-sample-abcde",
+        "namespace": "default",
+        "uid": "manager-uid",
+        "resourceVersion": "41",
+        "generation": 2,
+        "creationTimestamp": "2026-12-02T10:00:00Z",
+        "labels": {"kueue.x-k8s.io/job-uid": "job-uid-1", "kueue.x-k8s.io/queue-name": "user-queue"},
+        "annotations": {"note": "kept"},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "sample", "uid": "job-uid-1"}],
+        "finalizers": ["kueue.x-k8s.io/resource-in-use"],
+        "managedFields": [{"manager": "kueue-es"}],
+    },
+    "spec": {"queueName": "user-queue", "podSets": [{"name": "main", "count": 3, "template": {"spec": {}}}]},
+    "status": {"conditions": [{"type": "QuotaReserved", "status": "True"}]},
+}
+
+LOCAL_JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {
+        "name": "sample",
+        "namespace": "default",
+        "uid": "job-uid-1",
+        "resourceVersion": "7",
+        "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"},
+    },
+    "spec": {
+        "managedBy": "kueue.x-k8s.io/multikueue",
+        "suspend": False,
+        "parallelism": 3,
+        "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "job-uid-1"}},
+        "template": {
+            "metadata": {
+                "labels": {"batch.kubernetes.io/controller-uid": "job-uid-1", "job-name": "sample", "app": "demo"}
+            },
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        },
+    },
+    "status": {"active": 0},
+}
+
+
+def test_remote_workload_keeps_the_spec_and_labels_the_origin():
+    out = remote.remote_workload(LOCAL_WORKLOAD, origin="mk-origin")
+    assert out["spec"] == LOCAL_WORKLOAD["spec"] and out["spec"] is not LOCAL_WORKLOAD["spec"]
+    assert out["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "user-queue", remote.ORIGIN_LABEL: "mk-origin"}
+    assert out["metadata"]["name"] == "job-sample-abcde" and out["metadata"]["namespace"] == "default"
+    assert out["metadata"]["annotations"] == {"note": "kept"}
+    for dropped in ("uid", "resourceVersion", "ownerReferences", "finalizers", "managedFields", "creationTimestamp"):
+        assert dropped not in out["metadata"]
+    assert "status" not in out
+
+
+def test_remote_workload_does_not_change_its_input():
+    before = copy.deepcopy(LOCAL_WORKLOAD)
+    remote.remote_workload(LOCAL_WORKLOAD, origin="o")
+    assert LOCAL_WORKLOAD == before
+
+
+def test_remote_workload_names_the_missing_field():
+    with pytest.raises(remote.RemoteCopyError, match="default/w: spec is required"):
+        remote.remote_workload({"metadata": {"name": "w", "namespace": "default"}}, origin="o")
+
+
+def test_remote_job_clears_managed_by_and_the_selector_and_names_the_workload():
+    out = remote.remote_job(LOCAL_JOB, workload_name="job-sample-abcde", origin="multikueue")
+    assert "managedBy" not in out["spec"] and "selector" not in out["spec"]
+    assert out["metadata"]["labels"] == {
+        "kueue.x-k8s.io/queue-name": "user-queue",
+        remote.PREBUILT_WORKLOAD_LABEL: "job-sample-abcde",
+        remote.ORIGIN_LABEL: "multikueue",
+    }
+    assert out["spec"]["template"]["metadata"]["labels"] == {"app": "demo"}
+    assert "annotations" not in out["metadata"] and "uid" not in out["metadata"] and "status" not in out
+    assert LOCAL_JOB["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"  # the input is untouched
+
+
+def test_remote_jobset_keeps_its_own_selectors():
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "default", "labels": {}},
+        "spec": {"managedBy": "kueue.x-k8s.io/multikueue", "replicatedJobs": [{"name": "w", "replicas": 1}]},
+    }
+    out = remote.remote_job(jobset, workload_name="jobset-js-1", origin="o")
+    assert out["kind"] == "JobSet" and "managedBy" not in out["spec"]
+    assert out["spec"]["replicatedJobs"] == jobset["spec"]["replicatedJobs"]
+
+
+def _job(*, suspend: bool, status: dict) -> dict:
+    return {"kind": "Job", "spec": {"suspend": suspend}, "status": status}
+
+
+FINISHED = {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 3}
+
+
+@pytest.mark.parametrize(
+    ("local_suspended", "remote_suspended", "remote_status", "copied"),
+    [
+        (False, False, {"active": 3}, True),  # the manager's job runs: copy
+        (True, True, {"active": 0, "ready": 0}, True),  # both suspended: copy
+        (True, False, {"active": 3}, False),  # manager suspended, remote runs: keep the manager's
+        (True, False, FINISHED, True),  # ... unless the remote finished
+    ],
+)
+def test_batch_job_status_is_mirrored_by_kueues_rules(local_suspended, remote_suspended, remote_status, copied):
+    local = _job(suspend=local_suspended, status={})
+    out = remote.mirrored_job_status(local, _job(suspend=remote_suspended, status=remote_status))
+    assert (out == remote_status) if copied else out is None
+
+
+def test_equal_statuses_need_no_write():
+    assert (
+        remote.mirrored_job_status(_job(suspend=False, status=FINISHED), _job(suspend=False, status=FINISHED)) is None
+    )
+
+
+def test_kubeconfig_source_secret_by_default_and_path():
+    secret = remote.kubeconfig_source(
+        {"metadata": {"name": "w1"}, "spec": {"clusterSource": {"kubeConfig": {"location": "s"}}}}
+    )
+    assert secret == remote.KubeconfigSource(location="s", path=False)
+    path = remote.kubeconfig_source(
+        {
+            "metadata": {"name": "w1"},
+            "spec": {"clusterSource": {"kubeConfig": {"location": "/k", "locationType": "Path"}}},
+        }
+    )
+    assert path.path and path.location == "/k"
+    with pytest.raises(remote.RemoteCopyError, match="MultiKueueCluster w2: spec.clusterSource.kubeConfig.location"):
+        remote.kubeconfig_source(
+            {"metadata": {"name": "w2"}, "spec": {"clusterSource": {"clusterProfileRef": {"name": "p"}}}}
+        )
+
+
+def test_reconnect_backoff_doubles_seven_times():
+    assert [remote.reconnect_delay_seconds(n) for n in (1, 2, 3, 7, 8, 20)] == [5, 10, 20, 320, 320, 320]
+
+
+REF = types.WorkloadRef(namespace="default", name="wl", uid="u")
+JOB = core.JobRef(api_version="batch/v1", kind="Job", name="sample")
+
+
+def _local(**kw) -> core.LocalWorkload:
+    return core.LocalWorkload(ref=REF, job=JOB, **{"live": True, **kw})
+
+
+def _copy(*, admitted: bool = False, has_job: bool = False) -> core.RemoteCopy:
+    return core.RemoteCopy(namespace="default", name="wl", admitted=admitted, has_job=has_job)
+
+
+def test_plan_copies_to_every_nominated_connected_worker():
+    local = _local(nominated=("w1", "w2", "w3"), nominated_seq=10)
+    actions = core.plan({"default/wl": local}, {"w1": {"default/wl": _copy()}}, connected={"w1", "w2"})
+    assert actions == [core.CreateWorkload(cluster="w2", workload=REF, decision_seq=10)]
+
+
+def test_plan_removes_copies_of_workers_no_longer_nominated():
+    local = _local(nominated=("w2",), nominated_seq=12)
+    actions = core.plan(
+        {"default/wl": local}, {"w1": {"default/wl": _copy()}, "w2": {"default/wl": _copy()}}, connected={"w1", "w2"}
+    )
+    assert actions == [core.DeleteRemote(cluster="w1", workload=REF, why="not-nominated", decision_seq=12, job=JOB)]
+
+
+def test_plan_the_winner_keeps_its_copy_and_gets_the_job():
+    local = _local(nominated=("w1", "w2"), nominated_seq=10, chosen="w2", chosen_seq=20)
+    remote_view = {"w1": {"default/wl": _copy()}, "w2": {"default/wl": _copy(admitted=True)}}
+    actions = core.plan({"default/wl": local}, remote_view, connected={"w1", "w2"})
+    assert actions == [
+        core.DeleteRemote(cluster="w1", workload=REF, why="lost-race", decision_seq=20, job=JOB),
+        core.CreateJob(cluster="w2", workload=REF, job=JOB, decision_seq=20),
+    ]
+    remote_view["w2"]["default/wl"] = _copy(admitted=True, has_job=True)
+    assert core.plan({"default/wl": local}, {"w2": remote_view["w2"]}, connected={"w1", "w2"}) == []
+
+
+def test_plan_a_finished_or_evicted_workload_leaves_nothing_behind():
+    local = _local(live=False, nominated=("w1",), nominated_seq=10, chosen="w1", chosen_seq=20)
+    actions = core.plan(
+        {"default/wl": local}, {"w1": {"default/wl": _copy(admitted=True, has_job=True)}}, connected={"w1"}
+    )
+    assert actions == [core.DeleteRemote(cluster="w1", workload=REF, why="local-done", decision_seq=20, job=JOB)]
+
+
+def test_plan_writes_nothing_to_an_unreachable_worker():
+    local = _local(nominated=("w1",), nominated_seq=10)
+    assert core.plan({"default/wl": local}, {}, connected=set()) == []
+
+
+def test_plan_collects_garbage_only_when_asked_and_only_unknown_workloads():
+    orphan = core.RemoteCopy(namespace="team", name="gone")
+    known = core.RemoteCopy(namespace="team", name="finished-long-ago")
+    remote_view = {"w1": {"team/gone": orphan, "team/finished-long-ago": known}}
+    assert core.plan({}, remote_view, connected={"w1"}) == []
+    actions = core.plan({}, remote_view, connected={"w1"}, collect_garbage=True, known={"team/finished-long-ago"})
+    assert actions == [
+        core.DeleteRemote(
+            cluster="w1", workload=types.WorkloadRef(namespace="team", name="gone"), why="garbage", decision_seq=0
+        )
+    ]
+
+
+def test_remote_observation_reads_the_conditions():
+    obj = {
+        "metadata": {"name": "wl", "namespace": "default"},
+        "status": {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True"},
+                {"type": "Admitted", "status": "True", "lastTransitionTime": "2026-12-02T10:00:01Z"},
+                {"type": "Evicted", "status": "False", "reason": "Preempted"},
+            ]
+        },
+    }
+    fact = remote_observation("w1", obj, ref=REF, now_ms=5)
+    assert fact.present and fact.quota_reserved and fact.admitted and not fact.evicted
+    assert fact.admitted_at_ms == 1_796_205_601_000  # 2026-12-02T10:00:01Z
+    gone = remote_observation("w1", None, ref=REF, now_ms=6)
+    assert not gone.present and not gone.admitted and gone.cluster == "w1"
+
+
+# -- the job side --------------------------------------------------------------------------------
+
+
+def test_uses_multikueue_reads_the_checks_controller():
+    cq = {"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "sample-multikueue"}]}}}
+    assert webhooks.uses_multikueue(cq, {"sample-multikueue": "kueue.x-k8s.io/multikueue"})
+    assert not webhooks.uses_multikueue(cq, {"sample-multikueue": "kueue.x-k8s.io/provisioning-request"})
+    assert not webhooks.uses_multikueue({"spec": {}}, {"sample-multikueue": "kueue.x-k8s.io/multikueue"})
+
+
+def test_webhook_defaults_managed_by_for_a_multikueue_queue_only():
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {"template": {"spec": {"containers": []}}},
+    }
+    mk = webhooks.default("batch/v1", "Job", job, context=webhooks.Context(multikueue_queue=True))
+    assert mk["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue" and mk["spec"]["suspend"] is True
+    plain = webhooks.default("batch/v1", "Job", job, context=webhooks.Context())
+    assert "managedBy" not in plain["spec"]
+    own = copy.deepcopy(job)
+    own["spec"]["managedBy"] = "example.com/mine"
+    kept = webhooks.default("batch/v1", "Job", own, context=webhooks.Context(multikueue_queue=True))
+    assert kept["spec"]["managedBy"] == "example.com/mine"
+
+
+def test_a_job_naming_a_prebuilt_workload_adopts_it():
+    job = copy.deepcopy(LOCAL_JOB)
+    job["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] = "job-sample-abcde"
+    assert jobs.job_facts(job) is None
+    job["status"] = {
+        "conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": "2026-12-02T10:00:00Z"}]
+    }
+    fact = jobs.job_facts(job)
+    assert isinstance(fact, types.WorkloadFinished)
+    assert fact.workload == types.WorkloadRef(namespace="default", name="job-sample-abcde", uid="") and fact.succeeded
+
+
+def test_a_jobset_naming_a_prebuilt_workload_adopts_it():
+    from kueue_es.jobframework import integrations
+
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "js",
+            "namespace": "default",
+            "uid": "js-uid",
+            "labels": {"kueue.x-k8s.io/queue-name": "user-queue", remote.PREBUILT_WORKLOAD_LABEL: "jobset-js-abcde"},
+        },
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "w",
+                    "replicas": 1,
+                    "template": {"spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}},
+                }
+            ]
+        },
+    }
+    integration = integrations.registry()["JobSet"]
+    assert integrations.facts(integration, jobset) is None
+    jobset["status"] = {"conditions": [{"type": "Completed", "status": "True", "message": "done"}]}
+    fact = integrations.facts(integration, jobset)
+    assert isinstance(fact, types.WorkloadFinished) and fact.workload.name == "jobset-js-abcde" and fact.succeeded
+    del jobset["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL]
+    assert integrations.facts(integration, jobset).workload.name.startswith("jobset-js-")
+
+
+def test_the_edge_folds_only_verified_decisions_and_forgets_done_workloads():
+    """WorkersNominated / RemoteAdmissionChosen set what the edge acts on, a Retry resets it; a workload
+    the fold does not hold (gone) with no copy left is forgotten (Edge.prune)."""
+    from kueue_es import deciders
+    from kueue_es.services import runtime
+    from kueue_es.services.multikueue_edge.service import Edge
+    from tests.builders import FoldedLog
+
+    log = FoldedLog()
+    edge = Edge(bus=None, api=None, namespace="kueue-system")  # type: ignore[arg-type]
+    ref = types.WorkloadRef(namespace="default", name="wl")
+
+    def commit(*outputs: types.Output) -> None:
+        head_seq = max((m.seq for m in log.messages if ".head." in m.subject), default=0)
+        head, rest = runtime.build_batch(
+            deciders.MULTIKUEUE, outputs=list(outputs), basis_seq=len(log.messages), head_seq=head_seq, now_ms=1
+        )
+        first = len(log.messages)
+        log.append(head, *rest)
+        for message in log.messages[first:]:
+            edge.take(message)
+
+    commit(types.WorkersNominated(workload=ref, check="mk", clusters=["w1", "w2"]))
+    assert (edge.decided["default/wl"].nominated, edge.decided["default/wl"].chosen) == (("w1", "w2"), "")
+    commit(types.RemoteAdmissionChosen(workload=ref, check="mk", cluster="w2", message="admitted on w2"))
+    assert edge.decided["default/wl"].chosen == "w2" and edge.decided["default/wl"].chosen_seq > 0
+    assert edge.locals()["default/wl"].live is False  # the fold holds no such workload
+    commit(types.MultiKueueCheckRetry(workload=ref, check="mk", message="Admitting remote lost"))
+    assert "default/wl" not in edge.decided
+    commit(types.WorkersNominated(workload=ref, check="mk", clusters=["w1"]))
+    edge.prune()
+    assert "default/wl" not in edge.decided and not log.orphans
