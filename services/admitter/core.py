@@ -5,7 +5,8 @@ it at any recorded basis and get the same bytes. The cycle itself, in Kueue's ph
 :func:`kueue_es.scheduling.cycle.run`; this module gives it the cycle's quota tree as a
 what-if (Kueue's per-cycle snapshot) and names the role and logic version the log records.
 
-Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted, WorkloadInadmissible,
+Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted or a WorkloadAdmitted alone
+(reserved and admitted at once), WorkloadInadmissible,
 PreemptionRequired, and the lifecycle's decisions (admission checks, PodsReady, backoff); and
 PendingOutcomes, the WorkloadInadmissible decisions that keep a workload's pending reason, which
 the cycle's DecisionRecord carries (``runtime.build_batch``, issue 15).
@@ -23,15 +24,17 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 11
+LOGIC_VERSION = 12
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 10 offered a
+EARLIER_LOGIC_VERSIONS = (9, 10, 11)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 11 wrote a
+QuotaReserved before every WorkloadAdmitted of a workload it reserved and admitted in one cycle (12
+writes the WorkloadAdmitted alone when no check or TAS placement comes between, issue 18). 10 offered a
 workload released in the same cycle (evicted, its job stopped) as a preemption candidate, counting
 its quota as freed twice in a nomination, and placed TAS pod sets around its topology usage (11
 does not: Kueue's cache holds nothing for it, issue 18); it also wrote each WorkloadAdmitted
 without its pod set assignments (schema version 1, issue 19). 9 decided as 10 and also wrote every
-pending outcome as a WorkloadInadmissible message (issue 15)."""
+pending outcome as a WorkloadInadmissible message (issue 15); both wrote the pair, as 11."""
 
 
 def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
@@ -76,7 +79,9 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 and 10 offered a workload the cycle releases as a preemption candidate and
+    Versions 9 to 11 wrote a QuotaReserved before the WorkloadAdmitted of a workload reserved and
+    admitted in the same cycle (12 writes the WorkloadAdmitted alone). Versions 9 and 10 offered a
+    workload the cycle releases as a preemption candidate and
     counted its topology usage (see :data:`EARLIER_LOGIC_VERSIONS`), and wrote each
     WorkloadAdmitted without its pod set assignments (schema version 1, before issue 19); 9
     also wrote each pending outcome as a WorkloadInadmissible message at the cycle's
@@ -87,12 +92,17 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"admitter logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
     inline_pending = version == 9
+    released_are_candidates = version < 11
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
         outputs: list[types.Output] = []
-        for out in _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=True):
+        for out in _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=released_are_candidates):
             if isinstance(out, types.WorkloadAdmitted):
+                held = state.workloads.get(out.workload.key)
+                if types.reserves(out, held is not None and held.reservation is not None):
+                    outputs.append(types.reservation_of(out))  # the pair, as these versions wrote it
+            if version < 11 and isinstance(out, types.WorkloadAdmitted):
                 out = msgspec.structs.replace(out, pod_set_assignments=msgspec.UNSET)
             elif inline_pending and isinstance(out, types.PendingOutcome):
                 out = out.inadmissible(at_ms=now_ms)
