@@ -426,6 +426,36 @@ def admitted(reservation: QuotaReserved, *, at_ms: int) -> WorkloadAdmitted:
     )
 
 
+def reservation_of(admission: WorkloadAdmitted) -> QuotaReserved:
+    """The QuotaReserved a WorkloadAdmitted stands for when the workload held no quota before it.
+
+    Since admitter logic version 13 (issue 18), a workload that needs no admission check and no
+    delayed topology placement is reserved and admitted by ONE WorkloadAdmitted, with no
+    QuotaReserved before it: Kueue too writes the reservation and the Admitted condition in one
+    status update then (scheduler.go admit). Every reader takes such a WorkloadAdmitted as this
+    QuotaReserved (same workload, ClusterQueue, assignments and time) followed by itself, which is
+    what the admitter wrote before as two messages. ``admission.pod_set_assignments`` must be set
+    (schema version 2); raises ValueError naming the workload otherwise.
+    """
+    if isinstance(admission.pod_set_assignments, msgspec.UnsetType) or not admission.pod_set_assignments:
+        raise ValueError(
+            f"WorkloadAdmitted of {admission.workload.key}: podSetAssignments is missing, so it cannot stand"
+            " for its reservation"
+        )
+    return QuotaReserved(
+        workload=admission.workload,
+        cluster_queue=admission.cluster_queue,
+        pod_set_assignments=admission.pod_set_assignments,
+        at_ms=admission.at_ms,
+    )
+
+
+def reserves(admission: WorkloadAdmitted, holding: bool) -> bool:
+    """Whether ``admission`` also reserves quota: it carries its pod set assignments and the workload
+    held no reservation just before it (``holding`` False). See :func:`reservation_of`."""
+    return not holding and bool(admission.pod_set_assignments)
+
+
 class FlavorBookmark(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """Kueue's flavor-scan bookmark (``LastTriedFlavorIdx``, SEMANTICS §5.3): where the next
     flavor scan of a workload resumes (FlavorFungibility + FlavorFungibilityPreserveScanProgress).

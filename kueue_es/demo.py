@@ -134,7 +134,7 @@ class TimelinePrinter:
                 continue
             line = timeline.describe(event, self.state)
             apply(self.state, event, seq=message.seq)
-            if isinstance(event, types.QuotaReserved):
+            if isinstance(event, types.QuotaReserved | types.WorkloadAdmitted):
                 self.admitted.add(event.workload.key)
             if isinstance(event, types.QuotaReleased):
                 self.released.add(event.workload.key)

@@ -38,6 +38,8 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
         case types.WorkloadAdmitted():
             known = before.workloads.get(event.workload.key)
             cq = before.cluster_queues.get(event.cluster_queue)
+            if known is not None and types.reserves(event, known.reservation is not None):
+                return describe(types.reservation_of(event), before)  # reserved and admitted by this one message
             if known is None or known.reservation is None or cq is None:
                 return None
             if not lifecycle.required_checks(cq, lifecycle.assigned_flavors(known.reservation)):

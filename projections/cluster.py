@@ -1064,22 +1064,11 @@ def _apply_workload_decision(
                 return
         case types.QuotaReserved():
             if current.reservation is None:
-                kueue_metrics.on_reserved(state, current, event)
-                current.reservation = event
-                current.parked_seq = 0
-                current.bookmark = None
-                _bump_generation(state, event.cluster_queue, seq)
-                current.order_ms = 0  # Evicted is reset on the next reservation (§9.1)
-                current.pods_ready = None
-                state.reserved.setdefault(event.cluster_queue, {})[key] = None
-                current.held = held_reservation(
-                    event,
-                    current.workload,
-                    current.reclaimable,
-                    elastic=_elastic(state, current.workload),
-                )
-                _add_usage(state, current.held, sign=1)
+                _reserve(state, current, event, key=key, seq=seq)
         case types.WorkloadAdmitted():
+            if types.reserves(event, current.reservation is not None):
+                # reserved and admitted by one message (issue 18): its reservation first, as the pair did
+                _reserve(state, current, types.reservation_of(event), key=key, seq=seq)
             if current.reservation is not None and not current.admitted:
                 kueue_metrics.on_admitted(state, current, event)
                 _afs_admitted(state, current, at_ms=event.at_ms)
@@ -1147,6 +1136,22 @@ def _slice_replaced(state: ClusterState, current: WorkloadState, event: types.Qu
     )
     current.finished_seq = seq
     kueue_metrics.on_slice_replaced(state, event)
+
+
+def _reserve(state: ClusterState, current: WorkloadState, event: types.QuotaReserved, *, key: str, seq: int) -> None:
+    """``current`` (holding no quota) takes the reservation ``event`` stored at ``seq``."""
+    kueue_metrics.on_reserved(state, current, event)
+    current.reservation = event
+    current.parked_seq = 0
+    current.bookmark = None
+    _bump_generation(state, event.cluster_queue, seq)
+    current.order_ms = 0  # Evicted is reset on the next reservation (§9.1)
+    current.pods_ready = None
+    state.reserved.setdefault(event.cluster_queue, {})[key] = None
+    current.held = held_reservation(
+        event, current.workload, current.reclaimable, elastic=_elastic(state, current.workload)
+    )
+    _add_usage(state, current.held, sign=1)
 
 
 def _apply_preemption(

@@ -21,7 +21,8 @@ TAS (SEMANTICS-ADVANCED A.5, A.9, A.10): the placement is committed as a Topolog
 the QuotaReserved; a pod set whose topology is delayed by a ProvisioningRequest check gets it in
 the second pass, decided in the lifecycle phase before the first-pass entries.
 
-Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted, WorkloadInadmissible
+Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted (a WorkloadAdmitted alone
+when neither a check nor a TAS placement comes between), WorkloadInadmissible
 (always when a BestEffortFIFO head is parked; otherwise only when the message changes). A pending
 workload's reason is recorded on its own subject only when it changes (issue 15): a
 WorkloadInadmissible whose reason is the one the log already holds for the workload (a head tried
@@ -429,6 +430,12 @@ def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int)
     required = lifecycle.required_checks(entry.cq, {f for a in assignments for f in a.flavors.values()})
     if not lifecycle.checks_ready(entry.workload, required):
         return reserved  # admitted once every check required for its flavors is Ready (SEMANTICS §9.5)
+    if len(reserved) == 1:
+        # Reserved and admitted at once: ONE WorkloadAdmitted stands for both (issue 18; the fold takes
+        # it as its reservation then its admission, types.reservation_of), as Kueue's admit writes the
+        # reservation and the Admitted condition in one status update (scheduler.go admit). A TAS
+        # placement keeps the pair: its TopologyAssigned needs the reservation before it.
+        return [types.admitted(reservation, at_ms=now_ms)]
     return [*reserved, types.admitted(reservation, at_ms=now_ms)]
 
 

@@ -262,6 +262,10 @@ class StoryCollector:
                     parts.append(f"{pod_set} on {'/'.join(assignment.levels)} [{where}]")
                 self._add(key, seq, event, "topology", "; ".join(parts))
             case types.WorkloadAdmitted():
+                known = before.workloads.get(key)
+                if known is not None and types.reserves(event, known.reservation is not None):
+                    # reserved and admitted by one message (issue 18): the reservation's line first
+                    self._workload_event(key, seq, types.reservation_of(event), before)
                 self._add(key, seq, event, "admitted", f"in ClusterQueue {event.cluster_queue}")
             case types.AdmissionCheckStateChanged():
                 detail = f": {event.message}" if event.message else ""

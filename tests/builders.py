@@ -161,3 +161,19 @@ class FoldedLog:
             self.messages.append(stored)
             fold_message(self.state, stored, on_orphan=self.orphans.append)
         return len(self.messages)
+
+
+def reservations(decisions: list[Any]) -> list[types.QuotaReserved]:
+    """The reservations among one cycle's ``decisions``, in order: each QuotaReserved, and the reservation
+    a WorkloadAdmitted stands for when it reserved and admitted at once (no QuotaReserved of its workload
+    in the same cycle before it: ``types.reservation_of``, admitter logic version 13). For cycles without
+    admission checks: a WorkloadAdmitted of a check turning Ready also comes without a QuotaReserved."""
+    out: list[types.QuotaReserved] = []
+    seen: set[str] = set()
+    for d in decisions:
+        if isinstance(d, types.QuotaReserved):
+            out.append(d)
+            seen.add(d.workload.key)
+        elif isinstance(d, types.WorkloadAdmitted) and types.reserves(d, d.workload.key in seen):
+            out.append(types.reservation_of(d))
+    return out

@@ -153,6 +153,10 @@ class InvariantChecker:
                 else:
                     self._holding[ref.key] = (cq, seq)
                 touched[cq] = None
+            case types.WorkloadAdmitted(workload=ref, cluster_queue=cq):
+                if types.reserves(event, ref.key in self._holding):  # reserved and admitted by one message
+                    self._holding[ref.key] = (cq, seq)
+                    touched[cq] = None
             case types.QuotaReleased(workload=ref):
                 held = self._holding.pop(ref.key, None)
                 if held is not None:

@@ -310,11 +310,8 @@ class Recorder:
             case types.TopologyAssigned():
                 if self.topology is not None:
                     self.topology.assigned(event)
-            case types.QuotaReserved(workload=ref, cluster_queue=cq_name, at_ms=at):
-                cpu = sum(a.resource_usage.get("cpu", 0) for a in event.pod_set_assignments)
-                if ref.key not in self.held:
-                    self.held[ref.key] = (cq_name, cpu, at)
-                    self._shift(cq_name, cpu, at)
+            case types.QuotaReserved():
+                self._reserved(event)
             case types.QuotaReleased(workload=ref, at_ms=at):
                 held = self.held.pop(ref.key, None)
                 if self.topology is not None:
@@ -327,6 +324,8 @@ class Recorder:
                         record.held_ms += max(0, at - held[2])
                     self.last_release_ms = max(self.last_release_ms, at)
             case types.WorkloadAdmitted(workload=ref, at_ms=at):
+                if types.reserves(event, ref.key in self.held):  # reserved and admitted by one message
+                    self._reserved(types.reservation_of(event))
                 record = self.workloads.get(ref.key)
                 if record is not None:
                     self.admitted += not record.admitted_ms
@@ -347,6 +346,14 @@ class Recorder:
                 if record is not None and not record.finished_ms:
                     record.finished_ms = at
                     self.finished += 1
+
+    def _reserved(self, event: types.QuotaReserved) -> None:
+        """A reservation: its ClusterQueue holds its CPU from ``event.at_ms`` (a second copy changes nothing)."""
+        key = event.workload.key
+        if key not in self.held:
+            cpu = sum(a.resource_usage.get("cpu", 0) for a in event.pod_set_assignments)
+            self.held[key] = (event.cluster_queue, cpu, event.at_ms)
+            self._shift(event.cluster_queue, cpu, event.at_ms)
 
     def _shift(self, cq_name: str, delta: int, at_ms: int) -> None:
         queue = self.queues.get(cq_name)

@@ -217,8 +217,9 @@ def describe_output(event: types.Event) -> str:
     cq = getattr(event, "cluster_queue", None)
     if isinstance(cq, str) and cq:
         parts.append(f"in {cq}")
-    if isinstance(event, types.QuotaReserved | types.PreemptionRequired):
-        flavors = sorted({f for a in event.pod_set_assignments for f in a.flavors.values()})
+    assignments = getattr(event, "pod_set_assignments", None)  # QuotaReserved, PreemptionRequired, WorkloadAdmitted
+    if isinstance(assignments, list) and assignments:
+        flavors = sorted({f for a in assignments for f in a.flavors.values()})
         parts.append(f"flavor {','.join(flavors)}")
     if isinstance(event, types.PreemptionRequired | types.PreemptionIssued):
         parts.append("targets " + (",".join(t.workload.key for t in event.targets) or "none"))

@@ -68,6 +68,8 @@ def outcomes(log: Iterable[tuple[int, types.Event]]) -> dict[str, WorkloadOutcom
             case types.QuotaReserved(workload=ref):
                 reserved[ref.key] = event
             case types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at):
+                if event.pod_set_assignments:  # its own flavors (schema version 2), with or without a QuotaReserved
+                    reserved[ref.key] = types.reservation_of(event)
                 out = of(ref.key)
                 out.cluster_queue, out.admitted_ms = cq, at
                 if ref.key in reserved:
@@ -117,6 +119,8 @@ def summaries(log: list[tuple[int, types.Event]], state: ClusterState) -> dict[s
             waits.setdefault(out.cluster_queue, []).append(out.admitted_ms - out.created_ms)
             result[out.cluster_queue].preemptions += out.preempted
     for _, event in log:
+        if isinstance(event, types.WorkloadAdmitted) and types.reserves(event, event.workload.key in held):
+            event = types.reservation_of(event)  # reserved and admitted by one message: its reservation here
         match event:
             case types.QuotaReserved(workload=ref, cluster_queue=cq, at_ms=at):
                 amounts: dict[str, int] = {}

@@ -5,7 +5,8 @@ it at any recorded basis and get the same bytes. The cycle itself, in Kueue's ph
 :func:`kueue_es.scheduling.cycle.run`; this module gives it the cycle's quota tree as a
 what-if (Kueue's per-cycle snapshot) and names the role and logic version the log records.
 
-Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted, WorkloadInadmissible,
+Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted or a WorkloadAdmitted alone
+(reserved and admitted at once), WorkloadInadmissible,
 PreemptionRequired, and the lifecycle's decisions (admission checks, PodsReady, backoff); and
 PendingOutcomes, the WorkloadInadmissible decisions that keep a workload's pending reason, which
 the cycle's DecisionRecord carries (``runtime.build_batch``, issue 15).
@@ -23,16 +24,18 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 12
+LOGIC_VERSION = 13
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 11 knew no
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 9 to 12 wrote a
+QuotaReserved before every WorkloadAdmitted of a workload they reserved and admitted in one cycle (13
+writes the WorkloadAdmitted alone when no check or TAS placement comes between, issue 18). 11 knew no
 elastic workload slices (issue 21: a replacement slice was scheduled as any workload). 10 offered a
 workload released in the same cycle (evicted, its job stopped) as a preemption candidate, counting
 its quota as freed twice in a nomination, and placed TAS pod sets around its topology usage (11
 does not: Kueue's cache holds nothing for it, issue 18); it also wrote each WorkloadAdmitted
 without its pod set assignments (schema version 1, issue 19). 9 decided as 10 and also wrote every
-pending outcome as a WorkloadInadmissible message (issue 15)."""
+pending outcome as a WorkloadInadmissible message (issue 15); all of them wrote the pair."""
 
 
 def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
@@ -85,7 +88,10 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Version 11 decided as 12 without elastic workload slices. Versions 9 and 10 offered a workload the cycle releases as a preemption candidate and
+    Versions 9 to 12 wrote a QuotaReserved before the WorkloadAdmitted of a workload reserved and
+    admitted in the same cycle (13 writes the WorkloadAdmitted alone). Version 11 decided as 12
+    without elastic workload slices. Versions 9 and 10 offered a workload the cycle releases as a
+    preemption candidate and
     counted its topology usage (see :data:`EARLIER_LOGIC_VERSIONS`), and wrote each
     WorkloadAdmitted without its pod set assignments (schema version 1, before issue 19); 9
     also wrote each pending outcome as a WorkloadInadmissible message at the cycle's
@@ -96,15 +102,24 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"admitter logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
     inline_pending = version == 9
-    earlier_release = version in (9, 10)
+    released_are_candidates = version < 11
+    workload_slices = version >= 12
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
         outputs: list[types.Output] = []
         for out in _decide(
-            state, now_ms=now_ms, partition=partition, released_are_candidates=earlier_release, workload_slices=False
+            state,
+            now_ms=now_ms,
+            partition=partition,
+            released_are_candidates=released_are_candidates,
+            workload_slices=workload_slices,
         ):
-            if earlier_release and isinstance(out, types.WorkloadAdmitted):
+            if isinstance(out, types.WorkloadAdmitted):
+                held = state.workloads.get(out.workload.key)
+                if types.reserves(out, held is not None and held.reservation is not None):
+                    outputs.append(types.reservation_of(out))  # the pair, as these versions wrote it
+            if version < 11 and isinstance(out, types.WorkloadAdmitted):
                 out = msgspec.structs.replace(out, pod_set_assignments=msgspec.UNSET)
             elif inline_pending and isinstance(out, types.PendingOutcome):
                 out = out.inadmissible(at_ms=now_ms)

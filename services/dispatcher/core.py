@@ -518,9 +518,10 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     queues_before, counted_before = _queues_of_workload(state, current), _queue_view(current)
     apply(state, event, seq=seq)
     after = state.workloads.get(key)
-    if isinstance(event, types.QuotaReserved) and before.reservation is None:
+    if isinstance(event, types.QuotaReserved | types.WorkloadAdmitted) and before.reservation is None:
         if after is not None and after.reservation is not None:
-            view.reserved_seq[key] = seq  # a new reservation (a second copy of a live one changes nothing)
+            # a new reservation (a second copy of a live one changes nothing), or one message for both
+            view.reserved_seq[key] = seq
     changed = status.fold_record(view.records, event, key=key, before=before, state=state)
     if isinstance(event, types.WorkloadAdmitted) and after is not None and after.admitted and not before.admitted:
         if after.reservation is not None:
@@ -572,7 +573,7 @@ def _fold_lean(view: DispatchState, event: types.Event, *, seq: int) -> Dispatch
     before = status.Before.of(state.workloads.get(key))
     apply(state, event, seq=seq)
     after = state.workloads.get(key)
-    if isinstance(event, types.QuotaReserved) and before.reservation is None:
+    if isinstance(event, types.QuotaReserved | types.WorkloadAdmitted) and before.reservation is None:
         if after is not None and after.reservation is not None:
             view.reserved_seq[key] = seq
     status.fold_record(view.records, event, key=key, before=before, state=state, compare=False)

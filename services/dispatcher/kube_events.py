@@ -7,7 +7,8 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
 - QuotaReserved: Normal ``QuotaReserved``: "Quota reserved in ClusterQueue CQ, wait time
   since queued was Ns" (scheduler.go recordQuotaReservationMetrics; queued = the Requeued
   condition's last transition, else the creation time, workload.go QueuedWaitTime);
-- WorkloadAdmitted: Normal ``Admitted``: "Admitted by ClusterQueue CQ, wait time since
+- WorkloadAdmitted: Normal ``Admitted`` (after the QuotaReserved Event when it also reserved the
+  quota): "Admitted by ClusterQueue CQ, wait time since
   reservation was 0s" (recordWorkloadAdmissionEvents);
 - WorkloadInadmissible: Warning, the granular QuotaReserved=False reason (``Pending`` when
   none) and the pending message (scheduler.go requeueAndUpdate);
@@ -58,11 +59,12 @@ def truncate(message: str) -> str:
 
 
 def for_decision(
-    state: ClusterState, event: types.Event, record: status.WorkloadRecord | None = None
+    state: ClusterState, event: types.Event, record: status.WorkloadRecord | None = None, *, reserved: bool = False
 ) -> list[KubeEvent]:
     """The Events Kueue records for ``event`` (others: none). ``record`` is the workload's status
     as the dispatcher keeps it (for the Requeued condition); ``state`` gives creation times and
-    priorities."""
+    priorities. ``reserved``: ``event`` is a WorkloadAdmitted that also reserved the quota (one
+    message for both, issue 18), so its QuotaReserved Event comes first, as Kueue records both."""
     match event:
         case types.QuotaReserved(workload=ref, cluster_queue=cq, at_ms=at):
             queued = _queued_ms(state, ref, record)
@@ -71,7 +73,10 @@ def for_decision(
             return [KubeEvent(workload=ref, type="Normal", reason="QuotaReserved", message=message, at_ms=at)]
         case types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at):
             message = f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s"
-            return [KubeEvent(workload=ref, type="Normal", reason="Admitted", message=message, at_ms=at)]
+            admitted = KubeEvent(workload=ref, type="Normal", reason="Admitted", message=message, at_ms=at)
+            if reserved and event.pod_set_assignments:
+                return [*for_decision(state, types.reservation_of(event), record), admitted]
+            return [admitted]
         case types.WorkloadInadmissible(workload=ref, reason=reason, message=message, at_ms=at):
             return [
                 KubeEvent(workload=ref, type="Warning", reason=reason or "Pending", message=truncate(message), at_ms=at)

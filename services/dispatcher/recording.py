@@ -82,7 +82,9 @@ class Recording:
             await self._write(item, name=f"{item.workload.name}.{suffix}")
         state = self.view.cluster
         for seq, decision in decisions:
-            records = kube_events.for_decision(state, decision, self.view.records.get(workload_key(decision)))
+            key = workload_key(decision)
+            reserved = isinstance(decision, types.WorkloadAdmitted) and self.view.reserved_seq.get(key) == seq
+            records = kube_events.for_decision(state, decision, self.view.records.get(key), reserved=reserved)
             for index, item in enumerate(records):
                 key = item.workload.key
                 wl = state.workloads.get(key)

@@ -333,6 +333,8 @@ def _fold_into(
             if before.reservation is None and wl.reservation is event:
                 _reserve(record, event, state=state, granular=granular)
         case types.WorkloadAdmitted():
+            if before.reservation is None and wl.reservation is not None:
+                _reserve(record, wl.reservation, state=state, granular=granular)  # one message for both (issue 18)
             if wl.admitted and not before.admitted:
                 record.set("Admitted", True, "Admitted", ADMITTED_MESSAGE, at_ms=event.at_ms)
         case types.WorkloadInadmissible():

@@ -88,7 +88,7 @@ async def test_snapshot_purge_restart_and_replay(tmp_path: Path) -> None:
             job = str(EXAMPLES / "jobs/sample-job.yaml")
             code, out = await kueue_es("apply", "-f", job, "-f", job, "-f", job, "-f", job, "--kubeconfig", kubeconfig)
             assert code == 0, out
-            await count_after(bus, 0, {"QuotaReserved": 4, "WorkloadFinished": 4, "QuotaReleased": 4}, timeout=90)
+            await count_after(bus, 0, {"WorkloadAdmitted": 4, "WorkloadFinished": 4, "QuotaReleased": 4}, timeout=90)
             await asyncio.sleep(2)  # the dispatcher's last results and acks
 
             code, out = await as_user(
@@ -106,9 +106,9 @@ async def test_snapshot_purge_restart_and_replay(tmp_path: Path) -> None:
             code, out = await kueue_es("apply", "-f", job, "-f", job, "--kubeconfig", kubeconfig)
             assert code == 0, out
             seen = await count_after(
-                bus, written, {"QuotaReserved": 2, "DispatchApplied": 2, "WorkloadFinished": 2}, timeout=90
+                bus, written, {"WorkloadAdmitted": 2, "DispatchApplied": 2, "WorkloadFinished": 2}, timeout=90
             )
-            assert seen["QuotaReserved"] == 2  # the four before the snapshot are not reserved again
+            assert seen["WorkloadAdmitted"] == 2  # the four before the snapshot are not admitted again
         finally:
             kubelet.cancel()
             with contextlib.suppress(asyncio.CancelledError):

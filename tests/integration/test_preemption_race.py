@@ -223,7 +223,9 @@ async def test_admitter_and_preemptor_race_without_double_booking(tmp_path: Path
     assert conflicts > 0, "two admitters and a preemptor on one head never collided: the race was not exercised"
     nominations = {seq: e.workload.key for seq, e in log if isinstance(e, types.PreemptionRequired)}
     answered = {e.nomination_seq for _, e in log if isinstance(e, types.PreemptionIssued)}
-    reserved_at = {(e.workload.key, seq) for seq, e in log if isinstance(e, types.QuotaReserved)}
+    reserved_at = {
+        (e.workload.key, seq) for seq, e in log if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted)
+    }  # no checks: a WorkloadAdmitted reserves and admits
     assert nominations
     for seq, key in nominations.items():
         # answered, or moot: the preemptor got quota before the preemptor service came to it

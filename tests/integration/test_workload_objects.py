@@ -160,7 +160,8 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
             name="user-queue",
             check=one_pending_one_admitted,
         )
-    [reserved] = await events_of(bus, types.QuotaReserved)
+    [admitted] = await events_of(bus, types.WorkloadAdmitted)  # no checks: one message reserves and admits
+    reserved = types.reservation_of(admitted)
 
     assert workload_a["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": job_a["metadata"]["uid"]}
     assert workload_a["metadata"]["ownerReferences"] == [
@@ -288,14 +289,17 @@ async def test_decisions_become_the_kubernetes_events_kueue_records(api, bus: Me
         await wait_until(lambda: dispatcher.events_written >= 6, what="six Events")
         await asyncio.sleep(0.3)
         decisions = [
-            m for m, e in await log_entries(bus) if isinstance(e, types.QuotaReserved | types.WorkloadInadmissible)
+            m
+            for m, e in await log_entries(bus)
+            if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible)
         ]
         for message in decisions:  # handled again: nothing new
             await dispatcher.handle(RecordingConsumer(), Delivery(message=message, attempt=2))
         workloads = {o["metadata"]["name"]: o for o in (await kube.list_objects(api, resources.WORKLOADS))[0]}
         jobs = {o["metadata"]["name"]: o for o in (await kube.list_objects(api, resources.JOBS))[0]}
         listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
-    [reserved] = await events_of(bus, types.QuotaReserved)
+    [admitted] = await events_of(bus, types.WorkloadAdmitted)
+    reserved = types.reservation_of(admitted)  # no checks: one message reserves and admits
     by_workload: dict[str, list[tuple[str, str, str]]] = {}
     by_job: dict[str, list[tuple[str, str, str]]] = {}
     for event in listed:
@@ -339,7 +343,7 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
         async with running(admitter(bus).run()):
             [admitted] = await wait_for(bus, types.WorkloadAdmitted)
         ref = admitted.workload
-        [reservation] = await events_of(bus, types.QuotaReserved)
+        reservation = types.reservation_of(admitted)  # no checks: one message reserves and admits
         name = ref.name
 
         def workload_where(check: Callable[[dict], bool]) -> Any:

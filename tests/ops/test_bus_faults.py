@@ -198,7 +198,7 @@ async def test_the_admitter_and_the_dispatcher_survive_timeouts_and_no_responder
 
             found = await log_types(writer)
             for name in ("w1", "w2", "w3", "w4", "w5"):
-                assert found.count(("QuotaReserved", name)) == 1, found
+                assert found.count(("WorkloadAdmitted", name)) == 1, found  # reserved and admitted at once
                 assert found.count(("DispatchApplied", name)) == 1, found
             facts = dispatcher.readiness()[1]
             assert facts["consuming"] and facts["caught_up"] and facts["retrying"] == []

@@ -74,7 +74,7 @@ async def test_probes_and_metrics_of_two_admitters_on_one_log() -> None:
     assert found["kueue_es_ready", label] == 1
     assert found["kueue_es_leader", label] == 1
     both = samples(second.metrics())
-    reserved = (("service", "admitter"), ("type", "QuotaReserved"))
+    reserved = (("service", "admitter"), ("type", "WorkloadAdmitted"))  # no checks: one message reserves and admits
     # each reservation was committed by exactly one of the two; a rejected batch publishes nothing
     assert (
         found.get(("kueue_es_published_total", reserved), 0) + both.get(("kueue_es_published_total", reserved), 0) == 4
@@ -143,7 +143,7 @@ async def test_orphans_are_counted_and_a_stalled_decider_is_not_ready() -> None:
     task = asyncio.create_task(serve_decider(deciders.ADMITTER, nats_url="", stop=stop, wakeup=0.02, connect=connect))
     try:
         async with asyncio.timeout(10):
-            while "QuotaReserved" not in await _types(bus):
+            while "WorkloadAdmitted" not in await _types(bus):
                 await asyncio.sleep(0.05)
     finally:
         stop.set()

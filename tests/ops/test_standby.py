@@ -103,7 +103,7 @@ async def test_two_admitters_one_commits_and_the_standby_takes_over_a_kill(tmp_p
                     await bus.publish(subjects.fact_message(kueue_fact(workload(f"w{i}", created=i, cpu="1"))))
                 async with asyncio.timeout(30):
                     kinds = [await decided(bus, f"w{i}") for i in range(3)]
-                assert kinds == ["WorkloadAdmitted"] * 3  # each QuotaReserved with its WorkloadAdmitted
+                assert kinds == ["WorkloadAdmitted"] * 3  # each reserved and admitted by one WorkloadAdmitted
                 label = (("service", "admitter"),)
                 both = [await metrics(session, port) for port in ports]
                 assert both[active]["kueue_es_decisions_committed_total", label] >= 1

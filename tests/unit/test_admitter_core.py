@@ -2,7 +2,7 @@
 
 from kueue_es.events import types
 from kueue_es.services.admitter.core import decide
-from tests.builders import Log, cluster_queue, flavor, local_queue, workload
+from tests.builders import Log, cluster_queue, flavor, local_queue, reservations, workload
 
 
 def quick_start(*, strategy: str = "BestEffortFIFO") -> Log:
@@ -16,7 +16,7 @@ def quick_start(*, strategy: str = "BestEffortFIFO") -> Log:
 
 
 def admitted(decisions: list[types.Decision]) -> list[str]:
-    return [d.workload.name for d in decisions if isinstance(d, types.QuotaReserved)]
+    return [d.workload.name for d in reservations(decisions)]
 
 
 def test_three_of_four_fit_then_the_fourth_after_a_finish() -> None:
@@ -91,7 +91,7 @@ def test_second_flavor_used_when_first_is_full() -> None:
     )
     log.apply_manifests(workload("a", created=1, cpu="2"), workload("b", created=2, cpu="3"))
     out = log.settle(1)
-    flavors = {d.workload.name: d.pod_set_assignments[0].flavors for d in out if isinstance(d, types.QuotaReserved)}
+    flavors = {d.workload.name: d.pod_set_assignments[0].flavors for d in reservations(out)}
     assert flavors == {"a": {"cpu": "on-demand"}, "b": {"cpu": "spot"}}
 
 
@@ -150,7 +150,7 @@ def test_partial_admission_takes_the_largest_count_that_fits() -> None:
     doc["spec"]["podSets"][0]["minCount"] = 2
     log.apply_manifests(workload("other", created=0, cpu="5"), doc)
     out = log.settle(1)
-    counts = {d.workload.name: d.pod_set_assignments[0].count for d in out if isinstance(d, types.QuotaReserved)}
+    counts = {d.workload.name: d.pod_set_assignments[0].count for d in reservations(out)}
     assert counts == {"other": 1, "elastic": 4}
 
 

@@ -11,7 +11,7 @@ from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.replay import check_log, replay_bus
 from kueue_es.services.runtime import Decider, DeciderLoop, cancel_and_wait
 from kueue_es.services.watcher.convert import kueue_fact
-from tests.builders import cluster_queue, flavor, local_queue, workload
+from tests.builders import cluster_queue, flavor, local_queue, reservations, workload
 
 
 async def publish(bus: MemoryBus, *docs: dict) -> None:
@@ -85,7 +85,7 @@ async def test_replay_catches_a_tampered_decision() -> None:
     bus = MemoryBus()
     await run_quick_start(bus)
     messages = await all_messages(bus)
-    victim = next(m for m in messages if m.headers.get("Kq-Type") == "QuotaReserved")
+    victim = next(m for m in messages if m.headers.get("Kq-Type") == "WorkloadAdmitted")
     event = codec.decode(victim.data)
     forged = msgspec.structs.replace(event, cluster_queue="someone-else")
     tampered = [msgspec.structs.replace(m, data=codec.encode(forged)) if m.seq == victim.seq else m for m in messages]
@@ -118,7 +118,10 @@ async def test_stale_batch_is_rejected_and_loop_recovers() -> None:
         await settle(bus, first)
     finally:
         await cancel_and_wait(tasks)
-    reserved = [codec.decode(m.data) for m in await all_messages(bus) if m.headers.get("Kq-Type") == "QuotaReserved"]
+    decisions = [
+        codec.decode(m.data) for m in await all_messages(bus) if m.subject.startswith("kq.dec.") and ".wl." in m.subject
+    ]
+    reserved = reservations(decisions)  # one WorkloadAdmitted each: no admission checks here
     assert len(reserved) == 4  # 4 CPU: exactly four 1-CPU workloads, whoever committed them
     assert len({r.workload.name for r in reserved}) == 4
     assert first.state.usage["cq"]["f"]["cpu"] == 4000

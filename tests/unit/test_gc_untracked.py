@@ -157,7 +157,7 @@ def test_decoded_events_and_everything_in_them_are_untracked() -> None:
         for struct in _structs_in(event):
             structs += 1
             assert not gc.is_tracked(struct), f"#{message.seq}: a {type(struct).__name__} is tracked"
-    assert {"WorkloadObserved", "DecisionRecord", "QuotaReserved", "WorkloadAdmitted", "WorkloadFinished"} <= kinds
+    assert {"WorkloadObserved", "DecisionRecord", "WorkloadAdmitted", "WorkloadFinished"} <= kinds
     assert structs > len(log)
 
     class Tracked(msgspec.Struct):  # the default: a Struct holding a container is tracked

@@ -26,6 +26,7 @@ from kueue_es.scenarios.core_engine import CoreRun, run_scenario
 from kueue_es.scenarios.loading import load_scenario, parse_scenario
 from kueue_es.services.kueue_metrics import KueueCollector, families
 from kueue_es.services.runtime import fold_message
+from tests.builders import reservations
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
@@ -165,7 +166,9 @@ def test_values_after_admissions_a_preemption_and_a_finish() -> None:
     samples = _samples(state)
     cq = {"cluster_queue": "cq", "priority_class": ""}
     # 3 lows, high, and the 2 preempted lows again once high finished: 6 reservations, all admitted at once
-    reserved = [e for e in events.values() if isinstance(e, types.QuotaReserved)]
+    # no admission checks: each reserved and admitted by one WorkloadAdmitted (admitter logic version 13)
+    assert not [e for e in events.values() if isinstance(e, types.QuotaReserved)]
+    reserved = reservations([e for _, e in sorted(events.items())])
     assert len(reserved) == 6
     assert _value(samples, "kueue_quota_reserved_workloads_total", **cq) == 6
     assert _value(samples, "kueue_admitted_workloads_total", **cq) == 6
@@ -200,7 +203,7 @@ def test_values_after_admissions_a_preemption_and_a_finish() -> None:
     for event in (e for _, e in sorted(events.items())):
         if isinstance(event, types.QuotaReleased):
             released[event.workload.key] = event.at_ms
-        elif isinstance(event, types.QuotaReserved):
+        elif isinstance(event, types.WorkloadAdmitted):
             since = released.get(event.workload.key)
             start = since if since is not None else 1_767_225_600_000 + created[event.workload.key] * 1000
             waits.append(event.at_ms - start)

@@ -17,7 +17,7 @@ from kueue_es.projections.partitions import LEGACY, UNROUTED, Partitions
 from kueue_es.replay import check_log, summary
 from kueue_es.services.runtime import Decider, build_batch
 from kueue_es.services.watcher.convert import kueue_fact
-from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, workload
+from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, reservations, workload
 
 NOW = 1_796_000_000_000
 
@@ -95,7 +95,7 @@ class PLog(FoldedLog):
 
 
 def reserved_keys(outputs: Sequence[types.Output]) -> set[str]:
-    return {o.workload.key for o in outputs if isinstance(o, types.QuotaReserved)}
+    return {o.workload.key for o in reservations(outputs)}
 
 
 # --- partition ids ------------------------------------------------------------------------------

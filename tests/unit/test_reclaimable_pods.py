@@ -10,7 +10,7 @@ from kueue_es.events import types
 from kueue_es.jobframework import jobs, jobsets, pods
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.services.dispatcher import status
-from tests.builders import Log, cluster_queue, flavor, local_queue, workload
+from tests.builders import Log, cluster_queue, flavor, local_queue, reservations, workload
 
 
 def quick_start() -> Log:
@@ -32,7 +32,7 @@ def reclaim(name: str, **counts: int) -> types.WorkloadReclaimablePods:
 
 
 def reserved(decisions: list[types.Decision]) -> dict[str, types.QuotaReserved]:
-    return {d.workload.name: d for d in decisions if isinstance(d, types.QuotaReserved)}
+    return {d.workload.name: d for d in reservations(decisions)}
 
 
 def cpu(log: Log) -> int:

@@ -54,7 +54,7 @@ def test_a_perturbed_output_is_found_at_the_same_sequence(
     """One output changed: late in the log, only its decision differs; early, its batch is
     orphaned (its digest no longer matches), so the fold changes and later decisions, in every
     part, differ too. Either way the parts report what one pass reports, in the same order."""
-    reserved = [m for m in messages if m.headers.get("Kq-Type") == "QuotaReserved"]
+    reserved = [m for m in messages if m.headers.get("Kq-Type") == "WorkloadAdmitted"]
     last_record = max(m.seq for m in messages if m.headers.get("Kq-Type") == "DecisionRecord")
     victim = last_record + 1 if where == "late" else reserved[len(reserved) // 10].seq  # late: in the last batch
     changed = [

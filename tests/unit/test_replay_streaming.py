@@ -64,11 +64,11 @@ def test_replay_of_a_file_and_of_a_bus_agree_with_the_whole_log_check(tmp_path: 
 def test_a_perturbed_output_deep_in_the_stream_is_found(tmp_path: Path) -> None:
     messages = small_log()
     target = next(
-        m for m in reversed(messages) if m.headers.get("Kq-Type") == "QuotaReserved"
+        m for m in reversed(messages) if m.headers.get("Kq-Type") == "WorkloadAdmitted"
     )  # a late batch's output: its record's digest no longer matches
     event = codec.decode(target.data)
-    assert isinstance(event, types.QuotaReserved)
-    changed = msgspec.structs.replace(target, data=target.data.replace(b'"QuotaReserved"', b'"QuotaReserved" '))
+    assert isinstance(event, types.WorkloadAdmitted)
+    changed = msgspec.structs.replace(target, data=target.data.replace(b'"WorkloadAdmitted"', b'"WorkloadAdmitted" '))
     messages = [changed if m.seq == target.seq else m for m in messages]
     path = tmp_path / "log.jsonl"
     write_lines(path, messages)
