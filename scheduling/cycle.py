@@ -204,8 +204,11 @@ def _process_replacement(
     counts and releases that slice, finished ``WorkloadSliceReplaced``, in the same batch."""
     out = _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=cycle, now_ms=now_ms)
     reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
-    if reserved is None:
-        return out
+    if reserved is None:  # reserved and admitted at once: one WorkloadAdmitted stands for both (_admit)
+        admitted = next((o for o in out if isinstance(o, types.WorkloadAdmitted)), None)
+        if admitted is None:
+            return out
+        reserved = types.reservation_of(admitted)
     chosen.add(old.key)  # not a victim of a later entry of this cycle: it is gone
     full = slices.full_usage(reserved, requests)
     replaced: list[types.Output] = []
