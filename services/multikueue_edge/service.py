@@ -509,7 +509,7 @@ class Edge:
                 except errors.ConflictError:
                     created = await client.get_object(api, job_ref, namespace=ref.namespace, name=action.job.name)
                 worker.jobs.add(ref.key)
-                if action.job.kind == "Job" and (created.get("spec") or {}).get("suspend"):
+                if (created.get("spec") or {}).get("suspend"):  # Job and JobSet: both suspend by spec.suspend
                     # the worker's Kueue starts a job of an admitted prebuilt Workload at once (module docstring)
                     await _retry()(client.patch_object)(
                         api, job_ref, namespace=ref.namespace, name=action.job.name, patch={"spec": {"suspend": False}}

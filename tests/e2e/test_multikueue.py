@@ -90,6 +90,12 @@ def _job(name: str, *, seconds: float) -> dict[str, Any]:
     return job
 
 
+async def _unsuspended(cluster: Any, resource: Any, name: str) -> bool:
+    """Whether the object ``name`` on ``cluster`` exists with ``spec.suspend`` false."""
+    obj = await _get(cluster, resource, name)
+    return obj is not None and not (obj.get("spec") or {}).get("suspend")
+
+
 def _jobset(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
@@ -217,6 +223,10 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
         assert (
             "managedBy" not in remote_js["spec"]
             and remote_js["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] == js
+        )
+        # the worker runs it: unsuspended as the remote Job is (a suspended copy never ran: found by a new user)
+        await eventually(
+            lambda: _unsuspended(js_cluster, resources.JOBSETS, "js"), what="the remote JobSet unsuspended", timeout=60
         )
         done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "message": "jobset completed"}
         await kube.patch_object(
