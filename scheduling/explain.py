@@ -279,6 +279,9 @@ class StoryCollector:
                 )
             case types.DispatchApplied(action="Evict"):
                 self._add(key, seq, event, "suspended", f"{event.target} suspended again (its template restored)")
+            case types.DispatchApplied() if "-remote-" in event.action:
+                # the MultiKueue edge's write on a worker cluster (docs/multikueue.md), not a local start
+                self._add(key, seq, event, "remote", f"{event.action} on {event.target}")
             case types.DispatchApplied():
                 selector = f" with nodeSelector {event.node_selector}" if event.node_selector else ""
                 self._add(key, seq, event, "started", f"{event.target or 'the job'} unsuspended{selector}")

@@ -430,3 +430,36 @@ def test_dispatcher_writes_the_workers_connected_condition() -> None:
         "ClientConnectionFailed",
         "dial tcp: refused",
     )
+
+
+def test_explain_tells_a_remote_write_from_a_local_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The MultiKueue edge's writes on a worker (kq.disp.<cluster>...) are told as what they are, not as
+    the local job unsuspended (found by a new user: every edge write read "started ... unsuspended")."""
+    from kueue_es import cli
+    from kueue_es.events import codec, subjects
+    from kueue_es.events.bus.base import LogMessage
+
+    done = run("earliest-admission-wins")
+    ref = types.WorkloadRef(namespace="default", name="w1")
+    last = done.messages[-1].seq
+    edge_writes = [
+        types.DispatchApplied(workload=ref, decision_seq=last, action=action, target=f"worker-b/{ref.key}")
+        for action in ("create-remote-job", "delete-remote-workload:lost-race")
+    ]
+    extra = [
+        LogMessage(seq=last + i, subject=subjects.dispatch_subject(ref, "worker-b"), data=codec.encode(event))
+        for i, event in enumerate(edge_writes, start=1)
+    ]
+    path = _write_log(done, tmp_path / "log.jsonl")
+    from kueue_es import logfile
+
+    with path.open("ab") as out:
+        writer = logfile.LogWriter(out)
+        for message in extra:
+            writer.write(message)
+    capsys.readouterr()
+    assert cli.main(["explain", "default/w1", "--file", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "create-remote-job on worker-b/default/w1" in out
+    assert "delete-remote-workload:lost-race on worker-b/default/w1" in out
+    assert "unsuspended" not in out
