@@ -494,6 +494,11 @@ class SimulatedControllers:
             await self._create("Pod", pod)
         for extra in scale_in_order(pods)[: max(0, len(pods) - wanted)]:
             await self._delete("Pod", dict(extra))
+        if not spec.get("suspend"):
+            # the Job controller's counts follow its pods (a scale-up's pods once ungated and ready), so the
+            # job's PodsReady can hold for the new count (the kubelet stub wrote only the first count)
+            live = [p for p in self._owned("Pod", job) if is_active(p)]
+            await self._status("Job", job, {"active": len(live), "ready": sum(1 for p in live if is_ready(p))})
 
     async def _statefulset(self, sts: Object) -> None:
         spec = sts.get("spec") or {}

@@ -152,6 +152,13 @@ async def test_elastic_job_scales_up_without_restarting_its_pods_live(tmp_path: 
                 what="ClusterQueue cq using 4 CPU (not 6: the first slice is not counted twice)",
             )
             assert cpu_usage(cq) == "4"
+            # the replacement's PodsReady holds for the new count: the Job's status follows its four pods
+            # (the emulated Job kept active=ready=2, so the slice waited for start for ever: found by a new user)
+            await eventually(
+                lambda: get(resources.WORKLOADS, new_name, "default"),
+                lambda w: condition(w, "PodsReady").get("status") == "True",
+                what="the replacement slice PodsReady",
+            )
 
             await kube.patch_object(
                 api, JOB_REF, namespace="default", name="elastic", patch={"spec": {"parallelism": 1}}
