@@ -45,6 +45,17 @@ def _ignore_late_stop_signals() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
+def _forget_run_credentials() -> None:
+    """Drop ``$KUEUE_ES_NATS_USER`` / ``$KUEUE_ES_NATS_PASSWORD_FILE`` for a command reading a stopped
+    store: the server over it (``open_stopped_store``) has fresh passwords and takes a connection without
+    credentials as the reader, so the run's reader password (the README's for ``--nats``), left in the
+    environment, was refused with an Authorization Violation (found by a new user)."""
+    from kueue_es.events.bus.nats import PASSWORD_FILE_ENV, USER_ENV
+
+    for name in (USER_ENV, PASSWORD_FILE_ENV):
+        os.environ.pop(name, None)
+
+
 def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
     """Parse ``argv`` and run the command; returns the process exit code. ``prog`` names the command in
     usage errors (``kubectl kueue`` when the plugin forwards to it)."""
@@ -57,6 +68,8 @@ def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
     from kueue_es.events.bus.base import BusError
     from kueue_es.events.bus.server import StoreNotFoundError
 
+    if getattr(args, "store", None) is not None and getattr(args, "nats", None) is None:
+        _forget_run_credentials()
     try:
         return int(args.run(args) or 0)
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM for demo and up

@@ -290,13 +290,13 @@ async def _fold_store(
     progress: bool,
     on_start: Callable[[ClusterState, int], None] | None,
 ) -> Folded:
-    from kueue_es.events.bus.server import open_stopped_store
+    from kueue_es.events.bus.server import open_stopped_store, store_reader
 
     assert source.store is not None
     if not source.store.is_dir():
         raise LogSourceError(f"no nats store directory {source.store}")
     async with open_stopped_store(source.store) as server:
-        inner = Source(nats_url=server.url, origin=f"store {source.store}")
+        inner = Source(nats_url=server.url, origin=f"store {source.store}", credentials=store_reader(server))
         return await _fold_nats(inner, folder, from_start=from_start, progress=progress, on_start=on_start)
 
 

@@ -540,6 +540,14 @@ def store_dir_of(path: Path) -> Path:
     )
 
 
+def store_reader(server: NatsServer) -> Credentials | None:
+    """The credentials to read a store :func:`open_stopped_store` serves: its fresh ``reader``
+    password when it runs with users, else None. Pass them explicitly: the default,
+    ``$KUEUE_ES_NATS_USER`` / ``$KUEUE_ES_NATS_PASSWORD_FILE``, names the stopped system's old
+    password, which this server does not know (an Authorization Violation)."""
+    return server.auth.credentials(permissions.READER) if server.auth is not None else None
+
+
 @contextlib.asynccontextmanager
 async def open_stopped_store(store_dir: Path) -> AsyncIterator[NatsServer]:
     """A nats-server over a stopped system's store, to read its log (``kueue-es replay --store``).

@@ -106,10 +106,10 @@ async def read_log(source: LogSource, *, progress: Progress | None = None) -> li
     if source.kind == "file":
         return _read_file(Path(source.where), progress)
     if source.kind == "store":
-        from kueue_es.events.bus.server import open_stopped_store
+        from kueue_es.events.bus.server import open_stopped_store, store_reader
 
         async with open_stopped_store(Path(source.where)) as server:
-            return await _read_url(server.url, None, progress)
+            return await _read_url(server.url, store_reader(server), progress)
     return await _read_url(source.where, source.credentials, progress)
 
 

@@ -207,3 +207,21 @@ def test_a_run_directory_of_up_or_demo_replays_its_store(tmp_path: Path, capsys:
     assert f"{logs} holds no nats store" in err and "<run dir>/nats" in err
     assert "KUEUE_ES_NATS_USER" not in err  # not the credentials hint: they are not the problem
     assert list(logs.iterdir()) == []  # no empty store started there
+
+
+def test_a_stopped_store_replays_with_the_runs_reader_variables_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README has a reader export $KUEUE_ES_NATS_USER and _PASSWORD_FILE for --nats; left set, they
+    named the stopped run's password, which the store's server (fresh passwords) refused: replay and
+    explain --store failed with an Authorization Violation (found by a new user)."""
+    run_creds = LocalAuth.create(tmp_path / "run-creds")
+    store = make_store(tmp_path, golden(), auth=run_creds)
+    reader = run_creds.credentials("reader")
+    monkeypatch.setenv("KUEUE_ES_NATS_USER", reader.user)
+    monkeypatch.setenv("KUEUE_ES_NATS_PASSWORD_FILE", str(reader.password_file))
+    assert main(["replay", "--store", str(store)]) == 0
+    assert "every decision matched; the log is complete" in capsys.readouterr().out
+    assert main(["explain", "default/sample-job", "--store", str(store)]) in (0, 1)
+    out = capsys.readouterr()
+    assert "Authorization" not in out.out + out.err and "NoServers" not in out.out + out.err
