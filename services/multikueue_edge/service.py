@@ -79,6 +79,17 @@ def _retry() -> Any:
     )
 
 
+def connection_failure(err: BaseException) -> str:
+    """The Active=False message of a worker that cannot be reached: the root cause's own words (for
+    example aiohttp's "Cannot connect to host 127.0.0.1:41525 ssl:default [Connect call failed ...]"),
+    not the Python repr of the wrapping errors, at most 512 characters."""
+    root = err
+    while root.__cause__ is not None:
+        root = root.__cause__
+    text = str(root).strip() or type(root).__name__
+    return f"cannot reach the worker's API server: {text}"[:512]
+
+
 @dataclasses.dataclass(kw_only=True)
 class Worker:
     """One MultiKueueCluster: where its kubeconfig is, its client, whether it is Active, what it holds."""
@@ -348,7 +359,7 @@ class Edge:
                 await self._set_active(worker, False, BAD_CONFIG_REASON, str(err))
             except Exception as err:  # unreachable: never fatal
                 worker.failures += 1
-                await self._set_active(worker, False, INACTIVE_REASON, f"{type(err).__name__}: {err}")
+                await self._set_active(worker, False, INACTIVE_REASON, connection_failure(err))
             finally:
                 if watch is not None:
                     await runtime.cancel_and_wait([watch])

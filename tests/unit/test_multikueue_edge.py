@@ -339,3 +339,21 @@ def test_the_edge_folds_only_verified_decisions_and_forgets_done_workloads():
     commit(types.WorkersNominated(workload=ref, check="mk", clusters=["w1"]))
     edge.prune()
     assert "default/wl" not in edge.decided and not log.orphans
+
+
+def test_an_unreachable_worker_is_told_in_the_root_causes_words() -> None:
+    """The MultiKueueCluster's Active=False message named a Python repr of the wrapping errors
+    ("ConnectionFailedError: GET ... ClientConnectorError(ConnectionKey(host=..."): found by a new user."""
+    from kueue_es.services.kube import errors
+    from kueue_es.services.multikueue_edge.service import connection_failure
+
+    root = ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 41525)")
+    try:
+        try:
+            raise root
+        except OSError as exc:
+            raise errors.ConnectionFailedError(f"GET /api/v1/namespaces failed: {exc!r}") from exc
+    except errors.ConnectionFailedError as wrapped:
+        message = connection_failure(wrapped)
+    assert message == "cannot reach the worker's API server: [Errno 111] Connect call failed ('127.0.0.1', 41525)"
+    assert "ConnectionFailedError" not in message and len(connection_failure(ValueError("x" * 2000))) == 512
