@@ -508,7 +508,15 @@ class Edge:
         target = f"{action.cluster}/{ref.key}"
         try:
             if isinstance(action, core.CreateWorkload):
-                local = await client.get_object(self.api, resources.WORKLOADS, namespace=ref.namespace, name=ref.name)
+                try:
+                    local = await client.get_object(
+                        self.api, resources.WORKLOADS, namespace=ref.namespace, name=ref.name
+                    )
+                except errors.NotFoundError:
+                    # the manager's dispatcher has not written its Workload object yet: not a failure of the
+                    # remote write (no DispatchFailed on the log), tried again at the next tick
+                    log.debug("manager_workload_not_yet_written", workload=ref.key, cluster=action.cluster)
+                    return
                 body = remote.remote_workload(local, origin=self.origin)
                 await _retry()(client.create_object)(api, resources.WORKLOADS, namespace=ref.namespace, body=body)
             elif isinstance(action, core.CreateJob):
