@@ -523,7 +523,8 @@ class StoreNotFoundError(ServerError):
 
 def store_dir_of(path: Path) -> Path:
     """The nats store directory ``path`` names: ``path`` itself when it holds a JetStream store
-    (``jetstream/``), or the store of a ``kueue-es up`` or ``demo`` run directory (``path/nats``).
+    (``jetstream/``), or the store of a ``kueue-es up`` or ``demo`` run directory (``path/nats``), or
+    the manager's of a ``demo --multikueue`` run (``path/manager/nats``; a worker's: ``path/<worker>``).
 
     Raises :class:`StoreNotFoundError` naming the path to give when neither holds one (a server
     started on a directory without a store would make an empty one there and find no log)."""
@@ -532,6 +533,8 @@ def store_dir_of(path: Path) -> Path:
         return path
     if (path / "nats" / "jetstream").is_dir():
         return path / "nats"
+    if (path / "manager" / "nats" / "jetstream").is_dir():  # demo --multikueue: the manager's log
+        return path / "manager" / "nats"
     if not path.is_dir():
         raise StoreNotFoundError(f"{path} is not a directory: give a stopped system's nats store directory")
     raise StoreNotFoundError(

@@ -209,6 +209,17 @@ def test_a_run_directory_of_up_or_demo_replays_its_store(tmp_path: Path, capsys:
     assert list(logs.iterdir()) == []  # no empty store started there
 
 
+def test_a_multikueue_demo_directory_replays_the_managers_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``demo --multikueue`` prints its run directory; the manager's store is ``<run dir>/manager/nats``
+    (each worker's beside it): ``--store <run dir>`` replays the manager's log (found by a new user)."""
+    run = tmp_path / "mk-run"
+    asyncio.run(_write(run / "manager" / "nats", golden(), auth=LocalAuth.create(run / "manager" / "creds")))
+    assert main(["replay", "--store", str(run)]) == 0
+    assert "every decision matched; the log is complete" in capsys.readouterr().out
+
+
 def test_a_stopped_store_replays_with_the_runs_reader_variables_set(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
