@@ -124,6 +124,18 @@ class TimelinePrinter:
         self.evicted: set[str] = set()
         self.changed = asyncio.Event()
 
+    def count(self, event: types.Event) -> None:
+        """Note the workload an event admits (a reservation, or one WorkloadAdmitted standing for
+        both), releases, finishes or evicts: what the demo's summary and waits count."""
+        if isinstance(event, types.QuotaReserved | types.WorkloadAdmitted):
+            self.admitted.add(event.workload.key)
+        if isinstance(event, types.QuotaReleased):
+            self.released.add(event.workload.key)
+        if isinstance(event, types.WorkloadFinished):
+            self.finished.add(event.workload.key)
+        if isinstance(event, types.EvictionRequested):
+            self.evicted.add(event.workload.key)
+
     async def follow(self) -> None:
         """Print events forever (cancel to stop)."""
         async for message in self.bus.read(subjects=("kq.>",), start_seq=1):
@@ -134,14 +146,7 @@ class TimelinePrinter:
                 continue
             line = timeline.describe(event, self.state)
             apply(self.state, event, seq=message.seq)
-            if isinstance(event, types.QuotaReserved | types.WorkloadAdmitted):
-                self.admitted.add(event.workload.key)
-            if isinstance(event, types.QuotaReleased):
-                self.released.add(event.workload.key)
-            if isinstance(event, types.WorkloadFinished):
-                self.finished.add(event.workload.key)
-            if isinstance(event, types.EvictionRequested):
-                self.evicted.add(event.workload.key)
+            self.count(event)
             if line is not None:
                 verb, text = line
                 style = _STYLES.get(verb, "default")

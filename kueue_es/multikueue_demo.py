@@ -294,14 +294,7 @@ class MultiKueueTimeline(TimelinePrinter):
         remote_write = isinstance(event, (types.DispatchApplied, types.DispatchFailed)) and "remote" in event.action
         line = None if remote_write else timeline.describe(event, self.state)  # the edge's: printed above
         apply(self.state, event, seq=message.seq)
-        if isinstance(event, types.QuotaReserved):
-            self.admitted.add(event.workload.key)
-        if isinstance(event, types.QuotaReleased):
-            self.released.add(event.workload.key)
-        if isinstance(event, types.WorkloadFinished):
-            self.finished.add(event.workload.key)
-        if isinstance(event, types.EvictionRequested):
-            self.evicted.add(event.workload.key)
+        self.count(event)
         if line is not None:
             verb, text = line
             self.console.print(
