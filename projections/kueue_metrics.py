@@ -38,8 +38,9 @@ def _exponential(count: int) -> tuple[int, ...]:
     return (1000, *(2500 * 2**n for n in range(count - 1)))
 
 
-PROMETHEUS_DEFAULT: Final = (5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000)
-"""prometheus.DefBuckets in ms (Kueue's histograms without buckets of their own)."""
+PROMETHEUS_DEFAULT: Final = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+"""client_golang's prometheus.DefBuckets in ms (Kueue's histograms without buckets of their own): 11
+bounds, .005 s to 10 s; not prometheus_client's Python default, which adds .075, .75 and 7.5 s."""
 EXP_14: Final = _exponential(14)
 EXP_16: Final = _exponential(16)
 CREATION_LATENCY: Final = tuple(10 * 2**n for n in range(11))  # prometheus.ExponentialBuckets(0.01, 2, 11)
