@@ -27,6 +27,7 @@ from prometheus_client.registry import Collector
 
 from kueue_es import __version__
 from kueue_es.events import quantities
+from kueue_es.events.models import ClusterQueue
 from kueue_es.projections import afs, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.kueue_metrics import BY_NAME, FAMILIES, Family, cohort_path
@@ -209,12 +210,15 @@ def _local_queues(state: ClusterState, held: _Held, out: _Series) -> None:
             out.set("kueue_local_queue_status", (name, namespace, value), float(value == status))
         out.set("kueue_local_queue_reserving_active_workloads", (name, namespace), held.lq_reserving.get(lq_ref, 0))
         out.set("kueue_local_queue_admitted_active_workloads", (name, namespace), held.lq_admitted.get(lq_ref, 0))
-        for (flavor, resource), reserved in sorted(held.lq_reserved.get(lq_ref, {}).items()):
+        cq = state.cluster_queues.get(lq.spec.cluster_queue)
+        # every flavor and resource of its ClusterQueue's quotas, 0 when the LocalQueue holds none, as
+        # Kueue's LocalQueue.reportResourceMetrics (pkg/cache/scheduler) walks the ClusterQueue's quotas
+        for flavor, resource in _quota_pairs(cq) if cq is not None else ():
+            reserved = held.lq_reserved.get(lq_ref, {}).get((flavor, resource), 0)
             used = held.lq_usage.get(lq_ref, {}).get((flavor, resource), 0)
             labels = (name, namespace, flavor, resource)
             out.set("kueue_local_queue_resource_reservation", labels, amount(resource, reserved))
             out.set("kueue_local_queue_resource_usage", labels, amount(resource, used))
-        cq = state.cluster_queues.get(lq.spec.cluster_queue)
         if cq is not None and afs.active(cq, state.configuration):
             ledger = state.afs_ledgers.get(lq_ref)
             usage = afs.usage_value(ledger, now_ms=now_ms, config=state.configuration, lq=lq)
@@ -245,6 +249,11 @@ def _cohorts(state: ClusterState, tree: quota.QuotaTree, held: _Held, out: _Seri
         if weights is not None and node.parent is not None:
             share = fairsharing.share(node, weights).weighted
             out.set("kueue_cohort_weighted_share", (name,), math.nan if share == math.inf else share)
+
+
+def _quota_pairs(cq: ClusterQueue) -> list[tuple[str, str]]:
+    """(flavor, resource) of every quota of ``cq``, in its resource groups' order."""
+    return [(fq.name, rq.name) for group in cq.spec.resource_groups for fq in group.flavors for rq in fq.resources]
 
 
 def _merge(into: dict[tuple[str, str], int], usage: dict[tuple[str, str], int]) -> None:

@@ -227,6 +227,20 @@ def test_before_the_first_cycle_every_pending_workload_is_active() -> None:
     assert _value(samples, "kueue_admission_attempts_total", result="success") == 0
 
 
+def test_a_local_queue_reports_every_quota_of_its_cluster_queue_at_zero_when_it_holds_none() -> None:
+    """Kueue's LocalQueue.reportResourceMetrics walks its ClusterQueue's quotas: a LocalQueue holding
+    nothing (before any admission, and again once its workloads finished) shows 0, not no series."""
+    run = _preemption_run()
+    first_record = next(m.seq for m in run.messages if m.headers.get("Kq-Type") == "DecisionRecord")
+    lq = {"name": "lq", "namespace": "default", "flavor": "default", "resource": "cpu", "replica_role": "standalone"}
+    before = _samples(_fold(run.messages[: first_record - 1]))
+    for family in ("kueue_local_queue_resource_reservation", "kueue_local_queue_resource_usage"):
+        assert before[(family, frozenset(lq.items()))] == 0.0
+    after = _samples(_fold(run.messages))  # the three lows hold 1 CPU each
+    assert after[("kueue_local_queue_resource_reservation", frozenset(lq.items()))] == 3.0
+    assert after[("kueue_local_queue_resource_usage", frozenset(lq.items()))] == 3.0
+
+
 def test_hold_and_drain_eviction_is_counted_with_its_reason_and_the_queue_goes_pending() -> None:
     run = run_scenario(load_scenario(SCENARIOS / "config" / "clusterqueue-hold-and-drain-evicts.yaml"))
     samples = _samples(_fold(run.messages))
