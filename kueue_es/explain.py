@@ -581,6 +581,7 @@ def run_list(args: argparse.Namespace) -> int:
         rows,
         empty=f"No {kind} found"
         + (f" in namespace {namespace}" if namespace and kind in ("localqueue", "workload") else ""),
+        all_namespaces=namespace is None,
     )
     return 0
 
@@ -615,7 +616,7 @@ def _job_type(owner: Any) -> str:
 def list_rows(state: ClusterState, kind: str, *, namespace: str | None, now_ms: int) -> list[dict[str, Any]]:
     """kueuectl's list columns for ``kind`` (clusterqueue, localqueue, workload, resourceflavor) as rows of
     column name -> value, from ``state``; ``namespace`` None: every namespace (LocalQueues, Workloads)."""
-    from kueue_es.scheduling import visibility
+    from kueue_es.scheduling import readiness, visibility
 
     if kind == "resourceflavor":
         return [
@@ -634,7 +635,7 @@ def list_rows(state: ClusterState, kind: str, *, namespace: str | None, now_ms: 
                 "COHORT": cq.spec.cohort_name or "",
                 "PENDING WORKLOADS": len(pending[name]),
                 "ADMITTED WORKLOADS": _admitted(state, cluster_queue=name),
-                "ACTIVE": cq.spec.stop_policy == "None" and _flavors_exist(state, name),
+                "ACTIVE": readiness.cluster_queue_active(cq, state=state).status,
                 "AGE": _age(cq.metadata.creation_timestamp_ms, now_ms),
             }
             for name, cq in sorted(state.cluster_queues.items())
@@ -701,30 +702,31 @@ def _admitted(state: ClusterState, *, cluster_queue: str = "", local_queue: tupl
     return count
 
 
-def _flavors_exist(state: ClusterState, cq_name: str) -> bool:
-    cq = state.cluster_queues[cq_name]
-    return all(fq.name in state.flavors for group in cq.spec.resource_groups for fq in group.flavors)
+def _print_table(rows: list[dict[str, Any]], *, empty: str, all_namespaces: bool) -> None:
+    """``rows`` as kubectl (and ``kubectl kueue list``) prints a table: tab-aligned columns never cut
+    to the terminal's width, NAMESPACE first only with ``-A``."""
+    from kueue_es.kueuectl import printing
 
-
-def _print_table(rows: list[dict[str, Any]], *, empty: str) -> None:
-    from rich.table import Table, box
-
-    console = _console()
     if not rows:
-        console.print(empty)
+        print(empty)
         return
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in rows[0]:
-        table.add_column(column, no_wrap=True)
-    for row in rows:
-        table.add_row(*(_cell(v) for v in row.values()))
-    console.print(table)
+    headers = [column for column in rows[0] if column != "NAMESPACE"]
+    namespaces = [str(row["NAMESPACE"]) for row in rows] if all_namespaces and "NAMESPACE" in rows[0] else None
+    sys.stdout.write(printing.table(headers, [[row[h] for h in headers] for row in rows], namespaces=namespaces))
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def _print_wide(console: Any, table: Any) -> None:
+    """Print a rich ``table`` whose cells do not wrap at its natural width, wider than the terminal if
+    it must (as kubectl prints), never with its columns cut to ``…``."""
+    from rich.measure import Measurement
+
+    needed = Measurement.get(console, console.options.update_width(100_000), table).maximum
+    width = console.width
+    console.width = max(width, needed)  # rich caps print(width=) at the console's width
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 # --- status -----------------------------------------------------------------------------------------------
@@ -887,7 +889,7 @@ def _render_status(report: dict[str, Any], *, as_of: str) -> None:
             else:
                 rest = ["", "", "", "", ""]
             table.add_row(*head, *rest)
-    console.print(table)
+    _print_wide(console, table)
     if report["cohorts"]:
         cohorts = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title="Cohorts", title_justify="left")
         for column in ("COHORT", "PARENT", "CLUSTERQUEUES", "COHORTS"):
@@ -895,7 +897,7 @@ def _render_status(report: dict[str, Any], *, as_of: str) -> None:
         for c in report["cohorts"]:
             name = c["name"] + (" (implicit)" if c["implicit"] else "")
             cohorts.add_row(name, c["parent"], ", ".join(c["clusterQueues"]), ", ".join(c["cohorts"]))
-        console.print(cohorts)
+        _print_wide(console, cohorts)
     if report["partitions"]:
         parts = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title="Partitions", title_justify="left")
         for column in ("PARTITION", "CLUSTERQUEUES", "LAST RECORD", "HAND-OVERS"):
@@ -909,4 +911,4 @@ def _render_status(report: dict[str, Any], *, as_of: str) -> None:
                 hand_overs.append(f"owes a fence: a record with a basis at or after #{p['fenceOwedFrom']}")
             last = f"#{p['lastRecordSeq']}" if p["lastRecordSeq"] is not None else "none"
             parts.add_row(p["partition"], ", ".join(p["clusterQueues"]), last, "; ".join(hand_overs))
-        console.print(parts)
+        _print_wide(console, parts)

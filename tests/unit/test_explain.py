@@ -99,6 +99,38 @@ class Recorder:
         return path
 
 
+def test_list_and_status_print_whole_columns_as_kubectl_does(
+    waiting_log: tuple[Recorder, Path, int],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """On a narrow terminal nothing is cut to ``…``; NAMESPACE comes first only with -A (kueuectl's
+    printer); ACTIVE is the ClusterQueue's Active condition (a missing AdmissionCheck makes it false)."""
+    log, _, _ = waiting_log
+    checked = _cq("checked-cq", 1)
+    checked["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "missing-check"}]}
+    log.manifest(checked)
+    path = log.write(tmp_path / "checked.jsonl")
+    monkeypatch.setenv("COLUMNS", "60")
+    code, out, _ = _run(capsys, "list", "workload", "--file", str(path))
+    lines = out.splitlines()
+    assert code == 0 and "…" not in out
+    assert (
+        lines[0].split()
+        == "NAME JOB TYPE JOB NAME LOCALQUEUE CLUSTERQUEUE STATUS POSITION IN QUEUE EXEC TIME AGE".split()
+    )
+    waiting = next(line for line in lines if line.startswith("waiting "))
+    assert waiting.split()[:7] == ["waiting", "job.batch", "train", "a", "team-a-cq", "PENDING", "0"]
+    code, out, _ = _run(capsys, "list", "workload", "-A", "--file", str(path))
+    assert out.splitlines()[0].startswith("NAMESPACE   NAME") and "\ndefault     waiting " in out
+    code, out, _ = _run(capsys, "list", "cq", "--file", str(path))
+    active = {line.split()[0]: line.split()[-2] for line in out.splitlines()[1:]}
+    assert active == {"checked-cq": "false", "team-a-cq": "true", "team-b-cq": "true"}
+    code, out, _ = _run(capsys, "status", "--file", str(path))
+    assert code == 0 and "…" not in out and "checked-cq" in out and "BORROWING LIMIT" in out
+
+
 def _recorded(*, reclaim: str = "Any", within: str = "LowerPriority") -> Recorder:
     log = Recorder()
     log.manifest(flavor("default-flavor"))
