@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,18 @@ def add_commands(sub: Any) -> None:
     listing.add_argument("-n", "--namespace", default="default", help="namespace of LocalQueues and Workloads")
     listing.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     listing.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    filters = listing.add_argument_group("kueuectl's filters")
+    filters.add_argument(
+        "-c", "--clusterqueue", default="", help="LocalQueues of, Workloads admitted to, this ClusterQueue"
+    )
+    filters.add_argument("-q", "--localqueue", default="", help="Workloads of this LocalQueue")
+    filters.add_argument(
+        "--status",
+        action="append",
+        default=[],
+        help='Workloads by status: "all", "pending", "quotareserved", "admitted" or "finished" (repeatable)',
+    )
+    filters.add_argument("--active", action="append", default=[], help="ClusterQueues whose Active is true|false")
     add_source_options(listing)
     listing.set_defaults(run=run_list)
 
@@ -566,14 +579,61 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
 # --- list -------------------------------------------------------------------------------------------------
 
 
+WORKLOAD_STATUSES = ("all", "pending", "quotareserved", "admitted", "finished")
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    """kueuectl's list filters (cmd/kueuectl/app/list): ``cluster_queue`` keeps the LocalQueues of it and
+    the Workloads admitted to it (a pending one has no admission, so none); ``local_queue`` the
+    Workloads of it; ``statuses`` (lower case, ``all`` for every one) the Workloads in one of them;
+    ``active`` the ClusterQueues whose Active condition is it. Empty: no filter."""
+
+    cluster_queue: str = ""
+    local_queue: str = ""
+    statuses: frozenset[str] = frozenset()
+    active: bool | None = None
+
+
+def list_filters(args: argparse.Namespace) -> ListFilters:
+    """The filters of ``list``'s flags. Raises _Refused, with kueuectl's message, for a status or an
+    ``--active`` value kueuectl refuses, or more than one ``--active``."""
+    statuses = set()
+    for status in args.status:
+        if status.lower() not in WORKLOAD_STATUSES:
+            raise _Refused(f'invalid status value ({status}). Must be "all", "pending", "admitted" or "finished"')
+        statuses.add(status.lower())
+    active = []
+    for raw in args.active:
+        for text in raw.split(","):
+            if text.strip() not in _BOOLS:
+                raise _Refused(
+                    f'invalid argument "{text}" for "--active" flag: strconv.ParseBool: parsing "{text}": invalid syntax'
+                )
+            active.append(_BOOLS[text.strip()])
+    if len(active) > 1:
+        raise _Refused("only one active flag can be provided")
+    return ListFilters(
+        cluster_queue=args.clusterqueue,
+        local_queue=args.localqueue,
+        statuses=frozenset(statuses),
+        active=active[0] if active else None,
+    )
+
+
+_BOOLS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True)}
+_BOOLS.update(dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False))  # Go's strconv.ParseBool
+
+
 @_guarded
 def run_list(args: argparse.Namespace) -> int:
     """``kueue-es list KIND``."""
+    filters = list_filters(args)
     folded = _fold(args)
     _print_notes(folded)
     kind = KINDS[args.kind]
     namespace = None if args.all_namespaces else args.namespace
-    rows = list_rows(folded.state, kind, namespace=namespace, now_ms=folded.now_ms)
+    rows = list_rows(folded.state, kind, namespace=namespace, now_ms=folded.now_ms, only=filters)
     if args.output != "text":
         _dump(rows, args.output)
         return 0
@@ -613,9 +673,13 @@ def _job_type(owner: Any) -> str:
     return f"{owner.kind.lower()}.{group}" if group else owner.kind.lower()
 
 
-def list_rows(state: ClusterState, kind: str, *, namespace: str | None, now_ms: int) -> list[dict[str, Any]]:
+def list_rows(
+    state: ClusterState, kind: str, *, namespace: str | None, now_ms: int, only: ListFilters | None = None
+) -> list[dict[str, Any]]:
     """kueuectl's list columns for ``kind`` (clusterqueue, localqueue, workload, resourceflavor) as rows of
-    column name -> value, from ``state``; ``namespace`` None: every namespace (LocalQueues, Workloads)."""
+    column name -> value, from ``state``; ``namespace`` None: every namespace (LocalQueues, Workloads);
+    ``only``: kueuectl's filters (:class:`ListFilters`)."""
+    only = only if only is not None else ListFilters()
     from kueue_es.scheduling import readiness, visibility
 
     if kind == "resourceflavor":
@@ -639,11 +703,12 @@ def list_rows(state: ClusterState, kind: str, *, namespace: str | None, now_ms: 
                 "AGE": _age(cq.metadata.creation_timestamp_ms, now_ms),
             }
             for name, cq in sorted(state.cluster_queues.items())
+            if only.active is None or readiness.cluster_queue_active(cq, state=state).status == only.active
         ]
     if kind == "localqueue":
         rows = []
         for (ns, name), lq in sorted(state.local_queues.items()):
-            if namespace is not None and ns != namespace:
+            if (namespace is not None and ns != namespace) or only.cluster_queue not in ("", lq.spec.cluster_queue):
                 continue
             waiting = [p for p in pending.get(lq.spec.cluster_queue, []) if p.namespace == ns and p.local_queue == name]
             rows.append(
@@ -664,6 +729,11 @@ def list_rows(state: ClusterState, kind: str, *, namespace: str | None, now_ms: 
     for key, wl in sorted(state.workloads.items()):
         meta = wl.workload.metadata
         if wl.deleted_seq or (namespace is not None and meta.namespace != namespace):
+            continue
+        admitted_to = wl.reservation.cluster_queue if wl.reservation is not None else ""
+        if only.local_queue not in ("", wl.workload.spec.queue_name) or only.cluster_queue not in ("", admitted_to):
+            continue
+        if only.statuses and "all" not in only.statuses and _status_of(wl).lower() not in only.statuses:
             continue
         queue = state.local_queues.get((meta.namespace, wl.workload.spec.queue_name))
         cq = wl.reservation.cluster_queue if wl.reservation is not None else (queue.spec.cluster_queue if queue else "")

@@ -131,6 +131,41 @@ def test_list_and_status_print_whole_columns_as_kubectl_does(
     assert code == 0 and "…" not in out and "checked-cq" in out and "BORROWING LIMIT" in out
 
 
+def test_list_takes_kueuectls_filters_also_as_kubectl_kueue_list_at(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--status, -c (admitted to), -q and --active filter as kueuectl's do, so ``kubectl kueue list
+    workload --at SEQ --status pending`` (forwarded to kueue-es list) takes the flags it takes live."""
+    from kueue_es.kueuectl import cli as kubectl_kueue
+
+    log, _, _ = waiting_log
+    stopped = _cq("stopped-cq", 1)
+    stopped["spec"]["stopPolicy"] = "Hold"
+    log.manifest(stopped)
+    path = log.write(tmp_path / "filters.jsonl")
+
+    def names(*argv: str) -> list[str]:
+        code, out, err = _run(capsys, "list", *argv, "--file", str(path), "-o", "json")
+        assert code == 0, err
+        return sorted(row["NAME"] for row in json.loads(out))
+
+    assert names("workload", "--status", "pending") == ["waiting"]
+    assert names("workload", "--status", "admitted", "--status", "Pending") == ["borrower", "low", "waiting"]
+    assert names("workload", "-c", "team-a-cq") == ["low"]  # admitted to it: waiting has no admission
+    assert names("workload", "-q", "b") == ["borrower"]
+    assert names("lq", "-A", "-c", "team-b-cq") == ["b"]
+    assert names("cq", "--active", "false") == ["stopped-cq"]
+    assert names("cq", "--active=true") == ["team-a-cq", "team-b-cq"]
+    code, _, err = _run(capsys, "list", "workload", "--status", "running", "--file", str(path))
+    assert code == 2 and 'invalid status value (running). Must be "all", "pending", "admitted" or "finished"' in err
+    code, _, err = _run(capsys, "list", "cq", "--active", "true,false", "--file", str(path))
+    assert code == 2 and "only one active flag can be provided" in err
+    last = str(len(log.messages))
+    code = kubectl_kueue.main(["list", "workload", "--at", last, "--status", "pending", "--file", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["waiting"]
+
+
 def _recorded(*, reclaim: str = "Any", within: str = "LowerPriority") -> Recorder:
     log = Recorder()
     log.manifest(flavor("default-flavor"))
