@@ -128,7 +128,9 @@ def _cluster_queues(state: ClusterState, tree: quota.QuotaTree, held: _Held, out
                     out.set("kueue_cluster_queue_resource_reservation", labels, amount(rq.name, reserved))
                     out.set("kueue_cluster_queue_resource_usage", labels, amount(rq.name, used))
         node = tree.cluster_queues.get(cq_name)
-        if weights is not None and node is not None and cohort and not node.in_cycle:
+        # every ClusterQueue while fair sharing is on, 0 for one in no cohort (Kueue's
+        # dominantResourceShare of a node without a parent), as Kueue's reportWeightedShare
+        if weights is not None and node is not None and not node.in_cycle:
             share = fairsharing.share(node, weights).weighted
             out.set("kueue_cluster_queue_weighted_share", (cq_name, cohort), math.nan if share == math.inf else share)
 

@@ -19,14 +19,17 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kueue_es import checkpoints
-from kueue_es.events import types
+from kueue_es.events import models, types
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.kueue_metrics import FAMILIES
 from kueue_es.scenarios.core_engine import CoreRun, run_scenario
 from kueue_es.scenarios.loading import load_scenario, parse_scenario
+from kueue_es.services.dispatcher import core
 from kueue_es.services.kueue_metrics import KueueCollector, families
 from kueue_es.services.runtime import fold_message
+from kueue_es.services.watcher import convert
 from tests.builders import reservations
+from tests.integration.harness import cluster_queue, flavor, local_queue
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
@@ -239,6 +242,37 @@ def test_a_local_queue_reports_every_quota_of_its_cluster_queue_at_zero_when_it_
     after = _samples(_fold(run.messages))  # the three lows hold 1 CPU each
     assert after[("kueue_local_queue_resource_reservation", frozenset(lq.items()))] == 3.0
     assert after[("kueue_local_queue_resource_usage", frozenset(lq.items()))] == 3.0
+
+
+def test_weighted_share_of_every_cluster_queue_while_fair_sharing_is_on() -> None:
+    """Kueue reports kueue_cluster_queue_weighted_share for each ClusterQueue when fair sharing is on
+    (clusterQueue.reportWeightedShare): a borrower in a cohort its share, one in no cohort 0; off, none."""
+    a, b, alone = cluster_queue("a", cpu=4), cluster_queue("b", cpu=4), cluster_queue("alone", cpu=4)
+    for cq in (a, b):
+        cq["spec"]["cohortName"] = "team"
+    wide = _job("wide", cpus=6, second=0)
+    wide["metadata"]["uid"] = "uid-wide"
+    wide["spec"]["queueName"] = "queue-a"
+    observed = convert.kueue_fact(wide)
+    ref = types.WorkloadRef(namespace="default", name="wide", uid="uid-wide")
+    assignment = types.PodSetAssignment(
+        name="main", flavors={"cpu": "default-flavor"}, resource_usage={"cpu": 6000}, count=6
+    )
+    reserved = types.QuotaReserved(workload=ref, cluster_queue="a", pod_set_assignments=[assignment], at_ms=1)
+    view = core.DispatchState()
+    facts = [flavor("default-flavor"), a, b, alone, local_queue("queue-a", "a")]
+    for seq, item in enumerate([*map(convert.kueue_fact, facts), observed, reserved], start=1):
+        core.fold(view, item, seq=seq)
+    off = _samples(view.cluster)
+    assert not [key for key in off if key[0] == "kueue_cluster_queue_weighted_share"]
+    on = types.ConfigurationObserved(configuration=models.Configuration(fair_sharing=models.FairSharingConfig()))
+    core.fold(view, on, seq=20)
+    shares = {
+        dict(labels)["cluster_queue"]: (dict(labels)["cohort"], value)
+        for (name, labels), value in _samples(view.cluster).items()
+        if name == "kueue_cluster_queue_weighted_share"
+    }
+    assert shares == {"a": ("team", 250.0), "b": ("team", 0.0), "alone": ("", 0.0)}
 
 
 def test_hold_and_drain_eviction_is_counted_with_its_reason_and_the_queue_goes_pending() -> None:
