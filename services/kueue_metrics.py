@@ -157,9 +157,13 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
     (Kueue's inadmissible list); ``active``: the rest."""
     triggers = queues.requeue_triggers(state, tree)
     admitting = {cq_name: admits(state, tree, cq_name) for cq_name in state.cluster_queues}
-    for cq_name in state.cluster_queues:
+    for cq_name, cq in state.cluster_queues.items():
         for status in ("active", "inadmissible"):
             out.add("kueue_pending_workloads", (cq_name, status), 0)
+        # every resource of its quotas at 0 with nothing pending, as Kueue's PendingWorkloads
+        # UpdateConfiguredResources seeds pendingResourcesTotal
+        for _, resource in _quota_pairs(cq):
+            out.add("kueue_cluster_queue_resource_pending", (cq_name, resource), 0)
     for namespace, lq_name in state.local_queues:
         for status in ("active", "inadmissible"):
             out.add("kueue_local_queue_pending_workloads", (lq_name, namespace, status), 0)

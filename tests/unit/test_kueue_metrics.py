@@ -244,6 +244,18 @@ def test_a_local_queue_reports_every_quota_of_its_cluster_queue_at_zero_when_it_
     assert after[("kueue_local_queue_resource_usage", frozenset(lq.items()))] == 3.0
 
 
+def test_resource_pending_is_0_for_every_resource_of_the_quotas_when_nothing_waits() -> None:
+    """Kueue seeds pendingResourcesTotal with 0 for each resource of the ClusterQueue's quotas
+    (PendingWorkloads.UpdateConfiguredResources): kueue_cluster_queue_resource_pending shows 0, not no
+    series, while nothing is pending; then the pending requests (huge: 5 CPU, parked)."""
+    run = _preemption_run()
+    first_workload = next(m.seq for m in run.messages if m.headers.get("Kq-Type") == "WorkloadObserved")
+    labels = frozenset({"cluster_queue": "cq", "resource": "cpu", "replica_role": "standalone"}.items())
+    before = _samples(_fold(run.messages[: first_workload - 1]))
+    assert before[("kueue_cluster_queue_resource_pending", labels)] == 0.0
+    assert _samples(_fold(run.messages))[("kueue_cluster_queue_resource_pending", labels)] == 5.0
+
+
 def test_weighted_share_of_every_cluster_queue_while_fair_sharing_is_on() -> None:
     """Kueue reports kueue_cluster_queue_weighted_share for each ClusterQueue when fair sharing is on
     (clusterQueue.reportWeightedShare): a borrower in a cohort its share, one in no cohort 0; off, none."""
