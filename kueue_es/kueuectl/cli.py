@@ -142,6 +142,12 @@ def parser() -> argparse.ArgumentParser:
         leaf.add_argument("-l", "--selector", default="", help="Selector (label query) to filter on.")
         leaf.add_argument("--field-selector", default="", help="Selector (field query) to filter on.")
         _output_flag(leaf)
+    for leaf in (lcq, llq, lwl, lrf):
+        leaf.add_argument(  # never parsed here: a list with --at runs kueue-es list (see _forwarded)
+            "--at",
+            metavar="SEQ|RFC3339",
+            help="kueue-es: as of this point of its log (runs kueue-es list; not with -l, --field-selector, --for)",
+        )
 
     for verb, help_text in (("stop", "Stop the resource"), ("resume", "Resume the resource")):
         parent = sub.add_parser(verb, help=help_text)

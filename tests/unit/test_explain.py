@@ -164,6 +164,9 @@ def test_list_takes_kueuectls_filters_also_as_kubectl_kueue_list_at(
     code = kubectl_kueue.main(["list", "workload", "--at", last, "--status", "pending", "--file", str(path)])
     out = capsys.readouterr().out
     assert code == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["waiting"]
+    with pytest.raises(SystemExit):  # the flag is in kubectl kueue list's help, where a user looks for it
+        kubectl_kueue.main(["list", "workload", "--help"])
+    assert "--at SEQ|RFC3339" in capsys.readouterr().out
 
 
 def _recorded(*, reclaim: str = "Any", within: str = "LowerPriority") -> Recorder:
