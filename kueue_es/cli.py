@@ -35,14 +35,25 @@ DEFAULT_HOME = Path(".kueue-es")
 DECIDER_SERVICES = ("admitter", "preemptor", "tas-placer", "multikueue")
 
 
-def _ignore_late_stop_signals() -> None:
-    """The command is done and the process exits: a SIGTERM or SIGINT now (``up`` stopping a service that
-    Ctrl-C already reached through the terminal's process group) must not turn a clean exit into -15.
+def _exit_on_late_stop_signals(code: int) -> None:
+    """The command is done and the process exits with ``code``: a SIGTERM or SIGINT now (``up`` stopping a
+    service that Ctrl-C already reached through the terminal's process group) must not turn a clean exit
+    into -15, and must not be lost either: if the interpreter's shutdown hangs (a worker thread still
+    blocked in a read), the signal ends the process at once with ``code``. Ignoring the signal instead left
+    a ``demo --keep`` that had stopped its services alive through SIGTERM, killable only with SIGKILL.
     Only for a process of its own (``argv`` None), never for a caller such as a test."""
     import signal
 
+    def exit_now(signum: int, frame: object) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 -- a write the signal interrupted: exit anyway
+                pass
+        os._exit(code)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
+        signal.signal(sig, exit_now)
 
 
 def _forget_run_credentials() -> None:
@@ -70,13 +81,17 @@ def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
 
     if getattr(args, "store", None) is not None and getattr(args, "nats", None) is None:
         _forget_run_credentials()
+    code = 1  # what a late stop signal exits with if the command raised
     try:
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
+        return code
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM for demo and up
-        return 130
+        code = 130
+        return code
     except StoreNotFoundError as err:  # --store DIR that holds no store: the path to give, not a NATS hint
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        code = 2
+        return code
     except BusError as err:
         if args.command == "service":  # a service's failure is its supervisor's to report, with the traceback
             raise
@@ -86,10 +101,11 @@ def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
             f"set {CREDENTIAL_ENV_HINT}",
             file=sys.stderr,
         )
-        return 2
+        code = 2
+        return code
     finally:
         if argv is None:
-            _ignore_late_stop_signals()
+            _exit_on_late_stop_signals(code)
 
 
 #: How a one-shot command is told its NATS user (events/bus/nats.py credentials_from_env).

@@ -184,11 +184,12 @@ def test_the_multikueue_edge_gets_the_kubernetes_arguments_and_its_namespace(tmp
     assert _processes(argparse.Namespace(compact=None))[-1] == MULTIKUEUE_EDGE
 
 
-def test_a_finished_command_ignores_a_late_stop_signal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_finished_command_takes_over_late_stop_signals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``up`` stops its services with SIGTERM; Ctrl-C reaches them first through the terminal's process group,
     so the SIGTERM can land while one is already exiting: it then exited -15 instead of 0 (found by a new
-    user). Run as a process (no argv), the command ignores stop signals once it has returned; called with
-    argv (a test, a caller) it leaves the caller's handlers alone."""
+    user). Run as a process (no argv), the command handles stop signals once it has returned (exiting with
+    its own code: tests/unit/test_cli_late_signals.py); called with argv (a test, a caller) it leaves the
+    caller's handlers alone."""
     import signal
 
     from kueue_es.cli import main
@@ -199,8 +200,9 @@ def test_a_finished_command_ignores_a_late_stop_signal(tmp_path: Path, monkeypat
         assert signal.getsignal(signal.SIGTERM) == saved[signal.SIGTERM]
         monkeypatch.setattr("sys.argv", ["kueue-es", "events", "schema", "--output", str(tmp_path / "b.json")])
         assert main() == 0
-        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
-        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            handler = signal.getsignal(sig)
+            assert callable(handler) and handler not in (saved[sig], signal.default_int_handler)
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
