@@ -10,7 +10,11 @@ It also checks that the log is complete: no sequence missing between 1 and the
 last one (a deleted or purged message), no message on a decision subject that no
 DecisionRecord covers (an orphan), no dispatch result naming a message that is not
 a recorded decision. A decision no dispatch result answers is only a warning: the
-dispatcher may still be at work, or had nothing to write.
+dispatcher may still be at work. One whose workload, at the end of the log, has finished,
+been deleted or given its quota back (or is another workload of the same name) is not
+warned about: the dispatcher writes nothing for it (Kueue's reconciler neither starts nor
+stops a finished job), e.g. an eviction the preemptor decided on a basis before the victim
+finished, or one the dispatcher reached only after the job had finished.
 
 Exit codes (:attr:`ReplayReport.exit_code`, documented in the README):
 0 every record re-checked and matched, log complete; 1 a difference; 4 the log is
@@ -120,6 +124,7 @@ class ReplayReport:
     orphans: list[Orphan] = field(default_factory=list)
     stray_dispatch: list[Orphan] = field(default_factory=list)  # dispatch results naming no decision
     undispatched: list[int] = field(default_factory=list)  # decision seqs no dispatch result answered (warning)
+    nothing_to_write: list[int] = field(default_factory=list)  # unanswered ones whose workload is done (no warning)
     outside: int = 0  # records left out by --from/--to (not re-checked by request)
     start_seq: int = 0  # > 0: re-checked from a snapshot at this position (a purged log), not from #1
     start_note: str = ""  # which snapshot, verified when (printed first)
@@ -301,6 +306,7 @@ class LogChecker:
         self._expected_seq = start + 1
         self._outputs: dict[int, str] = {}  # seq -> subject of every recorded decision
         self._waiting: dict[str, list[int]] = {}  # subject -> dispatchable decisions not answered yet
+        self._dispatchable: dict[int, types.WorkloadRef] = {}  # seq -> the workload of a dispatchable decision
         self._mismatches: list[tuple[tuple[int, int], Mismatch]] = []
         self._unverifiable: list[tuple[tuple[int, int], Unverifiable]] = []
         self._late: list[Unverifiable] = []
@@ -353,7 +359,7 @@ class LogChecker:
                 self._cover.append(covers[self._next_cover])
                 self._next_cover += 1
             if on_decision_subject:
-                self._decision_subject(message)
+                self._decision_subject(message, event)
                 self._verify(message, event)
             elif subject.startswith(_DISPATCH_PREFIX):
                 self._dispatch_result(message, event)
@@ -402,14 +408,30 @@ class LogChecker:
         report.unverifiable = [
             u for _, u in sorted(self._unverifiable, key=lambda pair: pair[0]) if u.head_seq not in orphaned
         ] + self._late
-        report.undispatched = sorted(seq for seqs in self._waiting.values() for seq in seqs)
+        waiting = sorted(seq for seqs in self._waiting.values() for seq in seqs)
+        report.undispatched = [seq for seq in waiting if not self._done_with(seq)]
+        report.nothing_to_write = [seq for seq in waiting if self._done_with(seq)]
         if self.progress is not None and self._done % 256:
             self.progress(self._done % 256)
         return report
 
     # --- completeness -------------------------------------------------------------------------
 
-    def _decision_subject(self, message: LogMessage) -> None:
+    def _done_with(self, seq: int) -> bool:
+        """Whether the dispatcher writes nothing for the unanswered decision at ``seq`` on the fold's final
+        state: its workload is unknown, finished or deleted, holds no quota, or is a namesake with another
+        UID (the first checks of ``dispatcher.core._plan_start`` and ``_plan_stop``; Kueue
+        jobframework/reconciler.go returns early for a finished workload). False without a fold."""
+        ref = self._dispatchable.get(seq)
+        if not self.fold or ref is None:
+            return False
+        current = self.state.workloads.get(ref.key)
+        if current is None or current.gone or current.reservation is None:
+            return True
+        uid = current.workload.metadata.uid
+        return bool(ref.uid and uid and ref.uid != uid)
+
+    def _decision_subject(self, message: LogMessage, event: types.Event | None = None) -> None:
         """A message on a decision subject counts only as output i of the record just before it,
         with the Msg-Id the record derives (ARCHITECTURE.md §3)."""
         seq = message.seq
@@ -437,6 +459,8 @@ class LogChecker:
             self._outputs[seq] = subject
             if message.headers.get("Kq-Type") in _DISPATCHED:
                 self._waiting.setdefault(subject, []).append(seq)
+                if isinstance(event, types.WorkloadAdmitted | types.EvictionRequested):
+                    self._dispatchable[seq] = event.workload
 
     def _verify(self, message: LogMessage, event: types.Event | None) -> None:
         """Judge a message on a decision subject by the services' batch rule: what their fold
@@ -503,6 +527,9 @@ class LogChecker:
         waiting = self._waiting.get(subject)
         if waiting:
             left = [seq for seq in waiting if seq > event.decision_seq]
+            for seq in waiting:
+                if seq <= event.decision_seq:
+                    self._dispatchable.pop(seq, None)
             if left:
                 self._waiting[subject] = left
             else:
@@ -902,8 +929,18 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
         lines.append(
             (
                 f"warning: {len(report.undispatched)} decisions have no dispatch result ({shown}{more}): "
-                "the dispatcher may still be at work, or had nothing to write",
+                "the dispatcher may still be at work",
                 "yellow",
+            )
+        )
+    if report.nothing_to_write:
+        shown = ", ".join(f"#{seq}" for seq in report.nothing_to_write[:10])
+        more = ", ..." if len(report.nothing_to_write) > 10 else ""
+        lines.append(
+            (
+                f"{len(report.nothing_to_write)} decisions need no dispatch result ({shown}{more}): their workload "
+                "finished, was deleted or gave its quota back, so the dispatcher writes nothing for them",
+                "",
             )
         )
     code = report.exit_code
