@@ -10,11 +10,11 @@ It also checks that the log is complete: no sequence missing between 1 and the
 last one (a deleted or purged message), no message on a decision subject that no
 DecisionRecord covers (an orphan), no dispatch result naming a message that is not
 a recorded decision. A decision no dispatch result answers is only a warning: the
-dispatcher may still be at work. One whose workload, at the end of the log, has finished,
-been deleted or given its quota back (or is another workload of the same name) is not
-warned about: the dispatcher writes nothing for it (Kueue's reconciler neither starts nor
-stops a finished job), e.g. an eviction the preemptor decided on a basis before the victim
-finished, or one the dispatcher reached only after the job had finished.
+dispatcher may still be at work. One whose workload, by the end of the log, finished,
+was deleted or gave its quota back after it last took some is not warned about: the
+dispatcher writes nothing for it (Kueue's reconciler neither starts nor stops a finished
+job), e.g. an eviction the preemptor decided on a basis before the victim finished, or
+one the dispatcher reached only after the job had finished.
 
 Exit codes (:attr:`ReplayReport.exit_code`, documented in the README):
 0 every record re-checked and matched, log complete; 1 a difference; 4 the log is
@@ -230,6 +230,9 @@ def _is_head_subject(subject: str) -> bool:
 _DISPATCHED = frozenset({"WorkloadAdmitted", "EvictionRequested"})
 """Decision types the dispatcher answers with a result when it has something to write."""
 
+_LIFECYCLE_FACTS = frozenset({"WorkloadFinished", "ObjectDeleted"})
+"""Facts the completeness check decodes (without a fold) to tell a decision with nothing to write."""
+
 _UNVERIFIABLE: Final = "unverifiable"
 
 
@@ -307,6 +310,8 @@ class LogChecker:
         self._outputs: dict[int, str] = {}  # seq -> subject of every recorded decision
         self._waiting: dict[str, list[int]] = {}  # subject -> dispatchable decisions not answered yet
         self._dispatchable: dict[int, types.WorkloadRef] = {}  # seq -> the workload of a dispatchable decision
+        self._reserved_at: dict[str, int] = {}  # workload key -> seq it last took quota at
+        self._ended_at: dict[str, int] = {}  # workload key -> seq it last finished, was deleted or released at
         self._mismatches: list[tuple[tuple[int, int], Mismatch]] = []
         self._unverifiable: list[tuple[tuple[int, int], Unverifiable]] = []
         self._late: list[Unverifiable] = []
@@ -347,7 +352,7 @@ class LogChecker:
             self.fold
             or kind in (None, "DecisionRecord")
             or subject.startswith(_DISPATCH_PREFIX)
-            or (self.completeness and on_decision_subject)
+            or (self.completeness and (on_decision_subject or kind in _LIFECYCLE_FACTS))
         ):
             try:
                 event = codec.decode(message.data)
@@ -358,6 +363,7 @@ class LogChecker:
             while self._next_cover < len(covers) and covers[self._next_cover][0] <= seq:
                 self._cover.append(covers[self._next_cover])
                 self._next_cover += 1
+            self._lifecycle(seq, event)
             if on_decision_subject:
                 self._decision_subject(message, event)
                 self._verify(message, event)
@@ -418,18 +424,28 @@ class LogChecker:
     # --- completeness -------------------------------------------------------------------------
 
     def _done_with(self, seq: int) -> bool:
-        """Whether the dispatcher writes nothing for the unanswered decision at ``seq`` on the fold's final
-        state: its workload is unknown, finished or deleted, holds no quota, or is a namesake with another
-        UID (the first checks of ``dispatcher.core._plan_start`` and ``_plan_stop``; Kueue
-        jobframework/reconciler.go returns early for a finished workload). False without a fold."""
+        """Whether the dispatcher writes nothing for the unanswered decision at ``seq``: by the end of
+        the log its workload finished, was deleted or gave its quota back after it last took some (the
+        first checks of ``dispatcher.core._plan_start`` and ``_plan_stop``: no job to start or stop for
+        a workload gone or holding no quota; Kueue jobframework/reconciler.go returns early for a
+        finished workload). Judged from the log's events, not a fold: every pass (one pass, forked,
+        from checkpoints) judges alike."""
         ref = self._dispatchable.get(seq)
-        if not self.fold or ref is None:
+        if ref is None:
             return False
-        current = self.state.workloads.get(ref.key)
-        if current is None or current.gone or current.reservation is None:
-            return True
-        uid = current.workload.metadata.uid
-        return bool(ref.uid and uid and ref.uid != uid)
+        return self._ended_at.get(ref.key, 0) > self._reserved_at.get(ref.key, 0)
+
+    def _lifecycle(self, seq: int, event: types.Event | None) -> None:
+        """Keep when each workload last took quota and last finished, was deleted or released it."""
+        match event:
+            case types.QuotaReserved() | types.WorkloadAdmitted():
+                self._reserved_at[event.workload.key] = seq
+            case types.WorkloadFinished() | types.QuotaReleased():
+                self._ended_at[event.workload.key] = seq
+            case types.ObjectDeleted(kind="Workload"):
+                self._ended_at[f"{event.namespace}/{event.name}"] = seq
+            case _:
+                pass
 
     def _decision_subject(self, message: LogMessage, event: types.Event | None = None) -> None:
         """A message on a decision subject counts only as output i of the record just before it,
