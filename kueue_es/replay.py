@@ -10,7 +10,11 @@ It also checks that the log is complete: no sequence missing between 1 and the
 last one (a deleted or purged message), no message on a decision subject that no
 DecisionRecord covers (an orphan), no dispatch result naming a message that is not
 a recorded decision. A decision no dispatch result answers is only a warning: the
-dispatcher may still be at work, or had nothing to write.
+dispatcher may still be at work. One whose workload, by the end of the log, finished,
+was deleted or gave its quota back after it last took some is not warned about: the
+dispatcher writes nothing for it (Kueue's reconciler neither starts nor stops a finished
+job), e.g. an eviction the preemptor decided on a basis before the victim finished, or
+one the dispatcher reached only after the job had finished.
 
 Exit codes (:attr:`ReplayReport.exit_code`, documented in the README):
 0 every record re-checked and matched, log complete; 1 a difference; 4 the log is
@@ -120,6 +124,7 @@ class ReplayReport:
     orphans: list[Orphan] = field(default_factory=list)
     stray_dispatch: list[Orphan] = field(default_factory=list)  # dispatch results naming no decision
     undispatched: list[int] = field(default_factory=list)  # decision seqs no dispatch result answered (warning)
+    nothing_to_write: list[int] = field(default_factory=list)  # unanswered ones whose workload is done (no warning)
     outside: int = 0  # records left out by --from/--to (not re-checked by request)
     start_seq: int = 0  # > 0: re-checked from a snapshot at this position (a purged log), not from #1
     start_note: str = ""  # which snapshot, verified when (printed first)
@@ -225,6 +230,9 @@ def _is_head_subject(subject: str) -> bool:
 _DISPATCHED = frozenset({"WorkloadAdmitted", "EvictionRequested"})
 """Decision types the dispatcher answers with a result when it has something to write."""
 
+_LIFECYCLE_FACTS = frozenset({"WorkloadFinished", "ObjectDeleted"})
+"""Facts the completeness check decodes (without a fold) to tell a decision with nothing to write."""
+
 _UNVERIFIABLE: Final = "unverifiable"
 
 
@@ -301,6 +309,9 @@ class LogChecker:
         self._expected_seq = start + 1
         self._outputs: dict[int, str] = {}  # seq -> subject of every recorded decision
         self._waiting: dict[str, list[int]] = {}  # subject -> dispatchable decisions not answered yet
+        self._dispatchable: dict[int, types.WorkloadRef] = {}  # seq -> the workload of a dispatchable decision
+        self._reserved_at: dict[str, int] = {}  # workload key -> seq it last took quota at
+        self._ended_at: dict[str, int] = {}  # workload key -> seq it last finished, was deleted or released at
         self._mismatches: list[tuple[tuple[int, int], Mismatch]] = []
         self._unverifiable: list[tuple[tuple[int, int], Unverifiable]] = []
         self._late: list[Unverifiable] = []
@@ -341,7 +352,7 @@ class LogChecker:
             self.fold
             or kind in (None, "DecisionRecord")
             or subject.startswith(_DISPATCH_PREFIX)
-            or (self.completeness and on_decision_subject)
+            or (self.completeness and (on_decision_subject or kind in _LIFECYCLE_FACTS))
         ):
             try:
                 event = codec.decode(message.data)
@@ -352,8 +363,9 @@ class LogChecker:
             while self._next_cover < len(covers) and covers[self._next_cover][0] <= seq:
                 self._cover.append(covers[self._next_cover])
                 self._next_cover += 1
+            self._lifecycle(seq, event)
             if on_decision_subject:
-                self._decision_subject(message)
+                self._decision_subject(message, event)
                 self._verify(message, event)
             elif subject.startswith(_DISPATCH_PREFIX):
                 self._dispatch_result(message, event)
@@ -402,14 +414,40 @@ class LogChecker:
         report.unverifiable = [
             u for _, u in sorted(self._unverifiable, key=lambda pair: pair[0]) if u.head_seq not in orphaned
         ] + self._late
-        report.undispatched = sorted(seq for seqs in self._waiting.values() for seq in seqs)
+        waiting = sorted(seq for seqs in self._waiting.values() for seq in seqs)
+        report.undispatched = [seq for seq in waiting if not self._done_with(seq)]
+        report.nothing_to_write = [seq for seq in waiting if self._done_with(seq)]
         if self.progress is not None and self._done % 256:
             self.progress(self._done % 256)
         return report
 
     # --- completeness -------------------------------------------------------------------------
 
-    def _decision_subject(self, message: LogMessage) -> None:
+    def _done_with(self, seq: int) -> bool:
+        """Whether the dispatcher writes nothing for the unanswered decision at ``seq``: by the end of
+        the log its workload finished, was deleted or gave its quota back after it last took some (the
+        first checks of ``dispatcher.core._plan_start`` and ``_plan_stop``: no job to start or stop for
+        a workload gone or holding no quota; Kueue jobframework/reconciler.go returns early for a
+        finished workload). Judged from the log's events, not a fold: every pass (one pass, forked,
+        from checkpoints) judges alike."""
+        ref = self._dispatchable.get(seq)
+        if ref is None:
+            return False
+        return self._ended_at.get(ref.key, 0) > self._reserved_at.get(ref.key, 0)
+
+    def _lifecycle(self, seq: int, event: types.Event | None) -> None:
+        """Keep when each workload last took quota and last finished, was deleted or released it."""
+        match event:
+            case types.QuotaReserved() | types.WorkloadAdmitted():
+                self._reserved_at[event.workload.key] = seq
+            case types.WorkloadFinished() | types.QuotaReleased():
+                self._ended_at[event.workload.key] = seq
+            case types.ObjectDeleted(kind="Workload"):
+                self._ended_at[f"{event.namespace}/{event.name}"] = seq
+            case _:
+                pass
+
+    def _decision_subject(self, message: LogMessage, event: types.Event | None = None) -> None:
         """A message on a decision subject counts only as output i of the record just before it,
         with the Msg-Id the record derives (ARCHITECTURE.md §3)."""
         seq = message.seq
@@ -437,6 +475,8 @@ class LogChecker:
             self._outputs[seq] = subject
             if message.headers.get("Kq-Type") in _DISPATCHED:
                 self._waiting.setdefault(subject, []).append(seq)
+                if isinstance(event, types.WorkloadAdmitted | types.EvictionRequested):
+                    self._dispatchable[seq] = event.workload
 
     def _verify(self, message: LogMessage, event: types.Event | None) -> None:
         """Judge a message on a decision subject by the services' batch rule: what their fold
@@ -503,6 +543,9 @@ class LogChecker:
         waiting = self._waiting.get(subject)
         if waiting:
             left = [seq for seq in waiting if seq > event.decision_seq]
+            for seq in waiting:
+                if seq <= event.decision_seq:
+                    self._dispatchable.pop(seq, None)
             if left:
                 self._waiting[subject] = left
             else:
@@ -902,8 +945,18 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
         lines.append(
             (
                 f"warning: {len(report.undispatched)} decisions have no dispatch result ({shown}{more}): "
-                "the dispatcher may still be at work, or had nothing to write",
+                "the dispatcher may still be at work",
                 "yellow",
+            )
+        )
+    if report.nothing_to_write:
+        shown = ", ".join(f"#{seq}" for seq in report.nothing_to_write[:10])
+        more = ", ..." if len(report.nothing_to_write) > 10 else ""
+        lines.append(
+            (
+                f"{len(report.nothing_to_write)} decisions need no dispatch result ({shown}{more}): their workload "
+                "finished, was deleted or gave its quota back, so the dispatcher writes nothing for them",
+                "",
             )
         )
     code = report.exit_code
