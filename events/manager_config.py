@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from kueue_es.events import models
+from kueue_es.events import models, slices
 from kueue_es.events.manifests import ManifestError, load_documents
 from kueue_es.events.quantities import QuantityError, to_amount
 
@@ -362,6 +362,9 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
             field = f"{field}.{missing.group(1)}" if field else missing.group(1)
         raise _error(source, field, problem) from err
     gates = _feature_gates(file.feature_gates, feature_gates, source=source)
+    dependency = slices.tas_gate_problem(gates)
+    if dependency is not None:
+        raise _error(source, "featureGates", dependency)
     return ManagerConfig(
         configuration=models.Configuration(
             fair_sharing=_fair_sharing(file.fair_sharing, v1beta1=short == "v1beta1", source=source),

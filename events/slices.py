@@ -16,6 +16,14 @@ from kueue_es.events import models
 GATE = "ElasticJobsViaWorkloadSlices"
 """Kueue's feature gate (alpha since v0.13, off by default)."""
 
+TAS_GATE = "ElasticJobsViaWorkloadSlicesWithTAS"
+"""Kueue's feature gate for elastic slices with Topology-Aware Scheduling (alpha since v0.17, off
+by default; needs ElasticJobsViaWorkloadSlices and TopologyAwareScheduling)."""
+
+TAS_DEPENDENCIES = (GATE, "TopologyAwareScheduling")
+"""The gates :data:`TAS_GATE` depends on, with Kueue's defaults: ElasticJobsViaWorkloadSlices off
+(as kueue-es takes it, v0.13's alpha), TopologyAwareScheduling on."""
+
 ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 """On a job (``"true"``) and on every slice of its chain: the job is elastic."""
 
@@ -40,6 +48,26 @@ def gate_enabled(gates: Mapping[str, bool]) -> bool:
     """Whether ElasticJobsViaWorkloadSlices is on in ``gates`` (the Configuration's feature gates);
     off unless set (Kueue's default at v0.13+)."""
     return bool(gates.get(GATE, False))
+
+
+def tas_gate_enabled(gates: Mapping[str, bool]) -> bool:
+    """Whether ElasticJobsViaWorkloadSlicesWithTAS is on in ``gates``, with both gates it depends
+    on (the Configuration's parser refuses it without them, :func:`tas_gate_problem`)."""
+    return bool(gates.get(TAS_GATE, False)) and gate_enabled(gates) and gates.get("TopologyAwareScheduling", True)
+
+
+def tas_gate_problem(gates: Mapping[str, bool]) -> str | None:
+    """Kueue's refusal of ElasticJobsViaWorkloadSlicesWithTAS on without a gate it depends on
+    (pkg/features/kube_features.go dependencies, checked by pkg/config validation): ``"... is
+    enabled, but depends on features that are disabled: [ElasticJobsViaWorkloadSlices]"``; None
+    when fine."""
+    if not gates.get(TAS_GATE, False):
+        return None
+    defaults = {GATE: False, "TopologyAwareScheduling": True}
+    off = [name for name in TAS_DEPENDENCIES if not gates.get(name, defaults[name])]
+    if not off:
+        return None
+    return f"{TAS_GATE} is enabled, but depends on features that are disabled: [{' '.join(off)}]"
 
 
 def is_elastic(annotations: Mapping[str, str]) -> bool:

@@ -50,6 +50,7 @@ def run(
     now_ms: int,
     released_are_candidates: bool = False,
     workload_slices: bool = True,
+    elastic_tas: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -66,7 +67,10 @@ def run(
     ElasticJobsViaWorkloadSlices on; ``workload_slices`` False: admitter logic 11, before them):
     a head that replaces a slice holding quota in its ClusterQueue is tried with that slice's
     usage out of the tree, that slice out of the candidates and its flavors pinned; admitted, it
-    releases that slice (``WorkloadSliceReplaced``) in the same batch."""
+    releases that slice (``WorkloadSliceReplaced``) in the same batch. With the gate
+    ElasticJobsViaWorkloadSlicesWithTAS (``elastic_tas`` False: admitter logic 13, before it;
+    SEMANTICS-ADVANCED A.14) its TAS pod sets keep that slice's topology assignment and only the
+    pods it grew by are placed."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -86,7 +90,9 @@ def run(
             assert wl.reservation is not None
             released.append(decision.workload.key)
             tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.held or wl.reservation), sign=-1)
-    cycle = tas_cycle.CycleTopology(state, released=() if released_are_candidates else released)
+    cycle = tas_cycle.CycleTopology(
+        state, released=() if released_are_candidates else released, elastic_slices=elastic_tas
+    )
     if state.checks_due or state.timed or state.backoffs:
 
         def second_pass(wl: WorkloadState) -> types.TopologyAssigned | None:
@@ -140,7 +146,7 @@ def run(
         if old is not None:
             requests = slices.pinned(requests, old)
             replacing[head.key] = (old, requests)
-        with search.excluding(old.key) if old is not None else contextlib.nullcontext():
+        with search.excluding(old.key, replaced=old) if old is not None else contextlib.nullcontext():
             if head.bookmark is None:
                 assignment, victims = search.assignments(head, requests, cq=cq)
                 bookmark = (
@@ -202,7 +208,9 @@ def _process_replacement(
     against usage that still counts the slice it replaces, so once booked the tree holds the new
     slice's full counts for the rest of the cycle; a replacement that gets quota reserves its full
     counts and releases that slice, finished ``WorkloadSliceReplaced``, in the same batch."""
-    out = _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=cycle, now_ms=now_ms)
+    out = _process(
+        entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=cycle, now_ms=now_ms, replaced=old.key
+    )
     reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
     if reserved is None:  # reserved and admitted at once: one WorkloadAdmitted stands for both (_admit)
         admitted = next((o for o in out if isinstance(o, types.WorkloadAdmitted)), None)
@@ -322,8 +330,11 @@ def _process(
     gate: _PodsReadyGate,
     cycle: tas_cycle.CycleTopology,
     now_ms: int,
+    replaced: str | None = None,
 ) -> list[types.Output]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
+    ``replaced``: the elastic slice the entry replaces (its TAS usage is left out of the
+    re-check, as Kueue counts it among the entry's targets; D.3, A.14).
 
     Unlike Kueue, victims chosen earlier in the cycle still count for later entries'
     fit checks until their quota is released, so quota is never booked twice.
@@ -367,7 +378,8 @@ def _process(
     placed: tas_cycle.Placed | None = None
     if fits and part is not None and entry.assignment.mode == "Fit":
         placed = part.placed
-        if placed is None or not cycle.still_fits(placed):
+        gone = frozenset((replaced,)) if replaced is not None and cycle.elastic else frozenset()
+        if placed is None or not cycle.still_fits(placed, removed=gone):
             again = cycle.place(part.wanted)
             placed = again if isinstance(again, tas_cycle.Placed) else None
             fits = placed is not None

@@ -46,6 +46,7 @@ class Search:
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fairsharing.Weights(state)
         self.tas = tas if tas is not None else tas_cycle.CycleTopology(state)
+        self.replaced: WorkloadState | None = None  # the elastic slice the head replaces (excluding)
         # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
         # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
         kept = state.caches.get("admitter.pickers")
@@ -54,18 +55,22 @@ class Search:
         self._pickers: dict[str, flavors.Picker] = kept[3]
 
     @contextlib.contextmanager
-    def excluding(self, key: str) -> Iterator[None]:
+    def excluding(self, key: str, *, replaced: WorkloadState | None = None) -> Iterator[None]:
         """Candidates without workload ``key`` while inside (an elastic slice being replaced is
-        never its replacement's victim, SEMANTICS-ADVANCED D.3); the pool is built again after."""
+        never its replacement's victim, SEMANTICS-ADVANCED D.3); the pool is built again after.
+        ``replaced``: that slice, whose topology assignment the replacement's TAS pod sets keep
+        (A.14, :meth:`~kueue_es.scheduling.tas.cycle.CycleTopology.wanted`)."""
         pool = self.pool
         before = pool.released
         pool.released = {*before, key}
         pool.forget()
+        self.replaced = replaced
         try:
             yield
         finally:
             pool.released = before
             pool.forget()
+            self.replaced = None
 
     def preemptor(
         self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]
@@ -168,7 +173,7 @@ class Search:
         empty tree turns NoFit (TopologyPlacementFailed). The flavors never change. Pod sets
         on a flavor covered by a ProvisioningRequest check are not placed: their topology
         request is delayed to the second pass (A.5.4, A.9)."""
-        wanted = self.tas.wanted(wl, assignment, picker)
+        wanted = self.tas.wanted(wl, assignment, picker, replaced=self.replaced)
         if isinstance(wanted, str):
             return flavors.Assignment(mode="NoFit", message=wanted, reason="NoMatchingFlavor", tried=assignment.tried)
         if not wanted:

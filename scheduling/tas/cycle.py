@@ -22,7 +22,7 @@ from collections.abc import Collection, Iterable, Mapping
 
 import msgspec
 
-from kueue_es.events import models, tas, types
+from kueue_es.events import models, slices, tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from kueue_es.scheduling import flavors
 from kueue_es.scheduling.tas.placement import find_assignments
@@ -92,10 +92,16 @@ class CycleTopology:
 
     ``released``: keys of workloads whose quota the cycle gives back (finished, deleted,
     deactivated, evicted with the job stopped): Kueue's cache holds no TAS usage for them
-    either (SEMANTICS §6.4), so their usage is left out of every placement."""
+    either (SEMANTICS §6.4), so their usage is left out of every placement.
 
-    def __init__(self, state: ClusterState, *, released: Collection[str] = ()) -> None:
+    ``elastic_slices`` (default on; off: admitter logic 13, before A.14): with the Configuration's
+    gate ElasticJobsViaWorkloadSlicesWithTAS, an elastic workload's TAS pod sets must be
+    unconstrained and a replacement slice keeps its old slice's assignment (:meth:`wanted`)."""
+
+    def __init__(self, state: ClusterState, *, released: Collection[str] = (), elastic_slices: bool = True) -> None:
         self.state = state
+        # A.14: replacement slices placed around the slice they replace (admitter logic 14 on)
+        self.elastic = elastic_slices and slices.tas_gate_enabled(state.configuration.feature_gates)
         self.released = tuple(k for k in released if (wl := state.workloads.get(k)) is not None and wl.tas_usage)
         self.active = bool(state.topology.topologies) and any(f.spec.topology_name for f in state.flavors.values())
         self.added: Usage = {}
@@ -110,14 +116,29 @@ class CycleTopology:
 
     # --- who requests TAS ---------------------------------------------------------------------
 
-    def wanted(self, wl: WorkloadState, assignment: flavors.Assignment, picker: flavors.Picker) -> list[_Wanted] | str:
+    def wanted(
+        self,
+        wl: WorkloadState,
+        assignment: flavors.Assignment,
+        picker: flavors.Picker,
+        *,
+        replaced: WorkloadState | None = None,
+    ) -> list[_Wanted] | str:
         """The pod sets of ``assignment`` to place, with their TAS flavor, in pod-set order; a
-        message when a TAS pod set has no (or more than one) TAS flavor."""
+        message when a TAS pod set has no (or more than one) TAS flavor.
+
+        With ElasticJobsViaWorkloadSlicesWithTAS (A.14; Kueue tas_flavorassigner.go
+        WorkloadsTopologyRequests): an elastic workload's TAS pod set with a required or
+        preferred topology request is refused with Kueue's message (only unconstrained, explicit
+        or implied, is supported), and each pod set of a slice replacing ``replaced`` carries that
+        slice's assignment of it as ``previous``."""
         if not picker.tas_levels:
             return []
         specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
         out: list[_Wanted] = []
         ready_updates = _ready_updates(wl)
+        elastic = self.elastic and slices.is_elastic(wl.workload.metadata.annotations)
+        previous = replaced.topology if elastic and replaced is not None and replaced.topology else {}
         for result in assignment.pod_sets:
             spec = specs.get(result.name)
             if spec is None or result.count == 0:
@@ -125,13 +146,28 @@ class CycleTopology:
             explicit = tas.requests_tas(spec.topology_request)
             if not explicit and not picker.tas_only:
                 continue
+            if elastic and spec.topology_request is not None:
+                for kind, value in (
+                    ("required", spec.topology_request.required),
+                    ("preferred", spec.topology_request.preferred),
+                ):
+                    if value is not None:
+                        return (
+                            f"failed to assign flavors to pod set {result.name}: "
+                            f"{kind} topology is not supported with ElasticJobsViaWorkloadSlices"
+                        )
+            prior = previous.get(result.name)
             chosen = sorted({f for f in result.flavors.values() if f in picker.tas_levels})
             if len(chosen) != 1:
                 if not chosen:
                     return f"pod set {result.name}: no TAS flavor assigned"
                 return f"pod set {result.name}: multiple TAS flavors assigned: {', '.join(chosen)}"
             request = PodSetPlacementRequest.from_pod_set(
-                spec, count=result.count, implied=not explicit, pod_set_updates=ready_updates
+                spec,
+                count=result.count,
+                implied=not explicit,
+                pod_set_updates=ready_updates,
+                previous=tas.decode(prior) if prior is not None else None,
             )
             out.append(_Wanted(chosen[0], request))
         return out
@@ -271,14 +307,15 @@ class CycleTopology:
         placed.sort(key=lambda item: order[item[0]])
         return Placed(tuple(placed), usage)
 
-    def still_fits(self, placed: Placed) -> bool:
+    def still_fits(self, placed: Placed, *, removed: frozenset[str] = frozenset()) -> bool:
         """Kueue's Fits for the TAS part (A.10): every leaf of ``placed`` still has room for its
-        pods given this cycle's earlier admissions."""
+        pods given this cycle's earlier admissions, without the usage of ``removed`` (the
+        elastic slice a replacement replaces: Kueue counts it among the entry's targets)."""
         for flavor, leaves in placed.usage.items():
             tree = self.state.topology.flavor_topology(flavor)
             if tree is None:
                 return False
-            used = self.usage(flavor)
+            used = self.usage(flavor, removed)
             for leaf_id, requests in leaves.items():
                 leaf = tree.leaf_by_id.get(leaf_id)
                 if leaf is None:

@@ -23,7 +23,8 @@ fit on an empty tree, A.5). One run, along Kueue's own seams:
   order (A.7), and building the assignment (A.6.10).
 
 Node replacement (A.13) calls :func:`find_assignments` on the tree limited to the required
-domain. Not done: preferred node affinity scoring (A.3.4, alpha off), elastic slices (A.14).
+domain. A replacement elastic slice keeps the replaced slice's pods where they are (A.14,
+:func:`_elastic`). Not done: preferred node affinity scoring (A.3.4, alpha off).
 
 Speed (Kueue's TASCacheNodeMatchResults / TASCachingRemainingResources / TASCacheTopologyTree,
 caches without a semantic effect): the domain tree is built once per tree object; with a
@@ -36,8 +37,9 @@ identical with or without it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from kueue_es.events.tas import Assignment, DomainAssignment, slice_layers
+from kueue_es.events.tas import Assignment, DomainAssignment, domain_id, slice_layers
 from kueue_es.projections.topology import FlavorTopology
 from kueue_es.scheduling.tas.balanced import Balanced
 from kueue_es.scheduling.tas.domains import Domain, Skeleton, Stats, build_tree
@@ -115,6 +117,14 @@ def _find(
             leader = members[1]
             if leader.count > workers.count:
                 workers, leader = members[1], members[0]
+        elastic = _elastic(topology, workers, leader, tas_usage or {}, assumed, simulate_empty, gates)
+        if elastic is not None:
+            if isinstance(elastic, str):
+                return PlacementFailure(pod_set=workers.name, message=elastic)
+            for ps in members:  # ``assumed`` already holds them (:func:`_elastic`)
+                add_usage(added, assignment_usage(elastic[ps.name], ps.requests))
+            assignments.update(elastic)
+            continue
         # Only the first group sees no usage of this call: later ones see the earlier groups'.
         run = _Run(topology, tas_usage or {}, assumed, simulate_empty, gates, token if not assignments else None)
         found = run.place(workers, leader)
@@ -126,6 +136,99 @@ def _find(
             add_usage(added, usage)
         assignments.update(found)
     return Placement(assignments=assignments, usage=added)
+
+
+def _elastic(
+    topology: FlavorTopology,
+    workers: PodSetPlacementRequest,
+    leader: PodSetPlacementRequest | None,
+    tas_usage: Mapping[str, Mapping[str, int]],
+    assumed: dict[str, Requests],
+    simulate_empty: bool,
+    gates: TASGates,
+) -> dict[str, Assignment] | str | None:
+    """A group of a replacement elastic slice placed around the pods of the slice it replaces
+    (A.14; Kueue tas_elastic_workloads.go handleElasticWorkload, gate
+    ElasticJobsViaWorkloadSlicesWithTAS): None (placed afresh by the caller) when the workers have
+    no ``previous`` assignment or a domain of it (or of the leader's) is no longer a leaf of the
+    tree (a node gone, NotReady or unschedulable). Otherwise, by the workers' count against the
+    previous one: more ⇒ the previous pods (and the leader's) are charged to ``assumed`` and only
+    the difference is placed, then merged into the previous assignment in level-value order
+    (a failure returns the placement's message); fewer ⇒ the previous assignment cut from its
+    end; equal ⇒ the previous assignment. The leader keeps its previous assignment (placed with
+    the difference when it has none). Adds the group's usage to ``assumed``.
+
+    As in Kueue, ``tas_usage`` still counts the replaced slice (it holds quota until its
+    replacement is admitted), so during the nomination its pods are charged twice in their domains.
+    Ours: a leader without a previous assignment outside a scale-up is placed afresh with the
+    workers (Kueue would give it no assignment)."""
+    previous = workers.previous
+    if previous is None:
+        return None
+    leader_previous = leader.previous if leader is not None else None
+    leaves = topology.leaf_by_id
+    for prior in (previous, leader_previous):
+        if prior is not None and any(domain_id(d.values) not in leaves for d in prior.domains):
+            return None  # stale: a fresh placement (IsTopologyAssignmentStale)
+    out: dict[str, Assignment] = {}
+    if workers.count > previous.pod_count:
+        add_usage(assumed, assignment_usage(previous, workers.requests))
+        placing_leader = leader
+        if leader is not None and leader_previous is not None:
+            add_usage(assumed, assignment_usage(leader_previous, leader.requests))
+            placing_leader = None
+        delta = replace(workers, count=workers.count - previous.pod_count, previous=None)
+        if placing_leader is not None:
+            placing_leader = replace(placing_leader, previous=None)
+        run = _Run(topology, tas_usage, assumed, simulate_empty, gates, None)
+        found = run.place(delta, placing_leader)
+        if isinstance(found, str):
+            return found
+        out[workers.name] = _merged(topology, found[workers.name], previous)
+        add_usage(assumed, assignment_usage(found[workers.name], workers.requests))
+        if leader is not None:
+            if leader_previous is not None:
+                out[leader.name] = leader_previous
+            else:
+                out[leader.name] = found[leader.name]
+                add_usage(assumed, assignment_usage(found[leader.name], leader.requests))
+        return out
+    if leader is not None and leader_previous is None:
+        return None
+    kept = _truncated(previous, workers.count) if workers.count < previous.pod_count else previous
+    out[workers.name] = kept
+    add_usage(assumed, assignment_usage(kept, workers.requests))
+    if leader is not None and leader_previous is not None:
+        out[leader.name] = leader_previous
+        add_usage(assumed, assignment_usage(leader_previous, leader.requests))
+    return out
+
+
+def _merged(topology: FlavorTopology, first: Assignment, second: Assignment) -> Assignment:
+    """Both assignments' domains in one, ordered by their leaves' level values, equal domains
+    summed (Kueue mergeTopologyAssignments)."""
+    leaves = topology.leaf_by_id
+    counts: dict[str, int] = {}
+    values: dict[str, tuple[str, ...]] = {}
+    for d in (*first.domains, *second.domains):
+        key = domain_id(d.values)
+        counts[key] = counts.get(key, 0) + d.count
+        values[key] = d.values
+    order = sorted(counts, key=lambda k: domain_id(leaves[k].values))
+    return Assignment(levels=first.levels, domains=tuple(DomainAssignment(values[k], counts[k]) for k in order))
+
+
+def _truncated(assignment: Assignment, count: int) -> Assignment:
+    """``assignment`` holding only its first ``count`` pods, domains dropped from the end
+    (Kueue utiltas.TruncateAssignment)."""
+    kept: list[DomainAssignment] = []
+    left = count
+    for d in assignment.domains:
+        if left <= 0:
+            break
+        kept.append(d if d.count <= left else DomainAssignment(d.values, left))
+        left -= d.count
+    return Assignment(levels=assignment.levels, domains=tuple(kept))
 
 
 class _Run(Balanced):

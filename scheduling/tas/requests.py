@@ -56,6 +56,10 @@ class PodSetPlacementRequest:
     tolerations: tuple[models.Toleration, ...] = ()
     required_node_affinity: tuple[models.NodeSelectorTerm, ...] = ()
     pod_set_updates: tuple[models.PodSetUpdate, ...] = ()
+    previous: Assignment | None = None
+    """The assignment of the elastic slice this workload replaces, for this pod set (gate
+    ElasticJobsViaWorkloadSlicesWithTAS, A.14): its pods keep their domains and only the
+    difference is placed (:func:`kueue_es.scheduling.tas.placement.find_assignments`)."""
 
     @classmethod
     def from_pod_set(
@@ -65,9 +69,11 @@ class PodSetPlacementRequest:
         count: int | None = None,
         implied: bool = False,
         pod_set_updates: Sequence[models.PodSetUpdate] = (),
+        previous: Assignment | None = None,
     ) -> PodSetPlacementRequest:
         """The request for a Workload pod set, with ``count`` (default the pod set's; partial
-        admission passes a smaller one) and the Ready checks' updates for this pod set."""
+        admission passes a smaller one), the Ready checks' updates for this pod set and the
+        replaced elastic slice's assignment of it (``previous``, A.14)."""
         return cls(
             name=pod_set.name,
             count=pod_set.count if count is None else count,
@@ -78,6 +84,7 @@ class PodSetPlacementRequest:
             tolerations=tuple(pod_set.tolerations),
             required_node_affinity=tuple(pod_set.required_node_affinity),
             pod_set_updates=tuple(u for u in pod_set_updates if u.name == pod_set.name),
+            previous=previous,
         )
 
 
@@ -93,6 +100,7 @@ def request_key(request: PodSetPlacementRequest) -> Hashable:
         repr(request.tolerations),
         repr(request.required_node_affinity),
         repr(request.pod_set_updates),
+        repr(request.previous),
     )
 
 

@@ -24,10 +24,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 13
+LOGIC_VERSION = 14
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 9 to 12 wrote a
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 13 knew no
+elastic slices with TAS (gate ElasticJobsViaWorkloadSlicesWithTAS, issue 21: a replacement slice's TAS
+pod sets were placed afresh; 14 keeps the replaced slice's assignment and places the difference). 9 to 12 wrote a
 QuotaReserved before every WorkloadAdmitted of a workload they reserved and admitted in one cycle (13
 writes the WorkloadAdmitted alone when no check or TAS placement comes between, issue 18). 11 knew no
 elastic workload slices (issue 21: a replacement slice was scheduled as any workload). 10 offered a
@@ -47,11 +49,19 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
 
     Returns decisions in a deterministic order; empty when nothing changes.
     """
-    return _decide(state, now_ms=now_ms, partition=partition, released_are_candidates=False, workload_slices=True)
+    return _decide(
+        state, now_ms=now_ms, partition=partition, released_are_candidates=False, workload_slices=True, elastic_tas=True
+    )
 
 
 def _decide(
-    state: ClusterState, *, now_ms: int, partition: str, released_are_candidates: bool, workload_slices: bool
+    state: ClusterState,
+    *,
+    now_ms: int,
+    partition: str,
+    released_are_candidates: bool,
+    workload_slices: bool,
+    elastic_tas: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -72,6 +82,7 @@ def _decide(
             now_ms=now_ms,
             released_are_candidates=released_are_candidates,
             workload_slices=workload_slices,
+            elastic_tas=elastic_tas,
         )
     finally:
         tree.rollback()
@@ -89,7 +100,8 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
     Versions 9 to 12 wrote a QuotaReserved before the WorkloadAdmitted of a workload reserved and
-    admitted in the same cycle (13 writes the WorkloadAdmitted alone). Version 11 decided as 12
+    admitted in the same cycle (13 writes the WorkloadAdmitted alone). Version 13 decided as 14
+    without elastic slices with TAS (A.14). Version 11 decided as 12
     without elastic workload slices. Versions 9 and 10 offered a workload the cycle releases as a
     preemption candidate and
     counted its topology usage (see :data:`EARLIER_LOGIC_VERSIONS`), and wrote each
@@ -104,6 +116,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     inline_pending = version == 9
     released_are_candidates = version < 11
     workload_slices = version >= 12
+    elastic_tas = version >= 14
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -114,8 +127,9 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             partition=partition,
             released_are_candidates=released_are_candidates,
             workload_slices=workload_slices,
+            elastic_tas=elastic_tas,
         ):
-            if isinstance(out, types.WorkloadAdmitted):
+            if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
                 if types.reserves(out, held is not None and held.reservation is not None):
                     outputs.append(types.reservation_of(out))  # the pair, as these versions wrote it

@@ -232,10 +232,15 @@ class Ungating:
         """Give the gated pods of workload ``key`` their domains (topology_ungater.go Reconcile), and
         release an elastic job's pods its newest admitted slice has room for."""
         await self._ungate_elastic(key)
-        pod_sets = self._topology_pod_sets(key)
+        # An elastic job's pods name the chain's first slice: its newest admitted slice places them,
+        # found by the chain's name (topology_ungater.go podsForPodSet by workloadslicing.SliceName).
+        head = self._elastic_head(key)
+        pod_sets = self._topology_pod_sets(head.key if head is not None else key)
         if not pod_sets:
             return
         namespace, _, name = key.partition("/")
+        if head is not None:
+            name = slices.slice_name(head.workload)
         bounds = ungater.rank_bounds(pod_sets)
         for pod_set in pod_sets:
             pods = self._pods_of(namespace, name, pod_set.name)

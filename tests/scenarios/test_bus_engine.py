@@ -32,6 +32,10 @@ ALSO_ON_BUS = (
     "elastic/scale-down-releases-quota-to-waiting.yaml",
     "elastic/scale-up-admits-replacement-slice.yaml",
     "elastic/scale-up-waits-for-quota-then-preempts.yaml",
+    # elastic slices with TAS (issue 21, ElasticJobsViaWorkloadSlicesWithTAS)
+    "elastic/tas-elastic-required-topology-refused.yaml",
+    "elastic/tas-scale-up-delta-waits-for-a-node.yaml",
+    "elastic/tas-scale-up-keeps-first-pods-places-delta.yaml",
 )
 
 
