@@ -45,10 +45,11 @@ import socket
 import time
 import uuid
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
+import msgspec
 import structlog
 from prometheus_client import Counter, Gauge
 
@@ -58,6 +59,7 @@ from kueue_es.events.bus.base import Bus, BusError, ConflictError
 from kueue_es.services.health import Health
 
 log = structlog.get_logger(__name__)
+_T = TypeVar("_T")
 
 
 async def attempt_noting_reachability(attempt: Callable[[], Awaitable[object]], *, key: str, failing: bool) -> bool:
@@ -111,7 +113,9 @@ class DeciderLease:
     ``clock``: monotonic seconds (injectable: every timing decision reads it, never the
     wall clock); ``wall``: ms since the epoch, only for the record's RFC 3339 times.
     ``on_change(active)`` is told when this replica starts or stops being the active one,
-    as :meth:`attempt` finds it.
+    as :meth:`attempt` finds it. ``seen_since(entry)``: since when (``clock()``) this replica has
+    known the revision ``entry`` read, when it saw that very write passed on before reading it
+    (:class:`SlotLeases` follows every key); None when it cannot tell (then: since the read).
 
     :meth:`attempt` is one round (what :meth:`run` repeats); :meth:`active` is the gate
     the decider loop asks before deciding and before committing.
@@ -127,8 +131,10 @@ class DeciderLease:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], int] = _wall_ms,
         on_change: Callable[[bool], None] | None = None,
+        seen_since: Callable[[leases.LeaseEntry], float | None] | None = None,
     ) -> None:
         self.store, self.key = store, key
+        self.seen_since = seen_since
         self.identity = identity or default_identity()
         self.settings = settings or StandbySettings()
         self.clock, self.wall, self.on_change = clock, wall, on_change
@@ -140,6 +146,11 @@ class DeciderLease:
         self.was_active = False
         self.attempted_at = 0.0  # clock() when the last round began
         self.transitions = 0  # times this replica became active or stopped being it
+        self.writes = 0  # writes to the key this replica sent: the records' serial
+
+    def _serial(self) -> int:
+        self.writes += 1
+        return self.writes
 
     # -- the gate --------------------------------------------------------------------------------
 
@@ -185,6 +196,7 @@ class DeciderLease:
             renewed=_rfc3339(self.wall()),
             lease_duration_ms=round(self.settings.lease_duration * 1000),
             transitions=self.record.transitions,
+            serial=self._serial(),
         )
         try:
             revision = await self.store.update(self.key, record, last=self.revision)
@@ -193,6 +205,7 @@ class DeciderLease:
             entry = await self.store.get(self.key)
             if entry is not None and entry.record.holder == self.identity:
                 self.revision = entry.revision
+                record = msgspec.structs.replace(record, serial=self._serial())  # never two writes alike
                 revision = await self.store.update(self.key, record, last=entry.revision)
                 self.revision, self.renewed_at, self.record = revision, sent, record
                 return
@@ -202,20 +215,48 @@ class DeciderLease:
         self.revision, self.renewed_at, self.record = revision, sent, record
 
     async def _acquire(self) -> None:
-        now = self.clock()
         entry = await self.store.get(self.key)
-        if entry is None:
-            await self._take(None, now=now, why="free")
+        now = self.clock()  # after the read: a revision written during it is timed from its answer
+        self.note_read(entry, now=now)
+        why = self.takeable(entry, now=now)
+        if why:
+            await self._take(entry, now=now, why=why)
+
+    def note_read(self, entry: leases.LeaseEntry | None, *, now: float) -> None:
+        """Note the key as read at ``now`` (``clock()``): a revision not seen before starts its expiry timer,
+        from when it was first known (``seen_since``, never later than ``now``), else from ``now``."""
+        if entry is None or (self.observed is not None and self.observed.revision == entry.revision):
             return
+        since = self.seen_since(entry) if self.seen_since is not None else None
+        self.observed, self.observed_at = entry, now if since is None else min(since, now)
+
+    def takeable(self, entry: leases.LeaseEntry | None, *, now: float) -> str:
+        """Why this candidate may take the key as read (``entry``, noted by :meth:`note_read`) at ``now``:
+        ``free`` (no value), ``released`` (empty holder), ``ours`` (our own write whose answer we missed),
+        ``expired`` (another holder's revision has not moved for ``lease_duration`` on our clock);
+        ``""`` when it may not."""
+        if entry is None:
+            return "free"
         holder = entry.record.holder
-        if self.observed is None or self.observed.revision != entry.revision:
-            self.observed, self.observed_at = entry, now
         if not holder:
-            await self._take(entry, now=now, why="released")
-        elif holder == self.identity:
-            await self._take(entry, now=now, why="ours")  # our own write whose answer we missed
-        elif now - self.observed_at >= self.settings.lease_duration:
-            await self._take(entry, now=now, why="expired")
+            return "released"
+        if holder == self.identity:
+            return "ours"
+        observed = self.observed is not None and self.observed.revision == entry.revision
+        if observed and now - self.observed_at >= self.settings.lease_duration:
+            return "expired"
+        return ""
+
+    async def take(self, entry: leases.LeaseEntry | None, *, why: str) -> bool:
+        """Take the key over ``entry`` as this replica read it (``why``: what :meth:`takeable` said of it);
+        returns :meth:`active`. A lost race is no error (someone wrote first: read again next round).
+        Raises BusError."""
+        self.attempted_at = now = self.clock()
+        try:
+            await self._take(entry, now=now, why=why)
+        finally:
+            self._note()
+        return self.active()
 
     async def _take(self, entry: leases.LeaseEntry | None, *, now: float, why: str) -> None:
         """Write ourselves as holder over ``entry`` (None: the key has no value); a lost race is no error."""
@@ -228,6 +269,7 @@ class DeciderLease:
             renewed=stamp,
             lease_duration_ms=round(self.settings.lease_duration * 1000),
             transitions=previous.transitions + (1 if changes_hands and previous.holder else 0),
+            serial=self._serial(),
         )
         try:
             if entry is None:
@@ -314,6 +356,7 @@ class DeciderLease:
             renewed=_rfc3339(self.wall()),
             lease_duration_ms=self.record.lease_duration_ms,
             transitions=self.record.transitions,
+            serial=self._serial(),
         )
         try:
             await self.store.update(self.key, record, last=revision)
@@ -391,6 +434,24 @@ def slot_of(partition: str, slots: int) -> int:
     return zlib.crc32(partition.encode()) % slots
 
 
+EXPIRY_MARGIN = 0.01
+"""Seconds past a key's expiry that :meth:`SlotLeases.next_delay` wakes a round (a timer may fire a
+little early; at the expiry itself the key would still count)."""
+
+
+class Seen(NamedTuple):
+    """A write to one of a decider user's lease keys as this replica saw it: its record and ``clock()``
+    when the subscription passed it on (or when :meth:`SlotLeases.seed` read the key)."""
+
+    record: leases.LeaseRecord
+    at: float
+
+    @property
+    def holder(self) -> str:
+        """Who the write names as holder (``""``: released)."""
+        return self.record.holder
+
+
 class SlotLeases:
     """Dynamic assignment of a decider's partitions among its replicas (issue 18).
 
@@ -407,6 +468,13 @@ class SlotLeases:
     ``lease_duration`` (as a standby takes a lease). Fairness rests on what the subscription
     passes on (a hint); ownership rests on the keys; safety on neither: two replicas deciding one
     partition are refused by the head check, as two hot replicas are.
+
+    A dead replica's slots are taken within about ``lease_duration`` of its last renewal: a key's
+    expiry is timed from when this replica saw the write it reads passed on (:meth:`since`; the
+    write was sent before, so the holder's renewal is never later than that), not from a later
+    read; a round also runs as soon as another replica's member or slot key comes due
+    (:meth:`next_delay`), not up to a retry period later; and the slots of a round are read, then
+    taken, together (:meth:`take_some`), not one read and write after another.
     """
 
     def __init__(
@@ -428,11 +496,19 @@ class SlotLeases:
         self.clock = clock
 
         def lease(key: str) -> DeciderLease:
-            return DeciderLease(store, key=key, identity=self.identity, settings=self.settings, clock=clock, wall=wall)
+            return DeciderLease(
+                store,
+                key=key,
+                identity=self.identity,
+                settings=self.settings,
+                clock=clock,
+                wall=wall,
+                seen_since=lambda entry: self.since(key, entry),
+            )
 
         self.slots = [lease(f"{user}.s{k}") for k in range(slots)]
         self.members = [lease(f"{user}.m{j}") for j in range(slots)]
-        self.seen: dict[str, tuple[str, float]] = {}  # key -> (holder, clock()) of the last write passed on
+        self.seen: dict[str, Seen] = {}  # key -> the last write passed on (or read at start)
         self.on_change: Callable[[bool], None] | None = None
         self.transitions = 0
         self._was_active = False
@@ -484,9 +560,9 @@ class SlotLeases:
         as the subscription passed them on), this one included, sorted."""
         now = self.clock()
         live = {self.identity}
-        for key, (holder, at) in self.seen.items():
-            if holder and key.startswith(f"{self.user}.m") and now - at < self.settings.lease_duration:
-                live.add(holder)
+        for key, seen in self.seen.items():
+            if seen.holder and key.startswith(f"{self.user}.m") and now - seen.at < self.settings.lease_duration:
+                live.add(seen.holder)
         return sorted(live)
 
     def share(self) -> int:
@@ -499,40 +575,48 @@ class SlotLeases:
         """Worth a read: the key is not known to be held by a live other replica (free, released, ours,
         unknown, or not written for a retry period: it may be expiring)."""
         seen = self.seen.get(lease.key)
-        if seen is None or not seen[0] or seen[0] == self.identity:
+        if seen is None or not seen.holder or seen.holder == self.identity:
             return True
-        return self.clock() - seen[1] >= self.settings.retry_period * 2 or lease.observed is not None
+        return self.clock() - seen.at >= self.settings.retry_period * 2 or lease.observed is not None
 
     def _stale(self, lease: DeciderLease) -> bool:
         """Held by another replica whose last write to it was passed on two retry periods ago or more."""
         seen = self.seen.get(lease.key)
         return (
             seen is not None
-            and bool(seen[0])
-            and seen[0] != self.identity
-            and self.clock() - seen[1] >= self.settings.retry_period * 2
+            and bool(seen.holder)
+            and seen.holder != self.identity
+            and self.clock() - seen.at >= self.settings.retry_period * 2
         )
 
     async def _observe(self, lease: DeciderLease) -> None:
-        """Read ``lease``'s key and note when its revision was first seen (what :meth:`DeciderLease.attempt`
-        times an expiry from), without taking it."""
+        """Read ``lease``'s key and note its revision (what :meth:`DeciderLease.takeable` times an expiry
+        from), without taking it."""
         entry = await self.store.get(lease.key)
-        if entry is not None and (lease.observed is None or lease.observed.revision != entry.revision):
-            lease.observed, lease.observed_at = entry, self.clock()
+        lease.note_read(entry, now=self.clock())
+
+    def since(self, key: str, entry: leases.LeaseEntry) -> float | None:
+        """``clock()`` when this replica saw the write that ``entry`` (``key`` as read) holds: when the last
+        write to ``key`` passed on carries the very record read (each write's record carries its writer's
+        identity and time, so two writes' records differ), else None (a write not passed on yet, or a
+        refused one passed on after it). The write was sent before it was passed on, so a holder's renewal
+        is never later than this: timing an expiry from it is as safe as timing it from a read."""
+        seen = self.seen.get(key)
+        return seen.at if seen is not None and seen.record == entry.record else None
 
     def _seen(self, key: str, data: bytes) -> None:
         try:
-            holder = leases._DECODER.decode(data).holder if data else ""
+            record = leases._DECODER.decode(data) if data else leases.LeaseRecord()
         except Exception:  # noqa: BLE001 - a value that does not decode counts as held by someone
-            holder = leases.UNDECODABLE_HOLDER
-        self.seen[key] = (holder, self.clock())
+            record = leases.LeaseRecord(holder=leases.UNDECODABLE_HOLDER)
+        self.seen[key] = Seen(record, self.clock())
 
     async def seed(self) -> None:
         """Read every key once (who holds what at start). Raises BusError."""
         for lease in (*self.members, *self.slots):
             entry = await self.store.get(lease.key)
             if entry is not None:
-                self.seen[lease.key] = (entry.record.holder, self.clock())
+                self.seen[lease.key] = Seen(entry.record, self.clock())
 
     # -- one round -------------------------------------------------------------------------------
 
@@ -549,17 +633,28 @@ class SlotLeases:
                 await lease.release()
                 log.info("slot_released", lease=lease.key, identity=self.identity, share=share)
             want = share - min(len(held), share)
-            for lease in self.slots:
-                if lease.revision is not None or not self._candidate(lease):
-                    continue
-                if want > 0:
-                    if await lease.attempt():
-                        want -= 1
-                elif self._stale(lease):
-                    await self._observe(lease)  # start timing it now: taken at once if its holder turns out dead
+            candidates = [lease for lease in self.slots if lease.revision is None and self._candidate(lease)]
+            if want > 0:
+                await self.take_some(candidates, want)
+            else:  # start timing the stale ones now: taken at once if their holder turns out dead
+                await _every(self._observe(lease) for lease in candidates if self._stale(lease))
         finally:
             self._note()
         return self.active()
+
+    async def take_some(self, candidates: list[DeciderLease], want: int) -> int:
+        """Take up to ``want`` of ``candidates`` (slot leases this replica does not hold), in slot order:
+        read them all at once, then take at once those free, released, ours or expired
+        (:meth:`DeciderLease.takeable`). Returns how many it took. Raises BusError."""
+        entries = await _every(self.store.get(lease.key) for lease in candidates)
+        now = self.clock()
+        takes: list[Awaitable[bool]] = []
+        for lease, entry in zip(candidates, entries, strict=True):
+            lease.note_read(entry, now=now)
+            why = lease.takeable(entry, now=now)
+            if why and len(takes) < want:
+                takes.append(lease.take(entry, why=why))
+        return sum(await _every(takes))
 
     async def _member(self) -> None:
         mine = [lease for lease in self.members if lease.revision is not None]
@@ -579,9 +674,30 @@ class SlotLeases:
             if self.on_change is not None:
                 self.on_change(active)
 
+    def next_delay(self, began: float) -> float:
+        """Seconds until the next round of :meth:`run`, the last one having begun at ``began`` (``clock()``):
+        a retry period after it, or sooner (plus :data:`EXPIRY_MARGIN`) when another replica's key comes due
+        first: a member key leaving the live set, a slot key expiring (``lease_duration`` after the write
+        last seen, or the read that started its timer). A live replica rewrites its keys every retry
+        period, so its keys never come due before the next round: only a dead (or stalled) one's do."""
+        now = self.clock()
+        due = began + self.settings.retry_period
+        duration = self.settings.lease_duration + EXPIRY_MARGIN
+        times = [seen.at for seen in self.seen.values() if seen.holder and seen.holder != self.identity]
+        times += [
+            lease.observed_at
+            for lease in self.slots
+            if lease.revision is None and lease.observed is not None and lease.observed.record.holder
+        ]
+        for at in times:
+            if now < at + duration < due:
+                due = at + duration
+        return max(0.0, due - now)
+
     async def run(self) -> None:
-        """Run rounds every retry period (a write to any of the user's keys wakes a round sooner) until
-        cancelled; then call :meth:`release`."""
+        """Run rounds every retry period until cancelled, sooner when another replica's key comes due
+        (:meth:`next_delay`) or a write to any of the user's keys changes its holder; then call
+        :meth:`release`."""
         wake = asyncio.Event()
         sub = None
 
@@ -600,7 +716,7 @@ class SlotLeases:
                 wake.clear()
                 began = self.clock()
                 failing = await attempt_noting_reachability(self.attempt, key=self.key, failing=failing)
-                delay = max(0.0, began + self.settings.retry_period - self.clock())
+                delay = self.next_delay(began)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(delay):
                         await wake.wait()
@@ -611,9 +727,9 @@ class SlotLeases:
 
     def _on_write(self, msg: Any, wake: asyncio.Event) -> None:
         key = msg.subject.removeprefix(leases.SUBJECT_PREFIX)
-        before = self.seen.get(key, ("", 0.0))[0]
+        before = self.seen[key].holder if key in self.seen else ""
         self._seen(key, msg.data)
-        holder = self.seen[key][0]
+        holder = self.seen[key].holder
         if holder != before and holder != self.identity:  # a release, a newcomer, a takeover: act soon
             wake.set()
 
@@ -621,6 +737,16 @@ class SlotLeases:
         """Release every slot and the member key (so the others take them at once); errors only logged."""
         await asyncio.gather(*(lease.release() for lease in (*self.slots, *self.members)))
         self._note()
+
+
+async def _every(aws: Iterable[Awaitable[_T]]) -> list[_T]:
+    """Await ``aws`` together and return their results in order; when any raised, raise the first error
+    once all are done (none left running behind the caller's back)."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results  # type: ignore[return-value]
 
 
 async def open_slots(

@@ -51,7 +51,9 @@ class LeaseRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     ``acquired`` and ``renewed``: when the holder took it and last renewed it (RFC 3339,
     for people: no replica compares its clock with another's, a standby times the key's
     revisions on its own clock); ``lease_duration_ms``: the holder's lease duration;
-    ``transitions``: how many times the key changed hands.
+    ``transitions``: how many times the key changed hands; ``serial``: the writer's count of its writes
+    to the key, so no two writes of one replica carry the same record and a standby can tell which
+    write it read (``services/standby.py`` ``SlotLeases.since``).
     """
 
     holder: str = ""
@@ -59,6 +61,7 @@ class LeaseRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     renewed: str = ""
     lease_duration_ms: int = 0
     transitions: int = 0
+    serial: int = 0
 
 
 UNDECODABLE_HOLDER = "<undecodable>"

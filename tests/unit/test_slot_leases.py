@@ -14,7 +14,7 @@ import pytest
 
 from kueue_es.events.bus import leases
 from kueue_es.events.bus.base import ConflictError
-from kueue_es.services.standby import SlotLeases, StandbySettings, slot_of
+from kueue_es.services.standby import EXPIRY_MARGIN, SlotLeases, StandbySettings, slot_of
 
 
 class Clock:
@@ -107,6 +107,93 @@ async def test_three_replicas_split_sixteen_slots_by_rank_and_a_clean_stop_hands
     clock.now += 1.6  # its member key is no longer live for the others
     await rounds(clock, *replicas[:2], count=3)
     assert [len(r.held()) for r in replicas[:2]] == [8, 8]
+
+
+async def _takeover(b_offset: float, *, paced: bool) -> tuple[float, float, int]:
+    """a and b share 16 slots, a's rounds every retry period from 0, b's from ``b_offset``, as
+    :meth:`SlotLeases.run` runs them (``paced``: b's next round at :meth:`SlotLeases.next_delay`, else
+    a plain retry period after the last began). a dies after its round at 10.0 s. Returns a's last write
+    (clock), when b first held all 16 slots and how many rounds b ran while both were alive."""
+    store, clock = MemoryStore(), Clock()
+    a, b = replica(store, clock, "a", slots=16), replica(store, clock, "b", slots=16)
+    last_a, rounds_b, events = 10.0, 0, [(0.0, 0, "a"), (b_offset, 1, "b")]
+    seq = 2
+    while events:
+        events.sort()
+        at, _, name = events.pop(0)
+        clock.now = at
+        if name == "a":
+            await a.attempt()
+            if at < last_a:
+                events.append((at + 0.5, seq, "a"))
+        else:
+            await b.attempt()
+            if at <= last_a:
+                rounds_b += 1
+            if at > last_a and b.held() == list(range(16)):
+                return last_a, at, rounds_b
+            assert at < last_a + 10, "b never took a's slots over"
+            events.append((at + (b.next_delay(at) if paced else 0.5), seq, "b"))
+        if 9.0 < at <= last_a:
+            assert (len(a.held()), len(b.held())) == (8, 8), at  # both alive: half each, nothing taken
+        seq += 1
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize("b_offset", [0.0, 0.05, 0.1, 0.2, 0.25, 0.3, 0.4, 0.45, 0.49])
+async def test_a_dead_replicas_slots_are_taken_within_a_lease_duration_and_a_retry_period(b_offset: float) -> None:
+    """The survivor takes a dead replica's slots once they have not moved for the lease duration since it saw
+    their last write, so at most a retry period (its round's pace) after the lease duration, never before it
+    (safety: a holder's last renewal is good for the lease duration). Timing the expiry from a later read,
+    as the first version did, took 2.5-3.0 s here."""
+    last, taken, _ = await _takeover(b_offset, paced=False)
+    assert 1.5 <= taken - last <= 2.0, taken - last
+
+
+@pytest.mark.parametrize("b_offset", [0.0, 0.05, 0.1, 0.2, 0.25, 0.3, 0.4, 0.45, 0.49])
+async def test_run_wakes_when_a_dead_replicas_keys_come_due(b_offset: float) -> None:
+    """Paced by :meth:`SlotLeases.next_delay`, the round runs as the dead replica's keys expire: the slots are
+    taken a lease duration (plus the wake margin) after its last renewal, whatever the phase; while both are
+    alive the keys never come due early, so a round per retry period, no more."""
+    last, taken, rounds_b = await _takeover(b_offset, paced=True)
+    assert 1.5 <= taken - last <= 1.5 + 2 * EXPIRY_MARGIN, taken - last
+    assert rounds_b == len([t for t in range(21) if b_offset + t * 0.5 <= 10.0]), rounds_b
+
+
+async def test_a_write_not_passed_on_is_timed_from_the_read() -> None:
+    """A revision whose write the subscription did not pass on (or passed on with another record: a refused
+    write) starts its timer when it is read, never earlier; one passed on starts it when it was seen."""
+    store, clock = MemoryStore(), Clock()
+    a, b = replica(store, clock, "a", slots=1), replica(store, clock, "b", slots=1)
+    await rounds(clock, a, b, count=2)
+    assert (a.held(), b.held()) == ([0], [])
+    store.followers.remove(b)  # b is told of nothing from now on
+    await a.attempt()  # a's last renewal, at 1.0, not passed on to b
+    written = clock.now
+    entry = store.keys["admitter.s0"]
+    assert b.since("admitter.s0", entry) is None  # b last saw an older record
+    b.seen["admitter.m0"] = b.seen["admitter.m0"]._replace(at=-10.0)  # a no longer counts as live
+    clock.now = written + 1.2
+    assert await b.take_some([b.slots[0]], 1) == 0  # read now: timed from here
+    assert b.slots[0].observed_at == written + 1.2
+    clock.now = written + 2.6
+    assert await b.take_some([b.slots[0]], 1) == 0  # 1.4 s after the read: not yet
+    clock.now = written + 2.7
+    assert await b.take_some([b.slots[0]], 1) == 1 and b.held() == [0]
+    assert b.since("admitter.s0", entry) is None and store.keys["admitter.s0"].record.holder == "b"
+
+
+def test_since_is_when_the_very_record_read_was_passed_on() -> None:
+    store, clock = MemoryStore(), Clock()
+    b = replica(store, clock, "b", slots=1)
+    record = leases.LeaseRecord(holder="a", renewed="2026-12-02T14:00:00.000+00:00")
+    clock.now = 3.0
+    b._seen("admitter.s0", leases._ENCODER.encode(record))
+    clock.now = 4.0
+    assert b.since("admitter.s0", leases.LeaseEntry(revision=7, record=record)) == 3.0
+    later = leases.LeaseRecord(holder="a", renewed="2026-12-02T14:00:00.500+00:00")
+    assert b.since("admitter.s0", leases.LeaseEntry(revision=8, record=later)) is None
+    assert b.since("admitter.s1", leases.LeaseEntry(revision=7, record=record)) is None
 
 
 def test_slot_leases_need_a_slot() -> None:
