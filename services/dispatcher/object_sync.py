@@ -38,7 +38,7 @@ from typing import Any
 
 import structlog
 
-from kueue_es.events import manifests, subjects, types
+from kueue_es.events import manifests, slices, subjects, types
 from kueue_es.events.bus.base import Bus
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
@@ -200,7 +200,9 @@ class WorkloadSync:
     async def _sync(self, taken: dict[str, int]) -> bool:
         state = self.view.cluster
         done = True
-        for key, seq in taken.items():
+        # a replaced elastic slice after its replacement: its Finished message names the new object's UID
+        order = sorted(taken, key=lambda k: _replaced(state.workloads.get(k)))
+        for key, seq in ((k, taken[k]) for k in order):
             wl = state.workloads.get(key)
             namespace, _, name = key.partition("/")
             try:
@@ -241,6 +243,9 @@ class WorkloadSync:
                 self.created(created_event)
         generation = int(objects.meta(stored).get("generation") or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
+        wanted = status.replaced_slice_status(
+            wanted, key=key, state=self.view.cluster, workload_uid=self.stored.workload_uid
+        )
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
             body = {**_identity(desired), "status": wanted}
             if "admissionChecks" in wanted:
@@ -303,6 +308,11 @@ class WorkloadSync:
             self.record(publish)
         else:
             await publish
+
+
+def _replaced(wl: WorkloadState | None) -> bool:
+    """The workload is an elastic slice finished ``WorkloadSliceReplaced``."""
+    return wl is not None and wl.finished is not None and wl.finished.reason == slices.REPLACED_REASON
 
 
 class QueueStatusSync:

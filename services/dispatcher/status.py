@@ -46,6 +46,7 @@ Where this differs from Kueue, on purpose:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -55,7 +56,7 @@ from kueue_es.events import manifests, models, slices, types
 from kueue_es.events.quantities import to_quantity
 from kueue_es.jobframework import integrations
 from kueue_es.projections import multikueue, quota
-from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
+from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of, replacement_of
 from kueue_es.scheduling import fairsharing, readiness
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -836,6 +837,27 @@ def pod_set_update_dict(update: models.PodSetUpdate) -> dict[str, Any]:
     if update.tolerations:
         out["tolerations"] = [toleration_dict(t) for t in update.tolerations]
     return out
+
+
+def replaced_slice_status(
+    wanted: dict[str, Any], *, key: str, state: ClusterState, workload_uid: Callable[[str, str], str]
+) -> dict[str, Any]:
+    """``wanted`` (a :func:`workload_status` of slice ``key``) with the message Kueue writes on a slice finished
+    ``WorkloadSliceReplaced``: the new slice's Workload object UID (``workload_uid(namespace, name)``, the API
+    server's, "" when not known) and its ``kueue.x-k8s.io/job-uid`` (scheduler.go replaceWorkloadSlice).
+    ``wanted`` itself when the slice was not replaced, or its replacement or that UID is not known."""
+    conditions = wanted.get("conditions") or []
+    finished = next((c for c in conditions if c["type"] == "Finished" and c["reason"] == slices.REPLACED_REASON), None)
+    new = replacement_of(state, key) if finished is not None else None
+    if finished is None or new is None:
+        return wanted
+    meta = new.workload.metadata
+    uid = workload_uid(meta.namespace, meta.name)
+    if not uid:
+        return wanted
+    message = slices.replaced_message(uid=uid, job_uid=meta.labels.get(JOB_UID_LABEL, ""))
+    rewritten = [{**c, "message": message} if c is finished else c for c in conditions]
+    return {**wanted, "conditions": rewritten}
 
 
 def _condition(condition: Condition, *, generation: int) -> dict[str, Any]:
