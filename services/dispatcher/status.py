@@ -57,7 +57,7 @@ from kueue_es.events.quantities import to_quantity
 from kueue_es.jobframework import integrations
 from kueue_es.projections import multikueue, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of, replacement_of
-from kueue_es.scheduling import fairsharing, readiness
+from kueue_es.scheduling import dra, fairsharing, readiness
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -340,9 +340,14 @@ def _fold_into(
                 record.set("Admitted", True, "Admitted", ADMITTED_MESSAGE, at_ms=event.at_ms)
         case types.WorkloadInadmissible():
             if wl.reservation is None and not wl.gone:
-                # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
-                reason = event.reason if granular else "Pending"
-                _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+                refused = dra_refusal(state, wl, event)
+                if refused is not None:
+                    _refused_for_devices(record, event, requeued_message=refused, granular=granular)
+                else:
+                    _forget_device_refusal(record)
+                    # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
+                    reason = event.reason if granular else "Pending"
+                    _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
         case types.PreemptionRequired():
             if wl.reservation is None and not wl.gone:
                 reason = "WaitingForPreemptedWorkloads" if granular else "Pending"
@@ -407,8 +412,53 @@ def _evicted(record: WorkloadRecord, event: types.EvictionRequested) -> None:
             record.requeue_count = 0
 
 
+DRA_REQUEUED_REASON = "Inadmissible"
+"""The Requeued=False reason on a workload refused for DRA reasons (kueue.WorkloadInadmissible)."""
+
+DRA_CLAIMS_REQUEUED_MESSAGE = "DRA resource claims not supported"
+"""The Requeued=False message when a pod names a ResourceClaim (workload_controller.go handleDRA)."""
+
+
+def dra_refusal(state: ClusterState, wl: WorkloadState, event: types.WorkloadInadmissible) -> str | None:
+    """The Requeued=False message Kueue writes beside ``event``'s QuotaReserved=False when the admitter
+    refused ``wl`` for DRA reasons (its message is the device charge's problem, scheduling/dra.py), else None:
+    "DRA resource claims not supported" for a pod naming a ResourceClaim, the refusal's own message otherwise
+    (workload_controller.go handleDRA, markDRAInadmissible, and the KueueDRAIntegration-off rejection)."""
+    if event.reason != "Misconfigured":
+        return None
+    problem = dra.charge_in(state, wl.workload).problem
+    if not problem or problem != event.message:
+        return None
+    return DRA_CLAIMS_REQUEUED_MESSAGE if problem == dra.CLAIMS_MESSAGE else problem
+
+
+def _refused_for_devices(
+    record: WorkloadRecord, event: types.WorkloadInadmissible, *, requeued_message: str, granular: bool
+) -> None:
+    """A DRA refusal: QuotaReserved=False ``Misconfigured`` (``Inadmissible`` with the gate
+    UnadmittedWorkloadsObservability off: UnadmittedWorkloadReasonWithFallback) with the refusal's message, and
+    Requeued=False ``Inadmissible`` (SetRequeuedCondition), as Kueue's workload controller writes them."""
+    reason = event.reason if granular else DRA_REQUEUED_REASON
+    _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+    record.set("Requeued", False, DRA_REQUEUED_REASON, requeued_message, at_ms=event.at_ms)
+
+
+def _forget_device_refusal(record: WorkloadRecord) -> None:
+    """The workload's devices are charged now: Kueue removes the Requeued=False and QuotaReserved=False its DRA
+    refusal wrote (workload_controller.go handleDRA, "Cleared previous inadmissible conditions"), so the next
+    QuotaReserved=False is a new transition."""
+    requeued = record.conditions.get("Requeued")
+    if requeued is None or requeued.status or requeued.reason != DRA_REQUEUED_REASON:
+        return
+    del record.conditions["Requeued"]
+    reserved = record.conditions.get("QuotaReserved")
+    if reserved is not None and not reserved.status:
+        del record.conditions["QuotaReserved"]
+
+
 def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: ClusterState, granular: bool) -> None:
     """SetQuotaReservation, then SyncAdmittedCondition as the scheduler's admit does (scheduler.go prepareWorkload)."""
+    _forget_device_refusal(record)
     record.admission = event
     record.set(
         "QuotaReserved",
