@@ -17,11 +17,12 @@ gives the same bytes and a redelivered decision writes nothing new.
 
 Where this differs from Kueue, on purpose:
 
-* The Workload's pod template is rebuilt from the folded workload, not copied
-  from the Job: one container per pod set, named after it, carrying the
-  effective per-pod requests (SEMANTICS §2.3), with the template's own
-  nodeSelector, tolerations and required node affinity. The log keeps requests,
-  not containers.
+* The Workload's pod templates are the job's, as Kueue's, when the dispatcher
+  could read them (:func:`workload_object`'s ``templates``); otherwise each is
+  rebuilt from the folded workload: one container per pod set, named after it,
+  carrying the effective per-pod requests (SEMANTICS §2.3), with the template's
+  own nodeSelector, tolerations and required node affinity. The log keeps
+  requests, not containers.
 * Every condition carries the Workload's current ``metadata.generation`` as
   ``observedGeneration`` (Kueue stamps the generation of the moment it set each
   one), except Preempted, which Kueue writes without it.
@@ -46,7 +47,8 @@ Where this differs from Kueue, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -723,8 +725,20 @@ def is_job_workload(wl: WorkloadState) -> bool:
     return integration is not None and integration.api_version == owner.api_version
 
 
-def workload_object(wl: WorkloadState, state: ClusterState, record: WorkloadRecord | None = None) -> dict[str, Any]:
+def workload_object(
+    wl: WorkloadState,
+    state: ClusterState,
+    record: WorkloadRecord | None = None,
+    *,
+    templates: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The Workload object Kueue's job reconciler creates for the job (metadata and spec; no status).
+
+    ``templates``: the job's pod templates by pod set name (:func:`kueue_es.jobframework.integrations.
+    job_pod_templates`), each written whole as its pod set's ``template``, as Kueue's Workload carries it
+    (image, command, env, resourceClaims, tolerations, nodeSelector, ...); a pod set without one gets
+    the template the log knows (one container named for the pod set with its effective requests, the
+    nodeSelector, tolerations and required node affinity).
 
     Owner reference to the job (controller), label ``kueue.x-k8s.io/job-uid`` (not for a
     pod group, which Kueue does not label), annotations the watcher gave the workload
@@ -750,7 +764,8 @@ def workload_object(wl: WorkloadState, state: ClusterState, record: WorkloadReco
             "blockOwnerDeletion": True,
         }
     ]
-    spec: dict[str, Any] = {"podSets": [_pod_set(ps) for ps in workload.spec.pod_sets]}
+    templates = templates or {}
+    spec: dict[str, Any] = {"podSets": [_pod_set(ps, templates.get(ps.name)) for ps in workload.spec.pod_sets]}
     if workload.spec.queue_name:
         spec["queueName"] = workload.spec.queue_name
     ref = workload.spec.priority_class_ref
@@ -761,7 +776,21 @@ def workload_object(wl: WorkloadState, state: ClusterState, record: WorkloadReco
     return {"apiVersion": KUEUE_API, "kind": "Workload", "metadata": metadata, "spec": spec}
 
 
-def _pod_set(pod_set: models.PodSet) -> dict[str, Any]:
+def _pod_set(pod_set: models.PodSet, template: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": pod_set.name, "count": pod_set.count}
+    if template is not None:
+        out["template"] = copy.deepcopy(dict(template))
+    else:
+        out["template"] = {"spec": _pod_spec(pod_set)}
+    if pod_set.min_count is not None:
+        out["minCount"] = pod_set.min_count
+    if pod_set.topology_request is not None:
+        out["topologyRequest"] = msgspec.to_builtins(pod_set.topology_request)
+    return out
+
+
+def _pod_spec(pod_set: models.PodSet) -> dict[str, Any]:
+    """The pod spec of a pod set as the log knows it (no job template to copy)."""
     container = {"name": pod_set.name, "resources": {"requests": _quantities(pod_set.requests)}}
     pod_spec: dict[str, Any] = {"containers": [container]}
     if pod_set.node_selector:
@@ -780,12 +809,7 @@ def _pod_set(pod_set: models.PodSet) -> dict[str, Any]:
         pod_spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
         }
-    out: dict[str, Any] = {"name": pod_set.name, "count": pod_set.count, "template": {"spec": pod_spec}}
-    if pod_set.min_count is not None:
-        out["minCount"] = pod_set.min_count
-    if pod_set.topology_request is not None:
-        out["topologyRequest"] = msgspec.to_builtins(pod_set.topology_request)
-    return out
+    return pod_spec
 
 
 def toleration_dict(toleration: models.Toleration) -> dict[str, Any]:

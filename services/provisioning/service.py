@@ -256,18 +256,10 @@ class ProvisioningController:
         if owner is None:
             return {}
         try:
-            ref = resources.ref_for(str(owner.get("apiVersion")), str(owner.get("kind")))
+            api_version, kind = str(owner.get("apiVersion")), str(owner.get("kind"))
+            ref = resources.ref_for(api_version, kind)
             job = await kube.get_object(self.api, ref, namespace=wl["metadata"]["namespace"], name=owner["name"])
-            if owner.get("kind") == "Job" and ref.group == "batch":
-                return {"main": job["spec"]["template"]}
-            integration = integrations.by_kind(str(owner.get("kind")))
-            if integration is None:
-                return {}
-            holder, sources = integrations.pod_set_sources(integration, job)
-            return {
-                s.name: s.workload_template if s.workload_template is not None else integrations.template_of(s, holder)
-                for s in sources
-            }
+            return integrations.job_pod_templates(api_version, kind, job)
         except (errors.KubeError, manifests.ManifestError, KeyError) as err:
             log.info("provisioning_job_template_unread", workload=_key(wl), error=str(err))
             return {}
