@@ -91,6 +91,14 @@ def slice_name(workload: models.Workload) -> str:
 
 
 def replaced_message(*, uid: str, job_uid: str) -> str:
-    """The Finished message of a replaced slice, naming the new slice's UID and its job's UID
-    (scheduler.go replaceWorkloadSlice)."""
+    """The Finished message Kueue writes on a replaced slice's Workload object: ``uid`` is the new
+    slice's Workload object UID (the API server's, not the job's), ``job_uid`` its
+    ``kueue.x-k8s.io/job-uid`` label (scheduler.go replaceWorkloadSlice)."""
     return f"Replaced to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to workload slice aggregation"
+
+
+def replaced_by_message(*, new_key: str, job_uid: str) -> str:
+    """The Finished message of a replaced slice as the log can say it: the log names the new slice's
+    Workload by ``namespace/name`` (``new_key``), as its object's UID is the API server's and on no
+    event; the dispatcher writes Kueue's :func:`replaced_message` with that UID on the object."""
+    return f"Replaced to accommodate workload {new_key} (JobUID: {job_uid}) due to workload slice aggregation"

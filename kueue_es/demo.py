@@ -227,14 +227,12 @@ async def run_demo(
             auth=auth,
             visibility_port=free_port(),
             dashboard_port=free_port() if keep else None,  # the dashboard runs with --keep (docs/dashboard.md)
-            # every health port from the services' to the MultiKueue edge's (supervisor._port_offset)
-            health_port=free_port_block(len(SERVICES) + 5) if keep else None,
+            # every health port from the services' to the provisioning controller's (supervisor._port_offset)
+            health_port=free_port_block(len(SERVICES) + 6) if keep else None,
         )
         assert supervisor.visibility_port is not None
         emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
-        await supervisor.start(
-            (*SERVICES, VISIBILITY, PUBLISHER, PROVISIONING, MULTIKUEUE_EDGE, *((DASHBOARD,) if keep else ()))
-        )
+        await supervisor.start(demo_processes(keep=keep))
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))
         printer = TimelinePrinter(bus=bus, console=console)
@@ -316,13 +314,35 @@ async def wait_ready(url: str, *, timeout: float) -> bool:
     return False
 
 
+def demo_processes(*, keep: bool) -> tuple[str, ...]:
+    """The processes the demo starts beside nats-server: the services (the deciders, the watcher, the
+    dispatcher and the multikueue decider), the visibility server, the publisher, the ProvisioningRequest
+    controller, the MultiKueue edge, and with ``keep`` the dashboard."""
+    return (*SERVICES, VISIBILITY, PUBLISHER, PROVISIONING, MULTIKUEUE_EDGE, *((DASHBOARD,) if keep else ()))
+
+
+NO_METRICS = (PROVISIONING, DASHBOARD)
+"""Processes that serve /healthz and /readyz but no /metrics."""
+
+
+def health_lines(supervisor: Supervisor, names: tuple[str, ...]) -> list[str]:
+    """One line per process of ``names``: where it serves its health endpoints (and /metrics), or that it
+    serves none (no health port given)."""
+    lines = []
+    for name in names:
+        url = supervisor.health_url(name)
+        if url is None:
+            lines.append(f"  {name:<22} (no health port)")
+            continue
+        endpoints = "/healthz  /readyz" if name in NO_METRICS else "/metrics  /healthz  /readyz"
+        lines.append(f"  {name:<22} {url}{endpoints}")
+    return lines
+
+
 def _print_keep(
     console: Console, *, run_dir: Path, nats_url: str, api_url: str, auth: LocalAuth, supervisor: Supervisor
 ) -> None:
-    health = "\n".join(
-        f"  {name:<22} {supervisor.health_url(name)}/metrics  /healthz  /readyz"
-        for name in (*SERVICES, VISIBILITY, PUBLISHER, MULTIKUEUE_EDGE)
-    )
+    health = "\n".join(health_lines(supervisor, demo_processes(keep=True)))
     console.print(
         f"""
 [bold]Still running[/bold] (Ctrl-C stops everything):

@@ -303,7 +303,13 @@ def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *
                 "pendingInClusterQueue": len(visibility.pending_in_cluster_queue(state, entry.cluster_queue)),
                 "parked": entry.parked,
             }
-    needed = core.needs(state, key, now_ms=now_ms, deleted=collector.ended_in_deletion(key))
+    needed = core.needs(
+        state,
+        key,
+        now_ms=now_ms,
+        deleted=collector.ended_in_deletion(key),
+        deactivation=collector.deactivations.get(key),
+    )
     return {
         "partition": workload_partition(state, key, pending=needed.status == "pending"),
         "workload": key,
@@ -500,7 +506,12 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
 
     console = _console()
     owner = f" (for {report['owner']})" if report["owner"] else ""
-    console.print(Text(f"Workload {report['workload']}{owner}: {report['status']}", style="bold"))
+    from kueue_es.scheduling.explain import DEACTIVATED
+
+    status = report["status"]
+    if status == DEACTIVATED:  # Kueue's Evicted condition on it, not "pending"
+        status = f"{status} (Evicted {report['needs']['reason']}: {report['needs']['message']})"
+    console.print(Text(f"Workload {report['workload']}{owner}: {status}", style="bold"))
     console.print(Text(as_of, style="dim"))
     if report["otherWorkloads"]:
         console.print(Text(f"earlier workloads of the same name: {', '.join(report['otherWorkloads'])}", style="dim"))

@@ -257,7 +257,10 @@ class _Watched:
 def _port_offset(name: str) -> int:
     """Where process ``name`` serves its health endpoints, counted from ``--health-port``: the services
     in ``SERVICES`` order, then ``up``'s own (the supervisor, ``len(SERVICES)``), the compactor, the
-    visibility server, the publisher, the MultiKueue edge (the dashboard serves on its own port)."""
+    visibility server, the publisher, the MultiKueue edge, the ProvisioningRequest controller (the
+    dashboard serves on its own port)."""
+    if name == PROVISIONING:
+        return len(SERVICES) + 5
     if name == MULTIKUEUE_EDGE:
         return len(SERVICES) + 4
     if name == PUBLISHER:
@@ -339,7 +342,7 @@ class Supervisor:
         """Where service ``name`` serves its health endpoints, if it does."""
         if name == DASHBOARD:
             return self.dashboard_url.rstrip("/") if self.dashboard_url else None
-        if self.health_port is None or name == PROVISIONING:  # up and demo give it no health port
+        if self.health_port is None:
             return None
         return f"http://127.0.0.1:{self.health_port + _port_offset(name)}"
 
@@ -356,8 +359,9 @@ class Supervisor:
     def service_args(self, name: str) -> list[str]:
         """The ``kueue-es`` arguments service ``name`` runs with: the edges get ``kube_args`` (the watcher also
         ``watcher_args``), the deciders ``decider_args``; all the NATS URL and their health port."""
-        if name == PROVISIONING:  # the Kubernetes API only: no NATS URL, no credentials, no health port
-            return ["service", name, *self.kube_args]
+        if name == PROVISIONING:  # the Kubernetes API only: no NATS URL, no credentials
+            health = [] if self.health_port is None else ["--health-port", str(self.health_port + _port_offset(name))]
+            return ["service", name, *self.kube_args, *health, *(["--health-host", "127.0.0.1"] if health else [])]
         args = ["service", name, "--nats", self.nats_url]
         if name == VISIBILITY:
             args += ["--cert-dir", str(self.log_dir.parent / "visibility-cert")]

@@ -1111,27 +1111,35 @@ def _apply_workload_decision(
     _reindex(state, key, gone=current)
 
 
-def _slice_replaced(state: ClusterState, current: WorkloadState, event: types.QuotaReleased, *, seq: int) -> None:
-    """The admitter released an elastic slice because its replacement was admitted in the same
-    batch (SEMANTICS-ADVANCED D.3): the slice is Finished ``WorkloadSliceReplaced``, naming the
-    replacement's UID and its job's UID, and kueue_replaced_workload_slices_total counts it
-    (scheduler.go replaceWorkloadSlice)."""
-    key = current.workload.key
-    new = next(
+def replacement_of(state: ClusterState, key: str) -> WorkloadState | None:
+    """The elastic slice holding quota that replaces slice ``key`` (``namespace/name``; its
+    ``kueue.x-k8s.io/workload-slice-replacement-for`` names it), or None. A scan of every
+    workload: asked only when a slice is replaced."""
+    return next(
         (
-            wl.workload
+            wl
             for wl in state.workloads.values()
             if wl.reservation is not None and slices.replacement_for(wl.workload) == key
         ),
         None,
     )
-    uid = new.metadata.uid if new is not None else ""
+
+
+def _slice_replaced(state: ClusterState, current: WorkloadState, event: types.QuotaReleased, *, seq: int) -> None:
+    """The admitter released an elastic slice because its replacement was admitted in the same
+    batch (SEMANTICS-ADVANCED D.3): the slice is Finished ``WorkloadSliceReplaced``, naming the
+    replacement's Workload (namespace/name: its object's UID is not on the log; the dispatcher
+    writes it on the object) and its job's UID, and kueue_replaced_workload_slices_total counts it
+    (scheduler.go replaceWorkloadSlice)."""
+    found = replacement_of(state, current.workload.key)
+    new = found.workload if found is not None else None
+    new_key = new.key if new is not None else ""
     job_uid = new.metadata.labels.get("kueue.x-k8s.io/job-uid", "") if new is not None else ""
     current.finished = types.WorkloadFinished(
         workload=current.ref,
         succeeded=True,
         reason=slices.REPLACED_REASON,
-        message=slices.replaced_message(uid=uid, job_uid=job_uid),
+        message=slices.replaced_by_message(new_key=new_key, job_uid=job_uid),
         at_ms=event.at_ms,
     )
     current.finished_seq = seq

@@ -63,6 +63,8 @@ class StoryCollector:
     owners: dict[str, str] = field(default_factory=dict)  # workload key -> "Kind name" of its owner
     lines: dict[str, list[StoryLine]] = field(default_factory=dict)
     now_ms: int = 0  # the latest time seen in the log
+    # key -> the latest WorkloadDeactivated (Kueue's reason and message for the deactivated header)
+    deactivations: dict[str, types.WorkloadDeactivated] = field(default_factory=dict)
     _pending: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (reason, message) last told
     _repeats: dict[str, int] = field(default_factory=dict)
 
@@ -315,6 +317,7 @@ class StoryCollector:
             case types.WorkloadRequeued():
                 self._add(key, seq, event, "requeued", f"{event.reason}: {event.message}")
             case types.WorkloadDeactivated():
+                self.deactivations[key] = event
                 self._add(key, seq, event, "deactivated", f"{event.reason}: {event.message}")
             case types.WorkloadPodsReady():
                 self._add(key, seq, event, "pods ready" if event.ready else "pods not ready", event.reason or "")
@@ -560,12 +563,38 @@ def _formatter(resource: str) -> Any:
     return fmt
 
 
-def needs(state: ClusterState, key: str, *, now_ms: int = 0, deleted: bool = False) -> Needs:
+DEACTIVATED = "deactivated"
+"""The status of a workload whose ``spec.active`` is false and that holds no quota."""
+
+
+def deactivated_condition(wl: WorkloadState, deactivation: types.WorkloadDeactivated | None) -> tuple[str, str]:
+    """The ``Evicted`` reason and message Kueue's workload controller writes on a deactivated workload:
+    ``Deactivated``, "The workload is deactivated" when a user set ``spec.active`` false; when Kueue did
+    (``wl.deactivated``, the reason of ``deactivation``, the latest WorkloadDeactivated)
+    ``DeactivatedDueTo<reason>``, "The workload is deactivated due to <its message>"
+    (workload_controller.go, workloadevict.Evict)."""
+    if not wl.deactivated:
+        return "Deactivated", "The workload is deactivated"
+    message = deactivation.message if deactivation is not None and deactivation.reason == wl.deactivated else ""
+    text = f"The workload is deactivated due to {message}" if message else "The workload is deactivated"
+    return f"DeactivatedDueTo{wl.deactivated}", text
+
+
+def needs(
+    state: ClusterState,
+    key: str,
+    *,
+    now_ms: int = 0,
+    deleted: bool = False,
+    deactivation: types.WorkloadDeactivated | None = None,
+) -> Needs:
     """What workload ``key`` (``namespace/name``) waits for in ``state`` (see :class:`Needs`); ``now_ms`` is
     the fold's time (ms; a backoff's end is compared with it). ``deleted``: the log recorded the Workload's
     deletion (:meth:`StoryCollector.ended_in_deletion`); the fold forgets a deleted Workload that holds no
-    quota (projections/cluster.py), so without it such a key is ``unknown``. Never raises for a known or
-    unknown key."""
+    quota (projections/cluster.py), so without it such a key is ``unknown``. A workload with ``spec.active``
+    false holding no quota is ``deactivated``, not pending: ``reason`` and ``message`` are then Kueue's
+    Evicted condition (:func:`deactivated_condition`, ``deactivation`` the latest WorkloadDeactivated of
+    it, :attr:`StoryCollector.deactivations`). Never raises for a known or unknown key."""
     wl = state.workloads.get(key)
     if wl is None:
         return Needs(key=key, status="deleted" if deleted else "unknown")
@@ -574,6 +603,9 @@ def needs(state: ClusterState, key: str, *, now_ms: int = 0, deleted: bool = Fal
     if wl.finished is not None:
         return Needs(key=key, status="finished")
     found = _needs(state, wl, now_ms=now_ms)
+    if found.status == "pending" and not wl.active:
+        reason, message = deactivated_condition(wl, deactivation)
+        found = dataclasses.replace(found, status=DEACTIVATED, reason=reason, message=message)
     devices = dra.describe(wl.workload, dra.charge_in(state, wl.workload))
     return dataclasses.replace(found, devices=tuple(devices)) if devices else found
 

@@ -493,3 +493,71 @@ def parameters_problem(check: Mapping[str, Any], configs: Mapping[str, models.Pr
     if ref.get("name") not in configs:
         return f'provisioningrequestconfigs.kueue.x-k8s.io "{ref.get("name")}" not found'
     return None
+
+
+# -- Kubernetes Events -------------------------------------------------------------------------
+
+EVENT_COMPONENT = "kueue-provisioning-request-controller"
+"""The event source of Kueue's provisioning controller (cmd/kueue/main.go GetEventRecorder)."""
+
+MAX_EVENT_MESSAGE = 1024
+"""Kueue's api.maxEventMsgSize (api.TruncateEventMessage)."""
+
+
+def created_event(request: str) -> tuple[str, str, str, str]:
+    """(type, reason, action, message) of the Event on the Workload once its ProvisioningRequest
+    ``request`` is created (controller.go syncOwnedProvisionRequest)."""
+    return "Normal", "ProvisioningRequestCreated", "Created", f'Created ProvisioningRequest: "{request}"'
+
+
+def failed_create_event(kind: str, name: str, error: str) -> tuple[str, str, str, str]:
+    """(type, reason, action, message) of the Warning on the Workload when creating its ProvisioningRequest
+    or one of its PodTemplates (``kind``, ``name``) failed with ``error`` (controller.go handleError)."""
+    return "Warning", "FailedCreate", "FailedCreate", f'Error creating {kind} "{name}": {error}'
+
+
+def check_updated_event(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    """(type, reason, action, message) of the Event when a check entry changes state, ``before`` to
+    ``after`` (``status.admissionChecks[]`` dicts), or None when its state is the same
+    (controller.go syncCheckStates: "Admission check X updated state from A to B with message: M")."""
+    old, new = before.get("state"), after.get("state")
+    if not old or old == new:
+        return None
+    message = f"Admission check {after.get('name')} updated state from {old} to {new}"
+    if after.get("message"):
+        message += f" with message: {after['message']}"
+    return "Normal", "AdmissionCheckUpdated", "AdmissionCheckUpdated", message
+
+
+def event_object(
+    workload: Mapping[str, Any], event: tuple[str, str, str, str], *, name: str, at: str
+) -> dict[str, Any]:
+    """A core v1 Event about ``workload`` (a Workload dict): ``event`` from the functions above, ``name``
+    the Event's name, ``at`` its time (RFC 3339). The message is cut to Kueue's 1024 characters."""
+    kind, reason, action, message = event
+    if len(message) > MAX_EVENT_MESSAGE:
+        message = message[: MAX_EVENT_MESSAGE - 3] + "..."
+    meta = workload.get("metadata") or {}
+    involved = {
+        "apiVersion": workload.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
+        "kind": "Workload",
+        "namespace": meta.get("namespace", ""),
+        "name": meta.get("name", ""),
+        **({"uid": meta["uid"]} if meta.get("uid") else {}),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": meta.get("namespace", "")},
+        "involvedObject": involved,
+        "type": kind,
+        "reason": reason,
+        "action": action,
+        "message": message,
+        "count": 1,
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "source": {"component": EVENT_COMPONENT},
+        "reportingComponent": EVENT_COMPONENT,
+        "reportingInstance": EVENT_COMPONENT,
+    }

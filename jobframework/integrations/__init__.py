@@ -292,6 +292,21 @@ def pod_set_sources(
     return holder, integration.pod_sets(ref, holder)
 
 
+def job_pod_templates(api_version: str, kind: str, job: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The pod templates (PodTemplateSpec dicts: ``metadata`` and ``spec``, containers, images, env and all) of
+    ``job``, an object of ``api_version``/``kind``, by pod set name, as Kueue's Workload carries them in
+    ``spec.podSets[].template`` (jobframework ConstructWorkload: each pod set's template is the job's): a
+    batch/v1 Job's ``main``, an integration's pod sets (its ``workload_template`` when Kueue builds one).
+    Empty for any other kind. Raises ManifestError (a job its integration cannot read) or KeyError."""
+    if (api_version, kind) == ("batch/v1", "Job"):
+        return {"main": job["spec"]["template"]}
+    integration = by_kind(kind)
+    if integration is None or integration.api_version != api_version:
+        return {}
+    holder, sources = pod_set_sources(integration, job)
+    return {s.name: s.workload_template if s.workload_template is not None else template_of(s, holder) for s in sources}
+
+
 def pods_ready(integration: Integration, job: Mapping[str, Any], *, context: workloads.Context | None = None) -> bool:
     """Kueue's PodsReady of ``job``: ``pods_ready_in`` with ``context`` when the kind has it, else ``pods_ready``."""
     if integration.pods_ready_in is not None:

@@ -38,8 +38,9 @@ from typing import Any
 
 import structlog
 
-from kueue_es.events import manifests, subjects, types
+from kueue_es.events import manifests, slices, subjects, types
 from kueue_es.events.bus.base import Bus
+from kueue_es.jobframework import integrations
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
@@ -172,6 +173,8 @@ class WorkloadSync:
         self.bus, self.cluster, self.view = bus, cluster, view
         self.stored, self.created, self.record = stored, created, record
         self._writing = asyncio.Lock()  # the batch's writes and run()'s never interleave
+        # workload key -> (the observed workload, its job's pod templates by pod set): _job_templates
+        self._templates: dict[str, tuple[Any, dict[str, Any]]] = {}
 
     def _take(self, keys: Iterable[str] | None) -> dict[str, int]:
         if keys is None:
@@ -200,11 +203,14 @@ class WorkloadSync:
     async def _sync(self, taken: dict[str, int]) -> bool:
         state = self.view.cluster
         done = True
-        for key, seq in taken.items():
+        # a replaced elastic slice after its replacement: its Finished message names the new object's UID
+        order = sorted(taken, key=lambda k: _replaced(state.workloads.get(k)))
+        for key, seq in ((k, taken[k]) for k in order):
             wl = state.workloads.get(key)
             namespace, _, name = key.partition("/")
             try:
                 if wl is None or wl.deleted_seq:
+                    self._templates.pop(key, None)
                     await self.stored.delete_workload(namespace, name)
                     continue
                 if wl.workload.owner is None:
@@ -231,7 +237,8 @@ class WorkloadSync:
         meta = wl.workload.metadata
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
         record = self.view.records.get(key)
-        desired = status.workload_object(wl, self.view.cluster, record)
+        templates = await self._job_templates(key, wl)
+        desired = status.workload_object(wl, self.view.cluster, record, templates=templates)
         stored = self.stored.objects.get(ident)
         if stored is None or not _contains(stored, desired) or _uid_owner(stored) != _uid_owner(desired):
             created = stored is None
@@ -241,6 +248,9 @@ class WorkloadSync:
                 self.created(created_event)
         generation = int(objects.meta(stored).get("generation") or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
+        wanted = status.replaced_slice_status(
+            wanted, key=key, state=self.view.cluster, workload_uid=self.stored.workload_uid
+        )
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
             body = {**_identity(desired), "status": wanted}
             if "admissionChecks" in wanted:
@@ -255,6 +265,39 @@ class WorkloadSync:
                 body = {**_identity(desired), "status": wanted}
                 body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
             self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")
+
+    async def _job_templates(self, key: str, wl: WorkloadState) -> dict[str, Any]:
+        """The pod templates of the workload's job by pod set name, read from the API server once per
+        observation of the workload while it holds no quota (the job is suspended, nothing the dispatcher
+        writes at a start is in them yet; Kueue's Workload keeps the templates of its creation), and kept
+        while it runs (after a restart, those of the Workload object as the server has it). ``{}`` when the job is gone or its kind's templates are not the job's (a Pod group):
+        the Workload's templates are then the log's. A retryable API error propagates (tried again later)."""
+        cached = self._templates.get(key)
+        if cached is not None and (cached[0] is wl.workload or wl.reservation is not None):
+            return cached[1]
+        stored = self.stored.objects.get(("Workload", wl.workload.metadata.namespace, wl.workload.metadata.name))
+        if wl.reservation is not None and stored is not None:  # its job may carry a start's changes: keep the object's
+            spec: Any = stored.get("spec") or {}
+            kept = {ps["name"]: ps["template"] for ps in spec.get("podSets") or [] if "name" in ps and "template" in ps}
+            self._templates[key] = (wl.workload, kept)
+            return kept
+        owner = wl.workload.owner
+        found: dict[str, Any] = {}
+        has_templates = owner is not None and (
+            (owner.api_version, owner.kind) == ("batch/v1", "Job") or integrations.by_kind(owner.kind) is not None
+        )
+        if owner is not None and has_templates:
+            try:
+                ref = resources.ref_for(owner.api_version, owner.kind)
+                job = await self.stored.api.get_object(ref, namespace=wl.workload.metadata.namespace, name=owner.name)
+                if (job.get("metadata") or {}).get("uid", owner.uid) == owner.uid:  # not a namesake
+                    found = dict(integrations.job_pod_templates(owner.api_version, owner.kind, job))
+            except kube_errors.NotFoundError:
+                pass
+            except (kube_errors.UnknownKindError, manifests.ManifestError, KeyError, TypeError) as err:
+                log.info("workload_job_templates_unread", workload=key, error=str(err))
+        self._templates[key] = (wl.workload, found)
+        return found
 
     async def _sync_standalone(self, key: str, wl: WorkloadState) -> None:
         """A Workload a user created: only its status is ours (the object and its spec are the user's).
@@ -303,6 +346,11 @@ class WorkloadSync:
             self.record(publish)
         else:
             await publish
+
+
+def _replaced(wl: WorkloadState | None) -> bool:
+    """The workload is an elastic slice finished ``WorkloadSliceReplaced``."""
+    return wl is not None and wl.finished is not None and wl.finished.reason == slices.REPLACED_REASON
 
 
 class QueueStatusSync:

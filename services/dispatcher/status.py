@@ -17,11 +17,12 @@ gives the same bytes and a redelivered decision writes nothing new.
 
 Where this differs from Kueue, on purpose:
 
-* The Workload's pod template is rebuilt from the folded workload, not copied
-  from the Job: one container per pod set, named after it, carrying the
-  effective per-pod requests (SEMANTICS §2.3), with the template's own
-  nodeSelector, tolerations and required node affinity. The log keeps requests,
-  not containers.
+* The Workload's pod templates are the job's, as Kueue's, when the dispatcher
+  could read them (:func:`workload_object`'s ``templates``); otherwise each is
+  rebuilt from the folded workload: one container per pod set, named after it,
+  carrying the effective per-pod requests (SEMANTICS §2.3), with the template's
+  own nodeSelector, tolerations and required node affinity. The log keeps
+  requests, not containers.
 * Every condition carries the Workload's current ``metadata.generation`` as
   ``observedGeneration`` (Kueue stamps the generation of the moment it set each
   one), except Preempted, which Kueue writes without it.
@@ -46,6 +47,8 @@ Where this differs from Kueue, on purpose:
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -55,8 +58,8 @@ from kueue_es.events import manifests, models, slices, types
 from kueue_es.events.quantities import to_quantity
 from kueue_es.jobframework import integrations
 from kueue_es.projections import multikueue, quota
-from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
-from kueue_es.scheduling import fairsharing, readiness
+from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of, replacement_of
+from kueue_es.scheduling import dra, fairsharing, readiness
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -339,9 +342,14 @@ def _fold_into(
                 record.set("Admitted", True, "Admitted", ADMITTED_MESSAGE, at_ms=event.at_ms)
         case types.WorkloadInadmissible():
             if wl.reservation is None and not wl.gone:
-                # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
-                reason = event.reason if granular else "Pending"
-                _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+                refused = dra_refusal(state, wl, event)
+                if refused is not None:
+                    _refused_for_devices(record, event, requeued_message=refused, granular=granular)
+                else:
+                    _forget_device_refusal(record)
+                    # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
+                    reason = event.reason if granular else "Pending"
+                    _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
         case types.PreemptionRequired():
             if wl.reservation is None and not wl.gone:
                 reason = "WaitingForPreemptedWorkloads" if granular else "Pending"
@@ -406,8 +414,53 @@ def _evicted(record: WorkloadRecord, event: types.EvictionRequested) -> None:
             record.requeue_count = 0
 
 
+DRA_REQUEUED_REASON = "Inadmissible"
+"""The Requeued=False reason on a workload refused for DRA reasons (kueue.WorkloadInadmissible)."""
+
+DRA_CLAIMS_REQUEUED_MESSAGE = "DRA resource claims not supported"
+"""The Requeued=False message when a pod names a ResourceClaim (workload_controller.go handleDRA)."""
+
+
+def dra_refusal(state: ClusterState, wl: WorkloadState, event: types.WorkloadInadmissible) -> str | None:
+    """The Requeued=False message Kueue writes beside ``event``'s QuotaReserved=False when the admitter
+    refused ``wl`` for DRA reasons (its message is the device charge's problem, scheduling/dra.py), else None:
+    "DRA resource claims not supported" for a pod naming a ResourceClaim, the refusal's own message otherwise
+    (workload_controller.go handleDRA, markDRAInadmissible, and the KueueDRAIntegration-off rejection)."""
+    if event.reason != "Misconfigured":
+        return None
+    problem = dra.charge_in(state, wl.workload).problem
+    if not problem or problem != event.message:
+        return None
+    return DRA_CLAIMS_REQUEUED_MESSAGE if problem == dra.CLAIMS_MESSAGE else problem
+
+
+def _refused_for_devices(
+    record: WorkloadRecord, event: types.WorkloadInadmissible, *, requeued_message: str, granular: bool
+) -> None:
+    """A DRA refusal: QuotaReserved=False ``Misconfigured`` (``Inadmissible`` with the gate
+    UnadmittedWorkloadsObservability off: UnadmittedWorkloadReasonWithFallback) with the refusal's message, and
+    Requeued=False ``Inadmissible`` (SetRequeuedCondition), as Kueue's workload controller writes them."""
+    reason = event.reason if granular else DRA_REQUEUED_REASON
+    _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+    record.set("Requeued", False, DRA_REQUEUED_REASON, requeued_message, at_ms=event.at_ms)
+
+
+def _forget_device_refusal(record: WorkloadRecord) -> None:
+    """The workload's devices are charged now: Kueue removes the Requeued=False and QuotaReserved=False its DRA
+    refusal wrote (workload_controller.go handleDRA, "Cleared previous inadmissible conditions"), so the next
+    QuotaReserved=False is a new transition."""
+    requeued = record.conditions.get("Requeued")
+    if requeued is None or requeued.status or requeued.reason != DRA_REQUEUED_REASON:
+        return
+    del record.conditions["Requeued"]
+    reserved = record.conditions.get("QuotaReserved")
+    if reserved is not None and not reserved.status:
+        del record.conditions["QuotaReserved"]
+
+
 def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: ClusterState, granular: bool) -> None:
     """SetQuotaReservation, then SyncAdmittedCondition as the scheduler's admit does (scheduler.go prepareWorkload)."""
+    _forget_device_refusal(record)
     record.admission = event
     record.set(
         "QuotaReserved",
@@ -672,8 +725,20 @@ def is_job_workload(wl: WorkloadState) -> bool:
     return integration is not None and integration.api_version == owner.api_version
 
 
-def workload_object(wl: WorkloadState, state: ClusterState, record: WorkloadRecord | None = None) -> dict[str, Any]:
+def workload_object(
+    wl: WorkloadState,
+    state: ClusterState,
+    record: WorkloadRecord | None = None,
+    *,
+    templates: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The Workload object Kueue's job reconciler creates for the job (metadata and spec; no status).
+
+    ``templates``: the job's pod templates by pod set name (:func:`kueue_es.jobframework.integrations.
+    job_pod_templates`), each written whole as its pod set's ``template``, as Kueue's Workload carries it
+    (image, command, env, resourceClaims, tolerations, nodeSelector, ...); a pod set without one gets
+    the template the log knows (one container named for the pod set with its effective requests, the
+    nodeSelector, tolerations and required node affinity).
 
     Owner reference to the job (controller), label ``kueue.x-k8s.io/job-uid`` (not for a
     pod group, which Kueue does not label), annotations the watcher gave the workload
@@ -699,7 +764,8 @@ def workload_object(wl: WorkloadState, state: ClusterState, record: WorkloadReco
             "blockOwnerDeletion": True,
         }
     ]
-    spec: dict[str, Any] = {"podSets": [_pod_set(ps) for ps in workload.spec.pod_sets]}
+    templates = templates or {}
+    spec: dict[str, Any] = {"podSets": [_pod_set(ps, templates.get(ps.name)) for ps in workload.spec.pod_sets]}
     if workload.spec.queue_name:
         spec["queueName"] = workload.spec.queue_name
     ref = workload.spec.priority_class_ref
@@ -710,7 +776,21 @@ def workload_object(wl: WorkloadState, state: ClusterState, record: WorkloadReco
     return {"apiVersion": KUEUE_API, "kind": "Workload", "metadata": metadata, "spec": spec}
 
 
-def _pod_set(pod_set: models.PodSet) -> dict[str, Any]:
+def _pod_set(pod_set: models.PodSet, template: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": pod_set.name, "count": pod_set.count}
+    if template is not None:
+        out["template"] = copy.deepcopy(dict(template))
+    else:
+        out["template"] = {"spec": _pod_spec(pod_set)}
+    if pod_set.min_count is not None:
+        out["minCount"] = pod_set.min_count
+    if pod_set.topology_request is not None:
+        out["topologyRequest"] = msgspec.to_builtins(pod_set.topology_request)
+    return out
+
+
+def _pod_spec(pod_set: models.PodSet) -> dict[str, Any]:
+    """The pod spec of a pod set as the log knows it (no job template to copy)."""
     container = {"name": pod_set.name, "resources": {"requests": _quantities(pod_set.requests)}}
     pod_spec: dict[str, Any] = {"containers": [container]}
     if pod_set.node_selector:
@@ -729,12 +809,7 @@ def _pod_set(pod_set: models.PodSet) -> dict[str, Any]:
         pod_spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
         }
-    out: dict[str, Any] = {"name": pod_set.name, "count": pod_set.count, "template": {"spec": pod_spec}}
-    if pod_set.min_count is not None:
-        out["minCount"] = pod_set.min_count
-    if pod_set.topology_request is not None:
-        out["topologyRequest"] = msgspec.to_builtins(pod_set.topology_request)
-    return out
+    return pod_spec
 
 
 def toleration_dict(toleration: models.Toleration) -> dict[str, Any]:
@@ -836,6 +911,27 @@ def pod_set_update_dict(update: models.PodSetUpdate) -> dict[str, Any]:
     if update.tolerations:
         out["tolerations"] = [toleration_dict(t) for t in update.tolerations]
     return out
+
+
+def replaced_slice_status(
+    wanted: dict[str, Any], *, key: str, state: ClusterState, workload_uid: Callable[[str, str], str]
+) -> dict[str, Any]:
+    """``wanted`` (a :func:`workload_status` of slice ``key``) with the message Kueue writes on a slice finished
+    ``WorkloadSliceReplaced``: the new slice's Workload object UID (``workload_uid(namespace, name)``, the API
+    server's, "" when not known) and its ``kueue.x-k8s.io/job-uid`` (scheduler.go replaceWorkloadSlice).
+    ``wanted`` itself when the slice was not replaced, or its replacement or that UID is not known."""
+    conditions = wanted.get("conditions") or []
+    finished = next((c for c in conditions if c["type"] == "Finished" and c["reason"] == slices.REPLACED_REASON), None)
+    new = replacement_of(state, key) if finished is not None else None
+    if finished is None or new is None:
+        return wanted
+    meta = new.workload.metadata
+    uid = workload_uid(meta.namespace, meta.name)
+    if not uid:
+        return wanted
+    message = slices.replaced_message(uid=uid, job_uid=meta.labels.get(JOB_UID_LABEL, ""))
+    rewritten = [{**c, "message": message} if c is finished else c for c in conditions]
+    return {**wanted, "conditions": rewritten}
 
 
 def _condition(condition: Condition, *, generation: int) -> dict[str, Any]:

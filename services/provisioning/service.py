@@ -51,6 +51,7 @@ class ProvisioningController:
         self.resync = resync
         self.wake = asyncio.Event()
         self.rounds = 0  # reconcile rounds that went through (readiness: the last one did)
+        self.events = 0  # Kubernetes Events recorded (their names end with the count)
         self.last_failed = False
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -158,6 +159,7 @@ class ProvisioningController:
             return
         latest: dict[str, Mapping[str, Any] | None] = {}
         changed = False
+        updated: list[tuple[str, str, str, str]] = []  # AdmissionCheckUpdated Events, once the write went through
         for i, entry in enumerate(entries):
             check = str(entry.get("name"))
             if check not in checks:
@@ -173,6 +175,9 @@ class ProvisioningController:
                          message=new.get("message"))  # fmt: skip
                 entries[i] = new
                 changed = True
+                event = rules.check_updated_event(entry, new)
+                if event is not None:
+                    updated.append(event)
         if changed:
             patch = {"metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
                      "status": {"admissionChecks": entries}}  # fmt: skip
@@ -180,6 +185,8 @@ class ProvisioningController:
                 self.api, resources.WORKLOADS, namespace=wl["metadata"]["namespace"], name=name, patch=patch,
                 subresource="status",
             )  # fmt: skip
+            for event in updated:
+                await self._record(wl, event)
         keep = {(r.get("metadata") or {}).get("name") for r in latest.values() if r is not None}
         for entry in entries:
             check = str(entry.get("name"))
@@ -211,14 +218,35 @@ class ProvisioningController:
             )
         except errors.ConflictError:
             return body  # created in an earlier round the list had not caught up with
+        except errors.KubeError as err:
+            await self._record(wl, rules.failed_create_event("ProvisioningRequest", body["metadata"]["name"], str(err)))
+            raise
+        await self._record(wl, rules.created_event(body["metadata"]["name"]))
         for pod_set in pod_sets:
             template = rules.pod_template(wl, body["metadata"]["name"], pod_set, flavors)
             template["metadata"]["ownerReferences"] = [rules.owner_reference(created)]
-            with contextlib.suppress(errors.ConflictError):
+            try:
                 await kube.create_object(self.api, resources.POD_TEMPLATES, namespace=namespace, body=template)
+            except errors.ConflictError:
+                pass
+            except errors.KubeError as err:
+                failed = rules.failed_create_event("PodTemplate", template["metadata"]["name"], str(err))
+                await self._record(wl, failed)
+                raise
         log.info("provisioning_request_created", workload=_key(wl), check=check, request=body["metadata"]["name"],
                  attempt=attempt)  # fmt: skip
         return created
+
+    async def _record(self, wl: Mapping[str, Any], event: tuple[str, str, str, str]) -> None:
+        """Record a Kubernetes Event about Workload ``wl`` (``kubectl describe workload``, ``kubectl get events``)
+        as Kueue's provisioning controller records it; best effort, as Kueue's recorder: a failure is logged."""
+        self.events += 1
+        name = f"{wl['metadata']['name']}.{time.time_ns():x}{self.events:x}"
+        body = rules.event_object(wl, event, name=name, at=manifests.format_time_ms(self.clock()))
+        try:
+            await kube.create_object(self.api, resources.EVENTS, namespace=wl["metadata"]["namespace"], body=body)
+        except errors.KubeError as err:
+            log.warning("provisioning_event_failed", workload=_key(wl), reason=event[1], error=str(err))
 
     async def _job_templates(self, wl: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
         """The pod templates of the workload's job by pod set name (the job's containers, images and all,
@@ -228,18 +256,10 @@ class ProvisioningController:
         if owner is None:
             return {}
         try:
-            ref = resources.ref_for(str(owner.get("apiVersion")), str(owner.get("kind")))
+            api_version, kind = str(owner.get("apiVersion")), str(owner.get("kind"))
+            ref = resources.ref_for(api_version, kind)
             job = await kube.get_object(self.api, ref, namespace=wl["metadata"]["namespace"], name=owner["name"])
-            if owner.get("kind") == "Job" and ref.group == "batch":
-                return {"main": job["spec"]["template"]}
-            integration = integrations.by_kind(str(owner.get("kind")))
-            if integration is None:
-                return {}
-            holder, sources = integrations.pod_set_sources(integration, job)
-            return {
-                s.name: s.workload_template if s.workload_template is not None else integrations.template_of(s, holder)
-                for s in sources
-            }
+            return integrations.job_pod_templates(api_version, kind, job)
         except (errors.KubeError, manifests.ManifestError, KeyError) as err:
             log.info("provisioning_job_template_unread", workload=_key(wl), error=str(err))
             return {}

@@ -13,17 +13,13 @@ Kueue's message (QuotaReserved=False, Misconfigured).
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.e2e.test_integration_samples import Demo, admitted, eventually, workloads
+from tests.e2e.demo_process import Demo, admitted, eventually, workloads
 from tests.kube.examples import EXAMPLES
 from tests.kube.test_kubectl import Kubectl
 
@@ -86,46 +82,6 @@ spec:
 """
 
 
-class ConfiguredDemo(Demo):
-    """The demo with a manager Configuration file (``--config``)."""
-
-    def __init__(self, run_dir: Path, config: Path) -> None:
-        super().__init__(run_dir)
-        self.config = config
-
-    async def start(self) -> Kubectl:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "kueue_es",
-            "demo",
-            "--keep",
-            "--jobs",
-            "1",
-            "--duration",
-            "600",
-            "--dir",
-            str(self.run_dir),
-            "--config",
-            str(self.config),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        kubeconfig = self.run_dir / "kubeconfig"
-        async with asyncio.timeout(120):
-            while not kubeconfig.exists():
-                assert self.process.returncode is None, "the demo exited"
-                await asyncio.sleep(0.2)
-        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-        kubectl = Kubectl(server, self.run_dir)
-        async with asyncio.timeout(120):
-            while (await kubectl.run("get", "localqueue", "user-queue"))[0] != 0:
-                await asyncio.sleep(0.5)
-        return kubectl
-
-
 def _usage(cq: dict[str, Any], resource: str) -> str:
     for flavor in (cq.get("status") or {}).get("flavorsUsage") or []:
         for used in flavor["resources"]:
@@ -144,7 +100,7 @@ async def _new_workload(kubectl: Kubectl, before: set[str], job_prefix: str) -> 
 async def test_kueues_dra_samples_are_admitted_with_device_quota_charged(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(CONFIG)
-    demo = ConfiguredDemo(tmp_path / "demo", config)
+    demo = Demo(tmp_path / "demo", duration=600, config=config)
     kubectl = await demo.start()
     try:
         dra = EXAMPLES / "dra"
@@ -177,17 +133,22 @@ async def test_kueues_dra_samples_are_admitted_with_device_quota_charged(tmp_pat
         before = set(await workloads(kubectl))
         await kubectl.ok("apply", "-f", "-", stdin=UNMAPPED)
 
-        async def refused() -> str | None:
+        async def refused() -> dict[str, dict[str, Any]] | None:
             found = await _new_workload(kubectl, before, "fpga-job")
-            for c in ((found or {}).get("status") or {}).get("conditions") or []:
-                if c["type"] == "QuotaReserved" and c["status"] == "False" and c.get("reason") == "Misconfigured":
-                    return str(c["message"])
+            conditions = {c["type"]: c for c in ((found or {}).get("status") or {}).get("conditions") or []}
+            reserved, requeued = conditions.get("QuotaReserved") or {}, conditions.get("Requeued") or {}
+            if reserved.get("status") == "False" and reserved.get("reason") == "Misconfigured" and requeued:
+                return conditions
             return None
 
-        message = await eventually(refused, what="the unmapped DeviceClass refused")
-        assert message == (
+        conditions = await eventually(refused, what="the unmapped DeviceClass refused")
+        message = (
             "spec.podSets[0].template.spec.resourceClaims[0].resourceClaimTemplateName: Not found: "
             '"DeviceClass fpga.example.com is not mapped in DRA configuration for podset main"'
         )
+        assert conditions["QuotaReserved"]["message"] == message
+        # Kueue's workload controller also writes Requeued=False Inadmissible (markDRAInadmissible)
+        requeued = conditions["Requeued"]
+        assert (requeued["status"], requeued["reason"], requeued["message"]) == ("False", "Inadmissible", message)
     finally:
         await demo.stop()

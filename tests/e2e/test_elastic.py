@@ -140,6 +140,12 @@ async def test_elastic_job_scales_up_without_restarting_its_pods_live(tmp_path: 
             ((new_name, new),) = by_name.items()
             assert new["metadata"]["annotations"][slices.REPLACEMENT_FOR_ANNOTATION] == f"default/{first_slice}"
             assert new["metadata"]["annotations"][slices.SLICE_NAME_ANNOTATION] == first_slice
+            # Kueue's message names the new slice's Workload object (its UID), not the Job's UID
+            job_uid = created["metadata"]["uid"]
+            assert new["metadata"]["uid"] != job_uid
+            assert condition(old, "Finished")["message"] == slices.replaced_message(
+                uid=new["metadata"]["uid"], job_uid=job_uid
+            )
             admitted = await eventually(
                 lambda: get(resources.WORKLOADS, new_name, "default"),
                 lambda w: condition(w, "Admitted").get("status") == "True",

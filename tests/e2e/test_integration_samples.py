@@ -12,22 +12,16 @@ sample finds the quota free.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
 import re
-import signal
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.e2e.waiting import eventually as _eventually
+from tests.e2e.demo_process import Demo, admitted, eventually, workloads
 from tests.kube.examples import EXAMPLES
 from tests.kube.test_custom_resources import FIXTURES
 from tests.kube.test_kubectl import Kubectl
@@ -144,65 +138,6 @@ SAMPLES = [
 ]
 
 
-class Demo:
-    """``kueue-es demo --keep`` as a process, and kubectl for it."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
-        self.process: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> Kubectl:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "kueue_es",
-            "demo",
-            "--keep",
-            "--jobs",
-            "1",
-            "--duration",
-            "1",
-            "--dir",
-            str(self.run_dir),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        kubeconfig = self.run_dir / "kubeconfig"
-        async with asyncio.timeout(120):
-            while not kubeconfig.exists():
-                assert self.process.returncode is None, "the demo exited"
-                await asyncio.sleep(0.2)
-        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-        kubectl = Kubectl(server, self.run_dir)
-        async with asyncio.timeout(120):  # the quick start's queues are there
-            while (await kubectl.run("get", "localqueue", "user-queue"))[0] != 0:
-                await asyncio.sleep(0.5)
-        return kubectl
-
-    async def stop(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                async with asyncio.timeout(60):
-                    await self.process.wait()
-            except TimeoutError:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                await self.process.wait()
-
-
-async def workloads(kubectl: Kubectl) -> dict[str, dict[str, Any]]:
-    listed = json.loads(await kubectl.ok("get", "workloads", "-n", "default", "-o", "json"))
-    return {item["metadata"]["name"]: item for item in listed["items"]}
-
-
-def admitted(workload: dict[str, Any]) -> bool:
-    conditions = (workload.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Admitted" and c.get("status") == "True" for c in conditions)
-
-
 def pod_sets(workload: dict[str, Any]) -> PodSets:
     return [(ps["name"], ps["count"]) for ps in workload["spec"]["podSets"]]
 
@@ -220,11 +155,6 @@ def matches(want: list[PodSets], got: list[PodSets]) -> bool:
             return False
         remaining.remove(found)
     return True
-
-
-async def eventually(check: Callable[[], Any], *, what: str, timeout: float = 90) -> Any:
-    """``check()`` until it gives something true (90 s at most, every half second)."""
-    return await _eventually(check, what=what, timeout=timeout, interval=0.5)
 
 
 async def test_every_kinds_sample_is_admitted_and_started_on_the_demo(tmp_path: Path) -> None:

@@ -189,6 +189,26 @@ async def test_pending_then_ready_and_the_job_starts_with_the_pod_set_updates(tm
         changes = [(c.check, c.state) for c in await facts(bus, types.AdmissionCheckStateChanged)]
         assert changes[-1] == ("sample-prov", "Ready")
 
+        # Kueue's provisioning controller records Events on the Workload (kubectl describe workload)
+        async def recorded() -> list[tuple[str, str, str]] | None:
+            listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+            mine = [
+                (e["type"], e["reason"], e["message"])
+                for e in listed
+                if e["involvedObject"].get("name") == wl["metadata"]["name"]
+                and e.get("reportingComponent") == "kueue-provisioning-request-controller"
+            ]
+            return mine if any(r == "AdmissionCheckUpdated" for _, r, _ in mine) else None
+
+        events = await until(recorded, what="the provisioning controller's Events", logs=logs)
+        assert (
+            "Normal",
+            "ProvisioningRequestCreated",
+            f'Created ProvisioningRequest: "{pr["metadata"]["name"]}"',
+        ) in events
+        updated = [m for _, r, m in events if r == "AdmissionCheckUpdated"]
+        assert any(m.startswith("Admission check sample-prov updated state from Pending to Ready") for m in updated)
+
 
 @pytest.mark.skipif(not EXAMPLES.is_dir(), reason="../shared/kueue-examples is not beside the repo")
 async def test_failed_then_retry_then_rejected(tmp_path: Path) -> None:

@@ -495,3 +495,75 @@ def test_pod_set_updates_are_merged_and_a_conflict_fails_the_start() -> None:
                 message='in admission check "prov": invalid admission check PodSetUpdate: conflict for nodeSelector: '
                 "conflict for key=zone, value1=a, value2=b",
             )
+
+
+def test_a_workload_refused_for_dra_reasons_gets_requeued_false_as_kueue_writes_it() -> None:
+    """workload_controller.go handleDRA / markDRAInadmissible: QuotaReserved=False Misconfigured with the
+    refusal's message AND Requeued=False Inadmissible (for a pod naming a ResourceClaim: "DRA resource claims
+    not supported"); both go once the devices are charged and the workload reserves quota."""
+    from kueue_es.events import dra as dra_events
+    from kueue_es.scheduling import dra
+
+    mapping = models.DeviceClassMapping(name="example.com/gpu", device_class_names=["gpu.example.com"])
+    config = types.ConfigurationObserved(
+        configuration=models.Configuration(resources=models.ResourcesConfig(device_class_mappings=[mapping]))
+    )
+    manifest = job("claims", parallelism=1)
+    manifest["metadata"] |= {"uid": "uid-claims", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    manifest["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
+    claims = jobs.job_facts(manifest)
+    assert isinstance(claims, types.WorkloadObserved)
+    manifest = job("unmapped", parallelism=1)
+    manifest["metadata"] |= {"uid": "uid-unmapped", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    manifest["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "odd"}]
+    unmapped = jobs.job_facts(manifest)
+    assert isinstance(unmapped, types.WorkloadObserved)
+    template = dra_events.dra_fact(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "odd", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "fpga"}}]}}},
+        }
+    )
+    assert template is not None
+    log, ref = queues_log(config, template, claims, unmapped)
+    refs = {o.workload.metadata.name: o.workload for o in (claims, unmapped)}
+    claims_ref, unmapped_ref = (
+        types.WorkloadRef(namespace="default", name=refs[n].metadata.name, uid=refs[n].metadata.uid)
+        for n in (claims.workload.metadata.name, unmapped.workload.metadata.name)
+    )
+    problem = dra.charge_in(log.view.cluster, unmapped.workload).problem
+    assert problem.endswith('"DeviceClass fpga is not mapped in DRA configuration for podset main"')
+    log.add(
+        types.WorkloadInadmissible(
+            workload=claims_ref, reason="Misconfigured", message=dra.CLAIMS_MESSAGE, at_ms=at(1)
+        ),
+        types.WorkloadInadmissible(workload=unmapped_ref, reason="Misconfigured", message=problem, at_ms=at(1)),
+        types.WorkloadInadmissible(workload=ref, reason="Pending", message=PENDING_MESSAGE, at_ms=at(1)),
+    )
+    conditions = {c["type"]: c for c in log.status(claims_ref)["conditions"]}
+    assert conditions["QuotaReserved"] == cond("QuotaReserved", False, "Misconfigured", dra.CLAIMS_MESSAGE, 1)
+    assert conditions["Requeued"] == cond("Requeued", False, "Inadmissible", "DRA resource claims not supported", 1)
+    conditions = {c["type"]: c for c in log.status(unmapped_ref)["conditions"]}
+    assert conditions["QuotaReserved"] == cond("QuotaReserved", False, "Misconfigured", problem, 1)
+    assert conditions["Requeued"] == cond("Requeued", False, "Inadmissible", problem, 1)
+    # a workload waiting for quota, not refused for devices, gets no Requeued condition
+    assert "Requeued" not in {c["type"] for c in log.status(ref)["conditions"]}
+
+    # the template now names a mapped class: charged, waiting for quota, then reserved: Requeued=False is gone
+    fixed = dra_events.dra_fact(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "odd", "namespace": "default", "resourceVersion": "2"},
+            "spec": {
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+            },
+        }
+    )
+    assert fixed is not None
+    log.add(fixed, types.WorkloadInadmissible(workload=unmapped_ref, reason="Pending", message="waiting", at_ms=at(2)))
+    conditions = {c["type"]: c for c in log.status(unmapped_ref)["conditions"]}
+    assert "Requeued" not in conditions
+    assert conditions["QuotaReserved"] == cond("QuotaReserved", False, "Pending", "waiting", 2)

@@ -174,18 +174,10 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
             "blockOwnerDeletion": True,
         }
     ]
+    # Kueue's Workload carries the Job's whole pod template (containers, images, restartPolicy, ...)
+    assert job_a["spec"]["template"]["spec"]["restartPolicy"] == "Never"
     assert workload_a["spec"] == {
-        "podSets": [
-            {
-                "name": "main",
-                "count": 3,
-                "template": {
-                    "spec": {
-                        "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "200Mi"}}}]
-                    }
-                },
-            }
-        ],
+        "podSets": [{"name": "main", "count": 3, "template": job_a["spec"]["template"]}],
         "queueName": "user-queue",
         "priority": 0,
         "active": True,

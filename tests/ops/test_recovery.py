@@ -72,7 +72,7 @@ async def readiness(session: aiohttp.ClientSession, base_port: int) -> dict[str,
 @pytest.mark.slow
 async def test_every_service_consumes_again_soon_after_nats_restarts(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    base_port = free_ports(len(SERVICES) + 5)  # up to the MultiKueue edge's health port, after the publisher's
+    base_port = free_ports(len(SERVICES) + 6)  # up to the provisioning controller's health port, after the edge's
     out = tmp_path / "up.out"
     with out.open("wb") as sink:
         up = await asyncio.create_subprocess_exec(

@@ -92,7 +92,7 @@ async def test_up_runs_kueue_quick_start_on_a_cluster_through_a_kubeconfig(tmp_p
     async with serve_emulator() as emulator:
         kubeconfig = tmp_path / "kubeconfig"
         write_kubeconfig(kubeconfig, server=emulator.url)
-        port = free_ports(len(SERVICES) + 5)  # up to the MultiKueue edge's health port, after the publisher's
+        port = free_ports(len(SERVICES) + 6)  # up to the provisioning controller's health port, after the edge's
         out = tmp_path / "up.out"
         up = await start_up(
             "--kubeconfig", str(kubeconfig), "--context", "emulated", "--dir", str(tmp_path / "home"),
@@ -192,7 +192,7 @@ async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
 
     home = tmp_path / "home"
     out = tmp_path / "up.out"
-    port = free_ports(len(SERVICES) + 5)  # up to the MultiKueue edge's health port, after the publisher's
+    port = free_ports(len(SERVICES) + 6)  # up to the provisioning controller's health port, after the edge's
     up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
     try:
 
@@ -278,7 +278,7 @@ async def test_up_restarts_a_killed_admitter_and_nats_server_and_still_admits(tm
     created after each restart is admitted (through the real kubectl)."""
     home = tmp_path / "home"
     out = tmp_path / "up.out"
-    port = free_ports(len(SERVICES) + 5)  # up to the MultiKueue edge's health port, after the publisher's
+    port = free_ports(len(SERVICES) + 6)  # up to the provisioning controller's health port, after the edge's
     supervisor_url = f"http://127.0.0.1:{port + len(SERVICES)}"
     up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
     kubeconfig = home / "kubeconfig"

@@ -26,7 +26,9 @@ GROUP = "visibility.kueue.x-k8s.io"
 async def test_kubectl_get_raw_shows_pending_positions_under_up(tmp_path: Path) -> None:
     home = tmp_path / "home"
     out = tmp_path / "up.out"
-    port = free_ports(len(SERVICES) + 5)  # the services, supervisor, compactor, visibility, publisher, edge
+    port = free_ports(
+        len(SERVICES) + 6
+    )  # the services, supervisor, compactor, visibility, publisher, edge, provisioning
     visibility_health = f"http://127.0.0.1:{port + len(SERVICES) + 2}"
     up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
     kubeconfig = home / "kubeconfig"

@@ -16,7 +16,7 @@ from kueue_es.events import models, slices, types
 from kueue_es.jobframework import slices as job_slices
 from kueue_es.jobframework import webhooks
 from kueue_es.services.admitter import core as admitter
-from kueue_es.services.dispatcher import ungater
+from kueue_es.services.dispatcher import status, ungater
 from tests.builders import Log, cluster_queue, flavor, local_queue, parse, workload
 
 ON = webhooks.Context(elastic_jobs=True)
@@ -171,9 +171,35 @@ def test_logic_11_knew_no_slices_and_logic_12_releases_the_old_slice() -> None:
     assert [(r.workload.name, r.reason) for r in released] == [("a-1", slices.REPLACED_REASON)]
     old = log.state.workloads["default/a-1"]
     assert old.finished is not None and old.finished.reason == slices.REPLACED_REASON
-    assert old.finished.message.startswith("Replaced to accommodate a workload (UID: uid-a-2, JobUID: ")
+    # the log names the new slice's Workload (its object's UID is the API server's, on no event)
+    assert old.finished.message.startswith("Replaced to accommodate workload default/a-2 (JobUID: ")
     assert log.state.usage_of("cq", "f", "cpu") == 6_000  # 4 of a-2 and 2 of other: a-1 not counted twice
     assert log.state.metrics.counters["kueue_replaced_workload_slices_total"] == {("cq",): 1}
+
+
+def test_the_replaced_slices_workload_object_names_the_new_slices_workload_uid() -> None:
+    log = Log()
+    log.add(types.ConfigurationObserved(configuration=GATES))
+    log.apply_manifests(
+        flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": "6"}}), local_queue("lq", "cq"), elastic("a-1", 2)
+    )
+    log.settle(1_000)
+    log.apply_manifests(elastic("a-2", 4, created=60, replaces="a-1"))
+    log.cycle(2_000)
+    finished = log.state.workloads["default/a-1"].finished
+    assert finished is not None
+    wanted = {"conditions": [{"type": "Finished", "reason": slices.REPLACED_REASON, "message": finished.message}]}
+    uids = {("default", "a-2"): "wl-uid-of-a-2", ("default", "a-1"): "wl-uid-of-a-1"}
+    job_uid = log.state.workloads["default/a-2"].workload.metadata.labels.get("kueue.x-k8s.io/job-uid", "")
+    out = status.replaced_slice_status(
+        wanted, key="default/a-1", state=log.state, workload_uid=lambda ns, name: uids.get((ns, name), "")
+    )
+    # Kueue's text: the new slice's Workload object UID, not the job's UID the log carries
+    assert out["conditions"][0]["message"] == (
+        f"Replaced to accommodate a workload (UID: wl-uid-of-a-2, JobUID: {job_uid}) due to workload slice aggregation"
+    )
+    unknown = status.replaced_slice_status(wanted, key="default/a-1", state=log.state, workload_uid=lambda ns, n: "")
+    assert unknown == wanted  # the new object not written yet: the log's words stay
 
 
 def test_a_scale_down_in_place_gives_quota_back_at_once() -> None:

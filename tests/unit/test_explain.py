@@ -538,3 +538,49 @@ def test_explain_and_status_show_partitions_hand_overs_and_a_partition_nobody_de
     code, out, _ = _run(capsys, "status", "--file", str(path))
     assert f"c-x (from q-b since #{moved}, waits for its fence)" in out
     assert f"owes a fence: a record with a basis at or after #{moved}" in out
+
+
+def test_a_deactivated_workload_is_deactivated_with_kueues_evicted_reason_not_pending(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``spec.active`` false: Kueue evicts it (Evicted ``Deactivated``, or ``DeactivatedDueTo<reason>`` when
+    Kueue deactivated it, workload_controller.go); explain's header says so, not "pending"."""
+    log = _recorded()
+    off = workload("paused", queue="a", cpu="1", created=30)
+    off["spec"]["active"] = False
+    log.manifest(off)
+    log.manifest(workload("rejected", queue="a", cpu="8", created=31))
+    log.settle()
+    ref = log.state.workloads["default/rejected"].ref
+    deactivated = types.WorkloadDeactivated(
+        workload=ref, reason="AdmissionCheck", message="the check prov was Rejected", at_ms=log.clock
+    )
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=[deactivated], basis_seq=log.state.last_seq, head_seq=0, now_ms=log.clock
+    )
+    log.append(head, *rest)
+    path = log.write(tmp_path / "deactivated.jsonl")
+
+    paused = core.needs(log.state, "default/paused", now_ms=log.clock)
+    assert (paused.status, paused.reason, paused.message) == (
+        "deactivated", "Deactivated", "The workload is deactivated"
+    )  # fmt: skip
+    code, out, err = _run(capsys, "explain", "default/paused", "--file", str(path))
+    assert code == 0, err
+    header = out.splitlines()[0]
+    assert header == "Workload default/paused: deactivated (Evicted Deactivated: The workload is deactivated)"
+    assert "inactive: spec.active is false" in out and "what it would take" not in out
+
+    code, out, err = _run(capsys, "explain", "default/rejected", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["status"] == "deactivated"
+    assert (report["needs"]["reason"], report["needs"]["message"]) == (
+        "DeactivatedDueToAdmissionCheck",
+        "The workload is deactivated due to the check prov was Rejected",
+    )
+    code, out, _ = _run(capsys, "explain", "default/rejected", "--file", str(path))
+    assert out.splitlines()[0] == (
+        "Workload default/rejected: deactivated (Evicted DeactivatedDueToAdmissionCheck:"
+        " The workload is deactivated due to the check prov was Rejected)"
+    )

@@ -277,3 +277,36 @@ def test_the_jobs_templates_win_over_the_workload_objects() -> None:
     [c] = template["template"]["spec"]["containers"]
     assert (c["image"], c["resources"]["requests"]) == ("busybox", {"cpu": "1"})  # limits copied to requests
     assert job["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1"}}  # the input is not changed
+
+
+def test_the_kubernetes_events_kueues_controller_records() -> None:
+    """controller.go: ProvisioningRequestCreated on creating a request, AdmissionCheckUpdated when a check's
+    state changes (with its message), FailedCreate when a create fails; on the Workload, from Kueue's
+    component, cut to 1024 characters."""
+    wl = workload(GPU)
+    assert rules.created_event("job-a-1-prov-1") == (
+        "Normal", "ProvisioningRequestCreated", "Created", 'Created ProvisioningRequest: "job-a-1-prov-1"'
+    )  # fmt: skip
+    pending = {"name": "prov", "state": "Pending", "message": ""}
+    ready = {"name": "prov", "state": "Ready", "message": "Provisioned"}
+    assert rules.check_updated_event(pending, ready) == (
+        "Normal",
+        "AdmissionCheckUpdated",
+        "AdmissionCheckUpdated",
+        "Admission check prov updated state from Pending to Ready with message: Provisioned",
+    )
+    assert rules.check_updated_event(pending, {**pending, "message": "Provisioning is in progress"}) is None
+    assert rules.check_updated_event(ready, {**pending, "message": ""})[3] == (
+        "Admission check prov updated state from Ready to Pending"
+    )
+    failed = rules.failed_create_event("PodTemplate", "ppt-x-main", "forbidden")
+    assert failed == ("Warning", "FailedCreate", "FailedCreate", 'Error creating PodTemplate "ppt-x-main": forbidden')
+    body = rules.event_object(wl, rules.created_event("r" * 2000), name="job-a-1.1", at="2026-01-01T00:00:00Z")
+    assert body["involvedObject"] == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "namespace": "ns", "name": "job-a-1", "uid": "u1"
+    }  # fmt: skip
+    assert (body["metadata"], body["type"], body["reason"]) == (
+        {"name": "job-a-1.1", "namespace": "ns"}, "Normal", "ProvisioningRequestCreated"
+    )  # fmt: skip
+    assert len(body["message"]) == 1024 and body["message"].endswith("...")
+    assert body["reportingComponent"] == body["source"]["component"] == "kueue-provisioning-request-controller"

@@ -143,8 +143,9 @@ def test_the_publisher_runs_as_its_own_user_on_the_port_after_visibility(tmp_pat
 
 
 def test_the_provisioning_controller_gets_the_kubernetes_api_and_no_nats(tmp_path: Path) -> None:
-    """``up`` and ``demo`` run the ProvisioningRequest check controller with the Kubernetes arguments only:
-    no NATS URL, no NATS credentials in its environment (it talks to the API server alone)."""
+    """``up`` and ``demo`` run the ProvisioningRequest check controller with the Kubernetes arguments and its
+    health port (after the MultiKueue edge's) only: no NATS URL, no NATS credentials in its environment (it
+    talks to the API server alone)."""
     from kueue_es.cli import _parser
 
     supervisor = Supervisor(
@@ -154,10 +155,36 @@ def test_the_provisioning_controller_gets_the_kubernetes_api_and_no_nats(tmp_pat
         health_port=9000,
     )
     args = supervisor.service_args(PROVISIONING)
-    assert args == ["service", "provisioning", "--kube-server", "http://127.0.0.1:1"]
+    port = 9000 + len(SERVICES) + 5
+    assert args == [
+        "service", "provisioning", "--kube-server", "http://127.0.0.1:1",
+        "--health-port", str(port), "--health-host", "127.0.0.1",
+    ]  # fmt: skip
     parsed = _parser().parse_args(args)
     assert (parsed.name, parsed.kube_server, parsed.nats) == ("provisioning", "http://127.0.0.1:1", None)
-    assert supervisor.health_url(PROVISIONING) is None  # up's list of health URLs leaves it out
+    assert supervisor.health_url(PROVISIONING) == f"http://127.0.0.1:{port}"  # in up's and demo's lists
+    no_health = Supervisor(nats_url="nats://x", log_dir=tmp_path / "logs", kube_args=["--kube-server", "http://h"])
+    assert no_health.service_args(PROVISIONING) == ["service", "provisioning", "--kube-server", "http://h"]
+
+
+def test_the_demos_health_list_names_every_process_it_starts(tmp_path: Path) -> None:
+    """``demo --keep`` lists where each process it starts serves its health endpoints: the provisioning
+    controller and the multikueue processes too (it left the provisioning controller out)."""
+    from kueue_es.demo import demo_processes, health_lines
+
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:4222", log_dir=tmp_path / "logs", health_port=9000, dashboard_port=8999
+    )
+    names = demo_processes(keep=True)
+    assert {PROVISIONING, "multikueue", "multikueue-edge", "dashboard", *SERVICES} <= set(names)
+    lines = health_lines(supervisor, names)
+    assert [line.split()[0] for line in lines] == list(names)
+    assert not any("no health port" in line for line in lines)
+    by_name = {line.split()[0]: line.split()[1:] for line in lines}
+    assert by_name[PROVISIONING] == [f"http://127.0.0.1:{9000 + len(SERVICES) + 5}/healthz", "/readyz"]
+    assert by_name["admitter"][0].endswith("/metrics")
+    ports = [line.split()[1].split("/")[2] for line in lines]
+    assert len(set(ports)) == len(ports)  # no two processes on one port
 
 
 def test_the_multikueue_edge_gets_the_kubernetes_arguments_and_its_namespace(tmp_path: Path) -> None:
