@@ -160,7 +160,7 @@ def test_autoscaler_sidecar_is_counted_in_the_head_template() -> None:
     ("name", "change", "field", "problem"),
     [
         # Kueue's own autoscaling samples: refused without elastic jobs (ElasticJobsViaWorkloadSlices off)
-        ("ray-job-autoscaling-sample", None, "spec.rayClusterSpec.enableInTreeAutoscaling", "elastic"),
+        ("ray-job-autoscaling-sample", None, "spec.rayClusterSpec.enableInTreeAutoscaling", "autoscaling"),
         (
             "ray-job-sample",
             lambda j: j["spec"].update(shutdownAfterJobFinishes=False),
@@ -227,7 +227,7 @@ def test_autoscaler_sidecar_is_counted_in_the_head_template() -> None:
             "ray-service-sample",
             lambda j: j["spec"]["rayClusterConfig"].update(enableInTreeAutoscaling=True),
             "spec.rayClusterConfig.enableInTreeAutoscaling",
-            "elastic",
+            "autoscaling",
         ),
         (
             "ray-service-sample",
