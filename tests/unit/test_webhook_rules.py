@@ -425,9 +425,12 @@ def test_an_elastic_ray_clusters_pods_are_gated_and_only_it_may_autoscale() -> N
     assert all(e.detail == "an elastic job must have the ElasticJobSchedulingGate" for e in errors)
     # the gate off: the annotation means nothing, autoscaling is refused, nothing is gated
     off = webhooks.Context(elastic_jobs=False)
-    assert "schedulingGates" not in webhooks.default("ray.io/v1", "RayCluster", cluster, context=off)["spec"][
-        "headGroupSpec"
-    ]["template"]["spec"]
+    assert (
+        "schedulingGates"
+        not in webhooks.default("ray.io/v1", "RayCluster", cluster, context=off)["spec"]["headGroupSpec"]["template"][
+            "spec"
+        ]
+    )
     [error] = webhooks.validate_create("ray.io/v1", "RayCluster", cluster, context=off)
     assert str(error) == (
         "spec.enableInTreeAutoscaling: Invalid value: true: a kueue-managed RayCluster can use autoscaling only "
