@@ -87,8 +87,18 @@ class FieldError:
         return f"{self.field}: {body}: {self.detail}" if self.detail else f"{self.field}: {body}"
 
 
+@dataclasses.dataclass(frozen=True)
+class GoLiteral:
+    """A refused value Kubernetes prints as Go's ``%#v`` of a struct or slice (field.Error's fallback), given
+    as that text."""
+
+    text: str
+
+
 def _go_value(value: Any) -> str:
     """A refused value as Kubernetes prints it: strings quoted, numbers and booleans bare, null for none."""
+    if isinstance(value, GoLiteral):
+        return value.text
     if isinstance(value, str):
         return json.dumps(value)
     if value is None:
@@ -409,10 +419,25 @@ def _ray_autoscaling(served: Target, obj: Mapping[str, Any], context: Context) -
     if served.kind == "RayJob" and (obj.get("spec") or {}).get("clusterSelector"):
         return []
     elastic = context.elastic_jobs and slices.is_elastic(_annotations(obj))
-    return [
-        FieldError(type=e.type, field=e.field, detail=e.detail, value=e.value if e.type == "Invalid" else OMIT)
-        for e in ray.autoscaling_errors(served.kind, obj, elastic=elastic)
-    ]
+    out = []
+    for e in ray.autoscaling_errors(served.kind, obj, elastic=elastic):
+        value = e.value
+        if e.field.endswith("schedulingGates"):
+            value = _go_gates(value)
+        out.append(
+            FieldError(type=e.type, field=e.field, detail=e.detail, value=value if e.type == "Invalid" else OMIT)
+        )
+    return out
+
+
+def _go_gates(gates: Any) -> GoLiteral:
+    """A pod template's ``schedulingGates`` as Go prints a []corev1.PodSchedulingGate with ``%#v``."""
+    if not isinstance(gates, list):
+        return GoLiteral("[]v1.PodSchedulingGate(nil)")
+    items = ", ".join(
+        f"v1.PodSchedulingGate{{Name:{json.dumps(str(g.get('name', '')))}}}" for g in gates if isinstance(g, dict)
+    )
+    return GoLiteral(f"[]v1.PodSchedulingGate{{{items}}}")
 
 
 #: The kinds that may be elastic (validation.go supportedElasticJobGVKs), as Go prints their GVK.

@@ -232,7 +232,8 @@ _GATE_MISSING = "an elastic job must have the ElasticJobSchedulingGate"
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RuleError:
     """One refusal of Kueue's Ray webhooks: ``type`` (``Invalid`` | ``Forbidden``), the ``field`` path as
-    Kueue writes it, the ``value`` shown for Invalid, and the ``detail``."""
+    Kueue writes it, the ``value`` shown for Invalid (for a template's missing gate: its
+    ``schedulingGates`` list, None when absent), and the ``detail``."""
 
     type: str
     field: str
@@ -282,7 +283,7 @@ def autoscaling_errors(kind: str, job: Mapping[str, Any], *, elastic: bool) -> l
                     RuleError(
                         type="Invalid",
                         field=f"spec.workerGroupSpecs[{index}].template.spec.schedulingGates",
-                        value=gates or [],
+                        value=gates,
                         detail=_GATE_MISSING,
                     )
                 )
@@ -293,7 +294,7 @@ def autoscaling_errors(kind: str, job: Mapping[str, Any], *, elastic: bool) -> l
                 RuleError(
                     type="Invalid",
                     field="spec.headGroupSpec.template.spec.schedulingGates",
-                    value=gates or [],
+                    value=gates,
                     detail=_GATE_MISSING,
                 )
             )

@@ -423,6 +423,14 @@ def test_an_elastic_ray_clusters_pods_are_gated_and_only_it_may_autoscale() -> N
         "spec.headGroupSpec.template.spec.schedulingGates",
     ]
     assert all(e.detail == "an elastic job must have the ElasticJobSchedulingGate" for e in errors)
+    assert str(errors[2]) == (
+        "spec.headGroupSpec.template.spec.schedulingGates: Invalid value: []v1.PodSchedulingGate(nil): "
+        "an elastic job must have the ElasticJobSchedulingGate"
+    )
+    other = copy.deepcopy(cluster)
+    other["spec"]["headGroupSpec"]["template"]["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    [*_, head] = webhooks.validate_create("ray.io/v1", "RayCluster", other, context=on)
+    assert 'Invalid value: []v1.PodSchedulingGate{v1.PodSchedulingGate{Name:"example.com/wait"}}' in str(head)
     # the gate off: the annotation means nothing, autoscaling is refused, nothing is gated
     off = webhooks.Context(elastic_jobs=False)
     assert (
