@@ -23,11 +23,15 @@ _HASH_LENGTH = 5
 _MAX_WORKLOAD_NAME = 253
 
 
-def slice_name(*, job_name: str, job_uid: str, generation: int, kind: str = "Job", group: str = "batch") -> str:
-    """The name Kueue gives an elastic job's slice: ``<kind>-<name>-<5 hex>`` where the hash also
-    covers the job's ``metadata.generation``, so each scale gives a new name
-    (workload_names.go GetWorkloadNameForOwnerWithGVKAndGeneration)."""
-    text = f"{kind}\n{group}\n{job_name}\n{job_uid}\n{generation}"
+def slice_name(
+    *, job_name: str, job_uid: str, generation: int, kind: str = "Job", group: str = "batch", extra: str = ""
+) -> str:
+    """The name Kueue gives an elastic job's slice: ``<kind lower-cased>-<name>-<5 hex>`` where the hash
+    also covers the job's ``metadata.generation``, so each scale gives a new name
+    (workload_names.go GenerateWorkloadNameWithExtra; reconciler.go newWorkloadName). ``extra``, when
+    given, replaces the generation in the hash: a RayJob's or RayService's ``<generation>_<its
+    RayCluster's generation>`` (raycluster/common.go GetWorkloadNameExtraPart)."""
+    text = f"{kind}\n{group}\n{job_name}\n{job_uid}\n{extra or generation}"
     digest = hashlib.sha1(text.encode()).hexdigest()
     prefix = f"{kind.lower()}-{job_name}"[: _MAX_WORKLOAD_NAME - 1 - _HASH_LENGTH]
     return f"{prefix}-{digest[:_HASH_LENGTH]}"
@@ -76,13 +80,17 @@ def plan(
     running: bool,
     generation: int,
     now_ms: int,
+    kind: str = "Job",
+    group: str = "batch",
+    name_extra: str = "",
 ) -> list[models.Workload]:
     """The Workloads to publish for an elastic job whose conversion is ``observed`` (named for the
     job, its pod sets as the job asks now). ``slices_now``: its unfinished slices (:func:`chain`);
     ``reserved[key]``: the slice holds quota (its Workload object says QuotaReserved); ``running``:
     the job is not suspended (its slice's pod templates then carry what the dispatcher added, so
     only counts are taken from ``observed``); ``generation``: the job's ``metadata.generation``;
-    ``now_ms``: when a new slice is created (ms since the epoch).
+    ``now_ms``: when a new slice is created (ms since the epoch). ``kind``, ``group``, ``name_extra``:
+    the job's kind and API group and what else names a slice (:func:`slice_name`).
 
     - no slice yet: the first, named for the generation, its own ``workload-slice-name``;
     - the job is suspended (its slice holds no quota): the newest slice follows it in place;
@@ -98,6 +106,9 @@ def plan(
             job_name=observed.owner.name if observed.owner else observed.metadata.name,
             job_uid=observed.metadata.uid,
             generation=generation,
+            kind=kind,
+            group=group,
+            extra=name_extra,
         )
         annotations[slices.SLICE_NAME_ANNOTATION] = name
         first = msgspec.structs.replace(
@@ -119,6 +130,9 @@ def plan(
         job_name=observed.owner.name if observed.owner else observed.metadata.name,
         job_uid=observed.metadata.uid,
         generation=generation,
+        kind=kind,
+        group=group,
+        extra=name_extra,
     )
     if name == newest.metadata.name:
         return []

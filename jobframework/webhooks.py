@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from kueue_es.events import manifests, slices
 from kueue_es.jobframework import integrations, jobs, pods, workloads
-from kueue_es.jobframework.integrations import serving
+from kueue_es.jobframework.integrations import ray, serving
 
 QUEUE_LABEL: Final = workloads.QUEUE_LABEL
 PRIORITY_CLASS_LABEL: Final = workloads.PRIORITY_CLASS_LABEL
@@ -87,8 +87,18 @@ class FieldError:
         return f"{self.field}: {body}: {self.detail}" if self.detail else f"{self.field}: {body}"
 
 
+@dataclasses.dataclass(frozen=True)
+class GoLiteral:
+    """A refused value Kubernetes prints as Go's ``%#v`` of a struct or slice (field.Error's fallback), given
+    as that text."""
+
+    text: str
+
+
 def _go_value(value: Any) -> str:
     """A refused value as Kubernetes prints it: strings quoted, numbers and booleans bare, null for none."""
+    if isinstance(value, GoLiteral):
+        return value.text
     if isinstance(value, str):
         return json.dumps(value)
     if value is None:
@@ -296,7 +306,13 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
     out = copy.deepcopy(dict(obj))
     served = target(api_version, kind)
     context = context or Context()
-    if served is None or not context.namespace_managed or owner_managed(out):
+    if served is None or not context.namespace_managed:
+        return out
+    if context.elastic_jobs and _is_ray(served) and slices.is_elastic(_annotations(out)):
+        # raycluster_webhook.go / rayservice_webhook.go Default: gated whatever the queue or the owner (a
+        # RayJob's RayCluster carries the RayJob's annotations)
+        ray.gate_templates(served.kind, out)
+    if owner_managed(out):
         return out
     if served == POD and serving.parent_framework(out):
         # suspendByParent: a managed Deployment, StatefulSet or LeaderWorkerSet marked its template; the
@@ -386,8 +402,42 @@ def validate_create(
         errors += _topology(served, obj)
     integration = served.integration
     if integration is not None and integration.refused_at_create and queue_name(obj) and not owner_managed(obj):
+        if _is_ray(served):
+            errors += _ray_autoscaling(served, obj, context)
         errors += _pod_set_rules(integration, obj)
     return errors
+
+
+def _is_ray(served: Target) -> bool:
+    return served.api_version == ray.API_VERSION and served.kind in ("RayCluster", "RayJob", "RayService")
+
+
+def _ray_autoscaling(served: Target, obj: Mapping[str, Any], context: Context) -> list[FieldError]:
+    """raycluster_webhook.go validateCreate/validateElasticJob and raycluster/common.go ValidateCreate: a Ray
+    job's in-tree autoscaling only as an elastic job (:func:`kueue_es.jobframework.integrations.ray.
+    autoscaling_errors`); a RayJob with an existing cluster is not checked (Kueue returns first)."""
+    if served.kind == "RayJob" and (obj.get("spec") or {}).get("clusterSelector"):
+        return []
+    elastic = context.elastic_jobs and slices.is_elastic(_annotations(obj))
+    out = []
+    for e in ray.autoscaling_errors(served.kind, obj, elastic=elastic):
+        value = e.value
+        if e.field.endswith("schedulingGates"):
+            value = _go_gates(value)
+        out.append(
+            FieldError(type=e.type, field=e.field, detail=e.detail, value=value if e.type == "Invalid" else OMIT)
+        )
+    return out
+
+
+def _go_gates(gates: Any) -> GoLiteral:
+    """A pod template's ``schedulingGates`` as Go prints a []corev1.PodSchedulingGate with ``%#v``."""
+    if not isinstance(gates, list):
+        return GoLiteral("[]v1.PodSchedulingGate(nil)")
+    items = ", ".join(
+        f"v1.PodSchedulingGate{{Name:{json.dumps(str(g.get('name', '')))}}}" for g in gates if isinstance(g, dict)
+    )
+    return GoLiteral(f"[]v1.PodSchedulingGate{{{items}}}")
 
 
 #: The kinds that may be elastic (validation.go supportedElasticJobGVKs), as Go prints their GVK.

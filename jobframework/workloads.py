@@ -96,6 +96,8 @@ class Context:
     ``objects``: the objects of the kinds integrations read besides the job (a TrainJob's
     TrainingRuntimes: ``Integration.inputs``), by kind, then ``(namespace, name)`` (namespace
     "" for cluster-scoped kinds).
+    ``elastic_jobs``: Kueue's feature gate ElasticJobsViaWorkloadSlices (a Ray job annotated
+    ``kueue.x-k8s.io/elastic-job: "true"`` may then use ``enableInTreeAutoscaling``).
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -110,6 +112,7 @@ class Context:
     previous: models.Workload | None = None
     objects: Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
     external_owners: Collection[tuple[str, str]] = frozenset()
+    elastic_jobs: bool = False
 
     def namespace_managed(self, namespace: str) -> bool:
         """Whether ``managedJobsNamespaceSelector`` selects ``namespace``: Kueue's job reconciler

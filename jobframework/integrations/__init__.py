@@ -166,6 +166,10 @@ class Integration:
     ``write_templates(job, templates, suspend)``, how a start or a stop writes the pod sets'
     template changes (by pod set name) into the job, in place, instead of at the templates'
     paths. All None or empty for the kinds that carry their templates.
+
+    ``check_in(ref, job, context)``: rules of the kind's webhook that depend on the configuration (a Ray
+    job's ``enableInTreeAutoscaling``, allowed only for an elastic job with ElasticJobsViaWorkloadSlices
+    on: ``context.elastic_jobs``); raises ManifestError. None: no such rule.
     """
 
     framework: str
@@ -195,6 +199,7 @@ class Integration:
     pods_ready_in: Callable[[Mapping[str, Any], workloads.Context], bool] | None = None
     reclaimable_pods_in: Callable[[Mapping[str, Any], workloads.Context], dict[str, int]] | None = None
     write_templates: Callable[[dict[str, Any], Mapping[str, TemplateChange], bool], None] | None = None
+    check_in: Callable[[workloads.JobRef, Mapping[str, Any], workloads.Context], None] | None = None
 
     @property
     def group(self) -> str:
@@ -345,6 +350,8 @@ def to_workload(
     ref = integration.ref(job)
     if not isinstance(job.get("spec"), dict):
         raise ref.error(field="spec", problem="must be a mapping")
+    if integration.check_in is not None:
+        integration.check_in(ref, job, context)
     holder, sources = pod_set_sources(integration, job, context=context)
     pod_sets: list[models.PodSet] = []
     pod_specs: list[tuple[str, Mapping[str, Any]]] = []

@@ -6,8 +6,11 @@ head group and worker groups), and Kueue admits each as one Workload built from 
 rayjob/rayjob_controller.go and rayservice/rayservice_controller.go): pod set
 ``head`` (1 pod), then one per worker group, named by the lower-cased
 ``groupName``, with ``replicas`` (default 1) times ``numOfHosts`` pods --
-``minReplicas``/``maxReplicas`` play no part (the autoscaler does not run without
-elastic jobs). A RayJob adds pod set ``submitter`` (1 pod) for the Kubernetes Job
+``minReplicas``/``maxReplicas`` play no part. An elastic Ray job's worker
+groups change ``replicas`` while it runs (the Ray autoscaler, or a user): the
+watcher then keeps the job's workload slices (:mod:`kueue_es.jobframework.slices`),
+reading a RayJob's or RayService's counts from the RayCluster KubeRay made for it
+(:func:`child_cluster_counts`). A RayJob adds pod set ``submitter`` (1 pod) for the Kubernetes Job
 that submits it in ``K8sJobMode``. The Workload also counts what KubeRay adds to
 the head pod and is not in its template: the submitter sidecar in ``SidecarMode``,
 the Redis cleanup Job's requests with GCS fault tolerance, the autoscaler sidecar.
@@ -15,8 +18,8 @@ the Redis cleanup Job's requests with GCS fault tolerance, the autoscaler sideca
 Kueue's webhooks refuse, for a managed job, what would let it outgrow its quota or
 outlive it (rayjob_webhook.go, raycluster_webhook.go, common.go ValidateCreate):
 in-tree autoscaling unless the job is elastic (the ElasticJobsViaWorkloadSlices
-gate, which kueue-es does not have yet: such jobs are refused, as Kueue refuses
-them with the gate off), more worker groups than a Workload has pod sets, a worker
+gate on and the ``kueue.x-k8s.io/elastic-job: "true"`` annotation: :func:`autoscaling_errors`),
+more worker groups than a Workload has pod sets, a worker
 group named ``head``, and for a RayJob an existing cluster (``clusterSelector``)
 together with a cluster spec, no cluster spec, or ``shutdownAfterJobFinishes``
 false. Here each is an ObjectRejected naming the field.
@@ -29,7 +32,8 @@ is part of its owner's workload. A RayCluster or RayService never finishes.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from decimal import InvalidOperation
 from typing import Any
 
@@ -58,6 +62,8 @@ AUTOSCALER_CONTAINER = "autoscaler"
 FT_ENABLED_ANNOTATION = "ray.io/ft-enabled"
 #: Kueue's annotation marking an elastic job (workloadslicing.EnabledAnnotationKey).
 ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+#: The scheduling gate an elastic job's pods wait behind (kueue.ElasticJobSchedulingGate).
+ELASTIC_JOB_GATE = "kueue.x-k8s.io/elastic-job"
 #: KubeRay's submission modes a RayJob's pod sets depend on (the CRD defaults ``submissionMode`` to the first).
 K8S_JOB_MODE, SIDECAR_MODE = "K8sJobMode", "SidecarMode"
 
@@ -162,21 +168,12 @@ def cluster_pod_sets(
     ``numOfHosts`` (when above 1) pods (raycluster/common.go BuildPodSets, effectiveWorkerCount).
 
     Refused as Kueue's webhook refuses them (common.go ValidateCreate), each a ManifestError naming the
-    field: ``enableInTreeAutoscaling`` true (elastic jobs only), more than 17 worker groups, a worker
-    group named ``head``; and a cluster spec that is not one (no head group, a worker group without a
-    name, a count that is not a non-negative integer).
+    field: more than 17 worker groups, a worker group named ``head``; and a cluster spec that is not one
+    (no head group, a worker group without a name, a count that is not a non-negative integer).
+    ``enableInTreeAutoscaling`` depends on the ElasticJobsViaWorkloadSlices gate: :func:`autoscaling_errors`.
     """
     where = field_name(path)
     cluster = _mapping(ref, get_at(job, path), field=where, what="a Ray cluster spec")
-    if cluster.get("enableInTreeAutoscaling") is True:
-        raise ref.error(
-            field=f"{where}.enableInTreeAutoscaling",
-            problem=(
-                "must not be true: a Kueue-managed Ray cluster may autoscale only as an elastic job "
-                f"(the ElasticJobsViaWorkloadSlices feature gate and the {ELASTIC_JOB_ANNOTATION!r} annotation), "
-                "which kueue-es does not support yet"
-            ),
-        )
     head = _mapping(ref, cluster.get("headGroupSpec"), field=f"{where}.headGroupSpec", what="the head group spec")
     groups = cluster.get("workerGroupSpecs")
     if groups is None:
@@ -222,6 +219,173 @@ def cluster_pod_sets(
                 template_path=(*path, "workerGroupSpecs", index, "template"),
             )
         )
+    return out
+
+
+# -- autoscaling and elastic Ray jobs (ElasticJobsViaWorkloadSlices) --------------------------------
+
+#: Kueue's MultiKueue controller name: a RayCluster's ``spec.managedBy`` when MultiKueue runs it elsewhere.
+MULTIKUEUE_MANAGED_BY = "kueue.x-k8s.io/multikueue"
+_GATE_MISSING = "an elastic job must have the ElasticJobSchedulingGate"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RuleError:
+    """One refusal of Kueue's Ray webhooks: ``type`` (``Invalid`` | ``Forbidden``), the ``field`` path as
+    Kueue writes it, the ``value`` shown for Invalid (for a template's missing gate: its
+    ``schedulingGates`` list, None when absent), and the ``detail``."""
+
+    type: str
+    field: str
+    detail: str
+    value: Any = None
+
+
+def _cluster_spec_of(kind: str, job: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+    """(the Ray cluster spec of a job of ``kind``, the path Kueue's messages name it by). A RayService's
+    spec is at ``spec.rayClusterConfig``; Kueue's messages call it ``spec.rayClusterSpec`` (the Go field)."""
+    spec = workloads.as_mapping(job.get("spec"))
+    if kind == "RayCluster":
+        return spec, "spec"
+    if kind == "RayJob":
+        return workloads.as_mapping(spec.get("rayClusterSpec")), "spec.rayClusterSpec"
+    return workloads.as_mapping(spec.get("rayClusterConfig")), "spec.rayClusterSpec"
+
+
+def _has_gate(template: Any) -> bool:
+    gates = workloads.as_mapping(workloads.as_mapping(template).get("spec")).get("schedulingGates")
+    return isinstance(gates, list) and any(isinstance(g, dict) and g.get("name") == ELASTIC_JOB_GATE for g in gates)
+
+
+def autoscaling_errors(kind: str, job: Mapping[str, Any], *, elastic: bool) -> list[RuleError]:
+    """What Kueue's webhook for a managed Ray job of ``kind`` refuses about autoscaling and elastic jobs.
+    ``elastic``: the ElasticJobsViaWorkloadSlices gate is on and the job carries
+    ``kueue.x-k8s.io/elastic-job: "true"`` (workloadslicing.Enabled).
+
+    - RayCluster (raycluster_webhook.go validateCreate, validateElasticJob): an elastic one must have the
+      elastic-job scheduling gate on its head's and each worker group's template (the mutating webhook
+      puts it there, :func:`gate_templates`), and may not autoscale when MultiKueue manages it
+      (``spec.managedBy: kueue.x-k8s.io/multikueue``); one that is not elastic may not set
+      ``enableInTreeAutoscaling``.
+    - RayJob, RayService (raycluster/common.go ValidateCreate): ``enableInTreeAutoscaling`` only when
+      elastic.
+    """
+    cluster, where = _cluster_spec_of(kind, job)
+    autoscaling = cluster.get("enableInTreeAutoscaling") is True
+    out: list[RuleError] = []
+    if kind == "RayCluster" and elastic:
+        groups = cluster.get("workerGroupSpecs")
+        for index, group in enumerate(groups if isinstance(groups, list) else []):
+            template = workloads.as_mapping(group).get("template")
+            if not _has_gate(template):
+                gates = workloads.as_mapping(workloads.as_mapping(template).get("spec")).get("schedulingGates")
+                out.append(
+                    RuleError(
+                        type="Invalid",
+                        field=f"spec.workerGroupSpecs[{index}].template.spec.schedulingGates",
+                        value=gates,
+                        detail=_GATE_MISSING,
+                    )
+                )
+        head_template = workloads.as_mapping(cluster.get("headGroupSpec")).get("template")
+        if not _has_gate(head_template):
+            gates = workloads.as_mapping(workloads.as_mapping(head_template).get("spec")).get("schedulingGates")
+            out.append(
+                RuleError(
+                    type="Invalid",
+                    field="spec.headGroupSpec.template.spec.schedulingGates",
+                    value=gates,
+                    detail=_GATE_MISSING,
+                )
+            )
+        if autoscaling and cluster.get("managedBy") == MULTIKUEUE_MANAGED_BY:
+            out.append(
+                RuleError(
+                    type="Forbidden",
+                    field="spec.enableInTreeAutoscaling",
+                    detail="in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster",
+                )
+            )
+    elif kind == "RayCluster" and autoscaling:
+        out.append(
+            RuleError(
+                type="Invalid",
+                field="spec.enableInTreeAutoscaling",
+                value=True,
+                detail="a kueue-managed RayCluster can use autoscaling only as an elastic job: enable the "
+                f'ElasticJobsViaWorkloadSlices feature gate and set the "{ELASTIC_JOB_ANNOTATION}": "true" annotation',
+            )
+        )
+    elif autoscaling and not elastic:
+        out.append(
+            RuleError(
+                type="Invalid",
+                field=f"{where}.enableInTreeAutoscaling",
+                value=True,
+                detail="a kueue managed job should only use autoscaling when workload slicing is enabled",
+            )
+        )
+    return out
+
+
+def check_autoscaling(kind: str) -> Callable[[workloads.JobRef, Mapping[str, Any], workloads.Context], None]:
+    """The conversion's side of :func:`autoscaling_errors` for ``kind``: only the autoscaling rules (the
+    gate on the templates is the webhook's own business), the first as a ManifestError naming the field."""
+
+    def check(ref: workloads.JobRef, job: Mapping[str, Any], context: workloads.Context) -> None:
+        elastic = context.elastic_jobs and (ref.meta.get("annotations") or {}).get(ELASTIC_JOB_ANNOTATION) == "true"
+        actual = {"RayCluster": "spec", "RayJob": "spec.rayClusterSpec"}.get(kind, "spec.rayClusterConfig")
+        for error in autoscaling_errors(kind, job, elastic=elastic):
+            if error.field.endswith("enableInTreeAutoscaling"):
+                raise ref.error(field=f"{actual}.enableInTreeAutoscaling", problem=error.detail)
+
+    return check
+
+
+def gate_templates(kind: str, job: dict[str, Any]) -> None:
+    """What Kueue's RayCluster and RayService mutating webhooks do to an elastic job: the elastic-job
+    scheduling gate on the head's and every worker group's pod template, in place, so each Ray pod waits
+    for a slice holding quota for it (raycluster_webhook.go, rayservice_webhook.go Default). A RayJob's
+    webhook gates nothing: KubeRay copies the RayJob's annotations onto the RayCluster it creates, whose
+    webhook gates it."""
+    if kind not in ("RayCluster", "RayService"):
+        return
+    spec = job.get("spec")
+    if not isinstance(spec, dict):
+        return
+    cluster = spec if kind == "RayCluster" else spec.get("rayClusterConfig")
+    if not isinstance(cluster, dict):
+        return
+    holders = [cluster.get("headGroupSpec")]
+    groups = cluster.get("workerGroupSpecs")
+    holders += groups if isinstance(groups, list) else []
+    for holder in holders:
+        if not isinstance(holder, dict):
+            continue
+        template = holder.setdefault("template", {})
+        pod_spec = template.setdefault("spec", {}) if isinstance(template, dict) else None
+        if not isinstance(pod_spec, dict):
+            continue
+        gates = pod_spec.setdefault("schedulingGates", [])
+        if isinstance(gates, list) and not _has_gate(template):
+            gates.append({"name": ELASTIC_JOB_GATE})
+
+
+def child_cluster_counts(cluster: Mapping[str, Any] | None) -> dict[str, int]:
+    """The worker pod counts a RayJob's or RayService's elastic workload takes from the RayCluster KubeRay
+    made for it (``cluster``; None before there is one), by pod set name: a group whose ``replicas`` is set
+    counts ``replicas`` times ``numOfHosts`` (raycluster/common.go UpdatePodSets, effectiveWorkerCount).
+    Kueue reads them only for an elastic job with ``enableInTreeAutoscaling``; the caller checks that."""
+    if cluster is None:
+        return {}
+    out: dict[str, int] = {}
+    groups = workloads.as_mapping(cluster.get("spec")).get("workerGroupSpecs")
+    for group in groups if isinstance(groups, list) else []:
+        group = workloads.as_mapping(group)
+        name, replicas, hosts = group.get("groupName"), group.get("replicas"), group.get("numOfHosts")
+        if not isinstance(name, str) or not isinstance(replicas, int) or replicas < 0:
+            continue
+        out[name.lower()] = replicas * hosts if isinstance(hosts, int) and hosts > 1 else replicas
     return out
 
 
@@ -377,6 +541,7 @@ INTEGRATIONS = (
         suspend_path=("spec", "suspend"),
         pod_sets=rayjob_pod_sets,
         pod_sets_field="spec.rayClusterSpec.workerGroupSpecs",
+        check_in=check_autoscaling("RayJob"),
         finished=rayjob_finished,
         active=rayjob_active,
         pods_ready=rayjob_pods_ready,
@@ -392,6 +557,7 @@ INTEGRATIONS = (
         suspend_path=("spec", "suspend"),
         pod_sets=raycluster_pod_sets,
         pod_sets_field="spec.workerGroupSpecs",
+        check_in=check_autoscaling("RayCluster"),
         finished=never_finished,
         active=raycluster_ready,
         pods_ready=raycluster_ready,
@@ -407,6 +573,7 @@ INTEGRATIONS = (
         suspend_path=("spec", "rayClusterConfig", "suspend"),
         pod_sets=rayservice_pod_sets,
         pod_sets_field="spec.rayClusterConfig.workerGroupSpecs",
+        check_in=check_autoscaling("RayService"),
         finished=never_finished,
         active=rayservice_ready,
         pods_ready=rayservice_ready,

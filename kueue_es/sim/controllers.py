@@ -61,6 +61,18 @@ LWS_REF = resources.ResourceRef(
     namespaced=True,
     status_subresource=True,
 )
+RAYCLUSTER_REF = resources.ResourceRef(
+    group="ray.io",
+    version="v1",
+    plural="rayclusters",
+    kind="RayCluster",
+    namespaced=True,
+    status_subresource=True,
+)
+#: The kinds whose CRD may be installed after the controllers start (``kubectl apply`` of the CRD).
+_CRD_KINDS = ("LeaderWorkerSet", "RayCluster")
+#: KubeRay's pod labels (ray-operator utils: RayClusterLabelKey, RayNodeTypeLabelKey, RayNodeGroupLabelKey).
+RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, RAY_GROUP_LABEL = "ray.io/cluster", "ray.io/node-type", "ray.io/group"
 CRD_POLL_SECONDS = 2.0
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
 STS_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -73,6 +85,7 @@ _KINDS = {
     "Pod": resources.PODS,
     "LeaderWorkerSet": LWS_REF,
     "Job": resources.JOBS,
+    "RayCluster": RAYCLUSTER_REF,
 }
 _OWNER_API = {
     "Deployment": "apps/v1",
@@ -82,6 +95,7 @@ _OWNER_API = {
     "Job": "batch/v1",
 }
 _OWNER_API["LeaderWorkerSet"] = LWS_REF.api_version
+_OWNER_API["RayCluster"] = RAYCLUSTER_REF.api_version
 
 Object = dict[str, Any]
 Key = tuple[str, str]
@@ -322,7 +336,8 @@ class SimulatedControllers:
     """Runs the simulated controllers against ``api`` (the emulator) until cancelled; see the module docstring.
 
     ``lws``: also run the LeaderWorkerSet controller (its kind must be served; without it the watch retries
-    quietly in the background). ``clock``: the UTC time for pod start times.
+    quietly in the background). ``ray``: also run the KubeRay stand-in for elastic RayClusters, likewise.
+    ``clock``: the UTC time for pod start times.
     """
 
     def __init__(
@@ -330,13 +345,16 @@ class SimulatedControllers:
         api: k8s_client.ApiClient,
         *,
         lws: bool = True,
+        ray: bool = True,
         clock: Callable[[], datetime.datetime] = store.utc_now,
         watch_options: dict[str, Any] | None = None,
     ) -> None:
         self._api = api
         self._clock = clock
         self._watch_options = watch_options or {}
-        self._kinds = {k: ref for k, ref in _KINDS.items() if lws or k != "LeaderWorkerSet"}
+        self._kinds = {
+            k: ref for k, ref in _KINDS.items() if (lws or k != "LeaderWorkerSet") and (ray or k != "RayCluster")
+        }
         self.objects: dict[str, dict[Key, Object]] = {kind: {} for kind in self._kinds}
         self._synced: set[str] = set()
         self._wakeup = asyncio.Event()
@@ -358,7 +376,7 @@ class SimulatedControllers:
             await cancel_and_wait(tasks)
 
     async def _watch(self, kind: str, ref: resources.ResourceRef) -> None:
-        if kind == "LeaderWorkerSet":  # its CRD may come later (kubectl apply): wait quietly until it is served
+        if kind in _CRD_KINDS:  # its CRD may come later (kubectl apply): wait quietly until it is served
             while True:
                 try:
                     await client.list_objects(self._api, ref)
@@ -398,6 +416,8 @@ class SimulatedControllers:
             await self._statefulset(sts)
         for job in list(self.objects["Job"].values()):
             await self._elastic_job(job)
+        for cluster in list(self.objects.get("RayCluster", {}).values()):
+            await self._elastic_ray_cluster(cluster)
         await self._run_pods()
 
     def _owned(self, kind: str, owner: Mapping[str, Any]) -> list[Object]:
@@ -499,6 +519,70 @@ class SimulatedControllers:
             # job's PodsReady can hold for the new count (the kubelet stub wrote only the first count)
             live = [p for p in self._owned("Pod", job) if is_active(p)]
             await self._status("Job", job, {"active": len(live), "ready": sum(1 for p in live if is_ready(p))})
+
+    async def _elastic_ray_cluster(self, cluster: Object) -> None:
+        """KubeRay's pods, for an elastic RayCluster only (``kueue.x-k8s.io/elastic-job: "true"``; other Ray
+        jobs "run" without pods): while it is not suspended, a head pod ``<name>-head-<5 chars>`` and per
+        worker group ``replicas`` (default 1) times ``numOfHosts`` pods ``<name>-<group>-worker-<5 chars>``
+        from the group's template, with KubeRay's ``ray.io/cluster``, ``ray.io/node-type`` and
+        ``ray.io/group`` labels; scaling in deletes gated pods first; none while suspended. Its status:
+        ``state: ready`` once the head and every wanted worker run (kept through a later scale-up, as
+        KubeRay keeps it), with KubeRay's worker replica counts."""
+        meta, spec = cluster.get("metadata") or {}, cluster.get("spec") or {}
+        if (meta.get("annotations") or {}).get(slices.ELASTIC_JOB_ANNOTATION) != "true":
+            return
+        name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+        suspended = spec.get("suspend") is True
+        pods = [p for p in self._owned("Pod", cluster) if is_active(p)]
+        groups: list[tuple[str, str, Object, int]] = [
+            ("head", "headgroup", _template(cluster, "headGroupSpec", "template"), 1)
+        ]
+        for group in spec.get("workerGroupSpecs") or []:
+            if not isinstance(group, dict) or not isinstance(group.get("groupName"), str):
+                continue
+            replicas = group.get("replicas")
+            hosts = group.get("numOfHosts")
+            wanted = replicas if isinstance(replicas, int) and replicas >= 0 else 1
+            wanted *= hosts if isinstance(hosts, int) and hosts > 1 else 1
+            groups.append(("worker", group["groupName"], group.get("template") or {}, wanted))
+        desired = ready_workers = 0
+        head_ready = False
+        for node_type, group_name, template, wanted in groups:
+            wanted = 0 if suspended else wanted
+            mine = [
+                p
+                for p in pods
+                if (p["metadata"].get("labels") or {}).get(RAY_GROUP_LABEL) == group_name
+                and (p["metadata"].get("labels") or {}).get(RAY_NODE_TYPE_LABEL) == node_type
+            ]
+            body = json.loads(json.dumps(template))
+            labels = body.setdefault("metadata", {}).setdefault("labels", {})
+            labels.update({RAY_CLUSTER_LABEL: name, RAY_NODE_TYPE_LABEL: node_type, RAY_GROUP_LABEL: group_name})
+            for _ in range(wanted - len(mine)):
+                pod = pod_from_template(body, namespace=namespace, owner=cluster)
+                pod["metadata"]["generateName"] = (
+                    f"{name}-head-" if node_type == "head" else f"{name}-{group_name}-worker-"
+                )
+                await self._create("Pod", pod)
+            for extra in scale_in_order(mine)[: max(0, len(mine) - wanted)]:
+                await self._delete("Pod", dict(extra))
+            ready = sum(1 for p in mine if is_ready(p))
+            if node_type == "head":
+                head_ready = ready >= 1
+            else:
+                desired += wanted
+                ready_workers += min(ready, wanted)
+        if suspended:
+            await self._status("RayCluster", cluster, {"state": "suspended", "readyWorkerReplicas": 0})
+            return
+        status: Object = {
+            "desiredWorkerReplicas": desired,
+            "readyWorkerReplicas": ready_workers,
+            "availableWorkerReplicas": ready_workers,
+        }
+        if head_ready and ready_workers >= desired:
+            status["state"] = "ready"
+        await self._status("RayCluster", cluster, status)
 
     async def _statefulset(self, sts: Object) -> None:
         spec = sts.get("spec") or {}

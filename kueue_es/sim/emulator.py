@@ -167,8 +167,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     job webhooks refuse (:meth:`_kueue_validate`); False plays a cluster without the webhook (its
     mutating part stays, as with the MutatingAdmissionPolicy), where invalid jobs are stored and
     the watcher reports them.
-    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices, for Kueue's Job webhook (an elastic
-    Job's pod template gets the elastic-job scheduling gate; the annotation is validated).
+    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices, for Kueue's job webhooks (an elastic
+    Job's pod template, an elastic RayCluster's or RayService's head and worker templates, get the
+    elastic-job scheduling gate; the annotation and a Ray job's autoscaling are validated).
     ``crd_files``: CRD files or folders installed at start (:func:`custom_resources.load`), as
     if applied; more can be applied at any time (``kubectl apply --server-side -f``) or
     installed with :meth:`install_crds`.
@@ -220,7 +221,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 functools.partial(hook, lookup=self._lookup)
                 if hook is gate_queued_pods
                 else functools.partial(hook, elastic_jobs=True)
-                if hook is suspend_queued_jobs and self.elastic_jobs
+                if hook in (suspend_queued_jobs, suspend_queued_integration_jobs) and self.elastic_jobs
                 else hook
                 for hook in hooks
             ),
@@ -1097,7 +1098,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         except store.StoreError:
             context = webhooks.Context(elastic_jobs=self.elastic_jobs)
         if old is None:
-            errors = webhooks.validate_create(ref.api_version, ref.kind, obj, context=context)
+            # the mutating webhook runs first (the store's create hooks apply it after this check): validate
+            # what it makes of the object, as kube-apiserver validates a mutated object
+            mutated = webhooks.default(ref.api_version, ref.kind, obj, context=context)
+            errors = webhooks.validate_create(ref.api_version, ref.kind, mutated, context=context)
         else:
             errors = webhooks.validate_update(ref.api_version, ref.kind, old, obj, context=context)
         if errors:
@@ -1305,16 +1309,20 @@ def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any], *, elas
         _kueue_default(ref, obj, elastic_jobs=elastic_jobs)
 
 
-def suspend_queued_integration_jobs(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+def suspend_queued_integration_jobs(
+    ref: resources.ResourceRef, obj: dict[str, Any], *, elastic_jobs: bool = False
+) -> None:
     """A create hook doing what the webhooks of Kueue's integrations do (a JobSet, a PyTorchJob, a RayJob,
     ...: :mod:`kueue_es.jobframework.integrations`): a job that names a queue is created suspended, by its
     kind's own suspend field (``spec.suspend``, ``spec.runPolicy.suspend``, ...), and gets its kind's
     ``on_create`` changes (:func:`kueue_es.jobframework.webhooks.default`). A job another managed job
     controls (a RayJob's RayCluster, which carries its queue label) is left alone: it is part of its
-    owner's workload (jobframework WorkloadShouldBeSuspended)."""
+    owner's workload (jobframework WorkloadShouldBeSuspended). ``elastic_jobs``: the gate
+    ElasticJobsViaWorkloadSlices (an elastic RayCluster's or RayService's pod templates get the
+    elastic-job scheduling gate)."""
     integration = integrations.by_kind(ref.kind)
     if integration is not None and integration.api_version == ref.api_version:
-        _kueue_default(ref, obj)
+        _kueue_default(ref, obj, elastic_jobs=elastic_jobs)
 
 
 def gate_queued_pods(

@@ -115,6 +115,7 @@ class ConversionInputs:
             previous=previous,
             objects={kind: self.objects[kind] for kind in INTEGRATION_INPUTS},
             external_owners=self.external_owners,
+            elastic_jobs=self.elastic_jobs,
         )
 
     def _priority_classes(self) -> dict[str, workloads.PriorityClass]:

@@ -21,12 +21,16 @@ import msgspec
 from kueue_es.events import manifests, models, slices, types
 from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.jobframework import slices as job_slices
+from kueue_es.jobframework.integrations import ray
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.kinds import API_VERSIONS, JOB_KINDS, Key
 from kueue_es.services.watcher.pod_tracking import PodGroups
 from kueue_es.services.watcher.publishing import Publisher, log_rejection
 from kueue_es.services.watcher.reporting import ProgressReporter
+
+#: The kinds Kueue lets be elastic jobs (validation.go supportedElasticJobGVKs).
+ELASTIC_KINDS = ("Job", "RayCluster", "RayJob", "RayService")
 
 _CONVERTERS: dict[str, Callable[..., types.Fact | None]] = {
     "Job": jobs.job_facts,
@@ -89,6 +93,8 @@ class JobTracker:
                 await self.publisher.delete_workload(wl_key, version=version, uid=objects.uid_of(obj))
         else:
             await self._sync_job(kind, obj, version=version)
+        if kind == "RayCluster" and self.inputs.elastic_jobs:
+            await self.owner_of_cluster_changed(obj, version=version)
 
     async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
         """A fresh list of one job kind: replace what is kept, delete the workloads gone, convert the rest."""
@@ -135,8 +141,8 @@ class JobTracker:
         now_ms = self.clock()
         context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
         fact = _convert(kind, obj, now_ms=now_ms, context=context)
-        if kind == "Job" and job_slices.is_elastic_job(obj, enabled=self.inputs.elastic_jobs) and fact is not None:
-            await self._sync_elastic(obj, fact, version=version, now_ms=now_ms, context=context)
+        if self._elastic(kind, obj) and fact is not None:
+            await self._sync_elastic(kind, obj, fact, version=version, now_ms=now_ms, context=context)
             return
         if fact is None:
             if self.publisher.sources.get(wl_key) == kind:  # it was managed and no longer is
@@ -156,7 +162,68 @@ class JobTracker:
         if isinstance(fact, types.WorkloadObserved):  # not once finished (reconciler.go step 3 comes first)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
 
-    # -- elastic Jobs (SEMANTICS-ADVANCED D.2) ----------------------------------------------------
+    # -- elastic jobs (SEMANTICS-ADVANCED D.2) ----------------------------------------------------
+
+    def _elastic(self, kind: str, obj: objects.KubeObject) -> bool:
+        """Whether the job is an elastic job of a kind Kueue lets be one (batch/v1 Job and the Ray kinds:
+        validation.go supportedElasticJobGVKs) with ElasticJobsViaWorkloadSlices on."""
+        return kind in ELASTIC_KINDS and job_slices.is_elastic_job(obj, enabled=self.inputs.elastic_jobs)
+
+    def _child_cluster(self, kind: str, obj: objects.KubeObject) -> objects.KubeObject | None:
+        """The RayCluster KubeRay made for an elastic RayJob (``status.rayClusterName``) or RayService
+        (``status.activeServiceStatus.rayClusterName``), as last seen; None for other kinds or before."""
+        status = cast(Mapping[str, Any], obj).get("status") or {}
+        if kind == "RayJob":
+            name = status.get("rayClusterName")
+        elif kind == "RayService":
+            name = (status.get("activeServiceStatus") or {}).get("rayClusterName")
+        else:
+            return None
+        if not isinstance(name, str) or not name:
+            return None
+        return self.objects["RayCluster"].get((objects.namespace_of(obj), name))
+
+    def _with_cluster_counts(self, kind: str, obj: objects.KubeObject, fact: types.Fact) -> types.Fact:
+        """An elastic RayJob's or RayService's workload with the worker counts of its RayCluster, which
+        the Ray autoscaler changes, when it autoscales (raycluster/common.go UpdatePodSets)."""
+        if kind not in ("RayJob", "RayService") or not isinstance(fact, types.WorkloadObserved):
+            return fact
+        spec = cast(Mapping[str, Any], obj).get("spec") or {}
+        cluster_spec = spec.get("rayClusterSpec") if kind == "RayJob" else spec.get("rayClusterConfig")
+        if not isinstance(cluster_spec, dict) or cluster_spec.get("enableInTreeAutoscaling") is not True:
+            return fact
+        counts = ray.child_cluster_counts(self._child_cluster(kind, obj))
+        if not counts:
+            return fact
+        pod_sets = [
+            msgspec.structs.replace(ps, count=counts[ps.name]) if ps.name in counts else ps
+            for ps in fact.workload.spec.pod_sets
+        ]
+        workload = msgspec.structs.replace(
+            fact.workload, spec=msgspec.structs.replace(fact.workload.spec, pod_sets=pod_sets)
+        )
+        return msgspec.structs.replace(fact, workload=workload)
+
+    def _name_extra(self, kind: str, obj: objects.KubeObject, generation: int) -> str:
+        """What besides the job names its slices: a RayJob's or RayService's ``<generation>_<its
+        RayCluster's generation>`` once the RayCluster exists (raycluster/common.go
+        GetWorkloadNameExtraPart), else "" (the generation alone)."""
+        cluster = self._child_cluster(kind, obj)
+        if cluster is None:
+            return ""
+        cluster_generation = (cast(Mapping[str, Any], cluster).get("metadata") or {}).get("generation")
+        return f"{generation}_{cluster_generation}" if cluster_generation else ""
+
+    async def owner_of_cluster_changed(self, obj: objects.KubeObject, *, version: str) -> None:
+        """A RayCluster changed: convert again the elastic RayJob or RayService controlling it, whose
+        worker counts it holds (the Ray autoscaler scales the RayCluster)."""
+        owner = workloads.controller_owner(cast(Mapping[str, Any], obj).get("metadata") or {})
+        if owner is None or owner.get("kind") not in ("RayJob", "RayService"):
+            return
+        kind = str(owner["kind"])
+        parent = self.objects[kind].get((objects.namespace_of(obj), str(owner.get("name") or "")))
+        if parent is not None and self._elastic(kind, parent):
+            await self._sync_job(kind, parent, version=f"{objects.resource_version(parent)}~{version}")
 
     def workload_status(self, obj: objects.KubeObject) -> None:
         """A job's Workload object changed: remember whether it holds quota and whether it finished
@@ -177,11 +244,19 @@ class JobTracker:
         )
 
     async def _sync_elastic(
-        self, obj: objects.KubeObject, fact: types.Fact, *, version: str, now_ms: int, context: workloads.Context
+        self,
+        kind: str,
+        obj: objects.KubeObject,
+        fact: types.Fact,
+        *,
+        version: str,
+        now_ms: int,
+        context: workloads.Context,
     ) -> None:
-        """Publish what an elastic Job's slices are now: the first slice, a slice updated in place, or
-        a replacement slice (:func:`kueue_es.jobframework.slices.plan`); a finished Job finishes every
+        """Publish what an elastic job's slices are now: the first slice, a slice updated in place, or
+        a replacement slice (:func:`kueue_es.jobframework.slices.plan`); a finished job finishes every
         unfinished slice."""
+        fact = self._with_cluster_counts(kind, obj, fact)
         chain = self._slices(obj)
         for extra, reason, message in job_slices.extras(chain, reserved=self.slice_reserved):
             ref = types.WorkloadRef(
@@ -190,20 +265,20 @@ class JobTracker:
             finished = types.WorkloadFinished(
                 workload=ref, succeeded=reason == slices.REPLACED_REASON, reason=reason, message=message, at_ms=now_ms
             )
-            await self.publisher.publish(finished, version=f"{version}~{reason}", source="Job")
+            await self.publisher.publish(finished, version=f"{version}~{reason}", source=kind)
             self.slice_finished[extra.key] = True  # the Workload object says so once the dispatcher wrote it
             chain = [wl for wl in chain if wl is not extra]
         if isinstance(fact, types.WorkloadFinished):
             for wl in chain:
                 ref = types.WorkloadRef(namespace=wl.metadata.namespace, name=wl.metadata.name, uid=wl.metadata.uid)
-                await self.publisher.publish(msgspec.structs.replace(fact, workload=ref), version=version, source="Job")
+                await self.publisher.publish(msgspec.structs.replace(fact, workload=ref), version=version, source=kind)
             return
         if not isinstance(fact, types.WorkloadObserved):
             log_rejection(fact)
-            await self.publisher.publish(fact, version=version, source="Job")
+            await self.publisher.publish(fact, version=version, source=kind)
             return
         generation = workloads.parse_int((cast(Mapping[str, Any], obj).get("metadata") or {}).get("generation")) or 1
-        running = self._running("Job", [obj])
+        running = self._running(kind, [obj])
         planned = job_slices.plan(
             fact.workload,
             slices_now=chain,
@@ -211,22 +286,25 @@ class JobTracker:
             running=running,
             generation=generation,
             now_ms=now_ms,
+            kind=kind,
+            group=API_VERSIONS[kind].rpartition("/")[0],
+            name_extra=self._name_extra(kind, obj, generation),
         )
         for workload in planned:
             key = (workload.metadata.namespace, workload.metadata.name)
             await self.publisher.publish(
                 self.publisher.keep_active(key, types.WorkloadObserved(workload=workload)),
                 version=version,
-                source="Job",
+                source=kind,
             )
         head = self._slices(obj)
         if head:
             wl_key = (head[-1].metadata.namespace, head[-1].metadata.name)
-            await self.reporter.job_progress("Job", obj, wl_key, version=version, now_ms=now_ms, context=context)
+            await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
 
     def _workload_keys(self, kind: str, obj: objects.KubeObject) -> list[Key]:
         """Every workload of a job: its slices for an elastic Job, else its one workload."""
-        if kind == "Job" and job_slices.is_elastic_job(obj, enabled=self.inputs.elastic_jobs):
+        if self._elastic(kind, obj):
             uid = objects.uid_of(obj)
             return sorted(
                 key

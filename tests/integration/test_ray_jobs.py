@@ -16,6 +16,7 @@ from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.jobframework import slices as job_slices
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.watcher.service import Watcher
@@ -124,3 +125,150 @@ async def test_a_rayjobs_raycluster_is_part_of_the_rayjob(api: k8s_client.ApiCli
     assert sorted(f.workload.owner.kind for f in facts if f.workload.owner) == ["RayJob", "RayService"]
     assert 'admission webhook "vrayjob.kb.io" denied the request' in str(refused.value)
     assert len(await events_of(bus, types.WorkloadObserved)) == 2
+
+
+ELASTIC_GATES = "ElasticJobsViaWorkloadSlices=true"
+
+
+@pytest.fixture
+async def elastic_api() -> AsyncIterator[k8s_client.ApiClient]:
+    """The KubeRay kinds served with ElasticJobsViaWorkloadSlices on in the emulator's Kueue webhooks."""
+    kinds = tuple(served(kind) for kind in ("RayJob", "RayCluster", "RayService"))
+    async with serve_emulator(bookmark_interval=0.2, extra_resources=kinds, elastic_jobs=True) as emu:
+        client = await kube.make_api_client(server=emu.url)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def elastic(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    return doc
+
+
+def counts(fact: types.WorkloadObserved) -> dict[str, int]:
+    return {ps.name: ps.count for ps in fact.workload.spec.pod_sets}
+
+
+async def test_an_elastic_rayclusters_scale_up_is_a_replacement_slice(
+    elastic_api: k8s_client.ApiClient, bus: MemoryBus
+) -> None:
+    """ElasticJobsViaWorkloadSlices (SEMANTICS-ADVANCED D.2, raycluster_webhook.go): an elastic RayCluster with
+    in-tree autoscaling is accepted, its head and worker templates gated; its first slice is named for its
+    generation; once it runs, its worker group scaled from 1 to 3 (what the Ray autoscaler writes) is a new
+    slice replacing the first, and a scale-down updates the newest slice in place."""
+    cluster = elastic(sample("ray-cluster-sample"))
+    cluster["spec"]["enableInTreeAutoscaling"] = True
+    watcher = Watcher(bus=bus, api=elastic_api, feature_gates=ELASTIC_GATES)
+    async with running(watcher.run()):
+        created = await kube.apply_manifest(elastic_api, cluster)
+        [first] = await wait_for(bus, types.WorkloadObserved)
+        ref = kube.ref_for("ray.io/v1", "RayCluster")
+        name, namespace = created["metadata"]["name"], created["metadata"]["namespace"]
+        # the dispatcher's start, then the autoscaler's scale-up
+        await kube.patch_object(elastic_api, ref, namespace=namespace, name=name, patch={"spec": {"suspend": False}})
+        groups = created["spec"]["workerGroupSpecs"]
+        groups[0]["replicas"] = 3
+        await kube.patch_object(
+            elastic_api, ref, namespace=namespace, name=name, patch={"spec": {"workerGroupSpecs": groups}}
+        )
+        facts = await wait_for(bus, types.WorkloadObserved, count=2)
+        groups[0]["replicas"] = 2
+        await kube.patch_object(
+            elastic_api, ref, namespace=namespace, name=name, patch={"spec": {"workerGroupSpecs": groups}}
+        )
+        facts = await wait_for(bus, types.WorkloadObserved, count=3)
+
+    templates = [created["spec"]["headGroupSpec"]["template"], groups[0]["template"]]
+    assert all(t["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/elastic-job"}] for t in templates)
+    assert first.workload.metadata.name.startswith("raycluster-raycluster-complete-")
+    assert first.workload.metadata.annotations["kueue.x-k8s.io/workload-slice-name"] == first.workload.metadata.name
+    assert counts(first) == {"head": 1, "small-group": 1}
+    assert first.workload.spec.pod_sets[0].requests["cpu"] == 1500, "the head counts the autoscaler sidecar"
+    replacement = facts[1].workload
+    assert replacement.metadata.name != first.workload.metadata.name
+    assert replacement.metadata.annotations["kueue.x-k8s.io/workload-slice-replacement-for"] == (
+        f"{namespace}/{first.workload.metadata.name}"
+    )
+    assert replacement.metadata.annotations["kueue.x-k8s.io/workload-slice-name"] == first.workload.metadata.name
+    assert counts(facts[1]) == {"head": 1, "small-group": 3}
+    # the replacement holds no quota yet: the scale-down follows it in place
+    assert facts[2].workload.metadata.name == replacement.metadata.name and counts(facts[2])["small-group"] == 2
+
+
+async def test_an_elastic_rayjob_takes_its_worker_counts_from_its_raycluster(
+    elastic_api: k8s_client.ApiClient, bus: MemoryBus
+) -> None:
+    """rayjob_controller.go PodSets / raycluster UpdatePodSets: an elastic autoscaling RayJob's workers are
+    counted from the RayCluster KubeRay made for it (``status.rayClusterName``), which the Ray autoscaler
+    scales; the replacement slice's name hashes ``<generation>_<the RayCluster's generation>``."""
+    rayjob = elastic(sample("ray-job-sample"))
+    rayjob["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = True
+    watcher = Watcher(bus=bus, api=elastic_api, feature_gates=ELASTIC_GATES)
+    async with running(watcher.run()):
+        job = await kube.apply_manifest(elastic_api, rayjob)
+        [first] = await wait_for(bus, types.WorkloadObserved)
+        job_ref = kube.ref_for("ray.io/v1", "RayJob")
+        namespace = job["metadata"]["namespace"]
+        started = await kube.patch_object(
+            elastic_api,
+            job_ref,
+            namespace=namespace,
+            name=job["metadata"]["name"],
+            patch={"spec": {"suspend": False}},
+        )
+        cluster = {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {
+                "name": "rayjob-sample-raycluster-abcde",
+                "namespace": namespace,
+                "labels": dict(job["metadata"]["labels"]),
+                "annotations": dict(job["metadata"]["annotations"]),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "ray.io/v1",
+                        "kind": "RayJob",
+                        "name": job["metadata"]["name"],
+                        "uid": job["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": job["spec"]["rayClusterSpec"],
+        }
+        created = await kube.apply_manifest(elastic_api, cluster)
+        await kube.patch_object(
+            elastic_api,
+            job_ref,
+            namespace=namespace,
+            name=job["metadata"]["name"],
+            patch={"status": {"rayClusterName": created["metadata"]["name"], "jobDeploymentStatus": "Running"}},
+            subresource="status",
+        )
+        groups = created["spec"]["workerGroupSpecs"]
+        groups[0]["replicas"] = 3
+        scaled = await kube.patch_object(
+            elastic_api,
+            kube.ref_for("ray.io/v1", "RayCluster"),
+            namespace=namespace,
+            name=created["metadata"]["name"],
+            patch={"spec": {"workerGroupSpecs": groups}},
+        )
+        facts = await wait_for(bus, types.WorkloadObserved, count=2)
+
+    # the RayJob's own cluster is gated by the RayCluster webhook (it carries the RayJob's annotations)
+    assert created["spec"]["headGroupSpec"]["template"]["spec"]["schedulingGates"]
+    assert counts(first) == {"head": 1, "small-group": 1, "submitter": 1}
+    assert counts(facts[1]) == {"head": 1, "small-group": 3, "submitter": 1}
+    extra = f"{started['metadata']['generation']}_{scaled['metadata']['generation']}"
+    assert facts[1].workload.metadata.name == job_slices.slice_name(
+        job_name=job["metadata"]["name"],
+        job_uid=job["metadata"]["uid"],
+        generation=started["metadata"]["generation"],
+        kind="RayJob",
+        group="ray.io",
+        extra=extra,
+    )
+    assert len(await events_of(bus, types.WorkloadObserved)) == 2, "the RayCluster is no workload of its own"

@@ -160,7 +160,7 @@ def test_autoscaler_sidecar_is_counted_in_the_head_template() -> None:
     ("name", "change", "field", "problem"),
     [
         # Kueue's own autoscaling samples: refused without elastic jobs (ElasticJobsViaWorkloadSlices off)
-        ("ray-job-autoscaling-sample", None, "spec.rayClusterSpec.enableInTreeAutoscaling", "elastic"),
+        ("ray-job-autoscaling-sample", None, "spec.rayClusterSpec.enableInTreeAutoscaling", "autoscaling"),
         (
             "ray-job-sample",
             lambda j: j["spec"].update(shutdownAfterJobFinishes=False),
@@ -227,7 +227,7 @@ def test_autoscaler_sidecar_is_counted_in_the_head_template() -> None:
             "ray-service-sample",
             lambda j: j["spec"]["rayClusterConfig"].update(enableInTreeAutoscaling=True),
             "spec.rayClusterConfig.enableInTreeAutoscaling",
-            "elastic",
+            "autoscaling",
         ),
         (
             "ray-service-sample",
@@ -347,3 +347,45 @@ def test_pod_label_selectors() -> None:
     service["status"] = {"activeServiceStatus": {"rayClusterName": "test-rayservice-raycluster-y"}}
     assert selector["RayJob"](job) == "ray.io/cluster=rayjob-sample-raycluster-x"
     assert selector["RayService"](service) == "ray.io/cluster=test-rayservice-raycluster-y"
+
+
+def test_an_elastic_ray_job_may_autoscale_only_with_the_gate_on() -> None:
+    """raycluster/common.go ValidateCreate, raycluster_webhook.go (ElasticJobsViaWorkloadSlices): Kueue's
+    autoscaling sample (annotated elastic) converts with the gate on (the head counting the autoscaler
+    sidecar); without the annotation or with the gate off it is refused naming the field."""
+    elastic_on = workloads.Context(elastic_jobs=True)
+    job = sample("ray-job-autoscaling-sample")
+    assert job["metadata"]["annotations"] == {ray.ELASTIC_JOB_ANNOTATION: "true"}  # Kueue's sample is elastic
+    plain = copy.deepcopy(job)
+    del plain["metadata"]["annotations"]
+    assert isinstance(converted(plain, elastic_on), types.ObjectRejected), "not annotated: refused"
+    fact = converted(job, elastic_on)
+    assert isinstance(fact, types.WorkloadObserved), fact
+    head = fact.workload.spec.pod_sets[0]
+    assert head.name == "head" and head.requests["cpu"] >= 500  # the autoscaler sidecar's 500m at least
+    off = converted(job)
+    assert isinstance(off, types.ObjectRejected) and off.field == "spec.rayClusterSpec.enableInTreeAutoscaling"
+    cluster = sample("ray-cluster-sample")
+    cluster["spec"]["enableInTreeAutoscaling"] = True
+    cluster["metadata"]["annotations"] = {ray.ELASTIC_JOB_ANNOTATION: "true"}
+    assert isinstance(converted(cluster, elastic_on), types.WorkloadObserved)
+    [refused] = [converted(cluster)]
+    assert isinstance(refused, types.ObjectRejected)
+    assert refused.problem.startswith("a kueue-managed RayCluster can use autoscaling only as an elastic job")
+
+
+def test_a_ray_jobs_counts_from_its_raycluster() -> None:
+    """raycluster/common.go UpdatePodSets, effectiveWorkerCount: a worker group of the RayCluster KubeRay made
+    counts ``replicas`` times ``numOfHosts`` by its lower-cased name; a group without ``replicas`` is left to
+    the job's own spec; no RayCluster yet: nothing."""
+    cluster = {
+        "spec": {
+            "workerGroupSpecs": [
+                {"groupName": "Small-Group", "replicas": 3},
+                {"groupName": "multi", "replicas": 2, "numOfHosts": 4},
+                {"groupName": "unset"},
+            ]
+        }
+    }
+    assert ray.child_cluster_counts(cluster) == {"small-group": 3, "multi": 8}
+    assert ray.child_cluster_counts(None) == {}

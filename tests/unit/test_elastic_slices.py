@@ -284,3 +284,15 @@ def test_extra_slices_are_finished_with_kueues_reasons() -> None:
         ("stray", slices.OUT_OF_SYNC_REASON),
     ]
     assert finished[1][2] == "The workload slice is out of sync with its parent job"
+
+
+def test_a_ray_jobs_slice_name_hashes_both_generations() -> None:
+    """workload_names.go GenerateWorkloadNameWithExtra, raycluster/common.go GetWorkloadNameExtraPart: the
+    kind lower-cased in the prefix, the extra part (``<generation>_<RayCluster generation>``) in the hash
+    instead of the generation alone."""
+    plain = job_slices.slice_name(job_name="rj", job_uid="u", generation=2, kind="RayJob", group="ray.io")
+    extra = job_slices.slice_name(job_name="rj", job_uid="u", generation=2, kind="RayJob", group="ray.io", extra="2_5")
+    assert plain.startswith("rayjob-rj-") and extra.startswith("rayjob-rj-") and plain != extra
+    assert plain == job_slices.slice_name(
+        job_name="rj", job_uid="u", generation=1, kind="RayJob", group="ray.io", extra="2"
+    )

@@ -357,8 +357,10 @@ def test_kueues_ray_and_spark_webhook_rules_refuse_at_create_and_update() -> Non
     autoscaling = copy.deepcopy(rayjob)
     autoscaling["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = True
     [error] = webhooks.validate_create(ray_api, "RayJob", autoscaling)
-    assert error.field == "spec.rayClusterSpec.enableInTreeAutoscaling" and error.type == "Forbidden"
-    assert error.field in str(error)
+    assert str(error) == (
+        "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: "
+        "a kueue managed job should only use autoscaling when workload slicing is enabled"
+    )
     assert webhooks.validate_update(ray_api, "RayJob", rayjob, autoscaling), "refused on update too"
     kept = copy.deepcopy(rayjob)
     kept["spec"]["shutdownAfterJobFinishes"] = False
@@ -384,3 +386,91 @@ def test_kueues_ray_and_spark_webhook_rules_refuse_at_create_and_update() -> Non
     dynamic["spec"]["dynamicAllocation"] = {"enabled": True}
     errors = webhooks.validate_create(spark["apiVersion"], "SparkApplication", dynamic)
     assert [e.field for e in errors] == ["spec.dynamicAllocation.enabled"]
+
+
+def _ray_cluster(*, elastic: bool, autoscaling: bool, groups: int = 1) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "rc", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "q"}}
+    if elastic:
+        meta["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    template = {"spec": {"containers": [{"name": "ray", "resources": {"requests": {"cpu": "1"}}}]}}
+    spec: dict[str, Any] = {
+        "headGroupSpec": {"template": copy.deepcopy(template)},
+        "workerGroupSpecs": [
+            {"groupName": f"g{i}", "replicas": 1, "template": copy.deepcopy(template)} for i in range(groups)
+        ],
+    }
+    if autoscaling:
+        spec["enableInTreeAutoscaling"] = True
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta, "spec": spec}
+
+
+def test_an_elastic_ray_clusters_pods_are_gated_and_only_it_may_autoscale() -> None:
+    """raycluster_webhook.go (ElasticJobsViaWorkloadSlices): Default gates an elastic RayCluster's head and
+    worker templates with kueue.x-k8s.io/elastic-job (a RayService's too, a RayJob's not: its RayCluster
+    is gated); validateCreate lets an elastic RayCluster autoscale, refuses autoscaling otherwise with
+    Kueue's message, refuses an elastic one whose templates lost the gate and one MultiKueue manages."""
+    on = webhooks.Context(elastic_jobs=True)
+    cluster = _ray_cluster(elastic=True, autoscaling=True, groups=2)
+    defaulted = webhooks.default("ray.io/v1", "RayCluster", cluster, context=on)
+    gated = [defaulted["spec"]["headGroupSpec"]] + defaulted["spec"]["workerGroupSpecs"]
+    assert [g["template"]["spec"]["schedulingGates"] for g in gated] == [[{"name": "kueue.x-k8s.io/elastic-job"}]] * 3
+    assert webhooks.validate_create("ray.io/v1", "RayCluster", defaulted, context=on) == []
+    # not defaulted (the webhook bypassed): every template without the gate is named
+    errors = webhooks.validate_create("ray.io/v1", "RayCluster", cluster, context=on)
+    assert [e.field for e in errors] == [
+        "spec.workerGroupSpecs[0].template.spec.schedulingGates",
+        "spec.workerGroupSpecs[1].template.spec.schedulingGates",
+        "spec.headGroupSpec.template.spec.schedulingGates",
+    ]
+    assert all(e.detail == "an elastic job must have the ElasticJobSchedulingGate" for e in errors)
+    assert str(errors[2]) == (
+        "spec.headGroupSpec.template.spec.schedulingGates: Invalid value: []v1.PodSchedulingGate(nil): "
+        "an elastic job must have the ElasticJobSchedulingGate"
+    )
+    other = copy.deepcopy(cluster)
+    other["spec"]["headGroupSpec"]["template"]["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    [*_, head] = webhooks.validate_create("ray.io/v1", "RayCluster", other, context=on)
+    assert 'Invalid value: []v1.PodSchedulingGate{v1.PodSchedulingGate{Name:"example.com/wait"}}' in str(head)
+    # the gate off: the annotation means nothing, autoscaling is refused, nothing is gated
+    off = webhooks.Context(elastic_jobs=False)
+    assert (
+        "schedulingGates"
+        not in webhooks.default("ray.io/v1", "RayCluster", cluster, context=off)["spec"]["headGroupSpec"]["template"][
+            "spec"
+        ]
+    )
+    [error] = webhooks.validate_create("ray.io/v1", "RayCluster", cluster, context=off)
+    assert str(error) == (
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue-managed RayCluster can use autoscaling only "
+        'as an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the "kueue.x-k8s.io/'
+        'elastic-job": "true" annotation'
+    )
+    multikueue = copy.deepcopy(defaulted)
+    multikueue["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    [error] = webhooks.validate_create("ray.io/v1", "RayCluster", multikueue, context=on)
+    assert str(error) == (
+        "spec.enableInTreeAutoscaling: Forbidden: in-tree autoscaling is not supported for a MultiKueue-managed "
+        "elastic RayCluster"
+    )
+    # a RayJob's webhook gates nothing and accepts autoscaling when elastic; a RayService's gates its cluster
+    rayjob = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": cluster["metadata"],
+        "spec": {"rayClusterSpec": cluster["spec"], "shutdownAfterJobFinishes": True},
+    }
+    assert webhooks.default("ray.io/v1", "RayJob", rayjob, context=on)["spec"]["rayClusterSpec"] == cluster["spec"]
+    assert webhooks.validate_create("ray.io/v1", "RayJob", rayjob, context=on) == []
+    [error] = webhooks.validate_create("ray.io/v1", "RayJob", rayjob, context=off)
+    assert error.field == "spec.rayClusterSpec.enableInTreeAutoscaling"
+    service = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": cluster["metadata"],
+        "spec": {"rayClusterConfig": cluster["spec"]},
+    }
+    served = webhooks.default("ray.io/v1", "RayService", service, context=on)
+    assert served["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["schedulingGates"]
+    assert webhooks.validate_create("ray.io/v1", "RayService", served, context=on) == []
+    [error] = webhooks.validate_create("ray.io/v1", "RayService", service, context=off)
+    assert error.field == "spec.rayClusterSpec.enableInTreeAutoscaling"  # Kueue names the Go field
