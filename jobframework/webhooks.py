@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from kueue_es.events import manifests, slices
+from kueue_es.events import manifests, slices, tas_requests
 from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.jobframework.integrations import ray, serving
 
@@ -399,7 +399,7 @@ def validate_create(
     elif served == POD:
         errors += _pod_create(obj)
     if context.topology_aware_scheduling:
-        errors += _topology(served, obj)
+        errors += _topology(served, obj) or _elastic_topology(served, obj, context)
     integration = served.integration
     if integration is not None and integration.refused_at_create and queue_name(obj) and not owner_managed(obj):
         if _is_ray(served):
@@ -479,6 +479,35 @@ def _elastic_partial_admission(job: Mapping[str, Any]) -> list[FieldError]:
             detail="partial admission and elastic job cannot be used together",
         )
     ]
+
+
+def _elastic_topology(served: Target, job: Mapping[str, Any], context: Context) -> list[FieldError]:
+    """job_webhook.go validateTopologyRequest (with TopologyAwareScheduling, after the TAS annotation
+    checks passed): an elastic Job (gate ElasticJobsViaWorkloadSlices and the elastic-job annotation)
+    supports only unconstrained topology, so a required or preferred topology annotation on its pod
+    template is Forbidden; the admitter refuses such a workload too (scheduling/tas, Kueue's
+    flavorassigner errors) when it did not pass through the webhook."""
+    if served != JOB or not context.elastic_jobs or not slices.is_elastic(_annotations(job)):
+        return []
+    spec = job.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    metadata = template.get("metadata") if isinstance(template, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if not isinstance(annotations, dict):
+        return []
+    for annotation, mode in (
+        (tas_requests.REQUIRED_ANNOTATION, "required"),
+        (tas_requests.PREFERRED_ANNOTATION, "preferred"),
+    ):
+        if annotation in annotations:
+            return [
+                FieldError(
+                    type="Forbidden",
+                    field=f"spec.template.metadata.annotations[{annotation}]",
+                    detail=f"{mode} topology is not supported with elastic jobs",
+                )
+            ]
+    return []
 
 
 def _pod_set_rules(integration: integrations.Integration, obj: Mapping[str, Any]) -> list[FieldError]:
@@ -724,7 +753,7 @@ def validate_update(
             if context.elastic_jobs:
                 errors += _elastic_partial_admission(new)
         if context.topology_aware_scheduling:
-            errors += _topology(served, new)
+            errors += _topology(served, new) or _elastic_topology(served, new, context)
     new_suspended, old_suspended = suspended(served, new), suspended(served, old)
     old_queue, new_queue = queue_name(old), queue_name(new)
     if not new_suspended and old_queue != new_queue:

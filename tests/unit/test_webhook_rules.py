@@ -474,3 +474,39 @@ def test_an_elastic_ray_clusters_pods_are_gated_and_only_it_may_autoscale() -> N
     assert webhooks.validate_create("ray.io/v1", "RayService", served, context=on) == []
     [error] = webhooks.validate_create("ray.io/v1", "RayService", service, context=off)
     assert error.field == "spec.rayClusterSpec.enableInTreeAutoscaling"  # Kueue names the Go field
+
+
+def test_an_elastic_job_may_ask_only_for_unconstrained_topology() -> None:
+    """job_webhook.go validateTopologyRequest: with TopologyAwareScheduling and ElasticJobsViaWorkloadSlices,
+    an elastic Job whose pod template asks for a required or preferred topology is Forbidden, on create and
+    on update; unconstrained topology, a Job that is not elastic, or the gate off are accepted."""
+    on = webhooks.Context(elastic_jobs=True, topology_aware_scheduling=True)
+    labels = {"kueue.x-k8s.io/queue-name": "q"}
+    elastic = {"kueue.x-k8s.io/elastic-job": "true"}
+    for mode in ("required", "preferred"):
+        annotation = f"kueue.x-k8s.io/podset-{mode}-topology"
+        obj = job(labels=labels, annotations=elastic)
+        obj["spec"]["template"]["metadata"] = {"annotations": {annotation: "cloud.com/rack"}}
+        errors = webhooks.validate_create("batch/v1", "Job", obj, context=on)
+        assert [(e.type, e.field, e.detail) for e in errors] == [
+            (
+                "Forbidden",
+                f"spec.template.metadata.annotations[{annotation}]",
+                f"{mode} topology is not supported with elastic jobs",
+            )
+        ]
+        assert [e.detail for e in webhooks.validate_update("batch/v1", "Job", obj, obj, context=on)] == [
+            f"{mode} topology is not supported with elastic jobs"
+        ]
+        plain = job(labels=labels)
+        plain["spec"]["template"]["metadata"] = {"annotations": {annotation: "cloud.com/rack"}}
+        assert webhooks.validate_create("batch/v1", "Job", plain, context=on) == []
+        assert (
+            webhooks.validate_create("batch/v1", "Job", obj, context=webhooks.Context(topology_aware_scheduling=True))
+            == []
+        )
+    unconstrained = job(labels=labels, annotations=elastic)
+    unconstrained["spec"]["template"]["metadata"] = {
+        "annotations": {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
+    }
+    assert webhooks.validate_create("batch/v1", "Job", unconstrained, context=on) == []
