@@ -22,19 +22,23 @@ from typing import Any
 
 import msgspec
 
-from kueue_es.events import manifests, models, types
+from kueue_es.events import manifests, models, quantities, types
 
 RESOURCE_API = "resource.k8s.io/v1"
 #: The DRA kinds whose objects go on the log, by (apiVersion, kind).
-DRA_KINDS = frozenset({(RESOURCE_API, "DeviceClass"), (RESOURCE_API, "ResourceClaimTemplate")})
+DRA_KINDS = frozenset(
+    {(RESOURCE_API, "DeviceClass"), (RESOURCE_API, "ResourceClaimTemplate"), (RESOURCE_API, "ResourceSlice")}
+)
+DraFact = types.DeviceClassObserved | types.ResourceClaimTemplateObserved | types.ResourceSliceObserved
 
 
-def dra_fact(manifest: Mapping[str, Any]) -> types.DeviceClassObserved | types.ResourceClaimTemplateObserved:
-    """The fact for a resource.k8s.io/v1 DeviceClass or ResourceClaimTemplate manifest.
+def dra_fact(manifest: Mapping[str, Any]) -> DraFact:
+    """The fact for a resource.k8s.io/v1 DeviceClass, ResourceClaimTemplate or ResourceSlice manifest.
 
     Raises :class:`kueue_es.events.manifests.ManifestError` naming the field for another kind,
-    a missing or invalid name, or a device request that is not a mapping or has a
-    non-integer ``count``.
+    a missing or invalid name, a device request that is not a mapping or has a non-integer
+    ``count``, a selector without a string ``cel.expression``, or a ResourceSlice without
+    ``spec.driver``.
     """
     raw = dict(manifest)
     kind, name = manifests.describe(raw)
@@ -56,9 +60,13 @@ def dra_fact(manifest: Mapping[str, Any]) -> types.DeviceClassObserved | types.R
             )
         return types.DeviceClassObserved(
             device_class=models.DeviceClass(
-                metadata=msgspec.convert(meta, models.ObjectMeta), extended_resource_name=extended
+                metadata=msgspec.convert(meta, models.ObjectMeta),
+                extended_resource_name=extended,
+                selectors=cel_expressions(spec.get("selectors"), where="spec.selectors", kind=kind, name=name),
             )
         )
+    if kind == "ResourceSlice":
+        return types.ResourceSliceObserved(resource_slice=resource_slice(meta, spec, name=name))
     meta.setdefault("namespace", "default")
     claim_spec = spec.get("spec") or {}
     devices = claim_spec.get("devices") if isinstance(claim_spec, dict) else None
@@ -73,12 +81,8 @@ def dra_fact(manifest: Mapping[str, Any]) -> types.DeviceClassObserved | types.R
 
 def device_requests(raw: Any, *, where: str, kind: str, name: str) -> list[models.DeviceRequest]:
     """``devices.requests`` of a ResourceClaim(Template) spec, with the API server's defaults."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise manifests.ManifestError(kind=kind, name=name, field=where, problem="must be a list")
     out = []
-    for index, item in enumerate(raw):
+    for index, item in enumerate(_list(raw, where=where, kind=kind, name=name)):
         field = f"{where}[{index}]"
         if not isinstance(item, dict):
             raise manifests.ManifestError(kind=kind, name=name, field=field, problem="must be a mapping")
@@ -98,6 +102,7 @@ def device_requests(raw: Any, *, where: str, kind: str, name: str) -> list[model
                 count=count,
                 admin_access=exactly.get("adminAccess") is True,
                 selectors=len(selectors) if isinstance(selectors, list) else 0,
+                cel=cel_expressions(selectors, where=f"{field}.exactly.selectors", kind=kind, name=name),
             )
         out.append(
             models.DeviceRequest(
@@ -107,3 +112,70 @@ def device_requests(raw: Any, *, where: str, kind: str, name: str) -> list[model
             )
         )
     return out
+
+
+def _list(raw: Any, *, where: str, kind: str, name: str) -> list[Any]:
+    """``raw`` as a list (None: empty); raises :class:`~kueue_es.events.manifests.ManifestError` otherwise."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise manifests.ManifestError(kind=kind, name=name, field=where, problem="must be a list")
+    return raw
+
+
+def cel_expressions(raw: Any, *, where: str, kind: str, name: str) -> list[str]:
+    """The ``cel.expression`` of each entry of a ``selectors`` list (DeviceClass or device request), in
+    order; raises :class:`~kueue_es.events.manifests.ManifestError` for an entry without one."""
+    out = []
+    for index, item in enumerate(_list(raw, where=where, kind=kind, name=name)):
+        cel = item.get("cel") if isinstance(item, dict) else None
+        expression = cel.get("expression") if isinstance(cel, dict) else None
+        if not isinstance(expression, str):
+            raise manifests.ManifestError(
+                kind=kind, name=name, field=f"{where}[{index}].cel.expression", problem="must be a string"
+            )
+        out.append(expression)
+    return out
+
+
+def resource_slice(meta: dict[str, Any], spec: Mapping[str, Any], *, name: str) -> models.ResourceSlice:
+    """A ResourceSlice model from its normalized metadata and ``spec``: the driver, the pool's name and
+    each device's attributes and capacity (quantities canonical, as the API server stores them)."""
+    kind = "ResourceSlice"
+    driver = spec.get("driver")
+    if not isinstance(driver, str) or not driver:
+        raise manifests.ManifestError(kind=kind, name=name, field="spec.driver", problem="must be a non-empty string")
+    raw_pool = spec.get("pool")
+    pool: Mapping[str, Any] = raw_pool if isinstance(raw_pool, dict) else {}
+    devices = spec.get("devices") or []
+    if not isinstance(devices, list):
+        raise manifests.ManifestError(kind=kind, name=name, field="spec.devices", problem="must be a list")
+    out = []
+    for index, device in enumerate(devices):
+        where = f"spec.devices[{index}]"
+        if not isinstance(device, dict) or not isinstance(device.get("name"), str):
+            raise manifests.ManifestError(kind=kind, name=name, field=where, problem="must be a mapping with a name")
+        attributes = {}
+        for key, value in (device.get("attributes") or {}).items():
+            try:
+                attributes[str(key)] = msgspec.convert(value, models.DeviceAttribute)
+            except msgspec.ValidationError as err:
+                raise manifests.ManifestError(
+                    kind=kind, name=name, field=f"{where}.attributes[{key}]", problem=str(err)
+                ) from err
+        capacity = {}
+        for key, value in (device.get("capacity") or {}).items():
+            raw_value = value.get("value") if isinstance(value, dict) else None
+            try:
+                capacity[str(key)] = quantities.canonical(raw_value)  # type: ignore[arg-type]
+            except (quantities.QuantityError, TypeError) as err:
+                raise manifests.ManifestError(
+                    kind=kind, name=name, field=f"{where}.capacity[{key}].value", problem="must be a quantity"
+                ) from err
+        out.append(models.SliceDevice(name=device["name"], attributes=attributes, capacity=capacity))
+    return models.ResourceSlice(
+        metadata=msgspec.convert(meta, models.ObjectMeta),
+        driver=driver,
+        pool=str(pool.get("name") or ""),
+        devices=out,
+    )

@@ -618,13 +618,15 @@ class ResourcesConfig(_Model, frozen=True, kw_only=True):
 class ExactDeviceRequest(_Model, frozen=True, kw_only=True):
     """resource.k8s.io/v1 ExactDeviceRequest, the part quota reads: the class, how many devices
     (``allocation_mode`` ExactCount with ``count``, or All), admin access; ``selectors``: how many
-    selectors it has (CEL selectors are not evaluated by kueue-es)."""
+    selectors it has, ``cel``: their CEL expressions in order (Kueue compiles them and matches
+    them against the cluster's ResourceSlices, :mod:`kueue_es.scheduling.dra_cel`)."""
 
     device_class_name: str = ""
     allocation_mode: str = "ExactCount"
     count: int = 1
     admin_access: bool = False
     selectors: int = 0
+    cel: list[str] = []
 
 
 class DeviceRequest(_Model, frozen=True, kw_only=True):
@@ -646,10 +648,42 @@ class ResourceClaimTemplate(_Model, frozen=True, kw_only=True):
 
 class DeviceClass(_Model, frozen=True, kw_only=True):
     """A resource.k8s.io/v1 DeviceClass (cluster-scoped), the part quota reads: the extended
-    resource name its devices may be requested by (``spec.extendedResourceName``, "" when none)."""
+    resource name its devices may be requested by (``spec.extendedResourceName``, "" when none)
+    and the CEL expressions of its ``spec.selectors`` (a device of the class matches them all)."""
 
     metadata: ObjectMeta
     extended_resource_name: str = ""
+    selectors: list[str] = []
+
+
+class DeviceAttribute(_Model, frozen=True, kw_only=True):
+    """One ``attributes`` value of a ResourceSlice device: exactly one of an integer, a boolean, a
+    string or a semantic version (``version``, e.g. ``1.2.3``)."""
+
+    int_value: int | None = msgspec.field(default=None, name="int")
+    bool_value: bool | None = msgspec.field(default=None, name="bool")
+    string_value: str | None = msgspec.field(default=None, name="string")
+    version_value: str | None = msgspec.field(default=None, name="version")
+
+
+class SliceDevice(_Model, frozen=True, kw_only=True):
+    """One device a ResourceSlice publishes, the part CEL selectors read: ``attributes`` and
+    ``capacity`` (quantity strings, e.g. ``80Gi``) by qualified name (``domain/id``; a bare ``id``
+    is in the driver's domain)."""
+
+    name: str
+    attributes: dict[str, DeviceAttribute] = {}
+    capacity: dict[str, str] = {}
+
+
+class ResourceSlice(_Model, frozen=True, kw_only=True):
+    """A resource.k8s.io/v1 ResourceSlice (cluster-scoped): the devices one ``driver`` publishes in
+    pool ``pool`` (Kueue matches device selectors against them, SEMANTICS-ADVANCED F)."""
+
+    metadata: ObjectMeta
+    driver: str
+    pool: str = ""
+    devices: list[SliceDevice] = []
 
 
 #: Kueue's MultiKueue dispatcher names (apis/config/v1beta2 configuration_types.go).

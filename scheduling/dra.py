@@ -24,9 +24,14 @@ The rules, per pod set (amounts are per pod, multiplied by the pod count by the 
 - gate KueueDRAIntegration (on by default) off: a workload with resource claims is refused
   (KueueDRARejectWorkloadsWhenDRADisabled, on by default) or charged for its other requests only.
 
+- the CEL selectors of a template's device requests must compile, and a request with selectors
+  needs ``count`` devices in the cluster's ResourceSlices matching them and its DeviceClass's
+  selectors (each device serving one request of the claim); otherwise the workload is refused
+  until a ResourceSlice, DeviceClass or template changes (:mod:`kueue_es.scheduling.dra_cel`).
+
 Messages are Kueue's: its field errors as Kubernetes prints them (``<field>: <type>: <value>:
-<detail>``). Not done (Kueue does them): CEL selectors are not compiled nor matched against
-ResourceSlices, counter and capacity sources are not charged (the Configuration refuses them).
+<detail>``; several as ``[a, b]``). Not done (Kueue does them): counter and capacity sources are
+not charged (the Configuration refuses them).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from dataclasses import dataclass, field
 
 from kueue_es.events import models
 from kueue_es.projections.cluster import ClusterState
+from kueue_es.scheduling import dra_cel
 
 DRA_GATE = "KueueDRAIntegration"
 EXTENDED_GATE = "KueueDRAIntegrationExtendedResource"
@@ -75,11 +81,12 @@ def charge(
     config: models.Configuration,
     device_classes: Mapping[str, models.DeviceClass],
     claim_templates: Mapping[tuple[str, str], models.ResourceClaimTemplate],
+    resource_slices: Mapping[str, models.ResourceSlice] | None = None,
 ) -> Charge:
     """The DRA :class:`Charge` of ``workload`` (:data:`NO_CHARGE` when it uses no DRA).
 
-    ``device_classes`` by name and ``claim_templates`` by ``(namespace, name)``: the objects the
-    log holds. Never raises: what Kueue refuses is the Charge's ``problem``.
+    ``device_classes`` and ``resource_slices`` by name and ``claim_templates`` by ``(namespace,
+    name)``: the objects the log holds. Never raises: what Kueue refuses is the Charge's ``problem``.
     """
     gates = config.feature_gates
     claims = uses_dra(workload)
@@ -93,6 +100,8 @@ def charge(
     if any(c.resource_claim_name is not None for ps in workload.spec.pod_sets for c in ps.resource_claims):
         return Charge(problem=CLAIMS_MESSAGE)
     mapping = _mapping(config)
+    slices = resource_slices or {}
+    cluster_devices: list[dra_cel.Device] | None = None
     charged: dict[str, dict[str, int]] = {}
     replaced: dict[str, frozenset[str]] = {}
     namespace = workload.metadata.namespace
@@ -112,6 +121,12 @@ def charge(
             counts, problem = _devices_per_class(template, where=where)
             if problem:
                 return Charge(problem=problem)
+            if any(r.exactly is not None and r.exactly.cel for r in template.requests):
+                if cluster_devices is None:
+                    cluster_devices = dra_cel.devices(slices.values())
+                errors = _selectors_against_devices(template, where, device_classes, cluster_devices)
+                if errors:
+                    return Charge(problem=_aggregate(errors))
             for device_class in sorted(counts):
                 resource = mapping.get(device_class)
                 if resource is None:
@@ -190,6 +205,14 @@ def _devices_per_class(template: models.ResourceClaimTemplate, *, where: str) ->
         exact = request.exactly
         if exact is None:
             return {}, f"{at}: Invalid value: null: {prefix}Exactly must be set if FirstAvailable is nil"
+        compile_errors = [
+            f"devices.requests[{k}].exactly.selectors[{i}].cel.expression: Invalid value: {json.dumps(c.expression)}: "
+            f"CEL compilation failed: {c.error}"
+            for i, c in enumerate(map(dra_cel.compile_selector, exact.cel))
+            if c.error
+        ]
+        if compile_errors:
+            return {}, f"{at}.exactly.selectors: Invalid value: null: {prefix}{_aggregate(compile_errors)}"
         if exact.admin_access:
             continue
         mode = exact.allocation_mode
@@ -208,6 +231,67 @@ def _devices_per_class(template: models.ResourceClaimTemplate, *, where: str) ->
     return counts, ""
 
 
+def _selectors_against_devices(
+    template: models.ResourceClaimTemplate,
+    where: str,
+    device_classes: Mapping[str, models.DeviceClass],
+    cluster_devices: list[dra_cel.Device],
+) -> list[str]:
+    """Kueue's errors for the requests of ``template`` with CEL selectors that the cluster's devices cannot
+    serve: a DeviceClass missing or with a bad selector, a selector failing on a device, fewer matching
+    devices than requested (Kueue claims.go validateCELSelectorsAgainstDevices); [] when all can be."""
+    prefix = f"ResourceClaimTemplate {template.metadata.name}: "
+    taken: set[int] = set()
+    errors: list[str] = []
+    for k, request in enumerate(template.requests):
+        exact = request.exactly
+        if exact is None or not exact.cel:
+            continue
+        at = f"{where}.devices.requests[{k}]"
+        class_name = exact.device_class_name
+        class_selectors: list[dra_cel.Compiled] = []
+        if class_name:
+            device_class = device_classes.get(class_name)
+            if device_class is None:
+                errors.append(
+                    f"{at}: Internal error: {prefix}failed to get DeviceClass {class_name}: "
+                    f'deviceclasses.resource.k8s.io "{class_name}" not found'
+                )
+                continue
+            class_selectors = [dra_cel.compile_selector(e) for e in device_class.selectors]
+            bad = next(((i, c) for i, c in enumerate(class_selectors) if c.error), None)
+            if bad is not None:
+                i, c = bad
+                errors.append(
+                    f"{at}[{i}].cel.expression: Invalid value: {json.dumps(c.expression)}: {prefix}"
+                    f"DeviceClass {class_name} has invalid CEL selector: {c.error}"
+                )
+                continue
+        request_selectors = [dra_cel.compile_selector(e) for e in exact.cel]
+        try:
+            matched = dra_cel.count_matching(
+                dra_cel.indexed(cluster_devices), class_selectors, request_selectors, taken, exact.count
+            )
+        except dra_cel.EvaluationError as err:
+            errors.append(
+                f"{at}.exactly.selectors: Invalid value: null: {prefix}CEL evaluation failed for DeviceClass "
+                f"{class_name}: {err}"
+            )
+            continue
+        if matched < exact.count:
+            errors.append(
+                f"{at}.exactly.selectors: Internal error: {prefix}insufficient matching devices for CEL selector in "
+                f"DeviceClass {class_name}: {matched} device(s) match in the cluster but {exact.count} requested"
+            )
+    return errors
+
+
+def _aggregate(messages: list[str]) -> str:
+    """Kubernetes' aggregate of field errors: one as itself, several (repeats dropped) as ``[a, b]``."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
 def charge_in(state: ClusterState, workload: models.Workload) -> Charge:
     """:func:`charge` of ``workload`` against the objects and Configuration ``state`` folded, remembered
     in ``state.caches`` per workload object while the Configuration object and
@@ -223,7 +307,11 @@ def charge_in(state: ClusterState, workload: models.Workload) -> Charge:
     if found is not None and found[0] is workload:
         return found[1]
     result = charge(
-        workload, config=state.configuration, device_classes=state.device_classes, claim_templates=state.claim_templates
+        workload,
+        config=state.configuration,
+        device_classes=state.device_classes,
+        claim_templates=state.claim_templates,
+        resource_slices=state.resource_slices,
     )
     if len(charges) > 4096:
         charges.clear()
