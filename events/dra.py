@@ -172,10 +172,36 @@ def resource_slice(meta: dict[str, Any], spec: Mapping[str, Any], *, name: str) 
                 raise manifests.ManifestError(
                     kind=kind, name=name, field=f"{where}.capacity[{key}].value", problem="must be a quantity"
                 ) from err
-        out.append(models.SliceDevice(name=device["name"], attributes=attributes, capacity=capacity))
+        consumes: dict[str, str] = {}
+        for k, counter_set in enumerate(
+            _list(device.get("consumesCounters"), where=f"{where}.consumesCounters", kind=kind, name=name)
+        ):
+            counters = counter_set.get("counters") if isinstance(counter_set, dict) else None
+            for key, value in (counters or {}).items():
+                raw_value = value.get("value") if isinstance(value, dict) else None
+                try:
+                    amount = quantities.parse_decimal(raw_value)  # type: ignore[arg-type]
+                except (quantities.QuantityError, TypeError) as err:
+                    raise manifests.ManifestError(
+                        kind=kind,
+                        name=name,
+                        field=f"{where}.consumesCounters[{k}].counters[{key}].value",
+                        problem="must be a quantity",
+                    ) from err
+                if key not in consumes or amount > quantities.parse_decimal(consumes[key]):
+                    consumes[str(key)] = quantities.canonical(raw_value)  # type: ignore[arg-type]
+        out.append(
+            models.SliceDevice(
+                name=device["name"], attributes=attributes, capacity=capacity, consumes_counters=consumes
+            )
+        )
+    generation = pool.get("generation", 0)
+    count = pool.get("resourceSliceCount", 1)
     return models.ResourceSlice(
         metadata=msgspec.convert(meta, models.ObjectMeta),
         driver=driver,
         pool=str(pool.get("name") or ""),
+        pool_generation=generation if isinstance(generation, int) else 0,
+        pool_slice_count=count if isinstance(count, int) else 1,
         devices=out,
     )

@@ -596,13 +596,25 @@ class ResourceTransformation(_Model, frozen=True, kw_only=True):
     multiply_by: str | None = None
 
 
+class CounterSource(_Model, frozen=True, kw_only=True):
+    """A ``deviceClassMappings[].sources[].counter``: counter ``name`` in the ``consumesCounters`` of
+    the devices of ``driver`` that CEL expression ``device_selector`` matches."""
+
+    name: str
+    driver: str
+    device_selector: str
+
+
 class DeviceClassMapping(_Model, frozen=True, kw_only=True):
     """One ``resources.deviceClassMappings`` entry (SEMANTICS-ADVANCED F): the devices of the
-    DeviceClasses ``device_class_names`` are charged as quota resource ``name``, one unit a device
-    (Kueue's counter and capacity ``sources`` are refused by :mod:`kueue_es.events.manager_config`)."""
+    DeviceClasses ``device_class_names`` are charged as quota resource ``name``, one unit a device,
+    or, with ``counters`` (its counter ``sources``, partitionable devices), by the counters the
+    matching devices consume (Kueue's capacity sources are refused by
+    :mod:`kueue_es.events.manager_config`)."""
 
     name: str
     device_class_names: list[str]
+    counters: list[CounterSource] = []
 
 
 class ResourcesConfig(_Model, frozen=True, kw_only=True):
@@ -667,13 +679,15 @@ class DeviceAttribute(_Model, frozen=True, kw_only=True):
 
 
 class SliceDevice(_Model, frozen=True, kw_only=True):
-    """One device a ResourceSlice publishes, the part CEL selectors read: ``attributes`` and
-    ``capacity`` (quantity strings, e.g. ``80Gi``) by qualified name (``domain/id``; a bare ``id``
-    is in the driver's domain)."""
+    """One device a ResourceSlice publishes, the part quota reads: ``attributes`` and ``capacity``
+    (quantity strings, e.g. ``80Gi``) by qualified name (``domain/id``; a bare ``id`` is in the
+    driver's domain), and ``consumes_counters``: counter name -> quantity string, over all its
+    ``consumesCounters`` counter sets (the largest where several sets name one counter)."""
 
     name: str
     attributes: dict[str, DeviceAttribute] = {}
     capacity: dict[str, str] = {}
+    consumes_counters: dict[str, str] = {}
 
 
 class ResourceSlice(_Model, frozen=True, kw_only=True):
@@ -683,6 +697,8 @@ class ResourceSlice(_Model, frozen=True, kw_only=True):
     metadata: ObjectMeta
     driver: str
     pool: str = ""
+    pool_generation: int = 0
+    pool_slice_count: int = 1
     devices: list[SliceDevice] = []
 
 

@@ -30,8 +30,10 @@ The rules, per pod set (amounts are per pod, multiplied by the pod count by the 
   until a ResourceSlice, DeviceClass or template changes (:mod:`kueue_es.scheduling.dra_cel`).
 
 Messages are Kueue's: its field errors as Kubernetes prints them (``<field>: <type>: <value>:
-<detail>``; several as ``[a, b]``). Not done (Kueue does them): counter and capacity sources are
-not charged (the Configuration refuses them).
+<detail>``; several as ``[a, b]``). Counter sources (partitionable devices, gate
+KueueDRAIntegrationPartitionableDevices) charge a request of their class the largest consumed
+counter of the devices it matches times its count, instead of the count. Not done (Kueue does
+it): capacity sources are not charged (the Configuration refuses them).
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kueue_es.events import models
+from kueue_es.events import models, quantities
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import dra_cel
 
 DRA_GATE = "KueueDRAIntegration"
 EXTENDED_GATE = "KueueDRAIntegrationExtendedResource"
+PARTITIONABLE_GATE = "KueueDRAIntegrationPartitionableDevices"
 REJECT_WHEN_DISABLED_GATE = "KueueDRARejectWorkloadsWhenDRADisabled"
 DISABLED_MESSAGE = "Workload uses DRA resources but the KueueDRAIntegration feature gate is not enabled"
 CLAIMS_MESSAGE = "KueueDRAIntegration feature does not support use of resource claims"
@@ -100,6 +103,7 @@ def charge(
     if any(c.resource_claim_name is not None for ps in workload.spec.pod_sets for c in ps.resource_claims):
         return Charge(problem=CLAIMS_MESSAGE)
     mapping = _mapping(config)
+    counters = _counters(config) if gates.get(PARTITIONABLE_GATE, True) else {}
     slices = resource_slices or {}
     cluster_devices: list[dra_cel.Device] | None = None
     charged: dict[str, dict[str, int]] = {}
@@ -124,7 +128,9 @@ def charge(
             if any(r.exactly is not None and r.exactly.cel for r in template.requests):
                 if cluster_devices is None:
                     cluster_devices = dra_cel.devices(slices.values())
-                errors = _selectors_against_devices(template, where, device_classes, cluster_devices)
+                errors = _selectors_against_devices(
+                    template, where, device_classes, _counter_scoped(template, config, slices) or cluster_devices
+                )
                 if errors:
                     return Charge(problem=_aggregate(errors))
             for device_class in sorted(counts):
@@ -132,6 +138,8 @@ def charge(
                 if resource is None:
                     detail = f"DeviceClass {device_class} is not mapped in DRA configuration for podset {ps.name}"
                     return Charge(problem=f"{where}.resourceClaimTemplateName: Not found: {json.dumps(detail)}")
+                if counters.get(device_class):
+                    continue  # charged by its counters below
                 amounts[resource] = amounts.get(resource, 0) + counts[device_class]
         if extended:
             swapped: set[str] = set()
@@ -142,12 +150,30 @@ def charge(
                 if backing is None:
                     continue
                 key = mapping.get(backing.metadata.name, resource_name)
+                if backing.metadata.name in mapping and counters.get(backing.metadata.name):
+                    return Charge(
+                        problem=f"spec.podSets[{i}].template.spec.containers[0]: Invalid value: "
+                        f'"{resource_name}": extended resource {resource_name} resolves to DeviceClass '
+                        f"{backing.metadata.name} with counters configured; use ResourceClaimTemplates with CEL "
+                        "selectors for counter-based quota"
+                    )
                 amounts[key] = amounts.get(key, 0) + amount
                 swapped.add(resource_name)
             if swapped:
                 replaced[ps.name] = frozenset(swapped)
         if amounts:
             charged[ps.name] = dict(sorted(amounts.items()))
+    if counters:
+        by_counters, problem = _counter_charges(
+            workload, counters=counters, device_classes=device_classes, claim_templates=claim_templates, slices=slices
+        )
+        if problem:
+            return Charge(problem=problem)
+        for ps_name, amounts in by_counters.items():
+            merged = dict(charged.get(ps_name, {}))
+            for resource, amount in amounts.items():
+                merged[resource] = merged.get(resource, 0) + amount
+            charged[ps_name] = dict(sorted(merged.items()))
     return Charge(charged=charged, replaced=replaced)
 
 
@@ -231,6 +257,135 @@ def _devices_per_class(template: models.ResourceClaimTemplate, *, where: str) ->
     return counts, ""
 
 
+def _counters(config: models.Configuration) -> dict[str, list[tuple[str, models.CounterSource]]]:
+    """DeviceClass name -> (quota resource, counter source) of every mapping naming it (Kueue mapper.go)."""
+    out: dict[str, list[tuple[str, models.CounterSource]]] = {}
+    for mapping in config.resources.device_class_mappings if config.resources else ():
+        for device_class in mapping.device_class_names:
+            out.setdefault(device_class, []).extend((mapping.name, c) for c in mapping.counters)
+    return {k: v for k, v in out.items() if v}
+
+
+def _counter_scoped(
+    template: models.ResourceClaimTemplate, config: models.Configuration, slices: Mapping[str, models.ResourceSlice]
+) -> list[dra_cel.Device] | None:
+    """When every request of ``template`` with selectors is of a class with counter sources, Kueue matches
+    them against the devices of those sources' drivers only; None: against every device."""
+    counters = _counters(config)
+    classes = {r.exactly.device_class_name for r in template.requests if r.exactly is not None and r.exactly.cel}
+    if not classes or not all(counters.get(c) for c in classes):
+        return None
+    drivers = {source.driver for c in classes for _, source in counters[c]}
+    return dra_cel.devices(s for s in slices.values() if s.driver in drivers)
+
+
+def _class_selectors(
+    class_name: str, device_classes: Mapping[str, models.DeviceClass], at: str, prefix: str
+) -> tuple[list[dra_cel.Compiled], str]:
+    """The compiled selectors of DeviceClass ``class_name`` (none for ""), or Kueue's error for a missing class
+    or a selector that does not compile (claims.go resolveAndCompileDeviceClass), prefixed with ``prefix``."""
+    if not class_name:
+        return [], ""
+    device_class = device_classes.get(class_name)
+    if device_class is None:
+        return [], (
+            f'{at}: Internal error: {prefix}failed to get DeviceClass {class_name}: deviceclasses.resource.k8s.io "{class_name}" not found'
+        )
+    compiled = [dra_cel.compile_selector(e) for e in device_class.selectors]
+    for i, c in enumerate(compiled):
+        if c.error:
+            return [], (
+                f"{at}[{i}].cel.expression: Invalid value: {json.dumps(c.expression)}: {prefix}"
+                f"DeviceClass {class_name} has invalid CEL selector: {c.error}"
+            )
+    return compiled, ""
+
+
+def _counter_charges(
+    workload: models.Workload,
+    *,
+    counters: Mapping[str, list[tuple[str, models.CounterSource]]],
+    device_classes: Mapping[str, models.DeviceClass],
+    claim_templates: Mapping[tuple[str, str], models.ResourceClaimTemplate],
+    slices: Mapping[str, models.ResourceSlice],
+) -> tuple[dict[str, dict[str, int]], str]:
+    """Per pod set, the quota the counter sources charge a pod (Kueue counters.go GetCounterResourcesForWorkload):
+    for every request of a class with counter sources, per source, the devices of its driver (complete pools)
+    matching its ``deviceSelector``, the class's and the request's selectors must number ``count`` at least;
+    the charge is the largest ``consumesCounters`` value of the counter among them times ``count``, in the
+    quota resource's units. Or Kueue's message for the first request that cannot be charged."""
+    out: dict[str, dict[str, int]] = {}
+    for i, ps in enumerate(workload.spec.pod_sets):
+        amounts: dict[str, int] = {}
+        for j, claim in enumerate(ps.resource_claims):
+            template = claim_templates.get((workload.metadata.namespace, claim.resource_claim_template_name or ""))
+            if claim.resource_claim_template_name is None or template is None:
+                continue  # a missing template is refused by the device-count pass first
+            claim_path = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
+            for k, request in enumerate(template.requests):
+                exact = request.exactly
+                if exact is None or exact.admin_access or not counters.get(exact.device_class_name):
+                    continue
+                at = f"{claim_path}.devices.requests[{k}]"
+                class_selectors, problem = _class_selectors(exact.device_class_name, device_classes, at, "")
+                if problem:
+                    return {}, problem
+                request_selectors = [dra_cel.compile_selector(e) for e in exact.cel]
+                for quota, source in counters[exact.device_class_name]:
+                    charge, problem = _counter_charge(
+                        source, quota, class_selectors, request_selectors, exact.count, at, slices
+                    )
+                    if problem:
+                        return {}, problem
+                    amounts[quota] = amounts.get(quota, 0) + charge
+        if amounts:
+            out[ps.name] = dict(sorted(amounts.items()))
+    return out, ""
+
+
+def _counter_charge(
+    source: models.CounterSource,
+    quota: str,
+    class_selectors: list[dra_cel.Compiled],
+    request_selectors: list[dra_cel.Compiled],
+    count: int,
+    at: str,
+    slices: Mapping[str, models.ResourceSlice],
+) -> tuple[int, str]:
+    """One counter source's charge for ``count`` devices of one request (counters.go processCounterCharge)."""
+    scope = dra_cel.compile_selector(source.device_selector)
+    if scope.error:
+        return 0, (
+            f"{at}[0].cel.expression: Invalid value: {json.dumps(scope.expression)}: deviceSelector CEL compilation "
+            f"failed: {scope.error}"
+        )
+    matched = []
+    for device in dra_cel.pool_devices(slices.values(), source.driver):
+        for what, selectors in (
+            ("deviceSelector", [scope]),
+            ("DeviceClass selector", class_selectors),
+            ("request selector", request_selectors),
+        ):
+            try:
+                ok = dra_cel.matches(selectors, device)
+            except dra_cel.EvaluationError as err:
+                return 0, f"{at}: Internal error: CEL evaluation error in {what} for device {device.source.name}: {err}"
+            if not ok:
+                break
+        else:
+            matched.append(device.source)
+    if len(matched) < count:
+        return 0, (
+            f"{at}: Internal error: insufficient matching devices for counter driver: {len(matched)} device(s) match "
+            f"but {count} requested"
+        )
+    values = [d.consumes_counters[source.name] for d in matched if source.name in d.consumes_counters]
+    if not values:
+        return 0, f'{at}: Internal error: matched devices have no consumesCounters entry for counter "{source.name}"'
+    largest = max(values, key=quantities.parse_decimal)
+    return quantities.to_amount(quota, largest) * count, ""
+
+
 def _selectors_against_devices(
     template: models.ResourceClaimTemplate,
     where: str,
@@ -249,24 +404,10 @@ def _selectors_against_devices(
             continue
         at = f"{where}.devices.requests[{k}]"
         class_name = exact.device_class_name
-        class_selectors: list[dra_cel.Compiled] = []
-        if class_name:
-            device_class = device_classes.get(class_name)
-            if device_class is None:
-                errors.append(
-                    f"{at}: Internal error: {prefix}failed to get DeviceClass {class_name}: "
-                    f'deviceclasses.resource.k8s.io "{class_name}" not found'
-                )
-                continue
-            class_selectors = [dra_cel.compile_selector(e) for e in device_class.selectors]
-            bad = next(((i, c) for i, c in enumerate(class_selectors) if c.error), None)
-            if bad is not None:
-                i, c = bad
-                errors.append(
-                    f"{at}[{i}].cel.expression: Invalid value: {json.dumps(c.expression)}: {prefix}"
-                    f"DeviceClass {class_name} has invalid CEL selector: {c.error}"
-                )
-                continue
+        class_selectors, problem = _class_selectors(class_name, device_classes, at, prefix)
+        if problem:
+            errors.append(problem)
+            continue
         request_selectors = [dra_cel.compile_selector(e) for e in exact.cel]
         try:
             matched = dra_cel.count_matching(

@@ -172,10 +172,11 @@ def _first_line(err: Exception) -> str:
 
 @dataclass(frozen=True)
 class Device:
-    """A device as selectors see it: its driver and its CEL ``device`` value."""
+    """A device as selectors see it: its driver and its CEL ``device`` value; ``source`` the device as published."""
 
     driver: str
     value: celtypes.MapType
+    source: models.SliceDevice
 
 
 def devices(slices: Iterable[models.ResourceSlice]) -> list[Device]:
@@ -183,8 +184,24 @@ def devices(slices: Iterable[models.ResourceSlice]) -> list[Device]:
     out = []
     for slc in sorted(slices, key=lambda s: s.metadata.name):
         for dev in slc.devices:
-            out.append(Device(driver=slc.driver, value=_device_value(slc.driver, dev)))
+            out.append(Device(driver=slc.driver, value=_device_value(slc.driver, dev), source=dev))
     return out
+
+
+def pool_devices(slices: Iterable[models.ResourceSlice], driver: str) -> list[Device]:
+    """The devices of ``driver`` in its complete pools: per pool the slices of the newest generation, a
+    pool counted only when it has all ``resourceSliceCount`` of them (Kueue counters.go groupSlicesByPool)."""
+    pools: dict[str, list[models.ResourceSlice]] = {}
+    for slc in sorted(slices, key=lambda s: s.metadata.name):
+        if slc.driver != driver:
+            continue
+        have = pools.get(slc.pool)
+        if have is None or slc.pool_generation > have[0].pool_generation:
+            pools[slc.pool] = [slc]
+        elif slc.pool_generation == have[0].pool_generation:
+            have.append(slc)
+    complete = [s for pool in sorted(pools) if len(pools[pool]) == pools[pool][0].pool_slice_count for s in pools[pool]]
+    return devices(complete)
 
 
 def _device_value(driver: str, dev: models.SliceDevice) -> celtypes.MapType:

@@ -267,3 +267,75 @@ async def test_kueues_dra_samples_are_admitted_with_device_quota_charged(tmp_pat
         assert assignment["resourceUsage"]["example.com/gpu"] == "2", assignment
     finally:
         await demo.stop()
+
+
+COUNTER_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+resources:
+  deviceClassMappings:
+  - name: gpu.memory
+    deviceClassNames:
+    - gpu.example.com
+    sources:
+    - counter:
+        name: memory
+        driver: gpu.example.com
+        deviceSelector:
+          cel:
+            expression: "device.driver == 'gpu.example.com'"
+"""
+PARTITIONS = """apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: node-1-gpu.example.com
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: node-1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0-1g
+    consumesCounters:
+    - counterSet: gpu-0-counter-set
+      counters: {memory: {value: 40Gi}}
+  - name: gpu-0-2g
+    consumesCounters:
+    - counterSet: gpu-0-counter-set
+      counters: {memory: {value: 80Gi}}
+"""
+
+
+async def test_kueues_counter_sample_is_charged_the_consumed_counter(tmp_path: Path) -> None:
+    """Kueue's counter-based quota sample (setup_dra.md, 'Set up counter-based quota'): the Configuration maps
+    gpu.example.com to gpu.memory with counter source memory; the node publishes 40Gi and 80Gi partitions; the
+    sample Job's one device is charged the largest, 80Gi (85899345920, as Kueue's docs show it)."""
+    config = tmp_path / "config.yaml"
+    config.write_text(COUNTER_CONFIG)
+    demo = ConfiguredDemo(tmp_path / "demo", config)
+    kubectl = await demo.start()
+    try:
+        dra = EXAMPLES / "dra"
+        await kubectl.ok("apply", "-f", str(dra / "sample-dra-counter-queues.yaml"))
+        await kubectl.ok("apply", "-f", "-", stdin=PARTITIONS)
+        before = set(await workloads(kubectl))
+        assert "job.batch/" in await kubectl.ok("create", "-f", str(dra / "sample-dra-counter-job.yaml"))
+
+        async def admitted_one() -> dict[str, Any] | None:
+            found = await _new_workload(kubectl, before, "sample-dra-counter-job-")
+            return found if found is not None and admitted(found) else None
+
+        workload = await eventually(admitted_one, what="the counter sample admitted")
+        [assignment] = workload["status"]["admission"]["podSetAssignments"]
+        assert assignment["resourceUsage"]["gpu.memory"] == "85899345920", assignment
+
+        async def charged() -> bool:
+            cq = json.loads(await kubectl.ok("get", "clusterqueue", "cluster-queue", "-o", "json"))
+            return _usage(cq, "gpu.memory") == "85899345920"
+
+        await eventually(charged, what="flavorsUsage gpu.memory 85899345920")
+    finally:
+        await demo.stop()
