@@ -103,6 +103,12 @@ def device_requests(raw: Any, *, where: str, kind: str, name: str) -> list[model
                 admin_access=exactly.get("adminAccess") is True,
                 selectors=len(selectors) if isinstance(selectors, list) else 0,
                 cel=cel_expressions(selectors, where=f"{field}.exactly.selectors", kind=kind, name=name),
+                capacity_requests=_quantities(
+                    (exactly.get("capacity") or {}).get("requests"),
+                    where=f"{field}.exactly.capacity.requests",
+                    kind=kind,
+                    name=name,
+                ),
             )
         out.append(
             models.DeviceRequest(
@@ -164,6 +170,7 @@ def resource_slice(meta: dict[str, Any], spec: Mapping[str, Any], *, name: str) 
                     kind=kind, name=name, field=f"{where}.attributes[{key}]", problem=str(err)
                 ) from err
         capacity = {}
+        policies = {}
         for key, value in (device.get("capacity") or {}).items():
             raw_value = value.get("value") if isinstance(value, dict) else None
             try:
@@ -172,6 +179,9 @@ def resource_slice(meta: dict[str, Any], spec: Mapping[str, Any], *, name: str) 
                 raise manifests.ManifestError(
                     kind=kind, name=name, field=f"{where}.capacity[{key}].value", problem="must be a quantity"
                 ) from err
+            policy = value.get("requestPolicy") if isinstance(value, dict) else None
+            if isinstance(policy, dict):
+                policies[str(key)] = _policy(policy, where=f"{where}.capacity[{key}].requestPolicy", name=name)
         consumes: dict[str, str] = {}
         for k, counter_set in enumerate(
             _list(device.get("consumesCounters"), where=f"{where}.consumesCounters", kind=kind, name=name)
@@ -192,7 +202,11 @@ def resource_slice(meta: dict[str, Any], spec: Mapping[str, Any], *, name: str) 
                     consumes[str(key)] = quantities.canonical(raw_value)  # type: ignore[arg-type]
         out.append(
             models.SliceDevice(
-                name=device["name"], attributes=attributes, capacity=capacity, consumes_counters=consumes
+                name=device["name"],
+                attributes=attributes,
+                capacity=capacity,
+                capacity_policies=policies,
+                consumes_counters=consumes,
             )
         )
     generation = pool.get("generation", 0)
@@ -204,4 +218,39 @@ def resource_slice(meta: dict[str, Any], spec: Mapping[str, Any], *, name: str) 
         pool_generation=generation if isinstance(generation, int) else 0,
         pool_slice_count=count if isinstance(count, int) else 1,
         devices=out,
+    )
+
+
+def _quantities(raw: Any, *, where: str, kind: str, name: str) -> dict[str, str]:
+    """A map of quantities (canonical); raises :class:`~kueue_es.events.manifests.ManifestError` otherwise."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise manifests.ManifestError(kind=kind, name=name, field=where, problem="must be a mapping")
+    out = {}
+    for key, value in raw.items():
+        try:
+            out[str(key)] = quantities.canonical(value)
+        except (quantities.QuantityError, TypeError) as err:
+            raise manifests.ManifestError(
+                kind=kind, name=name, field=f"{where}[{key}]", problem="must be a quantity"
+            ) from err
+    return out
+
+
+def _policy(raw: dict[str, Any], *, where: str, name: str) -> models.CapacityPolicy:
+    """A device capacity's ``requestPolicy`` (``default``, ``validValues``, ``validRange``)."""
+    one = _quantities({k: v for k, v in raw.items() if k == "default"}, where=where, kind="ResourceSlice", name=name)
+    valid_range = raw.get("validRange") if isinstance(raw.get("validRange"), dict) else {}
+    bounds = _quantities(valid_range, where=f"{where}.validRange", kind="ResourceSlice", name=name)
+    values = [
+        _quantities({"v": v}, where=f"{where}.validValues", kind="ResourceSlice", name=name)["v"]
+        for v in _list(raw.get("validValues"), where=f"{where}.validValues", kind="ResourceSlice", name=name)
+    ]
+    return models.CapacityPolicy(
+        default=one.get("default"),
+        valid_values=values,
+        valid_min=bounds.get("min"),
+        valid_max=bounds.get("max"),
+        valid_step=bounds.get("step"),
     )

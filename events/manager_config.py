@@ -246,9 +246,15 @@ class _CounterSource(_Strict, frozen=True, kw_only=True):
     device_selector: _DeviceSelector
 
 
+class _CapacitySource(_Strict, frozen=True, kw_only=True):
+    name: str = ""
+    driver: str = ""
+    device_selector: _DeviceSelector
+
+
 class _DeviceClassSource(_Strict, frozen=True, kw_only=True):
     counter: _CounterSource | None = None
-    capacity: dict[str, Any] | None = None
+    capacity: _CapacitySource | None = None
 
 
 class _DeviceClassMapping(_Strict, frozen=True, kw_only=True):
@@ -574,9 +580,7 @@ def _device_class_mappings(
     validateDeviceClassMappings): at most 16 mappings; each name a qualified resource name, not
     repeated; 1 to 8 DeviceClass names, each a qualified name, not repeated in the mapping and not
     mapped to another resource name by an earlier mapping, unless both mappings have counter sources
-    of different counters. Counter ``sources`` need gate KueueDRAIntegrationPartitionableDevices (on
-    by default), a DNS-label counter name, a driver and a CEL ``deviceSelector``; capacity sources
-    (consumable capacity) are refused: kueue-es does not charge them."""
+    of different counters. ``sources``: :func:`_sources`."""
     where = "resources.deviceClassMappings"
     if len(mappings) > 16:
         raise _error(source, where, f"must have at most 16 items, has {len(mappings)}")
@@ -616,10 +620,13 @@ def _device_class_mappings(
                 continue
             mapped[device_class] = mapping.name
             class_counters.setdefault(device_class, {counter_name} if counter_name else set())
-        counters = _counter_sources(mapping.sources, at=f"{at}.sources", gates=gates, source=source)
+        counters, capacities = _sources(mapping.sources, at=f"{at}.sources", gates=gates, source=source)
         out.append(
             models.DeviceClassMapping(
-                name=mapping.name, device_class_names=list(mapping.device_class_names), counters=counters
+                name=mapping.name,
+                device_class_names=list(mapping.device_class_names),
+                counters=counters,
+                capacities=capacities,
             )
         )
     return out
@@ -629,47 +636,66 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
-def _counter_sources(
+def _sources(
     sources: list[_DeviceClassSource], *, at: str, gates: dict[str, bool], source: str
-) -> list[models.CounterSource]:
-    """A mapping's ``sources`` checked as Kueue checks them: exactly one kind a source, counter sources
-    with gate KueueDRAIntegrationPartitionableDevices on, a DNS-label name (at most 63 characters), a
-    lowercase DNS-subdomain driver (at most 63) and a ``deviceSelector`` whose CEL parses."""
-    out = []
+) -> tuple[list[models.CounterSource], list[models.CapacitySource]]:
+    """A mapping's ``sources`` checked as Kueue checks them: exactly one kind a source; counter sources
+    with gate KueueDRAIntegrationPartitionableDevices on (the default) and a DNS-label name (at most 63
+    characters); capacity sources with gate KueueDRAIntegrationConsumableCapacity on (off by default)
+    and a qualified dimension name; each a lowercase DNS-subdomain driver (at most 63) and a
+    ``deviceSelector`` whose CEL parses; counter and capacity sources not mixed in one mapping."""
+    counters: list[models.CounterSource] = []
+    capacities: list[models.CapacitySource] = []
     for index, item in enumerate(sources):
         here = f"{at}[{index}]"
         if (item.counter is None) == (item.capacity is None):
             raise _error(source, here, "exactly one source type must be set per entry")
-        if item.capacity is not None:
-            raise _error(
-                source, f"{here}.capacity", "capacity sources (consumable capacity) are not supported by kueue-es"
-            )
-        counter = item.counter
-        assert counter is not None
-        if not gates.get("KueueDRAIntegrationPartitionableDevices", True):
-            raise _error(
-                source,
-                f"{here}.counter",
-                "counter sources require KueueDRAIntegrationPartitionableDevices to be enabled",
-            )
-        if not counter.name:
-            raise _error(source, f"{here}.counter.name", "Required value")
-        if len(counter.name) > 63 or not _DNS_LABEL.match(counter.name):
-            raise _error(source, f"{here}.counter.name", f"{counter.name!r} is not a DNS-1123 label")
-        if not counter.driver:
-            raise _error(source, f"{here}.counter.driver", "Required value")
-        if len(counter.driver) > 63 or not _DNS_SUBDOMAIN.match(counter.driver):
-            raise _error(source, f"{here}.counter.driver", f"{counter.driver!r} is not a lowercase DNS subdomain")
-        expression = counter.device_selector.cel.expression
-        try:
-            celpy.Environment().compile(expression)
-        except celpy.CELParseError as err:
-            problem = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
-            raise _error(
-                source, f"{here}.counter.deviceSelector.cel.expression", f"CEL compilation failed: {problem}"
-            ) from err
-        out.append(models.CounterSource(name=counter.name, driver=counter.driver, device_selector=expression))
-    return out
+        if item.counter is not None:
+            if not gates.get("KueueDRAIntegrationPartitionableDevices", True):
+                raise _error(
+                    source,
+                    f"{here}.counter",
+                    "counter sources require KueueDRAIntegrationPartitionableDevices to be enabled",
+                )
+            name = item.counter.name
+            if not name:
+                raise _error(source, f"{here}.counter.name", "Required value")
+            if len(name) > 63 or not _DNS_LABEL.match(name):
+                raise _error(source, f"{here}.counter.name", f"{name!r} is not a DNS-1123 label")
+            driver, expression = _source_scope(item.counter, at=f"{here}.counter", source=source)
+            counters.append(models.CounterSource(name=name, driver=driver, device_selector=expression))
+        elif item.capacity is not None:
+            if not gates.get("KueueDRAIntegrationConsumableCapacity", False):
+                raise _error(
+                    source,
+                    f"{here}.capacity",
+                    "capacity sources require KueueDRAIntegrationConsumableCapacity to be enabled",
+                )
+            name = item.capacity.name
+            if not name or len(name) > 63 + 1 + 32 or not _LABEL_KEY.match(name):
+                raise _error(source, f"{here}.capacity.name", f"{name!r} is not a qualified name")
+            driver, expression = _source_scope(item.capacity, at=f"{here}.capacity", source=source)
+            capacities.append(models.CapacitySource(name=name, driver=driver, device_selector=expression))
+    if counters and capacities:
+        raise _error(
+            source, at, f"Invalid value: {len(sources)}: cannot mix counter and capacity sources in the same mapping"
+        )
+    return counters, capacities
+
+
+def _source_scope(item: _CounterSource | _CapacitySource, *, at: str, source: str) -> tuple[str, str]:
+    """A source's driver (a lowercase DNS subdomain, at most 63 characters) and ``deviceSelector`` CEL (it must parse)."""
+    if not item.driver:
+        raise _error(source, f"{at}.driver", "Required value")
+    if len(item.driver) > 63 or not _DNS_SUBDOMAIN.match(item.driver):
+        raise _error(source, f"{at}.driver", f"{item.driver!r} is not a lowercase DNS subdomain")
+    expression = item.device_selector.cel.expression
+    try:
+        celpy.Environment().compile(expression)
+    except celpy.CELParseError as err:
+        problem = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        raise _error(source, f"{at}.deviceSelector.cel.expression", f"CEL compilation failed: {problem}") from err
+    return item.driver, expression
 
 
 def _frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:

@@ -605,6 +605,15 @@ class CounterSource(_Model, frozen=True, kw_only=True):
     device_selector: str
 
 
+class CapacitySource(_Model, frozen=True, kw_only=True):
+    """A ``deviceClassMappings[].sources[].capacity``: capacity dimension ``name`` of the devices of
+    ``driver`` that CEL expression ``device_selector`` matches (consumable capacity)."""
+
+    name: str
+    driver: str
+    device_selector: str
+
+
 class DeviceClassMapping(_Model, frozen=True, kw_only=True):
     """One ``resources.deviceClassMappings`` entry (SEMANTICS-ADVANCED F): the devices of the
     DeviceClasses ``device_class_names`` are charged as quota resource ``name``, one unit a device,
@@ -615,6 +624,7 @@ class DeviceClassMapping(_Model, frozen=True, kw_only=True):
     name: str
     device_class_names: list[str]
     counters: list[CounterSource] = []
+    capacities: list[CapacitySource] = []
 
 
 class ResourcesConfig(_Model, frozen=True, kw_only=True):
@@ -639,6 +649,7 @@ class ExactDeviceRequest(_Model, frozen=True, kw_only=True):
     admin_access: bool = False
     selectors: int = 0
     cel: list[str] = []
+    capacity_requests: dict[str, str] = {}  # ``capacity.requests``: dimension -> quantity (consumable capacity)
 
 
 class DeviceRequest(_Model, frozen=True, kw_only=True):
@@ -678,6 +689,18 @@ class DeviceAttribute(_Model, frozen=True, kw_only=True):
     version_value: str | None = msgspec.field(default=None, name="version")
 
 
+class CapacityPolicy(_Model, frozen=True, kw_only=True):
+    """A device capacity's ``requestPolicy`` (quantity strings): the ``default`` charged when a request
+    names no amount, and the amounts a request is rounded up to: ``valid_values`` (ascending) or the
+    range ``valid_min`` + n x ``valid_step`` up to ``valid_max``."""
+
+    default: str | None = None
+    valid_values: list[str] = []
+    valid_min: str | None = None
+    valid_max: str | None = None
+    valid_step: str | None = None
+
+
 class SliceDevice(_Model, frozen=True, kw_only=True):
     """One device a ResourceSlice publishes, the part quota reads: ``attributes`` and ``capacity``
     (quantity strings, e.g. ``80Gi``) by qualified name (``domain/id``; a bare ``id`` is in the
@@ -687,6 +710,7 @@ class SliceDevice(_Model, frozen=True, kw_only=True):
     name: str
     attributes: dict[str, DeviceAttribute] = {}
     capacity: dict[str, str] = {}
+    capacity_policies: dict[str, CapacityPolicy] = {}
     consumes_counters: dict[str, str] = {}
 
 

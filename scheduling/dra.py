@@ -32,15 +32,19 @@ The rules, per pod set (amounts are per pod, multiplied by the pod count by the 
 Messages are Kueue's: its field errors as Kubernetes prints them (``<field>: <type>: <value>:
 <detail>``; several as ``[a, b]``). Counter sources (partitionable devices, gate
 KueueDRAIntegrationPartitionableDevices) charge a request of their class the largest consumed
-counter of the devices it matches times its count, instead of the count. Not done (Kueue does
-it): capacity sources are not charged (the Configuration refuses them).
+counter of the devices it matches times its count, instead of the count; capacity sources (gate
+KueueDRAIntegrationConsumableCapacity, off by default) the capacity it asks, rounded by the
+devices' request policies.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
 
 from kueue_es.events import models, quantities
 from kueue_es.projections.cluster import ClusterState
@@ -49,6 +53,7 @@ from kueue_es.scheduling import dra_cel
 DRA_GATE = "KueueDRAIntegration"
 EXTENDED_GATE = "KueueDRAIntegrationExtendedResource"
 PARTITIONABLE_GATE = "KueueDRAIntegrationPartitionableDevices"
+CAPACITY_GATE = "KueueDRAIntegrationConsumableCapacity"
 REJECT_WHEN_DISABLED_GATE = "KueueDRARejectWorkloadsWhenDRADisabled"
 DISABLED_MESSAGE = "Workload uses DRA resources but the KueueDRAIntegration feature gate is not enabled"
 CLAIMS_MESSAGE = "KueueDRAIntegration feature does not support use of resource claims"
@@ -104,6 +109,7 @@ def charge(
         return Charge(problem=CLAIMS_MESSAGE)
     mapping = _mapping(config)
     counters = _counters(config) if gates.get(PARTITIONABLE_GATE, True) else {}
+    capacities = _capacities(config) if gates.get(CAPACITY_GATE, False) else {}
     slices = resource_slices or {}
     cluster_devices: list[dra_cel.Device] | None = None
     charged: dict[str, dict[str, int]] = {}
@@ -138,8 +144,8 @@ def charge(
                 if resource is None:
                     detail = f"DeviceClass {device_class} is not mapped in DRA configuration for podset {ps.name}"
                     return Charge(problem=f"{where}.resourceClaimTemplateName: Not found: {json.dumps(detail)}")
-                if counters.get(device_class):
-                    continue  # charged by its counters below
+                if counters.get(device_class) or capacities.get(device_class):
+                    continue  # charged by its counters or capacity below
                 amounts[resource] = amounts.get(resource, 0) + counts[device_class]
         if extended:
             swapped: set[str] = set()
@@ -157,19 +163,34 @@ def charge(
                         f"{backing.metadata.name} with counters configured; use ResourceClaimTemplates with CEL "
                         "selectors for counter-based quota"
                     )
+                if backing.metadata.name in mapping and capacities.get(backing.metadata.name):
+                    return Charge(
+                        problem=f"spec.podSets[{i}].template.spec.containers[0]: Invalid value: "
+                        f'"{resource_name}": extended resource {resource_name} resolves to DeviceClass '
+                        f"{backing.metadata.name} with capacity sources configured; use ResourceClaimTemplates with "
+                        "capacity.requests for capacity-based quota"
+                    )
                 amounts[key] = amounts.get(key, 0) + amount
                 swapped.add(resource_name)
             if swapped:
                 replaced[ps.name] = frozenset(swapped)
         if amounts:
             charged[ps.name] = dict(sorted(amounts.items()))
-    if counters:
-        by_counters, problem = _counter_charges(
-            workload, counters=counters, device_classes=device_classes, claim_templates=claim_templates, slices=slices
+    for sources, charge_one in ((counters, _counter_charge), (capacities, _capacity_charge)):
+        if not sources:
+            continue
+        by_sources, problem = _source_charges(
+            workload,
+            sources=sources,
+            charge_one=charge_one,
+            mapping=mapping,
+            device_classes=device_classes,
+            claim_templates=claim_templates,
+            slices=slices,
         )
         if problem:
             return Charge(problem=problem)
-        for ps_name, amounts in by_counters.items():
+        for ps_name, amounts in by_sources.items():
             merged = dict(charged.get(ps_name, {}))
             for resource, amount in amounts.items():
                 merged[resource] = merged.get(resource, 0) + amount
@@ -301,19 +322,46 @@ def _class_selectors(
     return compiled, ""
 
 
-def _counter_charges(
+def _capacities(config: models.Configuration) -> dict[str, list[tuple[str, models.CapacitySource]]]:
+    """DeviceClass name -> (quota resource, capacity source) of every mapping naming it; the quota resource
+    is the class's first mapping's name (Kueue mapper.go, capacity.go)."""
+    first = _mapping(config)
+    out: dict[str, list[tuple[str, models.CapacitySource]]] = {}
+    for mapping in config.resources.device_class_mappings if config.resources else ():
+        for device_class in mapping.device_class_names:
+            out.setdefault(device_class, []).extend((first[device_class], c) for c in mapping.capacities)
+    return {k: v for k, v in out.items() if v}
+
+
+Source = models.CounterSource | models.CapacitySource
+ChargeOne = Callable[
+    [
+        Any,
+        str,
+        list[dra_cel.Compiled],
+        list[dra_cel.Compiled],
+        models.ExactDeviceRequest,
+        str,
+        Mapping[str, models.ResourceSlice],
+    ],
+    tuple[int, str],
+]
+
+
+def _source_charges(
     workload: models.Workload,
     *,
-    counters: Mapping[str, list[tuple[str, models.CounterSource]]],
+    sources: Mapping[str, Sequence[tuple[str, Source]]],
+    charge_one: ChargeOne,
+    mapping: Mapping[str, str],
     device_classes: Mapping[str, models.DeviceClass],
     claim_templates: Mapping[tuple[str, str], models.ResourceClaimTemplate],
     slices: Mapping[str, models.ResourceSlice],
 ) -> tuple[dict[str, dict[str, int]], str]:
-    """Per pod set, the quota the counter sources charge a pod (Kueue counters.go GetCounterResourcesForWorkload):
-    for every request of a class with counter sources, per source, the devices of its driver (complete pools)
-    matching its ``deviceSelector``, the class's and the request's selectors must number ``count`` at least;
-    the charge is the largest ``consumesCounters`` value of the counter among them times ``count``, in the
-    quota resource's units. Or Kueue's message for the first request that cannot be charged."""
+    """Per pod set, the quota the counter (or capacity) sources charge a pod (Kueue counters.go
+    GetCounterResourcesForWorkload, capacity.go DetermineCapacityResourcesForWorkload): every request of a
+    class with such sources is charged by ``charge_one`` per source, or Kueue's message for the first
+    request that cannot be charged."""
     out: dict[str, dict[str, int]] = {}
     for i, ps in enumerate(workload.spec.pod_sets):
         amounts: dict[str, int] = {}
@@ -324,17 +372,17 @@ def _counter_charges(
             claim_path = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
             for k, request in enumerate(template.requests):
                 exact = request.exactly
-                if exact is None or exact.admin_access or not counters.get(exact.device_class_name):
+                if exact is None or exact.admin_access or not sources.get(exact.device_class_name):
+                    continue
+                if exact.device_class_name not in mapping:
                     continue
                 at = f"{claim_path}.devices.requests[{k}]"
                 class_selectors, problem = _class_selectors(exact.device_class_name, device_classes, at, "")
                 if problem:
                     return {}, problem
                 request_selectors = [dra_cel.compile_selector(e) for e in exact.cel]
-                for quota, source in counters[exact.device_class_name]:
-                    charge, problem = _counter_charge(
-                        source, quota, class_selectors, request_selectors, exact.count, at, slices
-                    )
+                for quota, source in sources[exact.device_class_name]:
+                    charge, problem = charge_one(source, quota, class_selectors, request_selectors, exact, at, slices)
                     if problem:
                         return {}, problem
                     amounts[quota] = amounts.get(quota, 0) + charge
@@ -343,47 +391,131 @@ def _counter_charges(
     return out, ""
 
 
-def _counter_charge(
-    source: models.CounterSource,
-    quota: str,
+def _source_devices(
+    source: Source,
+    kind: str,
     class_selectors: list[dra_cel.Compiled],
     request_selectors: list[dra_cel.Compiled],
     count: int,
     at: str,
     slices: Mapping[str, models.ResourceSlice],
-) -> tuple[int, str]:
-    """One counter source's charge for ``count`` devices of one request (counters.go processCounterCharge)."""
+) -> tuple[list[models.SliceDevice], str]:
+    """The devices of a ``kind`` (counter or capacity) source's driver (complete pools) matching its
+    ``deviceSelector``, the class's and the request's selectors (counters.go matchDevicesForSource), at
+    least ``count`` of them; or Kueue's message."""
     scope = dra_cel.compile_selector(source.device_selector)
     if scope.error:
-        return 0, (
+        return [], (
             f"{at}[0].cel.expression: Invalid value: {json.dumps(scope.expression)}: deviceSelector CEL compilation "
             f"failed: {scope.error}"
         )
     matched = []
+    stages = (
+        ("deviceSelector", [scope]),
+        ("DeviceClass selector", class_selectors),
+        ("request selector", request_selectors),
+    )
     for device in dra_cel.pool_devices(slices.values(), source.driver):
-        for what, selectors in (
-            ("deviceSelector", [scope]),
-            ("DeviceClass selector", class_selectors),
-            ("request selector", request_selectors),
-        ):
+        for what, selectors in stages:
             try:
                 ok = dra_cel.matches(selectors, device)
             except dra_cel.EvaluationError as err:
-                return 0, f"{at}: Internal error: CEL evaluation error in {what} for device {device.source.name}: {err}"
+                return (
+                    [],
+                    f"{at}: Internal error: CEL evaluation error in {what} for device {device.source.name}: {err}",
+                )
             if not ok:
                 break
         else:
             matched.append(device.source)
     if len(matched) < count:
-        return 0, (
-            f"{at}: Internal error: insufficient matching devices for counter driver: {len(matched)} device(s) match "
+        return [], (
+            f"{at}: Internal error: insufficient matching devices for {kind} driver: {len(matched)} device(s) match "
             f"but {count} requested"
         )
+    return matched, ""
+
+
+def _counter_charge(
+    source: models.CounterSource,
+    quota: str,
+    class_selectors: list[dra_cel.Compiled],
+    request_selectors: list[dra_cel.Compiled],
+    exact: models.ExactDeviceRequest,
+    at: str,
+    slices: Mapping[str, models.ResourceSlice],
+) -> tuple[int, str]:
+    """One counter source's charge for one request: the largest consumed counter of the matching devices
+    times ``count`` (counters.go processCounterCharge)."""
+    matched, problem = _source_devices(source, "counter", class_selectors, request_selectors, exact.count, at, slices)
+    if problem:
+        return 0, problem
     values = [d.consumes_counters[source.name] for d in matched if source.name in d.consumes_counters]
     if not values:
         return 0, f'{at}: Internal error: matched devices have no consumesCounters entry for counter "{source.name}"'
     largest = max(values, key=quantities.parse_decimal)
-    return quantities.to_amount(quota, largest) * count, ""
+    return quantities.to_amount(quota, largest) * exact.count, ""
+
+
+def _capacity_charge(
+    source: models.CapacitySource,
+    quota: str,
+    class_selectors: list[dra_cel.Compiled],
+    request_selectors: list[dra_cel.Compiled],
+    exact: models.ExactDeviceRequest,
+    at: str,
+    slices: Mapping[str, models.ResourceSlice],
+) -> tuple[int, str]:
+    """One capacity source's charge for one request (capacity.go processCapacityCharge): per matching device
+    with the dimension, the request's ``capacity.requests`` amount (else the policy's default, else the whole
+    capacity) rounded up by the device's requestPolicy; the largest, times ``count``."""
+    matched, problem = _source_devices(source, "capacity", class_selectors, request_selectors, exact.count, at, slices)
+    if problem:
+        return 0, problem
+    asked = exact.capacity_requests.get(source.name)
+    found = False
+    charges = []
+    for device in matched:
+        value = device.capacity.get(source.name)
+        if value is None:
+            continue
+        found = True
+        policy = device.capacity_policies.get(source.name)
+        base = asked or (policy.default if policy and policy.default else None) or value
+        rounded = _round_to_policy(quantities.parse_decimal(base), policy)
+        if rounded is not None:
+            charges.append(rounded)
+    if not found:
+        return 0, f'{at}: Internal error: matched devices have no capacity dimension "{source.name}"'
+    if not charges:
+        return 0, (
+            f"{at}: Invalid value: null: capacity request cannot be satisfied by any matched device's RequestPolicy "
+            f'for dimension "{source.name}"'
+        )
+    return quantities.to_amount(quota, str(max(charges))) * exact.count, ""
+
+
+def _round_to_policy(base: Decimal, policy: models.CapacityPolicy | None) -> Decimal | None:
+    """``base`` rounded up to the policy's next valid value, or into its range at ``min`` + n x ``step``;
+    None when it exceeds them (capacity.go roundToPolicy)."""
+    if policy is None:
+        return base
+    if policy.valid_values:
+        return next((v for v in map(quantities.parse_decimal, policy.valid_values) if v >= base), None)
+    if policy.valid_min is None and policy.valid_max is None and policy.valid_step is None:
+        return base
+    value = Decimal(math.ceil(base))
+    low = quantities.parse_decimal(policy.valid_min) if policy.valid_min is not None else None
+    if low is not None:
+        low = Decimal(math.ceil(low))
+        value = max(value, low)
+        if policy.valid_step is not None:
+            step = Decimal(math.ceil(quantities.parse_decimal(policy.valid_step)))
+            if step > 0 and (value - low) % step:
+                value = low + ((value - low) // step + 1) * step
+    if policy.valid_max is not None and value > Decimal(math.ceil(quantities.parse_decimal(policy.valid_max))):
+        return None
+    return value
 
 
 def _selectors_against_devices(

@@ -116,14 +116,22 @@ def test_counter_sources_are_read_from_the_configuration() -> None:
 @pytest.mark.parametrize(
     ("change", "gates", "problem"),
     [
-        (("counter:", "capacity: {name: memory}\n      counter:"), "", "exactly one source type must be set per entry"),
         (
             (
-                "    - counter:\n        name: memory\n        driver: gpu.example.com\n        deviceSelector: {cel: {expression: \"device.driver == 'gpu.example.com'\"}}\n",
-                "    - capacity: {name: memory}\n",
+                "counter:",
+                "capacity: {name: memory, driver: d, deviceSelector: {cel: {expression: 'true'}}}\n      counter:",
             ),
-            "",
-            r"capacity sources \(consumable capacity\) are not supported",
+            "KueueDRAIntegrationConsumableCapacity=true",
+            "exactly one source type must be set per entry",
+        ),
+        (("counter:", "capacity:"), "", "capacity sources require KueueDRAIntegrationConsumableCapacity to be enabled"),
+        (
+            (
+                "    sources:\n",
+                "    sources:\n    - capacity: {name: memory, driver: d, deviceSelector: {cel: {expression: 'true'}}}\n",
+            ),
+            "KueueDRAIntegrationConsumableCapacity=true",
+            "cannot mix counter and capacity sources in the same mapping",
         ),
         (
             ("", ""),
@@ -186,3 +194,57 @@ def test_with_the_gate_off_the_mapping_charges_devices() -> None:
         resources=config.resources, feature_gates={"KueueDRAIntegrationPartitionableDevices": False}
     )
     assert _charge(_template(count=2), PARTITIONS, config=off).charged == {"main": {"gpu.memory": 2}}
+
+
+CAPACITY_CONFIG = CONFIG.replace("counter:", "capacity:")
+SHARED = dra_events.dra_fact(
+    {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "shared"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": "gpu-0",
+                    "allowMultipleAllocations": True,
+                    "capacity": {
+                        "memory": {
+                            "value": "80Gi",
+                            "requestPolicy": {
+                                "default": "8Gi",
+                                "validRange": {"min": "4Gi", "max": "40Gi", "step": "4Gi"},
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+).resource_slice
+
+
+def _capacity_template(request: str = "") -> models.ResourceClaimTemplate:
+    exactly: dict[str, Any] = {"deviceClassName": "gpu.example.com"}
+    if request:
+        exactly["capacity"] = {"requests": {"memory": request}}
+    spec = {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}
+    meta = {"name": "t", "namespace": "default"}
+    return dra_events.dra_fact(
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": meta, "spec": spec}
+    ).resource_claim_template
+
+
+def test_capacity_sources_charge_the_requested_capacity_rounded_by_the_device_policy() -> None:
+    config = _config(CAPACITY_CONFIG, "KueueDRAIntegrationConsumableCapacity=true")
+    assert config.resources.device_class_mappings[0].capacities[0].name == "memory"
+    assert _charge(_capacity_template("10Gi"), SHARED, config=config).charged == {"main": {"gpu.memory": 12 * GI}}
+    assert _charge(_capacity_template(), SHARED, config=config).charged == {"main": {"gpu.memory": 8 * GI}}
+    assert _charge(_capacity_template("50Gi"), SHARED, config=config).problem == (
+        f"{REQ}: Invalid value: null: capacity request cannot be satisfied by any matched device's RequestPolicy "
+        'for dimension "memory"'
+    )
+    assert _charge(_capacity_template(), PARTITIONS, config=config).problem == (
+        f'{REQ}: Internal error: matched devices have no capacity dimension "memory"'
+    )
