@@ -22,19 +22,23 @@ from typing import Any
 
 import msgspec
 
-from kueue_es.events import manifests, models, types
+from kueue_es.events import manifests, models, quantities, types
 
 RESOURCE_API = "resource.k8s.io/v1"
 #: The DRA kinds whose objects go on the log, by (apiVersion, kind).
-DRA_KINDS = frozenset({(RESOURCE_API, "DeviceClass"), (RESOURCE_API, "ResourceClaimTemplate")})
+DRA_KINDS = frozenset(
+    {(RESOURCE_API, "DeviceClass"), (RESOURCE_API, "ResourceClaimTemplate"), (RESOURCE_API, "ResourceSlice")}
+)
+DraFact = types.DeviceClassObserved | types.ResourceClaimTemplateObserved | types.ResourceSliceObserved
 
 
-def dra_fact(manifest: Mapping[str, Any]) -> types.DeviceClassObserved | types.ResourceClaimTemplateObserved:
-    """The fact for a resource.k8s.io/v1 DeviceClass or ResourceClaimTemplate manifest.
+def dra_fact(manifest: Mapping[str, Any]) -> DraFact:
+    """The fact for a resource.k8s.io/v1 DeviceClass, ResourceClaimTemplate or ResourceSlice manifest.
 
     Raises :class:`kueue_es.events.manifests.ManifestError` naming the field for another kind,
-    a missing or invalid name, or a device request that is not a mapping or has a
-    non-integer ``count``.
+    a missing or invalid name, a device request that is not a mapping or has a non-integer
+    ``count``, a selector without a string ``cel.expression``, or a ResourceSlice without
+    ``spec.driver``.
     """
     raw = dict(manifest)
     kind, name = manifests.describe(raw)
@@ -56,9 +60,13 @@ def dra_fact(manifest: Mapping[str, Any]) -> types.DeviceClassObserved | types.R
             )
         return types.DeviceClassObserved(
             device_class=models.DeviceClass(
-                metadata=msgspec.convert(meta, models.ObjectMeta), extended_resource_name=extended
+                metadata=msgspec.convert(meta, models.ObjectMeta),
+                extended_resource_name=extended,
+                selectors=cel_expressions(spec.get("selectors"), where="spec.selectors", kind=kind, name=name),
             )
         )
+    if kind == "ResourceSlice":
+        return types.ResourceSliceObserved(resource_slice=resource_slice(meta, spec, name=name))
     meta.setdefault("namespace", "default")
     claim_spec = spec.get("spec") or {}
     devices = claim_spec.get("devices") if isinstance(claim_spec, dict) else None
@@ -73,12 +81,8 @@ def dra_fact(manifest: Mapping[str, Any]) -> types.DeviceClassObserved | types.R
 
 def device_requests(raw: Any, *, where: str, kind: str, name: str) -> list[models.DeviceRequest]:
     """``devices.requests`` of a ResourceClaim(Template) spec, with the API server's defaults."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise manifests.ManifestError(kind=kind, name=name, field=where, problem="must be a list")
     out = []
-    for index, item in enumerate(raw):
+    for index, item in enumerate(_list(raw, where=where, kind=kind, name=name)):
         field = f"{where}[{index}]"
         if not isinstance(item, dict):
             raise manifests.ManifestError(kind=kind, name=name, field=field, problem="must be a mapping")
@@ -98,6 +102,13 @@ def device_requests(raw: Any, *, where: str, kind: str, name: str) -> list[model
                 count=count,
                 admin_access=exactly.get("adminAccess") is True,
                 selectors=len(selectors) if isinstance(selectors, list) else 0,
+                cel=cel_expressions(selectors, where=f"{field}.exactly.selectors", kind=kind, name=name),
+                capacity_requests=_quantities(
+                    (exactly.get("capacity") or {}).get("requests"),
+                    where=f"{field}.exactly.capacity.requests",
+                    kind=kind,
+                    name=name,
+                ),
             )
         out.append(
             models.DeviceRequest(
@@ -107,3 +118,139 @@ def device_requests(raw: Any, *, where: str, kind: str, name: str) -> list[model
             )
         )
     return out
+
+
+def _list(raw: Any, *, where: str, kind: str, name: str) -> list[Any]:
+    """``raw`` as a list (None: empty); raises :class:`~kueue_es.events.manifests.ManifestError` otherwise."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise manifests.ManifestError(kind=kind, name=name, field=where, problem="must be a list")
+    return raw
+
+
+def cel_expressions(raw: Any, *, where: str, kind: str, name: str) -> list[str]:
+    """The ``cel.expression`` of each entry of a ``selectors`` list (DeviceClass or device request), in
+    order; raises :class:`~kueue_es.events.manifests.ManifestError` for an entry without one."""
+    out = []
+    for index, item in enumerate(_list(raw, where=where, kind=kind, name=name)):
+        cel = item.get("cel") if isinstance(item, dict) else None
+        expression = cel.get("expression") if isinstance(cel, dict) else None
+        if not isinstance(expression, str):
+            raise manifests.ManifestError(
+                kind=kind, name=name, field=f"{where}[{index}].cel.expression", problem="must be a string"
+            )
+        out.append(expression)
+    return out
+
+
+def resource_slice(meta: dict[str, Any], spec: Mapping[str, Any], *, name: str) -> models.ResourceSlice:
+    """A ResourceSlice model from its normalized metadata and ``spec``: the driver, the pool's name and
+    each device's attributes and capacity (quantities canonical, as the API server stores them)."""
+    kind = "ResourceSlice"
+    driver = spec.get("driver")
+    if not isinstance(driver, str) or not driver:
+        raise manifests.ManifestError(kind=kind, name=name, field="spec.driver", problem="must be a non-empty string")
+    raw_pool = spec.get("pool")
+    pool: Mapping[str, Any] = raw_pool if isinstance(raw_pool, dict) else {}
+    devices = spec.get("devices") or []
+    if not isinstance(devices, list):
+        raise manifests.ManifestError(kind=kind, name=name, field="spec.devices", problem="must be a list")
+    out = []
+    for index, device in enumerate(devices):
+        where = f"spec.devices[{index}]"
+        if not isinstance(device, dict) or not isinstance(device.get("name"), str):
+            raise manifests.ManifestError(kind=kind, name=name, field=where, problem="must be a mapping with a name")
+        attributes = {}
+        for key, value in (device.get("attributes") or {}).items():
+            try:
+                attributes[str(key)] = msgspec.convert(value, models.DeviceAttribute)
+            except msgspec.ValidationError as err:
+                raise manifests.ManifestError(
+                    kind=kind, name=name, field=f"{where}.attributes[{key}]", problem=str(err)
+                ) from err
+        capacity = {}
+        policies = {}
+        for key, value in (device.get("capacity") or {}).items():
+            raw_value = value.get("value") if isinstance(value, dict) else None
+            try:
+                capacity[str(key)] = quantities.canonical(raw_value)  # type: ignore[arg-type]
+            except (quantities.QuantityError, TypeError) as err:
+                raise manifests.ManifestError(
+                    kind=kind, name=name, field=f"{where}.capacity[{key}].value", problem="must be a quantity"
+                ) from err
+            policy = value.get("requestPolicy") if isinstance(value, dict) else None
+            if isinstance(policy, dict):
+                policies[str(key)] = _policy(policy, where=f"{where}.capacity[{key}].requestPolicy", name=name)
+        consumes: dict[str, str] = {}
+        for k, counter_set in enumerate(
+            _list(device.get("consumesCounters"), where=f"{where}.consumesCounters", kind=kind, name=name)
+        ):
+            counters = counter_set.get("counters") if isinstance(counter_set, dict) else None
+            for key, value in (counters or {}).items():
+                raw_value = value.get("value") if isinstance(value, dict) else None
+                try:
+                    amount = quantities.parse_decimal(raw_value)  # type: ignore[arg-type]
+                except (quantities.QuantityError, TypeError) as err:
+                    raise manifests.ManifestError(
+                        kind=kind,
+                        name=name,
+                        field=f"{where}.consumesCounters[{k}].counters[{key}].value",
+                        problem="must be a quantity",
+                    ) from err
+                if key not in consumes or amount > quantities.parse_decimal(consumes[key]):
+                    consumes[str(key)] = quantities.canonical(raw_value)  # type: ignore[arg-type]
+        out.append(
+            models.SliceDevice(
+                name=device["name"],
+                attributes=attributes,
+                capacity=capacity,
+                capacity_policies=policies,
+                consumes_counters=consumes,
+            )
+        )
+    generation = pool.get("generation", 0)
+    count = pool.get("resourceSliceCount", 1)
+    return models.ResourceSlice(
+        metadata=msgspec.convert(meta, models.ObjectMeta),
+        driver=driver,
+        pool=str(pool.get("name") or ""),
+        pool_generation=generation if isinstance(generation, int) else 0,
+        pool_slice_count=count if isinstance(count, int) else 1,
+        devices=out,
+    )
+
+
+def _quantities(raw: Any, *, where: str, kind: str, name: str) -> dict[str, str]:
+    """A map of quantities (canonical); raises :class:`~kueue_es.events.manifests.ManifestError` otherwise."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise manifests.ManifestError(kind=kind, name=name, field=where, problem="must be a mapping")
+    out = {}
+    for key, value in raw.items():
+        try:
+            out[str(key)] = quantities.canonical(value)
+        except (quantities.QuantityError, TypeError) as err:
+            raise manifests.ManifestError(
+                kind=kind, name=name, field=f"{where}[{key}]", problem="must be a quantity"
+            ) from err
+    return out
+
+
+def _policy(raw: dict[str, Any], *, where: str, name: str) -> models.CapacityPolicy:
+    """A device capacity's ``requestPolicy`` (``default``, ``validValues``, ``validRange``)."""
+    one = _quantities({k: v for k, v in raw.items() if k == "default"}, where=where, kind="ResourceSlice", name=name)
+    valid_range = raw.get("validRange") if isinstance(raw.get("validRange"), dict) else {}
+    bounds = _quantities(valid_range, where=f"{where}.validRange", kind="ResourceSlice", name=name)
+    values = [
+        _quantities({"v": v}, where=f"{where}.validValues", kind="ResourceSlice", name=name)["v"]
+        for v in _list(raw.get("validValues"), where=f"{where}.validValues", kind="ResourceSlice", name=name)
+    ]
+    return models.CapacityPolicy(
+        default=one.get("default"),
+        valid_values=values,
+        valid_min=bounds.get("min"),
+        valid_max=bounds.get("max"),
+        valid_step=bounds.get("step"),
+    )

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import celpy
 import msgspec
 
 from kueue_es.events import models, slices
@@ -231,10 +232,35 @@ class _Transformation(_Strict, frozen=True, kw_only=True):
     outputs: dict[str, str | int | float] = {}
 
 
+class _CelSelector(_Strict, frozen=True, kw_only=True):
+    expression: str
+
+
+class _DeviceSelector(_Strict, frozen=True, kw_only=True):
+    cel: _CelSelector
+
+
+class _CounterSource(_Strict, frozen=True, kw_only=True):
+    name: str = ""
+    driver: str = ""
+    device_selector: _DeviceSelector
+
+
+class _CapacitySource(_Strict, frozen=True, kw_only=True):
+    name: str = ""
+    driver: str = ""
+    device_selector: _DeviceSelector
+
+
+class _DeviceClassSource(_Strict, frozen=True, kw_only=True):
+    counter: _CounterSource | None = None
+    capacity: _CapacitySource | None = None
+
+
 class _DeviceClassMapping(_Strict, frozen=True, kw_only=True):
     name: str
     device_class_names: list[str]
-    sources: list[dict[str, Any]] = []
+    sources: list[_DeviceClassSource] = []
 
 
 class _Resources(_Strict, frozen=True, kw_only=True):
@@ -372,7 +398,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
             wait_for_pods_ready=_wait_for_pods_ready(
                 file.wait_for_pods_ready, v1beta1=short == "v1beta1", source=source
             ),
-            resources=_resources(file.resources, source=source),
+            resources=_resources(file.resources, gates=gates, source=source),
             feature_gates=gates,
             multi_kueue=_multi_kueue(file.multi_kueue, source=source),
         ),
@@ -517,7 +543,7 @@ def _multi_kueue(section: _MultiKueue | None, *, source: str) -> models.MultiKue
     )
 
 
-def _resources(section: _Resources | None, *, source: str) -> models.ResourcesConfig | None:
+def _resources(section: _Resources | None, *, gates: dict[str, bool], source: str) -> models.ResourcesConfig | None:
     if section is None:
         return None
     seen: set[str] = set()
@@ -543,24 +569,27 @@ def _resources(section: _Resources | None, *, source: str) -> models.ResourcesCo
         exclude_resource_prefixes=list(section.exclude_resource_prefixes),
         transformations=transformations,
         quota_check_strategy=section.quota_check_strategy or "BlockUndeclared",
-        device_class_mappings=_device_class_mappings(section.device_class_mappings, source=source),
+        device_class_mappings=_device_class_mappings(section.device_class_mappings, gates=gates, source=source),
     )
 
 
 _LABEL_KEY = re.compile(models.LABEL_KEY_PATTERN)
 
 
-def _device_class_mappings(mappings: list[_DeviceClassMapping], *, source: str) -> list[models.DeviceClassMapping]:
+def _device_class_mappings(
+    mappings: list[_DeviceClassMapping], *, gates: dict[str, bool], source: str
+) -> list[models.DeviceClassMapping]:
     """``resources.deviceClassMappings`` checked as Kueue checks them (pkg/config/validation.go
     validateDeviceClassMappings): at most 16 mappings; each name a qualified resource name, not
     repeated; 1 to 8 DeviceClass names, each a qualified name, not repeated in the mapping and not
-    mapped to another resource name by an earlier mapping. ``sources`` (counter / capacity) are refused:
-    kueue-es charges one unit a device only."""
+    mapped to another resource name by an earlier mapping, unless both mappings have counter sources
+    of different counters. ``sources``: :func:`_sources`."""
     where = "resources.deviceClassMappings"
     if len(mappings) > 16:
         raise _error(source, where, f"must have at most 16 items, has {len(mappings)}")
     names: set[str] = set()
     mapped: dict[str, str] = {}
+    class_counters: dict[str, set[str]] = {}
     out = []
     for index, mapping in enumerate(mappings):
         at = f"{where}[{index}]"
@@ -581,17 +610,95 @@ def _device_class_mappings(mappings: list[_DeviceClassMapping], *, source: str) 
                 raise _error(source, field, f"{device_class!r} is not a qualified name")
             if device_class in mapping.device_class_names[:j]:
                 raise _error(source, field, f"Duplicate value: {device_class!r}")
+            counter_name = mapping.sources[0].counter.name if mapping.sources and mapping.sources[0].counter else ""
             if mapped.get(device_class, mapping.name) != mapping.name:
-                raise _error(source, field, f"device class already mapped to resource {mapped[device_class]}")
+                existing = class_counters.get(device_class, set())
+                if not counter_name or not existing:
+                    raise _error(source, field, f"device class already mapped to resource {mapped[device_class]}")
+                if counter_name in existing:
+                    raise _error(
+                        source, field, f'device class already has a counter source for counter "{counter_name}"'
+                    )
+                existing.add(counter_name)
+                continue
             mapped[device_class] = mapping.name
-        if mapping.sources:
-            raise _error(
-                source,
-                f"{at}.sources",
-                "counter and capacity sources are not supported by kueue-es (one unit a device)",
+            class_counters.setdefault(device_class, {counter_name} if counter_name else set())
+        counters, capacities = _sources(mapping.sources, at=f"{at}.sources", gates=gates, source=source)
+        out.append(
+            models.DeviceClassMapping(
+                name=mapping.name,
+                device_class_names=list(mapping.device_class_names),
+                counters=counters,
+                capacities=capacities,
             )
-        out.append(models.DeviceClassMapping(name=mapping.name, device_class_names=list(mapping.device_class_names)))
+        )
     return out
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _sources(
+    sources: list[_DeviceClassSource], *, at: str, gates: dict[str, bool], source: str
+) -> tuple[list[models.CounterSource], list[models.CapacitySource]]:
+    """A mapping's ``sources`` checked as Kueue checks them: exactly one kind a source; counter sources
+    with gate KueueDRAIntegrationPartitionableDevices on (the default) and a DNS-label name (at most 63
+    characters); capacity sources with gate KueueDRAIntegrationConsumableCapacity on (off by default)
+    and a qualified dimension name; each a lowercase DNS-subdomain driver (at most 63) and a
+    ``deviceSelector`` whose CEL parses; counter and capacity sources not mixed in one mapping."""
+    counters: list[models.CounterSource] = []
+    capacities: list[models.CapacitySource] = []
+    for index, item in enumerate(sources):
+        here = f"{at}[{index}]"
+        if (item.counter is None) == (item.capacity is None):
+            raise _error(source, here, "exactly one source type must be set per entry")
+        if item.counter is not None:
+            if not gates.get("KueueDRAIntegrationPartitionableDevices", True):
+                raise _error(
+                    source,
+                    f"{here}.counter",
+                    "counter sources require KueueDRAIntegrationPartitionableDevices to be enabled",
+                )
+            name = item.counter.name
+            if not name:
+                raise _error(source, f"{here}.counter.name", "Required value")
+            if len(name) > 63 or not _DNS_LABEL.match(name):
+                raise _error(source, f"{here}.counter.name", f"{name!r} is not a DNS-1123 label")
+            driver, expression = _source_scope(item.counter, at=f"{here}.counter", source=source)
+            counters.append(models.CounterSource(name=name, driver=driver, device_selector=expression))
+        elif item.capacity is not None:
+            if not gates.get("KueueDRAIntegrationConsumableCapacity", False):
+                raise _error(
+                    source,
+                    f"{here}.capacity",
+                    "capacity sources require KueueDRAIntegrationConsumableCapacity to be enabled",
+                )
+            name = item.capacity.name
+            if not name or len(name) > 63 + 1 + 32 or not _LABEL_KEY.match(name):
+                raise _error(source, f"{here}.capacity.name", f"{name!r} is not a qualified name")
+            driver, expression = _source_scope(item.capacity, at=f"{here}.capacity", source=source)
+            capacities.append(models.CapacitySource(name=name, driver=driver, device_selector=expression))
+    if counters and capacities:
+        raise _error(
+            source, at, f"Invalid value: {len(sources)}: cannot mix counter and capacity sources in the same mapping"
+        )
+    return counters, capacities
+
+
+def _source_scope(item: _CounterSource | _CapacitySource, *, at: str, source: str) -> tuple[str, str]:
+    """A source's driver (a lowercase DNS subdomain, at most 63 characters) and ``deviceSelector`` CEL (it must parse)."""
+    if not item.driver:
+        raise _error(source, f"{at}.driver", "Required value")
+    if len(item.driver) > 63 or not _DNS_SUBDOMAIN.match(item.driver):
+        raise _error(source, f"{at}.driver", f"{item.driver!r} is not a lowercase DNS subdomain")
+    expression = item.device_selector.cel.expression
+    try:
+        celpy.Environment().compile(expression)
+    except celpy.CELParseError as err:
+        problem = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        raise _error(source, f"{at}.deviceSelector.cel.expression", f"CEL compilation failed: {problem}") from err
+    return item.driver, expression
 
 
 def _frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:

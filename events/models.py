@@ -596,13 +596,35 @@ class ResourceTransformation(_Model, frozen=True, kw_only=True):
     multiply_by: str | None = None
 
 
+class CounterSource(_Model, frozen=True, kw_only=True):
+    """A ``deviceClassMappings[].sources[].counter``: counter ``name`` in the ``consumesCounters`` of
+    the devices of ``driver`` that CEL expression ``device_selector`` matches."""
+
+    name: str
+    driver: str
+    device_selector: str
+
+
+class CapacitySource(_Model, frozen=True, kw_only=True):
+    """A ``deviceClassMappings[].sources[].capacity``: capacity dimension ``name`` of the devices of
+    ``driver`` that CEL expression ``device_selector`` matches (consumable capacity)."""
+
+    name: str
+    driver: str
+    device_selector: str
+
+
 class DeviceClassMapping(_Model, frozen=True, kw_only=True):
     """One ``resources.deviceClassMappings`` entry (SEMANTICS-ADVANCED F): the devices of the
-    DeviceClasses ``device_class_names`` are charged as quota resource ``name``, one unit a device
-    (Kueue's counter and capacity ``sources`` are refused by :mod:`kueue_es.events.manager_config`)."""
+    DeviceClasses ``device_class_names`` are charged as quota resource ``name``, one unit a device,
+    or, with ``counters`` (its counter ``sources``, partitionable devices), by the counters the
+    matching devices consume (Kueue's capacity sources are refused by
+    :mod:`kueue_es.events.manager_config`)."""
 
     name: str
     device_class_names: list[str]
+    counters: list[CounterSource] = []
+    capacities: list[CapacitySource] = []
 
 
 class ResourcesConfig(_Model, frozen=True, kw_only=True):
@@ -618,13 +640,16 @@ class ResourcesConfig(_Model, frozen=True, kw_only=True):
 class ExactDeviceRequest(_Model, frozen=True, kw_only=True):
     """resource.k8s.io/v1 ExactDeviceRequest, the part quota reads: the class, how many devices
     (``allocation_mode`` ExactCount with ``count``, or All), admin access; ``selectors``: how many
-    selectors it has (CEL selectors are not evaluated by kueue-es)."""
+    selectors it has, ``cel``: their CEL expressions in order (Kueue compiles them and matches
+    them against the cluster's ResourceSlices, :mod:`kueue_es.scheduling.dra_cel`)."""
 
     device_class_name: str = ""
     allocation_mode: str = "ExactCount"
     count: int = 1
     admin_access: bool = False
     selectors: int = 0
+    cel: list[str] = []
+    capacity_requests: dict[str, str] = {}  # ``capacity.requests``: dimension -> quantity (consumable capacity)
 
 
 class DeviceRequest(_Model, frozen=True, kw_only=True):
@@ -646,10 +671,59 @@ class ResourceClaimTemplate(_Model, frozen=True, kw_only=True):
 
 class DeviceClass(_Model, frozen=True, kw_only=True):
     """A resource.k8s.io/v1 DeviceClass (cluster-scoped), the part quota reads: the extended
-    resource name its devices may be requested by (``spec.extendedResourceName``, "" when none)."""
+    resource name its devices may be requested by (``spec.extendedResourceName``, "" when none)
+    and the CEL expressions of its ``spec.selectors`` (a device of the class matches them all)."""
 
     metadata: ObjectMeta
     extended_resource_name: str = ""
+    selectors: list[str] = []
+
+
+class DeviceAttribute(_Model, frozen=True, kw_only=True):
+    """One ``attributes`` value of a ResourceSlice device: exactly one of an integer, a boolean, a
+    string or a semantic version (``version``, e.g. ``1.2.3``)."""
+
+    int_value: int | None = msgspec.field(default=None, name="int")
+    bool_value: bool | None = msgspec.field(default=None, name="bool")
+    string_value: str | None = msgspec.field(default=None, name="string")
+    version_value: str | None = msgspec.field(default=None, name="version")
+
+
+class CapacityPolicy(_Model, frozen=True, kw_only=True):
+    """A device capacity's ``requestPolicy`` (quantity strings): the ``default`` charged when a request
+    names no amount, and the amounts a request is rounded up to: ``valid_values`` (ascending) or the
+    range ``valid_min`` + n x ``valid_step`` up to ``valid_max``."""
+
+    default: str | None = None
+    valid_values: list[str] = []
+    valid_min: str | None = None
+    valid_max: str | None = None
+    valid_step: str | None = None
+
+
+class SliceDevice(_Model, frozen=True, kw_only=True):
+    """One device a ResourceSlice publishes, the part quota reads: ``attributes`` and ``capacity``
+    (quantity strings, e.g. ``80Gi``) by qualified name (``domain/id``; a bare ``id`` is in the
+    driver's domain), and ``consumes_counters``: counter name -> quantity string, over all its
+    ``consumesCounters`` counter sets (the largest where several sets name one counter)."""
+
+    name: str
+    attributes: dict[str, DeviceAttribute] = {}
+    capacity: dict[str, str] = {}
+    capacity_policies: dict[str, CapacityPolicy] = {}
+    consumes_counters: dict[str, str] = {}
+
+
+class ResourceSlice(_Model, frozen=True, kw_only=True):
+    """A resource.k8s.io/v1 ResourceSlice (cluster-scoped): the devices one ``driver`` publishes in
+    pool ``pool`` (Kueue matches device selectors against them, SEMANTICS-ADVANCED F)."""
+
+    metadata: ObjectMeta
+    driver: str
+    pool: str = ""
+    pool_generation: int = 0
+    pool_slice_count: int = 1
+    devices: list[SliceDevice] = []
 
 
 #: Kueue's MultiKueue dispatcher names (apis/config/v1beta2 configuration_types.go).

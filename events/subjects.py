@@ -174,6 +174,8 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             return "DeviceClass", "", obj.metadata.name
         case types.ResourceClaimTemplateObserved(resource_claim_template=obj):
             return "ResourceClaimTemplate", obj.metadata.namespace, obj.metadata.name
+        case types.ResourceSliceObserved(resource_slice=obj):
+            return "ResourceSlice", "", obj.metadata.name
         case types.MultiKueueClusterObserved(cluster=obj):
             return "MultiKueueCluster", "", obj.metadata.name
         case types.MultiKueueConfigObserved(config=obj):

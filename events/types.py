@@ -137,6 +137,12 @@ class ResourceClaimTemplateObserved(_Event, frozen=True, kw_only=True, tag="Reso
     resource_claim_template: models.ResourceClaimTemplate
 
 
+class ResourceSliceObserved(_Event, frozen=True, kw_only=True, tag="ResourceSliceObserved"):
+    """A resource.k8s.io/v1 ResourceSlice as it now is: a driver's devices (DRA CEL selectors, F)."""
+
+    resource_slice: models.ResourceSlice
+
+
 class MultiKueueClusterObserved(_Event, frozen=True, kw_only=True, tag="MultiKueueClusterObserved"):
     """A MultiKueueCluster as it now is (SEMANTICS-ADVANCED E.1); subject ``kq.in.multikueuecluster._.<name>``."""
 
@@ -753,6 +759,7 @@ Fact = (
     | PodObserved
     | DeviceClassObserved
     | ResourceClaimTemplateObserved
+    | ResourceSliceObserved
     | MultiKueueClusterObserved
     | MultiKueueConfigObserved
     | RemoteWorkloadObserved

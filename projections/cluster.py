@@ -360,11 +360,12 @@ class ClusterState:
     # ``admit_cycles`` per partition: a partition's own scheduling cycles, the clock of its
     # workloads' bookmarks (a partition's view reads its count as ``admit_cycles``).
     partition_cycles: dict[str, int] = field(default_factory=dict)
-    # DRA (SEMANTICS-ADVANCED F): the DeviceClasses by name and the ResourceClaimTemplates by
-    # (namespace, name) the watcher reported; ``devices_version`` counts their changes (what the
+    # DRA (SEMANTICS-ADVANCED F): the DeviceClasses and ResourceSlices by name and the
+    # ResourceClaimTemplates by (namespace, name) the watcher reported; ``devices_version`` counts their changes (what the
     # admitter derives from them stays valid while it stays the same).
     device_classes: dict[str, models.DeviceClass] = field(default_factory=dict)
     claim_templates: dict[tuple[str, str], models.ResourceClaimTemplate] = field(default_factory=dict)
+    resource_slices: dict[str, models.ResourceSlice] = field(default_factory=dict)
     devices_version: int = 0
     # MultiKueue (SEMANTICS-ADVANCED E, :mod:`kueue_es.projections.multikueue`): the workers, their
     # connectivity, the remote copies, the nominations and each workload's clusterName.
@@ -577,6 +578,10 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             state.claim_templates[(obj.metadata.namespace, obj.metadata.name)] = obj
             state.devices_version += 1
             state.trigger("*", seq)
+        case types.ResourceSliceObserved(resource_slice=obj):
+            state.resource_slices[obj.metadata.name] = obj
+            state.devices_version += 1
+            state.trigger("*", seq)  # Kueue requeues on ResourceSlice changes (SEMANTICS-ADVANCED F)
         case types.ObjectRejected():
             state.rejections[(event.kind, event.namespace, event.name)] = event
         case types.TopologyAssigned():
@@ -1032,6 +1037,9 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             state.devices_version += 1
         case "ResourceClaimTemplate":
             state.claim_templates.pop((event.namespace, event.name), None)
+            state.devices_version += 1
+        case "ResourceSlice":
+            state.resource_slices.pop(event.name, None)
             state.devices_version += 1
 
 

@@ -24,6 +24,7 @@ pod set's ``topology``) is checked at check time.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from kueue_es.events import dra, manifests, models, tas, types
+from kueue_es.events import dra, manager_config, manifests, models, tas, types
 from kueue_es.events.quantities import QuantityError, to_amount
 from kueue_es.projections import afs
 from kueue_es.scenarios.specs import (
@@ -228,6 +229,9 @@ def _object(raw: Any, *, where: str) -> ScenarioObject:
             raise _Problem(f"{where}: {err}") from err
     try:
         manifests.parse_object(raw)
+        if kind == "Configuration" and _has_sources(raw):  # what only the manager's own parsing reads
+            config = manager_config.parse(json.dumps(raw), source=where).configuration
+            return ScenarioObject(manifest=raw, fact=types.ConfigurationObserved(configuration=config))
     except manifests.ManifestError as err:
         raise _Problem(f"{where}: {err}") from err
     fact = kueue_fact(raw)
@@ -236,6 +240,12 @@ def _object(raw: Any, *, where: str) -> ScenarioObject:
     if isinstance(fact, types.WorkloadObserved):
         fact = _with_owner(fact, raw, where=where)
     return ScenarioObject(manifest=raw, fact=fact)
+
+
+def _has_sources(raw: dict[str, Any]) -> bool:
+    """Whether a Configuration manifest's ``resources.deviceClassMappings`` name ``sources`` (DRA counters)."""
+    mappings = ((raw.get("resources") or {}).get("deviceClassMappings") or []) if isinstance(raw, dict) else []
+    return any(isinstance(m, dict) and m.get("sources") for m in mappings)
 
 
 def _with_owner(fact: types.WorkloadObserved, raw: dict[str, Any], *, where: str) -> types.WorkloadObserved:

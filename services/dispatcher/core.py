@@ -726,6 +726,7 @@ PLAN_IGNORED = (
     types.PodObserved,
     types.DeviceClassObserved,
     types.ResourceClaimTemplateObserved,
+    types.ResourceSliceObserved,
     # MultiKueue: the workers and the copies on them are the MultiKueue edge's to write
     types.MultiKueueClusterObserved,
     types.MultiKueueConfigObserved,

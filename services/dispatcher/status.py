@@ -279,6 +279,7 @@ STATUS_IGNORED = (
     types.PodObserved,
     types.DeviceClassObserved,
     types.ResourceClaimTemplateObserved,
+    types.ResourceSliceObserved,
     # MultiKueue's facts: the workers and the remote copies (the check states follow the decisions)
     types.MultiKueueClusterObserved,
     types.MultiKueueConfigObserved,

@@ -112,8 +112,8 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref(KUEUE_V1BETA2, "Workload", "workloads", namespaced=True, status=True),
         _ref(KUEUE_V1BETA2, "AdmissionCheck", "admissionchecks", namespaced=False, status=True),
         _ref(KUEUE_V1BETA2, "Topology", "topologies", namespaced=False, status=False),
-        # DRA (SEMANTICS-ADVANCED F): what device quota reads (ResourceClaims and ResourceSlices are
-        # served so a DRA manifest applies; quota does not read them)
+        # DRA (SEMANTICS-ADVANCED F): what device quota reads (ResourceClaims are served so a DRA
+        # manifest applies; Kueue refuses a pod naming one without reading it)
         _ref(RESOURCE_V1, "DeviceClass", "deviceclasses", namespaced=False, status=False),
         _ref(RESOURCE_V1, "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True, status=False),
         _ref(RESOURCE_V1, "ResourceClaim", "resourceclaims", namespaced=True, status=True),
@@ -130,6 +130,7 @@ NAMESPACES = RESOURCES["v1", "Namespace"]
 NODES = RESOURCES["v1", "Node"]
 DEVICE_CLASSES = RESOURCES[RESOURCE_V1, "DeviceClass"]
 RESOURCE_CLAIM_TEMPLATES = RESOURCES[RESOURCE_V1, "ResourceClaimTemplate"]
+RESOURCE_SLICES = RESOURCES[RESOURCE_V1, "ResourceSlice"]
 PODS = RESOURCES["v1", "Pod"]
 EVENTS = RESOURCES["v1", "Event"]
 SECRETS = RESOURCES["v1", "Secret"]

@@ -1,10 +1,12 @@
-"""The DRA objects device quota reads, as the watcher follows them: DeviceClasses and ResourceClaimTemplates.
+"""The DRA objects device quota reads, as the watcher follows them: DeviceClasses,
+ResourceClaimTemplates and ResourceSlices.
 
 Why this module exists: Kueue charges the devices a workload's pods claim as quota
-(SEMANTICS-ADVANCED F) and reads, to count them, each ResourceClaimTemplate a pod names
-and the DeviceClasses (their ``spec.extendedResourceName``). The admitter decides from the
+(SEMANTICS-ADVANCED F) and reads, to count them, each ResourceClaimTemplate a pod names,
+the DeviceClasses (their ``spec.extendedResourceName`` and selectors) and the devices the
+ResourceSlices publish (what CEL selectors are matched against). The admitter decides from the
 log alone, so those objects go on the log as facts (DeviceClassObserved,
-ResourceClaimTemplateObserved, :func:`kueue_es.events.dra.dra_fact`), and their deletion
+ResourceClaimTemplateObserved, ResourceSliceObserved, :func:`kueue_es.events.dra.dra_fact`), and their deletion
 too, also one that happened while no watcher ran (a relist misses an object the log holds).
 A fact is published only when its content changes (:meth:`Publisher.publish`), so a status
 write publishes nothing. A cluster that serves no resource.k8s.io/v1 simply has none.
@@ -23,7 +25,8 @@ from kueue_es.services.watcher.publishing import Publisher, log_rejection
 
 
 class DeviceTracker:
-    """Publishes DeviceClassObserved, ResourceClaimTemplateObserved and their ObjectDeleted through ``publisher``."""
+    """Publishes DeviceClassObserved, ResourceClaimTemplateObserved, ResourceSliceObserved and their
+    ObjectDeleted through ``publisher``."""
 
     def __init__(self, *, publisher: Publisher, clock: Callable[[], int]) -> None:
         self.publisher, self.clock = publisher, clock
@@ -39,7 +42,7 @@ class DeviceTracker:
             await self.changed(kind, "ADDED", obj)
 
     async def changed(self, kind: str, change: str, obj: objects.KubeObject) -> None:
-        """One DeviceClass or ResourceClaimTemplate added, modified or deleted."""
+        """One DeviceClass, ResourceClaimTemplate or ResourceSlice added, modified or deleted."""
         namespace, name = _key(kind, obj)
         version = objects.resource_version(obj)
         if change == "DELETED":
@@ -61,5 +64,5 @@ class DeviceTracker:
 
 
 def _key(kind: str, obj: objects.KubeObject) -> Key:
-    """``(namespace, name)`` of a DRA object (namespace "" for a DeviceClass)."""
+    """``(namespace, name)`` of a DRA object (namespace "" for the cluster-scoped DeviceClass and ResourceSlice)."""
     return (objects.namespace_of(obj) if kind == "ResourceClaimTemplate" else ""), objects.name_of(obj)

@@ -46,8 +46,12 @@ INPUT_KINDS = (*_POD_INPUTS, *INTEGRATION_INPUTS)
 TAS_KINDS = nodes.TAS_KINDS
 BOUND_PODS_REF = nodes.BOUND_PODS_REF
 #: What DRA device quota reads (SEMANTICS-ADVANCED F), put on the log as facts (:mod:`.dra_tracking`).
-DRA_KINDS = ("DeviceClass", "ResourceClaimTemplate")
-DRA_REFS = {"DeviceClass": resources.DEVICE_CLASSES, "ResourceClaimTemplate": resources.RESOURCE_CLAIM_TEMPLATES}
+DRA_KINDS = ("DeviceClass", "ResourceClaimTemplate", "ResourceSlice")
+DRA_REFS = {
+    "DeviceClass": resources.DEVICE_CLASSES,
+    "ResourceClaimTemplate": resources.RESOURCE_CLAIM_TEMPLATES,
+    "ResourceSlice": resources.RESOURCE_SLICES,
+}
 WATCHED_KINDS = (*OBSERVED_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND, *TAS_KINDS, *DRA_KINDS)
 #: The kinds whose objects the log holds, so their deletion while no watcher ran can be found.
 LOGGED_KINDS = (*OBSERVED_KINDS, "Workload", "Topology", "Node", "Pod", *DRA_KINDS)

@@ -59,6 +59,7 @@ class Publisher:
         dra_facts += [
             types.ResourceClaimTemplateObserved(resource_claim_template=t) for t in state.claim_templates.values()
         ]
+        dra_facts += [types.ResourceSliceObserved(resource_slice=s) for s in state.resource_slices.values()]
         for fact in dra_facts:
             kind, namespace, name = subjects.fact_identity(fact)
             self.known[kind].add((namespace, name))

@@ -68,3 +68,39 @@ async def test_device_classes_and_claim_templates_become_facts_and_their_deletio
         await wait_for(bus, types.ObjectDeleted, kind="ResourceClaimTemplate", name="single-gpu")
     types_after = [(await bus.get(s)).headers["Kq-Type"] for s in range(before + 1, await bus.last_seq() + 1)]
     assert "DeviceClassObserved" not in types_after, types_after
+
+
+SLICE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceSlice",
+    "metadata": {"name": "node-1-gpu.example.com"},
+    "spec": {
+        "driver": "gpu.example.com",
+        "nodeName": "node-1",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [
+            {
+                "name": "gpu-0",
+                "attributes": {"model": {"string": "a100"}, "driverVersion": {"version": "1.2.3"}},
+                "capacity": {"memory": {"value": "81920Mi"}},
+            }
+        ],
+    },
+}
+
+
+async def test_resource_slices_and_selectors_become_facts_and_their_deletion_too(api, bus: MemoryBus) -> None:
+    """A ResourceSlice's devices (attributes, capacity canonical) and a DeviceClass's CEL selectors reach the log."""
+    watcher = Watcher(bus=bus, api=api)
+    async with running(*(watcher.watch(kind) for kind in DRA_KINDS)):
+        await kube.apply_manifest(api, device_class("gpu.example.com"))
+        await kube.apply_manifest(api, SLICE)
+        [observed] = await wait_for(bus, types.DeviceClassObserved)
+        [published] = await wait_for(bus, types.ResourceSliceObserved)
+        assert observed.device_class.selectors == ['device.driver == "gpu.example.com"']
+        slc = published.resource_slice
+        assert (slc.driver, slc.pool, [d.name for d in slc.devices]) == ("gpu.example.com", "node-1", ["gpu-0"])
+        assert slc.devices[0].attributes["driverVersion"].version_value == "1.2.3"
+        assert slc.devices[0].capacity == {"memory": "80Gi"}
+        await kube.delete_object(api, resources.RESOURCE_SLICES, namespace=None, name="node-1-gpu.example.com")
+        await wait_for(bus, types.ObjectDeleted, kind="ResourceSlice", name="node-1-gpu.example.com")

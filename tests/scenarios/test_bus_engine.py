@@ -27,6 +27,10 @@ ALSO_ON_BUS = (
     "checks/check-retry-backoff-then-readmitted.yaml",  # a real backoff sat out by the services' clock
     "podsready/block-admission-waits-for-ready.yaml",
     "dra/rct-devices-charged-per-pod.yaml",  # device quota charged (the first dra/ one is a refusal)
+    "dra/cel-insufficient-matching-devices.yaml",  # CEL selectors matched against ResourceSlices
+    "dra/cel-resource-slice-published-admits.yaml",  # a ResourceSlice published requeues
+    "dra/counter-sources-charge-consumed-counters.yaml",  # counter sources (partitionable devices)
+    "dra/capacity-sources-charge-requested-capacity.yaml",  # capacity sources (consumable capacity)
     # elastic workload slices (issue 21): each behaviour through the services
     "elastic/replacement-keeps-the-original-flavor.yaml",
     "elastic/scale-down-releases-quota-to-waiting.yaml",

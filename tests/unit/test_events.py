@@ -127,6 +127,7 @@ SAMPLES: list[types.Event] = [
         device_class=models.DeviceClass(
             metadata=models.ObjectMeta(name="gpu.example.com", creation_timestamp_ms=5),
             extended_resource_name="example.com/gpu",
+            selectors=['device.driver == "gpu.example.com"'],
         )
     ),
     types.ResourceClaimTemplateObserved(
@@ -137,6 +138,20 @@ SAMPLES: list[types.Event] = [
                     name="gpu", exactly=models.ExactDeviceRequest(device_class_name="gpu.example.com", count=2)
                 ),
                 models.DeviceRequest(name="any", first_available=2),
+            ],
+        )
+    ),
+    types.ResourceSliceObserved(
+        resource_slice=models.ResourceSlice(
+            metadata=models.ObjectMeta(name="node-1-gpus"),
+            driver="gpu.example.com",
+            pool="node-1",
+            devices=[
+                models.SliceDevice(
+                    name="gpu-0",
+                    attributes={"model": models.DeviceAttribute(string_value="a100")},
+                    capacity={"memory": "80Gi"},
+                )
             ],
         )
     ),
