@@ -20,14 +20,16 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
 ``resourceClaims``, the Configuration's ``deviceClassMappings``), MultiKueue's events (issue 20) and
-``AdmissionCheck.spec.parameters``. docs/events.md holds the history and the stability policy."""
+``AdmissionCheck.spec.parameters``; 4: DRA's ResourceSliceObserved, CEL selectors on device classes and
+requests, and counter and capacity ``sources`` in ``deviceClassMappings``. docs/events.md holds the
+history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
