@@ -12,27 +12,17 @@ dispatcher finds them by the chain's name). Every decision replays.
 
 from __future__ import annotations
 
-import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from kueue_es import deciders
 from kueue_es.events import models, slices, tas
-from kueue_es.events.bus import nats as nats_bus
-from kueue_es.events.bus.server import NatsServer
-from kueue_es.replay import replay_bus
 from kueue_es.services.kube import client as kube
-from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
-from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim.controllers import SimulatedControllers
-from kueue_es.sim.emulator import serve_emulator
-from kueue_es.supervisor import Supervisor
-from tests.e2e.test_elastic import KUBECTL, condition, elastic_job, running_pods
+from tests.e2e.elastic_system import KUBECTL, elastic_system
+from tests.e2e.test_elastic import condition, elastic_job, running_pods
 from tests.e2e.waiting import eventually
 from tests.integration.harness import cluster_queue, local_queue
 
@@ -68,105 +58,61 @@ def topology_counts(workload: dict[str, Any]) -> dict[str, int]:
 @pytest.mark.skipif(KUBECTL is None, reason="the real kubectl is not on PATH")
 async def test_tas_elastic_job_keeps_its_pods_and_places_the_delta_live(tmp_path: Path) -> None:
     assert KUBECTL is not None
-    async with NatsServer(store_dir=tmp_path / "nats") as server, serve_emulator(elastic_jobs=True) as emulator:
-        supervisor = Supervisor(
-            nats_url=server.url,
-            log_dir=tmp_path / "logs",
-            kube_args=["--kube-server", emulator.url],
-            watcher_args=["--feature-gates", GATES],
+    async with elastic_system(tmp_path, feature_gates=GATES) as system:
+        topology = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Topology",
+            "metadata": {"name": "default"},
+            "spec": {"levels": [{"nodeLabel": HOSTNAME}]},
+        }
+        tas_flavor = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "tas-flavor"},
+            "spec": {"nodeLabels": {"tas": "yes"}, "topologyName": "default"},
+        }
+        for manifest in (topology, tas_flavor):
+            await kube.apply_manifest(system.api, manifest)
+        for name in ("x1", "x2", "x3"):
+            manifest, status = node(name)
+            stored = await kube.apply_manifest(system.api, manifest)
+            body = {"apiVersion": "v1", "kind": "Node", "metadata": stored["metadata"], "status": status}
+            await kube.replace_object(system.api, resources.NODES, name=name, body=body, subresource="status")
+        for manifest in (cluster_queue("cq", flavor_name="tas-flavor", cpu=6), local_queue("user-queue", "cq")):
+            await kube.apply_manifest(system.api, manifest)
+        job = elastic_job("elastic", parallelism=2)
+        template_meta = job["spec"]["template"].setdefault("metadata", {})
+        template_meta["annotations"] = {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
+        await kube.apply_manifest(system.api, job)
+
+        listed = await eventually(
+            system.pods, lambda ps: len(running_pods(ps, "elastic")) == 2, what="two pods running"
         )
-        await supervisor.start()
-        api = await kube.make_api_client(server=emulator.url)
-        controllers = asyncio.create_task(SimulatedControllers(api, lws=False).run())
-        kubeconfig = tmp_path / "kubeconfig"
-        kube.write_kubeconfig(kubeconfig, server=emulator.url)
-        bus = await nats_bus.connect(server.url)
-        try:
-            topology = {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "Topology",
-                "metadata": {"name": "default"},
-                "spec": {"levels": [{"nodeLabel": HOSTNAME}]},
-            }
-            tas_flavor = {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ResourceFlavor",
-                "metadata": {"name": "tas-flavor"},
-                "spec": {"nodeLabels": {"tas": "yes"}, "topologyName": "default"},
-            }
-            for manifest in (topology, tas_flavor):
-                await kube.apply_manifest(api, manifest)
-            for name in ("x1", "x2", "x3"):
-                manifest, status = node(name)
-                stored = await kube.apply_manifest(api, manifest)
-                body = {"apiVersion": "v1", "kind": "Node", "metadata": stored["metadata"], "status": status}
-                await kube.replace_object(api, resources.NODES, name=name, body=body, subresource="status")
-            for manifest in (cluster_queue("cq", flavor_name="tas-flavor", cpu=6), local_queue("user-queue", "cq")):
-                await kube.apply_manifest(api, manifest)
-            job = elastic_job("elastic", parallelism=2)
-            template_meta = job["spec"]["template"].setdefault("metadata", {})
-            template_meta["annotations"] = {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
-            await kube.apply_manifest(api, job)
+        first_pods = running_pods(listed, "elastic")
+        (first,) = await system.workloads()
+        assert topology_counts(first) == {"x1": 2}
 
-            async def get(ref: resources.ResourceRef, name: str, namespace: str | None = None) -> dict[str, Any]:
-                try:
-                    return await kube.get_object(api, ref, namespace=namespace, name=name)
-                except kube_errors.NotFoundError:
-                    return {}
+        await system.kubectl("patch", "job", "elastic", "--type=merge", "-p", '{"spec":{"parallelism":4}}')
+        four = await eventually(system.pods, lambda ps: len(running_pods(ps, "elastic")) == 4, what="four pods running")
+        now_running = running_pods(four, "elastic")
+        assert first_pods.items() <= now_running.items()  # the first two kept running: same UIDs
+        hosts = sorted(
+            (p.get("spec") or {}).get("nodeSelector", {}).get(HOSTNAME, "")
+            for p in four
+            if p["metadata"]["name"] in now_running
+        )
+        assert hosts == ["x1", "x1", "x2", "x2"]  # the new pods ungated onto the delta's domain
 
-            async def pods() -> list[dict[str, Any]]:
-                return (await kube.list_objects(api, resources.PODS, namespace="default"))[0]
-
-            async def workloads() -> list[dict[str, Any]]:
-                return (await kube.list_objects(api, resources.WORKLOADS, namespace="default"))[0]
-
-            listed = await eventually(pods, lambda ps: len(running_pods(ps, "elastic")) == 2, what="two pods running")
-            first_pods = running_pods(listed, "elastic")
-            (first,) = await workloads()
-            assert topology_counts(first) == {"x1": 2}
-
-            patch = await asyncio.create_subprocess_exec(
-                KUBECTL,
-                "patch",
-                "job",
-                "elastic",
-                "--type=merge",
-                "-p",
-                '{"spec":{"parallelism":4}}',
-                env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-            out, err = await asyncio.wait_for(patch.communicate(), timeout=60)
-            assert patch.returncode == 0, err.decode()
-            four = await eventually(pods, lambda ps: len(running_pods(ps, "elastic")) == 4, what="four pods running")
-            now_running = running_pods(four, "elastic")
-            assert first_pods.items() <= now_running.items()  # the first two kept running: same UIDs
-            hosts = sorted(
-                (p.get("spec") or {}).get("nodeSelector", {}).get(HOSTNAME, "")
-                for p in four
-                if p["metadata"]["name"] in now_running
-            )
-            assert hosts == ["x1", "x1", "x2", "x2"]  # the new pods ungated onto the delta's domain
-
-            listed = await eventually(
-                workloads,
-                lambda ws: (
-                    any(condition(w, "Admitted").get("status") == "True" and topology_counts(w) for w in ws)
-                    and len(ws) == 2
-                ),
-                what="the replacement slice admitted",
-            )
-            by_name = {w["metadata"]["name"]: w for w in listed}
-            old = by_name.pop(first["metadata"]["name"])
-            assert condition(old, "Finished")["reason"] == slices.REPLACED_REASON
-            ((_, new),) = by_name.items()
-            assert topology_counts(new) == {"x1": 2, "x2": 2}
-        finally:
-            await cancel_and_wait([controllers])
-            codes = await supervisor.stop()
-            await api.close()
-        assert codes == {name: 0 for name in codes}, codes
-        report = await replay_bus(bus, deciders.BY_ROLE)
-        await bus.close()
-        assert report.ok and report.matched == report.decisions
+        listed = await eventually(
+            system.workloads,
+            lambda ws: (
+                any(condition(w, "Admitted").get("status") == "True" and topology_counts(w) for w in ws)
+                and len(ws) == 2
+            ),
+            what="the replacement slice admitted",
+        )
+        by_name = {w["metadata"]["name"]: w for w in listed}
+        old = by_name.pop(first["metadata"]["name"])
+        assert condition(old, "Finished")["reason"] == slices.REPLACED_REASON
+        ((_, new),) = by_name.items()
+        assert topology_counts(new) == {"x1": 2, "x2": 2}
