@@ -177,3 +177,30 @@ def reservations(decisions: list[Any]) -> list[types.QuotaReserved]:
         elif isinstance(d, types.WorkloadAdmitted) and types.reserves(d, d.workload.key in seen):
             out.append(types.reservation_of(d))
     return out
+
+
+def claim_workload(template: str, *, count: int = 1, name: str = "w") -> Any:
+    """A parsed Workload (``models.Workload``) of one pod set ``main`` of ``count`` pods whose pods claim
+    devices through ResourceClaimTemplate ``template`` (claim ``gpu``), in namespace ``default``."""
+    return manifests.parse_object(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "queueName": "lq",
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": count,
+                        "template": {
+                            "spec": {
+                                "containers": [{"name": "c"}],
+                                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+    )

@@ -18,22 +18,13 @@ from kueue_es.services import runtime
 from kueue_es.services.runtime import Decider, DeciderLoop
 from kueue_es.services.watcher.convert import kueue_fact
 from tests.builders import cluster_queue, flavor, local_queue, workload
+from tests.publisher_log import stored
 
 
 def backlog(count: int) -> list[LogMessage]:
     docs = [flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": 4}}), local_queue("lq", "cq")]
     docs += [workload(f"w{i}", cpu="1") for i in range(count - len(docs))]
-    messages = [subjects.fact_message(kueue_fact(doc)) for doc in docs]
-    return [
-        LogMessage(
-            seq=seq,
-            subject=m.subject,
-            data=m.data,
-            headers={**m.headers, "Nats-Msg-Id": m.msg_id},
-            pending=len(messages) - seq,
-        )
-        for seq, m in enumerate(messages, start=1)
-    ]
+    return stored([subjects.fact_message(kueue_fact(doc)) for doc in docs])
 
 
 async def test_a_backlog_is_folded_in_slices_that_let_other_tasks_run() -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from kueue_es.events import dra as dra_events
-from kueue_es.events import manifests, models, types
+from kueue_es.events import models, types
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.scheduling import dra, dra_cel
+from tests.builders import claim_workload
 
 MAPPED = models.Configuration(
     resources=models.ResourcesConfig(
@@ -65,28 +66,7 @@ def _request(count: int, *selectors: str) -> dict[str, Any]:
 
 
 def _workload() -> models.Workload:
-    obj = manifests.parse_object(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Workload",
-            "metadata": {"name": "w", "namespace": "default"},
-            "spec": {
-                "queueName": "lq",
-                "podSets": [
-                    {
-                        "name": "main",
-                        "count": 1,
-                        "template": {
-                            "spec": {
-                                "containers": [{"name": "c"}],
-                                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpus"}],
-                            }
-                        },
-                    }
-                ],
-            },
-        }
-    )
+    obj = claim_workload("gpus")
     assert isinstance(obj, models.Workload)
     return obj
 

@@ -15,6 +15,7 @@ import pytest
 from kueue_es.events import dra as dra_events
 from kueue_es.events import manager_config, manifests, models
 from kueue_es.scheduling import dra
+from tests.builders import claim_workload
 
 GI = 1024**3
 CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
@@ -68,28 +69,7 @@ def _template(count: int = 1, selector: str = "") -> models.ResourceClaimTemplat
 
 
 def _charge(template, *slices, config=None) -> dra.Charge:
-    workload = manifests.parse_object(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Workload",
-            "metadata": {"name": "w", "namespace": "default"},
-            "spec": {
-                "queueName": "lq",
-                "podSets": [
-                    {
-                        "name": "main",
-                        "count": 2,
-                        "template": {
-                            "spec": {
-                                "containers": [{"name": "c"}],
-                                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
-                            }
-                        },
-                    }
-                ],
-            },
-        }
-    )
+    workload = claim_workload("t", count=2)
     dc = models.DeviceClass(metadata=models.ObjectMeta(name="gpu.example.com"))
     return dra.charge(
         workload,
