@@ -1050,7 +1050,11 @@ def _same_uid(current: WorkloadState, ref: types.WorkloadRef | types.ObjectDelet
 
 def _apply_workload_decision(
     state: ClusterState,
-    event: types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible | types.QuotaReleased,
+    event: types.QuotaReserved
+    | types.WorkloadAdmitted
+    | types.WorkloadInadmissible
+    | types.PendingOutcome
+    | types.QuotaReleased,
     *,
     seq: int,
 ) -> None:
@@ -1059,7 +1063,7 @@ def _apply_workload_decision(
     if current is None:
         return
     match event:
-        case types.WorkloadInadmissible():
+        case types.WorkloadInadmissible() | types.PendingOutcome():  # a PendingOutcome: as the one it stands for
             current.pending_message = event.message
             current.pending_reason = event.reason
             current.bookmark = event.bookmark
@@ -1445,7 +1449,13 @@ def _shift_tas_usage(
 
 _FOLD_BY_TYPE: Final[dict[type, Any]] = {
     **dict.fromkeys(
-        (types.WorkloadInadmissible, types.QuotaReserved, types.WorkloadAdmitted, types.QuotaReleased),
+        (
+            types.WorkloadInadmissible,
+            types.PendingOutcome,  # folded as the WorkloadInadmissible it stands for, without making one
+            types.QuotaReserved,
+            types.WorkloadAdmitted,
+            types.QuotaReleased,
+        ),
         _apply_workload_decision,
     ),
     **dict.fromkeys((types.WorkloadObserved, types.WorkloadFinished), _apply_workload_fact),
