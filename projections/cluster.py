@@ -460,8 +460,10 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
     if kind in _IGNORED_EXACT:  # a dispatch result per admission: IGNORED, as its case below
         state.last_seq = max(state.last_seq, seq)
         return state
-    if isinstance(event, types.PendingOutcome):
-        event = event.inadmissible(at_ms=0)  # the fold does not read a WorkloadInadmissible's time
+    if isinstance(event, types.PendingOutcome):  # folded as the WorkloadInadmissible it stands for, not made
+        _apply_workload_decision(state, event, seq=seq)  # (the fold does not read that one's time)
+        state.last_seq = max(state.last_seq, seq)
+        return state
     match event:
         case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
@@ -1449,13 +1451,7 @@ def _shift_tas_usage(
 
 _FOLD_BY_TYPE: Final[dict[type, Any]] = {
     **dict.fromkeys(
-        (
-            types.WorkloadInadmissible,
-            types.PendingOutcome,  # folded as the WorkloadInadmissible it stands for, without making one
-            types.QuotaReserved,
-            types.WorkloadAdmitted,
-            types.QuotaReleased,
-        ),
+        (types.WorkloadInadmissible, types.QuotaReserved, types.WorkloadAdmitted, types.QuotaReleased),
         _apply_workload_decision,
     ),
     **dict.fromkeys((types.WorkloadObserved, types.WorkloadFinished), _apply_workload_fact),
