@@ -126,13 +126,14 @@ def _run_to_completion(state: ClusterState, *, seq: int) -> tuple[float, float, 
         cycles += 1
         now += 1_000
         started = time.perf_counter()
+        pending = types.PendingOutcome
         for event in out:
-            if not isinstance(event, types.PendingOutcome):
+            if type(event) is not pending:
                 seq += 1
                 apply(state, event, seq=seq)
-        for event in out:  # the record's pending outcomes, after the outputs (projections.batches)
-            if isinstance(event, types.PendingOutcome):
-                apply(state, event.inadmissible(at_ms=now), seq=seq)
+        for event in out:  # the record's pending outcomes, after the outputs (projections.batches),
+            if type(event) is pending:  # each folded as the WorkloadInadmissible it stands for
+                apply(state, event, seq=seq)
         fold_s += time.perf_counter() - started
         decisions += len(out)
         placements += sum(isinstance(e, types.TopologyAssigned) for e in out)

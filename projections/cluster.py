@@ -460,8 +460,10 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
     if kind in _IGNORED_EXACT:  # a dispatch result per admission: IGNORED, as its case below
         state.last_seq = max(state.last_seq, seq)
         return state
-    if isinstance(event, types.PendingOutcome):
-        event = event.inadmissible(at_ms=0)  # the fold does not read a WorkloadInadmissible's time
+    if isinstance(event, types.PendingOutcome):  # folded as the WorkloadInadmissible it stands for, not made
+        _apply_workload_decision(state, event, seq=seq)  # (the fold does not read that one's time)
+        state.last_seq = max(state.last_seq, seq)
+        return state
     match event:
         case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
@@ -1050,7 +1052,11 @@ def _same_uid(current: WorkloadState, ref: types.WorkloadRef | types.ObjectDelet
 
 def _apply_workload_decision(
     state: ClusterState,
-    event: types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible | types.QuotaReleased,
+    event: types.QuotaReserved
+    | types.WorkloadAdmitted
+    | types.WorkloadInadmissible
+    | types.PendingOutcome
+    | types.QuotaReleased,
     *,
     seq: int,
 ) -> None:
@@ -1059,7 +1065,7 @@ def _apply_workload_decision(
     if current is None:
         return
     match event:
-        case types.WorkloadInadmissible():
+        case types.WorkloadInadmissible() | types.PendingOutcome():  # a PendingOutcome: as the one it stands for
             current.pending_message = event.message
             current.pending_reason = event.reason
             current.bookmark = event.bookmark

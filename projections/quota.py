@@ -60,6 +60,11 @@ class Node:
     # :func:`lowest_subtree_that_fits` reads has changed (the flavor picker's memo relies on it).
     stamp: int = field(default=0, repr=False)
     _height: int | None = field(default=None, repr=False)
+    # What a recording (QuotaTree.begin) found here at its first change of this node: its number,
+    # the usage (a copy) and the stamp, which rollback puts back.
+    saved_in: int = field(default=0, repr=False)
+    saved_usage: dict[FR, int] | None = field(default=None, repr=False)
+    saved_stamp: int = field(default=0, repr=False)
 
     def local_quota(self, fr: FR) -> int:
         """The part of the subtree quota kept from lending (0 without a lendingLimit)."""
@@ -97,10 +102,12 @@ class QuotaTree:
     def __init__(self, *, cluster_queues: dict[str, Node], cohorts: dict[str, Node]) -> None:
         self.cluster_queues = cluster_queues
         self.cohorts = cohorts
-        # Usage changes since begin(), as parallel lists of node, FR, the value before and the
-        # node's stamp before: no tuple per change, so a cycle's what-ifs leave the garbage
-        # collector less to walk.
-        self._journal: tuple[list[Node], list[FR], list[int], list[int]] | None = None
+        # The nodes changed since begin() (recording number ``_recording``), each once: a node
+        # keeps what it held before its first change (Node.saved_*). A cycle changes each cohort
+        # node many times; one record a node, not one a change, is less to write and to undo
+        # (issue 18, branch core50k).
+        self._journal: list[Node] | None = None
+        self._recording = 0
         self._stamps = 0  # the last stamp given out (Node.stamp)
         # One tuple per FR the tree knows: usage maps keyed by these long-lived (and so
         # untracked) tuples stay out of the garbage collector's way (see :meth:`fr`).
@@ -116,17 +123,21 @@ class QuotaTree:
 
     def begin(self) -> None:
         """Start recording usage changes, so :meth:`rollback` can undo a cycle's what-ifs."""
-        self._journal = ([], [], [], [])
+        self._journal = []
+        self._recording += 1
 
     def rollback(self) -> None:
-        """Undo every usage change since :meth:`begin` (newest first) and stop recording."""
-        if self._journal is not None:
-            nodes, frs, values, stamps = self._journal
-            for node, fr, before, stamp in zip(
-                reversed(nodes), reversed(frs), reversed(values), reversed(stamps), strict=True
-            ):
-                node.usage[fr] = before
-                node.stamp = stamp
+        """Undo every usage change since :meth:`begin` and stop recording: each changed node's
+        usage values and stamp as they were (an FR it first held in the what-ifs stays, at 0)."""
+        journal = self._journal
+        if journal is not None:
+            for node in journal:
+                saved, usage = node.saved_usage, node.usage
+                assert saved is not None
+                for fr in usage:
+                    usage[fr] = saved.get(fr, 0)
+                node.stamp = node.saved_stamp
+                node.saved_usage = None
         self._journal = None
 
     # --- queries (SEMANTICS §6.2) --------------------------------------------------------
@@ -232,16 +243,14 @@ class QuotaTree:
                 self._remove(node, fr, amount)
 
     def _add(self, node: Node | None, fr: FR, amount: int) -> None:
-        journal = self._journal
+        journal, recording = self._journal, self._recording
         stamps = self._stamps
         while node is not None:
             usage = node.usage
+            if journal is not None and node.saved_in != recording:
+                node.saved_in, node.saved_usage, node.saved_stamp = recording, dict(usage), node.stamp
+                journal.append(node)
             used = usage.get(fr, 0)
-            if journal is not None:
-                journal[0].append(node)
-                journal[1].append(fr)
-                journal[2].append(used)
-                journal[3].append(node.stamp)
             usage[fr] = used + amount
             stamps += 1
             node.stamp = stamps
@@ -258,17 +267,15 @@ class QuotaTree:
         self._stamps = stamps
 
     def _remove(self, node: Node | None, fr: FR, amount: int) -> None:
-        journal = self._journal
+        journal, recording = self._journal, self._recording
         stamps = self._stamps
         while node is not None:
             usage = node.usage
+            if journal is not None and node.saved_in != recording:
+                node.saved_in, node.saved_usage, node.saved_stamp = recording, dict(usage), node.stamp
+                journal.append(node)
             used = usage.get(fr, 0)
             local = node.kept.get(fr, 0)
-            if journal is not None:
-                journal[0].append(node)
-                journal[1].append(fr)
-                journal[2].append(used)
-                journal[3].append(node.stamp)
             usage[fr] = used - amount
             stamps += 1
             node.stamp = stamps

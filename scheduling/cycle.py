@@ -146,7 +146,7 @@ def run(
         if old is not None:
             requests = slices.pinned(requests, old)
             replacing[head.key] = (old, requests)
-        with search.excluding(old.key, replaced=old) if old is not None else contextlib.nullcontext():
+        with search.excluding(old.key, replaced=old) if old is not None else _NOTHING_EXCLUDED:
             if head.bookmark is None:
                 assignment, victims = search.assignments(head, requests, cq=cq)
                 bookmark = (
@@ -174,7 +174,8 @@ def run(
         # (cluster._place), so it is the entry's too: -order[0] is priority_of(head.workload).
         order = orders[cq_name]
         # Positional (workload, cq, assignment, priority, order, targets, nominated, bookmark): one per head.
-        entries.append(Entry(head, cq, assignment, -order[0], order, tuple(victims), nominated, bookmark))
+        targets = tuple(victims) if victims else ()
+        entries.append(Entry(head, cq, assignment, -order[0], order, targets, nominated, bookmark))
     chosen: set[str] = set()
     gate = _PodsReadyGate(state)
     for entry in ordered(entries, state=state, tree=tree):
@@ -190,6 +191,11 @@ def run(
             _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms)
         )
     return decisions
+
+
+_NOTHING_EXCLUDED = contextlib.nullcontext()
+"""The head loop's context when the head replaces no elastic slice (one object, reused: a
+nullcontext holds nothing)."""
 
 
 def _process_replacement(
@@ -351,18 +357,18 @@ def _process(
     victims = entry.targets
     part: tas_cycle.TASPart | None = assignment.tas
     if not victims and assignment.mode == "Preempt":
-        if cq.spec.preemption.reclaim_within_cohort != "Any":
+        spec = cq.spec
+        if spec.preemption.reclaim_within_cohort != "Any":
             tree.reserve_capacity(name, usage, borrowing=assignment.borrowing > 0)  # SEMANTICS §7.12
             if part is not None:
                 reserved = cycle.place(part.wanted, simulate_empty=True)
                 if isinstance(reserved, tas_cycle.Placed):
                     cycle.add(reserved.usage)
         # PreemptionNoCandidates: parked under BestEffortFIFO unless flavors remain (SEMANTICS §3.5).
-        pending = entry.bookmark is not None and entry.bookmark.pending
-        parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and not pending
-        message = entry.assignment.message
+        bookmark = entry.bookmark
+        parked = spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
         return _inadmissible(
-            entry.workload, "WaitingForQuota", message, parked=parked, now_ms=now_ms, bookmark=entry.bookmark
+            entry.workload, "WaitingForQuota", assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark
         )
     # Skipped entries keep this cycle's bookmark (PreserveScanProgress, SEMANTICS §4.5).
     if victims and any(t.key in chosen for t in victims):
@@ -442,8 +448,12 @@ def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int)
         reserved.append(tas_cycle.topology_assigned(entry.workload, cq, placed, now_ms=now_ms))
     if any(a.delayed_topology_request for a in assignments):
         return reserved  # admitted by the second pass, once the checks are Ready (A.9)
-    required = lifecycle.required_checks(entry.cq, {f for a in assignments for f in a.flavors.values()})
-    if not lifecycle.checks_ready(entry.workload, required):
+    required = (
+        lifecycle.required_checks(entry.cq, {f for a in assignments for f in a.flavors.values()})
+        if entry.cq.spec.admission_checks_strategy is not None
+        else []  # required_checks' answer without a strategy, without gathering the flavors
+    )
+    if required and not lifecycle.checks_ready(entry.workload, required):
         return reserved  # admitted once every check required for its flavors is Ready (SEMANTICS §9.5)
     if len(reserved) == 1:
         # Reserved and admitted at once: ONE WorkloadAdmitted stands for both (issue 18; the fold takes

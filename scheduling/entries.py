@@ -9,7 +9,7 @@ Kueue: pkg/scheduler/scheduler.go (``entry``, ``entryOrdering``; SEMANTICS §4.3
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
@@ -37,16 +37,20 @@ class Entry(msgspec.Struct, frozen=True, gc=False):
     bookmark: types.FlavorBookmark | None = None  # after this cycle's scan, if it is not admitted
 
 
-def ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree) -> Iterator[Entry]:
-    """Classical order (SEMANTICS §4.4.1), or the fair-sharing tournament (§4.4.2) when
-    the Configuration turns fair sharing on."""
+def ordered(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree) -> Iterable[Entry]:
+    """Classical order (SEMANTICS §4.4.1), a list; or the fair-sharing tournament (§4.4.2) when
+    the Configuration turns fair sharing on, an iterator (each entry is processed before the
+    tournament picks the next: the tournament reads the usage it left)."""
     if state.configuration.fair_sharing is not None:
-        # Nominated preemptors first here too: the capacity they preempted for is theirs.
-        yield from sorted((e for e in entries if e.nominated), key=order_key)
-        rest = [e for e in entries if not e.nominated]
-        yield from fairsharing.entry_order(rest, tree=tree, weights=fairsharing.Weights(state))
-        return
-    yield from _sorted(entries)
+        return _tournament(entries, state=state, tree=tree)
+    return _sorted(entries)
+
+
+def _tournament(entries: list[Entry], *, state: ClusterState, tree: quota.QuotaTree) -> Iterator[Entry]:
+    # Nominated preemptors first here too: the capacity they preempted for is theirs.
+    yield from sorted((e for e in entries if e.nominated), key=order_key)
+    rest = [e for e in entries if not e.nominated]
+    yield from fairsharing.entry_order(rest, tree=tree, weights=fairsharing.Weights(state))
 
 
 def _sorted(entries: list[Entry]) -> list[Entry]:

@@ -103,3 +103,31 @@ def test_tree_kept_by_the_fold_equals_a_fresh_build() -> None:
                 assert kept.usage.get(fr, 0) == node.usage.get(fr, 0), (path.name, name, fr)
         checked += 1
     assert checked >= 5
+
+
+def test_rollback_puts_back_every_usage_and_stamp_as_begin_found_them() -> None:
+    """A cycle's what-ifs (adds, removals, capacity reserved, a lending limit in the way, an FR
+    first used inside them) undone by rollback: every node's usage values, their key order and
+    its stamp as begin() found them (an FR first held in the what-ifs stays, at 0), twice in a row;
+    changes outside a recording are not undone (the fold's own, between cycles)."""
+    tree = tree_of(("a", 9, {"lendingLimit": 2}), ("b", 12, {}), ("c", 5, {"borrowingLimit": 1}))
+    other = ("g", "cpu")  # an FR no node declares
+    tree.add_usage("a", {FR: 4_000})  # outside a recording: stays
+    for round_ in range(2):
+        before = {
+            name: (dict(node.usage), node.stamp) for name, node in [*tree.cluster_queues.items(), *tree.cohorts.items()]
+        }
+        tree.begin()
+        tree.add_usage("a", {FR: 9_000})
+        tree.remove_usage("a", {FR: 1_000})
+        tree.reserve_capacity("c", {FR: 3_000, other: 1_000}, borrowing=True)
+        tree.add_usage("b", {FR: 2_000})
+        tree.shift_reservation("b", {FR: 500}, sign=-1)
+        assert any(node.usage != before[name][0] for name, node in tree.cluster_queues.items())
+        tree.rollback()
+        for name, node in [*tree.cluster_queues.items(), *tree.cohorts.items()]:
+            usage, stamp = before[name]
+            expected = {**usage, **{fr: 0 for fr in node.usage if fr not in usage}}
+            assert list(node.usage.items()) == list(expected.items()), (round_, name)
+            assert node.stamp == stamp, (round_, name)
+    assert tree.usage("a", FR) == 4_000
