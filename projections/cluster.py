@@ -664,7 +664,7 @@ _EMPTY_LIST: Final[list[Any]] = []
 def compact_workload(workload: models.Workload) -> models.Workload:
     """``workload`` as the state keeps it, in place: the same values, its repeated strings
     (namespace, names, label keys and values, the owner's kind, pod set names) shared through
-    ``sys.intern`` and its empty ``annotations``, ``nodeSelector``, ``tolerations`` and
+    ``sys.intern``, its labels one dict per distinct label set (:data:`LABEL_SETS_KEPT`), and its empty ``annotations``, ``nodeSelector``, ``tolerations`` and
     ``requiredNodeAffinity`` one shared empty container each (the models are frozen: nothing
     writes to them). A decoded event holds its own copy of every string: 50,000 workloads
     of the large-scale bench kept 850,000 ``str`` objects (52 MiB) for 151,000 distinct values
@@ -673,8 +673,7 @@ def compact_workload(workload: models.Workload) -> models.Workload:
     _force(meta, "namespace", _intern(meta.namespace))
     _force(meta, "name", _intern(meta.name))
     _force(meta, "uid", _intern(meta.uid))
-    labels = meta.labels
-    _force(meta, "labels", {_intern(k): _intern(v) for k, v in labels.items()} if labels else _EMPTY_DICT)
+    _force(meta, "labels", _shared_labels(meta.labels))
     if not meta.annotations:
         _force(meta, "annotations", _EMPTY_DICT)
     spec = workload.spec
@@ -694,6 +693,26 @@ def compact_workload(workload: models.Workload) -> models.Workload:
         _force(owner, "name", _intern(owner.name))
         _force(owner, "uid", _intern(owner.uid))
     return workload
+
+
+LABEL_SETS_KEPT: Final = 4096
+"""How many distinct label sets :func:`compact_workload` shares (past that, a workload keeps its own
+dict, its strings still interned): a bench's workloads have a handful, a cluster's jobs may each
+carry a unique label and must not grow the table without end."""
+_label_sets: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+
+
+def _shared_labels(labels: dict[str, str]) -> dict[str, str]:
+    """One dict for every workload with the same labels (their strings interned)."""
+    if not labels:
+        return _EMPTY_DICT
+    items = tuple(labels.items())
+    shared = _label_sets.get(items)
+    if shared is None:
+        shared = {_intern(k): _intern(v) for k, v in items}
+        if len(_label_sets) < LABEL_SETS_KEPT:
+            _label_sets[items] = shared
+    return shared
 
 
 def _compact_finished(current: WorkloadState, event: types.WorkloadFinished) -> types.WorkloadFinished:

@@ -47,6 +47,7 @@ def test_workloads_share_their_repeated_strings() -> None:
     assert a.spec.pod_sets[0].name is b.spec.pod_sets[0].name
     (key_a, value_a), (key_b, value_b) = next(iter(a.metadata.labels.items())), next(iter(b.metadata.labels.items()))
     assert key_a is key_b and value_a is value_b
+    assert a.metadata.labels is b.metadata.labels  # one dict for one label set
     assert a.metadata.annotations is b.metadata.annotations  # the one empty container
     assert a.spec.pod_sets[0].tolerations is b.spec.pod_sets[0].tolerations
     assert a.owner is not None and b.owner is not None
