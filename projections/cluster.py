@@ -663,16 +663,15 @@ _EMPTY_LIST: Final[list[Any]] = []
 
 def compact_workload(workload: models.Workload) -> models.Workload:
     """``workload`` as the state keeps it, in place: the same values, its repeated strings
-    (namespace, names, label keys and values, the owner's kind, pod set names) shared through
-    ``sys.intern``, its labels one dict per distinct label set (:data:`LABEL_SETS_KEPT`), and its empty ``annotations``, ``nodeSelector``, ``tolerations`` and
-    ``requiredNodeAffinity`` one shared empty container each (the models are frozen: nothing
-    writes to them). A decoded event holds its own copy of every string: 50,000 workloads
-    of the large-scale bench kept 850,000 ``str`` objects (52 MiB) for 151,000 distinct values
-    (docs/benchmarks.md, branch ``leanfold``). Equality, hashing and encoding are unchanged."""
+    (namespace, label keys and values, queue and pod set names, the owner's kind; not names and
+    uids, which are each workload's own) shared through ``sys.intern``, its labels one dict per
+    distinct label set (:data:`LABEL_SETS_KEPT`), its empty ``annotations``, ``nodeSelector``,
+    ``tolerations`` and ``requiredNodeAffinity`` one shared empty container each (the models are
+    frozen: nothing writes to them). A decoded event holds its own copy of every string: 50,000
+    workloads of the large-scale bench kept 850,000 ``str`` objects (52 MiB) for 151,000 distinct
+    values (docs/benchmarks.md, branch ``leanfold``). Equality, hashing and encoding are unchanged."""
     meta = workload.metadata
     _force(meta, "namespace", _intern(meta.namespace))
-    _force(meta, "name", _intern(meta.name))
-    _force(meta, "uid", _intern(meta.uid))
     _force(meta, "labels", _shared_labels(meta.labels))
     if not meta.annotations:
         _force(meta, "annotations", _EMPTY_DICT)
@@ -690,8 +689,6 @@ def compact_workload(workload: models.Workload) -> models.Workload:
     if owner is not None:
         _force(owner, "api_version", _intern(owner.api_version))
         _force(owner, "kind", _intern(owner.kind))
-        _force(owner, "name", _intern(owner.name))
-        _force(owner, "uid", _intern(owner.uid))
     return workload
 
 
