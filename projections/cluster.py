@@ -15,6 +15,7 @@ QuotaReserved minus QuotaReleased, per flavor and resource (research §5.7).
 from __future__ import annotations
 
 import heapq
+import sys
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -620,8 +621,9 @@ def _apply_workload_fact(
         ):
             if current is not None:
                 kueue_metrics.on_forgotten(state, key)
-            state.workloads[key] = WorkloadState(workload=event.workload, observed_seq=seq)
-            kueue_metrics.on_observed(state, state.workloads[key])
+            added = WorkloadState(workload=compact_workload(event.workload), observed_seq=seq)
+            state.workloads[added.key] = added  # the one key string, in the map and the state
+            kueue_metrics.on_observed(state, added)
         else:
             if current.workload.spec != event.workload.spec:
                 current.parked_seq = 0  # a changed workload leaves the inadmissible list
@@ -639,7 +641,7 @@ def _apply_workload_fact(
                 current.deactivated = ""
                 current.requeue_count = current.requeue_at_ms = 0
                 current.backoff = False
-            current.workload = event.workload
+            current.workload = compact_workload(event.workload)
             current.observed_seq = seq
             if current.reservation is not None and _elastic(state, event.workload):
                 _rescale_elastic(state, current, seq=seq)
@@ -648,11 +650,80 @@ def _apply_workload_fact(
     current = state.workloads.get(event.workload.key)
     if current is not None and current.finished is None and _same_uid(current, event.workload):
         kueue_metrics.on_finished(state, current, event)
-        current.finished = event
+        current.finished = _compact_finished(current, event)
         current.finished_seq = seq
         if current.reservation is not None:  # Kueue drops it from the ClusterQueue's cache now (§5.3)
             _bump_generation(state, current.reservation.cluster_queue, seq)
         _reindex(state, event.workload.key)
+
+
+_intern = sys.intern
+_force = msgspec.structs.force_setattr
+_EMPTY_DICT: Final[dict[str, str]] = {}
+_EMPTY_LIST: Final[list[Any]] = []
+
+
+def compact_workload(workload: models.Workload) -> models.Workload:
+    """``workload`` as the state keeps it, in place: the same values, its repeated strings
+    (namespace, label keys and values, queue and pod set names, the owner's kind; not names and
+    uids, which are each workload's own) shared through ``sys.intern``, its labels one dict per
+    distinct label set (:data:`LABEL_SETS_KEPT`), its empty ``annotations``, ``nodeSelector``,
+    ``tolerations`` and ``requiredNodeAffinity`` one shared empty container each (the models are
+    frozen: nothing writes to them). A decoded event holds its own copy of every string: 50,000
+    workloads of the large-scale bench kept 850,000 ``str`` objects (52 MiB) for 151,000 distinct
+    values (docs/benchmarks.md, branch ``leanfold``). Equality, hashing and encoding are unchanged."""
+    meta = workload.metadata
+    _force(meta, "namespace", _intern(meta.namespace))
+    _force(meta, "labels", _shared_labels(meta.labels))
+    if not meta.annotations:
+        _force(meta, "annotations", _EMPTY_DICT)
+    spec = workload.spec
+    _force(spec, "queue_name", _intern(spec.queue_name))
+    for pod_set in spec.pod_sets:
+        _force(pod_set, "name", _intern(pod_set.name))
+        if not pod_set.node_selector:
+            _force(pod_set, "node_selector", _EMPTY_DICT)
+        if not pod_set.tolerations:
+            _force(pod_set, "tolerations", _EMPTY_LIST)
+        if not pod_set.required_node_affinity:
+            _force(pod_set, "required_node_affinity", _EMPTY_LIST)
+    owner = workload.owner
+    if owner is not None:
+        _force(owner, "api_version", _intern(owner.api_version))
+        _force(owner, "kind", _intern(owner.kind))
+    return workload
+
+
+LABEL_SETS_KEPT: Final = 4096
+"""How many distinct label sets :func:`compact_workload` shares (past that, a workload keeps its own
+dict, its strings still interned): a bench's workloads have a handful, a cluster's jobs may each
+carry a unique label and must not grow the table without end."""
+_label_sets: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+
+
+def _shared_labels(labels: dict[str, str]) -> dict[str, str]:
+    """One dict for every workload with the same labels (their strings interned)."""
+    if not labels:
+        return _EMPTY_DICT
+    items = tuple(labels.items())
+    shared = _label_sets.get(items)
+    if shared is None:
+        shared = {_intern(k): _intern(v) for k, v in items}
+        if len(_label_sets) < LABEL_SETS_KEPT:
+            _label_sets[items] = shared
+    return shared
+
+
+def _compact_finished(current: WorkloadState, event: types.WorkloadFinished) -> types.WorkloadFinished:
+    """``event`` (of ``current``'s workload, the same uid) as the state keeps it, in place: its
+    reference's strings are the workload's own (:func:`compact_workload`), its reason interned."""
+    ref, meta = event.workload, current.workload.metadata
+    if ref.namespace == meta.namespace and ref.name == meta.name and ref.uid == meta.uid:
+        _force(ref, "namespace", meta.namespace)
+        _force(ref, "name", meta.name)
+        _force(ref, "uid", meta.uid)
+    _force(event, "reason", _intern(event.reason))
+    return event
 
 
 def _elastic(state: ClusterState, workload: models.Workload) -> bool:

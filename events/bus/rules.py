@@ -179,7 +179,13 @@ def stored_headers(raw: dict[str, str] | None) -> dict[str, str]:
 
     The server keeps protocol headers (``Nats-Batch-*``, ``Nats-Expected-*``)
     on the stored message; both buses hide them so readers see the same thing.
+    ``raw`` itself when there is nothing to hide (the caller hands over a dict it owns: nats-py's
+    for a message just read): every reader calls this once a message, and most messages carry
+    no protocol header (a name that cannot be one is passed on its first letter).
     """
     if not raw:
         return {}
-    return {k: v for k, v in raw.items() if k == "Nats-Msg-Id" or not k.lower().startswith("nats-")}
+    for key in raw:
+        if key[:1] in "Nn" and key != "Nats-Msg-Id" and key[:5].lower() == "nats-":
+            return {k: v for k, v in raw.items() if k == "Nats-Msg-Id" or not k.lower().startswith("nats-")}
+    return raw

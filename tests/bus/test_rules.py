@@ -62,3 +62,24 @@ def test_subject_filter_short_cuts_a_filter_covering_the_stream() -> None:
     partial = rules.SubjectFilter(["kq.in.>"])
     assert not partial.everything
     assert partial("kq.in.wl.ns.a") and not partial("kq.dec.p0.head")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"Nats-Msg-Id": "a", "Kq-Type": "QuotaReserved", "Kq-Schema": "4"},
+        {"Nats-Msg-Id": "a", "Nats-Batch-Id": "b", "nats-expected-last-sequence": "3", "NATS-X": "y", "Kq-Type": "t"},
+        {"": "no name", "N": "short", "Nats": "no dash", "Kq-Type": "t"},
+        {},
+        None,
+    ],
+)
+def test_stored_headers_hide_protocol_headers_and_keep_the_rest(raw: dict[str, str] | None) -> None:
+    want = {k: v for k, v in (raw or {}).items() if k == "Nats-Msg-Id" or not k.lower().startswith("nats-")}
+    assert rules.stored_headers(raw) == want
+
+
+def test_stored_headers_pass_a_block_with_nothing_to_hide_as_it_is() -> None:
+    """Read once a message by every reader: no copy when nothing is dropped."""
+    raw = {"Nats-Msg-Id": "a", "Kq-Type": "QuotaReserved", "Kq-Schema": "4"}
+    assert rules.stored_headers(raw) is raw
