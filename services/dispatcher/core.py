@@ -462,8 +462,9 @@ class DispatchState:
     takes them (:meth:`take_dirty_workloads`, :meth:`take_dirty_queues`) when it writes.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
-    reads (no dirty sets, and the events plan never depends on are not folded, see
-    :data:`LEAN_SKIPPED`), so the same decisions plan to the same writes.
+    reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
+    admission checks or a topology, no dirty sets, a finished workload kept as its UID; the
+    events of :data:`LEAN_SKIPPED` only count), so the same decisions plan to the same writes.
     """
 
     cluster: ClusterState = field(default_factory=ClusterState)

@@ -99,7 +99,8 @@ class Dispatcher:
     ``limiter`` rate-limits every write (default: Kueue's QPS 50, burst 100), the
     Kubernetes Events on Workloads with a second limiter of the same size
     (:attr:`event_limiter`); ``write_objects`` False leaves Workload objects, their
-    Events and queue status alone (only Jobs are written). ``queue_status_interval``:
+    Events and queue status alone (only Jobs are written) and folds lean
+    (:mod:`~kueue_es.services.dispatcher.lean`: what the plan reads, no ungater fed). ``queue_status_interval``:
     seconds between two status writes of one queue.
     ``gate``: a standby dispatcher's lease (:func:`consume_while_leading`): every Job write first asks
     it and a closed gate raises :class:`NotLeading` (nothing more is written or acked).
