@@ -491,10 +491,10 @@ class DispatchState:
         return self.cluster.last_seq
 
 
-LEAN_SKIPPED = (types.DecisionRecord, types.SchedulingRequested, types.DispatchApplied, types.DispatchFailed)
+LEAN_SKIPPED = (types.SchedulingRequested, types.DispatchApplied, types.DispatchFailed)
 """Events a view without objects (``track_objects`` False) does not fold (only their sequence counts):
-the deciders' bookkeeping (partition heads, open requests) and the dispatcher's own results, which
-change nothing :func:`plan` reads."""
+the deciders' open requests and the dispatcher's own results, which change nothing :func:`plan` or
+the batch verifier reads."""
 
 
 def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:

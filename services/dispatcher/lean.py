@@ -4,7 +4,7 @@ A dispatcher that writes no Workload objects and no queue status (the bench's si
 API, ``track_objects`` False) plans a Job write from a handful of facts per workload, so
 it need not fold the log through the cluster fold every decider runs
 (:func:`kueue_es.projections.cluster.apply`: queue order, quota usage, generations,
-Kueue's metrics, partitions, TAS usage) nor build each workload's Kueue status record
+Kueue's metrics, TAS usage) nor build each workload's Kueue status record
 (:mod:`.status`: conditions nobody writes here). :func:`fold` keeps:
 
 * of each workload (a :class:`~kueue_es.projections.cluster.WorkloadState`, only these
@@ -19,7 +19,9 @@ Kueue's metrics, partitions, TAS usage) nor build each workload's Kueue status r
   only the admission checks and the topology assignments, as :func:`status.fold_record`
   folds them, and only once one of them is set: a workload without checks or TAS has none.
 
-Everything else (the deciders' bookkeeping, the dispatcher's results, pods, nodes,
+What the batch verifier's partition rule reads (the partitions' heads, each workload's
+partition: :func:`kueue_es.projections.partitions.record_problem`) is kept as the cluster
+fold keeps it. Everything else (the deciders' open requests, the dispatcher's results, pods, nodes,
 PodsReady, reclaimable pods, requeues) only moves ``last_seq``. Facts of the types in
 :data:`SKIPPED_FACT_TYPES` need not even be decoded (:func:`skippable`).
 ``tests/unit/test_dispatch_lean_fold.py`` folds logs (a recorded demo log among them) through
@@ -50,7 +52,6 @@ SKIPPED_FACT_TYPES = frozenset(
         types.TopologyObserved,
         types.NamespaceObserved,
         types.WorkloadPriorityClassObserved,
-        types.CohortObserved,
         types.AdmissionCheckObserved,
         types.DeviceClassObserved,
         types.ResourceClaimTemplateObserved,
@@ -79,26 +80,51 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> str | None:
     of a workload this event admitted (the caller fixes its pod set information then), else None."""
     state = view.cluster
     state.last_seq = max(state.last_seq, seq)
+    parts = state.partitions
+    parts.seq = seq  # a workload moved by this event moves at ``seq`` (as cluster.apply)
     handler = _WORKLOAD_EVENTS.get(type(event))
     if handler is not None:
         return handler(view, event, seq)
+    # The batch verifier's partition rule (partitions.record_problem) reads the heads and each
+    # workload's partition: those are kept as the cluster fold keeps them.
     match event:
+        case types.DecisionRecord():
+            state.heads[event.partition] = seq
+            parts.on_record(state, event.partition, event.basis_seq)
         case types.ResourceFlavorObserved(flavor=obj):
+            old_flavor = state.flavors.get(obj.metadata.name)
             state.flavors[obj.metadata.name] = obj
+            if old_flavor is None or old_flavor.spec.topology_name != obj.spec.topology_name:
+                parts.on_flavor(state, seq)
         case types.ClusterQueueObserved(cluster_queue=obj):
             state.cluster_queues[obj.metadata.name] = obj
+            parts.on_cluster_queue(state, obj.metadata.name, seq)
+        case types.CohortObserved(cohort=obj):
+            old_cohort = state.cohorts.get(obj.metadata.name)
+            state.cohorts[obj.metadata.name] = obj
+            if (old_cohort.spec.parent_name if old_cohort is not None else None) != obj.spec.parent_name:
+                parts.on_cohort(state, seq)
         case types.LocalQueueObserved(local_queue=obj):
             state.local_queues[(obj.metadata.namespace, obj.metadata.name)] = obj
+            parts.on_local_queue(state, (obj.metadata.namespace, obj.metadata.name), seq)
         case types.ConfigurationObserved(configuration=obj):
             state.configuration = obj
         case types.ObjectDeleted(kind="Workload"):
             _deleted(view, event, seq)
         case types.ObjectDeleted(kind="ResourceFlavor"):
-            state.flavors.pop(event.name, None)
+            gone_flavor = state.flavors.pop(event.name, None)
+            if gone_flavor is not None and gone_flavor.spec.topology_name:
+                parts.on_flavor(state, seq)
         case types.ObjectDeleted(kind="ClusterQueue"):
             state.cluster_queues.pop(event.name, None)
+            parts.on_cluster_queue(state, event.name, seq)
+        case types.ObjectDeleted(kind="Cohort"):
+            gone_cohort = state.cohorts.pop(event.name, None)
+            if gone_cohort is not None and gone_cohort.spec.parent_name:
+                parts.on_cohort(state, seq)
         case types.ObjectDeleted(kind="LocalQueue"):
             state.local_queues.pop((event.namespace, event.name), None)
+            parts.on_local_queue(state, (event.namespace, event.name), seq)
         case types.ObjectDeleted(kind="Configuration"):
             state.configuration = models.Configuration()
     return None
@@ -147,11 +173,15 @@ def _observed(view: DispatchState, event: types.Event, seq: int) -> str | None:
     ):
         current = state.workloads[key] = WorkloadState(workload=workload, observed_seq=seq)
     elif current.gone and current.reservation is None:
-        current.observed_seq = seq  # retired (same UID): it stays gone, nothing of it is read again
+        current.observed_seq = seq  # retired (same UID): it stays gone; only its queue may have moved
+        current.workload = workload
+        _retire(view, key, current)
+        state.partitions.on_workload(state, key)
         return None
     else:
         current.workload = workload
         current.observed_seq = seq
+    state.partitions.on_workload(state, key)
     if current.reservation is None:
         at_ms = workload.metadata.creation_timestamp_ms
         _sync_checks(view, key, current, status._pending_checks(state, current), at_ms)
@@ -200,6 +230,7 @@ def _deleted(view: DispatchState, event: types.ObjectDeleted, seq: int) -> None:
         if current.reservation is None:
             del workloads[key]
             _forget(view, key)
+            view.cluster.partitions.on_workload(view.cluster, key)
             return
     _record(view, key, current, create=False)
 
@@ -208,6 +239,7 @@ def _reserve(view: DispatchState, key: str, wl: WorkloadState, reservation: type
     """``wl`` (holding no quota) takes ``reservation``: the checks its ClusterQueue requires are synced."""
     wl.reservation = reservation
     view.reserved_seq[key] = seq
+    view.cluster.partitions.on_workload(view.cluster, key)
     _sync_checks(view, key, wl, status._required_checks(view.cluster, reservation), reservation.at_ms)
 
 
@@ -271,6 +303,7 @@ def _released(view: DispatchState, event: types.Event, seq: int) -> str | None:
         _forget(view, key)
     elif current.gone and current.reservation is None:
         _retire(view, key, current)
+    view.cluster.partitions.on_workload(view.cluster, key)
     return None
 
 

@@ -214,6 +214,9 @@ def test_a_recorded_log_plans_the_same_through_the_dispatchers_lean_fold(log_nam
         full.fold_message(message)
         lean.fold_message(message)
         assert lean.view.last_seq == full.view.last_seq
+        # what the batch verifier's partition rule reads
+        assert lean.view.cluster.heads == full.view.cluster.heads
+        assert lean.view.cluster.partitions.wl_part == full.view.cluster.partitions.wl_part
         if message.subject.startswith("kq.dec.") and message.headers.get("Kq-Type") in (
             "WorkloadAdmitted",
             "EvictionRequested",
