@@ -37,7 +37,7 @@ from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_A
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
 from kueue_es.scheduling.queues import required_checks
-from kueue_es.services.dispatcher import status, ungater
+from kueue_es.services.dispatcher import lean, status, ungater
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -462,8 +462,9 @@ class DispatchState:
     takes them (:meth:`take_dirty_workloads`, :meth:`take_dirty_queues`) when it writes.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
-    reads (no dirty sets, and the events plan never depends on are not folded, see
-    :data:`LEAN_SKIPPED`), so the same decisions plan to the same writes.
+    reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
+    admission checks or a topology, no dirty sets, a finished workload kept as its UID; the
+    events of :data:`LEAN_SKIPPED` only count), so the same decisions plan to the same writes.
     """
 
     cluster: ClusterState = field(default_factory=ClusterState)
@@ -490,10 +491,10 @@ class DispatchState:
         return self.cluster.last_seq
 
 
-LEAN_SKIPPED = (types.DecisionRecord, types.SchedulingRequested, types.DispatchApplied, types.DispatchFailed)
+LEAN_SKIPPED = (types.SchedulingRequested, types.DispatchApplied, types.DispatchFailed)
 """Events a view without objects (``track_objects`` False) does not fold (only their sequence counts):
-the deciders' bookkeeping (partition heads, open requests) and the dispatcher's own results, which
-change nothing :func:`plan` reads."""
+the deciders' open requests and the dispatcher's own results, which change nothing :func:`plan` or
+the batch verifier reads."""
 
 
 def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
@@ -537,51 +538,19 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
 
 
 def _fold_lean(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
-    """:func:`fold` for a view that keeps no objects: what :func:`plan` reads, the same as the full fold.
-
-    Plan reads the cluster's workloads (reservation, admission, eviction, gone, the
-    Workload and its owner), the flavors, ``reserved_seq``, ``started`` and, of each
-    record, the admission checks and the topology assignments. So: no dirty sets; the
-    events of :data:`LEAN_SKIPPED` only count their sequence; and a WorkloadInadmissible
-    (a quarter of a busy log) does to the record only what the full fold does to those two
-    (replace a namesake's record, forget a waiting workload's topology), and is not
-    folded into the cluster (it changes the queue order and the parked marks, which
-    plan does not read, and never a reservation or an eviction).
-    """
+    """:func:`fold` for a view that keeps no objects: what :func:`plan` reads, the same as the full fold
+    (:func:`kueue_es.services.dispatcher.lean.fold`: no cluster fold, no status records but the admission
+    checks and topology assignments, no dirty sets; the events of :data:`LEAN_SKIPPED` only count their
+    sequence)."""
     state = view.cluster
     if isinstance(event, LEAN_SKIPPED):
         state.last_seq = max(state.last_seq, seq)
         return view
-    key = status.workload_key(event)
-    if key is None:
-        apply(state, event, seq=seq)
-        return view
-    if isinstance(event, types.WorkloadInadmissible):
-        state.last_seq = max(state.last_seq, seq)
-        wl = state.workloads.get(key)
-        if wl is None:
-            view.records.pop(key, None)
-            return view
-        uid = wl.workload.metadata.uid
-        record = view.records.get(key)
-        if record is None or (record.uid and uid and record.uid != uid):
-            record = view.records[key] = status.WorkloadRecord(uid=uid)
-        if wl.reservation is None and not wl.gone:
-            record.admission = None
-            record.topology = {}
-        return view
-    before = status.Before.of(state.workloads.get(key))
-    apply(state, event, seq=seq)
-    after = state.workloads.get(key)
-    if isinstance(event, types.QuotaReserved | types.WorkloadAdmitted) and before.reservation is None:
-        if after is not None and after.reservation is not None:
-            view.reserved_seq[key] = seq
-    status.fold_record(view.records, event, key=key, before=before, state=state, compare=False)
-    if isinstance(event, types.WorkloadAdmitted) and after is not None and after.admitted and not before.admitted:
-        if after.reservation is not None:
-            view.started[key] = pod_set_infos(state, after, view.records.get(key))
-    elif after is None:
-        view.started.pop(key, None)
+    admitted = lean.fold(view, event, seq=seq)
+    if admitted is not None:
+        wl = state.workloads[admitted]
+        assert wl.reservation is not None
+        view.started[admitted] = pod_set_infos(state, wl, view.records.get(admitted))
     return view
 
 

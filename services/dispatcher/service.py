@@ -48,11 +48,11 @@ from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
-from kueue_es.events.bus.base import Bus, BusError, Delivery, DurableConsumer
+from kueue_es.events.bus.base import Bus, BusError, Delivery, DurableConsumer, LogMessage
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
 from kueue_es.services import standby
-from kueue_es.services.dispatcher import core
+from kueue_es.services.dispatcher import core, lean
 from kueue_es.services.dispatcher.job_writes import JobWrites, action_name
 from kueue_es.services.dispatcher.kube_api import (
     DEFAULT_QUEUE_STATUS_INTERVAL,
@@ -99,7 +99,8 @@ class Dispatcher:
     ``limiter`` rate-limits every write (default: Kueue's QPS 50, burst 100), the
     Kubernetes Events on Workloads with a second limiter of the same size
     (:attr:`event_limiter`); ``write_objects`` False leaves Workload objects, their
-    Events and queue status alone (only Jobs are written). ``queue_status_interval``:
+    Events and queue status alone (only Jobs are written) and folds lean
+    (:mod:`~kueue_es.services.dispatcher.lean`: what the plan reads, no ungater fed). ``queue_status_interval``:
     seconds between two status writes of one queue.
     ``gate``: a standby dispatcher's lease (:func:`consume_while_leading`): every Job write first asks
     it and a closed gate raises :class:`NotLeading` (nothing more is written or acked).
@@ -215,31 +216,7 @@ class Dispatcher:
     async def _fold_from(self, start_seq: int) -> None:
         cluster = self.view.cluster
         async for message in self.bus.read(subjects=(subjects.FACTS, subjects.DECISIONS), start_seq=start_seq):
-            try:
-                event: types.Event | None = codec.decode(message.data)
-            except codec.DecodeError as err:  # skipped, as every service skips it; its sequence still counts
-                event = None
-                if batches.partition_of(message.subject) is None:  # else an orphan, reported below
-                    log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
-                cluster.last_seq = max(cluster.last_seq, message.seq)
-            verdict = cluster.batches.offer(
-                seq=message.seq,
-                subject=message.subject,
-                msg_id_header=message.headers.get("Nats-Msg-Id", ""),
-                data=message.data,
-                event=event,
-            )
-            self._orphaned(verdict.orphans)
-            for seq, accepted in verdict.accepted:
-                try:
-                    core.fold(self.view, accepted, seq=seq)
-                except UnknownEventError as err:  # raised before the fold touches the state, as in runtime
-                    log.warning("event_unclassified", seq=seq, error=str(err))
-                    cluster.last_seq = max(cluster.last_seq, seq)
-                else:
-                    self.stored.observed(accepted)
-                    if isinstance(accepted, types.WorkloadAdmitted | types.TopologyAssigned):
-                        self.ungating.mark(accepted.workload.key)
+            self.fold_message(message)
             if message.pending == 0 and cluster.batches.holding and (self._stranded is None or self._stranded.done()):
                 # asked beside the fold: an answer that takes its whole timeout (NATS just came back)
                 # must not keep the reader from resuming
@@ -248,6 +225,43 @@ class Dispatcher:
             if self._fold_waiters:  # a notify per message (a lock taken) was 2 % of the dispatcher's CPU
                 async with self._folded:
                     self._folded.notify_all()
+
+    def fold_message(self, message: LogMessage) -> None:
+        """Fold one message read from the log: decode it, offer it to the batch verifier and fold what it
+        accepts (a lean view, :data:`~kueue_es.services.dispatcher.core.LEAN_SKIPPED`, does not even decode
+        a fact it only counts, :func:`~kueue_es.services.dispatcher.lean.skippable`, unless a batch is open:
+        a fact inside a batch breaks it)."""
+        cluster = self.view.cluster
+        if not self.view.track_objects and not cluster.batches.holding:
+            if lean.skippable(message.subject, message.headers):
+                cluster.last_seq = max(cluster.last_seq, message.seq)
+                return
+        try:
+            event: types.Event | None = codec.decode(message.data)
+        except codec.DecodeError as err:  # skipped, as every service skips it; its sequence still counts
+            event = None
+            if batches.partition_of(message.subject) is None:  # else an orphan, reported below
+                log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
+            cluster.last_seq = max(cluster.last_seq, message.seq)
+        verdict = cluster.batches.offer(
+            seq=message.seq,
+            subject=message.subject,
+            msg_id_header=message.headers.get("Nats-Msg-Id", ""),
+            data=message.data,
+            event=event,
+        )
+        self._orphaned(verdict.orphans)
+        for seq, accepted in verdict.accepted:
+            try:
+                core.fold(self.view, accepted, seq=seq)
+            except UnknownEventError as err:  # raised before the fold touches the state, as in runtime
+                log.warning("event_unclassified", seq=seq, error=str(err))
+                cluster.last_seq = max(cluster.last_seq, seq)
+            else:
+                if self.write_objects:  # the queues' status and the ungater: only with a real API server
+                    self.stored.observed(accepted)
+                    if isinstance(accepted, types.WorkloadAdmitted | types.TopologyAssigned):
+                        self.ungating.mark(accepted.workload.key)
 
     async def _resume(self) -> int:
         """Take the start point (a snapshot of this log: its view becomes the fold, in place, as the

@@ -1,7 +1,18 @@
 """The dispatcher's lean fold (no Workload objects, no queue status) plans exactly what the full fold plans."""
 
-from kueue_es.events import models, types
+import json
+from pathlib import Path
+
+import pytest
+
+from kueue_es.events import codec, models, types
+from kueue_es.events.bus.base import LogMessage
+from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.dispatcher import core
+from kueue_es.services.dispatcher.service import Dispatcher
+from kueue_es.services.dispatcher.simulated import SimulatedApi, SimulatedDispatcher, UnlimitedWrites
+
+LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 
 RF = types.ResourceFlavorObserved(
     flavor=models.ResourceFlavor(
@@ -65,6 +76,11 @@ def _log() -> list[types.Event]:
     ]
 
 
+def _plan_records(view: core.DispatchState, live: set[str]) -> dict[str, tuple[object, ...]]:
+    """What plan reads of the records of the ``live`` workloads: their topology and admission checks."""
+    return {k: (r.uid, r.topology, r.checks) for k, r in view.records.items() if k in live and (r.topology or r.checks)}
+
+
 def test_the_lean_fold_plans_what_the_full_fold_plans() -> None:
     full, lean = core.DispatchState(), core.DispatchState(track_objects=False)
     planned = []
@@ -77,14 +93,144 @@ def test_the_lean_fold_plans_what_the_full_fold_plans() -> None:
         for at, earlier in enumerate(events[:seq], start=1):
             assert core.plan(lean, earlier, seq=at) == core.plan(full, earlier, seq=at), (seq, at)
         planned.append(core.plan(full, event, seq=seq))
-        assert lean.started == full.started
-        assert lean.reserved_seq == full.reserved_seq
-        assert {k: (r.uid, r.topology, r.checks) for k, r in lean.records.items()} == {
-            k: (r.uid, r.topology, r.checks) for k, r in full.records.items()
+        live = {k for k, wl in full.cluster.workloads.items() if not wl.gone}
+        assert {k: v for k, v in lean.started.items() if k in live} == {
+            k: v for k, v in full.started.items() if k in live
         }
+        assert lean.reserved_seq == full.reserved_seq
+        # the lean fold keeps a record only once it has checks or a topology, and none of a gone workload
+        assert _plan_records(lean, live) == _plan_records(full, live)
     starts = [action for action in planned if isinstance(action, core.StartJob)]
     assert [bool(action.scheduling_gates) for action in starts] == [True, False]  # the topology went with the eviction
     assert sum(isinstance(action, core.StopJob) for action in planned) == 2
     assert core.plan(full, events[9], seq=10) is None  # the first eviction, redelivered after the re-admission
     assert not lean.dirty_workloads and not lean.dirty_queues
     assert full.dirty_workloads
+
+
+def _checks_log() -> list[types.Event]:
+    """A ClusterQueue requiring a check: reserved, the check Ready with podSetUpdates, admitted (started with
+    them), evicted (the check reset), released, reserved and admitted again with the check Ready again; a second
+    workload deleted while it holds quota, then released; a third finished, then its admission redelivered."""
+    rule = models.AdmissionCheckStrategyRule(name="prov")
+    cq = types.ClusterQueueObserved(
+        cluster_queue=models.ClusterQueue(
+            metadata=models.ObjectMeta(name="cq"),
+            spec=models.ClusterQueueSpec(
+                admission_checks_strategy=models.AdmissionChecksStrategy(admission_checks=[rule])
+            ),
+        )
+    )
+    lq = types.LocalQueueObserved(
+        local_queue=models.LocalQueue(
+            metadata=models.ObjectMeta(name="lq", namespace="ns"), spec=models.LocalQueueSpec(cluster_queue="cq")
+        )
+    )
+    refs = [types.WorkloadRef(namespace="ns", name=n, uid=f"u-{n}") for n in ("a", "b", "c")]
+    assignment = types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 1000}, count=1)
+    update = models.PodSetUpdate(name="main", labels={"prov": "yes"}, node_selector={"zone": "z1"})
+
+    def reserved(ref: types.WorkloadRef, at: int) -> types.QuotaReserved:
+        return types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[assignment], at_ms=at)
+
+    def ready(ref: types.WorkloadRef, at: int) -> types.AdmissionCheckStateChanged:
+        return types.AdmissionCheckStateChanged(
+            workload=ref, check="prov", state="Ready", pod_set_updates=[update], at_ms=at
+        )
+
+    a, b, c = refs
+    return [
+        RF,
+        cq,
+        lq,
+        *(_workload(ref.name, ref.uid) for ref in refs),
+        reserved(a, 1),
+        ready(a, 2),
+        types.WorkloadAdmitted(workload=a, cluster_queue="cq", at_ms=3),
+        types.EvictionRequested(workload=a, cluster_queue="cq", reason="AdmissionCheck", message="m", at_ms=4),
+        types.QuotaReleased(workload=a, cluster_queue="cq", reason="AdmissionCheck", cause_seq=0, at_ms=5),
+        reserved(a, 6),
+        ready(a, 7),
+        types.WorkloadAdmitted(workload=a, cluster_queue="cq", at_ms=8),
+        reserved(b, 9),
+        types.ObjectDeleted(kind="Workload", namespace="ns", name="b", uid="u-b"),
+        types.WorkloadAdmitted(workload=b, cluster_queue="cq", at_ms=10),
+        types.QuotaReleased(workload=b, cluster_queue="cq", reason="Deleted", cause_seq=0, at_ms=11),
+        reserved(c, 12),
+        types.WorkloadAdmitted(workload=c, cluster_queue="cq", at_ms=13),
+        types.WorkloadFinished(workload=c, succeeded=True, reason="Succeeded", at_ms=14),
+        types.QuotaReleased(workload=c, cluster_queue="cq", reason="Finished", cause_seq=0, at_ms=15),
+        _workload("c", "u-c"),  # the finished workload seen again: it stays gone
+        types.EvictionRequested(workload=c, cluster_queue="cq", reason="Preempted", message="m", at_ms=16),
+    ]
+
+
+def test_admission_checks_deletions_and_finished_workloads_plan_the_same() -> None:
+    full, lean = core.DispatchState(), core.DispatchState(track_objects=False)
+    events = _checks_log()
+    starts = []
+    for seq, event in enumerate(events, start=1):
+        core.fold(full, event, seq=seq)
+        core.fold(lean, event, seq=seq)
+        for at, earlier in enumerate(events[:seq], start=1):
+            assert core.plan(lean, earlier, seq=at) == core.plan(full, earlier, seq=at), (seq, at)
+        live = {k for k, wl in full.cluster.workloads.items() if not wl.gone}
+        assert _plan_records(lean, live) == _plan_records(full, live), seq
+        action = core.plan(full, event, seq=seq)
+        if isinstance(action, core.StartJob):
+            starts.append(action)
+    assert [(s.workload.name, s.labels, s.node_selector) for s in starts] == [
+        ("a", {"prov": "yes"}, {"pool": "a", "zone": "z1"}),
+        ("a", {"prov": "yes"}, {"pool": "a", "zone": "z1"}),
+        ("c", {}, {"pool": "a"}),
+    ]  # b was deleted before its admission: no start
+    assert set(full.cluster.workloads) == set(lean.cluster.workloads) == {"ns/a", "ns/c"}
+    # the finished workload: no Workload object, record or pod set information kept by the lean view
+    gone = lean.cluster.workloads["ns/c"]
+    assert gone.gone and gone.workload.metadata.uid == "u-c" and not gone.workload.spec.pod_sets
+    assert "ns/c" not in lean.records and "ns/c" not in lean.started
+    assert full.cluster.workloads["ns/c"].workload.spec.pod_sets
+
+
+def _recorded(name: str) -> list[LogMessage]:
+    return [
+        LogMessage(seq=raw["seq"], subject=raw["subject"], data=raw["data"].encode(), headers=raw["headers"])
+        for raw in map(json.loads, (LOGS / name).read_text().splitlines())
+    ]
+
+
+@pytest.mark.parametrize("log_name", ["demo-preempt.jsonl", "demo-preempt-v2.jsonl"])
+def test_a_recorded_log_plans_the_same_through_the_dispatchers_lean_fold(log_name: str) -> None:
+    """The recorded demo logs (admissions, preemptions, evictions, stops, finishes) read message by message by
+    a real dispatcher's fold and a simulated one's (lean, skipping PodsReady undecoded): after every message,
+    every decision so far plans the same write in both (a redelivery at any point)."""
+    bus = MemoryBus()
+    full = Dispatcher(bus=bus, api=SimulatedApi())
+    lean = SimulatedDispatcher(bus=bus, limiter=UnlimitedWrites())
+    assert full.view.track_objects and not lean.view.track_objects
+    decisions: list[tuple[int, types.Event]] = []
+    planned = 0
+    for message in _recorded(log_name):
+        full.fold_message(message)
+        lean.fold_message(message)
+        assert lean.view.last_seq == full.view.last_seq
+        # what the batch verifier's partition rule reads
+        assert lean.view.cluster.heads == full.view.cluster.heads
+        assert lean.view.cluster.partitions.wl_part == full.view.cluster.partitions.wl_part
+        if message.subject.startswith("kq.dec.") and message.headers.get("Kq-Type") in (
+            "WorkloadAdmitted",
+            "EvictionRequested",
+        ):
+            decisions.append((message.seq, codec.decode(message.data)))
+        for seq, decision in decisions:
+            expected = core.plan(full.view, decision, seq=seq)
+            assert core.plan(lean.view, decision, seq=seq) == expected, (message.seq, seq)
+            planned += expected is not None
+    assert lean.orphaned_seqs == full.orphaned_seqs == set()
+    assert planned and full.view.last_seq == message.seq
+    finished = [k for k, wl in full.view.cluster.workloads.items() if wl.gone and wl.reservation is None]
+    assert finished
+    for key in finished:  # the lean view keeps no Workload object, record or start of a finished workload
+        assert not lean.view.cluster.workloads[key].workload.spec.pod_sets
+        assert key not in lean.view.records and key not in lean.view.started
+        assert key in full.view.records
