@@ -55,6 +55,9 @@ class Executor:
                 self._start(ref, seq)
             case types.DispatchApplied(workload=ref, action="Evict", decision_seq=seq):
                 self._stop(ref, seq)
+            case types.DispatchBatchApplied():  # one record's results: each as its own DispatchApplied
+                for applied in event.applied():
+                    self.observe(applied)
 
     def _start(self, ref: types.WorkloadRef, seq: int) -> None:
         if ref.key in self.running:

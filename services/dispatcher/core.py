@@ -490,7 +490,13 @@ class DispatchState:
         return self.cluster.last_seq
 
 
-LEAN_SKIPPED = (types.DecisionRecord, types.SchedulingRequested, types.DispatchApplied, types.DispatchFailed)
+LEAN_SKIPPED = (
+    types.DecisionRecord,
+    types.SchedulingRequested,
+    types.DispatchApplied,
+    types.DispatchFailed,
+    types.DispatchBatchApplied,
+)
 """Events a view without objects (``track_objects`` False) does not fold (only their sequence counts):
 the deciders' bookkeeping (partition heads, open requests) and the dispatcher's own results, which
 change nothing :func:`plan` reads."""
@@ -751,6 +757,7 @@ PLAN_IGNORED = (
     # the dispatcher's own results
     types.DispatchApplied,
     types.DispatchFailed,
+    types.DispatchBatchApplied,
 )
 """The events :func:`plan` ignores, named: an event type in neither tuple fails :func:`plan` (and the
 unit test that walks the event union), so a new one is classified before it is dispatched."""

@@ -85,9 +85,9 @@ async def result_seqs(bus: MemoryBus) -> list[int]:
     for seq in range(1, await bus.last_seq() + 1):
         message = await bus.get(seq)
         if message.subject.startswith("kq.disp."):
-            event = codec.decode(message.data)
-            assert isinstance(event, types.DispatchApplied | types.DispatchFailed)
-            found.append(event.decision_seq)
+            results = types.dispatch_results(codec.decode(message.data))
+            assert results, message.subject
+            found.extend(result.decision_seq for result in results)
     return found
 
 
