@@ -98,8 +98,9 @@ class RecordResults:
     ``bus``: where to publish and read; ``cluster``: the dispatch subject's cluster token. The runner
     :meth:`add` s each applied decision (with its Settlement) in decision order and :meth:`flush`
     es (hands the gathered results to ``settling``) before any other result and at the end of a
-    batch. ``published``: results published; ``refused``: publishes refused (a record answered in
-    part already); ``answered_before``: decisions found answered on reading a refused record.
+    batch. ``published``: results published; ``duplicates``: results found stored already, the same
+    decisions expecting the same sequence (the duplicate window); ``refused``: publishes refused (a
+    record answered in part already); ``answered_before``: decisions found answered on reading a refused record.
     """
 
     def __init__(self, *, bus: Bus, cluster: str) -> None:
@@ -107,6 +108,7 @@ class RecordResults:
         self._group: _Group | None = None
         self._last: OrderedDict[str, asyncio.Future[_Stored | None]] = OrderedDict()
         self.published = 0
+        self.duplicates = 0
         self.refused = 0
         self.answered_before = 0
 
@@ -204,8 +206,10 @@ class RecordResults:
                     log.info("dispatch_results_refused", subject=subject, expected=known.last, error=str(err))
                     known = None
                     continue
-                self.published += 1
-                if not ack.duplicate:  # a duplicate: others may follow it (the next one reads)
+                if ack.duplicate:  # this very result was stored (a retry, a restart): others may follow it
+                    self.duplicates += 1
+                else:
+                    self.published += 1
                     stored = _Stored(last=ack.seq, answered=known.answered | frozenset(seqs))
                 return
             raise BusError(f"The results of {len(entries)} decisions on {subject!r} were refused {MAX_CONFLICTS} times")
@@ -220,7 +224,7 @@ class RecordResults:
         answered: set[int] = set()
         if last == 0:
             return 0, answered
-        reader = self.bus.read(subjects=(subject,), start_seq=record_seq + 1)
+        reader = self.bus.read(subjects=(subject,), start_seq=record_seq + 1 if record_seq < last else 1)
         async with contextlib.aclosing(reader):
             async for message in reader:
                 with contextlib.suppress(codec.DecodeError):

@@ -46,12 +46,14 @@ async def kueue_es(*args: str) -> str:
 
 
 async def first(bus: nats_bus.NatsBus, kind: type, *, after: int, timeout: float = 60) -> tuple[float, types.Event]:
-    """The first event of ``kind`` after sequence ``after``, and time.monotonic() when it was read."""
+    """The first event of ``kind`` after sequence ``after`` (an entry of a DispatchBatchApplied as its
+    DispatchApplied), and time.monotonic() when it was read."""
     async with asyncio.timeout(timeout):
         async for message in bus.read(start_seq=after + 1):
             event = codec.decode(message.data)
-            if isinstance(event, kind):
-                return time.monotonic(), event
+            for one in types.dispatch_results(event) or (event,):
+                if isinstance(one, kind):
+                    return time.monotonic(), one
     raise AssertionError("unreachable")
 
 
