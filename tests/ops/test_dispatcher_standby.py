@@ -139,6 +139,13 @@ async def test_the_standby_dispatcher_starts_the_next_job_after_a_kill(tmp_path:
             finally:
                 await api.close()
             assert len(jobs) == 2 and all(job["spec"].get("suspend") is False for job in jobs)
+            # the killed holder's results and the standby's: each decision answered once on the log
+            answered = []
+            for seq in range(1, await bus.last_seq() + 1):
+                message = await bus.get(seq)
+                if message.subject.startswith("kq.disp."):
+                    answered += [r.decision_seq for r in types.dispatch_results(codec.decode(message.data))]
+            assert len(answered) >= 2 and len(answered) == len(set(answered)), answered
         finally:
             for process in processes:
                 if process.returncode is None:
