@@ -217,6 +217,20 @@ class RecordResults:
             if not mine.done():
                 mine.set_result(stored)
 
+    async def answered_already(self, record: tuple[str, int], seq: int) -> bool:
+        """Whether a result on ``record``'s subject (``(partition, record seq)``) answers the decision at
+        ``seq``: what this dispatcher stored there (once its results handed over are done), else what
+        the subject holds. Asked before a DispatchFailed of a decision delivered again, so a decision
+        applied before a restart is not answered a second time."""
+        subject = subjects.record_dispatch_subject(record[0], record[1], self.cluster)
+        mine = self._last.get(subject)
+        if mine is not None:
+            known = await asyncio.shield(mine)
+            if known is not None:
+                return seq in known.answered
+        _, answered = await self.answered(subject, record[1])
+        return seq in answered
+
     async def answered(self, subject: str, record_seq: int) -> tuple[int, set[int]]:
         """``(last sequence, decision seqs answered)`` of the record's results on ``subject`` as stored
         now: every DispatchBatchApplied there, read from the record on (0 and none when empty)."""

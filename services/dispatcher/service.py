@@ -552,6 +552,12 @@ class Dispatcher:
             done.append(settlement)
             return
         self.record_results.flush(self.settling)  # the results before this one go first, as decided
+        if isinstance(result, types.DispatchFailed) and delivery.attempt > 1 and (record := record_of(message)):
+            if await self.record_results.answered_already(record, message.seq):
+                # applied and answered before a restart or a takeover (its ack lost): answered once
+                log.info("decision_answered_before", seq=message.seq, status=result.status)
+                done.append(Settlement(consumer=consumer, delivery=delivery))
+                return
         publish = self.bus.publish(
             subjects.message(
                 result,

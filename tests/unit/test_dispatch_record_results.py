@@ -157,3 +157,31 @@ async def test_a_restarted_dispatcher_answers_each_decision_once_and_acks_it() -
     last = await bus.last_seq()
     await third.publish("p0", record_seq, [entry(seq) for seq in answered[:1]])
     assert await bus.last_seq() == last and (third.duplicates, third.refused, third.published) == (1, 0, 0)
+
+
+async def test_a_decision_applied_before_a_restart_is_not_answered_again_when_its_job_is_gone() -> None:
+    """Its batch result was stored, its ack lost; delivered again to a new process, its Job is gone
+    by then (a 404): the DispatchFailed is not published, the decision is acked (answered once)."""
+    bus = MemoryBus()
+    await admitted(bus, 1)
+    durable = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=0.2)
+    first = await _dispatch_once(bus, AcksLost(durable), batch=2)
+    assert first.applied == 1
+    await asyncio.sleep(0.3)
+    second = SimulatedDispatcher(bus=bus, limiter=WriteLimiter(qps=1000, burst=100))
+
+    async def gone(action: Any, *, seq: int) -> types.DispatchFailed:
+        return second.jobs.gone(action, seq=seq, message="Job ns/w0 is gone")
+
+    second.jobs.carry_out = gone  # type: ignore[method-assign]
+    fold = asyncio.create_task(second.fold_forever())
+    try:
+        deliveries = await durable.fetch(batch=2, timeout=2.0)
+        assert [d.attempt for d in deliveries] == [2, 2]
+        await second.handle_batch(durable, deliveries)
+    finally:
+        await cancel_and_wait([fold])
+    assert len(await answers(bus)) == 1  # the first process's entry only: no DispatchFailed
+    kinds = [(await bus.get(s)).headers.get("Kq-Type") for s in range(1, await bus.last_seq() + 1)]
+    assert "DispatchFailed" not in kinds and "ObjectDeleted" not in kinds
+    assert await durable.fetch(batch=10, timeout=0.4) == []  # acked
