@@ -147,6 +147,8 @@ async def test_the_job_of_a_later_decision_starts_while_an_earlier_decisions_ack
     async with Running() as run:
         first = await admit(run.memory, "w0")
         await until(lambda: started(run.memory, first), what="w0 started")
+        # its result stored does not mean its ack went out (a turn or two later): wait for it
+        await until(lambda: _true(first in run.flaky.acked), what="w0 acked")
         await until(lambda: _true(run.ready()), what="ready")
         run.flaky.failing = True
         second = await admit(run.memory, "w1")
