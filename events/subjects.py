@@ -10,6 +10,8 @@ Layout (ARCHITECTURE.md §2, research/event-sourcing.md §5.3):
 - ``kq.dec.<partition>.wl.<ns>.<name>``: per-workload decisions;
 - ``kq.disp.<cluster>.wl.<ns>.<name>``: dispatch results (``local``: the dispatcher; a MultiKueue
   worker's name: the MultiKueue edge's remote creates and deletes);
+- ``kq.disp.<cluster>.rec.<partition>.<record seq>``: the dispatcher's DispatchBatchApplied results of
+  one DecisionRecord's decisions (schema version 5);
 - ``kq.in.remote.<cluster>.<ns>.<name>`` and ``kq.in.worker.<cluster>``: the MultiKueue edge's facts
   (a workload's copy on a worker, a worker's connectivity).
 
@@ -120,6 +122,12 @@ def workload_decision_subject(ref: types.WorkloadRef, partition: str = DEFAULT_P
 def dispatch_subject(ref: types.WorkloadRef, cluster: str = DEFAULT_CLUSTER) -> str:
     """Subject of a dispatch result."""
     return f"kq.disp.{cluster}.wl.{token(ref.namespace)}.{token(ref.name)}"
+
+
+def record_dispatch_subject(partition: str, record_seq: int, cluster: str = DEFAULT_CLUSTER) -> str:
+    """Subject of the DispatchBatchApplied results of the DecisionRecord at ``record_seq`` of
+    ``partition``: ``kq.disp.<cluster>.rec.<partition>.<record_seq>`` (schema version 5, issue 18)."""
+    return f"kq.disp.{cluster}.rec.{partition}.{record_seq}"
 
 
 def remote_subject(ref: types.WorkloadRef, cluster: str) -> str:

@@ -14,22 +14,24 @@ string that never changes when a class is renamed. Integers only: amounts
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
 ``resourceClaims``, the Configuration's ``deviceClassMappings``), MultiKueue's events (issue 20) and
 ``AdmissionCheck.spec.parameters``; 4: DRA's ResourceSliceObserved, CEL selectors on device classes and
-requests, and counter and capacity ``sources`` in ``deviceClassMappings``. docs/events.md holds the
-history and the stability policy."""
+requests, and counter and capacity ``sources`` in ``deviceClassMappings``; 5: ``DispatchBatchApplied``,
+the dispatcher's results of one DecisionRecord's decisions in one message (issue 18). docs/events.md
+holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -738,6 +740,51 @@ class DispatchFailed(_Event, frozen=True, kw_only=True, tag="DispatchFailed"):
     retryable: bool = False
 
 
+class DispatchEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, gc=False):
+    """One decision a :class:`DispatchBatchApplied` answers: what its :class:`DispatchApplied` would say."""
+
+    decision_seq: int
+    workload: WorkloadRef
+    action: str
+    target: str = ""
+    node_selector: dict[str, str] = {}
+
+
+class DispatchBatchApplied(_Event, frozen=True, kw_only=True, tag="DispatchBatchApplied"):
+    """The dispatcher wrote these decisions of one DecisionRecord (at ``record_seq`` in ``partition``)
+    to Kubernetes in one pass (schema version 5, issue 18): each entry stands for the DispatchApplied
+    of its decision (:meth:`applied`). Published on ``kq.disp.<cluster>.rec.<partition>.<record_seq>``
+    expecting that subject's last sequence, so no decision is answered twice
+    (services/dispatcher/record_results.py)."""
+
+    partition: str
+    record_seq: int
+    entries: list[DispatchEntry]
+
+    def applied(self) -> list[DispatchApplied]:
+        """Each entry as the DispatchApplied of its decision, in order."""
+        return [
+            DispatchApplied(
+                workload=e.workload,
+                decision_seq=e.decision_seq,
+                action=e.action,
+                target=e.target,
+                node_selector=e.node_selector,
+            )
+            for e in self.entries
+        ]
+
+
+def dispatch_results(event: Event) -> Sequence[DispatchApplied | DispatchFailed]:
+    """The single dispatch results ``event`` stands for: itself for a DispatchApplied or
+    DispatchFailed, its entries for a DispatchBatchApplied, none for any other event."""
+    if isinstance(event, DispatchApplied | DispatchFailed):
+        return (event,)
+    if isinstance(event, DispatchBatchApplied):
+        return event.applied()
+    return ()
+
+
 Fact = (
     ResourceFlavorObserved
     | ClusterQueueObserved
@@ -784,7 +831,7 @@ Decision = (
     | MultiKueueCheckRetry
     | MultiKueueCheckRejected
 )
-DispatchResult = DispatchApplied | DispatchFailed
+DispatchResult = DispatchApplied | DispatchFailed | DispatchBatchApplied
 Event = Fact | Decision | DispatchResult
 
 Output = Decision | PendingOutcome

@@ -143,6 +143,7 @@ def _parameters(*names: str) -> dict[str, Any]:
         "decider": "the NATS user of the decider that made the record: admitter, preemptor, tas-placer (seed: tests)",
         "kind": "the object's kind token: wl, cq, lq, rf, cohort, wpc, ns, ac, config, cmd, topo, node, pod",
         "cluster": "the dispatcher's cluster token (local)",
+        "recordSeq": "the KQ_LOG sequence of the DecisionRecord whose decisions the results answer",
     }
     return {name: {"description": meaning[name]} for name in names}
 
@@ -170,7 +171,8 @@ def document(*, server: str = "127.0.0.1:4222") -> dict[str, Any]:
             "messages": refs,
         }
 
-    workload_kinds = (*WORKLOAD_FACTS, *OUTPUTS, *types.DISPATCH_TYPES)
+    single_results = (types.DispatchApplied, types.DispatchFailed)  # a DispatchBatchApplied: one per entry
+    workload_kinds = (*WORKLOAD_FACTS, *OUTPUTS, *single_results)
     channel(
         "workload",
         f"{core.PUBLIC_WORKLOAD}.{{namespace}}.{{name}}",
@@ -201,7 +203,8 @@ def document(*, server: str = "127.0.0.1:4222") -> dict[str, Any]:
         ("logFacts", "kq.in.{kind}.{namespace}.{name}", ("kind", "namespace", "name"), types.FACT_TYPES, "Facts"),
         ("logDecisions", "kq.dec.{partition}.wl.{namespace}.{name}", ("partition", "namespace", "name"), OUTPUTS, "Decisions"),
         ("logRecords", "kq.dec.{partition}.head.{decider}", ("partition", "decider"), (types.DecisionRecord,), "Records"),
-        ("logDispatch", "kq.disp.{cluster}.wl.{namespace}.{name}", ("cluster", "namespace", "name"), types.DISPATCH_TYPES, "Dispatch results"),
+        ("logDispatch", "kq.disp.{cluster}.wl.{namespace}.{name}", ("cluster", "namespace", "name"), single_results, "Dispatch results"),
+        ("logRecordDispatch", "kq.disp.{cluster}.rec.{partition}.{recordSeq}", ("cluster", "partition", "recordSeq"), (types.DispatchBatchApplied,), "Dispatch results per record"),
     )  # fmt: skip
     for key, address, params, kinds, what in log_channels:
         channel(

@@ -522,16 +522,24 @@ class LogChecker:
                 del self._waiting[subject]
 
     def _dispatch_result(self, message: LogMessage, event: types.Event | None) -> None:
-        """A dispatch result names a recorded decision before it. The dispatcher writes a workload's
+        """A dispatch result names a recorded decision before it (a DispatchBatchApplied: each of its
+        entries does). The dispatcher writes a workload's
         latest state, so a decision a later answered one of the same workload (its subject)
         superseded, e.g. an admission the eviction of a preemption overtook before the Job
         started, needs no answer of its own."""
         if event is None:
             self.report.stray_dispatch.append(_orphan(message, "undecodable"))
             return
-        if not isinstance(event, types.DispatchApplied | types.DispatchFailed):
+        results = types.dispatch_results(event)
+        if not results:
             self.report.stray_dispatch.append(_orphan(message, "not a dispatch result"))
             return
+        for result in results:  # a DispatchBatchApplied: each entry as the result of its decision
+            self._answer(message, result)
+
+    def _answer(self, message: LogMessage, event: types.DispatchApplied | types.DispatchFailed) -> None:
+        """The dispatch result ``event`` (in ``message``) answers its decision and the earlier ones
+        of the same workload it supersedes."""
         subject = self._outputs.get(event.decision_seq)
         if subject is None and event.decision_seq <= self.start:
             return  # a decision before the snapshot this check started from

@@ -59,6 +59,9 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
             return "deactivated", f"{event.workload.key} ({event.reason}): {event.message}"
         case types.WorkloadInadmissible():
             return "waiting", f"{event.workload.key}: {event.message}"
+        case types.DispatchBatchApplied():  # one record's results: one line, each entry as its own
+            lines = [describe(applied, before) for applied in event.applied()]
+            return "dispatched", "; ".join(line[1] for line in lines if line is not None)
         case types.DispatchApplied(action="Evict"):
             return "suspended", f"{event.target} suspended for {event.workload.key} (template restored)"
         case types.DispatchApplied():

@@ -434,7 +434,11 @@ class UnknownEventError(TypeError):
 # The event types the fold reads and drops: what a ClusterState holds never depends on them.
 # DispatchApplied and DispatchFailed are the Kubernetes side's echo of a decision; quota and
 # workload status follow the watcher's facts instead.
-IGNORED: Final[tuple[type[types.Event], ...]] = (types.DispatchApplied, types.DispatchFailed)
+IGNORED: Final[tuple[type[types.Event], ...]] = (
+    types.DispatchApplied,
+    types.DispatchFailed,
+    types.DispatchBatchApplied,
+)
 _IGNORED_EXACT: Final[frozenset[type[types.Event]]] = frozenset(IGNORED)
 
 
@@ -591,7 +595,7 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
             _apply_topology_assigned(state, event)
         case types.NodeObserved() | types.PodObserved() | types.TopologyObserved():
             _apply_topology_fact(state, event, seq=seq)
-        case types.DispatchApplied() | types.DispatchFailed():
+        case types.DispatchApplied() | types.DispatchFailed() | types.DispatchBatchApplied():
             pass  # IGNORED: the Kubernetes side's echo; quota follows the watcher's facts
         case _:
             _unclassified(event)

@@ -91,6 +91,10 @@ class StoryCollector:
 
     def observe(self, seq: int, event: types.Event, before: ClusterState) -> None:
         """Take one accepted event (sequence ``seq``; ``before``: the state just before it is applied)."""
+        if isinstance(event, types.DispatchBatchApplied):  # one record's results: each as its own
+            for applied in event.applied():
+                self.observe(seq, applied, before)
+            return
         moment = _time_of(event)
         if moment > self.now_ms:
             self.now_ms = moment

@@ -103,6 +103,25 @@ def _built() -> Iterator[tuple[str, str, dict[str, str], str]]:
             subjects.dispatch_subject(ref),
         ),
         (
+            types.DispatchBatchApplied(
+                partition="p0",
+                record_seq=40,
+                entries=[
+                    types.DispatchEntry(
+                        decision_seq=41,
+                        workload=ref,
+                        action="StartJob",
+                        target="Job team-a/train",
+                        node_selector={"cloud.provider.com/accelerator": "gpu"},
+                    ),
+                    types.DispatchEntry(
+                        decision_seq=43, workload=types.WorkloadRef(namespace="team-a", name="old"), action="Evict"
+                    ),
+                ],
+            ),
+            subjects.record_dispatch_subject("p0", 40),
+        ),
+        (
             types.DispatchFailed(
                 workload=ref,
                 decision_seq=42,

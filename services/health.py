@@ -99,7 +99,7 @@ class Health:
     - ``published_total{type}``: events published, by event type (not counting
       duplicates the log dropped);
     - ``dispatch_writes_total`` / ``dispatch_failures_total``: dispatch results
-      recorded (DispatchApplied, DispatchFailed);
+      recorded (DispatchApplied and each entry of a DispatchBatchApplied, DispatchFailed);
     - ``orphan_decisions_total{reason}``: messages the fold refused as outside any verified
       decision batch (:mod:`kueue_es.projections.batches`: a non-record on a head subject,
       a decision outside a batch, a broken batch, ...), never folded nor executed;
@@ -222,14 +222,17 @@ class Health:
         self.caught_up = observed.caught_up_at == 0
         return observed
 
-    def published(self, event_type: str) -> None:
-        """Count one event published (not a duplicate)."""
+    def published(self, event_type: str, entries: int = 1) -> None:
+        """Count one event published (not a duplicate); ``entries``: the decisions a DispatchBatchApplied
+        answers (each counts as a dispatch write)."""
         counter = self._published_by_type.get(event_type)
         if counter is None:
             counter = self._published_by_type[event_type] = self._published.labels(self.service, event_type)
         counter.inc()
         if event_type == "DispatchApplied":
             self.dispatch_writes.inc()
+        elif event_type == "DispatchBatchApplied":  # one per record and pass: each entry is a write
+            self.dispatch_writes.inc(entries)
         elif event_type == "DispatchFailed":
             self.dispatch_failures.inc()
 
@@ -346,7 +349,9 @@ class ObservedBus(Bus):
         """Publish, trying again for as long as it fails transiently (:func:`keep_trying`)."""
         ack = await keep_trying("publish", lambda: self.inner.publish(message), health=self.health)
         if not ack.duplicate:
-            self.health.published(message.headers.get("Kq-Type", "unknown"))
+            kind = message.headers.get("Kq-Type", "unknown")
+            entries = message.data.count(b'"decisionSeq"') if kind == "DispatchBatchApplied" else 1
+            self.health.published(kind, entries)
         return ack
 
     async def commit_batch(

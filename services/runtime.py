@@ -387,7 +387,8 @@ class PartitionGate(Protocol):
 
 DECIDER_SUBJECTS = (subjects.FACTS, subjects.DECISIONS)
 """What a :class:`DeciderLoop` reads: the facts and every partition's decisions, not the dispatch
-results (``kq.disp.>``, one DispatchApplied or DispatchFailed per dispatched decision: 50,000 of a
+results (``kq.disp.>``, one DispatchApplied or DispatchFailed per dispatched decision before
+DispatchBatchApplied, one per record and dispatcher pass, took their place: 50,000 of a
 large-scale run's 354,150 messages). The fold names both in ``cluster.IGNORED``: folding one moves
 only ``state.last_seq`` (and ``partitions.seq``, which the next event folded sets anew), and no
 comparison the deciders make with a sequence (a basis against a move, a record or a fence) can tell

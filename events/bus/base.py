@@ -33,6 +33,10 @@ class OutgoingMessage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     data: bytes
     msg_id: str
     headers: dict[str, str] = {}
+    expected_last_subject_seq: int | None = None
+    """When set, the message is stored only if the last message on ``subject`` has this sequence
+    (0: none yet; JetStream's ``Nats-Expected-Last-Subject-Sequence``); else the publish raises
+    ConflictError and stores nothing (a dispatch result per record, issue 18)."""
 
 
 class LogMessage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -73,7 +77,8 @@ class TransientBusError(BusError):
 
 
 class ConflictError(BusError):
-    """A batch's expected head sequence is stale: another decider committed first.
+    """A batch's expected head sequence is stale: another decider committed first (or a publish's
+    ``expected_last_subject_seq`` is: another message is on its subject since).
 
     Nothing of the batch was stored. The decider must fold the log again and
     decide afresh (never re-send a batch computed from an old basis).

@@ -113,6 +113,11 @@ class MemoryBus(base.Bus):
         rules.check_outgoing(message)
         if (seq := store.msg_ids.get(message.msg_id)) is not None:
             return base.PublishAck(seq=seq, duplicate=True)
+        expected = message.expected_last_subject_seq
+        if expected is not None and (actual := store.last_matching(message.subject)) != expected:
+            raise base.ConflictError(
+                f"{message.subject!r} is at sequence {actual}, not {expected}; {message.msg_id!r} was not stored."
+            )
         seq = store.append(message)
         store.notify()
         return base.PublishAck(seq=seq)

@@ -116,6 +116,20 @@ def _wrapped(what: str) -> Iterator[None]:
         raise kind(f"{what} failed: {type(err).__name__}: {err}") from err
 
 
+@contextlib.contextmanager
+def _refused_as_conflict(message: base.OutgoingMessage) -> Iterator[None]:
+    """A publish refused because its subject moved past ``expected_last_subject_seq``: ConflictError."""
+    try:
+        yield
+    except nats.js.errors.APIError as err:
+        if err.err_code in (ERR_WRONG_LAST_SEQUENCE, ERR_WRONG_LAST_SEQUENCE_IN_FLIGHT):
+            raise base.ConflictError(
+                f"{message.subject!r} moved past sequence {message.expected_last_subject_seq} ({err.description});"
+                f" {message.msg_id!r} was not stored."
+            ) from err
+        raise
+
+
 def _transient(err: BaseException) -> bool:
     """Errors a JetStream cluster gives while a new stream or consumer settles on its leader."""
     return isinstance(
@@ -680,8 +694,10 @@ class NatsBus(base.Bus):
         """Append ``message``; a duplicate ``msg_id`` within 600 s returns the original seq."""
         rules.check_outgoing(message)
         headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
+        if message.expected_last_subject_seq is not None:
+            headers["Nats-Expected-Last-Subject-Sequence"] = str(message.expected_last_subject_seq)
         what = f"Publishing {message.msg_id!r} on {message.subject!r}"
-        with _wrapped(what):
+        with _wrapped(what), _refused_as_conflict(message):
             try:  # the retrying machinery is built only once a first try failed (it costs more than a publish)
                 ack = await self._js.publish(message.subject, message.data, headers=headers, stream=base.STREAM_NAME)
             except Exception as err:

@@ -27,7 +27,8 @@ control) and publish its own subjects (events/subjects.py):
   follows only its own keys of the bucket ``KQ_LEASES``, ``$KV.KQ_LEASES.<user>.>``, and
   reads the bucket (stream info and single messages of ``KV_KQ_LEASES``), so a
   preemptor cannot take the admitter's lease;
-- ``dispatcher``: dispatch results ``kq.disp.>`` and ``kq.in.wl.>`` (the
+- ``dispatcher``: dispatch results ``kq.disp.>`` (per workload, and per record
+  ``kq.disp.<cluster>.rec.<partition>.<seq>``, which it also reads back) and ``kq.in.wl.>`` (the
   WorkloadStopped and ObjectDeleted of a workload whose Job is gone: so it can
   also forge other facts about workloads); the only user that may bind, read
   and ack the durable consumer ``dispatcher``;

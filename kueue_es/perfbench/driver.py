@@ -64,7 +64,15 @@ from kueue_es.supervisor import COMPACTOR, Supervisor
 SERVICES = ("admitter", "preemptor", "tas-placer", "dispatcher")
 DECIDERS = ("admitter", "preemptor", "tas-placer")
 DECODED = frozenset(
-    {"QuotaReserved", "TopologyAssigned", "WorkloadAdmitted", "QuotaReleased", "EvictionRequested", "DispatchApplied"}
+    {
+        "QuotaReserved",
+        "TopologyAssigned",
+        "WorkloadAdmitted",
+        "QuotaReleased",
+        "EvictionRequested",
+        "DispatchApplied",
+        "DispatchBatchApplied",
+    }
 )
 SAMPLE_SECONDS = 0.25
 OUTBOX_GATHER = 0.005

@@ -6,7 +6,8 @@ treats a workload as running from the moment it sees it admitted, sets
 taking the quota reservation back; a readmitted workload runs its full runtime
 again. Here the cluster side of kueue-es is simulated the same way, on the log:
 
-- ``DispatchApplied`` action ``StartJob`` (the dispatcher's start write landed):
+- ``DispatchApplied`` action ``StartJob``, or such an entry of a ``DispatchBatchApplied`` (the
+  dispatcher's start write landed):
   the workload starts; its pods are ready at once (a ``WorkloadPodsReady`` fact,
   ready, reason ``Started``) and a ``WorkloadFinished`` fact follows ``runtimeMs``
   later;
@@ -55,6 +56,9 @@ class Executor:
                 self._start(ref, seq)
             case types.DispatchApplied(workload=ref, action="Evict", decision_seq=seq):
                 self._stop(ref, seq)
+            case types.DispatchBatchApplied():  # one record's results: each as its own DispatchApplied
+                for applied in event.applied():
+                    self.observe(applied)
 
     def _start(self, ref: types.WorkloadRef, seq: int) -> None:
         if ref.key in self.running:

@@ -336,6 +336,9 @@ class Recorder:
             case types.DispatchApplied(workload=ref, action="StartJob"):
                 if self.topology is not None:
                     self.topology.started(ref.key)
+            case types.DispatchBatchApplied():  # one record's results: each as its own DispatchApplied
+                for applied in event.applied():
+                    self.record(applied)
             case types.EvictionRequested(workload=ref, reason=reason):
                 self.eviction_reasons[reason] = self.eviction_reasons.get(reason, 0) + 1
                 record = self.workloads.get(ref.key)

@@ -491,7 +491,12 @@ class DispatchState:
         return self.cluster.last_seq
 
 
-LEAN_SKIPPED = (types.SchedulingRequested, types.DispatchApplied, types.DispatchFailed)
+LEAN_SKIPPED = (
+    types.SchedulingRequested,
+    types.DispatchApplied,
+    types.DispatchFailed,
+    types.DispatchBatchApplied,
+)
 """Events a view without objects (``track_objects`` False) does not fold (only their sequence counts):
 the deciders' open requests and the dispatcher's own results, which change nothing :func:`plan` or
 the batch verifier reads."""
@@ -720,6 +725,7 @@ PLAN_IGNORED = (
     # the dispatcher's own results
     types.DispatchApplied,
     types.DispatchFailed,
+    types.DispatchBatchApplied,
 )
 """The events :func:`plan` ignores, named: an event type in neither tuple fails :func:`plan` (and the
 unit test that walks the event union), so a new one is classified before it is dispatched."""

@@ -4,8 +4,11 @@ A durable consumer (explicit ack) over the per-workload decisions delivers each
 at least once, in order. For each, the pure :func:`kueue_es.services.dispatcher.core.plan`
 says what to write to the Job (start an admitted Job, stop an evicted one); the
 :class:`Dispatcher` here has :class:`~kueue_es.services.dispatcher.job_writes.JobWrites`
-write it, records a DispatchApplied or DispatchFailed result on the log (its Msg-Id
-is the decision's sequence, so a redelivery records nothing new) and only then acks.
+write it, records the result on the log and only then acks: the decisions of one
+DecisionRecord a batch applied in one DispatchBatchApplied on the record's subject
+(:mod:`~kueue_es.services.dispatcher.record_results`: published expecting the subject's
+last sequence, so a redelivery answers no decision twice), a DispatchFailed per decision
+(its Msg-Id is the decision's sequence, so a redelivery records nothing new).
 A Job that is gone (404, or a namesake with another UID) runs nothing: the runner
 logs the workload deleted (ObjectDeleted, which releases its quota) and, for an
 eviction, WorkloadStopped (Kueue: jobframework/reconciler.go, a missing job is not
@@ -63,6 +66,7 @@ from kueue_es.services.dispatcher.kube_api import (
     queue_status_interval_from_env,
 )
 from kueue_es.services.dispatcher.object_sync import QueueStatusSync, StoredObjects, WorkloadSync
+from kueue_es.services.dispatcher.record_results import RecordResults, record_of
 from kueue_es.services.dispatcher.recording import Recording, workload_key
 from kueue_es.services.dispatcher.settling import Settlement, Settling
 from kueue_es.services.dispatcher.ungating import Ungating
@@ -86,6 +90,10 @@ DECISION_FILTER = "kq.dec.*.wl.>"
 LEASE_USER = "dispatcher"
 """The dispatcher's key in KQ_LEASES is ``dispatcher.<partition>`` (``--standby-lease``)."""
 FIELD_MANAGER = "kueue-es"
+
+
+RESULTS_ON_FAILURE_SECONDS = 5.0
+"""Seconds a failed batch waits for the result of the Jobs it wrote before the failure (a lost lease)."""
 
 
 class NotLeading(Exception):
@@ -146,6 +154,8 @@ class Dispatcher:
         # second client built from the same QPS and burst)
         event_limiter = type(self.limiter)(qps=self.limiter.qps, burst=self.limiter.burst)
         self.recording = Recording(api=self.api, limiter=event_limiter, view=self.view, stored=self.stored)
+        # the applied decisions of one record in one pass: one DispatchBatchApplied (issue 18)
+        self.record_results = RecordResults(bus=bus, cluster=cluster)
         # results and acks settle beside the next decisions; a delivery settled is no longer marked in progress
         self.settling = Settling(on_settled=lambda delivery: self._held.pop(delivery.message.seq, None))
         self.workloads = WorkloadSync(
@@ -464,11 +474,19 @@ class Dispatcher:
         try:
             for delivery, event in decoded:
                 await self._execute(consumer, delivery, event, done=done)
+            self.record_results.flush(self.settling)
         except BaseException:
-            results = [entry.stored for entry in done if entry.stored is not None]
+            # the Jobs written before the failure (a lost lease, a stop) get their result, as each got
+            # its own before results were gathered per record; nothing of the batch is acked
+            written = self.record_results.flush(self.settling)
+            results = [entry.stored for entry in done if entry.stored is not None and entry.stored is not written]
             for future in results:
                 future.cancel()
             await asyncio.gather(*results, return_exceptions=True)
+            if written is not None:
+                with contextlib.suppress(BaseException):
+                    async with asyncio.timeout(RESULTS_ON_FAILURE_SECONDS):
+                        await asyncio.shield(written)
             raise
         if done:
             joined.append(self.settling.settle(done))
@@ -538,6 +556,22 @@ class Dispatcher:
                 reason=err.reason,
                 message=str(err),
             )
+        record = record_of(message) if isinstance(result, types.DispatchApplied) else None
+        if record is not None and not isinstance(action, core.FailStart):
+            assert isinstance(result, types.DispatchApplied)
+            settlement = Settlement(consumer=consumer, delivery=delivery)
+            self.record_results.add(record, result, settlement, self.settling)  # its stored: the record's result
+            self.applied += 1
+            self.recording.job_write(action, seq=message.seq, decision=event)
+            done.append(settlement)
+            return
+        self.record_results.flush(self.settling)  # the results before this one go first, as decided
+        if isinstance(result, types.DispatchFailed) and delivery.attempt > 1 and (record := record_of(message)):
+            if await self.record_results.answered_already(record, message.seq):
+                # applied and answered before a restart or a takeover (its ack lost): answered once
+                log.info("decision_answered_before", seq=message.seq, status=result.status)
+                done.append(Settlement(consumer=consumer, delivery=delivery))
+                return
         publish = self.bus.publish(
             subjects.message(
                 result,

@@ -1,8 +1,8 @@
 """Settling the dispatcher's decisions beside the decisions after them: results stored, then acks.
 
-Why this module exists: a decision is settled once its result (DispatchApplied or
-DispatchFailed, and the facts a gone or unstartable job adds after it) is stored on the
-log and the decision is acked. Both may fail for a while (a publish that times out, an ack
+Why this module exists: a decision is settled once its result (the DispatchBatchApplied
+of its record that names it, :mod:`.record_results`, or a DispatchFailed and the facts a
+gone or unstartable job adds after it) is stored on the log and the decision is acked. Both may fail for a while (a publish that times out, an ack
 that finds the connection's outgoing buffer full) and were retried before the next decision
 was handled, so one ack that kept failing held every later dispatch (issue 15: head-of-line
 blocking). Here the runner (:class:`~kueue_es.services.dispatcher.service.Dispatcher`) hands

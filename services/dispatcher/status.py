@@ -290,6 +290,7 @@ STATUS_IGNORED = (
     types.WorkloadRequeued,
     types.DispatchApplied,
     types.DispatchFailed,
+    types.DispatchBatchApplied,
 )
 """The events :func:`fold_record` ignores, named: an event type in neither tuple fails the fold (and the
 unit test that walks the event union), so a new one is classified before it is folded."""

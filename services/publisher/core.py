@@ -7,7 +7,8 @@ every message the fold accepts to :func:`public_message`, in log order. What is 
   :func:`kueue_es.events.subjects.token` escapes them): its facts (``kq.in.wl.<ns>.<name>``:
   WorkloadObserved, WorkloadPodsReady, WorkloadFinished, WorkloadStopped, ...), its decisions
   (``kq.dec.<p>.wl.<ns>.<name>``, only as outputs of a batch the verifier passed) and its dispatch
-  results (``kq.disp.<cluster>.wl.<ns>.<name>``);
+  results (``kq.disp.<cluster>.wl.<ns>.<name>``, and each entry of a DispatchBatchApplied on
+  ``kq.disp.<cluster>.rec.<p>.<record seq>`` as a DispatchApplied of its own: :func:`public_messages`);
 - the DecisionRecord heading each such batch with outputs, on ``kq.pub.rec.<partition>.<decider>``
   (before its outputs), so a subscriber of ``KQ_PUB`` alone can check a decision against its record
   (docs/subscribing.md). A record without outputs (a cycle that only kept pending reasons) verifies
@@ -40,7 +41,9 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import quote
 
-from kueue_es.events import codec, types
+import msgspec
+
+from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 
 PUBLIC_WORKLOAD: Final = "kq.pub.wl"
@@ -60,6 +63,7 @@ KQ_LOG_SUBJECT: Final = "Kq-Log-Subject"
 KQ_RECORD_SEQ: Final = "Kq-Record-Seq"
 KQ_RECORD_ID: Final = "Kq-Record-Id"
 KQ_RECORD_DIGEST: Final = "Kq-Record-Digest"
+KQ_ENTRY: Final = "Kq-Entry"
 CE_HEADERS: Final = ("ce-specversion", "ce-id", "ce-source", "ce-type", "ce-time", "ce-subject")
 
 # printable ASCII but a space, '"' and '%': what a CloudEvents binding header value keeps as it is
@@ -171,6 +175,45 @@ def public_message(
     return OutgoingMessage(subject=subject, data=message.data, msg_id=msg_id, headers=headers)
 
 
+def is_record_results(log_subject: str) -> bool:
+    """True for ``kq.disp.<cluster>.rec.<partition>.<record seq>``: a DispatchBatchApplied's subject,
+    published split into one public message per entry (:func:`public_messages`)."""
+    tokens = log_subject.split(".")
+    return len(tokens) == 6 and tokens[0] == "kq" and tokens[1] == "disp" and tokens[3] == "rec"
+
+
+def public_messages(
+    message: LogMessage, event: types.Event, *, record: RecordRef | None, time_ms: int
+) -> list[OutgoingMessage]:
+    """The ``KQ_PUB`` messages for the log ``message``: :func:`public_message`'s one (none when not
+    public), or, for a DispatchBatchApplied (schema version 5), one DispatchApplied per entry on its
+    workload's ``kq.pub.wl.<ns>.<name>``, in order, as the dispatcher published them one by one
+    before: payload the entry's DispatchApplied, Msg-Id ``<log Msg-Id>:<i>``, ``Kq-Seq`` and
+    ``Kq-Log-Subject`` the batch's, and ``Kq-Entry: <i>/<n>`` (the publisher resumes a batch it
+    left half published, :func:`resume_point`)."""
+    if not isinstance(event, types.DispatchBatchApplied):
+        single = public_message(message, event, record=record, time_ms=time_ms)
+        return [] if single is None else [single]
+    if not is_record_results(message.subject):
+        return []
+    cluster = message.subject.split(".")[2]
+    base_id = message.headers.get(MSG_ID) or f"{codec.type_name(event)}:seq:{message.seq}"
+    entries = event.applied()
+    out: list[OutgoingMessage] = []
+    for index, applied in enumerate(entries, 1):
+        part = LogMessage(
+            seq=message.seq,
+            subject=subjects.dispatch_subject(applied.workload, cluster),
+            data=codec.encode(applied),
+            headers={**message.headers, MSG_ID: f"{base_id}:{index}"},
+        )
+        single = public_message(part, applied, record=None, time_ms=time_ms)
+        assert single is not None  # a workload's dispatch subject is public
+        headers = {**single.headers, KQ_LOG_SUBJECT: message.subject, KQ_ENTRY: f"{index}/{len(entries)}"}
+        out.append(msgspec.structs.replace(single, headers=headers))
+    return out
+
+
 def resume_point(last: LogMessage | None) -> tuple[int, int]:
     """``(published_through, fold_from)`` from ``KQ_PUB``'s last message (None: empty): every log
     message up to ``published_through`` is published; the fold must read from ``fold_from`` on, the
@@ -181,6 +224,9 @@ def resume_point(last: LogMessage | None) -> tuple[int, int]:
     try:
         through = int(last.headers[KQ_SEQ])
         record = int(last.headers.get(KQ_RECORD_SEQ, "0"))
+        index, _, count = last.headers.get(KQ_ENTRY, "1/1").partition("/")
+        if int(index) < int(count):  # a DispatchBatchApplied published in part: all of it again (Msg-Ids dedupe)
+            through -= 1
     except (KeyError, ValueError) as err:
         raise ValueError(f"KQ_PUB's last message (#{last.seq}, {last.subject}) has no usable {KQ_SEQ}: {err}") from err
     return through, (record if 0 < record <= through else through + 1)

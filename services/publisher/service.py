@@ -108,7 +108,7 @@ class Publisher(runtime.LogFollower):
             self._record = core.record_ref(seq, raw.data, event)
         record = self._record if isinstance(event, types.DECISION_TYPES) else None
         self.published_through = seq
-        if core.public_subject(raw.subject) is not None:
+        if core.public_subject(raw.subject) is not None or core.is_record_results(raw.subject):
             self._ready.append((raw, event, record))
 
     def on_orphan(self, orphan: batches.Orphan) -> None:
@@ -121,11 +121,9 @@ class Publisher(runtime.LogFollower):
         if time_ms == 0:
             with contextlib.suppress(base.BusError):
                 time_ms = await self.bus.message_time_ms(message.seq)  # type: ignore[attr-defined]
-        out = core.public_message(message, event, record=record, time_ms=time_ms)
-        if out is None:
-            return
-        await self._send(out)
-        self.published += 1
+        for out in core.public_messages(message, event, record=record, time_ms=time_ms):
+            await self._send(out)
+            self.published += 1
 
     async def _send(self, out: OutgoingMessage) -> None:
         publish = self.bus.publish_public  # type: ignore[attr-defined]

@@ -69,6 +69,32 @@ async def test_an_evicted_workload_loses_its_run_and_runs_its_full_runtime_again
     ]
 
 
+async def test_each_entry_of_a_batch_result_starts_or_stops_its_workload() -> None:
+    other = types.WorkloadRef(namespace="ns", name="v", uid="u2")
+    executor = Executor(runtime_ms={"ns/w": 60_000, "ns/v": 60_000}, clock=lambda: 0)
+    executor.observe(
+        types.DispatchBatchApplied(
+            partition="p0",
+            record_seq=6,
+            entries=[
+                types.DispatchEntry(decision_seq=7, workload=REF, action="StartJob"),
+                types.DispatchEntry(decision_seq=8, workload=other, action="StartJob"),
+            ],
+        )
+    )
+    assert kinds(executor) == ["WorkloadPodsReady", "WorkloadPodsReady"] and set(executor.running) == {"ns/w", "ns/v"}
+    executor.observe(
+        types.DispatchBatchApplied(
+            partition="p0",
+            record_seq=9,
+            entries=[types.DispatchEntry(decision_seq=10, workload=other, action="Evict")],
+        )
+    )
+    assert set(executor.running) == {"ns/w"} and executor.stopped == 1
+    for handle in executor.running.values():
+        handle.cancel()
+
+
 def test_the_simulated_limiter_is_none_or_client_gos() -> None:
     assert isinstance(simulated_limiter(None), UnlimitedWrites)
     assert isinstance(simulated_limiter(0), UnlimitedWrites)
@@ -122,7 +148,9 @@ async def test_each_admission_is_one_limited_write_then_dispatch_applied() -> No
         await cancel_and_wait([folding])
     assert loop.time() - started >= 0.09
     assert limiter.writes == 3
-    results = [codec.decode(m.data) async for m in _log(bus) if m.subject.startswith("kq.disp.")]
+    stored = [codec.decode(m.data) async for m in _log(bus) if m.subject.startswith("kq.disp.")]
+    assert [type(r) for r in stored] == [types.DispatchBatchApplied]  # one record, one pass: one result
+    results = [r for event in stored for r in types.dispatch_results(event)]
     assert [(r.workload.name, r.action) for r in results] == [
         ("w0", "StartJob"),
         ("w1", "StartJob"),

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 
+import msgspec
 import pytest
 
 from kueue_es.events.bus import base, rules
@@ -59,6 +60,23 @@ async def test_publish_dedups_by_msg_id(bus: base.Bus) -> None:
     assert (first, second) == (base.PublishAck(seq=1), base.PublishAck(seq=2))
     assert again == base.PublishAck(seq=1, duplicate=True)
     assert await bus.last_seq() == 2
+
+
+async def test_a_publish_expecting_a_subjects_last_sequence_is_stored_only_then(bus: base.Bus) -> None:
+    """``expected_last_subject_seq``: stored when the subject's last message is at that sequence (0:
+    none), else ConflictError and nothing stored (the dispatcher's results per record, issue 18)."""
+    subject = "kq.disp.local.rec.p0.1"
+    await publish_facts(bus, 1)
+    first = await bus.publish(msgspec.structs.replace(msg(subject, "r:1"), expected_last_subject_seq=0))
+    assert first.seq == 2
+    with pytest.raises(base.ConflictError):  # someone else's result is there: expect 0 no more
+        await bus.publish(msgspec.structs.replace(msg(subject, "r:2"), expected_last_subject_seq=0))
+    await publish_facts(bus, 1, prefix="g")  # another subject moving does not matter
+    second = await bus.publish(msgspec.structs.replace(msg(subject, "r:3"), expected_last_subject_seq=2))
+    assert second.seq == 4
+    with pytest.raises(base.ConflictError):
+        await bus.publish(msgspec.structs.replace(msg(subject, "r:4"), expected_last_subject_seq=2))
+    assert await bus.last_seq() == 4 and await bus.last_subject_seq(subject) == 4
 
 
 async def test_publish_refuses_what_the_server_refuses(bus: base.Bus) -> None:

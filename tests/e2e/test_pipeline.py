@@ -42,10 +42,14 @@ async def wait_for_events(bus, want: dict[str, int], *, timeout: float) -> dict[
 
     async def read() -> None:
         async for message in bus.read(start_seq=1):
-            event = codec.decode(message.data)
-            name = type(event).__name__
-            if name in seen:
-                seen[name].append(event)
+            decoded = codec.decode(message.data)
+            # a DispatchBatchApplied counts as the DispatchApplied of each entry
+            for event in (
+                types.dispatch_results(decoded) if isinstance(decoded, types.DispatchBatchApplied) else (decoded,)
+            ):
+                name = type(event).__name__
+                if name in seen:
+                    seen[name].append(event)
             if all(len(seen[n]) >= k for n, k in want.items()):
                 return
 

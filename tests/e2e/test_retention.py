@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kueue_es.events import codec
+from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.server import LocalAuth, NatsServer
 from kueue_es.services.kube import client as kube
@@ -33,9 +33,12 @@ async def count_after(bus: nats_bus.NatsBus, after: int, want: dict[str, int], *
 
     async def read() -> None:
         async for message in bus.read(start_seq=after + 1):
-            name = type(codec.decode(message.data)).__name__
-            if name in seen:
-                seen[name] += 1
+            event = codec.decode(message.data)
+            # a DispatchBatchApplied counts as the DispatchApplied of each entry
+            for one in types.dispatch_results(event) if isinstance(event, types.DispatchBatchApplied) else (event,):
+                name = type(one).__name__
+                if name in seen:
+                    seen[name] += 1
             if all(seen[n] >= k for n, k in want.items()):
                 return
 

@@ -73,8 +73,14 @@ async def log_entries(bus: Bus) -> list[tuple[LogMessage, types.Event | None]]:
 
 
 async def events_of(bus: Bus, cls: type[E], **fields: Any) -> list[E]:
-    """The events of type ``cls`` on the log whose attributes equal ``fields`` (``a__b`` reaches ``a.b``)."""
-    return [event for _, event in await log_entries(bus) if isinstance(event, cls) and _matches(event, fields)]
+    """The events of type ``cls`` on the log whose attributes equal ``fields`` (``a__b`` reaches ``a.b``); a
+    DispatchBatchApplied counts as the DispatchApplied of each of its entries."""
+    found: list[E] = []
+    for _, event in await log_entries(bus):
+        for one in types.dispatch_results(event) if isinstance(event, types.DispatchBatchApplied) else (event,):
+            if isinstance(one, cls) and _matches(one, fields):
+                found.append(one)
+    return found
 
 
 def _matches(event: types.Event, fields: dict[str, Any]) -> bool:

@@ -119,9 +119,12 @@ async def test_admitted_job_is_started_on_its_flavor_and_a_redelivery_changes_no
     assert applied.workload == admitted.workload and applied.decision_seq == admitted_message.seq
     assert applied.action == "StartJob" and applied.target == "Job default/sample"
     assert applied.node_selector == {"instance-type": "spot"}
-    dispatch_messages = [m for m, e in await log_entries(bus) if isinstance(e, types.DispatchApplied)]
-    assert [m.subject for m in dispatch_messages] == [subjects.dispatch_subject(admitted.workload)]
-    assert dispatch_messages[0].headers["Nats-Msg-Id"] == f"disp:local:{admitted_message.seq}"
+    # one result, on the admission's record subject, naming it (schema version 5: DispatchBatchApplied)
+    batches = [(m, e) for m, e in await log_entries(bus) if isinstance(e, types.DispatchBatchApplied)]
+    [(message, batch)] = batches
+    assert [entry.decision_seq for entry in batch.entries] == [admitted_message.seq]
+    assert message.subject == subjects.record_dispatch_subject(batch.partition, batch.record_seq)
+    assert message.headers["Nats-Msg-Id"].startswith(f"disp:local:rec:{batch.partition}:{batch.record_seq}:0:")
 
     assert started["spec"]["suspend"] is False
     pod_spec = started["spec"]["template"]["spec"]

@@ -463,8 +463,12 @@ async def test_redelivered_eviction_writes_nothing_new(api, bus: MemoryBus) -> N
         after = await kube.get_object(api, JOBS, namespace="default", name="victim")
 
     assert (applied.workload, applied.decision_seq, applied.target) == (ref, seq, "Job default/victim")
-    [message] = [m for m, e in await log_entries(bus) if isinstance(e, types.DispatchApplied) and e.action == "Evict"]
-    assert message.headers["Nats-Msg-Id"] == f"disp:local:{seq}"
+    [message] = [
+        m
+        for m, e in await log_entries(bus)
+        if isinstance(e, types.DispatchBatchApplied) and [x.decision_seq for x in e.entries] == [seq]
+    ]
+    assert message.headers["Nats-Msg-Id"].startswith("disp:local:rec:")
     assert stopped.workload == ref and stopped.reason == "Preempted"
     assert before["spec"]["suspend"] is True
     assert before["spec"]["template"]["spec"]["tolerations"] == [OWN_TOLERATION]

@@ -96,6 +96,9 @@ async def log_types(bus: nats_bus.NatsBus) -> list[tuple[str, str]]:
     for seq in range(1, await bus.last_seq() + 1):
         message = await bus.get(seq)
         event = codec.decode(message.data)
+        if isinstance(event, types.DispatchBatchApplied):  # each entry as its own DispatchApplied
+            found.extend(("DispatchApplied", entry.workload.name) for entry in event.entries)
+            continue
         ref = getattr(event, "workload", None)
         if isinstance(ref, types.WorkloadRef):
             found.append((message.headers.get("Kq-Type", ""), ref.name))

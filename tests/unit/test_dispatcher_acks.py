@@ -85,9 +85,9 @@ async def result_seqs(bus: MemoryBus) -> list[int]:
     for seq in range(1, await bus.last_seq() + 1):
         message = await bus.get(seq)
         if message.subject.startswith("kq.disp."):
-            event = codec.decode(message.data)
-            assert isinstance(event, types.DispatchApplied | types.DispatchFailed)
-            found.append(event.decision_seq)
+            results = types.dispatch_results(codec.decode(message.data))
+            assert results, message.subject
+            found.extend(result.decision_seq for result in results)
     return found
 
 
@@ -147,6 +147,8 @@ async def test_the_job_of_a_later_decision_starts_while_an_earlier_decisions_ack
     async with Running() as run:
         first = await admit(run.memory, "w0")
         await until(lambda: started(run.memory, first), what="w0 started")
+        # its result stored does not mean its ack went out (a turn or two later): wait for it
+        await until(lambda: _true(first in run.flaky.acked), what="w0 acked")
         await until(lambda: _true(run.ready()), what="ready")
         run.flaky.failing = True
         second = await admit(run.memory, "w1")

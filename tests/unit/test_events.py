@@ -198,6 +198,11 @@ SAMPLES: list[types.Event] = [
     types.MultiKueueCheckRejected(workload=REF, check="mk", message="no adapter", at_ms=9),
     types.DispatchApplied(workload=REF, decision_seq=8, action="StartJob"),
     types.DispatchFailed(workload=REF, decision_seq=8, action="StartJob", status=404, reason="NotFound"),
+    types.DispatchBatchApplied(
+        partition="p0",
+        record_seq=7,
+        entries=[types.DispatchEntry(decision_seq=8, workload=REF, action="StartJob", target="Job ns/j")],
+    ),
 ]
 
 
@@ -245,3 +250,22 @@ def test_schema_command_prints_json() -> None:
     out = subprocess.run([sys.executable, "-m", "kueue_es.cli", "events", "schema"], capture_output=True, check=True)
     schema = json.loads(out.stdout)
     assert "QuotaReserved" in schema["$defs"]
+
+
+def test_a_batch_result_stands_for_the_dispatch_applied_of_each_entry() -> None:
+    other = types.WorkloadRef(namespace="ns", name="other")
+    batch = types.DispatchBatchApplied(
+        partition="p0",
+        record_seq=7,
+        entries=[
+            types.DispatchEntry(decision_seq=8, workload=REF, action="StartJob", node_selector={"a": "1"}),
+            types.DispatchEntry(decision_seq=9, workload=other, action="Evict", target="Job ns/other"),
+        ],
+    )
+    assert types.dispatch_results(batch) == [
+        types.DispatchApplied(workload=REF, decision_seq=8, action="StartJob", node_selector={"a": "1"}),
+        types.DispatchApplied(workload=other, decision_seq=9, action="Evict", target="Job ns/other"),
+    ]
+    single = types.DispatchFailed(workload=REF, decision_seq=8, action="StartJob", status=404, reason="NotFound")
+    assert types.dispatch_results(single) == (single,)
+    assert types.dispatch_results(types.ObjectDeleted(kind="Workload", namespace="ns", name="w")) == ()

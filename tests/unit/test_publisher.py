@@ -15,7 +15,7 @@ import re
 import pytest
 from cloudevents.core.bindings import http as ce_http
 
-from kueue_es.events import codec, types
+from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.projections import batches
 from kueue_es.services.publisher import core
@@ -176,3 +176,56 @@ def test_ce_time_is_the_events_own_time() -> None:
     assert times["WorkloadFinished"] == "2026-01-01T00:00:05.000Z"
     assert core.rfc3339(1_767_225_600_123) == "2026-01-01T00:00:00.123Z"
     assert core.ce_value('a b"%') == "a%20b%22%25"
+
+
+def _logged(seq: int, event: types.Event, subject: str, msg_id: str) -> LogMessage:
+    outgoing = subjects.message(event, subject=subject, msg_id=msg_id)
+    return LogMessage(seq=seq, subject=subject, data=outgoing.data, headers={**outgoing.headers, core.MSG_ID: msg_id})
+
+
+def test_a_batch_result_is_published_as_the_dispatch_applied_of_each_entry() -> None:
+    """A DispatchBatchApplied (schema version 5) goes on KQ_PUB as one DispatchApplied per entry on its
+    workload's subject, each as the dispatcher's single result of that decision was published."""
+    one = types.WorkloadRef(namespace="team-a", name="w.1", uid="u1")
+    two = types.WorkloadRef(namespace="team-b", name="w2", uid="u2")
+    applied = [
+        types.DispatchApplied(workload=one, decision_seq=6, action="StartJob", target="Job team-a/w.1"),
+        types.DispatchApplied(workload=two, decision_seq=7, action="Evict", node_selector={"a": "b"}),
+    ]
+    entries = [
+        types.DispatchEntry(
+            decision_seq=a.decision_seq,
+            workload=a.workload,
+            action=a.action,
+            target=a.target,
+            node_selector=a.node_selector,
+        )
+        for a in applied
+    ]
+    batch = types.DispatchBatchApplied(partition="p0", record_seq=5, entries=entries)
+    log_subject = subjects.record_dispatch_subject("p0", 5)
+    message = _logged(11, batch, log_subject, "disp:local:rec:p0:5:0:abc")
+    publisher = Publisher(bus=None)  # type: ignore[arg-type]  # released() does no I/O
+    assert [raw.seq for raw, _, _ in publisher.released(message)] == [11]  # the fold releases it
+    out = core.public_messages(message, batch, record=None, time_ms=1_000)
+    assert [m.subject for m in out] == ["kq.pub.wl.team-a.w%2E1", "kq.pub.wl.team-b.w2"]
+    assert [m.msg_id for m in out] == ["disp:local:rec:p0:5:0:abc:1", "disp:local:rec:p0:5:0:abc:2"]
+    for i, (public, single) in enumerate(zip(out, applied, strict=True), 1):
+        before = core.public_message(
+            _logged(11, single, subjects.dispatch_subject(single.workload), "id"), single, record=None, time_ms=1_000
+        )
+        assert before is not None
+        assert public.data == before.data and codec.decode(public.data) == single
+        changed = {
+            k for k in public.headers.keys() | before.headers.keys() if public.headers.get(k) != before.headers.get(k)
+        }
+        assert changed == {"Kq-Log-Subject", "Kq-Entry", "ce-id"}
+        assert public.headers["Kq-Log-Subject"] == log_subject and public.headers["Kq-Entry"] == f"{i}/2"
+        assert public.headers["Kq-Type"] == "DispatchApplied" and public.headers["Kq-Seq"] == "11"
+    # a publisher stopped after the first entry publishes the batch again (its Msg-Ids dedupe the first)
+    first = out[0]
+    stopped = LogMessage(seq=40, subject=first.subject, data=first.data, headers=first.headers)
+    assert core.resume_point(stopped) == (10, 11)
+    last = out[1]
+    done = LogMessage(seq=41, subject=last.subject, data=last.data, headers=last.headers)
+    assert core.resume_point(done) == (11, 12)

@@ -401,3 +401,48 @@ async def test_reading_a_log_whose_every_message_is_gone_does_not_hang() -> None
     assert (messages, last) == ([], 5)
     report = check_log(messages, deciders.BY_ROLE, last_seq=last)
     assert (report.gaps, report.exit_code) == ([(1, 5)], 4)
+
+
+def as_record_results(messages: list[LogMessage]) -> list[LogMessage]:
+    """``messages`` with each DispatchApplied replaced, at its sequence, by the DispatchBatchApplied of
+    schema version 5 answering the same decision on its record's subject."""
+    heads = [seq for seq, _ in records(messages)]
+    out = []
+    for message in messages:
+        event = codec.decode(message.data)
+        if isinstance(event, types.DispatchApplied):
+            record_seq = max(seq for seq in heads if seq < event.decision_seq)
+            entry = types.DispatchEntry(
+                decision_seq=event.decision_seq,
+                workload=event.workload,
+                action=event.action,
+                target=event.target,
+                node_selector=event.node_selector,
+            )
+            batch = types.DispatchBatchApplied(partition="p0", record_seq=record_seq, entries=[entry])
+            subject = subjects.record_dispatch_subject("p0", record_seq)
+            outgoing = subjects.message(batch, subject=subject, msg_id=f"disp:local:rec:p0:{record_seq}:0:x")
+            headers = {**outgoing.headers, "Nats-Msg-Id": outgoing.msg_id}
+            message = LogMessage(seq=message.seq, subject=subject, data=outgoing.data, headers=headers)
+        out.append(message)
+    return out
+
+
+def test_dispatch_results_per_record_answer_their_decisions() -> None:
+    messages = as_record_results(golden())
+    assert any(m.headers.get("Kq-Type") == "DispatchBatchApplied" for m in messages)
+    assert not any(m.headers.get("Kq-Type") == "DispatchApplied" for m in messages)
+    report = check_log(messages, deciders.BY_ROLE)
+    assert (report.exit_code, report.gaps, report.orphans, report.stray_dispatch) == (0, [], [], [])
+    assert report.undispatched == [] and report.matched == check_log(golden(), deciders.BY_ROLE).matched
+
+
+def test_an_entry_naming_no_decision_is_reported() -> None:
+    ref = types.WorkloadRef(namespace="default", name="x")
+    batch = types.DispatchBatchApplied(
+        partition="p0", record_seq=2, entries=[types.DispatchEntry(decision_seq=3, workload=ref, action="StartJob")]
+    )
+    messages = append(golden(), batch, subject=subjects.record_dispatch_subject("p0", 2), msg_id="disp:local:rec:x")
+    report = check_log(messages, deciders.BY_ROLE)
+    assert [s.seq for s in report.stray_dispatch] == [88]
+    assert "names #3, which is not a recorded decision" in text(report)
