@@ -468,6 +468,11 @@ class DeciderLoop:
 
     ``gate``: a :class:`Gate` (a standby lease): while it is shut the loop only folds, and a batch
     decided while it shut is dropped; a :class:`PartitionGate`: the same per partition.
+
+    ``fold``: a :class:`LogFold` shared with other roles of this process (``kueue-es service deciders``):
+    the loop joins it and keeps only its own side (decide, dirty partitions, stats, gate, commits on
+    ``bus``); ``start`` and ``on_orphan`` are then the fold's (ValueError if given here). None: the loop
+    makes a fold of its own on ``bus``, a single-role service as before.
     """
 
     def __init__(
