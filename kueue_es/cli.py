@@ -33,6 +33,10 @@ from typing import Any
 DEFAULT_HOME = Path(".kueue-es")
 #: The decider services (kueue_es.deciders): the roles replay re-checks, each on its own NATS head.
 DECIDER_SERVICES = ("admitter", "preemptor", "tas-placer", "multikueue")
+COHOSTED = "deciders"
+"""``kueue-es service deciders``: the admitter, preemptor and TAS placer in one process over one fold
+(kueue_es.services.deciding.serve_deciders), as Kueue runs its scheduler in one manager."""
+PASSWORD_DIR_ENV = "KUEUE_ES_NATS_PASSWORD_DIR"
 
 
 def _exit_on_late_stop_signals(code: int) -> None:
@@ -217,6 +221,7 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         " e.g. --compact '--retain-age 30d'",
     )
     _partition_options(up)
+    _deciders_option(up)
     up.set_defaults(run=_run_up)
 
     service = sub.add_parser("service", help="run one service in this process")
@@ -227,6 +232,7 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
             "admitter",
             "preemptor",
             "tas-placer",
+            COHOSTED,
             "multikueue",
             "dispatcher",
             "visibility",
@@ -238,6 +244,15 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     )
     service.add_argument("--nats", default=None, help="NATS URL, e.g. nats://127.0.0.1:4222 (all but the webhook)")
     _nats_credential_options(service)
+    service.add_argument(
+        "--nats-password-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="deciders (the admitter, preemptor and TAS placer in one process): a directory of USER.password"
+        " files, admitter.password, preemptor.password and tas-placer.password; each role connects as its own"
+        f" user (default ${PASSWORD_DIR_ENV}, else no user)",
+    )
     service.add_argument(
         "--stepped", action="store_true", help="deciders: run cycles only when a SchedulingRequested fact asks"
     )
@@ -651,6 +666,16 @@ def _webhook_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _deciders_option(parser: argparse.ArgumentParser, *, default: str = "separate") -> None:
+    parser.add_argument(
+        "--deciders",
+        choices=("separate", "cohosted"),
+        default=default,
+        help="separate: the admitter, preemptor and TAS placer each in its own process; cohosted: the three in"
+        f" one process over one fold (kueue-es service deciders, docs/design.md) (default {default})",
+    )
+
+
 def _partition_list(text: str) -> list[str] | None:
     """``--partitions``: ``all`` (None) or a comma list of partition ids (``c-<root cohort>``,
     ``q-<cluster queue>``, ``x-unrouted``, ``p0``); raises ArgumentTypeError for an empty list."""
@@ -1021,6 +1046,35 @@ def _credentials_to_env(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _cohosted_credentials(args: argparse.Namespace) -> str | None:
+    """``service deciders``: each role connects as its own NATS user, with its password in ``--nats-password-dir``
+    (or ``$KUEUE_ES_NATS_PASSWORD_DIR``); the fold's role, the admitter, also through the environment (snapshots
+    are read as it). Returns why the arguments do not fit, or None."""
+    given = args.nats_password_dir
+    if args.name != COHOSTED:
+        return None if given is None else "--nats-password-dir is for the deciders (service deciders)"
+    directory = given or (Path(os.environ[PASSWORD_DIR_ENV]) if os.environ.get(PASSWORD_DIR_ENV, "").strip() else None)
+    if directory is None:
+        if os.environ.get("KUEUE_ES_NATS_USER", "").strip():
+            return (
+                "the co-hosted deciders connect as three NATS users (admitter, preemptor, tas-placer), not one:"
+                " give --nats-password-dir DIR with their USER.password files instead of --nats-user"
+            )
+        args.nats_password_dir = None
+        return None
+    if given is not None and args.nats_user is not None:
+        return "give --nats-password-dir or --nats-user, not both: the co-hosted deciders connect as their own users"
+    from kueue_es.services.deciding import COHOSTED_ROLES
+
+    missing = [user for user in COHOSTED_ROLES if not (directory / f"{user}.password").is_file()]
+    if missing:
+        return f"--nats-password-dir {directory} has no {', '.join(f'{u}.password' for u in missing)}"
+    args.nats_password_dir = directory.resolve()
+    os.environ["KUEUE_ES_NATS_USER"] = COHOSTED_ROLES[0]
+    os.environ["KUEUE_ES_NATS_PASSWORD_FILE"] = str(args.nats_password_dir / f"{COHOSTED_ROLES[0]}.password")
+    return None
+
+
 def _run_service(args: argparse.Namespace) -> int:
     from kueue_es.services import runtime
 
@@ -1033,6 +1087,9 @@ def _run_service(args: argparse.Namespace) -> int:
         print(f"error: the {args.name} needs --nats", file=sys.stderr)
         return 2
     if problem := _credentials_to_env(args):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if problem := _cohosted_credentials(args):
         print(f"error: {problem}", file=sys.stderr)
         return 2
     if (args.config is not None or args.feature_gates) and args.name != "watcher":
@@ -1056,10 +1113,13 @@ def _run_service(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.partitions is not None and args.name not in DECIDER_SERVICES:
-        print("error: --partitions is for the deciders (admitter, preemptor, tas-placer, multikueue)", file=sys.stderr)
+    if args.partitions is not None and args.name not in (*DECIDER_SERVICES, COHOSTED):
+        print(
+            "error: --partitions is for the deciders (admitter, preemptor, tas-placer, deciders, multikueue)",
+            file=sys.stderr,
+        )
         return 2
-    if problem := _partition_slots_problem(args, decider=args.name in DECIDER_SERVICES):
+    if problem := _partition_slots_problem(args, decider=args.name in (*DECIDER_SERVICES, COHOSTED)):
         print(f"error: {problem}", file=sys.stderr)
         return 2
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
@@ -1129,6 +1189,9 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     async with contextlib.AsyncExitStack() as stack:
         if args.health_port is not None:
             await stack.enter_async_context(health.serve_health(probe, port=args.health_port, host=args.health_host))
+        if args.name == COHOSTED:
+            await _serve_cohosted(args, stop, probe)
+            return
         if args.name in DECIDER_SERVICES:
             decider = {
                 "admitter": deciders.ADMITTER,
@@ -1228,6 +1291,40 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
             from kueue_es.services import leader
 
             await leader.run_with_lease(work, api=api, settings=settings, stop=stop, health=probe)
+
+
+async def _serve_cohosted(args: argparse.Namespace, stop: asyncio.Event, probe: Any) -> None:
+    """``service deciders``: the admitter, preemptor and TAS placer over one fold, each as its own NATS user."""
+    from kueue_es import deciders
+    from kueue_es.events.bus.server import Credentials
+    from kueue_es.services.deciding import serve_deciders
+
+    directory: Path | None = args.nats_password_dir
+
+    async def connect(url: str, user: str) -> Any:
+        credentials = (
+            None if directory is None else Credentials(user=user, password_file=directory / f"{user}.password")
+        )
+        return await probe.connect(url, credentials)
+
+    start = None
+    if args.checkpoints is not None:
+        from kueue_es import checkpoints
+
+        start = checkpoints.start_point(args.checkpoints, warn=_log_checkpoint_refused)
+    elif args.snapshots:
+        start = await _snapshot_start(args.nats, "admitter")  # the decider fold
+    await serve_deciders(
+        (deciders.ADMITTER, deciders.PREEMPTOR, deciders.PLACER),
+        nats_url=args.nats,
+        stop=stop,
+        connect=connect,
+        stepped=args.stepped,
+        start=start,
+        standby=getattr(args, "standby", None),
+        partitions=args.partitions,
+        slots=args.partition_slots or DEFAULT_PARTITION_SLOTS,
+    )
 
 
 async def _serve_visibility(args: argparse.Namespace, stop: asyncio.Event, connect: Any) -> None:

@@ -50,11 +50,23 @@ import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
 from kueue_es import current
-from kueue_es.events.bus.server import LocalAuth, NatsServer, ServerError, die_with_parent
+from kueue_es.events.bus.server import (
+    PASSWORD_SUFFIX,
+    LocalAuth,
+    NatsServer,
+    ServerError,
+    die_with_parent,
+    write_secret,
+)
 
 log = structlog.get_logger(__name__)
 
 SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "dispatcher", "multikueue")
+DECIDERS = "deciders"
+"""``kueue-es service deciders``: the admitter, preemptor and TAS placer in one process over one fold
+(``up --deciders cohosted``, ``bench --deciders cohosted``); it takes the admitter's health port."""
+COHOSTED_ROLES = ("admitter", "preemptor", "tas-placer")
+PASSWORD_DIR_ENV = "KUEUE_ES_NATS_PASSWORD_DIR"
 COMPACTOR = "compactor"  # kueue-es compact, started by up --compact (kueue_es.snapshots); health port after up's own
 VISIBILITY = (
     "visibility"  # Kueue's visibility API (services/visibility), as NATS user reader; health port after the compactor's
@@ -267,7 +279,22 @@ def _port_offset(name: str) -> int:
         return len(SERVICES) + 3
     if name == VISIBILITY:
         return len(SERVICES) + 2
+    if name == DECIDERS:
+        return SERVICES.index(COHOSTED_ROLES[0])
     return len(SERVICES) + 1 if name == COMPACTOR else SERVICES.index(name)
+
+
+def cohosted(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` with the admitter, preemptor and TAS placer replaced by the one co-hosted process
+    (:data:`DECIDERS`, where the admitter was); the others as they are."""
+    out: list[str] = []
+    for name in names:
+        if name in COHOSTED_ROLES:
+            if DECIDERS not in out:
+                out.append(DECIDERS)
+        else:
+            out.append(name)
+    return tuple(out)
 
 
 def free_port_block(count: int, *, attempts: int = 50) -> int:
@@ -399,7 +426,9 @@ class Supervisor:
     async def _spawn(self, name: str, log_path: Path) -> asyncio.subprocess.Process:
         """Start service ``name``'s process, its output appended to ``log_path``."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        if self.auth is not None and name != PROVISIONING:
+        if self.auth is not None and name == DECIDERS:  # each role as its own user: their passwords only
+            env[PASSWORD_DIR_ENV] = str(self._cohosted_passwords())
+        elif self.auth is not None and name != PROVISIONING:
             credentials = self.auth.credentials("reader" if name in (VISIBILITY, DASHBOARD) else name)
             env.update({USER_ENV: credentials.user, PASSWORD_FILE_ENV: str(credentials.password_file)})
         with log_path.open("ab") as sink:
@@ -413,6 +442,15 @@ class Supervisor:
                 # a service must not outlive whoever started it, even one killed abruptly
                 preexec_fn=functools.partial(die_with_parent, os.getpid(), signal.SIGTERM),
             )
+
+    def _cohosted_passwords(self) -> Path:
+        """A directory holding the co-hosted roles' password files only (copies of ``auth``'s, mode 0600)."""
+        assert self.auth is not None
+        directory = self.auth.directory / DECIDERS
+        for user in COHOSTED_ROLES:
+            write_secret(directory / f"{user}{PASSWORD_SUFFIX}", self.auth.credentials(user).password_file.read_text())
+        os.chmod(directory, 0o700)
+        return directory
 
     def dead(self) -> list[ServiceProcess]:
         """Services whose process has exited (and, under :meth:`supervise`, is not restarted yet)."""
@@ -687,7 +725,8 @@ def _processes(args: argparse.Namespace) -> tuple[str, ...]:
     publisher, the ProvisioningRequest check controller, the MultiKueue edge, the dashboard with ``--dashboard``."""
     dashboard = (DASHBOARD,) if getattr(args, "dashboard", None) is not None else ()
     compactor = (COMPACTOR,) if getattr(args, "compact", None) else ()
-    return (*SERVICES, *compactor, VISIBILITY, PUBLISHER, PROVISIONING, MULTIKUEUE_EDGE, *dashboard)
+    services = cohosted(SERVICES) if getattr(args, "deciders", "separate") == "cohosted" else SERVICES
+    return (*services, *compactor, VISIBILITY, PUBLISHER, PROVISIONING, MULTIKUEUE_EDGE, *dashboard)
 
 
 async def run_up(args: argparse.Namespace) -> int:

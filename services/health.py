@@ -67,6 +67,7 @@ from kueue_es.events.bus.base import (
     PublishAck,
     TransientBusError,
 )
+from kueue_es.events.bus.server import Credentials
 from kueue_es.projections import batches
 
 log = structlog.get_logger(__name__)
@@ -210,9 +211,12 @@ class Health:
 
     # -- what the services call ------------------------------------------------------------------
 
-    async def connect(self, url: str) -> ObservedBus:
-        """Connect to NATS as ``kueue_es.events.bus.nats.connect`` does, and observe the bus."""
-        bus = await nats_bus.connect(url)
+    async def connect(self, url: str, credentials: Credentials | None = None) -> ObservedBus:
+        """Connect to NATS as ``kueue_es.events.bus.nats.connect`` does (as ``credentials``' user, else as
+        its environment says), and observe the bus. A process with several connections (co-hosted
+        deciders, ``kueue_es.services.deciding.serve_deciders``) connects the one its fold reads on last:
+        /readyz follows the last bus observed."""
+        bus = await nats_bus.connect(url, credentials=credentials)
         return await self.observe(bus)
 
     async def observe(self, bus: Bus) -> ObservedBus:

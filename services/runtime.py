@@ -469,6 +469,11 @@ class DeciderLoop:
 
     ``gate``: a :class:`Gate` (a standby lease): while it is shut the loop only folds, and a batch
     decided while it shut is dropped; a :class:`PartitionGate`: the same per partition.
+
+    ``fold``: a :class:`LogFold` shared with other roles of this process (``kueue-es service deciders``):
+    the loop joins it and keeps only its own side (decide, dirty partitions, stats, gate, commits on
+    ``bus``); ``start`` and ``on_orphan`` are then the fold's (ValueError if given here). None: the loop
+    makes a fold of its own on ``bus``, a single-role service as before.
     """
 
     def __init__(
@@ -485,29 +490,84 @@ class DeciderLoop:
         on_orphan: OrphanHook | None = None,
         start: StartPoint | None = None,
         gate: Gate | PartitionGate | None = None,
+        fold: LogFold | None = None,
     ) -> None:
         self.bus, self.decider = bus, decider
+        if fold is None:
+            fold = LogFold(bus=bus, on_orphan=on_orphan, start=start)
+        elif start is not None or on_orphan is not None:
+            raise ValueError("a shared fold takes the start point and the orphan hook, not its roles")
+        self.fold = fold
+        fold.roles.append(self)
         self.partitions = None if partitions is None else tuple(sorted(set(partitions)))
         self.gate = gate
         self.clock, self.wakeup, self.stepped = clock, wakeup, stepped
-        self.stall_after, self.monotonic, self.on_orphan = stall_after, monotonic, on_orphan
-        self.state = ClusterState()
+        self.stall_after, self.monotonic = stall_after, monotonic
         self.stats: dict[str, PartitionStats] = {}
-        self._inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
-        self._caught_up = False
         self._dirty: set[str] = set()
         self._all_dirty = True
         self._swept_at = 0.0  # monotonic() when every owned partition was last decided
         self._fence_scan = True  # something may have moved: look for fences owed among every owned partition
         self._owed: set[str] = set()  # owned partitions that owed a fence at the last look
-        self.start = start
-        self.position = 0  # the last sequence read before this loop's reader: a start point's
         self.yield_seconds = YIELD_SECONDS
         self._open_since: dict[str, float] = {}  # another role's open requests: when this loop saw each
         self.unowned_after = UNOWNED_AFTER
         self._suspect: dict[str, float] = {}  # partitions outside a static list showing no decider: since when
         self.unowned: dict[str, str] = {}  # those reported (past unowned_after): partition -> why
         self._unowned_at = -1e9  # monotonic() of the last look for them
+
+    # -- the fold, shared with the roles co-hosted with this one (LogFold) ------------------------
+
+    @property
+    def state(self) -> ClusterState:
+        """The fold's state (shared by every role of the fold)."""
+        return self.fold.state
+
+    @state.setter
+    def state(self, state: ClusterState) -> None:
+        self.fold.state = state
+
+    @property
+    def on_orphan(self) -> OrphanHook | None:
+        """The fold's orphan hook (:func:`fold_message`)."""
+        return self.fold.on_orphan
+
+    @on_orphan.setter
+    def on_orphan(self, hook: OrphanHook | None) -> None:
+        self.fold.on_orphan = hook
+
+    @property
+    def position(self) -> int:
+        """The last sequence read before the fold's reader started: a start point's."""
+        return self.fold.position
+
+    @property
+    def start(self) -> StartPoint | None:
+        """The fold's start point, until :meth:`run` took it."""
+        return self.fold.start
+
+    @property
+    def _inbox(self) -> asyncio.Queue[LogMessage]:
+        return self.fold.inbox
+
+    @property
+    def _caught_up(self) -> bool:
+        return self.fold.caught_up
+
+    def touch(self, dirty: Collection[str], *, everything: bool, moved: bool, heads: dict[str, int]) -> None:
+        """What a drain of the fold touched: the partitions in ``dirty`` (``""``: a workload of none),
+        ``everything`` (a fact about a ClusterQueue, Cohort, flavor, ...: any partition may care), ``moved``
+        (something may have moved between partitions: look for fences owed), and the last sequence seen on
+        each partition's heads (every role's)."""
+        self._dirty.update(dirty)
+        if everything:
+            self._all_dirty = True
+        if moved:
+            self._fence_scan = True
+        for partition, seq in heads.items():
+            stats = self.partition_stats(partition)
+            if seq > stats.head_seq:
+                stats.head_seq = seq
 
     # -- counters, as before partitions: the sums -------------------------------------------------
 
@@ -540,13 +600,9 @@ class DeciderLoop:
         return stats
 
     async def run(self) -> None:
-        """Fold and decide forever (cancel to stop)."""
-        await self._resume()
-        reader = asyncio.create_task(self._read())
-        try:
-            await self._loop()
-        finally:
-            await cancel_and_wait([reader])
+        """Fold and decide forever (cancel to stop); with roles co-hosted on this loop's fold, they all
+        run (:meth:`LogFold.run`)."""
+        await self.fold.run()
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Ready unless stalled (see the class) or the last commit of a partition failed on the bus (a
@@ -573,26 +629,7 @@ class DeciderLoop:
         return not stalled and not failing, {"stalled": stalled, "uncommitted_for_s": round(longest, 1), **facts}
 
     async def _resume(self) -> None:
-        """Take the start point if it is of this log; else fold from the start, saying why."""
-        start, self.start = self.start, None
-        if start is None:
-            await require_from_start(self.bus, f"{self.decider.role} decider")
-            return
-        problem = await log_mismatch(self.bus, start)
-        if problem is not None:
-            log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
-            await require_from_start(self.bus, f"{self.decider.role} decider")
-            return
-        self.state, self.position = start.state, start.seq
-        self.bus.folded_through(start.seq)  # ready at once when nothing follows the snapshot
-        for partition, seq in start.head_seqs.items():
-            self.partition_stats(partition).head_seq = seq
-        await self._purged_head()
-        with contextlib.suppress(BusError):  # nothing after the checkpoint: no message will say so
-            self._caught_up = await self.bus.last_seq() <= start.seq
-        log.info(
-            "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(start.state.workloads)
-        )
+        await self.fold.resume()
 
     async def _purged_head(self, partition: str | None = None) -> bool:
         """The server compares a batch with the last message on the partition's heads that it still
@@ -613,71 +650,13 @@ class DeciderLoop:
         return reset
 
     async def _read(self) -> None:
-        filters = DECIDER_SUBJECTS  # every partition's decisions: hand-overs fold
-        start_seq = max(self.state.last_seq, self.position) + 1  # a held batch's messages are not read twice
-        async for message in self.bus.read(subjects=filters, start_seq=start_seq):
-            await self._inbox.put(message)
+        await self.fold.read()
 
     async def _loop(self) -> None:
-        held = 0.0  # seconds left of holding cycles for another role's request
-        while True:
-            standby = not self._open_any()  # a standby asks its gate often: a takeover decides at once
-            timeout = min(self.wakeup, STANDBY_POLL) if standby else self.wakeup
-            came = await self._drain(timeout=min(timeout, held) if held > 0 else timeout)
-            if not came or self.monotonic() - self._swept_at >= self.wakeup:
-                self._all_dirty = True  # timers (backoff, requeue) and partitions a lease just gave us
-            if not self._caught_up or not self._open_any():
-                continue
-            if self.state.batches.holding and (came or not await expire_stranded(self.bus, self.state, self.on_orphan)):
-                continue  # never decide on half a batch: its outputs are part of the basis
-            held = self._held_for()
-            if held > 0:
-                continue
-            await self._cycle()
+        await self.fold.turns()
 
     async def _drain(self, *, timeout: float) -> bool:
-        """Fold everything available; True if at least one message came."""
-        try:
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow the
-            # cancellation that stops the service, and the loop would run on.
-            async with asyncio.timeout(timeout):
-                message = await self._inbox.get()
-        except TimeoutError:
-            return False
-        partitions = self.state.partitions
-        dirty = self._dirty
-        folded = 0
-        while True:
-            subject = message.subject
-            key = workload_key_of(subject)
-            before = partitions.of_workload(key) if key is not None else None
-            fold_message(self.state, message, on_orphan=self.on_orphan)
-            partitions = self.state.partitions
-            if key is not None:
-                after = partitions.of_workload(key)
-                dirty.add(before or "")
-                if after != before:
-                    dirty.add(after or "")
-                    self._fence_scan = self._fence_scan or before is not None
-            if subject.startswith(_DECISION_PREFIX):
-                partition, _, rest = subject[len(_DECISION_PREFIX) :].partition(".")
-                dirty.add(partition)
-                if rest.startswith("head.") and "." not in rest[5:]:  # on one of the partition's heads
-                    stats = self.partition_stats(partition)
-                    stats.head_seq = max(stats.head_seq, message.seq)
-            elif key is None:
-                self._all_dirty = True  # a ClusterQueue, Cohort, flavor, pod, ...: any partition may care
-                self._fence_scan = True
-            self._caught_up = message.pending == 0
-            folded += 1
-            if folded % FOLD_SLICE == 0:
-                # a backlog (a restart, a stall) is folded in slices: the lease renewals and the health
-                # server run between them, so a holder catching up is not taken for dead
-                await asyncio.sleep(0)
-            try:
-                message = self._inbox.get_nowait()
-            except asyncio.QueueEmpty:
-                return True
+        return await self.fold.drain(timeout=timeout)
 
     def _open_any(self) -> bool:
         return self.gate is None or self.gate.active()
@@ -917,6 +896,151 @@ class DeciderLoop:
 
 
 _DECISION_PREFIX = subjects.DECISIONS.removesuffix(">")
+
+
+class LogFold:
+    """One reader of the log and one :class:`ClusterState` fold, shared by the decider roles
+    (:class:`DeciderLoop`) a process hosts: one role (``kueue-es service admitter``), or several over
+    the same fold (``kueue-es service deciders``: the admitter, preemptor and TAS placer, as Kueue runs
+    admission, preemption and topology-aware placement in one manager). Each role keeps its own
+    decide, dirty partitions, stats, gate (lease), heads and DecisionRecord chain, and commits on its
+    own bus (its own NATS user); the fold reads once, on ``bus``.
+
+    Decisions are never applied locally: a role sees another's decisions only when they come back
+    through the log, exactly as separate processes do. The roles take turns in one task
+    (:meth:`turns`): after each drain, every open role's cycle runs in the order the roles were added,
+    each committing its batches before the next decides.
+
+    ``start``: a :class:`StartPoint` to fold on from (see :class:`DeciderLoop`); ``on_orphan`` is told
+    of every orphaned message.
+    """
+
+    def __init__(self, *, bus: Bus, on_orphan: OrphanHook | None = None, start: StartPoint | None = None) -> None:
+        self.bus, self.on_orphan, self.start = bus, on_orphan, start
+        self.state = ClusterState()
+        self.inbox: asyncio.Queue[LogMessage] = asyncio.Queue()
+        self.caught_up = False
+        self.position = 0  # the last sequence read before this fold's reader: a start point's
+        self.roles: list[DeciderLoop] = []
+
+    def _service(self) -> str:
+        return " and ".join(f"{role.decider.role} decider" for role in self.roles) or "decider"
+
+    async def run(self) -> None:
+        """Fold and let every role decide forever (cancel to stop)."""
+        await self.resume()
+        reader = asyncio.create_task(self.read())
+        try:
+            await self.turns()
+        finally:
+            await cancel_and_wait([reader])
+
+    async def resume(self) -> None:
+        """Take the start point if it is of this log; else fold from the start, saying why."""
+        start, self.start = self.start, None
+        if start is None:
+            await require_from_start(self.bus, self._service())
+            return
+        problem = await log_mismatch(self.bus, start)
+        if problem is not None:
+            log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
+            await require_from_start(self.bus, self._service())
+            return
+        self.state, self.position = start.state, start.seq
+        self.bus.folded_through(start.seq)  # ready at once when nothing follows the snapshot
+        for role in self.roles:
+            for partition, seq in start.head_seqs.items():
+                role.partition_stats(partition).head_seq = seq
+            await role._purged_head()
+        with contextlib.suppress(BusError):  # nothing after the checkpoint: no message will say so
+            self.caught_up = await self.bus.last_seq() <= start.seq
+        log.info(
+            "started_from_checkpoint", checkpoint=start.origin, seq=start.seq, workloads=len(start.state.workloads)
+        )
+
+    async def read(self) -> None:
+        """Put every fact and every partition's decision after the fold's position into the inbox."""
+        filters = DECIDER_SUBJECTS  # every partition's decisions: hand-overs fold
+        start_seq = max(self.state.last_seq, self.position) + 1  # a held batch's messages are not read twice
+        async for message in self.bus.read(subjects=filters, start_seq=start_seq):
+            await self.inbox.put(message)
+
+    async def turns(self) -> None:
+        """Drain, then let each open role run its cycle, for ever (see the class)."""
+        roles = self.roles
+        held = [0.0] * len(roles)  # seconds left of each role holding cycles for another role's request
+        while True:
+            standby = not any(role._open_any() for role in roles)  # a standby asks often: a takeover decides at once
+            wakeup = min(role.wakeup for role in roles)
+            timeout = min(wakeup, STANDBY_POLL) if standby else wakeup
+            holding = [h for h in held if h > 0]
+            came = await self.drain(timeout=min(timeout, *holding) if holding else timeout)
+            for role in roles:
+                if not came or role.monotonic() - role._swept_at >= role.wakeup:
+                    role._all_dirty = True  # timers (backoff, requeue) and partitions a lease just gave us
+            if not self.caught_up:
+                continue
+            open_roles = [i for i, role in enumerate(roles) if role._open_any()]
+            if not open_roles:
+                continue
+            if self.state.batches.holding and (came or not await expire_stranded(self.bus, self.state, self.on_orphan)):
+                continue  # never decide on half a batch: its outputs are part of the basis
+            for i in open_roles:
+                held[i] = roles[i]._held_for()
+                if held[i] > 0:
+                    continue  # the role it yields to runs its cycle in this same turn
+                await roles[i]._cycle()
+
+    async def drain(self, *, timeout: float) -> bool:
+        """Fold everything available and tell every role what it touched; True if at least one message came."""
+        try:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow the
+            # cancellation that stops the service, and the loop would run on.
+            async with asyncio.timeout(timeout):
+                message = await self.inbox.get()
+        except TimeoutError:
+            return False
+        partitions = self.state.partitions
+        dirty: set[str] = set()
+        heads: dict[str, int] = {}
+        everything = moved = False
+        folded = 0
+        while True:
+            subject = message.subject
+            key = workload_key_of(subject)
+            before = partitions.of_workload(key) if key is not None else None
+            fold_message(self.state, message, on_orphan=self.on_orphan)
+            partitions = self.state.partitions
+            if key is not None:
+                after = partitions.of_workload(key)
+                dirty.add(before or "")
+                if after != before:
+                    dirty.add(after or "")
+                    moved = moved or before is not None
+            if subject.startswith(_DECISION_PREFIX):
+                partition, _, rest = subject[len(_DECISION_PREFIX) :].partition(".")
+                dirty.add(partition)
+                if rest.startswith("head.") and "." not in rest[5:]:  # on one of the partition's heads
+                    heads[partition] = message.seq  # the log's order: the last one is the highest
+            elif key is None:
+                everything = moved = True  # a ClusterQueue, Cohort, flavor, pod, ...: any partition may care
+            self.caught_up = message.pending == 0
+            folded += 1
+            if folded % FOLD_SLICE == 0:
+                # a backlog (a restart, a stall) is folded in slices: the lease renewals and the health
+                # server run between them, so a holder catching up is not taken for dead
+                self._touch(dirty, everything, moved, heads)
+                dirty, heads, everything, moved = set(), {}, False, False
+                await asyncio.sleep(0)
+            try:
+                message = self.inbox.get_nowait()
+            except asyncio.QueueEmpty:
+                self._touch(dirty, everything, moved, heads)
+                return True
+
+    def _touch(self, dirty: set[str], everything: bool, moved: bool, heads: dict[str, int]) -> None:
+        for role in self.roles:
+            role.touch(dirty, everything=everything, moved=moved, heads=heads)
 
 
 def _waits(wl: WorkloadState) -> bool:

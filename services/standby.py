@@ -400,20 +400,51 @@ def observe(lease: DeciderLease | SlotLeases, health: Health, *, role: str) -> N
     stopped being it)."""
     health.add_check(lease.readiness)
     health.working = lease.active
+    gauge, counter = _lease_families(health)
     labels = (health.service, role)
+    gauge.labels(*labels).set_function(lambda: float(lease.active()))
+    _count_transitions(lease, counter.labels(*labels))
+
+
+def observe_roles(leases_by_role: dict[str, DeciderLease | SlotLeases], health: Health) -> None:
+    """:func:`observe` for the leases of several roles co-hosted in one process (``kueue-es service
+    deciders``): the same metrics, one ``role`` label each; ``kueue_es_leader`` is 1 while any role is
+    active; the readiness facts are each role's, under ``leases`` by role."""
+    gauge, counter = _lease_families(health)
+    for role, lease in leases_by_role.items():
+        gauge.labels(health.service, role).set_function(_active_of(lease))
+        _count_transitions(lease, counter.labels(health.service, role))
+    health.working = lambda: any(lease.active() for lease in leases_by_role.values())
+
+    def readiness() -> tuple[bool, dict[str, Any]]:
+        facts = {role: lease.readiness()[1] for role, lease in leases_by_role.items()}
+        return True, {"leases": facts}
+
+    health.add_check(readiness)
+
+
+def _active_of(lease: DeciderLease | SlotLeases) -> Callable[[], float]:
+    return lambda: float(lease.active())
+
+
+def _lease_families(health: Health) -> tuple[Gauge, Counter]:
+    """``kueue_es_lease_holder`` and ``kueue_es_lease_transitions_total`` in ``health``'s registry (once a process)."""
     gauge = Gauge(
         "kueue_es_lease_holder",
         "1 while this replica holds its decider's lease and may commit.",
         ["service", "role"],
         registry=health.registry,
     )
-    gauge.labels(*labels).set_function(lambda: float(lease.active()))
-    transitions = Counter(
+    counter = Counter(
         "kueue_es_lease_transitions",
         "Times this replica became the active one of its decider, or stopped being it.",
         ["service", "role"],
         registry=health.registry,
-    ).labels(*labels)
+    )
+    return gauge, counter
+
+
+def _count_transitions(lease: DeciderLease | SlotLeases, transitions: Any) -> None:
     previous = lease.on_change
 
     def changed(active: bool) -> None:

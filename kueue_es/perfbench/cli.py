@@ -52,6 +52,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         " (--partitions all); the table shows each process's CPU seconds and commits",
     )
     parser.add_argument(
+        "--deciders",
+        choices=("separate", "cohosted"),
+        default="separate",
+        help="separate (default, deploy/'s topology, comparable with earlier runs): the admitter, preemptor and"
+        " TAS placer each in its own process; cohosted: the three in one process over one fold"
+        " (kueue-es service deciders), named deciders in the table",
+    )
+    parser.add_argument(
         "--standby-lease",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -103,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
     if args.partitions is not None and (args.partitions < 1 or args.chaos is not None):
         print("error: --partitions N takes N >= 1 and no --chaos", file=sys.stderr)
         return 2
+    if args.partitions is not None and args.deciders == "cohosted":
+        print("error: --partitions N (N admitter processes) needs --deciders separate", file=sys.stderr)
+        return 2
     if args.chaos is not None and args.kill_every <= 0:
         print(f"error: --kill-every must be positive, not {args.kill_every:g}", file=sys.stderr)
         return 2
@@ -135,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
                 kill_every=args.kill_every,
                 compact_args=None if args.compact is None else shlex.split(args.compact),
                 partitions=args.partitions,
+                deciders=args.deciders,
             )
         )
     except generator.ConfigError as err:
@@ -150,7 +162,12 @@ def run(args: argparse.Namespace) -> int:
     head = (
         f"deciders: {deciders['partitions']} admitter processes sharing the partitions (one preemptor, placer),"
         if deciders.get("partitions")
-        else f"deciders: {deciders['replicas']} replica(s) each,"
+        else f"deciders: {deciders['replicas']} replica(s) each"
+        + (
+            " of the co-hosted process (admitter, preemptor, TAS placer over one fold),"
+            if deciders.get("cohosted")
+            else ","
+        )
     )
     console.print(
         f"{head} standby lease"

@@ -59,7 +59,7 @@ from kueue_es.perfbench import chaos as chaos_mod
 from kueue_es.perfbench import generator, ideal, metrics
 from kueue_es.perfbench.executor import Executor
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.supervisor import COMPACTOR, Supervisor
+from kueue_es.supervisor import COMPACTOR, Supervisor, cohosted
 
 SERVICES = ("admitter", "preemptor", "tas-placer", "dispatcher")
 DECIDERS = ("admitter", "preemptor", "tas-placer")
@@ -133,6 +133,7 @@ class RunResult:
     deciders: dict[str, DeciderStats] = field(default_factory=dict)  # by process name: admitter, admitter-2, ...
     chaos: chaos_mod.ChaosResult | None = None  # with --chaos: the kills, recoveries and invariant checks
     partitions: int | None = None  # with --partitions N: the admitter processes sharing the partitions
+    cohosted: bool = False  # with --deciders cohosted: the three deciders in one process (``deciders``)
 
     @property
     def wall_ms(self) -> int:
@@ -222,6 +223,7 @@ async def run_bench(
     kill_every: float = 10.0,
     compact_args: list[str] | None = None,
     partitions: int | None = None,
+    deciders: str = "separate",
 ) -> RunResult:
     """Run the configuration at ``config_path`` through nats-server and the services; returns what was measured.
 
@@ -241,9 +243,17 @@ async def run_bench(
     service), every one with ``--partitions all`` over the slot leases, so they share the partitions
     (docs/design.md, Partitions); ``replicas`` is then ignored.
 
+    ``deciders``: ``separate`` (the admitter, preemptor and TAS placer each in its own process) or
+    ``cohosted`` (the three in one process over one fold, ``kueue-es service deciders``, shown as
+    ``deciders`` in the process table; its replicas likewise; not with ``partitions``).
+
     Raises generator.ConfigError for a bad configuration, ValueError for ``replicas`` or ``partitions``
-    below 1 or a ``kill_every`` <= 0.
+    below 1, a ``kill_every`` <= 0, an unknown ``deciders`` or ``cohosted`` with ``partitions``.
     """
+    if deciders not in ("separate", "cohosted"):
+        raise ValueError(f"deciders must be separate or cohosted, got {deciders!r}")
+    if deciders == "cohosted" and partitions is not None:
+        raise ValueError("partitions (N admitter processes) needs separate deciders")
     if partitions is not None:
         if partitions < 1:
             raise ValueError(f"partitions must be at least 1, got {partitions}")
@@ -295,6 +305,9 @@ async def run_bench(
     replica_services: tuple[str, ...] = (*DECIDERS, "dispatcher") if dispatcher_replicas > 1 else DECIDERS
     if partitions is not None:
         replica_services = ("admitter",)  # N admitters share the partitions; one preemptor, placer, dispatcher
+    services: tuple[str, ...] = SERVICES
+    if deciders == "cohosted":
+        services, replica_services = cohosted(SERVICES), cohosted(replica_services)
     supervisors = [supervisor, *standbys.values()]
     bus = None
     tasks: list[asyncio.Task[Any]] = []
@@ -302,7 +315,7 @@ async def run_bench(
     stalled: list[str] = []
     chaos: chaos_mod.Chaos | None = None
     try:
-        await supervisor.start(SERVICES)
+        await supervisor.start(services)
         for standby in standbys.values():
             await standby.start(replica_services)
         pids = {"nats-server": server.pid or 0, "bench harness": os.getpid()}
@@ -347,7 +360,7 @@ async def run_bench(
                 supervisor=supervisor,
                 server=server,
                 publisher=publisher,
-                services=SERVICES,
+                services=services,
                 clock_zero=time.monotonic(),
                 on_restart=sampler.replace,
                 replicas=standbys.values(),
@@ -424,6 +437,7 @@ async def run_bench(
         compact_args=compact_args,
         deciders=_decider_stats(run_dir / "logs", replicas),
         partitions=partitions,
+        cohosted=deciders == "cohosted",
         chaos=chaos_result,
     )
 
@@ -435,14 +449,17 @@ def _decider_stats(log_dir: Path, replicas: int) -> dict[str, DeciderStats]:
 
     found: dict[str, DeciderStats] = {}
     for n in range(1, replicas + 1):
-        for name in DECIDERS:
+        for name in (*DECIDERS, "deciders"):  # a co-hosted process logs one service_stopped per role
             path = (log_dir if n == 1 else log_dir / f"replica-{n}") / f"{name}.log"
             with contextlib.suppress(OSError):
                 for line in path.read_text(errors="replace").splitlines():
                     if '"service_stopped"' in line:
                         with contextlib.suppress(ValueError):
                             entry = json.loads(line)
-                            found[name if n == 1 else f"{name}-{n}"] = DeciderStats(
+                            process = name if n == 1 else f"{name}-{n}"
+                            if entry.get("cohosted"):
+                                process += f"/{entry.get('user')}"
+                            found[process] = DeciderStats(
                                 commits=int(entry.get("commits") or 0), conflicts=int(entry.get("conflicts") or 0)
                             )
     return found

@@ -129,6 +129,7 @@ def document(result: RunResult) -> dict[str, Any]:
         "deciders": {
             "replicas": result.replicas,
             "partitions": result.partitions,
+            "cohosted": result.cohosted,
             "standbyLease": result.standby_lease,
             "commits": sum(d.commits for d in result.deciders.values()),
             "conflicts": sum(d.conflicts for d in result.deciders.values()),
