@@ -144,6 +144,11 @@ def _publish_retryable(err: BaseException) -> bool:
     return _transient(err) or isinstance(err, nats.errors.TimeoutError)
 
 
+def _no_responders(err: BaseException) -> bool:
+    """No server took the request (nothing stored): a batch's head may be asked again."""
+    return isinstance(err, nats.errors.NoRespondersError)
+
+
 def _worth_retrying(err: BaseException) -> bool:
     """What may pass when tried again (a :class:`base.TransientBusError`): a transient error, no answer
     in time, or the connection reconnecting (its outgoing buffer full, or a request refused meanwhile)."""
@@ -751,10 +756,20 @@ class NatsBus(base.Bus):
                         headers["Nats-Expected-Last-Subject-Sequence-Subject"] = head_filter
                 if index == len(messages):
                     headers["Nats-Batch-Commit"] = "1"
+                if index == 1:
+                    # No responders: no server took the head, so the batch never began and asking
+                    # again is safe (a fresh clustered stream's subjects reach every node a moment
+                    # after its leader is elected).
+                    async for attempt in _retrying(what, retryable=_no_responders):
+                        with attempt:
+                            reply = await self.nc.request(
+                                message.subject, message.data, headers=headers, timeout=self.timeout
+                            )
+                elif index == len(messages):
                     reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
+                if index == len(messages):
                     return self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
                 if index == 1:
-                    reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
                     if reply.data:
                         self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
                 else:
