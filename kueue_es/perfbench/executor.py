@@ -8,9 +8,10 @@ again. Here the cluster side of kueue-es is simulated the same way, on the log:
 
 - ``DispatchApplied`` action ``StartJob``, or such an entry of a ``DispatchBatchApplied`` (the
   dispatcher's start write landed):
-  the workload starts; its pods are ready at once (a ``WorkloadPodsReady`` fact,
-  ready, reason ``Started``) and a ``WorkloadFinished`` fact follows ``runtimeMs``
-  later;
+  the workload starts, and a ``WorkloadFinished`` fact follows ``runtimeMs`` later.
+  Like Kueue's runner, which only ever sets ``Finished``, it reports no pods ready:
+  no configuration the bench runs waits for pods, and a ``WorkloadPodsReady`` per
+  workload was a fifth of the log's messages that every reader parsed (issue 18);
 - ``DispatchApplied`` action ``Evict`` (the stop write landed): the run is lost;
   a ``WorkloadStopped`` fact says the job no longer runs (what the watcher reports
   for a stopped Job), so the admitter releases the quota and requeues it.
@@ -63,9 +64,7 @@ class Executor:
     def _start(self, ref: types.WorkloadRef, seq: int) -> None:
         if ref.key in self.running:
             return  # a second copy of the same start
-        now = self.clock()
         self.started += 1
-        self._emit(types.WorkloadPodsReady(workload=ref, ready=True, reason="Started", at_ms=now), f"run-{seq}")
         delay = self.runtime_ms.get(ref.key, 0) / 1000
         loop = asyncio.get_running_loop()
         self.running[ref.key] = loop.call_later(delay, self._finish, ref, seq)

@@ -28,21 +28,22 @@ def kinds(executor: Executor) -> list[str]:
     return [m.headers["Kq-Type"] for m in executor.outbox]
 
 
-async def test_a_started_workload_is_ready_at_once_and_finishes_after_its_runtime() -> None:
+async def test_a_started_workload_finishes_after_its_runtime_and_reports_nothing_else() -> None:
+    # Kueue's runner sets only Finished: no pods-ready fact, no second run for a second copy
     loop = asyncio.get_running_loop()
     executor = Executor(runtime_ms={"ns/w": 50}, clock=lambda: int(loop.time() * 1000))
     started = loop.time()
     executor.observe(applied("StartJob", 7))
     executor.observe(applied("StartJob", 7))  # a second copy starts nothing
-    assert kinds(executor) == ["WorkloadPodsReady"]
-    ready = codec.decode(executor.outbox[0].data)
-    assert isinstance(ready, types.WorkloadPodsReady) and ready.ready and ready.workload == REF
+    assert kinds(executor) == [] and executor.started == 1
     # bounds that hold on a loaded machine: the finish is due at its runtime, and never comes earlier
     assert executor.running["ns/w"].when() - started >= 0.049
-    while len(executor.outbox) < 2:
+    while not executor.outbox:
         await asyncio.sleep(0.005)
     assert loop.time() - started >= 0.049  # not before its runtime
-    assert kinds(executor) == ["WorkloadPodsReady", "WorkloadFinished"]
+    assert kinds(executor) == ["WorkloadFinished"]
+    finished = codec.decode(executor.outbox[0].data)
+    assert isinstance(finished, types.WorkloadFinished) and finished.workload == REF
     assert executor.running == {}
 
 
@@ -61,12 +62,7 @@ async def test_an_evicted_workload_loses_its_run_and_runs_its_full_runtime_again
     while not any(isinstance(f, types.WorkloadFinished) for f in seen):
         await asyncio.sleep(0.005)
     assert loop.time() - restarted >= 0.055
-    assert [type(f).__name__ for f in seen] == [
-        "WorkloadPodsReady",
-        "WorkloadStopped",
-        "WorkloadPodsReady",
-        "WorkloadFinished",
-    ]
+    assert [type(f).__name__ for f in seen] == ["WorkloadStopped", "WorkloadFinished"]
 
 
 async def test_each_entry_of_a_batch_result_starts_or_stops_its_workload() -> None:
@@ -82,7 +78,7 @@ async def test_each_entry_of_a_batch_result_starts_or_stops_its_workload() -> No
             ],
         )
     )
-    assert kinds(executor) == ["WorkloadPodsReady", "WorkloadPodsReady"] and set(executor.running) == {"ns/w", "ns/v"}
+    assert executor.started == 2 and set(executor.running) == {"ns/w", "ns/v"}
     executor.observe(
         types.DispatchBatchApplied(
             partition="p0",
