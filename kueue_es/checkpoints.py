@@ -70,6 +70,7 @@ DERIVED: Final[dict[type, frozenset[str]]] = {
             "requests_memo_cq",
             "requests_memo_config",
             "requests_memo_devices",
+            "shape_memo",
             "_ref",
             "_ref_of",
             "key",

@@ -89,6 +89,9 @@ class WorkloadState:
     requests_memo_cq: models.ClusterQueue | None = None
     requests_memo_config: models.Configuration | None = None
     requests_memo_devices: int = -1  # ClusterState.devices_version the memo was made at (DRA)
+    # The admitter's cache too: what its plan checks of the workload object alone (queues._shape),
+    # on the state rather than in a map of every workload, which a cycle would look up once a head
+    shape_memo: tuple[Any, ...] | None = None
     # TAS (SEMANTICS-ADVANCED A.2.2): the topology assignments of the reservation, per pod set
     # (from TopologyAssigned; gone with the quota), and the TAS usage they take, per flavor and leaf.
     topology: dict[str, models.TopologyAssignment] | None = None
@@ -151,9 +154,12 @@ class Ready:
     def first(self) -> Order | None:
         """The first order key in queue order (None when there is none)."""
         heap, live = self.heap, self.live
-        while heap and live.get(heap[0][-1]) is not heap[0]:
+        while heap:
+            top = heap[0]
+            if live.get(top[-1]) is top:
+                return top  # the smallest live one: every live order key is in the heap
             heapq.heappop(heap)
-        return heap[0] if heap else None  # the smallest live one: every live order key is in the heap
+        return None
 
     def __iter__(self) -> Iterator[Order]:
         """The order keys in queue order; past the first, from a copy of the heap popped

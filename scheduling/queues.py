@@ -66,7 +66,6 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
     for queue, why in unusable:
         result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
     triggers = layout.triggers
-    shapes = _shapes(state)
     sticky = sticky_preemptors(state) if state.preemptors or state.nominations else {}
     known_inactive, mismatches, workloads, cluster_queues = (
         layout.inactive,
@@ -98,16 +97,16 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
             if head_order is None:
                 continue
             head = workloads[head_order[-1]]
-            memo = shapes.get(head.key)
+            memo = head.shape_memo
             if memo is None or memo[0] is not head.workload:
-                memo = _shape(head, shapes)
+                memo = _shape(head)
             if memo[2] is not None and memo[2] not in priority_classes:
                 memo = None
-                head_order = _front(state, local_queues[0], trigger, result, shapes)
+                head_order = _front(state, local_queues[0], trigger, result)
                 if head_order is None:
                     continue
         else:
-            fronts = [(q, c) for q in local_queues if (c := _front(state, q, triggers[cq_name], result, shapes))]
+            fronts = [(q, c) for q in local_queues if (c := _front(state, q, triggers[cq_name], result))]
             if not fronts:
                 continue
             if afs.active(cq, state.configuration) and len(fronts) > 1:
@@ -126,7 +125,7 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan
             if mismatch is _UNKNOWN:
                 mismatch = mismatches[selected] = _namespace_mismatch(head, cq, state)
         if mismatch is None:  # misconfigured (SEMANTICS §4.3)
-            shape = memo if memo is not None else _shape(head, shapes)
+            shape = memo if memo is not None else _shape(head)
             mismatch = shape[1]
             # DRA (SEMANTICS-ADVANCED F): nothing to charge without device classes or claims (dra.charge_in)
             if (
@@ -229,9 +228,7 @@ def sticky_preemptors(state: ClusterState) -> dict[str, tuple[int, int, str, str
 _UNKNOWN = Why("", "")  # not yet in a layout map (whose values may be None)
 
 
-def _front(
-    state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan, shapes: _Shapes
-) -> tuple[int, int, str, str] | None:
+def _front(state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan) -> tuple[int, int, str, str] | None:
     """The first workload of a LocalQueue that may be tried now (not parked since the
     last requeue trigger), noting on the way those whose priority class is missing.
 
@@ -240,11 +237,11 @@ def _front(
     queued = state.queued[queue]
     ready = queued.requeue(trigger) if trigger != queued.trigger else queued.ready
     first = ready.first()
-    if first is None or _missing_priority_class(state.workloads[first[-1]], state, shapes) is None:
+    if first is None or _missing_priority_class(state.workloads[first[-1]], state) is None:
         return first
     for order in ready:  # rarely: past those whose priority class is missing
         wl = state.workloads[order[-1]]
-        missing = _missing_priority_class(wl, state, shapes)
+        missing = _missing_priority_class(wl, state)
         if missing is not None:
             plan.unqueued.append((wl, missing))
             continue
@@ -514,10 +511,10 @@ def _scaled(input_resource: str, amount: int, output_resource: str, factor: str)
     return amount * per_unit
 
 
-def _missing_priority_class(wl: WorkloadState, state: ClusterState, shapes: _Shapes) -> Why | None:
+def _missing_priority_class(wl: WorkloadState, state: ClusterState) -> Why | None:
     """Misconfigured when the workload names a WorkloadPriorityClass that does not exist and
     sets no priority of its own (SEMANTICS §2.4)."""
-    memo = _shape(wl, shapes)
+    memo = _shape(wl)
     name = memo[2]
     if name is None or name in state.priority_classes:
         return None
@@ -525,29 +522,19 @@ def _missing_priority_class(wl: WorkloadState, state: ClusterState, shapes: _Sha
 
 
 _Shape = tuple[models.Workload, Why | None, str | None, bool]
-_Shapes = dict[str, _Shape]
 
 
-def _shapes(state: ClusterState) -> _Shapes:
-    """The admitter's :func:`_shape` memo in ``state.caches`` (started over when it holds many
-    more workloads than the state: those of workloads gone)."""
-    shapes: _Shapes | None = state.caches.get("admitter.shapes")
-    if shapes is None or len(shapes) > 2 * len(state.workloads) + 1024:
-        shapes = state.caches["admitter.shapes"] = {}
-    return shapes
-
-
-def _shape(wl: WorkloadState, shapes: _Shapes) -> _Shape:
-    """What :func:`plan` checks of the workload object alone, remembered in ``shapes`` (the
-    admitter's, in ``state.caches``) per workload key for as long as that object is in force
-    (compared by identity: the fold replaces the object when the workload changes): the
-    object, why it is misconfigured (None: it is not), the WorkloadPriorityClass it depends
-    on (None: it sets its priority or names no class) and whether a pod set names a resource
-    claim (:func:`dra.uses_dra`)."""
+def _shape(wl: WorkloadState) -> _Shape:
+    """What :func:`plan` checks of the workload object alone, remembered on the state
+    (``WorkloadState.shape_memo``, the admitter's cache: never folded, never written to a
+    checkpoint) for as long as that object is in force (compared by identity: the fold replaces
+    the object when the workload changes): the object, why it is misconfigured (None: it is
+    not), the WorkloadPriorityClass it depends on (None: it sets its priority or names no
+    class) and whether a pod set names a resource claim (:func:`dra.uses_dra`)."""
     workload = wl.workload
-    memo = shapes.get(wl.key)
+    memo = wl.shape_memo
     if memo is not None and memo[0] is workload:
-        return memo
+        return memo  # type: ignore[return-value]
     misconfigured = None
     for ps in workload.spec.pod_sets:
         if ps.misconfigured:
@@ -557,7 +544,8 @@ def _shape(wl: WorkloadState, shapes: _Shapes) -> _Shape:
     needs = (
         ref.name if ref is not None and workload.spec.priority is None and ref.kind == "WorkloadPriorityClass" else None
     )
-    memo = shapes[wl.key] = (workload, misconfigured, needs, dra.uses_dra(workload))
+    memo = (workload, misconfigured, needs, dra.uses_dra(workload))
+    wl.shape_memo = memo
     return memo
 
 
