@@ -329,6 +329,29 @@ async def test_duplicate_batch_is_rejected_whole(bus: base.Bus) -> None:
     assert await bus.last_seq() == 3
 
 
+async def test_a_head_alone_is_a_batch_like_any_other(bus: base.Bus) -> None:
+    """A record without outputs (39 % of the commits of an uncapped baseline bench) keeps a
+    batch's outcomes: its head expectation, and a repeat of a landed one stores nothing (a
+    duplicate, or the conflict it also is: its own landing moved the head)."""
+    head = msg("kq.dec.p0.head.admitter", "h:0")
+    assert await bus.commit_batch(head=head, expected_head_seq=0, rest=[], head_filter=HEADS) == 1
+    assert (await bus.get(1)).headers == {"Nats-Msg-Id": "h:0"}  # no protocol header shows
+    with pytest.raises((base.DuplicateBatchError, base.ConflictError)):
+        await bus.commit_batch(head=head, expected_head_seq=0, rest=[], head_filter=HEADS)
+    assert await bus.last_seq() == 1
+    with pytest.raises(base.ConflictError):  # another record on the same stale expectation
+        await bus.commit_batch(head=msg("kq.dec.p0.head.admitter", "h2:0"), expected_head_seq=0, rest=[])
+    await bus.publish(msg("kq.dec.p0.head.preemptor", "other:0"))  # any head of the partition moves it
+    with pytest.raises(base.ConflictError):
+        await bus.commit_batch(
+            head=msg("kq.dec.p0.head.admitter", "h3:0"), expected_head_seq=1, rest=[], head_filter=HEADS
+        )
+    assert await bus.last_seq() == 2
+    assert await bus.commit_batch(
+        head=msg("kq.dec.p0.head.admitter", "h4:0"), expected_head_seq=2, rest=[], head_filter=HEADS
+    ) == 3  # fmt: skip
+
+
 async def test_batch_over_the_limit_is_refused(bus: base.Bus) -> None:
     """More than 999 messages after the head raise BusError before anything is stored."""
     rest = [msg("kq.dec.p0.wl.ns.a", f"d:{i}") for i in range(1, 1001)]
