@@ -534,7 +534,7 @@ def _shape(wl: WorkloadState) -> _Shape:
     workload = wl.workload
     memo = wl.shape_memo
     if memo is not None and memo[0] is workload:
-        return memo  # type: ignore[return-value]
+        return memo
     misconfigured = None
     for ps in workload.spec.pod_sets:
         if ps.misconfigured:
@@ -563,7 +563,7 @@ def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str
 
 def _misconfigured(wl: WorkloadState) -> Why | None:
     """A workload that fails Kueue's admissibility validation is parked as Misconfigured (SEMANTICS §4.3)."""
-    return _shape(wl, {})[1]
+    return _shape(wl)[1]
 
 
 def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: ClusterState) -> Why | None:
