@@ -233,6 +233,12 @@ def decode(obj: dict[str, Any], schema: Mapping[str, Any]) -> list[str]:
     return pruned
 
 
+def apply_defaults(obj: dict[str, Any], schema: Mapping[str, Any]) -> None:
+    """Fill in ``obj`` (a whole object) in place every ``default:`` of its ``schema`` where the field is
+    absent, as the API server defaults a custom resource on every write (``metadata`` untouched)."""
+    _default(obj, schema, root=True)
+
+
 def _prune(value: Any, schema: Mapping[str, Any], *, path: str, pruned: list[str], root: bool = False) -> None:
     if isinstance(value, dict):
         properties = schema.get("properties")

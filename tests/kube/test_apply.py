@@ -54,7 +54,19 @@ async def test_apply_creates_then_merges_and_an_unchanged_apply_is_not_a_write(
     (generation 2); the same configuration again keeps the resourceVersion and sends no watch event."""
     created = await apply(api, cluster_queue(cohortName="team"))
     assert created["metadata"]["generation"] == 1 and created["metadata"]["uid"]
-    assert created["spec"] == {"namespaceSelector": {}, "cohortName": "team"}
+    # the manifest's fields, and what Kueue's CRD defaults (deploy/crds), as a real API server stores it
+    assert created["spec"] == {
+        "namespaceSelector": {},
+        "cohortName": "team",
+        "queueingStrategy": "BestEffortFIFO",
+        "stopPolicy": "None",
+        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+        "preemption": {
+            "borrowWithinCohort": {"policy": "Never"},
+            "reclaimWithinCohort": "Never",
+            "withinClusterQueue": "Never",
+        },
+    }
 
     merged = await apply(api, cluster_queue(cohortName="team", queueingStrategy="StrictFIFO"))
     assert merged["metadata"]["uid"] == created["metadata"]["uid"]

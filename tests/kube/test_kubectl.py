@@ -129,6 +129,10 @@ async def test_apply_and_create_as_kueue_docs_type_them_then_short_names_and_col
     assert rows == [["NAME", "COHORT", "PENDING WORKLOADS"], ["cluster-queue"]]
     wide = table(await kubectl.ok("get", "cq", "-o", "wide"))
     assert wide[0] == ["NAME", "COHORT", "STRATEGY", "PENDING WORKLOADS", "ADMITTED WORKLOADS"]
+    # the manifest sets no strategy: Kueue's CRD defaults it, and the column shows it (no cohort: empty)
+    assert wide[1] == ["cluster-queue", "BestEffortFIFO"]
+    spec = json.loads(await kubectl.ok("get", "cq", "cluster-queue", "-o", "jsonpath={.spec}"))
+    assert spec["stopPolicy"] == "None" and spec["preemption"]["withinClusterQueue"] == "Never"
     rows = table(await kubectl.ok("get", "queues", "-n", "default"))
     assert rows[0] == ["NAME", "CLUSTERQUEUE", "PENDING WORKLOADS", "ADMITTED WORKLOADS"]
     assert rows[1][:2] == ["user-queue", "cluster-queue"]
