@@ -182,6 +182,12 @@ def unknown_fields(manifest: Mapping[str, Any]) -> list[str]:
     return [path for path in _unknown(manifest, schema, "") if not path.startswith("metadata")]
 
 
+def schema_of(kind: str) -> Mapping[str, Any] | None:
+    """The ``openAPIV3Schema`` of the kueue.x-k8s.io kind ``kind`` (its CRD's, :mod:`kueue_es.crds`), None
+    for another kind."""
+    return _schemas().get(kind)
+
+
 def prune(manifest: dict[str, Any]) -> dict[str, Any]:
     """Drop the fields :func:`unknown_fields` names, in place, as an API server prunes them; returns it."""
     schema = _schemas().get(str(manifest.get("kind") or ""))

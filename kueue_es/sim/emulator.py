@@ -1080,7 +1080,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             raise store.StoreError(status=400, reason="BadRequest", message=str(exc)) from exc
         self._kueue_validate(call.ref, admitted, old=old)
         if call.ref.group == crds.GROUP:
-            schema = _kueue_schema(call.ref.kind)
+            schema = validation.schema_of(call.ref.kind)
             if schema is not None:  # Kueue's CRDs default fields, as a real API server then does
                 custom_resources.apply_defaults(admitted, schema)
         return admitted
@@ -1289,16 +1289,6 @@ def _controlled_by_job(metadata: Mapping[str, Any]) -> bool:
         isinstance(o, dict) and o.get("controller") and pods.is_job_owner(o.get("apiVersion"), o.get("kind"))
         for o in owners
     )
-
-
-@functools.cache
-def _kueue_schema(kind: str) -> dict[str, Any] | None:
-    """The ``openAPIV3Schema`` of Kueue's CRD for ``kind`` (deploy/crds, :mod:`kueue_es.crds`), None for a
-    kind kueue-es has no CRD of."""
-    for known in crds.KINDS:
-        if known.kind == kind:
-            return crds.object_schema(known)
-    return None
 
 
 def _kueue_default(ref: resources.ResourceRef, obj: dict[str, Any], *, elastic_jobs: bool = False) -> None:
