@@ -561,11 +561,6 @@ def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str
     return lq.spec.cluster_queue, None
 
 
-def _misconfigured(wl: WorkloadState) -> Why | None:
-    """A workload that fails Kueue's admissibility validation is parked as Misconfigured (SEMANTICS §4.3)."""
-    return _shape(wl)[1]
-
-
 def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: ClusterState) -> Why | None:
     selector = cq.spec.namespace_selector
     namespace = wl.workload.metadata.namespace
