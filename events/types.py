@@ -21,17 +21,19 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
 ``resourceClaims``, the Configuration's ``deviceClassMappings``), MultiKueue's events (issue 20) and
 ``AdmissionCheck.spec.parameters``; 4: DRA's ResourceSliceObserved, CEL selectors on device classes and
 requests, and counter and capacity ``sources`` in ``deviceClassMappings``; 5: ``DispatchBatchApplied``,
-the dispatcher's results of one DecisionRecord's decisions in one message (issue 18). docs/events.md
+the dispatcher's results of one DecisionRecord's decisions in one message (issue 18); 6:
+``DecisionRecord.released``, the finished workloads' releases a record carries (``FinishedRelease``,
+admitter logic 15, issue 18). docs/events.md
 holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -345,7 +347,9 @@ class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
     again, a new "N more needed"), which the admitter records here rather than as a
     WorkloadInadmissible message each; every reader of the log folds them as those
     WorkloadInadmissible decisions, after the batch's outputs
-    (``projections.batches``). All three came later: records written before them lack
+    (``projections.batches``). ``released`` (issue 18, admitter logic 15) holds the cycle's
+    releases of finished workloads (:class:`FinishedRelease`), folded as those QuotaReleased
+    decisions before the batch's outputs. All of these came later: records written before them lack
     them, and the ``UNSET`` default is never encoded, so those records still re-encode
     to their stored bytes.
     """
@@ -364,11 +368,20 @@ class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
     max_outputs: int | msgspec.UnsetType = msgspec.UNSET
     kueue_es_version: str | msgspec.UnsetType = msgspec.UNSET
     pending: tuple[PendingOutcome, ...] | msgspec.UnsetType = msgspec.UNSET
+    released: tuple[FinishedRelease, ...] | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def decided(self) -> bool:
-        """Whether the batch decides anything: outputs, or pending outcomes in the record."""
-        return self.output_count > 0 or bool(self.pending)
+        """Whether the batch decides anything: outputs, or outcomes the record carries."""
+        return self.output_count > 0 or bool(self.pending) or bool(self.released)
+
+    def released_decisions(self) -> list[QuotaReleased]:
+        """The QuotaReleased decisions ``released`` stands for (reason ``Finished``), in order: the fold
+        takes them before the batch's outputs, where the admitter's releases stood when each was a
+        message (:class:`FinishedRelease`)."""
+        if not self.released:
+            return []
+        return [release.quota_released() for release in self.released]
 
     def pending_decisions(self) -> list[WorkloadInadmissible]:
         """The WorkloadInadmissible decisions ``pending`` stands for, in order, each at ``now_ms``
@@ -556,6 +569,34 @@ class QuotaReleased(_Event, frozen=True, kw_only=True, tag="QuotaReleased"):
     reason: str
     cause_seq: int
     at_ms: int
+
+
+class FinishedRelease(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    """A QuotaReleased reason ``Finished`` carried in its cycle's DecisionRecord
+    (``DecisionRecord.released``) instead of as a message of its own (issue 18, admitter logic 15).
+
+    A finished workload's release restates a fact already on the log (its WorkloadFinished, at
+    ``cause_seq``), as Kueue's cache drops a finished workload's usage without a write of its own;
+    one message per finished workload was a quarter of the large-scale log, stored by nats-server
+    and parsed by every reader. Its fields are that decision's (``at_ms``: the record's
+    ``now_ms``). Every reader of the log folds it as the QuotaReleased it stands for, before the
+    batch's outputs; ``KQ_PUB`` publishes that QuotaReleased on the workload's subject.
+    """
+
+    workload: WorkloadRef
+    cluster_queue: str
+    cause_seq: int
+    at_ms: int
+
+    def quota_released(self) -> QuotaReleased:
+        """The QuotaReleased this release stands for."""
+        return QuotaReleased(
+            workload=self.workload,
+            cluster_queue=self.cluster_queue,
+            reason="Finished",
+            cause_seq=self.cause_seq,
+            at_ms=self.at_ms,
+        )
 
 
 class PreemptionTarget(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
@@ -834,9 +875,20 @@ Decision = (
 DispatchResult = DispatchApplied | DispatchFailed | DispatchBatchApplied
 Event = Fact | Decision | DispatchResult
 
-Output = Decision | PendingOutcome
+Output = Decision | PendingOutcome | FinishedRelease
 """What a decider's ``decide`` returns: decisions, each a message of its batch, and (the admitter)
-pending outcomes, which its DecisionRecord carries (``runtime.build_batch``)."""
+pending outcomes and finished workloads' releases, which its DecisionRecord carries
+(``runtime.build_batch``)."""
+
+
+def with_carried(event: Event) -> list[Event]:
+    """``event``, then (a DecisionRecord carrying finished releases, admitter logic 15) the QuotaReleased
+    decisions those stand for: what a fold takes for that message, for a reader that decodes messages
+    one by one (the batch verifier releases them so itself, ``projections.batches``)."""
+    if isinstance(event, DecisionRecord) and event.released:
+        return [event, *event.released_decisions()]
+    return [event]
+
 
 FACT_TYPES: tuple[type[Fact], ...] = Fact.__args__
 DECISION_TYPES: tuple[type[Decision], ...] = Decision.__args__

@@ -373,7 +373,9 @@ def core_log(
                     max_outputs=MAX_BATCH,
                 )
                 admitted: list[tuple[int, types.WorkloadRef]] = []
-                for out, decision in zip((head, *rest), (None, *outputs), strict=False):
+                # the messages' decisions: what the record carries (pending outcomes, finished releases) has none
+                messaged = [o for o in outputs if not isinstance(o, types.PendingOutcome | types.FinishedRelease)]
+                for out, decision in zip((head, *rest), (None, *messaged), strict=False):
                     message = stored(out)
                     if isinstance(decision, types.WorkloadAdmitted):
                         admitted.append((message.seq, decision.workload))

@@ -144,17 +144,18 @@ class TimelinePrinter:
             except codec.DecodeError:
                 self.console.print(f"[red]#{message.seq} undecodable event on {message.subject}[/red]")
                 continue
-            line = timeline.describe(event, self.state)
-            apply(self.state, event, seq=message.seq)
-            self.count(event)
-            if line is not None:
-                verb, text = line
-                style = _STYLES.get(verb, "default")
-                self.console.print(
-                    f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] "
-                    f"[{style}]{verb:<9}[/{style}] {text}",
-                    highlight=False,
-                )
+            for one in types.with_carried(event):
+                line = timeline.describe(one, self.state)
+                apply(self.state, one, seq=message.seq)
+                self.count(one)
+                if line is not None:
+                    verb, text = line
+                    style = _STYLES.get(verb, "default")
+                    self.console.print(
+                        f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] "
+                        f"[{style}]{verb:<9}[/{style}] {text}",
+                        highlight=False,
+                    )
             self.changed.set()
 
     async def wait_released(self, count: int, *, timeout: float) -> bool:

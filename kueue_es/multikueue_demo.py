@@ -291,16 +291,17 @@ class MultiKueueTimeline(TimelinePrinter):
         from kueue_es import timeline
         from kueue_es.projections.cluster import apply
 
-        remote_write = isinstance(event, (types.DispatchApplied, types.DispatchFailed)) and "remote" in event.action
-        line = None if remote_write else timeline.describe(event, self.state)  # the edge's: printed above
-        apply(self.state, event, seq=message.seq)
-        self.count(event)
-        if line is not None:
-            verb, text = line
-            self.console.print(
-                f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] {verb:<9} {text}",
-                highlight=False,
-            )
+        for one in types.with_carried(event):
+            remote_write = isinstance(one, (types.DispatchApplied, types.DispatchFailed)) and "remote" in one.action
+            line = None if remote_write else timeline.describe(one, self.state)  # the edge's: printed above
+            apply(self.state, one, seq=message.seq)
+            self.count(one)
+            if line is not None:
+                verb, text = line
+                self.console.print(
+                    f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] {verb:<9} {text}",
+                    highlight=False,
+                )
         self.changed.set()
 
 

@@ -19,6 +19,10 @@ record at sequence ``r`` is exactly the messages at ``r+1 .. r+n``. The rule (AR
   (:data:`ROLE_OUTPUTS`), and the digest over their bytes equals the record's
   ``outputs_sha256``, the record and its outputs are released to the fold, in log
   order; until then nothing of the batch is folded;
+- a record's finished releases (``DecisionRecord.released``, issue 18: the admitter's
+  QuotaReleased decisions of finished workloads) are released with it, right after it and
+  before its outputs, as the QuotaReleased decisions they stand for, at the record's sequence;
+  a record of a role that makes no QuotaReleased may carry none (else ``wrong_role``);
 - a record's pending outcomes (``DecisionRecord.pending``, issue 15: the admitter's
   WorkloadInadmissible decisions that change no workload's pending reason) are released
   with it, after its outputs, as the WorkloadInadmissible decisions they stand for, at
@@ -210,10 +214,20 @@ def head_problem(subject: str, record: types.DecisionRecord) -> str | None:
 
 
 def pending_problem(record: types.DecisionRecord) -> str | None:
-    """Why ``record`` may not carry its pending outcomes (a role that makes no WorkloadInadmissible), or None."""
+    """Why ``record`` may not carry its pending outcomes or finished releases (a role that makes no
+    WorkloadInadmissible, or no QuotaReleased), or None."""
     if record.pending and types.WorkloadInadmissible not in ROLE_OUTPUTS.get(record.role, ()):
         return f"role {record.role!r} records pending outcomes, a WorkloadInadmissible it does not make"
+    if record.released and types.QuotaReleased not in ROLE_OUTPUTS.get(record.role, ()):
+        return f"role {record.role!r} records finished releases, a QuotaReleased it does not make"
     return None
+
+
+def _released(record: types.DecisionRecord, *, at_seq: int) -> list[tuple[int, types.Event]]:
+    """The QuotaReleased decisions the record's finished releases stand for, folded at ``at_seq``, the
+    record's own sequence: before every output, where the cycle put its releases (they free the quota
+    its admissions take)."""
+    return [(at_seq, decision) for decision in record.released_decisions()]
 
 
 def _pending(record: types.DecisionRecord, *, at_seq: int) -> tuple[tuple[int, types.Event], ...]:
@@ -330,6 +344,8 @@ class BatchVerifier:
                         return self._orphan_batch(batch, WRONG_PARTITION, f"batch {record.decision_id}: {problem}")
                 head = batch.head
                 accepted = [(head.seq, head.event)]
+                if record.released:
+                    accepted.extend(_released(record, at_seq=head.seq))
                 accepted.extend([(h.seq, h.event) for h in batch.outputs])
                 if record.pending:
                     accepted.extend(_pending(record, at_seq=seq))
@@ -372,7 +388,7 @@ class BatchVerifier:
                     problem = self.judge(event, ())
                     if problem is not None:
                         return self._orphan(seq, subject, WRONG_PARTITION, f"record {event.decision_id}: {problem}")
-                return Verdict(accepted=((seq, event), *_pending(event, at_seq=seq)))
+                return Verdict(accepted=((seq, event), *_released(event, at_seq=seq), *_pending(event, at_seq=seq)))
             self.open = _OpenBatch(
                 record=event, head=_Held(seq=seq, subject=subject, data=data, event=event), wrong=problem or ""
             )

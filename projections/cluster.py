@@ -448,7 +448,9 @@ IGNORED: Final[tuple[type[types.Event], ...]] = (
 _IGNORED_EXACT: Final[frozenset[type[types.Event]]] = frozenset(IGNORED)
 
 
-def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq: int) -> ClusterState:
+def apply(
+    state: ClusterState, event: types.Event | types.PendingOutcome | types.FinishedRelease, *, seq: int
+) -> ClusterState:
     """Fold one event stored at log sequence ``seq`` into ``state`` and return it.
 
     Idempotent for facts (full-state snapshots) and for a decision seen twice.
@@ -457,7 +459,7 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
     :class:`UnknownEventError` before the state is touched. A PendingOutcome (a decider's
     output the record carries) folds as the WorkloadInadmissible it stands for: the log's
     readers get those from the batch verifier, a caller folding ``decide``'s outputs
-    directly may pass it as it is.
+    directly may pass it as it is; a FinishedRelease likewise folds as its QuotaReleased.
     """
     # The frequent types first, by their exact type: a class pattern (isinstance of a msgspec Struct
     # class) costs a call of the metaclass's __instancecheck__, and a workload fact would pass ten.
@@ -473,6 +475,10 @@ def apply(state: ClusterState, event: types.Event | types.PendingOutcome, *, seq
         return state
     if isinstance(event, types.PendingOutcome):  # folded as the WorkloadInadmissible it stands for, not made
         _apply_workload_decision(state, event, seq=seq)  # (the fold does not read that one's time)
+        state.last_seq = max(state.last_seq, seq)
+        return state
+    if isinstance(event, types.FinishedRelease):  # a record's finished release, passed as decide made it
+        _apply_workload_decision(state, event.quota_released(), seq=seq)
         state.last_seq = max(state.last_seq, seq)
         return state
     match event:

@@ -572,6 +572,8 @@ def record_problem(state: ClusterState, record: types.DecisionRecord, outputs: S
     refs = [ref for out in outputs if (ref := getattr(out, "workload", None)) is not None]
     if record.pending:
         refs.extend(outcome.workload for outcome in record.pending)
+    if record.released:
+        refs.extend(release.workload for release in record.released)
     for ref in refs:
         owner = parts.owner_at(state, ref.key, basis)
         if owner is not None and owner != record.partition:

@@ -21,7 +21,8 @@ TAS (SEMANTICS-ADVANCED A.5, A.9, A.10): the placement is committed as a Topolog
 the QuotaReserved; a pod set whose topology is delayed by a ProvisioningRequest check gets it in
 the second pass, decided in the lifecycle phase before the first-pass entries.
 
-Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted (a WorkloadAdmitted alone
+Outputs: QuotaReleased (a finished workload's: a :class:`~kueue_es.events.types.FinishedRelease`,
+which the cycle's DecisionRecord carries, issue 18), QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted (a WorkloadAdmitted alone
 when neither a check nor a TAS placement comes between), WorkloadInadmissible
 (always when a BestEffortFIFO head is parked; otherwise only when the message changes). A pending
 workload's reason is recorded on its own subject only when it changes (issue 15): a
@@ -553,11 +554,15 @@ def _bookmark(
     return types.FlavorBookmark(tried=assignment.tried, cycle=cycle, generation=state.generation(cq_name))
 
 
-def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased:
+def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased | types.FinishedRelease:
+    """The release of ``wl``'s quota: a finished workload's is a FinishedRelease, carried in the
+    cycle's DecisionRecord (issue 18: it restates the WorkloadFinished fact at ``finished_seq``)."""
     assert wl.reservation is not None
     if wl.finished is not None:
-        reason, cause = "Finished", wl.finished_seq
-    elif wl.deleted_seq:
+        return types.FinishedRelease(
+            workload=wl.ref, cluster_queue=wl.reservation.cluster_queue, cause_seq=wl.finished_seq, at_ms=now_ms
+        )
+    if wl.deleted_seq:
         reason, cause = "Deleted", wl.deleted_seq
     elif wl.stopped_seq and wl.eviction is not None and wl.workload.spec.active:
         reason, cause = wl.eviction.reason, wl.stopped_seq  # the evicted job stopped (SEMANTICS §7.8)

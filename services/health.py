@@ -323,8 +323,8 @@ class Health:
 
 
 def fence_only(head: OutgoingMessage, rest: Sequence[OutgoingMessage]) -> bool:
-    """Whether a decision batch is only a fence: a DecisionRecord with no outputs, no pending outcomes and
-    no answer, which a decider commits only because a hand-over out of its partition waits for a record
+    """Whether a decision batch is only a fence: a DecisionRecord with no outputs, no outcomes it carries
+    (pending, finished releases) and no answer, which a decider commits only because a hand-over out of its partition waits for a record
     (docs/design.md Partitions). Its refusal by the head check is harmless: another record came first."""
     if rest:
         return False
@@ -332,7 +332,7 @@ def fence_only(head: OutgoingMessage, rest: Sequence[OutgoingMessage]) -> bool:
         record = codec.decode(head.data)
     except codec.DecodeError:
         return False
-    return isinstance(record, types.DecisionRecord) and not record.pending and not record.answers
+    return isinstance(record, types.DecisionRecord) and not record.decided and not record.answers
 
 
 class ObservedBus(Bus):

@@ -246,8 +246,9 @@ def build_batch(
     schema_version: int = types.SCHEMA_VERSION,
 ) -> tuple[OutgoingMessage, list[OutgoingMessage]]:
     """The head DecisionRecord and the output messages of one committed cycle: one message per
-    decision of ``outputs``; its PendingOutcomes go into the record (``DecisionRecord.pending``,
-    left out when there are none, so a batch without them encodes as before).
+    decision of ``outputs``; its PendingOutcomes and FinishedReleases go into the record
+    (``DecisionRecord.pending`` and ``released``, each left out when there are none, so a batch
+    without them encodes as before).
 
     Msg-Ids derive from the decision id (role, partition, basis), so a retried
     commit of the same basis is a duplicate, never a second copy.
@@ -261,8 +262,9 @@ def build_batch(
     if isinstance(max_outputs, int) and max_outputs > 0:
         outputs = cut_batch(list(outputs), max_outputs)
     decision_id = f"{decider.role}:{partition}:{basis_seq}"
-    decisions = [out for out in outputs if not isinstance(out, types.PendingOutcome)]
+    decisions = [out for out in outputs if not isinstance(out, types.PendingOutcome | types.FinishedRelease)]
     pending = tuple(out for out in outputs if isinstance(out, types.PendingOutcome))
+    released = tuple(out for out in outputs if isinstance(out, types.FinishedRelease))
     rest = [
         subjects.message(out, subject=workload_subject(out, partition), msg_id=f"{decision_id}:{i}")
         for i, out in enumerate(decisions, start=1)
@@ -282,6 +284,7 @@ def build_batch(
         max_outputs=max_outputs,
         kueue_es_version=__version__ if kueue_es_version is None else kueue_es_version,
         pending=pending or msgspec.UNSET,
+        released=released or msgspec.UNSET,
     )
     head = subjects.message(record, subject=subjects.head_subject(decider.role, partition), msg_id=f"{decision_id}:0")
     return head, rest

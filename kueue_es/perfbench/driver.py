@@ -74,6 +74,8 @@ DECODED = frozenset(
         "DispatchBatchApplied",
     }
 )
+RELEASED_KEY = b'"released":'
+"""How an encoded DecisionRecord carrying finished releases (``DecisionRecord.released``) starts that field."""
 SAMPLE_SECONDS = 0.25
 OUTBOX_GATHER = 0.005
 STALL_SECONDS = 60.0
@@ -539,13 +541,19 @@ async def _read(
         kind = message.headers.get("Kq-Type", "")
         last[message.subject] = (message.seq, kind)
         if kind not in DECODED:
-            continue
+            # a record carrying finished releases (admitter logic 15): decoded only then, for those
+            if kind != "DecisionRecord" or RELEASED_KEY not in message.data:
+                continue
         try:
             event = codec.decode(message.data)
         except codec.DecodeError:
             continue
-        recorder.record(event)
-        executor.observe(event)
+        if isinstance(event, types.DecisionRecord):
+            for released in event.released_decisions():
+                recorder.record(released)
+        else:
+            recorder.record(event)
+            executor.observe(event)
         if recorder.finished >= total and not recorder.held:
             done.set()
 

@@ -75,6 +75,7 @@ def decisions(messages: list[LogMessage]) -> list[Decision]:
             if open_ is not None:
                 found.append(open_)
             open_ = Decision(seq=message.seq, record=event)
+            open_.outputs.extend(event.released_decisions())  # before the outputs, as the fold takes them
             remaining = event.output_count
             if remaining == 0:
                 open_.outputs.extend(event.pending_decisions())

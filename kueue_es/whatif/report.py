@@ -12,7 +12,7 @@ the ClusterQueue's creation)), and preemptions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -52,6 +52,14 @@ class QueueSummary:
     preemptions: int = 0
 
 
+def with_carried(log: Iterable[tuple[int, types.Event]]) -> Iterator[tuple[int, types.Event]]:
+    """``log`` with the finished releases each DecisionRecord carries (admitter logic 15) right after
+    it, as the QuotaReleased decisions they stand for, where the fold takes them."""
+    for seq, event in log:
+        for one in types.with_carried(event):
+            yield seq, one
+
+
 def outcomes(log: Iterable[tuple[int, types.Event]]) -> dict[str, WorkloadOutcome]:
     """Every workload of ``log`` (``(seq, event)`` in order), by ``namespace/name``, in order of submission."""
     found: dict[str, WorkloadOutcome] = {}
@@ -60,7 +68,7 @@ def outcomes(log: Iterable[tuple[int, types.Event]]) -> dict[str, WorkloadOutcom
     def of(key: str) -> WorkloadOutcome:
         return found.setdefault(key, WorkloadOutcome(key=key))
 
-    for _, event in log:
+    for _, event in with_carried(log):
         match event:
             case types.WorkloadObserved(workload=wl):
                 out = of(wl.key)
@@ -118,7 +126,7 @@ def summaries(log: list[tuple[int, types.Event]], state: ClusterState) -> dict[s
         if out.admitted_ms and out.cluster_queue in result:
             waits.setdefault(out.cluster_queue, []).append(out.admitted_ms - out.created_ms)
             result[out.cluster_queue].preemptions += out.preempted
-    for _, event in log:
+    for _, event in with_carried(log):
         if isinstance(event, types.WorkloadAdmitted) and types.reserves(event, event.workload.key in held):
             event = types.reservation_of(event)  # reserved and admitted by one message: its reservation here
         match event:

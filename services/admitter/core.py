@@ -5,7 +5,8 @@ it at any recorded basis and get the same bytes. The cycle itself, in Kueue's ph
 :func:`kueue_es.scheduling.cycle.run`; this module gives it the cycle's quota tree as a
 what-if (Kueue's per-cycle snapshot) and names the role and logic version the log records.
 
-Outputs: QuotaReleased, QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted or a WorkloadAdmitted alone
+Outputs: QuotaReleased (a finished workload's as a FinishedRelease the record carries, logic 15),
+QuotaReserved (+ TopologyAssigned) + WorkloadAdmitted or a WorkloadAdmitted alone
 (reserved and admitted at once), WorkloadInadmissible,
 PreemptionRequired, and the lifecycle's decisions (admission checks, PodsReady, backoff); and
 PendingOutcomes, the WorkloadInadmissible decisions that keep a workload's pending reason, which
@@ -24,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 14
+LOGIC_VERSION = 15
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 13 knew no
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 14 and earlier
+wrote a finished workload's release as a QuotaReleased message (15 carries it in the cycle's
+DecisionRecord, a FinishedRelease: the same decision, folded the same way, issue 18). 13 knew no
 elastic slices with TAS (gate ElasticJobsViaWorkloadSlicesWithTAS, issue 21: a replacement slice's TAS
 pod sets were placed afresh; 14 keeps the replaced slice's assignment and places the difference). 9 to 12 wrote a
 QuotaReserved before every WorkloadAdmitted of a workload they reserved and admitted in one cycle (13
@@ -99,7 +102,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 12 wrote a QuotaReserved before the WorkloadAdmitted of a workload reserved and
+    Versions 9 to 14 wrote a finished workload's release as a QuotaReleased message (15: a
+    FinishedRelease in the record). Versions 9 to 12 wrote a QuotaReserved before the WorkloadAdmitted of a workload reserved and
     admitted in the same cycle (13 writes the WorkloadAdmitted alone). Version 13 decided as 14
     without elastic slices with TAS (A.14). Version 11 decided as 12
     without elastic workload slices. Versions 9 and 10 offered a workload the cycle releases as a
@@ -114,6 +118,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"admitter logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
     inline_pending = version == 9
+    inline_released = version < 15
     released_are_candidates = version < 11
     workload_slices = version >= 12
     elastic_tas = version >= 14
@@ -137,6 +142,8 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
                 out = msgspec.structs.replace(out, pod_set_assignments=msgspec.UNSET)
             elif inline_pending and isinstance(out, types.PendingOutcome):
                 out = out.inadmissible(at_ms=now_ms)
+            elif inline_released and isinstance(out, types.FinishedRelease):
+                out = out.quota_released()
             outputs.append(out)
         return outputs
 

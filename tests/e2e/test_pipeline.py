@@ -43,9 +43,12 @@ async def wait_for_events(bus, want: dict[str, int], *, timeout: float) -> dict[
     async def read() -> None:
         async for message in bus.read(start_seq=1):
             decoded = codec.decode(message.data)
-            # a DispatchBatchApplied counts as the DispatchApplied of each entry
+            # a DispatchBatchApplied counts as the DispatchApplied of each entry, a record as itself and the
+            # QuotaReleased of each finished release it carries
             for event in (
-                types.dispatch_results(decoded) if isinstance(decoded, types.DispatchBatchApplied) else (decoded,)
+                types.dispatch_results(decoded)
+                if isinstance(decoded, types.DispatchBatchApplied)
+                else types.with_carried(decoded)
             ):
                 name = type(event).__name__
                 if name in seen:

@@ -34,8 +34,10 @@ async def count_after(bus: nats_bus.NatsBus, after: int, want: dict[str, int], *
     async def read() -> None:
         async for message in bus.read(start_seq=after + 1):
             event = codec.decode(message.data)
-            # a DispatchBatchApplied counts as the DispatchApplied of each entry
-            for one in types.dispatch_results(event) if isinstance(event, types.DispatchBatchApplied) else (event,):
+            # a DispatchBatchApplied counts as the DispatchApplied of each entry, a record as itself and the
+            # QuotaReleased of each finished release it carries
+            carried = types.with_carried(event)
+            for one in types.dispatch_results(event) if isinstance(event, types.DispatchBatchApplied) else carried:
                 name = type(one).__name__
                 if name in seen:
                     seen[name] += 1

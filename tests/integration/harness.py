@@ -74,10 +74,14 @@ async def log_entries(bus: Bus) -> list[tuple[LogMessage, types.Event | None]]:
 
 async def events_of(bus: Bus, cls: type[E], **fields: Any) -> list[E]:
     """The events of type ``cls`` on the log whose attributes equal ``fields`` (``a__b`` reaches ``a.b``); a
-    DispatchBatchApplied counts as the DispatchApplied of each of its entries."""
+    DispatchBatchApplied counts as the DispatchApplied of each of its entries, a DecisionRecord as itself
+    and the QuotaReleased of each finished release it carries (``types.with_carried``)."""
     found: list[E] = []
     for _, event in await log_entries(bus):
-        for one in types.dispatch_results(event) if isinstance(event, types.DispatchBatchApplied) else (event,):
+        if event is None:
+            continue
+        carried = types.with_carried(event)
+        for one in types.dispatch_results(event) if isinstance(event, types.DispatchBatchApplied) else carried:
             if isinstance(one, cls) and _matches(one, fields):
                 found.append(one)
     return found

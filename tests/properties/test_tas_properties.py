@@ -157,7 +157,7 @@ def test_tas_admission_never_overcommits_nodes_and_replays(doc: dict) -> None:
     nodes: dict[str, dict] = {n["metadata"]["name"]: n for n in doc["objects"] if n["kind"] == "Node"}
     holding: dict[str, types.QuotaReserved] = {}
     placed: dict[str, dict[str, int]] = {}
-    for event in run.events:
+    for event in (one for logged in run.events for one in types.with_carried(logged)):  # releases in records
         match event:
             case types.NodeObserved(node=node):
                 nodes[node.metadata.name] = {

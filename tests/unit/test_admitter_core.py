@@ -38,7 +38,9 @@ def test_three_of_four_fit_then_the_fourth_after_a_finish() -> None:
     assert decide(log.state, now_ms=2000) == []  # parked: not tried again until something changes
     log.finish("default/job-1")
     second = log.settle(3000)
-    assert isinstance(second[0], types.QuotaReleased) and second[0].workload.name == "job-1"
+    # the release of a finished workload: carried in the cycle's record (admitter logic 15)
+    assert isinstance(second[0], types.FinishedRelease) and second[0].workload.name == "job-1"
+    assert second[0].quota_released().reason == "Finished" and second[0].at_ms == 3000
     assert admitted(second) == ["job-4"]
     assert log.state.usage["cq"]["default-flavor"]["cpu"] == 9000
 

@@ -203,7 +203,7 @@ def test_values_after_admissions_a_preemption_and_a_finish() -> None:
     created = {f"default/{name}": ms for name, ms in (("low-1", 1), ("low-2", 2), ("low-3", 3), ("high", 5))}
     released: dict[str, int] = {}
     waits = []
-    for event in (e for _, e in sorted(events.items())):
+    for event in (one for _, e in sorted(events.items()) for one in types.with_carried(e)):  # releases in records
         if isinstance(event, types.QuotaReleased):
             released[event.workload.key] = event.at_ms
         elif isinstance(event, types.WorkloadAdmitted):

@@ -56,7 +56,7 @@ def test_reclaimed_pods_free_quota_and_the_next_workload_is_admitted() -> None:
     assert cpu(log) == 9000
     log.finish("default/first")
     released = log.settle(3000)
-    assert [type(d).__name__ for d in released] == ["QuotaReleased"]
+    assert [type(d).__name__ for d in released] == ["FinishedRelease"]  # carried in the record (logic 15)
     assert cpu(log) == 6000  # the release gives back what was held, not the whole admission
 
 

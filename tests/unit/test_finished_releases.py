@@ -1,0 +1,189 @@
+"""A finished workload's release travels in its cycle's DecisionRecord (issue 18, admitter logic 15).
+
+The admitter's QuotaReleased reason ``Finished`` restates the WorkloadFinished fact; logic 15 puts it
+in the record (``DecisionRecord.released``, a FinishedRelease) instead of a message of its own. The
+batch verifier releases each right after the record, before the batch's outputs, as the QuotaReleased
+it stands for, so every fold frees the quota before the admissions that take it; replay compares the
+record's bytes, so a changed release is a mismatch; a log of logic 14 (a message per release) still
+replays; KQ_PUB publishes each as a QuotaReleased on its workload's subject.
+"""
+
+from __future__ import annotations
+
+from kueue_es import deciders
+from kueue_es.events import codec, subjects, types
+from kueue_es.events.bus.base import LogMessage, OutgoingMessage
+from kueue_es.projections import batches
+from kueue_es.replay import check_log
+from kueue_es.services.admitter import core as admitter_core
+from kueue_es.services.publisher import core as publisher
+from kueue_es.services.runtime import Decider, build_batch
+from kueue_es.services.watcher.convert import kueue_fact
+from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, workload
+
+NOW = 1_796_000_000_000
+FIRST = types.WorkloadRef(namespace="default", name="first", uid="uid-first")
+
+
+def facts() -> list[OutgoingMessage]:
+    """A ClusterQueue of 4 CPUs, workloads ``first`` and ``second`` of 3 CPUs each: one at a time."""
+    docs = (
+        flavor("f"),
+        cluster_queue("cq", flavors={"f": {"cpu": 4}}),
+        local_queue("lq", "cq"),
+        workload("first", cpu="3", created=1),
+        workload("second", cpu="3", created=2),
+    )
+    return [subjects.fact_message(kueue_fact(doc)) for doc in docs]
+
+
+class Log(FoldedLog):
+    """An in-memory log folded as every service folds it, with a clock a second per cycle."""
+
+    now = NOW
+
+    def cycle(self, decider: Decider = deciders.ADMITTER) -> list[types.Output]:
+        """One admitter cycle (``decider``'s), committed when it decides anything; its outputs."""
+        self.now += 1_000
+        out = list(decider.decide(self.state, now_ms=self.now))
+        if out:
+            head, rest = build_batch(
+                decider,
+                outputs=out,
+                basis_seq=self.state.last_seq,
+                head_seq=self.state.heads.get("p0", 0),
+                now_ms=self.now,
+                max_outputs=0,
+            )
+            self.append(head, *rest)
+        return out
+
+    def finish(self, name: str) -> int:
+        """The job of workload ``name`` finished (the fact); its sequence."""
+        ref = types.WorkloadRef(namespace="default", name=name, uid=f"uid-{name}")
+        return self.append(subjects.fact_message(types.WorkloadFinished(workload=ref, at_ms=self.now)))
+
+    def records(self) -> list[tuple[LogMessage, types.DecisionRecord]]:
+        out = []
+        for message in self.messages:
+            event = codec.decode(message.data)
+            if isinstance(event, types.DecisionRecord):
+                out.append((message, event))
+        return out
+
+
+def run(decider: Decider = deciders.ADMITTER) -> Log:
+    """``first`` admitted, finished, released; ``second`` admitted in the same cycle as the release."""
+    log = Log()
+    log.append(*facts())
+    log.cycle(decider)  # first admitted, second waits
+    log.finish("first")
+    log.cycle(decider)  # first released, second admitted
+    return log
+
+
+def test_the_release_of_a_finished_workload_rides_in_the_record() -> None:
+    log = run()
+    message, record = log.records()[-1]
+    assert record.logic_version == admitter_core.LOGIC_VERSION == 15
+    assert record.released is not None and [r.workload for r in record.released] == [FIRST]
+    released = record.released_decisions()
+    assert [(r.reason, r.cluster_queue, r.at_ms) for r in released] == [("Finished", "cq", record.now_ms)]
+    finished_seq = next(m.seq for m in log.messages if isinstance(codec.decode(m.data), types.WorkloadFinished))
+    assert released[0].cause_seq == finished_seq
+    after = [codec.decode(m.data) for m in log.messages if m.seq > message.seq]
+    assert not any(isinstance(e, types.QuotaReleased) for e in after)  # no message of its own
+    assert [type(e).__name__ for e in after] == ["WorkloadAdmitted"]  # second, on the freed quota
+    assert log.orphans == []
+    assert log.state.workloads["default/first"].reservation is None
+    assert log.state.workloads["default/second"].reservation is not None
+    assert log.state.usage["cq"]["f"]["cpu"] == 3000
+
+
+def test_the_verifier_releases_them_after_the_record_before_the_outputs() -> None:
+    log = run()
+    message, record = log.records()[-1]
+    verifier = batches.BatchVerifier()
+    accepted: list[tuple[int, str]] = []
+    for stored in log.messages[message.seq - 1 :]:
+        verdict = verifier.offer(
+            seq=stored.seq,
+            subject=stored.subject,
+            msg_id_header=stored.headers["Nats-Msg-Id"],
+            data=stored.data,
+            event=codec.decode(stored.data),
+        )
+        accepted += [(seq, type(e).__name__) for seq, e in verdict.accepted]
+    assert accepted == [
+        (message.seq, "DecisionRecord"),
+        (message.seq, "QuotaReleased"),
+        (message.seq + 1, "WorkloadAdmitted"),
+    ]
+
+
+def test_a_preemptor_record_carrying_finished_releases_is_orphaned() -> None:
+    log = Log()
+    log.append(*facts())
+    log.cycle()
+    log.finish("first")
+    release = types.FinishedRelease(workload=FIRST, cluster_queue="cq", cause_seq=7, at_ms=NOW)
+    head, rest = build_batch(
+        deciders.PREEMPTOR, outputs=[release], basis_seq=log.state.last_seq, head_seq=0, now_ms=NOW
+    )
+    log.append(head, *rest)
+    assert [orphan.reason for orphan in log.orphans] == [batches.WRONG_ROLE]
+    assert log.state.workloads["default/first"].reservation is not None  # not released by a forgery
+
+
+def test_the_log_replays_and_a_changed_release_is_a_mismatch() -> None:
+    log = run()
+    report = check_log(log.messages, deciders.BY_ROLE)
+    assert report.mismatches == [] and report.skipped == 0 and report.matched == 2
+    message, _ = log.records()[-1]
+    forged = LogMessage(
+        seq=message.seq,
+        subject=message.subject,
+        data=message.data.replace(b'"clusterQueue":"cq"', b'"clusterQueue":"other"', 1),
+        headers=message.headers,
+    )
+    assert forged.data != message.data
+    messages = [forged if m.seq == message.seq else m for m in log.messages]
+    report = check_log(messages, deciders.BY_ROLE)
+    assert [(m.head_seq, m.index) for m in report.mismatches] == [(message.seq, 0)]
+
+
+def test_logic_14_wrote_a_message_per_release_and_replays() -> None:
+    v14 = deciders.EARLIER[(admitter_core.ROLE, 14)]
+    log = run(v14)
+    _, record = log.records()[-1]
+    assert record.logic_version == 14 and not record.released
+    kinds = [type(codec.decode(m.data)).__name__ for m in log.messages if m.seq > log.records()[-1][0].seq]
+    assert kinds == ["QuotaReleased", "WorkloadAdmitted"]
+    report = check_log(log.messages, deciders.BY_ROLE)
+    assert report.mismatches == [] and report.matched == 2
+    new = run()  # the same run at logic 15: the same state, one message fewer
+    assert len(new.messages) == len(log.messages) - 1
+    for key in ("default/first", "default/second"):
+        assert (new.state.workloads[key].reservation is None) == (log.state.workloads[key].reservation is None)
+    assert new.state.usage == log.state.usage
+
+
+def test_kq_pub_publishes_each_release_on_its_workloads_subject() -> None:
+    log = run()
+    message, record = log.records()[-1]
+    ref = publisher.record_ref(message.seq, message.data, record)
+    out = publisher.public_messages(message, record, record=ref, time_ms=record.now_ms)
+    assert [(m.subject, m.headers["Kq-Type"], m.headers[publisher.KQ_ENTRY]) for m in out] == [
+        ("kq.pub.rec.p0.admitter", "DecisionRecord", "0/1"),
+        ("kq.pub.wl.default.first", "QuotaReleased", "1/1"),
+    ]
+    released = codec.decode(out[1].data)
+    assert released == record.released_decisions()[0]
+    assert out[1].msg_id == f"{message.headers['Nats-Msg-Id']}:r1"
+    assert out[1].headers[publisher.KQ_RECORD_SEQ] == str(message.seq)
+    assert out[1].headers[publisher.KQ_SEQ] == str(message.seq)
+    # published in part (the record only): all of it again from the record
+    partial = LogMessage(seq=1, subject=out[0].subject, data=out[0].data, headers=out[0].headers)
+    assert publisher.resume_point(partial) == (message.seq - 1, message.seq)
+    whole = LogMessage(seq=2, subject=out[1].subject, data=out[1].data, headers=out[1].headers)
+    assert publisher.resume_point(whole) == (message.seq, message.seq)
