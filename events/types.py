@@ -580,7 +580,7 @@ class FinishedRelease(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
     one message per finished workload was a quarter of the large-scale log, stored by nats-server
     and parsed by every reader. Its fields are that decision's (``at_ms``: the record's
     ``now_ms``). Every reader of the log folds it as the QuotaReleased it stands for, before the
-    batch's outputs; ``KQ_PUB`` publishes that QuotaReleased on the workload's subject.
+    batch's outputs; on ``KQ_PUB`` it is in the record (docs/subscribing.md).
     """
 
     workload: WorkloadRef

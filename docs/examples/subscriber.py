@@ -84,7 +84,8 @@ class Checker:
         if seq == record_seq:  # the record itself
             if hashlib.sha256(data).hexdigest() != headers["Kq-Record-Digest"]:
                 raise ValueError(f"record #{seq}: its bytes do not hash to Kq-Record-Digest")
-            self.records[seq] = {"record": payload, "outputs": {}}
+            if payload["outputCount"]:  # a record of finished releases only (in its bytes) has no outputs to wait for
+                self.records[seq] = {"record": payload, "outputs": {}}
             return
         batch = self.records.get(record_seq)
         if batch is None:

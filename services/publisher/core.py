@@ -12,10 +12,10 @@ every message the fold accepts to :func:`public_message`, in log order. What is 
 - the DecisionRecord heading each such batch with outputs, on ``kq.pub.rec.<partition>.<decider>``
   (before its outputs), so a subscriber of ``KQ_PUB`` alone can check a decision against its record
   (docs/subscribing.md). A record without outputs (a cycle that only kept pending reasons) verifies
-  nothing published and is left out, unless it carries finished releases;
-- the finished releases a record carries (``DecisionRecord.released``, admitter logic 15), each as the
-  QuotaReleased it stands for on its workload's subject, right after the record
-  (:func:`public_messages`).
+  nothing published and is left out, unless it carries finished releases (``DecisionRecord.released``,
+  admitter logic 15): those are public in the record itself, verified by its digest like the rest of
+  its bytes, not as messages of their own (a message of its own would share the record's ``Kq-Seq``,
+  which a subscriber takes for the record: docs/examples/subscriber.py).
 
 Nothing else: no orphan (a message outside a verified batch, a forged or broken batch) is ever
 published, and no fact about other objects (ClusterQueues, Nodes, ...).
@@ -194,8 +194,6 @@ def public_messages(
     before: payload the entry's DispatchApplied, Msg-Id ``<log Msg-Id>:<i>``, ``Kq-Seq`` and
     ``Kq-Log-Subject`` the batch's, and ``Kq-Entry: <i>/<n>`` (the publisher resumes a batch it
     left half published, :func:`resume_point`)."""
-    if isinstance(event, types.DecisionRecord) and event.released:
-        return _record_and_releases(message, event, record=record, time_ms=time_ms)
     if not isinstance(event, types.DispatchBatchApplied):
         single = public_message(message, event, record=record, time_ms=time_ms)
         return [] if single is None else [single]
@@ -215,35 +213,6 @@ def public_messages(
         single = public_message(part, applied, record=None, time_ms=time_ms)
         assert single is not None  # a workload's dispatch subject is public
         headers = {**single.headers, KQ_LOG_SUBJECT: message.subject, KQ_ENTRY: f"{index}/{len(entries)}"}
-        out.append(msgspec.structs.replace(single, headers=headers))
-    return out
-
-
-def _record_and_releases(
-    message: LogMessage, event: types.DecisionRecord, *, record: RecordRef | None, time_ms: int
-) -> list[OutgoingMessage]:
-    """A record carrying finished releases (admitter logic 15): the record, then one QuotaReleased per
-    release on its workload's ``kq.pub.wl.<ns>.<name>``, as the admitter published them one by one
-    before (payload the QuotaReleased, Msg-Id ``<record Msg-Id>:r<i>``, the record's headers, ``Kq-Seq``
-    and ``Kq-Log-Subject`` the record's); ``Kq-Entry`` ``<i>/<n>`` on each, ``0/<n>`` on the record, so
-    a record published in part is published again whole (:func:`resume_point`)."""
-    head = public_message(message, event, record=record, time_ms=time_ms)
-    if head is None:
-        return []
-    releases = event.released_decisions()
-    count = len(releases)
-    out = [msgspec.structs.replace(head, headers={**head.headers, KQ_ENTRY: f"0/{count}"})]
-    base_id = message.headers.get(MSG_ID) or f"{codec.type_name(event)}:seq:{message.seq}"
-    for index, released in enumerate(releases, 1):
-        part = LogMessage(
-            seq=message.seq,
-            subject=subjects.workload_decision_subject(released.workload, event.partition),
-            data=codec.encode(released),
-            headers={**message.headers, MSG_ID: f"{base_id}:r{index}"},
-        )
-        single = public_message(part, released, record=record, time_ms=released.at_ms)
-        assert single is not None  # a workload's decision subject is public
-        headers = {**single.headers, KQ_LOG_SUBJECT: message.subject, KQ_ENTRY: f"{index}/{count}"}
         out.append(msgspec.structs.replace(single, headers=headers))
     return out
 

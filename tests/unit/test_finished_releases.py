@@ -5,10 +5,12 @@ in the record (``DecisionRecord.released``, a FinishedRelease) instead of a mess
 batch verifier releases each right after the record, before the batch's outputs, as the QuotaReleased
 it stands for, so every fold frees the quota before the admissions that take it; replay compares the
 record's bytes, so a changed release is a mismatch; a log of logic 14 (a message per release) still
-replays; KQ_PUB publishes each as a QuotaReleased on its workload's subject.
+replays; KQ_PUB publishes the record that carries them even without outputs.
 """
 
 from __future__ import annotations
+
+import msgspec
 
 from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
@@ -168,22 +170,24 @@ def test_logic_14_wrote_a_message_per_release_and_replays() -> None:
     assert new.state.usage == log.state.usage
 
 
-def test_kq_pub_publishes_each_release_on_its_workloads_subject() -> None:
-    log = run()
+def test_kq_pub_publishes_the_record_carrying_them_even_without_outputs() -> None:
+    """KQ_PUB has them in the record (verified by its digest with the rest of its bytes): a record
+    whose cycle only released finished workloads is published, one that decided nothing is not."""
+    log = Log()
+    log.append(*facts())
+    log.cycle()  # first admitted
+    log.finish("first")
+    log.finish("second")  # not admitted: nothing to release
+    log.cycle()  # first released, second finished while waiting: nothing admitted
     message, record = log.records()[-1]
+    assert record.output_count == 0 and record.released is not None and len(record.released) == 1
     ref = publisher.record_ref(message.seq, message.data, record)
     out = publisher.public_messages(message, record, record=ref, time_ms=record.now_ms)
-    assert [(m.subject, m.headers["Kq-Type"], m.headers[publisher.KQ_ENTRY]) for m in out] == [
-        ("kq.pub.rec.p0.admitter", "DecisionRecord", "0/1"),
-        ("kq.pub.wl.default.first", "QuotaReleased", "1/1"),
+    assert [(m.subject, m.headers["Kq-Type"], m.data) for m in out] == [
+        ("kq.pub.rec.p0.admitter", "DecisionRecord", message.data)
     ]
-    released = codec.decode(out[1].data)
-    assert released == record.released_decisions()[0]
-    assert out[1].msg_id == f"{message.headers['Nats-Msg-Id']}:r1"
-    assert out[1].headers[publisher.KQ_RECORD_SEQ] == str(message.seq)
-    assert out[1].headers[publisher.KQ_SEQ] == str(message.seq)
-    # published in part (the record only): all of it again from the record
-    partial = LogMessage(seq=1, subject=out[0].subject, data=out[0].data, headers=out[0].headers)
-    assert publisher.resume_point(partial) == (message.seq - 1, message.seq)
-    whole = LogMessage(seq=2, subject=out[1].subject, data=out[1].data, headers=out[1].headers)
-    assert publisher.resume_point(whole) == (message.seq, message.seq)
+    assert out[0].headers[publisher.KQ_RECORD_DIGEST] == ref.digest
+    idle = types.DecisionRecord(
+        **{**{f: getattr(record, f) for f in record.__struct_fields__}, "released": msgspec.UNSET}
+    )
+    assert publisher.public_messages(message, idle, record=ref, time_ms=record.now_ms) == []
