@@ -360,6 +360,7 @@ Try:
   curl -s {supervisor.health_url("admitter")}/metrics | grep kueue_pending_workloads
 Subscribe to the public stream KQ_PUB (verified admissions, docs/subscribing.md):
   kueue-es events asyncapi --output asyncapi.json --server {nats_url.removeprefix("nats://")}
+  pip install nats-py jsonschema   # the example's own needs, in the venv that runs it
   python docs/examples/subscriber.py --nats {nats_url} --user reader \\
     --password-file {auth.directory}/reader.password --asyncapi asyncapi.json
 """,
