@@ -351,7 +351,12 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         "4 the log is incomplete (a gap, an orphan decision, a dispatch result of no decision). "
         "1 wins over 4, 4 over 3.",
     )
-    replay.add_argument("--nats", default=None, help="NATS URL of a running system")
+    replay.add_argument(
+        "--nats",
+        default=None,
+        help="NATS URL of a running system (none of --nats, --store, --file: the running demo --keep or up, "
+        "as explain finds it)",
+    )
     replay.add_argument(
         "--store", type=Path, default=None, help="a stopped system's nats store directory, or its up/demo run directory"
     )
@@ -1643,11 +1648,15 @@ def _run_replay(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from kueue_es.demo import replay_and_print
 
-    if sum(x is not None for x in (args.nats, args.store, args.file)) != 1:
+    given = sum(x is not None for x in (args.nats, args.store, args.file))
+    if given > 1:
         print(
             "error: give one of --nats URL (a running system), --store DIR (a stopped one) or --file FILE (a log file)",
             file=sys.stderr,
         )
+        return 2
+    if given == 0 and (problem := _replay_the_running_system(args)):
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     progress = args.progress or sys.stderr.isatty()
     from kueue_es.replay_ranges import forked
@@ -1667,6 +1676,29 @@ def _replay(args: argparse.Namespace) -> int:
     return asyncio.run(
         replay_and_print(nats_url=args.nats, store=args.store, max_diffs=args.max_diffs, progress=progress)
     )
+
+
+def _replay_the_running_system(args: argparse.Namespace) -> str | None:
+    """No source named: replay the running system as ``explain`` and ``status`` find it
+    (:func:`kueue_es.current.find`: ``$KUEUE_ES_NATS_URL``, else what ``demo --keep`` or ``up`` recorded),
+    reading as its recorded reader unless the environment names a user. Sets ``args.nats``; returns
+    why not (nothing running, or a half-set user) or None."""
+    from kueue_es import current
+    from kueue_es.events.bus import base
+    from kueue_es.events.bus import nats as nats_bus
+
+    try:
+        system = current.find(None)
+    except current.NoSystemError as err:
+        return f"give --nats URL (a running system), --store DIR (a stopped one) or --file FILE (a log file): {err}"
+    except base.BusError as err:
+        return str(err)
+    if system.credentials is not None:
+        os.environ.setdefault(nats_bus.USER_ENV, system.credentials.user)
+        os.environ.setdefault(nats_bus.PASSWORD_FILE_ENV, str(system.credentials.password_file))
+    print(f"replaying the log at {system.nats_url} ({system.origin})", file=sys.stderr)
+    args.nats = system.nats_url
+    return None
 
 
 def _run_checkpoint(args: argparse.Namespace) -> int:

@@ -236,3 +236,46 @@ def test_a_stopped_store_replays_with_the_runs_reader_variables_set(
     assert main(["explain", "default/sample-job", "--store", str(store)]) in (0, 1)
     out = capsys.readouterr()
     assert "Authorization" not in out.out + out.err and "NoServers" not in out.out + out.err
+
+
+def test_without_a_source_it_replays_the_running_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --nats, --store or --file: the running system ``demo --keep`` or ``up`` recorded, read as its
+    recorded reader (the server refuses a connection without a user); nothing running: exit 2, saying how
+    to name one."""
+    from kueue_es import current
+
+    monkeypatch.setenv(current.STATE_ENV, str(tmp_path / "state"))
+    for name in (current.FILE_ENV, current.URL_ENV, nats_bus.USER_ENV, nats_bus.PASSWORD_FILE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["replay"]) == 2
+    assert "--store DIR" in capsys.readouterr().err
+
+    auth = LocalAuth.create(tmp_path / "creds")
+    store = tmp_path / "store"
+
+    async def run() -> int:
+        async with NatsServer(store_dir=store, auth=auth) as server:
+            admin = auth.credentials("admin")
+            bus = await nats_bus.connect(server.url, credentials=admin)
+            await bus.close()
+            nc = await nats.connect(server.url, user=admin.user, password=admin.password())
+            try:
+                js = nc.jetstream()
+                for message in golden():
+                    await js.publish(message.subject, message.data, headers=dict(message.headers))
+            finally:
+                await nc.close()
+            current.record(
+                nats_url=server.url, reader=auth.credentials("reader"), kubeconfig=None, run_dir=tmp_path, command="up"
+            )
+            try:
+                return await asyncio.to_thread(main, ["replay"])
+            finally:
+                current.forget()
+
+    assert asyncio.run(run()) == 0
+    out = capsys.readouterr()
+    assert "every decision matched; the log is complete" in out.out
+    assert "replaying the log at nats://" in out.err and "up pid" in out.err
