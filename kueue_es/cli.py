@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -1646,8 +1648,6 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from kueue_es.demo import replay_and_print
-
     given = sum(x is not None for x in (args.nats, args.store, args.file))
     if given > 1:
         print(
@@ -1655,9 +1655,20 @@ def _replay(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if given == 0 and (problem := _replay_the_running_system(args)):
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
+    if given == 0:
+        found = _the_running_system(args)
+        if isinstance(found, str):
+            print(f"error: {found}", file=sys.stderr)
+            return 2
+        with _reading_as(found):
+            return _replay_source(args)
+    return _replay_source(args)
+
+
+def _replay_source(args: argparse.Namespace) -> int:
+    """``kueue-es replay`` of the one source ``args`` names."""
+    from kueue_es.demo import replay_and_print
+
     progress = args.progress or sys.stderr.isatty()
     from kueue_es.replay_ranges import forked
 
@@ -1678,14 +1689,13 @@ def _replay(args: argparse.Namespace) -> int:
     )
 
 
-def _replay_the_running_system(args: argparse.Namespace) -> str | None:
-    """No source named: replay the running system as ``explain`` and ``status`` find it
-    (:func:`kueue_es.current.find`: ``$KUEUE_ES_NATS_URL``, else what ``demo --keep`` or ``up`` recorded),
-    reading as its recorded reader unless the environment names a user. Sets ``args.nats``; returns
-    why not (nothing running, or a half-set user) or None."""
+def _the_running_system(args: argparse.Namespace) -> Any:
+    """No source named: the running system as ``explain`` and ``status`` find it
+    (:func:`kueue_es.current.find`: ``$KUEUE_ES_NATS_URL``, else what ``demo --keep`` or ``up`` recorded).
+    Sets ``args.nats`` and returns the :class:`kueue_es.current.System`, or a string saying why not
+    (nothing running, or a half-set user)."""
     from kueue_es import current
     from kueue_es.events.bus import base
-    from kueue_es.events.bus import nats as nats_bus
 
     try:
         system = current.find(None)
@@ -1693,12 +1703,31 @@ def _replay_the_running_system(args: argparse.Namespace) -> str | None:
         return f"give --nats URL (a running system), --store DIR (a stopped one) or --file FILE (a log file): {err}"
     except base.BusError as err:
         return str(err)
-    if system.credentials is not None:
-        os.environ.setdefault(nats_bus.USER_ENV, system.credentials.user)
-        os.environ.setdefault(nats_bus.PASSWORD_FILE_ENV, str(system.credentials.password_file))
     print(f"replaying the log at {system.nats_url} ({system.origin})", file=sys.stderr)
     args.nats = system.nats_url
-    return None
+    return system
+
+
+@contextlib.contextmanager
+def _reading_as(system: Any) -> Iterator[None]:
+    """While inside: connections read as ``system``'s recorded user (the readers take the user from
+    ``$KUEUE_ES_NATS_USER`` and ``$KUEUE_ES_NATS_PASSWORD_FILE``) unless the environment names one;
+    the environment as it was afterwards."""
+    from kueue_es.events.bus import nats as nats_bus
+
+    names = (nats_bus.USER_ENV, nats_bus.PASSWORD_FILE_ENV)
+    before = {name: os.environ.get(name) for name in names}
+    if system.credentials is not None and not any(before.values()):
+        os.environ[nats_bus.USER_ENV] = system.credentials.user
+        os.environ[nats_bus.PASSWORD_FILE_ENV] = str(system.credentials.password_file)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _run_checkpoint(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ changed in one way, into a fresh store, stops the server, and runs the command.
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import msgspec
@@ -279,3 +280,5 @@ def test_without_a_source_it_replays_the_running_system(
     out = capsys.readouterr()
     assert "every decision matched; the log is complete" in out.out
     assert "replaying the log at nats://" in out.err and "up pid" in out.err
+    # the reader's variables were this replay's only: a later connection in this process is not the reader's
+    assert nats_bus.USER_ENV not in os.environ and nats_bus.PASSWORD_FILE_ENV not in os.environ
