@@ -109,7 +109,13 @@ async def test_the_standby_dispatcher_starts_the_next_job_after_a_kill(tmp_path:
                 await kueue_es("apply", "-f", str(EXAMPLES / "jobs/sample-job.yaml"), "--kubeconfig", str(kubeconfig))
                 await first(bus, types.DispatchApplied, after=0)
                 label = (("service", "dispatcher"),)
-                both = [await metrics(session, port) for port in ports]
+                writes, folded = ("kueue_es_dispatch_writes_total", label), ("kueue_es_events_folded_total", label)
+                async with asyncio.timeout(10):  # each replica counts on its own loop: it may trail the bus
+                    while not (
+                        (both := [await metrics(session, port) for port in ports])[active].get(writes, 0) >= 1
+                        and both[standby].get(folded, 0) >= 3
+                    ):
+                        await asyncio.sleep(0.1)
                 assert both[active]["kueue_es_dispatch_writes_total", label] == 1
                 assert both[standby]["kueue_es_dispatch_writes_total", label] == 0  # it stands by ...
                 assert both[standby]["kueue_es_events_folded_total", label] >= 3  # ... folding
