@@ -125,6 +125,15 @@ YIELD_SECONDS = 0.5
 the preemptor answers a nomination in milliseconds; past this a slow or dead one no longer holds the
 admitter up."""
 
+SLOW_DOWN_FIRST = 0.001
+SLOW_DOWN_MAX = 0.010
+"""Seconds a decider waits before its next cycle after a cycle that committed only pending outcomes
+(batches without outputs: "waiting for quota", "... N more needed"): 1 ms doubling to 10 ms, back to
+none after a cycle that decides something. Kueue's scheduler slows down so after a cycle that admits
+nothing (pkg/util/wait/backoff.go, ``SlowDown`` from pkg/scheduler/scheduler.go). Without it the loop
+cycles once per commit round trip while releases and arrivals keep touching a cohort where nothing
+fits, and records a number that changes every time: in the baseline bench at 50 writes/s three
+commits in four carried nothing else."""
 FOLD_SLICE = 256
 """Messages a decider folds from its inbox before it lets the event loop's other tasks run (its lease
 renewals, ``/readyz``): about 6 ms of fold on an idle core. Without it a backlog was folded in one go,
@@ -288,6 +297,12 @@ def build_batch(
     )
     head = subjects.message(record, subject=subjects.head_subject(decider.role, partition), msg_id=f"{decision_id}:0")
     return head, rest
+
+
+def _decides(outputs: Sequence[types.Output]) -> bool:
+    """Whether a cycle's outputs decide something: an admission, an eviction, a nomination, ... (a
+    message of its own), not only pending outcomes and finished workloads' releases (the record's)."""
+    return any(not isinstance(out, types.PendingOutcome | types.FinishedRelease) for out in outputs)
 
 
 def workload_subject(decision: types.Output, partition: str) -> str:
@@ -518,6 +533,8 @@ class DeciderLoop:
         self._suspect: dict[str, float] = {}  # partitions outside a static list showing no decider: since when
         self.unowned: dict[str, str] = {}  # those reported (past unowned_after): partition -> why
         self._unowned_at = -1e9  # monotonic() of the last look for them
+        self._slow_step = 0  # cycles in a row that committed only pending outcomes (Kueue's SlowDown)
+        self._slow_until = 0.0  # the event loop's time before which the next cycle waits
 
     # -- the fold, shared with the roles co-hosted with this one (LogFold) ------------------------
 
@@ -702,6 +719,28 @@ class DeciderLoop:
         self._open_since = {key: self._open_since.get(key, now) for key in keys}
         return max(0.0, self.yield_seconds - (now - max(self._open_since.values())))
 
+    def _slowed_for(self) -> float:
+        """Seconds the next cycle waits yet after cycles that committed only pending outcomes (see
+        :data:`SLOW_DOWN_FIRST`); 0 when none is due. Timed on the event loop's clock: pacing, never a decision."""
+        if not self._slow_until:
+            return 0.0
+        left = self._slow_until - asyncio.get_running_loop().time()
+        if left <= 0:
+            self._slow_until = 0.0
+            return 0.0
+        return left
+
+    def _paced(self, decided: bool) -> None:
+        """After a cycle with commits: none to wait when it decided something (an output of its own
+        message, an answer, a fence: :func:`_decides`), else Kueue's backoff, 1 ms doubling to 10 ms
+        (:data:`SLOW_DOWN_FIRST`); the scenario runner's stepped cycles are never paced."""
+        if decided or self.stepped:
+            self._slow_step, self._slow_until = 0, 0.0
+            return
+        delay = min(SLOW_DOWN_MAX, SLOW_DOWN_FIRST * (1 << min(self._slow_step, 8)))
+        self._slow_step += 1
+        self._slow_until = asyncio.get_running_loop().time() + delay
+
     def unowned_partitions(self) -> dict[str, str]:
         """With a static ``--partitions`` list: the partitions of the fold outside it that show no decider
         at work, each with why (a replica cannot see the others' lists; the log shows who decides):
@@ -805,6 +844,7 @@ class DeciderLoop:
         now_ms = self.clock()
         partitions = self.state.partitions
         commits: dict[str, asyncio.Task[int]] = {}
+        decided = False  # anything committed but pending outcomes (see _paced)
         answers = request.request_id if request is not None else ""
         for p in due:
             if partitions.blocked(p):  # something is in transit into it: its decide is empty until the fence
@@ -815,6 +855,7 @@ class DeciderLoop:
             if answers and (request is not None and (request.mode == "cycle" or not outputs)):
                 answer, answers = answers, ""  # one record answers the request
             if outputs or answer or partitions.fence_needed(p) is not None:
+                decided = decided or bool(answer) or partitions.fence_needed(p) is not None or _decides(outputs)
                 # committed while the next partition is decided; the state does not change meanwhile
                 # (only this task folds), and the lease renewals get their turn between partitions
                 commits[p] = asyncio.create_task(self._commit(p, outputs, answer, now_ms))
@@ -830,6 +871,7 @@ class DeciderLoop:
             for p, task in commits.items():
                 if task.done() and not task.cancelled() and task.exception() is None:
                     self.partition_stats(p).waiting_for = task.result()
+        self._paced(decided)
 
     async def _commit(self, partition: str, outputs: list[types.Output], answers: str, now_ms: int) -> int:
         """Commit ``partition``'s batch; returns the sequence to wait for before deciding it again."""
@@ -977,9 +1019,14 @@ class LogFold:
             wakeup = min(role.wakeup for role in roles)
             timeout = min(wakeup, STANDBY_POLL) if standby else wakeup
             holding = [h for h in held if h > 0]
-            came = await self.drain(timeout=min(timeout, *holding) if holding else timeout)
+            if holding:
+                timeout = min(timeout, *holding)
+            # a role slowing down after pending-only cycles (DeciderLoop._paced) cycles once its wait ends
+            pacing = min((left for role in roles if (left := role._slowed_for()) > 0), default=timeout)
+            came = await self.drain(timeout=min(timeout, pacing))
+            swept = not came and pacing >= timeout  # the end of a slow-down alone sweeps nothing
             for role in roles:
-                if not came or role.monotonic() - role._swept_at >= role.wakeup:
+                if swept or role.monotonic() - role._swept_at >= role.wakeup:
                     role._all_dirty = True  # timers (backoff, requeue) and partitions a lease just gave us
             if not self.caught_up:
                 continue
@@ -992,6 +1039,8 @@ class LogFold:
                 held[i] = roles[i]._held_for()
                 if held[i] > 0:
                     continue  # the role it yields to runs its cycle in this same turn
+                if roles[i]._slowed_for() > 0:
+                    continue  # what touched it stays dirty for the cycle after the slow-down
                 await roles[i]._cycle()
 
     async def drain(self, *, timeout: float) -> bool:
