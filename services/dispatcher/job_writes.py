@@ -103,6 +103,31 @@ class JobWrites:
             return self.gone(action, seq=seq, message=f"{target} has UID {uid}, not {action.uid}: it was re-created")
         return job
 
+    async def stop_never_started(self, action: core.StopJob, *, seq: int) -> tuple[Result, bool]:
+        """Stop the Job of a workload whose start this dispatcher skipped (its admission came with an
+        eviction already on the log); returns the result and whether it took a write.
+
+        Kueue's stop of a batch/v1 Job that is suspended writes nothing (jobframework/reconciler.go
+        stopJob: ``if job.IsSuspended() { return nil }``) and the reconciler goes on to clear the
+        reservation. So a Job found suspended with no pod active takes no write here either, and the
+        dispatcher reports it stopped itself (WorkloadStopped: the watcher reports only Jobs marked by a
+        stop's write). A Job found running (unsuspended by someone else) is stopped as usual; one that is
+        gone, or a namesake, is a DispatchFailed 404.
+        """
+        found = await self._same_job(action, seq=seq, ref=JOB_REF)
+        if isinstance(found, types.DispatchFailed):
+            return found, False
+        if (found.get("spec") or {}).get("suspend") is True and not (found.get("status") or {}).get("active"):
+            log.info("job_stop_not_written", job=f"{action.namespace}/{action.name}", seq=seq, why="suspended")
+            return self.stopped_unwritten(action, seq=seq), False
+        return await self.stop_job(action, seq=seq), True
+
+    @staticmethod
+    def stopped_unwritten(action: core.StopJob, *, seq: int) -> types.DispatchApplied:
+        """The result of a stop that needed no write: the Job is stopped (suspended, nothing active)."""
+        target = f"Job {action.namespace}/{action.name}"
+        return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
+
     async def start_job(self, action: core.StartJob, *, seq: int) -> Result:
         """Unsuspend the admitted workload's Job with the flavors' node labels and tolerations, and with the
         admitted pod count as its parallelism when it accepts partial admission.

@@ -148,6 +148,10 @@ class Dispatcher:
         self.orphaned_seqs: set[int] = set()  # orphaned decisions (kept: a redelivery is skipped too)
         self.applied = 0
         self.failed = 0
+        # workload key -> the reservation (its log sequence) whose admission this process executed without a
+        # start, an eviction being on the log already: its Job was never started for it (_stop_never_started)
+        self._unstarted: dict[str, int] = {}
+        self.unwritten_stops = 0  # stops that needed no write: the Job was never started
         self.jobs = JobWrites(api=self.api, limiter=self.limiter)
         self.stored = StoredObjects(api=self.api, limiter=self.limiter, field_manager=field_manager)
         # Kubernetes Events: a budget of their own, of the same size (Kueue's event recorder is a
@@ -535,13 +539,19 @@ class Dispatcher:
         message = delivery.message
         action = core.plan(self.view, event, seq=message.seq)
         if action is None:
+            if isinstance(event, types.WorkloadAdmitted):
+                self._note_unstarted(event.workload.key)
             done.append(Settlement(consumer=consumer, delivery=delivery))
             return
         name = action_name(action)
         if self.gate is not None and not self.gate():
             raise NotLeading(f"lost the dispatcher's lease before writing decision {message.seq}")
+        written = True
         try:
-            result = await self.jobs.carry_out(action, seq=message.seq)
+            if isinstance(action, core.StopJob) and self._never_started(action.workload.key):
+                result, written = await self.jobs.stop_never_started(action, seq=message.seq)
+            else:
+                result = await self.jobs.carry_out(action, seq=message.seq)
         except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
             if not isinstance(err, kube_errors.ApiError) or err.status >= 500 or err.status == 429:
                 log.warning("dispatch_retry", seq=message.seq, action=name, error=str(err))
@@ -556,7 +566,11 @@ class Dispatcher:
                 reason=err.reason,
                 message=str(err),
             )
-        record = record_of(message) if isinstance(result, types.DispatchApplied) else None
+        # a stop without a write is reported stopped by the dispatcher (no mark for the watcher): after its result
+        unwritten = isinstance(result, types.DispatchApplied) and not written
+        if unwritten:
+            self.unwritten_stops += 1
+        record = record_of(message) if isinstance(result, types.DispatchApplied) and not unwritten else None
         if record is not None and not isinstance(action, core.FailStart):
             assert isinstance(result, types.DispatchApplied)
             settlement = Settlement(consumer=consumer, delivery=delivery)
@@ -581,11 +595,13 @@ class Dispatcher:
         )
         gone = isinstance(result, types.DispatchFailed) and result.status == 404
         stored: asyncio.Future[Any]
-        if gone or isinstance(action, core.FailStart):
+        if gone or unwritten or isinstance(action, core.FailStart):
 
             async def facts(action: core.Action = action, seq: int = message.seq) -> None:
                 if gone:
                     await self._report_gone(action, seq=seq)
+                if unwritten:
+                    await self._report_stopped(action, seq=seq)
                 if isinstance(action, core.FailStart):
                     await self._report_failed_start(action, seq=seq)
 
@@ -594,10 +610,34 @@ class Dispatcher:
             stored = self.settling.result(publish)
         if isinstance(result, types.DispatchApplied):
             self.applied += 1
-            self.recording.job_write(action, seq=message.seq, decision=event)
+            if written:  # Kueue records no Stopped Event for a Job it did not have to suspend
+                self.recording.job_write(action, seq=message.seq, decision=event)
         else:
             self.failed += 1
         done.append(Settlement(consumer=consumer, delivery=delivery, stored=stored))
+
+    def _note_unstarted(self, key: str) -> None:
+        """The admission of ``key`` planned no start: remember its reservation when that is because an
+        eviction of it is on the log already (Kueue's reconciler does not start it either), so the stop
+        that follows knows the Job was never started for it."""
+        current = self.view.cluster.workloads.get(key)
+        if current is not None and current.reservation is not None and current.eviction is not None:
+            self._unstarted[key] = self.view.reserved_seq.get(key, 0)
+
+    def _never_started(self, key: str) -> bool:
+        """Whether ``key``'s live reservation is one whose start this process skipped (:meth:`_note_unstarted`);
+        forgotten once asked. A process that did not execute that admission (a restart, a takeover) does not
+        know, and stops the Job as usual."""
+        reserved = self._unstarted.pop(key, None)
+        return reserved is not None and reserved == self.view.reserved_seq.get(key, 0)
+
+    async def _report_stopped(self, action: core.Action, *, seq: int) -> None:
+        """A stop that needed no write (the Job was never started): WorkloadStopped, which the watcher reports
+        only for a Job marked by a stop's write, with the Msg-Id it would give this eviction's stop
+        (``convert.stop_version``), so it is reported once."""
+        if isinstance(action, core.StopJob):
+            stopped = types.WorkloadStopped(workload=action.workload, reason=action.reason, at_ms=wall_clock_ms())
+            await self.bus.publish(subjects.fact_message(stopped, version=f"evict-{seq}"))
 
     async def _report_failed_start(self, action: core.FailStart, *, seq: int) -> None:
         """The job cannot start: Kueue finishes its workload with reason FailedToStart (reconciler.go)."""

@@ -139,6 +139,15 @@ class SimulatedJobWrites(JobWrites):
             node_selector=action.node_selector,
         )
 
+    async def stop_never_started(self, action: core.StopJob, *, seq: int) -> tuple[Result, bool]:
+        """The Job was never started (its start was skipped): it is still suspended, so no Job write
+        (:meth:`JobWrites.stop_never_started`), and the dispatcher reports it stopped. It still takes a
+        write slot: one simulated write stands for Kueue's write for the decision, here the eviction's
+        status patch, which Kueue makes whether the job ran or not (docs/benchmarks.md, "What the
+        dispatcher writes")."""
+        await self.limiter.acquire(WriteClass.JOBS)
+        return self.stopped_unwritten(action, seq=seq), False
+
     async def stop_job(self, action: core.StopJob, *, seq: int) -> Result:
         """Take a write slot; the Job has stopped."""
         await self.limiter.acquire(WriteClass.JOBS)

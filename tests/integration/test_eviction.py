@@ -505,6 +505,38 @@ async def test_eviction_of_a_deleted_job_records_404_and_reports_it_stopped(api,
     assert await bus.last_seq() == last
 
 
+async def test_eviction_of_a_job_never_started_writes_nothing_to_it(api, bus: MemoryBus) -> None:
+    """Admitted, then evicted before the dispatcher got to its start: the start is skipped and, as Kueue's
+    reconciler does for a suspended Job (reconciler.go stopJob), the stop writes nothing to the Job either;
+    the dispatcher records the Evict and reports WorkloadStopped itself, once, with the eviction's Msg-Id."""
+    admitting = admitter(bus)
+    async with running(*watch_all(Watcher(bus=bus, api=api)), admitting.run()):
+        await set_up_queues(api)
+        await kube.apply_manifest(api, job("unstarted"))
+        ref = await admitted_ref(bus)
+    [seq] = await commit(bus, eviction(ref))
+    before = await kube.get_object(api, JOBS, namespace="default", name="unstarted")
+
+    consumer = RecordingConsumer(await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,)))
+    dispatcher = Dispatcher(bus=bus, api=api)
+    async with running(*watch_all(Watcher(bus=bus, api=api)), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        [applied] = await wait_for(bus, types.DispatchApplied, action="Evict")
+        [stopped] = await wait_for(bus, types.WorkloadStopped)
+        await wait_until(lambda: seq in consumer.acked, what="the ack of the eviction")
+        await asyncio.sleep(0.2)  # the watcher had its chance to report the Job too
+        after = await kube.get_object(api, JOBS, namespace="default", name="unstarted")
+
+    assert (applied.workload, applied.decision_seq) == (ref, seq)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]  # no write at all
+    assert after["spec"]["suspend"] is True
+    assert dispatcher.unwritten_stops == 1
+    assert stopped.workload == ref and stopped.reason == "Preempted"
+    entries = await log_entries(bus)
+    assert not [e for _, e in entries if isinstance(e, types.DispatchApplied) and e.action == "StartJob"]
+    [message] = [m for m, e in entries if isinstance(e, types.WorkloadStopped)]
+    assert message.headers["Nats-Msg-Id"] == f"WorkloadStopped:Workload:{ref.key}:evict-{seq}"
+
+
 # -- the whole path through nats-server ---------------------------------------------------------
 
 

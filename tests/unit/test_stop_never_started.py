@@ -1,0 +1,181 @@
+"""A Job never started takes no Job write to stop, as in Kueue.
+
+Kueue's reconciler stops an evicted workload's batch/v1 Job only when it runs: ``if job.IsSuspended()
+{ return nil }`` (pkg/controller/jobframework/reconciler.go, stopJob), then clears the reservation. Our
+dispatcher skips the start of an admission whose eviction is on the log already (as Kueue's reconciler
+does), but then patched the Job all the same (suspend, marks, template). Now the dispatcher that skipped
+the start writes nothing to the Job when the API server has it suspended with nothing active, and
+reports WorkloadStopped itself (the watcher reports only Jobs a stop's write marked). The bench's
+simulated API still takes a write slot for it: there one write stands for Kueue's eviction status
+patch, which Kueue makes whether the Job ran or not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kueue_es import deciders
+from kueue_es.events import codec, models, subjects, types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.dispatcher import core
+from kueue_es.services.dispatcher.job_writes import JobWrites
+from kueue_es.services.dispatcher.kube_api import WriteLimiter
+from kueue_es.services.dispatcher.service import DECISION_FILTER
+from kueue_es.services.dispatcher.simulated import SimulatedDispatcher
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.runtime import build_batch, cancel_and_wait
+
+pytestmark = pytest.mark.timeout(20)
+
+REF = types.WorkloadRef(namespace="ns", name="w", uid="u1")
+
+
+async def observed(bus: MemoryBus) -> None:
+    wl = models.Workload(
+        metadata=models.ObjectMeta(name=REF.name, namespace="ns", uid=REF.uid),
+        spec=models.WorkloadSpec(queue_name="lq", pod_sets=[models.PodSet(requests={"cpu": 1000})]),
+        owner=models.OwnerReference(api_version="batch/v1", kind="Job", name="job-w", uid="job-1"),
+    )
+    await bus.publish(subjects.fact_message(types.WorkloadObserved(workload=wl)))
+
+
+async def commit(bus: MemoryBus, decisions: list[types.Decision]) -> None:
+    head_seq = 0
+    async for message in log(bus):
+        if message.headers.get("Kq-Type") == "DecisionRecord":
+            head_seq = message.seq
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=decisions, basis_seq=await bus.last_seq(), head_seq=head_seq, now_ms=1
+    )
+    await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
+
+
+ADMISSION: list[types.Decision] = [
+    types.QuotaReserved(
+        workload=REF,
+        cluster_queue="cq",
+        pod_set_assignments=[
+            types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 1000}, count=1)
+        ],
+        at_ms=1,
+    ),
+    types.WorkloadAdmitted(workload=REF, cluster_queue="cq", at_ms=1),
+]
+EVICTION: list[types.Decision] = [
+    types.EvictionRequested(workload=REF, cluster_queue="cq", reason="Preempted", message="preempted", at_ms=2)
+]
+
+
+async def dispatch_all(bus: MemoryBus, dispatcher: SimulatedDispatcher) -> None:
+    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    folding = asyncio.create_task(dispatcher.fold_forever())
+    try:
+        await dispatcher.handle_batch(consumer, await consumer.fetch(batch=50, timeout=1.0))
+        await dispatcher.settling.close()
+    finally:
+        await cancel_and_wait([folding])
+
+
+async def log(bus: MemoryBus):  # type: ignore[no-untyped-def]
+    last = await bus.last_seq()
+    if not last:
+        return
+    async for message in bus.read(subjects=("kq.>",), start_seq=1):
+        yield message
+        if message.seq >= last:
+            return
+
+
+async def test_an_admission_evicted_before_its_start_takes_no_write_at_all() -> None:
+    bus = MemoryBus()
+    await observed(bus)
+    await commit(bus, ADMISSION)
+    await commit(bus, EVICTION)  # on the log before the dispatcher executes the admission
+    limiter = WriteLimiter(qps=1000, burst=10)
+    dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
+    await dispatch_all(bus, dispatcher)
+    # no start (an eviction on the log) and no Job write for the stop; the simulated API's one write slot
+    # stands for Kueue's eviction status patch, which Kueue makes whether the Job ran or not
+    assert limiter.writes == 1
+    assert dispatcher.unwritten_stops == 1
+    events = [(m, codec.decode(m.data)) async for m in log(bus)]
+    results = [r for _, e in events for r in types.dispatch_results(e)]
+    assert [(r.workload, r.action) for r in results] == [(REF, "Evict")]
+    stopped = [(m, e) for m, e in events if isinstance(e, types.WorkloadStopped)]
+    assert len(stopped) == 1  # the dispatcher's own report: no stop write marked the Job for the watcher
+    message, fact = stopped[0]
+    assert fact.workload == REF and fact.reason == "Preempted"
+    eviction_seq = next(m.seq for m, e in events if isinstance(e, types.EvictionRequested))
+    assert message.headers["Nats-Msg-Id"].endswith(f"evict-{eviction_seq}")  # the watcher's Msg-Id for it
+    result_seq = next(m.seq for m, e in events if isinstance(e, types.DispatchApplied))
+    assert message.seq > result_seq  # after the result it follows from
+
+
+async def test_a_started_job_is_stopped_with_a_write() -> None:
+    bus = MemoryBus()
+    await observed(bus)
+    await commit(bus, ADMISSION)
+    limiter = WriteLimiter(qps=1000, burst=10)
+    dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
+    await dispatch_all(bus, dispatcher)  # the start, written
+    await commit(bus, EVICTION)
+    await dispatch_all(bus, dispatcher)  # the stop of a running Job, written
+    assert limiter.writes == 2 and dispatcher.unwritten_stops == 0
+    assert not [m async for m in log(bus) if m.headers.get("Kq-Type") == "WorkloadStopped"]  # the watcher's to say
+
+
+class JobApi:
+    """The one Job the stop reads and perhaps patches."""
+
+    def __init__(self, job: dict[str, Any] | None) -> None:
+        self.job, self.patches = job, []
+
+    async def get_object(self, ref: Any, *, namespace: str | None, name: str) -> dict[str, Any]:
+        if self.job is None:
+            raise kube_errors.NotFoundError(status=404, reason="NotFound", message=f'jobs "{name}" not found')
+        return self.job
+
+    async def patch_object(self, ref: Any, *, namespace: str | None, name: str, patch: dict[str, Any]) -> Any:
+        self.patches.append(patch)
+        return self.job
+
+
+STOP = core.StopJob(workload=REF, namespace="ns", name="job-w", uid="job-1", reason="Preempted", decision_seq=9)
+
+
+def job(*, suspend: bool, active: int = 0) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "job-w", "namespace": "ns", "uid": "job-1"},
+        "spec": {"suspend": suspend, "template": {"spec": {"containers": []}}},
+        "status": {"active": active} if active else {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("found", "written"),
+    [
+        (job(suspend=True), False),  # never unsuspended: Kueue writes nothing either
+        (job(suspend=False, active=1), True),  # unsuspended by someone else: stopped as usual
+        (job(suspend=True, active=2), True),  # suspended, pods still active: marked, the watcher says when stopped
+    ],
+)
+async def test_the_api_servers_job_decides_whether_a_never_started_stop_writes(
+    found: dict[str, Any], written: bool
+) -> None:
+    api = JobApi(found)
+    limiter = WriteLimiter(qps=1000, burst=10)
+    writes = JobWrites(api=api, limiter=limiter)  # type: ignore[arg-type]
+    result, wrote = await writes.stop_never_started(STOP, seq=9)
+    assert isinstance(result, types.DispatchApplied) and result.action == "Evict"
+    assert wrote is written and len(api.patches) == limiter.writes == int(written)
+    if written:
+        assert api.patches[0]["spec"]["suspend"] is True
+
+
+async def test_a_gone_job_is_a_dispatch_failed_404() -> None:
+    writes = JobWrites(api=JobApi(None), limiter=WriteLimiter(qps=1000, burst=10))  # type: ignore[arg-type]
+    result, wrote = await writes.stop_never_started(STOP, seq=9)
+    assert isinstance(result, types.DispatchFailed) and result.status == 404 and not wrote
