@@ -27,7 +27,7 @@ HEADER_ALLOWANCE = 256
 def tokens(subject: str) -> list[str]:
     """Split ``subject`` into tokens; raises BusError if it is empty or malformed."""
     parts = subject.split(".")
-    if not subject or any(not part or any(c.isspace() for c in part) for part in parts):
+    if not subject or "" in parts or not _spaceless(subject):
         raise base.BusError(f"The subject {subject!r} is not a valid NATS subject (empty token or whitespace).")
     for i, part in enumerate(parts):
         if ">" in part and (part != ">" or i != len(parts) - 1):
@@ -35,6 +35,14 @@ def tokens(subject: str) -> list[str]:
         if "*" in part and part != "*":
             raise base.BusError(f"The subject {subject!r} uses '*' inside a token.")
     return parts
+
+
+def _spaceless(text: str) -> bool:
+    """No white space in ``text`` (``str.isspace``): printable ASCII without a space is decided at once,
+    anything else character by character (every message's subject is checked; most are new)."""
+    if text.isascii() and text.isprintable():
+        return " " not in text
+    return not any(c.isspace() for c in text)
 
 
 def is_literal(subject: str) -> bool:
@@ -154,7 +162,8 @@ def check_outgoing(message: base.OutgoingMessage) -> None:
     for key in message.headers:
         if key.lower().startswith("nats-"):
             raise base.BusError(f"The header {key!r} on {message.subject!r} is reserved for the bus itself.")
-    size = len(message.data) + headers_size({**message.headers, "Nats-Msg-Id": message.msg_id}) + HEADER_ALLOWANCE
+    # the caller's headers plus Nats-Msg-Id (a line of its own; the caller may not set it: checked above)
+    size = len(message.data) + headers_size(message.headers) + len(message.msg_id) + 15 + HEADER_ALLOWANCE
     if size > MAX_MESSAGE_BYTES:
         raise base.BusError(
             f"The message {message.msg_id!r} on {message.subject!r} takes {size} bytes with headers;"

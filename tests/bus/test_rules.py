@@ -83,3 +83,18 @@ def test_stored_headers_pass_a_block_with_nothing_to_hide_as_it_is() -> None:
     """Read once a message by every reader: no copy when nothing is dropped."""
     raw = {"Nats-Msg-Id": "a", "Kq-Type": "QuotaReserved", "Kq-Schema": "4"}
     assert rules.stored_headers(raw) is raw
+
+
+@pytest.mark.parametrize(
+    "subject",
+    ["a b", "a.\tb", "a..b", ".a", "a.", "", "a.\u00a0b", "a.\x1cb", "a.\u2003", "kq.in.wl.ns.a\nb"],
+)
+def test_a_subject_with_white_space_or_an_empty_token_is_refused(subject: str) -> None:
+    """White space is any ``str.isspace`` character, ASCII or not (printable ASCII is decided at once)."""
+    with pytest.raises(base.BusError, match="not a valid NATS subject"):
+        rules.tokens(subject)
+
+
+@pytest.mark.parametrize("subject", ["kq.in.wl.ns.a", "kq.in.wl.é.a", "a.*.b", "a.>", "a.\x00b", "kq.dec.p0.head"])
+def test_a_subject_without_white_space_or_empty_tokens_splits(subject: str) -> None:
+    assert rules.tokens(subject) == subject.split(".")
