@@ -152,17 +152,24 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "minor": _version_part(1),
     "patch": _version_part(2),
 }
-_ENV = celpy.Environment()
+
+
+@functools.cache
+def _env() -> celpy.Environment:
+    """The CEL environment, made on first use: building its parser takes about 0.1 s, which every process
+    importing the scheduling library paid at start-up, DRA or not."""
+    return celpy.Environment()
 
 
 @functools.lru_cache(maxsize=256)
 def compile_selector(expression: str) -> Compiled:
     """``expression`` compiled (Kueue's CEL cache holds 256 too); a syntax error is the result's ``error``."""
+    env = _env()
     try:
-        ast = _ENV.compile(expression)
+        ast = env.compile(expression)
     except celpy.CELParseError as err:
         return Compiled(expression=expression, error=_first_line(err))
-    return Compiled(expression=expression, program=_ENV.program(ast, functions=FUNCTIONS))
+    return Compiled(expression=expression, program=env.program(ast, functions=FUNCTIONS))
 
 
 def _first_line(err: Exception) -> str:
