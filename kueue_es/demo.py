@@ -123,6 +123,7 @@ class TimelinePrinter:
         self.finished: set[str] = set()
         self.evicted: set[str] = set()
         self.changed = asyncio.Event()
+        self.starts = timeline.JobStarts()  # which admitted workloads' jobs have not started yet
 
     def count(self, event: types.Event) -> None:
         """Note the workload an event admits (a reservation, or one WorkloadAdmitted standing for
@@ -145,8 +146,9 @@ class TimelinePrinter:
                 self.console.print(f"[red]#{message.seq} undecodable event on {message.subject}[/red]")
                 continue
             for one in types.with_carried(event):
-                line = timeline.describe(one, self.state)
+                line = timeline.describe(one, self.state, self.starts)
                 apply(self.state, one, seq=message.seq)
+                self.starts.note(one)
                 self.count(one)
                 if line is not None:
                     verb, text = line

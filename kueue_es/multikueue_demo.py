@@ -293,8 +293,9 @@ class MultiKueueTimeline(TimelinePrinter):
 
         for one in types.with_carried(event):
             remote_write = isinstance(one, (types.DispatchApplied, types.DispatchFailed)) and "remote" in one.action
-            line = None if remote_write else timeline.describe(one, self.state)  # the edge's: printed above
+            line = None if remote_write else timeline.describe(one, self.state, self.starts)  # the edge's: above
             apply(self.state, one, seq=message.seq)
+            self.starts.note(one)
             self.count(one)
             if line is not None:
                 verb, text = line

@@ -12,10 +12,31 @@ from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import lifecycle
 
 
-def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None:
+class JobStarts:
+    """The workloads whose admission a timeline saw and whose job it has not seen started since, so an
+    eviction's stop can say the job never ran (the dispatcher then writes nothing to it). Feed it every
+    event after describing it (:meth:`note`)."""
+
+    def __init__(self) -> None:
+        self.unstarted: set[str] = set()
+
+    def note(self, event: types.Event) -> None:
+        """Take one event: an admission adds its workload, its job's start or stop takes it out."""
+        match event:
+            case types.QuotaReserved() | types.WorkloadAdmitted():
+                self.unstarted.add(event.workload.key)
+            case types.DispatchApplied() if "-remote-" not in event.action:
+                self.unstarted.discard(event.workload.key)
+            case types.DispatchBatchApplied():
+                for applied in event.applied():
+                    self.note(applied)
+
+
+def describe(event: types.Event, before: ClusterState, starts: JobStarts | None = None) -> tuple[str, str] | None:
     """``(verb, text)`` for an event, given the state folded up to just before it; None to skip.
 
-    ``before`` tells a first submission from an update and lets a release name its queue.
+    ``before`` tells a first submission from an update and lets a release name its queue; ``starts`` (fed
+    every event after this) tells a stop of a job that never started from one that suspends it again.
     """
     match event:
         case types.WorkloadObserved(workload=wl):
@@ -60,8 +81,10 @@ def describe(event: types.Event, before: ClusterState) -> tuple[str, str] | None
         case types.WorkloadInadmissible():
             return "waiting", f"{event.workload.key}: {event.message}"
         case types.DispatchBatchApplied():  # one record's results: one line, each entry as its own
-            lines = [describe(applied, before) for applied in event.applied()]
+            lines = [describe(applied, before, starts) for applied in event.applied()]
             return "dispatched", "; ".join(line[1] for line in lines if line is not None)
+        case types.DispatchApplied(action="Evict") if starts is not None and event.workload.key in starts.unstarted:
+            return "suspended", f"{event.target} of {event.workload.key} was never started: it stays suspended"
         case types.DispatchApplied(action="Evict"):
             return "suspended", f"{event.target} suspended for {event.workload.key} (template restored)"
         case types.DispatchApplied():

@@ -81,6 +81,16 @@ class StoryCollector:
             )
         )
 
+    def _started_since_admitted(self, key: str) -> bool | None:
+        """Whether the story of ``key`` shows its job started since its latest admission; None when it shows no
+        admission (a story begun from a snapshot, say)."""
+        for line in reversed(self.lines.get(key, [])):
+            if line.what == "started":
+                return True
+            if line.what == "admitted":
+                return False
+        return None
+
     def ended_in_deletion(self, key: str) -> bool:
         """The story of ``key`` ends in the Workload's deletion (the fold may have forgotten it since)."""
         story = self.lines.get(key, [])
@@ -283,6 +293,9 @@ class StoryCollector:
                     f"admission check {event.check} is {event.state}{detail}{_check_story(event)}",
                     check=event.check,
                 )
+            case types.DispatchApplied(action="Evict") if self._started_since_admitted(key) is False:
+                # admitted, then evicted before the dispatcher reached its start: nothing was written
+                self._add(key, seq, event, "suspended", f"{event.target} was never started: it stays suspended")
             case types.DispatchApplied(action="Evict"):
                 self._add(key, seq, event, "suspended", f"{event.target} suspended again (its template restored)")
             case types.DispatchApplied() if "-remote-" in event.action:

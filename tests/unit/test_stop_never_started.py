@@ -179,3 +179,43 @@ async def test_a_gone_job_is_a_dispatch_failed_404() -> None:
     writes = JobWrites(api=JobApi(None), limiter=WriteLimiter(qps=1000, burst=10))  # type: ignore[arg-type]
     result, wrote = await writes.stop_never_started(STOP, seq=9)
     assert isinstance(result, types.DispatchFailed) and result.status == 404 and not wrote
+
+
+def _story_events() -> list[types.Event]:
+    wl = models.Workload(
+        metadata=models.ObjectMeta(name=REF.name, namespace="ns", uid=REF.uid),
+        spec=models.WorkloadSpec(queue_name="lq", pod_sets=[models.PodSet(requests={"cpu": 1000})]),
+        owner=models.OwnerReference(api_version="batch/v1", kind="Job", name="job-w", uid="job-1"),
+    )
+    evict = types.DispatchApplied(workload=REF, decision_seq=5, action="Evict", target="Job ns/job-w")
+    start = types.DispatchApplied(workload=REF, decision_seq=7, action="StartJob", target="Job ns/job-w")
+    return [types.WorkloadObserved(workload=wl), *ADMISSION, *EVICTION, evict, *ADMISSION, start, *EVICTION, evict]
+
+
+def test_the_timeline_and_explain_tell_a_job_never_started_from_one_suspended_again() -> None:
+    from kueue_es import timeline
+    from kueue_es.projections.cluster import ClusterState, apply
+    from kueue_es.scheduling.explain import StoryCollector
+
+    state, starts, story = ClusterState(), timeline.JobStarts(), StoryCollector(namespace="ns", name="w")
+    said: list[str] = []
+    for seq, event in enumerate(_story_events(), start=1):
+        line = timeline.describe(event, state, starts)
+        if isinstance(event, types.DispatchApplied) and event.action == "Evict":
+            assert line is not None
+            said.append(line[1])
+        story.observe(seq, event, state)
+        apply(state, event, seq=seq)
+        starts.note(event)
+    assert said == [
+        "Job ns/job-w of ns/w was never started: it stays suspended",  # evicted before its start: nothing written
+        "Job ns/job-w suspended for ns/w (template restored)",
+    ]
+    told = [line.text for line in story.lines["ns/w"] if line.what == "suspended"]
+    assert told == [
+        "Job ns/job-w was never started: it stays suspended",
+        "Job ns/job-w suspended again (its template restored)",
+    ]
+    # without what came before (a timeline begun mid-log), the stop reads as before
+    evict = _story_events()[-1]
+    assert timeline.describe(evict, state) == ("suspended", "Job ns/job-w suspended for ns/w (template restored)")
