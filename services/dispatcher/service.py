@@ -540,7 +540,7 @@ class Dispatcher:
         action = core.plan(self.view, event, seq=message.seq)
         if action is None:
             if isinstance(event, types.WorkloadAdmitted):
-                self._note_unstarted(event.workload.key)
+                self._note_unstarted(event.workload.key, seq=message.seq)
             done.append(Settlement(consumer=consumer, delivery=delivery))
             return
         name = action_name(action)
@@ -616,13 +616,15 @@ class Dispatcher:
             self.failed += 1
         done.append(Settlement(consumer=consumer, delivery=delivery, stored=stored))
 
-    def _note_unstarted(self, key: str) -> None:
-        """The admission of ``key`` planned no start: remember its reservation when that is because an
-        eviction of it is on the log already (Kueue's reconciler does not start it either), so the stop
-        that follows knows the Job was never started for it."""
+    def _note_unstarted(self, key: str, *, seq: int) -> None:
+        """The admission of ``key`` at ``seq`` planned no start: remember its reservation when that is because
+        an eviction of it is on the log already (Kueue's reconciler does not start it either) and the admission
+        is of that live reservation (not a redelivered older one), so the stop that follows knows the Job was
+        never started for it."""
         current = self.view.cluster.workloads.get(key)
-        if current is not None and current.reservation is not None and current.eviction is not None:
-            self._unstarted[key] = self.view.reserved_seq.get(key, 0)
+        reserved = self.view.reserved_seq.get(key, 0)
+        if current is not None and current.reservation is not None and current.eviction is not None and seq >= reserved:
+            self._unstarted[key] = reserved
 
     def _never_started(self, key: str) -> bool:
         """Whether ``key``'s live reservation is one whose start this process skipped (:meth:`_note_unstarted`);

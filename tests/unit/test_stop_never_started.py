@@ -219,3 +219,16 @@ def test_the_timeline_and_explain_tell_a_job_never_started_from_one_suspended_ag
     # without what came before (a timeline begun mid-log), the stop reads as before
     evict = _story_events()[-1]
     assert timeline.describe(evict, state) == ("suspended", "Job ns/job-w suspended for ns/w (template restored)")
+
+
+def test_only_an_admission_of_the_live_reservation_marks_it_never_started() -> None:
+    """A redelivered admission of an earlier reservation (its start long written) must not mark the live one."""
+    dispatcher = SimulatedDispatcher(bus=MemoryBus(), limiter=WriteLimiter(qps=1000, burst=10))
+    for seq, event in enumerate([_story_events()[0], *ADMISSION, *EVICTION], start=1):
+        core.fold(dispatcher.view, event, seq=seq)
+    reserved = dispatcher.view.reserved_seq[REF.key]
+    dispatcher._note_unstarted(REF.key, seq=reserved - 1)  # older than the live reservation
+    assert not dispatcher._never_started(REF.key)
+    dispatcher._note_unstarted(REF.key, seq=reserved + 1)  # the live reservation's admission
+    assert dispatcher._never_started(REF.key)
+    assert not dispatcher._never_started(REF.key)  # asked once: a stop tried again writes as usual
