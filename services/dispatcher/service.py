@@ -149,7 +149,7 @@ class Dispatcher:
         self.applied = 0
         self.failed = 0
         # workload key -> the reservation (its log sequence) whose admission this process executed without a
-        # start, an eviction being on the log already: its Job was never started for it (_stop_never_started)
+        # start, an eviction being on the log already: its Job was never started for it (_never_started)
         self._unstarted: dict[str, int] = {}
         self.unwritten_stops = 0  # stops that needed no write: the Job was never started
         self.jobs = JobWrites(api=self.api, limiter=self.limiter)
