@@ -241,6 +241,10 @@ def report_orphan(orphan: batches.Orphan, on_orphan: OrphanHook | None = None) -
         on_orphan(orphan)
 
 
+RECORD_CARRIED = (types.PendingOutcome, types.FinishedRelease)
+"""The outputs a cycle's DecisionRecord carries itself (``pending``, ``released``), not messages of their own."""
+
+
 def build_batch(
     decider: Decider,
     *,
@@ -271,7 +275,7 @@ def build_batch(
     if isinstance(max_outputs, int) and max_outputs > 0:
         outputs = cut_batch(list(outputs), max_outputs)
     decision_id = f"{decider.role}:{partition}:{basis_seq}"
-    decisions = [out for out in outputs if not isinstance(out, types.PendingOutcome | types.FinishedRelease)]
+    decisions = [out for out in outputs if not isinstance(out, RECORD_CARRIED)]
     pending = tuple(out for out in outputs if isinstance(out, types.PendingOutcome))
     released = tuple(out for out in outputs if isinstance(out, types.FinishedRelease))
     rest = [
@@ -301,8 +305,8 @@ def build_batch(
 
 def _decides(outputs: Sequence[types.Output]) -> bool:
     """Whether a cycle's outputs decide something: an admission, an eviction, a nomination, ... (a
-    message of its own), not only pending outcomes and finished workloads' releases (the record's)."""
-    return any(not isinstance(out, types.PendingOutcome | types.FinishedRelease) for out in outputs)
+    message of its own), not only what the record carries (:data:`RECORD_CARRIED`)."""
+    return any(not isinstance(out, RECORD_CARRIED) for out in outputs)
 
 
 def workload_subject(decision: types.Output, partition: str) -> str:

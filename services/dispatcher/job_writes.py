@@ -119,12 +119,12 @@ class JobWrites:
             return found, False
         if (found.get("spec") or {}).get("suspend") is True and not (found.get("status") or {}).get("active"):
             log.info("job_stop_not_written", job=f"{action.namespace}/{action.name}", seq=seq, why="suspended")
-            return self.stopped_unwritten(action, seq=seq), False
+            return self.stopped(action, seq=seq), False
         return await self.stop_job(action, seq=seq), True
 
     @staticmethod
-    def stopped_unwritten(action: core.StopJob, *, seq: int) -> types.DispatchApplied:
-        """The result of a stop that needed no write: the Job is stopped (suspended, nothing active)."""
+    def stopped(action: core.StopJob, *, seq: int) -> types.DispatchApplied:
+        """The result of a Job's stop for the eviction at ``seq``, written or not (the Job is suspended)."""
         target = f"Job {action.namespace}/{action.name}"
         return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
 
@@ -164,7 +164,6 @@ class JobWrites:
 
         A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
         """
-        target = f"Job {action.namespace}/{action.name}"
         found = await self._same_job(action, seq=seq, ref=JOB_REF)
         if isinstance(found, types.DispatchFailed):
             return found
@@ -172,7 +171,7 @@ class JobWrites:
         await self.limiter.acquire(WriteClass.JOBS)
         await self.api.patch_object(JOB_REF, namespace=action.namespace, name=action.name, patch=patch)
         log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
-        return types.DispatchApplied(workload=action.workload, decision_seq=seq, action="Evict", target=target)
+        return self.stopped(action, seq=seq)
 
     async def write_integration(self, action: core.StartIntegration | core.StopIntegration, *, seq: int) -> Result:
         """Unsuspend a job of a table-driven integration (a JobSet, a PyTorchJob, ...) with its templates

@@ -600,7 +600,7 @@ class Dispatcher:
             async def facts(action: core.Action = action, seq: int = message.seq) -> None:
                 if gone:
                     await self._report_gone(action, seq=seq)
-                if unwritten:
+                if unwritten and isinstance(action, core.StopJob):
                     await self._report_stopped(action, seq=seq)
                 if isinstance(action, core.FailStart):
                     await self._report_failed_start(action, seq=seq)
@@ -633,13 +633,12 @@ class Dispatcher:
         reserved = self._unstarted.pop(key, None)
         return reserved is not None and reserved == self.view.reserved_seq.get(key, 0)
 
-    async def _report_stopped(self, action: core.Action, *, seq: int) -> None:
-        """A stop that needed no write (the Job was never started): WorkloadStopped, which the watcher reports
-        only for a Job marked by a stop's write, with the Msg-Id it would give this eviction's stop
+    async def _report_stopped(self, action: core.StopJob | core.StopIntegration | core.StopPods, *, seq: int) -> None:
+        """Nothing of the evicted workload runs and no stop's write marked a job for the watcher (a job never
+        started, or gone): WorkloadStopped, with the Msg-Id the watcher would give this eviction's stop
         (``convert.stop_version``), so it is reported once."""
-        if isinstance(action, core.StopJob):
-            stopped = types.WorkloadStopped(workload=action.workload, reason=action.reason, at_ms=wall_clock_ms())
-            await self.bus.publish(subjects.fact_message(stopped, version=f"evict-{seq}"))
+        stopped = types.WorkloadStopped(workload=action.workload, reason=action.reason, at_ms=wall_clock_ms())
+        await self.bus.publish(subjects.fact_message(stopped, version=f"evict-{seq}"))
 
     async def _report_failed_start(self, action: core.FailStart, *, seq: int) -> None:
         """The job cannot start: Kueue finishes its workload with reason FailedToStart (reconciler.go)."""
@@ -662,8 +661,7 @@ class Dispatcher:
         redelivery publishes nothing new.
         """
         if isinstance(action, core.StopJob | core.StopIntegration | core.StopPods):
-            stopped = types.WorkloadStopped(workload=action.workload, reason=action.reason, at_ms=wall_clock_ms())
-            await self.bus.publish(subjects.fact_message(stopped, version=f"evict-{seq}"))
+            await self._report_stopped(action, seq=seq)
         ref = action.workload
         deleted = types.ObjectDeleted(kind="Workload", namespace=ref.namespace, name=ref.name, uid=ref.uid)
         await self.bus.publish(subjects.fact_message(deleted, version=f"disp-{seq}"))

@@ -146,14 +146,12 @@ class SimulatedJobWrites(JobWrites):
         status patch, which Kueue makes whether the job ran or not (docs/benchmarks.md, "What the
         dispatcher writes")."""
         await self.limiter.acquire(WriteClass.JOBS)
-        return self.stopped_unwritten(action, seq=seq), False
+        return self.stopped(action, seq=seq), False
 
     async def stop_job(self, action: core.StopJob, *, seq: int) -> Result:
         """Take a write slot; the Job has stopped."""
         await self.limiter.acquire(WriteClass.JOBS)
-        return types.DispatchApplied(
-            workload=action.workload, decision_seq=seq, action="Evict", target=f"Job {action.namespace}/{action.name}"
-        )
+        return self.stopped(action, seq=seq)
 
 
 class SimulatedDispatcher(Dispatcher):
