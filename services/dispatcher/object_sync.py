@@ -70,6 +70,8 @@ class StoredObjects:
     def __init__(self, *, api: KubeApi, limiter: WriteLimiter, field_manager: str) -> None:
         self.api, self.limiter, self.field_manager = api, limiter, field_manager
         self.objects: dict[ObjectKey, objects.StoredObject] = {}
+        # a job's UID (the Workload object's kueue.x-k8s.io/job-uid label) -> its Workload object's UID
+        self._by_job_uid: dict[str, str] = {}
         self.absent: set[ObjectKey] = set()  # queues the API server does not have (until observed again)
         self.writes = 0
         self.failures = 0
@@ -92,7 +94,7 @@ class StoredObjects:
                 stored = objects.as_stored(item)
                 meta = objects.meta(stored)
                 namespace = meta.get("namespace", "") if ref.namespaced else ""
-                self.objects[(ref.kind, namespace, meta.get("name", ""))] = stored
+                self.keep((ref.kind, namespace, meta.get("name", "")), stored)
 
     def observed(self, event: types.Event) -> None:
         """A queue seen (again) in the cluster may now take its status."""
@@ -125,6 +127,23 @@ class StoredObjects:
         )
         self.writes += 1
         return objects.as_stored(stored)
+
+    def keep(self, ident: ObjectKey, stored: objects.StoredObject) -> objects.StoredObject:
+        """Remember the server's answer ``stored`` for ``ident``; returns it."""
+        self.objects[ident] = stored
+        if ident[0] == "Workload":
+            meta = objects.meta(stored)
+            job_uid = (meta.get("labels") or {}).get(status.JOB_UID_LABEL)
+            if job_uid and meta.get("uid"):
+                self._by_job_uid[job_uid] = meta["uid"]
+        return stored
+
+    def object_uid(self, log_uid: str) -> str:
+        """The Workload object UID of the workload whose UID on the log is ``log_uid``: a workload made from a
+        job has its job's UID there (:func:`~kueue_es.jobframework.workloads.new_workload`), so it is the
+        object labelled with that job UID; "" when no such object is known (a Workload created as such has
+        its object's UID on the log already)."""
+        return self._by_job_uid.get(log_uid, "")
 
     def workload_uid(self, namespace: str, name: str) -> str:
         """The UID the server gave Workload ``namespace/name`` ("" if we have not seen it)."""
@@ -242,7 +261,7 @@ class WorkloadSync:
         stored = self.stored.objects.get(ident)
         if stored is None or not _contains(stored, desired) or _uid_owner(stored) != _uid_owner(desired):
             created = stored is None
-            stored = self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, desired)
+            stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, desired))
             created_event = kube_events.for_created_workload(wl.workload) if created else None
             if created_event is not None:
                 self.created(created_event)
@@ -251,6 +270,7 @@ class WorkloadSync:
         wanted = status.replaced_slice_status(
             wanted, key=key, state=self.view.cluster, workload_uid=self.stored.workload_uid
         )
+        wanted = status.with_object_uids(wanted, self.stored.object_uid)
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
             body = {**_identity(desired), "status": wanted}
             if "admissionChecks" in wanted:
@@ -264,7 +284,7 @@ class WorkloadSync:
                 version = (current.get("metadata") or {}).get("resourceVersion")
                 body = {**_identity(desired), "status": wanted}
                 body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
-            self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")
+            self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status"))
 
     async def _job_templates(self, key: str, wl: WorkloadState) -> dict[str, Any]:
         """The pod templates of the workload's job by pod set name, read from the API server once per
@@ -311,6 +331,7 @@ class WorkloadSync:
         stored = self.stored.objects.get(ident)
         generation = int(objects.meta(stored or {}).get("generation") or meta.generation or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
+        wanted = status.with_object_uids(wanted, self.stored.object_uid)
         if stored is not None and _managed(stored, status.WORKLOAD_STATUS_FIELDS) == wanted:
             return
         body = {
@@ -320,7 +341,7 @@ class WorkloadSync:
             "status": wanted,
         }
         try:
-            self.stored.objects[ident] = await self.stored.apply(resources.WORKLOADS, body, subresource="status")
+            self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status"))
         except kube_errors.NotFoundError:
             log.info("standalone_workload_not_in_cluster", workload=key)
 

@@ -118,6 +118,8 @@ class Recording:
         if item.job is None:  # about the Workload object: the UID the server gave it
             uid = self.stored.workload_uid(namespace, item.workload.name)
         body = kube_events.event_object(item, name=name, uid=uid)
+        # the workloads it names by their Workload object UIDs, as Kueue does
+        body["message"] = kube_events.truncate(status.with_object_uid(item.message, self.stored.object_uid))
         await self.limiter.acquire()
         try:
             await self.api.create_object(resources.EVENTS, namespace=namespace, body=body)

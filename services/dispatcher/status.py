@@ -48,6 +48,7 @@ Where this differs from Kueue, on purpose:
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
@@ -933,6 +934,36 @@ def replaced_slice_status(
         return wanted
     message = slices.replaced_message(uid=uid, job_uid=meta.labels.get(JOB_UID_LABEL, ""))
     rewritten = [{**c, "message": message} if c is finished else c for c in conditions]
+    return {**wanted, "conditions": rewritten}
+
+
+_NAMED_UID = re.compile(r"\(UID: ([^,)\s]+)")
+
+
+def with_object_uid(message: str, object_uid: Callable[[str], str]) -> str:
+    """``message`` with each workload UID it names as Kueue writes one, ``(UID: <uid>`` (the preemption
+    messages of preemption.go, on the victim and on the preemptor), given as that workload's Workload object
+    UID: ``object_uid(log_uid)`` ("" when not known, and then the UID is left as it is).
+
+    A workload made from a job has the job's UID on the log (the watcher sees the job before any Workload
+    object exists); the API server gives the Workload object the dispatcher creates another one, and Kueue's
+    messages name that one."""
+    if "(UID: " not in message:
+        return message
+
+    def named(match: re.Match[str]) -> str:
+        return f"(UID: {object_uid(match.group(1)) or match.group(1)}"
+
+    return _NAMED_UID.sub(named, message)
+
+
+def with_object_uids(wanted: dict[str, Any], object_uid: Callable[[str], str]) -> dict[str, Any]:
+    """``wanted`` (a :func:`workload_status`) with :func:`with_object_uid` applied to every condition's message;
+    ``wanted`` itself when no message changes."""
+    conditions = wanted.get("conditions") or []
+    rewritten = [{**c, "message": with_object_uid(c["message"], object_uid)} for c in conditions]
+    if all(new["message"] == old["message"] for new, old in zip(rewritten, conditions, strict=True)):
+        return wanted
     return {**wanted, "conditions": rewritten}
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from kueue_es import deciders
 from kueue_es.events import manifests, types
 from kueue_es.events.bus.base import Delivery
 from kueue_es.events.bus.memory import MemoryBus
@@ -26,6 +27,7 @@ from kueue_es.services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER,
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
+from kueue_es.services.runtime import DeciderLoop
 from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import ClusterEmulator
 from tests.integration.harness import (
@@ -693,3 +695,69 @@ async def test_an_invalid_object_gets_a_warning_event_not_only_a_log_line(
     assert job_event["reason"] == "ErrWorkloadCompose" and "lots" in job_event["message"]
     assert len(await events_of(bus, types.ObjectRejected)) == 2
     assert not await events_of(bus, types.ClusterQueueObserved)
+
+
+def _priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+async def test_preemption_messages_name_the_workload_objects_uids_as_kueue_does(api, bus: MemoryBus) -> None:
+    """A real preemption (admitter and preemptor on the bus, WorkloadPriorityClasses low and high,
+    ``withinClusterQueue: LowerPriority``): the log knows a Job's workload by the Job's UID, but Kueue's
+    messages name the Workload object's UID and the Job's in JobUID (preemption.go). The victim's
+    Evicted and Preempted conditions and its Preempted Event name the preemptor's Workload object; the
+    preemptor's PreemptedWorkload Event names the victim's; the victim Job's Stopped Event too."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    preemptor = DeciderLoop(bus=bus, decider=deciders.PREEMPTOR, wakeup=0.05)
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        preemptor.run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await kube.apply_manifest(api, _priority_class("low", 100))
+        await kube.apply_manifest(api, _priority_class("high", 1000))
+        await kube.apply_manifest(api, flavor("default-flavor"))
+        queue = cluster_queue("cluster-queue", cpu=2)
+        queue["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        await kube.apply_manifest(api, queue)
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        low, high = job("low", cpu="2"), job("high", cpu="2")
+        low["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "low"
+        high["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
+        await kube.apply_manifest(api, low)
+        await wait_for(bus, types.WorkloadAdmitted)
+        await kube.apply_manifest(api, high)
+        [evicted] = await wait_for(bus, types.EvictionRequested)
+        victim, winner = await workload_of(bus, "low"), await workload_of(bus, "high")
+        assert evicted.workload == victim and evicted.preemptor == winner
+
+        def object_of(ref: types.WorkloadRef, check: Callable[[dict], bool]) -> Any:
+            return eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=check)
+
+        winner_object = await object_of(winner, lambda o: True)
+        victim_object = await object_of(victim, lambda o: "Preempted" in conditions(o))
+        await wait_until(lambda: dispatcher.events_written >= 8, what="the preemption's Events")
+        await asyncio.sleep(0.3)
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+
+    winner_uid, victim_uid = winner_object["metadata"]["uid"], victim_object["metadata"]["uid"]
+    # the API server gave the Workload objects UIDs of their own: the log's are the Jobs'
+    assert winner_uid != winner.uid and victim_uid != victim.uid
+    named = f"Preempted to accommodate a workload (UID: {winner_uid}, JobUID: {winner.uid}) due to prioritization"
+    for kind in ("Evicted", "Preempted"):
+        assert conditions(victim_object)[kind]["message"].startswith(named), conditions(victim_object)[kind]
+    assert evicted.message.startswith(f"Preempted to accommodate a workload (UID: {winner.uid}, ")  # the log's
+    by_reason = {(e["involvedObject"]["name"], e["reason"]): e["message"] for e in listed}
+    assert by_reason[(victim.name, "Preempted")].startswith(named)
+    assert by_reason[(victim.name, "EvictedDueToPreempted")].startswith(named)
+    assert by_reason[(winner.name, "PreemptedWorkload")].startswith(
+        f"Preempted workload {victim.key} (UID: {victim_uid}) in ClusterQueue cluster-queue"
+    )
+    assert by_reason[("low", "Stopped")].startswith(named)
