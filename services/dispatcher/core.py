@@ -460,6 +460,11 @@ class DispatchState:
     ``dirty_queues`` (``("ClusterQueue", "", name)``, ``("LocalQueue", namespace,
     name)`` or ``("Cohort", "", name)``) are the objects whose Kubernetes state may have to change; the runner
     takes them (:meth:`take_dirty_workloads`, :meth:`take_dirty_queues`) when it writes.
+    ``unwritten_releases`` (workload key -> the sequence of its QuotaReleased): workloads whose quota was
+    released on the log and whose Workload status has not been written since; the runner writes these
+    before any other workload (:class:`~kueue_es.services.dispatcher.object_sync.WorkloadSync`), so the API
+    never shows a workload admitted into quota that another one still holds there. Not kept in snapshots:
+    a restarted dispatcher writes every workload it finds changed anyway.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
     reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
@@ -474,6 +479,7 @@ class DispatchState:
     dirty_workloads: dict[str, int] = field(default_factory=dict)
     dirty_queues: dict[tuple[str, str, str], None] = field(default_factory=dict)
     track_objects: bool = True
+    unwritten_releases: dict[str, int] = field(default_factory=dict)
 
     def take_dirty_workloads(self) -> dict[str, int]:
         """The dirty workloads (key -> sequence), in the order they changed; the set is emptied."""
@@ -537,6 +543,10 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     if changed or isinstance(event, types.WorkloadObserved | types.ObjectDeleted):
         view.dirty_workloads.pop(key, None)
         view.dirty_workloads[key] = seq
+    if before.reservation is not None and (after is None or after.reservation is None):
+        view.unwritten_releases[key] = seq  # its status shows the quota until written: before any admission
+    elif after is not None and after.reservation is not None:
+        view.unwritten_releases.pop(key, None)  # reserved again before the release was written: nothing to show
     if counted_before != _queue_view(after):
         view.dirty_queues.update(dict.fromkeys(queues_before + _queues_of_workload(state, after)))
     return view

@@ -219,14 +219,36 @@ class WorkloadSync:
                 if not await self.sync([key]):
                     break
 
+    def _releases_first(self, taken: dict[str, int]) -> dict[str, int]:
+        """``taken`` after every workload whose released quota its status does not show yet, oldest release
+        first (taken out of the dirty set too): Kueue admits a workload only once the quota it needs is
+        released, and its Workload status says so before the admission's, so a write that shows an admission
+        never comes before the write that shows an earlier release (a workload written in another order,
+        by when it last changed, showed both admitted at once under a small write budget)."""
+        releases = self.view.unwritten_releases
+        if not releases:
+            return taken
+        dirty = self.view.dirty_workloads
+        first: dict[str, int] = {}
+        for key in sorted(releases, key=releases.__getitem__):
+            if key in taken:
+                first[key] = taken[key]
+            elif key in dirty:
+                first[key] = dirty.pop(key)
+            else:  # written since (a sync of it takes it out of both)
+                del releases[key]
+        return {**first, **taken} if first else taken
+
     async def _sync(self, taken: dict[str, int]) -> bool:
         state = self.view.cluster
         done = True
+        taken = self._releases_first(taken)
         # a replaced elastic slice after its replacement: its Finished message names the new object's UID
         order = sorted(taken, key=lambda k: _replaced(state.workloads.get(k)))
         for key, seq in ((k, taken[k]) for k in order):
             wl = state.workloads.get(key)
             namespace, _, name = key.partition("/")
+            released = self.view.unwritten_releases.pop(key, None)  # shown by this write (a later one: added again)
             try:
                 if wl is None or wl.deleted_seq:
                     self._templates.pop(key, None)
@@ -242,6 +264,8 @@ class WorkloadSync:
                 if retryable(err):
                     log.warning("workload_sync_retry", workload=key, error=str(err))
                     self.view.dirty_workloads.setdefault(key, seq)
+                    if released is not None:  # still to be shown before any admission
+                        self.view.unwritten_releases.setdefault(key, released)
                     done = False
                     continue
                 assert isinstance(err, kube_errors.ApiError)
