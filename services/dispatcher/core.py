@@ -683,8 +683,9 @@ def _topologies_of(state: ClusterState, cq: models.ClusterQueue) -> list[str]:
     ]
 
 
-PLAN_HANDLED = (types.WorkloadAdmitted, types.EvictionRequested)
-"""The events :func:`plan` turns into a write: an admission starts a job, an eviction stops it."""
+PLAN_HANDLED = (types.WorkloadAdmitted, types.EvictionRequested, types.QuotaReleased)
+"""The events :func:`plan` turns into a write: an admission starts a job, an eviction stops it, and so does
+the release of a workload deactivated by hand."""
 
 PLAN_IGNORED = (
     # facts: the cluster as the watcher saw it; the dispatcher folds them, writes nothing for them
@@ -721,12 +722,12 @@ PLAN_IGNORED = (
     types.MultiKueueCheckRetry,
     types.MultiKueueCheckRejected,
     # decisions that write no job (the Workload's status, if any, is object_sync's): a reservation is not
-    # an admission until WorkloadAdmitted; a release follows the eviction that stopped the job; a
-    # deactivation stops it through the EvictionRequested that follows
+    # an admission until WorkloadAdmitted; a release follows the eviction that stopped the job (but the
+    # release of a workload deactivated by hand: plan); a deactivation by Kueue stops it through the
+    # EvictionRequested that follows
     types.DecisionRecord,
     types.QuotaReserved,
     types.WorkloadInadmissible,
-    types.QuotaReleased,
     types.PreemptionRequired,
     types.PreemptionIssued,
     types.WorkloadDeactivated,
@@ -746,7 +747,8 @@ def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | N
 
     WorkloadAdmitted of a workload made for a batch/v1 Job, Pods or a registered integration's job starts
     it (FailStart when its pod set information conflicts); EvictionRequested of one
-    that still holds quota stops it. The events of :data:`PLAN_IGNORED` call for
+    that still holds quota stops it, and so does the QuotaReleased ``Deactivated`` of one whose
+    ``spec.active`` was set false by hand (:func:`_plan_deactivated_stop`). The events of :data:`PLAN_IGNORED` call for
     nothing; any other raises AssertionError.
     """
     if isinstance(event, PLAN_IGNORED):
@@ -756,6 +758,8 @@ def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | N
             return _plan_stop(view, event, seq=seq)
         case types.WorkloadAdmitted():
             return _plan_start(view, event)
+        case types.QuotaReleased():
+            return _plan_deactivated_stop(view, event, seq=seq)
         case _:
             assert_never(event)
 
@@ -952,6 +956,35 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
         return None
     if seq and view.reserved_seq.get(event.workload.key, 0) > seq:
         return None
+    return _stop_of(view, current, event.workload, reason=event.reason, seq=seq)
+
+
+def _plan_deactivated_stop(view: DispatchState, event: types.QuotaReleased, *, seq: int) -> Action | None:
+    """The stop of the job of a workload whose ``spec.active`` was set false by hand: the admitter releases
+    its quota at once (QuotaReleased ``Deactivated``, no eviction before it), so this release is what stops
+    the job (Kueue: workload_controller.go evicts it Deactivated and the job reconciler stops it). Nothing
+    for another release, for a workload unknown, gone or a namesake, or one holding a reservation recorded
+    after the release (a redelivery). The stop of a Job found suspended with no pod active writes nothing
+    (:meth:`~kueue_es.services.dispatcher.job_writes.JobWrites.stop_never_started`)."""
+    if event.reason != "Deactivated":
+        return None
+    current = view.cluster.workloads.get(event.workload.key)
+    if current is None or current.gone or current.reservation is not None:
+        return None
+    if event.workload.uid and current.workload.metadata.uid and event.workload.uid != current.workload.metadata.uid:
+        return None
+    if seq and view.reserved_seq.get(event.workload.key, 0) > seq:
+        return None
+    return _stop_of(view, current, event.workload, reason=event.reason, seq=seq)
+
+
+def _stop_of(
+    view: DispatchState, current: WorkloadState, ref: types.WorkloadRef, *, reason: str, seq: int
+) -> Action | None:
+    """The stop of ``current``'s job for the decision at ``seq`` (``reason`` its eviction's), giving back what
+    its start put into the templates; None when it is not a batch/v1 Job's, Pods' or a registered
+    integration's job."""
+    state = view.cluster
     owner = current.workload.owner
     if owner is None or not startable(owner.api_version, owner.kind):
         return None
@@ -959,25 +992,25 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
     if owner.kind == "Pod":
         group = _group_of(current)
         return StopPods(
-            workload=event.workload,
+            workload=ref,
             namespace=namespace,
             pod_name="" if group else owner.name,
             group=group,
-            reason=event.reason,
+            reason=reason,
             decision_seq=seq,
         )
-    infos = view.started.get(event.workload.key)
+    infos = view.started.get(current.key)
     if not isinstance(infos, list):
         computed = pod_set_infos(state, current, None)
         infos = computed if isinstance(computed, list) else []
     if owner.kind != "Job":
         return StopIntegration(
-            workload=event.workload,
+            workload=ref,
             kind=owner.kind,
             namespace=namespace,
             name=owner.name,
             uid=owner.uid,
-            reason=event.reason,
+            reason=reason,
             decision_seq=seq,
             pod_sets=infos,
         )
@@ -988,11 +1021,11 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
         own_selector.update(pod_set.node_selector)
         own_tolerations.extend(status.toleration_dict(t) for t in pod_set.tolerations)
     return StopJob(
-        workload=event.workload,
+        workload=ref,
         namespace=namespace,
         name=owner.name,
         uid=owner.uid,
-        reason=event.reason,
+        reason=reason,
         decision_seq=seq,
         node_selector={key: own_selector.get(key) for key in info.node_selector},
         tolerations=info.tolerations,

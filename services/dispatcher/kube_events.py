@@ -93,14 +93,18 @@ def for_decision(
     return []
 
 
+DEACTIVATED_MESSAGE = "The workload is deactivated"
+"""Kueue's eviction message for a workload whose ``spec.active`` was set false (workload_controller.go)."""
+
+
 def for_job_write(
     kind: str, name: str, uid: str, *, started: bool, decision: types.Event, at_ms: int
 ) -> KubeEvent | None:
     """The job framework's Event on the job itself once its start or stop write landed
     (jobframework/reconciler.go startJob / stopJob): Normal ``Started`` "Admitted by
     clusterQueue CQ", or Normal ``Stopped`` with the eviction message. ``kind`` is ``Job`` or a
-    registered integration's (``JobSet``, ``PyTorchJob``, ...); ``decision`` the WorkloadAdmitted or
-    EvictionRequested carried out."""
+    registered integration's (``JobSet``, ``PyTorchJob``, ...); ``decision`` the WorkloadAdmitted,
+    EvictionRequested or (a workload deactivated by hand) QuotaReleased carried out."""
     integration = integrations.by_kind(kind)
     api_version = "batch/v1" if kind == "Job" else integration.api_version if integration is not None else None
     if api_version is None:
@@ -119,12 +123,14 @@ def for_job_write(
             at_ms=at_ms,
             job=(api_version, kind, uid),
         )
-    if not started and isinstance(decision, types.EvictionRequested):
+    if not started and isinstance(decision, types.EvictionRequested | types.QuotaReleased):
+        # a release stops the job of a workload deactivated by hand: Kueue's eviction message for it
+        message = decision.message if isinstance(decision, types.EvictionRequested) else DEACTIVATED_MESSAGE
         return KubeEvent(
             workload=job_ref,
             type="Normal",
             reason="Stopped",
-            message=truncate(decision.message),
+            message=truncate(message),
             at_ms=at_ms,
             job=(api_version, kind, uid),
         )

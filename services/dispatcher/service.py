@@ -547,8 +547,10 @@ class Dispatcher:
         if self.gate is not None and not self.gate():
             raise NotLeading(f"lost the dispatcher's lease before writing decision {message.seq}")
         written = True
+        # the stop of a job deactivated by hand follows its release: it may never have started, so it is read first
+        deactivated = isinstance(event, types.QuotaReleased)
         try:
-            if isinstance(action, core.StopJob) and self._never_started(action.workload.key):
+            if isinstance(action, core.StopJob) and (deactivated or self._never_started(action.workload.key)):
                 result, written = await self.jobs.stop_never_started(action, seq=message.seq)
             else:
                 result = await self.jobs.carry_out(action, seq=message.seq)
@@ -600,7 +602,7 @@ class Dispatcher:
             async def facts(action: core.Action = action, seq: int = message.seq) -> None:
                 if gone:
                     await self._report_gone(action, seq=seq)
-                if unwritten and isinstance(action, core.StopJob):
+                if unwritten and isinstance(action, core.StopJob) and not deactivated:  # released: nothing to report
                     await self._report_stopped(action, seq=seq)
                 if isinstance(action, core.FailStart):
                     await self._report_failed_start(action, seq=seq)

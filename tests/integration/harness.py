@@ -18,7 +18,7 @@ from kueue_es.projections.cluster import ClusterState
 from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import Decider, DeciderLoop, build_batch, cancel_and_wait, fold_message
-from kueue_es.services.watcher.kinds import KUEUE_KINDS
+from kueue_es.services.watcher.kinds import KUEUE_KINDS, WORKLOAD_KIND
 from kueue_es.services.watcher.service import Watcher
 from tests.builders import local_queue  # noqa: F401  (re-exported for the edge tests)
 
@@ -57,6 +57,11 @@ async def running(*coroutines: Coroutine[Any, Any, Any]) -> AsyncIterator[list[a
 def watch_all(watcher: Watcher) -> list[Coroutine[Any, Any, None]]:
     """One watch loop per kind, as serve_watcher runs them."""
     return [watcher.watch(kind) for kind in (*KUEUE_KINDS, "Job")]
+
+
+def watch_with_workloads(watcher: Watcher) -> list[Coroutine[Any, Any, None]]:
+    """:func:`watch_all` and the Workload objects (read back for spec.active and check states)."""
+    return [*watch_all(watcher), watcher.watch(WORKLOAD_KIND)]
 
 
 async def log_entries(bus: Bus) -> list[tuple[LogMessage, types.Event | None]]:

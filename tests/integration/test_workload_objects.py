@@ -48,6 +48,7 @@ from tests.integration.harness import (
     wait_for,
     wait_until,
     watch_all,
+    watch_with_workloads,
 )
 
 pytestmark = pytest.mark.timeout(30)
@@ -761,3 +762,40 @@ async def test_preemption_messages_name_the_workload_objects_uids_as_kueue_does(
         f"Preempted workload {victim.key} (UID: {victim_uid}) in ClusterQueue cluster-queue"
     )
     assert by_reason[("low", "Stopped")].startswith(named)
+
+
+async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus) -> None:
+    """``kubectl patch workload ... spec.active=false`` on the Workload of a running Job: the admitter releases
+    its quota (no eviction before it) and the dispatcher stops the Job on that release (Kueue evicts it
+    Deactivated and its job reconciler suspends the Job): the Job is suspended, it gets Kueue's Stopped Event,
+    and the waiting Job is admitted into the quota. Before, the Job ran on beside the next one."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("first", parallelism=3))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        first = admitted.workload
+        await eventually(api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"] is False)
+        await kube.apply_manifest(api, job("second", parallelism=3))
+        second = await _pending_workload(bus, "second")
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=first.name, patch={"spec": {"active": False}}
+        )
+        stopped = await eventually(api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"])
+        await wait_for(bus, types.WorkloadAdmitted, workload=second)
+        await wait_until(lambda: dispatcher.events_written >= 6, what="the Job's Stopped Event")
+        await asyncio.sleep(0.3)
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+        released = [e for e in await events_of(bus, types.QuotaReleased) if e.workload == first]
+
+    assert [(r.reason, r.cluster_queue) for r in released] == [("Deactivated", "cluster-queue")]
+    assert stopped["spec"]["suspend"] is True
+    on_first = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == "first"]
+    assert ("Stopped", "The workload is deactivated") in on_first
+    applied = [e for e in await events_of(bus, types.DispatchApplied) if e.workload == first and e.action == "Evict"]
+    assert [a.decision_seq > 0 for a in applied] == [True]
