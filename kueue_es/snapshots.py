@@ -88,6 +88,7 @@ class DispatchSection(msgspec.Struct, array_like=True, forbid_unknown_fields=Tru
     dirty_workloads: dict[str, int]
     dirty_queues: list[tuple[str, str, str]]
     orphaned: list[int]
+    unwritten_releases: dict[str, int] = {}  # last: a snapshot written before it has none
 
 
 _section_decoder = msgspec.msgpack.Decoder(DispatchSection)
@@ -141,6 +142,7 @@ class DispatchFold:
                 dirty_workloads=view.dirty_workloads,
                 dirty_queues=list(view.dirty_queues),
                 orphaned=sorted(self.orphaned),
+                unwritten_releases=view.unwritten_releases,
             )
         )
 
@@ -159,6 +161,7 @@ class DispatchFold:
             dirty_workloads=section.dirty_workloads,
             dirty_queues=dict.fromkeys(section.dirty_queues),
             track_objects=True,
+            unwritten_releases=section.unwritten_releases,
         )
         return cls(view, frozenset(section.orphaned))
 

@@ -463,8 +463,7 @@ class DispatchState:
     ``unwritten_releases`` (workload key -> the sequence of its QuotaReleased): workloads whose quota was
     released on the log and whose Workload status has not been written since; the runner writes these
     before any other workload (:class:`~kueue_es.services.dispatcher.object_sync.WorkloadSync`), so the API
-    never shows a workload admitted into quota that another one still holds there. Not kept in snapshots:
-    a restarted dispatcher writes every workload it finds changed anyway.
+    never shows a workload admitted into quota that another one still holds there.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
     reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with

@@ -293,7 +293,15 @@ class Dispatcher:
         view, orphaned = start.view
         if view.track_objects != self.view.track_objects:
             raise ValueError(f"snapshot {start.origin}: its dispatcher view keeps objects={view.track_objects}")
-        for name in ("cluster", "reserved_seq", "records", "started", "dirty_workloads", "dirty_queues"):
+        for name in (
+            "cluster",
+            "reserved_seq",
+            "records",
+            "started",
+            "dirty_workloads",
+            "dirty_queues",
+            "unwritten_releases",
+        ):
             setattr(self.view, name, getattr(view, name))
         self.orphaned_seqs |= set(orphaned)
         self.bus.folded_through(start.seq)  # ready at once when nothing follows the snapshot
