@@ -39,8 +39,9 @@ class PendingWorkload:
 
 
 def pending_in_cluster_queue(state: ClusterState, cluster_queue: str, *, now_ms: int = 0) -> list[PendingWorkload]:
-    """Every pending workload of ``cluster_queue`` in queue order, with positions; ``now_ms`` (ms since the
-    epoch) ages the LocalQueue usage that admission fair sharing orders by. Raises KeyError naming the
+    """Every pending workload of ``cluster_queue`` in queue order, with positions, but those of a stopped
+    LocalQueue (``spec.stopPolicy`` not None: Kueue's manager.go DeleteLocalQueue takes them out of the
+    queue); ``now_ms`` (ms since the epoch) ages the LocalQueue usage that admission fair sharing orders by. Raises KeyError naming the
     ClusterQueue when the fold has none of that name (the API answers 404)."""
     cq = state.cluster_queues.get(cluster_queue)
     if cq is None:
@@ -53,8 +54,8 @@ def pending_in_cluster_queue(state: ClusterState, cluster_queue: str, *, now_ms:
     entries: list[tuple[tuple[object, ...], str, str]] = []  # (sort key, workload key, local queue name)
     for (namespace, lq_name), queued in state.queued.items():
         lq = state.local_queues.get((namespace, lq_name))
-        if lq is None or lq.spec.cluster_queue != cluster_queue:
-            continue
+        if lq is None or lq.spec.cluster_queue != cluster_queue or lq.spec.stop_policy != "None":
+            continue  # a stopped LocalQueue's workloads are out of the ClusterQueue's queue (DeleteLocalQueue)
         usage = lq_usage(state, (namespace, lq_name), now_ms=now_ms) if fair else 0.0
         for order in queued:
             key = order[-1]
@@ -88,10 +89,10 @@ def pending_in_local_queue(
     state: ClusterState, namespace: str, local_queue: str, *, now_ms: int = 0
 ) -> list[PendingWorkload]:
     """The pending workloads of LocalQueue ``namespace/local_queue``, in their ClusterQueue's order (their
-    positions are the ClusterQueue's). Raises KeyError naming the LocalQueue when it does not exist; a
-    LocalQueue whose ClusterQueue does not exist has none pending."""
+    positions are the ClusterQueue's). Raises KeyError naming the LocalQueue when it does not exist or is
+    stopped (pkg/visibility/storage/pending_workloads_lq.go: not in the queue manager); a LocalQueue whose ClusterQueue does not exist has none pending."""
     lq = state.local_queues.get((namespace, local_queue))
-    if lq is None:
+    if lq is None or lq.spec.stop_policy != "None":  # Kueue's queue manager forgets a stopped one: 404 too
         raise KeyError(f"LocalQueue {namespace}/{local_queue} not found")
     if lq.spec.cluster_queue not in state.cluster_queues:
         return []

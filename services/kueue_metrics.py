@@ -154,7 +154,8 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
     ``inadmissible``: every pending workload of a ClusterQueue that cannot admit now (:func:`admits`:
     stopped or otherwise inactive; Kueue reportCQPendingWorkloads / reportLQPendingWorkloads count a whole
     inactive ClusterQueue so), else those parked since the latest requeue trigger of its cohort tree
-    (Kueue's inadmissible list); ``active``: the rest."""
+    (Kueue's inadmissible list); ``active``: the rest. A stopped LocalQueue's workloads count nowhere:
+    Kueue takes them out of the queue (manager.go DeleteLocalQueue) and its series stay at 0."""
     triggers = queues.requeue_triggers(state, tree)
     admitting = {cq_name: admits(state, tree, cq_name) for cq_name in state.cluster_queues}
     for cq_name, cq in state.cluster_queues.items():
@@ -170,6 +171,8 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
     for (namespace, lq_name), queued in state.queued.items():
         feeding = state.local_queues.get((namespace, lq_name))
         if feeding is None or feeding.spec.cluster_queue not in state.cluster_queues:
+            continue
+        if feeding.spec.stop_policy != "None":  # Kueue takes a stopped LocalQueue's workloads out of the queue
             continue
         target = feeding.spec.cluster_queue
         trigger = triggers.get(target, 0)

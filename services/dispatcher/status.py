@@ -980,6 +980,11 @@ def _condition(condition: Condition, *, generation: int) -> dict[str, Any]:
     return out
 
 
+def _stopped(state: ClusterState, lq_key: tuple[str, str]) -> bool:
+    lq = state.local_queues.get(lq_key)
+    return lq is not None and lq.spec.stop_policy != "None"
+
+
 def local_queues_by_cluster_queue(state: ClusterState) -> dict[str, list[tuple[str, str]]]:
     """The LocalQueues (namespace, name) that feed each ClusterQueue, for :func:`cluster_queue_status`."""
     out: dict[str, list[tuple[str, str]]] = {}
@@ -994,7 +999,8 @@ def cluster_queue_status(
     """ClusterQueue ``status`` counts and usage (clusterqueue_controller.go updateCqStatusIfChanged, cache.Usage).
 
     ``pendingWorkloads``: active workloads without quota in the LocalQueues that feed
-    it; ``reservingWorkloads`` / ``admittedWorkloads``: those holding quota in it / also
+    it, but a stopped one's (``spec.stopPolicy`` not None: Kueue takes its workloads out of the
+    ClusterQueue's queue); ``reservingWorkloads`` / ``admittedWorkloads``: those holding quota in it / also
     admitted; ``flavorsReservation`` / ``flavorsUsage``: their quota per flavor and
     covered resource, with the part above nominal quota as ``borrowed`` when the
     ClusterQueue is in a cohort; ``fairSharing.weightedShare`` while the Configuration turns
@@ -1004,7 +1010,8 @@ def cluster_queue_status(
     """
     cq = state.cluster_queues[name]
     feeding = local_queues_by_cluster_queue(state) if feeding is None else feeding
-    pending = sum(len(state.queued.get(key, ())) for key in feeding.get(name, ()))
+    # a stopped LocalQueue's workloads are out of its ClusterQueue's queue (Kueue: manager.go DeleteLocalQueue)
+    pending = sum(len(state.queued.get(key, ())) for key in feeding.get(name, ()) if not _stopped(state, key))
     reserved, admitted, count, admitted_count = _usage(state, name)
     nominal = {
         (fq.name, rq.name): rq.nominal_quota
