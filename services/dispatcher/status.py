@@ -330,6 +330,8 @@ def _fold_into(
     if isinstance(event, STATUS_IGNORED):
         return
     granular = granular_reasons(state)
+    if isinstance(event, types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible):
+        _restarted(record, wl, state, at_ms=event.at_ms)
     match event:
         case types.WorkloadObserved(workload=observed):
             _observed(record, observed, at_ms=observed.metadata.creation_timestamp_ms)
@@ -435,6 +437,34 @@ def dra_refusal(state: ClusterState, wl: WorkloadState, event: types.WorkloadIna
     if not problem or problem != event.message:
         return None
     return DRA_CLAIMS_REQUEUED_MESSAGE if problem == dra.CLAIMS_MESSAGE else problem
+
+
+RESTARTED = {
+    "ClusterQueueStopped": ("ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped"),
+    "LocalQueueStopped": ("LocalQueueRestarted", "The LocalQueue was restarted after being stopped"),
+}
+"""Requeued=False reason -> the Requeued=True reason and message once that queue runs again (workload_controller.go)."""
+
+
+def _restarted(record: WorkloadRecord, wl: WorkloadState, state: ClusterState, *, at_ms: int) -> None:
+    """Requeued=True ``ClusterQueueRestarted`` / ``LocalQueueRestarted`` for a workload drained by a stop policy
+    (Requeued=False ``ClusterQueueStopped`` / ``LocalQueueStopped``) whose queue has no stop policy any more, at
+    the admitter's first decision about it since (``at_ms``): Kueue's workload controller sets it when it sees
+    the queue resumed, just before the workload is queued and decided again; the log has no time of its own
+    for that moment."""
+    requeued = record.conditions.get("Requeued")
+    if requeued is None or requeued.status or requeued.reason not in RESTARTED:
+        return
+    spec = wl.workload.spec
+    lq = state.local_queues.get((wl.workload.metadata.namespace, spec.queue_name))
+    if lq is None or lq.spec.stop_policy != "None":
+        return
+    if requeued.reason == "ClusterQueueStopped":
+        cq = state.cluster_queues.get(lq.spec.cluster_queue)
+        if cq is None or cq.spec.stop_policy != "None":
+            return
+    reason, message = RESTARTED[requeued.reason]
+    record.set("Requeued", True, reason, message, at_ms=at_ms)
 
 
 def _refused_for_devices(

@@ -267,6 +267,37 @@ def test_stop_policies() -> None:
     )
 
 
+@pytest.mark.parametrize("kind", ["ClusterQueue", "LocalQueue"])
+def test_a_drained_workload_is_requeued_restarted_once_its_queue_runs_again(kind: str) -> None:
+    """workload_controller.go: a workload drained by HoldAndDrain (Requeued=False ``<kind>Stopped``) gets
+    Requeued=True ``<kind>Restarted`` "The <kind> was restarted after being stopped" once the queue's stop policy
+    is gone, here at the admitter's first decision about it since; while the queue is still stopped, a decision
+    changes nothing of it."""
+    log, ref = queues_log()
+    stopped_reason = f"{kind}Stopped"
+    drained = types.EvictionRequested(
+        workload=ref,
+        cluster_queue="cluster-queue",
+        reason=stopped_reason,
+        message=f"The {kind} is stopped",
+        at_ms=at(20),
+    )
+    stop = cluster_queue("cluster-queue") if kind == "ClusterQueue" else local_queue("user-queue", "cluster-queue")
+    stop["spec"]["stopPolicy"] = "HoldAndDrain"
+    log.add(convert.kueue_fact(stop), *admitted(ref, 10), drained, released(ref, stopped_reason, 30))
+    waiting = types.WorkloadInadmissible(workload=ref, reason="Pending", message=f"{kind} is stopped", at_ms=at(35))
+    log.add(waiting)
+    conditions = {c["type"]: c for c in log.status(ref)["conditions"]}
+    assert (conditions["Requeued"]["status"], conditions["Requeued"]["reason"]) == ("False", stopped_reason)
+
+    stop["spec"]["stopPolicy"] = "None"
+    log.add(convert.kueue_fact(stop), *admitted(ref, 40))
+    conditions = {c["type"]: c for c in log.status(ref)["conditions"]}
+    restarted = f"The {kind} was restarted after being stopped"
+    assert conditions["Requeued"] == cond("Requeued", True, f"{kind}Restarted", restarted, 40)
+    assert conditions["QuotaReserved"]["status"] == "True"
+
+
 def test_admission_checks_leave_a_reserved_workload_not_admitted() -> None:
     """In a ClusterQueue that requires an admission check, a reservation is QuotaReserved=True and Admitted=False
     reason UnsatisfiedAdmissionChecks."""
