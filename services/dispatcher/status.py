@@ -59,7 +59,7 @@ from kueue_es.events import manifests, models, slices, types
 from kueue_es.events.quantities import to_quantity
 from kueue_es.jobframework import integrations
 from kueue_es.projections import multikueue, quota
-from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of, replacement_of
+from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled, priority_of, replacement_of
 from kueue_es.scheduling import dra, fairsharing, readiness
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -335,6 +335,10 @@ def _fold_into(
     match event:
         case types.WorkloadObserved(workload=observed):
             _observed(record, observed, at_ms=observed.metadata.creation_timestamp_ms)
+            if "PodsReady" not in record.conditions and is_job_workload(wl) and pods_ready_enabled(state.configuration):
+                # the job reconciler's first PodsReady: not admitted yet (reconciler.go generatePodsReadyCondition)
+                start = PODS_READY_MESSAGES["WaitForStart"]
+                record.set("PodsReady", False, "WaitForStart", start, at_ms=observed.metadata.creation_timestamp_ms)
             if wl.reservation is None:
                 _sync_checks(record, _pending_checks(state, wl), at_ms=observed.metadata.creation_timestamp_ms)
         case types.QuotaReserved():

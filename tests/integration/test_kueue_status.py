@@ -100,6 +100,11 @@ def queues_log(*extra: types.Event, cpu: int = 9) -> tuple[Log, types.WorkloadRe
     return log, types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
 
 
+WAIT_FOR_START = cond("PodsReady", False, "WaitForStart", "Not all pods are ready or succeeded", 0)
+"""waitForPodsReady is on by default: the job reconciler's PodsReady for a job's workload not admitted (or not
+started), from its creation on (reconciler.go generatePodsReadyCondition)."""
+
+
 def reserved(ref: types.WorkloadRef, seconds: int) -> types.QuotaReserved:
     assignment = types.PodSetAssignment(
         name="main",
@@ -138,12 +143,14 @@ def test_workload_lifecycle_conditions_as_kueue_writes_them() -> None:
     """Pending, admitted, preempted, requeued, admitted again, finished: Kueue's conditions, reasons, messages and
     transition times at every step (UnadmittedWorkloadsObservability on, Kueue's default)."""
     log, ref = queues_log()
-    assert log.status(ref) == {}  # observed, nothing decided: Kueue writes no condition yet
+    # observed, nothing decided: only the job reconciler's PodsReady (waitForPodsReady is on by default)
+    assert log.status(ref) == {"conditions": [WAIT_FOR_START]}
 
     log.add(types.WorkloadInadmissible(workload=ref, reason="Pending", message=PENDING_MESSAGE, at_ms=at(1)))
     pending_conditions = [
         cond("QuotaReserved", False, "Pending", PENDING_MESSAGE, 1),
         cond("Admitted", False, "NoReservation", "The workload has no reservation", 1),
+        WAIT_FOR_START,
     ]
     assert log.status(ref) == {"conditions": pending_conditions}
 
@@ -152,14 +159,17 @@ def test_workload_lifecycle_conditions_as_kueue_writes_them() -> None:
         "QuotaReserved", True, "QuotaReserved", "Quota reserved in ClusterQueue cluster-queue", 10
     )
     admitted_condition = cond("Admitted", True, "Admitted", "The workload is admitted", 10)
-    assert log.status(ref) == {"conditions": [reserved_condition, admitted_condition], "admission": ADMISSION}
+    assert log.status(ref) == {
+        "conditions": [reserved_condition, admitted_condition, WAIT_FOR_START],
+        "admission": ADMISSION,
+    }
 
     log.add(preempted(ref, 70))
     evicted_condition = cond("Evicted", True, "Preempted", PREEMPT_MESSAGE, 70)
     preempted_condition = cond("Preempted", True, "InClusterQueue", PREEMPT_MESSAGE, 70, generation=False)
     stats = {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]}
     assert log.status(ref) == {
-        "conditions": [reserved_condition, evicted_condition, admitted_condition, preempted_condition],
+        "conditions": [reserved_condition, evicted_condition, admitted_condition, WAIT_FOR_START, preempted_condition],
         "admission": ADMISSION,
         "schedulingStats": stats,
     }
@@ -171,6 +181,7 @@ def test_workload_lifecycle_conditions_as_kueue_writes_them() -> None:
             cond("QuotaReserved", False, "PendingEvaluation", PREEMPT_MESSAGE, 80),
             evicted_condition,
             cond("Admitted", False, "NoReservation", "The workload has no reservation", 80),
+            WAIT_FOR_START,
             preempted_condition,
             cond("Requeued", True, "Preempted", PREEMPT_MESSAGE, 80),
         ],
@@ -185,6 +196,7 @@ def test_workload_lifecycle_conditions_as_kueue_writes_them() -> None:
             cond("QuotaReserved", True, "QuotaReserved", "Quota reserved in ClusterQueue cluster-queue", 100),
             cond("Evicted", False, "QuotaReserved", f"Previously: {PREEMPT_MESSAGE}", 100),
             cond("Admitted", True, "Admitted", "The workload is admitted", 100),
+            WAIT_FOR_START,
             cond("Preempted", False, "QuotaReserved", f"Previously: {PREEMPT_MESSAGE}", 100),
             cond("Requeued", True, "Preempted", PREEMPT_MESSAGE, 80),
         ],
@@ -202,6 +214,7 @@ def test_workload_lifecycle_conditions_as_kueue_writes_them() -> None:
         "QuotaReserved",
         "Evicted",
         "Admitted",
+        "PodsReady",
         "Preempted",
         "Requeued",
         "Finished",
@@ -231,7 +244,8 @@ def test_legacy_reasons_with_the_gate_off() -> None:
     )
     log, ref = queues_log(config)
     log.add(types.WorkloadInadmissible(workload=ref, reason="Pending", message=PENDING_MESSAGE, at_ms=at(1)))
-    assert log.status(ref) == {"conditions": [cond("QuotaReserved", False, "Pending", PENDING_MESSAGE, 1)]}
+    pending = [cond("QuotaReserved", False, "Pending", PENDING_MESSAGE, 1), WAIT_FOR_START]
+    assert log.status(ref) == {"conditions": pending}
 
     log.add(*admitted(ref, 10), preempted(ref, 70), released(ref, "Preempted", 80))
     conditions = {c["type"]: c for c in log.status(ref)["conditions"]}

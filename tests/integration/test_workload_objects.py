@@ -213,6 +213,8 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
     assert conditions(workload_b) == {
         "QuotaReserved": condition("QuotaReserved", False, "WaitingForQuota", PENDING_MESSAGE),
         "Admitted": condition("Admitted", False, "NoReservation", "The workload has no reservation"),
+        # waitForPodsReady is on by default: the job reconciler's PodsReady from the workload's creation on
+        "PodsReady": condition("PodsReady", False, "WaitForStart", "Not all pods are ready or succeeded"),
     }
     assert "admission" not in workload_b["status"]
 
