@@ -26,6 +26,7 @@ SEMANTICS-ADVANCED B.3; reconciler.go getPodSetsInfoFromStatus, podset.go Merge)
 from __future__ import annotations
 
 import copy
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -203,16 +204,38 @@ class StopJob:
             job_meta, job_spec = job.get("metadata") or {}, job.get("spec") or {}
             spec.update(jobs.restored_pod_counts(job_meta.get("annotations") or {}, job_spec, count=self.count))
         template: dict[str, Any] = {"spec": template_spec} if template_spec else {}
-        template_meta = {
-            kind: dict.fromkeys(keys)
-            for kind, keys in (("labels", self.labels), ("annotations", self.annotations))
-            if keys
-        }
-        if template_meta:
+        current_meta = (((job or {}).get("spec") or {}).get("template") or {}).get("metadata") or {}
+        restored, template_meta = _restored_template_meta(
+            current_meta if job is not None else None, labels=self.labels, annotations=self.annotations
+        )
+        if restored:
             template["metadata"] = template_meta
         if template:
             spec["template"] = template
         return {"metadata": metadata, "spec": spec}
+
+
+def _restored_template_meta(current: Any, *, labels: list[str], annotations: list[str]) -> tuple[bool, Any]:
+    """(whether to patch, the merge patch) of a pod template's ``metadata`` taking out the ``labels`` and
+    ``annotations`` keys a start added. Given the template's ``current`` metadata, a map left empty goes, and so
+    does a metadata left empty (patched to null), as Kueue's restore writes the template's own maps back and
+    Go's JSON drops empty ones; without it (None: unknown), only the keys go."""
+    taken = {kind: keys for kind, keys in (("labels", labels), ("annotations", annotations)) if keys}
+    if not taken:
+        return False, None
+    if not isinstance(current, dict):
+        return True, {kind: dict.fromkeys(keys) for kind, keys in taken.items()}
+    patch: dict[str, Any] = {}
+    for kind, keys in taken.items():
+        present = current.get(kind) or {}
+        if not set(keys) & set(present):
+            continue  # none of them there (stopped already): nothing to write
+        patch[kind] = dict.fromkeys(keys) if set(present) - set(keys) else None
+    if not patch:
+        return False, None
+    if not (set(current) - set(patch)) and all(value is None for value in patch.values()):
+        return True, None  # nothing of the template's own metadata left
+    return True, patch
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -428,6 +451,22 @@ PODSET_LABEL = "kueue.x-k8s.io/podset"
 """The pod label naming a started pod's pod set (Kueue constants.PodSetLabel; the ungater lists pods by it)."""
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 """The pod annotation naming a started pod's Workload (Kueue WorkloadAnnotation)."""
+LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
+CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+"""The pod labels naming a started pod's LocalQueue and ClusterQueue (Kueue constants.LocalQueueLabel and
+ClusterQueueLabel, gate AssignQueueLabelsForPods, on by default since Kueue 0.17)."""
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def _queue_labels(state: ClusterState, wl: WorkloadState, cluster_queue: str) -> dict[str, str]:
+    """reconciler.go assignQueueLabels: the LocalQueue's name, and the ClusterQueue's when it is a valid label
+    value (a DNS-1123 label); none with the gate AssignQueueLabelsForPods off."""
+    if not state.configuration.feature_gates.get("AssignQueueLabelsForPods", True):
+        return {}
+    labels = {LOCAL_QUEUE_LABEL: wl.workload.spec.queue_name}
+    if len(cluster_queue) <= 63 and _DNS1123_LABEL.fullmatch(cluster_queue):
+        labels[CLUSTER_QUEUE_LABEL] = cluster_queue
+    return labels
 
 
 def startable(api_version: str, kind: str) -> bool:
@@ -865,6 +904,8 @@ def pod_set_infos(
     assert wl.reservation is not None
     own = {ps.name: ps for ps in wl.workload.spec.pod_sets}
     updates = status.ready_pod_set_updates(record)
+    queue_labels = _queue_labels(state, wl, wl.reservation.cluster_queue)
+    tas_gate = state.configuration.feature_gates.get("TopologyAwareScheduling", True)
     out: list[PodSetInfo] = []
     for assignment in wl.reservation.pod_set_assignments:
         node_selector: dict[str, str] = {}
@@ -877,8 +918,10 @@ def pod_set_infos(
             seen.append(flavor_name)
             node_selector.update(flavor.spec.node_labels)
             tolerations.extend(status.toleration_dict(t) for t in flavor.spec.tolerations)
-        labels: dict[str, str] = {}
-        annotations: dict[str, str] = {}
+        # reconciler.go getPodSetsInfoFromStatus: every started pod names its pod set, its Workload (gate
+        # TopologyAwareScheduling, on by default) and its queues
+        labels: dict[str, str] = {PODSET_LABEL: assignment.name, **queue_labels}
+        annotations: dict[str, str] = {WORKLOAD_ANNOTATION: wl.workload.metadata.name} if tas_gate else {}
         pod_set = own.get(assignment.name)
         own_selector = dict(pod_set.node_selector) if pod_set is not None else {}
         gates: list[str] = []

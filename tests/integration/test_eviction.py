@@ -29,6 +29,7 @@ from kueue_es.events.bus.server import NatsServer
 from kueue_es.jobframework import jobs
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 from kueue_es.services.dispatcher import core
+from kueue_es.services.dispatcher.core import CLUSTER_QUEUE_LABEL, LOCAL_QUEUE_LABEL, PODSET_LABEL, WORKLOAD_ANNOTATION
 from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
 from kueue_es.services.kube import client as kube
 from kueue_es.services.watcher import convert
@@ -204,7 +205,7 @@ def started(manifest: dict[str, Any], log: Log, ref: types.WorkloadRef) -> dict[
 
 def stop_patch(stop: core.StopJob, current: dict[str, Any]) -> dict[str, Any]:
     """The StopJob merge patch for the Job as it is now."""
-    return stop.patch(current_pod_spec=current["spec"]["template"]["spec"])
+    return stop.patch(current_pod_spec=current["spec"]["template"]["spec"], job=current)
 
 
 def test_plan_stops_an_evicted_job_and_gives_its_template_back() -> None:
@@ -230,15 +231,26 @@ def test_plan_stops_an_evicted_job_and_gives_its_template_back() -> None:
         node_selector={"instance-type": None},
         tolerations=[SPOT_TOLERATION],
         own_tolerations=[OWN_TOLERATION],
+        # what every start adds to the template (reconciler.go getPodSetsInfoFromStatus), taken out again
+        labels=[CLUSTER_QUEUE_LABEL, LOCAL_QUEUE_LABEL, PODSET_LABEL],
+        annotations=[WORKLOAD_ANNOTATION],
         count=1,
     )
+    assert running_job["spec"]["template"]["metadata"] == {
+        "labels": {PODSET_LABEL: "main", LOCAL_QUEUE_LABEL: "user-queue", CLUSTER_QUEUE_LABEL: "cluster-queue"},
+        "annotations": {WORKLOAD_ANNOTATION: ref.name},
+    }
     patch = stop_patch(stop, running_job)
     assert patch == {
         "metadata": {
             "annotations": {EVICTED_ANNOTATION: "Preempted", EVICTION_SEQ_ANNOTATION: str(seq)},
             "uid": "uid-sample",
         },
-        "spec": {"suspend": True, "template": {"spec": {"nodeSelector": None, "tolerations": [OWN_TOLERATION]}}},
+        "spec": {
+            "suspend": True,
+            # the template had no metadata of its own: it goes again
+            "template": {"spec": {"nodeSelector": None, "tolerations": [OWN_TOLERATION]}, "metadata": None},
+        },
     }
     stopped = merge_patch(running_job, patch)
     assert stopped["spec"]["suspend"] is True

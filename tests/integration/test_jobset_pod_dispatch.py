@@ -242,6 +242,9 @@ async def test_a_check_controller_on_the_workload_object_and_its_pod_set_updates
         started = await until(api, JOBSETS, created["metadata"]["name"], lambda o: o["spec"].get("suspend") is False)
         workers, driver = pod_templates(started)
         assert workers["spec"]["nodeSelector"] == {**SPOT_SELECTOR, "pool": "p1"}
-        assert workers["metadata"]["labels"] == {"team": "a"} and workers["metadata"]["annotations"] == {"note": "x"}
-        assert driver["spec"]["nodeSelector"] == SPOT_SELECTOR and "labels" not in (driver.get("metadata") or {})
+        added = {"kueue.x-k8s.io/local-queue-name": "user-queue", "kueue.x-k8s.io/cluster-queue-name": "cluster-queue"}
+        assert workers["metadata"]["labels"] == {"team": "a", "kueue.x-k8s.io/podset": "workers", **added}
+        assert workers["metadata"]["annotations"] == {"note": "x", "kueue.x-k8s.io/workload": ref.name}
+        assert driver["spec"]["nodeSelector"] == SPOT_SELECTOR
+        assert driver["metadata"]["labels"] == {"kueue.x-k8s.io/podset": "driver", **added}  # no update of its own
     assert len(await events_of(bus, types.AdmissionCheckStateChanged)) == 1  # the dispatcher's own writes are not news

@@ -179,10 +179,11 @@ def test_admission_checks_deletions_and_finished_workloads_plan_the_same() -> No
         action = core.plan(full, event, seq=seq)
         if isinstance(action, core.StartJob):
             starts.append(action)
+    own = {core.PODSET_LABEL: "main", core.LOCAL_QUEUE_LABEL: "lq", core.CLUSTER_QUEUE_LABEL: "cq"}  # every start's
     assert [(s.workload.name, s.labels, s.node_selector) for s in starts] == [
-        ("a", {"prov": "yes"}, {"pool": "a", "zone": "z1"}),
-        ("a", {"prov": "yes"}, {"pool": "a", "zone": "z1"}),
-        ("c", {}, {"pool": "a"}),
+        ("a", {**own, "prov": "yes"}, {"pool": "a", "zone": "z1"}),
+        ("a", {**own, "prov": "yes"}, {"pool": "a", "zone": "z1"}),
+        ("c", own, {"pool": "a"}),
     ]  # b was deleted before its admission: no start
     assert set(full.cluster.workloads) == set(lean.cluster.workloads) == {"ns/a", "ns/c"}
     # the finished workload: no Workload object, record or pod set information kept by the lean view
