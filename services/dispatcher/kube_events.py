@@ -225,11 +225,23 @@ def _preemption(state: ClusterState, event: types.EvictionRequested) -> list[Kub
 REPORTING_COMPONENT = "kueue-admission"
 """Kueue's event source for these Events (constants.AdmissionName), kept so that tools filtering
 Events by component see the same on kueue-es."""
+_JOB_FRAMEWORKS = {"Job": "batch/job", "Pod": "pod"}
+
+
+def job_component(kind: str) -> str:
+    """The event source of the job framework's Events on a job of ``kind``: Kueue records them with its
+    integration's recorder, ``<framework>-kueue-controller`` (jobframework/setup.go: ``batch/job-kueue-controller``,
+    ``jobset.x-k8s.io/jobset-kueue-controller``, ...); :data:`REPORTING_COMPONENT` for a kind that is no job (a
+    refused Kueue object)."""
+    integration = integrations.by_kind(kind)
+    framework = _JOB_FRAMEWORKS.get(kind) or (integration.framework if integration is not None else "")
+    return f"{framework}-kueue-controller" if framework else REPORTING_COMPONENT
 
 
 def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, object]:
     """``item`` as a core v1 Event about its Workload, or its job (what ``kubectl describe``
-    lists): ``name`` is the Event's name, ``uid`` the Workload object's (left out when unknown)."""
+    lists): ``name`` is the Event's name, ``uid`` the Workload object's (left out when unknown). The source is
+    Kueue's admission component, or for an Event on the job the job framework's (:func:`job_component`)."""
     involved: dict[str, object] = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
@@ -244,6 +256,7 @@ def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, obje
     if uid:
         involved["uid"] = uid
     at = manifests.format_time_ms(item.at_ms)
+    component = job_component(item.job[1]) if item.job is not None else REPORTING_COMPONENT
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -256,7 +269,7 @@ def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, obje
         "count": 1,
         "firstTimestamp": at,
         "lastTimestamp": at,
-        "source": {"component": REPORTING_COMPONENT},
-        "reportingComponent": REPORTING_COMPONENT,
-        "reportingInstance": REPORTING_COMPONENT,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "reportingInstance": component,
     }

@@ -301,12 +301,14 @@ async def test_decisions_become_the_kubernetes_events_kueue_records(api, bus: Me
     by_job: dict[str, list[tuple[str, str, str]]] = {}
     for event in listed:
         involved = event["involvedObject"]
-        assert event["source"] == {"component": "kueue-admission"} and event["count"] == 1
+        assert event["count"] == 1
         entry = (event["type"], event["reason"], event["message"])
-        if involved["kind"] == "Job":  # the job framework's, on the Job itself
+        if involved["kind"] == "Job":  # the job framework's, on the Job itself, from its recorder (setup.go)
+            assert event["source"] == {"component": "batch/job-kueue-controller"}
             assert involved["apiVersion"] == "batch/v1" and involved["uid"] == jobs[involved["name"]]["metadata"]["uid"]
             by_job.setdefault(involved["name"], []).append(entry)
             continue
+        assert event["source"] == {"component": "kueue-admission"}
         assert involved["kind"] == "Workload" and involved["apiVersion"] == "kueue.x-k8s.io/v1beta2"
         assert involved["uid"] == workloads[involved["name"]]["metadata"]["uid"]
         by_workload.setdefault(involved["name"], []).append(entry)
