@@ -990,15 +990,23 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
     what the admission put in (``view.started``), or, for a workload never started,
     what its flavors would have put in.
     """
-    state = view.cluster
-    current = state.workloads.get(event.workload.key)
-    if current is None or current.reservation is None or current.gone:
-        return None
-    if event.workload.uid and current.workload.metadata.uid and event.workload.uid != current.workload.metadata.uid:
-        return None
-    if seq and view.reserved_seq.get(event.workload.key, 0) > seq:
+    current = _decided_for(view, event.workload, seq=seq)
+    if current is None or current.reservation is None:
         return None
     return _stop_of(view, current, event.workload, reason=event.reason, seq=seq)
+
+
+def _decided_for(view: DispatchState, ref: types.WorkloadRef, *, seq: int) -> WorkloadState | None:
+    """The workload a decision at ``seq`` about ``ref`` is about, as folded; None when it is unknown or gone, a
+    namesake with another UID, or holds a reservation recorded after ``seq`` (the decision is a redelivery)."""
+    current = view.cluster.workloads.get(ref.key)
+    if current is None or current.gone:
+        return None
+    if ref.uid and current.workload.metadata.uid and ref.uid != current.workload.metadata.uid:
+        return None
+    if seq and view.reserved_seq.get(ref.key, 0) > seq:
+        return None
+    return current
 
 
 def _plan_deactivated_stop(view: DispatchState, event: types.QuotaReleased, *, seq: int) -> Action | None:
@@ -1010,12 +1018,8 @@ def _plan_deactivated_stop(view: DispatchState, event: types.QuotaReleased, *, s
     (:meth:`~kueue_es.services.dispatcher.job_writes.JobWrites.stop_never_started`)."""
     if event.reason != "Deactivated":
         return None
-    current = view.cluster.workloads.get(event.workload.key)
-    if current is None or current.gone or current.reservation is not None:
-        return None
-    if event.workload.uid and current.workload.metadata.uid and event.workload.uid != current.workload.metadata.uid:
-        return None
-    if seq and view.reserved_seq.get(event.workload.key, 0) > seq:
+    current = _decided_for(view, event.workload, seq=seq)
+    if current is None or current.reservation is not None:
         return None
     return _stop_of(view, current, event.workload, reason=event.reason, seq=seq)
 

@@ -29,15 +29,10 @@ from tests.integration.harness import (
     running,
     set_up_queues,
     wait_for,
-    watch_all,
+    watch_with_workloads,
 )
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def watch_workloads(watcher: Watcher) -> list[Any]:
-    """The Kueue kinds' and Jobs' watches, and the Workload objects'."""
-    return [*watch_all(watcher), watcher.watch("Workload")]
 
 
 def standalone(name: str, *, cpu: str = "1", count: int = 2) -> dict[str, Any]:
@@ -85,7 +80,7 @@ async def set_condition(api: Any, name: str, condition: dict[str, Any]) -> None:
 async def test_a_standalone_workload_is_admitted_and_keeps_its_spec(api, bus: MemoryBus) -> None:
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
-        *watch_workloads(Watcher(bus=bus, api=api)),
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
         admitter(bus).run(),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
@@ -107,7 +102,7 @@ async def test_a_standalone_workload_is_admitted_and_keeps_its_spec(api, bus: Me
 async def test_the_users_finished_condition_releases_the_quota(api, bus: MemoryBus) -> None:
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
-        *watch_workloads(Watcher(bus=bus, api=api)),
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
         admitter(bus).run(),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
@@ -126,7 +121,7 @@ async def test_the_users_finished_condition_releases_the_quota(api, bus: MemoryB
 async def test_the_user_completes_an_eviction_and_deletes_the_workload(api, bus: MemoryBus) -> None:
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
-        *watch_workloads(Watcher(bus=bus, api=api)),
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
     ):
@@ -157,7 +152,7 @@ async def test_the_users_reclaimable_pods_free_quota_for_the_next(api, bus: Memo
     the watcher reports it, the quota of those pods is freed and the next workload admitted."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
-        *watch_workloads(Watcher(bus=bus, api=api)),
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
         admitter(bus).run(),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),

@@ -4,32 +4,17 @@ only when its name is a valid label value) and the Workload annotation (gate Top
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 
-from kueue_es.events import models, types
 from kueue_es.services.dispatcher import core
-from tests.builders import Log, cluster_queue, flavor, local_queue, parse, workload
+from tests.unit.dispatch_log import DispatchLog, job_workload
 
 
 def started(cq_name: str, *, gates: dict[str, bool] | None = None) -> core.StartJob:
-    log, view = Log(), core.DispatchState()
-    made = parse(workload("w", cpu="1"))
-    owner = models.OwnerReference(api_version="batch/v1", kind="Job", name="w", uid="uid-w")
-    events: list[types.Event] = [
-        types.ResourceFlavorObserved(flavor=parse(flavor("rf"))),
-        types.ClusterQueueObserved(cluster_queue=parse(cluster_queue(cq_name, flavors={"rf": {"cpu": "2"}}))),
-        types.LocalQueueObserved(local_queue=parse(local_queue("lq", cq_name))),
-        types.WorkloadObserved(workload=msgspec.structs.replace(made, owner=owner)),
-    ]
-    if gates is not None:
-        events.insert(0, types.ConfigurationObserved(configuration=models.Configuration(feature_gates=gates)))
-    for event in events:
-        log.add(event)
-        core.fold(view, event, seq=len(log.events))
-    [admission] = [d for d in log.cycle(1_000) if isinstance(d, types.WorkloadAdmitted)]
-    core.fold(view, admission, seq=len(log.events))
-    action = core.plan(view, admission, seq=len(log.events))
+    dlog = DispatchLog(cq_name=cq_name, gates=gates)
+    dlog.add(job_workload("w", cpu="1"))
+    admission = dlog.admit(1_000)
+    action = core.plan(dlog.view, admission, seq=dlog.seq)
     assert isinstance(action, core.StartJob)
     return action
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-from kueue_es.events import models, types
+from kueue_es.events import types
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
 from kueue_es.services.dispatcher.object_sync import StoredObjects, WorkloadSync
 from kueue_es.services.kube import errors as kube_errors
-from tests.builders import Log, cluster_queue, flavor, local_queue, parse, workload
+from tests.unit.dispatch_log import DispatchLog, job_workload
 
 
 class RecordingApi:
@@ -38,10 +36,9 @@ class RecordingApi:
         raise kube_errors.NotFoundError(status=404, reason="NotFound", message=f"{name} not found")
 
 
-def job_workload(name: str, *, priority: int) -> types.WorkloadObserved:
-    made = parse(workload(name, priority=priority, cpu="2"))
-    owner = models.OwnerReference(api_version="batch/v1", kind="Job", name=name, uid=f"uid-{name}")
-    return types.WorkloadObserved(workload=msgspec.structs.replace(made, owner=owner))
+def workload_sync(view: core.DispatchState, api: RecordingApi) -> WorkloadSync:
+    stored = StoredObjects(api=api, limiter=WriteLimiter(qps=1000, burst=100), field_manager="t")  # type: ignore[arg-type]
+    return WorkloadSync(bus=None, cluster="local", view=view, stored=stored, created=lambda item: None)  # type: ignore[arg-type]
 
 
 def admitted_names(api: RecordingApi) -> set[str]:
@@ -51,25 +48,12 @@ def admitted_names(api: RecordingApi) -> set[str]:
 
 
 async def test_a_release_is_written_before_the_admission_that_follows_it_on_the_log() -> None:
-    log = Log()
-    view = core.DispatchState()
+    dlog = DispatchLog()
+    view, add = dlog.view, dlog.add
     api = RecordingApi()
-    stored = StoredObjects(api=api, limiter=WriteLimiter(qps=1000, burst=100), field_manager="t")  # type: ignore[arg-type]
-    sync = WorkloadSync(bus=None, cluster="local", view=view, stored=stored, created=lambda item: None)  # type: ignore[arg-type]
-
-    def add(*events: types.Event) -> None:
-        for event in events:
-            log.add(event)
-            core.fold(view, event, seq=len(log.events))
-
-    add(
-        types.ResourceFlavorObserved(flavor=parse(flavor("rf"))),
-        types.ClusterQueueObserved(cluster_queue=parse(cluster_queue("cq", flavors={"rf": {"cpu": "2"}}))),
-        types.LocalQueueObserved(local_queue=parse(local_queue("lq", "cq"))),
-        job_workload("low", priority=1),
-    )
-    [admission] = [d for d in log.cycle(1_000) if isinstance(d, types.WorkloadAdmitted)]
-    core.fold(view, admission, seq=len(log.events))
+    sync = workload_sync(view, api)
+    add(job_workload("low", priority=1))
+    admission = dlog.admit(1_000)
     await sync.sync()
     assert admitted_names(api) == {"low"}
 
@@ -87,8 +71,7 @@ async def test_a_release_is_written_before_the_admission_that_follows_it_on_the_
         types.WorkloadStopped(workload=low, at_ms=3),
         types.QuotaReleased(workload=low, cluster_queue="cq", reason="Preempted", cause_seq=0, at_ms=4),
     )
-    [high_admission] = [d for d in log.cycle(5_000) if isinstance(d, types.WorkloadAdmitted)]
-    core.fold(view, high_admission, seq=len(log.events))
+    dlog.admit(5_000)
     pending_again = types.WorkloadInadmissible(workload=low, reason="Pending", message="no room", at_ms=6)
     add(pending_again)  # low changed last: written last by when it changed
     assert list(view.dirty_workloads)[-1] == "default/low"
@@ -103,31 +86,19 @@ async def test_a_release_is_written_before_the_admission_that_follows_it_on_the_
 
 async def test_the_releases_go_first_in_a_batch_of_other_workloads_too() -> None:
     """A batch writes only its own decisions' workloads, but a release not written yet goes before them."""
-    view = core.DispatchState()
+    dlog = DispatchLog()
+    view = dlog.view
     api = RecordingApi()
-    stored = StoredObjects(api=api, limiter=WriteLimiter(qps=1000, burst=100), field_manager="t")  # type: ignore[arg-type]
-    sync = WorkloadSync(bus=None, cluster="local", view=view, stored=stored, created=lambda item: None)  # type: ignore[arg-type]
-    log = Log()
-    for event in (
-        types.ResourceFlavorObserved(flavor=parse(flavor("rf"))),
-        types.ClusterQueueObserved(cluster_queue=parse(cluster_queue("cq", flavors={"rf": {"cpu": "2"}}))),
-        types.LocalQueueObserved(local_queue=parse(local_queue("lq", "cq"))),
-        job_workload("low", priority=1),
-    ):
-        log.add(event)
-        core.fold(view, event, seq=len(log.events))
-    [admission] = [d for d in log.cycle(1_000) if isinstance(d, types.WorkloadAdmitted)]
-    core.fold(view, admission, seq=len(log.events))
+    sync = workload_sync(view, api)
+    dlog.add(job_workload("low", priority=1))
+    admission = dlog.admit(1_000)
     await sync.sync()
     release = types.QuotaReleased(
         workload=admission.workload, cluster_queue="cq", reason="Preempted", cause_seq=0, at_ms=4
     )
-    log.add(job_workload("high", priority=100), release)
-    core.fold(view, log.events[-2], seq=len(log.events) - 1)
-    core.fold(view, release, seq=len(log.events))
-    assert view.unwritten_releases == {"default/low": len(log.events)}
-    [high_admission] = [d for d in log.cycle(5_000) if isinstance(d, types.WorkloadAdmitted)]
-    core.fold(view, high_admission, seq=len(log.events))
+    dlog.add(job_workload("high", priority=100), release)
+    assert view.unwritten_releases == {"default/low": dlog.seq}
+    dlog.admit(5_000)
 
     before = len(api.written)
     await sync.sync(["default/high"])  # the batch of high's admission
