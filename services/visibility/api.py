@@ -151,8 +151,8 @@ def local_queue_pending(
     state: ClusterState, namespace: str, local_queue: str, query: Mapping[str, str], *, version: str, now_ms: int
 ) -> Reply:
     """The pending workloads of LocalQueue ``namespace/local_queue``, windowed among that LocalQueue's own.
-    Kueue answers 404 when the LocalQueue is unknown or its ClusterQueue is (it cannot map one to the
-    other then)."""
+    Kueue answers 404 when the LocalQueue is unknown, stopped (its queue manager forgets a stopped one) or
+    its ClusterQueue is unknown (it cannot map one to the other then)."""
     try:
         offset, limit = window(query)
     except BadRequestError as err:
@@ -160,7 +160,10 @@ def local_queue_pending(
     lq = state.local_queues.get((namespace, local_queue))
     if lq is None or lq.spec.cluster_queue not in state.cluster_queues:
         return not_found("localqueue", local_queue)
-    pending = visibility.pending_in_local_queue(state, namespace, local_queue, now_ms=now_ms)
+    try:
+        pending = visibility.pending_in_local_queue(state, namespace, local_queue, now_ms=now_ms)
+    except KeyError:  # stopped
+        return not_found("localqueue", local_queue)
     return Reply(status=200, body=summary(state, visibility.page(pending, offset=offset, limit=limit), version=version))
 
 

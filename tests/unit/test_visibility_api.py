@@ -190,3 +190,17 @@ def test_other_paths_methods_and_a_fold_not_ready() -> None:
     assert waiting is not None and waiting.status == 503
     discovery = api.answer(None, "GET", f"/apis/{GROUP}/v1beta2", {}, now_ms=0)
     assert discovery is not None and discovery.status == 200
+
+
+def test_a_stopped_local_queue_is_kueues_not_found_and_its_workloads_leave_the_cluster_queues_list() -> None:
+    """pending_workloads_lq.go: a stopped LocalQueue is not in Kueue's queue manager (DeleteLocalQueue), so its
+    endpoint answers 404 (not a server error) and the ClusterQueue's lists none of its workloads."""
+    state = _five()
+    lq = state.local_queues[("default", "lq-a")]
+    state.local_queues[("default", "lq-a")] = msgspec.structs.replace(
+        lq, spec=msgspec.structs.replace(lq.spec, stop_policy="Hold")
+    )
+    reply = _get(state, LQ_A_PATH)
+    assert reply.status == 404 and reply.body["reason"] == "NotFound"
+    items = _get(state, CQ_PATH).body["items"]
+    assert [item["localQueueName"] for item in items] == ["lq-b", "lq-b"]
