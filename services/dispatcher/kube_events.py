@@ -58,11 +58,16 @@ def truncate(message: str) -> str:
     return message[: MAX_MESSAGE - 3] + "..."
 
 
+DEACTIVATED_MESSAGE = "The workload is deactivated"
+"""Kueue's eviction message for a workload whose ``spec.active`` was set false (workload_controller.go)."""
+
+
 def for_decision(
     state: ClusterState, event: types.Event, record: status.WorkloadRecord | None = None, *, reserved: bool = False
 ) -> list[KubeEvent]:
     """The Events Kueue records for ``event`` (others: none). ``record`` is the workload's status
-    as the dispatcher keeps it (for the Requeued condition); ``state`` gives creation times and
+    as the dispatcher keeps it (for the Requeued condition, and the Evicted condition a release of a workload
+    deactivated by hand sets); ``state`` gives creation times and
     priorities. ``reserved``: ``event`` is a WorkloadAdmitted that also reserved the quota (one
     message for both, issue 18), so its QuotaReserved Event comes first, as Kueue records both."""
     match event:
@@ -90,11 +95,16 @@ def for_decision(
             if reason == "Preempted" and event.preemptor is not None:
                 out += _preemption(state, event)
             return out
+        case types.QuotaReleased(workload=ref, reason="Deactivated", at_ms=at):
+            # spec.active set false by hand: the release is its eviction (evict.go: EvictedDueToDeactivated);
+            # after an eviction of Kueue's own (DeactivatedDueTo<cause>) that eviction had its Event already
+            evicted = record.conditions.get("Evicted") if record is not None else None
+            if evicted is not None and evicted.status and evicted.reason == "Deactivated" and evicted.since_ms == at:
+                message = DEACTIVATED_MESSAGE
+                return [
+                    KubeEvent(workload=ref, type="Normal", reason="EvictedDueToDeactivated", message=message, at_ms=at)
+                ]
     return []
-
-
-DEACTIVATED_MESSAGE = "The workload is deactivated"
-"""Kueue's eviction message for a workload whose ``spec.active`` was set false (workload_controller.go)."""
 
 
 def for_job_write(

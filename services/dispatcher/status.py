@@ -574,11 +574,12 @@ def _evict(record: WorkloadRecord, reason: str, message: str, *, at_ms: int) -> 
 
 def _observed(record: WorkloadRecord, workload: models.Workload, *, at_ms: int) -> None:
     """``spec.active`` as the log has it: a workload seen inactive and then active again is reactivated
-    (workload_controller.go: Requeued=True ``Reactivated`` when it was False ``Deactivated``)."""
+    (workload_controller.go: Requeued=True ``Reactivated`` when it was False ``Deactivated``), whether Kueue
+    deactivated it (``record.deactivated``, then seen inactive) or someone set ``spec.active`` false by hand."""
     if not workload.spec.active:
         record.inactive_seen = True
         return
-    if record.deactivated and record.inactive_seen:
+    if record.inactive_seen:
         record.deactivated = record.inactive_seen = False
         requeued = record.conditions.get("Requeued")
         if requeued is not None and not requeued.status and requeued.reason == "Deactivated":

@@ -792,14 +792,34 @@ async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus)
         )
         stopped = await eventually(api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"])
         await wait_for(bus, types.WorkloadAdmitted, workload=second)
-        await wait_until(lambda: dispatcher.events_written >= 6, what="the Job's Stopped Event")
+        await wait_until(lambda: dispatcher.events_written >= 7, what="the Job's Stopped Event")
         await asyncio.sleep(0.3)
         listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
         released = [e for e in await events_of(bus, types.QuotaReleased) if e.workload == first]
+        evicted = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=first.name, check=lambda o: "Requeued" in conditions(o)
+        )
+        # reactivated by hand (kubectl kueue resume workload): Requeued=True Reactivated, as Kueue writes it
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=first.name, patch={"spec": {"active": True}}
+        )
+        reactivated = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=first.name,
+            check=lambda o: conditions(o)["Requeued"]["status"] == "True",
+        )
 
     assert [(r.reason, r.cluster_queue) for r in released] == [("Deactivated", "cluster-queue")]
     assert stopped["spec"]["suspend"] is True
     on_first = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == "first"]
     assert ("Stopped", "The workload is deactivated") in on_first
+    on_workload = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == first.name]
+    assert ("EvictedDueToDeactivated", "The workload is deactivated") in on_workload
+    assert conditions(evicted)["Evicted"]["reason"] == "Deactivated"
+    assert conditions(evicted)["Requeued"]["reason"] == "Deactivated"
+    requeued = conditions(reactivated)["Requeued"]
+    assert (requeued["reason"], requeued["message"]) == ("Reactivated", "The workload was reactivated")
     applied = [e for e in await events_of(bus, types.DispatchApplied) if e.workload == first and e.action == "Evict"]
     assert [a.decision_seq > 0 for a in applied] == [True]
