@@ -69,7 +69,8 @@ class StartJob:
         the template's ``current_gates``), and removes the eviction marks of an earlier stop so a
         later eviction is seen afresh. A Job whose ``job_annotations`` accept partial admission runs
         with the admitted ``count`` pods (:func:`kueue_es.jobframework.jobs.started_pod_counts`)."""
-        template_spec: dict[str, Any] = {"nodeSelector": self.node_selector}
+        # no flavor label: no nodeSelector written (an empty one would stay on the template after the stop)
+        template_spec: dict[str, Any] = {"nodeSelector": self.node_selector} if self.node_selector else {}
         merged = merged_tolerations(current_tolerations, self.tolerations)
         if merged != list(current_tolerations):
             template_spec["tolerations"] = merged
