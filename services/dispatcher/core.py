@@ -1014,14 +1014,17 @@ def _plan_deactivated_stop(view: DispatchState, event: types.QuotaReleased, *, s
     """The stop of the job of a workload whose ``spec.active`` was set false by hand: the admitter releases
     its quota at once (QuotaReleased ``Deactivated``, no eviction before it), so this release is what stops
     the job (Kueue: workload_controller.go evicts it Deactivated and the job reconciler stops it). Nothing
-    for another release, for a workload unknown, gone or a namesake, or one holding a reservation recorded
-    after the release (a redelivery). The stop of a Job found suspended with no pod active writes nothing
+    for another release, for a workload unknown, gone or a namesake, one holding a reservation recorded
+    after the release (a redelivery), or one never admitted. A release after Kueue's own eviction of a
+    deactivated workload (``DeactivatedDueTo<cause>``) plans a stop too: its job stopped already. The stop of a Job found suspended with no pod active writes nothing
     (:meth:`~kueue_es.services.dispatcher.job_writes.JobWrites.stop_never_started`)."""
     if event.reason != "Deactivated":
         return None
     current = _decided_for(view, event.workload, seq=seq)
     if current is None or current.reservation is not None:
         return None
+    if not isinstance(view.started.get(current.key), list):
+        return None  # never admitted (a reservation waiting for its checks): its job never ran
     return _stop_of(view, current, event.workload, reason=event.reason, seq=seq)
 
 
@@ -1048,7 +1051,7 @@ def _stop_of(
         )
     infos = view.started.get(current.key)
     if not isinstance(infos, list):
-        computed = pod_set_infos(state, current, None)
+        computed = pod_set_infos(state, current, None) if current.reservation is not None else []
         infos = computed if isinstance(computed, list) else []
     if owner.kind != "Job":
         return StopIntegration(

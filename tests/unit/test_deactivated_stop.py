@@ -40,3 +40,16 @@ def test_other_releases_and_redeliveries_stop_nothing() -> None:
     dlog.add(job_workload("w"))  # reactivated
     dlog.admit(5_000)
     assert core.plan(dlog.view, release, seq=seq) is None  # reserved again since: a redelivery of the old release
+
+
+def test_a_workload_never_admitted_stops_nothing_and_does_not_fail() -> None:
+    """A reservation waiting for its admission checks, released ``Deactivated`` (a check Rejected: Kueue's own
+    deactivation, whose release has that reason too): no job ran, so nothing is planned. The plan used to
+    compute the pod set information of a workload without a reservation and failed the dispatcher (CI,
+    tests/e2e/test_provisioning.py)."""
+    dlog = DispatchLog()
+    dlog.add(job_workload("w"))
+    workload = dlog.log.state.workloads["default/w"].ref
+    release = types.QuotaReleased(workload=workload, cluster_queue="cq", reason="Deactivated", cause_seq=0, at_ms=9)
+    dlog.add(job_workload("w", active=False), release)
+    assert core.plan(dlog.view, release, seq=dlog.seq) is None
