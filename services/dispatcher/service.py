@@ -152,6 +152,7 @@ class Dispatcher:
         # start, an eviction being on the log already: its Job was never started for it (_never_started)
         self._unstarted: dict[str, int] = {}
         self.unwritten_stops = 0  # stops that needed no write: the Job was never started
+        self.plan_failures = 0  # decisions whose plan raised (logged ``plan_failed``, acked, not carried out)
         self.jobs = JobWrites(api=self.api, limiter=self.limiter)
         self.stored = StoredObjects(api=self.api, limiter=self.limiter, field_manager=field_manager)
         # Kubernetes Events: a budget of their own, of the same size (Kueue's event recorder is a
@@ -545,7 +546,13 @@ class Dispatcher:
         self, consumer: DurableConsumer, delivery: Delivery, event: types.Event, *, done: list[Settlement]
     ) -> None:
         message = delivery.message
-        action = core.plan(self.view, event, seq=message.seq)
+        try:
+            action = core.plan(self.view, event, seq=message.seq)
+        except Exception:  # a fault of ours with one decision: logged and skipped, never a stopped (or looping) service
+            log.exception("plan_failed", seq=message.seq, kind=type(event).__name__, subject=message.subject)
+            self.plan_failures += 1
+            done.append(Settlement(consumer=consumer, delivery=delivery))
+            return
         if action is None:
             if isinstance(event, types.WorkloadAdmitted):
                 self._note_unstarted(event.workload.key, seq=message.seq)

@@ -549,6 +549,39 @@ async def test_eviction_of_a_job_never_started_writes_nothing_to_it(api, bus: Me
     assert message.headers["Nats-Msg-Id"] == f"WorkloadStopped:Workload:{ref.key}:evict-{seq}"
 
 
+async def test_a_decision_whose_plan_fails_is_logged_and_skipped_and_the_dispatcher_goes_on(
+    api, bus: MemoryBus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault of ours planning one decision (CI found one: an AssertionError in the plan stopped the dispatcher,
+    and the redelivered decision would stop it again) is logged (``plan_failed``), counted and acked: the
+    next decisions are carried out and the dispatcher keeps running."""
+    admitting = admitter(bus)
+    async with running(*watch_all(Watcher(bus=bus, api=api)), admitting.run()):
+        await set_up_queues(api)
+        await kube.apply_manifest(api, job("broken"))
+        await kube.apply_manifest(api, job("fine"))
+        admitted = await wait_for(bus, types.WorkloadAdmitted, count=2)
+    [broken] = [a for a in admitted if a.workload.name.startswith("job-broken")]
+    real_plan = core.plan
+
+    def plan(view: core.DispatchState, event: types.Event, *, seq: int = 0) -> core.Action | None:
+        if isinstance(event, types.WorkloadAdmitted) and event.workload == broken.workload:
+            raise RuntimeError("a fault of ours")
+        return real_plan(view, event, seq=seq)
+
+    monkeypatch.setattr(core, "plan", plan)
+    consumer = RecordingConsumer(await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,)))
+    dispatcher = Dispatcher(bus=bus, api=api)
+    async with running(dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        [started] = await wait_for(bus, types.DispatchApplied, action="StartJob")
+        await wait_until(lambda: len(consumer.acked) >= 2, what="both admissions acked")
+    assert dispatcher.plan_failures == 1
+    assert started.workload != broken.workload
+    fine = await kube.get_object(api, JOBS, namespace="default", name="fine")
+    still = await kube.get_object(api, JOBS, namespace="default", name="broken")
+    assert fine["spec"]["suspend"] is False and still["spec"]["suspend"] is True
+
+
 # -- the whole path through nats-server ---------------------------------------------------------
 
 
