@@ -58,10 +58,6 @@ def truncate(message: str) -> str:
     return message[: MAX_MESSAGE - 3] + "..."
 
 
-DEACTIVATED_MESSAGE = "The workload is deactivated"
-"""Kueue's eviction message for a workload whose ``spec.active`` was set false (workload_controller.go)."""
-
-
 def for_decision(
     state: ClusterState, event: types.Event, record: status.WorkloadRecord | None = None, *, reserved: bool = False
 ) -> list[KubeEvent]:
@@ -100,7 +96,7 @@ def for_decision(
             # after an eviction of Kueue's own (DeactivatedDueTo<cause>) that eviction had its Event already
             evicted = record.conditions.get("Evicted") if record is not None else None
             if evicted is not None and evicted.status and evicted.reason == "Deactivated" and evicted.since_ms == at:
-                message = DEACTIVATED_MESSAGE
+                message = status.DEACTIVATED_MESSAGE
                 return [
                     KubeEvent(workload=ref, type="Normal", reason="EvictedDueToDeactivated", message=message, at_ms=at)
                 ]
@@ -135,7 +131,7 @@ def for_job_write(
         )
     if not started and isinstance(decision, types.EvictionRequested | types.QuotaReleased):
         # a release stops the job of a workload deactivated by hand: Kueue's eviction message for it
-        message = decision.message if isinstance(decision, types.EvictionRequested) else DEACTIVATED_MESSAGE
+        message = decision.message if isinstance(decision, types.EvictionRequested) else status.DEACTIVATED_MESSAGE
         return KubeEvent(
             workload=job_ref,
             type="Normal",

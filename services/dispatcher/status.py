@@ -83,6 +83,7 @@ WORKLOAD_STATUS_FIELDS = (
 )
 RESET_MESSAGE = "Reset to Pending after eviction. Previously: {state}"
 DEACTIVATED_PREFIX = "DeactivatedDueTo"
+DEACTIVATED_MESSAGE = "The workload is deactivated"  # Kueue's eviction message (workload_controller.go)
 # generatePodsReadyCondition's messages (jobframework/reconciler.go)
 PODS_READY_MESSAGES = {
     "Started": "All pods reached readiness and the workload is running",
@@ -598,7 +599,7 @@ def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, hol
     record.requeue_count = record.requeue_at_ms = None
     if holds_quota:
         return
-    message = f"The workload is deactivated due to {event.message}" if event.message else "The workload is deactivated"
+    message = f"{DEACTIVATED_MESSAGE} due to {event.message}" if event.message else DEACTIVATED_MESSAGE
     evicted = record.conditions.get("Evicted")
     if evicted is None or not evicted.status:
         _evict(record, f"{DEACTIVATED_PREFIX}{event.reason}", message, at_ms=event.at_ms)
@@ -655,7 +656,7 @@ def _release(
         return
     pending = "PendingEvaluation" if granular else "Pending"
     if event.reason == "Deactivated" and before.eviction is None:
-        message = "The workload is deactivated"
+        message = DEACTIVATED_MESSAGE
         _evict(record, "Deactivated", message, at_ms=event.at_ms)
         record.set("Requeued", False, "Deactivated", message, at_ms=event.at_ms)
         _unreserve(record, pending, message, at_ms=event.at_ms, granular=granular)
