@@ -34,3 +34,8 @@ the dispatcher removes it)."""
 
 IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 """On the Workload of a pod group (Kueue IsGroupWorkloadAnnotationKey): its pods are the group's, not one owner's."""
+
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+"""The pod label naming a started pod's pod set (Kueue constants.PodSetLabel): the dispatcher puts it into each
+template it starts and takes it out at the stop (the ungater lists pods by it); the watcher reads it as the
+mark of a start not undone yet."""

@@ -1209,7 +1209,19 @@ def _apply_workload_decision(
                 del state.workloads[key]
                 kueue_metrics.on_forgotten(state, key)
                 multikueue.forget_workload(state.multikueue, key)
+                if current.observed_seq > current.deleted_seq:
+                    _recreate(state, current)
     _reindex(state, key, gone=current)
+
+
+def _recreate(state: ClusterState, deleted: WorkloadState) -> None:
+    """``deleted`` was observed again after its deletion, while it still held quota: its job made a new
+    Workload (Kueue's job reconciler creates one for a job that has none, reconciler.go
+    handleJobWithNoWorkload; or a namesake Workload object was created). The quota of the deleted one is
+    back now, so the new one starts afresh from what was last observed: pending, no record of the old."""
+    added = WorkloadState(workload=deleted.workload, observed_seq=deleted.observed_seq)
+    state.workloads[added.key] = added
+    kueue_metrics.on_observed(state, added)
 
 
 def replacement_of(state: ClusterState, key: str) -> WorkloadState | None:

@@ -34,7 +34,12 @@ from typing import Any, assert_never
 
 from kueue_es.events import models, slices, tas, types
 from kueue_es.jobframework import integrations, jobs
-from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION, SCHEDULING_GATE
+from kueue_es.jobframework.annotations import (
+    EVICTED_ANNOTATION,
+    EVICTION_SEQ_ANNOTATION,
+    PODSET_LABEL,
+    SCHEDULING_GATE,
+)
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
 from kueue_es.scheduling.queues import required_checks
@@ -448,8 +453,6 @@ class FailStart:
 
 TOPOLOGY_GATE = ungater.TOPOLOGY_GATE
 """The scheduling gate that holds a TAS pod until the ungater gives it its domain (SEMANTICS-ADVANCED A.12)."""
-PODSET_LABEL = "kueue.x-k8s.io/podset"
-"""The pod label naming a started pod's pod set (Kueue constants.PodSetLabel; the ungater lists pods by it)."""
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 """The pod annotation naming a started pod's Workload (Kueue WorkloadAnnotation)."""
 LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
@@ -504,6 +507,13 @@ class DispatchState:
     released on the log and whose Workload status has not been written since; the runner writes these
     before any other workload (:class:`~kueue_es.services.dispatcher.object_sync.WorkloadSync`), so the API
     never shows a workload admitted into quota that another one still holds there.
+    ``deleted_stops`` (workload key -> (the sequence of its QuotaReleased ``Deleted``, the stop)): the stop of
+    the job of a started workload whose Workload was deleted, fixed when the release is folded (the fold
+    forgets the workload then) and taken by :func:`plan` for that release; at most
+    :data:`DELETED_STOPS_KEPT`, the oldest dropped (a runner that refolds the log keeps those of releases
+    it answered long ago). Not in snapshots: a snapshot never passes what the runner has answered.
+    ``deleted_workloads``: the workloads an ObjectDeleted named since the runner last wrote them: the Workload
+    object it keeps of one is stale (a job's Workload deleted by hand is made again under the same name).
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
     reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
@@ -519,6 +529,8 @@ class DispatchState:
     dirty_queues: dict[tuple[str, str, str], None] = field(default_factory=dict)
     track_objects: bool = True
     unwritten_releases: dict[str, int] = field(default_factory=dict)
+    deleted_stops: dict[str, tuple[int, StopJob | StopIntegration]] = field(default_factory=dict)
+    deleted_workloads: dict[str, None] = field(default_factory=dict)
 
     def take_dirty_workloads(self) -> dict[str, int]:
         """The dirty workloads (key -> sequence), in the order they changed; the set is emptied."""
@@ -547,9 +559,15 @@ the deciders' open requests and the dispatcher's own results, which change nothi
 the batch verifier reads."""
 
 
+DELETED_STOPS_KEPT = 10_000
+"""The most :attr:`DispatchState.deleted_stops` kept (each is one job's stop, about a kilobyte)."""
+
+
 def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     """Fold one event stored at ``seq`` into ``view`` (in place) and return it."""
     state = view.cluster
+    if isinstance(event, types.QuotaReleased) and event.reason == DELETED_REASON:
+        _keep_deleted_stop(view, event, seq=seq)
     if not view.track_objects:
         return _fold_lean(view, event, seq=seq)
     key = status.workload_key(event)
@@ -573,12 +591,23 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
         if after is not None and after.reservation is not None:
             # a new reservation (a second copy of a live one changes nothing), or one message for both
             view.reserved_seq[key] = seq
-    changed = status.fold_record(view.records, event, key=key, before=before, state=state)
+    if current is not None and after is not None and after is not current and isinstance(event, types.QuotaReleased):
+        # re-created at the release of the deleted one it replaces (cluster._recreate): a new Workload,
+        # whose status starts as a just-observed one's, and nothing of the old one's start
+        view.records.pop(key, None)
+        view.started.pop(key, None)
+        changed = status.fold_record(
+            view.records, types.WorkloadObserved(workload=after.workload), key=key, before=status.Before(), state=state
+        )
+    else:
+        changed = status.fold_record(view.records, event, key=key, before=before, state=state)
     if isinstance(event, types.WorkloadAdmitted) and after is not None and after.admitted and not before.admitted:
         if after.reservation is not None:
             view.started[key] = pod_set_infos(state, after, view.records.get(key))
     elif after is None:
         view.started.pop(key, None)
+    if isinstance(event, types.ObjectDeleted):
+        view.deleted_workloads[key] = None
     if changed or isinstance(event, types.WorkloadObserved | types.ObjectDeleted):
         view.dirty_workloads.pop(key, None)
         view.dirty_workloads[key] = seq
@@ -797,6 +826,8 @@ def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | N
             return _plan_stop(view, event, seq=seq)
         case types.WorkloadAdmitted():
             return _plan_start(view, event)
+        case types.QuotaReleased(reason="Deleted"):
+            return _plan_deleted_stop(view, event, seq=seq)
         case types.QuotaReleased():
             return _plan_deactivated_stop(view, event, seq=seq)
         case _:
@@ -1026,6 +1057,49 @@ def _plan_deactivated_stop(view: DispatchState, event: types.QuotaReleased, *, s
     if not isinstance(view.started.get(current.key), list):
         return None  # never admitted (a reservation waiting for its checks): its job never ran
     return _stop_of(view, current, event.workload, reason=event.reason, seq=seq)
+
+
+DELETED_REASON = "Deleted"
+"""The QuotaReleased reason of a workload whose Workload (or job) was deleted (scheduling/cycle.py _release)."""
+
+
+def _keep_deleted_stop(view: DispatchState, event: types.QuotaReleased, *, seq: int) -> None:
+    """Before the QuotaReleased ``Deleted`` at ``seq`` is folded (the fold forgets the workload then): keep the
+    stop of its job when the workload was started (admitted and its job unsuspended), for :func:`plan`.
+
+    Kueue's job reconciler stops the job of a Workload marked for deletion (reconciler.go, step 1.1:
+    stopJob with StopReasonWorkloadDeleted, "Workload is deleted") and creates a new Workload for it. The
+    job itself may be gone (deleting the job is what deleted its workload): the runner reads it first.
+    Only batch/v1 Jobs and the registered integrations' jobs; Pods are not stopped this way."""
+    current = view.cluster.workloads.get(event.workload.key)
+    if current is None or not current.deleted_seq or current.finished is not None or current.reservation is None:
+        return  # not a deleted workload holding quota (a finished one's job has ended)
+    if not isinstance(view.started.get(current.key), list):
+        return  # never started: its job never ran
+    action = _stop_of(view, current, event.workload, reason=DELETED_REASON, seq=seq)
+    if not isinstance(action, StopJob | StopIntegration):
+        return
+    stops = view.deleted_stops
+    stops.pop(current.key, None)
+    stops[current.key] = (seq, action)
+    while len(stops) > DELETED_STOPS_KEPT:
+        del stops[next(iter(stops))]
+
+
+def _plan_deleted_stop(view: DispatchState, event: types.QuotaReleased, *, seq: int) -> Action | None:
+    """The stop kept for the QuotaReleased ``Deleted`` at ``seq`` (:func:`_keep_deleted_stop`); None for another
+    release, or one whose workload never started. The runner forgets it once carried out
+    (:func:`forget_deleted_stop`): a write tried again later plans it again."""
+    kept = view.deleted_stops.get(event.workload.key)
+    return kept[1] if kept is not None and kept[0] == seq else None
+
+
+def forget_deleted_stop(view: DispatchState, key: str, *, seq: int) -> None:
+    """The stop kept for workload ``key``'s QuotaReleased ``Deleted`` at ``seq`` was carried out (or found not
+    needed): forget it."""
+    kept = view.deleted_stops.get(key)
+    if kept is not None and kept[0] == seq:
+        del view.deleted_stops[key]
 
 
 def _stop_of(

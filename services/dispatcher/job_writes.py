@@ -122,6 +122,25 @@ class JobWrites:
             return self.stopped(action, seq=seq), False
         return await self.stop_job(action, seq=seq), True
 
+    async def runs(self, action: core.StopJob | core.StopIntegration) -> bool:
+        """Whether the action's job is there (the same UID, not being deleted) and not suspended: the stop of a
+        job whose Workload was deleted is written only then (Kueue reconciler.go stopJob: a suspended job takes
+        no write; a deleted job has nothing left to stop). Raises the API's errors but 404."""
+        if isinstance(action, core.StopJob):
+            ref, suspended = JOB_REF, lambda job: (job.get("spec") or {}).get("suspend") is True
+        else:
+            integration = integrations.registry()[action.kind]
+            ref = resources.ref_for(integration.api_version, integration.kind)
+            suspended = lambda job: integrations.suspended(integration, job)  # noqa: E731
+        try:
+            job = await self.api.get_object(ref, namespace=action.namespace, name=action.name)
+        except kube_errors.NotFoundError:
+            return False
+        meta = job.get("metadata") or {}
+        if (action.uid and meta.get("uid", action.uid) != action.uid) or meta.get("deletionTimestamp"):
+            return False
+        return not suspended(job)
+
     @staticmethod
     def stopped(action: core.StopJob, *, seq: int) -> types.DispatchApplied:
         """The result of a Job's stop for the eviction at ``seq``, written or not (the Job is suspended)."""

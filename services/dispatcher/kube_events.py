@@ -110,7 +110,7 @@ def for_job_write(
     (jobframework/reconciler.go startJob / stopJob): Normal ``Started`` "Admitted by
     clusterQueue CQ", or Normal ``Stopped`` with the eviction message. ``kind`` is ``Job`` or a
     registered integration's (``JobSet``, ``PyTorchJob``, ...); ``decision`` the WorkloadAdmitted,
-    EvictionRequested or (a workload deactivated by hand) QuotaReleased carried out."""
+    EvictionRequested or QuotaReleased (of a workload deactivated by hand, or deleted) carried out."""
     integration = integrations.by_kind(kind)
     api_version = "batch/v1" if kind == "Job" else integration.api_version if integration is not None else None
     if api_version is None:
@@ -130,8 +130,13 @@ def for_job_write(
             job=(api_version, kind, uid),
         )
     if not started and isinstance(decision, types.EvictionRequested | types.QuotaReleased):
-        # a release stops the job of a workload deactivated by hand: Kueue's eviction message for it
-        message = decision.message if isinstance(decision, types.EvictionRequested) else status.DEACTIVATED_MESSAGE
+        # a release stops the job of a workload deactivated by hand (Kueue's eviction message for it) or deleted
+        if isinstance(decision, types.EvictionRequested):
+            message = decision.message
+        elif decision.reason == "Deleted":
+            message = status.DELETED_STOP_MESSAGE
+        else:
+            message = status.DEACTIVATED_MESSAGE
         return KubeEvent(
             workload=job_ref,
             type="Normal",

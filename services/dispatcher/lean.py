@@ -301,6 +301,10 @@ def _released(view: DispatchState, event: types.Event, seq: int) -> str | None:
     if current.deleted_seq:
         del workloads[key]
         _forget(view, key)
+        if current.observed_seq > current.deleted_seq:  # cluster.py _recreate: its job made a new Workload
+            workloads[key] = WorkloadState(workload=current.workload, observed_seq=current.observed_seq)
+            at_ms = current.workload.metadata.creation_timestamp_ms
+            _sync_checks(view, key, workloads[key], status._pending_checks(view.cluster, workloads[key]), at_ms)
     elif current.gone and current.reservation is None:
         _retire(view, key, current)
     view.cluster.partitions.on_workload(view.cluster, key)

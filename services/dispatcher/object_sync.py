@@ -186,7 +186,7 @@ class WorkloadSync:
         cluster: str,
         view: core.DispatchState,
         stored: StoredObjects,
-        created: Callable[[kube_events.KubeEvent], None],
+        created: Callable[[kube_events.KubeEvent, str], None],
         record: Callable[[Awaitable[Any]], None] | None = None,
     ) -> None:
         self.bus, self.cluster, self.view = bus, cluster, view
@@ -249,6 +249,10 @@ class WorkloadSync:
             wl = state.workloads.get(key)
             namespace, _, name = key.partition("/")
             released = self.view.unwritten_releases.pop(key, None)  # shown by this write (a later one: added again)
+            if self.view.deleted_workloads.pop(key, 0) is None and wl is not None and not wl.deleted_seq:
+                # deleted and observed again since last written (its Workload deleted by hand, its job has a new
+                # one): the object kept is gone, the new one is created
+                self.stored.objects.pop(("Workload", namespace, name), None)
             try:
                 if wl is None or wl.deleted_seq:
                     self._templates.pop(key, None)
@@ -259,7 +263,14 @@ class WorkloadSync:
                     continue
                 if not status.is_job_workload(wl):
                     continue
-                await self._sync_workload(key, wl)
+                try:
+                    await self._sync_workload(key, wl)
+                except kube_errors.NotFoundError:
+                    # deleted behind our back (kubectl delete workload): what we kept of it is stale, so
+                    # write it afresh, created again as its job's reconciler would
+                    log.info("workload_object_gone", workload=key)
+                    self.stored.objects.pop(("Workload", namespace, name), None)
+                    await self._sync_workload(key, wl)
             except API_ERRORS as err:
                 if retryable(err):
                     log.warning("workload_sync_retry", workload=key, error=str(err))
@@ -288,7 +299,7 @@ class WorkloadSync:
             stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, desired))
             created_event = kube_events.for_created_workload(wl.workload) if created else None
             if created_event is not None:
-                self.created(created_event)
+                self.created(created_event, str(objects.meta(stored).get("uid") or ""))
         generation = int(objects.meta(stored).get("generation") or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         wanted = status.replaced_slice_status(

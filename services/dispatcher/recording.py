@@ -50,13 +50,15 @@ class Recording:
         self.api, self.limiter, self.view, self.stored = api, limiter, view, stored
         self.written = 0
         self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
-        self._job_events: list[tuple[int, kube_events.KubeEvent]] = []  # a batch's job Events, written after it
+        # a batch's job Events, written after it: (decision sequence, Event, what else names it)
+        self._job_events: list[tuple[int, kube_events.KubeEvent, str]] = []
         self._rejections_written: dict[tuple[str, str, str], str] = {}  # object -> the problem its Event told
 
-    def add_job_event(self, seq: int, item: kube_events.KubeEvent) -> None:
-        """Record ``item`` (a job's own Event; ``seq`` that of its decision, 0 for a created Workload) with
-        the batch's Events."""
-        self._job_events.append((seq, item))
+    def add_job_event(self, seq: int, item: kube_events.KubeEvent, *, created_uid: str = "") -> None:
+        """Record ``item`` (a job's own Event; ``seq`` that of its decision, 0 for a created Workload, then
+        ``created_uid`` the new object's UID: a job whose Workload was deleted gets another) with the batch's
+        Events."""
+        self._job_events.append((seq, item, created_uid))
 
     def job_write(self, action: core.Action, *, seq: int, decision: types.Event) -> None:
         """A job (not Pods) was started or stopped for ``decision``: its Started or Stopped Event, if Kueue
@@ -77,8 +79,8 @@ class Recording:
     async def record(self, decisions: list[tuple[int, types.Event]]) -> None:
         """Write the job Events collected, then those of ``decisions`` (``(log sequence, decision)``)."""
         job_events, self._job_events = self._job_events, []
-        for seq, item in job_events:  # the jobs' own: CreatedWorkload, Started, Stopped (jobframework)
-            suffix = f"{seq:x}.job" if seq else "created"
+        for seq, item, created_uid in job_events:  # the jobs' own: CreatedWorkload, Started, Stopped (jobframework)
+            suffix = f"{seq:x}.job" if seq else f"created.{created_uid}" if created_uid else "created"
             await self._write(item, name=f"{item.workload.name}.{suffix}")
         state = self.view.cluster
         for seq, decision in decisions:

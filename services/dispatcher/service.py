@@ -168,7 +168,7 @@ class Dispatcher:
             cluster=cluster,
             view=self.view,
             stored=self.stored,
-            created=lambda item: self.recording.add_job_event(0, item),
+            created=lambda item, uid: self.recording.add_job_event(0, item, created_uid=uid),
             record=self.settling.record,
         )
         self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)
@@ -564,7 +564,14 @@ class Dispatcher:
         written = True
         # the stop of a job deactivated by hand follows its release: it may never have started, so it is read first
         deactivated = isinstance(event, types.QuotaReleased)
+        deleted = isinstance(event, types.QuotaReleased) and event.reason == core.DELETED_REASON
         try:
+            if deleted:
+                assert isinstance(action, core.StopJob | core.StopIntegration)
+                if not await self._runs(action, seq=message.seq):
+                    core.forget_deleted_stop(self.view, action.workload.key, seq=message.seq)
+                    done.append(Settlement(consumer=consumer, delivery=delivery))
+                    return
             if isinstance(action, core.StopJob) and (deactivated or self._never_started(action.workload.key)):
                 result, written = await self.jobs.stop_never_started(action, seq=message.seq)
             else:
@@ -583,6 +590,8 @@ class Dispatcher:
                 reason=err.reason,
                 message=str(err),
             )
+        if deleted:
+            core.forget_deleted_stop(self.view, action.workload.key, seq=message.seq)
         # a stop without a write is reported stopped by the dispatcher (no mark for the watcher): after its result
         unwritten = isinstance(result, types.DispatchApplied) and not written
         if unwritten:
@@ -632,6 +641,14 @@ class Dispatcher:
         else:
             self.failed += 1
         done.append(Settlement(consumer=consumer, delivery=delivery, stored=stored))
+
+    async def _runs(self, action: core.StopJob | core.StopIntegration, *, seq: int) -> bool:
+        """Whether the job of a workload whose Workload was deleted still runs, so its stop is written; a job
+        gone too (deleting it is what deleted its workload) or suspended calls for nothing, no result."""
+        if await self.jobs.runs(action):
+            return True
+        log.info("job_stop_not_needed", job=f"{action.namespace}/{action.name}", seq=seq, why="gone or suspended")
+        return False
 
     def _note_unstarted(self, key: str, *, seq: int) -> None:
         """The admission of ``key`` at ``seq`` planned no start: remember its reservation when that is because

@@ -84,6 +84,9 @@ WORKLOAD_STATUS_FIELDS = (
 RESET_MESSAGE = "Reset to Pending after eviction. Previously: {state}"
 DEACTIVATED_PREFIX = "DeactivatedDueTo"
 DEACTIVATED_MESSAGE = "The workload is deactivated"  # Kueue's eviction message (workload_controller.go)
+DELETED_STOP_MESSAGE = (
+    "Workload is deleted"  # Kueue's Stopped Event of a job whose Workload was deleted (reconciler.go)
+)
 # generatePodsReadyCondition's messages (jobframework/reconciler.go)
 PODS_READY_MESSAGES = {
     "Started": "All pods reached readiness and the workload is running",

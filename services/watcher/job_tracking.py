@@ -17,10 +17,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import msgspec
+import structlog
 
 from kueue_es.events import manifests, models, slices, types
 from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.jobframework import slices as job_slices
+from kueue_es.jobframework.annotations import PODSET_LABEL
 from kueue_es.jobframework.integrations import ray
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.inputs import ConversionInputs
@@ -28,6 +30,8 @@ from kueue_es.services.watcher.kinds import API_VERSIONS, JOB_KINDS, Key
 from kueue_es.services.watcher.pod_tracking import PodGroups
 from kueue_es.services.watcher.publishing import Publisher, log_rejection
 from kueue_es.services.watcher.reporting import ProgressReporter
+
+log = structlog.get_logger(__name__)
 
 #: The kinds Kueue lets be elastic jobs (validation.go supportedElasticJobGVKs).
 ELASTIC_KINDS = ("Job", "RayCluster", "RayJob", "RayService")
@@ -61,6 +65,8 @@ class JobTracker:
         self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in JOB_KINDS}
         # Elastic slices (SEMANTICS-ADVANCED D.2): what their Workload objects say, by workload key.
+        # jobs whose Workload object was deleted by hand: when (ms), for their new one's creation time
+        self.recreated_at: dict[Key, int] = {}
         self.slice_reserved: dict[str, bool] = {}
         self.slice_finished: dict[str, bool] = {}
         self.groups = PodGroups(
@@ -154,6 +160,18 @@ class JobTracker:
             await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
             return
+        if isinstance(fact, types.WorkloadObserved) and not known and self._started_by_us(kind, obj):
+            # its Workload was deleted while it ran: its new one is made from the job once the dispatcher's
+            # stop gave its templates back (Kueue: stopJob, then a new Workload for a job that has none)
+            log.info("workload_recreation_waits_for_stop", job=f"{kind} {wl_key[0]}/{objects.name_of(obj)}")
+            return
+        recreated_at = self.recreated_at.pop(wl_key, None)
+        if isinstance(fact, types.WorkloadObserved) and recreated_at is not None:
+            # a new Workload: created now, so it queues behind those created before it (Kueue's queue order)
+            meta = msgspec.structs.replace(fact.workload.metadata, creation_timestamp_ms=recreated_at)
+            fact = msgspec.structs.replace(fact, workload=msgspec.structs.replace(fact.workload, metadata=meta))
+        else:
+            fact = self.publisher.keep_created(wl_key, fact)
         log_rejection(fact)
         await self.publisher.publish(self.publisher.keep_active(wl_key, fact), version=version, source=kind)
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of this job is news again
@@ -313,6 +331,46 @@ class JobTracker:
             )
         key = self._workload_key(kind, obj)
         return [key] if key is not None else []
+
+    def _started_by_us(self, kind: str, obj: objects.KubeObject) -> bool:
+        """A Job or an integration's job that runs with a start of the dispatcher's in its templates (each
+        started template carries the ``kueue.x-k8s.io/podset`` label until the stop takes it out)."""
+        if kind == "Pod" or not self._running(kind, [obj]):
+            return False
+        try:
+            templates = integrations.job_pod_templates(API_VERSIONS[kind], kind, cast(Mapping[str, Any], obj))
+        except (manifests.ManifestError, KeyError, TypeError):
+            return False
+        return any(
+            PODSET_LABEL in (((template.get("metadata") or {}).get("labels")) or {}) for template in templates.values()
+        )
+
+    async def workload_object_deleted(self, obj: objects.KubeObject) -> None:
+        """A job's Workload object was deleted (``kubectl delete workload``) while its job remains: the log's
+        workload is deleted (its quota released, its job stopped by the dispatcher) and the job gets a new one,
+        once stopped (Kueue reconciler.go: a Workload marked for deletion stops its job; a job with no Workload
+        gets a new one). Nothing when its job is gone too (that deletion is the job's), for an object that is not
+        the workload the log holds for the job, for an elastic job's slices and for Pods (their Workload object is
+        written again on its next change)."""
+        key = (objects.namespace_of(obj), objects.name_of(obj))
+        known = self.publisher.workloads.get(key)
+        if known is None or known.owner is None or key not in self.publisher.known["Workload"]:
+            return
+        if known.owner.kind == "Pod":
+            return
+        owner = known.owner
+        labels = objects.meta(obj).get("labels") or {}
+        if labels.get(workloads.JOB_UID_LABEL, owner.uid) != owner.uid:
+            return  # an object of an earlier job of that name
+        kind = owner.kind if owner.kind in self.objects else ""
+        job = self.objects[kind].get((key[0], owner.name)) if kind else None
+        if job is None or objects.uid_of(job) != owner.uid or self._elastic(kind, job):
+            return
+        version = objects.resource_version(obj)
+        await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
+        self.recreated_at[key] = self.clock()
+        log.info("workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {key[0]}/{owner.name}")
+        await self._sync_job(kind, job, version=f"{objects.resource_version(job)}~{version}")
 
     def _running(self, kind: str, objs: list[objects.KubeObject]) -> bool:
         """A started job: its workload's template now carries the flavor's node selector and

@@ -142,6 +142,18 @@ class Publisher:
             return types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, spec=spec))
         return fact
 
+    def keep_created(self, wl_key: Key, fact: types.Fact) -> types.Fact:
+        """A job's workload keeps the creation time last published for it: a Workload made again for a job
+        whose Workload was deleted by hand was created then, not with the job."""
+        known = self.workloads.get(wl_key)
+        if not isinstance(fact, types.WorkloadObserved) or known is None or known.owner is None:
+            return fact
+        created = known.metadata.creation_timestamp_ms
+        if created == fact.workload.metadata.creation_timestamp_ms or known.metadata.uid != fact.workload.metadata.uid:
+            return fact
+        meta = msgspec.structs.replace(fact.workload.metadata, creation_timestamp_ms=created)
+        return types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, metadata=meta))
+
     def workload_ref(self, wl_key: Key) -> types.WorkloadRef:
         """A reference to a job's workload, with the UID of the one last published ("" when none was)."""
         known = self.workloads.get(wl_key)

@@ -332,7 +332,9 @@ class Watcher:
         if kind == watched.WORKLOAD_KIND:
             if standalone.is_standalone(obj):
                 await self.standalone.changed(change, obj)
-            elif change != "DELETED":
+            elif change == "DELETED":
+                await self.jobs.workload_object_deleted(obj)
+            else:
                 self.jobs.workload_status(obj)
                 await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.JOB_KINDS:

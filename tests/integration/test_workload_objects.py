@@ -22,6 +22,7 @@ from kueue_es import deciders
 from kueue_es.events import manifests, types
 from kueue_es.events.bus.base import Delivery
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.replay import check_log
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
 from kueue_es.services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER, Dispatcher
 from kueue_es.services.dispatcher.write_budget import WriteClass
@@ -823,3 +824,152 @@ async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus)
     assert (requeued["reason"], requeued["message"]) == ("Reactivated", "The workload was reactivated")
     applied = [e for e in await events_of(bus, types.DispatchApplied) if e.workload == first and e.action == "Evict"]
     assert [a.decision_seq > 0 for a in applied] == [True]
+
+
+async def test_a_running_jobs_workload_deleted_by_hand_stops_it_and_is_made_again(api, bus: MemoryBus) -> None:
+    """``kubectl delete workload`` of a running Job's Workload (Kueue's job_controller_test "The workload is
+    deleted while admitted"): the quota is released, the Job is suspended with its template given back (the
+    flavor's node selector and Kueue's labels out) and gets Kueue's Stopped Event "Workload is deleted", the
+    waiting Job is admitted into the quota, and the stopped Job gets a new Workload object (another UID),
+    pending, that is admitted once the quota is back. Before, nothing was logged and the Job ran on."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await kube.apply_manifest(api, flavor("default-flavor", node_labels={"instance-type": "on-demand"}))
+        await kube.apply_manifest(api, cluster_queue("cluster-queue", cpu=3))
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        await kube.apply_manifest(api, job("first", parallelism=3))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        first = admitted.workload
+        started = await eventually(
+            api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"] is False
+        )
+        old_object = await eventually(api, resources.WORKLOADS, namespace="default", name=first.name, check=bool)
+        await kube.apply_manifest(api, job("second", parallelism=3))
+        second = await _pending_workload(bus, "second")
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name=first.name)
+        stopped = await eventually(api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"])
+        await wait_for(bus, types.WorkloadAdmitted, workload=second)
+        made_again = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=first.name,
+            check=lambda o: (
+                o["metadata"]["uid"] != old_object["metadata"]["uid"]
+                and conditions(o).get("QuotaReserved", {}).get("reason") == "WaitingForQuota"
+            ),
+        )
+        await wait_until(lambda: dispatcher.events_written >= 8, what="the Job's Stopped Event")
+        await asyncio.sleep(0.3)
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+        released = [e for e in await events_of(bus, types.QuotaReleased) if e.workload == first]
+        # the second Job finishes: the new Workload of the first is admitted and its Job runs again
+        await kube.patch_object(
+            api,
+            JOBS,
+            namespace="default",
+            name="second",
+            patch={"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 3}},
+            subresource="status",
+        )
+        restarted = await eventually(
+            api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"] is False
+        )
+        readmitted = [e for e in await events_of(bus, types.WorkloadAdmitted) if e.workload == first]
+    report = check_log([m for m, _ in await log_entries(bus)], deciders.BY_ROLE)
+
+    # every decision, the re-created workload's admission included, is re-derived byte for byte
+    assert not report.mismatches and report.matched == report.decisions > 0, report.mismatches[:1]
+    assert started["spec"]["template"]["spec"]["nodeSelector"] == {"instance-type": "on-demand"}
+    assert [(r.reason, r.cluster_queue) for r in released] == [("Deleted", "cluster-queue")]
+    template = stopped["spec"]["template"]
+    assert "nodeSelector" not in template["spec"]
+    assert "kueue.x-k8s.io/podset" not in (template.get("metadata", {}).get("labels") or {})
+    on_first = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == "first"]
+    assert ("Stopped", "Workload is deleted") in on_first
+    assert on_first.count(("CreatedWorkload", f"Created Workload: default/{first.name}")) == 2
+    pending = conditions(made_again)
+    assert pending["QuotaReserved"]["status"] == "False"
+    # as a new pending Workload's: nothing of the deleted one's admission (no Evicted, Requeued, Admitted=True)
+    assert sorted(pending) == ["Admitted", "PodsReady", "QuotaReserved"]
+    assert pending["Admitted"]["reason"] == "NoReservation"
+    assert made_again["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == first.uid
+    assert len(readmitted) == 2  # admitted, deleted, made again and admitted afresh
+    assert restarted["spec"]["template"]["spec"]["nodeSelector"] == {"instance-type": "on-demand"}
+
+
+async def test_a_pending_jobs_workload_deleted_by_hand_is_made_again_at_once(api, bus: MemoryBus) -> None:
+    """``kubectl delete workload`` of a Job still waiting for quota: nothing runs, so the Job gets a new
+    Workload at once (a new object, queued again from its creation, as Kueue's reconciler makes one for a job
+    that has none), and the Job stays suspended."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("big", parallelism=4))
+        big = await _pending_workload(bus, "big")
+        old_object = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=big.name,
+            check=lambda o: "QuotaReserved" in conditions(o),
+        )
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name=big.name)
+        made_again = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=big.name,
+            check=lambda o: o["metadata"]["uid"] != old_object["metadata"]["uid"] and "QuotaReserved" in conditions(o),
+        )
+        observed = [e for e in await events_of(bus, types.WorkloadObserved) if e.workload.key == big.key]
+        job_now = await kube.get_object(api, JOBS, namespace="default", name="big")
+
+    deleted = [e for e in await events_of(bus, types.ObjectDeleted) if e.kind == "Workload"]
+    assert [(d.name, d.uid) for d in deleted] == [(big.name, big.uid)]
+    assert len(observed) == 2 and observed[1].workload.metadata.uid == big.uid
+    # created when it was made again, not with the Job: it queues behind the Workloads created before it
+    first_created, made_again_created = (o.workload.metadata.creation_timestamp_ms for o in observed)
+    assert made_again_created > first_created
+    assert conditions(made_again)["QuotaReserved"]["reason"] == "ExceedsMaxQuota"  # 4 CPUs in a 3-CPU queue
+    assert job_now["spec"]["suspend"] is True
+
+
+async def test_deleting_a_running_job_releases_its_quota_and_writes_nothing_to_it(api, bus: MemoryBus) -> None:
+    """A running Job deleted (``kubectl delete job``): its workload is deleted and its quota released (reason
+    Deleted); the dispatcher finds the Job gone and writes nothing, records no failure, and no new Workload is
+    made for it (its Workload object going, as the garbage collector deletes it, is not a hand deletion)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("short", parallelism=3))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        await eventually(api, JOBS, namespace="default", name="short", check=lambda o: o["spec"]["suspend"] is False)
+        await eventually(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name, check=bool)
+        await kube.delete_object(api, JOBS, namespace="default", name="short")
+        [released] = await wait_for(bus, types.QuotaReleased)
+        await gone(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name)
+        release_seq = next(m.seq for m, e in await log_entries(bus) if isinstance(e, types.QuotaReleased))
+        await wait_until(lambda: release_seq in consumer.acked, what="the release's ack")
+        await asyncio.sleep(0.3)
+
+    assert (released.reason, released.workload) == ("Deleted", admitted.workload)
+    assert await events_of(bus, types.DispatchFailed) == []
+    assert [e.action for e in await events_of(bus, types.DispatchApplied)] == ["StartJob"]
+    assert len(await events_of(bus, types.WorkloadObserved)) == 1
+    assert dispatcher.view.deleted_stops == {}

@@ -235,3 +235,99 @@ def test_a_recorded_log_plans_the_same_through_the_dispatchers_lean_fold(log_nam
         assert not lean.view.cluster.workloads[key].workload.spec.pod_sets
         assert key not in lean.view.records and key not in lean.view.started
         assert key in full.view.records
+
+
+def _deleted_by_hand_log() -> list[types.Event]:
+    """Two Jobs whose Workloads are deleted by hand while they hold quota (kubectl delete workload): ``run``
+    started (its job is stopped at the release, then observed again, made anew), ``held`` reserved and waiting
+    for a check (observed again at once, before its release); both are admitted again afterwards."""
+    rule = models.AdmissionCheckStrategyRule(name="prov")
+    cq = types.ClusterQueueObserved(
+        cluster_queue=models.ClusterQueue(
+            metadata=models.ObjectMeta(name="cq"),
+            spec=models.ClusterQueueSpec(
+                admission_checks_strategy=models.AdmissionChecksStrategy(admission_checks=[rule])
+            ),
+        )
+    )
+    lq = types.LocalQueueObserved(
+        local_queue=models.LocalQueue(
+            metadata=models.ObjectMeta(name="lq", namespace="ns"), spec=models.LocalQueueSpec(cluster_queue="cq")
+        )
+    )
+    run, held = (types.WorkloadRef(namespace="ns", name=n, uid=f"u-{n}") for n in ("run", "held"))
+    assignment = types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 1000}, count=1)
+
+    def reserved(ref: types.WorkloadRef, at: int) -> types.QuotaReserved:
+        return types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[assignment], at_ms=at)
+
+    def ready(ref: types.WorkloadRef, at: int) -> types.AdmissionCheckStateChanged:
+        return types.AdmissionCheckStateChanged(workload=ref, check="prov", state="Ready", at_ms=at)
+
+    def deleted(ref: types.WorkloadRef) -> types.ObjectDeleted:
+        return types.ObjectDeleted(kind="Workload", namespace="ns", name=ref.name, uid=ref.uid)
+
+    def released(ref: types.WorkloadRef, at: int) -> types.QuotaReleased:
+        return types.QuotaReleased(workload=ref, cluster_queue="cq", reason="Deleted", cause_seq=0, at_ms=at)
+
+    return [
+        RF,
+        cq,
+        lq,
+        _workload("run", "u-run"),
+        _workload("held", "u-held"),
+        reserved(run, 1),
+        ready(run, 2),
+        types.WorkloadAdmitted(workload=run, cluster_queue="cq", at_ms=3),
+        reserved(held, 4),
+        deleted(run),
+        deleted(held),
+        _workload("held", "u-held"),  # its job never ran: its new Workload at once
+        released(run, 5),  # plans the stop of run's job
+        released(held, 6),  # held made anew, pending
+        _workload("run", "u-run"),  # run's job stopped: its new Workload
+        reserved(held, 7),
+        ready(held, 8),
+        types.WorkloadAdmitted(workload=held, cluster_queue="cq", at_ms=9),
+        reserved(run, 10),
+        ready(run, 11),
+        types.WorkloadAdmitted(workload=run, cluster_queue="cq", at_ms=12),
+    ]
+
+
+def test_workloads_deleted_by_hand_while_holding_quota_stop_their_job_and_are_made_anew() -> None:
+    """The QuotaReleased ``Deleted`` of a started workload plans the stop of its job (Kueue reconciler.go: a
+    Workload marked for deletion stops its job, "Workload is deleted"), in the lean fold as in the full one; a
+    workload observed again after its deletion is pending afresh once released, and is started again."""
+    full, lean = core.DispatchState(), core.DispatchState(track_objects=False)
+    events = _deleted_by_hand_log()
+    planned: list[tuple[int, core.Action]] = []
+    for seq, event in enumerate(events, start=1):
+        core.fold(full, event, seq=seq)
+        core.fold(lean, event, seq=seq)
+        assert core.plan(lean, event, seq=seq) == core.plan(full, event, seq=seq), seq
+        action = core.plan(full, event, seq=seq)
+        if action is not None:
+            planned.append((seq, action))
+            if isinstance(event, types.QuotaReleased):
+                core.forget_deleted_stop(full, event.workload.key, seq=seq)
+                core.forget_deleted_stop(lean, event.workload.key, seq=seq)
+        if seq == 13:  # run released, not observed again yet: forgotten (its job is being stopped)
+            assert "ns/run" not in full.cluster.workloads and "ns/run" not in lean.cluster.workloads
+        if seq == 15:  # both released and observed again: made anew, pending, nothing of the old admission kept
+            for view in (full, lean):
+                for key in ("ns/run", "ns/held"):
+                    wl = view.cluster.workloads[key]
+                    assert (wl.gone, wl.reservation, wl.admitted) == (False, None, False), key
+                    assert key not in view.started
+            held_status = full.records["ns/held"]
+            assert held_status.admission is None and "Evicted" not in held_status.conditions
+    kinds = [(seq, type(a).__name__, a.workload.name) for seq, a in planned]
+    assert kinds == [(8, "StartJob", "run"), (13, "StopJob", "run"), (18, "StartJob", "held"), (21, "StartJob", "run")]
+    stop = planned[1][1]
+    assert isinstance(stop, core.StopJob)
+    assert (stop.reason, stop.decision_seq, stop.node_selector) == ("Deleted", 13, {"pool": None})
+    assert full.deleted_stops == lean.deleted_stops == {}
+    # a redelivered release plans nothing once carried out
+    assert core.plan(full, events[12], seq=13) is None
+    assert full.cluster.workloads["ns/run"].admitted and full.cluster.workloads["ns/held"].admitted
