@@ -5,7 +5,7 @@ every family of :data:`kueue_es.projections.kueue_metrics.FAMILIES`, with Kueue'
 labels and buckets. The counters and histograms come from the fold (``state.metrics``, the same in
 every replica and after a restart); the gauges of the present (pending workloads active and
 inadmissible, reserving and admitted workloads, usage, quotas, ClusterQueue and LocalQueue status,
-cohorts, weighted shares) from the state as it is; every pending workload of a ClusterQueue that
+cohorts, weighted shares, unadmitted workloads) from the state as it is; every pending workload of a ClusterQueue that
 cannot admit (stopped, or otherwise inactive: :func:`admits`) is ``inadmissible``, as in Kueue.
 Kueue's leader alone updates its metrics, so the collector exports Kueue's families only while
 ``active()`` says this replica does the work (the decider's standby lease,
@@ -34,6 +34,9 @@ from kueue_es.projections.kueue_metrics import BY_NAME, FAMILIES, Family, cohort
 from kueue_es.scheduling import fairsharing, queues, readiness
 
 Labels = tuple[str, ...]
+
+UNADMITTED_GATE = "UnadmittedWorkloadsObservability"
+"""Kueue's gate (on by default since 0.19) for the unadmitted workloads gauges and condition reasons."""
 
 
 def amount(resource: str, value: int) -> float:
@@ -66,6 +69,7 @@ def gauges(state: ClusterState) -> dict[str, dict[Labels, float]]:
     _pending(state, tree, out)
     _local_queues(state, held, out)
     _cohorts(state, tree, held, out)
+    _unadmitted(state, out)
     return out.values
 
 
@@ -232,6 +236,33 @@ def _local_queues(state: ClusterState, held: _Held, out: _Series) -> None:
             ledger = state.afs_ledgers.get(lq_ref)
             usage = afs.usage_value(ledger, now_ms=now_ms, config=state.configuration, lq=lq)
             out.set("kueue_local_queue_admission_fair_sharing_usage", (name, namespace, lq.spec.cluster_queue), usage)
+
+
+def _unadmitted(state: ClusterState, out: _Series) -> None:
+    """Workloads not admitted, per ClusterQueue and per LocalQueue, by the reason of their Admitted condition
+    and the underlying cause (their QuotaReserved reason; "" while they hold quota), as Kueue's queue manager
+    counts them (pkg/cache/queue/unadmitted_workloads.go) with its gate UnadmittedWorkloadsObservability on
+    (the default; off: no samples). Every workload that is not admitted, finished or deleted counts, in the
+    ClusterQueue its LocalQueue names (none when its LocalQueue is missing or stopped: Kueue's queue manager
+    does not have it). Not reserved: ``NoReservation`` and its pending reason (``PendingEvaluation`` before
+    the admitter first looked at it); reserved and waiting for its admission checks or topology:
+    ``UnsatisfiedAdmissionChecks`` and ""."""
+    if not state.configuration.feature_gates.get(UNADMITTED_GATE, True):
+        return
+    for wl in state.workloads.values():
+        if wl.admitted or wl.gone:
+            continue
+        meta = wl.workload.metadata
+        lq = state.local_queues.get((meta.namespace, wl.workload.spec.queue_name))
+        if lq is None or lq.spec.stop_policy != "None":
+            continue
+        if wl.reservation is not None:
+            reason, cause = "UnsatisfiedAdmissionChecks", ""
+        else:
+            reason, cause = "NoReservation", wl.pending_reason or "PendingEvaluation"
+        cq_name = lq.spec.cluster_queue
+        out.add("kueue_unadmitted_workloads", (cq_name, reason, cause), 1)
+        out.add("kueue_local_queue_unadmitted_workloads", (lq.metadata.name, meta.namespace, cq_name, reason, cause), 1)
 
 
 def _cohorts(state: ClusterState, tree: quota.QuotaTree, held: _Held, out: _Series) -> None:

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kueue_es import checkpoints
 from kueue_es.events import models, types
-from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.projections.kueue_metrics import FAMILIES
 from kueue_es.scenarios.core_engine import CoreRun, run_scenario
 from kueue_es.scenarios.loading import load_scenario, parse_scenario
@@ -498,3 +498,54 @@ def test_an_observation_lands_in_the_first_bucket_whose_bound_it_does_not_exceed
             expected = next((n for n, bound in enumerate(bounds) if max(ms, 0) <= bound), len(bounds))
             assert hist.counts == [int(n == expected) for n in range(len(bounds) + 1)], (family.name, ms)
             assert hist.sum_ms == max(ms, 0)
+
+
+def test_unadmitted_workloads_by_their_admitted_reason_and_underlying_cause() -> None:
+    """Kueue's queue manager counts every workload not admitted, finished or deleted (gate
+    UnadmittedWorkloadsObservability, on by default): before the first cycle the four waiting ones are
+    NoReservation / PendingEvaluation; at the end only huge (5 CPUs in a 3-CPU ClusterQueue) is left, with
+    its pending reason. The gate off: no samples."""
+    run = _preemption_run()
+    first_record = next(m.seq for m in run.messages if m.headers.get("Kq-Type") == "DecisionRecord")
+    before = _samples(_fold(run.messages[: first_record - 1]))
+    unevaluated = {"cluster_queue": "cq", "reason": "NoReservation", "underlying_cause": "PendingEvaluation"}
+    assert _value(before, "kueue_unadmitted_workloads", **unevaluated) == 4
+    lq = {"name": "lq", "namespace": "default", **unevaluated}
+    assert _value(before, "kueue_local_queue_unadmitted_workloads", **lq) == 4
+    state = _fold(run.messages)
+    samples = _samples(state)
+    huge = state.workloads["default/huge"]
+    assert not huge.admitted and huge.pending_reason == "ExceedsMaxQuota"
+    series = {labels: v for (name, labels), v in samples.items() if name == "kueue_unadmitted_workloads"}
+    waiting = {"cluster_queue": "cq", "reason": "NoReservation", "underlying_cause": "ExceedsMaxQuota"}
+    assert series == {frozenset({**waiting, "replica_role": "standalone"}.items()): 1.0}
+    gate_off = models.Configuration(feature_gates={"UnadmittedWorkloadsObservability": False})
+    state.configuration = gate_off
+    assert not [name for name, _ in _samples(state) if name.endswith("unadmitted_workloads")]
+
+
+def test_a_reservation_waiting_for_its_checks_is_unadmitted_for_unsatisfied_checks() -> None:
+    """A workload holding quota and not admitted yet (its admission checks not Ready) is counted with
+    Admitted's reason UnsatisfiedAdmissionChecks and no underlying cause (QuotaReserved is True); one of a
+    stopped LocalQueue is not counted (Kueue's queue manager forgets that LocalQueue)."""
+    state = ClusterState()
+    for name, stop in (("lq", "None"), ("held", "Hold")):
+        state.local_queues[("ns", name)] = models.LocalQueue(
+            metadata=models.ObjectMeta(name=name, namespace="ns"),
+            spec=models.LocalQueueSpec(cluster_queue="cq", stop_policy=stop),
+        )
+    for name, queue in (("checking", "lq"), ("stopped", "held")):
+        wl = models.Workload(
+            metadata=models.ObjectMeta(name=name, namespace="ns", uid=name),
+            spec=models.WorkloadSpec(queue_name=queue, pod_sets=[models.PodSet(requests={"cpu": 1000})]),
+        )
+        ref = types.WorkloadRef(namespace="ns", name=name, uid=name)
+        state.workloads[f"ns/{name}"] = WorkloadState(
+            workload=wl,
+            observed_seq=1,
+            reservation=types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[], at_ms=1),
+        )
+    samples = _samples(state)
+    series = {labels: v for (name, labels), v in samples.items() if name == "kueue_unadmitted_workloads"}
+    checking = {"cluster_queue": "cq", "reason": "UnsatisfiedAdmissionChecks", "underlying_cause": ""}
+    assert series == {frozenset({**checking, "replica_role": "standalone"}.items()): 1.0}
