@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -769,11 +769,10 @@ async def test_preemption_messages_name_the_workload_objects_uids_as_kueue_does(
     assert by_reason[("low", "Stopped")].startswith(named)
 
 
-async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus) -> None:
-    """``kubectl patch workload ... spec.active=false`` on the Workload of a running Job: the admitter releases
-    its quota (no eviction before it) and the dispatcher stops the Job on that release (Kueue evicts it
-    Deactivated and its job reconciler suspends the Job): the Job is suspended, it gets Kueue's Stopped Event,
-    and the waiting Job is admitted into the quota. Before, the Job ran on beside the next one."""
+@contextlib.asynccontextmanager
+async def _kueue(api, bus: MemoryBus) -> AsyncIterator[tuple[Dispatcher, Any]]:
+    """The watcher (Workload objects too), an admitter and a dispatcher running against ``api``; yields the
+    dispatcher and its consumer."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
         *watch_with_workloads(Watcher(bus=bus, api=api)),
@@ -781,6 +780,15 @@ async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus)
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
     ):
+        yield dispatcher, consumer
+
+
+async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus) -> None:
+    """``kubectl patch workload ... spec.active=false`` on the Workload of a running Job: the admitter releases
+    its quota (no eviction before it) and the dispatcher stops the Job on that release (Kueue evicts it
+    Deactivated and its job reconciler suspends the Job): the Job is suspended, it gets Kueue's Stopped Event,
+    and the waiting Job is admitted into the quota. Before, the Job ran on beside the next one."""
+    async with _kueue(api, bus) as (dispatcher, consumer):
         await set_up(api, cpu=3)
         await kube.apply_manifest(api, job("first", parallelism=3))
         [admitted] = await wait_for(bus, types.WorkloadAdmitted)
@@ -832,13 +840,7 @@ async def test_a_running_jobs_workload_deleted_by_hand_stops_it_and_is_made_agai
     flavor's node selector and Kueue's labels out) and gets Kueue's Stopped Event "Workload is deleted", the
     waiting Job is admitted into the quota, and the stopped Job gets a new Workload object (another UID),
     pending, that is admitted once the quota is back. Before, nothing was logged and the Job ran on."""
-    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    async with running(
-        *watch_with_workloads(Watcher(bus=bus, api=api)),
-        admitter(bus).run(),
-        dispatcher.fold_forever(),
-        dispatcher.consume(consumer),
-    ):
+    async with _kueue(api, bus) as (dispatcher, consumer):
         await kube.apply_manifest(api, flavor("default-flavor", node_labels={"instance-type": "on-demand"}))
         await kube.apply_manifest(api, cluster_queue("cluster-queue", cpu=3))
         await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
@@ -907,13 +909,7 @@ async def test_a_pending_jobs_workload_deleted_by_hand_is_made_again_at_once(api
     """``kubectl delete workload`` of a Job still waiting for quota: nothing runs, so the Job gets a new
     Workload at once (a new object, queued again from its creation, as Kueue's reconciler makes one for a job
     that has none), and the Job stays suspended."""
-    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    async with running(
-        *watch_with_workloads(Watcher(bus=bus, api=api)),
-        admitter(bus).run(),
-        dispatcher.fold_forever(),
-        dispatcher.consume(consumer),
-    ):
+    async with _kueue(api, bus) as (dispatcher, consumer):
         await set_up(api, cpu=3)
         await kube.apply_manifest(api, job("big", parallelism=4))
         big = await _pending_workload(bus, "big")
@@ -949,13 +945,7 @@ async def test_deleting_a_running_job_releases_its_quota_and_writes_nothing_to_i
     """A running Job deleted (``kubectl delete job``): its workload is deleted and its quota released (reason
     Deleted); the dispatcher finds the Job gone and writes nothing, records no failure, and no new Workload is
     made for it (its Workload object going, as the garbage collector deletes it, is not a hand deletion)."""
-    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    async with running(
-        *watch_with_workloads(Watcher(bus=bus, api=api)),
-        admitter(bus).run(),
-        dispatcher.fold_forever(),
-        dispatcher.consume(consumer),
-    ):
+    async with _kueue(api, bus) as (dispatcher, consumer):
         await set_up(api, cpu=3)
         await kube.apply_manifest(api, job("short", parallelism=3))
         [admitted] = await wait_for(bus, types.WorkloadAdmitted)

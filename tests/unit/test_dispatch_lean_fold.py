@@ -108,10 +108,8 @@ def test_the_lean_fold_plans_what_the_full_fold_plans() -> None:
     assert full.dirty_workloads
 
 
-def _checks_log() -> list[types.Event]:
-    """A ClusterQueue requiring a check: reserved, the check Ready with podSetUpdates, admitted (started with
-    them), evicted (the check reset), released, reserved and admitted again with the check Ready again; a second
-    workload deleted while it holds quota, then released; a third finished, then its admission redelivered."""
+def _queues_requiring_a_check() -> tuple[types.ClusterQueueObserved, types.LocalQueueObserved]:
+    """ClusterQueue cq, which requires the admission check ``prov``, and LocalQueue ns/lq feeding it."""
     rule = models.AdmissionCheckStrategyRule(name="prov")
     cq = types.ClusterQueueObserved(
         cluster_queue=models.ClusterQueue(
@@ -126,6 +124,14 @@ def _checks_log() -> list[types.Event]:
             metadata=models.ObjectMeta(name="lq", namespace="ns"), spec=models.LocalQueueSpec(cluster_queue="cq")
         )
     )
+    return cq, lq
+
+
+def _checks_log() -> list[types.Event]:
+    """A ClusterQueue requiring a check: reserved, the check Ready with podSetUpdates, admitted (started with
+    them), evicted (the check reset), released, reserved and admitted again with the check Ready again; a second
+    workload deleted while it holds quota, then released; a third finished, then its admission redelivered."""
+    cq, lq = _queues_requiring_a_check()
     refs = [types.WorkloadRef(namespace="ns", name=n, uid=f"u-{n}") for n in ("a", "b", "c")]
     assignment = types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 1000}, count=1)
     update = models.PodSetUpdate(name="main", labels={"prov": "yes"}, node_selector={"zone": "z1"})
@@ -241,20 +247,7 @@ def _deleted_by_hand_log() -> list[types.Event]:
     """Two Jobs whose Workloads are deleted by hand while they hold quota (kubectl delete workload): ``run``
     started (its job is stopped at the release, then observed again, made anew), ``held`` reserved and waiting
     for a check (observed again at once, before its release); both are admitted again afterwards."""
-    rule = models.AdmissionCheckStrategyRule(name="prov")
-    cq = types.ClusterQueueObserved(
-        cluster_queue=models.ClusterQueue(
-            metadata=models.ObjectMeta(name="cq"),
-            spec=models.ClusterQueueSpec(
-                admission_checks_strategy=models.AdmissionChecksStrategy(admission_checks=[rule])
-            ),
-        )
-    )
-    lq = types.LocalQueueObserved(
-        local_queue=models.LocalQueue(
-            metadata=models.ObjectMeta(name="lq", namespace="ns"), spec=models.LocalQueueSpec(cluster_queue="cq")
-        )
-    )
+    cq, lq = _queues_requiring_a_check()
     run, held = (types.WorkloadRef(namespace="ns", name=n, uid=f"u-{n}") for n in ("run", "held"))
     assignment = types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 1000}, count=1)
 
