@@ -168,7 +168,7 @@ class StoredObjects:
 
 class WorkloadSync:
     """Brings the Workload object and status of every changed workload made from a Job up to date; the
-    CreatedWorkload Event of a Workload it creates goes to ``created`` (to be recorded after the batch).
+    Workload it creates is told to ``created`` (key, its CreatedWorkload Event if any, UID: recorded after the batch).
     A write the server refuses is recorded as DispatchFailed ``SyncWorkload``, published through
     ``record`` when given (the dispatcher's results, without waiting: a publish that keeps failing
     holds no decision), else awaited.
@@ -186,7 +186,7 @@ class WorkloadSync:
         cluster: str,
         view: core.DispatchState,
         stored: StoredObjects,
-        created: Callable[[kube_events.KubeEvent, str], None],
+        created: Callable[[str, kube_events.KubeEvent | None, str], None],
         record: Callable[[Awaitable[Any]], None] | None = None,
     ) -> None:
         self.bus, self.cluster, self.view = bus, cluster, view
@@ -297,9 +297,9 @@ class WorkloadSync:
         if stored is None or not _contains(stored, desired) or _uid_owner(stored) != _uid_owner(desired):
             created = stored is None
             stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, desired))
-            created_event = kube_events.for_created_workload(wl.workload) if created else None
-            if created_event is not None:
-                self.created(created_event, str(objects.meta(stored).get("uid") or ""))
+            if created:
+                uid = str(objects.meta(stored).get("uid") or "")
+                self.created(key, kube_events.for_created_workload(wl.workload), uid)
         generation = int(objects.meta(stored).get("generation") or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         wanted = status.replaced_slice_status(

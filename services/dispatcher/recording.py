@@ -54,6 +54,14 @@ class Recording:
         self._job_events: list[tuple[int, kube_events.KubeEvent, str]] = []
         self._rejections_written: dict[tuple[str, str, str], str] = {}  # object -> the problem its Event told
 
+    def workload_created(self, key: str, item: kube_events.KubeEvent | None, uid: str) -> None:
+        """The Workload object of ``key`` was created (``uid``; ``item`` its job's CreatedWorkload Event, if any):
+        a new object, whose first pending Event is news even if the one it replaces had the same (a job's
+        Workload deleted by hand is made anew under the same name)."""
+        self._last_warning.pop(key, None)
+        if item is not None:
+            self.add_job_event(0, item, created_uid=uid)
+
     def add_job_event(self, seq: int, item: kube_events.KubeEvent, *, created_uid: str = "") -> None:
         """Record ``item`` (a job's own Event; ``seq`` that of its decision, 0 for a created Workload, then
         ``created_uid`` the new object's UID: a job whose Workload was deleted gets another) with the batch's

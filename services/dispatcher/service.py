@@ -168,7 +168,7 @@ class Dispatcher:
             cluster=cluster,
             view=self.view,
             stored=self.stored,
-            created=lambda item, uid: self.recording.add_job_event(0, item, created_uid=uid),
+            created=self.recording.workload_created,
             record=self.settling.record,
         )
         self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)

@@ -160,10 +160,11 @@ class JobTracker:
             await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
             return
-        if isinstance(fact, types.WorkloadObserved) and not known and self._started_by_us(kind, obj):
-            # its Workload was deleted while it ran: its new one is made from the job once the dispatcher's
-            # stop gave its templates back (Kueue: stopJob, then a new Workload for a job that has none)
-            log.info("workload_recreation_waits_for_stop", job=f"{kind} {wl_key[0]}/{objects.name_of(obj)}")
+        if isinstance(fact, types.WorkloadObserved) and not known and self._not_stopped(kind, obj):
+            # a job with no workload (its Workload deleted while it ran) gets its new one once the dispatcher's
+            # stop gave its templates back and its pods have ended (Kueue reconciler.go handleJobWithNoWorkload:
+            # "Job is suspended but still has active pods, waiting")
+            log.info("workload_creation_waits_for_stop", job=f"{kind} {wl_key[0]}/{objects.name_of(obj)}")
             return
         recreated_at = self.recreated_at.pop(wl_key, None)
         if isinstance(fact, types.WorkloadObserved) and recreated_at is not None:
@@ -332,10 +333,17 @@ class JobTracker:
         key = self._workload_key(kind, obj)
         return [key] if key is not None else []
 
-    def _started_by_us(self, kind: str, obj: objects.KubeObject) -> bool:
-        """A Job or an integration's job that runs with a start of the dispatcher's in its templates (each
-        started template carries the ``kueue.x-k8s.io/podset`` label until the stop takes it out)."""
-        if kind == "Pod" or not self._running(kind, [obj]):
+    def _not_stopped(self, kind: str, obj: objects.KubeObject) -> bool:
+        """A Job or an integration's job that still has active pods (Kueue's ``job.IsActive()``: a batch/v1
+        Job's ``status.active``), or runs with a start of the dispatcher's in its templates (each started
+        template carries the ``kueue.x-k8s.io/podset`` label until the stop takes it out). False for Pods."""
+        if kind == "Pod":
+            return False
+        integration = integrations.by_kind(kind) if kind not in _CONVERTERS else None
+        raw = cast(Mapping[str, Any], obj)
+        if integration.active(raw) if integration is not None else (raw.get("status") or {}).get("active"):
+            return True
+        if not self._running(kind, [obj]):
             return False
         try:
             templates = integrations.job_pod_templates(API_VERSIONS[kind], kind, cast(Mapping[str, Any], obj))

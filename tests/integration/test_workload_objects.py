@@ -930,6 +930,10 @@ async def test_a_pending_jobs_workload_deleted_by_hand_is_made_again_at_once(api
         )
         observed = [e for e in await events_of(bus, types.WorkloadObserved) if e.workload.key == big.key]
         job_now = await kube.get_object(api, JOBS, namespace="default", name="big")
+        new_uid = made_again["metadata"]["uid"]
+        await wait_until(lambda: dispatcher.events_written >= 4, what="the new Workload's pending Event")
+        await asyncio.sleep(0.3)
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
 
     deleted = [e for e in await events_of(bus, types.ObjectDeleted) if e.kind == "Workload"]
     assert [(d.name, d.uid) for d in deleted] == [(big.name, big.uid)]
@@ -939,6 +943,9 @@ async def test_a_pending_jobs_workload_deleted_by_hand_is_made_again_at_once(api
     assert made_again_created > first_created
     assert conditions(made_again)["QuotaReserved"]["reason"] == "ExceedsMaxQuota"  # 4 CPUs in a 3-CPU queue
     assert job_now["spec"]["suspend"] is True
+    # the new object gets its own pending Event, though the old one had the same reason and message
+    on_new = [e["reason"] for e in listed if e["involvedObject"].get("uid") == new_uid]
+    assert on_new == ["ExceedsMaxQuota"]
 
 
 async def test_deleting_a_running_job_releases_its_quota_and_writes_nothing_to_it(api, bus: MemoryBus) -> None:
@@ -963,3 +970,34 @@ async def test_deleting_a_running_job_releases_its_quota_and_writes_nothing_to_i
     assert [e.action for e in await events_of(bus, types.DispatchApplied)] == ["StartJob"]
     assert len(await events_of(bus, types.WorkloadObserved)) == 1
     assert dispatcher.view.deleted_stops == {}
+
+
+async def test_a_job_whose_workload_was_deleted_gets_a_new_one_only_once_its_pods_have_ended(
+    api, bus: MemoryBus
+) -> None:
+    """Kueue's handleJobWithNoWorkload: "Job is suspended but still has active pods, waiting". The Workload of a
+    running Job (2 active pods) deleted by hand: the Job is suspended at once, but its new Workload is made only
+    once no pod of it is active; before, it was made (and could be admitted) while the old pods still ran."""
+    async with _kueue(api, bus) as (dispatcher, _):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("busy", parallelism=2))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        ref = admitted.workload
+        await eventually(api, JOBS, namespace="default", name="busy", check=lambda o: o["spec"]["suspend"] is False)
+        await kube.patch_object(
+            api, JOBS, namespace="default", name="busy", patch={"status": {"active": 2}}, subresource="status"
+        )
+        await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=bool)
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name=ref.name)
+        await eventually(api, JOBS, namespace="default", name="busy", check=lambda o: o["spec"]["suspend"])
+        await wait_for(bus, types.QuotaReleased, workload=ref)
+        await asyncio.sleep(0.5)
+        while_active = [e for e in await events_of(bus, types.WorkloadObserved) if e.workload.key == ref.key]
+        await kube.patch_object(
+            api, JOBS, namespace="default", name="busy", patch={"status": {"active": 0}}, subresource="status"
+        )
+        await wait_for(bus, types.WorkloadObserved, count=2)
+        readmitted = await wait_for(bus, types.WorkloadAdmitted, count=2)
+
+    assert len(while_active) == 1  # only the first: nothing new while two pods were active
+    assert [a.workload for a in readmitted] == [ref, ref]

@@ -38,7 +38,7 @@ class RecordingApi:
 
 def workload_sync(view: core.DispatchState, api: RecordingApi) -> WorkloadSync:
     stored = StoredObjects(api=api, limiter=WriteLimiter(qps=1000, burst=100), field_manager="t")  # type: ignore[arg-type]
-    return WorkloadSync(bus=None, cluster="local", view=view, stored=stored, created=lambda item, uid: None)  # type: ignore[arg-type]
+    return WorkloadSync(bus=None, cluster="local", view=view, stored=stored, created=lambda key, item, uid: None)  # type: ignore[arg-type]
 
 
 def admitted_names(api: RecordingApi) -> set[str]:
