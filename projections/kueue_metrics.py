@@ -257,7 +257,8 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_unadmitted_workloads",
         "gauge",
         ("cluster_queue", "reason", "underlying_cause", _R),
-        "The number of unadmitted workloads, per 'cluster_queue', 'reason', and 'underlying_cause'.",
+        "The number of unadmitted workloads, per 'cluster_queue', 'reason', and 'underlying_cause'. "
+        "This metric is only emitted when UnadmittedWorkloadsObservability feature gate is enabled.",
     ),
     _f(
         "kueue_workload_eviction_latency_seconds",
@@ -372,7 +373,8 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "gauge",
         ("name", "namespace", "cluster_queue", "reason", "underlying_cause", _R),
         "The number of unadmitted workloads, per 'name', 'namespace', 'cluster_queue', 'reason', and "
-        "'underlying_cause'.",
+        "'underlying_cause'. This metric is only emitted when UnadmittedWorkloadsObservability feature gate is "
+        "enabled.",
     ),
     # Cohort
     _f(
