@@ -92,9 +92,14 @@ class StoryCollector:
         return None
 
     def ended_in_deletion(self, key: str) -> bool:
-        """The story of ``key`` ends in the Workload's deletion (the fold may have forgotten it since)."""
-        story = self.lines.get(key, [])
-        return bool(story) and story[-1].what == "deleted"
+        """The Workload of ``key`` was deleted and not made again since (the fold may have forgotten it): its story
+        has a deletion with no submission after it (its quota's release and its job's stop may follow it)."""
+        for line in reversed(self.lines.get(key, [])):
+            if line.what == "deleted":
+                return True
+            if line.what == "submitted":
+                return False
+        return False
 
     def _mine(self, key: str) -> bool:
         return key in self.lines

@@ -584,3 +584,21 @@ def test_a_deactivated_workload_is_deactivated_with_kueues_evicted_reason_not_pe
         "Workload default/rejected: deactivated (Evicted DeactivatedDueToAdmissionCheck:"
         " The workload is deactivated due to the check prov was Rejected)"
     )
+
+
+def test_a_deleted_workload_that_held_quota_is_deleted_after_its_release(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An admitted Workload deleted (its running Job deleted): its story goes on after the deletion (the quota
+    released), and its status is still ``deleted``, not ``unknown``, once the fold has forgotten it."""
+    log = _recorded()
+    assert log.state.workloads["default/low"].admitted
+    log.fact(types.ObjectDeleted(kind="Workload", namespace="default", name="low", uid="uid-low"))
+    log.settle()
+    assert "default/low" not in log.state.workloads  # released and forgotten
+    path = log.write(tmp_path / "deleted-running.jsonl")
+    code, out, err = _run(capsys, "explain", "default/low", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert [line["what"] for line in report["story"]][-2:] == ["deleted", "released"]
+    assert report["status"] == "deleted"
