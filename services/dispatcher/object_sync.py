@@ -32,6 +32,7 @@ write in between makes it fail with 409 and it is tried again at the next batch.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -42,6 +43,7 @@ from kueue_es.events import manifests, slices, subjects, types
 from kueue_es.events.bus.base import Bus
 from kueue_es.jobframework import integrations
 from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.scheduling import readiness
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
 from kueue_es.services.dispatcher.write_budget import Coalescer, WriteClass
@@ -514,6 +516,9 @@ class QueueStatusSync:
             ref, wanted, fields = resources.ADMISSION_CHECKS, {}, ("conditions",)
             generation = state.multikueue.checks[name].metadata.generation
         else:
+            if kind == "ClusterQueue" and RESOURCE_IN_USE_FINALIZER in _finalizers(self.stored.objects.get(ident)):
+                await self._terminating(ident, name)
+                return
             self.stored.objects.pop(ident, None)  # deleted, or a queue no object names
             self.dirty.forget(ident)
             return
@@ -524,9 +529,69 @@ class QueueStatusSync:
             state, kind, namespace, name, previous=previous, generation=generation, now_ms=self.clock()
         )
         wanted = {"conditions": [condition], **wanted}
-        if ident in self.stored.absent or (stored is not None and _managed(stored, fields) == wanted):
+        if ident in self.stored.absent:
             return
-        await self._write(ident, ref, wanted)
+        if stored is None or _managed(stored, fields) != wanted:
+            await self._write(ident, ref, wanted)
+        if kind == "ClusterQueue":
+            await self._hold(ident, ref, add=True)
+
+    async def _terminating(self, ident: ObjectKey, name: str) -> None:
+        """ClusterQueue ``name`` is deleted on the log (its object is terminating: kubectl delete) and still holds
+        our ``resource-in-use`` finalizer: while a workload holds quota in it, its Active condition says so
+        (Kueue's ``Terminating``); once none does, the finalizer goes and the API server deletes it (Kueue's
+        clusterqueue_controller.go: the finalizer is removed only when the ClusterQueue is empty)."""
+        stored = self.stored.objects.get(ident)
+        if self.view.cluster.reserved.get(name) and stored is not None:
+            condition = readiness.condition(
+                readiness.Active(False, "Terminating", "Can't admit new workloads; clusterQueue is terminating"),
+                previous=_active_condition(stored),
+                generation=int(objects.meta(stored).get("generation") or 0),
+                now_ms=self.clock(),
+            )
+            # the rest of its status as last written: the fold no longer holds the ClusterQueue
+            written = _managed(stored, status.QUEUE_STATUS_FIELDS)
+            if written.get("conditions") != [condition]:
+                await self._write(ident, resources.CLUSTER_QUEUES, {**written, "conditions": [condition]})
+            return
+        if await self._hold(ident, resources.CLUSTER_QUEUES, add=False):
+            self.stored.objects.pop(ident, None)
+            self.dirty.forget(ident)
+
+    async def _hold(self, ident: ObjectKey, ref: resources.ResourceRef, *, add: bool) -> bool:
+        """Put our ``resource-in-use`` finalizer on the object (``add``; Kueue's webhook and controller put it on
+        every ClusterQueue) or take it off, keeping the others; returns whether the object is as wanted now. A
+        write that lost a race with another writer of the object (409) is tried again on its next turn."""
+        stored = self.stored.objects.get(ident)
+        if stored is None:
+            return True
+        meta = objects.meta(stored)
+        present = _finalizers(stored)
+        if (RESOURCE_IN_USE_FINALIZER in present) == add or (add and meta.get("deletionTimestamp")):
+            return True
+        kept = [f for f in present if f != RESOURCE_IN_USE_FINALIZER]
+        finalizers = [*kept, RESOURCE_IN_USE_FINALIZER] if add else kept
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}}
+        kind, namespace, name = ident
+        await self.stored.limiter.acquire(WriteClass.QUEUES)
+        try:
+            self.stored.objects[ident] = objects.as_stored(
+                await self.stored.api.patch_object(ref, namespace=namespace or None, name=name, patch=patch)
+            )
+        except kube_errors.NotFoundError:
+            self.stored.objects.pop(ident, None)
+            return True
+        except API_ERRORS as err:
+            log.info("finalizer_write_retry", kind=kind, name=name, error=str(err))
+            with contextlib.suppress(*API_ERRORS):  # what the server has now, for the next try
+                self.stored.objects[ident] = objects.as_stored(
+                    await self.stored.api.get_object(ref, namespace=namespace or None, name=name)
+                )
+            self.dirty.mark([ident], self.monotonic())
+            return False
+        self.stored.writes += 1  # not a status write (``writes``)
+        log.info("finalizer_" + ("added" if add else "removed"), kind=kind, name=name)
+        return True
 
     async def _write(self, ident: ObjectKey, ref: resources.ResourceRef, wanted: dict[str, Any]) -> None:
         kind, namespace, name = ident
@@ -547,6 +612,15 @@ class QueueStatusSync:
         else:
             self.writes += 1
             self.dirty.written(ident, self.monotonic())
+
+
+RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
+"""Kueue's finalizer on a ClusterQueue (kueue.ResourceInUseFinalizerName): it stays, terminating, while any
+workload holds quota in it."""
+
+
+def _finalizers(obj: objects.KubeObject | None) -> list[str]:
+    return [str(f) for f in objects.meta(obj or {}).get("finalizers") or []]
 
 
 def _with_cohorts_above(state: ClusterState, dirty: list[ObjectKey]) -> list[ObjectKey]:

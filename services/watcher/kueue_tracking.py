@@ -26,6 +26,12 @@ from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.kinds import Key
 from kueue_es.services.watcher.publishing import Publisher, log_rejection
 
+GONE_WHILE_TERMINATING = ("ClusterQueue",)
+"""Kinds whose object marked for deletion, held by a finalizer, is deleted on the log at once: Kueue's cache
+terminates a ClusterQueue then (it admits nothing more; what it admitted runs on and gives its quota back
+as it ends), and its controller lets it go once empty. A ResourceFlavor held so is still used by Kueue until
+it is gone."""
+
 
 class KueueTracker:
     """Publishes Kueue's objects and their deletions; ``reconvert(trigger=...)`` converts every job again."""
@@ -41,7 +47,10 @@ class KueueTracker:
         self.publisher, self.inputs, self.reconvert, self.clock = publisher, inputs, reconvert, clock
 
     async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
-        """A fresh list of one Kueue kind: the objects the log holds and the list misses are deleted."""
+        """A fresh list of one Kueue kind: the objects the log holds and the list misses are deleted (a
+        terminating ClusterQueue counts as missing: :data:`GONE_WHILE_TERMINATING`)."""
+        if kind in GONE_WHILE_TERMINATING:
+            listed = [obj for obj in listed if not objects.meta(obj).get("deletionTimestamp")]
         live = {_key(kind, obj) for obj in listed}
         for namespace, name in sorted(self.publisher.known[kind] - live):
             await self.publisher.publish(
@@ -67,8 +76,10 @@ class KueueTracker:
             await self.reconvert(trigger=version)
 
     async def changed(self, kind: str, change: str, obj: objects.KubeObject, *, reconvert: bool = True) -> None:
-        """One Kueue object added, modified or deleted."""
+        """One Kueue object added, modified or deleted (a ClusterQueue marked for deletion: deleted)."""
         meta = objects.meta(obj)
+        if kind in GONE_WHILE_TERMINATING and meta.get("deletionTimestamp"):
+            change = "DELETED"
         namespace, name = _key(kind, obj)
         version = str(meta.get("resourceVersion") or "")
         if kind == "AdmissionCheck":  # MultiKueue's checks are kueue-es's own (their entries are not reported)

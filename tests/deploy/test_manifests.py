@@ -176,6 +176,8 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
         ("kueue.x-k8s.io", "workloads", "delete"),  # the Workload of a Job that is gone
         ("kueue.x-k8s.io", "workloads/status", "patch"),
         ("kueue.x-k8s.io", "clusterqueues", "list"),
+        ("kueue.x-k8s.io", "clusterqueues", "get"),  # Kueue's resource-in-use finalizer, kept and taken off
+        ("kueue.x-k8s.io", "clusterqueues", "patch"),
         ("kueue.x-k8s.io", "localqueues", "list"),
         ("kueue.x-k8s.io", "cohorts", "list"),
         ("kueue.x-k8s.io", "clusterqueues/status", "patch"),

@@ -81,9 +81,11 @@ class RecordedApi(KubeClient):
     async def patch_object(
         self, ref: resources.ResourceRef, *, namespace: str | None, name: str, patch: RawObject
     ) -> RawObject:
-        """Patch, then note it (the server has it)."""
+        """Patch, then note it (the server has it); not a patch of metadata alone (Kueue's finalizer on the
+        ClusterQueue): neither a Job's start nor a status."""
         stored = await super().patch_object(ref, namespace=namespace, name=name, patch=patch)
-        self._note(ref, namespace, name)
+        if set(patch) != {"metadata"}:
+            self._note(ref, namespace, name)
         return stored
 
     async def apply_object(

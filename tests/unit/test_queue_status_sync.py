@@ -24,6 +24,10 @@ class HeldApi:
         await self.release.wait()
         return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": body["metadata"], "status": body["status"]}
 
+    async def patch_object(self, ref: Any, *, namespace: Any, name: str, patch: Any) -> dict[str, Any]:
+        """Kueue's finalizer put on the ClusterQueue: answered at once."""
+        return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": {"name": name, **patch["metadata"]}}
+
 
 def folded_view() -> core.DispatchState:
     view = core.DispatchState()
