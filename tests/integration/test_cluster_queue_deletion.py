@@ -15,8 +15,8 @@ from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
-from tests.integration.harness import JOBS, events_of, job, wait_for
-from tests.integration.test_workload_objects import _kueue, conditions, eventually, gone, set_up
+from tests.integration.harness import events_of, job, wait_for
+from tests.integration.test_workload_objects import _complete, _kueue, _started, conditions, eventually, gone, set_up
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -28,8 +28,7 @@ async def test_a_cluster_queue_deleted_while_in_use_terminates_until_its_last_wo
 ) -> None:
     async with _kueue(api, bus):
         await set_up(api, cpu=3)
-        await kube.apply_manifest(api, job("runs", parallelism=2))
-        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        runs = await _started(api, bus, "runs", parallelism=2)
         held = await eventually(
             api,
             resources.CLUSTER_QUEUES,
@@ -46,14 +45,7 @@ async def test_a_cluster_queue_deleted_while_in_use_terminates_until_its_last_wo
         await kube.apply_manifest(api, job("late", parallelism=1))
         [waiting] = await wait_for(bus, types.WorkloadInadmissible)
         # the running Job ends: the ClusterQueue is empty, its finalizer goes and so does the object
-        await kube.patch_object(
-            api,
-            JOBS,
-            namespace="default",
-            name="runs",
-            patch={"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 2}},
-            subresource="status",
-        )
+        await _complete(api, "runs", succeeded=2)
         await wait_for(bus, types.WorkloadFinished)
         await gone(api, resources.CLUSTER_QUEUES, name="cluster-queue")
         admissions = await events_of(bus, types.WorkloadAdmitted)
@@ -64,7 +56,7 @@ async def test_a_cluster_queue_deleted_while_in_use_terminates_until_its_last_wo
     assert (active["status"], active["message"]) == ("False", "Can't admit new workloads; clusterQueue is terminating")
     assert waiting.workload.name.startswith("job-late-")
     assert waiting.reason == "Misconfigured"
-    assert [a.workload for a in admissions] == [admitted.workload]  # nothing admitted into it once deleted
+    assert [a.workload for a in admissions] == [runs]  # nothing admitted into it once deleted
 
 
 async def test_an_empty_cluster_queue_deleted_goes_at_once(api, bus: MemoryBus) -> None:

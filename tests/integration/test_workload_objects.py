@@ -769,6 +769,26 @@ async def test_preemption_messages_name_the_workload_objects_uids_as_kueue_does(
     assert by_reason[("low", "Stopped")].startswith(named)
 
 
+async def _started(api, bus: MemoryBus, name: str, *, parallelism: int) -> types.WorkloadRef:
+    """Job ``name`` created, admitted and unsuspended; its workload."""
+    await kube.apply_manifest(api, job(name, parallelism=parallelism))
+    [admitted] = await wait_for(bus, types.WorkloadAdmitted, count=1)
+    await eventually(api, JOBS, namespace="default", name=name, check=lambda o: o["spec"]["suspend"] is False)
+    return admitted.workload
+
+
+async def _complete(api, name: str, *, succeeded: int) -> None:
+    """Job ``name`` completes (its Complete condition, as the Job controller writes it)."""
+    await kube.patch_object(
+        api,
+        JOBS,
+        namespace="default",
+        name=name,
+        patch={"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": succeeded}},
+        subresource="status",
+    )
+
+
 @contextlib.asynccontextmanager
 async def _kueue(api, bus: MemoryBus) -> AsyncIterator[tuple[Dispatcher, Any]]:
     """The watcher (Workload objects too), an admitter and a dispatcher running against ``api``; yields the
@@ -871,14 +891,7 @@ async def test_a_running_jobs_workload_deleted_by_hand_stops_it_and_is_made_agai
         listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
         released = [e for e in await events_of(bus, types.QuotaReleased) if e.workload == first]
         # the second Job finishes: the new Workload of the first is admitted and its Job runs again
-        await kube.patch_object(
-            api,
-            JOBS,
-            namespace="default",
-            name="second",
-            patch={"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 3}},
-            subresource="status",
-        )
+        await _complete(api, "second", succeeded=3)
         restarted = await eventually(
             api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"] is False
         )
@@ -954,18 +967,16 @@ async def test_deleting_a_running_job_releases_its_quota_and_writes_nothing_to_i
     made for it (its Workload object going, as the garbage collector deletes it, is not a hand deletion)."""
     async with _kueue(api, bus) as (dispatcher, consumer):
         await set_up(api, cpu=3)
-        await kube.apply_manifest(api, job("short", parallelism=3))
-        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
-        await eventually(api, JOBS, namespace="default", name="short", check=lambda o: o["spec"]["suspend"] is False)
-        await eventually(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name, check=bool)
+        short = await _started(api, bus, "short", parallelism=3)
+        await eventually(api, resources.WORKLOADS, namespace="default", name=short.name, check=bool)
         await kube.delete_object(api, JOBS, namespace="default", name="short")
         [released] = await wait_for(bus, types.QuotaReleased)
-        await gone(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name)
+        await gone(api, resources.WORKLOADS, namespace="default", name=short.name)
         release_seq = next(m.seq for m, e in await log_entries(bus) if isinstance(e, types.QuotaReleased))
         await wait_until(lambda: release_seq in consumer.acked, what="the release's ack")
         await asyncio.sleep(0.3)
 
-    assert (released.reason, released.workload) == ("Deleted", admitted.workload)
+    assert (released.reason, released.workload) == ("Deleted", short)
     assert await events_of(bus, types.DispatchFailed) == []
     assert [e.action for e in await events_of(bus, types.DispatchApplied)] == ["StartJob"]
     assert len(await events_of(bus, types.WorkloadObserved)) == 1
@@ -980,10 +991,7 @@ async def test_a_job_whose_workload_was_deleted_gets_a_new_one_only_once_its_pod
     once no pod of it is active; before, it was made (and could be admitted) while the old pods still ran."""
     async with _kueue(api, bus) as (dispatcher, _):
         await set_up(api, cpu=3)
-        await kube.apply_manifest(api, job("busy", parallelism=2))
-        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
-        ref = admitted.workload
-        await eventually(api, JOBS, namespace="default", name="busy", check=lambda o: o["spec"]["suspend"] is False)
+        ref = await _started(api, bus, "busy", parallelism=2)
         await kube.patch_object(
             api, JOBS, namespace="default", name="busy", patch={"status": {"active": 2}}, subresource="status"
         )
