@@ -216,6 +216,17 @@ class ClusterQueue(_Model, frozen=True, kw_only=True):
     metadata: ObjectMeta
     spec: ClusterQueueSpec = ClusterQueueSpec()
 
+    @property
+    def terminating(self) -> bool:
+        """Marked for deletion and held by Kueue's finalizer (:data:`TERMINATING_ANNOTATION`)."""
+        return TERMINATING_ANNOTATION in self.metadata.annotations
+
+
+TERMINATING_ANNOTATION = "kueue-es.dev/terminating"
+"""Set by the watcher on a ClusterQueue marked for deletion (its ``deletionTimestamp``, RFC 3339) while a
+finalizer holds it: Kueue's cache terminates it then (it admits nothing more, its usage stays in its cohort
+until it is gone); the watcher drops a value a user set."""
+
 
 class CohortSpec(_Model, frozen=True, kw_only=True):
     """Cohort spec: an optional parent, extra shared quota, a fair-sharing weight (SEMANTICS §1.4)."""

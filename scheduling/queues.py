@@ -252,7 +252,7 @@ def _front(state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan
 def inactive_reason(cq: models.ClusterQueue, *, state: ClusterState, tree: quota.QuotaTree) -> Why | None:
     """Why a ClusterQueue admits nothing now (SEMANTICS §10.1-§10.2), or None when it is active."""
     name = cq.metadata.name
-    if cq.spec.stop_policy != "None" or tree.cluster_queues[name].in_cycle:
+    if cq.spec.stop_policy != "None" or cq.terminating or tree.cluster_queues[name].in_cycle:
         return Why("Suspended", f"ClusterQueue {name} is inactive")
     for group in cq.spec.resource_groups:
         for flavor in group.flavors:

@@ -25,8 +25,9 @@ nothing. Kueue accepts such a Cohort and only leaves its tree out of scheduling
 (a cycle is not among Kueue's ClusterQueue reasons). The MultiKueue reasons
 (MultipleMultiKueueAdmissionChecks, MultiKueueAdmissionCheckAppliedPerFlavor,
 MultiKueueWithProvisioningRequest) follow AdmissionCheckInactive, as in Kueue
-(:func:`kueue_es.scheduling.queues.multikueue_problems`). ``Terminating`` is not
-produced: kueue-es puts no finalizer on a ClusterQueue. An AdmissionCheck's ``Active``
+(:func:`kueue_es.scheduling.queues.multikueue_problems`). ``Terminating`` (first,
+as in Kueue) is a ClusterQueue marked for deletion while Kueue's finalizer, which the dispatcher
+puts on each, holds it (``ClusterQueue.terminating``). An AdmissionCheck's ``Active``
 belongs to the check's controller (Kueue's core writes none); the one controller
 kueue-es has is MultiKueue's (:func:`admission_check_active`, computed by
 :func:`kueue_es.projections.multikueue.check_condition`).
@@ -74,6 +75,8 @@ def cluster_queue_active(cq: models.ClusterQueue, *, state: ClusterState) -> Act
     flavors and sorted for checks and TAS flavors, as Kueue sorts them (it walks a
     map for the TAS flavors; sorted here).
     """
+    if cq.terminating:  # Kueue's inactiveReason puts it first (pkg/cache/scheduler/clusterqueue.go)
+        return Active(False, "Terminating", "Can't admit new workloads; clusterQueue is terminating")
     reasons: list[str] = []
     messages: list[str] = []
     if cq.spec.stop_policy != "None":

@@ -112,7 +112,8 @@ def _cluster_queues(state: ClusterState, tree: quota.QuotaTree, held: _Held, out
         cohort = cq.spec.cohort_name or ""
         path = cohort_path(state, cohort) if cohort else []
         out.set("kueue_cluster_queue_info", (cq_name, cohort, path[-1] if path else ""), 1)
-        status = "active" if readiness.cluster_queue_active(cq, state=state).status else "pending"
+        active = readiness.cluster_queue_active(cq, state=state).status
+        status = "terminating" if cq.terminating else "active" if active else "pending"
         for value in ("pending", "active", "terminating"):
             out.set("kueue_cluster_queue_status", (cq_name, value), float(value == status))
         out.set("kueue_reserving_active_workloads", (cq_name,), held.reserving.get(cq_name, 0))

@@ -43,7 +43,6 @@ from kueue_es.events import manifests, slices, subjects, types
 from kueue_es.events.bus.base import Bus
 from kueue_es.jobframework import integrations
 from kueue_es.projections.cluster import ClusterState, WorkloadState
-from kueue_es.scheduling import readiness
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
 from kueue_es.services.dispatcher.write_budget import Coalescer, WriteClass
@@ -516,9 +515,6 @@ class QueueStatusSync:
             ref, wanted, fields = resources.ADMISSION_CHECKS, {}, ("conditions",)
             generation = state.multikueue.checks[name].metadata.generation
         else:
-            if kind == "ClusterQueue" and RESOURCE_IN_USE_FINALIZER in _finalizers(self.stored.objects.get(ident)):
-                await self._terminating(ident, name)
-                return
             self.stored.objects.pop(ident, None)  # deleted, or a queue no object names
             self.dirty.forget(ident)
             return
@@ -534,29 +530,11 @@ class QueueStatusSync:
         if stored is None or _managed(stored, fields) != wanted:
             await self._write(ident, ref, wanted)
         if kind == "ClusterQueue":
-            await self._hold(ident, ref, add=True)
-
-    async def _terminating(self, ident: ObjectKey, name: str) -> None:
-        """ClusterQueue ``name`` is deleted on the log (its object is terminating: kubectl delete) and still holds
-        our ``resource-in-use`` finalizer: while a workload holds quota in it, its Active condition says so
-        (Kueue's ``Terminating``); once none does, the finalizer goes and the API server deletes it (Kueue's
-        clusterqueue_controller.go: the finalizer is removed only when the ClusterQueue is empty)."""
-        stored = self.stored.objects.get(ident)
-        if self.view.cluster.reserved.get(name) and stored is not None:
-            condition = readiness.condition(
-                readiness.Active(False, "Terminating", "Can't admit new workloads; clusterQueue is terminating"),
-                previous=_active_condition(stored),
-                generation=int(objects.meta(stored).get("generation") or 0),
-                now_ms=self.clock(),
-            )
-            # the rest of its status as last written: the fold no longer holds the ClusterQueue
-            written = _managed(stored, status.QUEUE_STATUS_FIELDS)
-            if written.get("conditions") != [condition]:
-                await self._write(ident, resources.CLUSTER_QUEUES, {**written, "conditions": [condition]})
-            return
-        if await self._hold(ident, resources.CLUSTER_QUEUES, add=False):
-            self.stored.objects.pop(ident, None)
-            self.dirty.forget(ident)
+            # Kueue's finalizer on every ClusterQueue; a terminating one (kubectl delete) lets go of it once no
+            # workload reserves quota in it (clusterqueue_controller.go), and the API server deletes it
+            terminating = state.cluster_queues[name].terminating
+            if not terminating or not state.reserved.get(name):
+                await self._hold(ident, ref, add=not terminating)
 
     async def _hold(self, ident: ObjectKey, ref: resources.ResourceRef, *, add: bool) -> bool:
         """Put our ``resource-in-use`` finalizer on the object (``add``; Kueue's webhook and controller put it on

@@ -26,11 +26,19 @@ from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.kinds import Key
 from kueue_es.services.watcher.publishing import Publisher, log_rejection
 
-GONE_WHILE_TERMINATING = ("ClusterQueue",)
-"""Kinds whose object marked for deletion, held by a finalizer, is deleted on the log at once: Kueue's cache
-terminates a ClusterQueue then (it admits nothing more; what it admitted runs on and gives its quota back
-as it ends), and its controller lets it go once empty. A ResourceFlavor held so is still used by Kueue until
-it is gone."""
+
+def _terminating_marked(obj: objects.KubeObject) -> objects.KubeObject:
+    """A ClusterQueue with :data:`~kueue_es.events.models.TERMINATING_ANNOTATION` set to its
+    ``deletionTimestamp`` when it has one (Kueue's cache terminates it), and without it otherwise."""
+    raw = cast(dict[str, Any], obj)
+    meta = dict(raw.get("metadata") or {})
+    annotations = dict(meta.get("annotations") or {})
+    deleting = meta.get("deletionTimestamp")
+    if deleting:
+        annotations[models.TERMINATING_ANNOTATION] = str(deleting)
+    elif annotations.pop(models.TERMINATING_ANNOTATION, None) is None:
+        return obj
+    return cast(objects.KubeObject, {**raw, "metadata": {**meta, "annotations": annotations}})
 
 
 class KueueTracker:
@@ -47,10 +55,7 @@ class KueueTracker:
         self.publisher, self.inputs, self.reconvert, self.clock = publisher, inputs, reconvert, clock
 
     async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
-        """A fresh list of one Kueue kind: the objects the log holds and the list misses are deleted (a
-        terminating ClusterQueue counts as missing: :data:`GONE_WHILE_TERMINATING`)."""
-        if kind in GONE_WHILE_TERMINATING:
-            listed = [obj for obj in listed if not objects.meta(obj).get("deletionTimestamp")]
+        """A fresh list of one Kueue kind: the objects the log holds and the list misses are deleted."""
         live = {_key(kind, obj) for obj in listed}
         for namespace, name in sorted(self.publisher.known[kind] - live):
             await self.publisher.publish(
@@ -76,10 +81,10 @@ class KueueTracker:
             await self.reconvert(trigger=version)
 
     async def changed(self, kind: str, change: str, obj: objects.KubeObject, *, reconvert: bool = True) -> None:
-        """One Kueue object added, modified or deleted (a ClusterQueue marked for deletion: deleted)."""
+        """One Kueue object added, modified or deleted (a ClusterQueue marked for deletion: terminating)."""
         meta = objects.meta(obj)
-        if kind in GONE_WHILE_TERMINATING and meta.get("deletionTimestamp"):
-            change = "DELETED"
+        if kind == "ClusterQueue":
+            obj = _terminating_marked(obj)
         namespace, name = _key(kind, obj)
         version = str(meta.get("resourceVersion") or "")
         if kind == "AdmissionCheck":  # MultiKueue's checks are kueue-es's own (their entries are not reported)

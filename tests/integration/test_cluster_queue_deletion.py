@@ -2,12 +2,14 @@
 
 Kueue puts its ``kueue.x-k8s.io/resource-in-use`` finalizer on every ClusterQueue (webhook, and the
 controller as a fallback); once the ClusterQueue is marked for deletion its cache terminates it (nothing
-more is admitted, its Active condition is False ``Terminating``) and the controller removes the finalizer
+more is admitted, its Active condition is False ``Terminating``, its usage stays in its cohort) and the controller removes the finalizer
 only when no workload reserves quota in it (clusterqueue_controller.go). Before, kueue-es let the object go
 at once while its workloads ran on.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -15,7 +17,7 @@ from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
-from tests.integration.harness import events_of, job, wait_for
+from tests.integration.harness import cluster_queue, events_of, flavor, job, local_queue, wait_for
 from tests.integration.test_workload_objects import _complete, _kueue, _started, conditions, eventually, gone, set_up
 
 pytestmark = pytest.mark.timeout(30)
@@ -55,7 +57,8 @@ async def test_a_cluster_queue_deleted_while_in_use_terminates_until_its_last_wo
     active = conditions(terminating)["Active"]
     assert (active["status"], active["message"]) == ("False", "Can't admit new workloads; clusterQueue is terminating")
     assert waiting.workload.name.startswith("job-late-")
-    assert waiting.reason == "Misconfigured"
+    # as Kueue's workload controller says it of a workload whose ClusterQueue is not active (getQueueBlocker)
+    assert (waiting.reason, waiting.message) == ("Suspended", "ClusterQueue cluster-queue is inactive")
     assert [a.workload for a in admissions] == [runs]  # nothing admitted into it once deleted
 
 
@@ -74,3 +77,43 @@ async def test_an_empty_cluster_queue_deleted_goes_at_once(api, bus: MemoryBus) 
         deleted = [e for e in await events_of(bus, types.ObjectDeleted) if e.kind == "ClusterQueue"]
 
     assert [d.name for d in deleted] == ["cluster-queue"]
+
+
+def _in_cohort(name: str, cpu: int) -> dict:
+    """ClusterQueue ``name`` in cohort ``co`` with ``cpu`` CPUs of default-flavor, borrowing allowed."""
+    queue = cluster_queue(name, cpu=cpu)
+    queue["spec"]["cohortName"] = "co"
+    return queue
+
+
+async def test_a_terminating_cluster_queue_keeps_its_borrowed_usage_in_its_cohort(api, bus: MemoryBus) -> None:
+    """cq-a (2 CPUs) and cq-b (4) share cohort co; a 4-CPU Job in cq-a borrows 2 of cq-b's. cq-a deleted while
+    it runs: in Kueue its usage stays in the cohort until it is gone (TerminateClusterQueue only marks it), so a
+    3-CPU Job in cq-b waits (2 free), and is admitted once cq-a's Job ends. Found by a fresh-user check: a
+    ClusterQueue read as deleted at once dropped its usage, and the cohort ran 7 CPUs on 6."""
+    async with _kueue(api, bus):
+        await kube.apply_manifest(api, flavor("default-flavor"))
+        for name, cpu in (("cq-a", 2), ("cq-b", 4)):
+            await kube.apply_manifest(api, _in_cohort(name, cpu))
+            await kube.apply_manifest(api, local_queue(name, name))
+        await kube.apply_manifest(api, job("borrower", queue="cq-a", parallelism=4))
+        [borrowing] = await wait_for(bus, types.WorkloadAdmitted)
+        await eventually(
+            api,
+            resources.CLUSTER_QUEUES,
+            name="cq-a",
+            check=lambda o: FINALIZER in (o["metadata"].get("finalizers") or []),
+        )
+        await kube.delete_object(api, resources.CLUSTER_QUEUES, name="cq-a")
+        await wait_for(bus, types.ClusterQueueObserved, cluster_queue__metadata__name="cq-a", count=2)
+        await kube.apply_manifest(api, job("later", queue="cq-b", parallelism=3))
+        [waiting] = await wait_for(bus, types.WorkloadInadmissible)
+        await asyncio.sleep(0.5)
+        while_terminating = await events_of(bus, types.WorkloadAdmitted)
+        await _complete(api, "borrower", succeeded=4)
+        await gone(api, resources.CLUSTER_QUEUES, name="cq-a")
+        admitted = await wait_for(bus, types.WorkloadAdmitted, count=2)
+
+    assert [a.workload for a in while_terminating] == [borrowing.workload]
+    assert waiting.workload.name.startswith("job-later-") and waiting.reason == "WaitingForQuota"
+    assert admitted[1].workload == waiting.workload and admitted[1].cluster_queue == "cq-b"

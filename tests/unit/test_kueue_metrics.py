@@ -549,3 +549,18 @@ def test_a_reservation_waiting_for_its_checks_is_unadmitted_for_unsatisfied_chec
     series = {labels: v for (name, labels), v in samples.items() if name == "kueue_unadmitted_workloads"}
     checking = {"cluster_queue": "cq", "reason": "UnsatisfiedAdmissionChecks", "underlying_cause": ""}
     assert series == {frozenset({**checking, "replica_role": "standalone"}.items()): 1.0}
+
+
+def test_a_terminating_cluster_queue_reports_status_terminating() -> None:
+    """Kueue's TerminateClusterQueue reports kueue_cluster_queue_status{status="terminating"} 1: a ClusterQueue the
+    watcher saw marked for deletion (its annotation) while Kueue's finalizer holds it."""
+    state = ClusterState()
+    state.cluster_queues["cq"] = models.ClusterQueue(
+        metadata=models.ObjectMeta(name="cq", annotations={models.TERMINATING_ANNOTATION: "2026-12-03T18:00:00Z"})
+    )
+    samples = _samples(state)
+    statuses = {s: _value(samples, "kueue_cluster_queue_status", cluster_queue="cq", status=s) for s in _STATUSES}
+    assert statuses == {"pending": 0.0, "active": 0.0, "terminating": 1.0}
+
+
+_STATUSES = ("pending", "active", "terminating")
