@@ -102,7 +102,11 @@ ERR_WRONG_LAST_SEQUENCE_IN_FLIGHT = 10164
 still being proposed: "wrong last sequence", nothing stored (seen racing three deciders' batches)."""
 ERR_BATCH_DUPLICATE = 10201
 ERR_STREAM_NAME_IN_USE = 10058
-_TRANSIENT_ERR_CODES = {10008, 10023}
+ERR_INSUFFICIENT_PEERS = 10005
+"""JetStream's "no suitable peers for placement": in a cluster, also while a peer is briefly seen offline
+(CI met it creating an R3 stream under load just after one was deleted); retried until the deadline, so a
+cluster that truly lacks peers still fails."""
+_TRANSIENT_ERR_CODES = {10008, 10023, ERR_INSUFFICIENT_PEERS}
 
 
 @contextlib.contextmanager
