@@ -223,9 +223,20 @@ class ClusterQueue(_Model, frozen=True, kw_only=True):
 
 
 TERMINATING_ANNOTATION = "kueue-es.dev/terminating"
-"""Set by the watcher on a ClusterQueue marked for deletion (its ``deletionTimestamp``, RFC 3339) while a
-finalizer holds it: Kueue's cache terminates it then (it admits nothing more, its usage stays in its cohort
-until it is gone); the watcher drops a value a user set."""
+"""Set by the watcher on an object of :data:`FINALIZED_KINDS` marked for deletion (its
+``deletionTimestamp``, RFC 3339) while a finalizer holds it; the watcher drops a value a user set. A
+terminating ClusterQueue admits nothing more and its usage stays in its cohort until it is gone (Kueue's
+cache terminates it); a terminating ResourceFlavor, AdmissionCheck or Topology stays in use as it was,
+as Kueue's cache keeps it, until nothing names it and its finalizer comes off."""
+
+FINALIZED_KINDS = ("ClusterQueue", "ResourceFlavor", "AdmissionCheck", "Topology")
+"""The kinds Kueue holds with its ``kueue.x-k8s.io/resource-in-use`` finalizer while in use (its
+clusterqueue, resourceflavor, admissioncheck and tas topology controllers)."""
+
+
+def is_terminating(meta: ObjectMeta) -> bool:
+    """Whether the object with ``meta`` is marked for deletion and held (:data:`TERMINATING_ANNOTATION`)."""
+    return TERMINATING_ANNOTATION in meta.annotations
 
 
 class CohortSpec(_Model, frozen=True, kw_only=True):

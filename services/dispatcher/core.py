@@ -572,9 +572,9 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
         return _fold_lean(view, event, seq=seq)
     key = status.workload_key(event)
     if key is None:
-        queues = _queues_of_object_event(state, event)
+        queues = _queues_of_object_event(state, event) + _held_of_object_event(state, event)
         apply(state, event, seq=seq)
-        queues += _queues_of_object_event(state, event)
+        queues += _queues_of_object_event(state, event) + _held_of_object_event(state, event)
         view.dirty_queues.update(dict.fromkeys(queues))
         for name in _priority_class_of(event):  # the Workloads' spec.priority follows the class's value
             for wl_key, wl in state.workloads.items():
@@ -727,6 +727,41 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
             return []
     lqs = [("LocalQueue", ns, n) for (ns, n), lq in state.local_queues.items() if lq.spec.cluster_queue == name]
     return [("ClusterQueue", "", name), *lqs]
+
+
+def _held_of_object_event(state: ClusterState, event: types.Event) -> list[tuple[str, str, str]]:
+    """The ResourceFlavors, AdmissionChecks and Topologies whose ``resource-in-use`` finalizer an object event
+    can put on or let go of (:func:`~kueue_es.services.dispatcher.status.in_use_by`): the object itself, the
+    Topology a ResourceFlavor names, and the flavors and checks a ClusterQueue names (called before and
+    after the event is folded, so those it named before count too)."""
+    match event:
+        case types.ResourceFlavorObserved(flavor=models.ResourceFlavor(metadata=models.ObjectMeta(name=name))) | (
+            types.ObjectDeleted(kind="ResourceFlavor", name=name)
+        ):
+            topologies = {
+                f.spec.topology_name
+                for f in (state.flavors.get(name), getattr(event, "flavor", None))
+                if f is not None and f.spec.topology_name
+            }
+            return [("ResourceFlavor", "", name), *(("Topology", "", t) for t in sorted(topologies))]
+        case types.AdmissionCheckObserved(
+            admission_check=models.AdmissionCheck(metadata=models.ObjectMeta(name=name))
+        ) | (types.ObjectDeleted(kind="AdmissionCheck", name=name)):
+            return [("AdmissionCheck", "", name)]
+        case types.TopologyObserved(topology=models.Topology(metadata=models.ObjectMeta(name=name))) | (
+            types.ObjectDeleted(kind="Topology", name=name)
+        ):
+            return [("Topology", "", name)]
+        case types.ClusterQueueObserved(cluster_queue=models.ClusterQueue(metadata=models.ObjectMeta(name=name))) | (
+            types.ObjectDeleted(kind="ClusterQueue", name=name)
+        ):
+            cq = state.cluster_queues.get(name)
+            if cq is None:
+                return []
+            flavors = [("ResourceFlavor", "", f) for f in _flavors_of(cq)]
+            return flavors + [("AdmissionCheck", "", c) for c in required_checks(cq)]
+        case _:
+            return []
 
 
 def _naming(state: ClusterState, names: Callable[[models.ClusterQueue], bool]) -> list[tuple[str, str, str]]:

@@ -39,7 +39,7 @@ from typing import Any
 
 import structlog
 
-from kueue_es.events import manifests, slices, subjects, types
+from kueue_es.events import manifests, models, slices, subjects, types
 from kueue_es.events.bus.base import Bus
 from kueue_es.jobframework import integrations
 from kueue_es.projections.cluster import ClusterState, WorkloadState
@@ -492,9 +492,14 @@ class QueueStatusSync:
                 await asyncio.sleep(poll)
 
     async def _sync_one(self, ident: ObjectKey) -> None:
-        """Write the status of queue ``ident`` as the fold has it now, unless the server has it already."""
+        """Write the status of queue ``ident`` as the fold has it now, unless the server has it already; for a
+        ResourceFlavor, AdmissionCheck or Topology, keep its ``resource-in-use`` finalizer (:meth:`_keep_held`)."""
         state = self.view.cluster
         kind, namespace, name = ident
+        if kind in HELD_REFS:
+            await self._keep_held(ident)
+            if not (kind == "AdmissionCheck" and name in state.multikueue.checks):
+                return
         fields: tuple[str, ...] = status.QUEUE_STATUS_FIELDS
         if kind == "ClusterQueue" and name in state.cluster_queues:
             ref, wanted = resources.CLUSTER_QUEUES, status.cluster_queue_status(state, name, feeding=self._feeding())
@@ -536,13 +541,42 @@ class QueueStatusSync:
             if not terminating or not state.reserved.get(name):
                 await self._hold(ident, ref, add=not terminating)
 
+    async def _keep_held(self, ident: ObjectKey) -> None:
+        """Kueue's finalizer on every ResourceFlavor, AdmissionCheck and Topology: put on while it is not
+        terminating, taken off once it is terminating and nothing uses it (:func:`status.in_use_by`); then the
+        API server deletes it. While it is used it stays as it was, usable (Kueue's cache keeps it)."""
+        state = self.view.cluster
+        kind, _, name = ident
+        held = status.held_object(state, kind, name)
+        if held is None:
+            if not (kind == "AdmissionCheck" and name in state.multikueue.checks):
+                self.stored.objects.pop(ident, None)  # deleted: nothing to keep
+                self.dirty.forget(ident)
+            return
+        terminating = models.is_terminating(held.metadata)
+        if terminating and status.in_use_by(state, kind, name):
+            return  # taken off when what uses it changes (its ClusterQueue or ResourceFlavor events)
+        await self._hold(ident, HELD_REFS[kind], add=not terminating)
+
     async def _hold(self, ident: ObjectKey, ref: resources.ResourceRef, *, add: bool) -> bool:
-        """Put our ``resource-in-use`` finalizer on the object (``add``; Kueue's webhook and controller put it on
-        every ClusterQueue) or take it off, keeping the others; returns whether the object is as wanted now. A
-        write that lost a race with another writer of the object (409) is tried again on its next turn."""
+        """Put our ``resource-in-use`` finalizer on the object (``add``; Kueue's webhooks and controllers put it
+        on every ClusterQueue, ResourceFlavor, AdmissionCheck and Topology) or take it off, keeping the others;
+        returns whether the object is as wanted now. An object not read yet, or one to let go of, is read first. A write that lost a
+        race with another writer of the object (409) is tried again on its next turn."""
         stored = self.stored.objects.get(ident)
-        if stored is None:
-            return True
+        kind, namespace, name = ident
+        if stored is None or not add:  # to let go, what the server has now: deletion changed its resourceVersion
+            try:
+                stored = self.stored.keep(
+                    ident,
+                    objects.as_stored(await self.stored.api.get_object(ref, namespace=namespace or None, name=name)),
+                )
+            except kube_errors.NotFoundError:
+                return True
+            except API_ERRORS as err:
+                log.info("finalizer_read_retry", kind=kind, name=name, error=str(err))
+                self.dirty.mark([ident], self.monotonic())
+                return False
         meta = objects.meta(stored)
         present = _finalizers(stored)
         if (RESOURCE_IN_USE_FINALIZER in present) == add or (add and meta.get("deletionTimestamp")):
@@ -550,7 +584,6 @@ class QueueStatusSync:
         kept = [f for f in present if f != RESOURCE_IN_USE_FINALIZER]
         finalizers = [*kept, RESOURCE_IN_USE_FINALIZER] if add else kept
         patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}}
-        kind, namespace, name = ident
         await self.stored.limiter.acquire(WriteClass.QUEUES)
         try:
             self.stored.objects[ident] = objects.as_stored(
@@ -593,8 +626,17 @@ class QueueStatusSync:
 
 
 RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
-"""Kueue's finalizer on a ClusterQueue (kueue.ResourceInUseFinalizerName): it stays, terminating, while any
-workload holds quota in it."""
+"""Kueue's finalizer (kueue.ResourceInUseFinalizerName): a ClusterQueue stays, terminating, while any workload
+holds quota in it; a ResourceFlavor or AdmissionCheck while a ClusterQueue names it; a Topology while a
+ResourceFlavor names it."""
+
+HELD_REFS = {
+    "ResourceFlavor": resources.RESOURCE_FLAVORS,
+    "AdmissionCheck": resources.ADMISSION_CHECKS,
+    "Topology": resources.TOPOLOGIES,
+}
+"""The kinds whose finalizer alone the dispatcher keeps (no status of theirs is written; a MultiKueue
+AdmissionCheck's is, besides), and where they are served."""
 
 
 def _finalizers(obj: objects.KubeObject | None) -> list[str]:

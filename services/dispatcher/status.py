@@ -1103,6 +1103,41 @@ def weighted_share(state: ClusterState, name: str, *, cohort: bool) -> int:
     return readiness.weighted_share(fairsharing.share(node, fairsharing.Weights(state)).weighted)
 
 
+def held_object(
+    state: ClusterState, kind: str, name: str
+) -> models.ResourceFlavor | models.AdmissionCheck | models.Topology | None:
+    """The ResourceFlavor, AdmissionCheck or Topology ``name`` as the log has it (None: not there, or another
+    kind)."""
+    if kind == "ResourceFlavor":
+        return state.flavors.get(name)
+    if kind == "AdmissionCheck":
+        return state.admission_checks.get(name)
+    if kind == "Topology":
+        return state.topology.topologies.get(name)
+    return None
+
+
+def in_use_by(state: ClusterState, kind: str, name: str) -> list[str]:
+    """What keeps the ResourceFlavor, AdmissionCheck or Topology ``name`` in use, sorted: the ClusterQueues
+    whose resource groups name the flavor, or whose admission checks strategy names the check (any flavor),
+    or the ResourceFlavors whose ``topologyName`` is the Topology. Terminating ClusterQueues and flavors
+    count: they are there until gone. Kueue's controllers take their ``resource-in-use`` finalizer off only
+    when this is empty (resourceflavor_controller.go ``ClusterQueuesUsingFlavor``,
+    admissioncheck_controller.go ``ClusterQueuesUsingAdmissionCheck``, tas topology_controller.go)."""
+    if kind == "Topology":
+        return sorted(n for n, f in state.flavors.items() if f.spec.topology_name == name)
+    users = []
+    for cq_name, cq in state.cluster_queues.items():
+        if kind == "ResourceFlavor":
+            named = any(fq.name == name for group in cq.spec.resource_groups for fq in group.flavors)
+        else:
+            strategy = cq.spec.admission_checks_strategy
+            named = strategy is not None and any(rule.name == name for rule in strategy.admission_checks)
+        if named:
+            users.append(cq_name)
+    return sorted(users)
+
+
 def active_condition(
     state: ClusterState, kind: str, namespace: str, name: str, *, previous: Any, generation: int, now_ms: int
 ) -> dict[str, Any]:

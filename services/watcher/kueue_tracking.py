@@ -27,9 +27,10 @@ from kueue_es.services.watcher.kinds import Key
 from kueue_es.services.watcher.publishing import Publisher, log_rejection
 
 
-def _terminating_marked(obj: objects.KubeObject) -> objects.KubeObject:
-    """A ClusterQueue with :data:`~kueue_es.events.models.TERMINATING_ANNOTATION` set to its
-    ``deletionTimestamp`` when it has one (Kueue's cache terminates it), and without it otherwise."""
+def terminating_marked(obj: objects.KubeObject) -> objects.KubeObject:
+    """An object of :data:`~kueue_es.events.models.FINALIZED_KINDS` with
+    :data:`~kueue_es.events.models.TERMINATING_ANNOTATION` set to its ``deletionTimestamp`` when it has one
+    (marked for deletion, held by a finalizer), and without it otherwise (a value a user set is dropped)."""
     raw = cast(dict[str, Any], obj)
     meta = dict(raw.get("metadata") or {})
     annotations = dict(meta.get("annotations") or {})
@@ -81,10 +82,11 @@ class KueueTracker:
             await self.reconvert(trigger=version)
 
     async def changed(self, kind: str, change: str, obj: objects.KubeObject, *, reconvert: bool = True) -> None:
-        """One Kueue object added, modified or deleted (a ClusterQueue marked for deletion: terminating)."""
+        """One Kueue object added, modified or deleted (one of ``FINALIZED_KINDS`` marked for deletion:
+        terminating)."""
         meta = objects.meta(obj)
-        if kind == "ClusterQueue":
-            obj = _terminating_marked(obj)
+        if kind in models.FINALIZED_KINDS:
+            obj = terminating_marked(obj)
         namespace, name = _key(kind, obj)
         version = str(meta.get("resourceVersion") or "")
         if kind == "AdmissionCheck":  # MultiKueue's checks are kueue-es's own (their entries are not reported)

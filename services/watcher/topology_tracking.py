@@ -17,6 +17,7 @@ from collections.abc import Callable
 from kueue_es.events import types
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import nodes
+from kueue_es.services.watcher.kueue_tracking import terminating_marked
 from kueue_es.services.watcher.publishing import Publisher, log_rejection
 
 
@@ -49,6 +50,8 @@ class TopologyTracker:
                 version=version,
             )
             return
+        if kind == "Topology":  # held by Kueue's finalizer while a ResourceFlavor names it
+            obj = terminating_marked(obj)
         fact = nodes.tas_fact(kind, obj, now_ms=self.clock())
         if fact is None:
             return  # a TAS pod: counted through its workload's assignment

@@ -183,6 +183,14 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
         ("kueue.x-k8s.io", "clusterqueues/status", "patch"),
         ("kueue.x-k8s.io", "localqueues/status", "patch"),
         ("kueue.x-k8s.io", "cohorts/status", "patch"),  # the Active condition (a cycle), fairSharing
+        ("kueue.x-k8s.io", "resourceflavors", "get"),  # Kueue's resource-in-use finalizer on these three
+        ("kueue.x-k8s.io", "resourceflavors", "patch"),
+        ("kueue.x-k8s.io", "admissionchecks", "get"),
+        ("kueue.x-k8s.io", "admissionchecks", "patch"),
+        ("kueue.x-k8s.io", "topologies", "get"),
+        ("kueue.x-k8s.io", "topologies", "patch"),
+        ("kueue.x-k8s.io", "admissionchecks/status", "patch"),  # MultiKueue's checks: Active condition
+        ("kueue.x-k8s.io", "multikueueclusters/status", "patch"),  # a worker's Active condition
     }
 
 

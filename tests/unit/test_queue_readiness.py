@@ -216,8 +216,8 @@ def test_weighted_share_with_fair_sharing_on() -> None:
 
 
 def test_facts_mark_the_queues_whose_condition_they_change() -> None:
-    """A flavor, admission check or Topology marks the ClusterQueues naming it and their LocalQueues; a Cohort
-    every Cohort; nothing else is marked."""
+    """A flavor, admission check or Topology marks the ClusterQueues naming it and their LocalQueues, and
+    itself (its ``resource-in-use`` finalizer); a Cohort every Cohort; nothing else is marked."""
     other = cluster_queue("other", flavor_name="other-flavor")
     view = fold(
         with_checks(cluster_queue("cluster-queue"), "check"),
@@ -227,10 +227,18 @@ def test_facts_mark_the_queues_whose_condition_they_change() -> None:
     )
     view.take_dirty_queues()
     core.fold(view, convert.kueue_fact(flavor("default-flavor")), seq=10)
-    assert view.take_dirty_queues() == [("ClusterQueue", "", "cluster-queue"), ("LocalQueue", "default", "user-queue")]
+    assert view.take_dirty_queues() == [
+        ("ClusterQueue", "", "cluster-queue"),
+        ("LocalQueue", "default", "user-queue"),
+        ("ResourceFlavor", "", "default-flavor"),
+    ]
     core.fold(view, types.ObjectDeleted(kind="ResourceFlavor", name="other-flavor"), seq=11)
-    assert view.take_dirty_queues() == [("ClusterQueue", "", "other")]
+    assert view.take_dirty_queues() == [("ClusterQueue", "", "other"), ("ResourceFlavor", "", "other-flavor")]
     core.fold(view, convert.kueue_fact(admission_check("check", active=True)), seq=12)
-    assert view.take_dirty_queues() == [("ClusterQueue", "", "cluster-queue"), ("LocalQueue", "default", "user-queue")]
+    assert view.take_dirty_queues() == [
+        ("ClusterQueue", "", "cluster-queue"),
+        ("LocalQueue", "default", "user-queue"),
+        ("AdmissionCheck", "", "check"),
+    ]
     core.fold(view, convert.kueue_fact(cohort("b", "b")), seq=13)
     assert view.take_dirty_queues() == [("Cohort", "", "a"), ("Cohort", "", "b")]

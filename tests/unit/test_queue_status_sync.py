@@ -25,8 +25,12 @@ class HeldApi:
         return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": body["metadata"], "status": body["status"]}
 
     async def patch_object(self, ref: Any, *, namespace: Any, name: str, patch: Any) -> dict[str, Any]:
-        """Kueue's finalizer put on the ClusterQueue: answered at once."""
+        """Kueue's finalizer put on the ClusterQueue or the ResourceFlavor: answered at once."""
         return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": {"name": name, **patch["metadata"]}}
+
+    async def get_object(self, ref: Any, *, namespace: Any, name: str) -> dict[str, Any]:
+        """The ResourceFlavor, read before its finalizer is put on: answered at once."""
+        return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": {"name": name, "resourceVersion": "1"}}
 
 
 def folded_view() -> core.DispatchState:
@@ -46,7 +50,7 @@ async def test_a_status_write_under_way_is_still_pending() -> None:
     api = HeldApi()
     stored = StoredObjects(api=api, limiter=WriteLimiter(qps=100, burst=10), field_manager="t")  # type: ignore[arg-type]
     sync = QueueStatusSync(view=view, stored=stored, interval=0.0)
-    assert sync.pending() == 2  # the ClusterQueue and the LocalQueue, as the fold marked them
+    assert sync.pending() == 3  # the flavor (its finalizer), the ClusterQueue and the LocalQueue, as folded
 
     writer = asyncio.create_task(sync.sync())
     while len(api.started) < 1:
