@@ -1135,6 +1135,8 @@ def forget_deleted_stop(view: DispatchState, key: str, *, seq: int) -> None:
     kept = view.deleted_stops.get(key)
     if kept is not None and kept[0] == seq:
         del view.deleted_stops[key]
+        if view.track_objects:  # its Workload object, held by Kueue's finalizer until this stop, may go now
+            view.dirty_workloads[key] = seq
 
 
 def _stop_of(

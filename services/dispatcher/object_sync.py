@@ -152,19 +152,45 @@ class StoredObjects:
         return objects.meta(stored).get("uid", "")
 
     async def delete_workload(self, namespace: str, name: str) -> None:
-        """The Job is gone: so is its Workload object. A real cluster's garbage collector deletes it (owner
-        reference); the emulator has none. Only an object we wrote or listed is deleted, once."""
+        """The Job is gone, or its Workload was deleted by hand and its job stopped: so is the Workload object,
+        Kueue's finalizer taken off first (Kueue's workload.Delete, FinalizeOrphanedWorkload). A real cluster's
+        garbage collector deletes a Job's Workload (owner reference); the emulator has none. Only an object we
+        wrote or listed is deleted, once. An API error other than 404 propagates (tried again later)."""
         ident: ObjectKey = ("Workload", namespace, name)
         if ident not in self.objects:
             return
-        await self.limiter.acquire(WriteClass.WORKLOADS)
-        try:
-            await self.api.delete_object(resources.WORKLOADS, namespace=namespace, name=name)
-        except kube_errors.NotFoundError:
-            pass
-        else:
-            self.writes += 1
+        if not await self.let_go(namespace, name, deleting=True):
+            await self.limiter.acquire(WriteClass.WORKLOADS)
+            try:
+                await self.api.delete_object(resources.WORKLOADS, namespace=namespace, name=name)
+            except kube_errors.NotFoundError:
+                pass
+            else:
+                self.writes += 1
         self.objects.pop(ident, None)
+
+    async def let_go(self, namespace: str, name: str, *, deleting: bool = False) -> bool:
+        """Take Kueue's finalizer off Workload ``namespace/name`` as the server has it now, when it is marked for
+        deletion (or ``deleting``: it is about to be), keeping the other finalizers; returns whether the object
+        is gone or going (marked for deletion). A write that lost a race (409) propagates: tried again later."""
+        try:
+            current = await self.api.get_object(resources.WORKLOADS, namespace=namespace, name=name)
+        except kube_errors.NotFoundError:
+            return True
+        meta = current.get("metadata") or {}
+        terminating = bool(meta.get("deletionTimestamp"))
+        present = list(meta.get("finalizers") or [])
+        if RESOURCE_IN_USE_FINALIZER in present and (terminating or deleting):
+            kept = [f for f in present if f != RESOURCE_IN_USE_FINALIZER]
+            patch = {"metadata": {"finalizers": kept, "resourceVersion": meta.get("resourceVersion")}}
+            await self.limiter.acquire(WriteClass.WORKLOADS)
+            try:
+                await self.api.patch_object(resources.WORKLOADS, namespace=namespace, name=name, patch=patch)
+            except kube_errors.NotFoundError:
+                return True
+            self.writes += 1
+            log.info("workload_finalizer_removed", workload=f"{namespace}/{name}")
+        return terminating
 
 
 class WorkloadSync:
@@ -249,12 +275,19 @@ class WorkloadSync:
         for key, seq in ((k, taken[k]) for k in order):
             wl = state.workloads.get(key)
             namespace, _, name = key.partition("/")
+            if (wl is not None and wl.deleted_seq and wl.reservation is not None) or key in self.view.deleted_stops:
+                # its Workload deleted by hand: Kueue's finalizer holds the object until the quota is released
+                # and the job's stop written (the release and forget_deleted_stop mark it dirty again)
+                continue
             released = self.view.unwritten_releases.pop(key, None)  # shown by this write (a later one: added again)
-            if self.view.deleted_workloads.pop(key, 0) is None and wl is not None and not wl.deleted_seq:
-                # deleted and observed again since last written (its Workload deleted by hand, its job has a new
-                # one): the object kept is gone, the new one is created
-                self.stored.objects.pop(("Workload", namespace, name), None)
             try:
+                if self.view.deleted_workloads.pop(key, 0) is None and wl is not None and not wl.deleted_seq:
+                    # deleted and observed again since last written (its Workload deleted by hand, its job has a
+                    # new one): the object kept goes (the finalizer off), and the new one is created
+                    self.view.deleted_workloads[key] = None  # until the old object is let go of
+                    await self.stored.let_go(namespace, name)
+                    del self.view.deleted_workloads[key]
+                    self.stored.objects.pop(("Workload", namespace, name), None)
                 if wl is None or wl.deleted_seq:
                     self._templates.pop(key, None)
                     await self.stored.delete_workload(namespace, name)
@@ -295,7 +328,13 @@ class WorkloadSync:
         templates = await self._job_templates(key, wl)
         desired = status.workload_object(wl, self.view.cluster, record, templates=templates)
         stored = self.stored.objects.get(ident)
-        if stored is None or not _contains(stored, desired) or _uid_owner(stored) != _uid_owner(desired):
+        if (
+            stored is None
+            or not _contains(stored, desired)
+            or _uid_owner(stored) != _uid_owner(desired)
+            or (RESOURCE_IN_USE_FINALIZER in _finalizers(stored))
+            != (RESOURCE_IN_USE_FINALIZER in desired["metadata"].get("finalizers", ()))
+        ):
             created = stored is None
             stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, desired))
             if created:
@@ -625,10 +664,7 @@ class QueueStatusSync:
             self.dirty.written(ident, self.monotonic())
 
 
-RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
-"""Kueue's finalizer (kueue.ResourceInUseFinalizerName): a ClusterQueue stays, terminating, while any workload
-holds quota in it; a ResourceFlavor or AdmissionCheck while a ClusterQueue names it; a Topology while a
-ResourceFlavor names it."""
+RESOURCE_IN_USE_FINALIZER = status.RESOURCE_IN_USE_FINALIZER
 
 HELD_REFS = {
     "ResourceFlavor": resources.RESOURCE_FLAVORS,

@@ -767,6 +767,13 @@ def is_job_workload(wl: WorkloadState) -> bool:
     return integration is not None and integration.api_version == owner.api_version
 
 
+RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
+"""Kueue's finalizer (kueue.ResourceInUseFinalizerName): a job's Workload carries it until the workload finishes,
+or until the job is stopped once the Workload is marked for deletion (or the job is gone); a ClusterQueue
+stays, terminating, while any workload holds quota in it; a ResourceFlavor or AdmissionCheck while a
+ClusterQueue names it; a Topology while a ResourceFlavor names it."""
+
+
 def workload_object(
     wl: WorkloadState,
     state: ClusterState,
@@ -783,7 +790,8 @@ def workload_object(
     nodeSelector, tolerations and required node affinity).
 
     Owner reference to the job (controller), label ``kueue.x-k8s.io/job-uid`` (not for a
-    pod group, which Kueue does not label), annotations the watcher gave the workload
+    pod group, which Kueue does not label), Kueue's :data:`RESOURCE_IN_USE_FINALIZER` until the
+    workload finishes (jobframework utils.go; not on a pod group's), annotations the watcher gave the workload
     (``kueue.x-k8s.io/is-group-workload``), spec from the folded workload (SEMANTICS
     §2.1; reconciler.go ConstructWorkload); ``spec.active`` false once the log
     deactivated it (``record``), until it is reactivated.
@@ -796,6 +804,8 @@ def workload_object(
         metadata["labels"] = {JOB_UID_LABEL: owner.uid}
     if meta.annotations:
         metadata["annotations"] = dict(sorted(meta.annotations.items()))
+    if wl.finished is None and owner.kind != "Pod":
+        metadata["finalizers"] = [RESOURCE_IN_USE_FINALIZER]
     metadata["ownerReferences"] = [
         {
             "apiVersion": owner.api_version,

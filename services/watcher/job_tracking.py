@@ -35,6 +35,9 @@ log = structlog.get_logger(__name__)
 
 #: The kinds Kueue lets be elastic jobs (validation.go supportedElasticJobGVKs).
 ELASTIC_KINDS = ("Job", "RayCluster", "RayJob", "RayService")
+DELETED_OBJECTS_KEPT = 10_000
+"""The most Workload object UIDs :attr:`JobTracker.deleted_objects` keeps: an object marked for deletion is
+held by Kueue's finalizer only until its job is stopped, so its DELETED follows soon."""
 
 _CONVERTERS: dict[str, Callable[..., types.Fact | None]] = {
     "Job": jobs.job_facts,
@@ -67,6 +70,8 @@ class JobTracker:
         # Elastic slices (SEMANTICS-ADVANCED D.2): what their Workload objects say, by workload key.
         # jobs whose Workload object was deleted by hand: when (ms), for their new one's creation time
         self.recreated_at: dict[Key, int] = {}
+        # the UIDs of the Workload objects whose deletion was published (at most DELETED_OBJECTS_KEPT)
+        self.deleted_objects: dict[str, None] = {}
         self.slice_reserved: dict[str, bool] = {}
         self.slice_finished: dict[str, bool] = {}
         self.groups = PodGroups(
@@ -354,13 +359,17 @@ class JobTracker:
         )
 
     async def workload_object_deleted(self, obj: objects.KubeObject) -> None:
-        """A job's Workload object was deleted (``kubectl delete workload``) while its job remains: the log's
+        """A job's Workload object was marked for deletion (``kubectl delete workload``: Kueue's finalizer holds
+        it until its job is stopped) or deleted, while its job remains, seen once per object UID: the log's
         workload is deleted (its quota released, its job stopped by the dispatcher) and the job gets a new one,
         once stopped (Kueue reconciler.go: a Workload marked for deletion stops its job; a job with no Workload
         gets a new one). Nothing when its job is gone too (that deletion is the job's), for an object that is not
         the workload the log holds for the job, for an elastic job's slices and for Pods (their Workload object is
         written again on its next change)."""
         key = (objects.namespace_of(obj), objects.name_of(obj))
+        object_uid = objects.uid_of(obj)
+        if object_uid in self.deleted_objects:
+            return  # its deletion was seen when it was marked for deletion (its DELETED follows)
         known = self.publisher.workloads.get(key)
         if known is None or known.owner is None or key not in self.publisher.known["Workload"]:
             return
@@ -375,6 +384,10 @@ class JobTracker:
         if job is None or objects.uid_of(job) != owner.uid or self._elastic(kind, job):
             return
         version = objects.resource_version(obj)
+        if object_uid:
+            self.deleted_objects[object_uid] = None
+            while len(self.deleted_objects) > DELETED_OBJECTS_KEPT:
+                del self.deleted_objects[next(iter(self.deleted_objects))]
         await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
         self.recreated_at[key] = self.clock()
         log.info("workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {key[0]}/{owner.name}")

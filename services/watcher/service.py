@@ -332,7 +332,9 @@ class Watcher:
         if kind == watched.WORKLOAD_KIND:
             if standalone.is_standalone(obj):
                 await self.standalone.changed(change, obj)
-            elif change == "DELETED":
+            elif change == "DELETED" or objects.meta(obj).get("deletionTimestamp"):
+                # marked for deletion (Kueue's finalizer holds it until its job is stopped) or gone: a terminating
+                # object's status is not the workload's any more
                 await self.jobs.workload_object_deleted(obj)
             else:
                 self.jobs.workload_status(obj)

@@ -792,6 +792,25 @@ async def _complete(api, name: str, *, succeeded: int) -> None:
     )
 
 
+FINALIZER = "kueue.x-k8s.io/resource-in-use"
+
+
+async def _job_suspended_once_gone(api, workload_object: dict[str, Any], *, job_name: str) -> bool:
+    """Poll until ``workload_object`` (by UID) is gone, then say whether Job ``job_name`` is suspended."""
+    uid = workload_object["metadata"]["uid"]
+    meta = workload_object["metadata"]
+    async with asyncio.timeout(10):
+        while True:
+            try:
+                now = await kube.get_object(api, resources.WORKLOADS, namespace=meta["namespace"], name=meta["name"])
+            except kube.errors.NotFoundError:
+                now = None
+            if now is None or now["metadata"]["uid"] != uid:
+                job_now = await kube.get_object(api, JOBS, namespace=meta["namespace"], name=job_name)
+                return bool(job_now["spec"].get("suspend"))
+            await asyncio.sleep(0.005)
+
+
 @contextlib.asynccontextmanager
 async def _kueue(api, bus: MemoryBus, *, watch: tuple[str, ...] = ()) -> AsyncIterator[tuple[Dispatcher, Any]]:
     """The watcher (Workload objects too, and the kinds ``watch`` names), an admitter and a dispatcher running
@@ -879,6 +898,8 @@ async def test_a_running_jobs_workload_deleted_by_hand_stops_it_and_is_made_agai
         await kube.apply_manifest(api, job("second", parallelism=3))
         second = await _pending_workload(bus, "second")
         await kube.delete_object(api, resources.WORKLOADS, namespace="default", name=first.name)
+        held = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=first.name)
+        suspended_when_gone = await _job_suspended_once_gone(api, old_object, job_name="first")
         stopped = await eventually(api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"])
         await wait_for(bus, types.WorkloadAdmitted, workload=second)
         made_again = await eventually(
@@ -906,6 +927,11 @@ async def test_a_running_jobs_workload_deleted_by_hand_stops_it_and_is_made_agai
     # every decision, the re-created workload's admission included, is re-derived byte for byte
     assert not report.mismatches and report.matched == report.decisions > 0, report.mismatches[:1]
     assert started["spec"]["template"]["spec"]["nodeSelector"] == {"instance-type": "on-demand"}
+    # Kueue's finalizer holds the deleted Workload until its Job is stopped (reconciler.go step 1.1)
+    assert old_object["metadata"]["finalizers"] == [FINALIZER]
+    assert held["metadata"]["uid"] == old_object["metadata"]["uid"] and held["metadata"]["deletionTimestamp"]
+    assert suspended_when_gone is True
+    assert made_again["metadata"]["finalizers"] == [FINALIZER]
     assert [(r.reason, r.cluster_queue) for r in released] == [("Deleted", "cluster-queue")]
     template = stopped["spec"]["template"]
     assert "nodeSelector" not in template["spec"]
@@ -974,14 +1000,19 @@ async def test_deleting_a_running_job_releases_its_quota_and_writes_nothing_to_i
         await set_up(api, cpu=3)
         short = await _started(api, bus, "short", parallelism=3)
         await eventually(api, resources.WORKLOADS, namespace="default", name=short.name, check=bool)
+        held = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=short.name, check=lambda o: bool(o.get("status"))
+        )
         await kube.delete_object(api, JOBS, namespace="default", name="short")
         [released] = await wait_for(bus, types.QuotaReleased)
+        # Kueue's finalizer off, then the object deleted (FinalizeOrphanedWorkload; the emulator has no collector)
         await gone(api, resources.WORKLOADS, namespace="default", name=short.name)
         release_seq = next(m.seq for m, e in await log_entries(bus) if isinstance(e, types.QuotaReleased))
         await wait_until(lambda: release_seq in consumer.acked, what="the release's ack")
         await asyncio.sleep(0.3)
 
     assert (released.reason, released.workload) == ("Deleted", short)
+    assert held["metadata"]["finalizers"] == [FINALIZER]
     assert await events_of(bus, types.DispatchFailed) == []
     assert [e.action for e in await events_of(bus, types.DispatchApplied)] == ["StartJob"]
     assert len(await events_of(bus, types.WorkloadObserved)) == 1
@@ -1014,3 +1045,26 @@ async def test_a_job_whose_workload_was_deleted_gets_a_new_one_only_once_its_pod
 
     assert len(while_active) == 1  # only the first: nothing new while two pods were active
     assert [a.workload for a in readmitted] == [ref, ref]
+
+
+async def test_a_finished_workload_lets_go_of_kueues_finalizer_and_stays(api, bus: MemoryBus) -> None:
+    """Kueue's job reconciler takes its ``resource-in-use`` finalizer off a finished Workload (reconciler.go:
+    ``workload.RemoveFinalizer`` once finished); the object stays, Finished, until its job goes."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        done = await _started(api, bus, "done", parallelism=1)
+        running_object = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=done.name, check=lambda o: bool(o.get("status"))
+        )
+        await _complete(api, "done", succeeded=1)
+        finished = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=done.name,
+            check=lambda o: "Finished" in conditions(o) and not o["metadata"].get("finalizers"),
+        )
+
+    assert running_object["metadata"]["finalizers"] == [FINALIZER]
+    assert finished["metadata"]["uid"] == running_object["metadata"]["uid"]
+    assert conditions(finished)["Finished"]["reason"] == "Succeeded"
