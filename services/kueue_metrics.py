@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import msgspec
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -29,7 +30,7 @@ from kueue_es import __version__
 from kueue_es.events import quantities
 from kueue_es.events.models import ClusterQueue
 from kueue_es.projections import afs, quota
-from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.projections.kueue_metrics import BY_NAME, FAMILIES, Family, cohort_path
 from kueue_es.scheduling import fairsharing, queues, readiness
 
@@ -37,6 +38,20 @@ Labels = tuple[str, ...]
 
 UNADMITTED_GATE = "UnadmittedWorkloadsObservability"
 """Kueue's gate (on by default since 0.19) for the unadmitted workloads gauges and condition reasons."""
+
+HASHING_GATE = "SchedulingEquivalenceHashing"
+"""Kueue's gate (on by default since 0.18) for ``kueue_pending_scheduling_hashes``."""
+
+
+def scheduling_shape(state: ClusterState, wl: WorkloadState) -> bytes:
+    """What Kueue's scheduling equivalence hash of a pending workload covers (workload.go
+    ``computeSchedulingHash``), as canonical bytes: two workloads have the same hash iff these are equal.
+    Its effective priority, and per pod set its name, count, minCount, topology request and its pods'
+    scheduling shape as the log knows it (effective per-pod requests in millicores and bytes, nodeSelector,
+    tolerations, required node affinity, resource claims). Kueue hashes each container's requests and ports
+    apart: two templates with the same per-pod total split over containers differently are one shape here."""
+    pod_sets = [msgspec.structs.replace(ps, misconfigured="") for ps in wl.workload.spec.pod_sets]
+    return msgspec.json.encode((priority_of(wl.workload, state), pod_sets), order="sorted")
 
 
 def amount(resource: str, value: int) -> float:
@@ -154,7 +169,9 @@ def admits(state: ClusterState, tree: quota.QuotaTree, cq_name: str) -> bool:
 
 
 def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
-    """Pending workloads per ClusterQueue and LocalQueue, ``active`` or ``inadmissible``, and their requests.
+    """Pending workloads per ClusterQueue and LocalQueue, ``active`` or ``inadmissible``, their requests, and
+    per ClusterQueue the number of their unique scheduling shapes (:func:`scheduling_shape`) in each status
+    (gate SchedulingEquivalenceHashing).
 
     ``inadmissible``: every pending workload of a ClusterQueue that cannot admit now (:func:`admits`:
     stopped or otherwise inactive; Kueue reportCQPendingWorkloads / reportLQPendingWorkloads count a whole
@@ -163,6 +180,9 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
     Kueue takes them out of the queue (manager.go DeleteLocalQueue) and its series stay at 0."""
     triggers = queues.requeue_triggers(state, tree)
     admitting = {cq_name: admits(state, tree, cq_name) for cq_name in state.cluster_queues}
+    hashing = state.configuration.feature_gates.get(HASHING_GATE, True)
+    # per ClusterQueue, the scheduling shapes of its active and of its inadmissible pending workloads
+    shapes: dict[str, tuple[set[bytes], set[bytes]]] = {name: (set(), set()) for name in state.cluster_queues}
     for cq_name, cq in state.cluster_queues.items():
         for status in ("active", "inadmissible"):
             out.add("kueue_pending_workloads", (cq_name, status), 0)
@@ -193,11 +213,20 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
             wl = state.workloads.get(order[-1])
             if wl is None:
                 continue
+            if hashing:
+                key = order[-1]
+                parked_at = queued.parked.get(key) or queued.requeued.get(key)
+                inadmissible = not admitting[target] or (parked_at is not None and parked_at[0] >= trigger)
+                shapes[target][int(inadmissible)].add(scheduling_shape(state, wl))
             for pod_set in wl.workload.spec.pod_sets:
                 for resource, per_pod in pod_set.requests.items():
                     if per_pod:
                         pending = amount(resource, per_pod * pod_set.count)
                         out.add("kueue_cluster_queue_resource_pending", (target, resource), pending)
+    if hashing:  # Kueue reportPendingSchedulingHashes: unique hashes, an inactive ClusterQueue's all inadmissible
+        for cq_name, (active_shapes, parked_shapes) in shapes.items():
+            out.set("kueue_pending_scheduling_hashes", (cq_name, "active"), len(active_shapes))
+            out.set("kueue_pending_scheduling_hashes", (cq_name, "inadmissible"), len(parked_shapes))
 
 
 def _local_queues(state: ClusterState, held: _Held, out: _Series) -> None:

@@ -564,3 +564,42 @@ def test_a_terminating_cluster_queue_reports_status_terminating() -> None:
 
 
 _STATUSES = ("pending", "active", "terminating")
+
+
+def _hashes(samples: dict[Any, float], status: str) -> float | None:
+    labels = {"cluster_queue": "cq", "status": status, "replica_role": "standalone"}
+    return samples.get(("kueue_pending_scheduling_hashes", frozenset(labels.items())))
+
+
+def test_pending_scheduling_hashes_count_the_unique_shapes_of_active_and_inadmissible_workloads() -> None:
+    """Kueue's kueue_pending_scheduling_hashes (gate SchedulingEquivalenceHashing, on by default since 0.18):
+    before the first cycle the four waiting workloads are active, with two shapes (the three 1-CPU lows alike,
+    and huge: 5 pods); at the end huge alone waits, parked: one inadmissible shape. The gate off: no samples."""
+    run = _preemption_run()
+    first_record = next(m.seq for m in run.messages if m.headers.get("Kq-Type") == "DecisionRecord")
+    before = _samples(_fold(run.messages[: first_record - 1]))
+    assert (_hashes(before, "active"), _hashes(before, "inadmissible")) == (2.0, 0.0)
+    state = _fold(run.messages)
+    end = _samples(state)
+    assert (_hashes(end, "active"), _hashes(end, "inadmissible")) == (0.0, 1.0)
+    state.configuration = models.Configuration(feature_gates={"SchedulingEquivalenceHashing": False})
+    assert not [name for name, _ in _samples(state) if name == "kueue_pending_scheduling_hashes"]
+
+
+def test_a_scheduling_shape_is_the_priority_and_pod_sets_not_the_name() -> None:
+    """Kueue's computeSchedulingHash covers the effective priority and each pod set's name, count, minCount,
+    topology request and pod shape; the workload's own name, namespace and UID are not in it."""
+    from kueue_es.services.kueue_metrics import scheduling_shape
+
+    def shaped(name: str, *, priority: int = 0, count: int = 1, selector: dict[str, str] | None = None) -> bytes:
+        pod_set = models.PodSet(count=count, requests={"cpu": 1000}, node_selector=selector or {})
+        wl = models.Workload(
+            metadata=models.ObjectMeta(name=name, namespace="default", uid=name),
+            spec=models.WorkloadSpec(queue_name="lq", priority=priority, pod_sets=[pod_set]),
+        )
+        return scheduling_shape(ClusterState(), WorkloadState(workload=wl, observed_seq=1))
+
+    assert shaped("a") == shaped("b")
+    assert shaped("a") != shaped("a", priority=10)
+    assert shaped("a") != shaped("a", count=2)
+    assert shaped("a") != shaped("a", selector={"instance-type": "spot"})
