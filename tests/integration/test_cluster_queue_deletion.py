@@ -18,11 +18,19 @@ from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from tests.integration.harness import cluster_queue, events_of, flavor, job, local_queue, wait_for
-from tests.integration.test_workload_objects import _complete, _kueue, _started, conditions, eventually, gone, set_up
+from tests.integration.test_workload_objects import (
+    FINALIZER,
+    _complete,
+    _kueue,
+    _started,
+    conditions,
+    eventually,
+    gone,
+    has_kueue_finalizer,
+    set_up,
+)
 
 pytestmark = pytest.mark.timeout(30)
-
-FINALIZER = "kueue.x-k8s.io/resource-in-use"
 
 
 async def test_a_cluster_queue_deleted_while_in_use_terminates_until_its_last_workload_ends(
@@ -35,7 +43,7 @@ async def test_a_cluster_queue_deleted_while_in_use_terminates_until_its_last_wo
             api,
             resources.CLUSTER_QUEUES,
             name="cluster-queue",
-            check=lambda o: FINALIZER in (o["metadata"].get("finalizers") or []),
+            check=has_kueue_finalizer,
         )
         await kube.delete_object(api, resources.CLUSTER_QUEUES, name="cluster-queue")
         terminating = await eventually(
@@ -70,7 +78,7 @@ async def test_an_empty_cluster_queue_deleted_goes_at_once(api, bus: MemoryBus) 
             api,
             resources.CLUSTER_QUEUES,
             name="cluster-queue",
-            check=lambda o: FINALIZER in (o["metadata"].get("finalizers") or []),
+            check=has_kueue_finalizer,
         )
         await kube.delete_object(api, resources.CLUSTER_QUEUES, name="cluster-queue")
         await gone(api, resources.CLUSTER_QUEUES, name="cluster-queue")
@@ -102,7 +110,7 @@ async def test_a_terminating_cluster_queue_keeps_its_borrowed_usage_in_its_cohor
             api,
             resources.CLUSTER_QUEUES,
             name="cq-a",
-            check=lambda o: FINALIZER in (o["metadata"].get("finalizers") or []),
+            check=has_kueue_finalizer,
         )
         await kube.delete_object(api, resources.CLUSTER_QUEUES, name="cq-a")
         await wait_for(bus, types.ClusterQueueObserved, cluster_queue__metadata__name="cq-a", count=2)

@@ -20,20 +20,22 @@ from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from tests.integration.harness import cluster_queue, events_of, flavor, job, wait_for
-from tests.integration.test_workload_objects import _kueue, conditions, eventually, gone, set_up
+from tests.integration.test_workload_objects import (
+    FINALIZER,
+    _kueue,
+    conditions,
+    eventually,
+    gone,
+    has_kueue_finalizer,
+    set_up,
+)
 
 pytestmark = pytest.mark.timeout(30)
-
-FINALIZER = "kueue.x-k8s.io/resource-in-use"
-
-
-def _held(obj: dict[str, Any]) -> bool:
-    return FINALIZER in (obj["metadata"].get("finalizers") or [])
 
 
 async def _held_then_deleted(api, ref: resources.ResourceRef, name: str) -> dict[str, Any]:
     """Wait for Kueue's finalizer on ``name``, delete it, and return it as the server has it then."""
-    await eventually(api, ref, name=name, check=_held)
+    await eventually(api, ref, name=name, check=has_kueue_finalizer)
     await kube.delete_object(api, ref, name=name)
     return await eventually(api, ref, name=name, check=lambda o: bool(o["metadata"].get("deletionTimestamp")))
 
@@ -42,7 +44,7 @@ async def _still_there(api, ref: resources.ResourceRef, name: str, bus: MemoryBu
     """The object after the services had their turn at it: a later fact is folded, so they saw the deletion."""
     await kube.apply_manifest(api, flavor("marker"))
     await wait_for(bus, types.ResourceFlavorObserved, flavor__metadata__name="marker")
-    await eventually(api, resources.RESOURCE_FLAVORS, name="marker", check=_held)
+    await eventually(api, resources.RESOURCE_FLAVORS, name="marker", check=has_kueue_finalizer)
     return await kube.get_object(api, ref, name=name)
 
 
@@ -76,7 +78,7 @@ async def test_a_flavor_no_cluster_queue_names_goes_at_once(api, bus: MemoryBus)
     async with _kueue(api, bus):
         await set_up(api, cpu=3)
         await kube.apply_manifest(api, flavor("unused"))
-        await eventually(api, resources.RESOURCE_FLAVORS, name="unused", check=_held)
+        await eventually(api, resources.RESOURCE_FLAVORS, name="unused", check=has_kueue_finalizer)
         await kube.delete_object(api, resources.RESOURCE_FLAVORS, name="unused")
         await gone(api, resources.RESOURCE_FLAVORS, name="unused")
         flavor_held = await kube.get_object(api, resources.RESOURCE_FLAVORS, name="default-flavor")
@@ -131,7 +133,7 @@ async def test_a_topology_deleted_while_a_flavor_names_it_stays_until_the_flavor
         await _held_then_deleted(api, resources.TOPOLOGIES, "default")
         terminating = await _still_there(api, resources.TOPOLOGIES, "default", bus)
         # no ClusterQueue names the flavor: it goes once deleted, and then nothing names the Topology
-        await eventually(api, resources.RESOURCE_FLAVORS, name="tas-flavor", check=_held)
+        await eventually(api, resources.RESOURCE_FLAVORS, name="tas-flavor", check=has_kueue_finalizer)
         await kube.delete_object(api, resources.RESOURCE_FLAVORS, name="tas-flavor")
         await gone(api, resources.RESOURCE_FLAVORS, name="tas-flavor")
         await gone(api, resources.TOPOLOGIES, name="default")

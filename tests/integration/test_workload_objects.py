@@ -795,6 +795,11 @@ async def _complete(api, name: str, *, succeeded: int) -> None:
 FINALIZER = "kueue.x-k8s.io/resource-in-use"
 
 
+def has_kueue_finalizer(obj: dict[str, Any]) -> bool:
+    """Kueue's ``resource-in-use`` finalizer is on the object."""
+    return FINALIZER in (obj["metadata"].get("finalizers") or [])
+
+
 async def _job_suspended_once_gone(api, workload_object: dict[str, Any], *, job_name: str) -> bool:
     """Poll until ``workload_object`` (by UID) is gone, then say whether Job ``job_name`` is suspended."""
     uid = workload_object["metadata"]["uid"]
