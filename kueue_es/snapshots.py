@@ -89,6 +89,7 @@ class DispatchSection(msgspec.Struct, array_like=True, forbid_unknown_fields=Tru
     dirty_queues: list[tuple[str, str, str]]
     orphaned: list[int]
     unwritten_releases: dict[str, int] = {}  # last: a snapshot written before it has none
+    deleted_workloads: list[str] = []  # after it, for the same reason
 
 
 _section_decoder = msgspec.msgpack.Decoder(DispatchSection)
@@ -143,6 +144,7 @@ class DispatchFold:
                 dirty_queues=list(view.dirty_queues),
                 orphaned=sorted(self.orphaned),
                 unwritten_releases=view.unwritten_releases,
+                deleted_workloads=list(view.deleted_workloads),
             )
         )
 
@@ -162,6 +164,7 @@ class DispatchFold:
             dirty_queues=dict.fromkeys(section.dirty_queues),
             track_objects=True,
             unwritten_releases=section.unwritten_releases,
+            deleted_workloads=dict.fromkeys(section.deleted_workloads),
         )
         return cls(view, frozenset(section.orphaned))
 

@@ -513,7 +513,10 @@ class DispatchState:
     :data:`DELETED_STOPS_KEPT`, the oldest dropped (a runner that refolds the log keeps those of releases
     it answered long ago). Not in snapshots: a snapshot never passes what the runner has answered.
     ``deleted_workloads``: the workloads an ObjectDeleted named since the runner last wrote them: the Workload
-    object it keeps of one is stale (a job's Workload deleted by hand is made again under the same name).
+    object it keeps of one is stale (a job's Workload deleted by hand is made again under the same name), and
+    Kueue's finalizer on it is to be taken off before the new one is written; at most
+    :data:`DELETED_STOPS_KEPT`, the oldest dropped; in snapshots (a runner restarted from one still lets go of
+    the old objects).
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
     reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
@@ -607,7 +610,10 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     elif after is None:
         view.started.pop(key, None)
     if isinstance(event, types.ObjectDeleted):
+        view.deleted_workloads.pop(key, None)
         view.deleted_workloads[key] = None
+        while len(view.deleted_workloads) > DELETED_STOPS_KEPT:  # a fold no runner writes from keeps them all
+            del view.deleted_workloads[next(iter(view.deleted_workloads))]
     if changed or isinstance(event, types.WorkloadObserved | types.ObjectDeleted):
         view.dirty_workloads.pop(key, None)
         view.dirty_workloads[key] = seq

@@ -302,6 +302,7 @@ class Dispatcher:
             "dirty_workloads",
             "dirty_queues",
             "unwritten_releases",
+            "deleted_workloads",
         ):
             setattr(self.view, name, getattr(view, name))
         self.orphaned_seqs |= set(orphaned)

@@ -360,14 +360,21 @@ async def test_an_age_limit_purges_only_below_a_snapshot_older_than_it(bus: nats
     assert due.written == len(messages) and due.verified_from == cut
 
 
-def test_a_dispatcher_section_written_before_unwritten_releases_still_loads() -> None:
-    """The section's last field came later (issue 18, the releases written first): an older section, one
-    field shorter, loads with none."""
+def test_a_dispatcher_section_written_before_its_last_fields_still_loads() -> None:
+    """The section's last fields came later (issue 18, the releases written first; then the Workloads deleted
+    by hand whose old object is still to be let go of): an older section, shorter, loads with none."""
     fold = snapshots.DispatchFold()
     for message in golden():
         fold.feed(message)
+    fold.view.deleted_workloads = {"default/deleted-by-hand": None}
     section = msgspec.msgpack.decode(fold.dumps())
-    older = msgspec.msgpack.encode(section[:-1])
+    assert snapshots.DispatchFold.loads(fold.dumps(), where="now").view.deleted_workloads == {
+        "default/deleted-by-hand": None
+    }
+    before_deletions = snapshots.DispatchFold.loads(msgspec.msgpack.encode(section[:-1]), where="older")
+    assert before_deletions.view.deleted_workloads == {}
+    assert before_deletions.view.unwritten_releases == fold.view.unwritten_releases
+    older = msgspec.msgpack.encode(section[:-2])
     loaded = snapshots.DispatchFold.loads(older, where="older")
     assert loaded.view.unwritten_releases == {}
     assert loaded.view.records == fold.view.records
