@@ -791,7 +791,7 @@ def workload_object(
 
     Owner reference to the job (controller), label ``kueue.x-k8s.io/job-uid`` (not for a
     pod group, which Kueue does not label), Kueue's :data:`RESOURCE_IN_USE_FINALIZER` until the
-    workload finishes (jobframework utils.go; not on a pod group's), annotations the watcher gave the workload
+    workload finishes (jobframework utils.go; not on a Pod's or pod group's), annotations the watcher gave the workload
     (``kueue.x-k8s.io/is-group-workload``), spec from the folded workload (SEMANTICS
     §2.1; reconciler.go ConstructWorkload); ``spec.active`` false once the log
     deactivated it (``record``), until it is reactivated.

@@ -373,6 +373,11 @@ class JobTracker:
         known = self.publisher.workloads.get(key)
         if known is None or known.owner is None or key not in self.publisher.known["Workload"]:
             return
+        deleting_ms = _deletion_ms(obj)
+        if deleting_ms and known.metadata.creation_timestamp_ms > deleting_ms:
+            # the log's workload was made after this object's deletion (its new one, made at the deletion's
+            # time): that deletion was seen before a restart, and this is the old object going
+            return
         if known.owner.kind == "Pod":
             return
         owner = known.owner
@@ -428,3 +433,12 @@ class JobTracker:
         if integration is not None:
             return objects.namespace_of(obj), integration.workload_name(name, uid)
         return None
+
+
+def _deletion_ms(obj: objects.KubeObject) -> int:
+    """The object's ``deletionTimestamp`` in ms (seconds precision); 0 when it has none (deleted at once, with no
+    finalizer) or an unreadable one."""
+    try:
+        return manifests.parse_time_ms(objects.meta(obj).get("deletionTimestamp"))
+    except manifests.ManifestError:
+        return 0

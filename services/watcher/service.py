@@ -319,6 +319,10 @@ class Watcher:
             await self.standalone.resynced(listed, version=version)
             for obj in listed:
                 if not standalone.is_standalone(obj):
+                    if objects.meta(obj).get("deletionTimestamp"):
+                        # marked for deletion while no watcher ran (held by Kueue's finalizer): seen now
+                        await self.jobs.workload_object_deleted(obj)
+                        continue
                     self.jobs.workload_status(obj)
                     await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.TAS_KINDS:

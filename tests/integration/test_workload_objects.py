@@ -29,6 +29,7 @@ from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.runtime import DeciderLoop
+from kueue_es.services.watcher.kinds import KUEUE_KINDS, WORKLOAD_KIND
 from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import ClusterEmulator
 from tests.integration.harness import (
@@ -1073,3 +1074,98 @@ async def test_a_finished_workload_lets_go_of_kueues_finalizer_and_stays(api, bu
     assert running_object["metadata"]["finalizers"] == [FINALIZER]
     assert finished["metadata"]["uid"] == running_object["metadata"]["uid"]
     assert conditions(finished)["Finished"]["reason"] == "Succeeded"
+
+
+async def test_a_workload_deleted_while_no_watcher_ran_is_seen_when_it_starts(api, bus: MemoryBus) -> None:
+    """``kubectl delete workload`` of a running Job while the watcher is down: Kueue's finalizer holds the object,
+    so the restarted watcher finds it in its list marked for deletion and reads that as the deletion: the Job
+    is stopped (a waiting Job takes the quota), the old object goes and a new one is made; then its DELETED,
+    and a third watcher's list, change nothing more. Found by a fresh-user check: it stayed Terminating for
+    ever, its Job running."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        async with running(*watch_with_workloads(Watcher(bus=bus, api=api))):
+            await set_up(api, cpu=3)
+            first = await _started(api, bus, "first", parallelism=3)
+            old_object = await eventually(
+                api, resources.WORKLOADS, namespace="default", name=first.name, check=has_kueue_finalizer
+            )
+            await kube.apply_manifest(api, job("second", parallelism=3))
+            second = await _pending_workload(bus, "second")
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name=first.name)
+        restarted = Watcher(bus=bus, api=api)
+        await restarted.learn_from_log()
+        # as the service runs its watches: the Workload objects listed once the jobs are
+        async with running(restarted.run((*KUEUE_KINDS, "Job", WORKLOAD_KIND))):
+            stopped = await eventually(
+                api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"] is True
+            )
+            made_again = await eventually(
+                api,
+                resources.WORKLOADS,
+                namespace="default",
+                name=first.name,
+                check=lambda o: o["metadata"]["uid"] != old_object["metadata"]["uid"] and has_kueue_finalizer(o),
+            )
+            await asyncio.sleep(0.5)
+        third = Watcher(bus=bus, api=api)
+        await third.learn_from_log()
+        async with running(third.run((*KUEUE_KINDS, "Job", WORKLOAD_KIND))):
+            await asyncio.sleep(0.5)
+        deleted = [e for e in await events_of(bus, types.ObjectDeleted) if e.kind == "Workload"]
+        admitted = [e.workload for e in await events_of(bus, types.WorkloadAdmitted)]
+        job_now = await kube.get_object(api, JOBS, namespace="default", name="first")
+
+    assert stopped["spec"]["suspend"] is True and job_now["spec"]["suspend"] is True
+    assert [(d.name, d.uid) for d in deleted] == [(first.name, first.uid)]  # once: not the new one's
+    assert admitted == [first, second]  # the waiting Job took the quota given back
+    assert not made_again["metadata"].get("deletionTimestamp")
+
+
+async def test_a_restarted_watcher_does_not_take_an_old_terminating_object_for_the_new_workloads(
+    api, bus: MemoryBus
+) -> None:
+    """A pending Job's Workload deleted by hand while no dispatcher runs: the watcher publishes the deletion and,
+    the Job being suspended, its new workload at once; the old object stays, held by Kueue's finalizer (nothing
+    lets go of it). A watcher restarted then lists that old object marked for deletion: the log's workload was
+    made after that deletion, so it is not deleted again. Once a dispatcher runs, the old object goes and the
+    new one is written."""
+    dispatcher_stack, watcher_stack = contextlib.AsyncExitStack(), contextlib.AsyncExitStack()
+    async with running(admitter(bus).run()):
+        dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+        await dispatcher_stack.enter_async_context(running(dispatcher.fold_forever(), dispatcher.consume(consumer)))
+        await watcher_stack.enter_async_context(running(*watch_with_workloads(Watcher(bus=bus, api=api))))
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("big", parallelism=4))
+        big = await _pending_workload(bus, "big")
+        old_object = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=big.name, check=has_kueue_finalizer
+        )
+        await dispatcher_stack.aclose()
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name=big.name)
+        await wait_for(bus, types.WorkloadObserved, workload__metadata__name=big.name, count=2)
+        await watcher_stack.aclose()
+        restarted = Watcher(bus=bus, api=api)
+        await restarted.learn_from_log()
+        async with running(restarted.run((*KUEUE_KINDS, "Job", WORKLOAD_KIND))):
+            await asyncio.sleep(0.5)
+            still_held = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=big.name)
+            deleted = [e for e in await events_of(bus, types.ObjectDeleted) if e.kind == "Workload"]
+            dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+            async with running(dispatcher.fold_forever(), dispatcher.consume(consumer)):
+                made_again = await eventually(
+                    api,
+                    resources.WORKLOADS,
+                    namespace="default",
+                    name=big.name,
+                    check=lambda o: o["metadata"]["uid"] != old_object["metadata"]["uid"],
+                )
+
+    assert (
+        still_held["metadata"]["uid"] == old_object["metadata"]["uid"] and still_held["metadata"]["deletionTimestamp"]
+    )
+    assert [(d.name, d.uid) for d in deleted] == [(big.name, big.uid)]  # the first deletion only
+    # and the restarted watcher published none (a second one would carry the first's message id, so a bus
+    # within its duplicate window drops it: past that window it would delete the new workload)
+    assert restarted.jobs.deleted_objects == {}
+    assert has_kueue_finalizer(made_again) and not made_again["metadata"].get("deletionTimestamp")
