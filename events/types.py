@@ -652,7 +652,8 @@ class EvictionRequested(_Event, frozen=True, kw_only=True, tag="EvictionRequeste
     preemption, Preempted=True with ``preemption_reason`` for ``preemptor``. It keeps its
     quota until its job stops (a WorkloadStopped fact); the dispatcher suspends the job
     (SEMANTICS §7.8, §10.1). Other reasons: ``AdmissionCheck`` (a check in Retry),
-    ``PodsReadyTimeout``, ``DeactivatedDueTo<cause>`` (with a WorkloadDeactivated).
+    ``PodsReadyTimeout``, ``DeactivatedDueTo<cause>`` (with a WorkloadDeactivated), ``Deactivated``
+    (``spec.active`` set false by hand, admitter logic 16).
     ``requeue_at_ms`` (0: none) is when the workload may be admitted again (Kueue's
     ``requeueState.requeueAt``, SEMANTICS §3.7); ``requeue_count`` its
     ``requeueState.count`` after a PodsReady timeout.

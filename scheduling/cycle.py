@@ -52,6 +52,7 @@ def run(
     released_are_candidates: bool = False,
     workload_slices: bool = True,
     elastic_tas: bool = True,
+    deactivation_evicts: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -71,12 +72,30 @@ def run(
     releases that slice (``WorkloadSliceReplaced``) in the same batch. With the gate
     ElasticJobsViaWorkloadSlicesWithTAS (``elastic_tas`` False: admitter logic 13, before it;
     SEMANTICS-ADVANCED A.14) its TAS pod sets keep that slice's topology assignment and only the
-    pods it grew by are placed."""
+    pods it grew by are placed.
+
+    A workload whose ``spec.active`` was set false by hand while its job runs is evicted first
+    (``Deactivated``, "The workload is deactivated"), and keeps its quota until its job stops
+    (workload_controller.go evicts it; the job reconciler clears the reservation once the job is
+    stopped); ``deactivation_evicts`` False (admitter logic 15 and earlier, for replay) released it
+    at once, before its job was stopped."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
         wl = state.workloads[key]
         assert wl.reservation is not None
+        if deactivation_evicts and _stops_before_release(wl):
+            if wl.eviction is None:
+                decisions.append(
+                    types.EvictionRequested(
+                        workload=wl.ref,
+                        cluster_queue=wl.reservation.cluster_queue,
+                        reason=DEACTIVATED,
+                        message=DEACTIVATED_MESSAGE,
+                        at_ms=now_ms,
+                    )
+                )
+            continue  # its quota stays held until its job is stopped (a WorkloadStopped)
         decisions.append(_release(wl, now_ms=now_ms))
         released.append(key)
         tree.shift_reservation(
@@ -552,6 +571,28 @@ def _bookmark(
         return None
     assert assignment.tried is not None
     return types.FlavorBookmark(tried=assignment.tried, cycle=cycle, generation=state.generation(cq_name))
+
+
+DEACTIVATED = "Deactivated"
+"""Kueue's eviction reason for a workload whose ``spec.active`` was set false (kueue.WorkloadDeactivated)."""
+DEACTIVATED_MESSAGE = "The workload is deactivated"
+"""Its message (workload_controller.go)."""
+
+
+def _stops_before_release(wl: WorkloadState) -> bool:
+    """Whether ``wl``, in ``state.releasable``, is a workload deactivated by hand whose job may be running:
+    admitted, of a job (a Workload of no job has no job to stop), not finished or deleted, and not an
+    evicted one whose job has stopped already. A reservation waiting for its checks never started its job:
+    it is released at once, as Kueue's reconciler clears the reservation of a suspended job's evicted
+    workload."""
+    return (
+        not wl.workload.spec.active
+        and wl.admitted
+        and wl.workload.owner is not None
+        and wl.finished is None
+        and not wl.deleted_seq
+        and not (wl.stopped_seq and wl.eviction is not None)
+    )
 
 
 def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased | types.FinishedRelease:

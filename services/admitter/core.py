@@ -25,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 15
+LOGIC_VERSION = 16
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 14 and earlier
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 15 and earlier
+released the quota of a running workload deactivated by hand (``spec.active: false``) at once, before its
+job was stopped (16 evicts it ``Deactivated`` and releases it once its job has stopped, as Kueue does). 14 and earlier
 wrote a finished workload's release as a QuotaReleased message (15 carries it in the cycle's
 DecisionRecord, a FinishedRelease: the same decision, folded the same way, issue 18). 13 knew no
 elastic slices with TAS (gate ElasticJobsViaWorkloadSlicesWithTAS, issue 21: a replacement slice's TAS
@@ -53,7 +55,13 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     Returns decisions in a deterministic order; empty when nothing changes.
     """
     return _decide(
-        state, now_ms=now_ms, partition=partition, released_are_candidates=False, workload_slices=True, elastic_tas=True
+        state,
+        now_ms=now_ms,
+        partition=partition,
+        released_are_candidates=False,
+        workload_slices=True,
+        elastic_tas=True,
+        deactivation_evicts=True,
     )
 
 
@@ -65,6 +73,7 @@ def _decide(
     released_are_candidates: bool,
     workload_slices: bool,
     elastic_tas: bool,
+    deactivation_evicts: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -86,6 +95,7 @@ def _decide(
             released_are_candidates=released_are_candidates,
             workload_slices=workload_slices,
             elastic_tas=elastic_tas,
+            deactivation_evicts=deactivation_evicts,
         )
     finally:
         tree.rollback()
@@ -102,7 +112,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 14 wrote a finished workload's release as a QuotaReleased message (15: a
+    Versions 9 to 15 released a workload deactivated by hand at once, its job still running (16 evicts
+    it first). Versions 9 to 14 wrote a finished workload's release as a QuotaReleased message (15: a
     FinishedRelease in the record). Versions 9 to 12 wrote a QuotaReserved before the WorkloadAdmitted of a workload reserved and
     admitted in the same cycle (13 writes the WorkloadAdmitted alone). Version 13 decided as 14
     without elastic slices with TAS (A.14). Version 11 decided as 12
@@ -122,6 +133,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     released_are_candidates = version < 11
     workload_slices = version >= 12
     elastic_tas = version >= 14
+    deactivation_evicts = version >= 16
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -133,6 +145,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             released_are_candidates=released_are_candidates,
             workload_slices=workload_slices,
             elastic_tas=elastic_tas,
+            deactivation_evicts=deactivation_evicts,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -1083,18 +1083,23 @@ def _decided_for(view: DispatchState, ref: types.WorkloadRef, *, seq: int) -> Wo
 
 
 def _plan_deactivated_stop(view: DispatchState, event: types.QuotaReleased, *, seq: int) -> Action | None:
-    """The stop of the job of a workload whose ``spec.active`` was set false by hand: the admitter releases
-    its quota at once (QuotaReleased ``Deactivated``, no eviction before it), so this release is what stops
-    the job (Kueue: workload_controller.go evicts it Deactivated and the job reconciler stops it). Nothing
-    for another release, for a workload unknown, gone or a namesake, one holding a reservation recorded
-    after the release (a redelivery), or one never admitted. A release after Kueue's own eviction of a
-    deactivated workload (``DeactivatedDueTo<cause>``) plans a stop too: its job stopped already. The stop of a Job found suspended with no pod active writes nothing
+    """The stop of the job of a workload whose ``spec.active`` was set false by hand, released with no eviction
+    before it (admitter logic 15 and earlier released its quota at once: this release is what stops the job;
+    Kueue: workload_controller.go evicts it Deactivated and the job reconciler stops it). Nothing for another
+    release, for a workload unknown, gone or a namesake, one holding a reservation recorded after the release
+    (a redelivery), one never admitted, or one evicted before the release (logic 16 evicts it ``Deactivated``
+    first, Kueue's own deactivations ``DeactivatedDueTo<cause>``): that eviction's stop stopped the job. The
+    stop of a Job found suspended with no pod active writes nothing
     (:meth:`~kueue_es.services.dispatcher.job_writes.JobWrites.stop_never_started`)."""
     if event.reason != "Deactivated":
         return None
     current = _decided_for(view, event.workload, seq=seq)
     if current is None or current.reservation is not None:
         return None
+    record = view.records.get(current.key)
+    evicted = record.conditions.get("Evicted") if record is not None else None
+    if evicted is not None and evicted.status and evicted.since_ms != event.at_ms:
+        return None  # evicted before this release (the release itself evicts it only with no eviction before)
     if not isinstance(view.started.get(current.key), list):
         return None  # never admitted (a reservation waiting for its checks): its job never ran
     return _stop_of(view, current, event.workload, reason=event.reason, seq=seq)

@@ -834,10 +834,12 @@ async def _kueue(api, bus: MemoryBus, *, watch: tuple[str, ...] = ()) -> AsyncIt
 
 
 async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus) -> None:
-    """``kubectl patch workload ... spec.active=false`` on the Workload of a running Job: the admitter releases
-    its quota (no eviction before it) and the dispatcher stops the Job on that release (Kueue evicts it
-    Deactivated and its job reconciler suspends the Job): the Job is suspended, it gets Kueue's Stopped Event,
-    and the waiting Job is admitted into the quota. Before, the Job ran on beside the next one."""
+    """``kubectl patch workload ... spec.active=false`` on the Workload of a running Job: the admitter evicts it
+    ``Deactivated`` (Kueue's workload controller), the dispatcher stops the Job (suspended, Kueue's Stopped
+    Event), and only once the Job has stopped is its quota released (Kueue's job reconciler clears the
+    reservation of a stopped job's evicted workload) and the waiting Job admitted into it. Before admitter
+    logic 16 the quota was released first, while the Job still ran; before that the Job ran on beside the
+    next one."""
     async with _kueue(api, bus) as (dispatcher, consumer):
         await set_up(api, cpu=3)
         await kube.apply_manifest(api, job("first", parallelism=3))
@@ -872,10 +874,18 @@ async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus)
 
     assert [(r.reason, r.cluster_queue) for r in released] == [("Deactivated", "cluster-queue")]
     assert stopped["spec"]["suspend"] is True
+    at = {}  # the log order: evicted, stopped, released, then the waiting Job admitted
+    for message, event in await log_entries(bus):
+        if isinstance(event, types.EvictionRequested | types.WorkloadStopped | types.QuotaReleased):
+            at.setdefault((type(event).__name__, event.reason), message.seq)
+        elif isinstance(event, types.WorkloadAdmitted) and event.workload == second:
+            at.setdefault(("WorkloadAdmitted", "second"), message.seq)
+    order = [("EvictionRequested", "Deactivated"), ("WorkloadStopped", "Deactivated"), ("QuotaReleased", "Deactivated")]
+    assert sorted(at, key=at.__getitem__) == [*order, ("WorkloadAdmitted", "second")]
     on_first = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == "first"]
     assert ("Stopped", "The workload is deactivated") in on_first
     on_workload = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == first.name]
-    assert ("EvictedDueToDeactivated", "The workload is deactivated") in on_workload
+    assert on_workload.count(("EvictedDueToDeactivated", "The workload is deactivated")) == 1
     assert conditions(evicted)["Evicted"]["reason"] == "Deactivated"
     assert conditions(evicted)["Requeued"]["reason"] == "Deactivated"
     requeued = conditions(reactivated)["Requeued"]

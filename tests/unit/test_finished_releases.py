@@ -87,7 +87,7 @@ def run(decider: Decider = deciders.ADMITTER) -> Log:
 def test_the_release_of_a_finished_workload_rides_in_the_record() -> None:
     log = run()
     message, record = log.records()[-1]
-    assert record.logic_version == admitter_core.LOGIC_VERSION == 15
+    assert record.logic_version == admitter_core.LOGIC_VERSION >= 15
     assert record.released is not None and [r.workload for r in record.released] == [FIRST]
     released = record.released_decisions()
     assert [(r.reason, r.cluster_queue, r.at_ms) for r in released] == [("Finished", "cq", record.now_ms)]
