@@ -126,6 +126,11 @@ def run(args: argparse.Namespace) -> int:
             return 2
     console = Console(soft_wrap=True, width=max(Console().width, 120))
     run_dir = args.dir or Path(tempfile.mkdtemp(prefix="kueue-es-bench-"))
+    try:
+        driver.refuse_used_run_dir(run_dir)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     # the harness's own log (reconnects during a chaos run's nats-server kill, ...) beside the services'
     harness_log = (run_dir / "logs" / "bench.log").open("a")

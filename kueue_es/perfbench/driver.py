@@ -209,6 +209,20 @@ def _cpu_seconds(pid: int, tick: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / tick
 
 
+def refuse_used_run_dir(run_dir: Path) -> None:
+    """Refuse a run directory whose nats store (``RUN_DIR/nats``) holds an earlier run's log.
+
+    The run's workloads carry the same names and Msg-Ids as the earlier run's: JetStream drops
+    them as duplicates and the figures mix both runs (negative times to admission, a stall).
+
+    Raises:
+        ValueError: ``RUN_DIR/nats`` exists and is not empty; the message names the directory.
+    """
+    store = run_dir / "nats"
+    if store.is_dir() and any(store.iterdir()):
+        raise ValueError(f"--dir {run_dir}: {store} holds an earlier run's log; give a new directory or remove it")
+
+
 async def run_bench(
     *,
     config_path: Path,
@@ -267,6 +281,7 @@ async def run_bench(
     planned = generated.planned()
     bound = ideal.ideal_bound(generated)
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-bench-"))
+    refuse_used_run_dir(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     kube_args = ["--simulate-api"]
     dispatcher_replicas = replicas if standby_lease and partitions is None else 1
