@@ -51,7 +51,9 @@ from kueue_es.supervisor import (
     PUBLISHER,
     SERVICES,
     VISIBILITY,
+    CrashLoopError,
     Supervisor,
+    SupervisorEvent,
     free_port,
     free_port_block,
     reader_help,
@@ -236,6 +238,17 @@ async def run_demo(
         assert supervisor.visibility_port is not None
         emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
         await supervisor.start(demo_processes(keep=keep))
+        restarts: list[SupervisorEvent] = []
+
+        def print_restart(event: SupervisorEvent) -> None:
+            if event.kind == "exited":
+                restarts.append(event)
+            style = "yellow" if event.kind == "exited" else ("green" if event.kind == "restarted" else "red")
+            console.print(event.describe(), style=style, highlight=False)
+
+        # with --keep the system is left to the user (and to faults): a process that exits is restarted,
+        # as `kueue-es up` does; the one-shot demo reports a crash instead (its exit code)
+        supervising = asyncio.create_task(supervisor.supervise(print_restart)) if keep else None
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))
         printer = TimelinePrinter(bus=bus, console=console)
@@ -276,13 +289,22 @@ async def run_demo(
                     run_dir=run_dir,
                     command="demo",
                 )
-                await asyncio.Event().wait()
+                assert supervising is not None
+                try:
+                    await supervising  # until Ctrl-C
+                except CrashLoopError as err:
+                    console.print(f"error: {err}", style="bold red", highlight=False)
+                    console.print("\n".join(f"  {line}" for line in err.tail), highlight=False, markup=False)
         finally:
             current.forget()
             codes = await supervisor.stop()
+            if supervising is not None:
+                await cancel_and_wait([supervising])
             await cancel_and_wait(background)  # not one cancel: see cancel_and_wait
             await api.close()
         crashed = {name: code for name, code in codes.items() if code not in (0, None)}
+        for event in restarts:  # exited and restarted while kept: still a crash to report
+            crashed.setdefault(event.service, -1 if event.code is None else event.code)
         if not done:
             console.print(
                 f"[bold red]not every Job finished within {DEMO_TIMEOUT:g}s[/bold red]: "
@@ -348,7 +370,7 @@ def _print_keep(
     health = "\n".join(health_lines(supervisor, demo_processes(keep=True)))
     console.print(
         f"""
-[bold]Still running[/bold] (Ctrl-C stops everything):
+[bold]Still running[/bold] (Ctrl-C stops everything; a process that exits is restarted, as by kueue-es up):
   API server (emulated)  {api_url}   kubeconfig: {run_dir / "kubeconfig"}
   NATS                   {nats_url}   (every connection needs a user: credentials in {auth.directory})
   service logs           {run_dir / "logs"}

@@ -1,0 +1,115 @@
+"""``kueue-es demo --keep`` restarts a process that dies, as ``kueue-es up`` does.
+
+The kept demo is a running system users and fault runs poke at: before, a ``kill -9`` of its
+dispatcher left it dead, and Jobs applied afterwards were admitted but never started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+T = TypeVar("T")
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: after-restart
+  namespace: default
+  labels:
+    kueue.x-k8s.io/queue-name: user-queue
+spec:
+  suspend: true
+  template:
+    spec:
+      containers:
+      - name: main
+        image: registry.k8s.io/e2e-test-images/agnhost:2.53
+        resources:
+          requests:
+            cpu: "1"
+      restartPolicy: Never
+"""
+
+
+def _service_pid(parent: int, service: str) -> int | None:
+    """The pid of ``python -m kueue_es.cli service SERVICE ...`` started by ``parent``, or None."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and b"service" in argv and service.encode() in argv:
+            return int(entry.name)
+    return None
+
+
+def _wait(
+    predicate: Callable[[], T | None], what: str, out: Path, process: subprocess.Popen[bytes], timeout: float = 120.0
+) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = predicate()
+        if found:
+            return found
+        assert process.poll() is None, f"the demo exited ({process.returncode}):\n{out.read_text()}"
+        assert time.monotonic() < deadline, f"{what}, not within {timeout:g}s:\n{out.read_text()}"
+        time.sleep(0.3)
+
+
+@pytest.mark.timeout(400)
+def test_a_killed_dispatcher_is_restarted_and_the_next_job_starts(tmp_path: Path) -> None:
+    out, run_dir = tmp_path / "demo.out", tmp_path / "run"
+    with out.open("wb") as sink:
+        demo = subprocess.Popen(
+            [sys.executable, "-m", "kueue_es.cli", "demo", "--keep", "--jobs", "0", "--duration", "600"]
+            + ["--dir", str(run_dir)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "COLUMNS": "250", "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        _wait(lambda: "Still running" in out.read_text(), "the demo is not kept", out, demo, timeout=180)
+        old = _wait(lambda: _service_pid(demo.pid, "dispatcher"), "no dispatcher process", out, demo)
+        os.kill(old, signal.SIGKILL)
+        restarted = _wait(
+            lambda: re.search(r"dispatcher restarted \(pid (\d+)", out.read_text()), "no restart", out, demo
+        )
+        new = int(restarted.group(1))
+        assert new != old and _service_pid(demo.pid, "dispatcher") == new
+        kubeconfig = f"--kubeconfig={run_dir / 'kubeconfig'}"
+        subprocess.run(["kubectl", kubeconfig, "create", "-f", "-"], input=JOB.encode(), check=True, timeout=60)
+
+        def started() -> bool:
+            got = subprocess.run(
+                ["kubectl", kubeconfig, "get", "job", "after-restart", "-o", "json"],
+                capture_output=True,
+                timeout=60,
+            )
+            return got.returncode == 0 and json.loads(got.stdout)["spec"].get("suspend") is False
+
+        _wait(started, "the Job applied after the restart never started", out, demo)
+    finally:
+        demo.send_signal(signal.SIGTERM)
+        try:
+            demo.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            demo.wait()
+    assert "dispatcher killed by SIGKILL; restarting it" in out.read_text()  # the user is told
