@@ -877,10 +877,19 @@ def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | N
 
 def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | None:
     """The start of an admitted workload's job (see :func:`plan`)."""
-    state = view.cluster
-    current = state.workloads.get(event.workload.key)
+    current = view.cluster.workloads.get(event.workload.key)
     if current is None or current.reservation is None or current.gone or current.eviction is not None:
         return None  # an eviction already on the log: Kueue's reconciler does not start it either
+    return start_of(view, current, event.workload)
+
+
+def start_of(view: DispatchState, current: WorkloadState, ref: types.WorkloadRef | None = None) -> Action | None:
+    """The start of ``current``'s job, holding its reservation (``ref``: the decision's reference to it, its
+    own by default): StartJob, StartIntegration or StartPods with its pod set information (as the admission
+    put it in, :data:`DispatchState.started`, else computed), FailStart when that conflicts; None for a
+    workload of no job this dispatcher starts, or a replacement slice of an elastic job."""
+    state = view.cluster
+    ref = ref or current.ref
     owner = current.workload.owner
     if owner is None or not startable(owner.api_version, owner.kind):
         return None
@@ -888,15 +897,15 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | 
         # A replacement slice of an elastic job: the job runs on, never suspended; its new pods are
         # released by the ungater (SEMANTICS-ADVANCED D.4).
         return None
-    infos = view.started.get(event.workload.key)
+    infos = view.started.get(ref.key)
     if infos is None:
-        infos = pod_set_infos(state, current, view.records.get(event.workload.key))
+        infos = pod_set_infos(state, current, view.records.get(ref.key))
     namespace = current.workload.metadata.namespace
     if isinstance(infos, str):
-        return FailStart(workload=event.workload, namespace=namespace, name=owner.name, kind=owner.kind, message=infos)
+        return FailStart(workload=ref, namespace=namespace, name=owner.name, kind=owner.kind, message=infos)
     if owner.kind not in ("Job", "Pod"):
         return StartIntegration(
-            workload=event.workload,
+            workload=ref,
             kind=owner.kind,
             namespace=namespace,
             name=owner.name,
@@ -906,7 +915,7 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | 
     if owner.kind == "Pod":
         group = _group_of(current)
         return StartPods(
-            workload=event.workload,
+            workload=ref,
             namespace=namespace,
             pod_name="" if group else owner.name,
             group=group,
@@ -915,7 +924,7 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | 
         )
     info = infos[0] if infos else PodSetInfo(name="main")
     return StartJob(
-        workload=event.workload,
+        workload=ref,
         namespace=namespace,
         name=owner.name,
         uid=owner.uid,
@@ -1066,7 +1075,7 @@ def _plan_stop(view: DispatchState, event: types.EvictionRequested, *, seq: int)
     current = _decided_for(view, event.workload, seq=seq)
     if current is None or current.reservation is None:
         return None
-    return _stop_of(view, current, event.workload, reason=event.reason, seq=seq)
+    return stop_of(view, current, event.workload, reason=event.reason, seq=seq)
 
 
 def _decided_for(view: DispatchState, ref: types.WorkloadRef, *, seq: int) -> WorkloadState | None:
@@ -1102,7 +1111,7 @@ def _plan_deactivated_stop(view: DispatchState, event: types.QuotaReleased, *, s
         return None  # evicted before this release (the release itself evicts it only with no eviction before)
     if not isinstance(view.started.get(current.key), list):
         return None  # never admitted (a reservation waiting for its checks): its job never ran
-    return _stop_of(view, current, event.workload, reason=event.reason, seq=seq)
+    return stop_of(view, current, event.workload, reason=event.reason, seq=seq)
 
 
 DELETED_REASON = "Deleted"
@@ -1122,7 +1131,7 @@ def _keep_deleted_stop(view: DispatchState, event: types.QuotaReleased, *, seq: 
         return  # not a deleted workload holding quota (a finished one's job has ended)
     if not isinstance(view.started.get(current.key), list):
         return  # never started: its job never ran
-    action = _stop_of(view, current, event.workload, reason=DELETED_REASON, seq=seq)
+    action = stop_of(view, current, event.workload, reason=DELETED_REASON, seq=seq)
     if not isinstance(action, StopJob | StopIntegration):
         return
     stops = view.deleted_stops
@@ -1150,7 +1159,7 @@ def forget_deleted_stop(view: DispatchState, key: str, *, seq: int) -> None:
             view.dirty_workloads[key] = seq
 
 
-def _stop_of(
+def stop_of(
     view: DispatchState, current: WorkloadState, ref: types.WorkloadRef, *, reason: str, seq: int
 ) -> Action | None:
     """The stop of ``current``'s job for the decision at ``seq`` (``reason`` its eviction's), giving back what

@@ -69,6 +69,7 @@ from kueue_es.services.dispatcher.object_sync import QueueStatusSync, StoredObje
 from kueue_es.services.dispatcher.record_results import RecordResults, record_of
 from kueue_es.services.dispatcher.recording import Recording, workload_key
 from kueue_es.services.dispatcher.settling import Settlement, Settling
+from kueue_es.services.dispatcher.suspension import Suspension
 from kueue_es.services.dispatcher.ungating import Ungating
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.health import ObservedBus
@@ -173,6 +174,10 @@ class Dispatcher:
         )
         self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)
         self.ungating = Ungating(api=self.api, limiter=self.limiter, view=self.view)
+        # a job started or suspended by hand is put back in line with its workload's admission (reconciler.go 7, 8)
+        self.suspension = Suspension(
+            view=self.view, jobs=self.jobs, recording=self.recording, gate=lambda: self.gate is None or self.gate()
+        )
 
     @property
     def state(self) -> ClusterState:
@@ -277,6 +282,8 @@ class Dispatcher:
                     self.stored.observed(accepted)
                     if isinstance(accepted, types.WorkloadAdmitted | types.TopologyAssigned):
                         self.ungating.mark(accepted.workload.key)
+                    elif isinstance(accepted, types.WorkloadPodsReady):
+                        self.suspension.observed(accepted)
 
     async def _resume(self) -> int:
         """Take the start point (a snapshot of this log: its view becomes the fold, in place, as the
@@ -539,7 +546,11 @@ class Dispatcher:
     async def write_apart_from_batches(self) -> None:
         """Keep writing, apart from the batches, the changed Workloads no decision of a batch is about and the
         queues' status (cancel to stop); run by :meth:`consume`."""
-        await asyncio.gather(self.workloads.run(ready=self._ready), self.queues.run(ready=self._ready))
+        await asyncio.gather(
+            self.workloads.run(ready=self._ready),
+            self.queues.run(ready=self._ready),
+            self.suspension.run(ready=self._ready),
+        )
 
     # -- the Job writes of decisions -----------------------------------------------------------
 

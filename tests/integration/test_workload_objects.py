@@ -1179,3 +1179,73 @@ async def test_a_restarted_watcher_does_not_take_an_old_terminating_object_for_t
     # within its duplicate window drops it: past that window it would delete the new workload)
     assert restarted.jobs.deleted_objects == {}
     assert has_kueue_finalizer(made_again) and not made_again["metadata"].get("deletionTimestamp")
+
+
+async def test_a_pending_job_unsuspended_by_hand_is_suspended_again(api, bus: MemoryBus) -> None:
+    """``kubectl patch job ... suspend=false`` on a Job whose workload waits for quota: Kueue's job reconciler
+    (reconciler.go step 8) suspends it again with the Stopped Event "Not admitted by cluster queue", so it
+    cannot run beside the admitted one with no quota. Before, it ran on (6 CPU in a 3 CPU queue). The write
+    answers no decision: no dispatch result names it, and the log replays with every decision matched."""
+    async with _kueue(api, bus) as (dispatcher, _):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("first", parallelism=3))
+        await wait_for(bus, types.WorkloadAdmitted)
+        await eventually(api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"] is False)
+        await kube.apply_manifest(api, job("second", parallelism=3))
+        second = await _pending_workload(bus, "second")
+        await kube.patch_object(api, JOBS, namespace="default", name="second", patch={"spec": {"suspend": False}})
+        suspended = await eventually(
+            api, JOBS, namespace="default", name="second", check=lambda o: o["spec"]["suspend"] is True
+        )
+        await wait_until(lambda: dispatcher.suspension.stopped == 1, what="the stop of the unadmitted Job")
+        await asyncio.sleep(0.3)
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+        first_object = await kube.get_object(api, JOBS, namespace="default", name="first")
+    on_second = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == "second"]
+    assert ("Stopped", "Not admitted by cluster queue") in on_second
+    assert suspended["spec"]["suspend"] is True and first_object["spec"]["suspend"] is False
+    assert not [e for e in await events_of(bus, types.WorkloadAdmitted) if e.workload == second]
+    dispatched = [e for e in await events_of(bus, types.DispatchApplied) if e.workload == second]
+    assert dispatched == []
+    report = check_log([m for m, _ in await log_entries(bus)], deciders.BY_ROLE)
+    assert report.ok and report.matched == report.decisions > 0, report.mismatches[:1]
+
+
+async def test_an_admitted_job_suspended_by_hand_is_started_again(api, bus: MemoryBus) -> None:
+    """``kubectl patch job ... suspend=true`` on a Job whose workload is admitted: Kueue's job reconciler
+    (reconciler.go step 7, "Job admitted, unsuspending") starts it again, with its flavor's node selector and
+    a second Started Event. Before, it stayed suspended while its workload held the quota."""
+    async with _kueue(api, bus) as (dispatcher, _):
+        await kube.apply_manifest(api, flavor("default-flavor", node_labels={"instance-type": "on-demand"}))
+        await kube.apply_manifest(api, cluster_queue("cluster-queue", cpu=3))
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        await kube.apply_manifest(api, job("first", parallelism=3))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        await eventually(api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"] is False)
+        # its pods run and are ready (the Job controller's status), then someone suspends it
+        await kube.patch_object(
+            api,
+            JOBS,
+            namespace="default",
+            name="first",
+            patch={"status": {"active": 3, "ready": 3}},
+            subresource="status",
+        )
+        await wait_for(bus, types.WorkloadPodsReady, workload=admitted.workload, ready=True)
+        await kube.patch_object(api, JOBS, namespace="default", name="first", patch={"spec": {"suspend": True}})
+        await eventually(api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"] is True)
+        await wait_until(lambda: dispatcher.suspension.restarted == 1, what="the restart of the admitted Job")
+        restarted = await eventually(
+            api, JOBS, namespace="default", name="first", check=lambda o: o["spec"]["suspend"] is False
+        )
+        await asyncio.sleep(0.3)
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    selector = restarted["spec"]["template"]["spec"].get("nodeSelector")
+    assert selector == {"instance-type": "on-demand"}
+    on_first = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == "first"]
+    started = [e for e in on_first if e[0] == "Started"]
+    assert started and all(m == "Admitted by clusterQueue cluster-queue" for _, m in started)
+    assert len(started) == 2 or any(
+        e.get("count", 1) == 2 for e in listed if e["involvedObject"]["name"] == "first" and e["reason"] == "Started"
+    )
+    assert not await events_of(bus, types.EvictionRequested)  # nothing decided: the workload stays admitted

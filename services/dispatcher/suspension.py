@@ -1,0 +1,207 @@
+"""A job's suspension follows its workload's admission, whoever changed it (Kueue's job reconciler, steps 7 and 8).
+
+Why this module exists: the dispatcher starts a job when the log admits its workload and stops it when the
+log evicts it; nothing else wrote a job. A user could therefore ``kubectl patch job J -p
+'{"spec":{"suspend":false}}'`` a pending job and run it with no quota, or suspend an admitted one and leave
+its quota held by nothing running. Kueue's reconciler (pkg/controller/jobframework/reconciler.go
+ReconcileGenericJob) puts both back:
+
+- step 8, a job running while its workload is not admitted (pending, or holding a reservation still waiting
+  for its checks): ``stopJob(StopReasonNotAdmitted, "Not admitted by cluster queue")``, except a job whose
+  workload slices are enabled (elastic jobs run on, their new pods gated);
+- step 7, a job suspended while its workload is admitted (and not evicted): ``startJob``, as at admission,
+  with its ``Started`` Event again.
+
+The watcher's PodsReady facts say when a job started or stopped without a decision (``progress.started``:
+a job not suspended, a pod ungated): the first WorkloadPodsReady of a workload never admitted, and a
+``WaitForStart`` after the job had started. Each such fact marks the workload; :meth:`Suspension.run` then
+reads the job (the API server's, not the fact's) and writes only when it still disagrees with the fold, so a
+fact that is stale by then writes nothing. These writes answer no decision: no dispatch result is recorded
+(replay checks results against decisions), as with the Workload objects' status. Pods (whose stop deletes
+them) are left to the ungater and the pod group's own rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from kueue_es.events import slices, types
+from kueue_es.jobframework import integrations
+from kueue_es.projections.cluster import WorkloadState
+from kueue_es.services.dispatcher import core, kube_events
+from kueue_es.services.dispatcher.job_writes import JOB_REF, JobWrites
+from kueue_es.services.dispatcher.recording import Recording
+from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
+
+log = structlog.get_logger(__name__)
+
+NOT_ADMITTED_REASON = "NotAdmitted"
+"""Kueue's StopReasonNotAdmitted (jobframework/reconciler.go)."""
+NOT_ADMITTED_MESSAGE = "Not admitted by cluster queue"
+"""The Stopped Event's message for it (reconciler.go step 8)."""
+REMEMBERED_REASONS = 200_000
+"""Workloads whose last PodsReady reason is kept (the least recently reported forgotten first): one forgotten
+misses a suspension by hand only if its job was suspended right then."""
+STARTED_STATES = frozenset({"Started", "Recovered", "WaitForRecovery"})
+"""PodsReady reasons of a job that had started (generatePodsReadyCondition): a WaitForStart after one of them
+says the job was suspended again."""
+
+
+class Suspension:
+    """Puts a job's suspension back in line with its workload's admission (see the module).
+
+    ``view``: the dispatcher's fold; ``jobs``: its job writes (rate-limited like every job write);
+    ``recording``: where the jobs' Events go; ``gate``: whether this replica may write (its lease), None for
+    always."""
+
+    def __init__(
+        self,
+        *,
+        view: core.DispatchState,
+        jobs: JobWrites,
+        recording: Recording,
+        gate: Callable[[], bool] | None = None,
+    ) -> None:
+        self.view, self.jobs, self.recording, self.gate = view, jobs, recording, gate
+        self.due: dict[str, tuple[int, int]] = {}  # workload key -> (sequence, time in ms) of the fact that marked it
+        self.reasons: dict[str, str] = {}  # workload key -> the PodsReady reason of its last fact (the newest kept)
+        self._wake = asyncio.Event()
+        self.stopped = 0  # jobs suspended because their workload was not admitted
+        self.restarted = 0  # jobs unsuspended again because their workload is admitted
+
+    def observed(self, event: types.WorkloadPodsReady) -> None:
+        """The fold took the watcher's ``event``: mark its workload when the job may have started with no
+        admission (any PodsReady fact of a workload not admitted: the watcher reports none before a start),
+        or been suspended while admitted (``WaitForStart`` after a started reason, no eviction)."""
+        key = event.workload.key
+        previous = self.reasons.pop(key, None)
+        self.reasons[key] = event.reason
+        if len(self.reasons) > REMEMBERED_REASONS:
+            del self.reasons[next(iter(self.reasons))]
+        wl = self.view.cluster.workloads.get(key)
+        if wl is None or wl.gone or wl.finished is not None or not _job_of_its_own(wl):
+            return
+        if wl.admitted and wl.reservation is not None:
+            if wl.eviction is not None or event.reason != "WaitForStart" or previous not in STARTED_STATES:
+                return
+        self.due[key] = (self.view.cluster.last_seq, event.at_ms)
+        self._wake.set()
+
+    async def run(self, *, ready: Callable[[], bool]) -> None:
+        """Check every marked workload's job, oldest mark first, while ``ready()`` (cancel to stop). A failed
+        read or write is logged and left: the next fact about the workload marks it again."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if not ready():
+                await asyncio.sleep(0.05)
+                self._wake.set()
+                continue
+            while self.due:
+                key = next(iter(self.due))
+                seq, at_ms = self.due.pop(key)
+                try:
+                    await self.check(key, seq=seq, at_ms=at_ms)
+                except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                    log.warning("job_suspension_not_checked", workload=key, seq=seq, error=str(err))
+
+    async def check(self, key: str, *, seq: int, at_ms: int = 0) -> None:
+        """Read workload ``key``'s job and start or stop it when its suspension disagrees with the fold
+        (``seq``, ``at_ms``: the log sequence and time of the fact that marked it, which name the write in the
+        dispatcher's log and its Event). Raises the API's errors (but 404: a job that is gone needs nothing)."""
+        wl = self.view.cluster.workloads.get(key)
+        if wl is None or wl.gone or wl.finished is not None or wl.deleted_seq or not _job_of_its_own(wl):
+            return
+        if self.gate is not None and not self.gate():
+            return
+        admitted = wl.admitted and wl.reservation is not None
+        if admitted and wl.eviction is not None:
+            return  # being stopped by its eviction
+        if not admitted and wl.workload.metadata.annotations.get(slices.SLICE_NAME_ANNOTATION):
+            return  # an elastic job runs on while a slice waits (reconciler.go: WorkloadSliceEnabled)
+        found = await self._job(wl)
+        if found is None:
+            return
+        _, suspended = found
+        if admitted and suspended:
+            await self._start(wl, seq=seq, at_ms=at_ms)
+        elif not admitted and not suspended:
+            await self._stop(wl, seq=seq, at_ms=at_ms)
+
+    async def _job(self, wl: WorkloadState) -> tuple[dict[str, Any], bool] | None:
+        """The workload's job as the API server has it and whether it is suspended; None when it is gone, being
+        deleted, or a namesake with another UID."""
+        owner = wl.workload.owner
+        assert owner is not None
+        integration = integrations.by_kind(owner.kind) if owner.kind != "Job" else None
+        ref = JOB_REF if integration is None else resources.ref_for(integration.api_version, integration.kind)
+        try:
+            job = await self.jobs.api.get_object(ref, namespace=wl.workload.metadata.namespace, name=owner.name)
+        except kube_errors.NotFoundError:
+            return None
+        meta = job.get("metadata") or {}
+        if (owner.uid and meta.get("uid", owner.uid) != owner.uid) or meta.get("deletionTimestamp"):
+            return None
+        if integration is None:
+            return job, (job.get("spec") or {}).get("suspend") is True
+        return job, integrations.suspended(integration, job)
+
+    async def _stop(self, wl: WorkloadState, *, seq: int, at_ms: int) -> None:
+        action = core.stop_of(self.view, wl, wl.ref, reason=NOT_ADMITTED_REASON, seq=seq)
+        if isinstance(action, core.StopJob):
+            result = await self.jobs.stop_job(action, seq=seq)
+        elif isinstance(action, core.StopIntegration):
+            result = await self.jobs.write_integration(action, seq=seq)
+        else:
+            return
+        if isinstance(result, types.DispatchFailed):
+            return
+        self.stopped += 1
+        log.info("job_stopped_not_admitted", job=f"{action.namespace}/{action.name}", workload=wl.key, seq=seq)
+        self._event(wl, reason="Stopped", message=NOT_ADMITTED_MESSAGE, seq=seq, at_ms=at_ms)
+        await self.recording.record([])
+
+    async def _start(self, wl: WorkloadState, *, seq: int, at_ms: int) -> None:
+        assert wl.reservation is not None
+        action = core.start_of(self.view, wl)
+        if not isinstance(action, core.StartJob | core.StartIntegration):
+            return
+        if isinstance(action, core.StartJob):
+            result = await self.jobs.start_job(action, seq=seq)
+        else:
+            result = await self.jobs.write_integration(action, seq=seq)
+        if isinstance(result, types.DispatchFailed):
+            return
+        self.restarted += 1
+        log.info("job_started_again", job=f"{action.namespace}/{action.name}", workload=wl.key, seq=seq)
+        message = f"Admitted by clusterQueue {wl.reservation.cluster_queue}"
+        self._event(wl, reason="Started", message=message, seq=seq, at_ms=at_ms)
+        await self.recording.record([])
+
+    def _event(self, wl: WorkloadState, *, reason: str, message: str, seq: int, at_ms: int) -> None:
+        owner = wl.workload.owner
+        assert owner is not None
+        integration = integrations.by_kind(owner.kind) if owner.kind != "Job" else None
+        api_version = "batch/v1" if integration is None else integration.api_version
+        item = kube_events.KubeEvent(
+            workload=types.WorkloadRef(namespace=wl.workload.metadata.namespace, name=owner.name),
+            type="Normal",
+            reason=reason,
+            message=kube_events.truncate(message),
+            at_ms=at_ms,
+            job=(api_version, owner.kind, owner.uid),
+        )
+        self.recording.add_job_event(seq, item)
+
+
+def _job_of_its_own(wl: WorkloadState) -> bool:
+    """A batch/v1 Job's or a registered integration's workload (not Pods': their stop deletes them)."""
+    owner = wl.workload.owner
+    if owner is None or owner.kind == "Pod" or not core.startable(owner.api_version, owner.kind):
+        return False
+    return slices.replacement_for(wl.workload) is None
