@@ -98,14 +98,24 @@ class StoredObjects:
                 self.keep((ref.kind, namespace, meta.get("name", "")), stored)
 
     def observed(self, event: types.Event) -> None:
-        """A queue seen (again) in the cluster may now take its status."""
+        """A queue seen (again) in the cluster may now take its status. One made again under the same name
+        (another UID) is a new object with no status: what was stored of the old one is forgotten, so its
+        status is written whole (else a LocalQueue deleted and created again showed none until a count
+        changed, with the old object's transition times)."""
         match event:
             case types.ClusterQueueObserved(cluster_queue=obj):
-                self.absent.discard(("ClusterQueue", "", obj.metadata.name))
+                ident: ObjectKey = ("ClusterQueue", "", obj.metadata.name)
             case types.LocalQueueObserved(local_queue=obj):
-                self.absent.discard(("LocalQueue", obj.metadata.namespace, obj.metadata.name))
+                ident = ("LocalQueue", obj.metadata.namespace, obj.metadata.name)
             case types.CohortObserved(cohort=obj):
-                self.absent.discard(("Cohort", "", obj.metadata.name))
+                ident = ("Cohort", "", obj.metadata.name)
+            case _:
+                return
+        self.absent.discard(ident)
+        stored = self.objects.get(ident)
+        uid = obj.metadata.uid
+        if stored is not None and uid and objects.meta(stored).get("uid", uid) != uid:
+            del self.objects[ident]
 
     async def apply(
         self,

@@ -1249,3 +1249,36 @@ async def test_an_admitted_job_suspended_by_hand_is_started_again(api, bus: Memo
         e.get("count", 1) == 2 for e in listed if e["involvedObject"]["name"] == "first" and e["reason"] == "Started"
     )
     assert not await events_of(bus, types.EvictionRequested)  # nothing decided: the workload stays admitted
+
+
+async def test_a_local_queue_made_again_under_its_name_gets_its_status(api, bus: MemoryBus) -> None:
+    """``kubectl delete lq user-queue`` then ``kubectl apply`` of the same LocalQueue while a workload admitted
+    through it still runs: the new object (another UID) gets its status, as Kueue's LocalQueue reconciler writes
+    it, with a transition time of its own. Before, the status write was skipped as unchanged against the old
+    object the dispatcher had stored, and ``kubectl get lq`` showed empty columns."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("first", parallelism=3))
+        await wait_for(bus, types.WorkloadAdmitted)
+        old = await eventually(
+            api,
+            resources.LOCAL_QUEUES,
+            namespace="default",
+            name="user-queue",
+            check=lambda o: (o.get("status") or {}).get("admittedWorkloads") == 1,
+        )
+        await kube.delete_object(api, resources.LOCAL_QUEUES, namespace="default", name="user-queue")
+        await wait_for(bus, types.ObjectDeleted, kind="LocalQueue")
+        await asyncio.sleep(1.1)  # a transition time of its own, in whole seconds
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        new = await eventually(
+            api,
+            resources.LOCAL_QUEUES,
+            namespace="default",
+            name="user-queue",
+            check=lambda o: o["metadata"]["uid"] != old["metadata"]["uid"] and bool(o.get("status")),
+        )
+    assert new["status"]["admittedWorkloads"] == 1
+    [active] = new["status"]["conditions"]
+    assert (active["type"], active["status"]) == ("Active", "True")
+    assert active["lastTransitionTime"] > old["status"]["conditions"][0]["lastTransitionTime"]
