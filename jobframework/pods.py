@@ -114,6 +114,27 @@ def is_terminated(pod: Mapping[str, Any]) -> bool:
     return _phase(pod) in ("Succeeded", "Failed")
 
 
+def excess_pods(members: Sequence[Mapping[str, Any]], total: int) -> list[Mapping[str, Any]]:
+    """The pods of a group beyond its ``total`` count, which Kueue deletes (pod_controller.go removeExcessPods,
+    with the active pods ordered by sortActivePods). Of ``members`` only the active ones count (not terminated,
+    not being deleted); those kept are the first ``total`` of them, the ones with Kueue's pod finalizer first,
+    then the ungated ones, then the oldest (creationTimestamp, then name). Returns the rest, in that order."""
+    active = [p for p in members if not is_terminated(p) and not (p.get("metadata") or {}).get("deletionTimestamp")]
+    if len(active) <= total:
+        return []
+
+    def kept_first(pod: Mapping[str, Any]) -> tuple[bool, bool, str, str]:
+        meta = pod.get("metadata") or {}
+        return (
+            POD_FINALIZER not in (meta.get("finalizers") or []),
+            is_gated(pod),
+            str(meta.get("creationTimestamp") or ""),
+            str(meta.get("name") or ""),
+        )
+
+    return sorted(active, key=kept_first)[total:]
+
+
 def is_running(pods: Sequence[Mapping[str, Any]]) -> bool:
     """Whether any pod of a workload runs: not gated and not terminated (the inverse of Kueue's IsSuspended)."""
     return any(not is_gated(p) and not is_terminated(p) for p in pods)

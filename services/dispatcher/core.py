@@ -395,6 +395,7 @@ class StartPods:
     group: str = ""
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
+    total: int = 0  # a group's pod count (its pod sets' counts): active pods beyond it are deleted, not started
 
     def patch(self, pod: Mapping[str, Any], *, pod_set: str) -> dict[str, Any] | None:
         """The merge patch that starts ``pod`` as a member of ``pod_set``; None for a pod no longer gated
@@ -921,6 +922,7 @@ def start_of(view: DispatchState, current: WorkloadState, ref: types.WorkloadRef
             group=group,
             uid="" if group else owner.uid,
             pod_sets=infos,
+            total=sum(ps.count for ps in current.workload.spec.pod_sets) if group else 0,
         )
     info = infos[0] if infos else PodSetInfo(name="main")
     return StartJob(
@@ -960,6 +962,7 @@ def late_start(view: DispatchState, key: str) -> StartPods | None:
         namespace=meta.namespace,
         group=group,
         pod_sets=infos,
+        total=sum(ps.count for ps in wl.workload.spec.pod_sets),
     )
 
 

@@ -16,6 +16,7 @@ with another UID, is a DispatchFailed 404; other API errors are raised.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import assert_never
 
 import structlog
@@ -54,11 +55,47 @@ def target_name(action: core.Action) -> str:
     return f"{action.namespace}/{name}"
 
 
-class JobWrites:
-    """Writes the jobs of admitted and evicted workloads, one action at a time, each write rate-limited."""
+EXCESS_POD_REASON = "ExcessPodDeleted"
+EXCESS_POD_MESSAGE = "Excess pod deleted"
+"""Kueue's Normal Event on each pod it deletes beyond its group's count (pod_controller.go removeExcessPods)."""
+ExcessHook = Callable[[objects.Pod], None]
 
-    def __init__(self, *, api: KubeApi, limiter: WriteLimiter) -> None:
-        self.api, self.limiter = api, limiter
+
+async def delete_excess(
+    api: KubeApi,
+    limiter: WriteLimiter,
+    action: core.StartPods,
+    members: list[objects.Pod],
+    *,
+    on_deleted: ExcessHook | None = None,
+) -> set[str]:
+    """Delete the active pods of ``action``'s group beyond its count (:func:`pods.excess_pods`: the newest
+    gated ones go first), as Kueue's pod group reconciler does, so no pod runs outside the workload's quota;
+    ``on_deleted`` is told of each (its Event). Returns the names deleted (or found gone)."""
+    if not action.group or action.total <= 0:
+        return set()
+    deleted: set[str] = set()
+    for pod in pod_integration.excess_pods(members, action.total):
+        name = str((pod.get("metadata") or {}).get("name") or "")
+        await limiter.acquire(WriteClass.JOBS)
+        try:
+            await api.delete_object(POD_REF, namespace=action.namespace, name=name)
+        except kube_errors.NotFoundError:
+            deleted.add(name)
+            continue
+        deleted.add(name)
+        log.info("excess_pod_deleted", pod=f"{action.namespace}/{name}", group=action.group, total=action.total)
+        if on_deleted is not None:
+            on_deleted(objects.as_pod(dict(pod)))
+    return deleted
+
+
+class JobWrites:
+    """Writes the jobs of admitted and evicted workloads, one action at a time, each write rate-limited.
+    ``on_excess``: told of each pod deleted beyond its group's count."""
+
+    def __init__(self, *, api: KubeApi, limiter: WriteLimiter, on_excess: ExcessHook | None = None) -> None:
+        self.api, self.limiter, self.on_excess = api, limiter, on_excess
 
     async def carry_out(self, action: core.Action, *, seq: int) -> Result:
         """Write ``action`` (planned for the decision at ``seq``); raises the API's errors but 404."""
@@ -265,7 +302,10 @@ class JobWrites:
         uid = objects.meta(members[0]).get("uid", "") if members and not action.group else ""
         if not members or (action.uid and uid and uid != action.uid):
             return self.gone(action, seq=seq, message=f"{target} is gone")
+        excess = await delete_excess(self.api, self.limiter, action, members, on_deleted=self.on_excess)
         for pod in members:
+            if objects.meta(pod).get("name") in excess:
+                continue
             pod_set = pod_integration.role_hash(pod) if action.group else "main"
             patch = action.patch(pod, pod_set=pod_set)
             if patch is None:

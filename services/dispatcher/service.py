@@ -55,7 +55,7 @@ from kueue_es.events.bus.base import Bus, BusError, Delivery, DurableConsumer, L
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
 from kueue_es.services import standby
-from kueue_es.services.dispatcher import core, lean
+from kueue_es.services.dispatcher import core, job_writes, kube_events, lean
 from kueue_es.services.dispatcher.job_writes import JobWrites, action_name
 from kueue_es.services.dispatcher.kube_api import (
     DEFAULT_QUEUE_STATUS_INTERVAL,
@@ -74,6 +74,7 @@ from kueue_es.services.dispatcher.ungating import Ungating
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import objects
 from kueue_es.services.runtime import (
     OrphanHook,
     StartPoint,
@@ -154,7 +155,7 @@ class Dispatcher:
         self._unstarted: dict[str, int] = {}
         self.unwritten_stops = 0  # stops that needed no write: the Job was never started
         self.plan_failures = 0  # decisions whose plan raised (logged ``plan_failed``, acked, not carried out)
-        self.jobs = JobWrites(api=self.api, limiter=self.limiter)
+        self.jobs = JobWrites(api=self.api, limiter=self.limiter, on_excess=self._excess_pod_deleted)
         self.stored = StoredObjects(api=self.api, limiter=self.limiter, field_manager=field_manager)
         # Kubernetes Events: a budget of their own, of the same size (Kueue's event recorder is a
         # second client built from the same QPS and burst)
@@ -173,11 +174,31 @@ class Dispatcher:
             record=self.settling.record,
         )
         self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)
-        self.ungating = Ungating(api=self.api, limiter=self.limiter, view=self.view)
+        self.ungating = Ungating(api=self.api, limiter=self.limiter, view=self.view, on_excess=self._excess_pod_deleted)
+        self._excess_flush: asyncio.Task[None] | None = None
         # a job started or suspended by hand is put back in line with its workload's admission (reconciler.go 7, 8)
         self.suspension = Suspension(
             view=self.view, jobs=self.jobs, recording=self.recording, gate=lambda: self.gate is None or self.gate()
         )
+
+    def _excess_pod_deleted(self, pod: objects.Pod) -> None:
+        """A pod beyond its group's count was deleted: Kueue's Normal ``ExcessPodDeleted`` Event on it, written
+        at once (not only with the next batch's Events)."""
+        meta = objects.meta(pod)
+        self.recording.add_job_event(
+            0,
+            kube_events.KubeEvent(
+                workload=types.WorkloadRef(namespace=str(meta.get("namespace") or "default"), name=str(meta["name"])),
+                type="Normal",
+                reason=job_writes.EXCESS_POD_REASON,
+                message=job_writes.EXCESS_POD_MESSAGE,
+                at_ms=wall_clock_ms(),
+                job=("v1", "Pod", str(meta.get("uid") or "")),
+            ),
+            created_uid=f"excess.{meta.get('uid') or meta['name']}",
+        )
+        if self._excess_flush is None or self._excess_flush.done():
+            self._excess_flush = asyncio.ensure_future(self.record_events([]))
 
     @property
     def state(self) -> ClusterState:

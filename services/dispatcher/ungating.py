@@ -19,8 +19,9 @@ import structlog
 
 from kueue_es.events import slices, tas
 from kueue_es.jobframework import pods as pod_integration
+from kueue_es.jobframework.workloads import MANAGED_LABEL
 from kueue_es.projections.cluster import WorkloadState
-from kueue_es.services.dispatcher import core, ungater
+from kueue_es.services.dispatcher import core, job_writes, ungater
 from kueue_es.services.dispatcher.job_writes import POD_REF
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
 from kueue_es.services.dispatcher.object_sync import API_ERRORS
@@ -39,8 +40,15 @@ class Ungating:
     topology and when one of their pods changes; :meth:`run` ungates the marked ones.
     """
 
-    def __init__(self, *, api: KubeApi, limiter: WriteLimiter, view: core.DispatchState) -> None:
-        self.api, self.limiter, self.view = api, limiter, view
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        limiter: WriteLimiter,
+        view: core.DispatchState,
+        on_excess: job_writes.ExcessHook | None = None,
+    ) -> None:
+        self.api, self.limiter, self.view, self.on_excess = api, limiter, view, on_excess
         self.pods: dict[objects.PodKey, objects.Pod] = {}
         self.ungated = 0
         self._dirty: dict[str, None] = {}
@@ -55,17 +63,35 @@ class Ungating:
 
     async def watch_group_pods(self) -> None:
         """Keep the pods of pod groups and start, as its member, each gated one that arrives after its group's
-        workload was admitted and started (:func:`core.late_start`; cancel to stop)."""
-        async for item in self.api.watch_objects(POD_REF, label_selector=pod_integration.GROUP_NAME_KEY):
+        workload was admitted and started (:func:`core.late_start`; cancel to stop). A group is named by the
+        ``kueue.x-k8s.io/pod-group-name`` label or annotation (read first, WorkloadIdentifierAnnotations): the
+        pods carrying the label and those Kueue's webhook marked managed are watched, and kept when they name
+        a group."""
+        await asyncio.gather(
+            self._watch_group_pods(pod_integration.GROUP_NAME_KEY), self._watch_group_pods(MANAGED_LABEL)
+        )
+
+    async def _watch_group_pods(self, selector: str) -> None:
+        seen: set[objects.PodKey] = set()  # what this watch keeps: a resync drops only its own pods
+        async for item in self.api.watch_objects(POD_REF, label_selector=selector):
             if isinstance(item, kube.Resynced):
                 pods = [objects.as_pod(raw) for raw in item.objects]
-                self.group_pods = {objects.pod_key(pod): pod for pod in pods}
+                for key in seen:
+                    self.group_pods.pop(key, None)
+                seen = {objects.pod_key(pod) for pod in pods if pod_integration.group_name(pod)}
                 for pod in pods:
-                    self._group_pod_changed(pod)
+                    if pod_integration.group_name(pod):
+                        self.group_pods[objects.pod_key(pod)] = pod
+                        self._group_pod_changed(pod)
             elif item.type == "DELETED":
-                self.group_pods.pop(objects.pod_key(objects.as_pod(item.object)), None)
+                key = objects.pod_key(objects.as_pod(item.object))
+                self.group_pods.pop(key, None)
+                seen.discard(key)
             else:
                 pod = objects.as_pod(item.object)
+                if not pod_integration.group_name(pod):
+                    continue
+                seen.add(objects.pod_key(pod))
                 self.group_pods[objects.pod_key(pod)] = pod
                 self._group_pod_changed(pod)
 
@@ -82,8 +108,19 @@ class Ungating:
             if action is None:
                 continue
             namespace, _, group = key.partition("/")
-            for (ns, name), pod in sorted(self.group_pods.items()):
-                if ns != namespace or pod_integration.group_name(pod) != group:
+            members = {
+                name: pod
+                for (ns, name), pod in sorted(self.group_pods.items())
+                if ns == namespace and pod_integration.group_name(pod) == group
+            }
+            # a pod beyond the group's count is deleted, not started (Kueue's removeExcessPods)
+            excess = await job_writes.delete_excess(
+                self.api, self.limiter, action, list(members.values()), on_deleted=self.on_excess
+            )
+            for name, pod in members.items():
+                ns = namespace
+                if name in excess:
+                    self.group_pods.pop((ns, name), None)
                     continue
                 patch = action.patch(pod, pod_set=pod_integration.role_hash(pod))
                 if patch is None:

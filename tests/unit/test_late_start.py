@@ -71,3 +71,26 @@ def test_nothing_for_a_single_pod_or_a_group_not_admitted() -> None:
     core.fold(pending, observed(), seq=1)
     assert core.late_start(pending, REF.key) is None
     assert core.late_start(pending, "ns/unknown") is None
+
+
+def test_excess_pods_are_the_newest_gated_ones_kept_last_as_kueue_sorts_them() -> None:
+    """pod_controller.go sortActivePods: pods with Kueue's finalizer kept first, then ungated ones, then the
+    oldest; terminated pods and pods being deleted do not count."""
+    from kueue_es.jobframework.pods import POD_FINALIZER, excess_pods
+
+    def pod(name: str, created: str, *, gated: bool = False, finalizer: bool = False, phase: str = "") -> dict:
+        meta = {"name": name, "creationTimestamp": created, "finalizers": [POD_FINALIZER] if finalizer else []}
+        spec = {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]} if gated else {}
+        return {"metadata": meta, "spec": spec, "status": {"phase": phase} if phase else {}}
+
+    members = [
+        pod("old-gated", "2026-01-01T00:00:01Z", gated=True),
+        pod("new-running", "2026-01-01T00:00:05Z"),
+        pod("newest-gated", "2026-01-01T00:00:09Z", gated=True),
+        pod("oldest-running", "2026-01-01T00:00:00Z"),
+        pod("done", "2026-01-01T00:00:00Z", phase="Succeeded"),
+        pod("finalized-gated", "2026-01-01T00:00:10Z", gated=True, finalizer=True),
+    ]
+    names = [p["metadata"]["name"] for p in excess_pods(members, 3)]
+    assert names == ["old-gated", "newest-gated"]
+    assert excess_pods(members, 5) == []

@@ -1,0 +1,118 @@
+"""Plain pod groups on the emulated API server, through the watcher, the admitter and the dispatcher.
+
+Kueue's pod group reconciler (pkg/controller/jobs/pod/pod_controller.go): active pods beyond the group's
+``pod-group-total-count`` are deleted, the newest gated ones first (removeExcessPods, sortActivePods), each
+with a Normal ``ExcessPodDeleted`` Event, so no pod runs outside the workload's quota; a group named by the
+annotation instead of the label (WorkloadIdentifierAnnotations, read first) gets its late pods started too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kueue_es.events import types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.jobframework import pods as pod_integration
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher.service import Watcher
+from tests.integration.harness import admitter, dispatcher_with_consumer, running, set_up_queues, wait_for
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def member(name: str, group: str, *, total: int, by_annotation: bool = False, cpu: str = "1") -> dict[str, Any]:
+    """A pod of pod group ``group`` (label, or annotation with ``by_annotation``) of ``total`` pods."""
+    labels = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    annotations = {"kueue.x-k8s.io/pod-group-total-count": str(total)}
+    (annotations if by_annotation else labels)["kueue.x-k8s.io/pod-group-name"] = group
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels, "annotations": annotations},
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+            "restartPolicy": "Never",
+        },
+    }
+
+
+async def pods_until(api: Any, check: Callable[[dict[str, dict[str, Any]]], bool]) -> dict[str, dict[str, Any]]:
+    """Poll the pods of ``default`` (by name, those not being deleted) until ``check`` holds."""
+    async with asyncio.timeout(20):
+        while True:
+            listed, _ = await kube.list_objects(api, resources.PODS, namespace="default")
+            pods = {p["metadata"]["name"]: p for p in listed if not p["metadata"].get("deletionTimestamp")}
+            if check(pods):
+                return pods
+            await asyncio.sleep(0.05)
+
+
+def ungated(pods: dict[str, dict[str, Any]]) -> set[str]:
+    return {name for name, pod in pods.items() if not pod_integration.is_gated(pod)}
+
+
+async def excess_events(api: Any) -> list[str]:
+    listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    return sorted(
+        e["involvedObject"]["name"]
+        for e in listed
+        if (e["reason"], e["message"], e["involvedObject"]["kind"]) == ("ExcessPodDeleted", "Excess pod deleted", "Pod")
+    )
+
+
+def services(bus: MemoryBus, api: Any, dispatcher: Any, consumer: Any) -> list[Any]:
+    return [
+        Watcher(bus=bus, api=api).run(),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+        dispatcher.watch_pods(),
+        dispatcher.ungate_forever(),
+    ]
+
+
+async def test_pods_beyond_the_groups_count_are_deleted_not_started(api, bus: MemoryBus) -> None:
+    """Three pods of a group of two created at once, then a fourth after admission: two run, the others are
+    deleted with Kueue's Event. Before, all four were ungated: 4 CPU ran on a 2 CPU reservation."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        for name in ("g-a", "g-b", "g-c"):
+            await kube.apply_manifest(api, member(name, "g", total=2))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        first = await pods_until(api, lambda pods: len(pods) == 2 and ungated(pods) == set(pods))
+        await kube.apply_manifest(api, member("g-d", "g", total=2))
+        after = await pods_until(api, lambda pods: "g-d" not in pods and len(ungated(pods)) == 2)
+        await asyncio.sleep(0.5)
+        events = await excess_events(api)
+    assert admitted.pod_set_assignments[0].count == 2  # the quota of two pods, and two run
+    assert len(first) == 2 and set(after) == set(first)  # the late fourth went, the two running stayed
+    assert len(events) == 2 and "g-d" in events  # one of the three at creation, and the late one
+
+
+async def test_a_group_named_by_annotation_gets_its_replacement_started(api, bus: MemoryBus) -> None:
+    """A group whose name is an annotation (no label): a failed member's replacement, created gated after
+    admission, is started. Before, the dispatcher watched only pods with the label and it stayed gated."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        for name in ("a-1", "a-2"):
+            await kube.apply_manifest(api, member(name, "ann", total=2, by_annotation=True))
+        await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        await pods_until(api, lambda pods: ungated(pods) == {"a-1", "a-2"})
+        await kube.patch_object(
+            api,
+            resources.PODS,
+            namespace="default",
+            name="a-1",
+            patch={"status": {"phase": "Failed"}},
+            subresource="status",
+        )
+        await kube.apply_manifest(api, member("a-3", "ann", total=2, by_annotation=True))
+        pods = await pods_until(api, lambda pods: "a-3" in ungated(pods))
+    assert pods["a-3"]["spec"].get("nodeSelector") == {"instance-type": "spot"}
