@@ -825,6 +825,9 @@ def workload_object(
         spec["priorityClassRef"] = {"group": ref.group, "kind": ref.kind, "name": ref.name}
     spec["priority"] = priority_of(workload, state)
     spec["active"] = workload.spec.active and not (record is not None and record.deactivated)
+    if workload.spec.maximum_execution_time_seconds:
+        # the job's kueue.x-k8s.io/max-exec-time-seconds label (jobframework utils.go NewWorkload)
+        spec["maximumExecutionTimeSeconds"] = workload.spec.maximum_execution_time_seconds
     return {"apiVersion": KUEUE_API, "kind": "Workload", "metadata": metadata, "spec": spec}
 
 

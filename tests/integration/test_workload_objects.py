@@ -1282,3 +1282,32 @@ async def test_a_local_queue_made_again_under_its_name_gets_its_status(api, bus:
     [active] = new["status"]["conditions"]
     assert (active["type"], active["status"]) == ("Active", "True")
     assert active["lastTransitionTime"] > old["status"]["conditions"][0]["lastTransitionTime"]
+
+
+async def test_the_max_exec_time_label_is_the_workload_objects_field(api, bus: MemoryBus) -> None:
+    """A Job labelled ``kueue.x-k8s.io/max-exec-time-seconds: "300"``: its Workload object carries
+    ``spec.maximumExecutionTimeSeconds: 300``, as Kueue's jobframework NewWorkload writes it. Before, the
+    admitter enforced the limit but ``kubectl get workload`` did not show it."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        limited = job("limited")
+        limited["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "300"
+        await kube.apply_manifest(api, limited)
+        await kube.apply_manifest(api, job("plain"))
+        [one, other] = [(await _pending_or_admitted(bus, name)) for name in ("limited", "plain")]
+        with_limit = await eventually(api, resources.WORKLOADS, namespace="default", name=one.name, check=bool)
+        without = await eventually(api, resources.WORKLOADS, namespace="default", name=other.name, check=bool)
+    assert with_limit["spec"]["maximumExecutionTimeSeconds"] == 300
+    assert "maximumExecutionTimeSeconds" not in without["spec"]
+
+
+async def _pending_or_admitted(bus: MemoryBus, job_name: str) -> types.WorkloadRef:
+    """The workload of Job ``job_name`` once the log has observed it."""
+    async with asyncio.timeout(10):
+        while True:
+            for event in await events_of(bus, types.WorkloadObserved):
+                owner = event.workload.owner
+                if owner is not None and owner.name == job_name:
+                    meta = event.workload.metadata
+                    return types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+            await asyncio.sleep(0.02)
