@@ -276,7 +276,9 @@ def priority(
     1. the ``kueue.x-k8s.io/priority-class`` label names a WorkloadPriorityClass
        (without the label, ``default`` when a WorkloadPriorityClass of that name
        exists: WorkloadPriorityClassDefaulting). The priority is left None: the fold
-       reads the class's current value, and the admitter reports a missing class.
+       reads the class's current value, and the admitter reports a missing class; once
+       the class is deleted, a workload whose ``context.previous`` had a priority pinned
+       (the watcher pins the class's last value at its deletion) keeps it.
     2. else the first pod template (``pod_specs``: field path and pod spec, in pod set
        order) with a ``priorityClassName`` names a PriorityClass, which must exist
        (Kueue creates no workload until it does: ManifestError here);
@@ -292,7 +294,17 @@ def priority(
     if not wpc and _defaulted_wpc(previous, context):
         wpc = DEFAULT_WORKLOAD_PRIORITY_CLASS
     if wpc:
-        return models.PriorityClassRef(name=str(wpc)), None
+        ref_wpc = models.PriorityClassRef(name=str(wpc))
+        if (
+            wpc not in context.workload_priority_classes
+            and context.previous is not None
+            and previous == ref_wpc
+            and context.previous.spec.priority is not None
+        ):
+            # the class was deleted: the workload keeps the priority it had (Kueue leaves spec.priority as
+            # its WorkloadPriorityClass controller last wrote it), pinned by the watcher at the deletion
+            return ref_wpc, context.previous.spec.priority
+        return ref_wpc, None
     pinned = previous if previous is not None and previous.kind == "PriorityClass" else None
     named = [(f"{where}.priorityClassName", spec.get("priorityClassName") or "") for where, spec in pod_specs]
     if job_priority_class is not None:

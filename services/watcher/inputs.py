@@ -45,6 +45,7 @@ class ConversionInputs:
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in INPUT_KINDS}
         self.local_queues: set[Key] = set()
         self.workload_priority_classes: set[str] = set()
+        self.workload_priority_values: dict[str, int] = {}  # WorkloadPriorityClass name -> its value
         self.owners: dict[str, Key] = {}  # UID of a job (not a Pod) seen -> its (namespace, name)
 
     # -- PriorityClasses, RuntimeClasses, LimitRanges ----------------------------------------------

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
+import msgspec
+
 from kueue_es.events import models, types
 from kueue_es.jobframework import workloads
 from kueue_es.services.kube import objects
@@ -58,6 +60,9 @@ class KueueTracker:
     async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
         """A fresh list of one Kueue kind: the objects the log holds and the list misses are deleted."""
         live = {_key(kind, obj) for obj in listed}
+        if kind == "WorkloadPriorityClass":
+            for _, name in sorted(self.publisher.known[kind] - live):
+                await self._pin_priorities(name, version=version)
         for namespace, name in sorted(self.publisher.known[kind] - live):
             await self.publisher.publish(
                 types.ObjectDeleted(kind=kind, namespace=namespace, name=name), version=version
@@ -95,7 +100,13 @@ class KueueTracker:
                 self.publisher.own_checks.add(name)
             else:
                 self.publisher.own_checks.discard(name)
+        if kind == "WorkloadPriorityClass" and change != "DELETED":
+            value = cast(dict[str, Any], obj).get("value")
+            if isinstance(value, int):
+                self.inputs.workload_priority_values[name] = value  # kept for a deletion (_pin_priorities)
         if change == "DELETED":
+            if kind == "WorkloadPriorityClass":  # before its deletion: no cycle sees its workloads without it
+                await self._pin_priorities(name, version=version)
             await self.publisher.publish(
                 types.ObjectDeleted(kind=kind, namespace=namespace, name=name, uid=meta.get("uid", "")),
                 version=version,
@@ -131,6 +142,28 @@ class KueueTracker:
             return  # only jobs without a queue label go to the default LocalQueue
         if key[1] == workloads.DEFAULT_LOCAL_QUEUE and change != "DELETED":
             await self.reconvert(trigger=f"{kind}@{version}")
+
+    async def _pin_priorities(self, name: str, *, version: str) -> None:
+        """WorkloadPriorityClass ``name`` was deleted: every workload naming it with no priority of its own keeps
+        the class's last value, as Kueue's Workloads keep the ``spec.priority`` its controller last wrote
+        (workloadpriorityclass_controller.go does nothing on a deletion). Published as the workload observed
+        with that priority, so the fold, replay and every reader see it; without it the fold would take the
+        missing class for priority 0 and the admitter would report it Misconfigured."""
+        value = self.inputs.workload_priority_values.pop(name, None)
+        if value is None:
+            return
+        for key, workload in sorted(self.publisher.workloads.items()):
+            ref = workload.spec.priority_class_ref
+            if ref is None or ref.kind != "WorkloadPriorityClass" or ref.name != name:
+                continue
+            if workload.spec.priority is not None:
+                continue
+            pinned = msgspec.structs.replace(workload, spec=msgspec.structs.replace(workload.spec, priority=value))
+            await self.publisher.publish(
+                types.WorkloadObserved(workload=pinned),
+                version=f"wpc-deleted.{name}@{version}",
+                source=self.publisher.sources.get(key, ""),
+            )
 
 
 def _labels(obj: objects.KubeObject) -> dict[str, str]:

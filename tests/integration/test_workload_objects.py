@@ -1311,3 +1311,37 @@ async def _pending_or_admitted(bus: MemoryBus, job_name: str) -> types.WorkloadR
                     meta = event.workload.metadata
                     return types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
             await asyncio.sleep(0.02)
+
+
+async def test_a_deleted_workload_priority_class_leaves_its_workloads_priority(api, bus: MemoryBus) -> None:
+    """``kubectl delete workloadpriorityclass high`` while a Job naming it runs and another waits: both keep
+    priority 50 (Kueue leaves spec.priority as its controller last wrote it), the waiting one is admitted once
+    quota frees, and neither is Misconfigured. Before, both fell to priority 0 and a waiting one whose turn
+    came was "WorkloadPriorityClass high not found" for ever."""
+    wpc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}}
+    async with _kueue(api, bus):
+        await kube.apply_manifest(api, {**wpc, "value": 50})
+        await set_up(api, cpu=3)
+        runner, waiter = job("runner", parallelism=3), job("waiter", parallelism=3)
+        for manifest in (runner, waiter):
+            manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
+        await kube.apply_manifest(api, runner)
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        await kube.apply_manifest(api, waiter)
+        waiting = await _pending_workload(bus, "waiter")
+        await kube.delete_object(api, resources.WORKLOAD_PRIORITY_CLASSES, name="high")
+        await wait_for(bus, types.ObjectDeleted, kind="WorkloadPriorityClass")
+        await asyncio.sleep(0.5)
+        kept = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name)
+        await _complete(api, "runner", succeeded=3)
+        await wait_for(bus, types.WorkloadAdmitted, workload=waiting)
+        later = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=waiting.name,
+            check=lambda o: conditions(o).get("Admitted", {}).get("status") == "True",
+        )
+    assert kept["spec"]["priority"] == 50 and later["spec"]["priority"] == 50
+    pending = [e for e in await events_of(bus, types.WorkloadInadmissible) if e.workload == waiting]
+    assert not [p for p in pending if p.reason == "Misconfigured"]
