@@ -161,7 +161,9 @@ class JobTracker:
             return
         known = wl_key in self.publisher.known["Workload"]
         if isinstance(fact, types.WorkloadObserved) and known and self._running(kind, [obj]):
-            # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections
+            # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections; the
+            # priority is not (Kueue's UpdateWorkloadPriority: a changed priority-class label reaches the workload)
+            await self._update_priority(wl_key, fact, version=version, source=kind)
             await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
             return
@@ -185,6 +187,21 @@ class JobTracker:
         await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
         if isinstance(fact, types.WorkloadObserved):  # not once finished (reconciler.go step 3 comes first)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
+
+    async def _update_priority(self, wl_key: Key, fact: types.WorkloadObserved, *, version: str, source: str) -> None:
+        """The running job's workload as last published, with the priority class and value of ``fact`` (the job
+        converted now) when they differ (jobframework/reconciler.go UpdateWorkloadPriority)."""
+        previous = self.publisher.workloads.get(wl_key)
+        if previous is None:
+            return
+        spec, now = previous.spec, fact.workload.spec
+        if (spec.priority_class_ref, spec.priority) == (now.priority_class_ref, now.priority):
+            return
+        changed = msgspec.structs.replace(
+            previous,
+            spec=msgspec.structs.replace(spec, priority_class_ref=now.priority_class_ref, priority=now.priority),
+        )
+        await self.publisher.publish(types.WorkloadObserved(workload=changed), version=version, source=source)
 
     # -- elastic jobs (SEMANTICS-ADVANCED D.2) ----------------------------------------------------
 

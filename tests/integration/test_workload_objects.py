@@ -1345,3 +1345,37 @@ async def test_a_deleted_workload_priority_class_leaves_its_workloads_priority(a
     assert kept["spec"]["priority"] == 50 and later["spec"]["priority"] == 50
     pending = [e for e in await events_of(bus, types.WorkloadInadmissible) if e.workload == waiting]
     assert not [p for p in pending if p.reason == "Misconfigured"]
+
+
+async def test_a_running_jobs_priority_class_label_change_reaches_its_workload(api, bus: MemoryBus) -> None:
+    """``kubectl label job runner kueue.x-k8s.io/priority-class=low --overwrite`` while it runs: its Workload
+    takes class ``low`` and priority 10 (Kueue's UpdateWorkloadPriority), so preemption sees the new value.
+    Before, a running job's changes were all ignored and the Workload kept ``high`` (1000)."""
+    wpc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass"}
+    async with _kueue(api, bus):
+        await kube.apply_manifest(api, {**wpc, "metadata": {"name": "high"}, "value": 1000})
+        await kube.apply_manifest(api, {**wpc, "metadata": {"name": "low"}, "value": 10})
+        await set_up(api, cpu=3)
+        runner = job("runner", parallelism=3)
+        runner["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
+        await kube.apply_manifest(api, runner)
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        await eventually(api, JOBS, namespace="default", name="runner", check=lambda o: o["spec"]["suspend"] is False)
+        await kube.patch_object(
+            api,
+            JOBS,
+            namespace="default",
+            name="runner",
+            patch={"metadata": {"labels": {"kueue.x-k8s.io/priority-class": "low"}}},
+        )
+        updated = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=admitted.workload.name,
+            check=lambda o: o["spec"].get("priority") == 10,
+        )
+        still = await kube.get_object(api, JOBS, namespace="default", name="runner")
+    assert updated["spec"]["priorityClassRef"]["name"] == "low"
+    assert still["spec"]["suspend"] is False  # the change alone neither stops nor restarts it
+    assert not await events_of(bus, types.EvictionRequested)
