@@ -1128,7 +1128,8 @@ def _keep_deleted_stop(view: DispatchState, event: types.QuotaReleased, *, seq: 
     Kueue's job reconciler stops the job of a Workload marked for deletion (reconciler.go, step 1.1:
     stopJob with StopReasonWorkloadDeleted, "Workload is deleted") and creates a new Workload for it. The
     job itself may be gone (deleting the job is what deleted its workload): the runner reads it first.
-    Only batch/v1 Jobs and the registered integrations' jobs; Pods are not stopped this way."""
+    Only batch/v1 Jobs and the registered integrations' jobs; a Pod workload's pods are deleted on the Workload's
+    deletion itself (:meth:`~kueue_es.services.dispatcher.suspension.Suspension.workload_deleted`)."""
     current = view.cluster.workloads.get(event.workload.key)
     if current is None or not current.deleted_seq or current.finished is not None or current.reservation is None:
         return  # not a deleted workload holding quota (a finished one's job has ended)

@@ -269,7 +269,7 @@ class JobWrites:
 
     # -- Pods --------------------------------------------------------------------------------------
 
-    async def _pods_of(self, action: PodsAction) -> list[objects.Pod]:
+    async def pods_of(self, action: PodsAction) -> list[objects.Pod]:
         """The pods of a Pod workload: the one pod, or every pod of the group in the namespace."""
         if not action.group:
             try:
@@ -298,7 +298,7 @@ class JobWrites:
         No pod left (or the single pod replaced by a namesake) is a DispatchFailed 404.
         """
         target = self._pods_target(action)
-        members = await self._pods_of(action)
+        members = await self.pods_of(action)
         uid = objects.meta(members[0]).get("uid", "") if members and not action.group else ""
         if not members or (action.uid and uid and uid != action.uid):
             return self.gone(action, seq=seq, message=f"{target} is gone")
@@ -333,7 +333,7 @@ class JobWrites:
         The watcher reports WorkloadStopped once no marked pod runs. No pod left is a DispatchFailed 404.
         """
         target = self._pods_target(action)
-        members = await self._pods_of(action)
+        members = await self.pods_of(action)
         if not members:
             return self.gone(action, seq=seq, message=f"{target} is gone")
         for pod in members:

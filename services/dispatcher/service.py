@@ -293,6 +293,10 @@ class Dispatcher:
         )
         self._orphaned(verdict.orphans)
         for seq, accepted in verdict.accepted:
+            if self.write_objects and isinstance(accepted, types.ObjectDeleted):  # before the fold forgets it
+                self.suspension.workload_deleted(
+                    accepted, cluster.workloads.get(f"{accepted.namespace}/{accepted.name}"), seq=seq
+                )
             try:
                 core.fold(self.view, accepted, seq=seq)
             except UnknownEventError as err:  # raised before the fold touches the state, as in runtime

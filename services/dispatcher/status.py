@@ -791,7 +791,7 @@ def workload_object(
 
     Owner reference to the job (controller), label ``kueue.x-k8s.io/job-uid`` (not for a
     pod group, which Kueue does not label), Kueue's :data:`RESOURCE_IN_USE_FINALIZER` until the
-    workload finishes (jobframework utils.go; not on a Pod's or pod group's), annotations the watcher gave the workload
+    workload finishes (jobframework utils.go NewWorkload, a Pod's and a pod group's too), annotations the watcher gave the workload
     (``kueue.x-k8s.io/is-group-workload``), spec from the folded workload (SEMANTICS
     §2.1; reconciler.go ConstructWorkload); ``spec.active`` false once the log
     deactivated it (``record``), until it is reactivated.
@@ -804,7 +804,7 @@ def workload_object(
         metadata["labels"] = {JOB_UID_LABEL: owner.uid}
     if meta.annotations:
         metadata["annotations"] = dict(sorted(meta.annotations.items()))
-    if wl.finished is None and owner.kind != "Pod":
+    if wl.finished is None:
         metadata["finalizers"] = [RESOURCE_IN_USE_FINALIZER]
     metadata["ownerReferences"] = [
         {

@@ -31,12 +31,14 @@ import structlog
 
 from kueue_es.events import slices, types
 from kueue_es.jobframework import integrations
+from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION
 from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, kube_events
-from kueue_es.services.dispatcher.job_writes import JOB_REF, JobWrites
+from kueue_es.services.dispatcher.job_writes import JOB_REF, POD_REF, JobWrites
 from kueue_es.services.dispatcher.recording import Recording
+from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.services.kube import resources
+from kueue_es.services.kube import objects, resources
 
 log = structlog.get_logger(__name__)
 
@@ -68,9 +70,12 @@ class Suspension:
         gate: Callable[[], bool] | None = None,
     ) -> None:
         self.view, self.jobs, self.recording, self.gate = view, jobs, recording, gate
+        self.pod_deletions: dict[str, core.StopPods] = {}  # workload key -> its pods to delete (Workload deleted)
+        self.pods_deleted = 0
         self.due: dict[str, tuple[int, int]] = {}  # workload key -> (sequence, time in ms) of the fact that marked it
         self.reasons: dict[str, str] = {}  # workload key -> the PodsReady reason of its last fact (the newest kept)
         self._wake = asyncio.Event()
+        self._owners: dict[str, str] = {}  # workload key -> the UID of the single pod its deletion deletes
         self.stopped = 0  # jobs suspended because their workload was not admitted
         self.restarted = 0  # jobs unsuspended again because their workload is admitted
 
@@ -92,6 +97,29 @@ class Suspension:
         self.due[key] = (self.view.cluster.last_seq, event.at_ms)
         self._wake.set()
 
+    def workload_deleted(self, event: types.ObjectDeleted, wl: WorkloadState | None, *, seq: int) -> None:
+        """Before the fold takes ``event`` (at ``seq``): when it is the deletion of the Workload object of a
+        single Pod or a pod group (the watcher names the workload's own UID: ``kubectl delete workload``, not
+        its pods going), mark its pods for deletion, as Kueue's reconciler stops a job whose Workload is being
+        deleted and Pod.Stop deletes the pods (gated ones too: they would never be admitted)."""
+        if event.kind != "Workload" or wl is None or not event.uid or event.uid != wl.workload.metadata.uid:
+            return
+        owner = wl.workload.owner
+        if owner is None or owner.kind != "Pod":
+            return
+        meta = wl.workload.metadata
+        group = meta.name if meta.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true" else ""
+        self.pod_deletions[wl.key] = core.StopPods(
+            workload=wl.ref,
+            namespace=meta.namespace,
+            pod_name="" if group else owner.name,
+            group=group,
+            reason="Deleted",
+            decision_seq=seq,
+        )
+        self._owners[wl.key] = owner.uid
+        self._wake.set()
+
     async def run(self, *, ready: Callable[[], bool]) -> None:
         """Check every marked workload's job, oldest mark first, while ``ready()`` (cancel to stop). A failed
         read or write is logged and left: the next fact about the workload marks it again."""
@@ -102,6 +130,13 @@ class Suspension:
                 await asyncio.sleep(0.05)
                 self._wake.set()
                 continue
+            while self.pod_deletions:
+                key = next(iter(self.pod_deletions))
+                action = self.pod_deletions.pop(key)
+                try:
+                    await self._delete_pods(action, owner_uid=self._owners.pop(key, ""))
+                except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                    log.warning("pods_not_deleted", workload=key, error=str(err))
             while self.due:
                 key = next(iter(self.due))
                 seq, at_ms = self.due.pop(key)
@@ -132,6 +167,26 @@ class Suspension:
             await self._start(wl, seq=seq, at_ms=at_ms)
         elif not admitted and not suspended:
             await self._stop(wl, seq=seq, at_ms=at_ms)
+
+    async def _delete_pods(self, action: core.StopPods, *, owner_uid: str) -> None:
+        """Delete the pods of ``action``'s workload (a single pod only with the UID its workload names), each
+        marked with the stop first, as an eviction's stop marks them."""
+        if self.gate is not None and not self.gate():
+            return
+        for pod in await self.jobs.pods_of(action):
+            meta = objects.meta(pod)
+            if meta.get("deletionTimestamp") or (not action.group and owner_uid and meta.get("uid") != owner_uid):
+                continue
+            name = str(meta.get("name") or "")
+            try:
+                await self.jobs.limiter.acquire(WriteClass.JOBS)
+                await self.jobs.api.patch_object(POD_REF, namespace=action.namespace, name=name, patch=action.mark())
+                await self.jobs.limiter.acquire(WriteClass.JOBS)
+                await self.jobs.api.delete_object(POD_REF, namespace=action.namespace, name=name)
+            except kube_errors.NotFoundError:
+                continue
+            self.pods_deleted += 1
+            log.info("pod_deleted_with_its_workload", pod=f"{action.namespace}/{name}", workload=action.workload.key)
 
     async def _job(self, wl: WorkloadState) -> tuple[dict[str, Any], bool] | None:
         """The workload's job as the API server has it and whether it is suspended; None when it is gone, being

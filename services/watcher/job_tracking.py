@@ -22,7 +22,7 @@ import structlog
 from kueue_es.events import manifests, models, slices, types
 from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.jobframework import slices as job_slices
-from kueue_es.jobframework.annotations import PODSET_LABEL
+from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL
 from kueue_es.jobframework.integrations import ray
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.inputs import ConversionInputs
@@ -74,8 +74,16 @@ class JobTracker:
         self.deleted_objects: dict[str, None] = {}
         self.slice_reserved: dict[str, bool] = {}
         self.slice_finished: dict[str, bool] = {}
+        # Pods' workloads whose Workload object was deleted by hand: workload key -> the UIDs of their pods, which
+        # the dispatcher deletes (Kueue's Pod.Stop); while one of them is left no workload is made for them again
+        self.doomed: dict[Key, set[str]] = {}
         self.groups = PodGroups(
-            pods=self.objects["Pod"], publisher=publisher, inputs=inputs, reporter=reporter, clock=clock
+            pods=self.objects["Pod"],
+            publisher=publisher,
+            inputs=inputs,
+            reporter=reporter,
+            clock=clock,
+            doomed=self.doomed,
         )
 
     # -- watch events -----------------------------------------------------------------------------
@@ -91,6 +99,8 @@ class JobTracker:
         if change == "DELETED":
             self.objects[kind].pop(key, None)
             self.inputs.forget_owner(obj)
+            if kind == "Pod" and self.doomed:
+                self._forget_doomed(objects.uid_of(obj))
         else:
             self.objects[kind][key] = obj
             self.inputs.remember_owner(kind, obj)
@@ -147,6 +157,8 @@ class JobTracker:
         wl_key = self._workload_key(kind, obj)
         if wl_key is None:
             return
+        if kind == "Pod" and objects.uid_of(obj) in self.doomed.get(wl_key, ()):
+            return  # its Workload was deleted by hand: the pod is being deleted, not given a new one
         if not self.inputs.managed_context().namespace_managed(objects.namespace_of(obj)):
             return  # Kueue's reconciler ignores the job; a workload it had stays as it is (managedJobsNamespaceSelector)
         now_ms = self.clock()
@@ -381,8 +393,8 @@ class JobTracker:
         workload is deleted (its quota released, its job stopped by the dispatcher) and the job gets a new one,
         once stopped (Kueue reconciler.go: a Workload marked for deletion stops its job; a job with no Workload
         gets a new one). Nothing when its job is gone too (that deletion is the job's), for an object that is not
-        the workload the log holds for the job, for an elastic job's slices and for Pods (their Workload object is
-        written again on its next change)."""
+        the workload the log holds for the job and for an elastic job's slices. A single Pod's or a pod group's:
+        :meth:`_pods_workload_deleted` (its pods are deleted, not given a new one)."""
         key = (objects.namespace_of(obj), objects.name_of(obj))
         object_uid = objects.uid_of(obj)
         if object_uid in self.deleted_objects:
@@ -396,6 +408,7 @@ class JobTracker:
             # time): that deletion was seen before a restart, and this is the old object going
             return
         if known.owner.kind == "Pod":
+            await self._pods_workload_deleted(key, known, obj)
             return
         owner = known.owner
         labels = objects.meta(obj).get("labels") or {}
@@ -414,6 +427,40 @@ class JobTracker:
         self.recreated_at[key] = self.clock()
         log.info("workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {key[0]}/{owner.name}")
         await self._sync_job(kind, job, version=f"{objects.resource_version(job)}~{version}")
+
+    async def _pods_workload_deleted(self, key: Key, known: models.Workload, obj: objects.KubeObject) -> None:
+        """The Workload object of a single Pod or a pod group was marked for deletion or deleted while its pods
+        remain: the log's workload is deleted (its quota released) and, as Kueue's reconciler stops a job whose
+        Workload is being deleted (Pod.Stop deletes its pods), the dispatcher deletes the pods; none of them is
+        given a workload again meanwhile (:attr:`doomed`)."""
+        namespace = key[0]
+        owner = known.owner
+        assert owner is not None
+        pods_of = self.objects["Pod"]
+        if known.metadata.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true":
+            members = [
+                pods_of[(namespace, n)] for n in sorted(self.groups.groups.get(key, ())) if (namespace, n) in pods_of
+            ]
+        else:
+            pod = pods_of.get((namespace, owner.name))
+            members = [pod] if pod is not None and objects.uid_of(pod) == owner.uid else []
+        if not members:
+            return  # the pods' deletion is what deletes the workload
+        version = objects.resource_version(obj)
+        if object_uid := objects.uid_of(obj):
+            self.deleted_objects[object_uid] = None
+            while len(self.deleted_objects) > DELETED_OBJECTS_KEPT:
+                del self.deleted_objects[next(iter(self.deleted_objects))]
+        self.doomed[key] = {objects.uid_of(pod) for pod in members}
+        await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
+        log.info("workload_object_deleted", workload=f"{namespace}/{key[1]}", pods=len(members))
+
+    def _forget_doomed(self, pod_uid: str) -> None:
+        for key in [k for k, uids in self.doomed.items() if pod_uid in uids]:
+            uids = self.doomed[key]
+            uids.discard(pod_uid)
+            if not uids:
+                del self.doomed[key]
 
     def _running(self, kind: str, objs: list[objects.KubeObject]) -> bool:
         """A started job: its workload's template now carries the flavor's node selector and

@@ -35,9 +35,11 @@ class PodGroups:
         inputs: ConversionInputs,
         reporter: ProgressReporter,
         clock: Callable[[], int],
+        doomed: dict[Key, set[str]] | None = None,
     ) -> None:
         self.pods = pods
         self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
+        self.doomed = doomed if doomed is not None else {}  # groups whose Workload was deleted by hand (JobTracker)
         self.groups: dict[Key, set[str]] = {}  # (namespace, pod group) -> names of its pods
 
     # -- the index --------------------------------------------------------------------------------
@@ -72,6 +74,9 @@ class PodGroups:
         """Publish what the managed pods of one pod group stand for now (nothing while it is incomplete)."""
         namespace, group = group_key
         members = [self.pods[(namespace, name)] for name in sorted(self.groups.get(group_key, ()))]
+        doomed = self.doomed.get(group_key)
+        if doomed and any(objects.uid_of(pod) in doomed for pod in members):
+            return  # its Workload was deleted by hand: its pods are being deleted, not given a new one
         context = self.inputs.context(group_key, previous=self.publisher.workloads.get(group_key))
         managed = [pod for pod in members if pods.is_managed(pod, context)]
         if not managed:

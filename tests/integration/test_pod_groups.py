@@ -20,7 +20,14 @@ from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher.service import Watcher
-from tests.integration.harness import admitter, dispatcher_with_consumer, running, set_up_queues, wait_for
+from tests.integration.harness import (
+    admitter,
+    dispatcher_with_consumer,
+    events_of,
+    running,
+    set_up_queues,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,8 +35,9 @@ pytestmark = pytest.mark.timeout(60)
 def member(name: str, group: str, *, total: int, by_annotation: bool = False, cpu: str = "1") -> dict[str, Any]:
     """A pod of pod group ``group`` (label, or annotation with ``by_annotation``) of ``total`` pods."""
     labels = {"kueue.x-k8s.io/queue-name": "user-queue"}
-    annotations = {"kueue.x-k8s.io/pod-group-total-count": str(total)}
-    (annotations if by_annotation else labels)["kueue.x-k8s.io/pod-group-name"] = group
+    annotations = {"kueue.x-k8s.io/pod-group-total-count": str(total)} if group else {}
+    if group:
+        (annotations if by_annotation else labels)["kueue.x-k8s.io/pod-group-name"] = group
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -116,3 +124,65 @@ async def test_a_group_named_by_annotation_gets_its_replacement_started(api, bus
         await kube.apply_manifest(api, member("a-3", "ann", total=2, by_annotation=True))
         pods = await pods_until(api, lambda pods: "a-3" in ungated(pods))
     assert pods["a-3"]["spec"].get("nodeSelector") == {"instance-type": "spot"}
+
+
+async def workload_gone(api: Any, name: str) -> None:
+    async with asyncio.timeout(20):
+        while True:
+            try:
+                await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+            except kube.errors.NotFoundError:
+                return
+            await asyncio.sleep(0.05)
+
+
+async def test_deleting_a_running_groups_workload_deletes_its_pods(api, bus: MemoryBus) -> None:
+    """``kubectl delete workload GROUP`` of a running pod group: its pods are deleted (Kueue's reconciler stops
+    the job of a Workload being deleted; Pod.Stop deletes the pods), its quota is released, the Workload,
+    held by Kueue's finalizer meanwhile, goes, and no new one is made. Before, the object went at once, the
+    pods ran on holding the quota, and the Workload came back later."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        for name in ("d-a", "d-b"):
+            await kube.apply_manifest(api, member(name, "grp", total=2))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        await pods_until(api, lambda pods: ungated(pods) == {"d-a", "d-b"})
+        held = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="grp")
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name="grp")
+        await pods_until(api, lambda pods: not pods)
+        await workload_gone(api, "grp")
+        [released] = await wait_for(bus, types.QuotaReleased, workload=admitted.workload, timeout=10)
+        await asyncio.sleep(0.5)
+        observed = [e for e in await events_of(bus, types.WorkloadObserved) if e.workload.metadata.name == "grp"]
+    assert "kueue.x-k8s.io/resource-in-use" in held["metadata"]["finalizers"]
+    assert released.reason == "Deleted"
+    assert len(observed) == 1  # not made again
+
+
+async def test_deleting_a_pending_pods_workload_deletes_the_pod(api, bus: MemoryBus) -> None:
+    """``kubectl delete workload pod-...`` of a single pod still gated (its queue full): the pod is deleted, as
+    Kueue's Pod.Stop deletes gated pods too; before, it stayed gated and got a new Workload."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=1)
+        await kube.apply_manifest(api, member("big", "", total=1, cpu="2"))
+        [pending] = await wait_for(bus, types.WorkloadObserved, timeout=10)
+        name = pending.workload.metadata.name
+        await workload_exists(api, name)
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name=name)
+        await pods_until(api, lambda pods: "big" not in pods)
+        await workload_gone(api, name)
+        await asyncio.sleep(0.5)
+        observed = [e for e in await events_of(bus, types.WorkloadObserved) if e.workload.metadata.name == name]
+    assert len(observed) == 1
+
+
+async def workload_exists(api: Any, name: str) -> None:
+    async with asyncio.timeout(20):
+        while True:
+            try:
+                await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+                return
+            except kube.errors.NotFoundError:
+                await asyncio.sleep(0.05)
