@@ -17,8 +17,10 @@ a job not suspended, a pod ungated): the first WorkloadPodsReady of a workload n
 ``WaitForStart`` after the job had started. Each such fact marks the workload; :meth:`Suspension.run` then
 reads the job (the API server's, not the fact's) and writes only when it still disagrees with the fold, so a
 fact that is stale by then writes nothing. These writes answer no decision: no dispatch result is recorded
-(replay checks results against decisions), as with the Workload objects' status. Pods (whose stop deletes
-them) are left to the ungater and the pod group's own rules.
+(replay checks results against decisions), as with the Workload objects' status. A Pod's stop deletes it
+(Pod.Stop): a pod running while its workload is not admitted is deleted; an admitted group's gated pods are
+the ungater's. The deletion of a Pod workload's own Workload object deletes its pods too
+(:meth:`Suspension.workload_deleted`, reconciler.go step 1.1).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import structlog
 
 from kueue_es.events import slices, types
 from kueue_es.jobframework import integrations
+from kueue_es.jobframework import pods as pod_integration
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION
 from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, kube_events
@@ -39,6 +42,7 @@ from kueue_es.services.dispatcher.recording import Recording
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
+from kueue_es.services.runtime import wall_clock_ms
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +75,7 @@ class Suspension:
     ) -> None:
         self.view, self.jobs, self.recording, self.gate = view, jobs, recording, gate
         self.pod_deletions: dict[str, core.StopPods] = {}  # workload key -> its pods to delete (Workload deleted)
+        self.pod_stops: dict[str, core.StopPods] = {}  # workload key -> its pods to stop (running, not admitted)
         self.pods_deleted = 0
         self.due: dict[str, tuple[int, int]] = {}  # workload key -> (sequence, time in ms) of the fact that marked it
         self.reasons: dict[str, str] = {}  # workload key -> the PodsReady reason of its last fact (the newest kept)
@@ -89,7 +94,25 @@ class Suspension:
         if len(self.reasons) > REMEMBERED_REASONS:
             del self.reasons[next(iter(self.reasons))]
         wl = self.view.cluster.workloads.get(key)
-        if wl is None or wl.gone or wl.finished is not None or not _job_of_its_own(wl):
+        if wl is None or wl.gone or wl.finished is not None:
+            return
+        owner = wl.workload.owner
+        if owner is not None and owner.kind == "Pod" and not (wl.admitted and wl.reservation is not None):
+            # a pod ungated by hand runs with no admission: Kueue's Pod.Stop (NotAdmitted) deletes it
+            meta = wl.workload.metadata
+            group = meta.name if meta.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true" else ""
+            self.pod_stops[key] = core.StopPods(
+                workload=wl.ref,
+                namespace=meta.namespace,
+                pod_name="" if group else owner.name,
+                group=group,
+                reason=NOT_ADMITTED_REASON,
+                decision_seq=self.view.cluster.last_seq,
+            )
+            self._owners[key] = owner.uid
+            self._wake.set()
+            return
+        if not _job_of_its_own(wl):
             return
         if wl.admitted and wl.reservation is not None:
             if wl.eviction is not None or event.reason != "WaitForStart" or previous not in STARTED_STATES:
@@ -137,6 +160,13 @@ class Suspension:
                     await self._delete_pods(action, owner_uid=self._owners.pop(key, ""))
                 except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
                     log.warning("pods_not_deleted", workload=key, error=str(err))
+            while self.pod_stops:
+                key = next(iter(self.pod_stops))
+                action = self.pod_stops.pop(key)
+                try:
+                    await self._stop_pods(key, action, owner_uid=self._owners.pop(key, ""))
+                except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                    log.warning("pods_not_stopped", workload=key, error=str(err))
             while self.due:
                 key = next(iter(self.due))
                 seq, at_ms = self.due.pop(key)
@@ -187,6 +217,45 @@ class Suspension:
                 continue
             self.pods_deleted += 1
             log.info("pod_deleted_with_its_workload", pod=f"{action.namespace}/{name}", workload=action.workload.key)
+
+    async def _stop_pods(self, key: str, action: core.StopPods, *, owner_uid: str) -> None:
+        """Delete the pods of workload ``key`` that run (not gated, not terminated) while it is still not admitted,
+        each marked with the stop first and given Kueue's Stopped Event (Pod.Stop for StopReasonNotAdmitted:
+        gated and finished pods stay)."""
+        wl = self.view.cluster.workloads.get(key)
+        if wl is None or wl.gone or wl.finished is not None or (wl.admitted and wl.reservation is not None):
+            return  # admitted since, or gone: nothing runs without quota
+        if self.gate is not None and not self.gate():
+            return
+        for pod in await self.jobs.pods_of(action):
+            meta = objects.meta(pod)
+            if meta.get("deletionTimestamp") or pod_integration.is_gated(pod) or pod_integration.is_terminated(pod):
+                continue
+            if not action.group and owner_uid and meta.get("uid") != owner_uid:
+                continue
+            name = str(meta.get("name") or "")
+            try:
+                await self.jobs.limiter.acquire(WriteClass.JOBS)
+                await self.jobs.api.patch_object(POD_REF, namespace=action.namespace, name=name, patch=action.mark())
+                await self.jobs.limiter.acquire(WriteClass.JOBS)
+                await self.jobs.api.delete_object(POD_REF, namespace=action.namespace, name=name)
+            except kube_errors.NotFoundError:
+                continue
+            self.stopped += 1
+            log.info("pod_stopped_not_admitted", pod=f"{action.namespace}/{name}", workload=key)
+            self.recording.add_job_event(
+                action.decision_seq,
+                kube_events.KubeEvent(
+                    workload=types.WorkloadRef(namespace=action.namespace, name=name),
+                    type="Normal",
+                    reason="Stopped",
+                    message=NOT_ADMITTED_MESSAGE,
+                    at_ms=wall_clock_ms(),
+                    job=("v1", "Pod", str(meta.get("uid") or "")),
+                ),
+                created_uid=f"stopped.{meta.get('uid') or name}",
+            )
+        await self.recording.record([])
 
     async def _job(self, wl: WorkloadState) -> tuple[dict[str, Any], bool] | None:
         """The workload's job as the API server has it and whether it is suspended; None when it is gone, being

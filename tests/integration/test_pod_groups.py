@@ -186,3 +186,32 @@ async def workload_exists(api: Any, name: str) -> None:
                 return
             except kube.errors.NotFoundError:
                 await asyncio.sleep(0.05)
+
+
+async def test_a_pod_ungated_by_hand_before_admission_is_deleted(api, bus: MemoryBus) -> None:
+    """``kubectl patch pod P --type json -p '[{"op":"remove","path":"/spec/schedulingGates"}]'`` on a pod whose
+    workload waits for quota: Kueue's reconciler stops it (Pod.Stop, NotAdmitted: the pod is deleted, with the
+    Stopped Event "Not admitted by cluster queue"). Before, it ran with no quota (12 CPU in a 9 CPU queue)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=1)
+        await kube.apply_manifest(api, member("sneaky", "", total=1, cpu="2"))
+        [pending] = await wait_for(bus, types.WorkloadObserved, timeout=10)
+        await wait_for(bus, types.WorkloadInadmissible, workload__name=pending.workload.metadata.name, timeout=10)
+        await kube.patch_object(
+            api, resources.PODS, namespace="default", name="sneaky", patch={"spec": {"schedulingGates": None}}
+        )
+        await kube.patch_object(
+            api,
+            resources.PODS,
+            namespace="default",
+            name="sneaky",
+            patch={"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+            subresource="status",
+        )
+        await pods_until(api, lambda pods: "sneaky" not in pods)
+        await asyncio.sleep(0.5)
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    stopped = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == "sneaky"]
+    assert ("Stopped", "Not admitted by cluster queue") in stopped
+    assert not await events_of(bus, types.WorkloadAdmitted)
