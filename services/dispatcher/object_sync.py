@@ -292,10 +292,13 @@ class WorkloadSync:
             released = self.view.unwritten_releases.pop(key, None)  # shown by this write (a later one: added again)
             try:
                 if self.view.deleted_workloads.pop(key, 0) is None and wl is not None and not wl.deleted_seq:
-                    # deleted and observed again since last written (its Workload deleted by hand, its job has a
-                    # new one): the object kept goes (the finalizer off), and the new one is created
+                    # deleted and observed again since last written (its Workload deleted by hand, or no longer
+                    # matching its job, and the job has a new one): the object kept goes (the finalizer off; one not
+                    # marked for deletion is deleted, as Kueue's ensureOneWorkload deletes a workload that no
+                    # longer matches), and the new one is created
                     self.view.deleted_workloads[key] = None  # until the old object is let go of
-                    await self.stored.let_go(namespace, name)
+                    if not await self.stored.let_go(namespace, name):
+                        await self.stored.delete_workload(namespace, name)
                     del self.view.deleted_workloads[key]
                     self.stored.objects.pop(("Workload", namespace, name), None)
                 if wl is None or wl.deleted_seq:

@@ -77,6 +77,9 @@ class JobTracker:
         # Pods' workloads whose Workload object was deleted by hand: workload key -> the UIDs of their pods, which
         # the dispatcher deletes (Kueue's Pod.Stop); while one of them is left no workload is made for them again
         self.doomed: dict[Key, set[str]] = {}
+        # the UID of the Workload object last seen for each workload key (its deletion by this watcher's own
+        # decision, a workload no longer matching its job, is then not taken for a deletion by hand)
+        self.object_uids: dict[Key, str] = {}
         self.groups = PodGroups(
             pods=self.objects["Pod"],
             publisher=publisher,
@@ -173,6 +176,23 @@ class JobTracker:
             return
         known = wl_key in self.publisher.known["Workload"]
         if isinstance(fact, types.WorkloadObserved) and known and self._running(kind, [obj]):
+            previous = self.publisher.workloads.get(wl_key)
+            if previous is not None and kind != "Pod" and (why := _not_matching(previous, fact.workload)):
+                # Kueue's ensureOneWorkload: a running job its workload no longer matches is stopped
+                # (StopReasonNoMatchingWorkload), that workload deleted, and a new one made for it once stopped
+                await self.publisher.delete_workload(
+                    wl_key, version=f"not-matching@{version}", uid=previous.metadata.uid
+                )
+                self.recreated_at[wl_key] = self.clock()
+                if old_object := self.object_uids.get(wl_key):
+                    self._seen_deleted(old_object)  # the dispatcher deletes it: not a deletion by hand of the new one
+                log.info(
+                    "workload_not_matching",
+                    workload=f"{wl_key[0]}/{wl_key[1]}",
+                    job=f"{kind} {objects.name_of(obj)}",
+                    why=why,
+                )
+                return
             # pod sets are immutable while quota is reserved (SEMANTICS §1.6): ignore our own injections; the
             # priority is not (Kueue's UpdateWorkloadPriority: a changed priority-class label reaches the workload)
             await self._update_priority(wl_key, fact, version=version, source=kind)
@@ -282,6 +302,8 @@ class JobTracker:
         """A job's Workload object changed: remember whether it holds quota and whether it finished
         (an elastic slice replaced by a newer one finishes ``WorkloadSliceReplaced``)."""
         key = f"{objects.namespace_of(obj)}/{objects.name_of(obj)}"
+        if uid := objects.uid_of(obj):
+            self.object_uids[(objects.namespace_of(obj), objects.name_of(obj))] = uid
         conditions = (cast(Mapping[str, Any], obj).get("status") or {}).get("conditions") or []
         states = {c.get("type"): c.get("status") == "True" for c in conditions if isinstance(c, dict)}
         self.slice_reserved[key] = bool(states.get("QuotaReserved"))
@@ -420,9 +442,7 @@ class JobTracker:
             return
         version = objects.resource_version(obj)
         if object_uid:
-            self.deleted_objects[object_uid] = None
-            while len(self.deleted_objects) > DELETED_OBJECTS_KEPT:
-                del self.deleted_objects[next(iter(self.deleted_objects))]
+            self._seen_deleted(object_uid)
         await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
         self.recreated_at[key] = self.clock()
         log.info("workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {key[0]}/{owner.name}")
@@ -448,12 +468,16 @@ class JobTracker:
             return  # the pods' deletion is what deletes the workload
         version = objects.resource_version(obj)
         if object_uid := objects.uid_of(obj):
-            self.deleted_objects[object_uid] = None
-            while len(self.deleted_objects) > DELETED_OBJECTS_KEPT:
-                del self.deleted_objects[next(iter(self.deleted_objects))]
+            self._seen_deleted(object_uid)
         self.doomed[key] = {objects.uid_of(pod) for pod in members}
         await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
         log.info("workload_object_deleted", workload=f"{namespace}/{key[1]}", pods=len(members))
+
+    def _seen_deleted(self, object_uid: str) -> None:
+        """Workload object ``object_uid``'s deletion is published (or needs none): its later events are not news."""
+        self.deleted_objects[object_uid] = None
+        while len(self.deleted_objects) > DELETED_OBJECTS_KEPT:
+            del self.deleted_objects[next(iter(self.deleted_objects))]
 
     def _forget_doomed(self, pod_uid: str) -> None:
         for key in [k for k, uids in self.doomed.items() if pod_uid in uids]:
@@ -497,6 +521,23 @@ class JobTracker:
         if integration is not None:
             return objects.namespace_of(obj), integration.workload_name(name, uid)
         return None
+
+
+def _not_matching(workload: models.Workload, now: models.Workload) -> str:
+    """Why a running job's workload no longer matches the job as converted now (Kueue's EquivalentToWorkload),
+    or "": its pod sets' names, a count grown past the workload's, or a pod's requests. A smaller count is
+    not a mismatch: a partial admission's start lowers it, as pods finishing do. Node selectors, tolerations
+    and labels are not compared: a start injects them."""
+    before = {ps.name: ps for ps in workload.spec.pod_sets}
+    after = {ps.name: ps for ps in now.spec.pod_sets}
+    if list(before) != list(after):
+        return f"pod sets {sorted(before)} are now {sorted(after)}"
+    for name, ps in after.items():
+        if ps.count > before[name].count:
+            return f"pod set {name}: {ps.count} pods, the workload has {before[name].count}"
+        if ps.requests != before[name].requests:
+            return f"pod set {name}: requests changed"
+    return ""
 
 
 def _deletion_ms(obj: objects.KubeObject) -> int:

@@ -1379,3 +1379,38 @@ async def test_a_running_jobs_priority_class_label_change_reaches_its_workload(a
     assert updated["spec"]["priorityClassRef"]["name"] == "low"
     assert still["spec"]["suspend"] is False  # the change alone neither stops nor restarts it
     assert not await events_of(bus, types.EvictionRequested)
+
+
+async def test_a_running_job_grown_past_its_workload_gets_a_new_one(api, bus: MemoryBus) -> None:
+    """``kubectl patch job runner -p '{"spec":{"parallelism":5}}'`` while it runs with 3 pods admitted: its
+    workload no longer matches it (Kueue's EquivalentToWorkload), so, as Kueue's ensureOneWorkload does, the
+    job is stopped, that workload deleted and its quota released, and a new Workload (another UID) with 5 pods
+    is made, admitted and started. Before, the Job ran 5 pods on a 3 pod admission."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=9)
+        await kube.apply_manifest(api, job("runner", parallelism=3))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        await eventually(api, JOBS, namespace="default", name="runner", check=lambda o: o["spec"]["suspend"] is False)
+        old = await eventually(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name, check=bool)
+        await kube.patch_object(api, JOBS, namespace="default", name="runner", patch={"spec": {"parallelism": 5}})
+        [released] = await wait_for(bus, types.QuotaReleased, workload=admitted.workload)
+        admissions = await wait_for(bus, types.WorkloadAdmitted, count=2)
+        new = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=admitted.workload.name,
+            check=lambda o: (
+                o["metadata"]["uid"] != old["metadata"]["uid"]
+                and conditions(o).get("Admitted", {}).get("status") == "True"
+            ),
+        )
+        restarted = await eventually(
+            api, JOBS, namespace="default", name="runner", check=lambda o: o["spec"]["suspend"] is False
+        )
+        await asyncio.sleep(0.5)  # the old object's deletion is not taken for a deletion of the new workload
+        releases = await events_of(bus, types.QuotaReleased)
+    assert released.reason == "Deleted" and len(releases) == 1
+    assert [a.pod_set_assignments[0].count for a in admissions] == [3, 5]
+    assert [ps["count"] for ps in new["spec"]["podSets"]] == [5]
+    assert restarted["spec"]["parallelism"] == 5
