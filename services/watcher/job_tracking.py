@@ -464,8 +464,16 @@ class JobTracker:
         else:
             pod = pods_of.get((namespace, owner.name))
             members = [pod] if pod is not None and objects.uid_of(pod) == owner.uid else []
-        if not members:
-            return  # the pods' deletion is what deletes the workload
+        owners = {
+            str(ref.get("uid"))
+            for ref in objects.meta(obj).get("ownerReferences") or []
+            if isinstance(ref, dict) and ref.get("kind") == "Pod"
+        }
+        if not any(objects.uid_of(pod) in owners for pod in members):
+            # no pod it names is left: the garbage collector's deletion once its owners went (a replacement
+            # pod is not among them), or the pods' own going, not a deletion by hand (the collector never
+            # deletes an object while one of its owners remains)
+            return
         version = objects.resource_version(obj)
         if object_uid := objects.uid_of(obj):
             self._seen_deleted(object_uid)

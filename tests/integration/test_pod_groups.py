@@ -215,3 +215,24 @@ async def test_a_pod_ungated_by_hand_before_admission_is_deleted(api, bus: Memor
     stopped = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == "sneaky"]
     assert ("Stopped", "Not admitted by cluster queue") in stopped
     assert not await events_of(bus, types.WorkloadAdmitted)
+
+
+async def test_a_groups_workload_collected_after_its_owner_pod_went_deletes_no_pod(api, bus: MemoryBus) -> None:
+    """On a real cluster the garbage collector deletes a group's Workload once the pods it names as owners are
+    gone. That deletion is not a user's ``kubectl delete workload``: the group's remaining pods are left
+    running (only a deletion while a named owner pod remains deletes them)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        for name in ("c-a", "c-b"):
+            await kube.apply_manifest(api, member(name, "col", total=2))
+        await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        await pods_until(api, lambda pods: ungated(pods) == {"c-a", "c-b"})
+        held = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="col")
+        owners = {ref["name"] for ref in held["metadata"]["ownerReferences"]}
+        for name in owners:  # the owners go; then the collector deletes the Workload
+            await kube.delete_object(api, resources.PODS, namespace="default", name=name)
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name="col")
+        await asyncio.sleep(1.0)
+        left = await pods_until(api, lambda pods: True)
+    assert set(left) == {"c-a", "c-b"} - owners and left  # the pod no owner reference names still runs
