@@ -225,9 +225,11 @@ class WorkloadSync:
         stored: StoredObjects,
         created: Callable[[str, kube_events.KubeEvent | None, str], None],
         record: Callable[[Awaitable[Any]], None] | None = None,
+        group_members: Callable[[str, str], list[tuple[str, str]]] | None = None,
     ) -> None:
         self.bus, self.cluster, self.view = bus, cluster, view
         self.stored, self.created, self.record = stored, created, record
+        self.group_members = group_members  # a pod group's pods (name, UID), by namespace and group: its owners
         self._writing = asyncio.Lock()  # the batch's writes and run()'s never interleave
         # workload key -> (the observed workload, its job's pod templates by pod set): _job_templates
         self._templates: dict[str, tuple[Any, dict[str, Any]]] = {}
@@ -339,7 +341,12 @@ class WorkloadSync:
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
         record = self.view.records.get(key)
         templates = await self._job_templates(key, wl)
-        desired = status.workload_object(wl, self.view.cluster, record, templates=templates)
+        members = (
+            self.group_members(meta.namespace, meta.name)
+            if self.group_members is not None and meta.annotations.get(status.GROUP_WORKLOAD_ANNOTATION) == "true"
+            else ()
+        )
+        desired = status.workload_object(wl, self.view.cluster, record, templates=templates, members=members)
         stored = self.stored.objects.get(ident)
         if (
             stored is None

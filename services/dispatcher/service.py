@@ -172,6 +172,7 @@ class Dispatcher:
             stored=self.stored,
             created=self.recording.workload_created,
             record=self.settling.record,
+            group_members=lambda namespace, group: self.ungating.members(namespace, group),
         )
         self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)
         self.ungating = Ungating(api=self.api, limiter=self.limiter, view=self.view, on_excess=self._excess_pod_deleted)

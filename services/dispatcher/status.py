@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -780,8 +780,13 @@ def workload_object(
     record: WorkloadRecord | None = None,
     *,
     templates: Mapping[str, Mapping[str, Any]] | None = None,
+    members: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The Workload object Kueue's job reconciler creates for the job (metadata and spec; no status).
+
+    ``members``: for a pod group, its pods as ``(name, uid)``: each is an owner (not the controller), as Kueue's
+    ConstructComposableWorkload and EnsureWorkloadOwnedByAllMembers set them, so the garbage collector keeps the
+    Workload while any of them remains; without them the group's first pod is its controller owner.
 
     ``templates``: the job's pod templates by pod set name (:func:`kueue_es.jobframework.integrations.
     job_pod_templates`), each written whole as its pod set's ``template``, as Kueue's Workload carries it
@@ -806,16 +811,21 @@ def workload_object(
         metadata["annotations"] = dict(sorted(meta.annotations.items()))
     if wl.finished is None:
         metadata["finalizers"] = [RESOURCE_IN_USE_FINALIZER]
-    metadata["ownerReferences"] = [
-        {
-            "apiVersion": owner.api_version,
-            "kind": owner.kind,
-            "name": owner.name,
-            "uid": owner.uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
+    if members and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true":
+        metadata["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid} for name, uid in sorted(members)
+        ]
+    else:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": owner.api_version,
+                "kind": owner.kind,
+                "name": owner.name,
+                "uid": owner.uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
     templates = templates or {}
     spec: dict[str, Any] = {"podSets": [_pod_set(ps, templates.get(ps.name)) for ps in workload.spec.pod_sets]}
     if workload.spec.queue_name:

@@ -84,16 +84,42 @@ class Ungating:
                         self.group_pods[objects.pod_key(pod)] = pod
                         self._group_pod_changed(pod)
             elif item.type == "DELETED":
-                key = objects.pod_key(objects.as_pod(item.object))
-                self.group_pods.pop(key, None)
+                gone = objects.as_pod(item.object)
+                key = objects.pod_key(gone)
+                if self.group_pods.pop(key, None) is not None and (group := pod_integration.group_name(gone)):
+                    self._members_changed(key[0], group)
                 seen.discard(key)
             else:
                 pod = objects.as_pod(item.object)
-                if not pod_integration.group_name(pod):
+                if not (group := pod_integration.group_name(pod)):
                     continue
-                seen.add(objects.pod_key(pod))
-                self.group_pods[objects.pod_key(pod)] = pod
+                key = objects.pod_key(pod)
+                seen.add(key)
+                before = self.group_pods.get(key)
+                self.group_pods[key] = pod
+                if before is None or bool(objects.meta(before).get("deletionTimestamp")) != bool(
+                    objects.meta(pod).get("deletionTimestamp")
+                ):
+                    self._members_changed(key[0], group)
                 self._group_pod_changed(pod)
+
+    def members(self, namespace: str, group: str) -> list[tuple[str, str]]:
+        """The pods of pod group ``namespace/group`` seen (not being deleted), as ``(name, uid)``: the Workload's
+        owners. Empty before the group's pods are watched (a dispatcher without a real API server)."""
+        return sorted(
+            (name, str(objects.meta(pod).get("uid") or ""))
+            for (ns, name), pod in self.group_pods.items()
+            if ns == namespace
+            and pod_integration.group_name(pod) == group
+            and not objects.meta(pod).get("deletionTimestamp")
+            and objects.meta(pod).get("uid")
+        )
+
+    def _members_changed(self, namespace: str, group: str) -> None:
+        """A pod joined or left the group: its Workload's owners are written again (once the fold knows it)."""
+        key = f"{namespace}/{group}"
+        if key in self.view.cluster.workloads and self.view.track_objects:
+            self.view.dirty_workloads.setdefault(key, self.view.cluster.last_seq)
 
     def _group_pod_changed(self, pod: objects.Pod) -> None:
         if pod_integration.is_gated(pod) and (group := pod_integration.group_name(pod)):

@@ -73,13 +73,14 @@ async def excess_events(api: Any) -> list[str]:
     )
 
 
-def services(bus: MemoryBus, api: Any, dispatcher: Any, consumer: Any) -> list[Any]:
+def services(bus: MemoryBus, api: Any, dispatcher: Any, consumer: Any, *, pod_watches: bool = True) -> list[Any]:
+    """The watcher, the admitter and the dispatcher (with its pod watches, unless ``pod_watches`` is false)."""
     return [
         Watcher(bus=bus, api=api).run(),
         admitter(bus).run(),
         dispatcher.fold_forever(),
         dispatcher.consume(consumer),
-        dispatcher.watch_pods(),
+        *([dispatcher.watch_pods()] if pod_watches else []),
         dispatcher.ungate_forever(),
     ]
 
@@ -220,9 +221,11 @@ async def test_a_pod_ungated_by_hand_before_admission_is_deleted(api, bus: Memor
 async def test_a_groups_workload_collected_after_its_owner_pod_went_deletes_no_pod(api, bus: MemoryBus) -> None:
     """On a real cluster the garbage collector deletes a group's Workload once the pods it names as owners are
     gone. That deletion is not a user's ``kubectl delete workload``: the group's remaining pods are left
-    running (only a deletion while a named owner pod remains deletes them)."""
+    running (only a deletion while a named owner pod remains deletes them). The dispatcher runs without its
+    pod watches here, so the Workload names only the group's first pod (a replacement pod not yet named is
+    the case on a real cluster)."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    async with running(*services(bus, api, dispatcher, consumer)):
+    async with running(*services(bus, api, dispatcher, consumer, pod_watches=False)):
         await set_up_queues(api, cpu=9)
         for name in ("c-a", "c-b"):
             await kube.apply_manifest(api, member(name, "col", total=2))
@@ -236,3 +239,27 @@ async def test_a_groups_workload_collected_after_its_owner_pod_went_deletes_no_p
         await asyncio.sleep(1.0)
         left = await pods_until(api, lambda pods: True)
     assert set(left) == {"c-a", "c-b"} - owners and left  # the pod no owner reference names still runs
+
+
+async def test_a_groups_workload_names_every_pod_as_owner(api, bus: MemoryBus) -> None:
+    """Kueue makes every pod of a group an owner of its Workload (not the controller), and adds a pod that joins
+    (EnsureWorkloadOwnedByAllMembers), so the garbage collector keeps the Workload while any pod remains."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        for name in ("o-a", "o-b"):
+            await kube.apply_manifest(api, member(name, "own", total=2))
+        await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        pods = await pods_until(api, lambda pods: ungated(pods) == {"o-a", "o-b"})
+        uids = {name: pod["metadata"]["uid"] for name, pod in pods.items()}
+
+        def owned_by_both(obj: dict[str, Any]) -> bool:
+            return {ref["uid"] for ref in obj["metadata"].get("ownerReferences", [])} == set(uids.values())
+
+        async with asyncio.timeout(10):
+            while not owned_by_both(
+                workload := await kube.get_object(api, resources.WORKLOADS, namespace="default", name="own")
+            ):
+                await asyncio.sleep(0.05)
+    refs = sorted(workload["metadata"]["ownerReferences"], key=lambda r: r["name"])
+    assert refs == [{"apiVersion": "v1", "kind": "Pod", "name": n, "uid": uids[n]} for n in ("o-a", "o-b")]
