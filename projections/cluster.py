@@ -1100,6 +1100,7 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
                 state.partitions.on_flavor(state, seq)
         case "ClusterQueue":
             state.cluster_queues.pop(event.name, None)
+            kueue_metrics.on_queue_deleted(state, "ClusterQueue", "", event.name)
             state.structure_generation = max(state.structure_generation, seq)
             state.quota_tree = None
             state.partitions.on_cluster_queue(state, event.name, seq)
@@ -1111,6 +1112,7 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
                 state.partitions.on_cohort(state, seq)
         case "LocalQueue":
             state.local_queues.pop((event.namespace, event.name), None)
+            kueue_metrics.on_queue_deleted(state, "LocalQueue", event.namespace, event.name)
             state.partitions.on_local_queue(state, (event.namespace, event.name), seq)
         case "WorkloadPriorityClass":
             state.priority_classes.pop(event.name, None)

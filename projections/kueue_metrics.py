@@ -589,6 +589,35 @@ def on_forgotten(state: ClusterState, key: str) -> None:
     state.metrics.evicted_once.pop(key, None)
 
 
+_LABELS: Final[dict[str, tuple[str, ...]]] = {f.name: tuple(n for n in f.labels if n != _R) for f in FAMILIES}
+"""Each family's label names as its folded series hold their values (``replica_role`` left out)."""
+
+
+def on_queue_deleted(state: ClusterState, kind: str, namespace: str, name: str) -> None:
+    """A ClusterQueue or LocalQueue is gone: its counter and histogram series go with it, as Kueue's queue
+    manager clears them when it deletes the queue (pkg/metrics/metrics.go ClearClusterQueueMetrics: every
+    series whose ``cluster_queue`` label, ``preempting_cluster_queue`` for preempted workloads, names it;
+    ClearLocalQueueMetrics: the ``kueue_local_queue_*`` series of that ``name`` and ``namespace``). A queue made
+    again under its name counts from zero."""
+    metrics = state.metrics
+    for table in (metrics.counters, metrics.histograms):
+        for family, series in table.items():
+            labels = _LABELS.get(family, ())
+            if kind == "ClusterQueue":
+                label = "preempting_cluster_queue" if "preempting_cluster_queue" in labels else "cluster_queue"
+                if label not in labels:
+                    continue
+                index = labels.index(label)
+                gone = [values for values in series if values[index] == name]
+            elif kind == "LocalQueue" and family.startswith("kueue_local_queue_") and "namespace" in labels:
+                at_name, at_namespace = labels.index("name"), labels.index("namespace")
+                gone = [values for values in series if values[at_name] == name and values[at_namespace] == namespace]
+            else:
+                continue
+            for values in gone:
+                del series[values]
+
+
 def on_record(state: ClusterState, record: types.DecisionRecord, *, seq: int, admitter: bool) -> None:
     """A DecisionRecord folded: an admitter record that decides something is one admission attempt
     (Kueue's scheduling cycle; a cycle that decides nothing leaves no trace on the log), counted

@@ -19,7 +19,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kueue_es import checkpoints
-from kueue_es.events import models, types
+from kueue_es.events import codec, models, types
+from kueue_es.events.bus.base import LogMessage
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.projections.kueue_metrics import FAMILIES
 from kueue_es.scenarios.core_engine import CoreRun, run_scenario
@@ -603,3 +604,29 @@ def test_a_scheduling_shape_is_the_priority_and_pod_sets_not_the_name() -> None:
     assert shaped("a") != shaped("a", priority=10)
     assert shaped("a") != shaped("a", count=2)
     assert shaped("a") != shaped("a", selector={"instance-type": "spot"})
+
+
+def test_a_deleted_queues_series_go_with_it() -> None:
+    """kubectl delete lq, then cq: Kueue's queue manager clears their metrics (ClearLocalQueueMetrics,
+    ClearClusterQueueMetrics), so no series of a deleted queue stays, and one made again counts from zero."""
+    run = _preemption_run()
+    state = _fold(run.messages)
+    lq = {"name": "lq", "namespace": "default", "priority_class": ""}
+    cq = {"cluster_queue": "cq", "priority_class": ""}
+    before = _samples(state)
+    assert _value(before, "kueue_local_queue_admitted_workloads_total", **lq) == 6
+    assert _value(before, "kueue_admitted_workloads_total", **cq) == 6
+
+    def fold(event: types.Event) -> None:
+        seq = state.last_seq + 1
+        fold_message(state, LogMessage(seq=seq, subject="kq.in.obj.x", data=codec.encode(event), headers={}))
+
+    fold(types.ObjectDeleted(kind="LocalQueue", namespace="default", name="lq"))
+    after_lq = _samples(state)
+    assert not [k for k in after_lq if k[0].startswith("kueue_local_queue_") and ("name", "lq") in k[1]]
+    assert _value(after_lq, "kueue_admitted_workloads_total", **cq) == 6  # the ClusterQueue's stay
+    fold(types.ObjectDeleted(kind="ClusterQueue", name="cq"))
+    after_cq = _samples(state)
+    gone = [k for k in after_cq if ("cluster_queue", "cq") in k[1] or ("preempting_cluster_queue", "cq") in k[1]]
+    counted = [k for k in gone if k[0].endswith(("_total", "_count", "_sum", "_bucket"))]
+    assert counted == []
