@@ -151,15 +151,13 @@ def local_queue_pending(
     state: ClusterState, namespace: str, local_queue: str, query: Mapping[str, str], *, version: str, now_ms: int
 ) -> Reply:
     """The pending workloads of LocalQueue ``namespace/local_queue``, windowed among that LocalQueue's own.
-    Kueue answers 404 when the LocalQueue is unknown, stopped (its queue manager forgets a stopped one) or
-    its ClusterQueue is unknown (it cannot map one to the other then)."""
+    Kueue answers 404 when the LocalQueue is unknown or stopped (its queue manager forgets a stopped one); one
+    whose ClusterQueue does not exist is in the queue manager all the same (addLocalQueueLocked) and has
+    nothing pending: 200 with no items."""
     try:
         offset, limit = window(query)
     except BadRequestError as err:
         return status(400, "BadRequest", str(err))
-    lq = state.local_queues.get((namespace, local_queue))
-    if lq is None or lq.spec.cluster_queue not in state.cluster_queues:
-        return not_found("localqueue", local_queue)
     try:
         pending = visibility.pending_in_local_queue(state, namespace, local_queue, now_ms=now_ms)
     except KeyError:  # stopped

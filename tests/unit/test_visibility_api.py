@@ -204,3 +204,18 @@ def test_a_stopped_local_queue_is_kueues_not_found_and_its_workloads_leave_the_c
     assert reply.status == 404 and reply.body["reason"] == "NotFound"
     items = _get(state, CQ_PATH).body["items"]
     assert [item["localQueueName"] for item in items] == ["lq-b", "lq-b"]
+
+
+def test_a_local_queue_whose_cluster_queue_is_missing_has_nothing_pending() -> None:
+    """Kueue's queue manager holds a LocalQueue whether or not its ClusterQueue exists (addLocalQueueLocked),
+    so its pending list answers 200 with no items, not 404."""
+    state = _five()
+    lq = state.local_queues[("default", "lq-a")]
+    state.local_queues[("default", "orphan")] = msgspec.structs.replace(
+        lq,
+        metadata=msgspec.structs.replace(lq.metadata, name="orphan"),
+        spec=msgspec.structs.replace(lq.spec, cluster_queue="no-such-cq"),
+    )
+    reply = _get(state, f"/apis/{GROUP}/v1beta2/namespaces/default/localqueues/orphan/pendingworkloads")
+    assert reply.status == 200
+    assert reply.body["items"] == []
