@@ -11,7 +11,8 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
   quota): "Admitted by ClusterQueue CQ, wait time since
   reservation was 0s" (recordWorkloadAdmissionEvents);
 - WorkloadInadmissible: Warning, the granular QuotaReserved=False reason (``Pending`` when
-  none) and the pending message (scheduler.go requeueAndUpdate);
+  none) and the pending message (scheduler.go requeueAndUpdate); none for a workload whose LocalQueue or
+  ClusterQueue is missing or inactive (Kueue's workload controller sets only the condition);
 - EvictionRequested: Normal ``EvictedDueTo<reason>`` and the eviction message (evict.go
   reportEvictedWorkload; ``DeactivatedDueTo<cause>`` reasons give
   ``EvictedDueToDeactivatedDueTo<cause>``); for a preemption also Normal ``Preempted`` on the
@@ -79,6 +80,8 @@ def for_decision(
                 return [*for_decision(state, types.reservation_of(event), record), admitted]
             return [admitted]
         case types.WorkloadInadmissible(workload=ref, reason=reason, message=message, at_ms=at):
+            if _workload_controller_reason(reason, message):
+                return []
             return [
                 KubeEvent(workload=ref, type="Warning", reason=reason or "Pending", message=truncate(message), at_ms=at)
             ]
@@ -146,6 +149,19 @@ def for_job_write(
             job=(api_version, kind, uid),
         )
     return None
+
+
+def _workload_controller_reason(reason: str, message: str) -> bool:
+    """Whether a pending outcome is one Kueue's workload controller sets as a condition with no Event, for a
+    workload no scheduling cycle looks at (workload_controller.go workloadQueueStatus: its LocalQueue or
+    ClusterQueue missing or inactive; the queue manager gives no heads of an inactive ClusterQueue), rather
+    than the scheduler's, which records a Warning for each head it could not admit (scheduler.go
+    requeueAndUpdate)."""
+    if reason == "Suspended":
+        return True
+    return reason == "Misconfigured" and (
+        message.endswith("doesn't exist") or message.startswith("WorkloadPriorityClass ")
+    )
 
 
 def for_created_workload(workload: models.Workload) -> KubeEvent | None:

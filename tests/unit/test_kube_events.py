@@ -120,3 +120,23 @@ def test_the_job_framework_events_on_the_job_itself() -> None:
         kube_events.event_object(stopped, name="x.a.job")["involvedObject"]["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
     )
     assert kube_events.for_job_write("Pod", "p", "", started=True, decision=admitted_event, at_ms=0) is None
+
+
+def test_no_event_for_what_kueues_workload_controller_only_marks() -> None:
+    """A workload whose LocalQueue or ClusterQueue is missing or inactive is never a scheduling head in Kueue:
+    its workload controller sets QuotaReserved=False and records no Event. The scheduler's reasons (here a
+    namespace the ClusterQueue does not select, a pod set over its limits) keep their Warning."""
+    log, ref = queues_log()
+    quiet = [
+        ("Suspended", "ClusterQueue cluster-queue is inactive"),
+        ("Suspended", "LocalQueue user-queue is inactive"),
+        ("Misconfigured", "LocalQueue no-such-lq doesn't exist"),
+        ("Misconfigured", "ClusterQueue no-such-cq doesn't exist"),
+        ("Misconfigured", "WorkloadPriorityClass gone not found"),
+    ]
+    for second, (reason, message) in enumerate(quiet, start=1):
+        event = types.WorkloadInadmissible(workload=ref, reason=reason, message=message, at_ms=at(second))
+        assert _events(log, event) == [], message
+    mismatch = "Workload namespace doesn't match ClusterQueue selector"
+    event = types.WorkloadInadmissible(workload=ref, reason="Misconfigured", message=mismatch, at_ms=at(9))
+    assert _events(log, event) == [(ref.name, "Warning", "Misconfigured", mismatch)]
