@@ -110,6 +110,8 @@ class JobTracker:
         if kind == "Pod":
             await self.groups.progress(obj, version=version)
         if kind == "Pod" and (group := pods.group_name(obj)):
+            if change == "DELETED":
+                self.groups.member_deleted((key[0], group), obj)
             self.groups.index(key, group, present=change != "DELETED")
             await self.groups.sync((key[0], group), version=version)
         elif change == "DELETED":

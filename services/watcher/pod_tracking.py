@@ -12,7 +12,8 @@ jobs (:mod:`kueue_es.services.watcher.job_tracking`), which owns the pods kept.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from kueue_es.events import types
 from kueue_es.jobframework import pods, workloads
@@ -41,6 +42,10 @@ class PodGroups:
         self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
         self.doomed = doomed if doomed is not None else {}  # groups whose Workload was deleted by hand (JobTracker)
         self.groups: dict[Key, set[str]] = {}  # (namespace, pod group) -> names of its pods
+        # (namespace, pod group) -> its pods deleted after they succeeded, by name, while its workload runs:
+        # Kueue's kueue.x-k8s.io/managed finalizer keeps such a pod until the group finishes, so it still
+        # counts towards "Pods succeeded: n/total" (kueue-es puts no finalizer on pods)
+        self.succeeded_gone: dict[Key, dict[str, objects.KubeObject]] = {}
 
     # -- the index --------------------------------------------------------------------------------
 
@@ -80,10 +85,15 @@ class PodGroups:
         context = self.inputs.context(group_key, previous=self.publisher.workloads.get(group_key))
         managed = [pod for pod in members if pods.is_managed(pod, context)]
         if not managed:
+            self.succeeded_gone.pop(group_key, None)
             if self.publisher.sources.get(group_key) == "Pod":
                 await self.publisher.delete_workload(group_key, version=version)
             return
-        fact = pods.group_facts(managed, now_ms=self.clock(), context=context)
+        live = {objects.name_of(pod) for pod in managed}
+        kept = [pod for name, pod in sorted(self.succeeded_gone.get(group_key, {}).items()) if name not in live]
+        fact = pods.group_facts([*managed, *kept], now_ms=self.clock(), context=context)
+        if isinstance(fact, types.WorkloadFinished):
+            self.succeeded_gone.pop(group_key, None)
         if fact is None:
             return
         if (
@@ -97,6 +107,14 @@ class PodGroups:
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of a member is news again
             for pod in managed:
                 self.publisher.last_published.pop(("Pod", namespace, objects.name_of(pod)), None)
+
+    def member_deleted(self, group_key: Key, pod: objects.KubeObject) -> None:
+        """A pod of the group was deleted: one that had succeeded while the group's workload is known and not
+        finished is kept as a member (see :attr:`succeeded_gone`)."""
+        status = cast(Mapping[str, Any], pod).get("status")
+        succeeded = isinstance(status, dict) and status.get("phase") == "Succeeded"
+        if succeeded and group_key in self.publisher.known["Workload"]:
+            self.succeeded_gone.setdefault(group_key, {})[objects.name_of(pod)] = pod
 
     # -- how far it got ---------------------------------------------------------------------------
 

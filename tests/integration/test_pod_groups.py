@@ -263,3 +263,35 @@ async def test_a_groups_workload_names_every_pod_as_owner(api, bus: MemoryBus) -
                 await asyncio.sleep(0.05)
     refs = sorted(workload["metadata"]["ownerReferences"], key=lambda r: r["name"])
     assert refs == [{"apiVersion": "v1", "kind": "Pod", "name": n, "uid": uids[n]} for n in ("o-a", "o-b")]
+
+
+async def test_a_group_finishes_though_a_succeeded_member_was_deleted(api, bus: MemoryBus) -> None:
+    """A member succeeds and is deleted (by hand, or the pod garbage collector), then the other succeeds: the
+    group finishes "Pods succeeded: 2/2." and its quota is released, as in Kueue, whose pod finalizer keeps a
+    succeeded member until its group finishes. Before, the group waited for ever, holding its quota."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+
+    async def succeed(name: str) -> None:
+        await kube.patch_object(
+            api,
+            resources.PODS,
+            namespace="default",
+            name=name,
+            patch={"status": {"phase": "Succeeded"}},
+            subresource="status",
+        )
+
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        for name in ("f-a", "f-b"):
+            await kube.apply_manifest(api, member(name, "fin", total=2))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        await pods_until(api, lambda pods: ungated(pods) == {"f-a", "f-b"})
+        await succeed("f-a")
+        await kube.delete_object(api, resources.PODS, namespace="default", name="f-a")
+        await pods_until(api, lambda pods: "f-a" not in pods)
+        await succeed("f-b")
+        [finished] = await wait_for(bus, types.WorkloadFinished, workload=admitted.workload, timeout=10)
+        released = await wait_for(bus, types.QuotaReleased, workload=admitted.workload, timeout=10)
+    assert (finished.succeeded, finished.message) == (True, "Pods succeeded: 2/2.")
+    assert [r.reason for r in released] == ["Finished"]
