@@ -561,11 +561,15 @@ def test_runs_are_deterministic_across_hash_seeds(docs: list[dict]) -> None:
 
 
 def _fold(log: list[tuple[int, types.Event]], *, passes: int = 1, each: int = 1) -> ClusterState:
+    """Fold ``log`` as every service does: a DecisionRecord's finished releases (admitter logic 15) right after
+    it, as the batch verifier folds them (``types.with_carried``); ``passes`` times over, each message ``each``
+    times in a row."""
     state = ClusterState()
     for _ in range(passes):
         for seq, event in log:
             for _ in range(each):
-                apply(state, event, seq=seq)
+                for one in types.with_carried(event):
+                    apply(state, one, seq=seq)
     return state
 
 
