@@ -159,7 +159,8 @@ async def _fold(bus: Bus) -> tuple[ClusterState, list[tuple[int, types.Event]], 
     for seq in range(1, last + 1):
         message = await bus.get(seq)
         event = codec.decode(message.data)
-        apply(state, event, seq=seq)
+        for one in types.with_carried(event):  # a record's finished releases, as every fold takes them
+            apply(state, one, seq=seq)
         log.append((seq, event))
         messages.append(message)
     return state, log, messages
@@ -176,7 +177,8 @@ def _overuse(log: list[tuple[int, types.Event]]) -> list[str]:
     state = ClusterState()
     batch_end = -1
     for seq, event in log:
-        apply(state, event, seq=seq)
+        for one in types.with_carried(event):
+            apply(state, one, seq=seq)
         if isinstance(event, types.DecisionRecord):
             batch_end = seq + event.output_count
         if seq == batch_end:
