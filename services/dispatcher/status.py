@@ -378,6 +378,10 @@ def _fold_into(
                 record.set("Finished", True, event.reason, event.message, at_ms=event.at_ms)
         case types.AdmissionCheckStateChanged():
             _check_changed(record, event)
+        case types.WorkloadPodsReady() if not wl.admitted:
+            # a job started by hand with no admission (stopped again: suspension.py): Kueue's
+            # generatePodsReadyCondition says WaitForStart for a workload that is not admitted, whatever runs
+            record.set("PodsReady", False, "WaitForStart", PODS_READY_MESSAGES["WaitForStart"], at_ms=event.at_ms)
         case types.WorkloadPodsReady():
             message = PODS_READY_MESSAGES.get(event.reason, "")
             record.set(

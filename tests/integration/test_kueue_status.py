@@ -613,3 +613,17 @@ def test_a_workload_refused_for_dra_reasons_gets_requeued_false_as_kueue_writes_
     conditions = {c["type"]: c for c in log.status(unmapped_ref)["conditions"]}
     assert "Requeued" not in conditions
     assert conditions["QuotaReserved"] == cond("QuotaReserved", False, "Pending", "waiting", 2)
+
+
+def test_a_job_started_by_hand_before_admission_shows_pods_ready_wait_for_start() -> None:
+    """Pods of a job unsuspended by hand run and are ready while its workload waits: Kueue's
+    generatePodsReadyCondition says PodsReady=False WaitForStart for a workload not admitted, whatever runs.
+    Before, the Workload showed PodsReady=True Started beside Admitted=False. Once admitted it follows the pods."""
+    log, ref = queues_log()
+    log.add(types.WorkloadPodsReady(workload=ref, ready=True, reason="Started", at_ms=at(3)))
+    pods_ready = next(c for c in log.status(ref)["conditions"] if c["type"] == "PodsReady")
+    assert (pods_ready["status"], pods_ready["reason"]) == ("False", "WaitForStart")
+    log.add(*admitted(ref, 5))
+    log.add(types.WorkloadPodsReady(workload=ref, ready=True, reason="Started", at_ms=at(6)))
+    pods_ready = next(c for c in log.status(ref)["conditions"] if c["type"] == "PodsReady")
+    assert (pods_ready["status"], pods_ready["reason"]) == ("True", "Started")
