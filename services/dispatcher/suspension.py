@@ -208,15 +208,22 @@ class Suspension:
             if meta.get("deletionTimestamp") or (not action.group and owner_uid and meta.get("uid") != owner_uid):
                 continue
             name = str(meta.get("name") or "")
-            try:
-                await self.jobs.limiter.acquire(WriteClass.JOBS)
-                await self.jobs.api.patch_object(POD_REF, namespace=action.namespace, name=name, patch=action.mark())
-                await self.jobs.limiter.acquire(WriteClass.JOBS)
-                await self.jobs.api.delete_object(POD_REF, namespace=action.namespace, name=name)
-            except kube_errors.NotFoundError:
+            if not await self._mark_and_delete(action, name):
                 continue
             self.pods_deleted += 1
             log.info("pod_deleted_with_its_workload", pod=f"{action.namespace}/{name}", workload=action.workload.key)
+
+    async def _mark_and_delete(self, action: core.StopPods, name: str) -> bool:
+        """Mark pod ``name`` with ``action``'s stop, as an eviction's stop marks it, and delete it; False when it
+        is gone already. Each write takes a job write token."""
+        try:
+            await self.jobs.limiter.acquire(WriteClass.JOBS)
+            await self.jobs.api.patch_object(POD_REF, namespace=action.namespace, name=name, patch=action.mark())
+            await self.jobs.limiter.acquire(WriteClass.JOBS)
+            await self.jobs.api.delete_object(POD_REF, namespace=action.namespace, name=name)
+        except kube_errors.NotFoundError:
+            return False
+        return True
 
     async def _stop_pods(self, key: str, action: core.StopPods, *, owner_uid: str) -> None:
         """Delete the pods of workload ``key`` that run (not gated, not terminated) while it is still not admitted,
@@ -234,12 +241,7 @@ class Suspension:
             if not action.group and owner_uid and meta.get("uid") != owner_uid:
                 continue
             name = str(meta.get("name") or "")
-            try:
-                await self.jobs.limiter.acquire(WriteClass.JOBS)
-                await self.jobs.api.patch_object(POD_REF, namespace=action.namespace, name=name, patch=action.mark())
-                await self.jobs.limiter.acquire(WriteClass.JOBS)
-                await self.jobs.api.delete_object(POD_REF, namespace=action.namespace, name=name)
-            except kube_errors.NotFoundError:
+            if not await self._mark_and_delete(action, name):
                 continue
             self.stopped += 1
             log.info("pod_stopped_not_admitted", pod=f"{action.namespace}/{name}", workload=key)
