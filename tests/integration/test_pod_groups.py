@@ -73,6 +73,16 @@ async def excess_events(api: Any) -> list[str]:
     )
 
 
+async def running_group(api: Any, bus: MemoryBus, group: str, names: tuple[str, ...]) -> types.WorkloadAdmitted:
+    """The quick-start queues (9 CPU) and pod group ``group`` of ``names`` (1 CPU each), admitted and ungated."""
+    await set_up_queues(api, cpu=9)
+    for name in names:
+        await kube.apply_manifest(api, member(name, group, total=len(names)))
+    [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+    await pods_until(api, lambda pods: ungated(pods) == set(names))
+    return admitted
+
+
 def services(bus: MemoryBus, api: Any, dispatcher: Any, consumer: Any, *, pod_watches: bool = True) -> list[Any]:
     """The watcher, the admitter and the dispatcher (with its pod watches, unless ``pod_watches`` is false)."""
     return [
@@ -144,11 +154,7 @@ async def test_deleting_a_running_groups_workload_deletes_its_pods(api, bus: Mem
     pods ran on holding the quota, and the Workload came back later."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(*services(bus, api, dispatcher, consumer)):
-        await set_up_queues(api, cpu=9)
-        for name in ("d-a", "d-b"):
-            await kube.apply_manifest(api, member(name, "grp", total=2))
-        [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
-        await pods_until(api, lambda pods: ungated(pods) == {"d-a", "d-b"})
+        admitted = await running_group(api, bus, "grp", ("d-a", "d-b"))
         held = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="grp")
         await kube.delete_object(api, resources.WORKLOADS, namespace="default", name="grp")
         await pods_until(api, lambda pods: not pods)
@@ -226,11 +232,7 @@ async def test_a_groups_workload_collected_after_its_owner_pod_went_deletes_no_p
     the case on a real cluster)."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(*services(bus, api, dispatcher, consumer, pod_watches=False)):
-        await set_up_queues(api, cpu=9)
-        for name in ("c-a", "c-b"):
-            await kube.apply_manifest(api, member(name, "col", total=2))
-        await wait_for(bus, types.WorkloadAdmitted, timeout=10)
-        await pods_until(api, lambda pods: ungated(pods) == {"c-a", "c-b"})
+        await running_group(api, bus, "col", ("c-a", "c-b"))
         held = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="col")
         owners = {ref["name"] for ref in held["metadata"]["ownerReferences"]}
         for name in owners:  # the owners go; then the collector deletes the Workload
@@ -282,11 +284,7 @@ async def test_a_group_finishes_though_a_succeeded_member_was_deleted(api, bus: 
         )
 
     async with running(*services(bus, api, dispatcher, consumer)):
-        await set_up_queues(api, cpu=9)
-        for name in ("f-a", "f-b"):
-            await kube.apply_manifest(api, member(name, "fin", total=2))
-        [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
-        await pods_until(api, lambda pods: ungated(pods) == {"f-a", "f-b"})
+        admitted = await running_group(api, bus, "fin", ("f-a", "f-b"))
         await succeed("f-a")
         await kube.delete_object(api, resources.PODS, namespace="default", name="f-a")
         await pods_until(api, lambda pods: "f-a" not in pods)
