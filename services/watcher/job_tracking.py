@@ -535,9 +535,10 @@ class JobTracker:
 
 def _not_matching(workload: models.Workload, now: models.Workload) -> str:
     """Why a running job's workload no longer matches the job as converted now (Kueue's EquivalentToWorkload),
-    or "": its pod sets' names, a count grown past the workload's, or a pod's requests. A smaller count is
-    not a mismatch: a partial admission's start lowers it, as pods finishing do. Node selectors, tolerations
-    and labels are not compared: a start injects them."""
+    or "": its pod sets' names, or a count grown past the workload's. A smaller count is not a mismatch: a
+    partial admission's start lowers it, as pods finishing do. Requests are not compared: the effective ones
+    the log keeps move with LimitRanges and RuntimeClasses, which Kueue's template comparison does not see;
+    node selectors, tolerations and labels are not either: a start injects them."""
     before = {ps.name: ps for ps in workload.spec.pod_sets}
     after = {ps.name: ps for ps in now.spec.pod_sets}
     if list(before) != list(after):
@@ -545,8 +546,6 @@ def _not_matching(workload: models.Workload, now: models.Workload) -> str:
     for name, ps in after.items():
         if ps.count > before[name].count:
             return f"pod set {name}: {ps.count} pods, the workload has {before[name].count}"
-        if ps.requests != before[name].requests:
-            return f"pod set {name}: requests changed"
     return ""
 
 
