@@ -421,6 +421,8 @@ class JobTracker:
         :meth:`_pods_workload_deleted` (its pods are deleted, not given a new one)."""
         key = (objects.namespace_of(obj), objects.name_of(obj))
         object_uid = objects.uid_of(obj)
+        if object_uid and self.object_uids.get(key) == object_uid:
+            del self.object_uids[key]  # going or gone: only the live objects are remembered
         if object_uid in self.deleted_objects:
             return  # its deletion was seen when it was marked for deletion (its DELETED follows)
         known = self.publisher.workloads.get(key)
