@@ -34,7 +34,6 @@ import structlog
 from kueue_es.events import slices, types
 from kueue_es.jobframework import integrations
 from kueue_es.jobframework import pods as pod_integration
-from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION
 from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, kube_events
 from kueue_es.services.dispatcher.job_writes import JOB_REF, POD_REF, JobWrites
@@ -99,18 +98,11 @@ class Suspension:
         owner = wl.workload.owner
         if owner is not None and owner.kind == "Pod" and not (wl.admitted and wl.reservation is not None):
             # a pod ungated by hand runs with no admission: Kueue's Pod.Stop (NotAdmitted) deletes it
-            meta = wl.workload.metadata
-            group = meta.name if meta.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true" else ""
-            self.pod_stops[key] = core.StopPods(
-                workload=wl.ref,
-                namespace=meta.namespace,
-                pod_name="" if group else owner.name,
-                group=group,
-                reason=NOT_ADMITTED_REASON,
-                decision_seq=self.view.cluster.last_seq,
-            )
-            self._owners[key] = owner.uid
-            self._wake.set()
+            stop = core.stop_of(self.view, wl, wl.ref, reason=NOT_ADMITTED_REASON, seq=self.view.cluster.last_seq)
+            if isinstance(stop, core.StopPods):
+                self.pod_stops[key] = stop
+                self._owners[key] = owner.uid
+                self._wake.set()
             return
         if not _job_of_its_own(wl):
             return
@@ -130,18 +122,11 @@ class Suspension:
         owner = wl.workload.owner
         if owner is None or owner.kind != "Pod":
             return
-        meta = wl.workload.metadata
-        group = meta.name if meta.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true" else ""
-        self.pod_deletions[wl.key] = core.StopPods(
-            workload=wl.ref,
-            namespace=meta.namespace,
-            pod_name="" if group else owner.name,
-            group=group,
-            reason="Deleted",
-            decision_seq=seq,
-        )
-        self._owners[wl.key] = owner.uid
-        self._wake.set()
+        stop = core.stop_of(self.view, wl, wl.ref, reason=core.DELETED_REASON, seq=seq)
+        if isinstance(stop, core.StopPods):
+            self.pod_deletions[wl.key] = stop
+            self._owners[wl.key] = owner.uid
+            self._wake.set()
 
     async def run(self, *, ready: Callable[[], bool]) -> None:
         """Check every marked workload's job, oldest mark first, while ``ready()`` (cancel to stop). A failed
