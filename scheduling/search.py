@@ -47,6 +47,10 @@ class Search:
         self.weights = fairsharing.Weights(state)
         self.tas = tas if tas is not None else tas_cycle.CycleTopology(state)
         self.replaced: WorkloadState | None = None  # the elastic slice the head replaces (excluding)
+        # Target searches of the _try under way, by what they searched for (see targets).
+        self._searched: (
+            dict[tuple[str, tuple[tuple[quota.FR, int], ...], frozenset[quota.FR]], list[preemption.Target]] | None
+        ) = None
         # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
         # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
         kept = state.caches.get("admitter.pickers")
@@ -86,7 +90,23 @@ class Search:
         )
 
     def targets(self, preemptor: preemption.Preemptor) -> list[preemption.Target]:
-        """Victims that make ``preemptor`` fit ([] when none do)."""
+        """Victims that make ``preemptor`` fit ([] when none do).
+
+        Inside :meth:`_try` a search is remembered by the preemptor's workload, usage and FRs that
+        need preemption: the oracle searches each FR apart, and when the workload asks for one FR
+        only (a single-resource workload: most of them) the search for its assignment is the same
+        search over the same tree and candidates, whose answer is the same. Not with a TAS check
+        (``topology_fits``), which the oracle's searches do not carry."""
+        memo = self._searched
+        if memo is not None and preemptor.topology_fits is None:
+            key = (preemptor.key, tuple(preemptor.usage.items()), preemptor.frs_need)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = self._targets(preemptor)
+            return found
+        return self._targets(preemptor)
+
+    def _targets(self, preemptor: preemption.Preemptor) -> list[preemption.Target]:
         if not can_preempt(preemptor.cq, self.tree):
             return []
         if self.fair:
@@ -147,6 +167,21 @@ class Search:
                 cq, self.tree, self.state.flavors, fair_sharing=self.fair, topologies=self.state.topology.topologies
             )
         preempting = picker.preempting  # can_preempt(cq, self.tree), kept with the picker
+        self._searched = {} if preempting else None
+        try:
+            return self._assign_and_search(wl, requests, cq, picker, start)
+        finally:
+            self._searched = None
+
+    def _assign_and_search(
+        self,
+        wl: WorkloadState,
+        requests: list[flavors.PodSetRequest],
+        cq: models.ClusterQueue,
+        picker: flavors.Picker,
+        start: tuple[dict[str, int], ...] | None,
+    ) -> tuple[flavors.Assignment, list[preemption.Target]]:
+        preempting = picker.preempting
         # oracle None: no candidates at all
         assignment = picker.assign(requests, oracle=self._oracle(wl, cq) if preempting else None, start=start)
         if picker.tas_levels and assignment.mode != "NoFit" and self.tas.active:
