@@ -31,6 +31,8 @@ from kueue_es.jobframework import adjust
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+MISSING_WPC_FIELD = f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
+"""The field a job's rejection names when its WorkloadPriorityClass does not exist (see :func:`priority`)."""
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 #: Job annotations Kueue copies onto the Workload: the parameters of its ProvisioningRequests.
@@ -276,9 +278,11 @@ def priority(
     1. the ``kueue.x-k8s.io/priority-class`` label names a WorkloadPriorityClass
        (without the label, ``default`` when a WorkloadPriorityClass of that name
        exists: WorkloadPriorityClassDefaulting). The priority is left None: the fold
-       reads the class's current value, and the admitter reports a missing class; once
-       the class is deleted, a workload whose ``context.previous`` had a priority pinned
-       (the watcher pins the class's last value at its deletion) keeps it.
+       reads the class's current value. A class that does not exist raises ManifestError
+       on :data:`MISSING_WPC_FIELD` (Kueue ExtractPriority: no workload, Warning
+       WorkloadPriorityClassNotFound), unless ``context.previous`` names it already: the
+       class was deleted since, and a workload with a priority pinned (the watcher pins
+       the class's last value at its deletion) keeps it.
     2. else the first pod template (``pod_specs``: field path and pod spec, in pod set
        order) with a ``priorityClassName`` names a PriorityClass, which must exist
        (Kueue creates no workload until it does: ManifestError here);
@@ -295,15 +299,16 @@ def priority(
         wpc = DEFAULT_WORKLOAD_PRIORITY_CLASS
     if wpc:
         ref_wpc = models.PriorityClassRef(name=str(wpc))
-        if (
-            wpc not in context.workload_priority_classes
-            and context.previous is not None
-            and previous == ref_wpc
-            and context.previous.spec.priority is not None
-        ):
-            # the class was deleted: the workload keeps the priority it had (Kueue leaves spec.priority as
-            # its WorkloadPriorityClass controller last wrote it), pinned by the watcher at the deletion
-            return ref_wpc, context.previous.spec.priority
+        if wpc not in context.workload_priority_classes:
+            if context.previous is None or previous != ref_wpc:
+                # Kueue resolves the class to create a workload, or to move one to it (UpdateWorkloadPriority),
+                # and fails the reconcile with a WorkloadPriorityClassNotFound Event when it is missing: no
+                # Workload yet, or the one there left as it is, until the class is created
+                raise ref.error(field=MISSING_WPC_FIELD, problem=f'WorkloadPriorityClass "{wpc}" not found')
+            if context.previous.spec.priority is not None:
+                # the class was deleted: the workload keeps the priority it had (Kueue leaves spec.priority as
+                # its WorkloadPriorityClass controller last wrote it), pinned by the watcher at the deletion
+                return ref_wpc, context.previous.spec.priority
         return ref_wpc, None
     pinned = previous if previous is not None and previous.kind == "PriorityClass" else None
     named = [(f"{where}.priorityClassName", spec.get("priorityClassName") or "") for where, spec in pod_specs]

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kueue_es.events import manifests, models, types
-from kueue_es.jobframework import integrations
+from kueue_es.jobframework import integrations, workloads
 from kueue_es.projections.cluster import ClusterState, priority_of
 from kueue_es.services.dispatcher import status
 from kueue_es.services.kube import resources
@@ -197,11 +197,16 @@ def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
     if ref is None:
         return None
     where = f"{fact.field}: " if fact.field else ""
+    reason = "ErrWorkloadCompose" if fact.kind in JOB_KINDS else "Invalid"
+    message = f"{fact.kind} {fact.name} is invalid: {where}{fact.problem}"
+    if fact.kind in JOB_KINDS and fact.field == workloads.MISSING_WPC_FIELD:
+        # Kueue's own reason and words (jobframework/reconciler.go ExtractPriority)
+        reason, message = "WorkloadPriorityClassNotFound", fact.problem
     return KubeEvent(
         workload=types.WorkloadRef(namespace=fact.namespace if ref.namespaced else "default", name=fact.name),
         type="Warning",
-        reason="ErrWorkloadCompose" if fact.kind in JOB_KINDS else "Invalid",
-        message=truncate(f"{fact.kind} {fact.name} is invalid: {where}{fact.problem}"),
+        reason=reason,
+        message=truncate(message),
         at_ms=fact.at_ms,
         job=(ref.api_version, ref.kind, ""),
         namespaced=ref.namespaced,

@@ -135,7 +135,13 @@ class KueueTracker:
             (inputs.local_queues.discard if change == "DELETED" else inputs.local_queues.add)(key)
         elif kind == "WorkloadPriorityClass":
             classes = inputs.workload_priority_classes
+            new = change != "DELETED" and key[1] not in classes
             (classes.discard if change == "DELETED" else classes.add)(key[1])
+            if new:
+                # a job naming it had no workload (jobframework.workloads.priority): Kueue's reconciler tries
+                # again and makes it now
+                await self.reconvert(trigger=f"{kind}@{version}")
+            return
         else:
             return
         if kind == "LocalQueue" and not inputs.manage_jobs_without_queue_name:

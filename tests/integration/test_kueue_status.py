@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from kueue_es.events import manifests, models, quantities, types
-from kueue_es.jobframework import jobs
+from kueue_es.jobframework import jobs, workloads
 from kueue_es.services.dispatcher import core, status
 from kueue_es.services.watcher import convert
 from tests.integration.harness import cluster_queue, flavor, job, local_queue
@@ -408,7 +408,7 @@ def test_a_priority_class_change_marks_its_workloads_for_writing() -> None:
     manifest = job("sample")
     manifest["metadata"] |= {"uid": "uid-sample", "creationTimestamp": "2026-01-01T00:00:00Z"}
     manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
-    observed = jobs.job_facts(manifest)
+    observed = jobs.job_facts(manifest, context=workloads.Context(workload_priority_classes={"high"}))
     assert isinstance(observed, types.WorkloadObserved)
     log = Log(convert.kueue_fact({**wpc, "value": 100}), observed)
     wl = log.view.cluster.workloads[observed.workload.key]

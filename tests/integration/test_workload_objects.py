@@ -1347,6 +1347,53 @@ async def test_a_deleted_workload_priority_class_leaves_its_workloads_priority(a
     assert not [p for p in pending if p.reason == "Misconfigured"]
 
 
+async def test_a_job_naming_a_missing_workload_priority_class_waits_for_it(api, bus: MemoryBus) -> None:
+    """A Job labelled ``kueue.x-k8s.io/priority-class: late`` before WorkloadPriorityClass ``late`` exists gets
+    no Workload and the Warning Event ``WorkloadPriorityClassNotFound`` 'WorkloadPriorityClass "late" not
+    found' (Kueue's ExtractPriority); once the class is created it gets its Workload, with the class's value,
+    and is admitted. Before, a Workload was made at once and stayed Misconfigured "not found"."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        late = job("late-job", parallelism=1)
+        late["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "late"
+        await kube.apply_manifest(api, late)
+        [rejected] = await wait_for(bus, types.ObjectRejected)
+        warning = await _event_with_reason(api, "WorkloadPriorityClassNotFound")
+        assert not await events_of(bus, types.WorkloadObserved)
+        await kube.apply_manifest(
+            api,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": "late"},
+                "value": 70,
+            },
+        )
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        made = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=admitted.workload.name,
+            check=lambda o: conditions(o).get("Admitted", {}).get("status") == "True",
+        )
+    assert (rejected.kind, rejected.name) == ("Job", "late-job")
+    assert warning["type"] == "Warning" and warning["message"] == 'WorkloadPriorityClass "late" not found'
+    assert warning["involvedObject"]["kind"] == "Job" and warning["involvedObject"]["name"] == "late-job"
+    assert made["spec"]["priorityClassRef"]["name"] == "late" and made["spec"]["priority"] == 70
+
+
+async def _event_with_reason(api, reason: str) -> dict[str, Any]:
+    """The first Event in namespace default with ``reason``, waited for up to 10 s."""
+    for _ in range(500):
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+        found = [e for e in listed if e.get("reason") == reason]
+        if found:
+            return found[0]
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no Event with reason {reason}")
+
+
 async def test_a_running_jobs_priority_class_label_change_reaches_its_workload(api, bus: MemoryBus) -> None:
     """``kubectl label job runner kueue.x-k8s.io/priority-class=low --overwrite`` while it runs: its Workload
     takes class ``low`` and priority 10 (Kueue's UpdateWorkloadPriority), so preemption sees the new value.

@@ -323,7 +323,7 @@ def pc_ref(name: str) -> models.PriorityClassRef:
     [
         pytest.param(
             job(labels={WPC: "team-a"}),
-            context(),
+            context(workload_priority_classes={"team-a"}),
             models.PriorityClassRef(name="team-a"),
             None,
             id="the priority-class label names a WorkloadPriorityClass; the fold reads its value [ExtractPriority 1]",
@@ -337,7 +337,7 @@ def pc_ref(name: str) -> models.PriorityClassRef:
         ),
         pytest.param(
             job(labels={WPC: "team-a"}, pod={"priorityClassName": "high"}),
-            context(priority_classes=PCS),
+            context(priority_classes=PCS, workload_priority_classes={"team-a"}),
             models.PriorityClassRef(name="team-a"),
             None,
             id="the label wins over the pod's priorityClassName",
@@ -374,6 +374,30 @@ def test_missing_priority_class_gives_no_workload_yet() -> None:
     assert (fact.kind, fact.namespace, fact.name) == ("Job", "default", "sample")
     assert fact.field == "spec.template.spec.priorityClassName"
     assert fact.problem == 'PriorityClass "missing" not found'
+
+
+def test_missing_workload_priority_class_gives_no_workload_yet() -> None:
+    """Kueue's ExtractPriority: a job naming a WorkloadPriorityClass that does not exist gets no Workload
+    (job_controller_test.go "a warning names the WorkloadPriorityClass that does not exist")."""
+    fact = jobs.job_facts(job(labels={WPC: "missing-wpc"}), context=context())
+    assert isinstance(fact, types.ObjectRejected)
+    assert (fact.kind, fact.name, fact.field) == ("Job", "sample", workloads.MISSING_WPC_FIELD)
+    assert fact.problem == 'WorkloadPriorityClass "missing-wpc" not found'
+
+
+def test_a_workload_moved_to_a_missing_workload_priority_class_is_left_as_it_is() -> None:
+    """UpdateWorkloadPriority resolves the new class before it writes: missing, the job's workload keeps its
+    class (the job is rejected, its last workload stays); one already naming a class deleted since keeps it."""
+    first = workload_of(
+        jobs.job_facts(job(labels={WPC: "team-a"}), context=context(workload_priority_classes={"team-a"}))
+    )
+    moved = jobs.job_facts(
+        job(labels={WPC: "team-b"}), context=context(workload_priority_classes={"team-a"}, previous=first)
+    )
+    assert isinstance(moved, types.ObjectRejected)
+    assert moved.problem == 'WorkloadPriorityClass "team-b" not found'
+    kept = jobs.job_facts(job(labels={WPC: "team-a"}), context=context(previous=first))
+    assert workload_of(kept).spec.priority_class_ref == models.PriorityClassRef(name="team-a")
 
 
 def test_priority_class_value_is_fixed_at_creation() -> None:
