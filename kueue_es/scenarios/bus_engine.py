@@ -127,6 +127,8 @@ class _BusRun:
             assert isinstance(admitted.workload.fact, types.WorkloadObserved)
             await self._publish(admitted.workload.fact)
             await self._seed(admitted)
+        if scenario.admitted:
+            await self._fence_seeded()
         for pending in scenario.pending:
             assert pending.fact is not None
             await self._publish(pending.fact)
@@ -161,6 +163,21 @@ class _BusRun:
         head, rest = build_batch(SEED, outputs=outputs, basis_seq=basis, head_seq=head_seq, now_ms=at_ms)
         await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.heads_of())
         return outputs
+
+    async def _fence_seeded(self) -> None:
+        """An empty seed record in each partition that owes a fence after the seeds: a pre-admitted workload
+        whose queue is not its ClusterQueue's (none, as Kueue's tests often write them) moved partition with
+        its seed reservation, and the first cycle must not wait for the partition it left (as the core engine)."""
+        assert self.bus is not None
+        state, _ = await self._fold_all()
+        for partition in state.partitions.fencing():
+            head_filter = subjects.heads_of(partition)
+            head_seq = await self.bus.last_subject_seq(head_filter)
+            basis = await self.bus.last_seq()
+            head, rest = build_batch(
+                SEED, outputs=[], basis_seq=basis, head_seq=head_seq, now_ms=wall_clock_ms(), partition=partition
+            )
+            await self.bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=head_filter)
 
     async def _apply_event(self, event: ScenarioEvent) -> None:
         match event:

@@ -21,7 +21,8 @@ nothing, at most :data:`MAX_SETTLE_CYCLES` (more is a RunError). A cycle asks
 the admitter, then the preemptor, then the TAS placer (then any other role of
 ``kueue_es.deciders.BY_ROLE``), each deciding on the state its predecessors'
 batches were folded into, as the services do against one token (every head of the partition).
-Each decider decides per partition (issue 18: ``state.partitions``, in id order), each
+Each decider decides per partition (issue 18: ``state.partitions``, those owing a fence first, then
+in id order), each
 partition's batch on its own chain; a partition that owes a fence (an object handed over to
 another partition) commits its record even when it decides nothing, and a blocked one (waiting
 for such a fence) decides nothing until the fence is folded. Seed batches are in their
@@ -200,6 +201,11 @@ class _Runner:
             self.commit(SEED, [reserved, accepted], now_ms=self.now_ms(), partition=partition)
             for fact in job_reports([accepted], pods_ready=scenario.pods_ready, now_ms=admitted.reserved_at_ms):
                 self.publish_fact(fact)
+        # A pre-admitted workload whose queue is not its ClusterQueue's (none, as Kueue's tests often write them)
+        # moved partition with its seed reservation; the partition it left fences at once, as the seed stands
+        # for decisions made before the run, so the first cycle's partitions are not blocked.
+        for partition in self.run.state.partitions.fencing() if scenario.admitted else ():
+            self.commit(SEED, [], now_ms=self.now_ms(), partition=partition)
         for pending in scenario.pending:
             assert pending.fact is not None
             self.publish_fact(pending.fact)
@@ -247,7 +253,11 @@ class _Runner:
         for decider in cycle_deciders():
             if only and decider.role != only:
                 continue
-            for partition in state.partitions.all():
+            # A partition that owes a fence decides first: the services' deciders run side by side, so an
+            # object handed over (a workload reserved in another partition's ClusterQueue, a queue moved)
+            # never waits a whole cycle behind the partition it goes to.
+            fencing = state.partitions.fencing()
+            for partition in [*fencing, *(p for p in state.partitions.all() if p not in fencing)]:
                 outputs = list(decider.decide(state, now_ms=now_ms, partition=partition))
                 if outputs or state.partitions.fence_needed(partition) is not None:
                     self.commit(decider, outputs, now_ms=now_ms, partition=partition)
