@@ -53,6 +53,7 @@ def run(
     workload_slices: bool = True,
     elastic_tas: bool = True,
     deactivation_evicts: bool = True,
+    kueue_multiple_preemptions: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -78,7 +79,13 @@ def run(
     (``Deactivated``, "The workload is deactivated"), and keeps its quota until its job stops
     (workload_controller.go evicts it; the job reconciler clears the reservation once the job is
     stopped); ``deactivation_evicts`` False (admitter logic 15 and earlier, for replay) released it
-    at once, before its job was stopped."""
+    at once, before its job was stopped.
+
+    ``kueue_multiple_preemptions`` (admitter logic 17; False: 16 and earlier, for replay): a preempting
+    entry's fit check takes the victims of the cycle's earlier preemptions out too, as Kueue's
+    scheduler.go fits does, so two preemptors in a cohort may both preempt in one cycle; and the
+    Configuration's PartialAdmission gate, off, stops the search for smaller counts (scheduler.go
+    getInitialAssignments)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -129,6 +136,9 @@ def run(
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
     search = Search(state, tree, now_ms=now_ms, tas=cycle, released=() if released_are_candidates else released)
+    search.partial_admission = not kueue_multiple_preemptions or state.configuration.feature_gates.get(
+        "PartialAdmission", True
+    )
     cycle_no = state.admit_cycles + 1  # this cycle's number, should it commit anything (SEMANTICS §5.3)
     entries: list[Entry] = []
     orders = plan.orders
@@ -196,7 +206,10 @@ def run(
         # Positional (workload, cq, assignment, priority, order, targets, nominated, bookmark): one per head.
         targets = tuple(victims) if victims else ()
         entries.append(Entry(head, cq, assignment, -order[0], order, targets, nominated, bookmark))
-    chosen: set[str] = set()
+    # The victims of the cycle's preemptions so far (a replaced elastic slice: None, it is gone already)
+    chosen: dict[str, preemption.Candidate | None] = {}
+    if not kueue_multiple_preemptions:
+        chosen = _KeysOnly()
     gate = _PodsReadyGate(state)
     for entry in ordered(entries, state=state, tree=tree):
         replaced = replacing.get(entry.workload.key) if replacing else None
@@ -213,6 +226,11 @@ def run(
     return decisions
 
 
+class _KeysOnly(dict[str, "preemption.Candidate | None"]):
+    """``chosen`` for admitter logic 16 and earlier: victims known by key only, never taken out of a later
+    entry's fit check (they counted until their quota was released)."""
+
+
 _NOTHING_EXCLUDED = contextlib.nullcontext()
 """The head loop's context when the head replaces no elastic slice (one object, reused: a
 nullcontext holds nothing)."""
@@ -225,7 +243,7 @@ def _process_replacement(
     *,
     state: ClusterState,
     tree: quota.QuotaTree,
-    chosen: set[str],
+    chosen: dict[str, preemption.Candidate | None],
     gate: _PodsReadyGate,
     cycle: tas_cycle.CycleTopology,
     now_ms: int,
@@ -243,7 +261,7 @@ def _process_replacement(
         if admitted is None:
             return out
         reserved = types.reservation_of(admitted)
-    chosen.add(old.key)  # not a victim of a later entry of this cycle: it is gone
+    chosen[old.key] = None  # not a victim of a later entry of this cycle: it is gone
     full = slices.full_usage(reserved, requests)
     replaced: list[types.Output] = []
     for o in out:
@@ -352,7 +370,7 @@ def _process(
     *,
     state: ClusterState,
     tree: quota.QuotaTree,
-    chosen: set[str],
+    chosen: dict[str, preemption.Candidate | None],
     gate: _PodsReadyGate,
     cycle: tas_cycle.CycleTopology,
     now_ms: int,
@@ -362,8 +380,10 @@ def _process(
     ``replaced``: the elastic slice the entry replaces (its TAS usage is left out of the
     re-check, as Kueue counts it among the entry's targets; D.3, A.14).
 
-    Unlike Kueue, victims chosen earlier in the cycle still count for later entries'
-    fit checks until their quota is released, so quota is never booked twice.
+    A preempting entry's fit check takes out its own victims and those chosen earlier in the cycle
+    (Kueue's scheduler.go fits): it only nominates, so nothing is booked on the victims' quota. Unlike
+    Kueue, an entry that fits without preemption still counts those victims until their quota is
+    released, so quota is never booked twice.
 
     TAS (SEMANTICS-ADVANCED A.10): a Fit entry's placement must still fit after the cycle's
     earlier admissions, else it is placed again on the same flavors (no fit: skipped); a
@@ -396,11 +416,14 @@ def _process(
         return _inadmissible(
             entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms, bookmark=entry.bookmark
         )
-    for target in victims:
-        preemption.remove(tree, target.candidate)
+    taken_out = [target.candidate for target in victims]
+    if victims and not isinstance(chosen, _KeysOnly):
+        taken_out += [c for c in chosen.values() if c is not None]  # earlier victims (none is this entry's: above)
+    for candidate in taken_out:
+        preemption.remove(tree, candidate)
     fits = tree.fits(name, usage)
-    for target in victims:
-        preemption.restore(tree, target.candidate)
+    for candidate in taken_out:
+        preemption.restore(tree, candidate)
     placed: tas_cycle.Placed | None = None
     if fits and part is not None and entry.assignment.mode == "Fit":
         placed = part.placed
@@ -418,8 +441,8 @@ def _process(
         # Kueue blocks the cycle here and then admits this assignment; this entry waits for a
         # later cycle instead, so it keeps the bookmark it was nominated with (no progress).
         return _inadmissible(entry.workload, "WaitingForPodsReady", gate.MESSAGE, parked=False, now_ms=now_ms)
-    if victims:
-        chosen.update(t.key for t in victims)
+    for target in victims:
+        chosen[target.key] = target.candidate
     tree.add_usage(name, usage)
     if entry.assignment.mode == "Preempt":
         if part is not None:

@@ -47,6 +47,8 @@ class Search:
         self.weights = fairsharing.Weights(state)
         self.tas = tas if tas is not None else tas_cycle.CycleTopology(state)
         self.replaced: WorkloadState | None = None  # the elastic slice the head replaces (excluding)
+        # Kueue's PartialAdmission gate (on by default): off, a workload is tried at its full counts only
+        self.partial_admission = True
         # Target searches of the _try under way, by what they searched for (see targets).
         self._searched: (
             dict[tuple[str, tuple[tuple[quota.FR, int], ...], frozenset[quota.FR]], list[preemption.Target]] | None
@@ -128,7 +130,7 @@ class Search:
         the flavor scan from ``start`` (the bookmark in force, §5.3)."""
         tried = start.tried if start is not None else None
         full, victims = self._try(wl, requests, cq, tried)
-        if full.mode == "Fit" or victims or not _partial_admission(requests):
+        if full.mode == "Fit" or victims or not self.partial_admission or not _partial_admission(requests):
             return full, victims
         deltas = [
             ps.count - (spec.min_count or ps.count)

@@ -25,10 +25,13 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 16
+LOGIC_VERSION = 17
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 15 and earlier
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 16 and earlier
+counted the victims of a cycle's earlier preemptions in a later preempting entry's fit check (17 takes
+them out, as Kueue's scheduler does, so two preemptors of a cohort may preempt in one cycle) and ignored
+the Configuration's PartialAdmission gate (17: off, no smaller counts are tried). 15 and earlier
 released the quota of a running workload deactivated by hand (``spec.active: false``) at once, before its
 job was stopped (16 evicts it ``Deactivated`` and releases it once its job has stopped, as Kueue does). 14 and earlier
 wrote a finished workload's release as a QuotaReleased message (15 carries it in the cycle's
@@ -62,6 +65,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         workload_slices=True,
         elastic_tas=True,
         deactivation_evicts=True,
+        kueue_multiple_preemptions=True,
     )
 
 
@@ -74,6 +78,7 @@ def _decide(
     workload_slices: bool,
     elastic_tas: bool,
     deactivation_evicts: bool,
+    kueue_multiple_preemptions: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -96,6 +101,7 @@ def _decide(
             workload_slices=workload_slices,
             elastic_tas=elastic_tas,
             deactivation_evicts=deactivation_evicts,
+            kueue_multiple_preemptions=kueue_multiple_preemptions,
         )
     finally:
         tree.rollback()
@@ -112,7 +118,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 15 released a workload deactivated by hand at once, its job still running (16 evicts
+    Versions 9 to 16 counted earlier victims of the cycle in a preempting entry's fit check and ignored
+    the PartialAdmission gate. Versions 9 to 15 released a workload deactivated by hand at once, its job still running (16 evicts
     it first). Versions 9 to 14 wrote a finished workload's release as a QuotaReleased message (15: a
     FinishedRelease in the record). Versions 9 to 12 wrote a QuotaReserved before the WorkloadAdmitted of a workload reserved and
     admitted in the same cycle (13 writes the WorkloadAdmitted alone). Version 13 decided as 14
@@ -134,6 +141,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     workload_slices = version >= 12
     elastic_tas = version >= 14
     deactivation_evicts = version >= 16
+    kueue_multiple_preemptions = version >= 17
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -146,6 +154,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             workload_slices=workload_slices,
             elastic_tas=elastic_tas,
             deactivation_evicts=deactivation_evicts,
+            kueue_multiple_preemptions=kueue_multiple_preemptions,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

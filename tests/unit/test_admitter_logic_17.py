@@ -1,0 +1,61 @@
+"""Admitter logic 17 (Kueue's scheduler.go ``fits`` and ``getInitialAssignments``), and 16 kept for replay.
+
+tests/scenarios/preemption/preemptions-in-two-queues-same-cycle.yaml: two preemptors of one cohort, each
+needing its own ClusterQueue's victim. Kueue takes every victim of the cycle out of a preempting entry's fit
+check, so both preempt in one cycle; logic 16 counted the first one's victim in the second's check and
+skipped it. tests/scenarios/flavors/partial-admission-gate-off-multiple-pod-sets.yaml: with the
+PartialAdmission gate off Kueue tries the full counts only; logic 16 tried smaller ones and admitted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kueue_es.events import types
+from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
+from kueue_es.services.admitter import core as admitter
+
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
+TWO_QUEUES = SCENARIOS / "preemption/preemptions-in-two-queues-same-cycle.yaml"
+GATE_OFF = SCENARIOS / "flavors/partial-admission-gate-off-multiple-pod-sets.yaml"
+
+
+def _before_first_decision(path: Path) -> tuple[ClusterState, int, str]:
+    """The state folded from the scenario's log up to its first admitter record, that cycle's time and
+    partition."""
+    run = run_scenario(load_scenario(path))
+    first = next(
+        i
+        for i, (_, event) in enumerate(run.log)
+        if isinstance(event, types.DecisionRecord) and event.role == admitter.ROLE
+    )
+    state = ClusterState()
+    for seq, event in run.log[:first]:
+        apply(state, event, seq=seq)
+    record = run.log[first][1]
+    assert isinstance(record, types.DecisionRecord)
+    return state, record.now_ms, record.partition
+
+
+def _nominated(outputs: list[types.Output]) -> list[str]:
+    return sorted(o.workload.key for o in outputs if isinstance(o, types.PreemptionRequired))
+
+
+def test_two_preemptors_of_a_cohort_both_nominate_in_one_cycle_from_logic_17() -> None:
+    state, now_ms, partition = _before_first_decision(TWO_QUEUES)
+    now = admitter.decide(state, now_ms=now_ms, partition=partition)
+    assert _nominated(now) == ["eng-alpha/preemptor", "eng-beta/preemptor"]
+    earlier = admitter.decide_as(16)(state, now_ms=now_ms, partition=partition)
+    assert _nominated(earlier) == ["eng-alpha/preemptor"]
+    assert admitter.LOGIC_VERSION == 17 and 16 in admitter.EARLIER_LOGIC_VERSIONS
+
+
+def test_partial_admission_gate_off_tries_full_counts_only_from_logic_17() -> None:
+    state, now_ms, partition = _before_first_decision(GATE_OFF)
+    now = admitter.decide(state, now_ms=now_ms, partition=partition)
+    assert [o for o in now if isinstance(o, types.WorkloadAdmitted)] == []
+    earlier = admitter.decide_as(16)(state, now_ms=now_ms, partition=partition)
+    earlier = [o for o in earlier if isinstance(o, types.WorkloadAdmitted)]
+    assert [o.workload.key for o in earlier] == ["sales/new"]
