@@ -83,9 +83,10 @@ def run(
 
     ``kueue_multiple_preemptions`` (admitter logic 17; False: 16 and earlier, for replay): a preempting
     entry's fit check takes the victims of the cycle's earlier preemptions out too, as Kueue's
-    scheduler.go fits does, so two preemptors in a cohort may both preempt in one cycle; and the
+    scheduler.go fits does, so two preemptors in a cohort may both preempt in one cycle; the
     Configuration's PartialAdmission gate, off, stops the search for smaller counts (scheduler.go
-    getInitialAssignments)."""
+    getInitialAssignments); and pending messages are Kueue's (a pod set's reasons sorted and joined
+    with ", ", flavors.Picker)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -135,7 +136,14 @@ def run(
     plan = queues.plan(state, tree=tree, now_ms=now_ms)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
-    search = Search(state, tree, now_ms=now_ms, tas=cycle, released=() if released_are_candidates else released)
+    search = Search(
+        state,
+        tree,
+        now_ms=now_ms,
+        tas=cycle,
+        released=() if released_are_candidates else released,
+        kueue_reasons=kueue_multiple_preemptions,
+    )
     search.partial_admission = not kueue_multiple_preemptions or state.configuration.feature_gates.get(
         "PartialAdmission", True
     )

@@ -267,6 +267,7 @@ class Picker:
         "tas_only",
         "preempting",
         "memo",
+        "kueue_reasons",
     )
 
     def __init__(
@@ -277,7 +278,12 @@ class Picker:
         *,
         fair_sharing: bool,
         topologies: dict[str, models.Topology] | None = None,
+        kueue_reasons: bool = True,
     ) -> None:
+        # Pending messages as Kueue writes them (admitter logic 17): a pod set's reasons, of every resource
+        # group, sorted and joined with ", " (flavorassigner.go Status.Message), a taint as Go prints it;
+        # False: logic 16 and earlier, each resource group's reasons in flavor order joined with "; ".
+        self.kueue_reasons = kueue_reasons
         self.name = cq.metadata.name
         self.node = tree.cluster_queues[self.name]
         self.covering: dict[str, _Group] = {}  # resource -> the first group that covers it
@@ -371,6 +377,7 @@ class Picker:
         for index, ps in enumerate(pod_sets):
             resume = start[index] if start is not None and index < len(start) else None
             tried_ps: dict[str, int] = {}
+            reasons: list[str] = []
             # A zero request of a covered resource still gets a flavor (with zero usage); of an
             # uncovered one it is ignored (SEMANTICS §10.4).
             count = ps.count
@@ -397,8 +404,10 @@ class Picker:
                 choice, problems, last = self._pick(ps, group, wanted, taken, oracle, first)
                 mode = choice.mode
                 if choice.flavor is None or mode[0] == NO_FIT:
-                    return _no_flavor(ps.name, problems, tried=(*tried, {}))
-                if mode[0] != FIT:
+                    return _no_flavor(ps.name, problems, tried=(*tried, {}), kueue_reasons=self.kueue_reasons)
+                if self.kueue_reasons:
+                    reasons += problems
+                elif mode[0] != FIT:
                     problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
                 if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):
                     worst = mode
@@ -415,9 +424,12 @@ class Picker:
                 taken[fr] = taken.get(fr, 0) + amount
             _flatten(flat, ps.name, count, totals, chosen_frs, need)
             tried.append(tried_ps)
+            if reasons:
+                problems_all.append(_pod_set_message(ps.name, reasons))
         # Positional (mode, flat, borrowing, message, reason, tas, tried): one for every head of a cycle.
         outcome = "Fit" if worst[0] == FIT else "Preempt"
-        return Assignment(outcome, tuple(flat), borrowing, "; ".join(problems_all), "", None, tuple(tried))
+        message = "; ".join(problems_all) if outcome != "Fit" else ""
+        return Assignment(outcome, tuple(flat), borrowing, message, "", None, tuple(tried))
 
     def _assign_one(
         self, ps: PodSetRequest, *, oracle: Oracle | None, start: tuple[dict[str, int], ...] | None
@@ -441,13 +453,16 @@ class Picker:
         mode = choice.mode
         flavor = choice.flavor
         if flavor is None or mode[0] == NO_FIT:
-            return _no_flavor(ps.name, problems, tried=({},))
+            return _no_flavor(ps.name, problems, tried=({},), kueue_reasons=self.kueue_reasons)
         fr = self.frs[flavor][resource]
         flat = (ps.name, count, 1, resource, fr, total, resource in choice.need_preemption)
         borrowing = mode[1] if mode[1] > 0 else 0
         if mode[0] == FIT:
             return Assignment("Fit", flat, borrowing, "", "", None, ({resource: last},))
-        message = f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
+        if self.kueue_reasons:
+            message = _pod_set_message(ps.name, problems) if problems else ""
+        else:
+            message = f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}"
         return Assignment("Preempt", flat, borrowing, message, "", None, ({resource: last},))
 
     def _assign_units(
@@ -500,6 +515,7 @@ class Picker:
                 own.append(mine)
             chosen: dict[str, str] = {}
             scanned: dict[str, int] = {}
+            reasons: list[str] = []
             for resource in sorted(totals):
                 if resource in chosen:
                     continue
@@ -511,8 +527,12 @@ class Picker:
                 choice, problems, last = self._pick(lead, group, wanted, taken, oracle, first, others)
                 mode = choice.mode
                 if choice.flavor is None or mode[0] == NO_FIT:
-                    return _no_flavor(lead.name, problems, tried=tried_so_far(members))
-                if mode[0] != FIT:
+                    return _no_flavor(
+                        lead.name, problems, tried=tried_so_far(members), kueue_reasons=self.kueue_reasons
+                    )
+                if self.kueue_reasons:
+                    reasons += problems
+                elif mode[0] != FIT:
                     problems_all.append(f"couldn't assign flavors to pod set {lead.name}: {'; '.join(problems)}")
                 if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):
                     worst = mode
@@ -531,12 +551,15 @@ class Picker:
                     taken[fr] = taken.get(fr, 0) + amount
                 results[index] = (mine, chosen_frs)
                 tried[index] = dict(scanned)
+            if reasons:
+                problems_all.append(_pod_set_message(lead.name, reasons))
         flat: list[object] = []
         for index, ps in enumerate(pod_sets):
             mine, chosen_frs = results[index]
             _flatten(flat, ps.name, ps.count, mine, chosen_frs, need)
         outcome = "Fit" if worst[0] == FIT else "Preempt"
-        return Assignment(outcome, tuple(flat), borrowing, "; ".join(problems_all), "", None, tried_so_far([]))
+        message = "; ".join(problems_all) if outcome != "Fit" else ""
+        return Assignment(outcome, tuple(flat), borrowing, message, "", None, tried_so_far([]))
 
     def _pick(
         self,
@@ -575,13 +598,13 @@ class Picker:
                     f"could not assign {flavor_name} flavor since the original workload is assigned: {held}"
                 )
                 continue
-            mismatch = "" if open_to_all else _eligibility_problem(ps, flavor)
+            mismatch = "" if open_to_all else _eligibility_problem(ps, flavor, go_taint=self.kueue_reasons)
             if not mismatch and (self.tas_levels or ps.topology_request is not None):
                 mismatch = self._tas_problem(ps, flavor_name, flavor, group)
             for other in others:  # a pod set group: the flavor must suit every member (§5.2)
                 if mismatch:
                     break
-                mismatch = "" if open_to_all else _eligibility_problem(other, flavor)
+                mismatch = "" if open_to_all else _eligibility_problem(other, flavor, go_taint=self.kueue_reasons)
                 if not mismatch and (self.tas_levels or other.topology_request is not None):
                     mismatch = self._tas_problem(other, flavor_name, flavor, group)
             if mismatch:
@@ -675,11 +698,24 @@ def _uncovered(pod_set: str, resource: str, *, tried: tuple[dict[str, int], ...]
     )
 
 
-def _no_flavor(pod_set: str, problems: list[str], *, tried: tuple[dict[str, int], ...]) -> Assignment:
-    """NoFit: no flavor of the group suits the pod set (§5.3-§5.8), with every problem seen."""
+def _pod_set_message(pod_set: str, reasons: list[str]) -> str:
+    """Kueue's line for a pod set that did not simply fit: its reasons sorted, joined with ", "
+    (flavorassigner.go Assignment.Message and Status.Message)."""
+    return f"couldn't assign flavors to pod set {pod_set}: {', '.join(sorted(reasons))}"
+
+
+def _no_flavor(
+    pod_set: str, problems: list[str], *, tried: tuple[dict[str, int], ...], kueue_reasons: bool = True
+) -> Assignment:
+    """NoFit: no flavor of the group suits the pod set (§5.3-§5.8), with every problem seen
+    (``kueue_reasons``: see :class:`Picker`)."""
     return Assignment(
         mode="NoFit",
-        message=f"couldn't assign flavors to pod set {pod_set}: {'; '.join(problems)}",
+        message=(
+            _pod_set_message(pod_set, problems)
+            if kueue_reasons
+            else f"couldn't assign flavors to pod set {pod_set}: {'; '.join(problems)}"
+        ),
         reason=no_fit_reason(problems),
         tried=tried,
     )
@@ -739,13 +775,16 @@ def _open_to_all(flavor: models.ResourceFlavor | None) -> bool:
     return flavor is not None and not flavor.spec.node_taints and not flavor.spec.node_labels
 
 
-def _eligibility_problem(ps: PodSetRequest, flavor: models.ResourceFlavor) -> str:
-    """Why ``flavor`` cannot host the pod set (taints, node labels), or "" (SEMANTICS §5.4)."""
+def _eligibility_problem(ps: PodSetRequest, flavor: models.ResourceFlavor, *, go_taint: bool = True) -> str:
+    """Why ``flavor`` cannot host the pod set (taints, node labels), or "" (SEMANTICS §5.4). ``go_taint``:
+    the taint as Kueue's message prints it, Go's ``%s`` of a corev1.Taint (``{key value effect <nil>}``)."""
     if _open_to_all(flavor):
         return ""
     tolerations = [*ps.tolerations, *flavor.spec.tolerations]
     for taint in flavor.spec.node_taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
+            if go_taint:
+                return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {flavor.metadata.name}"
             return f"untolerated taint {{{taint.key}: {taint.value}}} in flavor {flavor.metadata.name}"
     labels = flavor.spec.node_labels
     mismatch = f"flavor {flavor.metadata.name} doesn't match node affinity"

@@ -30,7 +30,9 @@ class Search:
     :mod:`kueue_es.scheduling.preemption` (classical) or :mod:`kueue_es.scheduling.fairsharing`.
 
     ``released``: keys of workloads whose quota the caller took out of ``tree`` (the
-    preemptor's view, :func:`kueue_es.scheduling.nominations.release_ended`): no candidates."""
+    preemptor's view, :func:`kueue_es.scheduling.nominations.release_ended`): no candidates.
+    ``kueue_reasons``: pending messages as Kueue writes them (:class:`~kueue_es.scheduling.flavors.Picker`;
+    False: admitter logic 16 and earlier)."""
 
     def __init__(
         self,
@@ -40,6 +42,7 @@ class Search:
         now_ms: int,
         tas: tas_cycle.CycleTopology | None = None,
         released: Collection[str] = (),
+        kueue_reasons: bool = True,
     ) -> None:
         self.state, self.tree = state, tree
         self.pool = preemption.CandidatePool(state, now_ms=now_ms, released=released)
@@ -56,9 +59,10 @@ class Search:
         # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
         # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
         kept = state.caches.get("admitter.pickers")
-        if not isinstance(kept, tuple) or kept[:3] != (state.objects_version, tree, self.fair):
-            kept = state.caches["admitter.pickers"] = (state.objects_version, tree, self.fair, {})
-        self._pickers: dict[str, flavors.Picker] = kept[3]
+        if not isinstance(kept, tuple) or kept[:4] != (state.objects_version, tree, self.fair, kueue_reasons):
+            kept = state.caches["admitter.pickers"] = (state.objects_version, tree, self.fair, kueue_reasons, {})
+        self._pickers: dict[str, flavors.Picker] = kept[4]
+        self.kueue_reasons = kueue_reasons
 
     @contextlib.contextmanager
     def excluding(self, key: str, *, replaced: WorkloadState | None = None) -> Iterator[None]:
@@ -166,7 +170,12 @@ class Search:
         picker = self._pickers.get(cq.metadata.name)
         if picker is None:
             picker = self._pickers[cq.metadata.name] = flavors.Picker(
-                cq, self.tree, self.state.flavors, fair_sharing=self.fair, topologies=self.state.topology.topologies
+                cq,
+                self.tree,
+                self.state.flavors,
+                fair_sharing=self.fair,
+                topologies=self.state.topology.topologies,
+                kueue_reasons=self.kueue_reasons,
             )
         preempting = picker.preempting  # can_preempt(cq, self.tree), kept with the picker
         self._searched = {} if preempting else None

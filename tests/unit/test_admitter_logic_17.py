@@ -59,3 +59,34 @@ def test_partial_admission_gate_off_tries_full_counts_only_from_logic_17() -> No
     earlier = admitter.decide_as(16)(state, now_ms=now_ms, partition=partition)
     earlier = [o for o in earlier if isinstance(o, types.WorkloadAdmitted)]
     assert [o.workload.key for o in earlier] == ["sales/new"]
+
+
+RECLAIM_OTHER_FLAVOR = SCENARIOS / "cycle/borrow-beside-head-that-cannot-reclaim-other-flavor.yaml"
+TAINT_AND_QUOTA = SCENARIOS / "flavors/mixed-taint-and-insufficient-quota-pending.yaml"
+
+
+def _pending_message(path: Path, key: str, *, version: int | None = None) -> str:
+    state, now_ms, partition = _before_first_decision(path)
+    decide = admitter.decide if version is None else admitter.decide_as(version)
+    for out in decide(state, now_ms=now_ms, partition=partition):
+        if isinstance(out, types.WorkloadInadmissible | types.PendingOutcome) and out.workload.key == key:
+            return out.message
+    raise AssertionError(f"no pending outcome for {key}")
+
+
+def test_pending_messages_are_kueues_from_logic_17() -> None:
+    """The messages Kueue's TestSchedule expects, word for word: a pod set's reasons sorted and joined with
+    ", " (flavorassigner.go Status.Message), a taint printed as Go prints a corev1.Taint."""
+    assert _pending_message(RECLAIM_OTHER_FLAVOR, "eng-alpha/can-reclaim") == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, "
+        "50 more needed, insufficient unused quota for cpu in flavor spot, 1 more needed"
+    )
+    assert _pending_message(TAINT_AND_QUOTA, "sales/new-job") == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, "
+        "5 more needed, untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted"
+    )
+    # logic 16, for replay: "; " in flavor order, the taint as {key: value}
+    assert _pending_message(TAINT_AND_QUOTA, "sales/new-job", version=16) == (
+        "couldn't assign flavors to pod set main: untolerated taint {key: val} in flavor spot-tainted; "
+        "insufficient unused quota for cpu in flavor on-demand, 5 more needed"
+    )

@@ -149,8 +149,8 @@ def test_the_replacement_asks_the_delta_on_the_original_flavor_with_kueues_messa
     # the delta (2 CPU) is asked of small only; big is refused with Kueue's message; the reason is the
     # least severe of the flavors' (flavorassigner.go resolveNoFitReason)
     assert new.pending_message == (
-        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor small, 2 more needed; "
-        "could not assign big flavor since the original workload is assigned: small"
+        "couldn't assign flavors to pod set main: could not assign big flavor since the original workload is "
+        "assigned: small, insufficient unused quota for cpu in flavor small, 2 more needed"  # sorted, as Kueue's
     )
     assert new.pending_reason == "WaitingForQuota"
 
