@@ -10,8 +10,11 @@ history, status subresource, PUT, or addressing of the Namespace kind.
 ``ClusterEmulator`` keeps kmock's server and ``objects`` and serves discovery,
 OpenAPI and every request for a registered kind itself, from ``store.ObjectStore``.
 
-What is served, per registered kind (``resources.RESOURCES``):
-GET (get/list), GET ?watch=true|True|1 (watch), POST (create, 201), PUT
+What is served, per registered kind (``resources.RESOURCES``: Kueue's kinds and the built-in ones
+kueue-es and its users meet -- Namespace, Node, Pod, Event, Secret, PodTemplate, batch/v1 Job and
+CronJob, apps/v1 Deployment, ReplicaSet and StatefulSet, scheduling.k8s.io/v1 PriorityClass, Lease, DRA's
+kinds, ProvisioningRequest; the controllers that act on them are simulated elsewhere, :mod:`.kubelet`
+and :mod:`.controllers`): GET (get/list), GET ?watch=true|True|1 (watch), POST (create, 201), PUT
 (replace), PATCH (merge, strategic merge by the kind's OpenAPI schema, JSON
 patch, and a minimal server-side apply: see ``_server_side_apply``), DELETE; the
 ``status`` subresource; ``dryRun=All`` (nothing stored, no watch event);
@@ -84,6 +87,8 @@ _BUILT_IN_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] 
     ("", "namespaces"): (("ns",), ()),
     ("", "events"): (("ev",), ()),
     ("batch", "jobs"): ((), ("all",)),
+    ("batch", "cronjobs"): (("cj",), ("all",)),
+    ("scheduling.k8s.io", "priorityclasses"): (("pc",), ()),
     (custom_resources.GROUP, "customresourcedefinitions"): (
         custom_resources.CRD_SHORT_NAMES,
         custom_resources.CRD_CATEGORIES,

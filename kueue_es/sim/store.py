@@ -601,6 +601,14 @@ def _apply_defaults(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
         spec.setdefault("backoffLimit", 6)
         spec.setdefault("completionMode", "NonIndexed")
         spec.setdefault("suspend", False)
+    elif ref == resources.CRON_JOBS:  # SetDefaults_CronJob
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("concurrencyPolicy", "Allow")
+        spec.setdefault("suspend", False)
+        spec.setdefault("successfulJobsHistoryLimit", 3)
+        spec.setdefault("failedJobsHistoryLimit", 1)
+    elif ref == resources.PRIORITY_CLASSES:  # SetDefaults_PriorityClass
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     elif ref == resources.NAMESPACES:
         obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
         obj["status"] = {"phase": "Active"}

@@ -7,8 +7,9 @@ evaluated on each object) and, for built-in kinds, from its own printers.  The
 emulator does the same: the kueue.x-k8s.io kinds from the columns of
 :mod:`kueue_es.crds` (Kueue's own columns), the kinds of CRDs applied to it from their
 ``additionalPrinterColumns`` (``printer_columns``), the built-in kinds it serves (Pod,
-Node, Namespace, Event, Job, Lease, ConfigMap, CustomResourceDefinition, PodTemplate) with the
-columns kubectl users know, ProvisioningRequests with their class and conditions, anything else as NAME and AGE.
+Node, Namespace, Event, Job, CronJob, PriorityClass, Lease, ConfigMap, CustomResourceDefinition,
+PodTemplate, Deployment, ReplicaSet, StatefulSet) with the columns kubectl users know,
+ProvisioningRequests with their class and conditions, anything else as NAME and AGE.
 
 Cells are as the API server sends them: strings, integers, ``None`` for a
 missing value (kubectl prints ``<none>``), and ages as Kubernetes' short
@@ -226,7 +227,7 @@ def _printer(ref: resources.ResourceRef) -> tuple[list[dict[str, Any]], _Row]:
         return _crd_definition_printer()
     if (ref.group, ref.kind) == ("autoscaling.x-k8s.io", "ProvisioningRequest"):
         return _additional_printer(_PROVISIONING_REQUEST_COLUMNS)
-    built_in = _BUILT_IN.get(ref.kind) if ref.group in ("", "batch", "coordination.k8s.io", "apps") else None
+    built_in = _BUILT_IN.get(ref.kind) if ref.group in _BUILT_IN_GROUPS else None
     return built_in() if built_in is not None else _default_printer()
 
 
@@ -426,6 +427,63 @@ def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
     return columns, row
 
 
+def _cron_job_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [
+        _NAME,
+        _column("Schedule", description="The schedule in Cron format."),
+        _column("Timezone", description="The time zone name for the given schedule."),
+        _column("Suspend", "boolean", "Whether the controller suspends subsequent executions."),
+        _column("Active", "integer", "A list of pointers to currently running jobs."),
+        _column("Last Schedule", description="Information when was the last time the job was successfully scheduled."),
+        _column("Age"),
+        _column("Containers", description="Names of each container in the template.", priority=1),
+        _column("Images", description="Images referenced by each container in the template.", priority=1),
+        _column("Selector", description="Label selector of the job's pods.", priority=1),
+    ]
+
+    def row(cron_job: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        spec, status = cron_job.get("spec") or {}, cron_job.get("status") or {}
+        suspend = spec.get("suspend")
+        job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+        containers = ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or []
+        selector = (job_spec.get("selector") or {}).get("matchLabels") or {}
+        return [
+            _name(cron_job),
+            str(spec.get("schedule", "")),
+            spec.get("timeZone") or "<none>",
+            "<unset>" if suspend is None else str(bool(suspend)),  # printBoolPtr
+            len(status.get("active") or []),
+            age(status.get("lastScheduleTime"), now) or "<none>",
+            age(_created(cron_job), now),
+            ",".join(str(c.get("name", "")) for c in containers),
+            ",".join(str(c.get("image", "")) for c in containers),
+            ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
+        ]
+
+    return columns, row
+
+
+def _priority_class_printer() -> tuple[list[dict[str, Any]], _Row]:
+    columns = [
+        _NAME,
+        _column("Value", "integer", "The value of this priority class."),
+        _column("Global-Default", "boolean", "Whether this priority class is the default priority."),
+        _column("Age"),
+        _column("PreemptionPolicy", description="The Policy for preempting pods with lower priority."),
+    ]
+
+    def row(priority_class: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        return [
+            _name(priority_class),
+            int(priority_class.get("value") or 0),
+            bool(priority_class.get("globalDefault")),
+            age(_created(priority_class), now),
+            priority_class.get("preemptionPolicy") or "<unset>",
+        ]
+
+    return columns, row
+
+
 def _lease_printer() -> tuple[list[dict[str, Any]], _Row]:
     columns = [_NAME, _column("Holder", description="The holder of the lease"), _column("Age")]
 
@@ -539,6 +597,10 @@ _BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {
     "Namespace": _namespace_printer,
     "Event": _event_printer,
     "Job": _job_printer,
+    "CronJob": _cron_job_printer,
+    "PriorityClass": _priority_class_printer,
     "Lease": _lease_printer,
     "ConfigMap": _config_map_printer,
 }
+#: The API groups of the built-in kinds printed with kubectl's columns (others: NAME and AGE).
+_BUILT_IN_GROUPS = ("", "batch", "coordination.k8s.io", "apps", "scheduling.k8s.io")

@@ -99,6 +99,9 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref("v1", "Event", "events", namespaced=True, status=False),
         _ref("v1", "Secret", "secrets", namespaced=True, status=False),
         _ref("batch/v1", "Job", "jobs", namespaced=True, status=True),
+        _ref("batch/v1", "CronJob", "cronjobs", namespaced=True, status=True),
+        # read for the priority of jobs naming one (services/watcher/kinds.py); no status
+        _ref("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", namespaced=False, status=False),
         _ref("apps/v1", "Deployment", "deployments", namespaced=True, status=True),
         _ref("apps/v1", "ReplicaSet", "replicasets", namespaced=True, status=True),
         _ref("apps/v1", "StatefulSet", "statefulsets", namespaced=True, status=True),
@@ -135,6 +138,8 @@ PODS = RESOURCES["v1", "Pod"]
 EVENTS = RESOURCES["v1", "Event"]
 SECRETS = RESOURCES["v1", "Secret"]
 JOBS = RESOURCES["batch/v1", "Job"]
+CRON_JOBS = RESOURCES["batch/v1", "CronJob"]
+PRIORITY_CLASSES = RESOURCES["scheduling.k8s.io/v1", "PriorityClass"]
 DEPLOYMENTS = RESOURCES["apps/v1", "Deployment"]
 REPLICA_SETS = RESOURCES["apps/v1", "ReplicaSet"]
 STATEFUL_SETS = RESOURCES["apps/v1", "StatefulSet"]

@@ -57,9 +57,7 @@ WATCHED_KINDS = (*OBSERVED_KINDS, *INPUT_KINDS, *JOB_KINDS, WORKLOAD_KIND, *TAS_
 LOGGED_KINDS = (*OBSERVED_KINDS, "Workload", "Topology", "Node", "Pod", *DRA_KINDS)
 
 #: scheduling.k8s.io/v1 PriorityClass: read for the priority of jobs naming one (SEMANTICS §2.4).
-PRIORITY_CLASSES = resources.ResourceRef(
-    group="scheduling.k8s.io", version="v1", plural="priorityclasses", kind="PriorityClass", namespaced=False
-)
+PRIORITY_CLASSES = resources.PRIORITY_CLASSES
 #: node.k8s.io/v1 RuntimeClass: its fixed pod overhead counts for pods naming it (SEMANTICS §2.3 step 1).
 RUNTIME_CLASSES = resources.ResourceRef(
     group="node.k8s.io", version="v1", plural="runtimeclasses", kind="RuntimeClass", namespaced=False

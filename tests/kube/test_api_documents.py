@@ -12,12 +12,14 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es import crds
+from kueue_es.services.kube import client as kube_client
 from kueue_es.services.kube import resources
 from kueue_es.sim import emulator, openapi, patches, tables
 
 pytestmark = pytest.mark.timeout(30)
 
 NOW = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
 async def get_json(api: k8s_client.ApiClient, path: str, *, accept: str = "application/json") -> Any:
@@ -188,6 +190,51 @@ async def test_discovery_gives_kueues_short_names_and_a_v1_group_version(api: k8
     assert names == {kind.plural: list(kind.short_names) for kind in crds.KINDS}
     index = await get_json(api, "/openapi/v3")
     assert "apis/kueue.x-k8s.io/v1beta2" in index["paths"] and "api/v1" in index["paths"]
+
+
+async def test_cronjobs_and_priority_classes_are_served_with_kubectls_short_names(api: k8s_client.ApiClient) -> None:
+    """batch/v1 CronJob (`cj`, category `all`, a status subresource) and the cluster-scoped
+    scheduling.k8s.io/v1 PriorityClass (`pc`) are in discovery and OpenAPI; a PriorityClass is created
+    with the server's default preemptionPolicy and prints kubectl's columns."""
+    batch = await get_json(api, "/apis/batch/v1")
+    entries = {r["name"]: r for r in batch["resources"]}
+    assert entries["cronjobs"]["shortNames"] == ["cj"] and entries["cronjobs"]["categories"] == ["all"]
+    assert "cronjobs/status" in entries
+    scheduling = await get_json(api, "/apis/scheduling.k8s.io/v1")
+    [priority_classes] = scheduling["resources"]
+    assert priority_classes["name"] == "priorityclasses" and priority_classes["shortNames"] == ["pc"]
+    assert priority_classes["namespaced"] is False
+    document = await get_json(api, "/openapi/v3/apis/scheduling.k8s.io/v1")
+    assert "io.k8s.api.scheduling.v1.PriorityClass" in document["components"]["schemas"]
+    assert (
+        "io.k8s.api.batch.v1.CronJobSpec" in (await get_json(api, "/openapi/v3/apis/batch/v1"))["components"]["schemas"]
+    )
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    created = await kube_client.create_object(api, resources.PRIORITY_CLASSES, body=high)
+    assert created["preemptionPolicy"] == "PreemptLowerPriority"
+    body = await get_json(api, "/apis/scheduling.k8s.io/v1/priorityclasses", accept=TABLE)
+    assert [c["name"] for c in body["columnDefinitions"]] == [
+        "Name",
+        "Value",
+        "Global-Default",
+        "Age",
+        "PreemptionPolicy",
+    ]
+    assert body["rows"][0]["cells"][:3] == ["high", 1000, False]
+    assert body["rows"][0]["cells"][4] == "PreemptLowerPriority"
+
+
+def test_a_cronjob_table_has_kubectls_columns() -> None:
+    """CronJob rows: schedule, time zone (<none>), suspend, the count of active Jobs, the last schedule's age."""
+    cron_job = {
+        "metadata": {"name": "nightly", "namespace": "default", "creationTimestamp": "2026-01-01T10:00:00Z"},
+        "spec": {"schedule": "0 3 * * *", "suspend": False, "jobTemplate": {"spec": {"template": {"spec": {}}}}},
+        "status": {"active": [{"name": "nightly-1"}], "lastScheduleTime": "2026-01-01T11:55:00Z"},
+    }
+    table = tables.table(resources.CRON_JOBS, [cron_job], now=NOW)
+    names = [c["name"] for c in table["columnDefinitions"] if not c["priority"]]
+    assert names == ["Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age"]
+    assert table["rows"][0]["cells"][:7] == ["nightly", "0 3 * * *", "<none>", "False", 1, "5m", "120m"]
 
 
 async def test_a_list_comes_as_a_table_when_asked(api: k8s_client.ApiClient, cluster: emulator.ClusterEmulator) -> None:
