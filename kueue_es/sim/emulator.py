@@ -22,7 +22,9 @@ patch, and a minimal server-side apply: see ``_server_side_apply``), DELETE; the
 (``tables.py``); ``labelSelector``, ``fieldSelector``; watch with
 ``resourceVersion`` (410 Expired as an ERROR event when too old),
 ``allowWatchBookmarks`` (BOOKMARK every ``bookmark_interval`` seconds) and
-``timeoutSeconds``.  Also served, for kubectl: legacy discovery (``/api``,
+``timeoutSeconds``.  Request bodies are JSON (YAML for apply), or protobuf for a PriorityClass
+or Namespace (:mod:`.protobuf`: what ``kubectl create priorityclass`` and ``create namespace`` send;
+other protobuf bodies get 415).  Also served, for kubectl: legacy discovery (``/api``,
 ``/apis``, ... with Kueue's short names), ``/version``, ``/openapi/v3`` and
 ``/openapi/v2`` (JSON; ``openapi.py``).  CustomResourceDefinitions
 (``apiextensions.k8s.io/v1``, :mod:`.custom_resources`): writing one serves its kinds (every
@@ -72,7 +74,7 @@ from kueue_es.events import models
 from kueue_es.jobframework import integrations, pods, webhooks, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
-from kueue_es.sim import aggregator, custom_resources, openapi, patches, selectors, store, tables
+from kueue_es.sim import aggregator, custom_resources, openapi, patches, protobuf, selectors, store, tables
 
 logger = structlog.get_logger(__name__)
 
@@ -1547,6 +1549,14 @@ def _verb_for(*, method: str, has_name: bool, watch: bool) -> str:
 
 
 def _json_body(call: _ApiCall) -> Any:
+    """The request's object: JSON, or protobuf for the kinds kubectl's generators send so (:mod:`.protobuf`)."""
+    if protobuf.is_protobuf(call.content_type):
+        try:
+            return protobuf.decode(call.body, api_version=call.ref.api_version, kind=call.ref.kind)
+        except protobuf.Unsupported as exc:
+            raise store.StoreError(
+                status=415, reason="UnsupportedMediaType", message=str(exc), details={"kind": call.ref.plural}
+            ) from exc
     try:
         return json.loads(call.body or b"null")
     except ValueError as exc:

@@ -309,6 +309,30 @@ async def test_serving_samples_short_names_and_scale(kubectl: Kubectl, cluster: 
     assert code != 0 and "replicas" in err
 
 
+async def test_cronjob_and_priority_class_apply_print_and_validate(kubectl: Kubectl, tmp_path: Path) -> None:
+    """Kueue's sample-cronjob.yaml applies as it is (validated against the server's OpenAPI) and prints
+    kubectl's CronJob columns under `cj` and `get all`; a misspelt CronJob field is refused. `kubectl create
+    priorityclass` works, and `kubectl get pc` prints kubectl's PriorityClass columns."""
+    out = await kubectl.ok("apply", "-f", str(EXAMPLES / "jobs" / "sample-cronjob.yaml"))
+    assert out.strip() == "cronjob.batch/sample-cronjob created"
+    rows = table(await kubectl.ok("get", "cj"))
+    assert rows[0] == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
+    assert rows[1][:6] == ["sample-cronjob", "* * * * *", "<none>", "False", "0", "<none>"]
+    assert "cronjob.batch/sample-cronjob" in await kubectl.ok("get", "all")
+    assert "concurrencyPolicy" in await kubectl.ok("explain", "cronjob.spec")
+    typo = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "typo"},
+            "spec": {"schedul": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}}  # fmt: skip
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(typo))
+    code, _, err = await kubectl.run("apply", "-f", str(path))
+    assert code != 0 and 'unknown field "spec.schedul"' in err
+    out = await kubectl.ok("create", "priorityclass", "high", "--value=1000")
+    assert out.strip() == "priorityclass.scheduling.k8s.io/high created"
+    rows = table(await kubectl.ok("get", "pc"))
+    assert rows[0] == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    assert rows[1][:3] == ["high", "1000", "false"] and rows[1][4] == "PreemptLowerPriority"
+
+
 PROVISIONING = EXAMPLES / "provisioning" / "provisioning-setup.yaml"
 
 
