@@ -1,5 +1,5 @@
-"""Simulated workload controllers: Deployments, ReplicaSets, StatefulSets and LeaderWorkerSets make pods, and
-ungated pods run.
+"""Simulated workload controllers: Deployments, ReplicaSets, StatefulSets and LeaderWorkerSets make pods,
+CronJobs make Jobs on schedule, and ungated pods run.
 
 Why this module exists: the emulated API server has no kube-controller-manager, no
 LeaderWorkerSet controller and no kubelet, so a Deployment applied to ``kueue-es demo
@@ -24,7 +24,11 @@ controllers do, enough for Kueue's view of them:
   owned by the leader pod; pods get LWS's ``leaderworkerset.sigs.k8s.io/name``,
   ``group-index``, ``worker-index``, ``group-key`` labels and ``size`` / ``leader-name``
   annotations, as LWS's pod webhook sets them. Both StatefulSets are ``Parallel``.
-* Garbage collection: an object whose controller (one of these kinds) is gone is deleted.
+* CronJob: a Job at each schedule time, its status and its history limits, as kube-controller-manager's
+  cronjob controller (the rules: :mod:`kueue_es.sim.cronjobs`); the controllers also wake, without any
+  watch event, just after the next schedule time of any CronJob.
+* Garbage collection: an object whose controller (one of these kinds) is gone is deleted (a CronJob's
+  Jobs, a Job's pods, ...).
 * Pods: a pod with no scheduling gate left that is not running gets phase Running and
   Ready (serving pods never finish here); the status of each controller counts its
   ready pods.
@@ -36,6 +40,7 @@ LWS startup and restart policies, topology. Do not point it at a real cluster.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import hashlib
 import json
@@ -49,7 +54,7 @@ from kueue_es.events import slices
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim import store
+from kueue_es.sim import cronjobs, store
 
 logger = structlog.get_logger(__name__)
 
@@ -85,6 +90,7 @@ _KINDS = {
     "Pod": resources.PODS,
     "LeaderWorkerSet": LWS_REF,
     "Job": resources.JOBS,
+    "CronJob": resources.CRON_JOBS,
     "RayCluster": RAYCLUSTER_REF,
 }
 _OWNER_API = {
@@ -93,6 +99,7 @@ _OWNER_API = {
     "StatefulSet": "apps/v1",
     "Pod": "v1",
     "Job": "batch/v1",
+    "CronJob": "batch/v1",
 }
 _OWNER_API["LeaderWorkerSet"] = LWS_REF.api_version
 _OWNER_API["RayCluster"] = RAYCLUSTER_REF.api_version
@@ -337,7 +344,8 @@ class SimulatedControllers:
 
     ``lws``: also run the LeaderWorkerSet controller (its kind must be served; without it the watch retries
     quietly in the background). ``ray``: also run the KubeRay stand-in for elastic RayClusters, likewise.
-    ``clock``: the UTC time for pod start times.
+    ``clock``: the UTC time for pod start times and CronJob schedules. ``next_schedule``: when the next
+    CronJob is due (just after its schedule time), the controllers' timer; None with no CronJob due.
     """
 
     def __init__(
@@ -358,13 +366,14 @@ class SimulatedControllers:
         self.objects: dict[str, dict[Key, Object]] = {kind: {} for kind in self._kinds}
         self._synced: set[str] = set()
         self._wakeup = asyncio.Event()
+        self.next_schedule: datetime.datetime | None = None
 
     async def run(self) -> None:
-        """Watch every kind and reconcile whenever something changed (cancel to stop)."""
+        """Watch every kind and reconcile whenever something changed, or a CronJob is due (cancel to stop)."""
         tasks = [asyncio.create_task(self._watch(kind, ref), name=f"sim-{kind}") for kind, ref in self._kinds.items()]
         try:
             while True:
-                await self._wakeup.wait()
+                await self._until_woken()
                 self._wakeup.clear()
                 try:
                     await self.reconcile()
@@ -374,6 +383,24 @@ class SimulatedControllers:
                     self._wakeup.set()
         finally:
             await cancel_and_wait(tasks)
+
+    @property
+    def ready(self) -> bool:
+        """Whether every kind (but a CRD's kind not served yet) has been listed once: reconcile acts from then."""
+        return set(self._kinds) - set(_CRD_KINDS) <= self._synced
+
+    def wake(self) -> None:
+        """Reconcile now, as the timer does at a CronJob's schedule time (for a clock that is not the wall's)."""
+        self._wakeup.set()
+
+    async def _until_woken(self) -> None:
+        """Until a watch event or :meth:`wake`, or else :attr:`next_schedule` (by ``clock``) is reached."""
+        timeout = None
+        if self.next_schedule is not None:
+            timeout = max(0.0, (self.next_schedule - self._clock()).total_seconds())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):  # not wait_for: 3.11's can swallow a cancellation
+                await self._wakeup.wait()
 
     async def _watch(self, kind: str, ref: resources.ResourceRef) -> None:
         if kind in _CRD_KINDS:  # its CRD may come later (kubectl apply): wait quietly until it is served
@@ -414,6 +441,7 @@ class SimulatedControllers:
             await self._lws(lws)
         for sts in list(self.objects["StatefulSet"].values()):
             await self._statefulset(sts)
+        await self._cron_jobs()
         for job in list(self.objects["Job"].values()):
             await self._elastic_job(job)
         for cluster in list(self.objects.get("RayCluster", {}).values()):
@@ -431,7 +459,7 @@ class SimulatedControllers:
             for o in objs.values()
             if o.get("metadata", {}).get("uid")
         }
-        for kind in ("ReplicaSet", "StatefulSet", "Pod"):
+        for kind in ("ReplicaSet", "StatefulSet", "Job", "Pod"):
             for obj in list(self.objects[kind].values()):
                 owner = next(
                     (
@@ -484,6 +512,36 @@ class SimulatedControllers:
         ready = sum(1 for p in pods if is_ready(p))
         status = {"replicas": len(pods), "readyReplicas": ready, "availableReplicas": ready}
         await self._status("ReplicaSet", rs, status)
+
+    async def _cron_jobs(self) -> None:
+        """Each CronJob's sync at the clock's time (:func:`cronjobs.sync`): the Jobs it deletes and creates, its
+        status; :attr:`next_schedule` is the earliest time one of them wants to be looked at again."""
+        if not {"CronJob", "Job"} <= self._synced:
+            return
+        now = self._clock()
+        due: list[datetime.datetime] = []
+        for cron_job in list(self.objects["CronJob"].values()):
+            wanted = cronjobs.sync(cron_job, self._owned("Job", cron_job), now=now)
+            for job in wanted.delete:
+                await self._delete("Job", job)
+            status = wanted.status
+            if wanted.create is not None and wanted.scheduled is not None:
+                try:
+                    created = await self._create("Job", wanted.create)
+                except errors.KubeError as err:  # refused (a webhook, a quota): tried again on the next pass
+                    logger.warning(
+                        "sim_cronjob_job_refused",
+                        cronjob=f"{cron_job['metadata'].get('namespace')}/{cron_job['metadata']['name']}",
+                        job=wanted.create["metadata"]["name"],
+                        error=str(err),
+                    )
+                    created = None
+                if created is not None:  # else one of that name is not its own: nothing to list, as there
+                    status = cronjobs.started(status, created, scheduled=wanted.scheduled)
+            await self._replace_status("CronJob", cron_job, status)
+            if wanted.next_sync is not None:
+                due.append(wanted.next_sync)
+        self.next_schedule = min(due, default=None)
 
     async def _elastic_job(self, job: Object) -> None:
         """The Job controller's pods, for an elastic Job only (``kueue.x-k8s.io/elastic-job: "true"``; other
@@ -655,16 +713,18 @@ class SimulatedControllers:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    async def _create(self, kind: str, body: Object) -> None:
+    async def _create(self, kind: str, body: Object) -> Object | None:
+        """Create ``body``; the stored object, or None when one of that name exists."""
         ref = self._kinds[kind]
         try:
             created = await client.create_object(self._api, ref, namespace=body["metadata"].get("namespace"), body=body)
         except errors.ConflictError:
-            return
+            return None
         self._remember(kind, created)
         logger.info(
             "sim_created", kind=kind, name=f"{created['metadata'].get('namespace')}/{created['metadata']['name']}"
         )
+        return created
 
     async def _delete(self, kind: str, obj: Object) -> None:
         meta = obj["metadata"]
@@ -690,6 +750,12 @@ class SimulatedControllers:
         if all(current.get(k) == v for k, v in status.items()):
             return
         await self._write_status(kind, obj, status)
+
+    async def _replace_status(self, kind: str, obj: Object, status: Object) -> None:
+        """Write ``status`` whole (the fields it lacks removed) unless the object has it already."""
+        current = obj.get("status") or {}
+        if current != status:
+            await self._write_status(kind, obj, {**{key: None for key in current if key not in status}, **status})
 
     async def _write_status(self, kind: str, obj: Object, status: Object) -> None:
         meta = obj["metadata"]

@@ -35,7 +35,8 @@ and ends their watches; ``crd_files`` / :meth:`ClusterEmulator.install_crds` ins
 HTTP.  Not served: aggregated discovery, the
 protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, list pagination
 (``limit``/``continue`` are ignored: every list is one page), apply conflicts
-between field managers and ``managedFields``, garbage collection of dependents.
+between field managers and ``managedFields``, garbage collection of dependents (the simulated
+controllers collect what their kinds own: a CronJob's Jobs, a ReplicaSet's pods, ...).
 
 kmock DSL reactions (``emulator['get /apis/...'] << 500``) still work for fault
 injection: while any reaction is registered, requests go through kmock's
