@@ -24,7 +24,8 @@ What is simulated, as Kubernetes does it (syncCronJob, cleanupFinishedJobs, util
   (default 1) Failed Jobs are kept, the oldest (by ``status.startTime``) deleted first.
 
 Not simulated: Events (SuccessfulCreate, MissSchedule, ...), the ``@every <duration>`` form, an
-"UnexpectedJob" adoption (a Job it owns but does not list stays unlisted, as there).
+"UnexpectedJob" adoption (a Job it owns but does not list stays unlisted, as there). The emulated API
+server does not validate ``schedule`` or ``timeZone``: one :func:`schedule_of` cannot read makes no Job.
 """
 
 from __future__ import annotations
