@@ -183,6 +183,8 @@ class _ClusterRun(_BusRun):
         for admitted in scenario.admitted:
             await self._create(admitted.workload)
             await self._seed_admitted(admitted)
+        if scenario.admitted:
+            await self._fence_seeded()  # as the bus engine: the first cycle does not wait for a handover
         for pending in scenario.pending:
             await self._create(pending)
         await self._phase()
