@@ -70,6 +70,9 @@ class JobTracker:
         # Elastic slices (SEMANTICS-ADVANCED D.2): what their Workload objects say, by workload key.
         # jobs whose Workload object was deleted by hand: when (ms), for their new one's creation time
         self.recreated_at: dict[Key, int] = {}
+        # Jobs refused (ObjectRejected) with no workload yet, by (kind, namespace, name): the workload Kueue makes
+        # once the cause is gone (a WorkloadPriorityClass created) is created then and queues from then.
+        self.refused: set[tuple[str, str, str]] = set()
         # the UIDs of the Workload objects whose deletion was published (at most DELETED_OBJECTS_KEPT)
         self.deleted_objects: dict[str, None] = {}
         self.slice_reserved: dict[str, bool] = {}
@@ -208,6 +211,14 @@ class JobTracker:
             log.info("workload_creation_waits_for_stop", job=f"{kind} {wl_key[0]}/{objects.name_of(obj)}")
             return
         recreated_at = self.recreated_at.pop(wl_key, None)
+        job = (kind, objects.namespace_of(obj), objects.name_of(obj))
+        if isinstance(fact, types.ObjectRejected):
+            if not known:
+                self.refused.add(job)
+        elif job in self.refused:
+            self.refused.discard(job)
+            if isinstance(fact, types.WorkloadObserved) and not known and recreated_at is None:
+                recreated_at = now_ms  # Kueue's reconciler creates the Workload now, not with the job
         if isinstance(fact, types.WorkloadObserved) and recreated_at is not None:
             # a new Workload: created now, so it queues behind those created before it (Kueue's queue order)
             meta = msgspec.structs.replace(fact.workload.metadata, creation_timestamp_ms=recreated_at)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -1360,6 +1361,7 @@ async def test_a_job_naming_a_missing_workload_priority_class_waits_for_it(api, 
         [rejected] = await wait_for(bus, types.ObjectRejected)
         warning = await _event_with_reason(api, "WorkloadPriorityClassNotFound")
         assert not await events_of(bus, types.WorkloadObserved)
+        class_created_ms = int(time.time() * 1000)
         await kube.apply_manifest(
             api,
             {
@@ -1370,6 +1372,7 @@ async def test_a_job_naming_a_missing_workload_priority_class_waits_for_it(api, 
             },
         )
         [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        [observed] = await events_of(bus, types.WorkloadObserved)
         made = await eventually(
             api,
             resources.WORKLOADS,
@@ -1381,6 +1384,8 @@ async def test_a_job_naming_a_missing_workload_priority_class_waits_for_it(api, 
     assert warning["type"] == "Warning" and warning["message"] == 'WorkloadPriorityClass "late" not found'
     assert warning["involvedObject"]["kind"] == "Job" and warning["involvedObject"]["name"] == "late-job"
     assert made["spec"]["priorityClassRef"]["name"] == "late" and made["spec"]["priority"] == 70
+    # created once the class exists, so it queues from then, behind jobs submitted meanwhile (not with its job)
+    assert observed.workload.metadata.creation_timestamp_ms >= class_created_ms
 
 
 async def _event_with_reason(api, reason: str) -> dict[str, Any]:
