@@ -241,6 +241,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *self.extra_resources):
             self.register_resource(ref)
         self.register_resource(custom_resources.CRDS)
+        self._store.create_system_priority_classes()
         self._placeholders = {
             (ref.group, ref.version, ref.plural): ref
             for ref in self._refs.values()

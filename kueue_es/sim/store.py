@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import copy
 import dataclasses
 import datetime
@@ -63,6 +64,8 @@ _IMMUTABLE_METADATA = (
     "generateName",
 )
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+INITIAL_PRIORITY_CLASSES = (("system-cluster-critical", 2000000000), ("system-node-critical", 2000001000))
+"""The PriorityClasses every Kubernetes API server makes at start-up (pkg/apis/scheduling SystemPriorityClasses)."""
 
 
 class StoreError(Exception):
@@ -174,6 +177,30 @@ class ObjectStore:
             self.register(ref)
         for namespace in INITIAL_NAMESPACES:
             self.create(resources.NAMESPACES, namespace=None, body={"metadata": {"name": namespace}})
+        self.create_system_priority_classes()
+
+    def create_system_priority_classes(self) -> None:
+        """Create :data:`INITIAL_PRIORITY_CLASSES`, as every API server does at start-up, once PriorityClass
+        is stored (a no-op before, and for those that exist)."""
+        ref = resources.RESOURCES.get(("scheduling.k8s.io/v1", "PriorityClass"))
+        if ref is None or ref not in self._keys:
+            return
+        descriptions = {
+            "system-cluster-critical": "Used for system critical pods that must run in the cluster, but can be "
+            "moved to another node if necessary.",
+            "system-node-critical": "Used for system critical pods that must not be moved from their current node.",
+        }
+        for name, value in INITIAL_PRIORITY_CLASSES:
+            body = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "description": descriptions[name],
+                "preemptionPolicy": "PreemptLowerPriority",
+            }
+            with contextlib.suppress(StoreError):  # made already
+                self.create(ref, namespace=None, body=body)
 
     @property
     def resource_version(self) -> int:

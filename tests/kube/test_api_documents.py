@@ -222,6 +222,11 @@ async def test_cronjobs_and_priority_classes_are_served_with_kubectls_short_name
     ]
     assert body["rows"][0]["cells"][:3] == ["high", 1000, False]
     assert body["rows"][0]["cells"][4] == "PreemptLowerPriority"
+    # and the two every API server makes at start-up
+    assert [row["cells"][:2] for row in body["rows"][1:]] == [
+        ["system-cluster-critical", 2000000000],
+        ["system-node-critical", 2000001000],
+    ]
 
 
 def test_a_cronjob_table_has_kubectls_columns() -> None:
