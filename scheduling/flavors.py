@@ -527,9 +527,11 @@ class Picker:
                 choice, problems, last = self._pick(lead, group, wanted, taken, oracle, first, others)
                 mode = choice.mode
                 if choice.flavor is None or mode[0] == NO_FIT:
-                    return _no_flavor(
-                        lead.name, problems, tried=tried_so_far(members), kueue_reasons=self.kueue_reasons
-                    )
+                    if self.kueue_reasons:  # every member of the group carries the group's status (Kueue)
+                        nofit = _no_flavor(lead.name, problems, tried=tried_so_far(members))
+                        lines = "; ".join(_pod_set_message(pod_sets[i].name, problems) for i in members)
+                        return msgspec.structs.replace(nofit, message=lines)
+                    return _no_flavor(lead.name, problems, tried=tried_so_far(members), kueue_reasons=False)
                 if self.kueue_reasons:
                     reasons += problems
                 elif mode[0] != FIT:
@@ -552,7 +554,7 @@ class Picker:
                 results[index] = (mine, chosen_frs)
                 tried[index] = dict(scanned)
             if reasons:
-                problems_all.append(_pod_set_message(lead.name, reasons))
+                problems_all += [_pod_set_message(pod_sets[i].name, reasons) for i in members]
         flat: list[object] = []
         for index, ps in enumerate(pod_sets):
             mine, chosen_frs = results[index]

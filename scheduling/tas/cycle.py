@@ -159,6 +159,13 @@ class CycleTopology:
             prior = previous.get(result.name)
             chosen = sorted({f for f in result.flavors.values() if f in picker.tas_levels})
             if len(chosen) != 1:
+                if picker.kueue_reasons:  # Kueue's errors (flavorassigner/errors.go), admitter logic 17
+                    why = (
+                        "no TAS flavor assigned"
+                        if not chosen
+                        else f"more than one TAS flavor assigned: {', '.join(chosen)}"
+                    )
+                    return f"failed to assign flavors to pod set {result.name}: {why}"
                 if not chosen:
                     return f"pod set {result.name}: no TAS flavor assigned"
                 return f"pod set {result.name}: multiple TAS flavors assigned: {', '.join(chosen)}"

@@ -90,3 +90,25 @@ def test_pending_messages_are_kueues_from_logic_17() -> None:
         "couldn't assign flavors to pod set main: untolerated taint {key: val} in flavor spot-tainted; "
         "insufficient unused quota for cpu in flavor on-demand, 5 more needed"
     )
+
+
+def test_group_and_tas_messages_are_kueues_from_logic_17() -> None:
+    """Every member of a pod set group carries the group's status, so each gets its line (worker, then
+    leader: TestAssignFlavors "... without group it would fit"); a pod set given two TAS flavors is
+    Kueue's MultipleTASFlavorsAssignedError (flavorassigner/errors.go)."""
+    group = SCENARIOS / "flavors/group-summed-requests-fit-no-flavor.yaml"
+    reasons = (
+        "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset "
+        "request (5) > maximum capacity (4), insufficient quota for example.com/gpu in flavor two, previously "
+        "considered podsets requests (0) + current podset request (4) > maximum capacity (0)"
+    )
+    assert _pending_message(group, "default/incoming") == (
+        f"couldn't assign flavors to pod set worker: {reasons}; couldn't assign flavors to pod set leader: {reasons}"
+    )
+    tas = SCENARIOS / "flavors/tas-flavors-differ-between-resource-groups-pending.yaml"
+    assert _pending_message(tas, "default/incoming") == (
+        "failed to assign flavors to pod set main: more than one TAS flavor assigned: tas-a, tas-b"
+    )
+    assert _pending_message(tas, "default/incoming", version=16) == (
+        "pod set main: multiple TAS flavors assigned: tas-a, tas-b"
+    )

@@ -52,13 +52,17 @@ def test_the_group_total_picks_the_flavor_for_every_member() -> None:
     assert result.tried == ({"cpu": -1}, {"cpu": -1})  # both record the unit's scan, which reached b
 
 
-def test_a_group_too_large_for_every_flavor_names_its_first_pod_set_and_the_summed_request() -> None:
+def test_a_group_too_large_for_every_flavor_names_each_pod_set_and_the_summed_request() -> None:
+    """Each member carries the group's status (Kueue's Assignment.Message: a line per pod set)."""
     picker = _picker({"a": "4"})
     result = picker.assign([_ps("leader", 1, 2000), _ps("workers", 3, 1000)], oracle=None)
     assert result.mode == "NoFit"
+    reason = (
+        "insufficient quota for cpu in flavor a, previously considered podsets requests (0) + current podset "
+        "request (5) > maximum capacity (4)"
+    )
     assert result.message == (
-        "couldn't assign flavors to pod set leader: insufficient quota for cpu in flavor a, previously "
-        "considered podsets requests (0) + current podset request (5) > maximum capacity (4)"
+        f"couldn't assign flavors to pod set leader: {reason}; couldn't assign flavors to pod set workers: {reason}"
     )
     assert result.tried == ({}, {})
 
