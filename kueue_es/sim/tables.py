@@ -372,6 +372,26 @@ def _event_printer() -> tuple[list[dict[str, Any]], _Row]:
     return columns, row
 
 
+def _job_template_columns() -> list[dict[str, Any]]:
+    """The wide columns (``-o wide``) kubectl prints for a Job and for a CronJob's job template."""
+    return [
+        _column("Containers", description="Names of each container in the template.", priority=1),
+        _column("Images", description="Images referenced by each container in the template.", priority=1),
+        _column("Selector", description="Label selector of the job's pods.", priority=1),
+    ]
+
+
+def _job_template_cells(job_spec: Mapping[str, Any]) -> list[Cell]:
+    """The cells of :func:`_job_template_columns` for a Job's spec (or a CronJob's ``jobTemplate.spec``)."""
+    containers = ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    selector = (job_spec.get("selector") or {}).get("matchLabels") or {}
+    return [
+        ",".join(str(c.get("name", "")) for c in containers),
+        ",".join(str(c.get("image", "")) for c in containers),
+        ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
+    ]
+
+
 def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
     columns = [
         _NAME,
@@ -379,9 +399,7 @@ def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
         _column("Completions", description="The completion status of the job."),
         _column("Duration", description="Time required to complete the job."),
         _column("Age"),
-        _column("Containers", description="Names of each container in the template.", priority=1),
-        _column("Images", description="Images referenced by each container in the template.", priority=1),
-        _column("Selector", description="Label selector of the job's pods.", priority=1),
+        *_job_template_columns(),
     ]
 
     def row(job: dict[str, Any], now: datetime.datetime) -> list[Cell]:
@@ -411,18 +429,7 @@ def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
             duration = human_duration(
                 (finish - datetime.datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
             )
-        containers = spec.get("template", {}).get("spec", {}).get("containers") or []
-        selector = spec.get("selector", {}).get("matchLabels") or {}
-        return [
-            _name(job),
-            state,
-            done,
-            duration,
-            age(_created(job), now),
-            ",".join(str(c.get("name", "")) for c in containers),
-            ",".join(str(c.get("image", "")) for c in containers),
-            ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
-        ]
+        return [_name(job), state, done, duration, age(_created(job), now), *_job_template_cells(spec)]
 
     return columns, row
 
@@ -436,17 +443,12 @@ def _cron_job_printer() -> tuple[list[dict[str, Any]], _Row]:
         _column("Active", "integer", "A list of pointers to currently running jobs."),
         _column("Last Schedule", description="Information when was the last time the job was successfully scheduled."),
         _column("Age"),
-        _column("Containers", description="Names of each container in the template.", priority=1),
-        _column("Images", description="Images referenced by each container in the template.", priority=1),
-        _column("Selector", description="Label selector of the job's pods.", priority=1),
+        *_job_template_columns(),
     ]
 
     def row(cron_job: dict[str, Any], now: datetime.datetime) -> list[Cell]:
         spec, status = cron_job.get("spec") or {}, cron_job.get("status") or {}
         suspend = spec.get("suspend")
-        job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
-        containers = ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or []
-        selector = (job_spec.get("selector") or {}).get("matchLabels") or {}
         return [
             _name(cron_job),
             str(spec.get("schedule", "")),
@@ -455,9 +457,7 @@ def _cron_job_printer() -> tuple[list[dict[str, Any]], _Row]:
             len(status.get("active") or []),
             age(status.get("lastScheduleTime"), now) or "<none>",
             age(_created(cron_job), now),
-            ",".join(str(c.get("name", "")) for c in containers),
-            ",".join(str(c.get("image", "")) for c in containers),
-            ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
+            *_job_template_cells((spec.get("jobTemplate") or {}).get("spec") or {}),
         ]
 
     return columns, row
