@@ -216,27 +216,37 @@ def run(
         entries.append(Entry(head, cq, assignment, -order[0], order, targets, nominated, bookmark))
     # The victims of the cycle's preemptions so far (a replaced elastic slice: None, it is gone already)
     chosen: dict[str, preemption.Candidate | None] = {}
-    if not kueue_multiple_preemptions:
-        chosen = _KeysOnly()
     gate = _PodsReadyGate(state)
     for entry in ordered(entries, state=state, tree=tree):
         replaced = replacing.get(entry.workload.key) if replacing else None
         if replaced is not None:
             decisions.extend(
                 _process_replacement(
-                    entry, *replaced, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms
+                    entry,
+                    *replaced,
+                    state=state,
+                    tree=tree,
+                    chosen=chosen,
+                    gate=gate,
+                    cycle=search.tas,
+                    now_ms=now_ms,
+                    earlier_victims_gone=kueue_multiple_preemptions,
                 )
             )
             continue
         decisions.extend(
-            _process(entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=search.tas, now_ms=now_ms)
+            _process(
+                entry,
+                state=state,
+                tree=tree,
+                chosen=chosen,
+                gate=gate,
+                cycle=search.tas,
+                now_ms=now_ms,
+                earlier_victims_gone=kueue_multiple_preemptions,
+            )
         )
     return decisions
-
-
-class _KeysOnly(dict[str, "preemption.Candidate | None"]):
-    """``chosen`` for admitter logic 16 and earlier: victims known by key only, never taken out of a later
-    entry's fit check (they counted until their quota was released)."""
 
 
 _NOTHING_EXCLUDED = contextlib.nullcontext()
@@ -255,13 +265,22 @@ def _process_replacement(
     gate: _PodsReadyGate,
     cycle: tas_cycle.CycleTopology,
     now_ms: int,
+    earlier_victims_gone: bool = True,
 ) -> list[types.Output]:
     """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): it asks the delta, checked
     against usage that still counts the slice it replaces, so once booked the tree holds the new
     slice's full counts for the rest of the cycle; a replacement that gets quota reserves its full
     counts and releases that slice, finished ``WorkloadSliceReplaced``, in the same batch."""
     out = _process(
-        entry, state=state, tree=tree, chosen=chosen, gate=gate, cycle=cycle, now_ms=now_ms, replaced=old.key
+        entry,
+        state=state,
+        tree=tree,
+        chosen=chosen,
+        gate=gate,
+        cycle=cycle,
+        now_ms=now_ms,
+        replaced=old.key,
+        earlier_victims_gone=earlier_victims_gone,
     )
     reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
     if reserved is None:  # reserved and admitted at once: one WorkloadAdmitted stands for both (_admit)
@@ -383,13 +402,14 @@ def _process(
     cycle: tas_cycle.CycleTopology,
     now_ms: int,
     replaced: str | None = None,
+    earlier_victims_gone: bool = True,
 ) -> list[types.Output]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
     ``replaced``: the elastic slice the entry replaces (its TAS usage is left out of the
     re-check, as Kueue counts it among the entry's targets; D.3, A.14).
 
-    A preempting entry's fit check takes out its own victims and those chosen earlier in the cycle
-    (Kueue's scheduler.go fits): it only nominates, so nothing is booked on the victims' quota. Unlike
+    A preempting entry's fit check takes out its own victims and, with ``earlier_victims_gone`` (admitter
+    logic 17), those chosen earlier in the cycle (Kueue's scheduler.go fits): it only nominates, so nothing is booked on the victims' quota. Unlike
     Kueue, an entry that fits without preemption still counts those victims until their quota is
     released, so quota is never booked twice.
 
@@ -425,7 +445,7 @@ def _process(
             entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms, bookmark=entry.bookmark
         )
     taken_out = [target.candidate for target in victims]
-    if victims and not isinstance(chosen, _KeysOnly):
+    if victims and earlier_victims_gone:
         taken_out += [c for c in chosen.values() if c is not None]  # earlier victims (none is this entry's: above)
     for candidate in taken_out:
         preemption.remove(tree, candidate)
