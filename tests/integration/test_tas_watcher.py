@@ -76,6 +76,32 @@ async def add_node(api: Any, manifest: dict[str, Any]) -> None:
     await kube.patch_object(api, resources.NODES, name=name, patch={"status": manifest["status"]}, subresource="status")
 
 
+async def latest_nodes_with_status(bus: MemoryBus, *names: str, timeout: float = 5.0) -> dict[str, Any]:
+    """Wait until the last NodeObserved of each named Node carries its status; return those Nodes by name."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        latest = {e.node.metadata.name: e.node for e in await events_of(bus, types.NodeObserved)}
+        if all(name in latest and latest[name].status.allocatable for name in names):
+            return latest
+        if loop.time() > deadline:
+            raise AssertionError(f"no NodeObserved with status for all of {names} within {timeout}s: {latest}")
+        await asyncio.sleep(0.02)
+
+
+async def node_fact_where(bus: MemoryBus, name: str, holds: Any, timeout: float = 5.0) -> Any:
+    """Wait for a NodeObserved of Node ``name`` whose node satisfies ``holds``; return that event."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        for event in await events_of(bus, types.NodeObserved, node__metadata__name=name):
+            if holds(event.node):
+                return event
+        if loop.time() > deadline:
+            raise AssertionError(f"no matching NodeObserved for Node {name} within {timeout}s")
+        await asyncio.sleep(0.02)
+
+
 def tas_watches(watcher: Watcher) -> list[Any]:
     return [watcher.watch(kind) for kind in (*TAS_KINDS, "Job")]
 
@@ -92,10 +118,11 @@ async def test_nodes_topologies_and_bound_pods_become_facts_heartbeats_do_not(ap
         await kube.create_object(api, resources.PODS, namespace="default", body=tas_pod)
 
         [topo] = await wait_for(bus, types.TopologyObserved)
-        nodes = await wait_for(bus, types.NodeObserved, count=4)  # created, then their status written
+        # Each Node is created, then its status written; whether the first list sees one or
+        # both writes depends on timing, so wait for the state, not for a count of facts.
+        by_name = await latest_nodes_with_status(bus, "n1", "n2")
         [usage] = await wait_for(bus, types.PodObserved)
         assert topo.topology.level_keys == [RACK, HOST]
-        by_name = {n.node.metadata.name: n.node for n in nodes}
         assert by_name["n2"].status.allocatable["cpu"] == 8000
         assert by_name["n2"].metadata.labels[RACK] == "r2"
         assert by_name["n1"].schedulable_and_ready
@@ -117,7 +144,7 @@ async def test_nodes_topologies_and_bound_pods_become_facts_heartbeats_do_not(ap
             patch={"status": {"phase": "Succeeded"}},
             subresource="status",
         )
-        tainted = (await wait_for(bus, types.NodeObserved, node__metadata__name="n1", count=3))[-1]
+        tainted = await node_fact_where(bus, "n1", lambda n: bool(n.spec.taints))
         await wait_for(bus, types.PodObserved, count=2)
         await kube.delete_object(api, resources.PODS, namespace="default", name="daemon")
         await kube.delete_object(api, resources.NODES, name="n2")
@@ -143,13 +170,14 @@ async def test_relist_and_restart_find_deletions_and_republish_nothing(
         await kube.apply_manifest(api, topology("default", HOST))
         for name in ("a", "b", "c"):
             await add_node(api, node(name))
-        await wait_for(bus, types.NodeObserved, count=6)
+        await latest_nodes_with_status(bus, "a", "b", "c")
         emu.reset_history()  # 410 for every open watch: relist
         await kube.delete_object(api, resources.NODES, name="a")
         await wait_for(bus, types.ObjectDeleted, kind="Node", name="a")
 
     await kube.delete_object(api, resources.NODES, name="b")
     before = await bus.last_seq()
+    node_facts_before = len(await events_of(bus, types.NodeObserved))
     second = Watcher(bus=bus, api=api)
     await second.learn_from_log()
     assert second.publisher.known["Node"] == {("", "b"), ("", "c")}
@@ -158,7 +186,7 @@ async def test_relist_and_restart_find_deletions_and_republish_nothing(
         await asyncio.sleep(0.3)
     after = [await bus.get(s) for s in range(before + 1, await bus.last_seq() + 1)]
     assert [m.headers["Kq-Type"] for m in after] == ["ObjectDeleted"]  # c and the Topology are not published again
-    assert len(await events_of(bus, types.NodeObserved)) == 6
+    assert len(await events_of(bus, types.NodeObserved)) == node_facts_before
 
 
 async def test_invalid_topology_is_rejected_naming_the_level(emu: ClusterEmulator, api, bus: MemoryBus) -> None:
