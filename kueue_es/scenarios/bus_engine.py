@@ -254,12 +254,30 @@ class _BusRun:
         for decider in cycle_deciders():
             if only and decider.role != only:
                 continue  # a decide event: that decider alone
-            record, outputs = await self._request("cycle", role=decider.role)
-            changed = changed or record.decided
+            role_changed, outputs = await self._role_cycle(decider.role)
+            changed = changed or role_changed
             decided.extend(o for o in outputs if isinstance(o, types.DECISION_TYPES))
         for fact in job_reports(decided, pods_ready=self.scenario.pods_ready, now_ms=wall_clock_ms()):
             await self._publish(fact)
         return changed
+
+    async def _role_cycle(self, role: str) -> tuple[bool, list[types.Event]]:
+        """One role's turn of a cycle: a ``cycle`` request, and a second one when a partition owed a
+        fence before it. Returns (whether it changed anything, the outputs of both batches).
+
+        The first request's records release the hand-over (the fence), but the partition the object
+        went to was blocked while the role decided it, so it decided nothing; the core engine decides
+        fencing partitions first and folds at once, so there the target decides in the same turn. The
+        second request is that turn here, and a fence counts as a change (as in the core engine), so a
+        settle never ends on a hand-over nobody has decided after."""
+        state, _ = await self._fold_all()
+        handover = bool(state.partitions.fencing())
+        record, outputs = await self._request("cycle", role=role)
+        changed = record.decided
+        if handover:
+            _, more = await self._request("cycle", role=role)
+            changed, outputs = True, [*outputs, *more]
+        return changed, outputs
 
     async def _request(self, mode: str, *, role: str) -> tuple[types.DecisionRecord, list[types.Event]]:
         """Ask ``role`` for one ``mode`` step; returns its answering record and that batch's outputs."""

@@ -373,8 +373,8 @@ class _ClusterRun(_BusRun):
         for decider in cycle_deciders():
             if only and decider.role != only:
                 continue  # a decide event: that decider alone
-            record, outputs = await self._request("cycle", role=decider.role)
-            changed = changed or record.decided
+            role_changed, outputs = await self._role_cycle(decider.role)
+            changed = changed or role_changed
             decided.extend(o for o in outputs if isinstance(o, types.DECISION_TYPES))
         await self._jobs_report(decided)
         return changed

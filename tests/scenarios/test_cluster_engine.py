@@ -27,6 +27,7 @@ ALSO_ON_CLUSTER = (
     "preemption/reclaim-within-cohort.yaml",
     "lifecycle/finished-releases-quota.yaml",
     "dra/rct-devices-charged-per-pod.yaml",  # device quota charged through the API (the first dra/ one refuses)
+    "queues/clusterqueue-created-later.yaml",  # a hand-over (the workload moves partition) decided after its fence
 )
 
 
