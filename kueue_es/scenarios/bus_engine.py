@@ -78,6 +78,7 @@ class _BusRun:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.requests = itertools.count(1)
+        self.writes = itertools.count(1)
         self.bus: Bus | None = None
 
     async def execute(self) -> Outcome:
@@ -139,7 +140,10 @@ class _BusRun:
 
     async def _publish(self, fact: types.Fact) -> None:
         assert self.bus is not None
-        await self.bus.publish(subjects.fact_message(fact))
+        # Each publish is a new write, as each write of an object gets a new resourceVersion: without
+        # one the dedup id is the content's digest, and JetStream would drop a fact identical to an
+        # earlier one (a Workload set inactive and back to active, within its duplicate window).
+        await self.bus.publish(subjects.fact_message(fact, version=f"scenario-{next(self.writes)}"))
 
     async def _seed(self, admitted: AdmittedWorkload) -> None:
         """Commit a pre-admitted workload's seed decisions, then what its job reports (the runner stands in)."""
