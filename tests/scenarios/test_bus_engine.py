@@ -4,7 +4,9 @@ Each scenario here runs on both engines; the outcomes must be equal and match th
 expectation. A run costs a few seconds (a nats-server, an emulated API server and
 five Python processes), so this covers the shared examples and a spread of ``tests/scenarios`` (every
 fifteenth file, at least one per section, a few chosen ones) rather
-than all of them; the core engine runs them all (``test_runner.py``).
+than all of them; the core engine runs them all (``test_runner.py``), and
+``pytest -m exhaustive tests/scenarios/test_bus_engine.py`` runs them all here (about
+30-40 minutes on 2 cores: not in CI).
 """
 
 from __future__ import annotations
@@ -70,9 +72,33 @@ def _selection() -> list[Any]:
     return params
 
 
+def _every() -> list[Any]:
+    """Every file (loaded in the test, so collecting the suite does not load them all twice)."""
+    return [
+        pytest.param(p, id=p.relative_to(HERE).as_posix(), marks=pytest.mark.exhaustive)
+        for p in sorted(HERE.rglob("*.yaml"))
+    ]
+
+
 @pytest.mark.parametrize("path", _selection())
 def test_bus_engine_matches_core_and_expectation(path: Path) -> None:
     """Same outcome on the bus as in-process, and the outcome Kueue gives."""
+    _run_and_compare(path)
+
+
+@pytest.mark.parametrize("path", _every())
+def test_every_scenario_on_the_bus_engine(path: Path) -> None:
+    """The whole set (``-m exhaustive``): too long for CI's 45 minutes beside the rest."""
+    try:
+        scenario = load_scenario(path)
+    except ScenarioError as err:  # reported by test_runner's own loading test
+        pytest.skip(str(err))
+    if not scenario.runs_on("bus") or scenario.xfail:
+        pytest.skip("core engine only (engines:) or a known gap (xfail), shown by test_runner.py")
+    _run_and_compare(path)
+
+
+def _run_and_compare(path: Path) -> None:
     scenario = load_scenario(path)
     on_bus = BusEngine().run(scenario)
     assert on_bus == core_engine.CoreEngine().run(scenario)
