@@ -46,10 +46,12 @@ EARLIER: dict[tuple[str, int], Decider] = {
         for version in preemptor_core.EARLIER_LOGIC_VERSIONS
     },
 }
-"""Earlier logic versions replay still re-runs, by (role, logic version): the admitter's 9 (pending
-outcomes written as messages, before they moved into the DecisionRecord, issue 15), 10 and 11 (before
-elastic workload slices, issue 21), and the
-preemptor's 5 (both before workloads giving quota back stopped counting as candidates or TAS usage
-in the cycle that releases them, issue 18)."""
+"""Earlier logic versions replay still re-runs, by (role, logic version): every one of the admitter's
+and the preemptor's ``EARLIER_LOGIC_VERSIONS``, whose docstrings say what each decided differently. Among
+them the admitter's 9 (pending outcomes written as messages, before they moved into the DecisionRecord,
+issue 15), 10 and 11 (before elastic workload slices, issue 21), the preemptor's 5 (both before workloads
+giving quota back stopped counting as candidates or TAS usage in the cycle that releases them, issue 18),
+and the admitter's 17 and the preemptor's 6 (admission fair sharing's LocalQueue usage ordered the
+preemption candidates of the preemptor's own ClusterQueue only)."""
 
 CUTS: frozenset[int] = frozenset({0, MAX_BATCH})

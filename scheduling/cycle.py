@@ -54,6 +54,7 @@ def run(
     elastic_tas: bool = True,
     deactivation_evicts: bool = True,
     kueue_multiple_preemptions: bool = True,
+    lq_usage_in_every_cq: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -86,7 +87,11 @@ def run(
     scheduler.go fits does, so two preemptors in a cohort may both preempt in one cycle; the
     Configuration's PartialAdmission gate, off, stops the search for smaller counts (scheduler.go
     getInitialAssignments); and pending messages are Kueue's (a pod set's reasons sorted and joined
-    with ", ", flavors.Picker)."""
+    with ", ", flavors.Picker).
+
+    ``lq_usage_in_every_cq`` (admitter logic 18; False: 17 and earlier, for replay): with admission fair
+    sharing, LocalQueue usage orders the preemption candidates of every ClusterQueue, as Kueue's
+    CandidatesOrdering, not only those of the preemptor's own (``preemption.ordered``)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -143,6 +148,7 @@ def run(
         tas=cycle,
         released=() if released_are_candidates else released,
         kueue_reasons=kueue_multiple_preemptions,
+        lq_usage_in_every_cq=lq_usage_in_every_cq,
     )
     search.partial_admission = not kueue_multiple_preemptions or state.configuration.feature_gates.get(
         "PartialAdmission", True

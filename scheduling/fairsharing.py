@@ -318,7 +318,9 @@ class _FairSearch:
                     for c in self.pool.of(other.name)
                     if preemption.satisfies(policy.reclaim_within_cohort, self.p, c) and c.flavored & self.p.frs_need
                 ]
-        return sorted(found, key=lambda c: preemption.candidate_order(c, self.cq_name))
+        return preemption.ordered(
+            found, self.cq_name, of=lambda c: c, lq_usage_in_every_cq=self.pool.lq_usage_in_every_cq
+        )
 
     def _borrowing_on_needed(self, node: Node) -> bool:
         return node.parent is not None and any(

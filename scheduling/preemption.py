@@ -19,8 +19,10 @@ always left as it was found.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kueue_es.events import models
 from kueue_es.projections import afs, quota
@@ -35,6 +37,8 @@ Kueue has no such bound, and some policy mixes make it evict in circles (Kueue i
 that borrows, fair sharing). With the bound, evictions stop once arrivals stop: at most
 this many per workload. A single scheduling decision is never affected before a workload
 has been evicted that often."""
+
+_T = TypeVar("_T")
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -63,7 +67,9 @@ class Candidate:
     """A workload holding quota that preemption could evict.
 
     ``usage`` per FR is the quota it holds; ``flavored`` the FRs its admission
-    names (zero amounts included); ``reserved_at_ms`` when its quota was reserved.
+    names (zero amounts included); ``reserved_at_ms`` when its quota was reserved;
+    ``lq_usage`` its LocalQueue's usage under admission fair sharing (0 when its
+    ClusterQueue has none, :func:`ordered`).
     """
 
     key: str
@@ -113,11 +119,13 @@ class CandidatePool:
     """The quota-holding workloads of ``state`` as candidates, built once per cycle and
     per ClusterQueue on first use. ``released``: keys of workloads whose quota the caller
     has already taken out of its tree (they are no candidates: Kueue's cache holds nothing
-    for them, SEMANTICS §6.4)."""
+    for them, SEMANTICS §6.4). ``lq_usage_in_every_cq``: how the searches order them
+    (:func:`ordered`; False for admitter logic 17 and preemptor logic 6 and earlier)."""
 
     state: ClusterState
     now_ms: int = 0
     released: Collection[str] = ()
+    lq_usage_in_every_cq: bool = True
     _by_cq: dict[str, list[Candidate]] = field(default_factory=dict)
 
     def forget(self) -> None:
@@ -186,11 +194,41 @@ def satisfies(policy: str, preemptor: Preemptor, candidate: Candidate) -> bool:
     return False
 
 
-def candidate_order(candidate: Candidate, preemptor_cq: str) -> tuple[bool, bool, float, int, int, str, str]:
-    """Kueue's CandidatesOrdering as a sort key (SEMANTICS §7.4): evicted first, other
-    ClusterQueues first, (admission fair sharing, in the preemptor's ClusterQueue) higher
-    LocalQueue usage first, lower priority, most recently reserved, then UID (our final
-    tie-break: the key, for workloads without UID)."""
+def candidate_order(candidate: Candidate, preemptor_cq: str) -> tuple[bool, bool, int, int, str, str]:
+    """Kueue's CandidatesOrdering (SEMANTICS §7.4) between candidates of different ClusterQueues,
+    as a sort key: evicted first, other ClusterQueues first, lower priority, most recently
+    reserved, then UID (our final tie-break: the key, for workloads without UID). LocalQueue
+    usage never orders candidates of two ClusterQueues; :func:`ordered` adds it within one."""
+    return (
+        not candidate.evicted,
+        candidate.cluster_queue == preemptor_cq,
+        candidate.priority,
+        -candidate.reserved_at_ms,
+        candidate.uid,
+        candidate.key,
+    )
+
+
+def _within_order(candidate: Candidate) -> tuple[bool, float, int, int, str, str]:
+    """CandidatesOrdering between candidates of one ClusterQueue: with admission fair sharing
+    (``lq_usage`` set, else 0 for all) the higher LocalQueue usage goes first, before priority.
+    Workloads of one LocalQueue have the same usage, so only different LocalQueues (by
+    namespace and name) are told apart by it."""
+    return (
+        not candidate.evicted,
+        -candidate.lq_usage,
+        candidate.priority,
+        -candidate.reserved_at_ms,
+        candidate.uid,
+        candidate.key,
+    )
+
+
+def _order_before_lq_usage_everywhere(
+    candidate: Candidate, preemptor_cq: str
+) -> tuple[bool, bool, float, int, int, str, str]:
+    """The order of admitter logic 17 and preemptor logic 6 and earlier, for replay: LocalQueue
+    usage ordered the candidates of the preemptor's own ClusterQueue only."""
     own = candidate.cluster_queue == preemptor_cq
     return (
         not candidate.evicted,
@@ -200,6 +238,46 @@ def candidate_order(candidate: Candidate, preemptor_cq: str) -> tuple[bool, bool
         -candidate.reserved_at_ms,
         candidate.uid,
         candidate.key,
+    )
+
+
+def ordered(
+    items: Iterable[_T],
+    preemptor_cq: str,
+    *,
+    of: Callable[[_T], Candidate],
+    lq_usage_in_every_cq: bool = True,
+) -> list[_T]:
+    """``items`` in Kueue's CandidatesOrdering (common/ordering.go, SEMANTICS §7.4), ``of`` giving
+    each one's candidate.
+
+    Kueue compares two candidates by LocalQueue usage (admission fair sharing) only when they are
+    in one ClusterQueue, in any ClusterQueue, and by priority and reservation time otherwise. That
+    comparison is not transitive when one ClusterQueue's usage order goes against its priorities
+    and another ClusterQueue's candidate sits between them; Go's sort then gives an order that
+    depends on its input, a map's. Here each ClusterQueue's candidates are ordered among
+    themselves (:func:`_within_order`) and those runs merged by :func:`candidate_order`: the same
+    order as Kueue's whenever Kueue's is one, deterministic when it is not, and always each
+    ClusterQueue's own order (which fair-sharing preemption takes its victims in).
+
+    ``lq_usage_in_every_cq`` False: as admitter logic 17 and preemptor logic 6 and earlier ordered
+    (usage only among the preemptor's own ClusterQueue's candidates), for replay."""
+    items = list(items)
+    if not lq_usage_in_every_cq:
+        return sorted(items, key=lambda item: _order_before_lq_usage_everywhere(of(item), preemptor_cq))
+    if not any(of(item).lq_usage for item in items):
+        # no usage anywhere (admission fair sharing off, or nothing consumed): one sort does
+        return sorted(items, key=lambda item: candidate_order(of(item), preemptor_cq))
+    runs: dict[str, list[_T]] = {}
+    for item in items:
+        runs.setdefault(of(item).cluster_queue, []).append(item)
+    if len(runs) == 1:
+        return sorted(items, key=lambda item: _within_order(of(item)))
+    return list(
+        heapq.merge(
+            *(sorted(run, key=lambda item: _within_order(of(item))) for run in runs.values()),
+            key=lambda item: candidate_order(of(item), preemptor_cq),
+        )
     )
 
 
@@ -258,10 +336,9 @@ class _ClassicalSearch:
     def run(self) -> list[Target]:
         same = self._same_queue()
         hierarchy, by_priority = self._hierarchical()
-        key = self._order
-        lists = [sorted(hierarchy, key=key), sorted(by_priority, key=key), sorted(same, key=key)]
-        ordered = [e for group in lists for e in group if e.candidate.evicted]
-        ordered += [e for group in lists for e in group if not e.candidate.evicted]
+        lists = [self._ordered(hierarchy), self._ordered(by_priority), self._ordered(same)]
+        walk = [e for group in lists for e in group if e.candidate.evicted]
+        walk += [e for group in lists for e in group if not e.candidate.evicted]
         no_other = not hierarchy and not by_priority
         if no_other or (self.borrow_forbidden and not self._under_nominal()):
             attempts = [True]
@@ -271,7 +348,7 @@ class _ClassicalSearch:
             attempts = [True, False]
         for allow_borrowing in attempts:
             targets: list[_Elem] = []
-            for elem in ordered:
+            for elem in walk:
                 if not self._valid(elem, allow_borrowing):
                     continue
                 remove(self.tree, elem.candidate)
@@ -285,8 +362,10 @@ class _ClassicalSearch:
                 restore(self.tree, elem_taken.candidate)
         return []
 
-    def _order(self, elem: _Elem) -> tuple[bool, bool, float, int, int, str, str]:
-        return candidate_order(elem.candidate, self.cq_name)
+    def _ordered(self, elems: list[_Elem]) -> list[_Elem]:
+        return ordered(
+            elems, self.cq_name, of=lambda e: e.candidate, lq_usage_in_every_cq=self.pool.lq_usage_in_every_cq
+        )
 
     def _fill_back(self, targets: list[_Elem], allow_borrowing: bool) -> list[_Elem]:
         """Give back, from the second-to-last down, every victim not needed to fit."""

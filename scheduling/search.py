@@ -32,7 +32,9 @@ class Search:
     ``released``: keys of workloads whose quota the caller took out of ``tree`` (the
     preemptor's view, :func:`kueue_es.scheduling.nominations.release_ended`): no candidates.
     ``kueue_reasons``: pending messages as Kueue writes them (:class:`~kueue_es.scheduling.flavors.Picker`;
-    False: admitter logic 16 and earlier)."""
+    False: admitter logic 16 and earlier). ``lq_usage_in_every_cq``: LocalQueue usage orders the
+    candidates of every ClusterQueue, as Kueue's CandidatesOrdering (False: of the preemptor's own only,
+    admitter logic 17 and preemptor logic 6 and earlier; :func:`~kueue_es.scheduling.preemption.ordered`)."""
 
     def __init__(
         self,
@@ -43,9 +45,12 @@ class Search:
         tas: tas_cycle.CycleTopology | None = None,
         released: Collection[str] = (),
         kueue_reasons: bool = True,
+        lq_usage_in_every_cq: bool = True,
     ) -> None:
         self.state, self.tree = state, tree
-        self.pool = preemption.CandidatePool(state, now_ms=now_ms, released=released)
+        self.pool = preemption.CandidatePool(
+            state, now_ms=now_ms, released=released, lq_usage_in_every_cq=lq_usage_in_every_cq
+        )
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fairsharing.Weights(state)
         self.tas = tas if tas is not None else tas_cycle.CycleTopology(state)

@@ -25,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 17
+LOGIC_VERSION = 18
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 16 and earlier
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 17 and earlier
+ordered preemption candidates by LocalQueue usage (admission fair sharing) only in the preemptor's own
+ClusterQueue (18 does in every ClusterQueue, as Kueue's CandidatesOrdering). 16 and earlier
 counted the victims of a cycle's earlier preemptions in a later preempting entry's fit check (17 takes
 them out, as Kueue's scheduler does, so two preemptors of a cohort may preempt in one cycle) and ignored
 the Configuration's PartialAdmission gate (17: off, no smaller counts are tried). 15 and earlier
@@ -66,6 +68,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         elastic_tas=True,
         deactivation_evicts=True,
         kueue_multiple_preemptions=True,
+        lq_usage_in_every_cq=True,
     )
 
 
@@ -79,6 +82,7 @@ def _decide(
     elastic_tas: bool,
     deactivation_evicts: bool,
     kueue_multiple_preemptions: bool,
+    lq_usage_in_every_cq: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -102,6 +106,7 @@ def _decide(
             elastic_tas=elastic_tas,
             deactivation_evicts=deactivation_evicts,
             kueue_multiple_preemptions=kueue_multiple_preemptions,
+            lq_usage_in_every_cq=lq_usage_in_every_cq,
         )
     finally:
         tree.rollback()
@@ -118,7 +123,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 16 counted earlier victims of the cycle in a preempting entry's fit check and ignored
+    Versions 9 to 17 ordered preemption candidates by LocalQueue usage in the preemptor's own ClusterQueue
+    only. Versions 9 to 16 counted earlier victims of the cycle in a preempting entry's fit check and ignored
     the PartialAdmission gate. Versions 9 to 15 released a workload deactivated by hand at once, its job still running (16 evicts
     it first). Versions 9 to 14 wrote a finished workload's release as a QuotaReleased message (15: a
     FinishedRelease in the record). Versions 9 to 12 wrote a QuotaReserved before the WorkloadAdmitted of a workload reserved and
@@ -142,6 +148,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     elastic_tas = version >= 14
     deactivation_evicts = version >= 16
     kueue_multiple_preemptions = version >= 17
+    lq_usage_in_every_cq = version >= 18
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -155,6 +162,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             elastic_tas=elastic_tas,
             deactivation_evicts=deactivation_evicts,
             kueue_multiple_preemptions=kueue_multiple_preemptions,
+            lq_usage_in_every_cq=lq_usage_in_every_cq,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

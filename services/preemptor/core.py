@@ -27,15 +27,18 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 6
-"""6: a workload that gives its quota back holds no TAS usage either. 5: a nomination is checked on quota as Kueue's cache holds it (finished, deactivated and
+LOGIC_VERSION = 7
+"""7: with admission fair sharing, LocalQueue usage orders the candidates of every ClusterQueue, as
+Kueue's CandidatesOrdering (6 and earlier: of the preemptor's own ClusterQueue only). 6: a workload that gives its quota back holds no TAS usage either. 5: a nomination is checked on quota as Kueue's cache holds it (finished, deactivated and
 stopped workloads hold none), a workload that fits now evicts nobody, and the targets are always
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5,)
-"""Logic versions :func:`decide_as` still re-runs: 5 placed TAS pod sets counting the topology usage
-of workloads that had given their quota back (6 leaves it out, as Kueue's cache does)."""
+EARLIER_LOGIC_VERSIONS = (5, 6)
+"""Logic versions :func:`decide_as` still re-runs: 6 and 5 ordered preemption candidates by LocalQueue
+usage only in the preemptor's own ClusterQueue (7 does in every ClusterQueue, as Kueue does); 5 also
+placed TAS pod sets counting the topology usage of workloads that had given their quota back (6 leaves
+it out, as Kueue's cache does)."""
 
 
 def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
@@ -46,7 +49,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     Returns PreemptionIssued and EvictionRequested decisions; empty when no
     nomination waits.
     """
-    return _decide(state, now_ms=now_ms, partition=partition, released_hold_topology=False)
+    return _decide(state, now_ms=now_ms, partition=partition, released_hold_topology=False, lq_usage_in_every_cq=True)
 
 
 def decide_as(version: int) -> Callable[..., list[types.Decision]]:
@@ -57,14 +60,23 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             f"preemptor logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}"
         )
 
-    def decide_v5(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic version 5 decided: released workloads' TAS usage still counted."""
-        return _decide(state, now_ms=now_ms, partition=partition, released_hold_topology=True)
+    def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
+        """:func:`decide` as logic ``version`` decided: LocalQueue usage ordering the preemptor's own
+        ClusterQueue's candidates only; with 5, released workloads' TAS usage still counted."""
+        return _decide(
+            state,
+            now_ms=now_ms,
+            partition=partition,
+            released_hold_topology=version < 6,
+            lq_usage_in_every_cq=False,
+        )
 
-    return decide_v5
+    return decide_earlier
 
 
-def _decide(state: ClusterState, *, now_ms: int, partition: str, released_hold_topology: bool) -> list[types.Decision]:
+def _decide(
+    state: ClusterState, *, now_ms: int, partition: str, released_hold_topology: bool, lq_usage_in_every_cq: bool
+) -> list[types.Decision]:
     if not state.nominations:
         return []
     if partition != partitions.LEGACY:
@@ -79,7 +91,9 @@ def _decide(state: ClusterState, *, now_ms: int, partition: str, released_hold_t
         out: list[types.Decision] = []
         released = nominations.release_ended(state, tree)
         topology = tas_cycle.CycleTopology(state, released=() if released_hold_topology else released)
-        search = Search(state, tree, now_ms=now_ms, tas=topology, released=released)
+        search = Search(
+            state, tree, now_ms=now_ms, tas=topology, released=released, lq_usage_in_every_cq=lq_usage_in_every_cq
+        )
         evicting: set[str] = set()
         for _key, (seq, nomination) in sorted(state.nominations.items(), key=lambda item: item[1][0]):
             out.extend(_answer(state, tree, search, nomination, seq=seq, evicting=evicting, now_ms=now_ms))

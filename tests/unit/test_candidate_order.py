@@ -1,0 +1,210 @@
+"""Kueue's CandidatesOrdering (common/ordering.go): admitter logic 18 and preemptor logic 7, and the
+order of admitter 17 and preemptor 6 kept for replay.
+
+With admission fair sharing Kueue compares two candidates of one ClusterQueue in different LocalQueues
+by LocalQueue usage before priority, in any ClusterQueue; admitter 17 and preemptor 6 did so only in
+the preemptor's own. ``tests/scenarios/preemption/afs-other-clusterqueue-localqueue-usage-before-priority.yaml``
+(classical) and ``tests/scenarios/afs/fair-sharing-reclaims-from-the-localqueue-that-used-more.yaml``
+(fair sharing, Kueue's integration test) reclaim from another ClusterQueue with two LocalQueues.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from kueue_es import deciders
+from kueue_es.events import types
+from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
+from kueue_es.replay import check_log
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
+from kueue_es.scheduling import preemption
+from kueue_es.services.admitter import core as admitter
+from kueue_es.services.preemptor import core as preemptor
+
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
+CLASSICAL = SCENARIOS / "preemption/afs-other-clusterqueue-localqueue-usage-before-priority.yaml"
+FAIR = SCENARIOS / "afs/fair-sharing-reclaims-from-the-localqueue-that-used-more.yaml"
+PREEMPTOR_CQ = "preemptor"
+
+
+def _candidate(
+    name: str,
+    *,
+    cq: str = PREEMPTOR_CQ,
+    priority: int = 0,
+    reserved_at_ms: int = 1000,
+    lq_usage: float = 0.0,
+    evicted: bool = False,
+) -> preemption.Candidate:
+    return preemption.Candidate(
+        key=f"default/{name}",
+        workload=cast(WorkloadState, None),  # the order never reads it
+        cluster_queue=cq,
+        usage={},
+        flavored=frozenset(),
+        priority=priority,
+        queue_ts_ms=0,
+        reserved_at_ms=reserved_at_ms,
+        evicted=evicted,
+        uid=name,
+        lq_usage=lq_usage,
+    )
+
+
+def _names(candidates: list[preemption.Candidate], *, lq_usage_in_every_cq: bool = True) -> list[str]:
+    found = preemption.ordered(candidates, PREEMPTOR_CQ, of=lambda c: c, lq_usage_in_every_cq=lq_usage_in_every_cq)
+    return [c.uid for c in found]
+
+
+LOW_USAGE = _candidate("low_lq_usage", priority=1, lq_usage=0.1)
+MID_USAGE = _candidate("mid_lq_usage", priority=10, lq_usage=0.5)
+HIGH_USAGE_OTHER_CQ = _candidate("high_lq_usage_different_cq", cq="different_cq", priority=1, lq_usage=1.0)
+
+
+@pytest.mark.parametrize(
+    ("candidates", "want"),
+    [
+        pytest.param(
+            [_candidate("high", priority=10), _candidate("low", priority=-10)],
+            ["low", "high"],
+            id="workloads sorted by priority",
+        ),
+        pytest.param(
+            [_candidate("other", priority=10), _candidate("evicted", evicted=True)],
+            ["evicted", "other"],
+            id="evicted workload first",
+        ),
+        pytest.param(
+            [_candidate("preemptorCq", priority=10), _candidate("other", cq="other", priority=10)],
+            ["other", "preemptorCq"],
+            id="workload from different CQ first",
+        ),
+        pytest.param(
+            [
+                _candidate("older", reserved_at_ms=0),
+                _candidate("younger", reserved_at_ms=2000),
+                _candidate("current", reserved_at_ms=1000),
+            ],
+            ["younger", "current", "older"],
+            id="old workloads last",
+        ),
+        pytest.param(
+            [LOW_USAGE, MID_USAGE], ["mid_lq_usage", "low_lq_usage"], id="workloads with higher LQ usage first"
+        ),
+        pytest.param(
+            [MID_USAGE, HIGH_USAGE_OTHER_CQ],
+            ["high_lq_usage_different_cq", "mid_lq_usage"],
+            id="workloads from different CQ are sorted based on priority and timestamp",
+        ),
+    ],
+)
+def test_kueues_candidates_ordering_cases(candidates: list[preemption.Candidate], want: list[str]) -> None:
+    """preemption_test.go TestCandidatesOrdering, with admission fair sharing where Kueue sets it (the
+    priority-boost cases are left out: the PriorityBoost gate is not modelled, docs/preemption.md)."""
+    assert _names(candidates) == want
+    assert _names(list(reversed(candidates))) == want
+
+
+def test_same_named_localqueues_of_two_namespaces_are_two_localqueues() -> None:
+    """Kueue PR #14547's case ("workloads from same-named LQs in different namespaces are sorted by LQ
+    usage"): a LocalQueue is its namespace and name, so team-b/default's higher usage goes first."""
+    low = _candidate("low_same_name_lq_usage", priority=-10, lq_usage=0.1)
+    high = _candidate("high_same_name_lq_usage", priority=10, lq_usage=1.0)
+    assert _names([low, high]) == ["high_same_name_lq_usage", "low_same_name_lq_usage"]
+
+
+def test_localqueue_usage_orders_the_candidates_of_another_clusterqueue() -> None:
+    """Two candidates of another ClusterQueue, in different LocalQueues: the higher usage first, before
+    priority (logic 18 / 7); admitter 17 and preemptor 6 ordered them by priority."""
+    heavy = _candidate("heavy", cq="other", priority=10, lq_usage=20.0)
+    light = _candidate("light", cq="other", priority=1, lq_usage=12.0)
+    assert _names([light, heavy]) == ["heavy", "light"]
+    assert _names([light, heavy], lq_usage_in_every_cq=False) == ["light", "heavy"]
+    # in the preemptor's own ClusterQueue both orders agree
+    own_heavy = _candidate("own_heavy", priority=10, lq_usage=20.0)
+    own_light = _candidate("own_light", priority=1, lq_usage=12.0)
+    for every in (True, False):
+        assert _names([own_light, own_heavy], lq_usage_in_every_cq=every) == ["own_heavy", "own_light"]
+
+
+def test_each_clusterqueues_order_is_kept_where_kueues_comparison_is_not_transitive() -> None:
+    """x_heavy < x_light by usage, x_light < y_mid by priority, y_mid < x_heavy by priority: Kueue's
+    comparison has a cycle and Go's sort answers by input order. Here each ClusterQueue's candidates keep
+    their order and the runs merge by priority: the same answer whatever the input order."""
+    x_heavy = _candidate("x_heavy", cq="x", priority=10, lq_usage=5.0)
+    x_light = _candidate("x_light", cq="x", priority=0, lq_usage=1.0)
+    y_mid = _candidate("y_mid", cq="y", priority=5)
+    want = ["y_mid", "x_heavy", "x_light"]
+    assert _names([x_heavy, x_light, y_mid]) == want
+    assert _names([y_mid, x_light, x_heavy]) == want
+    assert _names([x_light, y_mid, x_heavy]) == want
+
+
+def _before_first(path: Path, role: str) -> tuple[ClusterState, int, str]:
+    """The state folded from the scenario's log up to its first record of ``role``, that record's time
+    and partition."""
+    run = run_scenario(load_scenario(path))
+    first = next(
+        i for i, (_, event) in enumerate(run.log) if isinstance(event, types.DecisionRecord) and event.role == role
+    )
+    state = ClusterState()
+    for seq, event in run.log[:first]:
+        apply(state, event, seq=seq)
+    record = run.log[first][1]
+    assert isinstance(record, types.DecisionRecord)
+    return state, record.now_ms, record.partition
+
+
+def _nominated_targets(outputs: list[types.Output]) -> list[str]:
+    return sorted(t.workload.key for o in outputs if isinstance(o, types.PreemptionRequired) for t in o.targets)
+
+
+def _evicted(outputs: list[types.Decision]) -> list[str]:
+    return sorted(o.workload.key for o in outputs if isinstance(o, types.EvictionRequested))
+
+
+@pytest.mark.parametrize("path", [CLASSICAL, FAIR], ids=["classical", "fair-sharing"])
+def test_admitter_18_nominates_the_localqueue_that_used_more_and_17_as_before(path: Path) -> None:
+    state, now_ms, partition = _before_first(path, admitter.ROLE)
+    now = admitter.decide(state, now_ms=now_ms, partition=partition)
+    assert _nominated_targets(now) == ["default/high-a"]
+    earlier = admitter.decide_as(17)(state, now_ms=now_ms, partition=partition)
+    assert _nominated_targets(earlier) == ["default/low-b"]
+    assert admitter.LOGIC_VERSION == 18 and 17 in admitter.EARLIER_LOGIC_VERSIONS
+
+
+@pytest.mark.parametrize("path", [CLASSICAL, FAIR], ids=["classical", "fair-sharing"])
+def test_preemptor_7_evicts_from_the_localqueue_that_used_more_and_6_as_before(path: Path) -> None:
+    state, now_ms, partition = _before_first(path, preemptor.ROLE)
+    assert preemptor.LOGIC_VERSION == 7 and 6 in preemptor.EARLIER_LOGIC_VERSIONS
+    assert _evicted(preemptor.decide(state, now_ms=now_ms, partition=partition)) == ["default/high-a"]
+    # the nomination (admitter 18's) names high-a; preemptor 6 searched again and took low-b
+    for version in (5, 6):
+        earlier = preemptor.decide_as(version)(state, now_ms=now_ms, partition=partition)
+        assert _evicted(earlier) == ["default/low-b"]
+
+
+@pytest.mark.parametrize("path", [CLASSICAL, FAIR], ids=["classical", "fair-sharing"])
+def test_a_log_recorded_by_admitter_17_and_preemptor_6_replays_matched(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run recorded by the old deciders (low-b evicted) re-checks decision by decision: replay re-runs
+    each record with the logic version it names (``deciders.EARLIER``)."""
+    old = {
+        **deciders.BY_ROLE,
+        admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 17)],
+        preemptor.ROLE: deciders.EARLIER[(preemptor.ROLE, 6)],
+    }
+    with monkeypatch.context() as patched:
+        patched.setattr(deciders, "BY_ROLE", old)
+        run = run_scenario(load_scenario(path))
+    records = [e for _, e in run.log if isinstance(e, types.DecisionRecord) and e.role != "seed"]
+    assert {(r.role, r.logic_version) for r in records} == {(admitter.ROLE, 17), (preemptor.ROLE, 6)}
+    assert _evicted([e for _, e in run.log if isinstance(e, types.EvictionRequested)]) == ["default/low-b"]
+    report = check_log(run.messages, deciders.BY_ROLE)
+    assert report.mismatches == []
+    assert report.matched == len(records) and all(u.role == "seed" for u in report.unverifiable)
