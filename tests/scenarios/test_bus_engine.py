@@ -6,7 +6,7 @@ five Python processes), so this covers the shared examples and a spread of ``tes
 fifteenth file, at least one per section, a few chosen ones) rather
 than all of them; the core engine runs them all (``test_runner.py``), and
 ``pytest -m exhaustive tests/scenarios/test_bus_engine.py`` runs them all here (about
-30-40 minutes on 2 cores: not in CI).
+20 minutes on 2 cores: not in CI).
 """
 
 from __future__ import annotations
