@@ -12,10 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from kueue_es.events import types
-from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es.scenarios.core_engine import run_scenario
-from kueue_es.scenarios.loading import load_scenario
+from kueue_es.projections.cluster import ClusterState
 from kueue_es.services.admitter import core as admitter
+from tests.scenario_states import before_first_record
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 TWO_QUEUES = SCENARIOS / "preemption/preemptions-in-two-queues-same-cycle.yaml"
@@ -23,20 +22,8 @@ GATE_OFF = SCENARIOS / "flavors/partial-admission-gate-off-multiple-pod-sets.yam
 
 
 def _before_first_decision(path: Path) -> tuple[ClusterState, int, str]:
-    """The state folded from the scenario's log up to its first admitter record, that cycle's time and
-    partition."""
-    run = run_scenario(load_scenario(path))
-    first = next(
-        i
-        for i, (_, event) in enumerate(run.log)
-        if isinstance(event, types.DecisionRecord) and event.role == admitter.ROLE
-    )
-    state = ClusterState()
-    for seq, event in run.log[:first]:
-        apply(state, event, seq=seq)
-    record = run.log[first][1]
-    assert isinstance(record, types.DecisionRecord)
-    return state, record.now_ms, record.partition
+    """The state up to the scenario's first admitter record, that cycle's time and partition."""
+    return before_first_record(path, admitter.ROLE)
 
 
 def _nominated(outputs: list[types.Output]) -> list[str]:

@@ -17,13 +17,14 @@ import pytest
 
 from kueue_es import deciders
 from kueue_es.events import types
-from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
+from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.replay import check_log
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
 from kueue_es.scheduling import preemption
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.preemptor import core as preemptor
+from tests.scenario_states import before_first_record
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 CLASSICAL = SCENARIOS / "preemption/afs-other-clusterqueue-localqueue-usage-before-priority.yaml"
@@ -145,18 +146,8 @@ def test_each_clusterqueues_order_is_kept_where_kueues_comparison_is_not_transit
 
 
 def _before_first(path: Path, role: str) -> tuple[ClusterState, int, str]:
-    """The state folded from the scenario's log up to its first record of ``role``, that record's time
-    and partition."""
-    run = run_scenario(load_scenario(path))
-    first = next(
-        i for i, (_, event) in enumerate(run.log) if isinstance(event, types.DecisionRecord) and event.role == role
-    )
-    state = ClusterState()
-    for seq, event in run.log[:first]:
-        apply(state, event, seq=seq)
-    record = run.log[first][1]
-    assert isinstance(record, types.DecisionRecord)
-    return state, record.now_ms, record.partition
+    """The state up to the scenario's first record of ``role``, that record's time and partition."""
+    return before_first_record(path, role)
 
 
 def _nominated_targets(outputs: list[types.Output]) -> list[str]:

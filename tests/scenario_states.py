@@ -1,0 +1,25 @@
+"""States folded from a scenario's core-engine log, for tests that re-run one decider at a recorded cycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kueue_es.events import types
+from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
+
+
+def before_first_record(path: Path, role: str) -> tuple[ClusterState, int, str]:
+    """The state folded from the scenario at ``path``'s log up to its first DecisionRecord of ``role``, and
+    that record's cycle time (ms) and partition. Raises StopIteration when no record of ``role`` is logged."""
+    run = run_scenario(load_scenario(path))
+    first = next(
+        i for i, (_, event) in enumerate(run.log) if isinstance(event, types.DecisionRecord) and event.role == role
+    )
+    state = ClusterState()
+    for seq, event in run.log[:first]:
+        apply(state, event, seq=seq)
+    record = run.log[first][1]
+    assert isinstance(record, types.DecisionRecord)
+    return state, record.now_ms, record.partition
