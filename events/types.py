@@ -15,13 +15,13 @@ string that never changes when a class is renamed. Integers only: amounts
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -30,10 +30,11 @@ its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObs
 requests, and counter and capacity ``sources`` in ``deviceClassMappings``; 5: ``DispatchBatchApplied``,
 the dispatcher's results of one DecisionRecord's decisions in one message (issue 18); 6:
 ``DecisionRecord.released``, the finished workloads' releases a record carries (``FinishedRelease``,
-admitter logic 15, issue 18). docs/events.md
+admitter logic 15, issue 18); 7: ``ObjectDeleted.reason``, ``NoMatchingWorkload`` for a running job's
+workload that no longer matches it (Kueue's ensureOneWorkload). docs/events.md
 holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -215,12 +216,22 @@ class SchedulingRequested(_Event, frozen=True, kw_only=True, tag="SchedulingRequ
 
 
 class ObjectDeleted(_Event, frozen=True, kw_only=True, tag="ObjectDeleted"):
-    """An object of ``kind`` is gone from the cluster (namespace "" for cluster-scoped)."""
+    """An object of ``kind`` is gone from the cluster (namespace "" for cluster-scoped).
+
+    ``reason``: unset for a deletion; :data:`NO_MATCHING_WORKLOAD` for a job's workload the running job no
+    longer matches, dropped by the job framework as Kueue's ensureOneWorkload drops it (its job is
+    stopped with Kueue's StopReasonNoMatchingWorkload message and the Workload object deleted)."""
 
     kind: str
     namespace: str = ""
     name: str
     uid: str = ""
+    reason: str | msgspec.UnsetType = msgspec.UNSET  # schema version 7; left out of a deletion's payload
+
+
+NO_MATCHING_WORKLOAD: Final = "NoMatchingWorkload"
+"""The ObjectDeleted ``reason`` of a running job's workload that no longer matches it (Kueue's
+jobframework StopReasonNoMatchingWorkload)."""
 
 
 class WorkloadFinished(_Event, frozen=True, kw_only=True, tag="WorkloadFinished"):

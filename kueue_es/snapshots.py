@@ -90,6 +90,7 @@ class DispatchSection(msgspec.Struct, array_like=True, forbid_unknown_fields=Tru
     orphaned: list[int]
     unwritten_releases: dict[str, int] = {}  # last: a snapshot written before it has none
     deleted_workloads: list[str] = []  # after it, for the same reason
+    not_matching: list[str] = []  # after it, for the same reason
 
 
 _section_decoder = msgspec.msgpack.Decoder(DispatchSection)
@@ -145,6 +146,7 @@ class DispatchFold:
                 orphaned=sorted(self.orphaned),
                 unwritten_releases=view.unwritten_releases,
                 deleted_workloads=list(view.deleted_workloads),
+                not_matching=list(view.not_matching),
             )
         )
 
@@ -165,6 +167,7 @@ class DispatchFold:
             track_objects=True,
             unwritten_releases=section.unwritten_releases,
             deleted_workloads=dict.fromkeys(section.deleted_workloads),
+            not_matching=dict.fromkeys(section.not_matching),
         )
         return cls(view, frozenset(section.orphaned))
 

@@ -518,6 +518,10 @@ class DispatchState:
     Kueue's finalizer on it is to be taken off before the new one is written; at most
     :data:`DELETED_STOPS_KEPT`, the oldest dropped; in snapshots (a runner restarted from one still lets go of
     the old objects).
+    ``not_matching``: those of ``deleted_workloads`` whose last ObjectDeleted was a running job's workload that
+    no longer matches it (``reason`` :data:`~kueue_es.events.types.NO_MATCHING_WORKLOAD`): its job's Stopped
+    Event and the DeletedWorkload Event on the old object's deletion say so, as Kueue's ensureOneWorkload
+    does; kept and bounded as ``deleted_workloads``, in snapshots.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
     reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
@@ -535,6 +539,7 @@ class DispatchState:
     unwritten_releases: dict[str, int] = field(default_factory=dict)
     deleted_stops: dict[str, tuple[int, StopJob | StopIntegration]] = field(default_factory=dict)
     deleted_workloads: dict[str, None] = field(default_factory=dict)
+    not_matching: dict[str, None] = field(default_factory=dict)
 
     def take_dirty_workloads(self) -> dict[str, int]:
         """The dirty workloads (key -> sequence), in the order they changed; the set is emptied."""
@@ -615,6 +620,11 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
         view.deleted_workloads[key] = None
         while len(view.deleted_workloads) > DELETED_STOPS_KEPT:  # a fold no runner writes from keeps them all
             del view.deleted_workloads[next(iter(view.deleted_workloads))]
+        view.not_matching.pop(key, None)
+        if event.reason == types.NO_MATCHING_WORKLOAD:
+            view.not_matching[key] = None
+            while len(view.not_matching) > DELETED_STOPS_KEPT:
+                del view.not_matching[next(iter(view.not_matching))]
     if changed or isinstance(event, types.WorkloadObserved | types.ObjectDeleted):
         view.dirty_workloads.pop(key, None)
         view.dirty_workloads[key] = seq

@@ -107,13 +107,15 @@ def for_decision(
 
 
 def for_job_write(
-    kind: str, name: str, uid: str, *, started: bool, decision: types.Event, at_ms: int
+    kind: str, name: str, uid: str, *, started: bool, decision: types.Event, at_ms: int, not_matching: bool = False
 ) -> KubeEvent | None:
     """The job framework's Event on the job itself once its start or stop write landed
     (jobframework/reconciler.go startJob / stopJob): Normal ``Started`` "Admitted by
     clusterQueue CQ", or Normal ``Stopped`` with the eviction message. ``kind`` is ``Job`` or a
     registered integration's (``JobSet``, ``PyTorchJob``, ...); ``decision`` the WorkloadAdmitted,
-    EvictionRequested or QuotaReleased (of a workload deactivated by hand, or deleted) carried out."""
+    EvictionRequested or QuotaReleased (of a workload deactivated by hand, or deleted) carried out;
+    ``not_matching``: the deleted workload was one the running job no longer matched (ensureOneWorkload's
+    "No matching Workload" message, :data:`~kueue_es.services.dispatcher.status.NOT_MATCHING_STOP_MESSAGE`)."""
     integration = integrations.by_kind(kind)
     api_version = "batch/v1" if kind == "Job" else integration.api_version if integration is not None else None
     if api_version is None:
@@ -137,7 +139,7 @@ def for_job_write(
         if isinstance(decision, types.EvictionRequested):
             message = decision.message
         elif decision.reason == "Deleted":
-            message = status.DELETED_STOP_MESSAGE
+            message = status.NOT_MATCHING_STOP_MESSAGE if not_matching else status.DELETED_STOP_MESSAGE
         else:
             message = status.DEACTIVATED_MESSAGE
         return KubeEvent(
@@ -177,6 +179,23 @@ def for_created_workload(workload: models.Workload) -> KubeEvent | None:
         reason="CreatedWorkload",
         message=f"Created Workload: {meta.namespace}/{meta.name}",
         at_ms=meta.creation_timestamp_ms,
+        job=(owner.api_version, owner.kind, owner.uid),
+    )
+
+
+def for_deleted_not_matching(workload: models.Workload, *, at_ms: int) -> KubeEvent | None:
+    """Normal ``DeletedWorkload`` "Deleted not matching Workload: NS/NAME" on the job whose old Workload, one
+    the running job no longer matched, was just deleted (jobframework/reconciler.go ensureOneWorkload); None
+    for other owners."""
+    owner, meta = workload.owner, workload.metadata
+    if owner is None or (owner.kind != "Job" and integrations.by_kind(owner.kind) is None):
+        return None
+    return KubeEvent(
+        workload=types.WorkloadRef(namespace=meta.namespace, name=owner.name),
+        type="Normal",
+        reason="DeletedWorkload",
+        message=f"Deleted not matching Workload: {meta.namespace}/{meta.name}",
+        at_ms=at_ms,
         job=(owner.api_version, owner.kind, owner.uid),
     )
 

@@ -226,9 +226,11 @@ class WorkloadSync:
         created: Callable[[str, kube_events.KubeEvent | None, str], None],
         record: Callable[[Awaitable[Any]], None] | None = None,
         group_members: Callable[[str, str], list[tuple[str, str]]] | None = None,
+        deleted: Callable[[kube_events.KubeEvent, str], None] | None = None,
     ) -> None:
         self.bus, self.cluster, self.view = bus, cluster, view
         self.stored, self.created, self.record = stored, created, record
+        self.deleted = deleted  # (its job's DeletedWorkload Event, the old object's UID) of a not-matching one
         self.group_members = group_members  # a pod group's pods (name, UID), by namespace and group: its owners
         self._writing = asyncio.Lock()  # the batch's writes and run()'s never interleave
         # workload key -> (the observed workload, its job's pod templates by pod set): _job_templates
@@ -299,9 +301,14 @@ class WorkloadSync:
                     # marked for deletion is deleted, as Kueue's ensureOneWorkload deletes a workload that no
                     # longer matches), and the new one is created
                     self.view.deleted_workloads[key] = None  # until the old object is let go of
+                    old_uid = self.stored.workload_uid(namespace, name)
                     if not await self.stored.let_go(namespace, name):
                         await self.stored.delete_workload(namespace, name)
                     del self.view.deleted_workloads[key]
+                    if self.view.not_matching.pop(key, 0) is None and self.deleted is not None:
+                        item = kube_events.for_deleted_not_matching(wl.workload, at_ms=wall_clock_ms())
+                        if item is not None:
+                            self.deleted(item, old_uid)
                     self.stored.objects.pop(("Workload", namespace, name), None)
                 if wl is None or wl.deleted_seq:
                     self._templates.pop(key, None)

@@ -50,8 +50,8 @@ class Recording:
         self.api, self.limiter, self.view, self.stored = api, limiter, view, stored
         self.written = 0
         self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
-        # a batch's job Events, written after it: (decision sequence, Event, what else names it)
-        self._job_events: list[tuple[int, kube_events.KubeEvent, str]] = []
+        # a batch's job Events, written after it: (the Event, the end of its object's name)
+        self._job_events: list[tuple[kube_events.KubeEvent, str]] = []
         self._rejections_written: dict[tuple[str, str, str], str] = {}  # object -> the problem its Event told
 
     def workload_created(self, key: str, item: kube_events.KubeEvent | None, uid: str) -> None:
@@ -66,7 +66,13 @@ class Recording:
         """Record ``item`` (a job's own Event; ``seq`` that of its decision, 0 for a created Workload, then
         ``created_uid`` the new object's UID: a job whose Workload was deleted gets another) with the batch's
         Events."""
-        self._job_events.append((seq, item, created_uid))
+        suffix = f"{seq:x}.job" if seq else f"created.{created_uid}" if created_uid else "created"
+        self._job_events.append((item, suffix))
+
+    def workload_deleted(self, item: kube_events.KubeEvent, uid: str) -> None:
+        """The old Workload object (``uid``) of a job it no longer matched was deleted: ``item``, its job's
+        DeletedWorkload Event, is recorded with the batch's Events."""
+        self._job_events.append((item, f"deleted.{uid}"))
 
     def job_write(self, action: core.Action, *, seq: int, decision: types.Event) -> None:
         """A job (not Pods) was started or stopped for ``decision``: its Started or Stopped Event, if Kueue
@@ -75,7 +81,13 @@ class Recording:
             kind = action.kind if isinstance(action, core.StartIntegration | core.StopIntegration) else "Job"
             started = isinstance(action, core.StartJob | core.StartIntegration)
             job_event = kube_events.for_job_write(
-                kind, action.name, action.uid, started=started, decision=decision, at_ms=decision_ms(decision)
+                kind,
+                action.name,
+                action.uid,
+                started=started,
+                decision=decision,
+                at_ms=decision_ms(decision),
+                not_matching=workload_key(decision) in self.view.not_matching,
             )
             if job_event is not None:
                 self.add_job_event(seq, job_event)
@@ -87,8 +99,7 @@ class Recording:
     async def record(self, decisions: list[tuple[int, types.Event]]) -> None:
         """Write the job Events collected, then those of ``decisions`` (``(log sequence, decision)``)."""
         job_events, self._job_events = self._job_events, []
-        for seq, item, created_uid in job_events:  # the jobs' own: CreatedWorkload, Started, Stopped (jobframework)
-            suffix = f"{seq:x}.job" if seq else f"created.{created_uid}" if created_uid else "created"
+        for item, suffix in job_events:  # the jobs' own: CreatedWorkload, Started, Stopped (jobframework)
             await self._write(item, name=f"{item.workload.name}.{suffix}")
         state = self.view.cluster
         for seq, decision in decisions:

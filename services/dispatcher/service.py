@@ -171,6 +171,7 @@ class Dispatcher:
             view=self.view,
             stored=self.stored,
             created=self.recording.workload_created,
+            deleted=self.recording.workload_deleted,
             record=self.settling.record,
             group_members=lambda namespace, group: self.ungating.members(namespace, group),
         )
@@ -336,6 +337,7 @@ class Dispatcher:
             "dirty_queues",
             "unwritten_releases",
             "deleted_workloads",
+            "not_matching",
         ):
             setattr(self.view, name, getattr(view, name))
         self.orphaned_seqs |= set(orphaned)

@@ -87,6 +87,8 @@ DEACTIVATED_MESSAGE = "The workload is deactivated"  # Kueue's eviction message 
 DELETED_STOP_MESSAGE = (
     "Workload is deleted"  # Kueue's Stopped Event of a job whose Workload was deleted (reconciler.go)
 )
+# Kueue's Stopped Event of a running job whose workload no longer matches it (reconciler.go ensureOneWorkload)
+NOT_MATCHING_STOP_MESSAGE = "No matching Workload; restoring pod templates according to existent Workload"
 # generatePodsReadyCondition's messages (jobframework/reconciler.go)
 PODS_READY_MESSAGES = {
     "Started": "All pods reached readiness and the workload is running",

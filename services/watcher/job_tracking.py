@@ -186,7 +186,10 @@ class JobTracker:
                 # Kueue's ensureOneWorkload: a running job its workload no longer matches is stopped
                 # (StopReasonNoMatchingWorkload), that workload deleted, and a new one made for it once stopped
                 await self.publisher.delete_workload(
-                    wl_key, version=f"not-matching@{version}", uid=previous.metadata.uid
+                    wl_key,
+                    version=f"not-matching@{version}",
+                    uid=previous.metadata.uid,
+                    reason=types.NO_MATCHING_WORKLOAD,
                 )
                 self.recreated_at[wl_key] = self.clock()
                 if old_object := self.object_uids.get(wl_key):

@@ -126,12 +126,16 @@ class Publisher:
         await self.bus.publish(subjects.fact_message(fact, version=version))
         self.published += 1
 
-    async def delete_workload(self, key: Key, *, version: str, uid: str = "") -> None:
-        """ObjectDeleted for a job's workload (the UID of the one last published when ``uid`` is not known)."""
+    async def delete_workload(self, key: Key, *, version: str, uid: str = "", reason: str = "") -> None:
+        """ObjectDeleted for a job's workload (the UID of the one last published when ``uid`` is not known;
+        ``reason``: the fact's, :data:`~kueue_es.events.types.NO_MATCHING_WORKLOAD` or "")."""
         known = self.workloads.get(key)
         uid = uid or (known.metadata.uid if known is not None else "")
         await self.publish(
-            types.ObjectDeleted(kind="Workload", namespace=key[0], name=key[1], uid=uid), version=version
+            types.ObjectDeleted(
+                kind="Workload", namespace=key[0], name=key[1], uid=uid, reason=reason or msgspec.UNSET
+            ),
+            version=version,
         )
 
     def keep_active(self, wl_key: Key, fact: types.Fact) -> types.Fact:

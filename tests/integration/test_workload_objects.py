@@ -1433,6 +1433,12 @@ async def test_a_running_jobs_priority_class_label_change_reaches_its_workload(a
     assert not await events_of(bus, types.EvictionRequested)
 
 
+async def _events_on(api: Any, name: str) -> list[tuple[str, str]]:
+    """(reason, message) of the Events on object ``name`` in namespace default, sorted."""
+    listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    return sorted((e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == name)
+
+
 async def test_a_running_job_grown_past_its_workload_gets_a_new_one(api, bus: MemoryBus) -> None:
     """``kubectl patch job runner -p '{"spec":{"parallelism":5}}'`` while it runs with 3 pods admitted: its
     workload no longer matches it (Kueue's EquivalentToWorkload), so, as Kueue's ensureOneWorkload does, the
@@ -1462,7 +1468,15 @@ async def test_a_running_job_grown_past_its_workload_gets_a_new_one(api, bus: Me
         )
         await asyncio.sleep(0.5)  # the old object's deletion is not taken for a deletion of the new workload
         releases = await events_of(bus, types.QuotaReleased)
+        [dropped] = await events_of(bus, types.ObjectDeleted, kind="Workload")
+        on_job = await until_steady(lambda: _events_on(api, "runner"), what="the job's Events")
     assert released.reason == "Deleted" and len(releases) == 1
+    # Kueue's ensureOneWorkload: the job stopped with its message, the old Workload deleted with an Event
+    assert dropped.reason == types.NO_MATCHING_WORKLOAD
+    stopped = ("Stopped", "No matching Workload; restoring pod templates according to existent Workload")
+    deleted = ("DeletedWorkload", f"Deleted not matching Workload: default/{admitted.workload.name}")
+    assert stopped in on_job and deleted in on_job, on_job
+    assert ("Stopped", "Workload is deleted") not in on_job
     assert [a.pod_set_assignments[0].count for a in admissions] == [3, 5]
     assert [ps["count"] for ps in new["spec"]["podSets"]] == [5]
     assert restarted["spec"]["parallelism"] == 5
