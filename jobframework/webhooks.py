@@ -378,7 +378,8 @@ def validate_create(
     """What Kueue's validating webhook refuses when ``obj`` is created (empty: allowed).
 
     Every kind (jobframework ValidateJobOnCreate): the queue-name label and the prebuilt-workload
-    label are DNS-1123 subdomains; the ``max-exec-time-seconds`` label is a positive integer; each pod
+    name are DNS-1123 subdomains, a prebuilt Workload only on the kinds Kueue supports it for; the
+    ``max-exec-time-seconds`` label is a positive integer; each pod
     template's TAS annotations are valid (tas_validation.go ValidateTASPodSetRequest, through
     :func:`kueue_es.jobframework.workloads.topology_request`). A Job: the partial-admission annotation
     ``job-min-parallelism`` is an integer between 1 and its pods - 1, ``job-completions-equal-parallelism``
@@ -389,7 +390,7 @@ def validate_create(
     served = target(api_version, kind)
     if served is None:
         return []
-    errors = _common_create(obj)
+    errors = _common_create(obj) + _prebuilt_kind(served, obj)
     if context.elastic_jobs:
         errors += _elastic_kind(served, obj)
     if served == JOB:
@@ -451,12 +452,46 @@ _ELASTIC_KINDS: Final = frozenset(
 )
 
 
+#: The kinds a job may name a prebuilt Workload on (validation.go supportedPrebuiltWlJobGVKs).
+_PREBUILT_KINDS: Final = frozenset(
+    {
+        ("batch/v1", "Job"),
+        ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+        ("kubeflow.org/v1", "TFJob"),
+        ("kubeflow.org/v1", "PaddleJob"),
+        ("kubeflow.org/v1", "PyTorchJob"),
+        ("kubeflow.org/v1", "XGBoostJob"),
+        ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+        ("kubeflow.org/v2beta1", "MPIJob"),
+        ("ray.io/v1", "RayJob"),
+        ("v1", "Pod"),
+        ("ray.io/v1", "RayCluster"),
+        ("ray.io/v1", "RayService"),
+        ("workload.codeflare.dev/v1beta2", "AppWrapper"),
+    }
+)
+
+
+def _prebuilt_kind(served: Target, obj: Mapping[str, Any]) -> list[FieldError]:
+    """validation.go validateCreateForPrebuiltWorkload: only the kinds Kueue runs on a prebuilt Workload may name one
+    (a JAXJob, a SparkApplication may not)."""
+    path, name = _prebuilt(obj)
+    if not name or (served.api_version, served.kind) in _PREBUILT_KINDS:
+        return []
+    return [FieldError(type="Forbidden", field=path, detail=f'Is not supported for "{_gvk(served)}"')]
+
+
+def _gvk(served: Target) -> str:
+    """A kind's GroupVersionKind as Go prints it (``batch/v1, Kind=Job``, ``/v1, Kind=Pod``)."""
+    group, _, version = served.api_version.rpartition("/")
+    return f"{group}/{version}, Kind={served.kind}"
+
+
 def _elastic_kind(served: Target, obj: Mapping[str, Any]) -> list[FieldError]:
     """validation.go ValidateElasticJobAnnotation: only a Job and the Ray kinds may be elastic."""
     if not slices.is_elastic(_annotations(obj)) or (served.api_version, served.kind) in _ELASTIC_KINDS:
         return []
-    group, _, version = served.api_version.rpartition("/")
-    gvk = f"{group}/{version}, Kind={served.kind}" if group else f"/{version}, Kind={served.kind}"
+    gvk = _gvk(served)
     return [
         FieldError(
             type="Forbidden",

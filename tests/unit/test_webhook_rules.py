@@ -510,3 +510,22 @@ def test_an_elastic_job_may_ask_only_for_unconstrained_topology() -> None:
         "annotations": {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
     }
     assert webhooks.validate_create("batch/v1", "Job", unconstrained, context=on) == []
+
+
+def test_a_prebuilt_workload_only_on_the_kinds_kueue_supports_it_for() -> None:
+    """validation.go supportedPrebuiltWlJobGVKs: a PyTorchJob may name a prebuilt Workload, a JAXJob may not (the
+    annotation's path when the name is in the annotation)."""
+    prebuilt = "kueue.x-k8s.io/prebuilt-workload-name"
+    torch = pytorch(labels={QUEUE: "q", prebuilt: "wl"})
+    assert webhooks.validate_create("kubeflow.org/v1", "PyTorchJob", torch) == []
+    jax = copy.deepcopy(torch) | {"kind": "JAXJob"}
+    jax["spec"] = {"jaxReplicaSpecs": torch["spec"]["pytorchReplicaSpecs"]}
+    assert messages(webhooks.validate_create("kubeflow.org/v1", "JAXJob", jax)) == [
+        f'metadata.labels[{prebuilt}]: Forbidden: Is not supported for "kubeflow.org/v1, Kind=JAXJob"'
+    ]
+    annotated = job(labels={QUEUE: "q"}, annotations={prebuilt: "wl"})
+    assert webhooks.validate_create("batch/v1", "Job", annotated) == []
+    jax["metadata"]["annotations"] = {prebuilt: "wl"}
+    assert messages(webhooks.validate_create("kubeflow.org/v1", "JAXJob", jax))[0].startswith(
+        f"metadata.annotations[{prebuilt}]: Forbidden"
+    )
