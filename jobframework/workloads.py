@@ -618,10 +618,17 @@ PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 
 
 def prebuilt_workload(job: Mapping[str, Any]) -> str:
-    """The prebuilt Workload a job names by the ``kueue.x-k8s.io/prebuilt-workload-name`` label ("" none):
-    MultiKueue's remote job names its remote Workload so (SEMANTICS-ADVANCED E.2 step 5)."""
-    labels = (job.get("metadata") or {}).get("labels") or {}
-    return str(labels.get(PREBUILT_WORKLOAD_LABEL) or "")
+    """The prebuilt Workload a job names by ``kueue.x-k8s.io/prebuilt-workload-name`` ("" none): the annotation,
+    read first (WorkloadIdentifierAnnotations, on by default), else the label (jobframework utils.go
+    PrebuiltWorkloadNameFor). MultiKueue's remote job names its remote Workload so (SEMANTICS-ADVANCED E.2
+    step 5); a user may name one too (:mod:`kueue_es.jobframework.prebuilt`)."""
+    meta = job.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    for where in ("annotations", "labels"):
+        values = meta.get(where)
+        if isinstance(values, dict) and values.get(PREBUILT_WORKLOAD_LABEL):
+            return str(values[PREBUILT_WORKLOAD_LABEL])
+    return ""
 
 
 def as_mapping(value: Any) -> Mapping[str, Any]:

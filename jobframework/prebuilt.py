@@ -1,0 +1,200 @@
+"""A job's prebuilt Workload: adopted, not made for it (Kueue jobframework/reconciler.go ensureOneWorkload).
+
+Why this module exists: a job that names a Workload in ``kueue.x-k8s.io/prebuilt-workload-name``
+(annotation first, then label: :func:`~kueue_es.jobframework.workloads.prebuilt_workload`) gets no
+Workload of its own; it uses that one, which someone made before it (MultiKueue's copy on a worker,
+a user, another controller). Kueue's job reconciler, for such a job:
+
+- waits while the Workload does not exist, the job kept suspended (handleJobWithNoWorkload:
+  ``ErrPrebuiltWorkloadNotFound``, tried again);
+- leaves a Workload another object controls alone: the job waits (ensureOneWorkload);
+- makes the job the Workload's controller owner and labels it ``kueue.x-k8s.io/job-uid``
+  (EnsurePrebuiltWorkloadOwnership), before anything else;
+- finishes a Workload that does not match the job with reason ``OutOfSync`` ("The prebuilt workload
+  is out of sync with its user job": ensurePrebuiltWorkloadInSync, EquivalentToWorkload); the job
+  then has no workload and waits;
+- moves a Workload that holds no quota to the job's LocalQueue (QueueNameChange);
+- and from then on treats it as the job's own: started when admitted (also when it was admitted before
+  the job came), stopped when evicted, finished when the job finishes.
+
+Pure: the job and the Workload object in; which job adopts it, the workload the log holds for it and
+why it is out of sync out. The watcher publishes them (:mod:`kueue_es.services.watcher.job_tracking`),
+the dispatcher writes the ownership (:mod:`kueue_es.services.dispatcher.object_sync`).
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from kueue_es.events import manifests, models, quantities
+from kueue_es.jobframework import workloads
+
+OUT_OF_SYNC_REASON = "OutOfSync"
+"""Kueue's WorkloadFinishedReasonOutOfSync."""
+OUT_OF_SYNC_MESSAGE = "The prebuilt workload is out of sync with its user job"
+"""The Finished condition's message Kueue writes with it (reconciler.go ensurePrebuiltWorkloadInSync)."""
+
+
+def controller_uid(workload_object: Mapping[str, Any]) -> str | None:
+    """The UID of the object that controls a Workload object (its ``controller: true`` owner reference),
+    or None when nothing controls it."""
+    meta = workload_object.get("metadata")
+    owner = workloads.controller_owner(meta if isinstance(meta, dict) else {})
+    return None if owner is None else str(owner.get("uid") or "")
+
+
+def adopter(
+    workload_object: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]], *, adopted_by: str = ""
+) -> int | None:
+    """Which of ``jobs`` (those naming the Workload) adopts it, as an index, or None: the one that controls it
+    already; with no controller, the one the log says adopted it (``adopted_by``, its UID: the owner reference
+    not written yet), else the oldest (creation time, then name), as the first of them Kueue reconciles would
+    take it. None when another object controls it (Kueue: "The workload is already controlled by another
+    object"; every job naming it waits)."""
+    if not jobs:
+        return None
+    uids = [str((job.get("metadata") or {}).get("uid") or "") for job in jobs]
+    controller = controller_uid(workload_object)
+    if controller is not None:
+        return uids.index(controller) if controller in uids else None
+    if adopted_by and adopted_by in uids:
+        return uids.index(adopted_by)
+
+    def age(index: int) -> tuple[int, str]:
+        meta = jobs[index].get("metadata") or {}
+        try:
+            created = manifests.parse_time_ms(meta.get("creationTimestamp"))
+        except manifests.ManifestError:
+            created = 0
+        return created, str(meta.get("name") or "")
+
+    return min(range(len(jobs)), key=age)
+
+
+def is_adopted(workload: models.Workload) -> bool:
+    """Whether a workload of the log is a prebuilt one its job adopted: its owner, a job (not a Pod: pods name pod
+    groups their own way), is not what its UID comes from (a workload made for a job carries the job's UID:
+    :func:`kueue_es.jobframework.workloads.new_workload`; an adopted one its Workload object's)."""
+    owner = workload.owner
+    return owner is not None and owner.kind != "Pod" and owner.uid != workload.metadata.uid
+
+
+def adopted(workload: models.Workload, ref: workloads.JobRef, *, queue: str, reserved: bool) -> models.Workload:
+    """``workload`` (as its Workload object has it) adopted by the job ``ref``: owned by the job, without the
+    ``kueue.x-k8s.io/job-uid`` label the ownership writes (so the workload reads the same before and after it
+    is written), and in the job's LocalQueue ``queue`` unless it holds quota (``reserved``; QueueNameChange)."""
+    meta = workload.metadata
+    labels = {k: v for k, v in meta.labels.items() if k != workloads.JOB_UID_LABEL}
+    spec = workload.spec if reserved or not queue else msgspec.structs.replace(workload.spec, queue_name=queue)
+    return msgspec.structs.replace(
+        workload,
+        metadata=msgspec.structs.replace(meta, labels=labels),
+        spec=spec,
+        owner=workloads.owner_of(ref),
+    )
+
+
+def out_of_sync(
+    job_workload: models.Workload,
+    templates: Mapping[str, Mapping[str, Any]],
+    workload_object: Mapping[str, Any],
+    *,
+    suspended: bool,
+) -> str:
+    """Why the prebuilt Workload object does not match its job, or "" when it does (Kueue EquivalentToWorkload).
+
+    ``job_workload``: the workload the job would get (its pod sets' counts and min counts, its maximum
+    execution time); ``templates``: the job's pod templates by pod set name; ``suspended``: whether the job is.
+    Pod sets are compared in order, as Kueue's ComparePodSetSlices: count, minCount, the templates'
+    containers and init containers, and their tolerations unless the Workload is admitted (a start adds the
+    flavors'). While the Workload holds quota the job is compared with it as it runs (a partially admitted pod
+    set's count is the admitted one: expectedRunningPodSets), and a suspended job also with its spec. Values
+    are compared as Kubernetes' semantic equality does: a field absent, null, empty list or empty map are the
+    same, quantities by their value. Kueue compares a job running with quota that is not admitted (stopped
+    after an eviction) against the Workload's tolerations with the flavors' merged in: here the tolerations
+    are then not compared.
+    """
+    spec = workload_object.get("spec") or {}
+    status = workload_object.get("status") or {}
+    wanted = job_workload.spec.maximum_execution_time_seconds
+    have = workloads.parse_int(spec.get("maximumExecutionTimeSeconds"))
+    if wanted != have:
+        return f"maximumExecutionTimeSeconds is {_shown(have)}, the job's is {_shown(wanted)}"
+    pod_sets = [ps if isinstance(ps, dict) else {} for ps in spec.get("podSets") or []]
+    admitted = any(
+        isinstance(c, dict) and c.get("type") == "Admitted" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    admission = status.get("admission")
+    if isinstance(admission, dict):
+        counts = {
+            str(a.get("name") or ""): a.get("count")
+            for a in admission.get("podSetAssignments") or []
+            if isinstance(a, dict)
+        }
+        running = [
+            {**ps, "count": counts.get(str(ps.get("name") or ""), ps.get("count"))} if "minCount" in ps else ps
+            for ps in pod_sets
+        ]
+        why = _compare(job_workload, templates, running, tolerations=not admitted and suspended)
+        if not why or not suspended:
+            return why
+    return _compare(job_workload, templates, pod_sets, tolerations=not admitted)
+
+
+def _compare(
+    job_workload: models.Workload,
+    templates: Mapping[str, Mapping[str, Any]],
+    pod_sets: list[dict[str, Any]],
+    *,
+    tolerations: bool,
+) -> str:
+    mine = job_workload.spec.pod_sets
+    if len(mine) != len(pod_sets):
+        return f"the Workload has {len(pod_sets)} pod sets, the job {len(mine)}"
+    for index, (job_set, theirs) in enumerate(zip(mine, pod_sets, strict=True)):
+        where = f"spec.podSets[{index}]"
+        if workloads.parse_int(theirs.get("count")) != job_set.count:
+            return f"{where}.count is {_shown(theirs.get('count'))}, the job has {job_set.count} pods"
+        if workloads.parse_int(theirs.get("minCount")) != job_set.min_count:
+            return f"{where}.minCount is {_shown(theirs.get('minCount'))}, the job's is {_shown(job_set.min_count)}"
+        job_spec = (templates.get(job_set.name) or {}).get("spec") or {}
+        template = theirs.get("template")
+        their_spec = (template.get("spec") if isinstance(template, dict) else None) or {}
+        fields = ("containers", "initContainers", "tolerations") if tolerations else ("containers", "initContainers")
+        for name in fields:
+            if _semantic({name: job_spec.get(name)}) != _semantic({name: their_spec.get(name)}):
+                return f"{where}.template.spec.{name} differ from the job's"
+    return ""
+
+
+def _semantic(value: Any, *, amounts: bool = False) -> Any:
+    """``value`` as Kubernetes' semantic equality sees it: nulls, empty lists and empty maps left out of maps
+    (Go decodes each of them to a nil or empty field), and, in a map of ``amounts`` (a ``requests`` or
+    ``limits``), quantities by their value."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            seen = _semantic(item, amounts=key in ("requests", "limits"))
+            if seen is None or seen == [] or seen == {}:
+                continue
+            out[key] = _amount(seen) if amounts else seen
+        return out
+    if isinstance(value, list):
+        return [_semantic(item) for item in value]
+    return value
+
+
+def _amount(value: Any) -> Any:
+    try:
+        return quantities.parse_decimal(value)
+    except (quantities.QuantityError, decimal.InvalidOperation):
+        return value
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else str(value)
