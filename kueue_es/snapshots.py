@@ -91,6 +91,7 @@ class DispatchSection(msgspec.Struct, array_like=True, forbid_unknown_fields=Tru
     unwritten_releases: dict[str, int] = {}  # last: a snapshot written before it has none
     deleted_workloads: list[str] = []  # after it, for the same reason
     not_matching: list[str] = []  # after it, for the same reason
+    adopted_admitted: dict[str, int] = {}  # after it, for the same reason
 
 
 _section_decoder = msgspec.msgpack.Decoder(DispatchSection)
@@ -147,6 +148,7 @@ class DispatchFold:
                 unwritten_releases=view.unwritten_releases,
                 deleted_workloads=list(view.deleted_workloads),
                 not_matching=list(view.not_matching),
+                adopted_admitted=view.adopted_admitted,
             )
         )
 
@@ -168,6 +170,7 @@ class DispatchFold:
             unwritten_releases=section.unwritten_releases,
             deleted_workloads=dict.fromkeys(section.deleted_workloads),
             not_matching=dict.fromkeys(section.not_matching),
+            adopted_admitted=section.adopted_admitted,
         )
         return cls(view, frozenset(section.orphaned))
 

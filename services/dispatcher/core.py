@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from kueue_es.events import models, slices, tas, types
-from kueue_es.jobframework import integrations, jobs
+from kueue_es.jobframework import integrations, jobs, prebuilt
 from kueue_es.jobframework.annotations import (
     EVICTED_ANNOTATION,
     EVICTION_SEQ_ANNOTATION,
@@ -522,6 +522,11 @@ class DispatchState:
     no longer matches it (``reason`` :data:`~kueue_es.events.types.NO_MATCHING_WORKLOAD`): its job's Stopped
     Event and the DeletedWorkload Event on the old object's deletion say so, as Kueue's ensureOneWorkload
     does; kept and bounded as ``deleted_workloads``, in snapshots.
+    ``adopted_admitted`` (workload key -> the sequence of the WorkloadObserved that gave it its job): prebuilt
+    Workloads a job adopted while they were admitted already (:func:`kueue_es.jobframework.prebuilt.is_adopted`).
+    Their job is started by the runner's :class:`~kueue_es.services.dispatcher.suspension.Suspension` when it
+    folds the adoption, not by the plan of an admission logged before it (which a fold that ran ahead shows
+    with the job already): one start, one ``Started`` Event. In snapshots.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
     reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
@@ -540,6 +545,7 @@ class DispatchState:
     deleted_stops: dict[str, tuple[int, StopJob | StopIntegration]] = field(default_factory=dict)
     deleted_workloads: dict[str, None] = field(default_factory=dict)
     not_matching: dict[str, None] = field(default_factory=dict)
+    adopted_admitted: dict[str, int] = field(default_factory=dict)
 
     def take_dirty_workloads(self) -> dict[str, int]:
         """The dirty workloads (key -> sequence), in the order they changed; the set is emptied."""
@@ -594,8 +600,14 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     current = state.workloads.get(key)
     before = status.Before.of(current)
     queues_before, counted_before = _queues_of_workload(state, current), _queue_view(current)
+    owner_before = current.workload.owner if current is not None else None
     apply(state, event, seq=seq)
     after = state.workloads.get(key)
+    if isinstance(event, types.WorkloadObserved) and after is not None and after.workload.owner != owner_before:
+        if after.admitted and after.reservation is not None and prebuilt.is_adopted(after.workload):
+            view.adopted_admitted[key] = seq
+    elif after is None:
+        view.adopted_admitted.pop(key, None)
     if isinstance(event, types.QuotaReserved | types.WorkloadAdmitted) and before.reservation is None:
         if after is not None and after.reservation is not None:
             # a new reservation (a second copy of a live one changes nothing), or one message for both
@@ -877,7 +889,7 @@ def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | N
         case types.EvictionRequested():
             return _plan_stop(view, event, seq=seq)
         case types.WorkloadAdmitted():
-            return _plan_start(view, event)
+            return _plan_start(view, event, seq=seq)
         case types.QuotaReleased(reason="Deleted"):
             return _plan_deleted_stop(view, event, seq=seq)
         case types.QuotaReleased():
@@ -886,11 +898,14 @@ def plan(view: DispatchState, event: types.Event, *, seq: int = 0) -> Action | N
             assert_never(event)
 
 
-def _plan_start(view: DispatchState, event: types.WorkloadAdmitted) -> Action | None:
-    """The start of an admitted workload's job (see :func:`plan`)."""
+def _plan_start(view: DispatchState, event: types.WorkloadAdmitted, *, seq: int = 0) -> Action | None:
+    """The start of an admitted workload's job (see :func:`plan`); none for the admission of a prebuilt Workload
+    its job adopted only after it (:attr:`DispatchState.adopted_admitted`: that adoption starts it)."""
     current = view.cluster.workloads.get(event.workload.key)
     if current is None or current.reservation is None or current.gone or current.eviction is not None:
         return None  # an eviction already on the log: Kueue's reconciler does not start it either
+    if seq and view.adopted_admitted.get(current.key, 0) > seq:
+        return None
     return start_of(view, current, event.workload)
 
 

@@ -41,7 +41,7 @@ import structlog
 
 from kueue_es.events import manifests, models, slices, subjects, types
 from kueue_es.events.bus.base import Bus
-from kueue_es.jobframework import integrations
+from kueue_es.jobframework import integrations, prebuilt
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
@@ -136,6 +136,14 @@ class StoredObjects:
             field_manager=self.field_manager,
             subresource=subresource,
         )
+        self.writes += 1
+        return objects.as_stored(stored)
+
+    async def patch(self, ref: resources.ResourceRef, meta: Any, patch: RawObject) -> objects.StoredObject:
+        """JSON merge patch the object ``meta`` names (its ``namespace`` and ``name``) with a Workload write token;
+        returns the stored object."""
+        await self.limiter.acquire(WriteClass.WORKLOADS)
+        stored = await self.api.patch_object(ref, namespace=meta.get("namespace"), name=meta["name"], patch=patch)
         self.writes += 1
         return objects.as_stored(stored)
 
@@ -295,7 +303,12 @@ class WorkloadSync:
                 continue
             released = self.view.unwritten_releases.pop(key, None)  # shown by this write (a later one: added again)
             try:
-                if self.view.deleted_workloads.pop(key, 0) is None and wl is not None and not wl.deleted_seq:
+                if (
+                    self.view.deleted_workloads.pop(key, 0) is None
+                    and wl is not None
+                    and not wl.deleted_seq
+                    and not prebuilt.is_adopted(wl.workload)  # a prebuilt one made again is its user's, not ours
+                ):
                     # deleted and observed again since last written (its Workload deleted by hand, or no longer
                     # matching its job, and the job has a new one): the object kept goes (the finalizer off; one not
                     # marked for deletion is deleted, as Kueue's ensureOneWorkload deletes a workload that no
@@ -316,6 +329,9 @@ class WorkloadSync:
                     continue
                 if wl.workload.owner is None:
                     await self._sync_standalone(key, wl)
+                    continue
+                if prebuilt.is_adopted(wl.workload):
+                    await self._sync_prebuilt(key, wl)
                     continue
                 if not status.is_job_workload(wl):
                     continue
@@ -367,6 +383,11 @@ class WorkloadSync:
             if created:
                 uid = str(objects.meta(stored).get("uid") or "")
                 self.created(key, kube_events.for_created_workload(wl.workload), uid)
+        await self._sync_status(key, wl, ident, stored)
+
+    async def _sync_status(self, key: str, wl: WorkloadState, ident: ObjectKey, stored: objects.StoredObject) -> None:
+        """Kueue's status on a job's Workload object (``stored``: as the server last returned it)."""
+        meta = wl.workload.metadata
         generation = int(objects.meta(stored).get("generation") or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         wanted = status.replaced_slice_status(
@@ -374,7 +395,12 @@ class WorkloadSync:
         )
         wanted = status.with_object_uids(wanted, self.stored.object_uid)
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
-            body = {**_identity(desired), "status": wanted}
+            identity: dict[str, Any] = {
+                "apiVersion": resources.WORKLOADS.api_version,
+                "kind": "Workload",
+                "metadata": {"name": meta.name, "namespace": meta.namespace},
+            }
+            body = {**identity, "status": wanted}
             if "admissionChecks" in wanted:
                 current = await self.stored.api.get_object(
                     resources.WORKLOADS, namespace=meta.namespace, name=meta.name
@@ -384,9 +410,42 @@ class WorkloadSync:
                 checks = keep_controller_checks(wanted["admissionChecks"], server, own=own)
                 wanted = {**wanted, "admissionChecks": checks}
                 version = (current.get("metadata") or {}).get("resourceVersion")
-                body = {**_identity(desired), "status": wanted}
+                body = {**identity, "status": wanted}
                 body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
             self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status"))
+
+    async def _sync_prebuilt(self, key: str, wl: WorkloadState) -> None:
+        """A job's prebuilt Workload (:func:`kueue_es.jobframework.prebuilt.is_adopted`): made the job's, as
+        Kueue's job reconciler makes it (:func:`~kueue_es.services.dispatcher.status.adoption_patch`: the owner
+        reference, the job-uid label, the job's LocalQueue), its spec otherwise the user's; then Kueue's status,
+        as on any job's Workload. The object is read before it is patched, the patch carrying its UID and
+        resourceVersion (a write in between fails with 409 and is tried again). One gone (404) is left to the
+        watcher's deletion fact; one of another UID (made again under the name) waits for the log to have it."""
+        meta = wl.workload.metadata
+        ident: ObjectKey = ("Workload", meta.namespace, meta.name)
+        stored = self.stored.objects.get(ident)
+        try:
+            if stored is None or objects.meta(stored).get("uid") != meta.uid or status.adoption_patch(stored, wl):
+                current: Any = await self.stored.api.get_object(
+                    resources.WORKLOADS, namespace=meta.namespace, name=meta.name
+                )
+                current_meta = current.get("metadata") or {}
+                if current_meta.get("uid") != meta.uid:
+                    log.info("prebuilt_workload_not_the_logs", workload=key, uid=current_meta.get("uid"))
+                    return
+                patch = status.adoption_patch(current, wl)
+                if patch:
+                    precondition = {"uid": meta.uid, "resourceVersion": current_meta.get("resourceVersion")}
+                    patch["metadata"] = {**patch.get("metadata", {}), **precondition}
+                    current = await self.stored.patch(resources.WORKLOADS, current_meta, patch)
+                    log.info(
+                        "prebuilt_workload_adopted", workload=key, job=wl.workload.owner and wl.workload.owner.name
+                    )
+                stored = self.stored.keep(ident, objects.as_stored(current))
+            await self._sync_status(key, wl, ident, stored)
+        except kube_errors.NotFoundError:
+            self.stored.objects.pop(ident, None)
+            log.info("prebuilt_workload_not_in_cluster", workload=key)
 
     async def _job_templates(self, key: str, wl: WorkloadState) -> dict[str, Any]:
         """The pod templates of the workload's job by pod set name, read from the API server once per
@@ -767,15 +826,6 @@ def _time_ms(value: Any) -> int:
         return manifests.parse_time_ms(value)
     except manifests.ManifestError:
         return 0
-
-
-def _identity(obj: RawObject) -> RawObject:
-    meta = obj["metadata"]
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-    }
 
 
 def _managed(obj: objects.StoredObject, fields: tuple[str, ...]) -> dict[str, Any]:

@@ -299,6 +299,10 @@ class Dispatcher:
                 self.suspension.workload_deleted(
                     accepted, cluster.workloads.get(f"{accepted.namespace}/{accepted.name}"), seq=seq
                 )
+            owner_before = None
+            if self.write_objects and isinstance(accepted, types.WorkloadObserved):
+                before = cluster.workloads.get(accepted.workload.key)
+                owner_before = before.workload.owner if before is not None else None
             try:
                 core.fold(self.view, accepted, seq=seq)
             except UnknownEventError as err:  # raised before the fold touches the state, as in runtime
@@ -311,6 +315,10 @@ class Dispatcher:
                         self.ungating.mark(accepted.workload.key)
                     elif isinstance(accepted, types.WorkloadPodsReady):
                         self.suspension.observed(accepted)
+                    elif isinstance(accepted, types.WorkloadObserved) and accepted.workload.owner != owner_before:
+                        self.suspension.adopted(accepted.workload.key, seq=seq)
+                    elif isinstance(accepted, types.WorkloadFinished):
+                        self.suspension.finished(accepted, seq=seq)
 
     async def _resume(self) -> int:
         """Take the start point (a snapshot of this log: its view becomes the fold, in place, as the
@@ -338,6 +346,7 @@ class Dispatcher:
             "unwritten_releases",
             "deleted_workloads",
             "not_matching",
+            "adopted_admitted",
         ):
             setattr(self.view, name, getattr(view, name))
         self.orphaned_seqs |= set(orphaned)

@@ -773,6 +773,47 @@ def is_job_workload(wl: WorkloadState) -> bool:
     return integration is not None and integration.api_version == owner.api_version
 
 
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def adoption_patch(current: Mapping[str, Any], wl: WorkloadState) -> dict[str, Any]:
+    """The JSON merge patch that makes the prebuilt Workload object ``current`` its job's, as the log has it
+    (:func:`kueue_es.jobframework.prebuilt.is_adopted`); ``{}`` when it is so already.
+
+    Kueue EnsurePrebuiltWorkloadOwnership: the job as its controller owner (``blockOwnerDeletion``; the other
+    owner references kept, one to the job made the controller), the ``kueue.x-k8s.io/job-uid`` label when the
+    UID is a valid label value; QueueNameChange: ``spec.queueName`` the job's while the workload holds no quota
+    (the log's). The rest of the object, its spec above all, stays the user's: no finalizer, no templates of
+    the job's (Kueue writes neither on a prebuilt Workload).
+    """
+    owner = wl.workload.owner
+    assert owner is not None
+    meta = current.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    refs = [ref for ref in meta.get("ownerReferences") or [] if isinstance(ref, dict)]
+    mine = {
+        "apiVersion": owner.api_version,
+        "kind": owner.kind,
+        "name": owner.name,
+        "uid": owner.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    patch_meta: dict[str, Any] = {}
+    if not any(ref.get("uid") == owner.uid and ref.get("controller") is True for ref in refs):
+        patch_meta["ownerReferences"] = [ref for ref in refs if ref.get("uid") != owner.uid] + [mine]
+    labels = meta.get("labels")
+    labels = labels if isinstance(labels, dict) else {}
+    if len(owner.uid) <= 63 and _LABEL_VALUE.fullmatch(owner.uid) and labels.get(JOB_UID_LABEL) != owner.uid:
+        patch_meta["labels"] = {JOB_UID_LABEL: owner.uid}
+    patch: dict[str, Any] = {"metadata": patch_meta} if patch_meta else {}
+    queue = wl.workload.spec.queue_name
+    spec = current.get("spec")
+    if queue and (spec.get("queueName") if isinstance(spec, dict) else None) != queue:
+        patch["spec"] = {"queueName": queue}
+    return patch
+
+
 RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
 """Kueue's finalizer (kueue.ResourceInUseFinalizerName): a job's Workload carries it until the workload finishes,
 or until the job is stopped once the Workload is marked for deletion (or the job is gone); a ClusterQueue

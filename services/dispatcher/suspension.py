@@ -10,7 +10,10 @@ ReconcileGenericJob) puts both back:
   for its checks): ``stopJob(StopReasonNotAdmitted, "Not admitted by cluster queue")``, except a job whose
   workload slices are enabled (elastic jobs run on, their new pods gated);
 - step 7, a job suspended while its workload is admitted (and not evicted): ``startJob``, as at admission,
-  with its ``Started`` Event again.
+  with its ``Started`` Event again; also a job that adopts its prebuilt Workload admitted before it came
+  (:meth:`Suspension.adopted`);
+- a job whose prebuilt Workload was finished ``OutOfSync`` has no workload: stopped if it runs
+  (handleJobWithNoWorkload, :meth:`Suspension.finished`).
 
 The watcher's PodsReady facts say when a job started or stopped without a decision (``progress.started``:
 a job not suspended, a pod ungated): the first WorkloadPodsReady of a workload never admitted, and a
@@ -32,7 +35,7 @@ from typing import Any
 import structlog
 
 from kueue_es.events import slices, types
-from kueue_es.jobframework import integrations
+from kueue_es.jobframework import integrations, prebuilt
 from kueue_es.jobframework import pods as pod_integration
 from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, kube_events
@@ -49,6 +52,10 @@ NOT_ADMITTED_REASON = "NotAdmitted"
 """Kueue's StopReasonNotAdmitted (jobframework/reconciler.go)."""
 NOT_ADMITTED_MESSAGE = "Not admitted by cluster queue"
 """The Stopped Event's message for it (reconciler.go step 8)."""
+NO_MATCHING_REASON = "NoMatchingWorkload"
+"""Kueue's StopReasonNoMatchingWorkload: the job of a prebuilt Workload finished OutOfSync has none."""
+NO_MATCHING_MESSAGE = "missing workload"
+"""The Stopped Event's message for it (reconciler.go handleJobWithNoWorkload)."""
 REMEMBERED_REASONS = 200_000
 """Workloads whose last PodsReady reason is kept (the least recently reported forgotten first): one forgotten
 misses a suspension by hand only if its job was suspended right then."""
@@ -77,6 +84,8 @@ class Suspension:
         self.pod_stops: dict[str, core.StopPods] = {}  # workload key -> its pods to stop (running, not admitted)
         self.pods_deleted = 0
         self.due: dict[str, tuple[int, int]] = {}  # workload key -> (sequence, time in ms) of the fact that marked it
+        # prebuilt workloads finished OutOfSync -> (sequence, time in ms) of that finish: their job is stopped
+        self.unmatched: dict[str, tuple[int, int]] = {}
         self.reasons: dict[str, str] = {}  # workload key -> the PodsReady reason of its last fact (the newest kept)
         self._wake = asyncio.Event()
         self._owners: dict[str, str] = {}  # workload key -> the UID of the single pod its deletion deletes
@@ -110,6 +119,31 @@ class Suspension:
             if wl.eviction is not None or event.reason != "WaitForStart" or previous not in STARTED_STATES:
                 return
         self.due[key] = (self.view.cluster.last_seq, event.at_ms)
+        self._wake.set()
+
+    def adopted(self, key: str, *, seq: int) -> None:
+        """The fold took, at ``seq``, a WorkloadObserved that gave workload ``key`` a new owner: when that is a job
+        adopting its prebuilt Workload admitted already (:attr:`core.DispatchState.adopted_admitted`), mark it, so
+        the job is started at once (reconciler.go step 7: a suspended job whose workload is admitted is started,
+        as at admission). An admission that comes later starts it as any job's (:func:`core.plan`)."""
+        if self.view.adopted_admitted.get(key) != seq:
+            return  # not adopted admitted: the admission's plan starts it (a job running meanwhile: observed)
+        wl = self.view.cluster.workloads.get(key)
+        if wl is None or wl.gone or wl.finished is not None or not _job_of_its_own(wl):
+            return
+        self.due[key] = (seq, wall_clock_ms())
+        self._wake.set()
+
+    def finished(self, event: types.WorkloadFinished, *, seq: int) -> None:
+        """The fold took ``event`` at ``seq``: a prebuilt Workload finished ``OutOfSync`` leaves its job with no
+        workload, so a job of it that runs is stopped (reconciler.go handleJobWithNoWorkload: stopJob
+        ``NoMatchingWorkload``, "missing workload"); the quota it ran on is released with the finish."""
+        if event.reason != prebuilt.OUT_OF_SYNC_REASON:
+            return
+        wl = self.view.cluster.workloads.get(event.workload.key)
+        if wl is None or not prebuilt.is_adopted(wl.workload) or not _job_of_its_own(wl):
+            return
+        self.unmatched[wl.key] = (seq, event.at_ms)
         self._wake.set()
 
     def workload_deleted(self, event: types.ObjectDeleted, wl: WorkloadState | None, *, seq: int) -> None:
@@ -152,6 +186,13 @@ class Suspension:
                     await self._stop_pods(key, action, owner_uid=self._owners.pop(key, ""))
                 except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
                     log.warning("pods_not_stopped", workload=key, error=str(err))
+            while self.unmatched:
+                key = next(iter(self.unmatched))
+                seq, at_ms = self.unmatched.pop(key)
+                try:
+                    await self._stop_unmatched(key, seq=seq, at_ms=at_ms)
+                except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                    log.warning("job_suspension_not_checked", workload=key, seq=seq, error=str(err))
             while self.due:
                 key = next(iter(self.due))
                 seq, at_ms = self.due.pop(key)
@@ -262,8 +303,27 @@ class Suspension:
             return job, (job.get("spec") or {}).get("suspend") is True
         return job, integrations.suspended(integration, job)
 
-    async def _stop(self, wl: WorkloadState, *, seq: int, at_ms: int) -> None:
-        action = core.stop_of(self.view, wl, wl.ref, reason=NOT_ADMITTED_REASON, seq=seq)
+    async def _stop_unmatched(self, key: str, *, seq: int, at_ms: int) -> None:
+        """Stop the job of prebuilt workload ``key``, finished OutOfSync at ``seq``, when it still runs."""
+        wl = self.view.cluster.workloads.get(key)
+        if wl is None or wl.finished is None or wl.finished.reason != prebuilt.OUT_OF_SYNC_REASON:
+            return
+        if self.gate is not None and not self.gate():
+            return
+        found = await self._job(wl)
+        if found is not None and not found[1]:
+            await self._stop(wl, seq=seq, at_ms=at_ms, reason=NO_MATCHING_REASON, message=NO_MATCHING_MESSAGE)
+
+    async def _stop(
+        self,
+        wl: WorkloadState,
+        *,
+        seq: int,
+        at_ms: int,
+        reason: str = NOT_ADMITTED_REASON,
+        message: str = NOT_ADMITTED_MESSAGE,
+    ) -> None:
+        action = core.stop_of(self.view, wl, wl.ref, reason=reason, seq=seq)
         if isinstance(action, core.StopJob):
             result = await self.jobs.stop_job(action, seq=seq)
         elif isinstance(action, core.StopIntegration):
@@ -273,8 +333,8 @@ class Suspension:
         if isinstance(result, types.DispatchFailed):
             return
         self.stopped += 1
-        log.info("job_stopped_not_admitted", job=f"{action.namespace}/{action.name}", workload=wl.key, seq=seq)
-        self._event(wl, reason="Stopped", message=NOT_ADMITTED_MESSAGE, seq=seq, at_ms=at_ms)
+        log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=wl.key, seq=seq, why=reason)
+        self._event(wl, reason="Stopped", message=message, seq=seq, at_ms=at_ms)
         await self.recording.record([])
 
     async def _start(self, wl: WorkloadState, *, seq: int, at_ms: int) -> None:

@@ -25,9 +25,11 @@ from kueue_es.jobframework import slices as job_slices
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL
 from kueue_es.jobframework.integrations import ray
 from kueue_es.services.kube import objects
+from kueue_es.services.watcher import prebuilt_tracking
 from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.kinds import API_VERSIONS, JOB_KINDS, Key
 from kueue_es.services.watcher.pod_tracking import PodGroups
+from kueue_es.services.watcher.prebuilt_tracking import PrebuiltWorkloads
 from kueue_es.services.watcher.publishing import Publisher, log_rejection
 from kueue_es.services.watcher.reporting import ProgressReporter
 
@@ -91,6 +93,16 @@ class JobTracker:
             clock=clock,
             doomed=self.doomed,
         )
+        # jobs naming a prebuilt Workload, and the Workload objects they name (kueue.x-k8s.io/prebuilt-workload-name)
+        self.prebuilt = PrebuiltWorkloads(
+            publisher=publisher,
+            inputs=inputs,
+            reporter=reporter,
+            jobs=self.objects,
+            managed=self._managed,
+            convert=lambda kind, obj, now_ms, context: _convert(kind, obj, now_ms=now_ms, context=context),
+            clock=clock,
+        )
 
     # -- watch events -----------------------------------------------------------------------------
 
@@ -110,6 +122,14 @@ class JobTracker:
         else:
             self.objects[kind][key] = obj
             self.inputs.remember_owner(kind, obj)
+        named = prebuilt_tracking.names(kind, obj) or (before is not None and prebuilt_tracking.names(kind, before))
+        if named:  # a job adopting a prebuilt Workload (not a Pod's: pods name pod groups their own way)
+            if change == "DELETED":
+                await self.prebuilt.job_deleted(kind, obj, version=version)
+                return
+            renamed = self.prebuilt.index(kind, obj, present=True)
+            if renamed is not None:  # Kueue's webhook forbids it; the Workload it named is looked at again
+                await self.prebuilt.sync(renamed, trigger=version)
         if kind == "Pod":
             await self.groups.progress(obj, version=version)
         if kind == "Pod" and (group := pods.group_name(obj)):
@@ -136,6 +156,8 @@ class JobTracker:
             self.inputs.remember_owner(kind, obj)
         if kind == "Pod":
             self.groups.reindex()
+        else:
+            self.prebuilt.reindex(kind)
         live = {k for obj in listed if self._managed(kind, obj) for k in self._workload_keys(kind, obj)}
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
         for key in sorted(gone):
@@ -164,6 +186,10 @@ class JobTracker:
         """Publish what a Job, a JobSet or a single Pod stands for now."""
         wl_key = self._workload_key(kind, obj)
         if wl_key is None:
+            return
+        if prebuilt_tracking.names(kind, obj):
+            if self.inputs.managed_context().namespace_managed(wl_key[0]):
+                await self.prebuilt.sync_job(kind, obj, version=version)  # it adopts that Workload: no one made for it
             return
         if kind == "Pod" and objects.uid_of(obj) in self.doomed.get(wl_key, ()):
             return  # its Workload was deleted by hand: the pod is being deleted, not given a new one
@@ -395,7 +421,7 @@ class JobTracker:
 
     def _workload_keys(self, kind: str, obj: objects.KubeObject) -> list[Key]:
         """Every workload of a job: its slices for an elastic Job, else its one workload."""
-        if self._elastic(kind, obj):
+        if self._elastic(kind, obj) and not prebuilt_tracking.names(kind, obj):
             uid = objects.uid_of(obj)
             return sorted(
                 key
@@ -541,6 +567,8 @@ class JobTracker:
         name, uid = objects.name_of(obj), objects.uid_of(obj)
         if kind == "Pod":
             return pods.workload_key(obj)
+        if prebuilt := prebuilt_tracking.names(kind, obj):
+            return objects.namespace_of(obj), prebuilt
         if kind == "Job":
             return objects.namespace_of(obj), jobs.workload_name_for_job(name, uid)
         integration = integrations.by_kind(kind)

@@ -145,12 +145,15 @@ class ProgressReporter:
 
     async def report_stopped(self, job: Mapping[str, Any], *, now_ms: int, workload: Key | None = None) -> None:
         """WorkloadStopped for an evicted Job that no longer runs, once per eviction (jobs.stop_version);
-        ``workload``: the workload it stops when not the Job's own name (an elastic Job's newest slice)."""
+        ``workload``: the workload it stops when not the Job's own name (an elastic Job's newest slice, the
+        prebuilt Workload it adopted: with that one's UID as the log has it)."""
         stopped = jobs.stopped_fact(job, now_ms=now_ms)
         if stopped is None:
             return
         if workload is not None:
-            ref = types.WorkloadRef(namespace=workload[0], name=workload[1], uid=stopped.workload.uid)
+            known = self.publisher.workloads.get(workload)
+            uid = known.metadata.uid if known is not None else stopped.workload.uid
+            ref = types.WorkloadRef(namespace=workload[0], name=workload[1], uid=uid)
             stopped = msgspec.structs.replace(stopped, workload=ref)
         key, version = (stopped.workload.namespace, stopped.workload.name), jobs.stop_version(job)
         if self.stopped.get(key) == version:

@@ -46,7 +46,8 @@ This module is the wiring and the only async runner: :class:`Watcher` lists and
 watches each kind through a :class:`kueue_es.services.watcher.reading.KubeReader`
 and hands each event to the collaborator for its family -- Kueue's objects
 (``kueue_tracking``), the jobs and pod groups (``job_tracking``,
-``pod_tracking``), the objects conversions read (``inputs``), the TAS kinds
+``pod_tracking``), the prebuilt Workloads jobs adopt and the Workload objects they
+name (``prebuilt_tracking``), the objects conversions read (``inputs``), the TAS kinds
 (``topology_tracking``), the Workload objects and job progress (``reporting``) --
 which all publish through one :class:`kueue_es.services.watcher.publishing.Publisher`.
 """
@@ -316,9 +317,11 @@ class Watcher:
             self.inputs.replace(kind, listed)
             await self.jobs.reconvert(trigger=version)
         elif kind == watched.WORKLOAD_KIND:
-            await self.standalone.resynced(listed, version=version)
+            prebuilt = self.jobs.prebuilt
+            await prebuilt.workloads_listed(listed, version=version)
+            await self.standalone.resynced(listed, version=version, claimed=prebuilt.claims)
             for obj in listed:
-                if not standalone.is_standalone(obj):
+                if not standalone.is_standalone(obj) and not prebuilt.claims(obj):
                     if objects.meta(obj).get("deletionTimestamp"):
                         # marked for deletion while no watcher ran (held by Kueue's finalizer): seen now
                         await self.jobs.workload_object_deleted(obj)
@@ -334,6 +337,10 @@ class Watcher:
 
     async def _changed(self, kind: str, change: str, obj: objects.KubeObject) -> None:
         if kind == watched.WORKLOAD_KIND:
+            if self.jobs.prebuilt.claims(obj):  # a job's prebuilt Workload: the job plays the job's part
+                await self.jobs.prebuilt.workload_changed(change, obj)
+                return
+            self.jobs.prebuilt.remember(change, obj)  # a job may name it later
             if standalone.is_standalone(obj):
                 await self.standalone.changed(change, obj)
             elif change == "DELETED" or objects.meta(obj).get("deletionTimestamp"):

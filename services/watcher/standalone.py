@@ -19,7 +19,9 @@ FinishWorkloads, SetPodsReady):
   when it changes; Kueue's Dynamic Reclaim for a custom integration).
 
 A Workload object is standalone when it has no owner reference: those the
-dispatcher writes for jobs always have one (the job).
+dispatcher writes for jobs always have one (the job). One a job names as its
+prebuilt Workload, and may adopt, is that job's even before the dispatcher wrote
+the owner reference (:mod:`kueue_es.services.watcher.prebuilt_tracking`).
 """
 
 from __future__ import annotations
@@ -61,13 +63,21 @@ class StandaloneTracker:
         # a new report (the pods of a new admission ready again); the dispatcher echoes the same one.
         self.pods_ready: dict[Key, tuple[bool, str, str]] = {}
 
-    async def resynced(self, listed: list[objects.KubeObject], *, version: str) -> None:
-        """A fresh list of Workloads: standalone ones the log holds and the list misses are deleted."""
+    async def resynced(
+        self,
+        listed: list[objects.KubeObject],
+        *,
+        version: str,
+        claimed: Callable[[objects.KubeObject], bool] = lambda obj: False,
+    ) -> None:
+        """A fresh list of Workloads: standalone ones the log holds and the list misses are deleted; those a job
+        adopts (``claimed``: its prebuilt Workload, :mod:`~kueue_es.services.watcher.prebuilt_tracking`) are
+        not published here."""
         live = {_key(obj) for obj in listed if is_standalone(obj)}
         for key in sorted(self.standalone_known() - live):
             await self.publisher.delete_workload(key, version=version)
         for obj in listed:
-            if is_standalone(obj):
+            if is_standalone(obj) and not claimed(obj):
                 await self.changed("ADDED", obj)
 
     def standalone_known(self) -> set[Key]:

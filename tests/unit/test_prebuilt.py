@@ -1,6 +1,6 @@
-"""A job's prebuilt Workload: which job adopts it, what the log holds for it, when it is out of sync with the job
-(Kueue jobframework/reconciler.go ensureOneWorkload, ensurePrebuiltWorkloadInSync, EquivalentToWorkload;
-pkg/util/equality)."""
+"""A job's prebuilt Workload: which job adopts it, what the log holds for it, when it is out of sync with the job,
+and the patch that makes the object the job's (Kueue jobframework/reconciler.go ensureOneWorkload,
+EnsurePrebuiltWorkloadOwnership, ensurePrebuiltWorkloadInSync, EquivalentToWorkload; pkg/util/equality)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from kueue_es.events import manifests, models
+from kueue_es.events import manifests, models, types
 from kueue_es.jobframework import jobs, prebuilt, workloads
+from kueue_es.projections.cluster import WorkloadState
+from kueue_es.services.dispatcher import core, status
 
 JOB_UID = "0b9a5c1e-0000-4000-8000-000000000001"
 CONTAINERS = [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "200Mi"}}}]
@@ -154,3 +156,60 @@ def test_the_prebuilt_name_is_read_from_the_annotation_first() -> None:
     labelled["metadata"]["annotations"] = {workloads.PREBUILT_WORKLOAD_LABEL: "wl-annotated"}
     assert workloads.prebuilt_workload(labelled) == "wl-annotated"
     assert workloads.prebuilt_workload({"metadata": {"labels": {}}}) == ""
+
+
+def test_the_adoption_patch_makes_the_object_the_jobs_and_nothing_else() -> None:
+    parsed = manifests.parse_object(workload_object(), strict=False)
+    assert isinstance(parsed, models.Workload)
+    ref = workloads.job_ref(job(), kind="Job", api_version="batch/v1")
+    wl = WorkloadState(workload=prebuilt.adopted(parsed, ref, queue="user-queue", reserved=False), observed_seq=1)
+    current = workload_object()
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "uid-cm"}
+    current["metadata"]["ownerReferences"] = [other, {"apiVersion": "batch/v1", "kind": "Job", "uid": JOB_UID}]
+    current["spec"]["queueName"] = "other-queue"
+    patch = status.adoption_patch(current, wl)
+    mine = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "job-a",
+        "uid": JOB_UID,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    assert patch == {
+        "metadata": {"ownerReferences": [other, mine], "labels": {workloads.JOB_UID_LABEL: JOB_UID}},
+        "spec": {"queueName": "user-queue"},
+    }
+    written = copy.deepcopy(current)
+    written["metadata"] |= {"ownerReferences": [other, mine], "labels": {workloads.JOB_UID_LABEL: JOB_UID}}
+    written["spec"]["queueName"] = "user-queue"
+    assert status.adoption_patch(written, wl) == {}
+
+
+def _admission(ref: types.WorkloadRef) -> types.WorkloadAdmitted:
+    assignment = types.PodSetAssignment(name="main", flavors={"cpu": "f"}, resource_usage={"cpu": 3000}, count=3)
+    return types.WorkloadAdmitted(workload=ref, cluster_queue="cq", pod_set_assignments=[assignment], at_ms=1)
+
+
+@pytest.mark.parametrize("adopted_first", [True, False])
+def test_one_start_whichever_came_first_the_adoption_or_the_admission(adopted_first: bool) -> None:
+    """Adopted before its admission, the job is started by the admission's plan; admitted before its adoption, by
+    the adoption (the dispatcher's Suspension), and the admission's plan, run on a fold that has the adoption
+    already, starts nothing: one start, one Started Event."""
+    parsed = manifests.parse_object(workload_object(), strict=False)
+    assert isinstance(parsed, models.Workload)
+    ref = types.WorkloadRef(namespace="default", name="wl-a", uid="wl-uid")
+    job_ref = workloads.job_ref(job(), kind="Job", api_version="batch/v1")
+    adoption = types.WorkloadObserved(workload=prebuilt.adopted(parsed, job_ref, queue="user-queue", reserved=True))
+    standalone = types.WorkloadObserved(workload=parsed)
+    steps = [standalone, adoption, _admission(ref)] if adopted_first else [standalone, _admission(ref), adoption]
+    view = core.DispatchState()
+    for seq, event in enumerate(steps, start=1):
+        core.fold(view, event, seq=seq)
+    admission_seq = 3 if adopted_first else 2
+    action = core.plan(view, steps[admission_seq - 1], seq=admission_seq)
+    if adopted_first:
+        assert isinstance(action, core.StartJob) and action.name == "job-a" and action.uid == JOB_UID
+        assert view.adopted_admitted == {}
+    else:
+        assert action is None and view.adopted_admitted == {"default/wl-a": 3}

@@ -1,0 +1,307 @@
+"""Jobs that name a prebuilt Workload, and the Workload objects they name, as the watcher follows them.
+
+Why this module exists: a job labelled (or annotated) ``kueue.x-k8s.io/prebuilt-workload-name: NAME``
+gets no Workload of its own: it adopts the Workload object NAME of its namespace, as Kueue's job
+reconciler does (:mod:`kueue_es.jobframework.prebuilt`). What the log holds for it then depends on
+two objects at once, the job and that Workload object, and either may come first or change.
+:class:`PrebuiltWorkloads` keeps the Workload objects a job may adopt (those no object owns, and
+those a job names) and which jobs name which, and publishes, whenever either changes:
+
+- nothing while the Workload object does not exist, or another object controls it: the job waits;
+- the adoption: WorkloadObserved of the Workload as its object has it, owned by the job, in the
+  job's LocalQueue while it holds no quota (the dispatcher writes the owner reference and starts
+  the job when the workload is admitted, also when it was admitted before the job came);
+- WorkloadFinished ``OutOfSync`` once, when the Workload does not match the job (the job waits);
+- the job's own progress for that workload, as for any job's: its finish, its stop after an eviction,
+  PodsReady, reclaimable pods;
+- ObjectDeleted when the Workload object is deleted while the job remains, or the job is deleted.
+
+A Workload object a job adopts is this module's, not :mod:`~kueue_es.services.watcher.standalone`'s,
+even before the dispatcher wrote its owner reference: the job plays the job's part, not its user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import structlog
+
+from kueue_es.events import manifests, models, types
+from kueue_es.jobframework import integrations, jobs, prebuilt, workloads
+from kueue_es.services.kube import objects
+from kueue_es.services.watcher.inputs import ConversionInputs
+from kueue_es.services.watcher.kinds import API_VERSIONS, Key
+from kueue_es.services.watcher.publishing import Publisher, log_rejection
+from kueue_es.services.watcher.reporting import ProgressReporter
+
+log = structlog.get_logger(__name__)
+
+JobId = tuple[str, str]
+"""``(kind, name)`` of a job, in the namespace of the workload it names."""
+Converter = Callable[[str, objects.KubeObject, int, workloads.Context], types.Fact | None]
+"""A job's kind, the job, the time now (ms) and what its conversion reads, to the fact it stands for."""
+
+
+def names(kind: str, obj: objects.KubeObject) -> str:
+    """The prebuilt Workload a job of ``kind`` names ("" none); Pods name pod groups their own way."""
+    return "" if kind == "Pod" else workloads.prebuilt_workload(cast(Mapping[str, Any], obj))
+
+
+class PrebuiltWorkloads:
+    """Publishes the adoption of prebuilt Workloads and their jobs' progress through ``publisher``.
+
+    ``jobs``: the jobs the watcher keeps, by kind (the JobTracker's); ``managed``: whether Kueue manages a job
+    of a kind; ``convert``: a job to the fact it stands for (its finish); ``clock``: the time now in ms.
+    """
+
+    def __init__(
+        self,
+        *,
+        publisher: Publisher,
+        inputs: ConversionInputs,
+        reporter: ProgressReporter,
+        jobs: Mapping[str, Mapping[Key, objects.KubeObject]],
+        managed: Callable[[str, objects.KubeObject], bool],
+        convert: Converter,
+        clock: Callable[[], int],
+    ) -> None:
+        self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
+        self.jobs, self.managed, self.convert = jobs, managed, convert
+        self.objects: dict[Key, objects.KubeObject] = {}  # Workload objects: owned by nothing, or named by a job
+        self.named: dict[Key, dict[JobId, None]] = {}  # workload key -> the jobs that name it
+        self._names: dict[tuple[str, str, str], str] = {}  # (kind, namespace, job name) -> the workload it names
+        # workload key -> (UID, reason) of the one whose finish was published here (before the object says so)
+        self.finished: dict[Key, tuple[str, str]] = {}
+
+    # -- which job names which Workload -----------------------------------------------------------
+
+    def index(self, kind: str, obj: objects.KubeObject, *, present: bool) -> Key | None:
+        """Remember (``present``) or forget the Workload job ``obj`` names; returns the key it named before
+        when that was another one (its Workload is to be looked at again), else None."""
+        ident = (kind, objects.namespace_of(obj), objects.name_of(obj))
+        before = self._names.pop(ident, "")
+        name = names(kind, obj) if present else ""
+        job: JobId = (kind, ident[2])
+        if before and before != name:
+            holders = self.named.get((ident[1], before), {})
+            holders.pop(job, None)
+            if not holders:
+                self.named.pop((ident[1], before), None)
+        if name:
+            self._names[ident] = name
+            self.named.setdefault((ident[1], name), {})[job] = None
+        return (ident[1], before) if before and before != name else None
+
+    def reindex(self, kind: str) -> None:
+        """Rebuild what the jobs of ``kind`` name from the jobs kept (after a relist)."""
+        for ident in [i for i in self._names if i[0] == kind]:
+            job = self.jobs[kind].get((ident[1], ident[2]))
+            if job is None:
+                self.index(kind, {"metadata": {"namespace": ident[1], "name": ident[2]}}, present=False)
+        for obj in self.jobs[kind].values():
+            self.index(kind, obj, present=True)
+
+    def _candidates(self, key: Key) -> list[tuple[str, objects.KubeObject]]:
+        """The jobs Kueue manages that name workload ``key``, by name."""
+        out = []
+        for kind, name in sorted(self.named.get(key, {}), key=lambda j: (j[1], j[0])):
+            job = self.jobs[kind].get((key[0], name))
+            if job is not None and self.managed(kind, job):
+                out.append((kind, job))
+        return out
+
+    def adopter(self, key: Key, obj: objects.KubeObject | None = None) -> tuple[str, objects.KubeObject] | None:
+        """The job that adopts workload ``key`` (:func:`kueue_es.jobframework.prebuilt.adopter`), given its Workload
+        object (``obj``, else the one kept), or None while that is not known, no job Kueue manages names it or
+        another object controls it."""
+        obj = obj if obj is not None else self.objects.get(key)
+        candidates = self._candidates(key)
+        if obj is None or not candidates:
+            return None
+        known = self.publisher.workloads.get(key)
+        adopted_by = known.owner.uid if known is not None and known.owner is not None else ""
+        chosen = prebuilt.adopter(
+            cast(Mapping[str, Any], obj), [cast(Mapping[str, Any], job) for _, job in candidates], adopted_by=adopted_by
+        )
+        return None if chosen is None else candidates[chosen]
+
+    def claims(self, obj: objects.KubeObject) -> bool:
+        """Whether a Workload object is a job's prebuilt one (a job Kueue manages names it and may adopt it): its
+        changes are this module's (:meth:`workload_changed`), not a standalone Workload's."""
+        key = _key(obj)
+        return key in self.named and self.adopter(key, obj) is not None
+
+    # -- Workload objects -------------------------------------------------------------------------
+
+    def remember(self, change: str, obj: objects.KubeObject) -> None:
+        """A Workload object no job adopts changed: keep it while nothing owns it (a job may name it later)."""
+        key = _key(obj)
+        if change == "DELETED" or objects.meta(obj).get("ownerReferences"):
+            self.objects.pop(key, None)
+        else:
+            self.objects[key] = obj
+
+    async def workload_changed(self, change: str, obj: objects.KubeObject) -> None:
+        """A Workload object a job adopts changed (:meth:`claims`): its adoption is looked at again, its admission
+        check entries reported; deleted (or marked for deletion) while the job remains: ObjectDeleted (Kueue
+        stops the job, which waits for a Workload of that name again)."""
+        key = _key(obj)
+        version = objects.resource_version(obj)
+        if change == "DELETED" or objects.meta(obj).get("deletionTimestamp"):
+            self.objects.pop(key, None)
+            self.finished.pop(key, None)
+            known = self.publisher.workloads.get(key)
+            if (
+                known is not None
+                and prebuilt.is_adopted(known)
+                and known.metadata.uid == objects.uid_of(obj)
+                and key in self.publisher.known["Workload"]
+            ):
+                await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
+                log.info("prebuilt_workload_deleted", workload=f"{key[0]}/{key[1]}")
+            return
+        self.objects[key] = obj
+        await self.sync(key, trigger=version)
+        known = self.publisher.workloads.get(key)
+        if known is not None and prebuilt.is_adopted(known):
+            status = cast(Mapping[str, Any], obj).get("status")
+            ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=known.metadata.uid)
+            await self.reporter.check_entries(ref, status if isinstance(status, dict) else {}, version=version)
+
+    async def workloads_listed(self, listed: list[objects.KubeObject], *, version: str) -> None:
+        """A fresh list of the Workload objects: keep those a job may adopt, delete the adopted workloads whose
+        object is gone (deleted while no watcher ran), and look at every named one again."""
+        live = {_key(obj): obj for obj in listed}
+        self.objects = {
+            key: obj for key, obj in live.items() if key in self.named or not objects.meta(obj).get("ownerReferences")
+        }
+        for key in sorted(self.named):
+            known = self.publisher.workloads.get(key)
+            if (
+                key not in live
+                and known is not None
+                and prebuilt.is_adopted(known)
+                and key in self.publisher.known["Workload"]
+            ):
+                await self.publisher.delete_workload(key, version=version, uid=known.metadata.uid)
+            await self.sync(key, trigger=version)
+
+    async def sync(self, key: Key, *, trigger: str) -> None:
+        """Look at workload ``key`` again through the job that adopts it (``trigger`` names why)."""
+        chosen = self.adopter(key)
+        if chosen is not None:
+            kind, job = chosen
+            await self.sync_job(kind, job, version=f"{objects.resource_version(job)}~{trigger}")
+
+    # -- jobs -------------------------------------------------------------------------------------
+
+    async def job_deleted(self, kind: str, obj: objects.KubeObject, *, version: str) -> None:
+        """A job naming a prebuilt Workload was deleted: the workload it had adopted is deleted with it (the
+        garbage collector deletes a Workload its job controls); another job naming it may adopt it next."""
+        self.index(kind, obj, present=False)
+        key = (objects.namespace_of(obj), workloads.prebuilt_workload(cast(Mapping[str, Any], obj)))
+        known = self.publisher.workloads.get(key)
+        if known is not None and known.owner is not None and known.owner.uid == objects.uid_of(obj):
+            await self.publisher.delete_workload(key, version=version, uid=known.metadata.uid)
+            self.objects.pop(key, None)
+            self.finished.pop(key, None)
+        elif key[1]:
+            await self.sync(key, trigger=version)
+
+    async def sync_job(self, kind: str, obj: objects.KubeObject, *, version: str) -> None:
+        """Publish what a job naming a prebuilt Workload stands for now (see the module)."""
+        key = (objects.namespace_of(obj), names(kind, obj))
+        job_name = f"{kind} {key[0]}/{objects.name_of(obj)}"
+        chosen = self.adopter(key)
+        if chosen is None or objects.uid_of(chosen[1]) != objects.uid_of(obj):
+            log.debug("prebuilt_workload_waits", job=job_name, workload=key[1], known=key in self.objects)
+            return
+        workload_object = cast(Mapping[str, Any], self.objects[key])
+        now_ms = self.clock()
+        try:
+            parsed = manifests.parse_object(dict(workload_object), strict=False)  # the API server checked it
+        except manifests.ManifestError as err:
+            fact = workloads.rejected(workload_object, err, now_ms=now_ms)
+            log_rejection(fact)
+            await self.publisher.publish(fact, version=version)
+            return
+        assert isinstance(parsed, models.Workload)
+        raw = cast(Mapping[str, Any], obj)
+        api_version = API_VERSIONS[kind]
+        context = self.inputs.context(key, previous=self.publisher.workloads.get(key))
+        try:
+            job_workload = _job_workload(kind, raw, context)
+            templates = integrations.job_pod_templates(api_version, kind, raw)
+        except manifests.ManifestError as err:
+            fact = workloads.rejected(raw, err, now_ms=now_ms)
+            log_rejection(fact)
+            await self.publisher.publish(fact, version=version)
+            return
+        ref = workloads.job_ref(raw, kind=kind, api_version=api_version)
+        status = workload_object.get("status")
+        status = status if isinstance(status, dict) else {}
+        reserved = isinstance(status.get("admission"), dict)
+        workload = prebuilt.adopted(parsed, ref, queue=job_workload.spec.queue_name, reserved=reserved)
+        uid = workload.metadata.uid
+        mine = self.finished.get(key)
+        finished_as = mine[1] if mine is not None and mine[0] == uid else _finished(workload_object)
+        finished = finished_as is not None
+        known = self.publisher.workloads.get(key) if key in self.publisher.known["Workload"] else None
+        if known != workload and not (finished and known is not None and known.owner == workload.owner):
+            # owned by the job: the dispatcher writes the owner reference, and starts the job once admitted
+            await self.publisher.publish(types.WorkloadObserved(workload=workload), version=version, source=kind)
+        wl_ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=uid)
+        if not finished:
+            why = prebuilt.out_of_sync(job_workload, templates, workload_object, suspended=_suspended(kind, raw))
+            if why:
+                out = types.WorkloadFinished(
+                    workload=wl_ref,
+                    succeeded=False,
+                    reason=prebuilt.OUT_OF_SYNC_REASON,
+                    message=prebuilt.OUT_OF_SYNC_MESSAGE,
+                    at_ms=now_ms,
+                )
+                await self.publisher.emit(out, version=f"{uid}.out-of-sync")
+                self.finished[key] = (uid, prebuilt.OUT_OF_SYNC_REASON)
+                log.info("prebuilt_workload_out_of_sync", workload=f"{key[0]}/{key[1]}", job=job_name, why=why)
+                return
+        elif finished_as == prebuilt.OUT_OF_SYNC_REASON:
+            return  # finished out of sync: the job waits
+        job_fact = self.convert(kind, obj, now_ms, context)
+        if isinstance(job_fact, types.WorkloadFinished) and not finished:  # the job finished: so does its workload
+            await self.publisher.publish(_finished_as(job_fact, wl_ref), version=version, source=kind)
+            self.finished[key] = (uid, job_fact.reason)
+        await self.reporter.job_progress(kind, obj, key, version=version, now_ms=now_ms, context=context)
+        if not isinstance(job_fact, types.WorkloadFinished):
+            await self.reporter.report_reclaimable(kind, obj, key, version=version, context=context)
+
+
+def _job_workload(kind: str, job: Mapping[str, Any], context: workloads.Context) -> models.Workload:
+    """The workload Kueue would make for the job (what its prebuilt one is compared with); raises ManifestError."""
+    if kind == "Job":
+        return jobs.job_to_workload(job, context=context)
+    return integrations.to_workload(integrations.registry()[kind], job, context=context)
+
+
+def _suspended(kind: str, job: Mapping[str, Any]) -> bool:
+    if kind == "Job":
+        return (job.get("spec") or {}).get("suspend") is True
+    return integrations.suspended(integrations.registry()[kind], job)
+
+
+def _finished(workload_object: Mapping[str, Any]) -> str | None:
+    """The reason of the Workload object's Finished condition (the dispatcher wrote the log's finish there), or
+    None when it has not finished."""
+    condition = workloads.true_condition(workload_object, ("Finished",))
+    return None if condition is None else str(condition.get("reason") or "")
+
+
+def _finished_as(fact: types.WorkloadFinished, ref: types.WorkloadRef) -> types.WorkloadFinished:
+    return types.WorkloadFinished(
+        workload=ref, succeeded=fact.succeeded, reason=fact.reason, message=fact.message, at_ms=fact.at_ms
+    )
+
+
+def _key(obj: objects.KubeObject) -> Key:
+    return str(objects.meta(obj).get("namespace") or "default"), objects.name_of(obj)
