@@ -21,9 +21,8 @@ This runner, as NATS user ``multikueue-edge``:
 - copies the remote job's status to the manager's job (:func:`remote.mirrored_job_status`).
 
 Transient errors are retried (tenacity for single writes; every plan is recomputed each tick), never
-fatal. Stand-in, documented in docs/multikueue.md: the worker's kueue-es adopts the prebuilt Workload
-(the job's label) but does not itself start a job that names an already admitted Workload, so the
-edge unsuspends the remote job it created, as the worker's Kueue job reconciler would at once.
+fatal. The remote job names its copy as its prebuilt Workload (the job's label): the worker's Kueue (or
+kueue-es) adopts the copy, admitted already, and starts the job; the edge never unsuspends it itself.
 """
 
 from __future__ import annotations
@@ -523,16 +522,9 @@ class Edge:
                 job_ref = resources.ref_for(action.job.api_version, action.job.kind)
                 local_job = await client.get_object(self.api, job_ref, namespace=ref.namespace, name=action.job.name)
                 body = remote.remote_job(local_job, workload_name=ref.name, origin=self.origin)
-                try:
-                    created = await _retry()(client.create_object)(api, job_ref, namespace=ref.namespace, body=body)
-                except errors.ConflictError:
-                    created = await client.get_object(api, job_ref, namespace=ref.namespace, name=action.job.name)
-                worker.jobs.add(ref.key)
-                if (created.get("spec") or {}).get("suspend"):  # Job and JobSet: both suspend by spec.suspend
-                    # the worker's Kueue starts a job of an admitted prebuilt Workload at once (module docstring)
-                    await _retry()(client.patch_object)(
-                        api, job_ref, namespace=ref.namespace, name=action.job.name, patch={"spec": {"suspend": False}}
-                    )
+                with contextlib.suppress(errors.ConflictError):  # created before: the worker has it
+                    await _retry()(client.create_object)(api, job_ref, namespace=ref.namespace, body=body)
+                worker.jobs.add(ref.key)  # the worker's Kueue adopts its admitted copy and starts it
             else:
                 if action.job is not None:
                     job_ref = resources.ref_for(action.job.api_version, action.job.kind)

@@ -377,3 +377,44 @@ async def test_a_copy_waits_quietly_for_the_managers_workload_object(monkeypatch
     ref = types.WorkloadRef(namespace="default", name="w1")
     await edge._write(edge_core.CreateWorkload(cluster="worker-a", workload=ref, decision_seq=7))
     assert await bus.last_seq() == 0  # nothing recorded: not a failed remote write
+
+
+async def test_the_remote_job_is_left_to_the_workers_kueue_to_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The edge creates the remote Job naming its admitted copy and writes nothing more to it: the worker's Kueue
+    (kueue-es too) adopts the copy and starts the Job with the admission's node selectors, as a job whose prebuilt
+    Workload is admitted (the edge once unsuspended it itself, a stand-in: the worker's pods then got no flavor)."""
+    from kueue_es.events.bus.memory import MemoryBus
+    from kueue_es.services.kube import client
+    from kueue_es.services.multikueue_edge import core as edge_core
+    from kueue_es.services.multikueue_edge import service
+
+    manager_job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "sample", "namespace": "default", "uid": "job-1", "labels": {}},
+        "spec": {"suspend": True, "template": {"spec": {"containers": [{"name": "c"}]}}},
+    }
+    written: list[tuple[str, object]] = []
+
+    async def get_object(*_args: object, **_kwargs: object) -> dict:
+        return manager_job
+
+    async def create_object(_api: object, _ref: object, *, namespace: str, body: dict) -> dict:
+        written.append(("create", body))
+        return body
+
+    async def patch_object(*_args: object, **kwargs: object) -> dict:
+        written.append(("patch", kwargs.get("patch")))
+        return {}
+
+    monkeypatch.setattr(client, "get_object", get_object)
+    monkeypatch.setattr(client, "create_object", create_object)
+    monkeypatch.setattr(client, "patch_object", patch_object)
+    bus = MemoryBus()
+    edge = service.Edge(bus=bus, api=object(), namespace="kueue-es")  # type: ignore[arg-type]
+    edge.workers["worker-a"] = service.Worker(name="worker-a", spec={}, api=object())  # type: ignore[arg-type]
+    await edge._write(edge_core.CreateJob(cluster="worker-a", workload=REF, job=JOB, decision_seq=20))
+    [(what, body)] = written
+    assert what == "create" and body["spec"]["suspend"] is True  # type: ignore[index]
+    assert body["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] == "wl"  # type: ignore[index]
+    assert await bus.last_seq() == 1  # its DispatchApplied
