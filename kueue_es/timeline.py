@@ -11,6 +11,9 @@ from kueue_es.events.quantities import format_amount
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import lifecycle
 
+STARTED_REASONS = frozenset({"Started", "Recovered", "WaitForRecovery"})
+"""PodsReady reasons only a job whose pods started reports (Kueue's generatePodsReadyCondition)."""
+
 
 class JobStarts:
     """The workloads whose admission a timeline saw and whose job it has not seen started since, so an
@@ -21,11 +24,15 @@ class JobStarts:
         self.unstarted: set[str] = set()
 
     def note(self, event: types.Event) -> None:
-        """Take one event: an admission adds its workload, its job's start or stop takes it out."""
+        """Take one event: an admission adds its workload, its job's start or stop takes it out, and so do pods that
+        started (a start that answers no decision leaves no dispatch result: a job adopting its admitted prebuilt
+        Workload, a job suspended by hand started again)."""
         match event:
             case types.QuotaReserved() | types.WorkloadAdmitted():
                 self.unstarted.add(event.workload.key)
             case types.DispatchApplied() if "-remote-" not in event.action:
+                self.unstarted.discard(event.workload.key)
+            case types.WorkloadPodsReady() if event.ready or event.reason in STARTED_REASONS:
                 self.unstarted.discard(event.workload.key)
             case types.DispatchBatchApplied():
                 for applied in event.applied():

@@ -35,6 +35,9 @@ from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.scheduling import dra, lifecycle, preemption, provisioning, queues, slices, visibility
 
+_STARTED = frozenset({"Started", "Recovered", "WaitForRecovery"})
+"""PodsReady reasons only a job whose pods started reports (Kueue's generatePodsReadyCondition)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class StoryLine:
@@ -85,8 +88,8 @@ class StoryCollector:
         """Whether the story of ``key`` shows its job started since its latest admission; None when it shows no
         admission (a story begun from a snapshot, say)."""
         for line in reversed(self.lines.get(key, [])):
-            if line.what == "started":
-                return True
+            if line.what in ("started", "pods ready") or (line.what == "pods not ready" and line.text in _STARTED):
+                return True  # pods that started: also a start that answers no decision (an adopted prebuilt)
             if line.what == "admitted":
                 return False
         return None

@@ -232,3 +232,29 @@ def test_only_an_admission_of_the_live_reservation_marks_it_never_started() -> N
     dispatcher._note_unstarted(REF.key, seq=reserved + 1)  # the live reservation's admission
     assert dispatcher._never_started(REF.key)
     assert not dispatcher._never_started(REF.key)  # asked once: a stop tried again writes as usual
+
+
+def test_pods_that_started_tell_a_start_that_answered_no_decision() -> None:
+    """A job the dispatcher started apart from a decision (adopting its admitted prebuilt Workload, or suspended by
+    hand and started again) leaves no StartJob result; its pods' PodsReady say it ran, so its stop is no
+    "never started" (the demo said so of a prebuilt Workload's Job it had run)."""
+    from kueue_es import timeline
+    from kueue_es.projections.cluster import ClusterState, apply
+    from kueue_es.scheduling.explain import StoryCollector
+
+    ready = types.WorkloadPodsReady(workload=REF, ready=True, reason="Started", at_ms=3)
+    evict = types.DispatchApplied(workload=REF, decision_seq=5, action="Evict", target="Job ns/job-w")
+    events = [_story_events()[0], *ADMISSION, ready, *EVICTION, evict]
+    state, starts, story = ClusterState(), timeline.JobStarts(), StoryCollector(namespace="ns", name="w")
+    said: list[str] = []
+    for seq, event in enumerate(events, start=1):
+        line = timeline.describe(event, state, starts)
+        if event is evict:
+            assert line is not None
+            said.append(line[1])
+        story.observe(seq, event, state)
+        apply(state, event, seq=seq)
+        starts.note(event)
+    assert said == ["Job ns/job-w suspended for ns/w (template restored)"]
+    told = [line.text for line in story.lines["ns/w"] if line.what == "suspended"]
+    assert told == ["Job ns/job-w suspended again (its template restored)"]
