@@ -401,6 +401,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
             resources=_resources(file.resources, gates=gates, source=source),
             feature_gates=gates,
             multi_kueue=_multi_kueue(file.multi_kueue, source=source),
+            object_retention_policies=_object_retention(file.object_retention_policies, source=source),
         ),
         manage_jobs_without_queue_name=file.manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=file.managed_jobs_namespace_selector,
@@ -540,6 +541,35 @@ def _multi_kueue(section: _MultiKueue | None, *, source: str) -> models.MultiKue
         worker_lost_timeout=durations["workerLostTimeout"],
         dispatcher_name=dispatcher,
         incremental_dispatcher_config=incremental,
+    )
+
+
+def _object_retention(section: _ObjectRetention | None, *, source: str) -> models.ObjectRetentionPolicies | None:
+    """``objectRetentionPolicies`` as written, each duration checked as Kueue checks it (pkg/config/validation.go
+    validateObjectRetentionPolicies: a Go duration, not negative). None when the file has no section."""
+    if section is None:
+        return None
+    policy = section.workloads
+    if policy is None:
+        return models.ObjectRetentionPolicies()
+    durations: dict[str, str | None] = {}
+    for camel, value in (
+        ("afterFinished", policy.after_finished),
+        ("afterDeactivatedByKueue", policy.after_deactivated_by_kueue),
+    ):
+        if value is None:
+            durations[camel] = None
+            continue
+        field = f"objectRetentionPolicies.workloads.{camel}"
+        text = _duration(value, field, source)
+        if text.startswith("-") and not _zero(text):
+            raise _error(source, field, f"{text!r}: must be greater than or equal to 0")
+        durations[camel] = text
+    return models.ObjectRetentionPolicies(
+        workloads=models.WorkloadRetentionPolicy(
+            after_finished=durations["afterFinished"],
+            after_deactivated_by_kueue=durations["afterDeactivatedByKueue"],
+        )
     )
 
 

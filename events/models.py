@@ -773,10 +773,27 @@ class MultiKueueConfiguration(_Model, frozen=True, kw_only=True):
     incremental_dispatcher_config: IncrementalDispatcherConfig | None = None
 
 
-class Configuration(_Model, frozen=True, kw_only=True):
-    """config.kueue.x-k8s.io/v1beta2 Configuration: the manager settings that change admission.
+class WorkloadRetentionPolicy(_Model, frozen=True, kw_only=True):
+    """Configuration ``objectRetentionPolicies.workloads``: how long a Workload is kept once finished, and once
+    deactivated by Kueue, as Go duration strings (``1h``, ``90s``, ``1m30s``; ``0s`` deletes at once); None keeps
+    it for good (Kueue's default). The dispatcher deletes them (docs/lifecycle.md, "Retention")."""
 
-    Absent sections keep Kueue's defaults (fair sharing off, admission fair sharing off).
+    after_finished: str | None = None
+    after_deactivated_by_kueue: str | None = None
+
+
+class ObjectRetentionPolicies(_Model, frozen=True, kw_only=True):
+    """Configuration ``objectRetentionPolicies``: automatic deletion of Kueue's objects (only Workloads so far);
+    ``workloads`` None deletes nothing."""
+
+    workloads: WorkloadRetentionPolicy | None = None
+
+
+class Configuration(_Model, frozen=True, kw_only=True):
+    """config.kueue.x-k8s.io/v1beta2 Configuration: the manager settings that change admission, and those the
+    dispatcher acts on (``objectRetentionPolicies``).
+
+    Absent sections keep Kueue's defaults (fair sharing off, admission fair sharing off, nothing deleted).
     """
 
     metadata: ObjectMeta = ObjectMeta(name="config")
@@ -786,6 +803,7 @@ class Configuration(_Model, frozen=True, kw_only=True):
     resources: ResourcesConfig | None = None
     feature_gates: dict[str, bool] = {}
     multi_kueue: MultiKueueConfiguration | None = None  # None: Kueue's defaults (MultiKueueConfiguration())
+    object_retention_policies: ObjectRetentionPolicies | None = None  # None: Workloads are kept (Kueue's default)
 
 
 class TopologyLevel(_Model, frozen=True, kw_only=True):

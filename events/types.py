@@ -30,9 +30,10 @@ its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObs
 requests, and counter and capacity ``sources`` in ``deviceClassMappings``; 5: ``DispatchBatchApplied``,
 the dispatcher's results of one DecisionRecord's decisions in one message (issue 18); 6:
 ``DecisionRecord.released``, the finished workloads' releases a record carries (``FinishedRelease``,
-admitter logic 15, issue 18); 7: ``ObjectDeleted.reason``, ``NoMatchingWorkload`` for a running job's
-workload that no longer matches it (Kueue's ensureOneWorkload). docs/events.md
-holds the history and the stability policy."""
+admitter logic 15, issue 18); 7: ``ObjectDeleted.reason`` (``NoMatchingWorkload`` for a running job's
+workload that no longer matches it, Kueue's ensureOneWorkload) and ``ObjectDeleted.at_ms``, and the
+Configuration's ``objectRetentionPolicies`` (the workloads' retention, which the dispatcher carries out).
+docs/events.md holds the history and the stability policy."""
 
 EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
@@ -220,13 +221,16 @@ class ObjectDeleted(_Event, frozen=True, kw_only=True, tag="ObjectDeleted"):
 
     ``reason``: unset for a deletion; :data:`NO_MATCHING_WORKLOAD` for a job's workload the running job no
     longer matches, dropped by the job framework as Kueue's ensureOneWorkload drops it (its job is
-    stopped with Kueue's StopReasonNoMatchingWorkload message and the Workload object deleted)."""
+    stopped with Kueue's StopReasonNoMatchingWorkload message and the Workload object deleted).
+    ``at_ms``: when (ms since the epoch), set on a Workload the retention policies deleted. Both schema
+    version 7; ``UNSET`` (left out when encoded, so earlier payloads keep their bytes) where not told."""
 
     kind: str
     namespace: str = ""
     name: str
     uid: str = ""
-    reason: str | msgspec.UnsetType = msgspec.UNSET  # schema version 7; left out of a deletion's payload
+    reason: str | msgspec.UnsetType = msgspec.UNSET
+    at_ms: int | msgspec.UnsetType = msgspec.UNSET
 
 
 NO_MATCHING_WORKLOAD: Final = "NoMatchingWorkload"

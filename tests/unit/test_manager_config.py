@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kueue_es.events import codec, manager_config, types
+from kueue_es.events import codec, manager_config, models, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.events.manifests import ManifestError
 from kueue_es.services.watcher.config_file import ConfigFile, load
@@ -89,6 +89,10 @@ def test_v1beta1_needs_enable() -> None:
         (V1BETA2 + "resources: {transformations: [{input: a, outputs: {b: lots}}]}\n", "resources.transformations[0].outputs.b", "lots"),
         (V1BETA2 + "webhook: {port: high}\n", "webhook.port", "Expected"),
         (V1BETA2 + "admissionFairSharing: {usageHalfLifeTime: 1h, usageSamplingInterval: 0s}\n", "admissionFairSharing.usageSamplingInterval", "greater than 0"),
+        (V1BETA2 + "objectRetentionPolicies: {workloads: {afterFinished: 1 hour}}\n", "objectRetentionPolicies.workloads.afterFinished", "is not a duration"),
+        (V1BETA2 + "objectRetentionPolicies: {workloads: {afterDeactivatedByKueue: 5}}\n", "objectRetentionPolicies.workloads.afterDeactivatedByKueue", "Expected `str | null`"),
+        (V1BETA2 + "objectRetentionPolicies: {workloads: {afterDeactivatedByKueue: -1m}}\n", "objectRetentionPolicies.workloads.afterDeactivatedByKueue", "greater than or equal to 0"),
+        (V1BETA2 + "objectRetentionPolicies: {workloads: {afterFinish: 1h}}\n", "objectRetentionPolicies.workloads.afterFinish", "unknown field"),
         ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Configuration\n", "apiVersion/kind", "is not Kueue's Configuration"),
         (V1BETA2 + "---\n" + V1BETA2, "", "one document"),
     ],
@@ -98,6 +102,29 @@ def test_bad_files_are_refused_naming_the_field(text: str, field: str, problem: 
         manager_config.parse(text, source="cfg.yaml")
     assert (caught.value.kind, caught.value.name, caught.value.field) == ("Configuration", "cfg.yaml", field)
     assert problem in caught.value.problem
+
+
+def test_object_retention_policies_reach_the_configuration_as_written() -> None:
+    """``objectRetentionPolicies.workloads`` (Kueue's setup_object_retention_policy example) is carried by the
+    ConfigurationObserved for the dispatcher; without the section nothing is (Kueue's default: kept for good)."""
+    text = (
+        V1BETA2 + "objectRetentionPolicies:\n  workloads:\n    afterFinished: 1m\n    afterDeactivatedByKueue: 1m30s\n"
+    )
+    policies = manager_config.parse(text).configuration.object_retention_policies
+    assert policies == models.ObjectRetentionPolicies(
+        workloads=models.WorkloadRetentionPolicy(after_finished="1m", after_deactivated_by_kueue="1m30s")
+    )
+    only_finished = manager_config.parse(V1BETA2 + "objectRetentionPolicies: {workloads: {afterFinished: 0s}}\n")
+    assert only_finished.configuration.object_retention_policies == models.ObjectRetentionPolicies(
+        workloads=models.WorkloadRetentionPolicy(after_finished="0s")
+    )
+    assert manager_config.parse(V1BETA2).configuration.object_retention_policies is None
+    # the same in Kueue's v1beta1 file
+    assert manager_config.parse(text.replace("v1beta2", "v1beta1")).configuration.object_retention_policies == policies
+    # a Configuration without the section encodes as before (its ConfigurationObserved keeps its bytes)
+    assert b"objectRetentionPolicies" not in codec.encode(
+        types.ConfigurationObserved(configuration=manager_config.parse(V1BETA2).configuration)
+    )
 
 
 def test_the_alpha_spark_integration_needs_its_feature_gate() -> None:
