@@ -206,6 +206,15 @@ class JobTracker:
                 await self.publisher.delete_workload(wl_key, version=version)
             return
         known = wl_key in self.publisher.known["Workload"]
+        if (
+            isinstance(fact, types.WorkloadFinished)
+            and (fact.workload.namespace, fact.workload.name) not in self.publisher.known["Workload"]
+        ):
+            # Kueue's reconciler finishes a Workload that exists and makes none for a finished job (reconciler.go
+            # step 3): a finished job whose Workload is gone (the retention policies deleted it, or a hand) stays
+            # without one, also across restarts
+            self.recreated_at.pop(wl_key, None)
+            return
         if isinstance(fact, types.WorkloadObserved) and known and self._running(kind, [obj]):
             previous = self.publisher.workloads.get(wl_key)
             if previous is not None and kind != "Pod" and (why := _not_matching(previous, fact.workload)):
@@ -487,6 +496,15 @@ class JobTracker:
         version = objects.resource_version(obj)
         if object_uid:
             self._seen_deleted(object_uid)
+        context = self.inputs.context(key, previous=known)
+        if isinstance(_convert(kind, job, now_ms=self.clock(), context=context), types.WorkloadFinished):
+            # a finished job's Workload (the retention policies' afterFinished, or a hand): gone, and no new one made
+            # (reconciler.go step 3); the dispatcher records its own deletion with this Msg-Id, so it is stored once
+            await self.publisher.delete_workload(
+                key, version=f"gone@{object_uid}", uid=known.metadata.uid, at_ms=self.clock()
+            )
+            log.info("finished_workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {owner.name}")
+            return
         await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
         self.recreated_at[key] = self.clock()
         log.info("workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {key[0]}/{owner.name}")

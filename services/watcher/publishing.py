@@ -126,14 +126,23 @@ class Publisher:
         await self.bus.publish(subjects.fact_message(fact, version=version))
         self.published += 1
 
-    async def delete_workload(self, key: Key, *, version: str, uid: str = "", reason: str = "") -> None:
+    async def delete_workload(
+        self,
+        key: Key,
+        *,
+        version: str,
+        uid: str = "",
+        reason: str = "",
+        at_ms: int | msgspec.UnsetType = msgspec.UNSET,
+    ) -> None:
         """ObjectDeleted for a job's workload (the UID of the one last published when ``uid`` is not known;
-        ``reason``: the fact's, :data:`~kueue_es.events.types.NO_MATCHING_WORKLOAD` or "")."""
+        ``reason``: the fact's, :data:`~kueue_es.events.types.NO_MATCHING_WORKLOAD` or ""; ``at_ms`` when it
+        was seen gone, left out when not told)."""
         known = self.workloads.get(key)
         uid = uid or (known.metadata.uid if known is not None else "")
         await self.publish(
             types.ObjectDeleted(
-                kind="Workload", namespace=key[0], name=key[1], uid=uid, reason=reason or msgspec.UNSET
+                kind="Workload", namespace=key[0], name=key[1], uid=uid, reason=reason or msgspec.UNSET, at_ms=at_ms
             ),
             version=version,
         )

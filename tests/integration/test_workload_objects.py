@@ -1087,6 +1087,44 @@ async def test_a_finished_workload_lets_go_of_kueues_finalizer_and_stays(api, bu
     assert conditions(finished)["Finished"]["reason"] == "Succeeded"
 
 
+async def test_a_finished_workload_deleted_by_hand_stays_gone_and_its_job_gets_no_new_facts(
+    api, bus: MemoryBus
+) -> None:
+    """``kubectl delete workload`` of a finished Job's Workload (as the retention policies' afterFinished does):
+    Kueue's job reconciler makes no Workload for a finished job (reconciler.go step 3). The deletion is on the log
+    once, and the finished Job gives no fact any more: not at its next change, nor when a restarted watcher lists
+    it. Before, the watcher published its WorkloadFinished again after the deletion, and at every restart."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        done = await _started(api, bus, "done", parallelism=1)
+        await _complete(api, "done", succeeded=1)
+        await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=done.name,
+            check=lambda o: "Finished" in conditions(o) and not o["metadata"].get("finalizers"),
+        )
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name=done.name)
+        await wait_for(bus, types.ObjectDeleted, kind="Workload")
+        await kube.patch_object(
+            api, JOBS, namespace="default", name="done", patch={"metadata": {"annotations": {"touched": "yes"}}}
+        )
+        await asyncio.sleep(0.5)
+    async with running(*watch_with_workloads(Watcher(bus=bus, api=api))):
+        await asyncio.sleep(1.0)
+    about_done = [
+        type(e).__name__
+        for _, e in await log_entries(bus)
+        if (isinstance(e, types.WorkloadObserved | types.WorkloadFinished) and e.workload.key == done.key)
+        or (isinstance(e, types.ObjectDeleted) and f"{e.namespace}/{e.name}" == done.key)
+    ]
+
+    assert about_done == ["WorkloadObserved", "WorkloadFinished", "ObjectDeleted"]
+    with pytest.raises(kube.errors.NotFoundError):
+        await kube.get_object(api, resources.WORKLOADS, namespace="default", name=done.name)
+
+
 async def test_a_workload_deleted_while_no_watcher_ran_is_seen_when_it_starts(api, bus: MemoryBus) -> None:
     """``kubectl delete workload`` of a running Job while the watcher is down: Kueue's finalizer holds the object,
     so the restarted watcher finds it in its list marked for deletion and reads that as the deletion: the Job
