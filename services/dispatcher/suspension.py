@@ -150,8 +150,12 @@ class Suspension:
         """Before the fold takes ``event`` (at ``seq``): when it is the deletion of the Workload object of a
         single Pod or a pod group (the watcher names the workload's own UID: ``kubectl delete workload``, not
         its pods going), mark its pods for deletion, as Kueue's reconciler stops a job whose Workload is being
-        deleted and Pod.Stop deletes the pods (gated ones too: they would never be admitted)."""
+        deleted and Pod.Stop deletes the pods (gated ones too: they would never be admitted). Not for a finished
+        workload (deleted by hand, or by the retention policies): Kueue's reconciler only finalizes the job of a
+        finished Workload, before it looks at its deletion."""
         if event.kind != "Workload" or wl is None or not event.uid or event.uid != wl.workload.metadata.uid:
+            return
+        if wl.finished is not None:
             return
         owner = wl.workload.owner
         if owner is None or owner.kind != "Pod":

@@ -293,3 +293,31 @@ async def test_a_group_finishes_though_a_succeeded_member_was_deleted(api, bus: 
         released = await wait_for(bus, types.QuotaReleased, workload=admitted.workload, timeout=10)
     assert (finished.succeeded, finished.message) == (True, "Pods succeeded: 2/2.")
     assert [r.reason for r in released] == ["Finished"]
+
+
+async def test_deleting_a_finished_groups_workload_leaves_its_pods(api, bus: MemoryBus) -> None:
+    """``kubectl delete workload GROUP`` of a finished pod group (as the retention policies' afterFinished
+    deletes it): its Workload goes and its succeeded pods stay, as Kueue's reconciler finalizes the job of a
+    finished Workload before it looks at the Workload's deletion (reconciler.go). Before, the dispatcher
+    deleted them as it deletes a running group's."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        admitted = await running_group(api, bus, "done", ("s-a", "s-b"))
+        for name in ("s-a", "s-b"):
+            await kube.patch_object(
+                api,
+                resources.PODS,
+                namespace="default",
+                name=name,
+                patch={"status": {"phase": "Succeeded"}},
+                subresource="status",
+            )
+        await wait_for(bus, types.WorkloadFinished, workload=admitted.workload, timeout=10)
+        await wait_for(bus, types.QuotaReleased, workload=admitted.workload, timeout=10)
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name="done")
+        await workload_gone(api, "done")
+        await wait_for(bus, types.ObjectDeleted, kind="Workload", timeout=10)
+        await asyncio.sleep(1.0)
+        pods = await pods_until(api, lambda pods: True)
+    assert set(pods) == {"s-a", "s-b"}
+    assert all(pod["status"]["phase"] == "Succeeded" for pod in pods.values())
