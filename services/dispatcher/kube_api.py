@@ -74,8 +74,11 @@ class KubeApi(Protocol):
         """Server-side apply (forced) as ``field_manager``; returns the stored object."""
         ...
 
-    async def delete_object(self, ref: resources.ResourceRef, *, namespace: str | None, name: str) -> RawObject:
-        """DELETE an object; NotFoundError if it does not exist."""
+    async def delete_object(
+        self, ref: resources.ResourceRef, *, namespace: str | None, name: str, options: RawObject | None = None
+    ) -> RawObject:
+        """DELETE an object (``options``: a DeleteOptions body, e.g. ``propagationPolicy``, ``preconditions``);
+        NotFoundError if it does not exist, ConflictError if a precondition fails."""
         ...
 
     def watch_objects(
@@ -132,9 +135,11 @@ class KubeClient:
             subresource=subresource,
         )
 
-    async def delete_object(self, ref: resources.ResourceRef, *, namespace: str | None, name: str) -> RawObject:
+    async def delete_object(
+        self, ref: resources.ResourceRef, *, namespace: str | None, name: str, options: RawObject | None = None
+    ) -> RawObject:
         """See :class:`KubeApi`."""
-        return await kube.delete_object(self.client, ref, namespace=namespace, name=name)
+        return await kube.delete_object(self.client, ref, namespace=namespace, name=name, options=options)
 
     def watch_objects(
         self, ref: resources.ResourceRef, *, label_selector: str | None = None

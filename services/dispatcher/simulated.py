@@ -114,7 +114,9 @@ class SimulatedApi:
         """Refused."""
         self._refuse(ref)
 
-    async def delete_object(self, ref: resources.ResourceRef, *, namespace: str | None, name: str) -> RawObject:
+    async def delete_object(
+        self, ref: resources.ResourceRef, *, namespace: str | None, name: str, options: RawObject | None = None
+    ) -> RawObject:
         """Refused."""
         self._refuse(ref)
 

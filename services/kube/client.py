@@ -255,10 +255,17 @@ async def apply_object(
 
 
 async def delete_object(
-    api: k8s_client.ApiClient, ref: ResourceRef, *, namespace: str | None = None, name: str
+    api: k8s_client.ApiClient,
+    ref: ResourceRef,
+    *,
+    namespace: str | None = None,
+    name: str,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """DELETE an object; returns the server's answer (the object, possibly still terminating)."""
-    return await _call(api, "DELETE", ref.path(namespace=namespace, name=name))
+    """DELETE an object; returns the server's answer (the object, possibly still terminating). ``options``: the
+    DeleteOptions sent as the body, as client-go sends them (``propagationPolicy``, ``preconditions``)."""
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", **options} if options else None
+    return await _call(api, "DELETE", ref.path(namespace=namespace, name=name), body=body)
 
 
 # -- manifests -----------------------------------------------------------------------------

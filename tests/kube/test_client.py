@@ -264,3 +264,19 @@ async def test_watch_objects_reconnects_with_backoff_after_the_server_restarts()
             await stream.aclose()
     finally:
         await api.close()
+
+
+async def test_delete_object_sends_delete_options(api: k8s_client.ApiClient) -> None:
+    """``options`` go as the DeleteOptions body, as client-go sends them: a UID precondition keeps a namesake (409),
+    and a ``propagationPolicy`` (Background, as Kueue deletes a deactivated job) is accepted."""
+    created = await client.create_object(api, resources.JOBS, namespace="default", body=job("twice"))
+    with pytest.raises(errors.ConflictError):
+        await client.delete_object(
+            api, resources.JOBS, namespace="default", name="twice", options={"preconditions": {"uid": "another"}}
+        )
+    await client.get_object(api, resources.JOBS, namespace="default", name="twice")  # still there
+    uid = created["metadata"]["uid"]
+    options = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
+    await client.delete_object(api, resources.JOBS, namespace="default", name="twice", options=options)
+    with pytest.raises(errors.NotFoundError):
+        await client.get_object(api, resources.JOBS, namespace="default", name="twice")
