@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -54,6 +54,7 @@ from kueue_es.services.runtime import wall_clock_ms
 log = structlog.get_logger(__name__)
 
 SYNC_WORKLOAD = "SyncWorkload"
+T = TypeVar("T")
 API_ERRORS = (kube_errors.ApiError, kube_errors.ConnectionFailedError)
 
 
@@ -241,6 +242,9 @@ class WorkloadSync:
         self.deleted = deleted  # (its job's DeletedWorkload Event, the old object's UID) of a not-matching one
         self.group_members = group_members  # a pod group's pods (name, UID), by namespace and group: its owners
         self._writing = asyncio.Lock()  # the batch's writes and run()'s never interleave
+        # workloads whose Workload or job the retention policies deleted, by key -> the UID of the workload on the
+        # log: not written again (it would be made anew) until the fold forgets them (their ObjectDeleted)
+        self.retired: dict[str, str] = {}
         # workload key -> (the observed workload, its job's pod templates by pod set): _job_templates
         self._templates: dict[str, tuple[Any, dict[str, Any]]] = {}
 
@@ -255,6 +259,19 @@ class WorkloadSync:
         or its deletion. Returns False when a write failed and is to be tried again (the workload stays dirty)."""
         async with self._writing:  # after run()'s write under way, if any
             return await self._sync(self._take(keys))
+
+    async def retire(self, key: str, uid: str, delete: Callable[[], Awaitable[T]]) -> T:
+        """Run ``delete`` (the retention policies' deletion of workload ``key``'s Workload or job) between two
+        writes of Workload objects, and write the workload (log UID ``uid``) no more: a write after the object is
+        gone would make it anew. Its deletion on the log lets go of it (:meth:`_sync`); a ``delete`` that raises,
+        at once."""
+        async with self._writing:
+            self.retired[key] = uid
+            try:
+                return await delete()
+            except BaseException:
+                self.retired.pop(key, None)
+                raise
 
     async def run(self, *, ready: Callable[[], bool], every: float = 1.0) -> None:
         """Every ``every`` seconds while ``ready()``, write the workloads dirty then, one at a time, oldest change
@@ -301,6 +318,10 @@ class WorkloadSync:
                 # its Workload deleted by hand: Kueue's finalizer holds the object until the quota is released
                 # and the job's stop written (the release and forget_deleted_stop mark it dirty again)
                 continue
+            if wl is not None and not wl.deleted_seq and self.retired.get(key) == wl.workload.metadata.uid:
+                continue  # deleted by the retention policies: its ObjectDeleted is on its way
+            if wl is None or wl.deleted_seq:
+                self.retired.pop(key, None)
             released = self.view.unwritten_releases.pop(key, None)  # shown by this write (a later one: added again)
             try:
                 if (

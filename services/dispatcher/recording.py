@@ -133,10 +133,14 @@ class Recording:
                 await self._write(rejection, name=f"{fact.name}.{digest}.rejected")
             self._rejections_written[key] = fact.problem + fact.field
 
-    async def _write(self, item: kube_events.KubeEvent, *, name: str) -> None:
+    async def write_now(self, item: kube_events.KubeEvent, *, name: str, uid: str = "") -> None:
+        """Write ``item`` at once, as Event ``name`` (best effort, through the Events' limiter); ``uid``: the
+        Workload object's, for one about a Workload the dispatcher no longer keeps (it deleted it)."""
+        await self._write(item, name=name, uid=uid)
+
+    async def _write(self, item: kube_events.KubeEvent, *, name: str, uid: str = "") -> None:
         namespace = item.workload.namespace
-        uid = ""
-        if item.job is None:  # about the Workload object: the UID the server gave it
+        if item.job is None and not uid:  # about the Workload object: the UID the server gave it
             uid = self.stored.workload_uid(namespace, item.workload.name)
         body = kube_events.event_object(item, name=name, uid=uid)
         # the workloads it names by their Workload object UIDs, as Kueue does

@@ -68,7 +68,9 @@ from kueue_es.services.dispatcher.kube_api import (
 from kueue_es.services.dispatcher.object_sync import QueueStatusSync, StoredObjects, WorkloadSync
 from kueue_es.services.dispatcher.record_results import RecordResults, record_of
 from kueue_es.services.dispatcher.recording import Recording, workload_key
+from kueue_es.services.dispatcher.retention import Retention
 from kueue_es.services.dispatcher.settling import Settlement, Settling
+from kueue_es.services.dispatcher.status import workload_key as status_key
 from kueue_es.services.dispatcher.suspension import Suspension
 from kueue_es.services.dispatcher.ungating import Ungating
 from kueue_es.services.dispatcher.write_budget import WriteClass
@@ -181,6 +183,16 @@ class Dispatcher:
         # a job started or suspended by hand is put back in line with its workload's admission (reconciler.go 7, 8)
         self.suspension = Suspension(
             view=self.view, jobs=self.jobs, recording=self.recording, gate=lambda: self.gate is None or self.gate()
+        )
+        # the Configuration's objectRetentionPolicies: finished and deactivated Workloads deleted once due
+        self.retention = Retention(
+            view=self.view,
+            stored=self.stored,
+            workloads=self.workloads,
+            jobs=self.jobs,
+            recording=self.recording,
+            bus=bus,
+            gate=lambda: self.gate is None or self.gate(),
         )
 
     def _excess_pod_deleted(self, pod: objects.Pod) -> None:
@@ -311,6 +323,10 @@ class Dispatcher:
             else:
                 if self.write_objects:  # the queues' status and the ungater: only with a real API server
                     self.stored.observed(accepted)
+                    if (key := status_key(accepted)) is not None:
+                        self.retention.touched(key)
+                    elif isinstance(accepted, types.ConfigurationObserved):
+                        self.retention.configured()
                     if isinstance(accepted, types.WorkloadAdmitted | types.TopologyAssigned):
                         self.ungating.mark(accepted.workload.key)
                     elif isinstance(accepted, types.WorkloadPodsReady):
@@ -354,6 +370,8 @@ class Dispatcher:
         for key, wl in self.view.cluster.workloads.items():
             if wl.admitted:
                 self.ungating.mark(key)
+        if self.write_objects:
+            self.retention.rebuild()
         with contextlib.suppress(BusError):  # nothing after the snapshot: no message will say so
             self._caught_up = await self.bus.last_seq() <= start.seq
         log.info(
@@ -587,6 +605,7 @@ class Dispatcher:
             self.workloads.run(ready=self._ready),
             self.queues.run(ready=self._ready),
             self.suspension.run(ready=self._ready),
+            self.retention.run(ready=self._ready),
         )
 
     # -- the Job writes of decisions -----------------------------------------------------------
