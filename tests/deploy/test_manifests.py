@@ -161,13 +161,16 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
 
     suspended = [i for i in integrations.registry().values() if i.suspend_path is not None]
     assert grants(rules_of("dispatcher")) == {
-        *((i.group, i.plural, verb) for i in suspended for verb in ("get", "patch")),  # start and stop the jobs
+        # start and stop the jobs; delete: one Kueue deactivated, once objectRetentionPolicies says so
+        *((i.group, i.plural, verb) for i in suspended for verb in ("get", "patch", "delete")),
         ("batch", "jobs", "get"),
         ("batch", "jobs", "patch"),
+        ("batch", "jobs", "delete"),
         ("", "pods", "get"),  # plain Pods to start
         ("", "pods", "list"),
         ("", "pods", "watch"),  # the TAS ungater
         ("", "pods", "patch"),
+        ("", "pods", "delete"),  # Kueue's Pod.Stop, excess pods of a group, a deactivated Pod's retention
         ("", "events", "create"),  # the Events Kueue records on Workloads
         ("kueue.x-k8s.io", "workloads", "get"),  # the check controllers' entries, kept by a status write
         ("kueue.x-k8s.io", "workloads", "list"),
@@ -248,6 +251,8 @@ WEBHOOK_OWN = {
 
 
 def test_no_wildcards_secrets_or_escalation() -> None:
+    from kueue_es.jobframework import integrations
+
     for role in [*kinds("ClusterRole"), *kinds("Role")]:
         name = role["metadata"]["name"]
         for rule in role["rules"]:
@@ -266,8 +271,13 @@ def test_no_wildcards_secrets_or_escalation() -> None:
                 assert verb not in ("escalate", "bind", "impersonate", "deletecollection")
                 assert verb != "update" or resource == "leases", name  # renewing a Lease
                 # the Workload of a Job that is gone; the ProvisioningRequests (and their PodTemplates) of
-                # finished or evicted workloads
-                assert verb != "delete" or resource in ("workloads", "provisioningrequests", "podtemplates"), name
+                # finished or evicted workloads; the dispatcher's: pods it stops (Kueue's Pod.Stop) and the jobs
+                # the retention policies let go of (objectRetentionPolicies)
+                jobs = {"jobs", "pods"} | {i.plural for i in integrations.registry().values()}
+                deletable = {"workloads", "provisioningrequests", "podtemplates"}
+                assert (
+                    verb != "delete" or resource in deletable or (name == "kueue-es-dispatcher" and resource in jobs)
+                ), name
 
 
 def test_only_watcher_and_dispatcher_are_bound_and_deciders_have_no_token() -> None:
