@@ -15,8 +15,10 @@ kueue-es and its users meet -- Namespace, Node, Pod, Event, Secret, PodTemplate,
 CronJob, apps/v1 Deployment, ReplicaSet and StatefulSet, scheduling.k8s.io/v1 PriorityClass, Lease, DRA's
 kinds, ProvisioningRequest; the controllers that act on them are simulated elsewhere, :mod:`.kubelet`
 and :mod:`.controllers`): GET (get/list), GET ?watch=true|True|1 (watch), POST (create, 201), PUT
-(replace), PATCH (merge, strategic merge by the kind's OpenAPI schema, JSON
-patch, and a minimal server-side apply: see ``_server_side_apply``), DELETE; the
+(replace; a custom resource's needs ``metadata.resourceVersion``, 422 without), PATCH (merge,
+strategic merge by the kind's OpenAPI schema for built-in kinds only (415 for custom resources:
+Kueue's kinds, the ``*.x-k8s.io`` ones and CRDs' kinds), JSON patch, and a minimal server-side
+apply: see ``_server_side_apply``), DELETE; the
 ``status`` subresource; ``dryRun=All`` (nothing stored, no watch event);
 ``fieldValidation`` (see ``validate_object``); Tables for ``kubectl get``
 (``tables.py``); ``labelSelector``, ``fieldSelector``; watch with
@@ -834,12 +836,34 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         warnings = [] if warnings is None else warnings
         body = _json_body(call)
         if call.verb == "replace":
+            version = (body.get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
+            if not version and not self._takes_strategic_merge(call.ref):
+                # a custom resource's strategy refuses an unconditional update (AllowUnconditionalUpdate false);
+                # the API server names the resource, not the kind, in this one message
+                raise store.StoreError(
+                    status=422,
+                    reason="Invalid",
+                    message=f'{call.ref.qualified_plural} "{call.name}" is invalid: metadata.resourceVersion: '
+                    "Invalid value: 0x0: must be specified for an update",
+                    details={
+                        "name": call.name,
+                        "group": call.ref.group,
+                        "kind": call.ref.plural,
+                        "causes": [
+                            {
+                                "reason": validation.INVALID,
+                                "message": "Invalid value: 0x0: must be specified for an update",
+                                "field": "metadata.resourceVersion",
+                            }
+                        ],
+                    },
+                )
 
             def change(current: dict[str, Any]) -> Any:
                 return self._admit(call, self._decode(call, copy.deepcopy(body), warnings), old=current)
         else:
             media_type = call.content_type.split(";", 1)[0].strip().lower()
-            if media_type == patches.STRATEGIC_MERGE_PATCH and self._is_custom(call.ref):
+            if media_type == patches.STRATEGIC_MERGE_PATCH and not self._takes_strategic_merge(call.ref):
                 raise store.StoreError(
                     status=415,
                     reason="UnsupportedMediaType",
@@ -1020,6 +1044,13 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self.unregister_resource(kind.ref)
         if (placeholder := self._placeholders.get(key)) is not None:
             self.register_resource(placeholder)
+
+    def _takes_strategic_merge(self, ref: resources.ResourceRef) -> bool:
+        """Whether ``ref`` is served as a built-in kind (strategic merge patches, updates without a
+        resourceVersion), not as a custom resource: the kinds of applied CRDs, and those of the
+        ``*.x-k8s.io`` groups the emulator serves itself (Kueue's, JobSet, ProvisioningRequest), are
+        custom resources in a real cluster."""
+        return not self._is_custom(ref) and not ref.group.endswith("x-k8s.io")
 
     def _is_custom(self, ref: resources.ResourceRef) -> bool:
         """Whether ``ref`` is served from a CRD applied to the emulator."""
@@ -1664,8 +1695,17 @@ def _kubernetes_errors(call: _ApiCall) -> Iterator[None]:
         raise kmock.KubernetesError(
             status=415, reason="UnsupportedMediaType", message=str(exc), details=details
         ) from exc
+    except patches.MalformedPatch as exc:
+        raise kmock.KubernetesError(status=400, reason="BadRequest", message=str(exc), details={}) from exc
     except patches.PatchError as exc:
-        raise kmock.KubernetesError(status=422, reason="Invalid", message=str(exc), details=details) from exc
+        # as the API server answers a patch that does not apply (errors.NewGenericServerResponse with 422): a
+        # generic message, the reason as the one cause, which kubectl prints ("The request is invalid: ...")
+        raise kmock.KubernetesError(
+            status=422,
+            reason="Invalid",
+            message="the server rejected our request due to an error in our request",
+            details={"causes": [{"reason": "UnexpectedServerResponse", "message": str(exc)}]},
+        ) from exc
 
 
 def _as_seen_by(event: store.LoggedEvent, *, visible: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:

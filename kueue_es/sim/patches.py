@@ -36,6 +36,11 @@ class PatchError(ValueError):
     """The patch body is malformed for its content type or cannot be applied."""
 
 
+class MalformedPatch(PatchError):
+    """The body is not of its content type's shape (a merge patch that is not an object, a JSON patch that
+    is not a list): the API server's 400 BadRequest, where a patch that fails to apply is 422."""
+
+
 class UnsupportedPatchType(PatchError):
     """The Content-Type is not a patch type this emulator applies."""
 
@@ -198,12 +203,12 @@ def apply_patch(
     ``schema`` tells a strategic merge patch which lists merge (none without it).
 
     Raises ``UnsupportedPatchType`` for unknown content types and
-    ``PatchError`` for bodies that do not fit the type or fail to apply.
+    ``MalformedPatch`` for bodies that do not fit the type, ``PatchError`` for ones that fail to apply.
     """
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
         if not isinstance(patch, dict):
-            raise PatchError(f"a {media_type} body must be a JSON object, got {type(patch).__name__}")
+            raise MalformedPatch(f"a {media_type} body must be a JSON object, got {type(patch).__name__}")
         if media_type == STRATEGIC_MERGE_PATCH:
             strategic: dict[str, Any] = strategic_merge_patch(target, patch, schema or NoSchema())
             return strategic
@@ -211,7 +216,7 @@ def apply_patch(
         return merged
     if media_type == JSON_PATCH:
         if not isinstance(patch, list):
-            raise PatchError(f"a {media_type} body must be a JSON array of operations")
+            raise MalformedPatch(f"a {media_type} body must be a JSON array of operations")
         try:
             result: Any = jsonpatch.apply_patch(target, patch, in_place=False)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:

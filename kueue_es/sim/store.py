@@ -37,6 +37,7 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import json
 import re
 import secrets
 import uuid
@@ -45,6 +46,7 @@ from typing import Any
 
 import kmock
 
+from kueue_es import validation
 from kueue_es.services.kube import resources
 from kueue_es.sim import selectors
 
@@ -497,11 +499,8 @@ class ObjectStore:
     def _generated_name(self, ref: resources.ResourceRef, *, namespace: str | None, metadata: dict[str, Any]) -> str:
         prefix = metadata.get("generateName")
         if not prefix:
-            raise StoreError(
-                status=422,
-                reason="Invalid",
-                message=f"{ref.kind}.{ref.group or 'core'} is invalid: metadata.name: Required value: name or generateName is required",
-                details=_details(ref, None),
+            raise invalid(
+                ref, "", "metadata.name", validation.REQUIRED, "Required value: name or generateName is required"
             )
         while True:
             name: str = prefix + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
@@ -521,14 +520,29 @@ def _as_object(body: Any) -> dict[str, Any]:
     return obj
 
 
+#: apimachinery's DNS-1123 subdomain message (IsDNS1123Subdomain), as a real API server words a bad name.
+_NAME_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
 def _check_name(ref: resources.ResourceRef, name: Any) -> None:
     if not isinstance(name, str) or len(name) > 253 or not _NAME.match(name):
-        raise StoreError(
-            status=422,
-            reason="Invalid",
-            message=f"{ref.kind} \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
-            details=_details(ref, str(name)),
-        )
+        shown = json.dumps(name if isinstance(name, str) else str(name))
+        why = "must be no more than 253 characters" if isinstance(name, str) and len(name) > 253 else _NAME_MESSAGE
+        raise invalid(ref, str(name), "metadata.name", validation.INVALID, f"Invalid value: {shown}: {why}")
+
+
+def invalid(ref: resources.ResourceRef, name: str, field: str, cause_type: str, message: str) -> StoreError:
+    """422 Invalid as apimachinery's ``errors.NewInvalid`` words it: ``Kind.group "name" is invalid: field:
+    message``, with details naming the kind (not the plural) and the cause, which kubectl prints (without
+    a cause it prints only ``The <kind> "<name>" is invalid``)."""
+    error = validation.Invalid(
+        kind=ref.kind, group=ref.group, name=name, causes=[validation.Cause(field, cause_type, message)]
+    )
+    return StoreError(status=422, reason="Invalid", message=error.message, details=error.details())
 
 
 #: The most bytes an object's annotations may hold, keys and values together (apimachinery's TotalAnnotationSizeLimitB).
@@ -573,15 +587,19 @@ def _check_preconditions(
         raise _conflict(
             ref, name, "the object has been modified; please apply your changes to the latest version and try again"
         )
-    for field in ("name", "namespace", "uid"):
-        wanted = desired["metadata"].get(field)
-        if wanted and wanted != current["metadata"].get(field):
-            raise StoreError(
-                status=422,
-                reason="Invalid",
-                message=f'{ref.kind} "{name}" is invalid: metadata.{field}: Invalid value: "{wanted}": field is immutable',
-                details=_details(ref, name),
+    metadata, stored = desired["metadata"], current["metadata"]
+    for field, where in (("name", "the URL"), ("namespace", "the request")):
+        if metadata.get(field) and metadata[field] != stored.get(field):
+            raise StoreError(  # as the API server's update and patch handlers (checkName) refuse it
+                status=400,
+                reason="BadRequest",
+                message=f"the {field} of the object ({metadata[field]}) does not match the {field} on {where} "
+                f"({stored.get(field)})",
             )
+    if metadata.get("uid") and metadata["uid"] != stored.get("uid"):  # the object's UID is a precondition
+        raise _conflict(
+            ref, name, f"Precondition failed: UID in precondition: {metadata['uid']}, UID in object meta: {stored.get('uid')}"
+        )
 
 
 def _with_status_of(current: dict[str, Any], *, source: dict[str, Any]) -> dict[str, Any]:

@@ -51,7 +51,8 @@ def test_history_is_bounded_and_expires_old_versions() -> None:
 
 
 def test_immutable_metadata_and_noop_updates() -> None:
-    """Changing metadata.name is 422; an update that changes nothing keeps the resourceVersion and logs nothing."""
+    """A body naming another object is 400 and another UID 409 (as the API server's update handler and its
+    UID precondition answer); an update that changes nothing keeps the resourceVersion and logs nothing."""
     objects = make_store()
     created = objects.create(resources.JOBS, namespace="default", body={"metadata": {"name": "j"}, "spec": {}})
     with pytest.raises(store.StoreError) as invalid:
@@ -62,7 +63,18 @@ def test_immutable_metadata_and_noop_updates() -> None:
             subresource=None,
             change=lambda current: {**current, "metadata": {**current["metadata"], "name": "other"}},
         )
-    assert invalid.value.status == 422
+    assert invalid.value.status == 400
+    assert invalid.value.message == "the name of the object (other) does not match the name on the URL (j)"
+    with pytest.raises(store.StoreError) as conflict:
+        objects.update(
+            resources.JOBS,
+            namespace="default",
+            name="j",
+            subresource=None,
+            change=lambda current: {**current, "metadata": {**current["metadata"], "uid": "another"}},
+        )
+    assert (conflict.value.status, conflict.value.reason) == (409, "Conflict")
+    assert "Precondition failed: UID in precondition: another" in conflict.value.message
     events_before = len(objects.log(resources.JOBS).events)
     same = objects.update(
         resources.JOBS, namespace="default", name="j", subresource=None, change=lambda current: current

@@ -1,0 +1,154 @@
+"""The emulated API server answers as kube-apiserver does where clients read the answer: status codes,
+Status bodies (reason, message, details and causes, which kubectl prints), and the semantics of custom
+resources (Kueue's kinds are CRDs in a real cluster) as opposed to built-in kinds.
+
+Each test names the real API server's behaviour it holds the emulator to (k8s.io/apiserver's handlers and
+generic registry, apimachinery's errors package, the API conventions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es.services.kube import client, resources
+from kueue_es.sim import emulator
+
+pytestmark = pytest.mark.timeout(30)
+
+CQ = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
+LQ = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues"
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+
+
+def local_queue(name: str = "lq", **metadata: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, **metadata} if name else dict(metadata),
+        "spec": {"clusterQueue": "cq"},
+    }
+
+
+def cluster_queue(name: str = "cq", cohort: str = "a") -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {"cohortName": cohort},
+    }
+
+
+def job(name: str = "j") -> dict[str, Any]:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {"template": template}}
+
+
+async def call(
+    cluster: emulator.ClusterEmulator,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    content_type: str = "application/json",
+    params: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """One raw HTTP request: (status, decoded JSON body)."""
+    async with aiohttp.ClientSession() as session:
+        async with session.request(
+            method,
+            cluster.url + path,
+            json=body,
+            params=params,
+            headers={"Content-Type": content_type} if body is not None else {},
+        ) as response:
+            return response.status, await response.json(content_type=None)
+
+
+async def test_a_bad_name_is_invalid_with_a_cause_kubectl_can_print(cluster: emulator.ClusterEmulator) -> None:
+    """NewInvalid: the message qualifies the kind, details name the kind (not the plural) and carry the cause;
+    kubectl prints the causes, so without one a user saw only ``The localqueues "Bad_Name" is invalid``."""
+    status, body = await call(cluster, "POST", LQ, local_queue("Bad_Name"))
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"].startswith(
+        'LocalQueue.kueue.x-k8s.io "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": '
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters"
+    )
+    assert body["details"]["kind"] == "LocalQueue" and body["details"]["name"] == "Bad_Name"
+    [cause] = body["details"]["causes"]
+    assert cause["field"] == "metadata.name" and cause["reason"] == "FieldValueInvalid"
+    status, body = await call(cluster, "POST", JOBS, {**job(), "metadata": {}})
+    assert status == 422
+    assert body["message"] == (
+        'Job.batch "" is invalid: metadata.name: Required value: name or generateName is required'
+    )
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueRequired",
+            "message": "Required value: name or generateName is required",
+            "field": "metadata.name",
+        }
+    ]
+
+
+async def test_a_json_patch_that_does_not_apply_is_422_with_the_reason_as_its_cause(
+    cluster: emulator.ClusterEmulator,
+) -> None:
+    """The patch handler answers a failed JSON patch with NewGenericServerResponse(422): a generic message
+    and the reason as an UnexpectedServerResponse cause (what kubectl prints); a body of the wrong shape
+    for its type is 400 BadRequest."""
+    assert (await call(cluster, "POST", CQ, cluster_queue()))[0] == 201
+    test_op = [{"op": "test", "path": "/spec/cohortName", "value": "b"}]
+    status, body = await call(cluster, "PATCH", f"{CQ}/cq", test_op, content_type="application/json-patch+json")
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == "the server rejected our request due to an error in our request"
+    [cause] = body["details"]["causes"]
+    assert cause["reason"] == "UnexpectedServerResponse" and "b" in cause["message"]
+    status, body = await call(
+        cluster, "PATCH", f"{CQ}/cq", [{"spec": {}}], content_type="application/merge-patch+json"
+    )
+    assert (status, body["reason"]) == (400, "BadRequest")
+
+
+async def test_custom_resources_refuse_strategic_merge_patches(cluster: emulator.ClusterEmulator) -> None:
+    """Kueue's kinds are CRDs in a real cluster, and the API server takes no strategic merge patch for a
+    custom resource (415, naming the types it takes), through the status subresource neither; a Job takes one."""
+    await call(cluster, "POST", CQ, cluster_queue())
+    smp = "application/strategic-merge-patch+json"
+    status, body = await call(cluster, "PATCH", f"{CQ}/cq", {"spec": {"cohortName": "b"}}, content_type=smp)
+    assert (status, body["reason"]) == (415, "UnsupportedMediaType")
+    assert "application/merge-patch+json" in body["message"]
+    status, _ = await call(cluster, "PATCH", f"{CQ}/cq/status", {"status": {}}, content_type=smp)
+    assert status == 415
+    status, body = await call(
+        cluster, "PATCH", f"{CQ}/cq", {"spec": {"cohortName": "b"}}, content_type="application/merge-patch+json"
+    )
+    assert (status, body["spec"]["cohortName"]) == (200, "b")
+    await call(cluster, "POST", JOBS, job())
+    status, body = await call(cluster, "PATCH", f"{JOBS}/j", {"metadata": {"labels": {"a": "b"}}}, content_type=smp)
+    assert (status, body["metadata"]["labels"]) == (200, {"a": "b"})
+
+
+async def test_replacing_a_custom_resource_needs_its_resource_version(api: k8s_client.ApiClient) -> None:
+    """A custom resource's update strategy refuses an unconditional update (no metadata.resourceVersion):
+    422 naming the resource; a built-in Job may be replaced without one."""
+    await client.create_object(api, resources.LOCAL_QUEUES, namespace="default", body=local_queue())
+    with pytest.raises(client.errors.ApiError) as refused:
+        await client.replace_object(api, resources.LOCAL_QUEUES, namespace="default", name="lq", body=local_queue())
+    assert refused.value.status == 422
+    assert refused.value.message == (
+        'localqueues.kueue.x-k8s.io "lq" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+        "must be specified for an update"
+    )
+    current = await client.get_object(api, resources.LOCAL_QUEUES, namespace="default", name="lq")
+    body = {**local_queue(resourceVersion=current["metadata"]["resourceVersion"]), "metadata": current["metadata"]}
+    body["metadata"]["labels"] = {"a": "b"}
+    replaced = await client.replace_object(api, resources.LOCAL_QUEUES, namespace="default", name="lq", body=body)
+    assert replaced["metadata"]["labels"] == {"a": "b"}
+    await client.create_object(api, resources.JOBS, namespace="default", body=job())
+    unconditional = {**job(), "metadata": {"name": "j", "labels": {"put": "yes"}}}
+    stored = await client.replace_object(api, resources.JOBS, namespace="default", name="j", body=unconditional)
+    assert stored["metadata"]["labels"] == {"put": "yes"}
