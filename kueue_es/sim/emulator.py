@@ -738,7 +738,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             call.ref,
             namespace=call.namespace,
             labels=selectors.parse_label_selector(call.params.get("labelSelector")),
-            fields=selectors.parse_field_selector(call.params.get("fieldSelector")),
+            fields=self._field_selector(call),
         )
         return {
             "apiVersion": call.ref.api_version,
@@ -746,6 +746,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             "metadata": {"resourceVersion": str(self._store.resource_version)},
             "items": items,
         }
+
+    def _field_selector(self, call: _ApiCall) -> selectors.FieldSelector:
+        """The request's ``fieldSelector``, refused (400) when it names a field the kind does not select by."""
+        fields = selectors.parse_field_selector(call.params.get("fieldSelector"))
+        ref = call.ref
+        custom = not self._takes_strategic_merge(ref)
+        selectors.check_selectable(fields, group=ref.group, kind=ref.kind, namespaced=ref.namespaced, custom=custom)
+        return fields
 
     def _read_reply(self, call: _ApiCall, payload: dict[str, Any]) -> _Reply:
         """A get or list answer: the object or list, or a Table of it when kubectl asks for one."""
@@ -1180,7 +1188,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             namespace=call.namespace,
             name=call.name,
             labels=selectors.parse_label_selector(params.get("labelSelector")),
-            fields=selectors.parse_field_selector(params.get("fieldSelector")),
+            fields=self._field_selector(call),
             bookmarks=str(params.get("allowWatchBookmarks", "")).lower() in _TRUE,
             timeout=float(timeout_text) if timeout_text else None,
         )

@@ -9,9 +9,12 @@ Label selectors (comma = AND): ``key``, ``!key``, ``key=v``, ``key==v``,
 As in Kubernetes, ``!=`` and ``notin`` also match objects without the label.
 
 Field selectors (comma = AND): ``path=v``, ``path==v``, ``path!=v`` where path
-is a dotted path such as ``metadata.name`` or ``status.phase``.  A real server
-accepts only a per-kind list of paths; this one accepts any dotted path, and
-a missing field compares as the empty string.
+is a dotted path such as ``metadata.name`` or ``status.phase``; a missing field
+compares as the empty string. As a real server, only the paths a kind declares
+selectable are accepted (:func:`check_selectable`: ``metadata.name``, a namespaced
+kind's ``metadata.namespace``, and a few per built-in kind, such as a Pod's
+``spec.nodeName`` or an Event's ``involvedObject.name``); any other is refused with the
+message of the kind's field label conversion.
 """
 
 from __future__ import annotations
@@ -190,3 +193,69 @@ def _field_as_string(obj: Mapping[str, Any], path: str) -> str:
     if isinstance(current, bool):
         return "true" if current else "false"
     return str(current)
+
+
+#: The fields besides ``metadata.name`` and ``metadata.namespace`` each built-in kind's field selectors
+#: may name, by (group, kind): the field label conversion functions of Kubernetes' API types
+#: (pkg/apis/core/v1/conversion.go, pkg/apis/batch/v1/conversion.go, ...).
+SELECTABLE: dict[tuple[str, str], frozenset[str]] = {
+    ("", "Pod"): frozenset(
+        {
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        }
+    ),
+    ("", "Event"): frozenset(
+        {
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        }
+    ),
+    ("", "Node"): frozenset({"spec.unschedulable"}),
+    ("", "Namespace"): frozenset({"status.phase"}),
+    ("", "Secret"): frozenset({"type"}),
+    ("", "Service"): frozenset({"spec.clusterIP", "spec.type"}),
+    ("batch", "Job"): frozenset({"status.successful"}),
+    ("apps", "ReplicaSet"): frozenset({"status.replicas"}),
+}
+
+
+def check_selectable(selector: FieldSelector, *, group: str, kind: str, namespaced: bool, custom: bool) -> None:
+    """Raise SelectorError for a field the kind's objects cannot be selected by, worded as the API server's
+    field label conversion words it (then answered 400 BadRequest): a custom resource (a CRD's kind; Kueue's
+    kinds are ones) takes ``metadata.name``, and ``metadata.namespace`` when namespaced; a built-in kind its
+    own list (:data:`SELECTABLE`) or, without one, the two metadata fields."""
+    for requirement in selector.requirements:
+        label = requirement.path
+        if custom:
+            if label == "metadata.name" or (namespaced and label == "metadata.namespace"):
+                continue
+            raise SelectorError(f"field label not supported: {label}")
+        own = SELECTABLE.get((group, kind))
+        if own is None:
+            if label not in ("metadata.name", "metadata.namespace"):
+                raise SelectorError(
+                    f'"{label}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+                )
+            continue
+        if label in own or label == "metadata.name" or (label == "metadata.namespace" and kind != "Node"):
+            continue
+        if group == "batch":
+            raise SelectorError(f'field label "{label}" not supported for {kind}')
+        raise SelectorError(f"field label not supported: {label}")

@@ -107,9 +107,7 @@ async def test_a_json_patch_that_does_not_apply_is_422_with_the_reason_as_its_ca
     assert body["message"] == "the server rejected our request due to an error in our request"
     [cause] = body["details"]["causes"]
     assert cause["reason"] == "UnexpectedServerResponse" and "b" in cause["message"]
-    status, body = await call(
-        cluster, "PATCH", f"{CQ}/cq", [{"spec": {}}], content_type="application/merge-patch+json"
-    )
+    status, body = await call(cluster, "PATCH", f"{CQ}/cq", [{"spec": {}}], content_type="application/merge-patch+json")
     assert (status, body["reason"]) == (400, "BadRequest")
 
 
@@ -152,3 +150,45 @@ async def test_replacing_a_custom_resource_needs_its_resource_version(api: k8s_c
     unconditional = {**job(), "metadata": {"name": "j", "labels": {"put": "yes"}}}
     stored = await client.replace_object(api, resources.JOBS, namespace="default", name="j", body=unconditional)
     assert stored["metadata"]["labels"] == {"put": "yes"}
+
+
+@pytest.mark.parametrize(
+    ("path", "selector", "message"),
+    [
+        (CQ, "spec.cohortName=a", "field label not supported: spec.cohortName"),
+        (CQ, "metadata.namespace=default", "field label not supported: metadata.namespace"),
+        (LQ, "status.phase=x", "field label not supported: status.phase"),
+        (JOBS, "spec.suspend=true", 'field label "spec.suspend" not supported for Job'),
+        ("/api/v1/pods", "spec.priority=1", "field label not supported: spec.priority"),
+        (
+            "/apis/apps/v1/deployments",
+            "spec.replicas=1",
+            '"spec.replicas" is not a known field selector: only "metadata.name", "metadata.namespace"',
+        ),
+    ],
+)
+async def test_a_field_selector_names_only_fields_the_kind_selects_by(
+    cluster: emulator.ClusterEmulator, path: str, selector: str, message: str
+) -> None:
+    """A custom resource selects by metadata.name (and metadata.namespace when namespaced), a built-in kind by
+    its conversion's list; any other field is 400 BadRequest, for a list and a watch alike (the emulator used
+    to compare any dotted path, so ``kubectl get workloads --field-selector status.phase=x`` listed nothing
+    where a cluster refuses it)."""
+    for params in ({"fieldSelector": selector}, {"fieldSelector": selector, "watch": "true"}):
+        status, body = await call(cluster, "GET", path, params=params)
+        assert (status, body["reason"], body["message"]) == (400, "BadRequest", message)
+
+
+async def test_selectable_fields_still_select(cluster: emulator.ClusterEmulator) -> None:
+    """metadata.name on a custom resource, status.successful on Jobs, involvedObject.* on Events."""
+    await call(cluster, "POST", CQ, cluster_queue("a"))
+    await call(cluster, "POST", CQ, cluster_queue("b"))
+    status, body = await call(cluster, "GET", CQ, params={"fieldSelector": "metadata.name!=a"})
+    assert (status, [item["metadata"]["name"] for item in body["items"]]) == (200, ["b"])
+    for path, selector in (
+        (JOBS, "status.successful=1,metadata.namespace=default"),
+        ("/api/v1/namespaces/default/events", "involvedObject.kind=Workload,involvedObject.name=w,type=Normal"),
+        ("/api/v1/pods", "spec.nodeName!=,status.phase=Running"),
+    ):
+        status, body = await call(cluster, "GET", path, params={"fieldSelector": selector})
+        assert (status, body["items"]) == (200, [])
