@@ -35,8 +35,8 @@ columns), their objects pruned, defaulted and validated by the schema (not its C
 deleting it deletes their objects
 and ends their watches; ``crd_files`` / :meth:`ClusterEmulator.install_crds` install CRDs without
 HTTP.  Not served: aggregated discovery, the
-protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, list pagination
-(``limit``/``continue`` are ignored: every list is one page), apply conflicts
+protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, consistent pages of a list (a page
+read with a ``continue`` token has the objects as they are now, not as of the first page), apply conflicts
 between field managers and ``managedFields``, garbage collection of dependents (the simulated
 controllers collect what their kinds own: a CronJob's Jobs, a ReplicaSet's pods, ...).
 
@@ -54,6 +54,7 @@ Run it on a real port with ``serve_emulator()``; see ``reset_history()`` and
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import copy
 import dataclasses
@@ -734,18 +735,30 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         )
 
     def _list(self, call: _ApiCall) -> dict[str, Any]:
+        """A list, a page of it with ``limit``: ``metadata.continue`` (a token naming the list's
+        resourceVersion and the key the next page starts after) and ``remainingItemCount`` while items
+        remain. A page read with a token starts after its key and reports the first page's resourceVersion
+        (its items are the current ones: the emulator keeps no old versions of objects)."""
+        limit_text, token = call.params.get("limit") or "", call.params.get("continue") or ""
+        if limit_text and not re.fullmatch(r"-?\d+", limit_text):
+            raise store.StoreError(
+                status=400, reason="BadRequest", message=f'limit: Invalid value: "{limit_text}": must be an integer'
+            )
+        version, after = (_decode_continue(token) if token else (self._store.resource_version, None))
         items = self._store.select(
             call.ref,
             namespace=call.namespace,
             labels=selectors.parse_label_selector(call.params.get("labelSelector")),
             fields=self._field_selector(call),
         )
-        return {
-            "apiVersion": call.ref.api_version,
-            "kind": f"{call.ref.kind}List",
-            "metadata": {"resourceVersion": str(self._store.resource_version)},
-            "items": items,
-        }
+        if after is not None:
+            items = [item for item in items if _list_key(item) > after]
+        metadata: dict[str, Any] = {"resourceVersion": str(version)}
+        limit = int(limit_text or 0)
+        if 0 < limit < len(items):
+            items, rest = items[:limit], len(items) - limit
+            metadata.update({"continue": _encode_continue(version, _list_key(items[-1])), "remainingItemCount": rest})
+        return {"apiVersion": call.ref.api_version, "kind": f"{call.ref.kind}List", "metadata": metadata, "items": items}
 
     def _field_selector(self, call: _ApiCall) -> selectors.FieldSelector:
         """The request's ``fieldSelector``, refused (400) when it names a field the kind does not select by."""
@@ -771,6 +784,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             include_object=call.params.get("includeObject") or "PartialObjectMetadata",
             printer_columns=self._printer_columns(call.ref),
         )
+        for key in ("continue", "remainingItemCount"):  # a page of a list as a Table (kubectl get --chunk-size)
+            if key in payload.get("metadata", {}) and "items" in payload:
+                table.setdefault("metadata", {})[key] = payload["metadata"][key]
         return _Reply(status=200, payload=table)
 
     async def _table_events(
@@ -1543,6 +1559,32 @@ def _custom_scale_of(obj: dict[str, Any], scale: custom_resources.Scale) -> dict
         "spec": {"replicas": _path_value(obj, scale.spec_replicas_path) or 0},
         "status": status,
     }
+
+
+def _list_key(obj: Mapping[str, Any]) -> str:
+    """Where an object sorts in a list (``namespace/name``, as the store's keys sort), for continue tokens."""
+    metadata = obj.get("metadata") or {}
+    return f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
+
+
+def _encode_continue(resource_version: int, key: str) -> str:
+    """A continue token as kube-apiserver's storage makes one: URL-safe base64 of ``{"v", "rv", "start"}``."""
+    token = json.dumps({"v": "meta.k8s.io/v1", "rv": resource_version, "start": key + "\x00"})
+    return base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    """(resourceVersion, key the page starts after) of a continue token; 400 for one this server did not make."""
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        if decoded.get("v") != "meta.k8s.io/v1":
+            raise ValueError(f"got {decoded.get('v')!r}")
+        version, start = int(decoded["rv"]), str(decoded["start"])
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise store.StoreError(
+            status=400, reason="BadRequest", message=f"invalid continue token: continue key is not valid: {exc}"
+        ) from exc
+    return version, start.removesuffix("\x00")
 
 
 def _group_version(api_version: str) -> tuple[str, str]:

@@ -8,6 +8,8 @@ generic registry, apimachinery's errors package, the API conventions).
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -16,6 +18,7 @@ from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.services.kube import client, resources
 from kueue_es.sim import emulator
+from tests.kube.test_kubectl import Kubectl, table
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -192,3 +195,41 @@ async def test_selectable_fields_still_select(cluster: emulator.ClusterEmulator)
     ):
         status, body = await call(cluster, "GET", path, params={"fieldSelector": selector})
         assert (status, body["items"]) == (200, [])
+
+
+async def test_a_limited_list_comes_in_pages_joined_by_continue_tokens(api: k8s_client.ApiClient) -> None:
+    """``limit`` cuts a list into pages (``kubectl get --chunk-size``, client-go's pager): each but the last
+    has ``metadata.continue`` and ``remainingItemCount``, every page the first page's resourceVersion; a
+    token this server did not make is 400. The emulator used to answer every list whole."""
+    custom = k8s_client.CustomObjectsApi(api)
+    for name in ("a", "b", "c", "d", "e"):
+        await custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", cluster_queue(name))
+    names, token, versions, remaining = [], None, set(), []
+    while True:
+        page = await custom.list_cluster_custom_object(
+            "kueue.x-k8s.io", "v1beta2", "clusterqueues", limit=2, **({"_continue": token} if token else {})
+        )
+        names.append([item["metadata"]["name"] for item in page["items"]])
+        versions.add(page["metadata"]["resourceVersion"])
+        remaining.append(page["metadata"].get("remainingItemCount"))
+        token = page["metadata"].get("continue")
+        if not token:
+            break
+    assert names == [["a", "b"], ["c", "d"], ["e"]]
+    assert remaining == [3, 1, None] and len(versions) == 1
+    batch = k8s_client.BatchV1Api(api)
+    with pytest.raises(k8s_client.ApiException) as bad:
+        await batch.list_namespaced_job("default", _continue="not-a-token")
+    assert bad.value.status == 400 and "invalid continue token" in bad.value.body
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_kubectl_prints_every_page_of_a_chunked_get(cluster: emulator.ClusterEmulator, tmp_path: Path) -> None:
+    """``kubectl get --chunk-size=2`` asks for Tables two rows at a time and follows their continue tokens."""
+    for name in ("a", "b", "c", "d", "e"):
+        await call(cluster, "POST", CQ, cluster_queue(name))
+    kubectl = Kubectl(cluster.url, tmp_path)
+    out = await kubectl.ok("get", "cq", "--chunk-size=2", "-v=6")
+    assert [row[0] for row in table(out)[1:]] == ["a", "b", "c", "d", "e"]
+    code, _, log = await kubectl.run("get", "cq", "--chunk-size=2", "-v=6")
+    assert code == 0 and log.count("limit=2") == 3, log
