@@ -13,7 +13,7 @@ OpenAPI and every request for a registered kind itself, from ``store.ObjectStore
 What is served, per registered kind (``resources.RESOURCES``: Kueue's kinds and the built-in ones
 kueue-es and its users meet -- Namespace, Node, Pod, Event, Secret, PodTemplate, batch/v1 Job and
 CronJob, apps/v1 Deployment, ReplicaSet and StatefulSet, scheduling.k8s.io/v1 PriorityClass, Lease, DRA's
-kinds, ProvisioningRequest; the controllers that act on them are simulated elsewhere, :mod:`.kubelet`
+kinds, ProvisioningRequest; the access and self-subject reviews, :mod:`.reviews`, allowed and never stored; the controllers that act on them are simulated elsewhere, :mod:`.kubelet`
 and :mod:`.controllers`): GET (get/list), GET ?watch=true|True|1 (watch), POST (create, 201), PUT
 (replace; a custom resource's needs ``metadata.resourceVersion``, 422 without), PATCH (merge,
 strategic merge by the kind's OpenAPI schema for built-in kinds only (415 for custom resources:
@@ -78,7 +78,7 @@ from kueue_es.events import models
 from kueue_es.jobframework import integrations, pods, webhooks, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
-from kueue_es.sim import aggregator, custom_resources, openapi, patches, protobuf, selectors, store, tables
+from kueue_es.sim import aggregator, custom_resources, openapi, patches, protobuf, reviews, selectors, store, tables
 
 logger = structlog.get_logger(__name__)
 
@@ -241,7 +241,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             default_queue.store = self._store
         if multikueue is not None:
             multikueue.store = self._store
-        for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *self.extra_resources):
+        for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *reviews.KINDS, *self.extra_resources):
             self.register_resource(ref)
         self.register_resource(custom_resources.CRDS)
         self._store.create_system_priority_classes()
@@ -551,7 +551,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     "singularName": custom.singular if custom is not None else ref.singular,
                     "namespaced": ref.namespaced,
                     "kind": ref.kind,
-                    "verbs": sorted(_VERBS),
+                    "verbs": ["create"] if ref in reviews.KINDS else sorted(_VERBS),
                     **({"shortNames": list(short_names)} if short_names else {}),
                     **({"categories": list(categories)} if categories else {}),
                 }
@@ -640,6 +640,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
     def _execute_call(self, call: _ApiCall) -> _Reply | AsyncIterator[dict[str, Any]]:
         with _kubernetes_errors(call):
+            if call.ref in reviews.KINDS:  # answered, never stored (kubectl auth can-i, auth whoami)
+                if call.verb != "create":
+                    raise store.StoreError(
+                        status=405,
+                        reason="MethodNotAllowed",
+                        message="the server does not allow this method on the requested resource",
+                        details={"kind": call.ref.plural, "group": call.ref.group},
+                    )
+                return _Reply(status=201, payload=reviews.answer(call.ref, _json_body(call)))
             kind = self._custom.get((call.ref.group, call.ref.version, call.ref.plural))
             custom_scale = kind.scale if kind is not None else None
             _check_allowed(call, scale=custom_scale is not None)

@@ -1,7 +1,7 @@
 """Kubernetes' protobuf request bodies, decoded for the few kinds kubectl's generators write that way.
 
 Why this module exists: ``kubectl create priorityclass high --value=1000`` (and ``kubectl create
-namespace``) build the object in Go and POST it through a typed client, which sends
+namespace``, and the reviews of ``kubectl auth can-i`` and ``auth whoami``) build the object in Go and POST it through a typed client, which sends
 ``Content-Type: application/vnd.kubernetes.protobuf`` for built-in kinds; ``kubectl apply -f`` and
 ``create -f`` send JSON. The emulator speaks JSON, so :func:`decode` turns such a body into the JSON
 object a JSON client would have sent, for the kinds in :data:`MESSAGES`; for any other kind, or a field
@@ -84,6 +84,48 @@ MESSAGES: dict[tuple[str, str], Message] = {
         3: Field("status", {1: Field("phase", "string")}),
     },
 }
+_RESOURCE_ATTRIBUTES: Message = {
+    1: Field("namespace", "string"),
+    2: Field("verb", "string"),
+    3: Field("group", "string"),
+    4: Field("version", "string"),
+    5: Field("resource", "string"),
+    6: Field("subresource", "string"),
+    7: Field("name", "string"),
+}
+# The reviews ``kubectl auth can-i`` and ``auth whoami`` send (k8s.io/api authorization/v1 and
+# authentication/v1 generated.proto); their (empty) status is written too, as Go writes every non-pointer field.
+MESSAGES[("authorization.k8s.io/v1", "SelfSubjectAccessReview")] = {
+    1: Field("metadata", OBJECT_META),
+    2: Field(
+        "spec",
+        {
+            1: Field("resourceAttributes", _RESOURCE_ATTRIBUTES),
+            2: Field("nonResourceAttributes", {1: Field("path", "string"), 2: Field("verb", "string")}),
+        },
+    ),
+    3: Field(
+        "status",
+        {
+            1: Field("allowed", "bool"),
+            2: Field("reason", "string"),
+            3: Field("evaluationError", "string"),
+            4: Field("denied", "bool"),
+        },
+    ),
+}
+MESSAGES[("authorization.k8s.io/v1", "SelfSubjectRulesReview")] = {
+    1: Field("metadata", OBJECT_META),
+    2: Field("spec", {1: Field("namespace", "string")}),
+    3: Field("status", {3: Field("incomplete", "bool"), 4: Field("evaluationError", "string")}),
+}
+MESSAGES[("authentication.k8s.io/v1", "SelfSubjectReview")] = {
+    1: Field("metadata", OBJECT_META),
+    2: Field(
+        "status",
+        {1: Field("userInfo", {1: Field("username", "string"), 2: Field("uid", "string")})},
+    ),
+}
 _UNKNOWN: Message = {
     1: Field("typeMeta", {1: Field("apiVersion", "string"), 2: Field("kind", "string")}),
     2: Field("raw", "bytes"),
@@ -106,7 +148,7 @@ def decode(body: bytes, *, api_version: str, kind: str) -> dict[str, Any]:
     sent = (type_meta.get("apiVersion", api_version), type_meta.get("kind", kind))
     schema = MESSAGES.get(sent)
     if schema is None:
-        readable = ", ".join(f"{k} ({v})" for v, k in sorted(MESSAGES))
+        readable = ", ".join(f"{k} ({v})" for v, k in sorted(MESSAGES) if not k.endswith("Review"))
         raise Unsupported(
             f"the emulator reads protobuf bodies only for {readable}, not {sent[1]} ({sent[0]}): send JSON"
             " (kubectl create -f FILE, kubectl apply -f FILE)"

@@ -1,0 +1,64 @@
+"""The review kinds of the authentication and authorization APIs, as a cluster that lets everyone do everything
+answers them (``kubectl auth can-i``, ``kubectl auth whoami``).
+
+Why this module exists: the emulated API server has no users (its kubeconfig carries no credentials) and
+refuses nothing for want of a permission, as a kube-apiserver with anonymous requests allowed and the
+``AlwaysAllow`` authorizer. kubectl still asks: ``kubectl auth can-i create jobs`` POSTs a
+SelfSubjectAccessReview, ``--list`` a SelfSubjectRulesReview, ``kubectl auth whoami`` a
+SelfSubjectReview, and a cluster without those kinds makes them fail (404). The reviews are answered,
+never stored: a create returns the review with its ``status`` filled (201), and the kinds take no other verb
+(405), as on a real server.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kueue_es.services.kube import resources
+
+SELF_SUBJECT_ACCESS_REVIEWS = resources.ResourceRef(
+    group="authorization.k8s.io",
+    version="v1",
+    plural="selfsubjectaccessreviews",
+    kind="SelfSubjectAccessReview",
+    namespaced=False,
+)
+SELF_SUBJECT_RULES_REVIEWS = resources.ResourceRef(
+    group="authorization.k8s.io",
+    version="v1",
+    plural="selfsubjectrulesreviews",
+    kind="SelfSubjectRulesReview",
+    namespaced=False,
+)
+SUBJECT_ACCESS_REVIEWS = resources.ResourceRef(
+    group="authorization.k8s.io", version="v1", plural="subjectaccessreviews", kind="SubjectAccessReview", namespaced=False
+)
+SELF_SUBJECT_REVIEWS = resources.ResourceRef(
+    group="authentication.k8s.io", version="v1", plural="selfsubjectreviews", kind="SelfSubjectReview", namespaced=False
+)
+KINDS = (SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_REVIEWS)
+
+#: Who an unauthenticated request is (the API server's anonymous user).
+ANONYMOUS = {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
+#: Why everything is allowed, as the reason an access review gives.
+REASON = "the kueue-es emulated API server allows every request (no authentication, no authorization)"
+
+
+def answer(ref: resources.ResourceRef, body: Any) -> dict[str, Any]:
+    """The review ``body`` (a create of ``ref``, one of :data:`KINDS`) as the server returns it: allowed."""
+    review = copy.deepcopy(body) if isinstance(body, dict) else {}
+    review["apiVersion"], review["kind"] = ref.api_version, ref.kind
+    review.setdefault("metadata", {}).setdefault("creationTimestamp", None)
+    review.setdefault("spec", {})
+    if ref == SELF_SUBJECT_REVIEWS:
+        review["status"] = {"userInfo": copy.deepcopy(ANONYMOUS)}
+    elif ref == SELF_SUBJECT_RULES_REVIEWS:
+        review["status"] = {
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": False,
+        }
+    else:
+        review["status"] = {"allowed": True, "reason": REASON}
+    return review
