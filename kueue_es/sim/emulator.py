@@ -694,7 +694,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     deleted = self._store.delete(
                         call.ref, namespace=call.namespace, name=call.name, preconditions=preconditions, dry_run=dry_run
                     )
-                    return _Reply(status=200, payload=deleted)
+                    if deleted["metadata"].get("deletionTimestamp") or not self._answers_delete_with_status(call.ref):
+                        return _Reply(status=200, payload=deleted)
+                    return _Reply(status=200, payload=_deleted_status(call.ref, deleted))
         raise AssertionError(f"unrouted verb {call.verb!r}")  # pragma: no cover
 
     def _scale(self, call: _ApiCall) -> _Reply:
@@ -1077,6 +1079,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self.unregister_resource(kind.ref)
         if (placeholder := self._placeholders.get(key)) is not None:
             self.register_resource(placeholder)
+
+    def _answers_delete_with_status(self, ref: resources.ResourceRef) -> bool:
+        """Whether a delete that removes an object at once is answered with a Status rather than the object:
+        the generic registry's answer for the built-in kinds but those whose storage sets
+        ``ReturnDeletedObject`` (Pods, ServiceAccounts) or has its own (Namespaces, CRDs); custom resources
+        answer with the object."""
+        exceptions = {resources.PODS, resources.NAMESPACES, custom_resources.CRDS}
+        return self._takes_strategic_merge(ref) and ref not in exceptions and ref.plural != "serviceaccounts"
 
     def _takes_strategic_merge(self, ref: resources.ResourceRef) -> bool:
         """Whether ``ref`` is served as a built-in kind (strategic merge patches, updates without a
@@ -1568,6 +1578,14 @@ def _custom_scale_of(obj: dict[str, Any], scale: custom_resources.Scale) -> dict
         "spec": {"replicas": _path_value(obj, scale.spec_replicas_path) or 0},
         "status": status,
     }
+
+
+def _deleted_status(ref: resources.ResourceRef, deleted: Mapping[str, Any]) -> dict[str, Any]:
+    """The Status the generic registry answers a delete with (finalizeDelete): Success, with details naming
+    the object (``kind`` is the resource, as the API server sets it) and its UID."""
+    metadata = deleted.get("metadata") or {}
+    details = {"name": metadata.get("name", ""), "group": ref.group, "kind": ref.plural, "uid": metadata.get("uid", "")}
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
 
 def _list_key(obj: Mapping[str, Any]) -> str:

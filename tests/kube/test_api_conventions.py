@@ -252,3 +252,25 @@ async def test_kubectl_auth_can_i_and_whoami_are_answered(cluster: emulator.Clus
     assert re.search(r"^selfsubjectaccessreviews .* create\s*$", resources_out, re.MULTILINE), resources_out
     status, _ = await call(cluster, "GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
     assert status == 405
+
+
+async def test_a_delete_answers_a_status_for_built_in_kinds_and_the_object_for_custom_resources(
+    api: k8s_client.ApiClient,
+) -> None:
+    """The generic registry answers a delete that removes the object with a Status (Success, details naming
+    it); custom resources (ReturnDeletedObject) and Pods answer with the object, and so does a delete held
+    by a finalizer (the object, marked). ``BatchV1Api.delete_namespaced_job`` reads a V1Status: the emulator
+    answered the Job, so ``.status`` was the Job's status."""
+    batch = k8s_client.BatchV1Api(api)
+    created = await batch.create_namespaced_job("default", job())
+    answer = await batch.delete_namespaced_job("j", "default", propagation_policy="Background")
+    assert (answer.kind, answer.status) == ("Status", "Success")
+    assert (answer.details.name, answer.details.group, answer.details.kind) == ("j", "batch", "jobs")
+    assert answer.details.uid == created.metadata.uid
+    await client.create_object(api, resources.LOCAL_QUEUES, namespace="default", body=local_queue())
+    deleted = await client.delete_object(api, resources.LOCAL_QUEUES, namespace="default", name="lq")
+    assert deleted["kind"] == "LocalQueue" and deleted["metadata"]["name"] == "lq"
+    held = {**job("k"), "metadata": {"name": "k", "finalizers": ["example.com/hold"]}}
+    await client.create_object(api, resources.JOBS, namespace="default", body=held)
+    marked = await client.delete_object(api, resources.JOBS, namespace="default", name="k")
+    assert marked["kind"] == "Job" and marked["metadata"]["deletionTimestamp"]
