@@ -20,6 +20,7 @@ Semantics, as a real API server has them:
   changes, check a given ``metadata.resourceVersion`` (409 on mismatch), and
   are no-ops (no new resourceVersion, no event) when nothing changed;
 * writes to ``status`` change only ``.status``; other writes never do;
+* empty labels, annotations, finalizers and owner references are not stored (ObjectMeta's ``omitempty``);
 * delete with finalizers sets ``deletionTimestamp`` (MODIFIED); the object is
   removed (DELETED) when its finalizers are gone;
 * every change is appended to a per-kind event log of ``history_limit``
@@ -342,6 +343,7 @@ class ObjectStore:
         _apply_defaults(ref, obj)
         for hook in self._create_hooks:
             hook(ref, obj)
+        _omit_empty_metadata(obj)
         _check_annotations(ref, obj)
         if check is not None:
             check(obj)
@@ -386,6 +388,7 @@ class ObjectStore:
             updated = _with_status_of(current, source=desired)
         else:
             updated = _merged_main(self._stored_as[ref], current=current, desired=desired)
+            _omit_empty_metadata(updated)
             _check_annotations(ref, updated)
         if check is not None:
             check(updated)
@@ -600,6 +603,20 @@ def _check_preconditions(
         raise _conflict(
             ref, name, f"Precondition failed: UID in precondition: {metadata['uid']}, UID in object meta: {stored.get('uid')}"
         )
+
+
+#: ObjectMeta's maps and lists, all ``omitempty``: the API server stores (and answers) none of them empty.
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
+
+
+def _omit_empty_metadata(obj: dict[str, Any]) -> None:
+    """Drop the empty (or null) labels, annotations, finalizers, owner references of an object about to be
+    stored, as Go's JSON encoding of ObjectMeta leaves them out: ``labels: {}`` written (a client-side apply
+    sends ``annotations: {}``) is read back as no field, and ``kubectl diff`` shows no ``annotations: {}``."""
+    metadata = obj["metadata"]
+    for field in _OMITTED_WHEN_EMPTY:
+        if field in metadata and not metadata[field]:
+            del metadata[field]
 
 
 def _with_status_of(current: dict[str, Any], *, source: dict[str, Any]) -> dict[str, Any]:

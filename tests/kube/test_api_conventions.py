@@ -274,3 +274,24 @@ async def test_a_delete_answers_a_status_for_built_in_kinds_and_the_object_for_c
     await client.create_object(api, resources.JOBS, namespace="default", body=held)
     marked = await client.delete_object(api, resources.JOBS, namespace="default", name="k")
     assert marked["kind"] == "Job" and marked["metadata"]["deletionTimestamp"]
+
+
+async def test_empty_metadata_maps_and_lists_are_not_stored(api: k8s_client.ApiClient) -> None:
+    """ObjectMeta's labels, annotations, finalizers and owner references are ``omitempty``: written empty (a
+    client-side apply's ``annotations: {}``, a patch removing the last finalizer) they are read back absent,
+    so ``kubectl diff`` and ``get -o yaml`` show no ``annotations: {}``."""
+    body = {**local_queue(), "metadata": {"name": "lq", "labels": {}, "annotations": {}, "finalizers": []}}
+    created = await client.create_object(api, resources.LOCAL_QUEUES, namespace="default", body=body)
+    assert not {"labels", "annotations", "finalizers"} & set(created["metadata"])
+    patched = await client.patch_object(
+        api,
+        resources.LOCAL_QUEUES,
+        namespace="default",
+        name="lq",
+        patch={"metadata": {"labels": {"a": "b"}, "annotations": {}}},
+    )
+    assert patched["metadata"]["labels"] == {"a": "b"} and "annotations" not in patched["metadata"]
+    emptied = await client.patch_object(
+        api, resources.LOCAL_QUEUES, namespace="default", name="lq", patch={"metadata": {"labels": {"a": None}}}
+    )
+    assert "labels" not in emptied["metadata"]
