@@ -22,7 +22,9 @@ apply: see ``_server_side_apply``), DELETE; the
 ``status`` subresource; ``dryRun=All`` (nothing stored, no watch event);
 ``fieldValidation`` (see ``validate_object``); Tables for ``kubectl get``
 (``tables.py``); ``labelSelector``, ``fieldSelector``; watch with
-``resourceVersion`` (410 Expired as an ERROR event when too old),
+``resourceVersion`` (410 Expired as an ERROR event when too old, 504 with the cause
+ResourceVersionTooLarge when newer than the server's), ``sendInitialEvents`` (the initial ADDEDs end
+with a BOOKMARK annotated ``k8s.io/initial-events-end``),
 ``allowWatchBookmarks`` (BOOKMARK every ``bookmark_interval`` seconds) and
 ``timeoutSeconds``.  Request bodies are JSON (YAML for apply), or protobuf for a PriorityClass
 or Namespace (:mod:`.protobuf`: what ``kubectl create priorityclass`` and ``create namespace`` send;
@@ -755,7 +757,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             raise store.StoreError(
                 status=400, reason="BadRequest", message=f'limit: Invalid value: "{limit_text}": must be an integer'
             )
-        version, after = (_decode_continue(token) if token else (self._store.resource_version, None))
+        version, after = _decode_continue(token) if token else (self._store.resource_version, None)
         items = self._store.select(
             call.ref,
             namespace=call.namespace,
@@ -769,7 +771,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if 0 < limit < len(items):
             items, rest = items[:limit], len(items) - limit
             metadata.update({"continue": _encode_continue(version, _list_key(items[-1])), "remainingItemCount": rest})
-        return {"apiVersion": call.ref.api_version, "kind": f"{call.ref.kind}List", "metadata": metadata, "items": items}
+        return {
+            "apiVersion": call.ref.api_version,
+            "kind": f"{call.ref.kind}List",
+            "metadata": metadata,
+            "items": items,
+        }
 
     def _field_selector(self, call: _ApiCall) -> selectors.FieldSelector:
         """The request's ``fieldSelector``, refused (400) when it names a field the kind does not select by."""
@@ -1217,16 +1224,35 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 message=f"invalid timeoutSeconds {timeout_text!r}",
                 details={"kind": call.ref.plural},
             )
+        bookmarks = str(params.get("allowWatchBookmarks", "")).lower() in _TRUE
+        initial = _send_initial_events(params, bookmarks=bookmarks)
+        self._check_not_too_large(int(since_text))
         return self._watch_events(
             call.ref,
-            since=int(since_text) or None,
+            since=None if initial or not int(since_text) else int(since_text),
             namespace=call.namespace,
             name=call.name,
             labels=selectors.parse_label_selector(params.get("labelSelector")),
             fields=self._field_selector(call),
-            bookmarks=str(params.get("allowWatchBookmarks", "")).lower() in _TRUE,
+            bookmarks=bookmarks,
             timeout=float(timeout_text) if timeout_text else None,
+            initial_events_end=initial,
         )
+
+    def _check_not_too_large(self, resource_version: int) -> None:
+        """504 for a resourceVersion this server has not reached (the watch cache's answer once it has waited
+        for it in vain: client-go relists on the ResourceVersionTooLarge cause)."""
+        current = self._store.resource_version
+        if resource_version > current:
+            raise store.StoreError(
+                status=504,
+                reason="Timeout",
+                message=f"Too large resource version: {resource_version}, current: {current}",
+                details={
+                    "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                    "retryAfterSeconds": 1,
+                },
+            )
 
     async def _watch_events(
         self,
@@ -1239,8 +1265,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         fields: selectors.FieldSelector,
         bookmarks: bool,
         timeout: float | None,
+        initial_events_end: bool = False,
     ) -> AsyncIterator[dict[str, Any]]:
-        """The watch stream: initial ADDEDs (if no resourceVersion), then logged and live changes."""
+        """The watch stream: initial ADDEDs (if no resourceVersion; with ``initial_events_end`` then a BOOKMARK
+        annotated ``k8s.io/initial-events-end``), then logged and live changes."""
         loop = asyncio.get_running_loop()
         log = self._store.log(ref)
         epoch = self._watch_epoch
@@ -1250,6 +1278,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             last_seen = self._store.resource_version
             for obj in self._store.select(ref, namespace=namespace, name=name, labels=labels, fields=fields):
                 yield {"type": "ADDED", "object": obj}
+            if initial_events_end:
+                end = _bookmark_event(ref, resource_version=last_seen)
+                end["object"]["metadata"]["annotations"] = {"k8s.io/initial-events-end": "true"}
+                yield end
         else:
             last_seen = since
 
@@ -1795,6 +1827,44 @@ def _as_seen_by(event: store.LoggedEvent, *, visible: Callable[[dict[str, Any]],
         if was_visible and not now_visible:
             return {"type": "DELETED", "object": event.object}
     return {"type": event.type, "object": event.object} if now_visible else None
+
+
+def _send_initial_events(params: Mapping[str, str], *, bookmarks: bool) -> bool:
+    """Whether a watch asks for its initial events to end with a bookmark (``sendInitialEvents=true``, the
+    streaming list of client-go's WatchListClient), after ListOptions' validation (422 as the API server)."""
+    send = params.get("sendInitialEvents")
+    match = params.get("resourceVersionMatch") or ""
+    errors = []
+    if send is not None and send.lower() not in ("true", "false"):
+        errors.append(("sendInitialEvents", f'Invalid value: "{send}": must be true or false'))
+    elif send is not None and send.lower() == "true":
+        if match != "NotOlderThan":
+            errors.append(
+                (
+                    "resourceVersionMatch",
+                    "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                )
+            )
+        if not bookmarks:
+            errors.append(
+                (
+                    "allowWatchBookmarks",
+                    "Required value: sendInitialEvents requires setting allowWatchBookmarks to true",
+                )
+            )
+    elif match:
+        errors.append(
+            (
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            )
+        )
+    if errors:
+        kinds = {"Forbidden": validation.FORBIDDEN, "Required": validation.REQUIRED, "Invalid": validation.INVALID}
+        causes = [validation.Cause(field, kinds[text.split(" ", 1)[0].rstrip(":")], text) for field, text in errors]
+        invalid = validation.Invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=causes)
+        raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
+    return send is not None and send.lower() == "true"
 
 
 def _bookmark_event(ref: resources.ResourceRef, *, resource_version: int) -> dict[str, Any]:

@@ -58,7 +58,15 @@ class ExpiredError(ApiError):
     """410: the requested resourceVersion is older than the server's history; relist."""
 
 
+class TooLargeResourceVersionError(ExpiredError):
+    """504 with the cause ResourceVersionTooLarge: the server has not reached the requested resourceVersion
+    (a client resuming from another server's history); relist, as client-go's reflector does."""
+
+
 def error_for_status(*, status: int, reason: str, message: str, body: dict[str, Any] | None = None) -> ApiError:
     """Build the most specific ApiError subclass for an HTTP status."""
     cls: type[ApiError] = {404: NotFoundError, 409: ConflictError, 410: ExpiredError}.get(status, ApiError)
+    causes = ((body or {}).get("details") or {}).get("causes") or []
+    if status == 504 and any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes):
+        cls = TooLargeResourceVersionError
     return cls(status=status, reason=reason, message=message, body=body)

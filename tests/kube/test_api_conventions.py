@@ -8,6 +8,7 @@ generic registry, apimachinery's errors package, the API conventions).
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -295,3 +296,73 @@ async def test_empty_metadata_maps_and_lists_are_not_stored(api: k8s_client.ApiC
         api, resources.LOCAL_QUEUES, namespace="default", name="lq", patch={"metadata": {"labels": {"a": None}}}
     )
     assert "labels" not in emptied["metadata"]
+
+
+async def watch_lines(cluster: emulator.ClusterEmulator, path: str, params: dict[str, str]) -> tuple[int, list[Any]]:
+    """(status, the decoded lines) of a watch request that ends by its timeoutSeconds."""
+    async with aiohttp.ClientSession() as session:
+        async with session.get(cluster.url + path, params={"watch": "true", **params}) as response:
+            text = await response.text()
+    return response.status, [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+async def test_a_watch_sends_initial_events_then_the_bookmark_that_ends_them(
+    cluster: emulator.ClusterEmulator,
+) -> None:
+    """sendInitialEvents=true (client-go's streaming list) gets the objects as ADDED, then a BOOKMARK annotated
+    ``k8s.io/initial-events-end``, whatever resourceVersion it names (NotOlderThan); the ListOptions rules
+    are 422: it needs resourceVersionMatch=NotOlderThan and allowWatchBookmarks, and resourceVersionMatch
+    needs it. The emulator ignored both parameters."""
+    await call(cluster, "POST", CQ, cluster_queue("a"))
+    await call(cluster, "POST", CQ, cluster_queue("b"))
+    params = {
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+        "resourceVersion": "1",
+        "timeoutSeconds": "1",
+    }
+    status, events = await watch_lines(cluster, CQ, params)
+    assert status == 200
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in events[:3]] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("BOOKMARK", None),
+    ]
+    assert events[2]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(events[2]["object"]["metadata"]["resourceVersion"]) == cluster.resource_version
+    for missing, field in (
+        ("resourceVersionMatch", "resourceVersionMatch"),
+        ("allowWatchBookmarks", "allowWatchBookmarks"),
+    ):
+        status, body = await call(
+            cluster, "GET", CQ, params={"watch": "true", **{k: v for k, v in params.items() if k != missing}}
+        )
+        assert (status, body["reason"]) == (422, "Invalid")
+        assert body["message"].startswith('ListOptions.meta.k8s.io "" is invalid: ' + field)
+    status, body = await call(cluster, "GET", CQ, params={"watch": "true", "resourceVersionMatch": "NotOlderThan"})
+    assert status == 422 and "forbidden for watch unless sendInitialEvents is provided" in body["message"]
+
+
+async def test_a_watch_from_a_resource_version_not_reached_is_504_and_the_client_relists(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
+) -> None:
+    """A resourceVersion newer than the server's (a client resuming from another server's history) is 504
+    Timeout with the cause ResourceVersionTooLarge, as the watch cache answers; the emulator used to stream
+    nothing. kueue-es's client maps it to an error that relists (as client-go's reflector does)."""
+    ahead = str(cluster.resource_version + 100)
+    status, body = await call(cluster, "GET", CQ, params={"watch": "true", "resourceVersion": ahead})
+    assert (status, body["reason"]) == (504, "Timeout")
+    assert body["message"] == f"Too large resource version: {ahead}, current: {cluster.resource_version}"
+    assert body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+    with pytest.raises(client.errors.ExpiredError) as relist:
+        await client._start_watch(  # the one step of watch_objects that meets it
+            api,
+            resources.CLUSTER_QUEUES,
+            namespace=None,
+            resource_version=ahead,
+            label_selector=None,
+            bookmarks=True,
+            timeout_seconds=1,
+        )
+    assert isinstance(relist.value, client.errors.TooLargeResourceVersionError)
