@@ -38,8 +38,9 @@ deleting it deletes their objects
 and ends their watches; ``crd_files`` / :meth:`ClusterEmulator.install_crds` install CRDs without
 HTTP.  Not served: aggregated discovery, the
 protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, consistent pages of a list (a page
-read with a ``continue`` token has the objects as they are now, not as of the first page), apply conflicts
-between field managers and ``managedFields``, garbage collection of dependents (the simulated
+read with a ``continue`` token has the objects as they are now, not as of the first page), the items of
+``listType=map`` and ``set`` lists as fields of their own in ``managedFields`` (every list is owned whole),
+garbage collection of dependents (the simulated
 controllers collect what their kinds own: a CronJob's Jobs, a ReplicaSet's pods, ...).
 
 kmock DSL reactions (``emulator['get /apis/...'] << 500``) still work for fault
@@ -80,7 +81,18 @@ from kueue_es.events import models
 from kueue_es.jobframework import integrations, pods, webhooks, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
-from kueue_es.sim import aggregator, custom_resources, openapi, patches, protobuf, reviews, selectors, store, tables
+from kueue_es.sim import (
+    aggregator,
+    custom_resources,
+    managed_fields,
+    openapi,
+    patches,
+    protobuf,
+    reviews,
+    selectors,
+    store,
+    tables,
+)
 
 logger = structlog.get_logger(__name__)
 
@@ -123,6 +135,7 @@ class _ApiCall:
     content_type: str
     body: bytes
     accept: str = ""
+    user_agent: str = ""
 
     @property
     def dry_run(self) -> bool:
@@ -209,7 +222,6 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
     _builtin_payload_ids: set[int] = attrs.field(factory=set, init=False)
     _watch_epoch: int = attrs.field(default=0, init=False)
-    _applied: dict[tuple[str, ...], frozenset[tuple[str, ...]]] = attrs.field(factory=dict, init=False)
     _closing: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -389,6 +401,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             content_type=raw_request.headers.get("Content-Type", ""),
             body=body,
             accept=raw_request.headers.get("Accept", ""),
+            user_agent=raw_request.headers.get("User-Agent", ""),
         )
         # kmock 0.8 cannot parse Namespace URLs (/api/v1/namespaces raises), so those never go to reactions.
         if call is None or (self._has_user_reactions() and call.ref != resources.NAMESPACES):
@@ -420,6 +433,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             content_type=headers.get("content-type", ""),
             body=request.body,
             accept=headers.get("accept", ""),
+            user_agent=headers.get("user-agent", ""),
         )
         if call is None:
             raise kmock.KubernetesError(
@@ -590,7 +604,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     # -- routing and execution -----------------------------------------------------------
 
     def _route(
-        self, *, method: str, path: str, params: Mapping[str, str], content_type: str, body: bytes, accept: str = ""
+        self,
+        *,
+        method: str,
+        path: str,
+        params: Mapping[str, str],
+        content_type: str,
+        body: bytes,
+        accept: str = "",
+        user_agent: str = "",
     ) -> _ApiCall | None:
         """Map an HTTP request to an _ApiCall, or None if it is not for a registered kind."""
         segments = path.strip("/").split("/")
@@ -622,6 +644,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             content_type=content_type,
             body=body,
             accept=accept,
+            user_agent=user_agent,
         )
 
     def _execute(self, call: _ApiCall) -> _Reply | AsyncIterator[dict[str, Any]]:
@@ -675,6 +698,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                         body=self._admit(call, self._decode(call, _json_body(call), warnings), old=None),
                         dry_run=call.dry_run,
                         check=self._checker(call, warnings),
+                        track=self._update_tracker(call),
                     )
                     return _Reply(status=201, payload=created, warnings=tuple(warnings))
                 case "patch" if call.content_type.split(";", 1)[0].strip().lower() == APPLY_PATCH:
@@ -928,21 +952,70 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             change=change,
             dry_run=call.dry_run,
             check=check,
+            track=self._update_tracker(call),
         )
+
+    def _update_tracker(self, call: _ApiCall) -> store.Track:
+        """Records a create, replace or patch in the object's managedFields as an Update by the request's
+        field manager (:func:`managed_fields.track_update`)."""
+        manager = managed_fields.manager_of(call.params.get("fieldManager") or "", call.user_agent)
+        subresource = call.subresource or ""
+        part = "status" if subresource == "status" else ("main" if call.ref.status_subresource else "all")
+
+        def track(previous: dict[str, Any] | None, new: dict[str, Any]) -> None:
+            managed_fields.track_update(
+                previous,
+                new,
+                manager=manager,
+                api_version=call.ref.api_version,
+                part=part,
+                subresource=subresource,
+                now=store.format_timestamp(self.clock()),
+            )
+
+        return track
+
+    def _apply_tracker(self, call: _ApiCall, *, manager: str, applied: set[managed_fields.Path]) -> store.Track:
+        """Records a server-side apply in managedFields, refusing (409) one that changes fields other managers
+        own unless ``force`` (:func:`managed_fields.track_apply`)."""
+        force = str(call.params.get("force", "")).lower() in _TRUE
+
+        def track(previous: dict[str, Any] | None, new: dict[str, Any]) -> None:
+            try:
+                managed_fields.track_apply(
+                    previous,
+                    new,
+                    applied=applied,
+                    manager=manager,
+                    api_version=call.ref.api_version,
+                    subresource=call.subresource or "",
+                    force=force,
+                    now=store.format_timestamp(self.clock()),
+                )
+            except managed_fields.Conflict as conflict:
+                raise store.StoreError(
+                    status=409,
+                    reason="Conflict",
+                    message=conflict.message,
+                    details={"causes": conflict.causes()},
+                ) from conflict
+
+        return track
 
     def _server_side_apply(self, call: _ApiCall) -> _Reply:
         """PATCH ``application/apply-patch+yaml``: create-or-merge, and fields a manager stops applying go.
 
-        Enough of server-side apply for one manager per field: the applied
-        configuration (YAML or JSON) creates the object when it is absent (201; not
-        for ``status``: 404) and is otherwise merged into it -- maps key by key,
-        lists and scalars replaced whole (a real server merges ``listType=map``
+        The applied configuration (YAML or JSON) creates the object when it is absent
+        (201; not for ``status``: 404) and is otherwise merged into it -- maps key by
+        key, lists and scalars replaced whole (a real server merges ``listType=map``
         lists such as conditions by key; a manager that applies the whole list gets
-        the same result). Fields this manager applied last time (per object UID and
-        subresource) but not now are removed, as a real server removes fields that
-        lose their only manager. Not done: conflicts between managers (every apply
-        acts as ``force=true``) and ``metadata.managedFields``. An apply that
-        changes nothing writes nothing (same resourceVersion, no watch event).
+        the same result). Ownership is kept in ``metadata.managedFields``
+        (:mod:`.managed_fields`): an apply that would change a field another manager
+        owns is 409 Conflict naming them, unless ``force=true`` (``kubectl apply
+        --server-side --force-conflicts``), which takes the fields over; fields this
+        manager applied last time (per subresource) but not now are removed unless
+        another manager owns them too. An apply that changes nothing writes nothing
+        (same resourceVersion, no watch event).
         """
         assert call.name is not None
         manager = call.params.get("fieldManager") or ""
@@ -955,7 +1028,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             )
         config = _apply_config(call)
         part = "status" if call.subresource == "status" else ("main" if call.ref.status_subresource else "all")
-        owned = frozenset(_field_paths(_applied_part(config, part=part)))
+        applied = managed_fields.fields_of(_applied_part(config, part=part), part=part)
+        track = self._apply_tracker(call, manager=manager, applied=applied)
         warnings: list[str] = []
         check = self._checker(call, warnings)
         try:
@@ -969,12 +1043,16 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 body=self._admit(call, self._decode(call, config, warnings), old=None),
                 dry_run=call.dry_run,
                 check=check,
+                track=track,
             )
-            if not call.dry_run:
-                self._applied[_applied_key(call, created, manager=manager, part=part)] = owned
             return _Reply(status=201, payload=created, warnings=tuple(warnings))
-        key = _applied_key(call, current, manager=manager, part=part)
-        stale = self._applied.get(key, frozenset()) - owned
+        subresource = call.subresource or ""
+        # fields this manager applied before and not now go, unless another manager owns them too
+        stale = frozenset(
+            managed_fields.applied_before(current, manager=manager, subresource=subresource)
+            - applied
+            - managed_fields.owned_by_others(current, manager=manager, subresource=subresource)
+        )
 
         precondition = (config.get("metadata") or {}).get("resourceVersion")
 
@@ -990,6 +1068,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 )
             old = copy.deepcopy(obj)
             merged = _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
+            if manager == managed_fields.KUBECTL and part != "status":
+                managed_fields.update_last_applied(old, merged, config)
             return self._admit(call, self._decode(call, merged, warnings), old=old)
 
         updated = self._store.update(
@@ -1000,9 +1080,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             change=change,
             dry_run=call.dry_run,
             check=check,
+            track=track,
         )
-        if not call.dry_run:
-            self._applied[key] = owned
         return _Reply(status=200, payload=updated, warnings=tuple(warnings))
 
     def _decode(self, call: _ApiCall, obj: Any, warnings: list[str]) -> Any:
@@ -1746,24 +1825,10 @@ def _applied_part(config: dict[str, Any], *, part: str) -> dict[str, Any]:
     return config
 
 
-def _applied_key(call: _ApiCall, obj: dict[str, Any], *, manager: str, part: str) -> tuple[str, ...]:
-    uid = str(obj.get("metadata", {}).get("uid", ""))
-    return (call.ref.group, call.ref.plural, call.namespace or "", call.name or "", uid, manager, part)
-
-
-def _field_paths(value: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """Every field an applied configuration sets: map paths (a map and its keys), lists and scalars as leaves."""
-    paths = []
-    for key, item in value.items():
-        path = (*prefix, str(key))
-        paths.append(path)
-        if isinstance(item, dict):
-            paths.extend(_field_paths(item, path))
-    return paths
-
-
 def _drop_fields(obj: dict[str, Any], paths: frozenset[tuple[str, ...]]) -> dict[str, Any]:
-    """Remove fields a manager no longer applies, deepest first; a map keeps what others still set in it."""
+    """Remove fields a manager no longer applies, deepest first, and the maps they leave empty (a map
+    keeps what others still set in it)."""
+    emptied: set[tuple[str, ...]] = set()
     for path in sorted(paths, key=len, reverse=True):
         parent: Any = obj
         for key in path[:-1]:
@@ -1773,6 +1838,13 @@ def _drop_fields(obj: dict[str, Any], paths: frozenset[tuple[str, ...]]) -> dict
         if isinstance(parent[path[-1]], dict) and parent[path[-1]]:
             continue
         del parent[path[-1]]
+        emptied.update(path[:end] for end in range(1, len(path)))
+    for path in sorted(emptied, key=len, reverse=True):
+        parent = obj
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and parent.get(path[-1]) == {}:
+            del parent[path[-1]]
     return obj
 
 

@@ -32,7 +32,11 @@ SELF_SUBJECT_RULES_REVIEWS = resources.ResourceRef(
     namespaced=False,
 )
 SUBJECT_ACCESS_REVIEWS = resources.ResourceRef(
-    group="authorization.k8s.io", version="v1", plural="subjectaccessreviews", kind="SubjectAccessReview", namespaced=False
+    group="authorization.k8s.io",
+    version="v1",
+    plural="subjectaccessreviews",
+    kind="SubjectAccessReview",
+    namespaced=False,
 )
 SELF_SUBJECT_REVIEWS = resources.ResourceRef(
     group="authentication.k8s.io", version="v1", plural="selfsubjectreviews", kind="SelfSubjectReview", namespaced=False

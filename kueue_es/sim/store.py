@@ -53,6 +53,9 @@ from kueue_es.sim import selectors
 
 #: Called on every create after defaulting, may mutate the object (a mutating admission webhook).
 CreateHook = Callable[[resources.ResourceRef, dict[str, Any]], None]
+#: Called with (the object before or None, the object about to be stored) to record the write in its
+#: ``metadata.managedFields`` (:mod:`.managed_fields`); may raise StoreError.
+Track = Callable[[dict[str, Any] | None, dict[str, Any]], None]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's: no vowels, no look-alikes
@@ -303,11 +306,12 @@ class ObjectStore:
         body: Any,
         dry_run: bool = False,
         check: Callable[[dict[str, Any]], None] | None = None,
+        track: Track | None = None,
     ) -> dict[str, Any]:
         """Create an object from a POST body; ``namespace`` is the one in the URL.
 
-        ``check`` sees the object after defaulting and the create hooks, before it is
-        stored, and may raise StoreError (the API server's validation). With
+        ``track`` records the write in its managedFields; ``check`` then sees the object after
+        defaulting and the create hooks, before it is stored, and may raise StoreError (the API server's validation). With
         ``dry_run`` (``?dryRun=All``) everything happens but the write: the object
         is returned as it would be stored, without a resourceVersion, and nothing
         is stored or logged.
@@ -345,6 +349,8 @@ class ObjectStore:
             hook(ref, obj)
         _omit_empty_metadata(obj)
         _check_annotations(ref, obj)
+        if track is not None:
+            track(None, obj)
         if check is not None:
             check(obj)
         if dry_run:
@@ -362,6 +368,7 @@ class ObjectStore:
         change: Callable[[dict[str, Any]], Any],
         dry_run: bool = False,
         check: Callable[[dict[str, Any]], None] | None = None,
+        track: Track | None = None,
     ) -> dict[str, Any]:
         """Replace or patch an object (or its ``status``): ``change`` maps the current object to the new one.
 
@@ -390,6 +397,8 @@ class ObjectStore:
             updated = _merged_main(self._stored_as[ref], current=current, desired=desired)
             _omit_empty_metadata(updated)
             _check_annotations(ref, updated)
+        if track is not None:
+            track(current, updated)
         if check is not None:
             check(updated)
         if _same_content(updated, current):
@@ -601,7 +610,9 @@ def _check_preconditions(
             )
     if metadata.get("uid") and metadata["uid"] != stored.get("uid"):  # the object's UID is a precondition
         raise _conflict(
-            ref, name, f"Precondition failed: UID in precondition: {metadata['uid']}, UID in object meta: {stored.get('uid')}"
+            ref,
+            name,
+            f"Precondition failed: UID in precondition: {metadata['uid']}, UID in object meta: {stored.get('uid')}",
         )
 
 

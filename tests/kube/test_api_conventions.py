@@ -366,3 +366,115 @@ async def test_a_watch_from_a_resource_version_not_reached_is_504_and_the_client
             timeout_seconds=1,
         )
     assert isinstance(relist.value, client.errors.TooLargeResourceVersionError)
+
+
+CQ_MANIFEST = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: cq
+spec:
+  cohortName: {cohort}
+  namespaceSelector: {{}}
+"""
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_server_side_apply_conflicts_with_other_managers_unless_forced(
+    cluster: emulator.ClusterEmulator, tmp_path: Path
+) -> None:
+    """Field ownership as kube-apiserver keeps it: ``kubectl apply --server-side`` of a field another manager
+    set (kubectl edit, here a merge patch) is 409 naming the manager and the field, ``--force-conflicts``
+    takes it over, and ``--show-managed-fields`` shows who owns what. The emulator had no managedFields and
+    let every apply win."""
+    kubectl = Kubectl(cluster.url, tmp_path)
+    await kubectl.ok("apply", "--server-side", "-f", "-", stdin=CQ_MANIFEST.format(cohort="a"))
+    await kubectl.ok("patch", "cq", "cq", "--type=merge", "-p", '{"spec":{"cohortName":"b"}}')
+    code, _, err = await kubectl.run("apply", "--server-side", "-f", "-", stdin=CQ_MANIFEST.format(cohort="c"))
+    assert code == 1
+    assert re.search(
+        r'Apply failed with 1 conflict: conflict with "kubectl-patch" using kueue.x-k8s.io/v1beta2 at \S+: '
+        r"\.spec\.cohortName",
+        err,
+    ), err
+    assert "--force-conflicts" in err  # kubectl's advice, printed for a 409 of an apply
+    assert (await kubectl.ok("get", "cq", "cq", "-o", "jsonpath={.spec.cohortName}")) == "b"
+    await kubectl.ok("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=CQ_MANIFEST.format(cohort="c"))
+    stored = json.loads(await kubectl.ok("get", "cq", "cq", "-o", "json", "--show-managed-fields"))
+    assert stored["spec"]["cohortName"] == "c"
+    owners = {(e["manager"], e["operation"]): e["fieldsV1"] for e in stored["metadata"]["managedFields"]}
+    assert owners[("kubectl", "Apply")]["f:spec"] == {"f:cohortName": {}, "f:namespaceSelector": {}}
+    assert ("kubectl-patch", "Update") not in owners  # it owned only the field taken over
+    # the same value another manager set is no conflict: both own it
+    await kubectl.ok("label", "cq", "cq", "team=x")
+    labelled = CQ_MANIFEST.format(cohort="c").replace("  name: cq\n", "  name: cq\n  labels:\n    team: x\n")
+    await kubectl.ok("apply", "--server-side", "-f", "-", stdin=labelled)
+    # and a field the applier stops applying, owned by nobody else, is removed
+    await kubectl.ok(
+        "apply", "--server-side", "-f", "-", stdin=CQ_MANIFEST.format(cohort="c").replace("  cohortName: c\n", "")
+    )
+    assert (await kubectl.ok("get", "cq", "cq", "-o", "jsonpath={.spec.cohortName}")) == ""
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_client_side_applied_object_moves_to_server_side_apply(
+    cluster: emulator.ClusterEmulator, tmp_path: Path
+) -> None:
+    """kubectl apply (client-side) then ``kubectl apply --server-side`` of the same manifest changed: kubectl
+    first hands the kubectl-client-side-apply fields to its apply manager by rewriting managedFields (a JSON
+    patch), so the second apply is no conflict, as with a real server."""
+    kubectl = Kubectl(cluster.url, tmp_path)
+    await kubectl.ok("apply", "-f", "-", stdin=CQ_MANIFEST.format(cohort="a"))
+    await kubectl.ok("apply", "--server-side", "-f", "-", stdin=CQ_MANIFEST.format(cohort="b"))
+    stored = json.loads(await kubectl.ok("get", "cq", "cq", "-o", "json", "--show-managed-fields"))
+    assert stored["spec"]["cohortName"] == "b"
+    managers = {e["manager"] for e in stored["metadata"]["managedFields"]}
+    assert "kubectl" in managers and "kubectl-client-side-apply" not in managers
+
+
+async def test_writes_record_their_field_manager(api: k8s_client.ApiClient) -> None:
+    """A create or update is recorded as an Update by its ``fieldManager``, else by the first word of its
+    User-Agent (the generated clients': OpenAPI-Generator); a status write as one through the subresource."""
+    custom = k8s_client.CustomObjectsApi(api)
+    await custom.create_namespaced_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "default", "localqueues", local_queue(), field_manager="team-tool"
+    )
+    patched = await custom.patch_namespaced_custom_object_status(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "default",
+        "localqueues",
+        "lq",
+        {"status": {"pendingWorkloads": 3}},
+        _content_type="application/merge-patch+json",
+    )
+    entries = {(e["manager"], e.get("subresource", "")): e for e in patched["metadata"]["managedFields"]}
+    assert entries[("team-tool", "")]["operation"] == "Update"
+    assert entries[("team-tool", "")]["fieldsV1"] == {"f:spec": {"f:clusterQueue": {}, "f:stopPolicy": {}}}
+    assert entries[("OpenAPI-Generator", "status")]["fieldsV1"] == {"f:status": {"f:pendingWorkloads": {}}}
+
+
+async def test_an_apply_that_no_longer_sets_a_map_removes_it_whole(api: k8s_client.ApiClient) -> None:
+    """Fields are leaves: an apply that drops a map its manager applied before removes the map, not only its
+    keys (a Workload's ``status.admission`` after a requeue, not ``admission: {}``)."""
+    body = {**local_queue(), "metadata": {"name": "lq", "namespace": "default"}}
+    await client.apply_object(api, resources.LOCAL_QUEUES, namespace="default", name="lq", body=body, field_manager="m")
+    status = {"flavorsReservation": [], "fairSharing": {"weightedShare": 1}, "pendingWorkloads": 1}
+    await client.apply_object(
+        api,
+        resources.LOCAL_QUEUES,
+        namespace="default",
+        name="lq",
+        body={**body, "status": status},
+        field_manager="m",
+        subresource="status",
+    )
+    stored = await client.apply_object(
+        api,
+        resources.LOCAL_QUEUES,
+        namespace="default",
+        name="lq",
+        body={**body, "status": {"pendingWorkloads": 2}},
+        field_manager="m",
+        subresource="status",
+    )
+    assert stored["status"] == {"pendingWorkloads": 2}
