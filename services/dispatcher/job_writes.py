@@ -16,8 +16,8 @@ with another UID, is a DispatchFailed 404; other API errors are raised.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import assert_never
+from collections.abc import Callable, Mapping
+from typing import Any, assert_never
 
 import structlog
 
@@ -216,7 +216,8 @@ class JobWrites:
 
     async def stop_job(self, action: core.StopJob, *, seq: int) -> Result:
         """Suspend the evicted workload's Job, restore its template and its parallelism, and mark it (Kueue
-        job_controller.go Stop).
+        job_controller.go Stop). A running Job's template is immutable, so one that must be restored is
+        suspended first and its ``status.startTime`` reset, as Kueue does, then restored and marked.
 
         A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
         """
@@ -224,6 +225,19 @@ class JobWrites:
         if isinstance(found, types.DispatchFailed):
             return found
         patch = action.patch(current_pod_spec=objects.pod_spec(objects.as_job(found)), job=found)
+        if "template" in patch["spec"] and not _template_mutable(found):
+            # The API server lets a Job's pod template change only while the Job is suspended and has not
+            # started: suspend it, reset its start time (the job controller would, later), then restore.
+            precondition = {"uid": action.uid} if action.uid else {}
+            suspend = {"metadata": precondition, "spec": {"suspend": True}}
+            await self.limiter.acquire(WriteClass.JOBS)
+            found = await self.api.patch_object(JOB_REF, namespace=action.namespace, name=action.name, patch=suspend)
+            if (found.get("status") or {}).get("startTime"):
+                reset = {"metadata": precondition, "status": {"startTime": None}}
+                await self.limiter.acquire(WriteClass.JOBS)
+                await self.api.patch_object(
+                    JOB_REF, namespace=action.namespace, name=action.name, patch=reset, subresource="status"
+                )
         await self.limiter.acquire(WriteClass.JOBS)
         await self.api.patch_object(JOB_REF, namespace=action.namespace, name=action.name, patch=patch)
         log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=action.workload.key, seq=seq)
@@ -361,3 +375,9 @@ class JobWrites:
             reason="NotFound",
             message=message,
         )
+
+
+def _template_mutable(job: Mapping[str, Any]) -> bool:
+    """Whether the API server lets the Job's pod template's scheduling directives change now: it is suspended
+    and has not started (AllowMutableSchedulingDirectives: ``spec.suspend`` and no ``status.startTime``)."""
+    return bool((job.get("spec") or {}).get("suspend")) and not (job.get("status") or {}).get("startTime")

@@ -56,9 +56,15 @@ class KubeApi(Protocol):
         ...
 
     async def patch_object(
-        self, ref: resources.ResourceRef, *, namespace: str | None, name: str, patch: RawObject
+        self,
+        ref: resources.ResourceRef,
+        *,
+        namespace: str | None,
+        name: str,
+        patch: RawObject,
+        subresource: str | None = None,
     ) -> RawObject:
-        """JSON merge patch; returns the stored object."""
+        """JSON merge patch (of the object, or its ``subresource``: ``status``); returns the stored object."""
         ...
 
     async def apply_object(
@@ -109,10 +115,18 @@ class KubeClient:
         return await kube.create_object(self.client, ref, namespace=namespace, body=body)
 
     async def patch_object(
-        self, ref: resources.ResourceRef, *, namespace: str | None, name: str, patch: RawObject
+        self,
+        ref: resources.ResourceRef,
+        *,
+        namespace: str | None,
+        name: str,
+        patch: RawObject,
+        subresource: str | None = None,
     ) -> RawObject:
         """See :class:`KubeApi`."""
-        return await kube.patch_object(self.client, ref, namespace=namespace, name=name, patch=patch)
+        return await kube.patch_object(
+            self.client, ref, namespace=namespace, name=name, patch=patch, subresource=subresource
+        )
 
     async def apply_object(
         self,

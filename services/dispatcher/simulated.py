@@ -96,7 +96,13 @@ class SimulatedApi:
         self._refuse(ref)
 
     async def patch_object(
-        self, ref: resources.ResourceRef, *, namespace: str | None, name: str, patch: RawObject
+        self,
+        ref: resources.ResourceRef,
+        *,
+        namespace: str | None,
+        name: str,
+        patch: RawObject,
+        subresource: str | None = None,
     ) -> RawObject:
         """Refused."""
         self._refuse(ref)

@@ -258,3 +258,57 @@ def test_pods_that_started_tell_a_start_that_answered_no_decision() -> None:
     assert said == ["Job ns/job-w suspended for ns/w (template restored)"]
     told = [line.text for line in story.lines["ns/w"] if line.what == "suspended"]
     assert told == ["Job ns/job-w suspended again (its template restored)"]
+
+
+class RunningJobApi(JobApi):
+    """A running Job whose template the API server keeps as it is while the Job runs (it refuses a template
+    change unless the Job is suspended and has no startTime), recording each patch and its subresource."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        super().__init__(job)
+        self.writes: list[tuple[str | None, dict[str, Any]]] = []
+
+    async def patch_object(  # type: ignore[override]
+        self, ref: Any, *, namespace: str | None, name: str, patch: dict[str, Any], subresource: str | None = None
+    ) -> Any:
+        assert self.job is not None
+        self.writes.append((subresource, patch))
+        if subresource == "status":
+            self.job["status"] = {k: v for k, v in {**self.job["status"], **patch["status"]}.items() if v is not None}
+            return self.job
+        spec = patch.get("spec") or {}
+        if "template" in spec and not (self.job["spec"].get("suspend") and not self.job["status"].get("startTime")):
+            raise kube_errors.ApiError(status=422, reason="Invalid", message="spec.template: field is immutable")
+        self.job["spec"] = {**self.job["spec"], **{k: v for k, v in spec.items() if k != "template"}}
+        return self.job
+
+
+async def test_a_running_jobs_stop_suspends_resets_its_start_time_then_restores_the_template() -> None:
+    """A Job's pod template is immutable while it runs (kube-apiserver lets a Job's scheduling directives change
+    only while it is suspended and has not started), so Kueue's Job.Stop suspends the Job, resets
+    ``status.startTime`` and then restores the template; the dispatcher wrote all in one patch, which a real
+    API server refuses with 422 whenever the start had changed the template (a flavor's node labels)."""
+    running = {
+        "metadata": {"name": "job-w", "namespace": "ns", "uid": "job-1"},
+        "spec": {"suspend": False, "template": {"spec": {"containers": [], "nodeSelector": {"pool": "spot"}}}},
+        "status": {"active": 1, "startTime": "2026-01-01T00:00:00Z"},
+    }
+    api = RunningJobApi(running)
+    limiter = WriteLimiter(qps=1000, burst=10)
+    writes = JobWrites(api=api, limiter=limiter)  # type: ignore[arg-type]
+    stop = core.StopJob(
+        workload=REF,
+        namespace="ns",
+        name="job-w",
+        uid="job-1",
+        reason="Preempted",
+        decision_seq=9,
+        node_selector={"pool": None},
+    )
+    result = await writes.stop_job(stop, seq=9)
+    assert isinstance(result, types.DispatchApplied)
+    [(first_to, first), (reset_to, reset), (last_to, last)] = api.writes
+    assert (first_to, first["spec"]) == (None, {"suspend": True}) and first["metadata"] == {"uid": "job-1"}
+    assert (reset_to, reset["status"]) == ("status", {"startTime": None})
+    assert last_to is None and last["spec"]["template"] == {"spec": {"nodeSelector": None}}
+    assert last["metadata"]["annotations"] and limiter.writes == 3
