@@ -1232,7 +1232,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         return _Reply(status=200, payload=_custom_scale_of(updated, scale))
 
     def _admit(self, call: _ApiCall, obj: Any, *, old: dict[str, Any] | None) -> Any:
-        """The validating admission of a write to the main resource (kueue_es.validation.admit)."""
+        """The validating admission of a write to the main resource (kueue_es.validation.admit), after the
+        built-in kinds' own update rules (:func:`_job_update_causes`)."""
+        if call.ref == resources.JOBS and old is not None and call.subresource is None and isinstance(obj, dict):
+            if causes := _job_update_causes(old, obj):
+                invalid = validation.Invalid(kind="Job", group="batch", name=call.name or "", causes=causes)
+                raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
         if not self.validate or call.subresource is not None or not isinstance(obj, dict):
             return obj
         manifest = {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj}
@@ -1689,6 +1694,82 @@ def _custom_scale_of(obj: dict[str, Any], scale: custom_resources.Scale) -> dict
         "spec": {"replicas": _path_value(obj, scale.spec_replicas_path) or 0},
         "status": status,
     }
+
+
+#: What of a Job's pod template may change while the Job is suspended and has never started (the API
+#: server's AllowMutableSchedulingDirectives): the scheduling directives Kueue writes at a start and takes
+#: back at a stop.
+_MUTABLE_WHEN_SUSPENDED = (
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    ("spec", "nodeSelector"),
+    ("spec", "tolerations"),
+    ("spec", "schedulingGates"),
+    ("spec", "affinity", "nodeAffinity"),
+)
+#: The Job spec fields no update may change (ValidateJobSpecUpdate).
+_IMMUTABLE_JOB_FIELDS = ("selector", "completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy")
+
+
+def _job_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[validation.Cause]:
+    """Why kube-apiserver refuses an update of a batch/v1 Job (pkg/apis/batch/validation ValidateJobSpecUpdate):
+    its pod template is immutable but for the scheduling directives of a Job that is suspended and has not
+    started (``status.startTime`` unset), which is why Kueue's stop suspends a Job, resets its start time and
+    only then restores the template; ``completions`` changes only with ``parallelism`` in an Indexed Job
+    (elastic Indexed Jobs); the selector, completion mode, pod failure policy, backoff limit per index and
+    ``managedBy`` never. The template's value is shown abbreviated (the API server prints the whole Go struct)."""
+    defaulted: dict[str, Any] = copy.deepcopy(dict(new))
+    store.apply_defaults(resources.JOBS, defaulted)
+    new = defaulted  # validated as decoded: with what the request left out defaulted
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    causes = []
+    for field in _IMMUTABLE_JOB_FIELDS:
+        if old_spec.get(field) != new_spec.get(field):
+            shown = json.dumps(new_spec.get(field), separators=(",", ":"))
+            causes.append(
+                validation.Cause(f"spec.{field}", validation.INVALID, f"Invalid value: {shown}: field is immutable")
+            )
+    if old_spec.get("completions") != new_spec.get("completions"):
+        elastic = new_spec.get("completionMode") == "Indexed" and new_spec.get("completions") == new_spec.get(
+            "parallelism"
+        )
+        if not elastic:
+            causes.append(
+                validation.Cause(
+                    "spec.completions",
+                    validation.INVALID,
+                    f"Invalid value: {json.dumps(new_spec.get('completions'))}: field is immutable",
+                )
+            )
+    template, old_template = (
+        copy.deepcopy(new_spec.get("template") or {}),
+        copy.deepcopy(old_spec.get("template") or {}),
+    )
+    suspended = bool(old_spec.get("suspend")) and not (old.get("status") or {}).get("startTime")
+    if suspended:
+        for path in _MUTABLE_WHEN_SUSPENDED:
+            for side in (template, old_template):
+                parent = side
+                for key in path[:-1]:
+                    parent = parent.get(key) if isinstance(parent, dict) else None
+                if isinstance(parent, dict):
+                    parent.pop(path[-1], None)
+        for side in (template, old_template):  # an affinity left empty once its node affinity is set aside
+            spec = side.get("spec")
+            if isinstance(spec, dict) and spec.get("affinity") == {}:
+                del spec["affinity"]
+    for side in (template, old_template):
+        if isinstance(side.get("metadata"), dict):
+            side["metadata"] = {k: v for k, v in side["metadata"].items() if v not in ({}, None, [])}
+            if not side["metadata"]:
+                del side["metadata"]
+    if template != old_template:
+        causes.append(
+            validation.Cause(
+                "spec.template", validation.INVALID, "Invalid value: core.PodTemplateSpec{...}: field is immutable"
+            )
+        )
+    return causes
 
 
 def _deleted_status(ref: resources.ResourceRef, deleted: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ Semantics, as a real API server has them:
 * create sets ``uid`` (uuid4), ``creationTimestamp`` (RFC 3339, UTC, whole
   seconds) and ``generation`` 1, honours ``generateName`` (prefix + 5 random
   chars), drops ``.status`` for kinds with a status subresource, and applies
-  defaults (Job: parallelism, completions, suspend, ...; Namespace: phase);
+  defaults (Job: parallelism, completions, suspend, ...; Namespace: phase), as
+  replaces and patches do too (a PUT without ``suspend`` gets the default, false);
 * updates keep name/namespace/uid/creationTimestamp, bump ``generation`` when
   anything outside metadata (and status, for kinds with the subresource)
   changes, check a given ``metadata.resourceVersion`` (409 on mismatch), and
@@ -344,7 +345,7 @@ class ObjectStore:
         )
         if namespace is not None:
             metadata["namespace"] = namespace
-        _apply_defaults(ref, obj)
+        apply_defaults(ref, obj)
         for hook in self._create_hooks:
             hook(ref, obj)
         _omit_empty_metadata(obj)
@@ -395,6 +396,8 @@ class ObjectStore:
             updated = _with_status_of(current, source=desired)
         else:
             updated = _merged_main(self._stored_as[ref], current=current, desired=desired)
+            if ref != resources.NAMESPACES:  # every write is defaulted as it is decoded, not only a create
+                apply_defaults(ref, updated)
             _omit_empty_metadata(updated)
             _check_annotations(ref, updated)
         if track is not None:
@@ -664,7 +667,7 @@ def _spec_of(ref: resources.ResourceRef, obj: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in obj.items() if key not in ignored}
 
 
-def _apply_defaults(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+def apply_defaults(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     """Server-side defaulting for the kinds where clients rely on it."""
     if ref == resources.JOBS:
         spec = obj.setdefault("spec", {})

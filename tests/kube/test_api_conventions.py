@@ -478,3 +478,55 @@ async def test_an_apply_that_no_longer_sets_a_map_removes_it_whole(api: k8s_clie
         subresource="status",
     )
     assert stored["status"] == {"pendingWorkloads": 2}
+
+
+async def test_a_jobs_pod_template_is_immutable_but_its_directives_before_it_starts(
+    api: k8s_client.ApiClient,
+) -> None:
+    """ValidateJobSpecUpdate: a Job's template changes only in its scheduling directives (labels, annotations,
+    nodeSelector, tolerations, scheduling gates, node affinity), and only while it is suspended with no
+    startTime, which is what Kueue writes at a start; completions and the completion mode never change (an
+    Indexed Job's completions with its parallelism: elastic). A PUT that leaves defaulted fields out is
+    defaulted first, so it changes nothing there. The emulator took any change (``kubectl apply`` of a
+    running Job's new image said ``configured``)."""
+
+    def patch(body: dict[str, Any]) -> Any:
+        return client.patch_object(api, resources.JOBS, namespace="default", name="j", patch=body)
+
+    await client.create_object(
+        api, resources.JOBS, namespace="default", body={**job(), "spec": {**job()["spec"], "suspend": True}}
+    )
+    directives = {
+        "metadata": {"labels": {"kueue.x-k8s.io/podset": "main"}},
+        "spec": {"nodeSelector": {"pool": "spot"}, "tolerations": [{"key": "spot", "operator": "Exists"}]},
+    }
+    await patch({"spec": {"template": directives}})
+    with pytest.raises(client.errors.ApiError) as image:
+        await patch({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "other"}]}}}})
+    assert image.value.status == 422
+    assert image.value.message == (
+        'Job.batch "j" is invalid: spec.template: Invalid value: core.PodTemplateSpec{...}: field is immutable'
+    )
+    assert image.value.body["details"]["causes"][0]["field"] == "spec.template"
+    await patch({"spec": {"suspend": False}})
+    await client.patch_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        name="j",
+        patch={"status": {"startTime": "2026-01-01T00:00:00Z"}},
+        subresource="status",
+    )
+    with pytest.raises(client.errors.ApiError) as running:
+        await patch({"spec": {"suspend": True, "template": {"spec": {"nodeSelector": None}}}})
+    assert running.value.status == 422 and "spec.template" in running.value.message
+    await patch({"spec": {"parallelism": 3}})  # mutable at any time
+    with pytest.raises(client.errors.ApiError) as completions:
+        await patch({"spec": {"completions": 5}})
+    assert "spec.completions: Invalid value: 5: field is immutable" in completions.value.message
+    indexed = {**job("i"), "spec": {**job()["spec"], "completionMode": "Indexed", "completions": 2, "parallelism": 2}}
+    await client.create_object(api, resources.JOBS, namespace="default", body=indexed)
+    grown = await client.patch_object(
+        api, resources.JOBS, namespace="default", name="i", patch={"spec": {"completions": 4, "parallelism": 4}}
+    )
+    assert grown["spec"]["completions"] == 4

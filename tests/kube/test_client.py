@@ -106,7 +106,7 @@ async def test_apply_manifest_keeps_the_last_applied_manifest_as_kubectl_does(ap
     """The manifest is recorded in kubectl's last-applied annotation; a field dropped from the manifest
     is removed from the object, one set by someone else (not in any applied manifest) is kept."""
     first = job("k", team="a", tier="gold")
-    first["spec"]["parallelism"] = 2
+    first["spec"]["backoffLimit"] = 2
     created = await client.apply_manifest(api, first)
     recorded = json.loads(created["metadata"]["annotations"][client.LAST_APPLIED])
     assert recorded["metadata"]["labels"] == {"team": "a", "tier": "gold"}
@@ -116,7 +116,7 @@ async def test_apply_manifest_keeps_the_last_applied_manifest_as_kubectl_does(ap
     )
     updated = await client.apply_manifest(api, job("k", team="a"))
     assert updated["metadata"]["labels"] == {"team": "a", "owner": "ops"}
-    assert "parallelism" not in updated["spec"]
+    assert updated["spec"]["backoffLimit"] == 6  # removed, so defaulted again as the API server does
     assert json.loads(updated["metadata"]["annotations"][client.LAST_APPLIED])["metadata"]["labels"] == {"team": "a"}
 
 

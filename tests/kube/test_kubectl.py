@@ -238,18 +238,30 @@ async def test_server_dry_run_and_diff_store_nothing(kubectl: Kubectl, cluster: 
     assert quota == "9"
 
 
-async def test_reapplying_a_changed_job_merges_its_containers_by_name(kubectl: Kubectl) -> None:
-    """kubectl apply of a changed Job sends a strategic merge patch ($setElementOrder, containers by
-    name): the container keeps its other fields and takes the new args."""
+async def test_reapplying_a_changed_job_is_refused_and_a_cronjobs_containers_merge_by_name(kubectl: Kubectl) -> None:
+    """A Job's pod template is immutable (but the scheduling directives of a suspended Job that never ran): a
+    changed container is refused as a real API server refuses it. kubectl apply of a changed CronJob sends a
+    strategic merge patch ($setElementOrder, containers by name): the container keeps its other fields and
+    takes the new args."""
     job_file = EXAMPLES / "getting-started" / "quick-start-job.yaml"
     await kubectl.ok("apply", "-f", str(job_file))
     changed = job_file.read_text().replace("sleep 30", "sleep 60")
     assert changed != job_file.read_text()
-    await kubectl.ok("apply", "-f", "-", stdin=changed)
-    out = await kubectl.ok("get", "job", "sample-job", "-o", "jsonpath={.spec.template.spec.containers}")
-    [container] = json.loads(out)
-    assert container["args"] == ["-c", "sleep 60"]
-    assert container["image"].startswith("registry.k8s.io/") and container["resources"]["requests"]["cpu"] == "1"
+    code, _, err = await kubectl.run("apply", "-f", "-", stdin=changed)
+    assert code == 1 and 'The Job "sample-job" is invalid: spec.template: Invalid value' in err, err
+    assert "field is immutable" in err
+    with_selector = job_file.read_text().replace(
+        "restartPolicy: Never", "restartPolicy: Never\n      nodeSelector: {a: b}"
+    )
+    assert with_selector != job_file.read_text()
+    await kubectl.ok("apply", "-f", "-", stdin=with_selector)  # suspended, never started: a directive may change
+    cron_file = EXAMPLES / "jobs" / "sample-cronjob.yaml"
+    await kubectl.ok("apply", "-f", str(cron_file))
+    await kubectl.ok("apply", "-f", "-", stdin=cron_file.read_text().replace('"world"', '"kueue"'))
+    path = "jsonpath={.spec.jobTemplate.spec.template.spec.containers}"
+    [container] = json.loads(await kubectl.ok("get", "cronjob", "sample-cronjob", "-o", path))
+    assert container["args"] == ["entrypoint-tester", "hello", "kueue"]
+    assert container["image"].startswith("registry.k8s.io/") and container["resources"]["requests"]["cpu"] == 1
 
 
 @pytest.mark.slow

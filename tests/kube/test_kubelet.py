@@ -154,20 +154,27 @@ async def test_without_hooks_queued_jobs_keep_their_suspend_field() -> None:
 async def test_evicted_running_job_stops_its_pods_and_never_completes(
     api: k8s_client.ApiClient, sim_kubelet: kubelet.SimulatedKubelet
 ) -> None:
-    """The dispatcher's eviction patch (suspend, eviction annotations, template restored, in one merge patch) on a
-    running Job: its run is cancelled and status says active 0 without a startTime, as the Job controller writes
-    for a suspended Job, so the watcher can report it stopped; it does not complete while suspended."""
+    """The dispatcher's eviction patch (suspend, eviction annotations) on a running Job: its run is cancelled and
+    status says active 0 without a startTime, as the Job controller writes for a suspended Job, so the watcher can
+    report it stopped, and the template may then be restored; it does not complete while suspended. (The template
+    of a running Job is immutable: restored in the same patch, it is refused.)"""
     body = job("victim", suspend=False, duration=0.6, parallelism=2)
     body["spec"]["template"]["spec"]["nodeSelector"] = {"instance-type": "spot"}
     await client.create_object(api, resources.JOBS, namespace="default", body=body)
     await wait_for_status(api, "victim", lambda s: s.get("active") == 2)
+    restore = {"spec": {"template": {"spec": {"nodeSelector": None}}}}
     evict = {
         "metadata": {"annotations": {EVICTED_ANNOTATION: "Preempted", EVICTION_SEQ_ANNOTATION: "7"}},
-        "spec": {"suspend": True, "template": {"spec": {"nodeSelector": None}}},
+        "spec": {"suspend": True, **restore["spec"]},
     }
+    with pytest.raises(client.errors.ApiError) as refused:
+        await client.patch_object(api, resources.JOBS, namespace="default", name="victim", patch=evict)
+    assert refused.value.status == 422 and "spec.template" in refused.value.message
+    evict["spec"].pop("template")
     await client.patch_object(api, resources.JOBS, namespace="default", name="victim", patch=evict)
     stopped = await wait_for_status(api, "victim", lambda s: s.get("active") == 0)
     assert stopped["ready"] == 0 and "startTime" not in stopped
+    await client.patch_object(api, resources.JOBS, namespace="default", name="victim", patch=restore)
     assert (condition(stopped, "Suspended") or {}).get("status") == "True"
     assert not sim_kubelet.running
     await asyncio.sleep(0.8)  # past the 0.6 s the Job had to run
