@@ -1,7 +1,9 @@
 """Kubernetes' protobuf request bodies, decoded for the few kinds kubectl's generators write that way.
 
 Why this module exists: ``kubectl create priorityclass high --value=1000`` (and ``kubectl create
-namespace``, and the reviews of ``kubectl auth can-i`` and ``auth whoami``) build the object in Go and POST it through a typed client, which sends
+namespace``, ``create job NAME --image=...``, ``create cronjob``, ``create deployment``, and the reviews
+of ``kubectl auth can-i`` and ``auth whoami``) build the object in Go and POST it through a typed client,
+which sends
 ``Content-Type: application/vnd.kubernetes.protobuf`` for built-in kinds; ``kubectl apply -f`` and
 ``create -f`` send JSON. The emulator speaks JSON, so :func:`decode` turns such a body into the JSON
 object a JSON client would have sent, for the kinds in :data:`MESSAGES`; for any other kind, or a field
@@ -12,14 +14,21 @@ The encoding (k8s.io/apimachinery runtime/serializer/protobuf): the magic ``k8s\
 4: contentType) whose ``raw`` is the object's message, with the field numbers of Kubernetes'
 generated.proto files. Go writes every non-pointer field, empty or not; as its JSON encoder leaves
 empty ``omitempty`` fields out, empty strings, zeros, false and empty messages are dropped here unless
-the field is one JSON always carries (a PriorityClass's ``value``). Pure: bytes in, a dict out.
+the field is one JSON always carries (a PriorityClass's ``value``); so a zero a pointer field carries
+(``kubectl create deployment --replicas=0``) reads as unset. The Job, CronJob and Deployment tables are
+generated from Kubernetes' generated.proto files (scripts/protobuf_messages.py writes
+protobuf_messages.json); the others are written here. Pure: bytes in, a dict out.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
+import json
+import struct
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -40,6 +49,7 @@ class Field:
     type: str | Mapping[int, Field]
     repeated: bool = False
     keep_zero: bool = False
+    value: str | Mapping[int, Field] = "string"  # a map's values
 
 
 Message = Mapping[int, Field]
@@ -126,6 +136,58 @@ MESSAGES[("authentication.k8s.io/v1", "SelfSubjectReview")] = {
         {1: Field("userInfo", {1: Field("username", "string"), 2: Field("uid", "string")})},
     ),
 }
+#: Generated tables (scripts/protobuf_messages.py, from Kubernetes' generated.proto files) of the kinds
+#: kubectl's other generators send: ``kubectl create job NAME --image=...``, ``create cronjob``,
+#: ``create deployment``.
+MESSAGES_FILE = Path(__file__).with_name("protobuf_messages.json")
+_GENERATED_KINDS = {
+    ("batch/v1", "Job"): "k8s.io.api.batch.v1.Job",
+    ("batch/v1", "CronJob"): "k8s.io.api.batch.v1.CronJob",
+    ("apps/v1", "Deployment"): "k8s.io.api.apps.v1.Deployment",
+}
+#: Messages whose JSON form is a scalar (resource.Quantity, intstr.IntOrString, meta/v1 Time) or raw JSON.
+_SPECIAL = {
+    "k8s.io.apimachinery.pkg.api.resource.Quantity": "quantity",
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "intorstring",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.Time": "time",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime": "time",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1": "rawjson",
+    "k8s.io.apimachinery.pkg.runtime.RawExtension": "rawjson",
+}
+
+
+@functools.cache
+def _generated_tables() -> dict[str, dict[str, list[Any]]]:
+    loaded: dict[str, dict[str, list[Any]]] = json.loads(MESSAGES_FILE.read_text())
+    return loaded
+
+
+def _generated(name: str, built: dict[str, dict[int, Field]] | None = None) -> Message:
+    """The Message of a generated table's message ``name`` (messages referring to each other share objects)."""
+    built = {} if built is None else built
+    if name in built:
+        return built[name]
+    message: dict[int, Field] = {}
+    built[name] = message
+    for number, (field, kind, repeated) in _generated_tables()[name].items():
+        value: str | Mapping[int, Field] = "string"
+        if kind.startswith("map:"):
+            value = _field_type(kind[4:], built)
+            kind = "map"
+        message[int(number)] = Field(field, _field_type(kind, built), repeated=repeated, value=value)
+    return message
+
+
+def _field_type(kind: str, built: dict[str, dict[int, Field]]) -> str | Mapping[int, Field]:
+    if kind in _SPECIAL:
+        return _SPECIAL[kind]
+    if kind in _generated_tables():
+        return _generated(kind, built)
+    return kind
+
+
+MESSAGES.update({kind: _generated(name) for kind, name in _GENERATED_KINDS.items() if kind not in MESSAGES})
+
 _UNKNOWN: Message = {
     1: Field("typeMeta", {1: Field("apiVersion", "string"), 2: Field("kind", "string")}),
     2: Field("raw", "bytes"),
@@ -181,7 +243,11 @@ def _kept(schema: Message, name: str, value: Any) -> bool:
 
 def _value(field: Field, wire: int, value: int | bytes, *, where: str) -> Any:
     kind = field.type
-    if isinstance(kind, Mapping) or kind in ("string", "bytes", "time", "map"):
+    if kind == "double":
+        if not isinstance(value, bytes) or len(value) != 8:
+            raise Unsupported(f"{where}: a fixed64 double was expected (wire type {wire})")
+        return struct.unpack("<d", value)[0]
+    if isinstance(kind, Mapping) or kind in ("string", "bytes", "time", "map", "quantity", "intorstring", "rawjson"):
         if not isinstance(value, bytes):
             raise Unsupported(f"{where}: a length-delimited value was expected (wire type {wire})")
         if isinstance(kind, Mapping):
@@ -192,7 +258,20 @@ def _value(field: Field, wire: int, value: int | bytes, *, where: str) -> Any:
             return value
         if kind == "time":
             return _time(value, where=where)
-        entry = _message(value, {1: Field("key", "string"), 2: Field("value", "string")}, where=where)
+        if kind == "quantity":
+            return _message(value, {1: Field("string", "string")}, where=where).get("string", "")
+        if kind == "intorstring":
+            parts = _message(
+                value, {1: Field("type", "int"), 2: Field("intVal", "int"), 3: Field("strVal", "string")}, where=where
+            )
+            return parts.get("strVal", "") if parts.get("type") == 1 else parts.get("intVal", 0)
+        if kind == "rawjson":
+            raw = _message(value, {1: Field("raw", "bytes")}, where=where).get("raw", b"")
+            try:
+                return json.loads(raw) if raw else None
+            except ValueError as exc:
+                raise Unsupported(f"{where}: raw JSON that does not parse") from exc
+        entry = _message(value, {1: Field("key", "string"), 2: Field("value", field.value)}, where=where)
         return entry.get("key", ""), entry.get("value", "")
     if not isinstance(value, int):
         raise Unsupported(f"{where}: a varint was expected (wire type {wire})")
@@ -226,7 +305,12 @@ def _fields(data: bytes, *, where: str) -> list[tuple[int, int, int | bytes]]:
                 raise Unsupported(f"{where}: field {number} runs past the end of the body")
             found.append((number, wire, data[position : position + length]))
             position += length
-        elif wire in (1, 5):  # fixed64 / fixed32: no field read here has them
+        elif wire == 1:  # fixed64: a double
+            if position + 8 > len(data):
+                raise Unsupported(f"{where}: field {number} runs past the end of the body")
+            found.append((number, wire, data[position : position + 8]))
+            position += 8
+        elif wire == 5:  # fixed32: no field read here has one
             raise Unsupported(f"{where}: field {number} has a fixed-width value the emulator does not read")
         else:
             raise Unsupported(f"{where}: wire type {wire} of field {number} is not protobuf's")

@@ -530,3 +530,23 @@ async def test_a_jobs_pod_template_is_immutable_but_its_directives_before_it_sta
         api, resources.JOBS, namespace="default", name="i", patch={"spec": {"completions": 4, "parallelism": 4}}
     )
     assert grown["spec"]["completions"] == 4
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_kubectls_create_generators_make_jobs_cronjobs_and_deployments(
+    cluster: emulator.ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kubectl create job NAME --image=...`` (then labelled), ``create cronjob`` and ``create deployment``
+    send protobuf; they were refused with 415."""
+    kubectl = Kubectl(cluster.url, tmp_path)
+    assert "job.batch/j created" in await kubectl.ok("create", "job", "j", "--image=busybox", "--", "sleep", "5")
+    await kubectl.ok("label", "job", "j", "team=a")
+    stored = json.loads(await kubectl.ok("get", "job", "j", "-o", "json"))
+    assert stored["metadata"]["labels"]["team"] == "a"
+    [container] = stored["spec"]["template"]["spec"]["containers"]
+    assert container == {"name": "j", "image": "busybox", "command": ["sleep", "5"]}
+    await kubectl.ok("create", "cronjob", "c", "--image=busybox", "--schedule=*/5 * * * *")
+    assert (await kubectl.ok("get", "cronjob", "c", "-o", "jsonpath={.spec.schedule}")) == "*/5 * * * *"
+    await kubectl.ok("create", "deployment", "d", "--image=nginx", "--replicas=2")
+    await kubectl.ok("scale", "deployment", "d", "--replicas=3")
+    assert (await kubectl.ok("get", "deploy", "d", "-o", "jsonpath={.spec.replicas}")) == "3"

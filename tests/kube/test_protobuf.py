@@ -1,5 +1,6 @@
 """Protobuf request bodies (kueue_es/sim/protobuf.py) as kubectl v1.32.4's generators send them: the bodies
-below were captured from ``kubectl create priorityclass ...`` and ``kubectl create namespace team-a``."""
+below were captured from ``kubectl create priorityclass ...``, ``kubectl create namespace team-a`` and
+``kubectl create job j2 --image=busybox``."""
 
 from __future__ import annotations
 
@@ -59,10 +60,26 @@ def test_a_namespace_decodes_to_its_name() -> None:
     }
 
 
+#: A body naming a kind no table here has (v1 Pod), with an empty object.
+POD = protobuf.MAGIC + bytes.fromhex("0a090a0276311203506f64")
+
+
+def test_a_job_decodes_through_the_tables_generated_from_kubernetes_protos() -> None:
+    """kubectl create job (and create cronjob, create deployment) send their objects as protobuf: read through
+    the field numbers scripts/protobuf_messages.py took from Kubernetes' generated.proto files (they were 415)."""
+    assert protobuf.decode(JOB, api_version="batch/v1", kind="Job") == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j2"},
+        "spec": {"template": {"spec": {"containers": [{"name": "j2", "image": "busybox"}], "restartPolicy": "Never"}}},
+    }
+    assert {("batch/v1", "CronJob"), ("apps/v1", "Deployment")} <= set(protobuf.MESSAGES)
+
+
 @pytest.mark.parametrize(
     ("body", "want"),
     [
-        pytest.param(JOB, "only for PriorityClass", id="a kind without a schema here"),
+        pytest.param(POD, "only for .*PriorityClass", id="a kind without a schema here"),
         pytest.param(b'{"kind": "Job"}', "k8s", id="JSON sent as protobuf"),
         pytest.param(LOW[:-9], "runs past the end", id="a truncated body"),
     ],
