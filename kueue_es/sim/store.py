@@ -24,6 +24,8 @@ Semantics, as a real API server has them:
 * empty labels, annotations, finalizers and owner references are not stored (ObjectMeta's ``omitempty``);
 * delete with finalizers sets ``deletionTimestamp`` (MODIFIED); the object is
   removed (DELETED) when its finalizers are gone;
+* a deleted Namespace turns Terminating, what is in it is deleted, and it goes once empty; nothing
+  may be created in it meanwhile (403, as the NamespaceLifecycle admission plugin);
 * every change is appended to a per-kind event log of ``history_limit``
   entries; reading from a resourceVersion older than the log is "expired".
 
@@ -70,6 +72,8 @@ _IMMUTABLE_METADATA = (
     "generation",
     "generateName",
 )
+#: Seconds between a Namespace's deletion and the deletion of what is in it (the namespace controller's lag).
+NAMESPACE_CLEANUP_SECONDS = 0.5
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 INITIAL_PRIORITY_CLASSES = (("system-cluster-critical", 2000000000), ("system-node-critical", 2000001000))
 """The PriorityClasses every Kubernetes API server makes at start-up (pkg/apis/scheduling SystemPriorityClasses)."""
@@ -440,6 +444,8 @@ class ObjectStore:
         metadata = current["metadata"]
         if metadata.get("deletionTimestamp") or dry_run:
             return current
+        if ref == resources.NAMESPACES:
+            return self._delete_namespace(key, current)
         if metadata.get("finalizers"):
             deleting = copy.deepcopy(current)
             deleting["metadata"].update(deletionTimestamp=format_timestamp(self._clock()), deletionGracePeriodSeconds=0)
@@ -476,7 +482,47 @@ class ObjectStore:
         gone["metadata"]["resourceVersion"] = str(self._resource_version)
         del self._objects[key]
         self.log(ref).append(LoggedEvent(resource_version=self._resource_version, type="DELETED", object=gone))
+        if key[1] is not None:  # the last object of a terminating namespace lets it go
+            self._finalize_namespace(key[1])
         return gone
+
+    def _delete_namespace(self, key: Any, current: dict[str, Any]) -> dict[str, Any]:
+        """What a deleted Namespace goes through: it turns Terminating at once; a moment later (as the
+        namespace controller, :data:`NAMESPACE_CLEANUP_SECONDS`; at once without a running event loop)
+        everything in it is deleted (objects with finalizers wait for them), and it goes once it is empty.
+        Its objects can still be deleted one by one meanwhile (``kubectl delete -f`` of a file that starts
+        with its Namespace)."""
+        name = current["metadata"]["name"]
+        deleting = copy.deepcopy(current)
+        deleting["metadata"].update(deletionTimestamp=format_timestamp(self._clock()), deletionGracePeriodSeconds=0)
+        deleting.setdefault("status", {})["phase"] = "Terminating"
+        self._write(resources.NAMESPACES, key, deleting, event_type="MODIFIED", previous=current)
+        try:
+            asyncio.get_running_loop().call_later(NAMESPACE_CLEANUP_SECONDS, self._empty_namespace, name)
+        except RuntimeError:  # no event loop: a synchronous test of the store
+            self._empty_namespace(name)
+        return self._objects[key].raw if key in self._objects else deleting
+
+    def _empty_namespace(self, name: str) -> None:
+        """The namespace controller's sweep of a terminating Namespace: delete what is in it, then it."""
+        storage = {self._keys[ref]: ref for ref in self._keys if self._stored_as[ref] == ref}
+        for resource, namespace, obj_name in list(self._objects.keys()):
+            if namespace == name and resource in storage:
+                with contextlib.suppress(StoreError):
+                    self.delete(storage[resource], namespace=name, name=obj_name)
+        self._finalize_namespace(name)
+
+    def _finalize_namespace(self, name: str) -> dict[str, Any] | None:
+        """Remove Namespace ``name`` if it is terminating and nothing is left in it; returns it when removed."""
+        key = self._key(resources.NAMESPACES, namespace=None, name=name)
+        if key not in self._objects:
+            return None
+        namespace = self._objects[key].raw
+        if not namespace["metadata"].get("deletionTimestamp") or namespace["metadata"].get("finalizers"):
+            return None
+        if any(obj_namespace == name for _, obj_namespace, _ in self._objects.keys()):
+            return None
+        return self._remove(resources.NAMESPACES, key, namespace)
 
     def _namespace_for_create(
         self, ref: resources.ResourceRef, *, url_namespace: str | None, metadata: dict[str, Any]
@@ -499,15 +545,31 @@ class ObjectStore:
                 message="the namespace of the provided object does not match the namespace sent on the request",
                 details=_details(ref, metadata.get("name")),
             )
-        if (
-            self._enforce_namespaces
-            and self._key(resources.NAMESPACES, namespace=None, name=url_namespace) not in self._objects
-        ):
+        namespace_key = self._key(resources.NAMESPACES, namespace=None, name=url_namespace)
+        if self._enforce_namespaces and namespace_key not in self._objects:
             raise StoreError(
                 status=404,
                 reason="NotFound",
                 message=f'namespaces "{url_namespace}" not found',
                 details={"name": url_namespace, "kind": "namespaces"},
+            )
+        if namespace_key in self._objects and self._objects[namespace_key].raw["metadata"].get("deletionTimestamp"):
+            name = metadata.get("name") or metadata.get("generateName") or ""
+            raise StoreError(  # the NamespaceLifecycle admission plugin
+                status=403,
+                reason="Forbidden",
+                message=f'{ref.qualified_plural} "{name}" is forbidden: unable to create new content in namespace '
+                f"{url_namespace} because it is being terminated",
+                details={
+                    **_details(ref, name),
+                    "causes": [
+                        {
+                            "reason": "NamespaceTerminating",
+                            "message": f"namespace {url_namespace} is being terminated",
+                            "field": "metadata.namespace",
+                        }
+                    ],
+                },
             )
         return url_namespace
 

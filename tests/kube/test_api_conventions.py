@@ -8,6 +8,7 @@ generic registry, apimachinery's errors package, the API conventions).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -550,3 +551,47 @@ async def test_kubectls_create_generators_make_jobs_cronjobs_and_deployments(
     await kubectl.ok("create", "deployment", "d", "--image=nginx", "--replicas=2")
     await kubectl.ok("scale", "deployment", "d", "--replicas=3")
     assert (await kubectl.ok("get", "deploy", "d", "-o", "jsonpath={.spec.replicas}")) == "3"
+
+
+async def test_a_deleted_namespace_terminates_deletes_its_content_and_goes_once_empty(
+    api: k8s_client.ApiClient,
+) -> None:
+    """The namespace controller's part: a deleted Namespace turns Terminating, everything in it is deleted
+    (an object held by a finalizer is marked and waits), nothing new may be created in it (403 from the
+    NamespaceLifecycle plugin), and it goes when its last object does. The emulator removed the Namespace at
+    once and left its objects behind, listable in a namespace that no longer existed."""
+    await client.create_object(api, resources.NAMESPACES, body={"metadata": {"name": "team-a"}})
+    await client.create_object(api, resources.JOBS, namespace="team-a", body=job())
+    held = {**local_queue(), "metadata": {"name": "lq", "finalizers": ["example.com/hold"]}}
+    await client.create_object(api, resources.LOCAL_QUEUES, namespace="team-a", body=held)
+    terminating = await client.delete_object(api, resources.NAMESPACES, name="team-a")
+    assert terminating["status"]["phase"] == "Terminating" and terminating["metadata"]["deletionTimestamp"]
+    await gone(api, resources.JOBS, "team-a", "j")  # a moment later, as the namespace controller
+    marked = await client.get_object(api, resources.LOCAL_QUEUES, namespace="team-a", name="lq")
+    assert marked["metadata"]["deletionTimestamp"]
+    with pytest.raises(client.errors.ApiError) as refused:
+        await client.create_object(api, resources.JOBS, namespace="team-a", body=job("k"))
+    assert (refused.value.status, refused.value.reason) == (403, "Forbidden")
+    assert refused.value.message == (
+        'jobs.batch "k" is forbidden: unable to create new content in namespace team-a because it is being terminated'
+    )
+    await client.patch_object(
+        api, resources.LOCAL_QUEUES, namespace="team-a", name="lq", patch={"metadata": {"finalizers": None}}
+    )
+    await gone(api, resources.NAMESPACES, None, "team-a")
+    await client.create_object(api, resources.JOBS, namespace="default", body=job())
+    await client.delete_object(api, resources.NAMESPACES, name="default")
+    await client.delete_object(api, resources.JOBS, namespace="default", name="j")  # still there to delete
+    await gone(api, resources.NAMESPACES, None, "default")  # with its last object
+
+
+async def gone(api: k8s_client.ApiClient, ref: resources.ResourceRef, namespace: str | None, name: str) -> None:
+    """Wait (up to 3 s) until the object is gone."""
+    for _ in range(60):
+        try:
+            await client.get_object(api, ref, namespace=namespace, name=name)
+        except client.errors.NotFoundError:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{ref.kind} {namespace}/{name} is still there")
+
