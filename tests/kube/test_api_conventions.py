@@ -434,7 +434,8 @@ async def test_a_client_side_applied_object_moves_to_server_side_apply(
 
 async def test_writes_record_their_field_manager(api: k8s_client.ApiClient) -> None:
     """A create or update is recorded as an Update by its ``fieldManager``, else by the first word of its
-    User-Agent (the generated clients': OpenAPI-Generator); a status write as one through the subresource."""
+    User-Agent (kueue-es's client sends ``kueue-es/python``, the generated client's default was
+    OpenAPI-Generator); a status write as one through the subresource."""
     custom = k8s_client.CustomObjectsApi(api)
     await custom.create_namespaced_custom_object(
         "kueue.x-k8s.io", "v1beta2", "default", "localqueues", local_queue(), field_manager="team-tool"
@@ -451,7 +452,7 @@ async def test_writes_record_their_field_manager(api: k8s_client.ApiClient) -> N
     entries = {(e["manager"], e.get("subresource", "")): e for e in patched["metadata"]["managedFields"]}
     assert entries[("team-tool", "")]["operation"] == "Update"
     assert entries[("team-tool", "")]["fieldsV1"] == {"f:spec": {"f:clusterQueue": {}, "f:stopPolicy": {}}}
-    assert entries[("OpenAPI-Generator", "status")]["fieldsV1"] == {"f:status": {"f:pendingWorkloads": {}}}
+    assert entries[("kueue-es", "status")]["fieldsV1"] == {"f:status": {"f:pendingWorkloads": {}}}
 
 
 async def test_an_apply_that_no_longer_sets_a_map_removes_it_whole(api: k8s_client.ApiClient) -> None:
