@@ -139,16 +139,24 @@ class _ApiCall:
 
     @property
     def dry_run(self) -> bool:
-        """``?dryRun=All``: do everything but the write (400 for any other value)."""
+        """``?dryRun=All``: do everything but the write (any other value is 422, as the request options'
+        validation answers: ``CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ...``)."""
         values = self.params.getall("dryRun", []) if hasattr(self.params, "getall") else [self.params.get("dryRun")]
         values = [value for value in values if value]
         if any(value != "All" for value in values):
-            raise store.StoreError(
-                status=400,
-                reason="BadRequest",
-                message=f'dryRun: Unsupported value: {values[0]!r}: supported values: "All"',
-                details={"kind": self.ref.plural},
+            options = {"create": "CreateOptions", "replace": "UpdateOptions", "delete": "DeleteOptions"}
+            shown = "[]string{" + ", ".join(json.dumps(value) for value in values) + "}"
+            invalid = validation.Invalid(
+                kind=options.get(self.verb, "PatchOptions"),
+                group="meta.k8s.io",
+                name="",
+                causes=[
+                    validation.Cause(
+                        "dryRun", validation.NOT_SUPPORTED, f'Unsupported value: {shown}: supported values: "All"'
+                    )
+                ],
             )
+            raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
         return bool(values)
 
     @property

@@ -596,3 +596,12 @@ async def gone(api: k8s_client.ApiClient, ref: resources.ResourceRef, namespace:
         await asyncio.sleep(0.05)
     raise AssertionError(f"{ref.kind} {namespace}/{name} is still there")
 
+
+async def test_a_dry_run_other_than_all_is_invalid_request_options(cluster: emulator.ClusterEmulator) -> None:
+    """The request options' validation refuses a dryRun value but ``All``: 422 naming the options kind and the
+    value as Go prints a []string (the emulator said 400 with Python's quoting)."""
+    status, body = await call(cluster, "POST", LQ, local_queue(), params={"dryRun": "Yes"})
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Yes"}: supported values: "All"'
+    )

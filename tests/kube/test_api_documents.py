@@ -281,7 +281,7 @@ async def test_dry_run_stores_and_logs_nothing(api: k8s_client.ApiClient, cluste
     assert "cohortName" not in stored["spec"]
     with pytest.raises(k8s_client.ApiException) as refused:
         await custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", cq, dry_run="Some")
-    assert refused.value.status == 400
+    assert refused.value.status == 422
 
 
 async def test_openapi_v2_is_json_and_protobuf_only_requests_get_406(api: k8s_client.ApiClient) -> None:
