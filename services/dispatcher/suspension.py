@@ -222,6 +222,11 @@ class Suspension:
         found = await self._job(wl)
         if found is None:
             return
+        # the fold ran on while the job was read: a workload finished, released or gone meanwhile is left alone
+        if self.view.cluster.workloads.get(key) is not wl or wl.gone or wl.finished is not None or wl.deleted_seq:
+            return
+        if admitted != (wl.admitted and wl.reservation is not None):
+            return  # admitted or released meanwhile: marked again by what changed it
         _, suspended = found
         if admitted and suspended:
             await self._start(wl, seq=seq, at_ms=at_ms)
@@ -315,7 +320,7 @@ class Suspension:
         if self.gate is not None and not self.gate():
             return
         found = await self._job(wl)
-        if found is not None and not found[1]:
+        if found is not None and not found[1] and self.view.cluster.workloads.get(key) is wl:
             await self._stop(wl, seq=seq, at_ms=at_ms, reason=NO_MATCHING_REASON, message=NO_MATCHING_MESSAGE)
 
     async def _stop(
@@ -342,7 +347,9 @@ class Suspension:
         await self.recording.record([])
 
     async def _start(self, wl: WorkloadState, *, seq: int, at_ms: int) -> None:
-        assert wl.reservation is not None
+        if wl.reservation is None:
+            return  # released before its job could be started again
+        message = f"Admitted by clusterQueue {wl.reservation.cluster_queue}"  # read now: the fold runs on meanwhile
         action = core.start_of(self.view, wl)
         if not isinstance(action, core.StartJob | core.StartIntegration):
             return
@@ -354,7 +361,6 @@ class Suspension:
             return
         self.restarted += 1
         log.info("job_started_again", job=f"{action.namespace}/{action.name}", workload=wl.key, seq=seq)
-        message = f"Admitted by clusterQueue {wl.reservation.cluster_queue}"
         self._event(wl, reason="Started", message=message, seq=seq, at_ms=at_ms)
         await self.recording.record([])
 

@@ -1,0 +1,107 @@
+"""The dispatcher's Suspension reads a job, an await during which its fold runs on (services/dispatcher/suspension.py).
+
+A workload marked for a start again (its job suspended by hand, or a prebuilt Workload adopted when admitted)
+may be released or finished while its job is read: the check must then leave the job alone. Before, the start
+asserted a reservation that was gone (AssertionError) or read the ClusterQueue of it after the write
+(AttributeError), and either ended the dispatcher's consume task: the whole dispatcher exited (found with a
+prebuilt Workload that did not match its job: finished OutOfSync and released while the job was read).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kueue_es.events import models, types
+from kueue_es.projections.cluster import apply
+from kueue_es.services.dispatcher import core
+from kueue_es.services.dispatcher.job_writes import JobWrites
+from kueue_es.services.dispatcher.kube_api import WriteLimiter
+from kueue_es.services.dispatcher.suspension import Suspension
+
+pytestmark = pytest.mark.timeout(20)
+
+REF = types.WorkloadRef(namespace="ns", name="w", uid="u1")
+RESERVED = types.QuotaReserved(
+    workload=REF,
+    cluster_queue="cq",
+    pod_set_assignments=[
+        types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 1000}, count=1)
+    ],
+    at_ms=1,
+)
+
+
+class Recorder:
+    """Recording's two calls the Suspension makes; keeps the Events."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def add_job_event(self, seq: int, item: Any) -> None:
+        self.events.append(item)
+
+    async def record(self, decisions: list[Any]) -> None:
+        return None
+
+
+class FoldingJobApi:
+    """A suspended Job; reading it lets the fold take ``meanwhile`` first (as the dispatcher's fold task would)."""
+
+    def __init__(self, view: core.DispatchState, meanwhile: list[types.Event]) -> None:
+        self.view, self.meanwhile, self.patches = view, meanwhile, []
+
+    async def get_object(self, ref: Any, *, namespace: str | None, name: str) -> dict[str, Any]:
+        for offset, event in enumerate(self.meanwhile, start=1):
+            apply(self.view.cluster, event, seq=self.view.cluster.last_seq + offset)
+        return {"metadata": {"name": "job-w", "namespace": "ns", "uid": "job-1"}, "spec": {"suspend": True}}
+
+    async def patch_object(self, ref: Any, *, namespace: str | None, name: str, patch: dict[str, Any], **_: Any) -> Any:
+        self.patches.append(patch)
+        return {}
+
+
+def admitted_view() -> core.DispatchState:
+    view = core.DispatchState()
+    workload = models.Workload(
+        metadata=models.ObjectMeta(name=REF.name, namespace="ns", uid=REF.uid),
+        spec=models.WorkloadSpec(queue_name="lq", pod_sets=[models.PodSet(requests={"cpu": 1000})]),
+        owner=models.OwnerReference(api_version="batch/v1", kind="Job", name="job-w", uid="job-1"),
+    )
+    for seq, event in enumerate(
+        [
+            types.WorkloadObserved(workload=workload),
+            RESERVED,
+            types.WorkloadAdmitted(workload=REF, cluster_queue="cq", at_ms=1),
+        ],
+        start=1,
+    ):
+        apply(view.cluster, event, seq=seq)
+        view.cluster.last_seq = seq
+    return view
+
+
+@pytest.mark.parametrize(
+    "meanwhile",
+    [
+        [types.QuotaReleased(workload=REF, cluster_queue="cq", reason="Deactivated", cause_seq=3, at_ms=2)],
+        [
+            types.WorkloadFinished(workload=REF, succeeded=False, reason="OutOfSync", at_ms=2),
+            types.QuotaReleased(workload=REF, cluster_queue="cq", reason="Finished", cause_seq=4, at_ms=2),
+        ],
+    ],
+    ids=["released", "finished-and-released"],
+)
+async def test_a_workload_released_while_its_job_is_read_is_not_started(meanwhile: list[types.Event]) -> None:
+    view = admitted_view()
+    api = FoldingJobApi(view, meanwhile)
+    recorder = Recorder()
+    suspension = Suspension(
+        view=view,
+        jobs=JobWrites(api=api, limiter=WriteLimiter(qps=1000, burst=10)),  # type: ignore[arg-type]
+        recording=recorder,  # type: ignore[arg-type]
+    )
+    assert view.cluster.workloads[REF.key].reservation is not None
+    await suspension.check(REF.key, seq=3, at_ms=1)  # raised AssertionError before
+    assert api.patches == [] and recorder.events == [] and suspension.restarted == 0
