@@ -209,6 +209,18 @@ class PrebuiltWorkloads:
         elif key[1]:
             await self.sync(key, trigger=version)
 
+    async def _finish_out_of_sync(self, key: Key, wl_ref: types.WorkloadRef, *, now_ms: int) -> None:
+        """WorkloadFinished ``OutOfSync`` (Kueue's reason and message) for the prebuilt Workload at ``key``, once."""
+        out = types.WorkloadFinished(
+            workload=wl_ref,
+            succeeded=False,
+            reason=prebuilt.OUT_OF_SYNC_REASON,
+            message=prebuilt.OUT_OF_SYNC_MESSAGE,
+            at_ms=now_ms,
+        )
+        await self.publisher.emit(out, version=f"{wl_ref.uid}.out-of-sync")
+        self.finished[key] = (wl_ref.uid, prebuilt.OUT_OF_SYNC_REASON)
+
     async def sync_job(self, kind: str, obj: objects.KubeObject, *, version: str) -> None:
         """Publish what a job naming a prebuilt Workload stands for now (see the module)."""
         key = (objects.namespace_of(obj), names(kind, obj))
@@ -248,25 +260,26 @@ class PrebuiltWorkloads:
         finished_as = mine[1] if mine is not None and mine[0] == uid else _finished(workload_object)
         finished = finished_as is not None
         known = self.publisher.workloads.get(key) if key in self.publisher.known["Workload"] else None
+        wl_ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=uid)
+        why = (
+            ""
+            if finished
+            else prebuilt.out_of_sync(job_workload, templates, workload_object, suspended=_suspended(kind, raw))
+        )
+        if why and known is not None and known.metadata.uid == uid:
+            # Kueue finishes a Workload that does not match its job before the job could run on it: on the log
+            # already (admitted, maybe), it is finished before the adoption, whose fold then starts nothing
+            await self._finish_out_of_sync(key, wl_ref, now_ms=now_ms)
+            finished = True
         if known != workload and not (finished and known is not None and known.owner == workload.owner):
             # owned by the job: the dispatcher writes the owner reference, and starts the job once admitted
             await self.publisher.publish(types.WorkloadObserved(workload=workload), version=version, source=kind)
-        wl_ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=uid)
-        if not finished:
-            why = prebuilt.out_of_sync(job_workload, templates, workload_object, suspended=_suspended(kind, raw))
-            if why:
-                out = types.WorkloadFinished(
-                    workload=wl_ref,
-                    succeeded=False,
-                    reason=prebuilt.OUT_OF_SYNC_REASON,
-                    message=prebuilt.OUT_OF_SYNC_MESSAGE,
-                    at_ms=now_ms,
-                )
-                await self.publisher.emit(out, version=f"{uid}.out-of-sync")
-                self.finished[key] = (uid, prebuilt.OUT_OF_SYNC_REASON)
-                log.info("prebuilt_workload_out_of_sync", workload=f"{key[0]}/{key[1]}", job=job_name, why=why)
-                return
-        elif finished_as == prebuilt.OUT_OF_SYNC_REASON:
+        if why:
+            if not finished:  # new on the log: it is there (adopted) before its finish can be folded
+                await self._finish_out_of_sync(key, wl_ref, now_ms=now_ms)
+            log.info("prebuilt_workload_out_of_sync", workload=f"{key[0]}/{key[1]}", job=job_name, why=why)
+            return
+        if finished_as == prebuilt.OUT_OF_SYNC_REASON:
             return  # finished out of sync: the job waits
         job_fact = self.convert(kind, obj, now_ms, context)
         if isinstance(job_fact, types.WorkloadFinished) and not finished:  # the job finished: so does its workload

@@ -35,6 +35,7 @@ from tests.integration.harness import (
     events_of,
     eviction,
     job,
+    log_entries,
     running,
     set_up_queues,
     wait_for,
@@ -187,10 +188,20 @@ async def test_a_workload_that_does_not_match_its_job_is_finished_out_of_sync(ap
         await wait_for(bus, types.QuotaReleased)  # the finished workload's quota goes back
         await asyncio.sleep(0.5)
         still = await kube.get_object(api, JOBS, namespace="default", name="job-c")
+        reasons = await event_reasons(api, "job-c")
     assert (finished.reason, finished.succeeded) == ("OutOfSync", False)
     assert finished.message == "The prebuilt workload is out of sync with its user job"
     assert condition(wl, "Finished")["reason"] == "OutOfSync"
     assert still["spec"]["suspend"] is True
+    # never started, not started and stopped again: the Workload admitted already is finished before the adoption
+    # is on the log (a 3-pod Job ran on a 2-pod admission before), so the adoption's fold starts nothing
+    assert still["metadata"]["generation"] == 1 and "Started" not in reasons and "Stopped" not in reasons, reasons
+    entries = await log_entries(bus)
+    finished_at = next(m.seq for m, e in entries if isinstance(e, types.WorkloadFinished))
+    adopted_at = next(
+        m.seq for m, e in entries if isinstance(e, types.WorkloadObserved) and e.workload.owner is not None
+    )
+    assert finished_at < adopted_at
 
 
 async def test_a_running_job_that_no_longer_matches_its_workload_is_stopped(api, bus: MemoryBus) -> None:
