@@ -109,8 +109,8 @@ class Recording:
             for index, item in enumerate(records):
                 key = item.workload.key
                 wl = state.workloads.get(key)
-                if wl is None or not status.is_job_workload(wl):
-                    continue
+                if wl is None or not (status.is_job_workload(wl) or wl.workload.owner is None):
+                    continue  # a workload of a kind the dispatcher writes nothing for (an unknown owner's)
                 if item.type == "Warning":
                     if self._last_warning.get(key) == (item.reason, item.message):
                         continue

@@ -28,6 +28,7 @@ from tests.integration.harness import (
     eviction,
     running,
     set_up_queues,
+    until_steady,
     wait_for,
     watch_with_workloads,
 )
@@ -77,6 +78,16 @@ async def set_condition(api: Any, name: str, condition: dict[str, Any]) -> None:
     )
 
 
+async def _events_on(api: Any, name: str) -> list[tuple[str, str, str]]:
+    """(reason, message, involvedObject.uid) of the Events on Workload ``default/name``, sorted."""
+    listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    return sorted(
+        (e["reason"], e["message"], e["involvedObject"].get("uid", ""))
+        for e in listed
+        if e["involvedObject"]["name"] == name and e["involvedObject"]["kind"] == "Workload"
+    )
+
+
 async def test_a_standalone_workload_is_admitted_and_keeps_its_spec(api, bus: MemoryBus) -> None:
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(
@@ -89,6 +100,10 @@ async def test_a_standalone_workload_is_admitted_and_keeps_its_spec(api, bus: Me
         created = await kube.apply_manifest(api, standalone("wl-a"))
         [admitted] = await wait_for(bus, types.WorkloadAdmitted)
         obj = await condition_of(api, "wl-a", "Admitted")
+        on_workload = await until_steady(lambda: _events_on(api, "wl-a"), what="the Workload's Events")
+    # Kueue's scheduler records QuotaReserved and Admitted on every Workload it admits, owned or not
+    assert [reason for reason, _, _ in on_workload] == ["Admitted", "QuotaReserved"], on_workload
+    assert {uid for _, _, uid in on_workload} == {created["metadata"]["uid"]}
     [observed] = [e for e in await events_of(bus, types.WorkloadObserved) if e.workload.metadata.name == "wl-a"]
     assert observed.workload.owner is None
     assert observed.workload.metadata.uid == created["metadata"]["uid"]
