@@ -1860,8 +1860,20 @@ def _run_demo(args: argparse.Namespace) -> int:
             preempt=args.preempt,
             watcher_args=watcher_config_args(args),
             elastic_jobs=slices.gate_enabled(problem.configuration.feature_gates),
+            managed_kinds=_managed_job_kinds(args, problem),
         )
     )
+
+
+def _managed_job_kinds(args: argparse.Namespace, config: Any) -> frozenset[str] | None:
+    """The job kinds the watcher manages under ``--config`` (its ``integrations.frameworks``), for the emulated
+    API server's webhooks; None without a file (every integration)."""
+    if args.config is None:
+        return None
+    from kueue_es.services.watcher.kinds import JOB_KINDS
+    from kueue_es.services.watcher.service import watched_kinds
+
+    return frozenset(kind for kind in watched_kinds(config) if kind in JOB_KINDS)
 
 
 if __name__ == "__main__":

@@ -190,8 +190,12 @@ async def run_demo(
     watcher_args: list[str] | None = None,
     crds: list[dict[str, Any]] | None = None,
     elastic_jobs: bool = False,
+    managed_kinds: frozenset[str] | None = None,
 ) -> int:
     """Run the demo; returns 0 when every Job finished and replay matched every decision.
+
+    ``managed_kinds``: the job kinds of the integrations ``--config`` enables (None: every one), for the
+    emulated API server's Kueue webhooks (a job of another kind is not suspended: it runs unmanaged).
 
     ``crds``: CustomResourceDefinitions installed on the emulated API server at start (``--crds``).
     ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices is on (``--feature-gates``), for the
@@ -218,7 +222,7 @@ async def run_demo(
     auth = LocalAuth.create(run_dir / CREDS_DIR)
     async with (
         NatsServer(store_dir=run_dir / "nats", auth=auth) as server,
-        serve_emulator(elastic_jobs=elastic_jobs) as emulator,
+        serve_emulator(elastic_jobs=elastic_jobs, managed_kinds=managed_kinds) as emulator,
     ):
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
         if crds:

@@ -207,6 +207,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     ``crd_files``: CRD files or folders installed at start (:func:`custom_resources.load`), as
     if applied; more can be applied at any time (``kubectl apply --server-side -f``) or
     installed with :meth:`install_crds`.
+    ``managed_kinds``: the job kinds (``Job``, ``Pod``, ``JobSet``, ...) of the integrations Kueue's
+    configuration enables (``integrations.frameworks``); Kueue's webhooks of the others are no-ops
+    (setup.go ``WithNoopWebhook``), so such a job is neither suspended nor validated, and runs unmanaged.
+    None (the default): every integration is enabled.
     """
 
     history_limit: int = 1000
@@ -219,6 +223,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     kueue_validation: bool = True
     crd_files: tuple[str | Path, ...] = ()
     elastic_jobs: bool = False
+    managed_kinds: frozenset[str] | None = None
 
     _store: store.ObjectStore = attrs.field(init=False)
     #: The kinds of installed CRDs, by (group, version, plural); ``_crd_kinds`` by CRD name.
@@ -251,11 +256,13 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             clock=self.clock,
             enforce_namespaces=self.enforce_namespaces,
             create_hooks=tuple(
-                functools.partial(hook, lookup=self._lookup)
-                if hook is gate_queued_pods
-                else functools.partial(hook, elastic_jobs=True)
-                if hook in (suspend_queued_jobs, suspend_queued_integration_jobs) and self.elastic_jobs
-                else hook
+                self._only_managed(
+                    functools.partial(hook, lookup=self._lookup)
+                    if hook is gate_queued_pods
+                    else functools.partial(hook, elastic_jobs=True)
+                    if hook in (suspend_queued_jobs, suspend_queued_integration_jobs) and self.elastic_jobs
+                    else hook
+                )
                 for hook in hooks
             ),
         )
@@ -1267,6 +1274,26 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 custom_resources.apply_defaults(admitted, schema)
         return admitted
 
+    def _unmanaged(self, ref: resources.ResourceRef) -> bool:
+        """Whether ``ref`` is a job kind of an integration the configuration leaves out (``managed_kinds``)."""
+        if self.managed_kinds is None or ref.kind in self.managed_kinds:
+            return False
+        integration = integrations.by_kind(ref.kind)
+        if ref in (resources.JOBS, resources.PODS):
+            return True
+        return integration is not None and integration.api_version == ref.api_version
+
+    def _only_managed(self, hook: store.CreateHook) -> store.CreateHook:
+        """``hook`` for every object but the jobs of integrations left out (a no-op webhook for those)."""
+        if self.managed_kinds is None:
+            return hook
+
+        def managed_only(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+            if not self._unmanaged(ref):
+                hook(ref, obj)
+
+        return managed_only
+
     def _kueue_validate(self, ref: resources.ResourceRef, obj: dict[str, Any], *, old: dict[str, Any] | None) -> None:
         """Kueue's validating job webhooks (:func:`kueue_es.jobframework.webhooks.validate_create` and
         ``validate_update``), when the emulator plays Kueue's webhooks (its default ``create_hooks``):
@@ -1274,6 +1301,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         ``admission webhook "vjob.kb.io" denied the request: <field errors>``."""
         if not self.kueue_validation or not any(hook in self.create_hooks for hook in KUEUE_WEBHOOKS):
             return
+        if self._unmanaged(ref):
+            return  # its integration is not enabled: Kueue's webhook for it is a no-op
         served = webhooks.target(ref.api_version, ref.kind)
         if served is None:
             return
