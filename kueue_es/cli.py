@@ -1774,6 +1774,7 @@ def _run_up(args: argparse.Namespace) -> int:
         return 2
     args.crd_documents = crd_documents
     args.elastic_jobs = slices.gate_enabled(problem.configuration.feature_gates)  # the emulator's Job webhook
+    args.managed_kinds = _managed_job_kinds(args, problem)  # the emulator's webhooks: --config's integrations
     if args.partitions is not None:
         print(
             f"error: up runs one replica of each decider: --partitions {','.join(args.partitions)} would leave every"

@@ -796,7 +796,10 @@ async def run_up(args: argparse.Namespace) -> int:
             await nats_bus.ensure_log_stream(nats_url, credentials=admin)  # the services only check it exists
         if args.emulator:
             emulator = await stack.enter_async_context(
-                serve_emulator(elastic_jobs=getattr(args, "elastic_jobs", False))
+                serve_emulator(
+                    elastic_jobs=getattr(args, "elastic_jobs", False),
+                    managed_kinds=getattr(args, "managed_kinds", None),
+                )
             )
             emulator.install_crds(getattr(args, "crd_documents", None) or [])
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
