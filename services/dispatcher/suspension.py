@@ -152,7 +152,13 @@ class Suspension:
         its pods going), mark its pods for deletion, as Kueue's reconciler stops a job whose Workload is being
         deleted and Pod.Stop deletes the pods (gated ones too: they would never be admitted). Not for a finished
         workload (deleted by hand, or by the retention policies): Kueue's reconciler only finalizes the job of a
-        finished Workload, before it looks at its deletion."""
+        finished Workload, before it looks at its deletion.
+
+        Any deletion of a workload also forgets its last PodsReady reason: the job's next workload (made again
+        under the same key, with the job's UID) starts anew, so its first WaitForStart does not read as a job
+        suspended by hand after it had started (which started it a second time beside its admission's start)."""
+        if event.kind == "Workload":
+            self.reasons.pop(f"{event.namespace}/{event.name}", None)
         if event.kind != "Workload" or wl is None or not event.uid or event.uid != wl.workload.metadata.uid:
             return
         if wl.finished is not None:

@@ -105,3 +105,24 @@ async def test_a_workload_released_while_its_job_is_read_is_not_started(meanwhil
     assert view.cluster.workloads[REF.key].reservation is not None
     await suspension.check(REF.key, seq=3, at_ms=1)  # raised AssertionError before
     assert api.patches == [] and recorder.events == [] and suspension.restarted == 0
+
+
+async def test_a_replaced_workloads_first_wait_for_start_is_not_a_suspension_by_hand() -> None:
+    """A running job outgrew its workload: the old one is deleted and the job's new workload (same key, the job's
+    UID) admitted. The watcher's WaitForStart for the new one came after the old one's Started, so the job was
+    taken for one suspended by hand and started again beside the admission's own start (two Started Events)."""
+    view = admitted_view()
+    suspension = Suspension(
+        view=view,
+        jobs=JobWrites(api=FoldingJobApi(view, []), limiter=WriteLimiter(qps=1000, burst=10)),  # type: ignore[arg-type]
+        recording=Recorder(),  # type: ignore[arg-type]
+    )
+    suspension.observed(types.WorkloadPodsReady(workload=REF, ready=True, reason="Started", at_ms=2))
+    gone = types.ObjectDeleted(kind="Workload", namespace="ns", name="w", uid=REF.uid, reason="NoMatchingWorkload")
+    suspension.workload_deleted(gone, view.cluster.workloads.get(REF.key), seq=4)
+    suspension.observed(types.WorkloadPodsReady(workload=REF, ready=False, reason="WaitForStart", at_ms=3))
+    assert suspension.due == {}
+    # without the deletion the same facts are a job suspended by hand while admitted: it is started again
+    suspension.observed(types.WorkloadPodsReady(workload=REF, ready=True, reason="Started", at_ms=4))
+    suspension.observed(types.WorkloadPodsReady(workload=REF, ready=False, reason="WaitForStart", at_ms=5))
+    assert REF.key in suspension.due
