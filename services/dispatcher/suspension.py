@@ -234,7 +234,9 @@ class Suspension:
         if admitted != (wl.admitted and wl.reservation is not None):
             return  # admitted or released meanwhile: marked again by what changed it
         _, suspended = found
-        if admitted and suspended:
+        if admitted and suspended and seq >= self.view.reserved_seq.get(key, 0):
+            # (marked before this reservation, e.g. to stop a job running with none: its admission's plan starts
+            # the job, so starting it here too started it twice)
             await self._start(wl, seq=seq, at_ms=at_ms)
         elif not admitted and not suspended:
             await self._stop(wl, seq=seq, at_ms=at_ms)

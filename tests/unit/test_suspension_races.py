@@ -126,3 +126,22 @@ async def test_a_replaced_workloads_first_wait_for_start_is_not_a_suspension_by_
     suspension.observed(types.WorkloadPodsReady(workload=REF, ready=True, reason="Started", at_ms=4))
     suspension.observed(types.WorkloadPodsReady(workload=REF, ready=False, reason="WaitForStart", at_ms=5))
     assert REF.key in suspension.due
+
+
+async def test_a_job_marked_before_its_admission_is_left_to_the_admissions_start() -> None:
+    """A job marked while its workload held no reservation (its pods still running after the old workload's stop:
+    to be stopped) is read only once the new workload is admitted: the admission's plan starts it, so the check
+    must not start it too (two starts, two Started Events; 1 run in 3 of a fresh-user check)."""
+    view = admitted_view()
+    view.reserved_seq[REF.key] = 3  # the reservation's message
+    api = FoldingJobApi(view, [])
+    recorder = Recorder()
+    suspension = Suspension(
+        view=view,
+        jobs=JobWrites(api=api, limiter=WriteLimiter(qps=1000, burst=10)),  # type: ignore[arg-type]
+        recording=recorder,  # type: ignore[arg-type]
+    )
+    await suspension.check(REF.key, seq=2, at_ms=1)  # marked before the reservation
+    assert api.patches == [] and suspension.restarted == 0
+    await suspension.check(REF.key, seq=4, at_ms=1)  # suspended by hand after it: started again
+    assert len(api.patches) == 1 and suspension.restarted == 1
