@@ -170,16 +170,12 @@ def for_created_workload(workload: models.Workload) -> KubeEvent | None:
     """Normal ``CreatedWorkload`` "Created Workload: NS/NAME" on the Job or integration's job whose Workload
     object was just created (jobframework/reconciler.go handleJobWithNoWorkload); None for
     other owners."""
-    owner, meta = workload.owner, workload.metadata
-    if owner is None or (owner.kind != "Job" and integrations.by_kind(owner.kind) is None):
-        return None
-    return KubeEvent(
-        workload=types.WorkloadRef(namespace=meta.namespace, name=owner.name),
-        type="Normal",
+    meta = workload.metadata
+    return _on_job(
+        workload,
         reason="CreatedWorkload",
         message=f"Created Workload: {meta.namespace}/{meta.name}",
         at_ms=meta.creation_timestamp_ms,
-        job=(owner.api_version, owner.kind, owner.uid),
     )
 
 
@@ -187,14 +183,21 @@ def for_deleted_not_matching(workload: models.Workload, *, at_ms: int) -> KubeEv
     """Normal ``DeletedWorkload`` "Deleted not matching Workload: NS/NAME" on the job whose old Workload, one
     the running job no longer matched, was just deleted (jobframework/reconciler.go ensureOneWorkload); None
     for other owners."""
+    meta = workload.metadata
+    message = f"Deleted not matching Workload: {meta.namespace}/{meta.name}"
+    return _on_job(workload, reason="DeletedWorkload", message=message, at_ms=at_ms)
+
+
+def _on_job(workload: models.Workload, *, reason: str, message: str, at_ms: int) -> KubeEvent | None:
+    """A Normal Event ``reason`` on the Job or integration's job that owns ``workload``; None for other owners."""
     owner, meta = workload.owner, workload.metadata
     if owner is None or (owner.kind != "Job" and integrations.by_kind(owner.kind) is None):
         return None
     return KubeEvent(
         workload=types.WorkloadRef(namespace=meta.namespace, name=owner.name),
         type="Normal",
-        reason="DeletedWorkload",
-        message=f"Deleted not matching Workload: {meta.namespace}/{meta.name}",
+        reason=reason,
+        message=message,
         at_ms=at_ms,
         job=(owner.api_version, owner.kind, owner.uid),
     )

@@ -761,6 +761,19 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
 # -- rendering -----------------------------------------------------------------------------------
 
 
+def controller_reference(owner: models.OwnerReference) -> dict[str, Any]:
+    """``owner`` as the controller owner reference of a Workload object (``blockOwnerDeletion``, as Kueue's
+    controllerutil.SetControllerReference writes it)."""
+    return {
+        "apiVersion": owner.api_version,
+        "kind": owner.kind,
+        "name": owner.name,
+        "uid": owner.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 def is_job_workload(wl: WorkloadState) -> bool:
     """A workload the watcher made from a batch/v1 Job, Pods or a registered integration's job (a JobSet, a
     PyTorchJob, ...): the dispatcher owns its Workload object."""
@@ -791,14 +804,7 @@ def adoption_patch(current: Mapping[str, Any], wl: WorkloadState) -> dict[str, A
     meta = current.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     refs = [ref for ref in meta.get("ownerReferences") or [] if isinstance(ref, dict)]
-    mine = {
-        "apiVersion": owner.api_version,
-        "kind": owner.kind,
-        "name": owner.name,
-        "uid": owner.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    mine = controller_reference(owner)
     patch_meta: dict[str, Any] = {}
     if not any(ref.get("uid") == owner.uid and ref.get("controller") is True for ref in refs):
         patch_meta["ownerReferences"] = [ref for ref in refs if ref.get("uid") != owner.uid] + [mine]
@@ -863,16 +869,7 @@ def workload_object(
             {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid} for name, uid in sorted(members)
         ]
     else:
-        metadata["ownerReferences"] = [
-            {
-                "apiVersion": owner.api_version,
-                "kind": owner.kind,
-                "name": owner.name,
-                "uid": owner.uid,
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        metadata["ownerReferences"] = [controller_reference(owner)]
     templates = templates or {}
     spec: dict[str, Any] = {"podSets": [_pod_set(ps, templates.get(ps.name)) for ps in workload.spec.pod_sets]}
     if workload.spec.queue_name:

@@ -267,28 +267,30 @@ async def test_a_groups_workload_names_every_pod_as_owner(api, bus: MemoryBus) -
     assert refs == [{"apiVersion": "v1", "kind": "Pod", "name": n, "uid": uids[n]} for n in ("o-a", "o-b")]
 
 
+async def succeed(api: Any, name: str) -> None:
+    """Pod ``default/name`` Succeeded, as its kubelet reports it."""
+    await kube.patch_object(
+        api,
+        resources.PODS,
+        namespace="default",
+        name=name,
+        patch={"status": {"phase": "Succeeded"}},
+        subresource="status",
+    )
+
+
 async def test_a_group_finishes_though_a_succeeded_member_was_deleted(api, bus: MemoryBus) -> None:
     """A member succeeds and is deleted (by hand, or the pod garbage collector), then the other succeeds: the
     group finishes "Pods succeeded: 2/2." and its quota is released, as in Kueue, whose pod finalizer keeps a
     succeeded member until its group finishes. Before, the group waited for ever, holding its quota."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
 
-    async def succeed(name: str) -> None:
-        await kube.patch_object(
-            api,
-            resources.PODS,
-            namespace="default",
-            name=name,
-            patch={"status": {"phase": "Succeeded"}},
-            subresource="status",
-        )
-
     async with running(*services(bus, api, dispatcher, consumer)):
         admitted = await running_group(api, bus, "fin", ("f-a", "f-b"))
-        await succeed("f-a")
+        await succeed(api, "f-a")
         await kube.delete_object(api, resources.PODS, namespace="default", name="f-a")
         await pods_until(api, lambda pods: "f-a" not in pods)
-        await succeed("f-b")
+        await succeed(api, "f-b")
         [finished] = await wait_for(bus, types.WorkloadFinished, workload=admitted.workload, timeout=10)
         released = await wait_for(bus, types.QuotaReleased, workload=admitted.workload, timeout=10)
     assert (finished.succeeded, finished.message) == (True, "Pods succeeded: 2/2.")
@@ -304,14 +306,7 @@ async def test_deleting_a_finished_groups_workload_leaves_its_pods(api, bus: Mem
     async with running(*services(bus, api, dispatcher, consumer)):
         admitted = await running_group(api, bus, "done", ("s-a", "s-b"))
         for name in ("s-a", "s-b"):
-            await kube.patch_object(
-                api,
-                resources.PODS,
-                namespace="default",
-                name=name,
-                patch={"status": {"phase": "Succeeded"}},
-                subresource="status",
-            )
+            await succeed(api, name)
         await wait_for(bus, types.WorkloadFinished, workload=admitted.workload, timeout=10)
         await wait_for(bus, types.QuotaReleased, workload=admitted.workload, timeout=10)
         await kube.delete_object(api, resources.WORKLOADS, namespace="default", name="done")

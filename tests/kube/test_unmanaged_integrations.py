@@ -16,8 +16,12 @@ from kueue_es.sim import emulator
 QUEUE = {"kueue.x-k8s.io/queue-name": "user-queue"}
 
 
+def pod_template() -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}
+
+
 def jobset() -> dict[str, Any]:
-    template = {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}
+    template = pod_template()
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -27,13 +31,8 @@ def jobset() -> dict[str, Any]:
 
 
 def batch_job() -> dict[str, Any]:
-    template = {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "j", "namespace": "default", "labels": dict(QUEUE)},
-        "spec": {"template": template},
-    }
+    metadata = {"name": "j", "namespace": "default", "labels": dict(QUEUE)}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": {"template": pod_template()}}
 
 
 async def created(managed: frozenset[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
