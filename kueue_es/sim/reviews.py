@@ -17,30 +17,16 @@ from typing import Any
 
 from kueue_es.services.kube import resources
 
-SELF_SUBJECT_ACCESS_REVIEWS = resources.ResourceRef(
-    group="authorization.k8s.io",
-    version="v1",
-    plural="selfsubjectaccessreviews",
-    kind="SelfSubjectAccessReview",
-    namespaced=False,
-)
-SELF_SUBJECT_RULES_REVIEWS = resources.ResourceRef(
-    group="authorization.k8s.io",
-    version="v1",
-    plural="selfsubjectrulesreviews",
-    kind="SelfSubjectRulesReview",
-    namespaced=False,
-)
-SUBJECT_ACCESS_REVIEWS = resources.ResourceRef(
-    group="authorization.k8s.io",
-    version="v1",
-    plural="subjectaccessreviews",
-    kind="SubjectAccessReview",
-    namespaced=False,
-)
-SELF_SUBJECT_REVIEWS = resources.ResourceRef(
-    group="authentication.k8s.io", version="v1", plural="selfsubjectreviews", kind="SelfSubjectReview", namespaced=False
-)
+
+def _review(group: str, plural: str, kind: str) -> resources.ResourceRef:
+    """A cluster-scoped v1 review kind of ``group`` (created and answered, never stored)."""
+    return resources.ResourceRef(group=group, version="v1", plural=plural, kind=kind, namespaced=False)
+
+
+SELF_SUBJECT_ACCESS_REVIEWS = _review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview")
+SELF_SUBJECT_RULES_REVIEWS = _review("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview")
+SUBJECT_ACCESS_REVIEWS = _review("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview")
+SELF_SUBJECT_REVIEWS = _review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview")
 KINDS = (SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_REVIEWS)
 
 #: Who an unauthenticated request is (the API server's anonymous user).
