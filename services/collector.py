@@ -12,7 +12,13 @@ full collection walks every object it tracks, the whole state. Two things keep t
 - :func:`install` (each service process calls it once, ``kueue-es service``): after every full
   collection the survivors are frozen (:func:`gc.freeze`, the collector's permanent generation),
   so the next full collection walks only what was made since; every ``deep_every``-th full
-  collection first unfreezes them all (:func:`gc.unfreeze`) and so walks everything.
+  collection first unfreezes them all (:func:`gc.unfreeze`) and so walks everything;
+- :func:`install` also raises the youngest generation's threshold from Python's 700 to
+  :data:`YOUNG_THRESHOLD` allocations of tracked objects: a service folding a message makes a few
+  dozen, almost all freed by reference counting within the message, so at 700 the collector ran
+  every few dozen messages and moved what happened to be alive on to the older generations,
+  which their own collections then walked again (on the large-scale bench 2.0 of about 32 CPU
+  seconds in the three Python processes went to the collector, 0.6 at 20,000: docs/benchmarks.md).
 
 A frozen object is still freed by reference counting when it is dropped. One that becomes part of
 an unreachable reference cycle while frozen (a state a service folded, then dropped: the state's
@@ -27,6 +33,8 @@ from typing import Final
 
 #: Every this many full collections, one walks the frozen objects too (see the module).
 DEEP_EVERY: Final = 10
+#: The youngest generation's threshold :func:`install` sets (Python's is 700; see the module).
+YOUNG_THRESHOLD: Final = 20_000
 
 
 class _FreezeSurvivors:
@@ -51,26 +59,35 @@ class _FreezeSurvivors:
 
 
 _installed: _FreezeSurvivors | None = None
+_thresholds_before: tuple[int, ...] | None = None
 
 
-def install(*, deep_every: int = DEEP_EVERY) -> None:
+def install(*, deep_every: int = DEEP_EVERY, young_threshold: int = YOUNG_THRESHOLD) -> None:
     """From now on in this process, freeze the survivors of each full collection and walk them
-    again every ``deep_every``-th one (see the module). Once per process; a second call changes
-    nothing. Raises ValueError when ``deep_every`` < 1."""
-    global _installed
+    again every ``deep_every``-th one, and collect the youngest generation every
+    ``young_threshold`` allocations of tracked objects (see the module). Once per process; a
+    second call changes nothing. Raises ValueError when ``deep_every`` or ``young_threshold`` < 1."""
+    global _installed, _thresholds_before
     if deep_every < 1:
         raise ValueError(f"deep_every {deep_every}: at least 1")
+    if young_threshold < 1:
+        raise ValueError(f"young_threshold {young_threshold}: at least 1")
     if _installed is None:
         _installed = _FreezeSurvivors(deep_every)
         gc.callbacks.append(_installed)
+        _thresholds_before = gc.get_threshold()
+        gc.set_threshold(young_threshold, *_thresholds_before[1:])
 
 
 def uninstall() -> None:
     """Undo :func:`install`: the collector as Python sets it, every frozen object unfrozen."""
-    global _installed
+    global _installed, _thresholds_before
     if _installed is not None:
         gc.callbacks.remove(_installed)
         _installed = None
+    if _thresholds_before is not None:
+        gc.set_threshold(*_thresholds_before)
+        _thresholds_before = None
     gc.unfreeze()
 
 

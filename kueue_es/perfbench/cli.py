@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from kueue_es.perfbench import driver, generator, metrics, report
+    from kueue_es.services import collector
     from kueue_es.services.runtime import configure_logging
 
     if args.config is None:
@@ -135,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
     # the harness's own log (reconnects during a chaos run's nats-server kill, ...) beside the services'
     harness_log = (run_dir / "logs" / "bench.log").open("a")
     configure_logging(service="kueue-es bench", file=harness_log, cache=False)
+    # The harness (API server, watcher, kubelet stand-ins) shares the cores with the services it
+    # measures: its collector keeps to the services' policy, so it takes no more CPU than it must.
+    collector.install()
     try:
         result = asyncio.run(
             driver.run_bench(
