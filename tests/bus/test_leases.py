@@ -166,9 +166,13 @@ async def test_candidates_racing_for_a_free_key_never_both_win(store: leases.Lea
 
 
 async def test_a_standby_wakes_on_a_release(store: leases.LeaseStore) -> None:
-    """With real time: run() follows the key, so a released lease is taken within a fraction of a second."""
-    a = standby.DeciderLease(store, key=KEY, identity="a", settings=SETTINGS)
-    b = standby.DeciderLease(store, key=KEY, identity="b", settings=SETTINGS)
+    """With real time: run() follows the key, so a released lease is taken long before the standby's
+    next poll. The periods are long (a poll every 20 s, a lease of 60 s), so that the only way to take
+    over within 10 s of the release is the release's write, however loaded the machine (with 0.5 s
+    polls and a 1.5 s bound a loaded run failed, and polling alone could have passed it)."""
+    slow = standby.StandbySettings(lease_duration=60.0, renew_deadline=40.0, retry_period=20.0)
+    a = standby.DeciderLease(store, key=KEY, identity="a", settings=slow)
+    b = standby.DeciderLease(store, key=KEY, identity="b", settings=slow)
     runs = [asyncio.create_task(a.run())]
     try:
         async with asyncio.timeout(5):
@@ -182,12 +186,11 @@ async def test_a_standby_wakes_on_a_release(store: leases.LeaseStore) -> None:
             await runs[0]
         released = asyncio.get_running_loop().time()
         await a.release()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(10.0):  # woken by the write: its next poll is 19 s away
             while not b.active():
                 await asyncio.sleep(0.005)
         took = asyncio.get_running_loop().time() - released
         print(f"standby took over {took * 1000:.0f} ms after the release")
-        assert took < SETTINGS.lease_duration  # woken by the write, not by the lease running out
     finally:
         for task in runs:
             task.cancel()
