@@ -436,12 +436,18 @@ class LogChecker:
         return self._ended_at.get(ref.key, 0) > self._reserved_at.get(ref.key, 0)
 
     def _lifecycle(self, seq: int, event: types.Event | None) -> None:
-        """Keep when each workload last took quota and last finished, was deleted or released it."""
+        """Keep when each workload last took quota and last finished, was deleted or released it (a
+        release carried in a DecisionRecord included)."""
         match event:
             case types.QuotaReserved() | types.WorkloadAdmitted():
                 self._reserved_at[event.workload.key] = seq
             case types.WorkloadFinished() | types.QuotaReleased():
                 self._ended_at[event.workload.key] = seq
+            case types.DecisionRecord(released=released) if released:
+                # a finished workload's release rides in its cycle's record (admitter logic 15): it ends
+                # the workload's hold as the QuotaReleased message did before
+                for release in released:
+                    self._ended_at[release.workload.key] = seq
             case types.ObjectDeleted(kind="Workload"):
                 self._ended_at[f"{event.namespace}/{event.name}"] = seq
             case _:

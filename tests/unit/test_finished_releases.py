@@ -191,3 +191,30 @@ def test_kq_pub_publishes_the_record_carrying_them_even_without_outputs() -> Non
         **{**{f: getattr(record, f) for f in record.__struct_fields__}, "released": msgspec.UNSET}
     )
     assert publisher.public_messages(message, idle, record=ref, time_ms=record.now_ms) == []
+
+
+def test_an_admission_landing_after_its_workloads_finish_needs_no_dispatch_result() -> None:
+    """The race of a prebuilt Workload finished OutOfSync (or any job finishing) while a cycle that
+    admits it is decided: the admission, on a basis before the finish, lands after it; the dispatcher
+    starts nothing for a finished workload, and the next cycle's record releases its quota. Replay
+    counts that admission as needing no dispatch result (the release in the record ends it, as a
+    QuotaReleased message did before logic 15); the other admission, still unanswered, stays a warning."""
+    log = Log()
+    log.append(*facts())
+    basis = log.state.last_seq
+    log.now += 1_000
+    early = list(deciders.ADMITTER.decide(log.state, now_ms=log.now))  # first admitted, on this basis
+    assert [type(d).__name__ for d in early] == ["WorkloadAdmitted"]
+    log.finish("first")  # lands before the admission decided without it
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=early, basis_seq=basis, head_seq=0, now_ms=log.now, max_outputs=0
+    )
+    late_admission = log.append(head, *rest)
+    log.cycle()  # first released in the record, second admitted
+    _, record = log.records()[-1]
+    assert [r.workload for r in record.released_decisions()] == [FIRST]
+    second_admission = len(log.messages)
+    report = check_log(log.messages, deciders.BY_ROLE)
+    assert report.mismatches == [] and report.matched == 2
+    assert report.nothing_to_write == [late_admission]
+    assert report.undispatched == [second_admission]
