@@ -28,7 +28,7 @@ import copy
 import dataclasses
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from kueue_es.events import manifests, slices, tas_requests
@@ -166,12 +166,14 @@ def uses_multikueue(cluster_queue: Mapping[str, Any], controllers: Mapping[str, 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Target:
-    """One kind the webhooks serve: ``api_version``, ``kind``, ``plural`` and its integration (None for
-    batch/v1 Job and v1 Pod, which have their own modules)."""
+    """One kind the webhooks serve: ``api_version``, ``kind``, ``plural``, ``framework`` (its name in
+    Kueue's ``integrations.frameworks``: ``batch/job``, ``pod``, ``kubeflow.org/pytorchjob``) and its
+    integration (None for batch/v1 Job and v1 Pod, which have their own modules)."""
 
     api_version: str
     kind: str
     plural: str
+    framework: str
     integration: integrations.Integration | None = None
 
     @property
@@ -190,8 +192,8 @@ class Target:
         return f"/{verb}-{self.group.replace('.', '-')}-{self.version}-{self.kind.lower()}"
 
 
-JOB = Target(api_version=jobs.JOB_API, kind="Job", plural="jobs")
-POD = Target(api_version=pods.POD_API, kind="Pod", plural="pods")
+JOB = Target(api_version=jobs.JOB_API, kind="Job", plural="jobs", framework="batch/job")
+POD = Target(api_version=pods.POD_API, kind="Pod", plural="pods", framework="pod")
 
 
 def targets() -> tuple[Target, ...]:
@@ -204,6 +206,7 @@ def targets() -> tuple[Target, ...]:
                 api_version=integration.api_version,
                 kind=integration.kind,
                 plural=integration.plural,
+                framework=integration.framework,
                 integration=integration,
             )
         )
@@ -213,6 +216,30 @@ def targets() -> tuple[Target, ...]:
 def target(api_version: str, kind: str) -> Target | None:
     """The served kind of ``apiVersion``/``kind``, or None."""
     return next((t for t in targets() if (t.api_version, t.kind) == (api_version, kind)), None)
+
+
+def enabled_kinds(frameworks: Collection[str] | None) -> frozenset[str] | None:
+    """The kinds (``Job``, ``Pod``, ``JobSet``, ...) whose webhooks are Kueue's own under a Configuration's
+    ``integrations.frameworks`` (as parsed: Kueue's default ``batch/job`` when it lists none); every other
+    served kind gets the no-op webhook (:func:`noop`). A kind run through its pods (Deployment,
+    StatefulSet, LeaderWorkerSet: no ``suspend_path``) enables ``pod`` too, since its pods are what
+    Kueue gates (their controllers' ImplicitlyEnabledFrameworkNames, integrationmanager.go
+    collectImplicitlyEnabledIntegrations). Names kueue-es has no integration for are skipped.
+    None in, None out: no Configuration, every served kind enabled (kueue-es without ``--config``)."""
+    if frameworks is None:
+        return None
+    listed = [t for t in targets() if t.framework in frameworks]
+    if any(t.integration is not None and t.integration.suspend_path is None for t in listed):
+        listed.append(POD)  # Kueue gates their pods: the pod webhook must be its own
+    return frozenset(t.kind for t in listed)
+
+
+def noop(served: Target, enabled: Collection[str] | None) -> bool:
+    """Whether the webhooks of ``served`` are Kueue's no-op webhook: its kind is not among ``enabled``
+    (:func:`enabled_kinds`; None: every kind enabled). The no-op webhook admits every request unchanged,
+    with no defaulting, no validation and no queue-name handling (Kueue pkg/util/webhook/noop_webhook.go,
+    set up by jobframework/setup.go ``WithNoopWebhook`` for each framework not enabled)."""
+    return enabled is not None and served.kind not in enabled
 
 
 def target_of_path(path: str) -> tuple[str, Target] | None:

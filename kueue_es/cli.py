@@ -1867,14 +1867,15 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _managed_job_kinds(args: argparse.Namespace, config: Any) -> frozenset[str] | None:
-    """The job kinds the watcher manages under ``--config`` (its ``integrations.frameworks``), for the emulated
-    API server's webhooks; None without a file (every integration)."""
+    """The job kinds whose webhooks are Kueue's own under ``--config`` (its ``integrations.frameworks``; the
+    watcher watches the same), for the emulated API server and ``kueue-es service webhook``: the others get
+    the no-op webhook (:func:`kueue_es.jobframework.webhooks.enabled_kinds`). None without a file (every
+    integration)."""
     if args.config is None:
         return None
-    from kueue_es.services.watcher.kinds import JOB_KINDS
-    from kueue_es.services.watcher.service import watched_kinds
+    from kueue_es.jobframework import webhooks
 
-    return frozenset(kind for kind in watched_kinds(config) if kind in JOB_KINDS)
+    return webhooks.enabled_kinds(config.frameworks)
 
 
 if __name__ == "__main__":

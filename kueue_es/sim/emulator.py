@@ -1275,13 +1275,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         return admitted
 
     def _unmanaged(self, ref: resources.ResourceRef) -> bool:
-        """Whether ``ref`` is a job kind of an integration the configuration leaves out (``managed_kinds``)."""
-        if self.managed_kinds is None or ref.kind in self.managed_kinds:
-            return False
-        integration = integrations.by_kind(ref.kind)
-        if ref in (resources.JOBS, resources.PODS):
-            return True
-        return integration is not None and integration.api_version == ref.api_version
+        """Whether ``ref`` is a job kind of an integration the configuration leaves out (``managed_kinds``),
+        whose webhooks are Kueue's no-op ones (:func:`webhooks.noop`, as ``kueue-es service webhook`` has it)."""
+        served = webhooks.target(ref.api_version, ref.kind)
+        return served is not None and webhooks.noop(served, self.managed_kinds)
 
     def _only_managed(self, hook: store.CreateHook) -> store.CreateHook:
         """``hook`` for every object but the jobs of integrations left out (a no-op webhook for those)."""

@@ -10,7 +10,7 @@ runner.
 
 from __future__ import annotations
 
-from kueue_es.jobframework import integrations, jobs, jobsets, pods
+from kueue_es.jobframework import integrations, jobs, jobsets, pods, webhooks
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher import nodes
 
@@ -26,11 +26,7 @@ OBSERVED_KINDS = (*KUEUE_KINDS, "AdmissionCheck", "Namespace", "MultiKueueCluste
 INTEGRATION_KINDS = tuple(kind for kind in integrations.kinds_of(None) if kind != "JobSet")
 JOB_KINDS = ("JobSet", "Job", "Pod", *INTEGRATION_KINDS)
 #: Kueue's integrations.frameworks names of the job kinds (pkg/controller/jobs/*: FrameworkName).
-FRAMEWORK_KINDS = {
-    "batch/job": "Job",
-    "pod": "Pod",
-    **{integration.framework: kind for kind, integration in integrations.registry().items()},
-}
+FRAMEWORK_KINDS = {target.framework: target.kind for target in webhooks.targets()}
 #: The Workload objects the dispatcher writes: read back for admission check states and spec.active.
 WORKLOAD_KIND = "Workload"
 #: What the integrations' conversions read besides the job (a TrainJob's TrainingRuntimes), by kind.

@@ -66,7 +66,7 @@ import structlog
 from kueue_es.events import codec, manager_config, slices, subjects
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
-from kueue_es.jobframework import integrations, workloads
+from kueue_es.jobframework import webhooks, workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
 from kueue_es.services.kube import client as kube
@@ -371,9 +371,8 @@ def watched_kinds(config: manager_config.ManagerConfig | None) -> tuple[str, ...
     and of the kinds integrations read (TrainingRuntimes) only those a listed integration reads."""
     if config is None:
         return watched.WATCHED_KINDS
-    jobs = {watched.FRAMEWORK_KINDS[name] for name in config.frameworks if name in watched.FRAMEWORK_KINDS}
-    if any((i := integrations.by_kind(kind)) is not None and i.suspend_path is None for kind in jobs):
-        jobs.add("Pod")  # Deployment, StatefulSet, LeaderWorkerSet run through pods (ImplicitlyEnabledFrameworkNames)
+    # the kinds whose webhooks are not no-ops, by the same rule (Pod with the kinds run through pods)
+    jobs = webhooks.enabled_kinds(config.frameworks) or frozenset()
     reads = {kind for job in jobs for kind in watched.READS.get(job, ())}  # a TrainJob's runtimes only with it
     return tuple(
         kind

@@ -529,3 +529,33 @@ def test_a_prebuilt_workload_only_on_the_kinds_kueue_supports_it_for() -> None:
     assert messages(webhooks.validate_create("kubeflow.org/v1", "JAXJob", jax))[0].startswith(
         f"metadata.annotations[{prebuilt}]: Forbidden"
     )
+
+
+@pytest.mark.parametrize(
+    ("framework", "kind"),
+    [
+        ("deployment", "Deployment"),
+        ("statefulset", "StatefulSet"),
+        ("leaderworkerset.x-k8s.io/leaderworkerset", "LeaderWorkerSet"),
+    ],
+)
+def test_a_kind_run_through_its_pods_enables_the_pod_webhook(framework: str, kind: str) -> None:
+    """Deployment, StatefulSet and LeaderWorkerSet name ``pod`` in ImplicitlyEnabledFrameworkNames: the pod
+    webhook is Kueue's own with any of them, not the no-op; the other frameworks stay no-ops."""
+    assert webhooks.enabled_kinds([framework]) == {kind, "Pod"}
+    assert not webhooks.noop(webhooks.POD, webhooks.enabled_kinds([framework]))
+    assert webhooks.noop(webhooks.JOB, webhooks.enabled_kinds([framework]))
+
+
+def test_frameworks_left_out_get_the_noop_webhook() -> None:
+    """Kueue's default list (``batch/job``, what a Configuration listing none means) makes every other served
+    kind a no-op; a suspendable kind implies nothing; no Configuration (None) leaves every kind enabled."""
+    from kueue_es.events import manager_config
+
+    default = webhooks.enabled_kinds(manager_config.DEFAULT_FRAMEWORKS)
+    assert default == {"Job"}
+    assert [t.kind for t in webhooks.targets() if not webhooks.noop(t, default)] == ["Job"]
+    assert webhooks.enabled_kinds(["jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob"]) == {"JobSet", "PyTorchJob"}
+    assert webhooks.enabled_kinds(None) is None
+    assert not any(webhooks.noop(t, None) for t in webhooks.targets())
+    assert {t.framework for t in webhooks.targets()} <= manager_config.KUEUE_FRAMEWORKS
