@@ -969,7 +969,8 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE",
         help="watcher: Kueue's manager configuration (controller_manager_config.yaml, config.kueue.x-k8s.io"
-        " v1beta2 or v1beta1 Configuration); re-read when it changes (default: Kueue's defaults)",
+        " v1beta2 or v1beta1 Configuration); re-read when it changes (default: Kueue's defaults); webhook:"
+        " its feature gates, and its integrations.frameworks (the others get no-op webhooks)",
     )
     parser.add_argument(
         "--feature-gates",
@@ -1384,7 +1385,8 @@ def _run_provisioning(args: argparse.Namespace) -> int:
 def _run_webhook(args: argparse.Namespace) -> int:
     """``kueue-es service webhook``: no NATS; the Kubernetes API when one is named or in a pod.
     ``--config``/``--feature-gates``: Kueue's feature gates the job webhooks follow
-    (ElasticJobsViaWorkloadSlices, docs/elastic.md)."""
+    (ElasticJobsViaWorkloadSlices, docs/elastic.md), and ``integrations.frameworks``: the kinds of the
+    frameworks it leaves out are answered as Kueue's no-op webhook answers (allowed, unchanged)."""
     from kueue_es.events import slices
     from kueue_es.services import runtime
 
@@ -1393,6 +1395,7 @@ def _run_webhook(args: argparse.Namespace) -> int:
         print(f"error: {config}", file=sys.stderr)
         return 2
     elastic_jobs = slices.gate_enabled(config.configuration.feature_gates)
+    managed_kinds = _managed_job_kinds(args, config)
 
     async def serve(stop: asyncio.Event) -> None:
         import tempfile
@@ -1423,6 +1426,7 @@ def _run_webhook(args: argparse.Namespace) -> int:
                 rotation_settings=settings,
                 manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
                 elastic_jobs=elastic_jobs,
+                managed_kinds=managed_kinds,
             )
         finally:
             if api is not None:

@@ -91,6 +91,12 @@ def _review(uid: str, response: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": {"uid": uid, **response}}
 
 
+def unchanged(request: Request) -> dict[str, Any]:
+    """The AdmissionReview of Kueue's no-op webhook (:func:`webhooks.noop`), mutating or validating alike:
+    allowed, no patch, whatever the object holds (pkg/util/webhook/noop_webhook.go)."""
+    return _review(request.uid, {"allowed": True})
+
+
 def mutate(request: Request, target: webhooks.Target, *, context: webhooks.Context) -> dict[str, Any]:
     """The AdmissionReview answering a mutating call: allowed, with the JSONPatch (RFC 6902) that turns the
     object into :func:`webhooks.default`'s when it changes anything. On UPDATE (Kueue's Deployment,

@@ -1,10 +1,12 @@
 """The webhook service: Kueue's job admission webhooks over HTTPS, with its certificates kept current.
 
 ``kueue-es service webhook [--webhook-port 9443] [--webhook-host H] [--cert-dir DIR]
-[--internal-cert-management ...] [--kubeconfig ...]``. It needs no NATS: each
+[--internal-cert-management ...] [--kubeconfig ...] [--config FILE]``. It needs no NATS: each
 AdmissionReview is answered from the pure rules (:mod:`.review`,
 :mod:`kueue_es.jobframework.webhooks`); the Kubernetes API is asked only whether a
-namespace has a ``default`` LocalQueue, and only when the answer depends on it.
+namespace has a ``default`` LocalQueue, and only when the answer depends on it. The kinds
+of the frameworks ``--config``'s ``integrations.frameworks`` leaves out get Kueue's no-op
+webhook: allowed, unchanged.
 
 Certificates, as Kueue's manager has them: with ``--internal-cert-management`` a
 :class:`~.rotation.Rotator` keeps a self-signed CA and a serving certificate for the
@@ -96,10 +98,14 @@ def app(
     default_queue: DefaultQueueLookup = _no_default_queues,
     ready: Callable[[], bool] = lambda: True,
     multikueue: MultiKueueLookup = _no_multikueue,
+    managed_kinds: frozenset[str] | None = None,
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
     :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
-    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices (:class:`webhooks.Context`)."""
+    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices (:class:`webhooks.Context`).
+    ``managed_kinds``: the kinds of the frameworks the Configuration enables
+    (:func:`webhooks.enabled_kinds`; None: all); the others are answered as Kueue's no-op webhook
+    answers (:func:`webhooks.noop`: allowed, unchanged), without asking the API anything."""
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         if request.path == "/healthz":
@@ -127,6 +133,11 @@ def app(
             old=parsed.old,
             dry_run=parsed.dry_run,
         )
+        if webhooks.noop(target, managed_kinds):
+            # the path stays registered for a framework left out, as Kueue's does, so the configurations
+            # need not follow integrations.frameworks: kube-apiserver still calls it, and gets a yes
+            log.info("admission_reviewed", webhook=request.path, operation=parsed.operation, noop=True)
+            return aiohttp.web.json_response(review.unchanged(parsed))
         has_default = False
         if review.needs_default_queue(verb, parsed):
             try:
@@ -233,6 +244,7 @@ async def serve_webhook(
     rotation_settings: rotation.Settings | None = None,
     manage_jobs_without_queue_name: bool = False,
     elastic_jobs: bool = False,
+    managed_kinds: frozenset[str] | None = None,
     reload_every: float = 10.0,
     started: Callable[[str], None] | None = None,
 ) -> None:
@@ -242,7 +254,8 @@ async def serve_webhook(
     lookups). ``rotation_settings``: internal certificate management through ``api``; without it the
     files in ``cert_dir`` (made for localhost when missing) are served and reloaded every
     ``reload_every`` seconds when they change. ``started``: called with the URL once serving.
-    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks.
+    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks. ``managed_kinds``:
+    the kinds of the enabled frameworks (:func:`app`; None: all), the others get the no-op webhook.
     Raises ValueError when rotation is asked for without an API.
     """
     serving = ServingCerts(cert_dir)
@@ -273,6 +286,7 @@ async def serve_webhook(
     application = app(
         manage_jobs_without_queue_name=manage_jobs_without_queue_name,
         elastic_jobs=elastic_jobs,
+        managed_kinds=managed_kinds,
         default_queue=api_lookup(api) if api is not None else _no_default_queues,
         multikueue=api_multikueue_lookup(api) if api is not None else _no_multikueue,
         ready=ready,
