@@ -607,7 +607,8 @@ def test_policy_and_emulator_agree_on_which_jobs_are_suspended() -> None:
 def test_watcher_reads_kueue_s_manager_configuration_where_kueue_does() -> None:
     """The ConfigMap kueue-manager-config (from controller_manager_config.yaml, in Kueue's format) is mounted
     into the watcher at /controller_manager_config.yaml and named by --config, as Kueue's manager has it; the
-    deciders read it from the log, so only the watcher mounts it."""
+    deciders read it from the log, so of the services on NATS only the watcher mounts it (the webhook does too:
+    test_webhook_manifests)."""
     from kueue_es.events import manager_config
     from tests.deploy.manifests import NOT_MANIFESTS
 

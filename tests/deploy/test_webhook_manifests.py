@@ -136,6 +136,26 @@ def test_the_deployment_runs_the_webhook_with_internal_certificates() -> None:
     assert spec["serviceAccountName"] == "kueue-es-webhook" and spec["automountServiceAccountToken"] is True
 
 
+def reads_kueue_configuration(spec: dict[str, Any]) -> None:
+    """The webhook's ``--config`` is the watcher's file: the ConfigMap kueue-manager-config mounted with subPath,
+    so both follow one integrations.frameworks (the frameworks it leaves out get Kueue's no-op webhooks)."""
+    from kueue_es.cli import _parser
+
+    (container,) = spec["containers"]
+    args = _parser().parse_args(container["args"])
+    watcher_spec = find("Deployment", "kueue-es-watcher")["spec"]["template"]["spec"]
+    (watcher,) = watcher_spec["containers"]
+    assert args.config is not None and args.config == _parser().parse_args(watcher["args"]).config
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == str(args.config)]
+    assert volumes[mount["name"]]["configMap"]["name"] == "kueue-manager-config"
+    assert mount["subPath"] == args.config.name and mount["readOnly"] is True
+
+
+def test_the_webhook_reads_kueue_s_configuration_as_the_watcher_does() -> None:
+    reads_kueue_configuration(find("Deployment", "kueue-es-webhook")["spec"]["template"]["spec"])
+
+
 def test_the_webhook_may_touch_only_its_own_objects() -> None:
     role = find("Role", "kueue-es-webhook")
     assert role["rules"] == [
@@ -186,6 +206,7 @@ def test_certmanager_overlay_uses_cert_manager_instead() -> None:
     volumes = {v["name"]: v for v in spec["volumes"]}
     (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == str(args.cert_dir)]
     assert volumes[mount["name"]]["secret"]["secretName"] == certificate["spec"]["secretName"]
+    reads_kueue_configuration(spec)
     for doc in docs:
         if doc["kind"] not in ("Certificate", "Issuer"):
             kubernetes_validate.validate(doc, "1.36", strict=True)
