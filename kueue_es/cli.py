@@ -1385,8 +1385,9 @@ def _run_provisioning(args: argparse.Namespace) -> int:
 def _run_webhook(args: argparse.Namespace) -> int:
     """``kueue-es service webhook``: no NATS; the Kubernetes API when one is named or in a pod.
     ``--config``/``--feature-gates``: Kueue's feature gates the job webhooks follow
-    (ElasticJobsViaWorkloadSlices, docs/elastic.md), and ``integrations.frameworks``: the kinds of the
-    frameworks it leaves out are answered as Kueue's no-op webhook answers (allowed, unchanged)."""
+    (ElasticJobsViaWorkloadSlices, docs/elastic.md), ``integrations.frameworks``: the kinds of the
+    frameworks it leaves out are answered as Kueue's no-op webhook answers (allowed, unchanged), and
+    ``manageJobsWithoutQueueName`` (adds to the flag)."""
     from kueue_es.events import slices
     from kueue_es.services import runtime
 
@@ -1424,7 +1425,9 @@ def _run_webhook(args: argparse.Namespace) -> int:
                 port=args.webhook_port,
                 api=api,
                 rotation_settings=settings,
-                manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
+                # the flag or the file, as the watcher has it, so both manage the same jobs
+                manage_jobs_without_queue_name=args.manage_jobs_without_queue_name
+                or config.manage_jobs_without_queue_name,
                 elastic_jobs=elastic_jobs,
                 managed_kinds=managed_kinds,
             )

@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 import jsonpatch
 
+from kueue_es.cli import MANAGE_ENV
 from kueue_es.events import manager_config
 from kueue_es.jobframework import webhooks
 from kueue_es.services.webhook import certs, server
@@ -153,23 +154,44 @@ async def test_a_kind_run_through_pods_enables_the_pod_webhook(tmp_path: Path) -
         assert await answer(webhook, "validate", sample_job(labels={QUEUE: "Bad_Queue"}), "jobs") == ALLOWED
 
 
-async def test_kueue_es_service_webhook_follows_config(tmp_path: Path) -> None:
-    """The command as deployed: ``kueue-es service webhook --config FILE`` (no Kubernetes API) answers a pod
-    of a Configuration without ``pod`` as the no-op webhook does, and still suspends a queued Job."""
-    config = tmp_path / "controller_manager_config.yaml"
-    config.write_text(configuration("batch/job", "kubeflow.org/pytorchjob"))
+@contextlib.asynccontextmanager
+async def command(tmp_path: Path, config: str) -> AsyncIterator[tuple[str, ssl.SSLContext]]:
+    """``kueue-es service webhook --config FILE`` as a process of its own (no Kubernetes API), the file holding
+    ``config``; yields its URL and a client TLS context trusting only its CA."""
+    config_file = tmp_path / "controller_manager_config.yaml"
+    config_file.write_text(config)
     cert_dir = tmp_path / "certs"
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
-    argv = ["service", "webhook", "--webhook-port", str(port), "--cert-dir", str(cert_dir), "--config", str(config)]
+    # no Kubernetes API, and no --manage-jobs-without-queue-name from the environment: only the file speaks
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", MANAGE_ENV)}
+    argv = [
+        "service",
+        "webhook",
+        "--webhook-port",
+        str(port),
+        "--cert-dir",
+        str(cert_dir),
+        "--config",
+        str(config_file),
+    ]
     log = (tmp_path / "webhook.log").open("wb")
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "kueue_es.cli", *argv, stdout=log, stderr=log, env=env
     )
     try:
         url = f"https://127.0.0.1:{port}"
-        trust = await ready(url, cert_dir, process, tmp_path / "webhook.log")
-        webhook = (url, trust)
+        yield url, await ready(url, cert_dir, process, tmp_path / "webhook.log")
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
+        log.close()
+
+
+async def test_kueue_es_service_webhook_follows_config(tmp_path: Path) -> None:
+    """The command as deployed answers a pod of a Configuration without ``pod`` as the no-op webhook does, and
+    still suspends a queued Job and PyTorchJob."""
+    async with command(tmp_path, configuration("batch/job", "kubeflow.org/pytorchjob")) as webhook:
         assert await answer(webhook, "mutate", queued_pod(), "pods") == ALLOWED
         assert await answer(webhook, "validate", queued_pod(**{webhooks.MANAGED_LABEL: "false"}), "pods") == ALLOWED
         job = sample_job(labels={QUEUE: "q"})
@@ -178,11 +200,14 @@ async def test_kueue_es_service_webhook_follows_config(tmp_path: Path) -> None:
         assert patched(torch, await answer(webhook, "mutate", torch, "pytorchjobs"))["spec"]["runPolicy"] == {
             "suspend": True
         }
-    finally:
-        if process.returncode is None:
-            process.terminate()
-        await process.wait()
-        log.close()
+
+
+async def test_manage_jobs_without_queue_name_in_config_reaches_the_webhook(tmp_path: Path) -> None:
+    """``manageJobsWithoutQueueName: true`` in the file, as the watcher reads it (no flag): a Job without the
+    queue-name label is created suspended, as Kueue's webhook does with that option."""
+    async with command(tmp_path, configuration() + "manageJobsWithoutQueueName: true\n") as webhook:
+        job = sample_job()
+        assert patched(job, await answer(webhook, "mutate", job, "jobs"))["spec"]["suspend"] is True
 
 
 async def ready(url: str, cert_dir: Path, process: asyncio.subprocess.Process, log: Path) -> ssl.SSLContext:
