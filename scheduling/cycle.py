@@ -55,6 +55,7 @@ def run(
     deactivation_evicts: bool = True,
     kueue_multiple_preemptions: bool = True,
     lq_usage_in_every_cq: bool = True,
+    whole_tree_triggers: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -91,7 +92,12 @@ def run(
 
     ``lq_usage_in_every_cq`` (admitter logic 18; False: 17 and earlier, for replay): with admission fair
     sharing, LocalQueue usage orders the preemption candidates of every ClusterQueue, as Kueue's
-    CandidatesOrdering, not only those of the preemptor's own (``preemption.ordered``)."""
+    CandidatesOrdering, not only those of the preemptor's own (``preemption.ordered``).
+
+    ``whole_tree_triggers`` (admitter logic 19; False: 18 and earlier, for replay): a requeue trigger on
+    any cohort of a tree, also one with no ClusterQueue under it, brings back the parked workloads of the
+    whole tree, as Kueue requeues a Cohort's whole tree (18 and earlier: only a trigger on a cohort above
+    one of the tree's ClusterQueues; ``queues.plan``)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -138,7 +144,7 @@ def run(
             if _workload_key(decision) not in touched:
                 decisions.append(decision)
         touched.update(_workload_key(d) for d in decisions)
-    plan = queues.plan(state, tree=tree, now_ms=now_ms)
+    plan = queues.plan(state, tree=tree, now_ms=now_ms, whole_tree_triggers=whole_tree_triggers)
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
     search = Search(

@@ -49,16 +49,18 @@ priority_of = cluster.priority_of
 queue_order_key = cluster.queue_order_key
 
 
-def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0) -> Plan:
+def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0, whole_tree_triggers: bool = True) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
     Reads the fold's per-LocalQueue queues (already in Kueue's heap order, parked
     workloads kept apart until a requeue trigger), with what depends on the objects
     alone remembered until one changes (:class:`_Layout`), so a cycle costs about one
-    step per ClusterQueue (SEMANTICS §3.2, §3.6).
+    step per ClusterQueue (SEMANTICS §3.2, §3.6). ``whole_tree_triggers`` False (admitter
+    logic 18 and earlier, for replay): a cohort's trigger reaches only the ClusterQueues below
+    it (see :func:`requeue_triggers`).
     """
     result = Plan()
-    layout = _layout(state, tree)
+    layout = _layout(state, tree, whole_tree=whole_tree_triggers)
     queued_now = tuple(state.queued)
     if layout.grouped_for != queued_now:
         layout.grouped_for, layout.grouped = queued_now, _group(state, layout, queued_now)
@@ -178,6 +180,7 @@ class _Layout:
     tree: quota.QuotaTree
     triggers_version: int = -1
     triggers: dict[str, int] = field(default_factory=dict)
+    whole_tree: bool = True  # how ``triggers`` were computed (:func:`_trigger_seq_by_cq`)
     local_queues: dict[tuple[str, str], tuple[str, Why | None]] = field(default_factory=dict)
     inactive: dict[str, Why | None] = field(default_factory=dict)
     mismatches: dict[tuple[str, str], Why | None] = field(default_factory=dict)
@@ -188,13 +191,13 @@ class _Layout:
     grouped: tuple[list[tuple[tuple[str, str], Why]], dict[str, list[tuple[str, str]]]] = ([], {})
 
 
-def _layout(state: ClusterState, tree: quota.QuotaTree) -> _Layout:
+def _layout(state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True) -> _Layout:
     layout = state.caches.get("admitter.layout")
     if not isinstance(layout, _Layout) or layout.objects_version != state.objects_version or layout.tree is not tree:
         layout = state.caches["admitter.layout"] = _Layout(objects_version=state.objects_version, tree=tree)
-    if layout.triggers_version != state.triggers_version:
-        layout.triggers = _trigger_seq_by_cq(state, tree)
-        layout.triggers_version = state.triggers_version
+    if layout.triggers_version != state.triggers_version or layout.whole_tree != whole_tree:
+        layout.triggers = _trigger_seq_by_cq(state, tree, whole_tree=whole_tree)
+        layout.triggers_version, layout.whole_tree = state.triggers_version, whole_tree
     return layout
 
 
@@ -582,17 +585,32 @@ def requeue_triggers(state: ClusterState, tree: quota.QuotaTree) -> dict[str, in
     return _trigger_seq_by_cq(state, tree)
 
 
-def _trigger_seq_by_cq(state: ClusterState, tree: quota.QuotaTree) -> dict[str, int]:
-    """Per ClusterQueue, the latest requeue trigger anywhere in its cohort tree (SEMANTICS §3.6)."""
+def _trigger_seq_by_cq(state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True) -> dict[str, int]:
+    """Per ClusterQueue, the latest requeue trigger anywhere in its cohort tree (SEMANTICS §3.6):
+    on any ClusterQueue of the tree or on any of its cohorts, also one that no ClusterQueue hangs
+    under. Kueue's queue manager requeues the whole tree of a Cohort's root when the Cohort is
+    created or changed (pkg/cache/queue/manager.go AddOrUpdateCohort): a new Cohort with quota
+    under a sibling branch is new capacity for every ClusterQueue of the tree.
+
+    ``whole_tree`` False (admitter logic 18 and earlier, for replay): only the cohorts above one of
+    the tree's ClusterQueues counted, so a cohort with none under it requeued nothing."""
     triggers = state.requeue_triggers
     everything = triggers.get("*", 0)
     by_root: dict[int, int] = {}
+    if whole_tree:
+        for name, node in tree.cohorts.items():
+            seq = triggers.get(f"cohort:{name}", 0)
+            if seq:
+                root = id(node.root())
+                by_root[root] = max(seq, by_root.get(root, 0))
+    roots: dict[str, int] = {}
     for name, node in tree.cluster_queues.items():
-        root = node.root()
-        latest = max(triggers.get(f"cq:{name}", 0), by_root.get(id(root), 0))
-        ancestor = node.parent
-        while ancestor is not None:
-            latest = max(latest, triggers.get(f"cohort:{ancestor.name}", 0))
-            ancestor = ancestor.parent
-        by_root[id(root)] = latest
-    return {name: max(everything, by_root[id(node.root())]) for name, node in tree.cluster_queues.items()}
+        root = roots[name] = id(node.root())
+        latest = max(triggers.get(f"cq:{name}", 0), by_root.get(root, 0))
+        if not whole_tree:
+            ancestor = node.parent
+            while ancestor is not None:
+                latest = max(latest, triggers.get(f"cohort:{ancestor.name}", 0))
+                ancestor = ancestor.parent
+        by_root[root] = latest
+    return {name: max(everything, by_root[root]) for name, root in roots.items()}

@@ -25,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 18
+LOGIC_VERSION = 19
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 17 and earlier
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 18 and earlier
+requeued the parked workloads of a cohort tree only on a trigger of a cohort above one of its
+ClusterQueues (19: on any cohort of the tree, as Kueue requeues a Cohort's whole tree). 17 and earlier
 ordered preemption candidates by LocalQueue usage (admission fair sharing) only in the preemptor's own
 ClusterQueue (18 does in every ClusterQueue, as Kueue's CandidatesOrdering). 16 and earlier
 counted the victims of a cycle's earlier preemptions in a later preempting entry's fit check (17 takes
@@ -69,6 +71,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         deactivation_evicts=True,
         kueue_multiple_preemptions=True,
         lq_usage_in_every_cq=True,
+        whole_tree_triggers=True,
     )
 
 
@@ -83,6 +86,7 @@ def _decide(
     deactivation_evicts: bool,
     kueue_multiple_preemptions: bool,
     lq_usage_in_every_cq: bool,
+    whole_tree_triggers: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -107,6 +111,7 @@ def _decide(
             deactivation_evicts=deactivation_evicts,
             kueue_multiple_preemptions=kueue_multiple_preemptions,
             lq_usage_in_every_cq=lq_usage_in_every_cq,
+            whole_tree_triggers=whole_tree_triggers,
         )
     finally:
         tree.rollback()
@@ -123,6 +128,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 18 requeued parked workloads only on triggers of cohorts above their ClusterQueues.
     Versions 9 to 17 ordered preemption candidates by LocalQueue usage in the preemptor's own ClusterQueue
     only. Versions 9 to 16 counted earlier victims of the cycle in a preempting entry's fit check and ignored
     the PartialAdmission gate. Versions 9 to 15 released a workload deactivated by hand at once, its job still running (16 evicts
@@ -149,6 +155,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     deactivation_evicts = version >= 16
     kueue_multiple_preemptions = version >= 17
     lq_usage_in_every_cq = version >= 18
+    whole_tree_triggers = version >= 19
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -163,6 +170,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             deactivation_evicts=deactivation_evicts,
             kueue_multiple_preemptions=kueue_multiple_preemptions,
             lq_usage_in_every_cq=lq_usage_in_every_cq,
+            whole_tree_triggers=whole_tree_triggers,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
