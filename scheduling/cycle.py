@@ -34,6 +34,10 @@ which the cycle's DecisionRecord carries and every reader folds as that Workload
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+from collections.abc import Callable
+
+import msgspec
 
 from kueue_es.events import models, types
 from kueue_es.projections import quota
@@ -55,6 +59,7 @@ def run(
     deactivation_evicts: bool = True,
     kueue_multiple_preemptions: bool = True,
     lq_usage_in_every_cq: bool = True,
+    recompute_overlapping: bool = True,
     whole_tree_triggers: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
@@ -93,6 +98,14 @@ def run(
     ``lq_usage_in_every_cq`` (admitter logic 18; False: 17 and earlier, for replay): with admission fair
     sharing, LocalQueue usage orders the preemption candidates of every ClusterQueue, as Kueue's
     CandidatesOrdering, not only those of the preemptor's own (``preemption.ordered``).
+
+    ``recompute_overlapping`` (admitter logic 19; False: 18 and earlier, for replay): an entry whose
+    preemption targets overlap the victims of the cycle's earlier preemptions has its assignment computed
+    again with those victims gone, on its nominated flavors, as Kueue's scheduler.go
+    updateAssignmentIfNeeded does under the gate RecomputeAssignmentUponPreemptionTargetsOverlap (on by
+    default; the Configuration may turn it off): new targets that do not overlap are preempted in the same
+    cycle, and an entry that then fits waits for those preemptions with its quota set aside for the rest of
+    the cycle (DeferredFit, :func:`_process`).
 
     ``whole_tree_triggers`` (admitter logic 19; False: 18 and earlier, for replay): a requeue trigger on
     any cohort of a tree, also one with no ClusterQueue under it, brings back the parked workloads of the
@@ -173,6 +186,7 @@ def run(
     )
     # replacement head key -> the slice it replaces and the head's requests (per pod, pinned)
     replacing: dict[str, tuple[WorkloadState, list[flavors.PodSetRequest]]] = {}
+    requests_of: dict[str, list[flavors.PodSetRequest]] = {}  # head key -> its requests, for a recomputation
     elastic = workload_slices and slices.enabled(state)
     for cq_name, head in plan.heads.items():
         if touched and head.key in touched:
@@ -196,6 +210,7 @@ def run(
         if old is not None:
             requests = slices.pinned(requests, old)
             replacing[head.key] = (old, requests)
+        requests_of[head.key] = requests
         with search.excluding(old.key, replaced=old) if old is not None else _NOTHING_EXCLUDED:
             if head.bookmark is None:
                 assignment, victims = search.assignments(head, requests, cq=cq)
@@ -228,6 +243,27 @@ def run(
         entries.append(Entry(head, cq, assignment, -order[0], order, targets, nominated, bookmark))
     # The victims of the cycle's preemptions so far (a replaced elastic slice: None, it is gone already)
     chosen: dict[str, preemption.Candidate | None] = {}
+    recompute: Callable[[Entry], Entry] | None = None
+    if recompute_overlapping and config.feature_gates.get("RecomputeAssignmentUponPreemptionTargetsOverlap", True):
+
+        def recompute(entry: Entry) -> Entry:
+            """The entry assigned again with the cycle's earlier victims gone (see :func:`run`)."""
+            head, cq = entry.workload, entry.cq
+            nominated = {ps.name: ps.flavors for ps in entry.assignment.pod_sets}
+            pinned = [
+                dataclasses.replace(ps, nominated_flavors=dict(nominated.get(ps.name, {})))
+                for ps in requests_of[head.key]
+            ]
+            earlier = [key for key, candidate in chosen.items() if candidate is not None]
+            replaced = replacing.get(head.key)
+            with (
+                search.excluding(replaced[0].key, replaced=replaced[0]) if replaced is not None else _NOTHING_EXCLUDED,
+                search.without(earlier),
+            ):
+                assignment, victims = search.assignments(head, pinned, cq=cq)
+            bookmark = _bookmark(assignment, cq.metadata.name, state=state, cycle=cycle_no)
+            return msgspec.structs.replace(entry, assignment=assignment, targets=tuple(victims), bookmark=bookmark)
+
     gate = _PodsReadyGate(state)
     for entry in ordered(entries, state=state, tree=tree):
         replaced = replacing.get(entry.workload.key) if replacing else None
@@ -243,6 +279,7 @@ def run(
                     cycle=search.tas,
                     now_ms=now_ms,
                     earlier_victims_gone=kueue_multiple_preemptions,
+                    recompute=recompute,
                 )
             )
             continue
@@ -256,6 +293,7 @@ def run(
                 cycle=search.tas,
                 now_ms=now_ms,
                 earlier_victims_gone=kueue_multiple_preemptions,
+                recompute=recompute,
             )
         )
     return decisions
@@ -278,6 +316,7 @@ def _process_replacement(
     cycle: tas_cycle.CycleTopology,
     now_ms: int,
     earlier_victims_gone: bool = True,
+    recompute: Callable[[Entry], Entry] | None = None,
 ) -> list[types.Output]:
     """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): it asks the delta, checked
     against usage that still counts the slice it replaces, so once booked the tree holds the new
@@ -293,6 +332,7 @@ def _process_replacement(
         now_ms=now_ms,
         replaced=old.key,
         earlier_victims_gone=earlier_victims_gone,
+        recompute=recompute,
     )
     reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
     if reserved is None:  # reserved and admitted at once: one WorkloadAdmitted stands for both (_admit)
@@ -415,10 +455,18 @@ def _process(
     now_ms: int,
     replaced: str | None = None,
     earlier_victims_gone: bool = True,
+    recompute: Callable[[Entry], Entry] | None = None,
 ) -> list[types.Output]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
     ``replaced``: the elastic slice the entry replaces (its TAS usage is left out of the
     re-check, as Kueue counts it among the entry's targets; D.3, A.14).
+
+    ``recompute`` (None: no recomputation, overlapping targets skip the entry): for an entry whose
+    targets overlap the victims chosen earlier in the cycle, its assignment made again with those
+    victims gone (:func:`run`); then it goes on as Kueue's does with the new assignment: NoFit
+    waits, Preempt without targets reserves capacity, a Fit waits for the earlier preemptions with
+    its usage booked in the tree (DeferredFit: no later entry of the cycle takes that quota), new
+    targets are preempted unless they overlap too.
 
     A preempting entry's fit check takes out its own victims and, with ``earlier_victims_gone`` (admitter
     logic 17), those chosen earlier in the cycle (Kueue's scheduler.go fits): it only nominates, so nothing is booked on the victims' quota. Unlike
@@ -430,6 +478,17 @@ def _process(
     Preempt entry reserves the domains it would take (with its targets removed, or on an
     empty tree when it has none) against later entries of the cycle.
     """
+    if recompute is not None and entry.targets and any(t.key in chosen for t in entry.targets):
+        entry = recompute(entry)
+        if entry.assignment.mode == "NoFit":
+            bookmark = entry.bookmark
+            parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
+            reason = entry.assignment.reason or "NoMatchingFlavor"
+            return _inadmissible(
+                entry.workload, reason, entry.assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark
+            )
+        if entry.assignment.mode == "Fit":
+            return _defer(entry, tree=tree, cycle=cycle, now_ms=now_ms)
     cq = entry.cq
     name = cq.metadata.name
     assignment = entry.assignment
@@ -494,6 +553,26 @@ def _process(
     if placed is not None:
         cycle.add(placed.usage)
     return _admit(entry, placed=placed, now_ms=now_ms)
+
+
+DEFERRED_MESSAGE = (
+    "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete"
+)
+"""Kueue's message for an entry that fits once the cycle's earlier preemptions complete (scheduler.go)."""
+
+
+def _defer(entry: Entry, *, tree: quota.QuotaTree, cycle: tas_cycle.CycleTopology, now_ms: int) -> list[types.Output]:
+    """Kueue's DeferredFit (scheduler.go processEntry): the entry, recomputed, fits once the victims
+    of the cycle's earlier preemptions are gone. It is not admitted now; its quota (and placement) is
+    booked for the rest of the cycle, so no later entry takes what those preemptions free for it, and
+    it waits, WaitingForPreemptedWorkloads, with no bookmark: the next cycle scans every flavor again."""
+    tree.add_usage(entry.cq.metadata.name, entry.assignment.usage())
+    part: tas_cycle.TASPart | None = entry.assignment.tas
+    if part is not None and part.placed is not None:
+        cycle.add(part.placed.usage)
+    return _inadmissible(
+        entry.workload, "WaitingForPreemptedWorkloads", DEFERRED_MESSAGE, parked=False, now_ms=now_ms, bookmark=None
+    )
 
 
 def _nominate(entry: Entry, *, state: ClusterState, now_ms: int) -> list[types.Output]:

@@ -48,6 +48,11 @@ class PodSetRequest:
     # slice holds for this pod set, taken off the request (the slice asks only the delta).
     original_flavors: dict[str, str] | None = None
     released: dict[str, int] | None = None
+    # The flavors the pod set was nominated with (resource -> flavor), when the cycle computes its
+    # assignment again because its preemption targets overlap an earlier entry's (Kueue's
+    # NominationMapping): every other flavor is skipped, so the recomputation never moves the
+    # workload to another flavor (SEMANTICS §4.5 step 1).
+    nominated_flavors: dict[str, str] | None = None
 
     def totals(self) -> dict[str, int]:
         """Per-resource totals for all ``count`` pods."""
@@ -587,8 +592,17 @@ class Picker:
         listed = group.flavors if first == 0 else group.flavors[first:]
         last = len(group.flavors) - 1
         examined = first - 1
+        # The nominated flavor of the resource that opens the group (Kueue keys the mapping by it).
+        pinned = ps.nominated_flavors.get(next(iter(resources))) if ps.nominated_flavors is not None else None
         for flavor_name, flavor, open_to_all in listed:
             examined += 1
+            if ps.nominated_flavors is not None and pinned != flavor_name:
+                # flavorassigner.go shouldSkipBasedOnNominationMapping, checked before anything else
+                opening = next(iter(resources))
+                problems.append(
+                    f"skipping flavor {flavor_name} as it is not found in the nomination mapping for resource {opening}"
+                )
+                continue
             if flavor is None:
                 problems.append(f"flavor {flavor_name} not found")
                 continue

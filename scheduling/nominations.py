@@ -13,7 +13,7 @@ A.11). The preemptor service turns the answer into decisions.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from kueue_es.events import models, types
 from kueue_es.projections import quota
@@ -53,6 +53,36 @@ def recomputed_targets(
         )
         for t in search.targets(preemptor)
     ]
+
+
+def targets_after(
+    search: Search,
+    wl: WorkloadState,
+    cq: models.ClusterQueue,
+    *,
+    usage: dict[quota.FR, int],
+    topology_fits: Callable[[frozenset[str]], bool] | None,
+    gone: Collection[str],
+    booked: Collection[tuple[str, dict[quota.FR, int]]],
+) -> list[types.PreemptionTarget] | None:
+    """:func:`recomputed_targets` on the cluster as it will be once the workloads ``gone`` are
+    evicted, with the quota ``booked`` (ClusterQueue, usage) taken: Kueue's scheduler.go
+    updateAssignmentIfNeeded for a preempting workload whose targets overlap the victims of
+    preemptions decided before it (SEMANTICS §4.5 step 1). None when the workload fits then
+    without evicting anybody else (Kueue's DeferredFit); [] when no targets make it fit."""
+    tree = search.tree
+    for cq_name, taken in booked:
+        tree.add_usage(cq_name, taken)
+    removed = frozenset(gone)
+    fits = None if topology_fits is None else (lambda more: topology_fits(more | removed))
+    try:
+        with search.without(sorted(gone)):
+            if tree.fits(cq.metadata.name, usage) and (fits is None or fits(frozenset())):
+                return None
+            return recomputed_targets(search, wl, cq, usage=usage, topology_fits=fits)
+    finally:
+        for cq_name, taken in booked:
+            tree.remove_usage(cq_name, taken)
 
 
 def topology_check(

@@ -55,6 +55,7 @@ class Search:
         self.weights = fairsharing.Weights(state)
         self.tas = tas if tas is not None else tas_cycle.CycleTopology(state)
         self.replaced: WorkloadState | None = None  # the elastic slice the head replaces (excluding)
+        self._gone: frozenset[str] = frozenset()  # workloads taken out while inside without()
         # Kueue's PartialAdmission gate (on by default): off, a workload is tried at its full counts only
         self.partial_admission = True
         # Target searches of the _try under way, by what they searched for (see targets).
@@ -86,6 +87,43 @@ class Search:
             pool.released = before
             pool.forget()
             self.replaced = None
+
+    @contextlib.contextmanager
+    def without(self, keys: Collection[str]) -> Iterator[None]:
+        """While inside, the workloads ``keys`` are gone: their quota out of the tree, their TAS
+        usage out of every placement and they are no candidates (Kueue's
+        Snapshot.SimulateWorkloadRemoval, with which scheduler.go updateAssignmentIfNeeded computes
+        the assignment of an entry whose targets overlap the victims of the cycle's earlier
+        preemptions: the cluster as it will be once those preemptions complete). Keys that hold
+        no quota are ignored. Everything is put back on leaving."""
+        gone = self._candidates(keys)
+        for candidate in gone:
+            preemption.remove(self.tree, candidate)
+        pool, before_released, before_gone = self.pool, self.pool.released, self._gone
+        pool.released = {*before_released, *keys}
+        pool.forget()
+        self._gone = before_gone | frozenset(keys)
+        try:
+            yield
+        finally:
+            self._gone = before_gone
+            pool.released = before_released
+            pool.forget()
+            for candidate in gone:
+                preemption.restore(self.tree, candidate)
+
+    def _candidates(self, keys: Collection[str]) -> list[preemption.Candidate]:
+        """The candidates of the pool named ``keys``, in ``keys`` order (those holding no quota left out)."""
+        out = []
+        for key in keys:
+            wl = self.state.workloads.get(key)
+            if wl is None or wl.reservation is None:
+                continue
+            for candidate in self.pool.of(wl.reservation.cluster_queue):
+                if candidate.key == key:
+                    out.append(candidate)
+                    break
+        return out
 
     def preemptor(
         self, wl: WorkloadState, cq: models.ClusterQueue, usage: dict[quota.FR, int], need: frozenset[quota.FR]
@@ -208,10 +246,10 @@ class Search:
         preemptor = self.preemptor(wl, cq, usage, assignment.frs_need_preemption)
         part: tas_cycle.TASPart | None = assignment.tas
         if part is not None:
-            wanted, cycle = part.wanted, self.tas
+            wanted, cycle, gone = part.wanted, self.tas, self._gone
 
             def topology_fits(removed: frozenset[str]) -> bool:
-                return isinstance(cycle.place(wanted, removed=removed), tas_cycle.Placed)
+                return isinstance(cycle.place(wanted, removed=removed | gone), tas_cycle.Placed)
 
             preemptor = dataclasses.replace(preemptor, topology_fits=topology_fits)
         return assignment, self.targets(preemptor)
@@ -239,7 +277,7 @@ class Search:
         part = tas_cycle.TASPart(tuple(wanted), delayed=delayed)
         message = assignment.message
         if assignment.mode == "Fit":
-            result = self.tas.place(wanted)
+            result = self.tas.place(wanted, removed=self._gone)
             if isinstance(result, tas_cycle.Placed):
                 return msgspec.structs.replace(assignment, tas=msgspec.structs.replace(part, placed=result))
             message = _join(message, f"couldn't assign flavors to pod set {result.pod_set}: {result.message}")

@@ -29,8 +29,12 @@ LOGIC_VERSION = 19
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 """Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 18 and earlier
-requeued the parked workloads of a cohort tree only on a trigger of a cohort above one of its
-ClusterQueues (19: on any cohort of the tree, as Kueue requeues a Cohort's whole tree). 17 and earlier
+skipped an entry whose preemption targets overlapped the victims of the cycle's earlier preemptions (19
+computes its assignment again with those victims gone, as Kueue's scheduler does under the gate
+RecomputeAssignmentUponPreemptionTargetsOverlap, on by default: it preempts new targets in the same cycle,
+or waits for those preemptions with its quota set aside) and requeued the parked workloads of a cohort
+tree only on a trigger of a cohort above one of its ClusterQueues (19: on any cohort of the tree, as
+Kueue requeues a Cohort's whole tree). 17 and earlier
 ordered preemption candidates by LocalQueue usage (admission fair sharing) only in the preemptor's own
 ClusterQueue (18 does in every ClusterQueue, as Kueue's CandidatesOrdering). 16 and earlier
 counted the victims of a cycle's earlier preemptions in a later preempting entry's fit check (17 takes
@@ -71,6 +75,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         deactivation_evicts=True,
         kueue_multiple_preemptions=True,
         lq_usage_in_every_cq=True,
+        recompute_overlapping=True,
         whole_tree_triggers=True,
     )
 
@@ -86,6 +91,7 @@ def _decide(
     deactivation_evicts: bool,
     kueue_multiple_preemptions: bool,
     lq_usage_in_every_cq: bool,
+    recompute_overlapping: bool,
     whole_tree_triggers: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
@@ -111,6 +117,7 @@ def _decide(
             deactivation_evicts=deactivation_evicts,
             kueue_multiple_preemptions=kueue_multiple_preemptions,
             lq_usage_in_every_cq=lq_usage_in_every_cq,
+            recompute_overlapping=recompute_overlapping,
             whole_tree_triggers=whole_tree_triggers,
         )
     finally:
@@ -128,10 +135,11 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 18 requeued parked workloads only on triggers of cohorts above their ClusterQueues.
-    Versions 9 to 17 ordered preemption candidates by LocalQueue usage in the preemptor's own ClusterQueue
-    only. Versions 9 to 16 counted earlier victims of the cycle in a preempting entry's fit check and ignored
-    the PartialAdmission gate. Versions 9 to 15 released a workload deactivated by hand at once, its job still running (16 evicts
+    Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
+    requeued parked workloads only on triggers of cohorts above their ClusterQueues. Versions 9 to 17 ordered
+    preemption candidates by LocalQueue usage in the preemptor's own ClusterQueue only. Versions 9 to 16
+    counted earlier victims of the cycle in a preempting entry's fit check and ignored the PartialAdmission
+    gate. Versions 9 to 15 released a workload deactivated by hand at once, its job still running (16 evicts
     it first). Versions 9 to 14 wrote a finished workload's release as a QuotaReleased message (15: a
     FinishedRelease in the record). Versions 9 to 12 wrote a QuotaReserved before the WorkloadAdmitted of a workload reserved and
     admitted in the same cycle (13 writes the WorkloadAdmitted alone). Version 13 decided as 14
@@ -155,7 +163,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     deactivation_evicts = version >= 16
     kueue_multiple_preemptions = version >= 17
     lq_usage_in_every_cq = version >= 18
-    whole_tree_triggers = version >= 19
+    recompute_overlapping = version >= 19
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -170,7 +178,8 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             deactivation_evicts=deactivation_evicts,
             kueue_multiple_preemptions=kueue_multiple_preemptions,
             lq_usage_in_every_cq=lq_usage_in_every_cq,
-            whole_tree_triggers=whole_tree_triggers,
+            recompute_overlapping=recompute_overlapping,
+            whole_tree_triggers=recompute_overlapping,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -18,6 +18,7 @@ different views of the quota.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from kueue_es.events import models, types
 from kueue_es.projections import partitions, quota
@@ -27,16 +28,22 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 7
-"""7: with admission fair sharing, LocalQueue usage orders the candidates of every ClusterQueue, as
+LOGIC_VERSION = 8
+"""8: a nomination whose targets overlap those of a nomination answered before it in the batch is
+searched again on the cluster as it will be once those evictions complete (the earlier preempting
+workloads' quota counted), as Kueue's scheduler does under the gate
+RecomputeAssignmentUponPreemptionTargetsOverlap (on by default): new targets that do not overlap are
+evicted, one that then fits evicts nobody (7 and earlier: every overlap was refused). 7: with admission fair sharing, LocalQueue usage orders the candidates of every ClusterQueue, as
 Kueue's CandidatesOrdering (6 and earlier: of the preemptor's own ClusterQueue only). 6: a workload that gives its quota back holds no TAS usage either. 5: a nomination is checked on quota as Kueue's cache holds it (finished, deactivated and
 stopped workloads hold none), a workload that fits now evicts nobody, and the targets are always
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6)
-"""Logic versions :func:`decide_as` still re-runs: 6 and 5 ordered preemption candidates by LocalQueue
-usage only in the preemptor's own ClusterQueue (7 does in every ClusterQueue, as Kueue does); 5 also
+EARLIER_LOGIC_VERSIONS = (5, 6, 7)
+"""Logic versions :func:`decide_as` still re-runs: 7 and earlier refused every nomination whose targets
+overlapped an earlier answer of the batch (8 searches again, see :data:`LOGIC_VERSION`); 6 and 5 ordered
+preemption candidates by LocalQueue usage only in the preemptor's own ClusterQueue (7 does in every
+ClusterQueue, as Kueue does); 5 also
 placed TAS pod sets counting the topology usage of workloads that had given their quota back (6 leaves
 it out, as Kueue's cache does)."""
 
@@ -49,7 +56,14 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     Returns PreemptionIssued and EvictionRequested decisions; empty when no
     nomination waits.
     """
-    return _decide(state, now_ms=now_ms, partition=partition, released_hold_topology=False, lq_usage_in_every_cq=True)
+    return _decide(
+        state,
+        now_ms=now_ms,
+        partition=partition,
+        released_hold_topology=False,
+        lq_usage_in_every_cq=True,
+        recompute_overlapping=True,
+    )
 
 
 def decide_as(version: int) -> Callable[..., list[types.Decision]]:
@@ -61,21 +75,29 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: LocalQueue usage ordering the preemptor's own
-        ClusterQueue's candidates only; with 5, released workloads' TAS usage still counted."""
+        """:func:`decide` as logic ``version`` decided: overlapping targets refused; with 6 and 5,
+        LocalQueue usage ordering the preemptor's own ClusterQueue's candidates only; with 5,
+        released workloads' TAS usage still counted."""
         return _decide(
             state,
             now_ms=now_ms,
             partition=partition,
             released_hold_topology=version < 6,
-            lq_usage_in_every_cq=False,
+            lq_usage_in_every_cq=version >= 7,
+            recompute_overlapping=False,
         )
 
     return decide_earlier
 
 
 def _decide(
-    state: ClusterState, *, now_ms: int, partition: str, released_hold_topology: bool, lq_usage_in_every_cq: bool
+    state: ClusterState,
+    *,
+    now_ms: int,
+    partition: str,
+    released_hold_topology: bool,
+    lq_usage_in_every_cq: bool,
+    recompute_overlapping: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -94,12 +116,29 @@ def _decide(
         search = Search(
             state, tree, now_ms=now_ms, tas=topology, released=released, lq_usage_in_every_cq=lq_usage_in_every_cq
         )
-        evicting: set[str] = set()
+        batch = _Batch(
+            recompute_overlapping=recompute_overlapping
+            and state.configuration.feature_gates.get("RecomputeAssignmentUponPreemptionTargetsOverlap", True)
+        )
         for _key, (seq, nomination) in sorted(state.nominations.items(), key=lambda item: item[1][0]):
-            out.extend(_answer(state, tree, search, nomination, seq=seq, evicting=evicting, now_ms=now_ms))
+            out.extend(_answer(state, tree, search, nomination, seq=seq, batch=batch, now_ms=now_ms))
         return out
     finally:
         tree.rollback()
+
+
+@dataclass
+class _Batch:
+    """What the nominations answered so far in one batch leave for the next ones: the workloads
+    being evicted (``evicting``: every target chosen, also one whose eviction was requested
+    before) and the quota each preempting workload answered will take (``booked``: ClusterQueue
+    and usage), as Kueue's scheduler adds a preempting entry's usage to its snapshot.
+    ``recompute_overlapping``: targets that overlap ``evicting`` are searched again with those
+    workloads gone (preemptor logic 8 under the gate RecomputeAssignmentUponPreemptionTargetsOverlap)."""
+
+    recompute_overlapping: bool
+    evicting: set[str] = field(default_factory=set)
+    booked: list[tuple[str, dict[quota.FR, int]]] = field(default_factory=list)
 
 
 def _answer(
@@ -109,7 +148,7 @@ def _answer(
     nomination: types.PreemptionRequired,
     *,
     seq: int,
-    evicting: set[str],
+    batch: _Batch,
     now_ms: int,
 ) -> list[types.Decision]:
     wl = state.workloads[nomination.workload.key]
@@ -125,11 +164,11 @@ def _answer(
         return [_with(issued, message=f"ClusterQueue {nomination.cluster_queue} doesn't exist")]
     old = slices.replaced_slice(state, wl, cq.metadata.name) if slices.enabled(state) else None
     if old is None:
-        return _answer_usage(state, tree, search, nomination, wl, cq, issued, evicting=evicting, now_ms=now_ms)
+        return _answer_usage(state, tree, search, nomination, wl, cq, issued, batch=batch, now_ms=now_ms)
     # An elastic replacement slice (SEMANTICS-ADVANCED D.3): its nomination asks the delta over the
     # slice it replaces, which is never its victim.
     with search.excluding(old.key):
-        return _answer_usage(state, tree, search, nomination, wl, cq, issued, evicting=evicting, now_ms=now_ms)
+        return _answer_usage(state, tree, search, nomination, wl, cq, issued, batch=batch, now_ms=now_ms)
 
 
 def _answer_usage(
@@ -141,7 +180,7 @@ def _answer_usage(
     cq: models.ClusterQueue,
     issued: types.PreemptionIssued,
     *,
-    evicting: set[str],
+    batch: _Batch,
     now_ms: int,
 ) -> list[types.Decision]:
     usage = nominations.usage_of(nomination)
@@ -152,8 +191,21 @@ def _answer_usage(
     chosen = nominations.recomputed_targets(search, wl, cq, usage=usage, topology_fits=topology_fits)
     if not chosen:
         return [_with(issued, message="the nomination is no longer current: no targets make the workload fit")]
+    evicting = batch.evicting
     if any(t.workload.key in evicting for t in chosen):
-        return [_with(issued, message="the targets overlap another preemption decided in this cycle")]
+        if not batch.recompute_overlapping:
+            return [_with(issued, message=OVERLAP_MESSAGE)]
+        # Kueue's scheduler.go updateAssignmentIfNeeded: searched again on the cluster as it will be once
+        # this batch's evictions complete, the quota of the workloads preempting for them counted.
+        again = nominations.targets_after(
+            search, wl, cq, usage=usage, topology_fits=topology_fits, gone=evicting, booked=batch.booked
+        )
+        if again is None:
+            return [_with(issued, message=DEFERRED_MESSAGE)]
+        if not again or any(t.workload.key in evicting for t in again):
+            return [_with(issued, message=OVERLAP_MESSAGE)]
+        chosen = again
+    batch.booked.append((cq.metadata.name, usage))
     evictions: list[types.Decision] = []
     preemptor_path = targets.cq_path(tree, cq.metadata.name)
     for target in chosen:
@@ -174,6 +226,12 @@ def _answer_usage(
             )
         )
     return [_with(issued, targets=chosen), *evictions]
+
+
+OVERLAP_MESSAGE = "the targets overlap another preemption decided in this cycle"
+"""A nomination refused because its targets are being evicted for another workload of the batch."""
+DEFERRED_MESSAGE = "the workload fits once the preemptions decided in this cycle complete"
+"""A nomination answered without evictions: the batch's other evictions make room for it (Kueue's DeferredFit)."""
 
 
 def _with(issued: types.PreemptionIssued, **changes: object) -> types.PreemptionIssued:
