@@ -96,6 +96,18 @@ class JobWrites:
 
     def __init__(self, *, api: KubeApi, limiter: WriteLimiter, on_excess: ExcessHook | None = None) -> None:
         self.api, self.limiter, self.on_excess = api, limiter, on_excess
+        # decision sequence -> the pods (name, UID) its start ungated or its stop deleted, kept across a write tried
+        # again (those written before the failure are not written again, and still get their Event)
+        self._pods_written: dict[int, list[tuple[str, str]]] = {}
+
+    def take_pods_written(self, seq: int) -> list[tuple[str, str]]:
+        """The pods (``(name, uid)``) the start or stop of the decision at ``seq`` ungated or deleted, in order;
+        forgotten once taken."""
+        return self._pods_written.pop(seq, [])
+
+    def _pod_written(self, seq: int, pod: objects.Pod) -> None:
+        meta = objects.meta(pod)
+        self._pods_written.setdefault(seq, []).append((str(meta.get("name") or ""), str(meta.get("uid") or "")))
 
     async def carry_out(self, action: core.Action, *, seq: int) -> Result:
         """Write ``action`` (planned for the decision at ``seq``); raises the API's errors but 404."""
@@ -307,7 +319,8 @@ class JobWrites:
         )
 
     async def start_pods(self, action: core.StartPods, *, seq: int) -> Result:
-        """Ungate the workload's pods with their pod set's node selector and tolerations (pod_controller.go Run).
+        """Ungate the workload's pods with their pod set's node selector and tolerations (pod_controller.go Run);
+        each pod ungated is kept for its Started Event (:meth:`take_pods_written`).
 
         No pod left (or the single pod replaced by a namesake) is a DispatchFailed 404.
         """
@@ -331,6 +344,7 @@ class JobWrites:
                 )
             except kube_errors.NotFoundError:
                 continue  # deleted meanwhile: the watcher sees the group change
+            self._pod_written(seq, pod)
         log.info("pods_started", pods=target, workload=action.workload.key, seq=seq)
         selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()}
         return types.DispatchApplied(
@@ -342,7 +356,8 @@ class JobWrites:
         )
 
     async def stop_pods(self, action: core.StopPods, *, seq: int) -> Result:
-        """Mark every pod of the workload with the eviction and delete those that run (pod_controller.go Stop).
+        """Mark every pod of the workload with the eviction and delete those that run (pod_controller.go Stop);
+        each pod deleted that was not being deleted already is kept for its Stopped Event (:meth:`take_pods_written`).
 
         The watcher reports WorkloadStopped once no marked pod runs. No pod left is a DispatchFailed 404.
         """
@@ -358,6 +373,8 @@ class JobWrites:
                 if not pod_integration.is_gated(pod) and not pod_integration.is_terminated(pod):
                     await self.limiter.acquire(WriteClass.JOBS)
                     await self.api.delete_object(POD_REF, namespace=action.namespace, name=name)
+                    if not objects.meta(pod).get("deletionTimestamp"):  # Pod.Stop's stoppedNow: its Stopped Event
+                        self._pod_written(seq, pod)
             except kube_errors.NotFoundError:
                 continue
         log.info("pods_stopped", pods=target, workload=action.workload.key, seq=seq)

@@ -106,18 +106,29 @@ def for_decision(
     return []
 
 
+_CORE_JOBS = {"Job": "batch/v1", "Pod": "v1"}
+"""The job kinds Kueue integrates that are no registered integration's, and their apiVersion."""
+
+
+def _job_api_version(kind: str) -> str | None:
+    """The apiVersion of a job of ``kind`` (``Job``, ``Pod`` or a registered integration's); None for another."""
+    integration = integrations.by_kind(kind)
+    return _CORE_JOBS.get(kind) or (integration.api_version if integration is not None else None)
+
+
 def for_job_write(
     kind: str, name: str, uid: str, *, started: bool, decision: types.Event, at_ms: int, not_matching: bool = False
 ) -> KubeEvent | None:
     """The job framework's Event on the job itself once its start or stop write landed
     (jobframework/reconciler.go startJob / stopJob): Normal ``Started`` "Admitted by
-    clusterQueue CQ", or Normal ``Stopped`` with the eviction message. ``kind`` is ``Job`` or a
-    registered integration's (``JobSet``, ``PyTorchJob``, ...); ``decision`` the WorkloadAdmitted,
+    clusterQueue CQ", or Normal ``Stopped`` with the eviction message. ``kind`` is ``Job``, a
+    registered integration's (``JobSet``, ``PyTorchJob``, ...) or ``Pod``: one Event on each pod
+    ungated or deleted (pod_controller.go Run and Stop record them pod by pod, ``name`` and ``uid``
+    the pod's); ``decision`` the WorkloadAdmitted,
     EvictionRequested or QuotaReleased (of a workload deactivated by hand, or deleted) carried out;
     ``not_matching``: the deleted workload was one the running job no longer matched (ensureOneWorkload's
     "No matching Workload" message, :data:`~kueue_es.services.dispatcher.status.NOT_MATCHING_STOP_MESSAGE`)."""
-    integration = integrations.by_kind(kind)
-    api_version = "batch/v1" if kind == "Job" else integration.api_version if integration is not None else None
+    api_version = _job_api_version(kind)
     if api_version is None:
         return None
     ref = getattr(decision, "workload", None)
@@ -125,7 +136,7 @@ def for_job_write(
         return None
     job_ref = types.WorkloadRef(namespace=ref.namespace, name=name)
     if started and isinstance(decision, types.WorkloadAdmitted):
-        message = f"Admitted by clusterQueue {decision.cluster_queue}"
+        message = started_message(decision.cluster_queue)
         return KubeEvent(
             workload=job_ref,
             type="Normal",
@@ -153,6 +164,25 @@ def for_job_write(
     return None
 
 
+def on_pod(namespace: str, name: str, uid: str, *, reason: str, message: str, at_ms: int) -> KubeEvent:
+    """A Normal Event ``reason`` on pod ``namespace/name`` (``uid``), as Kueue's pod integration records them one
+    pod at a time (pod_controller.go: ``Started`` on each pod it ungates, ``Stopped`` on each it deletes,
+    ``ExcessPodDeleted``)."""
+    return KubeEvent(
+        workload=types.WorkloadRef(namespace=namespace, name=name),
+        type="Normal",
+        reason=reason,
+        message=truncate(message),
+        at_ms=at_ms,
+        job=("v1", "Pod", uid),
+    )
+
+
+def started_message(cluster_queue: str) -> str:
+    """The ``Started`` Event's message (jobframework/reconciler.go startJob)."""
+    return f"Admitted by clusterQueue {cluster_queue}"
+
+
 def _workload_controller_reason(reason: str, message: str) -> bool:
     """Whether a pending outcome is one Kueue's workload controller sets as a condition with no Event, for a
     workload no scheduling cycle looks at (workload_controller.go workloadQueueStatus: its LocalQueue or
@@ -167,8 +197,9 @@ def _workload_controller_reason(reason: str, message: str) -> bool:
 
 
 def for_created_workload(workload: models.Workload) -> KubeEvent | None:
-    """Normal ``CreatedWorkload`` "Created Workload: NS/NAME" on the Job or integration's job whose Workload
-    object was just created (jobframework/reconciler.go handleJobWithNoWorkload); None for
+    """Normal ``CreatedWorkload`` "Created Workload: NS/NAME" on the Job, integration's job or Pod whose Workload
+    object was just created (jobframework/reconciler.go handleJobWithNoWorkload; a pod group's on its first
+    pod, the Workload's owner here, as Kueue records it on the group's job object, one of its pods); None for
     other owners."""
     meta = workload.metadata
     return _on_job(
@@ -189,9 +220,10 @@ def for_deleted_not_matching(workload: models.Workload, *, at_ms: int) -> KubeEv
 
 
 def _on_job(workload: models.Workload, *, reason: str, message: str, at_ms: int) -> KubeEvent | None:
-    """A Normal Event ``reason`` on the Job or integration's job that owns ``workload``; None for other owners."""
+    """A Normal Event ``reason`` on the Job, Pod or integration's job that owns ``workload``; None for other
+    owners."""
     owner, meta = workload.owner, workload.metadata
-    if owner is None or (owner.kind != "Job" and integrations.by_kind(owner.kind) is None):
+    if owner is None or _job_api_version(owner.kind) is None:
         return None
     return KubeEvent(
         workload=types.WorkloadRef(namespace=meta.namespace, name=owner.name),

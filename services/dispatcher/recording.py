@@ -17,6 +17,7 @@ broadcaster has its own client.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import msgspec
 import structlog
@@ -69,15 +70,35 @@ class Recording:
         suffix = f"{seq:x}.job" if seq else f"created.{created_uid}" if created_uid else "created"
         self._job_events.append((item, suffix))
 
+    def job_event(self, item: kube_events.KubeEvent, *, suffix: str) -> None:
+        """Record ``item`` (a job's or a pod's own Event) with the batch's Events, as Event
+        ``<its object's name>.<suffix>``: a suffix that names what happened once (an object's UID) keeps a
+        repeat from writing it twice."""
+        self._job_events.append((item, suffix))
+
     def workload_deleted(self, item: kube_events.KubeEvent, uid: str) -> None:
         """The old Workload object (``uid``) of a job it no longer matched was deleted: ``item``, its job's
         DeletedWorkload Event, is recorded with the batch's Events."""
         self._job_events.append((item, f"deleted.{uid}"))
 
-    def job_write(self, action: core.Action, *, seq: int, decision: types.Event) -> None:
-        """A job (not Pods) was started or stopped for ``decision``: its Started or Stopped Event, if Kueue
-        records one."""
-        if isinstance(action, core.StartJob | core.StartIntegration | core.StopJob | core.StopIntegration):
+    def job_write(
+        self, action: core.Action, *, seq: int, decision: types.Event, pods: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        """A job was started or stopped for ``decision``: its Started or Stopped Event, if Kueue records one;
+        for Pods, one on each of ``pods`` (``(name, uid)``: those the write ungated or deleted)."""
+        if isinstance(action, core.StartPods | core.StopPods):
+            for name, uid in pods:
+                pod_event = kube_events.for_job_write(
+                    "Pod",
+                    name,
+                    uid,
+                    started=isinstance(action, core.StartPods),
+                    decision=decision,
+                    at_ms=decision_ms(decision),
+                )
+                if pod_event is not None:
+                    self.add_job_event(seq, pod_event)
+        elif isinstance(action, core.StartJob | core.StartIntegration | core.StopJob | core.StopIntegration):
             kind = action.kind if isinstance(action, core.StartIntegration | core.StopIntegration) else "Job"
             started = isinstance(action, core.StartJob | core.StartIntegration)
             job_event = kube_events.for_job_write(
@@ -99,7 +120,7 @@ class Recording:
     async def record(self, decisions: list[tuple[int, types.Event]]) -> None:
         """Write the job Events collected, then those of ``decisions`` (``(log sequence, decision)``)."""
         job_events, self._job_events = self._job_events, []
-        for item, suffix in job_events:  # the jobs' own: CreatedWorkload, Started, Stopped (jobframework)
+        for item, suffix in job_events:  # the jobs' own: CreatedWorkload, Started, Stopped, ... (jobframework)
             await self._write(item, name=f"{item.workload.name}.{suffix}")
         state = self.view.cluster
         for seq, decision in decisions:

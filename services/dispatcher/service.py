@@ -178,8 +178,14 @@ class Dispatcher:
             group_members=lambda namespace, group: self.ungating.members(namespace, group),
         )
         self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)
-        self.ungating = Ungating(api=self.api, limiter=self.limiter, view=self.view, on_excess=self._excess_pod_deleted)
-        self._excess_flush: asyncio.Task[None] | None = None
+        self.ungating = Ungating(
+            api=self.api,
+            limiter=self.limiter,
+            view=self.view,
+            on_excess=self._excess_pod_deleted,
+            on_started=self._pod_started_late,
+        )
+        self._pod_events_flush: asyncio.Task[None] | None = None
         # a job started or suspended by hand is put back in line with its workload's admission (reconciler.go 7, 8)
         self.suspension = Suspension(
             view=self.view, jobs=self.jobs, recording=self.recording, gate=lambda: self.gate is None or self.gate()
@@ -196,23 +202,22 @@ class Dispatcher:
         )
 
     def _excess_pod_deleted(self, pod: objects.Pod) -> None:
-        """A pod beyond its group's count was deleted: Kueue's Normal ``ExcessPodDeleted`` Event on it, written
-        at once (not only with the next batch's Events)."""
+        """A pod beyond its group's count was deleted: Kueue's Normal ``ExcessPodDeleted`` Event on it."""
+        self._pod_event(pod, "excess", reason=job_writes.EXCESS_POD_REASON, message=job_writes.EXCESS_POD_MESSAGE)
+
+    def _pod_started_late(self, pod: objects.Pod, cluster_queue: str) -> None:
+        """A pod that joined its admitted group was started: Kueue's Normal ``Started`` Event on it (Pod.Run)."""
+        self._pod_event(pod, "started", reason="Started", message=kube_events.started_message(cluster_queue))
+
+    def _pod_event(self, pod: objects.Pod, what: str, *, reason: str, message: str) -> None:
+        """Kueue's Event ``reason`` on ``pod``, written at once (not only with the next batch's Events) and named
+        after the pod's UID and ``what`` happened to it, which happens to a pod once."""
         meta = objects.meta(pod)
-        self.recording.add_job_event(
-            0,
-            kube_events.KubeEvent(
-                workload=types.WorkloadRef(namespace=str(meta.get("namespace") or "default"), name=str(meta["name"])),
-                type="Normal",
-                reason=job_writes.EXCESS_POD_REASON,
-                message=job_writes.EXCESS_POD_MESSAGE,
-                at_ms=wall_clock_ms(),
-                job=("v1", "Pod", str(meta.get("uid") or "")),
-            ),
-            created_uid=f"excess.{meta.get('uid') or meta['name']}",
-        )
-        if self._excess_flush is None or self._excess_flush.done():
-            self._excess_flush = asyncio.ensure_future(self.record_events([]))
+        namespace, name, uid = str(meta.get("namespace") or "default"), str(meta["name"]), str(meta.get("uid") or "")
+        item = kube_events.on_pod(namespace, name, uid, reason=reason, message=message, at_ms=wall_clock_ms())
+        self.recording.job_event(item, suffix=f"created.{what}.{uid or name}")  # the names Events had before
+        if self._pod_events_flush is None or self._pod_events_flush.done():
+            self._pod_events_flush = asyncio.ensure_future(self.record_events([]))
 
     @property
     def state(self) -> ClusterState:
@@ -658,6 +663,7 @@ class Dispatcher:
                 reason=err.reason,
                 message=str(err),
             )
+        pods = self.jobs.take_pods_written(message.seq)  # a Pod workload's: each gets its Started or Stopped Event
         if deleted:
             core.forget_deleted_stop(self.view, action.workload.key, seq=message.seq)
         # a stop without a write is reported stopped by the dispatcher (no mark for the watcher): after its result
@@ -670,7 +676,7 @@ class Dispatcher:
             settlement = Settlement(consumer=consumer, delivery=delivery)
             self.record_results.add(record, result, settlement, self.settling)  # its stored: the record's result
             self.applied += 1
-            self.recording.job_write(action, seq=message.seq, decision=event)
+            self.recording.job_write(action, seq=message.seq, decision=event, pods=pods)
             done.append(settlement)
             return
         self.record_results.flush(self.settling)  # the results before this one go first, as decided
@@ -705,7 +711,7 @@ class Dispatcher:
         if isinstance(result, types.DispatchApplied):
             self.applied += 1
             if written:  # Kueue records no Stopped Event for a Job it did not have to suspend
-                self.recording.job_write(action, seq=message.seq, decision=event)
+                self.recording.job_write(action, seq=message.seq, decision=event, pods=pods)
         else:
             self.failed += 1
         done.append(Settlement(consumer=consumer, delivery=delivery, stored=stored))

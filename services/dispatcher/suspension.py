@@ -41,6 +41,7 @@ from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, kube_events
 from kueue_es.services.dispatcher.job_writes import JOB_REF, POD_REF, JobWrites
 from kueue_es.services.dispatcher.recording import Recording
+from kueue_es.services.dispatcher.status import DELETED_STOP_MESSAGE
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
@@ -243,7 +244,8 @@ class Suspension:
 
     async def _delete_pods(self, action: core.StopPods, *, owner_uid: str) -> None:
         """Delete the pods of ``action``'s workload (a single pod only with the UID its workload names), each
-        marked with the stop first, as an eviction's stop marks them."""
+        marked with the stop first, as an eviction's stop marks them, and given Kueue's Stopped Event "Workload is
+        deleted"."""
         if self.gate is not None and not self.gate():
             return
         for pod in await self.jobs.pods_of(action):
@@ -255,6 +257,13 @@ class Suspension:
                 continue
             self.pods_deleted += 1
             log.info("pod_deleted_with_its_workload", pod=f"{action.namespace}/{name}", workload=action.workload.key)
+            # Pod.Stop for StopReasonWorkloadDeleted: the Stopped Event on each pod it deletes (reconciler.go 1.1)
+            uid = str(meta.get("uid") or "")
+            item = kube_events.on_pod(
+                action.namespace, name, uid, reason="Stopped", message=DELETED_STOP_MESSAGE, at_ms=wall_clock_ms()
+            )
+            self.recording.job_event(item, suffix=f"created.stopped.{uid or name}")
+        await self.recording.record([])
 
     async def _mark_and_delete(self, action: core.StopPods, name: str) -> bool:
         """Mark pod ``name`` with ``action``'s stop, as an eviction's stop marks it, and delete it; False when it
@@ -288,18 +297,11 @@ class Suspension:
                 continue
             self.stopped += 1
             log.info("pod_stopped_not_admitted", pod=f"{action.namespace}/{name}", workload=key)
-            self.recording.add_job_event(
-                action.decision_seq,
-                kube_events.KubeEvent(
-                    workload=types.WorkloadRef(namespace=action.namespace, name=name),
-                    type="Normal",
-                    reason="Stopped",
-                    message=NOT_ADMITTED_MESSAGE,
-                    at_ms=wall_clock_ms(),
-                    job=("v1", "Pod", str(meta.get("uid") or "")),
-                ),
-                created_uid=f"stopped.{meta.get('uid') or name}",
+            uid = str(meta.get("uid") or "")
+            item = kube_events.on_pod(
+                action.namespace, name, uid, reason="Stopped", message=NOT_ADMITTED_MESSAGE, at_ms=wall_clock_ms()
             )
+            self.recording.job_event(item, suffix=f"created.stopped.{uid or name}")  # a pod is deleted once
         await self.recording.record([])
 
     async def _job(self, wl: WorkloadState) -> tuple[dict[str, Any], bool] | None:
@@ -357,7 +359,7 @@ class Suspension:
     async def _start(self, wl: WorkloadState, *, seq: int, at_ms: int) -> None:
         if wl.reservation is None:
             return  # released before its job could be started again
-        message = f"Admitted by clusterQueue {wl.reservation.cluster_queue}"  # read now: the fold runs on meanwhile
+        message = kube_events.started_message(wl.reservation.cluster_queue)  # read now: the fold runs on meanwhile
         action = core.start_of(self.view, wl)
         if not isinstance(action, core.StartJob | core.StartIntegration):
             return

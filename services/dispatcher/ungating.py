@@ -14,6 +14,7 @@ resourceVersion as precondition, and a failed write is tried again.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import structlog
 
@@ -34,7 +35,9 @@ log = structlog.get_logger(__name__)
 
 
 class Ungating:
-    """Keeps the pods that carry the pod set label and ungates those of Admitted TAS workloads.
+    """Keeps the pods that carry the pod set label and ungates those of Admitted TAS workloads; starts the late
+    pods of admitted pod groups (``on_excess`` told of each pod deleted beyond its group's count, ``on_started`` of
+    each late pod started).
 
     Workloads are marked (:meth:`mark`) when the fold sees them admitted or assigned a
     topology and when one of their pods changes; :meth:`run` ungates the marked ones.
@@ -47,8 +50,10 @@ class Ungating:
         limiter: WriteLimiter,
         view: core.DispatchState,
         on_excess: job_writes.ExcessHook | None = None,
+        on_started: Callable[[objects.Pod, str], None] | None = None,
     ) -> None:
         self.api, self.limiter, self.view, self.on_excess = api, limiter, view, on_excess
+        self.on_started = on_started  # told of each late pod started (the pod, its ClusterQueue): its Started Event
         self.pods: dict[objects.PodKey, objects.Pod] = {}
         self.ungated = 0
         self._dirty: dict[str, None] = {}
@@ -159,6 +164,9 @@ class Ungating:
                     continue  # gone, or changed since listed: its watch event marks the group again if still gated
                 self.group_pods[(ns, name)] = objects.as_pod(stored)
                 log.info("pod_started_late", pod=f"{namespace}/{name}", workload=key)
+                wl = self.view.cluster.workloads.get(key)
+                if self.on_started is not None and wl is not None and wl.reservation is not None:
+                    self.on_started(pod, wl.reservation.cluster_queue)  # Pod.Run's Event on each pod it ungates
 
     async def watch_pods(self) -> None:
         """Keep the pods that carry the pod set label (started pods of a workload) and mark their

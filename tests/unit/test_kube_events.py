@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kueue_es.events import types
+from kueue_es.events import models, types
 from kueue_es.services.dispatcher import kube_events
 from tests.integration.test_kueue_status import (
     PENDING_MESSAGE,
@@ -119,7 +119,40 @@ def test_the_job_framework_events_on_the_job_itself() -> None:
     assert (
         kube_events.event_object(stopped, name="x.a.job")["involvedObject"]["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
     )
-    assert kube_events.for_job_write("Pod", "p", "", started=True, decision=admitted_event, at_ms=0) is None
+    # Kueue's pod integration records them pod by pod (pod_controller.go Run and Stop), from its own recorder
+    on_pod = kube_events.for_job_write("Pod", "p", "pod-uid", started=True, decision=admitted_event, at_ms=at(3))
+    assert on_pod is not None and (on_pod.reason, on_pod.message) == ("Started", "Admitted by clusterQueue cq")
+    body = kube_events.event_object(on_pod, name="p.9.job")
+    assert body["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "team-a",
+        "name": "p",
+        "uid": "pod-uid",
+    }
+    assert body["source"] == {"component": "pod-kueue-controller"}
+    assert kube_events.for_job_write("Unknown", "p", "", started=True, decision=admitted_event, at_ms=0) is None
+
+
+def _workload(owner: models.OwnerReference | None, *, name: str = "job-x-1") -> models.Workload:
+    return models.Workload(
+        metadata=models.ObjectMeta(name=name, namespace="team-a", uid="wl-uid", creation_timestamp_ms=at(1)),
+        spec=models.WorkloadSpec(pod_sets=[models.PodSet(name="main", count=1)]),
+        owner=owner,
+    )
+
+
+def test_created_workload_on_a_pod() -> None:
+    """handleJobWithNoWorkload records CreatedWorkload on the job object, for the pod integration the pod (a
+    group's: one of its pods, here the Workload's owner)."""
+    pod = models.OwnerReference(api_version="v1", kind="Pod", name="p", uid="pod-uid")
+    item = kube_events.for_created_workload(_workload(pod, name="pod-p-1"))
+    assert item is not None
+    assert (item.reason, item.message, item.job) == (
+        "CreatedWorkload",
+        "Created Workload: team-a/pod-p-1",
+        ("v1", "Pod", "pod-uid"),
+    )
 
 
 def test_no_event_for_what_kueues_workload_controller_only_marks() -> None:
