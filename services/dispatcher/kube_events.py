@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kueue_es.events import manifests, models, types
-from kueue_es.jobframework import integrations, workloads
+from kueue_es.events import manifests, models, slices, types
+from kueue_es.jobframework import integrations, prebuilt, workloads
 from kueue_es.projections.cluster import ClusterState, priority_of
 from kueue_es.services.dispatcher import status
 from kueue_es.services.kube import resources
@@ -217,6 +217,29 @@ def for_deleted_not_matching(workload: models.Workload, *, at_ms: int) -> KubeEv
     meta = workload.metadata
     message = f"Deleted not matching Workload: {meta.namespace}/{meta.name}"
     return _on_job(workload, reason="DeletedWorkload", message=message, at_ms=at_ms)
+
+
+FINISHED_REASON = "FinishedWorkload"
+"""Kueue's ReasonFinishedWorkload (jobframework/events.go)."""
+_NO_FINISHED_EVENT = frozenset({slices.REPLACED_REASON, prebuilt.OUT_OF_SYNC_REASON, slices.OUT_OF_SYNC_REASON})
+"""Finished reasons whose workload the job's reconciler never sees finished: an elastic job's slice replaced or
+dropped (it goes on with the newest slice, workloadslicing.go), a prebuilt Workload out of sync (the job then has
+no workload: ensurePrebuiltWorkloadInSync)."""
+
+
+def for_finished_workload(workload: models.Workload, *, reason: str, at_ms: int) -> KubeEvent | None:
+    """Normal ``FinishedWorkload`` "Workload 'NS/NAME' is declared finished" on the job whose Workload object
+    was just written Finished (jobframework/reconciler.go ReconcileGenericJob: a finished job's Workload is
+    finished, then the Event; a Workload finished otherwise, ``FailedToStart``, gets it at the job's next
+    reconcile, step 1). ``reason`` is the Finished condition's, ``at_ms`` when it was written (ms since the
+    epoch). The job is a Job, an integration's job, the single Pod, or a pod group's first pod (the
+    Workload's owner here; Kueue's job object for a group is the pod its cache lists first). None for
+    other owners and for the reasons of :data:`_NO_FINISHED_EVENT`."""
+    if reason in _NO_FINISHED_EVENT:
+        return None
+    meta = workload.metadata
+    message = f"Workload '{meta.namespace}/{meta.name}' is declared finished"
+    return _on_job(workload, reason=FINISHED_REASON, message=message, at_ms=at_ms)
 
 
 def _on_job(workload: models.Workload, *, reason: str, message: str, at_ms: int) -> KubeEvent | None:

@@ -214,7 +214,8 @@ class StoredObjects:
 
 class WorkloadSync:
     """Brings the Workload object and status of every changed workload made from a Job up to date; the
-    Workload it creates is told to ``created`` (key, its CreatedWorkload Event if any, UID: recorded after the batch).
+    Workload it creates is told to ``created`` (key, its CreatedWorkload Event if any, UID: recorded after the batch),
+    one it writes Finished to ``finished`` (its job's FinishedWorkload Event, the object's UID).
     A write the server refuses is recorded as DispatchFailed ``SyncWorkload``, published through
     ``record`` when given (the dispatcher's results, without waiting: a publish that keeps failing
     holds no decision), else awaited.
@@ -236,10 +237,12 @@ class WorkloadSync:
         record: Callable[[Awaitable[Any]], None] | None = None,
         group_members: Callable[[str, str], list[tuple[str, str]]] | None = None,
         deleted: Callable[[kube_events.KubeEvent, str], None] | None = None,
+        finished: Callable[[kube_events.KubeEvent, str], None] | None = None,
     ) -> None:
         self.bus, self.cluster, self.view = bus, cluster, view
         self.stored, self.created, self.record = stored, created, record
         self.deleted = deleted  # (its job's DeletedWorkload Event, the old object's UID) of a not-matching one
+        self.finished = finished  # (its job's FinishedWorkload Event, the object's UID) of one just written Finished
         self.group_members = group_members  # a pod group's pods (name, UID), by namespace and group: its owners
         self._writing = asyncio.Lock()  # the batch's writes and run()'s never interleave
         # workloads whose Workload or job the retention policies deleted, by key -> the UID of the workload on the
@@ -433,7 +436,15 @@ class WorkloadSync:
                 version = (current.get("metadata") or {}).get("resourceVersion")
                 body = {**identity, "status": wanted}
                 body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
-            self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status"))
+            was_finished = _is_finished(stored.get("status"))
+            stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status"))
+            if not was_finished and _is_finished(wanted) and wl.finished is not None and self.finished is not None:
+                # the job's reconciler records it once it wrote the Finished condition (reconciler.go step 3), at
+                # that time (not the job's own finish time, which the condition keeps)
+                item = kube_events.for_finished_workload(wl.workload, reason=wl.finished.reason, at_ms=wall_clock_ms())
+                uid = str(objects.meta(stored).get("uid") or "")
+                if item is not None and uid:
+                    self.finished(item, uid)
 
     async def _sync_prebuilt(self, key: str, wl: WorkloadState) -> None:
         """A job's prebuilt Workload (:func:`kueue_es.jobframework.prebuilt.is_adopted`): made the job's, as
@@ -549,6 +560,12 @@ class WorkloadSync:
             self.record(publish)
         else:
             await publish
+
+
+def _is_finished(workload_status: Any) -> bool:
+    """Whether a Workload status (as written or stored) has the Finished condition True."""
+    conditions = (workload_status or {}).get("conditions") or []
+    return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
 
 
 def _replaced(wl: WorkloadState | None) -> bool:

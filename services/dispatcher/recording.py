@@ -2,7 +2,7 @@
 
 Why this module exists: ``kubectl describe workload`` shows the story of a workload
 as Events (QuotaReserved, Admitted, Pending with its reason, Preempted, and the
-jobs' CreatedWorkload, Started, Stopped). Which Events a decision makes is pure
+jobs' CreatedWorkload, Started, Stopped, FinishedWorkload). Which Events a decision makes is pure
 (:mod:`kueue_es.services.dispatcher.kube_events`); this module writes them, for the
 workloads whose Workload object the dispatcher writes, after each batch.
 
@@ -69,6 +69,11 @@ class Recording:
         Events."""
         suffix = f"{seq:x}.job" if seq else f"created.{created_uid}" if created_uid else "created"
         self._job_events.append((item, suffix))
+
+    def workload_finished(self, item: kube_events.KubeEvent, uid: str) -> None:
+        """The Workload object ``uid`` was just written Finished: ``item``, its job's FinishedWorkload Event, is
+        recorded with the batch's Events, named after that object (a Workload finishes once)."""
+        self.job_event(item, suffix=f"finished.{uid}")
 
     def job_event(self, item: kube_events.KubeEvent, *, suffix: str) -> None:
         """Record ``item`` (a job's or a pod's own Event) with the batch's Events, as Event

@@ -174,6 +174,7 @@ class Dispatcher:
             stored=self.stored,
             created=self.recording.workload_created,
             deleted=self.recording.workload_deleted,
+            finished=self.recording.workload_finished,
             record=self.settling.record,
             group_members=lambda namespace, group: self.ungating.members(namespace, group),
         )

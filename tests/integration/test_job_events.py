@@ -1,16 +1,19 @@
-"""The job framework's Kubernetes Events on the jobs themselves, as ``kubectl describe pod`` and
+"""The job framework's Kubernetes Events on the jobs themselves, as ``kubectl describe job`` and
 ``kubectl get events`` show them on Kueue (pkg/controller/jobframework/reconciler.go,
 pkg/controller/jobs/pod/pod_controller.go).
 
-Watcher, admitter and dispatcher on one MemoryBus and one emulated API server: the plain Pod integration's
-Events pod by pod: ``CreatedWorkload`` on the pod (a group's first pod), ``Started`` on each pod ungated
-(a late member too), ``Stopped`` on each pod an eviction or the Workload's deletion deletes. Each from the
-recorder of its integration (``<framework>-kueue-controller``).
+Watcher, admitter and dispatcher on one MemoryBus and one emulated API server: ``FinishedWorkload``
+"Workload 'NS/NAME' is declared finished" on a batch/v1 Job, a JobSet and a Pod once their Workload is
+written Finished (once, also across a restarted dispatcher); and the plain Pod integration's Events pod by
+pod: ``CreatedWorkload`` on the pod (a group's first pod), ``Started`` on each pod ungated (a late member
+too), ``Stopped`` on each pod an eviction or the Workload's deletion deletes. Each from the recorder of its
+integration (``<framework>-kueue-controller``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,17 +21,24 @@ import pytest
 
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
+from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
+    RecordingConsumer,
+    admitter,
     commit,
     dispatcher_with_consumer,
     eviction,
     running,
     set_up_queues,
     wait_for,
+    wait_until,
 )
-from tests.integration.test_pod_groups import member, pods_until, running_group, services, ungated
+from tests.integration.test_jobset_pod_dispatch import JOBSETS, apply_example, until, write_status
+from tests.integration.test_pod_groups import member, pods_until, running_group, services, succeed, ungated
+from tests.integration.test_workload_objects import _complete, _kueue, _started, set_up
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -54,6 +64,79 @@ async def events_until(api: Any, check: Callable[[list[Event]], bool]) -> list[d
             if check(summary(events)):
                 return events
             await asyncio.sleep(0.05)
+
+
+def finished_message(ref: types.WorkloadRef) -> str:
+    """Kueue's FinishedWorkload message (reconciler.go: ``Workload '%s' is declared finished``, workload.Key)."""
+    return f"Workload '{ref.namespace}/{ref.name}' is declared finished"
+
+
+async def test_a_finished_job_gets_finished_workload_once(api, bus: MemoryBus) -> None:
+    """A batch/v1 Job completes: its Workload is written Finished and the Job gets Kueue's Normal
+    FinishedWorkload from batch/job-kueue-controller, about the Job (its UID). A dispatcher started again on the
+    same log and server writes no second one. Before, kubectl describe job showed no FinishedWorkload."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        ref = await _started(api, bus, "done", parallelism=1)
+        await _complete(api, "done", succeeded=1)
+        events = await events_until(api, lambda s: any(e[2] == "FinishedWorkload" for e in s))
+        job = await kube.get_object(api, resources.JOBS, namespace="default", name="done")
+    restarted = Dispatcher(bus=bus, api=api)
+    consumer = RecordingConsumer(await bus.durable(name="dispatcher-2", subjects=(DECISION_FILTER,)))
+    last = await bus.last_seq()
+    async with running(restarted.fold_forever(), restarted.consume(consumer)):
+        await wait_until(lambda: restarted.state.last_seq >= last, what="the restarted dispatcher catching up")
+        await asyncio.sleep(1.5)  # its Workload writes run every second
+    after = await job_events(api)
+
+    [finished] = [e for e in events if e["reason"] == "FinishedWorkload"]
+    assert (finished["type"], finished["message"]) == ("Normal", finished_message(ref))
+    assert finished["involvedObject"] == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "namespace": "default",
+        "name": "done",
+        "uid": job["metadata"]["uid"],
+    }
+    assert finished["source"] == {"component": "batch/job-kueue-controller"}
+    assert finished["count"] == 1
+    assert [e["reason"] for e in after].count("FinishedWorkload") == 1
+    assert restarted.events_written == 0
+
+
+async def test_a_finished_jobset_gets_finished_workload(api, bus: MemoryBus) -> None:
+    """sample-jobset admitted and started, then Completed (as the JobSet controller writes it): the JobSet gets
+    FinishedWorkload from jobset.x-k8s.io/jobset-kueue-controller, beside its CreatedWorkload and Started, at the
+    time it was recorded (Kueue's recorder's clock), not the JobSet's condition's."""
+    before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watcher = Watcher(bus=bus, api=api)
+    async with running(watcher.run(), admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        await set_up_queues(api)
+        [created] = await apply_example(api, "jobs/sample-jobset.yaml")
+        name = created["metadata"]["name"]
+        [applied] = await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+        await until(api, JOBSETS, name, lambda o: o["spec"].get("suspend") is False)
+        completed = {
+            "type": "Completed",
+            "status": "True",
+            "reason": "AllJobsCompleted",
+            "message": "jobset completed",
+            "lastTransitionTime": "2020-01-01T00:00:00Z",
+        }
+        await write_status(api, JOBSETS, name, {"conditions": [completed]})
+        events = await events_until(api, lambda s: any(e[2] == "FinishedWorkload" for e in s))
+    ref = applied.workload
+
+    assert summary(events) == [
+        ("JobSet", name, "CreatedWorkload", f"Created Workload: default/{ref.name}"),
+        ("JobSet", name, "FinishedWorkload", finished_message(ref)),
+        ("JobSet", name, "Started", "Admitted by clusterQueue cluster-queue"),
+    ]
+    assert {e["source"]["component"] for e in events} == {"jobset.x-k8s.io/jobset-kueue-controller"}
+    [finished] = [e for e in events if e["reason"] == "FinishedWorkload"]
+    assert finished["firstTimestamp"] == finished["lastTimestamp"] >= before
+    assert {e["involvedObject"]["uid"] for e in events} == {created["metadata"]["uid"]}
 
 
 async def test_a_pod_groups_events_pod_by_pod(api, bus: MemoryBus) -> None:
@@ -97,19 +180,21 @@ async def test_a_pod_groups_events_pod_by_pod(api, bus: MemoryBus) -> None:
         assert event["source"] == {"component": "pod-kueue-controller"} and event["count"] == 1
 
 
-async def test_a_single_pods_events(api, bus: MemoryBus) -> None:
-    """A single Pod: CreatedWorkload, and Started once ungated."""
+async def test_a_single_pods_events_and_its_finish(api, bus: MemoryBus) -> None:
+    """A single Pod: CreatedWorkload, Started once ungated, and FinishedWorkload once it succeeded."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(*services(bus, api, dispatcher, consumer)):
         await set_up_queues(api, cpu=9)
         await kube.apply_manifest(api, member("solo", "", total=1))
         [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
         await pods_until(api, lambda pods: "solo" in ungated(pods))
-        events = await events_until(api, lambda s: any(e[2] == "Started" for e in s))
+        await succeed(api, "solo")
+        events = await events_until(api, lambda s: any(e[2] == "FinishedWorkload" for e in s))
     ref = admitted.workload
 
     assert summary(events) == [
         ("Pod", "solo", "CreatedWorkload", f"Created Workload: default/{ref.name}"),
+        ("Pod", "solo", "FinishedWorkload", finished_message(ref)),
         ("Pod", "solo", "Started", "Admitted by clusterQueue cluster-queue"),
     ]
 

@@ -142,6 +142,44 @@ def _workload(owner: models.OwnerReference | None, *, name: str = "job-x-1") -> 
     )
 
 
+def test_finished_workload_on_its_job_as_kueues_reconciler_words_it() -> None:
+    """reconciler.go: ``Workload 'NS/NAME' is declared finished`` on the job, whatever finished it; not for an
+    elastic slice replaced or dropped, nor a prebuilt Workload out of sync (the job's reconciler never sees those
+    finished), nor a Workload of no job."""
+    job = models.OwnerReference(api_version="batch/v1", kind="Job", name="x", uid="job-uid")
+    for reason in ("Succeeded", "Failed", "FailedToStart"):
+        item = kube_events.for_finished_workload(_workload(job), reason=reason, at_ms=at(7))
+        assert item is not None
+        assert (item.type, item.reason, item.message, item.at_ms) == (
+            "Normal",
+            "FinishedWorkload",
+            "Workload 'team-a/job-x-1' is declared finished",
+            at(7),
+        )
+        body = kube_events.event_object(item, name="x.finished.o")
+        assert body["involvedObject"] == {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "namespace": "team-a",
+            "name": "x",
+            "uid": "job-uid",
+        }
+        assert body["source"] == {"component": "batch/job-kueue-controller"}
+    jobset = models.OwnerReference(api_version="jobset.x-k8s.io/v1alpha2", kind="JobSet", name="js", uid="u")
+    item = kube_events.for_finished_workload(_workload(jobset), reason="Succeeded", at_ms=0)
+    assert item is not None
+    assert kube_events.event_object(item, name="n")["source"] == {
+        "component": "jobset.x-k8s.io/jobset-kueue-controller"
+    }
+    pod = models.OwnerReference(api_version="v1", kind="Pod", name="p", uid="pod-uid")
+    item = kube_events.for_finished_workload(_workload(pod, name="group"), reason="Succeeded", at_ms=0)
+    assert item is not None and item.job == ("v1", "Pod", "pod-uid") and item.workload.name == "p"
+    assert item.message == "Workload 'team-a/group' is declared finished"
+    for reason in ("WorkloadSliceReplaced", "OutOfSync"):
+        assert kube_events.for_finished_workload(_workload(job), reason=reason, at_ms=0) is None
+    assert kube_events.for_finished_workload(_workload(None), reason="Succeeded", at_ms=0) is None
+
+
 def test_created_workload_on_a_pod() -> None:
     """handleJobWithNoWorkload records CreatedWorkload on the job object, for the pod integration the pod (a
     group's: one of its pods, here the Workload's owner)."""
