@@ -26,7 +26,9 @@ characters, api.TruncateEventMessage) are cut the same way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kueue_es.events import manifests, models, slices, types
 from kueue_es.jobframework import integrations, prebuilt, workloads
@@ -240,6 +242,43 @@ def for_finished_workload(workload: models.Workload, *, reason: str, at_ms: int)
     meta = workload.metadata
     message = f"Workload '{meta.namespace}/{meta.name}' is declared finished"
     return _on_job(workload, reason=FINISHED_REASON, message=message, at_ms=at_ms)
+
+
+UPDATED_REASON = "UpdatedWorkload"
+"""Kueue's ReasonUpdatedWorkload (jobframework/events.go)."""
+WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
+
+
+def for_priority_update(
+    workload: models.Workload,
+    *,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+    reserved: bool,
+    at_ms: int,
+) -> KubeEvent | None:
+    """Normal ``UpdatedWorkload`` "Updated workload priority class: NS/NAME" on the job whose Workload object was
+    just written with another WorkloadPriorityClass (its ``kueue.x-k8s.io/priority-class`` label changed:
+    jobframework/reconciler.go UpdateWorkloadPriority). ``before`` and ``after`` are the object's
+    ``spec.priorityClassRef`` as stored and as written (``{"group", "kind", "name"}``, None without one);
+    ``reserved``: the workload holds quota. None when the WorkloadPriorityClass named is the same, for a
+    Workload whose priority is a pod PriorityClass's (it does not follow the label), for one that reserved
+    quota with no class (one can no longer be added: classifyWorkloadsForPriorityUpdate), and for other
+    owners."""
+    if before is not None and before.get("kind") != WORKLOAD_PRIORITY_CLASS:
+        return None
+    if before is None and reserved:
+        return None
+    if _class_name(before) == _class_name(after):
+        return None
+    meta = workload.metadata
+    message = f"Updated workload priority class: {meta.namespace}/{meta.name}"
+    return _on_job(workload, reason=UPDATED_REASON, message=message, at_ms=at_ms)
+
+
+def _class_name(ref: Mapping[str, Any] | None) -> str:
+    """The WorkloadPriorityClass a ``priorityClassRef`` names ("" for none, or a pod PriorityClass)."""
+    return str(ref.get("name") or "") if ref is not None and ref.get("kind") == WORKLOAD_PRIORITY_CLASS else ""
 
 
 def _on_job(workload: models.Workload, *, reason: str, message: str, at_ms: int) -> KubeEvent | None:

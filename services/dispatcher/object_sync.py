@@ -215,7 +215,8 @@ class StoredObjects:
 class WorkloadSync:
     """Brings the Workload object and status of every changed workload made from a Job up to date; the
     Workload it creates is told to ``created`` (key, its CreatedWorkload Event if any, UID: recorded after the batch),
-    one it writes Finished to ``finished`` (its job's FinishedWorkload Event, the object's UID).
+    one it writes Finished to ``finished`` (its job's FinishedWorkload Event, the object's UID), one it writes with
+    another WorkloadPriorityClass to ``updated`` (its job's UpdatedWorkload Event, the log sequence of the change).
     A write the server refuses is recorded as DispatchFailed ``SyncWorkload``, published through
     ``record`` when given (the dispatcher's results, without waiting: a publish that keeps failing
     holds no decision), else awaited.
@@ -238,11 +239,13 @@ class WorkloadSync:
         group_members: Callable[[str, str], list[tuple[str, str]]] | None = None,
         deleted: Callable[[kube_events.KubeEvent, str], None] | None = None,
         finished: Callable[[kube_events.KubeEvent, str], None] | None = None,
+        updated: Callable[[kube_events.KubeEvent, int], None] | None = None,
     ) -> None:
         self.bus, self.cluster, self.view = bus, cluster, view
         self.stored, self.created, self.record = stored, created, record
         self.deleted = deleted  # (its job's DeletedWorkload Event, the old object's UID) of a not-matching one
         self.finished = finished  # (its job's FinishedWorkload Event, the object's UID) of one just written Finished
+        self.updated = updated  # (its job's UpdatedWorkload Event, the sequence of the change) of one just rewritten
         self.group_members = group_members  # a pod group's pods (name, UID), by namespace and group: its owners
         self._writing = asyncio.Lock()  # the batch's writes and run()'s never interleave
         # workloads whose Workload or job the retention policies deleted, by key -> the UID of the workload on the
@@ -360,13 +363,13 @@ class WorkloadSync:
                 if not status.is_job_workload(wl):
                     continue
                 try:
-                    await self._sync_workload(key, wl)
+                    await self._sync_workload(key, wl, seq=seq)
                 except kube_errors.NotFoundError:
                     # deleted behind our back (kubectl delete workload): what we kept of it is stale, so
                     # write it afresh, created again as its job's reconciler would
                     log.info("workload_object_gone", workload=key)
                     self.stored.objects.pop(("Workload", namespace, name), None)
-                    await self._sync_workload(key, wl)
+                    await self._sync_workload(key, wl, seq=seq)
             except API_ERRORS as err:
                 if retryable(err):
                     log.warning("workload_sync_retry", workload=key, error=str(err))
@@ -383,7 +386,9 @@ class WorkloadSync:
                     await self._sync_failed(wl, seq=seq, err=err)
         return done
 
-    async def _sync_workload(self, key: str, wl: WorkloadState) -> None:
+    async def _sync_workload(self, key: str, wl: WorkloadState, *, seq: int) -> None:
+        """The Workload object of a job's workload (``seq``: the last log sequence that changed it), then its
+        status; the job's Events on what the writes did (CreatedWorkload, UpdatedWorkload)."""
         meta = wl.workload.metadata
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
         record = self.view.records.get(key)
@@ -403,10 +408,21 @@ class WorkloadSync:
             != (RESOURCE_IN_USE_FINALIZER in desired["metadata"].get("finalizers", ()))
         ):
             created = stored is None
+            before = None if stored is None else (stored.get("spec") or {}).get("priorityClassRef")
             stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, desired))
             if created:
                 uid = str(objects.meta(stored).get("uid") or "")
                 self.created(key, kube_events.for_created_workload(wl.workload), uid)
+            elif self.updated is not None:
+                updated = kube_events.for_priority_update(
+                    wl.workload,
+                    before=before,
+                    after=desired["spec"].get("priorityClassRef"),
+                    reserved=wl.reservation is not None,
+                    at_ms=wall_clock_ms(),
+                )
+                if updated is not None:
+                    self.updated(updated, seq)
         await self._sync_status(key, wl, ident, stored)
 
     async def _sync_status(self, key: str, wl: WorkloadState, ident: ObjectKey, stored: objects.StoredObject) -> None:

@@ -2,7 +2,7 @@
 
 Why this module exists: ``kubectl describe workload`` shows the story of a workload
 as Events (QuotaReserved, Admitted, Pending with its reason, Preempted, and the
-jobs' CreatedWorkload, Started, Stopped, FinishedWorkload). Which Events a decision makes is pure
+jobs' CreatedWorkload, Started, Stopped, FinishedWorkload, UpdatedWorkload). Which Events a decision makes is pure
 (:mod:`kueue_es.services.dispatcher.kube_events`); this module writes them, for the
 workloads whose Workload object the dispatcher writes, after each batch.
 
@@ -74,6 +74,11 @@ class Recording:
         """The Workload object ``uid`` was just written Finished: ``item``, its job's FinishedWorkload Event, is
         recorded with the batch's Events, named after that object (a Workload finishes once)."""
         self.job_event(item, suffix=f"finished.{uid}")
+
+    def workload_updated(self, item: kube_events.KubeEvent, seq: int) -> None:
+        """The Workload object was just rewritten for the change logged at ``seq``: ``item``, its job's
+        UpdatedWorkload Event, is recorded with the batch's Events, named after that sequence."""
+        self.job_event(item, suffix=f"{seq:x}.updated")
 
     def job_event(self, item: kube_events.KubeEvent, *, suffix: str) -> None:
         """Record ``item`` (a job's or a pod's own Event) with the batch's Events, as Event

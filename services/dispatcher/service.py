@@ -175,6 +175,7 @@ class Dispatcher:
             created=self.recording.workload_created,
             deleted=self.recording.workload_deleted,
             finished=self.recording.workload_finished,
+            updated=self.recording.workload_updated,
             record=self.settling.record,
             group_members=lambda namespace, group: self.ungating.members(namespace, group),
         )

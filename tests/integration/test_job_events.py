@@ -31,6 +31,7 @@ from tests.integration.harness import (
     commit,
     dispatcher_with_consumer,
     eviction,
+    job,
     running,
     set_up_queues,
     wait_for,
@@ -41,6 +42,8 @@ from tests.integration.test_pod_groups import member, pods_until, running_group,
 from tests.integration.test_workload_objects import _complete, _kueue, _started, set_up
 
 pytestmark = pytest.mark.timeout(60)
+
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 Event = tuple[str, str, str, str]  # (kind, name, reason, message) of the object an Event is about
 
@@ -213,3 +216,35 @@ async def test_deleting_a_running_groups_workload_stops_each_pod_with_an_event(a
         ("Pod", "d-a", "Stopped", "Workload is deleted"),
         ("Pod", "d-b", "Stopped", "Workload is deleted"),
     ]
+
+
+async def test_a_priority_class_label_change_gets_updated_workload(api, bus: MemoryBus) -> None:
+    """``kubectl label job ... kueue.x-k8s.io/priority-class=...`` on a running Job (high to low) and on a waiting
+    one (none to high): each Workload takes the class and its job gets Kueue's UpdatedWorkload "Updated workload
+    priority class: NS/NAME" (UpdateWorkloadPriority), once. Before, the Workload changed and no Event said so."""
+    wpc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass"}
+    async with _kueue(api, bus):
+        await kube.apply_manifest(api, {**wpc, "metadata": {"name": "high"}, "value": 1000})
+        await kube.apply_manifest(api, {**wpc, "metadata": {"name": "low"}, "value": 10})
+        await set_up(api, cpu=3)
+        runner = job("runner", parallelism=3)
+        runner["metadata"]["labels"][PRIORITY_LABEL] = "high"
+        await kube.apply_manifest(api, runner)
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        await until(api, resources.JOBS, "runner", lambda o: o["spec"]["suspend"] is False)
+        await kube.apply_manifest(api, job("waiter", parallelism=1))
+        [waiting] = await wait_for(bus, types.WorkloadInadmissible)
+        for name, value in (("runner", "low"), ("waiter", "high")):
+            patch = {"metadata": {"labels": {PRIORITY_LABEL: value}}}
+            await kube.patch_object(api, resources.JOBS, namespace="default", name=name, patch=patch)
+        await until(api, resources.WORKLOADS, admitted.workload.name, lambda o: o["spec"].get("priority") == 10)
+        await until(api, resources.WORKLOADS, waiting.workload.name, lambda o: o["spec"].get("priority") == 1000)
+        events = await events_until(api, lambda s: sum(e[2] == "UpdatedWorkload" for e in s) == 2)
+        await asyncio.sleep(1.5)  # nothing more comes of it
+        after = await job_events(api)
+
+    assert [e for e in summary(events) if e[2] == "UpdatedWorkload"] == [
+        ("Job", "runner", "UpdatedWorkload", f"Updated workload priority class: default/{admitted.workload.name}"),
+        ("Job", "waiter", "UpdatedWorkload", f"Updated workload priority class: default/{waiting.workload.name}"),
+    ]
+    assert summary(after) == summary(events)

@@ -180,6 +180,42 @@ def test_finished_workload_on_its_job_as_kueues_reconciler_words_it() -> None:
     assert kube_events.for_finished_workload(_workload(None), reason="Succeeded", at_ms=0) is None
 
 
+def test_updated_workload_when_the_workload_priority_class_changes() -> None:
+    """UpdateWorkloadPriority: "Updated workload priority class: NS/NAME" on the job once its Workload names another
+    WorkloadPriorityClass (a class added, changed or taken off); none for the same class (its value moved), for a
+    Workload whose priority is a pod PriorityClass's, nor for one that reserved quota with no class."""
+    job = models.OwnerReference(api_version="batch/v1", kind="Job", name="x", uid="job-uid")
+    wl = _workload(job)
+
+    def wpc(name: str) -> dict[str, str]:
+        return {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": name}
+
+    pod_class = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "high"}
+    changes = [
+        (wpc("high"), wpc("low"), True),
+        (None, wpc("high"), False),
+        (wpc("high"), None, True),
+        (wpc("high"), pod_class, False),
+    ]
+    for before, after, reserved in changes:
+        item = kube_events.for_priority_update(wl, before=before, after=after, reserved=reserved, at_ms=at(4))
+        assert item is not None, (before, after)
+        assert (item.type, item.reason, item.message, item.job) == (
+            "Normal",
+            "UpdatedWorkload",
+            "Updated workload priority class: team-a/job-x-1",
+            ("batch/v1", "Job", "job-uid"),
+        )
+    quiet = [
+        (wpc("high"), wpc("high"), False),
+        (None, None, False),
+        (pod_class, wpc("low"), False),
+        (None, wpc("high"), True),
+    ]
+    for before, after, reserved in quiet:
+        assert kube_events.for_priority_update(wl, before=before, after=after, reserved=reserved, at_ms=0) is None
+
+
 def test_created_workload_on_a_pod() -> None:
     """handleJobWithNoWorkload records CreatedWorkload on the job object, for the pod integration the pod (a
     group's: one of its pods, here the Workload's owner)."""
