@@ -106,6 +106,15 @@ async def event_reasons(api: Any, name: str) -> list[str]:
     return [e["reason"] for e in items if e["involvedObject"]["name"] == name]
 
 
+async def reasons_when(api: Any, name: str, check: Callable[[list[str]], bool]) -> list[str]:
+    """Poll :func:`event_reasons` until ``check(reasons)`` holds (10 s): the dispatcher records an
+    Event after the write it tells of has landed, so a test that saw the write may be early for it."""
+    async with asyncio.timeout(10):
+        while not check(reasons := await event_reasons(api, name)):
+            await asyncio.sleep(0.02)
+    return reasons
+
+
 def services(bus: MemoryBus, api: Any, dispatcher: Any, consumer: Any) -> list[Any]:
     return [
         *watch_with_workloads(Watcher(bus=bus, api=api)),
@@ -126,7 +135,7 @@ async def test_a_job_adopts_a_workload_admitted_before_it_and_is_started(api, bu
         job_obj = await kube.apply_manifest(api, prebuilt_job("job-a", "wl-a"))
         running_job = await object_where(api, JOBS, "job-a", started)
         wl = await object_where(api, resources.WORKLOADS, "wl-a", owned_by(job_obj))
-        reasons = await event_reasons(api, "job-a")
+        reasons = await reasons_when(api, "job-a", lambda r: "Started" in r)
     workloads = {e.workload.metadata.name for e in await events_of(bus, types.WorkloadObserved)}
     assert workloads == {"wl-a"}  # no Workload made for the job
     [admitted] = await events_of(bus, types.WorkloadAdmitted)
@@ -217,6 +226,8 @@ async def test_a_running_job_that_no_longer_matches_its_workload_is_stopped(api,
         [finished] = await wait_for(bus, types.WorkloadFinished)
         stopped = await object_where(api, JOBS, "job-f", lambda j: j["spec"].get("suspend") is True)
         await wait_for(bus, types.QuotaReleased)
+        reasons = await reasons_when(api, "job-f", lambda r: "Stopped" in r)
+        await asyncio.sleep(0.3)  # a second start would have been recorded by now
         reasons = await event_reasons(api, "job-f")
     assert finished.reason == "OutOfSync"
     assert "nodeSelector" not in stopped["spec"]["template"]["spec"]  # what the start added is taken out again
@@ -236,7 +247,14 @@ async def test_an_evicted_prebuilt_workload_stops_its_job(api, bus: MemoryBus) -
             await object_where(api, JOBS, "job-d", started)
         ref = types.WorkloadRef(namespace="default", name="wl-d", uid=created["metadata"]["uid"])
         await commit(bus, eviction(ref))
-        stopped_job = await object_where(api, JOBS, "job-d", lambda j: j["spec"].get("suspend") is True)
+        # stopped as Kueue's Job.Stop does, in steps (suspend, then the template given back and the
+        # eviction noted): wait for the last of them
+        stopped_job = await object_where(
+            api,
+            JOBS,
+            "job-d",
+            lambda j: j["spec"].get("suspend") is True and EVICTED_ANNOTATION in j["metadata"].get("annotations", {}),
+        )
         await kube.patch_object(
             api, JOBS, namespace="default", name="job-d", patch={"status": {"active": 0}}, subresource="status"
         )
