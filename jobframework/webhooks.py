@@ -123,8 +123,10 @@ class Context:
 
     ``manage_jobs_without_queue_name``: Kueue's option (a job without the queue-name label is
     managed too). ``namespace_managed``: whether ``managedJobsNamespaceSelector`` selects the
-    object's namespace (in a cluster the webhook configurations' ``namespaceSelector`` already
-    leaves the others out). ``default_local_queue``: whether the object's namespace has a
+    object's namespace (:func:`workloads.namespace_selected`; the webhook configurations'
+    ``namespaceSelector`` already leaves out kube-system, kueue-system and kueue-es, a
+    Configuration's selector may leave out more; what it changes: :func:`default`).
+    ``default_local_queue``: whether the object's namespace has a
     LocalQueue named ``default`` (LocalQueueDefaulting, on since Kueue v0.19).
     ``topology_aware_scheduling``: the feature gate (on by default): pods get the topology gate
     and TAS annotations are validated. ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices
@@ -309,20 +311,23 @@ def suspended(target_kind: Target, obj: Mapping[str, Any]) -> bool:
 def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Context | None = None) -> dict[str, Any]:
     """The object as Kueue's mutating webhook leaves it at creation (a new dict; ``obj`` is not changed).
 
-    For a kind not served (:func:`target`) the object comes back unchanged. Otherwise, unless the
-    namespace is not managed (``context.namespace_managed``) or a managed job controls the object
-    (:func:`owner_managed`):
+    For a kind not served (:func:`target`) the object comes back unchanged. Otherwise, unless a managed
+    job controls the object (:func:`owner_managed`):
 
-    - without the queue-name label, in a namespace with a ``default`` LocalQueue, the label is set to
+    - without the queue-name label, in a namespace with a ``default`` LocalQueue that
+      ``managedJobsNamespaceSelector`` selects (``context.namespace_managed``), the label is set to
       ``default`` (defaults.go ApplyDefaultLocalQueue);
-    - a job with the queue-name label (or any job with ``manageJobsWithoutQueueName``) is suspended
-      (ApplyDefaultForSuspend): a Job's ``spec.suspend``, an integration's ``suspend_path``, then the
-      integration's ``on_create`` changes (for kinds run through their pods: their templates' labels);
+    - a job with the queue-name label, or any job with ``manageJobsWithoutQueueName`` in a selected
+      namespace, is suspended (utils.go WorkloadShouldBeSuspended: the selector is not asked about a
+      queue-labelled job, which is suspended wherever it is): a Job's ``spec.suspend``, an
+      integration's ``suspend_path``, then the integration's ``on_create`` changes (for kinds run
+      through their pods: their templates' labels);
     - such a Pod gets the ``kueue.x-k8s.io/managed: "true"`` label, the ``kueue.x-k8s.io/admission``
       scheduling gate and, with TopologyAwareScheduling, the ``kueue.x-k8s.io/topology`` gate
       (pod_webhook.go Default); a pod whose template a managed Deployment, StatefulSet or
       LeaderWorkerSet marked (``kueue.x-k8s.io/pod-suspending-parent``) gets the gates whatever its
-      labels (suspendByParent).
+      labels and namespace (suspendByParent); any other Pod in a namespace the selector does not
+      select is left as it is, queue label or not (the pod webhook's namespace filter comes first).
 
     - a Job or JobSet with a queue whose ClusterQueue has a MultiKueue check (``context.multikueue_queue``)
       and no ``spec.managedBy`` gets ``kueue.x-k8s.io/multikueue`` (ApplyDefaultForManagedBy).
@@ -333,7 +338,7 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
     out = copy.deepcopy(dict(obj))
     served = target(api_version, kind)
     context = context or Context()
-    if served is None or not context.namespace_managed:
+    if served is None:
         return out
     if context.elastic_jobs and _is_ray(served) and slices.is_elastic(_annotations(out)):
         # raycluster_webhook.go / rayservice_webhook.go Default: gated whatever the queue or the owner (a
@@ -346,10 +351,12 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         # pod is gated whatever its labels (its serving group's labels come from the parent: serving.py)
         _gate_pod(out, topology=context.topology_aware_scheduling, managed=False)
         return out
-    if not queue_name(out) and context.default_local_queue:
+    if served == POD and not context.namespace_managed:
+        return out  # pod_webhook.go Default: the namespace filter, before the queue is even looked at
+    if not queue_name(out) and context.default_local_queue and context.namespace_managed:
         metadata = out.setdefault("metadata", {})
         metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
-    if not queue_name(out) and not context.manage_jobs_without_queue_name:
+    if not queue_name(out) and not (context.manage_jobs_without_queue_name and context.namespace_managed):
         return out
     if context.multikueue_queue and (served.api_version, served.kind) in MULTIKUEUE_KINDS:
         spec = out.setdefault("spec", {})
@@ -367,6 +374,23 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         if served.integration.on_create is not None:
             served.integration.on_create(out)
     return out
+
+
+def namespace_decides(
+    served: Target, obj: Mapping[str, Any], *, manage_jobs_without_queue_name: bool, default_local_queue: bool
+) -> bool:
+    """Whether :func:`default` of ``obj`` (a CREATE of kind ``served``) can depend on
+    ``Context.namespace_managed``, so a webhook reads the Namespace only then, as Kueue's does (its pod
+    webhook reads it for every pod it may gate; ApplyDefaultLocalQueue only when the label is about to be
+    set; WorkloadShouldBeSuspended only for a job without the queue-name label under
+    ``manageJobsWithoutQueueName``): a Pod not marked by its parent (suspendByParent), or any other kind
+    without the queue-name label when the namespace has a ``default`` LocalQueue or that option is on.
+    Never for an object a managed job controls (:func:`owner_managed`: it is left alone anyway)."""
+    if owner_managed(obj):
+        return False
+    if served == POD:
+        return not serving.parent_framework(obj)
+    return not queue_name(obj) and (default_local_queue or manage_jobs_without_queue_name)
 
 
 def _gate_template(job: dict[str, Any]) -> None:

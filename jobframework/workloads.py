@@ -117,13 +117,28 @@ class Context:
     elastic_jobs: bool = False
 
     def namespace_managed(self, namespace: str) -> bool:
-        """Whether ``managedJobsNamespaceSelector`` selects ``namespace``: Kueue's job reconciler
-        ignores every job elsewhere, queue-labelled or not (jobframework/reconciler.go; the gate
-        ManagedJobsNamespaceSelectorAlwaysRespected is GA and locked on since v0.19), and its
-        pod webhook every pod (pod_webhook.go Default)."""
-        labels = self.namespace_labels.get(namespace)
-        labels = {**(labels or {}), NAMESPACE_NAME_LABEL: namespace}
-        return self.managed_jobs_namespace_selector.matches(labels)
+        """Whether ``managedJobsNamespaceSelector`` selects ``namespace`` (:func:`namespace_selected`
+        on the labels seen): Kueue's job reconciler ignores every job elsewhere, queue-labelled or not
+        (jobframework/reconciler.go; the gate ManagedJobsNamespaceSelectorAlwaysRespected is GA and
+        locked on since v0.19), and its pod webhook every pod (pod_webhook.go Default)."""
+        return namespace_selected(self.managed_jobs_namespace_selector, namespace, self.namespace_labels.get(namespace))
+
+
+def namespace_selected(selector: models.LabelSelector, namespace: str, labels: Mapping[str, str] | None) -> bool:
+    """Whether ``managedJobsNamespaceSelector`` (``selector``) selects the Namespace ``namespace`` whose
+    ``metadata.labels`` are ``labels`` (None: a Namespace not seen). The API server gives every Namespace
+    its ``kubernetes.io/metadata.name`` label, so that one is matched whatever ``labels`` holds, and a
+    Namespace not seen has it alone. The one rule of the watcher (:meth:`Context.namespace_managed`),
+    the webhook server and the emulated API server's webhooks (Kueue jobframework/utils.go
+    namespaceMatchesSelector, reconciler.go, pods/pod_webhook.go)."""
+    return selector.matches({**(labels or {}), NAMESPACE_NAME_LABEL: namespace})
+
+
+def selector_reads_labels(selector: models.LabelSelector) -> bool:
+    """Whether ``selector`` looks at any Namespace label besides ``kubernetes.io/metadata.name``: only then
+    must a webhook read the Namespace to apply it (Kueue's default selector names namespaces only)."""
+    keys = {*selector.match_labels, *(e.key for e in selector.match_expressions)}
+    return bool(keys - {NAMESPACE_NAME_LABEL})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,7 @@ tas_validation.go, jobs/job/job_webhook.go, jobs/pod/pod_webhook.go), with Kueue
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -83,10 +84,54 @@ def test_the_default_local_queue_is_given_and_then_suspends() -> None:
     assert named["metadata"]["labels"][QUEUE] == "mine"
 
 
-def test_an_unmanaged_namespace_gets_nothing() -> None:
-    context = webhooks.Context(namespace_managed=False, default_local_queue=True)
-    out = webhooks.default("batch/v1", "Job", job(labels={QUEUE: "q"}), context=context)
-    assert "suspend" not in out["spec"]
+UNSELECTED = webhooks.Context(namespace_managed=False, default_local_queue=True, manage_jobs_without_queue_name=True)
+
+
+def test_an_unselected_namespace_gets_no_default_queue_and_no_managing_without_one() -> None:
+    """managedJobsNamespaceSelector in Kueue's job webhooks: ApplyDefaultLocalQueue and, for a job without
+    the queue-name label, WorkloadShouldBeSuspended ask it (base_webhook_test.go "job in unmanaged namespace
+    with default lq should not get queue label or be suspended"; defaults_test.go "job without queue name
+    with manageJobs in unmanaged ns"); a queue-labelled job is suspended wherever it is, as there."""
+    plain = webhooks.default("batch/v1", "Job", job(), context=UNSELECTED)
+    assert plain == job()
+    queued = webhooks.default("batch/v1", "Job", job(labels={QUEUE: "q"}), context=UNSELECTED)
+    assert queued["spec"]["suspend"] is True and queued["metadata"]["labels"] == {QUEUE: "q"}
+    torch = webhooks.default("kubeflow.org/v1", "PyTorchJob", pytorch(), context=UNSELECTED)
+    assert torch == pytorch()
+    # the same job in a selected namespace: the default LocalQueue, then suspended
+    selected = webhooks.default(
+        "batch/v1", "Job", job(), context=dataclasses.replace(UNSELECTED, namespace_managed=True)
+    )
+    assert selected["metadata"]["labels"] == {QUEUE: "default"} and selected["spec"]["suspend"] is True
+
+
+def test_the_pod_webhook_leaves_pods_of_an_unselected_namespace_alone() -> None:
+    """pod_webhook.go Default filters on the namespace first: a queue-labelled pod there is neither gated nor
+    marked; a pod whose managed Deployment marked its template (suspendByParent) is gated before that filter."""
+    assert webhooks.default("v1", "Pod", pod(labels={QUEUE: "q"}), context=UNSELECTED) == pod(labels={QUEUE: "q"})
+    marked = pod(annotations={"kueue.x-k8s.io/pod-suspending-parent": "deployment"})
+    gated = webhooks.default("v1", "Pod", marked, context=UNSELECTED)
+    assert [g["name"] for g in gated["spec"]["schedulingGates"]] == [webhooks.ADMISSION_GATE, webhooks.TOPOLOGY_GATE]
+
+
+def test_the_namespace_is_read_only_where_it_decides() -> None:
+    """A webhook reads the Namespace for a pod it may gate, and for another kind only without the queue-name
+    label when the default LocalQueue or manageJobsWithoutQueueName would apply."""
+
+    def decides(served: webhooks.Target, obj: dict[str, Any], *, manage: bool = False, default: bool = False) -> bool:
+        return webhooks.namespace_decides(
+            served, obj, manage_jobs_without_queue_name=manage, default_local_queue=default
+        )
+
+    assert decides(webhooks.POD, pod(labels={QUEUE: "q"})) and decides(webhooks.POD, pod())
+    assert not decides(webhooks.POD, pod(annotations={"kueue.x-k8s.io/pod-suspending-parent": "deployment"}))
+    owned = pod(
+        ownerReferences=[{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}]
+    )
+    assert not decides(webhooks.POD, owned)
+    assert not decides(webhooks.JOB, job(labels={QUEUE: "q"}), manage=True, default=True)
+    assert not decides(webhooks.JOB, job())
+    assert decides(webhooks.JOB, job(), manage=True) and decides(webhooks.JOB, job(), default=True)
 
 
 def test_a_child_of_a_managed_job_is_neither_queued_nor_suspended() -> None:
