@@ -970,7 +970,8 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="watcher: Kueue's manager configuration (controller_manager_config.yaml, config.kueue.x-k8s.io"
         " v1beta2 or v1beta1 Configuration); re-read when it changes (default: Kueue's defaults); webhook:"
-        " its feature gates, and its integrations.frameworks (the others get no-op webhooks)",
+        " its feature gates, integrations.frameworks (the others get no-op webhooks),"
+        " manageJobsWithoutQueueName and managedJobsNamespaceSelector",
     )
     parser.add_argument(
         "--feature-gates",
@@ -1386,8 +1387,9 @@ def _run_webhook(args: argparse.Namespace) -> int:
     """``kueue-es service webhook``: no NATS; the Kubernetes API when one is named or in a pod.
     ``--config``/``--feature-gates``: Kueue's feature gates the job webhooks follow
     (ElasticJobsViaWorkloadSlices, docs/elastic.md), ``integrations.frameworks``: the kinds of the
-    frameworks it leaves out are answered as Kueue's no-op webhook answers (allowed, unchanged), and
-    ``manageJobsWithoutQueueName`` (adds to the flag)."""
+    frameworks it leaves out are answered as Kueue's no-op webhook answers (allowed, unchanged),
+    ``manageJobsWithoutQueueName`` (adds to the flag) and ``managedJobsNamespaceSelector`` (the
+    Namespace's labels read from the API when it needs them)."""
     from kueue_es.events import slices
     from kueue_es.services import runtime
 
@@ -1430,6 +1432,7 @@ def _run_webhook(args: argparse.Namespace) -> int:
                 or config.manage_jobs_without_queue_name,
                 elastic_jobs=elastic_jobs,
                 managed_kinds=managed_kinds,
+                namespace_selector=config.managed_jobs_namespace_selector,
             )
         finally:
             if api is not None:

@@ -4,7 +4,9 @@
 [--internal-cert-management ...] [--kubeconfig ...] [--config FILE]``. It needs no NATS: each
 AdmissionReview is answered from the pure rules (:mod:`.review`,
 :mod:`kueue_es.jobframework.webhooks`); the Kubernetes API is asked only whether a
-namespace has a ``default`` LocalQueue, and only when the answer depends on it. The kinds
+namespace has a ``default`` LocalQueue, what a job's LocalQueue's ClusterQueue checks
+(MultiKueue) and the labels of the job's Namespace (``--config``'s
+``managedJobsNamespaceSelector``), each only when the answer depends on it. The kinds
 of the frameworks ``--config``'s ``integrations.frameworks`` leaves out get Kueue's no-op
 webhook: allowed, unchanged.
 
@@ -26,7 +28,7 @@ import contextlib
 import datetime
 import json
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,8 @@ import aiohttp.web
 import structlog
 from kubernetes_asyncio import client as k8s_client
 
-from kueue_es.jobframework import webhooks
+from kueue_es.events import models
+from kueue_es.jobframework import webhooks, workloads
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.webhook import certs, review, rotation
 
@@ -91,6 +94,30 @@ async def _no_multikueue(_namespace: str, _queue: str) -> bool:
     return False
 
 
+NamespaceLookup = Callable[[str], Awaitable[Mapping[str, str] | None]]
+"""The labels of Namespace ``ns`` (None: no such Namespace)."""
+
+
+def api_namespace_lookup(api: k8s_client.ApiClient) -> NamespaceLookup:
+    """The lookup through the Kubernetes API: GET the Namespace, as Kueue's webhooks do to apply
+    ``managedJobsNamespaceSelector`` (jobframework/utils.go namespaceMatchesSelector). A missing one is
+    None: kube-apiserver refuses an object of a missing namespace before it calls a webhook
+    (NamespaceLifecycle), so only a review made by hand names one."""
+
+    async def labels(namespace: str) -> Mapping[str, str] | None:
+        try:
+            found = await client.get_object(api, resources.NAMESPACES, name=namespace)
+        except errors.NotFoundError:
+            return None
+        return (found.get("metadata") or {}).get("labels") or {}
+
+    return labels
+
+
+async def _no_namespaces(_: str) -> Mapping[str, str] | None:
+    return None
+
+
 def app(
     *,
     manage_jobs_without_queue_name: bool = False,
@@ -99,13 +126,19 @@ def app(
     ready: Callable[[], bool] = lambda: True,
     multikueue: MultiKueueLookup = _no_multikueue,
     managed_kinds: frozenset[str] | None = None,
+    namespace_selector: models.LabelSelector = workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR,
+    namespace_labels: NamespaceLookup = _no_namespaces,
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
     :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
     ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices (:class:`webhooks.Context`).
     ``managed_kinds``: the kinds of the frameworks the Configuration enables
     (:func:`webhooks.enabled_kinds`; None: all); the others are answered as Kueue's no-op webhook
-    answers (:func:`webhooks.noop`: allowed, unchanged), without asking the API anything."""
+    answers (:func:`webhooks.noop`: allowed, unchanged), without asking the API anything.
+    ``namespace_selector``: the Configuration's ``managedJobsNamespaceSelector`` (Kueue's default
+    unless given), applied to the labels ``namespace_labels`` gives when a create's answer depends on
+    it (:func:`webhooks.namespace_decides`) and the selector reads more than the namespace's name
+    (:func:`workloads.selector_reads_labels`); a failed lookup fails the call (500), as Kueue's."""
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         if request.path == "/healthz":
@@ -153,8 +186,29 @@ def app(
             except errors.KubeError as err:
                 log.warning("webhook_lookup_failed", namespace=parsed.namespace, error=str(err))
                 return aiohttp.web.Response(text=f"cannot read the queues: {err}\n", status=500)
+        namespace_managed = True  # only read where it can change the answer
+        if (
+            verb == "mutate"
+            and parsed.operation == "CREATE"
+            and webhooks.namespace_decides(
+                target,
+                parsed.obj,
+                manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+                default_local_queue=has_default,
+            )
+        ):
+            namespace = parsed.namespace or "default"
+            labels: Mapping[str, str] | None = None
+            if workloads.selector_reads_labels(namespace_selector):
+                try:
+                    labels = await namespace_labels(namespace)
+                except errors.KubeError as err:  # Kueue's webhook fails the call when it cannot read the Namespace
+                    log.warning("webhook_lookup_failed", namespace=namespace, error=str(err))
+                    return aiohttp.web.Response(text=f"cannot read the namespace: {err}\n", status=500)
+            namespace_managed = workloads.namespace_selected(namespace_selector, namespace, labels)
         context = webhooks.Context(
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+            namespace_managed=namespace_managed,
             default_local_queue=has_default,
             elastic_jobs=elastic_jobs,
             multikueue_queue=uses_multikueue,
@@ -245,18 +299,21 @@ async def serve_webhook(
     manage_jobs_without_queue_name: bool = False,
     elastic_jobs: bool = False,
     managed_kinds: frozenset[str] | None = None,
+    namespace_selector: models.LabelSelector | None = None,
     reload_every: float = 10.0,
     started: Callable[[str], None] | None = None,
 ) -> None:
     """Answer Kueue's job webhooks on ``host:port`` until ``stop`` is set.
 
-    ``api``: the Kubernetes API (for the ``default`` LocalQueue lookups and the rotation; None: no
-    lookups). ``rotation_settings``: internal certificate management through ``api``; without it the
+    ``api``: the Kubernetes API (for the ``default`` LocalQueue, MultiKueue and Namespace lookups and
+    the rotation; None: no lookups, as if no namespace had a ``default`` LocalQueue or labels besides its
+    name). ``rotation_settings``: internal certificate management through ``api``; without it the
     files in ``cert_dir`` (made for localhost when missing) are served and reloaded every
     ``reload_every`` seconds when they change. ``started``: called with the URL once serving.
     ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks. ``managed_kinds``:
     the kinds of the enabled frameworks (:func:`app`; None: all), the others get the no-op webhook.
-    Raises ValueError when rotation is asked for without an API.
+    ``namespace_selector``: the Configuration's ``managedJobsNamespaceSelector`` (None: Kueue's default,
+    every namespace but kube-system and kueue-system). Raises ValueError when rotation is asked for without an API.
     """
     serving = ServingCerts(cert_dir)
     rotator: rotation.Rotator | None = None
@@ -289,6 +346,10 @@ async def serve_webhook(
         managed_kinds=managed_kinds,
         default_queue=api_lookup(api) if api is not None else _no_default_queues,
         multikueue=api_multikueue_lookup(api) if api is not None else _no_multikueue,
+        namespace_selector=workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
+        if namespace_selector is None
+        else namespace_selector,
+        namespace_labels=api_namespace_lookup(api) if api is not None else _no_namespaces,
         ready=ready,
     )
     async with serve_https(application, host=host, port=port, context=serving.context) as url:

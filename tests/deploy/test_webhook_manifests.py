@@ -171,6 +171,15 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
     assert by_resource["localqueues"]["verbs"] == ["get"]
     assert by_resource["clusterqueues"]["verbs"] == ["get"]  # MultiKueue's managedBy (docs/multikueue.md)
     assert by_resource["admissionchecks"]["verbs"] == ["list"]
+    assert by_resource["namespaces"]["verbs"] == ["get"]  # their labels: managedJobsNamespaceSelector
+    assert set(by_resource) == {
+        "localqueues",
+        "clusterqueues",
+        "admissionchecks",
+        "namespaces",
+        "mutatingwebhookconfigurations",
+        "validatingwebhookconfigurations",
+    }
     for kind, resource in (
         ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
         ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"),

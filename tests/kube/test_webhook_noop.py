@@ -155,9 +155,12 @@ async def test_a_kind_run_through_pods_enables_the_pod_webhook(tmp_path: Path) -
 
 
 @contextlib.asynccontextmanager
-async def command(tmp_path: Path, config: str) -> AsyncIterator[tuple[str, ssl.SSLContext]]:
-    """``kueue-es service webhook --config FILE`` as a process of its own (no Kubernetes API), the file holding
-    ``config``; yields its URL and a client TLS context trusting only its CA."""
+async def command(
+    tmp_path: Path, config: str, *, kube_server: str | None = None
+) -> AsyncIterator[tuple[str, ssl.SSLContext]]:
+    """``kueue-es service webhook --config FILE`` as a process of its own, the file holding ``config``, with
+    no Kubernetes API or the one at ``kube_server`` (``--kube-server``); yields its URL and a client TLS
+    context trusting only its CA."""
     config_file = tmp_path / "controller_manager_config.yaml"
     config_file.write_text(config)
     cert_dir = tmp_path / "certs"
@@ -173,6 +176,7 @@ async def command(tmp_path: Path, config: str) -> AsyncIterator[tuple[str, ssl.S
         str(cert_dir),
         "--config",
         str(config_file),
+        *(["--kube-server", kube_server] if kube_server is not None else []),
     ]
     log = (tmp_path / "webhook.log").open("wb")
     process = await asyncio.create_subprocess_exec(
