@@ -969,9 +969,9 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE",
         help="watcher: Kueue's manager configuration (controller_manager_config.yaml, config.kueue.x-k8s.io"
-        " v1beta2 or v1beta1 Configuration); re-read when it changes (default: Kueue's defaults); webhook:"
-        " its feature gates, integrations.frameworks (the others get no-op webhooks),"
-        " manageJobsWithoutQueueName and managedJobsNamespaceSelector",
+        " v1beta2 or v1beta1 Configuration); re-read when it changes (default: Kueue's defaults); webhook (and"
+        " the emulated API server's): its feature gates, integrations.frameworks (the others get no-op"
+        " webhooks), manageJobsWithoutQueueName and managedJobsNamespaceSelector",
     )
     parser.add_argument(
         "--feature-gates",
@@ -1785,6 +1785,11 @@ def _run_up(args: argparse.Namespace) -> int:
     args.crd_documents = crd_documents
     args.elastic_jobs = slices.gate_enabled(problem.configuration.feature_gates)  # the emulator's Job webhook
     args.managed_kinds = _managed_job_kinds(args, problem)  # the emulator's webhooks: --config's integrations
+    # and its manageJobsWithoutQueueName (or the flag) and managedJobsNamespaceSelector, as the watcher's
+    args.emulator_manage_jobs_without_queue_name = (
+        args.manage_jobs_without_queue_name or problem.manage_jobs_without_queue_name
+    )
+    args.managed_jobs_namespace_selector = problem.managed_jobs_namespace_selector
     if args.partitions is not None:
         print(
             f"error: up runs one replica of each decider: --partitions {','.join(args.partitions)} would leave every"
@@ -1872,6 +1877,8 @@ def _run_demo(args: argparse.Namespace) -> int:
             watcher_args=watcher_config_args(args),
             elastic_jobs=slices.gate_enabled(problem.configuration.feature_gates),
             managed_kinds=_managed_job_kinds(args, problem),
+            manage_jobs_without_queue_name=problem.manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=problem.managed_jobs_namespace_selector,
         )
     )
 

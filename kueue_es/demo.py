@@ -28,7 +28,7 @@ from typing import Any
 from rich.console import Console
 
 from kueue_es import current, deciders, timeline
-from kueue_es.events import codec, types
+from kueue_es.events import codec, models, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.direct import DirectUnavailable
@@ -191,11 +191,15 @@ async def run_demo(
     crds: list[dict[str, Any]] | None = None,
     elastic_jobs: bool = False,
     managed_kinds: frozenset[str] | None = None,
+    manage_jobs_without_queue_name: bool = False,
+    managed_jobs_namespace_selector: models.LabelSelector | None = None,
 ) -> int:
     """Run the demo; returns 0 when every Job finished and replay matched every decision.
 
     ``managed_kinds``: the job kinds of the integrations ``--config`` enables (None: every one), for the
     emulated API server's Kueue webhooks (a job of another kind is not suspended: it runs unmanaged).
+    ``manage_jobs_without_queue_name``, ``managed_jobs_namespace_selector``: ``--config``'s options of those
+    names for the same webhooks (None: Kueue's default selector), as the watcher has them.
 
     ``crds``: CustomResourceDefinitions installed on the emulated API server at start (``--crds``).
     ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices is on (``--feature-gates``), for the
@@ -222,7 +226,12 @@ async def run_demo(
     auth = LocalAuth.create(run_dir / CREDS_DIR)
     async with (
         NatsServer(store_dir=run_dir / "nats", auth=auth) as server,
-        serve_emulator(elastic_jobs=elastic_jobs, managed_kinds=managed_kinds) as emulator,
+        serve_emulator(
+            elastic_jobs=elastic_jobs,
+            managed_kinds=managed_kinds,
+            manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=managed_jobs_namespace_selector,
+        ) as emulator,
     ):
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
         if crds:

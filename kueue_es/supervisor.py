@@ -708,6 +708,20 @@ def watcher_config_args(args: argparse.Namespace) -> list[str]:
     return out + (["--feature-gates", args.feature_gates] if getattr(args, "feature_gates", "") else [])
 
 
+def emulator_webhook_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings of Kueue's webhooks in the emulated API server ``up --emulator`` starts, as ``up``'s
+    command line left them on ``args`` (kueue_es.cli ``_run_up``, from ``--config``, ``--feature-gates`` and
+    ``--manage-jobs-without-queue-name``), so its webhooks manage what the watcher it starts manages:
+    ClusterEmulator's ``elastic_jobs``, ``managed_kinds``, ``manage_jobs_without_queue_name`` and
+    ``managed_jobs_namespace_selector`` (None: Kueue's default)."""
+    return {
+        "elastic_jobs": getattr(args, "elastic_jobs", False),
+        "managed_kinds": getattr(args, "managed_kinds", None),
+        "manage_jobs_without_queue_name": getattr(args, "emulator_manage_jobs_without_queue_name", False),
+        "managed_jobs_namespace_selector": getattr(args, "managed_jobs_namespace_selector", None),
+    }
+
+
 def partition_args(args: argparse.Namespace) -> list[str]:
     """The deciders' ``--partition-slots`` as ``up`` was given it (none: their default, 16 slots); ``up`` runs
     one replica of each decider, deciding every partition (the CLI refuses a static ``--partitions LIST``
@@ -795,12 +809,7 @@ async def run_up(args: argparse.Namespace) -> int:
         if auth is not None and (admin := auth.credentials("admin")).password_file.is_file():
             await nats_bus.ensure_log_stream(nats_url, credentials=admin)  # the services only check it exists
         if args.emulator:
-            emulator = await stack.enter_async_context(
-                serve_emulator(
-                    elastic_jobs=getattr(args, "elastic_jobs", False),
-                    managed_kinds=getattr(args, "managed_kinds", None),
-                )
-            )
+            emulator = await stack.enter_async_context(serve_emulator(**emulator_webhook_options(args)))
             emulator.install_crds(getattr(args, "crd_documents", None) or [])
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
             kube_args = ["--kube-server", emulator.url] + kube_args

@@ -211,6 +211,11 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     configuration enables (``integrations.frameworks``); Kueue's webhooks of the others are no-ops
     (setup.go ``WithNoopWebhook``), so such a job is neither suspended nor validated, and runs unmanaged.
     None (the default): every integration is enabled.
+    ``manage_jobs_without_queue_name`` and ``managed_jobs_namespace_selector``: Kueue's options of those
+    names, for its job webhooks (:meth:`webhook_context`; a selector of None is Kueue's default, every
+    namespace but kube-system and kueue-system): a job without the queue-name label is created suspended
+    with the first in a namespace the second selects; a Pod in a namespace it does not select is not
+    gated, and a job there gets no ``default`` LocalQueue.
     """
 
     history_limit: int = 1000
@@ -224,6 +229,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     crd_files: tuple[str | Path, ...] = ()
     elastic_jobs: bool = False
     managed_kinds: frozenset[str] | None = None
+    manage_jobs_without_queue_name: bool = False
+    managed_jobs_namespace_selector: models.LabelSelector | None = None
 
     _store: store.ObjectStore = attrs.field(init=False)
     #: The kinds of installed CRDs, by (group, version, plural); ``_crd_kinds`` by CRD name.
@@ -243,7 +250,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self.fallback[kmock.method.PUT] << self._serve_via_dsl
         self._builtin_payload_ids = {id(payload) for payload in self._payloads}
         hooks = self.create_hooks
-        default_queue = DefaultLocalQueue() if suspend_queued_jobs in hooks else None
+        default_queue = DefaultLocalQueue(selector=self._namespace_selector) if suspend_queued_jobs in hooks else None
         multikueue = MultiKueueManagedBy() if suspend_queued_jobs in hooks else None
         if multikueue is not None:  # after the queue's defaulting, before the suspending
             hooks = (multikueue, *hooks)
@@ -255,16 +262,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             history_limit=self.history_limit,
             clock=self.clock,
             enforce_namespaces=self.enforce_namespaces,
-            create_hooks=tuple(
-                self._only_managed(
-                    functools.partial(hook, lookup=self._lookup)
-                    if hook is gate_queued_pods
-                    else functools.partial(hook, elastic_jobs=True)
-                    if hook in (suspend_queued_jobs, suspend_queued_integration_jobs) and self.elastic_jobs
-                    else hook
-                )
-                for hook in hooks
-            ),
+            create_hooks=tuple(self._only_managed(self._configured(hook)) for hook in hooks),
         )
         if default_queue is not None:
             default_queue.store = self._store
@@ -1274,6 +1272,36 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 custom_resources.apply_defaults(admitted, schema)
         return admitted
 
+    def _configured(self, hook: store.CreateHook) -> store.CreateHook:
+        """Kueue's webhooks among the create hooks, given this emulator's settings (:meth:`webhook_context`)
+        and, the Pod webhook, the parents of pods (:meth:`_lookup`); other hooks as they are."""
+        if hook is gate_queued_pods:
+            return functools.partial(hook, lookup=self._lookup, context=self.webhook_context)
+        if hook in (suspend_queued_jobs, suspend_queued_integration_jobs):
+            return functools.partial(hook, context=self.webhook_context)
+        return hook
+
+    @property
+    def _namespace_selector(self) -> models.LabelSelector:
+        """``managed_jobs_namespace_selector``, Kueue's default when None."""
+        selector = self.managed_jobs_namespace_selector
+        return workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR if selector is None else selector
+
+    def webhook_context(self, namespace: str) -> webhooks.Context:
+        """What Kueue's job webhooks know for an object of ``namespace`` here: the gate
+        ElasticJobsViaWorkloadSlices, ``manageJobsWithoutQueueName`` and whether
+        ``managedJobsNamespaceSelector`` selects the Namespace, by its stored labels
+        (:func:`workloads.namespace_selected`, the watcher's rule)."""
+        try:
+            labels = self._store.get(resources.NAMESPACES, namespace=None, name=namespace)["metadata"].get("labels")
+        except store.StoreError:
+            labels = None
+        return webhooks.Context(
+            manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
+            namespace_managed=workloads.namespace_selected(self._namespace_selector, namespace, labels),
+            elastic_jobs=self.elastic_jobs,
+        )
+
     def _unmanaged(self, ref: resources.ResourceRef) -> bool:
         """Whether ``ref`` is a job kind of an integration the configuration leaves out (``managed_kinds``),
         whose webhooks are Kueue's no-op ones (:func:`webhooks.noop`, as ``kueue-es service webhook`` has it)."""
@@ -1304,11 +1332,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if served is None:
             return
         namespace = str(obj.get("metadata", {}).get("namespace") or "default")
+        context = self.webhook_context(namespace)
         try:
             self._store.get(resources.LOCAL_QUEUES, namespace=namespace, name="default")
-            context = webhooks.Context(default_local_queue=True, elastic_jobs=self.elastic_jobs)
+            context = dataclasses.replace(context, default_local_queue=True)
         except store.StoreError:
-            context = webhooks.Context(elastic_jobs=self.elastic_jobs)
+            pass
         if old is None:
             # the mutating webhook runs first (the store's create hooks apply it after this check): validate
             # what it makes of the object, as kube-apiserver validates a mutated object
@@ -1448,8 +1477,10 @@ class DefaultLocalQueue:
     ApplyDefaultLocalQueue; LocalQueueDefaulting, always on since Kueue v0.19): a Job or an
     integration's job (a JobSet, a PyTorchJob, a Deployment, ...) created without the
     ``kueue.x-k8s.io/queue-name`` label in a namespace that has a LocalQueue named ``default`` gets
-    the label ``default``, unless a job Kueue manages controls it (part of its owner's workload) or ``managedJobsNamespaceSelector`` (Kueue's default here: not kube-system
-    or kueue-system) does not select the namespace. Only at creation, as the webhook."""
+    the label ``default``, unless a job Kueue manages controls it (part of its owner's workload) or
+    ``managedJobsNamespaceSelector`` (``selector``: the emulator's, Kueue's default unless its configuration
+    says otherwise) does not select the namespace (:func:`workloads.namespace_selected`, the watcher's rule).
+    Only at creation, as the webhook."""
 
     store: store.ObjectStore | None = None
     selector: models.LabelSelector = workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
@@ -1472,10 +1503,7 @@ class DefaultLocalQueue:
             ns_labels = self.store.get(resources.NAMESPACES, namespace=None, name=namespace)["metadata"].get("labels")
         except store.StoreError:
             ns_labels = None
-        context = workloads.Context(
-            managed_jobs_namespace_selector=self.selector, namespace_labels={namespace: ns_labels or {}}
-        )
-        if context.namespace_managed(namespace):
+        if workloads.namespace_selected(self.selector, namespace, ns_labels):
             metadata["labels"] = {**labels, workloads.QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
 
 
@@ -1524,30 +1552,55 @@ def _controlled_by_job(metadata: Mapping[str, Any]) -> bool:
     )
 
 
-def _kueue_default(ref: resources.ResourceRef, obj: dict[str, Any], *, elastic_jobs: bool = False) -> None:
+#: The webhook Context for an object of a namespace (:meth:`ClusterEmulator.webhook_context`).
+WebhookContext = Callable[[str], webhooks.Context]
+
+
+def _kueue_default(
+    ref: resources.ResourceRef,
+    obj: dict[str, Any],
+    *,
+    elastic_jobs: bool = False,
+    context: WebhookContext | None = None,
+) -> None:
     """Replace ``obj``'s content with what Kueue's mutating webhook makes of it
-    (:func:`kueue_es.jobframework.webhooks.default`, the webhook server's own function)."""
-    defaulted = webhooks.default(ref.api_version, ref.kind, obj, context=webhooks.Context(elastic_jobs=elastic_jobs))
+    (:func:`kueue_es.jobframework.webhooks.default`, the webhook server's own function), in the Context
+    ``context`` gives for its namespace (None: Kueue's defaults, with ``elastic_jobs``)."""
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+    settings = context(namespace) if context is not None else webhooks.Context(elastic_jobs=elastic_jobs)
+    defaulted = webhooks.default(ref.api_version, ref.kind, obj, context=settings)
     if defaulted != obj:
         obj.clear()
         obj.update(defaulted)
 
 
-def suspend_queued_jobs(ref: resources.ResourceRef, obj: dict[str, Any], *, elastic_jobs: bool = False) -> None:
+def suspend_queued_jobs(
+    ref: resources.ResourceRef,
+    obj: dict[str, Any],
+    *,
+    elastic_jobs: bool = False,
+    context: WebhookContext | None = None,
+) -> None:
     """A create hook doing what Kueue's Job webhook does: suspend Jobs that name a queue.
 
     Jobs with the ``kueue.x-k8s.io/queue-name`` label are created with
     ``spec.suspend: true``, so they wait for admission instead of running
     (:func:`kueue_es.jobframework.webhooks.default`). ClusterEmulator uses it unless
     given other ``create_hooks``. ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices
-    (an elastic Job's pod template gets the elastic-job scheduling gate).
+    (an elastic Job's pod template gets the elastic-job scheduling gate). ``context``: the
+    webhook Context of a namespace (ClusterEmulator's :meth:`~ClusterEmulator.webhook_context`:
+    its configuration, the Namespace's labels), which then says the gate too.
     """
     if ref == resources.JOBS:
-        _kueue_default(ref, obj, elastic_jobs=elastic_jobs)
+        _kueue_default(ref, obj, elastic_jobs=elastic_jobs, context=context)
 
 
 def suspend_queued_integration_jobs(
-    ref: resources.ResourceRef, obj: dict[str, Any], *, elastic_jobs: bool = False
+    ref: resources.ResourceRef,
+    obj: dict[str, Any],
+    *,
+    elastic_jobs: bool = False,
+    context: WebhookContext | None = None,
 ) -> None:
     """A create hook doing what the webhooks of Kueue's integrations do (a JobSet, a PyTorchJob, a RayJob,
     ...: :mod:`kueue_es.jobframework.integrations`): a job that names a queue is created suspended, by its
@@ -1556,10 +1609,10 @@ def suspend_queued_integration_jobs(
     controls (a RayJob's RayCluster, which carries its queue label) is left alone: it is part of its
     owner's workload (jobframework WorkloadShouldBeSuspended). ``elastic_jobs``: the gate
     ElasticJobsViaWorkloadSlices (an elastic RayCluster's or RayService's pod templates get the
-    elastic-job scheduling gate)."""
+    elastic-job scheduling gate). ``context``: as for :func:`suspend_queued_jobs`."""
     integration = integrations.by_kind(ref.kind)
     if integration is not None and integration.api_version == ref.api_version:
-        _kueue_default(ref, obj, elastic_jobs=elastic_jobs)
+        _kueue_default(ref, obj, elastic_jobs=elastic_jobs, context=context)
 
 
 def gate_queued_pods(
@@ -1567,6 +1620,7 @@ def gate_queued_pods(
     obj: dict[str, Any],
     *,
     lookup: Callable[[str, str, str, str], dict[str, Any] | None] | None = None,
+    context: WebhookContext | None = None,
 ) -> None:
     """A create hook doing what Kueue's Pod webhook does for a Pod that names a queue.
 
@@ -1584,7 +1638,9 @@ def gate_queued_pods(
     parent (``lookup(apiVersion, kind, namespace, name)``), the labels that make it a
     member of the parent's serving pod group, which Kueue's StatefulSet and
     LeaderWorkerSet reconcilers write just after creation
-    (:func:`kueue_es.jobframework.integrations.serving.pod_defaults`).
+    (:func:`kueue_es.jobframework.integrations.serving.pod_defaults`). Any other pod in a
+    namespace ``managedJobsNamespaceSelector`` does not select (``context``: as for
+    :func:`suspend_queued_jobs`) is left alone.
     """
     metadata = obj.get("metadata", {})
     if ref != resources.PODS:
@@ -1596,7 +1652,7 @@ def gate_queued_pods(
             serving.pod_defaults(obj, lookup(api_version, kind, str(metadata.get("namespace") or ""), name))
         _gate(obj)
         return
-    _kueue_default(ref, obj)
+    _kueue_default(ref, obj, context=context)
 
 
 def _gate(pod: dict[str, Any]) -> None:

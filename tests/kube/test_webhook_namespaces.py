@@ -154,3 +154,40 @@ async def test_a_namespace_that_cannot_be_read_fails_the_call() -> None:
         async with session.post(test_server.make_url("/mutate-batch-v1-job"), json=review) as response:
             assert response.status == 200
     assert asked == ["team"]
+
+
+# -- the emulated API server applies the same rule -----------------------------------------------
+
+
+async def test_the_emulator_s_webhooks_follow_the_selector_and_manage_option() -> None:
+    """``demo``/``up --emulator`` with ``--config``: the emulated API server's webhooks take the file's
+    selector and ``manageJobsWithoutQueueName`` (ClusterEmulator's settings) and read the stored Namespace's
+    labels, so its pods and jobs are created as the webhook server above creates them."""
+    selector = models.LabelSelector(match_labels={SELECTED_LABEL: "true"})
+    async with emulator.serve_emulator(
+        managed_jobs_namespace_selector=selector, manage_jobs_without_queue_name=True
+    ) as cluster:
+        api = await client.make_api_client(server=str(cluster.url))
+        try:
+            for name, labels in (("opted", {SELECTED_LABEL: "true"}), ("other", {})):
+                namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+                await client.apply_manifest(api, namespace)
+                queue = {"metadata": {"name": "default"}, "spec": {"clusterQueue": "cq"}}
+                await client.create_object(api, resources.LOCAL_QUEUES, namespace=name, body=queue)
+
+            async def create(obj: dict[str, Any]) -> dict[str, Any]:
+                ref = resources.PODS if obj["kind"] == "Pod" else resources.JOBS
+                return await client.create_object(api, ref, namespace=obj["metadata"]["namespace"], body=obj)
+
+            assert gates(await create(pod("opted"))) == [webhooks.ADMISSION_GATE, webhooks.TOPOLOGY_GATE]
+            other_pod = await create(pod("other"))
+            assert gates(other_pod) == [] and webhooks.MANAGED_LABEL not in other_pod["metadata"]["labels"]
+
+            opted_job = await create(job("opted"))
+            assert opted_job["metadata"]["labels"] == {QUEUE: "default"} and opted_job["spec"]["suspend"] is True
+            other_job = await create(job("other"))
+            assert not other_job["metadata"].get("labels") and not other_job["spec"].get("suspend")
+            queued = await create(job("other", queue="q", name="k"))  # suspended wherever it is, as above
+            assert queued["spec"]["suspend"] is True
+        finally:
+            await api.close()

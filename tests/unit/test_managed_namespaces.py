@@ -3,6 +3,7 @@ default LocalQueue the job webhooks give a job created without a queue."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import kmock
@@ -129,3 +130,34 @@ def test_a_job_created_without_a_queue_goes_to_the_default_local_queue() -> None
         body={**job("default"), "metadata": {"name": "k", "labels": {workloads.QUEUE_LABEL: "mine"}}},
     )
     assert labelled["metadata"]["labels"][workloads.QUEUE_LABEL] == "mine"
+
+
+def test_demo_and_up_give_the_emulator_the_file_s_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``demo --config`` and ``up --emulator --config``: the emulated API server's webhooks get the file's
+    ``manageJobsWithoutQueueName`` and ``managedJobsNamespaceSelector``, as the watcher they start does
+    (before, they got neither: its pods were gated in every namespace but kube-system and kueue-system)."""
+    from kueue_es import cli, demo, supervisor
+
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmanageJobsWithoutQueueName: true\n"
+        "managedJobsNamespaceSelector:\n  matchLabels: {team: a}\n"
+    )
+    seen: dict[str, Any] = {}
+
+    async def fake_demo(**options: Any) -> int:
+        seen["demo"] = options
+        return 0
+
+    async def fake_up(args: Any) -> int:
+        seen["up"] = supervisor.emulator_webhook_options(args)
+        return 0
+
+    monkeypatch.delenv(cli.MANAGE_ENV, raising=False)
+    monkeypatch.setattr(demo, "run_demo", fake_demo)
+    monkeypatch.setattr(supervisor, "run_up", fake_up)
+    assert cli.main(["demo", "--config", str(config), "--dir", str(tmp_path / "demo")]) == 0
+    assert cli.main(["up", "--emulator", "--config", str(config), "--dir", str(tmp_path / "up")]) == 0
+    for command in ("demo", "up"):
+        assert seen[command]["manage_jobs_without_queue_name"] is True, command
+        assert seen[command]["managed_jobs_namespace_selector"] == TEAM, command
