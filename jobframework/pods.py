@@ -27,7 +27,7 @@ from typing import Any
 
 from kueue_es.events import manifests, models, quantities, types
 from kueue_es.jobframework import integrations, workloads
-from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, SCHEDULING_GATE
+from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL, SCHEDULING_GATE
 
 POD_API = "v1"
 GROUP_NAME_KEY = "kueue.x-k8s.io/pod-group-name"  # annotation (read first: WorkloadIdentifierAnnotations) or label
@@ -465,15 +465,18 @@ def _spec(ref: workloads.JobRef, pod: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def role_hash(pod: Mapping[str, Any]) -> str:
-    """The pod's role: its ``kueue.x-k8s.io/role-hash`` annotation (Kueue's webhook writes it),
-    else the first 8 hex digits of SHA-256 over the JSON of its spec's shape (GenerateRoleHash).
+    """The pod's role: its ``kueue.x-k8s.io/role-hash`` annotation (Kueue's webhook writes it at creation),
+    else, once started, the pod set its start put it in (its ``kueue.x-k8s.io/podset`` label: the start
+    merges the flavor's node selector and tolerations into its spec, which would change the hash), else the
+    first 8 hex digits of SHA-256 over the JSON of its spec's shape (GenerateRoleHash).
 
     The shape: containers and init containers (their requests and ports only),
     nodeSelector, affinity, tolerations, runtimeClassName, priority, topology spread
     constraints, overhead, resource claims, and pod-level requests when set. Kueue's
     own tests give ``dc85db45`` for one container requesting ``cpu: 1``.
     """
-    annotation = _ref(pod).annotations.get(ROLE_HASH_ANNOTATION)
+    ref = _ref(pod)
+    annotation = ref.annotations.get(ROLE_HASH_ANNOTATION) or ref.labels.get(PODSET_LABEL)
     if annotation:
         return str(annotation)
     spec = workloads.as_mapping(pod.get("spec"))

@@ -210,3 +210,21 @@ def test_pod_group_reclaimable_pods() -> None:
     assert pods.group_reclaimable_pods(members) == {one: 2, two: 1}
     assert pods.group_reclaimable_pods([pod("a", "Succeeded", serving=True)]) == {}
     assert pods.group_reclaimable_pods([pod("a", "Failed")]) == {}
+
+
+def test_a_started_pod_of_a_group_is_reclaimed_from_its_own_pod_set() -> None:
+    """A start merges the flavor's node selector and tolerations into each pod's spec, which is part of the role
+    hash's shape; a succeeded started pod still counts for the pod set it was started in (its
+    ``kueue.x-k8s.io/podset`` label), as Kueue's role-hash annotation, written at creation, keeps it there.
+    Before, it counted for a pod set the workload does not have."""
+    gated = {
+        "metadata": {"name": "a", "labels": {}, "annotations": {}},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+    }
+    role = pods.role_hash(gated)
+    started = {
+        "metadata": {"name": "a", "labels": {"kueue.x-k8s.io/podset": role}, "annotations": {}},
+        "spec": {**gated["spec"], "nodeSelector": {"instance-type": "spot"}, "tolerations": [{"key": "spot"}]},
+        "status": {"phase": "Succeeded"},
+    }
+    assert pods.group_reclaimable_pods([started]) == {role: 1}
