@@ -28,6 +28,7 @@ from typing import Any
 from kueue_es.events import manifests, models, quantities, types
 from kueue_es.jobframework import integrations, workloads
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL, SCHEDULING_GATE
+from kueue_es.jobframework.integrations import serving
 
 POD_API = "v1"
 GROUP_NAME_KEY = "kueue.x-k8s.io/pod-group-name"  # annotation (read first: WorkloadIdentifierAnnotations) or label
@@ -100,6 +101,17 @@ def workload_key(pod: Mapping[str, Any]) -> tuple[str, str]:
     """``(namespace, workload name)`` of the workload a pod belongs to: its group's, or its own."""
     ref = _ref(pod)
     return ref.namespace, group_name(pod) or workload_name_for_pod(ref.name, ref.uid)
+
+
+def prebuilt_workload(pod: Mapping[str, Any]) -> str:
+    """The prebuilt Workload the pod runs on (``kueue.x-k8s.io/prebuilt-workload-name``, the annotation read
+    first: :func:`kueue_es.jobframework.workloads.prebuilt_workload`), "" for none. A StatefulSet's or
+    LeaderWorkerSet's pod names its serving group's, which Kueue's reconciler of that parent prebuilds and
+    kueue-es makes from the group's pods instead (:mod:`kueue_es.jobframework.integrations.serving`): its
+    group's own workload, not one to adopt (""). The prebuilt one adopted: :mod:`kueue_es.jobframework.prebuilt`."""
+    if serving.parent_framework(pod) in (serving.STATEFULSET_FRAMEWORK, serving.LWS_FRAMEWORK):
+        return ""
+    return workloads.prebuilt_workload(pod)
 
 
 def is_gated(pod: Mapping[str, Any]) -> bool:
@@ -298,6 +310,20 @@ def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, 
             raise _MemberError(
                 pod, member.error(field=f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]", problem=problem)
             )
+
+
+PREBUILT_NOT_GROUP = "prebuilt workload and pod group should be equal"
+"""Why a pod of a group may not name another prebuilt Workload (pod_webhook.go validatePrebuiltWorkloadName)."""
+
+
+def check_prebuilt_group(pod: Mapping[str, Any]) -> None:
+    """A pod of a group may name only its group as its prebuilt Workload (pod_webhook.go
+    validatePrebuiltWorkloadName: the webhook refuses another at creation); raises ManifestError naming the field."""
+    prebuilt, group = prebuilt_workload(pod), group_name(pod)
+    if group and prebuilt and prebuilt != group:
+        ref = _ref(pod)
+        where = "annotations" if ref.annotations.get(workloads.PREBUILT_WORKLOAD_LABEL) else "labels"
+        raise ref.error(field=f"metadata.{where}[{workloads.PREBUILT_WORKLOAD_LABEL}]", problem=PREBUILT_NOT_GROUP)
 
 
 def _kept(active: Sequence[Mapping[str, Any]], total: int) -> Sequence[Mapping[str, Any]]:

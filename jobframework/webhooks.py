@@ -435,7 +435,8 @@ def validate_create(
     :func:`kueue_es.jobframework.workloads.topology_request`). A Job: the partial-admission annotation
     ``job-min-parallelism`` is an integer between 1 and its pods - 1, ``job-completions-equal-parallelism``
     a boolean, only on Indexed Jobs whose completions equal parallelism (job_webhook.go). A Pod: the
-    managed label is ``"true"``, a pod group has both its name and total count (pod_webhook.go).
+    managed label is ``"true"``, a pod group has both its name and total count, and names no prebuilt
+    Workload but its group (pod_webhook.go).
     """
     context = context or Context()
     served = target(api_version, kind)
@@ -452,6 +453,8 @@ def validate_create(
         errors += _pod_create(obj)
     if context.topology_aware_scheduling:
         errors += _topology(served, obj) or _elastic_topology(served, obj, context)
+    if served == POD:
+        errors += _pod_prebuilt(obj)
     integration = served.integration
     if integration is not None and integration.refused_at_create and queue_name(obj) and not owner_managed(obj):
         if _is_ray(served):
@@ -765,6 +768,16 @@ def _pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
             FieldError(type="Invalid", field=total_field, value=raw, detail="should be greater than or equal to 1")
         )
     return errors
+
+
+def _pod_prebuilt(pod: Mapping[str, Any]) -> list[FieldError]:
+    """pod_webhook.go validatePrebuiltWorkloadName: a pod of a group names its group as its prebuilt Workload."""
+    try:
+        pods.check_prebuilt_group(pod)
+    except manifests.ManifestError as err:
+        path, prebuilt = _prebuilt(pod)
+        return [FieldError(type="Invalid", field=path, value=prebuilt, detail=err.problem)]
+    return []
 
 
 def _templates(served: Target, obj: Mapping[str, Any]) -> Iterator[tuple[str, Any, int]]:

@@ -576,6 +576,26 @@ def test_a_prebuilt_workload_only_on_the_kinds_kueue_supports_it_for() -> None:
     )
 
 
+def test_a_pod_group_names_only_itself_as_its_prebuilt_workload() -> None:
+    """pod_webhook.go validatePrebuiltWorkloadName, on create and update: a pod of group ``g`` may name prebuilt
+    Workload ``g``, not another; a single pod any."""
+    prebuilt = "kueue.x-k8s.io/prebuilt-workload-name"
+    group = {"kueue.x-k8s.io/pod-group-name": "g"}
+    total = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    other = pod(labels={QUEUE: "q", prebuilt: "wl", **group}, annotations=total)
+    expected = [f'metadata.labels[{prebuilt}]: Invalid value: "wl": prebuilt workload and pod group should be equal']
+    assert messages(webhooks.validate_create("v1", "Pod", other)) == expected
+    assert messages(webhooks.validate_update("v1", "Pod", other, other)) == expected
+    assert (
+        webhooks.validate_create("v1", "Pod", pod(labels={QUEUE: "q", prebuilt: "g", **group}, annotations=total)) == []
+    )
+    assert webhooks.validate_create("v1", "Pod", pod(labels={QUEUE: "q", prebuilt: "wl"})) == []
+    annotated = pod(labels={QUEUE: "q", **group}, annotations={prebuilt: "wl", **total})
+    assert messages(webhooks.validate_create("v1", "Pod", annotated))[0].startswith(
+        f'metadata.annotations[{prebuilt}]: Invalid value: "wl"'
+    )
+
+
 @pytest.mark.parametrize(
     ("framework", "kind"),
     [
