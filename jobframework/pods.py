@@ -162,8 +162,7 @@ def pod_facts(
 
     A terminated pod gives WorkloadFinished (succeeded when its phase is Succeeded,
     the pod's ``status.message``: pod_controller.go Finished); any other a
-    WorkloadObserved with one pod set ``main`` of one pod (constructPodSet); a pod
-    that cannot be converted ObjectRejected.
+    WorkloadObserved of :func:`pod_workload`; a pod that cannot be converted ObjectRejected.
     """
     context = context or workloads.Context()
     if not is_managed(pod, context) or group_name(pod):
@@ -176,37 +175,45 @@ def pod_facts(
             " should be set",
         )
         return workloads.rejected(pod, err, now_ms=now_ms)
-    name = workload_name_for_pod(ref.name, ref.uid)
     if is_terminated(pod):
         status = workloads.as_mapping(pod.get("status"))
         succeeded = _phase(pod) == "Succeeded"
         message = str(status.get("message") or ("Pod succeeded" if succeeded else "Pod failed"))
         at_ms = finished_at_ms([pod]) or now_ms
+        name = workload_name_for_pod(ref.name, ref.uid)
         return workloads.finished_fact(ref, name=name, succeeded=succeeded, message=message, at_ms=at_ms)
     try:
-        queue = workloads.queue_name(ref, context, managed_without_queue=True)
-        pod_spec = _spec(ref, pod)
-        pod_set = workloads.pod_set(
-            ref,
-            name="main",
-            count=1,
-            pod_spec=pod_spec,
-            where="spec",
-            context=context,
-            topology_request=_topology_request(ref, count=1),
-        )
-        workload = workloads.new_workload(
-            ref,
-            name=name,
-            pod_sets=[pod_set],
-            queue=queue or "",
-            pod_specs=[("spec", pod_spec)],
-            context=context,
-            owner=workloads.owner_of(ref),
-        )
+        workload = pod_workload(pod, context=context)
     except manifests.ManifestError as err:
         return workloads.rejected(pod, err, now_ms=now_ms)
     return types.WorkloadObserved(workload=workload)
+
+
+def pod_workload(pod: Mapping[str, Any], *, context: workloads.Context) -> models.Workload:
+    """The workload Kueue makes for a single pod: ``pod-<name>-<hash>``, one pod set ``main`` of one pod whose
+    template is the pod's spec (constructPodSet), owned by the pod. Also what a pod naming a prebuilt Workload
+    is compared with (:func:`kueue_es.jobframework.prebuilt.out_of_sync`). Raises ManifestError."""
+    ref = _ref(pod)
+    queue = workloads.queue_name(ref, context, managed_without_queue=True)
+    pod_spec = _spec(ref, pod)
+    pod_set = workloads.pod_set(
+        ref,
+        name="main",
+        count=1,
+        pod_spec=pod_spec,
+        where="spec",
+        context=context,
+        topology_request=_topology_request(ref, count=1),
+    )
+    return workloads.new_workload(
+        ref,
+        name=workload_name_for_pod(ref.name, ref.uid),
+        pod_sets=[pod_set],
+        queue=queue or "",
+        pod_specs=[("spec", pod_spec)],
+        context=context,
+        owner=workloads.owner_of(ref),
+    )
 
 
 # -- a pod group ----------------------------------------------------------------------------------
@@ -240,7 +247,7 @@ def group_facts(
     pod needed arrived.
     """
     context = context or workloads.Context()
-    ordered = sorted(pods, key=_age_key)
+    ordered = oldest_first(pods)
     if not ordered:
         return None
     first = ordered[0]
@@ -250,7 +257,8 @@ def group_facts(
         _check_group_name(ref, group_name(first))
     except manifests.ManifestError as err:
         return workloads.rejected(first, err, now_ms=now_ms)
-    finished = _finished(ref, ordered, total=total, now_ms=now_ms, context=context)
+    uid = context.previous.metadata.uid if context.previous is not None else ref.uid
+    finished = group_finished(ordered, total=total, name=group_name(first), uid=uid, now_ms=now_ms)
     if finished is not None:
         return finished
     active = [p for p in ordered if _runnable_or_succeeded(p)]
@@ -260,14 +268,14 @@ def group_facts(
     try:
         _check_members(ref, ordered, total=total)
         workload = _group_workload(ref, _kept(active, total), total=total, fast=fast, context=context)
-    except _MemberError as err:
+    except MemberError as err:
         return workloads.rejected(err.pod, err.error, now_ms=now_ms)
     except manifests.ManifestError as err:
         return workloads.rejected(first, err, now_ms=now_ms)
     return types.WorkloadObserved(workload=workload)
 
 
-class _MemberError(Exception):
+class MemberError(Exception):
     """A group member that breaks the group's rules: the pod to name and the error."""
 
     def __init__(self, pod: Mapping[str, Any], error: manifests.ManifestError) -> None:
@@ -275,9 +283,14 @@ class _MemberError(Exception):
         self.pod, self.error = pod, error
 
 
-def _finished(
-    ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int, now_ms: int, context: workloads.Context
+def group_finished(
+    pods: Sequence[Mapping[str, Any]], *, total: int, name: str, uid: str, now_ms: int
 ) -> types.WorkloadFinished | None:
+    """WorkloadFinished of workload ``name`` (UID ``uid``) when the pod group ``pods`` (oldest first) of ``total``
+    pods has finished, else None (pod_controller.go Finished): as many pods succeeded as the group counts, or
+    none still runs and a pod is marked ``retriable-in-group: "false"``; both a success with the message ``Pods
+    succeeded: n/total.``; a serving group never finishes."""
+    ref = _ref(pods[0])
     if ref.annotations.get(SERVING_ANNOTATION) == "true":
         return None
     succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
@@ -285,10 +298,9 @@ def _finished(
     unretriable = any(_ref(p).annotations.get(RETRIABLE_IN_GROUP_ANNOTATION) == "false" for p in pods)
     if succeeded != total and (still_active or not unretriable):
         return None
-    uid = context.previous.metadata.uid if context.previous is not None else ref.uid
     message = f"Pods succeeded: {succeeded}/{total}."
     at_ms = finished_at_ms(pods) or now_ms
-    return workloads.finished_fact(ref, name=group_name(pods[0]), succeeded=True, message=message, at_ms=at_ms, uid=uid)
+    return workloads.finished_fact(ref, name=name, succeeded=True, message=message, at_ms=at_ms, uid=uid)
 
 
 def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int) -> None:
@@ -300,16 +312,28 @@ def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, 
         other_queue = member.labels.get(workloads.QUEUE_LABEL) or ""
         if other_queue != queue:
             problem = f"pods '{ref.name}' and '{member.name}' has different queue names: {queue}!={other_queue}"
-            raise _MemberError(pod, member.error(field=f"metadata.labels[{workloads.QUEUE_LABEL}]", problem=problem))
+            raise MemberError(pod, member.error(field=f"metadata.labels[{workloads.QUEUE_LABEL}]", problem=problem))
         raw = member.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
         if workloads.parse_int(raw) != total:
             problem = (
                 f"pods '{ref.name}' and '{member.name}' has different '{GROUP_TOTAL_COUNT_ANNOTATION}' values:"
                 f" {total}!={raw}"
             )
-            raise _MemberError(
+            raise MemberError(
                 pod, member.error(field=f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]", problem=problem)
             )
+
+
+def oldest_first(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``pods`` by creation time, then name: the first is the one a group's workload takes its queue, owner and
+    labels from (Kueue takes whichever its cache lists first)."""
+    return sorted(pods, key=_age_key)
+
+
+def group_total_count(pod: Mapping[str, Any]) -> int:
+    """The group's size as a member states it (``kueue.x-k8s.io/pod-group-total-count``, a positive integer:
+    groupTotalCount); raises ManifestError naming the pod and the annotation."""
+    return _total_count(_ref(pod))
 
 
 PREBUILT_NOT_GROUP = "prebuilt workload and pod group should be equal"
@@ -324,6 +348,30 @@ def check_prebuilt_group(pod: Mapping[str, Any]) -> None:
         ref = _ref(pod)
         where = "annotations" if ref.annotations.get(workloads.PREBUILT_WORKLOAD_LABEL) else "labels"
         raise ref.error(field=f"metadata.{where}[{workloads.PREBUILT_WORKLOAD_LABEL}]", problem=PREBUILT_NOT_GROUP)
+
+
+def is_serving(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod's group is a serving one (``kueue.x-k8s.io/pod-group-serving: "true"``): it never
+    finishes, and its workload keeps its queue (pod_controller.go isServing, CustomQueueNameChange)."""
+    return bool(group_name(pod)) and _ref(pod).annotations.get(SERVING_ANNOTATION) == "true"
+
+
+def group_roles(pods: Sequence[Mapping[str, Any]], *, total: int) -> list[tuple[str, int]]:
+    """The pod sets a group's pods make now, as ``(role hash, pods)`` sorted by role: its pods that are not
+    Failed (nor deleted before they got a node) counted per role (constructGroupPodSets); with fast admission
+    (the first pod's ``pod-group-fast-admission``) the first such pod's role counting ``total``
+    (constructGroupPodSetsFast). ``pods`` oldest first; none such gives ``[]``. Raises MemberError naming a pod
+    whose role cannot be computed."""
+    runnable = [pod for pod in pods if _runnable_or_succeeded(pod)]
+    if not runnable:
+        return []
+    if _ref(pods[0]).annotations.get(FAST_ADMISSION_ANNOTATION) == "true":
+        return [(_role_of(runnable[0]), total)]
+    counts: dict[str, int] = {}
+    for pod in runnable:
+        role = _role_of(pod)
+        counts[role] = counts.get(role, 0) + 1
+    return sorted(counts.items())
 
 
 def _kept(active: Sequence[Mapping[str, Any]], total: int) -> Sequence[Mapping[str, Any]]:
@@ -372,7 +420,7 @@ def _group_workload(
                 )
             )
         except manifests.ManifestError as err:
-            raise _MemberError(template, err) from err
+            raise MemberError(template, err) from err
         pod_specs.append(("spec", pod_spec))
     previous = context.previous
     return workloads.new_workload(
@@ -393,7 +441,7 @@ def _group_workload(
 
 
 def _role_of(pod: Mapping[str, Any]) -> str:
-    """The role hash, or _MemberError naming the pod when a quantity in its shape is bad."""
+    """The role hash, or MemberError naming the pod when a quantity in its shape is bad."""
     try:
         return role_hash(pod)
     except quantities.QuantityError as err:
@@ -401,8 +449,8 @@ def _role_of(pod: Mapping[str, Any]) -> str:
         try:  # the pod set names the exact field of the bad quantity
             workloads.pod_set(member, name="main", count=1, pod_spec=_spec(member, pod), where="spec")
         except manifests.ManifestError as exact:
-            raise _MemberError(pod, exact) from err
-        raise _MemberError(pod, member.error(field="spec", problem=str(err))) from err
+            raise MemberError(pod, exact) from err
+        raise MemberError(pod, member.error(field="spec", problem=str(err))) from err
 
 
 def _total_count(ref: workloads.JobRef) -> int:

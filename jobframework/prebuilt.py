@@ -17,8 +17,14 @@ a user, another controller). Kueue's job reconciler, for such a job:
 - and from then on treats it as the job's own: started when admitted (also when it was admitted before
   the job came), stopped when evicted, finished when the job finishes.
 
+Pods name one too (pod_controller.go, the pod being a ComposableJob): a single pod as any job (its
+controller owner, compared as a job is); a pod group only by its own name (the pod webhook refuses
+another), adopted as soon as one of its pods is there, complete or not, with each pod a
+non-controller owner (EnsureWorkloadOwnedByAllMembers, no ``job-uid`` label) and compared by its
+roles only (:func:`group_out_of_sync`).
+
 Pure: the job and the Workload object in; which job adopts it, the workload the log holds for it and
-why it is out of sync out. The watcher publishes them (:mod:`kueue_es.services.watcher.job_tracking`),
+why it is out of sync out. The watcher publishes them (:mod:`kueue_es.services.watcher.prebuilt_tracking`),
 the dispatcher writes the ownership (:mod:`kueue_es.services.dispatcher.object_sync`).
 """
 
@@ -32,6 +38,7 @@ import msgspec
 
 from kueue_es.events import manifests, models, quantities
 from kueue_es.jobframework import workloads
+from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION
 
 OUT_OF_SYNC_REASON = "OutOfSync"
 """Kueue's WorkloadFinishedReasonOutOfSync."""
@@ -76,23 +83,44 @@ def adopter(
 
 
 def is_adopted(workload: models.Workload) -> bool:
-    """Whether a workload of the log is a prebuilt one its job adopted: its owner, a job (not a Pod: pods name pod
-    groups their own way), is not what its UID comes from (a workload made for a job carries the job's UID:
-    :func:`kueue_es.jobframework.workloads.new_workload`; an adopted one its Workload object's)."""
+    """Whether a workload of the log is a prebuilt one its job adopted. A job's (not a Pod's): its owner is not
+    what its UID comes from (a workload made for a job carries the job's UID:
+    :func:`kueue_es.jobframework.workloads.new_workload`; an adopted one its Workload object's). A Pod's: it
+    carries the ``kueue.x-k8s.io/prebuilt-workload-name`` annotation naming itself (:func:`adopted`), as the UID
+    cannot tell (a pod group's own workload keeps the UID of a pod that may be gone, its owner the oldest left);
+    an annotation, not the label: a workload made for pods carries their ``kueue.x-k8s.io/`` labels, and a
+    StatefulSet's pods name their group's in that label (:func:`kueue_es.jobframework.pods.prebuilt_workload`)."""
     owner = workload.owner
-    return owner is not None and owner.kind != "Pod" and owner.uid != workload.metadata.uid
+    if owner is None:
+        return False
+    if owner.kind == "Pod":
+        return workload.metadata.annotations.get(workloads.PREBUILT_WORKLOAD_LABEL) == workload.metadata.name
+    return owner.uid != workload.metadata.uid
 
 
-def adopted(workload: models.Workload, ref: workloads.JobRef, *, queue: str, reserved: bool) -> models.Workload:
+def adopted(
+    workload: models.Workload, ref: workloads.JobRef, *, queue: str, reserved: bool, group: bool = False
+) -> models.Workload:
     """``workload`` (as its Workload object has it) adopted by the job ``ref``: owned by the job, without the
     ``kueue.x-k8s.io/job-uid`` label the ownership writes (so the workload reads the same before and after it
-    is written), and in the job's LocalQueue ``queue`` unless it holds quota (``reserved``; QueueNameChange)."""
+    is written), and in the job's LocalQueue ``queue`` unless it holds quota (``reserved``; QueueNameChange).
+
+    Adopted by Pods (``ref`` a Pod: a single pod, or with ``group`` the oldest pod of a pod group), it also
+    carries, on the log only, the ``kueue.x-k8s.io/prebuilt-workload-name`` annotation naming itself (what
+    :func:`is_adopted` reads) and, for a group, Kueue's ``kueue.x-k8s.io/is-group-workload`` annotation, which
+    the one Kueue makes for a group carries (and MultiKueue's copy of it): the services read it as the
+    group's, named as the group is (Kueue's pod webhook: "prebuilt workload and pod group should be equal")."""
     meta = workload.metadata
     labels = {k: v for k, v in meta.labels.items() if k != workloads.JOB_UID_LABEL}
+    annotations = meta.annotations
+    if ref.kind == "Pod":
+        annotations = {**annotations, workloads.PREBUILT_WORKLOAD_LABEL: meta.name}
+        if group:
+            annotations[IS_GROUP_WORKLOAD_ANNOTATION] = "true"
     spec = workload.spec if reserved or not queue else msgspec.structs.replace(workload.spec, queue_name=queue)
     return msgspec.structs.replace(
         workload,
-        metadata=msgspec.structs.replace(meta, labels=labels),
+        metadata=msgspec.structs.replace(meta, labels=labels, annotations=annotations),
         spec=spec,
         owner=workloads.owner_of(ref),
     )
@@ -144,6 +172,33 @@ def out_of_sync(
         if not why or not suspended:
             return why
     return _compare(job_workload, templates, pod_sets, tolerations=not admitted)
+
+
+def group_out_of_sync(roles: Sequence[tuple[str, int]], workload_object: Mapping[str, Any]) -> str:
+    """Why the prebuilt Workload object does not match the pod group that names it, or "" when it does (Kueue
+    pod_controller.go equivalentToWorkload, not the jobs' EquivalentToWorkload).
+
+    ``roles``: the pod sets the group's pods make now, ``(role hash, pods)`` sorted by role
+    (:func:`kueue_es.jobframework.pods.group_roles`). Each must be a pod set of the Workload named by the role,
+    in that order (the Workload may have more), holding at least as many pods: a group still being created,
+    or whose pods failed, matches the Workload made for it whole. Neither templates nor the maximum execution
+    time are compared."""
+    spec = workload_object.get("spec") or {}
+    pod_sets = [ps if isinstance(ps, dict) else {} for ps in spec.get("podSets") or []]
+    if len(pod_sets) < len(roles):
+        return f"the Workload has {len(pod_sets)} pod sets, the group's pods make {len(roles)}"
+    names = [str(ps.get("name") or "") for ps in pod_sets]
+    index = -1
+    for role, count in roles:
+        try:
+            index = names.index(role, index + 1)
+        except ValueError:
+            return f"spec.podSets has no pod set {role!r} (the role of {count} of the group's pods) in order"
+        have = workloads.parse_int(pod_sets[index].get("count"))
+        have = 1 if have is None else have  # the API's default
+        if have < count:
+            return f"spec.podSets[{index}].count is {have}, the group has {count} pods of role {role}"
+    return ""
 
 
 def _compare(

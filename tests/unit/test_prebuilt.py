@@ -7,10 +7,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
 import pytest
 
 from kueue_es.events import manifests, models, types
-from kueue_es.jobframework import jobs, prebuilt, workloads
+from kueue_es.jobframework import jobs, pods, prebuilt, workloads
 from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, status
 
@@ -213,3 +214,100 @@ def test_one_start_whichever_came_first_the_adoption_or_the_admission(adopted_fi
         assert view.adopted_admitted == {}
     else:
         assert action is None and view.adopted_admitted == {"default/wl-a": 3}
+
+
+# -- Pods and pod groups (pod_controller.go) -------------------------------------------------------
+
+POD_UID = "0b9a5c1e-0000-4000-8000-00000000000a"
+
+
+def pod(name: str = "p-a", *, uid: str = POD_UID, group: str = "", workload: str = "wl-a", cpu: str = "1") -> dict:
+    """A queue-labelled pod naming prebuilt Workload ``workload``; of a pod group of 2 ``group``."""
+    labels = {workloads.QUEUE_LABEL: "user-queue", workloads.PREBUILT_WORKLOAD_LABEL: workload}
+    annotations = {}
+    if group:
+        labels[pods.GROUP_NAME_KEY] = group
+        annotations[pods.GROUP_TOTAL_COUNT_ANNOTATION] = "2"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": uid,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": labels,
+            "annotations": annotations,
+        },
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]},
+    }
+
+
+def group_workload(*pod_sets: tuple[str, int]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "wl-a", "namespace": "default", "uid": "wl-uid"},
+        "spec": {"podSets": [{"name": name, "count": count} for name, count in pod_sets]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("roles", "pod_sets", "expected"),
+    [
+        ([("r1", 2)], [("r1", 2)], ""),
+        ([("r1", 1)], [("r1", 2)], ""),  # a group still being made, or whose pods failed
+        ([("r1", 1), ("r2", 1)], [("r0", 1), ("r1", 1), ("r2", 3)], ""),  # in order, the Workload may have more
+        ([], [("r1", 2)], ""),
+        ([("r1", 3)], [("r1", 2)], "spec.podSets[0].count is 2, the group has 3 pods of role r1"),
+        ([("r1", 1)], [("main", 1)], "spec.podSets has no pod set 'r1'"),
+        ([("r1", 1), ("r2", 1)], [("r2", 1), ("r1", 1)], "spec.podSets has no pod set 'r2'"),
+        ([("r1", 1), ("r2", 1)], [("r1", 2)], "the Workload has 1 pod sets, the group's pods make 2"),
+    ],
+)
+def test_a_pod_group_matches_its_workload_by_roles_and_counts(
+    roles: list[tuple[str, int]], pod_sets: list[tuple[str, int]], expected: str
+) -> None:
+    """pod_controller.go equivalentToWorkload: each role a pod set of that name, in order, holding its pods."""
+    why = prebuilt.group_out_of_sync(roles, group_workload(*pod_sets))
+    assert why.startswith(expected) and bool(why) == bool(expected)
+
+
+def test_a_groups_roles_are_its_runnable_pods_by_role_and_a_started_pod_keeps_its_role() -> None:
+    """constructGroupPodSets: pods counted per role hash, a Failed one left out; a started pod (the flavor's node
+    selector merged into its spec, its pod set in the ``kueue.x-k8s.io/podset`` label) keeps the role it had,
+    as the role-hash annotation Kueue's webhook writes keeps it; fast admission counts the group as one role."""
+    a, b, failed = pod("a", group="g"), pod("b", group="g", cpu="2"), pod("c", group="g")
+    failed["status"] = {"phase": "Failed"}
+    role_a, role_b = pods.role_hash(a), pods.role_hash(b)
+    assert pods.group_roles([a, b, failed], total=2) == sorted([(role_a, 1), (role_b, 1)])
+    started = copy.deepcopy(a)
+    started["spec"]["nodeSelector"] = {"instance-type": "spot"}
+    started["metadata"]["labels"]["kueue.x-k8s.io/podset"] = role_a
+    assert pods.role_hash(started) == role_a
+    a["metadata"]["annotations"][pods.FAST_ADMISSION_ANNOTATION] = "true"
+    assert pods.group_roles([a, b], total=2) == [(role_a, 2)]
+
+
+def test_a_pods_adopted_workload_is_told_apart_from_one_made_for_pods() -> None:
+    """A workload made for a pod group keeps its first pod's UID while its owner becomes the oldest pod left, and
+    a StatefulSet's pods' one carries their prebuilt label: neither is adopted; a prebuilt one adopted by a pod,
+    or by a group (then read as the group's), is."""
+    parsed = manifests.parse_object(workload_object(), strict=False)
+    assert isinstance(parsed, models.Workload)
+    made = pods.group_facts([pod("a", group="wl-a"), pod("b", uid="uid-b", group="wl-a")])
+    assert isinstance(made, types.WorkloadObserved)
+    later = msgspec.structs.replace(
+        made.workload, owner=models.OwnerReference(api_version="v1", kind="Pod", name="b", uid="uid-b")
+    )
+    labelled = msgspec.structs.replace(
+        made.workload,
+        metadata=msgspec.structs.replace(
+            made.workload.metadata, labels={workloads.PREBUILT_WORKLOAD_LABEL: made.workload.metadata.name}
+        ),
+    )
+    assert not prebuilt.is_adopted(later) and not prebuilt.is_adopted(labelled)
+    ref = workloads.job_ref(pod(), kind="Pod", api_version="v1")
+    single = prebuilt.adopted(parsed, ref, queue="user-queue", reserved=False)
+    group = prebuilt.adopted(parsed, ref, queue="user-queue", reserved=False, group=True)
+    assert prebuilt.is_adopted(single) and prebuilt.is_adopted(group)
+    assert "kueue.x-k8s.io/is-group-workload" not in single.metadata.annotations
+    assert group.metadata.annotations["kueue.x-k8s.io/is-group-workload"] == "true"
