@@ -98,9 +98,11 @@ def workload_name_for_pod(name: str, uid: str) -> str:
 
 
 def workload_key(pod: Mapping[str, Any]) -> tuple[str, str]:
-    """``(namespace, workload name)`` of the workload a pod belongs to: its group's, or its own."""
+    """``(namespace, workload name)`` of the workload a pod belongs to: the prebuilt Workload it names
+    (``kueue.x-k8s.io/prebuilt-workload-name``), else its group's, else its own (pod_controller.go workloadName)."""
     ref = _ref(pod)
-    return ref.namespace, group_name(pod) or workload_name_for_pod(ref.name, ref.uid)
+    name = prebuilt_workload(pod) or group_name(pod)
+    return ref.namespace, name or workload_name_for_pod(ref.name, ref.uid)
 
 
 def prebuilt_workload(pod: Mapping[str, Any]) -> str:

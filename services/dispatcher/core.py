@@ -396,6 +396,9 @@ class StartPods:
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
     total: int = 0  # a group's pod count (its pod sets' counts): active pods beyond it are deleted, not started
+    # a prebuilt Workload's group: those beyond its count are left gated, not deleted (Kueue's prebuilt path deletes
+    # none: its in-sync check keeps them gated, and the watcher finishes such a workload OutOfSync)
+    keep_excess: bool = False
 
     def patch(self, pod: Mapping[str, Any], *, pod_set: str) -> dict[str, Any] | None:
         """The merge patch that starts ``pod`` as a member of ``pod_set``; None for a pod no longer gated
@@ -948,6 +951,7 @@ def start_of(view: DispatchState, current: WorkloadState, ref: types.WorkloadRef
             uid="" if group else owner.uid,
             pod_sets=infos,
             total=sum(ps.count for ps in current.workload.spec.pod_sets) if group else 0,
+            keep_excess=prebuilt.is_adopted(current.workload),
         )
     info = infos[0] if infos else PodSetInfo(name="main")
     return StartJob(
@@ -988,6 +992,7 @@ def late_start(view: DispatchState, key: str) -> StartPods | None:
         group=group,
         pod_sets=infos,
         total=sum(ps.count for ps in wl.workload.spec.pod_sets),
+        keep_excess=prebuilt.is_adopted(wl.workload),
     )
 
 

@@ -71,12 +71,16 @@ async def delete_excess(
 ) -> set[str]:
     """Delete the active pods of ``action``'s group beyond its count (:func:`pods.excess_pods`: the newest
     gated ones go first), as Kueue's pod group reconciler does, so no pod runs outside the workload's quota;
-    ``on_deleted`` is told of each (its Event). Returns the names deleted (or found gone)."""
+    ``on_deleted`` is told of each (its Event). Returns the names deleted (or found gone), or, for a prebuilt
+    Workload's group (``keep_excess``), those left gated."""
     if not action.group or action.total <= 0:
         return set()
     deleted: set[str] = set()
     for pod in pod_integration.excess_pods(members, action.total):
         name = str((pod.get("metadata") or {}).get("name") or "")
+        if action.keep_excess:
+            deleted.add(name)
+            continue
         await limiter.acquire(WriteClass.JOBS)
         try:
             await api.delete_object(POD_REF, namespace=action.namespace, name=name)
@@ -333,7 +337,10 @@ class JobWrites:
         for pod in members:
             if objects.meta(pod).get("name") in excess:
                 continue
-            pod_set = pod_integration.role_hash(pod) if action.group else "main"
+            if action.group:
+                pod_set = pod_integration.role_hash(pod)
+            else:  # its workload's one pod set, named as a prebuilt Workload's user chose (Run: podSetsInfo[0])
+                pod_set = action.pod_sets[0].name if action.pod_sets else "main"
             patch = action.patch(pod, pod_set=pod_set)
             if patch is None:
                 continue

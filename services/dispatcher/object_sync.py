@@ -393,12 +393,7 @@ class WorkloadSync:
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
         record = self.view.records.get(key)
         templates = await self._job_templates(key, wl)
-        members = (
-            self.group_members(meta.namespace, meta.name)
-            if self.group_members is not None and meta.annotations.get(status.GROUP_WORKLOAD_ANNOTATION) == "true"
-            else ()
-        )
-        desired = status.workload_object(wl, self.view.cluster, record, templates=templates, members=members)
+        desired = status.workload_object(wl, self.view.cluster, record, templates=templates, members=self._members(wl))
         stored = self.stored.objects.get(ident)
         if (
             stored is None
@@ -424,6 +419,14 @@ class WorkloadSync:
                 if updated is not None:
                     self.updated(updated, seq)
         await self._sync_status(key, wl, ident, stored)
+
+    def _members(self, wl: WorkloadState) -> list[tuple[str, str]]:
+        """The pods of the pod group whose workload ``wl`` is, as ``(name, uid)`` (its Workload's owners); none for
+        another workload or when no pod is watched."""
+        meta = wl.workload.metadata
+        if self.group_members is None or meta.annotations.get(status.GROUP_WORKLOAD_ANNOTATION) != "true":
+            return []
+        return self.group_members(meta.namespace, meta.name)
 
     async def _sync_status(self, key: str, wl: WorkloadState, ident: ObjectKey, stored: objects.StoredObject) -> None:
         """Kueue's status on a job's Workload object (``stored``: as the server last returned it)."""
@@ -465,15 +468,21 @@ class WorkloadSync:
     async def _sync_prebuilt(self, key: str, wl: WorkloadState) -> None:
         """A job's prebuilt Workload (:func:`kueue_es.jobframework.prebuilt.is_adopted`): made the job's, as
         Kueue's job reconciler makes it (:func:`~kueue_es.services.dispatcher.status.adoption_patch`: the owner
-        reference, the job-uid label, the job's LocalQueue), its spec otherwise the user's; then Kueue's status,
+        reference, the job-uid label, the job's LocalQueue; a pod group's pods each an owner), its spec otherwise
+        the user's; then Kueue's status,
         as on any job's Workload. The object is read before it is patched, the patch carrying its UID and
         resourceVersion (a write in between fails with 409 and is tried again). One gone (404) is left to the
         watcher's deletion fact; one of another UID (made again under the name) waits for the log to have it."""
         meta = wl.workload.metadata
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
         stored = self.stored.objects.get(ident)
+        members = self._members(wl)
         try:
-            if stored is None or objects.meta(stored).get("uid") != meta.uid or status.adoption_patch(stored, wl):
+            if (
+                stored is None
+                or objects.meta(stored).get("uid") != meta.uid
+                or status.adoption_patch(stored, wl, members=members)
+            ):
                 current: Any = await self.stored.api.get_object(
                     resources.WORKLOADS, namespace=meta.namespace, name=meta.name
                 )
@@ -481,7 +490,7 @@ class WorkloadSync:
                 if current_meta.get("uid") != meta.uid:
                     log.info("prebuilt_workload_not_the_logs", workload=key, uid=current_meta.get("uid"))
                     return
-                patch = status.adoption_patch(current, wl)
+                patch = status.adoption_patch(current, wl, members=members)
                 if patch:
                     precondition = {"uid": meta.uid, "resourceVersion": current_meta.get("resourceVersion")}
                     patch["metadata"] = {**patch.get("metadata", {}), **precondition}

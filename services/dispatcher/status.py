@@ -789,29 +789,45 @@ def is_job_workload(wl: WorkloadState) -> bool:
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 
-def adoption_patch(current: Mapping[str, Any], wl: WorkloadState) -> dict[str, Any]:
+def adoption_patch(
+    current: Mapping[str, Any], wl: WorkloadState, *, members: Sequence[tuple[str, str]] = ()
+) -> dict[str, Any]:
     """The JSON merge patch that makes the prebuilt Workload object ``current`` its job's, as the log has it
     (:func:`kueue_es.jobframework.prebuilt.is_adopted`); ``{}`` when it is so already.
 
     Kueue EnsurePrebuiltWorkloadOwnership: the job as its controller owner (``blockOwnerDeletion``; the other
     owner references kept, one to the job made the controller), the ``kueue.x-k8s.io/job-uid`` label when the
     UID is a valid label value; QueueNameChange: ``spec.queueName`` the job's while the workload holds no quota
-    (the log's). The rest of the object, its spec above all, stays the user's: no finalizer, no templates of
-    the job's (Kueue writes neither on a prebuilt Workload).
+    (the log's). The rest of the object, its spec above all, stays the user's: no finalizer, no templates of the
+    job's (Kueue writes neither on a prebuilt Workload).
+
+    A pod group's (the log's copy carries :data:`GROUP_WORKLOAD_ANNOTATION`): each of its pods ``members``
+    (``(name, uid)``; none known: the pod the log names) an owner but not the controller, added to those there,
+    and no label (pod_controller.go EnsureWorkloadOwnedByAllMembers: the Workload goes once its last pod went).
     """
     owner = wl.workload.owner
     assert owner is not None
     meta = current.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     refs = [ref for ref in meta.get("ownerReferences") or [] if isinstance(ref, dict)]
-    mine = controller_reference(owner)
     patch_meta: dict[str, Any] = {}
-    if not any(ref.get("uid") == owner.uid and ref.get("controller") is True for ref in refs):
-        patch_meta["ownerReferences"] = [ref for ref in refs if ref.get("uid") != owner.uid] + [mine]
-    labels = meta.get("labels")
-    labels = labels if isinstance(labels, dict) else {}
-    if len(owner.uid) <= 63 and _LABEL_VALUE.fullmatch(owner.uid) and labels.get(JOB_UID_LABEL) != owner.uid:
-        patch_meta["labels"] = {JOB_UID_LABEL: owner.uid}
+    if owner.kind == "Pod" and wl.workload.metadata.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true":
+        present = {str(ref.get("uid") or "") for ref in refs}
+        pods = members or [(owner.name, owner.uid)]
+        added = [
+            {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid} for name, uid in pods if uid not in present
+        ]
+        if added:
+            patch_meta["ownerReferences"] = refs + added
+    else:
+        if not any(ref.get("uid") == owner.uid and ref.get("controller") is True for ref in refs):
+            patch_meta["ownerReferences"] = [ref for ref in refs if ref.get("uid") != owner.uid] + [
+                controller_reference(owner)
+            ]
+        labels = meta.get("labels")
+        labels = labels if isinstance(labels, dict) else {}
+        if len(owner.uid) <= 63 and _LABEL_VALUE.fullmatch(owner.uid) and labels.get(JOB_UID_LABEL) != owner.uid:
+            patch_meta["labels"] = {JOB_UID_LABEL: owner.uid}
     patch: dict[str, Any] = {"metadata": patch_meta} if patch_meta else {}
     queue = wl.workload.spec.queue_name
     spec = current.get("spec")

@@ -11,9 +11,10 @@ ReconcileGenericJob) puts both back:
   workload slices are enabled (elastic jobs run on, their new pods gated);
 - step 7, a job suspended while its workload is admitted (and not evicted): ``startJob``, as at admission,
   with its ``Started`` Event again; also a job that adopts its prebuilt Workload admitted before it came
-  (:meth:`Suspension.adopted`);
+  (:meth:`Suspension.adopted`; pods that do: ungated);
 - a job whose prebuilt Workload was finished ``OutOfSync`` has no workload: stopped if it runs
-  (handleJobWithNoWorkload, :meth:`Suspension.finished`).
+  (handleJobWithNoWorkload, :meth:`Suspension.finished`); so are pods whose prebuilt Workload was deleted
+  (:meth:`Suspension.workload_deleted`): those that run are deleted, "missing workload".
 
 The watcher's PodsReady facts say when a job started or stopped without a decision (``progress.started``:
 a job not suspended, a pod ungated): the first WorkloadPodsReady of a workload never admitted, and a
@@ -82,7 +83,10 @@ class Suspension:
     ) -> None:
         self.view, self.jobs, self.recording, self.gate = view, jobs, recording, gate
         self.pod_deletions: dict[str, core.StopPods] = {}  # workload key -> its pods to delete (Workload deleted)
-        self.pod_stops: dict[str, core.StopPods] = {}  # workload key -> its pods to stop (running, not admitted)
+        # workload key -> its pods to stop (those that run) and the Stopped Event's message: not admitted, or its
+        # prebuilt Workload finished OutOfSync or deleted (none left: "missing workload")
+        self.pod_stops: dict[str, tuple[core.StopPods, str]] = {}
+        self.pod_starts: dict[str, tuple[core.StartPods, int]] = {}  # workload key -> its pods' start, its sequence
         self.pods_deleted = 0
         self.due: dict[str, tuple[int, int]] = {}  # workload key -> (sequence, time in ms) of the fact that marked it
         # prebuilt workloads finished OutOfSync -> (sequence, time in ms) of that finish: their job is stopped
@@ -108,11 +112,7 @@ class Suspension:
         owner = wl.workload.owner
         if owner is not None and owner.kind == "Pod" and not (wl.admitted and wl.reservation is not None):
             # a pod ungated by hand runs with no admission: Kueue's Pod.Stop (NotAdmitted) deletes it
-            stop = core.stop_of(self.view, wl, wl.ref, reason=NOT_ADMITTED_REASON, seq=self.view.cluster.last_seq)
-            if isinstance(stop, core.StopPods):
-                self.pod_stops[key] = stop
-                self._owners[key] = owner.uid
-                self._wake.set()
+            self._stop_pods_of(wl, reason=NOT_ADMITTED_REASON, seq=self.view.cluster.last_seq)
             return
         if not _job_of_its_own(wl):
             return
@@ -130,7 +130,16 @@ class Suspension:
         if self.view.adopted_admitted.get(key) != seq:
             return  # not adopted admitted: the admission's plan starts it (a job running meanwhile: observed)
         wl = self.view.cluster.workloads.get(key)
-        if wl is None or wl.gone or wl.finished is not None or not _job_of_its_own(wl):
+        if wl is None or wl.gone or wl.finished is not None:
+            return
+        owner = wl.workload.owner
+        if owner is not None and owner.kind == "Pod":  # its pods are ungated (pod_controller.go Run)
+            start = core.start_of(self.view, wl)
+            if isinstance(start, core.StartPods):
+                self.pod_starts[key] = (start, seq)
+                self._wake.set()
+            return
+        if not _job_of_its_own(wl):
             return
         self.due[key] = (seq, wall_clock_ms())
         self._wake.set()
@@ -142,7 +151,12 @@ class Suspension:
         if event.reason != prebuilt.OUT_OF_SYNC_REASON:
             return
         wl = self.view.cluster.workloads.get(event.workload.key)
-        if wl is None or not prebuilt.is_adopted(wl.workload) or not _job_of_its_own(wl):
+        if wl is None or not prebuilt.is_adopted(wl.workload):
+            return
+        if wl.workload.owner is not None and wl.workload.owner.kind == "Pod":  # Pod.Stop deletes those that run
+            self._stop_pods_of(wl, reason=NO_MATCHING_REASON, seq=seq)
+            return
+        if not _job_of_its_own(wl):
             return
         self.unmatched[wl.key] = (seq, event.at_ms)
         self._wake.set()
@@ -167,10 +181,25 @@ class Suspension:
         owner = wl.workload.owner
         if owner is None or owner.kind != "Pod":
             return
+        if prebuilt.is_adopted(wl.workload):
+            # a prebuilt Workload has no finalizer of Kueue's: it is gone, its pods have none (handleJobWithNoWorkload:
+            # those that run are stopped, "missing workload"; the gated ones wait for a Workload of that name again)
+            self._stop_pods_of(wl, reason=NO_MATCHING_REASON, seq=seq)
+            return
         stop = core.stop_of(self.view, wl, wl.ref, reason=core.DELETED_REASON, seq=seq)
         if isinstance(stop, core.StopPods):
             self.pod_deletions[wl.key] = stop
             self._owners[wl.key] = owner.uid
+            self._wake.set()
+
+    def _stop_pods_of(self, wl: WorkloadState, *, reason: str, seq: int) -> None:
+        """Mark the pods of Pod workload ``wl`` to be stopped for ``reason`` (those that run are deleted, each with
+        Kueue's Stopped Event: Pod.Stop), as of ``seq``."""
+        stop = core.stop_of(self.view, wl, wl.ref, reason=reason, seq=seq)
+        if isinstance(stop, core.StopPods) and wl.workload.owner is not None:
+            message = NOT_ADMITTED_MESSAGE if reason == NOT_ADMITTED_REASON else NO_MATCHING_MESSAGE
+            self.pod_stops[wl.key] = (stop, message)
+            self._owners[wl.key] = wl.workload.owner.uid
             self._wake.set()
 
     async def run(self, *, ready: Callable[[], bool]) -> None:
@@ -192,11 +221,18 @@ class Suspension:
                     log.warning("pods_not_deleted", workload=key, error=str(err))
             while self.pod_stops:
                 key = next(iter(self.pod_stops))
-                action = self.pod_stops.pop(key)
+                action, message = self.pod_stops.pop(key)
                 try:
-                    await self._stop_pods(key, action, owner_uid=self._owners.pop(key, ""))
+                    await self._stop_pods(key, action, owner_uid=self._owners.pop(key, ""), message=message)
                 except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
                     log.warning("pods_not_stopped", workload=key, error=str(err))
+            while self.pod_starts:
+                key = next(iter(self.pod_starts))
+                start, seq = self.pod_starts.pop(key)
+                try:
+                    await self._start_pods(key, start, seq=seq)
+                except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                    log.warning("pods_not_started", workload=key, error=str(err))
             while self.unmatched:
                 key = next(iter(self.unmatched))
                 seq, at_ms = self.unmatched.pop(key)
@@ -277,12 +313,15 @@ class Suspension:
             return False
         return True
 
-    async def _stop_pods(self, key: str, action: core.StopPods, *, owner_uid: str) -> None:
-        """Delete the pods of workload ``key`` that run (not gated, not terminated) while it is still not admitted,
-        each marked with the stop first and given Kueue's Stopped Event (Pod.Stop for StopReasonNotAdmitted:
-        gated and finished pods stay)."""
+    async def _stop_pods(self, key: str, action: core.StopPods, *, owner_uid: str, message: str) -> None:
+        """Delete the pods of workload ``key`` that run (not gated, not terminated), each marked with the stop first
+        and given Kueue's Stopped Event with ``message`` (Pod.Stop: gated and finished pods stay): while it is
+        still not admitted (StopReasonNotAdmitted), or for good (its prebuilt Workload finished OutOfSync or
+        gone: StopReasonNoMatchingWorkload)."""
         wl = self.view.cluster.workloads.get(key)
-        if wl is None or wl.gone or wl.finished is not None or (wl.admitted and wl.reservation is not None):
+        if action.reason == NOT_ADMITTED_REASON and (
+            wl is None or wl.gone or wl.finished is not None or (wl.admitted and wl.reservation is not None)
+        ):
             return  # admitted since, or gone: nothing runs without quota
         if self.gate is not None and not self.gate():
             return
@@ -296,13 +335,25 @@ class Suspension:
             if not await self._mark_and_delete(action, name):
                 continue
             self.stopped += 1
-            log.info("pod_stopped_not_admitted", pod=f"{action.namespace}/{name}", workload=key)
+            log.info("pod_stopped", pod=f"{action.namespace}/{name}", workload=key, why=action.reason)
             uid = str(meta.get("uid") or "")
             item = kube_events.on_pod(
-                action.namespace, name, uid, reason="Stopped", message=NOT_ADMITTED_MESSAGE, at_ms=wall_clock_ms()
+                action.namespace, name, uid, reason="Stopped", message=message, at_ms=wall_clock_ms()
             )
             self.recording.job_event(item, suffix=f"created.stopped.{uid or name}")  # a pod is deleted once
         await self.recording.record([])
+
+    async def _start_pods(self, key: str, action: core.StartPods, *, seq: int) -> None:
+        """Start the gated pods of Pod workload ``key``, adopted at ``seq`` while admitted, if it still is."""
+        wl = self.view.cluster.workloads.get(key)
+        if wl is None or wl.gone or wl.finished is not None or not wl.admitted or wl.reservation is None:
+            return  # released or finished since: nothing to start
+        if wl.eviction is not None or (self.gate is not None and not self.gate()):
+            return
+        result = await self.jobs.start_pods(action, seq=seq)
+        if not isinstance(result, types.DispatchFailed):
+            self.restarted += 1
+            log.info("pods_started_adopted", pods=result.target, workload=key, seq=seq)
 
     async def _job(self, wl: WorkloadState) -> tuple[dict[str, Any], bool] | None:
         """The workload's job as the API server has it and whether it is suspended; None when it is gone, being

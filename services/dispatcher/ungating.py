@@ -144,14 +144,16 @@ class Ungating:
                 for (ns, name), pod in sorted(self.group_pods.items())
                 if ns == namespace and pod_integration.group_name(pod) == group
             }
-            # a pod beyond the group's count is deleted, not started (Kueue's removeExcessPods)
+            # a pod beyond the group's count is deleted, not started (Kueue's removeExcessPods; a prebuilt Workload's
+            # group's is left gated)
             excess = await job_writes.delete_excess(
                 self.api, self.limiter, action, list(members.values()), on_deleted=self.on_excess
             )
             for name, pod in members.items():
                 ns = namespace
                 if name in excess:
-                    self.group_pods.pop((ns, name), None)
+                    if not action.keep_excess:
+                        self.group_pods.pop((ns, name), None)
                     continue
                 patch = action.patch(pod, pod_set=pod_integration.role_hash(pod))
                 if patch is None:

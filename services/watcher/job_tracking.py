@@ -20,7 +20,7 @@ import msgspec
 import structlog
 
 from kueue_es.events import manifests, models, slices, types
-from kueue_es.jobframework import integrations, jobs, pods, workloads
+from kueue_es.jobframework import integrations, jobs, pods, prebuilt, workloads
 from kueue_es.jobframework import slices as job_slices
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL
 from kueue_es.jobframework.integrations import ray
@@ -101,6 +101,7 @@ class JobTracker:
             jobs=self.objects,
             managed=self._managed,
             convert=lambda kind, obj, now_ms, context: _convert(kind, obj, now_ms=now_ms, context=context),
+            group_members=self.groups.members,
             clock=clock,
         )
 
@@ -113,7 +114,7 @@ class JobTracker:
         before = self.objects[kind].get(key)
         if kind == "Pod" and before is not None and (old_group := pods.group_name(before)) != pods.group_name(obj):
             self.groups.index(key, old_group, present=False)  # Kueue forbids this; keep the old group right anyway
-            await self.groups.sync((key[0], old_group), version=version)
+            await self._sync_group((key[0], old_group), version=version)
         if change == "DELETED":
             self.objects[kind].pop(key, None)
             self.inputs.forget_owner(obj)
@@ -122,21 +123,23 @@ class JobTracker:
         else:
             self.objects[kind][key] = obj
             self.inputs.remember_owner(kind, obj)
+        group = pods.group_name(obj) if kind == "Pod" else ""
         named = prebuilt_tracking.names(kind, obj) or (before is not None and prebuilt_tracking.names(kind, before))
-        if named:  # a job adopting a prebuilt Workload (not a Pod's: pods name pod groups their own way)
-            if change == "DELETED":
+        if named:  # a job adopting a prebuilt Workload (a pod of a group: its group is looked at below)
+            if change == "DELETED" and not group:
                 await self.prebuilt.job_deleted(kind, obj, version=version)
                 return
-            renamed = self.prebuilt.index(kind, obj, present=True)
-            if renamed is not None:  # Kueue's webhook forbids it; the Workload it named is looked at again
+            renamed = self.prebuilt.index(kind, obj, present=change != "DELETED")
+            if renamed is not None and change != "DELETED":
+                # Kueue's webhook forbids it; the Workload it named is looked at again
                 await self.prebuilt.sync(renamed, trigger=version)
         if kind == "Pod":
             await self.groups.progress(obj, version=version)
-        if kind == "Pod" and (group := pods.group_name(obj)):
+        if group:
             if change == "DELETED":
                 self.groups.member_deleted((key[0], group), obj)
             self.groups.index(key, group, present=change != "DELETED")
-            await self.groups.sync((key[0], group), version=version)
+            await self._sync_group((key[0], group), version=version)
         elif change == "DELETED":
             for wl_key in self._workload_keys(kind, obj):
                 await self.publisher.delete_workload(wl_key, version=version, uid=objects.uid_of(obj))
@@ -156,8 +159,7 @@ class JobTracker:
             self.inputs.remember_owner(kind, obj)
         if kind == "Pod":
             self.groups.reindex()
-        else:
-            self.prebuilt.reindex(kind)
+        self.prebuilt.reindex(kind)
         live = {k for obj in listed if self._managed(kind, obj) for k in self._workload_keys(kind, obj)}
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
         for key in sorted(gone):
@@ -178,9 +180,33 @@ class JobTracker:
                 await self._sync_job(kind, obj, version=f"{version}~{trigger}" if trigger else version)
             if kind == "Pod":
                 for group_key in sorted(self.groups.groups):
-                    await self.groups.sync(group_key, version=trigger or self.groups.version_of(group_key))
+                    await self._sync_group(group_key, version=trigger or self.groups.version_of(group_key))
 
     # -- one job ----------------------------------------------------------------------------------
+
+    async def _sync_group(self, group_key: Key, *, version: str) -> None:
+        """Publish what a pod group stands for now: the prebuilt Workload its pods name, adopted
+        (:meth:`PrebuiltWorkloads.sync_group`; also once its pods are gone: deleted with them), else its own
+        (:meth:`PodGroups.sync`). A pod naming another Workload than its group is refused, as Kueue's pod webhook
+        refuses it at creation, and the group gets none."""
+        members = self.groups.members(group_key)
+        for pod in members:
+            try:
+                pods.check_prebuilt_group(cast(Mapping[str, Any], pod))
+            except manifests.ManifestError as err:
+                fact = workloads.rejected(cast(Mapping[str, Any], pod), err, now_ms=self.clock())
+                log_rejection(fact)
+                await self.publisher.publish(fact, version=version, source="Pod")
+                return
+        known = self.publisher.workloads.get(group_key)
+        adopted = (
+            known is not None and known.owner is not None and known.owner.kind == "Pod" and prebuilt.is_adopted(known)
+        )
+        if adopted or any(prebuilt_tracking.names("Pod", pod) for pod in members):
+            if self.inputs.managed_context().namespace_managed(group_key[0]):
+                await self.prebuilt.sync_group(group_key, version=version)
+            return
+        await self.groups.sync(group_key, version=version)
 
     async def _sync_job(self, kind: str, obj: objects.KubeObject, *, version: str) -> None:
         """Publish what a Job, a JobSet or a single Pod stands for now."""
@@ -585,8 +611,8 @@ class JobTracker:
         name, uid = objects.name_of(obj), objects.uid_of(obj)
         if kind == "Pod":
             return pods.workload_key(obj)
-        if prebuilt := prebuilt_tracking.names(kind, obj):
-            return objects.namespace_of(obj), prebuilt
+        if named := prebuilt_tracking.names(kind, obj):
+            return objects.namespace_of(obj), named
         if kind == "Job":
             return objects.namespace_of(obj), jobs.workload_name_for_job(name, uid)
         integration = integrations.by_kind(kind)

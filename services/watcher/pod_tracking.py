@@ -89,9 +89,7 @@ class PodGroups:
             if self.publisher.sources.get(group_key) == "Pod":
                 await self.publisher.delete_workload(group_key, version=version)
             return
-        live = {objects.name_of(pod) for pod in managed}
-        kept = [pod for name, pod in sorted(self.succeeded_gone.get(group_key, {}).items()) if name not in live]
-        fact = pods.group_facts([*managed, *kept], now_ms=self.clock(), context=context)
+        fact = pods.group_facts(self._with_gone(group_key, managed), now_ms=self.clock(), context=context)
         if isinstance(fact, types.WorkloadFinished):
             self.succeeded_gone.pop(group_key, None)
         if fact is None:
@@ -107,6 +105,24 @@ class PodGroups:
         if not isinstance(fact, types.ObjectRejected):  # a later rejection of a member is news again
             for pod in managed:
                 self.publisher.last_published.pop(("Pod", namespace, objects.name_of(pod)), None)
+
+    def members(self, group_key: Key) -> list[objects.KubeObject]:
+        """The managed pods of one pod group, with those it keeps counting after they went (see
+        :attr:`succeeded_gone`, forgotten once no managed pod is left)."""
+        context = self.inputs.managed_context()
+        managed = [
+            pod
+            for name in sorted(self.groups.get(group_key, ()))
+            if (pod := self.pods.get((group_key[0], name))) is not None and pods.is_managed(pod, context)
+        ]
+        if not managed:
+            self.succeeded_gone.pop(group_key, None)
+        return self._with_gone(group_key, managed)
+
+    def _with_gone(self, group_key: Key, managed: list[objects.KubeObject]) -> list[objects.KubeObject]:
+        live = {objects.name_of(pod) for pod in managed}
+        kept = [pod for name, pod in sorted(self.succeeded_gone.get(group_key, {}).items()) if name not in live]
+        return [*managed, *kept]
 
     def member_deleted(self, group_key: Key, pod: objects.KubeObject) -> None:
         """A pod of the group was deleted: one that had succeeded while the group's workload is known and not

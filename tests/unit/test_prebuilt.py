@@ -250,6 +250,16 @@ def group_workload(*pod_sets: tuple[str, int]) -> dict[str, Any]:
     }
 
 
+def test_a_pod_runs_on_the_prebuilt_workload_it_names_but_a_statefulsets_pod_on_its_groups_own() -> None:
+    """pod_controller.go workloadName: the prebuilt name first. A StatefulSet's pod names its serving group's,
+    which kueue-es makes from the pods (Kueue's StatefulSet reconciler prebuilds it): not one it adopts."""
+    assert pods.workload_key(pod()) == ("default", "wl-a")
+    assert pods.prebuilt_workload(pod(group="g", workload="g")) == "g"
+    serving = pod(group="sts-g", workload="sts-g")
+    serving["metadata"]["annotations"]["kueue.x-k8s.io/pod-suspending-parent"] = "statefulset"
+    assert pods.prebuilt_workload(serving) == "" and pods.workload_key(serving) == ("default", "sts-g")
+
+
 @pytest.mark.parametrize(
     ("roles", "pod_sets", "expected"),
     [
@@ -311,3 +321,35 @@ def test_a_pods_adopted_workload_is_told_apart_from_one_made_for_pods() -> None:
     assert prebuilt.is_adopted(single) and prebuilt.is_adopted(group)
     assert "kueue.x-k8s.io/is-group-workload" not in single.metadata.annotations
     assert group.metadata.annotations["kueue.x-k8s.io/is-group-workload"] == "true"
+
+
+def test_the_adoption_patch_of_a_pod_and_of_a_pod_group() -> None:
+    """EnsurePrebuiltWorkloadOwnership for a single pod (its controller, the job-uid label);
+    EnsureWorkloadOwnedByAllMembers for a group: each pod an owner, not the controller, added to those there,
+    and no label."""
+    parsed = manifests.parse_object(workload_object(), strict=False)
+    assert isinstance(parsed, models.Workload)
+    ref = workloads.job_ref(pod(), kind="Pod", api_version="v1")
+    single = WorkloadState(workload=prebuilt.adopted(parsed, ref, queue="user-queue", reserved=True), observed_seq=1)
+    mine = {"apiVersion": "v1", "kind": "Pod", "name": "p-a", "uid": POD_UID, "controller": True}
+    assert status.adoption_patch(workload_object(), single) == {
+        "metadata": {
+            "ownerReferences": [mine | {"blockOwnerDeletion": True}],
+            "labels": {workloads.JOB_UID_LABEL: POD_UID},
+        }
+    }
+    adopted = prebuilt.adopted(parsed, ref, queue="user-queue", reserved=True, group=True)
+    group = WorkloadState(workload=adopted, observed_seq=1)
+    current = workload_object()
+    current["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "p-a", "uid": POD_UID}]
+    members = [("p-a", POD_UID), ("p-b", "uid-b")]
+    assert status.adoption_patch(current, group, members=members) == {
+        "metadata": {
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": "p-a", "uid": POD_UID},
+                {"apiVersion": "v1", "kind": "Pod", "name": "p-b", "uid": "uid-b"},
+            ]
+        }
+    }
+    current["metadata"]["ownerReferences"].append({"apiVersion": "v1", "kind": "Pod", "name": "p-b", "uid": "uid-b"})
+    assert status.adoption_patch(current, group, members=members[1:]) == {}  # a pod that went stays named
