@@ -350,10 +350,19 @@ class Suspension:
             return  # released or finished since: nothing to start
         if wl.eviction is not None or (self.gate is not None and not self.gate()):
             return
+        message = kube_events.started_message(wl.reservation.cluster_queue)  # read now: the fold runs on meanwhile
         result = await self.jobs.start_pods(action, seq=seq)
+        ungated = self.jobs.take_pods_written(seq)
         if not isinstance(result, types.DispatchFailed):
             self.restarted += 1
             log.info("pods_started_adopted", pods=result.target, workload=key, seq=seq)
+        for name, uid in ungated:  # Kueue's Started on each pod it ungates (Pod.Run), as after an admission
+            item = kube_events.on_pod(
+                action.namespace, name, uid, reason="Started", message=message, at_ms=wall_clock_ms()
+            )
+            self.recording.job_event(item, suffix=f"created.started.{uid or name}")  # a pod is ungated once
+        if ungated:
+            await self.recording.record([])
 
     async def _job(self, wl: WorkloadState) -> tuple[dict[str, Any], bool] | None:
         """The workload's job as the API server has it and whether it is suspended; None when it is gone, being

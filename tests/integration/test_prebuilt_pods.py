@@ -121,6 +121,12 @@ async def succeed(api: Any, name: str, *, message: str = "") -> None:
     )
 
 
+async def pod_events(api: Any, name: str, reason: str) -> list[dict[str, Any]]:
+    """The Events ``reason`` about pod ``default/name``."""
+    items, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    return [e for e in items if e["involvedObject"]["name"] == name and e["reason"] == reason]
+
+
 async def workload_names(bus: MemoryBus) -> set[str]:
     return {e.workload.metadata.name for e in await events_of(bus, types.WorkloadObserved)}
 
@@ -137,7 +143,13 @@ async def test_a_pod_runs_on_a_workload_admitted_before_it(api, bus: MemoryBus) 
         started = await object_where(api, resources.PODS, "pod-a", ungated)
         uid = pod_obj["metadata"]["uid"]
         wl = await object_where(api, resources.WORKLOADS, "wl-a", lambda o: uid in owners(o))
+        async with asyncio.timeout(10):  # recorded once the ungating write landed
+            while not (started_events := await pod_events(api, "pod-a", "Started")):
+                await asyncio.sleep(0.02)
     assert await workload_names(bus) == {"wl-a"}  # none made for the pod
+    assert [e["message"] for e in started_events] == [
+        "Admitted by clusterQueue cluster-queue"
+    ]  # Pod.Run's, as after an admission
     assert len(await events_of(bus, types.WorkloadAdmitted)) == 1
     assert started["spec"]["nodeSelector"] == {"instance-type": "spot"}
     assert started["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == "wl-a"
