@@ -52,30 +52,43 @@ def group_name(pod: Mapping[str, Any]) -> str:
 
 
 def is_managed(pod: Mapping[str, Any], context: workloads.Context) -> bool:
-    """Whether Kueue manages the pod: its webhook marks pods with the queue-name label, or every pod
-    when ``manageJobsWithoutQueueName`` (the ``kueue.x-k8s.io/managed: "true"`` label,
-    pod_webhook.go Default, pod_controller.go Skip), unless a job Kueue manages owns it
-    or it is in a namespace ``managedJobsNamespaceSelector`` leaves out (kube-system,
-    kueue-system by default: ``context.namespace_managed``), or its controller is of a kind
-    the Configuration's ``integrations.externalFrameworks`` names (``context.external_owners``;
-    Kueue asks whether that owner is managed, the watcher cannot see it and assumes so).
+    """Whether Kueue's pod integration manages the pod: all of (pod_controller.go Skip, then
+    jobframework/reconciler.go ReconcileGenericJob)
 
-    The watcher cannot mark pods, so here a pod is managed when it carries the queue
-    label or that mark: pods nobody gated are not taken over.
+    1. it carries ``kueue.x-k8s.io/managed: "true"``, which only Kueue puts on a pod: its pod webhook
+       at creation, on a pod it gates (queue-labelled, or any under ``manageJobsWithoutQueueName``, in
+       a namespace ``managedJobsNamespaceSelector`` selected then), a Deployment's template, a
+       StatefulSet's or LeaderWorkerSet's pod reconciler (:func:`serving.pod_defaults`). A pod created
+       without it -- before Kueue ran, in a namespace the selector left out, while the pod framework
+       was off -- is never taken over, whatever labels it or its namespace get later;
+    2. with the pod integration enabled only implicitly (``context.pod_integration_implicit``), it
+       carries ``kueue.x-k8s.io/pod-suspending-parent``: only the pods of a Deployment, StatefulSet or
+       LeaderWorkerSet are taken;
+    3. ``managedJobsNamespaceSelector`` selects its namespace (``context.namespace_managed``;
+       kube-system and kueue-system are left out by default);
+    4. it names a queue, or ``manageJobsWithoutQueueName`` is on;
+    5. its controller is neither a job Kueue manages (the pod is part of that job's workload, also
+       before the watcher saw the job: the Pod and Job watches are separate streams, and Kueue's
+       webhook looks the owner up at pod creation, IsOwnerManagedByKueue) nor of a kind the
+       Configuration's ``integrations.externalFrameworks`` names (``context.external_owners``;
+       Kueue asks whether that owner is managed, the watcher cannot see it and assumes so).
+
+    Kueue asks 1 and 2 of a pod group's first pod in its cache's order; here every member is asked,
+    and a pod that fails is not a member (:mod:`kueue_es.services.watcher.pod_tracking`).
     """
     ref = _ref(pod)
+    if ref.labels.get(workloads.MANAGED_LABEL) != "true":
+        return False  # the webhook did not mark it: Skip
+    if context.pod_integration_implicit and not ref.annotations.get(serving.SUSPENDED_BY_PARENT_ANNOTATION):
+        return False  # Skip: "Pod Integration was implicitly enabled but object lacks parent annotation"
     if not context.namespace_managed(ref.namespace):
-        return False  # managedJobsNamespaceSelector: the pod webhook leaves these namespaces alone
-    marked = ref.labels.get(workloads.QUEUE_LABEL) or ref.labels.get(workloads.MANAGED_LABEL) == "true"
-    if not marked:
-        return False
+        return False  # managedJobsNamespaceSelector: the reconciler ignores the namespace's jobs
+    if not ref.labels.get(workloads.QUEUE_LABEL) and not context.manage_jobs_without_queue_name:
+        return False  # "queue-name label is not set, ignoring the job"
     owner = workloads.controller_owner(ref.meta)
     if owner is not None and (owner.get("apiVersion"), owner.get("kind")) in context.external_owners:
         return False  # integrations.externalFrameworks: an outside controller runs its owner for Kueue
     if owner is not None and is_job_owner(owner.get("apiVersion"), owner.get("kind")):
-        # A pod of a batch/v1 Job or of an integration's job is part of that job's workload, whether or not
-        # its Job has been seen yet: the Pod and Job watches are separate streams, so the pod may
-        # come first (Kueue's webhook looks the owner up at pod creation; IsOwnerManagedByKueue).
         return False
     return not workloads.owned_by_managed_job(ref, context)
 

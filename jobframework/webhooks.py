@@ -236,6 +236,18 @@ def enabled_kinds(frameworks: Collection[str] | None) -> frozenset[str] | None:
     return frozenset(t.kind for t in listed)
 
 
+def implicitly_enabled_kinds(frameworks: Collection[str] | None) -> frozenset[str]:
+    """The kinds :func:`enabled_kinds` enables only because a listed framework runs through them, not
+    because ``frameworks`` lists theirs: ``Pod`` with ``deployment``, ``statefulset`` or
+    ``leaderworkerset.x-k8s.io/leaderworkerset`` but not ``pod`` (Kueue integrationmanager.go
+    collectImplicitlyEnabledIntegrations). Kueue's pod reconciler then skips every pod no such parent
+    marked (pod_controller.go Skip). None (no Configuration): none."""
+    enabled = enabled_kinds(frameworks)
+    if enabled is None or frameworks is None:
+        return frozenset()
+    return enabled - {t.kind for t in targets() if t.framework in frameworks}
+
+
 def noop(served: Target, enabled: Collection[str] | None) -> bool:
     """Whether the webhooks of ``served`` are Kueue's no-op webhook: its kind is not among ``enabled``
     (:func:`enabled_kinds`; None: every kind enabled). The no-op webhook admits every request unchanged,

@@ -100,6 +100,10 @@ class Context:
     "" for cluster-scoped kinds).
     ``elastic_jobs``: Kueue's feature gate ElasticJobsViaWorkloadSlices (a Ray job annotated
     ``kueue.x-k8s.io/elastic-job: "true"`` may then use ``enableInTreeAutoscaling``).
+    ``pod_integration_implicit``: the pod integration is on only because ``integrations.frameworks``
+    lists ``deployment``, ``statefulset`` or ``leaderworkerset.x-k8s.io/leaderworkerset`` and not
+    ``pod`` (Kueue's ImplicitlyEnabledFrameworkNames): its reconciler then takes only the pods such a
+    parent marked (:func:`kueue_es.jobframework.pods.is_managed`).
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -115,6 +119,7 @@ class Context:
     objects: Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
     external_owners: Collection[tuple[str, str]] = frozenset()
     elastic_jobs: bool = False
+    pod_integration_implicit: bool = False
 
     def namespace_managed(self, namespace: str) -> bool:
         """Whether ``managedJobsNamespaceSelector`` selects ``namespace`` (:func:`namespace_selected`

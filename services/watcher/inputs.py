@@ -32,8 +32,11 @@ class ConversionInputs:
         managed_jobs_namespace_selector: models.LabelSelector | None = None,
         external_owners: frozenset[tuple[str, str]] = frozenset(),
         elastic_jobs: bool = False,
+        pod_integration_implicit: bool = False,
     ) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
+        # pods only as a Deployment's, StatefulSet's or LeaderWorkerSet's (workloads.Context)
+        self.pod_integration_implicit = pod_integration_implicit
         self.elastic_jobs = elastic_jobs  # the gate ElasticJobsViaWorkloadSlices (jobframework.slices)
         self.managed_jobs_namespace_selector = (
             workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
@@ -99,6 +102,7 @@ class ConversionInputs:
             namespace_labels=self.namespace_labels,
             managed_owners=self.owners.keys(),
             external_owners=self.external_owners,
+            pod_integration_implicit=self.pod_integration_implicit,
         )
 
     def context(self, wl_key: Key, *, previous: models.Workload | None) -> workloads.Context:
@@ -117,6 +121,7 @@ class ConversionInputs:
             objects={kind: self.objects[kind] for kind in INTEGRATION_INPUTS},
             external_owners=self.external_owners,
             elastic_jobs=self.elastic_jobs,
+            pod_integration_implicit=self.pod_integration_implicit,
         )
 
     def _priority_classes(self) -> dict[str, workloads.PriorityClass]:

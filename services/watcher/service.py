@@ -153,6 +153,7 @@ class Watcher:
             managed_jobs_namespace_selector=config.managed_jobs_namespace_selector if config is not None else None,
             external_owners=config.external_owners if config is not None else frozenset(),
             elastic_jobs=slices.gate_enabled(initial.configuration.feature_gates),
+            pod_integration_implicit="Pod" in webhooks.implicitly_enabled_kinds(config.frameworks if config else None),
         )
         self.reporter = ProgressReporter(publisher=self.publisher, clock=_now_ms)
         self.jobs = JobTracker(publisher=self.publisher, inputs=self.inputs, reporter=self.reporter, clock=_now_ms)

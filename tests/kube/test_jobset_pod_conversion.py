@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kueue_es.events import models, quantities, types
-from kueue_es.jobframework import jobsets, pods, workloads
+from kueue_es.jobframework import jobsets, pods, webhooks, workloads
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, SCHEDULING_GATE
 from tests.kube import examples
 
@@ -236,6 +236,18 @@ def pod(
     return out
 
 
+def unmarked(manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` without the ``kueue.x-k8s.io/managed`` label: a pod Kueue's webhook did not mark."""
+    del manifest["metadata"]["labels"][workloads.MANAGED_LABEL]
+    return manifest
+
+
+def parented(manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` marked by a Deployment's template (``kueue.x-k8s.io/pod-suspending-parent``)."""
+    manifest["metadata"]["annotations"]["kueue.x-k8s.io/pod-suspending-parent"] = "deployment"
+    return manifest
+
+
 def owned_by_job(manifest: dict[str, Any]) -> dict[str, Any]:
     """``manifest`` controlled by Job ``j`` (UID ``job-uid``)."""
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-uid", "controller": True}
@@ -247,6 +259,7 @@ def test_kueue_sample_pod() -> None:
     """pods-kueue/kueue-pod.yaml: one workload ``pod-<name>-<hash>`` with pod set ``main`` of one 3-cpu pod."""
     [manifest] = examples.load("pods-kueue/kueue-pod.yaml")
     manifest["metadata"].update(name="kueue-sleep-x", namespace="default", uid="pod-uid")
+    manifest = webhooks.default("v1", "Pod", manifest)  # as the API server stores it: marked, gated
     fact = pods.pod_facts(manifest)
     assert shapes(fact) == [("main", 1, {"cpu": 3000})]
     wl = workload_of(fact)
@@ -258,13 +271,43 @@ def test_kueue_sample_pod() -> None:
 @pytest.mark.parametrize(
     ("manifest", "ctx", "managed"),
     [
-        pytest.param(pod(), workloads.Context(), True, id="a pod with the queue label is managed"),
-        pytest.param(pod(queue=None), workloads.Context(), False, id="without it, not"),
+        pytest.param(pod(), workloads.Context(), True, id="a pod with the queue label, marked, is managed"),
+        pytest.param(pod(queue=None), workloads.Context(), False, id="without either, not"),
+        pytest.param(
+            unmarked(pod(gated=False)),
+            workloads.Context(),
+            False,
+            id="a queue-labelled pod the webhook did not mark is never taken over [Skip]",
+        ),
+        pytest.param(
+            pod(labels={workloads.MANAGED_LABEL: "false"}),
+            workloads.Context(),
+            False,
+            id="the mark is only 'true' [Skip]",
+        ),
+        pytest.param(
+            pod(queue=None, labels={workloads.MANAGED_LABEL: "true"}),
+            workloads.Context(manage_jobs_without_queue_name=True),
+            True,
+            id="a marked pod without a queue, under manageJobsWithoutQueueName [ReconcileGenericJob]",
+        ),
         pytest.param(
             pod(queue=None, labels={workloads.MANAGED_LABEL: "true"}),
             workloads.Context(),
+            False,
+            id="a marked pod without a queue, without that option: ignored [ReconcileGenericJob]",
+        ),
+        pytest.param(
+            pod(),
+            workloads.Context(pod_integration_implicit=True),
+            False,
+            id="pod integration only implied by deployment: a plain pod is skipped [Skip]",
+        ),
+        pytest.param(
+            parented(pod()),
+            workloads.Context(pod_integration_implicit=True),
             True,
-            id="a pod Kueue's webhook marked managed is managed [Skip]",
+            id="pod integration only implied by deployment: the Deployment's pod is managed [Skip]",
         ),
         pytest.param(
             owned_by_job(pod()),

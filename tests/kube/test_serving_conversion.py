@@ -426,7 +426,9 @@ def test_argo_and_tekton_pods_are_plain_pod_workloads() -> None:
 def test_pods_of_an_external_framework_are_left_to_it() -> None:
     """integrations.externalFrameworks: a pod controlled by a kind an outside controller runs for Kueue is part
     of its owner's workload, not one of its own (jobframework IsOwnerManagedByKueue, externalIntegrations)."""
-    pod = workflow_pod(owner=("argoproj.io/v1alpha1", "Workflow"), labels={QUEUE: "user-queue"})
+    pod = workflow_pod(
+        owner=("argoproj.io/v1alpha1", "Workflow"), labels={QUEUE: "user-queue", workloads.MANAGED_LABEL: "true"}
+    )
     context = workloads.Context(external_owners={("argoproj.io/v1alpha1", "Workflow")})
     assert pods.pod_facts(pod, context=context) is None
     assert not pods.is_managed(pod, context)

@@ -80,11 +80,13 @@ def test_the_name_label_is_matched_and_unlabelled_jobs_need_the_option() -> None
 
 
 def test_pods_follow_the_selector() -> None:
-    """The pod webhook leaves pods of unselected namespaces alone, queue label or not."""
+    """The pod webhook leaves pods of unselected namespaces alone, queue label or not; the reconciler too,
+    also a pod the webhook marked before its namespace was left out."""
+    labels = {workloads.QUEUE_LABEL: "q", workloads.MANAGED_LABEL: "true"}
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "b", "uid": "p", "labels": {workloads.QUEUE_LABEL: "q"}},
+        "metadata": {"name": "p", "namespace": "b", "uid": "p", "labels": labels},
         "spec": {"containers": [{"name": "c"}]},
     }
     context = workloads.Context(managed_jobs_namespace_selector=TEAM, namespace_labels={"b": {"team": "a"}})

@@ -610,6 +610,10 @@ def test_a_kind_run_through_its_pods_enables_the_pod_webhook(framework: str, kin
     assert webhooks.enabled_kinds([framework]) == {kind, "Pod"}
     assert not webhooks.noop(webhooks.POD, webhooks.enabled_kinds([framework]))
     assert webhooks.noop(webhooks.JOB, webhooks.enabled_kinds([framework]))
+    # only implied: Kueue's pod reconciler then takes only the pods such a parent marks (pod_controller.go Skip)
+    assert webhooks.implicitly_enabled_kinds([framework]) == {"Pod"}
+    assert webhooks.implicitly_enabled_kinds([framework, "pod"]) == frozenset()
+    assert webhooks.implicitly_enabled_kinds(None) == frozenset()
 
 
 def test_frameworks_left_out_get_the_noop_webhook() -> None:
