@@ -328,7 +328,7 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
 
     - without the queue-name label, in a namespace with a ``default`` LocalQueue that
       ``managedJobsNamespaceSelector`` selects (``context.namespace_managed``), the label is set to
-      ``default`` (defaults.go ApplyDefaultLocalQueue);
+      ``default`` (:func:`default_local_queue_applies`; a plain Pod too);
     - a job with the queue-name label, or any job with ``manageJobsWithoutQueueName`` in a selected
       namespace, is suspended (utils.go WorkloadShouldBeSuspended: the selector is not asked about a
       queue-labelled job, which is suspended wherever it is): a Job's ``spec.suspend``, an
@@ -365,9 +365,7 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         return out
     if served == POD and not context.namespace_managed:
         return out  # pod_webhook.go Default: the namespace filter, before the queue is even looked at
-    if not queue_name(out) and context.default_local_queue and context.namespace_managed:
-        metadata = out.setdefault("metadata", {})
-        metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
+    apply_default_local_queue(served, out, context=context)
     if not queue_name(out) and not (context.manage_jobs_without_queue_name and context.namespace_managed):
         return out
     if context.multikueue_queue and (served.api_version, served.kind) in MULTIKUEUE_KINDS:
@@ -386,6 +384,36 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         if served.integration.on_create is not None:
             served.integration.on_create(out)
     return out
+
+
+def default_local_queue_applies(served: Target, obj: Mapping[str, Any], *, context: Context) -> bool:
+    """Whether Kueue's mutating webhook of ``served`` gives ``obj`` the ``kueue.x-k8s.io/queue-name: default``
+    label (LocalQueueDefaulting, on since Kueue v0.19; defaults.go ApplyDefaultLocalQueue, and the pod
+    webhook's own "Local queue defaulting" in pod_webhook.go Default): for every served kind, a plain Pod
+    included, when the object names no queue, its namespace has a LocalQueue ``default``
+    (``context.default_local_queue``) and ``managedJobsNamespaceSelector`` selects the namespace
+    (``context.namespace_managed``); never for an object a managed job controls (:func:`owner_managed`), a
+    pod whose Deployment, StatefulSet or LeaderWorkerSet marked it (suspendByParent: the pod webhook skips
+    everything else), nor a StatefulSet another framework manages (a LeaderWorkerSet's: its webhook returns
+    first, statefulset_webhook.go Default)."""
+    if queue_name(obj) or not context.default_local_queue or not context.namespace_managed:
+        return False
+    if owner_managed(obj):
+        return False
+    if served == POD and serving.parent_framework(obj):
+        return False
+    return not (served.kind == "StatefulSet" and serving.statefulset_managed_by_other(obj))
+
+
+def apply_default_local_queue(served: Target, obj: dict[str, Any], *, context: Context) -> bool:
+    """Set ``obj``'s queue-name label to ``default`` (in place) when :func:`default_local_queue_applies`;
+    True when set. :func:`default` does it, and so does the emulated API server's create hook, so both
+    label the same objects."""
+    if not default_local_queue_applies(served, obj, context=context):
+        return False
+    metadata = obj.setdefault("metadata", {})
+    metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
+    return True
 
 
 def namespace_decides(

@@ -1289,16 +1289,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
     def webhook_context(self, namespace: str) -> webhooks.Context:
         """What Kueue's job webhooks know for an object of ``namespace`` here: the gate
-        ElasticJobsViaWorkloadSlices, ``manageJobsWithoutQueueName`` and whether
+        ElasticJobsViaWorkloadSlices, ``manageJobsWithoutQueueName``, whether
         ``managedJobsNamespaceSelector`` selects the Namespace, by its stored labels
-        (:func:`workloads.namespace_selected`, the watcher's rule)."""
-        try:
-            labels = self._store.get(resources.NAMESPACES, namespace=None, name=namespace)["metadata"].get("labels")
-        except store.StoreError:
-            labels = None
+        (:func:`workloads.namespace_selected`, the watcher's rule), and whether it has a ``default``
+        LocalQueue."""
+        labels = _namespace_labels(self._store, namespace)
         return webhooks.Context(
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
             namespace_managed=workloads.namespace_selected(self._namespace_selector, namespace, labels),
+            default_local_queue=_has_default_local_queue(self._store, namespace),
             elastic_jobs=self.elastic_jobs,
         )
 
@@ -1333,11 +1332,6 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             return
         namespace = str(obj.get("metadata", {}).get("namespace") or "default")
         context = self.webhook_context(namespace)
-        try:
-            self._store.get(resources.LOCAL_QUEUES, namespace=namespace, name="default")
-            context = dataclasses.replace(context, default_local_queue=True)
-        except store.StoreError:
-            pass
         if old is None:
             # the mutating webhook runs first (the store's create hooks apply it after this check): validate
             # what it makes of the object, as kube-apiserver validates a mutated object
@@ -1473,38 +1467,49 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
 @attrs.define
 class DefaultLocalQueue:
-    """A create hook doing what the webhooks of Kueue's integrations do first (jobframework/defaults.go
-    ApplyDefaultLocalQueue; LocalQueueDefaulting, always on since Kueue v0.19): a Job or an
-    integration's job (a JobSet, a PyTorchJob, a Deployment, ...) created without the
-    ``kueue.x-k8s.io/queue-name`` label in a namespace that has a LocalQueue named ``default`` gets
-    the label ``default``, unless a job Kueue manages controls it (part of its owner's workload) or
-    ``managedJobsNamespaceSelector`` (``selector``: the emulator's, Kueue's default unless its configuration
-    says otherwise) does not select the namespace (:func:`workloads.namespace_selected`, the watcher's rule).
-    Only at creation, as the webhook."""
+    """A create hook doing what the webhooks of Kueue's integrations do first (LocalQueueDefaulting,
+    always on since Kueue v0.19): a Job, an integration's job (a JobSet, a PyTorchJob, a Deployment, ...) or
+    a plain Pod created without the ``kueue.x-k8s.io/queue-name`` label in a namespace that has a
+    LocalQueue named ``default`` gets the label ``default``, by the webhook server's own rule
+    (:func:`kueue_es.jobframework.webhooks.default_local_queue_applies`: not under a managed job, not a pod
+    its serving parent marked), when ``managedJobsNamespaceSelector`` (``selector``: the emulator's, Kueue's
+    default unless its configuration says otherwise) selects the namespace by its stored labels
+    (:func:`workloads.namespace_selected`, the watcher's rule). At creation here; the kinds Kueue's
+    webhooks also default on update (Deployment, StatefulSet, LeaderWorkerSet) get it then through
+    :meth:`ClusterEmulator.webhook_context`."""
 
     store: store.ObjectStore | None = None
     selector: models.LabelSelector = workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
 
     def __call__(self, ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
-        integration = integrations.by_kind(ref.kind)
-        is_integration = integration is not None and integration.api_version == ref.api_version
-        if (ref != resources.JOBS and not is_integration) or self.store is None:
+        served = webhooks.target(ref.api_version, ref.kind)
+        if served is None or self.store is None:
             return
-        metadata = obj.setdefault("metadata", {})
-        labels = metadata.get("labels") or {}
-        namespace = str(metadata.get("namespace") or "default")
-        if labels.get(workloads.QUEUE_LABEL) or _controlled_by_job(metadata):
-            return
-        try:
-            self.store.get(resources.LOCAL_QUEUES, namespace=namespace, name=workloads.DEFAULT_LOCAL_QUEUE)
-        except store.StoreError:
-            return
-        try:
-            ns_labels = self.store.get(resources.NAMESPACES, namespace=None, name=namespace)["metadata"].get("labels")
-        except store.StoreError:
-            ns_labels = None
-        if workloads.namespace_selected(self.selector, namespace, ns_labels):
-            metadata["labels"] = {**labels, workloads.QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+        context = webhooks.Context(
+            default_local_queue=_has_default_local_queue(self.store, namespace),
+            namespace_managed=workloads.namespace_selected(
+                self.selector, namespace, _namespace_labels(self.store, namespace)
+            ),
+        )
+        webhooks.apply_default_local_queue(served, obj, context=context)
+
+
+def _has_default_local_queue(objects: store.ObjectStore, namespace: str) -> bool:
+    """Whether ``namespace`` has a LocalQueue named ``default`` (Kueue's queue cache DefaultLocalQueueExist)."""
+    try:
+        objects.get(resources.LOCAL_QUEUES, namespace=namespace, name=workloads.DEFAULT_LOCAL_QUEUE)
+    except store.StoreError:
+        return False
+    return True
+
+
+def _namespace_labels(objects: store.ObjectStore, namespace: str) -> Mapping[str, str] | None:
+    """The stored Namespace's labels (None: no such Namespace)."""
+    try:
+        return objects.get(resources.NAMESPACES, namespace=None, name=namespace)["metadata"].get("labels") or {}
+    except store.StoreError:
+        return None
 
 
 @attrs.define

@@ -100,6 +100,9 @@ async def test_the_configuration_s_selector_is_matched_against_the_namespace_s_l
                 assert gates(opted_pod) == [webhooks.ADMISSION_GATE, webhooks.TOPOLOGY_GATE]
                 assert await mutate(webhook, pod("other")) == ALLOWED  # not gated, not marked
                 assert await mutate(webhook, pod("other", queue=None)) == ALLOWED
+                # a plain Pod gets the default LocalQueue too (pod_webhook.go Default), then is gated
+                defaulted = patched(pod("opted", queue=None), await mutate(webhook, pod("opted", queue=None)))
+                assert defaulted["metadata"]["labels"][QUEUE] == "default" and gates(defaulted)
 
                 opted_job = patched(job("opted"), await mutate(webhook, job("opted")))
                 assert opted_job["metadata"]["labels"] == {QUEUE: "default"} and opted_job["spec"]["suspend"] is True
@@ -182,6 +185,8 @@ async def test_the_emulator_s_webhooks_follow_the_selector_and_manage_option() -
             assert gates(await create(pod("opted"))) == [webhooks.ADMISSION_GATE, webhooks.TOPOLOGY_GATE]
             other_pod = await create(pod("other"))
             assert gates(other_pod) == [] and webhooks.MANAGED_LABEL not in other_pod["metadata"]["labels"]
+            defaulted = await create({**pod("opted", queue=None), "metadata": {"name": "q", "namespace": "opted"}})
+            assert defaulted["metadata"]["labels"][QUEUE] == "default" and gates(defaulted)  # as the server's
 
             opted_job = await create(job("opted"))
             assert opted_job["metadata"]["labels"] == {QUEUE: "default"} and opted_job["spec"]["suspend"] is True

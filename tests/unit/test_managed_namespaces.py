@@ -134,6 +134,31 @@ def test_a_job_created_without_a_queue_goes_to_the_default_local_queue() -> None
     assert labelled["metadata"]["labels"][workloads.QUEUE_LABEL] == "mine"
 
 
+def test_a_pod_created_without_a_queue_goes_to_the_default_local_queue() -> None:
+    """Kueue's pod webhook defaults the queue too (pod_webhook.go Default, "Local queue defaulting"), as
+    ``kueue-es service webhook`` does: a plain Pod gets ``default`` and is then gated as any queued pod; not in
+    a namespace without one, nor in kube-system, nor a pod its Deployment marked (suspendByParent). Before, the
+    emulated API server left plain Pods unlabelled and ungated: they ran outside Kueue."""
+    objects = emulated_store()
+    for namespace in ("default", "kube-system"):
+        lq = {"metadata": {"name": "default"}, "spec": {"clusterQueue": "cq"}}
+        objects.create(resources.LOCAL_QUEUES, namespace=namespace, body=lq)
+
+    def pod(name: str, **annotations: str) -> dict[str, Any]:
+        meta = {"name": name, "annotations": annotations}
+        return {"metadata": meta, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+    for namespace, want_queue in (("default", "default"), ("kube-system", None), ("other", None)):
+        created = objects.create(resources.PODS, namespace=namespace, body=pod("p"))
+        labels = created["metadata"].get("labels", {})
+        assert labels.get(workloads.QUEUE_LABEL) == want_queue, namespace
+        assert pods.is_gated(created) is (want_queue is not None), namespace
+        assert (labels.get(workloads.MANAGED_LABEL) == "true") is (want_queue is not None), namespace
+    of_deployment = pod("d", **{"kueue.x-k8s.io/pod-suspending-parent": "deployment"})
+    created = objects.create(resources.PODS, namespace="default", body=of_deployment)
+    assert workloads.QUEUE_LABEL not in created["metadata"].get("labels", {}) and pods.is_gated(created)
+
+
 def test_demo_and_up_give_the_emulator_the_file_s_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``demo --config`` and ``up --emulator --config``: the emulated API server's webhooks get the file's
     ``manageJobsWithoutQueueName`` and ``managedJobsNamespaceSelector``, as the watcher they start does
