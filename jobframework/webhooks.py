@@ -256,6 +256,15 @@ def noop(served: Target, enabled: Collection[str] | None) -> bool:
     return enabled is not None and served.kind not in enabled
 
 
+def defaults_on_update(served: Target) -> bool:
+    """Whether Kueue's mutating webhook of ``served`` is called on UPDATE too, and defaults the object then as
+    at creation (:func:`default`: the ``default`` LocalQueue, the template marks of a managed one): the kinds
+    run through their pods (Deployment, StatefulSet, LeaderWorkerSet; deployment_webhook.go,
+    statefulset_webhook.go, leaderworkerset_webhook.go register ``verbs=create;update`` and their Default
+    does not look at the operation). Every other kind's is called on CREATE only."""
+    return served.integration is not None and served.integration.suspend_path is None
+
+
 def target_of_path(path: str) -> tuple[str, Target] | None:
     """``("mutate" | "validate", target)`` of a webhook path (:meth:`Target.path`), or None."""
     for candidate in targets():
@@ -321,7 +330,8 @@ def suspended(target_kind: Target, obj: Mapping[str, Any]) -> bool:
 
 
 def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Context | None = None) -> dict[str, Any]:
-    """The object as Kueue's mutating webhook leaves it at creation (a new dict; ``obj`` is not changed).
+    """The object as Kueue's mutating webhook leaves it at creation, and on update for the kinds of
+    :func:`defaults_on_update` (a new dict; ``obj`` is not changed).
 
     For a kind not served (:func:`target`) the object comes back unchanged. Otherwise, unless a managed
     job controls the object (:func:`owner_managed`):
@@ -419,7 +429,8 @@ def apply_default_local_queue(served: Target, obj: dict[str, Any], *, context: C
 def namespace_decides(
     served: Target, obj: Mapping[str, Any], *, manage_jobs_without_queue_name: bool, default_local_queue: bool
 ) -> bool:
-    """Whether :func:`default` of ``obj`` (a CREATE of kind ``served``) can depend on
+    """Whether :func:`default` of ``obj`` (a CREATE of kind ``served``, or an UPDATE of a kind
+    :func:`defaults_on_update`) can depend on
     ``Context.namespace_managed``, so a webhook reads the Namespace only then, as Kueue's does (its pod
     webhook reads it for every pod it may gate; ApplyDefaultLocalQueue only when the label is about to be
     set; WorkloadShouldBeSuspended only for a job without the queue-name label under
@@ -875,13 +886,19 @@ def validate_update(
     suspended before and after; the ``kueue.x-k8s.io/priority-class`` label may not be added to a
     running job nor removed from any. A Job: ``spec.parallelism`` may not change while it runs with
     partial admission, nor ``job-completions-equal-parallelism``. A Pod: its group name is immutable, and
-    a pod that is not retriable in its group may not become so.
+    a pod that is not retriable in its group may not become so. A Deployment, StatefulSet or
+    LeaderWorkerSet has its kind's rules instead of ValidateJobOnUpdate (:func:`_through_pods_update`); a
+    StatefulSet another framework manages (a LeaderWorkerSet's) none.
     """
     context = context or Context()
     served = target(api_version, kind)
     if served is None:
         return []
+    if served.kind == "StatefulSet" and serving.statefulset_managed_by_other(new):
+        return []  # statefulset_webhook.go ValidateUpdate: left to the LeaderWorkerSet's webhook
     errors = validate_create(api_version, kind, new, context=context) if served != JOB else []
+    if defaults_on_update(served):
+        return errors + _through_pods_update(old, new)
     if served == JOB:
         # Kueue's Job webhook re-checks the partial admission annotation only when it changed
         errors = _common_create(new) + _job_sync_completions(new)
@@ -932,6 +949,25 @@ def validate_update(
     elif served == POD:
         errors += _pod_update(old, new)
     return errors
+
+
+def _through_pods_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """The update rules of Kueue's Deployment, StatefulSet and LeaderWorkerSet webhooks (ValidateUpdate of
+    deployment_webhook.go, statefulset_webhook.go, leaderworkerset_webhook.go), which count the object
+    suspended while none of its replicas is ready (old ``status.readyReplicas`` 0): the queue-name label
+    may not change once a replica was ready, nor be removed at all (``field is immutable``), so a running
+    one is refused the ``default`` LocalQueue its mutating webhook gives on update; the
+    ``kueue.x-k8s.io/priority-class`` label may not be added once a replica was ready, nor removed.
+    The StatefulSet's pod spec and replicas rules are the API server's here
+    (:func:`serving.validate_statefulset_update`, in :mod:`kueue_es.validation`)."""
+    status = old.get("status")
+    ready = workloads.parse_int(status.get("readyReplicas")) if isinstance(status, dict) else None
+    suspended = not ready
+    errors: list[FieldError] = []
+    old_queue, new_queue = queue_name(old), queue_name(new)
+    if (not suspended or not new_queue) and old_queue != new_queue:
+        errors.append(FieldError(type="Invalid", field=_label_path(QUEUE_LABEL), value=new_queue, detail=_IMMUTABLE))
+    return errors + _priority_class_update(old, new, suspended=suspended)
 
 
 def _prebuilt(obj: Mapping[str, Any]) -> tuple[str, str]:

@@ -1246,7 +1246,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
     def _admit(self, call: _ApiCall, obj: Any, *, old: dict[str, Any] | None) -> Any:
         """The validating admission of a write to the main resource (kueue_es.validation.admit), after the
-        built-in kinds' own update rules (:func:`_job_update_causes`)."""
+        built-in kinds' own update rules (:func:`_job_update_causes`); an update is first defaulted by Kueue's
+        mutating webhooks where they run on update too (:meth:`_kueue_default_update`)."""
+        if old is not None and call.subresource is None and isinstance(obj, dict):
+            obj = self._kueue_default_update(call.ref, obj, namespace=call.namespace)
         if call.ref == resources.JOBS and old is not None and call.subresource is None and isinstance(obj, dict):
             if causes := _job_update_causes(old, obj):
                 invalid = validation.Invalid(kind="Job", group="batch", name=call.name or "", causes=causes)
@@ -1317,6 +1320,24 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 hook(ref, obj)
 
         return managed_only
+
+    def _kueue_default_update(
+        self, ref: resources.ResourceRef, obj: dict[str, Any], *, namespace: str | None
+    ) -> dict[str, Any]:
+        """An update as Kueue's mutating webhooks leave it, for the kinds they default on update too
+        (:func:`webhooks.defaults_on_update`: Deployment, StatefulSet, LeaderWorkerSet) when the emulator plays
+        Kueue's webhooks and the kind's framework is enabled: the namespace's ``default`` LocalQueue, the
+        template marks (:func:`webhooks.default`, in :meth:`webhook_context`); other objects as they are."""
+        served = webhooks.target(ref.api_version, ref.kind)
+        if (
+            served is None
+            or not webhooks.defaults_on_update(served)
+            or suspend_queued_integration_jobs not in self.create_hooks
+            or self._unmanaged(ref)
+        ):
+            return obj
+        namespace = namespace or str((obj.get("metadata") or {}).get("namespace") or "default")
+        return webhooks.default(ref.api_version, ref.kind, obj, context=self.webhook_context(namespace))
 
     def _kueue_validate(self, ref: resources.ResourceRef, obj: dict[str, Any], *, old: dict[str, Any] | None) -> None:
         """Kueue's validating job webhooks (:func:`kueue_es.jobframework.webhooks.validate_create` and

@@ -36,8 +36,7 @@ LABELS = {
 
 def _webhook(target: webhooks.Target, *, verb: str) -> dict[str, Any]:
     mutating = verb == "mutate"
-    through_pods = target.integration is not None and target.integration.suspend_path is None
-    operations = ["CREATE", "UPDATE"] if (not mutating or through_pods) else ["CREATE"]
+    operations = ["CREATE", "UPDATE"] if (not mutating or webhooks.defaults_on_update(target)) else ["CREATE"]
     return {
         "name": f"{'m' if mutating else 'v'}{target.kind.lower()}.kb.io",
         "admissionReviewVersions": ["v1"],

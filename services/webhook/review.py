@@ -99,16 +99,13 @@ def unchanged(request: Request) -> dict[str, Any]:
 
 def mutate(request: Request, target: webhooks.Target, *, context: webhooks.Context) -> dict[str, Any]:
     """The AdmissionReview answering a mutating call: allowed, with the JSONPatch (RFC 6902) that turns the
-    object into :func:`webhooks.default`'s when it changes anything. On UPDATE (Kueue's Deployment,
-    StatefulSet and LeaderWorkerSet webhooks are called then too) only the integration's ``on_create``
-    changes apply, never suspension."""
+    object into :func:`webhooks.default`'s when it changes anything. On UPDATE only the kinds whose Kueue
+    webhook is called then too (:func:`webhooks.defaults_on_update`: Deployment, StatefulSet,
+    LeaderWorkerSet) are defaulted, as at creation: the ``default`` LocalQueue, and the template marks of
+    one with a queue or, under ``manageJobsWithoutQueueName``, of one in a selected namespace."""
     obj = dict(request.obj)
-    if request.operation == "CREATE":
+    if defaults(request, target):
         changed = webhooks.default(request.api_version, request.kind, obj, context=context)
-    elif request.operation == "UPDATE" and target.integration is not None and target.integration.on_create:
-        changed = json.loads(json.dumps(obj))
-        if webhooks.queue_name(changed) and not webhooks.owner_managed(changed):
-            target.integration.on_create(changed)
     else:
         changed = obj
     patch = jsonpatch.make_patch(obj, changed).patch
@@ -145,9 +142,16 @@ def validate(request: Request, target: webhooks.Target, *, context: webhooks.Con
     )
 
 
-def needs_default_queue(verb: str, request: Request) -> bool:
+def defaults(request: Request, target: webhooks.Target) -> bool:
+    """Whether a mutating call defaults the object (:func:`mutate`): every CREATE, and the UPDATE of a kind
+    Kueue's webhook defaults on update too (:func:`webhooks.defaults_on_update`)."""
+    return request.operation == "CREATE" or (request.operation == "UPDATE" and webhooks.defaults_on_update(target))
+
+
+def needs_default_queue(verb: str, request: Request, target: webhooks.Target) -> bool:
     """Whether the answer depends on the namespace having a ``default`` LocalQueue (so the server asks the
-    API only then): a create without the queue-name label, an update that removes it."""
+    API only then): a defaulting call (:func:`defaults`) without the queue-name label, an update that
+    removes it."""
     if verb == "mutate":
-        return request.operation == "CREATE" and not webhooks.queue_name(request.obj)
+        return defaults(request, target) and not webhooks.queue_name(request.obj)
     return request.operation == "UPDATE" and request.old is not None and bool(webhooks.queue_name(request.old))

@@ -136,8 +136,8 @@ def app(
     (:func:`webhooks.enabled_kinds`; None: all); the others are answered as Kueue's no-op webhook
     answers (:func:`webhooks.noop`: allowed, unchanged), without asking the API anything.
     ``namespace_selector``: the Configuration's ``managedJobsNamespaceSelector`` (Kueue's default
-    unless given), applied to the labels ``namespace_labels`` gives when a create's answer depends on
-    it (:func:`webhooks.namespace_decides`) and the selector reads more than the namespace's name
+    unless given), applied to the labels ``namespace_labels`` gives when a defaulting call's answer
+    (a create, or the update of a Deployment, StatefulSet or LeaderWorkerSet) depends on it (:func:`webhooks.namespace_decides`) and the selector reads more than the namespace's name
     (:func:`workloads.selector_reads_labels`); a failed lookup fails the call (500), as Kueue's."""
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
@@ -172,7 +172,7 @@ def app(
             log.info("admission_reviewed", webhook=request.path, operation=parsed.operation, noop=True)
             return aiohttp.web.json_response(review.unchanged(parsed))
         has_default = False
-        if review.needs_default_queue(verb, parsed):
+        if review.needs_default_queue(verb, parsed, target):
             try:
                 has_default = await default_queue(parsed.namespace or "default")
             except errors.KubeError as err:  # Kueue's webhook fails the call when its cache cannot answer
@@ -189,7 +189,7 @@ def app(
         namespace_managed = True  # only read where it can change the answer
         if (
             verb == "mutate"
-            and parsed.operation == "CREATE"
+            and review.defaults(parsed, target)
             and webhooks.namespace_decides(
                 target,
                 parsed.obj,
