@@ -13,7 +13,15 @@ the wire; fields derived from status or owner references are not in the spec).
 Kueue's API has fields kueue-es does not read; :data:`UNMODELLED` lists them so a
 real Kueue object validates and keeps them (``x-kubernetes-preserve-unknown-fields``
 below such a field, never on a whole spec, so a misspelt field is still refused
-as Kueue refuses it). ``status`` is kept as written (the dispatcher writes it).
+as Kueue refuses it).
+
+``status`` is Kueue's own: kueue-es writes the status Kueue writes, so a kind with a status
+subresource declares the v1beta2 ``status`` schema of Kueue's published CRD, as Kueue's CRD has it
+(``kubectl explain workload.status`` reads it; an API server prunes and validates status writes by
+it). Those schemas are not written here nor derived from the models: :func:`kueue_status_schemas`
+takes them from Kueue's CRD files (a vendored copy in ``tests/fixtures/crds/kueue``, see SOURCES.md
+there) into ``kueue_status.json`` beside this module, which ``python -m kueue_es.crds DIR`` rewrites
+and a test checks is current.
 
 Validation: the models' ``msgspec.Meta`` limits (Kueue's kubebuilder markers) are carried
 over (:data:`LIMIT_KEYWORDS`), and :data:`RULES` adds ``x-kubernetes-validations``: Kueue's
@@ -29,7 +37,10 @@ committed files equal :func:`render_files`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,7 +108,7 @@ WIRE: dict[str, dict[str, dict[str, Any] | None]] = {
     },
     "Workload": {"owner": DROP},  # metadata.ownerReferences on the wire
     "AdmissionCheck": {"active": DROP},  # status.conditions Active on the wire
-    "MultiKueueCluster": {"status": DROP},  # the status subresource, kept as written
+    "MultiKueueCluster": {"status": DROP},  # the status subresource: Kueue's schema (kueue_status.json)
 }
 
 #: Per model struct: wire fields the models do not carry, with their required fields.
@@ -410,10 +421,76 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
 }
 
 
+_ONE_OF_UNIVERSAL_INDIVIDUAL = "exactly one of the fields in [universal individual] must be set"
+_TAS_SOURCE = "Kueue workload_types.go TopologyAssignment (XValidation)"
+
+#: Python twins of the CEL rules in Kueue's status schemas (:func:`status_schema`), which kueue-es takes
+#: whole from Kueue's CRDs: the Workload's (its other status rules, on a pod set update's tolerations,
+#: are the ResourceFlavor tolerations' rules of :data:`RULES`, the same CEL).
+STATUS_RULES: tuple[Rule, ...] = (
+    Rule(
+        "!has(oldSelf.clusterName) || !has(self.clusterName) || oldSelf.clusterName == self.clusterName",
+        "clusterName is immutable once set",
+        lambda status, old: (
+            "clusterName" not in old or "clusterName" not in status or status["clusterName"] == old["clusterName"]
+        ),
+        source="Kueue workload_types.go WorkloadStatus (XValidation)",
+        transition=True,
+    ),
+    Rule(
+        "!has(self.clusterName) || (!has(self.nominatedClusterNames) || (has(self.nominatedClusterNames) && "
+        "size(self.nominatedClusterNames) == 0))",
+        "clusterName and nominatedClusterNames are mutually exclusive",
+        lambda status, _old: "clusterName" not in status or not status.get("nominatedClusterNames"),
+        source="Kueue workload_types.go WorkloadStatus (XValidation)",
+    ),
+    Rule(
+        "self.slices.all(x, size(x.valuesPerLevel) == size(self.levels))",
+        "valuesPerLevel must have the same length as the number of levels in this TopologyAssignment",
+        lambda ta, _old: all(
+            len(s.get("valuesPerLevel") or []) == len(ta.get("levels") or []) for s in ta.get("slices") or []
+        ),
+        source=_TAS_SOURCE,
+    ),
+    Rule(
+        "!has(self.podCounts.individual) || size(self.podCounts.individual) == self.domainCount",
+        "podCounts.individual must have length equal to domainCount",
+        lambda s, _old: (
+            "individual" not in (s.get("podCounts") or {}) or len(s["podCounts"]["individual"]) == s.get("domainCount")
+        ),
+        source="Kueue workload_types.go TopologyAssignmentSlice (XValidation)",
+    ),
+    Rule(
+        "self.valuesPerLevel.all(x, !has(x.individual) || size(x.individual.roots) == self.domainCount)",
+        "valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this "
+        "TopologyAssignmentSlice",
+        lambda s, _old: all(
+            "individual" not in v or len(v["individual"].get("roots") or []) == s.get("domainCount")
+            for v in s.get("valuesPerLevel") or []
+        ),
+        source="Kueue workload_types.go TopologyAssignmentSlice (XValidation)",
+    ),
+    Rule(
+        "[has(self.universal),has(self.individual)].filter(x,x==true).size() == 1",
+        _ONE_OF_UNIVERSAL_INDIVIDUAL,
+        lambda counts, _old: ("universal" in counts) + ("individual" in counts) == 1,
+        source="Kueue workload_types.go TopologyAssignmentSlicePodCounts (ExactlyOneOf)",
+    ),
+    Rule(
+        "has(self.universal) != has(self.individual)",
+        _ONE_OF_UNIVERSAL_INDIVIDUAL,
+        lambda values, _old: ("universal" in values) != ("individual" in values),
+        source="Kueue workload_types.go TopologyAssignmentSliceLevelValues (XValidation)",
+    ),
+)
+
+
 def rules_by_cel() -> dict[str, Rule]:
-    """Every rule of :data:`RULES` by its CEL text: how kueue_es.validation finds the Python twin of a
-    rule it meets in a CRD schema."""
-    return {rule.rule: rule for rules in RULES.values() for rule in rules}
+    """Every rule of :data:`RULES` and :data:`STATUS_RULES` by its CEL text: how kueue_es.validation finds
+    the Python twin of a rule it meets in a CRD schema."""
+    twins = {rule.rule: rule for rules in RULES.values() for rule in rules}
+    twins.update({rule.rule: rule for rule in STATUS_RULES})
+    return twins
 
 
 @dataclass(frozen=True)
@@ -625,12 +702,116 @@ def object_schema(kind: Kind) -> dict[str, Any]:
     converted = _struct(top, defs, path=kind.kind, top_level=True)
     properties.update(converted["properties"])
     if kind.status:
-        properties["status"] = preserved(f"The observed state of the {kind.kind}, written by kueue-es.")
+        properties["status"] = status_schema(kind)
     out: dict[str, Any] = {"description": kind.description, "type": "object", "properties": properties}
     required = [name for name in converted.get("required", []) if name != "metadata"]
     if required:
         out["required"] = required
     return out
+
+
+# -- Kueue's status schemas ------------------------------------------------------------------
+
+#: Kueue's v1beta2 status schemas by kind, as :func:`render_kueue_status` writes them.
+KUEUE_STATUS_FILE = Path(__file__).with_name("kueue_status.json")
+KUEUE_STATUS_NOTE = (
+    "Generated by `python -m kueue_es.crds tests/fixtures/crds/kueue` from Kueue's CRDs "
+    "(config/components/crd/bases, the commit in tests/fixtures/crds/SOURCES.md): do not edit."
+)
+
+
+def kueue_status_schemas(documents: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """``{kind: status schema}`` of :data:`VERSION`, taken whole from Kueue's CRDs.
+
+    ``documents`` are parsed YAML documents, Kueue's ``config/components/crd/bases/*.yaml``;
+    anything but a CustomResourceDefinition of :data:`GROUP` is skipped, and so are kinds
+    not in :data:`KINDS`. Returns the kinds with a status, in :data:`KINDS` order. Raises
+    ValueError naming the CRD when one does not serve :data:`VERSION`, and naming the kind
+    when a kind of :data:`KINDS` has a status subresource (``Kind.status``) but Kueue's CRD has
+    no status schema, or the other way round.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for doc in documents:
+        if not isinstance(doc, Mapping) or doc.get("kind") != "CustomResourceDefinition":
+            continue
+        spec = doc.get("spec") or {}
+        if spec.get("group") != GROUP:
+            continue
+        name = (doc.get("metadata") or {}).get("name", "?")
+        versions = [v for v in spec.get("versions") or [] if v.get("name") == VERSION]
+        if not versions:
+            raise ValueError(f"CustomResourceDefinition {name}: spec.versions has no {VERSION}")
+        root = ((versions[0].get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}
+        if "status" in root:
+            found[str((spec.get("names") or {}).get("kind"))] = copy.deepcopy(root["status"])
+    out = {}
+    for kind in KINDS:
+        if kind.status != (kind.kind in found):
+            has = "has a" if kind.kind in found else "has no"
+            raise ValueError(
+                f"{kind.kind}: Kueue's CRD {has} {VERSION} status schema, but Kind.status is {kind.status}"
+            )
+        if kind.status:
+            out[kind.kind] = found[kind.kind]
+    return out
+
+
+def render_kueue_status(documents: Iterable[Any]) -> str:
+    """The text of ``kueue_status.json``: :data:`KUEUE_STATUS_NOTE` and :func:`kueue_status_schemas`."""
+    document = {"note": KUEUE_STATUS_NOTE, "status": kueue_status_schemas(documents)}
+    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+
+
+def read_kueue_crds(directory: Path) -> list[Any]:
+    """Every YAML document of the ``*.yaml`` files in ``directory`` (Kueue's CRDs), by file name."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # Kueue's Workload CRD is 1.4 MB of YAML
+    documents: list[Any] = []
+    for path in sorted(directory.glob("*.yaml")):
+        documents += list(yaml.load_all(path.read_text(), Loader=loader))  # noqa: S506 -- a safe loader
+    return documents
+
+
+@dataclass(frozen=True)
+class StatusAddition:
+    """A status field kueue-es writes that Kueue's status schema of the kind lacks: declared with the schema
+    Kueue gives the same field on another kind (``like``: (kind, field)), with its own ``description``."""
+
+    like: tuple[str, str]
+    description: str
+
+
+#: Per kind: the kueue-es additions to Kueue's status schema (each one documented where it is written).
+STATUS_ADDITIONS: dict[str, dict[str, StatusAddition]] = {
+    "Cohort": {
+        # scheduling/readiness.py cohort_active: Kueue's CohortStatus has only fairSharing
+        "conditions": StatusAddition(
+            like=("ClusterQueue", "conditions"),
+            description="conditions hold the Active condition kueue-es writes on a Cohort (a kueue-es addition: "
+            "Kueue's Cohort has no conditions): False with reason CohortHasCycle while its parent chain loops "
+            "back, else True.",
+        ),
+    },
+}
+
+
+@functools.cache
+def _kueue_status() -> Mapping[str, Any]:
+    return dict(json.loads(KUEUE_STATUS_FILE.read_text())["status"])
+
+
+def status_schema(kind: Kind) -> dict[str, Any]:
+    """The ``status`` schema of ``kind``: Kueue's v1beta2 one (from ``kueue_status.json``) and the kueue-es
+    additions of :data:`STATUS_ADDITIONS`; a copy the caller may change. Raises KeyError naming a kind Kueue's
+    CRDs give no status."""
+    schemas = _kueue_status()
+    if kind.kind not in schemas:
+        raise KeyError(f"{kind.kind}: Kueue's CRD has no {VERSION} status schema ({KUEUE_STATUS_FILE.name})")
+    schema = copy.deepcopy(dict(schemas[kind.kind]))
+    for name, addition in STATUS_ADDITIONS.get(kind.kind, {}).items():
+        other, field_name = addition.like
+        borrowed = copy.deepcopy(schemas[other]["properties"][field_name])
+        schema["properties"][name] = {**borrowed, "description": addition.description}
+    return schema
 
 
 def _resolve(node: Mapping[str, Any], defs: Mapping[str, Any]) -> dict[str, Any]:
@@ -782,3 +963,24 @@ def stale(directory: Path) -> list[str]:
         if not path.exists() or path.read_text() != text:
             out.append(name)
     return out
+
+
+def main(argv: list[str]) -> int:
+    """``python -m kueue_es.crds DIR``: rewrite ``kueue_status.json`` from Kueue's CRD files in DIR
+    (``tests/fixtures/crds/kueue``); then ``kueue-es deploy crds -o deploy/crds`` carries them over.
+    Exit 2 with a message for a wrong argument or CRDs it cannot use."""
+    if len(argv) != 1 or not Path(argv[0]).is_dir():
+        print("usage: python -m kueue_es.crds DIR (Kueue's CRD files, e.g. tests/fixtures/crds/kueue)", file=sys.stderr)
+        return 2
+    try:
+        text = render_kueue_status(read_kueue_crds(Path(argv[0])))
+    except (ValueError, yaml.YAMLError) as err:
+        print(f"error: {argv[0]}: {err}", file=sys.stderr)
+        return 2
+    KUEUE_STATUS_FILE.write_text(text)
+    print(f"wrote {KUEUE_STATUS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -72,7 +72,7 @@ def placed(value: Any, schema: Mapping[str, Any], old: Any = None) -> Iterator[t
         yield rendered["rule"], value, old
     if isinstance(value, dict) and "properties" in schema:
         for name, sub in schema["properties"].items():
-            if value.get(name) is not None and name not in ("metadata", "status"):
+            if value.get(name) is not None and name != "metadata":
                 yield from placed(value[name], sub, old.get(name) if isinstance(old, dict) else None)
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         for item in value:
@@ -188,6 +188,46 @@ OBJECTS = [
     obj("MultiKueueCluster", {"clusterSource": {}}),
     obj("MultiKueueConfig", {"clusters": ["w1", "w2"]}),
     obj("MultiKueueConfig", {"clusters": ["w1", "w2", "w1"]}),
+    # the status rules of Kueue's Workload status schema (crds.STATUS_RULES)
+    obj("Workload", status={"clusterName": "w1"}),
+    obj("Workload", status={"clusterName": "w1", "nominatedClusterNames": ["w2"]}),
+    *(
+        obj(
+            "Workload",
+            status={
+                "nominatedClusterNames": ["w1", "w2"],
+                "admission": {"clusterQueue": "cq", "podSetAssignments": [{"topologyAssignment": topology_assignment}]},
+            },
+        )
+        for topology_assignment in (
+            {
+                "levels": ["rack", "kubernetes.io/hostname"],
+                "slices": [
+                    {
+                        "domainCount": 2,
+                        "valuesPerLevel": [{"universal": "r1"}, {"individual": {"prefix": "h", "roots": ["1", "2"]}}],
+                        "podCounts": {"individual": [1, 2]},
+                    },
+                    {
+                        "domainCount": 1,
+                        "valuesPerLevel": [{"universal": "r2"}, {"universal": "h3"}],
+                        "podCounts": {"universal": 3},
+                    },
+                ],
+            },
+            {
+                "levels": ["kubernetes.io/hostname"],
+                "slices": [
+                    {
+                        "domainCount": 2,
+                        "valuesPerLevel": [{"universal": "h1", "individual": {"roots": ["1"]}}, {}],
+                        "podCounts": {"universal": 1, "individual": [1]},
+                    },
+                    {"domainCount": 1, "valuesPerLevel": [{"universal": "h3"}], "podCounts": {}},
+                ],
+            },
+        )
+    ),
 ]
 
 #: (kind, old spec, new spec): updates for the transition rules (``oldSelf``).
@@ -206,6 +246,14 @@ UPDATES = [
 ]
 
 
+#: (kind, old status, new status): status updates for the transition rules of Kueue's status schemas.
+STATUS_UPDATES = [
+    ("Workload", {"clusterName": "w1"}, {"clusterName": "w1"}),
+    ("Workload", {"nominatedClusterNames": ["w1"]}, {"clusterName": "w1"}),
+    ("Workload", {"clusterName": "w1"}, {"clusterName": "w2"}),
+]
+
+
 def evaluations() -> Iterator[tuple[str, Any, Any]]:
     for manifest in OBJECTS:
         body = copy.deepcopy(manifest)
@@ -213,8 +261,9 @@ def evaluations() -> Iterator[tuple[str, Any, Any]]:
         for rule, value, _ in placed(body, SCHEMAS[body["kind"]]):
             if not crds.rules_by_cel()[rule].transition:
                 yield rule, value, None
-    for kind, old_spec, new_spec in UPDATES:
-        old, new = obj(kind, old_spec), obj(kind, new_spec)
+    updates = [(kind, obj(kind, old_spec), obj(kind, new_spec)) for kind, old_spec, new_spec in UPDATES]
+    updates += [(kind, obj(kind, status=old), obj(kind, status=new)) for kind, old, new in STATUS_UPDATES]
+    for kind, old, new in updates:
         validation._default(old, SCHEMAS[kind])
         validation._default(new, SCHEMAS[kind])
         for rule, value, old_value in placed(new, SCHEMAS[kind], old):

@@ -63,6 +63,89 @@ def test_committed_crds_are_the_generated_ones() -> None:
     assert {p.name for p in CRD_DIR.iterdir()} == expected
 
 
+# -- status: Kueue's own schemas ------------------------------------------------------------------
+
+KUEUE_CRDS = ROOT / "tests" / "fixtures" / "crds" / "kueue"
+
+
+def test_kueue_status_json_is_taken_from_kueues_crds() -> None:
+    """kueue_status.json is what ``python -m kueue_es.crds tests/fixtures/crds/kueue`` writes, and every kind
+    with a status subresource declares Kueue's v1beta2 status schema, as Kueue's CRD has it."""
+    documents = crds.read_kueue_crds(KUEUE_CRDS)
+    assert crds.KUEUE_STATUS_FILE.read_text() == crds.render_kueue_status(documents)
+    theirs = {
+        doc["spec"]["names"]["kind"]: version["schema"]["openAPIV3Schema"]["properties"].get("status")
+        for doc in documents
+        for version in doc["spec"]["versions"]
+        if version["name"] == crds.VERSION
+    }
+    for kind in crds.KINDS:
+        ours = crds.object_schema(kind)["properties"].get("status")
+        assert (ours is not None) == kind.status
+        if ours is None:
+            continue
+        additions = crds.STATUS_ADDITIONS.get(kind.kind, {})
+        kueues = {**ours, "properties": {k: v for k, v in ours["properties"].items() if k not in additions}}
+        assert kueues == theirs[kind.kind], kind.kind
+        for name, addition in additions.items():  # a kueue-es addition: the schema Kueue gives it elsewhere
+            like_kind, like_field = addition.like
+            assert name not in theirs[kind.kind]["properties"]
+            like = theirs[like_kind]["properties"][like_field]
+            assert ours["properties"][name] == {**like, "description": addition.description}
+    workload = SCHEMAS["Workload"]["properties"]["status"]["properties"]
+    assert {"admission", "admissionChecks", "conditions", "requeueState", "schedulingStats"} <= set(workload)
+    assert "flavorsUsage" in SCHEMAS["ClusterQueue"]["properties"]["status"]["properties"]
+    assert set(SCHEMAS["Cohort"]["properties"]["status"]["properties"]) == {"fairSharing", "conditions"}
+
+
+def test_kueue_status_schemas_refuse_crds_that_do_not_fit() -> None:
+    """A CRD without v1beta2, or a kind whose status subresource and Kueue's status schema disagree, is an
+    error naming it; other groups are skipped."""
+    documents = crds.read_kueue_crds(KUEUE_CRDS)
+    other = {"kind": "CustomResourceDefinition", "spec": {"group": "ray.io", "versions": []}}
+    assert crds.kueue_status_schemas([*documents, other]) == crds.kueue_status_schemas(documents)
+    no_v1beta2 = [
+        {**doc, "spec": {**doc["spec"], "versions": [v for v in doc["spec"]["versions"] if v["name"] != "v1beta2"]}}
+        if doc["spec"]["names"]["kind"] == "Cohort"
+        else doc
+        for doc in documents
+    ]
+    with pytest.raises(ValueError, match="cohorts.kueue.x-k8s.io: spec.versions has no v1beta2"):
+        crds.kueue_status_schemas(no_v1beta2)
+    without_workloads = [doc for doc in documents if doc["spec"]["names"]["kind"] != "Workload"]
+    with pytest.raises(ValueError, match="Workload: Kueue's CRD has no v1beta2 status schema, but Kind.status is True"):
+        crds.kueue_status_schemas(without_workloads)
+    flavor_with_status = [
+        {**doc, "spec": {**doc["spec"], "versions": [with_status(v) for v in doc["spec"]["versions"]]}}
+        if doc["spec"]["names"]["kind"] == "ResourceFlavor"
+        else doc
+        for doc in documents
+    ]
+    with pytest.raises(ValueError, match="ResourceFlavor: Kueue's CRD has a v1beta2 status schema, but Kind.status"):
+        crds.kueue_status_schemas(flavor_with_status)
+
+
+def with_status(version: dict[str, Any]) -> dict[str, Any]:
+    """A CRD version whose schema also declares a ``status``."""
+    schema = version["schema"]["openAPIV3Schema"]
+    properties = {**schema["properties"], "status": {"type": "object"}}
+    return {**version, "schema": {"openAPIV3Schema": {**schema, "properties": properties}}}
+
+
+def test_python_m_kueue_es_crds_rewrites_the_status_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m kueue_es.crds DIR`` writes kueue_status.json from DIR; a missing DIR or CRDs it cannot use
+    exit 2 with a message."""
+    committed = crds.KUEUE_STATUS_FILE.read_text()
+    target = tmp_path / "kueue_status.json"
+    monkeypatch.setattr(crds, "KUEUE_STATUS_FILE", target)
+    assert crds.main([str(KUEUE_CRDS)]) == 0
+    assert target.read_text() == committed
+    assert crds.main([str(tmp_path / "absent")]) == 2
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "a.yaml").write_text("kind: CustomResourceDefinition\nspec: {group: kueue.x-k8s.io}\n")
+    assert crds.main([str(tmp_path / "broken")]) == 2
+
+
 @pytest.mark.parametrize("kind", crds.KINDS, ids=lambda k: k.kind)
 def test_schema_is_structural(kind: crds.Kind) -> None:
     assert schemas.structural_problems(crds.object_schema(kind)) == []

@@ -54,7 +54,8 @@ def test_every_reference_resolves_and_every_kind_has_a_patch_with_field_validati
 
 
 def test_unknown_fields_follow_the_schema() -> None:
-    """A misspelt field is found at its path, in lists too; a map's keys, metadata and a preserved status are not."""
+    """A misspelt field is found at its path, in lists too, status included (Kueue's status schema); a map's keys
+    and metadata are not."""
     cq = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ClusterQueue",
@@ -64,11 +65,13 @@ def test_unknown_fields_follow_the_schema() -> None:
             "namespaceSelector": {"matchLabels": {"team": "a"}},
             "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"nam": "f", "resources": []}]}],
         },
-        "status": {"whatever": 1},
+        "status": {"whatever": 1, "flavorsUsage": [{"name": "f", "resources": [{"name": "cpu", "totl": "1"}]}]},
     }
     assert openapi.unknown_fields(cq, resources.CLUSTER_QUEUES) == [
         "spec.cohrtName",
         "spec.resourceGroups[0].flavors[0].nam",
+        "status.whatever",
+        "status.flavorsUsage[0].resources[0].totl",
     ]
     pod = {
         "apiVersion": "v1",

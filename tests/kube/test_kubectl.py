@@ -192,6 +192,30 @@ async def test_explain_reads_the_crd_schema(kubectl: Kubectl) -> None:
     assert "  requests\t<map[string]" in out and "  limits\t<map[string]" in out
 
 
+async def test_explain_reads_kueues_status_schemas(kubectl: Kubectl) -> None:
+    """`kubectl explain KIND.status` describes the status of every Kueue kind that has one, down to its
+    leaves, as Kueue's CRDs do (their v1beta2 status schemas, taken whole)."""
+    fields = {
+        "workload": ("admission", "admissionChecks", "conditions", "requeueState", "schedulingStats", "clusterName"),
+        "clusterqueue": ("flavorsUsage", "flavorsReservation", "pendingWorkloads", "admittedWorkloads", "fairSharing"),
+        "localqueue": ("flavorsUsage", "pendingWorkloads", "reservingWorkloads", "conditions"),
+        "cohort": ("fairSharing",),
+        "admissioncheck": ("conditions",),
+        "multikueuecluster": ("conditions",),
+    }
+    for kind, names in fields.items():
+        out = await kubectl.ok("explain", f"{kind}.status")
+        assert "FIELD: status <Object>" in out, kind
+        for name in names:
+            assert f"  {name}\t<" in out, f"{kind}.status.{name}"
+    out = await kubectl.ok("explain", "clusterqueue.status.flavorsUsage.resources")
+    assert "  name\t<string> -required-" in out and "  borrowed\t<" in out and "  total\t<" in out
+    out = await kubectl.ok("explain", "workload.status.admission.podSetAssignments.topologyAssignment.slices")
+    assert "  domainCount\t<integer> -required-" in out and "  valuesPerLevel\t<[]Object> -required-" in out
+    out = await kubectl.ok("explain", "workload.status.conditions.status")
+    assert "FIELD: status <string>" in out and "ENUM:" in out and "    Unknown" in out
+
+
 async def test_strict_field_validation_refuses_a_misspelt_field(
     kubectl: Kubectl, cluster: emulator.ClusterEmulator
 ) -> None:
