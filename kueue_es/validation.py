@@ -159,6 +159,58 @@ def validate(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None = Non
     return []
 
 
+def admit_status(
+    manifest: dict[str, Any], *, old: Mapping[str, Any] | None = None, field_validation: str = ""
+) -> dict[str, Any]:
+    """What an API server does with a write through the ``status`` subresource of a kueue.x-k8s.io object:
+    returns the object to store (``manifest`` is the whole object, its new ``status`` included).
+
+    The status is held to Kueue's status schema (:func:`kueue_es.crds.status_schema`): fields it does not
+    declare raise UnknownFields under ``field_validation`` Strict and are pruned otherwise; then
+    :func:`validate_status` raises Invalid. Other kinds and objects without a status pass unchanged.
+    """
+    schema = _schemas().get(str(manifest.get("kind") or ""))
+    status_schema = (schema or {}).get("properties", {}).get("status")
+    if status_schema is None or manifest.get("apiVersion") != f"{crds.GROUP}/{crds.VERSION}":
+        return manifest
+    unknown = list(_unknown(manifest.get("status"), status_schema, "status"))
+    if unknown and field_validation.lower() == "strict":
+        raise UnknownFields(unknown)
+    if unknown:
+        manifest = copy.deepcopy(manifest)
+        _prune(manifest["status"], status_schema)
+    causes = validate_status(manifest, old=old)
+    if causes:
+        meta = manifest.get("metadata") or {}
+        raise Invalid(kind=str(manifest["kind"]), group=crds.GROUP, name=str(meta.get("name") or ""), causes=causes)
+    return manifest
+
+
+def validate_status(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[Cause]:
+    """Every reason the API refuses the ``status`` of a kueue.x-k8s.io object (``[]`` if none, or for
+    another kind, or without a status): Kueue's status schema (:func:`kueue_es.crds.status_schema`) after
+    its defaults, its types, enums, required fields and bounds, and the twins of its CEL rules
+    (:data:`kueue_es.crds.STATUS_RULES`; the transition rules against ``old``'s status, when given).
+    Field paths start with ``status``. Raises LookupError for a CEL rule without a Python twin.
+    """
+    schema = _schemas().get(str(manifest.get("kind") or ""))
+    status = manifest.get("status")
+    if schema is None or manifest.get("apiVersion") != f"{crds.GROUP}/{crds.VERSION}" or status is None:
+        return []
+    status_schema = schema["properties"].get("status")
+    if status_schema is None:
+        return []
+    body = copy.deepcopy(status)
+    _default(body, status_schema)
+    old_body = None
+    if old is not None and isinstance(old.get("status"), dict):
+        old_body = copy.deepcopy(old["status"])
+        _default(old_body, status_schema)
+    elif old is not None:
+        old_body = {}
+    return list(_walk(body, status_schema, "status", old_body))
+
+
 def check(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> None:
     """Raise :class:`Invalid` when :func:`validate` finds anything."""
     causes = validate(manifest, old=old)

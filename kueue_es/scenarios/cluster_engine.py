@@ -255,6 +255,8 @@ class _ClusterRun(_BusRun):
             return
         ref = kube.ref_for(str(manifest.get("apiVersion", "")), kind)
         meta = stored.get("metadata") or {}
+        if ref.api_version == resources.KUEUE_V1BETA2:
+            wanted = _as_controllers_write(wanted, now=_rfc3339(store.utc_now()))
         body = {"apiVersion": ref.api_version, "kind": kind, "metadata": dict(meta), "status": wanted}
         await kube.replace_object(
             self.api, ref, namespace=meta.get("namespace"), name=meta["name"], body=body, subresource="status"
@@ -589,6 +591,20 @@ def _of_type(kind: type[types.Event], key: str) -> Callable[[types.Event], bool]
 
 def _without_status(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in manifest.items() if k != "status"}
+
+
+def _as_controllers_write(status: Mapping[str, Any], *, now: str) -> dict[str, Any]:
+    """A Kueue object's ``status`` as a scenario gives it, with what a controller's metav1.Condition always
+    carries and a scenario may leave out (``type: Active, status: "True"``): the reason (the type's name), an
+    empty message and ``lastTransitionTime`` ``now``, so Kueue's status schema accepts it."""
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return dict(status)
+    completed = [
+        {"reason": c.get("type"), "message": "", "lastTransitionTime": now, **c} if isinstance(c, dict) else c
+        for c in conditions
+    ]
+    return {**status, "conditions": completed}
 
 
 def _rfc3339(moment: datetime.datetime) -> str:

@@ -19,7 +19,8 @@ and :mod:`.controllers`): GET (get/list), GET ?watch=true|True|1 (watch), POST (
 strategic merge by the kind's OpenAPI schema for built-in kinds only (415 for custom resources:
 Kueue's kinds, the ``*.x-k8s.io`` ones and CRDs' kinds), JSON patch, and a minimal server-side
 apply: see ``_server_side_apply``), DELETE; the
-``status`` subresource; ``dryRun=All`` (nothing stored, no watch event);
+``status`` subresource (held to Kueue's status schemas for Kueue's kinds);
+``dryRun=All`` (nothing stored, no watch event);
 ``fieldValidation`` (see ``validate_object``); Tables for ``kubectl get``
 (``tables.py``); ``labelSelector``, ``fieldSelector``; watch with
 ``resourceVersion`` (410 Expired as an ERROR event when too old, 504 with the cause
@@ -1254,8 +1255,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             if causes := _job_update_causes(old, obj):
                 invalid = validation.Invalid(kind="Job", group="batch", name=call.name or "", causes=causes)
                 raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
-        if not self.validate or call.subresource is not None or not isinstance(obj, dict):
+        if not self.validate or not isinstance(obj, dict):
             return obj
+        if call.subresource is not None:
+            return self._admit_status(call, obj, old=old)
         manifest = {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj}
         try:
             if call.field_validation == "Warn":
@@ -1273,6 +1276,26 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             schema = validation.schema_of(call.ref.kind)
             if schema is not None:  # Kueue's CRDs default fields, as a real API server then does
                 custom_resources.apply_defaults(admitted, schema)
+        return admitted
+
+    def _admit_status(self, call: _ApiCall, obj: dict[str, Any], *, old: dict[str, Any] | None) -> dict[str, Any]:
+        """A write through the ``status`` subresource of a kueue.x-k8s.io object, held to Kueue's status schema
+        (:func:`kueue_es.validation.admit_status`): unknown fields pruned (400 with ``fieldValidation=Strict``),
+        then 422 Invalid for what the schema or its CEL rules refuse, as a real API server with Kueue's CRDs."""
+        if call.subresource != "status" or call.ref.group != crds.GROUP:
+            return obj
+        manifest = {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj}
+        try:
+            if call.field_validation == "Warn":
+                # kept, as on the main resource, so the strict-field checker names them in Warning headers
+                validation.admit_status(manifest, old=old)
+                admitted = manifest
+            else:
+                admitted = validation.admit_status(manifest, old=old, field_validation=call.field_validation)
+        except validation.Invalid as exc:
+            raise store.StoreError(status=422, reason="Invalid", message=exc.message, details=exc.details()) from exc
+        except validation.UnknownFields as exc:
+            raise store.StoreError(status=400, reason="BadRequest", message=str(exc)) from exc
         return admitted
 
     def _configured(self, hook: store.CreateHook) -> store.CreateHook:

@@ -118,7 +118,15 @@ async def test_unmanaged_jobs_and_status_writes_give_no_fact(api, bus: MemoryBus
             patch={
                 "status": {
                     "pendingWorkloads": 3,
-                    "conditions": [{"type": "Active", "status": "True", "reason": "Ready", "message": "ok"}],
+                    "conditions": [
+                        {
+                            "type": "Active",
+                            "status": "True",
+                            "reason": "Ready",
+                            "message": "ok",
+                            "lastTransitionTime": "2026-01-01T00:00:00Z",
+                        }
+                    ],
                 }
             },
         )

@@ -102,10 +102,9 @@ async def test_status_apply_changes_only_status_and_removes_what_is_no_longer_ap
     """Applying through the status subresource writes status only (spec untouched, generation unchanged); a
     status field left out of the next apply is removed; a status apply to a missing object is 404."""
     created = await apply(api, cluster_queue())
-    first = await apply(
-        api, status_of("cq", {"pendingWorkloads": 2, "flavorsUsage": [{"name": "f"}]}), subresource="status"
-    )
-    assert first["status"] == {"pendingWorkloads": 2, "flavorsUsage": [{"name": "f"}]}
+    usage = [{"name": "f", "resources": [{"name": "cpu", "total": "1"}]}]  # Kueue's status schema requires them
+    first = await apply(api, status_of("cq", {"pendingWorkloads": 2, "flavorsUsage": usage}), subresource="status")
+    assert first["status"] == {"pendingWorkloads": 2, "flavorsUsage": usage}
     assert first["spec"] == created["spec"] and first["metadata"]["generation"] == 1
 
     second = await apply(api, status_of("cq", {"pendingWorkloads": 0}), subresource="status")

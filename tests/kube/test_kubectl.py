@@ -169,7 +169,7 @@ async def test_workload_columns_with_o_wide(kubectl: Kubectl, cluster: emulator.
                 {
                     "type": "Finished",
                     "status": "False",
-                    "reason": "",
+                    "reason": "Pending",  # Kueue's status schema wants a reason (a CamelCase word)
                     "message": "",
                     "lastTransitionTime": "2026-01-01T00:00:00Z",
                 },

@@ -99,6 +99,100 @@ async def test_a_misspelt_field_is_refused_under_strict_and_pruned_otherwise(clu
     assert "cohrtName" not in stored["spec"] and stored["spec"]["namespaceSelector"] == {}
 
 
+ACTIVE = {
+    "type": "Active",
+    "status": "True",
+    "reason": "Ready",
+    "message": "Can admit new workloads",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+async def test_a_status_write_is_held_to_kueues_status_schema(api: k8s_client.ApiClient) -> None:
+    """A write through the status subresource is checked against Kueue's status schema, as a real API server
+    with Kueue's CRDs checks it: 422 with the field paths, and the stored status unchanged."""
+    await client.create_object(api, resources.CLUSTER_QUEUES, body=cluster_queue())
+    usage = [{"name": "default", "resources": [{"name": "cpu", "total": "1", "borrowed": "0"}]}]
+    written = {"pendingWorkloads": 0, "conditions": [ACTIVE], "flavorsUsage": usage, "flavorsReservation": usage}
+    stored = await client.patch_object(
+        api, resources.CLUSTER_QUEUES, name="cq", subresource="status", patch={"status": written}
+    )
+    assert stored["status"] == written
+    wrong = {"pendingWorkloads": "three", "conditions": [{**ACTIVE, "status": "Maybe", "reason": ""}]}
+    with pytest.raises(errors.ApiError) as refused:
+        await client.patch_object(
+            api, resources.CLUSTER_QUEUES, name="cq", subresource="status", patch={"status": wrong}
+        )
+    assert refused.value.status == 422
+    assert [(c["field"], c["message"]) for c in refused.value.body["details"]["causes"]] == [
+        (
+            "status.conditions[0].reason",
+            'Invalid value: "": status.conditions[0].reason in body should be at least 1 chars long',
+        ),
+        (
+            "status.conditions[0].reason",
+            'Invalid value: "": status.conditions[0].reason in body should match '
+            "'^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$'",
+        ),
+        ("status.conditions[0].status", 'Unsupported value: "Maybe": supported values: "True", "False", "Unknown"'),
+        (
+            "status.pendingWorkloads",
+            'Invalid value: "string": status.pendingWorkloads in body must be of type integer: "string"',
+        ),
+    ]
+    assert (await client.get_object(api, resources.CLUSTER_QUEUES, name="cq"))["status"] == written
+
+
+async def test_a_workloads_status_keeps_kueues_cel_rules(api: k8s_client.ApiClient) -> None:
+    """The CEL rules of Kueue's Workload status (clusterName is immutable once set, and excludes
+    nominatedClusterNames) refuse a status write that breaks them."""
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "wl", "namespace": "default"},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+    }
+    await client.create_object(api, resources.WORKLOADS, namespace="default", body=workload)
+
+    async def write(status: dict[str, Any]) -> dict[str, Any]:
+        return await client.patch_object(
+            api, resources.WORKLOADS, namespace="default", name="wl", subresource="status", patch={"status": status}
+        )
+
+    await write({"nominatedClusterNames": ["w1", "w2"]})
+    with pytest.raises(errors.ApiError) as both:
+        await write({"clusterName": "w1"})
+    assert both.value.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "object": clusterName and nominatedClusterNames are mutually exclusive',
+            "field": "status",
+        }
+    ]
+    assert (await write({"clusterName": "w1", "nominatedClusterNames": None}))["status"] == {"clusterName": "w1"}
+    with pytest.raises(errors.ApiError) as moved:
+        await write({"clusterName": "w2"})
+    assert moved.value.status == 422
+    assert moved.value.body["details"]["causes"][0]["message"].endswith("clusterName is immutable once set")
+
+
+async def test_an_unknown_status_field_is_refused_under_strict_and_pruned_otherwise(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
+) -> None:
+    await client.create_object(api, resources.CLUSTER_QUEUES, body=cluster_queue())
+    url = f"{cluster.url}{resources.CLUSTER_QUEUES.path(name='cq', subresource='status')}"
+    typo = {"status": {"pendingWorkloads": 2, "pendingWorkload": 2}}
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with aiohttp.ClientSession() as session:
+        async with session.patch(f"{url}?fieldValidation=Strict", json=typo, headers=headers) as response:
+            assert response.status == 400
+            assert (await response.json())["message"] == 'strict decoding error: unknown field "status.pendingWorkload"'
+        async with session.patch(url, json=typo, headers=headers) as response:
+            assert response.status == 200
+            stored = await response.json()
+    assert stored["status"] == {"pendingWorkloads": 2}
+
+
 async def test_a_job_requesting_negative_cpu_is_refused(api: k8s_client.ApiClient) -> None:
     with pytest.raises(errors.ApiError) as refused:
         await client.create_object(api, resources.JOBS, namespace="default", body=job("-1"))
