@@ -18,7 +18,10 @@ and :mod:`.controllers`): GET (get/list), GET ?watch=true|True|1 (watch), POST (
 (replace; a custom resource's needs ``metadata.resourceVersion``, 422 without), PATCH (merge,
 strategic merge by the kind's OpenAPI schema for built-in kinds only (415 for custom resources:
 Kueue's kinds, the ``*.x-k8s.io`` ones and CRDs' kinds), JSON patch, and a minimal server-side
-apply: see ``_server_side_apply``), DELETE; the
+apply: see ``_server_side_apply``), DELETE (with DeleteOptions' ``propagationPolicy``, as ``kubectl delete
+--cascade`` sends it: Orphan leaves the dependents, their owner references to the object taken off,
+Foreground deletes them before the object, which waits with ``foregroundDeletion``; the garbage collector's
+part is :mod:`.garbage`, played by the store within the request); the
 ``status`` subresource (held to Kueue's status schemas for Kueue's kinds);
 ``dryRun=All`` (nothing stored, no watch event);
 ``fieldValidation`` (see ``validate_object``); Tables for ``kubectl get``
@@ -41,8 +44,9 @@ HTTP.  Not served: aggregated discovery, the
 protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, consistent pages of a list (a page
 read with a ``continue`` token has the objects as they are now, not as of the first page), the items of
 ``listType=map`` and ``set`` lists as fields of their own in ``managedFields`` (every list is owned whole),
-garbage collection of dependents (the simulated
-controllers collect what their kinds own: a CronJob's Jobs, a ReplicaSet's pods, ...).
+the background garbage collection of dependents (the default propagation, Background, deletes the object
+alone; the simulated controllers collect what their kinds own: a CronJob's Jobs, a ReplicaSet's pods, ...),
+and a kind's own default policy (a batch/v1 Job's is Orphan on a real API server: kubectl always sends one).
 
 kmock DSL reactions (``emulator['get /apis/...'] << 500``) still work for fault
 injection: while any reaction is registered, requests go through kmock's
@@ -85,6 +89,7 @@ from kueue_es.services.kube import resources
 from kueue_es.sim import (
     aggregator,
     custom_resources,
+    garbage,
     managed_fields,
     openapi,
     patches,
@@ -723,16 +728,27 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     return _Reply(status=200, payload=updated, warnings=tuple(warnings))
                 case "delete":
                     assert call.name is not None
-                    options = _json_body(call) if call.body.strip() else {}
-                    preconditions = options.get("preconditions") if isinstance(options, dict) else None
-                    dry_run = call.dry_run or (isinstance(options, dict) and options.get("dryRun") == ["All"])
+                    options = _delete_options(call)
+                    preconditions = options.get("preconditions")
+                    dry_run = call.dry_run or options.get("dryRun") == ["All"]
+                    try:
+                        propagation = garbage.propagation_policy(options)
+                    except validation.Invalid as exc:
+                        raise store.StoreError(
+                            status=422, reason="Invalid", message=exc.message, details=exc.details()
+                        ) from exc
                     if call.ref == custom_resources.CRDS and not dry_run:
                         # the API server's CRD finalizer: the instances go first, then the CRD
                         self._store.get(call.ref, namespace=None, name=call.name)
                         for kind in self._crd_kinds.pop(call.name, []):
                             self._unserve(kind)
                     deleted = self._store.delete(
-                        call.ref, namespace=call.namespace, name=call.name, preconditions=preconditions, dry_run=dry_run
+                        call.ref,
+                        namespace=call.namespace,
+                        name=call.name,
+                        preconditions=preconditions,
+                        dry_run=dry_run,
+                        propagation=propagation,
                     )
                     if deleted["metadata"].get("deletionTimestamp") or not self._answers_delete_with_status(call.ref):
                         return _Reply(status=200, payload=deleted)
@@ -1909,6 +1925,19 @@ def _job_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[v
             )
         )
     return causes
+
+
+def _delete_options(call: _ApiCall) -> dict[str, Any]:
+    """A delete's DeleteOptions: its body, or the query parameters that stand for them
+    (``?propagationPolicy=Foreground``, ``?orphanDependents=true``), as the API server reads either."""
+    options = _json_body(call) if call.body.strip() else {}
+    options = dict(options) if isinstance(options, dict) else {}
+    if "propagationPolicy" in call.params and "propagationPolicy" not in options:
+        options["propagationPolicy"] = call.params["propagationPolicy"]
+    if "orphanDependents" in call.params and "orphanDependents" not in options:
+        value = call.params["orphanDependents"]
+        options["orphanDependents"] = {"true": True, "false": False}.get(value.lower(), value)
+    return options
 
 
 def _deleted_status(ref: resources.ResourceRef, deleted: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,11 @@ Semantics, as a real API server has them:
 * empty labels, annotations, finalizers and owner references are not stored (ObjectMeta's ``omitempty``);
 * delete with finalizers sets ``deletionTimestamp`` (MODIFIED); the object is
   removed (DELETED) when its finalizers are gone;
+* a delete's propagation policy Orphan or Foreground is a finalizer on the object (``orphan``,
+  ``foregroundDeletion``), which the garbage collector's part (:mod:`.garbage`) acts on after every write:
+  Orphan takes the object's references off its dependents, Foreground deletes them first and the object
+  once none blocks it (Background, the default: the object goes and its dependents are left to the
+  simulated controllers);
 * a deleted Namespace turns Terminating, what is in it is deleted, and it goes once empty; nothing
   may be created in it meanwhile (403, as the NamespaceLifecycle admission plugin);
 * every change is appended to a per-kind event log of ``history_limit``
@@ -41,18 +46,19 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import functools
 import json
 import re
 import secrets
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import kmock
 
 from kueue_es import validation
 from kueue_es.services.kube import resources
-from kueue_es.sim import selectors
+from kueue_es.sim import garbage, selectors
 
 #: Called on every create after defaulting, may mutate the object (a mutating admission webhook).
 CreateHook = Callable[[resources.ResourceRef, dict[str, Any]], None]
@@ -154,6 +160,25 @@ def format_timestamp(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _then_collect_garbage(
+    method: Callable[Concatenate[ObjectStore, _P], _R],
+) -> Callable[Concatenate[ObjectStore, _P], _R]:
+    """A write of the store, followed by the garbage collector's part (:meth:`ObjectStore._collect_garbage`),
+    so an owner deleted in the foreground goes in the same request as the last dependent that held it."""
+
+    @functools.wraps(method)
+    def write(self: ObjectStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        result = method(self, *args, **kwargs)
+        self._collect_garbage()
+        return result
+
+    return write
+
+
 class ObjectStore:
     """Objects of the registered kinds, their resourceVersions and their watch history.
 
@@ -184,6 +209,9 @@ class ObjectStore:
         self._keys: dict[resources.ResourceRef, kmock.resource] = {}
         self._stored_as: dict[resources.ResourceRef, resources.ResourceRef] = {}
         self._logs: dict[kmock.resource, EventLog] = {}
+        # the objects being deleted with an ``orphan`` or ``foregroundDeletion`` finalizer (an ordered set)
+        self._gc_owners: dict[Any, None] = {}
+        self._collecting = False
         for ref in (resources.NAMESPACES, *refs):
             self.register(ref)
         for namespace in INITIAL_NAMESPACES:
@@ -233,6 +261,7 @@ class ObjectStore:
             # A new kind has no past events, so no resourceVersion is too old for it yet.
             self._logs[key] = EventLog(limit=self._history_limit, floor=0)
 
+    @_then_collect_garbage
     def unregister(self, ref: resources.ResourceRef) -> list[dict[str, Any]]:
         """Stop storing a kind. When no other registered version shares its storage, its objects are
         removed (a DELETED event each, finalizers ignored) and its watch history ends; returns the
@@ -303,6 +332,7 @@ class ObjectStore:
                 found.append(((obj_namespace or "", obj_name), raw))
         return [raw for _, raw in sorted(found, key=lambda pair: pair[0])]
 
+    @_then_collect_garbage
     def create(
         self,
         ref: resources.ResourceRef,
@@ -363,6 +393,7 @@ class ObjectStore:
         self._write(ref, key, obj, event_type="ADDED")
         return obj
 
+    @_then_collect_garbage
     def update(
         self,
         ref: resources.ResourceRef,
@@ -419,6 +450,7 @@ class ObjectStore:
             return self._remove(ref, key, updated)
         return updated
 
+    @_then_collect_garbage
     def delete(
         self,
         ref: resources.ResourceRef,
@@ -427,10 +459,14 @@ class ObjectStore:
         name: str,
         preconditions: Mapping[str, Any] | None = None,
         dry_run: bool = False,
+        propagation: str | None = None,
     ) -> dict[str, Any]:
         """Delete an object, or mark it deleting while it has finalizers; returns its last state.
 
-        ``preconditions`` is DeleteOptions.preconditions (uid, resourceVersion).
+        ``preconditions`` is DeleteOptions.preconditions (uid, resourceVersion). ``propagation`` is its
+        propagation policy (:func:`garbage.propagation_policy`): Orphan and Foreground add their finalizer
+        (``orphan``, ``foregroundDeletion``; a policy given to an object already being deleted changes it), for
+        the garbage collector's part that follows every write; None or Background deletes the object alone.
         With ``dry_run`` the object is returned as the delete would leave it; nothing changes.
         Raises StoreError 404 (absent) or 409 (a precondition fails).
         """
@@ -442,16 +478,105 @@ class ObjectStore:
             if expected is not None and current["metadata"].get(field) != expected:
                 raise _conflict(ref, name, f"precondition failed: {field} is not {expected}")
         metadata = current["metadata"]
-        if metadata.get("deletionTimestamp") or dry_run:
+        finalizers = garbage.deletion_finalizers(metadata.get("finalizers") or [], propagation)
+        if dry_run:
             return current
+        if metadata.get("deletionTimestamp"):
+            if finalizers == (metadata.get("finalizers") or []):
+                return current
+            return self._set_finalizers(ref, key, finalizers)
         if ref == resources.NAMESPACES:
             return self._delete_namespace(key, current)
-        if metadata.get("finalizers"):
+        if finalizers:
             deleting = copy.deepcopy(current)
-            deleting["metadata"].update(deletionTimestamp=format_timestamp(self._clock()), deletionGracePeriodSeconds=0)
+            deleting["metadata"].update(
+                deletionTimestamp=format_timestamp(self._clock()), deletionGracePeriodSeconds=0, finalizers=finalizers
+            )
             self._write(ref, key, deleting, event_type="MODIFIED", previous=current)
             return deleting
         return self._remove(ref, key, current)
+
+    # -- the garbage collector's part ----------------------------------------------------------
+
+    def _collect_garbage(self) -> None:
+        """Act on every object being deleted with an ``orphan`` or ``foregroundDeletion`` finalizer until
+        nothing changes (:mod:`.garbage`): orphan its dependents, or delete them and let it go once none
+        blocks it. Runs after every write of the store (never within another run)."""
+        if not self._gc_owners or self._collecting:
+            return
+        self._collecting = True
+        try:
+            while any([self._collect_dependents_of(key) for key in list(self._gc_owners)]):
+                pass
+        finally:
+            self._collecting = False
+
+    def _collect_dependents_of(self, key: Any) -> bool:
+        """One pass of the garbage collector over one owner being deleted; returns whether it changed anything."""
+        if key not in self._objects:
+            self._gc_owners.pop(key, None)
+            return False
+        owner = self._objects[key].raw
+        uid = str(owner["metadata"].get("uid") or "")
+        dependents = self._dependents(key, uid)
+        if garbage.orphans_dependents(owner):
+            for dependent_key, dependent in dependents:
+                self._write_metadata(dependent_key, garbage.without_owners(dependent, {uid}))
+            finalizers = [f for f in owner["metadata"]["finalizers"] if f != garbage.ORPHAN_FINALIZER]
+            self._set_finalizers(self._ref_of(key), key, finalizers)
+            return True
+        changed = False
+        by_uid = {str(obj.raw["metadata"].get("uid")): obj.raw for obj in self._objects.values()}
+        for dependent_key, dependent in dependents:
+            if dependent["metadata"].get("deletionTimestamp"):
+                continue  # deleted already, held by its finalizers
+            owners = {owner_uid: by_uid.get(owner_uid) for owner_uid in garbage.owner_uids(dependent)}
+            if drop := garbage.references_to_drop(dependent, owners):
+                self._write_metadata(dependent_key, garbage.without_owners(dependent, set(drop)))
+            else:
+                # as attemptToDeleteItem: in the foreground when it has dependents of its own
+                own = self._dependents(dependent_key, str(dependent["metadata"].get("uid") or ""))
+                self.delete(
+                    self._ref_of(dependent_key),
+                    namespace=dependent_key[1],
+                    name=dependent_key[2],
+                    propagation=garbage.FOREGROUND if own else None,
+                )
+            changed = True
+        if not any(garbage.blocks(dependent, uid) for _, dependent in self._dependents(key, uid)):
+            finalizers = [f for f in owner["metadata"]["finalizers"] if f != garbage.FOREGROUND_FINALIZER]
+            self._set_finalizers(self._ref_of(key), key, finalizers)
+            changed = True
+        return changed
+
+    def _dependents(self, owner_key: Any, uid: str) -> list[tuple[Any, dict[str, Any]]]:
+        """The stored objects whose owner references name ``uid``: in the owner's namespace when it has one
+        (a reference across namespaces names nothing), anywhere for a cluster-scoped owner."""
+        return [
+            (key, obj.raw)
+            for key, obj in self._objects.items()
+            if (owner_key[1] is None or key[1] == owner_key[1]) and uid in garbage.owner_uids(obj.raw)
+        ]
+
+    def _ref_of(self, key: Any) -> resources.ResourceRef:
+        return next(ref for ref, stored in self._keys.items() if stored == key[0] and self._stored_as[ref] == ref)
+
+    def _write_metadata(self, key: Any, desired: dict[str, Any]) -> None:
+        """Store a new version of an object whose metadata the garbage collector changed (no other field)."""
+        current = self._objects[key].raw
+        updated = {**copy.deepcopy(current), "metadata": copy.deepcopy(desired["metadata"])}
+        self._write(self._ref_of(key), key, updated, event_type="MODIFIED", previous=current)
+
+    def _set_finalizers(self, ref: resources.ResourceRef, key: Any, finalizers: list[str]) -> dict[str, Any]:
+        """Store ``finalizers`` on an object being deleted; it goes when none is left. Returns its last state."""
+        current = self._objects[key].raw
+        updated = copy.deepcopy(current)
+        updated["metadata"]["finalizers"] = finalizers
+        _omit_empty_metadata(updated)
+        self._write(ref, key, updated, event_type="MODIFIED", previous=current)
+        if not finalizers:
+            return self._remove(ref, key, updated)
+        return updated
 
     # -- internals -------------------------------------------------------------------------
 
@@ -472,6 +597,10 @@ class ObjectStore:
         self._resource_version += 1
         obj["metadata"]["resourceVersion"] = str(self._resource_version)
         self._objects[key] = obj
+        if garbage.orphans_dependents(obj) or garbage.waits_for_dependents(obj):
+            self._gc_owners[key] = None
+        else:
+            self._gc_owners.pop(key, None)
         self.log(ref).append(
             LoggedEvent(resource_version=self._resource_version, type=event_type, object=obj, previous=previous)
         )
@@ -481,6 +610,7 @@ class ObjectStore:
         gone = copy.deepcopy(obj)
         gone["metadata"]["resourceVersion"] = str(self._resource_version)
         del self._objects[key]
+        self._gc_owners.pop(key, None)
         self.log(ref).append(LoggedEvent(resource_version=self._resource_version, type="DELETED", object=gone))
         if key[1] is not None:  # the last object of a terminating namespace lets it go
             self._finalize_namespace(key[1])

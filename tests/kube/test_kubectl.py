@@ -216,6 +216,58 @@ async def test_explain_reads_kueues_status_schemas(kubectl: Kubectl) -> None:
     assert "FIELD: status <string>" in out and "ENUM:" in out and "    Unknown" in out
 
 
+async def job_with_pods(kubectl: Kubectl, *pods: tuple[str, bool, list[str]]) -> str:
+    """A Job ``owner`` and pods ``(name, blockOwnerDeletion, finalizers)`` naming it as their controller, as the
+    Job controller makes them; returns the Job's UID."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "owner"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}},
+    }
+    await kubectl.ok("create", "-f", "-", stdin=json.dumps(job))
+    uid = await kubectl.ok("get", "job", "owner", "-o", "jsonpath={.metadata.uid}")
+    for name, block, finalizers in pods:
+        reference = {"apiVersion": "batch/v1", "kind": "Job", "name": "owner", "uid": uid, "controller": True}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "ownerReferences": [{**reference, "blockOwnerDeletion": block}],
+                "finalizers": finalizers,
+            },
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        }
+        await kubectl.ok("create", "-f", "-", stdin=json.dumps(pod))
+    return uid
+
+
+async def test_delete_cascade_orphan_leaves_the_dependents(kubectl: Kubectl) -> None:
+    """`kubectl delete --cascade=orphan` deletes the Job alone: its pods stay, their owner reference to it taken
+    off, as the garbage collector orphans them."""
+    await job_with_pods(kubectl, ("p1", True, []), ("p2", False, []))
+    out = await kubectl.ok("delete", "job", "owner", "--cascade=orphan")
+    assert out.strip() == 'job.batch "owner" deleted'
+    assert (await kubectl.run("get", "job", "owner"))[0] == 1
+    pods = json.loads(await kubectl.ok("get", "pods", "-o", "json"))["items"]
+    assert [(p["metadata"]["name"], p["metadata"].get("ownerReferences")) for p in pods] == [("p1", None), ("p2", None)]
+
+
+async def test_delete_cascade_foreground_deletes_the_dependents_first(kubectl: Kubectl) -> None:
+    """`kubectl delete --cascade=foreground` marks the Job (deletionTimestamp, the foregroundDeletion finalizer),
+    deletes its pods and keeps it while a pod that blocks its deletion is still there (held by a finalizer); the
+    Job goes once that pod does."""
+    await job_with_pods(kubectl, ("held", True, ["example.com/hold"]), ("free", True, []))
+    await kubectl.ok("delete", "job", "owner", "--cascade=foreground", "--wait=false")
+    job = json.loads(await kubectl.ok("get", "job", "owner", "-o", "json"))
+    assert job["metadata"]["finalizers"] == ["foregroundDeletion"] and job["metadata"]["deletionTimestamp"]
+    pods = json.loads(await kubectl.ok("get", "pods", "-o", "json"))["items"]
+    assert [(p["metadata"]["name"], bool(p["metadata"].get("deletionTimestamp"))) for p in pods] == [("held", True)]
+    await kubectl.ok("patch", "pod", "held", "--type=json", "-p", '[{"op": "remove", "path": "/metadata/finalizers"}]')
+    assert (await kubectl.ok("get", "pods,jobs", "-o", "name")).strip() == ""
+
+
 async def test_strict_field_validation_refuses_a_misspelt_field(
     kubectl: Kubectl, cluster: emulator.ClusterEmulator
 ) -> None:

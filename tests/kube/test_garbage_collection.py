@@ -1,0 +1,280 @@
+"""Cascading deletion in the emulated API server: a delete's propagation policy (``kubectl delete --cascade``).
+
+Orphan leaves the dependents (the objects whose ownerReferences name the deleted one) with that reference
+taken off; Foreground marks the owner (``deletionTimestamp``, ``foregroundDeletion``), deletes the dependents
+first and the owner once no dependent with ``blockOwnerDeletion`` is left; Background (the default) deletes
+the owner alone, as before. The store's part is tested without HTTP; DeleteOptions through HTTP.
+tests/kube/test_kubectl.py runs kubectl's ``--cascade`` flags.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import aiohttp
+import kmock
+import pytest
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es import validation
+from kueue_es.services.kube import client, resources
+from kueue_es.sim import emulator, garbage, store
+
+pytestmark = pytest.mark.timeout(30)
+
+FIXED = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+HOLD = "example.com/hold"
+
+
+def make_store() -> store.ObjectStore:
+    return store.ObjectStore(objects=kmock.ObjectsArray(), clock=lambda: FIXED)
+
+
+def owner_ref(owner: dict[str, Any], *, block: bool = True, controller: bool = True) -> dict[str, Any]:
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": controller,
+        "blockOwnerDeletion": block,
+    }
+
+
+def pod(
+    objects: store.ObjectStore, name: str, *owners: dict[str, Any], finalizers: tuple[str, ...] = (), **ref: bool
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "ownerReferences": [owner_ref(o, **ref) for o in owners]}
+    if finalizers:
+        meta["finalizers"] = list(finalizers)
+    body = {"metadata": meta, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    return objects.create(resources.PODS, namespace="default", body=body)
+
+
+def job(objects: store.ObjectStore, name: str, *owners: dict[str, Any], **ref: bool) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if owners:
+        meta["ownerReferences"] = [owner_ref(o, **ref) for o in owners]
+    body = {"metadata": meta, "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    return objects.create(resources.JOBS, namespace="default", body=body)
+
+
+def stored(objects: store.ObjectStore, ref: resources.ResourceRef, name: str) -> dict[str, Any] | None:
+    found = objects.select(ref, namespace="default", name=name)
+    return found[0] if found else None
+
+
+def release(objects: store.ObjectStore, ref: resources.ResourceRef, name: str) -> None:
+    """What the controller owning the ``hold`` finalizer does once it is done: take it off."""
+
+    def without_hold(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"]["finalizers"] = [f for f in obj["metadata"]["finalizers"] if f != HOLD]
+        return obj
+
+    objects.update(ref, namespace="default", name=name, subresource=None, change=without_hold)
+
+
+def events(objects: store.ObjectStore, ref: resources.ResourceRef, since: int) -> list[tuple[str, str, list[str]]]:
+    """(type, name, finalizers) of each watch event of a kind after ``since``."""
+    return [
+        (e.type, e.object["metadata"]["name"], e.object["metadata"].get("finalizers", []))
+        for e in objects.log(ref).since(since) or []
+    ]
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+
+def test_orphan_leaves_the_dependents_without_their_reference_to_the_owner() -> None:
+    objects = make_store()
+    owner, other = job(objects, "owner"), job(objects, "other")
+    pod(objects, "only", owner)
+    pod(objects, "shared", owner, other, controller=False)
+    before = objects.resource_version
+    deleted = objects.delete(resources.JOBS, namespace="default", name="owner", propagation=garbage.ORPHAN)
+    assert deleted["metadata"]["finalizers"] == ["orphan"] and deleted["metadata"]["deletionTimestamp"]
+    assert stored(objects, resources.JOBS, "owner") is None
+    only, shared = stored(objects, resources.PODS, "only"), stored(objects, resources.PODS, "shared")
+    assert only is not None and "ownerReferences" not in only["metadata"]
+    assert shared is not None and [r["uid"] for r in shared["metadata"]["ownerReferences"]] == [
+        other["metadata"]["uid"]
+    ]
+    # as the API server and its garbage collector: marked with the finalizer, dependents orphaned, then gone
+    assert events(objects, resources.JOBS, before) == [("MODIFIED", "owner", ["orphan"]), ("MODIFIED", "owner", [])] + [
+        ("DELETED", "owner", [])
+    ]
+    assert [e[:2] for e in events(objects, resources.PODS, before)] == [("MODIFIED", "only"), ("MODIFIED", "shared")]
+
+
+def test_foreground_deletes_the_dependents_first_and_waits_for_the_blocking_ones() -> None:
+    """A blocking dependent held by a finalizer keeps the owner (deletionTimestamp, foregroundDeletion) until
+    it is gone; a non-blocking one is deleted too, without being waited for; one with another live owner
+    only loses its reference to the owner."""
+    objects = make_store()
+    owner, other = job(objects, "owner"), job(objects, "other")
+    pod(objects, "held", owner, finalizers=(HOLD,))
+    pod(objects, "free", owner)
+    pod(objects, "loose", owner, block=False, finalizers=(HOLD,))
+    pod(objects, "shared", owner, other, controller=False)
+    deleted = objects.delete(resources.JOBS, namespace="default", name="owner", propagation=garbage.FOREGROUND)
+    assert deleted["metadata"]["finalizers"] == ["foregroundDeletion"]
+    waiting = stored(objects, resources.JOBS, "owner")
+    assert waiting is not None and waiting["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert waiting["metadata"]["deletionTimestamp"] == "2026-01-02T03:04:05Z"
+    assert stored(objects, resources.PODS, "free") is None
+    for name in ("held", "loose"):
+        assert (stored(objects, resources.PODS, name) or {})["metadata"]["deletionTimestamp"]
+    shared = stored(objects, resources.PODS, "shared")
+    assert shared is not None and not shared["metadata"].get("deletionTimestamp")
+    assert [r["uid"] for r in shared["metadata"]["ownerReferences"]] == [other["metadata"]["uid"]]
+
+    release(objects, resources.PODS, "loose")  # not blocking: the owner does not wait for it
+    assert stored(objects, resources.JOBS, "owner") is not None
+    release(objects, resources.PODS, "held")
+    assert stored(objects, resources.PODS, "held") is None
+    assert stored(objects, resources.JOBS, "owner") is None
+
+
+def test_foreground_reaches_the_dependents_of_dependents() -> None:
+    """A dependent with dependents of its own is deleted in the foreground too: the owner goes after the
+    whole chain below it."""
+    objects = make_store()
+    owner = job(objects, "owner")
+    child = job(objects, "child", owner)
+    pod(objects, "grandchild", child, finalizers=(HOLD,))
+    objects.delete(resources.JOBS, namespace="default", name="owner", propagation=garbage.FOREGROUND)
+    assert (stored(objects, resources.JOBS, "child") or {})["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert stored(objects, resources.JOBS, "owner") is not None
+    release(objects, resources.PODS, "grandchild")
+    assert [stored(objects, resources.JOBS, name) for name in ("owner", "child")] == [None, None]
+
+
+def test_background_and_no_policy_delete_the_owner_alone() -> None:
+    objects = make_store()
+    for policy in (garbage.BACKGROUND, None):
+        owner = job(objects, "owner")
+        pod(objects, "dependent", owner)
+        objects.delete(resources.JOBS, namespace="default", name="owner", propagation=policy)
+        assert stored(objects, resources.JOBS, "owner") is None
+        dependent = stored(objects, resources.PODS, "dependent")
+        assert dependent is not None and dependent["metadata"]["ownerReferences"][0]["uid"] == owner["metadata"]["uid"]
+        objects.delete(resources.PODS, namespace="default", name="dependent")
+
+
+def test_a_reference_from_another_namespace_names_nothing() -> None:
+    objects = make_store()
+    objects.create(resources.NAMESPACES, namespace=None, body={"metadata": {"name": "elsewhere"}})
+    owner = job(objects, "owner")
+    body = {
+        "metadata": {"name": "stranger", "ownerReferences": [owner_ref(owner)]},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    objects.create(resources.PODS, namespace="elsewhere", body=body)
+    objects.delete(resources.JOBS, namespace="default", name="owner", propagation=garbage.FOREGROUND)
+    assert stored(objects, resources.JOBS, "owner") is None
+    [stranger] = objects.select(resources.PODS, namespace="elsewhere")
+    assert stranger["metadata"]["ownerReferences"] == [owner_ref(owner)]
+
+
+def test_a_second_delete_with_a_policy_changes_the_finalizer() -> None:
+    """An object held by another finalizer, deleted again with Orphan after Foreground, orphans its
+    dependents instead; a delete without a policy keeps what it has."""
+    objects = make_store()
+    owner = job(objects, "owner")
+    objects.update(
+        resources.JOBS,
+        namespace="default",
+        name="owner",
+        subresource=None,
+        change=lambda obj: {**obj, "metadata": {**obj["metadata"], "finalizers": [HOLD]}},
+    )
+    pod(objects, "held", owner, finalizers=(HOLD,))
+    objects.delete(resources.JOBS, namespace="default", name="owner", propagation=garbage.FOREGROUND)
+    assert (stored(objects, resources.JOBS, "owner") or {})["metadata"]["finalizers"] == [HOLD, "foregroundDeletion"]
+    objects.delete(resources.JOBS, namespace="default", name="owner")
+    assert (stored(objects, resources.JOBS, "owner") or {})["metadata"]["finalizers"] == [HOLD, "foregroundDeletion"]
+    objects.delete(resources.JOBS, namespace="default", name="owner", propagation=garbage.ORPHAN)
+    assert (stored(objects, resources.JOBS, "owner") or {})["metadata"]["finalizers"] == [HOLD]
+    held = stored(objects, resources.PODS, "held")
+    assert held is not None and "ownerReferences" not in held["metadata"]
+
+
+def test_a_dry_run_delete_changes_nothing() -> None:
+    objects = make_store()
+    owner = job(objects, "owner")
+    pod(objects, "dependent", owner)
+    before = objects.resource_version
+    objects.delete(resources.JOBS, namespace="default", name="owner", propagation=garbage.ORPHAN, dry_run=True)
+    assert objects.resource_version == before
+
+
+# -- DeleteOptions --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "policy"),
+    [
+        ({}, None),
+        ({"propagationPolicy": "Foreground"}, "Foreground"),
+        ({"propagationPolicy": "Orphan"}, "Orphan"),
+        ({"propagationPolicy": "Background"}, "Background"),
+        ({"orphanDependents": True}, "Orphan"),
+        ({"orphanDependents": False}, "Background"),
+    ],
+)
+def test_propagation_policy_of_delete_options(options: dict[str, Any], policy: str | None) -> None:
+    assert garbage.propagation_policy(options) == policy
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"propagationPolicy": "Sometimes"},
+            'propagationPolicy: Unsupported value: "Sometimes": supported values: "Foreground", "Background", '
+            '"Orphan", "nil"',
+        ),
+        (
+            {"propagationPolicy": "Orphan", "orphanDependents": True},
+            'propagationPolicy: Invalid value: "Orphan": orphanDependents and deletionPropagation cannot be both set',
+        ),
+    ],
+)
+def test_invalid_delete_options_are_refused_with_the_api_servers_words(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(validation.Invalid) as refused:
+        garbage.propagation_policy(options)
+    assert refused.value.message == f'DeleteOptions.meta.k8s.io "" is invalid: {message}'
+
+
+# -- through HTTP ---------------------------------------------------------------------------------
+
+
+async def test_the_policy_is_read_from_the_body_or_the_query(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
+) -> None:
+    owner = await client.create_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        body={"metadata": {"name": "owner"}, "spec": {"template": {"spec": {"containers": []}}}},
+    )
+    dependent = {
+        "metadata": {
+            "name": "dependent",
+            "ownerReferences": [owner_ref({"apiVersion": "batch/v1", "kind": "Job", **owner})],
+        },
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    await client.create_object(api, resources.PODS, namespace="default", body=dependent)
+    url = f"{cluster.url}{resources.JOBS.path(namespace='default', name='owner')}"
+    async with aiohttp.ClientSession() as session:
+        async with session.delete(url, json={"propagationPolicy": "Sometimes"}) as response:
+            assert response.status == 422
+            assert (await response.json())["details"]["causes"][0]["field"] == "propagationPolicy"
+        async with session.delete(f"{url}?propagationPolicy=Orphan") as response:
+            assert response.status == 200
+            assert (await response.json())["metadata"]["finalizers"] == ["orphan"]
+    left = await client.get_object(api, resources.PODS, namespace="default", name="dependent")
+    assert "ownerReferences" not in left["metadata"]
