@@ -28,7 +28,8 @@ controllers do, enough for Kueue's view of them:
   cronjob controller (the rules: :mod:`kueue_es.sim.cronjobs`); the controllers also wake, without any
   watch event, just after the next schedule time of any CronJob.
 * Garbage collection: an object whose controller (one of these kinds) is gone is deleted (a CronJob's
-  Jobs, a Job's pods, ...).
+  Jobs, a Job's pods, ...), the background cascading deletion; an object being deleted (a foreground
+  deletion waiting for its dependents) gets no new dependents.
 * Pods: a pod with no scheduling gate left that is not running gets phase Running and
   Ready (serving pods never finish here); the status of each controller counts its
   ready pods.
@@ -433,20 +434,27 @@ class SimulatedControllers:
         if not {"Deployment", "ReplicaSet", "StatefulSet", "Pod"} <= self._synced:
             return
         await self._collect_garbage()
-        for deployment in list(self.objects["Deployment"].values()):
+        for deployment in self._live("Deployment"):
             await self._deployment(deployment)
-        for rs in list(self.objects["ReplicaSet"].values()):
+        for rs in self._live("ReplicaSet"):
             await self._replica_set(rs)
-        for lws in list(self.objects.get("LeaderWorkerSet", {}).values()):
+        for lws in self._live("LeaderWorkerSet"):
             await self._lws(lws)
-        for sts in list(self.objects["StatefulSet"].values()):
+        for sts in self._live("StatefulSet"):
             await self._statefulset(sts)
         await self._cron_jobs()
-        for job in list(self.objects["Job"].values()):
+        for job in self._live("Job"):
             await self._elastic_job(job)
-        for cluster in list(self.objects.get("RayCluster", {}).values()):
+        for cluster in self._live("RayCluster"):
             await self._elastic_ray_cluster(cluster)
         await self._run_pods()
+
+    def _live(self, kind: str) -> list[Object]:
+        """The objects of ``kind`` not being deleted: a controller makes nothing more for one that is (its
+        dependents are the garbage collector's then), as kube-controller-manager's controllers do."""
+        return [
+            o for o in self.objects.get(kind, {}).values() if not (o.get("metadata") or {}).get("deletionTimestamp")
+        ]
 
     def _owned(self, kind: str, owner: Mapping[str, Any]) -> list[Object]:
         uid = owner["metadata"]["uid"]

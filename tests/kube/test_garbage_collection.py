@@ -3,13 +3,16 @@
 Orphan leaves the dependents (the objects whose ownerReferences name the deleted one) with that reference
 taken off; Foreground marks the owner (``deletionTimestamp``, ``foregroundDeletion``), deletes the dependents
 first and the owner once no dependent with ``blockOwnerDeletion`` is left; Background (the default) deletes
-the owner alone, as before. The store's part is tested without HTTP; DeleteOptions through HTTP.
-tests/kube/test_kubectl.py runs kubectl's ``--cascade`` flags.
+the owner alone, as before. The store's part is tested without HTTP; DeleteOptions through HTTP; the
+simulated controllers make nothing for an owner being deleted. tests/kube/test_kubectl.py runs kubectl's
+``--cascade`` flags.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -18,8 +21,10 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es import validation
-from kueue_es.services.kube import client, resources
+from kueue_es.services.kube import client, errors, resources
+from kueue_es.services.runtime import cancel_and_wait
 from kueue_es.sim import emulator, garbage, store
+from kueue_es.sim.controllers import SimulatedControllers
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -278,3 +283,81 @@ async def test_the_policy_is_read_from_the_body_or_the_query(
             assert (await response.json())["metadata"]["finalizers"] == ["orphan"]
     left = await client.get_object(api, resources.PODS, namespace="default", name="dependent")
     assert "ownerReferences" not in left["metadata"]
+
+
+# -- the simulated controllers --------------------------------------------------------------------
+
+
+async def eventually(check: Callable[[], Any], *, timeout: float = 10.0) -> Any:
+    async with asyncio.timeout(timeout):
+        while not (result := check()):
+            await asyncio.sleep(0.02)
+        return result
+
+
+@pytest.fixture
+async def controllers(api: k8s_client.ApiClient) -> AsyncIterator[SimulatedControllers]:
+    simulated = SimulatedControllers(api, lws=False, ray=False, watch_options={"timeout_seconds": 5})
+    task = asyncio.create_task(simulated.run())
+    try:
+        yield simulated
+    finally:
+        await cancel_and_wait([task])
+
+
+async def test_a_replica_set_deleted_in_the_foreground_gets_no_new_pods(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient, controllers: SimulatedControllers
+) -> None:
+    """Its pods, held by a finalizer, wait being deleted; the ReplicaSet controller makes no pods in their
+    place for a ReplicaSet being deleted, as kube-controller-manager's makes none."""
+    replica_set = {
+        "metadata": {"name": "rs"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "x"}},
+            "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        },
+    }
+    await client.create_object(api, resources.REPLICA_SETS, namespace="default", body=replica_set)
+
+    def pods() -> list[dict[str, Any]]:
+        return [p for p in controllers.objects["Pod"].values() if p["metadata"].get("generateName") == "rs-"]
+
+    for made in await eventually(lambda: len(pods()) == 2 and pods()):
+        await client.patch_object(
+            api,
+            resources.PODS,
+            namespace="default",
+            name=made["metadata"]["name"],
+            patch={"metadata": {"finalizers": [HOLD]}},
+        )
+    await client.delete_object(
+        api, resources.REPLICA_SETS, namespace="default", name="rs", options={"propagationPolicy": "Foreground"}
+    )
+    # the controllers have seen the deletion: the ReplicaSet marked, its pods deleted and held
+    await eventually(
+        lambda: (
+            all(p["metadata"].get("deletionTimestamp") for p in pods())
+            and [
+                rs["metadata"].get("deletionTimestamp") is not None for rs in controllers.objects["ReplicaSet"].values()
+            ]
+            == [True]
+        )
+    )
+    waiting = await client.get_object(api, resources.REPLICA_SETS, namespace="default", name="rs")
+    assert waiting["metadata"]["finalizers"] == ["foregroundDeletion"]
+    before = cluster.resource_version
+    await controllers.reconcile()
+    assert cluster.resource_version == before  # no pod made in place of the held ones (and deleted at once)
+    listed, _ = await client.list_objects(api, resources.PODS, namespace="default")
+    assert len(listed) == 2 and all(p["metadata"].get("deletionTimestamp") for p in listed)
+    for held in listed:
+        await client.patch_object(
+            api,
+            resources.PODS,
+            namespace="default",
+            name=held["metadata"]["name"],
+            patch={"metadata": {"finalizers": None}},
+        )
+    with pytest.raises(errors.NotFoundError):
+        await client.get_object(api, resources.REPLICA_SETS, namespace="default", name="rs")
