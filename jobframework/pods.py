@@ -176,7 +176,8 @@ def pod_facts(
     """The fact a single managed Pod (no group) stands for, or None when Kueue does not manage it.
 
     A terminated pod gives WorkloadFinished (succeeded when its phase is Succeeded,
-    the pod's ``status.message``: pod_controller.go Finished); any other a
+    the message the pod's ``status.message``, empty when it has none, whether it
+    succeeded or failed: pod_controller.go Finished); any other a
     WorkloadObserved of :func:`pod_workload`; a pod that cannot be converted ObjectRejected.
     """
     context = context or workloads.Context()
@@ -193,7 +194,8 @@ def pod_facts(
     if is_terminated(pod):
         status = workloads.as_mapping(pod.get("status"))
         succeeded = _phase(pod) == "Succeeded"
-        message = str(status.get("message") or ("Pod succeeded" if succeeded else "Pod failed"))
+        # Kueue's Finished condition carries the pod's own status.message, empty for an ordinary exit
+        message = str(status.get("message") or "")
         at_ms = finished_at_ms([pod]) or now_ms
         name = workload_name_for_pod(ref.name, ref.uid)
         return workloads.finished_fact(ref, name=name, succeeded=succeeded, message=message, at_ms=at_ms)

@@ -346,6 +346,22 @@ def test_finished_pod(phase: str, want_succeeded: bool) -> None:
     assert (fact.succeeded, fact.message, fact.at_ms) == (want_succeeded, "bye", 1_767_225_660_000)
 
 
+@pytest.mark.parametrize(
+    ("phase", "want_reason"),
+    [
+        pytest.param("Succeeded", "Succeeded", id="Succeeded, no status.message: an empty message"),
+        pytest.param("Failed", "Failed", id="Failed, no status.message: an empty message"),
+    ],
+)
+def test_finished_pod_without_a_status_message(phase: str, want_reason: str) -> None:
+    """Kueue's Finished condition of a single pod carries the pod's status.message (pod_controller.go Finished),
+    which a kubelet leaves empty for a pod whose containers exited: no message of kueue-es's own. Before, the
+    workload finished "Pod succeeded" / "Pod failed"."""
+    fact = pods.pod_facts(pod(phase=phase), now_ms=1)
+    assert isinstance(fact, types.WorkloadFinished)
+    assert (fact.reason, fact.message) == (want_reason, "")
+
+
 def test_total_count_without_group_name_is_rejected() -> None:
     """pod_webhook.go validatePodGroupMetadata: the total count needs the group name."""
     fact = pods.pod_facts(pod(total=2))
