@@ -13,5 +13,5 @@ Modules:
   generateName, status subresource, finalizers, per-kind watch history.
 * ``emulator`` -- ``ClusterEmulator``, a kmock-based API server in front of
   the store: HTTP routing, watch streams, bookmarks; ``serve_emulator()``.
-* ``kubelet`` -- ``SimulatedKubelet``, completes Jobs after a declared time.
+* ``kubelet`` -- ``SimulatedKubelet``, completes Jobs and started plain pods after a declared time.
 """

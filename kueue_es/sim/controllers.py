@@ -31,7 +31,8 @@ controllers do, enough for Kueue's view of them:
   Jobs, a Job's pods, ...), the background cascading deletion; an object being deleted (a foreground
   deletion waiting for its dependents) gets no new dependents.
 * Pods: a pod with no scheduling gate left that is not running gets phase Running and
-  Ready (serving pods never finish here); the status of each controller counts its
+  Ready (serving pods never finish here; a plain pod without a controller is finished by
+  :mod:`kueue_es.sim.kubelet` after its duration); the status of each controller counts its
   ready pods.
 
 Not simulated: rolling updates, surge, minReadySeconds, PVCs, pod failures and restarts,

@@ -1,4 +1,4 @@
-"""A simulated kubelet plus Job controller: unsuspended Jobs "run" for a while, then succeed.
+"""A simulated kubelet plus Job controller: unsuspended Jobs and started plain pods "run" for a while, then succeed.
 
 Why this module exists: with an emulated API server nothing runs pods, yet
 ``kueue-es demo`` and the bench need Jobs to start when the dispatcher
@@ -25,8 +25,23 @@ A Job whose ``spec.managedBy`` names another controller than Kubernetes' Job
 controller (MultiKueue's ``kueue.x-k8s.io/multikueue`` on a manager cluster) is left
 alone: it runs on a worker, and its status comes from there.
 
-No pods are created.  A restarted kubelet resumes running Jobs from their
+No pods are created for Jobs.  A restarted kubelet resumes running Jobs from their
 ``startTime``, so a Job never runs much longer than declared.
+
+Plain pods (a Kueue single pod or pod group) run too: a pod that has started --
+ungated and given phase Running by :mod:`kueue_es.sim.controllers`, which stand in
+for the scheduler -- runs for the same duration (its own annotation, else the
+default) counted from its ``startTime``, then gets what a kubelet writes when its
+containers exit 0: phase ``Succeeded``, each container ``terminated`` (exit code 0,
+reason ``Completed``), ``Ready`` and ``ContainersReady`` False with reason
+``PodCompleted``, and no ``message``.  Only pods nothing else runs finish here:
+
+* a pod with a controller owner reference (a ReplicaSet's, a StatefulSet's, an
+  elastic Job's, a RayCluster's) is left to that owner, as before;
+* a pod with ``restartPolicy`` Always (the default) never succeeds, as a kubelet
+  restarts its exited containers;
+* a serving pod (``kueue.x-k8s.io/pod-group-serving: "true"``) runs until deleted
+  unless it carries the duration annotation.
 """
 
 from __future__ import annotations
@@ -41,6 +56,7 @@ import structlog
 import tenacity
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_es.jobframework.pods import SERVING_ANNOTATION
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
 from kueue_es.sim import store
@@ -53,11 +69,11 @@ _T = TypeVar("_T")
 
 
 class SimulatedKubelet:
-    """Runs unsuspended Jobs for a declared time and completes them through their status.
+    """Runs unsuspended Jobs and started plain pods for a declared time and completes them through their status.
 
     ``api``: an ApiClient (emulator or real cluster -- do not point it at a
     cluster with a real Job controller).  ``default_duration_seconds``: run
-    time of Jobs without the duration annotation.  ``namespace``: watch one
+    time of Jobs and pods without the duration annotation.  ``namespace``: watch one
     namespace, or all if None.  ``clock`` and ``sleep`` replace the UTC time
     source and asyncio.sleep in tests.  ``watch_options`` go to
     ``client.watch_objects`` (e.g. ``timeout_seconds``, ``backoff_seconds``).
@@ -80,6 +96,7 @@ class SimulatedKubelet:
         self._sleep = sleep
         self._watch_options = watch_options or {}
         self._runs: dict[str, asyncio.Task[None]] = {}
+        self._pod_runs: dict[str, asyncio.Task[None]] = {}
         self._task: asyncio.Task[None] | None = None
         self._log = logger.bind(namespace=namespace)
 
@@ -89,30 +106,55 @@ class SimulatedKubelet:
             self._task = asyncio.create_task(self.run(), name="simulated-kubelet")
 
     async def stop(self) -> None:
-        """Cancel the background task and every Job run, and wait for them."""
+        """Cancel the background task and every Job and pod run, and wait for them."""
         if self._task is not None:
             await cancel_and_wait([self._task])
             self._task = None
 
     async def run(self) -> None:
-        """Watch Jobs and keep runs in step with them until cancelled."""
+        """Watch Jobs and pods and keep runs in step with them until cancelled."""
         try:
-            async for item in client.watch_objects(
-                self._api, resources.JOBS, namespace=self._namespace, **self._watch_options
-            ):
-                if isinstance(item, client.Resynced):
-                    await self._resync(item.objects)
-                elif item.type == "DELETED":
-                    self._cancel_run(_uid(item.object))
-                else:
-                    await self._reconcile(item.object)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._watch_jobs(), name="simulated-kubelet-jobs")
+                group.create_task(self._watch_pods(), name="simulated-kubelet-pods")
         finally:
-            await cancel_and_wait(list(self._runs.values()))
+            await cancel_and_wait([*self._runs.values(), *self._pod_runs.values()])
+
+    async def _watch_jobs(self) -> None:
+        async for item in client.watch_objects(
+            self._api, resources.JOBS, namespace=self._namespace, **self._watch_options
+        ):
+            if isinstance(item, client.Resynced):
+                await self._resync(item.objects)
+            elif item.type == "DELETED":
+                self._cancel_run(_uid(item.object))
+            else:
+                await self._reconcile(item.object)
+
+    async def _watch_pods(self) -> None:
+        async for item in client.watch_objects(
+            self._api, resources.PODS, namespace=self._namespace, **self._watch_options
+        ):
+            if isinstance(item, client.Resynced):
+                live = {_uid(pod) for pod in item.objects}
+                for uid in set(self._pod_runs) - live:
+                    self._cancel_pod_run(uid)
+                for pod in item.objects:
+                    self._reconcile_pod(pod)
+            elif item.type == "DELETED":
+                self._cancel_pod_run(_uid(item.object))
+            else:
+                self._reconcile_pod(item.object)
 
     @property
     def running(self) -> set[str]:
         """UIDs of the Jobs being run right now."""
         return set(self._runs)
+
+    @property
+    def running_pods(self) -> set[str]:
+        """UIDs of the plain pods being run right now."""
+        return set(self._pod_runs)
 
     async def _resync(self, jobs: tuple[dict[str, Any], ...]) -> None:
         live = {_uid(job) for job in jobs}
@@ -148,6 +190,56 @@ class SimulatedKubelet:
     def _forget_run(self, uid: str, task: asyncio.Task[None]) -> None:
         if self._runs.get(uid) is task:
             del self._runs[uid]
+
+    def _reconcile_pod(self, pod: dict[str, Any]) -> None:
+        """Start the run of a pod this kubelet finishes, or cancel it once the pod no longer runs."""
+        uid = _uid(pod)
+        if not finishes_pod(pod):
+            self._cancel_pod_run(uid)
+        elif uid not in self._pod_runs:
+            task = asyncio.create_task(self._run_pod(pod), name=f"sim-pod-{pod['metadata']['name']}")
+            self._pod_runs[uid] = task
+            task.add_done_callback(functools.partial(self._forget_pod_run, uid))
+
+    def _cancel_pod_run(self, uid: str) -> None:
+        task = self._pod_runs.pop(uid, None)
+        if task is not None:
+            task.cancel()
+
+    def _forget_pod_run(self, uid: str, task: asyncio.Task[None]) -> None:
+        if self._pod_runs.get(uid) is task:
+            del self._pod_runs[uid]
+
+    async def _run_pod(self, pod: dict[str, Any]) -> None:
+        """Wait out a running pod's duration from its ``startTime``, then write it Succeeded."""
+        metadata = pod["metadata"]
+        namespace, name = metadata.get("namespace"), metadata["name"]
+        log = self._log.bind(pod=name, pod_namespace=namespace)
+        duration = _duration_of(pod, default=self._default_duration, log=log)
+        started_at = _parse_time(pod.get("status", {}).get("startTime")) or self._clock()
+        log.info("sim_pod_running", duration_seconds=duration)
+        await self._sleep(max(0.0, duration - (self._clock() - started_at).total_seconds()))
+        try:
+            current = await _until_reachable(
+                client.get_object, self._api, resources.PODS, namespace=namespace, name=name
+            )
+            if _uid(current) != _uid(pod) or not finishes_pod(current):
+                return
+            await _until_reachable(
+                client.patch_object,
+                self._api,
+                resources.PODS,
+                namespace=namespace,
+                name=name,
+                patch={"status": _pod_succeeded_status(current, now=self._clock())},
+                subresource="status",
+            )
+        except errors.NotFoundError:
+            return
+        except errors.KubeError as exc:
+            log.warning("sim_pod_not_completed", error=str(exc))
+            return
+        log.info("sim_pod_succeeded", duration_seconds=duration)
 
     async def _run_job(self, job: dict[str, Any]) -> None:
         """Start (or resume) one Job, wait its duration, then complete it."""
@@ -213,6 +305,20 @@ def _managed_here(job: dict[str, Any]) -> bool:
     """Whether the Job controller runs ``job``: no ``spec.managedBy``, or Kubernetes' own (a Job
     managed by ``kueue.x-k8s.io/multikueue`` runs on a worker cluster, never here)."""
     return (job.get("spec") or {}).get("managedBy") in (None, "", JOB_CONTROLLER)
+
+
+def finishes_pod(pod: dict[str, Any]) -> bool:
+    """Whether this kubelet finishes ``pod``: running, not being deleted, owned by no controller (whose
+    simulation runs its pods), and one a kubelet lets succeed (see the module docstring)."""
+    metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    if (pod.get("status") or {}).get("phase") != "Running" or metadata.get("deletionTimestamp"):
+        return False
+    if any(isinstance(ref, dict) and ref.get("controller") for ref in metadata.get("ownerReferences") or []):
+        return False
+    if spec.get("restartPolicy") not in ("Never", "OnFailure"):
+        return False  # Always, the default: a kubelet restarts containers that exit, so the pod never succeeds
+    annotations = metadata.get("annotations") or {}
+    return annotations.get(SERVING_ANNOTATION) != "true" or SIM_DURATION_ANNOTATION in annotations
 
 
 def _uid(job: dict[str, Any]) -> str:
@@ -335,3 +441,41 @@ def _succeeded_status(job: dict[str, Any], *, started_at: datetime.datetime, now
         "uncountedTerminatedPods": {},
         "conditions": conditions,
     }
+
+
+def _pod_succeeded_status(pod: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
+    """What a kubelet writes once every container of ``pod`` exited 0: phase Succeeded, the containers
+    terminated with reason Completed, Ready and ContainersReady False with reason PodCompleted, no message."""
+    stamp = store.format_timestamp(now)
+    status = pod.get("status") or {}
+    started = status.get("startTime") or stamp
+    previous = {c.get("name"): c for c in status.get("containerStatuses") or [] if isinstance(c, dict)}
+    container_statuses = []
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if not isinstance(container, dict):
+            continue
+        before = previous.get(container.get("name")) or {}
+        running = (before.get("state") or {}).get("running") or {}
+        container_statuses.append(
+            {
+                "name": container.get("name", ""),
+                "image": container.get("image", ""),
+                "ready": False,
+                "started": False,
+                "restartCount": before.get("restartCount", 0),
+                "state": {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": running.get("startedAt") or started,
+                        "finishedAt": stamp,
+                    }
+                },
+            }
+        )
+    conditions = []
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") in ("Ready", "ContainersReady"):
+            condition = {**condition, "status": "False", "reason": "PodCompleted", "lastTransitionTime": stamp}
+        conditions.append(condition)
+    return {"phase": "Succeeded", "conditions": conditions, "containerStatuses": container_statuses}

@@ -20,6 +20,8 @@ from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim.controllers import SimulatedControllers
+from kueue_es.sim.kubelet import SIM_DURATION_ANNOTATION, SimulatedKubelet
 from tests.integration.harness import (
     admitter,
     dispatcher_with_consumer,
@@ -316,3 +318,32 @@ async def test_deleting_a_finished_groups_workload_leaves_its_pods(api, bus: Mem
         pods = await pods_until(api, lambda pods: True)
     assert set(pods) == {"s-a", "s-b"}
     assert all(pod["status"]["phase"] == "Succeeded" for pod in pods.values())
+
+
+async def test_a_single_pod_and_a_group_run_to_the_end_on_the_simulated_cluster(api, bus: MemoryBus) -> None:
+    """Kueue's sample single pod and a pod group of two, on the demo's simulated controllers and kubelet: once
+    admitted and ungated they run and succeed, and their workloads finish with Kueue's messages (pod_controller.go
+    Finished): the single pod's status.message, empty, and "Pods succeeded: 2/2." for the group. Before, the
+    kubelet never finished a plain pod, and a single pod's workload said "Pod succeeded"."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    kubelet = SimulatedKubelet(api, default_duration_seconds=0, watch_options={"backoff_seconds": 0.05})
+    simulated = [kubelet.run(), SimulatedControllers(api).run()]
+    async with running(*services(bus, api, dispatcher, consumer), *simulated):
+        await set_up_queues(api, cpu=9)
+        single = member("solo", "", total=1)
+        single["metadata"]["annotations"][SIM_DURATION_ANNOTATION] = "0"
+        single["spec"]["restartPolicy"] = "OnFailure"
+        await kube.apply_manifest(api, single)
+        for name in ("g-1", "g-2"):
+            await kube.apply_manifest(api, member(name, "grp", total=2))
+        finished = await wait_for(bus, types.WorkloadFinished, count=2, timeout=20)
+        done = await pods_until(api, lambda pods: all(p["status"].get("phase") == "Succeeded" for p in pods.values()))
+    by_name = {f.workload.name: f for f in finished}
+    assert set(done) == {"solo", "g-1", "g-2"}
+    solo = next(f for name, f in by_name.items() if name.startswith("pod-solo-"))
+    assert (solo.succeeded, solo.reason, solo.message) == (True, "Succeeded", "")
+    assert (by_name["grp"].succeeded, by_name["grp"].reason, by_name["grp"].message) == (
+        True,
+        "Succeeded",
+        "Pods succeeded: 2/2.",
+    )

@@ -1,4 +1,5 @@
-"""The simulated kubelet runs unsuspended Jobs for their declared time and completes them like the Job controller."""
+"""The simulated kubelet runs unsuspended Jobs for their declared time and completes them like the Job controller,
+and finishes started plain pods as a kubelet does."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
+from kueue_es.jobframework.pods import SERVING_ANNOTATION
 from kueue_es.services.kube import client, resources
+from kueue_es.services.runtime import cancel_and_wait
 from kueue_es.sim import emulator, kubelet
+from kueue_es.sim.controllers import SimulatedControllers
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -205,3 +209,106 @@ async def test_job_suspended_while_no_kubelet_ran_is_stopped_by_the_next_one(api
     finally:
         await second.stop()
     assert not is_complete(stopped) and "startTime" not in stopped
+
+
+def plain_pod(
+    name: str,
+    *,
+    restart_policy: str | None = "Never",
+    annotations: dict[str, str] | None = None,
+    owner_kind: str | None = None,
+    phase: str = "Running",
+) -> dict[str, Any]:
+    """A plain Pod in ``default`` (status ``phase``); ``owner_kind`` gives it a controller owner reference."""
+    spec: dict[str, Any] = {"containers": [{"name": "sleep", "image": "busybox"}]}
+    if restart_policy is not None:
+        spec["restartPolicy"] = restart_policy
+    metadata: dict[str, Any] = {"name": name, "namespace": "default", "annotations": dict(annotations or {})}
+    if owner_kind is not None:
+        metadata["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": owner_kind, "name": "owner", "uid": "owner-uid", "controller": True}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": phase}}
+
+
+@pytest.mark.parametrize(
+    ("pod", "want"),
+    [
+        pytest.param(plain_pod("p"), True, id="running, restartPolicy Never, no owner: finishes"),
+        pytest.param(plain_pod("p", restart_policy="OnFailure"), True, id="restartPolicy OnFailure: finishes"),
+        pytest.param(plain_pod("p", phase="Pending"), False, id="not started (gated, pending): does not run"),
+        pytest.param(plain_pod("p", phase="Succeeded"), False, id="already Succeeded: not finished twice"),
+        pytest.param(plain_pod("p", owner_kind="Job"), False, id="an elastic Job's pod: the Job's controller's"),
+        pytest.param(plain_pod("p", owner_kind="ReplicaSet"), False, id="a ReplicaSet's pod: serves for ever"),
+        pytest.param(plain_pod("p", restart_policy=None), False, id="restartPolicy Always (default): restarted"),
+        pytest.param(plain_pod("p", restart_policy="Always"), False, id="restartPolicy Always: never succeeds"),
+        pytest.param(plain_pod("p", annotations={SERVING_ANNOTATION: "true"}), False, id="a serving pod serves"),
+        pytest.param(
+            plain_pod("p", annotations={SERVING_ANNOTATION: "true", kubelet.SIM_DURATION_ANNOTATION: "1"}),
+            True,
+            id="a serving pod given a duration: finishes",
+        ),
+    ],
+)
+def test_which_pods_the_kubelet_finishes(pod: dict[str, Any], want: bool) -> None:
+    """Only started plain pods that a kubelet lets succeed, and that no simulated controller runs, finish."""
+    assert kubelet.finishes_pod(pod) is want
+
+
+async def pod_where(api: k8s_client.ApiClient, name: str, check: Any, *, timeout: float = 5.0) -> dict[str, Any]:
+    """Poll pod ``default/name`` every 50 ms until ``check(pod)`` holds; fail after ``timeout`` seconds."""
+    async with asyncio.timeout(timeout):
+        while not check(pod := await client.get_object(api, resources.PODS, namespace="default", name=name)):
+            await asyncio.sleep(0.05)
+    return pod
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_a_started_plain_pod_succeeds_as_a_kubelet_reports_it(api: k8s_client.ApiClient) -> None:
+    """A plain pod (Kueue's sample pod: restartPolicy OnFailure) that the simulated controllers ungated and
+    started runs its duration, then is Succeeded: containers terminated with exit code 0, Ready and
+    ContainersReady False (PodCompleted), no message. Before, it ran for ever and its Workload never finished."""
+    controllers = asyncio.create_task(SimulatedControllers(api).run())
+    try:
+        body = plain_pod("sample", restart_policy="OnFailure", annotations={kubelet.SIM_DURATION_ANNOTATION: "0"})
+        del body["status"]
+        await client.create_object(api, resources.PODS, namespace="default", body=body)
+        done = await pod_where(api, "sample", lambda p: p.get("status", {}).get("phase") == "Succeeded")
+    finally:
+        await cancel_and_wait([controllers])
+    status = done["status"]
+    [container] = status["containerStatuses"]
+    terminated = container["state"]["terminated"]
+    assert (container["name"], container["ready"], terminated["exitCode"], terminated["reason"]) == (
+        "sleep",
+        False,
+        0,
+        "Completed",
+    )
+    assert terminated["finishedAt"] >= terminated["startedAt"] == status["startTime"]
+    assert {c["type"]: (c["status"], c.get("reason")) for c in status["conditions"]} == {
+        "PodScheduled": ("True", None),
+        "Initialized": ("True", None),
+        "ContainersReady": ("False", "PodCompleted"),
+        "Ready": ("False", "PodCompleted"),
+    }
+    assert "message" not in status
+
+
+async def test_a_plain_pod_deleted_while_running_is_not_finished(
+    api: k8s_client.ApiClient, sim_kubelet: kubelet.SimulatedKubelet
+) -> None:
+    """A running pod deleted (Kueue stops a single pod by deleting it) has its run cancelled."""
+    body = plain_pod("gone", annotations={kubelet.SIM_DURATION_ANNOTATION: "30"})
+    status = body.pop("status")
+    created = await client.create_object(api, resources.PODS, namespace="default", body=body)
+    await client.patch_object(
+        api, resources.PODS, namespace="default", name="gone", patch={"status": status}, subresource="status"
+    )
+    async with asyncio.timeout(5):
+        while created["metadata"]["uid"] not in sim_kubelet.running_pods:
+            await asyncio.sleep(0.05)
+    await client.delete_object(api, resources.PODS, namespace="default", name="gone")
+    async with asyncio.timeout(5):
+        while sim_kubelet.running_pods:
+            await asyncio.sleep(0.05)
