@@ -137,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     harness_log = (run_dir / "logs" / "bench.log").open("a")
     configure_logging(service="kueue-es bench", file=harness_log, cache=False)
     # The harness (API server, watcher, kubelet stand-ins) shares the cores with the services it
-    # measures: its collector keeps to the services' policy, so it takes no more CPU than it must.
+    # measures: its collector keeps to the services' policy, so it takes no more CPU than it must;
+    # undone after the run, as the caller (a test, say) may go on in this process
     collector.install()
     try:
         result = asyncio.run(
@@ -161,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
     except generator.ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        collector.uninstall()
     doc = report.document(result)
     output = args.output or Path(result.run_dir) / "bench.yaml"
     report.write_yaml(doc, output)

@@ -35,3 +35,22 @@ def test_a_new_or_empty_run_dir_is_taken(tmp_path: Path) -> None:
     (tmp_path / "nats" / "jetstream").mkdir()
     with pytest.raises(ValueError, match="earlier run's log"):
         driver.refuse_used_run_dir(tmp_path)
+
+
+def test_the_harness_gives_the_collector_back_as_it_found_it(tmp_path: Path) -> None:
+    """The bench harness runs with the services' collector policy (services/collector.py) and undoes it
+    when the run ends, here at a generator file it refuses: a caller that goes on in the same process
+    (a test run) must not keep a raised threshold and frozen objects, which hide referrers from
+    ``gc.get_referrers`` (Hypothesis warned so, and a property test failed after a bench test)."""
+    import gc
+
+    from kueue_es.services import collector
+
+    bad = tmp_path / "generator.yaml"
+    bad.write_text("not: a generator\n")
+    before = gc.get_threshold()
+    code = cli.main(["bench", "--config", str(bad), "--dir", str(tmp_path / "run"), "--no-progress"])
+    assert code == 2
+    assert gc.get_threshold() == before != (collector.YOUNG_THRESHOLD, *before[1:])
+    assert gc.get_freeze_count() == 0
+    assert collector.stats() == (0, 0)
