@@ -686,6 +686,36 @@ def rejected(manifest: Mapping[str, Any], err: manifests.ManifestError, *, now_m
     )
 
 
+OWNER_NOT_FOUND_REASON = "OwnerNotFound"
+"""The Finished reason of an orphaned Workload (kueue.WorkloadFinishedReasonOwnerNotFound)."""
+OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
+"""The Finished message of an orphaned Workload (pkg/workload/workload.go FinalizeOrphanedWorkload)."""
+
+
+def is_orphaned(obj: Mapping[str, Any]) -> bool:
+    """Whether a Workload object (a manifest) is a job's Workload left without an owner: no
+    ``metadata.ownerReferences`` but the ``kueue.x-k8s.io/job-uid`` label its job's reconciler put on it --
+    what the garbage collector leaves of it when its job is deleted with ``propagationPolicy: Orphan``
+    (``kubectl delete job --cascade=orphan``). Kueue finishes such a Workload ``OwnerNotFound`` and keeps it
+    (pkg/controller/core/workload_controller.go isOrphanedWorkload, feature gate FinishOrphanedWorkloads,
+    Beta and on by default since v0.18). A Workload being deleted counts too (Kueue then only lets go of it).
+    """
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    labels = meta.get("labels")
+    return not meta.get("ownerReferences") and bool(isinstance(labels, dict) and labels.get(JOB_UID_LABEL))
+
+
+def owner_not_found(workload: types.WorkloadRef, *, at_ms: int) -> types.WorkloadFinished:
+    """WorkloadFinished for an orphaned workload (:func:`is_orphaned`): reason ``OwnerNotFound``, message
+    "The workload's owner no longer exists", neither succeeded nor failed (``succeeded`` False: its job did
+    not succeed), at ``at_ms`` (ms since the epoch). Kueue: pkg/workload/workload.go FinalizeOrphanedWorkload
+    (the Finished condition, its quota released, Kueue's finalizer taken off; the object stays)."""
+    return types.WorkloadFinished(
+        workload=workload, succeeded=False, reason=OWNER_NOT_FOUND_REASON, message=OWNER_NOT_FOUND_MESSAGE, at_ms=at_ms
+    )
+
+
 def finished_fact(
     ref: JobRef, *, name: str, succeeded: bool, message: str, at_ms: int, uid: str | None = None
 ) -> types.WorkloadFinished:

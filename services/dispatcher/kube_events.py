@@ -223,10 +223,18 @@ def for_deleted_not_matching(workload: models.Workload, *, at_ms: int) -> KubeEv
 
 FINISHED_REASON = "FinishedWorkload"
 """Kueue's ReasonFinishedWorkload (jobframework/events.go)."""
-_NO_FINISHED_EVENT = frozenset({slices.REPLACED_REASON, prebuilt.OUT_OF_SYNC_REASON, slices.OUT_OF_SYNC_REASON})
+_NO_FINISHED_EVENT = frozenset(
+    {
+        slices.REPLACED_REASON,
+        prebuilt.OUT_OF_SYNC_REASON,
+        slices.OUT_OF_SYNC_REASON,
+        workloads.OWNER_NOT_FOUND_REASON,
+    }
+)
 """Finished reasons whose workload the job's reconciler never sees finished: an elastic job's slice replaced or
 dropped (it goes on with the newest slice, workloadslicing.go), a prebuilt Workload out of sync (the job then has
-no workload: ensurePrebuiltWorkloadInSync)."""
+no workload: ensurePrebuiltWorkloadInSync), an orphaned Workload (its job is gone: Kueue's workload reconciler
+finishes it, FinalizeOrphanedWorkload, and records no Event)."""
 
 
 def for_finished_workload(workload: models.Workload, *, reason: str, at_ms: int) -> KubeEvent | None:

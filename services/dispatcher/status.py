@@ -57,7 +57,7 @@ import msgspec
 
 from kueue_es.events import manifests, models, slices, types
 from kueue_es.events.quantities import to_quantity
-from kueue_es.jobframework import integrations
+from kueue_es.jobframework import integrations, workloads
 from kueue_es.projections import multikueue, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled, priority_of, replacement_of
 from kueue_es.scheduling import dra, fairsharing, readiness
@@ -863,7 +863,8 @@ def workload_object(
     the template the log knows (one container named for the pod set with its effective requests, the
     nodeSelector, tolerations and required node affinity).
 
-    Owner reference to the job (controller), label ``kueue.x-k8s.io/job-uid`` (not for a
+    Owner reference to the job (controller; none once finished ``OwnerNotFound``, orphaned), label
+    ``kueue.x-k8s.io/job-uid`` (not for a
     pod group, which Kueue does not label), Kueue's :data:`RESOURCE_IN_USE_FINALIZER` until the
     workload finishes (jobframework utils.go NewWorkload, a Pod's and a pod group's too), annotations the watcher gave the workload
     (``kueue.x-k8s.io/is-group-workload``), spec from the folded workload (SEMANTICS
@@ -880,7 +881,9 @@ def workload_object(
         metadata["annotations"] = dict(sorted(meta.annotations.items()))
     if wl.finished is None:
         metadata["finalizers"] = [RESOURCE_IN_USE_FINALIZER]
-    if members and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true":
+    if wl.finished is not None and wl.finished.reason == workloads.OWNER_NOT_FOUND_REASON:
+        pass  # orphaned: its job is gone and the garbage collector took the reference off (never put back)
+    elif members and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true":
         metadata["ownerReferences"] = [
             {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid} for name, uid in sorted(members)
         ]

@@ -175,7 +175,7 @@ def test_finished_workload_on_its_job_as_kueues_reconciler_words_it() -> None:
     item = kube_events.for_finished_workload(_workload(pod, name="group"), reason="Succeeded", at_ms=0)
     assert item is not None and item.job == ("v1", "Pod", "pod-uid") and item.workload.name == "p"
     assert item.message == "Workload 'team-a/group' is declared finished"
-    for reason in ("WorkloadSliceReplaced", "OutOfSync"):
+    for reason in ("WorkloadSliceReplaced", "OutOfSync", "OwnerNotFound"):
         assert kube_events.for_finished_workload(_workload(job), reason=reason, at_ms=0) is None
     assert kube_events.for_finished_workload(_workload(None), reason="Succeeded", at_ms=0) is None
 
