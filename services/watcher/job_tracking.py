@@ -37,6 +37,9 @@ log = structlog.get_logger(__name__)
 
 #: The kinds Kueue lets be elastic jobs (validation.go supportedElasticJobGVKs).
 ELASTIC_KINDS = ("Job", "RayCluster", "RayJob", "RayService")
+ORPHAN_FINALIZER = "orphan"
+"""The finalizer a delete with ``propagationPolicy: Orphan`` puts on the object (metav1.FinalizerOrphanDependents):
+the garbage collector takes its references off the dependents, then lets it go."""
 DELETED_OBJECTS_KEPT = 10_000
 """The most Workload object UIDs :attr:`JobTracker.deleted_objects` keeps: an object marked for deletion is
 held by Kueue's finalizer only until its job is stopped, so its DELETED follows soon."""
@@ -85,6 +88,8 @@ class JobTracker:
         # the UID of the Workload object last seen for each workload key (its deletion by this watcher's own
         # decision, a workload no longer matching its job, is then not taken for a deletion by hand)
         self.object_uids: dict[Key, str] = {}
+        # the UIDs of the jobs seen being deleted with the ``orphan`` finalizer (until their DELETED)
+        self.orphaning: set[str] = set()
         self.groups = PodGroups(
             pods=self.objects["Pod"],
             publisher=publisher,
@@ -115,12 +120,16 @@ class JobTracker:
         if kind == "Pod" and before is not None and (old_group := pods.group_name(before)) != pods.group_name(obj):
             self.groups.index(key, old_group, present=False)  # Kueue forbids this; keep the old group right anyway
             await self._sync_group((key[0], old_group), version=version)
+        orphaning = _orphaning(obj) or objects.uid_of(obj) in self.orphaning
         if change == "DELETED":
+            self.orphaning.discard(objects.uid_of(obj))
             self.objects[kind].pop(key, None)
             self.inputs.forget_owner(obj)
             if kind == "Pod" and self.doomed:
                 self._forget_doomed(objects.uid_of(obj))
         else:
+            if orphaning:
+                self.orphaning.add(objects.uid_of(obj))
             self.objects[kind][key] = obj
             self.inputs.remember_owner(kind, obj)
         group = pods.group_name(obj) if kind == "Pod" else ""
@@ -142,6 +151,8 @@ class JobTracker:
             await self._sync_group((key[0], group), version=version)
         elif change == "DELETED":
             for wl_key in self._workload_keys(kind, obj):
+                if await self._left_orphaned(kind, obj, wl_key, orphaning=orphaning):
+                    continue  # its Workload object stays, finished OwnerNotFound
                 await self.publisher.delete_workload(wl_key, version=version, uid=objects.uid_of(obj))
         else:
             await self._sync_job(kind, obj, version=version)
@@ -151,9 +162,18 @@ class JobTracker:
     async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
         """A fresh list of one job kind: replace what is kept, delete the workloads gone, convert the rest."""
         kept = self.objects[kind]
+        # jobs seen being deleted with the orphan finalizer before this list: their workloads outlive them
+        orphaning = {
+            wl_key: obj
+            for obj in kept.values()
+            if objects.uid_of(obj) in self.orphaning
+            for wl_key in self._workload_keys(kind, obj)
+        }
         for obj in kept.values():
             self.inputs.forget_owner(obj)
+            self.orphaning.discard(objects.uid_of(obj))
         kept.clear()  # the same dict: PodGroups reads the pods through it
+        self.orphaning.update(objects.uid_of(obj) for obj in listed if _orphaning(obj))
         kept.update({(objects.namespace_of(o), objects.name_of(o)): o for o in listed})
         for obj in listed:
             self.inputs.remember_owner(kind, obj)
@@ -162,7 +182,10 @@ class JobTracker:
         self.prebuilt.reindex(kind)
         live = {k for obj in listed if self._managed(kind, obj) for k in self._workload_keys(kind, obj)}
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
+        gone -= set(self.publisher.orphaned)  # their Workload objects outlived their jobs: they go with them
         for key in sorted(gone):
+            if key in orphaning and await self._left_orphaned(kind, orphaning[key], key, orphaning=True):
+                continue
             await self.publisher.delete_workload(key, version=version)
         await self._convert_all(kinds=(kind,), trigger="")
 
@@ -486,14 +509,79 @@ class JobTracker:
             PODSET_LABEL in (((template.get("metadata") or {}).get("labels")) or {}) for template in templates.values()
         )
 
+    # -- orphaned Workloads (kubectl delete job --cascade=orphan) ----------------------------------
+
+    async def workload_object_orphaned(self, obj: objects.KubeObject) -> None:
+        """A job's Workload object seen without owner references but with its job's ``kueue.x-k8s.io/job-uid``
+        label (:func:`kueue_es.jobframework.workloads.is_orphaned`: the garbage collector took the job's
+        reference off before an orphaning deletion of the job): the log's workload is finished ``OwnerNotFound``
+        (its quota released, the object kept; Kueue's workload_controller.go isOrphanedWorkload and
+        workload.go FinalizeOrphanedWorkload), once, and is no longer deleted with its job. Nothing for an
+        object the log holds no job's workload for, or one of an earlier job of that name (another job UID)."""
+        self.workload_status(obj)
+        key = (objects.namespace_of(obj), objects.name_of(obj))
+        known = self.publisher.workloads.get(key)
+        if known is None or known.owner is None or key not in self.publisher.known["Workload"]:
+            return
+        labels = objects.meta(obj).get("labels") or {}
+        if labels.get(workloads.JOB_UID_LABEL) != known.owner.uid:
+            return
+        conditions = (cast(Mapping[str, Any], obj).get("status") or {}).get("conditions") or []
+        finished = any(
+            isinstance(c, dict) and c.get("type") == "Finished" and c.get("status") == "True" for c in conditions
+        )
+        await self._orphan(key, known, finished=finished)
+
+    async def _left_orphaned(self, kind: str, obj: objects.KubeObject, wl_key: Key, *, orphaning: bool) -> bool:
+        """Whether the workload ``wl_key`` of job ``obj``, just deleted, outlives it: its Workload object was
+        seen orphaned, or the job was seen being deleted with the ``orphan`` finalizer (``orphaning``:
+        propagationPolicy Orphan, the garbage collector takes the job's reference off the Workload before the job
+        goes, whichever watch tells first). Such a workload is finished ``OwnerNotFound`` (unless its job had
+        finished) instead of deleted."""
+        if wl_key in self.publisher.orphaned:
+            return True
+        if not orphaning:
+            return False
+        known = self.publisher.workloads.get(wl_key)
+        if known is None or known.owner is None or known.owner.uid != objects.uid_of(obj):
+            return False
+        context = self.inputs.context(wl_key, previous=known)
+        try:
+            finished = isinstance(_convert(kind, obj, now_ms=self.clock(), context=context), types.WorkloadFinished)
+        except manifests.ManifestError:
+            finished = False
+        await self._orphan(wl_key, known, finished=finished)
+        return True
+
+    async def _orphan(self, key: Key, known: models.Workload, *, finished: bool) -> None:
+        """Workload ``key`` (``known``: as the log holds it) outlives its job: remembered as orphaned and, unless
+        ``finished`` already, finished OwnerNotFound (Msg-Id ``orphaned.<uid>``: stored once)."""
+        if key in self.publisher.orphaned:
+            return
+        uid = known.metadata.uid
+        self.publisher.orphaned[key] = uid
+        log.info("workload_orphaned", workload=f"{key[0]}/{key[1]}", job_uid=known.owner.uid if known.owner else "")
+        if finished:
+            return
+        ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=uid)
+        await self.publisher.emit(workloads.owner_not_found(ref, at_ms=self.clock()), version=f"orphaned.{uid}")
+
+    async def workloads_listed(self, listed: list[objects.KubeObject], *, version: str) -> None:
+        """A fresh list of the Workload objects: an orphaned workload (:attr:`Publisher.orphaned`) whose object
+        is gone was deleted while no watch told (its job is gone already: nothing else deletes it)."""
+        live = {(objects.namespace_of(obj), objects.name_of(obj)) for obj in listed}
+        for key in sorted(set(self.publisher.orphaned) - live):
+            await self.publisher.delete_workload(key, version=version)
+
     async def workload_object_deleted(self, obj: objects.KubeObject) -> None:
         """A job's Workload object was marked for deletion (``kubectl delete workload``: Kueue's finalizer holds
         it until its job is stopped) or deleted, while its job remains, seen once per object UID: the log's
         workload is deleted (its quota released, its job stopped by the dispatcher) and the job gets a new one,
         once stopped (Kueue reconciler.go: a Workload marked for deletion stops its job; a job with no Workload
-        gets a new one). Nothing when its job is gone too (that deletion is the job's), for an object that is not
-        the workload the log holds for the job and for an elastic job's slices. A single Pod's or a pod group's:
-        :meth:`_pods_workload_deleted` (its pods are deleted, not given a new one)."""
+        gets a new one). Nothing when its job is gone too (that deletion is the job's) -- but an orphaned
+        workload's (:meth:`workload_object_orphaned`), which outlived its job, is deleted now --, for an object
+        that is not the workload the log holds for the job and for an elastic job's slices. A single Pod's or a
+        pod group's: :meth:`_pods_workload_deleted` (its pods are deleted, not given a new one)."""
         key = (objects.namespace_of(obj), objects.name_of(obj))
         object_uid = objects.uid_of(obj)
         if object_uid and self.object_uids.get(key) == object_uid:
@@ -508,11 +596,20 @@ class JobTracker:
             # the log's workload was made after this object's deletion (its new one, made at the deletion's
             # time): that deletion was seen before a restart, and this is the old object going
             return
-        if known.owner.kind == "Pod":
-            await self._pods_workload_deleted(key, known, obj)
-            return
         owner = known.owner
         labels = objects.meta(obj).get("labels") or {}
+        if key in self.publisher.orphaned and labels.get(workloads.JOB_UID_LABEL) == owner.uid:
+            # an orphaned workload's object deleted (by hand, or the retention policies): it goes from the log
+            if object_uid:
+                self._seen_deleted(object_uid)
+            await self.publisher.delete_workload(
+                key, version=f"gone@{object_uid}", uid=known.metadata.uid, at_ms=self.clock()
+            )
+            log.info("orphaned_workload_object_deleted", workload=f"{key[0]}/{key[1]}")
+            return
+        if owner.kind == "Pod":
+            await self._pods_workload_deleted(key, known, obj)
+            return
         if labels.get(workloads.JOB_UID_LABEL, owner.uid) != owner.uid:
             return  # an object of an earlier job of that name
         kind = owner.kind if owner.kind in self.objects else ""
@@ -635,6 +732,13 @@ def _not_matching(workload: models.Workload, now: models.Workload) -> str:
         if ps.count > before[name].count:
             return f"pod set {name}: {ps.count} pods, the workload has {before[name].count}"
     return ""
+
+
+def _orphaning(obj: objects.KubeObject) -> bool:
+    """Whether a job is being deleted with propagationPolicy Orphan (``deletionTimestamp`` and the ``orphan``
+    finalizer): its dependents, its Workload among them, are to outlive it."""
+    meta = objects.meta(obj)
+    return bool(meta.get("deletionTimestamp")) and ORPHAN_FINALIZER in (meta.get("finalizers") or [])
 
 
 def _deletion_ms(obj: objects.KubeObject) -> int:

@@ -20,6 +20,7 @@ import structlog
 
 from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.base import Bus
+from kueue_es.jobframework import workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
 from kueue_es.services.watcher.kinds import Key
@@ -36,6 +37,9 @@ class Publisher:
         self.last_published: dict[tuple[str, str, str], bytes] = {}
         self.workloads: dict[Key, models.Workload] = {}  # the last workload published for each job
         self.sources: dict[Key, str] = {}  # workload -> the job kind it came from
+        # jobs' workloads whose Workload object outlived its job (kubectl delete job --cascade=orphan): workload
+        # -> its UID on the log. Finished OwnerNotFound, not deleted with the job; deleted with the object.
+        self.orphaned: dict[Key, str] = {}
         # MultiKueue's AdmissionChecks: kueue-es is their controller, their Workload entries are its own
         self.own_checks: set[str] = set()
         self.published = 0
@@ -70,6 +74,8 @@ class Publisher:
                 self.known["Workload"].add(key)
                 self.workloads[key] = wl.workload
                 self.sources[key] = wl.workload.owner.kind if wl.workload.owner else ""
+                if wl.finished is not None and wl.finished.reason == workloads.OWNER_NOT_FOUND_REASON:
+                    self.orphaned[key] = wl.workload.metadata.uid
 
     def _learn_tas(self, topology: TopologyState) -> None:
         """Know the Topologies, Nodes and pods the log holds, and their content, so an unchanged one is not
@@ -106,6 +112,7 @@ class Publisher:
             if kind == "Workload":
                 self.workloads.pop((namespace, name), None)
                 self.sources.pop((namespace, name), None)
+                self.orphaned.pop((namespace, name), None)
         elif self.last_published.get(identity) == same_as:
             return  # nothing that matters changed (a status write, a resync)
         else:

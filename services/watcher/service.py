@@ -321,11 +321,15 @@ class Watcher:
             prebuilt = self.jobs.prebuilt
             await prebuilt.workloads_listed(listed, version=version)
             await self.standalone.resynced(listed, version=version, claimed=prebuilt.claims)
+            await self.jobs.workloads_listed(listed, version=version)
             for obj in listed:
                 if not standalone.is_standalone(obj) and not prebuilt.claims(obj):
                     if objects.meta(obj).get("deletionTimestamp"):
                         # marked for deletion while no watcher ran (held by Kueue's finalizer): seen now
                         await self.jobs.workload_object_deleted(obj)
+                        continue
+                    if workloads.is_orphaned(obj):
+                        await self.jobs.workload_object_orphaned(obj)
                         continue
                     self.jobs.workload_status(obj)
                     await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
@@ -348,6 +352,9 @@ class Watcher:
                 # marked for deletion (Kueue's finalizer holds it until its job is stopped) or gone: a terminating
                 # object's status is not the workload's any more
                 await self.jobs.workload_object_deleted(obj)
+            elif workloads.is_orphaned(obj):
+                # its job deleted with propagationPolicy Orphan: finished OwnerNotFound, the object kept
+                await self.jobs.workload_object_orphaned(obj)
             else:
                 self.jobs.workload_status(obj)
                 await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))

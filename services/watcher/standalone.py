@@ -32,6 +32,7 @@ from typing import Any, cast
 import structlog
 
 from kueue_es.events import manifests, types
+from kueue_es.jobframework import workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import convert
 from kueue_es.services.watcher.kinds import Key
@@ -45,9 +46,11 @@ _READY_REASONS = {True: "Started", False: "WaitForStart"}
 
 
 def is_standalone(obj: Mapping[str, Any]) -> bool:
-    """Whether a Workload object stands alone: no owner reference (a job's Workload always has one)."""
+    """Whether a Workload object stands alone: no owner reference (a job's Workload always has one) and no
+    ``kueue.x-k8s.io/job-uid`` label (one with the label is a job's Workload that outlived its job, orphaned:
+    :func:`kueue_es.jobframework.workloads.is_orphaned`, never admitted again)."""
     meta = obj.get("metadata") or {}
-    return not meta.get("ownerReferences")
+    return not meta.get("ownerReferences") and not workloads.is_orphaned(obj)
 
 
 class StandaloneTracker:

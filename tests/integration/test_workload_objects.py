@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,6 +55,7 @@ from tests.integration.harness import (
     watch_all,
     watch_with_workloads,
 )
+from tests.kube.test_kubectl import Kubectl
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -1518,3 +1521,131 @@ async def test_a_running_job_grown_past_its_workload_gets_a_new_one(api, bus: Me
     assert [a.pod_set_assignments[0].count for a in admissions] == [3, 5]
     assert [ps["count"] for ps in new["spec"]["podSets"]] == [5]
     assert restarted["spec"]["parallelism"] == 5
+
+
+ORPHANED = {
+    "type": "Finished",
+    "status": "True",
+    "reason": "OwnerNotFound",
+    "message": "The workload's owner no longer exists",
+}
+
+
+def _orphaned(obj: dict[str, Any]) -> bool:
+    """The Workload object is finished OwnerNotFound, without Kueue's finalizer."""
+    finished = conditions(obj).get("Finished") or {}
+    return {k: v for k, v in finished.items() if k != "observedGeneration"} == ORPHANED and not has_kueue_finalizer(obj)
+
+
+async def _about(bus: MemoryBus, ref: types.WorkloadRef) -> list[str]:
+    """The log's facts and decisions about workload ``ref`` (its key), by type name, in order."""
+    return [
+        type(e).__name__
+        for _, e in await log_entries(bus)
+        if (isinstance(e, types.ObjectDeleted) and f"{e.namespace}/{e.name}" == ref.key)
+        or (hasattr(e, "workload") and getattr(e.workload, "key", None) == ref.key)
+    ]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_job_deleted_with_cascade_orphan_leaves_its_workload_finished_owner_not_found(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kubectl delete job runner --cascade=orphan`` on an admitted Job: the garbage collector takes the Job's
+    reference off its Workload, which Kueue then finishes (FinishOrphanedWorkloads, on by default:
+    workload_controller.go isOrphanedWorkload, workload.go FinalizeOrphanedWorkload): Finished OwnerNotFound "The
+    workload's owner no longer exists", its quota released (the waiting Job admitted into it), Kueue's finalizer
+    off, the object kept. Before, the Workload was deleted with the Job, taken for a standalone one and admitted
+    again for a moment, then deleted again. Deleting the object then deletes the workload from the log."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        ref = await _started(api, bus, "runner", parallelism=3)
+        before = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, check=has_kueue_finalizer
+        )
+        await kube.apply_manifest(api, job("waiting", parallelism=3))
+        await kubectl.ok("delete", "job", "runner", "--cascade=orphan")
+        [finished] = await wait_for(bus, types.WorkloadFinished, workload=ref)
+        [released] = await wait_for(bus, types.QuotaReleased, workload=ref)
+        await wait_for(bus, types.WorkloadAdmitted, count=2)
+        kept = await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=_orphaned)
+        listed = await kubectl.ok(
+            "get",
+            "workload",
+            ref.name,
+            "-o",
+            "custom-columns=FINISHED:.status.conditions[?(@.type=='Finished')].reason",
+            "--no-headers",
+        )
+        await asyncio.sleep(0.5)  # whatever else the Workload's change and the Job's deletion would bring
+        story = await _about(bus, ref)
+        await kubectl.ok("delete", "workload", ref.name)
+        [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload")
+
+    assert (finished.reason, finished.message, finished.succeeded) == (
+        "OwnerNotFound",
+        "The workload's owner no longer exists",
+        False,
+    )
+    assert released.reason == "Finished"
+    assert kept["metadata"]["uid"] == before["metadata"]["uid"]
+    assert "ownerReferences" not in kept["metadata"]
+    assert kept["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == ref.uid
+    assert listed.strip() == "OwnerNotFound"
+    # admitted once, never deleted nor observed again while its job went
+    assert story.count("WorkloadAdmitted") == 1 and story.count("WorkloadObserved") == 1
+    assert "ObjectDeleted" not in story
+    assert (deleted.namespace, deleted.name) == ("default", ref.name)
+
+
+async def test_an_orphaned_workload_stays_when_its_job_goes_and_after_a_restart(api, bus: MemoryBus) -> None:
+    """The owner reference taken off a running Job's Workload (the garbage collector's part of an orphaning
+    deletion, seen here before the Job goes): Kueue finishes it OwnerNotFound at once; the Job's deletion after
+    that does not delete it, nor does a restarted watcher's list of Jobs that no longer has it."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        ref = await _started(api, bus, "runner", parallelism=1)
+        await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=has_kueue_finalizer)
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, patch={"metadata": {"ownerReferences": None}}
+        )
+        [finished] = await wait_for(bus, types.WorkloadFinished, workload=ref)
+        await wait_for(bus, types.QuotaReleased, workload=ref)
+        await kube.delete_object(api, JOBS, namespace="default", name="runner")
+        await gone(api, JOBS, namespace="default", name="runner")
+        kept = await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=_orphaned)
+        await asyncio.sleep(0.5)
+    async with running(*watch_with_workloads(Watcher(bus=bus, api=api))):
+        await asyncio.sleep(1.0)
+    story = await _about(bus, ref)
+
+    assert finished.reason == "OwnerNotFound"
+    assert "ownerReferences" not in kept["metadata"]
+    assert "ObjectDeleted" not in story and story.count("WorkloadFinished") == 1
+    assert (await kube.get_object(api, resources.WORKLOADS, namespace="default", name=ref.name))["metadata"][
+        "uid"
+    ] == kept["metadata"]["uid"]
+
+
+async def test_a_job_deleted_with_orphan_propagation_is_seen_orphaned_from_the_job_alone(api, bus: MemoryBus) -> None:
+    """The Job's deletion seen before its Workload's change (a watcher not watching Workloads: the two watches
+    tell in no set order): the Job went with the ``orphan`` finalizer, so its Workload outlives it and is finished
+    OwnerNotFound, not deleted."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_all(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api, cpu=3)
+        ref = await _started(api, bus, "runner", parallelism=1)
+        await kube.delete_object(api, JOBS, namespace="default", name="runner", options={"propagationPolicy": "Orphan"})
+        [finished] = await wait_for(bus, types.WorkloadFinished, workload=ref)
+        await wait_for(bus, types.QuotaReleased, workload=ref)
+        await asyncio.sleep(0.3)
+    story = await _about(bus, ref)
+
+    assert (finished.reason, finished.message) == ("OwnerNotFound", "The workload's owner no longer exists")
+    assert "ObjectDeleted" not in story
