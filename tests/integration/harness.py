@@ -200,6 +200,18 @@ async def dispatcher_with_consumer(bus: Bus, api: Any, **options: Any) -> tuple[
     return Dispatcher(bus=bus, api=api, **options), RecordingConsumer(consumer)
 
 
+def pod_services(bus: Bus, api: Any, dispatcher: Dispatcher, consumer: Any) -> list[Coroutine[Any, Any, Any]]:
+    """Watcher, admitter and the dispatcher with its pod watches and ungater: what runs pods end to end."""
+    return [
+        Watcher(bus=bus, api=api).run(),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+        dispatcher.watch_pods(),
+        dispatcher.ungate_forever(),
+    ]
+
+
 async def commit(bus: Bus, *outputs: types.Decision) -> list[int]:
     """Commit ``outputs`` as one batch (of :func:`decider_for`'s role) at the current heads; their log sequences."""
     for _ in range(20):

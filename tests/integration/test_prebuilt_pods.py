@@ -25,7 +25,14 @@ from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher.service import Watcher
-from tests.integration.harness import admitter, dispatcher_with_consumer, events_of, running, set_up_queues, wait_for
+from tests.integration.harness import (
+    dispatcher_with_consumer,
+    events_of,
+    pod_services,
+    running,
+    set_up_queues,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -74,14 +81,7 @@ def prebuilt_workload(name: str, *, pod_set: str = "main", count: int = 1, cpu: 
 
 
 def services(bus: MemoryBus, api: Any, dispatcher: Any, consumer: Any) -> list[Any]:
-    return [
-        Watcher(bus=bus, api=api).run(),
-        admitter(bus).run(),
-        dispatcher.fold_forever(),
-        dispatcher.consume(consumer),
-        dispatcher.watch_pods(),
-        dispatcher.ungate_forever(),
-    ]
+    return pod_services(bus, api, dispatcher, consumer)
 
 
 async def object_where(api: Any, ref: Any, name: str, check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:

@@ -25,14 +25,13 @@ from kueue_es.jobframework.annotations import SCHEDULING_GATE
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
-from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.controllers import LWS_REF, SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from tests.integration.harness import (
-    admitter,
     commit,
     dispatcher_with_consumer,
     eviction,
+    pod_services,
     running,
     set_up_queues,
     wait_for,
@@ -58,12 +57,7 @@ async def api() -> AsyncIterator[k8s_client.ApiClient]:
 def services(bus: MemoryBus, api: Any, dispatcher: Any, consumer: Any) -> list[Any]:
     """Watcher, admitter, dispatcher (with its pod watches and ungater) and the simulated controllers."""
     return [
-        Watcher(bus=bus, api=api).run(),
-        admitter(bus).run(),
-        dispatcher.fold_forever(),
-        dispatcher.consume(consumer),
-        dispatcher.watch_pods(),
-        dispatcher.ungate_forever(),
+        *pod_services(bus, api, dispatcher, consumer),
         SimulatedControllers(api, watch_options={"timeout_seconds": 5}).run(),
     ]
 
