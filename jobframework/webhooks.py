@@ -134,7 +134,9 @@ class Context:
     elastic-job scheduling gate on its pod template, and the annotation is checked.
     ``multikueue_queue``: whether the object's LocalQueue points
     at a ClusterQueue with a MultiKueue admission check (:func:`uses_multikueue`), so a Job or
-    JobSet gets ``spec.managedBy: kueue.x-k8s.io/multikueue``.
+    JobSet gets ``spec.managedBy: kueue.x-k8s.io/multikueue``. ``lws_immutable_group_size``: the gate
+    LWSImmutableGroupSize (beta, on by default): a managed LeaderWorkerSet's
+    ``spec.leaderWorkerTemplate.size`` may not change.
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -143,6 +145,7 @@ class Context:
     topology_aware_scheduling: bool = True
     elastic_jobs: bool = False
     multikueue_queue: bool = False
+    lws_immutable_group_size: bool = True
 
 
 MULTIKUEUE_MANAGED_BY: Final = "kueue.x-k8s.io/multikueue"
@@ -444,6 +447,20 @@ def namespace_decides(
     return not queue_name(obj) and (default_local_queue or manage_jobs_without_queue_name)
 
 
+def namespace_decides_update(served: Target, new: Mapping[str, Any], *, manage_jobs_without_queue_name: bool) -> bool:
+    """Whether :func:`validate_update` of ``new`` can depend on ``Context.namespace_managed``, so a validating
+    webhook reads the Namespace only then: a StatefulSet or LeaderWorkerSet without the queue-name label under
+    ``manageJobsWithoutQueueName``, whose pod template and size rules hold only while Kueue manages it
+    (:func:`_managed_by_kueue`; their webhooks ask WorkloadShouldBeSuspended, which reads the Namespace then)."""
+    return (
+        served.kind in ("StatefulSet", "LeaderWorkerSet")
+        and defaults_on_update(served)
+        and manage_jobs_without_queue_name
+        and not queue_name(new)
+        and not owner_managed(new)
+    )
+
+
 def _gate_template(job: dict[str, Any]) -> None:
     """An elastic Job's pods wait for a slice holding quota for them: the ``kueue.x-k8s.io/elastic-job``
     scheduling gate on its pod template (job_webhook.go applyWorkloadSliceSchedulingGate)."""
@@ -487,12 +504,15 @@ def validate_create(
     ``job-min-parallelism`` is an integer between 1 and its pods - 1, ``job-completions-equal-parallelism``
     a boolean, only on Indexed Jobs whose completions equal parallelism (job_webhook.go). A Pod: the
     managed label is ``"true"``, a pod group has both its name and total count, and names no prebuilt
-    Workload but its group (pod_webhook.go).
+    Workload but its group (pod_webhook.go). A Deployment, StatefulSet or LeaderWorkerSet has its kind's
+    own, narrower rules (:func:`_through_pods_create`).
     """
     context = context or Context()
     served = target(api_version, kind)
     if served is None:
         return []
+    if defaults_on_update(served):
+        return _through_pods_create(served, obj, context)
     errors = _common_create(obj) + _prebuilt_kind(served, obj)
     if context.elastic_jobs:
         errors += _elastic_kind(served, obj)
@@ -512,6 +532,46 @@ def validate_create(
             errors += _ray_autoscaling(served, obj, context)
         errors += _pod_set_rules(integration, obj)
     return errors
+
+
+def _through_pods_create(served: Target, obj: Mapping[str, Any], context: Context) -> list[FieldError]:
+    """ValidateCreate of Kueue's Deployment, StatefulSet and LeaderWorkerSet webhooks, which call none of
+    ValidateJobOnCreate's other rules (no prebuilt-workload or max-exec-time check): the queue name is a
+    DNS-1123 subdomain and only the elastic kinds may be elastic (deployment_webhook.go,
+    statefulset_webhook.go); a LeaderWorkerSet's ``spec.replicas`` is between 0 and 1,000,000 and, with
+    TopologyAwareScheduling, its templates' TAS annotations are valid (leaderworkerset_webhook.go
+    validateCreate). A StatefulSet a LeaderWorkerSet manages is left to that one's webhook."""
+    if served.kind == "StatefulSet" and serving.statefulset_managed_by_other(obj):
+        return []
+    labels = _labels(obj)
+    errors = _subdomain(labels[QUEUE_LABEL], _label_path(QUEUE_LABEL)) if QUEUE_LABEL in labels else []
+    if context.elastic_jobs:
+        errors += _elastic_kind(served, obj)
+    if served.kind == "LeaderWorkerSet":
+        errors += _lws_replicas(obj)
+        if context.topology_aware_scheduling:
+            errors += _topology(served, obj)
+    return errors
+
+
+#: leaderworkerset_controller.go maxLeaderWorkerSetReplicas: a sanity bound on the Workloads one LWS makes.
+_LWS_MAX_REPLICAS: Final = 1_000_000
+
+
+def _lws_replicas(lws: Mapping[str, Any]) -> list[FieldError]:
+    """leaderworkerset_webhook.go validateReplicasField: ``spec.replicas`` (default 1) in [0, 1,000,000]."""
+    spec = lws.get("spec")
+    raw = spec.get("replicas") if isinstance(spec, dict) else None
+    replicas = 1 if raw is None else workloads.parse_int(raw)
+    if replicas is None:
+        return []  # not an integer: the CRD's schema refuses it first
+    if replicas < 0:
+        detail = f"invalid LeaderWorkerSet replicas: must be >= 0, got {replicas}"
+    elif replicas > _LWS_MAX_REPLICAS:
+        detail = f"invalid LeaderWorkerSet replicas: must be <= {_LWS_MAX_REPLICAS}, got {replicas}"
+    else:
+        return []
+    return [FieldError(type="Invalid", field="spec.replicas", value=replicas, detail=detail)]
 
 
 def _is_ray(served: Target) -> bool:
@@ -898,7 +958,7 @@ def validate_update(
         return []  # statefulset_webhook.go ValidateUpdate: left to the LeaderWorkerSet's webhook
     errors = validate_create(api_version, kind, new, context=context) if served != JOB else []
     if defaults_on_update(served):
-        return errors + _through_pods_update(old, new)
+        return errors + _through_pods_update(served, old, new, context)
     if served == JOB:
         # Kueue's Job webhook re-checks the partial admission annotation only when it changed
         errors = _common_create(new) + _job_sync_completions(new)
@@ -951,15 +1011,21 @@ def validate_update(
     return errors
 
 
-def _through_pods_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+def _through_pods_update(
+    served: Target, old: Mapping[str, Any], new: Mapping[str, Any], context: Context
+) -> list[FieldError]:
     """The update rules of Kueue's Deployment, StatefulSet and LeaderWorkerSet webhooks (ValidateUpdate of
     deployment_webhook.go, statefulset_webhook.go, leaderworkerset_webhook.go), which count the object
     suspended while none of its replicas is ready (old ``status.readyReplicas`` 0): the queue-name label
     may not change once a replica was ready, nor be removed at all (``field is immutable``), so a running
     one is refused the ``default`` LocalQueue its mutating webhook gives on update; the
     ``kueue.x-k8s.io/priority-class`` label may not be added once a replica was ready, nor removed.
-    The StatefulSet's pod spec and replicas rules are the API server's here
-    (:func:`serving.validate_statefulset_update`, in :mod:`kueue_es.validation`)."""
+
+    While the new object is one Kueue manages (:func:`_managed_by_kueue`), a StatefulSet's and a
+    LeaderWorkerSet's pods must stay what its Workload was admitted for (:func:`_statefulset_managed_update`,
+    :func:`_lws_managed_update`). Not checked: a StatefulSet scaled up from 0 while the Workload of its
+    scale-down is still being deleted (Kueue reads the Workload), and the AdmissionGatedBy rules (an alpha
+    gate)."""
     status = old.get("status")
     ready = workloads.parse_int(status.get("readyReplicas")) if isinstance(status, dict) else None
     suspended = not ready
@@ -967,7 +1033,121 @@ def _through_pods_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list
     old_queue, new_queue = queue_name(old), queue_name(new)
     if (not suspended or not new_queue) and old_queue != new_queue:
         errors.append(FieldError(type="Invalid", field=_label_path(QUEUE_LABEL), value=new_queue, detail=_IMMUTABLE))
-    return errors + _priority_class_update(old, new, suspended=suspended)
+    errors += _priority_class_update(old, new, suspended=suspended)
+    if not _managed_by_kueue(new, context):
+        return errors
+    if served.kind == "StatefulSet":
+        errors += _statefulset_managed_update(old, new)
+    elif served.kind == "LeaderWorkerSet":
+        errors += _lws_managed_update(old, new, context)
+    return errors
+
+
+def _managed_by_kueue(obj: Mapping[str, Any], context: Context) -> bool:
+    """Whether Kueue's webhooks count ``obj`` (a Deployment, StatefulSet or LeaderWorkerSet) as one whose pods
+    it suspends (utils.go WorkloadShouldBeSuspended, with the deleting-object tolerance these webhooks ask
+    for): not one being deleted (SkipAncestorCheckForDeletedWorkloads, on by default), nor one a managed job
+    controls, and either queue-labelled or, under ``manageJobsWithoutQueueName``, in a namespace
+    ``managedJobsNamespaceSelector`` selects."""
+    if _meta(obj).get("deletionTimestamp") or owner_managed(obj):
+        return False
+    return bool(queue_name(obj)) or (context.manage_jobs_without_queue_name and context.namespace_managed)
+
+
+def _statefulset_managed_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """statefulset_webhook.go ValidateUpdate, while Kueue manages the StatefulSet: the pod spec's
+    admission-relevant shape is immutable (jobframework ValidateImmutablePodGroupPodSpec over
+    :func:`pods.spec_shape`), and ``spec.replicas`` (default 1) changes only to or from 0 (Kueue's
+    TODO #3279: no custom resizes); a scale-up from 0 while pods of the scale-down are still there
+    (``status.replicas`` > 0) is Forbidden."""
+    old_spec, new_spec = _spec(old), _spec(new)
+    errors = _pod_spec_changes(_template_spec(new_spec.get("template")), _template_spec(old_spec.get("template")))
+    errors = [dataclasses.replace(e, field=f"spec.template.spec{e.field}") for e in errors]
+    old_raw, new_raw = old_spec.get("replicas"), new_spec.get("replicas")
+    old_replicas = 1 if old_raw is None else workloads.parse_int(old_raw)
+    new_replicas = 1 if new_raw is None else workloads.parse_int(new_raw)
+    if new_replicas != 0 and old_replicas != 0 and old_raw != new_raw:
+        errors.append(FieldError(type="Invalid", field="spec.replicas", value=new_raw, detail=_IMMUTABLE))
+    if old_replicas == 0 and new_replicas is not None and new_replicas > 0:
+        now = workloads.parse_int(_mapping(new.get("status")).get("replicas")) or 0
+        if now > 0:
+            errors.append(
+                FieldError(type="Forbidden", field="spec.replicas", detail="scaling down is still in progress")
+            )
+    return errors
+
+
+def _lws_managed_update(old: Mapping[str, Any], new: Mapping[str, Any], context: Context) -> list[FieldError]:
+    """leaderworkerset_webhook.go ValidateUpdate, while Kueue manages the LeaderWorkerSet: a leader template
+    may be neither added nor removed, the leader's and the workers' pod specs keep their admission-relevant
+    shape (validateImmutablePodTemplateSpec), and with LWSImmutableGroupSize (on by default)
+    ``spec.leaderWorkerTemplate.size`` (default 1) is immutable: a Workload's pod sets are never recomputed,
+    so a larger group would start pods no quota was reserved for."""
+    base = "spec.leaderWorkerTemplate"
+    old_lwt, new_lwt = (
+        _mapping(_spec(old).get("leaderWorkerTemplate")),
+        _mapping(_spec(new).get("leaderWorkerTemplate")),
+    )
+    errors: list[FieldError] = []
+    for name in ("leaderTemplate", "workerTemplate"):
+        old_template, new_template = old_lwt.get(name), new_lwt.get(name)
+        if name == "leaderTemplate" and (old_template is None) != (new_template is None):
+            # ValidateImmutableField of the templates themselves: Go prints a nil one as null
+            value = None if new_template is None else GoLiteral("v1.PodTemplateSpec{...}")
+            errors.append(FieldError(type="Invalid", field=f"{base}.{name}", value=value, detail=_IMMUTABLE))
+            continue
+        if new_template is None:
+            continue
+        changes = _pod_spec_changes(_template_spec(new_template), _template_spec(old_template))
+        errors += [dataclasses.replace(e, field=f"{base}.{name}.spec{e.field}") for e in changes]
+    if context.lws_immutable_group_size:
+        old_size, new_size = old_lwt.get("size", 1), new_lwt.get("size", 1)
+        if old_size != new_size:
+            errors.append(FieldError(type="Invalid", field=f"{base}.size", value=new_size, detail=_IMMUTABLE))
+    return errors
+
+
+def _pod_spec_changes(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """The fields of the admission-relevant shapes of two pod specs (:func:`pods.spec_shape`) that differ, each
+    ``Invalid value: <new>: field is immutable`` at its path below the pod spec (``.containers[0].resources.
+    requests.cpu``; jobframework validation.go validateImmutablePodGroupPodSpecPath), in path order."""
+    return [
+        FieldError(type="Invalid", field=path, value=value, detail=_IMMUTABLE)
+        for path, value in _shape_changes(pods.spec_shape(new), pods.spec_shape(old), "")
+    ]
+
+
+def _shape_changes(new: Any, old: Any, path: str, *, structural: bool = True) -> list[tuple[str, Any]]:
+    """``(path, new value)`` of each field that differs between two spec shapes. Kueue walks only the shape's
+    own maps -- the spec's fields, each container's and its ``resources`` -- and lists of containers of one
+    length item by item; any other value (a ResourceList, a nodeSelector, tolerations) is compared whole, so
+    a changed request is reported at ``...resources.requests`` (the type switch of
+    validateImmutablePodGroupPodSpecPath sees only ``map[string]any`` and ``[]map[string]any``)."""
+    if structural and isinstance(new, dict) and isinstance(old, dict):
+        out: list[tuple[str, Any]] = []
+        for key in sorted(set(new) | set(old)):
+            # the shape's own: the container lists of the spec, and each container's resources map
+            own = key in ("containers", "initContainers") if not path else path.endswith("]") and key == "resources"
+            out += _shape_changes(new.get(key), old.get(key), f"{path}.{key}", structural=own)
+        return out
+    if structural and isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        if all(isinstance(item, dict) for item in new + old):
+            return [
+                c for i, (n, o) in enumerate(zip(new, old, strict=True)) for c in _shape_changes(n, o, f"{path}[{i}]")
+            ]
+    return [] if new == old else [(path, new)]
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _mapping(obj.get("spec"))
+
+
+def _template_spec(template: Any) -> Mapping[str, Any]:
+    return _mapping(_mapping(template).get("spec"))
 
 
 def _prebuilt(obj: Mapping[str, Any]) -> tuple[str, str]:

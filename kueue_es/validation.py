@@ -16,8 +16,8 @@ quota's resource name that is not its covered resource, a ClusterQueue's lending
 its nominalQuota). For batch/v1 Jobs, v1 Pods and
 JobSets it checks container resource requests and limits as the core API does
 (Kubernetes pkg/apis/core/validation ValidateResourceRequirements): non-negative, valid
-quantities, requests no more than limits. A managed StatefulSet's update gets Kueue's
-StatefulSet webhook rules (:func:`kueue_es.jobframework.integrations.serving.validate_statefulset_update`).
+quantities, requests no more than limits. Kueue's job webhooks (a managed StatefulSet's update
+rules among them) are not the API server's: :mod:`kueue_es.jobframework.webhooks`.
 
 Messages are Kubernetes' ``field.Error`` bodies (``Invalid value: "-1": must be greater
 than or equal to 0``) and :class:`Invalid` renders the 422 Status a real server returns.
@@ -36,7 +36,6 @@ from typing import Any
 
 from kueue_es import crds
 from kueue_es.events import quantities
-from kueue_es.jobframework.integrations import serving
 
 #: Kubernetes' CauseType values (apimachinery pkg/util/validation/field ErrorType).
 INVALID = "FieldValueInvalid"
@@ -146,9 +145,6 @@ def validate(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None = Non
             return _pod_template(_dig(manifest, "spec", "template"), "spec.template")
         case "v1", "Pod":
             return list(_pod_spec(manifest.get("spec"), "spec"))
-        case "apps/v1", "StatefulSet" if old is not None:
-            # Kueue's StatefulSet webhook (jobframework/integrations/serving.py)
-            return [_field_error(*error) for error in serving.validate_statefulset_update(old, manifest)]
         case "jobset.x-k8s.io/v1alpha2", "JobSet":
             causes: list[Cause] = []
             for i, job in enumerate(_list(_dig(manifest, "spec", "replicatedJobs"))):
@@ -565,13 +561,6 @@ def _json_type(value: Any) -> str:
     if isinstance(value, dict):
         return "object"
     return "null"
-
-
-def _field_error(field: str, kind: str, detail: Any) -> Cause:
-    """A Kueue webhook's field.Error: Invalid (``field is immutable``, with the new value) or Forbidden."""
-    if kind == "Forbidden":
-        return Cause(field, FORBIDDEN, f"Forbidden: {detail}")
-    return Cause(field, INVALID, f"Invalid value: {_show(detail)}: field is immutable")
 
 
 def _show(value: Any) -> str:

@@ -328,64 +328,6 @@ def parent_of(pod: Mapping[str, Any]) -> tuple[str, str, str] | None:
     return None
 
 
-# -- Kueue's validating webhook ------------------------------------------------------------------
-
-FieldError = tuple[str, str, Any]
-"""``(field path, "Invalid" | "Forbidden", detail)``: Invalid carries the new value, Forbidden a message."""
-
-
-def validate_statefulset_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
-    """What Kueue's StatefulSet webhook refuses in an update of a managed StatefulSet (statefulset_webhook.go
-    ValidateUpdate), as ``(field, kind, detail)``:
-
-    * the queue-name label, once a replica was ready (old ``status.readyReplicas`` > 0) or when removed;
-    * while managed (the new one names a queue and no other framework marked it): the admission-relevant
-      shape of the pod spec (:func:`kueue_es.jobframework.pods.spec_shape`, ValidateImmutablePodGroupPodSpec),
-      and ``spec.replicas`` unless the old or the new count is 0; scaling up from 0 while pods of the
-      scale-down are still there (``status.replicas`` > 0) is Forbidden.
-
-    Not checked: a workload from the previous scale-down still being deleted (Kueue reads the Workload),
-    the priority-class label and AdmissionGatedBy rules.
-    """
-    from kueue_es.jobframework import pods  # imports this package
-
-    errors: list[FieldError] = []
-    queue_field = f"metadata.labels[{workloads.QUEUE_LABEL}]"
-    old_queue = str(_labels(old).get(workloads.QUEUE_LABEL) or "")
-    new_queue = str(_labels(new).get(workloads.QUEUE_LABEL) or "")
-    ready = workloads.parse_int(workloads.as_mapping(old.get("status")).get("readyReplicas")) or 0
-    if (ready > 0 or not new_queue) and new_queue != old_queue:
-        errors.append((queue_field, "Invalid", new_queue))
-    if not new_queue or statefulset_managed_by_other(new):
-        return errors
-    new_spec, old_spec = workloads.as_mapping(new.get("spec")), workloads.as_mapping(old.get("spec"))
-    new_pod = workloads.as_mapping(workloads.as_mapping(new_spec.get("template")).get("spec"))
-    old_pod = workloads.as_mapping(workloads.as_mapping(old_spec.get("template")).get("spec"))
-    errors += _shape_changes(pods.spec_shape(new_pod), pods.spec_shape(old_pod), "spec.template.spec")
-    old_replicas, new_replicas = old_spec.get("replicas", 1), new_spec.get("replicas", 1)
-    if old_replicas != 0 and new_replicas != 0 and old_replicas != new_replicas:
-        errors.append(("spec.replicas", "Invalid", new_replicas))
-    replicas_now = workloads.parse_int(workloads.as_mapping(new.get("status")).get("replicas")) or 0
-    if old_replicas == 0 and isinstance(new_replicas, int) and new_replicas > 0 and replicas_now > 0:
-        errors.append(("spec.replicas", "Forbidden", "scaling down is still in progress"))
-    return errors
-
-
-def _shape_changes(new: Any, old: Any, path: str) -> list[FieldError]:
-    """The fields of two pod spec shapes that differ (validateImmutablePodGroupPodSpecPath)."""
-    if isinstance(new, dict) and isinstance(old, dict):
-        out: list[FieldError] = []
-        for key in sorted(set(new) | set(old)):
-            out += _shape_changes(new.get(key), old.get(key), f"{path}.{key}")
-        return out
-    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
-        if all(isinstance(item, dict) for item in new + old):
-            return [
-                e for i, (n, o) in enumerate(zip(new, old, strict=True)) for e in _shape_changes(n, o, f"{path}[{i}]")
-            ]
-    return [] if new == old else [(path, "Invalid", new)]
-
-
 def _template(ref: workloads.JobRef, obj: Mapping[str, Any], path: tuple[str, ...]) -> Mapping[str, Any]:
     """The pod template at ``path``, or ManifestError naming it when it is not a mapping with a pod spec."""
     target: Any = obj

@@ -137,7 +137,8 @@ def app(
     answers (:func:`webhooks.noop`: allowed, unchanged), without asking the API anything.
     ``namespace_selector``: the Configuration's ``managedJobsNamespaceSelector`` (Kueue's default
     unless given), applied to the labels ``namespace_labels`` gives when a defaulting call's answer
-    (a create, or the update of a Deployment, StatefulSet or LeaderWorkerSet) depends on it (:func:`webhooks.namespace_decides`) and the selector reads more than the namespace's name
+    (a create, or the update of a Deployment, StatefulSet or LeaderWorkerSet) depends on it (:func:`webhooks.namespace_decides`), or a
+    validating call's (:func:`webhooks.namespace_decides_update`), and the selector reads more than the namespace's name
     (:func:`workloads.selector_reads_labels`); a failed lookup fails the call (500), as Kueue's."""
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
@@ -195,6 +196,12 @@ def app(
                 parsed.obj,
                 manage_jobs_without_queue_name=manage_jobs_without_queue_name,
                 default_local_queue=has_default,
+            )
+        ) or (
+            verb == "validate"
+            and parsed.operation == "UPDATE"
+            and webhooks.namespace_decides_update(
+                target, parsed.obj, manage_jobs_without_queue_name=manage_jobs_without_queue_name
             )
         ):
             namespace = parsed.namespace or "default"

@@ -216,6 +216,73 @@ async def test_the_queue_label_follows_the_ready_replicas(make: Make, path: tupl
     assert "WorkloadPriorityClass cannot be added to a non-suspended workload" in refused_class["status"]["message"]
 
 
+async def test_a_managed_statefulset_keeps_its_replicas_and_pod_spec() -> None:
+    """statefulset_webhook.go ValidateUpdate, while Kueue manages the StatefulSet: spec.replicas changes only
+    to or from 0, and the pod spec keeps what its Workload was admitted for; an unlabelled one is held only
+    under manageJobsWithoutQueueName in a selected namespace, which the server reads the Namespace for.
+    Before, the server checked none of it (only the emulated API server did, as a 422)."""
+    application = server.app()
+    old = apps("StatefulSet", queue="q")
+    grown = apps("StatefulSet", queue="q")
+    grown["spec"]["replicas"] = 3
+    refused = await answer(application, "validate", grown, old)
+    assert refused["allowed"] is False and refused["status"]["code"] == 403
+    assert refused["status"]["message"] == "spec.replicas: Invalid value: 3: field is immutable"
+    zero = apps("StatefulSet", queue="q")
+    zero["spec"]["replicas"] = 0
+    assert await answer(application, "validate", zero, old) == {"allowed": True}
+    resized = apps("StatefulSet", queue="q")
+    resized["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
+    refused = await answer(application, "validate", resized, old)
+    assert refused["status"]["message"] == (
+        'spec.template.spec.containers[0].resources.requests: Invalid value: {"cpu":"2"}: field is immutable'
+    )
+
+    selected = server.app(
+        manage_jobs_without_queue_name=True,
+        namespace_selector=models.LabelSelector(match_labels=SELECTED),
+        namespace_labels=labelled({"team": SELECTED, "other": {}}),
+    )
+    unlabelled, grown = apps("StatefulSet"), apps("StatefulSet")
+    grown["spec"]["replicas"] = 3
+    assert (await answer(selected, "validate", grown, unlabelled))["status"]["message"] == (
+        "spec.replicas: Invalid value: 3: field is immutable"
+    )
+    elsewhere, grown_elsewhere = apps("StatefulSet", namespace="other"), apps("StatefulSet", namespace="other")
+    grown_elsewhere["spec"]["replicas"] = 3
+    assert await answer(selected, "validate", grown_elsewhere, elsewhere) == {"allowed": True}
+
+
+async def test_a_managed_leaderworkerset_keeps_its_group_size_and_templates() -> None:
+    """leaderworkerset_webhook.go ValidateUpdate, while managed: the group size (LWSImmutableGroupSize, on by
+    default) and the worker pod spec's shape are immutable, a leader template may not be added; the number of
+    groups may change. Before, the server allowed all of it."""
+    application = server.app()
+    old = lws(queue="q")
+    bigger = lws(queue="q")
+    bigger["spec"]["leaderWorkerTemplate"]["size"] = 4
+    refused = await answer(application, "validate", bigger, old)
+    assert refused["allowed"] is False
+    assert refused["status"]["message"] == "spec.leaderWorkerTemplate.size: Invalid value: 4: field is immutable"
+    led = lws(queue="q")
+    led["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = json.loads(json.dumps(TEMPLATE))
+    led["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["nodeSelector"] = {"pool": "a"}
+    refused = await answer(application, "validate", led, old)
+    assert refused["status"]["message"] == (
+        "[spec.leaderWorkerTemplate.leaderTemplate: Invalid value: v1.PodTemplateSpec{...}: field is immutable, "
+        'spec.leaderWorkerTemplate.workerTemplate.spec.nodeSelector: Invalid value: {"pool":"a"}: field is immutable]'
+    )
+    more = lws(queue="q")
+    more["spec"]["replicas"] = 3
+    assert await answer(application, "validate", more, old) == {"allowed": True}
+    negative = lws(queue="q")
+    negative["spec"]["replicas"] = -1
+    refused = await answer(application, "validate", negative, old)
+    assert refused["status"]["message"] == (
+        "spec.replicas: Invalid value: -1: invalid LeaderWorkerSet replicas: must be >= 0, got -1"
+    )
+
+
 # -- the emulated API server applies the same rules -----------------------------------------------
 
 
@@ -259,5 +326,33 @@ async def test_the_emulator_defaults_an_update_as_kueue_s_webhook() -> None:
                 f'admission webhook "vdeployment.kb.io" denied the request: '
                 f'metadata.labels[{QUEUE}]: Invalid value: "default": field is immutable'
             )
+        finally:
+            await api.close()
+
+
+async def test_the_emulator_relays_the_statefulset_webhook_s_denial() -> None:
+    """``demo``/``up --emulator``: a managed StatefulSet's replica change is refused as kube-apiserver relays
+    Kueue's webhook (403, ``admission webhook "vstatefulset.kb.io" denied the request``), not as an invalid
+    object (422: before, the emulator's own validation refused it so); scaling it to 0 is allowed."""
+    async with emulator.serve_emulator() as cluster:
+        api = await client.make_api_client(server=str(cluster.url))
+        try:
+            await client.apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+            body = apps("StatefulSet", queue="q")
+            del body["status"]
+            await client.create_object(api, resources.STATEFUL_SETS, namespace="team", body=body)
+            with pytest.raises(errors.KubeError) as refused:
+                await client.patch_object(
+                    api, resources.STATEFUL_SETS, namespace="team", name="web", patch={"spec": {"replicas": 3}}
+                )
+            assert refused.value.status == 403
+            assert str(refused.value).endswith(
+                'admission webhook "vstatefulset.kb.io" denied the request: '
+                "spec.replicas: Invalid value: 3: field is immutable"
+            )
+            scaled = await client.patch_object(
+                api, resources.STATEFUL_SETS, namespace="team", name="web", patch={"spec": {"replicas": 0}}
+            )
+            assert scaled["spec"]["replicas"] == 0
         finally:
             await api.close()

@@ -628,3 +628,146 @@ def test_frameworks_left_out_get_the_noop_webhook() -> None:
     assert webhooks.enabled_kinds(None) is None
     assert not any(webhooks.noop(t, None) for t in webhooks.targets())
     assert {t.framework for t in webhooks.targets()} <= manager_config.KUEUE_FRAMEWORKS
+
+
+# -- StatefulSet and LeaderWorkerSet (statefulset_webhook.go, leaderworkerset_webhook.go) ----------------
+
+
+def statefulset(*, labels: dict[str, str] | None = None, replicas: int = 2, cpu: str = "100m") -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "web", "namespace": "team", "labels": labels if labels is not None else {QUEUE: "q"}},
+        "spec": {
+            "replicas": replicas,
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}},
+        },
+    }
+
+
+def lws(*, labels: dict[str, str] | None = None, size: int | None = 3, leader: bool = True, **spec: Any) -> dict:
+    template: dict[str, Any] = {
+        "workerTemplate": {"spec": {"containers": [{"name": "w", "resources": {"requests": {"cpu": "200m"}}}]}}
+    }
+    if size is not None:
+        template["size"] = size
+    if leader:
+        template["leaderTemplate"] = {
+            "spec": {"containers": [{"name": "l", "resources": {"requests": {"cpu": "100m"}}}]}
+        }
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "namespace": "team", "labels": labels if labels is not None else {QUEUE: "q"}},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": template, **spec},
+    }
+
+
+def update(old: dict, change: Any, **context: Any) -> list[str]:
+    new = copy.deepcopy(old)
+    change(new)
+    return [
+        str(e)
+        for e in webhooks.validate_update(old["apiVersion"], old["kind"], old, new, context=webhooks.Context(**context))
+    ]
+
+
+def test_a_statefulset_managed_without_a_queue_name_keeps_its_pods() -> None:
+    """statefulset_webhook.go ValidateUpdate asks WorkloadShouldBeSuspended: under manageJobsWithoutQueueName a
+    StatefulSet without the queue label is managed in a selected namespace, so its replicas and pod spec are
+    held there and nowhere else; one being deleted is not held (SkipAncestorCheckForDeletedWorkloads)."""
+    old = statefulset(labels={})
+    grow = lambda o: o["spec"].update(replicas=3)  # noqa: E731
+    assert update(old, grow) == []
+    assert update(old, grow, manage_jobs_without_queue_name=True) == [
+        "spec.replicas: Invalid value: 3: field is immutable"
+    ]
+    assert update(old, grow, manage_jobs_without_queue_name=True, namespace_managed=False) == []
+    deleting = statefulset()
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert update(deleting, grow) == []
+    assert webhooks.namespace_decides_update(
+        webhooks.target("apps/v1", "StatefulSet"), old, manage_jobs_without_queue_name=True
+    )
+    assert not webhooks.namespace_decides_update(
+        webhooks.target("apps/v1", "StatefulSet"), statefulset(), manage_jobs_without_queue_name=True
+    )
+
+
+def test_a_statefulset_or_deployment_is_not_held_to_the_job_rules_at_creation() -> None:
+    """Kueue's Deployment and StatefulSet ValidateCreate check the queue name (and the elastic annotation) only:
+    no max-exec-time, prebuilt-workload or TAS annotation rule, which the pods' own webhook applies."""
+    for kind, obj in (("StatefulSet", statefulset()), ("Deployment", {**statefulset(), "kind": "Deployment"})):
+        obj["metadata"]["labels"][webhooks.MAX_EXEC_TIME_LABEL] = "soon"
+        obj["spec"]["template"]["metadata"] = {
+            "annotations": {
+                "kueue.x-k8s.io/podset-required-topology": "a",
+                "kueue.x-k8s.io/podset-preferred-topology": "b",
+            }
+        }
+        assert webhooks.validate_create("apps/v1", kind, obj) == [], kind
+        obj["metadata"]["labels"][QUEUE] = "Bad_Queue"
+        [error] = webhooks.validate_create("apps/v1", kind, obj)
+        assert str(error).startswith(f'metadata.labels[{QUEUE}]: Invalid value: "Bad_Queue": a lowercase RFC 1123')
+
+
+def test_a_managed_leaderworkerset_keeps_its_templates_and_group_size() -> None:
+    """leaderworkerset_webhook.go ValidateUpdate: while managed, the leader and worker pod specs keep their
+    admission-relevant shape, a leader template is neither added nor removed, and (LWSImmutableGroupSize, on
+    by default) the group size does not change; replicas and images may."""
+    old = lws()
+    assert update(old, lambda o: o["spec"]["leaderWorkerTemplate"].update(size=4)) == [
+        "spec.leaderWorkerTemplate.size: Invalid value: 4: field is immutable"
+    ]
+    assert update(old, lambda o: o["spec"]["leaderWorkerTemplate"].update(size=4), lws_immutable_group_size=False) == []
+    assert update(
+        old,
+        lambda o: o["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"][
+            "requests"
+        ].update(cpu="1"),
+    ) == [
+        "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resources.requests: "
+        'Invalid value: {"cpu":"1"}: field is immutable'
+    ]
+    # a ResourceList, a nodeSelector are compared whole (Kueue walks only the shape's own maps)
+    assert update(
+        old,
+        lambda o: o["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"].update(
+            nodeSelector={"a": "1"}, tolerations=[{"key": "k", "operator": "Exists"}]
+        ),
+    ) == [
+        'spec.leaderWorkerTemplate.workerTemplate.spec.nodeSelector: Invalid value: {"a":"1"}: field is immutable',
+        'spec.leaderWorkerTemplate.workerTemplate.spec.tolerations: Invalid value: [{"key":"k","operator":"Exists"}]: '
+        "field is immutable",
+    ]
+    assert update(
+        old,
+        lambda o: o["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"].update(nodeSelector={"zone": "a"}),
+    ) == ['spec.leaderWorkerTemplate.leaderTemplate.spec.nodeSelector: Invalid value: {"zone":"a"}: field is immutable']
+    assert update(old, lambda o: o["spec"]["leaderWorkerTemplate"].pop("leaderTemplate")) == [
+        "spec.leaderWorkerTemplate.leaderTemplate: Invalid value: null: field is immutable"
+    ]
+    assert update(old, lambda o: o["spec"].update(replicas=5)) == []
+    assert (
+        update(
+            old,
+            lambda o: o["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0].update(image="x"),
+        )
+        == []
+    )
+    # the size's default is 1: writing it out changes nothing
+    assert update(lws(size=None), lambda o: o["spec"]["leaderWorkerTemplate"].update(size=1)) == []
+    # not managed: nothing is held
+    assert update(lws(labels={}), lambda o: o["spec"]["leaderWorkerTemplate"].update(size=4)) == []
+
+
+def test_a_leaderworkerset_counts_at_most_a_million_groups() -> None:
+    """leaderworkerset_webhook.go validateReplicasField (create and update): spec.replicas in [0, 1,000,000]."""
+    assert [
+        str(e) for e in webhooks.validate_create("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", lws(replicas=-1))
+    ] == ["spec.replicas: Invalid value: -1: invalid LeaderWorkerSet replicas: must be >= 0, got -1"]
+    assert [
+        str(e)
+        for e in webhooks.validate_create("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", lws(replicas=1_000_001))
+    ] == ["spec.replicas: Invalid value: 1000001: invalid LeaderWorkerSet replicas: must be <= 1000000, got 1000001"]
+    assert webhooks.validate_create("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", lws(replicas=0)) == []
