@@ -65,13 +65,13 @@ class _Omit:
 
 OMIT: Final = _Omit()
 
-_TYPE_TEXT = {"Invalid": "Invalid value", "Forbidden": "Forbidden", "Required": "Required value"}
+_TYPE_TEXT = {"Invalid": "Invalid value", "Forbidden": "Forbidden", "Required": "Required value", "TooMany": "Too many"}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FieldError:
-    """One refused field, as Kubernetes' ``field.Error``: ``type`` (``Invalid``, ``Forbidden`` or
-    ``Required``), ``field`` (``metadata.labels[kueue.x-k8s.io/queue-name]``), the ``value`` that was
+    """One refused field, as Kubernetes' ``field.Error``: ``type`` (``Invalid``, ``Forbidden``, ``Required``
+    or ``TooMany``, whose value is the count), ``field`` (``metadata.labels[kueue.x-k8s.io/queue-name]``), the ``value`` that was
     refused (:data:`OMIT` for none) and ``detail``."""
 
     type: str
@@ -80,9 +80,10 @@ class FieldError:
     value: Any = OMIT
 
     def __str__(self) -> str:
-        """``<field>: <Invalid value: "x"|Forbidden|Required value>: <detail>``, as field.Error.Error() writes it."""
+        """``<field>: <Invalid value: "x"|Forbidden|Required value|Too many: 19>: <detail>``, as field.Error.Error()
+        writes it."""
         body = _TYPE_TEXT[self.type]
-        if self.type == "Invalid" and self.value is not OMIT:
+        if self.type in ("Invalid", "TooMany") and self.value is not OMIT:
             body += f": {_go_value(self.value)}"
         return f"{self.field}: {body}: {self.detail}" if self.detail else f"{self.field}: {body}"
 
@@ -513,7 +514,14 @@ def validate_create(
         return []
     if defaults_on_update(served):
         return _through_pods_create(served, obj, context)
-    errors = _common_create(obj) + _prebuilt_kind(served, obj)
+    errors: list[FieldError] = []
+    if _is_ray(served) and _ray_managed(obj, context):
+        # the kind's own rules come first in Kueue's list, and a RayJob's cluster choice ends it
+        kind_errors, done = _ray_create(served, obj, context)
+        if done:
+            return kind_errors
+        errors += kind_errors
+    errors += _common_create(obj) + _prebuilt_kind(served, obj)
     if context.elastic_jobs:
         errors += _elastic_kind(served, obj)
     if served == JOB:
@@ -527,11 +535,88 @@ def validate_create(
     if served == POD:
         errors += _pod_prebuilt(obj)
     integration = served.integration
-    if integration is not None and integration.refused_at_create and queue_name(obj) and not owner_managed(obj):
-        if _is_ray(served):
-            errors += _ray_autoscaling(served, obj, context)
+    if (
+        integration is not None
+        and integration.refused_at_create
+        and not _is_ray(served)
+        and queue_name(obj)
+        and not owner_managed(obj)
+    ):
         errors += _pod_set_rules(integration, obj)
     return errors
+
+
+def _ray_managed(obj: Mapping[str, Any], context: Context) -> bool:
+    """Whether Kueue's RayJob, RayCluster or RayService webhook applies its kind's rules to ``obj``: queue-labelled
+    or under ``manageJobsWithoutQueueName`` (validateCreate: the namespace selector is not asked). A RayCluster
+    a managed RayJob or RayService owns is left out here: it is made from a spec its owner's webhook checked."""
+    return (bool(queue_name(obj)) or context.manage_jobs_without_queue_name) and not owner_managed(obj)
+
+
+def _ray_create(served: Target, obj: Mapping[str, Any], context: Context) -> tuple[list[FieldError], bool]:
+    """The kind's own rules of Kueue's Ray webhooks for a managed ``obj``, and whether Kueue stops there.
+
+    RayJob (rayjob_webhook.go validateCreate): a ``clusterSelector`` with a ``rayClusterSpec`` is Invalid, and
+    one without it is not Kueue's job at all -- both end the validation; no ``rayClusterSpec`` is Required and
+    ends it too; ``shutdownAfterJobFinishes`` must be true. Then for a RayJob's or RayService's
+    ``spec.rayClusterSpec`` (raycluster/common.go ValidateCreate; a RayService's is ``rayClusterConfig`` in
+    YAML, Kueue names it by its Go field) and a RayCluster's ``spec`` (raycluster_webhook.go validateCreate):
+    the autoscaling and elastic rules (:func:`_ray_autoscaling`), at most 18 pod sets with the head
+    (``Too many``), and no worker group named ``head``."""
+    spec = _mapping(obj.get("spec"))
+    errors: list[FieldError] = []
+    if served.kind == "RayJob":
+        selector = spec.get("clusterSelector")
+        if selector and spec.get("rayClusterSpec") is not None:
+            detail = "a kueue managed job should not use an existing cluster"
+            return [
+                FieldError(type="Invalid", field="spec.clusterSelector", value=_go_map(selector), detail=detail)
+            ], True
+        if selector:
+            return [], True  # runs on an existing cluster: not Kueue's (rayjob_controller.go Skip)
+        if spec.get("rayClusterSpec") is None:
+            detail = "rayClusterSpec is required for Kueue-managed jobs that don't use clusterSelector"
+            return [FieldError(type="Required", field="spec.rayClusterSpec", detail=detail)], True
+        shutdown = spec.get("shutdownAfterJobFinishes", False)
+        if shutdown is not True:
+            detail = "a kueue managed job should delete the cluster after finishing"
+            errors.append(
+                FieldError(type="Invalid", field="spec.shutdownAfterJobFinishes", value=shutdown, detail=detail)
+            )
+    cluster = (
+        spec
+        if served.kind == "RayCluster"
+        else _mapping(spec.get("rayClusterSpec" if served.kind == "RayJob" else "rayClusterConfig"))
+    )
+    where = "spec" if served.kind == "RayCluster" else "spec.rayClusterSpec"
+    errors += _ray_autoscaling(served, obj, context)
+    groups = cluster.get("workerGroupSpecs")
+    groups = groups if isinstance(groups, list) else []
+    if len(groups) + 1 > workloads.MAX_POD_SETS:
+        errors.append(
+            FieldError(
+                type="TooMany",
+                field=f"{where}.workerGroupSpecs",
+                value=len(groups) + 1,
+                detail=f"must have at most {workloads.MAX_POD_SETS} items",
+            )
+        )
+    for index, group in enumerate(groups):
+        if _mapping(group).get("groupName") == ray.HEAD:
+            errors.append(
+                FieldError(
+                    type="Forbidden",
+                    field=f"{where}.workerGroupSpecs[{index}].groupName",
+                    detail=f'"{ray.HEAD}" is reserved for the head group',
+                )
+            )
+    return errors, False
+
+
+def _go_map(value: Any) -> GoLiteral:
+    """A ``map[string]string`` as Go prints it with ``%#v`` (keys sorted): ``map[string]string{"a":"b"}``."""
+    items = ", ".join(f"{json.dumps(str(k))}:{json.dumps(str(v))}" for k, v in sorted(_mapping(value).items()))
+    return GoLiteral(f"map[string]string{{{items}}}")
 
 
 def _through_pods_create(served: Target, obj: Mapping[str, Any], context: Context) -> list[FieldError]:
@@ -581,9 +666,7 @@ def _is_ray(served: Target) -> bool:
 def _ray_autoscaling(served: Target, obj: Mapping[str, Any], context: Context) -> list[FieldError]:
     """raycluster_webhook.go validateCreate/validateElasticJob and raycluster/common.go ValidateCreate: a Ray
     job's in-tree autoscaling only as an elastic job (:func:`kueue_es.jobframework.integrations.ray.
-    autoscaling_errors`); a RayJob with an existing cluster is not checked (Kueue returns first)."""
-    if served.kind == "RayJob" and (obj.get("spec") or {}).get("clusterSelector"):
-        return []
+    autoscaling_errors`)."""
     elastic = context.elastic_jobs and slices.is_elastic(_annotations(obj))
     out = []
     for e in ray.autoscaling_errors(served.kind, obj, elastic=elastic):
@@ -956,7 +1039,12 @@ def validate_update(
         return []
     if served.kind == "StatefulSet" and serving.statefulset_managed_by_other(new):
         return []  # statefulset_webhook.go ValidateUpdate: left to the LeaderWorkerSet's webhook
+    if _validated_only_when_managed(served) and not (
+        context.manage_jobs_without_queue_name or queue_name(new) or queue_name(old)
+    ):
+        return []  # validation.go ShouldValidateRayOrSparkJobOnUpdate (ValidateRayAndSparkJobUpdates, on)
     errors = validate_create(api_version, kind, new, context=context) if served != JOB else []
+    created = len(errors)
     if defaults_on_update(served):
         return errors + _through_pods_update(served, old, new, context)
     if served == JOB:
@@ -1008,7 +1096,17 @@ def validate_update(
         errors += _job_update(old, new, old_suspended=old_suspended, new_suspended=new_suspended)
     elif served == POD:
         errors += _pod_update(old, new)
+    if _validated_only_when_managed(served):
+        # their ValidateUpdate lists ValidateJobOnUpdate's errors before validateCreate's
+        return errors[created:] + errors[:created]
     return errors
+
+
+def _validated_only_when_managed(served: Target) -> bool:
+    """The kinds whose ValidateUpdate Kueue skips for a job it does not manage (neither the old nor the new one
+    queue-labelled, without ``manageJobsWithoutQueueName``): RayJob, RayCluster, RayService, SparkApplication
+    (validation.go ShouldValidateRayOrSparkJobOnUpdate, with ValidateRayAndSparkJobUpdates on by default)."""
+    return _is_ray(served) or served.kind == "SparkApplication"
 
 
 def _through_pods_update(

@@ -206,6 +206,35 @@ async def test_moving_an_admitted_job_to_another_queue_is_denied(webhook: tuple[
     assert (await post(url, trust, "/validate-batch-v1-job", review))["response"]["allowed"] is True
 
 
+async def test_a_rayjob_is_denied_with_kueues_ray_messages(webhook: tuple[str, ssl.SSLContext]) -> None:
+    """rayjob_webhook.go validateCreate, over HTTPS as kube-apiserver calls it: Kueue's types and words for a
+    RayJob that keeps its cluster and names a worker group ``head``, aggregated as Kubernetes does."""
+    url, trust = webhook
+    head = {"template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}}}
+    job = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "rj", "namespace": "team", "labels": {QUEUE: "user-queue"}},
+        "spec": {
+            "entrypoint": "python -c 'print(1)'",
+            "rayClusterSpec": {
+                "headGroupSpec": head,
+                "workerGroupSpecs": [{"groupName": "head", "replicas": 1, **head}],
+            },
+        },
+    }
+    review = admission_review(
+        group="ray.io", version="v1", kind="RayJob", resource="rayjobs", operation="CREATE", obj=job
+    )
+    response = (await post(url, trust, "/validate-ray-io-v1-rayjob", review))["response"]
+    assert response["allowed"] is False and response["status"]["code"] == 403
+    assert response["status"]["message"] == (
+        "[spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should delete the cluster after "
+        'finishing, spec.rayClusterSpec.workerGroupSpecs[0].groupName: Forbidden: "head" is reserved for the head '
+        "group]"
+    )
+
+
 async def test_bad_requests_and_probes(webhook: tuple[str, ssl.SSLContext]) -> None:
     url, trust = webhook
     async with aiohttp.ClientSession() as session:

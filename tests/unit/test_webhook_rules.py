@@ -771,3 +771,91 @@ def test_a_leaderworkerset_counts_at_most_a_million_groups() -> None:
         for e in webhooks.validate_create("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", lws(replicas=1_000_001))
     ] == ["spec.replicas: Invalid value: 1000001: invalid LeaderWorkerSet replicas: must be <= 1000000, got 1000001"]
     assert webhooks.validate_create("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", lws(replicas=0)) == []
+
+
+# -- Kueue's Ray webhooks' own messages (rayjob_webhook.go, raycluster_webhook.go, raycluster/common.go) -----
+
+
+def _ray_job(**spec: Any) -> dict[str, Any]:
+    from tests.kube.examples import load
+
+    [rayjob] = [d for d in load("jobs/ray-job-sample.yaml") if d["kind"] == "RayJob"]
+    rayjob["metadata"]["namespace"] = "team"
+    rayjob["spec"].update(spec)
+    return rayjob
+
+
+def ray_errors(obj: dict[str, Any], **context: Any) -> list[str]:
+    return [
+        str(e) for e in webhooks.validate_create("ray.io/v1", obj["kind"], obj, context=webhooks.Context(**context))
+    ]
+
+
+def test_a_rayjob_is_refused_with_kueues_messages() -> None:
+    """rayjob_webhook.go validateCreate: Kueue's field paths, types and words; a cluster choice that is wrong
+    (both clusterSelector and rayClusterSpec, or neither) ends the validation, as Kueue returns there."""
+    selector = {"ray.io/cluster": "shared"}
+    assert ray_errors(_ray_job(clusterSelector=selector)) == [
+        'spec.clusterSelector: Invalid value: map[string]string{"ray.io/cluster":"shared"}: '
+        "a kueue managed job should not use an existing cluster"
+    ]
+    no_cluster = _ray_job()
+    del no_cluster["spec"]["rayClusterSpec"]
+    no_cluster["metadata"]["labels"][QUEUE] = "Bad_Queue"  # not reached: Kueue returns first
+    assert ray_errors(no_cluster) == [
+        "spec.rayClusterSpec: Required value: rayClusterSpec is required for Kueue-managed jobs that don't use "
+        "clusterSelector"
+    ]
+    existing = copy.deepcopy(no_cluster)
+    existing["spec"]["clusterSelector"] = selector
+    assert ray_errors(existing) == []  # runs on an existing cluster: not Kueue's
+    kept = _ray_job(shutdownAfterJobFinishes=False)
+    kept["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["groupName"] = "head"
+    assert ray_errors(kept) == [
+        "spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should delete the cluster after "
+        "finishing",
+        'spec.rayClusterSpec.workerGroupSpecs[0].groupName: Forbidden: "head" is reserved for the head group',
+    ]
+    many = _ray_job()
+    group = many["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
+    many["spec"]["rayClusterSpec"]["workerGroupSpecs"] = [{**group, "groupName": f"g{i}"} for i in range(18)]
+    assert ray_errors(many) == ["spec.rayClusterSpec.workerGroupSpecs: Too many: 19: must have at most 18 items"]
+    # manageJobsWithoutQueueName: an unlabelled one is held to the same rules
+    unlabelled = _ray_job(shutdownAfterJobFinishes=False)
+    del unlabelled["metadata"]["labels"][QUEUE]
+    assert ray_errors(unlabelled) == []
+    assert len(ray_errors(unlabelled, manage_jobs_without_queue_name=True)) == 1
+
+
+def test_a_raycluster_is_refused_with_kueues_messages() -> None:
+    """raycluster_webhook.go validateCreate: every broken rule is listed (Kueue aggregates them), the kind's
+    own first: autoscaling, too many groups, a group named head."""
+    cluster = _ray_cluster(elastic=False, autoscaling=True, groups=18)
+    cluster["spec"]["workerGroupSpecs"][3]["groupName"] = "head"
+    assert ray_errors(cluster) == [
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue-managed RayCluster can use autoscaling only as an "
+        'elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the "kueue.x-k8s.io/elastic-job": '
+        '"true" annotation',
+        "spec.workerGroupSpecs: Too many: 19: must have at most 18 items",
+        'spec.workerGroupSpecs[3].groupName: Forbidden: "head" is reserved for the head group',
+    ]
+
+
+def test_an_update_of_a_ray_job_kueue_never_managed_is_not_validated() -> None:
+    """ShouldValidateRayOrSparkJobOnUpdate (ValidateRayAndSparkJobUpdates, on by default): neither the old nor the
+    new one queue-labelled, the update is not validated; one whose label is removed still is, update rules first."""
+    old = _ray_cluster(elastic=False, autoscaling=False)
+    del old["metadata"]["labels"]
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {webhooks.MAX_EXEC_TIME_LABEL: "x"}
+    assert webhooks.validate_update("ray.io/v1", "RayCluster", old, new) == []
+    labelled = _ray_cluster(elastic=False, autoscaling=False)
+    labelled["metadata"]["labels"][webhooks.PRIORITY_CLASS_LABEL] = "high"
+    assert [str(e) for e in webhooks.validate_update("ray.io/v1", "RayCluster", labelled, new)] == [
+        f'metadata.labels[{QUEUE}]: Invalid value: "": field is immutable',
+        f'metadata.labels[{webhooks.MAX_EXEC_TIME_LABEL}]: Invalid value: "x": field is immutable',
+        f'metadata.labels[{webhooks.PRIORITY_CLASS_LABEL}]: Invalid value: "": WorkloadPriorityClass cannot be '
+        "removed from a workload",
+        f'metadata.labels[{webhooks.MAX_EXEC_TIME_LABEL}]: Invalid value: "x": strconv.Atoi: parsing "x": invalid '
+        "syntax",
+    ]
