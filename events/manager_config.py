@@ -14,7 +14,8 @@ ConfigurationObserved fact carries), and the watcher's own settings
 (manageJobsWithoutQueueName, managedJobsNamespaceSelector, integrations.frameworks)
 stay beside it in :class:`ManagerConfig`. The sections that configure Kueue's
 process (webhook, metrics, leader election, client connection, ...) are checked for
-shape and otherwise ignored: kueue-es has its own flags for those. ``multiKueue`` is read
+shape and by Kueue's rules for them (:func:`_process_sections`) and otherwise ignored:
+kueue-es has its own flags for those. ``multiKueue`` is read
 (gcInterval, origin, workerLostTimeout, the dispatcher) into the Configuration.
 
 Defaults are Kueue's (apis/config/*/defaults.go): in v1beta2 a present ``fairSharing``
@@ -25,6 +26,7 @@ v1beta1 both need ``enable: true``. Pure: no I/O (the watcher reads the file).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -314,7 +316,8 @@ class ManagerConfig:
 
     ``configuration``: the settings the deciders use (what ConfigurationObserved carries);
     ``manage_jobs_without_queue_name`` and ``managed_jobs_namespace_selector``: the watcher's
-    (None: Kueue's default, every namespace but kube-system and kueue-system);
+    (None: Kueue's default, every namespace but kube-system and kueue-system; the Configuration naming
+    another ``namespace``, that default written out with it);
     ``frameworks``: ``integrations.frameworks`` as written (Kueue's default ``batch/job`` when
     empty); ``external_frameworks``: ``integrations.externalFrameworks`` as written.
     """
@@ -350,8 +353,10 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
     one YAML mapping, another apiVersion or kind, an unknown field, a wrong type or
     enum value, a bad Go duration or quantity, an unknown or repeated integration, a
     preemption strategy set Kueue does not allow, a negative timeout or backoff, a
-    repeated transformation input, or feature gates both in the file and the flag
-    (Kueue pkg/config/validation.go).
+    repeated transformation input, feature gates both in the file and the flag, a
+    ``managedJobsNamespaceSelector`` that is not a valid label selector or selects
+    ``kube-system`` or Kueue's own namespace, and the process sections' checks
+    (:func:`_process_sections`) (Kueue pkg/config/validation.go).
     """
     docs = load_documents(text, source=source)
     if len(docs) != 1:
@@ -388,6 +393,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
             field = f"{field}.{missing.group(1)}" if field else missing.group(1)
         raise _error(source, field, problem) from err
     gates = _feature_gates(file.feature_gates, feature_gates, source=source)
+    _process_sections(file, source=source)
     dependency = slices.tas_gate_problem(gates)
     if dependency is not None:
         raise _error(source, "featureGates", dependency)
@@ -404,7 +410,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
             object_retention_policies=_object_retention(file.object_retention_policies, source=source),
         ),
         manage_jobs_without_queue_name=file.manage_jobs_without_queue_name,
-        managed_jobs_namespace_selector=file.managed_jobs_namespace_selector,
+        managed_jobs_namespace_selector=_managed_jobs_namespace_selector(file, source=source),
         frameworks=_gated(_frameworks(file.integrations, source=source), gates, source=source),
         external_frameworks=_external_frameworks(file.integrations, source=source),
     )
@@ -785,6 +791,118 @@ def _feature_gates(in_file: dict[str, bool], flag: str, *, source: str) -> dict[
             )
         gates[name.strip()] = value.strip().lower() == "true"
     return dict(sorted(gates.items()))
+
+
+#: apis/config/v1beta2 defaults.go DefaultNamespace: the Configuration's ``namespace`` when it names none.
+DEFAULT_NAMESPACE = "kueue-system"
+_NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+_SELECTOR = "managedJobsNamespaceSelector"
+_QUALIFIED_NAME = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+
+def _managed_jobs_namespace_selector(file: KueueConfiguration, *, source: str) -> models.LabelSelector | None:
+    """``managedJobsNamespaceSelector`` checked as Kueue checks it (pkg/config/validation.go
+    validateManagedJobsNamespaceSelector): a valid label selector (metav1 ValidateLabelSelector: qualified
+    keys, label values, ``In``/``NotIn`` with values, ``Exists``/``DoesNotExist`` without) that does not
+    select ``kube-system`` nor the Configuration's ``namespace`` (``kueue-system`` unless set), whose Pods and
+    jobs Kueue must never hold back. Absent, Kueue's default (defaults.go) leaves out both: None when that
+    is ``kueue-system`` (:data:`kueue_es.jobframework.workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR`),
+    else that selector written out. Raises ManifestError naming the field."""
+    namespace = file.namespace or DEFAULT_NAMESPACE
+    selector = file.managed_jobs_namespace_selector
+    if selector is None:
+        if namespace == DEFAULT_NAMESPACE:
+            return None
+        requirement = models.LabelSelectorRequirement(
+            key=_NAMESPACE_NAME_LABEL, operator="NotIn", values=["kube-system", namespace]
+        )
+        return models.LabelSelector(match_expressions=[requirement])
+    for key, value in selector.match_labels.items():
+        if len(key) > 317 or not _QUALIFIED_NAME.match(key):
+            raise _error(source, f"{_SELECTOR}.matchLabels", f"Invalid value: {key!r}: not a qualified name")
+        if len(value) > 63 or not _LABEL_VALUE.match(value):
+            raise _error(source, f"{_SELECTOR}.matchLabels", f"Invalid value: {value!r}: not a valid label value")
+    for index, requirement in enumerate(selector.match_expressions):
+        at = f"{_SELECTOR}.matchExpressions[{index}]"
+        if len(requirement.key) > 317 or not _QUALIFIED_NAME.match(requirement.key):
+            raise _error(source, f"{at}.key", f"Invalid value: {requirement.key!r}: not a qualified name")
+        if requirement.operator in ("In", "NotIn") and not requirement.values:
+            raise _error(source, f"{at}.values", "Required value: must be specified when `operator` is 'In' or 'NotIn'")
+        if requirement.operator in ("Exists", "DoesNotExist") and requirement.values:
+            raise _error(
+                source, f"{at}.values", "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            )
+        for j, value in enumerate(requirement.values):
+            if len(value) > 63 or not _LABEL_VALUE.match(value):
+                raise _error(source, f"{at}.values[{j}]", f"Invalid value: {value!r}: not a valid label value")
+    for prohibited in ("kube-system", namespace):
+        # Kueue matches the selector against the name label alone, as the API server gives every Namespace
+        if selector.matches({_NAMESPACE_NAME_LABEL: prohibited}):
+            raise _error(source, _SELECTOR, f'should not match the "{prohibited}" namespace')
+    return selector
+
+
+_DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _process_sections(file: KueueConfiguration, *, source: str) -> None:
+    """The checks Kueue makes of the sections that configure its process (pkg/config/validation.go), which
+    kueue-es otherwise ignores: with ``internalCertManagement.enable``, ``webhookServiceName`` a DNS-1035
+    label and ``webhookSecretName`` a DNS-1123 subdomain (validateInternalCertManagement);
+    ``visibilityServer.bindAddress`` an IP address and ``bindPort`` in 1-65535 (validateVisibilityServer); no
+    ``tls.cipherSuites`` with ``minVersion: VersionTLS13`` (validateTLS); each ``multiKueue.externalFrameworks``
+    name ``Kind.version.group``, none twice (validateMultiKueue). Raises ManifestError naming the field."""
+    certs = file.internal_cert_management
+    if certs is not None and certs.enable:
+        name = certs.webhook_service_name
+        if name is not None and (len(name) > 63 or not _DNS_1035_LABEL.match(name)):
+            raise _error(
+                source,
+                "internalCertManagement.webhookServiceName",
+                f"Invalid value: {name!r}: a DNS-1035 label must consist of lower case alphanumeric characters or "
+                "'-', start with an alphabetic character, and end with an alphanumeric character",
+            )
+        secret = certs.webhook_secret_name
+        if secret is not None and (len(secret) > 253 or not _DNS_SUBDOMAIN.match(secret)):
+            raise _error(
+                source,
+                "internalCertManagement.webhookSecretName",
+                f"Invalid value: {secret!r}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character",
+            )
+    visibility = file.visibility_server
+    if visibility is not None:
+        if visibility.bind_address is not None:
+            try:
+                ipaddress.ip_address(visibility.bind_address)
+            except ValueError:
+                raise _error(
+                    source,
+                    "visibilityServer.bindAddress",
+                    f"Invalid value: {visibility.bind_address!r}: must be a valid IP address",
+                ) from None
+        port = visibility.bind_port
+        if port is not None and not 1 <= port <= 65535:
+            raise _error(
+                source, "visibilityServer.bindPort", f"Invalid value: {port}: must be a valid port number (1-65535)"
+            )
+    if file.tls is not None and file.tls.min_version == "VersionTLS13" and file.tls.cipher_suites:
+        raise _error(source, "tls.cipherSuites", "may not be specified when `minVersion` is 'VersionTLS13'")
+    if file.multi_kueue is not None:
+        seen: set[tuple[str, str]] = set()
+        for index, framework in enumerate(file.multi_kueue.external_frameworks):
+            field = f"multiKueue.externalFrameworks[{index}].name"
+            try:
+                owner = external_owner(framework.name)
+            except ValueError:
+                raise _error(
+                    source, field, f"Invalid value: {framework.name!r}: must be in 'kind.version.group' format"
+                ) from None
+            if owner in seen:
+                raise _error(source, field, f"Duplicate value: {framework.name!r}")
+            seen.add(owner)
 
 
 def _duration(text: str, field: str, source: str) -> str:

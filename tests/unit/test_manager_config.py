@@ -242,3 +242,72 @@ def test_a_bad_file_stops_the_command_before_anything_starts(
     err = capsys.readouterr().err
     assert f"invalid configuration: Configuration {bad}: field fairSharingg: unknown field" in err
     assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        (V1BETA2 + "managedJobsNamespaceSelector: {}\n", "managedJobsNamespaceSelector", 'should not match the "kube-system" namespace'),
+        (V1BETA2 + "managedJobsNamespaceSelector:\n  matchExpressions:\n  - {key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}\n", "managedJobsNamespaceSelector", 'should not match the "kueue-system" namespace'),
+        (V1BETA2 + "namespace: kueue\nmanagedJobsNamespaceSelector:\n  matchExpressions:\n  - {key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kueue-system]}\n", "managedJobsNamespaceSelector", 'should not match the "kueue" namespace'),
+        (V1BETA2 + "managedJobsNamespaceSelector:\n  matchExpressions:\n  - {key: team, operator: In}\n", "managedJobsNamespaceSelector.matchExpressions[0].values", "Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+        (V1BETA2 + "managedJobsNamespaceSelector:\n  matchExpressions:\n  - {key: team, operator: Exists, values: [a]}\n", "managedJobsNamespaceSelector.matchExpressions[0].values", "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+        (V1BETA2 + "managedJobsNamespaceSelector:\n  matchExpressions:\n  - {key: 'bad key', operator: Exists}\n", "managedJobsNamespaceSelector.matchExpressions[0].key", "not a qualified name"),
+        (V1BETA2 + "managedJobsNamespaceSelector:\n  matchLabels: {team: 'a b'}\n", "managedJobsNamespaceSelector.matchLabels", "not a valid label value"),
+        (V1BETA2 + "internalCertManagement: {enable: true, webhookServiceName: 9-service}\n", "internalCertManagement.webhookServiceName", "a DNS-1035 label"),
+        (V1BETA2 + "internalCertManagement: {enable: true, webhookSecretName: Secret}\n", "internalCertManagement.webhookSecretName", "RFC 1123 subdomain"),
+        (V1BETA2 + "visibilityServer: {bindAddress: localhost}\n", "visibilityServer.bindAddress", "must be a valid IP address"),
+        (V1BETA2 + "visibilityServer: {bindPort: 70000}\n", "visibilityServer.bindPort", "must be a valid port number (1-65535)"),
+        (V1BETA2 + "tls: {minVersion: VersionTLS13, cipherSuites: [TLS_AES_128_GCM_SHA256]}\n", "tls.cipherSuites", "may not be specified when `minVersion` is 'VersionTLS13'"),
+        (V1BETA2 + "multiKueue: {externalFrameworks: [{name: Workflow}]}\n", "multiKueue.externalFrameworks[0].name", "must be in 'kind.version.group' format"),
+        (V1BETA2 + "multiKueue: {externalFrameworks: [{name: Workflow.v1alpha1.argoproj.io}, {name: Workflow.v1alpha1.argoproj.io}]}\n", "multiKueue.externalFrameworks[1].name", "Duplicate value"),
+    ],
+)  # fmt: skip
+def test_kueue_s_configuration_checks(text: str, field: str, problem: str) -> None:
+    """pkg/config/validation.go: managedJobsNamespaceSelector a valid selector that leaves out kube-system and
+    Kueue's own namespace (``namespace``, kueue-system unless set), and the process sections' rules."""
+    with pytest.raises(ManifestError) as caught:
+        manager_config.parse(text, source="cfg.yaml")
+    assert (caught.value.kind, caught.value.name, caught.value.field) == ("Configuration", "cfg.yaml", field)
+    assert problem in caught.value.problem
+
+
+def test_the_default_selector_leaves_out_the_configured_namespace() -> None:
+    """defaults.go: without managedJobsNamespaceSelector, Kueue manages every namespace but kube-system and its
+    own; kueue-es kept kueue-system out whatever ``namespace`` said. Valid selectors pass as written."""
+    assert manager_config.parse(V1BETA2).managed_jobs_namespace_selector is None  # the built-in default
+    moved = manager_config.parse(V1BETA2 + "namespace: kueue\n").managed_jobs_namespace_selector
+    assert moved is not None
+    assert not moved.matches({"kubernetes.io/metadata.name": "kueue"})
+    assert not moved.matches({"kubernetes.io/metadata.name": "kube-system"})
+    assert moved.matches({"kubernetes.io/metadata.name": "kueue-system"})
+    selected = manager_config.parse(
+        V1BETA2 + "managedJobsNamespaceSelector:\n  matchLabels: {kueue: enabled}\n"
+        "internalCertManagement: {enable: true, webhookServiceName: svc, webhookSecretName: a.b}\n"
+        "visibilityServer: {bindAddress: '::', bindPort: 8082}\n"
+    )
+    assert selected.managed_jobs_namespace_selector == models.LabelSelector(match_labels={"kueue": "enabled"})
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["service", "webhook", "--webhook-port", "0", "--cert-dir", "{home}"]],
+)
+def test_a_selector_of_kube_system_stops_the_webhook_before_it_serves(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kueue-es service webhook --config``: a managedJobsNamespaceSelector that selects kube-system would gate
+    the cluster's own pods; Kueue refuses to start with it (validateManagedJobsNamespaceSelector), and so does
+    kueue-es now (before, the webhook served with it; ``demo`` and ``up`` read the file the same way)."""
+    from kueue_es.cli import main
+
+    bad = tmp_path / "controller_manager_config.yaml"
+    bad.write_text(V1BETA2 + "managedJobsNamespaceSelector:\n  matchLabels: {}\n")
+    home = tmp_path / "home"
+    assert main([arg.format(home=home) for arg in command] + ["--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"invalid configuration: Configuration {bad}: field managedJobsNamespaceSelector: should not match the "
+        '"kube-system" namespace'
+    ) in err
+    assert not home.exists()
