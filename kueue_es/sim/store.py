@@ -22,8 +22,10 @@ Semantics, as a real API server has them:
   are no-ops (no new resourceVersion, no event) when nothing changed;
 * writes to ``status`` change only ``.status``; other writes never do;
 * empty labels, annotations, finalizers and owner references are not stored (ObjectMeta's ``omitempty``);
-* delete with finalizers sets ``deletionTimestamp`` (MODIFIED); the object is
-  removed (DELETED) when its finalizers are gone;
+* delete with finalizers sets ``deletionTimestamp`` (MODIFIED); the write that
+  takes off the last one (any update, patch or apply, also by the garbage collector)
+  is not stored: the object is removed as last stored (only DELETED, still carrying
+  those finalizers) and the writer is answered with the object it asked for;
 * a delete's propagation policy Orphan or Foreground is a finalizer on the object (``orphan``,
   ``foregroundDeletion``), which the garbage collector's part (:mod:`.garbage`) acts on after every write:
   Orphan takes the object's references off its dependents, Foreground deletes them first and the object
@@ -443,11 +445,16 @@ class ObjectStore:
             return current
         if _spec_of(ref, updated) != _spec_of(ref, current):
             updated["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+        if self._deletes_during_update(ref, key, current=current, updated=updated):
+            # the update is never stored: the object goes as it was last stored (the watch sees only DELETED,
+            # carrying the finalizers just removed) and the writer is answered with the object it asked for
+            updated["metadata"]["resourceVersion"] = current["metadata"].get("resourceVersion")
+            if not dry_run:
+                self._remove(ref, key, current)
+            return updated
         if dry_run:
             return updated
         self._write(ref, key, updated, event_type="MODIFIED", previous=current)
-        if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
-            return self._remove(ref, key, updated)
         return updated
 
     @_then_collect_garbage
@@ -568,15 +575,35 @@ class ObjectStore:
         self._write(self._ref_of(key), key, updated, event_type="MODIFIED", previous=current)
 
     def _set_finalizers(self, ref: resources.ResourceRef, key: Any, finalizers: list[str]) -> dict[str, Any]:
-        """Store ``finalizers`` on an object being deleted; it goes when none is left. Returns its last state."""
+        """Store ``finalizers`` on an object being deleted; it goes when none is left. Returns its last state.
+
+        As the API server's delete (errDeleteNow) and the garbage collector's patch taking off its finalizer
+        (an update, see :meth:`_deletes_during_update`): emptied finalizers are never stored, the object is
+        removed as it was (one DELETED, with the finalizers it still had)."""
         current = self._objects[key].raw
+        if not finalizers and not (ref == resources.NAMESPACES and self._holds_objects(key[2])):
+            return self._remove(ref, key, current)
         updated = copy.deepcopy(current)
         updated["metadata"]["finalizers"] = finalizers
         _omit_empty_metadata(updated)
         self._write(ref, key, updated, event_type="MODIFIED", previous=current)
-        if not finalizers:
-            return self._remove(ref, key, updated)
         return updated
+
+    def _deletes_during_update(
+        self, ref: resources.ResourceRef, key: Any, *, current: dict[str, Any], updated: dict[str, Any]
+    ) -> bool:
+        """Whether an update deletes the object instead of storing it: it leaves no finalizer on an object
+        already being deleted (k8s.io/apiserver pkg/registry/generic/registry/store.go, Update and
+        ShouldDeleteDuringUpdate; every deletion here has a grace period of 0). A Namespace also waits for
+        everything in it to be gone (the namespace controller's ``kubernetes`` finalizer in its spec,
+        pkg/registry/core/namespace/storage ShouldDeleteNamespaceDuringUpdate)."""
+        if not current["metadata"].get("deletionTimestamp") or updated["metadata"].get("finalizers"):
+            return False
+        return ref != resources.NAMESPACES or not self._holds_objects(key[2])
+
+    def _holds_objects(self, namespace: str) -> bool:
+        """Whether anything is stored in Namespace ``namespace``."""
+        return any(obj_namespace == namespace for _, obj_namespace, _ in self._objects.keys())
 
     # -- internals -------------------------------------------------------------------------
 
@@ -650,7 +677,7 @@ class ObjectStore:
         namespace = self._objects[key].raw
         if not namespace["metadata"].get("deletionTimestamp") or namespace["metadata"].get("finalizers"):
             return None
-        if any(obj_namespace == name for _, obj_namespace, _ in self._objects.keys()):
+        if self._holds_objects(name):
             return None
         return self._remove(resources.NAMESPACES, key, namespace)
 

@@ -14,6 +14,7 @@ import re
 import uuid
 from typing import Any
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import watch as k8s_watch
@@ -318,6 +319,138 @@ async def test_delete_honours_finalizers(api: k8s_client.ApiClient) -> None:
     )
     with pytest.raises(client.errors.NotFoundError):
         await client.get_object(api, resources.JOBS, namespace="default", name="j")
+
+
+HOLD = "example.com/hold"
+
+
+def held(ref: resources.ResourceRef, name: str, *finalizers: str) -> dict[str, Any]:
+    """An object of ``ref``'s kind named ``name`` held by ``finalizers`` (a Job, a Secret or a LocalQueue)."""
+    meta = {"name": name, "finalizers": list(finalizers)}
+    if ref == resources.JOBS:
+        return {**job(name), "metadata": meta}
+    if ref == resources.LOCAL_QUEUES:
+        return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta, "spec": {"clusterQueue": "cq"}}
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta, "data": {}}
+
+
+async def watched_until(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient, ref: resources.ResourceRef, since: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """The watch events of ``ref``'s kind in ``default`` after ``since``, up to a ``sentinel`` object created
+    now: its ADDED ends the stream, so no timeout decides what was seen."""
+    await client.create_object(api, ref, namespace="default", body=held(ref, "sentinel"))
+    url = f"{cluster.url}{ref.path(namespace='default')}"
+    seen: list[tuple[str, dict[str, Any]]] = []
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, params={"watch": "true", "resourceVersion": since}) as response,
+    ):
+        assert response.status == 200
+        async for line in response.content:
+            event = json.loads(line)
+            if event["object"]["metadata"]["name"] == "sentinel":
+                return seen
+            seen.append((event["type"], event["object"]))
+    raise AssertionError(f"the watch ended before the sentinel: {seen}")
+
+
+async def _merge_patch(api: k8s_client.ApiClient, ref: resources.ResourceRef, obj: dict[str, Any]) -> dict[str, Any]:
+    return await client.patch_object(
+        api, ref, namespace="default", name=obj["metadata"]["name"], patch={"metadata": {"finalizers": None}}
+    )
+
+
+async def _json_patch(api: k8s_client.ApiClient, ref: resources.ResourceRef, obj: dict[str, Any]) -> dict[str, Any]:
+    return await client.patch_object(
+        api,
+        ref,
+        namespace="default",
+        name=obj["metadata"]["name"],
+        content_type=client.JSON_PATCH,
+        patch=[{"op": "remove", "path": "/metadata/finalizers"}],
+    )
+
+
+async def _replace(api: k8s_client.ApiClient, ref: resources.ResourceRef, obj: dict[str, Any]) -> dict[str, Any]:
+    body = {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "finalizers"}}
+    return await client.replace_object(api, ref, namespace="default", name=obj["metadata"]["name"], body=body)
+
+
+async def _apply(api: k8s_client.ApiClient, ref: resources.ResourceRef, obj: dict[str, Any]) -> dict[str, Any]:
+    # the manager that applied the finalizer stops applying it (server-side apply removes what it owned)
+    body = held(ref, obj["metadata"]["name"])
+    del body["metadata"]["finalizers"]
+    return await client.apply_object(
+        api, ref, namespace="default", name=obj["metadata"]["name"], body=body, field_manager="holder"
+    )
+
+
+@pytest.mark.parametrize(
+    ("ref", "write"),
+    [
+        (resources.JOBS, _merge_patch),
+        (resources.JOBS, _json_patch),
+        (resources.JOBS, _replace),
+        (resources.SECRETS, _replace),
+        (resources.SECRETS, _merge_patch),
+        (resources.LOCAL_QUEUES, _merge_patch),
+        (resources.LOCAL_QUEUES, _apply),
+    ],
+    ids=["job-merge", "job-json", "job-put", "secret-put", "secret-merge", "localqueue-merge", "localqueue-apply"],
+)
+async def test_removing_the_last_finalizer_of_a_deleting_object_is_only_deleted(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient, ref: resources.ResourceRef, write: Any
+) -> None:
+    """As a real API server (k8s.io/apiserver registry/store.go Update, ShouldDeleteDuringUpdate): the write
+    taking the last finalizer off an object being deleted is not stored; the writer gets the object it asked
+    for, and a watch sees one DELETED carrying the object as last stored (finalizer and all), no MODIFIED."""
+    if write is _apply:
+        body = held(ref, "x", HOLD)
+        await client.apply_object(api, ref, namespace="default", name="x", body=body, field_manager="holder")
+    else:
+        await client.create_object(api, ref, namespace="default", body=held(ref, "x", HOLD))
+    marked = await client.delete_object(api, ref, namespace="default", name="x")
+    assert marked["metadata"]["deletionTimestamp"] and marked["metadata"]["finalizers"] == [HOLD]
+    answer = await write(api, ref, marked)
+    assert "finalizers" not in answer["metadata"] and answer["metadata"]["deletionTimestamp"]
+    assert answer["metadata"]["resourceVersion"] == marked["metadata"]["resourceVersion"]
+    with pytest.raises(client.errors.NotFoundError):
+        await client.get_object(api, ref, namespace="default", name="x")
+    [(event_type, last)] = await watched_until(cluster, api, ref, marked["metadata"]["resourceVersion"])
+    assert event_type == "DELETED"
+    assert last["metadata"]["finalizers"] == [HOLD]
+    assert last["metadata"]["deletionTimestamp"] == marked["metadata"]["deletionTimestamp"]
+    assert int(last["metadata"]["resourceVersion"]) > int(marked["metadata"]["resourceVersion"])
+
+
+async def test_finalizers_left_or_a_status_write_keep_a_deleting_object(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
+) -> None:
+    """Taking off one of two finalizers is a MODIFIED; a status write cannot take finalizers off (the status
+    strategies keep the metadata, ResetObjectMetaForStatus); the last one going is the DELETED alone."""
+    await client.create_object(api, resources.JOBS, namespace="default", body=held(resources.JOBS, "x", HOLD, "b/c"))
+    marked = await client.delete_object(api, resources.JOBS, namespace="default", name="x")
+    one_left = await client.patch_object(
+        api, resources.JOBS, namespace="default", name="x", patch={"metadata": {"finalizers": ["b/c"]}}
+    )
+    status = await client.patch_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        name="x",
+        subresource="status",
+        patch={"metadata": {"finalizers": None}, "status": {"active": 1}},
+    )
+    assert status["metadata"]["finalizers"] == ["b/c"] and status["status"] == {"active": 1}
+    await _merge_patch(api, resources.JOBS, status)
+    events = await watched_until(cluster, api, resources.JOBS, marked["metadata"]["resourceVersion"])
+    assert [(kind, obj["metadata"].get("finalizers")) for kind, obj in events] == [
+        ("MODIFIED", ["b/c"]),
+        ("MODIFIED", ["b/c"]),
+        ("DELETED", ["b/c"]),
+    ]
+    assert events[0][1]["metadata"]["resourceVersion"] == one_left["metadata"]["resourceVersion"]
 
 
 async def test_custom_resources_and_discovery(api: k8s_client.ApiClient) -> None:

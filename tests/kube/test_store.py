@@ -95,3 +95,52 @@ def test_create_hooks_and_missing_name() -> None:
     with pytest.raises(store.StoreError) as missing:
         objects.create(resources.WORKLOADS, namespace="default", body={"metadata": {}})
     assert missing.value.status == 422
+
+
+def _without_finalizers(obj: dict[str, object]) -> dict[str, object]:
+    metadata = obj["metadata"]
+    assert isinstance(metadata, dict)
+    metadata.pop("finalizers", None)
+    return obj
+
+
+def test_a_dry_run_taking_the_last_finalizer_off_deletes_nothing() -> None:
+    """``?dryRun=All`` answers the object as asked for and neither removes it nor logs anything."""
+    objects = make_store()
+    objects.create(resources.JOBS, namespace="default", body={"metadata": {"name": "j", "finalizers": ["a/b"]}})
+    marked = objects.delete(resources.JOBS, namespace="default", name="j")
+    answer = objects.update(
+        resources.JOBS, namespace="default", name="j", subresource=None, change=_without_finalizers, dry_run=True
+    )
+    assert "finalizers" not in answer["metadata"] and answer["metadata"]["deletionTimestamp"]
+    assert objects.get(resources.JOBS, namespace="default", name="j") == marked
+    assert objects.log(resources.JOBS).since(objects.resource_version) == []
+
+
+def test_a_terminating_namespace_stays_while_it_holds_objects() -> None:
+    """A write to a terminating Namespace (no finalizer in its metadata) stores it: it goes only once nothing
+    is left in it (its spec's ``kubernetes`` finalizer, the namespace controller's), with one DELETED."""
+    objects = make_store()
+    objects.create(resources.NAMESPACES, namespace=None, body={"metadata": {"name": "team"}})
+    objects.create(resources.JOBS, namespace="team", body={"metadata": {"name": "j", "finalizers": ["a/b"]}})
+    objects.delete(resources.NAMESPACES, namespace=None, name="team")  # no event loop: swept at once
+    assert objects.get(resources.JOBS, namespace="team", name="j")["metadata"]["deletionTimestamp"]
+    before = objects.resource_version
+
+    def labelled(obj: dict[str, object]) -> dict[str, object]:
+        metadata = obj["metadata"]
+        assert isinstance(metadata, dict)
+        metadata["labels"] = {**metadata.get("labels", {}), "x": "y"}
+        return obj
+
+    objects.update(resources.NAMESPACES, namespace=None, name="team", subresource=None, change=labelled)
+    assert objects.get(resources.NAMESPACES, namespace=None, name="team")["status"]["phase"] == "Terminating"
+    objects.update(resources.JOBS, namespace="team", name="j", subresource=None, change=_without_finalizers)
+    assert [
+        (event.type, event.object["metadata"]["name"])
+        for event in objects.log(resources.NAMESPACES).since(before) or []
+    ] == [
+        ("MODIFIED", "team"),
+        ("DELETED", "team"),
+    ]
+    assert [event.type for event in objects.log(resources.JOBS).since(before) or []] == ["DELETED"]
