@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_HOME = Path(".kueue-es")
+#: Seconds a Job or plain Pod runs on the simulated kubelet of ``demo`` and ``up --emulator`` (``--duration``).
+DEFAULT_SIM_DURATION = 3.0
 #: The decider services (kueue_es.deciders): the roles replay re-checks, each on its own NATS head.
 DECIDER_SERVICES = ("admitter", "preemptor", "tas-placer", "multikueue")
 COHOSTED = "deciders"
@@ -125,7 +127,12 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the quick start on an emulated cluster and replay it")
     demo.add_argument("--keep", action="store_true", help="leave everything running and say how to connect")
     demo.add_argument("--jobs", type=int, default=5, help="copies of Kueue's sample Job to submit (default 5)")
-    demo.add_argument("--duration", type=float, default=3.0, help="seconds each Job runs (default 3)")
+    demo.add_argument(
+        "--duration",
+        type=float,
+        default=DEFAULT_SIM_DURATION,
+        help=f"seconds each Job runs (default {DEFAULT_SIM_DURATION:g})",
+    )
     demo.add_argument("--dir", type=Path, default=None, help="run directory (default: a new temp dir)")
     demo.add_argument(
         "--preempt",
@@ -150,6 +157,14 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="start nats-server and the five services against a cluster")
     _kube_options(up)
     up.add_argument("--emulator", action="store_true", help="start an emulated API server instead of a cluster")
+    up.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --emulator: seconds each Job or plain Pod runs on its simulated kubelet, as in the demo"
+        f" (default {DEFAULT_SIM_DURATION:g}; the annotation kueue-es.dev/sim-duration-seconds sets one's own)",
+    )
     up.add_argument(
         "--visibility-port",
         type=int,
@@ -1779,6 +1794,18 @@ def _run_up(args: argparse.Namespace) -> int:
     if args.crds and not args.emulator:
         print("error: --crds installs CRDs on the emulator: give --emulator, or kubectl apply them", file=sys.stderr)
         return 2
+    if args.duration is not None and not args.emulator:
+        print(
+            "error: --duration is how long the emulator's simulated kubelet runs a Job: give --emulator"
+            " (on a cluster its kubelets run the pods)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.duration is not None and not args.duration >= 0:
+        print(f"error: --duration must be 0 or more seconds, not {args.duration:g}", file=sys.stderr)
+        return 2
+    if args.duration is None:
+        args.duration = DEFAULT_SIM_DURATION
     if isinstance(crd_documents := _load_crds(args), str):
         print(f"error: {crd_documents}", file=sys.stderr)
         return 2

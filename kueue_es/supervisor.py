@@ -753,6 +753,11 @@ async def run_up(args: argparse.Namespace) -> int:
     process is in a crash loop (it names the process, its log and the log's last lines);
     and 130 after Ctrl-C or SIGTERM (every process started is stopped first). The
     supervisor's own JSON log is ``<dir>/logs/up.log``.
+
+    With ``--emulator`` it also runs, in this process, what the demo runs beside the emulated API server:
+    the simulated controllers, the simulated kubelet (``args.duration``: seconds a Job or plain Pod runs
+    without the ``kueue-es.dev/sim-duration-seconds`` annotation, set by the CLI) and the fake
+    cluster-autoscaler.
     """
     from rich.console import Console
 
@@ -763,6 +768,7 @@ async def run_up(args: argparse.Namespace) -> int:
     from kueue_es.sim.autoscaler import FakeAutoscaler
     from kueue_es.sim.controllers import SimulatedControllers
     from kueue_es.sim.emulator import serve_emulator
+    from kueue_es.sim.kubelet import SimulatedKubelet
 
     console = Console(soft_wrap=True, stderr=True)
     _stop_on_sigterm()
@@ -814,12 +820,18 @@ async def run_up(args: argparse.Namespace) -> int:
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
             kube_args = ["--kube-server", emulator.url] + kube_args
             console.print(f"emulated cluster: kubeconfig {run_dir / 'kubeconfig'}", highlight=False)
-            # Deployments, StatefulSets, LeaderWorkerSets make pods there, and ungated pods run
+            # as in the demo: Deployments, StatefulSets, LeaderWorkerSets make pods there, ungated pods run,
+            # and unsuspended Jobs and started plain Pods finish after --duration (or their annotation's time)
             sim_api = await kube.make_api_client(server=emulator.url)
             stack.push_async_callback(sim_api.close)
-            controllers = asyncio.create_task(SimulatedControllers(sim_api).run(), name="sim-controllers")
-            autoscaler = asyncio.create_task(FakeAutoscaler(sim_api).run(), name="fake-autoscaler")
-            stack.push_async_callback(cancel_and_wait, [controllers, autoscaler])
+            simulated = [
+                asyncio.create_task(SimulatedControllers(sim_api).run(), name="sim-controllers"),
+                asyncio.create_task(
+                    SimulatedKubelet(sim_api, default_duration_seconds=args.duration).run(), name="sim-kubelet"
+                ),
+                asyncio.create_task(FakeAutoscaler(sim_api).run(), name="fake-autoscaler"),
+            ]
+            stack.push_async_callback(cancel_and_wait, simulated)
         checkpoint_dir = getattr(args, "checkpoints", None)
         supervisor = Supervisor(
             nats_url=nats_url,

@@ -28,6 +28,7 @@ import yaml
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.sim.emulator import serve_emulator
+from kueue_es.sim.kubelet import SIM_DURATION_ANNOTATION
 from kueue_es.supervisor import SERVICES
 
 EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples"
@@ -253,6 +254,65 @@ async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
         code = await asyncio.wait_for(up.wait(), timeout=30)
     assert code == 130, out.read_text()
     assert "stopped: " + ", ".join(f"{service} 0" for service in SERVICES) in " ".join(out.read_text().split())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_up_emulator_runs_the_demos_simulated_kubelet(tmp_path: Path) -> None:
+    """``up --emulator`` runs the simulated kubelet the demo runs: an admitted Job runs ``--duration`` seconds
+    (here 600: it is still running at the end) unless its ``kueue-es.dev/sim-duration-seconds`` annotation
+    says otherwise (here 1: it completes, and its Workload finishes)."""
+    home = tmp_path / "home"
+    out = tmp_path / "up.out"
+    up = await start_up("--emulator", "--duration", "600", "--dir", str(home), log=out)
+    api: Any = None
+    try:
+
+        async def is_up() -> bool:
+            assert up.returncode is None, out.read_text()
+            return "kueue-es is up" in out.read_text()
+
+        await until(is_up, timeout=90, what="kueue-es up", log=out)
+        api = await kube.make_api_client(kubeconfig=home / "kubeconfig")
+        for doc in kube.read_manifests(EXAMPLES / "admin/single-clusterqueue-setup.yaml"):
+            await kube.apply_manifest(api, doc)
+        [sample] = kube.read_manifests(EXAMPLES / "jobs/sample-job.yaml")
+        short = {**sample, "metadata": {**sample["metadata"], "annotations": {SIM_DURATION_ANNOTATION: "1"}}}
+        quick = (await kube.apply_manifest(api, short))["metadata"]["name"]
+        slow = (await kube.apply_manifest(api, sample))["metadata"]["name"]
+
+        async def conditions(ref: resources.ResourceRef, name: str) -> dict[str, str]:
+            stored = await kube.get_object(api, ref, namespace="default", name=name)
+            return {c["type"]: c["status"] for c in (stored.get("status") or {}).get("conditions") or []}
+
+        async def workload_of(job: str) -> str | None:
+            workloads, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+            owned = [w for w in workloads if any(r["name"] == job for r in w["metadata"].get("ownerReferences", []))]
+            return owned[0]["metadata"]["name"] if owned else None
+
+        async def quick_finished() -> bool:
+            if (await conditions(resources.JOBS, quick)).get("Complete") != "True":
+                return False
+            workload = await workload_of(quick)
+            return workload is not None and (await conditions(resources.WORKLOADS, workload)).get("Finished") == "True"
+
+        async def slow_running() -> dict[str, Any] | None:
+            stored = await kube.get_object(api, resources.JOBS, namespace="default", name=slow)
+            status = stored.get("status") or {}
+            return stored if status.get("startTime") and status.get("active") == 3 else None
+
+        await until(quick_finished, timeout=90, what=f"Job {quick} complete and its Workload finished", log=out)
+        running = await until(slow_running, timeout=60, what=f"Job {slow} running", log=out)
+        assert running["spec"]["suspend"] is False
+        assert "Complete" not in await conditions(resources.JOBS, slow)
+        assert (await kube.get_object(api, resources.JOBS, namespace="default", name=quick))["status"]["succeeded"] == 3
+    finally:
+        if api is not None:
+            await api.close()
+        if up.returncode is None:
+            up.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(up.wait(), timeout=30)
+    assert code == 130, out.read_text()
 
 
 def child_pid(parent: int, needle: str) -> int:

@@ -30,7 +30,10 @@ async def test_kubectl_get_raw_shows_pending_positions_under_up(tmp_path: Path) 
         len(SERVICES) + 6
     )  # the services, supervisor, compactor, visibility, publisher, edge, provisioning
     visibility_health = f"http://127.0.0.1:{port + len(SERVICES) + 2}"
-    up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
+    # the admitted Jobs run (the simulated kubelet) longer than the test: three stay pending
+    up = await start_up(
+        "--emulator", "--duration", "600", "--dir", str(home), "--health-port", str(port), log=out
+    )  # fmt: skip
     kubeconfig = home / "kubeconfig"
     try:
 

@@ -1,4 +1,5 @@
-"""``kueue-es demo --crds PATH`` and ``up --emulator --crds PATH``: CRD files are checked before anything starts."""
+"""``kueue-es demo --crds PATH`` and ``up --emulator --crds PATH``: CRD files are checked before anything starts;
+and ``up``'s other emulator-only option, ``--duration``."""
 
 from __future__ import annotations
 
@@ -32,3 +33,14 @@ def test_up_takes_crds_only_with_the_emulator(tmp_path: Path, capsys: pytest.Cap
     crds = Path(__file__).resolve().parents[1] / "fixtures" / "crds" / "workload.codeflare.dev_appwrappers.yaml"
     assert cli.main(["up", "--kube-server", "http://127.0.0.1:1", "--dir", str(tmp_path), "--crds", str(crds)]) == 2
     assert "--crds installs CRDs on the emulator" in capsys.readouterr().err
+
+
+def test_up_takes_a_kubelet_duration_only_with_the_emulator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--duration`` is the emulator's simulated kubelet's (as the demo's): refused against a cluster, and
+    refused negative, before anything starts."""
+    assert cli.main(["up", "--kube-server", "http://127.0.0.1:1", "--dir", str(tmp_path), "--duration", "5"]) == 2
+    assert "--duration is how long the emulator's simulated kubelet runs a Job: give --emulator" in (
+        capsys.readouterr().err
+    )
+    assert cli.main(["up", "--emulator", "--dir", str(tmp_path), "--duration", "-1"]) == 2
+    assert "--duration must be 0 or more seconds, not -1" in capsys.readouterr().err
