@@ -255,6 +255,13 @@ class JobTracker:
                 await self.publisher.delete_workload(wl_key, version=version)
             return
         known = wl_key in self.publisher.known["Workload"]
+        if not known and isinstance(fact, types.WorkloadObserved) and objects.meta(obj).get("deletionTimestamp"):
+            # a job being deleted is only finalized, never given a Workload (Kueue reconciler.go
+            # ReconcileGenericJob: loadJob's shouldFinalize comes before ensureOneWorkload): its Workload went
+            # first, deleted by the garbage collector (kubectl delete --cascade=foreground), or it never had one
+            self.recreated_at.pop(wl_key, None)
+            log.info("deleting_job_gets_no_workload", job=f"{kind} {wl_key[0]}/{objects.name_of(obj)}")
+            return
         if (
             isinstance(fact, types.WorkloadFinished)
             and (fact.workload.namespace, fact.workload.name) not in self.publisher.known["Workload"]
@@ -580,7 +587,9 @@ class JobTracker:
         once stopped (Kueue reconciler.go: a Workload marked for deletion stops its job; a job with no Workload
         gets a new one). Nothing when its job is gone too (that deletion is the job's) -- but an orphaned
         workload's (:meth:`workload_object_orphaned`), which outlived its job, is deleted now --, for an object
-        that is not the workload the log holds for the job and for an elastic job's slices. A single Pod's or a
+        that is not the workload the log holds for the job and for an elastic job's slices. A job being deleted
+        (``deletionTimestamp``: ``kubectl delete --cascade=foreground``, whose garbage collector deletes the
+        Workload before the job): the workload is deleted with no stop and no new one. A single Pod's or a
         pod group's: :meth:`_pods_workload_deleted` (its pods are deleted, not given a new one)."""
         key = (objects.namespace_of(obj), objects.name_of(obj))
         object_uid = objects.uid_of(obj)
@@ -619,6 +628,15 @@ class JobTracker:
         version = objects.resource_version(obj)
         if object_uid:
             self._seen_deleted(object_uid)
+        if objects.meta(job).get("deletionTimestamp"):
+            # its job is being deleted and the garbage collector deletes the Workload first (kubectl delete
+            # --cascade=foreground: the job waits for it): the workload goes with its job, which is neither
+            # stopped nor given a new one (Kueue reconciler.go: a job being deleted is only finalized)
+            await self.publisher.delete_workload(
+                key, version=f"gone@{object_uid}", uid=known.metadata.uid, at_ms=self.clock()
+            )
+            log.info("deleting_jobs_workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {owner.name}")
+            return
         context = self.inputs.context(key, previous=known)
         if isinstance(_convert(kind, job, now_ms=self.clock(), context=context), types.WorkloadFinished):
             # a finished job's Workload (the retention policies' afterFinished, or a hand): gone, and no new one made

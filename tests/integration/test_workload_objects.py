@@ -1649,3 +1649,61 @@ async def test_a_job_deleted_with_orphan_propagation_is_seen_orphaned_from_the_j
 
     assert (finished.reason, finished.message) == ("OwnerNotFound", "The workload's owner no longer exists")
     assert "ObjectDeleted" not in story
+
+
+async def _record(api, ref, seen: list[tuple[int, str, dict[str, Any]]]) -> None:
+    """Every change of kind ``ref`` in namespace default, as (resourceVersion, type, object), until cancelled."""
+    async for change in kube.watch_objects(api, ref, namespace="default"):
+        if isinstance(change, kube.WatchEvent):
+            seen.append((int(change.object["metadata"]["resourceVersion"]), change.type, change.object))
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_jobs_deleted_in_the_foreground_take_their_workloads_and_get_no_new_ones(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kubectl delete job waiting runner --cascade=foreground`` on a running admitted Job and a Job waiting
+    behind it: each Job gets ``deletionTimestamp`` and the ``foregroundDeletion`` finalizer, the garbage
+    collector deletes its Workload first (held by Kueue's finalizer until the dispatcher takes it off), then the
+    Job. Each workload is deleted once, the runner's quota released (Deleted). Kueue's job reconciler only
+    finalizes a job being deleted (reconciler.go ReconcileGenericJob: loadJob's shouldFinalize): no stop, no new
+    Workload. Before, the watcher took the collector's deletion for a deletion by hand and gave the waiting Job
+    a new Workload, which was admitted into the quota the runner had just released."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    jobs_seen: list[tuple[int, str, dict[str, Any]]] = []
+    workloads_seen: list[tuple[int, str, dict[str, Any]]] = []
+    async with (
+        _kueue(api, bus),
+        running(_record(api, JOBS, jobs_seen), _record(api, resources.WORKLOADS, workloads_seen)),
+    ):
+        await set_up(api, cpu=3)
+        runner = await _started(api, bus, "runner", parallelism=3)
+        await kube.apply_manifest(api, job("waiting", parallelism=2))
+        [waiting] = await wait_for(bus, types.WorkloadInadmissible)
+        await eventually(
+            api, resources.WORKLOADS, namespace="default", name=waiting.workload.name, check=has_kueue_finalizer
+        )
+        # the waiting Job first: deleted after the runner, its own Workload could take the quota released meanwhile
+        await kubectl.ok("delete", "job", "waiting", "runner", "--cascade=foreground", "--wait=false")
+        await gone(api, JOBS, namespace="default", name="runner")
+        await gone(api, JOBS, namespace="default", name="waiting")
+        [released] = await wait_for(bus, types.QuotaReleased, workload=runner)
+        deleted = await wait_for(bus, types.ObjectDeleted, kind="Workload", count=2)
+        await asyncio.sleep(0.5)  # whatever else the deletions would bring
+        listed, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+
+    assert released.reason == "Deleted"
+    assert sorted(d.name for d in deleted) == sorted([runner.name, waiting.workload.name])
+    assert len(await events_of(bus, types.WorkloadObserved)) == 2  # no new Workload for either Job
+    assert [e.workload.key for e in await events_of(bus, types.WorkloadAdmitted)] == [runner.key]
+    assert listed == []
+    for name, wl in (("runner", runner.name), ("waiting", waiting.workload.name)):
+        marked = [
+            o
+            for _, t, o in jobs_seen
+            if t == "MODIFIED" and o["metadata"]["name"] == name and o["metadata"].get("deletionTimestamp")
+        ]
+        assert marked and marked[0]["metadata"]["finalizers"] == ["foregroundDeletion"], name
+        job_gone = next(rv for rv, t, o in jobs_seen if t == "DELETED" and o["metadata"]["name"] == name)
+        wl_gone = next(rv for rv, t, o in workloads_seen if t == "DELETED" and o["metadata"]["name"] == wl)
+        assert wl_gone < job_gone, name
