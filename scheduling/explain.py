@@ -35,6 +35,28 @@ from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.scheduling import dra, lifecycle, preemption, provisioning, queues, slices, visibility
 
+FINISH_OUTCOMES: dict[str, str] = {
+    "Succeeded": "succeeded",  # kueue.WorkloadFinishedReasonSucceeded: its job succeeded
+    "Failed": "failed",  # kueue.WorkloadFinishedReasonFailed: its job failed
+    # jobframework reconciler.go FailedToStartFinishedReason: the job could not be started
+    "FailedToStart": "failed to start",
+    # kueue.WorkloadFinishedReasonOutOfSync: a prebuilt Workload its job no longer matches
+    "OutOfSync": "ended out of sync with its job",
+    # kueue.WorkloadFinishedReasonOwnerNotFound: its owner was deleted (the Workload left orphaned)
+    "OwnerNotFound": "orphaned: its owner was deleted",
+    # kueue.WorkloadSliceReplaced: an elastic job's slice a newer one replaced
+    "WorkloadSliceReplaced": "replaced by a new workload slice",
+}
+"""What each reason of Kueue's Finished condition (status True) says happened to the workload
+(apis/kueue/v1beta2/workload_types.go WorkloadFinishedReason*, WorkloadSliceReplaced)."""
+
+
+def finish_outcome(reason: str) -> str:
+    """A Finished condition's ``reason`` in words (:data:`FINISH_OUTCOMES`); ``"finished"`` for another reason
+    (a standalone Workload's user writes its own), which says nothing about success."""
+    return FINISH_OUTCOMES.get(reason, "finished")
+
+
 _STARTED = frozenset({"Started", "Recovered", "WaitForRecovery"})
 """PodsReady reasons only a job whose pods started reports (Kueue's generatePodsReadyCondition)."""
 
@@ -376,9 +398,17 @@ class StoryCollector:
                 state = "Retry" if isinstance(event, types.MultiKueueCheckRetry) else "Rejected"
                 self._add(key, seq, event, "check", f"MultiKueue check {event.check} is {state}: {event.message}")
             case types.WorkloadFinished():
-                outcome = "succeeded" if event.succeeded else "failed"
+                outcome = finish_outcome(event.reason)
                 message = f": {event.message}" if event.message else ""
-                self._add(key, seq, event, "finished", f"{outcome} ({event.reason}){message}")
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "finished",
+                    f"{outcome} ({event.reason}){message}",
+                    reason=event.reason,
+                    outcome=outcome,
+                )
 
     def repeats(self, key: str) -> int:
         """How many pending outcomes repeated the reason and message already told (not shown as lines)."""

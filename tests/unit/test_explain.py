@@ -602,3 +602,36 @@ def test_a_deleted_workload_that_held_quota_is_deleted_after_its_release(
     report = json.loads(out)
     assert [line["what"] for line in report["story"]][-2:] == ["deleted", "released"]
     assert report["status"] == "deleted"
+
+
+@pytest.mark.parametrize(
+    ("reason", "succeeded", "told"),
+    [
+        ("Succeeded", True, "succeeded (Succeeded)"),
+        ("Failed", False, "failed (Failed)"),
+        ("FailedToStart", False, "failed to start (FailedToStart)"),
+        ("OutOfSync", False, "ended out of sync with its job (OutOfSync)"),
+        ("OwnerNotFound", False, "orphaned: its owner was deleted (OwnerNotFound)"),
+        ("WorkloadSliceReplaced", True, "replaced by a new workload slice (WorkloadSliceReplaced)"),
+        ("Done", True, "finished (Done)"),  # a standalone Workload's own reason
+    ],
+)
+def test_a_finish_is_told_by_kueues_finished_reason(
+    reason: str, succeeded: bool, told: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An admitted workload finished: the story tells what its Finished reason (Kueue's
+    WorkloadFinishedReason*) says happened. Before, every reason but a success was "failed": a Workload
+    finished OwnerNotFound (its Job deleted with --cascade=orphan) read as a failed one."""
+    log = _recorded()
+    uid = log.state.workloads["default/low"].workload.metadata.uid
+    message = "The workload's owner no longer exists"
+    ref = types.WorkloadRef(namespace="default", name="low", uid=uid)
+    log.fact(types.WorkloadFinished(workload=ref, succeeded=succeeded, reason=reason, message=message, at_ms=NOW))
+    path = log.write(tmp_path / "finished.jsonl")
+    code, out, err = _run(capsys, "explain", "default/low", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    [finished] = [line for line in report["story"] if line["what"] == "finished"]
+    assert finished["text"] == f"{told}: {message}"
+    assert finished["detail"] == {"reason": reason, "outcome": told.rsplit(" (", 1)[0]}
+    assert report["status"] == "finished"
