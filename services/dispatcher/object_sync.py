@@ -41,7 +41,7 @@ import structlog
 
 from kueue_es.events import manifests, models, slices, subjects, types
 from kueue_es.events.bus.base import Bus
-from kueue_es.jobframework import integrations, prebuilt
+from kueue_es.jobframework import integrations, prebuilt, workloads
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
@@ -543,6 +543,9 @@ class WorkloadSync:
         Kueue's status fields are server-side applied with the dispatcher's field manager;
         what the user writes there (a Finished condition, admission check states) is read
         back by the watcher. The object gone (404) is left to the watcher's deletion fact.
+        One finished ``OwnerNotFound`` (a job's Workload made without its owner) loses Kueue's
+        ``resource-in-use`` finalizer too, as Kueue's FinalizeOrphanedWorkload (pkg/workload/workload.go)
+        takes it off.
         """
         meta = wl.workload.metadata
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
@@ -550,18 +553,24 @@ class WorkloadSync:
         generation = int(objects.meta(stored or {}).get("generation") or meta.generation or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         wanted = status.with_object_uids(wanted, self.stored.object_uid)
-        if stored is not None and _managed(stored, status.WORKLOAD_STATUS_FIELDS) == wanted:
-            return
-        body = {
-            "apiVersion": resources.WORKLOADS.api_version,
-            "kind": "Workload",
-            "metadata": {"name": meta.name, "namespace": meta.namespace},
-            "status": wanted,
-        }
-        try:
-            self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status"))
-        except kube_errors.NotFoundError:
-            log.info("standalone_workload_not_in_cluster", workload=key)
+        if stored is None or _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
+            body = {
+                "apiVersion": resources.WORKLOADS.api_version,
+                "kind": "Workload",
+                "metadata": {"name": meta.name, "namespace": meta.namespace},
+                "status": wanted,
+            }
+            try:
+                stored = self.stored.keep(
+                    ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status")
+                )
+            except kube_errors.NotFoundError:
+                log.info("standalone_workload_not_in_cluster", workload=key)
+                return
+        orphaned = wl.finished is not None and wl.finished.reason == workloads.OWNER_NOT_FOUND_REASON
+        if orphaned and RESOURCE_IN_USE_FINALIZER in _finalizers(stored):
+            await self.stored.let_go(meta.namespace, meta.name, deleting=True)
+            self.stored.objects.pop(ident, None)  # its metadata changed: read afresh on its next write
 
     async def _sync_failed(self, wl: WorkloadState, *, seq: int, err: kube_errors.ApiError) -> None:
         self.stored.failures += 1

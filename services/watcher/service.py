@@ -323,7 +323,7 @@ class Watcher:
             await self.standalone.resynced(listed, version=version, claimed=prebuilt.claims)
             await self.jobs.workloads_listed(listed, version=version)
             for obj in listed:
-                if not standalone.is_standalone(obj) and not prebuilt.claims(obj):
+                if not self.standalone.stands_alone(obj) and not prebuilt.claims(obj):
                     if objects.meta(obj).get("deletionTimestamp"):
                         # marked for deletion while no watcher ran (held by Kueue's finalizer): seen now
                         await self.jobs.workload_object_deleted(obj)
@@ -346,7 +346,7 @@ class Watcher:
                 await self.jobs.prebuilt.workload_changed(change, obj)
                 return
             self.jobs.prebuilt.remember(change, obj)  # a job may name it later
-            if standalone.is_standalone(obj):
+            if self.standalone.stands_alone(obj):  # a job's Workload made without its owner too
                 await self.standalone.changed(change, obj)
             elif change == "DELETED" or objects.meta(obj).get("deletionTimestamp"):
                 # marked for deletion (Kueue's finalizer holds it until its job is stopped) or gone: a terminating

@@ -22,6 +22,17 @@ A Workload object is standalone when it has no owner reference: those the
 dispatcher writes for jobs always have one (the job). One a job names as its
 prebuilt Workload, and may adopt, is that job's even before the dispatcher wrote
 the owner reference (:mod:`kueue_es.services.watcher.prebuilt_tracking`).
+
+One with no owner reference but a job's ``kueue.x-k8s.io/job-uid`` label is a
+job's Workload whose owner is gone: Kueue's workload controller finishes it
+``OwnerNotFound`` (workload_controller.go Reconcile, isOrphanedWorkload; workload.go
+FinalizeOrphanedWorkload; FinishOrphanedWorkloads, on by default) and never admits it
+again. When the log holds it as a job's workload (the job deleted with
+``--cascade=orphan``) the job side finishes it
+(:meth:`~kueue_es.services.watcher.job_tracking.JobTracker.workload_object_orphaned`);
+any other such object -- made by hand (``kubectl apply``), or left while no watcher
+ran -- is published here like a standalone one, and finished ``OwnerNotFound`` at once
+(:meth:`StandaloneTracker.stands_alone`).
 """
 
 from __future__ import annotations
@@ -40,6 +51,10 @@ from kueue_es.services.watcher.publishing import Publisher, log_rejection
 from kueue_es.services.watcher.reporting import ProgressReporter
 
 log = structlog.get_logger(__name__)
+
+#: Kueue's Finished reasons that are no success (workload_types.go WorkloadFinishedReason*, reconciler.go
+#: FailedToStart); any other reason a user writes counts as one.
+_NOT_SUCCEEDED = frozenset({"Failed", "FailedToStart", "OutOfSync", workloads.OWNER_NOT_FOUND_REASON})
 
 #: Reported by the watcher for a standalone workload's PodsReady condition (SEMANTICS-ADVANCED C.2).
 _READY_REASONS = {True: "Started", False: "WaitForStart"}
@@ -76,12 +91,25 @@ class StandaloneTracker:
         """A fresh list of Workloads: standalone ones the log holds and the list misses are deleted; those a job
         adopts (``claimed``: its prebuilt Workload, :mod:`~kueue_es.services.watcher.prebuilt_tracking`) are
         not published here."""
-        live = {_key(obj) for obj in listed if is_standalone(obj)}
+        live = {_key(obj) for obj in listed if self.stands_alone(obj)}
         for key in sorted(self.standalone_known() - live):
             await self.publisher.delete_workload(key, version=version)
         for obj in listed:
-            if is_standalone(obj) and not claimed(obj):
+            if self.stands_alone(obj) and not claimed(obj):
                 await self.changed("ADDED", obj)
+
+    def stands_alone(self, obj: objects.KubeObject) -> bool:
+        """Whether this tracker publishes Workload object ``obj``: a standalone one (:func:`is_standalone`), or
+        one without owner references but with the ``kueue.x-k8s.io/job-uid`` label
+        (:func:`kueue_es.jobframework.workloads.is_orphaned`) the log does not hold as a job's workload (made so
+        by hand: it is finished ``OwnerNotFound``, :meth:`changed`)."""
+        if is_standalone(obj):
+            return True
+        if not workloads.is_orphaned(cast(Mapping[str, Any], obj)):
+            return False
+        key = _key(obj)
+        known = self.publisher.workloads.get(key)
+        return not (known is not None and known.owner is not None and key in self.publisher.known["Workload"])
 
     def standalone_known(self) -> set[Key]:
         """The workloads the log holds that came from no job (their last fact had no owner)."""
@@ -104,6 +132,8 @@ class StandaloneTracker:
         status = obj.get("status")
         status = status if isinstance(status, dict) else {}
         conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+        if workloads.is_orphaned(cast(Mapping[str, Any], obj)):
+            await self._owner_not_found(key, ref, conditions.get("Finished"))
         await self.reporter.check_entries(ref, status, version=version)
         await self._pods_ready(key, ref, conditions.get("PodsReady"), version=version)
         reclaimable = {
@@ -115,13 +145,26 @@ class StandaloneTracker:
         await self._stopped(key, ref, conditions)
         await self._finished(key, ref, conditions.get("Finished"))
 
+    async def _owner_not_found(self, key: Key, ref: types.WorkloadRef, condition: Mapping[str, Any] | None) -> None:
+        """A job's Workload with no owner (:meth:`stands_alone`), not finished yet: WorkloadFinished
+        ``OwnerNotFound``, "The workload's owner no longer exists", right after its WorkloadObserved, once (the
+        Msg-Id of :meth:`_finished`, which then sees the condition the dispatcher writes as told). Kueue:
+        workload_controller.go Reconcile finishes it at once (isOrphanedWorkload, workload.go
+        FinalizeOrphanedWorkload); only a scheduling cycle run in between admits it first (its quota is
+        released when it finishes)."""
+        if key in self.finished or (condition is not None and condition.get("status") == "True"):
+            return
+        await self.publisher.emit(workloads.owner_not_found(ref, at_ms=self.clock()), version=f"finished.{ref.uid}")
+        self.finished.add(key)
+        log.info("workload_owner_not_found", workload=ref.key)
+
     async def _finished(self, key: Key, ref: types.WorkloadRef, condition: Mapping[str, Any] | None) -> None:
         if condition is None or condition.get("status") != "True" or key in self.finished:
             return
         reason = str(condition.get("reason") or "Succeeded")
         fact = types.WorkloadFinished(
             workload=ref,
-            succeeded=reason != "Failed",
+            succeeded=reason not in _NOT_SUCCEEDED,
             reason=reason,
             message=str(condition.get("message") or ""),
             at_ms=self._time(condition),

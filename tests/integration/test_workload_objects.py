@@ -1616,7 +1616,9 @@ async def test_an_orphaned_workload_stays_when_its_job_goes_and_after_a_restart(
         await gone(api, JOBS, namespace="default", name="runner")
         kept = await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=_orphaned)
         await asyncio.sleep(0.5)
-    async with running(*watch_with_workloads(Watcher(bus=bus, api=api))):
+    restarted = Watcher(bus=bus, api=api)
+    await restarted.learn_from_log()  # as a restart does (service.run): the log holds it as the Job's workload
+    async with running(*watch_with_workloads(restarted)):
         await asyncio.sleep(1.0)
     story = await _about(bus, ref)
 
@@ -1707,3 +1709,80 @@ async def test_jobs_deleted_in_the_foreground_take_their_workloads_and_get_no_ne
         job_gone = next(rv for rv, t, o in jobs_seen if t == "DELETED" and o["metadata"]["name"] == name)
         wl_gone = next(rv for rv, t, o in workloads_seen if t == "DELETED" and o["metadata"]["name"] == wl)
         assert wl_gone < job_gone, name
+
+
+HAND_MADE_ORPHAN = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: hand-made
+  namespace: default
+  labels:
+    kueue.x-k8s.io/job-uid: 0b3c3f4e-5a1d-4d7e-9a51-000000000001
+  finalizers:
+  - kueue.x-k8s.io/resource-in-use
+spec:
+  queueName: user-queue
+  podSets:
+  - name: main
+    count: 3
+    template:
+      spec:
+        containers:
+        - name: c
+          resources:
+            requests:
+              cpu: "1"
+"""
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_workload_made_by_hand_with_a_job_uid_and_no_owner_is_finished_owner_not_found(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kubectl apply`` of a Workload with the ``kueue.x-k8s.io/job-uid`` label and no owner reference (a job's
+    Workload whose owner is gone): Kueue's workload controller finishes it at once (workload_controller.go
+    Reconcile: isOrphanedWorkload, FinishOrphanedWorkloads on by default; workload.go FinalizeOrphanedWorkload):
+    Finished OwnerNotFound "The workload's owner no longer exists", Kueue's finalizer off, the object kept; it
+    holds no quota (a Job that needs all of it is admitted). Deleting it deletes the workload from the log.
+    Before, the watcher took it for a job's orphaned Workload the log did not hold and ignored it."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    manifest = tmp_path / "hand-made.yaml"
+    manifest.write_text(HAND_MADE_ORPHAN)
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kubectl.ok("apply", "-f", str(manifest))
+        [finished] = await wait_for(bus, types.WorkloadFinished)
+        kept = await eventually(api, resources.WORKLOADS, namespace="default", name="hand-made", check=_orphaned)
+        await kube.apply_manifest(api, job("after", parallelism=3))
+        after = await _admitted_job(bus, "after")
+        await asyncio.sleep(0.3)  # whatever else the Workload's changes would bring
+        story = await _about(bus, finished.workload)
+        await kubectl.ok("delete", "workload", "hand-made")
+        [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload")
+        listed = await kubectl.ok("get", "workload", "-o", "name")
+    [observed] = [e for e in await events_of(bus, types.WorkloadObserved) if e.workload.metadata.name == "hand-made"]
+
+    assert (finished.workload.name, finished.reason, finished.message, finished.succeeded) == (
+        "hand-made",
+        "OwnerNotFound",
+        "The workload's owner no longer exists",
+        False,
+    )
+    assert observed.workload.owner is None
+    assert kept["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": "0b3c3f4e-5a1d-4d7e-9a51-000000000001"}
+    assert "ownerReferences" not in kept["metadata"]
+    assert after.pod_set_assignments[0].count == 3  # all the quota: the hand-made Workload holds none
+    assert story.count("WorkloadObserved") == 1 and story.count("WorkloadFinished") == 1
+    assert (deleted.namespace, deleted.name) == ("default", "hand-made")
+    assert listed.split() == [f"workload.kueue.x-k8s.io/{after.workload.name}"]
+
+
+async def _admitted_job(bus: MemoryBus, job_name: str) -> types.WorkloadAdmitted:
+    """The admission of Job ``job_name``'s workload, once on the log."""
+    async with asyncio.timeout(10):
+        while True:
+            for event in await events_of(bus, types.WorkloadAdmitted):
+                if event.workload.name.startswith(f"job-{job_name}-"):
+                    return event
+            await asyncio.sleep(0.02)
