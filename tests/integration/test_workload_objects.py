@@ -747,6 +747,9 @@ async def test_preemption_messages_name_the_workload_objects_uids_as_kueue_does(
         high["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
         await kube.apply_manifest(api, low)
         await wait_for(bus, types.WorkloadAdmitted)
+        # started before it is preempted: a Job evicted before its start was written stays suspended and,
+        # as in Kueue (a suspended job is not stopped), gets no Stopped Event
+        await eventually(api, JOBS, namespace="default", name="low", check=lambda o: o["spec"]["suspend"] is False)
         await kube.apply_manifest(api, high)
         [evicted] = await wait_for(bus, types.EvictionRequested)
         victim, winner = await workload_of(bus, "low"), await workload_of(bus, "high")
@@ -757,9 +760,18 @@ async def test_preemption_messages_name_the_workload_objects_uids_as_kueue_does(
 
         winner_object = await object_of(winner, lambda o: True)
         victim_object = await object_of(victim, lambda o: "Preempted" in conditions(o))
-        await wait_until(lambda: dispatcher.events_written >= 8, what="the preemption's Events")
-        await asyncio.sleep(0.3)
-        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+        # every Event this test reads, polled: the Job's Stopped comes with the stop's write, which may land
+        # after the Workloads' Events (a fixed count and pause read too early under load)
+        wanted = {(victim.name, "Preempted"), (victim.name, "EvictedDueToPreempted")}
+        wanted |= {(winner.name, "PreemptedWorkload"), ("low", "Stopped")}
+        listed: list[dict[str, Any]] = []
+        deadline = asyncio.get_running_loop().time() + 20
+        while True:
+            listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+            seen = {(e["involvedObject"]["name"], e["reason"]) for e in listed}
+            if wanted <= seen or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.05)
 
     winner_uid, victim_uid = winner_object["metadata"]["uid"], victim_object["metadata"]["uid"]
     # the API server gave the Workload objects UIDs of their own: the log's are the Jobs'
