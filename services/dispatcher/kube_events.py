@@ -284,6 +284,59 @@ def for_priority_update(
     return _on_job(workload, reason=UPDATED_REASON, message=message, at_ms=at_ms)
 
 
+NOT_MATCHING_UPDATE_MESSAGE = "Updated not matching Workload for suspended job: {key}"
+"""Kueue's message when it rewrites a waiting job's Workload to the job's new shape (reconciler.go
+updateWorkloadToMatchJob, ``%v`` of klog.KObj: ``NS/NAME``)."""
+
+
+def for_workload_update(
+    workload: models.Workload,
+    *,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    reserved: bool,
+    at_ms: int,
+) -> KubeEvent | None:
+    """The job framework's Normal ``UpdatedWorkload`` on the job whose Workload object was just written again over
+    an older one of its own: ``before`` is the object's ``spec`` as the server had it, ``after`` the ``spec``
+    written (API field names). When the pod sets (counts, templates) or ``maximumExecutionTimeSeconds`` differ and
+    the workload holds no quota, the job changed while it waited: Kueue finds no matching Workload, rewrites the
+    one it had (jobframework/reconciler.go ensureOneWorkload, updateWorkloadToMatchJob) and says "Updated not
+    matching Workload for suspended job: NS/NAME". Not for an elastic job's slice (workloadslicing.go
+    EnsureWorkloadSlices updates its count in place with no Event). Otherwise the priority class's Event, if any
+    (:func:`for_priority_update`). None for other owners."""
+    if not reserved and not slices.is_elastic(workload.metadata.annotations) and not _matches(before, after):
+        meta = workload.metadata
+        message = NOT_MATCHING_UPDATE_MESSAGE.format(key=f"{meta.namespace}/{meta.name}")
+        return _on_job(workload, reason=UPDATED_REASON, message=message, at_ms=at_ms)
+    return for_priority_update(
+        workload,
+        before=before.get("priorityClassRef"),
+        after=after.get("priorityClassRef"),
+        reserved=reserved,
+        at_ms=at_ms,
+    )
+
+
+_MATCHED_FIELDS = ("podSets", "maximumExecutionTimeSeconds")
+"""The parts of a Workload's spec Kueue compares with its job (reconciler.go EquivalentToWorkload)."""
+
+
+def _matches(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether the spec written (``after``) asks for what the stored one (``before``) does: every field of
+    :data:`_MATCHED_FIELDS` the same, a stored value allowed fields the server defaulted."""
+    return all(_within(after.get(name), before.get(name)) for name in _MATCHED_FIELDS)
+
+
+def _within(wanted: Any, stored: Any) -> bool:
+    """``wanted`` as ``stored`` has it, ``stored`` allowed keys of its own (maps by key, lists item by item)."""
+    if isinstance(wanted, Mapping):
+        return isinstance(stored, Mapping) and all(k in stored and _within(v, stored[k]) for k, v in wanted.items())
+    if isinstance(wanted, list):
+        return isinstance(stored, list) and len(stored) == len(wanted) and all(map(_within, wanted, stored))
+    return bool(wanted == stored)
+
+
 def _class_name(ref: Mapping[str, Any] | None) -> str:
     """The WorkloadPriorityClass a ``priorityClassRef`` names ("" for none, or a pod PriorityClass)."""
     return str(ref.get("name") or "") if ref is not None and ref.get("kind") == WORKLOAD_PRIORITY_CLASS else ""

@@ -216,7 +216,8 @@ class WorkloadSync:
     """Brings the Workload object and status of every changed workload made from a Job up to date; the
     Workload it creates is told to ``created`` (key, its CreatedWorkload Event if any, UID: recorded after the batch),
     one it writes Finished to ``finished`` (its job's FinishedWorkload Event, the object's UID), one it writes with
-    another WorkloadPriorityClass to ``updated`` (its job's UpdatedWorkload Event, the log sequence of the change).
+    another WorkloadPriorityClass, or with the new shape of a waiting job, to ``updated`` (its job's UpdatedWorkload
+    Event, the log sequence of the change).
     A write the server refuses is recorded as DispatchFailed ``SyncWorkload``, published through
     ``record`` when given (the dispatcher's results, without waiting: a publish that keeps failing
     holds no decision), else awaited.
@@ -403,17 +404,20 @@ class WorkloadSync:
             != (RESOURCE_IN_USE_FINALIZER in desired["metadata"].get("finalizers", ()))
         ):
             created = stored is None
-            before = None if stored is None else (stored.get("spec") or {}).get("priorityClassRef")
+            before = {} if stored is None else stored.get("spec") or {}
+            # what Kueue's reconciler would have read: the object as stored (a change and the admission that follows
+            # it may be written at once here)
+            reserved = stored is not None and _has_condition(stored.get("status"), "QuotaReserved")
             stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, desired))
             if created:
                 uid = str(objects.meta(stored).get("uid") or "")
                 self.created(key, kube_events.for_created_workload(wl.workload), uid)
             elif self.updated is not None:
-                updated = kube_events.for_priority_update(
+                updated = kube_events.for_workload_update(
                     wl.workload,
                     before=before,
-                    after=desired["spec"].get("priorityClassRef"),
-                    reserved=wl.reservation is not None,
+                    after=desired["spec"],
+                    reserved=reserved,
                     at_ms=wall_clock_ms(),
                 )
                 if updated is not None:
@@ -598,8 +602,13 @@ class WorkloadSync:
 
 def _is_finished(workload_status: Any) -> bool:
     """Whether a Workload status (as written or stored) has the Finished condition True."""
+    return _has_condition(workload_status, "Finished")
+
+
+def _has_condition(workload_status: Any, kind: str) -> bool:
+    """Whether a Workload status (as written or stored) has condition ``kind`` True."""
     conditions = (workload_status or {}).get("conditions") or []
-    return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions if isinstance(c, dict))
 
 
 def _replaced(wl: WorkloadState | None) -> bool:

@@ -13,8 +13,10 @@ integration (``<framework>-kueue-controller``).
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim.emulator import ClusterEmulator
 from tests.integration.harness import (
     RecordingConsumer,
     admitter,
@@ -40,6 +43,7 @@ from tests.integration.harness import (
 from tests.integration.test_jobset_pod_dispatch import JOBSETS, apply_example, until, write_status
 from tests.integration.test_pod_groups import member, pods_until, running_group, services, succeed, ungated
 from tests.integration.test_workload_objects import _complete, _kueue, _started, set_up
+from tests.kube.test_kubectl import Kubectl
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -248,3 +252,47 @@ async def test_a_priority_class_label_change_gets_updated_workload(api, bus: Mem
         ("Job", "waiter", "UpdatedWorkload", f"Updated workload priority class: default/{waiting.workload.name}"),
     ]
     assert summary(after) == summary(events)
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_waiting_jobs_new_shape_updates_its_workload_with_an_event(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kubectl patch job wide -p '{"spec":{"parallelism":2}}'`` on a Job waiting for quota it can never have (4
+    pods, 3 CPUs): Kueue finds no matching Workload, rewrites the one it had to the Job's new shape
+    (reconciler.go updateWorkloadToMatchJob) and records Normal UpdatedWorkload "Updated not matching Workload for
+    suspended job: NS/NAME" on the Job; the same Workload (its UID) is then admitted with 2 pods. Before, the
+    Workload was rewritten and admitted with no Event."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("wide", parallelism=4))
+        [waiting] = await wait_for(bus, types.WorkloadInadmissible)
+        before = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=waiting.workload.name)
+        await kubectl.ok("patch", "job", "wide", "--type=merge", "-p", '{"spec":{"parallelism":2}}')
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        await until(api, resources.JOBS, "wide", lambda o: o["spec"]["suspend"] is False)
+        events = await events_until(api, lambda s: any(e[2] == "Started" for e in s))
+        after = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=waiting.workload.name)
+        described = await kubectl.ok("describe", "job", "wide")
+        wide = await kube.get_object(api, resources.JOBS, namespace="default", name="wide")
+    name = waiting.workload.name
+    message = f"Updated not matching Workload for suspended job: default/{name}"
+
+    assert admitted.workload.name == name
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert [ps["count"] for ps in before["spec"]["podSets"]] == [4]
+    assert [ps["count"] for ps in after["spec"]["podSets"]] == [2]
+    assert after["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1", "memory": "200Mi"}
+    }
+    assert [(a.name, a.count) for a in admitted.pod_set_assignments or []] == [("main", 2)]
+    assert summary(events) == [
+        ("Job", "wide", "CreatedWorkload", f"Created Workload: default/{name}"),
+        ("Job", "wide", "Started", "Admitted by clusterQueue cluster-queue"),
+        ("Job", "wide", "UpdatedWorkload", message),
+    ]
+    [updated] = [e for e in events if e["reason"] == "UpdatedWorkload"]
+    assert updated["type"] == "Normal" and updated["source"] == {"component": "batch/job-kueue-controller"}
+    assert updated["involvedObject"]["uid"] == wide["metadata"]["uid"]
+    assert "UpdatedWorkload" in described and message in described

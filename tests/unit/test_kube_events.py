@@ -216,6 +216,51 @@ def test_updated_workload_when_the_workload_priority_class_changes() -> None:
         assert kube_events.for_priority_update(wl, before=before, after=after, reserved=reserved, at_ms=0) is None
 
 
+def test_updated_not_matching_workload_when_a_waiting_jobs_pod_sets_change() -> None:
+    """updateWorkloadToMatchJob: "Updated not matching Workload for suspended job: NS/NAME" on the job once its
+    Workload, holding no quota, is written with other pod sets or another maximumExecutionTimeSeconds; fields
+    the server defaulted in the stored spec are no change; a Workload holding quota, an elastic slice (its
+    count updated in place) and an unchanged shape get none (a changed class then gets the priority Event)."""
+    job = models.OwnerReference(api_version="batch/v1", kind="Job", name="x", uid="job-uid")
+    wl = _workload(job)
+    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    stored = {
+        "podSets": [{"name": "main", "count": 4, "template": {**template, "metadata": {}}}],
+        "queueName": "q",
+        "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"},
+    }
+    same = {
+        "podSets": [{"name": "main", "count": 4, "template": template}],
+        "queueName": "other",
+        "priorityClassRef": stored["priorityClassRef"],
+    }
+    changes = [
+        {**same, "podSets": [{"name": "main", "count": 2, "template": template}]},
+        {**same, "podSets": [{"name": "main", "count": 4, "template": {"spec": {"nodeSelector": {"a": "b"}}}}]},
+        {**same, "podSets": [*same["podSets"], {"name": "extra", "count": 1}]},
+        {**same, "maximumExecutionTimeSeconds": 60},
+    ]
+    for after in changes:
+        item = kube_events.for_workload_update(wl, before=stored, after=after, reserved=False, at_ms=at(5))
+        assert item is not None, after
+        assert (item.type, item.reason, item.message, item.job, item.at_ms) == (
+            "Normal",
+            "UpdatedWorkload",
+            "Updated not matching Workload for suspended job: team-a/job-x-1",
+            ("batch/v1", "Job", "job-uid"),
+            at(5),
+        )
+    assert kube_events.for_workload_update(wl, before=stored, after=changes[0], reserved=True, at_ms=0) is None
+    elastic = _workload(job)
+    elastic.metadata.annotations["kueue.x-k8s.io/elastic-job"] = "true"
+    assert kube_events.for_workload_update(elastic, before=stored, after=changes[0], reserved=False, at_ms=0) is None
+    assert kube_events.for_workload_update(wl, before=stored, after=same, reserved=False, at_ms=0) is None
+    reclassed = {**same, "priorityClassRef": None}
+    unchanged = kube_events.for_workload_update(wl, before=stored, after=reclassed, reserved=False, at_ms=0)
+    assert unchanged is not None and unchanged.message == "Updated workload priority class: team-a/job-x-1"
+    assert kube_events.for_workload_update(_workload(None), before=stored, after=same, reserved=False, at_ms=0) is None
+
+
 def test_created_workload_on_a_pod() -> None:
     """handleJobWithNoWorkload records CreatedWorkload on the job object, for the pod integration the pod (a
     group's: one of its pods, here the Workload's owner)."""
