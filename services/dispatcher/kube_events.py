@@ -26,7 +26,7 @@ characters, api.TruncateEventMessage) are cut the same way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -356,6 +356,45 @@ def _on_job(workload: models.Workload, *, reason: str, message: str, at_ms: int)
         at_ms=at_ms,
         job=(owner.api_version, owner.kind, owner.uid),
     )
+
+
+CHECK_UPDATE_REASON = "UpdatedAdmissionCheck"
+"""Kueue's ReasonUpdatedAdmissionCheck (jobframework/events.go)."""
+
+
+def pending_checks_message(record: status.WorkloadRecord | None) -> str:
+    """What Kueue's job reconciler tells a suspended job whose Workload holds quota and waits for its admission
+    checks (reconciler.go step 7, recordAdmissionCheckUpdate): ``"NAME: MESSAGE"`` of each Pending check whose
+    controller left a message, in ``status.admissionChecks`` order, joined by ``"; "``. "" when there is none,
+    or the workload holds no quota, is admitted (its job started), evicted (stopped first, step 6) or finished
+    (step 3): Kueue records nothing then."""
+    if record is None or not record.is_true("QuotaReserved"):
+        return ""
+    if any(record.is_true(kind) for kind in ("Admitted", "Evicted", "Finished")):
+        return ""
+    return "; ".join(
+        f"{check.name}: {check.message}"
+        for check in record.checks.values()
+        if check.state == "Pending" and check.message
+    )
+
+
+def for_admission_check_update(
+    workload: models.Workload, message: str, *, members: Sequence[tuple[str, str]] = (), at_ms: int
+) -> list[KubeEvent]:
+    """Normal ``UpdatedAdmissionCheck`` with ``message`` (:func:`pending_checks_message`, cut to Kueue's limit)
+    on the job that owns ``workload``; for a pod group on each of its pods, ``members`` (``(name, uid)``), as
+    Kueue records it on each object of a composable job. None for an empty message or other owners."""
+    if not message:
+        return []
+    text = truncate(message)
+    if members and workload.metadata.annotations.get(status.GROUP_WORKLOAD_ANNOTATION) == "true":
+        namespace = workload.metadata.namespace
+        return [
+            on_pod(namespace, name, uid, reason=CHECK_UPDATE_REASON, message=text, at_ms=at_ms) for name, uid in members
+        ]
+    item = _on_job(workload, reason=CHECK_UPDATE_REASON, message=text, at_ms=at_ms)
+    return [item] if item is not None else []
 
 
 #: Kinds whose rejection is a job's: Kueue's job reconciler says ErrWorkloadCompose (jobframework/events.go).

@@ -241,6 +241,7 @@ class WorkloadSync:
         deleted: Callable[[kube_events.KubeEvent, str], None] | None = None,
         finished: Callable[[kube_events.KubeEvent, str], None] | None = None,
         updated: Callable[[kube_events.KubeEvent, int], None] | None = None,
+        job_event: Callable[[kube_events.KubeEvent, str], None] | None = None,
     ) -> None:
         self.bus, self.cluster, self.view = bus, cluster, view
         self.stored, self.created, self.record = stored, created, record
@@ -248,6 +249,9 @@ class WorkloadSync:
         self.finished = finished  # (its job's FinishedWorkload Event, the object's UID) of one just written Finished
         self.updated = updated  # (its job's UpdatedWorkload Event, the sequence of the change) of one just rewritten
         self.group_members = group_members  # a pod group's pods (name, UID), by namespace and group: its owners
+        self.job_event = job_event  # (a job's or pod's Event, the end of its name): UpdatedAdmissionCheck
+        # workload key -> the pending checks' message its job was last told (UpdatedAdmissionCheck)
+        self._check_messages: dict[str, str] = {}
         self._writing = asyncio.Lock()  # the batch's writes and run()'s never interleave
         # workloads whose Workload or job the retention policies deleted, by key -> the UID of the workload on the
         # log: not written again (it would be made anew) until the fold forgets them (their ObjectDeleted)
@@ -353,6 +357,7 @@ class WorkloadSync:
                     self.stored.objects.pop(("Workload", namespace, name), None)
                 if wl is None or wl.deleted_seq:
                     self._templates.pop(key, None)
+                    self._check_messages.pop(key, None)
                     await self.stored.delete_workload(namespace, name)
                     continue
                 if wl.workload.owner is None:
@@ -360,6 +365,7 @@ class WorkloadSync:
                     continue
                 if prebuilt.is_adopted(wl.workload):
                     await self._sync_prebuilt(key, wl)
+                    self._tell_checks(key, wl, seq=seq)
                     continue
                 if not status.is_job_workload(wl):
                     continue
@@ -423,6 +429,26 @@ class WorkloadSync:
                 if updated is not None:
                     self.updated(updated, seq)
         await self._sync_status(key, wl, ident, stored)
+        self._tell_checks(key, wl, seq=seq)
+
+    def _tell_checks(self, key: str, wl: WorkloadState, *, seq: int) -> None:
+        """The job's UpdatedAdmissionCheck once its Workload, written, waits for checks whose controllers left a
+        message (:func:`~kueue_es.services.dispatcher.kube_events.pending_checks_message`), whenever that message
+        changes (Kueue records it at every reconcile of the job; its recorder counts the repeats on one Event).
+        The Event is named after ``seq``, the change's log sequence: a restart writes none twice."""
+        message = kube_events.pending_checks_message(self.view.records.get(key))
+        if self._check_messages.get(key, "") == message:
+            return
+        if not message:
+            del self._check_messages[key]
+            return
+        self._check_messages[key] = message
+        if self.job_event is None:
+            return
+        for item in kube_events.for_admission_check_update(
+            wl.workload, message, members=self._members(wl), at_ms=wall_clock_ms()
+        ):
+            self.job_event(item, f"{seq:x}.checks")
 
     def _members(self, wl: WorkloadState) -> list[tuple[str, str]]:
         """The pods of the pod group whose workload ``wl`` is, as ``(name, uid)`` (its Workload's owners); none for

@@ -2,7 +2,8 @@
 
 Why this module exists: ``kubectl describe workload`` shows the story of a workload
 as Events (QuotaReserved, Admitted, Pending with its reason, Preempted, and the
-jobs' CreatedWorkload, Started, Stopped, FinishedWorkload, UpdatedWorkload). Which Events a decision makes is pure
+jobs' CreatedWorkload, Started, Stopped, FinishedWorkload, UpdatedWorkload,
+UpdatedAdmissionCheck). Which Events a decision makes is pure
 (:mod:`kueue_es.services.dispatcher.kube_events`); this module writes them, for the
 workloads whose Workload object the dispatcher writes, after each batch.
 

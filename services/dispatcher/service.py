@@ -176,6 +176,7 @@ class Dispatcher:
             deleted=self.recording.workload_deleted,
             finished=self.recording.workload_finished,
             updated=self.recording.workload_updated,
+            job_event=lambda item, suffix: self.recording.job_event(item, suffix=suffix),
             record=self.settling.record,
             group_members=lambda namespace, group: self.ungating.members(namespace, group),
         )

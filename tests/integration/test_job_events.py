@@ -6,13 +6,15 @@ Watcher, admitter and dispatcher on one MemoryBus and one emulated API server: `
 "Workload 'NS/NAME' is declared finished" on a batch/v1 Job, a JobSet and a Pod once their Workload is
 written Finished (once, also across a restarted dispatcher); and the plain Pod integration's Events pod by
 pod: ``CreatedWorkload`` on the pod (a group's first pod), ``Started`` on each pod ungated (a late member
-too), ``Stopped`` on each pod an eviction or the Workload's deletion deletes. Each from the recorder of its
-integration (``<framework>-kueue-controller``).
+too), ``Stopped`` on each pod an eviction or the Workload's deletion deletes; ``UpdatedWorkload`` when a
+Workload takes another priority class or a waiting job's new shape; ``UpdatedAdmissionCheck`` while a Job waits
+for its admission checks. Each from the recorder of its integration (``<framework>-kueue-controller``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import time
 from collections.abc import Callable
@@ -31,10 +33,13 @@ from kueue_es.sim.emulator import ClusterEmulator
 from tests.integration.harness import (
     RecordingConsumer,
     admitter,
+    cluster_queue,
     commit,
     dispatcher_with_consumer,
     eviction,
+    flavor,
     job,
+    local_queue,
     running,
     set_up_queues,
     wait_for,
@@ -296,3 +301,66 @@ async def test_a_waiting_jobs_new_shape_updates_its_workload_with_an_event(
     assert updated["type"] == "Normal" and updated["source"] == {"component": "batch/job-kueue-controller"}
     assert updated["involvedObject"]["uid"] == wide["metadata"]["uid"]
     assert "UpdatedWorkload" in described and message in described
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_job_waiting_for_its_checks_gets_updated_admission_check(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """A Job's Workload reserves quota in a ClusterQueue with the AdmissionCheck ``prov``; its controller (here
+    ``kubectl patch workload --subresource=status``) sets the check Pending with a message: the suspended Job gets
+    Kueue's Normal UpdatedAdmissionCheck "prov: MESSAGE" (reconciler.go recordAdmissionCheckUpdate), once per
+    message; none once the check is Ready and the Job started. Before, no Event told why the Job waited."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    check = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "prov"},
+        "spec": {"controllerName": "example.com/prov"},
+    }
+    queue = cluster_queue("cluster-queue", cpu=3)
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}
+    active = {"type": "Active", "status": "True", "reason": "Active", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
+
+    def entry(state: str, message: str, at: str) -> str:
+        body = {"name": "prov", "state": state, "message": message, "lastTransitionTime": at}
+        return json.dumps({"status": {"admissionChecks": [body]}})
+
+    async with _kueue(api, bus, watch=("AdmissionCheck",)):
+        for manifest in (flavor("default-flavor"), check, queue, local_queue("user-queue", "cluster-queue")):
+            await kube.apply_manifest(api, manifest)
+        patch = {"status": {"conditions": [active]}}
+        await kube.patch_object(api, resources.ADMISSION_CHECKS, name="prov", patch=patch, subresource="status")
+        await wait_for(bus, types.AdmissionCheckObserved, count=2)
+        await kube.apply_manifest(api, job("checked"))
+        [reserved] = await wait_for(bus, types.QuotaReserved)
+        name = reserved.workload.name
+        await until(api, resources.WORKLOADS, name, lambda o: bool((o.get("status") or {}).get("admissionChecks")))
+        for state, message, at in (
+            ("Pending", "waiting for capacity", "2026-01-01T00:01:00Z"),
+            ("Pending", "waiting for capacity", "2026-01-01T00:01:00Z"),  # written again: no news
+            ("Pending", "capacity in zone b", "2026-01-01T00:02:00Z"),
+        ):
+            await kubectl.ok(
+                "patch", "workload", name, "--subresource=status", "--type=merge", "-p", entry(state, message, at)
+            )
+            await events_until(api, lambda s, m=message: ("Job", "checked", "UpdatedAdmissionCheck", f"prov: {m}") in s)
+        await kubectl.ok(
+            "patch", "workload", name, "--subresource=status", "--type=merge", "-p",
+            entry("Ready", "capacity found", "2026-01-01T00:03:00Z"),
+        )  # fmt: skip
+        await wait_for(bus, types.WorkloadAdmitted)
+        events = await events_until(api, lambda s: any(e[2] == "Started" for e in s))
+        described = await kubectl.ok("describe", "job", "checked")
+        checked = await kube.get_object(api, resources.JOBS, namespace="default", name="checked")
+
+    assert summary(events) == [
+        ("Job", "checked", "CreatedWorkload", f"Created Workload: default/{name}"),
+        ("Job", "checked", "Started", "Admitted by clusterQueue cluster-queue"),
+        ("Job", "checked", "UpdatedAdmissionCheck", "prov: capacity in zone b"),
+        ("Job", "checked", "UpdatedAdmissionCheck", "prov: waiting for capacity"),
+    ]
+    for event in events:
+        assert event["type"] == "Normal" and event["source"] == {"component": "batch/job-kueue-controller"}
+        assert event["involvedObject"]["uid"] == checked["metadata"]["uid"]
+    assert "prov: capacity in zone b" in described

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+
 from kueue_es.events import models, types
-from kueue_es.services.dispatcher import kube_events
+from kueue_es.services.dispatcher import kube_events, status
 from tests.integration.test_kueue_status import (
     PENDING_MESSAGE,
     PREEMPT_MESSAGE,
@@ -259,6 +261,47 @@ def test_updated_not_matching_workload_when_a_waiting_jobs_pod_sets_change() -> 
     unchanged = kube_events.for_workload_update(wl, before=stored, after=reclassed, reserved=False, at_ms=0)
     assert unchanged is not None and unchanged.message == "Updated workload priority class: team-a/job-x-1"
     assert kube_events.for_workload_update(_workload(None), before=stored, after=same, reserved=False, at_ms=0) is None
+
+
+def test_updated_admission_check_while_a_reserved_workload_waits_for_its_checks() -> None:
+    """recordAdmissionCheckUpdate: "NAME: MESSAGE" of each Pending check with a message, "; "-joined, on the job
+    while its Workload holds quota and is not admitted, evicted or finished; on every pod of a pod group; none
+    without such a check."""
+    record = status.WorkloadRecord(uid="wl-uid")
+    record.set("QuotaReserved", True, "QuotaReserved", "", at_ms=at(1))
+    record.checks = {
+        "a": status.CheckEntry(name="a", state="Pending", message="no capacity yet", since_ms=at(1)),
+        "b": status.CheckEntry(name="b", state="Pending", message="", since_ms=at(1)),
+        "c": status.CheckEntry(name="c", state="Ready", message="done", since_ms=at(1)),
+        "d": status.CheckEntry(name="d", state="Pending", message="queued", since_ms=at(1)),
+    }
+    assert kube_events.pending_checks_message(record) == "a: no capacity yet; d: queued"
+    job = models.OwnerReference(api_version="batch/v1", kind="Job", name="x", uid="job-uid")
+    [item] = kube_events.for_admission_check_update(_workload(job), "a: no capacity yet", at_ms=at(2))
+    assert (item.type, item.reason, item.message, item.job, item.workload.name) == (
+        "Normal",
+        "UpdatedAdmissionCheck",
+        "a: no capacity yet",
+        ("batch/v1", "Job", "job-uid"),
+        "x",
+    )
+    group = _workload(models.OwnerReference(api_version="v1", kind="Pod", name="p-a", uid="uid-a"), name="grp")
+    group.metadata.annotations["kueue.x-k8s.io/is-group-workload"] = "true"
+    members = [("p-a", "uid-a"), ("p-b", "uid-b")]
+    on_pods = kube_events.for_admission_check_update(group, "a: x", members=members, at_ms=0)
+    assert [(i.workload.name, i.job, i.reason) for i in on_pods] == [
+        ("p-a", ("v1", "Pod", "uid-a"), "UpdatedAdmissionCheck"),
+        ("p-b", ("v1", "Pod", "uid-b"), "UpdatedAdmissionCheck"),
+    ]
+    assert kube_events.for_admission_check_update(_workload(job), "", at_ms=0) == []
+    for kind in ("Admitted", "Evicted", "Finished"):
+        done = copy.deepcopy(record)
+        done.set(kind, True, kind, "", at_ms=at(3))
+        assert kube_events.pending_checks_message(done) == ""
+    waiting = copy.deepcopy(record)
+    waiting.set("QuotaReserved", False, "Pending", "", at_ms=at(3))
+    assert kube_events.pending_checks_message(waiting) == ""
+    assert kube_events.pending_checks_message(None) == ""
 
 
 def test_created_workload_on_a_pod() -> None:
