@@ -292,6 +292,103 @@ def group_facts(
     return types.WorkloadObserved(workload=workload)
 
 
+GROUP_INCOMPLETE_REASON = "ErrWorkloadCompose"
+"""Kueue's reason for a pod group with fewer runnable pods than its count (jobframework.ReasonErrWorkloadCompose)."""
+NAME_CONFLICT_REASON = "WorkloadNameConflict"
+"""Kueue's reason for a pod group whose name a Workload of something else holds (pod_controller.go)."""
+_GROUP_TOTAL_FIELD = f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]"
+_GROUP_NAME_FIELD = f"metadata.labels[{GROUP_NAME_KEY}]"
+
+
+def fewer_pods_message(group: str) -> str:
+    """Kueue's words for a pod group still short of pods (pod_controller.go validatePodGroupMetadata)."""
+    return f"'{group}' group has fewer runnable pods than expected"
+
+
+def name_conflict_message(group: str) -> str:
+    """Kueue's words for a pod group whose Workload name is taken (pod_controller.go FindMatchingWorkloads)."""
+    return (
+        f'A Workload named "{group}" already exists but is not a pod group workload; this pod group cannot be admitted'
+    )
+
+
+def incomplete_group(
+    pods: Sequence[Mapping[str, Any]], *, now_ms: int = 0, context: workloads.Context | None = None
+) -> types.ObjectRejected | None:
+    """Kueue's Warning while a pod group that has no Workload yet has fewer runnable (or succeeded) pods than its
+    ``kueue.x-k8s.io/pod-group-total-count`` and no fast admission (pod_controller.go validatePodGroupMetadata,
+    reached from ConstructComposableWorkload only while the group has no Workload): an ObjectRejected of the
+    group's first pod (oldest, then by name: Kueue's ``p.pod``, whichever its cache lists first) on the count
+    annotation, with Kueue's message (:func:`fewer_pods_message`; :func:`kueue_reason` gives its reason,
+    ErrWorkloadCompose). None for a complete or finished group, one with a Workload (``context.previous``), one
+    whose count does not parse (:func:`group_facts` rejects it), and a group of no pods."""
+    context = context or workloads.Context()
+    ordered = oldest_first(pods)
+    if not ordered or context.previous is not None:
+        return None
+    first = ordered[0]
+    ref = _ref(first)
+    try:
+        total = _total_count(ref)
+    except manifests.ManifestError:
+        return None
+    if ref.annotations.get(FAST_ADMISSION_ANNOTATION) == "true":
+        return None
+    name = group_name(first)
+    if group_finished(ordered, total=total, name=name, uid=ref.uid, now_ms=now_ms) is not None:
+        return None
+    if sum(1 for p in ordered if _runnable_or_succeeded(p)) >= total:
+        return None
+    err = ref.error(field=_GROUP_TOTAL_FIELD, problem=fewer_pods_message(name))
+    return workloads.rejected(first, err, now_ms=now_ms)
+
+
+def is_group_workload(workload: models.Workload) -> bool:
+    """Whether a Workload was made by the pod group framework (``kueue.x-k8s.io/is-group-workload: "true"``)."""
+    return workload.metadata.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true"
+
+
+def name_conflict(
+    pods: Sequence[Mapping[str, Any]], holder: models.Workload | None, *, now_ms: int = 0
+) -> types.ObjectRejected | None:
+    """Kueue's refusal of a pod group whose name a Workload of something else holds (``holder``: the Workload
+    named after the group, None when there is none): one not made by the pod group framework, a standalone one
+    or another job's, is never adopted (pod_controller.go FindMatchingWorkloads with PodIntegrationValidateGroupOwner,
+    beta and on). An ObjectRejected of the group's first pod naming its group label, with Kueue's message
+    (:func:`name_conflict_message`; :func:`kueue_reason` gives its reason, WorkloadNameConflict); None when the
+    name is free or the group's own, or for no pods."""
+    ordered = oldest_first(pods)
+    if not ordered or holder is None or is_group_workload(holder):
+        return None
+    first = ordered[0]
+    ref = _ref(first)
+    err = ref.error(field=_GROUP_NAME_FIELD, problem=name_conflict_message(group_name(first)))
+    return workloads.rejected(first, err, now_ms=now_ms)
+
+
+_KUEUE_WORDED = (
+    (_GROUP_TOTAL_FIELD, re.compile(r"'[^']*' group has fewer runnable pods than expected"), GROUP_INCOMPLETE_REASON),
+    (
+        _GROUP_NAME_FIELD,
+        re.compile(
+            r'A Workload named "[^"]*" already exists but is not a pod group workload; this pod group cannot be admitted'
+        ),
+        NAME_CONFLICT_REASON,
+    ),
+)
+
+
+def kueue_reason(fact: types.ObjectRejected) -> str | None:
+    """The reason of the Event Kueue records, in the words of the rejection's problem, for a pod's rejection by
+    :func:`incomplete_group` or :func:`name_conflict`; None for any other rejection."""
+    if fact.kind != "Pod":
+        return None
+    for field, words, reason in _KUEUE_WORDED:
+        if fact.field == field and words.fullmatch(fact.problem):
+            return reason
+    return None
+
+
 class MemberError(Exception):
     """A group member that breaks the group's rules: the pod to name and the error."""
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueue_es.events import manifests, models, slices, types
-from kueue_es.jobframework import integrations, prebuilt, workloads
+from kueue_es.jobframework import integrations, pods, prebuilt, workloads
 from kueue_es.projections.cluster import ClusterState, priority_of
 from kueue_es.services.dispatcher import status
 from kueue_es.services.kube import resources
@@ -52,6 +52,8 @@ class KubeEvent:
     at_ms: int
     job: tuple[str, str, str] | None = None  # (apiVersion, kind, uid): about the workload's job instead
     namespaced: bool = True  # False: about a cluster-scoped object (the Event lives in "default")
+    action: str = ""  # the Event's action, when Kueue's is not its reason
+    component: str = ""  # the recorder's name, when not the one its object implies (:func:`event_object`)
 
 
 def truncate(message: str) -> str:
@@ -397,6 +399,43 @@ def for_admission_check_update(
     return [item] if item is not None else []
 
 
+OWNERS_ADDED_REASON = "OwnerReferencesAdded"
+"""Kueue's ReasonOwnerReferencesAdded (jobs/pod/pod_controller.go)."""
+
+
+def for_owners_added(
+    workload: models.Workload,
+    *,
+    before: Sequence[Mapping[str, Any]],
+    after: Sequence[Mapping[str, Any]],
+    at_ms: int,
+) -> KubeEvent | None:
+    """Normal ``OwnerReferencesAdded`` "Added N owner reference(s)" on a pod group's Workload object once pods
+    that joined the group (a failed pod's replacement; a prebuilt Workload's pods at its adoption) are made its
+    owners (pod_controller.go EnsureWorkloadOwnedByAllMembers), from the pod integration's recorder. ``before``
+    and ``after`` are the object's ``metadata.ownerReferences`` as stored and as written; N counts the pods
+    ``after`` names that ``before`` did not. None when none was added, for a Workload of no pod group, and over
+    references that named only the group's first pod as controller (written before the group's pods were known:
+    Kueue names them all when it creates the Workload)."""
+    if workload.metadata.annotations.get(status.GROUP_WORKLOAD_ANNOTATION) != "true":
+        return None
+    if any(ref.get("controller") is True for ref in before):
+        return None
+    present = {str(ref.get("uid") or "") for ref in before}
+    added = sum(1 for ref in after if ref.get("kind") == "Pod" and str(ref.get("uid") or "") not in present)
+    if not added:
+        return None
+    meta = workload.metadata
+    return KubeEvent(
+        workload=types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid),
+        type="Normal",
+        reason=OWNERS_ADDED_REASON,
+        message=f"Added {added} owner reference(s)",
+        at_ms=at_ms,
+        component=job_component("Pod"),
+    )
+
+
 #: Kinds whose rejection is a job's: Kueue's job reconciler says ErrWorkloadCompose (jobframework/events.go).
 JOB_KINDS = frozenset({"Job", "Pod", *integrations.registry()})
 
@@ -405,7 +444,10 @@ def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
     """A Warning Event on an object kueue-es refused to read (ObjectRejected): the field and the problem,
     so ``kubectl describe`` and ``kubectl events`` show why nothing happens. Reason ``ErrWorkloadCompose``
     for a job (Kueue's reason when it cannot build a job's Workload), ``Invalid`` (the API server's
-    word for a refused object) for the others. None for a kind kueue-es does not address."""
+    word for a refused object) for the others. Kueue's own reason and message where Kueue words the refusal
+    itself: ``WorkloadPriorityClassNotFound``, and for a pod group ``ErrWorkloadCompose`` "'G' group has fewer
+    runnable pods than expected" and ``WorkloadNameConflict`` (:func:`~kueue_es.jobframework.pods.kueue_reason`).
+    None for a kind kueue-es does not address."""
     ref = next((r for r in resources.RESOURCES.values() if r.kind == fact.kind), None)
     integration = integrations.by_kind(fact.kind)
     if ref is None and integration is not None:
@@ -415,9 +457,14 @@ def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
     where = f"{fact.field}: " if fact.field else ""
     reason = "ErrWorkloadCompose" if fact.kind in JOB_KINDS else "Invalid"
     message = f"{fact.kind} {fact.name} is invalid: {where}{fact.problem}"
+    action = ""
     if fact.kind in JOB_KINDS and fact.field == workloads.MISSING_WPC_FIELD:
         # Kueue's own reason and words (jobframework/reconciler.go ExtractPriority)
         reason, message = "WorkloadPriorityClassNotFound", fact.problem
+    elif (pod_reason := pods.kueue_reason(fact)) is not None:
+        # a pod group short of pods, or whose name a Workload of something else holds (pod_controller.go)
+        reason, message = pod_reason, fact.problem
+        action = "Admission" if reason == pods.NAME_CONFLICT_REASON else ""  # Kueue's action for it
     return KubeEvent(
         workload=types.WorkloadRef(namespace=fact.namespace if ref.namespaced else "default", name=fact.name),
         type="Warning",
@@ -426,6 +473,7 @@ def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
         at_ms=fact.at_ms,
         job=(ref.api_version, ref.kind, ""),
         namespaced=ref.namespaced,
+        action=action,
     )
 
 
@@ -504,7 +552,7 @@ def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, obje
     if uid:
         involved["uid"] = uid
     at = manifests.format_time_ms(item.at_ms)
-    component = job_component(item.job[1]) if item.job is not None else REPORTING_COMPONENT
+    component = item.component or (job_component(item.job[1]) if item.job is not None else REPORTING_COMPONENT)
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -513,7 +561,7 @@ def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, obje
         "type": item.type,
         "reason": item.reason,
         "message": item.message,
-        "action": item.reason,
+        "action": item.action or item.reason,
         "count": 1,
         "firstTimestamp": at,
         "lastTimestamp": at,

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
@@ -414,7 +415,10 @@ class WorkloadSync:
             # what Kueue's reconciler would have read: the object as stored (a change and the admission that follows
             # it may be written at once here)
             reserved = stored is not None and _has_condition(stored.get("status"), "QuotaReserved")
+            owners = _owner_refs(stored)
             stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, desired))
+            if not created:
+                self._tell_owners_added(wl, before=owners, after=_owner_refs(stored))
             if created:
                 uid = str(objects.meta(stored).get("uid") or "")
                 self.created(key, kube_events.for_created_workload(wl.workload), uid)
@@ -430,6 +434,17 @@ class WorkloadSync:
                     self.updated(updated, seq)
         await self._sync_status(key, wl, ident, stored)
         self._tell_checks(key, wl, seq=seq)
+
+    def _tell_owners_added(self, wl: WorkloadState, *, before: list[Any], after: list[Any]) -> None:
+        """A pod group's Workload object just written naming more of its pods as owners (``before``, ``after``:
+        its ownerReferences): its OwnerReferencesAdded, named after the pods added (written once)."""
+        item = kube_events.for_owners_added(wl.workload, before=before, after=after, at_ms=wall_clock_ms())
+        if item is None or self.job_event is None:
+            return
+        present = {ref.get("uid") for ref in before}
+        added = sorted(str(ref.get("uid")) for ref in after if ref.get("uid") not in present)
+        digest = hashlib.sha256(",".join(added).encode()).hexdigest()[:10]
+        self.job_event(item, f"owners.{digest}")
 
     def _tell_checks(self, key: str, wl: WorkloadState, *, seq: int) -> None:
         """The job's UpdatedAdmissionCheck once its Workload, written, waits for checks whose controllers left a
@@ -524,7 +539,9 @@ class WorkloadSync:
                 if patch:
                     precondition = {"uid": meta.uid, "resourceVersion": current_meta.get("resourceVersion")}
                     patch["metadata"] = {**patch.get("metadata", {}), **precondition}
+                    owners = _owner_refs(current)
                     current = await self.stored.patch(resources.WORKLOADS, current_meta, patch)
+                    self._tell_owners_added(wl, before=owners, after=_owner_refs(current))
                     log.info(
                         "prebuilt_workload_adopted", workload=key, job=wl.workload.owner and wl.workload.owner.name
                     )
@@ -946,6 +963,12 @@ def _contains(stored: Any, wanted: Any) -> bool:
     if isinstance(wanted, dict):
         return isinstance(stored, dict) and all(k in stored and _contains(stored[k], v) for k, v in wanted.items())
     return bool(stored == wanted)
+
+
+def _owner_refs(obj: objects.StoredObject | RawObject | None) -> list[Any]:
+    """The object's ``metadata.ownerReferences`` (the mappings among them)."""
+    meta: Any = (obj or {}).get("metadata") or {}
+    return [ref for ref in meta.get("ownerReferences") or [] if isinstance(ref, dict)]
 
 
 def _uid_owner(obj: objects.StoredObject | RawObject) -> list[Any]:

@@ -17,6 +17,7 @@ broadcaster has its own client.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 
@@ -162,8 +163,23 @@ class Recording:
             rejection = kube_events.for_rejection(fact)
             if rejection is not None:
                 digest = hashlib.sha256(codec.encode(msgspec.structs.replace(fact, at_ms=0))).hexdigest()[:10]
-                await self._write(rejection, name=f"{fact.name}.{digest}.rejected")
+                await self._write(await self._with_uid(rejection), name=f"{fact.name}.{digest}.rejected")
             self._rejections_written[key] = fact.problem + fact.field
+
+    async def _with_uid(self, item: kube_events.KubeEvent) -> kube_events.KubeEvent:
+        """``item``, about a refused object, with that object's UID as the server has it now, so that ``kubectl
+        describe`` (which lists the Events naming the object's UID) shows it; as it is when the object is gone
+        or cannot be read (best effort)."""
+        if item.job is None or item.job[2] or not item.namespaced:
+            return item
+        api_version, kind, _ = item.job
+        try:
+            ref = resources.ref_for(api_version, kind)
+            obj = await self.api.get_object(ref, namespace=item.workload.namespace, name=item.workload.name)
+        except (*API_ERRORS, kube_errors.UnknownKindError):
+            return item
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        return dataclasses.replace(item, job=(api_version, kind, uid)) if uid else item
 
     async def write_now(self, item: kube_events.KubeEvent, *, name: str, uid: str = "") -> None:
         """Write ``item`` at once, as Event ``name`` (best effort, through the Events' limiter); ``uid``: the

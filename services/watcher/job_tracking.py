@@ -207,6 +207,14 @@ class JobTracker:
 
     # -- one job ----------------------------------------------------------------------------------
 
+    async def workload_name_freed(self, obj: objects.KubeObject) -> None:
+        """A Workload object was deleted: a pod group its name held back (it was no group's Workload) is looked at
+        again, as Kueue requeues the group a deleted Workload blocked (pod event_handlers.go
+        queueReconcileForBlockedPodGroup)."""
+        group_key = (objects.namespace_of(obj), objects.name_of(obj))
+        if group_key in self.groups.groups and group_key not in self.publisher.workloads:
+            await self._sync_group(group_key, version=f"freed@{objects.resource_version(obj)}")
+
     async def _sync_group(self, group_key: Key, *, version: str) -> None:
         """Publish what a pod group stands for now: the prebuilt Workload its pods name, adopted
         (:meth:`PrebuiltWorkloads.sync_group`; also once its pods are gone: deleted with them), else its own

@@ -82,17 +82,29 @@ class PodGroups:
         doomed = self.doomed.get(group_key)
         if doomed and any(objects.uid_of(pod) in doomed for pod in members):
             return  # its Workload was deleted by hand: its pods are being deleted, not given a new one
-        context = self.inputs.context(group_key, previous=self.publisher.workloads.get(group_key))
+        holder = self.publisher.workloads.get(group_key)
+        context = self.inputs.context(group_key, previous=holder)
         managed = [pod for pod in members if pods.is_managed(pod, context)]
         if not managed:
             self.succeeded_gone.pop(group_key, None)
             if self.publisher.sources.get(group_key) == "Pod":
                 await self.publisher.delete_workload(group_key, version=version)
             return
+        if conflict := pods.name_conflict(managed, holder, now_ms=self.clock()):
+            # a Workload of something else holds the group's name: never taken over (Kueue refuses the group
+            # until that Workload is gone, then its reconciler looks again: :meth:`name_freed`)
+            log_rejection(conflict)
+            await self.publisher.publish(conflict, version=version, source="Pod")
+            return
         fact = pods.group_facts(self._with_gone(group_key, managed), now_ms=self.clock(), context=context)
         if isinstance(fact, types.WorkloadFinished):
             self.succeeded_gone.pop(group_key, None)
         if fact is None:
+            # Kueue's Warning while the group is short of pods and has no Workload; once per first pod and
+            # problem (the publisher drops a rejection it published already)
+            waiting = pods.incomplete_group(managed, now_ms=self.clock(), context=context)
+            if waiting is not None:
+                await self.publisher.publish(waiting, version=version, source="Pod")
             return
         if (
             isinstance(fact, types.WorkloadObserved)

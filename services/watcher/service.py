@@ -348,6 +348,8 @@ class Watcher:
             self.jobs.prebuilt.remember(change, obj)  # a job may name it later
             if self.standalone.stands_alone(obj):  # a job's Workload made without its owner too
                 await self.standalone.changed(change, obj)
+                if change == "DELETED":
+                    await self.jobs.workload_name_freed(obj)
             elif change == "DELETED" or objects.meta(obj).get("deletionTimestamp"):
                 # marked for deletion (Kueue's finalizer holds it until its job is stopped) or gone: a terminating
                 # object's status is not the workload's any more

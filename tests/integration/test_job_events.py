@@ -44,6 +44,7 @@ from tests.integration.harness import (
     set_up_queues,
     wait_for,
     wait_until,
+    watch_with_workloads,
 )
 from tests.integration.test_jobset_pod_dispatch import JOBSETS, apply_example, until, write_status
 from tests.integration.test_pod_groups import member, pods_until, running_group, services, succeed, ungated
@@ -364,3 +365,147 @@ async def test_a_job_waiting_for_its_checks_gets_updated_admission_check(
         assert event["type"] == "Normal" and event["source"] == {"component": "batch/job-kueue-controller"}
         assert event["involvedObject"]["uid"] == checked["metadata"]["uid"]
     assert "prov: capacity in zone b" in described
+
+
+def pod_manifest_yaml(name: str, group: str, *, total: int) -> str:
+    """A pod of pod group ``group`` of ``total`` pods, as ``kubectl apply -f -`` reads it."""
+    return json.dumps(member(name, group, total=total))
+
+
+async def all_events(api: Any) -> list[dict[str, Any]]:
+    """Every Event in ``default`` (the Workloads' too)."""
+    listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    return listed
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_pod_group_short_of_pods_gets_kueues_warning(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kubectl apply`` of the first pod of a group of two: Kueue's pod reconciler cannot compose its Workload and
+    records Warning ErrWorkloadCompose "'grp' group has fewer runnable pods than expected" on it
+    (validatePodGroupMetadata), once; the second pod completes the group, which gets its Workload and runs, and
+    nothing more is said of it. Before, the group waited with no Event."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        await kubectl.ok("apply", "-f", "-", stdin=pod_manifest_yaml("g-a", "grp", total=2))
+        waiting = await events_until(api, lambda s: any(e[2] == "ErrWorkloadCompose" for e in s))
+        described = await kubectl.ok("describe", "pod", "g-a")
+        await kubectl.ok("apply", "-f", "-", stdin=pod_manifest_yaml("g-b", "grp", total=2))
+        await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        pods = await pods_until(api, lambda pods: ungated(pods) == {"g-a", "g-b"})
+        after = await events_until(api, lambda s: sum(e[2] == "Started" for e in s) == 2)
+    message = "'grp' group has fewer runnable pods than expected"
+
+    [warning] = [e for e in waiting if e["reason"] == "ErrWorkloadCompose"]
+    assert (warning["type"], warning["message"], warning["count"]) == ("Warning", message, 1)
+    assert warning["involvedObject"]["kind"] == "Pod" and warning["involvedObject"]["name"] == "g-a"
+    assert warning["source"] == {"component": "pod-kueue-controller"}
+    assert "ErrWorkloadCompose" in described and message in described
+    assert [e for e in summary(after) if e[2] == "ErrWorkloadCompose"] == [
+        ("Pod", "g-a", "ErrWorkloadCompose", message)
+    ]
+    assert set(pods) == {"g-a", "g-b"}
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_pod_group_named_like_another_workload_is_refused(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """A standalone Workload ``taken`` exists; pods of pod group ``taken`` come: Kueue refuses to adopt a Workload
+    the pod group framework did not make (FindMatchingWorkloads, PodIntegrationValidateGroupOwner) and records
+    Warning WorkloadNameConflict on the group's pod, action Admission; the Workload stays as its user wrote it and
+    the pods stay gated. ``kubectl delete workload taken``: the group gets its own Workload and runs. Before, the
+    group took the user's Workload over (its spec, annotation and owners rewritten)."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    standalone = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "taken", "namespace": "default"},
+        "spec": {
+            "queueName": "user-queue",
+            "active": False,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}},
+                }
+            ],
+        },
+    }
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watcher = Watcher(bus=bus, api=api)
+    async with running(
+        *watch_with_workloads(watcher),
+        watcher.watch("Pod"),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+        dispatcher.watch_pods(),
+        dispatcher.ungate_forever(),
+    ):
+        await set_up_queues(api, cpu=9)
+        await kubectl.ok("apply", "-f", "-", stdin=json.dumps(standalone))
+        await wait_for(bus, types.WorkloadObserved, timeout=10)
+        for name in ("t-a", "t-b"):
+            await kubectl.ok("apply", "-f", "-", stdin=pod_manifest_yaml(name, "taken", total=2))
+        refused = await events_until(api, lambda s: any(e[2] == "WorkloadNameConflict" for e in s))
+        await asyncio.sleep(1.5)  # the Workload writes run every second: none may touch the user's Workload
+        kept = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="taken")
+        gated = await pods_until(api, lambda pods: {"t-a", "t-b"} <= set(pods))
+        await kubectl.ok("delete", "workload", "taken")
+        await pods_until(api, lambda pods: ungated(pods) == {"t-a", "t-b"})
+        own = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="taken")
+    message = (
+        'A Workload named "taken" already exists but is not a pod group workload; this pod group cannot be admitted'
+    )
+
+    [warning] = [e for e in refused if e["reason"] == "WorkloadNameConflict"]
+    assert (warning["type"], warning["message"], warning["action"]) == ("Warning", message, "Admission")
+    assert (warning["involvedObject"]["kind"], warning["involvedObject"]["name"]) == ("Pod", "t-a")
+    assert "kueue.x-k8s.io/is-group-workload" not in (kept["metadata"].get("annotations") or {})
+    assert "ownerReferences" not in kept["metadata"]
+    assert [ps["name"] for ps in kept["spec"]["podSets"]] == ["main"]
+    assert ungated(gated) == set()
+    assert own["metadata"]["uid"] != kept["metadata"]["uid"]
+    assert own["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
+
+
+async def test_pods_joining_a_groups_workload_get_owner_references_added(api, bus: MemoryBus) -> None:
+    """A running pod group's pod fails and its replacement joins: Kueue makes the new pod an owner of the group's
+    Workload and records Normal OwnerReferencesAdded "Added 1 owner reference(s)" on the Workload
+    (EnsureWorkloadOwnedByAllMembers), from pod-kueue-controller; none when the Workload was created with its
+    pods as owners. Before, the owner was added with no Event."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        admitted = await running_group(api, bus, "own", ("o-a", "o-b"))
+        await asyncio.sleep(1.5)  # the Workload's owners as created, written
+        before = [e for e in await all_events(api) if e["reason"] == "OwnerReferencesAdded"]
+        failed = {"status": {"phase": "Failed"}}
+        await kube.patch_object(
+            api, resources.PODS, namespace="default", name="o-a", patch=failed, subresource="status"
+        )
+        await kube.apply_manifest(api, member("o-c", "own", total=2))
+        await pods_until(api, lambda pods: "o-c" in ungated(pods))
+        async with asyncio.timeout(10):
+            while not (added := [e for e in await all_events(api) if e["reason"] == "OwnerReferencesAdded"]):
+                await asyncio.sleep(0.05)
+        workload = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="own")
+
+    assert before == []
+    [event] = added
+    assert (event["type"], event["message"], event["source"]) == (
+        "Normal",
+        "Added 1 owner reference(s)",
+        {"component": "pod-kueue-controller"},
+    )
+    assert event["involvedObject"] == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "namespace": "default",
+        "name": admitted.workload.name,
+        "uid": workload["metadata"]["uid"],
+    }

@@ -492,6 +492,61 @@ def test_group_completeness(members: list[dict], want: int | None) -> None:
         assert count == want
 
 
+def test_a_group_short_of_pods_gets_kueues_warning_until_it_has_a_workload() -> None:
+    """validatePodGroupMetadata: while a group with no Workload has fewer runnable pods than its count (no fast
+    admission), Kueue's ErrWorkloadCompose on its first pod; nothing for a complete group, a fast-admission one,
+    a finished one, one whose Workload exists, or one whose count does not parse (group_facts rejects it)."""
+    waiting = pods.incomplete_group(
+        group(
+            pod("young", group="g", total=3, created="2026-01-01T00:01:00Z"),
+            pod("old", group="g", total=3),
+            pod("failed", group="g", total=3, phase="Failed", created="2026-01-01T00:02:00Z"),
+        ),
+        now_ms=7,
+    )
+    assert waiting is not None
+    assert (waiting.kind, waiting.namespace, waiting.name, waiting.at_ms) == ("Pod", "default", "old", 7)
+    assert waiting.problem == "'g' group has fewer runnable pods than expected"
+    assert pods.kueue_reason(waiting) == pods.GROUP_INCOMPLETE_REASON
+    quiet = [
+        group(pod("a", group="g", total=2), pod("b", group="g", total=2)),
+        group(pod("a", group="g", total=3, annotations={pods.FAST_ADMISSION_ANNOTATION: "true"})),
+        group(pod("a", group="g", total=2, phase="Succeeded"), pod("b", group="g", total=2, phase="Succeeded")),
+        group(pod("a", group="g", total="x")),
+        [],
+    ]
+    for members in quiet:
+        assert pods.incomplete_group(members) is None, members
+    previous = workload_of(pods.group_facts(group(pod("a", group="g", total=1))))
+    assert (
+        pods.incomplete_group(group(pod("a", group="g", total=2)), context=workloads.Context(previous=previous)) is None
+    )
+
+
+def test_a_group_whose_name_another_workload_holds_is_refused() -> None:
+    """FindMatchingWorkloads (PodIntegrationValidateGroupOwner): a Workload named after the group that the pod group
+    framework did not make (no is-group-workload annotation) refuses the group, WorkloadNameConflict on its first
+    pod; the group's own Workload, or none, does not."""
+    members = group(pod("b", group="taken", total=2), pod("a", group="taken", total=2))
+    own = workload_of(pods.group_facts(members))
+    other = models.Workload(
+        metadata=models.ObjectMeta(name="taken", namespace="default", uid="u"),
+        spec=models.WorkloadSpec(pod_sets=[models.PodSet(name="main", count=1)]),
+    )
+    refused = pods.name_conflict(members, other, now_ms=3)
+    assert refused is not None
+    assert (refused.kind, refused.name, refused.at_ms) == ("Pod", "a", 3)
+    assert refused.problem == (
+        'A Workload named "taken" already exists but is not a pod group workload; this pod group cannot be admitted'
+    )
+    assert pods.kueue_reason(refused) == pods.NAME_CONFLICT_REASON
+    assert pods.name_conflict(members, own) is None
+    assert pods.name_conflict(members, None) is None
+    assert pods.name_conflict([], other) is None
+    other_rejection = types.ObjectRejected(kind="Pod", name="a", field=refused.field, problem="something else")
+    assert pods.kueue_reason(other_rejection) is None
+
+
 def test_group_uid_and_creation_from_the_first_pod_and_the_last_arrival() -> None:
     """No Workload object exists yet: the UID is the oldest pod's, the creation time when the group became
     complete; once published both are kept (``previous``)."""

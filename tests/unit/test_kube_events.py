@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 
+import msgspec
+
 from kueue_es.events import models, types
 from kueue_es.services.dispatcher import kube_events, status
 from tests.integration.test_kueue_status import (
@@ -302,6 +304,61 @@ def test_updated_admission_check_while_a_reserved_workload_waits_for_its_checks(
     waiting.set("QuotaReserved", False, "Pending", "", at_ms=at(3))
     assert kube_events.pending_checks_message(waiting) == ""
     assert kube_events.pending_checks_message(None) == ""
+
+
+def test_owner_references_added_on_a_groups_workload() -> None:
+    """EnsureWorkloadOwnedByAllMembers: "Added N owner reference(s)" on a pod group's Workload, N the pods named
+    now that were not; none when none was added, for another Workload, or over the first pod as controller."""
+    group = _workload(models.OwnerReference(api_version="v1", kind="Pod", name="a", uid="uid-a"), name="grp")
+    group.metadata.annotations["kueue.x-k8s.io/is-group-workload"] = "true"
+
+    def ref(name: str, **more: object) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": f"uid-{name}", **more}
+
+    item = kube_events.for_owners_added(
+        group, before=[ref("a"), ref("b")], after=[ref("b"), ref("c"), ref("d")], at_ms=at(3)
+    )
+    assert item is not None
+    assert (item.type, item.reason, item.message, item.job, item.workload.name, item.component) == (
+        "Normal",
+        "OwnerReferencesAdded",
+        "Added 2 owner reference(s)",
+        None,
+        "grp",
+        "pod-kueue-controller",
+    )
+    event = kube_events.event_object(item, name="grp.owners", uid="wl-object-uid")
+    assert event["involvedObject"]["kind"] == "Workload" and event["source"] == {"component": "pod-kueue-controller"}
+    assert kube_events.for_owners_added(group, before=[ref("a")], after=[ref("a")], at_ms=0) is None
+    controller = [ref("a", controller=True, blockOwnerDeletion=True)]
+    assert kube_events.for_owners_added(group, before=controller, after=[ref("a"), ref("b")], at_ms=0) is None
+    job = _workload(models.OwnerReference(api_version="batch/v1", kind="Job", name="x", uid="job-uid"))
+    assert kube_events.for_owners_added(job, before=[], after=[ref("a")], at_ms=0) is None
+
+
+def test_a_pod_groups_refusals_in_kueues_words() -> None:
+    """A pod group short of pods, and one whose name another Workload holds: Kueue's reason and message (and the
+    action Admission of WorkloadNameConflict), not kueue-es's generic rejection."""
+    short = types.ObjectRejected(
+        kind="Pod",
+        namespace="ns",
+        name="p",
+        field="metadata.annotations[kueue.x-k8s.io/pod-group-total-count]",
+        problem="'g' group has fewer runnable pods than expected",
+    )
+    taken = msgspec.structs.replace(
+        short,
+        field="metadata.labels[kueue.x-k8s.io/pod-group-name]",
+        problem='A Workload named "g" already exists but is not a pod group workload; this pod group cannot be admitted',
+    )
+    for fact, reason, action in (
+        (short, "ErrWorkloadCompose", "ErrWorkloadCompose"),
+        (taken, "WorkloadNameConflict", "Admission"),
+    ):
+        item = kube_events.for_rejection(fact)
+        assert item is not None
+        assert (item.type, item.reason, item.message) == ("Warning", reason, fact.problem)
+        assert kube_events.event_object(item, name="e")["action"] == action
 
 
 def test_created_workload_on_a_pod() -> None:
