@@ -292,7 +292,12 @@ class ClusterState:
     workloads holding quota there (the preemption candidates); ``nominations`` the
     admitter's PreemptionRequired not yet answered by the preemptor, per preemptor
     key, with its sequence; ``preemptors`` the last PreemptionIssued with targets of
-    each still-pending preemptor, per preemptor key (its nomination the admitter honours).
+    each still-pending preemptor, per preemptor key (its nomination the admitter honours);
+    ``deferred`` the ClusterQueue of each workload the admitter left waiting for the cycle's
+    preemptions (WaitingForPreemptedWorkloads, Kueue's DeferredFit), per workload key: Kueue
+    requeues it with reason PendingPreemption, which makes it its ClusterQueue's sticky head until
+    it is admitted or leaves (pkg/cache/queue/cluster_queue.go requeueIfNotPresent); parked, it is
+    dropped, as a parked preemptor is (§3.9).
     """
 
     last_seq: int = 0
@@ -318,6 +323,7 @@ class ClusterState:
     reserved: dict[str, dict[str, None]] = field(default_factory=dict)
     nominations: dict[str, tuple[int, types.PreemptionRequired]] = field(default_factory=dict)
     preemptors: dict[str, types.PreemptionIssued] = field(default_factory=dict)
+    deferred: dict[str, str] = field(default_factory=dict)
     afs_ledgers: dict[tuple[str, str], afs.Ledger] = field(default_factory=dict)
     # Workloads the admitter must look at whatever the queues say (SEMANTICS §9): holding quota
     # and waiting for admission checks or with a check in Retry/Rejected (``checks_due``);
@@ -943,6 +949,7 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
     if not (waiting and active):
         state.nominations.pop(key, None)  # a preemptor that got quota or left needs nothing more
         state.preemptors.pop(key, None)
+        state.deferred.pop(key, None)
     if waiting:
         state.pending.setdefault(key)
     else:
@@ -1161,6 +1168,11 @@ def _apply_workload_decision(
             current.parked_seq = seq if event.parked else 0
             if event.parked:
                 state.preemptors.pop(key, None)  # parked: no longer the sticky head (§3.9)
+                state.deferred.pop(key, None)
+            elif event.reason == WAITING_FOR_PREEMPTED and current.reservation is None and not current.gone:
+                lq = state.local_queues.get((key.partition("/")[0], current.workload.spec.queue_name))
+                if lq is not None:
+                    state.deferred[key] = lq.spec.cluster_queue
             if current.reservation is None and not current.gone and current.active and not current.backoff:
                 # Still waiting, so every index but its place in the queue is as it was.
                 _place(state, current, queued=True)
@@ -1315,6 +1327,9 @@ def _apply_preemption(
 
 ADMITTER_ROLE = "admit"
 """The admitter's DecisionRecord role (kueue_es.services.admitter.core.ROLE; the fold imports no service)."""
+WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+"""The pending reason of a workload that fits once the cycle's preemptions complete (Kueue's DeferredFit,
+kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads): the fold makes it ``deferred``."""
 
 
 def _bump_generation(state: ClusterState, cluster_queue: str, seq: int) -> None:

@@ -260,6 +260,7 @@ class Partitions:
         reserved = {n: held for n in cluster_queues if (held := state.reserved.get(n)) is not None}
         nominations = {k: v for k, v in state.nominations.items() if k in part.workloads}
         preemptors = {k: v for k, v in state.preemptors.items() if k in part.workloads}
+        deferred = {k: v for k, v in state.deferred.items() if k in part.workloads}
         return dataclasses.replace(
             state,
             cluster_queues=cluster_queues,
@@ -269,6 +270,7 @@ class Partitions:
             reserved=reserved,
             nominations=nominations,
             preemptors=preemptors,
+            deferred=deferred,
             pending={},  # no cycle reads it; the whole cluster's would be a walk per cycle
             releasable=part.releasable,
             checks_due=part.checks_due,

@@ -61,6 +61,7 @@ def run(
     lq_usage_in_every_cq: bool = True,
     recompute_overlapping: bool = True,
     whole_tree_triggers: bool = True,
+    deferred_sticky: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -110,7 +111,11 @@ def run(
     ``whole_tree_triggers`` (admitter logic 19; False: 18 and earlier, for replay): a requeue trigger on
     any cohort of a tree, also one with no ClusterQueue under it, brings back the parked workloads of the
     whole tree, as Kueue requeues a Cohort's whole tree (18 and earlier: only a trigger on a cohort above
-    one of the tree's ClusterQueues; ``queues.plan``)."""
+    one of the tree's ClusterQueues; ``queues.plan``).
+
+    ``deferred_sticky`` (admitter logic 20; False: 19 and earlier, for replay): a workload left waiting for
+    the cycle's preemptions (DeferredFit, ``state.deferred``) is its ClusterQueue's sticky head in later
+    cycles, as Kueue's requeue with reason PendingPreemption makes it (``queues.sticky_preemptors``)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -157,7 +162,9 @@ def run(
             if _workload_key(decision) not in touched:
                 decisions.append(decision)
         touched.update(_workload_key(d) for d in decisions)
-    plan = queues.plan(state, tree=tree, now_ms=now_ms, whole_tree_triggers=whole_tree_triggers)
+    plan = queues.plan(
+        state, tree=tree, now_ms=now_ms, whole_tree_triggers=whole_tree_triggers, deferred_sticky=deferred_sticky
+    )
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
     search = Search(

@@ -49,7 +49,14 @@ priority_of = cluster.priority_of
 queue_order_key = cluster.queue_order_key
 
 
-def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0, whole_tree_triggers: bool = True) -> Plan:
+def plan(
+    state: ClusterState,
+    *,
+    tree: quota.QuotaTree,
+    now_ms: int = 0,
+    whole_tree_triggers: bool = True,
+    deferred_sticky: bool = True,
+) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
     Reads the fold's per-LocalQueue queues (already in Kueue's heap order, parked
@@ -57,7 +64,9 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0, whole_t
     alone remembered until one changes (:class:`_Layout`), so a cycle costs about one
     step per ClusterQueue (SEMANTICS §3.2, §3.6). ``whole_tree_triggers`` False (admitter
     logic 18 and earlier, for replay): a cohort's trigger reaches only the ClusterQueues below
-    it (see :func:`requeue_triggers`).
+    it (see :func:`requeue_triggers`). ``deferred_sticky`` False (admitter logic 19 and earlier, for
+    replay): a workload waiting for the cycle's preemptions (``state.deferred``) is not its
+    ClusterQueue's sticky head (:func:`sticky_preemptors`).
     """
     result = Plan()
     layout = _layout(state, tree, whole_tree=whole_tree_triggers)
@@ -68,7 +77,11 @@ def plan(state: ClusterState, *, tree: quota.QuotaTree, now_ms: int = 0, whole_t
     for queue, why in unusable:
         result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
     triggers = layout.triggers
-    sticky = sticky_preemptors(state) if state.preemptors or state.nominations else {}
+    sticky = (
+        sticky_preemptors(state, deferred=deferred_sticky)
+        if state.preemptors or state.nominations or (deferred_sticky and state.deferred)
+        else {}
+    )
     known_inactive, mismatches, workloads, cluster_queues = (
         layout.inactive,
         layout.mismatches,
@@ -208,17 +221,29 @@ def lq_usage(state: ClusterState, queue: tuple[str, str], *, now_ms: int) -> flo
     )
 
 
-def sticky_preemptors(state: ClusterState) -> dict[str, tuple[int, int, str, str]]:
+def sticky_preemptors(state: ClusterState, *, deferred: bool = True) -> dict[str, tuple[int, int, str, str]]:
     """Per ClusterQueue, the queue order of its nominated preemptor still queued there
-    (Kueue's preemptorWorkload, SEMANTICS §3.9); the earliest in queue order if several."""
+    (Kueue's preemptorWorkload, SEMANTICS §3.9); the earliest in queue order if several.
+
+    ``deferred``: a workload waiting for the preemptions of the cycle that deferred it
+    (``state.deferred``, Kueue's DeferredFit) counts too, as Kueue requeues it with reason
+    PendingPreemption, which sets it as its ClusterQueue's preemptor workload
+    (pkg/scheduler/scheduler.go processEntry, pkg/cache/queue/cluster_queue.go
+    requeueIfNotPresent); False: admitter logic 19 and earlier, which did not."""
     out: dict[str, tuple[int, int, str, str]] = {}
-    keys = {*state.preemptors, *state.nominations}
+    keys = {*state.preemptors, *state.nominations, *(state.deferred if deferred else ())}
     for key in sorted(keys):
         wl = state.workloads.get(key)
         if wl is None or wl.queued_as is None or wl.parked_seq:
             continue
         issued = state.preemptors.get(key)
-        cq = issued.cluster_queue if issued is not None else state.nominations[key][1].cluster_queue
+        nomination = state.nominations.get(key)
+        if issued is not None:
+            cq = issued.cluster_queue
+        elif nomination is not None:
+            cq = nomination[1].cluster_queue
+        else:
+            cq = state.deferred[key]
         lq = state.local_queues.get(wl.queued_as[0])
         if lq is None or lq.spec.cluster_queue != cq:
             continue

@@ -25,10 +25,13 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 19
+LOGIC_VERSION = 20
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 18 and earlier
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 19 and earlier did
+not make a workload waiting for the cycle's preemptions (WaitingForPreemptedWorkloads, Kueue's DeferredFit)
+its ClusterQueue's sticky head (20 does, as Kueue's requeue with reason PendingPreemption does: a
+higher-priority arrival in its ClusterQueue is not tried before it). 18 and earlier
 skipped an entry whose preemption targets overlapped the victims of the cycle's earlier preemptions (19
 computes its assignment again with those victims gone, as Kueue's scheduler does under the gate
 RecomputeAssignmentUponPreemptionTargetsOverlap, on by default: it preempts new targets in the same cycle,
@@ -77,6 +80,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         lq_usage_in_every_cq=True,
         recompute_overlapping=True,
         whole_tree_triggers=True,
+        deferred_sticky=True,
     )
 
 
@@ -93,6 +97,7 @@ def _decide(
     lq_usage_in_every_cq: bool,
     recompute_overlapping: bool,
     whole_tree_triggers: bool,
+    deferred_sticky: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -119,6 +124,7 @@ def _decide(
             lq_usage_in_every_cq=lq_usage_in_every_cq,
             recompute_overlapping=recompute_overlapping,
             whole_tree_triggers=whole_tree_triggers,
+            deferred_sticky=deferred_sticky,
         )
     finally:
         tree.rollback()
@@ -135,7 +141,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
+    Versions 9 to 19 did not make a workload waiting for the cycle's preemptions its ClusterQueue's sticky
+    head. Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
     requeued parked workloads only on triggers of cohorts above their ClusterQueues. Versions 9 to 17 ordered
     preemption candidates by LocalQueue usage in the preemptor's own ClusterQueue only. Versions 9 to 16
     counted earlier victims of the cycle in a preempting entry's fit check and ignored the PartialAdmission
@@ -164,6 +171,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     kueue_multiple_preemptions = version >= 17
     lq_usage_in_every_cq = version >= 18
     recompute_overlapping = version >= 19
+    deferred_sticky = version >= 20
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -180,6 +188,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             lq_usage_in_every_cq=lq_usage_in_every_cq,
             recompute_overlapping=recompute_overlapping,
             whole_tree_triggers=recompute_overlapping,
+            deferred_sticky=deferred_sticky,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
