@@ -13,11 +13,12 @@ A.11). The preemptor service turns the answer into decisions.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 from kueue_es.events import models, types
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.scheduling import flavors
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
@@ -55,6 +56,11 @@ def recomputed_targets(
     ]
 
 
+Waiting = tuple[WorkloadState, models.ClusterQueue, list[flavors.PodSetRequest]]
+"""A workload waiting for the preemptions of the cycle that deferred it: its state, its ClusterQueue and
+its pod set requests (:func:`targets_after`)."""
+
+
 def targets_after(
     search: Search,
     wl: WorkloadState,
@@ -64,24 +70,38 @@ def targets_after(
     topology_fits: Callable[[frozenset[str]], bool] | None,
     gone: Collection[str],
     booked: Collection[tuple[str, dict[quota.FR, int]]],
+    waiting: Sequence[Waiting] = (),
 ) -> list[types.PreemptionTarget] | None:
     """:func:`recomputed_targets` on the cluster as it will be once the workloads ``gone`` are
     evicted, with the quota ``booked`` (ClusterQueue, usage) taken: Kueue's scheduler.go
     updateAssignmentIfNeeded for a preempting workload whose targets overlap the victims of
     preemptions decided before it (SEMANTICS §4.5 step 1). None when the workload fits then
-    without evicting anybody else (Kueue's DeferredFit); [] when no targets make it fit."""
+    without evicting anybody else (Kueue's DeferredFit); [] when no targets make it fit.
+
+    ``waiting``: workloads the admitter left waiting for preemptions (DeferredFit,
+    ``ClusterState.deferred``), in order; each that fits on that cluster takes its quota first,
+    as Kueue's scheduler adds a DeferredFit entry's usage to the cycle's snapshot (processEntry,
+    ``cq.AddUsage``), so the later entry it overlaps with is searched with that quota taken
+    (preemptor logic 9; their TAS placement is not reserved)."""
     tree = search.tree
     for cq_name, taken in booked:
         tree.add_usage(cq_name, taken)
     removed = frozenset(gone)
     fits = None if topology_fits is None else (lambda more: topology_fits(more | removed))
+    claimed: list[tuple[str, dict[quota.FR, int]]] = []
     try:
         with search.without(sorted(gone)):
+            for other, other_cq, requests in waiting:
+                assignment, _ = search.assignments(other, requests, cq=other_cq)
+                if assignment.mode == "Fit":
+                    taken = assignment.usage()
+                    tree.add_usage(other_cq.metadata.name, taken)
+                    claimed.append((other_cq.metadata.name, taken))
             if tree.fits(cq.metadata.name, usage) and (fits is None or fits(frozenset())):
                 return None
             return recomputed_targets(search, wl, cq, usage=usage, topology_fits=fits)
     finally:
-        for cq_name, taken in booked:
+        for cq_name, taken in [*claimed, *booked]:
             tree.remove_usage(cq_name, taken)
 
 

@@ -23,13 +23,18 @@ from dataclasses import dataclass, field
 from kueue_es.events import models, types
 from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
-from kueue_es.scheduling import nominations, slices
+from kueue_es.scheduling import nominations, queues, slices
 from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 8
-"""8: a nomination whose targets overlap those of a nomination answered before it in the batch is
+LOGIC_VERSION = 9
+"""9: searching overlapping targets again, the quota of the workloads the admitter left waiting for
+preemptions (DeferredFit, ``ClusterState.deferred``) is taken first, each that fits once the batch's
+evictions complete, and so is that of a nomination this batch answers as DeferredFit, as Kueue's
+scheduler adds a DeferredFit entry's usage to its snapshot (8 counted only the workloads it evicted for:
+with three or more heads on the same victims in one admitter cycle, a later one could evict fewer
+workloads than the admitter nominated, and preempt again a cycle later). 8: a nomination whose targets overlap those of a nomination answered before it in the batch is
 searched again on the cluster as it will be once those evictions complete (the earlier preempting
 workloads' quota counted), as Kueue's scheduler does under the gate
 RecomputeAssignmentUponPreemptionTargetsOverlap (on by default): new targets that do not overlap are
@@ -39,8 +44,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7)
-"""Logic versions :func:`decide_as` still re-runs: 7 and earlier refused every nomination whose targets
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8)
+"""Logic versions :func:`decide_as` still re-runs: 8 and earlier took no DeferredFit workload's quota
+when searching overlapping targets again (9 does, see :data:`LOGIC_VERSION`); 7 and earlier refused every nomination whose targets
 overlapped an earlier answer of the batch (8 searches again, see :data:`LOGIC_VERSION`); 6 and 5 ordered
 preemption candidates by LocalQueue usage only in the preemptor's own ClusterQueue (7 does in every
 ClusterQueue, as Kueue does); 5 also
@@ -63,6 +69,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         released_hold_topology=False,
         lq_usage_in_every_cq=True,
         recompute_overlapping=True,
+        deferred_claims=True,
     )
 
 
@@ -75,16 +82,18 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: overlapping targets refused; with 6 and 5,
-        LocalQueue usage ordering the preemptor's own ClusterQueue's candidates only; with 5,
-        released workloads' TAS usage still counted."""
+        """:func:`decide` as logic ``version`` decided: with 8, overlapping targets searched again
+        without the DeferredFit workloads' quota; with 7 and earlier, overlapping targets refused;
+        with 6 and 5, LocalQueue usage ordering the preemptor's own ClusterQueue's candidates only;
+        with 5, released workloads' TAS usage still counted."""
         return _decide(
             state,
             now_ms=now_ms,
             partition=partition,
             released_hold_topology=version < 6,
             lq_usage_in_every_cq=version >= 7,
-            recompute_overlapping=False,
+            recompute_overlapping=version >= 8,
+            deferred_claims=False,
         )
 
     return decide_earlier
@@ -98,6 +107,7 @@ def _decide(
     released_hold_topology: bool,
     lq_usage_in_every_cq: bool,
     recompute_overlapping: bool,
+    deferred_claims: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -118,8 +128,11 @@ def _decide(
         )
         batch = _Batch(
             recompute_overlapping=recompute_overlapping
-            and state.configuration.feature_gates.get("RecomputeAssignmentUponPreemptionTargetsOverlap", True)
+            and state.configuration.feature_gates.get("RecomputeAssignmentUponPreemptionTargetsOverlap", True),
+            deferred_claims=deferred_claims,
         )
+        if batch.recompute_overlapping and deferred_claims:
+            batch.waiting = _waiting(state)
         for _key, (seq, nomination) in sorted(state.nominations.items(), key=lambda item: item[1][0]):
             out.extend(_answer(state, tree, search, nomination, seq=seq, batch=batch, now_ms=now_ms))
         return out
@@ -134,11 +147,30 @@ class _Batch:
     before) and the quota each preempting workload answered will take (``booked``: ClusterQueue
     and usage), as Kueue's scheduler adds a preempting entry's usage to its snapshot.
     ``recompute_overlapping``: targets that overlap ``evicting`` are searched again with those
-    workloads gone (preemptor logic 8 under the gate RecomputeAssignmentUponPreemptionTargetsOverlap)."""
+    workloads gone (preemptor logic 8 under the gate RecomputeAssignmentUponPreemptionTargetsOverlap).
+    ``deferred_claims`` (preemptor logic 9): that search takes the quota of the ``waiting`` workloads
+    first (:func:`_waiting`), and a nomination answered as DeferredFit books its quota too."""
 
     recompute_overlapping: bool
+    deferred_claims: bool = False
     evicting: set[str] = field(default_factory=set)
     booked: list[tuple[str, dict[quota.FR, int]]] = field(default_factory=list)
+    waiting: list[nominations.Waiting] = field(default_factory=list)
+
+
+def _waiting(state: ClusterState) -> list[nominations.Waiting]:
+    """The workloads the admitter left waiting for preemptions (``state.deferred``), with no open
+    nomination of their own (those are answered, and booked, in turn), in key order: Kueue's cycle
+    gives them their place among the entries, which the log does not keep."""
+    out: list[nominations.Waiting] = []
+    for key, cq_name in sorted(state.deferred.items()):
+        wl = state.workloads.get(key)
+        cq = state.cluster_queues.get(cq_name)
+        if wl is None or cq is None or key in state.nominations or wl.reservation is not None:
+            continue
+        requests = queues.cached_pod_set_requests(wl, cq=cq, config=state.configuration, state=state)
+        out.append((wl, cq, requests))
+    return out
 
 
 def _answer(
@@ -197,10 +229,20 @@ def _answer_usage(
             return [_with(issued, message=OVERLAP_MESSAGE)]
         # Kueue's scheduler.go updateAssignmentIfNeeded: searched again on the cluster as it will be once
         # this batch's evictions complete, the quota of the workloads preempting for them counted.
+        waiting = [w for w in batch.waiting if w[0].key != wl.key]
         again = nominations.targets_after(
-            search, wl, cq, usage=usage, topology_fits=topology_fits, gone=evicting, booked=batch.booked
+            search,
+            wl,
+            cq,
+            usage=usage,
+            topology_fits=topology_fits,
+            gone=evicting,
+            booked=batch.booked,
+            waiting=waiting,
         )
         if again is None:
+            if batch.deferred_claims:
+                batch.booked.append((cq.metadata.name, usage))  # Kueue's DeferredFit: cq.AddUsage
             return [_with(issued, message=DEFERRED_MESSAGE)]
         if not again or any(t.workload.key in evicting for t in again):
             return [_with(issued, message=OVERLAP_MESSAGE)]
