@@ -647,6 +647,7 @@ def _apply_workload_fact(
             state.workloads[added.key] = added  # the one key string, in the map and the state
             kueue_metrics.on_observed(state, added)
         else:
+            event = _keep_reserved_pod_sets(state, current, event)
             if current.workload.spec != event.workload.spec:
                 current.parked_seq = 0  # a changed workload leaves the inadmissible list
                 before, after = current.workload.spec, event.workload.spec
@@ -677,6 +678,23 @@ def _apply_workload_fact(
         if current.reservation is not None:  # Kueue drops it from the ClusterQueue's cache now (§5.3)
             _bump_generation(state, current.reservation.cluster_queue, seq)
         _reindex(state, event.workload.key)
+
+
+def _keep_reserved_pod_sets(
+    state: ClusterState, current: WorkloadState, event: types.WorkloadObserved
+) -> types.WorkloadObserved:
+    """``event`` with the pod sets ``current`` holds quota for, while it holds quota: Kueue's Workload webhook
+    refuses a change of ``spec.podSets`` while QuotaReserved is True (workload_webhook.go
+    ValidateWorkloadUpdate, SEMANTICS §1.6), so the quota held is always for the shape admitted. Its job's
+    reconciler deletes such a Workload and makes a new one instead (jobframework/reconciler.go
+    ensureOneWorkload; the watcher's part). Unchanged for a workload with no quota, one deleted (what is
+    observed now is its job's new one, folded once the quota is back: :func:`_recreate`) and an elastic slice,
+    whose count shrinks in place (:func:`_rescale_elastic`)."""
+    before, after = current.workload.spec.pod_sets, event.workload.spec.pod_sets
+    if current.reservation is None or current.deleted_seq or before == after or _elastic(state, event.workload):
+        return event
+    spec = msgspec.structs.replace(event.workload.spec, pod_sets=before)
+    return msgspec.structs.replace(event, workload=msgspec.structs.replace(event.workload, spec=spec))
 
 
 _intern = sys.intern
