@@ -82,6 +82,9 @@ class JobTracker:
         self.deleted_objects: dict[str, None] = {}
         self.slice_reserved: dict[str, bool] = {}
         self.slice_finished: dict[str, bool] = {}
+        # what each job's Workload object holding quota (QuotaReserved) says, by workload key: Kueue's reconciler
+        # compares a suspended job with it (EquivalentToWorkload) before it may rewrite the Workload
+        self.held: dict[Key, HeldWorkload] = {}
         # Pods' workloads whose Workload object was deleted by hand: workload key -> the UIDs of their pods, which
         # the dispatcher deletes (Kueue's Pod.Stop); while one of them is left no workload is made for them again
         self.doomed: dict[Key, set[str]] = {}
@@ -306,6 +309,8 @@ class JobTracker:
             await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
             return
+        if isinstance(fact, types.WorkloadObserved) and known and kind != "Pod":
+            known = not await self._delete_held_not_matching(kind, obj, wl_key, fact.workload, version=version)
         if isinstance(fact, types.WorkloadObserved) and not known and self._not_stopped(kind, obj):
             # a job with no workload (its Workload deleted while it ran) gets its new one once the dispatcher's
             # stop gave its templates back and its pods have ended (Kueue reconciler.go handleJobWithNoWorkload:
@@ -334,6 +339,39 @@ class JobTracker:
         await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
         if isinstance(fact, types.WorkloadObserved):  # not once finished (reconciler.go step 3 comes first)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
+
+    async def _delete_held_not_matching(
+        self, kind: str, obj: objects.KubeObject, wl_key: Key, now: models.Workload, *, version: str
+    ) -> bool:
+        """Whether the suspended job's workload was deleted as no longer matching it: its Workload object holds
+        quota (:attr:`held`) and the job as converted now (``now``) is not what it reserved for
+        (:func:`_not_equivalent`). Kueue's ensureOneWorkload rewrites a suspended job's Workload in place only
+        when it holds no quota (updateWorkloadToMatchJob, "Updated not matching Workload for suspended job");
+        one holding quota, waiting for its admission checks or admitted before the job was started, is deleted
+        ("Deleted not matching Workload", its quota released) and the job gets a new one, queued anew
+        (reconciler.go ensureOneWorkload, handleJobWithNoWorkload). The deletion's ``ObjectDeleted`` has
+        ``reason`` ``NoMatchingWorkload``; the caller publishes the new workload, created now."""
+        held = self.held.get(wl_key)
+        previous = self.publisher.workloads.get(wl_key)
+        if held is None or previous is None or held.uid in self.deleted_objects:
+            return False
+        why = _not_equivalent(held, previous, now)
+        if not why:
+            return False
+        await self.publisher.delete_workload(
+            wl_key, version=f"not-matching@{version}", uid=previous.metadata.uid, reason=types.NO_MATCHING_WORKLOAD
+        )
+        self.recreated_at[wl_key] = self.clock()
+        self.held.pop(wl_key, None)
+        self._seen_deleted(held.uid)  # the dispatcher deletes it: not a deletion by hand of the new one
+        log.info(
+            "workload_not_matching",
+            workload=f"{wl_key[0]}/{wl_key[1]}",
+            job=f"{kind} {objects.name_of(obj)}",
+            why=why,
+            holds_quota=True,
+        )
+        return True
 
     async def _update_priority(self, wl_key: Key, fact: types.WorkloadObserved, *, version: str, source: str) -> None:
         """The running job's workload as last published, with the priority class and value of ``fact`` (the job
@@ -423,6 +461,27 @@ class JobTracker:
         states = {c.get("type"): c.get("status") == "True" for c in conditions if isinstance(c, dict)}
         self.slice_reserved[key] = bool(states.get("QuotaReserved"))
         self.slice_finished[key] = bool(states.get("Finished"))
+        wl_key = (objects.namespace_of(obj), objects.name_of(obj))
+        if states.get("QuotaReserved") and not states.get("Finished"):
+            self.held[wl_key] = HeldWorkload.of(obj, admitted=bool(states.get("Admitted")))
+        else:
+            self.held.pop(wl_key, None)
+
+    async def workload_object_changed(self, obj: objects.KubeObject) -> None:
+        """A job's Workload object changed (not being deleted, not orphaned): :meth:`workload_status`, then, when
+        it holds quota for another shape than the watcher last published for it (the log kept the reserved pod
+        sets of a change published while the admitter reserved quota: :mod:`kueue_es.projections.cluster`),
+        its suspended job is looked at again, which deletes it as not matching (:meth:`_sync_job`)."""
+        self.workload_status(obj)
+        key = (objects.namespace_of(obj), objects.name_of(obj))
+        held, published = self.held.get(key), self.publisher.workloads.get(key)
+        if held is None or published is None or published.owner is None or held.counts == _counts(published):
+            return
+        kind = published.owner.kind
+        job = self.objects[kind].get((key[0], published.owner.name)) if kind in self.objects else None
+        if job is None or objects.uid_of(job) != published.owner.uid or kind == "Pod" or self._running(kind, [job]):
+            return
+        await self._sync_job(kind, job, version=f"{objects.resource_version(job)}~held@{held.uid}")
 
     def _slices(self, obj: objects.KubeObject) -> list[models.Workload]:
         """The unfinished slices of an elastic Job the log holds, oldest first."""
@@ -757,6 +816,63 @@ def _not_matching(workload: models.Workload, now: models.Workload) -> str:
     for name, ps in after.items():
         if ps.count > before[name].count:
             return f"pod set {name}: {ps.count} pods, the workload has {before[name].count}"
+    return ""
+
+
+class HeldWorkload(msgspec.Struct, frozen=True, kw_only=True):
+    """What a job's Workload object holding quota says: its UID, whether it is Admitted too, and the pod sets
+    it reserved for (``spec.podSets``: name, count, minCount), in order."""
+
+    uid: str
+    admitted: bool
+    counts: tuple[tuple[str, int, int | None], ...]
+
+    @classmethod
+    def of(cls, obj: objects.KubeObject, *, admitted: bool) -> HeldWorkload:
+        """Read from a Workload object; a pod set's missing count is Kueue's default, 1."""
+        spec = cast(Mapping[str, Any], obj).get("spec") or {}
+        counts = tuple(
+            (
+                str(ps.get("name") or ""),
+                _int(ps.get("count"), default=1),
+                _int(ps.get("minCount"), default=None),
+            )
+            for ps in spec.get("podSets") or []
+            if isinstance(ps, dict)
+        )
+        return cls(uid=objects.uid_of(obj), admitted=admitted, counts=counts)
+
+
+def _int(value: Any, *, default: Any) -> Any:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _counts(workload: models.Workload) -> tuple[tuple[str, int, int | None], ...]:
+    """A workload's pod sets as :attr:`HeldWorkload.counts` has them."""
+    return tuple((ps.name, ps.count, ps.min_count) for ps in workload.spec.pod_sets)
+
+
+def _not_equivalent(held: HeldWorkload, previous: models.Workload, now: models.Workload) -> str:
+    """Why a suspended job whose Workload holds quota no longer matches it, or "" (Kueue's
+    EquivalentToWorkload for a suspended job, reconciler.go; equality.ComparePodSetSlices): the pod sets in
+    order, each with its count and minCount, as the Workload object has them (``held``); and, unless the
+    workload is admitted too (WithIgnoreTolerations), each one's tolerations, as last published
+    (``previous``). Not compared, as Kueue does not: node selectors and affinities, which a suspended Job's
+    template may change without a new Workload; nor requests, which the log keeps as effective ones (they move
+    with LimitRanges and RuntimeClasses, which Kueue's template comparison does not see; a Job's containers
+    are immutable anyway)."""
+    counts = _counts(now)
+    if len(counts) != len(held.counts):
+        return f"{len(counts)} pod sets, the workload has {len(held.counts)}"
+    for (name, count, min_count), (_, held_count, held_min) in zip(counts, held.counts, strict=True):
+        if count != held_count:
+            return f"pod set {name}: {count} pods, the workload reserved quota for {held_count}"
+        if min_count != held_min:
+            return f"pod set {name}: minCount {min_count}, the workload has {held_min}"
+    if not held.admitted and len(previous.spec.pod_sets) == len(now.spec.pod_sets):
+        for before, after in zip(previous.spec.pod_sets, now.spec.pod_sets, strict=True):
+            if before.tolerations != after.tolerations:
+                return f"pod set {after.name}: its tolerations changed"
     return ""
 
 

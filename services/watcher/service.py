@@ -331,7 +331,7 @@ class Watcher:
                     if workloads.is_orphaned(obj):
                         await self.jobs.workload_object_orphaned(obj)
                         continue
-                    self.jobs.workload_status(obj)
+                    await self.jobs.workload_object_changed(obj)
                     await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.TAS_KINDS:
             await self.topology.resynced(kind, listed, version=version)
@@ -358,7 +358,7 @@ class Watcher:
                 # its job deleted with propagationPolicy Orphan: finished OwnerNotFound, the object kept
                 await self.jobs.workload_object_orphaned(obj)
             else:
-                self.jobs.workload_status(obj)
+                await self.jobs.workload_object_changed(obj)
                 await self.reporter.workload_object_changed(cast(objects.WorkloadObject, obj))
         elif kind in watched.JOB_KINDS:
             await self.jobs.changed(kind, change, obj)

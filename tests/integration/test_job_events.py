@@ -367,6 +367,124 @@ async def test_a_job_waiting_for_its_checks_gets_updated_admission_check(
     assert "prov: capacity in zone b" in described
 
 
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_job_holding_quota_with_a_new_shape_gets_a_new_workload(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kubectl patch job checked -p '{"spec":{"parallelism":1}}'`` on a suspended Job whose Workload holds quota
+    for 2 pods, waiting for its AdmissionCheck: Kueue rewrites a suspended job's Workload only while it holds no
+    quota; this one no longer matches the Job (EquivalentToWorkload), so Kueue's ensureOneWorkload deletes it
+    (Normal DeletedWorkload "Deleted not matching Workload: NS/NAME"), its quota goes back, and the Job gets a new
+    Workload (another UID, CreatedWorkload) that reserves quota for 1 pod. Before, the same Workload object was
+    rewritten to ``count: 1`` while its ``status.admission`` still assigned 2 pods and the ClusterQueue still held
+    2 CPUs for it."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    check = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "prov"},
+        "spec": {"controllerName": "example.com/prov"},
+    }
+    queue = cluster_queue("cluster-queue", cpu=3)
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}
+    active = {"type": "Active", "status": "True", "reason": "Active", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
+
+    def reserved_object(obj: dict[str, Any]) -> bool:
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "QuotaReserved" and c["status"] == "True" for c in conditions)
+
+    async with _kueue(api, bus, watch=("AdmissionCheck",)):
+        for manifest in (flavor("default-flavor"), check, queue, local_queue("user-queue", "cluster-queue")):
+            await kube.apply_manifest(api, manifest)
+        patch = {"status": {"conditions": [active]}}
+        await kube.patch_object(api, resources.ADMISSION_CHECKS, name="prov", patch=patch, subresource="status")
+        await wait_for(bus, types.AdmissionCheckObserved, count=2)
+        await kube.apply_manifest(api, job("checked", parallelism=2))
+        [first] = await wait_for(bus, types.QuotaReserved)
+        name = first.workload.name
+        before = await until(api, resources.WORKLOADS, name, reserved_object)
+        await kubectl.ok("patch", "job", "checked", "--type=merge", "-p", '{"spec":{"parallelism":1}}')
+        [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload", name=name)
+        [_, second] = await wait_for(bus, types.QuotaReserved, count=2)
+        after = await until(
+            api,
+            resources.WORKLOADS,
+            name,
+            lambda o: o["metadata"]["uid"] != before["metadata"]["uid"] and reserved_object(o),
+        )
+        queue_status = await until(
+            api,
+            resources.CLUSTER_QUEUES,
+            "cluster-queue",
+            lambda o: bool((o.get("status") or {}).get("reservingWorkloads") == 1),
+            namespace="",
+        )
+        events = await events_until(api, lambda s: [e[2] for e in s].count("CreatedWorkload") == 2)
+        described = await kubectl.ok("describe", "job", "checked")
+
+    deleted_message = f"Deleted not matching Workload: default/{name}"
+    assert deleted.reason == types.NO_MATCHING_WORKLOAD
+    assert [(a.name, a.count) for a in first.pod_set_assignments] == [("main", 2)]
+    assert [(a.name, a.count) for a in second.pod_set_assignments] == [("main", 1)]
+    assert [ps["count"] for ps in before["spec"]["podSets"]] == [2]
+    assert [ps["count"] for ps in after["spec"]["podSets"]] == [1]
+    assert [a["count"] for a in after["status"]["admission"]["podSetAssignments"]] == [1]
+    [reservation] = queue_status["status"]["flavorsReservation"]
+    assert {r["name"]: r["total"] for r in reservation["resources"]} == {"cpu": "1", "memory": "200Mi"}
+    assert summary(events) == [
+        ("Job", "checked", "CreatedWorkload", f"Created Workload: default/{name}"),
+        ("Job", "checked", "CreatedWorkload", f"Created Workload: default/{name}"),
+        ("Job", "checked", "DeletedWorkload", deleted_message),
+    ]
+    assert deleted_message in described
+
+
+async def test_a_new_shape_published_as_quota_is_reserved_still_gets_a_new_workload(api, bus: MemoryBus) -> None:
+    """The race of the test above: the Job's new shape (``parallelism`` 2 -> 1) is published after the admitter
+    reserved quota for the old one, before any Workload object showed it (here: no dispatcher runs yet). The log
+    keeps the pod sets reserved for, as Kueue's Workload webhook refuses the update; once the dispatcher writes
+    the Workload object holding quota for 2 pods, the watcher finds it no longer matches the suspended Job and
+    replaces it (reason NoMatchingWorkload); the new one reserves quota for 1 pod. Before, the log's workload
+    took ``count: 1`` under its reservation for 2."""
+    check = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "prov"},
+        "spec": {"controllerName": "example.com/prov"},
+    }
+    queue = cluster_queue("cluster-queue", cpu=3)
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}
+    active = {"type": "Active", "status": "True", "reason": "Active", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
+    watcher = Watcher(bus=bus, api=api)
+    async with running(*watch_with_workloads(watcher), watcher.watch("AdmissionCheck"), admitter(bus).run()):
+        for manifest in (flavor("default-flavor"), check, queue, local_queue("user-queue", "cluster-queue")):
+            await kube.apply_manifest(api, manifest)
+        patch = {"status": {"conditions": [active]}}
+        await kube.patch_object(api, resources.ADMISSION_CHECKS, name="prov", patch=patch, subresource="status")
+        await wait_for(bus, types.AdmissionCheckObserved, count=2)
+        await kube.apply_manifest(api, job("checked", parallelism=2))
+        [first] = await wait_for(bus, types.QuotaReserved)
+        name = first.workload.name
+        await kube.patch_object(api, resources.JOBS, namespace="default", name="checked", patch={"spec": {"parallelism": 1}})  # fmt: skip
+        observed = await wait_for(bus, types.WorkloadObserved, count=2, workload__metadata__name=name)
+        dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+        async with running(dispatcher.fold_forever(), dispatcher.consume(consumer)):
+            [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload", name=name)
+            [_, second] = await wait_for(bus, types.QuotaReserved, count=2)
+            after = await until(
+                api,
+                resources.WORKLOADS,
+                name,
+                lambda o: bool((o.get("status") or {}).get("admission")) and o["spec"]["podSets"][0]["count"] == 1,
+            )
+
+    assert [[ps.count for ps in o.workload.spec.pod_sets] for o in observed] == [[2], [1]]
+    assert deleted.reason == types.NO_MATCHING_WORKLOAD
+    assert [(a.name, a.count) for a in first.pod_set_assignments] == [("main", 2)]
+    assert [(a.name, a.count) for a in second.pod_set_assignments] == [("main", 1)]
+    assert [a["count"] for a in after["status"]["admission"]["podSetAssignments"]] == [1]
+
+
 def pod_manifest_yaml(name: str, group: str, *, total: int) -> str:
     """A pod of pod group ``group`` of ``total`` pods, as ``kubectl apply -f -`` reads it."""
     return json.dumps(member(name, group, total=total))
