@@ -356,6 +356,7 @@ class WorkloadSync:
                         if item is not None:
                             self.deleted(item, old_uid)
                     self.stored.objects.pop(("Workload", namespace, name), None)
+                    self._templates.pop(key, None)  # the new one takes its job's templates as they are now
                 if wl is None or wl.deleted_seq:
                     self._templates.pop(key, None)
                     self._check_messages.pop(key, None)

@@ -371,11 +371,12 @@ async def test_a_job_waiting_for_its_checks_gets_updated_admission_check(
 async def test_a_job_holding_quota_with_a_new_shape_gets_a_new_workload(
     api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
 ) -> None:
-    """``kubectl patch job checked -p '{"spec":{"parallelism":1}}'`` on a suspended Job whose Workload holds quota
-    for 2 pods, waiting for its AdmissionCheck: Kueue rewrites a suspended job's Workload only while it holds no
+    """``kubectl patch job checked`` (``parallelism`` 2 -> 1, a toleration added) on a suspended Job whose Workload
+    holds quota for 2 pods, waiting for its AdmissionCheck: Kueue rewrites a suspended job's Workload only while it holds no
     quota; this one no longer matches the Job (EquivalentToWorkload), so Kueue's ensureOneWorkload deletes it
     (Normal DeletedWorkload "Deleted not matching Workload: NS/NAME"), its quota goes back, and the Job gets a new
-    Workload (another UID, CreatedWorkload) that reserves quota for 1 pod. Before, the same Workload object was
+    Workload (another UID, CreatedWorkload, the Job's templates as they are now) that reserves quota for 1 pod.
+    Before, the same Workload object was
     rewritten to ``count: 1`` while its ``status.admission`` still assigned 2 pods and the ClusterQueue still held
     2 CPUs for it."""
     kubectl = Kubectl(emu.url, tmp_path)
@@ -403,7 +404,9 @@ async def test_a_job_holding_quota_with_a_new_shape_gets_a_new_workload(
         [first] = await wait_for(bus, types.QuotaReserved)
         name = first.workload.name
         before = await until(api, resources.WORKLOADS, name, reserved_object)
-        await kubectl.ok("patch", "job", "checked", "--type=merge", "-p", '{"spec":{"parallelism":1}}')
+        toleration = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
+        reshaped = {"spec": {"parallelism": 1, "template": {"spec": {"tolerations": [toleration]}}}}
+        await kubectl.ok("patch", "job", "checked", "--type=merge", "-p", json.dumps(reshaped))
         [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload", name=name)
         [_, second] = await wait_for(bus, types.QuotaReserved, count=2)
         after = await until(
@@ -428,6 +431,7 @@ async def test_a_job_holding_quota_with_a_new_shape_gets_a_new_workload(
     assert [(a.name, a.count) for a in second.pod_set_assignments] == [("main", 1)]
     assert [ps["count"] for ps in before["spec"]["podSets"]] == [2]
     assert [ps["count"] for ps in after["spec"]["podSets"]] == [1]
+    assert after["spec"]["podSets"][0]["template"]["spec"]["tolerations"] == [toleration]  # the Job's now
     assert [a["count"] for a in after["status"]["admission"]["podSetAssignments"]] == [1]
     [reservation] = queue_status["status"]["flavorsReservation"]
     assert {r["name"]: r["total"] for r in reservation["resources"]} == {"cpu": "1", "memory": "200Mi"}
