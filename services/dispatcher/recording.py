@@ -25,6 +25,7 @@ import msgspec
 import structlog
 
 from kueue_es.events import codec, types
+from kueue_es.projections.cluster import ClusterState
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
 from kueue_es.services.dispatcher.object_sync import API_ERRORS, StoredObjects
@@ -137,6 +138,8 @@ class Recording:
         state = self.view.cluster
         for seq, decision in decisions:
             key = workload_key(decision)
+            if isinstance(decision, types.QuotaReserved | types.WorkloadAdmitted) and _finished_before(state, key, seq):
+                continue  # landed after its workload finished: the status shows no admission (status.py), no Event
             reserved = isinstance(decision, types.WorkloadAdmitted) and self.view.reserved_seq.get(key) == seq
             records = kube_events.for_decision(state, decision, self.view.records.get(key), reserved=reserved)
             for index, item in enumerate(records):
@@ -202,3 +205,10 @@ class Recording:
             log.warning("event_write_failed", workload=item.workload.key, reason=item.reason, error=str(err))
         else:
             self.written += 1
+
+
+def _finished_before(state: ClusterState, key: str | None, seq: int) -> bool:
+    """Whether workload ``key`` had finished before the decision stored at ``seq`` (one decided on a basis before
+    the finish, folded after it)."""
+    wl = state.workloads.get(key) if key is not None else None
+    return wl is not None and wl.finished is not None and 0 < wl.finished_seq < seq

@@ -347,6 +347,12 @@ def _fold_into(
                 record.set("PodsReady", False, "WaitForStart", start, at_ms=observed.metadata.creation_timestamp_ms)
             if wl.reservation is None:
                 _sync_checks(record, _pending_checks(state, wl), at_ms=observed.metadata.creation_timestamp_ms)
+        case types.QuotaReserved() | types.WorkloadAdmitted() if before.finished:
+            # decided on a basis before its workload finished and landed after the finish (a cycle run between
+            # a Workload's observation and its finish: one made by hand without its owner, a job finishing): the
+            # quota comes back with the next record and no job starts; the object shows no admission, as Kueue
+            # never admits a finished Workload (its scheduler skips them: workload.IsFinished)
+            pass
         case types.QuotaReserved():
             if before.reservation is None and wl.reservation is event:
                 _reserve(record, event, state=state, granular=granular)

@@ -22,6 +22,7 @@ from kueue_es.services.publisher import core as publisher
 from kueue_es.services.runtime import Decider, build_batch
 from kueue_es.services.watcher.convert import kueue_fact
 from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, workload
+from tests.unit.dispatch_log import DispatchLog, job_workload
 
 NOW = 1_796_000_000_000
 FIRST = types.WorkloadRef(namespace="default", name="first", uid="uid-first")
@@ -218,3 +219,24 @@ def test_an_admission_landing_after_its_workloads_finish_needs_no_dispatch_resul
     assert report.mismatches == [] and report.matched == 2
     assert report.nothing_to_write == [late_admission]
     assert report.undispatched == [second_admission]
+
+
+def test_an_admission_landing_after_its_workloads_finish_shows_no_admission_on_its_object() -> None:
+    """The same race seen by the dispatcher: its Workload status shows no QuotaReserved or Admitted for an
+    admission folded after the finish (Kueue never admits a finished Workload); one folded before the finish
+    is kept, as a finished Workload keeps its admission."""
+    for finish_first in (True, False):
+        log = DispatchLog(cpu="4")
+        log.add(job_workload("first"))
+        [admission] = [
+            d for d in deciders.ADMITTER.decide(log.log.state, now_ms=NOW) if type(d).__name__ == "WorkloadAdmitted"
+        ]
+        ref = admission.workload
+        finished = types.WorkloadFinished(
+            workload=ref, succeeded=False, reason="OwnerNotFound", message="gone", at_ms=NOW + 1
+        )
+        log.add(*((finished, admission) if finish_first else (admission, finished)))
+        record = log.view.records[ref.key]
+        assert record.is_true("Finished")
+        assert record.is_true("QuotaReserved") is not finish_first
+        assert record.is_true("Admitted") is not finish_first
