@@ -398,6 +398,10 @@ class Workload(_Model, frozen=True, kw_only=True):
     metadata: ObjectMeta
     spec: WorkloadSpec
     owner: OwnerReference | None = None
+    # Why its job puts it on hold ("" none; left out then, so every older payload keeps its bytes): a
+    # StatefulSet scaled to zero (Kueue statefulset_reconciler.go releaseScaleDownReservation). A reservation
+    # it holds is released with reason OnHold and it is not queued again until a WorkloadObserved without it.
+    on_hold: str = ""
 
     @property
     def key(self) -> str:

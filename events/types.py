@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -32,10 +32,11 @@ the dispatcher's results of one DecisionRecord's decisions in one message (issue
 ``DecisionRecord.released``, the finished workloads' releases a record carries (``FinishedRelease``,
 admitter logic 15, issue 18); 7: ``ObjectDeleted.reason`` (``NoMatchingWorkload`` for a running job's
 workload that no longer matches it, Kueue's ensureOneWorkload) and ``ObjectDeleted.at_ms``, and the
-Configuration's ``objectRetentionPolicies`` (the workloads' retention, which the dispatcher carries out).
+Configuration's ``objectRetentionPolicies`` (the workloads' retention, which the dispatcher carries out);
+8: ``Workload.onHold`` (a StatefulSet scaled to zero holds its workload: QuotaReleased reason ``OnHold``).
 docs/events.md holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 

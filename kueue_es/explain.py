@@ -506,11 +506,13 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
 
     console = _console()
     owner = f" (for {report['owner']})" if report["owner"] else ""
-    from kueue_es.scheduling.explain import DEACTIVATED
+    from kueue_es.scheduling.explain import DEACTIVATED, ON_HOLD
 
     status = report["status"]
     if status == DEACTIVATED:  # Kueue's Evicted condition on it, not "pending"
         status = f"{status} (Evicted {report['needs']['reason']}: {report['needs']['message']})"
+    elif status == ON_HOLD:  # Kueue's QuotaReserved condition on it
+        status = f"{status} (QuotaReserved {report['needs']['reason']}: {report['needs']['message']})"
     console.print(Text(f"Workload {report['workload']}{owner}: {status}", style="bold"))
     console.print(Text(as_of, style="dim"))
     if report["otherWorkloads"]:

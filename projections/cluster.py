@@ -77,6 +77,10 @@ class WorkloadState:
     backoff: bool = False
     order_ms: int = 0  # queue-order timestamp after an eviction that moves it back (§3.3); 0: creation
     deactivated: str = ""  # why Kueue set spec.active=false (WorkloadDeactivated), "" when it did not
+    # Released for its job's hold (QuotaReleased reason OnHold: a StatefulSet scaled to zero) and not queued
+    # until its job clears the hold (a WorkloadObserved without ``on_hold``): Kueue's IsOnHold, which
+    # IsAdmissible refuses (pkg/workload/workload.go)
+    on_hold: bool = False
     timer_basis: tuple[int, int, int] | None = None  # its entries in ClusterState.timer_heaps (-1: none)
     queued_as: tuple[tuple[str, str], tuple[int, int, str, str]] | None = None
     queued_parked: int = 0  # the parked_seq its place in ``ClusterState.queued`` was chosen by
@@ -443,6 +447,14 @@ class UnknownEventError(TypeError):
     """
 
 
+ON_HOLD_REASON: Final = "OnHold"
+"""Kueue's QuotaReserved reason (kueue.WorkloadOnHold) for a reservation its job released to hold the workload
+unqueued: a StatefulSet scaled to zero; also the reason of the QuotaReleased that stands for it."""
+ON_HOLD_MESSAGE: Final = "StatefulSet scaled to zero; workload on hold"
+"""Its message (statefulset_reconciler.go releaseScaleDownReservation)."""
+ON_HOLD_CLEARED_MESSAGE: Final = "Workload no longer on hold; waiting for quota reservation"
+"""The QuotaReserved message once the StatefulSet is scaled up again (statefulset_reconciler.go clearOnHold)."""
+
 # The event types the fold reads and drops: what a ClusterState holds never depends on them.
 # DispatchApplied and DispatchFailed are the Kubernetes side's echo of a decision; quota and
 # workload status follow the watcher's facts instead.
@@ -664,6 +676,8 @@ def _apply_workload_fact(
                 current.deactivated = ""
                 current.requeue_count = current.requeue_at_ms = 0
                 current.backoff = False
+            if current.on_hold and not event.workload.on_hold:
+                current.on_hold = False  # its job cleared the hold (statefulset_reconciler.go clearOnHold)
             current.workload = compact_workload(event.workload)
             current.observed_seq = seq
             if current.reservation is not None and _elastic(state, event.workload):
@@ -961,8 +975,10 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
         ended = wl.finished is not None or wl.deleted_seq > 0
         active = wl.active and not wl.backoff
         reserved = wl.reservation is not None
-        waiting = not reserved and not ended
-        releasing = reserved and (ended or not wl.workload.spec.active or wl.stopped_seq > 0)
+        waiting = not reserved and not ended and not wl.on_hold
+        releasing = reserved and (
+            ended or not wl.workload.spec.active or wl.stopped_seq > 0 or bool(wl.workload.on_hold)
+        )
         _index_status(state, key, None if ended else wl)
     if not (waiting and active):
         state.nominations.pop(key, None)  # a preemptor that got quota or left needs nothing more
@@ -1228,6 +1244,7 @@ def _apply_workload_decision(
                     current.accumulated_ms += max(0, event.at_ms - current.admitted_at_ms)
                 if current.eviction is not None and current.requeue_at_ms > event.at_ms:
                     current.backoff = not current.deactivated  # Requeued=False until requeueAt (§3.7)
+                current.on_hold = event.reason == ON_HOLD_REASON
                 current.reservation = current.held = None
                 current.admitted = False
                 current.admitted_at_ms = 0

@@ -41,7 +41,7 @@ import msgspec
 
 from kueue_es.events import models, types
 from kueue_es.projections import quota
-from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
+from kueue_es.projections.cluster import ON_HOLD_REASON, ClusterState, WorkloadState, pods_ready_enabled
 from kueue_es.scheduling import flavors, lifecycle, preemption, queues, slices
 from kueue_es.scheduling.entries import Entry, ordered, pod_set_assignments
 from kueue_es.scheduling.search import Search
@@ -754,6 +754,10 @@ def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased | types.F
         )
     if wl.deleted_seq:
         reason, cause = "Deleted", wl.deleted_seq
+    elif wl.workload.on_hold:
+        # its job holds it (a StatefulSet scaled to zero): released at once, no eviction, not requeued
+        # (statefulset_reconciler.go releaseScaleDownReservation)
+        reason, cause = ON_HOLD_REASON, wl.observed_seq
     elif wl.stopped_seq and wl.eviction is not None and wl.workload.spec.active:
         reason, cause = wl.eviction.reason, wl.stopped_seq  # the evicted job stopped (SEMANTICS §7.8)
     else:

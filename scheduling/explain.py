@@ -32,7 +32,7 @@ from typing import Any
 from kueue_es.events import manifests, models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections import quota
-from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
+from kueue_es.projections.cluster import ON_HOLD_MESSAGE, ON_HOLD_REASON, ClusterState, WorkloadState, priority_of
 from kueue_es.scheduling import dra, lifecycle, preemption, provisioning, queues, slices, visibility
 
 FINISH_OUTCOMES: dict[str, str] = {
@@ -622,6 +622,11 @@ DEACTIVATED = "deactivated"
 """The status of a workload whose ``spec.active`` is false and that holds no quota."""
 
 
+ON_HOLD = "on hold"
+"""The status of a workload its job holds unqueued, its quota released (a StatefulSet scaled to zero):
+Kueue's QuotaReserved=False reason ``OnHold``."""
+
+
 def deactivated_condition(wl: WorkloadState, deactivation: types.WorkloadDeactivated | None) -> tuple[str, str]:
     """The ``Evicted`` reason and message Kueue's workload controller writes on a deactivated workload:
     ``Deactivated``, "The workload is deactivated" when a user set ``spec.active`` false; when Kueue did
@@ -657,6 +662,16 @@ def needs(
         return Needs(key=key, status="deleted")
     if wl.finished is not None:
         return Needs(key=key, status="finished")
+    if wl.on_hold and wl.reservation is None:
+        # not queued until its job clears the hold (Kueue's IsAdmissible refuses an IsOnHold workload)
+        return Needs(
+            key=key,
+            status=ON_HOLD,
+            priority=priority_of(wl.workload, state),
+            reason=ON_HOLD_REASON,
+            message=wl.workload.on_hold or ON_HOLD_MESSAGE,
+            blocked=(f"on hold: {wl.workload.on_hold or ON_HOLD_MESSAGE}",),
+        )
     found = _needs(state, wl, now_ms=now_ms)
     if found.status == "pending" and not wl.active:
         reason, message = deactivated_condition(wl, deactivation)

@@ -177,6 +177,23 @@ def statefulset_workload_name(name: str, uid: str) -> str:
     return workloads.workload_name(owner_name=name, owner_uid=uid, kind="StatefulSet", group="apps")
 
 
+STATEFULSET_ON_HOLD_MESSAGE = "StatefulSet scaled to zero; workload on hold"
+"""Kueue's QuotaReserved message for the Workload of a StatefulSet scaled to zero (statefulset_reconciler.go
+releaseScaleDownReservation)."""
+
+
+def statefulset_hold(sts: Mapping[str, Any]) -> str:
+    """Why the StatefulSet's Workload is on hold: :data:`STATEFULSET_ON_HOLD_MESSAGE` while ``spec.replicas`` is 0,
+    "" otherwise (Kueue statefulset_reconciler.go reconcileWorkload: scaled to zero, the Workload keeps its owner
+    and its reservation is released with reason OnHold; scaled up, the hold is cleared). A StatefulSet being
+    deleted holds nothing: its Workload goes with it. Raises ManifestError naming ``spec.replicas`` when it is
+    not a count."""
+    if workloads.as_mapping(sts.get("metadata")).get("deletionTimestamp"):
+        return ""
+    ref = workloads.job_ref(sts, kind="StatefulSet", api_version=APPS_API)
+    return STATEFULSET_ON_HOLD_MESSAGE if statefulset_replicas(ref, sts) == 0 else ""
+
+
 # -- LeaderWorkerSet ------------------------------------------------------------------------------
 
 

@@ -59,7 +59,16 @@ from kueue_es.events import manifests, models, slices, types
 from kueue_es.events.quantities import to_quantity
 from kueue_es.jobframework import integrations, workloads
 from kueue_es.projections import multikueue, quota
-from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled, priority_of, replacement_of
+from kueue_es.projections.cluster import (
+    ON_HOLD_CLEARED_MESSAGE,
+    ON_HOLD_MESSAGE,
+    ON_HOLD_REASON,
+    ClusterState,
+    WorkloadState,
+    pods_ready_enabled,
+    priority_of,
+    replacement_of,
+)
 from kueue_es.scheduling import dra, fairsharing, readiness
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -192,6 +201,7 @@ class Before:
     admitted: bool = False
     eviction: types.EvictionRequested | None = None
     finished: bool = False
+    on_hold: bool = False
 
     @classmethod
     def of(cls, wl: WorkloadState | None) -> Before:
@@ -205,6 +215,7 @@ class Before:
             admitted=wl.admitted,
             eviction=wl.eviction,
             finished=wl.finished is not None,
+            on_hold=wl.on_hold,
         )
 
 
@@ -347,6 +358,12 @@ def _fold_into(
                 record.set("PodsReady", False, "WaitForStart", start, at_ms=observed.metadata.creation_timestamp_ms)
             if wl.reservation is None:
                 _sync_checks(record, _pending_checks(state, wl), at_ms=observed.metadata.creation_timestamp_ms)
+            if before.on_hold and not wl.on_hold and wl.reservation is None:
+                # its StatefulSet scaled up again: QuotaReserved leaves OnHold (statefulset_reconciler.go
+                # clearOnHold), the workload waits for quota again; when, the fact does not say: its creation
+                reason = "PendingEvaluation" if granular else "Pending"
+                at_ms = record.conditions["QuotaReserved"].since_ms if "QuotaReserved" in record.conditions else 0
+                _unreserve(record, reason, ON_HOLD_CLEARED_MESSAGE, at_ms=at_ms, granular=granular)
         case types.QuotaReserved() | types.WorkloadAdmitted() if before.finished:
             # decided on a basis before its workload finished and landed after the finish (a cycle run between
             # a Workload's observation and its finish: one made by hand without its owner, a job finishing): the
@@ -668,6 +685,16 @@ def _release(
     if event.reason == slices.REPLACED_REASON and wl.finished is not None:
         # An elastic slice replaced by a newer one (scheduler.go replaceWorkloadSlice): Finished, admission kept.
         record.set("Finished", True, wl.finished.reason, wl.finished.message, at_ms=event.at_ms)
+        return
+    if event.reason == ON_HOLD_REASON:
+        # its StatefulSet scaled to zero: the reservation is cleared with no eviction and nothing requeued
+        # (statefulset_reconciler.go releaseScaleDownReservation, UnsetQuotaReservationWithCondition)
+        _unreserve(record, ON_HOLD_REASON, ON_HOLD_MESSAGE, at_ms=event.at_ms, granular=granular)
+        if "PodsReady" in record.conditions:
+            # no longer admitted: the job reconciler's PodsReady says so (reconciler.go generatePodsReadyCondition),
+            # so the pods of the scale-up are Started again, not Recovered
+            start = PODS_READY_MESSAGES["WaitForStart"]
+            record.set("PodsReady", False, "WaitForStart", start, at_ms=event.at_ms)
         return
     pending = "PendingEvaluation" if granular else "Pending"
     if event.reason == "Deactivated" and before.eviction is None:

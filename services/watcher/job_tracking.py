@@ -23,7 +23,7 @@ from kueue_es.events import manifests, models, slices, types
 from kueue_es.jobframework import integrations, jobs, pods, prebuilt, workloads
 from kueue_es.jobframework import slices as job_slices
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL
-from kueue_es.jobframework.integrations import ray
+from kueue_es.jobframework.integrations import ray, serving
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import prebuilt_tracking
 from kueue_es.services.watcher.inputs import ConversionInputs
@@ -161,6 +161,10 @@ class JobTracker:
             await self._sync_job(kind, obj, version=version)
         if kind == "RayCluster" and self.inputs.elastic_jobs:
             await self.owner_of_cluster_changed(obj, version=version)
+        if kind == "StatefulSet" and (uid := objects.uid_of(obj)):
+            # scaled to or from zero: its serving group's workload is held or let go (:meth:`_statefulset_hold`)
+            group_key = (key[0], serving.statefulset_workload_name(key[1], uid))
+            await self._sync_group(group_key, version=version)
 
     async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
         """A fresh list of one job kind: replace what is kept, delete the workloads gone, convert the rest."""
@@ -186,6 +190,8 @@ class JobTracker:
         live = {k for obj in listed if self._managed(kind, obj) for k in self._workload_keys(kind, obj)}
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
         gone -= set(self.publisher.orphaned)  # their Workload objects outlived their jobs: they go with them
+        if kind == "Pod":  # a StatefulSet scaled to zero keeps its group's workload with no pod left
+            gone = {k for k in gone if not self._held(k)}
         for key in sorted(gone):
             if key in orphaning and await self._left_orphaned(kind, orphaning[key], key, orphaning=True):
                 continue
@@ -232,6 +238,8 @@ class JobTracker:
                 log_rejection(fact)
                 await self.publisher.publish(fact, version=version, source="Pod")
                 return
+        if await self._statefulset_hold(group_key, members, version=version):
+            return
         known = self.publisher.workloads.get(group_key)
         adopted = (
             known is not None and known.owner is not None and known.owner.kind == "Pod" and prebuilt.is_adopted(known)
@@ -241,6 +249,52 @@ class JobTracker:
                 await self.prebuilt.sync_group(group_key, version=version)
             return
         await self.groups.sync(group_key, version=version)
+
+    def _statefulset_of(self, group_key: Key) -> objects.KubeObject | None:
+        """The StatefulSet whose serving group is ``group_key`` (its Workload's name, statefulset GetWorkloadName),
+        or None (a scan of the namespace's StatefulSets kept)."""
+        for (namespace, name), sts in self.objects.get("StatefulSet", {}).items():
+            if (
+                namespace == group_key[0]
+                and serving.statefulset_workload_name(name, objects.uid_of(sts)) == group_key[1]
+            ):
+                return sts
+        return None
+
+    def _held(self, group_key: Key) -> bool:
+        """Whether ``group_key`` is the serving group of a managed StatefulSet scaled to zero (its workload stays)."""
+        sts = self._statefulset_of(group_key)
+        if sts is None or not self._managed("StatefulSet", sts):
+            return False
+        try:
+            return bool(serving.statefulset_hold(cast(Mapping[str, Any], sts)))
+        except manifests.ManifestError:
+            return False
+
+    async def _statefulset_hold(self, group_key: Key, members: list[objects.KubeObject], *, version: str) -> bool:
+        """Hold or let go the workload of a StatefulSet's serving group, as Kueue's StatefulSet reconciler does
+        (statefulset_reconciler.go reconcileWorkload): scaled to zero, the workload the log holds is observed with
+        ``on_hold`` (the admitter releases its reservation, reason OnHold, and does not queue it) and stays while
+        its pods go, instead of being deleted with them; scaled up again before its pods come, observed without
+        it (clearOnHold: queued again, the same workload). Returns whether that is all the group stands for now
+        (else its pods are converted as any group's, which clears the hold too)."""
+        if group_key not in self.publisher.known["Workload"] or self.publisher.sources.get(group_key) != "Pod":
+            return False
+        known = self.publisher.workloads.get(group_key)
+        if known is None or self._statefulset_of(group_key) is None:
+            return False
+        hold = serving.STATEFULSET_ON_HOLD_MESSAGE if self._held(group_key) else ""
+        if hold or (known.on_hold and not members):
+            if known.on_hold != hold:
+                fact = types.WorkloadObserved(workload=msgspec.structs.replace(known, on_hold=hold))
+                await self.publisher.publish(fact, version=f"{version}.hold", source="Pod")
+                log.info("statefulset_workload_hold", workload=f"{group_key[0]}/{group_key[1]}", on_hold=bool(hold))
+                if hold:
+                    # not admitted any more: Kueue's PodsReady is WaitForStart (generatePodsReadyCondition), so
+                    # the pods of the scale-up are Started, not Recovered
+                    await self.reporter.report_pods_ready(group_key, started=False, ready=False, version=version)
+            return True
+        return False
 
     async def _sync_job(self, kind: str, obj: objects.KubeObject, *, version: str) -> None:
         """Publish what a Job, a JobSet or a single Pod stands for now."""

@@ -30,6 +30,7 @@ from kueue_es.sim.emulator import serve_emulator
 from tests.integration.harness import (
     commit,
     dispatcher_with_consumer,
+    events_of,
     eviction,
     pod_services,
     running,
@@ -172,6 +173,73 @@ async def test_sample_statefulset_is_one_serving_group_started_pod_by_pod(api: A
             api, lambda ps: len(ps) == 3 and all(started(p) and p["metadata"]["uid"] not in before for p in ps)
         )
         assert sorted(p["metadata"]["name"] for p in pods) == [f"nginx-statefulset-{i}" for i in range(3)]
+
+
+async def workload_until(
+    api: Any, name: str, check: Callable[[dict[str, Any]], bool], *, timeout: float = 20
+) -> dict[str, Any]:
+    """Poll Workload ``default/name`` until ``check(it)`` holds (a missing one is never checked)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            listed, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+            found = [w for w in listed if w["metadata"]["name"] == name]
+            if found and check(found[0]):
+                return found[0]
+            await asyncio.sleep(0.05)
+
+
+def condition(wl: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == kind), {})
+
+
+async def scale(api: Any, name: str, replicas: int) -> None:
+    await kube.patch_object(
+        api, resources.STATEFUL_SETS, namespace="default", name=name, patch={"spec": {"replicas": replicas}}
+    )
+
+
+async def test_statefulset_scaled_to_zero_keeps_its_workload_on_hold(api: Any, bus: MemoryBus) -> None:
+    """Kueue v0.19 (statefulset_reconciler.go): scaled to zero, the StatefulSet's Workload stays, its quota
+    released with QuotaReserved=False ``OnHold`` "StatefulSet scaled to zero; workload on hold" and not queued;
+    scaled up again, the same Workload is let go ("Workload no longer on hold; waiting for quota reservation"),
+    admitted again and its new pods started, PodsReady ``Started`` (not ``Recovered``)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        [applied] = await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+        await wait_for(bus, types.WorkloadPodsReady, ready=True, workload__name=name, timeout=10)
+        uid = applied.workload.uid
+        object_uid = (await workload(api, name))["metadata"]["uid"]
+
+        await scale(api, "nginx-statefulset", 0)
+        [released] = await wait_for(bus, types.QuotaReleased, workload__name=name, timeout=10)
+        assert (released.reason, released.workload.uid) == ("OnHold", uid)
+        await pods_until(api, lambda ps: not ps)
+        held = await workload_until(api, name, lambda w: condition(w, "QuotaReserved").get("reason") == "OnHold")
+        assert condition(held, "QuotaReserved")["status"] == "False"
+        assert condition(held, "QuotaReserved")["message"] == "StatefulSet scaled to zero; workload on hold"
+        assert condition(held, "Admitted")["status"] == "False"
+        assert "admission" not in held.get("status", {})
+        assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+        assert (
+            len(await events_of(bus, types.QuotaReserved))
+            + len([a for a in await events_of(bus, types.WorkloadAdmitted) if a.pod_set_assignments])
+            == 1
+        )  # not queued again while on hold
+
+        await scale(api, "nginx-statefulset", 3)
+        pods = await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        again = await wait_for(bus, types.DispatchApplied, action="StartJob", count=2, timeout=20)
+        assert (again[1].workload.name, again[1].workload.uid) == (name, uid)
+        assert all(pod_integration.group_name(p) == name for p in pods)
+        admitted = await workload_until(api, name, lambda w: condition(w, "PodsReady").get("status") == "True")
+        assert condition(admitted, "QuotaReserved")["status"] == "True"
+        assert condition(admitted, "PodsReady")["reason"] == "Started"
+        assert admitted["metadata"]["uid"] == object_uid  # the same Workload object throughout
+        assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
 
 
 async def test_sample_leaderworkerset_is_one_group_per_replica(api: Any, bus: MemoryBus) -> None:
