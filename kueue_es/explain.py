@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -642,11 +642,15 @@ _BOOLS.update(dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)) 
 def run_list(args: argparse.Namespace) -> int:
     """``kueue-es list KIND``."""
     filters = list_filters(args)
-    folded = _fold(args)
+    admissions = FinishedAdmissions()
+    folded = _fold(args, observer=admissions)
     _print_notes(folded)
     kind = KINDS[args.kind]
     namespace = None if args.all_namespaces else args.namespace
-    rows = list_rows(folded.state, kind, namespace=namespace, now_ms=folded.now_ms, only=filters)
+    admissions.start_seq = folded.start_seq
+    rows = list_rows(
+        folded.state, kind, namespace=namespace, now_ms=folded.now_ms, only=filters, finished_admissions=admissions
+    )
     if args.output != "text":
         _dump(rows, args.output)
         return 0
@@ -660,13 +664,79 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _age(created_ms: int, now_ms: int) -> str:
-    if not created_ms or not now_ms or now_ms < created_ms:
-        return "<unknown>" if not created_ms else "0s"
-    seconds = (now_ms - created_ms) // 1000
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    """kueuectl's AGE: apimachinery's ``duration.HumanDuration`` from ``created_ms`` to ``now_ms`` (ms
+    since the epoch; ``119s``, ``2m31s``, ``42m``, ``3h1m``...); ``<unknown>`` without a creation time,
+    as kubectl prints a zero creationTimestamp."""
+    from kueue_es.sim.tables import human_duration
+
+    if not created_ms:
+        return "<unknown>"
+    return human_duration((now_ms - created_ms) / 1000)
+
+
+@dataclass
+class FinishedAdmissions:
+    """A fold observer (:data:`kueue_es.logsource.Observer`) that keeps, per finished Workload, when the
+    admission it finished in began (ms since the epoch): kueuectl's EXEC TIME of a finished workload runs
+    from its Admitted condition's lastTransitionTime to its Finished one's, and a finished Workload keeps
+    its Admitted condition (the dispatcher writes no change for a release by finish, as Kueue's cache drops
+    the usage without a write), while the fold's state forgets the admission once the quota is released.
+
+    ``start_seq``: where the fold started (a snapshot's position, 0: #1); a release before it was not seen,
+    so :meth:`since` answers None (not known) for a workload that finished there."""
+
+    admitted_since: dict[tuple[str, str], int] = field(default_factory=dict)
+    start_seq: int = 0
+
+    def __call__(self, seq: int, event: Any, state: ClusterState) -> None:
+        """See each accepted event with the state just before it: note the admission a finished workload
+        releases its quota in, forget the one of any other release (its Admitted condition turns False)."""
+        from kueue_es.events import types
+
+        if isinstance(event, types.FinishedRelease):
+            event = event.quota_released()
+        if not isinstance(event, types.QuotaReleased):
+            return
+        wl = state.workloads.get(event.workload.key)
+        if wl is None:
+            return
+        key = (wl.key, wl.workload.metadata.uid)
+        if wl.admitted and wl.admitted_at_ms and wl.finished is not None:
+            self.admitted_since[key] = wl.admitted_at_ms
+        else:
+            self.admitted_since.pop(key, None)
+
+    def since(self, wl: WorkloadState) -> int | None:
+        """When the admission ``wl`` finished in began (ms); 0 when it finished not admitted; None when the
+        fold did not see its release (before ``start_seq``)."""
+        if wl.finished_seq and wl.finished_seq <= self.start_seq:
+            return None
+        return self.admitted_since.get((wl.key, wl.workload.metadata.uid), 0)
+
+
+def _exec_time(wl: WorkloadState, now_ms: int, finished_admissions: FinishedAdmissions | None) -> str:
+    """kueuectl's EXEC TIME (list_workload_printer.go): only while the Admitted condition is True, from its
+    lastTransitionTime to the Finished condition's (a finished workload) or to now; "" otherwise (a
+    pending workload, a preempted one too, shows none). Without ``finished_admissions`` (or for a
+    workload that finished before the fold's start) a finished workload's time is its admitted time
+    over all its admissions, the state's accumulatedPastExecutionTime: its one admission's, unless it
+    was evicted before."""
+    from kueue_es.sim.tables import human_duration
+
+    finished = wl.finished
+    if wl.admitted and wl.admitted_at_ms:
+        since = wl.admitted_at_ms
+    elif finished is not None:
+        known = finished_admissions.since(wl) if finished_admissions is not None else None
+        if known is None:
+            return human_duration(wl.accumulated_ms / 1000) if wl.accumulated_ms else ""
+        since = known
+    else:
+        return ""
+    if not since:
+        return ""
+    end = finished.at_ms if finished is not None and finished.at_ms else now_ms
+    return human_duration((end - since) / 1000)
 
 
 def _status_of(wl: WorkloadState) -> str:
@@ -687,11 +757,20 @@ def _job_type(owner: Any) -> str:
 
 
 def list_rows(
-    state: ClusterState, kind: str, *, namespace: str | None, now_ms: int, only: ListFilters | None = None
+    state: ClusterState,
+    kind: str,
+    *,
+    namespace: str | None,
+    now_ms: int,
+    only: ListFilters | None = None,
+    finished_admissions: FinishedAdmissions | None = None,
 ) -> list[dict[str, Any]]:
     """kueuectl's list columns for ``kind`` (clusterqueue, localqueue, workload, resourceflavor) as rows of
-    column name -> value, from ``state``; ``namespace`` None: every namespace (LocalQueues, Workloads);
-    ``only``: kueuectl's filters (:class:`ListFilters`)."""
+    column name -> value, from ``state`` (cmd/kueuectl/app/list/list_*_printer.go); ``namespace`` None:
+    every namespace (LocalQueues, Workloads); ``only``: kueuectl's filters (:class:`ListFilters`);
+    ``now_ms``: the time AGE and a running workload's EXEC TIME are measured to (ms since the epoch);
+    ``finished_admissions``: the fold's observer that knows when finished workloads were admitted
+    (:func:`_exec_time`)."""
     only = only if only is not None else ListFilters()
     from kueue_es.scheduling import readiness, visibility
 
@@ -751,9 +830,6 @@ def list_rows(
         queue = state.local_queues.get((meta.namespace, wl.workload.spec.queue_name))
         cq = wl.reservation.cluster_queue if wl.reservation is not None else (queue.spec.cluster_queue if queue else "")
         entry = positions.get(key)
-        end_ms = wl.finished.at_ms if wl.finished is not None and wl.finished.at_ms else now_ms
-        running_ms = max(0, end_ms - wl.admitted_at_ms) if wl.admitted and wl.admitted_at_ms else 0
-        exec_ms = wl.accumulated_ms + running_ms  # admitted time so far, earlier admissions included
         owner = wl.workload.owner
         rows.append(
             {
@@ -765,7 +841,7 @@ def list_rows(
                 "CLUSTERQUEUE": cq,
                 "STATUS": _status_of(wl),
                 "POSITION IN QUEUE": entry.position_in_local_queue if entry is not None else "",
-                "EXEC TIME": _age(1, 1 + exec_ms) if exec_ms > 0 else "",
+                "EXEC TIME": _exec_time(wl, now_ms, finished_admissions),
                 "AGE": _age(meta.creation_timestamp_ms, now_ms),
             }
         )

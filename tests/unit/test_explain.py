@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -635,3 +636,161 @@ def test_a_finish_is_told_by_kueues_finished_reason(
     assert finished["text"] == f"{told}: {message}"
     assert finished["detail"] == {"reason": reason, "outcome": told.rsplit(" (", 1)[0]}
     assert report["status"] == "finished"
+
+
+# apimachinery's duration_test.go (TestHumanDuration and TestHumanDurationBoundaries), in ms.
+_SECOND, _MINUTE, _HOUR, _DAY, _YEAR = 1000, 60_000, 3_600_000, 86_400_000, 365 * 86_400_000
+HUMAN_DURATIONS = [
+    (_SECOND, "1s"),
+    (70 * _SECOND, "70s"),
+    (190 * _SECOND, "3m10s"),
+    (70 * _MINUTE, "70m"),
+    (47 * _HOUR, "47h"),
+    (49 * _HOUR, "2d1h"),
+    ((8 * 24 + 2) * _HOUR, "8d"),
+    (367 * _DAY, "367d"),
+    (2 * _YEAR + 25 * _HOUR, "2y1d"),
+    (8 * _YEAR + 2 * _HOUR, "8y"),
+    (-2 * _SECOND, "<invalid>"),
+    (-2 * _SECOND + 1, "0s"),
+    (0, "0s"),
+    (_SECOND - 1, "0s"),
+    (2 * _MINUTE - 1, "119s"),
+    (2 * _MINUTE, "2m"),
+    (2 * _MINUTE + _SECOND, "2m1s"),
+    (10 * _MINUTE - 1, "9m59s"),
+    (10 * _MINUTE, "10m"),
+    (10 * _MINUTE + _SECOND, "10m"),
+    (3 * _HOUR - 1, "179m"),
+    (3 * _HOUR, "3h"),
+    (3 * _HOUR + _MINUTE, "3h1m"),
+    (8 * _HOUR - 1, "7h59m"),
+    (8 * _HOUR, "8h"),
+    (8 * _HOUR + 59 * _MINUTE, "8h"),
+    (2 * _DAY - 1, "47h"),
+    (2 * _DAY, "2d"),
+    (2 * _DAY + _HOUR, "2d1h"),
+    (8 * _DAY - 1, "7d23h"),
+    (8 * _DAY, "8d"),
+    (8 * _DAY + 23 * _HOUR, "8d"),
+    (2 * _YEAR - 1, "729d"),
+    (2 * _YEAR, "2y"),
+    (2 * _YEAR + 23 * _HOUR + 59 * _MINUTE, "2y"),
+    (2 * _YEAR + _DAY - 1, "2y"),
+    (2 * _YEAR + _DAY, "2y1d"),
+    (3 * _YEAR, "3y"),
+    (7 * _YEAR, "7y"),
+    (8 * _YEAR - 1, "7y364d"),
+    (8 * _YEAR, "8y"),
+    (8 * _YEAR + 364 * _DAY, "8y"),
+    (9 * _YEAR, "9y"),
+]
+
+
+@pytest.mark.parametrize(("elapsed_ms", "printed"), HUMAN_DURATIONS)
+def test_list_ages_are_apimachinerys_human_duration(elapsed_ms: int, printed: str) -> None:
+    """kueuectl prints AGE (and EXEC TIME) with duration.HumanDuration: ``101s`` under two minutes,
+    ``2m31s`` under ten, not a short ``1m``."""
+    from kueue_es import explain
+
+    created = NOW - 10 * _YEAR
+    assert explain._age(created, created + elapsed_ms) == printed
+
+
+def test_every_list_age_column_is_human_duration(waiting_log: tuple[Recorder, Path, int]) -> None:
+    """AGE of ClusterQueues, LocalQueues, ResourceFlavors and Workloads alike: 151 s is ``2m31s``."""
+    from kueue_es import explain
+
+    log, _, _ = waiting_log
+    state = log.state
+
+    def created(obj: models.ClusterQueue | models.LocalQueue | models.ResourceFlavor) -> Any:
+        meta = msgspec.structs.replace(obj.metadata, creation_timestamp_ms=NOW)
+        return msgspec.structs.replace(obj, metadata=meta)
+
+    state.cluster_queues["team-a-cq"] = created(state.cluster_queues["team-a-cq"])
+    state.local_queues[("default", "a")] = created(state.local_queues[("default", "a")])
+    state.flavors["default-flavor"] = created(state.flavors["default-flavor"])
+    waiting = state.workloads["default/waiting"]
+    waiting.workload = msgspec.structs.replace(
+        waiting.workload, metadata=msgspec.structs.replace(waiting.workload.metadata, creation_timestamp_ms=NOW)
+    )
+    for kind, name in (
+        ("clusterqueue", "team-a-cq"),
+        ("localqueue", "a"),
+        ("resourceflavor", "default-flavor"),
+        ("workload", "waiting"),
+    ):
+        rows = explain.list_rows(state, kind, namespace=None, now_ms=NOW + 151_000)
+        assert next(row["AGE"] for row in rows if row["NAME"] == name) == "2m31s", kind
+
+
+def _demo_preempt_log(tmp_path: Path) -> Path:
+    path = tmp_path / "demo.jsonl"
+    with path.open("wb") as out:
+        writer = logfile.LogWriter(out)
+        for line in (
+            (Path(__file__).parent.parent / "fixtures" / "logs" / "demo-preempt.jsonl").read_text().splitlines()
+        ):
+            raw = json.loads(line)
+            writer.write(
+                LogMessage(seq=raw["seq"], subject=raw["subject"], data=raw["data"].encode(), headers=raw["headers"])
+            )
+    return path
+
+
+def test_exec_time_is_empty_for_a_preempted_pending_workload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kueuectl's EXEC TIME is there only while the Admitted condition is True: the preemption demo's two
+    victims, evicted and waiting again (through #50), show none; the workloads admitted then show one."""
+    path = _demo_preempt_log(tmp_path)
+    code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "--at", "50", "-o", "json")
+    assert code == 0
+    rows = {row["NAME"]: row for row in json.loads(out)}
+    victims = ["job-sample-job-xpx9k-671af", "job-sample-job-zlq5c-f71bf"]
+    assert [rows[name]["STATUS"] for name in victims] == ["PENDING", "PENDING"]
+    assert [rows[name]["EXEC TIME"] for name in victims] == ["", ""]
+    admitted = [row for row in rows.values() if row["STATUS"] == "ADMITTED"]
+    assert admitted and all(row["EXEC TIME"] for row in admitted)
+
+
+def test_exec_time_of_a_finished_workload_is_its_last_admission(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A workload admitted, evicted after 60 s, admitted again and finished 150 s later: kueuectl's EXEC
+    TIME is from its (last) Admitted condition to its Finished one, 150 s (``2m30s``), not the 210 s of
+    both admissions; and none while it waited between them."""
+    log = _recorded()
+    low = log.state.workloads["default/low"]
+    assert low.admitted
+    ref = types.WorkloadRef(namespace="default", name="low", uid=low.workload.metadata.uid)
+    first = low.admitted_at_ms
+    log.clock = first + 60_000
+    head, rest = build_batch(
+        deciders.ADMITTER,
+        outputs=[
+            types.QuotaReleased(
+                workload=ref, cluster_queue="team-a-cq", reason="Preempted", cause_seq=0, at_ms=log.clock
+            )
+        ],
+        basis_seq=log.state.last_seq,
+        head_seq=0,
+        now_ms=log.clock,
+    )
+    log.append(head, *rest)
+    assert not log.state.workloads["default/low"].admitted
+    waiting_seq = len(log.messages)
+    log.settle()
+    again = log.state.workloads["default/low"]
+    assert again.admitted and again.admitted_at_ms > first + 60_000
+    log.clock = again.admitted_at_ms + 150_000
+    log.fact(types.WorkloadFinished(workload=ref, at_ms=log.clock))
+    log.settle()
+    assert log.state.workloads["default/low"].reservation is None  # the finished release is folded
+    path = log.write(tmp_path / "finished.jsonl")
+    code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "--at", str(waiting_seq), "-o", "json")
+    assert code == 0 and {r["NAME"]: r["EXEC TIME"] for r in json.loads(out)}["low"] == ""
+    code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "-o", "json")
+    row = next(r for r in json.loads(out) if r["NAME"] == "low")
+    assert code == 0 and row["STATUS"] == "FINISHED" and row["EXEC TIME"] == "2m30s"
