@@ -12,6 +12,9 @@ system. As kubectl finds its cluster in a kubeconfig, they find the system here,
    user and its password file (never the password), the kubeconfig of an emulated cluster, and the
    recording process, so a record left by a process that is gone is not used (and is removed).
    ``$KUEUE_ES_CURRENT=FILE`` pins one record file instead (read and written as that one file).
+
+With several running, the newest is read, and the command says so on stderr (:func:`choice_note`: which one
+it read, and the others' NATS URLs to name one with ``--nats``), keeping stdout for its answer.
 """
 
 from __future__ import annotations
@@ -44,6 +47,16 @@ class System:
     credentials: Credentials | None
     origin: str
     kubeconfig: Path | None = None
+    others: tuple[str, ...] = ()  # the other running systems when this one was taken as the newest
+
+
+def choice_note(system: System) -> str:
+    """What a command that picked ``system`` by itself says on stderr (as ``replay`` does): "" when it was
+    the only one running (or named: ``--nats``, ``$KUEUE_ES_NATS_URL``, ``$KUEUE_ES_CURRENT``); else
+    which one it read and the others, with their NATS URLs to name one with ``--nats``."""
+    if not system.others:
+        return ""
+    return f"reading the log at {system.nats_url} ({system.origin})"
 
 
 def state_dir() -> Path:
@@ -105,26 +118,55 @@ def find(nats_url: str | None = None) -> System:
     if from_env := os.environ.get(URL_ENV, "").strip():
         return System(nats_url=from_env, credentials=credentials_from_env(), origin=f"${URL_ENV}")
     if os.environ.get(FILE_ENV, "").strip():
-        target = path()
-        try:
-            body = json.loads(target.read_text())
-        except FileNotFoundError:
-            raise NoSystemError(_none_found(f"no {target}")) from None
-        except (OSError, ValueError) as err:
-            raise NoSystemError(_none_found(f"{target} is unreadable: {err}")) from None
-        pid = body.get("pid")
-        if not isinstance(pid, int) or not _alive(pid):
-            raise NoSystemError(_none_found(f"{target} names process {pid}, which is not running"))
-        return _system(body, origin=f"{target} ({body.get('command', '?')}, pid {pid})")
+        return _pinned()
     running = _running(state_dir() / "systems")
     if not running:
         raise NoSystemError(_none_found(f"no running system recorded in {state_dir() / 'systems'}"))
     body = running[0]
-    origin = f"{body.get('command', '?')} pid {body['pid']}, run dir {body.get('runDir')}"
-    if len(running) > 1:
-        others = ", ".join(f"{b.get('command', '?')} pid {b['pid']}" for b in running[1:])
-        origin += f" (the newest of {len(running)} running; also {others}: name one with --nats)"
-    return _system(body, origin=origin)
+    origin = _describe(body, url=False)
+    others = tuple(_describe(b, url=True) for b in running[1:])
+    if others:
+        origin += f" (the newest of {len(running)} running; also {', '.join(others)}: name one with --nats)"
+    return _system(body, origin=origin, others=others)
+
+
+def running() -> list[System]:
+    """Every system recorded as running, newest first (``$KUEUE_ES_CURRENT``'s alone when it is set; the
+    environment's ``$KUEUE_ES_NATS_URL`` is none of them): for a reader that looks for the one with a given
+    NATS URL or kubeconfig rather than the newest."""
+    if os.environ.get(FILE_ENV, "").strip():
+        try:
+            return [_pinned()]
+        except NoSystemError:
+            return []
+    found = []
+    for body in _running(state_dir() / "systems"):
+        try:
+            found.append(_system(body, origin=_describe(body, url=False)))
+        except NoSystemError:
+            continue
+    return found
+
+
+def _pinned() -> System:
+    """The system of the record ``$KUEUE_ES_CURRENT`` pins; NoSystemError when it is missing, unreadable or
+    names a process that is gone."""
+    target = path()
+    try:
+        body = json.loads(target.read_text())
+    except FileNotFoundError:
+        raise NoSystemError(_none_found(f"no {target}")) from None
+    except (OSError, ValueError) as err:
+        raise NoSystemError(_none_found(f"{target} is unreadable: {err}")) from None
+    pid = body.get("pid")
+    if not isinstance(pid, int) or not _alive(pid):
+        raise NoSystemError(_none_found(f"{target} names process {pid}, which is not running"))
+    return _system(body, origin=f"{target} ({body.get('command', '?')}, pid {pid})")
+
+
+def _describe(body: dict[str, Any], *, url: bool) -> str:
+    text = f"{body.get('command', '?')} pid {body['pid']}"
+    return text + (f" at {body.get('natsUrl')}" if url else f", run dir {body.get('runDir')}")
 
 
 def _running(directory: Path) -> list[dict[str, Any]]:
@@ -145,7 +187,7 @@ def _running(directory: Path) -> list[dict[str, Any]]:
     return found
 
 
-def _system(body: dict[str, Any], *, origin: str) -> System:
+def _system(body: dict[str, Any], *, origin: str, others: tuple[str, ...] = ()) -> System:
     url = body.get("natsUrl")
     if not isinstance(url, str) or not url:
         raise NoSystemError(_none_found(f"{origin} has no natsUrl"))
@@ -157,6 +199,7 @@ def _system(body: dict[str, Any], *, origin: str) -> System:
         credentials=credentials or credentials_from_env(),
         origin=origin,
         kubeconfig=Path(kubeconfig) if kubeconfig else None,
+        others=others,
     )
 
 

@@ -130,6 +130,8 @@ def source_of(args: argparse.Namespace) -> logsource.Source:
         system = current.find(args.nats)
     except current.NoSystemError as err:
         raise _Refused(str(err)) from None
+    if note := current.choice_note(system):
+        print(f"note: {note}", file=sys.stderr)
     return logsource.Source(nats_url=system.nats_url, credentials=system.credentials, origin=system.origin)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,12 @@ def kubeconfig_files(settings: Settings) -> tuple[list[str], str]:
         raise Failure(
             f"no kubeconfig found, and the running kueue-es ({system.origin}) recorded none: "
             "give one with --kubeconfig or $KUBECONFIG"
+        )
+    if system.others:  # said on stderr: stdout stays the answer
+        others = [f"{s.origin}: {s.kubeconfig}" for s in current.running() if s.kubeconfig != system.kubeconfig]
+        sys.stderr.write(
+            f"Warning: {len(system.others) + 1} kueue-es are running: using the kubeconfig {system.kubeconfig} of"
+            f" the newest; the others' ({'; '.join(others) or ', '.join(system.others)}) with --kubeconfig\n"
         )
     return [str(system.kubeconfig)], f"the running kueue-es ({system.origin})"
 

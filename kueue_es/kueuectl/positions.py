@@ -6,8 +6,9 @@ kueue-es does the same; when the API server does not serve that API (404: no agg
 server in this cluster), the positions come from the running system's log instead: its fold
 (:func:`kueue_es.services.runtime.fold_message` over the whole log) and
 :func:`kueue_es.scheduling.visibility.pending_in_cluster_queue`, the same order the visibility server
-answers from. The log is read only when the running system (:func:`kueue_es.current.find`) belongs to this
-cluster: it recorded no kubeconfig (``up`` against a real cluster) or the one in use. Otherwise the
+answers from. The log is read only when a running system belongs to this cluster: the one whose recorded
+kubeconfig is the one in use (of several running, not only the newest), or the one
+:func:`kueue_es.current.find` names when it recorded no kubeconfig (``up`` against a real cluster). Otherwise the
 column stays empty, as kueuectl leaves it when the API answers NotFound (with a ``Warning:`` line on
 stderr when that log exists but cannot be read).
 """
@@ -56,14 +57,26 @@ def _same_file(left: str, right: str) -> bool:
         return False
 
 
+def _system_of(cluster: Cluster) -> current.System | None:
+    """The running system whose log is this cluster's: of those recorded (:func:`kueue_es.current.running`,
+    several may run) the one whose kubeconfig is the one in use, else the one :func:`kueue_es.current.find`
+    names when it recorded no kubeconfig (``up`` against a real cluster); None when none is."""
+    try:
+        named: current.System | None = current.find()
+    except current.NoSystemError:
+        named = None
+    candidates = ([named] if named is not None else []) + current.running()
+    for system in candidates:
+        if system.kubeconfig is not None and any(_same_file(str(system.kubeconfig), f) for f in cluster.kubeconfig):
+            return system
+    return named if named is not None and named.kubeconfig is None else None
+
+
 async def from_log(cluster: Cluster, cluster_queues: set[str]) -> dict[str, dict[tuple[str, str], int]]:
     """``cluster queue -> (namespace, name) -> positionInLocalQueue`` folded from the running system's log
     (see the module for when it is read); {} when there is none for this cluster or it cannot be read."""
-    try:
-        system = current.find()
-    except current.NoSystemError:
-        return {}
-    if system.kubeconfig is not None and not any(_same_file(str(system.kubeconfig), f) for f in cluster.kubeconfig):
+    system = _system_of(cluster)
+    if system is None:
         return {}
     from kueue_es.events.bus import nats as nats_bus
     from kueue_es.events.bus.base import BusError

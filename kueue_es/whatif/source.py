@@ -15,6 +15,7 @@ time keeps every message before the first DecisionRecord decided after it).
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,21 +67,22 @@ def from_options(*, nats: str | None, store: Path | None, file: Path | None) -> 
     from kueue_es import current
 
     system = current.find(nats)
+    if note := current.choice_note(system):
+        print(f"note: {note}", file=sys.stderr)  # stdout is the answer (-o json stays JSON)
     return LogSource(kind="nats", where=system.nats_url, credentials=system.credentials or _running_reader(nats))
 
 
 def _running_reader(url: str | None) -> Credentials | None:
-    """The reading user of the running system (:func:`kueue_es.current.find`, as ``demo --keep`` and ``up``
-    record it) when ``url`` is its NATS URL, else None."""
+    """The reading user of the running system whose NATS URL is ``url`` (of those ``demo --keep`` and
+    ``up`` recorded: :func:`kueue_es.current.running`, not only the newest), else None."""
     if not url:
         return None
     from kueue_es import current
 
-    try:
-        system = current.find(None)
-    except current.NoSystemError:
-        return None
-    return system.credentials if system.nats_url.rstrip("/") == url.rstrip("/") else None
+    for system in current.running():
+        if system.nats_url.rstrip("/") == url.rstrip("/"):
+            return system.credentials
+    return None
 
 
 def parse_spec(spec: str) -> LogSource:

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
-from kueue_es import cli, snapshots
+from kueue_es import cli, current, snapshots
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus import server
 from tests.bus.test_snapshots import SETTLED, _fresh, _publish_on, golden, split_point
@@ -75,3 +79,56 @@ async def test_list_starts_from_a_snapshot_explain_from_the_start_then_from_a_pu
     assert json.loads(out)["status"] == "finished"
     code, _, err = await _run(capsys, "status", "--nats", url, "--at", "3")
     assert code == 2 and f"before the log's first sequence #{cut}" in err
+
+
+async def test_with_several_running_each_reader_says_on_stderr_which_it_read_and_names_the_others(
+    bus: nats_bus.NatsBus,
+    plain_server: server.NatsServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Two systems recorded as running (``demo --keep`` twice): bare ``status``, ``list`` and ``explain``
+    (and ``what-if``) read the newest and say so on stderr, naming the other with its NATS URL (to give to --nats), as
+    ``replay`` does; stdout stays the answer (``-o json`` is JSON). With one running, nothing is said."""
+    monkeypatch.setenv(current.STATE_ENV, str(tmp_path / "state"))
+    for name in (current.FILE_ENV, current.URL_ENV, nats_bus.USER_ENV, nats_bus.PASSWORD_FILE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    await _publish_on(bus, golden())
+    other = subprocess.Popen(["sleep", "600"])  # a process that runs: the older system's recorder
+    try:
+        systems = tmp_path / "state" / "systems"
+        systems.mkdir(parents=True)
+        older = {"natsUrl": "nats://127.0.0.1:1", "command": "demo", "pid": other.pid, "recordedAt": time.time() - 60}
+        (systems / f"{other.pid}.json").write_text(json.dumps(older))
+        current.record(nats_url=plain_server.url, reader=None, kubeconfig=None, run_dir=tmp_path, command="demo")
+        try:
+            for argv in (
+                ("status", "-o", "json"),
+                ("list", "workload", "-A", "-o", "json"),
+                ("explain", "default/urgent-job-zslf2", "-o", "json"),
+            ):
+                code, out, err = await _run(capsys, *argv)
+                assert code == 0, (argv, err)
+                json.loads(out)  # the note is not on stdout
+                assert f"reading the log at {plain_server.url}" in err, argv
+                assert f"demo pid {os.getpid()}" in err and f"demo pid {other.pid} at nats://127.0.0.1:1" in err, argv
+            changes = tmp_path / "changes.yaml"
+            changes.write_text(
+                "apiVersion: whatif.kueue-es.io/v1\nkind: WorkloadPriorities\npriorities: {default/urgent-job-zslf2: 5}\n"
+            )
+            code, out, err = await _run(capsys, "what-if", "-f", str(changes))
+            assert code == 0, err
+            assert f"reading the log at {plain_server.url}" in err and "reading the log" not in out
+            assert f"demo pid {other.pid} at nats://127.0.0.1:1" in err
+        finally:
+            current.forget()
+    finally:
+        other.kill()
+        other.wait()
+    current.record(nats_url=plain_server.url, reader=None, kubeconfig=None, run_dir=tmp_path, command="demo")
+    try:
+        code, out, err = await _run(capsys, "status", "-o", "json")
+        assert code == 0 and json.loads(out) and "reading the log" not in err  # one running: nothing to say
+    finally:
+        current.forget()

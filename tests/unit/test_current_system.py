@@ -72,9 +72,12 @@ def test_the_newest_running_system_wins_and_stopping_it_leaves_the_older(tmp_pat
         current.record(nats_url="nats://newer:2", reader=None, kubeconfig=None, run_dir=tmp_path, command="up")
         found = current.find()
         assert found.nats_url == "nats://newer:2"
-        assert f"the newest of 2 running; also demo pid {older.pid}" in found.origin
+        assert f"the newest of 2 running; also demo pid {older.pid} at nats://older:1" in found.origin
+        assert "nats://newer:2" in current.choice_note(found) and "nats://older:1" in current.choice_note(found)
+        assert [system.nats_url for system in current.running()] == ["nats://newer:2", "nats://older:1"]
         current.forget()  # the newer one stops: the older one, still running, is found again
-        assert current.find().nats_url == "nats://older:1"
+        alone = current.find()
+        assert alone.nats_url == "nats://older:1" and current.choice_note(alone) == ""  # one: nothing to say
     finally:
         older.kill()
         older.wait()
