@@ -27,6 +27,10 @@ controllers do, enough for Kueue's view of them:
 * CronJob: a Job at each schedule time, its status and its history limits, as kube-controller-manager's
   cronjob controller (the rules: :mod:`kueue_es.sim.cronjobs`); the controllers also wake, without any
   watch event, just after the next schedule time of any CronJob.
+* JobSet (jobset.x-k8s.io/v1alpha2): the JobSet controller's child Jobs
+  ``<jobset>-<replicatedJob>-<index>``, suspended and resumed with the JobSet, its
+  ``replicatedJobsStatus`` and its Completed condition once its Jobs complete (the rules:
+  :mod:`kueue_es.sim.jobsets`); the Jobs run in :mod:`kueue_es.sim.kubelet` as any other.
 * Garbage collection: an object whose controller (one of these kinds) is gone is deleted (a CronJob's
   Jobs, a Job's pods, ...), the background cascading deletion; an object being deleted (a foreground
   deletion waiting for its dependents) gets no new dependents.
@@ -56,7 +60,7 @@ from kueue_es.events import slices
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim import cronjobs, store
+from kueue_es.sim import cronjobs, jobsets, store
 
 logger = structlog.get_logger(__name__)
 
@@ -77,7 +81,7 @@ RAYCLUSTER_REF = resources.ResourceRef(
     status_subresource=True,
 )
 #: The kinds whose CRD may be installed after the controllers start (``kubectl apply`` of the CRD).
-_CRD_KINDS = ("LeaderWorkerSet", "RayCluster")
+_CRD_KINDS = ("LeaderWorkerSet", "RayCluster", "JobSet")
 #: KubeRay's pod labels (ray-operator utils: RayClusterLabelKey, RayNodeTypeLabelKey, RayNodeGroupLabelKey).
 RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, RAY_GROUP_LABEL = "ray.io/cluster", "ray.io/node-type", "ray.io/group"
 CRD_POLL_SECONDS = 2.0
@@ -94,6 +98,7 @@ _KINDS = {
     "Job": resources.JOBS,
     "CronJob": resources.CRON_JOBS,
     "RayCluster": RAYCLUSTER_REF,
+    "JobSet": resources.JOBSETS,
 }
 _OWNER_API = {
     "Deployment": "apps/v1",
@@ -105,6 +110,7 @@ _OWNER_API = {
 }
 _OWNER_API["LeaderWorkerSet"] = LWS_REF.api_version
 _OWNER_API["RayCluster"] = RAYCLUSTER_REF.api_version
+_OWNER_API["JobSet"] = resources.JOBSETS.api_version
 
 Object = dict[str, Any]
 Key = tuple[str, str]
@@ -444,6 +450,9 @@ class SimulatedControllers:
         for sts in self._live("StatefulSet"):
             await self._statefulset(sts)
         await self._cron_jobs()
+        if {"JobSet", "Job"} <= self._synced:
+            for jobset in self._live("JobSet"):
+                await self._jobset(jobset)
         for job in self._live("Job"):
             await self._elastic_job(job)
         for cluster in self._live("RayCluster"):
@@ -551,6 +560,23 @@ class SimulatedControllers:
             if wanted.next_sync is not None:
                 due.append(wanted.next_sync)
         self.next_schedule = min(due, default=None)
+
+    async def _jobset(self, jobset: Object) -> None:
+        """The JobSet controller's pass over one JobSet (:func:`jobsets.sync`): its Jobs created, suspended,
+        resumed or deleted, then its status."""
+        wanted = jobsets.sync(jobset, self._owned("Job", jobset), now=store.format_timestamp(self._clock()))
+        for job in wanted.delete:
+            await self._delete("Job", job)
+        for job in wanted.create:
+            try:
+                await self._create("Job", job)
+            except errors.KubeError as err:  # refused (a webhook, a quota): tried again on the next pass
+                logger.warning("sim_jobset_job_refused", job=job["metadata"]["name"], error=str(err))
+        for job in wanted.clear_start:  # a started Job's template is immutable until startTime goes
+            await self._write_status("Job", job, {"startTime": None})
+        for job, patch in wanted.patch:
+            await self._patch("Job", job, patch)
+        await self._replace_status("JobSet", jobset, wanted.status)
 
     async def _elastic_job(self, job: Object) -> None:
         """The Job controller's pods, for an elastic Job only (``kueue.x-k8s.io/elastic-job: "true"``; other
