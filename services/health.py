@@ -69,6 +69,7 @@ from kueue_es.events.bus.base import (
 )
 from kueue_es.events.bus.server import Credentials
 from kueue_es.projections import batches
+from kueue_es.services import ports
 
 log = structlog.get_logger(__name__)
 
@@ -514,7 +515,8 @@ async def serve_health(health: Health, *, port: int, host: str = "127.0.0.1") ->
     the kubelet's probes and Prometheus), and the ``health_serving`` log line says
     which address and port were actually bound.
 
-    ``port=0`` picks a free port. Raises OSError if the port is taken.
+    ``port=0`` picks a free port; the port bound is reported to a supervisor that asked
+    (:func:`kueue_es.services.ports.report`). Raises OSError if the port is taken.
     """
     import aiohttp.web  # here, not at the top: a service without a health port skips its import (about 1 s)
 
@@ -541,6 +543,7 @@ async def serve_health(health: Health, *, port: int, host: str = "127.0.0.1") ->
         bound_host, bound = (str(runner.addresses[0][0]), runner.addresses[0][1]) if runner.addresses else (host, port)
         url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{bound}"  # noqa: S104
         log.info("health_serving", url=url, bound=f"{bound_host}:{bound}")
+        ports.report(ports.HEALTH, int(bound))  # to the supervisor that passed port 0 (services/ports.py)
         yield url
     finally:
         await runner.cleanup()

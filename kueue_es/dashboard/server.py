@@ -40,6 +40,7 @@ from kueue_es import checkpoints, logsource
 from kueue_es.dashboard import views
 from kueue_es.events.bus.base import Bus, LogMessage
 from kueue_es.projections.cluster import ClusterState
+from kueue_es.services import ports
 
 log = structlog.get_logger(__name__)
 
@@ -334,6 +335,7 @@ async def serve(application: aiohttp.web.Application, *, host: str, port: int) -
     try:
         await site.start()
         bound = int(runner.addresses[0][1]) if runner.addresses else port  # port 0: the one the system chose
+        ports.report(ports.HTTP, bound)  # to the supervisor that passed port 0 (kueue_es/services/ports.py)
         shown = f"[{host}]" if ":" in host else host
         yield f"http://{shown}:{bound}/"
     finally:

@@ -29,6 +29,7 @@ import structlog
 from kueue_es.events import manifests, models
 from kueue_es.jobframework import integrations
 from kueue_es.scheduling import provisioning as rules
+from kueue_es.services import ports
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors, resources
 
@@ -319,6 +320,8 @@ async def serve(
     await runner.setup()
     try:
         await aiohttp.web.TCPSite(runner, host=health_host, port=health_port).start()
+        if runner.addresses:  # port 0: tell the supervisor that asked which one (services/ports.py)
+            ports.report(ports.HEALTH, int(runner.addresses[0][1]))
         await controller.run(stop)
     finally:
         await runner.cleanup()

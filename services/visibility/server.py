@@ -33,7 +33,7 @@ from kueue_es.events import subjects
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, LogMessage
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.services import runtime
+from kueue_es.services import ports, runtime
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.visibility import api
 from kueue_es.services.visibility.auth import DelegatedAuth
@@ -192,14 +192,18 @@ def tls_context(
 async def serve_api(
     application: aiohttp.web.Application, *, host: str, port: int, context: ssl.SSLContext | None
 ) -> AsyncIterator[str]:
-    """Serve ``application`` on ``host:port`` (HTTPS with ``context``) until the block exits; yields its URL."""
+    """Serve ``application`` on ``host:port`` (HTTPS with ``context``; port 0: a free one, reported to a
+    supervisor that asked, :mod:`kueue_es.services.ports`) until the block exits; yields its URL.
+    Raises OSError when the port cannot be bound."""
     runner = aiohttp.web.AppRunner(application, access_log=None)
     await runner.setup()
     site = aiohttp.web.TCPSite(runner, host=host, port=port, ssl_context=context)
     try:
         await site.start()
+        bound = int(runner.addresses[0][1]) if runner.addresses else port
+        ports.report(ports.API, bound)
         scheme = "https" if context is not None else "http"
-        yield f"{scheme}://{host}:{port}"
+        yield f"{scheme}://{host}:{bound}"
     finally:
         await runner.cleanup()
 
