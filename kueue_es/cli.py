@@ -169,7 +169,7 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         "--visibility-port",
         type=int,
         default=None,
-        help="HTTPS port of the visibility API on 127.0.0.1 (default a free one; with --emulator the emulated"
+        help="HTTPS port of the visibility API on 127.0.0.1 (default a free one it binds itself; with --emulator the emulated"
         " API server proxies /apis/visibility.kueue.x-k8s.io to it)",
     )
     up.add_argument(
@@ -198,7 +198,8 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="serve /healthz, /readyz, /metrics: the watcher on this port, the others on the next four, up's own"
-        " supervisor (restarts, which processes run) on the port after them (default off)",
+        " supervisor (restarts, which processes run) on the port after them; 0: each a free port of its own,"
+        " printed (default off)",
     )
     up.add_argument(
         "--crash-loop-restarts",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
 import tempfile
 import time
@@ -38,7 +39,6 @@ from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, replay_url, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
-from kueue_es.sim import aggregator
 from kueue_es.sim.autoscaler import FakeAutoscaler
 from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
@@ -54,8 +54,7 @@ from kueue_es.supervisor import (
     CrashLoopError,
     Supervisor,
     SupervisorEvent,
-    free_port,
-    free_port_block,
+    port_changed,
     reader_help,
 )
 
@@ -243,13 +242,13 @@ async def run_demo(
             kube_args=["--kube-server", emulator.url],
             watcher_args=watcher_args or [],
             auth=auth,
-            visibility_port=free_port(),
-            dashboard_port=free_port() if keep else None,  # the dashboard runs with --keep (docs/dashboard.md)
-            # every health port from the services' to the provisioning controller's (supervisor._port_offset)
-            health_port=free_port_block(len(SERVICES) + 6) if keep else None,
+            # 0: each process binds a free port itself and says which (kueue_es/services/ports.py); ports picked
+            # here up front could be taken by another process before the service binds them
+            visibility_port=0,
+            dashboard_port=0 if keep else None,  # the dashboard runs with --keep (docs/dashboard.md)
+            health_port=0 if keep else None,
+            on_port=functools.partial(port_changed, console, emulator),
         )
-        assert supervisor.visibility_port is not None
-        emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
         await supervisor.start(demo_processes(keep=keep))
         restarts: list[SupervisorEvent] = []
 
@@ -285,6 +284,8 @@ async def run_demo(
                 total += sum(1 for doc in urgent if doc.get("kind") == "Job")
             done = await printer.wait_released(total, timeout=DEMO_TIMEOUT)
             if keep:
+                if unknown := await supervisor.wait_ports(timeout=DEMO_TIMEOUT):
+                    console.print(f"warning: no port reported yet by {', '.join(unknown)}", style="yellow")
                 if supervisor.dashboard_url is not None:
                     await wait_ready(supervisor.dashboard_url + "readyz", timeout=DEMO_TIMEOUT)
                 _print_keep(

@@ -14,6 +14,12 @@ to the same log file; every exit and restart is logged (``service_exited``,
 :class:`CrashLoopError` when one process exited more than N times within M minutes
 (5 in 2 min by default).
 
+Ports the supervisor is given as 0 (the demo's and ``up``'s visibility API and dashboard by default,
+the demo's health ports) are not picked up front, where another process could take one before the
+service binds it: the service binds port 0 and reports the port it got (:mod:`kueue_es.services.ports`),
+the supervisor learns it (:meth:`Supervisor.wait_ports`, :attr:`Supervisor.on_port`) and passes that
+port again when it restarts the process, or 0 again if another process took it meanwhile.
+
 ``kueue-es up --kubeconfig PATH [--context NAME]`` (:func:`run_up`) first checks
 that the cluster serves the kueue.x-k8s.io/v1beta2 CRDs (:func:`missing_crds`),
 then starts nats-server (JetStream store under ``--dir``) and the services, and
@@ -58,6 +64,7 @@ from kueue_es.events.bus.server import (
     die_with_parent,
     write_secret,
 )
+from kueue_es.services import ports
 
 log = structlog.get_logger(__name__)
 
@@ -319,13 +326,17 @@ def free_port_block(count: int, *, attempts: int = 50) -> int:
     raise OSError(f"no {count} consecutive free loopback ports after {attempts} attempts")
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A loopback port that was free a moment ago (the visibility API's, when none is given)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on ``host:port`` now (bound as aiohttp binds, address reuse on, so a
+    port its own last process left in TIME_WAIT counts as free)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+            sock.listen()
+        except OSError:
+            return False
+    return True
 
 
 @dataclass(kw_only=True)
@@ -336,7 +347,12 @@ class Supervisor:
     ``--kubeconfig``, ``--leader-elect``), ``watcher_args`` to the watcher only
     (``--config FILE``, ``--feature-gates``), ``decider_args`` to the others.
     ``health_port``: the first service (in ``SERVICES`` order) serves /healthz,
-    /readyz and /metrics on it, the next on the port after, and so on.
+    /readyz and /metrics on it, the next on the port after, and so on; 0: each
+    process on a port of its own choosing, learned from it (so are a
+    ``visibility_port`` or ``dashboard_port`` of 0; see :meth:`port`).
+    ``on_port(name, kind, port, previous)``: told each port learned that way (kind: a
+    :mod:`kueue_es.services.ports` kind; ``previous`` None the first time), and
+    again when a restart moved it (the port it had was taken while it was down).
     ``auth``: each service connects as its own NATS user with the password file
     there (through its environment); None: as the environment says (no user
     on a server without authentication).
@@ -352,8 +368,9 @@ class Supervisor:
     compact_args: list[str] = field(default_factory=list)
     multikueue_args: list[str] = field(default_factory=list)  # the edge's own (--multikueue-namespace)
     health_port: int | None = None
-    visibility_port: int | None = None  # the visibility API's HTTPS port (127.0.0.1), when it runs
-    dashboard_port: int | None = None  # the dashboard's HTTP port (127.0.0.1), when it runs
+    visibility_port: int | None = None  # the visibility API's HTTPS port (127.0.0.1; 0: its own choice)
+    dashboard_port: int | None = None  # the dashboard's HTTP port (127.0.0.1; 0: its own choice), when it runs
+    on_port: Callable[[str, str, int, int | None], None] | None = None
     auth: LocalAuth | None = None
     running: list[ServiceProcess] = field(default_factory=list)
     program: Sequence[str] = (sys.executable, "-m", "kueue_es.cli")
@@ -364,42 +381,78 @@ class Supervisor:
     _servers: list[NatsServer] = field(default_factory=list)
     _watchers: list[asyncio.Task[None]] = field(default_factory=list)
     _supervising: list[asyncio.Event] = field(default_factory=list)
+    _learned: dict[tuple[str, str], int] = field(default_factory=dict)  # (process, kind): the port it reported
+    _reported: dict[tuple[str, str], int] = field(default_factory=dict)  # the same, kept when a port is taken
+    _learning: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # process: reading its ports
+
+    def _configured_port(self, name: str, kind: str) -> int | None:
+        """The port process ``name`` is configured to serve ``kind`` on (0: one of its choosing), None if
+        it serves no such thing."""
+        if kind == ports.HTTP:
+            return None if name != DASHBOARD else (self.dashboard_port or 0)
+        if kind == ports.API:
+            return self.visibility_port if name == VISIBILITY else None
+        if self.health_port is None or name == DASHBOARD:  # the dashboard serves /healthz on its own port
+            return None
+        return 0 if self.health_port == 0 else self.health_port + _port_offset(name)
+
+    def port(self, name: str, kind: str) -> int | None:
+        """The port process ``name`` serves ``kind`` (:mod:`kueue_es.services.ports`) on: the configured
+        one, or, configured as 0, the one it reported (0 until it has); None if it serves no such thing."""
+        configured = self._configured_port(name, kind)
+        if configured == 0:
+            return self._learned.get((name, kind), 0)
+        return configured
+
+    def _chosen_by_process(self, name: str) -> tuple[str, ...]:
+        """The kinds of port process ``name`` chooses itself (configured as 0), which the supervisor learns."""
+        return tuple(kind for kind in ports.KINDS if self._configured_port(name, kind) == 0)
 
     def health_url(self, name: str) -> str | None:
-        """Where service ``name`` serves its health endpoints, if it does."""
+        """Where service ``name`` serves its health endpoints, if it does (and, chosen by it, has said where)."""
         if name == DASHBOARD:
             return self.dashboard_url.rstrip("/") if self.dashboard_url else None
-        if self.health_port is None:
-            return None
-        return f"http://127.0.0.1:{self.health_port + _port_offset(name)}"
+        port = self.port(name, ports.HEALTH)
+        return None if not port else f"http://127.0.0.1:{port}"
 
     @property
     def dashboard_url(self) -> str | None:
-        """Where the dashboard serves (``dashboard_port`` on 127.0.0.1), when it runs."""
-        return None if self.dashboard_port is None else f"http://127.0.0.1:{self.dashboard_port}/"
+        """Where the dashboard serves (``dashboard_port`` on 127.0.0.1), when it runs (and has said where)."""
+        port = self.port(DASHBOARD, ports.HTTP) if self.dashboard_port is not None else None
+        return None if not port else f"http://127.0.0.1:{port}/"
+
+    @property
+    def visibility_url(self) -> str | None:
+        """Where the visibility API serves (HTTPS on 127.0.0.1), when it has a port (and has said which)."""
+        port = self.port(VISIBILITY, ports.API)
+        return None if not port else f"https://127.0.0.1:{port}"
 
     @property
     def supervisor_port(self) -> int | None:
-        """Where ``up`` serves the supervisor's /healthz, /readyz and /metrics: the port after the services'."""
-        return None if self.health_port is None else self.health_port + len(SERVICES)
+        """Where ``up`` serves the supervisor's /healthz, /readyz and /metrics: the port after the services'
+        (0 with a ``health_port`` of 0: one of its own)."""
+        if self.health_port is None:
+            return None
+        return 0 if self.health_port == 0 else self.health_port + len(SERVICES)
 
     def service_args(self, name: str) -> list[str]:
         """The ``kueue-es`` arguments service ``name`` runs with: the edges get ``kube_args`` (the watcher also
         ``watcher_args``), the deciders ``decider_args``; all the NATS URL and their health port."""
+        health_port = self.port(name, ports.HEALTH)
         if name == PROVISIONING:  # the Kubernetes API only: no NATS URL, no credentials
-            health = [] if self.health_port is None else ["--health-port", str(self.health_port + _port_offset(name))]
+            health = [] if health_port is None else ["--health-port", str(health_port)]
             return ["service", name, *self.kube_args, *health, *(["--health-host", "127.0.0.1"] if health else [])]
         args = ["service", name, "--nats", self.nats_url]
         if name == VISIBILITY:
             args += ["--cert-dir", str(self.log_dir.parent / "visibility-cert")]
-            if self.visibility_port is not None:
-                args += ["--api-port", str(self.visibility_port)]
+            if (api_port := self.port(name, ports.API)) is not None:
+                args += ["--api-port", str(api_port)]
         elif name == COMPACTOR:
             args = ["compact", "--nats", self.nats_url, *self.compact_args]
         elif name == PUBLISHER:
             pass  # the NATS URL only
         elif name == DASHBOARD:
-            port = self.dashboard_port if self.dashboard_port is not None else 0
+            port = self.port(name, ports.HTTP)
             return ["dashboard", "--nats", self.nats_url, "--host", "127.0.0.1", "--port", str(port)]
         elif name == MULTIKUEUE_EDGE:
             args += [a for a in self.kube_args if not a.startswith("--leader-elect")] + self.multikueue_args
@@ -409,10 +462,73 @@ class Supervisor:
                 args += self.watcher_args
         else:
             args += self.decider_args
-        if self.health_port is not None:
-            port = self.health_port + _port_offset(name)
-            args += ["--health-port", str(port), "--health-host", "127.0.0.1"]
+        if health_port is not None:
+            args += ["--health-port", str(health_port), "--health-host", "127.0.0.1"]
         return args
+
+    def ports_dir(self, name: str) -> Path:
+        """Where process ``name`` reports the ports it bound (:mod:`kueue_es.services.ports`)."""
+        return self.log_dir.parent / "ports" / name
+
+    def _prepare_ports(self, name: str) -> Path:
+        """Before (re)starting process ``name``: forget a port it chose last time that another process has
+        taken since (it then chooses again), and empty its ports directory; returns the directory."""
+        for kind in self._chosen_by_process(name):
+            learned = self._learned.get((name, kind))
+            if learned is not None and not port_free(learned):
+                log.warning("port_taken", service=name, kind=kind, port=learned)
+                del self._learned[(name, kind)]
+        directory = self.ports_dir(name)
+        directory.mkdir(parents=True, exist_ok=True)
+        for kind in ports.KINDS:
+            (directory / kind).unlink(missing_ok=True)
+        return directory
+
+    def _learn_ports(self, name: str, process: asyncio.subprocess.Process) -> None:
+        """Read, in the background, the ports process ``name`` chose (until it reported them all or exited)."""
+        kinds = self._chosen_by_process(name)
+        if previous := self._learning.pop(name, None):
+            previous.cancel()
+        if kinds:
+            self._learning[name] = asyncio.create_task(self._read_ports(name, process, kinds), name=f"ports {name}")
+
+    async def _read_ports(self, name: str, process: asyncio.subprocess.Process, kinds: tuple[str, ...]) -> None:
+        directory = self.ports_dir(name)
+        missing = list(kinds)
+        while missing:
+            for kind in list(missing):
+                try:
+                    port = ports.read(directory, kind)
+                except ValueError as err:
+                    log.error("port_unreadable", service=name, kind=kind, error=str(err))
+                    missing.remove(kind)
+                    continue
+                if port is None:
+                    continue
+                missing.remove(kind)
+                previous = self._reported.get((name, kind))
+                self._learned[(name, kind)] = self._reported[(name, kind)] = port
+                if port != previous:
+                    log.info("port_learned", service=name, kind=kind, port=port, previous=previous)
+                    if self.on_port is not None:
+                        self.on_port(name, kind, port, previous)
+            if missing:
+                if process.returncode is not None:  # exited before binding: its restart reports them
+                    return
+                await asyncio.sleep(0.05)
+
+    async def wait_ports(self, *, timeout: float = 60.0) -> list[str]:
+        """Wait until every started process reported the ports it chose (or exited, or ``timeout`` seconds
+        passed); returns what is still unknown, as ``"<process> <kind>"`` ([] when all are known)."""
+        pending = [task for task in self._learning.values() if not task.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+        return [
+            f"{service.name} {kind}"
+            for service in self.running
+            for kind in self._chosen_by_process(service.name)
+            if not self.port(service.name, kind)
+        ]
 
     async def start(self, names: tuple[str, ...] = SERVICES) -> None:
         """Start every named service (all five by default)."""
@@ -425,14 +541,14 @@ class Supervisor:
 
     async def _spawn(self, name: str, log_path: Path) -> asyncio.subprocess.Process:
         """Start service ``name``'s process, its output appended to ``log_path``."""
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", ports.PORTS_DIR_ENV: str(self._prepare_ports(name))}
         if self.auth is not None and name == DECIDERS:  # each role as its own user: their passwords only
             env[PASSWORD_DIR_ENV] = str(self._cohosted_passwords())
         elif self.auth is not None and name != PROVISIONING:
             credentials = self.auth.credentials("reader" if name in (VISIBILITY, DASHBOARD) else name)
             env.update({USER_ENV: credentials.user, PASSWORD_FILE_ENV: str(credentials.password_file)})
         with log_path.open("ab") as sink:
-            return await asyncio.create_subprocess_exec(
+            process = await asyncio.create_subprocess_exec(
                 *self.program,
                 *self.service_args(name),
                 stdout=sink,
@@ -442,6 +558,8 @@ class Supervisor:
                 # a service must not outlive whoever started it, even one killed abruptly
                 preexec_fn=functools.partial(die_with_parent, os.getpid(), signal.SIGTERM),
             )
+        self._learn_ports(name, process)
+        return process
 
     def _cohosted_passwords(self) -> Path:
         """A directory holding the co-hosted roles' password files only (copies of ``auth``'s, mode 0600)."""
@@ -580,8 +698,10 @@ class Supervisor:
     async def stop(self, *, grace: float = 10.0) -> dict[str, int | None]:
         """Stop restarting, SIGTERM every service, wait up to ``grace`` seconds, then kill; returns exit codes."""
         self.stopping = True
-        for task in self._watchers:
+        for task in [*self._watchers, *self._learning.values()]:
             task.cancel()
+        await asyncio.gather(*self._learning.values(), return_exceptions=True)
+        self._learning.clear()
         await asyncio.gather(*self._watchers, return_exceptions=True)
         for finished in list(self._supervising):  # a supervise() running in another task returns first
             await finished.wait()
@@ -609,7 +729,7 @@ def _replace_kind(event: SupervisorEvent, kind: str, **changes: Any) -> Supervis
 async def serve_supervisor_health(supervisor: Supervisor, *, port: int, host: str = "127.0.0.1") -> AsyncIterator[str]:
     """Serve the supervisor's ``/healthz`` (200 while its loop runs), ``/readyz`` (200 while every supervised
     process runs; the body lists them) and ``/metrics`` (:class:`SupervisorMetrics`) on ``host:port``;
-    yields the base URL. Raises OSError when the port cannot be bound."""
+    yields the base URL (port 0: a free one, in the URL). Raises OSError when the port cannot be bound."""
     import aiohttp.web
 
     async def healthz(_: aiohttp.web.Request) -> aiohttp.web.Response:
@@ -633,7 +753,8 @@ async def serve_supervisor_health(supervisor: Supervisor, *, port: int, host: st
     await runner.setup()
     try:
         await aiohttp.web.TCPSite(runner, host=host, port=port).start()
-        yield f"http://{host}:{port}"
+        bound = int(runner.addresses[0][1]) if runner.addresses else port  # port 0: the one the system chose
+        yield f"http://{host}:{bound}"
     finally:
         await runner.cleanup()
 
@@ -734,6 +855,28 @@ def partition_args(args: argparse.Namespace) -> list[str]:
     return ["--partition-slots", str(slots)] if slots is not None else []
 
 
+def register_visibility(emulator: Any, port: int) -> None:
+    """Point the emulated API server's APIServices for visibility.kueue.x-k8s.io at ``127.0.0.1:port``,
+    as deploy/ registers the visibility server in a cluster (replacing an earlier registration)."""
+    from kueue_es.sim import aggregator
+
+    emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=port))
+
+
+def port_changed(console: Any, emulator: Any, name: str, kind: str, port: int, previous: int | None) -> None:
+    """``up``'s and the demo's :attr:`Supervisor.on_port`: register the visibility server with the emulated
+    API server (None: a real cluster, which deploy/ registers it in) where it serves, so kubectl reaches it,
+    and say on ``console`` where a process serves now when a restart moved it (its port was taken meanwhile)."""
+    if emulator is not None and name == VISIBILITY and kind == ports.API:
+        register_visibility(emulator, port)
+    if previous is not None:
+        console.print(
+            f"{name}'s {kind} port {previous} was taken while it was down: it serves on 127.0.0.1:{port} now",
+            style="yellow",
+            highlight=False,
+        )
+
+
 def _processes(args: argparse.Namespace) -> tuple[str, ...]:
     """What ``up`` runs: the five services, the compactor with ``--compact``, the visibility server, the
     publisher, the ProvisioningRequest check controller, the MultiKueue edge, the dashboard with ``--dashboard``."""
@@ -764,7 +907,6 @@ async def run_up(args: argparse.Namespace) -> int:
     from kueue_es.events.bus import nats as nats_bus
     from kueue_es.services.kube import client as kube
     from kueue_es.services.runtime import cancel_and_wait, configure_logging
-    from kueue_es.sim import aggregator
     from kueue_es.sim.autoscaler import FakeAutoscaler
     from kueue_es.sim.controllers import SimulatedControllers
     from kueue_es.sim.emulator import serve_emulator
@@ -842,15 +984,13 @@ async def run_up(args: argparse.Namespace) -> int:
             + partition_args(args),
             compact_args=getattr(args, "compact", None) or [],
             health_port=args.health_port,
-            visibility_port=getattr(args, "visibility_port", None) or free_port(),
-            dashboard_port=(getattr(args, "dashboard", None) or free_port())
-            if getattr(args, "dashboard", None) is not None
-            else None,
+            # 0: the process binds a free port itself and says which (no port picked here for another to take)
+            visibility_port=getattr(args, "visibility_port", None) or 0,
+            dashboard_port=getattr(args, "dashboard", None),  # --dashboard without a PORT is 0
             auth=auth,
             policy=policy,
+            on_port=functools.partial(port_changed, console, emulator if args.emulator else None),
         )
-        if args.emulator and supervisor.visibility_port is not None:  # as deploy/ registers it in a cluster
-            emulator.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=supervisor.visibility_port))
         if server is not None:
             supervisor.watch_server(server)
         own_health = ""
@@ -869,6 +1009,8 @@ async def run_up(args: argparse.Namespace) -> int:
                 return 2
         try:
             await supervisor.start(_processes(args))
+            if unknown := await supervisor.wait_ports():
+                console.print(f"warning: no port reported yet by {', '.join(unknown)}", style="yellow")
             target = args.kube_server or args.kubeconfig or "the emulator"
             if args.context:
                 target += f" (context {args.context})"
@@ -879,8 +1021,7 @@ async def run_up(args: argparse.Namespace) -> int:
             if auth is not None:
                 console.print(reader_help(nats_url, auth), highlight=False)
             console.print(
-                f"visibility API (Kueue's visibility.kueue.x-k8s.io, HTTPS, self-signed): "
-                f"https://127.0.0.1:{supervisor.visibility_port}"
+                f"visibility API (Kueue's visibility.kueue.x-k8s.io, HTTPS, self-signed): {supervisor.visibility_url}"
                 + (
                     ", and through the emulated API server (kubectl get --raw /apis/visibility.kueue.x-k8s.io/...)"
                     if args.emulator

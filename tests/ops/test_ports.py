@@ -1,0 +1,215 @@
+"""Ports the demo and ``up`` give their processes (kueue_es/services/ports.py, kueue_es/supervisor.py).
+
+On a shared machine, a ``demo --keep`` had its visibility server fail to bind the port the supervisor
+had picked up front ("127.0.0.1:51345 already in use"): another process took it between the pick and
+the bind, the server restarted in a loop and every kubectl call failed. Now the supervisor passes port
+0, each process reports the port it bound, and a restart whose port was taken meanwhile gets another,
+which the supervisor learns (and the demo registers with the emulated API server)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from rich.console import Console
+
+from kueue_es.events.bus import nats as nats_bus
+from kueue_es.events.bus.server import LocalAuth, NatsServer
+from kueue_es.services import ports
+from kueue_es.sim.emulator import serve_emulator
+from kueue_es.supervisor import (
+    DASHBOARD,
+    PROVISIONING,
+    VISIBILITY,
+    RestartPolicy,
+    Supervisor,
+    port_changed,
+)
+
+# a stand-in for a service: binds the ports it is given (0: any), as aiohttp does, reports them, waits;
+# a port it cannot bind ends it with an OSError, as it ends a service
+FAKE_SERVICE = """
+import socket, sys, time
+from kueue_es.services import ports
+args, held = sys.argv[1:], []
+for flag, kind in (("--health-port", ports.HEALTH), ("--api-port", ports.API), ("--port", ports.HTTP)):
+    if flag in args:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", int(args[args.index(flag) + 1])))
+        sock.listen()
+        held.append(sock)
+        ports.report(kind, sock.getsockname()[1])
+time.sleep(3600)
+"""
+
+
+@contextlib.contextmanager
+def taken(port: int) -> Any:
+    """Another process's listening socket on 127.0.0.1:``port``, as the one that took the demo's port."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+        yield sock
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.asynccontextmanager
+async def supervising(supervisor: Supervisor) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(supervisor.supervise())
+    try:
+        yield task
+    finally:
+        await supervisor.stop(grace=5)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def until(check: Callable[[], Awaitable[Any]], *, timeout: float, what: str) -> Any:
+    """Poll ``check`` until it returns something truthy; fails naming ``what`` after ``timeout`` s."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not (result := await check()):
+                await asyncio.sleep(0.1)
+            return result
+    except TimeoutError:
+        raise AssertionError(f"not within {timeout:g}s: {what}") from None
+
+
+async def test_a_restart_whose_port_was_taken_gets_another_and_says_so(tmp_path: Path) -> None:
+    learned: list[tuple[str, str, int, int | None]] = []
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:1",
+        log_dir=tmp_path / "logs",
+        program=(sys.executable, "-c", FAKE_SERVICE),
+        visibility_port=0,
+        dashboard_port=0,
+        health_port=0,
+        # the backoff leaves the test time to take the port between the exit and the restart
+        policy=RestartPolicy(backoff_initial=0.5, backoff_max=0.5),
+        on_port=lambda *port: learned.append(port),
+    )
+    await supervisor.start((VISIBILITY, DASHBOARD, PROVISIONING))
+    async with supervising(supervisor):
+        assert await supervisor.wait_ports(timeout=60) == []
+        api = supervisor.port(VISIBILITY, ports.API)
+        health = supervisor.port(VISIBILITY, ports.HEALTH)
+        assert api and health and listening(api) and listening(health)
+        assert supervisor.visibility_url == f"https://127.0.0.1:{api}"
+        assert supervisor.dashboard_url == f"http://127.0.0.1:{supervisor.port(DASHBOARD, ports.HTTP)}/"
+        assert supervisor.health_url(PROVISIONING) == f"http://127.0.0.1:{supervisor.port(PROVISIONING, 'health')}"
+        assert sorted((name, kind, previous) for name, kind, _, previous in learned) == [
+            (DASHBOARD, ports.HTTP, None),
+            (PROVISIONING, ports.HEALTH, None),
+            (VISIBILITY, ports.API, None),
+            (VISIBILITY, ports.HEALTH, None),
+        ]
+
+        [visibility] = [s for s in supervisor.running if s.name == VISIBILITY]
+        first = visibility.process
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+        with taken(api):  # another process takes the API port while the server is down
+            moved = await until(
+                lambda: asyncio.sleep(0, [p for p in learned if p[3] is not None]),
+                timeout=60,
+                what=f"the visibility server restarted on a port other than {api}",
+            )
+            assert visibility.process is not first
+            [(name, kind, port, previous)] = moved
+            assert (name, kind, previous) == (VISIBILITY, ports.API, api) and port != api
+            assert supervisor.visibility_url == f"https://127.0.0.1:{port}" and listening(port)
+            # its health port was still free: it keeps it, and the URLs printed for it stay right
+            assert supervisor.port(VISIBILITY, ports.HEALTH) == health
+            assert await until(lambda: asyncio.sleep(0, listening(health)), timeout=60, what="health port again")
+            assert supervisor.dead() == []
+
+
+def test_ports_are_read_only_when_whole_and_refused_with_the_file_named(tmp_path: Path) -> None:
+    assert ports.report(ports.API, 8082, environ={}) is None  # not started by a supervisor: nothing written
+    path = ports.report(ports.API, 8082, environ={ports.PORTS_DIR_ENV: str(tmp_path)})
+    assert path == tmp_path / "api" and ports.read(tmp_path, ports.API) == 8082
+    assert ports.read(tmp_path, ports.HEALTH) is None
+    (tmp_path / "health").write_text("eighty\n")
+    with pytest.raises(ValueError, match=f"{tmp_path / 'health'}: 'eighty' is not a port number"):
+        ports.read(tmp_path, ports.HEALTH)
+    with pytest.raises(ValueError, match="kind 'metrics'"):
+        ports.report("metrics", 1, environ={})
+    with pytest.raises(ValueError, match="api port 0 is not a bound TCP port"):
+        ports.report(ports.API, 0, environ={})
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_the_demos_visibility_server_is_reached_through_the_api_server_after_its_port_was_taken(
+    tmp_path: Path,
+) -> None:
+    """The real processes the demo runs, as the demo configures them: every port chosen by its process;
+    the visibility server's port taken while it is down; kubectl's path (the emulated API server's
+    aggregation) reaches it where it serves after its restart."""
+    auth = LocalAuth.create(tmp_path / "creds")
+    console = Console(file=(tmp_path / "console.txt").open("w"), soft_wrap=True)
+    async with NatsServer(store_dir=tmp_path / "nats", auth=auth) as server, serve_emulator() as emulator:
+        await nats_bus.ensure_log_stream(server.url, credentials=auth.credentials("admin"))
+        supervisor = Supervisor(
+            nats_url=server.url,
+            log_dir=tmp_path / "logs",
+            kube_args=["--kube-server", emulator.url],
+            auth=auth,
+            visibility_port=0,
+            dashboard_port=0,
+            health_port=0,
+            policy=RestartPolicy(backoff_initial=1.0, backoff_max=1.0),
+            on_port=lambda *port: port_changed(console, emulator, *port),
+        )
+        await supervisor.start((VISIBILITY, DASHBOARD, "admitter"))
+        async with supervising(supervisor), aiohttp.ClientSession() as session:
+
+            async def answers(url: str) -> int:
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with session.get(url) as answer:
+                        return answer.status
+                return 0
+
+            async def through_the_api_server() -> dict[str, Any] | None:
+                url = f"{emulator.url}/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/none/pendingworkloads"
+                async with session.get(url) as answer:
+                    body = json.loads(await answer.read())
+                return body if answer.status == 404 else None  # the server's own answer: it was reached
+
+            assert await supervisor.wait_ports(timeout=120) == []
+            for name in (VISIBILITY, DASHBOARD, "admitter"):
+                url = supervisor.health_url(name)
+                assert url is not None
+                await until(lambda url=url: answers(f"{url}/healthz"), timeout=120, what=f"{name} /healthz")
+            body = await until(through_the_api_server, timeout=120, what="the visibility API through kubectl's path")
+            assert body["details"]["name"] == "none"
+
+            api = supervisor.port(VISIBILITY, ports.API)
+            [visibility] = [s for s in supervisor.running if s.name == VISIBILITY]
+            visibility.process.send_signal(signal.SIGKILL)
+            await visibility.process.wait()
+            with taken(api):
+                await until(
+                    lambda: asyncio.sleep(0, supervisor.port(VISIBILITY, ports.API) not in (0, api)),
+                    timeout=120,
+                    what="the visibility server on another port",
+                )
+                body = await until(through_the_api_server, timeout=120, what="the visibility API after its restart")
+                assert body["details"]["name"] == "none"
+    console.file.close()
+    assert f"visibility's api port {api} was taken while it was down" in (tmp_path / "console.txt").read_text()
