@@ -36,6 +36,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
+from kueue_es.events import models
 from kueue_es.jobframework import workloads
 from kueue_es.jobframework.integrations import Finished, Integration, PodSetSource
 
@@ -192,6 +195,23 @@ def statefulset_hold(sts: Mapping[str, Any]) -> str:
         return ""
     ref = workloads.job_ref(sts, kind="StatefulSet", api_version=APPS_API)
     return STATEFULSET_ON_HOLD_MESSAGE if statefulset_replicas(ref, sts) == 0 else ""
+
+
+def statefulset_resized(workload: models.Workload, sts: Mapping[str, Any]) -> models.Workload:
+    """``workload`` (the StatefulSet's held group workload) with its pod set counting the StatefulSet's
+    ``spec.replicas`` now, as Kueue's StatefulSet reconciler resizes the Workload on hold before it lets it go
+    when the StatefulSet is scaled up from zero to another size (statefulset_reconciler.go, PR #15279: "left the
+    Workload with the original pod count, causing it to be admitted and charged quota for the wrong number of
+    pods"). The workload itself when the count is the same or it has not one pod set (a StatefulSet's has
+    ``main``). Raises ManifestError naming ``spec.replicas`` when it is not a count."""
+    ref = workloads.job_ref(sts, kind="StatefulSet", api_version=APPS_API)
+    replicas = statefulset_replicas(ref, sts)
+    pod_sets = workload.spec.pod_sets
+    if len(pod_sets) != 1 or pod_sets[0].count == replicas:
+        return workload
+    resized = msgspec.structs.replace(pod_sets[0], count=replicas)
+    spec = msgspec.structs.replace(workload.spec, pod_sets=[resized])
+    return msgspec.structs.replace(workload, spec=spec)
 
 
 # -- LeaderWorkerSet ------------------------------------------------------------------------------

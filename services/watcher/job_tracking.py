@@ -281,12 +281,21 @@ class JobTracker:
         if group_key not in self.publisher.known["Workload"] or self.publisher.sources.get(group_key) != "Pod":
             return False
         known = self.publisher.workloads.get(group_key)
-        if known is None or self._statefulset_of(group_key) is None:
+        sts = self._statefulset_of(group_key)
+        if known is None or sts is None:
             return False
         hold = serving.STATEFULSET_ON_HOLD_MESSAGE if self._held(group_key) else ""
         if hold or (known.on_hold and not members):
             if known.on_hold != hold:
-                fact = types.WorkloadObserved(workload=msgspec.structs.replace(known, on_hold=hold))
+                observed = msgspec.structs.replace(known, on_hold=hold)
+                if not hold:
+                    # scaled up to another size: the workload let go counts the pods to come, not those it had
+                    # (its quota was released with the hold, so nothing keeps the old count)
+                    try:
+                        observed = serving.statefulset_resized(observed, cast(Mapping[str, Any], sts))
+                    except manifests.ManifestError:
+                        pass  # not a count: left to the StatefulSet's own rejection
+                fact = types.WorkloadObserved(workload=observed)
                 await self.publisher.publish(fact, version=f"{version}.hold", source="Pod")
                 log.info("statefulset_workload_hold", workload=f"{group_key[0]}/{group_key[1]}", on_hold=bool(hold))
                 if hold:

@@ -242,6 +242,36 @@ async def test_statefulset_scaled_to_zero_keeps_its_workload_on_hold(api: Any, b
         assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
 
 
+async def test_statefulset_scaled_up_from_zero_to_another_size_reserves_for_its_new_pods(
+    api: Any, bus: MemoryBus
+) -> None:
+    """Kueue (statefulset_reconciler.go, PR #15279): a StatefulSet scaled 3 -> 0 -> 2 has its held Workload
+    resized to 2 pods before it is let go, so the reservation made again is for the 2 pods that run (200m),
+    not the 3 it had (300m), and the Workload object counts 2."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+
+        await scale(api, "nginx-statefulset", 0)
+        await wait_for(bus, types.QuotaReleased, workload__name=name, timeout=10)
+        await pods_until(api, lambda ps: not ps)
+        await workload_until(api, name, lambda w: condition(w, "QuotaReserved").get("reason") == "OnHold")
+
+        await scale(api, "nginx-statefulset", 2)
+        await pods_until(api, lambda ps: len(ps) == 2 and all(started(p) for p in ps))
+        admissions = await wait_for(bus, types.WorkloadAdmitted, workload__name=name, count=2, timeout=20)
+        [assignment] = admissions[1].pod_set_assignments
+        assert (assignment.count, assignment.resource_usage) == (2, {"cpu": 200})
+        admitted = await workload_until(api, name, lambda w: condition(w, "PodsReady").get("status") == "True")
+        assert [ps["count"] for ps in admitted["spec"]["podSets"]] == [2]
+        [again] = admitted["status"]["admission"]["podSetAssignments"]
+        assert (again["count"], again["resourceUsage"]) == (2, {"cpu": "200m"})
+
+
 async def test_sample_leaderworkerset_is_one_group_per_replica(api: Any, bus: MemoryBus) -> None:
     """sample-leaderworkerset (2 replicas of size 3): two workloads leaderworkerset-nginx-leaderworkerset-<i>-<hash>
     with pod sets leader (1) and worker (2); all six pods started on the flavor; one group preempted: its pods

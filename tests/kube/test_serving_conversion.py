@@ -477,3 +477,20 @@ def test_statefulset_updates_kueue_refuses() -> None:
     unmanaged = sample("sample-statefulset.yaml")
     del unmanaged["metadata"]["labels"][QUEUE]
     assert causes(lambda o: o["spec"].update(replicas=5), before=unmanaged) == []
+
+
+def test_a_held_statefulset_workload_is_resized_to_the_replicas_it_is_scaled_up_to() -> None:
+    """Kueue PR #15279: scaled up from zero to another size, the held Workload counts the new replicas; the same
+    size, or a count that is not one, leaves it (the latter with the field named)."""
+    held = models.Workload(
+        metadata=models.ObjectMeta(name="statefulset-web-12345", namespace="default"),
+        spec=models.WorkloadSpec(pod_sets=[models.PodSet(name="main", count=3, requests={"cpu": 100})]),
+        on_hold=serving.STATEFULSET_ON_HOLD_MESSAGE,
+    )
+    sts = {"metadata": {"name": "web", "namespace": "default", "uid": "u"}, "spec": {"replicas": 2}}
+    resized = serving.statefulset_resized(held, sts)
+    assert [(ps.name, ps.count, ps.requests) for ps in resized.spec.pod_sets] == [("main", 2, {"cpu": 100})]
+    assert resized.metadata == held.metadata and resized.on_hold == held.on_hold
+    assert serving.statefulset_resized(held, {**sts, "spec": {"replicas": 3}}) is held
+    with pytest.raises(manifests.ManifestError, match="spec.replicas"):
+        serving.statefulset_resized(held, {**sts, "spec": {"replicas": "two"}})
