@@ -72,6 +72,9 @@ class JobTracker:
     ) -> None:
         self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in JOB_KINDS}
+        # the kinds listed since this tracker started: until StatefulSets are, a workload the log holds on hold
+        # (its pods all gone) cannot be told from one whose StatefulSet went while no watcher ran
+        self.listed: set[str] = set()
         # Elastic slices (SEMANTICS-ADVANCED D.2): what their Workload objects say, by workload key.
         # jobs whose Workload object was deleted by hand: when (ms), for their new one's creation time
         self.recreated_at: dict[Key, int] = {}
@@ -191,12 +194,18 @@ class JobTracker:
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
         gone -= set(self.publisher.orphaned)  # their Workload objects outlived their jobs: they go with them
         if kind == "Pod":  # a StatefulSet scaled to zero keeps its group's workload with no pod left
-            gone = {k for k in gone if not self._held(k)}
+            gone = {k for k in gone if not self._held(k) and not self._hold_unconfirmed(k)}
         for key in sorted(gone):
             if key in orphaning and await self._left_orphaned(kind, orphaning[key], key, orphaning=True):
                 continue
             await self.publisher.delete_workload(key, version=version)
+        self.listed.add(kind)
         await self._convert_all(kinds=(kind,), trigger="")
+        if kind == "StatefulSet":
+            # the held workloads the log knows, their StatefulSets now listed: still held, let go (scaled up while
+            # no watcher ran) or deleted with their pods (the StatefulSet went meanwhile), whatever was listed first
+            for group_key in sorted(k for k, wl in self.publisher.workloads.items() if wl.on_hold):
+                await self._sync_group(group_key, version=f"{version}~held")
 
     async def reconvert(self, *, trigger: str) -> None:
         """Convert every job kept again: what conversions read has changed."""
@@ -270,6 +279,12 @@ class JobTracker:
             return bool(serving.statefulset_hold(cast(Mapping[str, Any], sts)))
         except manifests.ManifestError:
             return False
+
+    def _hold_unconfirmed(self, group_key: Key) -> bool:
+        """Whether ``group_key``'s workload is on hold as the log has it while StatefulSets are not listed yet (a
+        restarted watcher that lists pods first): kept until they are, when :meth:`resynced` looks at it again."""
+        known = self.publisher.workloads.get(group_key)
+        return known is not None and bool(known.on_hold) and "StatefulSet" not in self.listed
 
     async def _statefulset_hold(self, group_key: Key, members: list[objects.KubeObject], *, version: str) -> bool:
         """Hold or let go the workload of a StatefulSet's serving group, as Kueue's StatefulSet reconciler does

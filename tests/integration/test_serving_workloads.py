@@ -25,9 +25,12 @@ from kueue_es.jobframework.annotations import SCHEDULING_GATE
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
+from kueue_es.services.watcher.kinds import WATCHED_KINDS
+from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.controllers import LWS_REF, SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from tests.integration.harness import (
+    admitter,
     commit,
     dispatcher_with_consumer,
     events_of,
@@ -270,6 +273,80 @@ async def test_statefulset_scaled_up_from_zero_to_another_size_reserves_for_its_
         assert [ps["count"] for ps in admitted["spec"]["podSets"]] == [2]
         [again] = admitted["status"]["admission"]["podSetAssignments"]
         assert (again["count"], again["resourceUsage"]) == (2, {"cpu": "200m"})
+
+
+async def held_statefulset(api: Any, bus: MemoryBus) -> tuple[str, types.DispatchApplied]:
+    """sample-statefulset admitted and started, then scaled to zero, its workload on hold, every service stopped:
+    the workload's name and its first start."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        [applied] = await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+        await scale(api, "nginx-statefulset", 0)
+        await pods_until(api, lambda ps: not ps)
+        await workload_until(api, name, lambda w: condition(w, "QuotaReserved").get("reason") == "OnHold")
+    return name, applied
+
+
+async def restarted_without_statefulsets(api: Any, bus: MemoryBus, watcher: Watcher) -> list[Any]:
+    """``watcher`` watching every kind but StatefulSets (so pods are listed first), and the other services."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    return [
+        *(watcher.watch(kind) for kind in WATCHED_KINDS if kind != "StatefulSet"),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+        dispatcher.watch_pods(),
+        dispatcher.ungate_forever(),
+        SimulatedControllers(api, watch_options={"timeout_seconds": 5}).run(),
+    ]
+
+
+async def test_a_restarted_watcher_listing_pods_first_keeps_the_held_statefulset_workload(
+    api: Any, bus: MemoryBus
+) -> None:
+    """A watcher restarted while a StatefulSet is scaled to zero that lists the pods (none left) before the
+    StatefulSets keeps the held workload (the log says it is on hold; the StatefulSets are not known yet), and
+    once the StatefulSets are listed it is still held; scaled up, the same workload is admitted again."""
+    name, applied = await held_statefulset(api, bus)
+    watcher = Watcher(bus=bus, api=api)
+    await watcher.learn_from_log()
+    async with running(*await restarted_without_statefulsets(api, bus, watcher)):
+        async with asyncio.timeout(10):
+            await watcher.synced["Pod"].wait()
+        assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+        async with running(watcher.watch("StatefulSet")):
+            async with asyncio.timeout(10):
+                await watcher.synced["StatefulSet"].wait()
+            assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+            assert watcher.publisher.workloads[("default", name)].on_hold
+
+            await scale(api, "nginx-statefulset", 3)
+            await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+            again = await wait_for(bus, types.DispatchApplied, action="StartJob", count=2, timeout=20)
+            assert (again[1].workload.name, again[1].workload.uid) == (name, applied.workload.uid)
+    assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+
+
+async def test_a_restarted_watcher_deletes_a_held_workload_whose_statefulset_went_meanwhile(
+    api: Any, bus: MemoryBus
+) -> None:
+    """The StatefulSet of a held workload deleted while no watcher ran: a restarted watcher listing the pods first
+    keeps the workload until the StatefulSets are listed, then deletes it (nothing holds it any more)."""
+    name, _ = await held_statefulset(api, bus)
+    await kube.delete_object(api, resources.STATEFUL_SETS, namespace="default", name="nginx-statefulset")
+    watcher = Watcher(bus=bus, api=api)
+    await watcher.learn_from_log()
+    async with running(*await restarted_without_statefulsets(api, bus, watcher)):
+        async with asyncio.timeout(10):
+            await watcher.synced["Pod"].wait()
+        assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+        async with running(watcher.watch("StatefulSet")):
+            [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload", timeout=10)
+            assert deleted.name == name
 
 
 async def test_sample_leaderworkerset_is_one_group_per_replica(api: Any, bus: MemoryBus) -> None:
