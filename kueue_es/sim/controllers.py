@@ -33,7 +33,10 @@ controllers do, enough for Kueue's view of them:
   :mod:`kueue_es.sim.jobsets`); the Jobs run in :mod:`kueue_es.sim.kubelet` as any other.
 * Garbage collection: an object whose controller (one of these kinds) is gone is deleted (a CronJob's
   Jobs, a Job's pods, ...), the background cascading deletion; an object being deleted (a foreground
-  deletion waiting for its dependents) gets no new dependents.
+  deletion waiting for its dependents) gets no new dependents. A Workload object whose owners (of these
+  kinds) are all gone is deleted, one with a live owner left loses its references to the gone ones, as
+  kube-controller-manager's garbage collector does with any dependent (a pod group's Workload goes with
+  its last pod; a StatefulSet's, which names the StatefulSet too, stays while it is scaled to zero).
 * Pods: a pod with no scheduling gate left that is not running gets phase Running and
   Ready (serving pods never finish here; a plain pod without a controller is finished by
   :mod:`kueue_es.sim.kubelet` after its duration); the status of each controller counts its
@@ -60,7 +63,7 @@ from kueue_es.events import slices
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim import cronjobs, jobsets, store
+from kueue_es.sim import cronjobs, garbage, jobsets, store
 
 logger = structlog.get_logger(__name__)
 
@@ -81,7 +84,7 @@ RAYCLUSTER_REF = resources.ResourceRef(
     status_subresource=True,
 )
 #: The kinds whose CRD may be installed after the controllers start (``kubectl apply`` of the CRD).
-_CRD_KINDS = ("LeaderWorkerSet", "RayCluster", "JobSet")
+_CRD_KINDS = ("LeaderWorkerSet", "RayCluster", "JobSet", "Workload")
 #: KubeRay's pod labels (ray-operator utils: RayClusterLabelKey, RayNodeTypeLabelKey, RayNodeGroupLabelKey).
 RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, RAY_GROUP_LABEL = "ray.io/cluster", "ray.io/node-type", "ray.io/group"
 CRD_POLL_SECONDS = 2.0
@@ -99,6 +102,7 @@ _KINDS = {
     "CronJob": resources.CRON_JOBS,
     "RayCluster": RAYCLUSTER_REF,
     "JobSet": resources.JOBSETS,
+    "Workload": resources.WORKLOADS,  # only collected: a Workload whose owners are gone (:meth:`_collect_workloads`)
 }
 _OWNER_API = {
     "Deployment": "apps/v1",
@@ -492,6 +496,44 @@ class SimulatedControllers:
                     continue
                 if owner.get("uid") not in uids:
                     await self._delete(kind, obj)
+        await self._collect_workloads(uids)
+
+    async def _collect_workloads(self, uids: Mapping[str, str]) -> None:
+        """The garbage collector's background part for Workload objects (:func:`garbage.background_collection`):
+        one whose owners are all gone is deleted, one with a live owner left loses its references to the gone
+        ones (a StatefulSet's held Workload once its pods went). ``uids``: the UIDs the watches know, by kind. An
+        owner not known is looked up before it counts as gone (kube-controller-manager's isDangling reads it live:
+        a watch may not have shown a new owner yet); a Workload naming a kind not watched here is left alone."""
+        if "Workload" not in self._synced:
+            return
+        for wl in list(self.objects["Workload"].values()):
+            meta = wl["metadata"]
+            refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
+            if not refs or meta.get("deletionTimestamp") or all(r.get("uid") in uids for r in refs):
+                continue
+            if any(str(r.get("kind") or "") not in self._synced or r.get("kind") == "Workload" for r in refs):
+                continue  # an owner of a kind not watched (or not listed yet) cannot be told gone
+            owners: dict[str, Mapping[str, Any] | None] = {}
+            for ref in refs:
+                uid = str(ref.get("uid") or "")
+                owners[uid] = await self._owner(str(meta.get("namespace") or ""), ref)
+            action = garbage.background_collection(wl, owners)
+            if action is None:
+                continue
+            if not action:
+                await self._delete("Workload", wl)
+            else:
+                kept = [r for r in refs if r.get("uid") not in action]
+                await self._patch("Workload", wl, {"metadata": {"ownerReferences": kept}})
+
+    async def _owner(self, namespace: str, ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The object an owner reference names as it is now, read live; None when gone (or another of that name)."""
+        kind = str(ref.get("kind") or "")
+        try:
+            obj = await client.get_object(self._api, self._kinds[kind], namespace=namespace, name=str(ref.get("name")))
+        except errors.NotFoundError:
+            return None
+        return obj if (obj.get("metadata") or {}).get("uid") == ref.get("uid") else None
 
     async def _deployment(self, deployment: Object) -> None:
         wanted = replica_set_for(deployment)

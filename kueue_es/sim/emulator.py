@@ -45,7 +45,8 @@ protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, consistent pages of a 
 read with a ``continue`` token has the objects as they are now, not as of the first page), the items of
 ``listType=map`` and ``set`` lists as fields of their own in ``managedFields`` (every list is owned whole),
 the background garbage collection of dependents (the default propagation, Background, deletes the object
-alone; the simulated controllers collect what their kinds own: a CronJob's Jobs, a ReplicaSet's pods, ...),
+alone; the simulated controllers collect what their kinds own: a CronJob's Jobs, a ReplicaSet's pods, ...,
+and Workload objects whose owners are gone),
 and a kind's own default policy (a batch/v1 Job's is Orphan on a real API server: kubectl always sends one).
 
 kmock DSL reactions (``emulator['get /apis/...'] << 500``) still work for fault

@@ -13,7 +13,9 @@ to kube-controller-manager's garbage collector, which acts on the object's depen
   only loses its reference -- and goes once no dependent whose reference has ``blockOwnerDeletion`` is
   left;
 * Background: the owner goes at once and the dependents after it (the emulator leaves those to the
-  simulated controllers, :mod:`.controllers`, which collect the pods, ReplicaSets and Jobs their kinds own).
+  simulated controllers, :mod:`.controllers`, which collect the pods, ReplicaSets and Jobs their kinds own,
+  and Workloads by :func:`background_collection`: one whose owners are all gone is deleted, one with a live
+  owner left loses its references to the gone ones).
 
 This module holds the pure rules; :class:`kueue_es.sim.store.ObjectStore` applies them as a garbage
 collector that never lags (the dependents are dealt with in the same request). Kubernetes sources:
@@ -130,3 +132,17 @@ def references_to_drop(dependent: Mapping[str, Any], owners: Mapping[str, Mappin
     if not solid:
         return []
     return [uid for uid in uids if uid not in solid]
+
+
+def background_collection(
+    dependent: Mapping[str, Any], owners: Mapping[str, Mapping[str, Any] | None]
+) -> list[str] | None:
+    """What the garbage collector does in the background with ``dependent`` given the objects its references name
+    (``owners``: UID -> the object, None when it is gone), as attemptToDeleteItem: None while no owner is gone or
+    being deleted in the foreground (nothing to do); ``[]`` when no live owner is left ("solid": there and not
+    waiting for its dependents): it is deleted; else the UIDs of the references to take off it (the dangling and
+    the waiting ones), so it stays with its live owners. A dependent with no reference is nobody's: None."""
+    uids = owner_uids(dependent)
+    if all((owner := owners.get(uid)) is not None and not waits_for_dependents(owner) for uid in uids):
+        return None
+    return references_to_drop(dependent, owners)

@@ -170,6 +170,24 @@ def test_background_and_no_policy_delete_the_owner_alone() -> None:
         objects.delete(resources.PODS, namespace="default", name="dependent")
 
 
+def test_background_collection_follows_attempt_to_delete_item() -> None:
+    """A dependent with every owner there is left alone; with none left it is deleted; with a live one left it
+    loses its references to the gone ones and to those being deleted in the foreground."""
+    objects = make_store()
+    first, second = job(objects, "first"), job(objects, "second")
+    dependent = pod(objects, "dependent", first, second, controller=False)
+    uid1, uid2 = first["metadata"]["uid"], second["metadata"]["uid"]
+    assert garbage.background_collection(dependent, {uid1: first, uid2: second}) is None
+    assert garbage.background_collection(dependent, {uid1: None, uid2: second}) == [uid1]
+    assert garbage.background_collection(dependent, {uid1: None, uid2: None}) == []
+    waiting = {
+        **second,
+        "metadata": {**second["metadata"], "deletionTimestamp": "x", "finalizers": ["foregroundDeletion"]},
+    }
+    assert garbage.background_collection(dependent, {uid1: first, uid2: waiting}) == [uid2]
+    assert garbage.background_collection({"metadata": {"name": "nobodys"}}, {}) is None
+
+
 def test_a_reference_from_another_namespace_names_nothing() -> None:
     objects = make_store()
     objects.create(resources.NAMESPACES, namespace=None, body={"metadata": {"name": "elsewhere"}})
@@ -363,3 +381,55 @@ async def test_a_replica_set_deleted_in_the_foreground_gets_no_new_pods(
         )
     with pytest.raises(errors.NotFoundError):
         await client.get_object(api, resources.REPLICA_SETS, namespace="default", name="rs")
+
+
+async def test_a_workload_goes_with_its_last_owner_and_keeps_a_live_one(
+    api: k8s_client.ApiClient, controllers: SimulatedControllers
+) -> None:
+    """As kube-controller-manager's garbage collector: a Workload owned by two pods loses its reference to the one
+    deleted, and is deleted with the last; one that also names a StatefulSet stays with only that reference once
+    its pods are gone (a StatefulSet scaled to zero keeps its held Workload)."""
+    made = []
+    for name in ("a", "b"):
+        body = {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        made.append(await client.create_object(api, resources.PODS, namespace="default", body=body))
+    sts_body = {
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        },
+    }
+    sts = await client.create_object(api, resources.STATEFUL_SETS, namespace="default", body=sts_body)
+    pod_refs = [
+        {"apiVersion": "v1", "kind": "Pod", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]} for p in made
+    ]
+    sts_ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": sts["metadata"]["uid"]}
+    spec = {
+        "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]
+    }
+    for name, refs in (("group", pod_refs), ("held", [sts_ref, *pod_refs])):
+        body = {"metadata": {"name": name, "ownerReferences": refs}, "spec": spec}
+        await client.create_object(api, resources.WORKLOADS, namespace="default", body=body)
+
+    async def owners(name: str) -> list[str] | None:
+        try:
+            wl = await client.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+        except errors.NotFoundError:
+            return None
+        return [r["name"] for r in wl["metadata"].get("ownerReferences", [])]
+
+    async def until(name: str, wanted: list[str] | None) -> None:
+        async with asyncio.timeout(10):
+            while await owners(name) != wanted:
+                await asyncio.sleep(0.02)
+
+    await client.delete_object(api, resources.PODS, namespace="default", name="a")
+    await until("group", ["b"])
+    await until("held", ["web", "b"])
+    await client.delete_object(api, resources.PODS, namespace="default", name="b")
+    await until("group", None)
+    await until("held", ["web"])
+    await controllers.reconcile()
+    assert await owners("held") == ["web"]
