@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from kueue_es.events import manifests, models, quantities, types
 from kueue_es.jobframework import integrations, workloads
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL, SCHEDULING_GATE
@@ -537,7 +539,13 @@ def _group_workload(
             raise MemberError(template, err) from err
         pod_specs.append(("spec", pod_spec))
     previous = context.previous
-    return workloads.new_workload(
+    annotations = {IS_GROUP_WORKLOAD_ANNOTATION: "true"}
+    labels: dict[str, str] = {}
+    if (sts := serving.statefulset_owner(pods[0])) is not None:
+        # the marks of the Workload Kueue prebuilds for the StatefulSet: its owner reference on the object
+        labels, marks = serving.statefulset_workload_marks(*sts)
+        annotations.update(marks)
+    workload = workloads.new_workload(
         ref,
         name=group_name(pods[0]),
         pod_sets=pod_sets,
@@ -549,9 +557,13 @@ def _group_workload(
         creation_timestamp_ms=(
             previous.metadata.creation_timestamp_ms if previous is not None else max(_age_key(p)[0] for p in pods)
         ),
-        annotations={IS_GROUP_WORKLOAD_ANNOTATION: "true"},
+        annotations=annotations,
         job_uid_label=False,
     )
+    if not labels:
+        return workload
+    meta = msgspec.structs.replace(workload.metadata, labels={**workload.metadata.labels, **labels})
+    return msgspec.structs.replace(workload, metadata=meta)
 
 
 def _role_of(pod: Mapping[str, Any]) -> str:

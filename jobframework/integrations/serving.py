@@ -180,6 +180,52 @@ def statefulset_workload_name(name: str, uid: str) -> str:
     return workloads.workload_name(owner_name=name, owner_uid=uid, kind="StatefulSet", group="apps")
 
 
+JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
+"""Kueue's annotation naming the kind of the job that owns a Workload (controller constants JobOwnerGVKAnnotation),
+in client-go's ``GroupVersionKind.String()`` form."""
+JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
+"""Kueue's annotation naming that job (controller constants JobOwnerNameAnnotation)."""
+STATEFULSET_GVK = f"{APPS_API}, Kind=StatefulSet"
+
+
+def statefulset_owner(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The StatefulSet whose serving group the pod is in, as ``(name, uid)``: its controller owner reference when
+    that is an apps/v1 StatefulSet and the pod's template carries the ``statefulset`` suspending-parent mark; None
+    otherwise (a LeaderWorkerSet's pods are a StatefulSet's too, but marked by their LWS)."""
+    if parent_framework(pod) != STATEFULSET_FRAMEWORK:
+        return None
+    refs = workloads.as_mapping(pod.get("metadata")).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else []:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            if ref.get("apiVersion") == APPS_API and ref.get("kind") == "StatefulSet" and ref.get("uid"):
+                return str(ref.get("name") or ""), str(ref["uid"])
+            return None
+    return None
+
+
+def statefulset_workload_marks(name: str, uid: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations Kueue's StatefulSet reconciler gives the Workload it prebuilds for StatefulSet
+    ``name`` (statefulset_reconciler.go constructWorkload): ``kueue.x-k8s.io/job-uid`` (its UID), and
+    :data:`JOB_OWNER_GVK_ANNOTATION` / :data:`JOB_OWNER_NAME_ANNOTATION`. The dispatcher reads them back as the
+    StatefulSet's owner reference on the Workload object (:func:`statefulset_owner_reference`)."""
+    return {workloads.JOB_UID_LABEL: uid}, {JOB_OWNER_GVK_ANNOTATION: STATEFULSET_GVK, JOB_OWNER_NAME_ANNOTATION: name}
+
+
+def statefulset_owner_reference(workload: models.Workload) -> dict[str, Any] | None:
+    """The owner reference to its StatefulSet that Kueue puts on a StatefulSet's Workload (controllerutil
+    SetOwnerReference in constructWorkload and reconcileWorkload: ``apiVersion``, ``kind``, ``name``, ``uid``; not
+    the controller, no ``blockOwnerDeletion``), kept while it is scaled to zero so that the garbage collector keeps
+    the held Workload once its pods are gone; read from :func:`statefulset_workload_marks`. None for another
+    workload."""
+    meta = workload.metadata
+    if meta.annotations.get(JOB_OWNER_GVK_ANNOTATION) != STATEFULSET_GVK:
+        return None
+    name, uid = meta.annotations.get(JOB_OWNER_NAME_ANNOTATION, ""), meta.labels.get(workloads.JOB_UID_LABEL, "")
+    if not name or not uid:
+        return None
+    return {"apiVersion": APPS_API, "kind": "StatefulSet", "name": name, "uid": uid}
+
+
 STATEFULSET_ON_HOLD_MESSAGE = "StatefulSet scaled to zero; workload on hold"
 """Kueue's QuotaReserved message for the Workload of a StatefulSet scaled to zero (statefulset_reconciler.go
 releaseScaleDownReservation)."""

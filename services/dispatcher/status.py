@@ -58,6 +58,7 @@ import msgspec
 from kueue_es.events import manifests, models, slices, types
 from kueue_es.events.quantities import to_quantity
 from kueue_es.jobframework import integrations, workloads
+from kueue_es.jobframework.integrations import serving
 from kueue_es.projections import multikueue, quota
 from kueue_es.projections.cluster import (
     ON_HOLD_CLEARED_MESSAGE,
@@ -888,7 +889,10 @@ def workload_object(
 
     ``members``: for a pod group, its pods as ``(name, uid)``: each is an owner (not the controller), as Kueue's
     ConstructComposableWorkload and EnsureWorkloadOwnedByAllMembers set them, so the garbage collector keeps the
-    Workload while any of them remains; without them the group's first pod is its controller owner.
+    Workload while any of them remains; without them the group's first pod is its controller owner. A
+    StatefulSet's group (:func:`~kueue_es.jobframework.integrations.serving.statefulset_owner_reference`) names
+    the StatefulSet first, also with no pod left (held while scaled to zero), and carries its UID as the
+    ``kueue.x-k8s.io/job-uid`` label (statefulset_reconciler.go constructWorkload).
 
     ``templates``: the job's pod templates by pod set name (:func:`kueue_es.jobframework.integrations.
     job_pod_templates`), each written whole as its pod set's ``template``, as Kueue's Workload carries it
@@ -908,16 +912,22 @@ def workload_object(
     assert owner is not None
     meta = workload.metadata
     metadata: dict[str, Any] = {"name": meta.name, "namespace": meta.namespace}
+    statefulset = serving.statefulset_owner_reference(workload)
     if owner.uid and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) != "true":
         metadata["labels"] = {JOB_UID_LABEL: owner.uid}
+    elif statefulset is not None:
+        metadata["labels"] = {JOB_UID_LABEL: statefulset["uid"]}  # statefulset_reconciler.go constructWorkload
     if meta.annotations:
         metadata["annotations"] = dict(sorted(meta.annotations.items()))
     if wl.finished is None:
         metadata["finalizers"] = [RESOURCE_IN_USE_FINALIZER]
     if wl.finished is not None and wl.finished.reason == workloads.OWNER_NOT_FOUND_REASON:
         pass  # orphaned: its job is gone and the garbage collector took the reference off (never put back)
-    elif members and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true":
-        metadata["ownerReferences"] = [
+    elif (members or statefulset is not None) and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true":
+        # a StatefulSet's group: the StatefulSet first, as Kueue's reconciler makes it, and kept while scaled to
+        # zero (its pods gone, the held Workload stays); then each pod (EnsureWorkloadOwnedByAllMembers)
+        metadata["ownerReferences"] = [statefulset] if statefulset is not None else []
+        metadata["ownerReferences"] += [
             {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid} for name, uid in sorted(members)
         ]
     else:

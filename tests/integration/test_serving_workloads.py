@@ -216,6 +216,12 @@ async def test_statefulset_scaled_to_zero_keeps_its_workload_on_hold(api: Any, b
         await wait_for(bus, types.WorkloadPodsReady, ready=True, workload__name=name, timeout=10)
         uid = applied.workload.uid
         object_uid = (await workload(api, name))["metadata"]["uid"]
+        sts_uid = sts["metadata"]["uid"]
+        first = await workload_until(api, name, lambda w: len(w["metadata"].get("ownerReferences", [])) == 4)
+        assert [(r["kind"], r.get("controller")) for r in first["metadata"]["ownerReferences"]] == [
+            ("StatefulSet", None),
+            *[("Pod", None)] * 3,
+        ]
 
         await scale(api, "nginx-statefulset", 0)
         [released] = await wait_for(bus, types.QuotaReleased, workload__name=name, timeout=10)
@@ -226,6 +232,13 @@ async def test_statefulset_scaled_to_zero_keeps_its_workload_on_hold(api: Any, b
         assert condition(held, "QuotaReserved")["message"] == "StatefulSet scaled to zero; workload on hold"
         assert condition(held, "Admitted")["status"] == "False"
         assert "admission" not in held.get("status", {})
+        # Kueue's StatefulSet reconciler makes the StatefulSet an owner (not the controller) and keeps it while
+        # scaled to zero: the garbage collector keeps the held Workload with its pods gone
+        sts_ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "nginx-statefulset", "uid": sts_uid}
+        assert held["metadata"]["ownerReferences"][0] == sts_ref
+        assert held["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == sts_uid
+        assert held["metadata"]["annotations"]["kueue.x-k8s.io/job-owner-gvk"] == "apps/v1, Kind=StatefulSet"
+        assert held["metadata"]["annotations"]["kueue.x-k8s.io/job-owner-name"] == "nginx-statefulset"
         assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
         assert (
             len(await events_of(bus, types.QuotaReserved))
@@ -242,6 +255,7 @@ async def test_statefulset_scaled_to_zero_keeps_its_workload_on_hold(api: Any, b
         assert condition(admitted, "QuotaReserved")["status"] == "True"
         assert condition(admitted, "PodsReady")["reason"] == "Started"
         assert admitted["metadata"]["uid"] == object_uid  # the same Workload object throughout
+        assert admitted["metadata"]["ownerReferences"][0] == sts_ref
         assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
 
 
