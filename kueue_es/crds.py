@@ -106,7 +106,9 @@ WIRE: dict[str, dict[str, dict[str, Any] | None]] = {
         "resourceClaims": DROP,  # the template's spec.resourceClaims (DRA), read from the template
         "template": preserved("The pod template of the pods of this pod set (a core/v1 PodTemplateSpec)."),
     },
-    "Workload": {"owner": DROP},  # metadata.ownerReferences on the wire
+    # metadata.ownerReferences on the wire; onHold: what the watcher reads from the job (a StatefulSet scaled
+    # to zero), not a field of Kueue's Workload
+    "Workload": {"owner": DROP, "onHold": DROP},
     "AdmissionCheck": {"active": DROP},  # status.conditions Active on the wire
     "MultiKueueCluster": {"status": DROP},  # the status subresource: Kueue's schema (kueue_status.json)
 }
