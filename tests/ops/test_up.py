@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -54,13 +55,16 @@ def write_kubeconfig(path: Path, *, server: str) -> None:
 
 
 def free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free ports."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count >= 65535:
-            continue
+    """The first of ``count`` consecutive free ports, below the kernel's ephemeral range: a block inside it can
+    be taken after the check by the source port of any outgoing connection (the services' own, to nats-server
+    and the API server), which made an explicit ``--health-port`` block fail to bind (CI 34: the preemptor's
+    port held by a connection for the whole run)."""
+    low = 32768
+    with contextlib.suppress(OSError, ValueError):
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    chooser = random.Random()
+    for _ in range(200):
+        base = chooser.randrange(10_000, max(10_001, low - count))
         try:
             for port in range(base, base + count):
                 with socket.socket() as sock:
