@@ -13,8 +13,10 @@ made no Jobs and held its quota until deleted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +74,9 @@ async def child_jobs(api: Any, jobset: str, *, count: int = 2) -> dict[str, dict
             await asyncio.sleep(0.05)
 
 
-async def test_a_sample_jobset_runs_its_jobs_and_finishes_its_workload(
-    api: Any, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
-) -> None:
-    kubectl = Kubectl(emu.url, tmp_path)
+@contextlib.asynccontextmanager
+async def _demo_services(api: Any, bus: MemoryBus) -> AsyncIterator[None]:
+    """The watcher, admitter, dispatcher, simulated kubelet and simulated controllers, as the demo runs them."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     kubelet = SimulatedKubelet(api, default_duration_seconds=60, watch_options={"backoff_seconds": 0.05})
     async with running(
@@ -86,6 +87,14 @@ async def test_a_sample_jobset_runs_its_jobs_and_finishes_its_workload(
         kubelet.run(),
         SimulatedControllers(api, lws=False, ray=False).run(),
     ):
+        yield
+
+
+async def test_a_sample_jobset_runs_its_jobs_and_finishes_its_workload(
+    api: Any, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    kubectl = Kubectl(emu.url, tmp_path)
+    async with _demo_services(api, bus):
         await set_up_queues(api)
         created = json.loads(await kubectl.ok("create", "-o", "json", "-f", "-", stdin=sample("0.5")))
         name, uid = created["metadata"]["name"], created["metadata"]["uid"]
@@ -143,16 +152,7 @@ async def test_an_evicted_jobset_suspends_its_jobs_and_runs_again(
     api: Any, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
 ) -> None:
     kubectl = Kubectl(emu.url, tmp_path)
-    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    kubelet = SimulatedKubelet(api, default_duration_seconds=60, watch_options={"backoff_seconds": 0.05})
-    async with running(
-        Watcher(bus=bus, api=api).run(),
-        admitter(bus).run(),
-        dispatcher.fold_forever(),
-        dispatcher.consume(consumer),
-        kubelet.run(),
-        SimulatedControllers(api, lws=False, ray=False).run(),
-    ):
+    async with _demo_services(api, bus):
         await set_up_queues(api)
         created = json.loads(await kubectl.ok("create", "-o", "json", "-f", "-", stdin=sample("600")))
         name = created["metadata"]["name"]
