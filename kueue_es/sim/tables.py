@@ -8,8 +8,9 @@ emulator does the same: the kueue.x-k8s.io kinds from the columns of
 :mod:`kueue_es.crds` (Kueue's own columns), the kinds of CRDs applied to it from their
 ``additionalPrinterColumns`` (``printer_columns``), the built-in kinds it serves (Pod,
 Node, Namespace, Event, Job, CronJob, PriorityClass, Lease, ConfigMap, CustomResourceDefinition,
-PodTemplate, Deployment, ReplicaSet, StatefulSet) with the columns kubectl users know,
-ProvisioningRequests with their class and conditions, anything else as NAME and AGE.
+PodTemplate, Deployment, ReplicaSet, StatefulSet) with the columns kubectl users know, the
+custom kinds it serves without their CRD (JobSet, ProvisioningRequest) with that CRD's columns
+(:data:`SERVED_KIND_COLUMNS`), anything else as NAME and AGE.
 
 Cells are as the API server sends them: strings, integers, ``None`` for a
 missing value (kubectl prints ``<none>``), and ages as Kubernetes' short
@@ -225,8 +226,9 @@ def _printer(ref: resources.ResourceRef) -> tuple[list[dict[str, Any]], _Row]:
                 return _crd_printer(kind)
     if (ref.group, ref.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
         return _crd_definition_printer()
-    if (ref.group, ref.kind) == ("autoscaling.x-k8s.io", "ProvisioningRequest"):
-        return _additional_printer(_PROVISIONING_REQUEST_COLUMNS)
+    served = SERVED_KIND_COLUMNS.get((ref.group, ref.kind))
+    if served is not None:
+        return _additional_printer(served)
     built_in = _BUILT_IN.get(ref.kind) if ref.group in _BUILT_IN_GROUPS else None
     return built_in() if built_in is not None else _default_printer()
 
@@ -585,6 +587,36 @@ _PROVISIONING_REQUEST_COLUMNS = (
     {"name": "Failed", "type": "string", "jsonPath": ".status.conditions[?(@.type=='Failed')].status"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 )
+
+#: jobset.x-k8s.io JobSet: the ``additionalPrinterColumns`` of JobSet's CRD (kubernetes-sigs/jobset v0.12.0,
+#: config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml, which is tests/fixtures/crds/
+#: jobset.x-k8s.io_jobsets.yaml). The emulator serves JobSets without that CRD installed; a cluster
+#: serves them only through it, so ``kubectl get jobsets`` prints these columns there.
+_JOBSET_COLUMNS = (
+    {
+        "name": "TerminalState",
+        "type": "string",
+        "description": "Final state of JobSet",
+        "jsonPath": ".status.terminalState",
+    },
+    {"name": "Restarts", "type": "string", "description": "Number of restarts", "jsonPath": ".status.restarts"},
+    {"name": "Completed", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Completed")].status'},
+    {"name": "Suspended", "type": "string", "description": "JobSet suspended", "jsonPath": ".spec.suspend"},
+    {
+        "name": "Age",
+        "type": "date",
+        "description": "Time this JobSet was created",
+        "jsonPath": ".metadata.creationTimestamp",
+    },
+)
+
+#: The printer columns of the custom kinds the emulator serves by itself, by (group, kind): those a
+#: cluster serves from their CRD's ``additionalPrinterColumns``. Once a CRD for one is applied to the
+#: emulator, that CRD's columns are used instead (``table``'s ``printer_columns``).
+SERVED_KIND_COLUMNS: dict[tuple[str, str], tuple[dict[str, Any], ...]] = {
+    ("autoscaling.x-k8s.io", "ProvisioningRequest"): _PROVISIONING_REQUEST_COLUMNS,
+    ("jobset.x-k8s.io", "JobSet"): _JOBSET_COLUMNS,
+}
 
 
 _BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {

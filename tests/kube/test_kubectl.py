@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from kueue_es.services.kube import resources
-from kueue_es.sim import emulator
+from kueue_es.sim import emulator, tables
 from tests.kube.examples import EXAMPLES
 
 pytestmark = [
@@ -453,3 +453,28 @@ async def test_provisioning_kinds_print_their_columns(kubectl: Kubectl, tmp_path
     assert rows[1][:3] == ["wl-prov-1", "check-capacity.autoscaling.x-k8s.io", "True"]
     rows = table(await kubectl.ok("get", "podtemplates"))
     assert rows == [["NAME", "CONTAINERS", "IMAGES", "POD LABELS"], ["ppt-wl-prov-1-main", "main", "busybox", "<none>"]]
+
+
+JOBSET_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "crds" / "jobset.x-k8s.io_jobsets.yaml"
+
+
+async def test_jobsets_print_the_columns_of_jobsets_crd(kubectl: Kubectl) -> None:
+    """The emulator serves JobSets without JobSet's CRD; ``kubectl get jobsets`` still prints that CRD's
+    additionalPrinterColumns (TerminalState, Restarts, Completed, Suspended, Age), as in a cluster."""
+    crd = yaml.safe_load(JOBSET_CRD.read_text())
+    published = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    out = await kubectl.ok("create", "-o", "name", "-f", str(EXAMPLES / "jobs" / "sample-jobset.yaml"))
+    name = out.strip().split("/", 1)[1]
+    await kubectl.ok(
+        "patch", "jobset", name, "--subresource=status", "--type=merge", "-p",
+        json.dumps({"status": {"terminalState": "Completed", "restarts": 2, "conditions": [
+            {"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
+             "message": "jobset completed successfully", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        ]}}),
+    )  # fmt: skip
+    rows = table(await kubectl.ok("get", "jobsets"))
+    assert rows[0] == ["NAME"] + [column["name"].upper() for column in published]
+    assert rows[0] == ["NAME", "TERMINALSTATE", "RESTARTS", "COMPLETED", "SUSPENDED", "AGE"]
+    assert rows[1][:5] == [name, "Completed", "2", "True", "true"]  # suspended by Kueue's JobSet webhook
+    # descriptions and JSONPaths too, as published (``-o wide`` and clients reading the Table's columns)
+    assert list(tables.SERVED_KIND_COLUMNS["jobset.x-k8s.io", "JobSet"]) == published
