@@ -752,10 +752,37 @@ def _status_of(wl: WorkloadState) -> str:
     return "PENDING"
 
 
-def _job_type(owner: Any) -> str:
-    """kueuectl's JOB TYPE: the owner's singular resource name and API group (``job.batch``, ``pod``)."""
-    group = owner.api_version.rpartition("/")[0]
-    return f"{owner.kind.lower()}.{group}" if group else owner.kind.lower()
+#: kueuectl cuts a JOB TYPE longer than this and ends it in "..." (list_workload_printer.go crdTypeMaxLength).
+JOB_TYPE_MAX_LENGTH = 20
+
+
+def _job_type(api_version: str, kind: str) -> str:
+    """kueuectl's JOB TYPE of one owner: its singular resource name and API group (``job.batch``, ``pod``;
+    the singular name of every kind Kueue integrates is its kind in lower case), cut to 20 characters and
+    ``...`` as kueuectl cuts it (``pytorchjob.kubeflow....``; list_workload_printer.go apiResourceType)."""
+    group = api_version.rpartition("/")[0]
+    text = f"{kind.lower()}.{group}" if group else kind.lower()
+    return f"{text[:JOB_TYPE_MAX_LENGTH]}..." if len(text) > JOB_TYPE_MAX_LENGTH else text
+
+
+def workload_owners(workload: Any) -> list[tuple[str, str, str]]:
+    """The owner references of a Workload (a :class:`kueue_es.events.models.Workload`) that the log knows, as
+    ``(apiVersion, kind, name)``, in the order the dispatcher writes them on the Workload object: for a
+    StatefulSet's serving group its StatefulSet first (read from the Workload's ``kueue.x-k8s.io/job-owner-gvk``
+    and ``-name`` annotations, Kueue statefulset_reconciler.go constructWorkload), then the job it was made for
+    (``owner``; for a pod group, the group's first pod). ``[]`` when it has none.
+
+    The log does not keep a pod group's other pods, which the Workload object also names as owners
+    (Kueue's EnsureWorkloadOwnedByAllMembers); ``kubectl kueue list workload`` reads those from the cluster."""
+    from kueue_es.jobframework.integrations import serving
+
+    owners = []
+    statefulset = serving.statefulset_owner_reference(workload)
+    if statefulset is not None:
+        owners.append((str(statefulset["apiVersion"]), str(statefulset["kind"]), str(statefulset["name"])))
+    if workload.owner is not None:
+        owners.append((workload.owner.api_version, workload.owner.kind, workload.owner.name))
+    return owners
 
 
 def list_rows(
@@ -832,13 +859,14 @@ def list_rows(
         queue = state.local_queues.get((meta.namespace, wl.workload.spec.queue_name))
         cq = wl.reservation.cluster_queue if wl.reservation is not None else (queue.spec.cluster_queue if queue else "")
         entry = positions.get(key)
-        owner = wl.workload.owner
+        owners = workload_owners(wl.workload)
         rows.append(
             {
                 "NAMESPACE": meta.namespace,
                 "NAME": meta.name,
-                "JOB TYPE": _job_type(owner) if owner is not None else "",
-                "JOB NAME": owner.name if owner is not None else "",
+                # every owner joined, as kueuectl joins the Workload's ownerReferences (each column a set: sorted)
+                "JOB TYPE": ", ".join(sorted({_job_type(api_version, kind) for api_version, kind, _ in owners})),
+                "JOB NAME": ", ".join(sorted({name for _, _, name in owners})),
                 "LOCALQUEUE": wl.workload.spec.queue_name,
                 "CLUSTERQUEUE": cq,
                 "STATUS": _status_of(wl),

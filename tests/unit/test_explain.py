@@ -794,3 +794,44 @@ def test_exec_time_of_a_finished_workload_is_its_last_admission(
     code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "-o", "json")
     row = next(r for r in json.loads(out) if r["NAME"] == "low")
     assert code == 0 and row["STATUS"] == "FINISHED" and row["EXEC TIME"] == "2m30s"
+
+
+def test_list_joins_every_owner_the_log_knows_as_kueuectl_joins_owner_references() -> None:
+    """kueuectl's JOB TYPE and JOB NAME join all of a Workload's ownerReferences (list_workload_printer.go
+    crdTypes, crdNames). A StatefulSet's serving group is owned by the StatefulSet and its pods: ``list``
+    names the StatefulSet (from the Workload's job-owner annotations) beside the pod the log keeps; a
+    type longer than 20 characters is cut as kueuectl cuts it."""
+    from kueue_es import explain
+    from kueue_es.jobframework.integrations import serving
+    from kueue_es.projections.cluster import WorkloadState
+
+    def observed(name: str, owner: models.OwnerReference, **marks: dict[str, str]) -> WorkloadState:
+        meta = models.ObjectMeta(name=name, namespace="default", uid=f"uid-{name}", creation_timestamp_ms=NOW, **marks)
+        pod_set = models.PodSet(name="main", count=3, requests={"cpu": 1000})
+        spec = models.WorkloadSpec(pod_sets=[pod_set], queue_name="user-queue")
+        return WorkloadState(workload=models.Workload(metadata=meta, spec=spec, owner=owner), observed_seq=1)
+
+    labels, annotations = serving.statefulset_workload_marks("web", "uid-web")
+    state = ClusterState()
+    for wl in (
+        observed(
+            "pod-web-3c1a7",
+            models.OwnerReference(api_version="v1", kind="Pod", name="web-0", uid="uid-web-0"),
+            labels=labels,
+            annotations={"kueue.x-k8s.io/is-group-workload": "true", **annotations},
+        ),
+        observed(
+            "pytorchjob-trainer-5b2e9",
+            models.OwnerReference(api_version="kubeflow.org/v1", kind="PyTorchJob", name="trainer", uid="uid-t"),
+        ),
+    ):
+        state.workloads[wl.workload.key] = wl
+    rows = {row["NAME"]: row for row in explain.list_rows(state, "workload", namespace=None, now_ms=NOW)}
+    assert (rows["pod-web-3c1a7"]["JOB TYPE"], rows["pod-web-3c1a7"]["JOB NAME"]) == (
+        "pod, statefulset.apps",
+        "web, web-0",
+    )
+    assert (rows["pytorchjob-trainer-5b2e9"]["JOB TYPE"], rows["pytorchjob-trainer-5b2e9"]["JOB NAME"]) == (
+        "pytorchjob.kubeflow....",
+        "trainer",
+    )
