@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import time
 from pathlib import Path
 
@@ -11,10 +10,10 @@ from kueue_es.events.bus import server
 
 
 def free_port() -> int:
-    """A TCP port nothing listens on now (127.0.0.1)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A TCP port nothing listens on now (127.0.0.1), for a server that keeps it across restarts: below the
+    kernel's ephemeral range, where no outgoing connection's source port takes it meanwhile
+    (:func:`server.free_ports`)."""
+    return server.free_ports(1)[0]
 
 
 class RestartableServer(server.NatsServer):

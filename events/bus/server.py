@@ -30,6 +30,7 @@ import dataclasses
 import functools
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -72,16 +73,43 @@ def find_binary() -> Path:
     return Path(found)
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports that were free a moment ago (for cluster routes)."""
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+#: Where :func:`free_ports` looks: from here up to the kernel's ephemeral range (below 10000 many
+#: well-known services listen).
+LOWEST_CHOSEN_PORT = 10_000
+
+
+def ephemeral_port_floor(range_file: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    """The first port of the kernel's ephemeral range (``range_file``'s first number; Linux's default 32768
+    where the file is missing or unreadable): the source ports of outgoing connections, and what a bind to
+    port 0 gets, come from there on."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(range_file.read_text().split()[0])
+    return 32768
+
+
+def free_ports(count: int, *, attempts: int = 200, range_file: Path | None = None) -> list[int]:
+    """``count`` consecutive loopback ports that were free a moment ago, for a server whose port must be
+    known before it starts (a nats-server's cluster routes, which its peers dial; a port kept across
+    restarts). Prefer binding port 0 and reading the port back (:mod:`kueue_es.services.ports`) wherever
+    the server can.
+
+    Chosen below the kernel's ephemeral range (:func:`ephemeral_port_floor`, ``range_file`` to read
+    another): a port inside it may be taken, after the check and before the server binds it, by the
+    source port of any outgoing connection on the machine (the services' own connections to nats-server
+    and the API server); below it only an explicit bind takes it. Raises OSError when no such block is
+    free after ``attempts`` random tries."""
+    top = ephemeral_port_floor(range_file) if range_file is not None else ephemeral_port_floor()
+    chooser = random.Random()  # not part of any seeded run: which ports are free is the machine's
+    for _ in range(attempts):
+        base = chooser.randrange(LOWEST_CHOSEN_PORT, max(LOWEST_CHOSEN_PORT + 1, top - count))
+        try:
+            for port in range(base, base + count):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return list(range(base, base + count))
+    raise OSError(f"no {count} consecutive free loopback ports below {top} after {attempts} attempts")
 
 
 def _load_prctl() -> Callable[..., int] | None:

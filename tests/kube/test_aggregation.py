@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 from pathlib import Path
 
 import aiohttp
 import pytest
 
+from kueue_es.events.bus.server import free_ports
 from kueue_es.services.visibility import server
 from kueue_es.sim import aggregator, emulator
 from tests.kube.test_kubectl import Kubectl
@@ -22,9 +22,8 @@ CQ_PATH = f"/apis/{GROUP}/v1beta2/clusterqueues/cq/pendingworkloads"
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port for a backend registered before it listens, below the ephemeral range (bus server.free_ports)."""
+    return free_ports(1)[0]
 
 
 async def _get(url: str) -> tuple[int, dict]:

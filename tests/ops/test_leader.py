@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ import aiohttp
 import pytest
 
 from kueue_es.events.bus.server import NatsServer
+from kueue_es.events.bus.server import free_ports as server_ports
 from kueue_es.services import health, leader
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors, resources
@@ -126,9 +126,8 @@ async def test_a_leader_that_loses_its_lease_stops_working() -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A --health-port for a dispatcher process, below the ephemeral range (server.free_ports)."""
+    return server_ports(1)[0]
 
 
 async def probe(session: aiohttp.ClientSession, port: int) -> dict:

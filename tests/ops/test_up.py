@@ -12,11 +12,9 @@ import asyncio
 import contextlib
 import json
 import os
-import random
 import re
 import shutil
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ import kmock
 import pytest
 import yaml
 
+from kueue_es.events.bus import server
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.sim.emulator import serve_emulator
@@ -55,24 +54,11 @@ def write_kubeconfig(path: Path, *, server: str) -> None:
 
 
 def free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free ports, below the kernel's ephemeral range: a block inside it can
-    be taken after the check by the source port of any outgoing connection (the services' own, to nats-server
-    and the API server), which made an explicit ``--health-port`` block fail to bind (CI 34: the preemptor's
-    port held by a connection for the whole run)."""
-    low = 32768
-    with contextlib.suppress(OSError, ValueError):
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    chooser = random.Random()
-    for _ in range(200):
-        base = chooser.randrange(10_000, max(10_001, low - count))
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free port range")
+    """The first of ``count`` consecutive free ports for an explicit ``--health-port`` block, below the kernel's
+    ephemeral range (:func:`kueue_es.events.bus.server.free_ports`): a block inside it can be taken after the
+    check by the source port of any outgoing connection (CI 34: the preemptor's port held by a connection for
+    the whole run)."""
+    return server.free_ports(count)[0]
 
 
 async def start_up(*args: str, log: Path) -> asyncio.subprocess.Process:

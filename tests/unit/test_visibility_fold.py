@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import ssl
 from pathlib import Path
 
@@ -87,14 +86,12 @@ async def test_https_application_answers_the_api_and_health(tmp_path: Path) -> N
     assert (tmp_path / "cert" / "tls.key").stat().st_mode & 0o077 == 0
     client = ssl.create_default_context(cafile=str(tmp_path / "cert" / "tls.crt"))  # the self-signed cert verifies
     application = server.app(lambda: state[0])
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     async with (
-        server.serve_api(application, host="127.0.0.1", port=port, context=context) as url,
+        server.serve_api(application, host="127.0.0.1", port=0, context=context) as url,
         aiohttp.ClientSession() as session,
     ):
-        assert url == f"https://127.0.0.1:{port}"
+        port = int(url.rsplit(":", 1)[1])  # port 0: the kernel's choice, told back in the URL
+        assert 0 < port and url == f"https://127.0.0.1:{port}"
         base = f"https://127.0.0.1:{port}"
         async with session.get(f"{base}/readyz", ssl=client) as answer:
             assert answer.status == 503
