@@ -42,7 +42,6 @@ import contextlib
 import dataclasses
 import functools
 import os
-import random
 import signal
 import socket
 import sys
@@ -304,28 +303,6 @@ def cohosted(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def free_port_block(count: int, *, attempts: int = 50) -> int:
-    """The first of ``count`` consecutive loopback ports that were free a moment ago (the health ports:
-    the supervisor gives process ``name`` ``base + _port_offset(name)``; another process may still take
-    one before it binds: it then exits, and is restarted or reported). Raises OSError."""
-    rng = random.Random()  # not a chaos seed: which ports are free is not part of any experiment
-    for _ in range(attempts):
-        base = rng.randrange(20_000, 60_000 - count)
-        sockets = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise OSError(f"no {count} consecutive free loopback ports after {attempts} attempts")
-
-
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
     """Whether a server could listen on ``host:port`` now (bound as aiohttp binds, address reuse on, so a
     port its own last process left in TIME_WAIT counts as free)."""
@@ -435,6 +412,18 @@ class Supervisor:
             return None
         return 0 if self.health_port == 0 else self.health_port + len(SERVICES)
 
+    def taken_health_ports(self, names: Sequence[str]) -> list[tuple[str, int]]:
+        """The fixed health ports (``health_port`` P > 0: process ``name`` on P + its offset, the supervisor's
+        own on P + ``len(SERVICES)``) of processes ``names`` that cannot be bound now, as ``(process, port)``;
+        ``[]`` with ``health_port`` None or 0 (each process binds one of the kernel's choosing). ``up`` checks
+        them before it starts anything: a process whose port is taken would only restart until its crash loop
+        ends the run."""
+        if not self.health_port:
+            return []
+        wanted = [(name, self.port(name, ports.HEALTH)) for name in names]
+        wanted.append(("up", self.supervisor_port))
+        return [(name, port) for name, port in wanted if port and not port_free(port)]
+
     def service_args(self, name: str) -> list[str]:
         """The ``kueue-es`` arguments service ``name`` runs with: the edges get ``kube_args`` (the watcher also
         ``watcher_args``), the deciders ``decider_args``; all the NATS URL and their health port."""
@@ -467,8 +456,10 @@ class Supervisor:
         return args
 
     def ports_dir(self, name: str) -> Path:
-        """Where process ``name`` reports the ports it bound (:mod:`kueue_es.services.ports`)."""
-        return self.log_dir.parent / "ports" / name
+        """Where process ``name`` reports the ports it bound (:mod:`kueue_es.services.ports`): under this
+        supervisor's ``log_dir``, so that supervisors beside each other (the bench's replicas, each with a
+        log directory of its own) never share one."""
+        return self.log_dir / "ports" / name
 
     def _prepare_ports(self, name: str) -> Path:
         """Before (re)starting process ``name``: forget a port it chose last time that another process has
@@ -892,7 +883,7 @@ async def run_up(args: argparse.Namespace) -> int:
     A service (or the nats-server ``up`` started) that exits on its own is restarted
     (:meth:`Supervisor.supervise`, ``--crash-loop-restarts N --crash-loop-window MINUTES``).
     Returns 2 when there is no cluster to run against (no ``--kubeconfig`` nor
-    ``--emulator``), it lacks the CRDs, or the supervisor's health port is taken; 1 when a
+    ``--emulator``), it lacks the CRDs, or a port of the --health-port block is taken; 1 when a
     process is in a crash loop (it names the process, its log and the log's last lines);
     and 130 after Ctrl-C or SIGTERM (every process started is stopped first). The
     supervisor's own JSON log is ``<dir>/logs/up.log``.
@@ -993,6 +984,16 @@ async def run_up(args: argparse.Namespace) -> int:
         )
         if server is not None:
             supervisor.watch_server(server)
+        if taken := supervisor.taken_health_ports(_processes(args)):
+            listed = ", ".join(f"{port} ({name})" for name, port in taken)
+            console.print(
+                f"error: --health-port {args.health_port} gives each process a port from {args.health_port} on, "
+                f"and these are taken: {listed}. Name a free block below the ephemeral range "
+                "(/proc/sys/net/ipv4/ip_local_port_range), or --health-port 0 for ports the processes choose",
+                style="bold red",
+                highlight=False,
+            )
+            return 2
         own_health = ""
         if supervisor.supervisor_port is not None:
             try:

@@ -69,8 +69,7 @@ from kueue_es.events.bus.direct import DirectReader
 from kueue_es.events.bus.server import NatsServer, open_stopped_store
 from kueue_es.perfbench import invariants
 from kueue_es.replay import LogChecker, ReplayReport, direct_records
-from kueue_es.supervisor import SERVICES as ALL_SERVICES
-from kueue_es.supervisor import Supervisor, free_port_block
+from kueue_es.supervisor import Supervisor
 
 log = structlog.get_logger(__name__)
 
@@ -590,12 +589,6 @@ class Chaos:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-def health_base_port() -> int:
-    """A base health port for the supervisor: every name of ``kueue_es.supervisor.SERVICES`` gets one, then
-    ``up``'s own and the compactor's (``kueue_es.supervisor._port_offset``)."""
-    return free_port_block(len(ALL_SERVICES) + 3)
 
 
 # --- after the run -------------------------------------------------------------------------------

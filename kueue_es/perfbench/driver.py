@@ -86,6 +86,10 @@ CHAOS_COMPACT_ARGS = ("--every", "10000", "--interval", "10s")
 """The compactor's arguments in a chaos run unless ``compact_args`` says otherwise: deploy/'s compactor
 (every 50,000 messages or 10 minutes) scaled to a run of minutes, so a restarted service starts from a
 snapshot seconds old, as one in a cluster starts from one minutes old (``kueue_es.snapshots``)."""
+CHAOS_HEALTH_PORT = 0
+"""The supervisors' ``health_port`` in a chaos run, whose kills read each service's /readyz and /metrics:
+0, each process binds a port of the kernel's choosing and reports it (``kueue_es.services.ports``). A block
+picked free up front could be taken by any other process before the services bind it."""
 
 
 def wall_ms() -> int:
@@ -307,7 +311,7 @@ async def run_bench(
         kube_args=kube_args,
         decider_args=decider_args,
         compact_args=compact_args,
-        health_port=chaos_mod.health_base_port() if chaos_seed is not None else None,
+        health_port=CHAOS_HEALTH_PORT if chaos_seed is not None else None,
     )
     standbys = {
         n: Supervisor(
@@ -315,7 +319,7 @@ async def run_bench(
             log_dir=run_dir / "logs" / f"replica-{n}",
             kube_args=kube_args,
             decider_args=decider_args,
-            health_port=chaos_mod.health_base_port() if chaos_seed is not None else None,
+            health_port=CHAOS_HEALTH_PORT if chaos_seed is not None else None,
         )
         for n in range(2, replicas + 1)
     }

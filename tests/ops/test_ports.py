@@ -213,3 +213,44 @@ async def test_the_demos_visibility_server_is_reached_through_the_api_server_aft
                 assert body["details"]["name"] == "none"
     console.file.close()
     assert f"visibility's api port {api} was taken while it was down" in (tmp_path / "console.txt").read_text()
+
+
+def test_ports_chosen_up_front_come_from_below_the_ephemeral_range(tmp_path: Path) -> None:
+    """A port that must be known before its server starts (nats-server's cluster routes, a port kept across
+    restarts, an explicit --health-port block) is chosen below the kernel's ephemeral range: inside it, any
+    outgoing connection's source port can take it after the check (CI 34)."""
+    from kueue_es.events.bus import server
+
+    range_file = tmp_path / "ip_local_port_range"
+    range_file.write_text("20000\t60999\n")
+    chosen = server.free_ports(3, range_file=range_file)
+    assert chosen == list(range(chosen[0], chosen[0] + 3))  # a block: up's --health-port P gives P, P+1, ...
+    assert all(server.LOWEST_CHOSEN_PORT <= port < 20000 for port in chosen)
+    assert all(port < server.ephemeral_port_floor() for port in server.free_ports(4))
+    assert server.ephemeral_port_floor(tmp_path / "missing") == 32768
+
+
+def test_supervisors_beside_each_other_have_ports_directories_of_their_own(tmp_path: Path) -> None:
+    """The bench runs one supervisor per replica, each with its own log directory under the first's: with
+    health ports of 0 each process reports its port in a directory no other supervisor's process shares."""
+    logs = tmp_path / "run" / "logs"
+    supervisors = [Supervisor(nats_url="nats://127.0.0.1:4222", log_dir=logs, health_port=0)]
+    supervisors += [
+        Supervisor(nats_url="nats://127.0.0.1:4222", log_dir=logs / f"replica-{n}", health_port=0) for n in (2, 3)
+    ]
+    assert len({supervisor.ports_dir("admitter") for supervisor in supervisors}) == 3
+
+
+def test_a_taken_port_of_the_health_port_block_is_found_before_anything_starts(tmp_path: Path) -> None:
+    """``up --health-port P`` gives process after process P, P+1, ...: a port of that block already bound is
+    named (with its process) before anything starts, instead of leaving that process to crash-loop."""
+    from kueue_es.events.bus import server
+
+    base = server.free_ports(12)[0]
+    supervisor = Supervisor(nats_url="nats://127.0.0.1:4222", log_dir=tmp_path / "logs", health_port=base)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", base + 2))  # the preemptor's
+        holder.listen()
+        assert supervisor.taken_health_ports(("watcher", "admitter", "preemptor")) == [("preemptor", base + 2)]
+    assert supervisor.taken_health_ports(("watcher", "admitter", "preemptor")) == []
+    assert Supervisor(nats_url="x", log_dir=tmp_path, health_port=0).taken_health_ports(("preemptor",)) == []
