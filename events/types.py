@@ -237,6 +237,10 @@ class ObjectDeleted(_Event, frozen=True, kw_only=True, tag="ObjectDeleted"):
 NO_MATCHING_WORKLOAD: Final = "NoMatchingWorkload"
 """The ObjectDeleted ``reason`` of a running job's workload that no longer matches it (Kueue's
 jobframework StopReasonNoMatchingWorkload)."""
+REJECTED_OBJECT_GONE: Final = "Rejected"
+"""The ObjectDeleted ``reason`` of an object the log knew only by its ObjectRejected (a job refused, a pod
+group's first pod while the group was short of pods, a ClusterQueue never valid), deleted since: the fold
+forgets its rejection (``ClusterState.rejections``) and nothing else changes."""
 
 
 class WorkloadFinished(_Event, frozen=True, kw_only=True, tag="WorkloadFinished"):

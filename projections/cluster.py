@@ -23,7 +23,7 @@ from typing import Any, Final, Never, NoReturn
 
 import msgspec
 
-from kueue_es.events import models, slices, tas, types
+from kueue_es.events import models, slices, subjects, tas, types
 from kueue_es.projections import afs, kueue_metrics, multikueue, partitions, quota, topology
 from kueue_es.projections.batches import BatchVerifier
 from kueue_es.projections.partitions import Partitions
@@ -288,7 +288,12 @@ class ClusterState:
     whose last item is the workload key), parked ones apart (:class:`Queued`);
     ``heads[partition]`` the last DecisionRecord
     sequence seen on that partition's head subject; ``rejections`` the latest
-    ObjectRejected per ``(kind, namespace, name)``; ``batches`` judges which messages
+    ObjectRejected per ``(kind, namespace, name)`` of an object still refused (one later
+    observed valid, a job whose Workload is observed, and one deleted leave it:
+    :func:`_clear_rejection`), in the order they were last changed, ``rejection_marks`` the
+    value of the counter ``rejections_changed`` when each was (a reader that remembers the
+    last mark it saw finds what is new at the end, without scanning every rejection);
+    ``batches`` judges which messages
     count (:mod:`kueue_es.projections.batches`: only verified decision batches are
     folded), the batch it holds being part of the fold's progress.
 
@@ -318,6 +323,8 @@ class ClusterState:
     queued: dict[tuple[str, str], Queued] = field(default_factory=dict)
     usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
+    rejection_marks: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    rejections_changed: int = 0
     namespaces: dict[str, models.Namespace] = field(default_factory=dict)
     admission_checks: dict[str, models.AdmissionCheck] = field(default_factory=dict)
     configuration: models.Configuration = field(default_factory=models.Configuration)
@@ -499,6 +506,8 @@ def apply(
         _apply_workload_decision(state, event.quota_released(), seq=seq)
         state.last_seq = max(state.last_seq, seq)
         return state
+    if state.rejections and kind in _OBJECT_FACTS:  # observed valid, or gone: no longer refused
+        _clear_rejection(state, subjects.fact_identity(event))  # type: ignore[arg-type]
     match event:
         case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
@@ -530,6 +539,8 @@ def apply(
             if current is not None and current.eviction is not None and _same_uid(current, event.workload):
                 current.stopped_seq = current.stopped_seq or seq
                 _reindex(state, event.workload.key)
+        case types.ObjectDeleted(reason=types.REJECTED_OBJECT_GONE):
+            pass  # an object known only by its rejection: it leaves ``rejections`` (above), nothing else
         case types.ObjectDeleted(kind="Node" | "Pod" | "Topology"):
             _apply_topology_fact(state, event, seq=seq)
         case types.ObjectDeleted():
@@ -620,7 +631,7 @@ def apply(
             state.devices_version += 1
             state.trigger("*", seq)  # Kueue requeues on ResourceSlice changes (SEMANTICS-ADVANCED F)
         case types.ObjectRejected():
-            state.rejections[(event.kind, event.namespace, event.name)] = event
+            _fold_rejection(state, event)
         case types.TopologyAssigned():
             _apply_topology_assigned(state, event)
         case types.NodeObserved() | types.PodObserved() | types.TopologyObserved():
@@ -642,11 +653,62 @@ def _unclassified(event: Never) -> NoReturn:
     )
 
 
+_OBJECT_FACTS: Final[frozenset[type]] = frozenset(
+    {
+        types.ResourceFlavorObserved,
+        types.ClusterQueueObserved,
+        types.CohortObserved,
+        types.LocalQueueObserved,
+        types.WorkloadPriorityClassObserved,
+        types.AdmissionCheckObserved,
+        types.NamespaceObserved,
+        types.ConfigurationObserved,
+        types.TopologyObserved,
+        types.NodeObserved,
+        types.PodObserved,
+        types.DeviceClassObserved,
+        types.ResourceClaimTemplateObserved,
+        types.ResourceSliceObserved,
+        types.MultiKueueClusterObserved,
+        types.MultiKueueConfigObserved,
+        types.ObjectDeleted,
+    }
+)
+"""The facts that say an object is valid as it stands (``*Observed``; WorkloadObserved is folded apart, in
+:func:`_apply_workload_fact`), or gone (ObjectDeleted): either ends that object's rejection."""
+
+
+def _fold_rejection(state: ClusterState, event: types.ObjectRejected) -> None:
+    """Keep ``event`` as its object's rejection, at the end of ``rejections`` with a new mark, unless it says what
+    the one kept says (the same field and problem, seen again: a resync, a conversion redone), which stays as it
+    was, so that a reader of the marks sees each distinct problem once."""
+    key = (event.kind, event.namespace, event.name)
+    kept = state.rejections.get(key)
+    if kept is not None and (kept.field, kept.problem) == (event.field, event.problem):
+        return
+    _clear_rejection(state, key)
+    state.rejections_changed += 1
+    state.rejections[key] = event
+    state.rejection_marks[key] = state.rejections_changed
+
+
+def _clear_rejection(state: ClusterState, key: tuple[str, str, str]) -> None:
+    """Forget the rejection of the object ``(kind, namespace, name)``, if one is kept: the object was later
+    observed valid, or deleted. Without this every pod group seen short of pods, every job refused once, stayed
+    in the fold for good."""
+    if state.rejections.pop(key, None) is not None:
+        state.rejection_marks.pop(key, None)
+
+
 def _apply_workload_fact(
     state: ClusterState, event: types.WorkloadObserved | types.WorkloadFinished, *, seq: int
 ) -> None:
     if isinstance(event, types.WorkloadObserved):
         key = event.workload.key
+        if state.rejections:  # the Workload, and the job it was made for, are no longer refused
+            _clear_rejection(state, ("Workload", event.workload.metadata.namespace, event.workload.metadata.name))
+            if (owner := event.workload.owner) is not None:
+                _clear_rejection(state, (owner.kind, event.workload.metadata.namespace, owner.name))
         current = state.workloads.get(key)
         if current is None or (
             current.workload.metadata.uid != event.workload.metadata.uid

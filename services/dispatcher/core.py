@@ -588,6 +588,9 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
         _keep_deleted_stop(view, event, seq=seq)
     if not view.track_objects:
         return _fold_lean(view, event, seq=seq)
+    if isinstance(event, types.ObjectDeleted) and event.reason == types.REJECTED_OBJECT_GONE:
+        apply(state, event, seq=seq)  # an object known only by its rejection: no Workload, no status to write
+        return view
     key = status.workload_key(event)
     if key is None:
         queues = _queues_of_object_event(state, event) + _held_of_object_event(state, event)

@@ -109,6 +109,8 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> str | None:
             parts.on_local_queue(state, (obj.metadata.namespace, obj.metadata.name), seq)
         case types.ConfigurationObserved(configuration=obj):
             state.configuration = obj
+        case types.ObjectDeleted(reason=types.REJECTED_OBJECT_GONE):
+            pass  # an object known only by its rejection (cluster.apply: only its rejection goes)
         case types.ObjectDeleted(kind="Workload"):
             _deleted(view, event, seq)
         case types.ObjectDeleted(kind="ResourceFlavor"):

@@ -56,7 +56,7 @@ class Recording:
         self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
         # a batch's job Events, written after it: (the Event, the end of its object's name)
         self._job_events: list[tuple[kube_events.KubeEvent, str]] = []
-        self._rejections_written: dict[tuple[str, str, str], str] = {}  # object -> the problem its Event told
+        self._rejections_seen = 0  # the fold's rejection mark (ClusterState.rejections_changed) last looked at
 
     def workload_created(self, key: str, item: kube_events.KubeEvent | None, uid: str) -> None:
         """The Workload object of ``key`` was created (``uid``; ``item`` its job's CreatedWorkload Event, if any):
@@ -158,16 +158,28 @@ class Recording:
     async def rejections(self) -> None:
         """A Warning Event on each object the watcher refused to read (the fold's ObjectRejected facts, as
         they stand), once per distinct problem: bad input shows in ``kubectl describe``/``kubectl events``,
-        not only as a log line. The Event's name comes from the problem, so a restarted dispatcher, which
-        folds the same rejections again, writes nothing new (AlreadyExists)."""
-        for key, fact in self.view.cluster.rejections.items():
-            if self._rejections_written.get(key) == fact.problem + fact.field:
-                continue
+        not only as a log line. Only the rejections the fold changed since the last call are looked at: they
+        are the newest ``rejections`` with a mark above the last one seen (the fold keeps them in that order,
+        and gives a rejection seen again with the same problem no new mark), so a batch costs what it
+        changed, not every object ever refused. The Event's name comes from the problem, so a restarted
+        dispatcher, which folds the same rejections again, writes nothing new (AlreadyExists)."""
+        cluster = self.view.cluster
+        if cluster.rejections_changed < self._rejections_seen:
+            self._rejections_seen = 0  # another fold than the one last looked at (started over): all are new
+        if cluster.rejections_changed == self._rejections_seen:
+            return
+        new: list[types.ObjectRejected] = []
+        marks = cluster.rejection_marks
+        for key in reversed(cluster.rejections):
+            if marks.get(key, 0) <= self._rejections_seen:
+                break
+            new.append(cluster.rejections[key])
+        self._rejections_seen = cluster.rejections_changed
+        for fact in reversed(new):  # in the order the fold took them
             rejection = kube_events.for_rejection(fact)
             if rejection is not None:
                 digest = hashlib.sha256(codec.encode(msgspec.structs.replace(fact, at_ms=0))).hexdigest()[:10]
                 await self._write(await self._with_uid(rejection), name=f"{fact.name}.{digest}.rejected")
-            self._rejections_written[key] = fact.problem + fact.field
 
     async def _with_uid(self, item: kube_events.KubeEvent) -> kube_events.KubeEvent:
         """``item``, about a refused object, with that object's UID as the server has it now, so that ``kubectl

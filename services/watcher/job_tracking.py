@@ -131,6 +131,8 @@ class JobTracker:
             self.orphaning.discard(objects.uid_of(obj))
             self.objects[kind].pop(key, None)
             self.inputs.forget_owner(obj)
+            # a job or pod refused (ObjectRejected) and never converted since: the fold forgets its rejection
+            await self.publisher.rejected_gone(kind, *key, uid=objects.uid_of(obj), version=version)
             if kind == "Pod" and self.doomed:
                 self._forget_doomed(objects.uid_of(obj))
         else:

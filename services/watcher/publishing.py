@@ -58,6 +58,9 @@ class Publisher:
         self.known["MultiKueueCluster"] = {("", n) for n in state.multikueue.clusters}
         self.known["MultiKueueConfig"] = {("", n) for n in state.multikueue.configs}
         self.own_checks = set(state.multikueue.checks)
+        for (kind, namespace, name), rejected in state.rejections.items():
+            # still refused: the same rejection is not published again, its object's deletion is
+            self.last_published[(kind, namespace, name)] = codec.encode(msgspec.structs.replace(rejected, at_ms=0))
         self._learn_tas(topology)
         dra_facts: list[types.Fact] = [types.DeviceClassObserved(device_class=d) for d in state.device_classes.values()]
         dra_facts += [
@@ -106,6 +109,12 @@ class Publisher:
         )
         if isinstance(fact, types.ObjectDeleted):
             if (namespace, name) not in self.known.get(kind, set()):
+                if self.last_published.pop(identity, None) is None:
+                    return
+                # known only by its rejection (the last fact published about it, :meth:`rejected_gone`): the fold
+                # forgets that rejection, nothing else
+                fact = msgspec.structs.replace(fact, reason=types.REJECTED_OBJECT_GONE)
+                await self.emit(fact, version=version)
                 return
             self.known[kind].discard((namespace, name))
             self.last_published.pop(identity, None)
@@ -127,6 +136,14 @@ class Publisher:
             if source:
                 version = f"{version}.{hashlib.sha256(data).hexdigest()[:8]}"
         await self.emit(fact, version=version)
+
+    async def rejected_gone(self, kind: str, namespace: str, name: str, *, uid: str, version: str) -> None:
+        """An object of ``kind`` was deleted: its ObjectDeleted, with reason
+        :data:`~kueue_es.events.types.REJECTED_OBJECT_GONE`, when the last fact published about it was its
+        ObjectRejected (the fold then forgets the rejection); nothing otherwise. For the kinds whose own
+        deletion is no fact of the log (a job: its workload's is; a pod)."""
+        if (kind, namespace, name) in self.last_published and (namespace, name) not in self.known.get(kind, set()):
+            await self.publish(types.ObjectDeleted(kind=kind, namespace=namespace, name=name, uid=uid), version=version)
 
     async def emit(self, fact: types.Fact, *, version: str) -> None:
         """Publish ``fact`` as it is, with the Msg-Id version given (the caller keeps what it dedups by)."""
