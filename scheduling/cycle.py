@@ -62,6 +62,7 @@ def run(
     recompute_overlapping: bool = True,
     whole_tree_triggers: bool = True,
     deferred_sticky: bool = True,
+    fair_rerun_after_own: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -115,7 +116,12 @@ def run(
 
     ``deferred_sticky`` (admitter logic 20; False: 19 and earlier, for replay): a workload left waiting for
     the cycle's preemptions (DeferredFit, ``state.deferred``) is its ClusterQueue's sticky head in later
-    cycles, as Kueue's requeue with reason PendingPreemption makes it (``queues.sticky_preemptors``)."""
+    cycles, as Kueue's requeue with reason PendingPreemption makes it (``queues.sticky_preemptors``).
+
+    ``fair_rerun_after_own`` (admitter logic 21; False: 20 and earlier, for replay): with fair sharing, a
+    target search that took workloads of the preemptor's own ClusterQueue without making it fit runs the
+    first strategy again over the candidates it set aside, as Kueue does since PR #14128
+    (``fairsharing.fair_targets``)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -175,6 +181,7 @@ def run(
         released=() if released_are_candidates else released,
         kueue_reasons=kueue_multiple_preemptions,
         lq_usage_in_every_cq=lq_usage_in_every_cq,
+        fair_rerun_after_own=fair_rerun_after_own,
     )
     search.partial_admission = not kueue_multiple_preemptions or state.configuration.feature_gates.get(
         "PartialAdmission", True

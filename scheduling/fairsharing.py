@@ -19,7 +19,7 @@ are visited by name, and a full tie is broken by UID, then ``namespace/name``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -244,8 +244,16 @@ def fair_targets(
     preemptor: preemption.Preemptor,
     config: models.FairSharingConfig,
     weights: Weights,
+    *,
+    rerun_after_own: bool = True,
 ) -> list[preemption.Target]:
-    """Kueue's fairPreemptions: victims chosen by dominant resource share; [] when none work."""
+    """Kueue's fairPreemptions (pkg/scheduler/preemption/preemption.go): victims chosen by
+    dominant resource share; [] when none work.
+
+    ``rerun_after_own`` (Kueue PR #14128, issue #14122; False: admitter logic 20 and preemptor logic
+    9 and earlier, for replay): when the first strategy did not make the preemptor fit but took
+    workloads of the preemptor's own ClusterQueue, it runs once more over the candidates it set
+    aside before the second strategy gets them."""
     search = _FairSearch(tree, pool, preemptor, weights)
     candidates = search.candidates()
     if not candidates:
@@ -254,6 +262,12 @@ def fair_targets(
     cq = preemptor.cq.metadata.name
     tree.add_usage(cq, preemptor.usage)  # shares below include the preemptor's request
     fits, chosen, retry = search.first_strategy(candidates, strategies[0])
+    if rerun_after_own and not fits and retry and any(t.reason == preemption.IN_CLUSTER_QUEUE for t in chosen):
+        # Taking its own workloads lowered the preemptor's share, so candidates that failed the
+        # first strategy against the higher share may pass it now (the second one is coarser: one
+        # victim per ClusterQueue). The own ClusterQueue's candidates are all taken by now, so
+        # one more pass is enough.
+        fits, chosen, retry = search.first_strategy(retry, strategies[0], chosen)
     if not fits and len(strategies) > 1:
         fits, chosen = search.second_strategy(retry, chosen)
     tree.remove_usage(cq, preemptor.usage)
@@ -344,11 +358,16 @@ class _FairSearch:
         return self._fits(chosen)
 
     def first_strategy(
-        self, candidates: list[preemption.Candidate], strategy: str
+        self,
+        candidates: list[preemption.Candidate],
+        strategy: str,
+        taken: Sequence[preemption.Target] = (),
     ) -> tuple[bool, list[preemption.Target], list[preemption.Candidate]]:
-        """runFirstFsStrategy: (fits, targets, candidates to retry with the second strategy)."""
+        """runFirstFsStrategy: (fits, targets, candidates to retry with the second strategy).
+        ``taken``: victims of an earlier pass, already out of the tree; the targets returned
+        start with them."""
         ordering = _TargetOrdering(self, candidates)
-        chosen: list[preemption.Target] = []
+        chosen: list[preemption.Target] = list(taken)
         retry: list[preemption.Candidate] = []
         within_nominal = all(
             self.node.usage.get(fr, 0) <= self.node.subtree.get(fr, 0) for fr in self.p.frs_need

@@ -34,7 +34,10 @@ class Search:
     ``kueue_reasons``: pending messages as Kueue writes them (:class:`~kueue_es.scheduling.flavors.Picker`;
     False: admitter logic 16 and earlier). ``lq_usage_in_every_cq``: LocalQueue usage orders the
     candidates of every ClusterQueue, as Kueue's CandidatesOrdering (False: of the preemptor's own only,
-    admitter logic 17 and preemptor logic 6 and earlier; :func:`~kueue_es.scheduling.preemption.ordered`)."""
+    admitter logic 17 and preemptor logic 6 and earlier; :func:`~kueue_es.scheduling.preemption.ordered`).
+    ``fair_rerun_after_own``: fair preemption runs its first strategy again once it has taken the
+    preemptor's own ClusterQueue's workloads (False: admitter logic 20 and preemptor logic 9 and
+    earlier; :func:`~kueue_es.scheduling.fairsharing.fair_targets`)."""
 
     def __init__(
         self,
@@ -46,8 +49,10 @@ class Search:
         released: Collection[str] = (),
         kueue_reasons: bool = True,
         lq_usage_in_every_cq: bool = True,
+        fair_rerun_after_own: bool = True,
     ) -> None:
         self.state, self.tree = state, tree
+        self.fair_rerun_after_own = fair_rerun_after_own
         self.pool = preemption.CandidatePool(
             state, now_ms=now_ms, released=released, lq_usage_in_every_cq=lq_usage_in_every_cq
         )
@@ -161,7 +166,9 @@ class Search:
         if self.fair:
             config = self.state.configuration.fair_sharing
             assert config is not None
-            return fairsharing.fair_targets(self.tree, self.pool, preemptor, config, self.weights)
+            return fairsharing.fair_targets(
+                self.tree, self.pool, preemptor, config, self.weights, rerun_after_own=self.fair_rerun_after_own
+            )
         return preemption.classical_targets(self.tree, self.pool, preemptor)
 
     def assignments(

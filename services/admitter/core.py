@@ -25,10 +25,13 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 20
+LOGIC_VERSION = 21
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 19 and earlier did
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 20 and earlier, with
+fair sharing, handed the candidates the first strategy set aside straight to the second strategy after
+taking the preemptor's own ClusterQueue's workloads (21 runs the first strategy over them again, as Kueue
+does since PR #14128: the preemptor's share has dropped, so they may pass it now). 19 and earlier did
 not make a workload waiting for the cycle's preemptions (WaitingForPreemptedWorkloads, Kueue's DeferredFit)
 its ClusterQueue's sticky head (20 does, as Kueue's requeue with reason PendingPreemption does: a
 higher-priority arrival in its ClusterQueue is not tried before it). 18 and earlier
@@ -81,6 +84,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         recompute_overlapping=True,
         whole_tree_triggers=True,
         deferred_sticky=True,
+        fair_rerun_after_own=True,
     )
 
 
@@ -98,6 +102,7 @@ def _decide(
     recompute_overlapping: bool,
     whole_tree_triggers: bool,
     deferred_sticky: bool,
+    fair_rerun_after_own: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -125,6 +130,7 @@ def _decide(
             recompute_overlapping=recompute_overlapping,
             whole_tree_triggers=whole_tree_triggers,
             deferred_sticky=deferred_sticky,
+            fair_rerun_after_own=fair_rerun_after_own,
         )
     finally:
         tree.rollback()
@@ -141,7 +147,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 19 did not make a workload waiting for the cycle's preemptions its ClusterQueue's sticky
+    Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
+    ClusterQueue's workloads. Versions 9 to 19 did not make a workload waiting for the cycle's preemptions its ClusterQueue's sticky
     head. Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
     requeued parked workloads only on triggers of cohorts above their ClusterQueues. Versions 9 to 17 ordered
     preemption candidates by LocalQueue usage in the preemptor's own ClusterQueue only. Versions 9 to 16
@@ -172,6 +179,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     lq_usage_in_every_cq = version >= 18
     recompute_overlapping = version >= 19
     deferred_sticky = version >= 20
+    fair_rerun_after_own = version >= 21
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -189,6 +197,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             recompute_overlapping=recompute_overlapping,
             whole_tree_triggers=recompute_overlapping,
             deferred_sticky=deferred_sticky,
+            fair_rerun_after_own=fair_rerun_after_own,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

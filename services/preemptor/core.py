@@ -28,8 +28,11 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 9
-"""9: searching overlapping targets again, the quota of the workloads the admitter left waiting for
+LOGIC_VERSION = 10
+"""10: with fair sharing, a search that took workloads of the preemptor's own ClusterQueue without
+making it fit runs the first strategy again over the candidates it set aside, before the second
+strategy (Kueue PR #14128; 9 and earlier went straight to the second strategy, which takes at most
+one victim per ClusterQueue and could find no targets at all). 9: searching overlapping targets again, the quota of the workloads the admitter left waiting for
 preemptions (DeferredFit, ``ClusterState.deferred``) is taken first, each that fits once the batch's
 evictions complete, and so is that of a nomination this batch answers as DeferredFit, as Kueue's
 scheduler adds a DeferredFit entry's usage to its snapshot (8 counted only the workloads it evicted for:
@@ -44,8 +47,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8)
-"""Logic versions :func:`decide_as` still re-runs: 8 and earlier took no DeferredFit workload's quota
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9)
+"""Logic versions :func:`decide_as` still re-runs: 9 and earlier did not run fair sharing's first
+strategy again after taking the preemptor's own ClusterQueue's workloads (10 does); 8 and earlier took no DeferredFit workload's quota
 when searching overlapping targets again (9 does, see :data:`LOGIC_VERSION`); 7 and earlier refused every nomination whose targets
 overlapped an earlier answer of the batch (8 searches again, see :data:`LOGIC_VERSION`); 6 and 5 ordered
 preemption candidates by LocalQueue usage only in the preemptor's own ClusterQueue (7 does in every
@@ -70,6 +74,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         lq_usage_in_every_cq=True,
         recompute_overlapping=True,
         deferred_claims=True,
+        fair_rerun_after_own=True,
     )
 
 
@@ -82,7 +87,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 8, overlapping targets searched again
+        """:func:`decide` as logic ``version`` decided: with 9 and earlier, fair sharing's first
+        strategy not run again after the preemptor's own workloads; with 8, overlapping targets searched again
         without the DeferredFit workloads' quota; with 7 and earlier, overlapping targets refused;
         with 6 and 5, LocalQueue usage ordering the preemptor's own ClusterQueue's candidates only;
         with 5, released workloads' TAS usage still counted."""
@@ -93,7 +99,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             released_hold_topology=version < 6,
             lq_usage_in_every_cq=version >= 7,
             recompute_overlapping=version >= 8,
-            deferred_claims=False,
+            deferred_claims=version >= 9,
+            fair_rerun_after_own=version >= 10,
         )
 
     return decide_earlier
@@ -108,6 +115,7 @@ def _decide(
     lq_usage_in_every_cq: bool,
     recompute_overlapping: bool,
     deferred_claims: bool,
+    fair_rerun_after_own: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -124,7 +132,13 @@ def _decide(
         released = nominations.release_ended(state, tree)
         topology = tas_cycle.CycleTopology(state, released=() if released_hold_topology else released)
         search = Search(
-            state, tree, now_ms=now_ms, tas=topology, released=released, lq_usage_in_every_cq=lq_usage_in_every_cq
+            state,
+            tree,
+            now_ms=now_ms,
+            tas=topology,
+            released=released,
+            lq_usage_in_every_cq=lq_usage_in_every_cq,
+            fair_rerun_after_own=fair_rerun_after_own,
         )
         batch = _Batch(
             recompute_overlapping=recompute_overlapping
