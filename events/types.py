@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -33,10 +33,11 @@ the dispatcher's results of one DecisionRecord's decisions in one message (issue
 admitter logic 15, issue 18); 7: ``ObjectDeleted.reason`` (``NoMatchingWorkload`` for a running job's
 workload that no longer matches it, Kueue's ensureOneWorkload) and ``ObjectDeleted.at_ms``, and the
 Configuration's ``objectRetentionPolicies`` (the workloads' retention, which the dispatcher carries out);
-8: ``Workload.onHold`` (a StatefulSet scaled to zero holds its workload: QuotaReleased reason ``OnHold``).
-docs/events.md holds the history and the stability policy."""
+8: ``Workload.onHold`` (a StatefulSet scaled to zero holds its workload: QuotaReleased reason ``OnHold``);
+9: ``WorkloadFinished.ownerDeleting`` (the OwnerNotFound finish of a job being deleted, whose Workload keeps
+its owner reference). docs/events.md holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -244,13 +245,19 @@ forgets its rejection (``ClusterState.rejections``) and nothing else changes."""
 
 
 class WorkloadFinished(_Event, frozen=True, kw_only=True, tag="WorkloadFinished"):
-    """The workload's job finished (succeeded or failed): its quota may be released."""
+    """The workload's job finished (succeeded or failed): its quota may be released.
+
+    ``owner_deleting`` (only with reason ``OwnerNotFound``): the finish of a job being deleted, not of one
+    already gone (Kueue's job reconciler finalizes a job with a ``deletionTimestamp``: reconciler.go finalize,
+    workload.go FinalizeOrphanedWorkload), so its Workload keeps its owner reference and goes with the job.
+    Left out of the encoded fact otherwise."""
 
     workload: WorkloadRef
     succeeded: bool = True
     reason: str = "Succeeded"
     message: str = ""
     at_ms: int = 0
+    owner_deleting: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class WorkloadStopped(_Event, frozen=True, kw_only=True, tag="WorkloadStopped"):
