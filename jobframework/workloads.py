@@ -706,14 +706,35 @@ def is_orphaned(obj: Mapping[str, Any]) -> bool:
     return not meta.get("ownerReferences") and bool(isinstance(labels, dict) and labels.get(JOB_UID_LABEL))
 
 
-def owner_not_found(workload: types.WorkloadRef, *, at_ms: int) -> types.WorkloadFinished:
+def owner_not_found(workload: types.WorkloadRef, *, at_ms: int, owner_deleting: bool = False) -> types.WorkloadFinished:
     """WorkloadFinished for an orphaned workload (:func:`is_orphaned`): reason ``OwnerNotFound``, message
     "The workload's owner no longer exists", neither succeeded nor failed (``succeeded`` False: its job did
     not succeed), at ``at_ms`` (ms since the epoch). Kueue: pkg/workload/workload.go FinalizeOrphanedWorkload
-    (the Finished condition, its quota released, Kueue's finalizer taken off; the object stays)."""
+    (the Finished condition, its quota released, Kueue's finalizer taken off; the object stays).
+    ``owner_deleting``: the workload of a job being deleted (Kueue's job reconciler finalizes it,
+    reconciler.go finalize), whose Workload object keeps its owner reference and goes with the job."""
     return types.WorkloadFinished(
-        workload=workload, succeeded=False, reason=OWNER_NOT_FOUND_REASON, message=OWNER_NOT_FOUND_MESSAGE, at_ms=at_ms
+        workload=workload,
+        succeeded=False,
+        reason=OWNER_NOT_FOUND_REASON,
+        message=OWNER_NOT_FOUND_MESSAGE,
+        at_ms=at_ms,
+        owner_deleting=True if owner_deleting else msgspec.UNSET,
     )
+
+
+FINISH_ORPHANED_WORKLOADS_GATE = "FinishOrphanedWorkloads"
+"""Kueue's feature gate (pkg/features/kube_features.go): Beta and on by default since v0.18, not locked, so
+``--feature-gates=FinishOrphanedWorkloads=false`` (or the Configuration's ``featureGates``) turns it off."""
+
+
+def finish_orphans(gates: Mapping[str, bool]) -> bool:
+    """Whether FinishOrphanedWorkloads is on in ``gates`` (a Configuration's feature gates; missing: Kueue's
+    default, on). Off, Kueue finishes no Workload ``OwnerNotFound``: one whose job is gone or being deleted
+    only loses Kueue's finalizer and keeps its quota, and one made with a job's UID label and no owner is
+    admitted as any Workload (workload_controller.go isOrphanedWorkload, workload.go
+    FinalizeOrphanedWorkload)."""
+    return gates.get(FINISH_ORPHANED_WORKLOADS_GATE, True)
 
 
 def finished_fact(

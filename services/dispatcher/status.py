@@ -900,7 +900,8 @@ def workload_object(
     the template the log knows (one container named for the pod set with its effective requests, the
     nodeSelector, tolerations and required node affinity).
 
-    Owner reference to the job (controller; none once finished ``OwnerNotFound``, orphaned), label
+    Owner reference to the job (controller; none once finished ``OwnerNotFound``, orphaned, but for the
+    finish of a job being deleted, ``owner_deleting``: that Workload goes with its job), label
     ``kueue.x-k8s.io/job-uid`` (not for a
     pod group, which Kueue does not label), Kueue's :data:`RESOURCE_IN_USE_FINALIZER` until the
     workload finishes (jobframework utils.go NewWorkload, a Pod's and a pod group's too), annotations the watcher gave the workload
@@ -921,7 +922,11 @@ def workload_object(
         metadata["annotations"] = dict(sorted(meta.annotations.items()))
     if wl.finished is None:
         metadata["finalizers"] = [RESOURCE_IN_USE_FINALIZER]
-    if wl.finished is not None and wl.finished.reason == workloads.OWNER_NOT_FOUND_REASON:
+    if (
+        wl.finished is not None
+        and wl.finished.reason == workloads.OWNER_NOT_FOUND_REASON
+        and wl.finished.owner_deleting is not True
+    ):
         pass  # orphaned: its job is gone and the garbage collector took the reference off (never put back)
     elif (members or statefulset is not None) and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true":
         # a StatefulSet's group: the StatefulSet first, as Kueue's reconciler makes it, and kept while scaled to

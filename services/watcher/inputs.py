@@ -33,11 +33,13 @@ class ConversionInputs:
         external_owners: frozenset[tuple[str, str]] = frozenset(),
         elastic_jobs: bool = False,
         pod_integration_implicit: bool = False,
+        finish_orphans: bool = True,
     ) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
         # pods only as a Deployment's, StatefulSet's or LeaderWorkerSet's (workloads.Context)
         self.pod_integration_implicit = pod_integration_implicit
         self.elastic_jobs = elastic_jobs  # the gate ElasticJobsViaWorkloadSlices (jobframework.slices)
+        self.finish_orphans = finish_orphans  # the gate FinishOrphanedWorkloads (workloads.finish_orphans)
         self.managed_jobs_namespace_selector = (
             workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
             if managed_jobs_namespace_selector is None

@@ -96,6 +96,9 @@ class JobTracker:
         self.object_uids: dict[Key, str] = {}
         # the UIDs of the jobs seen being deleted with the ``orphan`` finalizer (until their DELETED)
         self.orphaning: set[str] = set()
+        # the UIDs of the workloads finished OwnerNotFound as their job's deletion began (:meth:`_finalize`;
+        # at most DELETED_OBJECTS_KEPT): each once
+        self.finalized: dict[str, None] = {}
         self.groups = PodGroups(
             pods=self.objects["Pod"],
             publisher=publisher,
@@ -327,6 +330,9 @@ class JobTracker:
         wl_key = self._workload_key(kind, obj)
         if wl_key is None:
             return
+        if kind != "Pod" and objects.meta(obj).get("deletionTimestamp"):
+            await self._finalize(kind, obj, version=version)
+            return
         if prebuilt_tracking.names(kind, obj):
             if self.inputs.managed_context().namespace_managed(wl_key[0]):
                 await self.prebuilt.sync_job(kind, obj, version=version)  # it adopts that Workload: no one made for it
@@ -347,9 +353,8 @@ class JobTracker:
             return
         known = wl_key in self.publisher.known["Workload"]
         if not known and isinstance(fact, types.WorkloadObserved) and objects.meta(obj).get("deletionTimestamp"):
-            # a job being deleted is only finalized, never given a Workload (Kueue reconciler.go
-            # ReconcileGenericJob: loadJob's shouldFinalize comes before ensureOneWorkload): its Workload went
-            # first, deleted by the garbage collector (kubectl delete --cascade=foreground), or it never had one
+            # a pod being deleted is never given a Workload (Kueue reconciler.go ReconcileGenericJob: loadJob's
+            # shouldFinalize comes before ensureOneWorkload); the other kinds: :meth:`_finalize`
             self.recreated_at.pop(wl_key, None)
             log.info("deleting_job_gets_no_workload", job=f"{kind} {wl_key[0]}/{objects.name_of(obj)}")
             return
@@ -715,10 +720,51 @@ class JobTracker:
         uid = known.metadata.uid
         self.publisher.orphaned[key] = uid
         log.info("workload_orphaned", workload=f"{key[0]}/{key[1]}", job_uid=known.owner.uid if known.owner else "")
-        if finished:
+        if finished or not self.inputs.finish_orphans:
+            # FinishOrphanedWorkloads off: Kueue leaves it as it is, holding its quota (isOrphanedWorkload)
             return
         ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=uid)
         await self.publisher.emit(workloads.owner_not_found(ref, at_ms=self.clock()), version=f"orphaned.{uid}")
+
+    async def _finalize(self, kind: str, obj: objects.KubeObject, *, version: str) -> None:
+        """A job being deleted (``deletionTimestamp``: held by a finalizer, ``kubectl delete --cascade=foreground``,
+        or seen so after a restart) is only finalized, never converted, stopped nor given a Workload, as Kueue's
+        job reconciler does (reconciler.go ReconcileGenericJob: loadJob's shouldFinalize comes first; finalize,
+        finalizeWorkloads). Each workload the log holds for it with it as owner is finished ``OwnerNotFound``, its
+        quota released (workload.go FinalizeOrphanedWorkload; its Workload object has its controller reference):
+        with the ``orphan`` finalizer as an orphaned one (:meth:`_orphan`: the garbage collector takes the
+        reference off and the object outlives the job), else with ``owner_deleting`` (Msg-Id
+        ``finalized.<uid>``): the object keeps its owner reference and goes with the job, whose deletion deletes
+        the workload from the log. Nothing for a workload whose Workload object says Finished already (Kueue's
+        Finish is then a no-op), nor, with the gate FinishOrphanedWorkloads off, for any: Kueue then only takes
+        its finalizer off, and the workload holds its quota until its job is gone. ``version``: the job's."""
+        orphaning = _orphaning(obj)
+        for wl_key in self._workload_keys(kind, obj):
+            self.recreated_at.pop(wl_key, None)
+            known = self.publisher.workloads.get(wl_key)
+            if (
+                known is None
+                or known.owner is None
+                or known.owner.uid != objects.uid_of(obj)
+                or wl_key not in self.publisher.known["Workload"]
+            ):
+                # it never had one, or it went first (deleted by the garbage collector: --cascade=foreground)
+                log.info("deleting_job_gets_no_workload", job=f"{kind} {wl_key[0]}/{objects.name_of(obj)}")
+                continue
+            finished = self.slice_finished.get(f"{wl_key[0]}/{wl_key[1]}", False)
+            if orphaning:
+                await self._orphan(wl_key, known, finished=finished)
+                continue
+            uid = known.metadata.uid
+            if finished or not self.inputs.finish_orphans or uid in self.finalized:
+                continue
+            self.finalized[uid] = None
+            while len(self.finalized) > DELETED_OBJECTS_KEPT:
+                del self.finalized[next(iter(self.finalized))]
+            ref = types.WorkloadRef(namespace=wl_key[0], name=wl_key[1], uid=uid)
+            fact = workloads.owner_not_found(ref, at_ms=self.clock(), owner_deleting=True)
+            await self.publisher.emit(fact, version=f"finalized.{uid}")
+            log.info("deleting_jobs_workload_finished", workload=f"{wl_key[0]}/{wl_key[1]}", job_version=version)
 
     async def workloads_listed(self, listed: list[objects.KubeObject], *, version: str) -> None:
         """A fresh list of the Workload objects: an orphaned workload (:attr:`Publisher.orphaned`) whose object

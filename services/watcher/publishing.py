@@ -77,7 +77,12 @@ class Publisher:
                 self.known["Workload"].add(key)
                 self.workloads[key] = wl.workload
                 self.sources[key] = wl.workload.owner.kind if wl.workload.owner else ""
-                if wl.finished is not None and wl.finished.reason == workloads.OWNER_NOT_FOUND_REASON:
+                finished = wl.finished
+                if (
+                    finished is not None
+                    and finished.reason == workloads.OWNER_NOT_FOUND_REASON
+                    and finished.owner_deleting is not True  # a deleting job's: it goes with its job
+                ):
                     self.orphaned[key] = wl.workload.metadata.uid
 
     def _learn_tas(self, topology: TopologyState) -> None:

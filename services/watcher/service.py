@@ -153,6 +153,7 @@ class Watcher:
             managed_jobs_namespace_selector=config.managed_jobs_namespace_selector if config is not None else None,
             external_owners=config.external_owners if config is not None else frozenset(),
             elastic_jobs=slices.gate_enabled(initial.configuration.feature_gates),
+            finish_orphans=workloads.finish_orphans(initial.configuration.feature_gates),
             pod_integration_implicit="Pod" in webhooks.implicitly_enabled_kinds(config.frameworks if config else None),
         )
         self.reporter = ProgressReporter(publisher=self.publisher, clock=_now_ms)
@@ -162,7 +163,12 @@ class Watcher:
         )
         self.topology = TopologyTracker(publisher=self.publisher, clock=_now_ms)
         self.devices = DeviceTracker(publisher=self.publisher, clock=_now_ms)
-        self.standalone = standalone.StandaloneTracker(publisher=self.publisher, reporter=self.reporter, clock=_now_ms)
+        self.standalone = standalone.StandaloneTracker(
+            publisher=self.publisher,
+            reporter=self.reporter,
+            clock=_now_ms,
+            finish_orphans=self.inputs.finish_orphans,
+        )
         self.config = ConfigFile(
             path=config_path,
             initial=initial,

@@ -71,11 +71,23 @@ def is_standalone(obj: Mapping[str, Any]) -> bool:
 class StandaloneTracker:
     """Publishes standalone Workload objects, their deletion, and what their user reports on them.
 
-    ``clock``: the time now in ms since the epoch, for what has no time of its own.
+    ``clock``: the time now in ms since the epoch, for what has no time of its own. ``finish_orphans``: the
+    feature gate FinishOrphanedWorkloads (:func:`kueue_es.jobframework.workloads.finish_orphans`); off, a
+    Workload with a job's UID label and no owner is not finished ``OwnerNotFound`` but queued and admitted as
+    any standalone one, as Kueue's workload controller then does not take it for orphaned
+    (workload_controller.go isOrphanedWorkload).
     """
 
-    def __init__(self, *, publisher: Publisher, reporter: ProgressReporter, clock: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        *,
+        publisher: Publisher,
+        reporter: ProgressReporter,
+        clock: Callable[[], int],
+        finish_orphans: bool = True,
+    ) -> None:
         self.publisher, self.reporter, self.clock = publisher, reporter, clock
+        self.finish_orphans = finish_orphans
         self.finished: set[Key] = set()  # reported WorkloadFinished (a workload finishes once)
         # PodsReady last reported per workload: (status, reason, lastTransitionTime). A new transition time is
         # a new report (the pods of a new admission ready again); the dispatcher echoes the same one.
@@ -132,7 +144,7 @@ class StandaloneTracker:
         status = obj.get("status")
         status = status if isinstance(status, dict) else {}
         conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
-        if workloads.is_orphaned(cast(Mapping[str, Any], obj)):
+        if self.finish_orphans and workloads.is_orphaned(cast(Mapping[str, Any], obj)):
             await self._owner_not_found(key, ref, conditions.get("Finished"))
         await self.reporter.check_entries(ref, status, version=version)
         await self._pods_ready(key, ref, conditions.get("PodsReady"), version=version)

@@ -834,11 +834,14 @@ async def _job_suspended_once_gone(api, workload_object: dict[str, Any], *, job_
 
 
 @contextlib.asynccontextmanager
-async def _kueue(api, bus: MemoryBus, *, watch: tuple[str, ...] = ()) -> AsyncIterator[tuple[Dispatcher, Any]]:
-    """The watcher (Workload objects too, and the kinds ``watch`` names), an admitter and a dispatcher running
-    against ``api``; yields the dispatcher and its consumer."""
+async def _kueue(
+    api, bus: MemoryBus, *, watch: tuple[str, ...] = (), feature_gates: str = ""
+) -> AsyncIterator[tuple[Dispatcher, Any]]:
+    """The watcher (Workload objects too, and the kinds ``watch`` names; ``feature_gates``: its
+    ``--feature-gates``), an admitter and a dispatcher running against ``api``; yields the dispatcher and its
+    consumer."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    watcher = Watcher(bus=bus, api=api)
+    watcher = Watcher(bus=bus, api=api, feature_gates=feature_gates)
     async with running(
         *watch_with_workloads(watcher),
         *(watcher.watch(kind) for kind in watch),
@@ -1679,8 +1682,10 @@ async def test_jobs_deleted_in_the_foreground_take_their_workloads_and_get_no_ne
     """``kubectl delete job waiting runner --cascade=foreground`` on a running admitted Job and a Job waiting
     behind it: each Job gets ``deletionTimestamp`` and the ``foregroundDeletion`` finalizer, the garbage
     collector deletes its Workload first (held by Kueue's finalizer until the dispatcher takes it off), then the
-    Job. Each workload is deleted once, the runner's quota released (Deleted). Kueue's job reconciler only
-    finalizes a job being deleted (reconciler.go ReconcileGenericJob: loadJob's shouldFinalize): no stop, no new
+    Job. Kueue's job reconciler only finalizes a job being deleted (reconciler.go ReconcileGenericJob: loadJob's
+    shouldFinalize; finalize, FinalizeOrphanedWorkload): a workload is finished OwnerNotFound when its Job is
+    seen marked before its Workload (the runner's quota released, Finished; else Deleted: the two watches tell
+    in no set order, as Kueue's reconciler and the garbage collector race), then deleted once; no stop, no new
     Workload. Before, the watcher took the collector's deletion for a deletion by hand and gave the waiting Job
     a new Workload, which was admitted into the quota the runner had just released."""
     kubectl = Kubectl(emu.url, tmp_path)
@@ -1706,7 +1711,9 @@ async def test_jobs_deleted_in_the_foreground_take_their_workloads_and_get_no_ne
         await asyncio.sleep(0.5)  # whatever else the deletions would bring
         listed, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
 
-    assert released.reason == "Deleted"
+    finished = await events_of(bus, types.WorkloadFinished)
+    assert {(f.reason, f.owner_deleting) for f in finished} <= {("OwnerNotFound", True)}
+    assert released.reason == ("Finished" if runner.key in {f.workload.key for f in finished} else "Deleted")
     assert sorted(d.name for d in deleted) == sorted([runner.name, waiting.workload.name])
     assert len(await events_of(bus, types.WorkloadObserved)) == 2  # no new Workload for either Job
     assert [e.workload.key for e in await events_of(bus, types.WorkloadAdmitted)] == [runner.key]
@@ -1721,6 +1728,110 @@ async def test_jobs_deleted_in_the_foreground_take_their_workloads_and_get_no_ne
         job_gone = next(rv for rv, t, o in jobs_seen if t == "DELETED" and o["metadata"]["name"] == name)
         wl_gone = next(rv for rv, t, o in workloads_seen if t == "DELETED" and o["metadata"]["name"] == wl)
         assert wl_gone < job_gone, name
+
+
+HOLD = "example.com/hold"
+"""A user's finalizer: it holds a Job being deleted (``deletionTimestamp`` set) until taken off."""
+
+
+def _finished_owner_kept(obj: dict[str, Any]) -> bool:
+    """The Workload object is finished OwnerNotFound, without Kueue's finalizer, its owner reference kept."""
+    return _orphaned(obj) and bool(obj["metadata"].get("ownerReferences"))
+
+
+async def _hold(api, name: str) -> None:
+    """Job ``name`` gets the user's finalizer :data:`HOLD`."""
+    await kube.patch_object(api, JOBS, namespace="default", name=name, patch={"metadata": {"finalizers": [HOLD]}})
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_job_held_in_its_deletion_by_a_finalizer_has_its_workload_finished_owner_not_found(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kubectl delete job runner`` (propagation Background) on an admitted, running Job that a user's finalizer
+    holds: the Job stays with a ``deletionTimestamp``. Kueue's job reconciler only finalizes it (reconciler.go
+    ReconcileGenericJob: loadJob's shouldFinalize; finalize, finalizeWorkloads; workload.go
+    FinalizeOrphanedWorkload): its Workload, which still names it as controller, is finished OwnerNotFound "The
+    workload's owner no longer exists" (its quota released: the waiting Job is admitted into it), Kueue's
+    finalizer taken off; the Job is not stopped, and the Workload keeps its owner reference and goes with the Job
+    once the user's finalizer is off. Before, the workload stayed admitted, holding its quota, while the Job
+    waited in its deletion."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        ref = await _started(api, bus, "runner", parallelism=3)
+        await _hold(api, "runner")
+        await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=has_kueue_finalizer)
+        await kube.apply_manifest(api, job("waiting", parallelism=3))
+        await kubectl.ok("delete", "job", "runner", "--wait=false")
+        [finished] = await wait_for(bus, types.WorkloadFinished, workload=ref)
+        [released] = await wait_for(bus, types.QuotaReleased, workload=ref)
+        await _admitted_job(bus, "waiting")
+        kept = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, check=_finished_owner_kept
+        )
+        await asyncio.sleep(0.3)  # whatever else the Job's deletion would bring
+        held = await kube.get_object(api, JOBS, namespace="default", name="runner")
+        story = await _about(bus, ref)
+        await kubectl.ok(
+            "patch", "job", "runner", "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]'
+        )
+        await gone(api, JOBS, namespace="default", name="runner")
+        [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload")
+        await gone(api, resources.WORKLOADS, namespace="default", name=ref.name)
+
+    assert (finished.reason, finished.message, finished.succeeded, finished.owner_deleting) == (
+        "OwnerNotFound",
+        "The workload's owner no longer exists",
+        False,
+        True,
+    )
+    assert released.reason == "Finished"
+    assert [(r["kind"], r["name"], r["uid"]) for r in kept["metadata"]["ownerReferences"]] == [
+        ("Job", "runner", held["metadata"]["uid"])
+    ]
+    assert held["metadata"]["deletionTimestamp"] and held["metadata"]["finalizers"] == [HOLD]
+    assert held["spec"]["suspend"] is False  # finalized only, not stopped
+    assert story.count("WorkloadFinished") == 1 and "ObjectDeleted" not in story
+    assert (deleted.namespace, deleted.name) == ("default", ref.name)
+
+
+async def test_a_job_first_seen_being_deleted_has_its_workload_finished_owner_not_found(api, bus: MemoryBus) -> None:
+    """A running Job deleted while no watcher ran, held by a user's finalizer: the restarted watcher lists it with
+    its ``deletionTimestamp`` and finalizes it as Kueue's job reconciler does at its next reconcile: its workload
+    finished OwnerNotFound, its quota released, the Workload object's owner reference kept; the Job is not
+    converted again, stopped nor given a new Workload. Before, the listed Job was converted as a live one and
+    its workload held its quota."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        ref = await _started(api, bus, "runner", parallelism=3)
+        await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=has_kueue_finalizer)
+        await asyncio.sleep(0.3)
+    await _hold(api, "runner")
+    await kube.delete_object(api, JOBS, namespace="default", name="runner")
+    restarted = Watcher(bus=bus, api=api)
+    await restarted.learn_from_log()  # as a restart does (service.run)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(restarted),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        [finished] = await wait_for(bus, types.WorkloadFinished, workload=ref)
+        [released] = await wait_for(bus, types.QuotaReleased, workload=ref)
+        kept = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, check=_finished_owner_kept
+        )
+        await asyncio.sleep(0.3)
+        held = await kube.get_object(api, JOBS, namespace="default", name="runner")
+    story = await _about(bus, ref)
+
+    assert (finished.reason, finished.owner_deleting) == ("OwnerNotFound", True)
+    assert released.reason == "Finished"
+    assert kept["metadata"]["ownerReferences"][0]["uid"] == held["metadata"]["uid"]
+    assert held["spec"]["suspend"] is False
+    assert story.count("WorkloadObserved") == 1 and "ObjectDeleted" not in story
 
 
 HAND_MADE_ORPHAN = """\
@@ -1808,3 +1919,44 @@ async def _admitted_job(bus: MemoryBus, job_name: str) -> types.WorkloadAdmitted
                 if event.workload.name.startswith(f"job-{job_name}-"):
                     return event
             await asyncio.sleep(0.02)
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_with_finish_orphaned_workloads_off_no_workload_is_finished_owner_not_found(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """``--feature-gates=FinishOrphanedWorkloads=false`` (Beta, on by default, not locked: kube_features.go): Kueue
+    finishes no Workload OwnerNotFound (workload.go FinalizeOrphanedWorkload, workload_controller.go
+    isOrphanedWorkload). A Job held in its deletion by a user's finalizer keeps its workload admitted, holding
+    its quota (the waiting Job is not admitted) until it is gone, when its workload is deleted (Deleted); a
+    Workload made by hand with a job's UID label and no owner is queued and admitted as any Workload. Before,
+    the gate was not read: both were finished OwnerNotFound."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    manifest = tmp_path / "hand-made.yaml"
+    manifest.write_text(HAND_MADE_ORPHAN.replace("count: 3", "count: 1"))
+    async with _kueue(api, bus, feature_gates="FinishOrphanedWorkloads=false"):
+        await set_up(api, cpu=3)
+        ref = await _started(api, bus, "runner", parallelism=2)
+        await _hold(api, "runner")
+        await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=has_kueue_finalizer)
+        await kubectl.ok("apply", "-f", str(manifest))
+        hand_made = await wait_for(bus, types.WorkloadAdmitted, count=2)
+        await kube.apply_manifest(api, job("waiting", parallelism=1))
+        await kubectl.ok("delete", "job", "runner", "--wait=false")
+        await eventually(
+            api, JOBS, namespace="default", name="runner", check=lambda o: "deletionTimestamp" in o["metadata"]
+        )
+        [inadmissible] = await wait_for(bus, types.WorkloadInadmissible)
+        await asyncio.sleep(0.5)  # whatever else the Job's deletion would bring
+        finished_while_held = await events_of(bus, types.WorkloadFinished)
+        await kubectl.ok(
+            "patch", "job", "runner", "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]'
+        )
+        [released] = await wait_for(bus, types.QuotaReleased, workload=ref)
+        after = await _admitted_job(bus, "waiting")
+
+    assert [a.workload.name for a in hand_made] == [ref.name, "hand-made"]
+    assert inadmissible.workload.name == after.workload.name
+    assert finished_while_held == []
+    assert released.reason == "Deleted"
+
