@@ -1960,3 +1960,48 @@ async def test_with_finish_orphaned_workloads_off_no_workload_is_finished_owner_
     assert finished_while_held == []
     assert released.reason == "Deleted"
 
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
+async def test_a_workload_status_cleared_by_hand_changes_nothing_on_the_log(
+    api, bus: MemoryBus, emu: ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kubectl patch workload W --subresource=status --type=merge -p '{"status":{"conditions":[]}}'`` on a running
+    Job's admitted Workload. Kueue repairs nothing and takes the edit for the truth (workload_controller.go Update:
+    admitted to pending, its quota dropped from the cache and the Workload queued again; reconciler.go stops the
+    Job, NotAdmitted). kueue-es's truth is the log, which the edit does not reach (a known difference,
+    docs/lifecycle.md): no fact, no release, the quota still held (the waiting Job stays inadmissible), the Job
+    not stopped, and the object keeps the edit until the log changes the workload's status."""
+    kubectl = Kubectl(emu.url, tmp_path)
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        ref = await _started(api, bus, "runner", parallelism=3)
+        await eventually(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, check=lambda o: "Admitted" in conditions(o)
+        )
+        await kube.apply_manifest(api, job("waiting", parallelism=1))
+        [inadmissible] = await wait_for(bus, types.WorkloadInadmissible)
+        await asyncio.sleep(0.3)
+        before = len(await log_entries(bus))
+        await kubectl.ok(
+            "patch", "workload", ref.name, "--subresource=status", "--type=merge", "-p", '{"status":{"conditions":[]}}'
+        )
+        await kubectl.ok(
+            "patch",
+            "workload",
+            ref.name,
+            "--subresource=status",
+            "--type=json",
+            "-p",
+            '[{"op":"remove","path":"/status/admission"}]',
+        )
+        await asyncio.sleep(1.0)  # whatever the edits would bring
+        after = [type(e).__name__ for _, e in (await log_entries(bus))[before:]]
+        edited = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=ref.name)
+        runner = await kube.get_object(api, JOBS, namespace="default", name="runner")
+
+    assert inadmissible.workload.name.startswith("job-waiting-")
+    assert "QuotaReleased" not in after and "WorkloadAdmitted" not in after, after
+    assert after.count("WorkloadObserved") == 0 and "WorkloadStopped" not in after, after
+    assert len(await events_of(bus, types.WorkloadAdmitted)) == 1  # the runner only, never again
+    assert conditions(edited) == {} and "admission" not in edited["status"]
+    assert runner["spec"]["suspend"] is False
