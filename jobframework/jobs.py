@@ -41,8 +41,10 @@ def job_facts(
     """The fact a batch/v1 Job stands for, or None when Kueue does not manage it.
 
     Not managed: a Job without the queue-name label while ``manageJobsWithoutQueueName``
-    is off (its default), and a Job controlled by a job Kueue manages (a JobSet's
-    Job: jobframework FindAncestorJobManagedByKueue). A Job created by a CronJob is
+    is off (its default), and a Job whose controller chain reaches a job Kueue manages (a
+    JobSet's Job: :func:`~kueue_es.jobframework.workloads.managed_ancestor`, jobframework
+    FindAncestorJobManagedByKueue); a chain deeper than Kueue walks is refused (ObjectRejected on
+    ``metadata.ownerReferences``, Kueue's JobNestingTooDeep). A Job created by a CronJob is
     managed like any other (its label comes from the CronJob's ``jobTemplate``). A
     finished Job (condition Complete or Failed) gives WorkloadFinished; any other
     WorkloadObserved; a Job that cannot be converted ObjectRejected. A Job naming a prebuilt
@@ -52,7 +54,11 @@ def job_facts(
     context = context or workloads.Context()
     ref = workloads.job_ref(job, kind="Job", api_version=JOB_API)
     try:
-        if workloads.owned_by_managed_job(ref, context) or workloads.queue_name(ref, context) is None:
+        if (
+            not context.namespace_managed(ref.namespace)
+            or workloads.managed_ancestor(ref, context)
+            or workloads.queue_name(ref, context) is None
+        ):
             return None
     except manifests.ManifestError as err:
         return workloads.rejected(job, err, now_ms=now_ms)

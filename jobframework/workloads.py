@@ -73,6 +73,25 @@ class PriorityClass:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Owner:
+    """A job seen that may be another job's ancestor: what Kueue's FindAncestorJobManagedByKueue reads of it.
+
+    ``api_version`` and ``kind`` as its manifest has them, ``namespace``, ``name`` and ``uid`` from its
+    metadata, its ``labels`` (the queue-name label makes it managed) and ``controller``, its own owner
+    reference with ``controller: true`` (None without one), through which the walk goes on. Built by
+    :func:`owner_record`.
+    """
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    controller: Mapping[str, Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Context:
     """What converting one job needs to know besides the job itself.
 
@@ -80,8 +99,9 @@ class Context:
     a job without the queue-name label is not managed). ``local_queues``:
     ``(namespace, name)`` of the LocalQueues that exist. ``workload_priority_classes``:
     names of the WorkloadPriorityClasses that exist. ``priority_classes``: the
-    PriorityClasses by name. ``managed_owners``: UIDs of the jobs Kueue manages (a
-    job or pod they control is part of them, not a workload of its own).
+    PriorityClasses by name. ``owners``: the jobs seen that may control another, by UID
+    (:class:`Owner`); a job or pod whose controller chain reaches a managed one is part of it,
+    not a workload of its own (:func:`ancestry`).
     ``runtime_classes``: each RuntimeClass's ``overhead.podFixed`` by name.
     ``limit_ranges``: the ``spec.limits`` items of the job's namespace's LimitRanges,
     in name order (:mod:`kueue_es.jobframework.adjust`).
@@ -112,7 +132,7 @@ class Context:
     local_queues: Collection[tuple[str, str]] = frozenset()
     workload_priority_classes: Collection[str] = frozenset()
     priority_classes: Mapping[str, PriorityClass] = dataclasses.field(default_factory=dict)
-    managed_owners: Collection[str] = frozenset()
+    owners: Mapping[str, Owner] = dataclasses.field(default_factory=dict)
     runtime_classes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     limit_ranges: Sequence[Mapping[str, Any]] = ()
     previous: models.Workload | None = None
@@ -227,14 +247,110 @@ def controller_owner(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def owned_by_managed_job(ref: JobRef, context: Context) -> bool:
-    """Whether the object's controller is a job Kueue manages (jobframework FindAncestorJobManagedByKueue).
+#: Kueue's managedOwnersChainLimit (jobframework/reconciler.go): the most controller owners walked up.
+MANAGED_OWNERS_CHAIN_LIMIT = 10
+#: The field a job's rejection names when its owner chain is too deep (see :func:`managed_ancestor`).
+NESTING_FIELD = "metadata.ownerReferences"
+#: Kueue's Warning Event reason and message then (jobframework/events.go, reconciler.go ReconcileGenericJob).
+NESTING_REASON = "JobNestingTooDeep"
+NESTING_MESSAGE = (
+    f"Terminated search for Kueue-managed Job because ancestor depth exceeded limit of {MANAGED_OWNERS_CHAIN_LIMIT}"
+)
 
-    Such a job (a JobSet's Job, a Job's Pod) is part of its owner's workload and is
-    not one of its own; its owner's workload is what is admitted.
+
+def owner_record(obj: Mapping[str, Any], *, kind: str, api_version: str) -> Owner:
+    """The :class:`Owner` of a job manifest ``obj`` of ``kind``; ``api_version`` is its integration's, which an
+    owner reference must name (Kueue ownerReferenceMatchingGVK). Labels that are not a mapping count as none."""
+    meta = as_mapping(obj.get("metadata"))
+    labels = meta.get("labels")
+    return Owner(
+        api_version=api_version,
+        kind=kind,
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or ""),
+        uid=str(meta.get("uid") or ""),
+        labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
+        controller=controller_owner(meta),
+    )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Ancestry:
+    """What walking a job's controller owners found (:func:`ancestry`).
+
+    ``ancestor``: the top-most managed one, or None; ``too_deep``: the walk passed
+    :data:`MANAGED_OWNERS_CHAIN_LIMIT` owners; ``cyclic``: it came back to an object it had walked. Either
+    of the last two is an error in Kueue: the job gets no Workload and is not suspended.
     """
-    owner = controller_owner(ref.meta)
-    return owner is not None and str(owner.get("uid") or "") in context.managed_owners
+
+    ancestor: Owner | None = None
+    too_deep: bool = False
+    cyclic: bool = False
+
+    @property
+    def child(self) -> bool:
+        """Whether the job gets no Workload of its own: it has a managed ancestor, or the walk failed."""
+        return self.ancestor is not None or self.too_deep or self.cyclic
+
+
+def ancestry(ref: JobRef, context: Context) -> Ancestry:
+    """Walk the object's controller owners through ``context.owners`` (Kueue jobframework/reconciler.go
+    FindAncestorJobManagedByKueue).
+
+    Each step follows the current object's ``controller: true`` owner reference to the job seen with that
+    UID, of that apiVersion and kind, in the object's namespace. The walk stops (keeping what it found) at
+    an object without a controller, and at an owner not seen: Kueue stops at a kind no integration
+    knows and at a UID that does not match the named object, and fails when the owner does not exist; here
+    an unseen owner may also be one the watcher does not watch (a kind whose integration is off, a job
+    without the queue-name label while ``manageJobsWithoutQueueName`` is off), so it ends the walk as an
+    unknown one does. An owner is managed when it names a queue or ``manageJobsWithoutQueueName`` is on;
+    the last managed one found is the ancestor. More than :data:`MANAGED_OWNERS_CHAIN_LIMIT` owners:
+    ``too_deep`` (Kueue's ErrManagedOwnersChainLimitReached); an owner already walked: ``cyclic``
+    (ErrCyclicOwnership).
+    """
+    seen = {ref.uid}
+    found: Owner | None = None
+    current: Mapping[str, Any] | None = controller_owner(ref.meta)
+    while current is not None:
+        owner = context.owners.get(str(current.get("uid") or ""))
+        if (
+            owner is None
+            or owner.namespace != ref.namespace
+            or (owner.api_version, owner.kind) != (current.get("apiVersion"), current.get("kind"))
+        ):
+            break
+        if owner.uid in seen:
+            return Ancestry(cyclic=True)
+        seen.add(owner.uid)
+        if context.manage_jobs_without_queue_name or owner.labels.get(QUEUE_LABEL):
+            found = owner
+        if len(seen) - 1 > MANAGED_OWNERS_CHAIN_LIMIT:
+            return Ancestry(too_deep=True)
+        current = owner.controller
+    return Ancestry(ancestor=found)
+
+
+def managed_ancestor(ref: JobRef, context: Context) -> bool:
+    """Whether the job is a child of a job Kueue manages (:func:`ancestry`), so gets no Workload of its own;
+    also True when the owner chain loops (Kueue's reconcile fails then, silently).
+
+    Raises ManifestError on :data:`NESTING_FIELD` with :data:`NESTING_MESSAGE` when the chain is longer than
+    :data:`MANAGED_OWNERS_CHAIN_LIMIT`: Kueue records the Warning Event :data:`NESTING_REASON` on the job and
+    fails the reconcile, so the job gets no Workload (one it had stays) and is not suspended.
+    """
+    found = ancestry(ref, context)
+    if found.too_deep:
+        raise ref.error(field=NESTING_FIELD, problem=NESTING_MESSAGE)
+    return found.child
+
+
+def owned_by_managed_job(ref: JobRef, context: Context) -> bool:
+    """Whether the object gets no workload of its own because of its owners (:func:`ancestry`): a managed
+    ancestor (a JobSet's Job, a Job's Pod: part of that workload, which is what is admitted), or an owner
+    chain Kueue fails to walk. Never raises: for the callers that record no Event (pods, the watcher's
+    bookkeeping); a job's conversion uses :func:`managed_ancestor`.
+    """
+    return ancestry(ref, context).child
 
 
 def queue_name(ref: JobRef, context: Context, *, managed_without_queue: bool | None = None) -> str | None:

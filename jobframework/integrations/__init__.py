@@ -403,7 +403,7 @@ def facts(
     """The fact a job of ``integration`` stands for, or None when Kueue does not manage it.
 
     Managed as a batch/v1 Job is: the queue-name label (or ``manageJobsWithoutQueueName``),
-    and not owned by a job Kueue manages. A kind run through its pods (``suspend_path`` None:
+    and no managed ancestor (:func:`workloads.managed_ancestor`; a chain too deep: ObjectRejected). A kind run through its pods (``suspend_path`` None:
     Deployment, StatefulSet, LeaderWorkerSet) has no workload of its own: always None. Finished: WorkloadFinished; otherwise
     WorkloadObserved; a job that cannot be converted: ObjectRejected. A job naming a prebuilt Workload
     (:func:`workloads.prebuilt_workload`) adopts it: no WorkloadObserved, its finish is that Workload's.
@@ -415,7 +415,8 @@ def facts(
     try:
         if (
             integration.skip(job)
-            or workloads.owned_by_managed_job(ref, context)
+            or not context.namespace_managed(ref.namespace)
+            or workloads.managed_ancestor(ref, context)
             or workloads.queue_name(ref, context) is None
         ):
             return None

@@ -17,13 +17,14 @@ from typing import Any, cast
 from kueue_es.events import models
 from kueue_es.jobframework import integrations, workloads
 from kueue_es.services.kube import objects
-from kueue_es.services.watcher.kinds import INPUT_KINDS, INTEGRATION_INPUTS, JOB_KINDS, Key
+from kueue_es.services.watcher.kinds import API_VERSIONS, INPUT_KINDS, INTEGRATION_INPUTS, JOB_KINDS, Key
 
 
 class ConversionInputs:
     """The cluster objects conversions read: PriorityClasses, RuntimeClasses, LimitRanges and what integrations
     read (TrainingRuntimes: ``objects``), the
-    LocalQueues and WorkloadPriorityClasses that exist, and the jobs of every kind but Pod seen (by UID: ``owners``)."""
+    LocalQueues and WorkloadPriorityClasses that exist, and the jobs of every kind but Pod seen (by UID: ``owners``,
+    what walking a job's controller owners reads of them, :func:`kueue_es.jobframework.workloads.ancestry`)."""
 
     def __init__(
         self,
@@ -51,7 +52,7 @@ class ConversionInputs:
         self.local_queues: set[Key] = set()
         self.workload_priority_classes: set[str] = set()
         self.workload_priority_values: dict[str, int] = {}  # WorkloadPriorityClass name -> its value
-        self.owners: dict[str, Key] = {}  # UID of a job (not a Pod) seen -> its (namespace, name)
+        self.owners: dict[str, workloads.Owner] = {}  # UID of a job (not a Pod) seen -> its kind, labels, controller
 
     # -- PriorityClasses, RuntimeClasses, LimitRanges ----------------------------------------------
 
@@ -83,13 +84,18 @@ class ConversionInputs:
     # -- the jobs that own other jobs ---------------------------------------------------------------
 
     def remember_owner(self, kind: str, obj: objects.KubeObject) -> None:
-        """Keep a job's UID: what it controls is part of its workload. Not a Pod's, nor a kind run through its
-        pods (a StatefulSet's pods are the workloads: :mod:`kueue_es.jobframework.integrations.serving`)."""
+        """Keep what a job's children read of it (its kind, UID, labels and own controller): what it controls
+        is part of its workload when it or one of its own owners is managed (the library decides:
+        :func:`kueue_es.jobframework.workloads.ancestry`). Every job seen, managed or not. Not a Pod, nor a
+        kind run through its pods (a StatefulSet's pods are the workloads:
+        :mod:`kueue_es.jobframework.integrations.serving`)."""
         integration = integrations.by_kind(kind)
         if integration is not None and integration.suspend_path is None:
             return
         if kind in JOB_KINDS and kind != "Pod" and (uid := objects.uid_of(obj)):
-            self.owners[uid] = (objects.namespace_of(obj), objects.name_of(obj))
+            self.owners[uid] = workloads.owner_record(
+                cast(dict[str, Any], obj), kind=kind, api_version=API_VERSIONS.get(kind, "")
+            )
 
     def forget_owner(self, obj: objects.KubeObject) -> None:
         self.owners.pop(objects.uid_of(obj), None)
@@ -102,7 +108,7 @@ class ConversionInputs:
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=self.managed_jobs_namespace_selector,
             namespace_labels=self.namespace_labels,
-            managed_owners=self.owners.keys(),
+            owners=self.owners,
             external_owners=self.external_owners,
             pod_integration_implicit=self.pod_integration_implicit,
         )
@@ -116,7 +122,7 @@ class ConversionInputs:
             local_queues=self.local_queues,
             workload_priority_classes=self.workload_priority_classes,
             priority_classes=self._priority_classes(),
-            managed_owners=self.owners.keys(),
+            owners=self.owners,
             runtime_classes=self._runtime_classes(),
             limit_ranges=self._limit_ranges(wl_key[0]),
             previous=previous,

@@ -911,7 +911,7 @@ class JobTracker:
             return pods.is_managed(obj, context)
         ref = workloads.job_ref(obj, kind=kind, api_version=API_VERSIONS[kind])
         try:
-            return not workloads.owned_by_managed_job(ref, context) and workloads.queue_name(ref, context) is not None
+            return not workloads.managed_ancestor(ref, context) and workloads.queue_name(ref, context) is not None
         except manifests.ManifestError:
             return True
 

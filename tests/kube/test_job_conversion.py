@@ -236,7 +236,18 @@ def context(**fields: Any) -> workloads.Context:
                     }
                 ]
             ),
-            context(managed_owners={"js-uid"}),
+            context(
+                owners={
+                    "js-uid": workloads.Owner(
+                        api_version="jobset.x-k8s.io/v1alpha2",
+                        kind="JobSet",
+                        namespace="default",
+                        name="js",
+                        uid="js-uid",
+                        labels={"kueue.x-k8s.io/queue-name": "q"},
+                    )
+                }
+            ),
             None,
             id="a Job controlled by a managed JobSet is part of its workload [FindAncestorJobManagedByKueue]",
         ),
@@ -269,7 +280,18 @@ def context(**fields: Any) -> workloads.Context:
                     }
                 ],
             ),
-            context(managed_owners={"other"}),
+            context(
+                owners={
+                    "other": workloads.Owner(
+                        api_version="batch/v1",
+                        kind="Job",
+                        namespace="default",
+                        name="owner",
+                        uid="other",
+                        labels={"kueue.x-k8s.io/queue-name": "q"},
+                    )
+                }
+            ),
             "user-queue",
             id="a Job created by a CronJob is managed (its label comes from the jobTemplate)",
         ),

@@ -311,7 +311,18 @@ def test_kueue_sample_pod() -> None:
         ),
         pytest.param(
             owned_by_job(pod()),
-            workloads.Context(managed_owners={"job-uid"}),
+            workloads.Context(
+                owners={
+                    "job-uid": workloads.Owner(
+                        api_version="batch/v1",
+                        kind="Job",
+                        namespace="default",
+                        name="owner",
+                        uid="job-uid",
+                        labels={"kueue.x-k8s.io/queue-name": "q"},
+                    )
+                }
+            ),
             False,
             id="a pod of a managed Job belongs to the Job's workload [FindAncestorJobManagedByKueue]",
         ),

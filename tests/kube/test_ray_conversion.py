@@ -261,8 +261,42 @@ def test_a_raycluster_its_rayjob_created_is_part_of_the_rayjob() -> None:
     cluster["metadata"]["ownerReferences"] = [
         {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "rayjob-sample", "uid": "job-uid", "controller": True}
     ]
-    assert converted(cluster, workloads.Context(managed_owners={"job-uid"})) is None
-    assert isinstance(converted(cluster, workloads.Context(managed_owners={"other"})), types.WorkloadObserved)
+    assert (
+        converted(
+            cluster,
+            workloads.Context(
+                owners={
+                    "job-uid": workloads.Owner(
+                        api_version="ray.io/v1",
+                        kind="RayJob",
+                        namespace="default",
+                        name="rayjob-sample",
+                        uid="job-uid",
+                        labels={"kueue.x-k8s.io/queue-name": "q"},
+                    )
+                }
+            ),
+        )
+        is None
+    )
+    assert isinstance(
+        converted(
+            cluster,
+            workloads.Context(
+                owners={
+                    "other": workloads.Owner(
+                        api_version="ray.io/v1",
+                        kind="RayJob",
+                        namespace="default",
+                        name="owner",
+                        uid="other",
+                        labels={"kueue.x-k8s.io/queue-name": "q"},
+                    )
+                }
+            ),
+        ),
+        types.WorkloadObserved,
+    )
     assert integrations.registry()["RayCluster"].owner_kinds == ("RayJob", "RayService")
 
 

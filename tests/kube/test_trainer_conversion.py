@@ -457,7 +457,24 @@ def test_the_trainers_jobset_is_part_of_the_trainjob() -> None:
             {"apiVersion": TRAINER, "kind": "TrainJob", "name": "trainjob", "uid": "tj-uid", "controller": True}
         ],
     )
-    assert converted(child, workloads.Context(managed_owners={"tj-uid"})) is None
+    assert (
+        converted(
+            child,
+            workloads.Context(
+                owners={
+                    "tj-uid": workloads.Owner(
+                        api_version="trainer.kubeflow.org/v1alpha1",
+                        kind="TrainJob",
+                        namespace="ns",
+                        name="trainjob",
+                        uid="tj-uid",
+                        labels={"kueue.x-k8s.io/queue-name": "q"},
+                    )
+                }
+            ),
+        )
+        is None
+    )
     assert isinstance(converted(child), types.WorkloadObserved), "without its managed owner it would be one"
 
 
