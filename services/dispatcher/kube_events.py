@@ -445,7 +445,8 @@ def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
     so ``kubectl describe`` and ``kubectl events`` show why nothing happens. Reason ``ErrWorkloadCompose``
     for a job (Kueue's reason when it cannot build a job's Workload), ``Invalid`` (the API server's
     word for a refused object) for the others. Kueue's own reason and message where Kueue words the refusal
-    itself: ``WorkloadPriorityClassNotFound``, and for a pod group ``ErrWorkloadCompose`` "'G' group has fewer
+    itself: ``WorkloadPriorityClassNotFound``, ``JobNestingTooDeep`` (a job's owner chain deeper than Kueue
+    walks: :func:`~kueue_es.jobframework.workloads.managed_ancestor`), and for a pod group ``ErrWorkloadCompose`` "'G' group has fewer
     runnable pods than expected" and ``WorkloadNameConflict`` (:func:`~kueue_es.jobframework.pods.kueue_reason`).
     None for a kind kueue-es does not address."""
     ref = next((r for r in resources.RESOURCES.values() if r.kind == fact.kind), None)
@@ -461,6 +462,9 @@ def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
     if fact.kind in JOB_KINDS and fact.field == workloads.MISSING_WPC_FIELD:
         # Kueue's own reason and words (jobframework/reconciler.go ExtractPriority)
         reason, message = "WorkloadPriorityClassNotFound", fact.problem
+    elif fact.kind in JOB_KINDS and fact.field == workloads.NESTING_FIELD and fact.problem == workloads.NESTING_MESSAGE:
+        # an owner chain deeper than Kueue walks (reconciler.go ReconcileGenericJob), its own reason and words
+        reason, message = workloads.NESTING_REASON, fact.problem
     elif (pod_reason := pods.kueue_reason(fact)) is not None:
         # a pod group short of pods, or whose name a Workload of something else holds (pod_controller.go)
         reason, message = pod_reason, fact.problem

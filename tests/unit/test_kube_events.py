@@ -6,7 +6,8 @@ import copy
 
 import msgspec
 
-from kueue_es.events import models, types
+from kueue_es.events import manifests, models, types
+from kueue_es.jobframework import workloads
 from kueue_es.services.dispatcher import kube_events, status
 from tests.integration.test_kueue_status import (
     PENDING_MESSAGE,
@@ -392,3 +393,30 @@ def test_no_event_for_what_kueues_workload_controller_only_marks() -> None:
     mismatch = "Workload namespace doesn't match ClusterQueue selector"
     event = types.WorkloadInadmissible(workload=ref, reason="Misconfigured", message=mismatch, at_ms=at(9))
     assert _events(log, event) == [(ref.name, "Warning", "Misconfigured", mismatch)]
+
+
+def test_a_job_nested_too_deep_in_kueues_words() -> None:
+    """A Job whose owner chain is deeper than Kueue walks: Warning JobNestingTooDeep with Kueue's message
+    (reconciler.go ReconcileGenericJob), on the Job, not kueue-es's generic ErrWorkloadCompose."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "j-uid", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+    }
+    fact = workloads.rejected(
+        job,
+        manifests.ManifestError(
+            kind="Job", name="ns/j", field=workloads.NESTING_FIELD, problem=workloads.NESTING_MESSAGE
+        ),
+        now_ms=5,
+    )
+    assert isinstance(fact, types.ObjectRejected)
+    item = kube_events.for_rejection(fact)
+    assert item is not None
+    assert (item.type, item.reason, item.message) == (
+        "Warning",
+        "JobNestingTooDeep",
+        "Terminated search for Kueue-managed Job because ancestor depth exceeded limit of 10",
+    )
+    assert item.job == ("batch/v1", "Job", "") and item.workload.name == "j"
+    assert kube_events.event_object(item, name="e")["action"] == "JobNestingTooDeep"
