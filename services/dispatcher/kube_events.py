@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kueue_es.events import manifests, models, slices, types
+from kueue_es.events import job_owners, manifests, models, slices, types
 from kueue_es.jobframework import integrations, pods, prebuilt, workloads
 from kueue_es.projections.cluster import ClusterState, priority_of
 from kueue_es.services.dispatcher import status
@@ -203,14 +203,18 @@ def _workload_controller_reason(reason: str, message: str) -> bool:
 def for_created_workload(workload: models.Workload) -> KubeEvent | None:
     """Normal ``CreatedWorkload`` "Created Workload: NS/NAME" on the Job, integration's job or Pod whose Workload
     object was just created (jobframework/reconciler.go handleJobWithNoWorkload; a pod group's on its first
-    pod, the Workload's owner here, as Kueue records it on the group's job object, one of its pods); None for
-    other owners."""
+    pod, the Workload's owner here, as Kueue records it on the group's job object, one of its pods). A
+    StatefulSet's or LeaderWorkerSet's group gets it on that parent instead (:func:`~kueue_es.events.job_owners.
+    job_of`), from its integration's recorder: their reconcilers build the Workload and record the Event on the
+    object they reconcile (statefulset_reconciler.go createPrebuiltWorkload, leaderworkerset_reconciler.go
+    createWorkload), and the pod group reconciler only adopts it. None for other owners."""
     meta = workload.metadata
     return _on_job(
         workload,
         reason="CreatedWorkload",
         message=f"Created Workload: {meta.namespace}/{meta.name}",
         at_ms=meta.creation_timestamp_ms,
+        job=job_owners.job_of(workload),
     )
 
 
@@ -344,10 +348,12 @@ def _class_name(ref: Mapping[str, Any] | None) -> str:
     return str(ref.get("name") or "") if ref is not None and ref.get("kind") == WORKLOAD_PRIORITY_CLASS else ""
 
 
-def _on_job(workload: models.Workload, *, reason: str, message: str, at_ms: int) -> KubeEvent | None:
-    """A Normal Event ``reason`` on the Job, Pod or integration's job that owns ``workload``; None for other
-    owners."""
-    owner, meta = workload.owner, workload.metadata
+def _on_job(
+    workload: models.Workload, *, reason: str, message: str, at_ms: int, job: models.OwnerReference | None = None
+) -> KubeEvent | None:
+    """A Normal Event ``reason`` on the Job, Pod or integration's job that owns ``workload`` (``job`` when given);
+    None for other owners."""
+    owner, meta = job or workload.owner, workload.metadata
     if owner is None or _job_api_version(owner.kind) is None:
         return None
     return KubeEvent(

@@ -404,3 +404,39 @@ async def test_sample_leaderworkerset_is_one_group_per_replica(api: Any, bus: Me
         renewed = {pod_integration.group_name(p) for p in pods if p["metadata"]["uid"] not in before}
         assert renewed == {target.name}
         assert not any(SCHEDULING_GATE in str(p["spec"].get("schedulingGates")) for p in pods)
+
+
+async def parent_events(api: Any, reason: str) -> list[dict[str, Any]]:
+    """The Events of ``reason`` in ``default`` about anything but a Workload."""
+    listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    return [e for e in listed if e["reason"] == reason and e["involvedObject"]["kind"] != "Workload"]
+
+
+async def events_until(api: Any, reason: str, count: int, *, timeout: float = 10) -> list[dict[str, Any]]:
+    """Poll until ``count`` Events of ``reason`` (see :func:`parent_events`) are recorded."""
+    async with asyncio.timeout(timeout):
+        while len(found := await parent_events(api, reason)) < count:
+            await asyncio.sleep(0.05)
+    return found
+
+
+async def test_a_statefulsets_created_workload_event_is_on_the_statefulset(api: Any, bus: MemoryBus) -> None:
+    """Kueue's StatefulSet reconciler builds the group's Workload and records ``CreatedWorkload`` "Created Workload:
+    NS/NAME" on the StatefulSet, from statefulset-kueue-controller (statefulset_reconciler.go
+    createPrebuiltWorkload); the pod group reconciler only adopts it, so no pod gets one."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+        [created] = await events_until(api, "CreatedWorkload", 1)
+    involved = created["involvedObject"]
+    assert (involved["apiVersion"], involved["kind"], involved["name"], involved["uid"]) == (
+        "apps/v1",
+        "StatefulSet",
+        "nginx-statefulset",
+        sts["metadata"]["uid"],
+    )
+    assert created["message"] == f"Created Workload: default/{name}"
+    assert created["source"]["component"] == "statefulset-kueue-controller"
