@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from kueue_es.events import manifests, models, quantities, types
+from kueue_es.events import job_owners, manifests, models, quantities, types
 from kueue_es.jobframework import integrations, workloads
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL, SCHEDULING_GATE
 from kueue_es.jobframework.integrations import serving
@@ -540,11 +540,8 @@ def _group_workload(
         pod_specs.append(("spec", pod_spec))
     previous = context.previous
     annotations = {IS_GROUP_WORKLOAD_ANNOTATION: "true"}
-    labels: dict[str, str] = {}
-    if (sts := serving.statefulset_owner(pods[0])) is not None:
-        # the marks of the Workload Kueue prebuilds for the StatefulSet: its owner reference on the object
-        labels, marks = serving.statefulset_workload_marks(*sts)
-        annotations.update(marks)
+    labels, marks = _parent_marks(pods[0], context)
+    annotations.update(marks)
     workload = workloads.new_workload(
         ref,
         name=group_name(pods[0]),
@@ -564,6 +561,33 @@ def _group_workload(
         return workload
     meta = msgspec.structs.replace(workload.metadata, labels={**workload.metadata.labels, **labels})
     return msgspec.structs.replace(workload, metadata=meta)
+
+
+def _parent_marks(pod: Mapping[str, Any], context: workloads.Context) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations that make a serving group's Workload its parent's, as the Workload Kueue's
+    StatefulSet or LeaderWorkerSet reconciler builds (:func:`serving.statefulset_workload_marks`,
+    :func:`serving.lws_workload_marks`); empty for another group. The StatefulSet is the pod's controller; the
+    LeaderWorkerSet is read from ``context.objects["LeaderWorkerSet"]`` (by namespace and name), and while it is
+    not known the marks the group's workload had are kept."""
+    if (sts := serving.statefulset_owner(pod)) is not None:
+        return serving.statefulset_workload_marks(*sts)
+    if serving.parent_framework(pod) != serving.LWS_FRAMEWORK:
+        return {}, {}
+    meta = workloads.as_mapping(pod.get("metadata"))
+    lws_name = str(workloads.as_mapping(meta.get("labels")).get(serving.LWS_NAME_LABEL) or "")
+    lws = context.objects.get("LeaderWorkerSet", {}).get((str(meta.get("namespace") or "default"), lws_name))
+    if (owner := serving.lws_owner(pod, lws)) is not None:
+        return serving.lws_workload_marks(*owner)
+    previous = context.previous
+    if previous is None or job_owners.serving_parent(previous) is None:
+        return {}, {}
+    keys = (
+        job_owners.JOB_OWNER_GVK_ANNOTATION,
+        job_owners.JOB_OWNER_NAME_ANNOTATION,
+        job_owners.COMPONENT_INDEX_ANNOTATION,
+    )
+    kept = {k: v for k, v in previous.metadata.annotations.items() if k in keys}
+    return {job_owners.JOB_UID_LABEL: previous.metadata.labels[job_owners.JOB_UID_LABEL]}, kept
 
 
 def _role_of(pod: Mapping[str, Any]) -> str:

@@ -768,18 +768,19 @@ def _job_type(api_version: str, kind: str) -> str:
 def workload_owners(workload: Any) -> list[tuple[str, str, str]]:
     """The owner references of a Workload (a :class:`kueue_es.events.models.Workload`) that the log knows, as
     ``(apiVersion, kind, name)``, in the order the dispatcher writes them on the Workload object: for a
-    StatefulSet's serving group its StatefulSet first (read from the Workload's ``kueue.x-k8s.io/job-owner-gvk``
-    and ``-name`` annotations, Kueue statefulset_reconciler.go constructWorkload), then the job it was made for
-    (``owner``; for a pod group, the group's first pod). ``[]`` when it has none.
+    StatefulSet's or LeaderWorkerSet's serving group that parent first (read from the Workload's
+    ``kueue.x-k8s.io/job-owner-gvk`` and ``-name`` annotations, Kueue statefulset_reconciler.go and
+    leaderworkerset_reconciler.go constructWorkload), then the job it was made for (``owner``; for a pod group,
+    the group's first pod). ``[]`` when it has none.
 
     The log does not keep a pod group's other pods, which the Workload object also names as owners
     (Kueue's EnsureWorkloadOwnedByAllMembers); ``kubectl kueue list workload`` reads those from the cluster."""
-    from kueue_es.jobframework.integrations import serving
+    from kueue_es.events import job_owners
 
     owners = []
-    statefulset = serving.statefulset_owner_reference(workload)
-    if statefulset is not None:
-        owners.append((str(statefulset["apiVersion"]), str(statefulset["kind"]), str(statefulset["name"])))
+    parent = job_owners.serving_parent(workload)
+    if parent is not None:
+        owners.append((parent.api_version, parent.kind, parent.name))
     if workload.owner is not None:
         owners.append((workload.owner.api_version, workload.owner.kind, workload.owner.name))
     return owners

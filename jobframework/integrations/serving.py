@@ -38,7 +38,7 @@ from typing import Any
 
 import msgspec
 
-from kueue_es.events import models
+from kueue_es.events import job_owners, models
 from kueue_es.jobframework import workloads
 from kueue_es.jobframework.integrations import Finished, Integration, PodSetSource
 
@@ -180,12 +180,10 @@ def statefulset_workload_name(name: str, uid: str) -> str:
     return workloads.workload_name(owner_name=name, owner_uid=uid, kind="StatefulSet", group="apps")
 
 
-JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
-"""Kueue's annotation naming the kind of the job that owns a Workload (controller constants JobOwnerGVKAnnotation),
-in client-go's ``GroupVersionKind.String()`` form."""
-JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
-"""Kueue's annotation naming that job (controller constants JobOwnerNameAnnotation)."""
-STATEFULSET_GVK = f"{APPS_API}, Kind=StatefulSet"
+JOB_OWNER_GVK_ANNOTATION = job_owners.JOB_OWNER_GVK_ANNOTATION
+JOB_OWNER_NAME_ANNOTATION = job_owners.JOB_OWNER_NAME_ANNOTATION
+STATEFULSET_GVK = job_owners.gvk_string(APPS_API, "StatefulSet")
+LWS_GVK = job_owners.gvk_string(LWS_API, "LeaderWorkerSet")
 
 
 def statefulset_owner(pod: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -203,27 +201,63 @@ def statefulset_owner(pod: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def lws_owner(pod: Mapping[str, Any], lws: Mapping[str, Any] | None) -> tuple[str, str, str] | None:
+    """The LeaderWorkerSet whose group the pod is in, as ``(name, uid, group index)``: ``lws`` (the LeaderWorkerSet
+    the pod's ``leaderworkerset.sigs.k8s.io/name`` label names, as the API server has it; None when not found) when
+    the pod carries the ``leaderworkerset.x-k8s.io/leaderworkerset`` suspending-parent mark and its group name is
+    that LeaderWorkerSet's for its group index (so a LeaderWorkerSet made again under the same name is not taken
+    for the one the group was made for); None otherwise."""
+    if lws is None or parent_framework(pod) != LWS_FRAMEWORK:
+        return None
+    meta = workloads.as_mapping(pod.get("metadata"))
+    labels = workloads.as_mapping(meta.get("labels"))
+    lws_meta = workloads.as_mapping(lws.get("metadata"))
+    name, uid, index = (
+        str(lws_meta.get("name") or ""),
+        str(lws_meta.get("uid") or ""),
+        labels.get(LWS_GROUP_INDEX_LABEL),
+    )
+    if not name or not uid or index is None or labels.get(LWS_NAME_LABEL) != name:
+        return None
+    if labels.get(_GROUP_NAME) != lws_workload_name(name, uid, str(index)):
+        return None
+    return name, uid, str(index)
+
+
 def statefulset_workload_marks(name: str, uid: str) -> tuple[dict[str, str], dict[str, str]]:
     """The labels and annotations Kueue's StatefulSet reconciler gives the Workload it prebuilds for StatefulSet
     ``name`` (statefulset_reconciler.go constructWorkload): ``kueue.x-k8s.io/job-uid`` (its UID), and
     :data:`JOB_OWNER_GVK_ANNOTATION` / :data:`JOB_OWNER_NAME_ANNOTATION`. The dispatcher reads them back as the
-    StatefulSet's owner reference on the Workload object (:func:`statefulset_owner_reference`)."""
+    StatefulSet's owner reference on the Workload object (:func:`parent_owner_reference`)."""
     return {workloads.JOB_UID_LABEL: uid}, {JOB_OWNER_GVK_ANNOTATION: STATEFULSET_GVK, JOB_OWNER_NAME_ANNOTATION: name}
 
 
-def statefulset_owner_reference(workload: models.Workload) -> dict[str, Any] | None:
-    """The owner reference to its StatefulSet that Kueue puts on a StatefulSet's Workload (controllerutil
-    SetOwnerReference in constructWorkload and reconcileWorkload: ``apiVersion``, ``kind``, ``name``, ``uid``; not
-    the controller, no ``blockOwnerDeletion``), kept while it is scaled to zero so that the garbage collector keeps
-    the held Workload once its pods are gone; read from :func:`statefulset_workload_marks`. None for another
-    workload."""
-    meta = workload.metadata
-    if meta.annotations.get(JOB_OWNER_GVK_ANNOTATION) != STATEFULSET_GVK:
+def lws_workload_marks(name: str, uid: str, index: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations Kueue's LeaderWorkerSet reconciler gives the Workload it makes for group
+    ``index`` of LeaderWorkerSet ``name`` (leaderworkerset_reconciler.go constructWorkload): ``kueue.x-k8s.io/
+    job-uid`` (its UID), :data:`JOB_OWNER_GVK_ANNOTATION` / :data:`JOB_OWNER_NAME_ANNOTATION`, and the group's
+    ``kueue.x-k8s.io/component-workload-index``. Read back as the LeaderWorkerSet's owner reference
+    (:func:`parent_owner_reference`)."""
+    annotations = {
+        JOB_OWNER_GVK_ANNOTATION: LWS_GVK,
+        JOB_OWNER_NAME_ANNOTATION: name,
+        job_owners.COMPONENT_INDEX_ANNOTATION: index,
+    }
+    return {workloads.JOB_UID_LABEL: uid}, annotations
+
+
+def parent_owner_reference(workload: models.Workload) -> dict[str, Any] | None:
+    """The owner reference to its StatefulSet or LeaderWorkerSet that Kueue puts on a serving group's Workload
+    (controllerutil SetOwnerReference in both reconcilers' constructWorkload, and the StatefulSet's
+    reconcileWorkload: ``apiVersion``, ``kind``, ``name``, ``uid``; not the controller, no
+    ``blockOwnerDeletion``), so that the garbage collector keeps the Workload while its pods are gone (a
+    StatefulSet scaled to zero, a LeaderWorkerSet group whose pods are all made again) and deletes it with its
+    parent; read from :func:`statefulset_workload_marks` / :func:`lws_workload_marks`
+    (:func:`~kueue_es.events.job_owners.serving_parent`). None for another workload."""
+    parent = job_owners.serving_parent(workload)
+    if parent is None:
         return None
-    name, uid = meta.annotations.get(JOB_OWNER_NAME_ANNOTATION, ""), meta.labels.get(workloads.JOB_UID_LABEL, "")
-    if not name or not uid:
-        return None
-    return {"apiVersion": APPS_API, "kind": "StatefulSet", "name": name, "uid": uid}
+    return {"apiVersion": parent.api_version, "kind": parent.kind, "name": parent.name, "uid": parent.uid}
 
 
 STATEFULSET_ON_HOLD_MESSAGE = "StatefulSet scaled to zero; workload on hold"

@@ -890,9 +890,11 @@ def workload_object(
     ``members``: for a pod group, its pods as ``(name, uid)``: each is an owner (not the controller), as Kueue's
     ConstructComposableWorkload and EnsureWorkloadOwnedByAllMembers set them, so the garbage collector keeps the
     Workload while any of them remains; without them the group's first pod is its controller owner. A
-    StatefulSet's group (:func:`~kueue_es.jobframework.integrations.serving.statefulset_owner_reference`) names
-    the StatefulSet first, also with no pod left (held while scaled to zero), and carries its UID as the
-    ``kueue.x-k8s.io/job-uid`` label (statefulset_reconciler.go constructWorkload).
+    StatefulSet's or LeaderWorkerSet's group (:func:`~kueue_es.jobframework.integrations.serving.
+    parent_owner_reference`) names that parent first, also with no pod left (a StatefulSet held while scaled to
+    zero, a LeaderWorkerSet group whose pods are made again), and carries its UID as the
+    ``kueue.x-k8s.io/job-uid`` label (statefulset_reconciler.go, leaderworkerset_reconciler.go
+    constructWorkload).
 
     ``templates``: the job's pod templates by pod set name (:func:`kueue_es.jobframework.integrations.
     job_pod_templates`), each written whole as its pod set's ``template``, as Kueue's Workload carries it
@@ -913,11 +915,11 @@ def workload_object(
     assert owner is not None
     meta = workload.metadata
     metadata: dict[str, Any] = {"name": meta.name, "namespace": meta.namespace}
-    statefulset = serving.statefulset_owner_reference(workload)
+    parent = serving.parent_owner_reference(workload)
     if owner.uid and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) != "true":
         metadata["labels"] = {JOB_UID_LABEL: owner.uid}
-    elif statefulset is not None:
-        metadata["labels"] = {JOB_UID_LABEL: statefulset["uid"]}  # statefulset_reconciler.go constructWorkload
+    elif parent is not None:
+        metadata["labels"] = {JOB_UID_LABEL: parent["uid"]}  # the parent's reconciler's constructWorkload
     if meta.annotations:
         metadata["annotations"] = dict(sorted(meta.annotations.items()))
     if wl.finished is None:
@@ -928,10 +930,11 @@ def workload_object(
         and wl.finished.owner_deleting is not True
     ):
         pass  # orphaned: its job is gone and the garbage collector took the reference off (never put back)
-    elif (members or statefulset is not None) and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true":
-        # a StatefulSet's group: the StatefulSet first, as Kueue's reconciler makes it, and kept while scaled to
-        # zero (its pods gone, the held Workload stays); then each pod (EnsureWorkloadOwnedByAllMembers)
-        metadata["ownerReferences"] = [statefulset] if statefulset is not None else []
+    elif (members or parent is not None) and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) == "true":
+        # a StatefulSet's or LeaderWorkerSet's group: the parent first, as Kueue's reconciler makes it, and kept
+        # with its pods gone (the garbage collector keeps the Workload); then each pod
+        # (EnsureWorkloadOwnedByAllMembers)
+        metadata["ownerReferences"] = [parent] if parent is not None else []
         metadata["ownerReferences"] += [
             {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid} for name, uid in sorted(members)
         ]

@@ -19,7 +19,7 @@ from typing import Any, cast
 import msgspec
 import structlog
 
-from kueue_es.events import manifests, models, slices, types
+from kueue_es.events import job_owners, manifests, models, slices, types
 from kueue_es.jobframework import integrations, jobs, pods, prebuilt, workloads
 from kueue_es.jobframework import slices as job_slices
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL
@@ -106,6 +106,7 @@ class JobTracker:
             reporter=reporter,
             clock=clock,
             doomed=self.doomed,
+            parents=self.objects["LeaderWorkerSet"],
         )
         # jobs naming a prebuilt Workload, and the Workload objects they name (kueue.x-k8s.io/prebuilt-workload-name)
         self.prebuilt = PrebuiltWorkloads(
@@ -173,6 +174,12 @@ class JobTracker:
             # scaled to or from zero: its serving group's workload is held or let go (:meth:`_statefulset_hold`)
             group_key = (key[0], serving.statefulset_workload_name(key[1], uid))
             await self._sync_group(group_key, version=version)
+        if kind == "LeaderWorkerSet" and (uid := objects.uid_of(obj)):
+            # scaled in or deleted: the workloads of the groups it no longer wants go once their pods have
+            # (leaderworkerset_reconciler.go filterWorkloads deletes them; the garbage collector, with it); seen
+            # after its groups' pods: their workloads are marked as its now
+            for group_key in self._lws_groups(uid=uid, lws=obj if change != "DELETED" else None):
+                await self._sync_group(group_key, version=version)
 
     async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
         """A fresh list of one job kind: replace what is kept, delete the workloads gone, convert the rest."""
@@ -199,7 +206,7 @@ class JobTracker:
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
         gone -= set(self.publisher.orphaned)  # their Workload objects outlived their jobs: they go with them
         if kind == "Pod":  # a StatefulSet scaled to zero keeps its group's workload with no pod left
-            gone = {k for k in gone if not self._held(k) and not self._hold_unconfirmed(k)}
+            gone = {k for k in gone if not self._held(k) and not self._hold_unconfirmed(k) and not self._lws_keeps(k)}
         for key in sorted(gone):
             if key in orphaning and await self._left_orphaned(kind, orphaning[key], key, orphaning=True):
                 continue
@@ -211,6 +218,14 @@ class JobTracker:
             # no watcher ran) or deleted with their pods (the StatefulSet went meanwhile), whatever was listed first
             for group_key in sorted(k for k, wl in self.publisher.workloads.items() if wl.on_hold):
                 await self._sync_group(group_key, version=f"{version}~held")
+        if kind == "LeaderWorkerSet":
+            # the groups the log knows with no pod now: kept while their LeaderWorkerSet wants them, else deleted;
+            # and those made before their LeaderWorkerSet was known: marked as its now
+            keys = set(self._lws_groups(uid=None))
+            for lws in listed:
+                keys.update(self._lws_groups(uid=objects.uid_of(lws), lws=lws))
+            for group_key in sorted(keys):
+                await self._sync_group(group_key, version=f"{version}~lws")
 
     async def reconvert(self, *, trigger: str) -> None:
         """Convert every job kept again: what conversions read has changed."""
@@ -254,6 +269,8 @@ class JobTracker:
                 return
         if await self._statefulset_hold(group_key, members, version=version):
             return
+        if not members and self._lws_keeps(group_key):
+            return  # its LeaderWorkerSet still wants the group: the Workload waits for the pods made again
         known = self.publisher.workloads.get(group_key)
         adopted = (
             known is not None and known.owner is not None and known.owner.kind == "Pod" and prebuilt.is_adopted(known)
@@ -290,6 +307,41 @@ class JobTracker:
         restarted watcher that lists pods first): kept until they are, when :meth:`resynced` looks at it again."""
         known = self.publisher.workloads.get(group_key)
         return known is not None and bool(known.on_hold) and "StatefulSet" not in self.listed
+
+    def _lws_groups(self, *, uid: str | None, lws: objects.KubeObject | None = None) -> list[Key]:
+        """The pod groups the log has a workload for that a LeaderWorkerSet's marks name (:func:`~kueue_es.events.
+        job_owners.serving_parent`): that of UID ``uid``, or any with ``uid`` None; with ``lws`` (that
+        LeaderWorkerSet) also the pod groups kept whose first pod is in one of its groups
+        (:func:`~kueue_es.jobframework.integrations.serving.lws_owner`), marked or not."""
+        found = set()
+        for group_key, known in self.publisher.workloads.items():
+            parent = job_owners.serving_parent(known)
+            if parent is not None and parent.kind == "LeaderWorkerSet" and uid in (None, parent.uid):
+                found.add(group_key)
+        if lws is not None:
+            for group_key, names in self.groups.groups.items():
+                pod = self.objects["Pod"].get((group_key[0], min(names))) if names else None
+                if pod is not None and serving.lws_owner(cast(Mapping[str, Any], pod), cast(Mapping[str, Any], lws)):
+                    found.add(group_key)
+        return sorted(found)
+
+    def _lws_keeps(self, group_key: Key) -> bool:
+        """Whether ``group_key``'s workload is a LeaderWorkerSet group's that the LeaderWorkerSet still wants, so it
+        stays with the group's pods all gone (made again by its StatefulSets), as Kueue's Workload does: its
+        LeaderWorkerSet owns it and deletes only those of the groups past ``spec.replicas``
+        (leaderworkerset_reconciler.go filterWorkloads), the garbage collector the rest with the LeaderWorkerSet.
+        While LeaderWorkerSets are not listed yet (a restarted watcher) it is kept until they are."""
+        known = self.publisher.workloads.get(group_key)
+        if known is None or (parent := job_owners.serving_parent(known)) is None or parent.kind != "LeaderWorkerSet":
+            return False
+        if "LeaderWorkerSet" not in self.listed:
+            return True
+        lws = self.objects["LeaderWorkerSet"].get((group_key[0], parent.name))
+        if lws is None or objects.uid_of(lws) != parent.uid or objects.meta(lws).get("deletionTimestamp"):
+            return False
+        index = workloads.parse_int(known.metadata.annotations.get(job_owners.COMPONENT_INDEX_ANNOTATION))
+        replicas = workloads.parse_int(workloads.as_mapping(cast(Mapping[str, Any], lws).get("spec")).get("replicas"))
+        return index is not None and index < (1 if replicas is None else replicas)
 
     async def _statefulset_hold(self, group_key: Key, members: list[objects.KubeObject], *, version: str) -> bool:
         """Hold or let go the workload of a StatefulSet's serving group, as Kueue's StatefulSet reconciler does

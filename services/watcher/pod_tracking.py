@@ -12,10 +12,11 @@ jobs (:mod:`kueue_es.services.watcher.job_tracking`), which owns the pods kept.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from kueue_es.events import types
+from kueue_es.events import job_owners, models, types
 from kueue_es.jobframework import pods, workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import progress
@@ -37,8 +38,11 @@ class PodGroups:
         reporter: ProgressReporter,
         clock: Callable[[], int],
         doomed: dict[Key, set[str]] | None = None,
+        parents: Mapping[Key, objects.KubeObject] | None = None,
     ) -> None:
         self.pods = pods
+        # the LeaderWorkerSets kept (JobTracker's): a group's workload is marked as its LeaderWorkerSet's
+        self.parents: Mapping[Key, objects.KubeObject] = parents if parents is not None else {}
         self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
         self.doomed = doomed if doomed is not None else {}  # groups whose Workload was deleted by hand (JobTracker)
         self.groups: dict[Key, set[str]] = {}  # (namespace, pod group) -> names of its pods
@@ -84,6 +88,9 @@ class PodGroups:
             return  # its Workload was deleted by hand: its pods are being deleted, not given a new one
         holder = self.publisher.workloads.get(group_key)
         context = self.inputs.context(group_key, previous=holder)
+        # what Kueue's LeaderWorkerSet reconciler reads to build a group's Workload (its UID, for the owner marks)
+        parents = cast(Mapping[Key, Mapping[str, Any]], self.parents)
+        context = dataclasses.replace(context, objects={**context.objects, "LeaderWorkerSet": parents})
         managed = [pod for pod in members if pods.is_managed(pod, context)]
         if not managed:
             self.succeeded_gone.pop(group_key, None)
@@ -110,6 +117,7 @@ class PodGroups:
             isinstance(fact, types.WorkloadObserved)
             and group_key in self.publisher.known["Workload"]
             and pods.is_running(managed)
+            and not _newly_parented(holder, fact.workload)
         ):
             return
         log_rejection(fact)
@@ -183,3 +191,14 @@ class PodGroups:
             reclaimable = pods.group_reclaimable_pods(members)
             ref = self.publisher.workload_ref(wl_key)
             await self.reporter.reclaimable_changed(ref, known, reclaimable, version=version)
+
+
+def _newly_parented(known: models.Workload | None, workload: models.Workload) -> bool:
+    """Whether ``workload`` names a serving parent (a LeaderWorkerSet seen only after its group's workload was
+    made) that the ``known`` one did not: then it is published again, running or not, so that its Workload
+    object becomes that parent's (:func:`~kueue_es.events.job_owners.serving_parent`)."""
+    return (
+        known is not None
+        and job_owners.serving_parent(known) is None
+        and job_owners.serving_parent(workload) is not None
+    )

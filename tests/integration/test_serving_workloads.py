@@ -440,3 +440,100 @@ async def test_a_statefulsets_created_workload_event_is_on_the_statefulset(api: 
     )
     assert created["message"] == f"Created Workload: default/{name}"
     assert created["source"]["component"] == "statefulset-kueue-controller"
+
+
+async def test_a_leaderworkerset_group_keeps_its_workload_when_its_pods_all_go(api: Any, bus: MemoryBus) -> None:
+    """Kueue's LeaderWorkerSet reconciler makes each group's Workload the LeaderWorkerSet's (owner reference, the
+    job-uid label, job-owner-gvk/-name and component-workload-index annotations; CreatedWorkload on the
+    LeaderWorkerSet) and deletes only those past ``spec.replicas`` (leaderworkerset_reconciler.go
+    constructWorkload, filterWorkloads). So when every pod of a group goes at once (a group restart) the garbage
+    collector keeps the Workload: the same Workload object, still admitted, and the pods made again are started
+    without a new admission. Scaled in to one group, the other group's Workload goes with its pods."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        lws = await apply(api, "serving-workloads/sample-leaderworkerset.yaml")
+        uid = lws["metadata"]["uid"]
+        groups = [serving.lws_workload_name("nginx-leaderworkerset", uid, str(i)) for i in range(2)]
+        pods = await pods_until(api, lambda ps: len(ps) == 6 and all(started(p) for p in ps))
+        await wait_for(bus, types.DispatchApplied, action="StartJob", count=2, timeout=10)
+        lws_ref = {
+            "apiVersion": serving.LWS_API,
+            "kind": "LeaderWorkerSet",
+            "name": "nginx-leaderworkerset",
+            "uid": uid,
+        }
+        for index, group in enumerate(groups):
+            wl = await workload_until(api, group, lambda w: len(w["metadata"].get("ownerReferences", [])) == 4)
+            assert wl["metadata"]["ownerReferences"][0] == lws_ref
+            assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == uid
+            annotations = wl["metadata"]["annotations"]
+            assert annotations["kueue.x-k8s.io/job-owner-gvk"] == "leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet"
+            assert annotations["kueue.x-k8s.io/job-owner-name"] == "nginx-leaderworkerset"
+            assert annotations["kueue.x-k8s.io/component-workload-index"] == str(index)
+        created = await events_until(api, "CreatedWorkload", 2)
+        assert sorted((e["involvedObject"]["kind"], e["involvedObject"]["name"], e["message"]) for e in created) == [
+            ("LeaderWorkerSet", "nginx-leaderworkerset", f"Created Workload: default/{group}")
+            for group in sorted(groups)
+        ]
+        assert {e["source"]["component"] for e in created} == {
+            "leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller"
+        }
+        object_uid = (await workload(api, groups[0]))["metadata"]["uid"]
+
+        # every pod of group 0 deleted at once: the Workload stays, its pods are made again and started
+        first = [p for p in pods if pod_integration.group_name(p) == groups[0]]
+        await asyncio.gather(
+            *(kube.delete_object(api, resources.PODS, namespace="default", name=p["metadata"]["name"]) for p in first)
+        )
+        before = {p["metadata"]["uid"] for p in first}
+        await pods_until(
+            api,
+            lambda ps: (
+                len(live(ps)) == 6
+                and all(started(p) for p in live(ps))
+                and all(p["metadata"]["uid"] not in before for p in live(ps))
+            ),
+        )
+        kept = await workload(api, groups[0])
+        assert kept["metadata"]["uid"] == object_uid
+        assert kept["metadata"]["ownerReferences"][0] == lws_ref
+        assert condition(kept, "Admitted")["status"] == "True"
+        assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+        assert len([a for a in await events_of(bus, types.WorkloadAdmitted) if a.workload.name == groups[0]]) == 1
+
+        # scaled in to one group: group 1's pods go, and its Workload with them
+        await kube.patch_object(
+            api, LWS_REF, namespace="default", name="nginx-leaderworkerset", patch={"spec": {"replicas": 1}}
+        )
+        [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload", timeout=20)
+        assert deleted.name == groups[1]
+
+
+async def test_a_leaderworkerset_seen_after_its_groups_makes_their_workloads_its_own(api: Any, bus: MemoryBus) -> None:
+    """A watcher that sees a LeaderWorkerSet only after its groups' workloads were made from their pods (its kind
+    served late: the watch retries) publishes the running groups' workloads again with the LeaderWorkerSet's
+    marks, so their Workload objects become its (owner reference first), as Kueue's reconciler builds them."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watcher = Watcher(bus=bus, api=api)
+    others = [
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+        dispatcher.watch_pods(),
+        dispatcher.ungate_forever(),
+        SimulatedControllers(api, watch_options={"timeout_seconds": 5}).run(),
+    ]
+    async with running(*(watcher.watch(kind) for kind in WATCHED_KINDS if kind != "LeaderWorkerSet"), *others):
+        await set_up_queues(api)
+        lws = await apply(api, "serving-workloads/sample-leaderworkerset.yaml")
+        groups = [serving.lws_workload_name("nginx-leaderworkerset", lws["metadata"]["uid"], str(i)) for i in range(2)]
+        await pods_until(api, lambda ps: len(ps) == 6 and all(started(p) for p in ps))
+        unmarked = await workload_until(api, groups[0], lambda w: len(w["metadata"].get("ownerReferences", [])) == 3)
+        assert {r["kind"] for r in unmarked["metadata"]["ownerReferences"]} == {"Pod"}
+        async with running(watcher.watch("LeaderWorkerSet")):
+            for group in groups:
+                wl = await workload_until(api, group, lambda w: len(w["metadata"].get("ownerReferences", [])) == 4)
+                assert wl["metadata"]["ownerReferences"][0]["kind"] == "LeaderWorkerSet"
+                assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == lws["metadata"]["uid"]
+    assert len(await events_of(bus, types.WorkloadAdmitted)) == 2  # the same workloads, not admitted again
