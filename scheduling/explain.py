@@ -29,7 +29,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from kueue_es.events import manifests, models, tas, types
+from kueue_es.events import job_owners, manifests, models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ON_HOLD_MESSAGE, ON_HOLD_REASON, ClusterState, WorkloadState, priority_of
@@ -170,10 +170,8 @@ class StoryCollector:
         before it is not read): a line each saying where it stood there."""
         for key, wl in state.workloads.items():
             meta = wl.workload.metadata
-            owner = wl.workload.owner
-            if meta.namespace != self.namespace or (
-                meta.name != self.name and (owner is None or owner.name != self.name)
-            ):
+            owner = job_owners.job_of(wl.workload)
+            if meta.namespace != self.namespace or (meta.name != self.name and not self._owned(wl.workload)):
                 continue
             if key not in self.keys:
                 self.keys.append(key)
@@ -197,23 +195,28 @@ class StoryCollector:
                 )
             )
 
+    def _owned(self, wl: models.Workload) -> bool:
+        """Whether ``wl`` is the workload of the job named: its job (:func:`~kueue_es.events.job_owners.job_of`:
+        a serving group's StatefulSet or LeaderWorkerSet) or the log's owner (such a group's first pod)."""
+        return any(ref is not None and ref.name == self.name for ref in (job_owners.job_of(wl), wl.owner))
+
     def _observed(self, seq: int, event: types.WorkloadObserved, before: ClusterState) -> None:
         wl = event.workload
         meta = wl.metadata
         if meta.namespace != self.namespace:
             return
-        owned = wl.owner is not None and wl.owner.name == self.name
-        if meta.name != self.name and not owned:
+        if meta.name != self.name and not self._owned(wl):
             return
         key = wl.key
         known = before.workloads.get(key)
+        job = job_owners.job_of(wl)
         if key not in self.lines or known is None:
             if key not in self.keys:
                 self.keys.append(key)
-            if wl.owner is not None:
-                self.owners[key] = f"{wl.owner.kind} {wl.owner.name}"
+            if job is not None:
+                self.owners[key] = f"{job.kind} {job.name}"
             self.lines.setdefault(key, [])
-            owner = f" for {wl.owner.kind} {meta.namespace}/{wl.owner.name}" if wl.owner is not None else ""
+            owner = f" for {job.kind} {meta.namespace}/{job.name}" if job is not None else ""
             self.lines[key].append(
                 StoryLine(
                     seq=seq,

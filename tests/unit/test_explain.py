@@ -21,11 +21,16 @@ import pytest
 from kueue_es import cli, deciders, logfile, logsource
 from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
+from kueue_es.jobframework import pods, workloads
+from kueue_es.jobframework.integrations import serving
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import explain as core
+from kueue_es.services.kube import resources
 from kueue_es.services.runtime import build_batch, fold_message
 from kueue_es.services.watcher.convert import kueue_fact
+from kueue_es.sim import controllers, emulator
 from tests.builders import flavor, local_queue, workload
+from tests.kube import examples
 
 NOW = 1_796_000_000_000  # 2026-11-30T...: the admitter's clock in this log
 
@@ -835,3 +840,36 @@ def test_list_joins_every_owner_the_log_knows_as_kueuectl_joins_owner_references
         "pytorchjob.kubeflow....",
         "trainer",
     )
+
+
+def test_explain_and_list_name_a_statefulsets_workload_by_its_statefulset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A StatefulSet's serving group is its StatefulSet's workload, as Kueue's StatefulSet reconciler makes it (owner
+    reference and job-owner marks): ``explain`` finds it by the StatefulSet's name and says "for StatefulSet", not
+    its first pod; ``list`` names the StatefulSet beside that pod. The workload is the real conversion of the
+    StatefulSet's first pod (fast admission)."""
+    [sts] = examples.load("serving-workloads/sample-statefulset.yaml")
+    sts["metadata"].update(namespace="default", uid="sts-uid")
+    sts["metadata"]["labels"][workloads.QUEUE_LABEL] = "a"
+    for hook in emulator.KUEUE_WEBHOOKS:
+        hook(resources.STATEFUL_SETS, sts)
+    pod = controllers.statefulset_pod(sts, 0)
+    pod["metadata"].update(uid="pod-0", creationTimestamp="2026-01-01T00:00:40Z")
+    emulator.gate_queued_pods(resources.PODS, pod, lookup=lambda *_: sts)
+    fact = pods.group_facts([pod])
+    assert isinstance(fact, types.WorkloadObserved)
+    log = _recorded()
+    log.fact(fact)
+    log.settle()
+    path = log.write(tmp_path / "sts.jsonl")
+    name = serving.statefulset_workload_name("nginx-statefulset", "sts-uid")
+
+    code, out, err = _run(capsys, "explain", "default/nginx-statefulset", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["workload"], report["owner"]) == (f"default/{name}", "StatefulSet nginx-statefulset")
+    assert report["story"][0]["text"].startswith(f"Workload default/{name} for StatefulSet default/nginx-statefulset")
+    code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "-o", "json")
+    [row] = [row for row in json.loads(out) if row["NAME"] == name]
+    assert (row["JOB TYPE"], row["JOB NAME"]) == ("pod, statefulset.apps", "nginx-statefulset, nginx-statefulset-0")
