@@ -184,9 +184,11 @@ class PodGroups:
             ready = progress.group_ready([m for m in members if not pods.is_terminated(m)] or members, total=total)
         else:
             ready = progress.pod_ready(members[0])
-        started = progress.started("Pod", members)
-        await self.reporter.report_pods_ready(wl_key, started=started, ready=ready, version=version)
         known = self.publisher.workloads.get(wl_key)
+        # a held workload (its StatefulSet scaled to zero) is not admitted: Kueue's generatePodsReadyCondition
+        # says WaitForStart whatever its going pods still report, so the scale-up's pods are Started, not Recovered
+        started = progress.started("Pod", members) and not (known is not None and known.on_hold)
+        await self.reporter.report_pods_ready(wl_key, started=started, ready=ready, version=version)
         if group and known is not None:  # a finished group's report is not taken by the fold
             reclaimable = pods.group_reclaimable_pods(members)
             ref = self.publisher.workload_ref(wl_key)

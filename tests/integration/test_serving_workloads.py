@@ -21,12 +21,14 @@ from kubernetes_asyncio import client as k8s_client
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.jobframework import pods as pod_integration
+from kueue_es.jobframework import workloads
 from kueue_es.jobframework.annotations import SCHEDULING_GATE
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher.kinds import WATCHED_KINDS
 from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim import controllers
 from kueue_es.sim.controllers import LWS_REF, SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from tests.integration.harness import (
@@ -508,6 +510,50 @@ async def test_a_leaderworkerset_group_keeps_its_workload_when_its_pods_all_go(a
         )
         [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload", timeout=20)
         assert deleted.name == groups[1]
+
+
+async def test_a_held_statefulsets_going_pods_leave_its_pods_ready_wait_for_start(api: Any, bus: MemoryBus) -> None:
+    """A StatefulSet's workload on hold is not admitted, so Kueue's PodsReady says WaitForStart whatever its going
+    pods still report (jobframework reconciler.go generatePodsReadyCondition: "not admitted" comes first); the
+    scale-up's pods are then Started, never Recovered. Here the pods are made by hand (no StatefulSet
+    controller), so the one pod stays, ready, after the hold, and reports again once the hold is on the log."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*pod_services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        [doc] = examples.load("serving-workloads/sample-statefulset.yaml")
+        doc["metadata"]["namespace"] = "default"
+        doc["spec"]["replicas"] = 1
+        sts = await kube.apply_manifest(api, doc)
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        pod = await kube.create_object(
+            api, resources.PODS, namespace="default", body=controllers.statefulset_pod(sts, 0)
+        )
+        await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+        ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        await kube.patch_object(
+            api, resources.PODS, namespace="default", name=pod["metadata"]["name"], patch={"status": ready},
+            subresource="status",
+        )  # fmt: skip
+        await wait_for(bus, types.WorkloadPodsReady, ready=True, workload__name=name, timeout=10)
+
+        await scale(api, "nginx-statefulset", 0)
+        await wait_for(bus, types.QuotaReleased, reason="OnHold", workload__name=name, timeout=10)
+        # the pod, still there and ready, changes after the hold; then a plain pod, whose workload on the log
+        # says the watcher has read the first change
+        await kube.patch_object(
+            api, resources.PODS, namespace="default", name=pod["metadata"]["name"],
+            patch={"metadata": {"annotations": {"touched": "after-the-hold"}}},
+        )  # fmt: skip
+        marker = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "marker", "namespace": "default", "labels": {workloads.QUEUE_LABEL: "user-queue"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1m"}}}]},
+        }
+        await kube.create_object(api, resources.PODS, namespace="default", body=marker)
+        await wait_for(bus, types.WorkloadObserved, workload__owner__name="marker", timeout=10)
+        reports = [(r.ready, r.reason) for r in await events_of(bus, types.WorkloadPodsReady, workload__name=name)]
+    assert reports[-2:] == [(True, "Started"), (False, "WaitForStart")]  # the hold's, not Started again
 
 
 async def test_a_leaderworkerset_seen_after_its_groups_makes_their_workloads_its_own(api: Any, bus: MemoryBus) -> None:
