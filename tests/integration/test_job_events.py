@@ -274,7 +274,8 @@ async def test_a_waiting_jobs_new_shape_updates_its_workload_with_an_event(
         await set_up(api, cpu=3)
         await kube.apply_manifest(api, job("wide", parallelism=4))
         [waiting] = await wait_for(bus, types.WorkloadInadmissible)
-        before = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=waiting.workload.name)
+        # the dispatcher writes the Workload object beside the decision: wait for it, not for the log alone
+        before = await until(api, resources.WORKLOADS, waiting.workload.name, lambda o: bool(o["spec"]["podSets"]))
         await kubectl.ok("patch", "job", "wide", "--type=merge", "-p", '{"spec":{"parallelism":2}}')
         [admitted] = await wait_for(bus, types.WorkloadAdmitted)
         await until(api, resources.JOBS, "wide", lambda o: o["spec"]["suspend"] is False)
