@@ -16,6 +16,8 @@ Semantics, as a real API server has them:
   chars), drops ``.status`` for kinds with a status subresource, and applies
   defaults (Job: parallelism, completions, suspend, ...; Namespace: phase), as
   replaces and patches do too (a PUT without ``suspend`` gets the default, false);
+  after the create hooks, what the kind's create strategy writes (:mod:`.strategies`: a Pod's
+  Pending status, QoS class and SchedulingGated condition);
 * updates keep name/namespace/uid/creationTimestamp, bump ``generation`` when
   anything outside metadata (and status, for kinds with the subresource)
   changes, check a given ``metadata.resourceVersion`` (409 on mismatch), and
@@ -60,7 +62,7 @@ import kmock
 
 from kueue_es import validation
 from kueue_es.services.kube import resources
-from kueue_es.sim import garbage, selectors
+from kueue_es.sim import garbage, selectors, strategies
 
 #: Called on every create after defaulting, may mutate the object (a mutating admission webhook).
 CreateHook = Callable[[resources.ResourceRef, dict[str, Any]], None]
@@ -388,6 +390,9 @@ class ObjectStore:
         _check_annotations(ref, obj)
         if track is not None:
             track(None, obj)
+        # after the webhooks (the scheduling gates they add) and the managedFields: the create strategy's fields
+        # are no request's, as kube-apiserver's field manager runs before PrepareForCreate
+        strategies.prepare_for_create(ref, obj, now=metadata["creationTimestamp"])
         if check is not None:
             check(obj)
         if dry_run:

@@ -270,20 +270,37 @@ def _pod_printer() -> tuple[list[dict[str, Any]], _Row]:
 
 
 def _pod_status(pod: Mapping[str, Any]) -> str:
-    """The STATUS kubectl shows: Terminating, SchedulingGated, a container's waiting or
-    terminated reason, else the phase."""
-    status = pod.get("status", {})
-    if pod.get("metadata", {}).get("deletionTimestamp"):
-        return "Terminating"
-    if pod.get("spec", {}).get("schedulingGates") and not pod.get("spec", {}).get("nodeName"):
-        return "SchedulingGated"
-    reason = str(status.get("reason") or status.get("phase") or "Pending")
-    for container in status.get("containerStatuses") or []:
-        state = container.get("state", {})
-        if state.get("waiting", {}).get("reason"):
-            reason = state["waiting"]["reason"]
-        elif state.get("terminated", {}).get("reason"):
-            reason = state["terminated"]["reason"]
+    """The STATUS kubectl shows (printers.go printPod): the phase (or ``status.reason``); SchedulingGated while
+    the pod carries PodScheduled with that reason (which kube-apiserver writes for a pod created with scheduling
+    gates, :mod:`kueue_es.sim.strategies`, and which stays until the pod is scheduled); a container's waiting or
+    terminated reason (the first container's wins; ``Completed`` beside a running one reads Running, or NotReady
+    without the Ready condition); Terminating for a pod being deleted that has not ended."""
+    status = pod.get("status") or {}
+    phase = str(status.get("phase") or "Pending")
+    reason = str(status.get("reason") or phase)
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+    if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in conditions):
+        reason = "SchedulingGated"
+    running = False
+    for container in reversed(status.get("containerStatuses") or []):
+        state = container.get("state") or {}
+        waiting, terminated = state.get("waiting") or {}, state.get("terminated")
+        if waiting.get("reason"):
+            reason = waiting["reason"]
+        elif isinstance(terminated, Mapping):
+            signal = terminated.get("signal")
+            exited = f"Signal:{signal}" if signal else f"ExitCode:{terminated.get('exitCode', 0)}"
+            reason = terminated.get("reason") or exited
+        elif container.get("ready") and state.get("running") is not None:
+            running = True
+    if reason == "Completed" and running:
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        reason = "Running" if ready else "NotReady"
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if status.get("reason") == "NodeLost":
+            return "Unknown"
+        if phase not in ("Succeeded", "Failed"):
+            return "Terminating"
     return reason
 
 

@@ -14,7 +14,7 @@ from kubernetes_asyncio import client as k8s_client
 from kueue_es import crds
 from kueue_es.services.kube import client as kube_client
 from kueue_es.services.kube import resources
-from kueue_es.sim import emulator, openapi, patches, tables
+from kueue_es.sim import emulator, openapi, patches, strategies, tables
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -141,15 +141,54 @@ def test_a_workload_table_evaluates_kueues_printer_columns() -> None:
 
 
 def test_a_pod_table_shows_readiness_status_and_restarts() -> None:
-    """READY counts ready containers, STATUS is SchedulingGated for a gated pod, else a waiting reason or the phase."""
-    gated = {"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}], "schedulingGates": [{"name": "g"}]}}
+    """READY counts ready containers; STATUS is SchedulingGated for a pod carrying PodScheduled with that reason
+    (as kube-apiserver writes it for a gated pod, and as it stays once the gates went until the pod is scheduled),
+    else the first container's waiting or terminated reason, else the phase; Completed beside a running
+    container reads Running (printers.go printPod)."""
+    spec = {"containers": [{"name": "c"}], "schedulingGates": [{"name": "g"}]}
+    gated = {
+        "metadata": {"name": "a"},
+        "spec": spec,
+        "status": strategies.pending_status(spec, now="2026-01-01T00:00:00Z"),
+    }
+    ungated = {**gated, "metadata": {"name": "u"}, "spec": {"containers": [{"name": "c"}]}}
     running = {
         "metadata": {"name": "b"},
         "spec": {"containers": [{"name": "c"}, {"name": "d"}], "nodeName": "n1"},
         "status": {"phase": "Running", "containerStatuses": [{"ready": True, "restartCount": 2}, {"ready": False}]},
     }
-    rows = [row["cells"][:4] for row in tables.table(resources.PODS, [gated, running], now=NOW)["rows"]]
-    assert rows == [["a", "0/1", "SchedulingGated", "0"], ["b", "1/2", "Running", "2"]]
+    half_done = {
+        "metadata": {"name": "h"},
+        "spec": {"containers": [{"name": "c"}, {"name": "d"}]},
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [
+                {"ready": True, "state": {"running": {}}},
+                {"ready": False, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+            ],
+        },
+    }
+    failing = {
+        "metadata": {"name": "f"},
+        "spec": {"containers": [{"name": "c"}, {"name": "d"}]},
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {"state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+                {"state": {"waiting": {"reason": "ImagePullBackOff"}}},
+            ],
+        },
+    }
+    pods = [gated, ungated, running, half_done, failing]
+    rows = [row["cells"][:4] for row in tables.table(resources.PODS, pods, now=NOW)["rows"]]
+    assert rows == [
+        ["a", "0/1", "SchedulingGated", "0"],
+        ["u", "0/1", "SchedulingGated", "0"],
+        ["b", "1/2", "Running", "2"],
+        ["h", "1/2", "Running", "0"],
+        ["f", "0/2", "CrashLoopBackOff", "0"],
+    ]
 
 
 def test_strategic_merge_patch_merges_lists_the_schema_marks() -> None:

@@ -1,0 +1,118 @@
+"""What kube-apiserver's registry strategies write into an object as it is created (PrepareForCreate).
+
+Why this module exists: users run the real kubectl against the emulated API server, so a Pod must
+read back as a real cluster stores it, and part of that is written neither by defaulting
+(:func:`kueue_es.sim.store.apply_defaults`) nor by a controller but by the API server's create strategy,
+after the mutating webhooks (Kueue's scheduling gates) and before validation:
+
+* a Pod (Kubernetes pkg/registry/core/pod/strategy.go PrepareForCreate): ``status.phase`` Pending, its
+  ``status.qosClass`` (:func:`pod_qos_class`) and, while it has scheduling gates (Kueue's
+  ``kueue.x-k8s.io/admission`` and ``kueue.x-k8s.io/topology``), the condition PodScheduled False with reason
+  ``SchedulingGated`` (applySchedulingGatedCondition), which is where ``kubectl get pods`` reads its STATUS
+  ``SchedulingGated`` from. The scheduler leaves it there while gates remain; once the pod runs, the
+  simulated kubelet (:func:`kueue_es.sim.controllers.running_status`) replaces the conditions.
+
+Pure functions over plain dicts: the caller (:meth:`kueue_es.sim.store.ObjectStore.create`) gives the time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from kueue_es.events import quantities
+from kueue_es.services.kube import resources
+
+#: The PodScheduled reason while a pod has scheduling gates (k8s.io/api core/v1 PodReasonSchedulingGated).
+SCHEDULING_GATED_REASON = "SchedulingGated"
+#: The message kube-apiserver writes with it (pod strategy applySchedulingGatedCondition).
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+#: The resources a pod's QoS class is computed from (qos.go isSupportedQoSComputeResource).
+_QOS_RESOURCES = ("cpu", "memory")
+
+
+def prepare_for_create(ref: resources.ResourceRef, obj: dict[str, Any], *, now: str) -> None:
+    """Write into ``obj``, about to be stored as a new object of kind ``ref``, what the kind's create strategy
+    adds (see the module docstring); other kinds are left as they are. ``obj`` has its name and UID already;
+    ``now`` is the RFC 3339 time of the create (a condition's ``lastTransitionTime``)."""
+    if ref == resources.PODS:
+        obj["status"] = pending_status(obj.get("spec") or {}, now=now)
+
+
+def pending_status(spec: Mapping[str, Any], *, now: str) -> dict[str, Any]:
+    """The status of a Pod of ``spec`` just created: phase Pending, its QoS class and, when the spec has
+    scheduling gates, PodScheduled False ``SchedulingGated`` (Kubernetes pod strategy PrepareForCreate)."""
+    status: dict[str, Any] = {"phase": "Pending", "qosClass": pod_qos_class(spec)}
+    if spec.get("schedulingGates"):
+        status["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "lastProbeTime": None,  # metav1.Time's zero value, which the API server writes as null
+                "lastTransitionTime": now,
+                "reason": SCHEDULING_GATED_REASON,
+                "message": SCHEDULING_GATED_MESSAGE,
+            }
+        ]
+    return status
+
+
+def pod_qos_class(spec: Mapping[str, Any]) -> str:
+    """``BestEffort``, ``Burstable`` or ``Guaranteed``: the QoS class of a pod of ``spec`` (Kubernetes
+    pkg/apis/core/helper/qos/qos.go ComputePodQOS).
+
+    Only cpu and memory count, and only amounts above zero. Without any request or limit: BestEffort.
+    Guaranteed when every container (init containers too) limits both cpu and memory and the summed
+    requests equal the summed limits; otherwise Burstable. A request left out counts as its limit, as the
+    API server defaults it so. Pod-level ``spec.resources``, when given, stand for the containers'. A
+    quantity that does not parse is skipped here: validation then refuses the pod, naming the field."""
+    pod_level = spec.get("resources")
+    if isinstance(pod_level, Mapping) and (pod_level.get("requests") or pod_level.get("limits")):
+        sources: list[Any] = [pod_level]
+    else:
+        sources = [
+            container.get("resources")
+            for group in ("containers", "initContainers")
+            for container in _list(spec.get(group))
+            if isinstance(container, Mapping)
+        ]
+    requests: dict[str, Decimal] = {}
+    limits: dict[str, Decimal] = {}
+    guaranteed = True
+    for source in sources:
+        own = source if isinstance(source, Mapping) else {}
+        own_limits = _positive_amounts(own.get("limits"))
+        own_requests = _positive_amounts({**_mapping(own.get("limits")), **_mapping(own.get("requests"))})
+        for total, amounts in ((requests, own_requests), (limits, own_limits)):
+            for name, amount in amounts.items():
+                total[name] = total.get(name, Decimal(0)) + amount
+        guaranteed = guaranteed and set(_QOS_RESOURCES) <= set(own_limits)
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed and requests == limits:
+        return "Guaranteed"
+    return "Burstable"
+
+
+def _positive_amounts(values: Any) -> dict[str, Decimal]:
+    """The cpu and memory amounts above zero of a resource list; unparseable quantities left out."""
+    amounts = {}
+    for name, value in _mapping(values).items():
+        if name not in _QOS_RESOURCES or isinstance(value, bool) or not isinstance(value, str | int | float):
+            continue
+        try:
+            amount = quantities.parse_decimal(value)
+        except (quantities.QuantityError, ValueError, ArithmeticError):
+            continue
+        if amount > 0:
+            amounts[name] = amount
+    return amounts
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
