@@ -14,6 +14,7 @@ and what they all share in :mod:`kueue_es.jobframework.workloads`.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,13 @@ MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-completions-equal-parallelism"
 _GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")  # what Go's strconv.ParseBool reads as true
 JOB_API = "batch/v1"
+#: The pod template labels kube-apiserver gives a Job (batch job strategy.go generateSelector) and its Job
+#: controller puts on the pods: the name and the UID, each in its legacy and its ``batch.kubernetes.io/`` form.
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+LEGACY_JOB_NAME_LABEL = "job-name"
+LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
+JOB_CONTROLLER_LABELS = (LEGACY_JOB_NAME_LABEL, LEGACY_CONTROLLER_UID_LABEL, JOB_NAME_LABEL, CONTROLLER_UID_LABEL)
 
 
 def workload_name_for_job(job_name: str, job_uid: str) -> str:
@@ -33,6 +41,24 @@ def workload_name_for_job(job_name: str, job_uid: str) -> str:
     Kueue job_controller.go GetWorkloadNameForJob (workloads.workload_name).
     """
     return workloads.workload_name(owner_name=job_name, owner_uid=job_uid, kind="Job", group="batch")
+
+
+def workload_template(template: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a Job's pod ``template`` as Kueue's Workload carries it in ``spec.podSets[].template``: without
+    the labels the Job controller manages (:data:`JOB_CONTROLLER_LABELS`) but ``batch.kubernetes.io/job-name``,
+    as they are the Job's own and no pod set's (Kueue jobs/job/job_controller.go cleanLabels, in PodSets).
+    A ``labels`` map left empty goes too, as Go's JSON leaves an empty map out."""
+    out = copy.deepcopy(dict(template))
+    metadata = out.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    if not isinstance(metadata, dict) or not isinstance(labels, dict):
+        return out
+    kept = {k: v for k, v in labels.items() if k == JOB_NAME_LABEL or k not in JOB_CONTROLLER_LABELS}
+    if kept:
+        metadata["labels"] = kept
+    else:
+        del metadata["labels"]
+    return out
 
 
 def job_facts(

@@ -35,7 +35,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from kueue_es.events import manifests, models, types
-from kueue_es.jobframework import workloads
+from kueue_es.jobframework import jobs, workloads
 
 Path = tuple[str | int, ...]
 """Where a field is in an object: map keys and list indexes from the object's root."""
@@ -301,10 +301,15 @@ def job_pod_templates(api_version: str, kind: str, job: Mapping[str, Any]) -> di
     """The pod templates (PodTemplateSpec dicts: ``metadata`` and ``spec``, containers, images, env and all) of
     ``job``, an object of ``api_version``/``kind``, by pod set name, as Kueue's Workload carries them in
     ``spec.podSets[].template`` (jobframework ConstructWorkload: each pod set's template is the job's): a
-    batch/v1 Job's ``main``, an integration's pod sets (its ``workload_template`` when Kueue builds one).
+    batch/v1 Job's ``main`` without the Job controller's labels (:func:`kueue_es.jobframework.jobs.
+    workload_template`), an integration's pod sets (its ``workload_template`` when Kueue builds one).
     Empty for any other kind. Raises ManifestError (a job its integration cannot read) or KeyError."""
     if (api_version, kind) == ("batch/v1", "Job"):
-        return {"main": job["spec"]["template"]}
+        template = job["spec"]["template"]
+        if not isinstance(template, Mapping):
+            ref = workloads.job_ref(job, kind=kind, api_version=api_version)
+            raise ref.error(field="spec.template", problem="must be a mapping")
+        return {"main": jobs.workload_template(template)}
     integration = by_kind(kind)
     if integration is None or integration.api_version != api_version:
         return {}

@@ -23,8 +23,8 @@ apply: see ``_server_side_apply``), DELETE (with DeleteOptions' ``propagationPol
 Foreground deletes them before the object, which waits with ``foregroundDeletion``; the garbage collector's
 part is :mod:`.garbage`, played by the store within the request); the
 ``status`` subresource (held to Kueue's status schemas for Kueue's kinds);
-what kube-apiserver's create strategy writes into a new Pod (its Pending status, QoS class and
-``SchedulingGated`` condition), :mod:`.strategies`;
+what kube-apiserver's create strategies write into a new Pod (its Pending status, QoS class and
+``SchedulingGated`` condition) or Job (its generated selector and labels), :mod:`.strategies`;
 ``dryRun=All`` (nothing stored, no watch event);
 ``fieldValidation`` (see ``validate_object``); Tables for ``kubectl get``
 (``tables.py``); ``labelSelector``, ``fieldSelector``; watch with

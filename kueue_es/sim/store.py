@@ -17,7 +17,7 @@ Semantics, as a real API server has them:
   defaults (Job: parallelism, completions, suspend, ...; Namespace: phase), as
   replaces and patches do too (a PUT without ``suspend`` gets the default, false);
   after the create hooks, what the kind's create strategy writes (:mod:`.strategies`: a Pod's
-  Pending status, QoS class and SchedulingGated condition);
+  Pending status, QoS class and SchedulingGated condition, a Job's generated selector and labels);
 * updates keep name/namespace/uid/creationTimestamp, bump ``generation`` when
   anything outside metadata (and status, for kinds with the subresource)
   changes, check a given ``metadata.resourceVersion`` (409 on mismatch), and

@@ -1,6 +1,6 @@
-"""What kube-apiserver's registry strategies write into an object as it is created (PrepareForCreate).
+"""What kube-apiserver's registry strategies write into a Pod or a Job as it is created (PrepareForCreate).
 
-Why this module exists: users run the real kubectl against the emulated API server, so a Pod must
+Why this module exists: users run the real kubectl against the emulated API server, so a Pod or a Job must
 read back as a real cluster stores it, and part of that is written neither by defaulting
 (:func:`kueue_es.sim.store.apply_defaults`) nor by a controller but by the API server's create strategy,
 after the mutating webhooks (Kueue's scheduling gates) and before validation:
@@ -10,7 +10,11 @@ after the mutating webhooks (Kueue's scheduling gates) and before validation:
   ``kueue.x-k8s.io/admission`` and ``kueue.x-k8s.io/topology``), the condition PodScheduled False with reason
   ``SchedulingGated`` (applySchedulingGatedCondition), which is where ``kubectl get pods`` reads its STATUS
   ``SchedulingGated`` from. The scheduler leaves it there while gates remain; once the pod runs, the
-  simulated kubelet (:func:`kueue_es.sim.controllers.running_status`) replaces the conditions.
+  simulated kubelet (:func:`kueue_es.sim.controllers.running_status`) replaces the conditions;
+* a Job (pkg/registry/batch/job/strategy.go generateSelector, unless ``spec.manualSelector`` is true): the
+  template labels ``controller-uid``, ``batch.kubernetes.io/controller-uid`` (the Job's UID), ``job-name``,
+  ``batch.kubernetes.io/job-name`` (its name), each unless the template has it, and ``spec.selector``
+  matching ``batch.kubernetes.io/controller-uid``.
 
 Pure functions over plain dicts: the caller (:meth:`kueue_es.sim.store.ObjectStore.create`) gives the time.
 """
@@ -22,6 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from kueue_es.events import quantities
+from kueue_es.jobframework import jobs
 from kueue_es.services.kube import resources
 
 #: The PodScheduled reason while a pod has scheduling gates (k8s.io/api core/v1 PodReasonSchedulingGated).
@@ -38,6 +43,8 @@ def prepare_for_create(ref: resources.ResourceRef, obj: dict[str, Any], *, now: 
     ``now`` is the RFC 3339 time of the create (a condition's ``lastTransitionTime``)."""
     if ref == resources.PODS:
         obj["status"] = pending_status(obj.get("spec") or {}, now=now)
+    elif ref == resources.JOBS:
+        generate_job_selector(obj)
 
 
 def pending_status(spec: Mapping[str, Any], *, now: str) -> dict[str, Any]:
@@ -93,6 +100,39 @@ def pod_qos_class(spec: Mapping[str, Any]) -> str:
     if guaranteed and requests == limits:
         return "Guaranteed"
     return "Burstable"
+
+
+def generate_job_selector(job: dict[str, Any]) -> None:
+    """Give ``job`` (a batch/v1 Job with its name and UID) the selector and the pod template labels the API
+    server generates for it unless ``spec.manualSelector`` is true (Kubernetes batch job strategy.go
+    generateSelector): the template labels of :data:`kueue_es.jobframework.jobs.JOB_CONTROLLER_LABELS` the
+    template lacks, and ``batch.kubernetes.io/controller-uid`` in ``spec.selector.matchLabels`` unless there.
+    A selector or label the user set is kept (a wrong one is validation's to refuse)."""
+    spec = job.setdefault("spec", {})
+    if spec.get("manualSelector") is True:
+        return
+    metadata = job["metadata"]
+    name, uid = str(metadata.get("name") or ""), str(metadata.get("uid") or "")
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        template = spec["template"] = {}
+    template_meta = template.get("metadata")
+    if not isinstance(template_meta, dict):
+        template_meta = template["metadata"] = {}
+    labels = template_meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = template_meta["labels"] = {}
+    for key in (jobs.LEGACY_JOB_NAME_LABEL, jobs.JOB_NAME_LABEL):
+        labels.setdefault(key, name)
+    for key in (jobs.LEGACY_CONTROLLER_UID_LABEL, jobs.CONTROLLER_UID_LABEL):
+        labels.setdefault(key, uid)
+    selector = spec.get("selector")
+    if not isinstance(selector, dict):
+        selector = spec["selector"] = {}
+    match_labels = selector.get("matchLabels")
+    if not isinstance(match_labels, dict):
+        match_labels = selector["matchLabels"] = {}
+    match_labels.setdefault(jobs.CONTROLLER_UID_LABEL, uid)
 
 
 def _positive_amounts(values: Any) -> dict[str, Decimal]:

@@ -183,10 +183,21 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
             "blockOwnerDeletion": True,
         }
     ]
-    # Kueue's Workload carries the Job's whole pod template (containers, images, restartPolicy, ...)
+    # Kueue's Workload carries the Job's whole pod template (containers, images, restartPolicy, ...) but the
+    # labels the API server gave it for the Job controller: of those only batch.kubernetes.io/job-name (cleanLabels)
     assert job_a["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    assert set(job_a["spec"]["template"]["metadata"]["labels"]) == {
+        "batch.kubernetes.io/controller-uid",
+        "batch.kubernetes.io/job-name",
+        "controller-uid",
+        "job-name",
+    }
+    workload_template = {
+        "metadata": {"labels": {"batch.kubernetes.io/job-name": "a"}},
+        "spec": job_a["spec"]["template"]["spec"],
+    }
     assert workload_a["spec"] == {
-        "podSets": [{"name": "main", "count": 3, "template": job_a["spec"]["template"]}],
+        "podSets": [{"name": "main", "count": 3, "template": workload_template}],
         "queueName": "user-queue",
         "priority": 0,
         "active": True,

@@ -152,8 +152,9 @@ async def test_replacing_a_custom_resource_needs_its_resource_version(api: k8s_c
     body["metadata"]["labels"] = {"a": "b"}
     replaced = await client.replace_object(api, resources.LOCAL_QUEUES, namespace="default", name="lq", body=body)
     assert replaced["metadata"]["labels"] == {"a": "b"}
-    await client.create_object(api, resources.JOBS, namespace="default", body=job())
-    unconditional = {**job(), "metadata": {"name": "j", "labels": {"put": "yes"}}}
+    created = await client.create_object(api, resources.JOBS, namespace="default", body=job())
+    # the spec as stored: the selector the API server generated is immutable, as on a real one
+    unconditional = {**job(), "metadata": {"name": "j", "labels": {"put": "yes"}}, "spec": created["spec"]}
     stored = await client.replace_object(api, resources.JOBS, namespace="default", name="j", body=unconditional)
     assert stored["metadata"]["labels"] == {"put": "yes"}
 

@@ -1,8 +1,10 @@
-"""Pods as a real API server stores them on create, read back with the real kubectl.
+"""Pods and Jobs as a real API server stores them on create, read back with the real kubectl.
 
-kube-apiserver's create strategy writes what no request sends: a Pod's ``status`` (phase Pending, its QoS
+kube-apiserver's create strategies write what no request sends: a Pod's ``status`` (phase Pending, its QoS
 class, and PodScheduled False ``SchedulingGated`` while it has scheduling gates, which ``kubectl get pods``
-prints as its STATUS). The emulator must match, as users run kubectl against it.
+prints as its STATUS), and a Job's ``spec.selector`` with the ``controller-uid`` / ``job-name`` labels on its
+pod template (which ``kubectl get jobs -o wide`` prints as SELECTOR). Kueue's Workload keeps only
+``batch.kubernetes.io/job-name`` of those. The emulator must match, as users run kubectl against it.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_es.jobframework import integrations
 from kueue_es.services.kube import client, resources
 from kueue_es.services.runtime import cancel_and_wait
 from kueue_es.sim import emulator, strategies
 from kueue_es.sim.controllers import SimulatedControllers
-from tests.kube.test_kubectl import Kubectl, table
+from tests.kube.test_kubectl import SAMPLE_JOB, SETUP, Kubectl, table
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -146,3 +149,77 @@ def test_pod_level_resources_stand_for_the_containers() -> None:
     assert strategies.pod_qos_class(spec) == "Guaranteed"
     spec["resources"] = {"requests": {"cpu": "1"}}
     assert strategies.pod_qos_class(spec) == "Burstable"
+
+
+async def test_a_created_job_gets_its_generated_selector_and_template_labels(kubectl: Kubectl) -> None:
+    """`kubectl create -f sample-job.yaml`: the Job's pod template carries the job-name and controller-uid labels
+    in both their forms and its selector matches batch.kubernetes.io/controller-uid, as kube-apiserver
+    generates them; `kubectl get jobs -o wide` prints its containers, images and that selector. A Job with
+    manualSelector keeps its own selector and gets no labels."""
+    name = (await kubectl.ok("create", "-f", str(SAMPLE_JOB))).split()[0].removeprefix("job.batch/")
+    job = json.loads(await kubectl.ok("get", "job", name, "-o", "json"))
+    uid = job["metadata"]["uid"]
+    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert job["spec"]["template"]["metadata"]["labels"] == {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+        "controller-uid": uid,
+        "job-name": name,
+    }
+    rows = table(await kubectl.ok("get", "jobs", "-o", "wide"))
+    assert rows[0] == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+    assert rows[1][0] == name and rows[1][-3:] == [
+        "dummy-job",
+        "registry.k8s.io/e2e-test-images/agnhost:2.53",
+        f"batch.kubernetes.io/controller-uid={uid}",
+    ]
+    manual = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "manual"},
+        "spec": {
+            "manualSelector": True,
+            "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["y", "x"]}]},
+            "template": {
+                "metadata": {"labels": {"app": "x"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    await kubectl.ok("create", "-f", "-", stdin=json.dumps(manual))
+    stored = json.loads(await kubectl.ok("get", "job", "manual", "-o", "jsonpath={.spec}"))
+    assert stored["template"]["metadata"]["labels"] == {"app": "x"}
+    assert stored["selector"] == manual["spec"]["selector"]
+
+
+async def test_kueues_workload_template_keeps_only_the_job_name_label(api: k8s_client.ApiClient) -> None:
+    """The Workload's pod template is the Job's without the labels the Job controller manages but
+    batch.kubernetes.io/job-name (Kueue job_controller.go cleanLabels); the Job's own template labels stay."""
+    body = {
+        "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"team": "a"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+            }
+        },
+    }
+    job = await client.create_object(api, resources.JOBS, namespace="default", body=body)
+    template = integrations.job_pod_templates("batch/v1", "Job", job)["main"]
+    assert template["metadata"] == {"labels": {"team": "a", "batch.kubernetes.io/job-name": "j"}}
+    assert template["spec"] == job["spec"]["template"]["spec"]
+    assert "controller-uid" in job["spec"]["template"]["metadata"]["labels"]  # the Job's template is not changed
+
+
+async def test_applying_a_job_again_server_side_keeps_the_generated_selector(kubectl: Kubectl) -> None:
+    """The selector and labels the API server generated belong to no field manager: applying the same Job again
+    (client- or server-side) leaves them, and nothing is refused as a change of the immutable selector."""
+    await kubectl.ok("apply", "-f", str(SETUP))
+    job_file = SAMPLE_JOB.read_text().replace("generateName: sample-job-", "name: sample-job")
+    await kubectl.ok("apply", "--server-side", "-f", "-", stdin=job_file)
+    before = json.loads(await kubectl.ok("get", "job", "sample-job", "-o", "jsonpath={.spec.selector}"))
+    out = await kubectl.ok("apply", "--server-side", "-f", "-", stdin=job_file)
+    assert out.strip() == "job.batch/sample-job serverside-applied"
+    after = json.loads(await kubectl.ok("get", "job", "sample-job", "-o", "json"))
+    assert after["spec"]["selector"] == before
+    assert after["spec"]["template"]["metadata"]["labels"]["job-name"] == "sample-job"
