@@ -130,6 +130,42 @@ def parse_field_selector(text: str | None) -> FieldSelector:
     return FieldSelector(requirements=tuple(requirements))
 
 
+#: How a LabelSelector's matchExpressions operators print (apimachinery labels.Requirement.String).
+_EXPRESSION_FORMATS = {"In": "{key} in ({values})", "NotIn": "{key} notin ({values})"}
+
+
+def format_label_selector(selector: Any) -> str:
+    """A ``metav1.LabelSelector`` (``matchLabels``, ``matchExpressions``) as kubectl's wide columns print it
+    (apimachinery metav1.FormatLabelSelector): its terms sorted by key, ``key=value``, ``key in (a,b)``, ``key
+    notin (a,b)``, ``key`` (Exists), ``!key`` (DoesNotExist), comma-separated; ``<none>`` for no selector or an
+    empty one, ``<error>`` for one that cannot be read (an unknown operator, In without values, ...)."""
+    if not isinstance(selector, Mapping):
+        return "<none>"
+    match_labels, expressions = selector.get("matchLabels") or {}, selector.get("matchExpressions") or []
+    if not isinstance(match_labels, Mapping) or not isinstance(expressions, list):
+        return "<error>"
+    terms = [(str(key), f"{key}={value}") for key, value in match_labels.items()]
+    for expression in expressions:
+        term = _expression_term(expression)
+        if term is None:
+            return "<error>"
+        terms.append(term)
+    return ",".join(text for _, text in sorted(terms, key=lambda term: term[0])) or "<none>"
+
+
+def _expression_term(expression: Any) -> tuple[str, str] | None:
+    """(key, printed term) of one ``matchExpressions`` entry; None when LabelSelectorAsSelector refuses it."""
+    if not isinstance(expression, Mapping):
+        return None
+    key, operator, values = str(expression.get("key") or ""), expression.get("operator"), expression.get("values")
+    values = values if isinstance(values, list) else []
+    if operator in _EXPRESSION_FORMATS and values:
+        return key, _EXPRESSION_FORMATS[operator].format(key=key, values=",".join(sorted(str(v) for v in values)))
+    if operator in ("Exists", "DoesNotExist") and not values:
+        return key, key if operator == "Exists" else f"!{key}"
+    return None
+
+
 def _parse_label_term(term: str) -> LabelRequirement:
     if match := _NOT_EXISTS.match(term):
         return LabelRequirement(key=match.group(1), operator="!exists")

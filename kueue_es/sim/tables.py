@@ -8,7 +8,8 @@ emulator does the same: the kueue.x-k8s.io kinds from the columns of
 :mod:`kueue_es.crds` (Kueue's own columns), the kinds of CRDs applied to it from their
 ``additionalPrinterColumns`` (``printer_columns``), the built-in kinds it serves (Pod,
 Node, Namespace, Event, Job, CronJob, PriorityClass, Lease, ConfigMap, CustomResourceDefinition,
-PodTemplate, Deployment, ReplicaSet, StatefulSet) with the columns kubectl users know, the
+PodTemplate, Deployment, ReplicaSet, StatefulSet) with the columns of kube-apiserver's printers
+(Kubernetes pkg/printers/internalversion/printers.go, ``-o wide`` ones included), the
 custom kinds it serves without their CRD (JobSet, ProvisioningRequest) with that CRD's columns
 (:data:`SERVED_KIND_COLUMNS`), anything else as NAME and AGE.
 
@@ -29,6 +30,7 @@ from jsonpath_ng.ext import parse as parse_jsonpath
 
 from kueue_es import crds
 from kueue_es.services.kube import resources
+from kueue_es.sim import selectors
 
 TABLE_MEDIA = "as=Table"
 
@@ -391,24 +393,34 @@ def _event_printer() -> tuple[list[dict[str, Any]], _Row]:
     return columns, row
 
 
-def _job_template_columns() -> list[dict[str, Any]]:
-    """The wide columns (``-o wide``) kubectl prints for a Job and for a CronJob's job template."""
-    return [
+def _template_columns(*, selector: str | None) -> list[dict[str, Any]]:
+    """The wide columns (``-o wide``) kubectl prints for a kind with a pod template (printers.go): CONTAINERS and
+    IMAGES, then SELECTOR with the description ``selector`` (a StatefulSet has none: None)."""
+    columns = [
         _column("Containers", description="Names of each container in the template.", priority=1),
         _column("Images", description="Images referenced by each container in the template.", priority=1),
-        _column("Selector", description="Label selector of the job's pods.", priority=1),
     ]
+    if selector is not None:
+        columns.append(_column("Selector", description=selector, priority=1))
+    return columns
 
 
-def _job_template_cells(job_spec: Mapping[str, Any]) -> list[Cell]:
-    """The cells of :func:`_job_template_columns` for a Job's spec (or a CronJob's ``jobTemplate.spec``)."""
-    containers = ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or []
-    selector = (job_spec.get("selector") or {}).get("matchLabels") or {}
-    return [
+def _template_cells(spec: Mapping[str, Any], *, selector: bool = True) -> list[Cell]:
+    """The cells of :func:`_template_columns` for an object's ``spec`` (a CronJob's ``jobTemplate.spec``): its
+    template's container names and images, comma-separated (layoutContainerCells), and its ``selector`` as
+    metav1.FormatLabelSelector prints it."""
+    containers = [c for c in ((spec.get("template") or {}).get("spec") or {}).get("containers") or [] if c]
+    cells: list[Cell] = [
         ",".join(str(c.get("name", "")) for c in containers),
         ",".join(str(c.get("image", "")) for c in containers),
-        ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
     ]
+    if selector:
+        cells.append(selectors.format_label_selector(spec.get("selector")))
+    return cells
+
+
+_JOB_SELECTOR = "Label selector of the job's pods."
+_PODS_SELECTOR = "Label selector for pods."
 
 
 def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
@@ -418,7 +430,7 @@ def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
         _column("Completions", description="The completion status of the job."),
         _column("Duration", description="Time required to complete the job."),
         _column("Age"),
-        *_job_template_columns(),
+        *_template_columns(selector=_JOB_SELECTOR),
     ]
 
     def row(job: dict[str, Any], now: datetime.datetime) -> list[Cell]:
@@ -436,11 +448,11 @@ def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
             state = "Running"
         completions = spec.get("completions")
         succeeded = int(status.get("succeeded") or 0)
-        done = (
-            f"{succeeded}/{completions}"
-            if completions is not None
-            else f"{succeeded}/1 of {spec.get('parallelism', 1)}"
-        )
+        parallelism = int(spec.get("parallelism") or 0)
+        if completions is not None:
+            done = f"{succeeded}/{completions}"
+        else:  # a work queue: one success completes it ("of N" only when several pods run at once)
+            done = f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
         start, end = status.get("startTime"), status.get("completionTime")
         duration = None
         if start:
@@ -448,7 +460,7 @@ def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
             duration = human_duration(
                 (finish - datetime.datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
             )
-        return [_name(job), state, done, duration, age(_created(job), now), *_job_template_cells(spec)]
+        return [_name(job), state, done, duration, age(_created(job), now), *_template_cells(spec)]
 
     return columns, row
 
@@ -462,7 +474,7 @@ def _cron_job_printer() -> tuple[list[dict[str, Any]], _Row]:
         _column("Active", "integer", "A list of pointers to currently running jobs."),
         _column("Last Schedule", description="Information when was the last time the job was successfully scheduled."),
         _column("Age"),
-        *_job_template_columns(),
+        *_template_columns(selector=_JOB_SELECTOR),
     ]
 
     def row(cron_job: dict[str, Any], now: datetime.datetime) -> list[Cell]:
@@ -476,7 +488,7 @@ def _cron_job_printer() -> tuple[list[dict[str, Any]], _Row]:
             len(status.get("active") or []),
             age(status.get("lastScheduleTime"), now) or "<none>",
             age(_created(cron_job), now),
-            *_job_template_cells((spec.get("jobTemplate") or {}).get("spec") or {}),
+            *_template_cells((spec.get("jobTemplate") or {}).get("spec") or {}),
         ]
 
     return columns, row
@@ -529,6 +541,7 @@ def _deployment_printer() -> tuple[list[dict[str, Any]], _Row]:
         _column("Up-to-date", "integer", "Total number of non-terminated pods targeted by this deployment"),
         _column("Available", "integer", "Total number of available pods targeted by this deployment."),
         _column("Age"),
+        *_template_columns(selector=_PODS_SELECTOR),
     ]
 
     def row(deployment: dict[str, Any], now: datetime.datetime) -> list[Cell]:
@@ -536,7 +549,7 @@ def _deployment_printer() -> tuple[list[dict[str, Any]], _Row]:
         desired = spec.get("replicas", 1)
         ready = f"{status.get('readyReplicas', 0)}/{desired}"
         updated, available = status.get("updatedReplicas", 0), status.get("availableReplicas", 0)
-        return [_name(deployment), ready, updated, available, age(_created(deployment), now)]
+        return [_name(deployment), ready, updated, available, age(_created(deployment), now), *_template_cells(spec)]
 
     return columns, row
 
@@ -548,6 +561,7 @@ def _replica_set_printer() -> tuple[list[dict[str, Any]], _Row]:
         _column("Current", "integer", "Number of actual replicas"),
         _column("Ready", "integer", "Number of ready replicas"),
         _column("Age"),
+        *_template_columns(selector=_PODS_SELECTOR),
     ]
 
     def row(rs: dict[str, Any], now: datetime.datetime) -> list[Cell]:
@@ -558,18 +572,24 @@ def _replica_set_printer() -> tuple[list[dict[str, Any]], _Row]:
             status.get("replicas", 0),
             status.get("readyReplicas", 0),
             age(_created(rs), now),
+            *_template_cells(spec),
         ]
 
     return columns, row
 
 
 def _stateful_set_printer() -> tuple[list[dict[str, Any]], _Row]:
-    columns = [_NAME, _column("Ready", description="Number of the pod with ready state"), _column("Age")]
+    columns = [
+        _NAME,
+        _column("Ready", description="Number of the pod with ready state"),
+        _column("Age"),
+        *_template_columns(selector=None),
+    ]
 
     def row(sts: dict[str, Any], now: datetime.datetime) -> list[Cell]:
         spec, status = sts.get("spec") or {}, sts.get("status") or {}
         ready = f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}"
-        return [_name(sts), ready, age(_created(sts), now)]
+        return [_name(sts), ready, age(_created(sts), now), *_template_cells(spec, selector=False)]
 
     return columns, row
 

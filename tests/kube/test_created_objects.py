@@ -190,6 +190,7 @@ async def test_a_created_job_gets_its_generated_selector_and_template_labels(kub
     stored = json.loads(await kubectl.ok("get", "job", "manual", "-o", "jsonpath={.spec}"))
     assert stored["template"]["metadata"]["labels"] == {"app": "x"}
     assert stored["selector"] == manual["spec"]["selector"]
+    assert table(await kubectl.ok("get", "job", "manual", "-o", "wide"))[1][-1] == "app in (x,y)"
 
 
 async def test_kueues_workload_template_keeps_only_the_job_name_label(api: k8s_client.ApiClient) -> None:
@@ -209,6 +210,46 @@ async def test_kueues_workload_template_keeps_only_the_job_name_label(api: k8s_c
     assert template["metadata"] == {"labels": {"team": "a", "batch.kubernetes.io/job-name": "j"}}
     assert template["spec"] == job["spec"]["template"]["spec"]
     assert "controller-uid" in job["spec"]["template"]["metadata"]["labels"]  # the Job's template is not changed
+
+
+async def test_deployment_replica_set_and_statefulset_print_their_wide_columns(kubectl: Kubectl) -> None:
+    """`kubectl get deploy,rs,sts -o wide` prints CONTAINERS and IMAGES, and SELECTOR but for a StatefulSet, as
+    kube-apiserver's printers do; before, the emulator sent none of them."""
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}, {"name": "side", "image": "busybox"}]},
+    }
+    spec = {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}, "template": template}
+    for kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        body = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "web"}, "spec": spec}
+        await kubectl.ok("create", "-f", "-", stdin=json.dumps(body))
+    deploy = table(await kubectl.ok("get", "deploy", "-o", "wide"))
+    assert deploy[0][-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+    assert deploy[1][-3:] == ["nginx,side", "nginx:1.27,busybox", "app=web"]
+    rs = table(await kubectl.ok("get", "rs", "-o", "wide"))
+    assert rs[0] == ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+    assert rs[1][-3:] == ["nginx,side", "nginx:1.27,busybox", "app=web"]
+    sts = table(await kubectl.ok("get", "sts", "-o", "wide"))
+    assert sts[0] == ["NAME", "READY", "AGE", "CONTAINERS", "IMAGES"]
+    assert sts[1][0] == "web" and sts[1][-2:] == ["nginx,side", "nginx:1.27,busybox"]
+
+
+async def test_a_work_queue_job_prints_its_completions_as_kubectl_does(kubectl: Kubectl) -> None:
+    """A Job without completions (a work queue) prints 0/1 with one pod at a time and 0/1 of N with N."""
+    for name, parallelism in (("one", 1), ("three", 3)):
+        body = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {
+                "parallelism": parallelism,
+                "suspend": True,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}},
+            },
+        }
+        await kubectl.ok("create", "-f", "-", stdin=json.dumps(body))
+    rows = table(await kubectl.ok("get", "jobs"))
+    assert [row[:3] for row in rows[1:]] == [["one", "Suspended", "0/1"], ["three", "Suspended", "0/1 of 3"]]
 
 
 async def test_applying_a_job_again_server_side_keeps_the_generated_selector(kubectl: Kubectl) -> None:

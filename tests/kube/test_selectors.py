@@ -72,3 +72,31 @@ def test_field_selector_forms(selector: str, want_match: bool) -> None:
     """Field selectors compare dotted paths as strings; a missing field is the empty string."""
     obj = {"metadata": {"name": "j1", "namespace": "default"}, "spec": {"suspend": True}}
     assert selectors.parse_field_selector(selector).matches(obj) is want_match
+
+
+@pytest.mark.parametrize(
+    ("selector", "want"),
+    [
+        pytest.param(None, "<none>", id="no selector"),
+        pytest.param({}, "<none>", id="an empty one selects everything, printed as none"),
+        pytest.param({"matchLabels": {"b": "2", "a": "1"}}, "a=1,b=2", id="match labels by key"),
+        pytest.param(
+            {
+                "matchLabels": {"tier": "front"},
+                "matchExpressions": [
+                    {"key": "app", "operator": "In", "values": ["web", "db"]},
+                    {"key": "zone", "operator": "NotIn", "values": ["b"]},
+                    {"key": "gpu", "operator": "Exists"},
+                    {"key": "spot", "operator": "DoesNotExist"},
+                ],
+            },
+            "app in (db,web),gpu,!spot,tier=front,zone notin (b)",
+            id="expressions and labels sorted by key, values sorted",
+        ),
+        pytest.param({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}, "<error>", id="In without values"),
+        pytest.param({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}, "<error>", id="an unknown operator"),
+    ],
+)  # fmt: skip
+def test_a_label_selector_prints_as_kubectls_wide_columns_show_it(selector: object, want: str) -> None:
+    """metav1.FormatLabelSelector: the terms of a LabelSelector sorted by key, in the selector grammar."""
+    assert selectors.format_label_selector(selector) == want
