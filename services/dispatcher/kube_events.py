@@ -78,8 +78,18 @@ def for_decision(
             message = f"Quota reserved in ClusterQueue {cq}, wait time since queued was {wait:.0f}s"
             return [KubeEvent(workload=ref, type="Normal", reason="QuotaReserved", message=message, at_ms=at)]
         case types.WorkloadAdmitted(workload=ref, cluster_queue=cq, at_ms=at):
-            message = f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s"
-            admitted = KubeEvent(workload=ref, type="Normal", reason="Admitted", message=message, at_ms=at)
+            reserved_at = record.admission.at_ms if record is not None and record.admission is not None else at
+            if not reserved and reserved_at < at:
+                # admitted after its reservation (its admission checks Ready): Kueue's workload controller
+                # records it, with the wait since the reservation (workload_controller.go Reconcile)
+                wait = f"{(at - reserved_at) / 1000:.0f}s"
+                component = WORKLOAD_CONTROLLER_COMPONENT
+            else:  # reserved and admitted in one step: the scheduler's (scheduler.go admit)
+                wait, component = "0s", ""
+            message = f"Admitted by ClusterQueue {cq}, wait time since reservation was {wait}"
+            admitted = KubeEvent(
+                workload=ref, type="Normal", reason="Admitted", message=message, at_ms=at, component=component
+            )
             if reserved and event.pod_set_assignments:
                 return [*for_decision(state, types.reservation_of(event), record), admitted]
             return [admitted]
@@ -92,7 +102,12 @@ def for_decision(
         case types.EvictionRequested(workload=ref, reason=reason, message=message, at_ms=at):
             out = [
                 KubeEvent(
-                    workload=ref, type="Normal", reason=f"EvictedDueTo{reason}", message=truncate(message), at_ms=at
+                    workload=ref,
+                    type="Normal",
+                    reason=f"EvictedDueTo{reason}",
+                    message=truncate(message),
+                    at_ms=at,
+                    component=eviction_component(reason),
                 )
             ]
             if reason == "Preempted" and event.preemptor is not None:
@@ -105,7 +120,14 @@ def for_decision(
             if evicted is not None and evicted.status and evicted.reason == "Deactivated" and evicted.since_ms == at:
                 message = status.DEACTIVATED_MESSAGE
                 return [
-                    KubeEvent(workload=ref, type="Normal", reason="EvictedDueToDeactivated", message=message, at_ms=at)
+                    KubeEvent(
+                        workload=ref,
+                        type="Normal",
+                        reason="EvictedDueToDeactivated",
+                        message=message,
+                        at_ms=at,
+                        component=WORKLOAD_CONTROLLER_COMPONENT,
+                    )
                 ]
     return []
 
@@ -526,6 +548,26 @@ def _preemption(state: ClusterState, event: types.EvictionRequested) -> list[Kub
             at_ms=event.at_ms,
         ),
     ]
+
+
+WORKLOAD_CONTROLLER_COMPONENT = "kueue-workload-controller"
+"""Kueue's workload controller's recorder (constants.WorkloadControllerName): the evictions it makes
+(:func:`eviction_component`) and an admission its checks completed."""
+
+_WORKLOAD_CONTROLLER_EVICTIONS = frozenset(
+    {"Deactivated", "AdmissionCheck", "PodsReadyTimeout", "LocalQueueStopped", "ClusterQueueStopped"}
+)
+
+
+def eviction_component(reason: str) -> str:
+    """The recorder of an ``EvictedDueTo<reason>`` Event: Kueue's workload controller evicts for a deactivation
+    (``Deactivated``, ``DeactivatedDueTo<cause>``), a rejected admission check, the PodsReady timeout and a
+    stopped queue (workload_controller.go, each through evict.Evict with its own recorder); the scheduler
+    (``""``: :data:`REPORTING_COMPONENT`) for a preemption, a flavor migration or a node failure it finds
+    (preemption.go, scheduler.go)."""
+    if reason.startswith("Deactivated") or reason in _WORKLOAD_CONTROLLER_EVICTIONS:
+        return WORKLOAD_CONTROLLER_COMPONENT
+    return ""
 
 
 REPORTING_COMPONENT = "kueue-admission"

@@ -84,6 +84,51 @@ def test_other_evictions_name_their_reason_and_a_long_message_is_cut_as_kueue_cu
     assert _events(log, deactivated)[0][2] == "EvictedDueToDeactivatedDueToAdmissionCheck"
 
 
+def test_the_workload_controllers_events_name_it_as_their_source() -> None:
+    """Kueue records on a Workload from two recorders: the scheduler's ``kueue-admission`` (QuotaReserved, an
+    admission in the same step, a preemption) and the workload controller's ``kueue-workload-controller`` (an
+    admission its checks completed, with the wait since the reservation; the evictions it makes: deactivated, a
+    rejected check, the PodsReady timeout, a stopped queue). Before, every one read ``kueue-admission`` and an
+    admission 18 s after its reservation said it waited 0 s."""
+    log, ref = queues_log()
+    reserved, _ = admitted(ref, 12)
+    later = types.admitted(reserved, at_ms=at(30))
+
+    def sources(event: types.Event) -> list[tuple[str, str, str]]:
+        log.add(event)
+        record = log.view.records.get(ref.key)
+        items = kube_events.for_decision(log.view.cluster, event, record)
+        return [
+            (e.reason, e.message, kube_events.event_object(e, name="n", uid="u")["source"]["component"]) for e in items
+        ]
+
+    assert sources(reserved)[0][2] == "kueue-admission"
+    assert sources(later) == [
+        (
+            "Admitted",
+            "Admitted by ClusterQueue cluster-queue, wait time since reservation was 18s",
+            "kueue-workload-controller",
+        )
+    ]
+    for reason, source in [
+        ("Deactivated", "kueue-workload-controller"),
+        ("DeactivatedDueToRequeuingLimitExceeded", "kueue-workload-controller"),
+        ("AdmissionCheck", "kueue-workload-controller"),
+        ("PodsReadyTimeout", "kueue-workload-controller"),
+        ("ClusterQueueStopped", "kueue-workload-controller"),
+        ("LocalQueueStopped", "kueue-workload-controller"),
+        ("Preempted", "kueue-admission"),
+    ]:
+        eviction = types.EvictionRequested(
+            workload=ref, cluster_queue="cluster-queue", reason=reason, message="m", at_ms=at(40)
+        )
+        item = kube_events.for_decision(log.view.cluster, eviction, log.view.records.get(ref.key))[0]
+        assert (item.reason, kube_events.event_object(item, name="n", uid="u")["source"]["component"]) == (
+            f"EvictedDueTo{reason}",
+            source,
+        )
+
+
 def test_event_object_is_a_core_v1_event_about_the_workload() -> None:
     ref = types.WorkloadRef(namespace="team-a", name="job-x-1", uid="bus-uid")
     item = kube_events.KubeEvent(workload=ref, type="Normal", reason="Admitted", message="m", at_ms=at(0))
