@@ -137,7 +137,11 @@ class Context:
     at a ClusterQueue with a MultiKueue admission check (:func:`uses_multikueue`), so a Job or
     JobSet gets ``spec.managedBy: kueue.x-k8s.io/multikueue``. ``lws_immutable_group_size``: the gate
     LWSImmutableGroupSize (beta, on by default): a managed LeaderWorkerSet's
-    ``spec.leaderWorkerTemplate.size`` may not change.
+    ``spec.leaderWorkerTemplate.size`` may not change. ``owners``: the objects of the object's controller
+    chain read from the API server, by :func:`owner_key` (:func:`owner_to_read` says which to read), which
+    :func:`walk` goes through as Kueue's FindAncestorJobManagedByKueue does to decide whether a job is
+    suspended (WorkloadShouldBeSuspended); None: not read, and the controller's kind alone decides
+    (:func:`owner_managed`).
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -147,6 +151,7 @@ class Context:
     elastic_jobs: bool = False
     multikueue_queue: bool = False
     lws_immutable_group_size: bool = True
+    owners: Mapping[tuple[str, str, str], workloads.Owner] | None = None
 
 
 MULTIKUEUE_MANAGED_BY: Final = "kueue.x-k8s.io/multikueue"
@@ -317,6 +322,103 @@ def owner_managed(obj: Mapping[str, Any]) -> bool:
     return owner is not None and pods.is_job_owner(owner.get("apiVersion"), owner.get("kind"))
 
 
+OwnerKey = tuple[str, str, str]
+"""An owner read for a walk: ``(apiVersion, kind, name)`` of the reference (the namespace is the object's)."""
+
+#: What Kueue's webhooks answer when the controller chain is longer than Kueue walks, or loops
+#: (jobframework/reconciler.go ErrManagedOwnersChainLimitReached, ErrCyclicOwnership: the error's text, denied).
+CHAIN_LIMIT_MESSAGE: Final = "managed owner chain limit reached"
+CYCLIC_MESSAGE: Final = "cyclic ownership"
+
+
+def owner_key(reference: Mapping[str, Any]) -> OwnerKey:
+    """The :data:`OwnerKey` of an owner reference."""
+    return str(reference.get("apiVersion") or ""), str(reference.get("kind") or ""), str(reference.get("name") or "")
+
+
+def walks_owners(served: Target, obj: Mapping[str, Any]) -> bool:
+    """Whether Kueue's webhook of ``served`` walks ``obj``'s owners through the API server: a job (not a Pod: its
+    owner's kind alone decides here, :func:`kueue_es.jobframework.pods.is_managed`) whose controller is a job,
+    and that is not being deleted (WithDeletingObjectTolerance with SkipAncestorCheckForDeletedWorkloads, beta,
+    on: the check is skipped for a terminating object, whose owners may be gone)."""
+    return served != POD and owner_managed(obj) and not _meta(obj).get("deletionTimestamp")
+
+
+def _owner_lookup(
+    read: Mapping[OwnerKey, workloads.Owner], wanted: list[Mapping[str, Any]] | None = None
+) -> workloads.OwnerLookup:
+    def lookup(reference: Mapping[str, Any]) -> workloads.Owner | None:
+        if not pods.is_job_owner(reference.get("apiVersion"), reference.get("kind")):
+            return None  # a kind Kueue does not walk through here: the walk ends (isKnownOwner)
+        found = read.get(owner_key(reference))
+        if found is None and wanted is not None:
+            wanted.append(reference)
+        return found
+
+    return lookup
+
+
+def owner_to_read(
+    obj: Mapping[str, Any], read: Mapping[OwnerKey, workloads.Owner], *, manage_jobs_without_queue_name: bool
+) -> Mapping[str, Any] | None:
+    """The owner reference whose object the walk of ``obj``'s controller chain needs next and ``read`` lacks,
+    or None when ``read`` holds all it needs. The webhook reads it (in ``obj``'s namespace) and asks again:
+    Kueue reads the chain one owner at a time, as far as it walks. An owner that does not exist ends it:
+    :func:`owner_not_found_message`."""
+    wanted: list[Mapping[str, Any]] = []
+    workloads.walk_owners(
+        _job_ref(obj), _owner_lookup(read, wanted), manage_jobs_without_queue_name=manage_jobs_without_queue_name
+    )
+    return wanted[0] if wanted else None
+
+
+def walk(
+    obj: Mapping[str, Any], read: Mapping[OwnerKey, workloads.Owner], *, manage_jobs_without_queue_name: bool
+) -> workloads.Ancestry:
+    """What walking ``obj``'s controller chain through the owners ``read`` finds (:func:`workloads.walk_owners`,
+    the watcher's rule): an owner of a kind that is not a job, or not read, ends it."""
+    return workloads.walk_owners(
+        _job_ref(obj), _owner_lookup(read), manage_jobs_without_queue_name=manage_jobs_without_queue_name
+    )
+
+
+def walk_refusal(ancestry: workloads.Ancestry) -> str | None:
+    """The message Kueue's webhook denies a request with when walking the owners failed (a chain deeper than
+    :data:`workloads.MANAGED_OWNERS_CHAIN_LIMIT` or one that loops), else None. controller-runtime denies a
+    defaulter's plain error with 403 Forbidden and the error's text."""
+    if ancestry.too_deep:
+        return CHAIN_LIMIT_MESSAGE
+    if ancestry.cyclic:
+        return CYCLIC_MESSAGE
+    return None
+
+
+def owner_not_found_message(reference: Mapping[str, Any]) -> str:
+    """The message of the 404 NotFound Kueue's webhook answers when an owner of the chain does not exist: the
+    API server's for the GET (``jobsets.jobset.x-k8s.io "parent" not found``), which controller-runtime passes
+    on as the denial's status (ErrWorkloadOwnerNotFound joined with it)."""
+    api_version, kind, name = owner_key(reference)
+    served = target(api_version, kind)
+    plural = served.plural if served is not None else kind.lower() + "s"
+    group = api_version.rpartition("/")[0]
+    return f'{plural}.{group} "{name}" not found' if group else f'{plural} "{name}" not found'
+
+
+def _job_ref(obj: Mapping[str, Any]) -> workloads.JobRef:
+    meta = _meta(obj)
+    return workloads.JobRef(kind="", api_version="", group="", meta=meta)
+
+
+def ancestor_managed(obj: Mapping[str, Any], context: Context) -> bool:
+    """Whether Kueue's webhook leaves ``obj`` alone as part of another job's workload (WorkloadShouldBeSuspended's
+    "ancestor is already managed by Kueue"): with ``context.owners`` read, :func:`walk` finds a managed ancestor
+    (or fails, and the webhook refused the request: :func:`walk_refusal`); without them, the controller is of a
+    job kind (:func:`owner_managed`)."""
+    if context.owners is None:
+        return owner_managed(obj)
+    return walk(obj, context.owners, manage_jobs_without_queue_name=context.manage_jobs_without_queue_name).child
+
+
 def suspended(target_kind: Target, obj: Mapping[str, Any]) -> bool:
     """Whether the object is suspended as Kueue's GenericJob.IsSuspended sees it: a Job's ``spec.suspend``,
     an integration's suspend field, a Pod still holding the admission gate; False for kinds run through
@@ -337,13 +439,16 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
     """The object as Kueue's mutating webhook leaves it at creation, and on update for the kinds of
     :func:`defaults_on_update` (a new dict; ``obj`` is not changed).
 
-    For a kind not served (:func:`target`) the object comes back unchanged. Otherwise, unless a managed
-    job controls the object (:func:`owner_managed`):
+    For a kind not served (:func:`target`) the object comes back unchanged. A Pod whose controller is a job
+    is left alone (:func:`owner_managed`). Otherwise:
 
     - without the queue-name label, in a namespace with a ``default`` LocalQueue that
       ``managedJobsNamespaceSelector`` selects (``context.namespace_managed``), the label is set to
-      ``default`` (:func:`default_local_queue_applies`; a plain Pod too);
-    - a job with the queue-name label, or any job with ``manageJobsWithoutQueueName`` in a selected
+      ``default`` (:func:`default_local_queue_applies`; a plain Pod too; not when the controller is a job,
+      by its kind alone);
+    - unless the object has a managed ancestor (:func:`ancestor_managed`: its owners walked as Kueue's
+      WorkloadShouldBeSuspended does) or is being deleted (skipped then, WithDeletingObjectTolerance),
+      a job with the queue-name label, or any job with ``manageJobsWithoutQueueName`` in a selected
       namespace, is suspended (utils.go WorkloadShouldBeSuspended: the selector is not asked about a
       queue-labelled job, which is suspended wherever it is): a Job's ``spec.suspend``, an
       integration's ``suspend_path``, then the integration's ``on_create`` changes (for kinds run
@@ -370,7 +475,7 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         # raycluster_webhook.go / rayservice_webhook.go Default: gated whatever the queue or the owner (a
         # RayJob's RayCluster carries the RayJob's annotations)
         ray.gate_templates(served.kind, out)
-    if owner_managed(out):
+    if served == POD and owner_managed(out):
         return out
     if served == POD and serving.parent_framework(out):
         # suspendByParent: a managed Deployment, StatefulSet or LeaderWorkerSet marked its template; the
@@ -380,6 +485,8 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
     if served == POD and not context.namespace_managed:
         return out  # pod_webhook.go Default: the namespace filter, before the queue is even looked at
     apply_default_local_queue(served, out, context=context)
+    if served != POD and (_meta(out).get("deletionTimestamp") or ancestor_managed(out, context)):
+        return out
     if not queue_name(out) and not (context.manage_jobs_without_queue_name and context.namespace_managed):
         return out
     if context.multikueue_queue and (served.api_version, served.kind) in MULTIKUEUE_KINDS:
@@ -406,7 +513,8 @@ def default_local_queue_applies(served: Target, obj: Mapping[str, Any], *, conte
     webhook's own "Local queue defaulting" in pod_webhook.go Default): for every served kind, a plain Pod
     included, when the object names no queue, its namespace has a LocalQueue ``default``
     (``context.default_local_queue``) and ``managedJobsNamespaceSelector`` selects the namespace
-    (``context.namespace_managed``); never for an object a managed job controls (:func:`owner_managed`), a
+    (``context.namespace_managed``); never for an object whose controller is a job (:func:`owner_managed`: its
+    kind alone, Kueue's IsOwnerManagedByKueueForObject, managed or not), a
     pod whose Deployment, StatefulSet or LeaderWorkerSet marked it (suspendByParent: the pod webhook skips
     everything else), nor a StatefulSet another framework manages (a LeaderWorkerSet's: its webhook returns
     first, statefulset_webhook.go Default)."""
@@ -431,34 +539,52 @@ def apply_default_local_queue(served: Target, obj: dict[str, Any], *, context: C
 
 
 def namespace_decides(
-    served: Target, obj: Mapping[str, Any], *, manage_jobs_without_queue_name: bool, default_local_queue: bool
+    served: Target,
+    obj: Mapping[str, Any],
+    *,
+    manage_jobs_without_queue_name: bool,
+    default_local_queue: bool,
+    owners: Mapping[OwnerKey, workloads.Owner] | None = None,
 ) -> bool:
     """Whether :func:`default` of ``obj`` (a CREATE of kind ``served``, or an UPDATE of a kind
     :func:`defaults_on_update`) can depend on
     ``Context.namespace_managed``, so a webhook reads the Namespace only then, as Kueue's does (its pod
     webhook reads it for every pod it may gate; ApplyDefaultLocalQueue only when the label is about to be
     set; WorkloadShouldBeSuspended only for a job without the queue-name label under
-    ``manageJobsWithoutQueueName``): a Pod not marked by its parent (suspendByParent), or any other kind
-    without the queue-name label when the namespace has a ``default`` LocalQueue or that option is on.
-    Never for an object a managed job controls (:func:`owner_managed`: it is left alone anyway)."""
-    if owner_managed(obj):
-        return False
+    ``manageJobsWithoutQueueName``): a Pod not marked by its parent (suspendByParent) nor controlled by a job,
+    or any other kind without the queue-name label when the namespace has a ``default`` LocalQueue and its
+    controller is not a job (:func:`owner_managed`), or that option is on and it has no managed ancestor
+    among ``owners`` (:func:`ancestor_managed`; None: not read, the controller's kind decides)."""
     if served == POD:
-        return not serving.parent_framework(obj)
-    return not queue_name(obj) and (default_local_queue or manage_jobs_without_queue_name)
+        return not owner_managed(obj) and not serving.parent_framework(obj)
+    if queue_name(obj):
+        return False
+    context = Context(manage_jobs_without_queue_name=manage_jobs_without_queue_name, owners=owners)
+    return (default_local_queue and not owner_managed(obj)) or (
+        manage_jobs_without_queue_name and not ancestor_managed(obj, context)
+    )
 
 
-def namespace_decides_update(served: Target, new: Mapping[str, Any], *, manage_jobs_without_queue_name: bool) -> bool:
+def namespace_decides_update(
+    served: Target,
+    new: Mapping[str, Any],
+    *,
+    manage_jobs_without_queue_name: bool,
+    owners: Mapping[OwnerKey, workloads.Owner] | None = None,
+) -> bool:
     """Whether :func:`validate_update` of ``new`` can depend on ``Context.namespace_managed``, so a validating
     webhook reads the Namespace only then: a StatefulSet or LeaderWorkerSet without the queue-name label under
     ``manageJobsWithoutQueueName``, whose pod template and size rules hold only while Kueue manages it
-    (:func:`_managed_by_kueue`; their webhooks ask WorkloadShouldBeSuspended, which reads the Namespace then)."""
+    (:func:`_managed_by_kueue`; their webhooks ask WorkloadShouldBeSuspended, which reads the Namespace then),
+    without a managed ancestor among ``owners`` (:func:`ancestor_managed`)."""
     return (
         served.kind in ("StatefulSet", "LeaderWorkerSet")
         and defaults_on_update(served)
         and manage_jobs_without_queue_name
         and not queue_name(new)
-        and not owner_managed(new)
+        and not ancestor_managed(
+            new, Context(manage_jobs_without_queue_name=manage_jobs_without_queue_name, owners=owners)
+        )
     )
 
 
@@ -540,7 +666,7 @@ def validate_create(
         and integration.refused_at_create
         and not _is_ray(served)
         and queue_name(obj)
-        and not owner_managed(obj)
+        and not ancestor_managed(obj, context)
     ):
         errors += _pod_set_rules(integration, obj)
     return errors
@@ -550,7 +676,7 @@ def _ray_managed(obj: Mapping[str, Any], context: Context) -> bool:
     """Whether Kueue's RayJob, RayCluster or RayService webhook applies its kind's rules to ``obj``: queue-labelled
     or under ``manageJobsWithoutQueueName`` (validateCreate: the namespace selector is not asked). A RayCluster
     a managed RayJob or RayService owns is left out here: it is made from a spec its owner's webhook checked."""
-    return (bool(queue_name(obj)) or context.manage_jobs_without_queue_name) and not owner_managed(obj)
+    return (bool(queue_name(obj)) or context.manage_jobs_without_queue_name) and not ancestor_managed(obj, context)
 
 
 def _ray_create(served: Target, obj: Mapping[str, Any], context: Context) -> tuple[list[FieldError], bool]:
@@ -657,6 +783,11 @@ def _lws_replicas(lws: Mapping[str, Any]) -> list[FieldError]:
     else:
         return []
     return [FieldError(type="Invalid", field="spec.replicas", value=replicas, detail=detail)]
+
+
+def target_is_ray(served: Target) -> bool:
+    """Whether ``served`` is a Ray kind (RayCluster, RayJob, RayService), whose webhooks have rules of their own."""
+    return _is_ray(served)
 
 
 def _is_ray(served: Target) -> bool:
@@ -1144,10 +1275,10 @@ def _through_pods_update(
 def _managed_by_kueue(obj: Mapping[str, Any], context: Context) -> bool:
     """Whether Kueue's webhooks count ``obj`` (a Deployment, StatefulSet or LeaderWorkerSet) as one whose pods
     it suspends (utils.go WorkloadShouldBeSuspended, with the deleting-object tolerance these webhooks ask
-    for): not one being deleted (SkipAncestorCheckForDeletedWorkloads, on by default), nor one a managed job
-    controls, and either queue-labelled or, under ``manageJobsWithoutQueueName``, in a namespace
+    for): not one being deleted (SkipAncestorCheckForDeletedWorkloads, on by default), nor one with a managed
+    ancestor (:func:`ancestor_managed`), and either queue-labelled or, under ``manageJobsWithoutQueueName``, in a namespace
     ``managedJobsNamespaceSelector`` selects."""
-    if _meta(obj).get("deletionTimestamp") or owner_managed(obj):
+    if _meta(obj).get("deletionTimestamp") or ancestor_managed(obj, context):
         return False
     return bool(queue_name(obj)) or (context.manage_jobs_without_queue_name and context.namespace_managed)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -78,8 +78,9 @@ class Owner:
 
     ``api_version`` and ``kind`` as its manifest has them, ``namespace``, ``name`` and ``uid`` from its
     metadata, its ``labels`` (the queue-name label makes it managed) and ``controller``, its own owner
-    reference with ``controller: true`` (None without one), through which the walk goes on. Built by
-    :func:`owner_record`.
+    reference with ``controller: true`` (None without one), through which the walk goes on. ``enabled``:
+    its kind's integration is enabled; Kueue walks through an owner of a disabled one but never takes it as
+    the ancestor (IntegrationManager.GetEmptyOwnerObject is nil for it). Built by :func:`owner_record`.
     """
 
     api_version: str
@@ -89,6 +90,7 @@ class Owner:
     uid: str
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     controller: Mapping[str, Any] | None = None
+    enabled: bool = True
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -258,9 +260,10 @@ NESTING_MESSAGE = (
 )
 
 
-def owner_record(obj: Mapping[str, Any], *, kind: str, api_version: str) -> Owner:
+def owner_record(obj: Mapping[str, Any], *, kind: str, api_version: str, enabled: bool = True) -> Owner:
     """The :class:`Owner` of a job manifest ``obj`` of ``kind``; ``api_version`` is its integration's, which an
-    owner reference must name (Kueue ownerReferenceMatchingGVK). Labels that are not a mapping count as none."""
+    owner reference must name (Kueue ownerReferenceMatchingGVK); ``enabled``: whether that integration is
+    (:attr:`Owner.enabled`). Labels that are not a mapping count as none."""
     meta = as_mapping(obj.get("metadata"))
     labels = meta.get("labels")
     return Owner(
@@ -271,6 +274,7 @@ def owner_record(obj: Mapping[str, Any], *, kind: str, api_version: str) -> Owne
         uid=str(meta.get("uid") or ""),
         labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         controller=controller_owner(meta),
+        enabled=enabled,
     )
 
 
@@ -293,17 +297,39 @@ class Ancestry:
         return self.ancestor is not None or self.too_deep or self.cyclic
 
 
-def ancestry(ref: JobRef, context: Context) -> Ancestry:
-    """Walk the object's controller owners through ``context.owners`` (Kueue jobframework/reconciler.go
-    FindAncestorJobManagedByKueue).
+#: How a walk reads the object an owner reference names (:func:`walk_owners`): the :class:`Owner` it has, or None
+#: when it has none to give (a kind no integration has, an object not seen).
+OwnerLookup = Callable[[Mapping[str, Any]], Owner | None]
 
-    Each step follows the current object's ``controller: true`` owner reference to the job seen with that
-    UID, of that apiVersion and kind, in the object's namespace. The walk stops (keeping what it found) at
-    an object without a controller, and at an owner not seen: Kueue stops at a kind no integration
-    knows and at a UID that does not match the named object, and fails when the owner does not exist; here
-    an unseen owner may also be one the watcher does not watch (a kind whose integration is off, a job
-    without the queue-name label while ``manageJobsWithoutQueueName`` is off), so it ends the walk as an
-    unknown one does. An owner is managed when it names a queue or ``manageJobsWithoutQueueName`` is on;
+
+def ancestry(ref: JobRef, context: Context) -> Ancestry:
+    """Walk the object's controller owners through ``context.owners``, the jobs the watcher has seen by UID
+    (:func:`walk_owners`).
+
+    An owner not seen ends the walk as one of a kind no integration has does: Kueue stops there too, and
+    fails when the owner does not exist; here an unseen owner may also be one the watcher does not watch
+    (a kind whose integration is off). While ``manageJobsWithoutQueueName`` is off the watcher sees the
+    jobs without the queue-name label through a watch of its own, keeping those that have a controller
+    (:mod:`kueue_es.services.watcher.inputs`), so the walk goes through them as Kueue's does.
+    """
+    owners = context.owners
+    return walk_owners(
+        ref,
+        lambda reference: owners.get(str(reference.get("uid") or "")),
+        manage_jobs_without_queue_name=context.manage_jobs_without_queue_name,
+    )
+
+
+def walk_owners(ref: JobRef, lookup: OwnerLookup, *, manage_jobs_without_queue_name: bool) -> Ancestry:
+    """Walk the object's controller owners (Kueue jobframework/reconciler.go FindAncestorJobManagedByKueue):
+    the one rule of the watcher (:func:`ancestry`, owners it has seen) and the webhooks
+    (:func:`kueue_es.jobframework.webhooks.walk`, owners read from the API server).
+
+    Each step follows the current object's ``controller: true`` owner reference to what ``lookup`` gives for
+    it, which must be of that apiVersion, kind and UID, in the object's namespace. The walk stops (keeping what
+    it found) at an object without a controller, where ``lookup`` gives None, and at an owner that does not
+    match the reference (Kueue: "the owner reference UID does not match the referenced object"). An owner is
+    managed when its integration is enabled and it names a queue or ``manage_jobs_without_queue_name`` is on;
     the last managed one found is the ancestor. More than :data:`MANAGED_OWNERS_CHAIN_LIMIT` owners:
     ``too_deep`` (Kueue's ErrManagedOwnersChainLimitReached); an owner already walked: ``cyclic``
     (ErrCyclicOwnership).
@@ -312,17 +338,18 @@ def ancestry(ref: JobRef, context: Context) -> Ancestry:
     found: Owner | None = None
     current: Mapping[str, Any] | None = controller_owner(ref.meta)
     while current is not None:
-        owner = context.owners.get(str(current.get("uid") or ""))
+        owner = lookup(current)
         if (
             owner is None
             or owner.namespace != ref.namespace
             or (owner.api_version, owner.kind) != (current.get("apiVersion"), current.get("kind"))
+            or owner.uid != str(current.get("uid") or "")
         ):
             break
         if owner.uid in seen:
             return Ancestry(cyclic=True)
         seen.add(owner.uid)
-        if context.manage_jobs_without_queue_name or owner.labels.get(QUEUE_LABEL):
+        if owner.enabled and (manage_jobs_without_queue_name or owner.labels.get(QUEUE_LABEL)):
             found = owner
         if len(seen) - 1 > MANAGED_OWNERS_CHAIN_LIMIT:
             return Ancestry(too_deep=True)

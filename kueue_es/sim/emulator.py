@@ -1332,19 +1332,52 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         selector = self.managed_jobs_namespace_selector
         return workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR if selector is None else selector
 
-    def webhook_context(self, namespace: str) -> webhooks.Context:
+    def webhook_context(self, namespace: str, obj: Mapping[str, Any] | None = None) -> webhooks.Context:
         """What Kueue's job webhooks know for an object of ``namespace`` here: the gate
         ElasticJobsViaWorkloadSlices, ``manageJobsWithoutQueueName``, whether
         ``managedJobsNamespaceSelector`` selects the Namespace, by its stored labels
-        (:func:`workloads.namespace_selected`, the watcher's rule), and whether it has a ``default``
-        LocalQueue."""
+        (:func:`workloads.namespace_selected`, the watcher's rule), whether it has a ``default``
+        LocalQueue and, for a job ``obj`` whose controller is a job, the owners of its controller chain
+        from the store (:meth:`_owners`). Raises StoreError as Kueue's mutating webhook refuses a job whose
+        chain names an owner that does not exist (404 NotFound) or is too deep (403 Forbidden)."""
         labels = _namespace_labels(self._store, namespace)
+        served = webhooks.target(str((obj or {}).get("apiVersion") or ""), str((obj or {}).get("kind") or ""))
+        owners = self._owners(served, namespace, obj) if served is not None and obj is not None else None
         return webhooks.Context(
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
             namespace_managed=workloads.namespace_selected(self._namespace_selector, namespace, labels),
             default_local_queue=_has_default_local_queue(self._store, namespace),
             elastic_jobs=self.elastic_jobs,
+            owners=owners,
         )
+
+    def _owners(
+        self, served: webhooks.Target, namespace: str, obj: Mapping[str, Any]
+    ) -> dict[webhooks.OwnerKey, workloads.Owner] | None:
+        """The owners of ``obj``'s controller chain as Kueue's webhook reads them from the API server, one at a
+        time as far as the walk goes (:func:`webhooks.owner_to_read`, the webhook server's rule); None when
+        it walks none (:func:`webhooks.walks_owners`). An owner of a framework the configuration leaves out is
+        walked through, never the ancestor. Raises StoreError 404 NotFound for an owner that does not exist
+        (ErrWorkloadOwnerNotFound joined with the GET's NotFound), 403 Forbidden for a chain deeper than
+        Kueue walks or one that loops."""
+        if not webhooks.walks_owners(served, obj):
+            return None
+        webhook = f'admission webhook "m{served.kind.lower()}.kb.io" denied the request'
+        manage = self.manage_jobs_without_queue_name
+        owners: dict[webhooks.OwnerKey, workloads.Owner] = {}
+        while (reference := webhooks.owner_to_read(obj, owners, manage_jobs_without_queue_name=manage)) is not None:
+            api_version, kind, name = key = webhooks.owner_key(reference)
+            found = self._lookup(api_version, kind, namespace, name)
+            if found is None:
+                raise store.StoreError(
+                    status=404, reason="NotFound", message=f"{webhook}: {webhooks.owner_not_found_message(reference)}"
+                )
+            enabled = self.managed_kinds is None or kind in self.managed_kinds
+            owners[key] = workloads.owner_record(found, kind=kind, api_version=api_version, enabled=enabled)
+        refusal = webhooks.walk_refusal(webhooks.walk(obj, owners, manage_jobs_without_queue_name=manage))
+        if refusal is not None:
+            raise store.StoreError(status=403, reason="Forbidden", message=f"{webhook}: {refusal}")
+        return owners
 
     def _unmanaged(self, ref: resources.ResourceRef) -> bool:
         """Whether ``ref`` is a job kind of an integration the configuration leaves out (``managed_kinds``),
@@ -1379,7 +1412,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         ):
             return obj
         namespace = namespace or str((obj.get("metadata") or {}).get("namespace") or "default")
-        return webhooks.default(ref.api_version, ref.kind, obj, context=self.webhook_context(namespace))
+        context = self.webhook_context(namespace, _manifest(ref, obj, namespace))
+        return webhooks.default(ref.api_version, ref.kind, obj, context=context)
 
     def _kueue_validate(self, ref: resources.ResourceRef, obj: dict[str, Any], *, old: dict[str, Any] | None) -> None:
         """Kueue's validating job webhooks (:func:`kueue_es.jobframework.webhooks.validate_create` and
@@ -1394,7 +1428,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if served is None:
             return
         namespace = str(obj.get("metadata", {}).get("namespace") or "default")
-        context = self.webhook_context(namespace)
+        # the owners are walked at creation (the mutating webhook, which runs first, refuses what the walk
+        # cannot finish) and, as Kueue's validating webhooks do, on a StatefulSet's or LeaderWorkerSet's update
+        walked = old is None or ref.kind in ("StatefulSet", "LeaderWorkerSet")
+        context = self.webhook_context(namespace, _manifest(ref, obj, namespace) if walked else None)
         if old is None:
             # the mutating webhook runs first (the store's create hooks apply it after this check): validate
             # what it makes of the object, as kube-apiserver validates a mutated object
@@ -1620,8 +1657,16 @@ def _controlled_by_job(metadata: Mapping[str, Any]) -> bool:
     )
 
 
-#: The webhook Context for an object of a namespace (:meth:`ClusterEmulator.webhook_context`).
-WebhookContext = Callable[[str], webhooks.Context]
+#: The webhook Context for an object (its manifest, None: any) of a namespace (:meth:`ClusterEmulator.webhook_context`).
+WebhookContext = Callable[[str, Mapping[str, Any] | None], webhooks.Context]
+
+
+def _manifest(ref: resources.ResourceRef, obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """``obj`` as the webhook sees it: the request's apiVersion and kind, ``metadata.namespace`` filled in."""
+    meta = obj.get("metadata")
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    meta["namespace"] = meta.get("namespace") or namespace
+    return {**obj, "apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta}
 
 
 def _kueue_default(
@@ -1635,7 +1680,11 @@ def _kueue_default(
     (:func:`kueue_es.jobframework.webhooks.default`, the webhook server's own function), in the Context
     ``context`` gives for its namespace (None: Kueue's defaults, with ``elastic_jobs``)."""
     namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
-    settings = context(namespace) if context is not None else webhooks.Context(elastic_jobs=elastic_jobs)
+    settings = (
+        context(namespace, _manifest(ref, obj, namespace))
+        if context is not None
+        else webhooks.Context(elastic_jobs=elastic_jobs)
+    )
     defaulted = webhooks.default(ref.api_version, ref.kind, obj, context=settings)
     if defaulted != obj:
         obj.clear()

@@ -155,3 +155,43 @@ def needs_default_queue(verb: str, request: Request, target: webhooks.Target) ->
     if verb == "mutate":
         return defaults(request, target) and not webhooks.queue_name(request.obj)
     return request.operation == "UPDATE" and request.old is not None and bool(webhooks.queue_name(request.old))
+
+
+#: The kinds whose validating webhook walks the owners on update (WorkloadShouldBeSuspended in
+#: statefulset_webhook.go and leaderworkerset_webhook.go ValidateUpdate).
+_WALKED_ON_UPDATE = ("StatefulSet", "LeaderWorkerSet")
+
+
+def needs_owners(verb: str, request: Request, target: webhooks.Target) -> bool:
+    """Whether the answer depends on the object's owners read from the API (:func:`webhooks.walks_owners`), so
+    the server reads them only then: a defaulting call (:func:`defaults`: Kueue's ApplyDefaultForSuspend), the
+    validation of a created job whose kind's own rules hold only for a job Kueue manages (a Ray kind, one
+    ``refused_at_create``), and the validation of a StatefulSet's or LeaderWorkerSet's update."""
+    if not webhooks.walks_owners(target, request.obj):
+        return False
+    if verb == "mutate":
+        return defaults(request, target)
+    if request.operation == "CREATE":
+        integration = target.integration
+        return integration is not None and (integration.refused_at_create or webhooks.target_is_ray(target))
+    return request.operation == "UPDATE" and target.kind in _WALKED_ON_UPDATE
+
+
+def refuses_on_walk(verb: str, request: Request, target: webhooks.Target) -> bool:
+    """Whether a failed walk of the owners (an owner missing, a chain too deep) refuses the call, as the error
+    of Kueue's WorkloadShouldBeSuspended does where that webhook asks it: every defaulting call, and the
+    validation of a StatefulSet's or LeaderWorkerSet's update. Elsewhere the walk only informs kueue-es's
+    own skip of a managed job's child (the mutating webhook has refused a create already)."""
+    return verb == "mutate" or (request.operation == "UPDATE" and target.kind in _WALKED_ON_UPDATE)
+
+
+def denied(
+    request: Request, *, code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The AdmissionReview refusing a call with the ``status`` Kueue's webhook answers with: 403 Forbidden and
+    the error's text for a plain error (controller-runtime admission.Denied), or the API's own status for an
+    API error (a 404 NotFound of an owner read: controller-runtime validationResponseFromStatus)."""
+    status: dict[str, Any] = {"metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
+    if details:
+        status["details"] = dict(details)
+    return _review(request.uid, {"allowed": False, "status": status})

@@ -5,8 +5,9 @@
 AdmissionReview is answered from the pure rules (:mod:`.review`,
 :mod:`kueue_es.jobframework.webhooks`); the Kubernetes API is asked only whether a
 namespace has a ``default`` LocalQueue, what a job's LocalQueue's ClusterQueue checks
-(MultiKueue) and the labels of the job's Namespace (``--config``'s
-``managedJobsNamespaceSelector``), each only when the answer depends on it. The kinds
+(MultiKueue), the labels of the job's Namespace (``--config``'s
+``managedJobsNamespaceSelector``) and the owners of a job's controller chain (is it part of a
+managed job's workload: :func:`read_owners`), each only when the answer depends on it. The kinds
 of the frameworks ``--config``'s ``integrations.frameworks`` leaves out get Kueue's no-op
 webhook: allowed, unchanged.
 
@@ -118,6 +119,53 @@ async def _no_namespaces(_: str) -> Mapping[str, str] | None:
     return None
 
 
+OwnerRead = Callable[[str, str, str, str], Awaitable[Mapping[str, Any] | None]]
+"""The object ``(namespace, apiVersion, kind, name)`` an owner reference names (None: no such object)."""
+
+
+def api_owner_read(api: k8s_client.ApiClient) -> OwnerRead:
+    """The read through the Kubernetes API: GET the owner, as Kueue's FindAncestorJobManagedByKueue does for each
+    owner it walks (404, or a kind the cluster does not serve: None)."""
+
+    async def read(namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return await client.get_object(api, resources.ref_for(api_version, kind), namespace=namespace, name=name)
+        except errors.NotFoundError:
+            return None
+
+    return read
+
+
+async def _no_owners(_namespace: str, _api_version: str, _kind: str, _name: str) -> Mapping[str, Any] | None:
+    return None
+
+
+async def read_owners(
+    obj: Mapping[str, Any],
+    *,
+    namespace: str,
+    read: OwnerRead,
+    manage_jobs_without_queue_name: bool,
+    managed_kinds: frozenset[str] | None,
+) -> tuple[dict[webhooks.OwnerKey, workloads.Owner], Mapping[str, Any] | None]:
+    """The owners of ``obj``'s controller chain, read one at a time as far as the walk goes
+    (:func:`webhooks.owner_to_read`), and the reference of the first that does not exist (None: all do).
+    An owner of a framework ``managed_kinds`` leaves out is walked through, never the ancestor
+    (:attr:`workloads.Owner.enabled`). Raises errors.KubeError when a read fails otherwise."""
+    owners: dict[webhooks.OwnerKey, workloads.Owner] = {}
+    while (
+        reference := webhooks.owner_to_read(obj, owners, manage_jobs_without_queue_name=manage_jobs_without_queue_name)
+    ) is not None:
+        api_version, kind, name = webhooks.owner_key(reference)
+        found = await read(namespace, api_version, kind, name)
+        if found is None:
+            return owners, reference
+        owners[api_version, kind, name] = workloads.owner_record(
+            found, kind=kind, api_version=api_version, enabled=managed_kinds is None or kind in managed_kinds
+        )
+    return owners, None
+
+
 def app(
     *,
     manage_jobs_without_queue_name: bool = False,
@@ -128,6 +176,7 @@ def app(
     managed_kinds: frozenset[str] | None = None,
     namespace_selector: models.LabelSelector = workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR,
     namespace_labels: NamespaceLookup = _no_namespaces,
+    owner_read: OwnerRead = _no_owners,
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
     :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
@@ -139,7 +188,11 @@ def app(
     unless given), applied to the labels ``namespace_labels`` gives when a defaulting call's answer
     (a create, or the update of a Deployment, StatefulSet or LeaderWorkerSet) depends on it (:func:`webhooks.namespace_decides`), or a
     validating call's (:func:`webhooks.namespace_decides_update`), and the selector reads more than the namespace's name
-    (:func:`workloads.selector_reads_labels`); a failed lookup fails the call (500), as Kueue's."""
+    (:func:`workloads.selector_reads_labels`); a failed lookup fails the call (500), as Kueue's.
+    ``owner_read``: the owners of a job's controller chain, read where the answer depends on them
+    (:func:`review.needs_owners`) and walked as Kueue's webhooks walk them (:func:`read_owners`); an owner
+    that does not exist is refused 404 NotFound, a chain too deep or looping 403 Forbidden, where Kueue's
+    webhook refuses (:func:`review.refuses_on_walk`)."""
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         if request.path == "/healthz":
@@ -172,6 +225,44 @@ def app(
             # need not follow integrations.frameworks: kube-apiserver still calls it, and gets a yes
             log.info("admission_reviewed", webhook=request.path, operation=parsed.operation, noop=True)
             return aiohttp.web.json_response(review.unchanged(parsed))
+        owners: dict[webhooks.OwnerKey, workloads.Owner] | None = None
+        if review.needs_owners(verb, parsed, target):
+            namespace = parsed.namespace or "default"
+            try:
+                owners, missing = await read_owners(
+                    parsed.obj,
+                    namespace=namespace,
+                    read=owner_read,
+                    manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+                    managed_kinds=managed_kinds,
+                )
+            except errors.KubeError as err:  # Kueue's webhook fails the call when it cannot read an owner
+                log.warning("webhook_lookup_failed", namespace=namespace, error=str(err))
+                return aiohttp.web.Response(text=f"cannot read the owners: {err}\n", status=500)
+            refusal = None
+            if missing is not None:
+                api_version, kind, name = webhooks.owner_key(missing)
+                served_owner = webhooks.target(api_version, kind)
+                refusal = review.denied(
+                    parsed,
+                    code=404,
+                    reason="NotFound",
+                    message=webhooks.owner_not_found_message(missing),
+                    details={
+                        "name": name,
+                        "group": api_version.rpartition("/")[0],
+                        "kind": served_owner.plural if served_owner is not None else kind,
+                    },
+                )
+            elif (
+                message := webhooks.walk_refusal(
+                    webhooks.walk(parsed.obj, owners, manage_jobs_without_queue_name=manage_jobs_without_queue_name)
+                )
+            ) is not None:
+                refusal = review.denied(parsed, code=403, reason="Forbidden", message=message)
+            if refusal is not None and review.refuses_on_walk(verb, parsed, target):
+                log.info("admission_reviewed", webhook=request.path, operation=parsed.operation, allowed=False)
+                return aiohttp.web.json_response(refusal)
         has_default = False
         if review.needs_default_queue(verb, parsed, target):
             try:
@@ -196,12 +287,13 @@ def app(
                 parsed.obj,
                 manage_jobs_without_queue_name=manage_jobs_without_queue_name,
                 default_local_queue=has_default,
+                owners=owners,
             )
         ) or (
             verb == "validate"
             and parsed.operation == "UPDATE"
             and webhooks.namespace_decides_update(
-                target, parsed.obj, manage_jobs_without_queue_name=manage_jobs_without_queue_name
+                target, parsed.obj, manage_jobs_without_queue_name=manage_jobs_without_queue_name, owners=owners
             )
         ):
             namespace = parsed.namespace or "default"
@@ -219,6 +311,7 @@ def app(
             default_local_queue=has_default,
             elastic_jobs=elastic_jobs,
             multikueue_queue=uses_multikueue,
+            owners=owners,
         )
         answer = (review.mutate if verb == "mutate" else review.validate)(parsed, target, context=context)
         log.info(
@@ -312,9 +405,9 @@ async def serve_webhook(
 ) -> None:
     """Answer Kueue's job webhooks on ``host:port`` until ``stop`` is set.
 
-    ``api``: the Kubernetes API (for the ``default`` LocalQueue, MultiKueue and Namespace lookups and
-    the rotation; None: no lookups, as if no namespace had a ``default`` LocalQueue or labels besides its
-    name). ``rotation_settings``: internal certificate management through ``api``; without it the
+    ``api``: the Kubernetes API (for the ``default`` LocalQueue, MultiKueue, Namespace and owner lookups
+    and the rotation; None: no lookups, as if no namespace had a ``default`` LocalQueue or labels besides its
+    name, and every owner were missing). ``rotation_settings``: internal certificate management through ``api``; without it the
     files in ``cert_dir`` (made for localhost when missing) are served and reloaded every
     ``reload_every`` seconds when they change. ``started``: called with the URL once serving.
     ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks. ``managed_kinds``:
@@ -357,6 +450,7 @@ async def serve_webhook(
         if namespace_selector is None
         else namespace_selector,
         namespace_labels=api_namespace_lookup(api) if api is not None else _no_namespaces,
+        owner_read=api_owner_read(api) if api is not None else _no_owners,
         ready=ready,
     )
     async with serve_https(application, host=host, port=port, context=serving.context) as url:

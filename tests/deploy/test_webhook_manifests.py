@@ -172,7 +172,24 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
     assert by_resource["clusterqueues"]["verbs"] == ["get"]  # MultiKueue's managedBy (docs/multikueue.md)
     assert by_resource["admissionchecks"]["verbs"] == ["list"]
     assert by_resource["namespaces"]["verbs"] == ["get"]  # their labels: managedJobsNamespaceSelector
-    assert set(by_resource) == {
+    # the owners of a job's controller chain (the walk of FindAncestorJobManagedByKueue): get only, every kind
+    # that may own a job (pods.is_job_owner), and nothing else of the jobs
+    from kueue_es.jobframework import integrations
+
+    owners = {(i.api_version.rpartition("/")[0], i.plural) for i in integrations.registry().values() if i.suspend_path}
+    owners.add(("batch", "jobs"))
+    readable = {
+        (group, resource)
+        for rule in cluster_role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        if (group, resource) in owners or group not in ("", "kueue.x-k8s.io", "admissionregistration.k8s.io")
+    }
+    assert readable == owners
+    for rule in cluster_role["rules"]:
+        if any((g, r) in owners for g in rule["apiGroups"] for r in rule["resources"]):
+            assert rule["verbs"] == ["get"] and "resourceNames" not in rule
+    assert set(by_resource) - {resource for _, resource in owners} == {
         "localqueues",
         "clusterqueues",
         "admissionchecks",
