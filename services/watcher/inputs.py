@@ -12,10 +12,11 @@ the jobs again when one of them changes.
 
 from __future__ import annotations
 
+import collections
 from typing import Any, cast
 
 from kueue_es.events import models
-from kueue_es.jobframework import integrations, workloads
+from kueue_es.jobframework import integrations, pods, workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.kinds import API_VERSIONS, INPUT_KINDS, INTEGRATION_INPUTS, JOB_KINDS, Key
 
@@ -24,7 +25,9 @@ class ConversionInputs:
     """The cluster objects conversions read: PriorityClasses, RuntimeClasses, LimitRanges and what integrations
     read (TrainingRuntimes: ``objects``), the
     LocalQueues and WorkloadPriorityClasses that exist, and the jobs of every kind but Pod seen (by UID: ``owners``,
-    what walking a job's controller owners reads of them, :func:`kueue_es.jobframework.workloads.ancestry`)."""
+    what walking a job's controller owners reads of them, :func:`kueue_es.jobframework.workloads.ancestry`), with
+    the jobs without the queue-name label the watcher sees apart while ``manageJobsWithoutQueueName`` is off
+    (``unqueued_owners``: :meth:`unqueued_owner_changed`); the walk reads both (``owner_view``)."""
 
     def __init__(
         self,
@@ -53,6 +56,12 @@ class ConversionInputs:
         self.workload_priority_classes: set[str] = set()
         self.workload_priority_values: dict[str, int] = {}  # WorkloadPriorityClass name -> its value
         self.owners: dict[str, workloads.Owner] = {}  # UID of a job (not a Pod) seen -> its kind, labels, controller
+        # the jobs without the queue-name label, by kind, then UID: those with a job as controller only
+        self.unqueued_owners: dict[str, dict[str, workloads.Owner]] = {kind: {} for kind in JOB_KINDS}
+        # what the walk reads: a job's own watch first (a label just added there wins over a stale unlabelled one)
+        self.owner_view: collections.ChainMap[str, workloads.Owner] = collections.ChainMap(
+            self.owners, *self.unqueued_owners.values()
+        )
 
     # -- PriorityClasses, RuntimeClasses, LimitRanges ----------------------------------------------
 
@@ -100,6 +109,35 @@ class ConversionInputs:
     def forget_owner(self, obj: objects.KubeObject) -> None:
         self.owners.pop(objects.uid_of(obj), None)
 
+    def unqueued_owner_changed(self, kind: str, change: str, obj: objects.KubeObject) -> bool:
+        """Keep (or, DELETED, forget) a job of ``kind`` without the queue-name label as an owner others walk
+        through (:func:`kueue_es.jobframework.workloads.ancestry`): Kueue's walk reads every owner, managed or not,
+        so a queue-labelled Job under an unlabelled Job of a labelled JobSet is the JobSet's. Kept only while its
+        own controller is a job: an unlabelled owner without one ends the walk, as an owner not seen does, so
+        only those cost memory. Returns whether it is kept now and was not before (its children may have been
+        converted without it)."""
+        uid = objects.uid_of(obj)
+        kept = self.unqueued_owners[kind]
+        if not uid:
+            return False
+        known = uid in kept
+        controller = workloads.controller_owner(objects.meta(obj))
+        if (
+            change == "DELETED"
+            or controller is None
+            or not pods.is_job_owner(controller.get("apiVersion"), controller.get("kind"))
+        ):
+            kept.pop(uid, None)
+            return False
+        kept[uid] = workloads.owner_record(cast(dict[str, Any], obj), kind=kind, api_version=API_VERSIONS.get(kind, ""))
+        return not known
+
+    def unqueued_owners_listed(self, kind: str, listed: list[objects.KubeObject]) -> None:
+        """A fresh list of the jobs of ``kind`` without the queue-name label (:meth:`unqueued_owner_changed`)."""
+        self.unqueued_owners[kind].clear()  # the same dict: ``owner_view`` reads it
+        for obj in listed:
+            self.unqueued_owner_changed(kind, "ADDED", obj)
+
     # -- the Context ------------------------------------------------------------------------------
 
     def managed_context(self) -> workloads.Context:
@@ -108,7 +146,7 @@ class ConversionInputs:
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=self.managed_jobs_namespace_selector,
             namespace_labels=self.namespace_labels,
-            owners=self.owners,
+            owners=self.owner_view,
             external_owners=self.external_owners,
             pod_integration_implicit=self.pod_integration_implicit,
         )
@@ -122,7 +160,7 @@ class ConversionInputs:
             local_queues=self.local_queues,
             workload_priority_classes=self.workload_priority_classes,
             priority_classes=self._priority_classes(),
-            owners=self.owners,
+            owners=self.owner_view,
             runtime_classes=self._runtime_classes(),
             limit_ranges=self._limit_ranges(wl_key[0]),
             previous=previous,

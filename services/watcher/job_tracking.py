@@ -231,6 +231,19 @@ class JobTracker:
         """Convert every job kept again: what conversions read has changed."""
         await self._convert_all(kinds=JOB_KINDS, trigger=trigger)
 
+    async def owner_seen(self, uid: str, *, trigger: str) -> None:
+        """Convert again the jobs (not pods) whose controller has ``uid``: an owner they walk through was not
+        known when they were converted (:meth:`ConversionInputs.unqueued_owner_changed`), so one may have got a
+        Workload of its own that is its ancestor's, or none where it should."""
+        for kind in JOB_KINDS:
+            if kind == "Pod":
+                continue
+            for key in sorted(self.objects[kind]):
+                obj = self.objects[kind][key]
+                controller = workloads.controller_owner(objects.meta(obj))
+                if controller is not None and controller.get("uid") == uid:
+                    await self._sync_job(kind, obj, version=f"{objects.resource_version(obj)}~{trigger}")
+
     async def _convert_all(self, *, kinds: tuple[str, ...], trigger: str) -> None:
         for kind in kinds:
             for key in sorted(self.objects[kind]):

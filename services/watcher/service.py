@@ -66,7 +66,7 @@ import structlog
 from kueue_es.events import codec, manager_config, slices, subjects
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
-from kueue_es.jobframework import webhooks, workloads
+from kueue_es.jobframework import pods, webhooks, workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
 from kueue_es.services.kube import client as kube
@@ -90,6 +90,9 @@ if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient
 
 log = structlog.get_logger(__name__)
+
+#: The label selector of the jobs without the queue-name label (:meth:`Watcher.watch_unqueued_owners`).
+UNQUEUED = f"!{workloads.QUEUE_LABEL}"
 
 _TAS_FACT_TYPES = ("TopologyObserved", "NodeObserved", "PodObserved", "ObjectDeleted")
 
@@ -146,6 +149,8 @@ class Watcher:
         self.probe_seconds = probe_seconds
         self.topology_ref = nodes.TOPOLOGY_REFS[0]  # the Topology version the cluster serves
         self.synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in watched.WATCHED_KINDS}
+        # the jobs without the queue-name label listed as owners (:meth:`watch_unqueued_owners`), by kind
+        self.owners_synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in watched.JOB_KINDS}
         self.publisher = Publisher(bus=bus, kinds=watched.LOGGED_KINDS)
         initial = config or load_config(None, feature_gates=feature_gates)
         self.inputs = ConversionInputs(
@@ -226,16 +231,64 @@ class Watcher:
 
     async def run(self, kinds: tuple[str, ...] = watched.WATCHED_KINDS) -> None:
         """Publish the Configuration in force, then watch ``kinds`` forever, each once the kinds its conversion
-        reads were listed, and follow the configuration file (cancel to stop)."""
+        reads were listed (the jobs that may own it, with and without the queue-name label), and follow the
+        configuration file (cancel to stop)."""
         await self.config.start()
+        owner_kinds = self.unqueued_owner_kinds(kinds)
 
         async def after_reads(kind: str) -> None:
             for needed in watched.READS.get(kind, ()):
                 if needed in kinds:
                     await self.synced[needed].wait()
+                if needed in owner_kinds:
+                    await self.owners_synced[needed].wait()
             await self.watch(kind)
 
-        await asyncio.gather(*(after_reads(kind) for kind in kinds), self.config.follow())
+        await asyncio.gather(
+            *(after_reads(kind) for kind in kinds),
+            *(self.watch_unqueued_owners(kind) for kind in owner_kinds),
+            self.config.follow(),
+        )
+
+    def unqueued_owner_kinds(self, kinds: tuple[str, ...]) -> tuple[str, ...]:
+        """The job kinds of ``kinds`` whose jobs without the queue-name label are watched as owners
+        (:meth:`watch_unqueued_owners`): while ``manageJobsWithoutQueueName`` is off (else every job is seen
+        already), each kind that may own a job (a Job, an integration that suspends: not a Pod, nor a kind run
+        through its pods, which the walk does not go through)."""
+        if self.manage_jobs_without_queue_name:
+            return ()
+        return tuple(
+            kind
+            for kind in kinds
+            if kind in watched.JOB_KINDS
+            and kind != "Pod"
+            and pods.is_job_owner(watched.API_VERSIONS.get(kind, ""), kind)
+        )
+
+    async def watch_unqueued_owners(self, kind: str) -> None:
+        """Watch the jobs of ``kind`` without the queue-name label forever, keeping of them only what walking a
+        child's owners reads (:meth:`ConversionInputs.unqueued_owner_changed`): the job watches list by that
+        label, and Kueue walks through owners that are not managed (FindAncestorJobManagedByKueue). The label
+        selector ``!kueue.x-k8s.io/queue-name`` is the complement of :meth:`watch`'s, so no job is in both.
+        Nothing is published from here; an owner newly kept converts its children again (their events may have
+        come first: the two watches are separate streams)."""
+        ref = await self._until_served(kind, self._refs(kind), UNQUEUED, synced=self.owners_synced[kind])
+        async for item in self.reader.watch(ref, label_selector=UNQUEUED):
+            try:
+                if isinstance(item, kube.Resynced):
+                    self.inputs.unqueued_owners_listed(kind, cast(list[objects.KubeObject], list(item.objects)))
+                    self.owners_synced[kind].set()
+                else:
+                    await self.unqueued_owner_event(kind, item.type, cast(objects.KubeObject, item.object))
+            except Exception:  # a bad object never stops the watch
+                log.exception("watch_event_failed", kind=kind, unqueued=True)
+
+    async def unqueued_owner_event(self, kind: str, change: str, obj: objects.KubeObject) -> None:
+        """One job of ``kind`` without the queue-name label added, modified or deleted
+        (:meth:`watch_unqueued_owners`): kept as an owner, and the jobs it controls converted again when it is
+        newly kept (:meth:`JobTracker.owner_seen`)."""
+        if self.inputs.unqueued_owner_changed(kind, change, obj):
+            await self.jobs.owner_seen(objects.uid_of(obj), trigger=f"owner@{objects.resource_version(obj)}")
 
     # -- watching ---------------------------------------------------------------------------------
 
@@ -279,7 +332,13 @@ class Watcher:
         return None
 
     async def _until_served(
-        self, kind: str, refs: tuple[kube.ResourceRef, ...], selector: str | None, fields: str | None = None
+        self,
+        kind: str,
+        refs: tuple[kube.ResourceRef, ...],
+        selector: str | None,
+        fields: str | None = None,
+        *,
+        synced: asyncio.Event | None = None,
     ) -> kube.ResourceRef:
         """Return the first of ``refs`` the cluster serves, once it serves one; until then ``kind`` counts as
         listed and empty (a Topology: v1beta2, else v1alpha1 of an older Kueue).
@@ -287,8 +346,9 @@ class Watcher:
         Kueue sets an integration up only once its CRD exists (jobframework setup.go).
         Any other error (403 without RBAC for the kind, the server unreachable) is left
         to watch_objects, which retries with backoff; the kind counts as listed meanwhile,
-        so the kinds that read it are not held back.
+        so the kinds that read it are not held back (``synced``: the event to set then, the kind's own by default).
         """
+        listed = self.synced[kind] if synced is None else synced
         warned = False
         while True:
             for ref in refs:
@@ -298,14 +358,14 @@ class Watcher:
                     continue
                 except kube_errors.KubeError as err:
                     log.warning("kind_not_listed", kind=kind, api_version=ref.api_version, error=str(err))
-                    self.synced[kind].set()
+                    listed.set()
                     return self._served(kind, refs[0])
                 return self._served(kind, ref)
             if not warned:
                 versions = [ref.api_version for ref in refs]
                 log.warning("kind_not_served", kind=kind, api_versions=versions, retry_in=self.probe_seconds)
                 warned = True
-            self.synced[kind].set()
+            listed.set()
             await asyncio.sleep(self.probe_seconds)
 
     def _served(self, kind: str, ref: kube.ResourceRef) -> kube.ResourceRef:

@@ -142,6 +142,79 @@ async def test_cronjob_job_and_jobset_children(api, bus: MemoryBus) -> None:
     assert cron.spec.queue_name == "user-queue" and cron.spec.pod_sets[0].count == 3
 
 
+def _controller(obj: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"], "controller": True}  # fmt: skip
+
+
+def _job(name: str, *, owner: dict[str, Any], queued: bool) -> dict[str, Any]:
+    labels = {workloads.QUEUE_LABEL: "user-queue"} if queued else {}
+    template = {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default", "labels": labels, "ownerReferences": [_controller(owner)]},
+        "spec": {"template": template},
+    }
+
+
+async def test_a_queued_job_under_an_unqueued_job_of_a_queued_jobset_is_the_jobsets(api, bus: MemoryBus) -> None:
+    """Kueue walks through owners that are not managed (FindAncestorJobManagedByKueue): the leaf Job's ancestor
+    is the labelled JobSet above the unlabelled middle Job, so the leaf gets no Workload of its own. The watcher
+    lists jobs by the queue-name label; it sees the unlabelled middle Job through its owner watch. Under an
+    unlabelled JobSet the same chain leaves the leaf a workload of its own."""
+    watcher = Watcher(bus=bus, api=api)
+    async with running(watcher.run()):
+        [js] = await apply_example(api, "jobs/sample-jobset.yaml")
+        middle = await kube.apply_manifest(api, _job("middle", owner=js, queued=False))
+        await kube.apply_manifest(api, _job("leaf", owner=middle, queued=True))
+        plain = await kube.apply_manifest(api, {**js, "metadata": {"name": "plain", "namespace": "default"}})
+        plain_middle = await kube.apply_manifest(api, _job("plain-middle", owner=plain, queued=False))
+        await kube.apply_manifest(api, _job("plain-leaf", owner=plain_middle, queued=True))
+        await kube.apply_manifest(api, examples.load("jobs/sample-job.yaml")[0])  # a later marker
+        # the Jobs come in one watch stream, the marker last: once its Workload is there, the leaf was seen
+        facts = await wait_for(bus, types.WorkloadObserved, count=3)
+
+    owners = {(f.workload.owner.kind, f.workload.owner.name) for f in facts if f.workload.owner}
+    assert any(kind == "Job" and name.startswith("sample-job-") for kind, name in owners)
+    assert ("JobSet", js["metadata"]["name"]) in owners and ("Job", "plain-leaf") in owners
+    assert not {o for o in owners if o[1] in ("leaf", "middle", "plain-middle", "plain")}
+
+
+async def test_an_unqueued_owner_seen_after_its_child_takes_the_childs_workload_back(bus: MemoryBus) -> None:
+    """The owner watch and the job watches are separate streams: a leaf Job converted before its unlabelled middle
+    Job was kept got a Workload of its own; keeping the middle Job converts the leaf again, and its Workload goes
+    (ObjectDeleted), as the JobSet above is its ancestor."""
+    watcher = Watcher(bus=bus, api=_Unused())
+    await watcher.learn_from_log()
+    js = {**examples.load("jobs/sample-jobset.yaml")[0]}
+    js["metadata"] = {**js["metadata"], "name": "sample", "namespace": "default", "uid": "u-js", "resourceVersion": "1"}
+    middle = _job("middle", owner=js, queued=False)
+    middle["metadata"].update(uid="u-middle", resourceVersion="2")
+    leaf = _job("leaf", owner=middle, queued=True)
+    leaf["metadata"].update(uid="u-leaf", resourceVersion="3")
+    await watcher._changed("JobSet", "ADDED", js)
+    await watcher._changed("Job", "ADDED", leaf)
+    [mine] = [f for f in await events_of(bus, types.WorkloadObserved) if f.workload.owner.name == "leaf"]
+
+    await watcher.unqueued_owner_event("Job", "ADDED", middle)
+
+    gone = await events_of(bus, types.ObjectDeleted, kind="Workload", name=mine.workload.metadata.name)
+    assert len(gone) == 1
+    await watcher.unqueued_owner_event("Job", "MODIFIED", middle)  # kept already: nothing converted again
+    assert len(await events_of(bus, types.ObjectDeleted)) == 1
+
+
+class _Unused:
+    """A KubeReader the test never lets the watcher call: events are handed to it directly."""
+
+    def list(self, *args: object, **kwargs: object) -> object:
+        raise AssertionError("not listed")
+
+    def watch(self, *args: object, **kwargs: object) -> object:
+        raise AssertionError("not watched")
+
+
 async def test_pod_group_grows_finishes_and_goes(api, bus: MemoryBus) -> None:
     """A group gets its workload only when complete; all pods Succeeded gives WorkloadFinished; deleting
     the last pod gives ObjectDeleted for the group's workload."""
