@@ -196,3 +196,69 @@ async def test_the_emulated_api_server_walks_the_owners_too(api: k8s_client.ApiC
     assert 'admission webhook "mjob.kb.io" denied the request: jobsets.jobset.x-k8s.io "ghost" not found' in str(
         refused.value
     )
+
+
+def _owner(kind: str, api_version: str, name: str, *, queued: bool, enabled: bool = True, above: Any = None) -> Any:
+    from kueue_es.jobframework import workloads
+
+    controller = None
+    if above is not None:
+        controller = {"apiVersion": above.api_version, "kind": above.kind, "name": above.name, "uid": above.uid,
+                      "controller": True}  # fmt: skip
+    return workloads.Owner(
+        api_version=api_version,
+        kind=kind,
+        namespace="team",
+        name=name,
+        uid=f"u-{name}",
+        labels={QUEUE: "q"} if queued else {},
+        controller=controller,
+        enabled=enabled,
+    )
+
+
+def test_an_owner_of_a_disabled_integration_is_walked_through_never_the_ancestor() -> None:
+    """Kueue's walk reads an owner whose integration is off (GetEmptyOwnerObject is nil for it) and goes on
+    to its own controller; it is never the ancestor, a managed owner above it is."""
+    from kueue_es.jobframework import webhooks
+
+    wrapper = _owner("AppWrapper", "workload.codeflare.dev/v1beta2", "aw", queued=True)
+    disabled = _owner("JobSet", JOBSET_API, "js", queued=True, enabled=False)
+    via = _owner("JobSet", JOBSET_API, "js", queued=True, enabled=False, above=wrapper)
+    child = job("child", owner={"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": {"name": "js", "uid": "u-js"}},
+                labels={QUEUE: "q"})  # fmt: skip
+    alone = webhooks.walk(child, {(JOBSET_API, "JobSet", "js"): disabled}, manage_jobs_without_queue_name=False)
+    assert not alone.child
+    read = {(JOBSET_API, "JobSet", "js"): via, (wrapper.api_version, "AppWrapper", "aw"): wrapper}
+    above = webhooks.walk(child, read, manage_jobs_without_queue_name=False)
+    assert above.ancestor == wrapper
+    # what the webhook reads, one at a time: the JobSet, then (it has a controller) the AppWrapper
+    assert webhooks.owner_to_read(child, {}, manage_jobs_without_queue_name=False)["name"] == "js"
+    assert (
+        webhooks.owner_to_read(child, {(JOBSET_API, "JobSet", "js"): via}, manage_jobs_without_queue_name=False)["name"]
+        == "aw"
+    )
+    assert webhooks.owner_to_read(child, read, manage_jobs_without_queue_name=False) is None
+
+
+async def test_an_object_being_deleted_is_not_walked(webhook: tuple[str, ssl.SSLContext]) -> None:
+    """WithDeletingObjectTolerance: a StatefulSet update while it is deleted, its owner gone already, is not
+    refused (the garbage collector's patch of a terminating object must go through)."""
+    url, trust = webhook
+    ghost = {"apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "u-gone", "controller": True}
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "s", "namespace": "team", "ownerReferences": [ghost], "labels": {QUEUE: "q"}},
+        "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
+    }
+    deleting = {**sts, "metadata": {**sts["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    for verb in ("mutate", "validate"):
+        review = admission_review(group="apps", version="v1", kind="StatefulSet", resource="statefulsets",
+                                  operation="UPDATE", obj=deleting, old=sts)  # fmt: skip
+        response = (await post(url, trust, f"/{verb}-apps-v1-statefulset", review))["response"]
+        assert response["allowed"] is True, (verb, response)
+        review = admission_review(group="apps", version="v1", kind="StatefulSet", resource="statefulsets",
+                                  operation="UPDATE", obj=sts, old=sts)  # fmt: skip
+        response = (await post(url, trust, f"/{verb}-apps-v1-statefulset", review))["response"]
+        assert response["allowed"] is False and response["status"]["code"] == 404, (verb, response)
