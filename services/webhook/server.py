@@ -136,10 +136,6 @@ def api_owner_read(api: k8s_client.ApiClient) -> OwnerRead:
     return read
 
 
-async def _no_owners(_namespace: str, _api_version: str, _kind: str, _name: str) -> Mapping[str, Any] | None:
-    return None
-
-
 async def read_owners(
     obj: Mapping[str, Any],
     *,
@@ -176,7 +172,7 @@ def app(
     managed_kinds: frozenset[str] | None = None,
     namespace_selector: models.LabelSelector = workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR,
     namespace_labels: NamespaceLookup = _no_namespaces,
-    owner_read: OwnerRead = _no_owners,
+    owner_read: OwnerRead | None = None,
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
     :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
@@ -192,7 +188,8 @@ def app(
     ``owner_read``: the owners of a job's controller chain, read where the answer depends on them
     (:func:`review.needs_owners`) and walked as Kueue's webhooks walk them (:func:`read_owners`); an owner
     that does not exist is refused 404 NotFound, a chain too deep or looping 403 Forbidden, where Kueue's
-    webhook refuses (:func:`review.refuses_on_walk`)."""
+    webhook refuses (:func:`review.refuses_on_walk`); None: not read, the controller's kind alone decides
+    (:func:`webhooks.owner_managed`)."""
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         if request.path == "/healthz":
@@ -226,7 +223,7 @@ def app(
             log.info("admission_reviewed", webhook=request.path, operation=parsed.operation, noop=True)
             return aiohttp.web.json_response(review.unchanged(parsed))
         owners: dict[webhooks.OwnerKey, workloads.Owner] | None = None
-        if review.needs_owners(verb, parsed, target):
+        if owner_read is not None and review.needs_owners(verb, parsed, target):
             namespace = parsed.namespace or "default"
             try:
                 owners, missing = await read_owners(
@@ -407,7 +404,7 @@ async def serve_webhook(
 
     ``api``: the Kubernetes API (for the ``default`` LocalQueue, MultiKueue, Namespace and owner lookups
     and the rotation; None: no lookups, as if no namespace had a ``default`` LocalQueue or labels besides its
-    name, and every owner were missing). ``rotation_settings``: internal certificate management through ``api``; without it the
+    name, and a job's controller decided by its kind alone). ``rotation_settings``: internal certificate management through ``api``; without it the
     files in ``cert_dir`` (made for localhost when missing) are served and reloaded every
     ``reload_every`` seconds when they change. ``started``: called with the URL once serving.
     ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks. ``managed_kinds``:
@@ -450,7 +447,7 @@ async def serve_webhook(
         if namespace_selector is None
         else namespace_selector,
         namespace_labels=api_namespace_lookup(api) if api is not None else _no_namespaces,
-        owner_read=api_owner_read(api) if api is not None else _no_owners,
+        owner_read=api_owner_read(api) if api is not None else None,
         ready=ready,
     )
     async with serve_https(application, host=host, port=port, context=serving.context) as url:
