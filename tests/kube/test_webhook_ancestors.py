@@ -262,3 +262,19 @@ async def test_an_object_being_deleted_is_not_walked(webhook: tuple[str, ssl.SSL
                                   operation="UPDATE", obj=sts, old=sts)  # fmt: skip
         response = (await post(url, trust, f"/{verb}-apps-v1-statefulset", review))["response"]
         assert response["allowed"] is False and response["status"]["code"] == 404, (verb, response)
+
+
+async def test_without_an_api_the_owners_kind_decides(tmp_path: Path) -> None:
+    """A server with no API (tests, by hand) cannot read owners: a child of a job is left alone, not refused."""
+    stop = asyncio.Event()
+    urls: asyncio.Queue[str] = asyncio.Queue()
+    task = asyncio.create_task(server.serve_webhook(stop=stop, cert_dir=tmp_path, port=0, started=urls.put_nowait))
+    try:
+        url = await asyncio.wait_for(urls.get(), 30)
+        trust = ssl.create_default_context(cafile=str(tmp_path / certs.CA_CERT))
+        ghost = {"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": {"name": "ghost", "uid": "u-ghost"}}
+        response, patched = await mutate_job((url, trust), job("child", owner=ghost, labels={QUEUE: "user-queue"}))
+        assert response["allowed"] is True and "suspend" not in patched["spec"]
+    finally:
+        stop.set()
+        await task
