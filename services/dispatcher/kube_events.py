@@ -82,11 +82,11 @@ def for_decision(
             if not reserved and reserved_at < at:
                 # admitted after its reservation (its admission checks Ready): Kueue's workload controller
                 # records it, with the wait since the reservation (workload_controller.go Reconcile)
-                wait = f"{(at - reserved_at) / 1000:.0f}s"
+                since_reservation = f"{(at - reserved_at) / 1000:.0f}s"
                 component = WORKLOAD_CONTROLLER_COMPONENT
             else:  # reserved and admitted in one step: the scheduler's (scheduler.go admit)
-                wait, component = "0s", ""
-            message = f"Admitted by ClusterQueue {cq}, wait time since reservation was {wait}"
+                since_reservation, component = "0s", ""
+            message = f"Admitted by ClusterQueue {cq}, wait time since reservation was {since_reservation}"
             admitted = KubeEvent(
                 workload=ref, type="Normal", reason="Admitted", message=message, at_ms=at, component=component
             )
