@@ -260,6 +260,37 @@ def parent_owner_reference(workload: models.Workload) -> dict[str, Any] | None:
     return {"apiVersion": parent.api_version, "kind": parent.kind, "name": parent.name, "uid": parent.uid}
 
 
+def parent_wants_group(workload: models.Workload, parent: Mapping[str, Any] | None) -> bool:
+    """Whether a serving group's Workload stays with every pod of its group gone, because the StatefulSet or
+    LeaderWorkerSet it was made for still wants the group, as Kueue's does: that parent owns it (an owner
+    reference set by its reconciler's constructWorkload), so the garbage collector keeps it while the parent is
+    there, and the pod reconciler only finalizes the pods of a group it finds empty (pod_controller.go Load).
+
+    ``workload``: the group's workload, whose marks (:func:`~kueue_es.events.job_owners.serving_parent`) name
+    its parent; ``parent``: the object of that kind and name in the Workload's namespace as the API server has
+    it, None when there is none. True while ``parent`` is the one the marks name (the same UID: one made again
+    under the name does not own it), not being deleted, and wants the group: a StatefulSet with
+    ``spec.replicas`` above zero (default 1; scaled to zero its Workload is held instead:
+    :func:`statefulset_hold`), a LeaderWorkerSet whose ``spec.replicas`` (default 1) counts past the group's
+    ``kueue.x-k8s.io/component-workload-index`` (leaderworkerset_reconciler.go filterWorkloads deletes the
+    Workloads of the groups past it). False for a Workload with no serving parent and for a replica count that
+    is not a number (the parent's own rejection says why)."""
+    marked = job_owners.serving_parent(workload)
+    if marked is None or parent is None:
+        return False
+    meta = workloads.as_mapping(parent.get("metadata"))
+    if parent.get("kind") not in (None, marked.kind) or meta.get("uid") != marked.uid or meta.get("deletionTimestamp"):
+        return False
+    raw = workloads.as_mapping(parent.get("spec")).get("replicas")
+    replicas = 1 if raw is None else workloads.parse_int(raw)
+    if replicas is None:
+        return False
+    if marked.kind == "StatefulSet":
+        return replicas > 0
+    index = workloads.parse_int(workload.metadata.annotations.get(job_owners.COMPONENT_INDEX_ANNOTATION))
+    return index is not None and 0 <= index < replicas
+
+
 STATEFULSET_ON_HOLD_MESSAGE = "StatefulSet scaled to zero; workload on hold"
 """Kueue's QuotaReserved message for the Workload of a StatefulSet scaled to zero (statefulset_reconciler.go
 releaseScaleDownReservation)."""

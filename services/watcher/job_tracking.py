@@ -205,8 +205,10 @@ class JobTracker:
         live = {k for obj in listed if self._managed(kind, obj) for k in self._workload_keys(kind, obj)}
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
         gone -= set(self.publisher.orphaned)  # their Workload objects outlived their jobs: they go with them
-        if kind == "Pod":  # a StatefulSet scaled to zero keeps its group's workload with no pod left
-            gone = {k for k in gone if not self._held(k) and not self._hold_unconfirmed(k) and not self._lws_keeps(k)}
+        if kind == "Pod":  # a StatefulSet or LeaderWorkerSet keeps its group's workload with no pod left
+            gone = {
+                k for k in gone if not self._held(k) and not self._hold_unconfirmed(k) and not self._parent_keeps(k)
+            }
         for key in sorted(gone):
             if key in orphaning and await self._left_orphaned(kind, orphaning[key], key, orphaning=True):
                 continue
@@ -214,14 +216,16 @@ class JobTracker:
         self.listed.add(kind)
         await self._convert_all(kinds=(kind,), trigger="")
         if kind == "StatefulSet":
-            # the held workloads the log knows, their StatefulSets now listed: still held, let go (scaled up while
-            # no watcher ran) or deleted with their pods (the StatefulSet went meanwhile), whatever was listed first
-            for group_key in sorted(k for k, wl in self.publisher.workloads.items() if wl.on_hold):
+            # the held workloads the log knows, and the StatefulSets' groups' with no pod now, their StatefulSets
+            # now listed: still held or kept, let go (scaled up while no watcher ran) or deleted with their pods
+            # (the StatefulSet went meanwhile), whatever was listed first
+            held = {k for k, wl in self.publisher.workloads.items() if wl.on_hold}
+            for group_key in sorted(held | set(self._parented_groups("StatefulSet"))):
                 await self._sync_group(group_key, version=f"{version}~held")
         if kind == "LeaderWorkerSet":
             # the groups the log knows with no pod now: kept while their LeaderWorkerSet wants them, else deleted;
             # and those made before their LeaderWorkerSet was known: marked as its now
-            keys = set(self._lws_groups(uid=None))
+            keys = set(self._parented_groups("LeaderWorkerSet"))
             for lws in listed:
                 keys.update(self._lws_groups(uid=objects.uid_of(lws), lws=lws))
             for group_key in sorted(keys):
@@ -282,8 +286,8 @@ class JobTracker:
                 return
         if await self._statefulset_hold(group_key, members, version=version):
             return
-        if not members and self._lws_keeps(group_key):
-            return  # its LeaderWorkerSet still wants the group: the Workload waits for the pods made again
+        if not members and self._parent_keeps(group_key):
+            return  # its StatefulSet or LeaderWorkerSet still wants the group: the Workload waits for the pods made again
         known = self.publisher.workloads.get(group_key)
         adopted = (
             known is not None and known.owner is not None and known.owner.kind == "Pod" and prebuilt.is_adopted(known)
@@ -321,15 +325,15 @@ class JobTracker:
         known = self.publisher.workloads.get(group_key)
         return known is not None and bool(known.on_hold) and "StatefulSet" not in self.listed
 
-    def _lws_groups(self, *, uid: str | None, lws: objects.KubeObject | None = None) -> list[Key]:
-        """The pod groups the log has a workload for that a LeaderWorkerSet's marks name (:func:`~kueue_es.events.
-        job_owners.serving_parent`): that of UID ``uid``, or any with ``uid`` None; with ``lws`` (that
-        LeaderWorkerSet) also the pod groups kept whose first pod is in one of its groups
+    def _lws_groups(self, *, uid: str, lws: objects.KubeObject | None = None) -> list[Key]:
+        """The pod groups the log has a workload for that the marks of the LeaderWorkerSet of UID ``uid`` name
+        (:func:`~kueue_es.events.job_owners.serving_parent`); with ``lws`` (that LeaderWorkerSet) also the pod
+        groups kept whose first pod is in one of its groups
         (:func:`~kueue_es.jobframework.integrations.serving.lws_owner`), marked or not."""
         found = set()
         for group_key, known in self.publisher.workloads.items():
             parent = job_owners.serving_parent(known)
-            if parent is not None and parent.kind == "LeaderWorkerSet" and uid in (None, parent.uid):
+            if parent is not None and parent.kind == "LeaderWorkerSet" and parent.uid == uid:
                 found.add(group_key)
         if lws is not None:
             for group_key, names in self.groups.groups.items():
@@ -338,23 +342,29 @@ class JobTracker:
                     found.add(group_key)
         return sorted(found)
 
-    def _lws_keeps(self, group_key: Key) -> bool:
-        """Whether ``group_key``'s workload is a LeaderWorkerSet group's that the LeaderWorkerSet still wants, so it
-        stays with the group's pods all gone (made again by its StatefulSets), as Kueue's Workload does: its
-        LeaderWorkerSet owns it and deletes only those of the groups past ``spec.replicas``
-        (leaderworkerset_reconciler.go filterWorkloads), the garbage collector the rest with the LeaderWorkerSet.
-        While LeaderWorkerSets are not listed yet (a restarted watcher) it is kept until they are."""
+    def _parent_keeps(self, group_key: Key) -> bool:
+        """Whether ``group_key``'s workload is a StatefulSet's or LeaderWorkerSet's group's that its parent still
+        wants (:func:`~kueue_es.jobframework.integrations.serving.parent_wants_group`), so it stays with the group's
+        pods all gone (deleted by hand, a group restart) and their pods made again are started on it, as Kueue's
+        Workload, owned by that parent, stays. While that kind is not listed yet (a restarted watcher that lists
+        pods first) it is kept until it is, when :meth:`resynced` looks at it again."""
         known = self.publisher.workloads.get(group_key)
-        if known is None or (parent := job_owners.serving_parent(known)) is None or parent.kind != "LeaderWorkerSet":
+        parent = job_owners.serving_parent(known) if known is not None else None
+        if known is None or parent is None:
             return False
-        if "LeaderWorkerSet" not in self.listed:
+        if parent.kind not in self.listed:
             return True
-        lws = self.objects["LeaderWorkerSet"].get((group_key[0], parent.name))
-        if lws is None or objects.uid_of(lws) != parent.uid or objects.meta(lws).get("deletionTimestamp"):
-            return False
-        index = workloads.parse_int(known.metadata.annotations.get(job_owners.COMPONENT_INDEX_ANNOTATION))
-        replicas = workloads.parse_int(workloads.as_mapping(cast(Mapping[str, Any], lws).get("spec")).get("replicas"))
-        return index is not None and index < (1 if replicas is None else replicas)
+        obj = self.objects[parent.kind].get((group_key[0], parent.name))
+        return serving.parent_wants_group(known, cast(Mapping[str, Any], obj) if obj is not None else None)
+
+    def _parented_groups(self, kind: str) -> list[Key]:
+        """The pod groups the log has a workload for whose marks name a parent of ``kind`` (StatefulSet,
+        LeaderWorkerSet)."""
+        return sorted(
+            key
+            for key, known in self.publisher.workloads.items()
+            if (parent := job_owners.serving_parent(known)) is not None and parent.kind == kind
+        )
 
     async def _statefulset_hold(self, group_key: Key, members: list[objects.KubeObject], *, version: str) -> bool:
         """Hold or let go the workload of a StatefulSet's serving group, as Kueue's StatefulSet reconciler does

@@ -583,3 +583,50 @@ async def test_a_leaderworkerset_seen_after_its_groups_makes_their_workloads_its
                 assert wl["metadata"]["ownerReferences"][0]["kind"] == "LeaderWorkerSet"
                 assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == lws["metadata"]["uid"]
     assert len(await events_of(bus, types.WorkloadAdmitted)) == 2  # the same workloads, not admitted again
+
+
+async def test_a_statefulset_keeps_its_workload_when_its_pods_all_go(api: Any, bus: MemoryBus) -> None:
+    """Kueue's StatefulSet reconciler prebuilds the group's Workload owned by the StatefulSet
+    (statefulset_reconciler.go createPrebuiltWorkload, constructWorkload), and the pod reconciler only finalizes
+    the pods of a group it finds empty (pod_controller.go Load), so with every pod deleted at once (``kubectl
+    delete pods -l app=nginx``) the garbage collector keeps the Workload: the same object, still admitted, its
+    pods made again by the StatefulSet started on that admission. Its PodsReady, first ``Started``, goes
+    ``WaitForRecovery`` while the pods are gone and ``Recovered`` once they are back (jobframework reconciler.go
+    generatePodsReadyCondition: the Workload stays admitted)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        pods = await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+        first = await workload_until(api, name, lambda w: condition(w, "PodsReady").get("status") == "True")
+        assert condition(first, "PodsReady")["reason"] == "Started"
+        [ready] = await wait_for(bus, types.WorkloadPodsReady, ready=True, workload__name=name, timeout=10)
+        assert ready.reason == "Started"
+        object_uid = first["metadata"]["uid"]
+
+        # every pod deleted at once: the Workload stays, the pods made again are started on its admission
+        before = {p["metadata"]["uid"] for p in pods}
+        await asyncio.gather(
+            *(kube.delete_object(api, resources.PODS, namespace="default", name=p["metadata"]["name"]) for p in pods)
+        )
+        await pods_until(
+            api,
+            lambda ps: (
+                len(live(ps)) == 3
+                and all(started(p) for p in live(ps))
+                and all(p["metadata"]["uid"] not in before for p in live(ps))
+            ),
+        )
+        kept = await workload_until(api, name, lambda w: condition(w, "PodsReady").get("reason") == "Recovered")
+        assert kept["metadata"]["uid"] == object_uid
+        assert kept["metadata"]["ownerReferences"][0]["kind"] == "StatefulSet"
+        assert condition(kept, "Admitted")["status"] == "True"
+        assert condition(kept, "PodsReady")["status"] == "True"
+        assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+        assert len(await events_of(bus, types.WorkloadAdmitted, workload__name=name)) == 1
+        reports = [(r.ready, r.reason) for r in await events_of(bus, types.WorkloadPodsReady, workload__name=name)]
+        # admitted with its first pod: WaitForStart until all three are ready, then Started; the pods gone and
+        # back on the same admission: WaitForRecovery, then Recovered (not Started again)
+        assert reports == [(False, "WaitForStart"), (True, "Started"), (False, "WaitForRecovery"), (True, "Recovered")]

@@ -494,3 +494,34 @@ def test_a_held_statefulset_workload_is_resized_to_the_replicas_it_is_scaled_up_
     assert serving.statefulset_resized(held, {**sts, "spec": {"replicas": 3}}) is held
     with pytest.raises(manifests.ManifestError, match="spec.replicas"):
         serving.statefulset_resized(held, {**sts, "spec": {"replicas": "two"}})
+
+
+def marked(labels: dict[str, str], annotations: dict[str, str]) -> models.Workload:
+    return models.Workload(
+        metadata=models.ObjectMeta(name="group", namespace="default", labels=labels, annotations=annotations),
+        spec=models.WorkloadSpec(pod_sets=[models.PodSet(name="main", count=1, requests={"cpu": 100})]),
+    )
+
+
+def test_a_parent_wants_its_groups_workload_while_it_is_there_with_replicas_for_it() -> None:
+    """Kueue's StatefulSet and LeaderWorkerSet own their groups' Workloads (constructWorkload): the Workload stays
+    with its pods gone while that parent is there (its UID), not being deleted, and wants the group: a
+    StatefulSet with replicas (scaled to zero it is held instead), a LeaderWorkerSet whose replicas count past
+    the group's index (leaderworkerset_reconciler.go filterWorkloads)."""
+    sts = {"kind": "StatefulSet", "metadata": {"name": "web", "uid": "sts-1"}, "spec": {"replicas": 3}}
+    sts_group = marked(*serving.statefulset_workload_marks("web", "sts-1"))
+    assert serving.parent_wants_group(sts_group, sts)
+    assert serving.parent_wants_group(sts_group, {**sts, "spec": {}})  # replicas default to 1
+    assert not serving.parent_wants_group(sts_group, {**sts, "spec": {"replicas": 0}})
+    assert not serving.parent_wants_group(sts_group, {**sts, "spec": {"replicas": "three"}})
+    assert not serving.parent_wants_group(sts_group, {**sts, "metadata": {"name": "web", "uid": "sts-2"}})
+    deleting = {"name": "web", "uid": "sts-1", "deletionTimestamp": "2026-01-01T00:00:00Z"}
+    assert not serving.parent_wants_group(sts_group, {**sts, "metadata": deleting})
+    assert not serving.parent_wants_group(sts_group, None)
+    assert not serving.parent_wants_group(marked({}, {}), sts)  # a plain pod group's: no parent owns it
+
+    lws = {"kind": "LeaderWorkerSet", "metadata": {"name": "lws", "uid": "lws-1"}, "spec": {"replicas": 2}}
+    second = marked(*serving.lws_workload_marks("lws", "lws-1", "1"))
+    assert serving.parent_wants_group(second, lws)
+    assert not serving.parent_wants_group(second, {**lws, "spec": {"replicas": 1}})
+    assert not serving.parent_wants_group(second, sts)  # another kind is not its parent
