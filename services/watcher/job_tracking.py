@@ -163,6 +163,11 @@ class JobTracker:
             await self._sync_group((key[0], group), version=version)
         elif change == "DELETED":
             for wl_key in self._workload_keys(kind, obj):
+                if kind != "Pod" and self.publisher.sources.get(wl_key) == "Pod":
+                    # a StatefulSet's group workload, made from its pods and named as the StatefulSet's would be:
+                    # it goes with the last of its pods (:meth:`_sync_group` below), as the garbage collector
+                    # deletes Kueue's once its StatefulSet and pods are gone, not now to be made again from them
+                    continue
                 if await self._left_orphaned(kind, obj, wl_key, orphaning=orphaning):
                     continue  # its Workload object stays, finished OwnerNotFound
                 await self.publisher.delete_workload(wl_key, version=version, uid=objects.uid_of(obj))
@@ -171,7 +176,8 @@ class JobTracker:
         if kind == "RayCluster" and self.inputs.elastic_jobs:
             await self.owner_of_cluster_changed(obj, version=version)
         if kind == "StatefulSet" and (uid := objects.uid_of(obj)):
-            # scaled to or from zero: its serving group's workload is held or let go (:meth:`_statefulset_hold`)
+            # scaled to or from zero: its serving group's workload is held or let go (:meth:`_statefulset_hold`);
+            # deleted: the workload goes once its pods have (:meth:`_parent_keeps`; the garbage collector's)
             group_key = (key[0], serving.statefulset_workload_name(key[1], uid))
             await self._sync_group(group_key, version=version)
         if kind == "LeaderWorkerSet" and (uid := objects.uid_of(obj)):

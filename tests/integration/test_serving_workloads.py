@@ -592,7 +592,7 @@ async def test_a_statefulset_keeps_its_workload_when_its_pods_all_go(api: Any, b
     delete pods -l app=nginx``) the garbage collector keeps the Workload: the same object, still admitted, its
     pods made again by the StatefulSet started on that admission. Its PodsReady, first ``Started``, goes
     ``WaitForRecovery`` while the pods are gone and ``Recovered`` once they are back (jobframework reconciler.go
-    generatePodsReadyCondition: the Workload stays admitted)."""
+    generatePodsReadyCondition: the Workload stays admitted). The StatefulSet deleted, the Workload goes."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(*services(bus, api, dispatcher, consumer)):
         await set_up_queues(api)
@@ -630,3 +630,12 @@ async def test_a_statefulset_keeps_its_workload_when_its_pods_all_go(api: Any, b
         # admitted with its first pod: WaitForStart until all three are ready, then Started; the pods gone and
         # back on the same admission: WaitForRecovery, then Recovered (not Started again)
         assert reports == [(False, "WaitForStart"), (True, "Started"), (False, "WaitForRecovery"), (True, "Recovered")]
+
+        # the StatefulSet deleted: its pods go, and the Workload with them
+        await kube.delete_object(api, resources.STATEFUL_SETS, namespace="default", name="nginx-statefulset")
+        [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload", timeout=20)
+        assert deleted.name == name
+        await pods_until(api, lambda ps: not ps)
+    assert len(await events_of(bus, types.ObjectDeleted, kind="Workload")) == 1  # not made again from its pods
+    observed = await events_of(bus, types.WorkloadObserved, workload__metadata__name=name)
+    assert len({o.workload.metadata.uid for o in observed}) == 1
