@@ -639,3 +639,36 @@ async def test_a_statefulset_keeps_its_workload_when_its_pods_all_go(api: Any, b
     assert len(await events_of(bus, types.ObjectDeleted, kind="Workload")) == 1  # not made again from its pods
     observed = await events_of(bus, types.WorkloadObserved, workload__metadata__name=name)
     assert len({o.workload.metadata.uid for o in observed}) == 1
+
+
+async def test_a_restarted_watcher_keeps_a_statefulsets_workload_whose_pods_went_meanwhile(
+    api: Any, bus: MemoryBus
+) -> None:
+    """Every pod of an admitted StatefulSet deleted while no service ran: a restarted watcher that lists the pods
+    (none of the group's) before the StatefulSets keeps the group's workload until they are listed, and then
+    still (its StatefulSet wants the group); the pods made again are started on the same admission."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        pods = await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        [applied] = await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+    for pod in pods:
+        await kube.delete_object(api, resources.PODS, namespace="default", name=pod["metadata"]["name"])
+    watcher = Watcher(bus=bus, api=api)
+    await watcher.learn_from_log()
+    async with running(*await restarted_without_statefulsets(api, bus, watcher)):
+        async with asyncio.timeout(10):
+            await watcher.synced["Pod"].wait()
+        assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+        async with running(watcher.watch("StatefulSet")):
+            async with asyncio.timeout(10):
+                await watcher.synced["StatefulSet"].wait()
+            before = {p["metadata"]["uid"] for p in pods}
+            await pods_until(
+                api, lambda ps: len(ps) == 3 and all(started(p) and p["metadata"]["uid"] not in before for p in ps)
+            )
+            assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+            assert watcher.publisher.workloads[("default", name)].metadata.uid == applied.workload.uid
+    assert len(await events_of(bus, types.WorkloadAdmitted, workload__name=name)) == 1
