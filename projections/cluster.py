@@ -75,6 +75,11 @@ class WorkloadState:
     requeue_count: int = 0
     requeue_at_ms: int = 0
     backoff: bool = False
+    # Set ``spec.active`` false by hand since its last requeue count: Kueue's workload controller drops
+    # the requeueState of every inactive workload (PR #7734), so the next PodsReady timeout counts from 1
+    # and a backoff under way ends. Kept beside the count (not folded into it) for admitter logic 21 and
+    # earlier, which kept counting (``lifecycle.decide``'s ``inactive_clears_requeue``).
+    requeue_cleared: bool = False
     order_ms: int = 0  # queue-order timestamp after an eviction that moves it back (§3.3); 0: creation
     deactivated: str = ""  # why Kueue set spec.active=false (WorkloadDeactivated), "" when it did not
     # Released for its job's hold (QuotaReleased reason OnHold: a StatefulSet scaled to zero) and not queued
@@ -733,6 +738,8 @@ def _apply_workload_fact(
                     current.bookmark = None  # its scheduling shape changed (SEMANTICS §3.4, §5.3)
                 if current.reservation is not None:
                     _bump_generation(state, current.reservation.cluster_queue, seq)
+            if current.workload.spec.active and not event.workload.spec.active:
+                current.requeue_cleared = True  # Kueue clears an inactive workload's requeueState (PR #7734)
             if current.deactivated and not current.workload.spec.active and event.workload.spec.active:
                 # Reactivated by its owner (spec.active false -> true): Kueue starts counting anew (§9.2).
                 current.deactivated = ""
@@ -983,6 +990,7 @@ def _apply_requeue_decision(state: ClusterState, event: types.WorkloadDeactivate
     if isinstance(event, types.WorkloadDeactivated):
         current.deactivated = event.reason
         current.requeue_count = current.requeue_at_ms = 0  # deactivation clears requeueState (§9.2)
+        current.requeue_cleared = False
         current.backoff = False
         current.accumulated_ms = 0
     else:
@@ -1012,6 +1020,7 @@ def _evicted(state: ClusterState, wl: WorkloadState, event: types.EvictionReques
             )
     if event.requeue_count:
         wl.requeue_count = event.requeue_count
+        wl.requeue_cleared = False
     if event.requeue_at_ms:
         wl.requeue_at_ms = max(wl.requeue_at_ms, event.requeue_at_ms)
     wait = state.configuration.wait_for_pods_ready or models.WaitForPodsReadyConfig()

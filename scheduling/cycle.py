@@ -63,6 +63,7 @@ def run(
     whole_tree_triggers: bool = True,
     deferred_sticky: bool = True,
     fair_rerun_after_own: bool = True,
+    inactive_clears_requeue: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -121,7 +122,10 @@ def run(
     ``fair_rerun_after_own`` (admitter logic 21; False: 20 and earlier, for replay): with fair sharing, a
     target search that took workloads of the preemptor's own ClusterQueue without making it fit runs the
     first strategy again over the candidates it set aside, as Kueue does since PR #14128
-    (``fairsharing.fair_targets``)."""
+    (``fairsharing.fair_targets``).
+
+    ``inactive_clears_requeue`` (admitter logic 22; False: 21 and earlier, for replay): a workload set
+    inactive by hand drops its requeue state, as Kueue does since PR #7734 (``lifecycle.decide``)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -164,7 +168,9 @@ def run(
             result = tas_cycle.second_pass(cycle, wl, now_ms=now_ms)
             return result if isinstance(result, types.TopologyAssigned) else None
 
-        for decision in lifecycle.decide(state, now_ms=now_ms, second_pass=second_pass):
+        for decision in lifecycle.decide(
+            state, now_ms=now_ms, second_pass=second_pass, inactive_clears_requeue=inactive_clears_requeue
+        ):
             if _workload_key(decision) not in touched:
                 decisions.append(decision)
         touched.update(_workload_key(d) for d in decisions)

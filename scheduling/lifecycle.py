@@ -99,25 +99,37 @@ def _cluster_queue_of(state: ClusterState, wl: WorkloadState) -> models.ClusterQ
     return state.cluster_queues.get(lq.spec.cluster_queue) if lq is not None else None
 
 
-def decide(state: ClusterState, *, now_ms: int, second_pass: SecondPass | None = None) -> list[types.Decision]:
+def decide(
+    state: ClusterState,
+    *,
+    now_ms: int,
+    second_pass: SecondPass | None = None,
+    inactive_clears_requeue: bool = True,
+) -> list[types.Decision]:
     """The lifecycle decisions due at ``now_ms`` (ms), in workload key order.
 
     ``second_pass(wl)`` places a workload's delayed topology requests once its checks are Ready
     (SEMANTICS-ADVANCED A.9): the TopologyAssigned, or None when it does not fit (the admitter
-    passes one bound to its cycle's TAS view). Without it such a workload is not admitted."""
+    passes one bound to its cycle's TAS view). Without it such a workload is not admitted.
+
+    ``inactive_clears_requeue`` (admitter logic 22; False: 21 and earlier, for replay): a workload set
+    inactive by hand since its last requeue count (``WorkloadState.requeue_cleared``) has no requeue
+    state, as Kueue's workload controller clears it (PR #7734): its backoff ends and its next PodsReady
+    timeout is the first one again."""
     out: list[types.Decision] = []
     keys = sorted({*state.checks_due, *state.backoffs, *_timed_due(state, now_ms)})
     for key in keys:
         wl = state.workloads.get(key)
         if wl is None or wl.gone or key in state.releasable:
             continue
+        cleared = inactive_clears_requeue and wl.requeue_cleared
         if wl.backoff:
-            if wl.reservation is None and wl.requeue_at_ms <= now_ms:
+            if wl.reservation is None and (wl.requeue_at_ms <= now_ms or cleared):
                 out.append(types.WorkloadRequeued(workload=wl.ref, at_ms=now_ms))
             continue
         decided = _check_decisions(state, wl, now_ms=now_ms, second_pass=second_pass)
         if not decided and wl.admitted and wl.eviction is None and wl.active:
-            decided = _timeout_decisions(state, wl, now_ms=now_ms)
+            decided = _timeout_decisions(state, wl, now_ms=now_ms, requeue_count=0 if cleared else wl.requeue_count)
         out.extend(decided)
     return out
 
@@ -177,14 +189,17 @@ def _eviction(
     )
 
 
-def _timeout_decisions(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> list[types.Decision]:
-    """PodsReady timeout (SEMANTICS-ADVANCED C.3), then maximum execution time (SEMANTICS §9.6)."""
+def _timeout_decisions(
+    state: ClusterState, wl: WorkloadState, *, now_ms: int, requeue_count: int
+) -> list[types.Decision]:
+    """PodsReady timeout (SEMANTICS-ADVANCED C.3), then maximum execution time (SEMANTICS §9.6).
+    ``requeue_count``: the timeouts counted so far (Kueue's requeueState.count)."""
     config = state.configuration
     deadline = _pods_ready_deadline(wl, config)
     if deadline is not None and now_ms >= deadline:
         wait = config.wait_for_pods_ready or models.WaitForPodsReadyConfig()
         strategy = wait.requeuing_strategy
-        count = wl.requeue_count + 1
+        count = requeue_count + 1
         if strategy.backoff_limit_count is not None and count > strategy.backoff_limit_count:
             return _deactivate(
                 wl, "RequeuingLimitExceeded", "exceeding the maximum number of re-queuing retries", now_ms=now_ms

@@ -25,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 21
+LOGIC_VERSION = 22
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 20 and earlier, with
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 21 and earlier kept
+the requeue state of a workload set inactive by hand (22 drops it, as Kueue's workload controller does since
+PR #7734: once active again, its backoff is over and its next PodsReady timeout counts from 1). 20 and earlier, with
 fair sharing, handed the candidates the first strategy set aside straight to the second strategy after
 taking the preemptor's own ClusterQueue's workloads (21 runs the first strategy over them again, as Kueue
 does since PR #14128: the preemptor's share has dropped, so they may pass it now). 19 and earlier did
@@ -85,6 +87,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         whole_tree_triggers=True,
         deferred_sticky=True,
         fair_rerun_after_own=True,
+        inactive_clears_requeue=True,
     )
 
 
@@ -103,6 +106,7 @@ def _decide(
     whole_tree_triggers: bool,
     deferred_sticky: bool,
     fair_rerun_after_own: bool,
+    inactive_clears_requeue: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -131,6 +135,7 @@ def _decide(
             whole_tree_triggers=whole_tree_triggers,
             deferred_sticky=deferred_sticky,
             fair_rerun_after_own=fair_rerun_after_own,
+            inactive_clears_requeue=inactive_clears_requeue,
         )
     finally:
         tree.rollback()
@@ -147,7 +152,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
+    Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
     ClusterQueue's workloads. Versions 9 to 19 did not make a workload waiting for the cycle's preemptions its ClusterQueue's sticky
     head. Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
     requeued parked workloads only on triggers of cohorts above their ClusterQueues. Versions 9 to 17 ordered
@@ -180,6 +185,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     recompute_overlapping = version >= 19
     deferred_sticky = version >= 20
     fair_rerun_after_own = version >= 21
+    inactive_clears_requeue = version >= 22
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -198,6 +204,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             whole_tree_triggers=recompute_overlapping,
             deferred_sticky=deferred_sticky,
             fair_rerun_after_own=fair_rerun_after_own,
+            inactive_clears_requeue=inactive_clears_requeue,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
