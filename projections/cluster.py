@@ -766,17 +766,27 @@ def _apply_workload_fact(
 def _keep_reserved_pod_sets(
     state: ClusterState, current: WorkloadState, event: types.WorkloadObserved
 ) -> types.WorkloadObserved:
-    """``event`` with the pod sets ``current`` holds quota for, while it holds quota: Kueue's Workload webhook
+    """``event`` with the pod sets and LocalQueue ``current`` holds quota for, while it holds quota: Kueue's Workload webhook
     refuses a change of ``spec.podSets`` while QuotaReserved is True (workload_webhook.go
     ValidateWorkloadUpdate, SEMANTICS §1.6), so the quota held is always for the shape admitted. Its job's
     reconciler deletes such a Workload and makes a new one instead (jobframework/reconciler.go
     ensureOneWorkload; the watcher's part). Unchanged for a workload with no quota, one deleted (what is
     observed now is its job's new one, folded once the quota is back: :func:`_recreate`) and an elastic slice,
     whose count shrinks in place (:func:`_rescale_elastic`)."""
-    before, after = current.workload.spec.pod_sets, event.workload.spec.pod_sets
-    if current.reservation is None or current.deleted_seq or before == after or _elastic(state, event.workload):
+    if current.reservation is None or current.deleted_seq:
         return event
-    spec = msgspec.structs.replace(event.workload.spec, pod_sets=before)
+    kept: dict[str, Any] = {}
+    before, after = current.workload.spec.pod_sets, event.workload.spec.pod_sets
+    if before != after and not _elastic(state, event.workload):
+        kept["pod_sets"] = before
+    # spec.queueName too: the Workload CRD's rule "queueName is immutable while workload quota reserved"
+    # (Kueue PR #12594 closed its gaps), so a workload drained from its ClusterQueue goes back to its own
+    # LocalQueue, not to one an update named while it held quota.
+    if current.workload.spec.queue_name != event.workload.spec.queue_name:
+        kept["queue_name"] = current.workload.spec.queue_name
+    if not kept:
+        return event
+    spec = msgspec.structs.replace(event.workload.spec, **kept)
     return msgspec.structs.replace(event, workload=msgspec.structs.replace(event.workload, spec=spec))
 
 

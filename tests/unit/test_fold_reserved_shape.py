@@ -61,6 +61,24 @@ def test_other_changes_of_a_workload_holding_quota_are_kept() -> None:
     assert (spec.priority, [ps.count for ps in spec.pod_sets]) == (7, [2])
 
 
+def _moved(to: str) -> types.WorkloadObserved:
+    """``default/w`` of 2 pods with ``spec.queueName`` ``to``."""
+    fact = _observed(2)
+    spec = msgspec.structs.replace(fact.workload.spec, queue_name=to)
+    return types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, spec=spec))
+
+
+def test_a_workload_holding_quota_keeps_its_local_queue() -> None:
+    """The Workload CRD refuses a change of ``spec.queueName`` while QuotaReserved is True (Kueue PR #12594)."""
+    state = _state(_moved("lq"), _reserved(2), _moved("other"))
+    assert state.workloads["default/w"].workload.spec.queue_name == "lq"
+
+
+def test_a_workload_without_quota_moves_to_the_new_local_queue() -> None:
+    state = _state(_moved("lq"), _moved("other"))
+    assert state.workloads["default/w"].workload.spec.queue_name == "other"
+
+
 def test_a_workload_without_quota_takes_the_new_pod_sets() -> None:
     state = _state(_observed(2), _observed(1))
     assert [ps.count for ps in state.workloads["default/w"].workload.spec.pod_sets] == [1]
