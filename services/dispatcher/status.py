@@ -607,11 +607,14 @@ def _evict(record: WorkloadRecord, reason: str, message: str, *, at_ms: int) -> 
 
 
 def _observed(record: WorkloadRecord, workload: models.Workload, *, at_ms: int) -> None:
-    """``spec.active`` as the log has it: a workload seen inactive and then active again is reactivated
+    """``spec.active`` as the log has it: an inactive workload has no requeueState (Kueue's workload controller
+    clears it, set false by hand or by Kueue); a workload seen inactive and then active again is reactivated
     (workload_controller.go: Requeued=True ``Reactivated`` when it was False ``Deactivated``), whether Kueue
     deactivated it (``record.deactivated``, then seen inactive) or someone set ``spec.active`` false by hand."""
     if not workload.spec.active:
         record.inactive_seen = True
+        # an inactive workload's requeueState goes (workload_controller.go: cleared on deactivation, Kueue PR #7734)
+        record.requeue_count = record.requeue_at_ms = None
         return
     if record.inactive_seen:
         record.deactivated = record.inactive_seen = False

@@ -53,3 +53,26 @@ def test_a_workload_never_admitted_stops_nothing_and_does_not_fail() -> None:
     release = types.QuotaReleased(workload=workload, cluster_queue="cq", reason="Deactivated", cause_seq=0, at_ms=9)
     dlog.add(job_workload("w", active=False), release)
     assert core.plan(dlog.view, release, seq=dlog.seq) is None
+
+
+def test_a_workload_deactivated_by_hand_shows_no_requeue_state() -> None:
+    """Kueue's workload controller drops ``status.requeueState`` of a workload whose ``spec.active`` is false
+    (workload_controller.go, Kueue PR #7734), so a reactivation counts PodsReady timeouts from 0; the decisions
+    did (admitter logic 22) but the Workload object written kept ``requeueState.count``."""
+    dlog = DispatchLog()
+    dlog.add(job_workload("w"))
+    admission = dlog.admit(1_000)
+    eviction = types.EvictionRequested(
+        workload=admission.workload,
+        cluster_queue="cq",
+        reason="PodsReadyTimeout",
+        message="Exceeded the PodsReady timeout default/w",
+        requeue_count=1,
+        requeue_at_ms=70_000,
+        at_ms=61_000,
+    )
+    dlog.add(eviction)
+    record = dlog.view.records["default/w"]
+    assert (record.requeue_count, record.requeue_at_ms) == (1, 70_000)
+    dlog.add(job_workload("w", active=False))
+    assert (record.requeue_count, record.requeue_at_ms) == (None, None)
