@@ -202,7 +202,7 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
             | types.WorkloadReclaimablePods(workload=ref)
         ):
             return "Workload", ref.namespace, ref.name
-        case types.ObjectDeleted() | types.ObjectRejected():
+        case types.ObjectDeleted() | types.ObjectRejected() | types.ChildJobObserved():
             return event.kind, event.namespace, event.name
     raise TypeError(f"not a fact: {type(event).__name__}")
 

@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -35,9 +35,11 @@ workload that no longer matches it, Kueue's ensureOneWorkload) and ``ObjectDelet
 Configuration's ``objectRetentionPolicies`` (the workloads' retention, which the dispatcher carries out);
 8: ``Workload.onHold`` (a StatefulSet scaled to zero holds its workload: QuotaReleased reason ``OnHold``);
 9: ``WorkloadFinished.ownerDeleting`` (the OwnerNotFound finish of a job being deleted, whose Workload keeps
-its owner reference). docs/events.md holds the history and the stability policy."""
+its owner reference); 10: ``ChildJobObserved``, a job of a Kueue-managed ancestor seen running (the dispatcher
+suspends it while that ancestor's workload is not admitted). docs/events.md holds the history and the stability
+policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -350,6 +352,27 @@ class ObjectRejected(_Event, frozen=True, kw_only=True, tag="ObjectRejected"):
     name: str
     field: str = ""
     problem: str
+    at_ms: int = 0
+
+
+class ChildJobObserved(_Event, frozen=True, kw_only=True, tag="ChildJobObserved"):
+    """A job whose controller chain reaches a job Kueue manages (its ``ancestor``, Kueue's
+    FindAncestorJobManagedByKueue) is running: not suspended, not finished, not being deleted, in a namespace
+    Kueue manages (schema version 10).
+
+    Such a job has no Workload of its own; Kueue's job reconciler suspends it while its ancestor's latest
+    not-finished Workload is missing or not admitted (evicted, for a workload of slices), with the Event
+    ``Suspended`` "Kueue managed child job suspended" on it (jobframework/reconciler.go ReconcileGenericJob,
+    shouldSuspendChildJob). The watcher reports it when it sees the child so; the dispatcher decides from the
+    fold and writes. ``api_version``, ``kind``, ``namespace``, ``name``, ``uid``: the child's; ``at_ms``: when
+    the watcher saw it."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    ancestor: models.OwnerReference
     at_ms: int = 0
 
 
@@ -872,6 +895,7 @@ Fact = (
     | WorkloadPodsReady
     | WorkloadReclaimablePods
     | ObjectRejected
+    | ChildJobObserved
     | TopologyObserved
     | NodeObserved
     | PodObserved

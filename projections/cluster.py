@@ -469,11 +469,13 @@ ON_HOLD_CLEARED_MESSAGE: Final = "Workload no longer on hold; waiting for quota 
 
 # The event types the fold reads and drops: what a ClusterState holds never depends on them.
 # DispatchApplied and DispatchFailed are the Kubernetes side's echo of a decision; quota and
-# workload status follow the watcher's facts instead.
+# workload status follow the watcher's facts instead. ChildJobObserved is only the dispatcher's cue.
 IGNORED: Final[tuple[type[types.Event], ...]] = (
     types.DispatchApplied,
     types.DispatchFailed,
     types.DispatchBatchApplied,
+    # a job of a managed ancestor seen running: the dispatcher suspends it (from the fold), no state of its own
+    types.ChildJobObserved,
 )
 _IGNORED_EXACT: Final[frozenset[type[types.Event]]] = frozenset(IGNORED)
 

@@ -87,6 +87,23 @@ def _built() -> Iterator[tuple[str, str, dict[str, str], str]]:
             "",
         ),
         (
+            types.ChildJobObserved(
+                api_version="batch/v1",
+                kind="Job",
+                namespace="team-a",
+                name="train-workers-0",
+                uid="5e1d2c3b-4a59-4867-9f8e-7d6c5b4a3928",
+                ancestor=models.OwnerReference(
+                    api_version="jobset.x-k8s.io/v1alpha2",
+                    kind="JobSet",
+                    name="train",
+                    uid="9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                ),
+                at_ms=1_796_198_953_000,
+            ),
+            "",
+        ),
+        (
             types.WorkloadReclaimablePods(
                 workload=ref, reclaimable_pods=[types.ReclaimablePod(name="workers", count=2)], at_ms=1_796_198_953_000
             ),

@@ -844,6 +844,7 @@ PLAN_IGNORED = (
     types.WorkloadPodsReady,
     types.WorkloadReclaimablePods,
     types.ObjectRejected,
+    types.ChildJobObserved,  # its suspension is no decision's (suspension.py), as a job started by hand
     types.TopologyObserved,
     types.NodeObserved,
     types.PodObserved,

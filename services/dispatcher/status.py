@@ -293,6 +293,7 @@ STATUS_IGNORED = (
     types.ConfigurationObserved,
     types.SchedulingRequested,
     types.ObjectRejected,
+    types.ChildJobObserved,
     types.TopologyObserved,
     types.NodeObserved,
     types.PodObserved,

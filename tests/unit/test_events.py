@@ -34,6 +34,15 @@ SAMPLES: list[types.Event] = [
     types.ObjectDeleted(kind="ClusterQueue", name="cq"),
     types.WorkloadFinished(workload=REF, at_ms=7),
     types.ObjectRejected(kind="Job", namespace="ns", name="j", field="spec.parallelism", problem="bad"),
+    types.ChildJobObserved(
+        api_version="batch/v1",
+        kind="Job",
+        namespace="ns",
+        name="child",
+        uid="u-child",
+        ancestor=models.OwnerReference(api_version="jobset.x-k8s.io/v1alpha2", kind="JobSet", name="js", uid="u-js"),
+        at_ms=1,
+    ),
     types.DecisionRecord(
         decision_id="admit:p0:3",
         partition="p0",
