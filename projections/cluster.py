@@ -643,8 +643,8 @@ def apply(
             _apply_topology_assigned(state, event)
         case types.NodeObserved() | types.PodObserved() | types.TopologyObserved():
             _apply_topology_fact(state, event, seq=seq)
-        case types.DispatchApplied() | types.DispatchFailed() | types.DispatchBatchApplied():
-            pass  # IGNORED: the Kubernetes side's echo; quota follows the watcher's facts
+        case types.DispatchApplied() | types.DispatchFailed() | types.DispatchBatchApplied() | types.ChildJobObserved():
+            pass  # IGNORED: the Kubernetes side's echo (quota follows the watcher's facts), the dispatcher's cue
         case _:
             _unclassified(event)
     state.last_seq = max(state.last_seq, seq)
