@@ -486,6 +486,44 @@ def startable(api_version: str, kind: str) -> bool:
     return integration is not None and integration.api_version == api_version and integration.suspend_path is not None
 
 
+def ancestor_workload(state: ClusterState, namespace: str, ancestor: models.OwnerReference) -> WorkloadState | None:
+    """The latest not-finished workload of job ``ancestor`` in ``namespace`` as the fold has it (Kueue's
+    getLatestNotFinishedWorkloadForObject, reconciler.go: its Workloads by owner, the newest last): owned by it
+    (same kind and UID; a prebuilt Workload it adopted too), neither finished nor deleted. None when it has none."""
+    found: WorkloadState | None = None
+    for wl in state.workloads.values():
+        owner = wl.workload.owner
+        if (
+            owner is None
+            or owner.uid != ancestor.uid
+            or owner.kind != ancestor.kind
+            or wl.workload.metadata.namespace != namespace
+            or wl.gone
+        ):
+            continue
+        if found is None or (wl.workload.metadata.creation_timestamp_ms, wl.key) > (
+            found.workload.metadata.creation_timestamp_ms,
+            found.key,
+        ):
+            found = wl
+    return found
+
+
+def child_to_suspend(state: ClusterState, child: types.ChildJobObserved) -> bool:
+    """Whether ``child``, a job seen running under its managed ``ancestor``, is to be suspended, as Kueue's job
+    reconciler decides for a job that is not top-level (jobframework/reconciler.go ReconcileGenericJob,
+    shouldSuspendChildJob): when the ancestor has no not-finished workload (:func:`ancestor_workload`), or it
+    is not admitted (quota reserved and every check Ready: the fold's ``admitted`` with its reservation); for an
+    elastic ancestor (its workload slices: ``kueue.x-k8s.io/elastic-job``), only when that workload is evicted,
+    as a slice waiting to replace an admitted one is admitted by none."""
+    wl = ancestor_workload(state, child.namespace, child.ancestor)
+    if wl is None:
+        return True
+    if wl.workload.metadata.annotations.get(slices.ELASTIC_JOB_ANNOTATION) == "true":
+        return wl.eviction is not None
+    return not (wl.admitted and wl.reservation is not None)
+
+
 Action = StartJob | StopJob | StartIntegration | StopIntegration | StartPods | StopPods | FailStart
 
 

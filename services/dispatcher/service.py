@@ -343,6 +343,8 @@ class Dispatcher:
                         self.suspension.adopted(accepted.workload.key, seq=seq)
                     elif isinstance(accepted, types.WorkloadFinished):
                         self.suspension.finished(accepted, seq=seq)
+                    elif isinstance(accepted, types.ChildJobObserved):
+                        self.suspension.child_observed(accepted, seq=seq)
 
     async def _resume(self) -> int:
         """Take the start point (a snapshot of this log: its view becomes the fold, in place, as the

@@ -16,6 +16,13 @@ ReconcileGenericJob) puts both back:
   (handleJobWithNoWorkload, :meth:`Suspension.finished`); so are pods whose prebuilt Workload was deleted
   (:meth:`Suspension.workload_deleted`): those that run are deleted, "missing workload".
 
+- a job whose controller chain reaches a job Kueue manages (a JobSet's Job, made by hand running) runs while
+  that ancestor's workload is missing or not admitted: suspended, with the Event ``Suspended`` "Kueue managed
+  child job suspended" on it (ReconcileGenericJob's branch for a job that is not top-level,
+  shouldSuspendChildJob; :meth:`Suspension.child_observed`, :func:`core.child_to_suspend`). The watcher's
+  ChildJobObserved says the child runs; the decision is the fold's at that fact, checked again with the child
+  as the API server has it before the write, which answers no decision either.
+
 The watcher's PodsReady facts say when a job started or stopped without a decision (``progress.started``:
 a job not suspended, a pod ungated): the first WorkloadPodsReady of a workload never admitted, and a
 ``WaitForStart`` after the job had started. Each such fact marks the workload; :meth:`Suspension.run` then
@@ -36,7 +43,7 @@ from typing import Any
 import structlog
 
 from kueue_es.events import slices, types
-from kueue_es.jobframework import integrations, prebuilt
+from kueue_es.jobframework import integrations, jobs, prebuilt
 from kueue_es.jobframework import pods as pod_integration
 from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, kube_events
@@ -58,6 +65,10 @@ NO_MATCHING_REASON = "NoMatchingWorkload"
 """Kueue's StopReasonNoMatchingWorkload: the job of a prebuilt Workload finished OutOfSync has none."""
 NO_MATCHING_MESSAGE = "missing workload"
 """The Stopped Event's message for it (reconciler.go handleJobWithNoWorkload)."""
+CHILD_SUSPENDED_REASON = "Suspended"
+"""Kueue's ReasonSuspended (jobframework/events.go): the Event on a managed job's child it suspends."""
+CHILD_SUSPENDED_MESSAGE = "Kueue managed child job suspended"
+"""Its message (reconciler.go ReconcileGenericJob)."""
 REMEMBERED_REASONS = 200_000
 """Workloads whose last PodsReady reason is kept (the least recently reported forgotten first): one forgotten
 misses a suspension by hand only if its job was suspended right then."""
@@ -92,6 +103,9 @@ class Suspension:
         # prebuilt workloads finished OutOfSync -> (sequence, time in ms) of that finish: their job is stopped
         self.unmatched: dict[str, tuple[int, int]] = {}
         self.reasons: dict[str, str] = {}  # workload key -> the PodsReady reason of its last fact (the newest kept)
+        # children of managed jobs to suspend: (kind, namespace, name) -> (their ChildJobObserved, its sequence)
+        self.children: dict[tuple[str, str, str], tuple[types.ChildJobObserved, int]] = {}
+        self.children_suspended = 0
         self._wake = asyncio.Event()
         self._owners: dict[str, str] = {}  # workload key -> the UID of the single pod its deletion deletes
         self.stopped = 0  # jobs suspended because their workload was not admitted
@@ -121,6 +135,16 @@ class Suspension:
                 return
         self.due[key] = (self.view.cluster.last_seq, event.at_ms)
         self._wake.set()
+
+    def child_observed(self, event: types.ChildJobObserved, *, seq: int) -> None:
+        """The fold took ``event`` at ``seq``: a job of a managed ancestor runs. Mark it when the fold says it must
+        not (:func:`core.child_to_suspend`: the ancestor's workload missing or not admitted); :meth:`run` then
+        suspends it if it still runs and the ancestor's workload is still not admitted."""
+        if not core.startable(event.api_version, event.kind) or event.kind == "Pod":
+            return
+        if core.child_to_suspend(self.view.cluster, event):
+            self.children[(event.kind, event.namespace, event.name)] = (event, seq)
+            self._wake.set()
 
     def adopted(self, key: str, *, seq: int) -> None:
         """The fold took, at ``seq``, a WorkloadObserved that gave workload ``key`` a new owner: when that is a job
@@ -240,6 +264,13 @@ class Suspension:
                     await self._stop_unmatched(key, seq=seq, at_ms=at_ms)
                 except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
                     log.warning("job_suspension_not_checked", workload=key, seq=seq, error=str(err))
+            while self.children:
+                child = next(iter(self.children))
+                observed, seq = self.children.pop(child)
+                try:
+                    await self._suspend_child(observed, seq=seq)
+                except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                    log.warning("child_job_not_suspended", job=f"{child[0]} {child[1]}/{child[2]}", error=str(err))
             while self.due:
                 key = next(iter(self.due))
                 seq, at_ms = self.due.pop(key)
@@ -277,6 +308,60 @@ class Suspension:
             await self._start(wl, seq=seq, at_ms=at_ms)
         elif not admitted and not suspended:
             await self._stop(wl, seq=seq, at_ms=at_ms)
+
+    async def _suspend_child(self, child: types.ChildJobObserved, *, seq: int) -> None:
+        """Suspend ``child`` (its ChildJobObserved at ``seq``) as Kueue's reconciler does (``job.Suspend()``, then
+        the Event ``Suspended`` on it) when, read now, it is the same object (UID), not being deleted, neither
+        suspended nor finished, and the fold still says its ancestor's workload is not admitted (admitted
+        meanwhile: left alone). Raises the API's errors (but 404: a child that is gone needs nothing)."""
+        if self.gate is not None and not self.gate():
+            return
+        if not core.child_to_suspend(self.view.cluster, child):
+            return
+        integration = integrations.by_kind(child.kind) if child.kind != "Job" else None
+        ref = JOB_REF if integration is None else resources.ref_for(integration.api_version, integration.kind)
+        try:
+            job = await self.jobs.api.get_object(ref, namespace=child.namespace, name=child.name)
+        except kube_errors.NotFoundError:
+            return
+        meta = job.get("metadata") or {}
+        if (child.uid and meta.get("uid", child.uid) != child.uid) or meta.get("deletionTimestamp"):
+            return
+        if integration is None:
+            suspended = (job.get("spec") or {}).get("suspend") is True
+            finished = jobs.finished_condition(job) is not None
+        else:
+            suspended = integrations.suspended(integration, job)
+            finished = integration.finished(job) is not None
+        if suspended or finished or not core.child_to_suspend(self.view.cluster, child):
+            return  # (the fold ran on while the child was read)
+        path = ("spec", "suspend") if integration is None else integration.suspend_path
+        if path is None:
+            return  # a kind run through its pods (core.startable keeps them out)
+        patch: dict[str, Any] = {}
+        integrations.set_at(patch, path, True)
+        await self.jobs.limiter.acquire(WriteClass.JOBS)
+        try:
+            await self.jobs.api.patch_object(ref, namespace=child.namespace, name=child.name, patch=patch)
+        except kube_errors.NotFoundError:
+            return
+        self.children_suspended += 1
+        log.info(
+            "child_job_suspended",
+            job=f"{child.kind} {child.namespace}/{child.name}",
+            ancestor=f"{child.ancestor.kind} {child.ancestor.name}",
+            seq=seq,
+        )
+        item = kube_events.KubeEvent(
+            workload=types.WorkloadRef(namespace=child.namespace, name=child.name),
+            type="Normal",
+            reason=CHILD_SUSPENDED_REASON,
+            message=CHILD_SUSPENDED_MESSAGE,
+            at_ms=wall_clock_ms(),
+            job=(child.api_version, child.kind, child.uid),
+        )
+        self.recording.job_event(item, suffix=f"{seq:x}.suspended")
+        await self.recording.record([])
 
     async def _delete_pods(self, action: core.StopPods, *, owner_uid: str) -> None:
         """Delete the pods of ``action``'s workload (a single pod only with the UID its workload names), each
