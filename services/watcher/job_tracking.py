@@ -91,6 +91,9 @@ class JobTracker:
         # Pods' workloads whose Workload object was deleted by hand: workload key -> the UIDs of their pods, which
         # the dispatcher deletes (Kueue's Pod.Stop); while one of them is left no workload is made for them again
         self.doomed: dict[Key, set[str]] = {}
+        # children of managed jobs reported running (ChildJobObserved), by UID: reported again only once they were
+        # seen not running (suspended, finished, deleted), so a child running under an admitted ancestor is one fact
+        self.children_running: dict[str, None] = {}
         # the UID of the Workload object last seen for each workload key (its deletion by this watcher's own
         # decision, a workload no longer matching its job, is then not taken for a deletion by hand)
         self.object_uids: dict[Key, str] = {}
@@ -134,6 +137,7 @@ class JobTracker:
         if change == "DELETED":
             self.orphaning.discard(objects.uid_of(obj))
             self.objects[kind].pop(key, None)
+            self.children_running.pop(objects.uid_of(obj), None)
             self.inputs.forget_owner(obj)
             # a job or pod refused (ObjectRejected) and never converted since: the fold forgets its rejection
             await self.publisher.rejected_gone(kind, *key, uid=objects.uid_of(obj), version=version)
@@ -422,6 +426,7 @@ class JobTracker:
             return  # its Workload was deleted by hand: the pod is being deleted, not given a new one
         if not self.inputs.managed_context().namespace_managed(objects.namespace_of(obj)):
             return  # Kueue's reconciler ignores the job; a workload it had stays as it is (managedJobsNamespaceSelector)
+        await self.child_seen(kind, obj)
         now_ms = self.clock()
         context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
         fact = _convert(kind, obj, now_ms=now_ms, context=context)
@@ -505,6 +510,71 @@ class JobTracker:
         await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
         if isinstance(fact, types.WorkloadObserved):  # not once finished (reconciler.go step 3 comes first)
             await self.reporter.report_reclaimable(kind, obj, wl_key, version=version, context=context)
+
+    async def child_seen(self, kind: str, obj: objects.KubeObject) -> None:
+        """Publish :class:`~kueue_es.events.types.ChildJobObserved` when ``obj``, a job of ``kind`` (not a Pod, nor
+        a kind run through its pods), runs under a job Kueue manages: its controller chain reaches one
+        (:func:`~kueue_es.jobframework.workloads.ancestry`, Kueue's FindAncestorJobManagedByKueue; a chain too deep
+        or cyclic is Kueue's error: no suspension), it is neither suspended nor finished nor being deleted, in a
+        namespace Kueue manages. The dispatcher then suspends it unless the ancestor's workload is admitted (Kueue's
+        job reconciler, reconciler.go ReconcileGenericJob, shouldSuspendChildJob). Once per running spell: a child
+        seen not running is reported again when it runs again; the fact's Msg-Id is its UID and resourceVersion.
+        Called for every job seen, queue-labelled or not (:meth:`Watcher.unqueued_owner_event`)."""
+        uid = objects.uid_of(obj)
+        integration = integrations.by_kind(kind) if kind not in _CONVERTERS else None
+        if kind == "Pod" or not uid or (integration is not None and integration.suspend_path is None):
+            return
+        raw = cast(Mapping[str, Any], obj)
+        running = (
+            not objects.meta(obj).get("deletionTimestamp")
+            and self._running(kind, [obj])
+            and (integration.finished(raw) if integration is not None else jobs.finished_condition(raw)) is None
+        )
+        if not running:
+            self.children_running.pop(uid, None)
+            return
+        if uid in self.children_running:
+            return
+        context = self.inputs.managed_context()
+        namespace = objects.namespace_of(obj)
+        if not context.namespace_managed(namespace):
+            return
+        api_version = API_VERSIONS[kind]
+        found = workloads.ancestry(workloads.job_ref(raw, kind=kind, api_version=api_version), context)
+        if found.ancestor is None or found.too_deep or found.cyclic:
+            return
+        ancestor = found.ancestor
+        if self._admitted_as_seen(ancestor):
+            return  # the usual child, run by its admitted ancestor: no fact (the fold would leave it alone)
+        fact = types.ChildJobObserved(
+            api_version=api_version,
+            kind=kind,
+            namespace=namespace,
+            name=objects.name_of(obj),
+            uid=uid,
+            ancestor=models.OwnerReference(
+                api_version=ancestor.api_version, kind=ancestor.kind, name=ancestor.name, uid=ancestor.uid
+            ),
+            at_ms=self.clock(),
+        )
+        self.children_running[uid] = None
+        log.info(
+            "child_job_running", job=f"{kind} {namespace}/{fact.name}", ancestor=f"{ancestor.kind} {ancestor.name}"
+        )
+        await self.publisher.emit(fact, version=f"{uid}.{objects.resource_version(obj)}")
+
+    def _admitted_as_seen(self, ancestor: workloads.Owner) -> bool:
+        """Whether the Workload object named after job ``ancestor`` is Admitted (and not Finished) as last seen:
+        then the children its controller makes as it runs are not reported one by one. Only a filter: seen
+        admitted while the log has released it, the ancestor is being stopped, and its controller suspends them."""
+        if ancestor.kind == "Job":
+            name = jobs.workload_name_for_job(ancestor.name, ancestor.uid)
+        elif (integration := integrations.by_kind(ancestor.kind)) is not None:
+            name = integration.workload_name(ancestor.name, ancestor.uid)
+        else:
+            return False
+        held = self.held.get((ancestor.namespace, name))
+        return held is not None and held.admitted
 
     async def _delete_held_not_matching(
         self, kind: str, obj: objects.KubeObject, wl_key: Key, now: models.Workload, *, version: str

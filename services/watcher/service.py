@@ -270,14 +270,18 @@ class Watcher:
         child's owners reads (:meth:`ConversionInputs.unqueued_owner_changed`): the job watches list by that
         label, and Kueue walks through owners that are not managed (FindAncestorJobManagedByKueue). The label
         selector ``!kueue.x-k8s.io/queue-name`` is the complement of :meth:`watch`'s, so no job is in both.
-        Nothing is published from here; an owner newly kept converts its children again (their events may have
-        come first: the two watches are separate streams)."""
+        Nothing is published from here but a running child of a managed job (:meth:`JobTracker.child_seen`: one
+        without the label is Kueue's too, under its labelled ancestor); an owner newly kept converts its children
+        again (their events may have come first: the two watches are separate streams)."""
         ref = await self._until_served(kind, self._refs(kind), UNQUEUED, synced=self.owners_synced[kind])
         async for item in self.reader.watch(ref, label_selector=UNQUEUED):
             try:
                 if isinstance(item, kube.Resynced):
-                    self.inputs.unqueued_owners_listed(kind, cast(list[objects.KubeObject], list(item.objects)))
+                    listed = cast(list[objects.KubeObject], list(item.objects))
+                    self.inputs.unqueued_owners_listed(kind, listed)
                     self.owners_synced[kind].set()
+                    for obj in listed:
+                        await self.jobs.child_seen(kind, obj)
                 else:
                     await self.unqueued_owner_event(kind, item.type, cast(objects.KubeObject, item.object))
             except Exception:  # a bad object never stops the watch
@@ -286,9 +290,14 @@ class Watcher:
     async def unqueued_owner_event(self, kind: str, change: str, obj: objects.KubeObject) -> None:
         """One job of ``kind`` without the queue-name label added, modified or deleted
         (:meth:`watch_unqueued_owners`): kept as an owner, and the jobs it controls converted again when it is
-        newly kept (:meth:`JobTracker.owner_seen`)."""
+        newly kept (:meth:`JobTracker.owner_seen`). A running one with a managed ancestor is reported
+        (:meth:`JobTracker.child_seen`): the dispatcher suspends it while that ancestor's workload is not admitted."""
         if self.inputs.unqueued_owner_changed(kind, change, obj):
             await self.jobs.owner_seen(objects.uid_of(obj), trigger=f"owner@{objects.resource_version(obj)}")
+        if change == "DELETED":
+            self.jobs.children_running.pop(objects.uid_of(obj), None)
+        else:
+            await self.jobs.child_seen(kind, obj)
 
     # -- watching ---------------------------------------------------------------------------------
 
