@@ -564,6 +564,9 @@ class WorkloadInadmissible(_Event, frozen=True, kw_only=True, tag="WorkloadInadm
 
     ``reason`` is Kueue's condition reason (``Pending``, ``Inadmissible``);
     ``message`` the sentence Kueue would write on the QuotaReserved=False condition.
+    ``SecondPassFailed`` (admitter logic 23): a workload holding quota whose second pass (A.9)
+    found no placement; Kueue writes no condition for it, only a Warning Event of that reason
+    with ``message``, so it changes no condition here either.
     ``parked`` says the workload moved to its ClusterQueue's inadmissible list: it is
     not tried again until something that could let it fit happens (SEMANTICS §3.6).
     ``bookmark`` is the workload's flavor-scan bookmark after this decision (None: the next

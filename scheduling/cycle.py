@@ -64,6 +64,7 @@ def run(
     deferred_sticky: bool = True,
     fair_rerun_after_own: bool = True,
     inactive_clears_requeue: bool = True,
+    second_pass_failed: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -125,7 +126,11 @@ def run(
     (``fairsharing.fair_targets``).
 
     ``inactive_clears_requeue`` (admitter logic 22; False: 21 and earlier, for replay): a workload set
-    inactive by hand drops its requeue state, as Kueue does since PR #7734 (``lifecycle.decide``)."""
+    inactive by hand drops its requeue state, as Kueue does since PR #7734 (``lifecycle.decide``).
+
+    ``second_pass_failed`` (admitter logic 23; False: 22 and earlier, for replay): a second pass that finds
+    no placement is recorded, a WorkloadInadmissible with reason ``SecondPassFailed`` when its message
+    changes (:func:`_second_pass_failed`)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -161,16 +166,22 @@ def run(
         state, released=() if released_are_candidates else released, elastic_slices=elastic_tas
     )
     if state.checks_due or state.timed or state.backoffs:
+        failed_passes: list[types.Decision] = []
 
         def second_pass(wl: WorkloadState) -> types.TopologyAssigned | None:
             """SEMANTICS-ADVANCED A.9: placed before the cycle's first-pass entries (Kueue
             processes second-pass entries first), so later entries see its usage."""
             result = tas_cycle.second_pass(cycle, wl, now_ms=now_ms)
+            if isinstance(result, tas_cycle.PlacementFailure) and second_pass_failed:
+                failed_passes.extend(_second_pass_failed(wl, result, now_ms=now_ms))
             return result if isinstance(result, types.TopologyAssigned) else None
 
-        for decision in lifecycle.decide(
-            state, now_ms=now_ms, second_pass=second_pass, inactive_clears_requeue=inactive_clears_requeue
-        ):
+        for decision in [
+            *lifecycle.decide(
+                state, now_ms=now_ms, second_pass=second_pass, inactive_clears_requeue=inactive_clears_requeue
+            ),
+            *failed_passes,
+        ]:
             if _workload_key(decision) not in touched:
                 decisions.append(decision)
         touched.update(_workload_key(d) for d in decisions)
@@ -672,6 +683,28 @@ def _inadmissible(
     return [
         types.WorkloadInadmissible(
             workload=wl.ref, reason=reason, message=message, at_ms=now_ms, parked=parked, bookmark=bookmark
+        )
+    ]
+
+
+SECOND_PASS_FAILED = "SecondPassFailed"
+"""The reason of the WorkloadInadmissible recording a failed second pass (Kueue's Event reason)."""
+
+
+def _second_pass_failed(wl: WorkloadState, failure: tas_cycle.PlacementFailure, *, now_ms: int) -> list[types.Decision]:
+    """A second pass that found no placement for ``wl`` (holding quota, its checks Ready): Kueue's
+    scheduler requeues it for another second pass and records a Warning Event ``SecondPassFailed``
+    with the flavor assigner's message, changing nothing on the Workload (scheduler.go
+    requeueAndUpdate, QueueSecondPassIfNeeded). Here a WorkloadInadmissible with that reason and
+    message, which the fold keeps as the pending reason and message of a workload that holds quota
+    (no condition changes, the dispatcher writes the Event); written when the message changes, not on
+    every cycle's retry (Kueue: one per retry, backoff 1 s·2^(n-1), at most 30 s)."""
+    message = f"couldn't assign flavors to pod set {failure.pod_set}: {failure.message}"
+    if wl.pending_reason == SECOND_PASS_FAILED and wl.pending_message == message:
+        return []
+    return [
+        types.WorkloadInadmissible(
+            workload=wl.ref, reason=SECOND_PASS_FAILED, message=message, at_ms=now_ms, bookmark=wl.bookmark
         )
     ]
 

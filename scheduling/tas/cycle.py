@@ -377,7 +377,8 @@ def second_pass(
     check, no new quota), with the Ready admission checks' podSetUpdates (their nodeSelector and
     tolerations) as node filters, on the free capacity the cycle knows. Success: the
     TopologyAssigned, whose usage counts for the rest of the cycle; a placement failure is
-    returned (nothing is written, the next cycle tries again); None when nothing is pending."""
+    returned (the next cycle tries again; the admitter records it as a ``SecondPassFailed``
+    WorkloadInadmissible when its message changes); None when nothing is pending."""
     pending = pending_delayed(wl)
     if not pending:
         return None

@@ -25,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 22
+LOGIC_VERSION = 23
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 21 and earlier kept
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 22 and earlier wrote
+nothing when a second pass (a delayed topology request, A.9) found no placement (23 records a WorkloadInadmissible
+``SecondPassFailed`` when its message changes, for Kueue's Warning Event of that reason). 21 and earlier kept
 the requeue state of a workload set inactive by hand (22 drops it, as Kueue's workload controller does since
 PR #7734: once active again, its backoff is over and its next PodsReady timeout counts from 1). 20 and earlier, with
 fair sharing, handed the candidates the first strategy set aside straight to the second strategy after
@@ -88,6 +90,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         deferred_sticky=True,
         fair_rerun_after_own=True,
         inactive_clears_requeue=True,
+        second_pass_failed=True,
     )
 
 
@@ -107,6 +110,7 @@ def _decide(
     deferred_sticky: bool,
     fair_rerun_after_own: bool,
     inactive_clears_requeue: bool,
+    second_pass_failed: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -136,6 +140,7 @@ def _decide(
             deferred_sticky=deferred_sticky,
             fair_rerun_after_own=fair_rerun_after_own,
             inactive_clears_requeue=inactive_clears_requeue,
+            second_pass_failed=second_pass_failed,
         )
     finally:
         tree.rollback()
@@ -152,7 +157,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
+    Versions 9 to 22 wrote nothing for a failed second pass. Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
     ClusterQueue's workloads. Versions 9 to 19 did not make a workload waiting for the cycle's preemptions its ClusterQueue's sticky
     head. Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
     requeued parked workloads only on triggers of cohorts above their ClusterQueues. Versions 9 to 17 ordered
@@ -186,6 +191,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     deferred_sticky = version >= 20
     fair_rerun_after_own = version >= 21
     inactive_clears_requeue = version >= 22
+    second_pass_failed = version >= 23
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -205,6 +211,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             deferred_sticky=deferred_sticky,
             fair_rerun_after_own=fair_rerun_after_own,
             inactive_clears_requeue=inactive_clears_requeue,
+            second_pass_failed=second_pass_failed,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -12,7 +12,9 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
   reservation was 0s" (recordWorkloadAdmissionEvents);
 - WorkloadInadmissible: Warning, the granular QuotaReserved=False reason (``Pending`` when
   none) and the pending message (scheduler.go requeueAndUpdate); none for a workload whose LocalQueue or
-  ClusterQueue is missing or inactive (Kueue's workload controller sets only the condition);
+  ClusterQueue is missing or inactive (Kueue's workload controller sets only the condition); reason
+  ``SecondPassFailed`` for a failed second pass of a workload holding quota (Kueue: the same Event,
+  no condition);
 - EvictionRequested: Normal ``EvictedDueTo<reason>`` and the eviction message (evict.go
   reportEvictedWorkload; ``DeactivatedDueTo<cause>`` reasons give
   ``EvictedDueToDeactivatedDueTo<cause>``); for a preemption also Normal ``Preempted`` on the
