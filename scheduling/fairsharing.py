@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, cmp_to_key
 from typing import TYPE_CHECKING, Any
 
 from kueue_es.events import models, quantities
@@ -506,3 +506,99 @@ class _TargetOrdering:
         if best_cohort is not None and compare(best_cohort_share, best_cq_share) >= 0:
             return self._next(best_cohort)
         return best_cq
+
+
+# --- what fair preemption would consider, for ``explain`` -----------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class FairTargetQueue:
+    """A ClusterQueue of the cohort as fair preemption weighs it against a preemptor: ``share`` its
+    side's dominant resource share now (it, or its cohort below the common ancestor),
+    ``preemptor_share`` the preemptor's side with the request added; ``allowed`` its candidates that a
+    strategy lets the preemptor take, each with the strategies that do (``("within nominal",)`` when
+    FairSharingPreemptWithinNominal applies); ``refused`` those no strategy allows."""
+
+    cluster_queue: str
+    share: Share
+    preemptor_share: Share
+    allowed: tuple[tuple[preemption.Candidate, tuple[str, ...]], ...]
+    refused: tuple[preemption.Candidate, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FairView:
+    """Fair preemption from a preemptor's side (SEMANTICS §7.10-§7.11): its ClusterQueue's share with
+    the request added (``share``), whether it stays within its nominal quota so (``within_nominal``:
+    then it reclaims from borrowers whatever their share), and the borrowing ClusterQueues holding
+    candidates (``queues``), highest share first (fairsharing/ordering.go visits them so)."""
+
+    share: Share
+    within_nominal: bool
+    queues: tuple[FairTargetQueue, ...]
+
+
+def fair_view(
+    tree: QuotaTree,
+    pool: preemption.CandidatePool,
+    preemptor: preemption.Preemptor,
+    config: models.FairSharingConfig,
+    weights: Weights,
+) -> FairView:
+    """Which workloads of other ClusterQueues fair preemption (:func:`fair_targets`, Kueue's
+    fairPreemptions, findCandidates and runFirstFsStrategy / runSecondFsStrategy) could take for
+    ``preemptor`` in ``tree`` as it is: its candidates, and per ClusterQueue the shares the strategies
+    compare. LessThanOrEqualToFinalShare: the preemptor's share with the request at most the target's
+    share without the candidate; LessThanInitialShare: below the target's share now. Evaluated before
+    any victim is taken (a search re-evaluates as it takes them). The tree is left as found."""
+    search = _FairSearch(tree, pool, preemptor, weights)
+    candidates = [c for c in search.candidates() if c.cluster_queue != search.cq_name]
+    strategies: list[str] = [*config.preemption_strategies] or [*DEFAULT_STRATEGIES]
+    tree.add_usage(search.cq_name, preemptor.usage)
+    try:
+        own_share = share(search.node, weights)
+        within_nominal = all(
+            search.node.usage.get(fr, 0) <= search.node.subtree.get(fr, 0) for fr in preemptor.frs_need
+        )
+        by_cq: dict[str, list[preemption.Candidate]] = {}
+        for candidate in candidates:
+            by_cq.setdefault(candidate.cluster_queue, []).append(candidate)
+        queues: list[FairTargetQueue] = []
+        for name, found in by_cq.items():
+            target_cq = tree.cluster_queues[name]
+            preemptor_new, target_old = search._shares(target_cq)
+            allowed: list[tuple[preemption.Candidate, tuple[str, ...]]] = []
+            refused: list[preemption.Candidate] = []
+            for candidate in found:
+                if within_nominal:
+                    allowed.append((candidate, ("within nominal",)))
+                    continue
+                passing: list[str] = []
+                if not (math.isinf(preemptor_new.weighted) and not math.isinf(target_old.weighted)):
+                    initial = compare(preemptor_new, target_old) < 0
+                    if strategies[0] == "LessThanOrEqualToFinalShare":
+                        after = search._target_share_without(target_cq, candidate)
+                        if compare(preemptor_new, after) <= 0:
+                            passing.append(strategies[0])
+                    elif initial:
+                        passing.append(strategies[0])
+                    if len(strategies) > 1 and initial and "LessThanInitialShare" not in passing:
+                        passing.append("LessThanInitialShare")  # runSecondFsStrategy's rule
+                if passing:
+                    allowed.append((candidate, tuple(passing)))
+                else:
+                    refused.append(candidate)
+            queues.append(
+                FairTargetQueue(
+                    cluster_queue=name,
+                    share=target_old,
+                    preemptor_share=preemptor_new,
+                    allowed=tuple(allowed),
+                    refused=tuple(refused),
+                )
+            )
+    finally:
+        tree.remove_usage(search.cq_name, preemptor.usage)
+    queues.sort(key=lambda q: q.cluster_queue)
+    queues.sort(key=cmp_to_key(lambda a, b: compare(b.share, a.share)))
+    return FairView(share=own_share, within_nominal=within_nominal, queues=tuple(queues))

@@ -314,6 +314,20 @@ def classical_targets(tree: QuotaTree, pool: CandidatePool, preemptor: Preemptor
     return search.run()
 
 
+def classical_candidates(tree: QuotaTree, pool: CandidatePool, preemptor: Preemptor) -> list[Target]:
+    """The workloads the classical search (:func:`classical_targets`) may take for ``preemptor`` in
+    ``tree`` as it is, each with the reason it would be preempted for, in the order it tries them:
+    those the candidate generator finds (classical/hierarchical_preemption.go: of other ClusterQueues
+    only while the preemptor fits below their common cohort, or by priority under
+    ``borrowWithinCohort``) and candidateIsValid (classical/candidate_generator.go) accepts in one of
+    the attempts preemption.go classicalPreemptions makes. An attempt without borrowing counts only
+    when the request could end within the ClusterQueue's nominal quota (workloadFits) with all its
+    own candidates taken out; so a ClusterQueue that borrows to fit reclaims from its cohort only
+    candidates that ``borrowWithinCohort`` (and its ``maxPriorityThreshold``) allows, or over which
+    it has a hierarchical advantage. The victims a search picks are among these."""
+    return _ClassicalSearch(tree, pool, preemptor).considered()
+
+
 @dataclass
 class _Elem:
     candidate: Candidate
@@ -333,7 +347,9 @@ class _ClassicalSearch:
         self.borrow_forbidden = borrow.policy == "Never"
         self.threshold = borrow.max_priority_threshold
 
-    def run(self) -> list[Target]:
+    def _plan(self) -> tuple[list[_Elem], list[bool]]:
+        """The candidates in the order the search walks them, and its attempts (allowBorrowing
+        values, in order: preemption.go classicalPreemptions)."""
         same = self._same_queue()
         hierarchy, by_priority = self._hierarchical()
         lists = [self._ordered(hierarchy), self._ordered(by_priority), self._ordered(same)]
@@ -346,6 +362,31 @@ class _ClassicalSearch:
             attempts = [False, True]
         else:
             attempts = [True, False]
+        return walk, attempts
+
+    def considered(self) -> list[Target]:
+        """See :func:`classical_candidates`."""
+        walk, attempts = self._plan()
+        if False in attempts and not self._may_fit_within_nominal(walk):
+            attempts = [a for a in attempts if a]
+        return [
+            Target(candidate=e.candidate, reason=_VARIANT_REASON[e.variant])
+            for e in walk
+            if any(self._valid(e, allow_borrowing) for allow_borrowing in attempts)
+        ]
+
+    def _may_fit_within_nominal(self, walk: list[_Elem]) -> bool:
+        """Whether an attempt without borrowing could end in workloadFits: the request within the
+        ClusterQueue's nominal quota even with every candidate of its own taken out."""
+        own = [e.candidate for e in walk if e.candidate.cluster_queue == self.cq_name]
+        return all(
+            self.tree.usage(self.cq_name, fr) - sum(c.usage.get(fr, 0) for c in own) + amount
+            <= self.tree.nominal(self.cq_name, fr)
+            for fr, amount in self.p.usage.items()
+        )
+
+    def run(self) -> list[Target]:
+        walk, attempts = self._plan()
         for allow_borrowing in attempts:
             targets: list[_Elem] = []
             for elem in walk:
