@@ -486,6 +486,7 @@ def _needs_json(needed: core.Needs) -> dict[str, Any]:
                                 "clusterQueue": h.cluster_queue,
                                 "priority": h.priority,
                                 "amount": h.amount,
+                                "reason": h.reason,
                             }
                             for h in r.reclaimable
                         ],

@@ -13,7 +13,11 @@ Two parts, both pure (no I/O, no clock):
   to fit: per flavor of its ClusterQueue that covers what it asks, how much more free quota it needs,
   what its cohort could lend now and which limit stops it, what lower-priority workloads of its
   ClusterQueue hold that preemption (``withinClusterQueue``) could take, what borrowers in its cohort
-  hold above their nominal quota that reclaim (``reclaimWithinCohort``) could take; or what else blocks
+  hold above their nominal quota that reclaim (``reclaimWithinCohort``) could take, by the rule that
+  applies: classical preemption's candidates (:func:`kueue_es.scheduling.preemption.classical_candidates`:
+  a ClusterQueue that borrows to fit reclaims only what ``borrowWithinCohort`` allows) or, with fair
+  sharing, dominant resource shares and the strategies
+  (:func:`kueue_es.scheduling.fairsharing.fair_view`); or what else blocks
   it (a stopped queue, a missing object, a StrictFIFO head, a backoff, admission checks). The quota
   figures come from the admitter's own quota tree (:mod:`kueue_es.projections.quota`, Kueue's
   resource_node.go / clusterqueue_snapshot.go), the requests from the admitter's pod set requests
@@ -26,6 +30,7 @@ Amounts are integers as the fold keeps them (CPU millicores, memory bytes); time
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +38,7 @@ from kueue_es.events import job_owners, manifests, models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ON_HOLD_MESSAGE, ON_HOLD_REASON, ClusterState, WorkloadState, priority_of
-from kueue_es.scheduling import dra, lifecycle, preemption, provisioning, queues, slices, visibility
+from kueue_es.scheduling import dra, fairsharing, lifecycle, preemption, provisioning, queues, slices, visibility
 
 FINISH_OUTCOMES: dict[str, str] = {
     "Succeeded": "succeeded",  # kueue.WorkloadFinishedReasonSucceeded: its job succeeded
@@ -469,6 +474,7 @@ class Holder:
     cluster_queue: str
     priority: int
     amount: int
+    reason: str = ""  # the preemption reason Kueue would give (InCohortReclamation...), for reclaim
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -481,8 +487,15 @@ class ResourceNeed:
     ``potential`` the most it could ever hold (nominal + what the cohort could lend, within its
     borrowingLimit); ``borrowing_limit`` None: unlimited; ``preemptible``: lower-priority workloads of the
     ClusterQueue that its ``withinClusterQueue`` policy lets it preempt; ``reclaimable``: workloads of other
-    ClusterQueues of the cohort, over their nominal quota, that ``reclaimWithinCohort`` lets it reclaim from,
-    with ``reclaim_amount`` what they hold above their nominal (at most what their workloads hold)."""
+    ClusterQueues of the cohort, over their nominal quota, that Kueue's preemption would consider taking
+    for it: classical, those ``reclaimWithinCohort`` allows and the classical rules consider
+    (:func:`kueue_es.scheduling.preemption.classical_candidates`: a ClusterQueue that borrows to fit
+    reclaims only what ``borrowWithinCohort`` allows); under fair sharing, those a strategy allows
+    (:func:`kueue_es.scheduling.fairsharing.fair_view`); with ``reclaim_amount`` what they hold above their
+    nominal (at most what those workloads hold). ``borrowers_hold``: the same for every workload of a
+    borrower that ``reclaimWithinCohort`` allows, considered or not; ``borrows_to_fit``: the ClusterQueue
+    would exceed its nominal quota with the request. ``fair``: fair
+    sharing's view (None: classical preemption, or no cohort)."""
 
     resource: str
     flavor: str
@@ -497,6 +510,9 @@ class ResourceNeed:
     preemptible: tuple[Holder, ...] = ()
     reclaimable: tuple[Holder, ...] = ()
     reclaim_amount: int = 0
+    borrowers_hold: int = 0
+    borrows_to_fit: bool = False
+    fair: fairsharing.FairView | None = None
 
     @property
     def fits(self) -> bool:
@@ -537,6 +553,9 @@ class Needs:
     strategy: str = ""
     within_cluster_queue: str = ""
     reclaim_within_cohort: str = ""
+    borrow_within_cohort: str = ""
+    max_priority_threshold: int | None = None
+    fair_sharing: tuple[str, ...] = ()  # the fair-sharing preemption strategies; () classical preemption
     priority: int = 0
     message: str = ""
     reason: str = ""
@@ -601,17 +620,91 @@ def _need_sentences(r: ResourceNeed, *, cq: str, cohort: str, policies: Needs) -
             f"  preemption: no workload in {cq} that {policies.within_cluster_queue} lets it preempt holds any"
         )
     if cohort:
-        if r.reclaimable:
-            names = ", ".join(f"{h.key} in {h.cluster_queue} ({fmt(h.amount)})" for h in r.reclaimable)
-            lines.append(
-                f"  reclaim: borrowers in cohort {cohort} hold {fmt(r.reclaim_amount)} {r.resource} that reclaim"
-                f" could take ({policies.reclaim_within_cohort}): {names}"
-            )
-        elif policies.reclaim_within_cohort == "Never":
-            lines.append(f"  reclaim: {cq} never reclaims from its cohort (reclaimWithinCohort: Never)")
-        else:
-            lines.append(f"  reclaim: no ClusterQueue of cohort {cohort} borrows {r.resource} in {r.flavor}")
+        lines.extend(_reclaim_sentences(r, cq=cq, cohort=cohort, policies=policies))
     return lines
+
+
+def _reclaim_sentences(r: ResourceNeed, *, cq: str, cohort: str, policies: Needs) -> list[str]:
+    """What reclaim from the cohort could take, told by the rule that applies: fair sharing's shares
+    and strategies, or classical preemption's (within nominal quota, or ``borrowWithinCohort``)."""
+    fmt = _formatter(r.resource)
+    names = ", ".join(f"{h.key} in {h.cluster_queue} ({fmt(h.amount)})" for h in r.reclaimable)
+    if policies.reclaim_within_cohort == "Never":
+        return [f"  reclaim: {cq} never reclaims from its cohort (reclaimWithinCohort: Never)"]
+    if r.fair is not None:
+        return _fair_sentences(r, cq=cq, cohort=cohort, policies=policies)
+    if r.reclaimable:
+        borrowing = any(h.reason == preemption.IN_COHORT_RECLAIM_WHILE_BORROWING for h in r.reclaimable)
+        why = f", {_borrow_policy(policies)}" if borrowing else ""
+        return [
+            f"  reclaim: borrowers in cohort {cohort} hold {fmt(r.reclaim_amount)} {r.resource} that reclaim"
+            f" could take ({policies.reclaim_within_cohort}{why}): {names}"
+        ]
+    if r.borrowers_hold <= 0:
+        return [f"  reclaim: no ClusterQueue of cohort {cohort} borrows {r.resource} in {r.flavor}"]
+    if r.borrows_to_fit:
+        return [
+            f"  reclaim: borrowers in cohort {cohort} hold {fmt(r.borrowers_hold)} {r.resource}, but {cq} would"
+            f" borrow to fit ({fmt(r.used)} in use, asks {fmt(r.asks)}, {fmt(r.nominal)} nominal): classical"
+            f" preemption reclaims for it only what borrowWithinCohort allows ({_borrow_policy(policies)}),"
+            " none of theirs"
+        ]
+    return [
+        f"  reclaim: borrowers in cohort {cohort} hold {fmt(r.borrowers_hold)} {r.resource}, none that classical"
+        " preemption would take for it"
+    ]
+
+
+def _borrow_policy(policies: Needs) -> str:
+    """``borrowWithinCohort`` as the classical rules read it (classical/hierarchical_preemption.go
+    classifyPreemptionVariant: while borrowing, only lower priority, at most maxPriorityThreshold)."""
+    if policies.borrow_within_cohort != "LowerPriority":
+        return "borrowWithinCohort: Never"
+    limit = policies.max_priority_threshold
+    bound = f" and at most {limit}" if limit is not None else ""
+    return f"borrowWithinCohort: LowerPriority, priority below {policies.priority}{bound}"
+
+
+def _share(value: fairsharing.Share) -> str:
+    """A dominant resource share as Kueue reports it (weighted), with its dominant resource."""
+    if not value.borrowing or value.ratio == 0:
+        return "0"
+    weighted = "inf" if math.isinf(value.weighted) else f"{value.weighted:g}"
+    return f"{weighted} ({value.dominant})"
+
+
+def _fair_sentences(r: ResourceNeed, *, cq: str, cohort: str, policies: Needs) -> list[str]:
+    fmt = _formatter(r.resource)
+    view = r.fair
+    assert view is not None
+    strategies = ", ".join(policies.fair_sharing)
+    head = (
+        f"  reclaim (fair sharing, {strategies}): {cq}'s dominant resource share with it would be {_share(view.share)}"
+    )
+    if not view.queues:
+        return [f"{head}; no ClusterQueue of cohort {cohort} borrows {r.resource} in {r.flavor}"]
+    if view.within_nominal:
+        head += "; within its nominal quota it reclaims from borrowers whatever their share"
+    lines = [head]
+    for q in view.queues:
+        where = f"    {q.cluster_queue} (share {_share(q.share)})"
+        allowed = [(c, s) for c, s in q.allowed if c.usage.get(_fr(r), 0) > 0 and not c.evicted]
+        if allowed:
+            by_rule: dict[tuple[str, ...], list[str]] = {}
+            for c, rules in allowed:  # in the order fair preemption takes them
+                by_rule.setdefault(rules, []).append(f"{c.key} ({fmt(c.usage.get(_fr(r), 0))})")
+            taken = "; ".join(f"{', '.join(names)} ({', '.join(rules)})" for rules, names in by_rule.items())
+            lines.append(f"{where}: fair sharing could take {taken}")
+        else:
+            lines.append(
+                f"{where}: no strategy lets {cq} (share {_share(q.preemptor_share)}) take its"
+                f" {len(q.refused)} workload{'s' if len(q.refused) != 1 else ''}"
+            )
+    return lines
+
+
+def _fr(r: ResourceNeed) -> quota.FR:
+    return (r.flavor, r.resource)
 
 
 def _formatter(resource: str) -> Any:
@@ -756,6 +849,8 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
     preemptor = preemption.Preemptor(
         key=key, cq=cq, priority=priority, queue_ts_ms=wl.queue_ts_ms, usage={}, frs_need=frozenset()
     )
+    fair = state.configuration.fair_sharing
+    strategies = tuple(fair.preemption_strategies or fairsharing.DEFAULT_STRATEGIES) if fair is not None else ()
     groups = []
     for group in cq.spec.resource_groups:
         asked = [r for r in group.covered_resources if asks.get(r, 0) > 0]
@@ -788,6 +883,9 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
         strategy=cq.spec.queueing_strategy,
         within_cluster_queue=cq.spec.preemption.within_cluster_queue,
         reclaim_within_cohort=cq.spec.preemption.reclaim_within_cohort,
+        borrow_within_cohort=cq.spec.preemption.borrow_within_cohort.policy,
+        max_priority_threshold=cq.spec.preemption.borrow_within_cohort.max_priority_threshold,
+        fair_sharing=strategies,
         priority=priority,
         message=wl.pending_message,
         reason=wl.pending_reason,
@@ -827,7 +925,9 @@ def _resource_need(
     short = max(0, asks - available)
     preemptible: list[Holder] = []
     reclaimable: list[Holder] = []
-    reclaim_amount = 0
+    reclaim_amount = borrowers_hold = 0
+    borrows_to_fit = False
+    fair: fairsharing.FairView | None = None
     if short > 0:
         policy = cq.spec.preemption.within_cluster_queue
         if policy != "Never":
@@ -839,6 +939,19 @@ def _resource_need(
                     )
         reclaim = cq.spec.preemption.reclaim_within_cohort
         if reclaim != "Never" and node.parent is not None:
+            # the preemptor as the search sees it when this flavor needs preemption for this resource
+            asking = dataclasses.replace(preemptor, usage={fr: asks}, frs_need=frozenset({fr}))
+            borrows_to_fit = used + asks > limits.nominal
+            config = state.configuration.fair_sharing
+            if config is not None:
+                fair = fairsharing.fair_view(tree, pool, asking, config, fairsharing.Weights(state))
+                considered = {c.key: preemption.IN_COHORT_FAIR_SHARING for q in fair.queues for c, _ in q.allowed}
+            else:
+                considered = {
+                    t.key: t.reason
+                    for t in preemption.classical_candidates(tree, pool, asking)
+                    if t.candidate.cluster_queue != cq_name
+                }
             root = node.root()
             for other_name, other in tree.cluster_queues.items():
                 if other_name == cq_name or other.root() is not root:
@@ -847,17 +960,25 @@ def _resource_need(
                 over = other.usage.get(fr, 0) - other_nominal
                 if over <= 0:
                     continue
-                taken = 0
+                taken = held_by_borrower = 0
                 for candidate in pool.of(other_name):
                     held = candidate.usage.get(fr, 0)
-                    if held > 0 and not candidate.evicted and preemption.satisfies(reclaim, preemptor, candidate):
+                    if held <= 0 or candidate.evicted or not preemption.satisfies(reclaim, preemptor, candidate):
+                        continue
+                    held_by_borrower += held
+                    if candidate.key in considered:
                         reclaimable.append(
                             Holder(
-                                key=candidate.key, cluster_queue=other_name, priority=candidate.priority, amount=held
+                                key=candidate.key,
+                                cluster_queue=other_name,
+                                priority=candidate.priority,
+                                amount=held,
+                                reason=considered[candidate.key],
                             )
                         )
                         taken += held
                 reclaim_amount += min(over, taken)
+                borrowers_hold += min(over, held_by_borrower)
     return ResourceNeed(
         resource=resource,
         flavor=flavor,
@@ -872,6 +993,9 @@ def _resource_need(
         preemptible=tuple(sorted(preemptible, key=lambda h: (h.priority, h.key))),
         reclaimable=tuple(sorted(reclaimable, key=lambda h: (h.cluster_queue, h.key))),
         reclaim_amount=reclaim_amount,
+        borrowers_hold=borrowers_hold,
+        borrows_to_fit=borrows_to_fit,
+        fair=fair,
     )
 
 
