@@ -435,17 +435,7 @@ def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
 
     def row(job: dict[str, Any], now: datetime.datetime) -> list[Cell]:
         spec, status = job.get("spec", {}), job.get("status", {})
-        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
-        if conditions.get("Complete") == "True":
-            state = "Complete"
-        elif conditions.get("Failed") == "True":
-            state = "Failed"
-        elif conditions.get("FailureTarget") == "True" or conditions.get("SuccessCriteriaMet") == "True":
-            state = "Terminating"
-        elif spec.get("suspend"):
-            state = "Suspended"
-        else:
-            state = "Running"
+        state = _job_state(job)
         completions = spec.get("completions")
         succeeded = int(status.get("succeeded") or 0)
         parallelism = int(spec.get("parallelism") or 0)
@@ -463,6 +453,34 @@ def _job_printer() -> tuple[list[dict[str, Any]], _Row]:
         return [_name(job), state, done, duration, age(_created(job), now), *_template_cells(spec)]
 
     return columns, row
+
+
+def _job_state(job: Mapping[str, Any]) -> str:
+    """The STATUS cell of a Job, as Kubernetes 1.32's printJob (pkg/printers/internalversion/printers.go)
+    derives it: from the Job's conditions and its deletion, never from ``spec.suspend`` (a suspended Job reads
+    Running until the Job controller has written Suspended True). In order: Complete, Failed, Terminating (a
+    deletionTimestamp), Suspended, FailureTarget, else Running. SuccessCriteriaMet is no state of its own
+    before Kubernetes 1.34 (kubernetes PR 132832): a Job that has only met its success policy reads Running."""
+    if _job_condition(job, "Complete"):
+        return "Complete"
+    if _job_condition(job, "Failed"):
+        return "Failed"
+    if (job.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    if _job_condition(job, "Suspended"):
+        return "Suspended"
+    if _job_condition(job, "FailureTarget"):
+        return "FailureTarget"
+    return "Running"
+
+
+def _job_condition(job: Mapping[str, Any], kind: str) -> bool:
+    """Whether the Job's first condition of type ``kind`` is True (printers.go hasJobCondition looks no further
+    than the first of a type)."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return condition.get("status") == "True"
+    return False
 
 
 def _cron_job_printer() -> tuple[list[dict[str, Any]], _Row]:

@@ -249,7 +249,61 @@ async def test_a_work_queue_job_prints_its_completions_as_kubectl_does(kubectl: 
         }
         await kubectl.ok("create", "-f", "-", stdin=json.dumps(body))
     rows = table(await kubectl.ok("get", "jobs"))
-    assert [row[:3] for row in rows[1:]] == [["one", "Suspended", "0/1"], ["three", "Suspended", "0/1 of 3"]]
+    assert [[row[0], row[2]] for row in rows[1:]] == [["one", "0/1"], ["three", "0/1 of 3"]]
+
+
+def _job_condition(kind: str, status: str = "True") -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": status,
+        "reason": "Test",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+
+
+async def test_a_jobs_status_column_reads_its_conditions_and_deletion(kubectl: Kubectl) -> None:
+    """`kubectl get jobs` STATUS is Kubernetes 1.32's printJob: Complete, Failed, Terminating (being deleted),
+    Suspended, FailureTarget from the Job's conditions, else Running. ``spec.suspend`` alone is no state (the
+    Job controller's Suspended condition is), and SuccessCriteriaMet alone reads Running. Before, the emulator
+    printed Suspended from the spec and Terminating for FailureTarget or SuccessCriteriaMet."""
+    states = {
+        "fresh": [],  # suspended in its spec, not yet by the Job controller
+        "held": [_job_condition("Suspended")],
+        "resumed": [_job_condition("Suspended", "False")],
+        "failing": [_job_condition("FailureTarget")],
+        "met": [_job_condition("SuccessCriteriaMet")],
+        "done": [_job_condition("SuccessCriteriaMet"), _job_condition("Complete")],
+        "failed": [_job_condition("FailureTarget"), _job_condition("Failed")],
+        "leaving": [_job_condition("Suspended")],
+    }
+    for name, conditions in states.items():
+        body = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "finalizers": ["example.com/hold"] if name == "leaving" else []},
+            "spec": {
+                "suspend": True,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}},
+            },
+        }
+        await kubectl.ok("create", "-f", "-", stdin=json.dumps(body))
+        if conditions:
+            patch = json.dumps({"status": {"conditions": conditions}})
+            await kubectl.ok("patch", "job", name, "--subresource=status", "--type=merge", "-p", patch)
+    await kubectl.ok("delete", "job", "leaving", "--wait=false")
+    rows = table(await kubectl.ok("get", "jobs"))
+    assert {row[0]: row[1] for row in rows[1:]} == {
+        "fresh": "Running",
+        "held": "Suspended",
+        "resumed": "Running",
+        "failing": "FailureTarget",
+        "met": "Running",
+        "done": "Complete",
+        "failed": "Failed",
+        "leaving": "Terminating",
+    }
+    await kubectl.ok("patch", "job", "leaving", "--type=merge", "-p", '{"metadata": {"finalizers": null}}')
 
 
 async def test_applying_a_job_again_server_side_keeps_the_generated_selector(kubectl: Kubectl) -> None:
