@@ -62,7 +62,7 @@ import kmock
 
 from kueue_es import validation
 from kueue_es.services.kube import resources
-from kueue_es.sim import garbage, selectors, strategies
+from kueue_es.sim import defaulting, garbage, selectors, strategies
 
 #: Called on every create after defaulting, may mutate the object (a mutating admission webhook).
 CreateHook = Callable[[resources.ResourceRef, dict[str, Any]], None]
@@ -891,17 +891,27 @@ def _spec_of(ref: resources.ResourceRef, obj: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in obj.items() if key not in ignored}
 
 
+#: Where the pod template of each other built-in kind with one is (the zz_generated.defaults.go of
+#: batch/v1, apps/v1 and core/v1 default a PodTemplateSpec's spec there).
+_POD_TEMPLATE_PATHS: dict[resources.ResourceRef, tuple[str, ...]] = {
+    resources.CRON_JOBS: ("spec", "jobTemplate", "spec", "template"),
+    resources.DEPLOYMENTS: ("spec", "template"),
+    resources.REPLICA_SETS: ("spec", "template"),
+    resources.STATEFUL_SETS: ("spec", "template"),
+    resources.POD_TEMPLATES: ("template",),
+}
+
+
 def apply_defaults(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
-    """Server-side defaulting for the kinds where clients rely on it."""
+    """Server-side defaulting for the kinds where clients rely on it (and kubectl users see it): pod specs and
+    Jobs as :mod:`kueue_es.sim.defaulting` has them, for pod templates of built-in kinds only."""
     if ref == resources.JOBS:
-        spec = obj.setdefault("spec", {})
-        if spec.get("parallelism") is None and spec.get("completions") is None:
-            spec["completions"] = 1
-        spec.setdefault("parallelism", 1)
-        spec.setdefault("backoffLimit", 6)
-        spec.setdefault("completionMode", "NonIndexed")
-        spec.setdefault("suspend", False)
-    elif ref == resources.CRON_JOBS:  # SetDefaults_CronJob
+        defaulting.default_job(obj)
+    elif ref == resources.PODS:
+        defaulting.default_pod(obj)
+    elif ref in _POD_TEMPLATE_PATHS:
+        defaulting.default_pod_template(obj, *_POD_TEMPLATE_PATHS[ref])
+    if ref == resources.CRON_JOBS:  # SetDefaults_CronJob
         spec = obj.setdefault("spec", {})
         spec.setdefault("concurrencyPolicy", "Allow")
         spec.setdefault("suspend", False)

@@ -37,7 +37,18 @@ from tests.integration.harness import (
 pytestmark = pytest.mark.timeout(60)
 
 PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
-CONTAINERS = [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]
+CONTAINERS = [
+    {
+        "name": "c",
+        "image": "busybox",
+        "resources": {"requests": {"cpu": "1"}},
+        # what kube-apiserver defaults in the pod's container: a prebuilt Workload (a custom resource, so not
+        # defaulted) must carry it too to be equivalent to the pod (Kueue compares containers exactly)
+        "imagePullPolicy": "Always",
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+    }
+]
 
 
 def pod(name: str, workload: str, *, group: str = "", total: int = 0) -> dict[str, Any]:

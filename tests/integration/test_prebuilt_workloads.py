@@ -45,7 +45,18 @@ from tests.integration.harness import (
 pytestmark = pytest.mark.timeout(60)
 
 PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
-CONTAINERS = [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "200Mi"}}}]
+CONTAINERS = [
+    {
+        "name": "c",
+        "image": "busybox",
+        "resources": {"requests": {"cpu": "1", "memory": "200Mi"}},
+        # what kube-apiserver defaults in the Job's pod template: a prebuilt Workload (a custom resource, so not
+        # defaulted) must carry it too to be equivalent to the Job (Kueue compares containers exactly)
+        "imagePullPolicy": "Always",
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+    }
+]
 
 
 def prebuilt_job(name: str, workload: str, *, parallelism: int = 3) -> dict[str, Any]:

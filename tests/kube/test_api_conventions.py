@@ -547,7 +547,16 @@ async def test_kubectls_create_generators_make_jobs_cronjobs_and_deployments(
     stored = json.loads(await kubectl.ok("get", "job", "j", "-o", "json"))
     assert stored["metadata"]["labels"]["team"] == "a"
     [container] = stored["spec"]["template"]["spec"]["containers"]
-    assert container == {"name": "j", "image": "busybox", "command": ["sleep", "5"]}
+    assert container == {
+        "name": "j",
+        "image": "busybox",
+        "command": ["sleep", "5"],
+        # what kube-apiserver's defaulting adds to a container (SetDefaults_Container)
+        "imagePullPolicy": "Always",
+        "resources": {},
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+    }
     await kubectl.ok("create", "cronjob", "c", "--image=busybox", "--schedule=*/5 * * * *")
     assert (await kubectl.ok("get", "cronjob", "c", "-o", "jsonpath={.spec.schedule}")) == "*/5 * * * *"
     await kubectl.ok("create", "deployment", "d", "--image=nginx", "--replicas=2")

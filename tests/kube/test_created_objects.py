@@ -4,7 +4,9 @@ kube-apiserver's create strategies write what no request sends: a Pod's ``status
 class, and PodScheduled False ``SchedulingGated`` while it has scheduling gates, which ``kubectl get pods``
 prints as its STATUS), and a Job's ``spec.selector`` with the ``controller-uid`` / ``job-name`` labels on its
 pod template (which ``kubectl get jobs -o wide`` prints as SELECTOR). Kueue's Workload keeps only
-``batch.kubernetes.io/job-name`` of those. The emulator must match, as users run kubectl against it.
+``batch.kubernetes.io/job-name`` of those. Before that, defaulting fills in what a request leaves out of a pod
+spec and a Job (``restartPolicy``, ``imagePullPolicy``, ``backoffLimit``, ...), and ``kubectl get jobs`` reads
+a Job's STATUS from its conditions. The emulator must match, as users run kubectl against it.
 """
 
 from __future__ import annotations
@@ -318,3 +320,141 @@ async def test_applying_a_job_again_server_side_keeps_the_generated_selector(kub
     after = json.loads(await kubectl.ok("get", "job", "sample-job", "-o", "json"))
     assert after["spec"]["selector"] == before
     assert after["spec"]["template"]["metadata"]["labels"]["job-name"] == "sample-job"
+
+
+#: What kube-apiserver's SetDefaults_PodSpec adds to any pod spec that leaves it out.
+POD_SPEC_DEFAULTS = {
+    "dnsPolicy": "ClusterFirst",
+    "schedulerName": "default-scheduler",
+    "terminationGracePeriodSeconds": 30,
+    "securityContext": {},
+}
+#: What SetDefaults_Container adds to every container (but the image pull policy).
+CONTAINER_DEFAULTS = {"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}
+
+
+async def test_a_pod_reads_back_with_kube_apiservers_defaults(kubectl: Kubectl) -> None:
+    """`kubectl get pod -o json` shows what kube-apiserver's defaulting wrote (pkg/apis/core/v1/defaults.go):
+    the pod spec's restart and DNS policies, scheduler, grace period and empty securityContext, and for a Pod
+    only enableServiceLinks and requests from limits; each container's pull policy (Always for latest or no
+    tag, else IfNotPresent), termination message fields and its ports' protocol. Before, none were written."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "initContainers": [{"name": "init", "image": "busybox:latest"}],
+            "containers": [
+                {"name": "untagged", "image": "busybox", "resources": {"limits": {"cpu": "1"}}},
+                {"name": "tagged", "image": "registry:5000/nginx:1.27", "ports": [{"containerPort": 80}]},
+                {"name": "pinned", "image": "busybox@sha256:" + "0" * 64, "imagePullPolicy": "Never"},
+            ],
+        },
+    }
+    await kubectl.ok("create", "-f", "-", stdin=json.dumps(body))
+    spec = json.loads(await kubectl.ok("get", "pod", "p", "-o", "jsonpath={.spec}"))
+    assert {key: spec[key] for key in POD_SPEC_DEFAULTS} == POD_SPEC_DEFAULTS
+    assert (spec["restartPolicy"], spec["enableServiceLinks"]) == ("Always", True)
+    [init] = spec["initContainers"]
+    assert init == {"name": "init", "image": "busybox:latest", "imagePullPolicy": "Always", "resources": {}} | (
+        CONTAINER_DEFAULTS
+    )
+    untagged, tagged, pinned = spec["containers"]
+    assert untagged["imagePullPolicy"] == "Always"
+    assert untagged["resources"] == {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}
+    assert {key: untagged[key] for key in CONTAINER_DEFAULTS} == CONTAINER_DEFAULTS
+    assert tagged["imagePullPolicy"] == "IfNotPresent" and tagged["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert pinned["imagePullPolicy"] == "Never"  # what the user set is kept
+
+
+async def test_a_job_reads_back_with_kube_apiservers_defaults(kubectl: Kubectl) -> None:
+    """A Job gets SetDefaults_Job's fields (pkg/apis/batch/v1/defaults.go): completions and parallelism,
+    backoffLimit (the int32 maximum with backoffLimitPerIndex), completionMode, suspend, podReplacementPolicy,
+    and its template's labels as its own when it has none (not the selector labels, generated after); its pod
+    template gets the pod spec defaults, but not a Pod's requests from limits. A Job with labels keeps them."""
+    template = {
+        "metadata": {"labels": {"app": "train"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox:1.36", "resources": {"limits": {"cpu": "1"}}}],
+        },
+    }
+    for name, extra in (("plain", {}), ("indexed", {"completionMode": "Indexed", "completions": 2})):
+        spec = {"template": template, **extra}
+        if extra:
+            spec["backoffLimitPerIndex"] = 1
+        body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
+        await kubectl.ok("create", "-f", "-", stdin=json.dumps(body))
+    labelled = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "own", "labels": {"team": "a"}}}
+    await kubectl.ok("create", "-f", "-", stdin=json.dumps({**labelled, "spec": {"template": template}}))
+    plain = json.loads(await kubectl.ok("get", "job", "plain", "-o", "json"))
+    assert plain["metadata"]["labels"] == {"app": "train"}
+    spec = plain["spec"]
+    assert {key: spec[key] for key in ("completions", "parallelism", "backoffLimit", "completionMode", "suspend")} == {
+        "completions": 1,
+        "parallelism": 1,
+        "backoffLimit": 6,
+        "completionMode": "NonIndexed",
+        "suspend": False,
+    }
+    assert spec["podReplacementPolicy"] == "TerminatingOrFailed" and "manualSelector" not in spec
+    pod_spec = spec["template"]["spec"]
+    assert {key: pod_spec[key] for key in POD_SPEC_DEFAULTS} == POD_SPEC_DEFAULTS
+    assert pod_spec["restartPolicy"] == "Never" and "enableServiceLinks" not in pod_spec
+    [container] = pod_spec["containers"]
+    assert container["resources"] == {"limits": {"cpu": "1"}} and container["imagePullPolicy"] == "IfNotPresent"
+    indexed = json.loads(await kubectl.ok("get", "job", "indexed", "-o", "jsonpath={.spec}"))
+    assert (indexed["backoffLimit"], indexed["parallelism"], indexed["completions"]) == (2**31 - 1, 1, 2)
+    own = json.loads(await kubectl.ok("get", "job", "own", "-o", "jsonpath={.metadata.labels}"))
+    assert own == {"team": "a"}
+
+
+async def test_pod_templates_of_built_in_kinds_are_defaulted_and_a_jobsets_are_not(kubectl: Kubectl) -> None:
+    """A Deployment's, ReplicaSet's, StatefulSet's, CronJob's and PodTemplate's pod template reads back with the
+    pod spec defaults, as kube-apiserver decodes them; a JobSet's (a custom resource: the API server knows no
+    pod template in it) as sent."""
+    template = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    spec = {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}, "template": template}
+    for kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        body = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "web"}, "spec": spec}
+        await kubectl.ok("create", "-f", "-", stdin=json.dumps(body))
+    cron_template = {"metadata": {}, "spec": {**template["spec"], "restartPolicy": "OnFailure"}}
+    cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "0 0 * * *", "jobTemplate": {"spec": {"template": cron_template}}},
+    }
+    pod_template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": template}
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js"},
+        "spec": {
+            "suspend": True,
+            "replicatedJobs": [
+                {
+                    "name": "w",
+                    "template": {"spec": {"template": {"spec": {**cron_template["spec"]}}}},
+                }
+            ],
+        },
+    }
+    for body in (cron, pod_template, jobset):
+        await kubectl.ok("create", "-f", "-", stdin=json.dumps(body))
+    paths = {
+        "deployment/web": "{.spec.template.spec}",
+        "replicaset/web": "{.spec.template.spec}",
+        "statefulset/web": "{.spec.template.spec}",
+        "cronjob/nightly": "{.spec.jobTemplate.spec.template.spec}",
+        "podtemplate/t": "{.template.spec}",
+    }
+    for name, path in paths.items():
+        pod_spec = json.loads(await kubectl.ok("get", name, "-o", f"jsonpath={path}"))
+        assert {key: pod_spec[key] for key in POD_SPEC_DEFAULTS} == POD_SPEC_DEFAULTS, name
+        assert pod_spec["containers"][0]["imagePullPolicy"] == "Always", name
+        assert pod_spec["restartPolicy"] == ("OnFailure" if name.startswith("cronjob") else "Always"), name
+    stored = json.loads(
+        await kubectl.ok("get", "jobset", "js", "-o", "jsonpath={.spec.replicatedJobs[0].template.spec.template.spec}")
+    )
+    assert "dnsPolicy" not in stored and "imagePullPolicy" not in stored["containers"][0]

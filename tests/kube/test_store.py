@@ -54,7 +54,10 @@ def test_immutable_metadata_and_noop_updates() -> None:
     """A body naming another object is 400 and another UID 409 (as the API server's update handler and its
     UID precondition answer); an update that changes nothing keeps the resourceVersion and logs nothing."""
     objects = make_store()
-    created = objects.create(resources.JOBS, namespace="default", body={"metadata": {"name": "j"}, "spec": {}})
+    # labelled: a Job without labels takes its template's (the generated selector labels) at its first update,
+    # as kube-apiserver's SetDefaults_Job does whenever it decodes one
+    body = {"metadata": {"name": "j", "labels": {"team": "a"}}, "spec": {}}
+    created = objects.create(resources.JOBS, namespace="default", body=body)
     with pytest.raises(store.StoreError) as invalid:
         objects.update(
             resources.JOBS,
