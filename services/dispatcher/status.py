@@ -169,6 +169,7 @@ class WorkloadRecord:
     requeue_at_ms: int | None = None
     deactivated: bool = False
     inactive_seen: bool = False
+    reactivated: bool = False  # seen active again after Requeued=False Deactivated: Reactivated at the next decision
     reclaimable: tuple[tuple[str, int], ...] = ()  # (pod set, count) in pod set order: status.reclaimablePods
     cluster_name: str = ""  # MultiKueue: the worker that admitted it (status.clusterName)
     nominated: tuple[str, ...] = ()  # MultiKueue: the workers nominated (status.nominatedClusterNames)
@@ -351,6 +352,7 @@ def _fold_into(
     granular = granular_reasons(state)
     if isinstance(event, types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible):
         _restarted(record, wl, state, at_ms=event.at_ms)
+        _reactivated(record, at_ms=event.at_ms)
     match event:
         case types.WorkloadObserved(workload=observed):
             _observed(record, observed, at_ms=observed.metadata.creation_timestamp_ms)
@@ -621,7 +623,21 @@ def _observed(record: WorkloadRecord, workload: models.Workload, *, at_ms: int) 
         record.deactivated = record.inactive_seen = False
         requeued = record.conditions.get("Requeued")
         if requeued is not None and not requeued.status and requeued.reason == "Deactivated":
-            record.set("Requeued", True, "Reactivated", "The workload was reactivated", at_ms=at_ms)
+            record.reactivated = True  # set at the admitter's next decision: a fact carries no time of its own
+
+
+def _reactivated(record: WorkloadRecord, *, at_ms: int) -> None:
+    """Requeued=True ``Reactivated`` for a workload seen active again after Requeued=False ``Deactivated``, at
+    the admitter's first decision about it since (``at_ms``): Kueue's workload controller sets it when it sees
+    ``spec.active`` true again, just before the workload is queued again (workload_controller.go), so its
+    QuotaReserved Event's "wait time since queued" counts from then. The fact of the change has no time of its
+    own on the log (its creation time was used, which made that wait the workload's whole age)."""
+    if not record.reactivated:
+        return
+    record.reactivated = False
+    requeued = record.conditions.get("Requeued")
+    if requeued is not None and not requeued.status and requeued.reason == "Deactivated":
+        record.set("Requeued", True, "Reactivated", "The workload was reactivated", at_ms=at_ms)
 
 
 def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, holds_quota: bool) -> None:
@@ -790,6 +806,7 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         record.requeue_at_ms,
         record.deactivated,
         record.inactive_seen,
+        record.reactivated,
         record.reclaimable,
         record.cluster_name,
         record.nominated,

@@ -17,7 +17,7 @@ import pytest
 
 from kueue_es.events import manifests, models, quantities, types
 from kueue_es.jobframework import jobs, workloads
-from kueue_es.services.dispatcher import core, status
+from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.watcher import convert
 from tests.integration.harness import cluster_queue, flavor, job, local_queue
 
@@ -507,8 +507,16 @@ def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
     inactive = msgspec.structs.replace(wl.workload, spec=msgspec.structs.replace(wl.workload.spec, active=False))
     log.add(types.WorkloadObserved(workload=inactive), types.WorkloadObserved(workload=wl.workload))
     assert status.workload_object(wl, log.view.cluster, log.view.records[ref.key])["spec"]["active"] is True
+    # Reactivated when the admitter next decides about it (at 40 s), not at the workload's creation: the
+    # reservation's "wait time since queued" counts from there, as from Kueue's reconcile of the change
+    log.add(types.WorkloadInadmissible(workload=ref, reason="Pending", message="waiting", at_ms=at(40)))
     requeued = {c["type"]: c for c in log.status(ref)["conditions"]}["Requeued"]
     assert (requeued["status"], requeued["reason"]) == ("True", "Reactivated")
+    assert requeued["lastTransitionTime"] == manifests.format_time_ms(at(40))
+    again = reserved(ref, 45)
+    log.add(again)
+    [event] = kube_events.for_decision(log.view.cluster, again, log.view.records[ref.key])
+    assert event.message.endswith("wait time since queued was 5s")
 
 
 def test_pod_set_updates_are_merged_and_a_conflict_fails_the_start() -> None:
