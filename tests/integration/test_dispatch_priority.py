@@ -225,6 +225,7 @@ async def job_starts_ahead_of_queue_status(
     assert dispatcher.limiter.writes_by_class[WriteClass.JOBS] == 1
 
 
+@pytest.mark.slow  # about 10 s of queue status writes
 @pytest.mark.timeout(90)
 async def test_a_job_starts_within_2s_of_admission_behind_200_queue_statuses(
     api, bus: MemoryBus, emu: ClusterEmulator

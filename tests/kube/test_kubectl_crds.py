@@ -21,6 +21,7 @@ from tests.kube.test_kubectl import Kubectl, kubectl  # noqa: F401 -- the fixtur
 pytestmark = pytest.mark.timeout(240)
 
 
+@pytest.mark.slow  # 20 s: every fixture CRD through the real kubectl
 async def test_every_fixture_crd_installed_with_kubectl_serves_kueue_samples(kubectl: Kubectl) -> None:  # noqa: F811
     assert (await kubectl.ok("get", "crd")) == ""  # discovery cached without the CRDs' groups
     applied = await kubectl.ok("apply", "--server-side", "-f", str(FIXTURES))
