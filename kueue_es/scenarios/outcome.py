@@ -122,13 +122,12 @@ def build_outcome(
         state = ClusterState()
         for seq, event in log:
             apply(state, event, seq=seq)
-    placed = topology_by_workload(event for _, event in log)
     holding = {
         key: wl
         for key, wl in state.workloads.items()
         if wl.reservation is not None and not wl.gone and wl.eviction is None
     }
-    admitted = {key: _admitted(wl, placed.get(key, {})) for key, wl in holding.items() if wl.admitted}
+    admitted = {key: _admitted(wl, placed_pods(wl)) for key, wl in holding.items() if wl.admitted}
     reserved = [key for key, wl in holding.items() if not wl.admitted]
     pending, finished, deleted = [], [], []
     why: dict[str, str] = {}
@@ -177,17 +176,14 @@ def preempted_keys(events: Iterable[object]) -> set[str]:
     return found
 
 
-def topology_by_workload(events: Iterable[object]) -> dict[str, dict[str, dict[str, int]]]:
-    """Per workload ``ns/name``, per pod set, pods per node (or per joined domain values when the
-    topology's lowest level is not hostname), from the last TopologyAssigned of each workload."""
-    found: dict[str, dict[str, dict[str, int]]] = {}
-    for event in events:
-        if isinstance(event, types.TopologyAssigned):
-            found[event.workload.key] = {
-                name: {domain_id(d.values): d.count for d in decode(ta).domains}
-                for name, ta in event.assignments.items()
-            }
-    return found
+def placed_pods(wl: WorkloadState) -> dict[str, dict[str, int]]:
+    """Per pod set, pods per node (or per joined domain values when the topology's lowest level
+    is not hostname) of ``wl``'s topology assignment as the fold holds it: every TopologyAssigned
+    of its reservation merged per pod set (A.2.2), so a second pass that places only the delayed
+    pod sets (A.9) keeps the pod sets placed in the first pass."""
+    return {
+        name: {domain_id(d.values): d.count for d in decode(ta).domains} for name, ta in (wl.topology or {}).items()
+    }
 
 
 def _admitted(wl: WorkloadState, placed: Mapping[str, Mapping[str, int]]) -> AdmittedOutcome:
