@@ -366,7 +366,7 @@ def _topology(view: DispatchState, event: types.Event, seq: int) -> str | None:
         return None
     record = _record(view, key, current, create=bool(event.assignments))
     if record is not None:
-        record.topology = dict(event.assignments)
+        record.topology = status.merged_topology(record.topology, event)
     return None
 
 

@@ -152,8 +152,9 @@ class WorkloadRecord:
     """The Kueue status of one workload as the log has it so far.
 
     ``admission`` is the QuotaReserved whose assignment the status shows (Kueue keeps
-    it after the workload finishes); ``topology`` the TopologyAssigned of that admission
-    (pod set name -> v1beta2 TopologyAssignment, SEMANTICS-ADVANCED A.8), empty without TAS;
+    it after the workload finishes); ``topology`` the TopologyAssigned decisions of that admission
+    merged per pod set (pod set name -> v1beta2 TopologyAssignment, SEMANTICS-ADVANCED A.8, A.9),
+    empty without TAS;
     ``evictions`` counts evictions per (reason,
     underlying cause), Kueue's ``schedulingStats.evictions``.
     """
@@ -430,7 +431,9 @@ def _fold_into(
             _deactivate(record, event, holds_quota=wl.reservation is not None and before.eviction is None)
         case types.TopologyAssigned():
             # It comes in the batch of the QuotaReserved (before or after it), before WorkloadAdmitted (A.12).
-            record.topology = dict(event.assignments)
+            # Merged per pod set, as the cluster fold merges it: a second pass (A.9) names only the pod
+            # sets it placed, and those placed with the reservation keep their assignment.
+            record.topology = merged_topology(record.topology, event)
         case types.WorkersNominated():
             record.nominated = tuple(event.clusters)
         case types.RemoteAdmissionChosen() | types.MultiKueueCheckRetry() | types.MultiKueueCheckRejected():
@@ -443,6 +446,17 @@ def _fold_into(
                 _check_changed(record, outcome)
         case _:
             assert_never(event)
+
+
+def merged_topology(
+    current: Mapping[str, models.TopologyAssignment], event: types.TopologyAssigned
+) -> dict[str, models.TopologyAssignment]:
+    """The topology assignments of a reservation after ``event``: per pod set name, the event's
+    assignment over ``current`` (the earlier ones of the same reservation; empty once the quota
+    is given back). A second pass (SEMANTICS-ADVANCED A.9) names only the delayed pod sets and a
+    node replacement (A.13) names them all, so a pod set the event leaves out keeps what it had
+    (kueue_es.projections.cluster ``_apply_topology_assigned`` folds it the same way)."""
+    return {**current, **event.assignments}
 
 
 def _evicted(record: WorkloadRecord, event: types.EvictionRequested) -> None:
