@@ -65,6 +65,7 @@ def run(
     fair_rerun_after_own: bool = True,
     inactive_clears_requeue: bool = True,
     second_pass_failed: bool = True,
+    balanced_slice_size: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -130,7 +131,11 @@ def run(
 
     ``second_pass_failed`` (admitter logic 23; False: 22 and earlier, for replay): a second pass that finds
     no placement is recorded, a WorkloadInadmissible with reason ``SecondPassFailed`` when its message
-    changes (:func:`_second_pass_failed`)."""
+    changes (:func:`_second_pass_failed`).
+
+    ``balanced_slice_size`` (False: the admitter logic before it, for replay): balanced placement
+    (gate TASBalancedPlacement) picks its domains above the slice level by whole slices, as Kueue's
+    applyBalancedPlacementAlgorithm (``scheduling.tas.balanced``)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -163,7 +168,10 @@ def run(
             released.append(decision.workload.key)
             tree.shift_reservation(decision.cluster_queue, quota.reservation_usage(wl.held or wl.reservation), sign=-1)
     cycle = tas_cycle.CycleTopology(
-        state, released=() if released_are_candidates else released, elastic_slices=elastic_tas
+        state,
+        released=() if released_are_candidates else released,
+        elastic_slices=elastic_tas,
+        balanced_slice_size=balanced_slice_size,
     )
     if state.checks_due or state.timed or state.backoffs:
         failed_passes: list[types.Decision] = []

@@ -68,7 +68,10 @@ class Balanced(Greedy):
             return None
         fit_level = requested_level
         if requested_level < self.slice_level:
-            chosen = self._optimal_set(best, slices, leaders, 1, by_entropy=True)
+            # The set must hold the request's pods in whole slices (Kueue passes the slice size);
+            # sized in single pods, a domain with enough pods but too few slices could win.
+            size = self.slice_size if self.gates.balanced_slice_size else 1
+            chosen = self._optimal_set(best, slices, leaders, size, by_entropy=True)
             if chosen is None:
                 return None
             best = [c for d in chosen for c in d.children]

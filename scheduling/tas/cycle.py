@@ -96,9 +96,19 @@ class CycleTopology:
 
     ``elastic_slices`` (default on; off: admitter logic 13, before A.14): with the Configuration's
     gate ElasticJobsViaWorkloadSlicesWithTAS, an elastic workload's TAS pod sets must be
-    unconstrained and a replacement slice keeps its old slice's assignment (:meth:`wanted`)."""
+    unconstrained and a replacement slice keeps its old slice's assignment (:meth:`wanted`).
 
-    def __init__(self, state: ClusterState, *, released: Collection[str] = (), elastic_slices: bool = True) -> None:
+    ``balanced_slice_size`` (default on; off: the admitter logic before it, for replay): balanced
+    placement sizes its domains above the slice level in whole slices (:class:`TASGates`)."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        *,
+        released: Collection[str] = (),
+        elastic_slices: bool = True,
+        balanced_slice_size: bool = True,
+    ) -> None:
         self.state = state
         # A.14: replacement slices placed around the slice they replace (admitter logic 14 on)
         self.elastic = elastic_slices and slices.tas_gate_enabled(state.configuration.feature_gates)
@@ -112,7 +122,9 @@ class CycleTopology:
         self.changes: list[frozenset[str]] = []  # per version: the leaf IDs its add touched
         self._usage: dict[tuple[str, frozenset[str]], dict[str, Requests]] = {}
         self._histories: dict[str, _UsageHistory] = {}
-        self.gates = TASGates.from_feature_gates(state.configuration.feature_gates)
+        self.gates = TASGates.from_feature_gates(
+            state.configuration.feature_gates, balanced_slice_size=balanced_slice_size
+        )
 
     # --- who requests TAS ---------------------------------------------------------------------
 

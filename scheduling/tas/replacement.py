@@ -51,10 +51,13 @@ def check(
     *,
     fail_fast: bool,
     now_ms: int,
+    balanced_slice_size: bool = True,
 ) -> list[types.Decision]:
     """The decisions for one admitted workload with a topology assignment: none while its
     hostname-level nodes are healthy, else a replacement TopologyAssigned or an eviction.
-    ``usage`` (per flavor, per leaf) carries this cycle's earlier replacements."""
+    ``usage`` (per flavor, per leaf) carries this cycle's earlier replacements.
+    ``balanced_slice_size`` False: balanced placement as the placer logic before it chose its
+    domains above the slice level, in single pods (replay; :class:`TASGates`)."""
     assert wl.reservation is not None and wl.topology is not None
     specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
     updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
@@ -88,7 +91,7 @@ def check(
     ):
         return []  # A.13.4 step 1: the pod cannot move; its assignment stays as it is
     node, ps_name = next(iter(failed.items()))
-    replaced = _replace(state, wl, ps_name, node, usage)
+    replaced = _replace(state, wl, ps_name, node, usage, balanced_slice_size=balanced_slice_size)
     if isinstance(replaced, models.TopologyAssignment):
         assignments = {**wl.topology, ps_name: replaced}
         return [types.TopologyAssigned(workload=wl.ref, cluster_queue=cq, assignments=assignments, at_ms=now_ms)]
@@ -161,6 +164,8 @@ def _replace(
     ps_name: str,
     failed_node: str,
     cycle_usage: dict[str, dict[str, dict[str, int]]],
+    *,
+    balanced_slice_size: bool,
 ) -> models.TopologyAssignment | str:
     """findReplacementAssignment (A.13.4): the pod set's new assignment, or why there is none."""
     assert wl.reservation is not None and wl.topology is not None
@@ -206,7 +211,7 @@ def _replace(
         add_usage(usage, state.tas_usage.get(flavor, {}))
     # The placement gates as at admission (TASProfileMixed, TASBalancedPlacement): Kueue's
     # findReplacementAssignment runs the same findTopologyAssignment (tas_flavor_snapshot.go).
-    gates = TASGates.from_feature_gates(state.configuration.feature_gates)
+    gates = TASGates.from_feature_gates(state.configuration.feature_gates, balanced_slice_size=balanced_slice_size)
     result = find_assignments(restricted, [request], tas_usage=usage, check_empty=False, gates=gates)
     if not isinstance(result, Placement) or not result.assignments.get(ps_name, tas.Assignment((), ())).domains:
         return f"cannot find replacement assignment for unhealthy node: {failed_node}"

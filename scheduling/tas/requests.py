@@ -25,13 +25,19 @@ class TASGates:
 
     profile_mixed: bool = True  # TASProfileMixed: unconstrained uses LeastFreeCapacity
     balanced_placement: bool = False  # TASBalancedPlacement (alpha): balanced preferred (A.6.9)
+    # Not a gate: which logic chooses balanced placement's domains above the slice level. True:
+    # sized in pods of whole slices, as Kueue's applyBalancedPlacementAlgorithm; False: in single
+    # pods (the admitter and placer logic before it, kept for replay).
+    balanced_slice_size: bool = True
 
     @classmethod
-    def from_feature_gates(cls, gates: Mapping[str, bool]) -> TASGates:
-        """The placement gates from a Configuration's ``featureGates`` (missing ⇒ Kueue default)."""
+    def from_feature_gates(cls, gates: Mapping[str, bool], *, balanced_slice_size: bool = True) -> TASGates:
+        """The placement gates from a Configuration's ``featureGates`` (missing ⇒ Kueue default);
+        ``balanced_slice_size`` False only to re-run an earlier logic version (replay)."""
         return cls(
             profile_mixed=gates.get("TASProfileMixed", True),
             balanced_placement=gates.get("TASBalancedPlacement", False),
+            balanced_slice_size=balanced_slice_size,
         )
 
 

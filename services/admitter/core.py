@@ -91,6 +91,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         fair_rerun_after_own=True,
         inactive_clears_requeue=True,
         second_pass_failed=True,
+        balanced_slice_size=True,
     )
 
 
@@ -111,6 +112,7 @@ def _decide(
     fair_rerun_after_own: bool,
     inactive_clears_requeue: bool,
     second_pass_failed: bool,
+    balanced_slice_size: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -141,6 +143,7 @@ def _decide(
             fair_rerun_after_own=fair_rerun_after_own,
             inactive_clears_requeue=inactive_clears_requeue,
             second_pass_failed=second_pass_failed,
+            balanced_slice_size=balanced_slice_size,
         )
     finally:
         tree.rollback()
@@ -212,6 +215,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             fair_rerun_after_own=fair_rerun_after_own,
             inactive_clears_requeue=inactive_clears_requeue,
             second_pass_failed=second_pass_failed,
+            balanced_slice_size=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -32,6 +32,10 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     ClusterQueue is in one partition, so one partition holds every such workload; nothing while
     it is blocked by a hand-over; ``p0``, the default: every workload). Empty when no assignment
     names a failed node."""
+    return _decide(state, now_ms=now_ms, partition=partition, balanced_slice_size=True)
+
+
+def _decide(state: ClusterState, *, now_ms: int, partition: str, balanced_slice_size: bool) -> list[types.Decision]:
     if not state.tas_usage:
         return []
     if partition != partitions.LEGACY:
@@ -50,5 +54,9 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         wl = state.workloads[key]
         if not wl.admitted or wl.gone or wl.eviction is not None or wl.reservation is None:
             continue
-        out.extend(replacement.check(state, wl, usage, fail_fast=fail_fast, now_ms=now_ms))
+        out.extend(
+            replacement.check(
+                state, wl, usage, fail_fast=fail_fast, now_ms=now_ms, balanced_slice_size=balanced_slice_size
+            )
+        )
     return out
