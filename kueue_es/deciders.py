@@ -45,9 +45,15 @@ EARLIER: dict[tuple[str, int], Decider] = {
         )
         for version in preemptor_core.EARLIER_LOGIC_VERSIONS
     },
+    **{
+        (placer_core.ROLE, version): Decider(
+            role=placer_core.ROLE, logic_version=version, decide=placer_core.decide_as(version)
+        )
+        for version in placer_core.EARLIER_LOGIC_VERSIONS
+    },
 }
-"""Earlier logic versions replay still re-runs, by (role, logic version): every one of the admitter's
-and the preemptor's ``EARLIER_LOGIC_VERSIONS``, whose docstrings say what each decided differently. Among
+"""Earlier logic versions replay still re-runs, by (role, logic version): every one of the admitter's,
+the preemptor's and the TAS placer's ``EARLIER_LOGIC_VERSIONS``, whose docstrings say what each decided differently. Among
 them the admitter's 9 (pending outcomes written as messages, before they moved into the DecisionRecord,
 issue 15), 10 and 11 (before elastic workload slices, issue 21), the preemptor's 5 (both before workloads
 giving quota back stopped counting as candidates or TAS usage in the cycle that releases them, issue 18),

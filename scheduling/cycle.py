@@ -133,7 +133,7 @@ def run(
     no placement is recorded, a WorkloadInadmissible with reason ``SecondPassFailed`` when its message
     changes (:func:`_second_pass_failed`).
 
-    ``balanced_slice_size`` (False: the admitter logic before it, for replay): balanced placement
+    ``balanced_slice_size`` (admitter logic 24; False: 23 and earlier, for replay): balanced placement
     (gate TASBalancedPlacement) picks its domains above the slice level by whole slices, as Kueue's
     applyBalancedPlacementAlgorithm (``scheduling.tas.balanced``)."""
     decisions: list[types.Output] = []

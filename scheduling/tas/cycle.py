@@ -98,7 +98,7 @@ class CycleTopology:
     gate ElasticJobsViaWorkloadSlicesWithTAS, an elastic workload's TAS pod sets must be
     unconstrained and a replacement slice keeps its old slice's assignment (:meth:`wanted`).
 
-    ``balanced_slice_size`` (default on; off: the admitter logic before it, for replay): balanced
+    ``balanced_slice_size`` (default on; off: admitter logic 23 and earlier, for replay): balanced
     placement sizes its domains above the slice level in whole slices (:class:`TASGates`)."""
 
     def __init__(

@@ -56,7 +56,7 @@ def check(
     """The decisions for one admitted workload with a topology assignment: none while its
     hostname-level nodes are healthy, else a replacement TopologyAssigned or an eviction.
     ``usage`` (per flavor, per leaf) carries this cycle's earlier replacements.
-    ``balanced_slice_size`` False: balanced placement as the placer logic before it chose its
+    ``balanced_slice_size`` False: balanced placement as placer logic 6 chose its
     domains above the slice level, in single pods (replay; :class:`TASGates`)."""
     assert wl.reservation is not None and wl.topology is not None
     specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}

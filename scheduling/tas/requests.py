@@ -27,7 +27,7 @@ class TASGates:
     balanced_placement: bool = False  # TASBalancedPlacement (alpha): balanced preferred (A.6.9)
     # Not a gate: which logic chooses balanced placement's domains above the slice level. True:
     # sized in pods of whole slices, as Kueue's applyBalancedPlacementAlgorithm; False: in single
-    # pods (the admitter and placer logic before it, kept for replay).
+    # pods (admitter logic 23 and placer logic 6 and earlier, kept for replay).
     balanced_slice_size: bool = True
 
     @classmethod

@@ -25,10 +25,13 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 23
+LOGIC_VERSION = 24
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 22 and earlier wrote
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 23 and earlier chose
+balanced placement's domains above the slice level (gate TASBalancedPlacement) counting single pods (24 counts
+whole slices, as Kueue's applyBalancedPlacementAlgorithm: with host slices under a preferred sub-block, 23 could
+fall back to BestFit in a sub-block too small for the slices). 22 and earlier wrote
 nothing when a second pass (a delayed topology request, A.9) found no placement (23 records a WorkloadInadmissible
 ``SecondPassFailed`` when its message changes, for Kueue's Warning Event of that reason). 21 and earlier kept
 the requeue state of a workload set inactive by hand (22 drops it, as Kueue's workload controller does since
@@ -160,7 +163,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 22 wrote nothing for a failed second pass. Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
+    Versions 9 to 23 chose balanced placement's domains above the slice level in single pods. Versions 9 to 22 wrote nothing for a failed second pass. Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
     ClusterQueue's workloads. Versions 9 to 19 did not make a workload waiting for the cycle's preemptions its ClusterQueue's sticky
     head. Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
     requeued parked workloads only on triggers of cohorts above their ClusterQueues. Versions 9 to 17 ordered
@@ -195,6 +198,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     fair_rerun_after_own = version >= 21
     inactive_clears_requeue = version >= 22
     second_pass_failed = version >= 23
+    balanced_slice_size = version >= 24
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -215,7 +219,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             fair_rerun_after_own=fair_rerun_after_own,
             inactive_clears_requeue=inactive_clears_requeue,
             second_pass_failed=second_pass_failed,
-            balanced_slice_size=False,
+            balanced_slice_size=balanced_slice_size,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

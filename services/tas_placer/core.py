@@ -17,13 +17,19 @@ Delayed topology requests (A.9) are the admitter's second pass
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kueue_es.events import types
 from kueue_es.projections import partitions
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling.tas import replacement
 
-LOGIC_VERSION = 6
+LOGIC_VERSION = 7
 ROLE = "place"
+EARLIER_LOGIC_VERSIONS = (6,)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 6 chose balanced
+placement's domains above the slice level (gate TASBalancedPlacement) counting single pods when it placed
+a failed node's pods (7 counts whole slices, as Kueue's applyBalancedPlacementAlgorithm)."""
 
 
 def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
@@ -33,6 +39,20 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     it is blocked by a hand-over; ``p0``, the default: every workload). Empty when no assignment
     names a failed node."""
     return _decide(state, now_ms=now_ms, partition=partition, balanced_slice_size=True)
+
+
+def decide_as(version: int) -> Callable[..., list[types.Decision]]:
+    """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay: 6
+    chose balanced placement's domains above the slice level in single pods. Raises ValueError for
+    any other version."""
+    if version not in EARLIER_LOGIC_VERSIONS:
+        raise ValueError(f"placer logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
+
+    def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
+        """:func:`decide` as logic ``version`` decided."""
+        return _decide(state, now_ms=now_ms, partition=partition, balanced_slice_size=version >= 7)
+
+    return decide_earlier
 
 
 def _decide(state: ClusterState, *, now_ms: int, partition: str, balanced_slice_size: bool) -> list[types.Decision]:
