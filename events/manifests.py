@@ -579,7 +579,10 @@ def _validate(obj: models.APIObject | models.ProvisioningRequestConfig, *, kind:
                 if ps.topology_request is not None:
                     try:
                         tas_requests.validate_topology_request(
-                            ps.topology_request, count=ps.count, field=f"spec.podSets[{i}].topologyRequest"
+                            ps.topology_request,
+                            count=ps.count,
+                            field=f"spec.podSets[{i}].topologyRequest",
+                            slices_in_groups=True,
                         )
                     except tas_requests.TopologyRequestError as err:
                         raise ManifestError(kind=kind, name=name, field=err.field, problem=err.problem) from err

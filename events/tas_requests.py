@@ -90,11 +90,19 @@ def valid_label_key(key: str) -> bool:
 
 
 def validate_topology_request(
-    request: models.PodSetTopologyRequest, *, count: int, field: str = "topologyRequest", multi_layer: bool = True
+    request: models.PodSetTopologyRequest,
+    *,
+    count: int,
+    field: str = "topologyRequest",
+    multi_layer: bool = True,
+    slices_in_groups: bool = False,
 ) -> None:
     """Kueue's webhook rules for one pod set's topology request (A.4.2).
 
-    ``count`` is the pod set's count; ``multi_layer`` the TASMultiLayerTopology gate.
+    ``count`` is the pod set's count; ``multi_layer`` the TASMultiLayerTopology gate;
+    ``slices_in_groups`` True for a Workload object: a group's pod set may then carry slices (the rule
+    against it is the job webhooks', on a pod template's annotations, jobframework/tas_validation.go;
+    Kueue's Workload webhook has none, and its placement takes a group's slices from the workers).
     Raises TopologyRequestError naming the field.
     """
     modes = [n for n, v in (("required", request.required), ("preferred", request.preferred)) if v is not None]
@@ -119,7 +127,8 @@ def validate_topology_request(
             raise TopologyRequestError(f"{field}.podSetGroupName", "must not be a number")
         if request.required is None and request.preferred is None:
             raise TopologyRequestError(f"{field}.podSetGroupName", "needs required or preferred topology")
-        if single_topology is not None or request.podset_slice_required_topology_constraints:
+        slices = single_topology is not None or bool(request.podset_slice_required_topology_constraints)
+        if slices and not slices_in_groups:
             raise TopologyRequestError(f"{field}.podSetGroupName", "must not be set together with slices")
     layers = request.podset_slice_required_topology_constraints
     if layers:
