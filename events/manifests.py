@@ -582,7 +582,7 @@ def _validate(obj: models.APIObject | models.ProvisioningRequestConfig, *, kind:
                             ps.topology_request,
                             count=ps.count,
                             field=f"spec.podSets[{i}].topologyRequest",
-                            slices_in_groups=True,
+                            workload_object=True,
                         )
                     except tas_requests.TopologyRequestError as err:
                         raise ManifestError(kind=kind, name=name, field=err.field, problem=err.problem) from err

@@ -95,14 +95,15 @@ def validate_topology_request(
     count: int,
     field: str = "topologyRequest",
     multi_layer: bool = True,
-    slices_in_groups: bool = False,
+    workload_object: bool = False,
 ) -> None:
     """Kueue's webhook rules for one pod set's topology request (A.4.2).
 
     ``count`` is the pod set's count; ``multi_layer`` the TASMultiLayerTopology gate;
-    ``slices_in_groups`` True for a Workload object: a group's pod set may then carry slices (the rule
-    against it is the job webhooks', on a pod template's annotations, jobframework/tas_validation.go;
-    Kueue's Workload webhook has none, and its placement takes a group's slices from the workers).
+    ``workload_object`` True for a Workload object: a group's pod set may then carry slices and be
+    unconstrained (the rules against both are the job webhooks', on a pod template's annotations,
+    jobframework/tas_validation.go; Kueue's Workload webhook has neither, and its placement takes a
+    group's slices from the workers).
     Raises TopologyRequestError naming the field.
     """
     modes = [n for n, v in (("required", request.required), ("preferred", request.preferred)) if v is not None]
@@ -125,10 +126,10 @@ def validate_topology_request(
     if group is not None:
         if group.isdigit():
             raise TopologyRequestError(f"{field}.podSetGroupName", "must not be a number")
-        if request.required is None and request.preferred is None:
+        if request.required is None and request.preferred is None and not workload_object:
             raise TopologyRequestError(f"{field}.podSetGroupName", "needs required or preferred topology")
         slices = single_topology is not None or bool(request.podset_slice_required_topology_constraints)
-        if slices and not slices_in_groups:
+        if slices and not workload_object:
             raise TopologyRequestError(f"{field}.podSetGroupName", "must not be set together with slices")
     layers = request.podset_slice_required_topology_constraints
     if layers:

@@ -238,8 +238,6 @@ def test_workload_topology_request_is_parsed() -> None:
          "spec.podSets[0].topologyRequest.podSetSliceSize", "between 1"),
         ([_ps("m", 2, {"required": "a", "podSetGroupName": "7"})],
          "spec.podSets[0].topologyRequest.podSetGroupName", "number"),
-        ([_ps("m", 2, {"unconstrained": True, "podSetGroupName": "g"})],
-         "spec.podSets[0].topologyRequest.podSetGroupName", "required or preferred"),
         ([_ps("m", 4, {"podsetSliceRequiredTopologyConstraints": [{"topology": "r", "size": 4},
                                                                    {"topology": H, "size": 3}]})],
          "spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size", "divide"),

@@ -1,11 +1,13 @@
-"""A leader + workers group whose workers carry slices: refused on a job's pod template annotations,
-accepted on a Workload object.
+"""A leader + workers group whose workers carry slices, or whose pod sets are unconstrained: refused on a
+job's pod template annotations, accepted on a Workload object.
 
-Kueue forbids ``kueue.x-k8s.io/podset-group-name`` together with the slice annotations on a job's pod
-template (pkg/controller/jobframework/tas_validation.go), but its Workload webhook checks only the slice
-fields themselves (pkg/webhooks/workload_webhook.go validateTASSliceSize), and its placement takes a
-group's slices from the workers (tas_flavor_snapshot.go; tas_cache_test.go 'balanced placement; leader
-worker set').
+Kueue forbids ``kueue.x-k8s.io/podset-group-name`` together with the slice annotations, and without a
+required or preferred annotation, on a job's pod template (pkg/controller/jobframework/tas_validation.go),
+but its Workload webhook checks only the slice fields themselves (pkg/webhooks/workload_webhook.go
+validateTASSliceSize), and its placement takes a group's slices from the workers and places an
+unconstrained group (tas_flavor_snapshot.go; tas_cache_test.go 'balanced placement; leader worker set',
+'find topology assignment for unconstrained grouped podsets spreads leader and worker across domains with
+TASProfileMixed').
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ GROUPED_SLICES = models.PodSetTopologyRequest(
 )
 
 
-def _workload(workers: dict[str, object]) -> dict[str, object]:
+def _workload(workers: dict[str, object], leader: dict[str, object] | None = None) -> dict[str, object]:
     def pod_set(name: str, count: int, request: dict[str, object]) -> dict[str, object]:
         containers = [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]
         return {
@@ -32,7 +34,7 @@ def _workload(workers: dict[str, object]) -> dict[str, object]:
             "template": {"spec": {"containers": containers}},
         }
 
-    leader = {"preferred": "cloud.com/topology-rack", "podSetGroupName": "sameGroup"}
+    leader = leader or {"preferred": "cloud.com/topology-rack", "podSetGroupName": "sameGroup"}
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
@@ -64,3 +66,19 @@ def test_a_workload_object_still_needs_both_slice_fields() -> None:
     with pytest.raises(manifests.ManifestError) as caught:
         manifests.parse_object(_workload(workers))
     assert "podSetSliceRequiredTopology" in str(caught.value)
+
+
+def test_job_annotations_refuse_an_unconstrained_group() -> None:
+    request = models.PodSetTopologyRequest(unconstrained=True, pod_set_group_name="sameGroup")
+    with pytest.raises(tas_requests.TopologyRequestError) as caught:
+        tas_requests.validate_topology_request(request, count=1)
+    assert caught.value.field == "topologyRequest.podSetGroupName"
+
+
+def test_a_workload_object_keeps_an_unconstrained_group() -> None:
+    unconstrained = {"unconstrained": True, "podSetGroupName": "sameGroup"}
+    wl = manifests.parse_object(_workload(unconstrained, leader=unconstrained))
+    assert isinstance(wl, models.Workload)
+    assert [ps.topology_request for ps in wl.spec.pod_sets] == [
+        models.PodSetTopologyRequest(unconstrained=True, pod_set_group_name="sameGroup")
+    ] * 2
