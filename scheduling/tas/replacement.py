@@ -42,6 +42,8 @@ from kueue_es.scheduling.tas.placement import find_assignments
 from kueue_es.scheduling.tas.requests import Placement, PodSetPlacementRequest, TASGates, add_usage
 
 NODE_FAILURES = "NodeFailures"
+SHARED_HOSTNAMES = ""
+"""The ``usage`` key of the usage shared by every hostname-level flavor (no flavor is named "")."""
 
 
 def check(
@@ -52,12 +54,19 @@ def check(
     fail_fast: bool,
     now_ms: int,
     balanced_slice_size: bool = True,
+    shared_hostnames: bool = True,
 ) -> list[types.Decision]:
     """The decisions for one admitted workload with a topology assignment: none while its
     hostname-level nodes are healthy, else a replacement TopologyAssigned or an eviction.
-    ``usage`` (per flavor, per leaf) carries this cycle's earlier replacements.
+    ``usage`` (per flavor, per leaf; with ``shared_hostnames`` one entry keyed
+    :data:`SHARED_HOSTNAMES` for every flavor) carries this cycle's earlier replacements.
+
     ``balanced_slice_size`` False: balanced placement as placer logic 6 chose its
-    domains above the slice level, in single pods (replay; :class:`TASGates`)."""
+    domains above the slice level, in single pods (replay; :class:`TASGates`).
+    ``shared_hostnames`` (TAS placer logic 8; False: 7 and earlier, for replay): the replacement
+    counts the usage of every hostname-level TAS flavor on a node, as the admission does (A.2.4,
+    Kueue TASHandleOverlappingFlavors: flavors selecting the same nodes share their capacity),
+    not only its own flavor's."""
     assert wl.reservation is not None and wl.topology is not None
     specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
     updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
@@ -91,7 +100,9 @@ def check(
     ):
         return []  # A.13.4 step 1: the pod cannot move; its assignment stays as it is
     node, ps_name = next(iter(failed.items()))
-    replaced = _replace(state, wl, ps_name, node, usage, balanced_slice_size=balanced_slice_size)
+    replaced = _replace(
+        state, wl, ps_name, node, usage, balanced_slice_size=balanced_slice_size, shared_hostnames=shared_hostnames
+    )
     if isinstance(replaced, models.TopologyAssignment):
         assignments = {**wl.topology, ps_name: replaced}
         return [types.TopologyAssigned(workload=wl.ref, cluster_queue=cq, assignments=assignments, at_ms=now_ms)]
@@ -166,6 +177,7 @@ def _replace(
     cycle_usage: dict[str, dict[str, dict[str, int]]],
     *,
     balanced_slice_size: bool,
+    shared_hostnames: bool,
 ) -> models.TopologyAssignment | str:
     """findReplacementAssignment (A.13.4): the pod set's new assignment, or why there is none."""
     assert wl.reservation is not None and wl.topology is not None
@@ -205,10 +217,15 @@ def _replace(
         inner = next((layer for layer in reversed(layers) if layer.size > 0 and count % layer.size == 0), None)
         request = dataclasses.replace(request, topology_request=_with_slices(spec.topology_request, inner))
     assert flavor is not None
-    usage = cycle_usage.get(flavor)
+    # Every replaced assignment is hostname-level (A.13.1), so its nodes may be shared with other
+    # hostname-level flavors (A.2.4): their pods take the same capacity, here as at admission
+    # (Kueue passes the same aggregatedDomainUsages to findReplacementAssignment).
+    key = SHARED_HOSTNAMES if shared_hostnames else flavor
+    usage = cycle_usage.get(key)
     if usage is None:  # the workloads holding quota, then this cycle's replacements (counted once placed)
-        usage = cycle_usage[flavor] = {}
-        add_usage(usage, state.tas_usage.get(flavor, {}))
+        usage = cycle_usage[key] = {}
+        for name in _hostname_flavors(state) if shared_hostnames else (flavor,):
+            add_usage(usage, state.tas_usage.get(name, {}))
     # The placement gates as at admission (TASProfileMixed, TASBalancedPlacement): Kueue's
     # findReplacementAssignment runs the same findTopologyAssignment (tas_flavor_snapshot.go).
     gates = TASGates.from_feature_gates(state.configuration.feature_gates, balanced_slice_size=balanced_slice_size)
@@ -223,6 +240,15 @@ def _replace(
     merged = sorted(counts.items(), key=lambda item: order.get(item[0][-1], item[0]))
     return tas.encode(
         tas.Assignment(levels=current.levels, domains=tuple(tas.DomainAssignment(v, c) for v, c in merged))
+    )
+
+
+def _hostname_flavors(state: ClusterState) -> list[str]:
+    """The flavors holding TAS usage whose topology's lowest level is the hostname."""
+    return sorted(
+        name
+        for name in state.tas_usage
+        if (tree := state.topology.flavor_topology(name)) is not None and tree.lowest_is_hostname
     )
 
 

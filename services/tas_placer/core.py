@@ -76,7 +76,13 @@ def _decide(state: ClusterState, *, now_ms: int, partition: str, balanced_slice_
             continue
         out.extend(
             replacement.check(
-                state, wl, usage, fail_fast=fail_fast, now_ms=now_ms, balanced_slice_size=balanced_slice_size
+                state,
+                wl,
+                usage,
+                fail_fast=fail_fast,
+                now_ms=now_ms,
+                balanced_slice_size=balanced_slice_size,
+                shared_hostnames=False,
             )
         )
     return out
