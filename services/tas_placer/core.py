@@ -24,12 +24,16 @@ from kueue_es.projections import partitions
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling.tas import replacement
 
-LOGIC_VERSION = 7
+LOGIC_VERSION = 8
+"""8: a replacement counts the usage of every flavor whose topology ends at the hostname on a
+node (flavors selecting the same nodes share their capacity, A.2.4, as at admission); 7 and 6 counted
+only its own flavor's. 7: balanced placement sizes the domains above the slice level in slices."""
 ROLE = "place"
-EARLIER_LOGIC_VERSIONS = (6,)
+EARLIER_LOGIC_VERSIONS = (6, 7)
 """Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 6 chose balanced
 placement's domains above the slice level (gate TASBalancedPlacement) counting single pods when it placed
-a failed node's pods (7 counts whole slices, as Kueue's applyBalancedPlacementAlgorithm)."""
+a failed node's pods (7 counts whole slices, as Kueue's applyBalancedPlacementAlgorithm); 6 and 7 placed a
+replacement counting only its own flavor's TAS usage (8 counts every hostname-level flavor's)."""
 
 
 def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
@@ -38,24 +42,28 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     ClusterQueue is in one partition, so one partition holds every such workload; nothing while
     it is blocked by a hand-over; ``p0``, the default: every workload). Empty when no assignment
     names a failed node."""
-    return _decide(state, now_ms=now_ms, partition=partition, balanced_slice_size=True)
+    return _decide(state, now_ms=now_ms, partition=partition, balanced_slice_size=True, shared_hostnames=True)
 
 
 def decide_as(version: int) -> Callable[..., list[types.Decision]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay: 6
-    chose balanced placement's domains above the slice level in single pods. Raises ValueError for
-    any other version."""
+    chose balanced placement's domains above the slice level in single pods; 6 and 7 counted only a
+    replacement's own flavor's usage. Raises ValueError for any other version."""
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"placer logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
         """:func:`decide` as logic ``version`` decided."""
-        return _decide(state, now_ms=now_ms, partition=partition, balanced_slice_size=version >= 7)
+        return _decide(
+            state, now_ms=now_ms, partition=partition, balanced_slice_size=version >= 7, shared_hostnames=version >= 8
+        )
 
     return decide_earlier
 
 
-def _decide(state: ClusterState, *, now_ms: int, partition: str, balanced_slice_size: bool) -> list[types.Decision]:
+def _decide(
+    state: ClusterState, *, now_ms: int, partition: str, balanced_slice_size: bool, shared_hostnames: bool
+) -> list[types.Decision]:
     if not state.tas_usage:
         return []
     if partition != partitions.LEGACY:
@@ -69,7 +77,8 @@ def _decide(state: ClusterState, *, now_ms: int, partition: str, balanced_slice_
     if not replacement.any_suspect_node(state):
         return []  # the common case: every node holding TAS usage is healthy, no workload to walk
     out: list[types.Decision] = []
-    usage: dict[str, dict[str, dict[str, int]]] = {}  # per flavor: the TAS usage with this cycle's replacements
+    # per flavor (logic 7: one entry for every hostname-level flavor): the TAS usage with this cycle's replacements
+    usage: dict[str, dict[str, dict[str, int]]] = {}
     for key in sorted(k for k, wl in state.workloads.items() if wl.topology):
         wl = state.workloads[key]
         if not wl.admitted or wl.gone or wl.eviction is not None or wl.reservation is None:
@@ -82,7 +91,7 @@ def _decide(state: ClusterState, *, now_ms: int, partition: str, balanced_slice_
                 fail_fast=fail_fast,
                 now_ms=now_ms,
                 balanced_slice_size=balanced_slice_size,
-                shared_hostnames=False,
+                shared_hostnames=shared_hostnames,
             )
         )
     return out
