@@ -42,6 +42,9 @@ ALSO_ON_BUS = (
     "elastic/tas-elastic-required-topology-refused.yaml",
     "elastic/tas-scale-up-delta-waits-for-a-node.yaml",
     "elastic/tas-scale-up-keeps-first-pods-places-delta.yaml",
+    "elastic/tas-scale-up-keeps-spread-pods-places-delta.yaml",
+    "elastic/tas-scale-down-replacement-truncates-assignment.yaml",
+    "elastic/tas-same-count-replacement-reuses-assignment.yaml",
     # the runner itself: a fact identical to an earlier one is still a new write (not deduplicated)
     "checks/rejected-then-reactivated-queues-again.yaml",
     # the runner itself: a hand-over (a ClusterQueue created after its LocalQueue's workload) decided
