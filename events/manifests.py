@@ -434,6 +434,9 @@ def _convert_pod_set(pod_set: Any, *, index: int, kind: str, name: str, strict: 
     terms = required_node_affinity(pod_spec)
     if terms:
         out["requiredNodeAffinity"] = terms
+    preferred = preferred_node_affinity(pod_spec)
+    if preferred:
+        out["preferredNodeAffinity"] = preferred
     if strict:
         _refuse_unknown_fields(pod_set, _POD_SET_FIELDS, where=where, kind=kind, name=name)
     if pod_set.get("topologyRequest") is not None:
@@ -494,6 +497,21 @@ def required_node_affinity(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
     affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     return [{"matchExpressions": t.get("matchExpressions") or []} for t in required.get("nodeSelectorTerms") or []]
+
+
+def preferred_node_affinity(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod spec's preferredDuringSchedulingIgnoredDuringExecution terms (raw: weight and the
+    preference's matchExpressions)."""
+    affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    terms = affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    return [
+        {
+            "weight": t.get("weight"),
+            "preference": {"matchExpressions": (t.get("preference") or {}).get("matchExpressions") or []},
+        }
+        for t in terms
+        if isinstance(t, dict)
+    ]
 
 
 def _split_validation_error(message: str) -> tuple[str, str]:

@@ -299,6 +299,14 @@ class NodeSelectorTerm(_Model, frozen=True, kw_only=True):
     match_expressions: list[NodeSelectorRequirement] = []
 
 
+class PreferredSchedulingTerm(_Model, frozen=True, kw_only=True):
+    """A preferred node affinity term: ``weight`` (1-100) counts for a node its ``preference``
+    matches (TAS scoring under the alpha gate TASRespectNodeAffinityPreferred, A.3.4)."""
+
+    weight: int
+    preference: NodeSelectorTerm
+
+
 class PodsetSliceRequiredTopologyConstraint(_Model, frozen=True, kw_only=True):
     """One slice layer of a multi-layer slice request: groups of ``size`` pods in one domain of
     level ``topology`` (SEMANTICS-ADVANCED A.4.1, A.6.7; Kueue apis/kueue/v1beta2/workload_types.go)."""
@@ -347,6 +355,7 @@ class PodSet(_Model, frozen=True, kw_only=True):
     node_selector: dict[str, str] = {}
     tolerations: list[Toleration] = []
     required_node_affinity: list[NodeSelectorTerm] = []
+    preferred_node_affinity: list[PreferredSchedulingTerm] = []  # read by TAS only (A.3.4, alpha gate)
     topology_request: PodSetTopologyRequest | None = None
     misconfigured: str = ""  # why the pod set fails Kueue's admissibility checks, e.g. requests over limits
     resource_claims: list[PodResourceClaim] = []  # the template's spec.resourceClaims (DRA, SEMANTICS-ADVANCED F)

@@ -577,6 +577,12 @@ def pod_set(
         required_node_affinity=_converted(
             ref, manifests.required_node_affinity(spec), list[models.NodeSelectorTerm], f"{where}.affinity.nodeAffinity"
         ),
+        preferred_node_affinity=_converted(
+            ref,
+            manifests.preferred_node_affinity(spec),
+            list[models.PreferredSchedulingTerm],
+            f"{where}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+        ),
         topology_request=topology_request,
         misconfigured=misconfigured,
         resource_claims=_converted(

@@ -822,6 +822,8 @@ def compact_workload(workload: models.Workload) -> models.Workload:
             _force(pod_set, "tolerations", _EMPTY_LIST)
         if not pod_set.required_node_affinity:
             _force(pod_set, "required_node_affinity", _EMPTY_LIST)
+        if not pod_set.preferred_node_affinity:
+            _force(pod_set, "preferred_node_affinity", _EMPTY_LIST)
     owner = workload.owner
     if owner is not None:
         _force(owner, "api_version", _intern(owner.api_version))

@@ -66,6 +66,7 @@ def run(
     inactive_clears_requeue: bool = True,
     second_pass_failed: bool = True,
     balanced_slice_size: bool = True,
+    preferred_affinity: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -86,6 +87,10 @@ def run(
     ElasticJobsViaWorkloadSlicesWithTAS (``elastic_tas`` False: admitter logic 13, before it;
     SEMANTICS-ADVANCED A.14) its TAS pod sets keep that slice's topology assignment and only the
     pods it grew by are placed.
+
+    ``preferred_affinity`` (admitter logic 25; False: 24 and earlier, for replay): under the alpha
+    gate TASRespectNodeAffinityPreferred, TAS placement orders domains by the pod set's preferred
+    node affinity scores first (SEMANTICS-ADVANCED A.3.4); False ignores the gate.
 
     A workload whose ``spec.active`` was set false by hand while its job runs is evicted first
     (``Deactivated``, "The workload is deactivated"), and keeps its quota until its job stops
@@ -172,6 +177,7 @@ def run(
         released=() if released_are_candidates else released,
         elastic_slices=elastic_tas,
         balanced_slice_size=balanced_slice_size,
+        preferred_affinity=preferred_affinity,
     )
     if state.checks_due or state.timed or state.backoffs:
         failed_passes: list[types.Decision] = []

@@ -308,6 +308,40 @@ class Counting(RunState):
                 stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
                 limited[dom] = limiting
 
+    def _fill_affinity(
+        self,
+        node_selector: Mapping[str, str],
+        tolerations: Sequence[models.Toleration],
+        affinity: Sequence[models.NodeSelectorTerm],
+        preferred: Sequence[models.PreferredSchedulingTerm],
+    ) -> None:
+        """Preferred node affinity scores (A.3.4, gate TASRespectNodeAffinityPreferred): a leaf
+        whose node passes the filters scores the summed weights of the ``preferred`` terms its
+        labels match, any other leaf 0; an inner domain scores the sum of its children. Kueue:
+        scheduling_simulator_default.go (PreferredSchedulingTerms.Score of a matching node),
+        tas_flavor_snapshot.go fillInCounts and fillInCountsHelper (summed up the tree). Apart from
+        the counts because it does not depend on usage (so it needs no phase-1 cache)."""
+        all_tolerations = [*tolerations, *self.topology.tolerations]
+        for dom in self.domains:  # children before parents
+            if dom.leaf is None:
+                dom.affinity = sum(child.affinity for child in dom.children)
+                continue
+            node = dom.leaf.node
+            dom.affinity = 0
+            if node is None:
+                continue  # a leaf above the hostname level: Kueue scores nodes only
+            labels = node.metadata.labels
+            if any(
+                t.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(x, t) for x in all_tolerations)
+                for t in node.spec.taints
+            ):
+                continue
+            if any(labels.get(k) != v for k, v in node_selector.items()):
+                continue
+            if affinity and not any(_matches_term(term, labels) for term in affinity):
+                continue
+            dom.affinity = sum(t.weight for t in preferred if t.weight and _matches_term(t.preference, labels))
+
     def _fill_inner(self, dom: Domain, level: int) -> None:
         """Phase 1 bottom-up (A.6.2); Kueue fillInCountsHelper."""
         if not dom.children:

@@ -17,6 +17,7 @@ Pure: no I/O, no clock. One :class:`CycleTopology` per cycle.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Collection, Iterable, Mapping
 
@@ -108,6 +109,7 @@ class CycleTopology:
         released: Collection[str] = (),
         elastic_slices: bool = True,
         balanced_slice_size: bool = True,
+        preferred_affinity: bool = True,
     ) -> None:
         self.state = state
         # A.14: replacement slices placed around the slice they replace (admitter logic 14 on)
@@ -125,6 +127,9 @@ class CycleTopology:
         self.gates = TASGates.from_feature_gates(
             state.configuration.feature_gates, balanced_slice_size=balanced_slice_size
         )
+        if not preferred_affinity:
+            # deciders of logic versions before preferred node affinity scores (A.3.4) ignore the gate
+            self.gates = dataclasses.replace(self.gates, preferred_affinity=False)
 
     # --- who requests TAS ---------------------------------------------------------------------
 

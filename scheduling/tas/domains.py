@@ -39,7 +39,7 @@ class Domain:
 
     __slots__ = (
         "id", "values", "level", "parent", "children", "leaf",
-        "pod_count", "slice_count", "pcwl", "scwl", "leader_count", "idx",
+        "pod_count", "slice_count", "pcwl", "scwl", "leader_count", "idx", "affinity",
     )  # fmt: skip
 
     def __init__(self, id: str, values: tuple[str, ...], level: int) -> None:
@@ -49,6 +49,9 @@ class Domain:
         self.leaf: Leaf | None = None  # the topology leaf, on the lowest level only
         self.pod_count = self.slice_count = self.pcwl = self.scwl = self.leader_count = 0
         self.idx = -1  # position in Skeleton.domains (clones keep their original's)
+        # preferred node affinity score (A.3.4): the matched terms' weights, summed over the subtree;
+        # set and read only by a run that prefers affinity (RunState.prefer_affinity)
+        self.affinity = 0
 
 
 def count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
@@ -68,7 +71,7 @@ def clone(dom: Domain, parent: Domain | None) -> Domain:
     copy = Domain(dom.id, dom.values, dom.level)
     copy.parent, copy.leaf = parent, dom.leaf
     copy.pod_count, copy.slice_count, copy.pcwl, copy.scwl = dom.pod_count, dom.slice_count, dom.pcwl, dom.scwl
-    copy.leader_count, copy.idx = dom.leader_count, dom.idx
+    copy.leader_count, copy.idx, copy.affinity = dom.leader_count, dom.idx, dom.affinity
     copy.children = [clone(c, copy) for c in dom.children]
     return copy
 
@@ -202,3 +205,4 @@ class RunState:
     required: bool
     unconstrained: bool
     lfc: bool  # LeastFreeCapacity (unconstrained under TASProfileMixed), else BestFit
+    prefer_affinity: bool  # preferred node affinity scores order the domains (TASRespectNodeAffinityPreferred)

@@ -23,16 +23,34 @@ class Greedy(Counting):
 
     # -- sort orders and best fit (A.6.3) --
 
+    # With preferred node affinity scores (A.3.4) the higher score comes first, before capacity
+    # (Kueue sortedDomains / sortedDomainsWithLeader under TASRespectNodeAffinityPreferred).
+
     def _sorted(self, domains: Sequence[Domain]) -> list[Domain]:
         sign = 1 if self.lfc else -1
+        if self.prefer_affinity:
+            return sorted(domains, key=lambda d: (-d.affinity, sign * d.slice_count, d.pod_count, d.values))
         return sorted(domains, key=lambda d: (sign * d.slice_count, d.pod_count, d.values))
 
     def _sorted_with_leader(self, domains: Sequence[Domain]) -> list[Domain]:
         sign = 1 if self.lfc else -1
+        if self.prefer_affinity:
+            return sorted(domains, key=lambda d: (-d.leader_count, -d.affinity, sign * d.scwl, d.pcwl, d.values))
         return sorted(domains, key=lambda d: (-d.leader_count, sign * d.scwl, d.pcwl, d.values))
 
-    @staticmethod
-    def _best_fit(domains: Sequence[Domain], needed: int, leaders: int, attr: str) -> Domain:
+    def _top_affinity_tier(self, domains: Sequence[Domain]) -> Sequence[Domain]:
+        """The leading domains sharing the first one's affinity score, so a best fit never trades
+        a higher score for a tighter fit (Kueue topAffinityTierDomains); all without scores."""
+        if not self.prefer_affinity or not domains:
+            return domains
+        score = domains[0].affinity
+        for i, dom in enumerate(domains):
+            if dom.affinity != score:
+                return domains[:i]
+        return domains
+
+    def _best_fit(self, domains: Sequence[Domain], needed: int, leaders: int, attr: str) -> Domain:
+        domains = self._top_affinity_tier(domains)
         best, best_count = None, MAX_INT32
         for dom in domains:
             if dom.leader_count < leaders:
@@ -78,7 +96,7 @@ class Greedy(Counting):
         domains = list(self.per_level[level].values())
         if not domains:
             return f"no topology domains at level: {self.levels[level]}"
-        if not self.leader_total:
+        if not self.leader_total and not self.prefer_affinity:
             found = self._one_fit_domain(domains)
             if found is not None:
                 return level, [found]
@@ -102,6 +120,13 @@ class Greedy(Counting):
         if top.scwl >= slices and top.leader_count >= leaders:
             return level, [top]
         if self.required:
+            if self.gates.preferred_affinity:
+                # the first domain by score may be too small: a lower-scored one that holds the
+                # request wins over failing (Kueue findLevelWithFitDomains, TASRespectNodeAffinityPreferred)
+                for i in range(1, len(ordered)):
+                    dom = ordered[i]
+                    if dom.scwl >= slices and dom.leader_count >= leaders:
+                        return level, [self._best_fit_slices(ordered[i:], slices, leaders)]
             return self._not_fit(top.slice_count, slices, level)
         if level > 0 and not self.unconstrained:
             return self._level_with_fit_domains(level - 1)

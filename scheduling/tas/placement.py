@@ -24,7 +24,8 @@ fit on an empty tree, A.5). One run, along Kueue's own seams:
 
 Node replacement (A.13) calls :func:`find_assignments` on the tree limited to the required
 domain. A replacement elastic slice keeps the replaced slice's pods where they are (A.14,
-:func:`_elastic`). Not done: preferred node affinity scoring (A.3.4, alpha off).
+:func:`_elastic`). Under the alpha gate TASRespectNodeAffinityPreferred (off by default) the
+workers' preferred node affinity scores order the domains before their capacity (A.3.4).
 
 Speed (Kueue's TASCacheNodeMatchResults / TASCachingRemainingResources / TASCacheTopologyTree,
 caches without a semantic effect): the domain tree is built once per tree object; with a
@@ -334,6 +335,13 @@ class _Run(Balanced):
         self.layers = layers if self.size_at_level else []
 
         self._phase_one(requests, leader_requests, node_selector, tolerations, workers.required_node_affinity)
+        # Without preferred terms every score is 0 and the gate changes no order (Kueue sorts by
+        # the score whenever the gate is on).
+        self.prefer_affinity = self.gates.preferred_affinity and bool(workers.preferred_node_affinity)
+        if self.prefer_affinity:
+            self._fill_affinity(
+                node_selector, tolerations, workers.required_node_affinity, workers.preferred_node_affinity
+            )
 
         balanced = None
         if self.gates.balanced_placement and not self.required and not self.unconstrained:

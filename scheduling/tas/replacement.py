@@ -55,6 +55,7 @@ def check(
     now_ms: int,
     balanced_slice_size: bool = True,
     shared_hostnames: bool = True,
+    preferred_affinity: bool = True,
 ) -> list[types.Decision]:
     """The decisions for one admitted workload with a topology assignment: none while its
     hostname-level nodes are healthy, else a replacement TopologyAssigned or an eviction.
@@ -66,7 +67,11 @@ def check(
     ``shared_hostnames`` (TAS placer logic 8; False: 7 and earlier, for replay): the replacement
     counts the usage of every hostname-level TAS flavor on a node, as the admission does (A.2.4,
     Kueue TASHandleOverlappingFlavors: flavors selecting the same nodes share their capacity),
-    not only its own flavor's."""
+    not only its own flavor's.
+
+    ``preferred_affinity`` (TAS placer logic 8; False: 7 and earlier, for replay): the replacement
+    honours the gate TASRespectNodeAffinityPreferred (preferred node affinity scores, A.3.4), as
+    the admission does; False ignores the gate."""
     assert wl.reservation is not None and wl.topology is not None
     specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
     updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
@@ -101,7 +106,14 @@ def check(
         return []  # A.13.4 step 1: the pod cannot move; its assignment stays as it is
     node, ps_name = next(iter(failed.items()))
     replaced = _replace(
-        state, wl, ps_name, node, usage, balanced_slice_size=balanced_slice_size, shared_hostnames=shared_hostnames
+        state,
+        wl,
+        ps_name,
+        node,
+        usage,
+        balanced_slice_size=balanced_slice_size,
+        shared_hostnames=shared_hostnames,
+        preferred_affinity=preferred_affinity,
     )
     if isinstance(replaced, models.TopologyAssignment):
         assignments = {**wl.topology, ps_name: replaced}
@@ -178,6 +190,7 @@ def _replace(
     *,
     balanced_slice_size: bool,
     shared_hostnames: bool,
+    preferred_affinity: bool,
 ) -> models.TopologyAssignment | str:
     """findReplacementAssignment (A.13.4): the pod set's new assignment, or why there is none."""
     assert wl.reservation is not None and wl.topology is not None
@@ -229,6 +242,8 @@ def _replace(
     # The placement gates as at admission (TASProfileMixed, TASBalancedPlacement): Kueue's
     # findReplacementAssignment runs the same findTopologyAssignment (tas_flavor_snapshot.go).
     gates = TASGates.from_feature_gates(state.configuration.feature_gates, balanced_slice_size=balanced_slice_size)
+    if not preferred_affinity:
+        gates = dataclasses.replace(gates, preferred_affinity=False)
     result = find_assignments(restricted, [request], tas_usage=usage, check_empty=False, gates=gates)
     if not isinstance(result, Placement) or not result.assignments.get(ps_name, tas.Assignment((), ())).domains:
         return f"cannot find replacement assignment for unhealthy node: {failed_node}"

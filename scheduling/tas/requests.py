@@ -29,6 +29,7 @@ class TASGates:
     # sized in pods of whole slices, as Kueue's applyBalancedPlacementAlgorithm; False: in single
     # pods (admitter logic 23 and placer logic 6 and earlier, kept for replay).
     balanced_slice_size: bool = True
+    preferred_affinity: bool = False  # TASRespectNodeAffinityPreferred (alpha): preferred node affinity scores (A.3.4)
 
     @classmethod
     def from_feature_gates(cls, gates: Mapping[str, bool], *, balanced_slice_size: bool = True) -> TASGates:
@@ -38,6 +39,7 @@ class TASGates:
             profile_mixed=gates.get("TASProfileMixed", True),
             balanced_placement=gates.get("TASBalancedPlacement", False),
             balanced_slice_size=balanced_slice_size,
+            preferred_affinity=gates.get("TASRespectNodeAffinityPreferred", False),
         )
 
 
@@ -50,8 +52,8 @@ class PodSetPlacementRequest:
     """One pod set to place: ``count`` pods each requesting ``requests`` (raw pod-template
     requests, integer amounts, without ``pods``; A.2.2), its topology request (None with
     ``implied`` for a pod set of a TAS-only ClusterQueue without a request, A.4.3), its template's
-    node selector / tolerations / required node affinity, and the podSetUpdates of Ready
-    admission checks (A.3)."""
+    node selector / tolerations / required node affinity (filters) and preferred node affinity
+    (scores, A.3.4), and the podSetUpdates of Ready admission checks (A.3)."""
 
     name: str
     count: int
@@ -61,6 +63,7 @@ class PodSetPlacementRequest:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[models.Toleration, ...] = ()
     required_node_affinity: tuple[models.NodeSelectorTerm, ...] = ()
+    preferred_node_affinity: tuple[models.PreferredSchedulingTerm, ...] = ()
     pod_set_updates: tuple[models.PodSetUpdate, ...] = ()
     previous: Assignment | None = None
     """The assignment of the elastic slice this workload replaces, for this pod set (gate
@@ -89,6 +92,7 @@ class PodSetPlacementRequest:
             node_selector=dict(pod_set.node_selector),
             tolerations=tuple(pod_set.tolerations),
             required_node_affinity=tuple(pod_set.required_node_affinity),
+            preferred_node_affinity=tuple(pod_set.preferred_node_affinity),
             pod_set_updates=tuple(u for u in pod_set_updates if u.name == pod_set.name),
             previous=previous,
         )
@@ -105,6 +109,7 @@ def request_key(request: PodSetPlacementRequest) -> Hashable:
         tuple(sorted(request.node_selector.items())),
         repr(request.tolerations),
         repr(request.required_node_affinity),
+        repr(request.preferred_node_affinity),
         repr(request.pod_set_updates),
         repr(request.previous),
     )

@@ -95,6 +95,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         inactive_clears_requeue=True,
         second_pass_failed=True,
         balanced_slice_size=True,
+        preferred_affinity=False,
     )
 
 
@@ -116,6 +117,7 @@ def _decide(
     inactive_clears_requeue: bool,
     second_pass_failed: bool,
     balanced_slice_size: bool,
+    preferred_affinity: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -147,6 +149,7 @@ def _decide(
             inactive_clears_requeue=inactive_clears_requeue,
             second_pass_failed=second_pass_failed,
             balanced_slice_size=balanced_slice_size,
+            preferred_affinity=preferred_affinity,
         )
     finally:
         tree.rollback()
@@ -220,6 +223,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             inactive_clears_requeue=inactive_clears_requeue,
             second_pass_failed=second_pass_failed,
             balanced_slice_size=balanced_slice_size,
+            preferred_affinity=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

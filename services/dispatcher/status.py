@@ -1023,6 +1023,21 @@ def _pod_spec(pod_set: models.PodSet) -> dict[str, Any]:
         pod_spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
         }
+    if pod_set.preferred_node_affinity:
+        preferred = [
+            {
+                "weight": term.weight,
+                "preference": {
+                    "matchExpressions": [
+                        {"key": e.key, "operator": e.operator, "values": list(e.values)}
+                        for e in term.preference.match_expressions
+                    ]
+                },
+            }
+            for term in pod_set.preferred_node_affinity
+        ]
+        node_affinity = pod_spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
     return pod_spec
 
 

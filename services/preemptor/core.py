@@ -75,6 +75,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         recompute_overlapping=True,
         deferred_claims=True,
         fair_rerun_after_own=True,
+        preferred_affinity=False,
     )
 
 
@@ -101,6 +102,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             recompute_overlapping=version >= 8,
             deferred_claims=version >= 9,
             fair_rerun_after_own=version >= 10,
+            preferred_affinity=False,
         )
 
     return decide_earlier
@@ -116,6 +118,7 @@ def _decide(
     recompute_overlapping: bool,
     deferred_claims: bool,
     fair_rerun_after_own: bool,
+    preferred_affinity: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -130,7 +133,9 @@ def _decide(
     try:
         out: list[types.Decision] = []
         released = nominations.release_ended(state, tree)
-        topology = tas_cycle.CycleTopology(state, released=() if released_hold_topology else released)
+        topology = tas_cycle.CycleTopology(
+            state, released=() if released_hold_topology else released, preferred_affinity=preferred_affinity
+        )
         search = Search(
             state,
             tree,

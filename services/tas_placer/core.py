@@ -42,7 +42,14 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
     ClusterQueue is in one partition, so one partition holds every such workload; nothing while
     it is blocked by a hand-over; ``p0``, the default: every workload). Empty when no assignment
     names a failed node."""
-    return _decide(state, now_ms=now_ms, partition=partition, balanced_slice_size=True, shared_hostnames=True)
+    return _decide(
+        state,
+        now_ms=now_ms,
+        partition=partition,
+        balanced_slice_size=True,
+        shared_hostnames=True,
+        preferred_affinity=False,
+    )
 
 
 def decide_as(version: int) -> Callable[..., list[types.Decision]]:
@@ -55,14 +62,25 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
         """:func:`decide` as logic ``version`` decided."""
         return _decide(
-            state, now_ms=now_ms, partition=partition, balanced_slice_size=version >= 7, shared_hostnames=version >= 8
+            state,
+            now_ms=now_ms,
+            partition=partition,
+            balanced_slice_size=version >= 7,
+            shared_hostnames=version >= 8,
+            preferred_affinity=False,
         )
 
     return decide_earlier
 
 
 def _decide(
-    state: ClusterState, *, now_ms: int, partition: str, balanced_slice_size: bool, shared_hostnames: bool
+    state: ClusterState,
+    *,
+    now_ms: int,
+    partition: str,
+    balanced_slice_size: bool,
+    shared_hostnames: bool,
+    preferred_affinity: bool,
 ) -> list[types.Decision]:
     if not state.tas_usage:
         return []
@@ -92,6 +110,7 @@ def _decide(
                 now_ms=now_ms,
                 balanced_slice_size=balanced_slice_size,
                 shared_hostnames=shared_hostnames,
+                preferred_affinity=preferred_affinity,
             )
         )
     return out

@@ -7,7 +7,7 @@ Node sets are in tests/unit/tas_fixtures.py. Expected domains are listed in assi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -444,3 +444,72 @@ def test_never_over_capacity_and_counts_add_up(
         level = 1 if mode == "required_rack" else 0
         leaves = {leaf.id: leaf for leaf in topology.leaves}
         assert len({leaves[d.values[0]].values[: level + 1] for d in assignment.domains}) == 1
+
+
+def _prefer(*terms: tuple[int, str, str]) -> tuple[models.PreferredSchedulingTerm, ...]:
+    """Preferred node affinity terms (weight, label, value), one In expression each."""
+    return tuple(
+        models.PreferredSchedulingTerm(
+            weight=w,
+            preference=models.NodeSelectorTerm(
+                match_expressions=[models.NodeSelectorRequirement(key=k, operator="In", values=[v])]
+            ),
+        )
+        for w, k, v in terms
+    )
+
+
+PREFER_ON = TASGates(preferred_affinity=True)
+
+
+def test_preferred_affinity_outranks_a_tighter_fit() -> None:
+    """A.3.4 (gate TASRespectNodeAffinityPreferred): best fit would take the 2-CPU node, but the
+    8-CPU one matches the preferred term, and a best fit stays within the top score (Kueue
+    topAffinityTierDomains). Without the gate, or without terms, best fit decides."""
+    topology = flavor_topology(
+        [
+            node("big", {H: "big", "region": "us-west"}, cpu="8"),
+            node("small", {H: "small", "region": "us-east"}, cpu="2"),
+        ],
+        ONE,
+    )
+    request = replace(PS(1, cpu(1000), pref(H)).request(), preferred_node_affinity=_prefer((10, "region", "us-west")))
+    for gates, wanted in ((PREFER_ON, "big"), (TASGates(), "small")):
+        result = find_assignments(topology, [request], gates=gates)
+        assert isinstance(result, Placement) and result.assignments["main"].domains[0].values == (wanted,)
+
+
+def test_preferred_affinity_required_level_takes_a_lower_scored_domain_that_fits() -> None:
+    """A.3.4: with rack required, the best-scored rack (2 CPU) is too small for 4 pods; the gate's
+    scan takes the next rack that holds them rather than failing (Kueue findLevelWithFitDomains)."""
+    topology = flavor_topology(
+        [
+            hnode("small", None, "r-pref", "small", cpu="2"),
+            hnode("large", None, "r-other", "large", cpu="4"),
+        ],
+        [R, H],
+    )
+    request = replace(PS(4, cpu(1000), req(R)).request(), preferred_node_affinity=_prefer((10, R, "r-pref")))
+    result = find_assignments(topology, [request], gates=PREFER_ON)
+    assert isinstance(result, Placement), result
+    assert [(d.values, d.count) for d in result.assignments["main"].domains] == [(("large",), 4)]
+
+
+def test_preferred_affinity_scores_only_nodes_passing_the_filters() -> None:
+    """A.3.4: node a matches the preferred term but not the node selector, so it scores nothing
+    and its rack r1 does not come first: best fit puts the pod on b (1 CPU) in r2, not on a2
+    (2 CPU) in r1 (Kueue scores the nodes the scheduling simulator lets through)."""
+    topology = flavor_topology(
+        [
+            node("a", {R: "r1", H: "a", "pool": "no", "fast": "yes"}, cpu="4"),
+            node("a2", {R: "r1", H: "a2", "pool": "yes"}, cpu="2"),
+            node("b", {R: "r2", H: "b", "pool": "yes"}, cpu="1"),
+        ],
+        [R, H],
+    )
+    request = replace(
+        PS(1, cpu(1000), pref(R), node_selector={"pool": "yes"}).request(),
+        preferred_node_affinity=_prefer((10, "fast", "yes")),
+    )
+    result = find_assignments(topology, [request], gates=PREFER_ON)
+    assert isinstance(result, Placement) and result.assignments["main"].domains[0].values == ("b",)
