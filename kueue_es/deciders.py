@@ -58,7 +58,8 @@ them the admitter's 9 (pending outcomes written as messages, before they moved i
 issue 15), 10 and 11 (before elastic workload slices, issue 21), the preemptor's 5 (both before workloads
 giving quota back stopped counting as candidates or TAS usage in the cycle that releases them, issue 18),
 and the admitter's 17 and the preemptor's 6 (admission fair sharing's LocalQueue usage ordered the
-preemption candidates of the preemptor's own ClusterQueue only), and the placer's 6 and 7 (a node replacement counted
-only its own flavor's TAS usage; 6 also sized balanced placement's domains in single pods)."""
+preemption candidates of the preemptor's own ClusterQueue only), the placer's 6 and 7 (a node replacement counted
+only its own flavor's TAS usage; 6 also sized balanced placement's domains in single pods), and the admitter's 24,
+the preemptor's 10 and the placer's 8 (the alpha gate TASRespectNodeAffinityPreferred ignored)."""
 
 CUTS: frozenset[int] = frozenset({0, MAX_BATCH})

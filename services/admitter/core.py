@@ -25,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 24
+LOGIC_VERSION = 25
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 23 and earlier chose
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 24 and earlier ignored
+the alpha gate TASRespectNodeAffinityPreferred (25 orders TAS domains by the pod set's preferred node affinity
+scores first, SEMANTICS-ADVANCED A.3.4). 23 and earlier chose
 balanced placement's domains above the slice level (gate TASBalancedPlacement) counting single pods (24 counts
 whole slices, as Kueue's applyBalancedPlacementAlgorithm: with host slices under a preferred sub-block, 23 could
 fall back to BestFit in a sub-block too small for the slices). 22 and earlier wrote
@@ -95,7 +97,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         inactive_clears_requeue=True,
         second_pass_failed=True,
         balanced_slice_size=True,
-        preferred_affinity=False,
+        preferred_affinity=True,
     )
 
 
@@ -166,7 +168,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 23 chose balanced placement's domains above the slice level in single pods. Versions 9 to 22 wrote nothing for a failed second pass. Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
+    Versions 9 to 24 ignored the gate TASRespectNodeAffinityPreferred. Versions 9 to 23 chose balanced placement's domains above the slice level in single pods. Versions 9 to 22 wrote nothing for a failed second pass. Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
     ClusterQueue's workloads. Versions 9 to 19 did not make a workload waiting for the cycle's preemptions its ClusterQueue's sticky
     head. Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
     requeued parked workloads only on triggers of cohorts above their ClusterQueues. Versions 9 to 17 ordered
@@ -223,7 +225,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             inactive_clears_requeue=inactive_clears_requeue,
             second_pass_failed=second_pass_failed,
             balanced_slice_size=balanced_slice_size,
-            preferred_affinity=False,
+            preferred_affinity=version >= 25,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

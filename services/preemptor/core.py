@@ -28,8 +28,10 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 10
-"""10: with fair sharing, a search that took workloads of the preemptor's own ClusterQueue without
+LOGIC_VERSION = 11
+"""11: under the alpha gate TASRespectNodeAffinityPreferred, the topology check of a preemption orders TAS
+domains by the pod set's preferred node affinity scores first (SEMANTICS-ADVANCED A.3.4; 10 and earlier
+ignored the gate). 10: with fair sharing, a search that took workloads of the preemptor's own ClusterQueue without
 making it fit runs the first strategy again over the candidates it set aside, before the second
 strategy (Kueue PR #14128; 9 and earlier went straight to the second strategy, which takes at most
 one victim per ClusterQueue and could find no targets at all). 9: searching overlapping targets again, the quota of the workloads the admitter left waiting for
@@ -47,8 +49,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9)
-"""Logic versions :func:`decide_as` still re-runs: 9 and earlier did not run fair sharing's first
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10)
+"""Logic versions :func:`decide_as` still re-runs: 10 and earlier ignored the gate TASRespectNodeAffinityPreferred
+(11 honours it); 9 and earlier did not run fair sharing's first
 strategy again after taking the preemptor's own ClusterQueue's workloads (10 does); 8 and earlier took no DeferredFit workload's quota
 when searching overlapping targets again (9 does, see :data:`LOGIC_VERSION`); 7 and earlier refused every nomination whose targets
 overlapped an earlier answer of the batch (8 searches again, see :data:`LOGIC_VERSION`); 6 and 5 ordered
@@ -75,7 +78,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         recompute_overlapping=True,
         deferred_claims=True,
         fair_rerun_after_own=True,
-        preferred_affinity=False,
+        preferred_affinity=True,
     )
 
 
@@ -88,7 +91,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 9 and earlier, fair sharing's first
+        """:func:`decide` as logic ``version`` decided: with 10 and earlier, the gate
+        TASRespectNodeAffinityPreferred ignored; with 9 and earlier, fair sharing's first
         strategy not run again after the preemptor's own workloads; with 8, overlapping targets searched again
         without the DeferredFit workloads' quota; with 7 and earlier, overlapping targets refused;
         with 6 and 5, LocalQueue usage ordering the preemptor's own ClusterQueue's candidates only;
@@ -102,7 +106,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             recompute_overlapping=version >= 8,
             deferred_claims=version >= 9,
             fair_rerun_after_own=version >= 10,
-            preferred_affinity=False,
+            preferred_affinity=version >= 11,
         )
 
     return decide_earlier

@@ -24,13 +24,16 @@ from kueue_es.projections import partitions
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling.tas import replacement
 
-LOGIC_VERSION = 8
-"""8: a replacement counts the usage of every flavor whose topology ends at the hostname on a
+LOGIC_VERSION = 9
+"""9: under the alpha gate TASRespectNodeAffinityPreferred a replacement orders TAS domains by the pod set's
+preferred node affinity scores first (A.3.4), as the admission does; 8 and earlier ignored the gate.
+8: a replacement counts the usage of every flavor whose topology ends at the hostname on a
 node (flavors selecting the same nodes share their capacity, A.2.4, as at admission); 7 and 6 counted
 only its own flavor's. 7: balanced placement sizes the domains above the slice level in slices."""
 ROLE = "place"
-EARLIER_LOGIC_VERSIONS = (6, 7)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 6 chose balanced
+EARLIER_LOGIC_VERSIONS = (6, 7, 8)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 8 and earlier ignored
+the gate TASRespectNodeAffinityPreferred (9 honours it); 6 chose balanced
 placement's domains above the slice level (gate TASBalancedPlacement) counting single pods when it placed
 a failed node's pods (7 counts whole slices, as Kueue's applyBalancedPlacementAlgorithm); 6 and 7 placed a
 replacement counting only its own flavor's TAS usage (8 counts every hostname-level flavor's)."""
@@ -48,7 +51,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         partition=partition,
         balanced_slice_size=True,
         shared_hostnames=True,
-        preferred_affinity=False,
+        preferred_affinity=True,
     )
 
 
@@ -67,7 +70,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             partition=partition,
             balanced_slice_size=version >= 7,
             shared_hostnames=version >= 8,
-            preferred_affinity=False,
+            preferred_affinity=version >= 9,
         )
 
     return decide_earlier
