@@ -13,10 +13,10 @@ import pytest
 
 from kueue_es import deciders
 from kueue_es.events import types
+from kueue_es.events.tas import decode, domain_id
 from kueue_es.replay import check_log
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
-from kueue_es.scenarios.outcome import topology_by_workload
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.preemptor import core as preemptor
 from kueue_es.services.tas_placer import core as placer
@@ -27,7 +27,8 @@ PREFERRED = Path(__file__).parents[1] / "scenarios/tas/preferred-affinity-picks-
 
 def _placed(outputs: list[types.Output]) -> dict[str, dict[str, int]]:
     """Pods per node of w1's pod set main, from the TopologyAssigned among ``outputs``."""
-    return topology_by_workload(outputs)["default/w1"]["main"]
+    [assigned] = [o for o in outputs if isinstance(o, types.TopologyAssigned) and o.workload.key == "default/w1"]
+    return {domain_id(d.values): d.count for d in decode(assigned.assignments["main"]).domains}
 
 
 def test_admitter_25_honours_the_gate_and_24_does_not() -> None:
