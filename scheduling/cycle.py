@@ -67,6 +67,7 @@ def run(
     second_pass_failed: bool = True,
     balanced_slice_size: bool = True,
     preferred_affinity: bool = True,
+    allowed_flavors: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -140,7 +141,12 @@ def run(
 
     ``balanced_slice_size`` (admitter logic 24; False: 23 and earlier, for replay): balanced placement
     (gate TASBalancedPlacement) picks its domains above the slice level by whole slices, as Kueue's
-    applyBalancedPlacementAlgorithm (``scheduling.tas.balanced``)."""
+    applyBalancedPlacementAlgorithm (``scheduling.tas.balanced``).
+
+    ``allowed_flavors`` (admitter logic 26; False: 25 and earlier, for replay): with the gate
+    ConcurrentAdmission on, a workload annotated kueue.x-k8s.io/workload-allowed-resource-flavors is
+    assigned only the flavors it names, as Kueue's flavor assigner skips the others
+    (``flavors.allowed_by_annotation``)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -213,6 +219,7 @@ def run(
         kueue_reasons=kueue_multiple_preemptions,
         lq_usage_in_every_cq=lq_usage_in_every_cq,
         fair_rerun_after_own=fair_rerun_after_own,
+        allowed_flavors=allowed_flavors,
     )
     search.partial_admission = not kueue_multiple_preemptions or state.configuration.feature_gates.get(
         "PartialAdmission", True

@@ -53,6 +53,10 @@ class PodSetRequest:
     # NominationMapping): every other flavor is skipped, so the recomputation never moves the
     # workload to another flavor (SEMANTICS §4.5 step 1).
     nominated_flavors: dict[str, str] | None = None
+    # The flavors the workload's annotation kueue.x-k8s.io/workload-allowed-resource-flavors lets it
+    # take, when the gate ConcurrentAdmission is on (:func:`allowed_by_annotation`): every other flavor
+    # is skipped. None: no such annotation (or the gate off), every flavor may be tried.
+    allowed_flavors: frozenset[str] | None = None
 
     def totals(self) -> dict[str, int]:
         """Per-resource totals for all ``count`` pods."""
@@ -213,6 +217,29 @@ def assign(
     Assignment; never raises for a workload that does not fit.
     """
     return Picker(cq, tree, flavors, fair_sharing=fair_sharing).assign(pod_sets, oracle=oracle)
+
+
+ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+"""Kueue's WorkloadAllowedResourceFlavorAnnotation (pkg/controller/constants): the flavors a workload
+(a ConcurrentAdmission variant) may be assigned, comma-separated."""
+
+
+def allowed_by_annotation(workload: models.Workload, gates: dict[str, bool]) -> frozenset[str] | None:
+    """The flavors ``workload`` may take by its annotation :data:`ALLOWED_FLAVORS_ANNOTATION`, when
+    the feature gate ConcurrentAdmission (alpha, off by default) is on in ``gates`` (the
+    Configuration's); None when the gate is off or the annotation absent (every flavor allowed).
+
+    The value is split at commas with spaces around each name trimmed; an empty (or blank) value
+    allows no flavor at all, as Kueue's csv.Parse gives no names (pkg/util/csv/csv.go,
+    pkg/workload/concurrentadmission IsFlavorAllowedForVariant)."""
+    if not gates.get("ConcurrentAdmission", False):
+        return None
+    value = workload.metadata.annotations.get(ALLOWED_FLAVORS_ANNOTATION)
+    if value is None:
+        return None
+    if not value.strip():
+        return frozenset()
+    return frozenset(name.strip() for name in value.split(","))
 
 
 def is_preferred(a: GranularMode, b: GranularMode, preference: str | None) -> bool:
@@ -601,6 +628,12 @@ class Picker:
                 opening = next(iter(resources))
                 problems.append(
                     f"skipping flavor {flavor_name} as it is not found in the nomination mapping for resource {opening}"
+                )
+                continue
+            if ps.allowed_flavors is not None and flavor_name not in ps.allowed_flavors:
+                # flavorassigner.go findFlavorForPodSets: checked right after the nomination mapping
+                problems.append(
+                    f"skipping flavor {flavor_name} due to WorkloadAllowedResourceFlavorAnnotation annotation"
                 )
                 continue
             if flavor is None:

@@ -37,7 +37,10 @@ class Search:
     admitter logic 17 and preemptor logic 6 and earlier; :func:`~kueue_es.scheduling.preemption.ordered`).
     ``fair_rerun_after_own``: fair preemption runs its first strategy again once it has taken the
     preemptor's own ClusterQueue's workloads (False: admitter logic 20 and preemptor logic 9 and
-    earlier; :func:`~kueue_es.scheduling.fairsharing.fair_targets`)."""
+    earlier; :func:`~kueue_es.scheduling.fairsharing.fair_targets`). ``allowed_flavors``: with the gate
+    ConcurrentAdmission on, a workload's allowed-flavors annotation limits the flavors it may be assigned
+    (:func:`~kueue_es.scheduling.flavors.allowed_by_annotation`; False: the annotation is not read, admitter
+    logic 23 and earlier and the preemptor)."""
 
     def __init__(
         self,
@@ -50,8 +53,10 @@ class Search:
         kueue_reasons: bool = True,
         lq_usage_in_every_cq: bool = True,
         fair_rerun_after_own: bool = True,
+        allowed_flavors: bool = True,
     ) -> None:
         self.state, self.tree = state, tree
+        self.allowed_flavors = allowed_flavors
         self.fair_rerun_after_own = fair_rerun_after_own
         self.pool = preemption.CandidatePool(
             state, now_ms=now_ms, released=released, lq_usage_in_every_cq=lq_usage_in_every_cq
@@ -181,8 +186,13 @@ class Search:
     ) -> tuple[flavors.Assignment, list[preemption.Target]]:
         """Kueue's getAssignments (SEMANTICS §4.3.1, §5.9): full counts first; then, with
         minCount, the largest counts that Fit or Preempt with preemption. Every attempt resumes
-        the flavor scan from ``start`` (the bookmark in force, §5.3)."""
+        the flavor scan from ``start`` (the bookmark in force, §5.3). With ``allowed_flavors``, the
+        flavors the workload's annotation does not allow are skipped (flavors.allowed_by_annotation)."""
         tried = start.tried if start is not None else None
+        if self.allowed_flavors:
+            allowed = flavors.allowed_by_annotation(wl.workload, self.state.configuration.feature_gates)
+            if allowed is not None:
+                requests = [dataclasses.replace(ps, allowed_flavors=allowed) for ps in requests]
         full, victims = self._try(wl, requests, cq, tried)
         if full.mode == "Fit" or victims or not self.partial_admission or not _partial_admission(requests):
             return full, victims

@@ -98,6 +98,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         second_pass_failed=True,
         balanced_slice_size=True,
         preferred_affinity=True,
+        allowed_flavors=False,
     )
 
 
@@ -120,6 +121,7 @@ def _decide(
     second_pass_failed: bool,
     balanced_slice_size: bool,
     preferred_affinity: bool,
+    allowed_flavors: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -152,6 +154,7 @@ def _decide(
             second_pass_failed=second_pass_failed,
             balanced_slice_size=balanced_slice_size,
             preferred_affinity=preferred_affinity,
+            allowed_flavors=allowed_flavors,
         )
     finally:
         tree.rollback()
@@ -226,6 +229,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             second_pass_failed=second_pass_failed,
             balanced_slice_size=balanced_slice_size,
             preferred_affinity=version >= 25,
+            allowed_flavors=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -148,6 +148,9 @@ def _decide(
             released=released,
             lq_usage_in_every_cq=lq_usage_in_every_cq,
             fair_rerun_after_own=fair_rerun_after_own,
+            # The allowed-flavors annotation is not read when a waiting workload's flavors are assigned
+            # again (admitter logic 24 reads it): so every preemptor logic version decides as it did.
+            allowed_flavors=False,
         )
         batch = _Batch(
             recompute_overlapping=recompute_overlapping
