@@ -25,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 25
+LOGIC_VERSION = 26
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 24 and earlier ignored
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 25 and earlier did not
+read the allowed-flavors annotation kueue.x-k8s.io/workload-allowed-resource-flavors (26 assigns only the
+flavors it names when the gate ConcurrentAdmission is on, as Kueue's flavor assigner). 24 and earlier ignored
 the alpha gate TASRespectNodeAffinityPreferred (25 orders TAS domains by the pod set's preferred node affinity
 scores first, SEMANTICS-ADVANCED A.3.4). 23 and earlier chose
 balanced placement's domains above the slice level (gate TASBalancedPlacement) counting single pods (24 counts
@@ -98,7 +100,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         second_pass_failed=True,
         balanced_slice_size=True,
         preferred_affinity=True,
-        allowed_flavors=False,
+        allowed_flavors=True,
     )
 
 
@@ -171,7 +173,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 24 ignored the gate TASRespectNodeAffinityPreferred. Versions 9 to 23 chose balanced placement's domains above the slice level in single pods. Versions 9 to 22 wrote nothing for a failed second pass. Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
+    Versions 9 to 25 did not read the allowed-flavors annotation. Versions 9 to 24 ignored the gate TASRespectNodeAffinityPreferred. Versions 9 to 23 chose balanced placement's domains above the slice level in single pods. Versions 9 to 22 wrote nothing for a failed second pass. Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
     ClusterQueue's workloads. Versions 9 to 19 did not make a workload waiting for the cycle's preemptions its ClusterQueue's sticky
     head. Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
     requeued parked workloads only on triggers of cohorts above their ClusterQueues. Versions 9 to 17 ordered
@@ -207,6 +209,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     inactive_clears_requeue = version >= 22
     second_pass_failed = version >= 23
     balanced_slice_size = version >= 24
+    allowed_flavors = version >= 26
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -229,7 +232,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             second_pass_failed=second_pass_failed,
             balanced_slice_size=balanced_slice_size,
             preferred_affinity=version >= 25,
-            allowed_flavors=False,
+            allowed_flavors=allowed_flavors,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
