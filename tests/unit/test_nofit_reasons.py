@@ -1,0 +1,52 @@
+"""The pending reason of Kueue's TestIsNoFitDueToCapacityAndLimits cases (flavorassigner_test.go).
+
+Each case is a scenario in ``tests/scenarios``, which checks the outcome (admitted or pending); the case
+itself checks the granular reason Kueue writes on the QuotaReserved condition of a workload that fits no
+flavor (flavorassigner.go resolveNoFitReason, gate UnadmittedWorkloadsObservability, on by default), which
+the scenario format has no key for. Here the reason the admitter recorded last is compared with Kueue's
+wantNoFitReason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
+
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
+
+CASES = [
+    ("flavors/nofit-exceeds-max-capacity-pending.yaml", "ns/wl", "ExceedsMaxQuota"),
+    ("flavors/nofit-selector-and-taint-mismatch-pending.yaml", "ns/wl", "NoMatchingFlavor"),
+    ("flavors/nofit-both-flavors-declare-selector-key-pending.yaml", "ns/wl", "NoMatchingFlavor"),
+    ("flavors/nofit-structural-mismatch-over-capacity-pending.yaml", "ns/wl", "NoMatchingFlavor"),
+    ("flavors/nofit-topology-without-tas-flavor-pending.yaml", "ns/wl", "NoMatchingFlavor"),
+    ("flavors/nofit-topology-level-missing-pending.yaml", "ns/wl", "NoMatchingFlavor"),
+    ("flavors/nofit-no-topology-request-no-flavor-pending.yaml", "ns/wl", "NoMatchingFlavor"),
+    ("flavors/nofit-topology-placement-fails-no-nodes-pending.yaml", "ns/wl", "TopologyPlacementFailed"),
+    ("flavors/nofit-topology-placement-and-quota-fail-pending.yaml", "ns/wl", "ExceedsMaxQuota"),
+    ("flavors/nofit-topology-placement-fails-no-preemption.yaml", "ns/wl", "TopologyPlacementFailed"),
+    ("flavors/nofit-exceeds-cohort-capacity-pending.yaml", "ns/wl", "ExceedsMaxQuota"),
+    ("flavors/nofit-exceeds-borrowing-limit-pending.yaml", "ns/wl", "ExceedsMaxQuota"),
+    ("elastic/replacement-original-flavor-refused-for-selector-pending.yaml", "ns/job-a-2", "NoMatchingFlavor"),
+]
+
+
+@pytest.mark.parametrize(("path", "key", "reason"), CASES, ids=[c[0].split("/")[1][: -len(".yaml")] for c in CASES])
+def test_pending_reason_is_kueues(path: str, key: str, reason: str) -> None:
+    run = run_scenario(load_scenario(SCENARIOS / path))
+    wl = run.state.workloads[key]
+    assert wl.reservation is None
+    assert wl.pending_reason == reason, wl.pending_message
+
+
+def test_waiting_for_quota_before_the_sibling_finishes() -> None:
+    """'insufficient capacity, cohort has available capacity (waiting for quota)': WaitingForQuota until the
+    scenario's finish event frees the sibling's quota (the run stops before it here)."""
+    scenario = load_scenario(SCENARIOS / "flavors/nofit-waiting-for-quota-cohort-used-then-admitted.yaml")
+    run = run_scenario(msgspec.structs.replace(scenario, events=()))
+    assert run.state.workloads["ns/wl"].pending_reason == "WaitingForQuota"
