@@ -40,11 +40,17 @@ def recomputed_targets(
     *,
     usage: dict[quota.FR, int],
     topology_fits: Callable[[frozenset[str]], bool] | None,
+    topology_frs: frozenset[quota.FR] = frozenset(),
 ) -> list[types.PreemptionTarget]:
     """The targets Kueue's search finds for ``wl`` asking ``usage`` on the current state (the FRs
-    short of quota now, else all it asks); [] when none make it fit."""
+    short of quota now and ``topology_frs``, else all it asks); [] when none make it fit.
+
+    ``topology_frs``: the FRs of the nomination's TAS pod sets (:func:`topology_frs`), which need
+    preemption even where their quota is free, as the topology may be fragmented (Kueue's
+    flavorassigner.go assignFlavors, updateModeForTASRequests; preemptor logic 11)."""
     tree = search.tree
-    need = frozenset(fr for fr, amount in usage.items() if amount > tree.available(cq.metadata.name, fr))
+    short = frozenset(fr for fr, amount in usage.items() if amount > tree.available(cq.metadata.name, fr))
+    need = short | topology_frs
     preemptor = search.preemptor(wl, cq, usage, need or frozenset(usage))
     if topology_fits is not None:
         preemptor = dataclasses.replace(preemptor, topology_fits=topology_fits)
@@ -71,6 +77,7 @@ def targets_after(
     gone: Collection[str],
     booked: Collection[tuple[str, dict[quota.FR, int]]],
     waiting: Sequence[Waiting] = (),
+    topology_frs: frozenset[quota.FR] = frozenset(),
 ) -> list[types.PreemptionTarget] | None:
     """:func:`recomputed_targets` on the cluster as it will be once the workloads ``gone`` are
     evicted, with the quota ``booked`` (ClusterQueue, usage) taken: Kueue's scheduler.go
@@ -82,7 +89,8 @@ def targets_after(
     ``ClusterState.deferred``), in order; each that fits on that cluster takes its quota first,
     as Kueue's scheduler adds a DeferredFit entry's usage to the cycle's snapshot (processEntry,
     ``cq.AddUsage``), so the later entry it overlaps with is searched with that quota taken
-    (preemptor logic 9; their TAS placement is not reserved)."""
+    (preemptor logic 9; their TAS placement is not reserved). ``topology_frs`` as for
+    :func:`recomputed_targets`."""
     tree = search.tree
     for cq_name, taken in booked:
         tree.add_usage(cq_name, taken)
@@ -99,7 +107,7 @@ def targets_after(
                     claimed.append((other_cq.metadata.name, taken))
             if tree.fits(cq.metadata.name, usage) and (fits is None or fits(frozenset())):
                 return None
-            return recomputed_targets(search, wl, cq, usage=usage, topology_fits=fits)
+            return recomputed_targets(search, wl, cq, usage=usage, topology_fits=fits, topology_frs=topology_frs)
     finally:
         for cq_name, taken in [*claimed, *booked]:
             tree.remove_usage(cq_name, taken)
@@ -122,6 +130,21 @@ def topology_check(
         return isinstance(cycle.place(wanted, removed=removed), tas_cycle.Placed)
 
     return topology_fits
+
+
+def topology_frs(state: ClusterState, wl: WorkloadState, nomination: types.PreemptionRequired) -> frozenset[quota.FR]:
+    """Every (flavor, resource) that the nomination's TAS pod sets (those
+    :func:`~kueue_es.scheduling.tas.cycle.reserved_wanted` places) ask. Kueue marks all of them
+    Preempt once a workload with a topology request needs preemption (flavorassigner.go
+    assignFlavors, updateModeForTASRequests: the quota may be free but the nodes fragmented), so
+    the target search takes candidates using any of them, not only those short of quota."""
+    names = {w.request.name for w in tas_cycle.reserved_wanted(state, wl, nomination.pod_set_assignments)}
+    return frozenset(
+        (psa.flavors[resource], resource)
+        for psa in nomination.pod_set_assignments
+        if psa.name in names
+        for resource in psa.resource_usage
+    )
 
 
 def release_ended(state: ClusterState, tree: quota.QuotaTree) -> frozenset[str]:

@@ -79,6 +79,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         deferred_claims=True,
         fair_rerun_after_own=True,
         preferred_affinity=True,
+        tas_targets=True,
     )
 
 
@@ -107,6 +108,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             deferred_claims=version >= 9,
             fair_rerun_after_own=version >= 10,
             preferred_affinity=version >= 11,
+            tas_targets=version >= 12,
         )
 
     return decide_earlier
@@ -123,6 +125,7 @@ def _decide(
     deferred_claims: bool,
     fair_rerun_after_own: bool,
     preferred_affinity: bool,
+    tas_targets: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -156,6 +159,8 @@ def _decide(
             recompute_overlapping=recompute_overlapping
             and state.configuration.feature_gates.get("RecomputeAssignmentUponPreemptionTargetsOverlap", True),
             deferred_claims=deferred_claims,
+            tas_targets=tas_targets,
+            topology_booked=tas_targets,
         )
         if batch.recompute_overlapping and deferred_claims:
             batch.waiting = _waiting(state)
@@ -175,10 +180,16 @@ class _Batch:
     ``recompute_overlapping``: targets that overlap ``evicting`` are searched again with those
     workloads gone (preemptor logic 8 under the gate RecomputeAssignmentUponPreemptionTargetsOverlap).
     ``deferred_claims`` (preemptor logic 9): that search takes the quota of the ``waiting`` workloads
-    first (:func:`_waiting`), and a nomination answered as DeferredFit books its quota too."""
+    first (:func:`_waiting`), and a nomination answered as DeferredFit books its quota too.
+    ``tas_targets`` (preemptor logic 11): the target searches take candidates using any FR of
+    the nomination's TAS pod sets, not only those short of quota (:func:`nominations.topology_frs`);
+    ``topology_booked`` (preemptor logic 11): a nomination answered with targets, or as DeferredFit,
+    books the domains its TAS pod sets take for the rest of the batch (:func:`_book_topology`)."""
 
     recompute_overlapping: bool
     deferred_claims: bool = False
+    tas_targets: bool = False
+    topology_booked: bool = False
     evicting: set[str] = field(default_factory=set)
     booked: list[tuple[str, dict[quota.FR, int]]] = field(default_factory=list)
     waiting: list[nominations.Waiting] = field(default_factory=list)
@@ -246,7 +257,12 @@ def _answer_usage(
     if nominations.fits_without_preemption(tree, nomination, usage=usage, topology_fits=topology_fits):
         tree.add_usage(cq.metadata.name, usage)  # later nominations of this batch do not count on it
         return [_with(issued, message="the nomination is no longer current: the workload fits without preemption")]
-    chosen = nominations.recomputed_targets(search, wl, cq, usage=usage, topology_fits=topology_fits)
+    frs = (
+        nominations.topology_frs(state, wl, nomination)
+        if batch.tas_targets and topology_fits is not None
+        else frozenset()
+    )
+    chosen = nominations.recomputed_targets(search, wl, cq, usage=usage, topology_fits=topology_fits, topology_frs=frs)
     if not chosen:
         return [_with(issued, message="the nomination is no longer current: no targets make the workload fit")]
     evicting = batch.evicting
@@ -265,15 +281,21 @@ def _answer_usage(
             gone=evicting,
             booked=batch.booked,
             waiting=waiting,
+            topology_frs=frs,
         )
         if again is None:
             if batch.deferred_claims:
                 batch.booked.append((cq.metadata.name, usage))  # Kueue's DeferredFit: cq.AddUsage
+                _book_topology(state, search, wl, nomination, removed=evicting, batch=batch)
             return [_with(issued, message=DEFERRED_MESSAGE)]
         if not again or any(t.workload.key in evicting for t in again):
             return [_with(issued, message=OVERLAP_MESSAGE)]
         chosen = again
+        removed = frozenset(evicting) | {t.workload.key for t in chosen}
+    else:
+        removed = frozenset(t.workload.key for t in chosen)
     batch.booked.append((cq.metadata.name, usage))
+    _book_topology(state, search, wl, nomination, removed=removed, batch=batch)
     evictions: list[types.Decision] = []
     preemptor_path = targets.cq_path(tree, cq.metadata.name)
     for target in chosen:
@@ -294,6 +316,30 @@ def _answer_usage(
             )
         )
     return [_with(issued, targets=chosen), *evictions]
+
+
+def _book_topology(
+    state: ClusterState,
+    search: Search,
+    wl: WorkloadState,
+    nomination: types.PreemptionRequired,
+    *,
+    removed: frozenset[str] | set[str],
+    batch: _Batch,
+) -> None:
+    """Count, for the rest of the batch, the domains the nominated TAS pod sets take once the workloads
+    ``removed`` are gone (preemptor logic 11, ``batch.topology_booked``): Kueue's scheduler adds a
+    preempting (or DeferredFit) entry's usage to its snapshot, its TAS usage included (scheduler.go
+    processEntry ``cq.AddUsage``, netUsage), so a later nomination of the batch whose targets overlap
+    is searched again without those domains, as the admitter reserves them (cycle.py ``_process``)."""
+    if not batch.topology_booked or not search.tas.active:
+        return
+    wanted = tas_cycle.reserved_wanted(state, wl, nomination.pod_set_assignments)
+    if not wanted:
+        return
+    placed = search.tas.place(wanted, removed=frozenset(removed))
+    if isinstance(placed, tas_cycle.Placed):
+        search.tas.add(placed.usage)
 
 
 OVERLAP_MESSAGE = "the targets overlap another preemption decided in this cycle"
