@@ -28,10 +28,14 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 11
-"""11: under the alpha gate TASRespectNodeAffinityPreferred, the topology check of a preemption orders TAS
-domains by the pod set's preferred node affinity scores first (SEMANTICS-ADVANCED A.3.4; 10 and earlier
-ignored the gate). 10: with fair sharing, a search that took workloads of the preemptor's own ClusterQueue without
+LOGIC_VERSION = 12
+"""12: the target search takes candidates using any flavor-resource of the nomination's TAS pod sets,
+not only those short of quota (Kueue's updateModeForTASRequests), and a nomination answered with
+targets or as DeferredFit books the domains its TAS pod sets take for the rest of the batch (11 and
+earlier searched only the FRs short of quota and booked no topology). 11: under the alpha gate
+TASRespectNodeAffinityPreferred, the topology check of a preemption orders TAS domains by the pod set's
+preferred node affinity scores first (SEMANTICS-ADVANCED A.3.4; 10 and earlier ignored the gate).
+10: with fair sharing, a search that took workloads of the preemptor's own ClusterQueue without
 making it fit runs the first strategy again over the candidates it set aside, before the second
 strategy (Kueue PR #14128; 9 and earlier went straight to the second strategy, which takes at most
 one victim per ClusterQueue and could find no targets at all). 9: searching overlapping targets again, the quota of the workloads the admitter left waiting for
@@ -49,9 +53,10 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10)
-"""Logic versions :func:`decide_as` still re-runs: 10 and earlier ignored the gate TASRespectNodeAffinityPreferred
-(11 honours it); 9 and earlier did not run fair sharing's first
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11)
+"""Logic versions :func:`decide_as` still re-runs: 11 and earlier searched targets only among the
+workloads using the FRs short of quota and booked no TAS domains in a batch (12 does both); 10 and earlier
+ignored the gate TASRespectNodeAffinityPreferred (11 honours it); 9 and earlier did not run fair sharing's first
 strategy again after taking the preemptor's own ClusterQueue's workloads (10 does); 8 and earlier took no DeferredFit workload's quota
 when searching overlapping targets again (9 does, see :data:`LOGIC_VERSION`); 7 and earlier refused every nomination whose targets
 overlapped an earlier answer of the batch (8 searches again, see :data:`LOGIC_VERSION`); 6 and 5 ordered
@@ -92,7 +97,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 10 and earlier, the gate
+        """:func:`decide` as logic ``version`` decided: with 11 and earlier, targets searched only
+        on the FRs short of quota and no TAS domains booked; with 10 and earlier, the gate
         TASRespectNodeAffinityPreferred ignored; with 9 and earlier, fair sharing's first
         strategy not run again after the preemptor's own workloads; with 8, overlapping targets searched again
         without the DeferredFit workloads' quota; with 7 and earlier, overlapping targets refused;
@@ -181,7 +187,7 @@ class _Batch:
     workloads gone (preemptor logic 8 under the gate RecomputeAssignmentUponPreemptionTargetsOverlap).
     ``deferred_claims`` (preemptor logic 9): that search takes the quota of the ``waiting`` workloads
     first (:func:`_waiting`), and a nomination answered as DeferredFit books its quota too.
-    ``tas_targets`` (preemptor logic 11): the target searches take candidates using any FR of
+    ``tas_targets`` (preemptor logic 12): the target searches take candidates using any FR of
     the nomination's TAS pod sets, not only those short of quota (:func:`nominations.topology_frs`);
     ``topology_booked`` (preemptor logic 11): a nomination answered with targets, or as DeferredFit,
     books the domains its TAS pod sets take for the rest of the batch (:func:`_book_topology`)."""
