@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -68,6 +68,7 @@ def run(
     balanced_slice_size: bool = True,
     preferred_affinity: bool = True,
     allowed_flavors: bool = True,
+    tas_recompute: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -146,7 +147,15 @@ def run(
     ``allowed_flavors`` (admitter logic 26; False: 25 and earlier, for replay): with the gate
     ConcurrentAdmission on, a workload annotated kueue.x-k8s.io/workload-allowed-resource-flavors is
     assigned only the flavors it names, as Kueue's flavor assigner skips the others
-    (``flavors.allowed_by_annotation``)."""
+    (``flavors.allowed_by_annotation``).
+
+    ``tas_recompute`` (admitter logic 27; False: 26 and earlier, for replay): an entry whose nominated
+    topology placement no longer fits after the cycle's earlier entries, its quota still fitting, has its
+    assignment computed again on its nominated flavors, as Kueue's scheduler.go updateAssignmentIfNeeded
+    does under the gate TASRecomputeAssignmentWithinSchedulingCycle (on by default): it may then fit
+    elsewhere, or preempt; with the gate off it is skipped (:func:`_process`). A preempting entry's
+    placement is the one found at nomination with its targets gone (scheduler.go updateAssignmentForTAS)
+    and is what it reserves (26 and earlier placed it again when processed, and never skipped it)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -292,6 +301,8 @@ def run(
         order = orders[cq_name]
         # Positional (workload, cq, assignment, priority, order, targets, nominated, bookmark): one per head.
         targets = tuple(victims) if victims else ()
+        if tas_recompute and targets:
+            assignment = _with_nominated_placement(assignment, targets, cycle=search.tas)
         entries.append(Entry(head, cq, assignment, -order[0], order, targets, nominated, bookmark))
     # The victims of the cycle's preemptions so far (a replaced elastic slice: None, it is gone already)
     chosen: dict[str, preemption.Candidate | None] = {}
@@ -313,6 +324,30 @@ def run(
                 search.without(earlier),
             ):
                 assignment, victims = search.assignments(head, pinned, cq=cq)
+                if tas_recompute and victims:
+                    assignment = _with_nominated_placement(
+                        assignment, victims, cycle=search.tas, gone=frozenset(earlier)
+                    )
+            bookmark = _bookmark(assignment, cq.metadata.name, state=state, cycle=cycle_no)
+            return msgspec.structs.replace(entry, assignment=assignment, targets=tuple(victims), bookmark=bookmark)
+
+    recompute_tas: Callable[[Entry], Entry] | None = None
+    if tas_recompute and config.feature_gates.get("TASRecomputeAssignmentWithinSchedulingCycle", True):
+
+        def recompute_tas(entry: Entry) -> Entry:
+            """The entry assigned again on its nominated flavors, the cycle's earlier admissions and
+            reservations counted (Kueue's TAS recomputation, see :func:`_process`)."""
+            head, cq = entry.workload, entry.cq
+            nominated = {ps.name: ps.flavors for ps in entry.assignment.pod_sets}
+            pinned = [
+                dataclasses.replace(ps, nominated_flavors=dict(nominated.get(ps.name, {})))
+                for ps in requests_of[head.key]
+            ]
+            replaced = replacing.get(head.key)
+            with search.excluding(replaced[0].key, replaced=replaced[0]) if replaced is not None else _NOTHING_EXCLUDED:
+                assignment, victims = search.assignments(head, pinned, cq=cq)
+                if victims:
+                    assignment = _with_nominated_placement(assignment, victims, cycle=search.tas)
             bookmark = _bookmark(assignment, cq.metadata.name, state=state, cycle=cycle_no)
             return msgspec.structs.replace(entry, assignment=assignment, targets=tuple(victims), bookmark=bookmark)
 
@@ -332,6 +367,8 @@ def run(
                     now_ms=now_ms,
                     earlier_victims_gone=kueue_multiple_preemptions,
                     recompute=recompute,
+                    tas_recompute=tas_recompute,
+                    recompute_tas=recompute_tas,
                 )
             )
             continue
@@ -346,6 +383,8 @@ def run(
                 now_ms=now_ms,
                 earlier_victims_gone=kueue_multiple_preemptions,
                 recompute=recompute,
+                tas_recompute=tas_recompute,
+                recompute_tas=recompute_tas,
             )
         )
     return decisions
@@ -369,6 +408,8 @@ def _process_replacement(
     now_ms: int,
     earlier_victims_gone: bool = True,
     recompute: Callable[[Entry], Entry] | None = None,
+    tas_recompute: bool = False,
+    recompute_tas: Callable[[Entry], Entry] | None = None,
 ) -> list[types.Output]:
     """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): it asks the delta, checked
     against usage that still counts the slice it replaces, so once booked the tree holds the new
@@ -385,6 +426,8 @@ def _process_replacement(
         replaced=old.key,
         earlier_victims_gone=earlier_victims_gone,
         recompute=recompute,
+        tas_recompute=tas_recompute,
+        recompute_tas=recompute_tas,
     )
     reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
     if reserved is None:  # reserved and admitted at once: one WorkloadAdmitted stands for both (_admit)
@@ -508,6 +551,8 @@ def _process(
     replaced: str | None = None,
     earlier_victims_gone: bool = True,
     recompute: Callable[[Entry], Entry] | None = None,
+    tas_recompute: bool = False,
+    recompute_tas: Callable[[Entry], Entry] | None = None,
 ) -> list[types.Output]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
     ``replaced``: the elastic slice the entry replaces (its TAS usage is left out of the
@@ -529,6 +574,13 @@ def _process(
     earlier admissions, else it is placed again on the same flavors (no fit: skipped); a
     Preempt entry reserves the domains it would take (with its targets removed, or on an
     empty tree when it has none) against later entries of the cycle.
+
+    ``tas_recompute`` (admitter logic 24): a Fit entry, or a preempting one with targets, whose quota
+    still fits but whose nominated placement (a preempting entry's: with its targets gone) no longer
+    does, is Kueue's FitsCheckNoTAS (scheduler.go updateAssignmentIfNeeded): with ``recompute_tas``
+    (the gate TASRecomputeAssignmentWithinSchedulingCycle on) it is assigned again on its nominated
+    flavors and goes on with that assignment, which may place it elsewhere or preempt; without, it is
+    skipped. A preempting entry reserves its nominated placement.
     """
     if recompute is not None and entry.targets and any(t.key in chosen for t in entry.targets):
         entry = recompute(entry)
@@ -541,6 +593,22 @@ def _process(
             )
         if entry.assignment.mode == "Fit":
             return _defer(entry, tree=tree, cycle=cycle, now_ms=now_ms)
+    if tas_recompute and _placement_stale(
+        entry, tree=tree, chosen=chosen, cycle=cycle, replaced=replaced, earlier_victims_gone=earlier_victims_gone
+    ):
+        if recompute_tas is None:
+            message = "Workload no longer fits after processing another workload"
+            return _inadmissible(
+                entry.workload, "WaitingForQuota", message, parked=False, now_ms=now_ms, bookmark=entry.bookmark
+            )
+        entry = recompute_tas(entry)
+        if entry.assignment.mode == "NoFit":
+            bookmark = entry.bookmark
+            parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
+            reason = entry.assignment.reason or "NoMatchingFlavor"
+            return _inadmissible(
+                entry.workload, reason, entry.assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark
+            )
     cq = entry.cq
     name = cq.metadata.name
     assignment = entry.assignment
@@ -597,14 +665,79 @@ def _process(
     tree.add_usage(name, usage)
     if entry.assignment.mode == "Preempt":
         if part is not None:
-            reserved = cycle.place(part.wanted, removed=frozenset(t.key for t in victims))
-            if isinstance(reserved, tas_cycle.Placed):
-                cycle.add(reserved.usage)
+            if tas_recompute:
+                nominated_placement = part.placed
+            else:
+                again = cycle.place(part.wanted, removed=frozenset(t.key for t in victims))
+                nominated_placement = again if isinstance(again, tas_cycle.Placed) else None
+            if nominated_placement is not None:
+                cycle.add(nominated_placement.usage)
         return _nominate(entry, state=state, now_ms=now_ms)
     gate.admitted()
     if placed is not None:
         cycle.add(placed.usage)
     return _admit(entry, placed=placed, now_ms=now_ms)
+
+
+def _with_nominated_placement(
+    assignment: flavors.Assignment,
+    targets: Sequence[preemption.Target],
+    *,
+    cycle: tas_cycle.CycleTopology,
+    gone: frozenset[str] = frozenset(),
+) -> flavors.Assignment:
+    """``assignment`` (mode Preempt, with ``targets``) with the placement of its TAS pod sets found
+    with the targets' (and ``gone``'s) topology usage removed: Kueue's scheduler.go
+    updateAssignmentForTAS, the placement the entry is checked and reserved with (admitter logic 24)."""
+    part: tas_cycle.TASPart | None = assignment.tas
+    if part is None or not part.wanted:
+        return assignment
+    placed = cycle.place(part.wanted, removed=gone | {t.key for t in targets})
+    if not isinstance(placed, tas_cycle.Placed):
+        return assignment
+    return msgspec.structs.replace(assignment, tas=msgspec.structs.replace(part, placed=placed))
+
+
+def _placement_stale(
+    entry: Entry,
+    *,
+    tree: quota.QuotaTree,
+    chosen: dict[str, preemption.Candidate | None],
+    cycle: tas_cycle.CycleTopology,
+    replaced: str | None,
+    earlier_victims_gone: bool,
+) -> bool:
+    """Kueue's FitsCheckNoTAS (clusterqueue_snapshot.go Fits, scheduler.go fits) for an entry that is
+    Fit, or Preempt with targets: its quota fits (a preempting entry's with its targets and, with
+    ``earlier_victims_gone``, the cycle's earlier victims taken out) and its nominated placement does
+    not, given the cycle's earlier admissions and reservations. An entry without TAS pod sets, or whose
+    quota does not fit, is not stale (the quota check decides it)."""
+    assignment = entry.assignment
+    part: tas_cycle.TASPart | None = assignment.tas
+    if part is None or not part.wanted:
+        return False
+    victims = entry.targets
+    if assignment.mode == "Fit":
+        removed = frozenset((replaced,)) if replaced is not None and cycle.elastic else frozenset()
+        taken_out: list[preemption.Candidate] = []
+    elif assignment.mode == "Preempt" and victims:
+        taken_out = [t.candidate for t in victims]
+        if earlier_victims_gone:
+            taken_out += [c for c in chosen.values() if c is not None]
+        removed = frozenset(c.key for c in taken_out)
+    else:
+        return False
+    for candidate in taken_out:
+        preemption.remove(tree, candidate)
+    try:
+        quota_fits = tree.fits(entry.cq.metadata.name, assignment.usage())
+    finally:
+        for candidate in taken_out:
+            preemption.restore(tree, candidate)
+    if not quota_fits:
+        return False
+    placed = part.placed
+    return placed is None or not cycle.still_fits(placed, removed=removed)
 
 
 DEFERRED_MESSAGE = (

@@ -101,6 +101,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         balanced_slice_size=True,
         preferred_affinity=True,
         allowed_flavors=True,
+        tas_recompute=True,
     )
 
 
@@ -124,6 +125,7 @@ def _decide(
     balanced_slice_size: bool,
     preferred_affinity: bool,
     allowed_flavors: bool,
+    tas_recompute: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -157,6 +159,7 @@ def _decide(
             balanced_slice_size=balanced_slice_size,
             preferred_affinity=preferred_affinity,
             allowed_flavors=allowed_flavors,
+            tas_recompute=tas_recompute,
         )
     finally:
         tree.rollback()
@@ -210,6 +213,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     second_pass_failed = version >= 23
     balanced_slice_size = version >= 24
     allowed_flavors = version >= 26
+    tas_recompute = version >= 27
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -233,6 +237,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             balanced_slice_size=balanced_slice_size,
             preferred_affinity=version >= 25,
             allowed_flavors=allowed_flavors,
+            tas_recompute=tas_recompute,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
