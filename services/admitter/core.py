@@ -25,12 +25,16 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 26
+LOGIC_VERSION = 27
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 25 and earlier did not
-read the allowed-flavors annotation kueue.x-k8s.io/workload-allowed-resource-flavors (26 assigns only the
-flavors it names when the gate ConcurrentAdmission is on, as Kueue's flavor assigner). 24 and earlier ignored
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 26 and earlier placed
+a Fit entry whose topology placement no longer fitted again on the same flavors (never preempting) and a
+preempting entry anew when processed, whatever the gate TASRecomputeAssignmentWithinSchedulingCycle said (27
+computes a stale entry's assignment again on its nominated flavors, or skips it with the gate off, as Kueue's
+scheduler.go updateAssignmentIfNeeded; a preempting entry keeps the placement found at nomination). 25 and
+earlier did not read the allowed-flavors annotation kueue.x-k8s.io/workload-allowed-resource-flavors (26 assigns
+only the flavors it names when the gate ConcurrentAdmission is on, as Kueue's flavor assigner). 24 and earlier ignored
 the alpha gate TASRespectNodeAffinityPreferred (25 orders TAS domains by the pod set's preferred node affinity
 scores first, SEMANTICS-ADVANCED A.3.4). 23 and earlier chose
 balanced placement's domains above the slice level (gate TASBalancedPlacement) counting single pods (24 counts
@@ -176,6 +180,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 26 placed a stale TAS entry again on its flavors rather than computing its assignment
+    again (or skipping it with the gate TASRecomputeAssignmentWithinSchedulingCycle off).
     Versions 9 to 25 did not read the allowed-flavors annotation. Versions 9 to 24 ignored the gate TASRespectNodeAffinityPreferred. Versions 9 to 23 chose balanced placement's domains above the slice level in single pods. Versions 9 to 22 wrote nothing for a failed second pass. Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
     ClusterQueue's workloads. Versions 9 to 19 did not make a workload waiting for the cycle's preemptions its ClusterQueue's sticky
     head. Versions 9 to 18 skipped an entry whose preemption targets overlapped earlier victims of the cycle, and
