@@ -135,6 +135,7 @@ def parse_object(
             ]
         }
     elif kind == "Workload" and spec:
+        raw["openPreemptionGates"] = _open_preemption_gates(raw.get("status"), kind=kind, name=name)
         priority_class_name_to_ref(spec)
         spec["podSets"] = [
             _convert_pod_set(ps, index=i, kind=kind, name=name, strict=strict)
@@ -150,6 +151,29 @@ def parse_object(
 
 
 _OTHER_KINDS = {("v1", "Namespace"), (CONFIG_API, "Configuration")}
+
+
+def _open_preemption_gates(status: Any, *, kind: str, name: str) -> list[str]:
+    """The names of a Workload's ``status.preemptionGates`` at position ``Open``, sorted (the rest of the
+    status is the deciders' own writing, read from the log instead). Raises ManifestError naming the field
+    for a status or entry of the wrong shape, or a position other than Open and Closed."""
+    if status is None:
+        return []
+    if not isinstance(status, dict):
+        raise ManifestError(kind=kind, name=name, field="status", problem="must be a mapping")
+    opened: set[str] = set()
+    for i, entry in enumerate(_as_list(status.get("preemptionGates"), "status.preemptionGates", kind, name)):
+        where = f"status.preemptionGates[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
+            raise ManifestError(kind=kind, name=name, field=where, problem="must be a mapping with a name")
+        position = entry.get("position", "")
+        if position not in ("Open", "Closed", ""):
+            raise ManifestError(
+                kind=kind, name=name, field=f"{where}.position", problem=f"{position!r} is not one of Closed, Open"
+            )
+        if position == "Open":
+            opened.add(entry["name"])
+    return sorted(opened)
 
 
 def _parse_other(manifest: dict[str, Any], *, kind: str, name: str) -> models.Namespace | models.Configuration:
@@ -587,6 +611,12 @@ def _validate(obj: models.APIObject | models.ProvisioningRequestConfig, *, kind:
         case models.Workload():
             if not obj.spec.pod_sets:
                 raise ManifestError(kind=kind, name=name, field="spec.podSets", problem="needs at least one pod set")
+            gate_names = [gate.name for gate in obj.spec.preemption_gates]
+            for i, gate_name in enumerate(gate_names):
+                if gate_name in gate_names[:i]:  # +listType=map, +listMapKey=name
+                    raise ManifestError(
+                        kind=kind, name=name, field=f"spec.preemptionGates[{i}].name", problem=f"{gate_name!r} again"
+                    )
             for i, ps in enumerate(obj.spec.pod_sets):
                 if ps.count < 0:
                     raise ManifestError(kind=kind, name=name, field=f"spec.podSets[{i}].count", problem="must be >= 0")

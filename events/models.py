@@ -390,6 +390,13 @@ class OwnerReference(_Model, frozen=True, kw_only=True):
     uid: str = ""
 
 
+class PreemptionGate(_Model, frozen=True, kw_only=True):
+    """One of a Workload's ``spec.preemptionGates``: while it is closed the workload may not preempt
+    (Kueue apis/kueue/v1beta2/workload_types.go PreemptionGate)."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=63)]
+
+
 class WorkloadSpec(_Model, frozen=True, kw_only=True):
     """Workload spec (SEMANTICS §1.6); ``priority`` None means 0."""
 
@@ -399,6 +406,8 @@ class WorkloadSpec(_Model, frozen=True, kw_only=True):
     priority: int | None = None
     active: bool = True
     maximum_execution_time_seconds: Positive | None = None
+    # Left out when empty (omit_defaults), so every payload written before the field keeps its bytes.
+    preemption_gates: Annotated[list[PreemptionGate], msgspec.Meta(max_length=8)] = []
 
 
 class Workload(_Model, frozen=True, kw_only=True):
@@ -411,6 +420,11 @@ class Workload(_Model, frozen=True, kw_only=True):
     # StatefulSet scaled to zero (Kueue statefulset_reconciler.go releaseScaleDownReservation). A reservation
     # it holds is released with reason OnHold and it is not queued again until a WorkloadObserved without it.
     on_hold: str = ""
+    # The names of the ``status.preemptionGates`` whose position is ``Open`` (sorted; their controllers
+    # open them, MultiKueue's or ConcurrentAdmission's). A gate of ``spec.preemptionGates`` not listed is
+    # closed, as a gate with no status entry is (Kueue workload.go HasClosedPreemptionGate). Left out when
+    # empty, as ``on_hold``.
+    open_preemption_gates: list[str] = []
 
     @property
     def key(self) -> str:
@@ -421,6 +435,12 @@ class Workload(_Model, frozen=True, kw_only=True):
     def effective_priority(self) -> int:
         """The priority used for ordering and preemption (nil counts as 0, SEMANTICS §2.4)."""
         return self.spec.priority or 0
+
+    @property
+    def has_closed_preemption_gate(self) -> bool:
+        """Whether a gate of ``spec.preemptionGates`` is not open: one with no status entry counts as
+        closed, so a workload can be created gated (Kueue pkg/workload/workload.go HasClosedPreemptionGate)."""
+        return any(gate.name not in self.open_preemption_gates for gate in self.spec.preemption_gates)
 
 
 class AdmissionCheckParametersReference(_Model, frozen=True, kw_only=True):

@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -36,10 +36,11 @@ Configuration's ``objectRetentionPolicies`` (the workloads' retention, which the
 8: ``Workload.onHold`` (a StatefulSet scaled to zero holds its workload: QuotaReleased reason ``OnHold``);
 9: ``WorkloadFinished.ownerDeleting`` (the OwnerNotFound finish of a job being deleted, whose Workload keeps
 its owner reference); 10: ``ChildJobObserved``, a job of a Kueue-managed ancestor seen running (the dispatcher
-suspends it while that ancestor's workload is not admitted). docs/events.md holds the history and the stability
-policy."""
+suspends it while that ancestor's workload is not admitted); 11: ``Workload.spec.preemptionGates`` and
+``Workload.openPreemptionGates`` (a closed gate holds a preemption back). docs/events.md holds the history and the
+stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 

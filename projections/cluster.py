@@ -740,6 +740,8 @@ def _apply_workload_fact(
                     current.bookmark = None  # its scheduling shape changed (SEMANTICS §3.4, §5.3)
                 if current.reservation is not None:
                     _bump_generation(state, current.reservation.cluster_queue, seq)
+            elif current.workload.has_closed_preemption_gate != event.workload.has_closed_preemption_gate:
+                current.parked_seq = 0  # a gate opened or closed: Kueue queues it again (cluster_queue.go)
             if current.workload.spec.active and not event.workload.spec.active:
                 current.requeue_cleared = True  # Kueue clears an inactive workload's requeueState (PR #7734)
             if current.deactivated and not current.workload.spec.active and event.workload.spec.active:
