@@ -69,6 +69,7 @@ def run(
     preferred_affinity: bool = True,
     allowed_flavors: bool = True,
     tas_recompute: bool = True,
+    preemption_gates: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -155,7 +156,11 @@ def run(
     does under the gate TASRecomputeAssignmentWithinSchedulingCycle (on by default): it may then fit
     elsewhere, or preempt; with the gate off it is skipped (:func:`_process`). A preempting entry's
     placement is the one found at nomination with its targets gone (scheduler.go updateAssignmentForTAS)
-    and is what it reserves (26 and earlier placed it again when processed, and never skipped it)."""
+    and is what it reserves (26 and earlier placed it again when processed, and never skipped it).
+
+    ``preemption_gates`` (admitter logic 28; False: 27 and earlier, for replay): under the gate
+    MultiKueueOrchestratedPreemption or ConcurrentAdmission, an entry that would preempt while one of its
+    preemption gates is closed preempts nothing and waits (:func:`_process`)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -352,6 +357,7 @@ def run(
             return msgspec.structs.replace(entry, assignment=assignment, targets=tuple(victims), bookmark=bookmark)
 
     gate = _PodsReadyGate(state)
+    gated = preemption_gates and preemption_gates_enforced(config)
     for entry in ordered(entries, state=state, tree=tree):
         replaced = replacing.get(entry.workload.key) if replacing else None
         if replaced is not None:
@@ -369,6 +375,7 @@ def run(
                     recompute=recompute,
                     tas_recompute=tas_recompute,
                     recompute_tas=recompute_tas,
+                    preemption_gates=gated,
                 )
             )
             continue
@@ -385,9 +392,18 @@ def run(
                 recompute=recompute,
                 tas_recompute=tas_recompute,
                 recompute_tas=recompute_tas,
+                preemption_gates=gated,
             )
         )
     return decisions
+
+
+def preemption_gates_enforced(config: models.Configuration) -> bool:
+    """Whether a closed preemption gate stops a workload from preempting: under the feature gate
+    MultiKueueOrchestratedPreemption or ConcurrentAdmission, both alpha and off by default (Kueue
+    pkg/scheduler/scheduler.go processEntry)."""
+    gates = config.feature_gates
+    return gates.get("MultiKueueOrchestratedPreemption", False) or gates.get("ConcurrentAdmission", False)
 
 
 _NOTHING_EXCLUDED = contextlib.nullcontext()
@@ -410,6 +426,7 @@ def _process_replacement(
     recompute: Callable[[Entry], Entry] | None = None,
     tas_recompute: bool = False,
     recompute_tas: Callable[[Entry], Entry] | None = None,
+    preemption_gates: bool = False,
 ) -> list[types.Output]:
     """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): it asks the delta, checked
     against usage that still counts the slice it replaces, so once booked the tree holds the new
@@ -428,6 +445,7 @@ def _process_replacement(
         recompute=recompute,
         tas_recompute=tas_recompute,
         recompute_tas=recompute_tas,
+        preemption_gates=preemption_gates,
     )
     reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
     if reserved is None:  # reserved and admitted at once: one WorkloadAdmitted stands for both (_admit)
@@ -553,6 +571,7 @@ def _process(
     recompute: Callable[[Entry], Entry] | None = None,
     tas_recompute: bool = False,
     recompute_tas: Callable[[Entry], Entry] | None = None,
+    preemption_gates: bool = False,
 ) -> list[types.Output]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
     ``replaced``: the elastic slice the entry replaces (its TAS usage is left out of the
@@ -575,12 +594,17 @@ def _process(
     Preempt entry reserves the domains it would take (with its targets removed, or on an
     empty tree when it has none) against later entries of the cycle.
 
-    ``tas_recompute`` (admitter logic 24): a Fit entry, or a preempting one with targets, whose quota
+    ``tas_recompute`` (admitter logic 27): a Fit entry, or a preempting one with targets, whose quota
     still fits but whose nominated placement (a preempting entry's: with its targets gone) no longer
     does, is Kueue's FitsCheckNoTAS (scheduler.go updateAssignmentIfNeeded): with ``recompute_tas``
     (the gate TASRecomputeAssignmentWithinSchedulingCycle on) it is assigned again on its nominated
     flavors and goes on with that assignment, which may place it elsewhere or preempt; without, it is
     skipped. A preempting entry reserves its nominated placement.
+
+    ``preemption_gates`` (the feature gates of :func:`preemption_gates_enforced` on, admitter logic 28):
+    an entry with targets whose workload has a closed preemption gate preempts nothing, books no quota
+    and waits, reason AdmissionGated (Kueue's markPreemptionGated, which also drops its flavor scan
+    progress; parked under BestEffortFIFO, as requeue reason PreemptionGated is not immediate there).
     """
     if recompute is not None and entry.targets and any(t.key in chosen for t in entry.targets):
         entry = recompute(entry)
@@ -628,6 +652,17 @@ def _process(
         parked = spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
         return _inadmissible(
             entry.workload, "WaitingForQuota", assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark
+        )
+    if preemption_gates and assignment.mode == "Preempt" and entry.workload.workload.has_closed_preemption_gate:
+        # Checked before the overlap with earlier victims, as Kueue does: the entry claims no target.
+        parked = cq.spec.queueing_strategy == "BestEffortFIFO"
+        return _inadmissible(
+            entry.workload,
+            PREEMPTION_GATED_REASON,
+            PREEMPTION_GATED_MESSAGE,
+            parked=parked,
+            now_ms=now_ms,
+            bookmark=None,
         )
     # Skipped entries keep this cycle's bookmark (PreserveScanProgress, SEMANTICS §4.5).
     if victims and any(t.key in chosen for t in victims):
@@ -688,7 +723,7 @@ def _with_nominated_placement(
 ) -> flavors.Assignment:
     """``assignment`` (mode Preempt, with ``targets``) with the placement of its TAS pod sets found
     with the targets' (and ``gone``'s) topology usage removed: Kueue's scheduler.go
-    updateAssignmentForTAS, the placement the entry is checked and reserved with (admitter logic 24)."""
+    updateAssignmentForTAS, the placement the entry is checked and reserved with (admitter logic 27)."""
     part: tas_cycle.TASPart | None = assignment.tas
     if part is None or not part.wanted:
         return assignment
@@ -739,6 +774,11 @@ def _placement_stale(
     placed = part.placed
     return placed is None or not cycle.still_fits(placed, removed=removed)
 
+PREEMPTION_GATED_REASON = "AdmissionGated"
+"""The QuotaReserved reason of an entry that would preempt with a closed preemption gate (Kueue's
+WorkloadAdmissionGated, scheduler.go processEntry)."""
+PREEMPTION_GATED_MESSAGE = "Workload requires preemption, but it's gated"
+"""Kueue's message for it, on QuotaReserved and on the BlockedOnPreemptionGates condition (scheduler.go)."""
 
 DEFERRED_MESSAGE = (
     "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete"

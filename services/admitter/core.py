@@ -25,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 27
+LOGIC_VERSION = 28
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 26 and earlier placed
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 27 and earlier let a
+workload with a closed preemption gate preempt (28 does not under the gate MultiKueueOrchestratedPreemption or
+ConcurrentAdmission, as Kueue's processEntry: it waits, reason AdmissionGated). 26 and earlier placed
 a Fit entry whose topology placement no longer fitted again on the same flavors (never preempting) and a
 preempting entry anew when processed, whatever the gate TASRecomputeAssignmentWithinSchedulingCycle said (27
 computes a stale entry's assignment again on its nominated flavors, or skips it with the gate off, as Kueue's
@@ -106,6 +108,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         preferred_affinity=True,
         allowed_flavors=True,
         tas_recompute=True,
+        preemption_gates=True,
     )
 
 
@@ -130,6 +133,7 @@ def _decide(
     preferred_affinity: bool,
     allowed_flavors: bool,
     tas_recompute: bool,
+    preemption_gates: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -164,6 +168,7 @@ def _decide(
             preferred_affinity=preferred_affinity,
             allowed_flavors=allowed_flavors,
             tas_recompute=tas_recompute,
+            preemption_gates=preemption_gates,
         )
     finally:
         tree.rollback()
@@ -180,6 +185,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 27 let a workload with a closed preemption gate preempt.
     Versions 9 to 26 placed a stale TAS entry again on its flavors rather than computing its assignment
     again (or skipping it with the gate TASRecomputeAssignmentWithinSchedulingCycle off).
     Versions 9 to 25 did not read the allowed-flavors annotation. Versions 9 to 24 ignored the gate TASRespectNodeAffinityPreferred. Versions 9 to 23 chose balanced placement's domains above the slice level in single pods. Versions 9 to 22 wrote nothing for a failed second pass. Versions 9 to 21 kept the requeue state of a workload set inactive by hand. Versions 9 to 20 did not run fair sharing's first strategy again after taking the preemptor's own
@@ -220,6 +226,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     balanced_slice_size = version >= 24
     allowed_flavors = version >= 26
     tas_recompute = version >= 27
+    preemption_gates = version >= 28
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -244,6 +251,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             preferred_affinity=version >= 25,
             allowed_flavors=allowed_flavors,
             tas_recompute=tas_recompute,
+            preemption_gates=preemption_gates,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

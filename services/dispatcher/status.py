@@ -70,7 +70,7 @@ from kueue_es.projections.cluster import (
     priority_of,
     replacement_of,
 )
-from kueue_es.scheduling import dra, fairsharing, readiness
+from kueue_es.scheduling import cycle, dra, fairsharing, readiness
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -79,7 +79,16 @@ GRANULAR_REASONS_GATE = "UnadmittedWorkloadsObservability"
 MAX_CONDITION_MESSAGE = 32 * 1024  # Kueue's api.TruncateConditionMessage
 
 # Kueue's admissionManagedConditions order (pkg/workload/patching), the order the status lists them in.
-CONDITION_ORDER = ("QuotaReserved", "Evicted", "Admitted", "PodsReady", "Preempted", "Requeued", "Finished")
+CONDITION_ORDER = (
+    "QuotaReserved",
+    "BlockedOnPreemptionGates",
+    "Evicted",
+    "Admitted",
+    "PodsReady",
+    "Preempted",
+    "Requeued",
+    "Finished",
+)
 WORKLOAD_STATUS_FIELDS = (
     "conditions",
     "admission",
@@ -393,6 +402,14 @@ def _fold_into(
                     # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
                     reason = event.reason if granular else "Pending"
                     _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+                    if (
+                        event.reason == cycle.PREEMPTION_GATED_REASON
+                        and event.message == cycle.PREEMPTION_GATED_MESSAGE
+                    ):
+                        # requeueAndUpdate of a preemptionGated entry (scheduler.go)
+                        record.set(
+                            BLOCKED_ON_PREEMPTION_GATES, True, "PreemptionGated", event.message, at_ms=event.at_ms
+                        )
         case types.PreemptionRequired():
             if wl.reservation is None and not wl.gone:
                 reason = "WaitingForPreemptedWorkloads" if granular else "Pending"
@@ -557,7 +574,7 @@ def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: Clust
         f"Quota reserved in ClusterQueue {event.cluster_queue}",
         at_ms=event.at_ms,
     )
-    for kind in ("Evicted", "Preempted"):  # resetActiveCondition
+    for kind in ("Evicted", "Preempted", BLOCKED_ON_PREEMPTION_GATES):  # resetActiveCondition
         previous = record.conditions.get(kind)
         if previous is not None and previous.status:
             record.set(kind, False, "QuotaReserved", f"Previously: {previous.message}", at_ms=event.at_ms)
@@ -571,6 +588,11 @@ def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: Clust
     _sync_checks(record, required, at_ms=event.at_ms)
     checks_ready = all(record.checks[name].state == "Ready" for name in required)
     _sync_admitted(record, reserved=True, checks_ready=checks_ready, at_ms=event.at_ms, granular=granular)
+
+
+BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
+"""The condition of a workload that would preempt but has a closed preemption gate (Kueue workload_types.go):
+True, reason PreemptionGated, while it waits so; False, reason QuotaReserved, once it reserves quota."""
 
 
 def _unreserve(record: WorkloadRecord, reason: str, message: str, *, at_ms: int, granular: bool) -> None:
