@@ -119,8 +119,8 @@ ROLE_OUTPUTS: Final[dict[str, frozenset[type[types.Decision]]]] = {
     "multikueue": frozenset(
         {types.WorkersNominated, types.RemoteAdmissionChosen, types.MultiKueueCheckRetry, types.MultiKueueCheckRejected}
     ),
-    # the scenario engines' pre-admitted workloads (kueue_es/scenarios)
-    "seed": frozenset({types.QuotaReserved, types.TopologyAssigned, types.WorkloadAdmitted}),
+    # the scenario engines' pre-admitted workloads (kueue_es/scenarios), one of them maybe being evicted
+    "seed": frozenset({types.QuotaReserved, types.TopologyAssigned, types.WorkloadAdmitted, types.EvictionRequested}),
 }
 """The decision kinds each DecisionRecord role makes: the one table the fold checks a batch's
 outputs against (its keys are the roles with a head, ``subjects.HEAD_TOKENS``: a record of any

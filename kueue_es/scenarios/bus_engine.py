@@ -156,6 +156,13 @@ class _BusRun:
         returns them."""
         assert self.bus is not None and isinstance(admitted.workload.fact, types.WorkloadObserved)
         meta = admitted.workload.fact.workload.metadata
+        if admitted.eviction is not None:
+            # The services' dispatcher stops the job of every eviction on the log, so none stays in flight here.
+            raise RunError(
+                self.scenario.path,
+                f"admitted workload {meta.namespace}/{meta.name} is being evicted (an Evicted condition): "
+                "this engine completes every eviction; run the scenario on the core engine only (engines: [core])",
+            )
         ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
         at_ms, cq = admitted.reserved_at_ms, admitted.cluster_queue
         reserved = types.QuotaReserved(

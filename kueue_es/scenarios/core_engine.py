@@ -12,7 +12,8 @@ A run, in order:
 1. the facts of ``objects`` (ignored kinds left out);
 2. for each pre-admitted workload: WorkloadObserved, then a batch headed by a
    DecisionRecord of role ``seed`` (replay skips unknown roles) with its
-   QuotaReserved and WorkloadAdmitted;
+   QuotaReserved and WorkloadAdmitted, and its EvictionRequested when it is being evicted
+   (an ``Evicted`` condition: nothing completes that eviction, so it keeps its quota);
 3. WorkloadObserved for each pending workload;
 4. a run phase; then each scenario event's fact, each followed by a run phase.
 
@@ -198,7 +199,15 @@ class _Runner:
             )
             accepted = types.admitted(reserved, at_ms=admitted.reserved_at_ms)
             partition = self.run.state.partitions.of_workload(ref.key) or UNROUTED
-            self.commit(SEED, [reserved, accepted], now_ms=self.now_ms(), partition=partition)
+            outputs: list[types.Output] = [reserved, accepted]
+            if admitted.eviction is not None:  # being evicted: its job stops after the run, if ever
+                reason, message, at_ms = admitted.eviction
+                outputs.append(
+                    types.EvictionRequested(
+                        workload=ref, cluster_queue=admitted.cluster_queue, reason=reason, message=message, at_ms=at_ms
+                    )
+                )
+            self.commit(SEED, outputs, now_ms=self.now_ms(), partition=partition)
             for fact in job_reports([accepted], pods_ready=scenario.pods_ready, now_ms=admitted.reserved_at_ms):
                 self.publish_fact(fact)
         # A pre-admitted workload whose queue is not its ClusterQueue's (none, as Kueue's tests often write them)

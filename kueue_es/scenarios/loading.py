@@ -298,20 +298,37 @@ def _admitted(raw: Any, *, where: str) -> AdmittedWorkload:
     if missing:
         raise _Problem(f"{where}.admission.podSetAssignments: no assignment for pod set {', '.join(missing)}")
     status = entry["workload"].get("status") or {}
-    reserved = next(
-        (c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") == "QuotaReserved"), {}
-    )
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    reserved = next((c for c in conditions if c.get("type") == "QuotaReserved"), {})
+    evicted = next((c for c in conditions if c.get("type") == "Evicted" and c.get("status") == "True"), None)
     try:
         at_ms = manifests.parse_time_ms(
             reserved.get("lastTransitionTime"), kind="Workload", name=workload.key, field="status.conditions"
         )
+        evicted_at_ms = (
+            manifests.parse_time_ms(
+                evicted.get("lastTransitionTime"), kind="Workload", name=workload.key, field="status.conditions"
+            )
+            if evicted is not None
+            else 0
+        )
     except manifests.ManifestError as err:
         raise _Problem(f"{where}.workload: {err}") from err
+    reserved_at_ms = at_ms or workload.metadata.creation_timestamp_ms
+    eviction = None
+    if evicted is not None:
+        reason, message = evicted.get("reason") or "Preempted", evicted.get("message") or ""
+        if not isinstance(reason, str) or not isinstance(message, str):
+            raise _Problem(
+                f"{where}.workload.status.conditions: the Evicted condition's reason and message are strings"
+            )
+        eviction = (reason, message, evicted_at_ms or reserved_at_ms)
     return AdmittedWorkload(
         workload=obj,
         cluster_queue=admission["clusterQueue"],
         pod_set_assignments=tuple(assignments),
-        reserved_at_ms=at_ms or workload.metadata.creation_timestamp_ms,
+        reserved_at_ms=reserved_at_ms,
+        eviction=eviction,
     )
 
 

@@ -52,12 +52,16 @@ class AdmittedWorkload(msgspec.Struct, frozen=True, kw_only=True):
     ``pod_set_assignments`` carry ``resource_usage`` as amounts: the given
     ``resourceUsage``, else per-pod requests x count. ``reserved_at_ms`` is the
     QuotaReserved condition's lastTransitionTime, else the creation time.
+    ``eviction`` (ours): an ``Evicted`` condition with status True makes the workload one being
+    evicted when the run starts, its job not stopped yet, so it still holds its quota: the seed
+    logs that eviction (reason, message, lastTransitionTime in ms), and nothing completes it.
     """
 
     workload: ScenarioObject
     cluster_queue: str
     pod_set_assignments: tuple[types.PodSetAssignment, ...]
     reserved_at_ms: int
+    eviction: tuple[str, str, int] | None = None
 
 
 class FinishEvent(msgspec.Struct, frozen=True, kw_only=True):

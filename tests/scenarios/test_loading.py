@@ -329,6 +329,30 @@ def test_usage_defaults_to_requests_times_count(tmp_path: Path) -> None:
     assert seed.reserved_at_ms == 1767225605000
 
 
+def test_an_evicted_condition_makes_a_seed_being_evicted(tmp_path: Path) -> None:
+    """An admitted workload with Evicted=True is seeded with its eviction in flight (reason, message, time);
+    without one, or with Evicted=False, there is none."""
+    workload = cpu_workload("w0", cpus=1, created=5)
+    workload["status"] = {
+        "conditions": [
+            {
+                "type": "Evicted",
+                "status": "True",
+                "reason": "Preempted",
+                "message": "m",
+                "lastTransitionTime": "2026-01-01T00:00:09Z",
+            }
+        ]
+    }
+    admission = {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "default"}}]}
+    doc = scenario_doc(admitted=[{"workload": workload, "admission": admission}])
+    seed = load_scenario(write(tmp_path / "s.yaml", doc)).admitted[0]
+    assert seed.eviction == ("Preempted", "m", 1767225609000)
+    workload["status"]["conditions"][0]["status"] = "False"
+    doc = scenario_doc(admitted=[{"workload": workload, "admission": admission}])
+    assert load_scenario(write(tmp_path / "s.yaml", doc)).admitted[0].eviction is None
+
+
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_shared_example_loads(path: Path) -> None:
     """The loader accepts every worked example, preemption ones included."""
