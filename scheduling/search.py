@@ -40,7 +40,7 @@ class Search:
     earlier; :func:`~kueue_es.scheduling.fairsharing.fair_targets`). ``allowed_flavors``: with the gate
     ConcurrentAdmission on, a workload's allowed-flavors annotation limits the flavors it may be assigned
     (:func:`~kueue_es.scheduling.flavors.allowed_by_annotation`; False: the annotation is not read, admitter
-    logic 23 and earlier and the preemptor)."""
+    logic 25 and earlier and the preemptor)."""
 
     def __init__(
         self,

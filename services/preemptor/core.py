@@ -158,7 +158,7 @@ def _decide(
             lq_usage_in_every_cq=lq_usage_in_every_cq,
             fair_rerun_after_own=fair_rerun_after_own,
             # The allowed-flavors annotation is not read when a waiting workload's flavors are assigned
-            # again (admitter logic 24 reads it): so every preemptor logic version decides as it did.
+            # again (admitter logic 26 reads it): so every preemptor logic version decides as it did.
             allowed_flavors=False,
         )
         batch = _Batch(

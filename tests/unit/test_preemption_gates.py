@@ -1,11 +1,11 @@
-"""Preemption gates (admitter logic 24, with 23 kept for replay).
+"""Preemption gates (admitter logic 28, with 27 kept for replay).
 
 Under the feature gate MultiKueueOrchestratedPreemption or ConcurrentAdmission, Kueue's scheduler lets no
 workload preempt while one of its ``spec.preemptionGates`` is closed: one with no ``status.preemptionGates``
 entry, or one whose entry says ``Closed`` (pkg/scheduler/scheduler.go processEntry, markPreemptionGated;
 pkg/workload/workload.go HasClosedPreemptionGate). The entry waits, QuotaReserved=False reason
 AdmissionGated, with BlockedOnPreemptionGates=True reason PreemptionGated; a workload that fits, or has
-nothing to preempt, is not held back. Logic 23 and earlier preempted regardless.
+nothing to preempt, is not held back. Logic 27 and earlier preempted regardless.
 """
 
 from __future__ import annotations
@@ -76,17 +76,17 @@ def test_bad_gates_are_refused_naming_the_field() -> None:
         _workload({"preemptionGates": ["a"]})
 
 
-def test_admitter_24_holds_the_gated_preemptor_back_and_23_preempts() -> None:
+def test_admitter_28_holds_the_gated_preemptor_back_and_27_preempts() -> None:
     state, now_ms, partition = before_first_record(BLOCKED, admitter.ROLE)
     outputs = admitter.decide(state, now_ms=now_ms, partition=partition)
     assert not [o for o in outputs if isinstance(o, types.PreemptionRequired)]
     (held,) = [o for o in outputs if isinstance(o, types.WorkloadInadmissible) and o.workload.key == PREEMPTOR]
     assert (held.reason, held.message) == ("AdmissionGated", "Workload requires preemption, but it's gated")
     assert held.bookmark is None and not held.parked  # eng-beta is StrictFIFO
-    earlier = admitter.decide_as(23)(state, now_ms=now_ms, partition=partition)
+    earlier = admitter.decide_as(27)(state, now_ms=now_ms, partition=partition)
     (nominated,) = [o for o in earlier if isinstance(o, types.PreemptionRequired)]
     assert [t.workload.key for t in nominated.targets] == [VICTIM]
-    assert admitter.LOGIC_VERSION >= 24 and 23 in admitter.EARLIER_LOGIC_VERSIONS
+    assert admitter.LOGIC_VERSION >= 28 and 27 in admitter.EARLIER_LOGIC_VERSIONS
 
 
 def test_without_the_feature_gates_a_closed_gate_holds_nothing_back() -> None:
@@ -128,14 +128,14 @@ def test_the_dispatcher_writes_blocked_on_preemption_gates_and_resets_it_on_rese
     )
 
 
-def test_a_log_recorded_by_admitter_23_replays_matched(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The run logic 23 recorded (the gated preemptor preempts) re-checks decision by decision."""
-    old = {**deciders.BY_ROLE, admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 23)]}
+def test_a_log_recorded_by_admitter_27_replays_matched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run logic 27 recorded (the gated preemptor preempts) re-checks decision by decision."""
+    old = {**deciders.BY_ROLE, admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 27)]}
     with monkeypatch.context() as patched:
         patched.setattr(deciders, "BY_ROLE", old)
         run = run_scenario(load_scenario(BLOCKED))
     records = [e for _, e in run.log if isinstance(e, types.DecisionRecord) and e.role == admitter.ROLE]
-    assert {r.logic_version for r in records} == {23}
+    assert {r.logic_version for r in records} == {27}
     assert [e.workload.key for _, e in run.log if isinstance(e, types.EvictionRequested)] == [VICTIM]
     report = check_log(run.messages, deciders.BY_ROLE)
     assert report.mismatches == []
