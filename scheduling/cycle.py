@@ -774,6 +774,7 @@ def _placement_stale(
     placed = part.placed
     return placed is None or not cycle.still_fits(placed, removed=removed)
 
+
 PREEMPTION_GATED_REASON = "AdmissionGated"
 """The QuotaReserved reason of an entry that would preempt with a closed preemption gate (Kueue's
 WorkloadAdmissionGated, scheduler.go processEntry)."""
