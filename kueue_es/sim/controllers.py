@@ -37,13 +37,16 @@ controllers do, enough for Kueue's view of them:
   kinds) are all gone is deleted, one with a live owner left loses its references to the gone ones, as
   kube-controller-manager's garbage collector does with any dependent (a pod group's Workload goes with
   its last pod; a StatefulSet's, which names the StatefulSet too, stays while it is scaled to zero).
-* Pods: a pod with no scheduling gate left that is not running gets phase Running and
-  Ready (serving pods never finish here; a plain pod without a controller is finished by
-  :mod:`kueue_es.sim.kubelet` after its duration); the status of each controller counts its
-  ready pods.
+* Pods (the scheduler and kubelet stand-in): a pod with no scheduling gate left that is not
+  running is bound to a Node when there are Nodes (``spec.nodeName``: of those its nodeSelector
+  matches, not cordoned, whose NoSchedule/NoExecute taints it tolerates, the one with the fewest
+  running pods; none fitting, it runs unbound) and gets phase Running and Ready (serving pods
+  never finish here; a plain pod without a controller and a Job's pods are finished by
+  :mod:`kueue_es.sim.kubelet` after its duration, which also makes a Job's pods); the status of
+  each controller counts its ready pods.
 
 Not simulated: rolling updates, surge, minReadySeconds, PVCs, pod failures and restarts,
-LWS startup and restart policies, topology. Do not point it at a real cluster.
+LWS startup and restart policies, node resources and affinity in the scheduler stand-in. Do not point it at a real cluster.
 """
 
 from __future__ import annotations
@@ -91,6 +94,8 @@ CRD_POLL_SECONDS = 2.0
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
 STS_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 REVISION_LABEL = "controller-revision-hash"
+#: The annotation and label an Indexed Job's pod carries its completion index in (batch/v1 JobCompletionIndexAnnotation).
+JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery rand.SafeEncodeString's alphabet
 _KINDS = {
     "Deployment": resources.DEPLOYMENTS,
@@ -103,6 +108,7 @@ _KINDS = {
     "RayCluster": RAYCLUSTER_REF,
     "JobSet": resources.JOBSETS,
     "Workload": resources.WORKLOADS,  # only collected: a Workload whose owners are gone (:meth:`_collect_workloads`)
+    "Node": resources.NODES,  # only read: where the scheduler stand-in binds pods (:func:`pick_node`)
 }
 _OWNER_API = {
     "Deployment": "apps/v1",
@@ -200,6 +206,77 @@ def pod_from_template(template: Mapping[str, Any], *, namespace: str, owner: Map
         },
         "spec": json.loads(json.dumps(template.get("spec") or {})),
     }
+
+
+def job_pod(job: Mapping[str, Any], *, index: int | None = None) -> Object:
+    """A pod of batch/v1 Job ``job`` as Kubernetes' Job controller creates it (pkg/controller/job
+    job_controller.go manageJob, indexed_job_utils.go): the template's labels, annotations and spec (the
+    API server put ``batch.kubernetes.io/controller-uid``, ``batch.kubernetes.io/job-name``,
+    ``controller-uid`` and ``job-name`` on the template at create, :mod:`.strategies`; Kueue's nodeSelector,
+    tolerations and scheduling gates are there once it unsuspended the Job), a controller owner reference
+    to the Job, and ``generateName`` ``<job>-`` -- or, for completion ``index`` of an Indexed Job,
+    ``<job>-<index>-`` with the ``batch.kubernetes.io/job-completion-index`` annotation and label, the
+    hostname ``<job>-<index>`` unless the template names one, and ``JOB_COMPLETION_INDEX`` in each
+    container's environment. The Job needs ``metadata.name`` and ``metadata.uid`` (KeyError otherwise)."""
+    meta = job["metadata"]
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta}
+    pod = pod_from_template(_template(job), namespace=str(meta.get("namespace") or ""), owner=owner)
+    if index is None:
+        pod["metadata"]["generateName"] = f"{meta['name']}-"
+        return pod
+    pod["metadata"]["generateName"] = f"{meta['name']}-{index}-"
+    pod["metadata"]["annotations"][JOB_COMPLETION_INDEX] = str(index)
+    pod["metadata"]["labels"][JOB_COMPLETION_INDEX] = str(index)
+    pod["spec"].setdefault("hostname", f"{meta['name']}-{index}")
+    index_env = {
+        "name": "JOB_COMPLETION_INDEX",
+        "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOB_COMPLETION_INDEX}']"}},
+    }
+    for key in ("initContainers", "containers"):
+        for container in pod["spec"].get(key) or []:
+            if isinstance(container, dict) and not any(
+                isinstance(e, dict) and e.get("name") == "JOB_COMPLETION_INDEX" for e in container.get("env") or []
+            ):
+                container["env"] = [*(container.get("env") or []), index_env]
+    return pod
+
+
+def _tolerated(taint: Mapping[str, Any], tolerations: Iterable[Any]) -> bool:
+    """Whether one of ``tolerations`` tolerates ``taint`` (k8s.io/api core/v1 Toleration.ToleratesTaint)."""
+    for toleration in tolerations:
+        if not isinstance(toleration, dict):
+            continue
+        if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+            continue
+        if toleration.get("key") and toleration.get("key") != taint.get("key"):
+            continue
+        if toleration.get("operator") == "Exists" or toleration.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def fits_node(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Whether the scheduler stand-in may bind ``pod`` to ``node``: every ``nodeSelector`` label on the node,
+    the node not cordoned (``spec.unschedulable``), each NoSchedule or NoExecute taint tolerated. Resources,
+    node affinity and pod (anti-)affinity are not looked at."""
+    spec, node_spec = pod.get("spec") or {}, node.get("spec") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    if any(labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()):
+        return False
+    if node_spec.get("unschedulable"):
+        return False
+    taints = [t for t in node_spec.get("taints") or [] if isinstance(t, dict)]
+    tolerations = spec.get("tolerations") or []
+    return all(_tolerated(t, tolerations) for t in taints if t.get("effect") in ("NoSchedule", "NoExecute"))
+
+
+def pick_node(pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], load: Mapping[str, int]) -> str | None:
+    """The node the scheduler stand-in binds ``pod`` to: of the nodes it fits (:func:`fits_node`), the one with
+    the fewest running pods in ``load`` (pods by node name), then the first by name, so pods spread; None when
+    no node fits (or there are none) -- the pod then runs without a node, as every pod did before Nodes were
+    read here, rather than staying Pending."""
+    fitting = [str(n["metadata"]["name"]) for n in nodes if fits_node(pod, n)]
+    return min(fitting, key=lambda name: (load.get(name, 0), name), default=None)
 
 
 def replica_set_for(deployment: Mapping[str, Any]) -> Object:
@@ -621,8 +698,8 @@ class SimulatedControllers:
         await self._replace_status("JobSet", jobset, wanted.status)
 
     async def _elastic_job(self, job: Object) -> None:
-        """The Job controller's pods, for an elastic Job only (``kueue.x-k8s.io/elastic-job: "true"``; other
-        Jobs "run" without pods, :mod:`kueue_es.sim.kubelet`): while it is not suspended, pods
+        """The Job controller's pods, for an elastic Job only (``kueue.x-k8s.io/elastic-job: "true"``; the pods
+        of other Jobs are made and finished with their run, :mod:`kueue_es.sim.kubelet`): while it is not suspended, pods
         ``<job>-<5 chars>`` from its template up to ``parallelism``, scaling in gated pods first; none while
         suspended; its pods succeed once it is Complete. A scale-up adds pods and leaves the running ones be."""
         meta, spec = job.get("metadata") or {}, job.get("spec") or {}
@@ -636,16 +713,14 @@ class SimulatedControllers:
             return
         parallelism = spec.get("parallelism")
         wanted = 0 if spec.get("suspend") else (int(parallelism) if isinstance(parallelism, int) else 1)
-        template = json.loads(json.dumps(_template(job)))
-        template_meta = template.setdefault("metadata", {})
-        template_meta["labels"] = {
-            **(template_meta.get("labels") or {}),
-            "batch.kubernetes.io/job-name": meta.get("name", ""),
-            "batch.kubernetes.io/controller-uid": meta.get("uid", ""),
-        }
         for _ in range(wanted - len(pods)):
-            pod = pod_from_template(template, namespace=meta.get("namespace", ""), owner=job)
-            pod["metadata"]["generateName"] = f"{meta.get('name', '')}-"
+            pod = job_pod(job)
+            pod["metadata"]["labels"].update(
+                {
+                    "batch.kubernetes.io/job-name": meta.get("name", ""),
+                    "batch.kubernetes.io/controller-uid": meta["uid"],
+                }
+            )
             await self._create("Pod", pod)
         for extra in scale_in_order(pods)[: max(0, len(pods) - wanted)]:
             await self._delete("Pod", dict(extra))
@@ -781,11 +856,26 @@ class SimulatedControllers:
         await self._status("LeaderWorkerSet", lws, status)
 
     async def _run_pods(self) -> None:
+        """The scheduler and kubelet stand-in: each active pod with no scheduling gate left that does not run yet
+        is bound to a node when Nodes exist (:func:`pick_node`; ``spec.nodeName``, as the binding subresource
+        sets it) and gets phase Running and Ready."""
         now = store.format_timestamp(self._clock())
+        nodes = list(self.objects.get("Node", {}).values())
+        load: dict[str, int] = {}
+        if nodes:
+            for pod in self.objects["Pod"].values():
+                node_name = (pod.get("spec") or {}).get("nodeName")
+                if node_name and is_active(pod):
+                    load[node_name] = load.get(node_name, 0) + 1
         for pod in list(self.objects["Pod"].values()):
             phase = (pod.get("status") or {}).get("phase")
             if is_gated(pod) or not is_active(pod) or phase == "Running":
                 continue
+            node_name = (pod.get("spec") or {}).get("nodeName") or pick_node(pod, nodes, load)
+            if node_name and not (pod.get("spec") or {}).get("nodeName"):
+                await self._patch("Pod", pod, {"spec": {"nodeName": node_name}})
+                load[node_name] = load.get(node_name, 0) + 1
+                pod = self.objects["Pod"].get(_key(pod), pod)
             await self._write_status("Pod", pod, running_status(pod, now))
 
     # -- writes ---------------------------------------------------------------------------------

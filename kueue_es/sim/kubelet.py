@@ -1,32 +1,56 @@
-"""A simulated kubelet plus Job controller: unsuspended Jobs and started plain pods "run" for a while, then succeed.
+"""A simulated kubelet plus Job controller: unsuspended Jobs get pods, run for a while, then succeed.
 
 Why this module exists: with an emulated API server nothing runs pods, yet
 ``kueue-es demo`` and the bench need Jobs to start when the dispatcher
-unsuspends them and to finish so quota is released.  ``SimulatedKubelet``
-watches batch/v1 Jobs and writes, through the ``status`` subresource, what the
-real Job controller would write:
+unsuspends them and to finish so quota is released, and a Kueue user following
+Kueue's docs runs ``kubectl get pods`` to see them.  ``SimulatedKubelet``
+watches batch/v1 Jobs, makes their pods as Kubernetes' Job controller does
+(pkg/controller/job job_controller.go manageJob) and writes, through the
+``status`` subresource, what the real Job controller would write:
 
-* a Job that is not suspended and not finished starts: ``startTime``,
-  ``active``/``ready`` = parallelism, ``Suspended`` condition set False;
+* a Job that is not suspended and not finished starts: its pods are created from
+  its template (:func:`kueue_es.sim.controllers.job_pod`: ``<job>-<5 chars>``, or
+  ``<job>-<index>-<5 chars>`` with the completion index annotation and label for an
+  Indexed Job; the template's labels -- the API server's ``controller-uid`` and
+  ``job-name`` ones among them -- nodeSelector, tolerations and scheduling gates as
+  Kueue's dispatcher set them; a controller owner reference to the Job),
+  ``parallelism`` of them capped by the completions left (:func:`pods_to_create`);
+  then ``startTime``, ``active``/``ready`` = parallelism, ``Suspended`` condition
+  set False.  :mod:`kueue_es.sim.controllers`, the scheduler stand-in, binds each
+  ungated pod to a Node that fits it (when there are Nodes) and runs it; a pod held
+  by the TAS gate waits for Kueue's ungater;
 * after its duration -- the annotation ``kueue-es.dev/sim-duration-seconds``
-  or the constructor default -- it succeeds: ``completionTime``,
+  or the constructor default -- its pods succeed (what a kubelet writes when the
+  containers exit 0, as for plain pods below) and then the Job: ``completionTime``,
   ``succeeded`` = completions (or parallelism), ``active`` 0, conditions
-  ``SuccessCriteriaMet`` and ``Complete`` True (reason CompletionsReached);
+  ``SuccessCriteriaMet`` and ``Complete`` True (reason CompletionsReached).  With
+  more completions than parallelism the pods run in waves of ``parallelism``, the
+  duration shared out over them; the Job's status counts are written only at the
+  start and the end, as before;
 * a suspended Job (at creation, or suspended while running, as the
-  dispatcher does to evict it) has its run cancelled and gets ``active`` 0,
-  ``ready`` 0, no ``startTime``, ``Suspended`` True and no completion -- the
-  Job controller's status for a suspended Job (its pods are deleted), which
+  dispatcher does to evict it) has its run cancelled, its active pods deleted, and
+  gets ``active`` 0, ``ready`` 0, no ``startTime``, ``Suspended`` True and no
+  completion -- the Job controller's status for a suspended Job, which
   the watcher reads as "no longer active" (Kueue jobs/job/job_controller.go
-  IsActive) -- so it runs its full duration again when unsuspended.  A Job
-  this kubelet never ran (a restart) but whose status still counts active
-  pods gets the same status when seen suspended.
+  IsActive) -- so it runs its full duration again, with new pods, when unsuspended.
+  A Job this kubelet never ran (a restart) but whose status still counts active
+  pods gets the same when seen suspended;
+* a deleted Job's pods are collected by the garbage collector of
+  :mod:`kueue_es.sim.controllers` (its owner is gone).
+
+The pods are not Kueue's: they carry no ``kueue.x-k8s.io/managed`` label, and
+Kueue's pod webhook and the watcher skip a pod whose controller is a Job
+(:func:`kueue_es.jobframework.pods.is_managed`), so no Workload is made for
+them.  An elastic Job's (``kueue.x-k8s.io/elastic-job: "true"``) pods are made by
+:mod:`kueue_es.sim.controllers`, which scales them with its parallelism.
+No Events are recorded (the emulator's controllers record none).
 
 A Job whose ``spec.managedBy`` names another controller than Kubernetes' Job
 controller (MultiKueue's ``kueue.x-k8s.io/multikueue`` on a manager cluster) is left
 alone: it runs on a worker, and its status comes from there.
 
-No pods are created for Jobs.  A restarted kubelet resumes running Jobs from their
-``startTime``, so a Job never runs much longer than declared.
+A restarted kubelet resumes running Jobs from their ``startTime`` and the pods it
+finds, so a Job never runs much longer than declared.
 
 Plain pods (a Kueue single pod or pod group) run too: a pod that has started --
 ungated and given phase Running by :mod:`kueue_es.sim.controllers`, which stand in
@@ -56,10 +80,11 @@ import structlog
 import tenacity
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_es.events import slices
 from kueue_es.jobframework.pods import SERVING_ANNOTATION
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim import store
+from kueue_es.sim import controllers, store
 
 logger = structlog.get_logger(__name__)
 
@@ -69,7 +94,8 @@ _T = TypeVar("_T")
 
 
 class SimulatedKubelet:
-    """Runs unsuspended Jobs and started plain pods for a declared time and completes them through their status.
+    """Runs unsuspended Jobs (with their pods) and started plain pods for a declared time and completes them
+    through their status.
 
     ``api``: an ApiClient (emulator or real cluster -- do not point it at a
     cluster with a real Job controller).  ``default_duration_seconds``: run
@@ -174,6 +200,12 @@ class SimulatedKubelet:
             if cancelled is not None:
                 await asyncio.gather(cancelled, return_exceptions=True)
             if cancelled is not None or _needs_suspended_status(job):
+                if (
+                    cancelled is not None
+                    or job.get("status", {}).get("active")
+                    or job.get("status", {}).get("startTime")
+                ):
+                    await self._delete_pods(job)  # not for a Job created suspended: it never had pods
                 await self._write_status(job, _suspended_status(job, now=self._clock()))
         elif uid not in self._runs:
             task = asyncio.create_task(self._run_job(job), name=f"sim-job-{job['metadata']['name']}")
@@ -247,25 +279,129 @@ class SimulatedKubelet:
         log = self._log.bind(job=metadata["name"], job_namespace=metadata.get("namespace"))
         duration = _duration_of(job, default=self._default_duration, log=log)
         started_at = _parse_time(job.get("status", {}).get("startTime"))
+        pods = await self._job_pods(job)
         if started_at is None:
             started_at = self._clock()
+            pods = await self._create_pods(job, pods)
             await self._write_status(job, _started_status(job, now=started_at))
             log.info("sim_job_started", duration_seconds=duration)
-        remaining = duration - (self._clock() - started_at).total_seconds()
-        await self._sleep(max(0.0, remaining))
+        # one wave of pods at a time (parallelism of them, fewer at the end), the Job's duration shared out over
+        # the waves; a restarted kubelet picks the run up from the pods it finds
+        waves, current = _waves_left(job, pods), job
+        while True:
+            pods = await self._create_pods(current, pods)
+            remaining = duration - (self._clock() - started_at).total_seconds()
+            await self._sleep(max(0.0, remaining / waves))
+            still = await self._still_running(current, log=log)
+            if still is None:
+                return
+            current = still
+            pods = await self._finish_pods(current)
+            waves = min(waves - 1, _waves_left(current, pods)) if _completions_left(current, pods) else 0
+            if waves < 1:
+                break
+        await self._write_status(current, _succeeded_status(current, started_at=started_at, now=self._clock()))
+        log.info("sim_job_completed", duration_seconds=duration)
+
+    async def _still_running(self, job: dict[str, Any], *, log: Any) -> dict[str, Any] | None:
+        """The Job as it is now, or None when it is gone, replaced, suspended or finished (or unreadable)."""
+        metadata = job["metadata"]
         try:
             current = await _until_reachable(
                 client.get_object, self._api, resources.JOBS, namespace=metadata.get("namespace"), name=metadata["name"]
             )
         except errors.NotFoundError:
-            return
+            return None
         except errors.KubeError as exc:
             log.warning("sim_job_not_completed", error=str(exc))
-            return
+            return None
         if _uid(current) != _uid(job) or current.get("spec", {}).get("suspend") or _is_finished(current):
-            return
-        await self._write_status(current, _succeeded_status(current, started_at=started_at, now=self._clock()))
-        log.info("sim_job_completed", duration_seconds=duration)
+            return None
+        return current
+
+    async def _job_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """The pods whose controller is ``job``, listed by the Job's selector as the Job controller does (the
+        whole namespace when the selector has expressions); [] for a Job whose pods are not made here."""
+        if not makes_pods(job):
+            return []
+        metadata, selector = job["metadata"], (job.get("spec") or {}).get("selector") or {}
+        labels = selector.get("matchLabels") or {}
+        label_selector = None
+        if labels and not selector.get("matchExpressions"):
+            label_selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+        try:
+            items, _ = await _until_reachable(
+                client.list_objects,
+                self._api,
+                resources.PODS,
+                namespace=metadata.get("namespace"),
+                label_selector=label_selector,
+            )
+        except errors.KubeError as exc:
+            self._log.warning("sim_job_pods_not_listed", job=metadata["name"], error=str(exc))
+            return []
+        return [pod for pod in items if controllers.controller_uid(pod) == _uid(job)]
+
+    async def _create_pods(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Create the pods the running ``job`` lacks (:func:`pods_to_create`, given its ``pods``); returns its pods
+        with the new ones. A refused pod is logged and left out."""
+        if not makes_pods(job):
+            return pods
+        out = list(pods)
+        metadata = job["metadata"]
+        for body in pods_to_create(job, pods):
+            try:
+                created = await _until_reachable(
+                    client.create_object, self._api, resources.PODS, namespace=metadata.get("namespace"), body=body
+                )
+            except errors.KubeError as exc:
+                self._log.warning("sim_job_pod_not_created", job=metadata["name"], error=str(exc))
+                continue
+            out.append(created)
+        return out
+
+    async def _finish_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """Write each active pod of ``job`` Succeeded (:func:`_pod_succeeded_status`); returns its pods as they are
+        then."""
+        out = []
+        for pod in await self._job_pods(job):
+            if controllers.is_active(pod):
+                metadata = pod["metadata"]
+                try:
+                    pod = await _until_reachable(
+                        client.patch_object,
+                        self._api,
+                        resources.PODS,
+                        namespace=metadata.get("namespace"),
+                        name=metadata["name"],
+                        patch={"status": _pod_succeeded_status(pod, now=self._clock())},
+                        subresource="status",
+                    )
+                except errors.NotFoundError:
+                    continue
+                except errors.KubeError as exc:
+                    self._log.warning("sim_pod_not_completed", pod=metadata["name"], error=str(exc))
+            out.append(pod)
+        return out
+
+    async def _delete_pods(self, job: dict[str, Any]) -> None:
+        """Delete the active pods of a suspended ``job``, as the Job controller does (finished pods stay)."""
+        for pod in await self._job_pods(job):
+            if not controllers.is_active(pod):
+                continue
+            metadata = pod["metadata"]
+            try:
+                await _until_reachable(
+                    client.delete_object,
+                    self._api,
+                    resources.PODS,
+                    namespace=metadata.get("namespace"),
+                    name=metadata["name"],
+                )
+            except errors.NotFoundError:
+                pass
+            except errors.KubeError as exc:
+                self._log.warning("sim_pod_not_deleted", pod=metadata["name"], error=str(exc))
 
     async def _write_status(self, job: dict[str, Any], status: dict[str, Any]) -> None:
         """Merge-patch ``.status`` through the subresource, waiting out connection failures."""
@@ -383,6 +519,69 @@ def _condition(kind: str, *, status: str, reason: str, message: str, now: dateti
         "lastProbeTime": stamp,
         "lastTransitionTime": stamp,
     }
+
+
+def makes_pods(job: dict[str, Any]) -> bool:
+    """Whether this module makes ``job``'s pods: every Job but an elastic one (``kueue.x-k8s.io/elastic-job:
+    "true"``), whose pods :mod:`kueue_es.sim.controllers` scales with its parallelism."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(slices.ELASTIC_JOB_ANNOTATION) != "true"
+
+
+def _indexed(job: dict[str, Any]) -> bool:
+    return (job.get("spec") or {}).get("completionMode") == "Indexed"
+
+
+def _index_of(pod: dict[str, Any]) -> int | None:
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(controllers.JOB_COMPLETION_INDEX)
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _succeeded(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Succeeded"]
+
+
+def _completions_left(job: dict[str, Any], pods: list[dict[str, Any]]) -> int:
+    """How many more pods of ``job`` must succeed: its completions less the succeeded pods (distinct indexes for
+    an Indexed Job); without ``completions``, the parallelism until one pod succeeded, then none (a work queue:
+    job_controller.go)."""
+    completions = (job.get("spec") or {}).get("completions")
+    done = _succeeded(pods)
+    if completions is None:
+        return 0 if done else _pod_count(job)
+    if _indexed(job):
+        return max(0, int(completions) - len({_index_of(pod) for pod in done} - {None}))
+    return max(0, int(completions) - len(done))
+
+
+def _waves_left(job: dict[str, Any], pods: list[dict[str, Any]]) -> int:
+    """The rounds of ``parallelism`` pods still to run for ``job`` (at least 1; 1 for a Job whose pods are not
+    made here)."""
+    if not makes_pods(job):
+        return 1
+    return max(1, -(-_completions_left(job, pods) // max(1, _pod_count(job))))
+
+
+def pods_to_create(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pod bodies (:func:`controllers.job_pod`) the Job controller creates for a running ``job`` whose pods are
+    ``pods`` (job_controller.go manageJob): active pods up to ``parallelism``, capped by the completions left;
+    an Indexed Job's pods take the lowest indexes neither succeeded nor running. [] for a Job this module
+    leaves to another (:func:`makes_pods`)."""
+    if not makes_pods(job):
+        return []
+    active = [pod for pod in pods if controllers.is_active(pod)]
+    wanted = min(_pod_count(job), _completions_left(job, pods)) - len(active)
+    if wanted <= 0:
+        return []
+    if not _indexed(job):
+        return [controllers.job_pod(job) for _ in range(wanted)]
+    taken = {_index_of(pod) for pod in [*active, *_succeeded(pods)]}
+    completions = int((job.get("spec") or {}).get("completions") or 0)
+    free = [index for index in range(completions) if index not in taken]
+    return [controllers.job_pod(job, index=index) for index in free[:wanted]]
 
 
 def _pod_count(job: dict[str, Any]) -> int:

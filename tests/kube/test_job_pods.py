@@ -1,0 +1,380 @@
+"""A Job in the emulator has pods, as Kubernetes' Job controller makes them, seen through the real kubectl.
+
+The simulated kubelet (:mod:`kueue_es.sim.kubelet`) creates an unsuspended Job's pods and finishes them
+with its run; the simulated controllers (:mod:`kueue_es.sim.controllers`) bind ungated pods to a Node that
+fits them, run them, and collect the pods of a deleted Job. Kueue's pod webhook and the watcher leave the
+pods alone: their controller is a Job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es.events import models, tas
+from kueue_es.jobframework import pods as pod_integration
+from kueue_es.jobframework import workloads
+from kueue_es.services.dispatcher import ungater
+from kueue_es.services.kube import client, resources
+from kueue_es.services.runtime import cancel_and_wait
+from kueue_es.sim import controllers, emulator, kubelet
+from tests.kube.test_kubectl import Kubectl, table
+
+pytestmark = [
+    pytest.mark.timeout(30),
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: these tests run the real one"),
+]
+
+#: The annotation and label of an Indexed Job pod's completion index (batch/v1 JobCompletionIndexAnnotation).
+JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+JOB_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name")
+
+
+@pytest.fixture
+async def kubectl(cluster: emulator.ClusterEmulator, tmp_path: Path) -> Kubectl:
+    return Kubectl(cluster.url, tmp_path)
+
+
+@pytest.fixture
+async def simulated(api: k8s_client.ApiClient) -> AsyncIterator[None]:
+    """The simulated kubelet (Jobs run 1 s unless annotated) and controllers, stopped after the test."""
+    watch = {"timeout_seconds": 30, "backoff_seconds": 0.05}
+    tasks = [
+        asyncio.create_task(kubelet.SimulatedKubelet(api, default_duration_seconds=1.0, watch_options=watch).run()),
+        asyncio.create_task(
+            controllers.SimulatedControllers(api, lws=False, ray=False, watch_options={"timeout_seconds": 30}).run()
+        ),
+    ]
+    try:
+        yield
+    finally:
+        await cancel_and_wait(tasks)
+
+
+def job(name: str, *, suspend: bool = False, duration: float | None = None, **spec: Any) -> dict[str, Any]:
+    """A Job manifest; ``duration``: its simulated run time (seconds); ``spec`` fields over the defaults, a
+    ``template_spec`` merged into the pod template's spec and ``template_labels`` into its labels."""
+    annotations = {kubelet.SIM_DURATION_ANNOTATION: str(duration)} if duration is not None else {}
+    pod_spec = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+    pod_spec.update(spec.pop("template_spec", {}))
+    template = {"metadata": {"labels": spec.pop("template_labels", {})}, "spec": pod_spec}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"suspend": suspend, "template": template, **spec},
+    }
+
+
+async def pods_of(kubectl: Kubectl, name: str) -> list[dict[str, Any]]:
+    """``kubectl get pods -l job-name=NAME -o json``: the Job's pods, by name."""
+    out = json.loads(await kubectl.ok("get", "pods", "-l", f"job-name={name}", "-o", "json"))
+    return sorted(out["items"], key=lambda pod: pod["metadata"]["name"])
+
+
+async def until(check: Callable[[], Any], *, timeout: float = 10.0) -> Any:
+    """Call the coroutine function ``check`` every 0.1 s until it returns something truthy; return that."""
+    async with asyncio.timeout(timeout):
+        while not (found := await check()):
+            await asyncio.sleep(0.1)
+    return found
+
+
+async def job_status(api: k8s_client.ApiClient, name: str) -> dict[str, Any]:
+    return (await client.get_object(api, resources.JOBS, namespace="default", name=name)).get("status") or {}
+
+
+def is_complete(status: dict[str, Any]) -> bool:
+    return any(c["type"] == "Complete" and c["status"] == "True" for c in status.get("conditions") or [])
+
+
+def phases(pods: list[dict[str, Any]]) -> list[str]:
+    return [pod["status"].get("phase", "") for pod in pods]
+
+
+@pytest.mark.usefixtures("simulated")
+async def test_a_running_job_has_parallelism_pods_that_succeed_before_it_completes(
+    kubectl: Kubectl, api: k8s_client.ApiClient
+) -> None:
+    """An unsuspended Job gets ``parallelism`` pods ``<job>-<5 chars>`` with the Job controller's labels and a
+    controller owner reference; they run and are Ready while the Job counts them active and ready, then
+    succeed (containers terminated, reason Completed) and the Job is Complete with as many succeeded."""
+    created = await client.create_object(
+        api, resources.JOBS, namespace="default", body=job("sample", parallelism=3, completions=3)
+    )
+    uid = created["metadata"]["uid"]
+
+    async def running() -> list[dict[str, Any]] | None:
+        pods = await pods_of(kubectl, "sample")
+        return pods if len(pods) == 3 and phases(pods) == ["Running"] * 3 else None
+
+    pods = await until(running)
+    status = await job_status(api, "sample")
+    assert status["active"] == status["ready"] == 3 and not is_complete(status)
+    for pod in pods:
+        meta = pod["metadata"]
+        assert meta["name"].startswith("sample-") and len(meta["name"]) == len("sample-") + 5
+        assert {key: meta["labels"][key] for key in JOB_LABELS} == {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": "sample",
+            "controller-uid": uid,
+            "job-name": "sample",
+        }
+        assert meta["ownerReferences"] == [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": "sample",
+                "uid": uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
+    rows = table(await kubectl.ok("get", "pods"))
+    assert rows[0][:3] == ["NAME", "READY", "STATUS"]
+    assert sorted((row[1], row[2]) for row in rows[1:]) == [("1/1", "Running")] * 3
+
+    async def done() -> list[dict[str, Any]] | None:
+        return await pods_of(kubectl, "sample") if is_complete(await job_status(api, "sample")) else None
+
+    pods = await until(done)
+    assert phases(pods) == ["Succeeded"] * 3
+    for pod in pods:
+        (container,) = pod["status"]["containerStatuses"]
+        assert container["state"]["terminated"]["reason"] == "Completed"
+        assert container["state"]["terminated"]["exitCode"] == 0
+    status = await job_status(api, "sample")
+    assert status["succeeded"] == 3 and status["active"] == 0
+    rows = table(await kubectl.ok("get", "pods"))
+    assert sorted((row[1], row[2]) for row in rows[1:]) == [("0/1", "Completed")] * 3
+
+
+@pytest.mark.usefixtures("simulated")
+async def test_an_indexed_job_names_and_labels_its_pods_by_completion_index_and_runs_them_in_waves(
+    kubectl: Kubectl, api: k8s_client.ApiClient
+) -> None:
+    """Indexed, completions 3 and parallelism 2: pods ``<job>-<index>-<5 chars>`` for indexes 0 and 1 (capped at
+    parallelism), with the completion index annotation, label and hostname; once they succeed, index 2 runs
+    alone (capped by the completions left); the Job completes with 3 succeeded pods, one per index."""
+    await client.create_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        body=job("indexed", duration=1.6, parallelism=2, completions=3, completionMode="Indexed"),
+    )
+
+    async def first_wave() -> list[dict[str, Any]] | None:
+        pods = await pods_of(kubectl, "indexed")
+        return pods if len(pods) == 2 and phases(pods) == ["Running"] * 2 else None
+
+    pods = await until(first_wave)
+    for index, pod in enumerate(pods):
+        meta = pod["metadata"]
+        assert meta["name"].startswith(f"indexed-{index}-") and len(meta["name"]) == len(f"indexed-{index}-") + 5
+        assert meta["annotations"][JOB_COMPLETION_INDEX] == str(index)
+        assert meta["labels"][JOB_COMPLETION_INDEX] == str(index)
+        assert pod["spec"]["hostname"] == f"indexed-{index}"
+
+    async def second_wave() -> list[dict[str, Any]] | None:
+        pods = await pods_of(kubectl, "indexed")
+        return pods if len(pods) == 3 and phases(pods) == ["Succeeded", "Succeeded", "Running"] else None
+
+    pods = await until(second_wave)
+    assert pods[2]["metadata"]["name"].startswith("indexed-2-")
+    assert not is_complete(await job_status(api, "indexed"))
+
+    async def done() -> list[dict[str, Any]] | None:
+        return await pods_of(kubectl, "indexed") if is_complete(await job_status(api, "indexed")) else None
+
+    pods = await until(done)
+    assert phases(pods) == ["Succeeded"] * 3
+    assert [pod["metadata"]["labels"][JOB_COMPLETION_INDEX] for pod in pods] == ["0", "1", "2"]
+    assert (await job_status(api, "indexed"))["succeeded"] == 3
+
+
+@pytest.mark.usefixtures("simulated")
+async def test_suspending_a_job_deletes_its_pods_and_resuming_makes_new_ones(
+    kubectl: Kubectl, api: k8s_client.ApiClient
+) -> None:
+    """Kueue evicts a Job by suspending it: its pods are deleted and its status counts none; unsuspended again
+    it gets new pods."""
+    await client.create_object(
+        api, resources.JOBS, namespace="default", body=job("evicted", duration=30, parallelism=2)
+    )
+
+    async def running() -> list[str] | None:
+        pods = await pods_of(kubectl, "evicted")
+        return [p["metadata"]["name"] for p in pods] if phases(pods) == ["Running"] * 2 else None
+
+    first = await until(running)
+    await kubectl.ok("patch", "job", "evicted", "--type=merge", "-p", '{"spec":{"suspend":true}}')
+
+    async def gone() -> bool:
+        return not await pods_of(kubectl, "evicted")
+
+    await until(gone)
+    status = await job_status(api, "evicted")
+    assert status["active"] == 0 and not status.get("startTime")
+    await kubectl.ok("patch", "job", "evicted", "--type=merge", "-p", '{"spec":{"suspend":false}}')
+    second = await until(running)
+    assert not set(first) & set(second)
+
+
+@pytest.mark.usefixtures("simulated")
+async def test_a_suspended_job_has_no_pods_and_a_deleted_job_takes_its_pods(
+    kubectl: Kubectl, api: k8s_client.ApiClient
+) -> None:
+    """A Job created suspended (as Kueue's webhook stores a queued one) has no pods; ``kubectl delete job``
+    takes the pods of a running one with it (the garbage collector)."""
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("held", suspend=True))
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("doomed", duration=30))
+
+    async def running() -> bool:
+        return phases(await pods_of(kubectl, "doomed")) == ["Running"]
+
+    await until(running)
+    assert await pods_of(kubectl, "held") == []
+    await kubectl.ok("delete", "job", "doomed")
+
+    async def gone() -> bool:
+        return not await pods_of(kubectl, "doomed")
+
+    await until(gone)
+
+
+@pytest.mark.usefixtures("simulated")
+async def test_pods_are_bound_to_a_node_their_node_selector_matches(
+    kubectl: Kubectl, api: k8s_client.ApiClient
+) -> None:
+    """With Nodes, each pod is bound to one that matches its nodeSelector (the flavor's labels Kueue put on
+    the template) and tolerates its taints; ``kubectl get pods -o wide`` shows it. Pods spread over the
+    fitting nodes."""
+    nodes = {
+        "cpu-a": {"flavor": "cpu"},
+        "cpu-b": {"flavor": "cpu"},
+        "gpu-a": {"flavor": "gpu"},
+        "tainted": {"flavor": "gpu"},
+    }
+    for name, labels in nodes.items():
+        spec = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]} if name == "tainted" else {}
+        body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec}
+        await client.create_object(api, resources.NODES, body=body)
+    await client.create_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        body=job("placed", duration=30, parallelism=2, template_spec={"nodeSelector": {"flavor": "cpu"}}),
+    )
+    await client.create_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        body=job("gpu", duration=30, parallelism=2, template_spec={"nodeSelector": {"flavor": "gpu"}}),
+    )
+
+    async def running() -> bool:
+        return phases(await pods_of(kubectl, "placed") + await pods_of(kubectl, "gpu")) == ["Running"] * 4
+
+    await until(running)
+    rows = table(await kubectl.ok("get", "pods", "-o", "wide"))
+    column = rows[0].index("NODE")
+    placed = {row[0]: row[column] for row in rows[1:]}
+    assert sorted(node for name, node in placed.items() if name.startswith("placed-")) == ["cpu-a", "cpu-b"]
+    assert [node for name, node in placed.items() if name.startswith("gpu-")] == ["gpu-a", "gpu-a"]
+
+
+@pytest.mark.usefixtures("simulated")
+async def test_topology_gated_pods_wait_and_then_run_on_the_node_the_ungater_chose(
+    kubectl: Kubectl, api: k8s_client.ApiClient
+) -> None:
+    """A TAS Job's pods carry the template's ``kueue.x-k8s.io/topology`` gate and stay Pending
+    (SchedulingGated); Kueue's ungater plan (:func:`ungater.plan_pod_set`) over the pods as listed gives
+    each a domain by its completion index, and once the gate is off and the domain's nodeSelector on, each runs on its node."""
+    for name in ("node-1", "node-2"):
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        }
+        await client.create_object(api, resources.NODES, body=body)
+    gates = [{"name": ungater.TOPOLOGY_GATE}]
+    await client.create_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        body=job(
+            "tas",
+            duration=30,
+            parallelism=2,
+            completions=2,
+            completionMode="Indexed",
+            template_spec={"schedulingGates": gates},
+        ),
+    )
+
+    async def gated() -> list[dict[str, Any]] | None:
+        pods = await pods_of(kubectl, "tas")
+        return pods if len(pods) == 2 else None
+
+    pods = await until(gated)
+    await asyncio.sleep(0.3)  # the controllers had their chance: a gated pod does not run
+    rows = table(await kubectl.ok("get", "pods"))
+    assert sorted(row[2] for row in rows[1:]) == ["SchedulingGated"] * 2
+    domains = tuple(tas.DomainAssignment(values=(host,), count=1) for host in ("node-2", "node-1"))
+    assignment = tas.Assignment(levels=(tas.HOSTNAME_LABEL,), domains=domains)
+    request = models.PodSetTopologyRequest(required="kubernetes.io/hostname", pod_index_label=JOB_COMPLETION_INDEX)
+    plan = ungater.plan_pod_set(
+        ungater.PodSetTopology(name="main", count=2, assignment=assignment, request=request), pods
+    )
+    assert sorted(u.name for u in plan) == sorted(p["metadata"]["name"] for p in pods)
+    for ungate in plan:
+        patch = {"spec": {"schedulingGates": None, "nodeSelector": ungate.node_selector}}
+        await client.patch_object(api, resources.PODS, namespace="default", name=ungate.name, patch=patch)
+
+    async def running() -> bool:
+        return phases(await pods_of(kubectl, "tas")) == ["Running"] * 2
+
+    await until(running)
+    rows = table(await kubectl.ok("get", "pods", "-o", "wide"))
+    column = rows[0].index("NODE")
+    placed = {row[0]: row[column] for row in rows[1:]}
+    assert placed == {ungate.name: ungate.node_selector[tas.HOSTNAME_LABEL] for ungate in plan}
+    # rank mode: completion index 0 gets the assignment's first domain, index 1 the second
+    assert sorted(placed.items()) == [(pods[0]["metadata"]["name"], "node-2"), (pods[1]["metadata"]["name"], "node-1")]
+
+
+async def test_kueues_pod_webhook_and_watcher_leave_a_jobs_pods_alone(
+    kubectl: Kubectl, api: k8s_client.ApiClient, cluster: emulator.ClusterEmulator
+) -> None:
+    """The pods of a Job whose template even names a queue are not Kueue's pod integration's: the pod webhook
+    (played by the emulator) neither gates nor marks them managed, so the watcher makes no Workload for them
+    (their controller is a Job: Kueue pod_webhook.go skips pods whose owner Kueue manages)."""
+    assert emulator.gate_queued_pods in cluster.create_hooks
+    watch = {"timeout_seconds": 30, "backoff_seconds": 0.05}
+    tasks = [
+        asyncio.create_task(kubelet.SimulatedKubelet(api, default_duration_seconds=30, watch_options=watch).run()),
+        asyncio.create_task(controllers.SimulatedControllers(api, lws=False, ray=False).run()),
+    ]
+    try:
+        queued = job("queued", template_labels={workloads.QUEUE_LABEL: "user-queue"})
+        await client.create_object(api, resources.JOBS, namespace="default", body=queued)
+        await kubectl.ok("patch", "job", "queued", "--type=merge", "-p", '{"spec":{"suspend":false}}')
+
+        async def running() -> list[dict[str, Any]] | None:
+            pods = await pods_of(kubectl, "queued")
+            return pods if phases(pods) == ["Running"] else None
+
+        (pod,) = await until(running)
+    finally:
+        await cancel_and_wait(tasks)
+    assert workloads.MANAGED_LABEL not in pod["metadata"]["labels"]
+    assert not pod["spec"].get("schedulingGates")
+    assert not pod_integration.is_managed(pod, workloads.Context(manage_jobs_without_queue_name=True))
