@@ -22,7 +22,8 @@ watches batch/v1 Jobs, makes their pods as Kubernetes' Job controller does
 * after its duration -- the annotation ``kueue-es.dev/sim-duration-seconds``
   or the constructor default -- its pods succeed (what a kubelet writes when the
   containers exit 0, as for plain pods below) and then the Job: ``completionTime``,
-  ``succeeded`` = completions (or parallelism), ``active`` 0, conditions
+  ``succeeded`` = completions (or parallelism), ``completedIndexes`` for an Indexed
+  Job, ``active`` 0, conditions
   ``SuccessCriteriaMet`` and ``Complete`` True (reason CompletionsReached).  With
   more completions than parallelism the pods run in waves of ``parallelism``, the
   duration shared out over them; the Job's status counts are written only at the
@@ -630,7 +631,9 @@ def _succeeded_status(job: dict[str, Any], *, started_at: datetime.datetime, now
                 now=now,
             ),
         )
+    indexes = {"completedIndexes": completed_indexes(int(succeeded))} if _indexed(job) and succeeded else {}
     return {
+        **indexes,
         "startTime": store.format_timestamp(started_at),
         "completionTime": store.format_timestamp(now),
         "succeeded": succeeded,
@@ -640,6 +643,18 @@ def _succeeded_status(job: dict[str, Any], *, started_at: datetime.datetime, now
         "uncountedTerminatedPods": {},
         "conditions": conditions,
     }
+
+
+def completed_indexes(count: int) -> str:
+    """``status.completedIndexes`` of an Indexed Job whose indexes ``0 .. count - 1`` all succeeded, in the Job
+    controller's interval notation (indexed_job_utils.go orderedIntervals.String): "" for none, "0", "0,1",
+    then "0-2" and on. Raises ValueError for a negative count."""
+    if count < 0:
+        raise ValueError(f"completed index count {count} is negative")
+    if count == 0:
+        return ""
+    last = count - 1
+    return "0" if last == 0 else f"0{',' if last == 1 else '-'}{last}"
 
 
 def _pod_succeeded_status(pod: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:

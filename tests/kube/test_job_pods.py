@@ -163,7 +163,8 @@ async def test_an_indexed_job_names_and_labels_its_pods_by_completion_index_and_
 ) -> None:
     """Indexed, completions 3 and parallelism 2: pods ``<job>-<index>-<5 chars>`` for indexes 0 and 1 (capped at
     parallelism), with the completion index annotation, label and hostname; once they succeed, index 2 runs
-    alone (capped by the completions left); the Job completes with 3 succeeded pods, one per index."""
+    alone (capped by the completions left); the Job completes with 3 succeeded pods, one per index, and
+    ``completedIndexes`` 0-2 (``kubectl describe job``)."""
     await client.create_object(
         api,
         resources.JOBS,
@@ -197,7 +198,15 @@ async def test_an_indexed_job_names_and_labels_its_pods_by_completion_index_and_
     pods = await until(done)
     assert phases(pods) == ["Succeeded"] * 3
     assert [pod["metadata"]["labels"][JOB_COMPLETION_INDEX] for pod in pods] == ["0", "1", "2"]
-    assert (await job_status(api, "indexed"))["succeeded"] == 3
+    status = await job_status(api, "indexed")
+    assert status["succeeded"] == 3 and status["completedIndexes"] == "0-2"
+    assert "Completed Indexes:  0-2" in await kubectl.ok("describe", "job", "indexed")
+
+
+@pytest.mark.parametrize(("count", "want"), [(0, ""), (1, "0"), (2, "0,1"), (3, "0-2"), (10, "0-9")])
+def test_completed_indexes_read_as_the_job_controller_writes_them(count: int, want: str) -> None:
+    """An Indexed Job's ``completedIndexes``: the Job controller's intervals, two neighbours by a comma."""
+    assert kubelet.completed_indexes(count) == want
 
 
 @pytest.mark.usefixtures("simulated")
