@@ -113,7 +113,8 @@ async def test_a_running_job_has_parallelism_pods_that_succeed_before_it_complet
 
     async def running() -> list[dict[str, Any]] | None:
         pods = await pods_of(kubectl, "sample")
-        return pods if len(pods) == 3 and phases(pods) == ["Running"] * 3 else None
+        started = (await job_status(api, "sample")).get("startTime")  # written once the pods are created
+        return pods if started and len(pods) == 3 and phases(pods) == ["Running"] * 3 else None
 
     pods = await until(running)
     status = await job_status(api, "sample")
@@ -226,8 +227,9 @@ async def test_suspending_a_job_deletes_its_pods_and_resuming_makes_new_ones(
     first = await until(running)
     await kubectl.ok("patch", "job", "evicted", "--type=merge", "-p", '{"spec":{"suspend":true}}')
 
-    async def gone() -> bool:
-        return not await pods_of(kubectl, "evicted")
+    async def gone() -> bool:  # the pods are deleted first, then the status written
+        suspended = any(c["type"] == "Suspended" for c in (await job_status(api, "evicted")).get("conditions") or [])
+        return suspended and not await pods_of(kubectl, "evicted")
 
     await until(gone)
     status = await job_status(api, "evicted")
@@ -334,8 +336,14 @@ async def test_topology_gated_pods_wait_and_then_run_on_the_node_the_ungater_cho
         return pods if len(pods) == 2 else None
 
     pods = await until(gated)
-    await asyncio.sleep(0.3)  # the controllers had their chance: a gated pod does not run
-    rows = table(await kubectl.ok("get", "pods"))
+    # a Job without the gate, created after: once its pod runs, the controllers had their pass over the gated ones
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("marker", duration=30))
+
+    async def marker_running() -> bool:
+        return phases(await pods_of(kubectl, "marker")) == ["Running"]
+
+    await until(marker_running)
+    rows = table(await kubectl.ok("get", "pods", "-l", "job-name=tas"))
     assert sorted(row[2] for row in rows[1:]) == ["SchedulingGated"] * 2
     domains = tuple(tas.DomainAssignment(values=(host,), count=1) for host in ("node-2", "node-1"))
     assignment = tas.Assignment(levels=(tas.HOSTNAME_LABEL,), domains=domains)
@@ -352,7 +360,7 @@ async def test_topology_gated_pods_wait_and_then_run_on_the_node_the_ungater_cho
         return phases(await pods_of(kubectl, "tas")) == ["Running"] * 2
 
     await until(running)
-    rows = table(await kubectl.ok("get", "pods", "-o", "wide"))
+    rows = table(await kubectl.ok("get", "pods", "-l", "job-name=tas", "-o", "wide"))
     column = rows[0].index("NODE")
     placed = {row[0]: row[column] for row in rows[1:]}
     assert placed == {ungate.name: ungate.node_selector[tas.HOSTNAME_LABEL] for ungate in plan}
