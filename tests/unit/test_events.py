@@ -1,8 +1,10 @@
 """Events round-trip through the codec byte for byte, and the schema export covers them."""
 
+import hashlib
 import json
 import subprocess
 import sys
+import typing
 
 import pytest
 
@@ -278,3 +280,28 @@ def test_a_batch_result_stands_for_the_dispatch_applied_of_each_entry() -> None:
     single = types.DispatchFailed(workload=REF, decision_seq=8, action="StartJob", status=404, reason="NotFound")
     assert types.dispatch_results(single) == (single,)
     assert types.dispatch_results(types.ObjectDeleted(kind="Workload", namespace="ns", name="w")) == ()
+
+
+FACT_SAMPLES = [e for e in SAMPLES if isinstance(e, typing.get_args(types.Fact))]
+
+
+@pytest.mark.parametrize("fact", FACT_SAMPLES, ids=lambda e: type(e).__name__)
+def test_a_fact_message_is_encoded_once(fact: types.Fact, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fact_message encodes its fact once (the bench harness makes one per workload created, finished
+    or stopped: issue 18) and makes the message of the subject, dedup id and headers it always made."""
+    kind, namespace, name = subjects.fact_identity(fact)
+    expected = subjects.message(
+        fact, subject=subjects.fact_subject(fact), msg_id=f"{codec.type_name(fact)}:{kind}:{namespace}/{name}:v7"
+    )
+    encode = codec.encode
+    calls: list[types.Event] = []
+
+    def counted(event: types.Event) -> bytes:
+        calls.append(event)
+        return encode(event)
+
+    monkeypatch.setattr(codec, "encode", counted)
+    assert subjects.fact_message(fact, version="v7") == expected
+    assert calls == [fact]
+    digest = subjects.fact_message(fact)
+    assert digest.msg_id.endswith(":" + hashlib.sha256(expected.data).hexdigest()[:24])
