@@ -398,10 +398,15 @@ def planned_workloads(stream: Stream) -> Iterator[PlannedWorkload]:
     """The workloads ``stream`` creates, in order, with their nominal creation offsets."""
     wl_set, queue = stream.workload_set, stream.queue
     interval = wl_set.creation_interval_ms
-    requests = [topology_request(template) for template in wl_set.workloads]
+    # what a template gives every workload it makes, worked out once per stream, not per workload: a
+    # large configuration makes 50,000 workloads from a handful of templates (issue 18)
+    made = [
+        (ti, template, _pods(template), _cpu(template.request, "request"), topology_request(template))
+        for ti, template in enumerate(wl_set.workloads)
+    ]
     k = 0
     for si in range(wl_set.count):
-        for ti, template in enumerate(wl_set.workloads):
+        for ti, template, pods, request_m, request in made:
             k += 1
             yield PlannedWorkload(
                 name=f"{template.class_name}-{stream.set_index}-{si}-{ti}",
@@ -410,11 +415,11 @@ def planned_workloads(stream: Stream) -> Iterator[PlannedWorkload]:
                 cohort=queue.cohort,
                 class_name=template.class_name,
                 priority=template.priority,
-                pods=_pods(template),
-                request_m=_cpu(template.request, "request"),
+                pods=pods,
+                request_m=request_m,
                 runtime_ms=template.runtime_ms,
                 offset_ms=k * interval,
-                topology_request=requests[ti],
+                topology_request=request,
             )
 
 

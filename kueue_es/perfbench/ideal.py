@@ -61,9 +61,14 @@ class IdealResult:
     usage_percent: dict[str, float] = field(default_factory=dict)
 
 
-def ideal_bound(generated: Generated) -> IdealResult:
-    """Run the greedy ideal scheduler over ``generated``'s workloads (pure; a few seconds for 50,000)."""
-    planned = generated.planned()
+def ideal_bound(generated: Generated, planned: list[PlannedWorkload] | None = None) -> IdealResult:
+    """Run the greedy ideal scheduler over ``generated``'s workloads (pure; a few seconds for 50,000).
+
+    ``planned``: ``generated.planned()`` when the caller has it already (the bench driver), so the
+    50,000 workloads of a large configuration are not made a second time.
+    """
+    if planned is None:
+        planned = generated.planned()
     queues = {q.name: q for q in generated.queues}
     cohort_capacity: dict[str, int] = defaultdict(int)
     for q in generated.queues:

@@ -46,6 +46,23 @@ def test_streams_wait_the_interval_before_each_workload() -> None:
     assert (large[0].cpu_m, large[0].runtime_ms, large[0].priority) == (20_000, 1_000, 200)
 
 
+def test_a_stream_reads_each_template_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A template's request is parsed once per stream, not once per workload it makes (50,000 in the
+    large configuration from three templates: issue 18); every workload carries it all the same."""
+    gen = generated(BASELINE)
+    parsed: list[str] = []
+    cpu = generator._cpu
+
+    def counted(value: str | int | float, where: str) -> int:
+        parsed.append(where)
+        return cpu(value, where)
+
+    monkeypatch.setattr(generator, "_cpu", counted)
+    small = list(generator.planned_workloads(gen.streams[0]))
+    assert parsed == ["request"]
+    assert len(small) == 350 and {wl.request_m for wl in small} == {1_000}
+
+
 def test_object_facts_are_kueues_objects_in_creation_order() -> None:
     gen = generated(BASELINE)
     facts = generator.object_facts(gen, now_ms=1_000)

@@ -49,3 +49,10 @@ def test_baseline_is_at_the_physical_limit() -> None:
     large = result.classes["large"].average_time_to_admission_ms
     small = result.classes["small"].average_time_to_admission_ms
     assert large < small  # priority first
+
+
+def test_the_planned_workloads_given_give_the_same_bound() -> None:
+    """The driver hands its planned workloads over rather than making them a second time (issue 18):
+    the bound is the one worked out from the configuration alone."""
+    generated = generator.generate(generator.parse_config(yaml.safe_load(BASELINE)))
+    assert ideal.ideal_bound(generated, generated.planned()) == ideal.ideal_bound(generated)
