@@ -572,6 +572,11 @@ async def _read(
         if isinstance(event, types.DecisionRecord):
             for released in event.released_decisions():
                 recorder.record(released)
+        elif isinstance(event, types.DispatchBatchApplied):
+            # its entries made into DispatchApplied once, for both (each would make them all again)
+            for applied in event.applied():
+                recorder.record(applied)
+                executor.observe(applied)
         else:
             recorder.record(event)
             executor.observe(event)

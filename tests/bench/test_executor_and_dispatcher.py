@@ -161,3 +161,40 @@ async def _log(bus: MemoryBus):  # type: ignore[no-untyped-def]
         yield message
         if message.seq >= last:
             return
+
+
+async def test_the_harness_reader_makes_a_batch_results_entries_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness's reader hands each entry of a DispatchBatchApplied to the recorder and the executor
+    as a DispatchApplied made once for both (issue 18: each made them all again)."""
+    from kueue_es.perfbench import driver, metrics
+
+    batch = types.DispatchBatchApplied(
+        partition="p0",
+        record_seq=6,
+        entries=[
+            types.DispatchEntry(decision_seq=7, workload=REF, action="StartJob"),
+            types.DispatchEntry(decision_seq=8, workload=REF, action="Evict"),
+        ],
+    )
+    made = 0
+    applied = types.DispatchBatchApplied.applied
+
+    def counted(self: types.DispatchBatchApplied) -> list[types.DispatchApplied]:
+        nonlocal made
+        made += 1
+        return applied(self)
+
+    monkeypatch.setattr(types.DispatchBatchApplied, "applied", counted)
+    bus = MemoryBus()
+    await bus.publish(subjects.message(batch, subject=subjects.record_dispatch_subject("p0", 6), msg_id="disp-6"))
+    recorder = metrics.Recorder()
+    executor = Executor(runtime_ms={"ns/w": 60_000}, clock=lambda: 0)
+    done = asyncio.Event()
+    reader = asyncio.create_task(
+        driver._read(bus, recorder, executor, total=0, done=done, last={})  # type: ignore[arg-type]
+    )
+    await asyncio.wait_for(done.wait(), 5)
+    await cancel_and_wait([reader])
+    assert made == 1
+    assert (executor.started, executor.stopped, executor.running) == (1, 1, {})
+    assert kinds(executor) == ["WorkloadStopped"]

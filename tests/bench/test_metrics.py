@@ -201,3 +201,31 @@ def test_held_over_runtime_p99_by_nearest_rank() -> None:
         recorder.record(released(name, i + 1))
     # held 1..200 ms, runtime 0: the mean of 100 and 101 rounded down, p99 the 198th smallest
     assert recorder.held_over_runtime() == {"small": {"count": 200, "medianMs": 100, "p99Ms": 198}}
+
+
+def test_an_admission_that_reserves_folds_as_its_reservation_then_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A WorkloadAdmitted with its pod set assignments and no reservation before it (admitter logic 13)
+    holds the quota its QuotaReserved would have, without the recorder making that QuotaReserved: the
+    harness folds one per admission (issue 18)."""
+    two = metrics.Recorder()
+    for event in (workload("a", "small", 100), reserved("a", 200), types.admitted(reserved("a", 200), at_ms=200)):
+        two.record(event)
+
+    def not_made(admission: types.WorkloadAdmitted) -> types.QuotaReserved:
+        raise AssertionError("the recorder made a QuotaReserved")
+
+    monkeypatch.setattr(types, "reservation_of", not_made)
+    one = metrics.Recorder()
+    for event in (workload("a", "small", 100), types.admitted(reserved("a", 200), at_ms=200), released("a", 700)):
+        one.record(event)
+    two.record(released("a", 700))
+    assert one.summary() == two.summary() and one.held_over_runtime() == two.held_over_runtime()
+    assert one.queues == two.queues and one.admitted == two.admitted == 1
+
+
+def test_events_the_recorder_does_not_fold_change_nothing() -> None:
+    recorder = recorded_run()
+    before = (recorder.summary(), recorder.held_over_runtime(), recorder.admission_times[:])
+    recorder.record(types.WorkloadStopped(workload=ref("a"), reason="Preempted", at_ms=2_000))
+    recorder.record(types.DispatchApplied(workload=ref("a"), decision_seq=3, action="Evict"))
+    assert (recorder.summary(), recorder.held_over_runtime(), recorder.admission_times) == before
