@@ -6,7 +6,11 @@ import argparse
 import asyncio
 import shlex
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -89,6 +93,23 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def run_kept(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)``, with ``main``'s result kept out of the task asyncio.run makes.
+
+    On Python 3.11, asyncio.run's clean-up looks its SIGINT handler (a partial over the main task) up
+    through ``signal.getsignal``, which formats ``repr(handler)`` for a ValueError it then drops: the
+    task's repr holds its result's. For the bench that is the run's RunResult, recorder and all, a
+    dataclass repr over every workload (50,000 in the large configuration: issue 18).
+    """
+    kept: list[T] = []
+
+    async def keeping() -> None:
+        kept.append(await main)
+
+    asyncio.run(keeping())
+    return kept[0]
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the bench; 0 in range (or no --check), 1 out of range, incomplete or (``--chaos``) a violated
     invariant or a victim that never recovered, 2 bad input."""
@@ -141,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     # undone after the run, as the caller (a test, say) may go on in this process
     collector.install()
     try:
-        result = asyncio.run(
+        result = run_kept(
             driver.run_bench(
                 config_path=args.config,
                 api_qps=args.api_qps,
