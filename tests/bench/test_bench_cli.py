@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 from kueue_es.perfbench import cli
 
@@ -32,3 +34,17 @@ def test_the_runs_result_is_kept_out_of_asyncio_runs_task() -> None:
     assert isinstance(kept, Counted)
     assert Counted.reprs == 0
     assert formatted > 0  # what run_kept avoids does happen in a plain asyncio.run
+
+
+def test_a_bench_run_does_not_import_the_chaos_checks() -> None:
+    """The replay and the invariants (and through them every decider's core) are for checking a chaos
+    run's store afterwards: a bench process imports them only then, not at its start (issue 18: a tenth
+    of a CPU second of the harness's share of the run)."""
+    code = (
+        "import sys, kueue_es.cli\n"
+        "from kueue_es.perfbench import chaos, cli, driver, report\n"
+        "print(sorted(m for m in ('kueue_es.deciders', 'kueue_es.replay', 'kueue_es.perfbench.invariants')"
+        " if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
