@@ -104,11 +104,12 @@ WIRE: dict[str, dict[str, dict[str, Any] | None]] = {
         "requiredNodeAffinity": DROP,
         "misconfigured": DROP,
         "resourceClaims": DROP,  # the template's spec.resourceClaims (DRA), read from the template
+        "preferredNodeAffinity": DROP,  # the template's preferred node affinity (TAS, alpha gate), read from it
         "template": preserved("The pod template of the pods of this pod set (a core/v1 PodTemplateSpec)."),
     },
     # metadata.ownerReferences on the wire; onHold: what the watcher reads from the job (a StatefulSet scaled
-    # to zero), not a field of Kueue's Workload
-    "Workload": {"owner": DROP, "onHold": DROP},
+    # to zero), not a field of Kueue's Workload; openPreemptionGates: status.preemptionGates' Open ones
+    "Workload": {"owner": DROP, "onHold": DROP, "openPreemptionGates": DROP},
     "AdmissionCheck": {"active": DROP},  # status.conditions Active on the wire
     "MultiKueueCluster": {"status": DROP},  # the status subresource: Kueue's schema (kueue_status.json)
 }
@@ -116,7 +117,8 @@ WIRE: dict[str, dict[str, dict[str, Any] | None]] = {
 #: Per model struct: wire fields the models do not carry, with their required fields.
 WIRE_REQUIRED: dict[str, tuple[str, ...]] = {"PodSet": ("template",)}
 
-#: Per model struct: fields of Kueue's v1beta2 API kueue-es accepts and stores but does not read.
+#: Per model struct: fields of Kueue's v1beta2 API whose wire schema is Kueue's rather than the model's (most
+#: accepted and stored but not read by kueue-es).
 UNMODELLED: dict[str, dict[str, dict[str, Any]]] = {
     "ClusterQueueSpec": {
         "concurrentAdmissionPolicy": preserved("Kueue's concurrent admission policy; not used by kueue-es."),
@@ -124,7 +126,7 @@ UNMODELLED: dict[str, dict[str, dict[str, Any]]] = {
     "Taint": {"timeAdded": {"type": "string", "format": "date-time"}},
     "WorkloadSpec": {
         "preemptionGates": {
-            "description": "Gates that hold preemption by this workload; not used by kueue-es.",
+            "description": "Gates that hold preemption by this workload (read under the feature gates MultiKueueOrchestratedPreemption and ConcurrentAdmission; its model keeps names only).",
             "type": "array",
             "maxItems": 8,
             "items": preserved("One preemption gate."),
