@@ -634,10 +634,8 @@ def _validate(obj: models.APIObject | models.ProvisioningRequestConfig, *, kind:
                         )
                     except tas_requests.TopologyRequestError as err:
                         raise ManifestError(kind=kind, name=name, field=err.field, problem=err.problem) from err
-            try:
-                tas_requests.validate_pod_set_groups(obj.spec.pod_sets)
-            except tas_requests.TopologyRequestError as err:
-                raise ManifestError(kind=kind, name=name, field=err.field, problem=err.problem) from err
+            # No leader + workers group rules here: they are the job webhooks' (validate_pod_set_groups);
+            # Kueue's Workload webhook has none of them.
         case _:
             pass
 

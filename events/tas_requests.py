@@ -100,10 +100,12 @@ def validate_topology_request(
     """Kueue's webhook rules for one pod set's topology request (A.4.2).
 
     ``count`` is the pod set's count; ``multi_layer`` the TASMultiLayerTopology gate;
-    ``workload_object`` True for a Workload object: a group's pod set may then carry slices and be
-    unconstrained (the rules against both are the job webhooks', on a pod template's annotations,
-    jobframework/tas_validation.go; Kueue's Workload webhook has neither, and its placement takes a
-    group's slices from the workers).
+    ``workload_object`` True for a Workload object: its ``podSetGroupName`` is then not checked at
+    all. The group rules (not a number, only with required or preferred, not with slices) are the
+    job webhooks', on a pod template's annotations (jobframework/tas_validation.go); Kueue's
+    Workload webhook (webhooks/workload_webhook.go) and CRD check nothing of the group name but
+    its length, and its placement takes a group's slices from the workers and places an
+    unconstrained group.
     Raises TopologyRequestError naming the field.
     """
     modes = [n for n, v in (("required", request.required), ("preferred", request.preferred)) if v is not None]
@@ -123,13 +125,13 @@ def validate_topology_request(
     if single_size is not None and not 1 <= single_size <= max(count, 1):
         raise TopologyRequestError(f"{field}.podSetSliceSize", f"must be between 1 and the pod set count {count}")
     group = request.pod_set_group_name
-    if group is not None:
+    if group is not None and not workload_object:
         if group.isdigit():
             raise TopologyRequestError(f"{field}.podSetGroupName", "must not be a number")
-        if request.required is None and request.preferred is None and not workload_object:
+        if request.required is None and request.preferred is None:
             raise TopologyRequestError(f"{field}.podSetGroupName", "needs required or preferred topology")
         slices = single_topology is not None or bool(request.podset_slice_required_topology_constraints)
-        if slices and not workload_object:
+        if slices:
             raise TopologyRequestError(f"{field}.podSetGroupName", "must not be set together with slices")
     layers = request.podset_slice_required_topology_constraints
     if layers:
@@ -154,8 +156,13 @@ def validate_topology_request(
 
 
 def validate_pod_set_groups(pod_sets: Sequence[models.PodSet], *, field: str = "spec.podSets") -> None:
-    """Leader+workers groups (A.4.2): exactly 2 pod sets per group name, one of them with count
-    1, both with the same required (or preferred) level. Raises TopologyRequestError."""
+    """Leader+workers groups of a job's pod sets (A.4.2): exactly 2 pod sets per group name, one of
+    them with count 1, both with the same required (or preferred) level. Raises TopologyRequestError.
+
+    The job webhooks' rule, on the ``podset-group-name`` annotations (jobframework/tas_validation.go
+    ValidatePodSetGroupingTopology); Kueue's Workload webhook has none of it, so a Workload object
+    is not checked with it (its placement takes the larger of a group's first two pod sets as the
+    workers, the other as the leader, tas_flavor_snapshot.go findLeaderAndWorkers)."""
     groups: dict[str, list[tuple[int, models.PodSet]]] = {}
     for i, ps in enumerate(pod_sets):
         if ps.topology_request is not None and ps.topology_request.pod_set_group_name is not None:

@@ -118,11 +118,15 @@ def _find(
             leader = members[1]
             if leader.count > workers.count:
                 workers, leader = members[1], members[0]
+        # Only a Workload object can have a group of more than 2 pod sets (the job webhooks refuse
+        # it, validate_pod_set_groups): as in Kueue (findLeaderAndWorkers), the first two are placed
+        # and the others get no assignment.
+        placed = [ps for ps in (workers, leader) if ps is not None]
         elastic = _elastic(topology, workers, leader, tas_usage or {}, assumed, simulate_empty, gates)
         if elastic is not None:
             if isinstance(elastic, str):
                 return PlacementFailure(pod_set=workers.name, message=elastic)
-            for ps in members:  # ``assumed`` already holds them (:func:`_elastic`)
+            for ps in placed:  # ``assumed`` already holds them (:func:`_elastic`)
                 add_usage(added, assignment_usage(elastic[ps.name], ps.requests))
             assignments.update(elastic)
             continue
@@ -131,7 +135,7 @@ def _find(
         found = run.place(workers, leader)
         if isinstance(found, str):
             return PlacementFailure(pod_set=members[0].name, message=found)
-        for ps in members:
+        for ps in placed:
             usage = assignment_usage(found[ps.name], ps.requests)
             add_usage(assumed, usage)
             add_usage(added, usage)

@@ -236,11 +236,22 @@ def test_workload_topology_request_is_parsed() -> None:
          "required"),
         ([_ps("m", 2, {"podSetSliceRequiredTopology": H, "podSetSliceSize": 3})],
          "spec.podSets[0].topologyRequest.podSetSliceSize", "between 1"),
-        ([_ps("m", 2, {"required": "a", "podSetGroupName": "7"})],
-         "spec.podSets[0].topologyRequest.podSetGroupName", "number"),
         ([_ps("m", 4, {"podsetSliceRequiredTopologyConstraints": [{"topology": "r", "size": 4},
                                                                    {"topology": H, "size": 3}]})],
          "spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size", "divide"),
+    ],
+)  # fmt: skip
+def test_invalid_topology_requests_name_the_field(pod_sets: list[dict], field: str, problem: str) -> None:
+    """A.4.2 validation: errors name the object and the field."""
+    with pytest.raises(manifests.ManifestError) as err:
+        manifests.parse_object(_workload(pod_sets))
+    assert err.value.field == field and problem in err.value.problem and "Workload ns/w" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("pod_sets", "field", "problem"),
+    [
+        ([_ps("m", 2, {"required": "a", "podSetGroupName": "7"})], "topologyRequest.podSetGroupName", "number"),
         ([_ps("l", 2, {"required": "a", "podSetGroupName": "g"}), _ps("w", 3, {"required": "a", "podSetGroupName": "g"})],
          "spec.podSets[0].topologyRequest.podSetGroupName", "count 1"),
         ([_ps("l", 1, {"required": "a", "podSetGroupName": "g"}), _ps("w", 3, {"required": "b", "podSetGroupName": "g"})],
@@ -249,11 +260,17 @@ def test_workload_topology_request_is_parsed() -> None:
          "exactly 2"),
     ],
 )  # fmt: skip
-def test_invalid_topology_requests_name_the_field(pod_sets: list[dict], field: str, problem: str) -> None:
-    """A.4.2 validation: errors name the object and the field."""
-    with pytest.raises(manifests.ManifestError) as err:
-        manifests.parse_object(_workload(pod_sets))
-    assert err.value.field == field and problem in err.value.problem and "Workload ns/w" in str(err.value)
+def test_group_rules_are_the_job_webhooks(pod_sets: list[dict], field: str, problem: str) -> None:
+    """A.4.2 leader + workers rules: the job webhooks' (jobframework/tas_validation.go), naming the field;
+    a Workload object is not held to them (Kueue's Workload webhook has none)."""
+    wl = manifests.parse_object(_workload(pod_sets))
+    assert isinstance(wl, models.Workload)
+    with pytest.raises(tas.TopologyRequestError) as err:
+        for ps in wl.spec.pod_sets:
+            assert ps.topology_request is not None
+            tas.validate_topology_request(ps.topology_request, count=ps.count)
+        tas.validate_pod_set_groups(wl.spec.pod_sets)
+    assert err.value.field == field and problem in err.value.problem
 
 
 def test_annotations_to_topology_request() -> None:

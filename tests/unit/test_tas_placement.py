@@ -513,3 +513,25 @@ def test_preferred_affinity_scores_only_nodes_passing_the_filters() -> None:
     )
     result = find_assignments(topology, [request], gates=PREFER_ON)
     assert isinstance(result, Placement) and result.assignments["main"].domains[0].values == ("b",)
+
+
+def test_a_group_of_three_places_its_first_two_pod_sets_only() -> None:
+    """A Workload object may put three pod sets in one group (Kueue's Workload webhook has no group
+    rules); Kueue's placement takes the larger of the first two as the workers and the other as the
+    leader, and gives the rest no assignment (tas_flavor_snapshot.go findLeaderAndWorkers)."""
+    topology = flavor_topology([node("x1", {H: "x1"}, cpu="4")], ONE)
+    group = {**req(H), "pod_set_group_name": "g"}
+    result = find_assignments(
+        topology,
+        [
+            PS(1, cpu(1000), group, name="leader").request(),
+            PS(2, cpu(1000), group, name="workers").request(),
+            PS(1, cpu(1000), group, name="third").request(),
+        ],
+    )
+    assert isinstance(result, Placement)
+    assert {name: [(d.values, d.count) for d in a.domains] for name, a in result.assignments.items()} == {
+        "leader": [(("x1",), 1)],
+        "workers": [(("x1",), 2)],
+    }
+    assert result.usage == {"x1": {"cpu": 3000, "pods": 3}}

@@ -1,4 +1,13 @@
-"""A leader + workers group whose workers carry slices, or whose pod sets are unconstrained: refused on a
+"""Leader + workers groups: the job webhooks' rules on a job's pod template annotations, none on a
+Workload object.
+
+Kueue's job webhooks refuse a numeric ``kueue.x-k8s.io/podset-group-name``, a group other than exactly two
+pod sets, one of them with count 1, both asking for the same level (jobframework/tas_validation.go
+ValidatePodSetGroupingTopology), and a group with slices or without a required or preferred level.
+Its Workload webhook (pkg/webhooks/workload_webhook.go ValidateWorkload, validatePodSet) and the CRD check
+none of them (only the name's length).
+
+A group whose workers carry slices, or whose pod sets are unconstrained: refused on a
 job's pod template annotations, accepted on a Workload object.
 
 Kueue forbids ``kueue.x-k8s.io/podset-group-name`` together with the slice annotations, and without a
@@ -82,3 +91,84 @@ def test_a_workload_object_keeps_an_unconstrained_group() -> None:
     assert [ps.topology_request for ps in wl.spec.pod_sets] == [
         models.PodSetTopologyRequest(unconstrained=True, pod_set_group_name="sameGroup")
     ] * 2
+
+
+def _pod_set(name: str, count: int, request: dict[str, object] | None) -> dict[str, object]:
+    containers = [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]
+    out: dict[str, object] = {"name": name, "count": count, "template": {"spec": {"containers": containers}}}
+    if request is not None:
+        out["topologyRequest"] = request
+    return out
+
+
+def _with_pod_sets(*pod_sets: dict[str, object]) -> dict[str, object]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w1", "namespace": "default"},
+        "spec": {"queueName": "lq", "podSets": list(pod_sets)},
+    }
+
+
+RACK = "cloud.com/topology-rack"
+HOST = "kubernetes.io/hostname"
+
+
+@pytest.mark.parametrize(
+    ("pod_sets", "job_problem"),
+    [
+        pytest.param(
+            [_pod_set("leader", 1, {"required": RACK, "podSetGroupName": "1"}), _pod_set("workers", 3, None)],
+            "must not be a number",
+            id="numeric-name",
+        ),
+        pytest.param(
+            [
+                _pod_set("leader", 1, {"required": HOST, "podSetGroupName": "g"}),
+                _pod_set("worker-a", 1, {"required": HOST, "podSetGroupName": "g"}),
+                _pod_set("worker-b", 1, {"required": HOST, "podSetGroupName": "g"}),
+            ],
+            "must have exactly 2 pod sets, has 3",
+            id="three-pod-sets",
+        ),
+        pytest.param(
+            [_pod_set("leader", 1, {"required": HOST, "podSetGroupName": "g"})],
+            "must have exactly 2 pod sets, has 1",
+            id="one-pod-set",
+        ),
+        pytest.param(
+            [
+                _pod_set("a", 2, {"required": RACK, "podSetGroupName": "g"}),
+                _pod_set("b", 3, {"required": RACK, "podSetGroupName": "g"}),
+            ],
+            "needs a pod set with count 1",
+            id="no-count-1",
+        ),
+        pytest.param(
+            [
+                _pod_set("leader", 1, {"required": RACK, "podSetGroupName": "g"}),
+                _pod_set("workers", 3, {"preferred": RACK, "podSetGroupName": "g"}),
+            ],
+            "must request the same topology",
+            id="different-levels",
+        ),
+        pytest.param(
+            [
+                _pod_set("leader", 1, {"required": HOST, "podSetGroupName": "g"}),
+                _pod_set("worker", 1, {"podSetGroupName": "g"}),
+            ],
+            "needs required or preferred topology",
+            id="name-only",
+        ),
+    ],
+)
+def test_a_workload_object_has_no_group_rules(pod_sets: list[dict[str, object]], job_problem: str) -> None:
+    """Each of these is accepted on a Workload object as written, and refused by the job rules."""
+    wl = manifests.parse_object(_with_pod_sets(*pod_sets))
+    assert isinstance(wl, models.Workload)
+    with pytest.raises(tas_requests.TopologyRequestError) as caught:
+        for ps in wl.spec.pod_sets:
+            if ps.topology_request is not None:
+                tas_requests.validate_topology_request(ps.topology_request, count=ps.count)
+        tas_requests.validate_pod_set_groups(wl.spec.pod_sets)
+    assert job_problem in caught.value.problem
