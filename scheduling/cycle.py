@@ -70,6 +70,7 @@ def run(
     allowed_flavors: bool = True,
     tas_recompute: bool = True,
     preemption_gates: bool = True,
+    needs_tas_flavors: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -94,6 +95,10 @@ def run(
     ``preferred_affinity`` (admitter logic 25; False: 24 and earlier, for replay): under the alpha
     gate TASRespectNodeAffinityPreferred, TAS placement orders domains by the pod set's preferred
     node affinity scores first (SEMANTICS-ADVANCED A.3.4); False ignores the gate.
+
+    ``needs_tas_flavors`` (admitter logic 29; False: 28 and earlier, for replay): a pod set asking for
+    TAS in a ClusterQueue without TAS flavors stays pending (Kueue's ErrNoTASCacheInformation,
+    :meth:`~kueue_es.scheduling.tas.cycle.CycleTopology.wanted`); False admits it without a placement.
 
     A workload whose ``spec.active`` was set false by hand while its job runs is evicted first
     (``Deactivated``, "The workload is deactivated"), and keeps its quota until its job stops
@@ -198,6 +203,7 @@ def run(
         elastic_slices=elastic_tas,
         balanced_slice_size=balanced_slice_size,
         preferred_affinity=preferred_affinity,
+        needs_tas_flavors=needs_tas_flavors,
     )
     if state.checks_due or state.timed or state.backoffs:
         failed_passes: list[types.Decision] = []

@@ -257,6 +257,12 @@ class Search:
         assignment = picker.assign(requests, oracle=self._oracle(wl, cq) if preempting else None, start=start)
         if picker.tas_levels and assignment.mode != "NoFit" and self.tas.active:
             assignment = self._topology(wl, assignment, picker, cq)
+        elif not picker.tas_levels and assignment.mode != "NoFit":
+            refused = self.tas.without_tas_flavors(wl, assignment)
+            if refused:
+                assignment = flavors.Assignment(
+                    mode="NoFit", message=refused, reason="NoMatchingFlavor", tried=assignment.tried
+                )
         if assignment.mode != "Preempt" or not preempting:
             return assignment, []
         usage = assignment.usage()

@@ -100,7 +100,11 @@ class CycleTopology:
     unconstrained and a replacement slice keeps its old slice's assignment (:meth:`wanted`).
 
     ``balanced_slice_size`` (default on; off: admitter logic 23 and earlier, for replay): balanced
-    placement sizes its domains above the slice level in whole slices (:class:`TASGates`)."""
+    placement sizes its domains above the slice level in whole slices (:class:`TASGates`).
+
+    ``needs_tas_flavors`` (default on; off: admitter logic 28 and earlier, preemptor logic 12 and
+    earlier, for replay): a pod set asking for TAS in a ClusterQueue with no TAS flavor is refused
+    (:meth:`wanted`); off, it is admitted without a topology assignment."""
 
     def __init__(
         self,
@@ -110,8 +114,10 @@ class CycleTopology:
         elastic_slices: bool = True,
         balanced_slice_size: bool = True,
         preferred_affinity: bool = True,
+        needs_tas_flavors: bool = True,
     ) -> None:
         self.state = state
+        self.needs_tas_flavors = needs_tas_flavors
         # A.14: replacement slices placed around the slice they replace (admitter logic 14 on)
         self.elastic = elastic_slices and slices.tas_gate_enabled(state.configuration.feature_gates)
         self.released = tuple(k for k in released if (wl := state.workloads.get(k)) is not None and wl.tas_usage)
@@ -148,9 +154,10 @@ class CycleTopology:
         WorkloadsTopologyRequests): an elastic workload's TAS pod set with a required or
         preferred topology request is refused with Kueue's message (only unconstrained, explicit
         or implied, is supported), and each pod set of a slice replacing ``replaced`` carries that
-        slice's assignment of it as ``previous``."""
+        slice's assignment of it as ``previous``. A ClusterQueue without TAS flavors: see
+        :meth:`without_tas_flavors`."""
         if not picker.tas_levels:
-            return []
+            return self.without_tas_flavors(wl, assignment) or []
         specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
         out: list[_Wanted] = []
         ready_updates = _ready_updates(wl)
@@ -195,6 +202,26 @@ class CycleTopology:
             )
             out.append(_Wanted(chosen[0], request))
         return out
+
+    def without_tas_flavors(self, wl: WorkloadState, assignment: flavors.Assignment) -> str:
+        """For an ``assignment`` in a ClusterQueue with no TAS flavor: with ``needs_tas_flavors``, the
+        message refusing its first pod set (count above 0) that asks for TAS, Kueue's
+        ErrNoTASCacheInformation (tas_flavorassigner.go podSetTopologyRequest); else, or when none
+        asks, "". Only an explicit request counts (a ClusterQueue without TAS flavors implies none).
+        A pod set requesting a resource is refused a non-TAS flavor by the flavor check already; a
+        grouped leader requesting nothing, whose group took non-TAS flavors, gets here
+        (flavorassigner_test.go 'leader in group where peer resolves to non-TAS flavor is rejected')."""
+        if not self.needs_tas_flavors:
+            return ""
+        specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+        for result in assignment.pod_sets:
+            spec = specs.get(result.name)
+            if spec is not None and result.count > 0 and tas.requests_tas(spec.topology_request):
+                return (
+                    f"failed to assign flavors to pod set {result.name}: "
+                    "workload requires Topology, but there is no TAS cache information"
+                )
+        return ""
 
     # --- usage ----------------------------------------------------------------------------------
 

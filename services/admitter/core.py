@@ -25,10 +25,13 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle
 
-LOGIC_VERSION = 28
+LOGIC_VERSION = 29
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 27 and earlier let a
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 28 and earlier admitted a
+pod set asking for TAS in a ClusterQueue without TAS flavors (a grouped leader requesting nothing whose group
+took a non-TAS flavor) without a topology assignment (29 leaves it pending, as Kueue's
+tas_flavorassigner.go podSetTopologyRequest: ErrNoTASCacheInformation). 27 and earlier let a
 workload with a closed preemption gate preempt (28 does not under the gate MultiKueueOrchestratedPreemption or
 ConcurrentAdmission, as Kueue's processEntry: it waits, reason AdmissionGated). 26 and earlier placed
 a Fit entry whose topology placement no longer fitted again on the same flavors (never preempting) and a
@@ -109,6 +112,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         allowed_flavors=True,
         tas_recompute=True,
         preemption_gates=True,
+        needs_tas_flavors=True,
     )
 
 
@@ -134,6 +138,7 @@ def _decide(
     allowed_flavors: bool,
     tas_recompute: bool,
     preemption_gates: bool,
+    needs_tas_flavors: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -169,6 +174,7 @@ def _decide(
             allowed_flavors=allowed_flavors,
             tas_recompute=tas_recompute,
             preemption_gates=preemption_gates,
+            needs_tas_flavors=needs_tas_flavors,
         )
     finally:
         tree.rollback()
@@ -185,6 +191,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 28 admitted a pod set asking for TAS in a ClusterQueue without TAS flavors.
     Versions 9 to 27 let a workload with a closed preemption gate preempt.
     Versions 9 to 26 placed a stale TAS entry again on its flavors rather than computing its assignment
     again (or skipping it with the gate TASRecomputeAssignmentWithinSchedulingCycle off).
@@ -252,6 +259,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             allowed_flavors=allowed_flavors,
             tas_recompute=tas_recompute,
             preemption_gates=preemption_gates,
+            needs_tas_flavors=version >= 29,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -147,7 +147,12 @@ def _decide(
         out: list[types.Decision] = []
         released = nominations.release_ended(state, tree)
         topology = tas_cycle.CycleTopology(
-            state, released=() if released_hold_topology else released, preferred_affinity=preferred_affinity
+            state,
+            released=() if released_hold_topology else released,
+            preferred_affinity=preferred_affinity,
+            # A TAS pod set in a ClusterQueue without TAS flavors is refused by admitter logic 29; no
+            # preemptor logic version refuses it yet, so every one decides as it did.
+            needs_tas_flavors=False,
         )
         search = Search(
             state,
