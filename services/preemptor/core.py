@@ -28,8 +28,13 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 12
-"""12: the target search takes candidates using any flavor-resource of the nomination's TAS pod sets,
+LOGIC_VERSION = 13
+"""13: with the gate ConcurrentAdmission on, the flavors of a workload left waiting for preemptions
+(DeferredFit), assigned again when overlapping targets are searched again, are only those its annotation
+kueue.x-k8s.io/workload-allowed-resource-flavors names, as the admitter's since its logic 26 (Kueue's
+flavorassigner.go findFlavorForPodSets); and a pod set asking for TAS in a ClusterQueue without TAS
+flavors gets none, as the admitter's since its logic 29 (12 and earlier read no annotation and let such a
+pod set fit without a placement). 12: the target search takes candidates using any flavor-resource of the nomination's TAS pod sets,
 not only those short of quota (Kueue's updateModeForTASRequests), and a nomination answered with
 targets or as DeferredFit books the domains its TAS pod sets take for the rest of the batch (11 and
 earlier searched only the FRs short of quota and booked no topology). 11: under the alpha gate
@@ -53,8 +58,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11)
-"""Logic versions :func:`decide_as` still re-runs: 11 and earlier searched targets only among the
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12)
+"""Logic versions :func:`decide_as` still re-runs: 12 and earlier ignored the allowed-flavors annotation and
+a ClusterQueue's lack of TAS flavors when they assigned flavors again (13 reads both); 11 and earlier searched targets only among the
 workloads using the FRs short of quota and booked no TAS domains in a batch (12 does both); 10 and earlier
 ignored the gate TASRespectNodeAffinityPreferred (11 honours it); 9 and earlier did not run fair sharing's first
 strategy again after taking the preemptor's own ClusterQueue's workloads (10 does); 8 and earlier took no DeferredFit workload's quota
@@ -85,6 +91,8 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         fair_rerun_after_own=True,
         preferred_affinity=True,
         tas_targets=True,
+        allowed_flavors=True,
+        needs_tas_flavors=True,
     )
 
 
@@ -97,7 +105,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 11 and earlier, targets searched only
+        """:func:`decide` as logic ``version`` decided: with 12 and earlier, the allowed-flavors annotation
+        and a ClusterQueue's lack of TAS flavors ignored when flavors are assigned again; with 11 and earlier, targets searched only
         on the FRs short of quota and no TAS domains booked; with 10 and earlier, the gate
         TASRespectNodeAffinityPreferred ignored; with 9 and earlier, fair sharing's first
         strategy not run again after the preemptor's own workloads; with 8, overlapping targets searched again
@@ -115,6 +124,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             fair_rerun_after_own=version >= 10,
             preferred_affinity=version >= 11,
             tas_targets=version >= 12,
+            allowed_flavors=version >= 13,
+            needs_tas_flavors=version >= 13,
         )
 
     return decide_earlier
@@ -132,6 +143,8 @@ def _decide(
     fair_rerun_after_own: bool,
     preferred_affinity: bool,
     tas_targets: bool,
+    allowed_flavors: bool,
+    needs_tas_flavors: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -150,9 +163,7 @@ def _decide(
             state,
             released=() if released_hold_topology else released,
             preferred_affinity=preferred_affinity,
-            # A TAS pod set in a ClusterQueue without TAS flavors is refused by admitter logic 29; no
-            # preemptor logic version refuses it yet, so every one decides as it did.
-            needs_tas_flavors=False,
+            needs_tas_flavors=needs_tas_flavors,
         )
         search = Search(
             state,
@@ -162,9 +173,7 @@ def _decide(
             released=released,
             lq_usage_in_every_cq=lq_usage_in_every_cq,
             fair_rerun_after_own=fair_rerun_after_own,
-            # The allowed-flavors annotation is not read when a waiting workload's flavors are assigned
-            # again (admitter logic 26 reads it): so every preemptor logic version decides as it did.
-            allowed_flavors=False,
+            allowed_flavors=allowed_flavors,
         )
         batch = _Batch(
             recompute_overlapping=recompute_overlapping
