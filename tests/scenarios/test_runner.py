@@ -32,7 +32,7 @@ import pytest
 from kueue_es import deciders
 from kueue_es.events import types
 from kueue_es.replay import check_log
-from kueue_es.scenarios import checking, core_engine, engines, load_scenario
+from kueue_es.scenarios import core_engine, engines, load_scenario
 from kueue_es.scenarios.checking import check
 from kueue_es.scenarios.outcome import preempted_keys
 from kueue_es.services.runtime import Decider
@@ -282,7 +282,9 @@ MISMATCH_CASES = [
     (
         "a topology",
         {"admitted": {"default/w1": {"podSets": {"main": {"topology": {"n1": 2}}}}}},
-        [f"default/w1: podSets.main.topology: expected {{n1: 2}}, got none ({checking.TOPOLOGY_NOT_SUPPORTED})"],
+        [
+            "default/w1: podSets.main.topology: expected {n1: 2}, got no topology assignment (admitted on flavors {cpu: spot})"
+        ],
     ),
     (
         "pending but admitted",
