@@ -740,6 +740,8 @@ def _apply_workload_fact(
                     current.bookmark = None  # its scheduling shape changed (SEMANTICS §3.4, §5.3)
                 if current.reservation is not None:
                     _bump_generation(state, current.reservation.cluster_queue, seq)
+                    if _priority_changed(before, after):
+                        state.trigger(f"{PRIORITY_TRIGGER}{current.reservation.cluster_queue}", seq, released=True)
             elif current.workload.has_closed_preemption_gate != event.workload.has_closed_preemption_gate:
                 current.parked_seq = 0  # a gate opened or closed: Kueue queues it again (cluster_queue.go)
             if current.workload.spec.active and not event.workload.spec.active:
@@ -1182,6 +1184,27 @@ def _place(state: ClusterState, wl: WorkloadState, *, queued: bool) -> None:
     wl.queued_as = wanted
     wl.queued_for = wl.workload if wanted is not None else None
     wl.queued_parked = parked
+
+
+PRIORITY_TRIGGER = "priority:"
+"""Prefix of the requeue trigger (``priority:<ClusterQueue>``) that a quota-holding workload's priority change
+records; only admitter logic 29 and later read it (``queues.requeue_triggers``), so replay of older logs stays exact."""
+
+
+def _priority_changed(before: models.WorkloadSpec, after: models.WorkloadSpec) -> bool:
+    """Kueue's workload.PriorityChanged (pkg/workload/workload.go): the new spec names a WorkloadPriorityClass
+    (never a pod PriorityClass, whose updates Kueue does not support) and either names another one or has
+    another effective priority. Kueue then moves the inadmissible workloads of the workload's cohort tree
+    back to their queues (workload_controller.go Update): a lower-priority workload holding quota may now be
+    a preemption candidate."""
+    old_ref, new_ref = before.priority_class_ref, after.priority_class_ref
+    if old_ref is not None and old_ref.kind == "PriorityClass":
+        return False
+    if new_ref is None or new_ref.kind != "WorkloadPriorityClass" or new_ref.group != "kueue.x-k8s.io":
+        return False
+    if old_ref is None or old_ref.name != new_ref.name:
+        return True
+    return (before.priority or 0) != (after.priority or 0)
 
 
 def priority_of(workload: models.Workload, state: ClusterState) -> int:

@@ -63,6 +63,7 @@ def run(
     whole_tree_triggers: bool = True,
     deferred_sticky: bool = True,
     fair_rerun_after_own: bool = True,
+    priority_triggers: bool = True,
     inactive_clears_requeue: bool = True,
     second_pass_failed: bool = True,
     balanced_slice_size: bool = True,
@@ -129,6 +130,11 @@ def run(
     any cohort of a tree, also one with no ClusterQueue under it, brings back the parked workloads of the
     whole tree, as Kueue requeues a Cohort's whole tree (18 and earlier: only a trigger on a cohort above
     one of the tree's ClusterQueues; ``queues.plan``).
+
+    ``priority_triggers`` (admitter logic 29; False: 28 and earlier, for replay): a workload holding quota
+    whose WorkloadPriorityClass or priority changes brings back the parked workloads of its cohort tree, as
+    Kueue's workload controller does on workload.PriorityChanged (``queues.plan``): it may now be a
+    preemption candidate.
 
     ``deferred_sticky`` (admitter logic 20; False: 19 and earlier, for replay): a workload left waiting for
     the cycle's preemptions (DeferredFit, ``state.deferred``) is its ClusterQueue's sticky head in later
@@ -226,7 +232,12 @@ def run(
                 decisions.append(decision)
         touched.update(_workload_key(d) for d in decisions)
     plan = queues.plan(
-        state, tree=tree, now_ms=now_ms, whole_tree_triggers=whole_tree_triggers, deferred_sticky=deferred_sticky
+        state,
+        tree=tree,
+        now_ms=now_ms,
+        whole_tree_triggers=whole_tree_triggers,
+        deferred_sticky=deferred_sticky,
+        priority_triggers=priority_triggers,
     )
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))

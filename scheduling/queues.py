@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from kueue_es.events import models
 from kueue_es.events.quantities import to_amount
 from kueue_es.projections import afs, cluster, quota
-from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.projections.cluster import PRIORITY_TRIGGER, ClusterState, WorkloadState
 from kueue_es.scheduling import dra
 from kueue_es.scheduling.flavors import PodSetRequest
 
@@ -56,6 +56,7 @@ def plan(
     now_ms: int = 0,
     whole_tree_triggers: bool = True,
     deferred_sticky: bool = True,
+    priority_triggers: bool = True,
 ) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
@@ -66,10 +67,11 @@ def plan(
     logic 18 and earlier, for replay): a cohort's trigger reaches only the ClusterQueues below
     it (see :func:`requeue_triggers`). ``deferred_sticky`` False (admitter logic 19 and earlier, for
     replay): a workload waiting for the cycle's preemptions (``state.deferred``) is not its
-    ClusterQueue's sticky head (:func:`sticky_preemptors`).
+    ClusterQueue's sticky head (:func:`sticky_preemptors`). ``priority_triggers`` False (admitter logic 28
+    and earlier, for replay): a quota-holding workload's priority change requeues nothing.
     """
     result = Plan()
-    layout = _layout(state, tree, whole_tree=whole_tree_triggers)
+    layout = _layout(state, tree, whole_tree=whole_tree_triggers, priority=priority_triggers)
     queued_now = tuple(state.queued)
     if layout.grouped_for != queued_now:
         layout.grouped_for, layout.grouped = queued_now, _group(state, layout, queued_now)
@@ -194,6 +196,7 @@ class _Layout:
     triggers_version: int = -1
     triggers: dict[str, int] = field(default_factory=dict)
     whole_tree: bool = True  # how ``triggers`` were computed (:func:`_trigger_seq_by_cq`)
+    priority: bool = True  # the same
     local_queues: dict[tuple[str, str], tuple[str, Why | None]] = field(default_factory=dict)
     inactive: dict[str, Why | None] = field(default_factory=dict)
     mismatches: dict[tuple[str, str], Why | None] = field(default_factory=dict)
@@ -204,13 +207,17 @@ class _Layout:
     grouped: tuple[list[tuple[tuple[str, str], Why]], dict[str, list[tuple[str, str]]]] = ([], {})
 
 
-def _layout(state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True) -> _Layout:
+def _layout(state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True, priority: bool = True) -> _Layout:
     layout = state.caches.get("admitter.layout")
     if not isinstance(layout, _Layout) or layout.objects_version != state.objects_version or layout.tree is not tree:
         layout = state.caches["admitter.layout"] = _Layout(objects_version=state.objects_version, tree=tree)
-    if layout.triggers_version != state.triggers_version or layout.whole_tree != whole_tree:
-        layout.triggers = _trigger_seq_by_cq(state, tree, whole_tree=whole_tree)
-        layout.triggers_version, layout.whole_tree = state.triggers_version, whole_tree
+    if (
+        layout.triggers_version != state.triggers_version
+        or layout.whole_tree != whole_tree
+        or layout.priority != priority
+    ):
+        layout.triggers = _trigger_seq_by_cq(state, tree, whole_tree=whole_tree, priority=priority)
+        layout.triggers_version, layout.whole_tree, layout.priority = state.triggers_version, whole_tree, priority
     return layout
 
 
@@ -610,7 +617,9 @@ def requeue_triggers(state: ClusterState, tree: quota.QuotaTree) -> dict[str, in
     return _trigger_seq_by_cq(state, tree)
 
 
-def _trigger_seq_by_cq(state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True) -> dict[str, int]:
+def _trigger_seq_by_cq(
+    state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True, priority: bool = True
+) -> dict[str, int]:
     """Per ClusterQueue, the latest requeue trigger anywhere in its cohort tree (SEMANTICS §3.6):
     on any ClusterQueue of the tree or on any of its cohorts, also one that no ClusterQueue hangs
     under. Kueue's queue manager requeues the whole tree of a Cohort's root when the Cohort is
@@ -618,7 +627,11 @@ def _trigger_seq_by_cq(state: ClusterState, tree: quota.QuotaTree, *, whole_tree
     under a sibling branch is new capacity for every ClusterQueue of the tree.
 
     ``whole_tree`` False (admitter logic 18 and earlier, for replay): only the cohorts above one of
-    the tree's ClusterQueues counted, so a cohort with none under it requeued nothing."""
+    the tree's ClusterQueues counted, so a cohort with none under it requeued nothing.
+
+    ``priority`` False (admitter logic 28 and earlier, for replay): the trigger a quota-holding workload's
+    priority change records (``cluster.PRIORITY_TRIGGER``; Kueue's workload controller requeues the
+    inadmissible workloads of its tree) is not read."""
     triggers = state.requeue_triggers
     everything = triggers.get("*", 0)
     by_root: dict[int, int] = {}
@@ -632,6 +645,8 @@ def _trigger_seq_by_cq(state: ClusterState, tree: quota.QuotaTree, *, whole_tree
     for name, node in tree.cluster_queues.items():
         root = roots[name] = id(node.root())
         latest = max(triggers.get(f"cq:{name}", 0), by_root.get(root, 0))
+        if priority:
+            latest = max(latest, triggers.get(f"{PRIORITY_TRIGGER}{name}", 0))
         if not whole_tree:
             ancestor = node.parent
             while ancestor is not None:

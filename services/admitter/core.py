@@ -113,6 +113,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         tas_recompute=True,
         preemption_gates=True,
         needs_tas_flavors=True,
+        priority_triggers=True,
     )
 
 
@@ -139,6 +140,7 @@ def _decide(
     tas_recompute: bool,
     preemption_gates: bool,
     needs_tas_flavors: bool,
+    priority_triggers: bool,
 ) -> list[types.Output]:
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -175,6 +177,7 @@ def _decide(
             tas_recompute=tas_recompute,
             preemption_gates=preemption_gates,
             needs_tas_flavors=needs_tas_flavors,
+            priority_triggers=priority_triggers,
         )
     finally:
         tree.rollback()
@@ -260,6 +263,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             tas_recompute=tas_recompute,
             preemption_gates=preemption_gates,
             needs_tas_flavors=version >= 29,
+            priority_triggers=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
