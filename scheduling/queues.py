@@ -11,8 +11,11 @@ active ClusterQueue per cycle (§4.1), in Kueue's heap order (§3.2).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+import msgspec
 
 from kueue_es.events import models
 from kueue_es.events.quantities import to_amount
@@ -364,6 +367,42 @@ def required_checks(cq: models.ClusterQueue) -> list[str]:
     return [rule.name for rule in strategy.admission_checks] if strategy else []
 
 
+def ignores_undeclared(config: models.Configuration) -> bool:
+    """Whether requests for resources a ClusterQueue does not cover are left out of the quota check
+    (SEMANTICS §10.4): ``resources.quotaCheckStrategy`` IgnoreUndeclared, and the feature gate
+    QuotaCheckStrategy (beta, on by default) on, as Kueue's IgnoreUndeclaredResources
+    (pkg/scheduler/flavorassigner/flavorassigner.go); with the gate off the strategy counts for nothing."""
+    resources = config.resources
+    return (
+        resources is not None
+        and resources.quota_check_strategy == "IgnoreUndeclared"
+        and config.feature_gates.get("QuotaCheckStrategy", True)
+    )
+
+
+def without_quota_check_gate(state: ClusterState) -> ClusterState:
+    """``state`` as the deciders before the gate QuotaCheckStrategy was read saw it (admitter logic 29 and
+    preemptor 12 and earlier, for replay): with quotaCheckStrategy IgnoreUndeclared and the gate off, a
+    view whose Configuration has the gate on, so :func:`ignores_undeclared` holds as they applied it;
+    ``state`` itself otherwise. The view's Configuration object is kept in ``state.caches`` while the
+    fold's stays the same, so the request memos compared by identity stay valid."""
+    config = state.configuration
+    if (
+        ignores_undeclared(config)
+        or config.resources is None
+        or config.resources.quota_check_strategy != "IgnoreUndeclared"
+    ):
+        return state
+    kept = state.caches.get("queues.quota_check_gate_on")
+    if not isinstance(kept, tuple) or kept[0] is not config:
+        gates = {**config.feature_gates, "QuotaCheckStrategy": True}
+        kept = state.caches["queues.quota_check_gate_on"] = (
+            config,
+            msgspec.structs.replace(config, feature_gates=gates),
+        )
+    return dataclasses.replace(state, configuration=kept[1])
+
+
 def pod_set_requests(
     workload: models.Workload,
     *,
@@ -393,7 +432,7 @@ def pod_set_requests(
             requests = {r: v if v > 0 else 0 for r, v in ps.requests.items()}
         if devices.charged or devices.replaced:
             requests = dra.apply(requests, ps, devices)
-        if resources.quota_check_strategy == "IgnoreUndeclared":
+        if ignores_undeclared(config):
             requests = {r: v for r, v in requests.items() if r in covered}
         if "pods" in covered:
             requests["pods"] = 1
@@ -475,9 +514,7 @@ def _plain_shared(
         return None
     resources = config.resources
     if resources is not None and (
-        resources.exclude_resource_prefixes
-        or resources.transformations
-        or resources.quota_check_strategy == "IgnoreUndeclared"
+        resources.exclude_resource_prefixes or resources.transformations or ignores_undeclared(config)
     ):
         return None
     for group in cq.spec.resource_groups:

@@ -23,7 +23,7 @@ import msgspec
 from kueue_es.events import types
 from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.scheduling import cycle
+from kueue_es.scheduling import cycle, queues
 
 LOGIC_VERSION = 30
 ROLE = "admit"
@@ -117,6 +117,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         preemption_gates=True,
         needs_tas_flavors=True,
         priority_triggers=True,
+        quota_check_gate=True,
     )
 
 
@@ -144,7 +145,10 @@ def _decide(
     preemption_gates: bool,
     needs_tas_flavors: bool,
     priority_triggers: bool,
+    quota_check_gate: bool,
 ) -> list[types.Output]:
+    if not quota_check_gate:  # 29 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
+        state = queues.without_quota_check_gate(state)
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
             return []
@@ -269,6 +273,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             preemption_gates=preemption_gates,
             needs_tas_flavors=version >= 29,
             priority_triggers=priority_triggers,
+            quota_check_gate=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -93,6 +93,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         tas_targets=True,
         allowed_flavors=True,
         needs_tas_flavors=True,
+        quota_check_gate=True,
     )
 
 
@@ -126,6 +127,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             tas_targets=version >= 12,
             allowed_flavors=version >= 13,
             needs_tas_flavors=version >= 13,
+            quota_check_gate=False,
         )
 
     return decide_earlier
@@ -145,9 +147,12 @@ def _decide(
     tas_targets: bool,
     allowed_flavors: bool,
     needs_tas_flavors: bool,
+    quota_check_gate: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
+    if not quota_check_gate:  # 12 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
+        state = queues.without_quota_check_gate(state)
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
             return []
