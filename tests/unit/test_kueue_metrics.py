@@ -79,30 +79,7 @@ def _preemption_run() -> CoreRun:
     doc = {
         "name": "metrics",
         "source": "issue 16",
-        "objects": [
-            {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
-            {
-                "apiVersion": API,
-                "kind": "ClusterQueue",
-                "metadata": {"name": "cq"},
-                "spec": {
-                    "namespaceSelector": {},
-                    "preemption": {"withinClusterQueue": "LowerPriority"},
-                    "resourceGroups": [
-                        {
-                            "coveredResources": ["cpu"],
-                            "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": 3}]}],
-                        }
-                    ],
-                },
-            },
-            {
-                "apiVersion": API,
-                "kind": "LocalQueue",
-                "metadata": {"name": "lq", "namespace": "default"},
-                "spec": {"clusterQueue": "cq"},
-            },
-        ],
+        "objects": _preemption_doc_objects(),
         "pending": [
             _job("low-1", cpus=1, second=1),
             _job("low-2", cpus=1, second=2),
@@ -112,6 +89,34 @@ def _preemption_run() -> CoreRun:
         "events": [{"apply": _job("high", cpus=2, second=5, priority=10)}, {"finish": "default/high"}],
     }
     return run_scenario(parse_scenario(yaml.safe_dump(doc, sort_keys=False), path="<metrics>"))
+
+
+def _preemption_doc_objects() -> list[dict[str, Any]]:
+    """ResourceFlavor default, ClusterQueue cq (3 CPU, withinClusterQueue LowerPriority), LocalQueue lq."""
+    return [
+        {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+        {
+            "apiVersion": API,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "preemption": {"withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": 3}]}],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": API,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "default"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    ]
 
 
 def _fold(messages: list[Any], state: ClusterState | None = None) -> ClusterState:
@@ -630,3 +635,64 @@ def test_a_deleted_queues_series_go_with_it() -> None:
     gone = [k for k in after_cq if ("cluster_queue", "cq") in k[1] or ("preempting_cluster_queue", "cq") in k[1]]
     counted = [k for k in gone if k[0].endswith(("_total", "_count", "_sum", "_bucket"))]
     assert counted == []
+
+
+@pytest.mark.parametrize(
+    ("scenario", "cluster_queue", "waiting"),
+    [
+        ("equivalent-no-fit-workloads-do-not-block-fitting-one", "equiv-cq", 10),
+        ("namespace-mismatch-workloads-do-not-block-matching-one", "ns-mismatch-cq", 5),
+        ("equivalent-preemptors-without-candidates-stay-pending", "preempt-nocandidate-cq", 10),
+    ],
+)
+def test_equivalent_waiting_workloads_are_inadmissible_under_one_hash(
+    scenario: str, cluster_queue: str, waiting: int
+) -> None:
+    """Kueue's inadmissible/equivalence_test.go (ExpectPendingWorkloadsMetric(cq, 0, n) and
+    ExpectPendingSchedulingHashesMetric(cq, 0, 1)): identical workloads that cannot be admitted, for want of
+    quota, of a namespace the ClusterQueue selects or of a preemption candidate, end up inadmissible, none
+    active, and share one scheduling hash."""
+    run = run_scenario(load_scenario(SCENARIOS / "queues" / f"{scenario}.yaml"))
+    samples = _samples(_fold(run.messages))
+    pending = {
+        s: _value(samples, "kueue_pending_workloads", cluster_queue=cluster_queue, status=s)
+        for s in ("active", "inadmissible")
+    }
+    assert pending == {"active": 0.0, "inadmissible": float(waiting)}
+    hashes = {
+        s: _value(samples, "kueue_pending_scheduling_hashes", cluster_queue=cluster_queue, status=s)
+        for s in ("active", "inadmissible")
+    }
+    assert hashes == {"active": 0.0, "inadmissible": 1.0}
+
+
+def test_a_ready_workload_deactivated_by_hand_observes_pods_ready_to_evicted_time() -> None:
+    """Kueue's scheduler/podsready/scheduler_test.go 'Should emit the PodsReadyToEvictedTimeSeconds metric':
+    prod-wl (a Job's) is admitted, reports PodsReady, and is deactivated (spec.active false) 10 s later; its
+    eviction, reason Deactivated with no underlying cause, is observed once in
+    kueue_pods_ready_to_evicted_time_seconds, at 10 s or more."""
+    job = _job("prod-wl", cpus=2, second=1)
+    # The Workload of a Job: one of no job has no job to stop, and kueue-es releases it at once, unevicted.
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "prod", "uid": "prod-uid", "controller": True}
+    job["metadata"]["ownerReferences"] = [owner]
+    inactive = {**job, "spec": {**job["spec"], "active": False}}
+    doc = {
+        "name": "pods-ready-to-evicted",
+        "source": "kueue test/integration/singlecluster/scheduler/podsready/scheduler_test.go",
+        "podsReady": "manual",
+        "objects": [
+            {
+                "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                "kind": "Configuration",
+                "waitForPodsReady": {"timeout": "5m", "blockAdmission": True},
+            },
+            *_preemption_doc_objects(),
+        ],
+        "pending": [job],
+        "events": [{"podsReady": "default/prod-wl"}, {"wait": "10s"}, {"apply": inactive}],
+    }
+    run = run_scenario(parse_scenario(yaml.safe_dump(doc, sort_keys=False), path="<pods-ready-to-evicted>"))
+    samples = _samples(_fold(run.messages))
+    labels = {"cluster_queue": "cq", "reason": "Deactivated", "underlying_cause": ""}
+    assert _value(samples, "kueue_pods_ready_to_evicted_time_seconds_count", **labels) == 1
+    assert _value(samples, "kueue_pods_ready_to_evicted_time_seconds_sum", **labels) >= 10
