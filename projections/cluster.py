@@ -1188,7 +1188,7 @@ def _place(state: ClusterState, wl: WorkloadState, *, queued: bool) -> None:
 
 PRIORITY_TRIGGER = "priority:"
 """Prefix of the requeue trigger (``priority:<ClusterQueue>``) that a quota-holding workload's priority change
-records; only admitter logic 29 and later read it (``queues.requeue_triggers``), so replay of older logs stays exact."""
+records; only admitter logic 30 and later read it (``queues.requeue_triggers``), so replay of older logs stays exact."""
 
 
 def _priority_changed(before: models.WorkloadSpec, after: models.WorkloadSpec) -> bool:

@@ -131,7 +131,7 @@ def run(
     whole tree, as Kueue requeues a Cohort's whole tree (18 and earlier: only a trigger on a cohort above
     one of the tree's ClusterQueues; ``queues.plan``).
 
-    ``priority_triggers`` (admitter logic 29; False: 28 and earlier, for replay): a workload holding quota
+    ``priority_triggers`` (admitter logic 30; False: 29 and earlier, for replay): a workload holding quota
     whose WorkloadPriorityClass or priority changes brings back the parked workloads of its cohort tree, as
     Kueue's workload controller does on workload.PriorityChanged (``queues.plan``): it may now be a
     preemption candidate.

@@ -381,8 +381,8 @@ def ignores_undeclared(config: models.Configuration) -> bool:
 
 
 def without_quota_check_gate(state: ClusterState) -> ClusterState:
-    """``state`` as the deciders before the gate QuotaCheckStrategy was read saw it (admitter logic 29 and
-    preemptor 12 and earlier, for replay): with quotaCheckStrategy IgnoreUndeclared and the gate off, a
+    """``state`` as the deciders before the gate QuotaCheckStrategy was read saw it (admitter logic 30 and
+    preemptor 13 and earlier, for replay): with quotaCheckStrategy IgnoreUndeclared and the gate off, a
     view whose Configuration has the gate on, so :func:`ignores_undeclared` holds as they applied it;
     ``state`` itself otherwise. The view's Configuration object is kept in ``state.caches`` while the
     fold's stays the same, so the request memos compared by identity stay valid."""
