@@ -105,6 +105,9 @@ class WorkloadState:
     # (from TopologyAssigned; gone with the quota), and the TAS usage they take, per flavor and leaf.
     topology: dict[str, models.TopologyAssignment] | None = None
     tas_usage: dict[str, dict[str, dict[str, int]]] | None = None
+    # The log sequence of the last TopologyAssigned folded into ``topology`` (0: none): a node's
+    # taints count as its failure only when they changed after it (``ClusterState.node_health_seq``).
+    topology_seq: int = 0
     # The flavor-scan bookmark in force (SEMANTICS §5.3): the last WorkloadInadmissible's; gone
     # with a reservation, a nomination or a change of the workload's scheduling shape.
     bookmark: types.FlavorBookmark | None = None
@@ -365,6 +368,10 @@ class ClusterState:
     # resource.
     topology: TopologyState = field(default_factory=TopologyState)
     tas_usage: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    # Per node name, the log sequence of the Node fact that created it or changed its taints or
+    # its Ready status: the changes on which Kueue's TAS node controller looks at a node's
+    # workloads again (pkg/controller/tas/node_controller.go, the Create/Update predicates).
+    node_health_seq: dict[str, int] = field(default_factory=dict)
     # The flavor-scan bookmark's clocks (SEMANTICS §5.3): ``admit_cycles`` counts the admitter's
     # DecisionRecords that decide something, outputs or pending outcomes (Kueue's scheduling
     # cycle, as the log sees it: a cycle that decides nothing leaves no trace);
@@ -640,7 +647,7 @@ def apply(
         case types.ObjectRejected():
             _fold_rejection(state, event)
         case types.TopologyAssigned():
-            _apply_topology_assigned(state, event)
+            _apply_topology_assigned(state, event, seq=seq)
         case types.NodeObserved() | types.PodObserved() | types.TopologyObserved():
             _apply_topology_fact(state, event, seq=seq)
         case types.DispatchApplied() | types.DispatchFailed() | types.DispatchBatchApplied() | types.ChildJobObserved():
@@ -1560,6 +1567,11 @@ def _apply_topology_fact(
             old_node = topo.nodes.get(node.metadata.name)
             if old_node == node:
                 return
+            if old_node is None or (old_node.spec.taints, old_node.status.ready) != (
+                node.spec.taints,
+                node.status.ready,
+            ):
+                state.node_health_seq[node.metadata.name] = seq
             touches = _node_in_tas(topo, old_node) or _node_in_tas(topo, node)
             topo.apply(event)
             if touches:
@@ -1636,7 +1648,7 @@ def _trigger_flavors(state: ClusterState, flavors: list[str], seq: int) -> None:
             state.trigger(f"cq:{name}", seq, released=True)
 
 
-def _apply_topology_assigned(state: ClusterState, event: types.TopologyAssigned) -> None:
+def _apply_topology_assigned(state: ClusterState, event: types.TopologyAssigned, *, seq: int) -> None:
     """A TopologyAssigned for a workload holding quota: its assignments (merged per pod set
     over earlier ones of the same reservation) and their TAS usage (A.2.2)."""
     current = state.workloads.get(event.workload.key)
@@ -1646,6 +1658,7 @@ def _apply_topology_assigned(state: ClusterState, event: types.TopologyAssigned)
     if current.topology is not None:
         _release_topology(state, current)
     current.topology = assignments
+    current.topology_seq = seq
     current.tas_usage = tas_usage_of(state, current.workload, current.reservation, assignments)
     _shift_tas_usage(state.tas_usage, current.tas_usage, sign=1)
 

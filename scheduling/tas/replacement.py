@@ -11,7 +11,9 @@ pkg/scheduler/scheduler.go handleFailedTASReplacement, pkg/workload OwnedBySingl
   :func:`kueue_es.scheduling.tas.placement.find_assignments`);
 - a node counts as failed when it is deleted, not Ready, or carries a NoSchedule / NoExecute
   taint the pod set does not tolerate (its template's, its flavor's and its admission checks'
-  tolerations). kueue-es sees no pods of admitted workloads, so under
+  tolerations), a taint only when the node's taints or Ready status changed after the
+  workload's topology was assigned (Kueue's node controller looks again only on such a change;
+  placer logic 10). kueue-es sees no pods of admitted workloads, so under
   TASReplaceNodeOnPodTermination (on) a NotReady or tainted node counts at once;
 - two different failed nodes ⇒ the workload is evicted (reason NodeFailures);
 - one ⇒ its pods are placed again (same count), inside the required domain of a ``required``
@@ -56,6 +58,7 @@ def check(
     balanced_slice_size: bool = True,
     shared_hostnames: bool = True,
     preferred_affinity: bool = True,
+    taints_on_change: bool = True,
 ) -> list[types.Decision]:
     """The decisions for one admitted workload with a topology assignment: none while its
     hostname-level nodes are healthy, else a replacement TopologyAssigned or an eviction.
@@ -71,7 +74,16 @@ def check(
 
     ``preferred_affinity`` (TAS placer logic 8; False: 7 and earlier, for replay): the replacement
     honours the gate TASRespectNodeAffinityPreferred (preferred node affinity scores, A.3.4), as
-    the admission does; False ignores the gate."""
+    the admission does; False ignores the gate.
+
+    ``taints_on_change`` (TAS placer logic 10; False: 9 and earlier, for replay): a Ready node's
+    untolerated taint fails it for the workload only if the node's taints or Ready status changed
+    after the workload's topology was assigned. Kueue's node controller looks at a node's workloads
+    only when the node is created, deleted, or changes Ready or taints (or a pod of it changes,
+    which kueue-es does not see), so a change of the flavor's tolerations alone does not fail the
+    nodes of admitted workloads (Kueue test/integration/singlecluster/tas/tas_test.go, "Updating
+    TAS ResourceFlavor tolerations"). False: every cycle checks the taints with today's
+    tolerations."""
     assert wl.reservation is not None and wl.topology is not None
     specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
     updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
@@ -91,7 +103,10 @@ def check(
         tree = state.topology.flavor_topology(flavor_name)
         for domain in tas.decode(ta).domains:
             node = domain.values[-1]
-            if node not in failed and _failed(_node_of(state, tree, node), tolerations):
+            if node in failed:
+                continue
+            taints = not taints_on_change or state.node_health_seq.get(node, 0) > wl.topology_seq
+            if _failed(_node_of(state, tree, node), tolerations if taints else None):
                 failed[node] = psa.name
     if not failed:
         return []
@@ -163,10 +178,13 @@ def _owned_by_single_pod(workload: models.Workload) -> bool:
     return owner.kind == "Pod" and owner.api_version == "v1"
 
 
-def _failed(node: models.Node | None, tolerations: list[models.Toleration]) -> bool:
-    """A.13.2: deleted, not Ready, or an untolerated NoSchedule/NoExecute taint."""
+def _failed(node: models.Node | None, tolerations: list[models.Toleration] | None) -> bool:
+    """A.13.2: deleted, not Ready, or an untolerated NoSchedule/NoExecute taint (taints not
+    looked at when ``tolerations`` is None)."""
     if node is None or node.status.ready != "True":
         return True
+    if tolerations is None:
+        return False
     for taint in node.spec.taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
             return True

@@ -52,6 +52,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         balanced_slice_size=True,
         shared_hostnames=True,
         preferred_affinity=True,
+        taints_on_change=False,
     )
 
 
@@ -71,6 +72,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             balanced_slice_size=version >= 7,
             shared_hostnames=version >= 8,
             preferred_affinity=version >= 9,
+            taints_on_change=False,
         )
 
     return decide_earlier
@@ -84,6 +86,7 @@ def _decide(
     balanced_slice_size: bool,
     shared_hostnames: bool,
     preferred_affinity: bool,
+    taints_on_change: bool,
 ) -> list[types.Decision]:
     if not state.tas_usage:
         return []
@@ -114,6 +117,7 @@ def _decide(
                 balanced_slice_size=balanced_slice_size,
                 shared_hostnames=shared_hostnames,
                 preferred_affinity=preferred_affinity,
+                taints_on_change=taints_on_change,
             )
         )
     return out
