@@ -60,6 +60,7 @@ giving quota back stopped counting as candidates or TAS usage in the cycle that 
 and the admitter's 17 and the preemptor's 6 (admission fair sharing's LocalQueue usage ordered the
 preemption candidates of the preemptor's own ClusterQueue only), the placer's 6 and 7 (a node replacement counted
 only its own flavor's TAS usage; 6 also sized balanced placement's domains in single pods), and the admitter's 24,
-the preemptor's 10 and the placer's 8 (the alpha gate TASRespectNodeAffinityPreferred ignored)."""
+the preemptor's 10 and the placer's 8 (the alpha gate TASRespectNodeAffinityPreferred ignored), and the placer's 9
+(a node's taints checked against the current tolerations every cycle, not only after the node changed)."""
 
 CUTS: frozenset[int] = frozenset({0, MAX_BATCH})

@@ -24,15 +24,21 @@ from kueue_es.projections import partitions
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling.tas import replacement
 
-LOGIC_VERSION = 9
-"""9: under the alpha gate TASRespectNodeAffinityPreferred a replacement orders TAS domains by the pod set's
+LOGIC_VERSION = 10
+"""10: a Ready node's untolerated taint fails it for an admitted workload only if the node's taints or
+Ready status changed after the workload's topology was assigned, as Kueue's node controller looks again
+only on such a change (a flavor's tolerations removed do not evict what they admitted); 9 and earlier
+checked the taints against the current tolerations every cycle.
+9: under the alpha gate TASRespectNodeAffinityPreferred a replacement orders TAS domains by the pod set's
 preferred node affinity scores first (A.3.4), as the admission does; 8 and earlier ignored the gate.
 8: a replacement counts the usage of every flavor whose topology ends at the hostname on a
 node (flavors selecting the same nodes share their capacity, A.2.4, as at admission); 7 and 6 counted
 only its own flavor's. 7: balanced placement sizes the domains above the slice level in slices."""
 ROLE = "place"
-EARLIER_LOGIC_VERSIONS = (6, 7, 8)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 8 and earlier ignored
+EARLIER_LOGIC_VERSIONS = (6, 7, 8, 9)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 9 and earlier
+checked a node's taints against the workload's current tolerations every cycle (10 only after the node
+changed); 8 and earlier ignored
 the gate TASRespectNodeAffinityPreferred (9 honours it); 6 chose balanced
 placement's domains above the slice level (gate TASBalancedPlacement) counting single pods when it placed
 a failed node's pods (7 counts whole slices, as Kueue's applyBalancedPlacementAlgorithm); 6 and 7 placed a
@@ -52,14 +58,15 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         balanced_slice_size=True,
         shared_hostnames=True,
         preferred_affinity=True,
-        taints_on_change=False,
+        taints_on_change=True,
     )
 
 
 def decide_as(version: int) -> Callable[..., list[types.Decision]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay: 6
     chose balanced placement's domains above the slice level in single pods; 6 and 7 counted only a
-    replacement's own flavor's usage. Raises ValueError for any other version."""
+    replacement's own flavor's usage; 8 and earlier ignored preferred node affinity; all of them
+    checked node taints every cycle. Raises ValueError for any other version."""
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"placer logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
 
