@@ -23,6 +23,7 @@ from tests.deploy.test_crds import EXAMPLES, SERVED_EXAMPLES
 
 KUEUE_MIRROR = Path("/work/.mirror/kubernetes-sigs+kueue/repo")
 SCHEMAS = {kind.kind: crds.object_schema(kind) for kind in crds.KINDS}
+HOSTNAME = "kubernetes.io/hostname"
 LIMITS = ("minimum", "maximum", "pattern", "minLength", "maxLength", "minItems", "maxItems", "maxProperties", "enum")
 
 #: Kueue patterns kueue-es writes another way, matching the same strings: (path, Kueue's, ours).
@@ -231,3 +232,86 @@ def test_kueue_examples_pass_our_validation(label: str, obj: dict[str, Any]) -> 
     """What Kueue's docs apply is accepted: no cause, no unknown field (kubectl apply of the examples works)."""
     assert validation.validate(obj) == []
     assert validation.unknown_fields(obj) == []
+
+
+# -- Kueue test/integration/singlecluster/tas/tas_test.go: what the API server refuses of TAS objects -----------
+
+
+def flavor(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "tas-flavor"},
+        "spec": spec,
+    }
+
+
+def topology(*levels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": "levels-topology"},
+        "spec": {"levels": [{"nodeLabel": level} for level in levels]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("obj", "field"),
+    [
+        # 'Negative scenarios for ResourceFlavor configuration' / 'should not allow to create ResourceFlavor with
+        # invalid topology name'
+        (flavor(nodeLabels={"node-group": "tas"}, topologyName="invalid topology name"), "spec.topologyName"),
+        # ... / 'should not allow to create ResourceFlavor without any node labels'
+        (flavor(topologyName="default"), "spec"),
+    ],
+)
+def test_kueue_tas_refuses_these_flavors(obj: dict[str, Any], field: str) -> None:
+    assert [c.field for c in validation.validate(obj)] == [field]
+
+
+FLAVOR_WITH_TOPOLOGY = flavor(topologyName="default", nodeLabels={"node-group": "tas", "foo": "bar"})
+
+
+@pytest.mark.parametrize(
+    ("change", "refused"),
+    [
+        # 'Updating ResourceFlavorSpec that defines TopologyName' / 'should not allow to update topologyName'
+        (
+            {"topologyName": "invalid"},
+            ['spec: Invalid value: "object": topologyName is immutable when topologyName is set'],
+        ),
+        # ... / 'should allow to update nodeTaints'
+        ({"nodeTaints": [{"key": "foo", "value": "bar", "effect": "NoSchedule"}]}, []),
+        # ... / 'should allow to update tolerations'
+        ({"tolerations": [{"key": "key1", "value": "value", "effect": "NoSchedule", "operator": "Equal"}]}, []),
+        # ... / 'should allow to update nodeLabels'
+        ({"nodeLabels": {"tas-node": "true"}}, []),
+        # ... / 'should allow to remove one of the nodeLabels'
+        ({"nodeLabels": {"foo": "bar"}}, []),
+    ],
+)
+def test_kueue_tas_flavor_updates(change: dict[str, Any], refused: list[str]) -> None:
+    new = {**FLAVOR_WITH_TOPOLOGY, "spec": {**FLAVOR_WITH_TOPOLOGY["spec"], **change}}
+    assert [str(c) for c in validation.validate(new, old=FLAVOR_WITH_TOPOLOGY)] == refused
+
+
+MUTABLE_ONLY = (
+    'spec.levels: Invalid value: "array": levels are mutable only when kubernetes.io/hostname is the lowest level '
+    "both before and after the change"
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "refused"),
+    [
+        # 'Updating Topology levels' / 'should allow mutating levels only when hostname stays the lowest level':
+        # renaming a middle level with hostname lowest before and after
+        (("cloud.provider.com/rack", HOSTNAME), ("cloud.provider.com/block", HOSTNAME), []),
+        # rejecting an update that drops the hostname level
+        (("cloud.provider.com/block", HOSTNAME), ("cloud.provider.com/block",), [MUTABLE_ONLY]),
+        # rejecting any update of a topology whose lowest level is not hostname
+        (("cloud.provider.com/rack",), ("cloud.provider.com/block",), [MUTABLE_ONLY]),
+    ],
+)
+def test_kueue_tas_topology_level_updates(old: tuple[str, ...], new: tuple[str, ...], refused: list[str]) -> None:
+    assert [str(c) for c in validation.validate(topology(*new), old=topology(*old))] == refused
