@@ -50,3 +50,16 @@ def test_waiting_for_quota_before_the_sibling_finishes() -> None:
     scenario = load_scenario(SCENARIOS / "flavors/nofit-waiting-for-quota-cohort-used-then-admitted.yaml")
     run = run_scenario(msgspec.structs.replace(scenario, events=()))
     assert run.state.workloads["ns/wl"].pending_reason == "WaitingForQuota"
+
+
+def test_exceeds_cohort_capacity_with_fair_sharing() -> None:
+    """fair_sharing_test.go 'Preemption is disabled' / 'Shouldn't reserve quota because not enough resources':
+    the QuotaReserved condition Kueue's test expects, reason and message, for a 10-CPU workload in an 8-CPU cohort."""
+    run = run_scenario(load_scenario(SCENARIOS / "fairsharing/exceeds-cohort-capacity-pending-with-fair-sharing.yaml"))
+    wl = run.state.workloads["default/wl"]
+    assert wl.reservation is None
+    assert wl.pending_reason == "ExceedsMaxQuota"
+    assert wl.pending_message == (
+        "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default, previously "
+        "considered podsets requests (0) + current podset request (10) > maximum capacity (8)"
+    )
