@@ -61,11 +61,17 @@ def as_float(resource: str, amount: int) -> float:
 
 @dataclass
 class Ledger:
-    """One LocalQueue's consumed usage at ``last_ms`` and the admitted usage since then."""
+    """One LocalQueue's consumed usage at ``last_ms`` and the admitted usage since then.
+
+    ``pending``: the entry penalties not settled yet, per workload key (Kueue's penalty records,
+    pkg/cache/queue/afs/usage_ledger.go): pushed when the workload reserves quota, settled into
+    ``consumed`` when it is admitted (its admission checks Ready), dropped when it can no longer be
+    (deleted, finished, moved to another LocalQueue, deactivated without quota). They do not decay."""
 
     consumed: dict[str, float] = field(default_factory=dict)
     admitted: dict[str, int] = field(default_factory=dict)
     last_ms: int = 0
+    pending: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def decayed(self, now_ms: int, half_life_s: float) -> dict[str, float]:
         """``consumed`` decayed to ``now_ms`` towards the admitted usage (no mutation)."""
@@ -112,10 +118,16 @@ def entry_penalty(requests: dict[str, int], config: models.Configuration) -> dic
 
 
 def usage_value(
-    ledger: Ledger | None, *, now_ms: int, config: models.Configuration, lq: models.LocalQueue | None
+    ledger: Ledger | None,
+    *,
+    now_ms: int,
+    config: models.Configuration,
+    lq: models.LocalQueue | None,
+    pending: bool = False,
 ) -> float:
-    """Kueue's CalculateUsage: sum over resources of weight x consumed, over the LocalQueue's
-    weight (default 1; zero or less is infinite)."""
+    """Kueue's CalculateUsage: sum over resources of weight x (consumed + pending penalties), over the
+    LocalQueue's weight (default 1; zero or less is infinite). ``pending`` False leaves the penalties of
+    workloads reserved but not admitted yet out, as admitter logic 28 and earlier did (for replay)."""
     afs = config.admission_fair_sharing
     assert afs is not None
     weight = 1.0
@@ -125,8 +137,13 @@ def usage_value(
         return math.inf
     if ledger is None:
         return 0.0
+    values = ledger.decayed(now_ms, half_life_s(config))
+    if pending and ledger.pending:
+        for penalty in ledger.pending.values():
+            for resource, amount in penalty.items():
+                values[resource] = values.get(resource, 0.0) + amount
     total = 0.0
-    for resource, value in sorted(ledger.decayed(now_ms, half_life_s(config)).items()):
+    for resource, value in sorted(values.items()):
         factor = _quantity(afs.resource_weights[resource]) if resource in afs.resource_weights else 1.0
         total += factor * value
     return total / weight

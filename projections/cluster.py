@@ -62,6 +62,7 @@ class WorkloadState:
     stopped_seq: int = 0
     preempted_count: int = 0
     afs_usage: tuple[tuple[str, str], dict[str, int]] | None = None  # (LocalQueue, usage) counted in its ledger
+    afs_pending: tuple[str, str] | None = None  # the LocalQueue whose ledger holds its unsettled entry penalty
     # Admission checks (SEMANTICS §9.5): the latest state each check controller reported, and
     # how often each was reset from Retry (Kueue's retryCount).
     checks: dict[str, types.AdmissionCheckStateChanged] = field(default_factory=dict)
@@ -736,6 +737,11 @@ def _apply_workload_fact(
             kueue_metrics.on_observed(state, added)
         else:
             event = _keep_reserved_pod_sets(state, current, event)
+            if current.afs_pending is not None and (
+                current.workload.spec.queue_name != event.workload.spec.queue_name
+                or (not event.workload.spec.active and current.reservation is None)
+            ):
+                _afs_drop_pending(state, current)  # moved to another LocalQueue, or inactive without quota
             if current.workload.spec != event.workload.spec:
                 current.parked_seq = 0  # a changed workload leaves the inadmissible list
                 before, after = current.workload.spec, event.workload.spec
@@ -769,6 +775,7 @@ def _apply_workload_fact(
     current = state.workloads.get(event.workload.key)
     if current is not None and current.finished is None and _same_uid(current, event.workload):
         kueue_metrics.on_finished(state, current, event)
+        _afs_drop_pending(state, current)  # finished without admission: it will not settle
         current.finished = _compact_finished(current, event)
         current.finished_seq = seq
         if current.reservation is not None:  # Kueue drops it from the ClusterQueue's cache now (§5.3)
@@ -1245,6 +1252,7 @@ def _apply_deleted(state: ClusterState, event: types.ObjectDeleted, *, seq: int)
             current = state.workloads.get(f"{event.namespace}/{event.name}")
             if current is not None and current.deleted_seq == 0 and _same_uid(current, event):
                 current.deleted_seq = seq
+                _afs_drop_pending(state, current)  # deleted before it settled (workload_controller.go Delete)
                 if current.reservation is not None:  # gone from the ClusterQueue's cache (§5.3)
                     _bump_generation(state, current.reservation.cluster_queue, seq)
                 if current.reservation is None:
@@ -1331,6 +1339,7 @@ def _apply_workload_decision(
         case types.QuotaReserved():
             if current.reservation is None:
                 _reserve(state, current, event, key=key, seq=seq)
+                _afs_reserved(state, current)
         case types.WorkloadAdmitted():
             if types.reserves(event, current.reservation is not None):
                 # reserved and admitted by one message (issue 18): its reservation first, as the pair did
@@ -1344,6 +1353,8 @@ def _apply_workload_decision(
         case types.QuotaReleased():
             if current.reservation is not None:
                 kueue_metrics.on_released(state, current, event)
+                if not current.workload.spec.active:
+                    _afs_drop_pending(state, current)  # inactive without quota: it will not settle
                 if event.reason == slices.REPLACED_REASON and current.finished is None:
                     _slice_replaced(state, current, event, seq=seq)
                 _afs_released(state, current, at_ms=event.at_ms)
@@ -1497,9 +1508,39 @@ def _bump_generation(state: ClusterState, cluster_queue: str, seq: int) -> None:
     state.cq_generations[cluster_queue] = max(state.cq_generations.get(cluster_queue, 0), seq)
 
 
-def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None:
-    """Admission fair sharing: the LocalQueue's ledger takes the entry penalty and the usage (SEMANTICS §8)."""
+def _afs_reserved(state: ClusterState, wl: WorkloadState) -> None:
+    """Admission fair sharing: a workload reserving quota (not admitted by the same message) pushes its entry
+    penalty, pending in its LocalQueue's ledger until it is admitted (Kueue's scheduler.go updateEntryPenalty
+    at assume time, SEMANTICS §8); a new reservation replaces its earlier record, never stacks on it."""
     assert wl.reservation is not None
+    config = state.configuration
+    if not afs.active(state.cluster_queues.get(wl.reservation.cluster_queue), config):
+        return
+    usage: dict[str, int] = {}
+    for (_, resource), amount in quota.reservation_usage(wl.held or wl.reservation).items():
+        usage[resource] = usage.get(resource, 0) + amount
+    _afs_drop_pending(state, wl)
+    lq = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
+    ledger = state.afs_ledgers.setdefault(lq, afs.Ledger(last_ms=wl.reservation.at_ms))
+    ledger.pending[wl.key] = afs.entry_penalty(usage, config)
+    wl.afs_pending = lq
+
+
+def _afs_drop_pending(state: ClusterState, wl: WorkloadState) -> None:
+    """Forget ``wl``'s unsettled entry penalty (settled by its admission, or never to be: Kueue's SubPenalty)."""
+    if wl.afs_pending is None:
+        return
+    ledger = state.afs_ledgers.get(wl.afs_pending)
+    if ledger is not None:
+        ledger.pending.pop(wl.key, None)
+    wl.afs_pending = None
+
+
+def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None:
+    """Admission fair sharing: the LocalQueue's ledger takes the entry penalty and the usage (SEMANTICS §8);
+    the penalty pending since its reservation is settled by it."""
+    assert wl.reservation is not None
+    _afs_drop_pending(state, wl)
     config = state.configuration
     if not afs.active(state.cluster_queues.get(wl.reservation.cluster_queue), config):
         return

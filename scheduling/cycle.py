@@ -72,6 +72,7 @@ def run(
     tas_recompute: bool = True,
     preemption_gates: bool = True,
     needs_tas_flavors: bool = True,
+    afs_pending: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -171,7 +172,11 @@ def run(
 
     ``preemption_gates`` (admitter logic 28; False: 27 and earlier, for replay): under the gate
     MultiKueueOrchestratedPreemption or ConcurrentAdmission, an entry that would preempt while one of its
-    preemption gates is closed preempts nothing and waits (:func:`_process`)."""
+    preemption gates is closed preempts nothing and waits (:func:`_process`).
+
+    ``afs_pending`` (admitter logic 32; False: 31 and earlier, for replay): under admission fair sharing, a
+    LocalQueue's usage in the queue order counts the entry penalties of its workloads that reserved quota and
+    wait for their admission checks, as Kueue's pending penalty records do (``queues.lq_usage``)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -238,6 +243,7 @@ def run(
         whole_tree_triggers=whole_tree_triggers,
         deferred_sticky=deferred_sticky,
         priority_triggers=priority_triggers,
+        afs_pending=afs_pending,
     )
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))

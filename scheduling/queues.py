@@ -60,6 +60,7 @@ def plan(
     whole_tree_triggers: bool = True,
     deferred_sticky: bool = True,
     priority_triggers: bool = True,
+    afs_pending: bool = True,
 ) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
@@ -72,6 +73,9 @@ def plan(
     replay): a workload waiting for the cycle's preemptions (``state.deferred``) is not its
     ClusterQueue's sticky head (:func:`sticky_preemptors`). ``priority_triggers`` False (admitter logic 28
     and earlier, for replay): a quota-holding workload's priority change requeues nothing.
+    ``afs_pending`` False (admitter logic 31 and earlier, for replay): under admission fair sharing a
+    LocalQueue's usage leaves out the entry penalties of its workloads that reserved quota but are not
+    admitted yet (:func:`lq_usage`).
     """
     result = Plan()
     layout = _layout(state, tree, whole_tree=whole_tree_triggers, priority=priority_triggers)
@@ -131,7 +135,9 @@ def plan(
                 continue
             if afs.active(cq, state.configuration) and len(fronts) > 1:
                 # SEMANTICS §8: the LocalQueue that consumed least comes first, before priority
-                head_order = min(fronts, key=lambda f: (lq_usage(state, f[0], now_ms=now_ms), f[1]))[1]
+                head_order = min(
+                    fronts, key=lambda f: (lq_usage(state, f[0], now_ms=now_ms, pending=afs_pending), f[1])
+                )[1]
             else:
                 head_order = min(c for _, c in fronts)
         head = workloads[head_order[-1]]
@@ -224,10 +230,16 @@ def _layout(state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = Tr
     return layout
 
 
-def lq_usage(state: ClusterState, queue: tuple[str, str], *, now_ms: int) -> float:
-    """A LocalQueue's admission-fair-sharing usage at ``now_ms`` (SEMANTICS §8)."""
+def lq_usage(state: ClusterState, queue: tuple[str, str], *, now_ms: int, pending: bool = True) -> float:
+    """A LocalQueue's admission-fair-sharing usage at ``now_ms`` (SEMANTICS §8), with the entry penalties
+    of its workloads reserved but not admitted yet (``pending`` False: without them, as admitter logic 28
+    and earlier ordered the queue; Kueue's ComputeLocalQueueFSUsage adds them, pkg/workload/workload.go)."""
     return afs.usage_value(
-        state.afs_ledgers.get(queue), now_ms=now_ms, config=state.configuration, lq=state.local_queues.get(queue)
+        state.afs_ledgers.get(queue),
+        now_ms=now_ms,
+        config=state.configuration,
+        lq=state.local_queues.get(queue),
+        pending=pending,
     )
 
 

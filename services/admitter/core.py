@@ -120,6 +120,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         needs_tas_flavors=True,
         priority_triggers=True,
         quota_check_gate=True,
+        afs_pending=False,
     )
 
 
@@ -148,8 +149,9 @@ def _decide(
     needs_tas_flavors: bool,
     priority_triggers: bool,
     quota_check_gate: bool,
+    afs_pending: bool,
 ) -> list[types.Output]:
-    if not quota_check_gate:  # 29 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
+    if not quota_check_gate:  # 30 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
@@ -187,6 +189,7 @@ def _decide(
             preemption_gates=preemption_gates,
             needs_tas_flavors=needs_tas_flavors,
             priority_triggers=priority_triggers,
+            afs_pending=afs_pending,
         )
     finally:
         tree.rollback()
@@ -278,6 +281,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             needs_tas_flavors=version >= 29,
             priority_triggers=priority_triggers,
             quota_check_gate=quota_check_gate,
+            afs_pending=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

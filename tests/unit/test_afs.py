@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import msgspec
 import pytest
 
 from kueue_es.projections import afs
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.scenarios import specs
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
 
 
 @pytest.mark.parametrize(
@@ -49,3 +55,55 @@ def test_memory_counts_in_bytes_and_cpu_in_cores() -> None:
     assert afs.as_float("cpu", 1500) == 1.5
     assert afs.as_float("memory", 1024) == 1024.0
     assert math.isclose(afs.alpha(300, 604800), 1 - 0.5 ** (300 / 604800))
+
+
+# Entry penalties pending between a workload's reservation and its admission (Kueue's penalty records,
+# pkg/cache/queue/afs/usage_ledger.go; fair_sharing_test.go 'Using AdmissionFairSharing with AdmissionChecks').
+
+_CHECKED = Path(__file__).parents[1] / "scenarios" / "afs" / "entry-penalty-pending-while-checks-wait.yaml"
+_LQ_A = ("default", "lq-a")
+
+
+def _run_a1(*events: specs.ScenarioEvent) -> ClusterState:
+    """The checked ClusterQueue with a-1 alone (4 CPU, lq-a): it reserves and waits for check1; then ``events``."""
+    scenario = load_scenario(_CHECKED)
+    scenario = msgspec.structs.replace(scenario, pending=scenario.pending[:1], events=events, expect=specs.Expect())
+    return run_scenario(scenario).state
+
+
+def test_reservation_waiting_for_checks_holds_a_pending_penalty() -> None:
+    """Pushed when the workload is assumed: alpha(1 s sampling, 1 s half-life) = 0.5 of its 4 CPU; it counts in
+    the LocalQueue's usage at once, and does not decay while it waits."""
+    state = _run_a1()
+    ledger = state.afs_ledgers[_LQ_A]
+    assert ledger.pending == {"default/a-1": {"cpu": pytest.approx(2.0)}}
+    usage = afs.usage_value(ledger, now_ms=ledger.last_ms + 60_000, config=state.configuration, lq=None, pending=True)
+    assert usage == pytest.approx(2.0)
+    assert afs.usage_value(ledger, now_ms=ledger.last_ms, config=state.configuration, lq=None) == 0.0
+
+
+def test_admission_settles_the_pending_penalty() -> None:
+    """'should subtract the entry penalty when the workload is admitted via an AdmissionCheck'."""
+    state = _run_a1(specs.CheckEvent(workload="default/a-1", check="check1", state="Ready"))
+    ledger = state.afs_ledgers[_LQ_A]
+    assert state.workloads["default/a-1"].admitted
+    assert ledger.pending == {}
+    assert ledger.consumed["cpu"] >= 2.0  # settled into the consumed history
+
+
+def test_deletion_before_admission_drops_the_pending_penalty() -> None:
+    """'should drop the entry penalty when the workload is deleted while waiting for the admission check'."""
+    state = _run_a1(specs.DeleteEvent(kind="Workload", namespace="default", name="a-1"))
+    ledger = state.afs_ledgers[_LQ_A]
+    assert ledger.pending == {}
+    assert afs.usage_value(ledger, now_ms=ledger.last_ms, config=state.configuration, lq=None, pending=True) == 0.0
+
+
+def test_reserving_again_after_eviction_does_not_stack_penalties() -> None:
+    """'should not stack entry penalties when an evicted workload reserves quota again': the Retry evicts a-1,
+    which keeps its record (still active on lq-a) and replaces it when it reserves quota again."""
+    first = _run_a1().afs_ledgers[_LQ_A].pending
+    state = _run_a1(specs.CheckEvent(workload="default/a-1", check="check1", state="Retry"))
+    wl = state.workloads["default/a-1"]
+    assert wl.reservation is not None and not wl.admitted  # reserved again, waiting for check1
+    assert state.afs_ledgers[_LQ_A].pending == first
