@@ -25,10 +25,13 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 31
+LOGIC_VERSION = 32
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 30 and earlier applied
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 31 and earlier left the
+entry penalty of a workload that reserved quota but waits for its admission checks out of its LocalQueue's
+admission-fair-sharing usage (32 counts it until the workload is admitted, as Kueue's pending penalty records
+do: another LocalQueue's workload may go first meanwhile). 30 and earlier applied
 resources.quotaCheckStrategy IgnoreUndeclared whatever the feature gate QuotaCheckStrategy said (31 applies it
 only with the gate on, as Kueue's IgnoreUndeclaredResources). 29 and earlier left the
 parked workloads of a cohort tree parked when a workload holding quota there changed priority (30 requeues them,
@@ -120,7 +123,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         needs_tas_flavors=True,
         priority_triggers=True,
         quota_check_gate=True,
-        afs_pending=False,
+        afs_pending=True,
     )
 
 
@@ -206,6 +209,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 31 left pending entry penalties out of a LocalQueue's admission-fair-sharing usage.
     Versions 9 to 30 applied IgnoreUndeclared with the gate QuotaCheckStrategy off.
     Versions 9 to 29 did not requeue parked workloads when a workload holding quota changed priority.
     Versions 9 to 28 admitted a pod set asking for TAS in a ClusterQueue without TAS flavors.
@@ -253,6 +257,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     preemption_gates = version >= 28
     priority_triggers = version >= 30
     quota_check_gate = version >= 31
+    afs_pending = version >= 32
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -281,7 +286,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             needs_tas_flavors=version >= 29,
             priority_triggers=priority_triggers,
             quota_check_gate=quota_check_gate,
-            afs_pending=False,
+            afs_pending=afs_pending,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -8,11 +8,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from kueue_es.events import types
 from kueue_es.projections import afs
-from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.scenarios import specs
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
+from kueue_es.services.admitter import core as admitter
 
 
 @pytest.mark.parametrize(
@@ -107,3 +109,21 @@ def test_reserving_again_after_eviction_does_not_stack_penalties() -> None:
     wl = state.workloads["default/a-1"]
     assert wl.reservation is not None and not wl.admitted  # reserved again, waiting for check1
     assert state.afs_ledgers[_LQ_A].pending == first
+
+
+def test_admitter_32_counts_the_pending_penalty_and_31_does_not() -> None:
+    """The second cycle of the checked scenario: a-1 holds quota waiting for check1. Logic 32 orders lq-b first
+    (lq-a's pending penalty), 31 takes the older a-2 (lq-a's usage 0); both replay from the same state."""
+    run = run_scenario(load_scenario(_CHECKED))
+    records = [i for i, (_, e) in enumerate(run.log) if isinstance(e, types.DecisionRecord) and e.role == admitter.ROLE]
+    state = ClusterState()
+    for seq, event in run.log[: records[1]]:
+        apply(state, event, seq=seq)
+    record = run.log[records[1]][1]
+    assert isinstance(record, types.DecisionRecord)
+    assert state.workloads["default/a-1"].reservation is not None
+    reserved = admitter.decide(state, now_ms=record.now_ms, partition=record.partition)
+    assert [o.workload.key for o in reserved if isinstance(o, types.QuotaReserved)] == ["default/b-1"]
+    earlier = admitter.decide_as(31)(state, now_ms=record.now_ms, partition=record.partition)
+    assert [o.workload.key for o in earlier if isinstance(o, types.QuotaReserved)] == ["default/a-2"]
+    assert admitter.LOGIC_VERSION >= 32 and 31 in admitter.EARLIER_LOGIC_VERSIONS
