@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from kueue_es.events import types
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
 from kueue_es.services.dispatcher import status
+
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
 
 OBJECTS = {"job-uid-high": "wl-uid-high", "job-uid-low": "wl-uid-low"}
 
@@ -45,3 +52,14 @@ def test_a_status_is_rewritten_only_where_a_message_changes() -> None:
     untouched = {"conditions": [wanted["conditions"][0]]}
     assert status.with_object_uids(untouched, object_uid) is untouched
     assert status.with_object_uids({}, object_uid) == {}
+
+
+def test_the_preempted_condition_names_the_preemptors_job_uid() -> None:
+    """preemption_test.go 'Should include job UID in preemption condition when the label is set': the message on
+    the victim carries the preemptor's kueue.x-k8s.io/job-uid label (preemption.go preemptionMessage)."""
+    run = run_scenario(load_scenario(SCENARIOS / "preemption/preempted-condition-names-preemptor-job-uid.yaml"))
+    (evicted,) = [e for _, e in run.log if isinstance(e, types.EvictionRequested) and e.workload.name == "low"]
+    assert evicted.message == (
+        "Preempted to accommodate a workload (UID: high-uid, JobUID: job-uid) due to prioritization in the"
+        " ClusterQueue; preemptor path: /cq; preemptee path: /cq"
+    )
