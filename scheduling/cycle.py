@@ -175,8 +175,9 @@ def run(
     preemption gates is closed preempts nothing and waits (:func:`_process`).
 
     ``afs_pending`` (admitter logic 32; False: 31 and earlier, for replay): under admission fair sharing, a
-    LocalQueue's usage in the queue order counts the entry penalties of its workloads that reserved quota and
-    wait for their admission checks, as Kueue's pending penalty records do (``queues.lq_usage``)."""
+    LocalQueue's usage in the queue order and in the order of preemption candidates counts the entry penalties
+    of its workloads that reserved quota and wait for their admission checks, as Kueue's pending penalty
+    records do (``queues.lq_usage``, ``preemption.CandidatePool``)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -257,6 +258,7 @@ def run(
         lq_usage_in_every_cq=lq_usage_in_every_cq,
         fair_rerun_after_own=fair_rerun_after_own,
         allowed_flavors=allowed_flavors,
+        afs_pending=afs_pending,
     )
     search.partial_admission = not kueue_multiple_preemptions or state.configuration.feature_gates.get(
         "PartialAdmission", True

@@ -845,7 +845,7 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
     for resource in sorted(asks):
         if resource not in covered and asks[resource] > 0:
             blocked.append(f"{resource}: {cq_name} has no quota for it (no resource group covers it)")
-    pool = preemption.CandidatePool(state, now_ms=now_ms)
+    pool = preemption.CandidatePool(state, now_ms=now_ms, afs_pending=True)
     preemptor = preemption.Preemptor(
         key=key, cq=cq, priority=priority, queue_ts_ms=wl.queue_ts_ms, usage={}, frs_need=frozenset()
     )

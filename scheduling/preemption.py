@@ -120,12 +120,16 @@ class CandidatePool:
     per ClusterQueue on first use. ``released``: keys of workloads whose quota the caller
     has already taken out of its tree (they are no candidates: Kueue's cache holds nothing
     for them, SEMANTICS §6.4). ``lq_usage_in_every_cq``: how the searches order them
-    (:func:`ordered`; False for admitter logic 17 and preemptor logic 6 and earlier)."""
+    (:func:`ordered`; False for admitter logic 17 and preemptor logic 6 and earlier). ``afs_pending``: a
+    LocalQueue's usage that orders them counts the entry penalties of its workloads reserved but not admitted
+    yet, as Kueue's snapshot does (CalcLocalQueueFSUsage; False for admitter logic 28 and preemptor logic 12
+    and earlier)."""
 
     state: ClusterState
     now_ms: int = 0
     released: Collection[str] = ()
     lq_usage_in_every_cq: bool = True
+    afs_pending: bool = False
     _by_cq: dict[str, list[Candidate]] = field(default_factory=dict)
 
     def forget(self) -> None:
@@ -177,6 +181,7 @@ class CandidatePool:
             now_ms=self.now_ms,
             config=self.state.configuration,
             lq=self.state.local_queues.get(queue),
+            pending=self.afs_pending,
         )
 
 

@@ -54,12 +54,17 @@ class Search:
         lq_usage_in_every_cq: bool = True,
         fair_rerun_after_own: bool = True,
         allowed_flavors: bool = True,
+        afs_pending: bool = False,
     ) -> None:
         self.state, self.tree = state, tree
         self.allowed_flavors = allowed_flavors
         self.fair_rerun_after_own = fair_rerun_after_own
         self.pool = preemption.CandidatePool(
-            state, now_ms=now_ms, released=released, lq_usage_in_every_cq=lq_usage_in_every_cq
+            state,
+            now_ms=now_ms,
+            released=released,
+            lq_usage_in_every_cq=lq_usage_in_every_cq,
+            afs_pending=afs_pending,
         )
         self.fair = state.configuration.fair_sharing is not None
         self.weights = fairsharing.Weights(state)

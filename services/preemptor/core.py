@@ -96,6 +96,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         allowed_flavors=True,
         needs_tas_flavors=True,
         quota_check_gate=True,
+        afs_pending=False,
     )
 
 
@@ -131,6 +132,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             allowed_flavors=version >= 13,
             needs_tas_flavors=version >= 13,
             quota_check_gate=version >= 14,
+            afs_pending=False,
         )
 
     return decide_earlier
@@ -151,6 +153,7 @@ def _decide(
     allowed_flavors: bool,
     needs_tas_flavors: bool,
     quota_check_gate: bool,
+    afs_pending: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -182,6 +185,7 @@ def _decide(
             lq_usage_in_every_cq=lq_usage_in_every_cq,
             fair_rerun_after_own=fair_rerun_after_own,
             allowed_flavors=allowed_flavors,
+            afs_pending=afs_pending,
         )
         batch = _Batch(
             recompute_overlapping=recompute_overlapping
