@@ -28,8 +28,10 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 14
-"""14: resources.quotaCheckStrategy IgnoreUndeclared counts only with the feature gate QuotaCheckStrategy on
+LOGIC_VERSION = 15
+"""15: with admission fair sharing, the LocalQueue usage that orders the candidates counts the entry penalties
+of the workloads reserved but not admitted yet (waiting for their admission checks), as Kueue's snapshot does
+(ComputeLocalQueueFSUsage; 14 and earlier left them out). 14: resources.quotaCheckStrategy IgnoreUndeclared counts only with the feature gate QuotaCheckStrategy on
 (Kueue's IgnoreUndeclaredResources; 13 and earlier applied it whatever the gate said). 13: with the gate ConcurrentAdmission on, the flavors of a workload left waiting for preemptions
 (DeferredFit), assigned again when overlapping targets are searched again, are only those its annotation
 kueue.x-k8s.io/workload-allowed-resource-flavors names, as the admitter's since its logic 26 (Kueue's
@@ -59,8 +61,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13)
-"""Logic versions :func:`decide_as` still re-runs: 13 and earlier applied IgnoreUndeclared with the gate
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+"""Logic versions :func:`decide_as` still re-runs: 14 and earlier ordered candidates by LocalQueue usage without
+pending entry penalties (15 counts them); 13 and earlier applied IgnoreUndeclared with the gate
 QuotaCheckStrategy off (14 does not); 12 and earlier ignored the allowed-flavors annotation and
 a ClusterQueue's lack of TAS flavors when they assigned flavors again (13 reads both); 11 and earlier searched targets only among the
 workloads using the FRs short of quota and booked no TAS domains in a batch (12 does both); 10 and earlier
@@ -96,7 +99,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         allowed_flavors=True,
         needs_tas_flavors=True,
         quota_check_gate=True,
-        afs_pending=False,
+        afs_pending=True,
     )
 
 
@@ -109,7 +112,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 13 and earlier, IgnoreUndeclared applied with
+        """:func:`decide` as logic ``version`` decided: with 14 and earlier, candidates ordered by LocalQueue
+        usage without pending entry penalties; with 13 and earlier, IgnoreUndeclared applied with
         the gate QuotaCheckStrategy off; with 12 and earlier, the allowed-flavors annotation
         and a ClusterQueue's lack of TAS flavors ignored when flavors are assigned again; with 11 and earlier, targets searched only
         on the FRs short of quota and no TAS domains booked; with 10 and earlier, the gate
@@ -132,7 +136,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             allowed_flavors=version >= 13,
             needs_tas_flavors=version >= 13,
             quota_check_gate=version >= 14,
-            afs_pending=False,
+            afs_pending=version >= 15,
         )
 
     return decide_earlier

@@ -15,6 +15,8 @@ from kueue_es.scenarios import specs
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
 from kueue_es.services.admitter import core as admitter
+from kueue_es.services.preemptor import core as preemptor
+from tests.scenario_states import before_first_record
 
 
 @pytest.mark.parametrize(
@@ -64,6 +66,7 @@ def test_memory_counts_in_bytes_and_cpu_in_cores() -> None:
 
 _CHECKED = Path(__file__).parents[1] / "scenarios" / "afs" / "entry-penalty-pending-while-checks-wait.yaml"
 _LQ_A = ("default", "lq-a")
+_ORDERED = Path(__file__).parents[1] / "scenarios" / "afs" / "pending-penalties-order-preemption-candidates.yaml"
 
 
 def _run_a1(*events: specs.ScenarioEvent) -> ClusterState:
@@ -127,3 +130,16 @@ def test_admitter_32_counts_the_pending_penalty_and_31_does_not() -> None:
     earlier = admitter.decide_as(31)(state, now_ms=record.now_ms, partition=record.partition)
     assert [o.workload.key for o in earlier if isinstance(o, types.QuotaReserved)] == ["default/a-2"]
     assert admitter.LOGIC_VERSION >= 32 and 31 in admitter.EARLIER_LOGIC_VERSIONS
+
+
+def test_preemptor_15_orders_candidates_with_pending_penalties_and_14_without() -> None:
+    """The open nomination of c-1 (lq-c) reclaiming from cq1, whose workloads all wait for check1: logic 15 evicts
+    lq-a's a-2 (lq-a's pending penalties outweigh lq-b's), 14 the lower-priority b-1 (every usage 0)."""
+    state, now_ms, partition = before_first_record(_ORDERED, preemptor.ROLE)
+
+    def evicted(outputs: list[types.Decision]) -> list[str]:
+        return [o.workload.key for o in outputs if isinstance(o, types.EvictionRequested)]
+
+    assert evicted(preemptor.decide(state, now_ms=now_ms, partition=partition)) == ["default/a-2"]
+    assert evicted(preemptor.decide_as(14)(state, now_ms=now_ms, partition=partition)) == ["default/b-1"]
+    assert preemptor.LOGIC_VERSION >= 15 and 14 in preemptor.EARLIER_LOGIC_VERSIONS
