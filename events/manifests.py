@@ -350,23 +350,35 @@ def _weight_to_string(spec: dict[str, Any]) -> None:
 
 
 def requests_over_limits(pod_spec: dict[str, Any], *, where: str = "template.spec") -> str:
-    """Kueue's admissibility check (SEMANTICS §4.3 step 5): the first container whose request
-    of a resource exceeds its limit, as a sentence; "" when none does. Bad quantities are
-    left to :func:`pod_requests`, which reports them."""
+    """Kueue's admissibility check (SEMANTICS §4.3 step 5; pkg/workload/resources.go
+    ValidateResources): the first container, or else the pod-level ``resources`` (KEP-2837),
+    whose request of a resource exceeds its limit, as a sentence; "" when none does. Bad
+    quantities are left to :func:`pod_requests`, which reports them."""
     groups = (("initContainers", pod_spec.get("initContainers")), ("containers", pod_spec.get("containers")))
     for group, containers in groups:
         for i, container in enumerate(containers or []):
-            resources = container.get("resources") or {}
-            limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
-            for res in sorted(set(limits) & set(requests)):
-                try:
-                    over = to_amount(res, requests[res], allow_negative=True) > to_amount(
-                        res, limits[res], allow_negative=True
-                    )
-                except QuantityError:
-                    continue
-                if over:
-                    return f"{where}.{group}[{i}].resources.requests[{res}] exceeds its limit"
+            res = _first_request_over_limit(container.get("resources") or {})
+            if res:
+                return f"{where}.{group}[{i}].resources.requests[{res}] exceeds its limit"
+    # Pod-level requests count for quota in place of the containers' (pod_requests), so Kueue
+    # checks them against the pod-level limits as well.
+    res = _first_request_over_limit(pod_spec.get("resources") or {})
+    if res:
+        return f"{where}.resources.requests[{res}] exceeds its limit"
+    return ""
+
+
+def _first_request_over_limit(resources: Mapping[str, Any]) -> str:
+    """The first resource (by name) whose request in ``resources`` (a ResourceRequirements
+    mapping) exceeds its limit; "" when none does or a quantity does not parse."""
+    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    for res in sorted(set(limits) & set(requests)):
+        try:
+            over = to_amount(res, requests[res], allow_negative=True) > to_amount(res, limits[res], allow_negative=True)
+        except QuantityError:
+            continue
+        if over:
+            return str(res)
     return ""
 
 

@@ -173,6 +173,16 @@ def test_requests_over_limits_mark_the_pod_set_misconfigured() -> None:
     assert pod_set.misconfigured == "spec.template.spec.containers[0].resources.requests[cpu] exceeds its limit"
 
 
+def test_pod_level_requests_over_limits_mark_the_pod_set_misconfigured() -> None:
+    """Pod-level resources (KEP-2837) are checked like a container's: a pod-level request above the
+    pod-level limit makes the pod set inadmissible (Kueue pkg/workload/resources.go ValidateResources)."""
+    pod = {"resources": {"requests": {"cpu": "3"}, "limits": {"cpu": "2"}}}
+    pod_set = the_pod_set(jobs.job_facts(job(containers=[container("1", limits={"cpu": "2"})], pod=pod)))
+    assert pod_set.misconfigured == "spec.template.spec.resources.requests[cpu] exceeds its limit"
+    within = {"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "3"}}}
+    assert the_pod_set(jobs.job_facts(job(containers=[container("1")], pod=within))).misconfigured == ""
+
+
 def test_node_selector_tolerations_and_affinity_are_kept() -> None:
     """Flavor assignment reads the template's nodeSelector, tolerations and required node affinity."""
     affinity = {
