@@ -73,6 +73,7 @@ def run(
     preemption_gates: bool = True,
     needs_tas_flavors: bool = True,
     afs_pending: bool = True,
+    admission_gated_by: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -245,6 +246,7 @@ def run(
         deferred_sticky=deferred_sticky,
         priority_triggers=priority_triggers,
         afs_pending=afs_pending,
+        admission_gated_by=admission_gated_by,
     )
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))

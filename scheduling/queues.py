@@ -61,6 +61,7 @@ def plan(
     deferred_sticky: bool = True,
     priority_triggers: bool = True,
     afs_pending: bool = True,
+    admission_gated_by: bool = True,
 ) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
@@ -71,13 +72,15 @@ def plan(
     logic 18 and earlier, for replay): a cohort's trigger reaches only the ClusterQueues below
     it (see :func:`requeue_triggers`). ``deferred_sticky`` False (admitter logic 19 and earlier, for
     replay): a workload waiting for the cycle's preemptions (``state.deferred``) is not its
-    ClusterQueue's sticky head (:func:`sticky_preemptors`). ``priority_triggers`` False (admitter logic 28
+    ClusterQueue's sticky head (:func:`sticky_preemptors`). ``priority_triggers`` False (admitter logic 29
     and earlier, for replay): a quota-holding workload's priority change requeues nothing.
     ``afs_pending`` False (admitter logic 31 and earlier, for replay): under admission fair sharing a
     LocalQueue's usage leaves out the entry penalties of its workloads that reserved quota but are not
-    admitted yet (:func:`lq_usage`).
+    admitted yet (:func:`lq_usage`). ``admission_gated_by`` False (admitter logic 32 and earlier, for
+    replay): the ``kueue.x-k8s.io/admission-gated-by`` annotation is not read (:func:`admission_gate`).
     """
     result = Plan()
+    gated = admission_gated_by and state.configuration.feature_gates.get(ADMISSION_GATED_BY_GATE, True)
     layout = _layout(state, tree, whole_tree=whole_tree_triggers, priority=priority_triggers)
     queued_now = tuple(state.queued)
     if layout.grouped_for != queued_now:
@@ -124,13 +127,13 @@ def plan(
             memo = head.shape_memo
             if memo is None or memo[0] is not head.workload:
                 memo = _shape(head)
-            if memo[2] is not None and memo[2] not in priority_classes:
+            if (memo[2] is not None and memo[2] not in priority_classes) or (gated and memo[4] is not None):
                 memo = None
-                head_order = _front(state, local_queues[0], trigger, result)
+                head_order = _front(state, local_queues[0], trigger, result, gated=gated)
                 if head_order is None:
                     continue
         else:
-            fronts = [(q, c) for q in local_queues if (c := _front(state, q, triggers[cq_name], result))]
+            fronts = [(q, c) for q in local_queues if (c := _front(state, q, triggers[cq_name], result, gated=gated))]
             if not fronts:
                 continue
             if afs.active(cq, state.configuration) and len(fronts) > 1:
@@ -278,25 +281,55 @@ def sticky_preemptors(state: ClusterState, *, deferred: bool = True) -> dict[str
 _UNKNOWN = Why("", "")  # not yet in a layout map (whose values may be None)
 
 
-def _front(state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan) -> tuple[int, int, str, str] | None:
+def _front(
+    state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan, *, gated: bool = False
+) -> tuple[int, int, str, str] | None:
     """The first workload of a LocalQueue that may be tried now (not parked since the
-    last requeue trigger), noting on the way those whose priority class is missing.
+    last requeue trigger), noting on the way those whose priority class is missing and,
+    when ``gated`` (the AdmissionGatedBy rule is on), those whose admission is gated.
 
     The fold keeps parked workloads apart; bringing back those parked before ``trigger``
     only re-arranges that index, the queue it stands for stays the same."""
     queued = state.queued[queue]
     ready = queued.requeue(trigger) if trigger != queued.trigger else queued.ready
     first = ready.first()
-    if first is None or _missing_priority_class(state.workloads[first[-1]], state) is None:
+    if first is None or _not_queued(state.workloads[first[-1]], state, gated=gated) is None:
         return first
-    for order in ready:  # rarely: past those whose priority class is missing
+    for order in ready:  # rarely: past those whose priority class is missing or that are gated
         wl = state.workloads[order[-1]]
-        missing = _missing_priority_class(wl, state)
-        if missing is not None:
-            plan.unqueued.append((wl, missing))
+        why = _not_queued(wl, state, gated=gated)
+        if why is not None:
+            plan.unqueued.append((wl, why))
             continue
         return order
     return None
+
+
+ADMISSION_GATED_BY_GATE = "AdmissionGatedBy"
+ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
+ADMISSION_GATED_REASON = "AdmissionGated"
+
+
+def admission_gate(workload: models.Workload) -> str | None:
+    """The controllers a workload's admission waits for: its ``kueue.x-k8s.io/admission-gated-by``
+    annotation when set and not empty, else None (Kueue pkg/workload/workload.go HasAdmissionGate;
+    the feature gate AdmissionGatedBy, beta and on by default since v0.19, is the caller's to check)."""
+    value = workload.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION)
+    return value or None
+
+
+def _not_queued(wl: WorkloadState, state: ClusterState, *, gated: bool) -> Why | None:
+    """Why a queued workload is not in its ClusterQueue's heap at all, None when it is: a
+    missing WorkloadPriorityClass, or (``gated``) an admission gate. Kueue keeps a gated
+    workload out of the queues (pkg/workload IsAdmissible), so it blocks nothing, not even
+    under StrictFIFO, and its workload controller writes QuotaReserved False, reason
+    AdmissionGated, "Admission is gated by: <value>" (workload_controller.go); removing the
+    annotation queues it again. Not parked: it is looked at again each cycle."""
+    missing = _missing_priority_class(wl, state)
+    if missing is not None or not gated:
+        return missing
+    value = _shape(wl)[4]
+    return None if value is None else Why(ADMISSION_GATED_REASON, f"Admission is gated by: {value}")
 
 
 def inactive_reason(cq: models.ClusterQueue, *, state: ClusterState, tree: quota.QuotaTree) -> Why | None:
@@ -605,7 +638,7 @@ def _missing_priority_class(wl: WorkloadState, state: ClusterState) -> Why | Non
     return Why("Misconfigured", f"WorkloadPriorityClass {name} not found")
 
 
-_Shape = tuple[models.Workload, Why | None, str | None, bool]
+_Shape = tuple[models.Workload, Why | None, str | None, bool, str | None]
 
 
 def _shape(wl: WorkloadState) -> _Shape:
@@ -614,7 +647,8 @@ def _shape(wl: WorkloadState) -> _Shape:
     checkpoint) for as long as that object is in force (compared by identity: the fold replaces
     the object when the workload changes): the object, why it is misconfigured (None: it is
     not), the WorkloadPriorityClass it depends on (None: it sets its priority or names no
-    class) and whether a pod set names a resource claim (:func:`dra.uses_dra`)."""
+    class), whether a pod set names a resource claim (:func:`dra.uses_dra`) and its admission gate
+    (:func:`admission_gate`)."""
     workload = wl.workload
     memo = wl.shape_memo
     if memo is not None and memo[0] is workload:
@@ -628,7 +662,7 @@ def _shape(wl: WorkloadState) -> _Shape:
     needs = (
         ref.name if ref is not None and workload.spec.priority is None and ref.kind == "WorkloadPriorityClass" else None
     )
-    memo = (workload, misconfigured, needs, dra.uses_dra(workload))
+    memo = (workload, misconfigured, needs, dra.uses_dra(workload), admission_gate(workload))
     wl.shape_memo = memo
     return memo
 

@@ -124,6 +124,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         priority_triggers=True,
         quota_check_gate=True,
         afs_pending=True,
+        admission_gated_by=False,
     )
 
 
@@ -153,6 +154,7 @@ def _decide(
     priority_triggers: bool,
     quota_check_gate: bool,
     afs_pending: bool,
+    admission_gated_by: bool,
 ) -> list[types.Output]:
     if not quota_check_gate:  # 30 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)
@@ -193,6 +195,7 @@ def _decide(
             needs_tas_flavors=needs_tas_flavors,
             priority_triggers=priority_triggers,
             afs_pending=afs_pending,
+            admission_gated_by=admission_gated_by,
         )
     finally:
         tree.rollback()
@@ -287,6 +290,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             priority_triggers=priority_triggers,
             quota_check_gate=quota_check_gate,
             afs_pending=afs_pending,
+            admission_gated_by=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
