@@ -1253,8 +1253,8 @@ def _through_pods_update(
     While the new object is one Kueue manages (:func:`_managed_by_kueue`), a StatefulSet's and a
     LeaderWorkerSet's pods must stay what its Workload was admitted for (:func:`_statefulset_managed_update`,
     :func:`_lws_managed_update`). Not checked: a StatefulSet scaled up from 0 while the Workload of its
-    scale-down is still being deleted (Kueue reads the Workload), and the AdmissionGatedBy rules (an alpha
-    gate)."""
+    scale-down is still being deleted (Kueue reads the Workload), and the AdmissionGatedBy rules (gate
+    AdmissionGatedBy)."""
     status = old.get("status")
     ready = workloads.parse_int(status.get("readyReplicas")) if isinstance(status, dict) else None
     suspended = not ready

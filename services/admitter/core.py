@@ -25,10 +25,12 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 32
+LOGIC_VERSION = 33
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 31 and earlier left the
+EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 32 and earlier ignored the
+kueue.x-k8s.io/admission-gated-by annotation (33 keeps such a workload out of its queue, reason AdmissionGated,
+while the gate AdmissionGatedBy is on, as Kueue's IsAdmissible). 31 and earlier left the
 entry penalty of a workload that reserved quota but waits for its admission checks out of its LocalQueue's
 admission-fair-sharing usage (32 counts it until the workload is admitted, as Kueue's pending penalty records
 do: another LocalQueue's workload may go first meanwhile). 30 and earlier applied
@@ -124,6 +126,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         priority_triggers=True,
         quota_check_gate=True,
         afs_pending=True,
+        admission_gated_by=True,
         admission_gated_by=False,
     )
 
@@ -212,6 +215,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 32 ignored the admission-gated-by annotation.
     Versions 9 to 31 left pending entry penalties out of a LocalQueue's admission-fair-sharing usage.
     Versions 9 to 30 applied IgnoreUndeclared with the gate QuotaCheckStrategy off.
     Versions 9 to 29 did not requeue parked workloads when a workload holding quota changed priority.
@@ -261,6 +265,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     priority_triggers = version >= 30
     quota_check_gate = version >= 31
     afs_pending = version >= 32
+    admission_gated_by = version >= 33
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -290,6 +295,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             priority_triggers=priority_triggers,
             quota_check_gate=quota_check_gate,
             afs_pending=afs_pending,
+            admission_gated_by=admission_gated_by,
             admission_gated_by=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
