@@ -38,10 +38,12 @@ class ProgressReporter:
     """Reports stops, PodsReady and admission check states through ``publisher``, each once per change.
 
     ``clock``: the time now in ms since the epoch (the ``at_ms`` of what has no time of its own).
+    ``reclaimable_pods``: Kueue's feature gate ReclaimablePods (on by default); off, no reclaimable pods
+    are reported, so none frees quota.
     """
 
-    def __init__(self, *, publisher: Publisher, clock: Callable[[], int]) -> None:
-        self.publisher, self.clock = publisher, clock
+    def __init__(self, *, publisher: Publisher, clock: Callable[[], int], reclaimable_pods: bool = True) -> None:
+        self.publisher, self.clock, self.reclaimable_pods = publisher, clock, reclaimable_pods
         self.stopped: dict[Key, str] = {}  # workload (namespace, name) -> last stop version reported
         self.pods_ready: dict[Key, progress.ReadyState] = {}  # workload -> PodsReady last reported
         self.check_states: dict[tuple[str, str, str], tuple[Any, ...]] = {}  # (ns, workload, check) -> last seen
@@ -131,7 +133,12 @@ class ProgressReporter:
         self, ref: types.WorkloadRef, workload: models.Workload, reported: Mapping[str, int], *, version: str
     ) -> None:
         """WorkloadReclaimablePods of ``workload`` when ``reported`` (pod set -> count), each count cut to its
-        pod set's size and zeros left out, differs from what was last reported."""
+        pod set's size and zeros left out, differs from what was last reported. Nothing with the gate
+        ReclaimablePods off: Kueue's job reconciler then writes no reclaimable pods (jobframework/reconciler.go)
+        and its quota counting ignores those a Workload's status has (pkg/workload/workload.go
+        podSetsCountsAfterReclaim)."""
+        if not self.reclaimable_pods:
+            return
         sizes = {ps.name: ps.count for ps in workload.spec.pod_sets}
         counts = {name: min(count, sizes.get(name, count)) for name, count in sorted(reported.items()) if count > 0}
         wl_key = (ref.namespace, ref.name)

@@ -161,7 +161,11 @@ class Watcher:
             finish_orphans=workloads.finish_orphans(initial.configuration.feature_gates),
             pod_integration_implicit="Pod" in webhooks.implicitly_enabled_kinds(config.frameworks if config else None),
         )
-        self.reporter = ProgressReporter(publisher=self.publisher, clock=_now_ms)
+        self.reporter = ProgressReporter(
+            publisher=self.publisher,
+            clock=_now_ms,
+            reclaimable_pods=initial.configuration.feature_gates.get("ReclaimablePods", True),
+        )
         self.jobs = JobTracker(publisher=self.publisher, inputs=self.inputs, reporter=self.reporter, clock=_now_ms)
         self.kueue = KueueTracker(
             publisher=self.publisher, inputs=self.inputs, reconvert=self.jobs.reconvert, clock=_now_ms

@@ -190,3 +190,37 @@ async def test_the_users_reclaimable_pods_free_quota_for_the_next(api, bus: Memo
         await condition_of(api, "wl-b", "Admitted")
     [reported] = await events_of(bus, types.WorkloadReclaimablePods)
     assert reported.workload.key == "default/wl-a" and reported.counts() == {"main": 2}
+
+
+async def test_with_the_reclaimable_pods_gate_off_they_free_nothing(api, bus: MemoryBus) -> None:
+    """Kueue's 'Should not admit workloads when resources are dynamically reclaimed and the reclaimablePods
+    feature gate is off' (test/integration/singlecluster/scheduler/scheduler_test.go): with the gate
+    ReclaimablePods off the Workload's ``status.reclaimablePods`` count for nothing (pkg/workload/workload.go
+    podSetsCountsAfterReclaim), so the watcher reports none and the next workload keeps waiting."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(Watcher(bus=bus, api=api, feature_gates="ReclaimablePods=false")),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up_queues(api, cpu=3)
+        await kube.apply_manifest(api, standalone("wl-a", count=3))
+        await condition_of(api, "wl-a", "Admitted")
+        await kube.apply_manifest(api, standalone("wl-b", count=1))
+        await condition_of(api, "wl-b", "QuotaReserved", status="False")
+        obj = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="wl-a")
+        status = {**obj["status"], "reclaimablePods": [{"name": "main", "count": 1}]}
+        await kube.replace_object(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name="wl-a",
+            body={**obj, "status": status},
+            subresource="status",
+        )
+        # the watcher takes Workload changes in order: once wl-c is seen, so was wl-a's status
+        await kube.apply_manifest(api, standalone("wl-c", count=1))
+        await condition_of(api, "wl-c", "QuotaReserved", status="False")
+        await condition_of(api, "wl-b", "QuotaReserved", status="False")
+    assert await events_of(bus, types.WorkloadReclaimablePods) == []
