@@ -652,6 +652,38 @@ CONTAINER_RANGE = {
             "spec.template.spec: requests of cpu must not be above the limitRange max",
             id="the pod's total above the Pod max is inadmissible",
         ),
+        # Kueue's scheduler integration test 'The workload's podSet pod-level resource requests are not valid':
+        # pod-level requests (2 CPU over containers' 500m) are what a Pod LimitRange bounds
+        pytest.param(
+            {
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "3"}},
+                "containers": [container("500m", limits={"cpu": "500m"})],
+            },
+            context(limit_ranges=[{"type": "Pod", "max": {"cpu": "1"}}]),
+            {"cpu": 2000},
+            "spec.template.spec: requests of cpu must not be above the limitRange max",
+            id="pod-level requests above the Pod max are inadmissible",
+        ),
+        pytest.param(
+            {
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "3"}},
+                "containers": [container("500m", limits={"cpu": "500m"})],
+            },
+            context(limit_ranges=[{"type": "Pod", "min": {"cpu": "3"}}]),
+            {"cpu": 2000},
+            "spec.template.spec: requests of cpu must not be below the limitRange min",
+            id="pod-level requests below the Pod min are inadmissible",
+        ),
+        pytest.param(
+            {
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "3"}},
+                "containers": [container("500m", limits={"cpu": "500m"})],
+            },
+            context(limit_ranges=[{"type": "Pod", "min": {"cpu": "1"}, "max": {"cpu": "4"}}]),
+            {"cpu": 2000},
+            "",
+            id="pod-level requests within the Pod LimitRange are admissible",
+        ),
     ],
 )
 def test_adjusted_requests(pod: dict, ctx: workloads.Context, want_requests: dict, want_misconfigured: str) -> None:
