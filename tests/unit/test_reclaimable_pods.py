@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
+import yaml
 
 from kueue_es.events import types
 from kueue_es.jobframework import jobs, jobsets, pods
 from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
+from kueue_es.scenarios.specs import ApplyEvent, ScenarioObject
 from kueue_es.services.dispatcher import status
+from kueue_es.services.watcher.convert import kueue_fact
 from tests.builders import Log, cluster_queue, flavor, local_queue, reservations, workload
 
 
@@ -228,3 +235,67 @@ def test_a_started_pod_of_a_group_is_reclaimed_from_its_own_pod_set() -> None:
         "status": {"phase": "Succeeded"},
     }
     assert pods.group_reclaimable_pods([started]) == {role: 1}
+
+
+DYNAMIC_RECLAIM = """
+name: dynamic-reclaim-with-preemption
+source: "kueue test/integration/singlecluster/scheduler/scheduler_test.go 'Scheduling workloads on clusterQueues' / 'Should admit workloads when resources are dynamically reclaimed'"
+objects:
+  - {apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {name: on-demand}}
+  - apiVersion: kueue.x-k8s.io/v1beta2
+    kind: ClusterQueue
+    metadata: {name: preemption-cq}
+    spec:
+      namespaceSelector: {}
+      preemption: {withinClusterQueue: LowerPriority}
+      resourceGroups: [{coveredResources: [cpu], flavors: [{name: on-demand, resources: [{name: cpu, nominalQuota: 3}]}]}]
+  - {apiVersion: kueue.x-k8s.io/v1beta2, kind: LocalQueue, metadata: {name: preemption-queue, namespace: default}, spec: {clusterQueue: preemption-cq}}
+pending:
+  - apiVersion: kueue.x-k8s.io/v1beta2
+    kind: Workload
+    metadata: {name: first-wl, namespace: default, uid: uid-first-wl, creationTimestamp: "2026-01-01T00:00:00Z"}
+    spec:
+      queueName: preemption-queue
+      podSets:
+        - {name: first, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}
+        - {name: second, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}
+        - {name: third, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}
+"""
+
+
+def test_dynamic_reclaim_with_preemption_resumes_the_preempted(tmp_path: Path) -> None:
+    """Kueue's 'Should admit workloads when resources are dynamically reclaimed': first-wl (three 1-CPU pod sets)
+    fills preemption-cq (3 CPU) and gives back one pod; second-wl (priority 100, the same shape) still needs a CPU
+    more and preempts it. first-wl keeps its reclaimable pod, so it asks for 2 CPU; once second-wl gives back two
+    pods, first-wl is admitted again beside it."""
+    path = tmp_path / "dynamic-reclaim.yaml"
+    path.write_text(DYNAMIC_RECLAIM)
+    scenario = load_scenario(path)
+    manifest = yaml.safe_load(DYNAMIC_RECLAIM)["pending"][0]
+    manifest["metadata"] = {**manifest["metadata"], "name": "second-wl", "uid": "uid-second-wl"}
+    manifest["metadata"]["creationTimestamp"] = "2026-01-01T00:00:01Z"
+    manifest["spec"]["priority"] = 100
+
+    def reclaim_event(name: str, **counts: int) -> ApplyEvent:
+        ref = types.WorkloadRef(namespace="default", name=name, uid=f"uid-{name}")
+        pods = [types.ReclaimablePod(name=n, count=c) for n, c in sorted(counts.items())]
+        fact = types.WorkloadReclaimablePods(workload=ref, reclaimable_pods=pods, at_ms=0)
+        return ApplyEvent(object=ScenarioObject(manifest={"kind": "WorkloadReclaimablePods"}, fact=fact))
+
+    events = (
+        reclaim_event("first-wl", third=1),
+        ApplyEvent(object=ScenarioObject(manifest=manifest, fact=kueue_fact(manifest))),
+        reclaim_event("second-wl", first=1, second=1),
+    )
+    run = run_scenario(msgspec.structs.replace(scenario, events=events))
+    outcome = run.outcome()
+    assert set(outcome.admitted) >= {"default/first-wl", "default/second-wl"}
+    assert list(outcome.preempted) == ["default/first-wl"]
+    first = run.state.workloads["default/first-wl"]
+    assert first.reservation is not None
+    assert [(psa.name, psa.count) for psa in first.reservation.pod_set_assignments] == [
+        ("first", 1),
+        ("second", 1),
+        ("third", 0),
+    ]
+    assert run.state.usage["preemption-cq"]["on-demand"]["cpu"] == 3000
