@@ -127,7 +127,6 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         quota_check_gate=True,
         afs_pending=True,
         admission_gated_by=True,
-        admission_gated_by=False,
     )
 
 
@@ -296,7 +295,6 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             quota_check_gate=quota_check_gate,
             afs_pending=afs_pending,
             admission_gated_by=admission_gated_by,
-            admission_gated_by=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
