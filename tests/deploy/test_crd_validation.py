@@ -315,3 +315,75 @@ MUTABLE_ONLY = (
 )
 def test_kueue_tas_topology_level_updates(old: tuple[str, ...], new: tuple[str, ...], refused: list[str]) -> None:
     assert [str(c) for c in validation.validate(topology(*new), old=topology(*old))] == refused
+
+
+# -- Kueue's "Topology validations" (test/integration/singlecluster/tas/tas_test.go) -----------------
+
+HOSTNAME, BLOCK, RACK = (
+    "kubernetes.io/hostname",
+    "cloud.provider.com/topology-block",
+    "cloud.provider.com/topology-rack",
+)
+
+
+def named_topology(name: str, *levels: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **({"labels": labels} if labels else {})}
+    spec = {"levels": [{"nodeLabel": level} for level in levels]}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": meta, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("obj", "valid"),
+    [
+        pytest.param(named_topology("valid", HOSTNAME), True, id="valid Topology"),
+        pytest.param(named_topology("no-levels"), False, id="no levels"),
+        pytest.param(named_topology("invalid-level", "@invalid"), False, id="invalid levels"),
+        pytest.param(named_topology("default", BLOCK, BLOCK), False, id="non-unique levels"),
+        pytest.param(named_topology("default", HOSTNAME, BLOCK, RACK), False, id="kubernetes.io/hostname first"),
+        pytest.param(named_topology("default", BLOCK, HOSTNAME, RACK), False, id="kubernetes.io/hostname middle"),
+        pytest.param(named_topology("default", BLOCK, RACK, HOSTNAME), True, id="kubernetes.io/hostname last"),
+    ],
+)
+def test_topology_on_creation(obj: dict[str, Any], valid: bool) -> None:
+    """Kueue's 'Creating a Topology' / 'Validate Topology on creation' table: each entry by its name."""
+    assert (validation.validate(obj) == []) is valid
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "valid"),
+    [
+        pytest.param(
+            named_topology("valid", HOSTNAME),
+            named_topology("valid", HOSTNAME, labels={"alpha": "beta"}),
+            True,
+            id="succeed to update topology",
+        ),
+        pytest.param(
+            named_topology("valid", HOSTNAME),
+            named_topology("valid", HOSTNAME, "added"),
+            False,
+            id="appending a level below hostname is prohibited",
+        ),
+        pytest.param(
+            named_topology("default", BLOCK, RACK, HOSTNAME),
+            named_topology("default", RACK, BLOCK, HOSTNAME),
+            True,
+            id="reordering levels above hostname is allowed",
+        ),
+        pytest.param(
+            named_topology("default", BLOCK, RACK, HOSTNAME),
+            named_topology("default", BLOCK, HOSTNAME, RACK),
+            False,
+            id="moving hostname away from the lowest level is prohibited",
+        ),
+        pytest.param(
+            named_topology("valid", BLOCK, RACK),
+            named_topology("valid", "changed", RACK),
+            False,
+            id="updating levels of a topology without hostname is prohibited",
+        ),
+    ],
+)
+def test_topology_on_update(old: dict[str, Any], new: dict[str, Any], valid: bool) -> None:
+    """Kueue's 'Updating a Topology' / 'Validate Topology on update' table: each entry by its name."""
+    assert (validation.validate(new, old=old) == []) is valid
