@@ -66,6 +66,22 @@ def test_bad_ranks_fall_back_to_greedy(pods) -> None:
     assert plan == dict(zip(gated, expected_hosts, strict=True))
 
 
+def test_rank_beyond_a_short_assignment_falls_back_to_greedy() -> None:
+    """Kueue's tas_test.go 'PodSet slice size does not divide the PodSet count' / 'ungater falls back to
+    greedy assignment when a rank is out of range': count 3, host slices of 2, so the assignment holds 2
+    pods; the pod of index 2 has no domain by rank, and greedy ungates exactly the 2 the domain takes."""
+    ps = ungater.PodSetTopology(
+        name="worker",
+        count=3,
+        assignment=tas.Assignment(levels=(HOST,), domains=(tas.DomainAssignment(values=("x1",), count=2),)),
+        request=models.PodSetTopologyRequest(
+            preferred="rack", pod_index_label=INDEX, pod_set_slice_required_topology=HOST, pod_set_slice_size=2
+        ),
+    )
+    pods = [pod(f"worker-{i}", labels={INDEX: str(i)}) for i in range(3)]
+    assert placed(ungater.plan_pod_set(ps, pods)) == {"worker-0": "x1", "worker-1": "x1"}
+
+
 def test_greedy_respects_pods_already_placed_and_never_overfills() -> None:
     ps = pod_set(("a", 2), ("b", 2))
     pods = [pod("p1", host="a"), pod("p2", host="a"), pod("p3", host="b"), pod("p4"), pod("p5")]
