@@ -74,6 +74,7 @@ def run(
     needs_tas_flavors: bool = True,
     afs_pending: bool = True,
     admission_gated_by: bool = True,
+    keep_spent_bookmark: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -178,7 +179,13 @@ def run(
     ``afs_pending`` (admitter logic 32; False: 31 and earlier, for replay): under admission fair sharing, a
     LocalQueue's usage in the queue order and in the order of preemption candidates counts the entry penalties
     of its workloads that reserved quota and wait for their admission checks, as Kueue's pending penalty
-    records do (``queues.lq_usage``, ``preemption.CandidatePool``)."""
+    records do (``queues.lq_usage``, ``preemption.CandidatePool``).
+
+    ``keep_spent_bookmark`` (admitter logic 34; False: 33 and earlier, for replay): a NoFit head whose
+    bookmark left nothing pending (the scan-exhausted marker) keeps it when that bookmark expires and the
+    new scan again leaves nothing pending: both start the next scan at the first flavor, so no pending
+    outcome is recorded for the change (33 and earlier recorded one, a cycle or two after the run had
+    otherwise settled)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -320,6 +327,8 @@ def run(
                 elif start is not None:
                     bookmark = _resumed(bookmark, start, cq, state=state, cycle=cycle_no)
         if assignment.mode == "NoFit":
+            if keep_spent_bookmark and bookmark is None and head.bookmark is not None and not head.bookmark.pending:
+                bookmark = head.bookmark  # spent either way: the next scan starts at the first flavor
             # SEMANTICS §3.5: a BestEffortFIFO head is parked unless flavors remain to be tried.
             parked = cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
             reason = assignment.reason or "NoMatchingFlavor"

@@ -25,10 +25,38 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 33
+LOGIC_VERSION = 34
 ROLE = "admit"
-EARLIER_LOGIC_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 32 and earlier ignored the
+EARLIER_LOGIC_VERSIONS = (
+    9,
+    10,
+    11,
+    12,
+    13,
+    14,
+    15,
+    16,
+    17,
+    18,
+    19,
+    20,
+    21,
+    22,
+    23,
+    24,
+    25,
+    26,
+    27,
+    28,
+    29,
+    30,
+    31,
+    32,
+    33,
+)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 33 and earlier recorded a
+pending outcome when a NoFit head's spent flavor-scan bookmark expired into none (34 keeps it: both start the
+next scan at the first flavor). 32 and earlier ignored the
 kueue.x-k8s.io/admission-gated-by annotation (33 keeps such a workload out of its queue, reason AdmissionGated,
 while the gate AdmissionGatedBy is on, as Kueue's IsAdmissible). 31 and earlier left the
 entry penalty of a workload that reserved quota but waits for its admission checks out of its LocalQueue's
@@ -127,6 +155,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         quota_check_gate=True,
         afs_pending=True,
         admission_gated_by=True,
+        keep_spent_bookmark=True,
     )
 
 
@@ -157,6 +186,7 @@ def _decide(
     quota_check_gate: bool,
     afs_pending: bool,
     admission_gated_by: bool,
+    keep_spent_bookmark: bool,
 ) -> list[types.Output]:
     if not quota_check_gate:  # 30 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)
@@ -198,6 +228,7 @@ def _decide(
             priority_triggers=priority_triggers,
             afs_pending=afs_pending,
             admission_gated_by=admission_gated_by,
+            keep_spent_bookmark=keep_spent_bookmark,
         )
     finally:
         tree.rollback()
@@ -214,6 +245,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 33 recorded a pending outcome when a spent flavor-scan bookmark expired.
     Versions 9 to 32 ignored the admission-gated-by annotation.
     Versions 9 to 31 left pending entry penalties out of a LocalQueue's admission-fair-sharing usage.
     Versions 9 to 30 applied IgnoreUndeclared with the gate QuotaCheckStrategy off.
@@ -265,6 +297,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     quota_check_gate = version >= 31
     afs_pending = version >= 32
     admission_gated_by = version >= 33
+    keep_spent_bookmark = version >= 34
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -295,6 +328,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             quota_check_gate=quota_check_gate,
             afs_pending=afs_pending,
             admission_gated_by=admission_gated_by,
+            keep_spent_bookmark=keep_spent_bookmark,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
