@@ -5,7 +5,7 @@ its next scan at the first flavor, and so does a head with no bookmark. Logic 33
 once it expired (two admitter cycles on, with the ClusterQueue's generation moved) and recorded that as
 a pending outcome: one output a cycle or two after the run had otherwise settled, which
 tests/properties/test_admission_properties.py ``test_preemption_never_loops`` found (the shrunk case is
-tests/fixtures/spent-bookmark-generated.yaml). Logic 34 keeps the marker, so a settled run stays settled.
+tests/fixtures/properties/spent-bookmark-generated.yaml). Logic 34 keeps the marker, so a settled run stays settled.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from kueue_es.scenarios.core_engine import CoreRun, run_scenario
 from kueue_es.scenarios.loading import parse_scenario
 from kueue_es.services.admitter import core as admitter
 
-CASE = Path(__file__).parents[1] / "fixtures" / "spent-bookmark-generated.yaml"
+CASE = Path(__file__).parents[1] / "fixtures" / "properties" / "spent-bookmark-generated.yaml"
 
 
 def _run() -> CoreRun:
