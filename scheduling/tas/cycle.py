@@ -213,7 +213,13 @@ class CycleTopology:
         (flavorassigner_test.go 'leader in group where peer resolves to non-TAS flavor is rejected')."""
         if not self.needs_tas_flavors:
             return ""
-        specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+        pod_sets = wl.workload.spec.pod_sets
+        for ps in pod_sets:  # the common case first: no pod set asks, so the assignment is not unflattened
+            if ps.topology_request is not None and tas.requests_tas(ps.topology_request):
+                break
+        else:
+            return ""
+        specs = {ps.name: ps for ps in pod_sets}
         for result in assignment.pod_sets:
             spec = specs.get(result.name)
             if spec is not None and result.count > 0 and tas.requests_tas(spec.topology_request):
