@@ -645,12 +645,7 @@ def _process(
     if recompute is not None and entry.targets and any(t.key in chosen for t in entry.targets):
         entry = recompute(entry)
         if entry.assignment.mode == "NoFit":
-            bookmark = entry.bookmark
-            parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
-            reason = entry.assignment.reason or "NoMatchingFlavor"
-            return _inadmissible(
-                entry.workload, reason, entry.assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark
-            )
+            return _no_fit(entry, now_ms=now_ms)
         if entry.assignment.mode == "Fit":
             return _defer(entry, tree=tree, cycle=cycle, now_ms=now_ms)
     if tas_recompute and _placement_stale(
@@ -663,12 +658,7 @@ def _process(
             )
         entry = recompute_tas(entry)
         if entry.assignment.mode == "NoFit":
-            bookmark = entry.bookmark
-            parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
-            reason = entry.assignment.reason or "NoMatchingFlavor"
-            return _inadmissible(
-                entry.workload, reason, entry.assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark
-            )
+            return _no_fit(entry, now_ms=now_ms)
     cq = entry.cq
     name = cq.metadata.name
     assignment = entry.assignment
@@ -890,6 +880,17 @@ def _admit(entry: Entry, *, placed: tas_cycle.Placed | None = None, now_ms: int)
 
 _KEEP: types.FlavorBookmark = types.FlavorBookmark(tried=(), cycle=-1, generation=-1)
 """``_inadmissible``'s default: the workload keeps the bookmark it has (not nominated)."""
+
+
+def _no_fit(entry: Entry, *, now_ms: int) -> list[types.Output]:
+    """An entry found NoFit when it was assigned again in the cycle: inadmissible with the assignment's
+    reason and message, parked under BestEffortFIFO unless flavors remain to be tried (SEMANTICS §3.5)."""
+    bookmark = entry.bookmark
+    parked = entry.cq.spec.queueing_strategy == "BestEffortFIFO" and (bookmark is None or not bookmark.pending)
+    reason = entry.assignment.reason or "NoMatchingFlavor"
+    return _inadmissible(
+        entry.workload, reason, entry.assignment.message, parked=parked, now_ms=now_ms, bookmark=bookmark
+    )
 
 
 def _inadmissible(
