@@ -1508,6 +1508,15 @@ def _bump_generation(state: ClusterState, cluster_queue: str, seq: int) -> None:
     state.cq_generations[cluster_queue] = max(state.cq_generations.get(cluster_queue, 0), seq)
 
 
+def _usage_by_resource(wl: WorkloadState) -> dict[str, int]:
+    """The quota ``wl`` holds, summed over flavors per resource (millicores for CPU, bytes for memory)."""
+    assert wl.reservation is not None
+    usage: dict[str, int] = {}
+    for (_, resource), amount in quota.reservation_usage(wl.held or wl.reservation).items():
+        usage[resource] = usage.get(resource, 0) + amount
+    return usage
+
+
 def _afs_reserved(state: ClusterState, wl: WorkloadState) -> None:
     """Admission fair sharing: a workload reserving quota (not admitted by the same message) pushes its entry
     penalty, pending in its LocalQueue's ledger until it is admitted (Kueue's scheduler.go updateEntryPenalty
@@ -1516,9 +1525,7 @@ def _afs_reserved(state: ClusterState, wl: WorkloadState) -> None:
     config = state.configuration
     if not afs.active(state.cluster_queues.get(wl.reservation.cluster_queue), config):
         return
-    usage: dict[str, int] = {}
-    for (_, resource), amount in quota.reservation_usage(wl.held or wl.reservation).items():
-        usage[resource] = usage.get(resource, 0) + amount
+    usage = _usage_by_resource(wl)
     _afs_drop_pending(state, wl)
     lq = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
     ledger = state.afs_ledgers.setdefault(lq, afs.Ledger(last_ms=wl.reservation.at_ms))
@@ -1544,9 +1551,7 @@ def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None
     config = state.configuration
     if not afs.active(state.cluster_queues.get(wl.reservation.cluster_queue), config):
         return
-    usage: dict[str, int] = {}
-    for (_, resource), amount in quota.reservation_usage(wl.held or wl.reservation).items():
-        usage[resource] = usage.get(resource, 0) + amount
+    usage = _usage_by_resource(wl)
     lq = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
     ledger = state.afs_ledgers.setdefault(lq, afs.Ledger(last_ms=at_ms))
     ledger.advance(at_ms, afs.half_life_s(config))
