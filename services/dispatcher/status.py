@@ -70,7 +70,7 @@ from kueue_es.projections.cluster import (
     priority_of,
     replacement_of,
 )
-from kueue_es.scheduling import cycle, dra, fairsharing, readiness
+from kueue_es.scheduling import cycle, dra, fairsharing, lifecycle, readiness
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -127,6 +127,7 @@ QUEUE_STATUS_FIELDS = (
 COHORT_STATUS_FIELDS = ("conditions", "fairSharing")
 
 ADMITTED_MESSAGE = "The workload is admitted"
+PENDING_DELAYED_TOPOLOGY_MESSAGE = "There are pending delayed topology requests"
 NO_RESERVATION_MESSAGE = "The workload has no reservation"
 
 
@@ -425,6 +426,8 @@ def _fold_into(
                 record.set("Finished", True, event.reason, event.message, at_ms=event.at_ms)
         case types.AdmissionCheckStateChanged():
             _check_changed(record, event)
+            if record.admission is not None and wl.reservation is not None and not wl.admitted:
+                _checks_moved(record, state, at_ms=event.at_ms, granular=granular)
         case types.WorkloadPodsReady() if not wl.admitted:
             # a job started by hand with no admission (stopped again: suspension.py): Kueue's
             # generatePodsReadyCondition says WaitForStart for a workload that is not admitted, whatever runs
@@ -587,7 +590,43 @@ def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: Clust
     required = _required_checks(state, event)
     _sync_checks(record, required, at_ms=event.at_ms)
     checks_ready = all(record.checks[name].state == "Ready" for name in required)
-    _sync_admitted(record, reserved=True, checks_ready=checks_ready, at_ms=event.at_ms, granular=granular)
+    _sync_admitted(
+        record,
+        reserved=True,
+        checks_ready=checks_ready,
+        topology_ready=not _topology_pending(record),
+        at_ms=event.at_ms,
+        granular=granular,
+    )
+
+
+def _topology_pending(record: WorkloadRecord) -> bool:
+    """Kueue's HasTopologyAssignmentsPending (workload.go): a pod set of the admission whose topology
+    request was delayed (``delayedTopologyRequest: Pending``, SEMANTICS-ADVANCED A.9) and is not placed yet."""
+    if record.admission is None:
+        return False
+    return any(
+        a.delayed_topology_request == "Pending" and a.name not in record.topology
+        for a in record.admission.pod_set_assignments
+    )
+
+
+def _checks_moved(record: WorkloadRecord, state: ClusterState, *, at_ms: int, granular: bool) -> None:
+    """A check of a workload holding quota, not admitted, changed state: the workload controller's
+    SyncAdmittedCondition (workload_controller.go, for every workload not admitted). With every check
+    Ready and a delayed topology request still unplaced, Admitted=False ``PendingDelayedTopologyRequests``
+    (admissionchecks.go, granular reasons only: gate UnadmittedWorkloadsObservability). With every check
+    Ready and nothing pending Kueue's controller admits it; here the admitter's WorkloadAdmitted does, so
+    the condition waits for it rather than showing an admission the log has not recorded."""
+    assert record.admission is not None
+    required = _required_checks(state, record.admission)
+    checks_ready = all(name in record.checks and record.checks[name].state == "Ready" for name in required)
+    topology_ready = not _topology_pending(record)
+    if checks_ready and topology_ready:
+        return
+    _sync_admitted(
+        record, reserved=True, checks_ready=checks_ready, topology_ready=topology_ready, at_ms=at_ms, granular=granular
+    )
 
 
 BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
@@ -603,13 +642,22 @@ def _unreserve(record: WorkloadRecord, reason: str, message: str, *, at_ms: int,
     _sync_admitted(record, reserved=False, checks_ready=True, at_ms=at_ms, granular=granular)
 
 
-def _sync_admitted(record: WorkloadRecord, *, reserved: bool, checks_ready: bool, at_ms: int, granular: bool) -> None:
-    """Kueue's SyncAdmittedCondition (admission checks count as Ready when none is required)."""
+def _sync_admitted(
+    record: WorkloadRecord,
+    *,
+    reserved: bool,
+    checks_ready: bool,
+    at_ms: int,
+    granular: bool,
+    topology_ready: bool = True,
+) -> None:
+    """Kueue's SyncAdmittedCondition (admissionchecks.go; admission checks count as Ready when none is
+    required; ``topology_ready`` False: a delayed topology request is still to be placed)."""
     admitted = record.is_true("Admitted")
     if granular:
         if "QuotaReserved" not in record.conditions and "Admitted" not in record.conditions:
             return  # UnadmittedWorkloadsExplicitStatus is off
-    elif admitted == (reserved and checks_ready):
+    elif admitted == (reserved and checks_ready and topology_ready):
         return
     if not reserved and not checks_ready:
         status, reason = False, "NoReservation" if granular else "NoReservationUnsatisfiedChecks"
@@ -619,6 +667,8 @@ def _sync_admitted(record: WorkloadRecord, *, reserved: bool, checks_ready: bool
     elif not checks_ready:
         status, reason = False, "UnsatisfiedAdmissionChecks" if granular else "UnsatisfiedChecks"
         message = "The workload has not all checks ready"
+    elif not topology_ready:
+        status, reason, message = False, lifecycle.PENDING_DELAYED_TOPOLOGY, PENDING_DELAYED_TOPOLOGY_MESSAGE
     else:
         status, reason, message = True, "Admitted", ADMITTED_MESSAGE
     previous = record.conditions.get("Admitted")

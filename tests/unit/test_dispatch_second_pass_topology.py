@@ -83,3 +83,45 @@ def test_second_pass_keeps_the_first_pass_topology_in_both_folds() -> None:
     }
     assert nodes == {"one": "x1", "two": "y1"}
     assert [entry.get("delayedTopologyRequest") for entry in written] == [None, "Ready"]
+
+
+CHECKED_QUEUE = types.ClusterQueueObserved(
+    cluster_queue=models.ClusterQueue(
+        metadata=models.ObjectMeta(name="cq"),
+        spec=models.ClusterQueueSpec(
+            admission_checks_strategy=models.AdmissionChecksStrategy(
+                admission_checks=[models.AdmissionCheckStrategyRule(name="prov", on_flavors=["tas-second"])]
+            )
+        ),
+    )
+)
+
+
+def _admitted_condition(view: core.DispatchState) -> tuple[str, str, str]:
+    written = status.workload_status(view.records[REF.key], generation=1)
+    (admitted,) = [c for c in written["conditions"] if c["type"] == "Admitted"]
+    return admitted["status"], admitted["reason"], admitted["message"]
+
+
+def test_checks_ready_with_a_delayed_topology_request_pending_says_so() -> None:
+    """Kueue's SyncAdmittedCondition (admissionchecks.go), run by the workload controller for every
+    workload not admitted: the ProvisioningRequest check Ready while pod set two's delayed topology
+    request waits for the second pass shows Admitted=False ``PendingDelayedTopologyRequests``, not the
+    ``UnsatisfiedAdmissionChecks`` of before the check was Ready; the second pass's admission ends it."""
+    view = core.DispatchState()
+    log = _log()
+    first_pass = log.index(next(e for e in log if isinstance(e, types.TopologyAssigned)))
+    events = [CHECKED_QUEUE, *log[: first_pass + 1]]
+    for seq, event in enumerate(events, start=1):
+        core.fold(view, event, seq=seq)
+    assert _admitted_condition(view) == ("False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready")
+    ready = types.AdmissionCheckStateChanged(workload=REF, check="prov", state="Ready", at_ms=5)
+    core.fold(view, ready, seq=len(events) + 1)
+    assert _admitted_condition(view) == (
+        "False",
+        "PendingDelayedTopologyRequests",
+        "There are pending delayed topology requests",
+    )
+    for seq, event in enumerate(log[first_pass + 1 :], start=len(events) + 2):
+        core.fold(view, event, seq=seq)
+    assert _admitted_condition(view) == ("True", "Admitted", "The workload is admitted")
