@@ -75,6 +75,7 @@ def run(
     afs_pending: bool = True,
     admission_gated_by: bool = True,
     keep_spent_bookmark: bool = True,
+    multikueue_delays_topology: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -185,7 +186,13 @@ def run(
     bookmark left nothing pending (the scan-exhausted marker) keeps it when that bookmark expires and the
     new scan again leaves nothing pending: both start the next scan at the first flavor, so no pending
     outcome is recorded for the change (33 and earlier recorded one, a cycle or two after the run had
-    otherwise settled)."""
+    otherwise settled).
+
+    ``multikueue_delays_topology`` (admitter logic 35; False: 34 and earlier, for replay): in a ClusterQueue
+    with a MultiKueue check every TAS pod set's topology request is delayed (``Pending``) and never placed
+    on the manager; the workload is admitted once its checks are Ready, the MultiKueue check marking the
+    delayed requests Ready (tas_flavorassigner.go podSetTopologyRequest, multikueue/workload.go
+    updateDelayedTopologyRequest). 34 and earlier placed them on the manager's own nodes."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -238,7 +245,11 @@ def run(
 
         for decision in [
             *lifecycle.decide(
-                state, now_ms=now_ms, second_pass=second_pass, inactive_clears_requeue=inactive_clears_requeue
+                state,
+                now_ms=now_ms,
+                second_pass=second_pass,
+                inactive_clears_requeue=inactive_clears_requeue,
+                multikueue_delays_topology=multikueue_delays_topology,
             ),
             *failed_passes,
         ]:
@@ -272,6 +283,7 @@ def run(
     search.partial_admission = not kueue_multiple_preemptions or state.configuration.feature_gates.get(
         "PartialAdmission", True
     )
+    search.multikueue_delays_topology = multikueue_delays_topology
     cycle_no = state.admit_cycles + 1  # this cycle's number, should it commit anything (SEMANTICS §5.3)
     entries: list[Entry] = []
     orders = plan.orders

@@ -105,6 +105,7 @@ def decide(
     now_ms: int,
     second_pass: SecondPass | None = None,
     inactive_clears_requeue: bool = True,
+    multikueue_delays_topology: bool = False,
 ) -> list[types.Decision]:
     """The lifecycle decisions due at ``now_ms`` (ms), in workload key order.
 
@@ -115,7 +116,12 @@ def decide(
     ``inactive_clears_requeue`` (admitter logic 22; False: 21 and earlier, for replay): a workload set
     inactive by hand since its last requeue count (``WorkloadState.requeue_cleared``) has no requeue
     state, as Kueue's workload controller clears it (PR #7734): its backoff ends and its next PodsReady
-    timeout is the first one again."""
+    timeout is the first one again.
+
+    ``multikueue_delays_topology`` (admitter logic 35): in a ClusterQueue with a MultiKueue check the
+    delayed topology requests are the worker's to place; the MultiKueue check turning Ready marks them
+    Ready (multikueue/workload.go updateDelayedTopologyRequest), so the workload is admitted with no
+    second pass."""
     out: list[types.Decision] = []
     keys = sorted({*state.checks_due, *state.backoffs, *_timed_due(state, now_ms)})
     for key in keys:
@@ -127,7 +133,9 @@ def decide(
             if wl.reservation is None and (wl.requeue_at_ms <= now_ms or cleared):
                 out.append(types.WorkloadRequeued(workload=wl.ref, at_ms=now_ms))
             continue
-        decided = _check_decisions(state, wl, now_ms=now_ms, second_pass=second_pass)
+        decided = _check_decisions(
+            state, wl, now_ms=now_ms, second_pass=second_pass, multikueue_delays_topology=multikueue_delays_topology
+        )
         if not decided and wl.admitted and wl.eviction is None and wl.active:
             decided = _timeout_decisions(state, wl, now_ms=now_ms, requeue_count=0 if cleared else wl.requeue_count)
         out.extend(decided)
@@ -135,7 +143,12 @@ def decide(
 
 
 def _check_decisions(
-    state: ClusterState, wl: WorkloadState, *, now_ms: int, second_pass: SecondPass | None = None
+    state: ClusterState,
+    wl: WorkloadState,
+    *,
+    now_ms: int,
+    second_pass: SecondPass | None = None,
+    multikueue_delays_topology: bool = False,
 ) -> list[types.Decision]:
     cq = _cluster_queue_of(state, wl)
     named = _named_checks(cq)
@@ -163,6 +176,8 @@ def _check_decisions(
     admitted = types.admitted(wl.reservation, at_ms=now_ms)
     if not topology.pending_delayed(wl):
         return [admitted]
+    if multikueue_delays_topology and cq is not None and topology.multikueue_delays(state, cq):
+        return [admitted]  # the worker placed them: the MultiKueue check Ready marks them Ready
     placed = second_pass(wl) if second_pass is not None else None
     return [placed, admitted] if placed is not None else []
 

@@ -73,6 +73,8 @@ class Search:
         self._gone: frozenset[str] = frozenset()  # workloads taken out while inside without()
         # Kueue's PartialAdmission gate (on by default): off, a workload is tried at its full counts only
         self.partial_admission = True
+        # admitter logic 35 (cycle.run sets it): a MultiKueue ClusterQueue delays every TAS pod set
+        self.multikueue_delays_topology = False
         # Target searches of the _try under way, by what they searched for (see targets).
         self._searched: (
             dict[tuple[str, tuple[tuple[quota.FR, int], ...], frozenset[quota.FR]], list[preemption.Target]] | None
@@ -289,14 +291,19 @@ class Search:
         Fit whose placement fails turns Preempt; a Preempt that cannot be placed even on an
         empty tree turns NoFit (TopologyPlacementFailed). The flavors never change. Pod sets
         on a flavor covered by a ProvisioningRequest check are not placed: their topology
-        request is delayed to the second pass (A.5.4, A.9)."""
+        request is delayed to the second pass (A.5.4, A.9); in a ClusterQueue with a MultiKueue
+        check (with ``multikueue_delays_topology``) none is placed, at any pass: the worker that
+        admits the copy places them (tas_flavorassigner.go podSetTopologyRequest)."""
         wanted = self.tas.wanted(wl, assignment, picker, replaced=self.replaced)
         if isinstance(wanted, str):
             return flavors.Assignment(mode="NoFit", message=wanted, reason="NoMatchingFlavor", tried=assignment.tried)
         if not wanted:
             return assignment
         delayed: tuple[str, ...] = ()
-        covered = tas_cycle.delayed_flavors(self.state, cq) if wl.reservation is None else frozenset()
+        if self.multikueue_delays_topology and tas_cycle.multikueue_delays(self.state, cq):
+            covered = frozenset(w.flavor for w in wanted)  # placed by the worker cluster, never here
+        else:
+            covered = tas_cycle.delayed_flavors(self.state, cq) if wl.reservation is None else frozenset()
         if covered:  # first pass under a ProvisioningRequest check: topology later (A.5.4, A.9)
             delayed = tuple(w.request.name for w in wanted if w.flavor in covered)
             wanted = [w for w in wanted if w.flavor not in covered]

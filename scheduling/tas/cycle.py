@@ -393,7 +393,8 @@ def delayed_flavors(state: ClusterState, cq: models.ClusterQueue) -> frozenset[s
     ``kueue.x-k8s.io/provisioning-request`` (an empty ``onFlavors`` covers every flavor of the
     ClusterQueue): a TAS pod set assigned one of them gets its topology in the second pass, once
     the checks are Ready (A.5.4, A.9; Kueue clusterqueue.go flavorsWithProvReqAdmissionCheck).
-    MultiKueue's always-delay is not done."""
+    A ClusterQueue with a MultiKueue check delays every flavor, at every pass: see
+    :func:`multikueue_delays`."""
     strategy = cq.spec.admission_checks_strategy
     if strategy is None:
         return frozenset()
@@ -404,6 +405,22 @@ def delayed_flavors(state: ClusterState, cq: models.ClusterQueue) -> frozenset[s
             continue
         out.update(rule.on_flavors or (f.name for group in cq.spec.resource_groups for f in group.flavors))
     return frozenset(out)
+
+
+def multikueue_delays(state: ClusterState, cq: models.ClusterQueue) -> bool:
+    """Whether ``cq`` names an admission check whose AdmissionCheck's controllerName is MultiKueue's
+    (Kueue clusterqueue.go ``hasMultiKueueAC``): its TAS pod sets are never placed on the manager, their
+    topology request is delayed (``Pending``) at every pass and the worker that admits the copy places
+    them (tas_flavorassigner.go podSetTopologyRequest); the manager marks them Ready with the check
+    (multikueue/workload.go updateDelayedTopologyRequest), so no second pass places them here."""
+    strategy = cq.spec.admission_checks_strategy
+    if strategy is None:
+        return False
+    for rule in strategy.admission_checks:
+        check = state.admission_checks.get(rule.name)
+        if check is not None and check.spec.controller_name == models.MULTIKUEUE_CONTROLLER:
+            return True
+    return False
 
 
 def pending_delayed(wl: WorkloadState) -> list[types.PodSetAssignment]:
@@ -524,6 +541,7 @@ __all__ = [
     "Placed",
     "TASPart",
     "delayed_flavors",
+    "multikueue_delays",
     "pending_delayed",
     "reserved_wanted",
     "second_pass",

@@ -1144,8 +1144,12 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
             }
             if a.name in record.topology:
                 entry["topologyAssignment"] = topology_assignment_dict(record.topology[a.name])
-            if a.delayed_topology_request:  # SEMANTICS-ADVANCED A.9: Ready once the second pass placed it
-                entry["delayedTopologyRequest"] = "Ready" if a.name in record.topology else a.delayed_topology_request
+            if a.delayed_topology_request:
+                # SEMANTICS-ADVANCED A.9: Ready once the second pass placed it, or, under MultiKueue, once the
+                # worker's admission did (the manager admits only then: multikueue/workload.go
+                # updateDelayedTopologyRequest)
+                ready = a.name in record.topology or record.is_true("Admitted")
+                entry["delayedTopologyRequest"] = "Ready" if ready else a.delayed_topology_request
             assignments.append(entry)
         status["admission"] = {"clusterQueue": record.admission.cluster_queue, "podSetAssignments": assignments}
     if record.checks:

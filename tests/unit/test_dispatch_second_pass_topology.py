@@ -125,3 +125,21 @@ def test_checks_ready_with_a_delayed_topology_request_pending_says_so() -> None:
     for seq, event in enumerate(log[first_pass + 1 :], start=len(events) + 2):
         core.fold(view, event, seq=seq)
     assert _admitted_condition(view) == ("True", "Admitted", "The workload is admitted")
+
+
+def test_a_delayed_request_the_worker_placed_shows_ready_once_admitted() -> None:
+    """MultiKueue (admitter logic 35): the manager never places a delayed pod set; its request turns Ready
+    with the admission the worker's admission brings (multikueue/workload.go updateDelayedTopologyRequest)."""
+    view = core.DispatchState()
+    reserved, admitted = (e for e in _log() if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted))
+    events = [*FLAVORS, *(e for e in _log() if isinstance(e, types.WorkloadObserved)), reserved]
+    for seq, event in enumerate(events, start=1):
+        core.fold(view, event, seq=seq)
+
+    def delayed() -> list[str | None]:
+        written = status.workload_status(view.records[REF.key], generation=1)["admission"]["podSetAssignments"]
+        return [entry.get("delayedTopologyRequest") for entry in written]
+
+    assert delayed() == [None, "Pending"]
+    core.fold(view, admitted, seq=len(events) + 1)
+    assert delayed() == [None, "Ready"]
