@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 34
+LOGIC_VERSION = 35
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -53,8 +53,11 @@ EARLIER_LOGIC_VERSIONS = (
     31,
     32,
     33,
+    34,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 33 and earlier recorded a
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 34 and earlier placed the
+TAS pod sets of a ClusterQueue with a MultiKueue check on the manager's own nodes (35 delays them all, Pending,
+for the worker to place, and admits once the checks are Ready, as Kueue). 33 and earlier recorded a
 pending outcome when a NoFit head's spent flavor-scan bookmark expired into none (34 keeps it: both start the
 next scan at the first flavor). 32 and earlier ignored the
 kueue.x-k8s.io/admission-gated-by annotation (33 keeps such a workload out of its queue, reason AdmissionGated,
@@ -156,6 +159,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         afs_pending=True,
         admission_gated_by=True,
         keep_spent_bookmark=True,
+        multikueue_delays_topology=True,
     )
 
 
@@ -187,6 +191,7 @@ def _decide(
     afs_pending: bool,
     admission_gated_by: bool,
     keep_spent_bookmark: bool,
+    multikueue_delays_topology: bool,
 ) -> list[types.Output]:
     if not quota_check_gate:  # 30 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)
@@ -229,6 +234,7 @@ def _decide(
             afs_pending=afs_pending,
             admission_gated_by=admission_gated_by,
             keep_spent_bookmark=keep_spent_bookmark,
+            multikueue_delays_topology=multikueue_delays_topology,
         )
     finally:
         tree.rollback()
@@ -245,6 +251,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 34 placed a MultiKueue ClusterQueue's TAS pod sets on the manager's nodes.
     Versions 9 to 33 recorded a pending outcome when a spent flavor-scan bookmark expired.
     Versions 9 to 32 ignored the admission-gated-by annotation.
     Versions 9 to 31 left pending entry penalties out of a LocalQueue's admission-fair-sharing usage.
@@ -298,6 +305,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     afs_pending = version >= 32
     admission_gated_by = version >= 33
     keep_spent_bookmark = version >= 34
+    multikueue_delays_topology = version >= 35
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -329,6 +337,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             afs_pending=afs_pending,
             admission_gated_by=admission_gated_by,
             keep_spent_bookmark=keep_spent_bookmark,
+            multikueue_delays_topology=multikueue_delays_topology,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
