@@ -76,12 +76,23 @@ def is_elastic(annotations: Mapping[str, str]) -> bool:
 
 
 def replacement_for(workload: models.Workload) -> str | None:
-    """The ``namespace/name`` key of the slice ``workload`` replaces, or None
-    (workloadslicing.ReplacementForKey). Only an elastic workload replaces one."""
+    """The ``namespace/name`` key of the slice an elastic ``workload`` replaces, or None: its
+    ``workload-slice-replacement-for`` annotation, read only with ``elastic-job: "true"`` too. What
+    the dispatcher and admitter logic 34 and earlier read; every slice Kueue's job reconciler makes
+    carries both, so they differ from :func:`replacement_key` only on a Workload made by hand."""
     annotations = workload.metadata.annotations
     if not is_elastic(annotations):
         return None
     return annotations.get(REPLACEMENT_FOR_ANNOTATION) or None
+
+
+def replacement_key(workload: models.Workload) -> str | None:
+    """The ``namespace/name`` key of the slice ``workload`` replaces, or None: its
+    ``kueue.x-k8s.io/workload-slice-replacement-for`` annotation alone, as Kueue's scheduler reads it
+    (workloadslicing.go ReplacementForKey, called by ReplacedWorkloadSlice and
+    FindReplacedSliceTarget under the gate ElasticJobsViaWorkloadSlices, whatever the
+    ``elastic-job`` annotation says)."""
+    return workload.metadata.annotations.get(REPLACEMENT_FOR_ANNOTATION) or None
 
 
 def slice_name(workload: models.Workload) -> str:

@@ -1402,17 +1402,14 @@ def _recreate(state: ClusterState, deleted: WorkloadState) -> None:
 
 
 def replacement_of(state: ClusterState, key: str) -> WorkloadState | None:
-    """The elastic slice holding quota that replaces slice ``key`` (``namespace/name``; its
-    ``kueue.x-k8s.io/workload-slice-replacement-for`` names it), or None. A scan of every
-    workload: asked only when a slice is replaced."""
-    return next(
-        (
-            wl
-            for wl in state.workloads.values()
-            if wl.reservation is not None and slices.replacement_for(wl.workload) == key
-        ),
-        None,
-    )
+    """The slice holding quota that replaces slice ``key`` (``namespace/name``; its
+    ``kueue.x-k8s.io/workload-slice-replacement-for`` names it), or None. An elastic one first (all
+    admitter logic 34 and earlier replaced a slice with), else one with the annotation alone (logic 35,
+    as Kueue's ReplacementForKey: a Workload made by hand). A scan of every workload: asked only when a
+    slice is replaced."""
+    holders = [wl for wl in state.workloads.values() if wl.reservation is not None]
+    found = next((wl for wl in holders if slices.replacement_for(wl.workload) == key), None)
+    return found or next((wl for wl in holders if slices.replacement_key(wl.workload) == key), None)
 
 
 def _slice_replaced(state: ClusterState, current: WorkloadState, event: types.QuotaReleased, *, seq: int) -> None:

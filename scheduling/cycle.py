@@ -76,6 +76,7 @@ def run(
     admission_gated_by: bool = True,
     keep_spent_bookmark: bool = True,
     multikueue_delays_topology: bool = True,
+    replacement_annotation: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -192,7 +193,13 @@ def run(
     with a MultiKueue check every TAS pod set's topology request is delayed (``Pending``) and never placed
     on the manager; the workload is admitted once its checks are Ready, the MultiKueue check marking the
     delayed requests Ready (tas_flavorassigner.go podSetTopologyRequest, multikueue/workload.go
-    updateDelayedTopologyRequest). 34 and earlier placed them on the manager's own nodes."""
+    updateDelayedTopologyRequest). 34 and earlier placed them on the manager's own nodes.
+
+    ``replacement_annotation`` (admitter logic 36; False: 35 and earlier, for replay): with
+    ElasticJobsViaWorkloadSlices on, a head whose ``kueue.x-k8s.io/workload-slice-replacement-for``
+    annotation names a slice replaces it whether or not it also carries ``elastic-job: "true"``, as
+    Kueue's scheduler reads the annotation alone (workloadslicing.go ReplacementForKey); 35 and earlier
+    scheduled such a Workload made by hand as a workload of its own (:func:`slices.replaced_slice`)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -303,7 +310,7 @@ def run(
     for cq_name, head in plan.heads.items():
         if touched and head.key in touched:
             continue  # deactivated or requeued just now: decided again next cycle
-        old = slices.replaced_slice(state, head, cq_name) if elastic else None
+        old = slices.replaced_slice(state, head, cq_name, annotation_alone=replacement_annotation) if elastic else None
         cq = cluster_queues[cq_name]
         if head.checks and lifecycle.failed_checks(head, cq):
             # SEMANTICS §4.3 step 2: not nominated while a check is in Retry or Rejected.

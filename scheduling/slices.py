@@ -27,11 +27,19 @@ def enabled(state: ClusterState) -> bool:
     return slices.gate_enabled(state.configuration.feature_gates)
 
 
-def replaced_slice(state: ClusterState, wl: WorkloadState, cluster_queue: str) -> WorkloadState | None:
+def replaced_slice(
+    state: ClusterState, wl: WorkloadState, cluster_queue: str, *, annotation_alone: bool = True
+) -> WorkloadState | None:
     """The slice ``wl`` replaces when that slice holds quota in ``cluster_queue``, is not being
     evicted and has not finished; else None, and ``wl`` is scheduled as any other workload
-    (workloadslicing.ReplacedWorkloadSlice: only a slice in the snapshot's ClusterQueue counts)."""
-    key = slices.replacement_for(wl.workload)
+    (workloadslicing.ReplacedWorkloadSlice: only a slice in the snapshot's ClusterQueue counts).
+
+    ``annotation_alone`` (admitter logic 35, preemptor 16): the ``workload-slice-replacement-for``
+    annotation names the slice whatever ``elastic-job`` says, as Kueue's ReplacementForKey reads it
+    (:func:`kueue_es.events.slices.replacement_key`); False (earlier logic, for replay): only with
+    ``elastic-job: "true"`` too (:func:`kueue_es.events.slices.replacement_for`). The caller checks the
+    gate ElasticJobsViaWorkloadSlices (:func:`enabled`)."""
+    key = slices.replacement_key(wl.workload) if annotation_alone else slices.replacement_for(wl.workload)
     if key is None:
         return None
     old = state.workloads.get(key)

@@ -160,6 +160,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         admission_gated_by=True,
         keep_spent_bookmark=True,
         multikueue_delays_topology=True,
+        replacement_annotation=False,
     )
 
 
@@ -192,6 +193,7 @@ def _decide(
     admission_gated_by: bool,
     keep_spent_bookmark: bool,
     multikueue_delays_topology: bool,
+    replacement_annotation: bool,
 ) -> list[types.Output]:
     if not quota_check_gate:  # 30 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)
@@ -235,6 +237,7 @@ def _decide(
             admission_gated_by=admission_gated_by,
             keep_spent_bookmark=keep_spent_bookmark,
             multikueue_delays_topology=multikueue_delays_topology,
+            replacement_annotation=replacement_annotation,
         )
     finally:
         tree.rollback()
@@ -338,6 +341,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             admission_gated_by=admission_gated_by,
             keep_spent_bookmark=keep_spent_bookmark,
             multikueue_delays_topology=multikueue_delays_topology,
+            replacement_annotation=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -100,6 +100,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         needs_tas_flavors=True,
         quota_check_gate=True,
         afs_pending=True,
+        replacement_annotation=False,
     )
 
 
@@ -137,6 +138,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             needs_tas_flavors=version >= 13,
             quota_check_gate=version >= 14,
             afs_pending=version >= 15,
+            replacement_annotation=False,
         )
 
     return decide_earlier
@@ -158,6 +160,7 @@ def _decide(
     needs_tas_flavors: bool,
     quota_check_gate: bool,
     afs_pending: bool,
+    replacement_annotation: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -197,6 +200,7 @@ def _decide(
             deferred_claims=deferred_claims,
             tas_targets=tas_targets,
             topology_booked=tas_targets,
+            replacement_annotation=replacement_annotation,
         )
         if batch.recompute_overlapping and deferred_claims:
             batch.waiting = _waiting(state)
@@ -220,12 +224,16 @@ class _Batch:
     ``tas_targets`` (preemptor logic 12): the target searches take candidates using any FR of
     the nomination's TAS pod sets, not only those short of quota (:func:`nominations.topology_frs`);
     ``topology_booked`` (preemptor logic 11): a nomination answered with targets, or as DeferredFit,
-    books the domains its TAS pod sets take for the rest of the batch (:func:`_book_topology`)."""
+    books the domains its TAS pod sets take for the rest of the batch (:func:`_book_topology`).
+    ``replacement_annotation`` (preemptor logic 16): a nomination's ``workload-slice-replacement-for``
+    annotation names the slice it replaces whatever ``elastic-job`` says, as Kueue's ReplacementForKey
+    (:func:`slices.replaced_slice`)."""
 
     recompute_overlapping: bool
     deferred_claims: bool = False
     tas_targets: bool = False
     topology_booked: bool = False
+    replacement_annotation: bool = False
     evicting: set[str] = field(default_factory=set)
     booked: list[tuple[str, dict[quota.FR, int]]] = field(default_factory=list)
     waiting: list[nominations.Waiting] = field(default_factory=list)
@@ -267,7 +275,11 @@ def _answer(
     )
     if cq is None:
         return [_with(issued, message=f"ClusterQueue {nomination.cluster_queue} doesn't exist")]
-    old = slices.replaced_slice(state, wl, cq.metadata.name) if slices.enabled(state) else None
+    old = (
+        slices.replaced_slice(state, wl, cq.metadata.name, annotation_alone=batch.replacement_annotation)
+        if slices.enabled(state)
+        else None
+    )
     if old is None:
         return _answer_usage(state, tree, search, nomination, wl, cq, issued, batch=batch, now_ms=now_ms)
     # An elastic replacement slice (SEMANTICS-ADVANCED D.3): its nomination asks the delta over the
