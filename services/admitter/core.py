@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 35
+LOGIC_VERSION = 36
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -54,8 +54,13 @@ EARLIER_LOGIC_VERSIONS = (
     32,
     33,
     34,
+    35,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 34 and earlier placed the
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 35 and earlier took a
+Workload for an elastic replacement slice only when it carried kueue.x-k8s.io/elastic-job: "true" beside its
+kueue.x-k8s.io/workload-slice-replacement-for annotation (36 reads the replacement annotation alone under the gate
+ElasticJobsViaWorkloadSlices, as Kueue's ReplacementForKey: a Workload made by hand with it asks only what the
+slice it replaces does not hold, and replaces that slice). 34 and earlier placed the
 TAS pod sets of a ClusterQueue with a MultiKueue check on the manager's own nodes (35 delays them all, Pending,
 for the worker to place, and admits once the checks are Ready, as Kueue). 33 and earlier recorded a
 pending outcome when a NoFit head's spent flavor-scan bookmark expired into none (34 keeps it: both start the
@@ -160,7 +165,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         admission_gated_by=True,
         keep_spent_bookmark=True,
         multikueue_delays_topology=True,
-        replacement_annotation=False,
+        replacement_annotation=True,
     )
 
 
@@ -254,6 +259,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 35 read the workload-slice-replacement-for annotation only beside elastic-job: "true".
     Versions 9 to 34 placed a MultiKueue ClusterQueue's TAS pod sets on the manager's nodes.
     Versions 9 to 33 recorded a pending outcome when a spent flavor-scan bookmark expired.
     Versions 9 to 32 ignored the admission-gated-by annotation.
@@ -309,6 +315,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     admission_gated_by = version >= 33
     keep_spent_bookmark = version >= 34
     multikueue_delays_topology = version >= 35
+    replacement_annotation = version >= 36
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -341,7 +348,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             admission_gated_by=admission_gated_by,
             keep_spent_bookmark=keep_spent_bookmark,
             multikueue_delays_topology=multikueue_delays_topology,
-            replacement_annotation=False,
+            replacement_annotation=replacement_annotation,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -28,8 +28,11 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 15
-"""15: with admission fair sharing, the LocalQueue usage that orders the candidates counts the entry penalties
+LOGIC_VERSION = 16
+"""16: with the gate ElasticJobsViaWorkloadSlices on, a nomination whose kueue.x-k8s.io/workload-slice-replacement-for
+annotation names a slice holding quota asks only what that slice does not hold and never takes it as a victim,
+whether or not it carries kueue.x-k8s.io/elastic-job: "true" too, as Kueue's FindReplacedSliceTarget reads the
+annotation alone (15 and earlier: only with both; admitter logic 36 nominates such a workload). 15: with admission fair sharing, the LocalQueue usage that orders the candidates counts the entry penalties
 of the workloads reserved but not admitted yet (waiting for their admission checks), as Kueue's snapshot does
 (ComputeLocalQueueFSUsage; 14 and earlier left them out). 14: resources.quotaCheckStrategy IgnoreUndeclared counts only with the feature gate QuotaCheckStrategy on
 (Kueue's IgnoreUndeclaredResources; 13 and earlier applied it whatever the gate said). 13: with the gate ConcurrentAdmission on, the flavors of a workload left waiting for preemptions
@@ -61,8 +64,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
-"""Logic versions :func:`decide_as` still re-runs: 14 and earlier ordered candidates by LocalQueue usage without
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+"""Logic versions :func:`decide_as` still re-runs: 15 and earlier read the workload-slice-replacement-for
+annotation only beside elastic-job: "true" (16 reads it alone); 14 and earlier ordered candidates by LocalQueue usage without
 pending entry penalties (15 counts them); 13 and earlier applied IgnoreUndeclared with the gate
 QuotaCheckStrategy off (14 does not); 12 and earlier ignored the allowed-flavors annotation and
 a ClusterQueue's lack of TAS flavors when they assigned flavors again (13 reads both); 11 and earlier searched targets only among the
@@ -100,7 +104,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         needs_tas_flavors=True,
         quota_check_gate=True,
         afs_pending=True,
-        replacement_annotation=False,
+        replacement_annotation=True,
     )
 
 
@@ -113,7 +117,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 14 and earlier, candidates ordered by LocalQueue
+        """:func:`decide` as logic ``version`` decided: with 15 and earlier, the replacement annotation read
+        only beside elastic-job: "true"; with 14 and earlier, candidates ordered by LocalQueue
         usage without pending entry penalties; with 13 and earlier, IgnoreUndeclared applied with
         the gate QuotaCheckStrategy off; with 12 and earlier, the allowed-flavors annotation
         and a ClusterQueue's lack of TAS flavors ignored when flavors are assigned again; with 11 and earlier, targets searched only
@@ -138,7 +143,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             needs_tas_flavors=version >= 13,
             quota_check_gate=version >= 14,
             afs_pending=version >= 15,
-            replacement_annotation=False,
+            replacement_annotation=version >= 16,
         )
 
     return decide_earlier
