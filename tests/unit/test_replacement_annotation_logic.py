@@ -4,7 +4,7 @@ Kueue's scheduler takes a Workload for a replacement slice when its
 ``kueue.x-k8s.io/workload-slice-replacement-for`` annotation names one and the gate
 ElasticJobsViaWorkloadSlices is on (workloadslicing.go ReplacementForKey, ReplacedWorkloadSlice,
 FindReplacedSliceTarget), whether or not it carries ``kueue.x-k8s.io/elastic-job: "true"`` too.
-Admitter 34 and preemptor 15 asked for both, so a Workload made by hand with the annotation alone was
+Admitter 35 and preemptor 15 asked for both, so a Workload made by hand with the annotation alone was
 scheduled as a workload of its own: it asked its full request and the slice it names was a victim
 like any other. The scenario is tests/scenarios/elastic/replacement-annotation-alone-preempts-not-the-slice.yaml.
 """
