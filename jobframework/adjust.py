@@ -10,6 +10,11 @@ as missing requests); then limits stand in for missing requests
 requests break the LimitRange ``min``/``max`` is inadmissible
 (ValidateLimitRange), which :func:`limit_range_violation` says in a sentence.
 
+A Workload made by hand (no job) is adjusted and checked the same way
+(:func:`adjusted_workload`): Kueue's queue manager adjusts every workload it queues, and its
+scheduler checks every head (scheduler.go nominate, ValidateAdmissibility), not only the
+Workloads its job reconciler made.
+
 Pure: the RuntimeClasses (name -> ``overhead.podFixed``) and the namespace's
 LimitRange items come in from the watcher's caches.
 """
@@ -20,9 +25,65 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
+from kueue_es.events import manifests, models
 from kueue_es.events.quantities import QuantityError, to_amount
 
 CONTAINER, POD = "Container", "Pod"
+
+LIMIT_RANGE_PROBLEM = "resources didn't satisfy LimitRange constraints"
+"""What starts the Misconfigured message of a workload outside its namespace's LimitRanges (Kueue
+pkg/workload/resources.go ErrLimitRangeConstraintsUnsatisfiedResources)."""
+
+
+def adjusted_workload(
+    workload: models.Workload,
+    manifest: Mapping[str, Any],
+    *,
+    runtime_classes: Mapping[str, Mapping[str, Any]],
+    limit_ranges: Sequence[Mapping[str, Any]],
+) -> models.Workload:
+    """``workload`` (converted from the Workload object ``manifest``) with each pod set's requests
+    counted from its template adjusted by :func:`adjusted_pod_spec`, and ``misconfigured`` set when the
+    adjusted template has requests above its limits or breaks the namespace's LimitRanges
+    (``limit_ranges``: their ``spec.limits`` items): "resources didn't satisfy LimitRange constraints:
+    spec.podSets[0].template.spec.containers[0]: requests of cpu must not be above the limitRange max".
+
+    Kueue: workload.AdjustResources on every workload queued (queue manager) and ValidateAdmissibility at
+    each nomination (scheduler.go nominate, pkg/workload/resources.go ValidateResources,
+    ValidateLimitRange). ``workload`` itself when no LimitRange applies and no pod set names a
+    RuntimeClass: nothing to adjust. Raises ManifestError naming the field of a quantity that does not
+    parse once adjusted.
+    """
+    spec = manifest.get("spec")
+    raw_pod_sets = spec.get("podSets") if isinstance(spec, dict) else None
+    if not isinstance(raw_pod_sets, list) or len(raw_pod_sets) != len(workload.spec.pod_sets):
+        return workload
+    templates = [_template_spec(ps) for ps in raw_pod_sets]
+    if not limit_ranges and not any(t.get("runtimeClassName") for t in templates):
+        return workload
+    name = workload.metadata.name
+    pod_sets = []
+    for i, (pod_set, template) in enumerate(zip(workload.spec.pod_sets, templates, strict=True)):
+        where = f"spec.podSets[{i}].template.spec"
+        adjusted = adjusted_pod_spec(template, runtime_classes=runtime_classes, limit_ranges=limit_ranges)
+        requests = manifests.pod_requests(adjusted, where=where, kind="Workload", name=name)
+        misconfigured = manifests.requests_over_limits(adjusted, where=where)
+        if not misconfigured:
+            violation = limit_range_violation(adjusted, limit_ranges=limit_ranges, pod_requests=requests, where=where)
+            misconfigured = f"{LIMIT_RANGE_PROBLEM}: {violation}" if violation else ""
+        pod_sets.append(msgspec.structs.replace(pod_set, requests=requests, misconfigured=misconfigured))
+    if pod_sets == workload.spec.pod_sets:
+        return workload
+    return msgspec.structs.replace(workload, spec=msgspec.structs.replace(workload.spec, pod_sets=pod_sets))
+
+
+def _template_spec(pod_set: Any) -> dict[str, Any]:
+    """``template.spec`` of a raw pod set (empty when missing: the conversion reported a bad shape)."""
+    template = pod_set.get("template") if isinstance(pod_set, dict) else None
+    spec = template.get("spec") if isinstance(template, dict) else None
+    return spec if isinstance(spec, dict) else {}
 
 
 def adjusted_pod_spec(

@@ -10,11 +10,13 @@ and Pods become Workloads in the job framework (:mod:`kueue_es.jobframework`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from kueue_es.events import manifests, types
-from kueue_es.jobframework import workloads
+from kueue_es.jobframework import adjust, workloads
 
 _OBSERVED: dict[str, Callable[[Any], types.Fact]] = {
     "ResourceFlavor": lambda obj: types.ResourceFlavorObserved(flavor=obj),
@@ -38,3 +40,46 @@ def kueue_fact(manifest: dict[str, Any], *, now_ms: int = 0) -> types.Fact:
     except manifests.ManifestError as err:
         return workloads.rejected(manifest, err, now_ms=now_ms)
     return _OBSERVED[type(obj).__name__](obj)
+
+
+def workload_fact(
+    manifest: dict[str, Any],
+    *,
+    now_ms: int = 0,
+    runtime_classes: Mapping[str, Mapping[str, Any]],
+    limit_ranges: Sequence[Mapping[str, Any]],
+) -> types.Fact:
+    """The fact for a Workload object made by hand (no job): its WorkloadObserved with each pod set's requests
+    adjusted by the RuntimeClass overheads and the namespace's LimitRanges (``limit_ranges``: their
+    ``spec.limits`` items), and marked misconfigured when it breaks them (:func:`adjusted`); or ObjectRejected
+    when it cannot be read."""
+    return adjusted(
+        kueue_fact(manifest, now_ms=now_ms),
+        manifest,
+        now_ms=now_ms,
+        runtime_classes=runtime_classes,
+        limit_ranges=limit_ranges,
+    )
+
+
+def adjusted(
+    fact: types.Fact,
+    manifest: dict[str, Any],
+    *,
+    now_ms: int = 0,
+    runtime_classes: Mapping[str, Mapping[str, Any]],
+    limit_ranges: Sequence[Mapping[str, Any]],
+) -> types.Fact:
+    """``fact``, the :func:`kueue_fact` of Workload object ``manifest``, with its pod sets adjusted and checked
+    as Kueue's AdjustResources and ValidateLimitRange do (:func:`kueue_es.jobframework.adjust.adjusted_workload`);
+    ``fact`` itself when that changes nothing or it is no WorkloadObserved; ObjectRejected when an adjusted
+    quantity does not parse."""
+    if not isinstance(fact, types.WorkloadObserved):
+        return fact
+    try:
+        workload = adjust.adjusted_workload(
+            fact.workload, manifest, runtime_classes=runtime_classes, limit_ranges=limit_ranges
+        )
+    except manifests.ManifestError as err:
+        return workloads.rejected(manifest, err, now_ms=now_ms)
+    return fact if workload is fact.workload else msgspec.structs.replace(fact, workload=workload)

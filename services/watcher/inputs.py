@@ -170,6 +170,12 @@ class ConversionInputs:
             pod_integration_implicit=self.pod_integration_implicit,
         )
 
+    def pod_inputs(self, namespace: str) -> tuple[dict[str, Any], list[Any]]:
+        """What adjusts a pod template in ``namespace`` before its requests count: the RuntimeClasses' fixed
+        overheads by name and the namespace's LimitRange items (:mod:`kueue_es.jobframework.adjust`); read also
+        for Workloads made by hand (:mod:`kueue_es.services.watcher.standalone`)."""
+        return self._runtime_classes(), self._limit_ranges(namespace)
+
     def _priority_classes(self) -> dict[str, workloads.PriorityClass]:
         found = {}
         for (_, name), obj in self.objects["PriorityClass"].items():

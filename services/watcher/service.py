@@ -177,6 +177,7 @@ class Watcher:
             reporter=self.reporter,
             clock=_now_ms,
             finish_orphans=self.inputs.finish_orphans,
+            inputs=self.inputs,
         )
         self.config = ConfigFile(
             path=config_path,
@@ -396,6 +397,8 @@ class Watcher:
         elif kind in watched.INPUT_KINDS:
             self.inputs.replace(kind, listed)
             await self.jobs.reconvert(trigger=version)
+            if kind in ("LimitRange", "RuntimeClass"):  # Workloads made by hand read them too
+                await self.standalone.inputs_changed(None, trigger=version)
         elif kind == watched.WORKLOAD_KIND:
             prebuilt = self.jobs.prebuilt
             await prebuilt.workloads_listed(listed, version=version)
@@ -445,7 +448,11 @@ class Watcher:
             # Workloads already published keep their PriorityClass value (``previous``), and
             # started ones are not converted again (JobTracker): only pending ones change.
             self.inputs.change(kind, change, obj)
-            await self.jobs.reconvert(trigger=f"{kind}@{objects.meta(obj).get('resourceVersion', '')}")
+            trigger = f"{kind}@{objects.meta(obj).get('resourceVersion', '')}"
+            await self.jobs.reconvert(trigger=trigger)
+            if kind in ("LimitRange", "RuntimeClass"):  # Workloads made by hand read them too
+                namespace = objects.namespace_of(obj) if kind == "LimitRange" else None
+                await self.standalone.inputs_changed(namespace, trigger=trigger)
         elif kind in watched.TAS_KINDS:
             await self.topology.changed(kind, change, obj)
         elif kind in watched.DRA_KINDS:

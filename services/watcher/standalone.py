@@ -23,6 +23,18 @@ dispatcher writes for jobs always have one (the job). One a job names as its
 prebuilt Workload, and may adopt, is that job's even before the dispatcher wrote
 the owner reference (:mod:`kueue_es.services.watcher.prebuilt_tracking`).
 
+Kueue's scheduler counts and checks a standalone Workload's pod sets as any other's: with the
+RuntimeClass overheads and the LimitRange defaults of its namespace applied, and leaves one
+whose requests break those LimitRanges pending, ``QuotaReserved=False`` reason ``Misconfigured``,
+"resources didn't satisfy LimitRange constraints: ..." (resources.go AdjustResources,
+ValidateAdmissibility). The watcher holds the LimitRanges and RuntimeClasses, so it puts what they
+do into the WorkloadObserved it publishes (adjusted requests, the pod set's ``misconfigured``:
+:func:`kueue_es.services.watcher.convert.workload_fact`), and publishes the workloads still
+pending again when a LimitRange of their namespace or a RuntimeClass changes
+(:meth:`StandaloneTracker.inputs_changed`), as Kueue's workload controller requeues the pending
+workloads then (workload_controller.go resourceUpdatesHandler): one created or removed later
+changes the outcome.
+
 One with no owner reference but a job's ``kueue.x-k8s.io/job-uid`` label is a
 job's Workload whose owner is gone: Kueue's workload controller finishes it
 ``OwnerNotFound`` (workload_controller.go Reconcile, isOrphanedWorkload; workload.go
@@ -37,15 +49,17 @@ ran -- is published here like a standalone one, and finished ``OwnerNotFound`` a
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import structlog
 
-from kueue_es.events import manifests, types
+from kueue_es.events import codec, manifests, types
 from kueue_es.jobframework import workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import convert
+from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.kinds import Key
 from kueue_es.services.watcher.publishing import Publisher, log_rejection
 from kueue_es.services.watcher.reporting import ProgressReporter
@@ -75,7 +89,8 @@ class StandaloneTracker:
     feature gate FinishOrphanedWorkloads (:func:`kueue_es.jobframework.workloads.finish_orphans`); off, a
     Workload with a job's UID label and no owner is not finished ``OwnerNotFound`` but queued and admitted as
     any standalone one, as Kueue's workload controller then does not take it for orphaned
-    (workload_controller.go isOrphanedWorkload).
+    (workload_controller.go isOrphanedWorkload). ``inputs``: the RuntimeClasses and LimitRanges the watcher
+    keeps (:meth:`ConversionInputs.pod_inputs`); None reads none.
     """
 
     def __init__(
@@ -85,9 +100,13 @@ class StandaloneTracker:
         reporter: ProgressReporter,
         clock: Callable[[], int],
         finish_orphans: bool = True,
+        inputs: ConversionInputs | None = None,
     ) -> None:
         self.publisher, self.reporter, self.clock = publisher, reporter, clock
         self.finish_orphans = finish_orphans
+        self.inputs = inputs
+        # the standalone Workload objects as last seen, to check again when a LimitRange or RuntimeClass changes
+        self.objects: dict[Key, objects.KubeObject] = {}
         self.finished: set[Key] = set()  # reported WorkloadFinished (a workload finishes once)
         # PodsReady last reported per workload: (status, reason, lastTransitionTime). A new transition time is
         # a new report (the pods of a new admission ready again); the dispatcher echoes the same one.
@@ -106,6 +125,7 @@ class StandaloneTracker:
         live = {_key(obj) for obj in listed if self.stands_alone(obj)}
         for key in sorted(self.standalone_known() - live):
             await self.publisher.delete_workload(key, version=version)
+        self.objects = {}
         for obj in listed:
             if self.stands_alone(obj) and not claimed(obj):
                 await self.changed("ADDED", obj)
@@ -134,10 +154,14 @@ class StandaloneTracker:
         if change == "DELETED":
             await self.publisher.delete_workload(key, version=version, uid=str(meta.get("uid") or ""))
             self.finished.discard(key)
+            self.objects.pop(key, None)
             return
-        fact = convert.kueue_fact(cast(dict[str, Any], obj), now_ms=self.clock())
+        self.objects[key] = obj
+        fact, adjusted = self._observed(obj)
         log_rejection(fact)
-        await self.publisher.publish(fact, version=version)
+        # a fact the LimitRanges or RuntimeClasses changed is keyed by its content too: the same object
+        # version checked against other ones is another fact, not a duplicate
+        await self.publisher.publish(fact, version=f"{version}.{_digest(fact)}" if adjusted else version)
         if not isinstance(fact, types.WorkloadObserved):
             return
         ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=fact.workload.metadata.uid)
@@ -156,6 +180,34 @@ class StandaloneTracker:
         await self.reporter.reclaimable_changed(ref, fact.workload, reclaimable, version=version)
         await self._stopped(key, ref, conditions)
         await self._finished(key, ref, conditions.get("Finished"))
+
+    async def inputs_changed(self, namespace: str | None, *, trigger: str) -> None:
+        """A LimitRange of ``namespace`` (None: of any namespace, or a RuntimeClass) was added, changed or
+        deleted: each standalone workload it may concern that holds no quota is checked again and published
+        when that changes its fact (``trigger`` names the change in the Msg-Id). Kueue requeues the pending
+        workloads of the namespace with their requests adjusted again (workload_controller.go
+        resourceUpdatesHandler); one holding quota keeps what it was admitted with (its pod sets cannot change
+        while it holds quota: the fold keeps them) and is checked again when its object next changes."""
+        for key, obj in sorted(self.objects.items()):
+            if namespace is not None and key[0] != namespace:
+                continue
+            if _holds_quota(obj):
+                continue
+            fact, _ = self._observed(obj)
+            if isinstance(fact, types.WorkloadObserved):
+                await self.publisher.publish(fact, version=f"{objects.resource_version(obj)}~{trigger}")
+
+    def _observed(self, obj: objects.KubeObject) -> tuple[types.Fact, bool]:
+        """The fact of standalone Workload ``obj`` and whether the RuntimeClasses or LimitRanges changed it."""
+        manifest = cast(dict[str, Any], obj)
+        plain = convert.kueue_fact(manifest, now_ms=self.clock())
+        if self.inputs is None or not isinstance(plain, types.WorkloadObserved):
+            return plain, False
+        runtime_classes, limit_ranges = self.inputs.pod_inputs(_key(obj)[0])
+        fact = convert.adjusted(
+            plain, manifest, now_ms=self.clock(), runtime_classes=runtime_classes, limit_ranges=limit_ranges
+        )
+        return fact, fact is not plain
 
     async def _owner_not_found(self, key: Key, ref: types.WorkloadRef, condition: Mapping[str, Any] | None) -> None:
         """A job's Workload with no owner (:meth:`stands_alone`), not finished yet: WorkloadFinished
@@ -224,6 +276,19 @@ class StandaloneTracker:
             return manifests.parse_time_ms(condition.get("lastTransitionTime")) or self.clock()
         except manifests.ManifestError:
             return self.clock()
+
+
+def _holds_quota(obj: objects.KubeObject) -> bool:
+    """Whether a Workload object's ``QuotaReserved`` condition is True (as the dispatcher wrote it)."""
+    status = cast(Mapping[str, Any], obj).get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    return any(
+        isinstance(c, dict) and c.get("type") == "QuotaReserved" and c.get("status") == "True" for c in conditions or []
+    )
+
+
+def _digest(fact: types.Fact) -> str:
+    return hashlib.sha256(codec.encode(fact)).hexdigest()[:8]
 
 
 def _key(obj: objects.KubeObject) -> Key:

@@ -11,6 +11,7 @@ FinishEvictionForWorkloads does); deleting the object deletes the workload.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -19,7 +20,9 @@ from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
+from kueue_es.services.watcher.kinds import LIMIT_RANGES
 from kueue_es.services.watcher.service import Watcher
+from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
 from tests.integration.harness import (
     admitter,
     commit,
@@ -34,6 +37,13 @@ from tests.integration.harness import (
 )
 
 pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[ClusterEmulator]:
+    """The emulator serving LimitRanges too (a Workload made by hand is checked against them)."""
+    async with serve_emulator(bookmark_interval=0.2, extra_resources=(LIMIT_RANGES,)) as served:
+        yield served
 
 
 def standalone(name: str, *, cpu: str = "1", count: int = 2) -> dict[str, Any]:
@@ -224,3 +234,40 @@ async def test_with_the_reclaimable_pods_gate_off_they_free_nothing(api, bus: Me
         await condition_of(api, "wl-c", "QuotaReserved", status="False")
         await condition_of(api, "wl-b", "QuotaReserved", status="False")
     assert await events_of(bus, types.WorkloadReclaimablePods) == []
+
+
+LIMIT_RANGE = {
+    "apiVersion": "v1",
+    "kind": "LimitRange",
+    "metadata": {"name": "alpha", "namespace": "default"},
+    "spec": {"limits": [{"type": "Container", "max": {"cpu": "300m"}}]},
+}
+
+
+async def test_a_workload_outside_its_limit_range_waits_until_the_limit_range_goes(api, bus: MemoryBus) -> None:
+    """Kueue's TestSchedule 'container does not satisfy limitRange constraints', then the LimitRange deleted:
+    Kueue's scheduler checks every workload it nominates against its namespace's LimitRanges
+    (ValidateAdmissibility), a hand-made one too, and requeues the pending ones when a LimitRange changes."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watcher = Watcher(bus=bus, api=api)
+    async with running(
+        *watch_with_workloads(watcher),
+        watcher.watch("LimitRange"),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up_queues(api, cpu=3)
+        await kube.create_object(api, LIMIT_RANGES, namespace="default", body=LIMIT_RANGE)
+        await kube.apply_manifest(api, standalone("wl-a", cpu="500m", count=1))
+        obj = await condition_of(api, "wl-a", "QuotaReserved", status="False")
+        [pending] = [c for c in obj["status"]["conditions"] if c["type"] == "QuotaReserved"]
+        assert await events_of(bus, types.WorkloadAdmitted) == []
+        await kube.delete_object(api, LIMIT_RANGES, namespace="default", name="alpha")
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+    assert pending["reason"] == "Misconfigured"
+    assert pending["message"] == (
+        "pod set main: resources didn't satisfy LimitRange constraints: "
+        "spec.podSets[0].template.spec.containers[0]: requests of cpu must not be above the limitRange max"
+    )
+    assert admitted.workload.key == "default/wl-a"
