@@ -39,6 +39,7 @@ from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, replay_url, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
+from kueue_es.services.watcher.kinds import LIMIT_RANGES, RUNTIME_CLASSES
 from kueue_es.sim.autoscaler import FakeAutoscaler
 from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
@@ -230,6 +231,8 @@ async def run_demo(
             managed_kinds=managed_kinds,
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=managed_jobs_namespace_selector,
+            # what the watcher reads to count a pod's requests (jobframework/adjust.py): kubectl may apply them
+            extra_resources=(RUNTIME_CLASSES, LIMIT_RANGES),
         ) as emulator,
     ):
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)

@@ -199,8 +199,12 @@ class _BusRun:
                 await self._publish(
                     types.ObjectDeleted(kind=event.kind, namespace=event.namespace, name=event.name, uid=uid)
                 )
-            case ApplyEvent(object=obj) if obj.fact is not None:
-                await self._publish(obj.fact)
+            case DeleteEvent(refreshed=refreshed) if refreshed:
+                for fact in refreshed:
+                    await self._publish(fact)
+            case ApplyEvent(object=obj, refreshed=refreshed) if obj.fact is not None or refreshed:
+                for fact in (obj.fact, *refreshed) if obj.fact is not None else refreshed:
+                    await self._publish(fact)
             case CheckEvent() | PodsReadyEvent():
                 ref = await self._ref(event.workload)
                 state, _ = await self._fold_all()

@@ -229,8 +229,12 @@ class _Runner:
                 self.publish_fact(
                     types.ObjectDeleted(kind=event.kind, namespace=event.namespace, name=event.name, uid=uid)
                 )
-            case ApplyEvent(object=obj) if obj.fact is not None:
-                self.publish_fact(obj.fact)
+            case DeleteEvent(refreshed=refreshed) if refreshed:
+                for fact in refreshed:
+                    self.publish_fact(fact)
+            case ApplyEvent(object=obj, refreshed=refreshed) if obj.fact is not None or refreshed:
+                for fact in (obj.fact, *refreshed) if obj.fact is not None else refreshed:
+                    self.publish_fact(fact)
             case CheckEvent() | PodsReadyEvent():
                 self.publish_fact(status_fact(event, self._ref(event.workload), self.run.state, at_ms=self.now_ms()))
             case WaitEvent(ms=ms):

@@ -12,6 +12,11 @@ Two top-level keys beyond the README, for test suites:
   marks it ``xfail(strict=True)``; ``scenario check`` reports XFAIL/XPASS);
 - ``engines: [core]``: run only on these engines (default: every engine).
 
+A v1 LimitRange (in ``objects`` or an ``apply``/``delete`` event) is no fact of its own: as the watcher
+does for a Workload made by hand, the Workloads of its namespace that follow it in the file are counted and
+checked against it (:func:`kueue_es.services.watcher.convert.adjusted`), and an event that applies or deletes
+one carries the namespace's Workloads checked anew (``refreshed``).
+
 and one event kind beyond it: ``{decide: admit|preempt|place}``, one decider alone takes a step
 (:class:`~kueue_es.scenarios.specs.DecideEvent`), for the moments between two deciders.
 
@@ -54,7 +59,7 @@ from kueue_es.scenarios.specs import (
     WaitEvent,
     WorkerEvent,
 )
-from kueue_es.services.watcher.convert import kueue_fact
+from kueue_es.services.watcher.convert import adjusted, kueue_fact
 
 TOP_LEVEL_KEYS = (
     "name", "source", "description", "objects", "admitted", "pending", "events", "run", "expect", "xfail", "engines",
@@ -77,6 +82,8 @@ TAS_KINDS = frozenset(
 IGNORED_KINDS: frozenset[tuple[str, str]] = frozenset()
 """(apiVersion, kind) accepted but not modelled yet: kept out of the fact stream."""
 MODELLED_KINDS = frozenset({*manifests.KUEUE_KINDS, "Namespace", "Configuration", *(k for _, k in TAS_KINDS)})
+LIMIT_RANGE = ("v1", "LimitRange")
+"""(apiVersion, kind) of a LimitRange: it changes the Workloads of its namespace (:class:`_LimitRanges`)."""
 _KEY = re.compile(r"^[^/\s]+/[^/\s]+$")
 
 
@@ -141,17 +148,90 @@ def _yaml_problem(err: yaml.YAMLError) -> str:
     return text
 
 
+class _LimitRanges:
+    """The scenario's LimitRanges as the file has them so far, and the last fact of each Workload: what the
+    watcher keeps to count and check a Workload made by hand (:mod:`kueue_es.services.watcher.standalone`)."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], list[Any]] = {}  # (namespace, name) -> its spec.limits
+        self.workloads: dict[str, tuple[dict[str, Any], types.WorkloadObserved]] = {}  # key -> manifest, fact
+
+    def observed(self, fact: types.Fact, raw: dict[str, Any], *, where: str) -> types.Fact:
+        """A Workload's fact as the watcher publishes it: counted and checked against its namespace's
+        LimitRanges; remembered, so a LimitRange applied later checks it again."""
+        if not isinstance(fact, types.WorkloadObserved):
+            return fact
+        fact = self._checked(fact, raw, where=where)
+        self.workloads[fact.workload.key] = (raw, fact)
+        return fact
+
+    def changed(self, namespace: str, name: str, limits: list[Any] | None, *, where: str) -> tuple[types.Fact, ...]:
+        """LimitRange ``namespace/name`` applied with ``limits`` (None: deleted): the facts of the namespace's
+        Workloads that it changes, checked anew (the watcher publishes only a fact that changes)."""
+        if limits is None:
+            self.items.pop((namespace, name), None)
+        else:
+            self.items[(namespace, name)] = limits
+        out: list[types.Fact] = []
+        for key, (raw, before) in sorted(self.workloads.items()):
+            if before.workload.metadata.namespace != namespace:
+                continue
+            fact = self._checked(before, raw, where=where)
+            if fact != before:
+                self.workloads[key] = (raw, fact)
+                out.append(fact)
+        return tuple(out)
+
+    def forget(self, key: str) -> None:
+        """A Workload deleted or finished: a LimitRange changes it no more."""
+        self.workloads.pop(key, None)
+
+    def _checked(self, fact: types.WorkloadObserved, raw: dict[str, Any], *, where: str) -> types.WorkloadObserved:
+        namespace = fact.workload.metadata.namespace
+        limits = [item for (ns, _), items in sorted(self.items.items()) if ns == namespace for item in items]
+        base = kueue_fact(raw)  # the pod sets as the object writes them: the LimitRanges apply to those
+        assert isinstance(base, types.WorkloadObserved)
+        spec = msgspec.structs.replace(fact.workload.spec, pod_sets=base.workload.spec.pod_sets)
+        fact = msgspec.structs.replace(fact, workload=msgspec.structs.replace(fact.workload, spec=spec))
+        checked = adjusted(fact, raw, runtime_classes={}, limit_ranges=limits)
+        if isinstance(checked, types.ObjectRejected):
+            raise _Problem(f"{where}: Workload {checked.namespace}/{checked.name}: {checked.field}: {checked.problem}")
+        assert isinstance(checked, types.WorkloadObserved)
+        return checked
+
+
+def _limit_range(raw: dict[str, Any], *, where: str) -> tuple[str, str, list[Any]]:
+    """``(namespace, name, spec.limits)`` of a v1 LimitRange manifest; _Problem naming the field when it is not
+    one (namespace ``default`` when it has none)."""
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise _Problem(f"{where}: LimitRange <unnamed>: field metadata.name: is required")
+    name, namespace = meta["name"], meta.get("namespace") or "default"
+    spec = raw.get("spec")
+    limits = spec.get("limits") if isinstance(spec, dict) else None
+    if not isinstance(limits, list) or not all(isinstance(item, dict) for item in limits):
+        raise _Problem(f"{where}: LimitRange {namespace}/{name}: field spec.limits: must be a list of mappings")
+    return str(namespace), name, limits
+
+
 def _scenario(doc: Any, *, path: str) -> Scenario:
     if not isinstance(doc, dict):
         raise _Problem("must be a mapping with name, objects, pending, expect (see shared/scenarios/README.md)")
     unknown = [str(k) for k in doc if k not in TOP_LEVEL_KEYS]
     if unknown:
         raise _Problem(f"unknown top-level key {', '.join(unknown)} (known: {', '.join(TOP_LEVEL_KEYS)})")
-    objects = tuple(_object(raw, where=f"objects[{i}]") for i, raw in enumerate(_list(doc, "objects")))
-    admitted = tuple(_admitted(raw, where=f"admitted[{i}]") for i, raw in enumerate(_list(doc, "admitted")))
-    pending = tuple(_workload_object(raw, where=f"pending[{i}]") for i, raw in enumerate(_list(doc, "pending")))
+    ranges = _LimitRanges()
+    objects = tuple(_object(raw, where=f"objects[{i}]", ranges=ranges) for i, raw in enumerate(_list(doc, "objects")))
+    admitted = tuple(
+        _admitted(raw, where=f"admitted[{i}]", ranges=ranges) for i, raw in enumerate(_list(doc, "admitted"))
+    )
+    pending = tuple(
+        _workload_object(raw, where=f"pending[{i}]", ranges=ranges) for i, raw in enumerate(_list(doc, "pending"))
+    )
     known = {o.workload.key for o in (*objects, *pending, *(a.workload for a in admitted)) if o.workload}
-    events = tuple(_event(raw, where=f"events[{i}]", known=known) for i, raw in enumerate(_list(doc, "events")))
+    events = tuple(
+        _event(raw, where=f"events[{i}]", known=known, ranges=ranges) for i, raw in enumerate(_list(doc, "events"))
+    )
     return Scenario(
         path=path,
         name=_text(doc, "name", required=True),
@@ -208,11 +288,17 @@ def _mapping(value: Any, *, where: str, allowed: Iterable[str], required: Iterab
     return value
 
 
-def _object(raw: Any, *, where: str) -> ScenarioObject:
-    """A manifest: parsed into its fact, or kept as an ignored object of a kind not modelled yet."""
+def _object(raw: Any, *, where: str, ranges: _LimitRanges | None = None) -> ScenarioObject:
+    """A manifest: parsed into its fact, or kept as an ignored object of a kind not modelled yet. A LimitRange
+    gives no fact (``ranges`` keeps it); a Workload's is checked against the LimitRanges so far."""
     if not isinstance(raw, dict):
         raise _Problem(f"{where}: must be a manifest (a mapping)")
     kind, name = manifests.describe(raw)
+    if (raw.get("apiVersion"), kind) == LIMIT_RANGE:
+        namespace, name, limits = _limit_range(raw, where=where)
+        if ranges is not None:
+            ranges.changed(namespace, name, limits, where=where)
+        return ScenarioObject(manifest=raw, fact=None)
     if (raw.get("apiVersion"), kind) in IGNORED_KINDS:
         if not name:
             raise _Problem(f"{where}: {kind} <unnamed>: field metadata.name: is required")
@@ -239,6 +325,8 @@ def _object(raw: Any, *, where: str) -> ScenarioObject:
         raise _Problem(f"{where}: {kind} {name}: {fact.problem}")
     if isinstance(fact, types.WorkloadObserved):
         fact = _with_owner(fact, raw, where=where)
+        if ranges is not None:
+            fact = ranges.observed(fact, raw, where=where)
     return ScenarioObject(manifest=raw, fact=fact)
 
 
@@ -262,16 +350,16 @@ def _with_owner(fact: types.WorkloadObserved, raw: dict[str, Any], *, where: str
     return types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, owner=owner))
 
 
-def _workload_object(raw: Any, *, where: str) -> ScenarioObject:
+def _workload_object(raw: Any, *, where: str, ranges: _LimitRanges | None = None) -> ScenarioObject:
     if isinstance(raw, dict) and raw.get("kind") != "Workload":
         raise _Problem(f"{where}: must be a kueue.x-k8s.io/v1beta2 Workload, got kind {raw.get('kind')!r}")
-    return _object(raw, where=where)
+    return _object(raw, where=where, ranges=ranges)
 
 
-def _admitted(raw: Any, *, where: str) -> AdmittedWorkload:
+def _admitted(raw: Any, *, where: str, ranges: _LimitRanges | None = None) -> AdmittedWorkload:
     """An ``admitted:`` entry: the workload and the podSetAssignments it holds."""
     entry = _mapping(raw, where=where, allowed=("workload", "admission"), required=("workload", "admission"))
-    obj = _workload_object(entry["workload"], where=f"{where}.workload")
+    obj = _workload_object(entry["workload"], where=f"{where}.workload", ranges=ranges)
     workload = obj.workload
     assert workload is not None
     admission = _mapping(
@@ -357,22 +445,36 @@ def _assignment(psa: dict[str, Any], *, pod_set: Any, where: str) -> types.PodSe
     )
 
 
-def _event(raw: Any, *, where: str, known: set[str]) -> ScenarioEvent:
-    """One ``events:`` entry; ``known`` (workload keys submitted so far) grows with applies."""
+def _event(raw: Any, *, where: str, known: set[str], ranges: _LimitRanges | None = None) -> ScenarioEvent:
+    """One ``events:`` entry; ``known`` (workload keys submitted so far) grows with applies; ``ranges`` follows
+    the LimitRanges applied and deleted, and the Workloads they change."""
+    ranges = ranges or _LimitRanges()
     if not isinstance(raw, dict) or len(raw) != 1:
         raise _Problem(f"{where}: must be a mapping with one key: {', '.join(EVENT_KINDS)}")
     ((kind, value),) = raw.items()
     match kind:
         case "finish":
-            return FinishEvent(workload=_workload_key(value, where=f"{where}.finish", known=known))
+            key = _workload_key(value, where=f"{where}.finish", known=known)
+            ranges.forget(key)
+            return FinishEvent(workload=key)
         case "delete" if isinstance(value, str):
             key = _workload_key(value, where=f"{where}.delete", known=known)
+            ranges.forget(key)
             namespace, name = key.split("/")
             return DeleteEvent(kind="Workload", namespace=namespace, name=name)
+        case "delete" if isinstance(value, dict) and value.get("kind") == LIMIT_RANGE[1]:
+            _mapping(value, where=f"{where}.delete", allowed=("apiVersion", "kind", "name", "namespace"))
+            namespace, name = str(value.get("namespace") or "default"), str(value.get("name") or "")
+            refreshed = ranges.changed(namespace, name, None, where=f"{where}.delete")
+            return DeleteEvent(kind=LIMIT_RANGE[1], namespace=namespace, name=name, modelled=False, refreshed=refreshed)
         case "delete":
             return _delete(value, where=f"{where}.delete")
+        case "apply" if isinstance(value, dict) and (value.get("apiVersion"), value.get("kind")) == LIMIT_RANGE:
+            namespace, name, limits = _limit_range(value, where=f"{where}.apply")
+            refreshed = ranges.changed(namespace, name, limits, where=f"{where}.apply")
+            return ApplyEvent(object=ScenarioObject(manifest=value, fact=None), refreshed=refreshed)
         case "apply":
-            obj = _object(value, where=f"{where}.apply")
+            obj = _object(value, where=f"{where}.apply", ranges=ranges)
             if obj.workload is not None:
                 known.add(obj.workload.key)
             return ApplyEvent(object=obj)

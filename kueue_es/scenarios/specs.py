@@ -73,13 +73,15 @@ class FinishEvent(msgspec.Struct, frozen=True, kw_only=True):
 class DeleteEvent(msgspec.Struct, frozen=True, kw_only=True):
     """``{delete: ns/name}`` or ``{delete: {kind, name, namespace?}}``: the object is gone.
 
-    ``modelled`` is False for a kind kueue-es does not model yet: no fact is logged.
+    ``modelled`` is False for a kind kueue-es does not model yet, or one that is no fact of its own (a v1
+    LimitRange): no ObjectDeleted is logged. ``refreshed``: as :attr:`ApplyEvent.refreshed`.
     """
 
     kind: str
     namespace: str = ""
     name: str
     modelled: bool = True
+    refreshed: tuple[types.Fact, ...] = ()
 
     @property
     def key(self) -> str:
@@ -88,9 +90,12 @@ class DeleteEvent(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ApplyEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """``{apply: manifest}``: an object is created or updated."""
+    """``{apply: manifest}``: an object is created or updated. ``refreshed``: the facts the watcher
+    publishes again because of it (a v1 LimitRange: the namespace's Workloads checked against it anew,
+    :mod:`kueue_es.services.watcher.standalone`), logged after the object's own."""
 
     object: ScenarioObject
+    refreshed: tuple[types.Fact, ...] = ()
 
 
 class CheckEvent(msgspec.Struct, frozen=True, kw_only=True):

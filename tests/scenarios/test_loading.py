@@ -174,6 +174,11 @@ MALFORMED = [
         want_problem="engines: must be a non-empty list of core, bus",
     ),
     Case(name="an xfail that is not a reason", doc=_with(xfail=3), want_problem="xfail: must be a non-empty string"),
+    Case(
+        name="a LimitRange without limits",
+        doc=_with(objects=[{"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"}, "spec": {}}]),
+        want_problem="objects[0]: LimitRange default/lr: field spec.limits: must be a list of mappings",
+    ),
 ]
 
 
@@ -357,3 +362,27 @@ def test_an_evicted_condition_makes_a_seed_being_evicted(tmp_path: Path) -> None
 def test_every_shared_example_loads(path: Path) -> None:
     """The loader accepts every worked example, preemption ones included."""
     assert load_scenario(path).name == path.stem
+
+
+def test_a_limit_range_checks_the_workloads_of_its_namespace_after_it(tmp_path: Path) -> None:
+    """A LimitRange is no fact; the Workloads after it in its namespace are checked against it, and an event
+    that deletes it carries them checked anew (as the watcher publishes a Workload made by hand again)."""
+    limit_range = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "lr", "namespace": "default"},
+        "spec": {"limits": [{"type": "Container", "max": {"cpu": "500m"}}]},
+    }
+    doc = scenario_doc(pending=[cpu_workload("w1", cpus=1)])
+    doc["objects"].append(limit_range)
+    doc["events"] = [{"delete": {"apiVersion": "v1", "kind": "LimitRange", "name": "lr", "namespace": "default"}}]
+    scenario = load_scenario(write(tmp_path / "s.yaml", doc))
+    assert scenario.objects[-1].fact is None
+    [pending] = scenario.pending
+    assert pending.workload is not None
+    assert pending.workload.spec.pod_sets[0].misconfigured.startswith("resources didn't satisfy LimitRange constraints")
+    [event] = scenario.events
+    assert isinstance(event, DeleteEvent) and not event.modelled
+    [refreshed] = event.refreshed
+    assert isinstance(refreshed, types.WorkloadObserved)
+    assert refreshed.workload.spec.pod_sets[0].misconfigured == ""
