@@ -92,5 +92,7 @@ READS: dict[str, tuple[str, ...]] = {
         )
         for kind, i in integrations.registry().items()
     },
-    WORKLOAD_KIND: JOB_KINDS,
+    # a Workload made by hand is counted and checked with the RuntimeClasses and LimitRanges
+    # (services/watcher/standalone.py): listed first, no workload is published before they are known
+    WORKLOAD_KIND: (*JOB_KINDS, *_POD_INPUTS),
 }
