@@ -15,6 +15,7 @@ QuotaReserved minus QuotaReleased, per flavor and resource (research §5.7).
 from __future__ import annotations
 
 import heapq
+import re
 import sys
 import weakref
 from collections.abc import Iterator, Sequence
@@ -82,6 +83,13 @@ class WorkloadState:
     # earlier, which kept counting (``lifecycle.decide``'s ``inactive_clears_requeue``).
     requeue_cleared: bool = False
     order_ms: int = 0  # queue-order timestamp after an eviction that moves it back (§3.3); 0: creation
+    # When it was last preempted with reason InCohortReclaimWhileBorrowing (its Preempted condition's time), 0:
+    # not since its last reservation. Kueue's queue-order timestamp is this + 1 ms while the gate
+    # PrioritySortingWithinCohort is off (workload.go GetQueueOrderTimestamp, :func:`queue_order_ts`).
+    reclaim_preempted_ms: int = 0
+    # The log sequence of the last update that changed its priority-boost annotation (0: none): with the gate
+    # PriorityBoost on, a workload parked before it is queued again (:func:`_boost_changed`).
+    boost_changed_seq: int = 0
     deactivated: str = ""  # why Kueue set spec.active=false (WorkloadDeactivated), "" when it did not
     # Released for its job's hold (QuotaReleased reason OnHold: a StatefulSet scaled to zero) and not queued
     # until its job clears the hold (a WorkloadObserved without ``on_hold``): Kueue's IsOnHold, which
@@ -344,6 +352,10 @@ class ClusterState:
     nominations: dict[str, tuple[int, types.PreemptionRequired]] = field(default_factory=dict)
     preemptors: dict[str, types.PreemptionIssued] = field(default_factory=dict)
     deferred: dict[str, str] = field(default_factory=dict)
+    # The queued workloads whose queue order an ordering feature gate may move (:func:`order_gates_move`):
+    # those with a priority-boost annotation or preempted while their ClusterQueue borrowed. The fold
+    # keeps every queue in base order (priority, queue time); the admitter orders these few apart.
+    ordered_apart: dict[str, None] = field(default_factory=dict)
     afs_ledgers: dict[tuple[str, str], afs.Ledger] = field(default_factory=dict)
     # Workloads the admitter must look at whatever the queues say (SEMANTICS §9): holding quota
     # and waiting for admission checks or with a check in Retry/Rejected (``checks_due``);
@@ -757,6 +769,7 @@ def _apply_workload_fact(
                         state.trigger(f"{PRIORITY_TRIGGER}{current.reservation.cluster_queue}", seq, released=True)
             elif current.workload.has_closed_preemption_gate != event.workload.has_closed_preemption_gate:
                 current.parked_seq = 0  # a gate opened or closed: Kueue queues it again (cluster_queue.go)
+            _boost_changed(state, current, event.workload, seq=seq)
             if current.workload.spec.active and not event.workload.spec.active:
                 current.requeue_cleared = True  # Kueue clears an inactive workload's requeueState (PR #7734)
             if current.deactivated and not current.workload.spec.active and event.workload.spec.active:
@@ -1059,6 +1072,9 @@ def _evicted(state: ClusterState, wl: WorkloadState, event: types.EvictionReques
     by_eviction = event.reason == "PodsReadyTimeout" and wait.requeuing_strategy.timestamp == "Eviction"
     if by_eviction or event.reason == "AdmissionCheck":
         wl.order_ms = event.at_ms
+    if event.reason == "Preempted":  # its Preempted condition, with this preemption's reason (§3.3)
+        reclaimed = event.preemption_reason == IN_COHORT_RECLAIM_WHILE_BORROWING
+        wl.reclaim_preempted_ms = event.at_ms if reclaimed else 0
 
 
 def pods_ready_enabled(config: models.Configuration) -> bool:
@@ -1164,7 +1180,16 @@ def _timer_basis(wl: WorkloadState, *, ready: bool) -> tuple[int, int, int]:
 
 
 def _place(state: ClusterState, wl: WorkloadState, *, queued: bool) -> None:
-    """Keep the workload's place in ``state.queued`` in step with its queue, order and parking."""
+    """Keep the workload's place in ``state.queued`` in step with its queue, order and parking (and
+    ``state.ordered_apart`` with the workloads whose order a feature gate may move)."""
+    if queued and (
+        wl.reclaim_preempted_ms
+        or wl.workload.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION)
+        or 0 < wl.parked_seq < wl.boost_changed_seq
+    ):
+        state.ordered_apart[wl.key] = None
+    elif state.ordered_apart:
+        state.ordered_apart.pop(wl.key, None)
     placed = wl.queued_as
     if queued:
         workload = wl.workload
@@ -1200,6 +1225,33 @@ def _place(state: ClusterState, wl: WorkloadState, *, queued: bool) -> None:
     wl.queued_parked = parked
 
 
+def _boost_changed(state: ClusterState, current: WorkloadState, after: models.Workload, *, seq: int) -> None:
+    """A workload update that changes its ``kueue.x-k8s.io/priority-boost`` annotation. Kueue, with the gate
+    PriorityBoost on, moves such a workload off the inadmissible list (cluster_queue.go
+    priorityBoostAnnotationChanged) and, for a quota holder whose effective priority changed, requeues the
+    inadmissible workloads of its cohort tree (workload.PriorityChanged). Both are kept apart from what older
+    deciders read: the change's sequence (``boost_changed_seq``, which the admitter reads as a requeue of that
+    workload alone) and a trigger of its own (:data:`BOOST_TRIGGER`), read only while the gate is on."""
+    before_value = current.workload.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION, "")
+    after_value = after.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION, "")
+    if before_value == after_value:
+        return
+    current.boost_changed_seq = seq
+    if current.reservation is None:
+        return
+    old_ref, new_ref = current.workload.spec.priority_class_ref, after.spec.priority_class_ref
+    if old_ref is not None and old_ref.kind == "PriorityClass":
+        return  # Kueue does not follow the priority of a workload with a pod PriorityClass
+    if new_ref is None or new_ref.kind != "WorkloadPriorityClass" or new_ref.group != "kueue.x-k8s.io":
+        return
+    if (parse_priority_boost(before_value) or 0) != (parse_priority_boost(after_value) or 0):
+        state.trigger(f"{BOOST_TRIGGER}{current.reservation.cluster_queue}", seq, released=True)
+
+
+BOOST_TRIGGER = "boost:"
+"""Prefix of the requeue trigger (``boost:<ClusterQueue>``) that a change of a quota-holding workload's priority boost
+records (:func:`_boost_changed`); only admitter logic 35 and later read it, with the gate PriorityBoost on."""
+
 PRIORITY_TRIGGER = "priority:"
 """Prefix of the requeue trigger (``priority:<ClusterQueue>``) that a quota-holding workload's priority change
 records; only admitter logic 30 and later read it (``queues.requeue_triggers``), so replay of older logs stays exact."""
@@ -1229,6 +1281,71 @@ def priority_of(workload: models.Workload, state: ClusterState) -> int:
         # Kueue's WorkloadPriorityClass controller rewrites spec.priority when the class's value changes.
         return state.priority_classes[ref.name].value
     return workload.spec.priority or 0
+
+
+PRIORITY_BOOST_ANNOTATION: Final = "kueue.x-k8s.io/priority-boost"
+PRIORITY_BOOST_GATE: Final = "PriorityBoost"
+PRIORITY_SORTING_GATE: Final = "PrioritySortingWithinCohort"
+PRIORITIZE_PREEMPTORS_GATE: Final = "PrioritizePreemptorWorkloads"
+IN_COHORT_RECLAIM_WHILE_BORROWING: Final = "InCohortReclaimWhileBorrowing"
+_INT32 = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_priority_boost(value: str) -> int | None:
+    """The ``kueue.x-k8s.io/priority-boost`` annotation's value as Kueue reads it (a signed decimal
+    32-bit integer, Go's strconv.ParseInt(value, 10, 32)): 0 for ``""``, None when it is not one."""
+    if value == "":
+        return 0
+    if not _INT32.fullmatch(value):
+        return None
+    boost = int(value)
+    return boost if -(2**31) <= boost < 2**31 else None
+
+
+def priority_boost(workload: models.Workload, config: models.Configuration) -> int:
+    """The boost a workload's ``kueue.x-k8s.io/priority-boost`` annotation adds to its priority (KEP 7990):
+    0 while the feature gate PriorityBoost (alpha, off by default) is off, without the annotation, or
+    when its value is not an integer (Kueue's webhook refuses such a value; its scheduler reads it as 0).
+    Kueue: pkg/util/priority/priority.go PriorityBoost, EffectivePriority."""
+    value = workload.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION)
+    if not value or not config.feature_gates.get(PRIORITY_BOOST_GATE, False):
+        return 0
+    return parse_priority_boost(value) or 0
+
+
+def effective_priority(workload: models.Workload, state: ClusterState) -> int:
+    """Kueue's EffectivePriority (pkg/util/priority/priority.go): :func:`priority_of` plus
+    :func:`priority_boost`. It orders queues and entries and decides preemption; ``spec.priority``
+    and the visibility API show the base priority."""
+    return priority_of(workload, state) + priority_boost(workload, state.configuration)
+
+
+def queue_order_ts(wl: WorkloadState, config: models.Configuration) -> int:
+    """Kueue's queue-order timestamp (ms; pkg/workload/workload.go GetQueueOrderTimestamp, SEMANTICS §3.3):
+    the eviction time after a PodsReadyTimeout or AdmissionCheck eviction (``order_ms``); else, while the
+    gate PrioritySortingWithinCohort is off, 1 ms after a preemption with reason
+    InCohortReclaimWhileBorrowing (so the preemptor, created earlier, goes first); else the creation time."""
+    if wl.order_ms:
+        return wl.order_ms
+    if wl.reclaim_preempted_ms and not config.feature_gates.get(PRIORITY_SORTING_GATE, True):
+        return wl.reclaim_preempted_ms + 1
+    return wl.workload.metadata.creation_timestamp_ms
+
+
+def order_gates_move(config: models.Configuration) -> bool:
+    """Whether a feature gate of ``config`` may move a workload of ``ClusterState.ordered_apart`` away from
+    its place in the fold's queue order: PriorityBoost on or PrioritySortingWithinCohort off."""
+    gates = config.feature_gates
+    return bool(gates.get(PRIORITY_BOOST_GATE, False)) or not gates.get(PRIORITY_SORTING_GATE, True)
+
+
+def effective_order(wl: WorkloadState, state: ClusterState) -> Order:
+    """Kueue's ClusterQueue heap order of ``wl`` under the Configuration's feature gates (cluster_queue.go
+    baseCompareFunc): higher :func:`effective_priority`, earlier :func:`queue_order_ts`, UID, then key. The
+    fold's order key (:func:`queue_order_key`) when no gate moves it."""
+    workload = wl.workload
+    config = state.configuration
+    return (-effective_priority(workload, state), queue_order_ts(wl, config), workload.metadata.uid, wl.key)
 
 
 def queue_order_key(workload: models.Workload, state: ClusterState) -> tuple[int, int, str, str]:
@@ -1441,6 +1558,7 @@ def _reserve(state: ClusterState, current: WorkloadState, event: types.QuotaRese
     current.bookmark = None
     _bump_generation(state, event.cluster_queue, seq)
     current.order_ms = 0  # Evicted is reset on the next reservation (§9.1)
+    current.reclaim_preempted_ms = 0  # and so is Preempted
     current.pods_ready = None
     state.reserved.setdefault(event.cluster_queue, {})[key] = None
     current.held = held_reservation(

@@ -41,7 +41,13 @@ import msgspec
 
 from kueue_es.events import models, types
 from kueue_es.projections import quota
-from kueue_es.projections.cluster import ON_HOLD_REASON, ClusterState, WorkloadState, pods_ready_enabled
+from kueue_es.projections.cluster import (
+    ON_HOLD_REASON,
+    PRIORITIZE_PREEMPTORS_GATE,
+    ClusterState,
+    WorkloadState,
+    pods_ready_enabled,
+)
 from kueue_es.scheduling import flavors, lifecycle, preemption, queues, slices
 from kueue_es.scheduling.entries import Entry, ordered, pod_set_assignments
 from kueue_es.scheduling.search import Search
@@ -303,6 +309,9 @@ def run(
         state.preemptors,
         state.nominations,
     )
+    # PrioritizePreemptorWorkloads (alpha): Kueue's preemptors, the deferred ones too, go first and keep capacity
+    kueue_preemptors = bool(config.feature_gates.get(PRIORITIZE_PREEMPTORS_GATE, False))
+    deferred = state.deferred
     # replacement head key -> the slice it replaces and the head's requests (per pod, pinned)
     replacing: dict[str, tuple[WorkloadState, list[flavors.PodSetRequest]]] = {}
     requests_of: dict[str, list[flavors.PodSetRequest]] = {}  # head key -> its requests, for a recomputation
@@ -356,6 +365,9 @@ def run(
             )
             continue
         nominated = (head.key in preemptors or head.key in nominations) if preemptors or nominations else False
+        if kueue_preemptors and not nominated and deferred:
+            # Kueue's IsPreemptor: a workload requeued PendingPreemption, DeferredFit too (queues.sticky_preemptors)
+            nominated = deferred.get(head.key) == cq_name
         # The fold keeps the queue order key in step with the effective priority and queue time
         # (cluster._place), so it is the entry's too: -order[0] is priority_of(head.workload).
         order = orders[cq_name]
@@ -431,6 +443,7 @@ def run(
                     tas_recompute=tas_recompute,
                     recompute_tas=recompute_tas,
                     preemption_gates=gated,
+                    reserve_for_preemptors=kueue_preemptors,
                 )
             )
             continue
@@ -448,6 +461,7 @@ def run(
                 tas_recompute=tas_recompute,
                 recompute_tas=recompute_tas,
                 preemption_gates=gated,
+                reserve_for_preemptors=kueue_preemptors,
             )
         )
     return decisions
@@ -482,6 +496,7 @@ def _process_replacement(
     tas_recompute: bool = False,
     recompute_tas: Callable[[Entry], Entry] | None = None,
     preemption_gates: bool = False,
+    reserve_for_preemptors: bool = False,
 ) -> list[types.Output]:
     """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): it asks the delta, checked
     against usage that still counts the slice it replaces, so once booked the tree holds the new
@@ -501,6 +516,7 @@ def _process_replacement(
         tas_recompute=tas_recompute,
         recompute_tas=recompute_tas,
         preemption_gates=preemption_gates,
+        reserve_for_preemptors=reserve_for_preemptors,
     )
     reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
     if reserved is None:  # reserved and admitted at once: one WorkloadAdmitted stands for both (_admit)
@@ -627,6 +643,7 @@ def _process(
     tas_recompute: bool = False,
     recompute_tas: Callable[[Entry], Entry] | None = None,
     preemption_gates: bool = False,
+    reserve_for_preemptors: bool = False,
 ) -> list[types.Output]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
     ``replaced``: the elastic slice the entry replaces (its TAS usage is left out of the
@@ -660,6 +677,10 @@ def _process(
     an entry with targets whose workload has a closed preemption gate preempts nothing, books no quota
     and waits, reason AdmissionGated (Kueue's markPreemptionGated, which also drops its flavor scan
     progress; parked under BestEffortFIFO, as requeue reason PreemptionGated is not immediate there).
+
+    ``reserve_for_preemptors`` (the gate PrioritizePreemptorWorkloads on): a preempting entry that finds no
+    candidates reserves capacity when it is waiting for its preemptions (``Entry.nominated``) even if its
+    ClusterQueue reclaims within its cohort with ``Any`` (Kueue's reserveCapacityForUnreclaimablePreempt).
     """
     if recompute is not None and entry.targets and any(t.key in chosen for t in entry.targets):
         entry = recompute(entry)
@@ -686,7 +707,7 @@ def _process(
     part: tas_cycle.TASPart | None = assignment.tas
     if not victims and assignment.mode == "Preempt":
         spec = cq.spec
-        if spec.preemption.reclaim_within_cohort != "Any":
+        if spec.preemption.reclaim_within_cohort != "Any" or (reserve_for_preemptors and entry.nominated):
             tree.reserve_capacity(name, usage, borrowing=assignment.borrowing > 0)  # SEMANTICS §7.12
             if part is not None:
                 reserved = cycle.place(part.wanted, simulate_empty=True)

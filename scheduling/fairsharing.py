@@ -25,7 +25,7 @@ from functools import cached_property, cmp_to_key
 from typing import TYPE_CHECKING, Any
 
 from kueue_es.events import models, quantities
-from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.cluster import ClusterState, queue_order_ts
 from kueue_es.projections.quota import FR, Node, QuotaTree, potential_of
 from kueue_es.scheduling import preemption
 
@@ -145,9 +145,20 @@ def _lendable(node: Node) -> dict[str, int]:
 # --- the admission tournament (SEMANTICS §4.4.2) -------------------------------------------------
 
 
-def entry_order(entries: Iterable[Entry], *, tree: QuotaTree, weights: Weights) -> Iterator[Entry]:
+def entry_order(
+    entries: Iterable[Entry],
+    *,
+    tree: QuotaTree,
+    weights: Weights,
+    by_priority: bool = True,
+    preemptors_first: bool = False,
+) -> Iterator[Entry]:
     """Yield ``entries`` in Kueue's fair-sharing order; shares are recomputed before every
-    pick, so usage the caller adds between picks counts (the caller consumes lazily)."""
+    pick, so usage the caller adds between picks counts (the caller consumes lazily).
+    ``by_priority`` False (gate PrioritySortingWithinCohort off): equal shares go by queue time, not
+    priority first; ``preemptors_first`` (gate PrioritizePreemptorWorkloads on): an entry waiting for its
+    preemptions (``Entry.nominated``) wins against one that is not, before shares are compared
+    (pkg/scheduler/fair_sharing_iterator.go entryComparer.less)."""
     remaining = {e.cq.metadata.name: e for e in entries}
     while remaining:
         name = min(remaining)  # trees are independent: the order across them changes nothing
@@ -156,7 +167,7 @@ def entry_order(entries: Iterable[Entry], *, tree: QuotaTree, weights: Weights) 
             yield remaining.pop(name)
             continue
         root = node.root()
-        tournament = _Tournament(tree, weights, remaining)
+        tournament = _Tournament(tree, weights, remaining, by_priority=by_priority, preemptors_first=preemptors_first)
         tournament.compute(root)
         winner = tournament.run(root)
         assert winner is not None
@@ -164,8 +175,17 @@ def entry_order(entries: Iterable[Entry], *, tree: QuotaTree, weights: Weights) 
 
 
 class _Tournament:
-    def __init__(self, tree: QuotaTree, weights: Weights, entries: dict[str, Entry]) -> None:
+    def __init__(
+        self,
+        tree: QuotaTree,
+        weights: Weights,
+        entries: dict[str, Entry],
+        *,
+        by_priority: bool = True,
+        preemptors_first: bool = False,
+    ) -> None:
         self.tree, self.weights, self.entries = tree, weights, entries
+        self.by_priority, self.preemptors_first = by_priority, preemptors_first
         self.shares: dict[tuple[str, str], Share] = {}
         self.requested: dict[str, dict[FR, int]] = {}
 
@@ -205,6 +225,8 @@ class _Tournament:
         return best
 
     def _less(self, a: Entry, b: Entry, cohort: str) -> bool:
+        if self.preemptors_first and a.nominated != b.nominated:
+            return a.nominated  # PrioritizePreemptorWorkloads
         key_a, key_b = a.workload.workload.key, b.workload.workload.key
         share_a, share_b = self.shares[(cohort, key_a)], self.shares[(cohort, key_b)]
         borrowing_a = share_a.borrowing_on(self.requested[key_a])
@@ -214,11 +236,13 @@ class _Tournament:
         order = compare(share_a, share_b)
         if order != 0:
             return order < 0
-        if a.priority != b.priority:
-            return a.priority > b.priority
+        if self.by_priority and a.priority != b.priority:
+            return a.priority > b.priority  # PrioritySortingWithinCohort
         meta_a, meta_b = a.workload.workload.metadata, b.workload.workload.metadata
-        if a.workload.queue_ts_ms != b.workload.queue_ts_ms:
-            return a.workload.queue_ts_ms < b.workload.queue_ts_ms
+        config = self.weights.state.configuration
+        ts_a, ts_b = queue_order_ts(a.workload, config), queue_order_ts(b.workload, config)
+        if ts_a != ts_b:
+            return ts_a < ts_b
         return (meta_a.uid, key_a) < (meta_b.uid, key_b)  # ours: Kueue keeps the first visited
 
 

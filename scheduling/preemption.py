@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from kueue_es.events import models
 from kueue_es.projections import afs, quota
-from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
+from kueue_es.projections.cluster import ClusterState, WorkloadState, effective_priority
 from kueue_es.projections.quota import FR, Node, QuotaTree
 
 PREEMPTION_BUDGET = 3
@@ -163,7 +163,7 @@ class CandidatePool:
                         cluster_queue=cluster_queue,
                         usage=quota.reservation_usage(wl.held or wl.reservation),  # after dynamic reclaim
                         flavored=flavored,
-                        priority=priority_of(wl.workload, self.state),
+                        priority=effective_priority(wl.workload, self.state),  # boosted (gate PriorityBoost)
                         queue_ts_ms=wl.workload.metadata.creation_timestamp_ms,
                         reserved_at_ms=wl.reservation.at_ms,
                         evicted=wl.eviction is not None,

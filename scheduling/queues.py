@@ -12,7 +12,9 @@ active ClusterQueue per cycle (§4.1), in Kueue's heap order (§3.2).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import heapq
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import msgspec
@@ -81,7 +83,9 @@ def plan(
     """
     result = Plan()
     gated = admission_gated_by and state.configuration.feature_gates.get(ADMISSION_GATED_BY_GATE, True)
-    layout = _layout(state, tree, whole_tree=whole_tree_triggers, priority=priority_triggers)
+    apart = _apart_by_queue(state)
+    boost = bool(state.configuration.feature_gates.get(cluster.PRIORITY_BOOST_GATE, False))
+    layout = _layout(state, tree, whole_tree=whole_tree_triggers, priority=priority_triggers, boost=boost)
     queued_now = tuple(state.queued)
     if layout.grouped_for != queued_now:
         layout.grouped_for, layout.grouped = queued_now, _group(state, layout, queued_now)
@@ -90,7 +94,7 @@ def plan(
         result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
     triggers = layout.triggers
     sticky = (
-        sticky_preemptors(state, deferred=deferred_sticky)
+        sticky_preemptors(state, deferred=deferred_sticky, apart=apart)
         if state.preemptors or state.nominations or (deferred_sticky and state.deferred)
         else {}
     )
@@ -116,6 +120,10 @@ def plan(
         memo = None
         if sticky and (preemptor := sticky.get(cq_name)) is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
             head_order = preemptor  # SEMANTICS §3.9: the nominated preemptor is tried first
+        elif len(local_queues) == 1 and local_queues[0] in apart:
+            head_order = _front(state, local_queues[0], triggers[cq_name], result, gated=gated, apart=apart)
+            if head_order is None:
+                continue
         elif len(local_queues) == 1:
             # _front, inline for the common case of one LocalQueue (once per ClusterQueue a cycle)
             queued = queued_by_lq[local_queues[0]]
@@ -133,7 +141,10 @@ def plan(
                 if head_order is None:
                     continue
         else:
-            fronts = [(q, c) for q in local_queues if (c := _front(state, q, triggers[cq_name], result, gated=gated))]
+            trigger = triggers[cq_name]
+            fronts = [
+                (q, c) for q in local_queues if (c := _front(state, q, trigger, result, gated=gated, apart=apart))
+            ]
             if not fronts:
                 continue
             if afs.active(cq, state.configuration) and len(fronts) > 1:
@@ -209,6 +220,7 @@ class _Layout:
     triggers: dict[str, int] = field(default_factory=dict)
     whole_tree: bool = True  # how ``triggers`` were computed (:func:`_trigger_seq_by_cq`)
     priority: bool = True  # the same
+    boost: bool = False  # the same
     local_queues: dict[tuple[str, str], tuple[str, Why | None]] = field(default_factory=dict)
     inactive: dict[str, Why | None] = field(default_factory=dict)
     mismatches: dict[tuple[str, str], Why | None] = field(default_factory=dict)
@@ -219,7 +231,9 @@ class _Layout:
     grouped: tuple[list[tuple[tuple[str, str], Why]], dict[str, list[tuple[str, str]]]] = ([], {})
 
 
-def _layout(state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True, priority: bool = True) -> _Layout:
+def _layout(
+    state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True, priority: bool = True, boost: bool = False
+) -> _Layout:
     layout = state.caches.get("admitter.layout")
     if not isinstance(layout, _Layout) or layout.objects_version != state.objects_version or layout.tree is not tree:
         layout = state.caches["admitter.layout"] = _Layout(objects_version=state.objects_version, tree=tree)
@@ -227,9 +241,11 @@ def _layout(state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = Tr
         layout.triggers_version != state.triggers_version
         or layout.whole_tree != whole_tree
         or layout.priority != priority
+        or layout.boost != boost
     ):
-        layout.triggers = _trigger_seq_by_cq(state, tree, whole_tree=whole_tree, priority=priority)
+        layout.triggers = _trigger_seq_by_cq(state, tree, whole_tree=whole_tree, priority=priority, boost=boost)
         layout.triggers_version, layout.whole_tree, layout.priority = state.triggers_version, whole_tree, priority
+        layout.boost = boost
     return layout
 
 
@@ -246,9 +262,49 @@ def lq_usage(state: ClusterState, queue: tuple[str, str], *, now_ms: int, pendin
     )
 
 
-def sticky_preemptors(state: ClusterState, *, deferred: bool = True) -> dict[str, tuple[int, int, str, str]]:
+def _apart_by_queue(state: ClusterState) -> dict[tuple[str, str], set[str]]:
+    """Per LocalQueue, the keys of its queued workloads whose queue order a feature gate of the Configuration
+    moves now (``ClusterState.ordered_apart``, :func:`cluster.order_gates_move`); empty when no gate does, as
+    always for the deciders before those gates were read (:func:`without_ordering_gates`)."""
+    if not state.ordered_apart or not cluster.order_gates_move(state.configuration):
+        return {}
+    out: dict[tuple[str, str], set[str]] = {}
+    workloads = state.workloads
+    for key in state.ordered_apart:
+        wl = workloads.get(key)  # None: in another partition (its view keeps only its own workloads)
+        if wl is not None and wl.queued_as is not None:
+            out.setdefault(wl.queued_as[0], set()).add(key)
+    return out
+
+
+def _in_effective_order(
+    queued: cluster.Queued, ready: cluster.Ready, state: ClusterState, apart: set[str]
+) -> Iterator[cluster.Order]:
+    """The order keys of ``ready`` (``queued``'s for the cycle's trigger) in Kueue's heap order under the
+    Configuration's feature gates: those of ``apart`` as :func:`cluster.effective_order` gives them, merged
+    with the others, whose fold order is already theirs (SEMANTICS §2.4, §3.3). With the gate PriorityBoost
+    on, a workload of ``apart`` parked before its priority-boost annotation last changed is among them: Kueue
+    moves it off the inadmissible list (cluster_queue.go priorityBoostAnnotationChanged)."""
+    workloads, live = state.workloads, ready.live
+    boosting = state.configuration.feature_gates.get(cluster.PRIORITY_BOOST_GATE, False)
+    moved = []
+    for key in apart:
+        if key in live:
+            moved.append(cluster.effective_order(workloads[key], state))
+        elif boosting and (parked := queued.parked.get(key)) is not None:
+            if workloads[key].boost_changed_seq > parked[0]:
+                moved.append(cluster.effective_order(workloads[key], state))
+    moved.sort()
+    return heapq.merge((order for order in ready if order[-1] not in apart), moved)
+
+
+def sticky_preemptors(
+    state: ClusterState, *, deferred: bool = True, apart: Mapping[tuple[str, str], set[str]] | None = None
+) -> dict[str, tuple[int, int, str, str]]:
     """Per ClusterQueue, the queue order of its nominated preemptor still queued there
     (Kueue's preemptorWorkload, SEMANTICS §3.9); the earliest in queue order if several.
+    ``apart``: per LocalQueue, the workloads whose order a feature gate moves (:func:`_apart_by_queue`),
+    whose order is :func:`cluster.effective_order`.
 
     ``deferred``: a workload waiting for the preemptions of the cycle that deferred it
     (``state.deferred``, Kueue's DeferredFit) counts too, as Kueue requeues it with reason
@@ -273,6 +329,8 @@ def sticky_preemptors(state: ClusterState, *, deferred: bool = True) -> dict[str
         if lq is None or lq.spec.cluster_queue != cq:
             continue
         order = wl.queued_as[1]
+        if apart and key in apart.get(wl.queued_as[0], ()):
+            order = cluster.effective_order(wl, state)
         if cq not in out or order < out[cq]:
             out[cq] = order
     return out
@@ -282,20 +340,38 @@ _UNKNOWN = Why("", "")  # not yet in a layout map (whose values may be None)
 
 
 def _front(
-    state: ClusterState, queue: tuple[str, str], trigger: int, plan: Plan, *, gated: bool = False
+    state: ClusterState,
+    queue: tuple[str, str],
+    trigger: int,
+    plan: Plan,
+    *,
+    gated: bool = False,
+    apart: Mapping[tuple[str, str], set[str]] | None = None,
 ) -> tuple[int, int, str, str] | None:
     """The first workload of a LocalQueue that may be tried now (not parked since the
     last requeue trigger), noting on the way those whose priority class is missing and,
     when ``gated`` (the AdmissionGatedBy rule is on), those whose admission is gated.
+    ``apart`` (:func:`_apart_by_queue`): the queue's workloads whose order a feature gate moves are
+    put in their place (:func:`_in_effective_order`).
 
     The fold keeps parked workloads apart; bringing back those parked before ``trigger``
     only re-arranges that index, the queue it stands for stays the same."""
     queued = state.queued[queue]
     ready = queued.requeue(trigger) if trigger != queued.trigger else queued.ready
-    first = ready.first()
-    if first is None or _not_queued(state.workloads[first[-1]], state, gated=gated) is None:
-        return first
-    for order in ready:  # rarely: past those whose priority class is missing or that are gated
+    moved = apart.get(queue) if apart else None
+    orders: Iterable[cluster.Order]
+    if moved:
+        orders = _in_effective_order(queued, ready, state, moved)
+        first = next(iter(orders), None)  # a generator: the loop below goes on after it
+        if first is None or _not_queued(state.workloads[first[-1]], state, gated=gated) is None:
+            return first
+        orders = itertools.chain((first,), orders)
+    else:
+        first = ready.first()
+        if first is None or _not_queued(state.workloads[first[-1]], state, gated=gated) is None:
+            return first
+        orders = ready
+    for order in orders:  # rarely: past those whose priority class is missing or that are gated
         wl = state.workloads[order[-1]]
         why = _not_queued(wl, state, gated=gated)
         if why is not None:
@@ -445,6 +521,35 @@ def without_quota_check_gate(state: ClusterState) -> ClusterState:
             config,
             msgspec.structs.replace(config, feature_gates=gates),
         )
+    return dataclasses.replace(state, configuration=kept[1])
+
+
+ORDERING_GATES_BEFORE = {
+    cluster.PRIORITY_BOOST_GATE: False,
+    cluster.PRIORITY_SORTING_GATE: True,
+    cluster.PRIORITIZE_PREEMPTORS_GATE: False,
+}
+"""The feature gates that order queues, entries and preemption candidates, as the deciders before they were
+read behaved whatever the Configuration said (admitter logic 34 and preemptor logic 15 and earlier): no
+priority boost, priority sorting within a cohort, and kueue-es's own preemptor-first order
+(docs/preemption.md), which is what PrioritizePreemptorWorkloads off means now too."""
+
+
+def without_ordering_gates(state: ClusterState) -> ClusterState:
+    """``state`` as the deciders before the ordering gates were read saw it (admitter logic 34 and preemptor
+    15 and earlier, for replay): a view whose Configuration sets the gates of :data:`ORDERING_GATES_BEFORE` as
+    they behaved, so neither :func:`cluster.priority_boost`, :func:`cluster.queue_order_ts` nor the entry order
+    reads what the log's Configuration says; ``state`` itself when it says that already. The view's
+    Configuration object is kept in ``state.caches`` while the fold's stays the same (request memos compare
+    it by identity)."""
+    config = state.configuration
+    gates = config.feature_gates
+    if all(gates.get(gate, value) == value for gate, value in ORDERING_GATES_BEFORE.items()):
+        return state
+    kept = state.caches.get("queues.ordering_gates_before")
+    if not isinstance(kept, tuple) or kept[0] is not config:
+        before = msgspec.structs.replace(config, feature_gates={**gates, **ORDERING_GATES_BEFORE})
+        kept = state.caches["queues.ordering_gates_before"] = (config, before)
     return dataclasses.replace(state, configuration=kept[1])
 
 
@@ -701,7 +806,7 @@ def requeue_triggers(state: ClusterState, tree: quota.QuotaTree) -> dict[str, in
 
 
 def _trigger_seq_by_cq(
-    state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True, priority: bool = True
+    state: ClusterState, tree: quota.QuotaTree, *, whole_tree: bool = True, priority: bool = True, boost: bool = False
 ) -> dict[str, int]:
     """Per ClusterQueue, the latest requeue trigger anywhere in its cohort tree (SEMANTICS §3.6):
     on any ClusterQueue of the tree or on any of its cohorts, also one that no ClusterQueue hangs
@@ -714,7 +819,11 @@ def _trigger_seq_by_cq(
 
     ``priority`` False (admitter logic 28 and earlier, for replay): the trigger a quota-holding workload's
     priority change records (``cluster.PRIORITY_TRIGGER``; Kueue's workload controller requeues the
-    inadmissible workloads of its tree) is not read."""
+    inadmissible workloads of its tree) is not read.
+
+    ``boost`` (the gate PriorityBoost on; never for admitter logic 34 and earlier, which read no gate of it):
+    the trigger a quota-holding workload's change of effective priority through its priority-boost
+    annotation records (``cluster.BOOST_TRIGGER``) counts as a priority change does."""
     triggers = state.requeue_triggers
     everything = triggers.get("*", 0)
     by_root: dict[int, int] = {}
@@ -730,6 +839,8 @@ def _trigger_seq_by_cq(
         latest = max(triggers.get(f"cq:{name}", 0), by_root.get(root, 0))
         if priority:
             latest = max(latest, triggers.get(f"{PRIORITY_TRIGGER}{name}", 0))
+        if boost:
+            latest = max(latest, triggers.get(f"{cluster.BOOST_TRIGGER}{name}", 0))
         if not whole_tree:
             ancestor = node.parent
             while ancestor is not None:

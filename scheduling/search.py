@@ -20,8 +20,8 @@ import msgspec
 
 from kueue_es.events import models, types
 from kueue_es.projections import quota
-from kueue_es.projections.cluster import ClusterState, WorkloadState
-from kueue_es.scheduling import fairsharing, flavors, preemption, queues
+from kueue_es.projections.cluster import ClusterState, WorkloadState, effective_priority, queue_order_ts
+from kueue_es.scheduling import fairsharing, flavors, preemption
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
 
@@ -149,8 +149,8 @@ class Search:
         return preemption.Preemptor(
             key=wl.workload.key,
             cq=cq,
-            priority=queues.priority_of(wl.workload, self.state),
-            queue_ts_ms=wl.queue_ts_ms,
+            priority=effective_priority(wl.workload, self.state),  # with its priority boost (gate PriorityBoost)
+            queue_ts_ms=queue_order_ts(wl, self.state.configuration),
             usage=usage,
             frs_need=need,
         )

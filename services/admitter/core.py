@@ -166,6 +166,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         keep_spent_bookmark=True,
         multikueue_delays_topology=True,
         replacement_annotation=True,
+        ordering_gates=False,
     )
 
 
@@ -199,7 +200,10 @@ def _decide(
     keep_spent_bookmark: bool,
     multikueue_delays_topology: bool,
     replacement_annotation: bool,
+    ordering_gates: bool,
 ) -> list[types.Output]:
+    if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
+        state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
     if not quota_check_gate:  # 30 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)
     if partition != partitions.LEGACY:
@@ -349,6 +353,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             keep_spent_bookmark=keep_spent_bookmark,
             multikueue_delays_topology=multikueue_delays_topology,
             replacement_annotation=replacement_annotation,
+            ordering_gates=False,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -34,7 +34,7 @@ from typing import Any
 
 from kueue_es.events import job_owners, manifests, models, slices, types
 from kueue_es.jobframework import integrations, pods, prebuilt, workloads
-from kueue_es.projections.cluster import ClusterState, priority_of
+from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_boost, priority_of
 from kueue_es.services.dispatcher import status
 from kueue_es.services.kube import resources
 
@@ -519,16 +519,24 @@ def _queued_ms(state: ClusterState, ref: types.WorkloadRef, record: status.Workl
     return wl.workload.metadata.creation_timestamp_ms if wl is not None else 0
 
 
+def _priority_info(state: ClusterState, wl: WorkloadState | None) -> str:
+    """``<effective> (base: <priority>, boost: <boost>)`` as Kueue's preemption Events write a workload's
+    priority (pkg/scheduler/preemption/preemption.go priorityInfo; the boost only with the gate PriorityBoost)."""
+    if wl is None:
+        return "0 (base: 0, boost: 0)"
+    base = priority_of(wl.workload, state)
+    boost = priority_boost(wl.workload, state.configuration)
+    return f"{base + boost} (base: {base}, boost: {boost})"
+
+
 def _preemption(state: ClusterState, event: types.EvictionRequested) -> list[KubeEvent]:
     """preemption.go: ``Preempted`` on the victim, ``PreemptedWorkload`` on the preemptor."""
     assert event.preemptor is not None
     victim = state.workloads.get(event.workload.key)
     preemptor = state.workloads.get(event.preemptor.key)
-    victim_priority = priority_of(victim.workload, state) if victim is not None else 0
-    preemptor_priority = priority_of(preemptor.workload, state) if preemptor is not None else 0
     priorities = (
-        f"preemptor effective priority: {preemptor_priority} (base: {preemptor_priority}, boost: 0); "
-        f"preemptee effective priority: {victim_priority} (base: {victim_priority}, boost: 0)"
+        f"preemptor effective priority: {_priority_info(state, preemptor)}; "
+        f"preemptee effective priority: {_priority_info(state, victim)}"
     )
     uid = event.workload.uid or (victim.workload.metadata.uid if victim is not None else "")
     return [

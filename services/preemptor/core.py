@@ -105,6 +105,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         quota_check_gate=True,
         afs_pending=True,
         replacement_annotation=True,
+        ordering_gates=False,
     )
 
 
@@ -144,6 +145,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             quota_check_gate=version >= 14,
             afs_pending=version >= 15,
             replacement_annotation=version >= 16,
+            ordering_gates=False,
         )
 
     return decide_earlier
@@ -166,9 +168,12 @@ def _decide(
     quota_check_gate: bool,
     afs_pending: bool,
     replacement_annotation: bool,
+    ordering_gates: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
+    if not ordering_gates:  # 15 and earlier read neither PriorityBoost nor PrioritySortingWithinCohort
+        state = queues.without_ordering_gates(state)
     if not quota_check_gate:  # 12 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)
     if partition != partitions.LEGACY:

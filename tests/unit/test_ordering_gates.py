@@ -1,0 +1,370 @@
+"""The feature gates that order queues, entries and preemption candidates: PriorityBoost, PrioritySortingWithinCohort
+and PrioritizePreemptorWorkloads (admitter logic 35 and preemptor logic 16; 34 and 15 kept for replay, reading none).
+
+Kueue: pkg/util/priority/priority.go (EffectivePriority), pkg/workload/workload.go GetQueueOrderTimestamp,
+pkg/scheduler/scheduler.go makeClassicalIterator and reserveCapacityForUnreclaimablePreempt,
+pkg/scheduler/fair_sharing_iterator.go entryComparer.less, pkg/cache/queue/cluster_queue.go (the heap order and
+priorityBoostAnnotationChanged). The unit-test cases are ported from scheduler_test.go TestEntryOrdering,
+preemption_policy_test.go and preemption_test.go TestPriorityInfo.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kueue_es.events import models, types
+from kueue_es.projections import cluster, quota
+from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.scheduling import entries, flavors, preemption
+from kueue_es.services.dispatcher import kube_events
+from tests.builders import Log, cluster_queue, flavor, local_queue, parse, workload
+
+BOOST = cluster.PRIORITY_BOOST_ANNOTATION
+SECOND = 1000
+NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z, the builders' time 0
+
+
+def _config(**gates: bool) -> dict[str, Any]:
+    return {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates}
+
+
+def _state(**gates: bool) -> ClusterState:
+    return ClusterState(configuration=models.Configuration(feature_gates=gates))
+
+
+def _workload(name: str, *, priority: int | None = None, boost: str | None = None, created_s: int = 0) -> Any:
+    doc = workload(name, priority=priority, created=created_s, cpu="1")
+    if boost is not None:
+        doc["metadata"]["annotations"] = {BOOST: boost}
+    return parse(doc)
+
+
+# --- PriorityBoost: the effective priority -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("priority", "boost", "gate", "effective", "base", "boosted"),
+    [
+        pytest.param(None, None, True, 0, 0, 0, id="empty workload"),
+        pytest.param(100, None, True, 100, 100, 0, id="workload with priority only"),
+        pytest.param(200, "50", True, 250, 200, 50, id="workload with priority and positive boost"),
+        pytest.param(100, "-30", True, 70, 100, -30, id="workload with priority and negative boost"),
+        pytest.param(100, "not-a-number", True, 100, 100, 0, id="workload with invalid boost annotation falls back"),
+        pytest.param(2**31 - 1, "1", True, 2**31, 2**31 - 1, 1, id="workload with effective priority above int32 max"),
+        pytest.param(100, "50", False, 100, 100, 0, id="feature disabled: boost annotation ignored"),
+    ],
+)
+def test_kueues_priority_info_cases(
+    priority: int | None, boost: str | None, gate: bool, effective: int, base: int, boosted: int
+) -> None:
+    """preemption_test.go TestPriorityInfo: effective = base + boost, the boost only with the gate on."""
+    state = _state(PriorityBoost=gate)
+    wl = _workload("w", priority=priority, boost=boost)
+    assert cluster.priority_of(wl, state) == base
+    assert cluster.priority_boost(wl, state.configuration) == boosted
+    assert cluster.effective_priority(wl, state) == effective
+    # Kueue's Preempted events write it so (preemption.go IssuePreemptions)
+    held = WorkloadState(workload=wl, observed_seq=1)
+    assert kube_events._priority_info(state, held) == f"{effective} (base: {base}, boost: {boosted})"
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [("", 0), ("7", 7), ("+7", 7), ("-7", -7), ("007", 7), (" 7", None), ("7.0", None), ("1_000", None)]
+    + [(str(2**31 - 1), 2**31 - 1), (str(2**31), None), (str(-(2**31)), -(2**31)), (str(-(2**31) - 1), None)],
+)
+def test_the_annotation_is_read_as_go_reads_an_int32(value: str, want: int | None) -> None:
+    """strconv.ParseInt(value, 10, 32), which Kueue's PriorityBoost uses."""
+    assert cluster.parse_priority_boost(value) == want
+
+
+def _preemption_sides(
+    preemptor_priority: int,
+    candidate_priority: int,
+    *,
+    preemptor_boost: str | None = None,
+    candidate_boost: str | None = None,
+    preemptor_created: int = 0,
+    candidate_created: int = 0,
+) -> tuple[preemption.Preemptor, preemption.Candidate]:
+    state = _state(PriorityBoost=True)
+    mine = _workload("preemptor", priority=preemptor_priority, boost=preemptor_boost, created_s=preemptor_created)
+    theirs = _workload("candidate", priority=candidate_priority, boost=candidate_boost, created_s=candidate_created)
+    cq = parse(cluster_queue("cq", flavors={"default": {"cpu": 1}}))
+    side = preemption.Preemptor(
+        key=mine.key,
+        cq=cq,
+        priority=cluster.effective_priority(mine, state),
+        queue_ts_ms=mine.metadata.creation_timestamp_ms,
+        usage={},
+        frs_need=frozenset(),
+    )
+    other = preemption.Candidate(
+        key=theirs.key,
+        workload=WorkloadState(workload=theirs, observed_seq=1),
+        cluster_queue="cq",
+        usage={},
+        flavored=frozenset(),
+        priority=cluster.effective_priority(theirs, state),
+        queue_ts_ms=theirs.metadata.creation_timestamp_ms,
+        reserved_at_ms=NOW,
+        evicted=False,
+        uid="candidate",
+    )
+    return side, other
+
+
+@pytest.mark.parametrize(
+    ("policy", "sides", "want"),
+    [
+        pytest.param(
+            "LowerPriority",
+            _preemption_sides(200, 100, candidate_boost="150"),
+            False,
+            id="LowerPriority: boost makes low-priority immune to medium-priority preemption",
+        ),
+        pytest.param(
+            "LowerPriority",
+            _preemption_sides(100, 200, preemptor_boost="200"),
+            True,
+            id="LowerPriority: boost on preemptor enables preemption of higher raw priority",
+        ),
+        pytest.param(
+            "LowerOrNewerEqualPriority",
+            _preemption_sides(100, 200, preemptor_boost="100", candidate_created=1),
+            True,
+            id="LowerOrNewerEqualPriority: boost equalizes priorities, older preemptor can preempt newer candidate",
+        ),
+        pytest.param(
+            "LowerOrNewerEqualPriority",
+            _preemption_sides(100, 200, preemptor_boost="100", preemptor_created=1),
+            False,
+            id="LowerOrNewerEqualPriority: equal effective priority, newer preemptor cannot preempt older candidate",
+        ),
+        pytest.param(
+            "Any",
+            _preemption_sides(50, 100, candidate_boost="200"),
+            True,
+            id="Any: always satisfies regardless of priority or boost",
+        ),
+    ],
+)
+def test_kueues_preemption_policy_boost_cases(
+    policy: str, sides: tuple[preemption.Preemptor, preemption.Candidate], want: bool
+) -> None:
+    """common/preemption_policy_test.go TestSatisfiesPreemptionPolicy, its PriorityBoost cases."""
+    assert preemption.satisfies(policy, *sides) is want
+
+
+# --- the entry order (TestEntryOrdering) ----------------------------------------------------------------------
+
+
+def _entry(
+    state: ClusterState,
+    uid: str,
+    name: str,
+    *,
+    created_s: int,
+    priority: int = 0,
+    borrowing: int = 0,
+    waiting: bool = False,
+    evicted_s: int | None = None,
+    preempted: tuple[str, int] | None = None,
+) -> entries.Entry:
+    """A head as TestEntryOrdering's: ``evicted_s`` a PodsReadyTimeout eviction (kept as the queue time only
+    with requeuingStrategy.timestamp Eviction, as the fold does), ``preempted`` its Preempted condition's
+    reason and time. ``uid``: Kueue's sort leaves ties unordered, kueue-es breaks them by UID (ours)."""
+    doc = workload(name.replace("_", "-"), priority=priority, created=created_s, cpu="1")
+    doc["metadata"]["uid"] = f"{uid}/{name}"  # Kueue's names, some not valid object names
+    wl = WorkloadState(workload=parse(doc), observed_seq=1)
+    assert wl.workload.metadata.creation_timestamp_ms == NOW + created_s * SECOND
+    wait = state.configuration.wait_for_pods_ready
+    if evicted_s is not None and (wait is None or wait.requeuing_strategy.timestamp == "Eviction"):
+        wl.order_ms = NOW + evicted_s * SECOND
+    if preempted is not None and preempted[0] == preemption.IN_COHORT_RECLAIM_WHILE_BORROWING:
+        wl.reclaim_preempted_ms = NOW + preempted[1] * SECOND
+    assignment = flavors.Assignment(mode="Fit", borrowing=borrowing)
+    cq = parse(cluster_queue(f"cq-{uid}", flavors={"default": {"cpu": 1}}))
+    order = cluster.effective_order(wl, state)
+    return entries.Entry(wl, cq, assignment, -order[0], order, (), waiting)
+
+
+def _kueue_input(state: ClusterState) -> list[entries.Entry]:
+    return [
+        _entry(state, "01", "old_borrowing", created_s=0, borrowing=1),
+        _entry(state, "02", "old", created_s=1),
+        _entry(state, "03", "new", created_s=3),
+        _entry(state, "04", "high_pri_borrowing", created_s=3, priority=1, borrowing=1),
+        _entry(state, "05", "new_high_pri", created_s=4, priority=1),
+        _entry(state, "06", "new_borrowing", created_s=3, borrowing=1),
+        _entry(state, "07", "evicted_borrowing", created_s=1, borrowing=1, evicted_s=2),
+        _entry(state, "08", "recently_evicted", created_s=0, evicted_s=2),
+        _entry(state, "09", "high_pri_borrowing_more", created_s=3, priority=1, borrowing=2),
+    ]
+
+
+def _preempted_input(state: ClusterState) -> list[entries.Entry]:
+    reclaim = preemption.IN_COHORT_RECLAIM_WHILE_BORROWING
+    return [
+        _entry(
+            state, "01", "old-mid-recently-preempted-in-queue", created_s=0, priority=1, preempted=("InClusterQueue", 5)
+        ),
+        _entry(
+            state, "02", "old-mid-recently-reclaimed-while-borrowing", created_s=0, priority=1, preempted=(reclaim, 6)
+        ),
+        _entry(
+            state,
+            "03",
+            "old-mid-more-recently-reclaimed-while-borrowing",
+            created_s=0,
+            priority=1,
+            preempted=(reclaim, 7),
+        ),
+        _entry(state, "04", "old-mid-not-preempted-yet", created_s=1, priority=1),
+        _entry(state, "05", "preemptor", created_s=7, priority=2),
+    ]
+
+
+def _preemptor_input(state: ClusterState) -> list[entries.Entry]:
+    return [
+        _entry(state, "01", "preemptor-borrowing", created_s=1, priority=1, borrowing=1, waiting=True),
+        _entry(state, "02", "preemptor-not-borrowing", created_s=2, priority=1, waiting=True),
+        _entry(state, "03", "not-preemptor-not-borrowing", created_s=0, priority=2),
+    ]
+
+
+def _order(state: ClusterState, made: list[entries.Entry]) -> list[str]:
+    tree = quota.build(state)
+    ordered = entries.ordered(list(reversed(made)), state=state, tree=tree)
+    return [e.workload.workload.metadata.uid.split("/", 1)[1] for e in ordered]
+
+
+def _creation_strategy(state: ClusterState) -> ClusterState:
+    wait = models.WaitForPodsReadyConfig(requeuing_strategy=models.RequeuingStrategy(timestamp="Creation"))
+    config = models.Configuration(feature_gates=state.configuration.feature_gates, wait_for_pods_ready=wait)
+    return ClusterState(configuration=config)
+
+
+@pytest.mark.parametrize(
+    ("gates", "creation", "make", "want"),
+    [
+        pytest.param(
+            {"PrioritySortingWithinCohort": True},
+            False,
+            _kueue_input,
+            ["new_high_pri", "old", "recently_evicted", "new", "high_pri_borrowing", "old_borrowing"]
+            + ["evicted_borrowing", "new_borrowing", "high_pri_borrowing_more"],
+            id="Priority sorting is enabled (default) using pods-ready Eviction timestamp (default)",
+        ),
+        pytest.param(
+            {"PrioritySortingWithinCohort": True},
+            True,
+            _kueue_input,
+            ["new_high_pri", "recently_evicted", "old", "new", "high_pri_borrowing", "old_borrowing"]
+            + ["evicted_borrowing", "new_borrowing", "high_pri_borrowing_more"],
+            id="Priority sorting is enabled (default) using pods-ready Creation timestamp",
+        ),
+        pytest.param(
+            {"PrioritySortingWithinCohort": False},
+            False,
+            _kueue_input,
+            ["old", "recently_evicted", "new", "new_high_pri", "old_borrowing", "evicted_borrowing"]
+            + ["high_pri_borrowing", "new_borrowing", "high_pri_borrowing_more"],
+            id="Priority sorting is disabled using pods-ready Eviction timestamp",
+        ),
+        pytest.param(
+            {"PrioritySortingWithinCohort": False},
+            True,
+            _kueue_input,
+            ["recently_evicted", "old", "new", "new_high_pri", "old_borrowing", "evicted_borrowing"]
+            + ["high_pri_borrowing", "new_borrowing", "high_pri_borrowing_more"],
+            id="Priority sorting is disabled using pods-ready Creation timestamp",
+        ),
+        pytest.param(
+            {"PrioritySortingWithinCohort": False},
+            False,
+            _preempted_input,
+            ["old-mid-recently-preempted-in-queue", "old-mid-not-preempted-yet"]
+            + [
+                "old-mid-recently-reclaimed-while-borrowing",
+                "preemptor",
+                "old-mid-more-recently-reclaimed-while-borrowing",
+            ],
+            id="Some workloads are preempted; Priority sorting is disabled",
+        ),
+        pytest.param(
+            {"PrioritySortingWithinCohort": True},
+            False,
+            _preempted_input,
+            ["preemptor", "old-mid-recently-preempted-in-queue", "old-mid-recently-reclaimed-while-borrowing"]
+            + ["old-mid-more-recently-reclaimed-while-borrowing", "old-mid-not-preempted-yet"],
+            id="Some workloads are preempted; Priority sorting is enabled",
+        ),
+        pytest.param(
+            {"PrioritySortingWithinCohort": True, "PrioritizePreemptorWorkloads": True},
+            False,
+            _preemptor_input,
+            ["preemptor-not-borrowing", "preemptor-borrowing", "not-preemptor-not-borrowing"],
+            id="Some workloads are preemptors; PrioritizePreemptorWorkloads is enabled",
+        ),
+    ],
+)
+def test_kueues_entry_ordering_cases(gates: dict[str, bool], creation: bool, make: Any, want: list[str]) -> None:
+    """scheduler_test.go TestEntryOrdering (classical iterator)."""
+    state = _state(**gates)
+    if creation:
+        state = _creation_strategy(state)
+    assert _order(state, make(state)) == want
+
+
+def test_preemptors_go_first_with_prioritize_preemptor_workloads_off_too() -> None:
+    """TestEntryOrdering's 'Some workloads are preemptors; PrioritizePreemptorWorkloads is disabled' wants
+    not-preemptor-not-borrowing first: Kueue lets another head take what the preemptor's victims free. kueue-es
+    keeps its nominated preemptors first on purpose (docs/preemption.md, "who gets the freed capacity"), so the
+    gate off gives the order it gives on."""
+    state = _state(PrioritizePreemptorWorkloads=False)
+    assert _order(state, _preemptor_input(state)) == [
+        "preemptor-not-borrowing",
+        "preemptor-borrowing",
+        "not-preemptor-not-borrowing",
+    ]
+
+
+def test_the_reclaim_timestamp_is_the_folds_preemption_and_goes_with_the_next_reservation() -> None:
+    """GetQueueOrderTimestamp: 1 ms after an InCohortReclaimWhileBorrowing preemption, gate off only; the
+    Preempted condition (and so the tweak) goes with the next reservation (SetQuotaReservation)."""
+    log = _one_admitted(PrioritySortingWithinCohort=False)
+    wl = log.state.workloads["default/w"]
+    ref = wl.ref
+    at = NOW + 5 * SECOND
+    log.add(
+        types.EvictionRequested(
+            workload=ref,
+            cluster_queue="cq",
+            reason="Preempted",
+            message="m",
+            at_ms=at,
+            preemption_reason=preemption.IN_COHORT_RECLAIM_WHILE_BORROWING,
+        )
+    )
+    assert cluster.queue_order_ts(wl, log.state.configuration) == at + 1
+    on = models.Configuration(feature_gates={"PrioritySortingWithinCohort": True})
+    assert cluster.queue_order_ts(wl, on) == wl.workload.metadata.creation_timestamp_ms
+    log.add(types.WorkloadStopped(workload=ref, at_ms=at + 1))
+    log.settle(at + 2)  # released, then reserved again
+    assert wl.reservation is not None and wl.reclaim_preempted_ms == 0
+
+
+def _one_admitted(**gates: bool) -> Log:
+    log = Log()
+    log.apply_manifests(
+        _config(**gates),
+        flavor("default"),
+        cluster_queue("cq", flavors={"default": {"cpu": 4}}),
+        local_queue("lq", "cq"),
+    )
+    log.apply_manifests(workload("w", created=1, cpu="1"))
+    log.settle(NOW)
+    return log
