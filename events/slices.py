@@ -78,7 +78,7 @@ def is_elastic(annotations: Mapping[str, str]) -> bool:
 def replacement_for(workload: models.Workload) -> str | None:
     """The ``namespace/name`` key of the slice an elastic ``workload`` replaces, or None: its
     ``workload-slice-replacement-for`` annotation, read only with ``elastic-job: "true"`` too. What
-    the dispatcher and admitter logic 34 and earlier read; every slice Kueue's job reconciler makes
+    the dispatcher and admitter logic 35 and earlier read; every slice Kueue's job reconciler makes
     carries both, so they differ from :func:`replacement_key` only on a Workload made by hand."""
     annotations = workload.metadata.annotations
     if not is_elastic(annotations):

@@ -1521,7 +1521,7 @@ def _recreate(state: ClusterState, deleted: WorkloadState) -> None:
 def replacement_of(state: ClusterState, key: str) -> WorkloadState | None:
     """The slice holding quota that replaces slice ``key`` (``namespace/name``; its
     ``kueue.x-k8s.io/workload-slice-replacement-for`` names it), or None. An elastic one first (all
-    admitter logic 34 and earlier replaced a slice with), else one with the annotation alone (logic 35,
+    admitter logic 35 and earlier replaced a slice with), else one with the annotation alone (logic 36,
     as Kueue's ReplacementForKey: a Workload made by hand). A scan of every workload: asked only when a
     slice is replaced."""
     holders = [wl for wl in state.workloads.values() if wl.reservation is not None]

@@ -34,7 +34,7 @@ def replaced_slice(
     evicted and has not finished; else None, and ``wl`` is scheduled as any other workload
     (workloadslicing.ReplacedWorkloadSlice: only a slice in the snapshot's ClusterQueue counts).
 
-    ``annotation_alone`` (admitter logic 35, preemptor 16): the ``workload-slice-replacement-for``
+    ``annotation_alone`` (admitter logic 36, preemptor 16): the ``workload-slice-replacement-for``
     annotation names the slice whatever ``elastic-job`` says, as Kueue's ReplacementForKey reads it
     (:func:`kueue_es.events.slices.replacement_key`); False (earlier logic, for replay): only with
     ``elastic-job: "true"`` too (:func:`kueue_es.events.slices.replacement_for`). The caller checks the
