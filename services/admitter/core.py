@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 36
+LOGIC_VERSION = 37
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -55,8 +55,15 @@ EARLIER_LOGIC_VERSIONS = (
     33,
     34,
     35,
+    36,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 35 and earlier took a
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 36 and earlier read none of
+the feature gates PriorityBoost, PrioritySortingWithinCohort and PrioritizePreemptorWorkloads (37 does, as Kueue:
+the kueue.x-k8s.io/priority-boost annotation adds to the effective priority that orders queues, entries and
+preemption candidates; with PrioritySortingWithinCohort off, entries go by queue time alone and a workload
+preempted InCohortReclaimWhileBorrowing queues 1 ms after its preemption; with PrioritizePreemptorWorkloads on, a
+workload waiting for its preemptions, a deferred one too, goes first, in the fair-sharing tournament too, and
+keeps capacity when it finds no candidates). 35 and earlier took a
 Workload for an elastic replacement slice only when it carried kueue.x-k8s.io/elastic-job: "true" beside its
 kueue.x-k8s.io/workload-slice-replacement-for annotation (36 reads the replacement annotation alone under the gate
 ElasticJobsViaWorkloadSlices, as Kueue's ReplacementForKey: a Workload made by hand with it asks only what the
@@ -166,7 +173,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         keep_spent_bookmark=True,
         multikueue_delays_topology=True,
         replacement_annotation=True,
-        ordering_gates=False,
+        ordering_gates=True,
     )
 
 
@@ -320,6 +327,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     keep_spent_bookmark = version >= 34
     multikueue_delays_topology = version >= 35
     replacement_annotation = version >= 36
+    ordering_gates = version >= 37
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -353,7 +361,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             keep_spent_bookmark=keep_spent_bookmark,
             multikueue_delays_topology=multikueue_delays_topology,
             replacement_annotation=replacement_annotation,
-            ordering_gates=False,
+            ordering_gates=ordering_gates,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

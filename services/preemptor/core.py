@@ -28,8 +28,11 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 16
-"""16: with the gate ElasticJobsViaWorkloadSlices on, a nomination whose kueue.x-k8s.io/workload-slice-replacement-for
+LOGIC_VERSION = 17
+"""17: with the feature gate PriorityBoost on, the kueue.x-k8s.io/priority-boost annotation adds to the effective
+priority of the preemptor and its candidates (policies and candidate order, Kueue's EffectivePriority); with
+PrioritySortingWithinCohort off, a preemptor preempted InCohortReclaimWhileBorrowing compares its queue time 1 ms
+after that preemption (LowerOrNewerEqualPriority; 16 and earlier read neither gate). 16: with the gate ElasticJobsViaWorkloadSlices on, a nomination whose kueue.x-k8s.io/workload-slice-replacement-for
 annotation names a slice holding quota asks only what that slice does not hold and never takes it as a victim,
 whether or not it carries kueue.x-k8s.io/elastic-job: "true" too, as Kueue's FindReplacedSliceTarget reads the
 annotation alone (15 and earlier: only with both; admitter logic 36 nominates such a workload). 15: with admission fair sharing, the LocalQueue usage that orders the candidates counts the entry penalties
@@ -64,8 +67,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
-"""Logic versions :func:`decide_as` still re-runs: 15 and earlier read the workload-slice-replacement-for
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
+"""Logic versions :func:`decide_as` still re-runs: 16 and earlier read neither PriorityBoost nor
+PrioritySortingWithinCohort (17 does); 15 and earlier read the workload-slice-replacement-for
 annotation only beside elastic-job: "true" (16 reads it alone); 14 and earlier ordered candidates by LocalQueue usage without
 pending entry penalties (15 counts them); 13 and earlier applied IgnoreUndeclared with the gate
 QuotaCheckStrategy off (14 does not); 12 and earlier ignored the allowed-flavors annotation and
@@ -105,7 +109,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         quota_check_gate=True,
         afs_pending=True,
         replacement_annotation=True,
-        ordering_gates=False,
+        ordering_gates=True,
     )
 
 
@@ -118,7 +122,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 15 and earlier, the replacement annotation read
+        """:func:`decide` as logic ``version`` decided: with 16 and earlier, the gates PriorityBoost and
+        PrioritySortingWithinCohort not read; with 15 and earlier, the replacement annotation read
         only beside elastic-job: "true"; with 14 and earlier, candidates ordered by LocalQueue
         usage without pending entry penalties; with 13 and earlier, IgnoreUndeclared applied with
         the gate QuotaCheckStrategy off; with 12 and earlier, the allowed-flavors annotation
@@ -145,7 +150,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             quota_check_gate=version >= 14,
             afs_pending=version >= 15,
             replacement_annotation=version >= 16,
-            ordering_gates=False,
+            ordering_gates=version >= 17,
         )
 
     return decide_earlier
@@ -172,7 +177,7 @@ def _decide(
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
-    if not ordering_gates:  # 15 and earlier read neither PriorityBoost nor PrioritySortingWithinCohort
+    if not ordering_gates:  # 16 and earlier read neither PriorityBoost nor PrioritySortingWithinCohort
         state = queues.without_ordering_gates(state)
     if not quota_check_gate:  # 12 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)

@@ -17,8 +17,10 @@ import pytest
 from kueue_es.events import models, types
 from kueue_es.projections import cluster, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
-from kueue_es.scheduling import entries, flavors, preemption
+from kueue_es.scheduling import entries, flavors, preemption, queues
+from kueue_es.services.admitter import core as admitter
 from kueue_es.services.dispatcher import kube_events
+from kueue_es.services.preemptor import core as preemptor
 from tests.builders import Log, cluster_queue, flavor, local_queue, parse, workload
 
 BOOST = cluster.PRIORITY_BOOST_ANNOTATION
@@ -368,3 +370,89 @@ def _one_admitted(**gates: bool) -> Log:
     log.apply_manifests(workload("w", created=1, cpu="1"))
     log.settle(NOW)
     return log
+
+
+# --- PriorityBoost through the admitter ----------------------------------------------------------------------
+
+
+def _boosted(name: str, boost: str | None, **kwargs: Any) -> dict[str, Any]:
+    doc = workload(name, **kwargs)
+    if boost is not None:
+        doc["metadata"]["annotations"] = {BOOST: boost}
+    return doc
+
+
+def _strict_queue(**gates: bool) -> Log:
+    log = Log()
+    cq = cluster_queue("cq", flavors={"default": {"cpu": 1}}, strategy="StrictFIFO")
+    log.apply_manifests(_config(**gates), flavor("default"), cq, local_queue("lq", "cq"))
+    return log
+
+
+def _admitted(decisions: list[types.Output]) -> list[str]:
+    return [d.workload.key for d in decisions if isinstance(d, types.QuotaReserved | types.WorkloadAdmitted)]
+
+
+@pytest.mark.parametrize(("gate", "first"), [(True, "default/boosted"), (False, "default/plain")])
+def test_the_boost_orders_the_clusterqueue(gate: bool, first: str) -> None:
+    """cluster_queue.go baseCompareFunc: the heap orders by effective priority. One slot: the first in order wins."""
+    log = _strict_queue(PriorityBoost=gate)
+    log.apply_manifests(
+        workload("plain", created=1, priority=5, cpu="1"), _boosted("boosted", "10", created=2, priority=0, cpu="1")
+    )
+    assert _admitted(log.settle(NOW)) == [first]
+
+
+def test_a_negative_boost_moves_a_workload_back() -> None:
+    log = _strict_queue(PriorityBoost=True)
+    log.apply_manifests(
+        _boosted("sunk", "-10", created=1, priority=5, cpu="1"), workload("plain", created=2, priority=0, cpu="1")
+    )
+    assert _admitted(log.settle(NOW)) == ["default/plain"]
+
+
+def test_logic_34_reads_no_boost_and_35_does() -> None:
+    log = _strict_queue(PriorityBoost=True)
+    log.apply_manifests(
+        workload("plain", created=1, priority=5, cpu="1"), _boosted("boosted", "10", created=2, priority=0, cpu="1")
+    )
+    assert _admitted(admitter.decide_as(34)(log.state, now_ms=NOW)) == ["default/plain"]
+    assert _admitted(admitter.decide(log.state, now_ms=NOW)) == ["default/boosted"]
+    assert log.state.configuration.feature_gates == {"PriorityBoost": True}  # the fold's is left alone
+    assert admitter.LOGIC_VERSION >= 35 and 34 in admitter.EARLIER_LOGIC_VERSIONS
+    assert preemptor.LOGIC_VERSION >= 16 and 15 in preemptor.EARLIER_LOGIC_VERSIONS
+
+
+def test_the_view_before_the_gates_is_kept_while_the_configuration_is() -> None:
+    log = _strict_queue(PriorityBoost=True, PrioritySortingWithinCohort=False)
+    first = queues.without_ordering_gates(log.state)
+    assert first.configuration.feature_gates == {
+        "PriorityBoost": False,
+        "PrioritySortingWithinCohort": True,
+        "PrioritizePreemptorWorkloads": False,
+    }
+    assert queues.without_ordering_gates(log.state).configuration is first.configuration
+    plain = _strict_queue()
+    assert queues.without_ordering_gates(plain.state) is plain.state
+
+
+def test_boosting_a_parked_workload_queues_it_again() -> None:
+    """cluster_queue.go: with the gate on, a changed priority-boost annotation moves a workload off the
+    inadmissible list; the annotation is not spec, so nothing else would."""
+    log = Log()
+    log.apply_manifests(
+        _config(PriorityBoost=True),
+        flavor("default"),
+        cluster_queue("cq", flavors={"default": {"cpu": 1}}),
+        local_queue("lq", "cq"),
+    )
+    log.apply_manifests(workload("running", created=1, cpu="1"), workload("waiting", created=2, cpu="1"))
+    assert _admitted(log.settle(NOW)) == ["default/running"]
+    waiting = log.state.workloads["default/waiting"]
+    assert waiting.parked_seq  # NoFit, parked under BestEffortFIFO
+    log.apply_manifests(_boosted("waiting", "1", created=2, cpu="1"))
+    decided = log.settle(NOW + SECOND)
+    tried = [d for d in decided if isinstance(d, types.WorkloadInadmissible | types.PendingOutcome)]
+    assert [d.workload.key for d in tried] == ["default/waiting"]  # tried again: still no room, parked again
+    assert log.state.workloads["default/waiting"].parked_seq > log.state.workloads["default/waiting"].boost_changed_seq
+    assert admitter.decide_as(34)(log.state, now_ms=NOW + 2 * SECOND) == []  # 34: still parked
