@@ -24,6 +24,7 @@ from kueue_es.scenarios.loading import load_scenario
 from kueue_es.scheduling import preemption
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.preemptor import core as preemptor
+from tests.builders import Log, cluster_queue, flavor, local_queue, workload
 from tests.scenario_states import before_first_record
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
@@ -104,10 +105,65 @@ HIGH_USAGE_OTHER_CQ = _candidate("high_lq_usage_different_cq", cq="different_cq"
     ],
 )
 def test_kueues_candidates_ordering_cases(candidates: list[preemption.Candidate], want: list[str]) -> None:
-    """preemption_test.go TestCandidatesOrdering, with admission fair sharing where Kueue sets it (the
-    priority-boost cases are left out: the PriorityBoost gate is not modelled, docs/preemption.md)."""
+    """preemption_test.go TestCandidatesOrdering, with admission fair sharing where Kueue sets it (its
+    priority-boost cases: :func:`test_kueues_priority_boost_cases`)."""
     assert _names(candidates) == want
     assert _names(list(reversed(candidates))) == want
+
+
+def _pool_order(held: list[tuple[str, str | None]], *, gate: bool, priority: int = 10) -> list[str]:
+    """The candidates CandidatePool makes of workloads holding quota in the preemptor's ClusterQueue (all of
+    ``priority``, each with its priority-boost annotation or none), in CandidatesOrdering's order."""
+    log = Log()
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "featureGates": {"PriorityBoost": gate},
+    }
+    cq = cluster_queue(PREEMPTOR_CQ, flavors={"default": {"cpu": 10}})
+    log.apply_manifests(config, flavor("default"), cq, local_queue("lq", PREEMPTOR_CQ))
+    for n, (name, boost) in enumerate(held):
+        doc = workload(name, created=n, priority=priority, cpu="1")
+        if boost is not None:
+            doc["metadata"]["annotations"] = {"kueue.x-k8s.io/priority-boost": boost}
+        log.apply_manifests(doc)
+    log.settle(1000)
+    pool = preemption.CandidatePool(log.state)
+    found = preemption.ordered(pool.of(PREEMPTOR_CQ), PREEMPTOR_CQ, of=lambda c: c)
+    return [c.workload.workload.metadata.name for c in found]
+
+
+@pytest.mark.parametrize(
+    ("held", "want"),
+    [
+        pytest.param(
+            [("high-boost", "100"), ("low-boost", "5")],
+            ["low-boost", "high-boost"],
+            id="workloads sorted by effective priority with boost",
+        ),
+        pytest.param(
+            [("missing-boost", None), ("has-boost", "5")],
+            ["missing-boost", "has-boost"],
+            id="workload missing priority boost defaults to zero",
+        ),
+        pytest.param(
+            [("invalid-boost", "invalid"), ("valid-boost", "5")],
+            ["invalid-boost", "valid-boost"],
+            id="invalid priority boost defaults to zero",
+        ),
+    ],
+)
+def test_kueues_priority_boost_cases(held: list[tuple[str, str | None]], want: list[str]) -> None:
+    """preemption_test.go TestCandidatesOrdering, its PriorityBoost cases (gate on): lower effective priority
+    first. The candidates come from the fold through CandidatePool (admitter 35 and preemptor 16)."""
+    assert _pool_order(held, gate=True) == want
+    assert _pool_order(list(reversed(held)), gate=True) == want
+
+
+def test_with_the_gate_off_the_boost_orders_nothing() -> None:
+    """The same workloads with PriorityBoost off: equal priorities, so the one reserved last goes first."""
+    assert _pool_order([("high-boost", "100"), ("low-boost", "5")], gate=False) == ["low-boost", "high-boost"]
+    assert _pool_order([("low-boost", "5"), ("high-boost", "100")], gate=False) == ["high-boost", "low-boost"]
 
 
 def test_same_named_localqueues_of_two_namespaces_are_two_localqueues() -> None:

@@ -10,13 +10,19 @@ preemption_policy_test.go and preemption_test.go TestPriorityInfo.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
+from kueue_es import deciders
 from kueue_es.events import models, types
 from kueue_es.projections import cluster, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.replay import check_log
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
 from kueue_es.scheduling import entries, flavors, preemption, queues
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.dispatcher import kube_events
@@ -456,3 +462,68 @@ def test_boosting_a_parked_workload_queues_it_again() -> None:
     assert [d.workload.key for d in tried] == ["default/waiting"]  # tried again: still no room, parked again
     assert log.state.workloads["default/waiting"].parked_seq > log.state.workloads["default/waiting"].boost_changed_seq
     assert admitter.decide_as(34)(log.state, now_ms=NOW + 2 * SECOND) == []  # 34: still parked
+
+
+# --- PrioritizePreemptorWorkloads under fair sharing -----------------------------------------------------------
+
+
+def _fair_state(**gates: bool) -> ClusterState:
+    log = Log()
+    cqs = []
+    for name, nominal in (("cq-a", 2), ("cq-b", 2), ("lender", 4)):
+        cq = cluster_queue(name, flavors={"default": {"cpu": nominal}})
+        cq["spec"]["cohortName"] = "pool"
+        cqs.append(cq)
+    config = _config(**gates)
+    config["fairSharing"] = {}
+    log.apply_manifests(config, flavor("default"), *cqs)
+    return log.state
+
+
+def _fair_order(state: ClusterState) -> list[str]:
+    made = {e.cq.metadata.name: e for e in _preemptor_input(state)}
+    fit = flavors.Assignment(mode="Fit")  # its borrowing is the tree's: cq-a's, below
+    a = msgspec.structs.replace(made["cq-01"], cq=state.cluster_queues["cq-a"], assignment=fit)  # the older preemptor
+    b = msgspec.structs.replace(made["cq-02"], cq=state.cluster_queues["cq-b"], assignment=fit)
+    c = msgspec.structs.replace(made["cq-03"], cq=state.cluster_queues["lender"])  # not a preemptor, priority 2
+    tree = quota.build(state, usage={"cq-a": {"default": {"cpu": 3000}}})  # cq-a borrows: the higher share
+    ordered = entries.ordered([c, a, b], state=state, tree=tree)
+    return [e.workload.workload.metadata.uid.split("/", 1)[1] for e in ordered]
+
+
+def test_preemptors_meet_in_the_tournament_with_the_gate_on() -> None:
+    """fair_sharing_iterator.go entryComparer.less: preemptors first at each cohort, then the shares: of the two
+    preemptors, the one in the ClusterQueue with the lower share (cq-b, not borrowing) wins. Off, kueue-es takes
+    its nominated preemptors before the tournament, in queue order (the older first, ours)."""
+    assert _fair_order(_fair_state(PrioritizePreemptorWorkloads=True)) == [
+        "preemptor-not-borrowing",
+        "preemptor-borrowing",
+        "not-preemptor-not-borrowing",
+    ]
+    assert _fair_order(_fair_state(PrioritizePreemptorWorkloads=False)) == [
+        "preemptor-borrowing",
+        "preemptor-not-borrowing",
+        "not-preemptor-not-borrowing",
+    ]
+
+
+BOOSTED = Path(__file__).parents[1] / "scenarios/preemption/priority-boost-boosted-pending-workload-preempts.yaml"
+
+
+def test_a_log_recorded_by_admitter_34_replays_matched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log that admitter 34 and preemptor 15 wrote with the gate PriorityBoost on (and a boost annotation
+    that changes) is re-run by them exactly; the fold's new index and triggers change nothing they read."""
+    old = {
+        **deciders.BY_ROLE,
+        admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 34)],
+        preemptor.ROLE: deciders.EARLIER[(preemptor.ROLE, 15)],
+    }
+    with monkeypatch.context() as patched:
+        patched.setattr(deciders, "BY_ROLE", old)
+        run = run_scenario(load_scenario(BOOSTED))
+    records = [e for _, e in run.log if isinstance(e, types.DecisionRecord)]
+    assert {r.logic_version for r in records if r.role == admitter.ROLE} == {34}
+    admitted = {e.workload.key for _, e in run.log if isinstance(e, types.WorkloadAdmitted)}
+    assert "default/wl-low" not in admitted  # 34 read no boost: wl-low stayed parked
+    report = check_log(run.messages, deciders.BY_ROLE)
+    assert report.mismatches == []
