@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kueue_es.projections import afs
-from kueue_es.projections.cluster import ClusterState, priority_of
+from kueue_es.projections.cluster import ClusterState, effective_order, order_gates_move, priority_of
 from kueue_es.scheduling.queues import lq_usage, sticky_preemptors
 
 LIMIT_DEFAULT = 1000
@@ -52,6 +52,8 @@ def pending_in_cluster_queue(state: ClusterState, cluster_queue: str, *, now_ms:
     )
     sticky = sticky_order[-1] if sticky_order is not None else None
     entries: list[tuple[tuple[object, ...], str, str]] = []  # (sort key, workload key, local queue name)
+    # the few workloads a feature gate moves (PriorityBoost, PrioritySortingWithinCohort) in their effective place
+    moved = state.ordered_apart if state.ordered_apart and order_gates_move(state.configuration) else {}
     for (namespace, lq_name), queued in state.queued.items():
         lq = state.local_queues.get((namespace, lq_name))
         if lq is None or lq.spec.cluster_queue != cluster_queue or lq.spec.stop_policy != "None":
@@ -59,6 +61,8 @@ def pending_in_cluster_queue(state: ClusterState, cluster_queue: str, *, now_ms:
         usage = lq_usage(state, (namespace, lq_name), now_ms=now_ms) if fair else 0.0
         for order in queued:
             key = order[-1]
+            if key in moved:
+                order = effective_order(state.workloads[key], state)
             entries.append(((0 if key == sticky else 1, usage, order), key, lq_name))
     entries.sort(key=lambda entry: entry[0])
     parked = {key for queued in state.queued.values() for key in queued.parked}

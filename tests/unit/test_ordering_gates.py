@@ -23,7 +23,7 @@ from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.replay import check_log
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
-from kueue_es.scheduling import entries, flavors, preemption, queues
+from kueue_es.scheduling import entries, flavors, preemption, queues, visibility
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.dispatcher import kube_events
 from kueue_es.services.preemptor import core as preemptor
@@ -527,3 +527,20 @@ def test_a_log_recorded_by_admitter_34_replays_matched(monkeypatch: pytest.Monke
     assert "default/wl-low" not in admitted  # 34 read no boost: wl-low stayed parked
     report = check_log(run.messages, deciders.BY_ROLE)
     assert report.mismatches == []
+
+
+@pytest.mark.parametrize(("gate", "first"), [(True, "boosted"), (False, "plain")])
+def test_the_visibility_api_lists_a_boosted_workload_in_its_place(gate: bool, first: str) -> None:
+    """pkg/visibility/storage: the pending workloads in the ClusterQueue's heap order (EffectivePriority),
+    each shown with its base priority."""
+    log = _strict_queue(PriorityBoost=gate)
+    cq = cluster_queue("held", flavors={"default": {"cpu": 1}})
+    cq["spec"]["stopPolicy"] = "Hold"  # nothing is admitted: both stay pending
+    log.apply_manifests(cq, local_queue("held-lq", "held"))
+    log.apply_manifests(
+        workload("plain", queue="held-lq", created=1, priority=5, cpu="1"),
+        _boosted("boosted", "10", queue="held-lq", created=2, priority=0, cpu="1"),
+    )
+    listed = visibility.pending_in_cluster_queue(log.state, "held")
+    assert [(p.name, p.position_in_cluster_queue) for p in listed][0] == (first, 0)
+    assert {p.name: p.priority for p in listed} == {"plain": 5, "boosted": 0}
