@@ -11,7 +11,7 @@ preemption_policy_test.go and preemption_test.go TestPriorityInfo.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -23,7 +23,7 @@ from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.replay import check_log
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
-from kueue_es.scheduling import entries, flavors, preemption, queues, visibility
+from kueue_es.scheduling import cycle, entries, flavors, preemption, queues, visibility
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.dispatcher import kube_events
 from kueue_es.services.preemptor import core as preemptor
@@ -544,3 +544,44 @@ def test_the_visibility_api_lists_a_boosted_workload_in_its_place(gate: bool, fi
     listed = visibility.pending_in_cluster_queue(log.state, "held")
     assert [(p.name, p.position_in_cluster_queue) for p in listed][0] == (first, 0)
     assert {p.name: p.priority for p in listed} == {"plain": 5, "boosted": 0}
+
+
+# --- PrioritizePreemptorWorkloads: capacity kept for a preemptor without candidates ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("gate", "waiting", "kept"),
+    [(True, True, True), (True, False, False), (False, True, False)],
+)
+def test_a_preemptor_without_candidates_keeps_capacity_under_reclaim_any(gate: bool, waiting: bool, kept: bool) -> None:
+    """scheduler.go reserveCapacityForUnreclaimablePreempt: a Preempt entry without targets in a ClusterQueue
+    that reclaims with ``Any`` reserves nothing, unless PrioritizePreemptorWorkloads is on and it is waiting for
+    its preemptions (IsPreemptor). cq-b borrows 1 of cq-a's 2 CPU; cq-a's entry asks 2: kept, cq-b's next 1 CPU
+    no longer fits."""
+    log = Log()
+    made = []
+    for name in ("cq-a", "cq-b"):
+        cq = cluster_queue(name, flavors={"default": {"cpu": 2}})
+        cq["spec"]["cohortName"] = "pool"
+        cq["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
+        made.append(cq)
+    log.apply_manifests(_config(PrioritizePreemptorWorkloads=gate), flavor("default"), *made)
+    state = log.state
+    tree = quota.build(state, usage={"cq-b": {"default": {"cpu": 3000}}})
+    fr = ("default", "cpu")
+    assignment = flavors.Assignment(mode="Preempt", flat=("main", 1, 1, "cpu", fr, 2000, True))
+    head = WorkloadState(workload=parse(workload("preemptor", cpu="2")), observed_seq=1)
+    entry = entries.Entry(head, state.cluster_queues["cq-a"], assignment, 0, (0, NOW, "uid", head.key), (), waiting)
+    assert tree.fits("cq-b", {fr: 1000})
+    out = cycle._process(
+        entry,
+        state=state,
+        tree=tree,
+        chosen={},
+        gate=cycle._PodsReadyGate(state),
+        cycle=cast(Any, None),  # no TAS pod set: never read
+        now_ms=NOW,
+        reserve_for_preemptors=bool(state.configuration.feature_gates.get("PrioritizePreemptorWorkloads")),
+    )
+    assert [type(o).__name__ for o in out] == ["WorkloadInadmissible"]
+    assert tree.fits("cq-b", {fr: 1000}) is not kept
