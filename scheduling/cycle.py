@@ -368,8 +368,9 @@ def run(
         if kueue_preemptors and not nominated and deferred:
             # Kueue's IsPreemptor: a workload requeued PendingPreemption, DeferredFit too (queues.sticky_preemptors)
             nominated = deferred.get(head.key) == cq_name
-        # The fold keeps the queue order key in step with the effective priority and queue time
-        # (cluster._place), so it is the entry's too: -order[0] is priority_of(head.workload).
+        # The fold keeps the queue order key in step with the priority and queue time (cluster._place), and the
+        # plan puts a workload an ordering gate moves in its place (queues._in_effective_order), so it is the
+        # entry's too: -order[0] is cluster.effective_order's, the priority boost included.
         order = orders[cq_name]
         # Positional (workload, cq, assignment, priority, order, targets, nominated, bookmark): one per head.
         targets = tuple(victims) if victims else ()

@@ -30,8 +30,8 @@ class Entry(msgspec.Struct, frozen=True, gc=False):
     workload: WorkloadState
     cq: models.ClusterQueue
     assignment: flavors.Assignment
-    priority: int
-    order: tuple[int, int, str, str]  # the workload's queue order key (-priority, queue time, UID, key)
+    priority: int  # its effective priority (with the priority boost under the gate PriorityBoost)
+    order: tuple[int, int, str, str]  # its queue order key (-effective priority, queue time, UID, key)
     targets: tuple[preemption.Target, ...] = ()
     nominated: bool = False
     bookmark: types.FlavorBookmark | None = None  # after this cycle's scan, if it is not admitted
