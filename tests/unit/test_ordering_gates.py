@@ -585,3 +585,17 @@ def test_a_preemptor_without_candidates_keeps_capacity_under_reclaim_any(gate: b
     )
     assert [type(o).__name__ for o in out] == ["WorkloadInadmissible"]
     assert tree.fits("cq-b", {fr: 1000}) is not kept
+
+
+@pytest.mark.parametrize(("sorting", "first"), [(True, "new-high"), (False, "old-low")])
+def test_equal_shares_go_by_queue_time_with_priority_sorting_off(sorting: bool, first: str) -> None:
+    """fair_sharing_iterator.go entryComparer.less, step 4: the effective priority only with the gate
+    PrioritySortingWithinCohort on; then the queue-order timestamp."""
+    state = _fair_state(PrioritySortingWithinCohort=sorting)
+    old = _entry(state, "01", "old-low", created_s=0, priority=0)
+    new = _entry(state, "02", "new-high", created_s=5, priority=10)
+    old = msgspec.structs.replace(old, cq=state.cluster_queues["cq-a"])
+    new = msgspec.structs.replace(new, cq=state.cluster_queues["cq-b"])
+    tree = quota.build(state)  # nothing used: equal shares
+    ordered = list(entries.ordered([new, old], state=state, tree=tree))
+    assert ordered[0].workload.workload.metadata.uid.split("/", 1)[1] == first
