@@ -1250,7 +1250,7 @@ def _boost_changed(state: ClusterState, current: WorkloadState, after: models.Wo
 
 BOOST_TRIGGER = "boost:"
 """Prefix of the requeue trigger (``boost:<ClusterQueue>``) that a change of a quota-holding workload's priority boost
-records (:func:`_boost_changed`); only admitter logic 35 and later read it, with the gate PriorityBoost on."""
+records (:func:`_boost_changed`); only admitter logic 37 and later read it, with the gate PriorityBoost on."""
 
 PRIORITY_TRIGGER = "priority:"
 """Prefix of the requeue trigger (``priority:<ClusterQueue>``) that a quota-holding workload's priority change

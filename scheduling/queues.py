@@ -530,14 +530,14 @@ ORDERING_GATES_BEFORE = {
     cluster.PRIORITIZE_PREEMPTORS_GATE: False,
 }
 """The feature gates that order queues, entries and preemption candidates, as the deciders before they were
-read behaved whatever the Configuration said (admitter logic 34 and preemptor logic 15 and earlier): no
+read behaved whatever the Configuration said (admitter logic 36 and preemptor logic 16 and earlier): no
 priority boost, priority sorting within a cohort, and kueue-es's own preemptor-first order
 (docs/preemption.md), which is what PrioritizePreemptorWorkloads off means now too."""
 
 
 def without_ordering_gates(state: ClusterState) -> ClusterState:
-    """``state`` as the deciders before the ordering gates were read saw it (admitter logic 34 and preemptor
-    15 and earlier, for replay): a view whose Configuration sets the gates of :data:`ORDERING_GATES_BEFORE` as
+    """``state`` as the deciders before the ordering gates were read saw it (admitter logic 36 and preemptor
+    16 and earlier, for replay): a view whose Configuration sets the gates of :data:`ORDERING_GATES_BEFORE` as
     they behaved, so neither :func:`cluster.priority_boost`, :func:`cluster.queue_order_ts` nor the entry order
     reads what the log's Configuration says; ``state`` itself when it says that already. The view's
     Configuration object is kept in ``state.caches`` while the fold's stays the same (request memos compare
@@ -821,7 +821,7 @@ def _trigger_seq_by_cq(
     priority change records (``cluster.PRIORITY_TRIGGER``; Kueue's workload controller requeues the
     inadmissible workloads of its tree) is not read.
 
-    ``boost`` (the gate PriorityBoost on; never for admitter logic 34 and earlier, which read no gate of it):
+    ``boost`` (the gate PriorityBoost on; never for admitter logic 36 and earlier, which read no gate of it):
     the trigger a quota-holding workload's change of effective priority through its priority-boost
     annotation records (``cluster.BOOST_TRIGGER``) counts as a priority change does."""
     triggers = state.requeue_triggers

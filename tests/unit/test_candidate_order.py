@@ -155,7 +155,7 @@ def _pool_order(held: list[tuple[str, str | None]], *, gate: bool, priority: int
 )
 def test_kueues_priority_boost_cases(held: list[tuple[str, str | None]], want: list[str]) -> None:
     """preemption_test.go TestCandidatesOrdering, its PriorityBoost cases (gate on): lower effective priority
-    first. The candidates come from the fold through CandidatePool (admitter 35 and preemptor 16)."""
+    first. The candidates come from the fold through CandidatePool (admitter 37 and preemptor 17)."""
     assert _pool_order(held, gate=True) == want
     assert _pool_order(list(reversed(held)), gate=True) == want
 

@@ -1,5 +1,5 @@
 """The feature gates that order queues, entries and preemption candidates: PriorityBoost, PrioritySortingWithinCohort
-and PrioritizePreemptorWorkloads (admitter logic 35 and preemptor logic 16; 34 and 15 kept for replay, reading none).
+and PrioritizePreemptorWorkloads (admitter logic 37 and preemptor logic 17; 36 and 16 kept for replay, reading none).
 
 Kueue: pkg/util/priority/priority.go (EffectivePriority), pkg/workload/workload.go GetQueueOrderTimestamp,
 pkg/scheduler/scheduler.go makeClassicalIterator and reserveCapacityForUnreclaimablePreempt,
@@ -417,16 +417,16 @@ def test_a_negative_boost_moves_a_workload_back() -> None:
     assert _admitted(log.settle(NOW)) == ["default/plain"]
 
 
-def test_logic_34_reads_no_boost_and_35_does() -> None:
+def test_logic_36_reads_no_boost_and_37_does() -> None:
     log = _strict_queue(PriorityBoost=True)
     log.apply_manifests(
         workload("plain", created=1, priority=5, cpu="1"), _boosted("boosted", "10", created=2, priority=0, cpu="1")
     )
-    assert _admitted(admitter.decide_as(34)(log.state, now_ms=NOW)) == ["default/plain"]
+    assert _admitted(admitter.decide_as(36)(log.state, now_ms=NOW)) == ["default/plain"]
     assert _admitted(admitter.decide(log.state, now_ms=NOW)) == ["default/boosted"]
     assert log.state.configuration.feature_gates == {"PriorityBoost": True}  # the fold's is left alone
-    assert admitter.LOGIC_VERSION >= 35 and 34 in admitter.EARLIER_LOGIC_VERSIONS
-    assert preemptor.LOGIC_VERSION >= 16 and 15 in preemptor.EARLIER_LOGIC_VERSIONS
+    assert admitter.LOGIC_VERSION >= 37 and 36 in admitter.EARLIER_LOGIC_VERSIONS
+    assert preemptor.LOGIC_VERSION >= 17 and 16 in preemptor.EARLIER_LOGIC_VERSIONS
 
 
 def test_the_view_before_the_gates_is_kept_while_the_configuration_is() -> None:
@@ -461,7 +461,7 @@ def test_boosting_a_parked_workload_queues_it_again() -> None:
     tried = [d for d in decided if isinstance(d, types.WorkloadInadmissible | types.PendingOutcome)]
     assert [d.workload.key for d in tried] == ["default/waiting"]  # tried again: still no room, parked again
     assert log.state.workloads["default/waiting"].parked_seq > log.state.workloads["default/waiting"].boost_changed_seq
-    assert admitter.decide_as(34)(log.state, now_ms=NOW + 2 * SECOND) == []  # 34: still parked
+    assert admitter.decide_as(36)(log.state, now_ms=NOW + 2 * SECOND) == []  # 36: still parked
 
 
 # --- PrioritizePreemptorWorkloads under fair sharing -----------------------------------------------------------
@@ -510,21 +510,21 @@ def test_preemptors_meet_in_the_tournament_with_the_gate_on() -> None:
 BOOSTED = Path(__file__).parents[1] / "scenarios/preemption/priority-boost-boosted-pending-workload-preempts.yaml"
 
 
-def test_a_log_recorded_by_admitter_34_replays_matched(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A log that admitter 34 and preemptor 15 wrote with the gate PriorityBoost on (and a boost annotation
+def test_a_log_recorded_by_admitter_36_replays_matched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log that admitter 36 and preemptor 16 wrote with the gate PriorityBoost on (and a boost annotation
     that changes) is re-run by them exactly; the fold's new index and triggers change nothing they read."""
     old = {
         **deciders.BY_ROLE,
-        admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 34)],
-        preemptor.ROLE: deciders.EARLIER[(preemptor.ROLE, 15)],
+        admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 36)],
+        preemptor.ROLE: deciders.EARLIER[(preemptor.ROLE, 16)],
     }
     with monkeypatch.context() as patched:
         patched.setattr(deciders, "BY_ROLE", old)
         run = run_scenario(load_scenario(BOOSTED))
     records = [e for _, e in run.log if isinstance(e, types.DecisionRecord)]
-    assert {r.logic_version for r in records if r.role == admitter.ROLE} == {34}
+    assert {r.logic_version for r in records if r.role == admitter.ROLE} == {36}
     admitted = {e.workload.key for _, e in run.log if isinstance(e, types.WorkloadAdmitted)}
-    assert "default/wl-low" not in admitted  # 34 read no boost: wl-low stayed parked
+    assert "default/wl-low" not in admitted  # 36 read no boost: wl-low stayed parked
     report = check_log(run.messages, deciders.BY_ROLE)
     assert report.mismatches == []
 
