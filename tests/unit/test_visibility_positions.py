@@ -19,13 +19,13 @@ from kueue_es.services.admitter.core import decide
 API = "kueue.x-k8s.io/v1beta2"
 
 
-def _workload(name: str, lq: str, *, priority: int, second: int, cpus: int = 1) -> dict:
+def _workload(name: str, lq: str, *, priority: int, second: int, cpus: int = 1, namespace: str = "default") -> dict:
     return {
         "apiVersion": API,
         "kind": "Workload",
         "metadata": {
             "name": name,
-            "namespace": "default",
+            "namespace": namespace,
             "uid": f"uid-{name}",
             "creationTimestamp": f"2026-01-01T00:00:{second:02d}Z",
         },
@@ -43,7 +43,9 @@ def _workload(name: str, lq: str, *, priority: int, second: int, cpus: int = 1) 
     }
 
 
-def _state(pending: list[dict]) -> ClusterState:
+def _state(
+    pending: list[dict], local_queues: tuple[tuple[str, str], ...] = (("default", "lq-a"), ("default", "lq-b"))
+) -> ClusterState:
     objects = [
         {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
         {
@@ -64,10 +66,10 @@ def _state(pending: list[dict]) -> ClusterState:
             {
                 "apiVersion": API,
                 "kind": "LocalQueue",
-                "metadata": {"name": lq, "namespace": "default"},
+                "metadata": {"name": lq, "namespace": ns},
                 "spec": {"clusterQueue": "cq"},
             }
-            for lq in ("lq-a", "lq-b")
+            for ns, lq in local_queues
         ),
     ]
     doc = {"name": "positions", "source": "issue 16", "objects": objects, "pending": pending}
@@ -103,6 +105,29 @@ def test_positions_follow_priority_then_creation_across_local_queues() -> None:
     assert [(p.name, p.position_in_cluster_queue) for p in in_a] == [("a-old", 1), ("a-new", 3)]
     entry = visibility.position_of(state, "default", "b-old")
     assert entry is not None and entry.position_in_cluster_queue == 2
+
+
+def test_same_local_queue_name_in_two_namespaces_counted_apart() -> None:
+    # Kueue #14435 (pkg/cache/queue/manager.go, the ClusterQueue snapshot): positionInLocalQueue was
+    # keyed by the LocalQueue's name alone, so two namespaces' "default" LocalQueues shared one count.
+    state = _state(
+        [
+            _workload("a1", "default", priority=0, second=1, namespace="team-a"),
+            _workload("b1", "default", priority=0, second=2, namespace="team-b"),
+            _workload("a2", "default", priority=0, second=3, namespace="team-a"),
+            _workload("b2", "default", priority=0, second=4, namespace="team-b"),
+        ],
+        local_queues=(("team-a", "default"), ("team-b", "default")),
+    )
+    listed = visibility.pending_in_cluster_queue(state, "cq")
+    assert [(p.namespace, p.name, p.position_in_cluster_queue, p.position_in_local_queue) for p in listed] == [
+        ("team-a", "a1", 0, 0),
+        ("team-b", "b1", 1, 0),
+        ("team-a", "a2", 2, 1),
+        ("team-b", "b2", 3, 1),
+    ]
+    in_b = visibility.pending_in_local_queue(state, "team-b", "default")
+    assert [(p.name, p.position_in_local_queue) for p in in_b] == [("b1", 0), ("b2", 1)]
 
 
 def test_admitted_workloads_leave_and_parked_ones_stay_listed() -> None:
