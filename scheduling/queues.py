@@ -14,13 +14,15 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, localcontext
 
 import msgspec
 
 from kueue_es.events import models
-from kueue_es.events.quantities import to_amount
+from kueue_es.events.quantities import UNLIMITED, is_milli_resource, parse_decimal, to_amount
 from kueue_es.projections import afs, cluster, quota
 from kueue_es.projections.cluster import PRIORITY_TRIGGER, ClusterState, WorkloadState
 from kueue_es.scheduling import dra
@@ -709,8 +711,87 @@ def _shared(
 _SHARED_LIMIT = 4096
 
 
+class LegacyResourceTransformation(models.ResourceTransformation, frozen=True, kw_only=True):
+    """A ``resources.transformations`` entry as admitter logic 34 and preemptor 15 and earlier applied it
+    (:func:`with_legacy_transformations`): in whole amounts (an output factor rounded up to one, a CPU
+    product rounded down), the generated outputs summed with what the pod requests before any was floored
+    at zero. Never folded nor written: it lives in the replay view's Configuration only."""
+
+
+def with_legacy_transformations(state: ClusterState) -> ClusterState:
+    """``state`` as the deciders before Kueue #12953 and #14032 were followed saw it (admitter logic 34 and
+    preemptor 15 and earlier, for replay): a view whose Configuration holds its transformations as
+    :class:`LegacyResourceTransformation`, so :func:`_transform` applies them as they did; ``state`` itself
+    when there are none. The view's Configuration is kept in ``state.caches`` while the fold's stays the
+    same, so the request memos compared by identity stay valid."""
+    config = state.configuration
+    if config.resources is None or not config.resources.transformations:
+        return state
+    kept = state.caches.get("queues.legacy_transformations")
+    if not isinstance(kept, tuple) or kept[0] is not config:
+        legacy = [
+            LegacyResourceTransformation(
+                input=rule.input, strategy=rule.strategy, outputs=rule.outputs, multiply_by=rule.multiply_by
+            )
+            for rule in config.resources.transformations
+        ]
+        resources = msgspec.structs.replace(config.resources, transformations=legacy)
+        kept = state.caches["queues.legacy_transformations"] = (
+            config,
+            msgspec.structs.replace(config, resources=resources),
+        )
+    return dataclasses.replace(state, configuration=kept[1])
+
+
 def _transform(requests: dict[str, int], transformations: list[models.ResourceTransformation]) -> dict[str, int]:
-    """Kueue's resource transformations: outputs += input x factor; Replace drops the input."""
+    """Kueue's resource transformations (SEMANTICS §10.4; pkg/workload/workload.go
+    applyResourceTransformations): per-pod ``requests`` (amounts: CPU in millicores, the rest in whole
+    units) to the amounts the quota check counts.
+
+    Each rule whose input the pod requests adds input x (the ``multiplyBy`` resource's request, when the pod
+    asks for it) x factor to each output, as exact decimals, so a milli factor or a milli request is not
+    rounded before it is multiplied (Kueue #12953: 100m CPU x 3000 is 300, 100M x 3m is 300k); Replace drops
+    the input, Retain keeps it as requested. What the rules generate is kept apart and a negative total of
+    one output counts as zero, so an allowance written as a negative factor offsets other outputs but never
+    a request under the same name (Kueue #14032). The sums are then rounded up into amounts, as Kueue's
+    MilliValue/Value do, and a negative request counts as zero (Kueue's FloorToZero)."""
+    if transformations and isinstance(transformations[0], LegacyResourceTransformation):
+        return _transform_legacy(requests, transformations)
+    out = dict(requests)
+    generated: dict[str, Decimal] = {}
+    with localcontext(_EXACT):  # products of int64 amounts and factors, kept whole
+        for rule in transformations:
+            if rule.input not in requests:
+                continue
+            value = _exact(rule.input, requests[rule.input])
+            if rule.multiply_by and rule.multiply_by in requests:
+                value *= _exact(rule.multiply_by, requests[rule.multiply_by])
+            for resource, factor in rule.outputs.items():
+                generated[resource] = generated.get(resource, _ZERO) + value * parse_decimal(factor)
+            if rule.strategy == "Replace":
+                out.pop(rule.input, None)
+        for resource, total in generated.items():  # a negative total counts as zero, but is there
+            out[resource] = out.get(resource, 0) + (_ceil_amount(resource, total) if total > 0 else 0)
+    return {r: max(v, 0) for r, v in out.items()}
+
+
+_ZERO = Decimal(0)
+_EXACT = Context(prec=200, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+def _exact(resource: str, amount: int) -> Decimal:
+    """The quantity an amount of ``resource`` stands for (CPU amounts are millicores)."""
+    return Decimal(amount).scaleb(-3) if is_milli_resource(resource) else Decimal(amount)
+
+
+def _ceil_amount(resource: str, value: Decimal) -> int:
+    """``value`` of ``resource`` as an amount, rounded up (MilliValue/Value), saturating at int64."""
+    scaled = value.scaleb(3) if is_milli_resource(resource) else value
+    return min(math.ceil(scaled), UNLIMITED)
+
+
+def _transform_legacy(requests: dict[str, int], transformations: list[models.ResourceTransformation]) -> dict[str, int]:
+    """:func:`_transform` as admitter logic 34 and preemptor 15 and earlier applied it, for replay."""
     out = dict(requests)
     for rule in transformations:
         if rule.input not in requests:

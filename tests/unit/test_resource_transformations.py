@@ -1,0 +1,114 @@
+"""Resource transformations as Kueue applies them (SEMANTICS §10.4; pkg/workload/workload.go
+applyResourceTransformations, its cases in workload_test.go TestNewInfo).
+
+Kueue #12953 multiplies exact quantities, so a milli factor or a milli multiplier is not rounded first;
+Kueue #14032 keeps what the transformations generate apart from what the pod set requests, so a negative
+total of one output counts as zero and never offsets a request under the same name. Admitter logic 34 and
+preemptor 15 and earlier applied them in whole amounts (kept for replay,
+:func:`queues.with_legacy_transformations`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kueue_es.events import models
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.scheduling import queues
+
+
+def _rule(input: str, outputs: dict[str, str], *, replace: bool = False, multiply_by: str | None = None):
+    return models.ResourceTransformation(
+        input=input, strategy="Replace" if replace else "Retain", outputs=outputs, multiply_by=multiply_by
+    )
+
+
+_ALLOWANCE = [
+    _rule(
+        "nvidia.com/gpumem", {"quota.example.com/gpu-memory-overage": "1"}, replace=True, multiply_by="nvidia.com/gpu"
+    ),
+    _rule("nvidia.com/gpu", {"quota.example.com/gpu-memory-overage": "-1024"}),
+]
+
+CASES = {
+    # transformMilliValues: 100m x 3000 is 300; 100M x 3m is 300k
+    "milli values": (
+        {"cpu": 100, "memory": 100_000_000},
+        [
+            _rule("cpu", {"example.com/cpu-credits": "3000"}, replace=True),
+            _rule("memory", {"example.com/memory-credits": "3m"}, replace=True),
+        ],
+        {"example.com/cpu-credits": 300, "example.com/memory-credits": 300_000},
+    ),
+    "allowance above it": (
+        {"nvidia.com/gpumem": 2048, "nvidia.com/gpu": 2},
+        _ALLOWANCE,
+        {"quota.example.com/gpu-memory-overage": 2048, "nvidia.com/gpu": 2},
+    ),
+    "allowance under it": (
+        {"nvidia.com/gpumem": 512, "nvidia.com/gpu": 2},
+        _ALLOWANCE,
+        {"quota.example.com/gpu-memory-overage": 0, "nvidia.com/gpu": 2},
+    ),
+    "allowance does not reach a direct request": (
+        {"example.com/gpu": 8, "example.com/credit": 3},
+        [_rule("example.com/credit", {"example.com/gpu": "-1"}, replace=True)],
+        {"example.com/gpu": 8},
+    ),
+    "output sharing a name with a request is added": (
+        {"example.com/gpu": 1, "example.com/credit": 1},
+        [_rule("example.com/credit", {"example.com/gpu": "1"}, replace=True)],
+        {"example.com/gpu": 2},
+    ),
+    "output sharing a name with its retained input is added": (
+        {"example.com/gpu": 1, "example.com/node": 2},
+        [_rule("example.com/gpu", {"example.com/gpu": "1"}, multiply_by="example.com/node")],
+        {"example.com/gpu": 3, "example.com/node": 2},
+    ),
+    # transformRetainWithMultiplyByUnderOne: the multiplier is 500m CPU, a half
+    "multiplied by a CPU request under one": (
+        {"example.com/gpumem": 1024, "cpu": 500},
+        [_rule("example.com/gpumem", {"example.com/gpumem-quota": "1"}, multiply_by="cpu")],
+        {"example.com/gpumem": 1024, "example.com/gpumem-quota": 512, "cpu": 500},
+    ),
+    # a fraction of a unit is rounded up, as Quantity.Value() does
+    "a fractional product rounds up": (
+        {"cpu": 1500},
+        [_rule("cpu", {"example.com/credits": "1"}, replace=True)],
+        {"example.com/credits": 2},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_transformations_as_kueue_applies_them(name: str) -> None:
+    requests, rules, want = CASES[name]
+    assert queues._transform(requests, rules) == want
+
+
+def _config(rules: list[models.ResourceTransformation]) -> models.Configuration:
+    return models.Configuration(resources=models.ResourcesConfig(transformations=rules))
+
+
+def test_legacy_view_applies_them_as_logic_34_did() -> None:
+    rules = CASES["milli values"][1]
+    state = dataclasses.replace(ClusterState(), configuration=_config(rules))
+    view = queues.with_legacy_transformations(state)
+    assert view is not state
+    assert view.configuration.resources is not None
+    legacy = view.configuration.resources.transformations
+    assert all(isinstance(rule, queues.LegacyResourceTransformation) for rule in legacy)
+    # the output factor 3m was rounded up to one unit of memory credit
+    assert queues._transform({"cpu": 100, "memory": 100_000_000}, legacy) == {
+        "example.com/cpu-credits": 300,
+        "example.com/memory-credits": 100_000_000,
+    }
+    # the view is kept while the Configuration is, so the request memos stay valid
+    assert queues.with_legacy_transformations(state).configuration is view.configuration
+
+
+def test_legacy_view_of_a_state_without_transformations_is_the_state() -> None:
+    state = ClusterState()
+    assert queues.with_legacy_transformations(state) is state
