@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 37
+LOGIC_VERSION = 38
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -56,8 +56,12 @@ EARLIER_LOGIC_VERSIONS = (
     34,
     35,
     36,
+    37,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 36 and earlier read none of
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 37 and earlier applied
+resources.transformations in whole amounts (an output factor rounded up to one unit, a CPU product rounded
+down) and summed the generated outputs into the requests before flooring them (38 multiplies exact
+quantities and floors a negative output total on its own, as Kueue #12953 and #14032). 36 and earlier read none of
 the feature gates PriorityBoost, PrioritySortingWithinCohort and PrioritizePreemptorWorkloads (37 does, as Kueue:
 the kueue.x-k8s.io/priority-boost annotation adds to the effective priority that orders queues, entries and
 preemption candidates; with PrioritySortingWithinCohort off, entries go by queue time alone and a workload
@@ -174,6 +178,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         multikueue_delays_topology=True,
         replacement_annotation=True,
         ordering_gates=True,
+        exact_transformations=True,
     )
 
 
@@ -208,11 +213,14 @@ def _decide(
     multikueue_delays_topology: bool,
     replacement_annotation: bool,
     ordering_gates: bool,
+    exact_transformations: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
     if not quota_check_gate:  # 30 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)
+    if not exact_transformations:  # 37 and earlier transformed requests in whole amounts
+        state = queues.with_legacy_transformations(state)
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
             return []
@@ -270,6 +278,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 37 applied resource transformations in whole amounts.
+    Versions 9 to 36 read none of the ordering gates (PriorityBoost, PrioritySortingWithinCohort and the rest).
     Versions 9 to 35 read the workload-slice-replacement-for annotation only beside elastic-job: "true".
     Versions 9 to 34 placed a MultiKueue ClusterQueue's TAS pod sets on the manager's nodes.
     Versions 9 to 33 recorded a pending outcome when a spent flavor-scan bookmark expired.
@@ -328,6 +338,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     multikueue_delays_topology = version >= 35
     replacement_annotation = version >= 36
     ordering_gates = version >= 37
+    exact_transformations = version >= 38
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -362,6 +373,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             multikueue_delays_topology=multikueue_delays_topology,
             replacement_annotation=replacement_annotation,
             ordering_gates=ordering_gates,
+            exact_transformations=exact_transformations,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

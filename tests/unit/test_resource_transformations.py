@@ -11,12 +11,19 @@ preemptor 15 and earlier applied them in whole amounts (kept for replay,
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
-from kueue_es.events import models
+from kueue_es import deciders
+from kueue_es.events import models, types
 from kueue_es.projections.cluster import ClusterState
+from kueue_es.replay import check_log
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
 from kueue_es.scheduling import queues
+from kueue_es.services.admitter import core as admitter
+from tests.scenario_states import before_first_record
 
 
 def _rule(input: str, outputs: dict[str, str], *, replace: bool = False, multiply_by: str | None = None):
@@ -112,3 +119,33 @@ def test_legacy_view_applies_them_as_logic_34_did() -> None:
 def test_legacy_view_of_a_state_without_transformations_is_the_state() -> None:
     state = ClusterState()
     assert queues.with_legacy_transformations(state) is state
+
+
+MILLI = Path(__file__).parents[1] / "scenarios/config/resource-transformation-milli-factors.yaml"
+
+
+def _reserved(outputs: list[types.Output]) -> list[str]:
+    return sorted({o.workload.key for o in outputs if isinstance(o, types.QuotaReserved | types.WorkloadAdmitted)})
+
+
+def test_admitter_35_transforms_exactly_and_34_in_whole_amounts() -> None:
+    state, now_ms, partition = before_first_record(MILLI, admitter.ROLE)
+    assert _reserved(admitter.decide(state, now_ms=now_ms, partition=partition)) == ["default/w1"]
+    # 34 counted 100M x 3m as 100M memory credits: w1, the head, does not fit (the probes come later)
+    assert _reserved(admitter.decide_as(34)(state, now_ms=now_ms, partition=partition)) == []
+    assert state.configuration.resources is not None
+    assert not any(  # the fold's Configuration is left alone
+        isinstance(rule, queues.LegacyResourceTransformation) for rule in state.configuration.resources.transformations
+    )
+    assert admitter.LOGIC_VERSION >= 35 and 34 in admitter.EARLIER_LOGIC_VERSIONS
+
+
+def test_a_log_recorded_by_admitter_34_replays_matched(monkeypatch: pytest.MonkeyPatch) -> None:
+    old = {**deciders.BY_ROLE, admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 34)]}
+    with monkeypatch.context() as patched:
+        patched.setattr(deciders, "BY_ROLE", old)
+        run = run_scenario(load_scenario(MILLI))
+    records = [e for _, e in run.log if isinstance(e, types.DecisionRecord) and e.role == admitter.ROLE]
+    assert records and {r.logic_version for r in records} == {34}
+    assert "default/probe-cpu" in {e.workload.key for _, e in run.log if isinstance(e, types.WorkloadAdmitted)}
+    assert check_log(run.messages, deciders.BY_ROLE).mismatches == []
