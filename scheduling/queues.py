@@ -712,15 +712,15 @@ _SHARED_LIMIT = 4096
 
 
 class LegacyResourceTransformation(models.ResourceTransformation, frozen=True, kw_only=True):
-    """A ``resources.transformations`` entry as admitter logic 34 and preemptor 15 and earlier applied it
+    """A ``resources.transformations`` entry as admitter logic 37 and preemptor 17 and earlier applied it
     (:func:`with_legacy_transformations`): in whole amounts (an output factor rounded up to one, a CPU
     product rounded down), the generated outputs summed with what the pod requests before any was floored
     at zero. Never folded nor written: it lives in the replay view's Configuration only."""
 
 
 def with_legacy_transformations(state: ClusterState) -> ClusterState:
-    """``state`` as the deciders before Kueue #12953 and #14032 were followed saw it (admitter logic 34 and
-    preemptor 15 and earlier, for replay): a view whose Configuration holds its transformations as
+    """``state`` as the deciders before Kueue #12953 and #14032 were followed saw it (admitter logic 37 and
+    preemptor 17 and earlier, for replay): a view whose Configuration holds its transformations as
     :class:`LegacyResourceTransformation`, so :func:`_transform` applies them as they did; ``state`` itself
     when there are none. The view's Configuration is kept in ``state.caches`` while the fold's stays the
     same, so the request memos compared by identity stay valid."""
@@ -791,7 +791,7 @@ def _ceil_amount(resource: str, value: Decimal) -> int:
 
 
 def _transform_legacy(requests: dict[str, int], transformations: list[models.ResourceTransformation]) -> dict[str, int]:
-    """:func:`_transform` as admitter logic 34 and preemptor 15 and earlier applied it, for replay."""
+    """:func:`_transform` as admitter logic 37 and preemptor 17 and earlier applied it, for replay."""
     out = dict(requests)
     for rule in transformations:
         if rule.input not in requests:

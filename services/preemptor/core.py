@@ -28,8 +28,10 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 17
-"""17: with the feature gate PriorityBoost on, the kueue.x-k8s.io/priority-boost annotation adds to the effective
+LOGIC_VERSION = 18
+"""18: resources.transformations multiply exact quantities and a negative output total counts as zero on its
+own, as the admitter's since its logic 38 (Kueue #12953, #14032; 17 and earlier applied them in whole amounts
+and summed the outputs into the requests). 17: with the feature gate PriorityBoost on, the kueue.x-k8s.io/priority-boost annotation adds to the effective
 priority of the preemptor and its candidates (policies and candidate order, Kueue's EffectivePriority); with
 PrioritySortingWithinCohort off, a preemptor preempted InCohortReclaimWhileBorrowing compares its queue time 1 ms
 after that preemption (LowerOrNewerEqualPriority; 16 and earlier read neither gate). 16: with the gate ElasticJobsViaWorkloadSlices on, a nomination whose kueue.x-k8s.io/workload-slice-replacement-for
@@ -67,8 +69,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
-"""Logic versions :func:`decide_as` still re-runs: 16 and earlier read neither PriorityBoost nor
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
+"""Logic versions :func:`decide_as` still re-runs: 17 and earlier applied resource transformations in whole
+amounts (18 in exact quantities); 16 and earlier read neither PriorityBoost nor
 PrioritySortingWithinCohort (17 does); 15 and earlier read the workload-slice-replacement-for
 annotation only beside elastic-job: "true" (16 reads it alone); 14 and earlier ordered candidates by LocalQueue usage without
 pending entry penalties (15 counts them); 13 and earlier applied IgnoreUndeclared with the gate
@@ -110,6 +113,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         afs_pending=True,
         replacement_annotation=True,
         ordering_gates=True,
+        exact_transformations=True,
     )
 
 
@@ -122,7 +126,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 16 and earlier, the gates PriorityBoost and
+        """:func:`decide` as logic ``version`` decided: with 17 and earlier, resource transformations
+        applied in whole amounts; with 16 and earlier, the gates PriorityBoost and
         PrioritySortingWithinCohort not read; with 15 and earlier, the replacement annotation read
         only beside elastic-job: "true"; with 14 and earlier, candidates ordered by LocalQueue
         usage without pending entry penalties; with 13 and earlier, IgnoreUndeclared applied with
@@ -151,6 +156,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             afs_pending=version >= 15,
             replacement_annotation=version >= 16,
             ordering_gates=version >= 17,
+            exact_transformations=version >= 18,
         )
 
     return decide_earlier
@@ -174,6 +180,7 @@ def _decide(
     afs_pending: bool,
     replacement_annotation: bool,
     ordering_gates: bool,
+    exact_transformations: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -181,6 +188,8 @@ def _decide(
         state = queues.without_ordering_gates(state)
     if not quota_check_gate:  # 12 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
         state = queues.without_quota_check_gate(state)
+    if not exact_transformations:  # 17 and earlier transformed requests in whole amounts
+        state = queues.with_legacy_transformations(state)
     if partition != partitions.LEGACY:
         if state.partitions.blocked(partition):
             return []

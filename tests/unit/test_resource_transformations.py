@@ -3,8 +3,8 @@ applyResourceTransformations, its cases in workload_test.go TestNewInfo).
 
 Kueue #12953 multiplies exact quantities, so a milli factor or a milli multiplier is not rounded first;
 Kueue #14032 keeps what the transformations generate apart from what the pod set requests, so a negative
-total of one output counts as zero and never offsets a request under the same name. Admitter logic 34 and
-preemptor 15 and earlier applied them in whole amounts (kept for replay,
+total of one output counts as zero and never offsets a request under the same name. Admitter logic 37 and
+preemptor 17 and earlier applied them in whole amounts (kept for replay,
 :func:`queues.with_legacy_transformations`).
 """
 
@@ -23,6 +23,7 @@ from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
 from kueue_es.scheduling import queues
 from kueue_es.services.admitter import core as admitter
+from kueue_es.services.preemptor import core as preemptor
 from tests.scenario_states import before_first_record
 
 
@@ -99,7 +100,7 @@ def _config(rules: list[models.ResourceTransformation]) -> models.Configuration:
     return models.Configuration(resources=models.ResourcesConfig(transformations=rules))
 
 
-def test_legacy_view_applies_them_as_logic_34_did() -> None:
+def test_legacy_view_applies_them_as_logic_37_did() -> None:
     rules = CASES["milli values"][1]
     state = dataclasses.replace(ClusterState(), configuration=_config(rules))
     view = queues.with_legacy_transformations(state)
@@ -128,24 +129,58 @@ def _reserved(outputs: list[types.Output]) -> list[str]:
     return sorted({o.workload.key for o in outputs if isinstance(o, types.QuotaReserved | types.WorkloadAdmitted)})
 
 
-def test_admitter_35_transforms_exactly_and_34_in_whole_amounts() -> None:
+def test_admitter_38_transforms_exactly_and_37_in_whole_amounts() -> None:
     state, now_ms, partition = before_first_record(MILLI, admitter.ROLE)
     assert _reserved(admitter.decide(state, now_ms=now_ms, partition=partition)) == ["default/w1"]
-    # 34 counted 100M x 3m as 100M memory credits: w1, the head, does not fit (the probes come later)
-    assert _reserved(admitter.decide_as(34)(state, now_ms=now_ms, partition=partition)) == []
+    # 37 counted 100M x 3m as 100M memory credits: w1, the head, does not fit (the probes come later)
+    assert _reserved(admitter.decide_as(37)(state, now_ms=now_ms, partition=partition)) == []
     assert state.configuration.resources is not None
     assert not any(  # the fold's Configuration is left alone
         isinstance(rule, queues.LegacyResourceTransformation) for rule in state.configuration.resources.transformations
     )
-    assert admitter.LOGIC_VERSION >= 35 and 34 in admitter.EARLIER_LOGIC_VERSIONS
+    assert admitter.LOGIC_VERSION >= 38 and 37 in admitter.EARLIER_LOGIC_VERSIONS
 
 
-def test_a_log_recorded_by_admitter_34_replays_matched(monkeypatch: pytest.MonkeyPatch) -> None:
-    old = {**deciders.BY_ROLE, admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 34)]}
+def test_a_log_recorded_by_admitter_37_replays_matched(monkeypatch: pytest.MonkeyPatch) -> None:
+    old = {**deciders.BY_ROLE, admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 37)]}
     with monkeypatch.context() as patched:
         patched.setattr(deciders, "BY_ROLE", old)
         run = run_scenario(load_scenario(MILLI))
     records = [e for _, e in run.log if isinstance(e, types.DecisionRecord) and e.role == admitter.ROLE]
-    assert records and {r.logic_version for r in records} == {34}
+    assert records and {r.logic_version for r in records} == {37}
     assert "default/probe-cpu" in {e.workload.key for _, e in run.log if isinstance(e, types.WorkloadAdmitted)}
+    assert check_log(run.messages, deciders.BY_ROLE).mismatches == []
+
+
+DEFERRED = (
+    Path(__file__).parents[1] / "scenarios/preemption/overlapping-targets-deferred-transformed-request-rounded-up.yaml"
+)
+
+
+def _evicted(decisions: list[types.Decision]) -> list[str]:
+    return sorted(d.workload.key for d in decisions if isinstance(d, types.EvictionRequested))
+
+
+def test_preemptor_18_sets_aside_the_rounded_up_request_and_17_the_whole_amount() -> None:
+    """The preemptor counts requests itself for the workloads left waiting for preemptions (DeferredFit)
+    when it searches overlapping targets again: wl-b's 1500m CPU is 2 credits, not 1."""
+    state, now_ms, partition = before_first_record(DEFERRED, preemptor.ROLE)
+    assert state.deferred == {"default/wl-b": "cq-b"}
+    assert _evicted(preemptor.decide(state, now_ms=now_ms, partition=partition)) == ["default/wl-v", "default/wl-w"]
+    earlier = preemptor.decide_as(17)(state, now_ms=now_ms, partition=partition)
+    assert _evicted(earlier) == ["default/wl-v"]
+    assert preemptor.LOGIC_VERSION >= 18 and 17 in preemptor.EARLIER_LOGIC_VERSIONS
+
+
+def test_a_log_recorded_by_preemptor_17_replays_matched(monkeypatch: pytest.MonkeyPatch) -> None:
+    old = {
+        **deciders.BY_ROLE,
+        admitter.ROLE: deciders.EARLIER[(admitter.ROLE, 37)],
+        preemptor.ROLE: deciders.EARLIER[(preemptor.ROLE, 17)],
+    }
+    with monkeypatch.context() as patched:
+        patched.setattr(deciders, "BY_ROLE", old)
+        run = run_scenario(load_scenario(DEFERRED))
+    records = [e for _, e in run.log if isinstance(e, types.DecisionRecord) and e.role == preemptor.ROLE]
+    assert records and {r.logic_version for r in records} == {17}
     assert check_log(run.messages, deciders.BY_ROLE).mismatches == []
