@@ -38,6 +38,9 @@ from kueue_es.events import manifests, models, types
 from kueue_es.jobframework import jobs, workloads
 
 Path = tuple[str | int, ...]
+
+JOB_ON_HOLD_MESSAGE = "Job is on hold"
+"""The QuotaReserved message of a workload its job put on hold (Kueue reconciler.go, JobWithOnHold)."""
 """Where a field is in an object: map keys and list indexes from the object's root."""
 
 
@@ -170,6 +173,10 @@ class Integration:
     ``check_in(ref, job, context)``: rules of the kind's webhook that depend on the configuration (a Ray
     job's ``enableInTreeAutoscaling``, allowed only for an elastic job with ElasticJobsViaWorkloadSlices
     on: ``context.elastic_jobs``); raises ManifestError. None: no such rule.
+
+    ``on_hold(job)``: the job asks for its workload to be put on hold (Kueue's JobWithOnHold, reconciler.go:
+    a RayJob whose KubeRay validation failed): a workload holding quota gives it back, reason OnHold
+    (:data:`JOB_ON_HOLD_MESSAGE`), and is not queued again. None: the kind never does.
     """
 
     framework: str
@@ -200,6 +207,7 @@ class Integration:
     reclaimable_pods_in: Callable[[Mapping[str, Any], workloads.Context], dict[str, int]] | None = None
     write_templates: Callable[[dict[str, Any], Mapping[str, TemplateChange], bool], None] | None = None
     check_in: Callable[[workloads.JobRef, Mapping[str, Any], workloads.Context], None] | None = None
+    on_hold: Callable[[Mapping[str, Any]], bool] | None = None
 
     @property
     def group(self) -> str:

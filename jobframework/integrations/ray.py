@@ -475,6 +475,13 @@ def rayjob_active(job: Mapping[str, Any]) -> bool:
     return _status(job).get("jobDeploymentStatus") not in (None, "", "Suspended")
 
 
+def rayjob_on_hold(job: Mapping[str, Any]) -> bool:
+    """``status.jobDeploymentStatus`` is ``ValidationFailed``: KubeRay refused the RayJob's spec and will not
+    run it, so its workload gives its quota back and waits on hold (rayjob_controller.go IsOnHold, Kueue
+    #14192; before, such a workload kept its quota for good)."""
+    return _status(job).get("jobDeploymentStatus") == "ValidationFailed"
+
+
 def rayjob_pods_ready(job: Mapping[str, Any]) -> bool:
     """``status.rayClusterStatus.state`` is ``ready`` (rayjob_controller.go PodsReady)."""
     return workloads.as_mapping(_status(job).get("rayClusterStatus")).get("state") == "ready"
@@ -546,6 +553,7 @@ INTEGRATIONS = (
         active=rayjob_active,
         pods_ready=rayjob_pods_ready,
         skip=rayjob_skip,
+        on_hold=rayjob_on_hold,
         pod_label_selector=rayjob_pod_label_selector,
     ),
     Integration(

@@ -794,9 +794,11 @@ def _release(
         record.set("Finished", True, wl.finished.reason, wl.finished.message, at_ms=event.at_ms)
         return
     if event.reason == ON_HOLD_REASON:
-        # its StatefulSet scaled to zero: the reservation is cleared with no eviction and nothing requeued
-        # (statefulset_reconciler.go releaseScaleDownReservation, UnsetQuotaReservationWithCondition)
-        _unreserve(record, ON_HOLD_REASON, ON_HOLD_MESSAGE, at_ms=event.at_ms, granular=granular)
+        # its job holds it (a StatefulSet scaled to zero, a RayJob KubeRay refused): the reservation is cleared
+        # with no eviction and nothing requeued (statefulset_reconciler.go releaseScaleDownReservation,
+        # reconciler.go JobWithOnHold: UnsetQuotaReservationWithCondition), with the job's message
+        message = wl.workload.on_hold or ON_HOLD_MESSAGE
+        _unreserve(record, ON_HOLD_REASON, message, at_ms=event.at_ms, granular=granular)
         if "PodsReady" in record.conditions:
             # no longer admitted: the job reconciler's PodsReady says so (reconciler.go generatePodsReadyCondition),
             # so the pods of the scale-up are Started again, not Recovered

@@ -410,6 +410,27 @@ class JobTracker:
             return True
         return False
 
+    async def _job_on_hold(self, kind: str, obj: objects.KubeObject, wl_key: Key, *, version: str) -> bool:
+        """Whether the job asks for its workload to be put on hold (the integration's ``on_hold``: a RayJob whose
+        KubeRay validation failed) and has one: then nothing else is done for it, as Kueue's reconciler returns
+        right after its on-hold step (reconciler.go ReconcileGenericJob, JobWithOnHold). While that workload's
+        Workload object holds quota (:attr:`held`), it is observed with ``on_hold`` once: the admitter releases the
+        reservation, reason OnHold, and does not queue it again (UnsetQuotaReservationWithCondition). A job with
+        no workload yet gets one first (ensureOneWorkload comes before)."""
+        integration = integrations.by_kind(kind) if kind not in _CONVERTERS else None
+        if integration is None or integration.on_hold is None or not integration.on_hold(obj):
+            return False
+        known = self.publisher.workloads.get(wl_key)
+        if known is None or wl_key not in self.publisher.known["Workload"]:
+            return False
+        if not known.on_hold and wl_key in self.held:
+            observed = msgspec.structs.replace(known, on_hold=integrations.JOB_ON_HOLD_MESSAGE)
+            await self.publisher.publish(
+                types.WorkloadObserved(workload=observed), version=f"{version}.hold", source=kind
+            )
+            log.info("job_workload_hold", workload=f"{wl_key[0]}/{wl_key[1]}", job=f"{kind} {objects.name_of(obj)}")
+        return True
+
     async def _sync_job(self, kind: str, obj: objects.KubeObject, *, version: str) -> None:
         """Publish what a Job, a JobSet or a single Pod stands for now."""
         wl_key = self._workload_key(kind, obj)
@@ -430,6 +451,8 @@ class JobTracker:
         now_ms = self.clock()
         context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
         fact = _convert(kind, obj, now_ms=now_ms, context=context)
+        if fact is not None and await self._job_on_hold(kind, obj, wl_key, version=version):
+            return
         if self._elastic(kind, obj) and fact is not None:
             await self._sync_elastic(kind, obj, fact, version=version, now_ms=now_ms, context=context)
             return

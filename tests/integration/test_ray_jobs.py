@@ -8,6 +8,7 @@ finishes, so their lives end at the second start.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,13 +17,15 @@ from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.jobframework import integrations
 from kueue_es.jobframework import slices as job_slices
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
+from kueue_es.services.kube import resources
 from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import serve_emulator
-from tests.integration.harness import events_of, running, wait_for
-from tests.integration.lifecycle import Statuses, run_lifecycle, served
+from tests.integration.harness import admitter, dispatcher_with_consumer, events_of, running, set_up_queues, wait_for
+from tests.integration.lifecycle import Statuses, run_lifecycle, served, until, write_status
 from tests.kube import examples
 
 pytestmark = pytest.mark.timeout(60)
@@ -272,3 +275,42 @@ async def test_an_elastic_rayjob_takes_its_worker_counts_from_its_raycluster(
         extra=extra,
     )
     assert len(await events_of(bus, types.WorkloadObserved)) == 2, "the RayCluster is no workload of its own"
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), {})
+
+
+async def test_a_rayjob_kuberay_refused_puts_its_workload_on_hold(api: k8s_client.ApiClient, bus: MemoryBus) -> None:
+    """Kueue #14192 (rayjob_controller.go IsOnHold, reconciler.go JobWithOnHold): an admitted RayJob whose
+    ``jobDeploymentStatus`` turns ``ValidationFailed`` (KubeRay will not run its spec) gives its quota back,
+    QuotaReserved=False ``OnHold`` "Job is on hold", and its workload is not queued again; before, it kept the
+    quota for good. The job itself is left as it is: Kueue's reconciler returns at its on-hold step."""
+    rayjob = served("RayJob")
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(Watcher(bus=bus, api=api).run(), admitter(bus).run(), dispatcher.fold_forever()):
+        async with running(dispatcher.consume(consumer)):
+            await set_up_queues(api, cpu=64)
+            created = await kube.apply_manifest(api, sample("ray-job-sample"))
+            name = integrations.registry()["RayJob"].workload_name("rayjob-sample", created["metadata"]["uid"])
+            await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
+            await write_status(api, rayjob, "rayjob-sample", {"jobDeploymentStatus": "Initializing"})
+            await write_status(api, rayjob, "rayjob-sample", {"jobDeploymentStatus": "ValidationFailed"})
+            [released] = await wait_for(bus, types.QuotaReleased, workload__name=name, timeout=10)
+            assert released.reason == "OnHold"
+            held = await until(
+                api, resources.WORKLOADS, name, lambda w: _condition(w, "QuotaReserved").get("reason") == "OnHold"
+            )
+            reserved = _condition(held, "QuotaReserved")
+            assert (reserved["status"], reserved["message"]) == ("False", "Job is on hold")
+            assert "admission" not in held.get("status", {})
+            await write_status(
+                api, rayjob, "rayjob-sample", {"jobDeploymentStatus": "ValidationFailed", "message": "x"}
+            )
+            await asyncio.sleep(1)
+            assert (
+                len(await events_of(bus, types.QuotaReserved)) + len(await events_of(bus, types.WorkloadAdmitted)) == 1
+            )
+            assert len(await events_of(bus, types.WorkloadObserved, workload__on_hold="Job is on hold")) == 1
+            job = await until(api, rayjob, "rayjob-sample", lambda o: True)
+            assert job["spec"]["suspend"] is False
