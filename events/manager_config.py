@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -35,7 +36,7 @@ import celpy
 import msgspec
 
 from kueue_es.events import models, slices
-from kueue_es.events.manifests import ManifestError, load_documents
+from kueue_es.events.manifests import ManifestError, load_documents, weight_text
 from kueue_es.events.quantities import QuantityError, to_amount
 
 CONFIG_GROUP = "config.kueue.x-k8s.io"
@@ -448,6 +449,8 @@ def _admission_fair_sharing(
     if sampling.startswith("-") or _zero(sampling):
         raise _error(source, "admissionFairSharing.usageSamplingInterval", "must be greater than 0")
     for resource, weight in section.resource_weights.items():
+        if not math.isfinite(weight):  # YAML's .inf and .nan are floats too, and no weight
+            raise _error(source, f"admissionFairSharing.resourceWeights.{resource}", "must be a finite number")
         if weight < 0:
             raise _error(
                 source, f"admissionFairSharing.resourceWeights.{resource}", "must be greater than or equal to 0"
@@ -455,9 +458,7 @@ def _admission_fair_sharing(
     return models.AdmissionFairSharingConfig(
         usage_half_life_time=half_life,
         usage_sampling_interval=sampling,
-        resource_weights={
-            r: repr(w) if w != int(w) else str(int(w)) for r, w in sorted(section.resource_weights.items())
-        },
+        resource_weights={r: weight_text(w) for r, w in sorted(section.resource_weights.items())},
     )
 
 

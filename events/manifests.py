@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -181,6 +182,7 @@ def _parse_other(manifest: dict[str, Any], *, kind: str, name: str) -> models.Na
     raw = {k: v for k, v in copy.deepcopy(manifest).items() if k not in ("apiVersion", "kind")}
     if kind == "Configuration":
         raw["metadata"] = {"name": (manifest.get("metadata") or {}).get("name") or "config"}
+        _resource_weights_to_text(raw, kind=kind, name=name)
         target: type[models.Namespace | models.Configuration] = models.Configuration
     else:
         raw = {"metadata": _normalize_meta(raw.get("metadata"), kind=kind, name=name)}
@@ -190,6 +192,44 @@ def _parse_other(manifest: dict[str, Any], *, kind: str, name: str) -> models.Na
     except msgspec.ValidationError as err:
         field, problem = _split_validation_error(str(err))
         raise ManifestError(kind=kind, name=name, field=field, problem=problem) from err
+
+
+def weight_text(weight: float) -> str:
+    """A resource weight of ``admissionFairSharing.resourceWeights`` as the text the log keeps: a
+    whole number without a fraction (``2.0`` -> ``"2"``), else Python's shortest round-trip form."""
+    return str(int(weight)) if weight == int(weight) else repr(float(weight))
+
+
+def _resource_weights_to_text(raw: dict[str, Any], *, kind: str, name: str) -> None:
+    """Turn ``admissionFairSharing.resourceWeights`` numbers into the log's texts, in place.
+
+    Kueue's Configuration takes a float64 a resource (apis/config/v1beta2 configuration_types.go
+    AdmissionFairSharing.ResourceWeights); a text that reads as a number is kept as older scenario
+    files wrote it. Raises ManifestError naming the resource for a weight that is no number or is
+    negative (Kueue's validation: ``must be greater than or equal to 0``)."""
+    section = raw.get("admissionFairSharing")
+    if not isinstance(section, dict) or section.get("resourceWeights") is None:
+        return
+    weights = section["resourceWeights"]
+    if not isinstance(weights, dict):
+        raise ManifestError(
+            kind=kind, name=name, field="admissionFairSharing.resourceWeights", problem="must be a mapping"
+        )
+    texts: dict[str, str] = {}
+    for resource, weight in weights.items():
+        field = f"admissionFairSharing.resourceWeights.{resource}"
+        if isinstance(weight, bool) or not isinstance(weight, int | float | str):
+            raise ManifestError(kind=kind, name=name, field=field, problem=f"{weight!r} is not a number")
+        try:
+            value = float(weight)
+        except ValueError:
+            raise ManifestError(kind=kind, name=name, field=field, problem=f"{weight!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ManifestError(kind=kind, name=name, field=field, problem=f"{weight!r} is not a finite number")
+        if value < 0:
+            raise ManifestError(kind=kind, name=name, field=field, problem="must be greater than or equal to 0")
+        texts[str(resource)] = weight if isinstance(weight, str) else weight_text(value)
+    section["resourceWeights"] = texts
 
 
 def parse_objects(

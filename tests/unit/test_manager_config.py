@@ -61,6 +61,13 @@ def test_the_settings_the_deciders_read() -> None:
     assert codec.decode(codec.encode(types.ConfigurationObserved(configuration=config))).configuration == config
 
 
+@pytest.mark.parametrize("weight", [".inf", ".nan"])
+def test_a_resource_weight_must_be_finite(weight: str) -> None:
+    text = V1BETA2 + f"admissionFairSharing: {{resourceWeights: {{cpu: {weight}}}}}\n"
+    with pytest.raises(ValueError, match=r"admissionFairSharing.resourceWeights.cpu.*finite"):
+        manager_config.parse(text)
+
+
 def test_v1beta1_needs_enable() -> None:
     off = manager_config.parse(V1BETA1 + "fairSharing: {enable: false}\n").configuration
     assert off.fair_sharing is None

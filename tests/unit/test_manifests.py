@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kueue_es.events import manifests, models, types
+from kueue_es.events import manager_config, manifests, models, types
 from kueue_es.services.watcher import convert
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -209,6 +209,34 @@ def test_a_v1beta1_priority_class_name_is_read_as_a_priority_class_ref() -> None
     assert ref is not None and (ref.group, ref.kind) == ("scheduling.k8s.io", "PriorityClass")
     manifest["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "x"}
     assert manifests.parse_object(manifest).spec.priority_class_ref.name == "x"
+
+
+def test_a_configurations_resource_weights_are_numbers_as_in_kueues_file() -> None:
+    """``admissionFairSharing.resourceWeights`` takes a float a resource (Kueue's configuration API), in a
+    scenario's Configuration as in the manager's file, and both read to the same weights."""
+    section = "admissionFairSharing: {usageHalfLifeTime: 168h, usageSamplingInterval: 5m, resourceWeights: "
+    text = f"apiVersion: {manifests.CONFIG_API}\nkind: Configuration\n{section}{{cpu: 2, x/gpu: 0.25, mem: 1.0}}}}\n"
+    (manifest,) = manifests.load_documents(text)
+    config = manifests.parse_object(manifest)
+    assert isinstance(config, models.Configuration) and config.admission_fair_sharing is not None
+    assert config.admission_fair_sharing.resource_weights == {"cpu": "2", "x/gpu": "0.25", "mem": "1"}
+    assert manager_config.parse(text).configuration.admission_fair_sharing == config.admission_fair_sharing
+
+
+@pytest.mark.parametrize(
+    ("weight", "problem"),
+    [(-1, "greater than or equal to 0"), (True, "is not a number"), ("lots", "is not a number"), ([2], "not a number")],
+)
+def test_a_bad_resource_weight_names_the_resource(weight: object, problem: str) -> None:
+    manifest = {
+        "apiVersion": manifests.CONFIG_API,
+        "kind": "Configuration",
+        "admissionFairSharing": {"resourceWeights": {"cpu": weight}},
+    }
+    with pytest.raises(manifests.ManifestError) as caught:
+        manifests.parse_object(manifest)
+    assert caught.value.field == "admissionFairSharing.resourceWeights.cpu"
+    assert problem in caught.value.problem
 
 
 def test_fields_of_kueues_crds_we_do_not_model_are_accepted() -> None:
